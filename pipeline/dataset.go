@@ -1,0 +1,241 @@
+package pipeline
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+)
+
+// DefaultMaxFileSize is the per-file size cap: larger files are refused
+// before they are read.
+const DefaultMaxFileSize = 64 << 20
+
+// Dataset is an indexed, read-only set of labelled encoded images. Index
+// order is the same on every machine that sees the same files.
+// Implementations are safe for concurrent use.
+type Dataset interface {
+	// Len is the number of samples.
+	Len() int
+	// Label is sample i's class index.
+	Label(i int) int64
+	// Classes names the classes, by label index.
+	Classes() []string
+	// Read returns sample i's encoded bytes, reusing buf when it is large
+	// enough.
+	Read(i int, buf []byte) ([]byte, error)
+	// Name is where sample i comes from, for error messages (relative to the
+	// dataset root; never an absolute path).
+	Name(i int) string
+	// Fingerprint is a hash of the index (names, sizes, labels): two
+	// machines with the same fingerprint see the same data.
+	Fingerprint() string
+	// Close releases open files.
+	Close() error
+}
+
+// imageExts are the file extensions ImageFolder indexes, as torchvision's
+// IMG_EXTENSIONS does (webp left out: no decoder here).
+var imageExts = []string{".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".gif"}
+
+func isImage(name string) bool {
+	return slices.Contains(imageExts, strings.ToLower(path.Ext(name)))
+}
+
+// Open opens the dataset at dir: WebDataset shards when dir holds *.tar
+// files (or is one), an ImageFolder tree otherwise.
+func Open(dir string) (Dataset, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		if strings.HasSuffix(dir, ".tar") {
+			return OpenWebDataset(dir)
+		}
+		return nil, fmt.Errorf("%w: dataset %s is neither a directory nor a .tar shard", ErrUnsupported, dir)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range ents {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".tar") {
+			return OpenWebDataset(dir)
+		}
+	}
+	return OpenImageFolder(dir)
+}
+
+// ImageFolder is a tree root/<class>/<file>, torchvision's ImageFolder:
+// classes sorted by name give the label indices, files sorted within each
+// class. Files are read through an os.Root, so neither ".." nor symbolic
+// links can reach outside the root, and only regular files are read.
+type ImageFolder struct {
+	root    *os.Root
+	classes []string
+	files   []string // relative to root
+	labels  []int32
+	sizes   []int64
+	maxSize int64
+	fp      string
+}
+
+// OpenImageFolder indexes the tree at dir.
+func OpenImageFolder(dir string) (*ImageFolder, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	d := &ImageFolder{root: root, maxSize: DefaultMaxFileSize}
+	ents, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	for _, e := range ents { // ReadDir sorts by name
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			d.classes = append(d.classes, e.Name())
+		}
+	}
+	for label, class := range d.classes {
+		err := fs.WalkDir(root.FS(), class, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if e.IsDir() {
+				if p != class && strings.HasPrefix(e.Name(), ".") {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			if !isImage(p) || strings.HasPrefix(e.Name(), ".") {
+				return nil
+			}
+			info, err := e.Info()
+			if err != nil {
+				return err
+			}
+			// Symbolic links are indexed; whether they stay inside the
+			// root is checked when they are opened.
+			if !info.Mode().IsRegular() && info.Mode()&fs.ModeSymlink == 0 {
+				return nil
+			}
+			d.files = append(d.files, p)
+			d.labels = append(d.labels, int32(label))
+			d.sizes = append(d.sizes, info.Size())
+			return nil
+		})
+		if err != nil {
+			root.Close()
+			return nil, err
+		}
+	}
+	if len(d.files) == 0 {
+		root.Close()
+		return nil, fmt.Errorf("%w: no images in %s (want root/<class>/<image>)", ErrUnsupported, dir)
+	}
+	h := newIndexHash("imagefolder", d.classes)
+	for i, f := range d.files {
+		h.add(f, d.sizes[i], int64(d.labels[i]))
+	}
+	d.fp = h.sum()
+	return d, nil
+}
+
+// SetMaxFileSize sets the per-file size cap (default DefaultMaxFileSize).
+func (d *ImageFolder) SetMaxFileSize(n int64) { d.maxSize = n }
+
+// Len implements Dataset.
+func (d *ImageFolder) Len() int { return len(d.files) }
+
+// Label implements Dataset.
+func (d *ImageFolder) Label(i int) int64 { return int64(d.labels[i]) }
+
+// Classes implements Dataset.
+func (d *ImageFolder) Classes() []string { return d.classes }
+
+// Name implements Dataset.
+func (d *ImageFolder) Name(i int) string { return d.files[i] }
+
+// Fingerprint implements Dataset.
+func (d *ImageFolder) Fingerprint() string { return d.fp }
+
+// Close implements Dataset.
+func (d *ImageFolder) Close() error { return d.root.Close() }
+
+// Read implements Dataset.
+func (d *ImageFolder) Read(i int, buf []byte) ([]byte, error) {
+	if i < 0 || i >= len(d.files) {
+		return nil, fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, i, len(d.files))
+	}
+	f, err := d.root.Open(d.files[i])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.files[i], err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrUnsupported, d.files[i])
+	}
+	return readCapped(f, st.Size(), d.maxSize, d.files[i], buf)
+}
+
+// readCapped reads exactly size bytes of r into buf (grown as needed),
+// refusing sizes over max before reading.
+func readCapped(r io.Reader, size, max int64, name string, buf []byte) ([]byte, error) {
+	if size > max {
+		return nil, fmt.Errorf("%w: %s is %d bytes, over the %d-byte file cap", ErrTooLarge, name, size, max)
+	}
+	if int64(cap(buf)) < size {
+		buf = make([]byte, size, size+size/4)
+	}
+	buf = buf[:size]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: %s: shorter than its size %d", ErrCorrupt, name, size)
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return buf, nil
+}
+
+// indexHash builds a dataset fingerprint from its index.
+type indexHash struct{ h hash.Hash }
+
+func newIndexHash(kind string, classes []string) indexHash {
+	h := indexHash{sha256.New()}
+	h.str(kind)
+	for _, c := range classes {
+		h.str(c)
+	}
+	return h
+}
+
+func (h indexHash) str(s string) {
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+	h.h.Write(n[:])
+	io.WriteString(h.h, s)
+}
+
+func (h indexHash) add(name string, size, label int64) {
+	h.str(name)
+	var n [16]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(size))
+	binary.LittleEndian.PutUint64(n[8:], uint64(label))
+	h.h.Write(n[:])
+}
+
+func (h indexHash) sum() string { return hex.EncodeToString(h.h.Sum(nil)[:16]) }

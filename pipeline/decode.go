@@ -1,0 +1,143 @@
+package pipeline
+
+import (
+	"fmt"
+	"runtime/debug"
+)
+
+// DCTScaling says which libjpeg DCT scales the fast path may decode at.
+type DCTScaling int
+
+const (
+	// ScalePow2 decodes at 1/2, 1/4 or 1/8 when the crop is at least 2, 4
+	// or 8 times the output on both sides.
+	ScalePow2 DCTScaling = iota
+	// ScaleOff always decodes at full size.
+	ScaleOff
+	// ScaleAny decodes at the smallest M/8 (M in 1..8) that keeps the crop
+	// at least as large as the output.
+	ScaleAny
+)
+
+type options struct {
+	pixelBudget int64
+	maxScans    int
+	reference   bool
+	scaling     DCTScaling
+}
+
+// Option configures a Decoder.
+type Option func(*options)
+
+// WithPixelBudget refuses images that declare more than n pixels, before
+// decoding them. Default 64 Mpx (64<<20).
+func WithPixelBudget(n int64) Option { return func(o *options) { o.pixelBudget = n } }
+
+// WithMaxScans refuses progressive JPEGs with more than n scans. Default 100.
+func WithMaxScans(n int) Option { return func(o *options) { o.maxScans = n } }
+
+// WithReference forces the pure-Go reference path for every image. Default
+// false: JPEGs take the libjpeg-turbo path where cgo is available.
+func WithReference(on bool) Option { return func(o *options) { o.reference = on } }
+
+// WithDCTScaling sets the DCT scales the fast path may use. Default ScalePow2.
+func WithDCTScaling(s DCTScaling) Option { return func(o *options) { o.scaling = s } }
+
+// Decoder turns encoded images into transformed samples. It holds reusable
+// scratch, so give each goroutine its own; it is not safe for concurrent use.
+// Close it to free its C memory.
+type Decoder struct {
+	opts options
+	fast fastState
+	pix  []byte // uint8 pixels before Normalize, when the output is float
+}
+
+// NewDecoder returns a Decoder with the given options.
+func NewDecoder(opts ...Option) *Decoder {
+	d := &Decoder{opts: options{pixelBudget: 64 << 20, maxScans: 100}}
+	for _, o := range opts {
+		o(&d.opts)
+	}
+	return d
+}
+
+// Close frees the Decoder's scratch. The Decoder must not be used after.
+func (d *Decoder) Close() { d.fast.free() }
+
+// Fast reports whether this build has the libjpeg-turbo path.
+func Fast() bool { return haveFast }
+
+// Decode decodes data, applies t for key k and writes the sample into out,
+// which must be t.SampleBytes() long. On error out holds unspecified bytes
+// and the error wraps ErrCorrupt, ErrTooLarge or ErrUnsupported.
+func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
+	if len(out) != t.SampleBytes() {
+		return fmt.Errorf("%w: output buffer is %d bytes, sample is %d", ErrUnsupported, len(out), t.SampleBytes())
+	}
+	hd, err := parseHeader(data)
+	if err != nil {
+		return err
+	}
+	if px := int64(hd.w) * int64(hd.h); px > d.opts.pixelBudget {
+		return fmt.Errorf("%w: %dx%d is %d pixels, over the budget of %d", ErrTooLarge, hd.w, hd.h, px, d.opts.pixelBudget)
+	}
+	p, err := t.plan(hd.w, hd.h, k)
+	if err != nil {
+		return err
+	}
+	pix := out
+	if t.norm != nil {
+		if cap(d.pix) < t.pixelBytes() {
+			d.pix = make([]byte, t.pixelBytes())
+		}
+		pix = d.pix[:t.pixelBytes()]
+	}
+	if err := d.decodeGuarded(data, &hd, &p, t.layout, pix); err != nil {
+		return err
+	}
+	if p.jitter {
+		jitter(pix, t.layout, &p)
+	}
+	if t.norm != nil {
+		normalize(pix, out, t.layout, t.norm)
+	}
+	return nil
+}
+
+// decodeGuarded runs the decode under recover: a decoder bug or a panic in
+// an image library on hostile input becomes ErrCorrupt, not a dead server.
+func (d *Decoder) decodeGuarded(data []byte, hd *header, p *samplePlan, layout Layout, out []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: decoder panicked: %v\n%s", ErrCorrupt, r, debug.Stack())
+		}
+	}()
+	if haveFast && !d.opts.reference && hd.format == formatJPEG && hd.comps != 4 {
+		return d.decodeFast(data, hd, p, layout, out)
+	}
+	if hd.format == formatJPEG && hd.progressive {
+		if n := countScans(data); n > d.opts.maxScans {
+			return fmt.Errorf("%w: progressive jpeg has %d scans, over the cap of %d", ErrTooLarge, n, d.opts.maxScans)
+		}
+	}
+	return decodeRef(data, p, layout, out)
+}
+
+// countScans counts SOS markers by walking the segment structure (entropy-
+// coded data is skipped byte-wise: 0xFF is always followed by 0x00 or a
+// restart marker inside it).
+func countScans(data []byte) int {
+	n := 0
+	for i := 2; i+1 < len(data); i++ {
+		if data[i] != 0xFF {
+			continue
+		}
+		switch m := data[i+1]; {
+		case m == 0xDA:
+			n++
+		case m == 0xD9:
+			return n
+		}
+	}
+	return n
+}

@@ -1,0 +1,153 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+)
+
+// samplePlan is everything size-dependent or random about one sample: where
+// its pixels come from, whether it is flipped, how its colors are jittered.
+// It is a pure function of (transform, image size, key); both decode paths
+// execute the same plan.
+type samplePlan struct {
+	geom geomKind
+	// Source image size.
+	srcW, srcH int
+	// resizeCrop: the whole source is resized to rw x rh first.
+	rw, rh int
+	// The crop: of the source (cropResize) or of the resized image
+	// (resizeCrop).
+	cx, cy, cw, ch int
+	outW, outH     int
+	flip           bool
+	// ColorJitter factors (brightness, contrast, saturation; 1 is a no-op)
+	// and the order to apply them in (indices into jit).
+	jitter bool
+	jit    [3]float64
+	order  [3]int
+}
+
+// region is the fused form of a plan's geometry: the source rectangle box
+// (fractional, source pixels) maps onto the output, and the resampling
+// filter's support is clipped to the source rectangle [x0,x1) x [y0,y1).
+type region struct {
+	bx, by, bw, bh float64
+	x0, y0, x1, y1 int
+}
+
+// plan computes a sample's plan. It fails only when the image is too small
+// for a fixed crop (padding is not supported).
+func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
+	p := samplePlan{geom: t.geom, srcW: srcW, srcH: srcH, outW: t.outW, outH: t.outH}
+	switch {
+	case t.rrc != nil:
+		r := k.Stream(streamCrop)
+		p.cx, p.cy, p.cw, p.ch = rrcParams(&r, srcW, srcH, t.rrc.Scale, t.rrc.Ratio)
+	case t.resize != nil:
+		p.rw, p.rh = resizedSize(srcW, srcH, t.resize.Size)
+		p.cw, p.ch = p.rw, p.rh
+		if t.center != nil {
+			p.cw, p.ch = t.center.Size[1], t.center.Size[0]
+			p.cx, p.cy = centerOffset(p.rw, p.cw), centerOffset(p.rh, p.ch)
+		}
+	default: // CenterCrop alone
+		p.cw, p.ch = t.center.Size[1], t.center.Size[0]
+		p.cx, p.cy = centerOffset(srcW, p.cw), centerOffset(srcH, p.ch)
+	}
+	w, h := srcW, srcH
+	if p.geom == resizeCrop {
+		w, h = p.rw, p.rh
+	}
+	if p.cx < 0 || p.cy < 0 || p.cx+p.cw > w || p.cy+p.ch > h {
+		return p, fmt.Errorf("%w: image %dx%d is smaller than the %dx%d crop (padding is not supported)", ErrUnsupported, srcW, srcH, p.cw, p.ch)
+	}
+	if t.flip > 0 {
+		r := k.Stream(streamFlip)
+		p.flip = r.Float64() < t.flip
+	}
+	if j := t.jitter; j != nil {
+		r := k.Stream(streamJitter)
+		p.jitter = true
+		for i, f := range [3]float64{j.Brightness, j.Contrast, j.Saturation} {
+			p.jit[i] = 1
+			if f > 0 {
+				p.jit[i] = r.Uniform(math.Max(0, 1-f), 1+f)
+			}
+		}
+		var perm [3]int
+		r.Perm(perm[:])
+		p.order = perm
+	}
+	return p, nil
+}
+
+// rrcParams is torchvision's RandomResizedCrop.get_params: ten tries at a
+// random area and log-uniform aspect ratio, then a center crop fallback.
+func rrcParams(r *RNG, W, H int, scale, ratio [2]float64) (x, y, w, h int) {
+	area := float64(W * H)
+	for range 10 {
+		target := area * r.Uniform(scale[0], scale[1])
+		aspect := r.LogUniform(ratio[0], ratio[1])
+		w = int(math.RoundToEven(math.Sqrt(target * aspect)))
+		h = int(math.RoundToEven(math.Sqrt(target / aspect)))
+		if 0 < w && w <= W && 0 < h && h <= H {
+			y = r.Intn(H - h + 1)
+			x = r.Intn(W - w + 1)
+			return x, y, w, h
+		}
+	}
+	in := float64(W) / float64(H)
+	switch {
+	case in < ratio[0]:
+		w = W
+		h = int(math.RoundToEven(float64(w) / ratio[0]))
+	case in > ratio[1]:
+		h = H
+		w = int(math.RoundToEven(float64(h) * ratio[1]))
+	default:
+		w, h = W, H
+	}
+	return (W - w) / 2, (H - h) / 2, w, h
+}
+
+// resizedSize is torchvision's Resize output size: (h, w) as given, or the
+// shorter side set to size[0] and the longer scaled and truncated.
+func resizedSize(W, H int, size [2]int) (w, h int) {
+	if size[1] > 0 {
+		return size[1], size[0]
+	}
+	s := size[0]
+	if W <= H {
+		return s, int(float64(s) * float64(H) / float64(W))
+	}
+	return int(float64(s) * float64(W) / float64(H)), s
+}
+
+// centerOffset is torchvision's CenterCrop offset: round((size-crop)/2),
+// rounding half to even as Python does.
+func centerOffset(size, crop int) int {
+	return int(math.RoundToEven(float64(size-crop) / 2))
+}
+
+// region returns the plan's geometry as one resampling from the source.
+func (p *samplePlan) region() region {
+	if p.geom == cropResize {
+		return region{
+			bx: float64(p.cx), by: float64(p.cy), bw: float64(p.cw), bh: float64(p.ch),
+			x0: p.cx, y0: p.cy, x1: p.cx + p.cw, y1: p.cy + p.ch,
+		}
+	}
+	// Resize then crop: the crop of the resized image is a fractional box of
+	// the source, and the filter may reach past it into the rest of the
+	// image, as it does when the whole image is resized first. Clip the
+	// support to what it can touch: the box plus the filter's radius.
+	sx := float64(p.srcW) / float64(p.rw)
+	sy := float64(p.srcH) / float64(p.rh)
+	g := region{bx: float64(p.cx) * sx, by: float64(p.cy) * sy, bw: float64(p.cw) * sx, bh: float64(p.ch) * sy}
+	mx, my := math.Max(sx, 1)+1, math.Max(sy, 1)+1
+	g.x0 = max(0, int(math.Floor(g.bx-mx)))
+	g.y0 = max(0, int(math.Floor(g.by-my)))
+	g.x1 = min(p.srcW, int(math.Ceil(g.bx+g.bw+mx)))
+	g.y1 = min(p.srcH, int(math.Ceil(g.by+g.bh+my)))
+	return g
+}

@@ -1,0 +1,59 @@
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+
+	"github.com/disintegration/imaging"
+)
+
+// decodeRef is the reference path: it decodes with Go's image decoders and
+// follows torchvision's ops step by step with imaging (crop, then antialiased
+// bilinear resize; or resize, then crop), then flips and packs. It allocates
+// per image; the fast path is tested against it.
+func decodeRef(data []byte, p *samplePlan, layout Layout, out []byte) error {
+	src, err := imaging.Decode(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if b := src.Bounds(); b.Dx() != p.srcW || b.Dy() != p.srcH {
+		return fmt.Errorf("%w: decoded size %dx%d differs from the header's %dx%d", ErrCorrupt, b.Dx(), b.Dy(), p.srcW, p.srcH)
+	}
+	var img *image.NRGBA
+	crop := image.Rect(p.cx, p.cy, p.cx+p.cw, p.cy+p.ch)
+	if p.geom == cropResize {
+		img = imaging.Crop(src, crop.Add(src.Bounds().Min))
+		if p.cw != p.outW || p.ch != p.outH {
+			img = imaging.Resize(img, p.outW, p.outH, imaging.Linear)
+		}
+	} else {
+		img = imaging.Resize(src, p.rw, p.rh, imaging.Linear)
+		img = imaging.Crop(img, crop)
+	}
+	if p.flip {
+		img = imaging.FlipH(img)
+	}
+	packNRGBA(img, layout, out)
+	return nil
+}
+
+// packNRGBA writes an image's RGB (alpha dropped, as PIL's convert("RGB")
+// does) into out in the given layout.
+func packNRGBA(img *image.NRGBA, layout Layout, out []byte) {
+	w, h := img.Rect.Dx(), img.Rect.Dy()
+	plane := w * h
+	for y := 0; y < h; y++ {
+		row := img.Pix[y*img.Stride : y*img.Stride+4*w]
+		for x := 0; x < w; x++ {
+			r, g, b := row[4*x], row[4*x+1], row[4*x+2]
+			if layout == HWC {
+				o := 3 * (y*w + x)
+				out[o], out[o+1], out[o+2] = r, g, b
+			} else {
+				o := y*w + x
+				out[o], out[plane+o], out[2*plane+o] = r, g, b
+			}
+		}
+	}
+}

@@ -1,0 +1,224 @@
+package pipeline
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// WebDataset is a set of tar shards in WebDataset layout: members that share
+// a key (the path up to the first dot of the file name) make one sample,
+// key.jpg|jpeg|png (the image) and key.cls (the label as decimal text).
+// Shards are taken in name order and samples in tar order; they are read in
+// place, never unpacked. Classes are the label values seen, "0".."max".
+type WebDataset struct {
+	shards  []*os.File
+	names   []string // shard base names
+	samples []wdsSample
+	classes []string
+	maxSize int64
+	fp      string
+}
+
+type wdsSample struct {
+	shard  int32
+	label  int64
+	offset int64
+	size   int64
+	name   string
+}
+
+// OpenWebDataset indexes the shard at path, or every *.tar in the directory
+// at path.
+func OpenWebDataset(path string) (*WebDataset, error) {
+	var files []string
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if st.IsDir() {
+		files, err = filepath.Glob(filepath.Join(path, "*.tar"))
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(files)
+	} else {
+		files = []string{path}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%w: no .tar shards in %s", ErrUnsupported, path)
+	}
+	d := &WebDataset{maxSize: DefaultMaxFileSize}
+	maxLabel := int64(-1)
+	h := newIndexHash("webdataset", nil)
+	for si, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+			f.Close()
+			d.Close()
+			return nil, fmt.Errorf("%w: shard %s is not a regular file", ErrUnsupported, filepath.Base(name))
+		}
+		d.shards = append(d.shards, f)
+		d.names = append(d.names, filepath.Base(name))
+		got, err := indexShard(f, int32(si), d.names[si])
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		for _, s := range got {
+			maxLabel = max(maxLabel, s.label)
+			h.add(d.names[si]+"/"+s.name, s.size, s.label)
+		}
+		d.samples = append(d.samples, got...)
+	}
+	if len(d.samples) == 0 {
+		d.Close()
+		return nil, fmt.Errorf("%w: no samples (key.jpg|png + key.cls) in %s", ErrUnsupported, path)
+	}
+	for i := int64(0); i <= maxLabel; i++ {
+		d.classes = append(d.classes, strconv.FormatInt(i, 10))
+	}
+	d.fp = h.sum()
+	return d, nil
+}
+
+// posReader tracks the offset tar has read up to, so that each member's
+// data offset is known without reading the data.
+type posReader struct {
+	f   *os.File
+	pos int64
+}
+
+func (r *posReader) Read(p []byte) (int, error) {
+	n, err := r.f.ReadAt(p, r.pos)
+	r.pos += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+func (r *posReader) Seek(off int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekCurrent:
+		r.pos += off
+	case io.SeekStart:
+		r.pos = off
+	default:
+		st, err := r.f.Stat()
+		if err != nil {
+			return 0, err
+		}
+		r.pos = st.Size() + off
+	}
+	return r.pos, nil
+}
+
+func indexShard(f *os.File, si int32, shard string) ([]wdsSample, error) {
+	type partial struct {
+		img    *wdsSample
+		label  int64
+		hasCls bool
+	}
+	byKey := map[string]*partial{}
+	var order []string
+	pr := &posReader{f: f}
+	tr := tar.NewReader(pr)
+	for {
+		hd, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: shard %s: %v", ErrCorrupt, shard, err)
+		}
+		if hd.Typeflag != tar.TypeReg {
+			continue
+		}
+		dir, base := filepath.Split(hd.Name)
+		dot := strings.IndexByte(base, '.')
+		if dot <= 0 {
+			continue
+		}
+		key, ext := dir+base[:dot], strings.ToLower(base[dot+1:])
+		p := byKey[key]
+		if p == nil {
+			p = &partial{}
+			byKey[key] = p
+			order = append(order, key)
+		}
+		switch ext {
+		case "jpg", "jpeg", "png":
+			p.img = &wdsSample{shard: si, offset: pr.pos, size: hd.Size, name: hd.Name}
+		case "cls":
+			if hd.Size > 32 {
+				return nil, fmt.Errorf("%w: shard %s: %s is %d bytes, not a label", ErrCorrupt, shard, hd.Name, hd.Size)
+			}
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				return nil, fmt.Errorf("%w: shard %s: %s: %v", ErrCorrupt, shard, hd.Name, err)
+			}
+			v, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
+			if err != nil || v < 0 {
+				return nil, fmt.Errorf("%w: shard %s: %s: label %q is not a non-negative integer", ErrCorrupt, shard, hd.Name, b)
+			}
+			p.label, p.hasCls = v, true
+		}
+	}
+	var out []wdsSample
+	for _, k := range order {
+		p := byKey[k]
+		if p.img == nil {
+			continue
+		}
+		if !p.hasCls {
+			return nil, fmt.Errorf("%w: shard %s: sample %s has no .cls label", ErrCorrupt, shard, k)
+		}
+		p.img.label = p.label
+		out = append(out, *p.img)
+	}
+	return out, nil
+}
+
+// Len implements Dataset.
+func (d *WebDataset) Len() int { return len(d.samples) }
+
+// Label implements Dataset.
+func (d *WebDataset) Label(i int) int64 { return d.samples[i].label }
+
+// Classes implements Dataset.
+func (d *WebDataset) Classes() []string { return d.classes }
+
+// Name implements Dataset.
+func (d *WebDataset) Name(i int) string {
+	s := &d.samples[i]
+	return d.names[s.shard] + "/" + s.name
+}
+
+// Fingerprint implements Dataset.
+func (d *WebDataset) Fingerprint() string { return d.fp }
+
+// Read implements Dataset.
+func (d *WebDataset) Read(i int, buf []byte) ([]byte, error) {
+	if i < 0 || i >= len(d.samples) {
+		return nil, fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, i, len(d.samples))
+	}
+	s := &d.samples[i]
+	return readCapped(io.NewSectionReader(d.shards[s.shard], s.offset, s.size), s.size, d.maxSize, d.Name(i), buf)
+}
+
+// Close implements Dataset.
+func (d *WebDataset) Close() error {
+	for _, f := range d.shards {
+		f.Close()
+	}
+	return nil
+}

@@ -1,0 +1,275 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Layout(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    LAYOUT_UNSPECIFIED: _ClassVar[Layout]
+    LAYOUT_NCHW: _ClassVar[Layout]
+    LAYOUT_NHWC: _ClassVar[Layout]
+
+class FailPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FAIL_POLICY_UNSPECIFIED: _ClassVar[FailPolicy]
+    FAIL_POLICY_PAD: _ClassVar[FailPolicy]
+    FAIL_POLICY_DROP: _ClassVar[FailPolicy]
+
+class Dtype(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DTYPE_UNSPECIFIED: _ClassVar[Dtype]
+    DTYPE_UINT8: _ClassVar[Dtype]
+    DTYPE_FLOAT32: _ClassVar[Dtype]
+LAYOUT_UNSPECIFIED: Layout
+LAYOUT_NCHW: Layout
+LAYOUT_NHWC: Layout
+FAIL_POLICY_UNSPECIFIED: FailPolicy
+FAIL_POLICY_PAD: FailPolicy
+FAIL_POLICY_DROP: FailPolicy
+DTYPE_UNSPECIFIED: Dtype
+DTYPE_UINT8: Dtype
+DTYPE_FLOAT32: Dtype
+
+class FeedRequest(_message.Message):
+    __slots__ = ("open", "credit")
+    OPEN_FIELD_NUMBER: _ClassVar[int]
+    CREDIT_FIELD_NUMBER: _ClassVar[int]
+    open: OpenJob
+    credit: Credit
+    def __init__(self, open: _Optional[_Union[OpenJob, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ...) -> None: ...
+
+class OpenJob(_message.Message):
+    __slots__ = ("dataset", "transform", "batch_size", "seed", "shuffle", "epoch", "rank", "world_size", "drop_last", "as_ready", "layout", "credits", "start_batch", "fail_policy")
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    TRANSFORM_FIELD_NUMBER: _ClassVar[int]
+    BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    SHUFFLE_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    WORLD_SIZE_FIELD_NUMBER: _ClassVar[int]
+    DROP_LAST_FIELD_NUMBER: _ClassVar[int]
+    AS_READY_FIELD_NUMBER: _ClassVar[int]
+    LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    CREDITS_FIELD_NUMBER: _ClassVar[int]
+    START_BATCH_FIELD_NUMBER: _ClassVar[int]
+    FAIL_POLICY_FIELD_NUMBER: _ClassVar[int]
+    dataset: str
+    transform: TransformSpec
+    batch_size: int
+    seed: int
+    shuffle: bool
+    epoch: int
+    rank: int
+    world_size: int
+    drop_last: bool
+    as_ready: bool
+    layout: Layout
+    credits: int
+    start_batch: int
+    fail_policy: FailPolicy
+    def __init__(self, dataset: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., epoch: _Optional[int] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., as_ready: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., credits: _Optional[int] = ..., start_batch: _Optional[int] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ...) -> None: ...
+
+class TransformSpec(_message.Message):
+    __slots__ = ("preset", "ops")
+    PRESET_FIELD_NUMBER: _ClassVar[int]
+    OPS_FIELD_NUMBER: _ClassVar[int]
+    preset: str
+    ops: _containers.RepeatedCompositeFieldContainer[Op]
+    def __init__(self, preset: _Optional[str] = ..., ops: _Optional[_Iterable[_Union[Op, _Mapping]]] = ...) -> None: ...
+
+class Op(_message.Message):
+    __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize")
+    RANDOM_RESIZED_CROP_FIELD_NUMBER: _ClassVar[int]
+    RESIZE_FIELD_NUMBER: _ClassVar[int]
+    CENTER_CROP_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_HORIZONTAL_FLIP_FIELD_NUMBER: _ClassVar[int]
+    COLOR_JITTER_FIELD_NUMBER: _ClassVar[int]
+    NORMALIZE_FIELD_NUMBER: _ClassVar[int]
+    random_resized_crop: RandomResizedCrop
+    resize: Resize
+    center_crop: CenterCrop
+    random_horizontal_flip: RandomHorizontalFlip
+    color_jitter: ColorJitter
+    normalize: Normalize
+    def __init__(self, random_resized_crop: _Optional[_Union[RandomResizedCrop, _Mapping]] = ..., resize: _Optional[_Union[Resize, _Mapping]] = ..., center_crop: _Optional[_Union[CenterCrop, _Mapping]] = ..., random_horizontal_flip: _Optional[_Union[RandomHorizontalFlip, _Mapping]] = ..., color_jitter: _Optional[_Union[ColorJitter, _Mapping]] = ..., normalize: _Optional[_Union[Normalize, _Mapping]] = ...) -> None: ...
+
+class RandomResizedCrop(_message.Message):
+    __slots__ = ("height", "width", "scale_min", "scale_max", "ratio_min", "ratio_max")
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    SCALE_MIN_FIELD_NUMBER: _ClassVar[int]
+    SCALE_MAX_FIELD_NUMBER: _ClassVar[int]
+    RATIO_MIN_FIELD_NUMBER: _ClassVar[int]
+    RATIO_MAX_FIELD_NUMBER: _ClassVar[int]
+    height: int
+    width: int
+    scale_min: float
+    scale_max: float
+    ratio_min: float
+    ratio_max: float
+    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ..., scale_min: _Optional[float] = ..., scale_max: _Optional[float] = ..., ratio_min: _Optional[float] = ..., ratio_max: _Optional[float] = ...) -> None: ...
+
+class Resize(_message.Message):
+    __slots__ = ("height", "width")
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    height: int
+    width: int
+    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ...) -> None: ...
+
+class CenterCrop(_message.Message):
+    __slots__ = ("height", "width")
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    height: int
+    width: int
+    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ...) -> None: ...
+
+class RandomHorizontalFlip(_message.Message):
+    __slots__ = ("p",)
+    P_FIELD_NUMBER: _ClassVar[int]
+    p: float
+    def __init__(self, p: _Optional[float] = ...) -> None: ...
+
+class ColorJitter(_message.Message):
+    __slots__ = ("brightness", "contrast", "saturation")
+    BRIGHTNESS_FIELD_NUMBER: _ClassVar[int]
+    CONTRAST_FIELD_NUMBER: _ClassVar[int]
+    SATURATION_FIELD_NUMBER: _ClassVar[int]
+    brightness: float
+    contrast: float
+    saturation: float
+    def __init__(self, brightness: _Optional[float] = ..., contrast: _Optional[float] = ..., saturation: _Optional[float] = ...) -> None: ...
+
+class Normalize(_message.Message):
+    __slots__ = ("mean", "std")
+    MEAN_FIELD_NUMBER: _ClassVar[int]
+    STD_FIELD_NUMBER: _ClassVar[int]
+    mean: _containers.RepeatedScalarFieldContainer[float]
+    std: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, mean: _Optional[_Iterable[float]] = ..., std: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class Credit(_message.Message):
+    __slots__ = ("credits", "wait_seconds", "batches")
+    CREDITS_FIELD_NUMBER: _ClassVar[int]
+    WAIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    credits: int
+    wait_seconds: float
+    batches: int
+    def __init__(self, credits: _Optional[int] = ..., wait_seconds: _Optional[float] = ..., batches: _Optional[int] = ...) -> None: ...
+
+class FeedResponse(_message.Message):
+    __slots__ = ("job", "batch", "chunk", "end")
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    job: JobInfo
+    batch: BatchHeader
+    chunk: Chunk
+    end: EpochEnd
+    def __init__(self, job: _Optional[_Union[JobInfo, _Mapping]] = ..., batch: _Optional[_Union[BatchHeader, _Mapping]] = ..., chunk: _Optional[_Union[Chunk, _Mapping]] = ..., end: _Optional[_Union[EpochEnd, _Mapping]] = ...) -> None: ...
+
+class JobInfo(_message.Message):
+    __slots__ = ("epoch", "batches", "samples", "dataset_size", "fingerprint", "classes", "sample_shape", "dtype", "max_chunk_bytes")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    DATASET_SIZE_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    CLASSES_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_SHAPE_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    MAX_CHUNK_BYTES_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    batches: int
+    samples: int
+    dataset_size: int
+    fingerprint: str
+    classes: _containers.RepeatedScalarFieldContainer[str]
+    sample_shape: _containers.RepeatedScalarFieldContainer[int]
+    dtype: Dtype
+    max_chunk_bytes: int
+    def __init__(self, epoch: _Optional[int] = ..., batches: _Optional[int] = ..., samples: _Optional[int] = ..., dataset_size: _Optional[int] = ..., fingerprint: _Optional[str] = ..., classes: _Optional[_Iterable[str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., max_chunk_bytes: _Optional[int] = ...) -> None: ...
+
+class BatchHeader(_message.Message):
+    __slots__ = ("epoch", "number", "shape", "dtype", "labels", "indices", "errors", "data_bytes")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    INDICES_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    DATA_BYTES_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    number: int
+    shape: _containers.RepeatedScalarFieldContainer[int]
+    dtype: Dtype
+    labels: _containers.RepeatedScalarFieldContainer[int]
+    indices: _containers.RepeatedScalarFieldContainer[int]
+    errors: _containers.RepeatedCompositeFieldContainer[SampleError]
+    data_bytes: int
+    def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ...) -> None: ...
+
+class SampleError(_message.Message):
+    __slots__ = ("index", "name", "reason")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    name: str
+    reason: str
+    def __init__(self, index: _Optional[int] = ..., name: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class Chunk(_message.Message):
+    __slots__ = ("number", "offset", "data")
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    number: int
+    offset: int
+    data: bytes
+    def __init__(self, number: _Optional[int] = ..., offset: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class EpochEnd(_message.Message):
+    __slots__ = ("epoch", "batches", "samples", "sample_errors")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    batches: int
+    samples: int
+    sample_errors: int
+    def __init__(self, epoch: _Optional[int] = ..., batches: _Optional[int] = ..., samples: _Optional[int] = ..., sample_errors: _Optional[int] = ...) -> None: ...
+
+class ListDatasetsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListDatasetsResponse(_message.Message):
+    __slots__ = ("datasets",)
+    DATASETS_FIELD_NUMBER: _ClassVar[int]
+    datasets: _containers.RepeatedCompositeFieldContainer[DatasetInfo]
+    def __init__(self, datasets: _Optional[_Iterable[_Union[DatasetInfo, _Mapping]]] = ...) -> None: ...
+
+class DatasetInfo(_message.Message):
+    __slots__ = ("name", "size", "classes", "fingerprint", "format")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    CLASSES_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    size: int
+    classes: _containers.RepeatedScalarFieldContainer[str]
+    fingerprint: str
+    format: str
+    def __init__(self, name: _Optional[str] = ..., size: _Optional[int] = ..., classes: _Optional[_Iterable[str]] = ..., fingerprint: _Optional[str] = ..., format: _Optional[str] = ...) -> None: ...
