@@ -1,0 +1,97 @@
+# stoker: `make demo` sets up and runs the main job; `make test` runs every test.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV     := .venv
+PY       := $(VENV)/bin/python
+BIN      := bin/stoker
+TOOLS    := .bin
+DATA     ?=
+PHOTOS   ?= ../shared/data/photos/train
+THREADS  ?= 1
+ROUNDS   ?= 3
+SECONDS  ?= 8
+SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# Pinned code generators.
+BUF_VERSION               := v1.57.2
+PROTOC_GEN_GO_VERSION     := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.1
+
+# Debian packages the build and tests need.
+APT_PKGS := gcc libc6-dev make pkg-config libjpeg62-turbo-dev python3 python3-venv python3-dev git ca-certificates
+
+.PHONY: help setup apt venv tools build test test-go test-python lint check-generate generate bench demo clean
+
+help:
+	@echo "make demo    install what is missing, build, serve a dataset and train on it for a while (DATA=/path for a real ImageFolder)"
+	@echo "make test    vet, lint, regenerate-and-diff, Go tests (-race), pure-Go tests, Python tests"
+	@echo "make bench   stoker's pipeline vs torchvision (PIL and v2) on one core, interleaved rounds"
+	@echo "make setup   install system packages, Go tools and the Python venv (.venv)"
+
+setup: apt tools venv
+
+# System packages, only those missing (apt-get update first, as a fresh
+# machine's lists may be empty).
+apt:
+	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if ! command -v go >/dev/null; then missing="$$missing golang-go"; fi; \
+	if [ -n "$$missing" ]; then \
+		echo "apt-get install:$$missing"; \
+		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@go version  # go.mod asks for Go 1.26; a go >= 1.21 fetches that toolchain itself (GOTOOLCHAIN=auto)
+
+$(TOOLS)/.stamp-$(BUF_VERSION)-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VERSION):
+	GOBIN=$(CURDIR)/$(TOOLS) go install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+	GOBIN=$(CURDIR)/$(TOOLS) go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(CURDIR)/$(TOOLS) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	touch $@
+
+tools: $(TOOLS)/.stamp-$(BUF_VERSION)-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VERSION)
+
+# The venv is rebuilt only when the pinned requirements change; torch brings
+# its CUDA libraries (a few GB): pip's cache makes a second install quick.
+$(VENV)/.stamp: python/requirements.txt python/pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r python/requirements.txt
+	$(PY) -m pip install -q --no-deps -e ./python
+	touch $@
+
+venv: $(VENV)/.stamp
+
+build:
+	go build -o $(BIN) ./cmd/stoker
+
+generate: tools venv
+	$(TOOLS)/buf generate
+	$(PY) -m grpc_tools.protoc -Iproto --python_out=python --pyi_out=python --grpc_python_out=python proto/stoker/v1/stoker.proto
+
+# CI fails when the committed generated code is stale (connect-go's checkgenerate).
+check-generate: generate
+	@git diff --exit-code -- proto python/stoker/v1 || { echo "generated code is stale: run make generate and commit"; exit 1; }
+
+lint: tools
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	go vet ./...
+	CGO_ENABLED=0 go vet ./...
+	$(TOOLS)/buf lint
+
+test-go:
+	go test -race -count=1 ./...
+	CGO_ENABLED=0 go test -count=1 ./pipeline/...
+
+test-python: venv build
+	$(PY) -m pytest -q python/tests
+
+test: setup lint check-generate test-go test-python
+
+bench: setup build
+	$(PY) bench/compare.py --stoker $(BIN) --data $(PHOTOS) --threads $(THREADS) --rounds $(ROUNDS) --seconds $(SECONDS)
+
+demo: setup build
+	$(PY) python/demo.py --stoker $(BIN) $(if $(DATA),--data $(DATA))
+
+clean:
+	rm -rf bin

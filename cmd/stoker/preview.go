@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
+	"math"
+	"os"
+
+	"golang.org/x/image/font"
+	"golang.org/x/image/font/basicfont"
+	"golang.org/x/image/math/fixed"
+
+	"github.com/stoker-dev/stoker/pipeline"
+)
+
+// runPreview writes a grid of augmented samples with their labels, so a user
+// sees what the model will see.
+func runPreview(args []string) error {
+	fs := flag.NewFlagSet("preview", flag.ExitOnError)
+	data := fs.String("data", "", "ImageFolder or WebDataset directory (required)")
+	transform := fs.String("transform", "imagenet-train", "transform preset")
+	seed := fs.Uint64("seed", 0, "seed of the per-sample RNG")
+	epoch := fs.Uint64("epoch", 0, "epoch of the per-sample RNG")
+	n := fs.Int("n", 16, "number of samples")
+	out := fs.String("o", "preview.png", "output PNG")
+	fs.Parse(args)
+	if *data == "" {
+		return errors.New("preview: --data is required")
+	}
+	ds, err := pipeline.Open(*data)
+	if err != nil {
+		return err
+	}
+	defer ds.Close()
+	t, err := pipeline.ParseTransform(*transform, pipeline.HWC)
+	if err != nil {
+		return err
+	}
+	*n = min(max(*n, 1), ds.Len())
+	// Spread the samples over the dataset so several classes show.
+	idx := make([]int64, *n)
+	for i := range idx {
+		idx[i] = int64(i * ds.Len() / *n)
+	}
+	ex := pipeline.NewExecutor(4)
+	defer ex.Close()
+	var b pipeline.Batch
+	if err := ex.Fill(cmdContext(), ds, t, *seed, *epoch, idx, pipeline.PadFromBatch, &b); err != nil {
+		return err
+	}
+	for _, e := range b.Errors {
+		fmt.Fprintf(os.Stderr, "preview: sample %d (%s): %s\n", e.Index, e.Name, e.Reason)
+	}
+	h, w := t.Size()
+	const label = 16
+	cols := int(math.Ceil(math.Sqrt(float64(b.N))))
+	rows := (b.N + cols - 1) / cols
+	grid := image.NewRGBA(image.Rect(0, 0, cols*(w+4), rows*(h+label+4)))
+	draw.Draw(grid, grid.Bounds(), image.NewUniform(color.RGBA{32, 32, 32, 255}), image.Point{}, draw.Src)
+	classes := ds.Classes()
+	for i := 0; i < b.N; i++ {
+		x0, y0 := (i%cols)*(w+4)+2, (i/cols)*(h+label+4)+2
+		px := b.Data[i*t.SampleBytes() : (i+1)*t.SampleBytes()]
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				o := 3 * (y*w + x)
+				grid.SetRGBA(x0+x, y0+y, color.RGBA{px[o], px[o+1], px[o+2], 255})
+			}
+		}
+		name := fmt.Sprint(b.Labels[i])
+		if int(b.Labels[i]) < len(classes) {
+			name = fmt.Sprintf("%d %s", b.Labels[i], classes[b.Labels[i]])
+		}
+		d := font.Drawer{Dst: grid, Src: image.White, Face: basicfont.Face7x13,
+			Dot: fixed.P(x0+2, y0+h+label-4)}
+		d.DrawString(name)
+	}
+	f, err := os.Create(*out)
+	if err != nil {
+		return err
+	}
+	if err := png.Encode(f, grid); err != nil {
+		f.Close()
+		return err
+	}
+	fmt.Printf("wrote %s: %d samples of %s, %s, seed %d epoch %d\n", *out, b.N, *data, t, *seed, *epoch)
+	return f.Close()
+}
