@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -44,16 +45,15 @@ func (b *Batch) reset(n, size int) {
 		b.Data = make([]byte, n*size)
 	}
 	b.Data = b.Data[:n*size]
-	b.Labels = append(b.Labels[:0], make([]int64, n)...)
-	b.Indices = append(b.Indices[:0], make([]int64, n)...)
+	b.Labels = slices.Grow(b.Labels[:0], n)[:n]
+	b.Indices = slices.Grow(b.Indices[:0], n)[:n]
 	b.Errors = b.Errors[:0]
 }
 
-// Executor decodes and transforms samples of one dataset on a fixed pool of
-// goroutines, each with its own Decoder and read buffer. It serves any
-// number of concurrent Fill calls; Close stops it.
+// Executor decodes and transforms samples on a fixed pool of goroutines,
+// each with its own Decoder and read buffer. It serves any number of
+// concurrent Fill calls, for any datasets; Close stops it.
 type Executor struct {
-	ds      Dataset
 	tasks   chan task
 	wg      sync.WaitGroup
 	once    sync.Once
@@ -61,6 +61,7 @@ type Executor struct {
 }
 
 type task struct {
+	ds  Dataset
 	t   *Transform
 	key Key
 	out []byte
@@ -68,10 +69,10 @@ type task struct {
 	wg  *sync.WaitGroup
 }
 
-// NewExecutor starts workers goroutines over ds.
-func NewExecutor(ds Dataset, workers int, opts ...Option) *Executor {
+// NewExecutor starts workers goroutines, each with a Decoder made with opts.
+func NewExecutor(workers int, opts ...Option) *Executor {
 	workers = max(workers, 1)
-	e := &Executor{ds: ds, tasks: make(chan task, 4*workers), workers: workers}
+	e := &Executor{tasks: make(chan task, 4*workers), workers: workers}
 	for range workers {
 		e.wg.Add(1)
 		go e.work(NewDecoder(opts...))
@@ -81,9 +82,6 @@ func NewExecutor(ds Dataset, workers int, opts ...Option) *Executor {
 
 // Workers is the pool's size.
 func (e *Executor) Workers() int { return e.workers }
-
-// Dataset is the dataset the executor reads.
-func (e *Executor) Dataset() Dataset { return e.ds }
 
 // Close stops the workers after the queued samples are done.
 func (e *Executor) Close() {
@@ -96,7 +94,7 @@ func (e *Executor) work(d *Decoder) {
 	defer d.Close()
 	var buf []byte
 	for tk := range e.tasks {
-		data, err := e.ds.Read(int(tk.key.Index), buf)
+		data, err := tk.ds.Read(int(tk.key.Index), buf)
 		if err == nil {
 			buf = data
 			err = d.Decode(data, tk.t, tk.key, tk.out)
@@ -106,24 +104,24 @@ func (e *Executor) work(d *Decoder) {
 	}
 }
 
-// Fill makes the batch of the given dataset indices for (seed, epoch) into b,
+// Fill makes the batch of ds's samples at indices for (seed, epoch) into b,
 // reusing b's buffers. Samples that fail are listed in b.Errors and replaced
 // by policy; Fill itself fails only when ctx ends or an index is out of
 // range. A batch whose every sample failed has N == 0 under either policy.
-func (e *Executor) Fill(ctx context.Context, t *Transform, seed, epoch uint64, indices []int64, policy FailPolicy, b *Batch) error {
+func (e *Executor) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch uint64, indices []int64, policy FailPolicy, b *Batch) error {
 	size := t.SampleBytes()
 	b.reset(len(indices), size)
 	errs := make([]error, len(indices))
 	var wg sync.WaitGroup
 	for i, idx := range indices {
-		if idx < 0 || idx >= int64(e.ds.Len()) {
+		if idx < 0 || idx >= int64(ds.Len()) {
 			wg.Wait()
-			return fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, idx, e.ds.Len())
+			return fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, idx, ds.Len())
 		}
-		b.Indices[i], b.Labels[i] = idx, e.ds.Label(int(idx))
+		b.Indices[i], b.Labels[i] = idx, ds.Label(int(idx))
 		wg.Add(1)
 		select {
-		case e.tasks <- task{t: t, key: Key{seed, epoch, uint64(idx)}, out: b.Data[i*size : (i+1)*size], err: &errs[i], wg: &wg}:
+		case e.tasks <- task{ds: ds, t: t, key: Key{seed, epoch, uint64(idx)}, out: b.Data[i*size : (i+1)*size], err: &errs[i], wg: &wg}:
 		case <-ctx.Done():
 			wg.Done()
 			wg.Wait()
@@ -137,7 +135,7 @@ func (e *Executor) Fill(ctx context.Context, t *Transform, seed, epoch uint64, i
 			good = append(good, i)
 			continue
 		}
-		b.Errors = append(b.Errors, SampleError{Index: indices[i], Name: e.ds.Name(int(indices[i])), Reason: err.Error(), Err: err})
+		b.Errors = append(b.Errors, SampleError{Index: indices[i], Name: ds.Name(int(indices[i])), Reason: err.Error(), Err: err})
 	}
 	if len(b.Errors) == 0 {
 		return nil

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""The main job on one machine: `stoker serve` feeds a PyTorch training loop.
+
+Makes a demo dataset unless --data names an ImageFolder, starts `stoker
+serve` on loopback, trains a small CNN on the batches stoker streams (ResNet-18
+when a GPU is there) for --seconds, and prints images/s and how much of the
+time the trainer waited for data. Stops the server on the way out.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+
+def start_server(binary: str, data: str, workers: int) -> tuple[subprocess.Popen, str]:
+    addr_file = os.path.join(tempfile.mkdtemp(prefix="stoker-demo-"), "addr")
+    cmd = [binary, "serve", "--listen", "127.0.0.1:0", "--addr-file", addr_file, "--dataset", f"demo={data}", "--workers", str(workers)]
+    proc = subprocess.Popen(cmd)
+    for _ in range(300):  # up to 30 s
+        if os.path.exists(addr_file) and open(addr_file).read().strip():
+            return proc, open(addr_file).read().strip()
+        if proc.poll() is not None:
+            sys.exit(f"demo: stoker serve exited with {proc.returncode}")
+        time.sleep(0.1)
+    proc.kill()
+    sys.exit("demo: stoker serve did not start listening within 30 s")
+
+
+def small_cnn(classes: int):
+    import torch.nn as nn
+
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 5, stride=4, padding=2), nn.ReLU(),
+        nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(),
+        nn.Conv2d(32, 64, 3, stride=2, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, classes),
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--stoker", default=os.path.join(HERE, "..", "bin", "stoker"))
+    ap.add_argument("--data", help="an ImageFolder directory; default: a synthetic one made here")
+    ap.add_argument("--seconds", type=float, default=30)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--workers", type=int, default=os.cpu_count())
+    a = ap.parse_args()
+
+    import torch
+    import stoker
+
+    data = a.data
+    if not data:
+        data = os.path.join(HERE, "..", "out", "demo-data")
+        if not os.path.isdir(data):
+            subprocess.run([a.stoker, "mkdata", "--out", data, "--n", "2000", "--classes", "10"], check=True)
+    proc, addr = start_server(a.stoker, data, a.workers)
+    try:
+        cuda = torch.cuda.is_available()
+        dev = torch.device("cuda" if cuda else "cpu")
+        loader = stoker.Loader(addr, "demo", transform="imagenet-train", batch_size=a.batch_size, shuffle=True, seed=0)
+        classes = 1000
+        if cuda:
+            import torchvision
+
+            model = torchvision.models.resnet18(num_classes=classes)
+        else:
+            model = small_cnn(classes)
+        model = model.to(dev).to(memory_format=torch.channels_last)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+        print(f"demo: training {'ResNet-18 on ' + torch.cuda.get_device_name() if cuda else 'a small CNN on the CPU'}"
+              f" for {a.seconds:g}s from stoker serve at {addr} ({len(loader)} batches/epoch of {a.batch_size})")
+        images = 0
+        waited = 0.0
+        t0 = time.perf_counter()
+        epoch = 0
+        last = t0
+        while time.perf_counter() - t0 < a.seconds:
+            loader.set_epoch(epoch)
+            it = iter(loader)
+            while True:
+                w0 = time.perf_counter()
+                try:
+                    x, y = next(it)
+                except StopIteration:
+                    break
+                waited += time.perf_counter() - w0
+                x = stoker.normalize(x.to(dev, non_blocking=True), mean, std)
+                loss = torch.nn.functional.cross_entropy(model(x), y.to(dev, non_blocking=True))
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                images += x.shape[0]
+                now = time.perf_counter()
+                if now - last >= 5:
+                    el = now - t0
+                    print(f"  epoch {epoch}  {images} images  {images / el:7.1f} images/s  waited {100 * waited / el:4.1f}% of the time  loss {loss.item():.3f}")
+                    last = now
+                if now - t0 >= a.seconds:
+                    break
+            epoch += 1
+        if cuda:
+            torch.cuda.synchronize()
+        el = time.perf_counter() - t0
+        print(f"demo: {images} images in {el:.1f}s = {images / el:.1f} images/s; "
+              f"the trainer waited for data {100 * waited / el:.1f}% of the time")
+        if loader.sample_errors:
+            print(f"demo: {len(loader.sample_errors)} samples could not be decoded (first: {loader.sample_errors[0]})")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+if __name__ == "__main__":
+    main()
