@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/binary"
 	"fmt"
 	"runtime/debug"
 )
@@ -123,20 +124,40 @@ func (d *Decoder) decodeGuarded(data []byte, hd *header, p *samplePlan, layout L
 	return decodeRef(data, p, layout, out)
 }
 
-// countScans counts SOS markers by walking the segment structure (entropy-
-// coded data is skipped byte-wise: 0xFF is always followed by 0x00 or a
-// restart marker inside it).
+// countScans counts a JPEG's scans by walking its segment structure, as a
+// decoder does: marker segments are skipped by their length, so marker-like
+// bytes inside them (an EXIF thumbnail's EOI, say) are not mistaken for the
+// file's own markers, and the entropy-coded data after each SOS is skipped
+// to the next marker (inside it 0xFF is followed only by 0x00 stuffing, a
+// restart marker or more 0xFF fill). Bytes between segments are skipped
+// until a 0xFF, as Go's decoder and libjpeg do.
 func countScans(data []byte) int {
 	n := 0
-	for i := 2; i+1 < len(data); i++ {
-		if data[i] != 0xFF {
+	for p := 2; p+1 < len(data); {
+		if data[p] != 0xFF || data[p+1] == 0xFF {
+			p++ // extraneous data or fill before a marker
 			continue
 		}
-		switch m := data[i+1]; {
-		case m == 0xDA:
-			n++
+		m := data[p+1]
+		p += 2
+		switch {
 		case m == 0xD9:
 			return n
+		case m == 0x00 || m == 0x01 || (m >= 0xD0 && m <= 0xD8):
+			continue // no length follows
+		}
+		if p+2 > len(data) {
+			return n
+		}
+		p += int(binary.BigEndian.Uint16(data[p:]))
+		if m != 0xDA {
+			continue
+		}
+		n++
+		for ; p+1 < len(data); p++ {
+			if data[p] == 0xFF && data[p+1] != 0x00 && data[p+1] != 0xFF && (data[p+1] < 0xD0 || data[p+1] > 0xD7) {
+				break
+			}
 		}
 	}
 	return n
