@@ -1,0 +1,144 @@
+"""Fixtures: the real `stoker serve` over small datasets written here.
+
+The Go binary is built once per session from the repository (or taken from
+$STOKER_BIN). One server serves three datasets:
+
+- ``tiny``: 48 JPEGs, 80-160 px, 3 classes (16 each): plan and determinism
+  tests.
+- ``eval``: ~20 images of at least 300 px (copied from ../shared/data/photos/val
+  when it exists, else drawn here): imagenet-eval against torchvision.
+- ``broken``: 10 good JPEGs and one corrupt file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, Iterator
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PHOTOS_VAL = REPO.parent / "shared" / "data" / "photos" / "val"
+
+sys.path.insert(0, str(REPO / "python"))  # the package, also when not installed
+
+
+def _image(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
+    """A smooth colour image with some texture: gradients, a disc, mild noise
+    (natural-image-like, so resampling differences stay small)."""
+    y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+    c = rng.uniform(0, 255, size=(3, 3))
+    img = np.empty((h, w, 3), np.float32)
+    for k in range(3):
+        img[..., k] = c[k, 0] + (c[k, 1] - c[k, 0]) * x / w * 0.8 + (c[k, 2] - 128) * y / h * 0.5
+    cy, cx, r = rng.uniform(0.2, 0.8) * h, rng.uniform(0.2, 0.8) * w, rng.uniform(0.1, 0.4) * min(h, w)
+    disc = (y - cy) ** 2 + (x - cx) ** 2 < r * r
+    img[disc] = 0.5 * img[disc] + 0.5 * rng.uniform(0, 255, size=3)
+    img += rng.normal(0, 4, size=img.shape)
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def _write_jpeg(path: Path, arr: np.ndarray) -> None:
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(arr).save(path, quality=92)
+
+
+def _make_tiny(root: Path) -> None:
+    rng = np.random.default_rng(0)
+    for cls in ("ant", "bee", "cat"):
+        for i in range(16):
+            h, w = rng.integers(80, 161, size=2)
+            _write_jpeg(root / cls / f"{i:03d}.jpg", _image(rng, int(h), int(w)))
+
+
+def _make_eval(root: Path) -> None:
+    if PHOTOS_VAL.is_dir():
+        classes = sorted(p.name for p in PHOTOS_VAL.iterdir() if p.is_dir())[:10]
+        for cls in classes:
+            for f in sorted((PHOTOS_VAL / cls).iterdir())[:2]:
+                (root / cls).mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, root / cls / f.name)
+        if sum(1 for _ in root.rglob("*.jpg")) >= 10:
+            return
+        shutil.rmtree(root)
+    rng = np.random.default_rng(1)
+    for cls in ("x", "y"):
+        for i in range(10):
+            h, w = (300, 400) if i % 2 else (400, 300)
+            _write_jpeg(root / cls / f"{i:03d}.jpg", _image(rng, h, w))
+
+
+def _make_broken(root: Path) -> None:
+    rng = np.random.default_rng(2)
+    for cls in ("a", "b"):
+        for i in range(5):
+            _write_jpeg(root / cls / f"{i:03d}.jpg", _image(rng, 120, 100))
+    # Not an image at all, under an image's name.
+    (root / "b" / "zz_corrupt.jpg").write_bytes(b"this is not a JPEG\n" * 20)
+
+
+@pytest.fixture(scope="session")
+def data_dirs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
+    base = tmp_path_factory.mktemp("data")
+    dirs = {"tiny": base / "tiny", "eval": base / "eval", "broken": base / "broken"}
+    _make_tiny(dirs["tiny"])
+    _make_eval(dirs["eval"])
+    _make_broken(dirs["broken"])
+    return dirs
+
+
+@pytest.fixture(scope="session")
+def stoker_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    env_bin = os.environ.get("STOKER_BIN")
+    if env_bin:
+        return Path(env_bin)
+    out = tmp_path_factory.mktemp("bin") / "stoker"
+    r = subprocess.run(
+        ["go", "build", "-o", str(out), "./cmd/stoker"], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
+    if r.returncode != 0:
+        pytest.fail(f"go build ./cmd/stoker failed:\n{r.stderr}")
+    return out
+
+
+@pytest.fixture(scope="session")
+def server(stoker_bin: Path, data_dirs: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Starts `stoker serve` on 127.0.0.1:0 and yields its address."""
+    tmp = tmp_path_factory.mktemp("server")
+    addr_file, log = tmp / "addr", tmp / "server.log"
+    cmd = [str(stoker_bin), "serve", "--listen", "127.0.0.1:0", "--addr-file", str(addr_file), "--workers", "2"]
+    for name, d in data_dirs.items():
+        cmd += ["--dataset", f"{name}={d}"]
+    with open(log, "wb") as logf:
+        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        addr = ""
+        while time.monotonic() < deadline:
+            if addr_file.exists():
+                addr = addr_file.read_text().strip()
+                if addr:
+                    break
+            if proc.poll() is not None:
+                pytest.fail(f"stoker serve exited with {proc.returncode}:\n{log.read_text()}")
+            time.sleep(0.05)
+        if not addr:
+            pytest.fail(f"stoker serve wrote no address in 30 s:\n{log.read_text()}")
+        yield addr
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

@@ -1,0 +1,302 @@
+"""The Python client against the real `stoker serve` (see conftest.py)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import numpy as np
+import pytest
+import torch
+
+import stoker
+from stoker import transforms as T
+
+TINY_N = 48
+
+
+def collect(loader: stoker.Loader) -> List[Tuple[torch.Tensor, ...]]:
+    return [tuple(t.clone() for t in batch) for batch in loader]
+
+
+def loader(server: str, dataset: str = "tiny", **kw) -> stoker.Loader:
+    kw.setdefault("batch_size", 5)
+    kw.setdefault("pin_memory", False)
+    kw.setdefault("timeout", 60)
+    return stoker.Loader(server, dataset, **kw)
+
+
+def assert_same_batches(a, b) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert len(x) == len(y)
+        for s, t in zip(x, y):
+            assert s.dtype == t.dtype and s.shape == t.shape
+            assert torch.equal(s, t)
+
+
+# 1. The epoch plan: every index exactly once across ranks.
+
+
+def test_ranks_partition_the_epoch(server: str) -> None:
+    per_rank = []
+    for rank in range(2):
+        ld = loader(server, rank=rank, world_size=2, return_indices=True, seed=3)
+        batches = collect(ld)
+        assert len(batches) == len(ld) == 5  # 24 samples per rank in batches of 5
+        assert [b[0].shape[0] for b in batches] == [5, 5, 5, 5, 4]
+        for images, labels, indices in batches:
+            assert images.dtype == torch.uint8 and tuple(images.shape[1:]) == (3, 224, 224)
+            assert labels.dtype == torch.int64 and indices.dtype == torch.int64
+            # ImageFolder labels: 16 files per class, in index order.
+            assert torch.equal(labels, indices // 16)
+        per_rank.append(torch.cat([b[2] for b in batches]).tolist())
+    assert len(per_rank[0]) == len(per_rank[1]) == TINY_N // 2
+    assert sorted(per_rank[0] + per_rank[1]) == list(range(TINY_N))
+
+
+def test_drop_last_and_len(server: str) -> None:
+    ld = loader(server, batch_size=10, drop_last=True, shuffle=False)
+    assert len(ld) == 4
+    sizes = [b[0].shape[0] for b in ld]
+    assert sizes == [10, 10, 10, 10]
+    ld = loader(server, batch_size=10)
+    assert len(ld) == 5
+    assert [b[0].shape[0] for b in ld][-1] == 8
+
+
+# 2. Determinism.
+
+
+def test_same_seed_same_bytes_and_epochs_differ(server: str) -> None:
+    a = collect(loader(server, seed=11, return_indices=True))
+    b = collect(loader(server, seed=11, return_indices=True))
+    assert_same_batches(a, b)
+
+    ld = loader(server, seed=11, return_indices=True)
+    ld.set_epoch(1)
+    c = collect(ld)
+    order = lambda bs: torch.cat([x[2] for x in bs]).tolist()  # noqa: E731
+    assert order(c) != order(a)
+    assert sorted(order(c)) == sorted(order(a)) == list(range(TINY_N))
+
+    d = collect(loader(server, seed=12, return_indices=True))
+    assert order(d) != order(a)
+
+
+def test_epoch_advances_after_a_full_epoch(server: str) -> None:
+    ld = loader(server, seed=5, return_indices=True)
+    first = collect(ld)
+    assert ld.epoch == 1 and ld.batches_consumed == 0
+    second = collect(ld)
+    ref = loader(server, seed=5, return_indices=True)
+    ref.set_epoch(1)
+    assert_same_batches(second, collect(ref))
+    assert torch.cat([x[2] for x in first]).tolist() != torch.cat([x[2] for x in second]).tolist()
+
+
+def test_unshuffled_order_is_the_index_order(server: str) -> None:
+    batches = collect(loader(server, shuffle=False, return_indices=True))
+    assert torch.cat([b[2] for b in batches]).tolist() == list(range(TINY_N))
+
+
+def test_nhwc_is_nchw_permuted(server: str) -> None:
+    nchw = collect(loader(server, seed=2))
+    nhwc = collect(loader(server, seed=2, layout="NHWC"))
+    assert nhwc[0][0].shape[1:] == (224, 224, 3)
+    for (x, lx), (y, ly) in zip(nchw, nhwc):
+        assert torch.equal(x.permute(0, 2, 3, 1), y)
+        assert torch.equal(lx, ly)
+
+
+def test_as_ready_delivers_every_batch(server: str) -> None:
+    ordered = collect(loader(server, seed=4, return_indices=True))
+    ld = loader(server, seed=4, return_indices=True, in_order=False)
+    as_ready = collect(ld)
+    key = lambda b: b[2].tolist()  # noqa: E731
+    assert sorted(map(key, as_ready)) == sorted(map(key, ordered))
+    by_key = {tuple(key(b)): b for b in ordered}
+    for b in as_ready:
+        assert torch.equal(b[0], by_key[tuple(key(b))][0])
+
+
+# 3. imagenet-eval against torchvision.
+
+
+def test_imagenet_eval_matches_torchvision(server: str, data_dirs: Dict[str, Path]) -> None:
+    import torchvision
+    from torchvision import transforms as tvt
+
+    ref = torchvision.datasets.ImageFolder(str(data_dirs["eval"]))
+    info = {d.name: d for d in stoker.list_datasets(server)}["eval"]
+    assert list(info.classes) == ref.classes
+    assert info.size == len(ref.samples)
+
+    ld = loader(server, "eval", transform="imagenet-eval", shuffle=False, batch_size=8, return_indices=True)
+    tv = tvt.Compose([tvt.Resize(256), tvt.CenterCrop(224), tvt.PILToTensor()])
+    seen = []
+    for images, labels, indices in ld:
+        for img, label, idx in zip(images, labels.tolist(), indices.tolist()):
+            path, target = ref.samples[idx]
+            assert label == target
+            want = tv(ref.loader(path))
+            mad = (img.float() - want.float()).abs().mean().item()
+            assert mad <= 2.0, f"{path}: mean absolute difference {mad:.2f} levels"
+            seen.append(idx)
+    assert seen == list(range(len(ref.samples)))
+    assert list(ld.job_info.classes) == ref.classes
+
+
+# 4. Errors.
+
+
+def test_errors_are_stoker_errors(server: str) -> None:
+    with pytest.raises(stoker.StokerError) as e:
+        next(iter(loader(server, "no-such-dataset")))
+    assert e.value.code == "NOT_FOUND"
+    assert "no-such-dataset" in e.value.message
+    assert isinstance(e.value, RuntimeError)
+
+    with pytest.raises(stoker.StokerError) as e:
+        len(loader(server, "no-such-dataset"))
+    assert e.value.code == "NOT_FOUND"
+
+    bad = T.Compose([T.Resize(256)])  # the output size would vary per image
+    with pytest.raises(stoker.StokerError) as e:
+        next(iter(loader(server, transform=bad)))
+    assert e.value.code == "INVALID_ARGUMENT", e.value
+    with pytest.raises(stoker.StokerError) as e:
+        next(iter(loader(server, transform="no-such-preset")))
+    assert e.value.code == "INVALID_ARGUMENT" and "no-such-preset" in e.value.message
+
+    # Still serving.
+    assert len(collect(loader(server))) == 10
+
+
+def test_unreachable_server() -> None:
+    with pytest.raises(stoker.StokerError) as e:
+        next(iter(stoker.Loader("127.0.0.1:1", "tiny", timeout=30, pin_memory=False)))
+    assert e.value.code == "UNAVAILABLE"
+
+
+# 5. Resume.
+
+
+def test_resume_mid_epoch_is_byte_identical(server: str) -> None:
+    kw = dict(seed=9, return_indices=True, batch_size=4)
+    ld = loader(server, **kw)
+    ld.set_epoch(3)
+    full = collect(ld)
+    assert len(full) == 12
+
+    first = loader(server, **kw)
+    first.set_epoch(3)
+    it = iter(first)
+    head = [tuple(t.clone() for t in next(it)) for _ in range(5)]
+    state = first.state_dict()
+    it.close()  # interrupted
+    assert state["epoch"] == 3 and state["batches_consumed"] == 5
+    assert state["fingerprint"]
+    assert_same_batches(head, full[:5])
+
+    resumed = loader(server, **kw)
+    resumed.load_state_dict(state)
+    rest = collect(resumed)
+    assert_same_batches(rest, full[5:])
+    assert resumed.epoch == 4 and resumed.batches_consumed == 0
+
+    with pytest.raises(ValueError, match="batch_size"):
+        loader(server, seed=9, batch_size=8).load_state_dict(state)
+
+
+def test_tensors_stay_valid_after_later_batches(server: str) -> None:
+    kept = list(loader(server, seed=6, prefetch=2))  # no copies
+    cloned = collect(loader(server, seed=6, prefetch=2))
+    assert_same_batches(kept, cloned)
+
+
+def test_break_and_iterate_again(server: str) -> None:
+    ld = loader(server, seed=8)
+    for i, _ in enumerate(ld):
+        if i == 1:
+            break
+    assert ld.epoch == 0
+    assert len(collect(ld)) == 10  # the epoch again, from its start
+
+
+# 6. DataLoader.
+
+
+def test_torch_dataloader(server: str) -> None:
+    ds = stoker.Dataset(server, "tiny", batch_size=5, seed=1, pin_memory=False, timeout=60, return_indices=True)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None)
+    assert len(dl) == 10
+    got = collect(dl)
+    assert_same_batches(got, collect(loader(server, seed=1, return_indices=True)))
+
+
+# 7. Undecodable samples.
+
+
+def test_corrupt_file_is_reported_and_batch_keeps_its_size(server: str) -> None:
+    ld = loader(server, "broken", batch_size=4, shuffle=False, return_indices=True)
+    with pytest.warns(RuntimeWarning, match="zz_corrupt.jpg"):
+        batches = collect(ld)
+    assert [b[0].shape[0] for b in batches] == [4, 4, 3]
+    assert len(ld.sample_errors) == 1
+    err = ld.sample_errors[0]
+    assert err.index == 10 and err.name == "b/zz_corrupt.jpg" and err.reason
+    index, name, reason = err  # a plain tuple too
+    # The bad slot was padded with a good sample of the same batch.
+    last = batches[-1]
+    assert 10 not in last[2].tolist()
+    assert ld.stats.sample_errors == 1
+
+    # The warning is shown once per loader.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        collect(ld)
+    assert len(ld.sample_errors) == 1 and ld.stats.sample_errors == 2
+
+
+# 8. normalize().
+
+
+def test_normalize_matches_torchvision(server: str) -> None:
+    from torchvision import transforms as tvt
+
+    mean, std = T.IMAGENET_MEAN, T.IMAGENET_STD
+    images, _ = next(iter(loader(server, seed=1)))
+    got = stoker.normalize(images, mean, std)
+    want = tvt.Normalize(mean, std)(images.float() / 255)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    assert images.dtype == torch.uint8  # input untouched
+
+    nhwc = stoker.normalize(images.permute(0, 2, 3, 1).contiguous(), mean, std, layout="NHWC")
+    torch.testing.assert_close(nhwc.permute(0, 3, 1, 2), want, atol=1e-5, rtol=1e-5)
+    one = stoker.normalize(images[0], mean, std)
+    torch.testing.assert_close(one, want[0], atol=1e-5, rtol=1e-5)
+
+
+def test_server_normalize_gives_float32(server: str) -> None:
+    mean, std = T.IMAGENET_MEAN, T.IMAGENET_STD
+    ops = [T.RandomResizedCrop(96), T.RandomHorizontalFlip()]
+    u8 = collect(loader(server, seed=2, transform=T.Compose(ops)))
+    f32 = collect(loader(server, seed=2, transform=T.Compose(ops + [T.Normalize(mean, std)])))
+    for (a, _), (b, _) in zip(u8, f32):
+        assert b.dtype == torch.float32 and b.shape == a.shape
+        torch.testing.assert_close(b, stoker.normalize(a, mean, std), atol=1e-4, rtol=1e-4)
+
+
+def test_custom_ops_and_stats(server: str) -> None:
+    tf = T.Compose([T.Resize((64, 48)), T.RandomHorizontalFlip(1.0), T.ColorJitter(0.3, 0.3, 0.3)])
+    ld = loader(server, transform=tf)
+    batches = collect(ld)
+    assert batches[0][0].shape == (5, 3, 64, 48)
+    st = ld.stats
+    assert st.batches == 10 and st.samples == TINY_N
+    assert st.bytes == TINY_N * 3 * 64 * 48
+    assert st.wait_seconds > 0
+    assert list(ld.job_info.sample_shape) == [3, 64, 48]
