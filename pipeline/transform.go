@@ -140,8 +140,8 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			if !(op.Scale[0] > 0 && op.Scale[0] <= op.Scale[1] && op.Scale[1] <= 1) {
 				return bad("RandomResizedCrop scale %v: want 0 < lo <= hi <= 1", op.Scale)
 			}
-			if !(op.Ratio[0] > 0 && op.Ratio[0] <= op.Ratio[1]) {
-				return bad("RandomResizedCrop ratio %v: want 0 < lo <= hi", op.Ratio)
+			if !(op.Ratio[0] > 0 && op.Ratio[0] <= op.Ratio[1]) || math.IsInf(op.Ratio[1], 0) {
+				return bad("RandomResizedCrop ratio %v: want 0 < lo <= hi, finite", op.Ratio)
 			}
 			if err := checkSize(op, false); err != nil {
 				return nil, err
@@ -186,8 +186,8 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 				return bad("Normalize must come once, last")
 			}
 			for c := 0; c < 3; c++ {
-				if !(op.Std[c] > 0) || math.IsNaN(op.Mean[c]) || math.IsInf(op.Mean[c], 0) {
-					return bad("Normalize mean %v std %v: std must be > 0", op.Mean, op.Std)
+				if !(op.Std[c] > 0) || math.IsInf(op.Std[c], 0) || math.IsNaN(op.Mean[c]) || math.IsInf(op.Mean[c], 0) {
+					return bad("Normalize mean %v std %v: want finite mean and finite std > 0", op.Mean, op.Std)
 				}
 			}
 			stage, t.norm = 3, op
