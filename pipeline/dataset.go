@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // DefaultMaxFileSize is the per-file size cap: larger files are refused
@@ -177,7 +178,10 @@ func (d *ImageFolder) Read(i int, buf []byte) ([]byte, error) {
 	if i < 0 || i >= len(d.files) {
 		return nil, fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, i, len(d.files))
 	}
-	f, err := d.root.Open(d.files[i])
+	// Non-blocking: opening a FIFO for reading blocks until a writer comes,
+	// so the regular-file check below would never run. It has no effect on
+	// regular files.
+	f, err := d.root.OpenFile(d.files[i], os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.files[i], err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // WebDataset is a set of tar shards in WebDataset layout: members that share
@@ -56,7 +57,9 @@ func OpenWebDataset(path string) (*WebDataset, error) {
 	maxLabel := int64(-1)
 	h := newIndexHash("webdataset", nil)
 	for si, name := range files {
-		f, err := os.Open(name)
+		// Non-blocking, so a FIFO named *.tar is refused below instead of
+		// blocking the open until a writer comes.
+		f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			d.Close()
 			return nil, err
