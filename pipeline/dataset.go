@@ -108,6 +108,7 @@ func OpenImageFolder(dir string) (*ImageFolder, error) {
 		}
 	}
 	for label, class := range d.classes {
+		start := len(d.files)
 		err := fs.WalkDir(root.FS(), class, func(p string, e fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -139,6 +140,7 @@ func OpenImageFolder(dir string) (*ImageFolder, error) {
 			root.Close()
 			return nil, err
 		}
+		sortLikeOSWalk(d.files[start:], d.sizes[start:])
 	}
 	if len(d.files) == 0 {
 		root.Close()
@@ -150,6 +152,27 @@ func OpenImageFolder(dir string) (*ImageFolder, error) {
 	}
 	d.fp = h.sum()
 	return d, nil
+}
+
+// sortLikeOSWalk puts one class's files (and their sizes) in torchvision's
+// order, sorted(os.walk(class)) then sorted file names: by directory, then
+// by name. WalkDir's order differs once a class has subdirectories: it
+// visits a subdirectory in place, between the files around its name.
+func sortLikeOSWalk(files []string, sizes []int64) {
+	idx := make([]int, len(files))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		if c := strings.Compare(path.Dir(files[a]), path.Dir(files[b])); c != 0 {
+			return c
+		}
+		return strings.Compare(path.Base(files[a]), path.Base(files[b]))
+	})
+	f, s := slices.Clone(files), slices.Clone(sizes)
+	for i, j := range idx {
+		files[i], sizes[i] = f[j], s[j]
+	}
 }
 
 // SetMaxFileSize sets the per-file size cap (default DefaultMaxFileSize).
