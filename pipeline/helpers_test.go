@@ -1,0 +1,86 @@
+package pipeline
+
+import (
+	"image"
+	"image/color"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// decoderKinds are the two ways a Decoder can be made: the default (the
+// libjpeg-turbo path for JPEG when built with cgo) and the pure-Go
+// reference. Tests that hold for every decoder run through both.
+var decoderKinds = []struct {
+	name string
+	opts []Option
+}{
+	{"default", nil},
+	{"reference", []Option{WithReference(true)}},
+}
+
+func mustTransform(t testing.TB, layout Layout, ops ...Op) *Transform {
+	t.Helper()
+	tr, err := NewTransform(layout, ops...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// identity is a transform that copies a w x h image's pixels unchanged:
+// CenterCrop of the whole image, no resize, HWC.
+func identity(t testing.TB, w, h int) *Transform {
+	return mustTransform(t, HWC, Op{Kind: OpCenterCrop, Size: [2]int{h, w}})
+}
+
+// hwc returns an image's RGB in HWC order, alpha dropped.
+func hwc(img image.Image) []byte {
+	b := img.Bounds()
+	out := make([]byte, 0, 3*b.Dx()*b.Dy())
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			c := color.NRGBAModel.Convert(img.At(x, y)).(color.NRGBA)
+			out = append(out, c.R, c.G, c.B)
+		}
+	}
+	return out
+}
+
+// diffStats returns the largest and the mean absolute difference of two
+// equally long byte slices.
+func diffStats(a, b []byte) (maxd, mean float64) {
+	var sum float64
+	for i := range a {
+		d := float64(a[i]) - float64(b[i])
+		if d < 0 {
+			d = -d
+		}
+		maxd = max(maxd, d)
+		sum += d
+	}
+	return maxd, sum / float64(len(a))
+}
+
+func readCorpus(t testing.TB, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(corpusDir, path))
+	if err != nil {
+		t.Fatalf("%v (run go test ./pipeline -run TestGenerateCorpus -gen-corpus)", err)
+	}
+	return data
+}
+
+// writeTree writes files (slash-separated paths relative to root) under root.
+func writeTree(t testing.TB, root string, files map[string][]byte) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
