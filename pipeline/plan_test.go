@@ -1,0 +1,249 @@
+package pipeline
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+// fallbackBox is torchvision's RandomResizedCrop fallback, written out from
+// its source: a center crop of the whole image clamped to the ratio range.
+func fallbackBox(W, H int, ratio [2]float64) (x, y, w, h int) {
+	in := float64(W) / float64(H)
+	switch {
+	case in < ratio[0]:
+		w, h = W, int(math.RoundToEven(float64(W)/ratio[0]))
+	case in > ratio[1]:
+		w, h = int(math.RoundToEven(float64(H)*ratio[1])), H
+	default:
+		w, h = W, H
+	}
+	return (W - w) / 2, (H - h) / 2, w, h
+}
+
+// TestRRCProperties checks RandomResizedCrop boxes over many keys and image
+// shapes: always inside the image; and, unless the box is the fallback,
+// with an area fraction within scale and an aspect within ratio, up to the
+// rounding of w and h to integers.
+func TestRRCProperties(t *testing.T) {
+	for _, tc := range []struct {
+		W, H         int
+		scale, ratio [2]float64
+		maxFallback  float64 // fraction of keys allowed to fall back
+	}{
+		{500, 375, [2]float64{0.08, 1}, [2]float64{3.0 / 4, 4.0 / 3}, 0.01},
+		{375, 500, [2]float64{0.08, 1}, [2]float64{3.0 / 4, 4.0 / 3}, 0.01},
+		{224, 224, [2]float64{0.08, 1}, [2]float64{3.0 / 4, 4.0 / 3}, 0.01},
+		{1000, 10, [2]float64{0.08, 1}, [2]float64{3.0 / 4, 4.0 / 3}, 1},
+		{10, 1000, [2]float64{0.08, 1}, [2]float64{3.0 / 4, 4.0 / 3}, 1},
+		{64, 48, [2]float64{0.5, 0.9}, [2]float64{0.5, 2}, 0.01},
+		{7, 5, [2]float64{0.08, 1}, [2]float64{3.0 / 4, 4.0 / 3}, 0.2},
+		{1, 1, [2]float64{0.08, 1}, [2]float64{3.0 / 4, 4.0 / 3}, 1},
+	} {
+		fallbacks := 0
+		const keys = 3000
+		for i := range uint64(keys) {
+			r := Key{Seed: 11, Index: i}.Stream(streamCrop)
+			x, y, w, h := rrcParams(&r, tc.W, tc.H, tc.scale, tc.ratio)
+			if x < 0 || y < 0 || w <= 0 || h <= 0 || x+w > tc.W || y+h > tc.H {
+				t.Fatalf("%dx%d key %d: box (%d,%d %dx%d) not inside the image", tc.W, tc.H, i, x, y, w, h)
+			}
+			fx, fy, fw, fh := fallbackBox(tc.W, tc.H, tc.ratio)
+			if x == fx && y == fy && w == fw && h == fh {
+				fallbacks++
+				continue
+			}
+			area := float64(tc.W * tc.H)
+			lo := (float64(w) - 0.5) * (float64(h) - 0.5) / area
+			hi := (float64(w) + 0.5) * (float64(h) + 0.5) / area
+			if hi < tc.scale[0] || lo > tc.scale[1] {
+				t.Errorf("%dx%d key %d: box %dx%d covers %.3f..%.3f of the image, outside scale %v", tc.W, tc.H, i, w, h, lo, hi, tc.scale)
+			}
+			alo := (float64(w) - 0.5) / (float64(h) + 0.5)
+			ahi := (float64(w) + 0.5) / (float64(h) - 0.5)
+			if ahi < tc.ratio[0] || alo > tc.ratio[1] {
+				t.Errorf("%dx%d key %d: box %dx%d has aspect %.3f..%.3f, outside ratio %v", tc.W, tc.H, i, w, h, alo, ahi, tc.ratio)
+			}
+		}
+		if f := float64(fallbacks) / keys; f > tc.maxFallback {
+			t.Errorf("%dx%d: %.1f%% of boxes fell back to the center crop, want at most %.1f%%", tc.W, tc.H, 100*f, 100*tc.maxFallback)
+		}
+	}
+}
+
+// TestRRCFallback pins the fallback for images no random try can fit, with
+// the numbers torchvision gives.
+func TestRRCFallback(t *testing.T) {
+	def := [2]float64{0.08, 1}
+	for _, tc := range []struct {
+		name         string
+		W, H         int
+		scale, ratio [2]float64
+		x, y, w, h   int
+	}{
+		// Too wide: full height, width round(10 * 4/3) = 13, centered.
+		{"1000x10", 1000, 10, def, [2]float64{3.0 / 4, 4.0 / 3}, 493, 0, 13, 10},
+		// Too tall: full width, height round(10 / (3/4)) = 13.
+		{"10x1000", 10, 1000, def, [2]float64{3.0 / 4, 4.0 / 3}, 0, 493, 10, 13},
+		// round(5 / 2) = round(2.5) = 2, Python's half to even.
+		{"half to even", 5, 100, def, [2]float64{2, 3}, 0, 49, 5, 2},
+		// Aspect within ratio but every try rounds to 0: the whole image.
+		{"whole image", 3, 2, [2]float64{0.01, 0.01}, [2]float64{1.5, 1.5}, 0, 0, 3, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := range uint64(20) {
+				r := Key{Index: i}.Stream(streamCrop)
+				x, y, w, h := rrcParams(&r, tc.W, tc.H, tc.scale, tc.ratio)
+				if x != tc.x || y != tc.y || w != tc.w || h != tc.h {
+					t.Fatalf("key %d: box (%d,%d %dx%d), want (%d,%d %dx%d)", i, x, y, w, h, tc.x, tc.y, tc.w, tc.h)
+				}
+			}
+		})
+	}
+}
+
+func TestCenterOffset(t *testing.T) {
+	for _, tc := range []struct{ size, crop, want int }{
+		{257, 224, 16}, // 16.5 rounds to even: 16
+		{259, 224, 18}, // 17.5 rounds to even: 18
+		{256, 224, 16},
+		{224, 224, 0},
+		{225, 224, 0}, // 0.5 -> 0
+		{227, 224, 2}, // 1.5 -> 2
+		{341, 224, 58},
+	} {
+		if got := centerOffset(tc.size, tc.crop); got != tc.want {
+			t.Errorf("centerOffset(%d, %d) = %d, want %d", tc.size, tc.crop, got, tc.want)
+		}
+	}
+}
+
+func TestResizedSize(t *testing.T) {
+	for _, tc := range []struct {
+		W, H   int
+		size   [2]int
+		rw, rh int
+	}{
+		{500, 375, [2]int{256, 0}, 341, 256}, // 256*500/375 = 341.33, truncated
+		{375, 500, [2]int{256, 0}, 256, 341},
+		{256, 256, [2]int{256, 0}, 256, 256},
+		{334, 285, [2]int{256, 0}, 300, 256},
+		{1000, 10, [2]int{256, 0}, 25600, 256},
+		{300, 299, [2]int{256, 0}, 256, 256}, // 256*300/299 = 256.86
+		{500, 375, [2]int{100, 200}, 200, 100},
+	} {
+		if rw, rh := resizedSize(tc.W, tc.H, tc.size); rw != tc.rw || rh != tc.rh {
+			t.Errorf("resizedSize(%dx%d, %v) = %dx%d, want %dx%d", tc.W, tc.H, tc.size, rw, rh, tc.rw, tc.rh)
+		}
+	}
+}
+
+func TestPlanGeometry(t *testing.T) {
+	eval, _ := ParseTransform("imagenet-eval", CHW)
+	center := mustTransform(t, CHW, Op{Kind: OpCenterCrop, Size: [2]int{224, 224}})
+	for _, tc := range []struct {
+		name                   string
+		tr                     *Transform
+		W, H                   int
+		rw, rh, cx, cy, cw, ch int
+	}{
+		{"eval 500x375", eval, 500, 375, 341, 256, 58, 16, 224, 224}, // (341-224)/2 = 58.5 -> 58
+		{"eval 375x500", eval, 375, 500, 256, 341, 16, 58, 224, 224},
+		{"center 257x259", center, 257, 259, 0, 0, 16, 18, 224, 224}, // 16.5 -> 16, 17.5 -> 18
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := tc.tr.plan(tc.W, tc.H, Key{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.rw != tc.rw || p.rh != tc.rh || p.cx != tc.cx || p.cy != tc.cy || p.cw != tc.cw || p.ch != tc.ch {
+				t.Errorf("plan resize %dx%d crop (%d,%d %dx%d), want resize %dx%d crop (%d,%d %dx%d)",
+					p.rw, p.rh, p.cx, p.cy, p.cw, p.ch, tc.rw, tc.rh, tc.cx, tc.cy, tc.cw, tc.ch)
+			}
+			g := p.region()
+			if g.x0 < 0 || g.y0 < 0 || g.x1 > tc.W || g.y1 > tc.H ||
+				g.bx < float64(g.x0) || g.by < float64(g.y0) || g.bx+g.bw > float64(g.x1) || g.by+g.bh > float64(g.y1) {
+				t.Errorf("region %+v: box not within the clip rectangle inside %dx%d", g, tc.W, tc.H)
+			}
+		})
+	}
+	// No padding: an image smaller than a fixed crop is refused.
+	if _, err := center.plan(100, 300, Key{}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("100x300 under CenterCrop(224): %v, want ErrUnsupported", err)
+	}
+}
+
+// TestPlanGolden pins a few training plans: a change here changes what
+// every training job sees for the same seed.
+func TestPlanGolden(t *testing.T) {
+	tr, _ := ParseTransform("imagenet-train", CHW)
+	for _, tc := range []struct {
+		k              Key
+		cx, cy, cw, ch int
+		flip           bool
+	}{
+		{Key{42, 3, 1000}, 62, 17, 212, 186, false},
+		{Key{0, 0, 0}, 2, 58, 213, 264, false},
+		{Key{7, 1, 5}, 20, 4, 443, 349, true},
+	} {
+		p, err := tr.plan(500, 375, tc.k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.cx != tc.cx || p.cy != tc.cy || p.cw != tc.cw || p.ch != tc.ch || p.flip != tc.flip {
+			t.Errorf("%+v: crop (%d,%d %dx%d) flip %v, want (%d,%d %dx%d) flip %v",
+				tc.k, p.cx, p.cy, p.cw, p.ch, p.flip, tc.cx, tc.cy, tc.cw, tc.ch, tc.flip)
+		}
+	}
+}
+
+func TestPlanDeterminism(t *testing.T) {
+	tr := mustTransform(t, CHW,
+		Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}},
+		Op{Kind: OpRandomHorizontalFlip, P: 0.5},
+		Op{Kind: OpColorJitter, Brightness: 0.4, Contrast: 0.4, Saturation: 0.4})
+	distinct := map[[4]int]bool{}
+	for i := range uint64(200) {
+		k := Key{Seed: 9, Epoch: 1, Index: i}
+		a, _ := tr.plan(320, 240, k)
+		b, _ := tr.plan(320, 240, k)
+		if a != b {
+			t.Fatalf("key %+v: two plans differ: %+v vs %+v", k, a, b)
+		}
+		distinct[[4]int{a.cx, a.cy, a.cw, a.ch}] = true
+		for j, f := range a.jit {
+			if f < 0.6 || f > 1.4 {
+				t.Errorf("jitter factor %d = %v, outside [0.6, 1.4]", j, f)
+			}
+		}
+		if o := a.order; o[0]+o[1]+o[2] != 3 || o[0] == o[1] || o[1] == o[2] || o[0] == o[2] {
+			t.Errorf("jitter order %v is not a permutation", o)
+		}
+	}
+	if len(distinct) < 190 {
+		t.Errorf("200 keys gave only %d distinct crop boxes", len(distinct))
+	}
+	// The next epoch crops differently.
+	a, _ := tr.plan(320, 240, Key{Seed: 9, Epoch: 1, Index: 0})
+	b, _ := tr.plan(320, 240, Key{Seed: 9, Epoch: 2, Index: 0})
+	if a == b {
+		t.Errorf("epochs 1 and 2 made the same plan")
+	}
+}
+
+func TestFlipRate(t *testing.T) {
+	for _, p := range []float64{0, 0.25, 0.5, 1} {
+		tr := mustTransform(t, CHW, Op{Kind: OpCenterCrop, Size: [2]int{8, 8}}, Op{Kind: OpRandomHorizontalFlip, P: p})
+		flips := 0
+		const n = 4000
+		for i := range uint64(n) {
+			pl, _ := tr.plan(16, 16, Key{Seed: 2, Index: i})
+			if pl.flip {
+				flips++
+			}
+		}
+		if rate := float64(flips) / n; math.Abs(rate-p) > 0.03 {
+			t.Errorf("p=%v: flipped %.3f of samples", p, rate)
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package pipeline
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestPresets(t *testing.T) {
+	for _, name := range PresetNames() {
+		for _, layout := range []Layout{CHW, HWC} {
+			tr, err := ParseTransform(name, layout)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if h, w := tr.Size(); h != 224 || w != 224 {
+				t.Errorf("%s: size %dx%d, want 224x224", name, h, w)
+			}
+			if tr.Float() || tr.Layout() != layout || tr.SampleBytes() != 3*224*224 {
+				t.Errorf("%s: float %v layout %v bytes %d", name, tr.Float(), tr.Layout(), tr.SampleBytes())
+			}
+		}
+	}
+	if _, err := ParseTransform("imagenet-test", CHW); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "imagenet-train") {
+		t.Errorf("unknown preset: %v, want ErrUnsupported listing the known presets", err)
+	}
+	// Preset returns a copy: changing it must not change the preset.
+	ops, _ := Preset("imagenet-train")
+	ops[0].Size = [2]int{1, 1}
+	if again, _ := Preset("imagenet-train"); again[0].Size != [2]int{224, 224} {
+		t.Errorf("Preset shares its op list with callers")
+	}
+}
+
+func TestTransformDefaults(t *testing.T) {
+	tr := mustTransform(t, CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{160, 0}})
+	op := tr.Ops()[0]
+	if op.Scale != [2]float64{0.08, 1} || op.Ratio != [2]float64{3.0 / 4, 4.0 / 3} {
+		t.Errorf("RandomResizedCrop defaults: scale %v ratio %v", op.Scale, op.Ratio)
+	}
+	if h, w := tr.Size(); h != 160 || w != 160 {
+		t.Errorf("RandomResizedCrop(160): size %dx%d, want a square", h, w)
+	}
+	if s := tr.String(); s != "RandomResizedCrop(160x160)" {
+		t.Errorf("String() = %q", s)
+	}
+}
+
+// TestTransformRejects: every bad op list is an error that wraps
+// ErrUnsupported and says what is wrong.
+func TestTransformRejects(t *testing.T) {
+	rrc := Op{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}}
+	cc := Op{Kind: OpCenterCrop, Size: [2]int{224, 224}}
+	resize := Op{Kind: OpResize, Size: [2]int{256, 0}}
+	flip := Op{Kind: OpRandomHorizontalFlip, P: 0.5}
+	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.2, 0.2, 0.2}}
+	jit := Op{Kind: OpColorJitter, Brightness: 0.4}
+	for _, tc := range []struct {
+		name   string
+		layout Layout
+		ops    []Op
+		msg    string // the error must contain this
+	}{
+		{"no ops", CHW, nil, "no geometry op"},
+		{"flip only", CHW, []Op{flip}, "no geometry op"},
+		{"resize shorter side alone", CHW, []Op{resize}, "add CenterCrop"},
+		{"two RandomResizedCrop", CHW, []Op{rrc, rrc}, "only geometry op"},
+		{"RandomResizedCrop and CenterCrop", CHW, []Op{rrc, cc}, "CenterCrop must follow"},
+		{"CenterCrop and RandomResizedCrop", CHW, []Op{cc, rrc}, "only geometry op"},
+		{"CenterCrop before Resize", CHW, []Op{cc, resize}, "Resize must come first"},
+		{"two Resize", CHW, []Op{resize, resize, cc}, "Resize must come first"},
+		{"two CenterCrop", CHW, []Op{cc, cc}, "CenterCrop must follow"},
+		{"geometry after flip", CHW, []Op{flip, rrc}, "only geometry op"},
+		{"flip after Normalize", CHW, []Op{rrc, norm, flip}, "RandomHorizontalFlip must come once"},
+		{"two flips", CHW, []Op{rrc, flip, flip}, "RandomHorizontalFlip must come once"},
+		{"jitter after Normalize", CHW, []Op{rrc, norm, jit}, "ColorJitter must come"},
+		{"flip after jitter", CHW, []Op{rrc, jit, flip}, "RandomHorizontalFlip must come once"},
+		{"two Normalize", CHW, []Op{rrc, norm, norm}, "Normalize must come once"},
+		{"flip p=2", CHW, []Op{rrc, {Kind: OpRandomHorizontalFlip, P: 2}}, "p=2"},
+		{"flip p<0", CHW, []Op{rrc, {Kind: OpRandomHorizontalFlip, P: -0.1}}, "p=-0.1"},
+		{"size 0", CHW, []Op{{Kind: OpRandomResizedCrop}}, "sides must be in 1..4096"},
+		{"size over 4096", CHW, []Op{{Kind: OpRandomResizedCrop, Size: [2]int{4097, 224}}}, "sides must be in 1..4096"},
+		{"width over 4096", CHW, []Op{{Kind: OpCenterCrop, Size: [2]int{224, 5000}}}, "sides must be in 1..4096"},
+		{"negative width", CHW, []Op{{Kind: OpResize, Size: [2]int{224, -1}}}, "sides must be in 1..4096"},
+		{"resize 0", CHW, []Op{{Kind: OpResize}, cc}, "sides must be in 1..4096"},
+		{"scale above 1", CHW, []Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Scale: [2]float64{0.5, 1.5}}}, "scale"},
+		{"scale reversed", CHW, []Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Scale: [2]float64{0.9, 0.1}}}, "scale"},
+		{"scale NaN", CHW, []Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Scale: [2]float64{math.NaN(), 1}}}, "scale"},
+		{"ratio zero", CHW, []Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{0, 1}}}, "ratio"},
+		{"ratio infinite", CHW, []Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{1, math.Inf(1)}}}, "ratio"},
+		{"Normalize std Inf", CHW, []Op{rrc, {Kind: OpNormalize, Std: [3]float64{0.2, math.Inf(1), 0.2}}}, "want finite mean and finite std > 0"},
+		{"ratio reversed", CHW, []Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{2, 1}}}, "ratio"},
+		{"Normalize std 0", CHW, []Op{rrc, {Kind: OpNormalize, Std: [3]float64{0.2, 0, 0.2}}}, "want finite mean and finite std > 0"},
+		{"Normalize std NaN", CHW, []Op{rrc, {Kind: OpNormalize, Std: [3]float64{0.2, math.NaN(), 0.2}}}, "want finite mean and finite std > 0"},
+		{"Normalize mean Inf", CHW, []Op{rrc, {Kind: OpNormalize, Mean: [3]float64{math.Inf(1)}, Std: [3]float64{1, 1, 1}}}, "want finite mean and finite std > 0"},
+		{"jitter negative", CHW, []Op{rrc, {Kind: OpColorJitter, Contrast: -1}}, "ColorJitter factor"},
+		{"jitter NaN", CHW, []Op{rrc, {Kind: OpColorJitter, Saturation: math.NaN()}}, "ColorJitter factor"},
+		{"unknown op", CHW, []Op{rrc, {Kind: "GaussianBlur"}}, `unknown op "GaussianBlur"`},
+		{"bad layout", Layout(7), []Op{rrc}, "layout 7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, err := NewTransform(tc.layout, tc.ops...)
+			if err == nil {
+				t.Fatalf("accepted: %v", tr)
+			}
+			if !errors.Is(err, ErrUnsupported) {
+				t.Errorf("error %q does not wrap ErrUnsupported", err)
+			}
+			if !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("error %q does not say %q", err, tc.msg)
+			}
+		})
+	}
+}
+
+func TestTransformAccepts(t *testing.T) {
+	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}
+	for _, tc := range []struct {
+		name string
+		ops  []Op
+		h, w int
+	}{
+		{"resize both sides", []Op{{Kind: OpResize, Size: [2]int{100, 200}}}, 100, 200},
+		{"resize and crop", []Op{{Kind: OpResize, Size: [2]int{256, 0}}, {Kind: OpCenterCrop, Size: [2]int{224, 0}}}, 224, 224},
+		{"center crop alone", []Op{{Kind: OpCenterCrop, Size: [2]int{30, 40}}}, 30, 40},
+		{"max side", []Op{{Kind: OpRandomResizedCrop, Size: [2]int{4096, 1}}}, 4096, 1},
+		{"full chain", []Op{
+			{Kind: OpRandomResizedCrop, Size: [2]int{64, 48}},
+			{Kind: OpRandomHorizontalFlip, P: 1},
+			{Kind: OpColorJitter, Brightness: 0.4, Contrast: 0.4, Saturation: 0.4},
+			norm,
+		}, 64, 48},
+		{"flip p=0", []Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, {Kind: OpRandomHorizontalFlip}}, 8, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := mustTransform(t, CHW, tc.ops...)
+			if h, w := tr.Size(); h != tc.h || w != tc.w {
+				t.Errorf("size %dx%d, want %dx%d", h, w, tc.h, tc.w)
+			}
+		})
+	}
+}
+
+func TestSampleShape(t *testing.T) {
+	rrc := Op{Kind: OpRandomResizedCrop, Size: [2]int{20, 30}}
+	norm := Op{Kind: OpNormalize, Std: [3]float64{1, 1, 1}}
+	for _, tc := range []struct {
+		layout Layout
+		ops    []Op
+		shape  [3]int
+		bytes  int
+		float  bool
+	}{
+		{CHW, []Op{rrc}, [3]int{3, 20, 30}, 3 * 20 * 30, false},
+		{HWC, []Op{rrc}, [3]int{20, 30, 3}, 3 * 20 * 30, false},
+		{CHW, []Op{rrc, norm}, [3]int{3, 20, 30}, 4 * 3 * 20 * 30, true},
+		{HWC, []Op{rrc, norm}, [3]int{20, 30, 3}, 4 * 3 * 20 * 30, true},
+	} {
+		tr := mustTransform(t, tc.layout, tc.ops...)
+		if tr.Shape() != tc.shape || tr.SampleBytes() != tc.bytes || tr.Float() != tc.float {
+			t.Errorf("%v %v: shape %v bytes %d float %v, want %v %d %v", tc.layout, tr, tr.Shape(), tr.SampleBytes(), tr.Float(), tc.shape, tc.bytes, tc.float)
+		}
+	}
+	if CHW.String() != "CHW" || HWC.String() != "HWC" {
+		t.Errorf("layout names %s %s", CHW, HWC)
+	}
+}
