@@ -1,0 +1,198 @@
+package pipeline
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+type tarMember struct {
+	name string
+	data []byte
+}
+
+// writeShard writes a tar shard; a member with nil data is a directory.
+func writeShard(t testing.TB, path string, members []tarMember, format ...tar.Format) {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, m := range members {
+		hd := &tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.data)), Typeflag: tar.TypeReg}
+		if len(format) > 0 {
+			hd.Format = format[0]
+		}
+		if m.data == nil {
+			hd.Typeflag, hd.Mode, hd.Name = tar.TypeDir, 0o755, m.name+"/"
+		}
+		if err := tw.WriteHeader(hd); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(m.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWebDataset(t *testing.T) {
+	jpg := encodeJPEG(testPicture(24, 16), 90)
+	pngData := encodePNG(testPicture(16, 24))
+	long := strings.Repeat("deep/", 30) + "k" // past tar's 100-byte name field
+	dir := t.TempDir()
+	// Written b first: shards are taken in name order, not creation order.
+	writeShard(t, filepath.Join(dir, "shard-b.tar"), []tarMember{
+		{"x/100.jpeg", append([]byte{}, jpg[:len(jpg)-1]...)},
+		{"x/100.cls", []byte("2")},
+		{long + ".png", pngData},
+		{long + ".cls", []byte("1")},
+	}, tar.FormatGNU) // GNU long-name headers
+	writeShard(t, filepath.Join(dir, "shard-a.tar"), []tarMember{
+		{"000.jpg", jpg},
+		{"000.cls", []byte("3")},
+		{"001.cls", []byte(" 1\n")}, // label first, whitespace around it
+		{"001.png", pngData},
+		{"dir", nil},
+		{"dir/sub.v2/002.jpg", jpg[:100]},
+		{"dir/sub.v2/002.cls", []byte("0")},
+		{"003.json", []byte("{}")}, // no image: not a sample
+		{"004.seg.png", pngData},   // key "004", extension "seg.png": not an image
+		{"004.cls", []byte("0")},
+		{long + ".jpg", jpg}, // PAX long name
+		{long + ".cls", []byte("0")},
+	})
+	writeTree(t, dir, map[string][]byte{"README.txt": []byte("not a shard")})
+	d, err := OpenWebDataset(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	want := []struct {
+		name  string
+		label int64
+		data  []byte
+	}{
+		{"shard-a.tar/000.jpg", 3, jpg},
+		{"shard-a.tar/001.png", 1, pngData},
+		{"shard-a.tar/dir/sub.v2/002.jpg", 0, jpg[:100]},
+		{"shard-a.tar/" + long + ".jpg", 0, jpg},
+		{"shard-b.tar/x/100.jpeg", 2, jpg[:len(jpg)-1]},
+		{"shard-b.tar/" + long + ".png", 1, pngData},
+	}
+	if d.Len() != len(want) {
+		t.Fatalf("Len() = %d, want %d", d.Len(), len(want))
+	}
+	for i, w := range want {
+		data, err := d.Read(i, nil)
+		if err != nil {
+			t.Fatalf("Read(%d): %v", i, err)
+		}
+		if d.Name(i) != w.name || d.Label(i) != w.label || !bytes.Equal(data, w.data) {
+			t.Errorf("sample %d: %s label %d, %d bytes; want %s label %d, %d bytes (equal: %v)",
+				i, d.Name(i), d.Label(i), len(data), w.name, w.label, len(w.data), bytes.Equal(data, w.data))
+		}
+	}
+	if want := []string{"0", "1", "2", "3"}; !slices.Equal(d.Classes(), want) {
+		t.Errorf("classes %v, want %v", d.Classes(), want)
+	}
+	if _, err := d.Read(len(want), nil); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("Read past the end: %v", err)
+	}
+	// One shard alone.
+	one, err := OpenWebDataset(filepath.Join(dir, "shard-b.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	if one.Len() != 2 || one.Name(0) != "shard-b.tar/x/100.jpeg" {
+		t.Errorf("single shard: %d samples, first %s", one.Len(), one.Name(0))
+	}
+}
+
+func TestWebDatasetFingerprint(t *testing.T) {
+	fp := func(members []tarMember) string {
+		t.Helper()
+		dir := t.TempDir()
+		writeShard(t, filepath.Join(dir, "s.tar"), members)
+		d, err := OpenWebDataset(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		return d.Fingerprint()
+	}
+	base := []tarMember{{"a.jpg", []byte("abc")}, {"a.cls", []byte("1")}}
+	fp0 := fp(base)
+	if again := fp(base); again != fp0 {
+		t.Errorf("same shard, different fingerprints %s %s", fp0, again)
+	}
+	for name, m := range map[string][]tarMember{
+		"label":  {{"a.jpg", []byte("abc")}, {"a.cls", []byte("2")}},
+		"size":   {{"a.jpg", []byte("abcd")}, {"a.cls", []byte("1")}},
+		"name":   {{"b.jpg", []byte("abc")}, {"b.cls", []byte("1")}},
+		"sample": {{"a.jpg", []byte("abc")}, {"a.cls", []byte("1")}, {"b.jpg", []byte("abc")}, {"b.cls", []byte("1")}},
+	} {
+		if got := fp(m); got == fp0 {
+			t.Errorf("fingerprint unchanged after the %s changed", name)
+		}
+	}
+}
+
+func TestWebDatasetRejects(t *testing.T) {
+	good := []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("0")}}
+	var truncated bytes.Buffer
+	{
+		tw := tar.NewWriter(&truncated)
+		tw.WriteHeader(&tar.Header{Name: "a.jpg", Mode: 0o644, Size: 1000, Typeflag: tar.TypeReg})
+		tw.Write(make([]byte, 1000))
+		tw.Close()
+	}
+	for _, tc := range []struct {
+		name    string
+		members []tarMember
+		raw     []byte // instead of members
+		want    error
+		msg     string
+	}{
+		{"no cls", []tarMember{{"a.jpg", []byte("x")}, {"b.jpg", []byte("y")}, {"b.cls", []byte("0")}}, nil, ErrCorrupt, "sample a has no .cls"},
+		{"cls not a number", append(good, tarMember{"b.png", []byte("y")}, tarMember{"b.cls", []byte("dog")}), nil, ErrCorrupt, "b.cls"},
+		{"cls negative", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("-1")}}, nil, ErrCorrupt, "a.cls"},
+		{"cls float", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("1.0")}}, nil, ErrCorrupt, "a.cls"},
+		{"cls too long", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", bytes.Repeat([]byte("1"), 33)}}, nil, ErrCorrupt, "not a label"},
+		{"no samples", []tarMember{{"a.txt", []byte("x")}}, nil, ErrUnsupported, "no samples"},
+		{"truncated", nil, truncated.Bytes()[:700], ErrCorrupt, "s.tar"},
+		{"not a tar", nil, bytes.Repeat([]byte("not a tar file "), 100), ErrCorrupt, "s.tar"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "s.tar")
+			if tc.raw != nil {
+				if err := os.WriteFile(path, tc.raw, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				writeShard(t, path, tc.members)
+			}
+			d, err := OpenWebDataset(dir)
+			if err == nil {
+				d.Close()
+				t.Fatalf("opened; want %v", tc.want)
+			}
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("error %q, want %v mentioning %q", err, tc.want, tc.msg)
+			}
+		})
+	}
+	if _, err := OpenWebDataset(t.TempDir()); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("empty directory: %v, want ErrUnsupported", err)
+	}
+}
