@@ -1,0 +1,422 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"image"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/disintegration/imaging"
+)
+
+// photoGlob is the shared set of real photos, relative to this package.
+const photoGlob = "../../shared/data/photos/train/*/*.jpg"
+
+// findPhotos returns up to n real photos from the shared test set (train
+// split, sorted by path), or none where the set is not checked out.
+func findPhotos(t *testing.T, n int) [][]byte {
+	t.Helper()
+	paths, _ := filepath.Glob(photoGlob)
+	slices.Sort(paths)
+	var out [][]byte
+	for _, p := range paths[:min(n, len(paths))] {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, data)
+	}
+	return out
+}
+
+// photos is findPhotos, skipping the test when there are none.
+func photos(t *testing.T, n int) [][]byte {
+	t.Helper()
+	out := findPhotos(t, n)
+	if len(out) == 0 {
+		t.Skip("no photos at " + photoGlob)
+	}
+	return out
+}
+
+// pyRoundHalf is Python's round(x / 2) for an integer x: half to even.
+func pyRoundHalf(x int) int {
+	q := x / 2
+	if x%2 == 1 && q%2 == 1 {
+		q++
+	}
+	return q
+}
+
+// TestReferenceEval checks the reference path's imagenet-eval output on real
+// photos against torchvision's steps done by hand with imaging: Resize(256)
+// of the shorter side, the longer one int(256 * long / short) (integer
+// arithmetic here), bilinear with antialias; then CenterCrop(224) at
+// round((size - 224) / 2).
+func TestReferenceEval(t *testing.T) {
+	eval, _ := ParseTransform("imagenet-eval", CHW)
+	d := NewDecoder(WithReference(true))
+	defer d.Close()
+	for i, data := range photos(t, 3) {
+		src, err := imaging.Decode(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		W, H := src.Bounds().Dx(), src.Bounds().Dy()
+		rw, rh := 256, 256
+		if W <= H {
+			rh = 256 * H / W
+		} else {
+			rw = 256 * W / H
+		}
+		x0, y0 := pyRoundHalf(rw-224), pyRoundHalf(rh-224)
+		img := imaging.Crop(imaging.Resize(src, rw, rh, imaging.Linear), image.Rect(x0, y0, x0+224, y0+224))
+		want := make([]byte, eval.SampleBytes())
+		packNRGBA(img, CHW, want)
+		got := make([]byte, eval.SampleBytes())
+		if err := d.Decode(data, eval, Key{Index: uint64(i)}, got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			maxd, mean := diffStats(got, want)
+			t.Errorf("photo %d (%dx%d -> %dx%d, crop at %d,%d): differs from Resize+CenterCrop: max %v mean %.2f", i, W, H, rw, rh, x0, y0, maxd, mean)
+		}
+	}
+}
+
+// TestReferenceTrain checks the training transform: crop the plan's box of
+// the source, resize it to 224x224 and flip when the plan says so.
+func TestReferenceTrain(t *testing.T) {
+	train, _ := ParseTransform("imagenet-train", HWC)
+	d := NewDecoder(WithReference(true))
+	defer d.Close()
+	data := photos(t, 1)[0]
+	src, err := imaging.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flips := 0
+	for i := range uint64(4) {
+		k := Key{Seed: 3, Index: i}
+		p, err := train.plan(src.Bounds().Dx(), src.Bounds().Dy(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img := imaging.Resize(imaging.Crop(src, image.Rect(p.cx, p.cy, p.cx+p.cw, p.cy+p.ch)), 224, 224, imaging.Linear)
+		if p.flip {
+			img = imaging.FlipH(img)
+			flips++
+		}
+		want := make([]byte, train.SampleBytes())
+		packNRGBA(img, HWC, want)
+		got := make([]byte, train.SampleBytes())
+		if err := d.Decode(data, train, k, got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("key %+v: differs from crop (%d,%d %dx%d) + resize + flip %v", k, p.cx, p.cy, p.cw, p.ch, p.flip)
+		}
+	}
+	if flips == 0 || flips == 4 {
+		t.Logf("flips in 4 keys: %d (the test covers one case of flip only)", flips)
+	}
+}
+
+// TestLayouts: HWC is CHW transposed, for uint8 and float samples and both
+// decoders.
+func TestLayouts(t *testing.T) {
+	data := encodeJPEG(testPicture(80, 60), 90)
+	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}
+	for _, dk := range decoderKinds {
+		for _, float := range []bool{false, true} {
+			ops := []Op{{Kind: OpRandomResizedCrop, Size: [2]int{12, 20}}, {Kind: OpRandomHorizontalFlip, P: 0.5}, {Kind: OpColorJitter, Saturation: 0.5}}
+			elem := 1
+			if float {
+				ops, elem = append(ops, norm), 4
+			}
+			chw, hwcT := mustTransform(t, CHW, ops...), mustTransform(t, HWC, ops...)
+			d := NewDecoder(dk.opts...)
+			a, b := make([]byte, chw.SampleBytes()), make([]byte, hwcT.SampleBytes())
+			for i := range uint64(3) {
+				k := Key{Seed: 8, Index: i}
+				if err := d.Decode(data, chw, k, a); err != nil {
+					t.Fatal(err)
+				}
+				if err := d.Decode(data, hwcT, k, b); err != nil {
+					t.Fatal(err)
+				}
+				const h, w = 12, 20
+				for c := range 3 {
+					for y := range h {
+						for x := range w {
+							ca := a[elem*((c*h+y)*w+x):][:elem]
+							hb := b[elem*((y*w+x)*3+c):][:elem]
+							if !bytes.Equal(ca, hb) {
+								t.Fatalf("%s float=%v key %d: CHW[%d,%d,%d] != HWC[%d,%d,%d]", dk.name, float, i, c, y, x, y, x, c)
+							}
+						}
+					}
+				}
+			}
+			d.Close()
+		}
+	}
+}
+
+// TestJitterWiring: Decode with ColorJitter is the sample without it, then
+// jitter with the plan's factors; with Normalize after, that again
+// normalized. The geometry streams do not depend on the jitter.
+func TestJitterWiring(t *testing.T) {
+	data := encodePNG(testPicture(64, 48))
+	geo := []Op{{Kind: OpRandomResizedCrop, Size: [2]int{16, 16}}, {Kind: OpRandomHorizontalFlip, P: 0.5}}
+	jit := Op{Kind: OpColorJitter, Brightness: 0.8, Contrast: 0.8, Saturation: 0.8}
+	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}
+	plain := mustTransform(t, CHW, geo...)
+	jittered := mustTransform(t, CHW, append(slices.Clone(geo), jit)...)
+	full := mustTransform(t, CHW, append(slices.Clone(geo), jit, norm)...)
+	d := NewDecoder()
+	defer d.Close()
+	for i := range uint64(5) {
+		k := Key{Seed: 4, Index: i}
+		want := make([]byte, plain.SampleBytes())
+		if err := d.Decode(data, plain, k, want); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := jittered.plan(64, 48, k)
+		jitter(want, CHW, &p)
+		got := make([]byte, jittered.SampleBytes())
+		if err := d.Decode(data, jittered, k, got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("key %d: jittered sample differs from jitter(plain sample)", i)
+		}
+		wantF := make([]byte, full.SampleBytes())
+		normalize(want, wantF, CHW, full.norm)
+		gotF := make([]byte, full.SampleBytes())
+		if err := d.Decode(data, full, k, gotF); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(gotF, wantF) {
+			t.Errorf("key %d: normalized sample differs from normalize(jittered sample)", i)
+		}
+	}
+}
+
+// TestJitterSemantics checks ColorJitter's three adjustments against
+// torchvision.transforms.v2's uint8 formulas: blend in float, clamp,
+// truncate; gray = trunc(0.2989 R + 0.587 G + 0.114 B).
+func TestJitterSemantics(t *testing.T) {
+	run := func(pix []byte, layout Layout, b, c, s float64) []byte {
+		out := slices.Clone(pix)
+		p := samplePlan{jitter: true, jit: [3]float64{b, c, s}, order: [3]int{0, 1, 2}}
+		jitter(out, layout, &p)
+		return out
+	}
+	// One known pixel, HWC: (200, 100, 50), gray trunc(124.18) = 124.
+	px := []byte{200, 100, 50}
+	for _, tc := range []struct {
+		name    string
+		b, c, s float64
+		want    []byte
+	}{
+		{"brightness 0.5", 0.5, 1, 1, []byte{100, 50, 25}},
+		{"brightness 1.5 clamps", 1.5, 1, 1, []byte{255, 150, 75}},
+		{"saturation 0.5", 1, 1, 0.5, []byte{162, 112, 87}},
+		{"saturation 0", 1, 1, 0, []byte{124, 124, 124}},
+		{"saturation 2", 1, 1, 2, []byte{255, 76, 0}},
+		{"contrast 0.5 of one pixel", 1, 0.5, 1, []byte{162, 112, 87}},
+	} {
+		if got := run(px, HWC, tc.b, tc.c, tc.s); !bytes.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+
+	// A real image, both layouts: factor 0 gives black, gray and flat.
+	var img image.Image = testPicture(40, 30)
+	if data := findPhotos(t, 1); len(data) > 0 {
+		img, _ = imaging.Decode(bytes.NewReader(data[0]))
+	}
+	pixHWC := hwc(img)
+	n := len(pixHWC) / 3
+	pixCHW := make([]byte, len(pixHWC))
+	for i := range n {
+		for c := range 3 {
+			pixCHW[c*n+i] = pixHWC[3*i+c]
+		}
+	}
+	at := func(pix []byte, layout Layout, i int) (r, g, b byte) {
+		if layout == HWC {
+			return pix[3*i], pix[3*i+1], pix[3*i+2]
+		}
+		return pix[i], pix[n+i], pix[2*n+i]
+	}
+	var graySum float64
+	for i := range n {
+		r, g, b := at(pixHWC, HWC, i)
+		graySum += math.Trunc(float64(0.2989*float32(r) + 0.587*float32(g) + 0.114*float32(b)))
+	}
+	flat := byte(float32(graySum / float64(n)))
+	for _, layout := range []Layout{CHW, HWC} {
+		pix := pixCHW
+		if layout == HWC {
+			pix = pixHWC
+		}
+		if got := run(pix, layout, 0, 1, 1); slices.ContainsFunc(got, func(v byte) bool { return v != 0 }) {
+			t.Errorf("%v brightness 0: not black", layout)
+		}
+		sat := run(pix, layout, 1, 1, 0)
+		for i := range n {
+			r, g, b := at(sat, layout, i)
+			r0, g0, b0 := at(pix, layout, i)
+			gray := byte(0.2989*float32(r0) + 0.587*float32(g0) + 0.114*float32(b0))
+			if r != g || g != b || r != gray {
+				t.Fatalf("%v saturation 0: pixel %d = %d,%d,%d, want gray %d", layout, i, r, g, b, gray)
+			}
+		}
+		if got := run(pix, layout, 1, 0, 1); slices.ContainsFunc(got, func(v byte) bool { return v != flat }) {
+			t.Errorf("%v contrast 0: not flat at the mean gray %d", layout, flat)
+		}
+		if got := run(pix, layout, 1, 1, 1); !bytes.Equal(got, pix) {
+			t.Errorf("%v factors 1: image changed", layout)
+		}
+	}
+}
+
+// TestNormalizeKnownPixel decodes a flat image through Normalize and checks
+// every float32 (little-endian) against (v/255 - mean) / std.
+func TestNormalizeKnownPixel(t *testing.T) {
+	img := image.NewNRGBA(image.Rect(0, 0, 20, 10))
+	for i := 0; i < len(img.Pix); i += 4 {
+		copy(img.Pix[i:], []byte{200, 100, 50, 255})
+	}
+	data := encodePNG(img)
+	mean, std := [3]float64{0.485, 0.456, 0.406}, [3]float64{0.229, 0.224, 0.225}
+	want := [3]float32{}
+	for c, v := range []float64{200, 100, 50} {
+		want[c] = float32((v/255 - mean[c]) / std[c]) // 1.4612, -0.2570, -0.9255
+	}
+	for _, layout := range []Layout{CHW, HWC} {
+		tr := mustTransform(t, layout,
+			Op{Kind: OpRandomResizedCrop, Size: [2]int{6, 8}},
+			Op{Kind: OpRandomHorizontalFlip, P: 0.5},
+			Op{Kind: OpNormalize, Mean: mean, Std: std})
+		for _, dk := range decoderKinds {
+			d := NewDecoder(dk.opts...)
+			out := make([]byte, tr.SampleBytes())
+			if err := d.Decode(data, tr, Key{Index: 1}, out); err != nil {
+				t.Fatal(err)
+			}
+			d.Close()
+			for i := range 3 * 6 * 8 {
+				c := i / 48
+				if layout == HWC {
+					c = i % 3
+				}
+				got := math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:]))
+				if math.Abs(float64(got-want[c])) > 1e-5 {
+					t.Fatalf("%v %s: value %d (channel %d) = %v, want %v", layout, dk.name, i, c, got, want[c])
+				}
+			}
+		}
+	}
+}
+
+func TestDecodeRequestErrors(t *testing.T) {
+	data := encodePNG(testPicture(64, 48))
+	tr := smallTrain(t)
+	d := NewDecoder()
+	defer d.Close()
+	if err := d.Decode(data, tr, Key{}, make([]byte, tr.SampleBytes()-1)); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("short output buffer: %v, want ErrUnsupported", err)
+	}
+	big := mustTransform(t, CHW, Op{Kind: OpCenterCrop, Size: [2]int{100, 100}})
+	if err := d.Decode(data, big, Key{}, make([]byte, big.SampleBytes())); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("image smaller than the crop: %v, want ErrUnsupported", err)
+	}
+	for _, budget := range []int64{64*48 - 1, 0} {
+		small := NewDecoder(WithPixelBudget(budget))
+		err := small.Decode(data, tr, Key{}, make([]byte, tr.SampleBytes()))
+		small.Close()
+		if !errors.Is(err, ErrTooLarge) {
+			t.Errorf("budget %d: %v, want ErrTooLarge", budget, err)
+		}
+	}
+	exact := NewDecoder(WithPixelBudget(64 * 48))
+	defer exact.Close()
+	if err := exact.Decode(data, tr, Key{}, make([]byte, tr.SampleBytes())); err != nil {
+		t.Errorf("image exactly at the budget: %v", err)
+	}
+}
+
+// TestDecoderReuse runs one Decoder over images and transforms of changing
+// sizes, uint8 and float, and checks each against a fresh Decoder: scratch
+// reused across calls must not leak between them.
+func TestDecoderReuse(t *testing.T) {
+	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.5, 0.5, 0.5}}
+	inputs := [][]byte{
+		encodeJPEG(testPicture(90, 70), 90),
+		encodePNG(testPicture(30, 50)),
+		encodeJPEG(testGray(64, 64), 90),
+	}
+	trs := []*Transform{
+		mustTransform(t, CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{28, 28}}, norm),
+		mustTransform(t, HWC, Op{Kind: OpRandomResizedCrop, Size: [2]int{8, 12}}),
+		mustTransform(t, CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{40, 40}}, Op{Kind: OpRandomHorizontalFlip, P: 1}, norm),
+		mustTransform(t, CHW, Op{Kind: OpResize, Size: [2]int{24, 24}}),
+	}
+	for _, dk := range decoderKinds {
+		reused := NewDecoder(dk.opts...)
+		for round := range 2 {
+			for i, data := range inputs {
+				for j, tr := range trs {
+					k := Key{Seed: uint64(round), Index: uint64(i)}
+					got := make([]byte, tr.SampleBytes())
+					if err := reused.Decode(data, tr, k, got); err != nil {
+						t.Fatal(err)
+					}
+					fresh := NewDecoder(dk.opts...)
+					want := make([]byte, tr.SampleBytes())
+					if err := fresh.Decode(data, tr, k, want); err != nil {
+						t.Fatal(err)
+					}
+					fresh.Close()
+					if !bytes.Equal(got, want) {
+						t.Errorf("%s: input %d transform %d: reused decoder differs from a fresh one", dk.name, i, j)
+					}
+				}
+			}
+		}
+		reused.Close()
+	}
+}
+
+// TestGrayFlat: a flat gray source stays that gray through resize, crop
+// and flip, on both paths (no color cast from gray handling).
+func TestGrayFlat(t *testing.T) {
+	img := image.NewGray(image.Rect(0, 0, 70, 50))
+	for i := range img.Pix {
+		img.Pix[i] = 99
+	}
+	for name, data := range map[string][]byte{"jpeg": encodeJPEG(img, 95), "png": encodePNG(img)} {
+		for _, dk := range decoderKinds {
+			d := NewDecoder(dk.opts...)
+			tr := smallTrain(t)
+			out := make([]byte, tr.SampleBytes())
+			if err := d.Decode(data, tr, Key{Index: 2}, out); err != nil {
+				t.Fatal(err)
+			}
+			d.Close()
+			for i, v := range out {
+				if v < 98 || v > 100 {
+					t.Fatalf("%s %s: byte %d = %d, want 99", name, dk.name, i, v)
+				}
+			}
+		}
+	}
+}
