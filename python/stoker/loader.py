@@ -14,7 +14,9 @@ and not yet taken, so at most ``prefetch`` assembled batches wait here.
 
 from __future__ import annotations
 
+import os
 import queue
+import sys
 import threading
 import time
 import warnings
@@ -91,6 +93,44 @@ def _rpc_error(e: Exception) -> StokerError:
     return StokerError(name, msg or "")
 
 
+_malloc_tuned = False
+
+
+def tune_malloc() -> bool:
+    """Keeps glibc's malloc from returning large freed blocks to the kernel.
+
+    gRPC hands every received message over in fresh buffers of up to 4 MiB.
+    Under glibc's defaults those come from mmap, or from heap that was just
+    trimmed, so every byte of every batch is page-faulted in anew: about
+    half of the trainer's CPU spent on receiving. This sets M_MMAP_THRESHOLD
+    to 16 MiB and M_TRIM_THRESHOLD to 64 MiB (the process keeps up to 64 MiB
+    of freed heap for reuse). It is process-wide, done once, and skipped when
+    the environment already tunes malloc (GLIBC_TUNABLES, MALLOC_*_) or sets
+    STOKER_TUNE_MALLOC=0. Returns whether it was applied.
+    """
+    global _malloc_tuned
+    if _malloc_tuned:
+        return True
+    env = os.environ
+    if (
+        env.get("STOKER_TUNE_MALLOC", "1") == "0"
+        or "glibc.malloc" in env.get("GLIBC_TUNABLES", "")
+        or any(k.startswith("MALLOC_") and k.endswith("_") for k in env)
+        or not sys.platform.startswith("linux")
+    ):
+        return False
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    ok = mallopt(m_mmap_threshold, 16 << 20) == 1 and mallopt(m_trim_threshold, 64 << 20) == 1
+    _malloc_tuned = ok
+    return ok
+
+
 def _channel(target: str, credentials: Optional["grpc.ChannelCredentials"]) -> "grpc.Channel":
     import grpc
 
@@ -131,21 +171,136 @@ def list_datasets(
         ch.close()
 
 
+class _Chunk(NamedTuple):
+    """A Chunk message, its pixels a view into the received message."""
+
+    number: int
+    offset: int
+    data: memoryview
+
+
+def _varint(buf: bytes, i: int) -> Tuple[int, int]:
+    result = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, i
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def _parse_chunk(data: bytes) -> Optional[_Chunk]:
+    """Parses a FeedResponse holding a Chunk without copying its pixels, or
+    returns None for anything unexpected (protobuf then parses it)."""
+    n = len(data)
+    length, i = _varint(data, 1)
+    if i + length != n:
+        return None
+    number = offset = 0
+    mv = memoryview(data)
+    payload = mv[0:0]
+    while i < n:
+        key, i = _varint(data, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            v, i = _varint(data, i)
+            if field == 1:
+                number = v
+            elif field == 2:
+                offset = v
+        elif wire == 2:
+            length, i = _varint(data, i)
+            if i + length > n:
+                return None
+            if field == 3:
+                payload = mv[i : i + length]
+            i += length
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        else:
+            return None
+    return _Chunk(number, offset, payload) if i == n else None
+
+
+def _parse_response(data: bytes) -> Any:
+    """The Feed stream's response deserializer. Chunks, nearly all the bytes,
+    skip protobuf: their pixels stay a view into the message gRPC handed
+    over, saving two copies of every batch (protobuf's parse and its bytes
+    getter). Everything else is a FeedResponse."""
+    if data[:1] == b"\x1a":  # field 3 (chunk), length-delimited
+        try:
+            c = _parse_chunk(data)
+        except (IndexError, ValueError):
+            c = None
+        if c is not None:
+            return c
+    return pb.FeedResponse.FromString(data)
+
+
+class _BufferPool:
+    """Reusable batch buffers for unpinned batches.
+
+    A buffer goes to the trainer inside the tensors made from it
+    (torch.from_numpy keeps a reference to the array), so it is reused only
+    when its reference count says no tensor, view or batch holds it any
+    more: a trainer that keeps every batch gets fresh buffers, one that lets
+    them go gets the same few back, without their page faults.
+    """
+
+    def __init__(self, keep: int) -> None:
+        self._keep = keep
+        self._arrays: List[np.ndarray] = []
+        self._lock = threading.Lock()
+        probe = [np.empty(1, np.uint8)]
+        self._free_refs = self._refs(probe, 0)
+
+    @staticmethod
+    def _refs(arrays: List[np.ndarray], i: int) -> int:
+        return sys.getrefcount(arrays[i])
+
+    def get(self, n: int) -> np.ndarray:
+        """A uint8 array of n bytes that nothing else references."""
+        with self._lock:
+            arrays = self._arrays
+            for i in range(len(arrays)):
+                if arrays[i].nbytes >= n and self._refs(arrays, i) <= self._free_refs:
+                    return arrays[i][:n]
+            a = np.empty(n, np.uint8)
+            if len(arrays) < self._keep:
+                arrays.append(a)
+            else:  # replace a free smaller one, if any
+                for i in range(len(arrays)):
+                    if arrays[i].nbytes < n and self._refs(arrays, i) <= self._free_refs:
+                        arrays[i] = a
+                        break
+            return a
+
+
 class _Batch:
     """A batch being reassembled from its chunks."""
 
     __slots__ = ("header", "buf", "arr", "remaining")
 
-    def __init__(self, header: pb.BatchHeader, pin: bool) -> None:
+    def __init__(self, header: pb.BatchHeader, pin: bool, pool: _BufferPool) -> None:
         import torch
 
         self.header = header
         n = int(header.data_bytes)
-        # A fresh buffer per batch: the tensor handed to the trainer owns it,
-        # so it stays valid however long the trainer keeps it. Pinned buffers
-        # come from torch's caching host allocator, so they are reused.
-        self.buf = torch.empty(n, dtype=torch.uint8, pin_memory=pin)
-        self.arr = self.buf.numpy()
+        # The tensor handed to the trainer owns its buffer, so it stays valid
+        # however long the trainer keeps it. Pinned buffers come from torch's
+        # caching host allocator, which reuses them once freed; the others
+        # from the pool, which does the same.
+        if pin:
+            self.buf = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+            self.arr = self.buf.numpy()
+        else:
+            self.arr = pool.get(n)
+            self.buf = torch.from_numpy(self.arr)
         self.remaining = n
 
 
@@ -159,6 +314,7 @@ class _FeedStream:
         target: str,
         open_job: pb.OpenJob,
         pin: bool,
+        pool: Optional[_BufferPool],
         token: Optional[str],
         credentials: Optional["grpc.ChannelCredentials"],
     ) -> None:
@@ -167,11 +323,12 @@ class _FeedStream:
         self._requests.put(pb.FeedRequest(open=open_job))
         self.out: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
         self._pin = pin
+        self._pool = pool or _BufferPool(0)
         self._closed = False
         feed = self._channel.stream_stream(
             _FEED_METHOD,
             request_serializer=pb.FeedRequest.SerializeToString,
-            response_deserializer=pb.FeedResponse.FromString,
+            response_deserializer=_parse_response,
         )
         self._call = feed(self._request_iter(), metadata=_metadata(token))
         self._thread = threading.Thread(target=self._read, name="stoker-feed", daemon=True)
@@ -196,28 +353,33 @@ class _FeedStream:
 
         put = self.out.put
         pending: Dict[int, _Batch] = {}
+
+        def chunk(number: int, offset: int, data: memoryview) -> None:
+            b = pending.get(number)
+            if b is None:
+                raise StokerError("INTERNAL", f"chunk for batch {number} without its header")
+            n = len(data)
+            if offset + n > b.arr.shape[0]:
+                raise StokerError(
+                    "INTERNAL", f"chunk [{offset}, {offset + n}) of batch {number} is past its {b.arr.shape[0]} bytes"
+                )
+            b.arr[offset : offset + n] = np.frombuffer(data, dtype=np.uint8)
+            b.remaining -= n
+            if b.remaining <= 0:
+                del pending[number]
+                put(("batch", b))
+
         try:
             for resp in self._call:
+                if type(resp) is _Chunk:
+                    chunk(resp.number, resp.offset, resp.data)
+                    continue
                 kind = resp.WhichOneof("msg")
-                if kind == "chunk":
+                if kind == "chunk":  # one the fast parser left to protobuf
                     c = resp.chunk
-                    b = pending.get(c.number)
-                    if b is None:
-                        raise StokerError("INTERNAL", f"chunk for batch {c.number} without its header")
-                    data = c.data
-                    off, n = int(c.offset), len(data)
-                    if off + n > b.arr.shape[0]:
-                        raise StokerError(
-                            "INTERNAL",
-                            f"chunk [{off}, {off + n}) of batch {c.number} is past its {b.arr.shape[0]} bytes",
-                        )
-                    b.arr[off : off + n] = np.frombuffer(data, dtype=np.uint8)
-                    b.remaining -= n
-                    if b.remaining <= 0:
-                        del pending[c.number]
-                        put(("batch", b))
+                    chunk(c.number, c.offset, memoryview(c.data))
                 elif kind == "batch":
-                    b = _Batch(resp.batch, self._pin)
+                    b = _Batch(resp.batch, self._pin, self._pool)
                     if b.remaining == 0:
                         put(("batch", b))
                     else:
@@ -307,6 +469,8 @@ class Loader:
             a good sample of the same batch, so batches keep their size) or
             ``"drop"`` (the batch is smaller). Either way the sample is listed
             in :attr:`sample_errors`.
+        tune_malloc: call :func:`stoker.loader.tune_malloc` on the first
+            iteration (halves the trainer's receive CPU under glibc).
 
     Attributes:
         sample_errors: every distinct (index, name, reason) the server
@@ -337,6 +501,7 @@ class Loader:
         token: Optional[str] = None,
         credentials: Optional["grpc.ChannelCredentials"] = None,
         fail_policy: str = "pad",
+        tune_malloc: bool = True,
     ) -> None:
         if not isinstance(dataset, str) or not dataset:
             raise ValueError("dataset must be a dataset name")
@@ -368,6 +533,7 @@ class Loader:
         self.token = token
         self.credentials = credentials
         self.fail_policy = fail_policy
+        self.tune_malloc = tune_malloc
         self._layout = _layout(layout)
         self._spec = _transforms.to_spec(transform)
 
@@ -383,6 +549,21 @@ class Loader:
         self._len_cache: Dict[int, int] = {}
         self._seen_errors: set = set()
         self._warned = False
+        self._pool: Optional[_BufferPool] = None
+
+    def _buffers(self) -> _BufferPool:
+        # Made on first use and kept across epochs: a trainer that lets its
+        # batches go reuses the same few buffers all run long. Room for the
+        # batches in flight, the one being filled and the trainer's.
+        if self._pool is None:
+            self._pool = _BufferPool(self.prefetch + 2)
+        return self._pool
+
+    def __getstate__(self) -> Dict[str, Any]:
+        # Picklable for DataLoader workers (spawn): buffers are not carried.
+        state = self.__dict__.copy()
+        state["_pool"] = None
+        return state
 
     # -- epochs and resume --------------------------------------------------
 
@@ -478,7 +659,9 @@ class Loader:
         return n
 
     def _fetch_job_info(self, epoch: int) -> pb.JobInfo:
-        stream = _FeedStream(self.target, self._open_job(epoch, 0, credits=0), False, self.token, self.credentials)
+        stream = _FeedStream(
+            self.target, self._open_job(epoch, 0, credits=0), False, None, self.token, self.credentials
+        )
         try:
             while True:
                 kind, v = stream.get(self.timeout if self.timeout is not None else 60.0)
@@ -502,9 +685,16 @@ class Loader:
     def _run(self, epoch: int, start: int, fingerprint: str) -> Iterator[Tuple["torch.Tensor", ...]]:
         import torch
 
+        if self.tune_malloc:
+            tune_malloc()
         # The channel is made here, on the first next(): never before a fork.
         stream = _FeedStream(
-            self.target, self._open_job(epoch, start, self.prefetch), self._wants_pin(), self.token, self.credentials
+            self.target,
+            self._open_job(epoch, start, self.prefetch),
+            self._wants_pin(),
+            self._buffers(),
+            self.token,
+            self.credentials,
         )
         try:
             kind, info = stream.get(self.timeout)
@@ -533,6 +723,7 @@ class Loader:
                     out = self._tensors(v, torch)
                     self.stats.wait_seconds += waited
                     number = int(v.header.number)
+                    v = None  # only the yielded tensors hold the buffer now
                     if number == self.batches_consumed:
                         self.batches_consumed += 1
                         while self.batches_consumed in taken:

@@ -300,3 +300,17 @@ def test_custom_ops_and_stats(server: str) -> None:
     assert st.bytes == TINY_N * 3 * 64 * 48
     assert st.wait_seconds > 0
     assert list(ld.job_info.sample_shape) == [3, 64, 48]
+
+
+def test_reused_buffers_never_change_kept_batches(server: str) -> None:
+    # Keep every third batch, let the others go: their buffers are reused,
+    # the kept ones must not change.
+    ref = collect(loader(server, seed=13, prefetch=2, batch_size=3))
+    kept = {}
+    for epoch_pass in range(2):
+        ld = loader(server, seed=13, prefetch=2, batch_size=3)
+        for i, (images, labels) in enumerate(ld):
+            if i % 3 == epoch_pass:
+                kept[i] = (images, labels)
+    for i, (images, labels) in kept.items():
+        assert torch.equal(images, ref[i][0]) and torch.equal(labels, ref[i][1])

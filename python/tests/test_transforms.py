@@ -79,3 +79,46 @@ def test_stoker_error() -> None:
     e = stoker.StokerError("NOT_FOUND", 'unknown dataset "x"')
     assert isinstance(e, RuntimeError)
     assert e.code == "NOT_FOUND" and str(e) == 'NOT_FOUND: unknown dataset "x"'
+
+
+def test_fast_chunk_parser_agrees_with_protobuf() -> None:
+    from stoker.loader import _Chunk, _parse_response
+
+    cases = [
+        pb.Chunk(number=0, offset=0, data=b""),
+        pb.Chunk(number=3, offset=4 << 20, data=bytes(range(256)) * 10),
+        pb.Chunk(number=2**40, offset=2**33 + 5, data=b"\x00\xff" * 1000),
+    ]
+    for c in cases:
+        raw = pb.FeedResponse(chunk=c).SerializeToString()
+        got = _parse_response(raw)
+        assert isinstance(got, _Chunk)
+        assert (got.number, got.offset, bytes(got.data)) == (c.number, c.offset, c.data)
+    # Unknown fields inside the chunk are skipped.
+    raw = pb.FeedResponse(chunk=cases[1]).SerializeToString()
+    inner = pb.Chunk(number=3, offset=7, data=b"abc").SerializeToString() + b"\x20\x05" + b"\x2a\x02hi"
+    got = _parse_response(b"\x1a" + bytes([len(inner)]) + inner)
+    assert (got.number, got.offset, bytes(got.data)) == (3, 7, b"abc")
+    # Everything else goes through protobuf.
+    hdr = pb.FeedResponse(batch=pb.BatchHeader(number=1, data_bytes=10))
+    assert _parse_response(hdr.SerializeToString()) == hdr
+    # A truncated chunk is protobuf's to reject.
+    with pytest.raises(Exception):
+        _parse_response(raw[:-10])
+
+
+def test_buffer_pool_reuses_only_released_buffers() -> None:
+    import torch
+
+    from stoker.loader import _BufferPool
+
+    pool = _BufferPool(2)
+    a = pool.get(100)
+    held = torch.from_numpy(a).view(10, 10)
+    del a
+    b = pool.get(100)  # `held` still uses the first buffer
+    assert b.__array_interface__["data"][0] != held.data_ptr()
+    addr_b = b.__array_interface__["data"][0]
+    del b
+    c = pool.get(80)  # the second buffer is free again
+    assert c.__array_interface__["data"][0] == addr_b
