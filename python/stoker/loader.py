@@ -599,7 +599,11 @@ class Loader:
     def state_dict(self) -> Dict[str, Any]:
         """The position to resume from: the epoch, the batches of it taken so
         far, and the job's parameters (checked on load). Plain Python values,
-        fit for ``torch.save`` or JSON."""
+        fit for ``torch.save`` or JSON.
+
+        With ``in_order=False`` the position is the unbroken prefix of batch
+        numbers taken: batches taken out of order past it are delivered again
+        after a resume (at most the few that were in flight)."""
         sd = {"epoch": self.epoch, "batches_consumed": self.batches_consumed}
         sd.update(self._job_params())
         sd["fingerprint"] = self.job_info.fingerprint if self.job_info is not None else ""
@@ -688,6 +692,7 @@ class Loader:
         if self.tune_malloc:
             tune_malloc()
         # The channel is made here, on the first next(): never before a fork.
+        t0 = time.perf_counter()  # the first batch's wait includes opening
         stream = _FeedStream(
             self.target,
             self._open_job(epoch, start, self.prefetch),
@@ -715,7 +720,6 @@ class Loader:
             self.batches_consumed = start
             taken: set = set()  # as-ready: batch numbers taken past the prefix
             while True:
-                t0 = time.perf_counter()
                 kind, v = stream.get(self.timeout)
                 waited = time.perf_counter() - t0
                 if kind == "batch":
@@ -732,6 +736,7 @@ class Loader:
                     else:
                         taken.add(number)
                     yield out
+                    t0 = time.perf_counter()
                 elif kind == "end":
                     self.stats.wait_seconds += waited
                     break

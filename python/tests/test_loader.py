@@ -236,6 +236,16 @@ def test_torch_dataloader(server: str) -> None:
     assert_same_batches(got, collect(loader(server, seed=1, return_indices=True)))
 
 
+def test_torch_dataloader_in_a_worker_process(server: str) -> None:
+    # The loader is pickled/forked into the worker and makes its channel
+    # there.
+    ds = stoker.Dataset(server, "tiny", batch_size=8, seed=1, pin_memory=False, timeout=60)
+    got = collect(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=1))
+    assert_same_batches(got, collect(loader(server, batch_size=8, seed=1)))
+    with pytest.raises(RuntimeError, match="num_workers"):
+        collect(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2))
+
+
 # 7. Undecodable samples.
 
 
