@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/jpeg"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// TestServe runs the real binary: it must come up on a free port, say so in
+// the address file, answer health and ListDatasets, and exit 0 on SIGTERM.
+func TestServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "stoker")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	data := filepath.Join(dir, "data")
+	for _, class := range []string{"cat", "dog"} {
+		if err := os.MkdirAll(filepath.Join(data, class), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := jpeg.Encode(&buf, image.NewGray(image.Rect(0, 0, 16, 16)), nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"1.jpg", "2.jpg"} {
+			if err := os.WriteFile(filepath.Join(data, class, name), buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	addrFile := filepath.Join(dir, "addr")
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--addr-file", addrFile,
+		"--dataset", "pets="+data, "--workers", "2", "--metrics", "127.0.0.1:0", "--log-format", "json")
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+
+	var addr string
+	for deadline := time.Now().Add(20 * time.Second); addr == ""; {
+		if b, err := os.ReadFile(addrFile); err == nil {
+			addr = strings.TrimSpace(string(b))
+		}
+		select {
+		case <-exited:
+			t.Fatalf("stoker serve exited early: %v\n%s", waitErr, logs.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no address in %s after 20s\n%s", addrFile, logs.String())
+		}
+	}
+
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, service := range []string{"", "stoker.v1.FeedService"} {
+		h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+		if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Errorf("health of %q: %v, %v; want SERVING", service, h, err)
+		}
+	}
+	resp, err := stokerv1.NewFeedServiceClient(conn).ListDatasets(ctx, &stokerv1.ListDatasetsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds := resp.GetDatasets(); len(ds) != 1 || ds[0].GetName() != "pets" || ds[0].GetSize() != 4 || len(ds[0].GetClasses()) != 2 {
+		t.Errorf("ListDatasets: %v", ds)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Fatalf("exit after SIGTERM: %v, want 0\n%s", waitErr, logs.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("still running 5s after SIGTERM\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), `"msg":"listening","addr":"`+addr+`"`) {
+		t.Errorf("no listening line with addr %s in the log:\n%s", addr, logs.String())
+	}
+}

@@ -1,0 +1,122 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+)
+
+// Defaults for the zero values of Config's fields.
+const (
+	DefaultWindow              = 4
+	DefaultMaxBatchBytes       = 256 << 20
+	DefaultMaxStreamsPerClient = 16
+	// MaxBatchSize is the largest batch_size a job may ask for.
+	MaxBatchSize = 65536
+	// MaxChunkBytes is the largest Chunk the server sends: batches go out
+	// in pieces of at most this many bytes (Python's grpcio slows down
+	// sharply on larger messages).
+	MaxChunkBytes = 4 << 20
+	// maxRecvMsgBytes bounds what a client may send: its messages are small.
+	maxRecvMsgBytes = 1 << 20
+)
+
+// Config configures a Server. Zero values take the defaults named on each
+// field.
+type Config struct {
+	// Datasets maps the names clients use to dataset paths (an ImageFolder
+	// root, a WebDataset shard or a folder of shards). Clients never see
+	// the paths.
+	Datasets map[string]string
+	// Workers is the executor's goroutine count, shared by all streams.
+	// Default runtime.NumCPU().
+	Workers int
+	// Window is how many batches one stream makes at once. Default
+	// DefaultWindow.
+	Window int
+	// MaxBatchBytes refuses jobs whose batches would be larger. Default
+	// DefaultMaxBatchBytes (256 MiB).
+	MaxBatchBytes int64
+	// MaxStreamsPerClient bounds the open Feed streams per client host.
+	// Default DefaultMaxStreamsPerClient.
+	MaxStreamsPerClient int
+}
+
+// Validate reports what is wrong with c, all of it.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Datasets) == 0 {
+		errs = append(errs, errors.New("no datasets: give at least one NAME=PATH"))
+	}
+	for name, path := range c.Datasets {
+		if name == "" || strings.ContainsAny(name, "=/\\ \t\n") {
+			errs = append(errs, fmt.Errorf("dataset name %q: want a non-empty name without '=', '/', '\\' or spaces", name))
+		}
+		if path == "" {
+			errs = append(errs, fmt.Errorf("dataset %q: empty path", name))
+		}
+	}
+	if c.Workers < 0 {
+		errs = append(errs, fmt.Errorf("workers %d: want >= 0 (0 means one per CPU)", c.Workers))
+	}
+	if c.Window < 0 || c.Window > 1024 {
+		errs = append(errs, fmt.Errorf("window %d: want 0..1024 (0 means %d)", c.Window, DefaultWindow))
+	}
+	if c.MaxBatchBytes < 0 {
+		errs = append(errs, fmt.Errorf("max batch bytes %d: want >= 0 (0 means %d)", c.MaxBatchBytes, DefaultMaxBatchBytes))
+	}
+	if c.MaxStreamsPerClient < 0 {
+		errs = append(errs, fmt.Errorf("max streams per client %d: want >= 0 (0 means %d)", c.MaxStreamsPerClient, DefaultMaxStreamsPerClient))
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills in the zero fields.
+func (c Config) withDefaults() Config {
+	if c.Workers == 0 {
+		c.Workers = runtime.NumCPU()
+	}
+	if c.Window == 0 {
+		c.Window = DefaultWindow
+	}
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if c.MaxStreamsPerClient == 0 {
+		c.MaxStreamsPerClient = DefaultMaxStreamsPerClient
+	}
+	return c
+}
+
+// GRPCOptions are the grpc.Server options the Feed service is meant to run
+// under: keepalive enforcement, a small receive limit, Stop waiting for
+// handlers, and flow-control windows sized for multi-megabyte batches.
+func GRPCOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
+			MinTime:             10 * time.Second,
+			PermitWithoutStream: true,
+		}),
+		// Ping idle connections so a trainer that vanished without a FIN
+		// releases its streams (and its per-client slots) within a minute.
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			Time:    30 * time.Second,
+			Timeout: 20 * time.Second,
+		}),
+		grpc.MaxRecvMsgSize(maxRecvMsgBytes),
+		// Stop waits for Feed handlers to return, so that Server.Close
+		// after it never pulls the executor from under a running stream.
+		grpc.WaitForHandlers(true),
+		// Starting values, not yet measured: a window of two chunks per
+		// stream and several streams per connection, so that one round
+		// trip of latency does not throttle a multi-megabyte batch.
+		// Setting them also turns off BDP estimation.
+		grpc.InitialWindowSize(8 << 20),
+		grpc.InitialConnWindowSize(32 << 20),
+	}
+}

@@ -1,0 +1,48 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stoker-dev/stoker/pipeline"
+)
+
+// errorCodes maps the errors the server's dependencies return to status
+// codes. It is the one place where that mapping lives; the first entry that
+// matches (errors.Is) wins.
+var errorCodes = []struct {
+	err  error
+	code codes.Code
+}{
+	{context.Canceled, codes.Canceled},
+	{context.DeadlineExceeded, codes.DeadlineExceeded},
+	{pipeline.ErrUnsupported, codes.InvalidArgument},
+	{pipeline.ErrTooLarge, codes.ResourceExhausted},
+	{pipeline.ErrCorrupt, codes.DataLoss},
+}
+
+// toStatus turns err into a status error. Errors that already carry a status
+// pass through unchanged; the rest take their code from errorCodes, or
+// Internal, keeping their message.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.Error(codeOf(err), err.Error())
+}
+
+// codeOf is err's status code by errorCodes.
+func codeOf(err error) codes.Code {
+	for _, e := range errorCodes {
+		if errors.Is(err, e.err) {
+			return e.code
+		}
+	}
+	return codes.Internal
+}

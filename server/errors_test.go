@@ -1,0 +1,47 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stoker-dev/stoker/pipeline"
+)
+
+func TestToStatus(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		code codes.Code
+	}{
+		{"unsupported", fmt.Errorf("%w: transform: bad", pipeline.ErrUnsupported), codes.InvalidArgument},
+		{"too large", fmt.Errorf("x.jpg: %w", pipeline.ErrTooLarge), codes.ResourceExhausted},
+		{"corrupt", fmt.Errorf("%w: truncated", pipeline.ErrCorrupt), codes.DataLoss},
+		{"canceled", context.Canceled, codes.Canceled},
+		{"wrapped canceled", fmt.Errorf("fill: %w", context.Canceled), codes.Canceled},
+		{"deadline", context.DeadlineExceeded, codes.DeadlineExceeded},
+		{"status passes through", status.Error(codes.NotFound, "nope"), codes.NotFound},
+		{"other", io.ErrUnexpectedEOF, codes.Internal},
+		{"plain", errors.New("boom"), codes.Internal},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := toStatus(tc.err)
+			st, ok := status.FromError(got)
+			if !ok || st.Code() != tc.code {
+				t.Fatalf("toStatus(%v) = %v, want code %v", tc.err, got, tc.code)
+			}
+			if st.Message() != tc.err.Error() && tc.code != codes.NotFound {
+				t.Errorf("message %q, want %q", st.Message(), tc.err.Error())
+			}
+		})
+	}
+	if toStatus(nil) != nil {
+		t.Error("toStatus(nil) != nil")
+	}
+}

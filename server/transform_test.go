@@ -1,0 +1,76 @@
+package server
+
+import (
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stoker-dev/stoker/pipeline"
+	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+func rrcOp(size uint32) *pb.Op {
+	return &pb.Op{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: size}}}
+}
+
+func flipOp(p *float64) *pb.Op {
+	return &pb.Op{Op: &pb.Op_RandomHorizontalFlip{RandomHorizontalFlip: &pb.RandomHorizontalFlip{P: p}}}
+}
+
+func TestNewTransform(t *testing.T) {
+	tests := []struct {
+		name    string
+		spec    *pb.TransformSpec
+		layout  pb.Layout
+		wantErr string // substring; "" means success
+		shape   [3]int
+		flipP   float64
+		float   bool
+	}{
+		{name: "preset train", spec: &pb.TransformSpec{Preset: "imagenet-train"}, shape: [3]int{3, 224, 224}, flipP: 0.5},
+		{name: "preset eval nhwc", spec: &pb.TransformSpec{Preset: "imagenet-eval"}, layout: pb.Layout_LAYOUT_NHWC, shape: [3]int{224, 224, 3}},
+		{name: "ops, flip p unset is 0.5", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), flipOp(nil)}}, shape: [3]int{3, 32, 32}, flipP: 0.5},
+		{name: "ops, flip p 0 is kept", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), flipOp(proto.Float64(0))}}, layout: pb.Layout_LAYOUT_NCHW, shape: [3]int{3, 32, 32}},
+		{name: "resize and crop", spec: &pb.TransformSpec{Ops: []*pb.Op{
+			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 40}}},
+			{Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 32, Width: 24}}},
+			{Op: &pb.Op_ColorJitter{ColorJitter: &pb.ColorJitter{Brightness: 0.4}}},
+			{Op: &pb.Op_Normalize{Normalize: &pb.Normalize{Mean: []float64{0.5, 0.5, 0.5}, Std: []float64{0.2, 0.2, 0.2}}}},
+		}}, shape: [3]int{3, 32, 24}, float: true},
+		{name: "neither", spec: &pb.TransformSpec{}, wantErr: "exactly one"},
+		{name: "nil", spec: nil, wantErr: "exactly one"},
+		{name: "both", spec: &pb.TransformSpec{Preset: "imagenet-train", Ops: []*pb.Op{rrcOp(32)}}, wantErr: "exactly one"},
+		{name: "unknown preset", spec: &pb.TransformSpec{Preset: "nope"}, wantErr: "unknown transform preset"},
+		{name: "rrc size 0", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(0)}}, wantErr: "sides must be"},
+		{name: "resize shorter side alone", spec: &pb.TransformSpec{Ops: []*pb.Op{{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32}}}}}, wantErr: "varies per image"},
+		{name: "empty op", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {}}}, wantErr: "op 1 is empty"},
+		{name: "normalize short", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_Normalize{Normalize: &pb.Normalize{Mean: []float64{0.5}}}}}}, wantErr: "3 means"},
+		{name: "flip p 2", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), flipOp(proto.Float64(2))}}, wantErr: "p=2"},
+		{name: "bad layout", spec: &pb.TransformSpec{Preset: "imagenet-train"}, layout: 7, wantErr: "layout"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, err := newTransform(tc.spec, tc.layout)
+			if tc.wantErr != "" {
+				if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want InvalidArgument containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.Shape() != tc.shape || tr.Float() != tc.float {
+				t.Errorf("shape %v float %v, want %v %v", tr.Shape(), tr.Float(), tc.shape, tc.float)
+			}
+			for _, op := range tr.Ops() {
+				if op.Kind == pipeline.OpRandomHorizontalFlip && op.P != tc.flipP {
+					t.Errorf("flip p = %v, want %v", op.P, tc.flipP)
+				}
+			}
+		})
+	}
+}
