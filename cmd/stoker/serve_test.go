@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func TestServe(t *testing.T) {
 	}
 
 	addrFile := filepath.Join(dir, "addr")
-	var logs bytes.Buffer
+	var logs syncBuffer
 	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--addr-file", addrFile,
 		"--dataset", "pets="+data, "--workers", "2", "--metrics", "127.0.0.1:0", "--log-format", "json")
 	cmd.Stderr = &logs
@@ -113,4 +114,23 @@ func TestServe(t *testing.T) {
 	if !strings.Contains(logs.String(), `"msg":"listening","addr":"`+addr+`"`) {
 		t.Errorf("no listening line with addr %s in the log:\n%s", addr, logs.String())
 	}
+}
+
+// syncBuffer is a bytes.Buffer the child's stderr copier and the test may
+// use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
