@@ -20,8 +20,9 @@ const (
 	MaxBatchSize = 65536
 	// MaxChunkBytes is the largest Chunk the server sends: batches go out
 	// in pieces of at most this many bytes (Python's grpcio slows down
-	// sharply on larger messages).
-	MaxChunkBytes = 4 << 20
+	// sharply on larger messages). 1 KiB under 4 MiB, so that a chunk with
+	// its framing fits the 4 MiB receive limit gRPC clients default to.
+	MaxChunkBytes = 4<<20 - 1<<10
 	// maxRecvMsgBytes bounds what a client may send: its messages are small.
 	maxRecvMsgBytes = 1 << 20
 )

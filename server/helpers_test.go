@@ -90,8 +90,8 @@ func startServer(t testing.TB, cfg Config) *testEnv {
 	pb.RegisterFeedServiceServer(gs, srv)
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(lis) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxChunkBytes+1<<16)))
+	// Default call options: chunks must fit gRPC's default 4 MiB limit.
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
