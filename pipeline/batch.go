@@ -56,9 +56,15 @@ func (b *Batch) reset(n, size int) {
 type Executor struct {
 	tasks   chan task
 	wg      sync.WaitGroup
-	once    sync.Once
 	workers int
+	// mu guards closed: Fill holds it shared while it queues tasks, so Close
+	// never closes the channel under a sender.
+	mu     sync.RWMutex
+	closed bool
 }
+
+// ErrClosed is returned by Fill on a closed Executor.
+var ErrClosed = errors.New("pipeline: executor closed")
 
 type task struct {
 	ds  Dataset
@@ -85,7 +91,12 @@ func (e *Executor) Workers() int { return e.workers }
 
 // Close stops the workers after the queued samples are done.
 func (e *Executor) Close() {
-	e.once.Do(func() { close(e.tasks) })
+	e.mu.Lock()
+	if !e.closed {
+		e.closed = true
+		close(e.tasks)
+	}
+	e.mu.Unlock()
 	e.wg.Wait()
 }
 
@@ -106,9 +117,14 @@ func (e *Executor) work(d *Decoder) {
 
 // Fill makes the batch of ds's samples at indices for (seed, epoch) into b,
 // reusing b's buffers. Samples that fail are listed in b.Errors and replaced
-// by policy; Fill itself fails only when ctx ends or an index is out of
-// range. A batch whose every sample failed has N == 0 under either policy.
+// by policy; Fill itself fails only when ctx ends, an index is out of range
+// or the Executor is closed. A batch whose every sample failed has N == 0 under either policy.
 func (e *Executor) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch uint64, indices []int64, policy FailPolicy, b *Batch) error {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return ErrClosed
+	}
 	size := t.SampleBytes()
 	b.reset(len(indices), size)
 	errs := make([]error, len(indices))

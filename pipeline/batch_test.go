@@ -181,6 +181,19 @@ func TestFillRequestErrors(t *testing.T) {
 	}
 }
 
+// TestFillAfterClose: a closed Executor refuses work with ErrClosed instead
+// of panicking on its closed queue; Close twice is fine.
+func TestFillAfterClose(t *testing.T) {
+	ds := mixedFolder(t)
+	e := NewExecutor(2)
+	e.Close()
+	e.Close()
+	var b Batch
+	if err := e.Fill(context.Background(), ds, smallTrain(t), 0, 0, goodIdx, PadFromBatch, &b); !errors.Is(err, ErrClosed) {
+		t.Errorf("Fill after Close: %v, want ErrClosed", err)
+	}
+}
+
 // TestFillDeterminism: a batch is a pure function of (dataset, transform,
 // seed, epoch, indices): the same bytes made twice, with 1 or 4 workers,
 // from an ImageFolder or a WebDataset holding the same files, and each

@@ -43,9 +43,10 @@ type Dataset interface {
 	Close() error
 }
 
-// imageExts are the file extensions ImageFolder indexes, as torchvision's
-// IMG_EXTENSIONS does (webp left out: no decoder here).
-var imageExts = []string{".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".gif"}
+// imageExts are the file extensions ImageFolder indexes: torchvision's
+// IMG_EXTENSIONS less .ppm and .pgm, which no decoder here reads (indexing
+// them would only turn each into a per-sample error).
+var imageExts = []string{".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".gif", ".webp"}
 
 func isImage(name string) bool {
 	return slices.Contains(imageExts, strings.ToLower(path.Ext(name)))
@@ -126,8 +127,14 @@ func OpenImageFolder(dir string) (*ImageFolder, error) {
 			if err != nil {
 				return err
 			}
-			// Symbolic links are indexed; whether they stay inside the
-			// root is checked when they are opened.
+			// Symbolic links are indexed with their target's size (so the
+			// fingerprint follows the target); whether they stay inside the
+			// root is checked again when they are opened.
+			if info.Mode()&fs.ModeSymlink != 0 {
+				if t, err := d.root.Stat(p); err == nil {
+					info = t
+				}
+			}
 			if !info.Mode().IsRegular() && info.Mode()&fs.ModeSymlink == 0 {
 				return nil
 			}

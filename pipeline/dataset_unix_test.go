@@ -27,9 +27,9 @@ func withTimeout(t *testing.T, f func() error) error {
 }
 
 // TestImageFolderNonRegular: a FIFO or a directory named like an image is
-// never read as one. A FIFO is skipped when indexing; reached through a
-// symbolic link, or put in a file's place after indexing, it is refused on
-// Read without blocking (opening a FIFO for reading waits for a writer).
+// never read as one. A FIFO, or a link to one, is skipped when indexing; put
+// in a file's place after indexing, it is refused on Read without blocking
+// (opening a FIFO for reading waits for a writer).
 func TestImageFolderNonRegular(t *testing.T) {
 	root := t.TempDir()
 	writeTree(t, root, map[string][]byte{
@@ -59,7 +59,9 @@ func TestImageFolderNonRegular(t *testing.T) {
 	for i := range d.Len() {
 		names[d.Name(i)] = i
 	}
-	for _, skipped := range []string{"a/fifo.jpg", "a/dir.jpg"} {
+	// Links are indexed by what they point to: links to a FIFO or a
+	// directory are skipped like the FIFO and the directory themselves.
+	for _, skipped := range []string{"a/fifo.jpg", "a/dir.jpg", "a/fifo-link.jpg", "a/dir-link.jpg"} {
 		if _, ok := names[skipped]; ok {
 			t.Errorf("%s indexed", skipped)
 		}
@@ -68,7 +70,7 @@ func TestImageFolderNonRegular(t *testing.T) {
 		t.Fatal(err)
 	}
 	mkfifo("a/swapped.jpg")
-	for _, name := range []string{"a/fifo-link.jpg", "a/dir-link.jpg", "a/swapped.jpg"} {
+	for _, name := range []string{"a/swapped.jpg"} {
 		t.Run(name, func(t *testing.T) {
 			i, ok := names[name]
 			if !ok {

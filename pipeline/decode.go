@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 )
 
@@ -110,7 +111,10 @@ func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
 func (d *Decoder) decodeGuarded(data []byte, hd *header, p *samplePlan, layout Layout, out []byte) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: decoder panicked: %v\n%s", ErrCorrupt, r, debug.Stack())
+			// The stack goes to the log, not into the error: the error
+			// travels to clients as a per-sample reason.
+			slog.Error("pipeline: decoder panicked", "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("%w: decoder panicked: %v", ErrCorrupt, r)
 		}
 	}()
 	if haveFast && !d.opts.reference && hd.format == formatJPEG && hd.comps != 4 {

@@ -6,6 +6,7 @@ import (
 	"image"
 
 	"github.com/disintegration/imaging"
+	_ "golang.org/x/image/webp" // registers WebP with image.Decode, as torchvision reads .webp
 )
 
 // decodeRef is the reference path: it decodes with Go's image decoders and
