@@ -1,0 +1,133 @@
+//go:build cgo
+
+package pipeline
+
+/*
+#cgo CFLAGS: -O3
+#cgo LDFLAGS: -ljpeg
+#include "turbo.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+)
+
+// The libjpeg-turbo path: turbo.c does the whole sample in one cgo call.
+const haveFast = true
+
+// fastState is a Decoder's C scratch: a reused libjpeg decompress object and
+// error manager, filter tables and row buffers, all malloc'd in C and grown
+// as needed, so that a decode allocates nothing in Go.
+type fastState struct {
+	t       *C.stoker_turbo
+	job     *C.stoker_job // inside t: Go writes the job there, not in Go memory
+	cleanup runtime.Cleanup
+
+	// Knobs for tests and benchmarks (package-internal; zero is the default).
+	fancy    bool // do_fancy_upsampling = TRUE
+	ifast    bool // JDCT_IFAST
+	noRegion bool // decode whole rows from the top: no crop, no skip
+	simdMax  int  // 0: SIMD where built (SSE2 on x86-64); -1: none
+}
+
+// free releases the scratch; it is idempotent.
+func (f *fastState) free() {
+	if f.t == nil {
+		return
+	}
+	f.cleanup.Stop()
+	C.stoker_free(f.t)
+	f.t, f.job = nil, nil
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// decodeFast decodes a 1- or 3-component JPEG through libjpeg-turbo and
+// writes the plan's sample into out (3*outH*outW bytes, uint8, in layout).
+func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layout, out []byte) error {
+	f := &d.fast
+	if f.t == nil {
+		t := C.stoker_new()
+		if t == nil {
+			return fmt.Errorf("%w: out of memory for jpeg decoder scratch", ErrTooLarge)
+		}
+		f.t, f.job = t, C.stoker_job_of(t)
+		// A Decoder dropped without Close still frees its C memory.
+		f.cleanup = runtime.AddCleanup(d, func(t *C.stoker_turbo) { C.stoker_free(t) }, t)
+	}
+	if len(data) == 0 || len(out) != 3*p.outW*p.outH {
+		return fmt.Errorf("%w: fast path: %d input bytes, %d output bytes for %dx%d", ErrUnsupported, len(data), len(out), p.outW, p.outH)
+	}
+	r := p.region()
+	j := f.job
+	j.bx, j.by, j.bw, j.bh = C.double(r.bx), C.double(r.by), C.double(r.bw), C.double(r.bh)
+	j.x0, j.y0, j.x1, j.y1 = C.int(r.x0), C.int(r.y0), C.int(r.x1), C.int(r.y1)
+	j.src_w, j.src_h, j.comps = C.int(hd.w), C.int(hd.h), C.int(hd.comps)
+	j.out_w, j.out_h = C.int(p.outW), C.int(p.outH)
+	j.flip = cbool(p.flip)
+	j.hwc = cbool(layout == HWC)
+	switch d.opts.scaling {
+	case ScaleOff:
+		j.scaling = C.STOKER_SCALE_OFF
+	case ScaleAny:
+		j.scaling = C.STOKER_SCALE_ANY
+	default:
+		j.scaling = C.STOKER_SCALE_POW2
+	}
+	j.max_scans = C.int(min(max(d.opts.maxScans, 0), 1<<30))
+	// libjpeg's own allocations (progressive coefficient buffers chiefly:
+	// 2 bytes per pixel per component) are bounded by the pixel budget.
+	j.max_memory = C.longlong(min(max(d.opts.pixelBudget, 0), 1<<36)*6 + 64<<20)
+	j.fancy, j.ifast, j.no_region, j.simd_max = cbool(f.fancy), cbool(f.ifast), cbool(f.noRegion), C.int(f.simdMax)
+
+	rc := C.stoker_decode(f.t, (*C.uchar)(unsafe.Pointer(&data[0])), C.size_t(len(data)), (*C.uchar)(unsafe.Pointer(&out[0])))
+	runtime.KeepAlive(d) // the cleanup must not free f.t during the call
+	switch rc {
+	case C.STOKER_OK:
+		return nil
+	case C.STOKER_TOO_LARGE:
+		return fmt.Errorf("%w: %s", ErrTooLarge, C.GoString(C.stoker_msg(f.t)))
+	case C.STOKER_UNSUPPORTED:
+		return fmt.Errorf("%w: %s", ErrUnsupported, C.GoString(C.stoker_msg(f.t)))
+	default:
+		return fmt.Errorf("%w: %s", ErrCorrupt, C.GoString(C.stoker_msg(f.t)))
+	}
+}
+
+// fastStats is what the last fast decode did, for tests and benchmarks.
+type fastStats struct {
+	scaleM, rows, cols int
+	simd               int // 0 none, 1 SSE2
+}
+
+func (f *fastState) stats() fastStats {
+	if f.job == nil {
+		return fastStats{}
+	}
+	return fastStats{scaleM: int(f.job.scale_m), rows: int(f.job.rows_decoded), cols: int(f.job.cols_decoded), simd: int(f.job.simd_used)}
+}
+
+// encodeTurbo encodes pixels (nc 1 or 3, interleaved) with libjpeg: luma
+// sampling hs x vs, optionally progressive, optionally with restart markers
+// every restartRows MCU rows, optionally in the RGB color space (no YCbCr
+// transform). Tests use it for the files that image/jpeg cannot write.
+func encodeTurbo(pix []byte, w, h, nc, quality, hs, vs int, progressive bool, restartRows int, rgb bool) ([]byte, error) {
+	if len(pix) != w*h*nc || len(pix) == 0 {
+		return nil, fmt.Errorf("%w: encodeTurbo: %d bytes for %dx%dx%d", ErrUnsupported, len(pix), w, h, nc)
+	}
+	var n C.ulong
+	buf := C.stoker_encode_test((*C.uchar)(unsafe.Pointer(&pix[0])), C.int(w), C.int(h), C.int(nc), C.int(quality), C.int(hs), C.int(vs), cbool(progressive), C.int(restartRows), cbool(rgb), &n)
+	if buf == nil {
+		return nil, fmt.Errorf("%w: encodeTurbo failed", ErrUnsupported)
+	}
+	defer C.stoker_free_buf(buf)
+	return C.GoBytes(unsafe.Pointer(buf), C.int(n)), nil
+}

@@ -1,0 +1,608 @@
+//go:build cgo
+
+package pipeline
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+)
+
+// fastPhotoDir holds the ImageFolder photos shared by the repo's tests and
+// benchmarks (300-500 px JPEGs), relative to this package's directory.
+const fastPhotoDir = "../../shared/data/photos/train"
+
+// fastPhotos returns n photos spread evenly over the sorted file list (all
+// of them when n <= 0), skipping the test when the data set is absent.
+func fastPhotos(tb testing.TB, n int) (names []string, files [][]byte) {
+	tb.Helper()
+	paths, _ := filepath.Glob(filepath.Join(fastPhotoDir, "*", "*"))
+	sort.Strings(paths)
+	if len(paths) == 0 {
+		tb.Skipf("no photos under %s", fastPhotoDir)
+	}
+	if n <= 0 || n > len(paths) {
+		n = len(paths)
+	}
+	for i := range n {
+		p := paths[i*len(paths)/n]
+		b, err := os.ReadFile(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		names = append(names, filepath.Base(filepath.Dir(p))+"/"+filepath.Base(p))
+		files = append(files, b)
+	}
+	return names, files
+}
+
+// fastSynthPixels is a test pattern: color sinusoids, hard edges a few
+// pixels apart and noise, so that resampling and chroma differences show.
+func fastSynthPixels(w, h, nc int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 7))
+	fx, fy := 0.05+0.2*r.Float64(), 0.05+0.2*r.Float64()
+	pix := make([]byte, w*h*nc)
+	for y := range h {
+		for x := range w {
+			for c := range nc {
+				v := 128 + 80*math.Sin(float64(x)*fx+float64(c))*math.Cos(float64(y)*fy-float64(c))
+				if (x/7+y/5)%4 == 0 {
+					v = 255 - v // hard edges
+				}
+				v += 12 * r.NormFloat64()
+				pix[(y*w+x)*nc+c] = byte(min(max(v, 0), 255))
+			}
+		}
+	}
+	return pix
+}
+
+type fastSynthJPEG struct {
+	name string
+	data []byte
+}
+
+// fastSynthJPEGs returns generated JPEGs: image/jpeg's 4:2:0 and gray, and
+// libjpeg's (through encodeTurbo, in-process: no cjpeg needed) 4:4:4,
+// 4:2:2, 4:2:0, 4:4:0, 4:1:1, progressive, restart markers, RGB color space,
+// gray progressive and gray with a 2x2 declared sampling, at odd and tiny
+// sizes (down to 1x1).
+func fastSynthJPEGs(tb testing.TB) []fastSynthJPEG {
+	tb.Helper()
+	var out []fastSynthJPEG
+	for i, sz := range [][2]int{{333, 251}, {37, 53}, {17, 9}, {256, 256}, {501, 97}, {1, 1}, {3, 2}} {
+		w, h := sz[0], sz[1]
+		rgb := fastSynthPixels(w, h, 3, uint64(i))
+		img := image.NewRGBA(image.Rect(0, 0, w, h))
+		gray := image.NewGray(image.Rect(0, 0, w, h))
+		for p := range w * h {
+			img.Pix[4*p], img.Pix[4*p+1], img.Pix[4*p+2], img.Pix[4*p+3] = rgb[3*p], rgb[3*p+1], rgb[3*p+2], 255
+			gray.Pix[p] = rgb[3*p+1]
+		}
+		var b bytes.Buffer
+		if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: 90}); err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, fastSynthJPEG{fmt.Sprintf("go-420-%dx%d", w, h), bytes.Clone(b.Bytes())})
+		b.Reset()
+		if err := jpeg.Encode(&b, gray, &jpeg.Options{Quality: 90}); err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, fastSynthJPEG{fmt.Sprintf("go-gray-%dx%d", w, h), bytes.Clone(b.Bytes())})
+		for _, c := range []struct {
+			name        string
+			nc, hs, vs  int
+			prog        bool
+			restartRows int
+			rgb         bool
+		}{
+			{"444", 3, 1, 1, false, 0, false},
+			{"422", 3, 2, 1, false, 0, false},
+			{"420", 3, 2, 2, false, 0, false},
+			{"440", 3, 1, 2, false, 0, false},
+			{"411", 3, 4, 1, false, 0, false},
+			{"420-prog", 3, 2, 2, true, 0, false},
+			{"444-prog", 3, 1, 1, true, 0, false},
+			{"422-restart", 3, 2, 1, false, 1, false},
+			{"rgb", 3, 1, 1, false, 0, true},
+			{"gray-prog", 1, 1, 1, true, 0, false},
+			{"gray-2x2", 1, 2, 2, false, 0, false},
+		} {
+			pix := rgb
+			if c.nc == 1 {
+				pix = gray.Pix
+			}
+			data, err := encodeTurbo(pix, w, h, c.nc, 90, c.hs, c.vs, c.prog, c.restartRows, c.rgb)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			out = append(out, fastSynthJPEG{fmt.Sprintf("turbo-%s-%dx%d", c.name, w, h), data})
+		}
+	}
+	return out
+}
+
+func fastMAD(a, b []byte) float64 {
+	var s int
+	for i := range a {
+		d := int(a[i]) - int(b[i])
+		if d < 0 {
+			d = -d
+		}
+		s += d
+	}
+	return float64(s) / float64(len(a))
+}
+
+func fastTransforms(tb testing.TB) []struct {
+	name string
+	t    *Transform
+} {
+	tb.Helper()
+	train, err := ParseTransform("imagenet-train", CHW)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	eval, err := ParseTransform("imagenet-eval", CHW)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	odd, err := NewTransform(HWC,
+		Op{Kind: OpRandomResizedCrop, Size: [2]int{97, 131}},
+		Op{Kind: OpRandomHorizontalFlip, P: 0.5})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return []struct {
+		name string
+		t    *Transform
+	}{{"imagenet-train", train}, {"imagenet-eval", eval}, {"rrc97x131-flip-hwc", odd}}
+}
+
+// Mean absolute difference bounds, fast path vs reference, per image, in
+// 8-bit levels. Both paths resample with the same filter, both round the
+// first pass to 8 bits (as PIL does), and by default both upsample chroma by
+// pixel replication (libjpeg's merged upsampler, image/jpeg's YCbCr
+// conversion). What is left is IDCT rounding (libjpeg's islow vs
+// image/jpeg's, +-1 on some pixels) and fixed-point vs float coefficients:
+// observed at most ~0.4 on photos and on the synthetic images.
+//
+// Decoding at a DCT scale replaces part of the triangle filter's low-pass by
+// the scaled IDCT's, a different filter: observed up to ~2.5 on photos. The
+// synthetic images are noise (sigma 12) over hard color edges a few pixels
+// apart, the worst case for that: up to ~7.
+//
+// Fancy (triangle) chroma upsampling, libjpeg's default and what PIL and
+// torchvision get, differs from replication at color edges: up to ~3 on
+// photos and ~7 on the synthetic images.
+const (
+	fastMADFull        = 1.0
+	fastMADScaledPhoto = 3.5
+	fastMADScaledSynth = 9.0
+	fastMADFancyPhoto  = 3.5
+	fastMADFancySynth  = 9.0
+)
+
+// TestFastMatchesReference decodes photos and generated JPEGs through both
+// paths with the same keys and bounds their per-image difference.
+func TestFastMatchesReference(t *testing.T) {
+	n := 48
+	if testing.Short() {
+		n = 12
+	}
+	names, files := fastPhotos(t, n)
+	photos := len(files)
+	for _, s := range fastSynthJPEGs(t) {
+		names, files = append(names, s.name), append(files, s.data)
+	}
+	ref := NewDecoder(WithReference(true))
+	for _, tc := range fastTransforms(t) {
+		// Reference outputs, shared by all variants.
+		refs := make([][]byte, len(files))
+		for i, data := range files {
+			refs[i] = make([]byte, tc.t.SampleBytes())
+			if err := ref.Decode(data, tc.t, Key{Seed: 1, Index: uint64(i)}, refs[i]); err != nil {
+				t.Fatalf("%s: ref %s: %v", tc.name, names[i], err)
+			}
+		}
+		for _, v := range []struct {
+			name  string
+			s     DCTScaling
+			fancy bool
+		}{{"pow2", ScalePow2, false}, {"any", ScaleAny, false}, {"off", ScaleOff, false}, {"pow2-fancy", ScalePow2, true}} {
+			t.Run(tc.name+"/"+v.name, func(t *testing.T) {
+				d := NewDecoder(WithDCTScaling(v.s))
+				defer d.Close()
+				d.fast.fancy = v.fancy
+				got := make([]byte, tc.t.SampleBytes())
+				var maxMAD, sumMAD [2]float64 // photos, synthetic
+				var worst [2]string
+				scaled := 0
+				for i, data := range files {
+					if err := d.Decode(data, tc.t, Key{Seed: 1, Index: uint64(i)}, got); err != nil {
+						t.Fatalf("fast %s: %v", names[i], err)
+					}
+					synth := i >= photos
+					g := 0
+					if synth {
+						g = 1
+					}
+					bound := fastMADFull
+					if st := d.fast.stats(); st.scaleM != 8 {
+						scaled++
+						bound = max(bound, map[bool]float64{false: fastMADScaledPhoto, true: fastMADScaledSynth}[synth])
+					}
+					if v.fancy {
+						bound = max(bound, map[bool]float64{false: fastMADFancyPhoto, true: fastMADFancySynth}[synth])
+					}
+					m := fastMAD(got, refs[i])
+					sumMAD[g] += m
+					if m > maxMAD[g] {
+						maxMAD[g], worst[g] = m, names[i]
+					}
+					if m > bound {
+						t.Errorf("%s: MAD %.3f over the bound %.1f", names[i], m, bound)
+					}
+				}
+				t.Logf("%d photos: MAD mean %.3f max %.3f (%s); %d synthetic: mean %.3f max %.3f (%s); %d DCT-scaled",
+					photos, sumMAD[0]/float64(photos), maxMAD[0], worst[0],
+					len(files)-photos, sumMAD[1]/float64(len(files)-photos), maxMAD[1], worst[1], scaled)
+			})
+		}
+	}
+}
+
+// TestFastRegionExact checks the region decode (crop to the filter's
+// columns, skip to its rows, stop after them) against decoding whole rows
+// from the top: the output must be the same bytes, for every subsampling,
+// progressive files, DCT scales, both upsamplers, and crops touching every
+// edge.
+func TestFastRegionExact(t *testing.T) {
+	imgs := fastSynthJPEGs(t)
+	_, photos := fastPhotos(t, 4)
+	for i, p := range photos {
+		imgs = append(imgs, fastSynthJPEG{fmt.Sprintf("photo%d", i), p})
+	}
+	for _, knobs := range []struct {
+		name         string
+		fancy, ifast bool
+		scaling      DCTScaling
+	}{
+		{"merged-any", false, false, ScaleAny},
+		{"merged-pow2", false, false, ScalePow2},
+		{"fancy-any", true, false, ScaleAny},
+		{"fancy-ifast-off", true, true, ScaleOff},
+	} {
+		t.Run(knobs.name, func(t *testing.T) {
+			region := NewDecoder(WithDCTScaling(knobs.scaling))
+			whole := NewDecoder(WithDCTScaling(knobs.scaling))
+			defer region.Close()
+			defer whole.Close()
+			for _, d := range []*Decoder{region, whole} {
+				d.fast.fancy, d.fast.ifast = knobs.fancy, knobs.ifast
+			}
+			whole.fast.noRegion = true
+			checked := 0
+			for _, img := range imgs {
+				hd, err := parseHeader(img.data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, p := range fastEdgePlans(hd.w, hd.h) {
+					layout := Layout(i / 2 % 2) // flip alternates with i % 2
+					a := make([]byte, 3*p.outW*p.outH)
+					b := make([]byte, len(a))
+					if err := region.decodeFast(img.data, &hd, &p, layout, a); err != nil {
+						t.Fatalf("%s %+v: %v", img.name, p, err)
+					}
+					st := region.fast.stats()
+					if err := whole.decodeFast(img.data, &hd, &p, layout, b); err != nil {
+						t.Fatalf("%s %+v: whole: %v", img.name, p, err)
+					}
+					if !bytes.Equal(a, b) {
+						t.Errorf("%s crop %d,%d %dx%d -> %dx%d flip=%v scale %d/8 %s: region decode differs from whole-row decode (MAD %.3f)",
+							img.name, p.cx, p.cy, p.cw, p.ch, p.outW, p.outH, p.flip, st.scaleM, layout, fastMAD(a, b))
+					}
+					checked++
+				}
+			}
+			t.Logf("%d region decodes identical to whole-row decodes", checked)
+		})
+	}
+}
+
+// TestFastSIMDSame: the SSE2 and scalar resamplers give the same bytes
+// (other architectures run the scalar code).
+func TestFastSIMDSame(t *testing.T) {
+	imgs := fastSynthJPEGs(t)
+	_, photos := fastPhotos(t, 4)
+	for i, p := range photos {
+		imgs = append(imgs, fastSynthJPEG{fmt.Sprintf("photo%d", i), p})
+	}
+	levels := []int{0, -1} // SIMD where built (SSE2 on x86-64), none
+	decs := make([]*Decoder, len(levels))
+	for i, l := range levels {
+		decs[i] = NewDecoder()
+		decs[i].fast.simdMax = l
+		defer decs[i].Close()
+	}
+	n := 0
+	used := map[int]bool{}
+	for _, img := range imgs {
+		hd, err := parseHeader(img.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range fastEdgePlans(hd.w, hd.h) {
+			layout := Layout(i / 2 % 2)
+			var outs [][]byte
+			for _, d := range decs {
+				out := make([]byte, 3*p.outW*p.outH)
+				if err := d.decodeFast(img.data, &hd, &p, layout, out); err != nil {
+					t.Fatal(err)
+				}
+				used[d.fast.stats().simd] = true
+				outs = append(outs, out)
+			}
+			for k := 1; k < len(outs); k++ {
+				if !bytes.Equal(outs[0], outs[k]) {
+					t.Errorf("%s crop %d,%d %dx%d -> %dx%d %s: SIMD level %d and %d differ (MAD %.3f)", img.name, p.cx, p.cy, p.cw, p.ch, p.outW, p.outH, layout, levels[0], levels[k], fastMAD(outs[0], outs[k]))
+				}
+			}
+			n++
+		}
+	}
+	t.Logf("%d decodes identical at every SIMD level (levels run: %v; 1 is SSE2)", n, used)
+}
+
+// fastEdgePlans returns crop-then-resize plans whose crops touch each edge and
+// corner, span the whole image, or are one pixel thin, with outputs that
+// copy, upscale, downscale a little and downscale past the DCT scales.
+func fastEdgePlans(w, h int) []samplePlan {
+	var ps []samplePlan
+	add := func(cx, cy, cw, ch int) {
+		cx, cy = min(max(cx, 0), w-1), min(max(cy, 0), h-1)
+		cw, ch = max(1, min(cw, w-cx)), max(1, min(ch, h-cy))
+		for i, o := range [][2]int{{cw, ch}, {max(1, cw*5/2), max(1, ch*3/2)}, {max(1, cw*2/3), max(1, ch*3/4)}, {max(1, cw/9), max(1, ch/9)}, {24, 24}} {
+			ps = append(ps, samplePlan{geom: cropResize, srcW: w, srcH: h, cx: cx, cy: cy, cw: cw, ch: ch, outW: o[0], outH: o[1], flip: i%2 == 1})
+		}
+	}
+	hw, hh := max(1, w/2), max(1, h/2)
+	add(0, 0, w, h)         // everything
+	add(0, 0, hw, hh)       // top left
+	add(w-hw, 0, hw, hh)    // top right
+	add(0, h-hh, hw, hh)    // bottom left
+	add(w-hw, h-hh, hw, hh) // bottom right
+	add(w/3, h/3, hw, hh)   // middle, unaligned
+	add(w-1, 0, 1, h)       // last column
+	add(0, h-1, w, 1)       // last row
+	add(w/2+1, h/2+3, 3, 5) // a few pixels, unaligned
+	add(17%w, 33%h, w, h)   // to the bottom right edge from an odd offset
+	// Resize-then-crop plans (the filter reaches past the crop).
+	for _, size := range []int{max(1, min(w, h)/2), 256} {
+		rw, rh := resizedSize(w, h, [2]int{size, 0})
+		cw, ch := min(rw, 224), min(rh, 224)
+		ps = append(ps, samplePlan{geom: resizeCrop, srcW: w, srcH: h, rw: rw, rh: rh,
+			cx: centerOffset(rw, cw), cy: centerOffset(rh, ch), cw: cw, ch: ch, outW: cw, outH: ch})
+	}
+	return ps
+}
+
+// TestFastDeterministic: the same key gives the same bytes from two
+// Decoders and from Decoders on several goroutines.
+func TestFastDeterministic(t *testing.T) {
+	_, files := fastPhotos(t, 24)
+	tr := fastTransforms(t)[0].t
+	serial := make([][]byte, len(files))
+	d1, d2 := NewDecoder(), NewDecoder()
+	defer d1.Close()
+	defer d2.Close()
+	for i, data := range files {
+		k := Key{Seed: 42, Epoch: 3, Index: uint64(i)}
+		serial[i] = make([]byte, tr.SampleBytes())
+		other := make([]byte, tr.SampleBytes())
+		if err := d1.Decode(data, tr, k, serial[i]); err != nil {
+			t.Fatal(err)
+		}
+		if err := d2.Decode(data, tr, k, other); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(serial[i], other) {
+			t.Fatalf("photo %d: two decoders disagree", i)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := NewDecoder()
+			defer d.Close()
+			got := make([]byte, tr.SampleBytes())
+			for n := range len(files) {
+				i := (n + g*7) % len(files) // each goroutine in its own order
+				if err := d.Decode(files[i], tr, Key{Seed: 42, Epoch: 3, Index: uint64(i)}, got); err != nil {
+					errs <- err
+					return
+				}
+				if !bytes.Equal(got, serial[i]) {
+					errs <- fmt.Errorf("goroutine %d, photo %d: differs from the serial decode", g, i)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestFastZeroAllocs: a JPEG decode on the fast path allocates nothing in
+// Go once the Decoder's scratch exists.
+func TestFastZeroAllocs(t *testing.T) {
+	_, files := fastPhotos(t, 8)
+	for _, tc := range fastTransforms(t) {
+		d := NewDecoder()
+		out := make([]byte, tc.t.SampleBytes())
+		i := 0
+		allocs := testing.AllocsPerRun(50, func() {
+			if err := d.Decode(files[i%len(files)], tc.t, Key{Index: uint64(i)}, out); err != nil {
+				t.Fatal(err)
+			}
+			i++
+		})
+		d.Close()
+		if allocs != 0 {
+			t.Errorf("%s: %.1f allocations per decode, want 0", tc.name, allocs)
+		}
+	}
+}
+
+// TestFastErrors: broken JPEGs are errors wrapping the right sentinel, with
+// libjpeg's message, and the Decoder keeps working after them.
+func TestFastErrors(t *testing.T) {
+	_, files := fastPhotos(t, 3)
+	good := files[0]
+	tr := fastTransforms(t)[0].t
+	d := NewDecoder()
+	defer d.Close()
+	out := make([]byte, tr.SampleBytes())
+	sofEnd := fastEndOfSOF(t, good)
+	prog, err := encodeTurbo(fastSynthPixels(64, 48, 3, 1), 64, 48, 3, 90, 2, 2, true, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		data []byte
+		d    *Decoder
+		want error
+	}{
+		{"truncated at 30%", good[:len(good)*3/10], d, ErrCorrupt},
+		{"truncated at 90%", good[:len(good)*9/10], d, ErrCorrupt},
+		{"progressive truncated at 50%", prog[:len(prog)/2], d, ErrCorrupt},
+		{"progressive over the scan cap", prog, NewDecoder(WithMaxScans(3)), ErrTooLarge},
+	}
+	for seed := range uint64(8) {
+		r := rand.New(rand.NewPCG(seed, 1))
+		junk := make([]byte, 1000+r.IntN(20000))
+		for i := range junk {
+			junk[i] = byte(r.Uint32())
+		}
+		cases = append(cases, struct {
+			name string
+			data []byte
+			d    *Decoder
+			want error
+		}{fmt.Sprintf("garbage after SOF #%d", seed), append(bytes.Clone(good[:sofEnd]), junk...), d, ErrCorrupt})
+		// Garbage in place of the entropy-coded data, with a proper EOI.
+		sos := bytes.Index(good, []byte{0xFF, 0xDA})
+		scan := append(bytes.Clone(good[:sos+14]), junk...)
+		for i := sos + 14; i < len(scan); i++ {
+			if scan[i] == 0xFF {
+				scan[i] = 0xFE // no markers inside: only bad Huffman codes
+			}
+		}
+		cases = append(cases, struct {
+			name string
+			data []byte
+			d    *Decoder
+			want error
+		}{fmt.Sprintf("garbage scan data #%d", seed), append(scan, 0xFF, 0xD9), d, nil})
+	}
+	for _, c := range cases {
+		err := c.d.Decode(c.data, tr, Key{Index: 5}, out)
+		switch {
+		case c.want == nil: // garbage that happens to decode is fine; a crash is not
+			t.Logf("%s: %v", c.name, err)
+		case !errors.Is(err, c.want):
+			t.Errorf("%s: got %v, want an error wrapping %v", c.name, err, c.want)
+		default:
+			t.Logf("%s: %v", c.name, err)
+		}
+	}
+	// Cut short but ending in an EOI marker: libjpeg itself must notice when
+	// the rows the crop needs are missing.
+	hd, err := parseHeader(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cw: hd.w, ch: hd.h, outW: 64, outH: 64}
+	cut := append(bytes.Clone(good[:len(good)*3/10]), 0xFF, 0xD9)
+	if err := d.decodeFast(cut, &hd, &whole, CHW, make([]byte, 3*64*64)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("truncated with an EOI: got %v, want an error wrapping %v", err, ErrCorrupt)
+	} else {
+		t.Logf("truncated with an EOI: %v", err)
+	}
+	// Still works.
+	if err := d.Decode(good, tr, Key{Index: 5}, out); err != nil {
+		t.Fatalf("decode after errors: %v", err)
+	}
+}
+
+// fastEndOfSOF returns the offset just past a JPEG's frame header segment.
+func fastEndOfSOF(t *testing.T, data []byte) int {
+	t.Helper()
+	for p := 2; p+4 <= len(data); {
+		if data[p] != 0xFF {
+			t.Fatalf("no marker at %d", p)
+		}
+		m := data[p+1]
+		n := int(data[p+2])<<8 | int(data[p+3])
+		if m >= 0xC0 && m <= 0xC2 {
+			return p + 2 + n
+		}
+		p += 2 + n
+	}
+	t.Fatal("no SOF")
+	return 0
+}
+
+// TestFastDCTScaleChoice checks which DCT scale each mode picks.
+func TestFastDCTScaleChoice(t *testing.T) {
+	data, err := encodeTurbo(fastSynthPixels(800, 640, 3, 3), 800, 640, 3, 85, 2, 2, false, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hd, err := parseHeader(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		crop  [2]int // w, h of a centered crop to 100x100
+		s     DCTScaling
+		wantM int
+	}{
+		{[2]int{800, 640}, ScalePow2, 2}, // 1/8 would leave 80 rows < 100
+		{[2]int{199, 400}, ScalePow2, 8},
+		{[2]int{200, 400}, ScalePow2, 4},
+		{[2]int{450, 400}, ScalePow2, 2},
+		{[2]int{250, 300}, ScaleAny, 4},
+		{[2]int{130, 300}, ScaleAny, 7},
+		{[2]int{800, 640}, ScaleAny, 2},
+		{[2]int{800, 640}, ScaleOff, 8},
+	} {
+		d := NewDecoder(WithDCTScaling(c.s))
+		cw, ch := c.crop[0], c.crop[1]
+		p := samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cx: (hd.w - cw) / 2, cy: (hd.h - ch) / 2, cw: cw, ch: ch, outW: 100, outH: 100}
+		if err := d.decodeFast(data, &hd, &p, CHW, make([]byte, 3*100*100)); err != nil {
+			t.Fatal(err)
+		}
+		if st := d.fast.stats(); st.scaleM != c.wantM {
+			t.Errorf("crop %v mode %d: scale %d/8, want %d/8", c.crop, c.s, st.scaleM, c.wantM)
+		}
+		d.Close()
+	}
+}

@@ -1,0 +1,696 @@
+/* The libjpeg-turbo fast path of package pipeline.
+ *
+ * stoker_decode does one image in one call: it reads the header, picks a DCT
+ * scale, decodes only the columns and rows the resampling filter can touch
+ * (jpeg_crop_scanline, jpeg_skip_scanlines, and an abort after the last
+ * needed row), resamples each decoded row horizontally as it arrives, then
+ * resamples vertically into the caller's buffer in CHW or HWC order. The
+ * horizontal flip is folded into the horizontal filter's coefficient table.
+ *
+ * Resampling is PIL's ImagingResample with the triangle (bilinear) filter:
+ * for output pixel i, center = box0 + (i + 0.5) * scale and source pixel j
+ * weighs tri((j + 0.5 - center) / max(scale, 1)), normalized over the
+ * support, which is clipped to the job's clip rectangle; coefficients are
+ * Q14 fixed point with rounding, and the pass between the two directions is
+ * rounded to 8 bits, as in PIL. Both passes use SSE2 where the compiler
+ * targets it (every x86-64) and plain C otherwise, with identical results.
+ *
+ * Chroma is upsampled by replication (libjpeg's merged upsampler) unless the
+ * job asks for libjpeg's "fancy" triangle upsampling: replication is what
+ * the pure-Go reference path does (image/jpeg), and it is no slower.
+ *
+ * libjpeg errors longjmp back to stoker_decode, never across Go frames. A
+ * corrupt-data warning is an error: decoding stops at the first one. */
+#include "turbo.h"
+
+#include <limits.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+#include <jerror.h>
+
+#if JPEG_LIB_VERSION >= 70
+#define MIN_DCT_V_SCALED(ci) ((ci)->min_DCT_v_scaled_size)
+#else
+#define MIN_DCT_V_SCALED(ci) ((ci)->min_DCT_scaled_size)
+#endif
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* Filter coefficients are Q14 fixed point, so that a pixel times a
+ * coefficient fits in 16x16->32-bit multiplies (pmaddwd) and a sum of them
+ * in 32 bits. The scalar code computes the same sums: output is the same
+ * bytes with or without SIMD. */
+#define PREC 14
+#define HALF (1 << (PREC - 1))
+
+/* One axis' filter: output i reads 2*np source pixels from start[i], with
+ * coefficients k[i*ks ...] (Q14; zero past the support) and, for SIMD, the
+ * same coefficients in pairs, each pair broadcast to four 32-bit lanes:
+ * kv[(i*np + j)*4 ...] = k[2j] | k[2j+1] << 16. The tap count is the same
+ * for every output of an image (the widest support, rounded up to even),
+ * which keeps the inner loops branch-predictable. */
+typedef struct {
+  int *start;
+  int16_t *k;
+  int32_t *kv;
+  double *w;
+  size_t s_cap, k_cap, kv_cap, w_cap;
+  int ks, np;
+} axis;
+
+struct stoker_turbo {
+  struct jpeg_decompress_struct cinfo; /* first: error hooks cast back */
+  struct jpeg_error_mgr jerr;
+  struct jpeg_progress_mgr prog;
+  jmp_buf jb;
+  int code;
+  int max_scans;
+  char msg[JMSG_LENGTH_MAX + 96];
+  stoker_job job;
+  axis ax, ay;
+  uint8_t *row; /* one decoded scanline */
+  size_t row_cap;
+  uint8_t *mid; /* horizontally resampled rows */
+  size_t mid_cap;
+  int mid_rows;
+  int simd; /* this decode's SIMD level: 0 none, 1 SSE2 */
+  const uint8_t **taps; /* vertical pass: row pointers of one output row */
+  size_t taps_cap;
+  uint8_t *line; /* vertical pass: one gray output row */
+  size_t line_cap;
+};
+
+static void fail(stoker_turbo *t, int code, const char *msg) {
+  t->code = code;
+  snprintf(t->msg, sizeof t->msg, "%s", msg);
+  longjmp(t->jb, 1);
+}
+
+static int code_of(int msg_code) {
+  switch (msg_code) {
+  case JERR_OUT_OF_MEMORY:
+  case JERR_NO_BACKING_STORE:
+  case JERR_IMAGE_TOO_BIG:
+    return STOKER_TOO_LARGE;
+  case JERR_SOF_UNSUPPORTED:
+  case JERR_NOTIMPL:
+  case JERR_NOT_COMPILED:
+  case JERR_CONVERSION_NOTIMPL:
+    return STOKER_UNSUPPORTED;
+  default:
+    return STOKER_CORRUPT;
+  }
+}
+
+static void on_error(j_common_ptr c) {
+  stoker_turbo *t = (stoker_turbo *)c;
+  char buf[JMSG_LENGTH_MAX];
+  (*c->err->format_message)(c, buf);
+  t->code = code_of(c->err->msg_code);
+  snprintf(t->msg, sizeof t->msg, "jpeg: %s", buf);
+  longjmp(t->jb, 1);
+}
+
+/* Level -1 is a corrupt-data warning: stop there. Levels >= 0 are traces. */
+static void on_emit(j_common_ptr c, int level) {
+  stoker_turbo *t = (stoker_turbo *)c;
+  char buf[JMSG_LENGTH_MAX];
+  if (level >= 0)
+    return;
+  (*c->err->format_message)(c, buf);
+  t->code = STOKER_CORRUPT;
+  snprintf(t->msg, sizeof t->msg, "jpeg: %s", buf);
+  longjmp(t->jb, 1);
+}
+
+static void on_output(j_common_ptr c) { (void)c; }
+
+/* Called once per iMCU row of every scan while a multi-scan file is read,
+ * and once per scanline after: refuse progressive files over the scan cap
+ * as soon as the first scan over it starts. */
+static void on_progress(j_common_ptr c) {
+  stoker_turbo *t = (stoker_turbo *)c;
+  j_decompress_ptr d = (j_decompress_ptr)c;
+  if (d->progressive_mode && d->input_scan_number > t->max_scans) {
+    t->code = STOKER_TOO_LARGE;
+    snprintf(t->msg, sizeof t->msg,
+             "jpeg: progressive jpeg has more than %d scans, over the cap",
+             t->max_scans);
+    longjmp(t->jb, 1);
+  }
+}
+
+stoker_turbo *stoker_new(void) {
+  stoker_turbo *t = calloc(1, sizeof *t);
+  if (!t)
+    return NULL;
+  t->cinfo.err = jpeg_std_error(&t->jerr);
+  t->jerr.error_exit = on_error;
+  t->jerr.emit_message = on_emit;
+  t->jerr.output_message = on_output;
+  if (setjmp(t->jb)) {
+    free(t);
+    return NULL;
+  }
+  jpeg_create_decompress(&t->cinfo);
+  t->prog.progress_monitor = on_progress;
+  t->cinfo.progress = &t->prog;
+  return t;
+}
+
+static void free_axis(axis *a) {
+  free(a->start);
+  free(a->k);
+  free(a->kv);
+  free(a->w);
+}
+
+void stoker_free(stoker_turbo *t) {
+  if (!t)
+    return;
+  jpeg_destroy_decompress(&t->cinfo);
+  free_axis(&t->ax);
+  free_axis(&t->ay);
+  free(t->row);
+  free(t->mid);
+  free(t->taps);
+  free(t->line);
+  free(t);
+}
+
+stoker_job *stoker_job_of(stoker_turbo *t) { return &t->job; }
+
+const char *stoker_msg(stoker_turbo *t) { return t->msg; }
+
+/* grow makes *p hold at least n elements of size sz, reusing it if it does. */
+static void grow(stoker_turbo *t, void **p, size_t *cap, size_t n, size_t sz) {
+  void *q;
+  if (n <= *cap)
+    return;
+  if (n > SIZE_MAX / sz / 2)
+    fail(t, STOKER_TOO_LARGE, "jpeg: scratch buffer size overflows");
+  n += n / 4; /* headroom so that slowly growing sizes do not realloc often */
+  q = realloc(*p, n * sz);
+  if (!q)
+    fail(t, STOKER_TOO_LARGE, "jpeg: out of memory for scratch buffers");
+  *p = q;
+  *cap = n;
+}
+
+/* coeffs fills a with the filter mapping source box [b0, b0+bsize) onto n
+ * outputs, support clipped to [c0, c1), output order reversed when flip.
+ * *lo, *hi receive the union of the supports. */
+static void coeffs(stoker_turbo *t, axis *a, double b0, double bsize, int n,
+                   int c0, int c1, int flip, int *lo, int *hi) {
+  double scale = bsize / n;
+  double fs = scale < 1 ? 1 : scale; /* filter scale: antialias downscales */
+  double support = fs;               /* the triangle's support is 1 */
+  double sup_ceil = ceil(2 * support);
+  int ks, i, j, maxc = 1;
+  if (!(sup_ceil < 1e6))
+    fail(t, STOKER_TOO_LARGE, "jpeg: resampling support is too large");
+  ks = ((int)sup_ceil + 4) & ~1;
+  grow(t, (void **)&a->start, &a->s_cap, (size_t)n, sizeof(int));
+  grow(t, (void **)&a->k, &a->k_cap, (size_t)n * ks, sizeof(int16_t));
+  grow(t, (void **)&a->w, &a->w_cap, (size_t)ks, sizeof(double));
+  a->ks = ks;
+  *lo = INT_MAX;
+  *hi = INT_MIN;
+  for (i = 0; i < n; i++) {
+    double center = b0 + (i + 0.5) * scale;
+    double sum = 0;
+    int j0 = (int)floor(center - support - 0.5);
+    int j1 = (int)ceil(center + support - 0.5);
+    int first = -1, last = -1, o = flip ? n - 1 - i : i;
+    int16_t *kk = a->k + (size_t)o * ks;
+    if (j0 < c0)
+      j0 = c0;
+    if (j1 > c1 - 1)
+      j1 = c1 - 1;
+    for (j = j0; j <= j1; j++) {
+      double x = (j + 0.5 - center) / fs;
+      double v = 1 - fabs(x);
+      if (v < 0)
+        v = 0;
+      a->w[j - j0] = v;
+      sum += v;
+      if (v > 0) {
+        if (first < 0)
+          first = j;
+        last = j;
+      }
+    }
+    if (first < 0) {
+      /* No source pixel in reach (cannot happen for boxes inside the clip
+       * rectangle): take the nearest one. */
+      int jn = (int)floor(center);
+      if (jn < c0)
+        jn = c0;
+      if (jn > c1 - 1)
+        jn = c1 - 1;
+      j0 = first = last = jn;
+      a->w[0] = sum = 1;
+    }
+    a->start[o] = first;
+    if (last - first + 1 > maxc)
+      maxc = last - first + 1;
+    memset(kk, 0, (size_t)ks * sizeof *kk);
+    for (j = first; j <= last; j++)
+      kk[j - first] = (int16_t)(a->w[j - j0] / sum * (1 << PREC) + 0.5);
+    if (first < *lo)
+      *lo = first;
+    if (last + 1 > *hi)
+      *hi = last + 1;
+  }
+  a->np = (maxc + 1) / 2;
+  grow(t, (void **)&a->kv, &a->kv_cap, (size_t)n * a->np * 4, sizeof(int32_t));
+  for (i = 0; i < n; i++) {
+    const int16_t *kk = a->k + (size_t)i * ks;
+    int32_t *kv = a->kv + (size_t)i * a->np * 4;
+    for (j = 0; j < a->np; j++) {
+      int32_t pair = (int32_t)((uint32_t)(uint16_t)kk[2 * j] |
+                               (uint32_t)(uint16_t)kk[2 * j + 1] << 16);
+      kv[4 * j] = kv[4 * j + 1] = kv[4 * j + 2] = kv[4 * j + 3] = pair;
+    }
+  }
+}
+
+static inline uint8_t clip8(int32_t v) {
+  v >>= PREC;
+  return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+#if defined(__SSE2__)
+/* hrgbx_sse2 is hpass_rgbx with SSE2 (every x86-64 has it), np pairs of
+ * taps per output; np is a constant where it is inlined, so that the tap
+ * loop unrolls. */
+static inline __attribute__((always_inline)) void
+hrgbx_sse2(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar,
+           const int np) {
+  const __m128i zero = _mm_setzero_si128(), half = _mm_set1_epi32(HALF);
+  const __m128i *kv = (const __m128i *)a->kv;
+  int i, j;
+  for (i = 0; i < n; i++, kv += np) {
+    const uint8_t *p = src + (size_t)a->start[i] * 4;
+    __m128i acc = half;
+    uint32_t px;
+    for (j = 0; j < np; j++) {
+      /* two RGBX pixels as r0 r1 g0 g1 b0 b1 x0 x1 in 16-bit lanes, then
+       * pmaddwd with k0 k1: four 32-bit sums r g b x */
+      __m128i v = _mm_loadl_epi64((const __m128i *)(p + 8 * j));
+      v = _mm_unpacklo_epi8(v, _mm_srli_si128(v, 4));
+      v = _mm_unpacklo_epi8(v, zero);
+      acc = _mm_add_epi32(acc, _mm_madd_epi16(v, _mm_loadu_si128(kv + j)));
+    }
+    acc = _mm_srai_epi32(acc, PREC);
+    acc = _mm_packs_epi32(acc, acc);
+    acc = _mm_packus_epi16(acc, acc);
+    px = (uint32_t)_mm_cvtsi128_si32(acc);
+    if (planar) {
+      dst[i] = (uint8_t)px;
+      dst[n + i] = (uint8_t)(px >> 8);
+      dst[2 * n + i] = (uint8_t)(px >> 16);
+    } else {
+      memcpy(dst + 3 * i, &px, 4); /* the 4th byte is overwritten next */
+    }
+  }
+}
+#endif
+
+/* hpass_rgbx resamples one decoded RGBX row into dst: interleaved RGB (with
+ * one byte of slack after it) or, when planar, three planes of n bytes.
+ * Taps past an output's support have zero coefficients and may read past
+ * the decoded pixels: the row buffer has zeroed slack for that. */
+static void hpass_rgbx(const axis *a, int n, const uint8_t *src, uint8_t *dst,
+                       int planar, int simd) {
+  int i, j;
+#if defined(__SSE2__)
+  if (simd >= 1) {
+    switch (a->np) {
+    case 1:
+      hrgbx_sse2(a, n, src, dst, planar, 1);
+      return;
+    case 2:
+      hrgbx_sse2(a, n, src, dst, planar, 2);
+      return;
+    case 3:
+      hrgbx_sse2(a, n, src, dst, planar, 3);
+      return;
+    default:
+      hrgbx_sse2(a, n, src, dst, planar, a->np);
+      return;
+    }
+  }
+#endif
+  (void)simd;
+  for (i = 0; i < n; i++) {
+    const uint8_t *p = src + (size_t)a->start[i] * 4;
+    const int16_t *kk = a->k + (size_t)i * a->ks;
+    int32_t r = HALF, g = HALF, b = HALF;
+    for (j = 0; j < 2 * a->np; j++) {
+      r += p[4 * j] * kk[j];
+      g += p[4 * j + 1] * kk[j];
+      b += p[4 * j + 2] * kk[j];
+    }
+    if (planar) {
+      dst[i] = clip8(r);
+      dst[n + i] = clip8(g);
+      dst[2 * n + i] = clip8(b);
+    } else {
+      dst[3 * i] = clip8(r);
+      dst[3 * i + 1] = clip8(g);
+      dst[3 * i + 2] = clip8(b);
+    }
+  }
+}
+
+static void hpass_gray(const axis *a, int n, const uint8_t *src,
+                       uint8_t *dst) {
+  int i, j;
+  for (i = 0; i < n; i++) {
+    const uint8_t *p = src + a->start[i];
+    const int16_t *kk = a->k + (size_t)i * a->ks;
+    int32_t v = HALF;
+    for (j = 0; j < 2 * a->np; j++)
+      v += p[j] * kk[j];
+    dst[i] = clip8(v);
+  }
+}
+
+/* vrow computes n bytes of one output row from bytes [off, off+n) of the
+ * rows taps[0..2*np), with coefficients k (Q14) and kv (broadcast pairs). */
+static void vrow(const uint8_t *const *taps, size_t off, const int16_t *k,
+                 const int32_t *kv, int np, int n, uint8_t *dst, int simd) {
+  int x = 0, j;
+#if defined(__SSE2__)
+  if (n >= 16 && simd >= 1) {
+    const __m128i zero = _mm_setzero_si128(), half = _mm_set1_epi32(HALF);
+    const __m128i *kp = (const __m128i *)kv;
+    for (;;) {
+      __m128i a0 = half, a1 = half, a2 = half, a3 = half;
+      if (x > n - 16)
+        x = n - 16; /* the last block overlaps the one before */
+      for (j = 0; j < np; j++) {
+        __m128i va = _mm_loadu_si128((const __m128i *)(taps[2 * j] + off + x));
+        __m128i vb =
+            _mm_loadu_si128((const __m128i *)(taps[2 * j + 1] + off + x));
+        __m128i kk = _mm_loadu_si128(kp + j);
+        __m128i lo = _mm_unpacklo_epi8(va, vb), hi = _mm_unpackhi_epi8(va, vb);
+        a0 = _mm_add_epi32(a0, _mm_madd_epi16(_mm_unpacklo_epi8(lo, zero), kk));
+        a1 = _mm_add_epi32(a1, _mm_madd_epi16(_mm_unpackhi_epi8(lo, zero), kk));
+        a2 = _mm_add_epi32(a2, _mm_madd_epi16(_mm_unpacklo_epi8(hi, zero), kk));
+        a3 = _mm_add_epi32(a3, _mm_madd_epi16(_mm_unpackhi_epi8(hi, zero), kk));
+      }
+      a0 = _mm_packs_epi32(_mm_srai_epi32(a0, PREC), _mm_srai_epi32(a1, PREC));
+      a2 = _mm_packs_epi32(_mm_srai_epi32(a2, PREC), _mm_srai_epi32(a3, PREC));
+      _mm_storeu_si128((__m128i *)(dst + x), _mm_packus_epi16(a0, a2));
+      x += 16;
+      if (x >= n)
+        return;
+    }
+  }
+#endif
+  (void)kv;
+  (void)simd;
+  for (; x < n; x++) {
+    int32_t v = HALF;
+    for (j = 0; j < 2 * np; j++)
+      v += taps[j][off + x] * k[j];
+    dst[x] = clip8(v);
+  }
+}
+
+/* vpass resamples the mid rows vertically into the output. Mid rows are
+ * laid out as the output wants them: planar rows for CHW, interleaved for
+ * HWC, one plane for gray (copied to all three channels here). */
+static void vpass(stoker_turbo *t, int gray, uint8_t *out) {
+  const stoker_job *jb = &t->job;
+  const axis *a = &t->ay;
+  int W = jb->out_w, H = jb->out_h, rl = gray ? W : 3 * W, y, j, x;
+  int np = a->np, sc = t->simd;
+  size_t plane = (size_t)W * H;
+  for (y = 0; y < H; y++) {
+    const int16_t *k = a->k + (size_t)y * a->ks;
+    const int32_t *kv = a->kv + (size_t)y * np * 4;
+    uint8_t *row0 = out + (size_t)y * W;
+    for (j = 0; j < 2 * np; j++) {
+      /* taps past the support (zero coefficients) may point past the last
+       * mid row: keep them on it */
+      int r = a->start[y] + j;
+      t->taps[j] = t->mid + (size_t)(r < t->mid_rows ? r : t->mid_rows - 1) * rl;
+    }
+    if (!gray) {
+      if (jb->hwc) {
+        vrow(t->taps, 0, k, kv, np, rl, out + (size_t)y * rl, sc);
+      } else {
+        vrow(t->taps, 0, k, kv, np, W, row0, sc);
+        vrow(t->taps, (size_t)W, k, kv, np, W, row0 + plane, sc);
+        vrow(t->taps, 2 * (size_t)W, k, kv, np, W, row0 + 2 * plane, sc);
+      }
+    } else if (jb->hwc) {
+      uint8_t *o = out + (size_t)y * W * 3;
+      vrow(t->taps, 0, k, kv, np, W, t->line, sc);
+      for (x = 0; x < W; x++)
+        o[3 * x] = o[3 * x + 1] = o[3 * x + 2] = t->line[x];
+    } else {
+      vrow(t->taps, 0, k, kv, np, W, row0, sc);
+      memcpy(row0 + plane, row0, (size_t)W);
+      memcpy(row0 + 2 * plane, row0, (size_t)W);
+    }
+  }
+}
+
+/* choose_scale returns the DCT scale in eighths: the smallest allowed one
+ * at which the box still covers the output on both sides. */
+static int choose_scale(const stoker_job *j) {
+  static const int pow2[] = {1, 2, 4}, any[] = {1, 2, 3, 4, 5, 6, 7};
+  const int *m;
+  int n, i;
+  switch (j->scaling) {
+  case STOKER_SCALE_POW2:
+    m = pow2, n = 3;
+    break;
+  case STOKER_SCALE_ANY:
+    m = any, n = 7;
+    break;
+  default:
+    return 8;
+  }
+  for (i = 0; i < n; i++)
+    if (j->bw * m[i] / 8 >= j->out_w && j->bh * m[i] / 8 >= j->out_h)
+      return m[i];
+  return 8;
+}
+
+/* has_eoi reports whether an EOI marker follows the first scan's header.
+ * Entropy-coded data never holds 0xFF 0xD9, so a file without one was cut
+ * short. Region decoding stops early and would miss that otherwise; this
+ * keeps a truncated file an error whatever its crop. Trailing bytes after
+ * the EOI (some cameras append data) are allowed. */
+static int has_eoi(const uint8_t *p, size_t n) {
+  size_t i;
+  for (i = n; i >= 2; i--)
+    if (p[i - 1] == 0xD9 && p[i - 2] == 0xFF)
+      return 1;
+  return 0;
+}
+
+int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
+                  unsigned char *out) {
+  j_decompress_ptr ci = &t->cinfo;
+  stoker_job *jb = &t->job;
+  int gray, bpp, rl, m, ow, oh, cx0, cx1, cy0, cy1, ux0, ux1, uy0, uy1, y;
+  /* SIMD level: 0 none, 1 SSE2 (AVX2 versions of the passes were tried and
+   * measured slower) */
+  int simd = 1;
+  JDIMENSION xoff, w;
+  double f;
+  size_t pos;
+
+#if !defined(__SSE2__)
+  simd = 0;
+#endif
+  if (jb->simd_max < 0)
+    simd = 0;
+  t->simd = jb->simd_used = simd;
+  t->msg[0] = 0;
+  t->code = STOKER_CORRUPT;
+  t->max_scans = jb->max_scans;
+  jb->scale_m = 8;
+  jb->rows_decoded = jb->cols_decoded = 0;
+  if (setjmp(t->jb)) {
+    jpeg_abort_decompress(ci);
+    return t->code;
+  }
+  if (jb->out_w <= 0 || jb->out_h <= 0 || !(jb->bw > 0) || !(jb->bh > 0) ||
+      jb->x0 < 0 || jb->y0 < 0 || jb->x1 > jb->src_w || jb->y1 > jb->src_h ||
+      jb->x0 >= jb->x1 || jb->y0 >= jb->y1)
+    fail(t, STOKER_UNSUPPORTED, "jpeg: bad geometry");
+  ci->mem->max_memory_to_use = (long)jb->max_memory;
+  jpeg_mem_src(ci, data, (unsigned long)len);
+  jpeg_read_header(ci, TRUE);
+  if ((int)ci->image_width != jb->src_w || (int)ci->image_height != jb->src_h ||
+      ci->num_components != jb->comps)
+    fail(t, STOKER_CORRUPT, "jpeg: frame header disagrees with the parsed header");
+  pos = (size_t)(ci->src->next_input_byte - data);
+  if (pos > len || !has_eoi(data + pos, len - pos))
+    fail(t, STOKER_CORRUPT,
+         "jpeg: truncated: no end-of-image marker after the scan data");
+
+  /* Color decodes to RGBX: 4-byte pixels suit the SIMD horizontal pass. */
+  gray = ci->num_components == 1;
+  bpp = gray ? 1 : 4;
+  ci->out_color_space = gray ? JCS_GRAYSCALE : JCS_EXT_RGBX;
+  m = choose_scale(jb);
+  ci->scale_num = (unsigned int)m;
+  ci->scale_denom = 8;
+  ci->dct_method = jb->ifast ? JDCT_IFAST : JDCT_ISLOW;
+  ci->do_fancy_upsampling = jb->fancy ? TRUE : FALSE;
+  jpeg_start_decompress(ci);
+  jb->scale_m = m;
+  ow = (int)ci->output_width;
+  oh = (int)ci->output_height;
+  if (ci->output_components != bpp)
+    fail(t, STOKER_UNSUPPORTED, "jpeg: unexpected output components");
+
+  /* The job in scaled pixels. A scaled pixel j covers source pixels
+   * [j*8/m, (j+1)*8/m): the scale is exactly m/8 (output_width rounds the
+   * last, partial block up). */
+  f = m / 8.0;
+  cx0 = (int)floor(jb->x0 * f);
+  cx1 = (int)ceil(jb->x1 * f);
+  cy0 = (int)floor(jb->y0 * f);
+  cy1 = (int)ceil(jb->y1 * f);
+  if (cx1 > ow)
+    cx1 = ow;
+  if (cy1 > oh)
+    cy1 = oh;
+  if (cx0 >= cx1 || cy0 >= cy1)
+    fail(t, STOKER_UNSUPPORTED, "jpeg: empty clip rectangle");
+  coeffs(t, &t->ax, jb->bx * f, jb->bw * f, jb->out_w, cx0, cx1, jb->flip,
+         &ux0, &ux1);
+  coeffs(t, &t->ay, jb->by * f, jb->bh * f, jb->out_h, cy0, cy1, 0, &uy0,
+         &uy1);
+
+  /* Columns: one spare pixel each side, so that the pixels next to the crop
+   * edge (where fancy upsampling lacks its neighbour) go unused. The
+   * library widens the crop to the left to an iMCU boundary. */
+  xoff = 0;
+  w = (JDIMENSION)ow;
+  if (!jb->no_region) {
+    int rx0 = ux0 > 0 ? ux0 - 1 : 0, rx1 = ux1 < ow ? ux1 + 1 : ow;
+    if (rx1 - rx0 < ow) {
+      xoff = (JDIMENSION)rx0;
+      w = (JDIMENSION)(rx1 - rx0);
+      jpeg_crop_scanline(ci, &xoff, &w);
+    }
+  }
+  {
+    int i;
+    for (i = 0; i < jb->out_w; i++)
+      t->ax.start[i] -= (int)xoff;
+    for (i = 0; i < jb->out_h; i++)
+      t->ay.start[i] -= uy0;
+  }
+  jb->cols_decoded = (int)ci->output_width;
+
+  rl = gray ? jb->out_w : 3 * jb->out_w;
+  t->mid_rows = uy1 - uy0;
+  /* Slack: taps past a support read up to 2*np pixels (and an 8-byte load)
+   * past the decoded row; an interleaved mid row is written 4 bytes at a
+   * time. */
+  {
+    size_t slack = (size_t)(2 * t->ax.np + 2) * bpp + 16;
+    grow(t, (void **)&t->row, &t->row_cap,
+         (size_t)ci->output_width * bpp + slack, 1);
+    memset(t->row + (size_t)ci->output_width * bpp, 0, slack);
+  }
+  grow(t, (void **)&t->mid, &t->mid_cap, (size_t)t->mid_rows * rl + 4, 1);
+  grow(t, (void **)&t->taps, &t->taps_cap, (size_t)2 * t->ay.np,
+       sizeof(const uint8_t *));
+  grow(t, (void **)&t->line, &t->line_cap, (size_t)jb->out_w, 1);
+
+  /* Rows: skip whole iMCU rows from the top only (the skip paths the
+   * library tests best), then read the rest one scanline at a time. */
+  if (!jb->no_region) {
+    int l = ci->max_v_samp_factor * MIN_DCT_V_SCALED(ci);
+    JDIMENSION s = (JDIMENSION)((uy0 / l) * l);
+    if (s > 0 && jpeg_skip_scanlines(ci, s) != s)
+      fail(t, STOKER_CORRUPT, "jpeg: could not skip to the crop");
+  }
+  while ((y = (int)ci->output_scanline) < uy1) {
+    JSAMPROW r = t->row;
+    if (jpeg_read_scanlines(ci, &r, 1) != 1)
+      fail(t, STOKER_CORRUPT, "jpeg: no progress reading scanlines");
+    jb->rows_decoded++;
+    if (y < uy0)
+      continue;
+    if (gray)
+      hpass_gray(&t->ax, jb->out_w, t->row, t->mid + (size_t)(y - uy0) * rl);
+    else
+      hpass_rgbx(&t->ax, jb->out_w, t->row, t->mid + (size_t)(y - uy0) * rl,
+                 !jb->hwc, simd);
+  }
+  jpeg_abort_decompress(ci);
+  vpass(t, gray, out);
+  return STOKER_OK;
+}
+
+/* ---- Test helper: an encoder for the files Go's encoder cannot write. ---- */
+
+typedef struct {
+  struct jpeg_error_mgr pub;
+  jmp_buf jb;
+} enc_err;
+
+static void enc_error(j_common_ptr c) { longjmp(((enc_err *)c->err)->jb, 1); }
+
+unsigned char *stoker_encode_test(const unsigned char *pix, int w, int h,
+                                  int nc, int quality, int hs, int vs,
+                                  int progressive, int restart_rows, int rgb,
+                                  unsigned long *out_len) {
+  struct jpeg_compress_struct c;
+  enc_err e;
+  unsigned char *buf = NULL;
+  c.err = jpeg_std_error(&e.pub);
+  e.pub.error_exit = enc_error;
+  e.pub.output_message = on_output;
+  if (setjmp(e.jb)) {
+    jpeg_destroy_compress(&c);
+    return NULL;
+  }
+  jpeg_create_compress(&c);
+  *out_len = 0;
+  jpeg_mem_dest(&c, &buf, out_len);
+  c.image_width = (JDIMENSION)w;
+  c.image_height = (JDIMENSION)h;
+  c.input_components = nc;
+  c.in_color_space = nc == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_set_defaults(&c);
+  jpeg_set_quality(&c, quality, TRUE);
+  if (rgb)
+    jpeg_set_colorspace(&c, JCS_RGB);
+  c.comp_info[0].h_samp_factor = hs;
+  c.comp_info[0].v_samp_factor = vs;
+  if (progressive)
+    jpeg_simple_progression(&c);
+  c.restart_in_rows = restart_rows;
+  jpeg_start_compress(&c, TRUE);
+  while (c.next_scanline < c.image_height) {
+    JSAMPROW r = (JSAMPROW)(pix + (size_t)c.next_scanline * w * nc);
+    jpeg_write_scanlines(&c, &r, 1);
+  }
+  jpeg_finish_compress(&c);
+  jpeg_destroy_compress(&c);
+  return buf;
+}
+
+void stoker_free_buf(unsigned char *p) { free(p); }
