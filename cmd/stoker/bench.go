@@ -68,15 +68,15 @@ func runBench(args []string) error {
 }
 
 type benchResult struct {
-	Impl          string  `json:"impl"`
-	Dataset       string  `json:"dataset"`
-	Transform     string  `json:"transform"`
-	Fast          bool    `json:"fast_path"`
-	Threads       int     `json:"threads"`
-	Images        int64   `json:"images"`
-	Errors        int64   `json:"errors"`
-	Seconds       float64 `json:"seconds"`
-	ImagesPerSec  float64 `json:"images_per_sec"`
+	Impl         string  `json:"impl"`
+	Dataset      string  `json:"dataset"`
+	Transform    string  `json:"transform"`
+	Fast         bool    `json:"fast_path"`
+	Threads      int     `json:"threads"`
+	Images       int64   `json:"images"`
+	Errors       int64   `json:"errors"`
+	Seconds      float64 `json:"seconds"`
+	ImagesPerSec float64 `json:"images_per_sec"`
 }
 
 // benchPipeline makes batches over ds, two in flight so the pool never
