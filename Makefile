@@ -83,7 +83,7 @@ test-go:
 	CGO_ENABLED=0 go test -count=1 ./pipeline/...
 
 test-python: venv build
-	$(PY) -m pytest -q python/tests
+	STOKER_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q python/tests
 
 test: setup lint check-generate test-go test-python
 
