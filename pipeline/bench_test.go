@@ -39,6 +39,7 @@ func benchReportCPU(b *testing.B, start time.Duration, ops int) {
 //	jpeg/<transform>/fast-off    ScaleOff
 //	jpeg/<transform>/fast-fancy  libjpeg's fancy (triangle) chroma upsampling
 //	jpeg/<transform>/fast-ifast  JDCT_IFAST
+//	jpeg/<transform>/fast-libhuff  libjpeg's own Huffman decoder, not huff.c's
 //	jpeg/<transform>/fast-scalar resampling without SIMD
 //	jpeg/<transform>/ref         the pure-Go reference path
 //	file/<transform>/fast        os.ReadFile (from the page cache) + decode
@@ -64,6 +65,7 @@ func BenchmarkDecode(b *testing.B) {
 			{"fast-off", []Option{WithDCTScaling(ScaleOff)}, nil},
 			{"fast-fancy", nil, func(f *fastState) { f.fancy = true }},
 			{"fast-ifast", nil, func(f *fastState) { f.ifast = true }},
+			{"fast-libhuff", nil, func(f *fastState) { f.libHuff = true }},
 			{"fast-scalar", nil, func(f *fastState) { f.simdMax = -1 }},
 			{"ref", []Option{WithReference(true)}, nil},
 		} {

@@ -30,6 +30,7 @@ type fastState struct {
 	fancy    bool // do_fancy_upsampling = TRUE
 	ifast    bool // JDCT_IFAST
 	noRegion bool // decode whole rows from the top: no crop, no skip
+	libHuff  bool // libjpeg's own Huffman decoder instead of huff.c's
 	simdMax  int  // 0: SIMD where built (SSE2 on x86-64); -1: none
 }
 
@@ -87,6 +88,7 @@ func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layo
 	// 2 bytes per pixel per component) are bounded by the pixel budget.
 	j.max_memory = C.longlong(min(max(d.opts.pixelBudget, 0), 1<<36)*6 + 64<<20)
 	j.fancy, j.ifast, j.no_region, j.simd_max = cbool(f.fancy), cbool(f.ifast), cbool(f.noRegion), C.int(f.simdMax)
+	j.libjpeg_huff = cbool(f.libHuff)
 
 	rc := C.stoker_decode(f.t, (*C.uchar)(unsafe.Pointer(&data[0])), C.size_t(len(data)), (*C.uchar)(unsafe.Pointer(&out[0])))
 	runtime.KeepAlive(d) // the cleanup must not free f.t during the call
@@ -105,14 +107,15 @@ func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layo
 // fastStats is what the last fast decode did, for tests and benchmarks.
 type fastStats struct {
 	scaleM, rows, cols int
-	simd               int // 0 none, 1 SSE2
+	simd               int  // 0 none, 1 SSE2
+	huff               bool // huff.c decoded the entropy-coded data
 }
 
 func (f *fastState) stats() fastStats {
 	if f.job == nil {
 		return fastStats{}
 	}
-	return fastStats{scaleM: int(f.job.scale_m), rows: int(f.job.rows_decoded), cols: int(f.job.cols_decoded), simd: int(f.job.simd_used)}
+	return fastStats{scaleM: int(f.job.scale_m), rows: int(f.job.rows_decoded), cols: int(f.job.cols_decoded), simd: int(f.job.simd_used), huff: f.job.huff_used != 0}
 }
 
 // encodeTurbo encodes pixels (nc 1 or 3, interleaved) with libjpeg: luma

@@ -22,6 +22,7 @@
  * libjpeg errors longjmp back to stoker_decode, never across Go frames. A
  * corrupt-data warning is an error: decoding stops at the first one. */
 #include "turbo.h"
+#include "huff.h"
 
 #include <limits.h>
 #include <math.h>
@@ -82,6 +83,7 @@ struct stoker_turbo {
   size_t mid_cap;
   int mid_rows;
   int simd; /* this decode's SIMD level: 0 none, 1 SSE2 */
+  stoker_huff huff; /* the faster baseline Huffman decoder (huff.c) */
   const uint8_t **taps; /* vertical pass: row pointers of one output row */
   size_t taps_cap;
   uint8_t *line; /* vertical pass: one gray output row */
@@ -508,6 +510,8 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   j_decompress_ptr ci = &t->cinfo;
   stoker_job *jb = &t->job;
   int gray, bpp, rl, m, ow, oh, cx0, cx1, cy0, cy1, ux0, ux1, uy0, uy1, y;
+  int nrows;
+  size_t stride;
   /* SIMD level: 0 none, 1 SSE2 (AVX2 versions of the passes were tried and
    * measured slower) */
   int simd = 1;
@@ -555,6 +559,7 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   ci->dct_method = jb->ifast ? JDCT_IFAST : JDCT_ISLOW;
   ci->do_fancy_upsampling = jb->fancy ? TRUE : FALSE;
   jpeg_start_decompress(ci);
+  jb->huff_used = !jb->libjpeg_huff && stoker_huff_install(&t->huff, ci);
   jb->scale_m = m;
   ow = (int)ci->output_width;
   oh = (int)ci->output_height;
@@ -607,11 +612,16 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   /* Slack: taps past a support read up to 2*np pixels (and an 8-byte load)
    * past the decoded row; an interleaved mid row is written 4 bytes at a
    * time. */
+  /* Rows are read rec_outbuf_height at a time (2 for h2v2 merged
+   * upsampling), so that libjpeg need not copy a spare row per call. */
+  nrows = ci->rec_outbuf_height < 1 ? 1 : ci->rec_outbuf_height > 4 ? 4 : ci->rec_outbuf_height;
   {
     size_t slack = (size_t)(2 * t->ax.np + 2) * bpp + 16;
-    grow(t, (void **)&t->row, &t->row_cap,
-         (size_t)ci->output_width * bpp + slack, 1);
-    memset(t->row + (size_t)ci->output_width * bpp, 0, slack);
+    int r;
+    stride = (size_t)ci->output_width * bpp + slack;
+    grow(t, (void **)&t->row, &t->row_cap, stride * (size_t)nrows, 1);
+    for (r = 0; r < nrows; r++)
+      memset(t->row + stride * (size_t)r + (size_t)ci->output_width * bpp, 0, slack);
   }
   grow(t, (void **)&t->mid, &t->mid_cap, (size_t)t->mid_rows * rl + 4, 1);
   grow(t, (void **)&t->taps, &t->taps_cap, (size_t)2 * t->ay.np,
@@ -627,18 +637,27 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
       fail(t, STOKER_CORRUPT, "jpeg: could not skip to the crop");
   }
   while ((y = (int)ci->output_scanline) < uy1) {
-    JSAMPROW r = t->row;
-    if (jpeg_read_scanlines(ci, &r, 1) != 1)
+    JSAMPROW rows[4];
+    int r, want = uy1 - y < nrows ? uy1 - y : nrows;
+    JDIMENSION got;
+    for (r = 0; r < want; r++)
+      rows[r] = t->row + stride * (size_t)r;
+    got = jpeg_read_scanlines(ci, rows, (JDIMENSION)want);
+    if (got == 0)
       fail(t, STOKER_CORRUPT, "jpeg: no progress reading scanlines");
-    jb->rows_decoded++;
-    if (y < uy0)
-      continue;
-    if (gray)
-      hpass_gray(&t->ax, jb->out_w, t->row, t->mid + (size_t)(y - uy0) * rl);
-    else
-      hpass_rgbx(&t->ax, jb->out_w, t->row, t->mid + (size_t)(y - uy0) * rl,
-                 !jb->hwc, simd);
+    for (r = 0; r < (int)got; r++, y++) {
+      jb->rows_decoded++;
+      if (y < uy0)
+        continue;
+      if (gray)
+        hpass_gray(&t->ax, jb->out_w, rows[r], t->mid + (size_t)(y - uy0) * rl);
+      else
+        hpass_rgbx(&t->ax, jb->out_w, rows[r], t->mid + (size_t)(y - uy0) * rl,
+                   !jb->hwc, simd);
+    }
   }
+  if (jb->huff_used && t->huff.corrupt)
+    fail(t, STOKER_CORRUPT, "jpeg: corrupt or truncated entropy-coded data");
   jpeg_abort_decompress(ci);
   vpass(t, gray, out);
   return STOKER_OK;

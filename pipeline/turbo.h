@@ -35,6 +35,7 @@ typedef struct {
   int fancy;     /* do_fancy_upsampling = TRUE (triangle chroma upsampling) */
   int ifast;     /* dct_method = JDCT_IFAST */
   int no_region; /* decode whole rows from the top, no crop or skip (tests) */
+  int libjpeg_huff; /* use libjpeg's own Huffman decoder, not huff.c's */
   int simd_max;  /* 0: SIMD where built (SSE2 on x86-64); -1: none (tests:
                     the bytes must not change) */
   /* Written back by stoker_decode, for tests and benchmarks. */
@@ -42,6 +43,7 @@ typedef struct {
   int rows_decoded; /* scanlines read (not skipped) */
   int cols_decoded; /* width of each scanline read */
   int simd_used;    /* 0 none, 1 SSE2 */
+  int huff_used;    /* 1: huff.c decoded the entropy-coded data */
 } stoker_job;
 
 typedef struct stoker_turbo stoker_turbo;
