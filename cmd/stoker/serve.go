@@ -54,6 +54,7 @@ func runServe(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	spareP(cfg.Workers)
 
 	opts := &slog.HandlerOptions{Level: level}
 	log := slog.New(slog.NewTextHandler(os.Stderr, opts))
