@@ -20,14 +20,16 @@
 
 #include <string.h>
 
-/* Zigzag to natural order, padded so a corrupt run past 63 stays inside the
- * block (as libjpeg's jpeg_natural_order is). */
-static const int natural[64 + 17] = {
-    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12,
-    19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42,
-    49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52,
-    45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63,
-    63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
+/* Zigzag to natural order, padded so that corrupt runs past 63 stay inside
+ * the block (as libjpeg's jpeg_natural_order is). */
+static const int natural[64 + 32] = {
+    0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5,
+    12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6, 7, 14, 21, 28,
+    35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
+    58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63,
+    63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
+    63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
+};
 
 /* ---- Bit reader ---- */
 
@@ -89,6 +91,63 @@ static inline int extend(unsigned v, int s) {
 
 /* ---- Tables ---- */
 
+/* Fast entries (uint64). AC: one table lookup decodes one coefficient, or
+ * two, or one and the end of the block, in one format so that the hot loop
+ * does not branch on which:
+ *   bits 0-3 total bits, 4-7 bits of the first symbol alone, 8-11 run 1,
+ *   12-15 run 2, bit 16 a second coefficient (k advances past it), bit 17
+ *   the end of the block follows, bit 18 set in every entry,
+ *   bits 32-47 value 1, 48-63 value 2 (0 without a second coefficient: it is
+ *   stored at the next position, which is zero anyway).
+ * DC: bits 0-3 total bits, bit 18 set, bits 32-47 the difference. */
+#define F_TWO (1ull << 16)
+#define F_EOB (1ull << 17)
+#define F_OK (1ull << 18)
+
+static uint64_t entry(int total, int len1, int r1, int r2, int two, int eob,
+                      int v1, int v2) {
+  return (uint64_t)total | (uint64_t)len1 << 4 | (uint64_t)r1 << 8 |
+         (uint64_t)r2 << 12 | (two ? F_TWO : 0) | (eob ? F_EOB : 0) | F_OK |
+         (uint64_t)(uint16_t)v1 << 32 | (uint64_t)(uint16_t)v2 << 48;
+}
+
+/* sym decodes the code at the top of the LB-bit window w of which avail
+ * bits are real; -1 when it is not complete there. */
+static int sym(const stoker_htab *t, unsigned w, int avail, int *len) {
+  unsigned e = t->lut[w & ((1u << STOKER_LB) - 1)];
+  int l = (int)(e >> 8);
+  if (!l || l > avail)
+    return -1;
+  *len = l;
+  return (int)(e & 0xFF);
+}
+
+static uint64_t fast_dc(const stoker_htab *t, unsigned i) {
+  int l, s = sym(t, i, STOKER_LB, &l);
+  unsigned v;
+  if (s < 0 || l + s > STOKER_LB)
+    return 0;
+  v = s ? (i >> (STOKER_LB - l - s)) & ((1u << s) - 1) : 0;
+  return entry(l + s, l + s, 0, 0, 0, 0, s ? extend(v, s) : 0, 0);
+}
+
+static uint64_t fast_ac(const stoker_htab *t, unsigned i) {
+  int l1, l2, rs1 = sym(t, i, STOKER_LB, &l1), rs2, s1, s2, used, v1;
+  if (rs1 < 0 || !(s1 = rs1 & 15) || l1 + s1 > STOKER_LB)
+    return 0; /* long codes, EOB and ZRL take the general path */
+  v1 = extend((i >> (STOKER_LB - l1 - s1)) & ((1u << s1) - 1), s1);
+  used = l1 + s1;
+  /* A second symbol in the bits left: a coefficient or the end of block. */
+  rs2 = sym(t, i << used, STOKER_LB - used, &l2);
+  if (rs2 == 0)
+    return entry(used + l2, used, rs1 >> 4, 0, 0, 1, v1, 0);
+  if (rs2 > 0 && (s2 = rs2 & 15) && used + l2 + s2 <= STOKER_LB) {
+    int v2 = extend(((i << used) >> (STOKER_LB - l2 - s2)) & ((1u << s2) - 1), s2);
+    return entry(used + l2 + s2, used, rs1 >> 4, rs2 >> 4, 1, 0, v1, v2);
+  }
+  return entry(used, used, rs1 >> 4, 0, 0, 0, v1, 0);
+}
+
 static void build(stoker_htab *t, const JHUFF_TBL *src, int ac) {
   unsigned code = 0;
   int k = 0, l, i;
@@ -113,16 +172,8 @@ static void build(stoker_htab *t, const JHUFF_TBL *src, int ac) {
     code <<= 1;
   }
   t->maxcode[17] = 0x7FFFFFFF; /* no valid code is longer: stop the search */
-  if (!ac)
-    return;
-  /* Combined entries: code and magnitude bits within LB. */
-  for (i = 0; i < (1 << STOKER_LB); i++) {
-    int len = t->lut[i] >> 8, rs = t->lut[i] & 0xFF, r = rs >> 4, s = rs & 15;
-    if (len && s && len + s <= STOKER_LB) {
-      unsigned v = ((unsigned)i >> (STOKER_LB - len - s)) & ((1u << s) - 1);
-      t->fast_ac[i] = (int32_t)((uint32_t)extend(v, s) << 16) | r << 8 | (len + s);
-    }
-  }
+  for (i = 0; i < (1 << STOKER_LB); i++)
+    t->fast[i] = ac ? fast_ac(t, (unsigned)i) : fast_dc(t, (unsigned)i);
 }
 
 static const stoker_htab *table(stoker_huff *h, int ac, int no,
@@ -200,70 +251,65 @@ static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *MCU_data) {
     JCOEF *block = MCU_data ? MCU_data[blkn][0] : NULL;
     const stoker_htab *dc = h->dc[blkn], *ac = h->ac[blkn];
     int c = ci->MCU_membership[blkn], s, k;
+    uint64_t e;
     if (b.n < 32)
       refill(&b);
-    s = decode_sym(&b, dc, &bad);
-    if (s) {
-      unsigned v = peek(&b, s);
-      consume(&b, s);
-      h->pred[c] += extend(v, s);
-    }
-    if (block) {
-      block[0] = (JCOEF)h->pred[c];
-      for (k = 1; k < 64;) {
-        int32_t e;
-        int rs, r;
-        if (b.n < 32)
-          refill(&b);
-        e = ac->fast_ac[peek(&b, STOKER_LB)];
-        if (e) {
-          k += (e >> 8) & 15;
-          consume(&b, e & 0xFF);
-          block[natural[k]] = (JCOEF)(e >> 16);
-          k++;
-          continue;
-        }
-        rs = decode_sym(&b, ac, &bad);
-        r = rs >> 4;
-        s = rs & 15;
-        if (s) {
-          unsigned v;
-          k += r;
-          v = peek(&b, s);
-          consume(&b, s);
-          block[natural[k]] = (JCOEF)extend(v, s);
-          k++;
-        } else {
-          if (r != 15)
-            break;
-          k += 16;
-        }
-      }
+    e = dc->fast[peek(&b, STOKER_LB)];
+    if (e) {
+      consume(&b, (int)(e & 15));
+      h->pred[c] += (int16_t)(e >> 32);
     } else {
-      /* Skipped rows: find the block's end, compute nothing. */
-      for (k = 1; k < 64;) {
-        int32_t e;
-        int rs;
-        if (b.n < 32)
-          refill(&b);
-        e = ac->fast_ac[peek(&b, STOKER_LB)];
-        if (e) {
-          k += ((e >> 8) & 15) + 1;
-          consume(&b, e & 0xFF);
-          continue;
-        }
-        rs = decode_sym(&b, ac, &bad);
-        s = rs & 15;
-        if (s) {
-          k += (rs >> 4) + 1;
-          consume(&b, s);
-        } else {
-          if ((rs >> 4) != 15)
-            break;
-          k += 16;
-        }
+      s = decode_sym(&b, dc, &bad);
+      if (s) {
+        unsigned v = peek(&b, s);
+        consume(&b, s);
+        h->pred[c] += extend(v, s);
       }
     }
+    if (block)
+      block[0] = (JCOEF)h->pred[c];
+    for (k = 1; k < 64;) {
+      int rs, r;
+      if (b.n < 32)
+        refill(&b);
+      e = ac->fast[peek(&b, STOKER_LB)];
+      if (e) {
+        k += (int)(e >> 8) & 15;
+        if (block)
+          block[natural[k]] = (JCOEF)(int16_t)(e >> 32);
+        if (++k >= 64) { /* the block ended: what follows is not ours */
+          consume(&b, (int)(e >> 4) & 15);
+          break;
+        }
+        consume(&b, (int)(e & 15));
+        k += (int)(e >> 12) & 15;
+        if (block)
+          block[natural[k]] = (JCOEF)(int16_t)(e >> 48);
+        k += (int)(e >> 16) & 1;
+        if (e & F_EOB)
+          break;
+        continue;
+      }
+      rs = decode_sym(&b, ac, &bad);
+      r = rs >> 4;
+      s = rs & 15;
+      if (s) {
+        unsigned v;
+        k += r;
+        v = peek(&b, s);
+        consume(&b, s);
+        if (block)
+          block[natural[k]] = (JCOEF)extend(v, s);
+        k++;
+      } else {
+        if (r != 15)
+          break;
+        k += 16;
+      }
+    }
+    /* A run past the block's end is corrupt data, not a coefficient. */
+    if (k > 64)
+      bad = 1;
   }
   h->b = b;
   /* Data that ran out (zero bits read past a marker or the end) or a code

@@ -9,11 +9,14 @@
 #include <jpeglib.h>
 
 /* Lookahead bits of the code tables (libjpeg-turbo's is 8). */
-#define STOKER_LB 10
+#define STOKER_LB 11
 
 typedef struct {
   uint16_t lut[1 << STOKER_LB];     /* code length << 8 | symbol; 0: longer */
-  int32_t fast_ac[1 << STOKER_LB];  /* value << 16 | run << 8 | bits; 0: none */
+  /* AC: one or two coefficients (or one and the end of the block) whose
+   * codes and magnitude bits fit in LB bits; DC: a difference. See huff.c
+   * for the layout. 0: none. */
+  uint64_t fast[1 << STOKER_LB];
   int32_t maxcode[18];              /* largest code of each length, -1: none */
   int32_t valoff[17];               /* huffval index minus code, per length */
   uint8_t huffval[256];
