@@ -242,8 +242,15 @@ def test_torch_dataloader_in_a_worker_process(server: str) -> None:
     ds = stoker.Dataset(server, "tiny", batch_size=8, seed=1, pin_memory=False, timeout=60)
     got = collect(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=1))
     assert_same_batches(got, collect(loader(server, batch_size=8, seed=1)))
-    with pytest.raises(RuntimeError, match="num_workers"):
-        collect(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2))
+    it = iter(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2))
+    try:
+        with pytest.raises(RuntimeError, match="num_workers"):
+            next(it)
+    finally:
+        # Stop the workers now. Left to the garbage collector (the exception's
+        # traceback holds the iterator in a cycle), torch's shutdown waited
+        # 5 s per worker, in whichever test ran next.
+        it._shutdown_workers()
 
 
 # 7. Undecodable samples.
