@@ -299,8 +299,39 @@ hrgbx_sse2(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar,
            const int np) {
   const __m128i zero = _mm_setzero_si128(), half = _mm_set1_epi32(HALF);
   const __m128i *kv = (const __m128i *)a->kv;
-  int i, j;
-  for (i = 0; i < n; i++, kv += np) {
+  int i = 0, j;
+  if (planar) {
+    /* Four outputs at a time: their RGBX bytes transposed by two unpacks
+     * into r0-r3 g0-g3 b0-b3, written with three 4-byte stores instead of
+     * twelve byte stores. */
+    for (; i + 4 <= n; i += 4, kv += 4 * np) {
+      __m128i acc[4], v, t;
+      int q;
+      for (q = 0; q < 4; q++) {
+        const uint8_t *p = src + (size_t)a->start[i + q] * 4;
+        acc[q] = half;
+        for (j = 0; j < np; j++) {
+          __m128i w = _mm_loadl_epi64((const __m128i *)(p + 8 * j));
+          w = _mm_unpacklo_epi8(w, _mm_srli_si128(w, 4));
+          w = _mm_unpacklo_epi8(w, zero);
+          acc[q] = _mm_add_epi32(acc[q], _mm_madd_epi16(w, _mm_loadu_si128(kv + q * np + j)));
+        }
+        acc[q] = _mm_srai_epi32(acc[q], PREC);
+      }
+      v = _mm_packus_epi16(_mm_packs_epi32(acc[0], acc[1]), _mm_packs_epi32(acc[2], acc[3]));
+      t = _mm_unpacklo_epi8(v, _mm_srli_si128(v, 8));
+      v = _mm_unpacklo_epi8(t, _mm_srli_si128(t, 8));
+      {
+        uint32_t r = (uint32_t)_mm_cvtsi128_si32(v);
+        uint32_t g = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 4));
+        uint32_t b = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 8));
+        memcpy(dst + i, &r, 4);
+        memcpy(dst + n + i, &g, 4);
+        memcpy(dst + 2 * n + i, &b, 4);
+      }
+    }
+  }
+  for (; i < n; i++, kv += np) {
     const uint8_t *p = src + (size_t)a->start[i] * 4;
     __m128i acc = half;
     uint32_t px;
