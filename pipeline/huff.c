@@ -99,6 +99,8 @@ static inline int extend(unsigned v, int s) {
  *   the end of the block follows, bit 18 set in every entry,
  *   bits 32-47 value 1, 48-63 value 2 (0 without a second coefficient: it is
  *   stored at the next position, which is zero anyway).
+ * The end of a block alone is a zero stored at the next position and the
+ * end flag; ZRL is a zero after a run of 15.
  * DC: bits 0-3 total bits, bit 18 set, bits 32-47 the difference. */
 #define F_TWO (1ull << 16)
 #define F_EOB (1ull << 17)
@@ -132,10 +134,19 @@ static uint64_t fast_dc(const stoker_htab *t, unsigned i) {
 }
 
 static uint64_t fast_ac(const stoker_htab *t, unsigned i) {
-  int l1, l2, rs1 = sym(t, i, STOKER_LB, &l1), rs2, s1, s2, used, v1;
-  if (rs1 < 0 || !(s1 = rs1 & 15) || l1 + s1 > STOKER_LB)
-    return 0; /* long codes, EOB and ZRL take the general path */
-  v1 = extend((i >> (STOKER_LB - l1 - s1)) & ((1u << s1) - 1), s1);
+  int l1, l2, rs1 = sym(t, i, STOKER_LB, &l1), rs2, s1, s2, used, v1 = 0;
+  if (rs1 < 0)
+    return 0; /* a code longer than LB bits: the general path */
+  s1 = rs1 & 15;
+  if (!s1 && rs1 != 0xF0)
+    /* End of block (libjpeg takes any run/0 but ZRL as one): a zero stored
+     * where a zero is, then the loop ends. */
+    return entry(l1, l1, 0, 0, 0, 1, 0, 0);
+  if (l1 + s1 > STOKER_LB)
+    return 0;
+  /* ZRL is a coefficient of value zero after a run of 15: sixteen zeros. */
+  if (s1)
+    v1 = extend((i >> (STOKER_LB - l1 - s1)) & ((1u << s1) - 1), s1);
   used = l1 + s1;
   /* A second symbol in the bits left: a coefficient or the end of block. */
   rs2 = sym(t, i << used, STOKER_LB - used, &l2);
