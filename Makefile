@@ -13,6 +13,10 @@ ROUNDS   ?= 3
 SECONDS  ?= 8
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
+# go.mod asks for Go 1.26; any go >= 1.21 fetches that toolchain through the
+# module proxy when GOTOOLCHAIN is auto (some images set local in go.env).
+export GOTOOLCHAIN := auto
+
 # Pinned code generators.
 BUF_VERSION               := v1.57.2
 PROTOC_GEN_GO_VERSION     := v1.36.12
@@ -40,7 +44,13 @@ apt:
 		echo "apt-get install:$$missing"; \
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
-	@go version  # go.mod asks for Go 1.26; a go >= 1.21 fetches that toolchain itself (GOTOOLCHAIN=auto)
+	@v=$$(go env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p'); \
+	if [ -z "$$v" ] || [ "$$v" -lt 21 ]; then \
+		echo "stoker needs Go >= 1.21 to fetch the Go 1.26 toolchain go.mod asks for; found: $$(go version 2>&1)."; \
+		echo "Debian 13 and later ship one (golang-go); on Debian 12 install golang-1.23 from bookworm-backports."; \
+		exit 1; \
+	fi
+	go version
 
 $(TOOLS)/.stamp-$(BUF_VERSION)-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VERSION):
 	GOBIN=$(CURDIR)/$(TOOLS) go install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)

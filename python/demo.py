@@ -22,7 +22,9 @@ sys.path.insert(0, HERE)
 
 def start_server(binary: str, data: str, workers: int) -> tuple[subprocess.Popen, str]:
     addr_file = os.path.join(tempfile.mkdtemp(prefix="stoker-demo-"), "addr")
-    cmd = [binary, "serve", "--listen", "127.0.0.1:0", "--addr-file", addr_file, "--dataset", f"demo={data}", "--workers", str(workers)]
+    # --log-level warn: the demo's own lines stay readable; problems still show.
+    cmd = [binary, "serve", "--listen", "127.0.0.1:0", "--addr-file", addr_file, "--dataset", f"demo={data}",
+           "--workers", str(workers), "--log-level", "warn"]
     proc = subprocess.Popen(cmd)
     for _ in range(300):  # up to 30 s
         if os.path.exists(addr_file) and open(addr_file).read().strip():

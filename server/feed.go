@@ -57,9 +57,14 @@ func (s *Server) Feed(stream stokerv1.FeedService_FeedServer) error {
 	err = f.run(ctx)
 	attrs := []any{"batches", f.batches, "samples", f.samples, "sample_errors", f.sampleErrs,
 		"duration", time.Since(f.begin).Round(time.Millisecond)}
-	if err != nil {
+	switch {
+	case errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled:
+		// The client went away: normal for a loader that only asked for
+		// JobInfo (len()) or stopped iterating early.
+		log.Info("job close", append(attrs, "cancelled_by_client", true)...)
+	case err != nil:
 		log.Warn("job close", append(attrs, "err", err)...)
-	} else {
+	default:
 		log.Info("job close", attrs...)
 	}
 	return toStatus(err)

@@ -131,7 +131,24 @@ def tune_malloc() -> bool:
     return ok
 
 
+# The pid of the process that made this module's first gRPC channel. gRPC's
+# core is not fork-safe: a child forked after its parent used gRPC can
+# deadlock on its first channel (seen in about 1 DataLoader worker in 50).
+# Such a child inherits this value and refuses with a clear error instead;
+# a spawned child re-imports the module and starts from None.
+_grpc_pid: Optional[int] = None
+
+
 def _channel(target: str, credentials: Optional["grpc.ChannelCredentials"]) -> "grpc.Channel":
+    global _grpc_pid
+    pid = os.getpid()
+    if _grpc_pid is not None and _grpc_pid != pid:
+        raise RuntimeError(
+            f"stoker: this process (pid {pid}) was forked after its parent (pid {_grpc_pid}) used gRPC, "
+            "and gRPC cannot be used safely in such a child (its first channel can deadlock); "
+            "use torch.utils.data.DataLoader(..., multiprocessing_context='spawn'), or num_workers=0"
+        )
+    _grpc_pid = pid
     import grpc
 
     options = [

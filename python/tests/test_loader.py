@@ -256,6 +256,34 @@ def test_torch_dataloader_in_a_worker_process(server: str) -> None:
         it._shutdown_workers()
 
 
+def _iterate_in_child(ds: "stoker.Dataset", q: "multiprocessing.Queue") -> None:
+    try:
+        next(iter(ds))
+        q.put("no error")
+    except RuntimeError as e:
+        q.put(str(e))
+
+
+def test_forked_after_grpc_use_refuses_clearly(server: str) -> None:
+    # A child forked after this process used gRPC must not touch gRPC (it can
+    # deadlock): it raises a clear error before making a channel.
+    import multiprocessing
+
+    ds = stoker.Dataset(server, "tiny", batch_size=8, pin_memory=False)
+    assert len(ds) > 0  # this process uses gRPC
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_iterate_in_child, args=(ds, q))
+    p.start()
+    try:
+        msg = q.get(timeout=60)
+    finally:
+        p.join(timeout=30)
+        if p.is_alive():
+            p.kill()
+    assert "forked after its parent" in msg and "spawn" in msg
+
+
 # 7. Undecodable samples.
 
 
