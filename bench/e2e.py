@@ -34,13 +34,12 @@ import argparse
 import json
 import os
 import resource
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -70,37 +69,6 @@ def proc_cpu(pids: List[int]) -> float:
         except (OSError, IndexError, ValueError):
             pass
     return total
-
-
-def start_server(binary: str, data: str, workers: int, log_path: str) -> "tuple[subprocess.Popen, str]":
-    addr_file = os.path.join(os.path.dirname(log_path), "addr")
-    cmd = [binary, "serve", "--listen", "127.0.0.1:0", "--addr-file", addr_file,
-           "--workers", str(workers), "--dataset", f"bench={data}"]
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60  # indexing a large tree takes a while
-    while time.monotonic() < deadline:
-        if os.path.exists(addr_file):
-            with open(addr_file) as f:
-                addr = f.read().strip()
-            if addr:
-                return proc, addr
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    proc.kill()
-    with open(log_path) as f:
-        sys.exit(f"e2e: stoker serve did not come up:\n{f.read()}")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def build_stoker(tmp: str) -> str:
@@ -179,6 +147,7 @@ def main() -> None:
     from torchvision import transforms as tvt
 
     import stoker
+    from stoker._local import LocalServer
 
     cuda = torch.cuda.is_available()
     tmp = tempfile.mkdtemp(prefix="stoker-e2e-")
@@ -200,7 +169,13 @@ def main() -> None:
         it = dl_state["iter"]
         return [w.pid for w in getattr(it, "_workers", [])]
 
-    server, addr = start_server(binary, a.data, a.workers, os.path.join(tmp, "server.log"))
+    try:
+        # Indexing a large tree takes a while: wait up to 60 s.
+        srv = LocalServer(binary, {"bench": a.data}, workers=a.workers,
+                          log_path=os.path.join(tmp, "server.log"), start_timeout=60)
+    except RuntimeError as e:
+        sys.exit(f"e2e: {e}")
+    server, addr = srv.proc, srv.addr
     rounds: Dict[str, List[Dict[str, float]]] = {"stoker": [], "dataloader": []}
     dl_batches = forever(dl_iter)
     try:
@@ -225,7 +200,7 @@ def main() -> None:
         del it
         dl_state["iter"] = None
         workers_total = children_cpu() - children0
-        stop_server(server)
+        srv.stop(timeout=15)
 
     def med(impl: str, key: str) -> float:
         return statistics.median(x[key] for x in rounds[impl])

@@ -10,30 +10,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-
-
-def start_server(binary: str, data: str, workers: int) -> tuple[subprocess.Popen, str]:
-    addr_file = os.path.join(tempfile.mkdtemp(prefix="stoker-demo-"), "addr")
-    # --log-level warn: the demo's own lines stay readable; problems still show.
-    cmd = [binary, "serve", "--listen", "127.0.0.1:0", "--addr-file", addr_file, "--dataset", f"demo={data}",
-           "--workers", str(workers), "--log-level", "warn"]
-    proc = subprocess.Popen(cmd)
-    for _ in range(300):  # up to 30 s
-        if os.path.exists(addr_file) and open(addr_file).read().strip():
-            return proc, open(addr_file).read().strip()
-        if proc.poll() is not None:
-            sys.exit(f"demo: stoker serve exited with {proc.returncode}")
-        time.sleep(0.1)
-    proc.kill()
-    sys.exit("demo: stoker serve did not start listening within 30 s")
 
 
 def small_cnn(classes: int):
@@ -58,13 +40,19 @@ def main() -> None:
 
     import torch
     import stoker
+    from stoker._local import LocalServer
 
     data = a.data
     if not data:
         data = os.path.join(HERE, "..", "out", "demo-data")
         if not os.path.isdir(data):
             subprocess.run([a.stoker, "mkdata", "--out", data, "--n", "2000", "--classes", "10"], check=True)
-    proc, addr = start_server(a.stoker, data, a.workers)
+    # --log-level warn: the demo's own lines stay readable; problems still show.
+    try:
+        srv = LocalServer(a.stoker, {"demo": data}, workers=a.workers, args=["--log-level", "warn"])
+    except RuntimeError as e:
+        sys.exit(f"demo: {e}")
+    addr = srv.addr
     try:
         cuda = torch.cuda.is_available()
         dev = torch.device("cuda" if cuda else "cpu")
@@ -118,11 +106,7 @@ def main() -> None:
         if loader.sample_errors:
             print(f"demo: {len(loader.sample_errors)} samples could not be decoded (first: {loader.sample_errors[0]})")
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        srv.stop()
 
 
 if __name__ == "__main__":

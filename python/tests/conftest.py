@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Dict, Iterator
 
 import numpy as np
 import pytest
+
+from stoker._local import LocalServer
 
 REPO = Path(__file__).resolve().parents[2]
 PHOTOS_VAL = REPO.parent / "shared" / "data" / "photos" / "val"
@@ -113,32 +113,10 @@ def stoker_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def server(stoker_bin: Path, data_dirs: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Starts `stoker serve` on 127.0.0.1:0 and yields its address."""
-    tmp = tmp_path_factory.mktemp("server")
-    addr_file, log = tmp / "addr", tmp / "server.log"
-    cmd = [str(stoker_bin), "serve", "--listen", "127.0.0.1:0", "--addr-file", str(addr_file), "--workers", "2"]
-    for name, d in data_dirs.items():
-        cmd += ["--dataset", f"{name}={d}"]
-    with open(log, "wb") as logf:
-        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT)
+    log = tmp_path_factory.mktemp("server") / "server.log"
     try:
-        deadline = time.monotonic() + 30
-        addr = ""
-        while time.monotonic() < deadline:
-            if addr_file.exists():
-                addr = addr_file.read_text().strip()
-                if addr:
-                    break
-            if proc.poll() is not None:
-                pytest.fail(f"stoker serve exited with {proc.returncode}:\n{log.read_text()}")
-            time.sleep(0.05)
-        if not addr:
-            pytest.fail(f"stoker serve wrote no address in 30 s:\n{log.read_text()}")
-        yield addr
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        srv = LocalServer(str(stoker_bin), {n: str(d) for n, d in data_dirs.items()}, workers=2, log_path=str(log))
+    except RuntimeError as e:
+        pytest.fail(str(e))
+    with srv:
+        yield srv.addr

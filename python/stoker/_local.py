@@ -1,0 +1,83 @@
+"""A `stoker serve` on loopback, for the tests, the benchmarks and the demo.
+
+Not part of the public API: a trainer talks to a server someone runs.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from typing import IO, Mapping, Optional, Sequence
+
+
+class LocalServer:
+    """Starts `BINARY serve --listen 127.0.0.1:0` over the named datasets and
+    waits (at most start_timeout seconds) for the address it binds.
+
+    Use as a context manager, or call stop(). RuntimeError, with the server's
+    log when there is one, if it exits or never listens."""
+
+    def __init__(
+        self,
+        binary: str,
+        datasets: Mapping[str, str],
+        *,
+        workers: Optional[int] = None,
+        args: Sequence[str] = (),
+        log_path: Optional[str] = None,
+        start_timeout: float = 30.0,
+    ) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="stoker-serve-")
+        addr_file = os.path.join(self._tmp.name, "addr")
+        cmd = [binary, "serve", "--listen", "127.0.0.1:0", "--addr-file", addr_file]
+        for name, path in datasets.items():
+            cmd += ["--dataset", f"{name}={path}"]
+        if workers:
+            cmd += ["--workers", str(workers)]
+        cmd += list(args)
+        self.log_path = log_path
+        log: Optional[IO[bytes]] = open(log_path, "wb") if log_path else None
+        try:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT if log else None)
+        finally:
+            if log:
+                log.close()
+        self.addr = ""
+        deadline = time.monotonic() + start_timeout
+        while time.monotonic() < deadline:
+            if os.path.exists(addr_file):
+                with open(addr_file) as f:
+                    self.addr = f.read().strip()
+                if self.addr:
+                    return
+            if self.proc.poll() is not None:
+                self._fail(f"stoker serve exited with {self.proc.returncode}")
+            time.sleep(0.05)
+        self._fail(f"stoker serve wrote no address in {start_timeout:g} s")
+
+    def _fail(self, what: str) -> None:
+        self.stop()
+        log = ""
+        if self.log_path and os.path.exists(self.log_path):
+            with open(self.log_path, errors="replace") as f:
+                log = ":\n" + f.read()
+        raise RuntimeError(what + log)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM (a graceful drain), then SIGKILL after timeout seconds."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._tmp.cleanup()
+
+    def __enter__(self) -> "LocalServer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
