@@ -37,7 +37,7 @@ func benchReportCPU(b *testing.B, start time.Duration, ops int) {
 //	                             upsampling, islow IDCT)
 //	jpeg/<transform>/fast-any    ScaleAny
 //	jpeg/<transform>/fast-off    ScaleOff
-//	jpeg/<transform>/fast-fancy  libjpeg's fancy (triangle) chroma upsampling
+//	jpeg/<transform>/fast-merged  chroma replicated (libjpeg's merged upsampler), not fancy
 //	jpeg/<transform>/fast-ifast  JDCT_IFAST
 //	jpeg/<transform>/fast-libhuff  libjpeg's own Huffman decoder, not huff.c's
 //	jpeg/<transform>/fast-scalar resampling without SIMD
@@ -63,7 +63,7 @@ func BenchmarkDecode(b *testing.B) {
 			{"fast", nil, nil},
 			{"fast-any", []Option{WithDCTScaling(ScaleAny)}, nil},
 			{"fast-off", []Option{WithDCTScaling(ScaleOff)}, nil},
-			{"fast-fancy", nil, func(f *fastState) { f.fancy = true }},
+			{"fast-merged", nil, func(f *fastState) { f.merged = true }},
 			{"fast-ifast", nil, func(f *fastState) { f.ifast = true }},
 			{"fast-libhuff", nil, func(f *fastState) { f.libHuff = true }},
 			{"fast-scalar", nil, func(f *fastState) { f.simdMax = -1 }},

@@ -27,7 +27,7 @@ type fastState struct {
 	cleanup runtime.Cleanup
 
 	// Knobs for tests and benchmarks (package-internal; zero is the default).
-	fancy    bool // do_fancy_upsampling = TRUE
+	merged   bool // replicate chroma (libjpeg's merged upsampler), not fancy
 	ifast    bool // JDCT_IFAST
 	noRegion bool // decode whole rows from the top: no crop, no skip
 	libHuff  bool // libjpeg's own Huffman decoder instead of huff.c's
@@ -87,7 +87,7 @@ func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layo
 	// libjpeg's own allocations (progressive coefficient buffers chiefly:
 	// 2 bytes per pixel per component) are bounded by the pixel budget.
 	j.max_memory = C.longlong(min(max(d.opts.pixelBudget, 0), 1<<36)*6 + 64<<20)
-	j.fancy, j.ifast, j.no_region, j.simd_max = cbool(f.fancy), cbool(f.ifast), cbool(f.noRegion), C.int(f.simdMax)
+	j.fancy, j.ifast, j.no_region, j.simd_max = cbool(!f.merged), cbool(f.ifast), cbool(f.noRegion), C.int(f.simdMax)
 	j.libjpeg_huff = cbool(f.libHuff)
 
 	rc := C.stoker_decode(f.t, (*C.uchar)(unsafe.Pointer(&data[0])), C.size_t(len(data)), (*C.uchar)(unsafe.Pointer(&out[0])))

@@ -135,7 +135,7 @@ def test_imagenet_eval_matches_torchvision(server: str, data_dirs: Dict[str, Pat
 
     ld = loader(server, "eval", transform="imagenet-eval", shuffle=False, batch_size=8, return_indices=True)
     tv = tvt.Compose([tvt.Resize(256), tvt.CenterCrop(224), tvt.PILToTensor()])
-    seen = []
+    seen, mads = [], []
     for images, labels, indices in ld:
         for img, label, idx in zip(images, labels.tolist(), indices.tolist()):
             path, target = ref.samples[idx]
@@ -144,7 +144,12 @@ def test_imagenet_eval_matches_torchvision(server: str, data_dirs: Dict[str, Pat
             mad = (img.float() - want.float()).abs().mean().item()
             assert mad <= 2.0, f"{path}: mean absolute difference {mad:.2f} levels"
             seen.append(idx)
+            mads.append(mad)
     assert seen == list(range(len(ref.samples)))
+    # stoker decodes chroma as libjpeg does by default ("fancy" upsampling),
+    # as PIL does: measured at most 0.014 levels on the 200 val photos. With
+    # pixel replication instead it was up to 2.4, over the 2-level bound.
+    assert sum(mads) / len(mads) <= 0.1, f"mean over images {sum(mads) / len(mads):.3f} levels"
     assert list(ld.job_info.classes) == ref.classes
 
 
