@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"time"
 
@@ -13,7 +12,10 @@ import (
 
 // Defaults for the zero values of Config's fields.
 const (
-	DefaultWindow              = 4
+	DefaultWindow       = 4
+	DefaultLeaseTimeout = 10 * time.Second
+	// maxWindow bounds a job's window, configured or automatic.
+	maxWindow                  = 1024
 	DefaultMaxBatchBytes       = 256 << 20
 	DefaultMaxStreamsPerClient = 16
 	// MaxBatchSize is the largest batch_size a job may ask for.
@@ -34,12 +36,25 @@ type Config struct {
 	// root, a WebDataset shard or a folder of shards). Clients never see
 	// the paths.
 	Datasets map[string]string
-	// Workers is the executor's goroutine count, shared by all streams.
-	// Default runtime.NumCPU().
+	// Workers is the local executor's goroutine count, shared by all
+	// streams and by the peers that lease batches here. 0 means no local
+	// executor: the server only coordinates (its jobs' batches are all made
+	// by peers) and refuses Work streams.
 	Workers int
-	// Window is how many batches one stream makes at once. Default
-	// DefaultWindow.
+	// Window is how many leases one job has in flight at once. 0 means
+	// automatic: two per ready maker (the local executor, each connected
+	// peer), at least DefaultWindow.
 	Window int
+	// Peers are the servers this one leases batches to: "ADDR,ADDR,…" or
+	// "dns:///NAME:PORT" (or "dns://RESOLVER/NAME:PORT"), re-resolved every
+	// PeerRefresh. Empty: none.
+	Peers string
+	// PeerRefresh is how often a dns:/// peer target is resolved again.
+	// Default 5 s.
+	PeerRefresh time.Duration
+	// LeaseTimeout is how long a maker may take for one batch before its
+	// lease goes to another. Default DefaultLeaseTimeout.
+	LeaseTimeout time.Duration
 	// MaxBatchBytes refuses jobs whose batches would be larger. Default
 	// DefaultMaxBatchBytes (256 MiB).
 	MaxBatchBytes int64
@@ -63,10 +78,22 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.Workers < 0 {
-		errs = append(errs, fmt.Errorf("workers %d: want >= 0 (0 means one per CPU)", c.Workers))
+		errs = append(errs, fmt.Errorf("workers %d: want >= 0 (0: no local decoding, peers make every batch)", c.Workers))
 	}
-	if c.Window < 0 || c.Window > 1024 {
-		errs = append(errs, fmt.Errorf("window %d: want 0..1024 (0 means %d)", c.Window, DefaultWindow))
+	if c.Window < 0 || c.Window > maxWindow {
+		errs = append(errs, fmt.Errorf("window %d: want 0..%d (0 means automatic)", c.Window, maxWindow))
+	}
+	if _, err := parsePeers(c.Peers); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Workers == 0 && c.Peers == "" {
+		errs = append(errs, errors.New("workers 0 and no peers: nothing would make batches"))
+	}
+	if c.LeaseTimeout < 0 {
+		errs = append(errs, fmt.Errorf("lease timeout %v: want > 0", c.LeaseTimeout))
+	}
+	if c.PeerRefresh < 0 {
+		errs = append(errs, fmt.Errorf("peer refresh %v: want > 0", c.PeerRefresh))
 	}
 	if c.MaxBatchBytes < 0 {
 		errs = append(errs, fmt.Errorf("max batch bytes %d: want >= 0 (0 means %d)", c.MaxBatchBytes, DefaultMaxBatchBytes))
@@ -79,11 +106,11 @@ func (c Config) Validate() error {
 
 // withDefaults fills in the zero fields.
 func (c Config) withDefaults() Config {
-	if c.Workers == 0 {
-		c.Workers = runtime.NumCPU()
+	if c.LeaseTimeout == 0 {
+		c.LeaseTimeout = DefaultLeaseTimeout
 	}
-	if c.Window == 0 {
-		c.Window = DefaultWindow
+	if c.PeerRefresh == 0 {
+		c.PeerRefresh = 5 * time.Second
 	}
 	if c.MaxBatchBytes == 0 {
 		c.MaxBatchBytes = DefaultMaxBatchBytes

@@ -12,14 +12,20 @@ func TestConfigValidate(t *testing.T) {
 		cfg     Config
 		wantErr []string
 	}{
-		{"minimal", Config{Datasets: ok}, nil},
+		{"minimal", Config{Datasets: ok, Workers: 1}, nil},
+		{"coordinator only", Config{Datasets: ok, Peers: "127.0.0.1:7070,[::1]:7071"}, nil},
+		{"dns peers", Config{Datasets: ok, Peers: "dns:///workers.ns.svc:7070"}, nil},
+		{"dns peers with resolver", Config{Datasets: ok, Peers: "dns://127.0.0.1:5353/workers:7070"}, nil},
+		{"nothing makes batches", Config{Datasets: ok}, []string{"workers 0 and no peers"}},
+		{"peer without port", Config{Datasets: ok, Workers: 1, Peers: "a:1,b"}, []string{`"b" is not HOST:PORT`}},
+		{"dns peer without port", Config{Datasets: ok, Workers: 1, Peers: "dns:///workers"}, []string{"the port is needed"}},
 		{"all set", Config{Datasets: ok, Workers: 8, Window: 16, MaxBatchBytes: 1 << 30, MaxStreamsPerClient: 4}, nil},
 		{"no datasets", Config{}, []string{"no datasets"}},
 		{"bad name", Config{Datasets: map[string]string{"a/b": "/x", "": "/y"}}, []string{`"a/b"`, `""`}},
 		{"empty path", Config{Datasets: map[string]string{"a": ""}}, []string{"empty path"}},
-		{"negatives", Config{Datasets: ok, Workers: -1, Window: -1, MaxBatchBytes: -1, MaxStreamsPerClient: -1},
-			[]string{"workers -1", "window -1", "max batch bytes -1", "max streams per client -1"}},
-		{"huge window", Config{Datasets: ok, Window: 5000}, []string{"window 5000"}},
+		{"negatives", Config{Datasets: ok, Workers: -1, Window: -1, MaxBatchBytes: -1, MaxStreamsPerClient: -1, LeaseTimeout: -1},
+			[]string{"workers -1", "window -1", "max batch bytes -1", "max streams per client -1", "lease timeout"}},
+		{"huge window", Config{Datasets: ok, Workers: 1, Window: 5000}, []string{"window 5000"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,7 +47,7 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 	d := Config{Datasets: ok}.withDefaults()
-	if d.Workers < 1 || d.Window != DefaultWindow || d.MaxBatchBytes != DefaultMaxBatchBytes || d.MaxStreamsPerClient != DefaultMaxStreamsPerClient {
+	if d.Workers != 0 || d.Window != 0 || d.LeaseTimeout != DefaultLeaseTimeout || d.MaxBatchBytes != DefaultMaxBatchBytes || d.MaxStreamsPerClient != DefaultMaxStreamsPerClient {
 		t.Errorf("defaults: %+v", d)
 	}
 }

@@ -22,6 +22,7 @@ var errorCodes = []struct {
 	{pipeline.ErrUnsupported, codes.InvalidArgument},
 	{pipeline.ErrTooLarge, codes.ResourceExhausted},
 	{pipeline.ErrCorrupt, codes.DataLoss},
+	{pipeline.ErrClosed, codes.Unavailable},
 }
 
 // toStatus turns err into a status error. Errors that already carry a status

@@ -46,7 +46,7 @@ func TestFeedTwoRanks(t *testing.T) {
 	var padded, sampleErrs int
 	for r := range uint32(world) {
 		open := smallJob("tiny", bs)
-		open.Rank, open.WorldSize = r, world
+		open.Job.Rank, open.Job.WorldSize = r, world
 		ep := e.collect(t, open)
 		if ep.info.GetBatches() != 3 || ep.info.GetSamples() != 20 || len(ep.batches) != 3 {
 			t.Fatalf("rank %d: info %v, %d batches; want 3 batches of 20 samples", r, ep.info, len(ep.batches))
@@ -179,8 +179,8 @@ func TestFeedAsReady(t *testing.T) {
 func TestFeedFailPolicyDrop(t *testing.T) {
 	e := newEnv(t, Config{})
 	open := smallJob("tiny", dsSize)
-	open.Shuffle = false
-	open.FailPolicy = pb.FailPolicy_FAIL_POLICY_DROP
+	open.Job.Shuffle = false
+	open.Job.FailPolicy = pb.FailPolicy_FAIL_POLICY_DROP
 	ep := e.collect(t, open)
 	h := ep.batches[0].hdr
 	if h.GetShape()[0] != dsSize-1 || len(h.GetIndices()) != dsSize-1 || slices.Contains(h.GetIndices(), badIndex) {
@@ -194,7 +194,7 @@ func TestFeedFailPolicyDrop(t *testing.T) {
 func TestFeedAllSamplesFail(t *testing.T) {
 	e := newEnv(t, Config{})
 	open := smallJob("tiny", 1)
-	open.Shuffle = false
+	open.Job.Shuffle = false
 	open.StartBatch = badIndex
 	open.Credits = 1
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -300,16 +300,16 @@ func TestFeedErrors(t *testing.T) {
 		code codes.Code
 		msg  []string
 	}{
-		{"unknown dataset", with(func(o *pb.OpenJob) { o.Dataset = "imagenet" }), codes.NotFound, []string{`"imagenet"`, "known: tiny"}},
+		{"unknown dataset", with(func(o *pb.OpenJob) { o.Job.Dataset = "imagenet" }), codes.NotFound, []string{`"imagenet"`, "known: tiny"}},
 		{"resize shorter side without crop", with(func(o *pb.OpenJob) {
-			o.Transform = &pb.TransformSpec{Ops: []*pb.Op{{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32}}}}}
+			o.Job.Transform = &pb.TransformSpec{Ops: []*pb.Op{{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32}}}}}
 		}), codes.InvalidArgument, []string{"Resize(32)"}},
-		{"rrc size 0", with(func(o *pb.OpenJob) { o.Transform = &pb.TransformSpec{Ops: []*pb.Op{rrcOp(0)}} }), codes.InvalidArgument, []string{"RandomResizedCrop"}},
-		{"no transform", with(func(o *pb.OpenJob) { o.Transform = nil }), codes.InvalidArgument, []string{"exactly one"}},
-		{"batch size 0", with(func(o *pb.OpenJob) { o.BatchSize = 0 }), codes.InvalidArgument, []string{"batch_size 0", "65536"}},
-		{"batch size too big", with(func(o *pb.OpenJob) { o.BatchSize = 65537 }), codes.InvalidArgument, []string{"batch_size 65537"}},
-		{"rank out of range", with(func(o *pb.OpenJob) { o.Rank, o.WorldSize = 2, 2 }), codes.InvalidArgument, []string{"rank 2", "world_size 2"}},
-		{"batch too large", with(func(o *pb.OpenJob) { o.Transform = &pb.TransformSpec{Preset: "imagenet-train"} }), codes.ResourceExhausted, []string{"1204224 bytes", "1048576"}},
+		{"rrc size 0", with(func(o *pb.OpenJob) { o.Job.Transform = &pb.TransformSpec{Ops: []*pb.Op{rrcOp(0)}} }), codes.InvalidArgument, []string{"RandomResizedCrop"}},
+		{"no transform", with(func(o *pb.OpenJob) { o.Job.Transform = nil }), codes.InvalidArgument, []string{"exactly one"}},
+		{"batch size 0", with(func(o *pb.OpenJob) { o.Job.BatchSize = 0 }), codes.InvalidArgument, []string{"batch_size 0", "65536"}},
+		{"batch size too big", with(func(o *pb.OpenJob) { o.Job.BatchSize = 65537 }), codes.InvalidArgument, []string{"batch_size 65537"}},
+		{"rank out of range", with(func(o *pb.OpenJob) { o.Job.Rank, o.Job.WorldSize = 2, 2 }), codes.InvalidArgument, []string{"rank 2", "world_size 2"}},
+		{"batch too large", with(func(o *pb.OpenJob) { o.Job.Transform = &pb.TransformSpec{Preset: "imagenet-train"} }), codes.ResourceExhausted, []string{"1204224 bytes", "1048576"}},
 		{"start past end", with(func(o *pb.OpenJob) { o.StartBatch = 6 }), codes.InvalidArgument, []string{"start_batch 6", "5 batches"}},
 		{"credit first", &pb.FeedRequest{Msg: &pb.FeedRequest_Credit{Credit: &pb.Credit{Credits: 1}}}, codes.InvalidArgument, []string{"must be OpenJob"}},
 		{"empty first", &pb.FeedRequest{}, codes.InvalidArgument, []string{"must be OpenJob"}},
@@ -400,13 +400,16 @@ func TestFeedStreamLimit(t *testing.T) {
 func TestFeedChunking(t *testing.T) {
 	e := newEnv(t, Config{})
 	open := &pb.OpenJob{
-		Dataset: "tiny",
-		// 40 × 3 × 288 × 288 = 9.95 MB: three chunks.
-		Transform: &pb.TransformSpec{Ops: []*pb.Op{{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 288, Width: 288}}}}},
-		BatchSize: 64,
-		Seed:      5,
-		Credits:   1,
-		Layout:    pb.Layout_LAYOUT_NHWC,
+		Job: &pb.JobSpec{
+			Dataset: "tiny",
+			// 40 × 3 × 288 × 288 = 9.95 MB: three chunks.
+			Transform: &pb.TransformSpec{Ops: []*pb.Op{{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 288, Width: 288}}}}},
+			BatchSize: 64,
+			Seed:      5,
+			Layout:    pb.Layout_LAYOUT_NHWC,
+		},
+		Credits: 1,
+		Epochs:  1,
 	}
 	ep := e.collect(t, open)
 	if len(ep.batches) != 1 {

@@ -211,14 +211,17 @@ func readBatch(stream pb.FeedService_FeedClient, maxChunk uint32) (gotBatch, *pb
 }
 
 // smallJob is a fast job over the test dataset: RandomResizedCrop 32 and a
-// flip, everything granted up front.
+// flip, everything granted up front, one epoch.
 func smallJob(dataset string, batchSize uint32) *pb.OpenJob {
 	return &pb.OpenJob{
-		Dataset:   dataset,
-		Transform: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), flipOp(nil)}},
-		BatchSize: batchSize,
-		Seed:      42,
-		Shuffle:   true,
-		Credits:   1000,
+		Job: &pb.JobSpec{
+			Dataset:   dataset,
+			Transform: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), flipOp(nil)}},
+			BatchSize: batchSize,
+			Seed:      42,
+			Shuffle:   true,
+		},
+		Credits: 1000,
+		Epochs:  1,
 	}
 }

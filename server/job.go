@@ -5,83 +5,100 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
-// job is a validated OpenJob: everything a Feed stream needs to make and
-// send its epoch.
+// job is a validated JobSpec: what every batch of every epoch of the job is
+// made from. It is the same on a coordinator and on the workers it leases
+// batches to.
 type job struct {
-	open    *stokerv1.OpenJob
-	name    string
-	ds      pipeline.Dataset
-	t       *pipeline.Transform
-	policy  pipeline.FailPolicy
-	rank    int
-	world   int
-	plan    Plan
-	start   int // first batch number to send
-	dtype   stokerv1.Dtype
-	credits int64 // granted in OpenJob
+	spec   *stokerv1.JobSpec
+	name   string
+	ds     pipeline.Dataset
+	t      *pipeline.Transform
+	policy pipeline.FailPolicy
+	rank   int
+	world  int
+	dtype  stokerv1.Dtype
 }
 
-// newJob validates o against the server's datasets and limits. Its errors
-// are status errors whose messages say what was asked and what is allowed.
-func (s *Server) newJob(o *stokerv1.OpenJob) (*job, error) {
-	j := &job{open: o, name: o.GetDataset(), credits: int64(o.GetCredits())}
+// newJob validates spec against the server's datasets and limits. Its
+// errors are status errors whose messages say what was asked and what is
+// allowed. A spec that names a fingerprint must match the dataset's.
+func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
+	if spec == nil {
+		return nil, status.Error(codes.InvalidArgument, "no job spec")
+	}
+	j := &job{spec: spec, name: spec.GetDataset()}
 	var ok bool
 	if j.ds, ok = s.datasets[j.name]; !ok {
-		return nil, status.Errorf(codes.NotFound, "unknown dataset %q; known: %s", j.name, strings.Join(s.names, ", "))
+		return nil, status.Errorf(codes.NotFound, "unknown dataset %q; known: %s", truncate(j.name, 64), strings.Join(s.names, ", "))
+	}
+	if fp := spec.GetFingerprint(); fp != "" && fp != j.ds.Fingerprint() {
+		return nil, status.Errorf(codes.FailedPrecondition, "dataset %q differs: the job expects fingerprint %s, this server has %s",
+			j.name, truncate(fp, 64), j.ds.Fingerprint())
 	}
 	if j.ds.Len() == 0 {
 		return nil, status.Errorf(codes.FailedPrecondition, "dataset %q is empty", j.name)
 	}
-	bs := int(o.GetBatchSize())
+	bs := int(spec.GetBatchSize())
 	if bs < 1 || bs > MaxBatchSize {
 		return nil, status.Errorf(codes.InvalidArgument, "batch_size %d: want 1..%d", bs, MaxBatchSize)
 	}
-	j.world, j.rank = max(int(o.GetWorldSize()), 1), int(o.GetRank())
+	j.world, j.rank = max(int(spec.GetWorldSize()), 1), int(spec.GetRank())
 	if j.rank >= j.world {
 		return nil, status.Errorf(codes.InvalidArgument, "rank %d: want 0..%d for world_size %d", j.rank, j.world-1, j.world)
 	}
-	switch o.GetFailPolicy() {
+	switch spec.GetFailPolicy() {
 	case stokerv1.FailPolicy_FAIL_POLICY_UNSPECIFIED, stokerv1.FailPolicy_FAIL_POLICY_PAD:
 		j.policy = pipeline.PadFromBatch
 	case stokerv1.FailPolicy_FAIL_POLICY_DROP:
 		j.policy = pipeline.Drop
 	default:
-		return nil, status.Errorf(codes.InvalidArgument, "unknown fail_policy %d", o.GetFailPolicy())
+		return nil, status.Errorf(codes.InvalidArgument, "unknown fail_policy %d", spec.GetFailPolicy())
 	}
 	var err error
-	if j.t, err = newTransform(o.GetTransform(), o.GetLayout()); err != nil {
+	if j.t, err = newTransform(spec.GetTransform(), spec.GetLayout()); err != nil {
 		return nil, err
 	}
 	if bytes := int64(bs) * int64(j.t.SampleBytes()); bytes > s.cfg.MaxBatchBytes {
-		return nil, status.Errorf(codes.ResourceExhausted, "a batch of %d samples of %d bytes is %d bytes, over this server's limit of %d bytes", bs, j.t.SampleBytes(), bytes, s.cfg.MaxBatchBytes)
+		return nil, status.Errorf(codes.ResourceExhausted, "a batch of %d samples of %d bytes is %d bytes, over this server's limit of %d bytes (--max-batch-bytes)", bs, j.t.SampleBytes(), bytes, s.cfg.MaxBatchBytes)
 	}
 	j.dtype = stokerv1.Dtype_DTYPE_UINT8
 	if j.t.Float() {
 		j.dtype = stokerv1.Dtype_DTYPE_FLOAT32
 	}
-	j.plan = NewPlan(PlanSpec{
-		Size: j.ds.Len(), Seed: o.GetSeed(), Epoch: o.GetEpoch(), Shuffle: o.GetShuffle(),
-		Rank: j.rank, World: j.world, BatchSize: bs, DropLast: o.GetDropLast(),
-	})
-	if o.GetStartBatch() > uint64(j.plan.Batches()) {
-		return nil, status.Errorf(codes.InvalidArgument, "start_batch %d is past the epoch's %d batches", o.GetStartBatch(), j.plan.Batches())
-	}
-	j.start = int(o.GetStartBatch())
 	return j, nil
 }
 
-// info is the JobInfo the stream opens with.
-func (j *job) info() *stokerv1.JobInfo {
+// forwardSpec is the job's spec as forwarded to peers: the trainer's, with
+// the dataset's fingerprint, so that a worker with other data refuses it.
+func (j *job) forwardSpec() *stokerv1.JobSpec {
+	f := proto.CloneOf(j.spec)
+	f.Fingerprint = j.ds.Fingerprint()
+	return f
+}
+
+// plan is the job's plan of epoch, after consumed positions (elastic
+// resume; 0 normally).
+func (j *job) plan(epoch, consumed uint64) Plan {
+	return NewPlan(PlanSpec{
+		Size: j.ds.Len(), Seed: j.spec.GetSeed(), Epoch: epoch, Shuffle: j.spec.GetShuffle(),
+		Rank: j.rank, World: j.world, BatchSize: int(j.spec.GetBatchSize()), DropLast: j.spec.GetDropLast(),
+		Consumed: consumed,
+	})
+}
+
+// info is the JobInfo that opens epoch with plan p.
+func (j *job) info(epoch uint64, p Plan) *stokerv1.JobInfo {
 	shape := j.t.Shape()
 	return &stokerv1.JobInfo{
-		Epoch:         j.open.GetEpoch(),
-		Batches:       uint64(j.plan.Batches()),
-		Samples:       uint64(j.plan.Samples()),
+		Epoch:         epoch,
+		Batches:       uint64(p.Batches()),
+		Samples:       uint64(p.Samples()),
 		DatasetSize:   uint64(j.ds.Len()),
 		Fingerprint:   j.ds.Fingerprint(),
 		Classes:       j.ds.Classes(),
@@ -89,4 +106,30 @@ func (j *job) info() *stokerv1.JobInfo {
 		Dtype:         j.dtype,
 		MaxChunkBytes: MaxChunkBytes,
 	}
+}
+
+// header is the BatchHeader of batch k of epoch, as made into b.
+func (j *job) header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHeader {
+	shape := j.t.Shape()
+	h := &stokerv1.BatchHeader{
+		Epoch:     epoch,
+		Number:    uint64(k),
+		Shape:     []uint32{uint32(b.N), uint32(shape[0]), uint32(shape[1]), uint32(shape[2])},
+		Dtype:     j.dtype,
+		Labels:    b.Labels,
+		Indices:   b.Indices,
+		DataBytes: uint64(len(b.Data)),
+	}
+	for _, e := range b.Errors {
+		h.Errors = append(h.Errors, &stokerv1.SampleError{Index: e.Index, Name: e.Name, Reason: e.Reason})
+	}
+	return h
+}
+
+// truncate shortens a client-supplied string for messages and logs.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

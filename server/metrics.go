@@ -8,13 +8,18 @@ import (
 // labelled "dataset"; the stall ratio is per stream and is deleted when the
 // stream ends.
 type metrics struct {
-	batchesSent   *prometheus.CounterVec
-	samplesSent   *prometheus.CounterVec
-	sampleErrors  *prometheus.CounterVec
-	streamsActive prometheus.Gauge
-	trainerWait   *prometheus.CounterVec
-	stallRatio    *prometheus.GaugeVec
-	batchSeconds  *prometheus.HistogramVec
+	batchesSent    *prometheus.CounterVec
+	samplesSent    *prometheus.CounterVec
+	sampleErrors   *prometheus.CounterVec
+	streamsActive  prometheus.Gauge
+	trainerWait    *prometheus.CounterVec
+	stallRatio     *prometheus.GaugeVec
+	batchSeconds   *prometheus.HistogramVec
+	leases         *prometheus.CounterVec
+	leaseFailures  *prometheus.CounterVec
+	resultsDropped prometheus.Counter
+	peersReady     prometheus.Gauge
+	workLeases     *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -41,15 +46,36 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"dataset"}),
 		stallRatio: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "stoker_input_stall_ratio",
-			Help: "Per stream: trainer wait time over the stream's wall time so far.",
-		}, []string{"dataset", "stream"}),
+			Help: "Per job: trainer wait time over the job's wall time so far.",
+		}, []string{"dataset", "job"}),
 		batchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "stoker_batch_seconds",
-			Help:    "Seconds to make one batch (decode and transform all its samples).",
+			Help:    "Seconds from leasing a batch to having it made, on whichever maker (queueing included).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}, []string{"dataset"}),
+		leases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stoker_leases_total",
+			Help: "Batches leased to makers by this server's jobs, by maker (local or a peer's address).",
+		}, []string{"maker"}),
+		leaseFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stoker_lease_failures_total",
+			Help: "Leases that failed and were leased again, by maker and reason (timeout, refused, error).",
+		}, []string{"maker", "reason"}),
+		resultsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "stoker_results_dropped_total",
+			Help: "Batches that arrived for a lease that had moved on or a batch already delivered, and were dropped.",
+		}),
+		peersReady: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "stoker_peers_ready",
+			Help: "Peers connected and taking leases.",
+		}),
+		workLeases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stoker_work_leases_total",
+			Help: "Leases this server took from coordinators on Work streams, by outcome (done, failed, cancelled).",
+		}, []string{"outcome"}),
 	}
-	for _, c := range []prometheus.Collector{m.batchesSent, m.samplesSent, m.sampleErrors, m.streamsActive, m.trainerWait, m.stallRatio, m.batchSeconds} {
+	for _, c := range []prometheus.Collector{m.batchesSent, m.samplesSent, m.sampleErrors, m.streamsActive, m.trainerWait, m.stallRatio, m.batchSeconds,
+		m.leases, m.leaseFailures, m.resultsDropped, m.peersReady, m.workLeases} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -17,6 +17,15 @@ import (
 // ceil(n/w) samples (torch's DistributedSampler with drop_last=False): ranks
 // never wait on each other, and when w divides n every index goes to exactly
 // one rank once.
+//
+// Elastic resume: when a job of world size w consumed its first c batches of
+// b samples on every rank (as in DDP, where ranks step together), it
+// consumed exactly the first c*b*w positions of the epoch's order. A job
+// restarted with another world size w' gives that count as Consumed: its
+// ranks then split the remaining positions the same way (rank r' takes
+// every w'-th of them, wrapping around within them), so every sample is
+// consumed at least once in the epoch and the only repeats are the wrapped
+// padding.
 type Plan struct {
 	share     []int64 // this rank's samples in order
 	batchSize int
@@ -33,6 +42,10 @@ type PlanSpec struct {
 	World     int // >= 1
 	BatchSize int // >= 1
 	DropLast  bool
+	// Consumed is how many positions of the epoch's order were consumed
+	// before the plan starts (elastic resume); 0 normally. At or past Size
+	// the plan is empty.
+	Consumed uint64
 }
 
 // NewPlan computes the plan of s. It panics on a spec that breaks the
@@ -52,11 +65,15 @@ func NewPlan(s PlanSpec) Plan {
 			order[i] = i
 		}
 	}
-	m := (s.Size + s.World - 1) / s.World
+	rest := order[min(s.Consumed, uint64(s.Size)):]
+	if len(rest) == 0 {
+		return Plan{batchSize: s.BatchSize}
+	}
+	m := (len(rest) + s.World - 1) / s.World
 	share := make([]int64, m)
 	for j := range share {
 		pos := uint64(s.Rank) + uint64(j)*uint64(s.World)
-		share[j] = int64(order[pos%uint64(s.Size)])
+		share[j] = int64(rest[pos%uint64(len(rest))])
 	}
 	batches := m / s.BatchSize
 	if m%s.BatchSize != 0 {

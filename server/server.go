@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
@@ -20,15 +21,20 @@ import (
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
-// Server implements stokerv1.FeedService over the datasets of its Config,
-// with one executor shared by all streams.
+// Server implements stokerv1.FeedService (trainers) and
+// stokerv1.WorkService (other servers' coordinators) over the datasets of
+// its Config. Its jobs' batches are made by its makers: the local executor,
+// shared by all streams, and the peers of Config.Peers.
 type Server struct {
 	stokerv1.UnimplementedFeedServiceServer
+	stokerv1.UnimplementedWorkServiceServer
 
 	cfg      Config
 	log      *slog.Logger
 	m        *metrics
-	exec     *pipeline.Executor
+	exec     *pipeline.Executor // nil with Workers 0
+	makers   *makers
+	disc     *discovery
 	datasets map[string]pipeline.Dataset
 	names    []string // sorted
 
@@ -37,11 +43,16 @@ type Server struct {
 	perHost  map[string]int // open streams by client host
 }
 
-var _ stokerv1.FeedServiceServer = (*Server)(nil)
+var (
+	_ stokerv1.FeedServiceServer = (*Server)(nil)
+	_ stokerv1.WorkServiceServer = (*Server)(nil)
+)
 
-// New validates cfg, opens its datasets, starts the executor and registers
-// the metrics on reg. Close the Server when the gRPC server has stopped.
-func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, error) {
+// New validates cfg, opens its datasets, starts the executor and peer
+// discovery, and registers the metrics on reg. peerDial are the dial
+// options for peers (credentials). Close the Server when the gRPC server
+// has stopped.
+func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, peerDial ...grpc.DialOption) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -68,14 +79,27 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		log.Info("dataset open", "dataset", name, "format", formatOf(ds), "size", ds.Len(),
 			"classes", len(ds.Classes()), "fingerprint", ds.Fingerprint())
 	}
-	s.exec = pipeline.NewExecutor(cfg.Workers)
+	s.makers = newMakers()
+	if cfg.Workers > 0 {
+		s.exec = pipeline.NewExecutor(cfg.Workers)
+		s.makers.add(&localMaker{exec: s.exec, slots: maxWindow})
+	}
+	if t, _ := parsePeers(cfg.Peers); t.static != nil || t.host != "" {
+		s.disc = s.startDiscovery(t, peerDial)
+	}
 	return s, nil
 }
 
-// Close stops the executor and closes the datasets. Call it after the gRPC
-// server has stopped: streams still running would fail.
+// Close stops discovery, the peers and the executor, and closes the
+// datasets. Call it after the gRPC server has stopped: streams still
+// running would fail.
 func (s *Server) Close() error {
-	s.exec.Close()
+	if s.disc != nil {
+		s.disc.close()
+	}
+	if s.exec != nil {
+		s.exec.Close()
+	}
 	return s.closeDatasets()
 }
 

@@ -42,8 +42,11 @@ func runServe(args []string) error {
 	listen := fs.String("listen", "127.0.0.1:7070", "gRPC listen address (port 0: any free port)")
 	addrFile := fs.String("addr-file", "", "write the bound gRPC address to this file once listening")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus /metrics on this address (empty: off)")
-	fs.IntVar(&cfg.Workers, "workers", runtime.NumCPU(), "decode goroutines, shared by all streams")
-	fs.IntVar(&cfg.Window, "window", server.DefaultWindow, "batches one stream makes at once")
+	fs.IntVar(&cfg.Workers, "workers", runtime.NumCPU(), "decode goroutines on this machine, shared by all streams and peers' leases; 0: decode nothing here, peers make every batch")
+	fs.IntVar(&cfg.Window, "window", 0, "leases one job has in flight at once; 0: two per ready maker (local executor, each peer), at least 4")
+	fs.StringVar(&cfg.Peers, "peers", "", "servers to lease batches to: ADDR,ADDR,... or dns:///NAME:PORT (re-resolved; a Kubernetes headless Service works as is)")
+	fs.DurationVar(&cfg.LeaseTimeout, "lease-timeout", server.DefaultLeaseTimeout, "how long a maker may take for one batch before its lease goes to another")
+	fs.DurationVar(&cfg.PeerRefresh, "peer-refresh", 5*time.Second, "how often a dns:/// --peers name is resolved again")
 	fs.Int64Var(&cfg.MaxBatchBytes, "max-batch-bytes", server.DefaultMaxBatchBytes, "refuse jobs whose batches are larger")
 	fs.IntVar(&cfg.MaxStreamsPerClient, "max-streams-per-client", server.DefaultMaxStreamsPerClient, "open Feed streams allowed per client host")
 	grace := fs.Duration("grace", 10*time.Second, "on SIGINT/SIGTERM, how long open streams may finish before they are cut")
@@ -75,8 +78,10 @@ func runServe(args []string) error {
 
 	gs := grpc.NewServer(server.GRPCOptions()...)
 	stokerv1.RegisterFeedServiceServer(gs, srv)
+	stokerv1.RegisterWorkServiceServer(gs, srv)
 	hs := health.NewServer() // SERVING for "" by default: the datasets are open
 	hs.SetServingStatus(stokerv1.FeedService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(stokerv1.WorkService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
 
@@ -104,7 +109,7 @@ func runServe(args []string) error {
 			return err
 		}
 	}
-	log.Info("listening", "addr", addr, "workers", cfg.Workers, "datasets", len(cfg.Datasets))
+	log.Info("listening", "addr", addr, "workers", cfg.Workers, "datasets", len(cfg.Datasets), "peers", cfg.Peers)
 
 	select {
 	case <-ctx.Done():

@@ -266,40 +266,171 @@ func (*FeedRequest_Open) isFeedRequest_Msg() {}
 
 func (*FeedRequest_Credit) isFeedRequest_Msg() {}
 
-// OpenJob names the job: which data, how it is transformed, which part of
-// the epoch plan this trainer takes. Batch k of epoch e is a pure function of
-// (dataset, transform, batch_size, seed, shuffle, rank, world_size,
-// drop_last, e, k).
-type OpenJob struct {
+// JobSpec identifies a job: which data, how it is transformed, how the epoch
+// is cut into batches. Batch k of epoch e is a pure function of (JobSpec, e,
+// k). It is forwarded to peers as is.
+type JobSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// A dataset name the server knows (see ListDatasets); never a path.
-	Dataset   string         `protobuf:"bytes,1,opt,name=dataset,proto3" json:"dataset,omitempty"`
-	Transform *TransformSpec `protobuf:"bytes,2,opt,name=transform,proto3" json:"transform,omitempty"`
+	Dataset string `protobuf:"bytes,1,opt,name=dataset,proto3" json:"dataset,omitempty"`
+	// The dataset's fingerprint the job expects; empty: whatever the server
+	// has. Coordinators set it when they forward a job, so a worker with
+	// other data refuses it.
+	Fingerprint string         `protobuf:"bytes,2,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	Transform   *TransformSpec `protobuf:"bytes,3,opt,name=transform,proto3" json:"transform,omitempty"`
 	// Samples per batch, 1..65536.
-	BatchSize uint32 `protobuf:"varint,3,opt,name=batch_size,json=batchSize,proto3" json:"batch_size,omitempty"`
-	Seed      uint64 `protobuf:"varint,4,opt,name=seed,proto3" json:"seed,omitempty"`
-	Shuffle   bool   `protobuf:"varint,5,opt,name=shuffle,proto3" json:"shuffle,omitempty"`
-	Epoch     uint64 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	BatchSize uint32 `protobuf:"varint,4,opt,name=batch_size,json=batchSize,proto3" json:"batch_size,omitempty"`
+	Seed      uint64 `protobuf:"varint,5,opt,name=seed,proto3" json:"seed,omitempty"`
+	Shuffle   bool   `protobuf:"varint,6,opt,name=shuffle,proto3" json:"shuffle,omitempty"`
 	// This trainer's rank in 0..world_size-1; world_size 0 means 1.
 	Rank      uint32 `protobuf:"varint,7,opt,name=rank,proto3" json:"rank,omitempty"`
 	WorldSize uint32 `protobuf:"varint,8,opt,name=world_size,json=worldSize,proto3" json:"world_size,omitempty"`
 	// Drop the last incomplete batch of the rank's share.
-	DropLast bool `protobuf:"varint,9,opt,name=drop_last,json=dropLast,proto3" json:"drop_last,omitempty"`
-	// Send batches as they are ready instead of in batch-number order.
-	AsReady bool   `protobuf:"varint,10,opt,name=as_ready,json=asReady,proto3" json:"as_ready,omitempty"`
-	Layout  Layout `protobuf:"varint,11,opt,name=layout,proto3,enum=stoker.v1.Layout" json:"layout,omitempty"`
+	DropLast      bool       `protobuf:"varint,9,opt,name=drop_last,json=dropLast,proto3" json:"drop_last,omitempty"`
+	Layout        Layout     `protobuf:"varint,10,opt,name=layout,proto3,enum=stoker.v1.Layout" json:"layout,omitempty"`
+	FailPolicy    FailPolicy `protobuf:"varint,11,opt,name=fail_policy,json=failPolicy,proto3,enum=stoker.v1.FailPolicy" json:"fail_policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobSpec) Reset() {
+	*x = JobSpec{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobSpec) ProtoMessage() {}
+
+func (x *JobSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
+func (*JobSpec) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *JobSpec) GetDataset() string {
+	if x != nil {
+		return x.Dataset
+	}
+	return ""
+}
+
+func (x *JobSpec) GetFingerprint() string {
+	if x != nil {
+		return x.Fingerprint
+	}
+	return ""
+}
+
+func (x *JobSpec) GetTransform() *TransformSpec {
+	if x != nil {
+		return x.Transform
+	}
+	return nil
+}
+
+func (x *JobSpec) GetBatchSize() uint32 {
+	if x != nil {
+		return x.BatchSize
+	}
+	return 0
+}
+
+func (x *JobSpec) GetSeed() uint64 {
+	if x != nil {
+		return x.Seed
+	}
+	return 0
+}
+
+func (x *JobSpec) GetShuffle() bool {
+	if x != nil {
+		return x.Shuffle
+	}
+	return false
+}
+
+func (x *JobSpec) GetRank() uint32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *JobSpec) GetWorldSize() uint32 {
+	if x != nil {
+		return x.WorldSize
+	}
+	return 0
+}
+
+func (x *JobSpec) GetDropLast() bool {
+	if x != nil {
+		return x.DropLast
+	}
+	return false
+}
+
+func (x *JobSpec) GetLayout() Layout {
+	if x != nil {
+		return x.Layout
+	}
+	return Layout_LAYOUT_UNSPECIFIED
+}
+
+func (x *JobSpec) GetFailPolicy() FailPolicy {
+	if x != nil {
+		return x.FailPolicy
+	}
+	return FailPolicy_FAIL_POLICY_UNSPECIFIED
+}
+
+// OpenJob opens a job on a Feed stream: the job, and what belongs to this
+// stream alone (where to start, credits, ordering).
+type OpenJob struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Job   *JobSpec               `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// The first epoch the stream runs.
+	Epoch uint64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// Epochs to run: 0 means until the trainer closes the stream.
+	Epochs uint64 `protobuf:"varint,3,opt,name=epochs,proto3" json:"epochs,omitempty"`
 	// Batches the server may send before the trainer grants more.
-	Credits uint32 `protobuf:"varint,12,opt,name=credits,proto3" json:"credits,omitempty"`
-	// Resume: the first batch number to send (earlier ones are skipped).
-	StartBatch    uint64     `protobuf:"varint,13,opt,name=start_batch,json=startBatch,proto3" json:"start_batch,omitempty"`
-	FailPolicy    FailPolicy `protobuf:"varint,14,opt,name=fail_policy,json=failPolicy,proto3,enum=stoker.v1.FailPolicy" json:"fail_policy,omitempty"`
+	Credits uint32 `protobuf:"varint,4,opt,name=credits,proto3" json:"credits,omitempty"`
+	// Send batches as they are ready instead of in batch-number order.
+	AsReady bool `protobuf:"varint,5,opt,name=as_ready,json=asReady,proto3" json:"as_ready,omitempty"`
+	// Resume (first epoch only): the first batch number to send; earlier
+	// ones are skipped.
+	StartBatch uint64 `protobuf:"varint,6,opt,name=start_batch,json=startBatch,proto3" json:"start_batch,omitempty"`
+	// Resume (first epoch only): batch numbers past start_batch already
+	// taken (as-ready mode), which are not sent again.
+	SkipBatches []uint64 `protobuf:"varint,7,rep,packed,name=skip_batches,json=skipBatches,proto3" json:"skip_batches,omitempty"`
+	// Elastic resume (first epoch only): positions of the epoch's order that
+	// the whole job consumed before it was restarted with another world size.
+	// This rank's share is then cut from the remaining positions. See
+	// Plan in server/plan.go.
+	Consumed      uint64 `protobuf:"varint,8,opt,name=consumed,proto3" json:"consumed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *OpenJob) Reset() {
 	*x = OpenJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[1]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -311,7 +442,7 @@ func (x *OpenJob) String() string {
 func (*OpenJob) ProtoMessage() {}
 
 func (x *OpenJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[1]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -324,42 +455,14 @@ func (x *OpenJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenJob.ProtoReflect.Descriptor instead.
 func (*OpenJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{1}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{2}
 }
 
-func (x *OpenJob) GetDataset() string {
+func (x *OpenJob) GetJob() *JobSpec {
 	if x != nil {
-		return x.Dataset
-	}
-	return ""
-}
-
-func (x *OpenJob) GetTransform() *TransformSpec {
-	if x != nil {
-		return x.Transform
+		return x.Job
 	}
 	return nil
-}
-
-func (x *OpenJob) GetBatchSize() uint32 {
-	if x != nil {
-		return x.BatchSize
-	}
-	return 0
-}
-
-func (x *OpenJob) GetSeed() uint64 {
-	if x != nil {
-		return x.Seed
-	}
-	return 0
-}
-
-func (x *OpenJob) GetShuffle() bool {
-	if x != nil {
-		return x.Shuffle
-	}
-	return false
 }
 
 func (x *OpenJob) GetEpoch() uint64 {
@@ -369,39 +472,11 @@ func (x *OpenJob) GetEpoch() uint64 {
 	return 0
 }
 
-func (x *OpenJob) GetRank() uint32 {
+func (x *OpenJob) GetEpochs() uint64 {
 	if x != nil {
-		return x.Rank
+		return x.Epochs
 	}
 	return 0
-}
-
-func (x *OpenJob) GetWorldSize() uint32 {
-	if x != nil {
-		return x.WorldSize
-	}
-	return 0
-}
-
-func (x *OpenJob) GetDropLast() bool {
-	if x != nil {
-		return x.DropLast
-	}
-	return false
-}
-
-func (x *OpenJob) GetAsReady() bool {
-	if x != nil {
-		return x.AsReady
-	}
-	return false
-}
-
-func (x *OpenJob) GetLayout() Layout {
-	if x != nil {
-		return x.Layout
-	}
-	return Layout_LAYOUT_UNSPECIFIED
 }
 
 func (x *OpenJob) GetCredits() uint32 {
@@ -411,6 +486,13 @@ func (x *OpenJob) GetCredits() uint32 {
 	return 0
 }
 
+func (x *OpenJob) GetAsReady() bool {
+	if x != nil {
+		return x.AsReady
+	}
+	return false
+}
+
 func (x *OpenJob) GetStartBatch() uint64 {
 	if x != nil {
 		return x.StartBatch
@@ -418,11 +500,125 @@ func (x *OpenJob) GetStartBatch() uint64 {
 	return 0
 }
 
-func (x *OpenJob) GetFailPolicy() FailPolicy {
+func (x *OpenJob) GetSkipBatches() []uint64 {
 	if x != nil {
-		return x.FailPolicy
+		return x.SkipBatches
 	}
-	return FailPolicy_FAIL_POLICY_UNSPECIFIED
+	return nil
+}
+
+func (x *OpenJob) GetConsumed() uint64 {
+	if x != nil {
+		return x.Consumed
+	}
+	return 0
+}
+
+// DescribeJobRequest asks for one epoch's JobInfo.
+type DescribeJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Job   *JobSpec               `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	Epoch uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// As in OpenJob.consumed.
+	Consumed      uint64 `protobuf:"varint,3,opt,name=consumed,proto3" json:"consumed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeJobRequest) Reset() {
+	*x = DescribeJobRequest{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeJobRequest) ProtoMessage() {}
+
+func (x *DescribeJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeJobRequest.ProtoReflect.Descriptor instead.
+func (*DescribeJobRequest) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DescribeJobRequest) GetJob() *JobSpec {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+func (x *DescribeJobRequest) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *DescribeJobRequest) GetConsumed() uint64 {
+	if x != nil {
+		return x.Consumed
+	}
+	return 0
+}
+
+// DescribeJobResponse is the epoch's JobInfo.
+type DescribeJobResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Info          *JobInfo               `protobuf:"bytes,1,opt,name=info,proto3" json:"info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeJobResponse) Reset() {
+	*x = DescribeJobResponse{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeJobResponse) ProtoMessage() {}
+
+func (x *DescribeJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeJobResponse.ProtoReflect.Descriptor instead.
+func (*DescribeJobResponse) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *DescribeJobResponse) GetInfo() *JobInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
 }
 
 // TransformSpec is a named preset or an op list, with torchvision's names and
@@ -438,7 +634,7 @@ type TransformSpec struct {
 
 func (x *TransformSpec) Reset() {
 	*x = TransformSpec{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[2]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -450,7 +646,7 @@ func (x *TransformSpec) String() string {
 func (*TransformSpec) ProtoMessage() {}
 
 func (x *TransformSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[2]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -463,7 +659,7 @@ func (x *TransformSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransformSpec.ProtoReflect.Descriptor instead.
 func (*TransformSpec) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{2}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TransformSpec) GetPreset() string {
@@ -498,7 +694,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -510,7 +706,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -523,7 +719,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Op) GetOp() isOp_Op {
@@ -643,7 +839,7 @@ type RandomResizedCrop struct {
 
 func (x *RandomResizedCrop) Reset() {
 	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -655,7 +851,7 @@ func (x *RandomResizedCrop) String() string {
 func (*RandomResizedCrop) ProtoMessage() {}
 
 func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -668,7 +864,7 @@ func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
 func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{4}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RandomResizedCrop) GetHeight() uint32 {
@@ -724,7 +920,7 @@ type Resize struct {
 
 func (x *Resize) Reset() {
 	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -736,7 +932,7 @@ func (x *Resize) String() string {
 func (*Resize) ProtoMessage() {}
 
 func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -749,7 +945,7 @@ func (x *Resize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resize.ProtoReflect.Descriptor instead.
 func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{5}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Resize) GetHeight() uint32 {
@@ -777,7 +973,7 @@ type CenterCrop struct {
 
 func (x *CenterCrop) Reset() {
 	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -789,7 +985,7 @@ func (x *CenterCrop) String() string {
 func (*CenterCrop) ProtoMessage() {}
 
 func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -802,7 +998,7 @@ func (x *CenterCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
 func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{6}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CenterCrop) GetHeight() uint32 {
@@ -829,7 +1025,7 @@ type RandomHorizontalFlip struct {
 
 func (x *RandomHorizontalFlip) Reset() {
 	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -841,7 +1037,7 @@ func (x *RandomHorizontalFlip) String() string {
 func (*RandomHorizontalFlip) ProtoMessage() {}
 
 func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -854,7 +1050,7 @@ func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
 func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{7}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RandomHorizontalFlip) GetP() float64 {
@@ -876,7 +1072,7 @@ type ColorJitter struct {
 
 func (x *ColorJitter) Reset() {
 	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -888,7 +1084,7 @@ func (x *ColorJitter) String() string {
 func (*ColorJitter) ProtoMessage() {}
 
 func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -901,7 +1097,7 @@ func (x *ColorJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
 func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{8}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ColorJitter) GetBrightness() float64 {
@@ -937,7 +1133,7 @@ type Normalize struct {
 
 func (x *Normalize) Reset() {
 	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -949,7 +1145,7 @@ func (x *Normalize) String() string {
 func (*Normalize) ProtoMessage() {}
 
 func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -962,7 +1158,7 @@ func (x *Normalize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
 func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{9}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Normalize) GetMean() []float64 {
@@ -994,7 +1190,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1006,7 +1202,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1019,7 +1215,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{10}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -1059,7 +1255,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1071,7 +1267,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1084,7 +1280,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{11}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -1158,7 +1354,8 @@ func (*FeedResponse_Chunk) isFeedResponse_Msg() {}
 
 func (*FeedResponse_End) isFeedResponse_Msg() {}
 
-// JobInfo is the first response: the job as the server understood it.
+// JobInfo opens each epoch on a Feed stream: the job as the server
+// understood it.
 type JobInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Epoch uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
@@ -1180,7 +1377,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1192,7 +1389,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1205,7 +1402,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{12}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -1291,7 +1488,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1303,7 +1500,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1316,7 +1513,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{13}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -1388,7 +1585,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1597,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1610,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -1437,19 +1634,21 @@ func (x *SampleError) GetReason() string {
 	return ""
 }
 
-// Chunk is a piece of a batch's pixels, at most JobInfo.max_chunk_bytes.
+// Chunk is a piece of a batch's pixels, at most JobInfo.max_chunk_bytes
+// (WorkerInfo.max_chunk_bytes on a Work stream).
 type Chunk struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Number        uint64                 `protobuf:"varint,1,opt,name=number,proto3" json:"number,omitempty"`
-	Offset        uint64                 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
-	Data          []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The batch number on a Feed stream, the lease id on a Work stream.
+	Number        uint64 `protobuf:"varint,1,opt,name=number,proto3" json:"number,omitempty"`
+	Offset        uint64 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Data          []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1461,7 +1660,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1474,7 +1673,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -1511,7 +1710,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1523,7 +1722,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1536,7 +1735,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -1576,7 +1775,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1588,7 +1787,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1601,7 +1800,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -1614,7 +1813,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1626,7 +1825,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1639,7 +1838,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -1664,7 +1863,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1676,7 +1875,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1689,7 +1888,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -1727,6 +1926,585 @@ func (x *DatasetInfo) GetFormat() string {
 	return ""
 }
 
+// WorkRequest is a message from a coordinator on a Work stream.
+type WorkRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*WorkRequest_Job
+	//	*WorkRequest_Lease
+	//	*WorkRequest_Cancel
+	Msg           isWorkRequest_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkRequest) Reset() {
+	*x = WorkRequest{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkRequest) ProtoMessage() {}
+
+func (x *WorkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
+func (*WorkRequest) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *WorkRequest) GetJob() *WorkJob {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkRequest_Job); ok {
+			return x.Job
+		}
+	}
+	return nil
+}
+
+func (x *WorkRequest) GetLease() *Lease {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkRequest_Lease); ok {
+			return x.Lease
+		}
+	}
+	return nil
+}
+
+func (x *WorkRequest) GetCancel() *CancelLease {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkRequest_Cancel); ok {
+			return x.Cancel
+		}
+	}
+	return nil
+}
+
+type isWorkRequest_Msg interface {
+	isWorkRequest_Msg()
+}
+
+type WorkRequest_Job struct {
+	// Registers a job under an id that later leases name.
+	Job *WorkJob `protobuf:"bytes,1,opt,name=job,proto3,oneof"`
+}
+
+type WorkRequest_Lease struct {
+	Lease *Lease `protobuf:"bytes,2,opt,name=lease,proto3,oneof"`
+}
+
+type WorkRequest_Cancel struct {
+	// Drops a lease: its result is no longer wanted.
+	Cancel *CancelLease `protobuf:"bytes,3,opt,name=cancel,proto3,oneof"`
+}
+
+func (*WorkRequest_Job) isWorkRequest_Msg() {}
+
+func (*WorkRequest_Lease) isWorkRequest_Msg() {}
+
+func (*WorkRequest_Cancel) isWorkRequest_Msg() {}
+
+// WorkJob is a job a coordinator will lease batches of.
+type WorkJob struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unique on the stream.
+	Id            uint64   `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Spec          *JobSpec `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkJob) Reset() {
+	*x = WorkJob{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkJob) ProtoMessage() {}
+
+func (x *WorkJob) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
+func (*WorkJob) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *WorkJob) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *WorkJob) GetSpec() *JobSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+// Lease asks the worker to make one batch.
+type Lease struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unique on the stream; Chunk.number and the answers carry it.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// A WorkJob.id registered earlier on the stream.
+	Job   uint64 `protobuf:"varint,2,opt,name=job,proto3" json:"job,omitempty"`
+	Epoch uint64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// The batch number in its epoch.
+	Number uint64 `protobuf:"varint,4,opt,name=number,proto3" json:"number,omitempty"`
+	// The batch's samples, as the coordinator's plan has them.
+	Indices       []int64 `protobuf:"varint,5,rep,packed,name=indices,proto3" json:"indices,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Lease) Reset() {
+	*x = Lease{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Lease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Lease) ProtoMessage() {}
+
+func (x *Lease) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Lease.ProtoReflect.Descriptor instead.
+func (*Lease) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *Lease) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Lease) GetJob() uint64 {
+	if x != nil {
+		return x.Job
+	}
+	return 0
+}
+
+func (x *Lease) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Lease) GetNumber() uint64 {
+	if x != nil {
+		return x.Number
+	}
+	return 0
+}
+
+func (x *Lease) GetIndices() []int64 {
+	if x != nil {
+		return x.Indices
+	}
+	return nil
+}
+
+// CancelLease withdraws a lease.
+type CancelLease struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelLease) Reset() {
+	*x = CancelLease{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelLease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelLease) ProtoMessage() {}
+
+func (x *CancelLease) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
+func (*CancelLease) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CancelLease) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+// WorkResponse is a message from a worker on a Work stream.
+type WorkResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*WorkResponse_Worker
+	//	*WorkResponse_Done
+	//	*WorkResponse_Chunk
+	//	*WorkResponse_Failed
+	Msg           isWorkResponse_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkResponse) Reset() {
+	*x = WorkResponse{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkResponse) ProtoMessage() {}
+
+func (x *WorkResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
+func (*WorkResponse) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *WorkResponse) GetWorker() *WorkerInfo {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkResponse_Worker); ok {
+			return x.Worker
+		}
+	}
+	return nil
+}
+
+func (x *WorkResponse) GetDone() *LeaseDone {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkResponse_Done); ok {
+			return x.Done
+		}
+	}
+	return nil
+}
+
+func (x *WorkResponse) GetChunk() *Chunk {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkResponse_Chunk); ok {
+			return x.Chunk
+		}
+	}
+	return nil
+}
+
+func (x *WorkResponse) GetFailed() *LeaseFailed {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkResponse_Failed); ok {
+			return x.Failed
+		}
+	}
+	return nil
+}
+
+type isWorkResponse_Msg interface {
+	isWorkResponse_Msg()
+}
+
+type WorkResponse_Worker struct {
+	// The first message: what the worker is.
+	Worker *WorkerInfo `protobuf:"bytes,1,opt,name=worker,proto3,oneof"`
+}
+
+type WorkResponse_Done struct {
+	// A lease's batch is made; its pixels follow in chunks.
+	Done *LeaseDone `protobuf:"bytes,2,opt,name=done,proto3,oneof"`
+}
+
+type WorkResponse_Chunk struct {
+	Chunk *Chunk `protobuf:"bytes,3,opt,name=chunk,proto3,oneof"`
+}
+
+type WorkResponse_Failed struct {
+	Failed *LeaseFailed `protobuf:"bytes,4,opt,name=failed,proto3,oneof"`
+}
+
+func (*WorkResponse_Worker) isWorkResponse_Msg() {}
+
+func (*WorkResponse_Done) isWorkResponse_Msg() {}
+
+func (*WorkResponse_Chunk) isWorkResponse_Msg() {}
+
+func (*WorkResponse_Failed) isWorkResponse_Msg() {}
+
+// WorkerInfo describes a worker.
+type WorkerInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Decode goroutines.
+	Workers uint32 `protobuf:"varint,1,opt,name=workers,proto3" json:"workers,omitempty"`
+	// The largest number of leases in flight the worker accepts on a stream.
+	MaxLeases uint32 `protobuf:"varint,2,opt,name=max_leases,json=maxLeases,proto3" json:"max_leases,omitempty"`
+	// The largest chunk the worker sends.
+	MaxChunkBytes uint32 `protobuf:"varint,3,opt,name=max_chunk_bytes,json=maxChunkBytes,proto3" json:"max_chunk_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerInfo) Reset() {
+	*x = WorkerInfo{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerInfo) ProtoMessage() {}
+
+func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
+func (*WorkerInfo) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *WorkerInfo) GetWorkers() uint32 {
+	if x != nil {
+		return x.Workers
+	}
+	return 0
+}
+
+func (x *WorkerInfo) GetMaxLeases() uint32 {
+	if x != nil {
+		return x.MaxLeases
+	}
+	return 0
+}
+
+func (x *WorkerInfo) GetMaxChunkBytes() uint32 {
+	if x != nil {
+		return x.MaxChunkBytes
+	}
+	return 0
+}
+
+// LeaseDone carries a made batch's header.
+type LeaseDone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lease         uint64                 `protobuf:"varint,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	Batch         *BatchHeader           `protobuf:"bytes,2,opt,name=batch,proto3" json:"batch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseDone) Reset() {
+	*x = LeaseDone{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseDone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseDone) ProtoMessage() {}
+
+func (x *LeaseDone) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
+func (*LeaseDone) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *LeaseDone) GetLease() uint64 {
+	if x != nil {
+		return x.Lease
+	}
+	return 0
+}
+
+func (x *LeaseDone) GetBatch() *BatchHeader {
+	if x != nil {
+		return x.Batch
+	}
+	return nil
+}
+
+// LeaseFailed says a lease could not be made. A job the worker refuses
+// (unknown dataset, another fingerprint, invalid spec) fails every lease of
+// it with the same code and message.
+type LeaseFailed struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Lease uint64                 `protobuf:"varint,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	// A google.rpc.Code value.
+	Code          uint32 `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseFailed) Reset() {
+	*x = LeaseFailed{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseFailed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseFailed) ProtoMessage() {}
+
+func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
+func (*LeaseFailed) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *LeaseFailed) GetLease() uint64 {
+	if x != nil {
+		return x.Lease
+	}
+	return 0
+}
+
+func (x *LeaseFailed) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *LeaseFailed) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_stoker_v1_stoker_proto protoreflect.FileDescriptor
 
 const file_stoker_v1_stoker_proto_rawDesc = "" +
@@ -1735,27 +2513,39 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\vFeedRequest\x12(\n" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06creditB\x05\n" +
-	"\x03msg\"\xc7\x03\n" +
-	"\aOpenJob\x12\x18\n" +
-	"\adataset\x18\x01 \x01(\tR\adataset\x126\n" +
-	"\ttransform\x18\x02 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\x12\x1d\n" +
+	"\x03msg\"\xfd\x02\n" +
+	"\aJobSpec\x12\x18\n" +
+	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
+	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
+	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\x12\x1d\n" +
 	"\n" +
-	"batch_size\x18\x03 \x01(\rR\tbatchSize\x12\x12\n" +
-	"\x04seed\x18\x04 \x01(\x04R\x04seed\x12\x18\n" +
-	"\ashuffle\x18\x05 \x01(\bR\ashuffle\x12\x14\n" +
-	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\x12\x12\n" +
+	"batch_size\x18\x04 \x01(\rR\tbatchSize\x12\x12\n" +
+	"\x04seed\x18\x05 \x01(\x04R\x04seed\x12\x18\n" +
+	"\ashuffle\x18\x06 \x01(\bR\ashuffle\x12\x12\n" +
 	"\x04rank\x18\a \x01(\rR\x04rank\x12\x1d\n" +
 	"\n" +
 	"world_size\x18\b \x01(\rR\tworldSize\x12\x1b\n" +
-	"\tdrop_last\x18\t \x01(\bR\bdropLast\x12\x19\n" +
-	"\bas_ready\x18\n" +
-	" \x01(\bR\aasReady\x12)\n" +
-	"\x06layout\x18\v \x01(\x0e2\x11.stoker.v1.LayoutR\x06layout\x12\x18\n" +
-	"\acredits\x18\f \x01(\rR\acredits\x12\x1f\n" +
-	"\vstart_batch\x18\r \x01(\x04R\n" +
-	"startBatch\x126\n" +
-	"\vfail_policy\x18\x0e \x01(\x0e2\x15.stoker.v1.FailPolicyR\n" +
-	"failPolicy\"H\n" +
+	"\tdrop_last\x18\t \x01(\bR\bdropLast\x12)\n" +
+	"\x06layout\x18\n" +
+	" \x01(\x0e2\x11.stoker.v1.LayoutR\x06layout\x126\n" +
+	"\vfail_policy\x18\v \x01(\x0e2\x15.stoker.v1.FailPolicyR\n" +
+	"failPolicy\"\xf2\x01\n" +
+	"\aOpenJob\x12$\n" +
+	"\x03job\x18\x01 \x01(\v2\x12.stoker.v1.JobSpecR\x03job\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x16\n" +
+	"\x06epochs\x18\x03 \x01(\x04R\x06epochs\x12\x18\n" +
+	"\acredits\x18\x04 \x01(\rR\acredits\x12\x19\n" +
+	"\bas_ready\x18\x05 \x01(\bR\aasReady\x12\x1f\n" +
+	"\vstart_batch\x18\x06 \x01(\x04R\n" +
+	"startBatch\x12!\n" +
+	"\fskip_batches\x18\a \x03(\x04R\vskipBatches\x12\x1a\n" +
+	"\bconsumed\x18\b \x01(\x04R\bconsumed\"l\n" +
+	"\x12DescribeJobRequest\x12$\n" +
+	"\x03job\x18\x01 \x01(\v2\x12.stoker.v1.JobSpecR\x03job\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
+	"\bconsumed\x18\x03 \x01(\x04R\bconsumed\"=\n" +
+	"\x13DescribeJobResponse\x12&\n" +
+	"\x04info\x18\x01 \x01(\v2\x12.stoker.v1.JobInfoR\x04info\"H\n" +
 	"\rTransformSpec\x12\x16\n" +
 	"\x06preset\x18\x01 \x01(\tR\x06preset\x12\x1f\n" +
 	"\x03ops\x18\x02 \x03(\v2\r.stoker.v1.OpR\x03ops\"\x8d\x03\n" +
@@ -1847,7 +2637,42 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x18\n" +
 	"\aclasses\x18\x03 \x03(\tR\aclasses\x12 \n" +
 	"\vfingerprint\x18\x04 \x01(\tR\vfingerprint\x12\x16\n" +
-	"\x06format\x18\x05 \x01(\tR\x06format*B\n" +
+	"\x06format\x18\x05 \x01(\tR\x06format\"\x98\x01\n" +
+	"\vWorkRequest\x12&\n" +
+	"\x03job\x18\x01 \x01(\v2\x12.stoker.v1.WorkJobH\x00R\x03job\x12(\n" +
+	"\x05lease\x18\x02 \x01(\v2\x10.stoker.v1.LeaseH\x00R\x05lease\x120\n" +
+	"\x06cancel\x18\x03 \x01(\v2\x16.stoker.v1.CancelLeaseH\x00R\x06cancelB\x05\n" +
+	"\x03msg\"A\n" +
+	"\aWorkJob\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12&\n" +
+	"\x04spec\x18\x02 \x01(\v2\x12.stoker.v1.JobSpecR\x04spec\"q\n" +
+	"\x05Lease\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x10\n" +
+	"\x03job\x18\x02 \x01(\x04R\x03job\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\x16\n" +
+	"\x06number\x18\x04 \x01(\x04R\x06number\x12\x18\n" +
+	"\aindices\x18\x05 \x03(\x03R\aindices\"\x1d\n" +
+	"\vCancelLease\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\"\xce\x01\n" +
+	"\fWorkResponse\x12/\n" +
+	"\x06worker\x18\x01 \x01(\v2\x15.stoker.v1.WorkerInfoH\x00R\x06worker\x12*\n" +
+	"\x04done\x18\x02 \x01(\v2\x14.stoker.v1.LeaseDoneH\x00R\x04done\x12(\n" +
+	"\x05chunk\x18\x03 \x01(\v2\x10.stoker.v1.ChunkH\x00R\x05chunk\x120\n" +
+	"\x06failed\x18\x04 \x01(\v2\x16.stoker.v1.LeaseFailedH\x00R\x06failedB\x05\n" +
+	"\x03msg\"m\n" +
+	"\n" +
+	"WorkerInfo\x12\x18\n" +
+	"\aworkers\x18\x01 \x01(\rR\aworkers\x12\x1d\n" +
+	"\n" +
+	"max_leases\x18\x02 \x01(\rR\tmaxLeases\x12&\n" +
+	"\x0fmax_chunk_bytes\x18\x03 \x01(\rR\rmaxChunkBytes\"O\n" +
+	"\tLeaseDone\x12\x14\n" +
+	"\x05lease\x18\x01 \x01(\x04R\x05lease\x12,\n" +
+	"\x05batch\x18\x02 \x01(\v2\x16.stoker.v1.BatchHeaderR\x05batch\"Q\n" +
+	"\vLeaseFailed\x12\x14\n" +
+	"\x05lease\x18\x01 \x01(\x04R\x05lease\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\rR\x04code\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage*B\n" +
 	"\x06Layout\x12\x16\n" +
 	"\x12LAYOUT_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vLAYOUT_NCHW\x10\x01\x12\x0f\n" +
@@ -1860,10 +2685,13 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x05Dtype\x12\x15\n" +
 	"\x11DTYPE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vDTYPE_UINT8\x10\x01\x12\x11\n" +
-	"\rDTYPE_FLOAT32\x10\x022\x9b\x01\n" +
+	"\rDTYPE_FLOAT32\x10\x022\xe9\x01\n" +
 	"\vFeedService\x12;\n" +
 	"\x04Feed\x12\x16.stoker.v1.FeedRequest\x1a\x17.stoker.v1.FeedResponse(\x010\x01\x12O\n" +
-	"\fListDatasets\x12\x1e.stoker.v1.ListDatasetsRequest\x1a\x1f.stoker.v1.ListDatasetsResponseB7Z5github.com/stoker-dev/stoker/proto/stoker/v1;stokerv1b\x06proto3"
+	"\fListDatasets\x12\x1e.stoker.v1.ListDatasetsRequest\x1a\x1f.stoker.v1.ListDatasetsResponse\x12L\n" +
+	"\vDescribeJob\x12\x1d.stoker.v1.DescribeJobRequest\x1a\x1e.stoker.v1.DescribeJobResponse2J\n" +
+	"\vWorkService\x12;\n" +
+	"\x04Work\x12\x16.stoker.v1.WorkRequest\x1a\x17.stoker.v1.WorkResponse(\x010\x01B7Z5github.com/stoker-dev/stoker/proto/stoker/v1;stokerv1b\x06proto3"
 
 var (
 	file_stoker_v1_stoker_proto_rawDescOnce sync.Once
@@ -1878,62 +2706,89 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Layout)(0),                  // 0: stoker.v1.Layout
 	(FailPolicy)(0),              // 1: stoker.v1.FailPolicy
 	(Dtype)(0),                   // 2: stoker.v1.Dtype
 	(*FeedRequest)(nil),          // 3: stoker.v1.FeedRequest
-	(*OpenJob)(nil),              // 4: stoker.v1.OpenJob
-	(*TransformSpec)(nil),        // 5: stoker.v1.TransformSpec
-	(*Op)(nil),                   // 6: stoker.v1.Op
-	(*RandomResizedCrop)(nil),    // 7: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),               // 8: stoker.v1.Resize
-	(*CenterCrop)(nil),           // 9: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil), // 10: stoker.v1.RandomHorizontalFlip
-	(*ColorJitter)(nil),          // 11: stoker.v1.ColorJitter
-	(*Normalize)(nil),            // 12: stoker.v1.Normalize
-	(*Credit)(nil),               // 13: stoker.v1.Credit
-	(*FeedResponse)(nil),         // 14: stoker.v1.FeedResponse
-	(*JobInfo)(nil),              // 15: stoker.v1.JobInfo
-	(*BatchHeader)(nil),          // 16: stoker.v1.BatchHeader
-	(*SampleError)(nil),          // 17: stoker.v1.SampleError
-	(*Chunk)(nil),                // 18: stoker.v1.Chunk
-	(*EpochEnd)(nil),             // 19: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),  // 20: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil), // 21: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),          // 22: stoker.v1.DatasetInfo
+	(*JobSpec)(nil),              // 4: stoker.v1.JobSpec
+	(*OpenJob)(nil),              // 5: stoker.v1.OpenJob
+	(*DescribeJobRequest)(nil),   // 6: stoker.v1.DescribeJobRequest
+	(*DescribeJobResponse)(nil),  // 7: stoker.v1.DescribeJobResponse
+	(*TransformSpec)(nil),        // 8: stoker.v1.TransformSpec
+	(*Op)(nil),                   // 9: stoker.v1.Op
+	(*RandomResizedCrop)(nil),    // 10: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),               // 11: stoker.v1.Resize
+	(*CenterCrop)(nil),           // 12: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil), // 13: stoker.v1.RandomHorizontalFlip
+	(*ColorJitter)(nil),          // 14: stoker.v1.ColorJitter
+	(*Normalize)(nil),            // 15: stoker.v1.Normalize
+	(*Credit)(nil),               // 16: stoker.v1.Credit
+	(*FeedResponse)(nil),         // 17: stoker.v1.FeedResponse
+	(*JobInfo)(nil),              // 18: stoker.v1.JobInfo
+	(*BatchHeader)(nil),          // 19: stoker.v1.BatchHeader
+	(*SampleError)(nil),          // 20: stoker.v1.SampleError
+	(*Chunk)(nil),                // 21: stoker.v1.Chunk
+	(*EpochEnd)(nil),             // 22: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),  // 23: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil), // 24: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),          // 25: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),          // 26: stoker.v1.WorkRequest
+	(*WorkJob)(nil),              // 27: stoker.v1.WorkJob
+	(*Lease)(nil),                // 28: stoker.v1.Lease
+	(*CancelLease)(nil),          // 29: stoker.v1.CancelLease
+	(*WorkResponse)(nil),         // 30: stoker.v1.WorkResponse
+	(*WorkerInfo)(nil),           // 31: stoker.v1.WorkerInfo
+	(*LeaseDone)(nil),            // 32: stoker.v1.LeaseDone
+	(*LeaseFailed)(nil),          // 33: stoker.v1.LeaseFailed
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
-	4,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	13, // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
-	5,  // 2: stoker.v1.OpenJob.transform:type_name -> stoker.v1.TransformSpec
-	0,  // 3: stoker.v1.OpenJob.layout:type_name -> stoker.v1.Layout
-	1,  // 4: stoker.v1.OpenJob.fail_policy:type_name -> stoker.v1.FailPolicy
-	6,  // 5: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
-	7,  // 6: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	8,  // 7: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	9,  // 8: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	10, // 9: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	11, // 10: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	12, // 11: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	15, // 12: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	16, // 13: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	18, // 14: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	19, // 15: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	2,  // 16: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	2,  // 17: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	17, // 18: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	22, // 19: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	3,  // 20: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	20, // 21: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14, // 22: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	21, // 23: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	22, // [22:24] is the sub-list for method output_type
-	20, // [20:22] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	5,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
+	16, // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	8,  // 2: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
+	0,  // 3: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
+	1,  // 4: stoker.v1.JobSpec.fail_policy:type_name -> stoker.v1.FailPolicy
+	4,  // 5: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
+	4,  // 6: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
+	18, // 7: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	9,  // 8: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
+	10, // 9: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	11, // 10: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	12, // 11: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	13, // 12: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	14, // 13: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	15, // 14: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	18, // 15: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	19, // 16: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	21, // 17: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	22, // 18: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	2,  // 19: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	2,  // 20: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	20, // 21: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	25, // 22: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	27, // 23: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	28, // 24: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	29, // 25: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	4,  // 26: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	31, // 27: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	32, // 28: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	21, // 29: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	33, // 30: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	19, // 31: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	3,  // 32: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	23, // 33: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	6,  // 34: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	26, // 35: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	17, // 36: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	24, // 37: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	7,  // 38: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	30, // 39: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	36, // [36:40] is the sub-list for method output_type
+	32, // [32:36] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -1945,7 +2800,7 @@ func file_stoker_v1_stoker_proto_init() {
 		(*FeedRequest_Open)(nil),
 		(*FeedRequest_Credit)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[3].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[6].OneofWrappers = []any{
 		(*Op_RandomResizedCrop)(nil),
 		(*Op_Resize)(nil),
 		(*Op_CenterCrop)(nil),
@@ -1953,12 +2808,23 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_ColorJitter)(nil),
 		(*Op_Normalize)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[7].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[11].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[10].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
+	}
+	file_stoker_v1_stoker_proto_msgTypes[23].OneofWrappers = []any{
+		(*WorkRequest_Job)(nil),
+		(*WorkRequest_Lease)(nil),
+		(*WorkRequest_Cancel)(nil),
+	}
+	file_stoker_v1_stoker_proto_msgTypes[27].OneofWrappers = []any{
+		(*WorkResponse_Worker)(nil),
+		(*WorkResponse_Done)(nil),
+		(*WorkResponse_Chunk)(nil),
+		(*WorkResponse_Failed)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1966,9 +2832,9 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   20,
+			NumMessages:   31,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_stoker_v1_stoker_proto_goTypes,
 		DependencyIndexes: file_stoker_v1_stoker_proto_depIdxs,

@@ -24,6 +24,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	FeedService_Feed_FullMethodName         = "/stoker.v1.FeedService/Feed"
 	FeedService_ListDatasets_FullMethodName = "/stoker.v1.FeedService/ListDatasets"
+	FeedService_DescribeJob_FullMethodName  = "/stoker.v1.FeedService/DescribeJob"
 )
 
 // FeedServiceClient is the client API for FeedService service.
@@ -32,14 +33,21 @@ const (
 //
 // FeedService is what trainers talk to.
 type FeedServiceClient interface {
-	// Feed streams one epoch of one job. The trainer's first message opens the
-	// job (FeedRequest.open); later ones grant credits and report how long the
-	// trainer waited. The server answers with JobInfo, then for each batch a
-	// BatchHeader followed by the Chunks of its pixels, then EpochEnd, and
-	// closes the stream.
+	// Feed streams a job's batches, epoch after epoch, for as long as the
+	// trainer keeps the stream open. The trainer's first message opens the job
+	// (FeedRequest.open); later ones grant credits and report how long the
+	// trainer waited. For each epoch the server sends JobInfo, then for each
+	// batch a BatchHeader followed by the Chunks of its pixels, then EpochEnd;
+	// then the next epoch's JobInfo, and so on. The next epoch's first batches
+	// are made before the current one ends, as credits and the window allow.
+	// OpenJob.epochs bounds the epochs a stream runs (0: until the trainer
+	// closes it); after the last EpochEnd the server closes the stream.
 	Feed(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[FeedRequest, FeedResponse], error)
 	// ListDatasets names the datasets this server serves.
 	ListDatasets(ctx context.Context, in *ListDatasetsRequest, opts ...grpc.CallOption) (*ListDatasetsResponse, error)
+	// DescribeJob validates a job and returns the JobInfo of one of its epochs
+	// without making any batch (what len(loader) asks).
+	DescribeJob(ctx context.Context, in *DescribeJobRequest, opts ...grpc.CallOption) (*DescribeJobResponse, error)
 }
 
 type feedServiceClient struct {
@@ -73,20 +81,37 @@ func (c *feedServiceClient) ListDatasets(ctx context.Context, in *ListDatasetsRe
 	return out, nil
 }
 
+func (c *feedServiceClient) DescribeJob(ctx context.Context, in *DescribeJobRequest, opts ...grpc.CallOption) (*DescribeJobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DescribeJobResponse)
+	err := c.cc.Invoke(ctx, FeedService_DescribeJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // FeedServiceServer is the server API for FeedService service.
 // All implementations must embed UnimplementedFeedServiceServer
 // for forward compatibility.
 //
 // FeedService is what trainers talk to.
 type FeedServiceServer interface {
-	// Feed streams one epoch of one job. The trainer's first message opens the
-	// job (FeedRequest.open); later ones grant credits and report how long the
-	// trainer waited. The server answers with JobInfo, then for each batch a
-	// BatchHeader followed by the Chunks of its pixels, then EpochEnd, and
-	// closes the stream.
+	// Feed streams a job's batches, epoch after epoch, for as long as the
+	// trainer keeps the stream open. The trainer's first message opens the job
+	// (FeedRequest.open); later ones grant credits and report how long the
+	// trainer waited. For each epoch the server sends JobInfo, then for each
+	// batch a BatchHeader followed by the Chunks of its pixels, then EpochEnd;
+	// then the next epoch's JobInfo, and so on. The next epoch's first batches
+	// are made before the current one ends, as credits and the window allow.
+	// OpenJob.epochs bounds the epochs a stream runs (0: until the trainer
+	// closes it); after the last EpochEnd the server closes the stream.
 	Feed(grpc.BidiStreamingServer[FeedRequest, FeedResponse]) error
 	// ListDatasets names the datasets this server serves.
 	ListDatasets(context.Context, *ListDatasetsRequest) (*ListDatasetsResponse, error)
+	// DescribeJob validates a job and returns the JobInfo of one of its epochs
+	// without making any batch (what len(loader) asks).
+	DescribeJob(context.Context, *DescribeJobRequest) (*DescribeJobResponse, error)
 	mustEmbedUnimplementedFeedServiceServer()
 }
 
@@ -102,6 +127,9 @@ func (UnimplementedFeedServiceServer) Feed(grpc.BidiStreamingServer[FeedRequest,
 }
 func (UnimplementedFeedServiceServer) ListDatasets(context.Context, *ListDatasetsRequest) (*ListDatasetsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListDatasets not implemented")
+}
+func (UnimplementedFeedServiceServer) DescribeJob(context.Context, *DescribeJobRequest) (*DescribeJobResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DescribeJob not implemented")
 }
 func (UnimplementedFeedServiceServer) mustEmbedUnimplementedFeedServiceServer() {}
 func (UnimplementedFeedServiceServer) testEmbeddedByValue()                     {}
@@ -149,6 +177,24 @@ func _FeedService_ListDatasets_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _FeedService_DescribeJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DescribeJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FeedServiceServer).DescribeJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FeedService_DescribeJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FeedServiceServer).DescribeJob(ctx, req.(*DescribeJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // FeedService_ServiceDesc is the grpc.ServiceDesc for FeedService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -160,11 +206,133 @@ var FeedService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "ListDatasets",
 			Handler:    _FeedService_ListDatasets_Handler,
 		},
+		{
+			MethodName: "DescribeJob",
+			Handler:    _FeedService_DescribeJob_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Feed",
 			Handler:       _FeedService_Feed_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
+	Metadata: "stoker/v1/stoker.proto",
+}
+
+const (
+	WorkService_Work_FullMethodName = "/stoker.v1.WorkService/Work"
+)
+
+// WorkServiceClient is the client API for WorkService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// WorkService is what coordinators talk to: every stoker serve makes
+// batches for other servers' jobs. Workers are stateless: a lease carries
+// everything needed to make its batch, and the bytes of a batch do not
+// depend on the worker that made it.
+type WorkServiceClient interface {
+	// Work is one coordinator's stream to this worker. The coordinator
+	// registers jobs (WorkRequest.job) and leases batches of them
+	// (WorkRequest.lease); the worker answers each lease with a BatchHeader
+	// (WorkResponse.done) followed by the Chunks of its pixels (Chunk.number
+	// is the lease id), or with LeaseFailed. Leases are answered in the order
+	// they finish, not the order they were sent.
+	Work(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WorkRequest, WorkResponse], error)
+}
+
+type workServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewWorkServiceClient(cc grpc.ClientConnInterface) WorkServiceClient {
+	return &workServiceClient{cc}
+}
+
+func (c *workServiceClient) Work(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WorkRequest, WorkResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &WorkService_ServiceDesc.Streams[0], WorkService_Work_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WorkRequest, WorkResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type WorkService_WorkClient = grpc.BidiStreamingClient[WorkRequest, WorkResponse]
+
+// WorkServiceServer is the server API for WorkService service.
+// All implementations must embed UnimplementedWorkServiceServer
+// for forward compatibility.
+//
+// WorkService is what coordinators talk to: every stoker serve makes
+// batches for other servers' jobs. Workers are stateless: a lease carries
+// everything needed to make its batch, and the bytes of a batch do not
+// depend on the worker that made it.
+type WorkServiceServer interface {
+	// Work is one coordinator's stream to this worker. The coordinator
+	// registers jobs (WorkRequest.job) and leases batches of them
+	// (WorkRequest.lease); the worker answers each lease with a BatchHeader
+	// (WorkResponse.done) followed by the Chunks of its pixels (Chunk.number
+	// is the lease id), or with LeaseFailed. Leases are answered in the order
+	// they finish, not the order they were sent.
+	Work(grpc.BidiStreamingServer[WorkRequest, WorkResponse]) error
+	mustEmbedUnimplementedWorkServiceServer()
+}
+
+// UnimplementedWorkServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedWorkServiceServer struct{}
+
+func (UnimplementedWorkServiceServer) Work(grpc.BidiStreamingServer[WorkRequest, WorkResponse]) error {
+	return status.Error(codes.Unimplemented, "method Work not implemented")
+}
+func (UnimplementedWorkServiceServer) mustEmbedUnimplementedWorkServiceServer() {}
+func (UnimplementedWorkServiceServer) testEmbeddedByValue()                     {}
+
+// UnsafeWorkServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to WorkServiceServer will
+// result in compilation errors.
+type UnsafeWorkServiceServer interface {
+	mustEmbedUnimplementedWorkServiceServer()
+}
+
+func RegisterWorkServiceServer(s grpc.ServiceRegistrar, srv WorkServiceServer) {
+	// If the following call panics, it indicates UnimplementedWorkServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&WorkService_ServiceDesc, srv)
+}
+
+func _WorkService_Work_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(WorkServiceServer).Work(&grpc.GenericServerStream[WorkRequest, WorkResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type WorkService_WorkServer = grpc.BidiStreamingServer[WorkRequest, WorkResponse]
+
+// WorkService_ServiceDesc is the grpc.ServiceDesc for WorkService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var WorkService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "stoker.v1.WorkService",
+	HandlerType: (*WorkServiceServer)(nil),
+	Methods:     []grpc.MethodDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Work",
+			Handler:       _WorkService_Work_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},

@@ -42,37 +42,67 @@ class FeedRequest(_message.Message):
     credit: Credit
     def __init__(self, open: _Optional[_Union[OpenJob, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ...) -> None: ...
 
-class OpenJob(_message.Message):
-    __slots__ = ("dataset", "transform", "batch_size", "seed", "shuffle", "epoch", "rank", "world_size", "drop_last", "as_ready", "layout", "credits", "start_batch", "fail_policy")
+class JobSpec(_message.Message):
+    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy")
     DATASET_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     TRANSFORM_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     SHUFFLE_FIELD_NUMBER: _ClassVar[int]
-    EPOCH_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
     WORLD_SIZE_FIELD_NUMBER: _ClassVar[int]
     DROP_LAST_FIELD_NUMBER: _ClassVar[int]
-    AS_READY_FIELD_NUMBER: _ClassVar[int]
     LAYOUT_FIELD_NUMBER: _ClassVar[int]
-    CREDITS_FIELD_NUMBER: _ClassVar[int]
-    START_BATCH_FIELD_NUMBER: _ClassVar[int]
     FAIL_POLICY_FIELD_NUMBER: _ClassVar[int]
     dataset: str
+    fingerprint: str
     transform: TransformSpec
     batch_size: int
     seed: int
     shuffle: bool
-    epoch: int
     rank: int
     world_size: int
     drop_last: bool
-    as_ready: bool
     layout: Layout
-    credits: int
-    start_batch: int
     fail_policy: FailPolicy
-    def __init__(self, dataset: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., epoch: _Optional[int] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., as_ready: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., credits: _Optional[int] = ..., start_batch: _Optional[int] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ...) -> None: ...
+    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ...) -> None: ...
+
+class OpenJob(_message.Message):
+    __slots__ = ("job", "epoch", "epochs", "credits", "as_ready", "start_batch", "skip_batches", "consumed")
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    EPOCHS_FIELD_NUMBER: _ClassVar[int]
+    CREDITS_FIELD_NUMBER: _ClassVar[int]
+    AS_READY_FIELD_NUMBER: _ClassVar[int]
+    START_BATCH_FIELD_NUMBER: _ClassVar[int]
+    SKIP_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    CONSUMED_FIELD_NUMBER: _ClassVar[int]
+    job: JobSpec
+    epoch: int
+    epochs: int
+    credits: int
+    as_ready: bool
+    start_batch: int
+    skip_batches: _containers.RepeatedScalarFieldContainer[int]
+    consumed: int
+    def __init__(self, job: _Optional[_Union[JobSpec, _Mapping]] = ..., epoch: _Optional[int] = ..., epochs: _Optional[int] = ..., credits: _Optional[int] = ..., as_ready: _Optional[bool] = ..., start_batch: _Optional[int] = ..., skip_batches: _Optional[_Iterable[int]] = ..., consumed: _Optional[int] = ...) -> None: ...
+
+class DescribeJobRequest(_message.Message):
+    __slots__ = ("job", "epoch", "consumed")
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    CONSUMED_FIELD_NUMBER: _ClassVar[int]
+    job: JobSpec
+    epoch: int
+    consumed: int
+    def __init__(self, job: _Optional[_Union[JobSpec, _Mapping]] = ..., epoch: _Optional[int] = ..., consumed: _Optional[int] = ...) -> None: ...
+
+class DescribeJobResponse(_message.Message):
+    __slots__ = ("info",)
+    INFO_FIELD_NUMBER: _ClassVar[int]
+    info: JobInfo
+    def __init__(self, info: _Optional[_Union[JobInfo, _Mapping]] = ...) -> None: ...
 
 class TransformSpec(_message.Message):
     __slots__ = ("preset", "ops")
@@ -273,3 +303,81 @@ class DatasetInfo(_message.Message):
     fingerprint: str
     format: str
     def __init__(self, name: _Optional[str] = ..., size: _Optional[int] = ..., classes: _Optional[_Iterable[str]] = ..., fingerprint: _Optional[str] = ..., format: _Optional[str] = ...) -> None: ...
+
+class WorkRequest(_message.Message):
+    __slots__ = ("job", "lease", "cancel")
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    LEASE_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    job: WorkJob
+    lease: Lease
+    cancel: CancelLease
+    def __init__(self, job: _Optional[_Union[WorkJob, _Mapping]] = ..., lease: _Optional[_Union[Lease, _Mapping]] = ..., cancel: _Optional[_Union[CancelLease, _Mapping]] = ...) -> None: ...
+
+class WorkJob(_message.Message):
+    __slots__ = ("id", "spec")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    spec: JobSpec
+    def __init__(self, id: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ...) -> None: ...
+
+class Lease(_message.Message):
+    __slots__ = ("id", "job", "epoch", "number", "indices")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    INDICES_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    job: int
+    epoch: int
+    number: int
+    indices: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, id: _Optional[int] = ..., job: _Optional[int] = ..., epoch: _Optional[int] = ..., number: _Optional[int] = ..., indices: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class CancelLease(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    def __init__(self, id: _Optional[int] = ...) -> None: ...
+
+class WorkResponse(_message.Message):
+    __slots__ = ("worker", "done", "chunk", "failed")
+    WORKER_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    worker: WorkerInfo
+    done: LeaseDone
+    chunk: Chunk
+    failed: LeaseFailed
+    def __init__(self, worker: _Optional[_Union[WorkerInfo, _Mapping]] = ..., done: _Optional[_Union[LeaseDone, _Mapping]] = ..., chunk: _Optional[_Union[Chunk, _Mapping]] = ..., failed: _Optional[_Union[LeaseFailed, _Mapping]] = ...) -> None: ...
+
+class WorkerInfo(_message.Message):
+    __slots__ = ("workers", "max_leases", "max_chunk_bytes")
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    MAX_LEASES_FIELD_NUMBER: _ClassVar[int]
+    MAX_CHUNK_BYTES_FIELD_NUMBER: _ClassVar[int]
+    workers: int
+    max_leases: int
+    max_chunk_bytes: int
+    def __init__(self, workers: _Optional[int] = ..., max_leases: _Optional[int] = ..., max_chunk_bytes: _Optional[int] = ...) -> None: ...
+
+class LeaseDone(_message.Message):
+    __slots__ = ("lease", "batch")
+    LEASE_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
+    lease: int
+    batch: BatchHeader
+    def __init__(self, lease: _Optional[int] = ..., batch: _Optional[_Union[BatchHeader, _Mapping]] = ...) -> None: ...
+
+class LeaseFailed(_message.Message):
+    __slots__ = ("lease", "code", "message")
+    LEASE_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    lease: int
+    code: int
+    message: str
+    def __init__(self, lease: _Optional[int] = ..., code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...

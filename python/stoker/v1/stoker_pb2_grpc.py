@@ -45,6 +45,11 @@ class FeedServiceStub:
                 request_serializer=stoker_dot_v1_dot_stoker__pb2.ListDatasetsRequest.SerializeToString,
                 response_deserializer=stoker_dot_v1_dot_stoker__pb2.ListDatasetsResponse.FromString,
                 _registered_method=True)
+        self.DescribeJob = channel.unary_unary(
+                '/stoker.v1.FeedService/DescribeJob',
+                request_serializer=stoker_dot_v1_dot_stoker__pb2.DescribeJobRequest.SerializeToString,
+                response_deserializer=stoker_dot_v1_dot_stoker__pb2.DescribeJobResponse.FromString,
+                _registered_method=True)
 
 
 class FeedServiceServicer:
@@ -52,11 +57,15 @@ class FeedServiceServicer:
     """
 
     def Feed(self, request_iterator, context):
-        """Feed streams one epoch of one job. The trainer's first message opens the
-        job (FeedRequest.open); later ones grant credits and report how long the
-        trainer waited. The server answers with JobInfo, then for each batch a
-        BatchHeader followed by the Chunks of its pixels, then EpochEnd, and
-        closes the stream.
+        """Feed streams a job's batches, epoch after epoch, for as long as the
+        trainer keeps the stream open. The trainer's first message opens the job
+        (FeedRequest.open); later ones grant credits and report how long the
+        trainer waited. For each epoch the server sends JobInfo, then for each
+        batch a BatchHeader followed by the Chunks of its pixels, then EpochEnd;
+        then the next epoch's JobInfo, and so on. The next epoch's first batches
+        are made before the current one ends, as credits and the window allow.
+        OpenJob.epochs bounds the epochs a stream runs (0: until the trainer
+        closes it); after the last EpochEnd the server closes the stream.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -64,6 +73,14 @@ class FeedServiceServicer:
 
     def ListDatasets(self, request, context):
         """ListDatasets names the datasets this server serves.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeJob(self, request, context):
+        """DescribeJob validates a job and returns the JobInfo of one of its epochs
+        without making any batch (what len(loader) asks).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -81,6 +98,11 @@ def add_FeedServiceServicer_to_server(servicer, server):
                     servicer.ListDatasets,
                     request_deserializer=stoker_dot_v1_dot_stoker__pb2.ListDatasetsRequest.FromString,
                     response_serializer=stoker_dot_v1_dot_stoker__pb2.ListDatasetsResponse.SerializeToString,
+            ),
+            'DescribeJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeJob,
+                    request_deserializer=stoker_dot_v1_dot_stoker__pb2.DescribeJobRequest.FromString,
+                    response_serializer=stoker_dot_v1_dot_stoker__pb2.DescribeJobResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -138,6 +160,123 @@ class FeedService:
             '/stoker.v1.FeedService/ListDatasets',
             stoker_dot_v1_dot_stoker__pb2.ListDatasetsRequest.SerializeToString,
             stoker_dot_v1_dot_stoker__pb2.ListDatasetsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/stoker.v1.FeedService/DescribeJob',
+            stoker_dot_v1_dot_stoker__pb2.DescribeJobRequest.SerializeToString,
+            stoker_dot_v1_dot_stoker__pb2.DescribeJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
+class WorkServiceStub:
+    """WorkService is what coordinators talk to: every stoker serve makes
+    batches for other servers' jobs. Workers are stateless: a lease carries
+    everything needed to make its batch, and the bytes of a batch do not
+    depend on the worker that made it.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Work = channel.stream_stream(
+                '/stoker.v1.WorkService/Work',
+                request_serializer=stoker_dot_v1_dot_stoker__pb2.WorkRequest.SerializeToString,
+                response_deserializer=stoker_dot_v1_dot_stoker__pb2.WorkResponse.FromString,
+                _registered_method=True)
+
+
+class WorkServiceServicer:
+    """WorkService is what coordinators talk to: every stoker serve makes
+    batches for other servers' jobs. Workers are stateless: a lease carries
+    everything needed to make its batch, and the bytes of a batch do not
+    depend on the worker that made it.
+    """
+
+    def Work(self, request_iterator, context):
+        """Work is one coordinator's stream to this worker. The coordinator
+        registers jobs (WorkRequest.job) and leases batches of them
+        (WorkRequest.lease); the worker answers each lease with a BatchHeader
+        (WorkResponse.done) followed by the Chunks of its pixels (Chunk.number
+        is the lease id), or with LeaseFailed. Leases are answered in the order
+        they finish, not the order they were sent.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_WorkServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Work': grpc.stream_stream_rpc_method_handler(
+                    servicer.Work,
+                    request_deserializer=stoker_dot_v1_dot_stoker__pb2.WorkRequest.FromString,
+                    response_serializer=stoker_dot_v1_dot_stoker__pb2.WorkResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'stoker.v1.WorkService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('stoker.v1.WorkService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class WorkService:
+    """WorkService is what coordinators talk to: every stoker serve makes
+    batches for other servers' jobs. Workers are stateless: a lease carries
+    everything needed to make its batch, and the bytes of a batch do not
+    depend on the worker that made it.
+    """
+
+    @staticmethod
+    def Work(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/stoker.v1.WorkService/Work',
+            stoker_dot_v1_dot_stoker__pb2.WorkRequest.SerializeToString,
+            stoker_dot_v1_dot_stoker__pb2.WorkResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,439 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stoker-dev/stoker/pipeline"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// ErrRefused marks a worker's refusal of a job: unknown dataset, another
+// fingerprint, a spec or batch it will not make. Asking it again for the
+// same job gets the same answer.
+var ErrRefused = errors.New("job refused")
+
+// ErrNotConnected is returned by Make while the peer has no Work stream.
+var ErrNotConnected = errors.New("peer not connected")
+
+// Lease is one batch asked of a peer.
+type Lease struct {
+	// Job is the job as forwarded (with its dataset fingerprint set). The
+	// peer registers each distinct *JobSpec once per stream.
+	Job    *stokerv1.JobSpec
+	Epoch  uint64
+	Number uint64
+	// Indices are the batch's samples; not modified.
+	Indices []int64
+	// SampleBytes is one sample's size: a batch may not be larger than
+	// len(Indices) samples.
+	SampleBytes int
+}
+
+// Peer is a coordinator's side of one worker's WorkService: it keeps a Work
+// stream open (reconnecting with back-off after a failure), sends leases
+// on it and reassembles the batches that come back. Make is safe for
+// concurrent use.
+type Peer struct {
+	addr string
+	opts peerOptions
+	conn *grpc.ClientConn
+	stop context.CancelFunc
+	done chan struct{} // closed when the connection loop has ended
+
+	mu      sync.Mutex
+	st      *peerStream // nil while not connected
+	info    *stokerv1.WorkerInfo
+	onReady func()
+}
+
+// peerStream is one Work stream and what is in flight on it.
+type peerStream struct {
+	stream  stokerv1.WorkService_WorkClient
+	cancel  context.CancelFunc
+	sendMu  sync.Mutex
+	mu      sync.Mutex
+	jobs    map[*stokerv1.JobSpec]uint64
+	pending map[uint64]*pendingLease
+	nextID  uint64
+	err     error // why the stream ended; set once
+	ended   chan struct{}
+}
+
+// pendingLease is a lease waiting for its batch. Its fields are guarded by
+// the stream's mu; b is written only while the lease is pending, so that
+// once Make removed it the buffer is the caller's again.
+type pendingLease struct {
+	l     *Lease
+	b     *pipeline.Batch
+	got   int // bytes received
+	want  int // -1 until LeaseDone
+	done  chan error
+	final bool
+}
+
+type peerOptions struct {
+	dial        []grpc.DialOption
+	connectTime time.Duration
+	maxBackoff  time.Duration
+}
+
+// PeerOption configures a Peer.
+type PeerOption func(*peerOptions)
+
+// WithPeerDialOptions adds gRPC dial options (credentials, keepalive) to the
+// peer's connection. Default: plaintext with keepalive pings every 10 s.
+func WithPeerDialOptions(o ...grpc.DialOption) PeerOption {
+	return func(p *peerOptions) { p.dial = append(p.dial, o...) }
+}
+
+// WithConnectTimeout bounds how long opening a Work stream may take before
+// the peer counts as down and is tried again later. Default 5 s.
+func WithConnectTimeout(d time.Duration) PeerOption {
+	return func(p *peerOptions) { p.connectTime = d }
+}
+
+// WithMaxBackoff bounds the wait between reconnection attempts. Default 5 s.
+func WithMaxBackoff(d time.Duration) PeerOption {
+	return func(p *peerOptions) { p.maxBackoff = d }
+}
+
+// DialPeer starts keeping a Work stream open to the worker at addr. It
+// returns at once; Ready says when leases can be sent. onReady, if not nil,
+// is called each time the stream comes up or goes down.
+func DialPeer(addr string, onReady func(), opts ...PeerOption) (*Peer, error) {
+	o := peerOptions{connectTime: 5 * time.Second, maxBackoff: 5 * time.Second}
+	for _, f := range opts {
+		f(&o)
+	}
+	dial := append([]grpc.DialOption{insecureIfUnset(o.dial), keepaliveOption()}, o.dial...)
+	conn, err := grpc.NewClient("passthrough:///"+addr, dial...)
+	if err != nil {
+		return nil, fmt.Errorf("peer %s: %w", addr, err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	p := &Peer{addr: addr, opts: o, conn: conn, stop: stop, done: make(chan struct{}), onReady: onReady}
+	go p.loop(ctx)
+	return p, nil
+}
+
+// Addr is the peer's address.
+func (p *Peer) Addr() string { return p.addr }
+
+// Ready reports whether the peer has a Work stream up.
+func (p *Peer) Ready() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.st != nil
+}
+
+// Slots is how many leases the worker takes at once on a stream (what it
+// said when the stream opened; 1 before that).
+func (p *Peer) Slots() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.info == nil {
+		return 1
+	}
+	return max(int(p.info.GetMaxLeases()), 1)
+}
+
+// Close ends the stream and the connection: leases in flight fail.
+func (p *Peer) Close() error {
+	p.stop()
+	<-p.done
+	return p.conn.Close()
+}
+
+// Forget drops the registration of a job that ended (the worker keeps it
+// until the stream ends; this only frees the coordinator's side).
+func (p *Peer) Forget(spec *stokerv1.JobSpec) {
+	p.mu.Lock()
+	st := p.st
+	p.mu.Unlock()
+	if st != nil {
+		st.mu.Lock()
+		delete(st.jobs, spec)
+		st.mu.Unlock()
+	}
+}
+
+// loop keeps a stream open until Close: connect, serve until the stream
+// fails, back off, again.
+func (p *Peer) loop(ctx context.Context) {
+	defer close(p.done)
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		st, err := p.open(ctx)
+		if err == nil {
+			backoff = 100 * time.Millisecond
+			p.setStream(st)
+			p.receive(st)
+			p.setStream(nil)
+			continue // a stream that ran is retried at once: the worker may have restarted
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+		}
+		backoff = min(2*backoff, p.opts.maxBackoff)
+	}
+}
+
+func (p *Peer) setStream(st *peerStream) {
+	p.mu.Lock()
+	p.st = st
+	f := p.onReady
+	p.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// open opens a Work stream and reads the worker's WorkerInfo, within the
+// connect timeout.
+func (p *Peer) open(ctx context.Context) (*peerStream, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	timer := time.AfterFunc(p.opts.connectTime, cancel)
+	stream, err := stokerv1.NewWorkServiceClient(p.conn).Work(sctx)
+	var first *stokerv1.WorkResponse
+	if err == nil {
+		first, err = stream.Recv()
+	}
+	if !timer.Stop() && err != nil {
+		err = fmt.Errorf("no answer within %v: %w", p.opts.connectTime, err)
+	}
+	if err == nil && first.GetWorker() == nil {
+		err = fmt.Errorf("first message %T, want WorkerInfo", first.GetMsg())
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	p.mu.Lock()
+	p.info = first.GetWorker()
+	p.mu.Unlock()
+	return &peerStream{
+		stream: stream, cancel: cancel,
+		jobs: make(map[*stokerv1.JobSpec]uint64), pending: make(map[uint64]*pendingLease),
+		ended: make(chan struct{}),
+	}, nil
+}
+
+// receive reads a stream's answers until it ends, then fails what was in
+// flight on it.
+func (p *Peer) receive(st *peerStream) {
+	err := p.read(st)
+	st.cancel()
+	st.mu.Lock()
+	if errors.Is(err, io.EOF) {
+		err = errors.New("the worker closed the stream")
+	}
+	st.err = fmt.Errorf("%w: peer %s: %v", ErrNotConnected, p.addr, err)
+	for id, pl := range st.pending {
+		delete(st.pending, id)
+		pl.finish(st.err)
+	}
+	st.mu.Unlock()
+	close(st.ended)
+}
+
+func (p *Peer) read(st *peerStream) error {
+	for {
+		msg, err := st.stream.Recv()
+		if err != nil {
+			return err
+		}
+		switch m := msg.GetMsg().(type) {
+		case *stokerv1.WorkResponse_Done:
+			err = st.header(m.Done)
+		case *stokerv1.WorkResponse_Chunk:
+			err = st.chunk(m.Chunk)
+		case *stokerv1.WorkResponse_Failed:
+			st.failed(m.Failed)
+		default:
+			err = fmt.Errorf("unexpected %T on a Work stream", m)
+		}
+		if err != nil {
+			return err // a protocol error: the stream cannot be trusted
+		}
+	}
+}
+
+// header starts reassembling a lease's batch. A header for a lease no
+// longer pending (it timed out or was cancelled) is ignored, and so are its
+// chunks: nothing is held for it.
+func (st *peerStream) header(d *stokerv1.LeaseDone) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	pl := st.pending[d.GetLease()]
+	if pl == nil {
+		return nil
+	}
+	if pl.want >= 0 {
+		return fmt.Errorf("lease %d: a second header", d.GetLease())
+	}
+	h := d.GetBatch()
+	n, limit := len(h.GetLabels()), len(pl.l.Indices)*pl.l.SampleBytes
+	if n > len(pl.l.Indices) || len(h.GetIndices()) != n || h.GetDataBytes() > uint64(limit) {
+		return fmt.Errorf("lease %d: a batch of %d samples and %d bytes for a lease of %d samples of %d bytes",
+			d.GetLease(), n, h.GetDataBytes(), len(pl.l.Indices), pl.l.SampleBytes)
+	}
+	b := pl.b
+	b.N = n
+	b.Labels = append(b.Labels[:0], h.GetLabels()...)
+	b.Indices = append(b.Indices[:0], h.GetIndices()...)
+	b.Errors = b.Errors[:0]
+	for _, e := range h.GetErrors() {
+		b.Errors = append(b.Errors, pipeline.SampleError{Index: e.GetIndex(), Name: e.GetName(), Reason: e.GetReason()})
+	}
+	size := int(h.GetDataBytes())
+	if cap(b.Data) < size {
+		b.Data = make([]byte, size)
+	}
+	b.Data = b.Data[:size]
+	pl.want = size
+	if size == 0 {
+		delete(st.pending, d.GetLease())
+		pl.finish(nil)
+	}
+	return nil
+}
+
+func (st *peerStream) chunk(c *stokerv1.Chunk) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	pl := st.pending[c.GetNumber()]
+	if pl == nil {
+		return nil // a lease given up on: dropped
+	}
+	if pl.want < 0 || c.GetOffset() != uint64(pl.got) || pl.got+len(c.GetData()) > pl.want {
+		return fmt.Errorf("lease %d: chunk at %d of %d bytes, have %d of %d", c.GetNumber(), c.GetOffset(), len(c.GetData()), pl.got, pl.want)
+	}
+	pl.got += copy(pl.b.Data[pl.got:], c.GetData())
+	if pl.got == pl.want {
+		delete(st.pending, c.GetNumber())
+		pl.finish(nil)
+	}
+	return nil
+}
+
+func (st *peerStream) failed(f *stokerv1.LeaseFailed) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	pl := st.pending[f.GetLease()]
+	if pl == nil {
+		return
+	}
+	delete(st.pending, f.GetLease())
+	code := codes.Code(f.GetCode())
+	err := status.Error(code, f.GetMessage())
+	switch code {
+	case codes.NotFound, codes.FailedPrecondition, codes.InvalidArgument, codes.Unimplemented:
+		err = fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	pl.finish(err)
+}
+
+// finish reports the lease's outcome once. Called with the stream's mu held.
+func (pl *pendingLease) finish(err error) {
+	if !pl.final {
+		pl.final = true
+		pl.done <- err
+	}
+}
+
+// Make sends l to the worker and reassembles its batch into b. It returns
+// ErrNotConnected when there is no stream, an error wrapping ErrRefused
+// when the worker refuses the job, ctx's error when ctx ends first (the
+// lease is then cancelled at the worker, and whatever of it still arrives
+// is dropped). A lease that runs into ctx's deadline also ends the stream:
+// a worker that does not answer in time is presumed hung, and the stream is
+// opened again.
+func (p *Peer) Make(ctx context.Context, l Lease, b *pipeline.Batch) error {
+	p.mu.Lock()
+	st := p.st
+	p.mu.Unlock()
+	if st == nil {
+		return fmt.Errorf("%w: peer %s", ErrNotConnected, p.addr)
+	}
+	pl := &pendingLease{l: &l, b: b, want: -1, done: make(chan error, 1)}
+	st.mu.Lock()
+	if st.err != nil {
+		st.mu.Unlock()
+		return st.err
+	}
+	var reqs []*stokerv1.WorkRequest
+	jobID, ok := st.jobs[l.Job]
+	if !ok {
+		st.nextID++
+		jobID = st.nextID
+		st.jobs[l.Job] = jobID
+		reqs = append(reqs, &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Job{Job: &stokerv1.WorkJob{Id: jobID, Spec: l.Job}}})
+	}
+	st.nextID++
+	id := st.nextID
+	st.pending[id] = pl
+	st.mu.Unlock()
+	reqs = append(reqs, &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Lease{Lease: &stokerv1.Lease{
+		Id: id, Job: jobID, Epoch: l.Epoch, Number: l.Number, Indices: l.Indices,
+	}}})
+	// A worker that stopped reading can block Send (flow control): the
+	// lease's deadline ends the stream, which unblocks it.
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			st.cancel()
+		}
+	})
+	defer stop()
+	if err := st.send(reqs...); err != nil {
+		st.drop(id)
+		return fmt.Errorf("%w: peer %s: %v", ErrNotConnected, p.addr, err)
+	}
+	select {
+	case err := <-pl.done:
+		return err
+	case <-ctx.Done():
+	}
+	if !st.drop(id) {
+		// It finished just now; b is complete or failed, and no longer
+		// written to.
+		return <-pl.done
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		st.cancel() // presumed hung: the loop opens a new stream
+	} else {
+		st.send(&stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Cancel{Cancel: &stokerv1.CancelLease{Id: id}}})
+	}
+	return fmt.Errorf("peer %s: lease of batch %d: %w", p.addr, l.Number, ctx.Err())
+}
+
+// drop removes a pending lease; false if it had already finished.
+func (st *peerStream) drop(id uint64) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if _, ok := st.pending[id]; !ok {
+		return false
+	}
+	delete(st.pending, id)
+	return true
+}
+
+func (st *peerStream) send(reqs ...*stokerv1.WorkRequest) error {
+	st.sendMu.Lock()
+	defer st.sendMu.Unlock()
+	for _, r := range reqs {
+		if err := st.stream.Send(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,104 @@
+package server
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/stoker-dev/stoker/pipeline"
+)
+
+// A Maker makes batches for coordinators: the local executor is one, each
+// peer server another. Make is called concurrently, at most Slots() times at
+// once per coordinator.
+type Maker interface {
+	// Make makes the batch l names into b, reusing b's buffers. It returns
+	// when the batch is made, when it failed, or when ctx ends (the lease's
+	// deadline or the job's end), and after it returns it never touches b
+	// again. An error that is the job's fault, not the maker's (the maker
+	// refuses the job), wraps ErrRefused.
+	Make(ctx context.Context, l *Lease, b *pipeline.Batch) error
+	// Name says which maker it is in logs and metrics: "local" or the
+	// peer's address.
+	Name() string
+	// Slots bounds the leases one coordinator has in flight on the maker.
+	Slots() int
+	// Ready reports whether the maker can take leases now (a peer that is
+	// not connected cannot).
+	Ready() bool
+	// Forget drops what the maker keeps about a job that ended.
+	Forget(j *job)
+}
+
+// Lease is one batch a coordinator asked a maker for.
+type Lease struct {
+	job    *job
+	Epoch  uint64
+	Number int
+	// Indices are the batch's samples, as the plan has them; shared, not to
+	// be modified.
+	Indices []int64
+}
+
+// localMaker makes batches on this server's executor.
+type localMaker struct {
+	exec  *pipeline.Executor
+	slots int
+}
+
+func (m *localMaker) Make(ctx context.Context, l *Lease, b *pipeline.Batch) error {
+	j := l.job
+	return m.exec.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), l.Epoch, l.Indices, j.policy, b)
+}
+
+func (m *localMaker) Name() string  { return "local" }
+func (m *localMaker) Slots() int    { return m.slots }
+func (m *localMaker) Ready() bool   { return true }
+func (m *localMaker) Forget(j *job) {}
+
+// makers is the server's set of makers, shared by its coordinators. Peers
+// come and go as discovery finds them; changed is closed and replaced on
+// every change, so a coordinator waiting for a maker wakes up.
+type makers struct {
+	mu      sync.Mutex
+	list    []Maker
+	changed chan struct{}
+}
+
+func newMakers(ms ...Maker) *makers {
+	return &makers{list: ms, changed: make(chan struct{})}
+}
+
+// snapshot returns the current makers and a channel closed at the next
+// change.
+func (s *makers) snapshot() ([]Maker, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.list, s.changed
+}
+
+// add adds m.
+func (s *makers) add(m Maker) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.list = append(slices.Clip(s.list), m)
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// remove removes m.
+func (s *makers) remove(m Maker) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.list = slices.DeleteFunc(slices.Clone(s.list), func(x Maker) bool { return x == m })
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// poke wakes the coordinators waiting on a change (a peer became ready).
+func (s *makers) poke() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+}

@@ -1,0 +1,229 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/stoker-dev/stoker/client"
+	"github.com/stoker-dev/stoker/pipeline"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// peerTarget is a parsed Config.Peers: a fixed list of addresses, or a DNS
+// name re-resolved (every address it resolves to is a peer, on port).
+type peerTarget struct {
+	static   []string
+	host     string
+	port     string
+	resolver string // "host:port" of the DNS server; empty: the system's
+}
+
+// parsePeers parses "ADDR,ADDR,…", "dns:///NAME:PORT" or
+// "dns://RESOLVER/NAME:PORT" (grpc-go's form). Empty is no peers.
+func parsePeers(s string) (peerTarget, error) {
+	var t peerTarget
+	if s == "" {
+		return t, nil
+	}
+	if strings.HasPrefix(s, "dns:") {
+		u, err := url.Parse(s)
+		if err != nil || u.Scheme != "dns" {
+			return t, fmt.Errorf("peers %q: want dns:///NAME:PORT or dns://RESOLVER:PORT/NAME:PORT", s)
+		}
+		t.resolver = u.Host
+		if t.resolver != "" {
+			if _, _, err := net.SplitHostPort(t.resolver); err != nil {
+				t.resolver = net.JoinHostPort(t.resolver, "53")
+			}
+		}
+		host, port, err := net.SplitHostPort(strings.TrimPrefix(u.Path, "/"))
+		if err != nil || host == "" || port == "" {
+			return t, fmt.Errorf("peers %q: want dns:///NAME:PORT (the port is needed)", s)
+		}
+		t.host, t.port = host, port
+		return t, nil
+	}
+	for _, a := range strings.Split(s, ",") {
+		a = strings.TrimSpace(a)
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			return t, fmt.Errorf("peers: %q is not HOST:PORT", a)
+		}
+		if !slices.Contains(t.static, a) {
+			t.static = append(t.static, a)
+		}
+	}
+	return t, nil
+}
+
+// peerMaker is a Maker over a client.Peer.
+type peerMaker struct {
+	p *client.Peer
+	s *Server
+
+	mu       sync.Mutex
+	forwards map[*job]*stokerv1.JobSpec
+}
+
+func (m *peerMaker) Name() string { return m.p.Addr() }
+func (m *peerMaker) Slots() int   { return m.p.Slots() }
+func (m *peerMaker) Ready() bool  { return m.p.Ready() }
+
+func (m *peerMaker) Make(ctx context.Context, l *Lease, b *pipeline.Batch) error {
+	return m.p.Make(ctx, client.Lease{
+		Job: m.forward(l.job), Epoch: l.Epoch, Number: uint64(l.Number),
+		Indices: l.Indices, SampleBytes: l.job.t.SampleBytes(),
+	}, b)
+}
+
+// forward is the job's spec as forwarded: the trainer's, with the dataset's
+// fingerprint, so a worker with other data refuses it. One per job, so the
+// peer registers it once.
+func (m *peerMaker) forward(j *job) *stokerv1.JobSpec {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.forwards[j]
+	if f == nil {
+		f = j.forwardSpec()
+		m.forwards[j] = f
+	}
+	return f
+}
+
+func (m *peerMaker) Forget(j *job) {
+	m.mu.Lock()
+	f := m.forwards[j]
+	delete(m.forwards, j)
+	m.mu.Unlock()
+	if f != nil {
+		m.p.Forget(f)
+	}
+}
+
+// discovery keeps the server's peer makers in step with its peer target.
+type discovery struct {
+	s      *Server
+	t      peerTarget
+	dial   []grpc.DialOption
+	peers  map[string]*peerMaker
+	stop   context.CancelFunc
+	done   chan struct{}
+	lookup func(ctx context.Context, host string) ([]string, error)
+}
+
+// startDiscovery dials the static peers, or starts resolving the DNS name
+// every cfg.PeerRefresh.
+func (s *Server) startDiscovery(t peerTarget, dial []grpc.DialOption) *discovery {
+	ctx, stop := context.WithCancel(context.Background())
+	d := &discovery{s: s, t: t, dial: dial, peers: make(map[string]*peerMaker), stop: stop, done: make(chan struct{})}
+	r := net.DefaultResolver
+	if t.resolver != "" {
+		r = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var dl net.Dialer
+			return dl.DialContext(ctx, network, t.resolver)
+		}}
+	}
+	d.lookup = r.LookupHost
+	go d.run(ctx)
+	return d
+}
+
+func (d *discovery) run(ctx context.Context) {
+	defer close(d.done)
+	if d.t.static != nil {
+		d.update(d.t.static)
+		<-ctx.Done()
+		return
+	}
+	tick := time.NewTicker(d.s.cfg.PeerRefresh)
+	defer tick.Stop()
+	var last string
+	for {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		hosts, err := d.lookup(lctx, d.t.host)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			// NXDOMAIN: no peers now (a headless Service with no ready
+			// pods); a failed lookup keeps the last set.
+			if dnsErr, ok := err.(*net.DNSError); ok && dnsErr.IsNotFound {
+				d.update(nil)
+			}
+			if msg := err.Error(); msg != last {
+				d.s.log.Warn("peer lookup", "name", d.t.host, "err", err)
+				last = msg
+			}
+		default:
+			last = ""
+			addrs := make([]string, len(hosts))
+			for i, h := range hosts {
+				addrs[i] = net.JoinHostPort(h, d.t.port)
+			}
+			d.update(addrs)
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// update makes the peer set addrs: new addresses are dialed, gone ones
+// closed (their leases in flight fail and go to other makers).
+func (d *discovery) update(addrs []string) {
+	s := d.s
+	for _, a := range addrs {
+		if d.peers[a] != nil {
+			continue
+		}
+		p, err := client.DialPeer(a, d.readyChanged, client.WithPeerDialOptions(d.dial...))
+		if err != nil {
+			s.log.Warn("peer", "addr", a, "err", err)
+			continue
+		}
+		m := &peerMaker{p: p, s: s, forwards: make(map[*job]*stokerv1.JobSpec)}
+		d.peers[a] = m
+		s.makers.add(m)
+		s.log.Info("peer added", "addr", a)
+	}
+	for a, m := range d.peers {
+		if slices.Contains(addrs, a) {
+			continue
+		}
+		delete(d.peers, a)
+		s.makers.remove(m)
+		m.p.Close()
+		s.log.Info("peer removed", "addr", a)
+	}
+	d.readyChanged()
+}
+
+// readyChanged recounts the ready peers and wakes waiting coordinators.
+func (d *discovery) readyChanged() {
+	ms, _ := d.s.makers.snapshot()
+	n := 0
+	for _, m := range ms {
+		if pm, ok := m.(*peerMaker); ok && pm.Ready() {
+			n++
+		}
+	}
+	d.s.m.peersReady.Set(float64(n))
+	d.s.makers.poke()
+}
+
+// close stops discovery and closes every peer.
+func (d *discovery) close() {
+	d.stop()
+	<-d.done
+	d.update(nil)
+}

@@ -1,0 +1,224 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stoker-dev/stoker/pipeline"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// maxWorkJobs bounds the jobs one Work stream may register.
+const maxWorkJobs = 4096
+
+// workMaxLeases is how many leases a Work stream may have in flight on a
+// server with the given executor size: enough to keep the executor busy
+// while finished batches are sent, few enough to bound the buffers.
+func workMaxLeases(workers int) int { return min(max(2, 2*workers), 16) }
+
+// Work implements stokerv1.WorkServiceServer: a coordinator's stream of
+// leases, each made on the local executor and sent back as a LeaseDone
+// header and chunks. Workers keep no state beyond the stream: every lease
+// carries its job and sample indices.
+func (s *Server) Work(stream stokerv1.WorkService_WorkServer) error {
+	if s.exec == nil {
+		return status.Error(codes.FailedPrecondition, "this server makes no batches (--workers 0): it only coordinates")
+	}
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	w := &worker{
+		s: s, stream: stream, jobs: make(map[uint64]workJob), cancels: make(map[uint64]context.CancelFunc),
+		slots: make(chan *pipeline.Batch, workMaxLeases(s.exec.Workers())),
+		out:   make(chan workOut, workMaxLeases(s.exec.Workers())),
+	}
+	for range cap(w.slots) {
+		w.slots <- new(pipeline.Batch)
+	}
+	if err := stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Worker{Worker: &stokerv1.WorkerInfo{
+		Workers: uint32(s.exec.Workers()), MaxLeases: uint32(cap(w.slots)), MaxChunkBytes: MaxChunkBytes,
+	}}}); err != nil {
+		return err
+	}
+	log := s.log.With("coordinator", clientHost(ctx))
+	log.Info("work stream open")
+	sendErr := make(chan error, 1)
+	go func() { sendErr <- w.sendLoop(cancel) }()
+	err := w.receive(ctx)
+	cancel()
+	w.wg.Wait()
+	close(w.out)
+	if serr := <-sendErr; err == nil {
+		err = serr
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled {
+		log.Info("work stream close")
+		return nil
+	}
+	log.Warn("work stream close", "err", err)
+	return toStatus(err)
+}
+
+// worker is one Work stream at work.
+type worker struct {
+	s      *Server
+	stream stokerv1.WorkService_WorkServer
+	wg     sync.WaitGroup
+	slots  chan *pipeline.Batch // a lease in flight holds one
+	out    chan workOut
+
+	// Owned by receive.
+	jobs    map[uint64]workJob
+	mu      sync.Mutex // guards cancels: the lease goroutines delete theirs
+	cancels map[uint64]context.CancelFunc
+}
+
+type workJob struct {
+	j   *job
+	err error // why the job is refused
+}
+
+// workOut is a finished lease for the send loop.
+type workOut struct {
+	lease uint64
+	epoch uint64
+	k     int
+	j     *job
+	b     *pipeline.Batch // nil when failed
+	err   error
+}
+
+// receive reads the coordinator's requests until the stream ends.
+func (w *worker) receive(ctx context.Context) error {
+	for {
+		req, err := w.stream.Recv()
+		if err != nil {
+			return err
+		}
+		switch m := req.GetMsg().(type) {
+		case *stokerv1.WorkRequest_Job:
+			if _, dup := w.jobs[m.Job.GetId()]; dup || len(w.jobs) >= maxWorkJobs {
+				return status.Errorf(codes.InvalidArgument, "job %d: registered twice, or more than %d jobs on one Work stream", m.Job.GetId(), maxWorkJobs)
+			}
+			j, err := w.s.newJob(m.Job.GetSpec())
+			if err != nil {
+				w.s.log.Warn("work job refused", "job", m.Job.GetId(), "err", err)
+			}
+			w.jobs[m.Job.GetId()] = workJob{j: j, err: err}
+		case *stokerv1.WorkRequest_Lease:
+			if err := w.lease(ctx, m.Lease); err != nil {
+				return err
+			}
+		case *stokerv1.WorkRequest_Cancel:
+			w.mu.Lock()
+			if c := w.cancels[m.Cancel.GetId()]; c != nil {
+				c()
+			}
+			w.mu.Unlock()
+		default:
+			return status.Errorf(codes.InvalidArgument, "unexpected %T on a Work stream", m)
+		}
+	}
+}
+
+// lease starts making one leased batch, or answers it with LeaseFailed.
+// Only a coordinator that breaks the protocol gets an error (the stream
+// ends).
+func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
+	wj, ok := w.jobs[l.GetJob()]
+	switch {
+	case !ok:
+		return status.Errorf(codes.InvalidArgument, "lease %d names job %d, which was not registered", l.GetId(), l.GetJob())
+	case wj.err != nil:
+		w.fail(l.GetId(), wj.err)
+		return nil
+	case len(l.GetIndices()) == 0 || len(l.GetIndices()) > int(wj.j.spec.GetBatchSize()):
+		w.fail(l.GetId(), status.Errorf(codes.InvalidArgument, "lease %d has %d samples; the job's batch size is %d", l.GetId(), len(l.GetIndices()), wj.j.spec.GetBatchSize()))
+		return nil
+	}
+	var b *pipeline.Batch
+	select {
+	case b = <-w.slots:
+	default:
+		w.fail(l.GetId(), status.Errorf(codes.ResourceExhausted, "more than %d leases in flight on one Work stream", cap(w.slots)))
+		return nil
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	w.mu.Lock()
+	w.cancels[l.GetId()] = cancel
+	w.mu.Unlock()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		j := wj.j
+		err := w.s.exec.Fill(lctx, j.ds, j.t, j.spec.GetSeed(), l.GetEpoch(), l.GetIndices(), j.policy, b)
+		w.mu.Lock()
+		delete(w.cancels, l.GetId())
+		w.mu.Unlock()
+		cancelled := lctx.Err() != nil
+		cancel()
+		switch {
+		case cancelled:
+			w.s.m.workLeases.WithLabelValues("cancelled").Inc()
+			w.slots <- b
+		case err != nil:
+			w.slots <- b
+			w.out <- workOut{lease: l.GetId(), err: err}
+		default:
+			w.out <- workOut{lease: l.GetId(), epoch: l.GetEpoch(), k: int(l.GetNumber()), j: j, b: b}
+		}
+	}()
+	return nil
+}
+
+// fail queues a LeaseFailed answer.
+func (w *worker) fail(id uint64, err error) {
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		w.out <- workOut{lease: id, err: err}
+	}()
+}
+
+// sendLoop sends finished leases until out is closed. After a send error
+// it keeps draining out (returning buffers) so no lease goroutine blocks.
+func (w *worker) sendLoop(cancel context.CancelFunc) error {
+	var (
+		chunk    stokerv1.Chunk
+		chunkMsg = stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Chunk{Chunk: &chunk}}
+		sendErr  error
+	)
+	for o := range w.out {
+		if sendErr == nil {
+			sendErr = w.send(o, &chunkMsg, &chunk)
+			if sendErr != nil {
+				cancel()
+			}
+		}
+		if o.b != nil {
+			w.slots <- o.b
+		}
+	}
+	return sendErr
+}
+
+func (w *worker) send(o workOut, chunkMsg *stokerv1.WorkResponse, chunk *stokerv1.Chunk) error {
+	m := w.s.m.workLeases
+	if o.err != nil {
+		m.WithLabelValues("failed").Inc()
+		st := status.Convert(toStatus(o.err))
+		return w.stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Failed{Failed: &stokerv1.LeaseFailed{
+			Lease: o.lease, Code: uint32(st.Code()), Message: st.Message(),
+		}}})
+	}
+	m.WithLabelValues("done").Inc()
+	h := o.j.header(o.epoch, o.k, o.b)
+	if err := w.stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Done{Done: &stokerv1.LeaseDone{Lease: o.lease, Batch: h}}}); err != nil {
+		return err
+	}
+	return sendChunks(w.stream.Send, chunkMsg, chunk, o.lease, o.b.Data)
+}
