@@ -66,12 +66,14 @@ type testEnv struct {
 	srv    *Server
 	reg    *prometheus.Registry
 	client pb.FeedServiceClient
+	addr   string
+	stop   func() // stops the gRPC server at once (a dead peer)
 }
 
 func startServer(t testing.TB, cfg Config) *testEnv {
 	t.Helper()
-	if cfg.Workers == 0 {
-		cfg.Workers = 2
+	if cfg.Workers == 0 && cfg.Peers == "" {
+		cfg.Workers = 2 // a coordinator with peers makes nothing itself
 	}
 	reg := prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -88,6 +90,7 @@ func startServer(t testing.TB, cfg Config) *testEnv {
 	}
 	gs := grpc.NewServer(GRPCOptions()...)
 	pb.RegisterFeedServiceServer(gs, srv)
+	pb.RegisterWorkServiceServer(gs, srv)
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(lis) }()
 	// Default call options: chunks must fit gRPC's default 4 MiB limit.
@@ -105,7 +108,7 @@ func startServer(t testing.TB, cfg Config) *testEnv {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return &testEnv{srv: srv, reg: reg, client: pb.NewFeedServiceClient(conn)}
+	return &testEnv{srv: srv, reg: reg, client: pb.NewFeedServiceClient(conn), addr: lis.Addr().String(), stop: gs.Stop}
 }
 
 // gotBatch is a batch as the client reassembled it.
