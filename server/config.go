@@ -14,6 +14,10 @@ import (
 const (
 	DefaultWindow       = 4
 	DefaultLeaseTimeout = 10 * time.Second
+	DefaultMaxStreams   = 256
+	DefaultIdleTimeout  = 10 * time.Minute
+	// MaxDatasetName bounds a dataset name a client may send.
+	MaxDatasetName = 256
 	// maxWindow bounds a job's window, configured or automatic.
 	maxWindow                  = 1024
 	DefaultMaxBatchBytes       = 256 << 20
@@ -61,6 +65,45 @@ type Config struct {
 	// MaxStreamsPerClient bounds the open Feed streams per client host.
 	// Default DefaultMaxStreamsPerClient.
 	MaxStreamsPerClient int
+	// MaxStreams bounds the open Feed and Work streams in all. Default
+	// DefaultMaxStreams.
+	MaxStreams int
+	// MemoryBudget bounds the bytes of batch buffers all streams hold
+	// together (Feed jobs' reorder buffers and Work leases). Default half of
+	// the machine's memory (or of its cgroup limit).
+	MemoryBudget int64
+	// FirstMessageTimeout is how long a new stream may take to send its
+	// first message (OpenJob). Default 10 s.
+	FirstMessageTimeout time.Duration
+	// IdleTimeout ends a Feed stream whose trainer has granted no credit, or
+	// not read what was sent, for this long while a batch waits for it.
+	// Default DefaultIdleTimeout.
+	IdleTimeout time.Duration
+
+	// PixelBudget refuses images with more pixels (checked from the header,
+	// before decoding). Default 64 Mpx.
+	PixelBudget int64
+	// MaxScans refuses progressive JPEGs with more scans. Default 100.
+	MaxScans int
+	// MaxFileSize refuses larger files. Default pipeline.DefaultMaxFileSize.
+	MaxFileSize int64
+
+	// TLSCert and TLSKey are PEM files: serve TLS. With TLSClientCA
+	// (mutual TLS) clients must present a certificate it signed.
+	TLSCert, TLSKey, TLSClientCA string
+	// AuthTokens is a file of accepted bearer tokens, one per line (blank
+	// lines and # comments allowed), reread by ReloadTokens. When set, every
+	// method but health needs one.
+	AuthTokens string
+	// PeerTokenFile holds the token this server sends to its peers.
+	PeerTokenFile string
+	// PeerCA is a PEM file of the CA that signed the peers' certificates:
+	// peers are dialed with TLS, presenting TLSCert/TLSKey as a client
+	// certificate when set. Empty: plaintext.
+	PeerCA string
+	// PeerInsecureToken allows the peer token over plaintext to
+	// non-loopback peers.
+	PeerInsecureToken bool
 }
 
 // Validate reports what is wrong with c, all of it.
@@ -92,6 +135,19 @@ func (c Config) Validate() error {
 	if c.LeaseTimeout < 0 {
 		errs = append(errs, fmt.Errorf("lease timeout %v: want > 0", c.LeaseTimeout))
 	}
+	if c.MaxStreams < 0 || c.MemoryBudget < 0 || c.FirstMessageTimeout < 0 || c.IdleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("max streams %d, memory budget %d, first message timeout %v, idle timeout %v: want >= 0 (0: the default)",
+			c.MaxStreams, c.MemoryBudget, c.FirstMessageTimeout, c.IdleTimeout))
+	}
+	if c.PixelBudget < 0 || c.MaxScans < 0 || c.MaxFileSize < 0 {
+		errs = append(errs, fmt.Errorf("pixel budget %d, max scans %d, max file size %d: want >= 0 (0: the default)", c.PixelBudget, c.MaxScans, c.MaxFileSize))
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("tls: give both --tls-cert and --tls-key, or neither"))
+	}
+	if c.TLSClientCA != "" && c.TLSCert == "" {
+		errs = append(errs, errors.New("tls: --tls-client-ca (mutual TLS) needs --tls-cert and --tls-key"))
+	}
 	if c.PeerRefresh < 0 {
 		errs = append(errs, fmt.Errorf("peer refresh %v: want > 0", c.PeerRefresh))
 	}
@@ -111,6 +167,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PeerRefresh == 0 {
 		c.PeerRefresh = 5 * time.Second
+	}
+	if c.MaxStreams == 0 {
+		c.MaxStreams = DefaultMaxStreams
+	}
+	if c.MemoryBudget == 0 {
+		c.MemoryBudget = defaultMemoryBudget()
+	}
+	if c.FirstMessageTimeout == 0 {
+		c.FirstMessageTimeout = 10 * time.Second
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
 	}
 	if c.MaxBatchBytes == 0 {
 		c.MaxBatchBytes = DefaultMaxBatchBytes

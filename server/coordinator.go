@@ -66,6 +66,13 @@ type coordinator struct {
 
 	credits atomic.Int64
 	granted chan struct{} // size 1: "credits changed"
+	// starvedSince is when a ready batch began waiting for a credit (Unix
+	// ns), 0 when none waits: the idle watchdog reads it.
+	starvedSince atomic.Int64
+	// reserved is the memory budget the job holds; batchBytes one batch's
+	// most. The coordinator adds to reserved as it allocates buffers; the
+	// Feed handler releases it at the end.
+	reserved, batchBytes int64
 
 	// Owned by run's goroutine.
 	results  chan result
@@ -277,13 +284,18 @@ func (c *coordinator) deliver(sink Sink) (done bool, err error) {
 			}
 			continue
 		}
-		if c.credits.Load() <= 0 {
-			return false, nil
-		}
 		k, ok := c.pick()
 		if !ok {
+			c.starvedSince.Store(0)
 			return false, nil
 		}
+		if c.credits.Load() <= 0 {
+			if c.starvedSince.Load() == 0 {
+				c.starvedSince.Store(time.Now().UnixNano())
+			}
+			return false, nil
+		}
+		c.starvedSince.Store(0)
 		id := batchID{e.epoch, k}
 		b := c.ready[id]
 		delete(c.ready, id)
@@ -384,10 +396,14 @@ func (c *coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 		if !ok {
 			return wake, nil
 		}
-		if len(c.free) == 0 && c.buffers >= pool {
+		b := c.buffer(pool)
+		if b == nil {
 			return wake, nil
 		}
 		m, retryAt, err := c.choose(ms)
+		if err != nil || m == nil {
+			c.free = append(c.free, b)
+		}
 		if err != nil {
 			return wake, err
 		}
@@ -398,22 +414,39 @@ func (c *coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 			}
 			return retryAt, nil
 		}
+		// Only now, with a buffer and a maker, is the batch taken off the
+		// queue: nothing is skipped when either is missing.
 		if len(c.retry) > 0 {
 			c.retry = c.retry[1:]
 		} else {
 			c.cursor.k++
 			c.advanceCursor()
 		}
-		var b *pipeline.Batch
-		if n := len(c.free); n > 0 {
-			b, c.free = c.free[n-1], c.free[:n-1]
-		} else {
-			b = new(pipeline.Batch)
-			c.buffers++
-		}
 		c.start(ctx, wg, id, m, b)
 	}
 	return wake, nil
+}
+
+// buffer returns a free batch buffer, or a new one while the job has fewer
+// than pool and, past the two reserved at its start, the server's memory
+// budget has room; nil when there is none.
+func (c *coordinator) buffer(pool int) *pipeline.Batch {
+	if n := len(c.free); n > 0 {
+		b := c.free[n-1]
+		c.free = c.free[:n-1]
+		return b
+	}
+	if c.buffers >= pool {
+		return nil
+	}
+	if c.buffers >= 2 && c.batchBytes > 0 {
+		if !c.s.budget.try(c.batchBytes) {
+			return nil
+		}
+		c.reserved += c.batchBytes
+	}
+	c.buffers++
+	return new(pipeline.Batch)
 }
 
 // choose picks the ready maker that would finish a new lease soonest:

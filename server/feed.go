@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"math"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,7 +24,7 @@ import (
 // chunks as credits allow, EpochEnd, epoch after epoch.
 func (s *Server) Feed(stream stokerv1.FeedService_FeedServer) error {
 	ctx := stream.Context()
-	release, err := s.acquireStream(ctx)
+	release, err := s.acquireStream(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -30,12 +32,9 @@ func (s *Server) Feed(stream stokerv1.FeedService_FeedServer) error {
 	s.m.streamsActive.Inc()
 	defer s.m.streamsActive.Dec()
 
-	req, err := stream.Recv()
-	if errors.Is(err, io.EOF) {
-		return status.Error(codes.InvalidArgument, "stream closed before OpenJob")
-	}
+	req, err := s.firstMessage(ctx, stream.Recv)
 	if err != nil {
-		return toStatus(err)
+		return err
 	}
 	o := req.GetOpen()
 	if o == nil {
@@ -44,31 +43,89 @@ func (s *Server) Feed(stream stokerv1.FeedService_FeedServer) error {
 	id := strconv.FormatUint(s.streamID.Add(1), 10)
 	log := s.log.With("job", id, "dataset", truncate(o.GetJob().GetDataset(), 64), "client", clientHost(ctx))
 	j, err := s.newJob(o.GetJob())
-	if err != nil {
-		log.Warn("job refused", "err", err)
-		return err
+	if err == nil {
+		var st Stream
+		if st, err = streamOf(o, j); err == nil {
+			return s.runJob(ctx, stream, j, st, id, log)
+		}
 	}
-	st, err := streamOf(o, j)
-	if err != nil {
-		log.Warn("job refused", "err", err)
+	log.Warn("job refused", "err", err)
+	return err
+}
+
+// firstMessage receives a stream's first message within
+// FirstMessageTimeout. Recv cannot be interrupted, so it runs aside; the
+// handler's return ends the stream, and with it that Recv.
+func firstMessage[M any](s *Server, ctx context.Context, recv func() (M, error)) (M, error) {
+	type got struct {
+		m   M
+		err error
+	}
+	c := make(chan got, 1)
+	go func() {
+		m, err := recv()
+		c <- got{m, err}
+	}()
+	var zero M
+	select {
+	case g := <-c:
+		if errors.Is(g.err, io.EOF) {
+			return zero, status.Error(codes.InvalidArgument, "stream closed before its first message")
+		}
+		return g.m, toStatus(g.err)
+	case <-time.After(s.cfg.FirstMessageTimeout):
+		s.refusals.refuse("first_message_timeout", "stream closed: no first message in time", "client", clientHost(ctx), "timeout", s.cfg.FirstMessageTimeout)
+		return zero, status.Errorf(codes.DeadlineExceeded, "no first message within %v (--first-message-timeout)", s.cfg.FirstMessageTimeout)
+	}
+}
+
+func (s *Server) firstMessage(ctx context.Context, recv func() (*stokerv1.FeedRequest, error)) (*stokerv1.FeedRequest, error) {
+	return firstMessage(s, ctx, recv)
+}
+
+// runJob runs job j on the stream: its buffers out of the memory budget,
+// its coordinator aside, and a watchdog that ends a stream whose trainer
+// neither reads nor grants credits for IdleTimeout while a batch waits.
+func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedServer, j *job, st Stream, id string, log *slog.Logger) error {
+	// The job needs at least two batch buffers (one being made, one being
+	// sent); more come out of the budget as the window grows.
+	batchBytes := int64(j.spec.GetBatchSize()) * int64(j.t.SampleBytes())
+	if err := s.budget.acquire(ctx, 2*batchBytes, 2*time.Second, "a job of "+strconv.FormatInt(batchBytes, 10)+"-byte batches"); err != nil {
+		s.refusals.refuse("memory_budget", "job refused: memory budget", "job", id, "err", err)
 		return err
 	}
 	log = log.With("rank", j.rank, "world_size", j.world)
-	log.Info("job open", "epoch", st.Epoch, "epochs", st.Epochs, "batch_size", o.GetJob().GetBatchSize(),
+	log.Info("job open", "epoch", st.Epoch, "epochs", st.Epochs, "batch_size", j.spec.GetBatchSize(),
 		"start_batch", st.Start, "skip", len(st.Skip), "consumed", st.Consumed, "transform", j.t.String(), "credits", st.Credits)
 	c := newCoordinator(s, j, st, id, log)
+	c.reserved = 2 * batchBytes
+	c.batchBytes = batchBytes
 	f := &feed{s: s, j: j, stream: stream, begin: time.Now(), stall: s.m.stallRatio.WithLabelValues(j.name, id)}
-	defer s.m.stallRatio.DeleteLabelValues(j.name, id)
 
 	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	// The receiver blocks in Recv, which returns once the handler has
 	// returned, so it is not waited for; it touches only the coordinator's
 	// credits and the metrics.
 	go f.receive(c, cancel)
-	err = c.run(ctx, f)
-	attrs := []any{"epochs", f.epochs, "batches", f.batches, "samples", f.samples, "sample_errors", f.sampleErrs,
-		"duration", time.Since(f.begin).Round(time.Millisecond)}
+	done := make(chan error, 1)
+	s.jobs.Add(1)
+	go func() {
+		defer s.jobs.Done()
+		defer s.m.stallRatio.DeleteLabelValues(j.name, id)
+		defer func() { s.budget.release(c.reserved) }()
+		done <- c.run(ctx, f)
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case err = <-f.watch(ctx, c, s.cfg.IdleTimeout):
+		// Returning ends the stream, which unblocks a Send stuck on a
+		// trainer that stopped reading; the coordinator winds down aside.
+		cancel(err)
+		s.refusals.refuse("idle_timeout", "job closed: idle", "job", id, "err", err)
+	}
+	cancel(nil)
+	attrs := []any{"epochs", f.epochs.Load(), "batches", f.batches.Load(), "duration", time.Since(f.begin).Round(time.Millisecond)}
 	switch {
 	case errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled:
 		// The client went away: normal for a loader that stopped iterating
@@ -108,19 +165,58 @@ type feed struct {
 	begin  time.Time
 	stall  prometheus.Gauge
 
+	// Counted by the coordinator's goroutine, read by the handler's.
+	epochs, batches atomic.Uint64
+	// sendingSince is when the Send in progress began (Unix ns), 0 when
+	// none is.
+	sendingSince atomic.Int64
+
 	// Owned by the coordinator's goroutine.
-	epochs, batches, samples, sampleErrs uint64
-	chunk                                stokerv1.Chunk
-	chunkMsg                             stokerv1.FeedResponse
+	chunk    stokerv1.Chunk
+	chunkMsg stokerv1.FeedResponse
+}
+
+// send is stream.Send, timed for the watchdog.
+func (f *feed) send(m *stokerv1.FeedResponse) error {
+	f.sendingSince.Store(time.Now().UnixNano())
+	defer f.sendingSince.Store(0)
+	return f.stream.Send(m)
+}
+
+// watch reports an error when the trainer has left a ready batch waiting
+// for idle: no credit granted for it, or a Send blocked because the
+// trainer stopped reading.
+func (f *feed) watch(ctx context.Context, c *coordinator, idle time.Duration) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(min(idle/4, time.Second))
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return
+			}
+			if t := f.sendingSince.Load(); t != 0 && time.Since(time.Unix(0, t)) > idle {
+				out <- status.Errorf(codes.DeadlineExceeded, "the trainer has not read for %v (--idle-timeout)", idle)
+				return
+			}
+			if t := c.starvedSince.Load(); t != 0 && time.Since(time.Unix(0, t)) > idle {
+				out <- status.Errorf(codes.DeadlineExceeded, "the trainer has granted no credit for %v while a batch waits (--idle-timeout)", idle)
+				return
+			}
+		}
+	}()
+	return out
 }
 
 func (f *feed) EpochStart(info *stokerv1.JobInfo) error {
-	return f.stream.Send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Job{Job: info}})
+	return f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Job{Job: info}})
 }
 
 func (f *feed) EpochEnd(end *stokerv1.EpochEnd) error {
-	f.epochs++
-	return f.stream.Send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_End{End: end}})
+	f.epochs.Add(1)
+	return f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_End{End: end}})
 }
 
 // Batch sends batch k's header and its pixels in chunks of at most
@@ -128,16 +224,14 @@ func (f *feed) EpochEnd(end *stokerv1.EpochEnd) error {
 // message are free again afterwards (no stats handler holds them).
 func (f *feed) Batch(epoch uint64, k int, b *pipeline.Batch) error {
 	j := f.j
-	if err := f.stream.Send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Batch{Batch: j.header(epoch, k, b)}}); err != nil {
+	if err := f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Batch{Batch: j.header(epoch, k, b)}}); err != nil {
 		return err
 	}
 	f.chunkMsg.Msg = &stokerv1.FeedResponse_Chunk{Chunk: &f.chunk}
-	if err := sendChunks(f.stream.Send, &f.chunkMsg, &f.chunk, uint64(k), b.Data); err != nil {
+	if err := sendChunks(f.send, &f.chunkMsg, &f.chunk, uint64(k), b.Data); err != nil {
 		return err
 	}
-	f.batches++
-	f.samples += uint64(b.N)
-	f.sampleErrs += uint64(len(b.Errors))
+	f.batches.Add(1)
 	m := f.s.m
 	m.batchesSent.WithLabelValues(j.name).Inc()
 	m.samplesSent.WithLabelValues(j.name).Add(float64(b.N))

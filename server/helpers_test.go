@@ -88,9 +88,10 @@ func startServer(t testing.TB, cfg Config) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := grpc.NewServer(GRPCOptions()...)
-	pb.RegisterFeedServiceServer(gs, srv)
-	pb.RegisterWorkServiceServer(gs, srv)
+	gs, _, err := srv.GRPCServer()
+	if err != nil {
+		t.Fatal(err)
+	}
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(lis) }()
 	// Default call options: chunks must fit gRPC's default 4 MiB limit.

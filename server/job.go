@@ -33,6 +33,9 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 		return nil, status.Error(codes.InvalidArgument, "no job spec")
 	}
 	j := &job{spec: spec, name: spec.GetDataset()}
+	if len(j.name) > MaxDatasetName {
+		return nil, status.Errorf(codes.InvalidArgument, "dataset name of %d bytes: the limit is %d", len(j.name), MaxDatasetName)
+	}
 	var ok bool
 	if j.ds, ok = s.datasets[j.name]; !ok {
 		return nil, status.Errorf(codes.NotFound, "unknown dataset %q; known: %s", truncate(j.name, 64), strings.Join(s.names, ", "))

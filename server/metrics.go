@@ -20,6 +20,7 @@ type metrics struct {
 	resultsDropped prometheus.Counter
 	peersReady     prometheus.Gauge
 	workLeases     *prometheus.CounterVec
+	refusals       *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -74,8 +75,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Leases this server took from coordinators on Work streams, by outcome (done, failed, cancelled).",
 		}, []string{"outcome"}),
 	}
+	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stoker_refusals_total",
+		Help: "Calls and streams refused, by the policy that refused them (unauthenticated, max_streams, memory_budget, idle_timeout, first_message_timeout, ...).",
+	}, []string{"policy"})
 	for _, c := range []prometheus.Collector{m.batchesSent, m.samplesSent, m.sampleErrors, m.streamsActive, m.trainerWait, m.stallRatio, m.batchSeconds,
-		m.leases, m.leaseFailures, m.resultsDropped, m.peersReady, m.workLeases} {
+		m.leases, m.leaseFailures, m.resultsDropped, m.peersReady, m.workLeases, m.refusals} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/stoker-dev/stoker/client"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
@@ -111,7 +109,6 @@ func (m *peerMaker) Forget(j *job) {
 type discovery struct {
 	s      *Server
 	t      peerTarget
-	dial   []grpc.DialOption
 	peers  map[string]*peerMaker
 	stop   context.CancelFunc
 	done   chan struct{}
@@ -120,9 +117,9 @@ type discovery struct {
 
 // startDiscovery dials the static peers, or starts resolving the DNS name
 // every cfg.PeerRefresh.
-func (s *Server) startDiscovery(t peerTarget, dial []grpc.DialOption) *discovery {
+func (s *Server) startDiscovery(t peerTarget) *discovery {
 	ctx, stop := context.WithCancel(context.Background())
-	d := &discovery{s: s, t: t, dial: dial, peers: make(map[string]*peerMaker), stop: stop, done: make(chan struct{})}
+	d := &discovery{s: s, t: t, peers: make(map[string]*peerMaker), stop: stop, done: make(chan struct{})}
 	r := net.DefaultResolver
 	if t.resolver != "" {
 		r = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -186,7 +183,7 @@ func (d *discovery) update(addrs []string) {
 		if d.peers[a] != nil {
 			continue
 		}
-		p, err := client.DialPeer(a, d.readyChanged, client.WithPeerDialOptions(d.dial...))
+		p, err := client.DialPeer(a, d.readyChanged, client.WithPeerDialOptions(s.peerDial(a)...))
 		if err != nil {
 			s.log.Warn("peer", "addr", a, "err", err)
 			continue

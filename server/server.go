@@ -10,13 +10,16 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/client"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -38,9 +41,16 @@ type Server struct {
 	datasets map[string]pipeline.Dataset
 	names    []string // sorted
 
+	tokens   tokens
+	budget   *budget
+	peerDial func(addr string) []grpc.DialOption
+	jobs     sync.WaitGroup // coordinators and Work streams still running
+	refusals refusalLog
+
 	streamID atomic.Uint64
 	mu       sync.Mutex
-	perHost  map[string]int // open streams by client host
+	perHost  map[string]int // open Feed streams by client host
+	streams  int            // open Feed and Work streams
 }
 
 var (
@@ -48,11 +58,10 @@ var (
 	_ stokerv1.WorkServiceServer = (*Server)(nil)
 )
 
-// New validates cfg, opens its datasets, starts the executor and peer
-// discovery, and registers the metrics on reg. peerDial are the dial
-// options for peers (credentials). Close the Server when the gRPC server
-// has stopped.
-func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, peerDial ...grpc.DialOption) (*Server, error) {
+// New validates cfg, loads its tokens and certificates, opens its
+// datasets, starts the executor and peer discovery, and registers the
+// metrics on reg. Close the Server when the gRPC server has stopped.
+func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -68,6 +77,14 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, peerDial ...gr
 		datasets: make(map[string]pipeline.Dataset, len(cfg.Datasets)),
 		names:    slices.Sorted(maps.Keys(cfg.Datasets)),
 		perHost:  make(map[string]int),
+		budget:   newBudget(cfg.MemoryBudget),
+	}
+	s.refusals.log, s.refusals.m = log, m.refusals
+	if err := s.ReloadTokens(); err != nil {
+		return nil, err
+	}
+	if s.peerDial, err = peerDialer(cfg); err != nil {
+		return nil, err
 	}
 	for _, name := range s.names {
 		ds, err := pipeline.Open(cfg.Datasets[name])
@@ -75,17 +92,27 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, peerDial ...gr
 			s.closeDatasets()
 			return nil, fmt.Errorf("dataset %s: %w", name, err)
 		}
+		if capped, ok := ds.(interface{ SetMaxFileSize(int64) }); ok && cfg.MaxFileSize > 0 {
+			capped.SetMaxFileSize(cfg.MaxFileSize)
+		}
 		s.datasets[name] = ds
 		log.Info("dataset open", "dataset", name, "format", formatOf(ds), "size", ds.Len(),
 			"classes", len(ds.Classes()), "fingerprint", ds.Fingerprint())
 	}
 	s.makers = newMakers()
 	if cfg.Workers > 0 {
-		s.exec = pipeline.NewExecutor(cfg.Workers)
+		var opts []pipeline.Option
+		if cfg.PixelBudget > 0 {
+			opts = append(opts, pipeline.WithPixelBudget(cfg.PixelBudget))
+		}
+		if cfg.MaxScans > 0 {
+			opts = append(opts, pipeline.WithMaxScans(cfg.MaxScans))
+		}
+		s.exec = pipeline.NewExecutor(cfg.Workers, opts...)
 		s.makers.add(&localMaker{exec: s.exec, slots: maxWindow})
 	}
 	if t, _ := parsePeers(cfg.Peers); t.static != nil || t.host != "" {
-		s.disc = s.startDiscovery(t, peerDial)
+		s.disc = s.startDiscovery(t)
 	}
 	return s, nil
 }
@@ -94,6 +121,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, peerDial ...gr
 // datasets. Call it after the gRPC server has stopped: streams still
 // running would fail.
 func (s *Server) Close() error {
+	s.jobs.Wait() // a stream cut by a timeout may still be winding down
 	if s.disc != nil {
 		s.disc.close()
 	}
@@ -138,23 +166,97 @@ func formatOf(ds pipeline.Dataset) string {
 	return "unknown"
 }
 
-// acquireStream counts a stream against its client's limit. The returned
-// function releases it.
-func (s *Server) acquireStream(ctx context.Context) (release func(), err error) {
+// acquireStream counts a stream against the server's limit and, for Feed
+// streams (perClient), its client's. The returned function releases it.
+func (s *Server) acquireStream(ctx context.Context, perClient bool) (release func(), err error) {
 	host := clientHost(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if n := s.perHost[host]; n >= s.cfg.MaxStreamsPerClient {
-		return nil, status.Errorf(codes.ResourceExhausted, "client %s has %d open Feed streams, the limit is %d", host, n, s.cfg.MaxStreamsPerClient)
+	if s.streams >= s.cfg.MaxStreams {
+		s.refusals.refuse("max_streams", "stream refused: server stream limit", "client", host, "limit", s.cfg.MaxStreams)
+		return nil, status.Errorf(codes.ResourceExhausted, "the server has %d open streams, the limit is %d (--max-streams)", s.streams, s.cfg.MaxStreams)
 	}
-	s.perHost[host]++
+	if n := s.perHost[host]; perClient && n >= s.cfg.MaxStreamsPerClient {
+		s.refusals.refuse("max_streams_per_client", "stream refused: per-client stream limit", "client", host, "limit", s.cfg.MaxStreamsPerClient)
+		return nil, status.Errorf(codes.ResourceExhausted, "client %s has %d open Feed streams, the limit is %d (--max-streams-per-client)", host, n, s.cfg.MaxStreamsPerClient)
+	}
+	s.streams++
+	if perClient {
+		s.perHost[host]++
+	}
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		s.streams--
+		if !perClient {
+			return
+		}
 		if s.perHost[host]--; s.perHost[host] <= 0 {
 			delete(s.perHost, host)
 		}
 	}, nil
+}
+
+// peerDialer returns the dial options for a peer at addr: TLS with the
+// peers' CA (and this server's certificate) when PeerCA is set, and the
+// peer token when PeerTokenFile is.
+func peerDialer(cfg Config) (func(addr string) []grpc.DialOption, error) {
+	var base []grpc.DialOption
+	if cfg.PeerCA != "" {
+		tc, err := peerTLS(cfg.PeerCA, cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("peers: %w", err)
+		}
+		base = append(base, grpc.WithTransportCredentials(credentials.NewTLS(tc)))
+	}
+	token := ""
+	if cfg.PeerTokenFile != "" {
+		var err error
+		if token, err = ReadToken(cfg.PeerTokenFile); err != nil {
+			return nil, fmt.Errorf("peers: %w", err)
+		}
+	}
+	return func(addr string) []grpc.DialOption {
+		if token == "" {
+			return base
+		}
+		return append(slices.Clip(base), grpc.WithPerRPCCredentials(client.TokenCredentials(token, addr, cfg.PeerInsecureToken)))
+	}, nil
+}
+
+// refusalLog logs and counts what the server refuses, by policy. A flood
+// of refusals is logged at most once a second per policy, with the count
+// of those not logged.
+type refusalLog struct {
+	log *slog.Logger
+	m   *prometheus.CounterVec
+
+	mu    sync.Mutex
+	last  map[string]time.Time
+	quiet map[string]int
+}
+
+func (r *refusalLog) refuse(policy, msg string, attrs ...any) {
+	r.m.WithLabelValues(policy).Inc()
+	r.mu.Lock()
+	if r.last == nil {
+		r.last, r.quiet = make(map[string]time.Time), make(map[string]int)
+	}
+	now := time.Now()
+	if now.Sub(r.last[policy]) < time.Second {
+		r.quiet[policy]++
+		r.mu.Unlock()
+		return
+	}
+	r.last[policy] = now
+	n := r.quiet[policy]
+	r.quiet[policy] = 0
+	r.mu.Unlock()
+	attrs = append(attrs, "policy", policy)
+	if n > 0 {
+		attrs = append(attrs, "not_logged_since_last", n)
+	}
+	r.log.Warn(msg, attrs...)
 }
 
 // clientHost is the peer's host, without its port: one machine is one

@@ -29,6 +29,11 @@ func (s *Server) Work(stream stokerv1.WorkService_WorkServer) error {
 	if s.exec == nil {
 		return status.Error(codes.FailedPrecondition, "this server makes no batches (--workers 0): it only coordinates")
 	}
+	release, aerr := s.acquireStream(stream.Context(), false)
+	if aerr != nil {
+		return aerr
+	}
+	defer release()
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	w := &worker{
@@ -89,6 +94,7 @@ type workOut struct {
 	k     int
 	j     *job
 	b     *pipeline.Batch // nil when failed
+	bytes int64           // of the memory budget, held until b is sent
 	err   error
 }
 
@@ -147,6 +153,13 @@ func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
 		w.fail(l.GetId(), status.Errorf(codes.ResourceExhausted, "more than %d leases in flight on one Work stream", cap(w.slots)))
 		return nil
 	}
+	bytes := int64(len(l.GetIndices())) * int64(wj.j.t.SampleBytes())
+	if !w.s.budget.try(bytes) {
+		w.slots <- b
+		w.s.refusals.refuse("memory_budget", "lease refused: memory budget", "coordinator", clientHost(ctx), "bytes", bytes)
+		w.fail(l.GetId(), status.Errorf(codes.ResourceExhausted, "memory budget: a lease of %d bytes does not fit; %d of %d bytes in use (--memory-budget)", bytes, w.s.budget.inUse(), w.s.budget.limit))
+		return nil
+	}
 	lctx, cancel := context.WithCancel(ctx)
 	w.mu.Lock()
 	w.cancels[l.GetId()] = cancel
@@ -164,12 +177,14 @@ func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
 		switch {
 		case cancelled:
 			w.s.m.workLeases.WithLabelValues("cancelled").Inc()
+			w.s.budget.release(bytes)
 			w.slots <- b
 		case err != nil:
+			w.s.budget.release(bytes)
 			w.slots <- b
 			w.out <- workOut{lease: l.GetId(), err: err}
-		default:
-			w.out <- workOut{lease: l.GetId(), epoch: l.GetEpoch(), k: int(l.GetNumber()), j: j, b: b}
+		default: // the send loop releases the bytes once b is sent
+			w.out <- workOut{lease: l.GetId(), epoch: l.GetEpoch(), k: int(l.GetNumber()), j: j, b: b, bytes: bytes}
 		}
 	}()
 	return nil
@@ -200,6 +215,7 @@ func (w *worker) sendLoop(cancel context.CancelFunc) error {
 			}
 		}
 		if o.b != nil {
+			w.s.budget.release(o.bytes)
 			w.slots <- o.b
 		}
 	}

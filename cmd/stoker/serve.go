@@ -7,30 +7,28 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/reflection"
 
-	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server"
 )
 
-// runServe is `stoker serve`: flags into a server.Config, then the gRPC
-// server, the metrics endpoint and the signal handling around server.New.
-func runServe(args []string) error {
-	ctx := cmdContext() // first, so that a signal never finds the default handler
+// serveFlags is `stoker serve`'s flag set, filling cfg. Deploy manifests
+// are checked against it.
+func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
-	cfg := server.Config{Datasets: map[string]string{}}
+	o := &serveOpts{}
 	fs.Func("dataset", "NAME=PATH: serve the dataset at PATH as NAME (repeatable)", func(v string) error {
 		name, path, ok := strings.Cut(v, "=")
 		if _, dup := cfg.Datasets[name]; !ok || dup {
@@ -39,9 +37,10 @@ func runServe(args []string) error {
 		cfg.Datasets[name] = path
 		return nil
 	})
-	listen := fs.String("listen", "127.0.0.1:7070", "gRPC listen address (port 0: any free port)")
-	addrFile := fs.String("addr-file", "", "write the bound gRPC address to this file once listening")
-	metricsAddr := fs.String("metrics", "", "serve Prometheus /metrics on this address (empty: off)")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:7070", "gRPC listen address (port 0: any free port)")
+	fs.StringVar(&o.addrFile, "addr-file", "", "write the bound gRPC address to this file once listening")
+	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus /metrics on this address (empty: off)")
+	fs.BoolVar(&o.pprof, "pprof", false, "also serve /debug/pprof/ on the --metrics address")
 	fs.IntVar(&cfg.Workers, "workers", runtime.NumCPU(), "decode goroutines on this machine, shared by all streams and peers' leases; 0: decode nothing here, peers make every batch")
 	fs.IntVar(&cfg.Window, "window", 0, "leases one job has in flight at once; 0: two per ready maker (local executor, each peer), at least 4")
 	fs.StringVar(&cfg.Peers, "peers", "", "servers to lease batches to: ADDR,ADDR,... or dns:///NAME:PORT (re-resolved; a Kubernetes headless Service works as is)")
@@ -49,24 +48,55 @@ func runServe(args []string) error {
 	fs.DurationVar(&cfg.PeerRefresh, "peer-refresh", 5*time.Second, "how often a dns:/// --peers name is resolved again")
 	fs.Int64Var(&cfg.MaxBatchBytes, "max-batch-bytes", server.DefaultMaxBatchBytes, "refuse jobs whose batches are larger")
 	fs.IntVar(&cfg.MaxStreamsPerClient, "max-streams-per-client", server.DefaultMaxStreamsPerClient, "open Feed streams allowed per client host")
-	grace := fs.Duration("grace", 10*time.Second, "on SIGINT/SIGTERM, how long open streams may finish before they are cut")
-	logFormat := fs.String("log-format", "text", "log lines as text or json")
-	var level slog.Level
-	fs.TextVar(&level, "log-level", slog.LevelInfo, "debug, info, warn or error")
+	fs.IntVar(&cfg.MaxStreams, "max-streams", server.DefaultMaxStreams, "open Feed and Work streams allowed in all")
+	fs.Int64Var(&cfg.MemoryBudget, "memory-budget", 0, "bytes of batch buffers all streams may hold together; 0: half of the machine's (or cgroup's) memory")
+	fs.DurationVar(&cfg.FirstMessageTimeout, "first-message-timeout", 10*time.Second, "how long a new stream may take to send its first message")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "end a Feed stream whose trainer neither reads nor grants credit this long while a batch waits")
+	fs.Int64Var(&cfg.PixelBudget, "pixel-budget", 64<<20, "refuse images with more pixels (from the header, before decoding)")
+	fs.IntVar(&cfg.MaxScans, "max-scans", 100, "refuse progressive JPEGs with more scans")
+	fs.Int64Var(&cfg.MaxFileSize, "max-file-size", pipeline.DefaultMaxFileSize, "refuse larger files")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate: serve TLS (with --tls-key)")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM CA: mutual TLS, clients must present a certificate it signed")
+	fs.StringVar(&cfg.AuthTokens, "auth-tokens", "", "file of accepted bearer tokens, one per line (# comments); every method but health needs one; reread on SIGHUP")
+	fs.StringVar(&cfg.PeerTokenFile, "peer-token-file", "", "file whose first token this server sends to its --peers")
+	fs.StringVar(&cfg.PeerCA, "peer-ca", "", "PEM CA of the peers' certificates: dial peers with TLS, presenting --tls-cert as a client certificate")
+	fs.BoolVar(&cfg.PeerInsecureToken, "peer-insecure-token", false, "allow the peer token over plaintext to non-loopback peers")
+	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on SIGINT/SIGTERM, how long open streams may finish before they are cut")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log lines as text or json")
+	fs.TextVar(&o.level, "log-level", slog.LevelInfo, "debug, info, warn or error")
+	return fs, o
+}
+
+type serveOpts struct {
+	listen, addrFile, metrics, logFormat string
+	pprof                                bool
+	grace                                time.Duration
+	level                                slog.Level
+}
+
+// runServe is `stoker serve`: flags into a server.Config, then the gRPC
+// server, the metrics endpoint and the signal handling around server.New.
+func runServe(args []string) error {
+	ctx := cmdContext() // first, so that a signal never finds the default handler
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	cfg := server.Config{Datasets: map[string]string{}}
+	fs, o := serveFlags(&cfg)
 	fs.Parse(args)
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	spareP(cfg.Workers)
 
-	opts := &slog.HandlerOptions{Level: level}
-	log := slog.New(slog.NewTextHandler(os.Stderr, opts))
-	switch *logFormat {
+	hopts := &slog.HandlerOptions{Level: o.level}
+	log := slog.New(slog.NewTextHandler(os.Stderr, hopts))
+	switch o.logFormat {
 	case "json":
-		log = slog.New(slog.NewJSONHandler(os.Stderr, opts))
+		log = slog.New(slog.NewJSONHandler(os.Stderr, hopts))
 	case "text":
 	default:
-		return fmt.Errorf("serve: --log-format %q: want text or json", *logFormat)
+		return fmt.Errorf("serve: --log-format %q: want text or json", o.logFormat)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -75,63 +105,80 @@ func runServe(args []string) error {
 		return err
 	}
 	defer srv.Close() // after the gRPC server has stopped (defers run last-in first-out)
+	gs, hs, err := srv.GRPCServer()
+	if err != nil {
+		return err
+	}
 
-	gs := grpc.NewServer(server.GRPCOptions()...)
-	stokerv1.RegisterFeedServiceServer(gs, srv)
-	stokerv1.RegisterWorkServiceServer(gs, srv)
-	hs := health.NewServer() // SERVING for "" by default: the datasets are open
-	hs.SetServingStatus(stokerv1.FeedService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	hs.SetServingStatus(stokerv1.WorkService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(gs, hs)
-	reflection.Register(gs)
-
-	lis, err := net.Listen("tcp", *listen)
+	lis, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return err
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(lis) }()
-	if *metricsAddr != "" {
-		mlis, err := net.Listen("tcp", *metricsAddr)
+	if o.metrics != "" {
+		mlis, err := net.Listen("tcp", o.metrics)
 		if err != nil {
 			gs.Stop()
 			return err
 		}
-		hsrv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}), ReadHeaderTimeout: 10 * time.Second}
+		hsrv := &http.Server{Handler: metricsMux(reg, o.pprof), ReadHeaderTimeout: 10 * time.Second}
 		defer hsrv.Close()
 		go func() { errc <- hsrv.Serve(mlis) }()
-		log.Info("metrics", "addr", mlis.Addr().String())
+		log.Info("metrics", "addr", mlis.Addr().String(), "pprof", o.pprof)
 	}
 	addr := lis.Addr().String()
-	if *addrFile != "" {
-		if err := writeFileAtomic(*addrFile, addr+"\n"); err != nil {
+	if o.addrFile != "" {
+		if err := writeFileAtomic(o.addrFile, addr+"\n"); err != nil {
 			gs.Stop()
 			return err
 		}
 	}
-	log.Info("listening", "addr", addr, "workers", cfg.Workers, "datasets", len(cfg.Datasets), "peers", cfg.Peers)
+	log.Info("listening", "addr", addr, "workers", cfg.Workers, "datasets", len(cfg.Datasets), "peers", cfg.Peers,
+		"tls", cfg.TLSCert != "", "mtls", cfg.TLSClientCA != "", "auth", cfg.AuthTokens != "")
 
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		gs.Stop()
-		return err
+	for stop := false; !stop; {
+		select {
+		case <-ctx.Done():
+			stop = true
+		case <-hup:
+			if err := srv.ReloadTokens(); err != nil {
+				log.Error("SIGHUP: tokens not reloaded, the old ones stay", "err", err)
+			}
+		case err := <-errc:
+			gs.Stop()
+			return err
+		}
 	}
 	// Drain: health says NOT_SERVING so balancers move away, open streams
 	// get the grace period to finish their epoch, then are cut.
-	log.Info("stopping", "grace", *grace)
+	log.Info("stopping", "grace", o.grace)
 	hs.Shutdown()
 	stopped := make(chan struct{})
 	go func() { gs.GracefulStop(); close(stopped) }()
 	select {
 	case <-stopped:
-	case <-time.After(*grace):
+	case <-time.After(o.grace):
 		log.Warn("grace period over, closing open streams")
 		gs.Stop()
 		<-stopped
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// metricsMux answers /metrics, and /debug/pprof/ when asked; 404 elsewhere.
+func metricsMux(reg *prometheus.Registry, withPprof bool) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if withPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return mux
 }
 
 // writeFileAtomic writes data to path through a rename, so that a reader

@@ -1,0 +1,90 @@
+package server
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// GRPCServer builds the gRPC server for s from its Config, the one place
+// where that is done (for stoker serve and for tests): TLS or mutual TLS,
+// the token check on every method but health, keepalive enforcement and
+// message limits; FeedService, WorkService, health and reflection
+// registered. The health server is returned so that a drain can report
+// NOT_SERVING.
+func (s *Server) GRPCServer(extra ...grpc.ServerOption) (*grpc.Server, *health.Server, error) {
+	opts := append(GRPCOptions(), grpc.ChainUnaryInterceptor(s.unaryAuth), grpc.ChainStreamInterceptor(s.streamAuth))
+	if s.cfg.TLSCert != "" {
+		tc, err := serverTLS(s.cfg.TLSCert, s.cfg.TLSKey, s.cfg.TLSClientCA)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tc)))
+	}
+	gs := grpc.NewServer(append(opts, extra...)...)
+	stokerv1.RegisterFeedServiceServer(gs, s)
+	stokerv1.RegisterWorkServiceServer(gs, s)
+	hs := health.NewServer() // SERVING for "": the datasets are open
+	hs.SetServingStatus(stokerv1.FeedService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(stokerv1.WorkService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(gs, hs)
+	reflection.Register(gs)
+	return gs, hs, nil
+}
+
+// serverTLS loads the server's certificate and, for mutual TLS, the CA its
+// clients' certificates must chain to.
+func serverTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if clientCA != "" {
+		pool, err := certPool(clientCA)
+		if err != nil {
+			return nil, err
+		}
+		tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return tc, nil
+}
+
+// peerTLS is the TLS a coordinator dials its peers with: their CA, and this
+// server's certificate as a client certificate when it has one.
+func peerTLS(ca, certFile, keyFile string) (*tls.Config, error) {
+	pool, err := certPool(ca)
+	if err != nil {
+		return nil, err
+	}
+	tc := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+func certPool(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("tls: no PEM certificate in %s", file)
+	}
+	return pool, nil
+}

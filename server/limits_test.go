@@ -1,0 +1,122 @@
+package server
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// recvErr reads a stream until it fails and returns the error.
+func recvErr(s pb.FeedService_FeedClient) error {
+	for {
+		if _, err := s.Recv(); err != nil {
+			return err
+		}
+	}
+}
+
+func TestFirstMessageTimeout(t *testing.T) {
+	e := newEnv(t, Config{FirstMessageTimeout: 200 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := e.client.Feed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = recvErr(s) // never sends OpenJob
+	if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "--first-message-timeout") {
+		t.Errorf("got %v; want DeadlineExceeded naming the flag", err)
+	}
+	if got := testutil.ToFloat64(e.srv.m.refusals.WithLabelValues("first_message_timeout")); got != 1 {
+		t.Errorf("refusals{first_message_timeout} = %v, want 1", got)
+	}
+}
+
+func TestIdleTimeout(t *testing.T) {
+	e := newEnv(t, Config{IdleTimeout: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := e.client.ListDatasets(ctx, &pb.ListDatasetsRequest{}); err != nil { // the connection's goroutines start
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	open := smallJob("tiny", 8)
+	open.Credits = 1 // takes one batch, then never grants another
+	start := time.Now()
+	err := recvErr(e.feedStream(t, ctx, open))
+	if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "--idle-timeout") {
+		t.Errorf("got %v; want DeadlineExceeded naming the flag", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the idle stream took %v to close", d)
+	}
+	// Its coordinator, makers' calls and buffers are gone within 2 s.
+	deadline := time.Now().Add(2 * time.Second)
+	for e.srv.budget.inUse() != 0 || runtime.NumGoroutine() > before+2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 2 s: %d bytes of budget held, %d goroutines (%d before)", e.srv.budget.inUse(), runtime.NumGoroutine(), before)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestMemoryBudget(t *testing.T) {
+	// One batch of 8 samples of 3x32x32 is 24576 bytes; a job reserves two.
+	e := newEnv(t, Config{MemoryBudget: 60000})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	open := smallJob("tiny", 8)
+	open.Credits = 0 // holds its buffers
+	first := e.feedStream(t, ctx, open)
+	if m, err := first.Recv(); err != nil || m.GetJob() == nil {
+		t.Fatalf("first stream: %v, %v", m, err)
+	}
+	err := recvErr(e.feedStream(t, ctx, open))
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "--memory-budget") || !strings.Contains(err.Error(), "49152 bytes") {
+		t.Errorf("second stream: %v; want ResourceExhausted with the numbers", err)
+	}
+	cancel()
+	// Once the first is gone, a new job fits again.
+	deadline := time.Now().Add(5 * time.Second)
+	for e.srv.budget.inUse() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if ep := e.collect(t, smallJob("tiny", 8)); len(ep.batches) != 5 {
+		t.Errorf("%d batches after the budget freed, want 5", len(ep.batches))
+	}
+}
+
+func TestMaxStreams(t *testing.T) {
+	e := newEnv(t, Config{MaxStreams: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	open := smallJob("tiny", 8)
+	open.Credits = 0
+	first := e.feedStream(t, ctx, open)
+	if _, err := first.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	err := recvErr(e.feedStream(t, ctx, open))
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "--max-streams") {
+		t.Errorf("got %v; want ResourceExhausted naming --max-streams", err)
+	}
+}
+
+func TestDatasetNameLimit(t *testing.T) {
+	e := newEnv(t, Config{})
+	open := smallJob(strings.Repeat("x", 100000), 8)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := recvErr(e.feedStream(t, ctx, open))
+	if status.Code(err) != codes.InvalidArgument || len(err.Error()) > 500 {
+		t.Errorf("got %d-byte error %.200v; want a short InvalidArgument", len(err.Error()), err)
+	}
+}
