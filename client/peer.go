@@ -84,6 +84,7 @@ type peerOptions struct {
 	dial        []grpc.DialOption
 	connectTime time.Duration
 	maxBackoff  time.Duration
+	onError     func(error)
 }
 
 // PeerOption configures a Peer.
@@ -104,6 +105,13 @@ func WithConnectTimeout(d time.Duration) PeerOption {
 // WithMaxBackoff bounds the wait between reconnection attempts. Default 5 s.
 func WithMaxBackoff(d time.Duration) PeerOption {
 	return func(p *peerOptions) { p.maxBackoff = d }
+}
+
+// WithPeerErrors calls f when the stream cannot be opened, or ends, with an
+// error unlike the last one (so a peer that keeps failing the same way is
+// reported once). Default: none.
+func WithPeerErrors(f func(error)) PeerOption {
+	return func(p *peerOptions) { p.onError = f }
 }
 
 // DialPeer starts keeping a Work stream open to the worker at addr. It
@@ -171,15 +179,25 @@ func (p *Peer) Forget(spec *stokerv1.JobSpec) {
 func (p *Peer) loop(ctx context.Context) {
 	defer close(p.done)
 	backoff := 100 * time.Millisecond
+	last := ""
+	report := func(err error) {
+		if f := p.opts.onError; f != nil && ctx.Err() == nil && err.Error() != last {
+			last = err.Error()
+			f(err)
+		}
+	}
 	for ctx.Err() == nil {
 		st, err := p.open(ctx)
 		if err == nil {
+			last = ""
 			backoff = 100 * time.Millisecond
 			p.setStream(st)
 			p.receive(st)
 			p.setStream(nil)
+			report(st.err)
 			continue // a stream that ran is retried at once: the worker may have restarted
 		}
+		report(err)
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():

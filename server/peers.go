@@ -183,7 +183,8 @@ func (d *discovery) update(addrs []string) {
 		if d.peers[a] != nil {
 			continue
 		}
-		p, err := client.DialPeer(a, d.readyChanged, client.WithPeerDialOptions(s.peerDial(a)...))
+		p, err := client.DialPeer(a, d.readyChanged, client.WithPeerDialOptions(s.peerDial(a)...),
+			client.WithPeerErrors(func(err error) { s.log.Warn("peer unavailable", "addr", a, "err", err) }))
 		if err != nil {
 			s.log.Warn("peer", "addr", a, "err", err)
 			continue
