@@ -14,7 +14,7 @@ import (
 
 var commands = map[string]func(args []string) error{
 	"serve":   runServe,
-	"bench":   runBench,
+	"bench":   runBenchCmd,
 	"preview": runPreview,
 	"mkdata":  runMkdata,
 }

@@ -1,0 +1,798 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stoker-dev/stoker/client"
+	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server"
+)
+
+// The test dataset: classes a, b, c with 13 JPEGs each, 39 samples.
+const dsSize = 39
+
+// makeDataset writes an ImageFolder of small JPEGs into a temporary folder:
+// per class, n images of 64..95 px with distinct content (as the server's
+// tests make it, without the bad file).
+func makeDataset(t testing.TB, classes []string, perClass int) string {
+	t.Helper()
+	root := t.TempDir()
+	for ci, class := range classes {
+		dir := filepath.Join(root, class)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i := range perClass {
+			w, h := 64+(i*7)%32, 64+(i*13)%32
+			img := image.NewRGBA(image.Rect(0, 0, w, h))
+			for y := range h {
+				for x := range w {
+					img.Set(x, y, color.RGBA{uint8(x*4 + i*9), uint8(y*4 + ci*80), uint8((x*y + i*31) % 256), 255})
+				}
+			}
+			var buf bytes.Buffer
+			if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 90}); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("img%02d.jpg", i)), buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return root
+}
+
+// env is a real server.Server behind a real gRPC server on 127.0.0.1:0.
+type env struct {
+	addr string
+	reg  *prometheus.Registry
+	mu   sync.Mutex
+	auth []string // authorization metadata of the calls seen
+}
+
+var (
+	datasetOnce sync.Once
+	datasetDir  string
+)
+
+// startServer starts a server with 2 workers over the test dataset.
+func startServer(t *testing.T) *env {
+	t.Helper()
+	datasetOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "stoker-client-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		datasetDir = dir
+		src := makeDataset(t, []string{"a", "b", "c"}, 13)
+		if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	e := &env{reg: prometheus.NewRegistry()}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := server.New(server.Config{Datasets: map[string]string{"tiny": datasetDir}, Workers: 2}, log, e.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(ctx context.Context) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		e.mu.Lock()
+		e.auth = append(e.auth, md.Get("authorization")...)
+		e.mu.Unlock()
+	}
+	opts := append(server.GRPCOptions(),
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			record(ctx)
+			return h(ctx, req)
+		}),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			record(ss.Context())
+			return h(srv, ss)
+		}))
+	e.addr = serve(t, opts, func(gs *grpc.Server) { pb.RegisterFeedServiceServer(gs, srv) })
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return e
+}
+
+// serve runs a gRPC server on 127.0.0.1:0 until the test ends.
+func serve(t *testing.T, opts []grpc.ServerOption, register func(*grpc.Server)) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(opts...)
+	register(gs)
+	served := make(chan error, 1)
+	go func() { served <- gs.Serve(lis) }()
+	t.Cleanup(func() {
+		gs.Stop()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return lis.Addr().String()
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if datasetDir != "" {
+		os.RemoveAll(datasetDir)
+	}
+	os.Exit(code)
+}
+
+func newClient(t *testing.T, addr string, opts ...client.Option) *client.Client {
+	t.Helper()
+	c, err := client.New(addr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// spec is a fast shuffled job with random augmentations, so that epochs
+// differ.
+func spec(batchSize uint32) *pb.JobSpec {
+	return &pb.JobSpec{
+		Dataset: "tiny",
+		Transform: &pb.TransformSpec{Ops: []*pb.Op{
+			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32}}},
+			{Op: &pb.Op_RandomHorizontalFlip{RandomHorizontalFlip: &pb.RandomHorizontalFlip{}}},
+		}},
+		BatchSize: batchSize,
+		Seed:      7,
+		Shuffle:   true,
+	}
+}
+
+// sampleBytes is one sample of spec's: 3×32×32 uint8.
+const sampleBytes = 3 * 32 * 32
+
+// drain runs l to io.EOF and returns its batches.
+func drain(t *testing.T, l *client.Loader) []*client.Batch {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []*client.Batch
+	for {
+		b, err := l.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("Next after %d batches: %v", len(out), err)
+		}
+		out = append(out, b)
+	}
+}
+
+func sameBatch(t *testing.T, what string, got, want *client.Batch) {
+	t.Helper()
+	if got.Epoch != want.Epoch || got.Number != want.Number || !slices.Equal(got.Shape, want.Shape) || got.Dtype != want.Dtype ||
+		!slices.Equal(got.Labels, want.Labels) || !slices.Equal(got.Indices, want.Indices) || !bytes.Equal(got.Data, want.Data) {
+		t.Errorf("%s: batch %d/%d shape %v, %d bytes, indices %v; want %d/%d shape %v, %d bytes, indices %v",
+			what, got.Epoch, got.Number, got.Shape, len(got.Data), got.Indices, want.Epoch, want.Number, want.Shape, len(want.Data), want.Indices)
+	}
+}
+
+// TestLoaderEpochs: two epochs on one stream are, byte for byte, what two
+// one-epoch streams give, and every index comes once per epoch.
+func TestLoaderEpochs(t *testing.T) {
+	e := startServer(t)
+	c := newClient(t, e.addr)
+	const bs = 8
+	l := c.Loader(spec(bs), client.Epochs(2), client.Prefetch(3))
+	defer l.Close()
+	both := drain(t, l)
+	if _, err := l.Next(context.Background()); !errors.Is(err, io.EOF) {
+		t.Errorf("Next after the end: %v, want io.EOF", err)
+	}
+	ends := l.EpochEnds()
+	if len(ends) != 2 || ends[0].GetEpoch() != 0 || ends[1].GetEpoch() != 1 || ends[0].GetBatches() != 5 || ends[1].GetSamples() != dsSize {
+		t.Errorf("EpochEnds %v, want epochs 0 and 1 of 5 batches and %d samples", ends, dsSize)
+	}
+	if info := l.Info(); info.GetEpoch() != 1 || info.GetBatches() != 5 || info.GetDatasetSize() != dsSize {
+		t.Errorf("Info %v, want epoch 1's", info)
+	}
+	if l.Waited() <= 0 {
+		t.Errorf("Waited %v, want > 0", l.Waited())
+	}
+
+	var one []*client.Batch
+	for epoch := range uint64(2) {
+		l := c.Loader(spec(bs), client.Epoch(epoch), client.Epochs(1))
+		one = append(one, drain(t, l)...)
+		l.Close()
+	}
+	if len(both) != 10 || len(one) != 10 {
+		t.Fatalf("%d batches on one stream, %d on two; want 10", len(both), len(one))
+	}
+	for i := range both {
+		sameBatch(t, fmt.Sprintf("batch %d", i), both[i], one[i])
+		b := both[i]
+		if b.Epoch != uint64(i/5) || b.Number != uint64(i%5) {
+			t.Errorf("batch %d is %d/%d, want in order", i, b.Epoch, b.Number)
+		}
+		n := min(bs, dsSize-int(b.Number)*bs)
+		if !slices.Equal(b.Shape, []uint32{uint32(n), 3, 32, 32}) || len(b.Data) != n*sampleBytes || b.Dtype != pb.Dtype_DTYPE_UINT8 {
+			t.Errorf("batch %d: shape %v, %d bytes, %v", i, b.Shape, len(b.Data), b.Dtype)
+		}
+	}
+	for epoch := range 2 {
+		seen := make(map[int64]int)
+		for _, b := range both[epoch*5 : epoch*5+5] {
+			for _, idx := range b.Indices {
+				seen[idx]++
+			}
+		}
+		for idx := range int64(dsSize) {
+			if seen[idx] != 1 {
+				t.Errorf("epoch %d: index %d delivered %d times", epoch, idx, seen[idx])
+			}
+		}
+	}
+	if bytes.Equal(both[0].Data, both[5].Data) {
+		t.Error("epochs 0 and 1 have the same first batch: no reshuffle or augmentation")
+	}
+	for _, b := range both {
+		b.Release()
+		b.Release()
+	}
+}
+
+// TestLoaderResume: Resume's start, skip and consumed give the batches of
+// the full epoch they say.
+func TestLoaderResume(t *testing.T) {
+	e := startServer(t)
+	c := newClient(t, e.addr)
+	const bs = 8
+	full := drain(t, c.Loader(spec(bs), client.Epochs(1)))
+
+	got := drain(t, c.Loader(spec(bs), client.Epochs(1), client.Resume(2, nil, 0)))
+	if len(got) != 3 {
+		t.Fatalf("start 2: %d batches, want 3", len(got))
+	}
+	for i, b := range got {
+		sameBatch(t, "start 2", b, full[2+i])
+	}
+
+	l := c.Loader(spec(bs), client.Epochs(1), client.AsReady(true), client.Resume(1, []uint64{3}, 0))
+	got = drain(t, l)
+	slices.SortFunc(got, func(a, b *client.Batch) int { return int(a.Number) - int(b.Number) })
+	if len(got) != 3 || got[0].Number != 1 || got[1].Number != 2 || got[2].Number != 4 {
+		t.Fatalf("start 1 skip 3: %d batches", len(got))
+	}
+	for _, b := range got {
+		sameBatch(t, "start 1 skip 3", b, full[b.Number])
+	}
+	if ends := l.EpochEnds(); len(ends) != 1 || ends[0].GetBatches() != 3 {
+		t.Errorf("EpochEnds %v, want one of 3 batches", ends)
+	}
+
+	// Resumed at the end of an epoch, or past all of it: the epoch is
+	// empty, and the next one comes whole.
+	next := drain(t, c.Loader(spec(bs), client.Epoch(1), client.Epochs(1)))
+	for _, resume := range []client.LoaderOption{client.Resume(5, nil, 0), client.Resume(0, nil, 100), client.Resume(4, []uint64{4}, 0)} {
+		l := c.Loader(spec(bs), client.Epochs(2), resume)
+		got := drain(t, l)
+		if len(got) != len(next) {
+			t.Fatalf("an empty first epoch, then epoch 1: %d batches, want %d", len(got), len(next))
+		}
+		for i := range got {
+			sameBatch(t, "after an empty epoch", got[i], next[i])
+		}
+		if ends := l.EpochEnds(); len(ends) != 2 || ends[0].GetBatches() != 0 || ends[1].GetBatches() != 5 {
+			t.Errorf("EpochEnds %v, want 0 then 5 batches", ends)
+		}
+	}
+
+	// Elastic: the plan is cut from the positions after consumed, and a
+	// sample's pixels depend on (seed, epoch, index) only.
+	const consumed = 16
+	got = drain(t, c.Loader(spec(bs), client.Epochs(1), client.Resume(0, nil, consumed)))
+	type sample struct {
+		idx  int64
+		data []byte
+	}
+	flat := func(bs []*client.Batch) []sample {
+		var out []sample
+		for _, b := range bs {
+			for i, idx := range b.Indices {
+				out = append(out, sample{idx, b.Data[i*sampleBytes : (i+1)*sampleBytes]})
+			}
+		}
+		return out
+	}
+	want, have := flat(full)[consumed:], flat(got)
+	if len(have) != len(want) {
+		t.Fatalf("consumed %d: %d samples, want %d", consumed, len(have), len(want))
+	}
+	for i := range want {
+		if have[i].idx != want[i].idx || !bytes.Equal(have[i].data, want[i].data) {
+			t.Errorf("consumed %d: position %d is index %d, want %d (or other pixels)", consumed, i, have[i].idx, want[i].idx)
+		}
+	}
+}
+
+// TestLoaderAsReady: as-ready batches, sorted, are the in-order ones.
+func TestLoaderAsReady(t *testing.T) {
+	e := startServer(t)
+	c := newClient(t, e.addr)
+	inOrder := drain(t, c.Loader(spec(4), client.Epochs(1)))
+	got := drain(t, c.Loader(spec(4), client.Epochs(1), client.AsReady(true), client.Prefetch(16)))
+	slices.SortFunc(got, func(a, b *client.Batch) int { return int(a.Number) - int(b.Number) })
+	if len(got) != len(inOrder) || len(got) != 10 {
+		t.Fatalf("%d batches as ready, %d in order; want 10", len(got), len(inOrder))
+	}
+	for i := range got {
+		sameBatch(t, "as ready", got[i], inOrder[i])
+	}
+}
+
+// TestDescribe: Describe and ListDatasets answer what the stream says.
+func TestDescribe(t *testing.T) {
+	e := startServer(t)
+	c := newClient(t, e.addr)
+	ctx := context.Background()
+	ds, err := c.ListDatasets(ctx)
+	if err != nil || len(ds) != 1 || ds[0].GetName() != "tiny" || ds[0].GetSize() != dsSize {
+		t.Fatalf("ListDatasets: %v, %v", ds, err)
+	}
+	l := c.Loader(spec(8), client.Epoch(3), client.Epochs(1))
+	drain(t, l)
+	info, err := c.Describe(ctx, spec(8), 3, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(info, l.Info()) || info.GetBatches() != 5 || info.GetFingerprint() != ds[0].GetFingerprint() {
+		t.Errorf("Describe %v, the stream said %v", info, l.Info())
+	}
+	if info, err := c.Describe(ctx, spec(8), 0, 30); err != nil || info.GetSamples() != dsSize-30 || info.GetBatches() != 2 {
+		t.Errorf("Describe consumed 30: %v, %v; want 9 samples in 2 batches", info, err)
+	}
+	bad := spec(8)
+	bad.Dataset = "nope"
+	if _, err := c.Describe(ctx, bad, 0, 0); status.Code(err) != codes.NotFound {
+		t.Errorf("Describe of an unknown dataset: %v, want NotFound", err)
+	}
+	// The server's status errors come through Next as they are.
+	l = c.Loader(bad)
+	if _, err := l.Next(ctx); status.Code(err) != codes.NotFound || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("Next of an unknown dataset: %v, want NotFound naming it", err)
+	}
+	if _, err := l.Next(ctx); status.Code(err) != codes.NotFound {
+		t.Errorf("Next again: %v, want the same error", err)
+	}
+}
+
+// TestToken: a bearer token goes to loopback in plaintext, and is refused
+// in plaintext elsewhere unless WithInsecureToken.
+func TestToken(t *testing.T) {
+	e := startServer(t)
+	c := newClient(t, e.addr, client.WithToken("s3cret"))
+	if _, err := c.ListDatasets(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, c.Loader(spec(39), client.Epochs(1)))
+	e.mu.Lock()
+	auth := slices.Clone(e.auth)
+	e.mu.Unlock()
+	if len(auth) != 2 || auth[0] != "Bearer s3cret" || auth[1] != "Bearer s3cret" {
+		t.Errorf("the server saw authorization %q, want the bearer token on both calls", auth)
+	}
+
+	for _, target := range []string{"localhost:1", "127.0.0.1:1", "[::1]:1", "dns:///127.0.0.1:1", "dns:///localhost:1", "unix:///tmp/stoker.sock"} {
+		c, err := client.New(target, client.WithToken("x"))
+		if err != nil {
+			t.Errorf("New(%q) with a token: %v, want ok (loopback)", target, err)
+			continue
+		}
+		c.Close()
+	}
+	for _, target := range []string{"10.0.0.1:7070", "stoker.example:7070", "dns:///stoker.example:7070", "[2001:db8::1]:7070"} {
+		_, err := client.New(target, client.WithToken("x"))
+		if err == nil || !strings.Contains(err.Error(), "plaintext") || !strings.Contains(err.Error(), "WithInsecureToken") {
+			t.Errorf("New(%q) with a token in plaintext: %v, want a refusal that says why", target, err)
+		}
+		c, err := client.New(target, client.WithToken("x"), client.WithInsecureToken())
+		if err != nil {
+			t.Errorf("New(%q) with WithInsecureToken: %v", target, err)
+			continue
+		}
+		c.Close()
+	}
+
+	// Dial options may bring TLS, so New lets them through; the call then
+	// checks the transport it got. A name that is not loopback, dialed to
+	// the loopback server:
+	dialer := grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", e.addr)
+	})
+	c = newClient(t, "passthrough:///stoker.example:7070", client.WithToken("x"), client.WithDialOptions(dialer))
+	_, err := c.ListDatasets(context.Background())
+	if status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), "plaintext") {
+		t.Errorf("a call with a token over plaintext to a remote name: %v, want Unauthenticated", err)
+	}
+	l := c.Loader(spec(8))
+	defer l.Close()
+	if _, err = l.Next(context.Background()); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("Next with a token over plaintext to a remote name: %v, want Unauthenticated", err)
+	}
+	e.mu.Lock()
+	if len(e.auth) != 2 {
+		t.Errorf("the server saw %d tokens, want still 2", len(e.auth))
+	}
+	e.mu.Unlock()
+
+	if _, err := client.New("127.0.0.1:1", client.WithTLS(filepath.Join(t.TempDir(), "missing.pem"), "", "")); err == nil {
+		t.Error("WithTLS with a missing CA file: no error")
+	}
+}
+
+// streamsActive is the server's stoker_streams_active.
+func (e *env) streamsActive(t *testing.T) float64 {
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "stoker_streams_active" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no stoker_streams_active")
+	return 0
+}
+
+// TestLoaderClose: Close mid-epoch returns at once, a Next blocked in
+// another goroutine returns ErrClosed, the server's stream ends and no
+// goroutine is left behind.
+func TestLoaderClose(t *testing.T) {
+	e := startServer(t)
+	c := newClient(t, e.addr)
+	ctx := context.Background()
+	if _, err := c.ListDatasets(ctx); err != nil { // the connection's goroutines
+		t.Fatal(err)
+	}
+	base := runtime.NumGoroutine()
+
+	l := c.Loader(spec(2), client.Prefetch(1)) // epochs until closed
+	for range 3 {
+		if _, err := l.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e.streamsActive(t) != 1 {
+		t.Errorf("streams active %v, want 1", e.streamsActive(t))
+	}
+	errc := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := l.Next(ctx); err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	began := time.Now()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took > time.Second {
+		t.Errorf("Close took %v", took)
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, client.ErrClosed) {
+			t.Errorf("Next during Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Next still blocked 2 s after Close")
+	}
+	if _, err := l.Next(ctx); !errors.Is(err, client.ErrClosed) {
+		t.Errorf("Next after Close: %v, want ErrClosed", err)
+	}
+	l.Close()
+
+	deadline := time.Now().Add(2 * time.Second)
+	for e.streamsActive(t) != 0 || runtime.NumGoroutine() > base+2 {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("2 s after Close: %v streams active, %d goroutines (%d before the loader)\n%s",
+				e.streamsActive(t), runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A loader closed before its first Next never opens a stream.
+	l = c.Loader(spec(2))
+	l.Close()
+	if _, err := l.Next(ctx); !errors.Is(err, client.ErrClosed) {
+		t.Errorf("Next after Close before any: %v, want ErrClosed", err)
+	}
+}
+
+// fakeFeed is a FeedService whose Feed the test writes.
+type fakeFeed struct {
+	pb.UnimplementedFeedServiceServer
+	feed func(pb.FeedService_FeedServer) error
+}
+
+func (f *fakeFeed) Feed(s pb.FeedService_FeedServer) error { return f.feed(s) }
+
+func startFake(t *testing.T, feed func(pb.FeedService_FeedServer) error) *client.Client {
+	t.Helper()
+	addr := serve(t, nil, func(gs *grpc.Server) { pb.RegisterFeedServiceServer(gs, &fakeFeed{feed: feed}) })
+	return newClient(t, addr)
+}
+
+// Messages of a fake stream: samples of [3, 2, 2] uint8 (12 bytes), batches
+// of 2.
+func jobMsg(epoch, batches uint64) *pb.FeedResponse {
+	return &pb.FeedResponse{Msg: &pb.FeedResponse_Job{Job: &pb.JobInfo{
+		Epoch: epoch, Batches: batches, SampleShape: []uint32{3, 2, 2}, Dtype: pb.Dtype_DTYPE_UINT8, MaxChunkBytes: 16,
+	}}}
+}
+
+func headerMsg(epoch, k uint64, n uint32, dataBytes uint64) *pb.FeedResponse {
+	idx := make([]int64, n)
+	return &pb.FeedResponse{Msg: &pb.FeedResponse_Batch{Batch: &pb.BatchHeader{
+		Epoch: epoch, Number: k, Shape: []uint32{n, 3, 2, 2}, Dtype: pb.Dtype_DTYPE_UINT8,
+		Labels: idx, Indices: idx, DataBytes: dataBytes,
+	}}}
+}
+
+func chunkMsg(k, off uint64, n int) *pb.FeedResponse {
+	return &pb.FeedResponse{Msg: &pb.FeedResponse_Chunk{Chunk: &pb.Chunk{Number: k, Offset: off, Data: bytes.Repeat([]byte{byte(k)}, n)}}}
+}
+
+func endMsg(epoch, batches uint64) *pb.FeedResponse {
+	return &pb.FeedResponse{Msg: &pb.FeedResponse_End{End: &pb.EpochEnd{Epoch: epoch, Batches: batches}}}
+}
+
+// TestLoaderMalformed: a stream that breaks the framing is an ErrProtocol
+// error from Next, never a panic; a well-formed one ends in io.EOF.
+func TestLoaderMalformed(t *testing.T) {
+	good := []*pb.FeedResponse{jobMsg(0, 2), headerMsg(0, 0, 2, 24), chunkMsg(0, 0, 16), chunkMsg(0, 16, 8),
+		headerMsg(0, 1, 1, 12), chunkMsg(1, 0, 12), endMsg(0, 2)}
+	cases := map[string][]*pb.FeedResponse{
+		"good":                 good,
+		"header first":         {headerMsg(0, 0, 2, 24)},
+		"chunk first":          {jobMsg(0, 2), chunkMsg(0, 0, 16)},
+		"other epoch's info":   {jobMsg(1, 2)},
+		"no shape":             {{Msg: &pb.FeedResponse_Job{Job: &pb.JobInfo{Batches: 1, Dtype: pb.Dtype_DTYPE_UINT8}}}},
+		"no dtype":             {{Msg: &pb.FeedResponse_Job{Job: &pb.JobInfo{Batches: 1, SampleShape: []uint32{3, 2, 2}}}}},
+		"huge sample":          {{Msg: &pb.FeedResponse_Job{Job: &pb.JobInfo{Batches: 1, SampleShape: []uint32{1 << 31, 1 << 31, 1 << 31}, Dtype: pb.Dtype_DTYPE_UINT8}}}},
+		"bytes off shape":      {jobMsg(0, 2), headerMsg(0, 0, 2, 1<<50)},
+		"too many samples":     {jobMsg(0, 2), headerMsg(0, 0, 3, 36)},
+		"number past epoch":    {jobMsg(0, 2), headerMsg(0, 2, 1, 12)},
+		"batch of other epoch": {jobMsg(0, 2), headerMsg(1, 0, 1, 12)},
+		"chunk gap":            {jobMsg(0, 2), headerMsg(0, 0, 2, 24), chunkMsg(0, 0, 8), chunkMsg(0, 12, 8)},
+		"chunk overflow":       {jobMsg(0, 2), headerMsg(0, 0, 2, 24), chunkMsg(0, 0, 16), chunkMsg(0, 16, 16)},
+		"chunk of other batch": {jobMsg(0, 2), headerMsg(0, 0, 2, 24), chunkMsg(1, 0, 8)},
+		"empty chunk":          {jobMsg(0, 2), headerMsg(0, 0, 2, 24), chunkMsg(0, 0, 0)},
+		"header mid-batch":     {jobMsg(0, 2), headerMsg(0, 0, 2, 24), chunkMsg(0, 0, 8), headerMsg(0, 1, 1, 12)},
+		"end mid-batch":        {jobMsg(0, 2), headerMsg(0, 0, 2, 24), chunkMsg(0, 0, 8), endMsg(0, 1)},
+		"same batch twice":     {jobMsg(0, 2), headerMsg(0, 0, 1, 12), chunkMsg(0, 0, 12), headerMsg(0, 0, 1, 12)},
+		"end miscounts":        {jobMsg(0, 2), headerMsg(0, 0, 1, 12), chunkMsg(0, 0, 12), endMsg(0, 2)},
+		"info inside epoch":    {jobMsg(0, 2), jobMsg(0, 2)},
+		"closed before end":    {jobMsg(0, 2), headerMsg(0, 0, 1, 12), chunkMsg(0, 0, 12)},
+		"more after the last":  append(slices.Clone(good), jobMsg(1, 2)),
+	}
+	for name, msgs := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := startFake(t, func(s pb.FeedService_FeedServer) error {
+				if _, err := s.Recv(); err != nil {
+					return err
+				}
+				for _, m := range msgs {
+					if err := s.Send(m); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			l := c.Loader(spec(2), client.Epochs(1), client.Prefetch(8))
+			defer l.Close()
+			var n int
+			var err error
+			for err == nil {
+				var b *client.Batch
+				b, err = l.Next(context.Background())
+				if err == nil {
+					n++
+					if want := bytes.Repeat([]byte{byte(b.Number)}, int(b.Shape[0])*12); !bytes.Equal(b.Data, want) {
+						t.Errorf("batch %d: data %v", b.Number, b.Data)
+					}
+				}
+			}
+			if name == "good" {
+				if !errors.Is(err, io.EOF) || n != 2 {
+					t.Errorf("%d batches, then %v; want 2, then io.EOF", n, err)
+				}
+				return
+			}
+			if !errors.Is(err, client.ErrProtocol) {
+				t.Errorf("after %d batches: %v, want ErrProtocol", n, err)
+			}
+		})
+	}
+}
+
+// TestLoaderCredits: the first Next opens with Prefetch credits; each later
+// one grants one and reports how long the previous one blocked.
+func TestLoaderCredits(t *testing.T) {
+	type credit struct {
+		c  *pb.Credit
+		at time.Time
+	}
+	var (
+		mu      sync.Mutex
+		open    *pb.OpenJob
+		credits []credit
+	)
+	c := startFake(t, func(s pb.FeedService_FeedServer) error {
+		req, err := s.Recv()
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		open = req.GetOpen()
+		mu.Unlock()
+		send := func(ms ...*pb.FeedResponse) error {
+			for _, m := range ms {
+				if err := s.Send(m); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := send(jobMsg(0, 3), headerMsg(0, 0, 1, 12), chunkMsg(0, 0, 12)); err != nil {
+			return err
+		}
+		for k := uint64(1); k < 3; k++ {
+			req, err := s.Recv()
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			credits = append(credits, credit{req.GetCredit(), time.Now()})
+			mu.Unlock()
+			time.Sleep(150 * time.Millisecond) // the trainer blocks on batch k
+			if err := send(headerMsg(0, k, 1, 12), chunkMsg(k, 0, 12)); err != nil {
+				return err
+			}
+		}
+		if err := send(endMsg(0, 3)); err != nil {
+			return err
+		}
+		s.Recv() // the last batch's credit
+		return nil
+	})
+	l := c.Loader(spec(2), client.Epochs(1), client.Prefetch(1))
+	defer l.Close()
+	ctx := context.Background()
+	for k := range 3 {
+		b, err := l.Next(ctx)
+		if err != nil || b.Number != uint64(k) {
+			t.Fatalf("Next %d: %v, %v", k, b, err)
+		}
+		time.Sleep(50 * time.Millisecond) // the trainer works: not waiting
+	}
+	if _, err := l.Next(ctx); !errors.Is(err, io.EOF) {
+		t.Fatalf("the end: %v, want io.EOF", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if open.GetCredits() != 1 || open.GetEpochs() != 1 || open.GetJob().GetBatchSize() != 2 {
+		t.Errorf("OpenJob %v", open)
+	}
+	if len(credits) != 2 {
+		t.Fatalf("%d credits before the last batch, want 2", len(credits))
+	}
+	for i, cr := range credits {
+		if cr.c.GetCredits() != 1 || cr.c.GetBatches() != 1 {
+			t.Errorf("credit %d: %v, want 1 credit for 1 batch", i, cr.c)
+		}
+	}
+	if w := credits[0].c.GetWaitSeconds(); w > 0.14 {
+		t.Errorf("the first Next's wait reported as %.3fs; it got its batch at once", w)
+	}
+	if w := credits[1].c.GetWaitSeconds(); w < 0.14 || w > 1 {
+		t.Errorf("the second Next's wait reported as %.3fs, want about 0.15s (not the trainer's work)", w)
+	}
+	if w := l.Waited(); w < 300*time.Millisecond {
+		t.Errorf("Waited %v, want at least the two 150 ms waits", w)
+	}
+}
+
+// TestLoaderTimeout: a silent server fails Next with DeadlineExceeded after
+// Timeout; a cancelled ctx returns at once and leaves the stream usable.
+func TestLoaderTimeout(t *testing.T) {
+	// silent starts a server that answers one batch once release is closed.
+	silent := func() (*client.Client, chan struct{}) {
+		release := make(chan struct{})
+		c := startFake(t, func(s pb.FeedService_FeedServer) error {
+			if _, err := s.Recv(); err != nil {
+				return err
+			}
+			select {
+			case <-release:
+			case <-s.Context().Done():
+				return s.Context().Err()
+			}
+			for _, m := range []*pb.FeedResponse{jobMsg(0, 1), headerMsg(0, 0, 1, 12), chunkMsg(0, 0, 12), endMsg(0, 1)} {
+				if err := s.Send(m); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		return c, release
+	}
+	c, _ := silent()
+	l := c.Loader(spec(2), client.Epochs(1), client.Timeout(300*time.Millisecond))
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := l.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Next with a short ctx: %v, want context.DeadlineExceeded", err)
+	}
+	began := time.Now()
+	_, err := l.Next(context.Background())
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("Next from a silent server: %v, want DeadlineExceeded", err)
+	}
+	if took := time.Since(began); took < 150*time.Millisecond || took > 2*time.Second {
+		t.Errorf("the timeout took %v after 50 ms of a 300 ms limit", took)
+	}
+
+	// A server that answers late: the ctx's end is not sticky.
+	c, release := silent()
+	l = c.Loader(spec(2), client.Epochs(1), client.Timeout(5*time.Second))
+	defer l.Close()
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if _, err := l.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Next with a short ctx: %v", err)
+	}
+	close(release)
+	if b, err := l.Next(context.Background()); err != nil || b.Number != 0 {
+		t.Fatalf("Next after a cancelled one: %v, %v", b, err)
+	}
+	if _, err := l.Next(context.Background()); !errors.Is(err, io.EOF) {
+		t.Fatalf("the end: %v, want io.EOF", err)
+	}
+}

@@ -1,0 +1,114 @@
+package client
+
+import (
+	"time"
+
+	"google.golang.org/grpc"
+)
+
+// options are a Client's settings; Option sets them.
+type options struct {
+	dial          []grpc.DialOption
+	token         string
+	insecureToken bool
+	tls           *tlsFiles
+}
+
+// tlsFiles names the PEM files of WithTLS.
+type tlsFiles struct {
+	ca, cert, key string
+}
+
+// Option configures a Client (see New).
+type Option func(*options)
+
+// WithDialOptions adds gRPC dial options to the client's connection; they
+// come after the client's own (plaintext, keepalive, the 8 MiB receive
+// limit, the flow-control windows) and so win over them. Default: none.
+func WithDialOptions(o ...grpc.DialOption) Option {
+	return func(c *options) { c.dial = append(c.dial, o...) }
+}
+
+// WithToken sends "authorization: Bearer token" on every call. The token is
+// refused over plaintext to an address that is not loopback (an error from
+// New or from the call says so), unless WithInsecureToken is given too.
+// Default: no token.
+func WithToken(token string) Option {
+	return func(c *options) { c.token = token }
+}
+
+// WithInsecureToken allows WithToken's token to travel in plaintext to any
+// address (a trusted network, a TLS-terminating sidecar). Default: a token
+// goes in plaintext only to loopback.
+func WithInsecureToken() Option {
+	return func(c *options) { c.insecureToken = true }
+}
+
+// WithTLS connects over TLS, trusting the CA certificates in the PEM file
+// caFile (empty: the system's roots) and, when certFile is not empty,
+// presenting the client certificate certFile with its key keyFile (mutual
+// TLS). New reports unreadable or invalid files. Default: plaintext.
+func WithTLS(caFile, certFile, keyFile string) Option {
+	return func(c *options) { c.tls = &tlsFiles{ca: caFile, cert: certFile, key: keyFile} }
+}
+
+// loaderOptions are a Loader's settings; LoaderOption sets them.
+type loaderOptions struct {
+	epoch    uint64
+	epochs   uint64
+	prefetch uint32
+	asReady  bool
+	start    uint64
+	skip     []uint64
+	consumed uint64
+	timeout  time.Duration
+}
+
+// defaultPrefetch is Prefetch's default.
+const defaultPrefetch = 4
+
+// LoaderOption configures a Loader (see Client.Loader).
+type LoaderOption func(*loaderOptions)
+
+// Epoch is the first epoch the loader runs. Default 0.
+func Epoch(e uint64) LoaderOption {
+	return func(o *loaderOptions) { o.epoch = e }
+}
+
+// Epochs is how many epochs the loader runs, one after the other on one
+// stream; Next returns io.EOF after the last. Default 0: epoch after epoch
+// until Close.
+func Epochs(n uint64) LoaderOption {
+	return func(o *loaderOptions) { o.epochs = n }
+}
+
+// Prefetch is how many batches the server may send ahead of the trainer
+// (the stream's credits); values below 1 mean 1. Default 4.
+func Prefetch(n int) LoaderOption {
+	return func(o *loaderOptions) { o.prefetch = uint32(min(max(n, 1), 1<<20)) }
+}
+
+// AsReady has the server send each epoch's batches as they are made instead
+// of in batch-number order. Default false: in order.
+func AsReady(b bool) LoaderOption {
+	return func(o *loaderOptions) { o.asReady = b }
+}
+
+// Resume resumes the first epoch: batches before start, and those of skip
+// (batch numbers past start taken already, in as-ready mode), are not sent
+// again; consumed is the number of positions of the epoch's order that the
+// whole job consumed before it was restarted with another world size
+// (elastic resume; 0 otherwise). Default: the first epoch from its start.
+func Resume(start uint64, skip []uint64, consumed uint64) LoaderOption {
+	return func(o *loaderOptions) {
+		o.start, o.skip, o.consumed = start, append([]uint64(nil), skip...), consumed
+	}
+}
+
+// Timeout bounds how long the stream may stay silent while Next waits: if
+// no message arrives from the server for d, Next fails with
+// codes.DeadlineExceeded and the loader is done. Default 0: no limit (a
+// dead server is still noticed by keepalive within about 15 s).
+func Timeout(d time.Duration) LoaderOption {
+	return func(o *loaderOptions) { o.timeout = max(d, 0) }
+}

@@ -1,0 +1,794 @@
+package main
+
+// `stoker bench scale`: scale-out measured on real processes. N worker
+// `stoker serve` processes make the batches that one coordinator `stoker
+// serve --workers 0 --peers …` leases to them, while this process, the
+// trainer, consumes whole epochs through client.Loader as fast as it can;
+// a single `stoker serve` that makes its batches itself is the baseline.
+// Every process's CPU time is read from /proc before and after each run.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/stoker-dev/stoker/client"
+	"github.com/stoker-dev/stoker/pipeline"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// runBenchCmd is `stoker bench SUB`: scale here, the others in bench.go.
+func runBenchCmd(args []string) error {
+	if len(args) > 0 && args[0] == "scale" {
+		return runScale(args[1:])
+	}
+	return runBench(args)
+}
+
+// scaleOpts are bench scale's flags.
+type scaleOpts struct {
+	peers     []int
+	rounds    int
+	workers   int
+	data      string
+	synthetic bool
+	n         int
+	epochs    int
+	batch     int
+	transform string
+	prefetch  int
+	window    int
+	pin       bool
+	cpus      []string // per worker, for taskset -c
+	coordCPUs string
+	exe       string
+	taskset   string // the taskset binary when pinning
+}
+
+const scaleUsage = "usage: stoker bench scale [--peers 1,2,4] [--rounds 3] [--workers 1] [--data DIR | --n 1000] [--epochs 1] [--pin [--cpus 0,1,...]] [--json]"
+
+func runScale(args []string) error {
+	ctx := cmdContext()
+	fs := flag.NewFlagSet("bench scale", flag.ExitOnError)
+	peers := fs.String("peers", "1,2", "peer counts to sweep: worker processes behind one coordinator")
+	rounds := fs.Int("rounds", 3, "rounds; each runs the baseline and every peer count once, interleaved, and the table shows medians")
+	workers := fs.Int("workers", 1, "decode goroutines of each worker process and of the baseline server")
+	data := fs.String("data", "", "ImageFolder or WebDataset to read (default: a synthetic one, made as stoker mkdata makes it, removed afterwards)")
+	n := fs.Int("n", 1000, "images of the synthetic dataset")
+	epochs := fs.Int("epochs", 1, "whole epochs measured per run (after a warm-up of a few batches)")
+	batch := fs.Int("batch", 32, "samples per batch")
+	transform := fs.String("transform", "imagenet-train", "transform preset: "+strings.Join(pipeline.PresetNames(), " or "))
+	prefetch := fs.Int("prefetch", 8, "the trainer's credits")
+	window := fs.Int("window", 0, "the coordinator's --window (0: two per ready peer)")
+	pin := fs.Bool("pin", false, "run each worker (and the baseline server) under taskset -c on its own core, when taskset exists")
+	cpus := fs.String("cpus", "", "with --pin: each worker's taskset -c CPU list in order, comma-separated (\"2,3,4\", or ranges: \"2-3,4-5\"); the baseline server takes the first; default: every core, one per worker")
+	coordCPUs := fs.String("coord-cpus", "", "with --pin: a taskset -c list for the coordinator (default: not pinned)")
+	timeout := fs.Duration("timeout", 15*time.Minute, "bound on the whole benchmark")
+	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
+	fs.Parse(args)
+
+	o := scaleOpts{rounds: *rounds, workers: *workers, data: *data, n: *n, epochs: *epochs, batch: *batch,
+		transform: *transform, prefetch: *prefetch, window: *window, pin: *pin, coordCPUs: *coordCPUs}
+	for _, s := range strings.Split(*peers, ",") {
+		p, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || p < 1 || p > 64 {
+			return fmt.Errorf("bench scale: --peers %q: want peer counts 1..64, comma-separated", *peers)
+		}
+		if !slices.Contains(o.peers, p) {
+			o.peers = append(o.peers, p)
+		}
+	}
+	slices.Sort(o.peers)
+	switch {
+	case o.rounds < 1 || o.workers < 1 || o.epochs < 1 || o.batch < 1 || o.prefetch < 1 || o.window < 0:
+		return errors.New("bench scale: --rounds, --workers, --epochs, --batch and --prefetch must be at least 1, --window at least 0\n" + scaleUsage)
+	case o.data == "" && o.n < 1:
+		return errors.New("bench scale: --n must be at least 1\n" + scaleUsage)
+	case !slices.Contains(pipeline.PresetNames(), o.transform):
+		return fmt.Errorf("bench scale: --transform %q: want one of %v", o.transform, pipeline.PresetNames())
+	}
+	if o.pin {
+		path, err := exec.LookPath("taskset")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench scale: no taskset: the processes run unpinned")
+			o.pin = false
+		}
+		o.taskset = path
+		if *cpus == "" {
+			for c := range runtime.NumCPU() {
+				o.cpus = append(o.cpus, strconv.Itoa(c))
+			}
+		} else {
+			o.cpus = strings.Split(*cpus, ",")
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	o.exe = exe
+
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	if o.data == "" {
+		dir, err := os.MkdirTemp("", "stoker-scale-data-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		fmt.Fprintf(os.Stderr, "bench scale: writing %d synthetic images to %s\n", o.n, dir)
+		if err := writeSyntheticSet(ctx, dir, o.n, 10, 1); err != nil {
+			return err
+		}
+		o.data, o.synthetic = dir, true
+	}
+
+	rep, err := (&scaleBench{o: o}).run(ctx)
+	if err != nil {
+		return fmt.Errorf("bench scale: %w", err)
+	}
+	rep.print(os.Stdout)
+	if *asJSON {
+		return json.NewEncoder(os.Stdout).Encode(rep)
+	}
+	return nil
+}
+
+// writeSyntheticSet writes n images as stoker mkdata does, on every core.
+func writeSyntheticSet(ctx context.Context, dir string, n, classes int, seed uint64) error {
+	jobs := make(chan int)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for range runtime.NumCPU() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				if err := writeSynthetic(dir, i, i%classes, seed); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	var err error
+	for i := range n {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	select {
+	case err = <-errs:
+	default:
+	}
+	return err
+}
+
+// scaleReport is the benchmark's result: the JSON line, and the table.
+type scaleReport struct {
+	Dataset     string `json:"dataset"`
+	Synthetic   bool   `json:"synthetic"`
+	DatasetSize uint64 `json:"dataset_size"`
+	Transform   string `json:"transform"`
+	BatchSize   int    `json:"batch_size"`
+	Workers     int    `json:"workers_per_server"`
+	Epochs      int    `json:"epochs_per_run"`
+	Rounds      int    `json:"rounds"`
+	Prefetch    int    `json:"prefetch"`
+	Pinned      bool   `json:"pinned"`
+	CPUs        int    `json:"cpus"`
+	// ExactlyOnce: every measured epoch delivered each index once; it is
+	// checked as the batches arrive, and a violation fails the benchmark.
+	ExactlyOnce  bool  `json:"exactly_once"`
+	SampleErrors int64 `json:"sample_errors"`
+	// Baseline: one server making its batches itself; Sweep: one row per
+	// peer count. Medians over the rounds.
+	Baseline scaleRow   `json:"baseline"`
+	Sweep    []scaleRow `json:"sweep"`
+	Runs     []scaleRun `json:"runs"`
+}
+
+// scaleRow is one configuration's medians. CPU figures are seconds per
+// 1000 images delivered.
+type scaleRow struct {
+	Peers        int     `json:"peers"` // 0: the baseline
+	ImagesPerSec float64 `json:"images_per_sec"`
+	// EfficiencyVsLinear is images/s at n peers over n times images/s at
+	// one peer (when 1 is in the sweep).
+	EfficiencyVsLinear float64 `json:"efficiency_vs_linear,omitempty"`
+	// ServerCPU: the baseline server's; CoordinatorCPU: the GPU host's
+	// cost; WorkersCPU: all workers together.
+	ServerCPU      float64 `json:"server_cpu_s_per_1000,omitempty"`
+	CoordinatorCPU float64 `json:"coordinator_cpu_s_per_1000,omitempty"`
+	WorkersCPU     float64 `json:"workers_cpu_s_per_1000,omitempty"`
+	TrainerCPU     float64 `json:"trainer_cpu_s_per_1000"`
+	// ProtocolOverhead is the workers' CPU per image made for a peer over
+	// the baseline server's CPU per image made for its own trainer.
+	ProtocolOverhead float64 `json:"protocol_overhead,omitempty"`
+}
+
+// scaleRun is one run: one configuration, one round.
+type scaleRun struct {
+	Peers   int     `json:"peers"`
+	Round   int     `json:"round"`
+	Images  int64   `json:"images"`
+	Batches int64   `json:"batches"`
+	Seconds float64 `json:"seconds"`
+	// CPU seconds over the measured epochs.
+	ServerCPU      float64   `json:"server_cpu_s,omitempty"`
+	CoordinatorCPU float64   `json:"coordinator_cpu_s,omitempty"`
+	WorkerCPU      []float64 `json:"worker_cpu_s,omitempty"`
+	TrainerCPU     float64   `json:"trainer_cpu_s"`
+	TrainerWait    float64   `json:"trainer_wait_s"`
+	// Leases the coordinator gave each worker during the measured epochs.
+	Leases       []float64 `json:"leases,omitempty"`
+	SampleErrors int64     `json:"sample_errors"`
+}
+
+func (r scaleRun) imagesPerSec() float64 { return float64(r.Images) / r.Seconds }
+
+func (r scaleRun) workersCPU() float64 {
+	sum := 0.0
+	for _, c := range r.WorkerCPU {
+		sum += c
+	}
+	return sum
+}
+
+// scaleBench runs the benchmark.
+type scaleBench struct {
+	o    scaleOpts
+	spec *stokerv1.JobSpec
+}
+
+// run runs the rounds: in each, the baseline, then every peer count.
+func (b *scaleBench) run(ctx context.Context) (*scaleReport, error) {
+	o := b.o
+	b.spec = &stokerv1.JobSpec{
+		Dataset: "bench", Transform: &stokerv1.TransformSpec{Preset: o.transform},
+		BatchSize: uint32(o.batch), Seed: 1, Shuffle: true,
+	}
+	rep := &scaleReport{Dataset: o.data, Synthetic: o.synthetic, Transform: o.transform, BatchSize: o.batch,
+		Workers: o.workers, Epochs: o.epochs, Rounds: o.rounds, Prefetch: o.prefetch, Pinned: o.pin,
+		CPUs: runtime.NumCPU(), ExactlyOnce: true}
+	for round := 1; round <= o.rounds; round++ {
+		for _, n := range append([]int{0}, o.peers...) {
+			r, size, err := b.runOne(ctx, n, round)
+			if err != nil {
+				return nil, fmt.Errorf("round %d, %s: %w", round, configName(n), err)
+			}
+			rep.DatasetSize = size
+			rep.SampleErrors += r.SampleErrors
+			rep.Runs = append(rep.Runs, r)
+			fmt.Fprintf(os.Stderr, "round %d %-9s %7.1f images/s  %d images in %.2fs\n",
+				round, configName(n), r.imagesPerSec(), r.Images, r.Seconds)
+		}
+	}
+	rep.summarize(o.peers)
+	return rep, nil
+}
+
+func configName(n int) string {
+	switch n {
+	case 0:
+		return "baseline"
+	case 1:
+		return "1 peer"
+	}
+	return fmt.Sprintf("%d peers", n)
+}
+
+// runOne starts the processes of one configuration (n peers behind a
+// coordinator, or the baseline server for n = 0), measures, and stops them.
+func (b *scaleBench) runOne(ctx context.Context, n, round int) (run scaleRun, size uint64, err error) {
+	run = scaleRun{Peers: n, Round: round}
+	var procs []*scaleProc
+	defer func() {
+		if serr := stopScaleProcs(procs); err == nil {
+			err = serr
+		}
+		if err != nil {
+			for _, p := range procs {
+				if tail := p.log.String(); tail != "" {
+					err = fmt.Errorf("%w\n--- %s log (end) ---\n%s", err, p.name, tail)
+				}
+			}
+		}
+	}()
+	w := strconv.Itoa(b.o.workers)
+	var target *scaleProc
+	var workers []*scaleProc
+	var metricsAddr string
+	if n == 0 {
+		target, err = b.start(ctx, "server", b.cpu(0), "--workers", w)
+		if err != nil {
+			return run, 0, err
+		}
+		procs = append(procs, target)
+	} else {
+		addrs := make([]string, n)
+		for i := range n {
+			p, err := b.start(ctx, fmt.Sprintf("worker %d", i), b.cpu(i), "--workers", w)
+			if err != nil {
+				return run, 0, err
+			}
+			procs = append(procs, p)
+			workers = append(workers, p)
+			addrs[i] = p.addr
+		}
+		if metricsAddr, err = freeLoopbackAddr(); err != nil {
+			return run, 0, err
+		}
+		coordCPUs := ""
+		if b.o.pin {
+			coordCPUs = b.o.coordCPUs
+		}
+		target, err = b.start(ctx, "coordinator", coordCPUs, "--workers", "0", "--peers", strings.Join(addrs, ","),
+			"--window", strconv.Itoa(b.o.window), "--metrics", metricsAddr)
+		if err != nil {
+			return run, 0, err
+		}
+		procs = append(procs, target)
+		if err := waitScalePeers(ctx, metricsAddr, n, 20*time.Second); err != nil {
+			return run, 0, err
+		}
+	}
+
+	c, err := client.New(target.addr)
+	if err != nil {
+		return run, 0, err
+	}
+	defer c.Close()
+	if err := b.warmUp(ctx, c); err != nil {
+		return run, 0, fmt.Errorf("warm-up: %w", err)
+	}
+
+	var leases0 map[string]float64
+	if metricsAddr != "" {
+		if leases0, err = scrapeScaleMetrics(ctx, metricsAddr); err != nil {
+			return run, 0, err
+		}
+	}
+	cpu0, err := scaleCPU(procs)
+	if err != nil {
+		return run, 0, err
+	}
+	trainer0, start := cpuTime(), time.Now()
+	size, err = b.consume(ctx, c, &run)
+	run.Seconds = time.Since(start).Seconds()
+	run.TrainerCPU = (cpuTime() - trainer0).Seconds()
+	if err != nil {
+		return run, 0, err
+	}
+	cpu1, err := scaleCPU(procs)
+	if err != nil {
+		return run, 0, err
+	}
+	for i, p := range procs {
+		d := (cpu1[i] - cpu0[i]).Seconds()
+		switch {
+		case n == 0:
+			run.ServerCPU = d
+		case p == target:
+			run.CoordinatorCPU = d
+		default:
+			run.WorkerCPU = append(run.WorkerCPU, d)
+		}
+	}
+	if metricsAddr != "" {
+		leases1, err := scrapeScaleMetrics(ctx, metricsAddr)
+		if err != nil {
+			return run, 0, err
+		}
+		for _, p := range workers {
+			key := `stoker_leases_total{maker="` + p.addr + `"}`
+			run.Leases = append(run.Leases, leases1[key]-leases0[key])
+		}
+	}
+	return run, size, nil
+}
+
+// cpu is worker i's taskset list, or "" when not pinning.
+func (b *scaleBench) cpu(i int) string {
+	if !b.o.pin || len(b.o.cpus) == 0 {
+		return ""
+	}
+	return b.o.cpus[i%len(b.o.cpus)]
+}
+
+// warmUp runs the last few batches of epoch 0 to their EpochEnd: the
+// connections are up, the buffers made, the files in the page cache, and
+// nothing is left in flight when the measured epochs start.
+func (b *scaleBench) warmUp(ctx context.Context, c *client.Client) error {
+	info, err := c.Describe(ctx, b.spec, 0, 0)
+	if err != nil {
+		return err
+	}
+	warm := min(info.GetBatches(), uint64(max(8, 2*b.o.prefetch)))
+	l := c.Loader(b.spec, client.Epoch(0), client.Epochs(1), client.Prefetch(b.o.prefetch),
+		client.Resume(info.GetBatches()-warm, nil, 0), client.Timeout(time.Minute))
+	defer l.Close()
+	for {
+		bt, err := l.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		bt.Release()
+	}
+}
+
+// consume runs epochs 1..epochs through one Loader as fast as it can,
+// checking that each epoch delivers every index exactly once.
+func (b *scaleBench) consume(ctx context.Context, c *client.Client, run *scaleRun) (size uint64, err error) {
+	l := c.Loader(b.spec, client.Epoch(1), client.Epochs(uint64(b.o.epochs)), client.Prefetch(b.o.prefetch),
+		client.Timeout(time.Minute))
+	defer l.Close()
+	var counts []uint32 // per index, this epoch
+	var errored []int64
+	epoch := uint64(0)
+	check := func() error {
+		if counts == nil {
+			return nil
+		}
+		err := exactlyOnce(epoch, counts, errored)
+		clear(counts)
+		errored = errored[:0]
+		return err
+	}
+	for {
+		bt, err := l.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return size, err
+		}
+		if counts == nil {
+			size = l.Info().GetDatasetSize()
+			counts = make([]uint32, size)
+			epoch = bt.Epoch
+		}
+		if bt.Epoch != epoch {
+			if err := check(); err != nil {
+				return size, err
+			}
+			epoch = bt.Epoch
+		}
+		for _, idx := range bt.Indices {
+			if idx < 0 || uint64(idx) >= size {
+				return size, fmt.Errorf("epoch %d batch %d: index %d of a dataset of %d", bt.Epoch, bt.Number, idx, size)
+			}
+			counts[idx]++
+		}
+		for _, e := range bt.Errors {
+			errored = append(errored, e.GetIndex())
+		}
+		run.Batches++
+		run.Images += int64(len(bt.Indices))
+		run.SampleErrors += int64(len(bt.Errors))
+		bt.Release()
+	}
+	if err := check(); err != nil {
+		return size, err
+	}
+	if ends := l.EpochEnds(); len(ends) != b.o.epochs {
+		return size, fmt.Errorf("%d EpochEnds for %d epochs", len(ends), b.o.epochs)
+	}
+	run.TrainerWait = l.Waited().Seconds()
+	return size, nil
+}
+
+// exactlyOnce checks one epoch of one rank of world size 1: every index
+// delivered once. A sample that failed (reported in errored) had its slot
+// padded with a copy of another of its batch: it counts as delivered, and
+// its copy as a duplicate allowed.
+func exactlyOnce(epoch uint64, counts []uint32, errored []int64) error {
+	failed := make(map[int64]bool, len(errored))
+	for _, i := range errored {
+		failed[i] = true
+	}
+	var missing, dups []int64
+	extra := 0
+	for i, n := range counts {
+		switch {
+		case n == 0 && !failed[int64(i)]:
+			missing = append(missing, int64(i))
+		case n > 1:
+			extra += int(n) - 1
+			dups = append(dups, int64(i))
+		}
+	}
+	if len(missing) == 0 && extra <= len(errored) {
+		return nil
+	}
+	return fmt.Errorf("EXACTLY-ONCE VIOLATED in epoch %d: %d indices missing (first %v), %d indices delivered more than once (first %v), %d sample errors",
+		epoch, len(missing), missing[:min(len(missing), 10)], len(dups), dups[:min(len(dups), 10)], len(errored))
+}
+
+// summarize computes the medians of the runs.
+func (rep *scaleReport) summarize(peers []int) {
+	per1000 := func(cpu float64, r scaleRun) float64 { return 1000 * cpu / float64(max(r.Images, 1)) }
+	rowOf := func(n int) scaleRow {
+		var ips, server, coord, workers, trainer []float64
+		for _, r := range rep.Runs {
+			if r.Peers != n {
+				continue
+			}
+			ips = append(ips, r.imagesPerSec())
+			server = append(server, per1000(r.ServerCPU, r))
+			coord = append(coord, per1000(r.CoordinatorCPU, r))
+			workers = append(workers, per1000(r.workersCPU(), r))
+			trainer = append(trainer, per1000(r.TrainerCPU, r))
+		}
+		return scaleRow{Peers: n, ImagesPerSec: median(ips), ServerCPU: median(server), CoordinatorCPU: median(coord),
+			WorkersCPU: median(workers), TrainerCPU: median(trainer)}
+	}
+	rep.Baseline = rowOf(0)
+	var one float64
+	for _, n := range peers {
+		row := rowOf(n)
+		if n == 1 {
+			one = row.ImagesPerSec
+		}
+		if one > 0 {
+			row.EfficiencyVsLinear = row.ImagesPerSec / (float64(n) * one)
+		}
+		if rep.Baseline.ServerCPU > 0 {
+			row.ProtocolOverhead = row.WorkersCPU / rep.Baseline.ServerCPU
+		}
+		rep.Sweep = append(rep.Sweep, row)
+	}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// print writes the human table.
+func (rep *scaleReport) print(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	synthetic := ""
+	if rep.Synthetic {
+		synthetic = ", synthetic"
+	}
+	fmt.Fprintf(tw, "stoker bench scale\t%s (%d images%s)\n", rep.Dataset, rep.DatasetSize, synthetic)
+	fmt.Fprintf(tw, "job\t%s, batch %d, prefetch %d, %d epoch(s) per run\n", rep.Transform, rep.BatchSize, rep.Prefetch, rep.Epochs)
+	fmt.Fprintf(tw, "servers\t%d decode goroutine(s) each; pinned: %v; %d CPUs here\n", rep.Workers, rep.Pinned, rep.CPUs)
+	fmt.Fprintf(tw, "rounds\t%d (medians); exactly once: %v (%d sample errors)\n", rep.Rounds, rep.ExactlyOnce, rep.SampleErrors)
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "config\timages/s\tvs linear\tcoordinator CPU s/1k img\tworkers CPU s/1k img\ttrainer CPU s/1k img\tprotocol overhead")
+	b := rep.Baseline
+	fmt.Fprintf(tw, "baseline (1 server)\t%.1f\t-\t-\t%.3f (the server)\t%.3f\t-\n", b.ImagesPerSec, b.ServerCPU, b.TrainerCPU)
+	for _, r := range rep.Sweep {
+		eff := "-"
+		if r.EfficiencyVsLinear > 0 {
+			eff = fmt.Sprintf("%.2f", r.EfficiencyVsLinear)
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%.3f\t%.3f\t%.3f\t%.3f\n", configName(r.Peers), r.ImagesPerSec, eff,
+			r.CoordinatorCPU, r.WorkersCPU, r.TrainerCPU, r.ProtocolOverhead)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nprotocol overhead: the workers' CPU per image made for a peer over the baseline server's per image made for its own trainer (goal < 1.1);")
+	fmt.Fprintln(w, "coordinator CPU is the GPU host's cost; the trainer (this process) is counted apart. CPU from /proc, in 10 ms ticks.")
+}
+
+// scaleProc is one `stoker serve` process.
+type scaleProc struct {
+	name    string
+	cmd     *exec.Cmd
+	addr    string
+	log     *tailWriter
+	exited  chan struct{}
+	waitErr error
+}
+
+// start starts `stoker serve` on a free loopback port (under taskset -c
+// cpus when cpus is set) and waits for its address.
+func (b *scaleBench) start(ctx context.Context, name, cpus string, args ...string) (*scaleProc, error) {
+	dir, err := os.MkdirTemp("", "stoker-scale-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	addrFile := filepath.Join(dir, "addr")
+	argv := append([]string{"serve", "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--dataset", "bench=" + b.o.data,
+		"--log-level", "warn", "--grace", "2s"}, args...)
+	p := &scaleProc{name: name, log: &tailWriter{max: 16 << 10}, exited: make(chan struct{})}
+	if cpus != "" {
+		p.cmd = exec.Command(b.o.taskset, append([]string{"-c", cpus, b.o.exe}, argv...)...)
+	} else {
+		p.cmd = exec.Command(b.o.exe, argv...)
+	}
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	// Should this process die, so do its servers.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	go func() { p.waitErr = p.cmd.Wait(); close(p.exited) }()
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if data, err := os.ReadFile(addrFile); err == nil {
+			p.addr = strings.TrimSpace(string(data))
+			return p, nil
+		}
+		var err error
+		select {
+		case <-tick.C:
+			continue
+		case <-p.exited:
+			err = fmt.Errorf("%s exited: %v\n%s", name, p.waitErr, p.log.String())
+		case <-deadline.C:
+			err = fmt.Errorf("%s: no address after 20 s\n%s", name, p.log.String())
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		stopScaleProcs([]*scaleProc{p})
+		return nil, err
+	}
+}
+
+// stopScaleProcs sends every process SIGTERM and kills those still running
+// 10 s later.
+func stopScaleProcs(procs []*scaleProc) error {
+	for _, p := range procs {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	timeout := time.After(10 * time.Second)
+	var errs []error
+	for _, p := range procs {
+		select {
+		case <-p.exited:
+			if p.waitErr != nil {
+				errs = append(errs, fmt.Errorf("%s: exit after SIGTERM: %w", p.name, p.waitErr))
+			}
+		case <-timeout:
+			p.cmd.Process.Kill()
+			<-p.exited
+			errs = append(errs, fmt.Errorf("%s: still running 10 s after SIGTERM: killed", p.name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// scaleCPU reads each process's user+system CPU time (all its threads,
+// those gone included) from /proc/PID/stat, in clock ticks of 10 ms.
+func scaleCPU(procs []*scaleProc) ([]time.Duration, error) {
+	out := make([]time.Duration, len(procs))
+	for i, p := range procs {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		if err != nil {
+			return nil, fmt.Errorf("%s CPU time: %w", p.name, err)
+		}
+		// Fields after the command name, which is in parentheses: state is
+		// field 3, utime 14 and stime 15.
+		_, rest, ok := strings.Cut(string(data), ") ")
+		f := strings.Fields(rest)
+		if !ok || len(f) < 13 {
+			return nil, fmt.Errorf("%s CPU time: unexpected /proc stat %q", p.name, data)
+		}
+		utime, err1 := strconv.ParseInt(f[11], 10, 64)
+		stime, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%s CPU time: unexpected /proc stat %q", p.name, data)
+		}
+		// USER_HZ is 100 on every Linux architecture Go supports.
+		out[i] = time.Duration(utime+stime) * 10 * time.Millisecond
+	}
+	return out, nil
+}
+
+// freeLoopbackAddr is a loopback address with a port free now.
+func freeLoopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// scrapeScaleMetrics reads a server's /metrics: every sample, by series.
+func scrapeScaleMetrics(ctx context.Context, addr string) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := make(map[string]float64)
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.LastIndexByte(line, ' ')
+		if line == "" || line[0] == '#' || i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out, sc.Err()
+}
+
+// waitScalePeers waits until the coordinator whose metrics are at addr has
+// n peers ready.
+func waitScalePeers(ctx context.Context, addr string, n int, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		ms, err := scrapeScaleMetrics(ctx, addr)
+		if err == nil && ms["stoker_peers_ready"] == float64(n) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("coordinator: %d peers ready after %v (want %d), last scrape error %v", int(ms["stoker_peers_ready"]), d, n, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if over := len(w.buf) - w.max; over > 0 {
+		w.buf = append(w.buf[:0], w.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.buf)
+}
