@@ -53,6 +53,7 @@ def main() -> None:
     except RuntimeError as e:
         sys.exit(f"demo: {e}")
     addr = srv.addr
+    loader = None
     try:
         cuda = torch.cuda.is_available()
         dev = torch.device("cuda" if cuda else "cpu")
@@ -106,6 +107,8 @@ def main() -> None:
         if loader.sample_errors:
             print(f"demo: {len(loader.sample_errors)} samples could not be decoded (first: {loader.sample_errors[0]})")
     finally:
+        if loader is not None:
+            loader.close()  # its stream is open: the server would wait for it to stop
         srv.stop()
 
 

@@ -60,3 +60,7 @@ class Dataset(torch.utils.data.IterableDataset):
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """See :meth:`stoker.Loader.load_state_dict`."""
         self.loader.load_state_dict(state)
+
+    def close(self) -> None:
+        """See :meth:`stoker.Loader.close`."""
+        self.loader.close()

@@ -1,13 +1,14 @@
 """Fixtures: the real `stoker serve` over small datasets written here.
 
 The Go binary is built once per session from the repository (or taken from
-$STOKER_BIN). One server serves three datasets:
+$STOKER_BIN). One server serves four datasets:
 
 - ``tiny``: 48 JPEGs, 80-160 px, 3 classes (16 each): plan and determinism
   tests.
 - ``eval``: ~20 images of at least 300 px (copied from ../shared/data/photos/val
   when it exists, else drawn here): imagenet-eval against torchvision.
 - ``broken``: 10 good JPEGs and one corrupt file.
+- ``odd``: 37 small JPEGs (a prime count): elastic resume tests.
 """
 
 from __future__ import annotations
@@ -86,13 +87,20 @@ def _make_broken(root: Path) -> None:
     (root / "b" / "zz_corrupt.jpg").write_bytes(b"this is not a JPEG\n" * 20)
 
 
+def _make_odd(root: Path) -> None:
+    rng = np.random.default_rng(3)
+    for i in range(37):
+        _write_jpeg(root / "abc"[i % 3] / f"{i:03d}.jpg", _image(rng, 40, 48))
+
+
 @pytest.fixture(scope="session")
 def data_dirs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
     base = tmp_path_factory.mktemp("data")
-    dirs = {"tiny": base / "tiny", "eval": base / "eval", "broken": base / "broken"}
+    dirs = {"tiny": base / "tiny", "eval": base / "eval", "broken": base / "broken", "odd": base / "odd"}
     _make_tiny(dirs["tiny"])
     _make_eval(dirs["eval"])
     _make_broken(dirs["broken"])
+    _make_odd(dirs["odd"])
     return dirs
 
 

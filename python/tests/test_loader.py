@@ -4,36 +4,15 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict
 
-import numpy as np
 import pytest
 import torch
 
 import stoker
 from stoker import transforms as T
 
-TINY_N = 48
-
-
-def collect(loader: stoker.Loader) -> List[Tuple[torch.Tensor, ...]]:
-    return [tuple(t.clone() for t in batch) for batch in loader]
-
-
-def loader(server: str, dataset: str = "tiny", **kw) -> stoker.Loader:
-    kw.setdefault("batch_size", 5)
-    kw.setdefault("pin_memory", False)
-    kw.setdefault("timeout", 60)
-    return stoker.Loader(server, dataset, **kw)
-
-
-def assert_same_batches(a, b) -> None:
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        assert len(x) == len(y)
-        for s, t in zip(x, y):
-            assert s.dtype == t.dtype and s.shape == t.shape
-            assert torch.equal(s, t)
+from helpers import TINY_N, assert_same_batches, collect, loader
 
 
 # 1. The epoch plan: every index exactly once across ranks.
@@ -185,34 +164,7 @@ def test_unreachable_server() -> None:
     assert e.value.code == "UNAVAILABLE"
 
 
-# 5. Resume.
-
-
-def test_resume_mid_epoch_is_byte_identical(server: str) -> None:
-    kw = dict(seed=9, return_indices=True, batch_size=4)
-    ld = loader(server, **kw)
-    ld.set_epoch(3)
-    full = collect(ld)
-    assert len(full) == 12
-
-    first = loader(server, **kw)
-    first.set_epoch(3)
-    it = iter(first)
-    head = [tuple(t.clone() for t in next(it)) for _ in range(5)]
-    state = first.state_dict()
-    it.close()  # interrupted
-    assert state["epoch"] == 3 and state["batches_consumed"] == 5
-    assert state["fingerprint"]
-    assert_same_batches(head, full[:5])
-
-    resumed = loader(server, **kw)
-    resumed.load_state_dict(state)
-    rest = collect(resumed)
-    assert_same_batches(rest, full[5:])
-    assert resumed.epoch == 4 and resumed.batches_consumed == 0
-
-    with pytest.raises(ValueError, match="batch_size"):
-        loader(server, seed=9, batch_size=8).load_state_dict(state)
+# 5. Buffers and iterations (resume: test_resume.py; the stream: test_stream.py).
 
 
 def test_tensors_stay_valid_after_later_batches(server: str) -> None:

@@ -1,0 +1,110 @@
+"""Batch memory: the pool of reusable buffers, the reassembly of a batch
+from its chunks into one buffer, and the tensors handed to the trainer.
+
+Every tensor handed over owns its buffer (it stays valid however long the
+trainer keeps it); a buffer is reused only once nothing references it.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import TYPE_CHECKING, Any, List, Tuple
+
+import numpy as np
+
+from stoker._errors import StokerError
+from stoker.v1 import stoker_pb2 as pb
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+__all__ = ["_BufferPool", "_Batch", "batch_tensors"]
+
+
+class _BufferPool:
+    """Reusable batch buffers for unpinned batches.
+
+    A buffer goes to the trainer inside the tensors made from it
+    (torch.from_numpy keeps a reference to the array), so it is reused only
+    when its reference count says no tensor, view or batch holds it any
+    more: a trainer that keeps every batch gets fresh buffers, one that lets
+    them go gets the same few back, without their page faults.
+    """
+
+    def __init__(self, keep: int) -> None:
+        self._keep = keep
+        self._arrays: List[np.ndarray] = []
+        self._lock = threading.Lock()
+        probe = [np.empty(1, np.uint8)]
+        self._free_refs = self._refs(probe, 0)
+
+    @staticmethod
+    def _refs(arrays: List[np.ndarray], i: int) -> int:
+        return sys.getrefcount(arrays[i])
+
+    def get(self, n: int) -> np.ndarray:
+        """A uint8 array of n bytes that nothing else references."""
+        with self._lock:
+            arrays = self._arrays
+            for i in range(len(arrays)):
+                if arrays[i].nbytes >= n and self._refs(arrays, i) <= self._free_refs:
+                    return arrays[i][:n]
+            a = np.empty(n, np.uint8)
+            if len(arrays) < self._keep:
+                arrays.append(a)
+            else:  # replace a free smaller one, if any
+                for i in range(len(arrays)):
+                    if arrays[i].nbytes < n and self._refs(arrays, i) <= self._free_refs:
+                        arrays[i] = a
+                        break
+            return a
+
+
+class _Batch:
+    """A batch being reassembled from its chunks."""
+
+    __slots__ = ("header", "buf", "arr", "remaining")
+
+    def __init__(self, header: pb.BatchHeader, pin: bool, pool: _BufferPool) -> None:
+        import torch
+
+        self.header = header
+        n = int(header.data_bytes)
+        # The tensor handed to the trainer owns its buffer, so it stays valid
+        # however long the trainer keeps it. Pinned buffers come from torch's
+        # caching host allocator, which reuses them once freed; the others
+        # from the pool, which does the same.
+        if pin:
+            self.buf = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+            self.arr = self.buf.numpy()
+        else:
+            self.arr = pool.get(n)
+            self.buf = torch.from_numpy(self.arr)
+        self.remaining = n
+
+    def fill(self, offset: int, data: memoryview) -> bool:
+        """Copies a chunk's pixels in place; True once the batch is whole."""
+        n = len(data)
+        if offset + n > self.arr.shape[0]:
+            raise StokerError(
+                "INTERNAL",
+                f"chunk [{offset}, {offset + n}) of batch {self.header.number} is past its {self.arr.shape[0]} bytes",
+            )
+        self.arr[offset : offset + n] = np.frombuffer(data, dtype=np.uint8)
+        self.remaining -= n
+        return self.remaining <= 0
+
+
+def batch_tensors(b: _Batch, return_indices: bool, torch: Any) -> Tuple["torch.Tensor", ...]:
+    """The tensors of a whole batch: (images, labels[, indices]). The images
+    are a view of the batch's buffer, in its shape and dtype."""
+    h = b.header
+    images = b.buf
+    if h.dtype == pb.DTYPE_FLOAT32:
+        images = images.view(torch.float32)
+    images = images.view([int(s) for s in h.shape])
+    labels = torch.from_numpy(np.array(h.labels, dtype=np.int64))
+    if return_indices:
+        return images, labels, torch.from_numpy(np.array(h.indices, dtype=np.int64))
+    return images, labels

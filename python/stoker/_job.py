@@ -1,0 +1,86 @@
+"""The job a Loader asks for: its parameters as the wire's JobSpec and
+OpenJob, and as the plain values a state_dict records and checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+from stoker._state import Resume
+from stoker.v1 import stoker_pb2 as pb
+
+__all__ = ["Job", "layout_enum", "FAIL_POLICIES"]
+
+_LAYOUTS = {"NCHW": pb.LAYOUT_NCHW, "NHWC": pb.LAYOUT_NHWC}
+FAIL_POLICIES = {"pad": pb.FAIL_POLICY_PAD, "drop": pb.FAIL_POLICY_DROP}
+
+
+def layout_enum(layout: str) -> int:
+    """The wire's Layout for ``"NCHW"`` or ``"NHWC"`` (any case)."""
+    try:
+        return _LAYOUTS[layout.upper()]
+    except KeyError:
+        raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}") from None
+
+
+@dataclass
+class Job:
+    """What identifies a job (see JobSpec in proto/stoker/v1/stoker.proto):
+    batch ``k`` of epoch ``e`` is a function of it, ``e`` and ``k``."""
+
+    dataset: str
+    transform: pb.TransformSpec
+    batch_size: int
+    seed: int
+    shuffle: bool
+    rank: int
+    world_size: int
+    drop_last: bool
+    layout: str  # "NCHW" or "NHWC"
+    fail_policy: str  # "pad" or "drop"
+
+    def spec(self) -> pb.JobSpec:
+        """The JobSpec of OpenJob and DescribeJob."""
+        return pb.JobSpec(
+            dataset=self.dataset,
+            transform=self.transform,
+            batch_size=self.batch_size,
+            seed=self.seed,
+            shuffle=self.shuffle,
+            rank=self.rank,
+            world_size=self.world_size,
+            drop_last=self.drop_last,
+            layout=layout_enum(self.layout),
+            fail_policy=FAIL_POLICIES[self.fail_policy],
+        )
+
+    def open_job(self, epoch: int, resume: Optional[Resume], credits: int, as_ready: bool) -> pb.OpenJob:
+        """The OpenJob of a stream that runs from ``epoch`` (from
+        ``resume``'s point in it, if any) until the trainer closes it."""
+        r = resume or Resume(epoch)
+        return pb.OpenJob(
+            job=self.spec(),
+            epoch=epoch,
+            epochs=0,
+            credits=credits,
+            as_ready=as_ready,
+            start_batch=r.start_batch,
+            skip_batches=r.skip_batches,
+            consumed=r.consumed,
+        )
+
+    def params(self) -> Dict[str, Any]:
+        """The parameters a state_dict records, as plain values."""
+        from google.protobuf import json_format
+
+        return {
+            "dataset": self.dataset,
+            "transform": json_format.MessageToDict(self.transform),
+            "batch_size": self.batch_size,
+            "seed": self.seed,
+            "shuffle": self.shuffle,
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "drop_last": self.drop_last,
+            "layout": self.layout,
+        }

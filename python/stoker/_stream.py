@@ -1,0 +1,202 @@
+"""The Feed stream on the trainer's side: the bidi call, the reader thread
+that reassembles batches while the trainer works, and the session that
+keeps a Loader's channel and stream open across epochs.
+
+A stream runs epoch after epoch (``OpenJob.epochs`` is 0): JobInfo, the
+epoch's batches, EpochEnd, then the next epoch's JobInfo. The reader thread
+turns responses into ``(kind, value)`` items on :attr:`_FeedStream.out`:
+``("job", JobInfo)``, ``("batch", _Batch)``, ``("end", EpochEnd)``,
+``("closed", None)`` when the server ends the stream, ``("error",
+exception)``. Memory is bounded by credits: the server never has more than
+the granted batches sent and not yet taken.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple
+
+from stoker._buffers import _Batch, _BufferPool
+from stoker._channel import Connection
+from stoker._errors import StokerError, rpc_error
+from stoker._wire import _Chunk
+from stoker.v1 import stoker_pb2 as pb
+
+if TYPE_CHECKING:  # pragma: no cover
+    import grpc
+
+__all__ = ["_FeedStream", "_Session"]
+
+#: The longest a wait for the server's next message sleeps before the main
+#: thread gets to run (see _FeedStream.get).
+_POLL = 0.1
+
+
+class _FeedStream:
+    """One Feed stream: a request queue feeding the bidi call, and a daemon
+    reader thread turning responses into items on :attr:`out`."""
+
+    #: Feed streams opened in this process (tests count them).
+    opened = 0
+
+    def __init__(self, conn: Connection, open_job: pb.OpenJob, pin: bool, pool: Optional[_BufferPool]) -> None:
+        _FeedStream.opened += 1
+        self.pid = conn.pid
+        #: The epoch whose JobInfo comes next while the stream waits between
+        #: epochs (the last iteration on it ran its epoch to EpochEnd); None
+        #: while an iteration uses it, or before.
+        self.next_epoch: Optional[int] = None
+        self._requests: "queue.Queue[Optional[pb.FeedRequest]]" = queue.Queue()
+        self._requests.put(pb.FeedRequest(open=open_job))
+        self.out: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
+        self._pin = pin
+        self._pool = pool or _BufferPool(0)
+        self._closed = False
+        self._call = conn.feed(self._request_iter())
+        self._thread = threading.Thread(target=self._read, name="stoker-feed", daemon=True)
+        self._thread.start()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _request_iter(self) -> Iterator[pb.FeedRequest]:
+        while True:
+            req = self._requests.get()
+            if req is None:
+                return
+            yield req
+
+    def credit(self, wait_seconds: float) -> None:
+        """Grants one more batch and reports the wait for the one taken."""
+        if not self._closed:
+            self._requests.put(
+                pb.FeedRequest(credit=pb.Credit(credits=1, wait_seconds=wait_seconds, batches=1))
+            )
+
+    def _read(self) -> None:
+        import grpc
+
+        put = self.out.put
+        pending: Dict[int, _Batch] = {}
+
+        def chunk(number: int, offset: int, data: memoryview) -> None:
+            b = pending.get(number)
+            if b is None:
+                raise StokerError("INTERNAL", f"chunk for batch {number} without its header")
+            if b.fill(offset, data):
+                del pending[number]
+                put(("batch", b))
+
+        try:
+            for resp in self._call:
+                if type(resp) is _Chunk:
+                    chunk(resp.number, resp.offset, resp.data)
+                    continue
+                kind = resp.WhichOneof("msg")
+                if kind == "chunk":  # one the fast parser left to protobuf
+                    c = resp.chunk
+                    chunk(c.number, c.offset, memoryview(c.data))
+                elif kind == "batch":
+                    b = _Batch(resp.batch, self._pin, self._pool)
+                    if b.remaining == 0:
+                        put(("batch", b))
+                    else:
+                        pending[resp.batch.number] = b
+                elif kind == "job":
+                    put(("job", resp.job))
+                elif kind == "end":
+                    put(("end", resp.end))
+            put(("closed", None))
+        except grpc.RpcError as e:
+            if self._closed:
+                put(("error", StokerError("CANCELLED", "the Feed stream was closed by the client")))
+            else:
+                put(("error", rpc_error(e)))
+        except BaseException as e:  # reported to the consumer, never lost in a thread
+            put(("error", e))
+
+    def get(self, timeout: Optional[float]) -> Tuple[str, Any]:
+        """The next item; a StokerError DEADLINE_EXCEEDED after ``timeout``.
+
+        It waits in slices of at most :data:`_POLL` seconds: a Ctrl-C
+        (SIGINT to the process) is often delivered to another thread than
+        the main one (gRPC's, the reader), which leaves a wait on a lock in
+        the main thread asleep; between slices the main thread runs and
+        raises the KeyboardInterrupt."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            wait = _POLL if deadline is None else max(0.0, min(_POLL, deadline - time.monotonic()))
+            try:
+                return self.out.get(timeout=wait)
+            except queue.Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise StokerError("DEADLINE_EXCEEDED", f"no message from the server within {timeout} s") from None
+
+    def close(self) -> None:
+        """Ends the stream, cancelling it if it is still running. In a
+        forked child (which must not touch gRPC) it only marks it closed.
+        Safe to call twice, from any thread."""
+        if self._closed:
+            return
+        self._closed = True
+        self._requests.put(None)
+        if os.getpid() != self.pid:
+            return
+        self._call.cancel()
+        # Closed from the reader thread itself when a garbage collection run
+        # there finalizes an abandoned iterator: it ends on its own.
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=5)
+
+
+class _Session:
+    """A Loader's channel and its open Feed stream, made on first use.
+
+    It holds no reference to its Loader, so that a ``weakref.finalize`` on
+    the Loader can close it when the Loader is garbage-collected or the
+    interpreter exits.
+    """
+
+    def __init__(self) -> None:
+        self.conn: Optional[Connection] = None
+        self.stream: Optional[_FeedStream] = None
+
+    def connection(
+        self, target: str, credentials: Optional["grpc.ChannelCredentials"], token: Optional[str]
+    ) -> Connection:
+        """The open channel, made if there is none (or only a forked
+        parent's, which is forgotten, never used)."""
+        c = self.conn
+        if c is None or c.closed or not c.owned():
+            c = self.conn = Connection(target, credentials, token)
+        return c
+
+    def idle_stream(self, epoch: int) -> Optional[_FeedStream]:
+        """The open stream, if it waits at the start of ``epoch``; it is then
+        in use (until it is released at the end of an epoch)."""
+        s = self.stream
+        if s is None or s.closed or s.next_epoch != epoch or os.getpid() != s.pid:
+            return None
+        s.next_epoch = None
+        return s
+
+    def drop_stream(self, stream: Optional[_FeedStream] = None) -> None:
+        """Closes ``stream`` (default: the open one) and forgets it if it
+        is the open one."""
+        s = self.stream if stream is None else stream
+        if s is None:
+            return
+        if self.stream is s:
+            self.stream = None
+        s.close()
+
+    def close(self) -> None:
+        """Closes the stream and the channel. Safe to call twice."""
+        self.drop_stream()
+        if self.conn is not None:
+            conn, self.conn = self.conn, None
+            conn.close()
