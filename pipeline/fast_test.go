@@ -15,6 +15,8 @@ import (
 	"sort"
 	"sync"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/jpegenc"
 )
 
 // fastPhotoDir holds the ImageFolder photos shared by the repo's tests and
@@ -64,6 +66,15 @@ func fastSynthPixels(w, h, nc int, seed uint64) []byte {
 		}
 	}
 	return pix
+}
+
+// encodeTurbo encodes pixels with libjpeg through the test-only jpegenc
+// package (so no compressor is linked into the stoker binary): luma sampling
+// hs x vs, optionally progressive, with restart markers every restartRows
+// MCU rows, optionally in the RGB color space. Tests use it for the files
+// that image/jpeg cannot write.
+func encodeTurbo(pix []byte, w, h, nc, quality, hs, vs int, progressive bool, restartRows int, rgb bool) ([]byte, error) {
+	return jpegenc.Encode(pix, w, h, nc, jpegenc.Options{Quality: quality, HS: hs, VS: vs, Progressive: progressive, RestartRows: restartRows, RGB: rgb})
 }
 
 type fastSynthJPEG struct {
