@@ -67,7 +67,10 @@
 //
 //	WebDataset (dir/*.tar)                Open     Read / Decode
 //	tar member bytes that are bad         listed   as for ImageFolder
-//	corrupt tar, bad or missing .cls      refused  (ErrCorrupt)
+//	corrupt tar, bad or missing .cls,     refused  (ErrCorrupt)
+//	  a label >= 2^20 (classes are 0..max)
+//	image member stored sparse            refused  (ErrUnsupported: its data section is not its
+//	  (tar --sparse)                                 content, so it cannot be read in place)
 //	member that is a symlink, hard link,  skipped  -
 //	  directory or device
 //	*.tar that is a FIFO or a directory   refused  (ErrUnsupported)

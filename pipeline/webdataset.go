@@ -27,6 +27,11 @@ type WebDataset struct {
 	fp      string
 }
 
+// maxClasses bounds WebDataset labels: the classes are "0".."max", one
+// string each, so a label of 10^11 in a .cls would otherwise cost a
+// hundred billion of them at Open.
+const maxClasses = 1 << 20
+
 type wdsSample struct {
 	shard  int32
 	label  int64
@@ -177,7 +182,13 @@ func indexShard(f *os.File, si int32, shard string) ([]wdsSample, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: shard %s: %v", ErrCorrupt, shard, err)
 		}
-		if hd.Typeflag != tar.TypeReg {
+		// A sparse member (tar --sparse) is a regular file whose data
+		// section is not its content: it cannot be read in place.
+		sparse := hd.Typeflag == tar.TypeGNUSparse
+		for k := range hd.PAXRecords {
+			sparse = sparse || strings.HasPrefix(k, "GNU.sparse.")
+		}
+		if hd.Typeflag != tar.TypeReg && !sparse {
 			continue
 		}
 		dir, base := filepath.Split(hd.Name)
@@ -194,6 +205,9 @@ func indexShard(f *os.File, si int32, shard string) ([]wdsSample, error) {
 		}
 		switch ext {
 		case "jpg", "jpeg", "png":
+			if sparse {
+				return nil, fmt.Errorf("%w: shard %s: %s is stored as a sparse file (tar --sparse), which cannot be read in place", ErrUnsupported, shard, hd.Name)
+			}
 			p.img = &wdsSample{shard: si, offset: pr.pos, size: hd.Size, name: hd.Name}
 		case "cls":
 			if hd.Size > 32 {
@@ -206,6 +220,9 @@ func indexShard(f *os.File, si int32, shard string) ([]wdsSample, error) {
 			v, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
 			if err != nil || v < 0 {
 				return nil, fmt.Errorf("%w: shard %s: %s: label %q is not a non-negative integer", ErrCorrupt, shard, hd.Name, b)
+			}
+			if v >= maxClasses {
+				return nil, fmt.Errorf("%w: shard %s: %s: label %d is over the limit of %d classes", ErrCorrupt, shard, hd.Name, v, maxClasses)
 			}
 			p.label, p.hasCls = v, true
 		}
