@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -120,6 +121,11 @@ func TestImageFolderBadFiles(t *testing.T) {
 	mkFIFO(t, at("a/.fifo"))
 	mkSymlink(t, ".fifo", at("a/link-fifo.jpg"))
 	mkSymlink(t, "dir.jpg", at("a/link-dir.jpg"))
+	sock, err := net.Listen("unix", at("a/socket.jpg"))
+	if err != nil {
+		t.Fatalf("unix socket: %v", err)
+	}
+	defer sock.Close()
 	if err := os.Chmod(at("a/unreadable.jpg"), 0); err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,14 @@
 // are capped, and every decode runs under recover. Errors wrap the sentinels
 // ErrCorrupt, ErrTooLarge and ErrUnsupported.
 //
+// Every parser of outside bytes has a fuzz target: FuzzDecode (image
+// bytes, both decoders), FuzzHeader (the header parser the budget relies
+// on, checked against Go's decoders), FuzzWebDataset (tar shards) and
+// FuzzTransform (op lists). go test runs their seeds and every input that
+// ever failed (testdata/fuzz) as ordinary tests; to fuzz one:
+//
+//	go test -run XXX -fuzz FuzzHeader -fuzztime 60s ./pipeline
+//
 // # What a dataset may hold, and what comes of it
 //
 // A dataset directory is outside input too. Open decides once what is a
@@ -42,8 +50,9 @@
 // machine's problem). Messages name files relative to the dataset root,
 // never by absolute path. Nothing here blocks: FIFOs are opened
 // non-blocking and every read is of a known length. The tests are
-// TestImageFolderBadFiles, TestWebDatasetBadShards, TestFillEpochBadFiles
-// and TestBadInput (testdata/bad).
+// TestImageFolderBadFiles, TestWebDatasetBadShards, TestWebDatasetRejects,
+// TestWebDatasetSparse, TestFillEpochBadFiles and TestBadInput
+// (testdata/bad).
 //
 //	ImageFolder (root/<class>/...)        Open     Read / Decode
 //	image bytes that are bad              listed   ErrCorrupt, ErrTooLarge or ErrUnsupported (testdata/bad)
