@@ -47,8 +47,8 @@
 // per-sample error (Dataset.Read, Decoder.Decode; Executor.Fill puts it in
 // Batch.Errors): a bad file wraps a sentinel, an I/O error wraps the os
 // error (fs.ErrNotExist, fs.ErrPermission: IsBadInput is false, it is the
-// machine's problem). Messages name files relative to the dataset root,
-// never by absolute path. Nothing here blocks: FIFOs are opened
+// machine's problem). Per-sample messages, which travel to clients, name
+// files relative to the dataset root, never by absolute path. Nothing here blocks: FIFOs are opened
 // non-blocking and every read is of a known length. The tests are
 // TestImageFolderBadFiles, TestWebDatasetBadShards, TestWebDatasetRejects,
 // TestWebDatasetSparse, TestFillEpochBadFiles and TestBadInput
