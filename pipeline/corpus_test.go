@@ -209,6 +209,24 @@ func setPNGSize(data []byte, w, h uint32) []byte {
 	return d
 }
 
+// hiddenSOF is a JPEG whose "\xFF\x00" after SOI a decoder takes for
+// extraneous bytes, scanning on to a 60000x60000 frame header, followed by
+// a COM segment whose body holds a 10x10 four-component frame header. A
+// header parser that read "\xFF\x00" as a marker with a length would skip
+// the big frame header and see only the small one: a 3.6-gigapixel image
+// past the pixel budget, into Go's decoder (the reference path, which
+// takes every four-component JPEG).
+func hiddenSOF() []byte {
+	d := []byte{0xFF, 0xD8,
+		0xFF, 0x00, 0x00, 0x12, // "stuffed zero", or a marker with length 18
+		0xFF, 0xC0, 0x00, 0x0B, 8, 0xEA, 0x60, 0xEA, 0x60, 1, 1, 0x11, 0, // 60000x60000, gray
+		0xFF, 0xFE, 0x00, 0xFF, // COM of 255 bytes; its length's 0xFF is fill before...
+		0xC0, 0x00, 0x14, 8, 0, 10, 0, 10, 4, 1, 0x11, 0, 2, 0x11, 0, 3, 0x11, 0, 4, 0x11, 0} // 10x10, CMYK
+	d = append(d, make([]byte, 21+255-len(d))...)
+	d = append(d, 0xFF, 0xDA, 0, 8, 1, 1, 0, 0, 63, 0) // SOS for the 60000x60000 frame
+	return append(d, 0, 0, 0, 0, 0xFF, 0xD9)
+}
+
 func corpusFiles() []corpusFile {
 	jpg := encodeJPEG(testPicture(64, 48), 90)
 	pngData := encodePNG(testPicture(64, 48))
@@ -265,6 +283,7 @@ func corpusFiles() []corpusFile {
 		{path: "bad/trunc-before-eoi.jpg", data: jpg[:len(jpg)-40], want: ErrCorrupt},
 		{path: "bad/corrupt-scan.jpg", data: corrupt, want: ErrCorrupt},
 		{path: "bad/no-sof.jpg", data: noSOF, want: ErrCorrupt},
+		{path: "bad/ff00-hides-60000x60000-sof.jpg", data: hiddenSOF(), want: ErrCorrupt, wantMsg: "0xFF00"},
 		{path: "bad/huge-60000x60000.jpg", data: huge, want: ErrTooLarge, wantMsg: "budget"},
 		{path: "bad/precision-12.jpg", data: prec12, want: ErrUnsupported},
 		{path: "bad/two-components.jpg", data: twoComps.encode(), want: ErrUnsupported},

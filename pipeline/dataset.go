@@ -213,17 +213,48 @@ func (d *ImageFolder) Read(i int, buf []byte) ([]byte, error) {
 	// regular files.
 	f, err := d.root.OpenFile(d.files[i], os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", d.files[i], err)
+		return nil, openError(d.root, d.files[i], "dataset root", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", d.files[i], stripPath(err))
 	}
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: %s is not a regular file", ErrUnsupported, d.files[i])
 	}
+	// The index (and so the fingerprint) promises these bytes: a file
+	// that grew or shrank since is refused, not read as it is now.
+	if st.Size() != d.sizes[i] {
+		return nil, fmt.Errorf("%w: %s changed since the dataset was indexed: %d bytes, indexed at %d (reopen the dataset to take the change)", ErrCorrupt, d.files[i], st.Size(), d.sizes[i])
+	}
 	return readCapped(f, st.Size(), d.maxSize, d.files[i], buf)
+}
+
+// openError explains why name could not be opened through root: a
+// symbolic link that does not resolve inside it (it leads out, loops) is
+// ErrUnsupported; anything else (a missing file, no permission) is the
+// I/O error, which wraps fs.ErrNotExist, fs.ErrPermission and so on and is
+// not bad input. Messages name the file relative to the root, never the
+// root's own path.
+func openError(root *os.Root, name, what string, err error) error {
+	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) {
+		if st, lerr := root.Lstat(name); lerr == nil && st.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%w: %s is a symbolic link that does not resolve inside the %s (%v)", ErrUnsupported, name, what, stripPath(err))
+		}
+	}
+	return fmt.Errorf("%s: %w", name, stripPath(err))
+}
+
+// stripPath drops the path from an *fs.PathError, keeping its operation
+// and cause (which errors.Is still finds): files opened from a root carry
+// the root's absolute path, and errors travel to clients.
+func stripPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
 }
 
 // readCapped reads exactly size bytes of r into buf (grown as needed),
@@ -240,7 +271,7 @@ func readCapped(r io.Reader, size, max int64, name string, buf []byte) ([]byte, 
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%w: %s: shorter than its size %d", ErrCorrupt, name, size)
 		}
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, stripPath(err))
 	}
 	return buf, nil
 }

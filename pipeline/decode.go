@@ -87,6 +87,13 @@ func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
 	if err != nil {
 		return err
 	}
+	// RandomResizedCrop's fallback (torchvision's formula) rounds a side
+	// to zero on images much thinner than its ratio range: (3, 4) on a
+	// 1x10 image, say. Neither path can resample an empty crop (the
+	// reference path would return a sample of stale bytes).
+	if p.cw < 1 || p.ch < 1 {
+		return fmt.Errorf("%w: the transform's crop of the %dx%d image is empty (%dx%d)", ErrUnsupported, hd.w, hd.h, p.cw, p.ch)
+	}
 	pix := out
 	if t.norm != nil {
 		if cap(d.pix) < t.pixelBytes() {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/disintegration/imaging"
@@ -351,6 +352,25 @@ func TestDecodeRequestErrors(t *testing.T) {
 	defer exact.Close()
 	if err := exact.Decode(data, tr, Key{}, make([]byte, tr.SampleBytes())); err != nil {
 		t.Errorf("image exactly at the budget: %v", err)
+	}
+}
+
+// TestEmptyCrop: RandomResizedCrop's fallback rounds a side to zero on an
+// image much thinner than its ratio range (torchvision's formula does the
+// same). That is a per-sample ErrUnsupported on both paths: the reference
+// path used to return a sample of stale bytes without an error, the fast
+// path a bare "bad geometry". Found by FuzzTransform.
+func TestEmptyCrop(t *testing.T) {
+	tr := mustTransform(t, CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{3, 4}})
+	for _, img := range [][]byte{encodePNG(testGray(1, 10)), encodeJPEG(testGray(1, 10), 90)} {
+		for _, dk := range decoderKinds {
+			d := NewDecoder(dk.opts...)
+			err := d.Decode(img, tr, Key{Seed: 1}, make([]byte, tr.SampleBytes()))
+			d.Close()
+			if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "is empty") {
+				t.Errorf("%s decoder, 1x10 image: %v, want ErrUnsupported: empty crop", dk.name, err)
+			}
+		}
 	}
 }
 

@@ -30,4 +30,65 @@
 // against a pixel budget before any pixel is decoded, progressive JPEG scans
 // are capped, and every decode runs under recover. Errors wrap the sentinels
 // ErrCorrupt, ErrTooLarge and ErrUnsupported.
+//
+// Every parser of outside bytes has a fuzz target: FuzzDecode (image
+// bytes, both decoders), FuzzHeader (the header parser the budget relies
+// on, checked against Go's decoders), FuzzWebDataset (tar shards) and
+// FuzzTransform (op lists). go test runs their seeds and every input that
+// ever failed (testdata/fuzz) as ordinary tests; to fuzz one:
+//
+//	go test -run XXX -fuzz FuzzHeader -fuzztime 60s ./pipeline
+//
+// # What a dataset may hold, and what comes of it
+//
+// A dataset directory is outside input too. Open decides once what is a
+// sample (listed), what is not (skipped) and what makes the whole dataset
+// unusable (refused: Open fails). A listed sample that cannot be made is a
+// per-sample error (Dataset.Read, Decoder.Decode; Executor.Fill puts it in
+// Batch.Errors): a bad file wraps a sentinel, an I/O error wraps the os
+// error (fs.ErrNotExist, fs.ErrPermission: IsBadInput is false, it is the
+// machine's problem). Per-sample messages, which travel to clients, name
+// files relative to the dataset root, never by absolute path. Nothing here blocks: FIFOs are opened
+// non-blocking and every read is of a known length. The tests are
+// TestImageFolderBadFiles, TestWebDatasetBadShards, TestWebDatasetRejects,
+// TestWebDatasetSparse, TestFillEpochBadFiles and TestBadInput
+// (testdata/bad).
+//
+//	ImageFolder (root/<class>/...)        Open     Read / Decode
+//	image bytes that are bad              listed   ErrCorrupt, ErrTooLarge or ErrUnsupported (testdata/bad)
+//	file over the size cap                listed   ErrTooLarge, not read
+//	symlink to a file inside the root     listed   read (the target; indexed at its size)
+//	symlink leading out of the root,      listed   ErrUnsupported; the outside file is never opened
+//	  or looping
+//	dangling symlink                      listed   I/O error, fs.ErrNotExist
+//	FIFO, socket or device named *.jpg,   skipped  -
+//	  or a symlink to one
+//	directory named *.jpg (x.jpg/)        skipped  - (images inside it are samples of its class, as
+//	                                                 in torchvision's os.walk)
+//	unreadable file (mode 000)            listed   I/O error, fs.ErrPermission (root reads it: its
+//	                                                 capabilities override the mode)
+//	unreadable class subdirectory         refused  (fs.ErrPermission; root reads it)
+//	file removed after Open               listed   I/O error, fs.ErrNotExist
+//	file grown or shrunk after Open       listed   ErrCorrupt ("changed since the dataset was
+//	                                                 indexed"): the fingerprint promised the old bytes
+//	FIFO or directory put in a file's     listed   ErrUnsupported ("not a regular file"), no blocking
+//	  place after Open
+//
+//	WebDataset (dir/*.tar)                Open     Read / Decode
+//	tar member bytes that are bad         listed   as for ImageFolder
+//	corrupt tar, bad or missing .cls,     refused  (ErrCorrupt)
+//	  a label >= 2^20 (classes are 0..max)
+//	image member stored sparse            refused  (ErrUnsupported: its data section is not its
+//	  (tar --sparse)                                 content, so it cannot be read in place)
+//	member that is a symlink, hard link,  skipped  -
+//	  directory or device
+//	*.tar that is a FIFO or a directory   refused  (ErrUnsupported)
+//	*.tar symlink leading out of the      refused  (ErrUnsupported)
+//	  directory
+//	unreadable shard                      refused  (fs.ErrPermission; root reads it)
+//	.*.tar (macOS "._x.tar")              skipped  -
+//	shard truncated after Open            listed   ErrCorrupt ("shorter than its size") for members
+//	                                                 past the new end; the others read as before
+//	shard appended to, or replaced by     listed   no change: members are read from the shard
+//	  rename, after Open                             opened at Open, at their indexed offsets
 package pipeline

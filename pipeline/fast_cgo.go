@@ -117,20 +117,3 @@ func (f *fastState) stats() fastStats {
 	}
 	return fastStats{scaleM: int(f.job.scale_m), rows: int(f.job.rows_decoded), cols: int(f.job.cols_decoded), simd: int(f.job.simd_used), huff: f.job.huff_used != 0}
 }
-
-// encodeTurbo encodes pixels (nc 1 or 3, interleaved) with libjpeg: luma
-// sampling hs x vs, optionally progressive, optionally with restart markers
-// every restartRows MCU rows, optionally in the RGB color space (no YCbCr
-// transform). Tests use it for the files that image/jpeg cannot write.
-func encodeTurbo(pix []byte, w, h, nc, quality, hs, vs int, progressive bool, restartRows int, rgb bool) ([]byte, error) {
-	if len(pix) != w*h*nc || len(pix) == 0 {
-		return nil, fmt.Errorf("%w: encodeTurbo: %d bytes for %dx%dx%d", ErrUnsupported, len(pix), w, h, nc)
-	}
-	var n C.ulong
-	buf := C.stoker_encode_test((*C.uchar)(unsafe.Pointer(&pix[0])), C.int(w), C.int(h), C.int(nc), C.int(quality), C.int(hs), C.int(vs), cbool(progressive), C.int(restartRows), cbool(rgb), &n)
-	if buf == nil {
-		return nil, fmt.Errorf("%w: encodeTurbo failed", ErrUnsupported)
-	}
-	defer C.stoker_free_buf(buf)
-	return C.GoBytes(unsafe.Pointer(buf), C.int(n)), nil
-}

@@ -12,9 +12,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/jpegenc"
 )
 
 // fastPhotoDir holds the ImageFolder photos shared by the repo's tests and
@@ -64,6 +68,15 @@ func fastSynthPixels(w, h, nc int, seed uint64) []byte {
 		}
 	}
 	return pix
+}
+
+// encodeTurbo encodes pixels with libjpeg through the test-only jpegenc
+// package (so no compressor is linked into the stoker binary): luma sampling
+// hs x vs, optionally progressive, with restart markers every restartRows
+// MCU rows, optionally in the RGB color space. Tests use it for the files
+// that image/jpeg cannot write.
+func encodeTurbo(pix []byte, w, h, nc, quality, hs, vs int, progressive bool, restartRows int, rgb bool) ([]byte, error) {
+	return jpegenc.Encode(pix, w, h, nc, jpegenc.Options{Quality: quality, HS: hs, VS: vs, Progressive: progressive, RestartRows: restartRows, RGB: rgb})
 }
 
 type fastSynthJPEG struct {
@@ -363,6 +376,14 @@ func TestFastSIMDSame(t *testing.T) {
 		}
 	}
 	t.Logf("%d decodes identical at every SIMD level (levels run: %v; 1 is SSE2)", n, used)
+	// Every x86-64 has SSE2, so the SIMD code must have run there; otherwise
+	// this test compares the scalar code with itself.
+	if runtime.GOARCH == "amd64" && !used[1] {
+		t.Errorf("SSE2 code never ran on amd64 (levels run: %v)", used)
+	}
+	if !used[0] {
+		t.Errorf("scalar code never ran (levels run: %v)", used)
+	}
 }
 
 // fastEdgePlans returns crop-then-resize plans whose crops touch each edge and
@@ -485,16 +506,24 @@ func TestFastErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct {
+	// libjpeg's own Huffman decoder, for the garbage-scan cases.
+	lib := NewDecoder()
+	defer lib.Close()
+	lib.fast.libHuff = true
+	type errCase struct {
 		name string
 		data []byte
 		d    *Decoder
 		want error
-	}{
-		{"truncated at 30%", good[:len(good)*3/10], d, ErrCorrupt},
-		{"truncated at 90%", good[:len(good)*9/10], d, ErrCorrupt},
-		{"progressive truncated at 50%", prog[:len(prog)/2], d, ErrCorrupt},
-		{"progressive over the scan cap", prog, NewDecoder(WithMaxScans(3)), ErrTooLarge},
+		msg  string // a substring the error must contain, when set
+		// orNil: decoding without error is also an accepted outcome.
+		orNil bool
+	}
+	cases := []errCase{
+		{name: "truncated at 30%", data: good[:len(good)*3/10], d: d, want: ErrCorrupt, msg: "truncated"},
+		{name: "truncated at 90%", data: good[:len(good)*9/10], d: d, want: ErrCorrupt, msg: "truncated"},
+		{name: "progressive truncated at 50%", data: prog[:len(prog)/2], d: d, want: ErrCorrupt, msg: "truncated"},
+		{name: "progressive over the scan cap", data: prog, d: NewDecoder(WithMaxScans(3)), want: ErrTooLarge, msg: "scans"},
 	}
 	for seed := range uint64(8) {
 		r := rand.New(rand.NewPCG(seed, 1))
@@ -502,12 +531,7 @@ func TestFastErrors(t *testing.T) {
 		for i := range junk {
 			junk[i] = byte(r.Uint32())
 		}
-		cases = append(cases, struct {
-			name string
-			data []byte
-			d    *Decoder
-			want error
-		}{fmt.Sprintf("garbage after SOF #%d", seed), append(bytes.Clone(good[:sofEnd]), junk...), d, ErrCorrupt})
+		cases = append(cases, errCase{name: fmt.Sprintf("garbage after SOF #%d", seed), data: append(bytes.Clone(good[:sofEnd]), junk...), d: d, want: ErrCorrupt})
 		// Garbage in place of the entropy-coded data, with a proper EOI.
 		sos := bytes.Index(good, []byte{0xFF, 0xDA})
 		scan := append(bytes.Clone(good[:sos+14]), junk...)
@@ -516,23 +540,34 @@ func TestFastErrors(t *testing.T) {
 				scan[i] = 0xFE // no markers inside: only bad Huffman codes
 			}
 		}
-		cases = append(cases, struct {
-			name string
-			data []byte
-			d    *Decoder
-			want error
-		}{fmt.Sprintf("garbage scan data #%d", seed), append(scan, 0xFF, 0xD9), d, nil})
+		scan = append(scan, 0xFF, 0xD9)
+		// huff.c (the default) refuses entropy-coded data that is not a
+		// valid coding of the crop's rows (a run past a block's end, a code
+		// no table has, data that ends before the last row needed): never
+		// a silent success with made-up pixels. libjpeg's own decoder
+		// skips over some of that, so garbage it decodes without a warning
+		// is accepted from it; a crash or another sentinel is not.
+		cases = append(cases,
+			errCase{name: fmt.Sprintf("garbage scan data #%d", seed), data: scan, d: d, want: ErrCorrupt, msg: "entropy-coded"},
+			errCase{name: fmt.Sprintf("garbage scan data, libjpeg huffman #%d", seed), data: scan, d: lib, want: ErrCorrupt, orNil: true})
 	}
 	for _, c := range cases {
 		err := c.d.Decode(c.data, tr, Key{Index: 5}, out)
 		switch {
-		case c.want == nil: // garbage that happens to decode is fine; a crash is not
-			t.Logf("%s: %v", c.name, err)
+		case err == nil && c.orNil:
+			t.Logf("%s: decoded without error (accepted)", c.name)
 		case !errors.Is(err, c.want):
 			t.Errorf("%s: got %v, want an error wrapping %v", c.name, err, c.want)
+		case strings.Contains(err.Error(), "panicked"):
+			t.Errorf("%s: %v", c.name, err)
+		case !strings.Contains(err.Error(), c.msg):
+			t.Errorf("%s: error %q does not mention %q", c.name, err, c.msg)
 		default:
 			t.Logf("%s: %v", c.name, err)
 		}
+	}
+	if used := d.fast.stats().huff; !used {
+		t.Errorf("the last garbage-scan decode did not go through huff.c: the cases test libjpeg's decoder twice")
 	}
 	// Cut short but ending in an EOI marker: libjpeg itself must notice when
 	// the rows the crop needs are missing.

@@ -1,10 +1,18 @@
 package pipeline
 
 import (
+	"archive/tar"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"image"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzDecode feeds arbitrary bytes to both decoders with a small pixel
@@ -48,6 +56,359 @@ func FuzzDecode(f *testing.F) {
 			}
 			if strings.Contains(err.Error(), "decoder panicked") {
 				t.Fatalf("%s: %v", dk.name, err)
+			}
+		}
+	})
+}
+
+// FuzzHeader checks parseHeader, which the pixel budget relies on: it must
+// never panic; its errors wrap a sentinel; a size it accepts is positive
+// and (JPEG) has 1, 3 or 4 components; and when Go's decoder (the
+// reference path's) reads a size from the same bytes, it is the same one.
+// A header parser that sees a smaller image than the decoder does lets a
+// huge image past the budget.
+//
+//	go test -run XXX -fuzz FuzzHeader -fuzztime 60s ./pipeline
+func FuzzHeader(f *testing.F) {
+	for _, dir := range []string{"bad", "odd"} {
+		ents, err := os.ReadDir(filepath.Join(corpusDir, dir))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, e := range ents {
+			data, err := os.ReadFile(filepath.Join(corpusDir, dir, e.Name()))
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data[:min(len(data), 1024)]) // headers are at the start
+		}
+	}
+	jpg := encodeJPEG(testGray(9, 7), 50)
+	sof := jpegMarker(jpg, 0xC0)
+	f.Add(jpg)
+	f.Add(slices.Concat(jpg[:2], []byte{0xFF, 0xFF, 0xFF}, jpg[2:])) // fill bytes before a marker
+	f.Add(slices.Concat(jpg[:sof], []byte{0xFF, 0x00}, jpg[sof:]))   // a stuffed zero between segments
+	f.Add(slices.Concat(jpg[:sof], []byte{0x12, 0x34}, jpg[sof:]))   // extraneous bytes between segments
+	f.Fuzz(func(t *testing.T, data []byte) {
+		hd, err := parseHeader(data)
+		if err != nil {
+			if !IsBadInput(err) {
+				t.Fatalf("error wraps no sentinel: %v", err)
+			}
+			return
+		}
+		if hd.w <= 0 || hd.h <= 0 {
+			t.Fatalf("accepted size %dx%d", hd.w, hd.h)
+		}
+		switch hd.format {
+		case formatJPEG:
+			if hd.comps != 1 && hd.comps != 3 && hd.comps != 4 {
+				t.Fatalf("accepted a jpeg with %d components", hd.comps)
+			}
+		case formatPNG:
+			if !bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")) {
+				t.Fatal("png header without the png signature")
+			}
+		}
+		cfg, name, err := image.DecodeConfig(bytes.NewReader(data))
+		if err != nil {
+			return // Go's decoder refuses it too
+		}
+		if cfg.Width != hd.w || cfg.Height != hd.h {
+			t.Fatalf("parseHeader says %dx%d, Go's %s decoder %dx%d", hd.w, hd.h, name, cfg.Width, cfg.Height)
+		}
+		if want := map[format]string{formatJPEG: "jpeg", formatPNG: "png"}[hd.format]; want != "" && name != want {
+			t.Fatalf("parseHeader says format %d, Go's decoder %s", hd.format, name)
+		}
+	})
+}
+
+// fuzzDeadline fails t if f runs longer than a fuzz input ever should: the
+// fuzz targets over files look for hangs as well as crashes.
+func fuzzDeadline(t *testing.T, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("hang: still running after 10s")
+	}
+}
+
+// FuzzWebDataset writes the input as a .tar shard and opens and reads it
+// as a WebDataset: no panic, no hang; Open either fails with an error that
+// wraps a sentinel or indexes samples whose every Read returns the bytes
+// its index promised or a per-sample error that wraps one.
+//
+//	go test -run XXX -fuzz FuzzWebDataset -fuzztime 60s ./pipeline
+func FuzzWebDataset(f *testing.F) {
+	jpg := encodeJPEG(testGray(9, 7), 50)
+	tarOf := func(members []tarMember, format ...tar.Format) []byte {
+		path := filepath.Join(f.TempDir(), "s.tar")
+		writeShard(f, path, members, format...)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return data
+	}
+	long := strings.Repeat("d/", 60) + "k"
+	f.Add(tarOf([]tarMember{{"a.jpg", jpg}, {"a.cls", []byte("3")}, {"b.png", encodePNG(testPaletted(5, 3))}, {"b.cls", []byte(" 0\n")}}))
+	f.Add(tarOf([]tarMember{{"dir", nil}, {"dir/x.y.jpeg", jpg[:50]}, {"dir/x.cls", []byte("1")}, {long + ".jpg", jpg}, {long + ".cls", []byte("2")}}, tar.FormatGNU))
+	f.Add(tarOf([]tarMember{{long + ".jpg", jpg}, {long + ".cls", []byte("0")}, {"c.json", []byte("{}")}}, tar.FormatPAX))
+	f.Add(tarOf([]tarMember{{"a.jpg", jpg}}))                               // no label
+	f.Add(tarOf([]tarMember{{"a.jpg", jpg}, {"a.cls", []byte("cat")}}))     // label not a number
+	f.Add(tarOf([]tarMember{{"a.jpg", jpg}, {"a.cls", []byte("1")}})[:700]) // truncated
+	// One file, rewritten by each exec (a worker runs them one at a time):
+	// a new directory per exec would cost more than the exec.
+	path := filepath.Join(f.TempDir(), "s.tar")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fuzzDeadline(t, func() {
+			d, err := OpenWebDataset(path)
+			if err != nil {
+				if !IsBadInput(err) {
+					t.Errorf("Open: error wraps no sentinel: %v", err)
+				}
+				return
+			}
+			defer d.Close()
+			d.maxSize = 1 << 20 // keep each exec small
+			if d.Len() == 0 || len(d.Fingerprint()) != 32 {
+				t.Errorf("opened with %d samples, fingerprint %q", d.Len(), d.Fingerprint())
+			}
+			var buf []byte
+			for i := range d.Len() {
+				if l := d.Label(i); l < 0 || l >= int64(len(d.Classes())) {
+					t.Errorf("sample %d: label %d, %d classes", i, l, len(d.Classes()))
+				}
+				if !strings.HasPrefix(d.Name(i), "s.tar/") {
+					t.Errorf("sample %d: name %q", i, d.Name(i))
+				}
+				got, err := d.Read(i, buf)
+				if err != nil {
+					if !IsBadInput(err) {
+						t.Errorf("Read(%d): error wraps no sentinel: %v", i, err)
+					}
+					continue
+				}
+				if s := d.samples[i]; int64(len(got)) != s.size || !bytes.Equal(got, data[s.offset:s.offset+s.size]) {
+					t.Errorf("Read(%d): %d bytes, not the indexed %d at %d", i, len(got), s.size, s.offset)
+				}
+				buf = got
+			}
+		})
+	})
+}
+
+// fuzzSpec turns fuzz bytes into numbers, with the edge cases (zero,
+// negative, NaN, infinities, tiny and huge values, the size limits) much
+// more likely than uniform bits would make them. Past the end it reads
+// zeros.
+type fuzzSpec struct{ b []byte }
+
+func (s *fuzzSpec) byte() byte {
+	if len(s.b) == 0 {
+		return 0
+	}
+	c := s.b[0]
+	s.b = s.b[1:]
+	return c
+}
+
+func (s *fuzzSpec) size() int {
+	c := s.byte()
+	switch c % 4 {
+	case 0:
+		return int(s.byte()) // 0..255
+	case 1:
+		return int(int16(uint16(s.byte())<<8 | uint16(s.byte()))) // negative, huge
+	case 2:
+		return maxSide - 1 + int(c>>2)%3 // at the limit
+	default:
+		return int(c >> 2) // 0..63
+	}
+}
+
+func (s *fuzzSpec) float() float64 {
+	c := s.byte()
+	switch c % 4 {
+	case 0:
+		return [...]float64{0, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1), 5e-324, 1e-300, 1e300,
+			math.MaxFloat64, -1, 1, 0.5, 2, 100, 100.0001, 1.0000001}[c>>2%16]
+	case 1:
+		return float64(int8(s.byte())) / 16 // -8..8 in sixteenths
+	case 2:
+		return float64(s.byte()) / 255 // 0..1
+	default:
+		var b [8]byte
+		for i := range b {
+			b[i] = s.byte()
+		}
+		return math.Float64frombits(binary.LittleEndian.Uint64(b[:]))
+	}
+}
+
+// encodeSpec is fuzzSpec.ops' inverse, for seeds: sizes small or int16,
+// floats as their bits.
+func encodeSpec(layout Layout, ops ...Op) []byte {
+	b := []byte{byte(layout), byte(len(ops))}
+	size := func(v int) {
+		if v >= 0 && v <= 255 {
+			b = append(b, 0, byte(v))
+		} else {
+			b = append(b, 1, byte(uint16(v)>>8), byte(v))
+		}
+	}
+	float := func(x float64) {
+		b = append(b, 3)
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	}
+	for _, op := range ops {
+		k := slices.Index(fuzzOpKinds, op.Kind)
+		if k < 0 {
+			k = len(fuzzOpKinds) - 1 // unknown
+		}
+		b = append(b, byte(k))
+		switch op.Kind {
+		case OpRandomResizedCrop:
+			size(op.Size[0])
+			size(op.Size[1])
+			float(op.Scale[0])
+			float(op.Scale[1])
+			float(op.Ratio[0])
+			float(op.Ratio[1])
+		case OpResize, OpCenterCrop:
+			size(op.Size[0])
+			size(op.Size[1])
+		case OpRandomHorizontalFlip:
+			float(op.P)
+		case OpColorJitter:
+			float(op.Brightness)
+			float(op.Contrast)
+			float(op.Saturation)
+		case OpNormalize:
+			for c := range 3 {
+				float(op.Mean[c])
+				float(op.Std[c])
+			}
+		}
+	}
+	return b
+}
+
+var fuzzOpKinds = []OpKind{OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomHorizontalFlip, OpColorJitter, OpNormalize, "Bogus"}
+
+// ops reads a layout and up to 6 ops.
+func (s *fuzzSpec) ops() (Layout, []Op) {
+	layout := Layout(int(s.byte()) % 3) // 2 is not a layout
+	var ops []Op
+	for n := int(s.byte()) % 7; len(ops) < n; {
+		op := Op{Kind: fuzzOpKinds[int(s.byte())%len(fuzzOpKinds)]}
+		switch op.Kind {
+		case OpRandomResizedCrop:
+			op.Size = [2]int{s.size(), s.size()}
+			op.Scale = [2]float64{s.float(), s.float()}
+			op.Ratio = [2]float64{s.float(), s.float()}
+		case OpResize, OpCenterCrop:
+			op.Size = [2]int{s.size(), s.size()}
+		case OpRandomHorizontalFlip:
+			op.P = s.float()
+		case OpColorJitter:
+			op.Brightness, op.Contrast, op.Saturation = s.float(), s.float(), s.float()
+		case OpNormalize:
+			for c := range 3 {
+				op.Mean[c], op.Std[c] = s.float(), s.float()
+			}
+		}
+		ops = append(ops, op)
+	}
+	return layout, ops
+}
+
+// FuzzTransform builds op lists from fuzzed numbers: NewTransform must
+// never panic and refuse with ErrUnsupported; a transform it accepts must
+// have a sane shape and size, compile again from its own Ops to the same
+// shape, and decode small images through both decoders to nil or
+// ErrUnsupported for a crop the image cannot give (larger than the image,
+// or empty), never anything else.
+//
+//	go test -run XXX -fuzz FuzzTransform -fuzztime 60s ./pipeline
+func FuzzTransform(f *testing.F) {
+	for _, name := range PresetNames() {
+		ops, _ := Preset(name)
+		f.Add(encodeSpec(CHW, ops...))
+	}
+	for _, seed := range [][]Op{
+		{{Kind: OpRandomResizedCrop, Size: [2]int{16, 12}, Scale: [2]float64{0.2, 0.9}, Ratio: [2]float64{0.5, 2}},
+			{Kind: OpRandomHorizontalFlip, P: 0.7},
+			{Kind: OpColorJitter, Brightness: 0.4, Contrast: 0.2, Saturation: 0.1},
+			{Kind: OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}}},
+		{{Kind: OpResize, Size: [2]int{20, 0}}, {Kind: OpCenterCrop, Size: [2]int{8, 0}}},
+		{{Kind: OpResize, Size: [2]int{9, 31}}},
+		{{Kind: OpCenterCrop, Size: [2]int{5, 7}}, {Kind: OpRandomHorizontalFlip, P: 1}},
+		{{Kind: OpCenterCrop, Size: [2]int{50, 50}}}, // larger than the images
+		{{Kind: OpRandomResizedCrop, Size: [2]int{maxSide, 1}}},
+		{{Kind: OpRandomHorizontalFlip}, {Kind: OpCenterCrop, Size: [2]int{4, 4}}}, // out of order
+		{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}, Ratio: [2]float64{5e-324, 1e300}}},
+		{{Kind: OpCenterCrop, Size: [2]int{3, 3}}, {Kind: OpNormalize, Std: [3]float64{5e-324, 1, math.NaN()}}},
+		{{Kind: "Bogus"}},
+	} {
+		f.Add(encodeSpec(HWC, seed...))
+	}
+	f.Add(encodeSpec(Layout(2), Op{Kind: OpCenterCrop, Size: [2]int{3, 3}}))
+	imgs := [][]byte{encodeJPEG(testPicture(13, 9), 80), encodePNG(testPaletted(7, 5))}
+	decs := make([]*Decoder, len(decoderKinds))
+	for i, dk := range decoderKinds {
+		decs[i] = NewDecoder(dk.opts...)
+	}
+	f.Cleanup(func() {
+		for _, d := range decs {
+			d.Close()
+		}
+	})
+	f.Fuzz(func(t *testing.T, spec []byte) {
+		layout, ops := (&fuzzSpec{spec}).ops()
+		tr, err := NewTransform(layout, ops...)
+		if err != nil {
+			if !errors.Is(err, ErrUnsupported) {
+				t.Fatalf("NewTransform: %v, want ErrUnsupported", err)
+			}
+			return
+		}
+		h, w := tr.Size()
+		sh := tr.Shape()
+		want := [3]int{3, h, w}
+		if layout == HWC {
+			want = [3]int{h, w, 3}
+		}
+		px := 3 * h * w
+		if tr.Float() {
+			px *= 4
+		}
+		if h < 1 || w < 1 || h > maxSide || w > maxSide || sh != want || tr.SampleBytes() != px || tr.Layout() != layout {
+			t.Fatalf("%v: size %dx%d, shape %v, %d bytes, layout %v", tr, h, w, sh, tr.SampleBytes(), tr.Layout())
+		}
+		again, err := NewTransform(layout, tr.Ops()...)
+		if err != nil || again.Shape() != sh || again.Float() != tr.Float() || again.String() != tr.String() {
+			t.Fatalf("%v: recompiling its Ops: %v", tr, err)
+		}
+		if h*w > 1<<16 {
+			return // big outputs: only the shape is checked, to keep execs fast
+		}
+		out := make([]byte, tr.SampleBytes())
+		for _, img := range imgs {
+			for i, d := range decs {
+				err := d.Decode(img, tr, Key{Seed: uint64(len(spec)), Index: uint64(i)}, out)
+				if err != nil && !(errors.Is(err, ErrUnsupported) && (strings.Contains(err.Error(), "smaller than") || strings.Contains(err.Error(), "is empty"))) {
+					t.Fatalf("%v, %s decoder: %v", tr, decoderKinds[i].name, err)
+				}
 			}
 		}
 	})

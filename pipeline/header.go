@@ -65,6 +65,14 @@ func parseJPEGHeader(data []byte) (header, error) {
 		}
 		m := data[p]
 		p++
+		if m == 0x00 {
+			// A stuffed zero belongs in entropy-coded data. Here decoders
+			// take it for extraneous data and scan on for the next 0xFF
+			// (Go's image/jpeg silently), while reading a length after it
+			// would skip bytes they parse: a frame header hidden there
+			// could declare more pixels than the one seen here.
+			return header{}, fmt.Errorf("%w: jpeg: 0xFF00 between segments at offset %d", ErrCorrupt, p-2)
+		}
 		if m == 0x01 || (m >= 0xD0 && m <= 0xD8) { // standalone markers
 			continue
 		}

@@ -59,16 +59,4 @@ const char *stoker_msg(stoker_turbo *t);
 int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
                   unsigned char *out);
 
-/* stoker_encode_test encodes w x h pixels (nc = 1 gray or 3 RGB,
- * interleaved) with the given luma sampling factors (chroma is 1x1),
- * optionally progressive, with a restart interval in MCU rows, or (rgb) in
- * the RGB color space, with no YCbCr transform. It is for tests, which need
- * files Go's encoder cannot write. Returns a malloc'd buffer (free with
- * stoker_free_buf) or NULL. */
-unsigned char *stoker_encode_test(const unsigned char *pix, int w, int h,
-                                  int nc, int quality, int hs, int vs,
-                                  int progressive, int restart_rows, int rgb,
-                                  unsigned long *out_len);
-void stoker_free_buf(unsigned char *p);
-
 #endif

@@ -5,9 +5,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,6 +27,11 @@ type WebDataset struct {
 	fp      string
 }
 
+// maxClasses bounds WebDataset labels: the classes are "0".."max", one
+// string each, so a label of 10^11 in a .cls would otherwise cost a
+// hundred billion of them at Open.
+const maxClasses = 1 << 20
+
 type wdsSample struct {
 	shard  int32
 	label  int64
@@ -36,30 +41,64 @@ type wdsSample struct {
 }
 
 // OpenWebDataset indexes the shard at path, or every *.tar in the directory
-// at path.
+// at path (names starting with a dot, such as macOS's "._x.tar", are not
+// shards). Shards in a directory are opened through an os.Root, so a
+// symbolic link among them that leads out of the directory is refused, as
+// is any *.tar that is not a regular file (a FIFO, a directory): the whole
+// Open fails rather than serve part of the data.
 func OpenWebDataset(path string) (*WebDataset, error) {
-	var files []string
-	if st, err := os.Stat(path); err != nil {
+	st, err := os.Stat(path)
+	if err != nil {
 		return nil, err
-	} else if st.IsDir() {
-		files, err = filepath.Glob(filepath.Join(path, "*.tar"))
+	}
+	var (
+		names []string
+		open  func(name string) (*os.File, error)
+	)
+	// Non-blocking, so a FIFO named *.tar is refused below instead of
+	// blocking the open until a writer comes.
+	const flags = os.O_RDONLY | syscall.O_NONBLOCK
+	if st.IsDir() {
+		root, err := os.OpenRoot(path)
 		if err != nil {
 			return nil, err
 		}
-		sort.Strings(files)
+		// Shards opened from the root stay open after it closes.
+		defer root.Close()
+		ents, err := fs.ReadDir(root.FS(), ".") // sorted by name
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ".tar") && !strings.HasPrefix(e.Name(), ".") {
+				names = append(names, e.Name())
+			}
+		}
+		open = func(name string) (*os.File, error) {
+			f, err := root.OpenFile(name, flags, 0)
+			if err != nil {
+				return nil, openError(root, name, "dataset directory", err)
+			}
+			return f, nil
+		}
 	} else {
-		files = []string{path}
+		names = []string{filepath.Base(path)}
+		open = func(string) (*os.File, error) {
+			f, err := os.OpenFile(path, flags, 0)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", filepath.Base(path), stripPath(err))
+			}
+			return f, nil
+		}
 	}
-	if len(files) == 0 {
+	if len(names) == 0 {
 		return nil, fmt.Errorf("%w: no .tar shards in %s", ErrUnsupported, path)
 	}
 	d := &WebDataset{maxSize: DefaultMaxFileSize}
 	maxLabel := int64(-1)
 	h := newIndexHash("webdataset", nil)
-	for si, name := range files {
-		// Non-blocking, so a FIFO named *.tar is refused below instead of
-		// blocking the open until a writer comes.
-		f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	for si, name := range names {
+		f, err := open(name)
 		if err != nil {
 			d.Close()
 			return nil, err
@@ -67,18 +106,18 @@ func OpenWebDataset(path string) (*WebDataset, error) {
 		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 			f.Close()
 			d.Close()
-			return nil, fmt.Errorf("%w: shard %s is not a regular file", ErrUnsupported, filepath.Base(name))
+			return nil, fmt.Errorf("%w: shard %s is not a regular file", ErrUnsupported, name)
 		}
 		d.shards = append(d.shards, f)
-		d.names = append(d.names, filepath.Base(name))
-		got, err := indexShard(f, int32(si), d.names[si])
+		d.names = append(d.names, name)
+		got, err := indexShard(f, int32(si), name)
 		if err != nil {
 			d.Close()
 			return nil, err
 		}
 		for _, s := range got {
 			maxLabel = max(maxLabel, s.label)
-			h.add(d.names[si]+"/"+s.name, s.size, s.label)
+			h.add(name+"/"+s.name, s.size, s.label)
 		}
 		d.samples = append(d.samples, got...)
 	}
@@ -143,7 +182,13 @@ func indexShard(f *os.File, si int32, shard string) ([]wdsSample, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: shard %s: %v", ErrCorrupt, shard, err)
 		}
-		if hd.Typeflag != tar.TypeReg {
+		// A sparse member (tar --sparse) is a regular file whose data
+		// section is not its content: it cannot be read in place.
+		sparse := hd.Typeflag == tar.TypeGNUSparse
+		for k := range hd.PAXRecords {
+			sparse = sparse || strings.HasPrefix(k, "GNU.sparse.")
+		}
+		if hd.Typeflag != tar.TypeReg && !sparse {
 			continue
 		}
 		dir, base := filepath.Split(hd.Name)
@@ -160,6 +205,9 @@ func indexShard(f *os.File, si int32, shard string) ([]wdsSample, error) {
 		}
 		switch ext {
 		case "jpg", "jpeg", "png":
+			if sparse {
+				return nil, fmt.Errorf("%w: shard %s: %s is stored as a sparse file (tar --sparse), which cannot be read in place", ErrUnsupported, shard, hd.Name)
+			}
 			p.img = &wdsSample{shard: si, offset: pr.pos, size: hd.Size, name: hd.Name}
 		case "cls":
 			if hd.Size > 32 {
@@ -172,6 +220,9 @@ func indexShard(f *os.File, si int32, shard string) ([]wdsSample, error) {
 			v, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
 			if err != nil || v < 0 {
 				return nil, fmt.Errorf("%w: shard %s: %s: label %q is not a non-negative integer", ErrCorrupt, shard, hd.Name, b)
+			}
+			if v >= maxClasses {
+				return nil, fmt.Errorf("%w: shard %s: %s: label %d is over the limit of %d classes", ErrCorrupt, shard, hd.Name, v, maxClasses)
 			}
 			p.label, p.hasCls = v, true
 		}

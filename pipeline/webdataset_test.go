@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -167,6 +168,7 @@ func TestWebDatasetRejects(t *testing.T) {
 		{"cls not a number", append(good, tarMember{"b.png", []byte("y")}, tarMember{"b.cls", []byte("dog")}), nil, ErrCorrupt, "b.cls"},
 		{"cls negative", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("-1")}}, nil, ErrCorrupt, "a.cls"},
 		{"cls float", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("1.0")}}, nil, ErrCorrupt, "a.cls"},
+		{"cls over the class limit", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("99999999999")}}, nil, ErrCorrupt, "over the limit of 1048576 classes"},
 		{"cls too long", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", bytes.Repeat([]byte("1"), 33)}}, nil, ErrCorrupt, "not a label"},
 		{"no samples", []tarMember{{"a.txt", []byte("x")}}, nil, ErrUnsupported, "no samples"},
 		{"truncated", nil, truncated.Bytes()[:700], ErrCorrupt, "s.tar"},
@@ -194,5 +196,85 @@ func TestWebDatasetRejects(t *testing.T) {
 	}
 	if _, err := OpenWebDataset(t.TempDir()); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("empty directory: %v, want ErrUnsupported", err)
+	}
+}
+
+// setTypeflag sets the typeflag of the tar header block at off and fixes
+// its checksum, to make member kinds archive/tar's writer does not write.
+func setTypeflag(b []byte, off int, typeflag byte) {
+	h := b[off : off+512]
+	h[156] = typeflag
+	copy(h[148:156], "        ")
+	sum := 0
+	for _, c := range h {
+		sum += int(c)
+	}
+	copy(h[148:156], fmt.Sprintf("%06o\x00 ", sum))
+}
+
+// TestWebDatasetSparse: a member stored sparse (GNU tar --sparse, in the
+// PAX 1.0 or the old GNU format) has a data section that is not its
+// content; indexing it at its data section would serve the wrong bytes, so
+// an image stored so refuses the shard.
+func TestWebDatasetSparse(t *testing.T) {
+	jpg := encodeJPEG(testPicture(24, 16), 90)
+	k := 100 // a 512-byte hole after the first k bytes
+	pax := func() []byte {
+		var recs []byte
+		for _, kv := range [][2]string{{"GNU.sparse.major", "1"}, {"GNU.sparse.minor", "0"}, {"GNU.sparse.name", "a.jpg"},
+			{"GNU.sparse.realsize", fmt.Sprint(len(jpg) + 512)}} {
+			rec := " " + kv[0] + "=" + kv[1] + "\n"
+			n := len(rec) // a record's length counts its own digits
+			for n != len(rec)+len(fmt.Sprint(n)) {
+				n = len(rec) + len(fmt.Sprint(n))
+			}
+			recs = append(recs, fmt.Sprintf("%d%s", n, rec)...)
+		}
+		sparseMap := []byte(fmt.Sprintf("2\n0\n%d\n%d\n%d\n", k, k+512, len(jpg)-k))
+		sparseMap = append(sparseMap, make([]byte, 512-len(sparseMap))...)
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, m := range []tarMember{{"PaxHeaders/a.jpg", recs}, {"GNUSparseFile.0/a.jpg", append(sparseMap, jpg...)}, {"a.cls", []byte("0")}} {
+			tw.WriteHeader(&tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.data)), Typeflag: tar.TypeReg, Format: tar.FormatUSTAR})
+			tw.Write(m.data)
+		}
+		tw.Close()
+		b := buf.Bytes()
+		setTypeflag(b, 0, tar.TypeXHeader)
+		return b
+	}()
+	gnu := func() []byte {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, m := range []tarMember{{"a.jpg", jpg}, {"a.cls", []byte("0")}} {
+			tw.WriteHeader(&tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.data)), Typeflag: tar.TypeReg, Format: tar.FormatGNU})
+			tw.Write(m.data)
+		}
+		tw.Close()
+		b := buf.Bytes()
+		setTypeflag(b, 0, tar.TypeGNUSparse)
+		return b
+	}()
+	for name, data := range map[string][]byte{"pax": pax, "old gnu": gnu} {
+		t.Run(name, func(t *testing.T) {
+			// archive/tar reads the member as a.jpg, with the hole.
+			tr := tar.NewReader(bytes.NewReader(data))
+			hd, err := tr.Next()
+			if err != nil || hd.Name != "a.jpg" {
+				t.Fatalf("crafted tar: %v, %+v", err, hd)
+			}
+			path := filepath.Join(t.TempDir(), "s.tar")
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			d, err := OpenWebDataset(path)
+			if err == nil {
+				d.Close()
+				t.Fatal("opened a shard with a sparse image")
+			}
+			if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "sparse") {
+				t.Errorf("Open: %v, want ErrUnsupported about a sparse member", err)
+			}
+		})
 	}
 }
