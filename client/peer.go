@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -23,6 +25,11 @@ var ErrRefused = errors.New("job refused")
 
 // ErrNotConnected is returned by Make while the peer has no Work stream.
 var ErrNotConnected = errors.New("peer not connected")
+
+// ErrBusy is returned by Make when the worker has as many leases in flight
+// as it takes (from all of this process's jobs): not a failure, the batch
+// is simply to be leased again, here later or elsewhere.
+var ErrBusy = errors.New("peer busy")
 
 // Lease is one batch asked of a peer.
 type Lease struct {
@@ -53,6 +60,10 @@ type Peer struct {
 	st      *peerStream // nil while not connected
 	info    *stokerv1.WorkerInfo
 	onReady func()
+
+	// inflight counts the leases of every job in flight on the peer: the
+	// worker's limit is per stream, and all jobs share the stream.
+	inflight atomic.Int64
 }
 
 // peerStream is one Work stream and what is in flight on it.
@@ -122,7 +133,11 @@ func DialPeer(addr string, onReady func(), opts ...PeerOption) (*Peer, error) {
 	for _, f := range opts {
 		f(&o)
 	}
-	dial := append([]grpc.DialOption{insecureIfUnset(o.dial), keepaliveOption()}, o.dial...)
+	// gRPC's own reconnection back-off grows to 120 s; a restarted worker
+	// must be used again within the peer's back-off.
+	cp := grpc.ConnectParams{Backoff: backoff.DefaultConfig, MinConnectTimeout: o.connectTime}
+	cp.Backoff.BaseDelay, cp.Backoff.MaxDelay = 100*time.Millisecond, o.maxBackoff
+	dial := append([]grpc.DialOption{insecureIfUnset(o.dial), keepaliveOption(), grpc.WithConnectParams(cp)}, o.dial...)
 	conn, err := grpc.NewClient("passthrough:///"+addr, dial...)
 	if err != nil {
 		return nil, fmt.Errorf("peer %s: %w", addr, err)
@@ -143,16 +158,19 @@ func (p *Peer) Ready() bool {
 	return p.st != nil
 }
 
-// Slots is how many leases the worker takes at once on a stream (what it
+// limit is how many leases the worker takes at once on a stream (what it
 // said when the stream opened; 1 before that).
-func (p *Peer) Slots() int {
+func (p *Peer) limit() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.info == nil {
 		return 1
 	}
-	return max(int(p.info.GetMaxLeases()), 1)
+	return max(int64(p.info.GetMaxLeases()), 1)
 }
+
+// Free is how many more leases the worker would take now, from any job.
+func (p *Peer) Free() int { return int(max(p.limit()-p.inflight.Load(), 0)) }
 
 // Close ends the stream and the connection: leases in flight fail.
 func (p *Peer) Close() error {
@@ -357,6 +375,10 @@ func (st *peerStream) failed(f *stokerv1.LeaseFailed) {
 	switch code {
 	case codes.NotFound, codes.FailedPrecondition, codes.InvalidArgument, codes.Unimplemented:
 		err = fmt.Errorf("%w: %w", ErrRefused, err)
+	case codes.ResourceExhausted:
+		// Its lease limit or memory budget: lease it again, later or
+		// elsewhere.
+		err = fmt.Errorf("%w: %w", ErrBusy, err)
 	}
 	pl.finish(err)
 }
@@ -383,10 +405,27 @@ func (p *Peer) Make(ctx context.Context, l Lease, b *pipeline.Batch) error {
 	if st == nil {
 		return fmt.Errorf("%w: peer %s", ErrNotConnected, p.addr)
 	}
+	if p.inflight.Add(1) > p.limit() {
+		p.inflight.Add(-1)
+		return ErrBusy
+	}
+	defer p.released()
 	pl := &pendingLease{l: &l, b: b, want: -1, done: make(chan error, 1)}
+	// A worker that stopped reading can block Send (flow control): the
+	// lease's deadline ends the stream, which unblocks it.
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			st.cancel()
+		}
+	})
+	defer stop()
+	// The job's registration and the lease go out under one send lock, so
+	// a lease never overtakes its job's registration sent by another Make.
+	st.sendMu.Lock()
 	st.mu.Lock()
 	if st.err != nil {
 		st.mu.Unlock()
+		st.sendMu.Unlock()
 		return st.err
 	}
 	var reqs []*stokerv1.WorkRequest
@@ -404,15 +443,9 @@ func (p *Peer) Make(ctx context.Context, l Lease, b *pipeline.Batch) error {
 	reqs = append(reqs, &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Lease{Lease: &stokerv1.Lease{
 		Id: id, Job: jobID, Epoch: l.Epoch, Number: l.Number, Indices: l.Indices,
 	}}})
-	// A worker that stopped reading can block Send (flow control): the
-	// lease's deadline ends the stream, which unblocks it.
-	stop := context.AfterFunc(ctx, func() {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			st.cancel()
-		}
-	})
-	defer stop()
-	if err := st.send(reqs...); err != nil {
+	err := st.sendLocked(reqs...)
+	st.sendMu.Unlock()
+	if err != nil {
 		st.drop(id)
 		return fmt.Errorf("%w: peer %s: %v", ErrNotConnected, p.addr, err)
 	}
@@ -434,6 +467,18 @@ func (p *Peer) Make(ctx context.Context, l Lease, b *pipeline.Batch) error {
 	return fmt.Errorf("peer %s: lease of batch %d: %w", p.addr, l.Number, ctx.Err())
 }
 
+// released frees a lease's slot and tells the coordinator, whose jobs may
+// be waiting for a free peer.
+func (p *Peer) released() {
+	p.inflight.Add(-1)
+	p.mu.Lock()
+	f := p.onReady
+	p.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
 // drop removes a pending lease; false if it had already finished.
 func (st *peerStream) drop(id uint64) bool {
 	st.mu.Lock()
@@ -448,6 +493,11 @@ func (st *peerStream) drop(id uint64) bool {
 func (st *peerStream) send(reqs ...*stokerv1.WorkRequest) error {
 	st.sendMu.Lock()
 	defer st.sendMu.Unlock()
+	return st.sendLocked(reqs...)
+}
+
+// sendLocked sends with sendMu held.
+func (st *peerStream) sendLocked(reqs ...*stokerv1.WorkRequest) error {
 	for _, r := range reqs {
 		if err := st.stream.Send(r); err != nil {
 			return err

@@ -486,7 +486,7 @@ func (c *coordinator) choose(ms []Maker) (Maker, time.Time, error) {
 			}
 			continue
 		}
-		if st.inflight >= m.Slots() {
+		if m.Free() <= 0 {
 			continue
 		}
 		rate := st.rate
@@ -589,6 +589,14 @@ func (c *coordinator) collect(ctx context.Context, r result) error {
 		return context.Cause(ctx)
 	}
 	c.requeue(r.id)
+	if errors.Is(r.err, client.ErrBusy) {
+		// Taken by other jobs: no failure, no back-off; the maker's Free
+		// says when to try it again.
+		c.attempts[r.id]--
+		c.s.m.leaseFailures.WithLabelValues(r.maker.Name(), "busy").Inc()
+		st.retryAt = time.Now().Add(20 * time.Millisecond) // a worker's own limit: do not ask again at once
+		return nil
+	}
 	reason := "error"
 	switch {
 	case errors.Is(r.err, ErrRefused):

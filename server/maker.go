@@ -9,8 +9,7 @@ import (
 )
 
 // A Maker makes batches for coordinators: the local executor is one, each
-// peer server another. Make is called concurrently, at most Slots() times at
-// once per coordinator.
+// peer server another. Make is called concurrently, by many coordinators.
 type Maker interface {
 	// Make makes the batch l names into b, reusing b's buffers. It returns
 	// when the batch is made, when it failed, or when ctx ends (the lease's
@@ -21,8 +20,10 @@ type Maker interface {
 	// Name says which maker it is in logs and metrics: "local" or the
 	// peer's address.
 	Name() string
-	// Slots bounds the leases one coordinator has in flight on the maker.
-	Slots() int
+	// Free is how many more leases the maker would take now, from all
+	// jobs together. A Make past it may fail with client.ErrBusy, which is
+	// no failure: the batch is leased again.
+	Free() int
 	// Ready reports whether the maker can take leases now (a peer that is
 	// not connected cannot).
 	Ready() bool
@@ -52,7 +53,7 @@ func (m *localMaker) Make(ctx context.Context, l *Lease, b *pipeline.Batch) erro
 }
 
 func (m *localMaker) Name() string  { return "local" }
-func (m *localMaker) Slots() int    { return m.slots }
+func (m *localMaker) Free() int     { return m.slots }
 func (m *localMaker) Ready() bool   { return true }
 func (m *localMaker) Forget(j *job) {}
 

@@ -71,7 +71,7 @@ type peerMaker struct {
 }
 
 func (m *peerMaker) Name() string { return m.p.Addr() }
-func (m *peerMaker) Slots() int   { return m.p.Slots() }
+func (m *peerMaker) Free() int    { return m.p.Free() }
 func (m *peerMaker) Ready() bool  { return m.p.Ready() }
 
 func (m *peerMaker) Make(ctx context.Context, l *Lease, b *pipeline.Batch) error {
