@@ -386,6 +386,55 @@ func TestFastSIMDSame(t *testing.T) {
 	}
 }
 
+// TestFastSIMDSamePhotos: the SSE2 and scalar resamplers give the same
+// bytes on the plans training and evaluation make, over many photos, at
+// every DCT scaling mode (so at full size, 1/2 and the other eighths
+// ScaleAny picks), in both layouts. Other architectures run the scalar code: this is what keeps
+// their batches the same bytes as x86-64's.
+func TestFastSIMDSamePhotos(t *testing.T) {
+	names, photos := fastPhotos(t, 32)
+	trs := fastTransforms(t)
+	n := 0
+	for _, sc := range []struct {
+		name    string
+		scaling DCTScaling
+	}{{"pow2", ScalePow2}, {"any", ScaleAny}, {"off", ScaleOff}} {
+		simd, scalar := NewDecoder(WithDCTScaling(sc.scaling)), NewDecoder(WithDCTScaling(sc.scaling))
+		scalar.fast.simdMax = -1
+		scales := map[int]bool{}
+		for i, data := range photos {
+			for j, tc := range trs {
+				for _, layout := range []Layout{CHW, HWC} {
+					tr, err := NewTransform(layout, tc.t.Ops()...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					k := Key{Seed: 11, Epoch: uint64(j), Index: uint64(i)}
+					a, b := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
+					if err := simd.Decode(data, tr, k, a); err != nil {
+						t.Fatalf("%s: %v", names[i], err)
+					}
+					if err := scalar.Decode(data, tr, k, b); err != nil {
+						t.Fatalf("%s: %v", names[i], err)
+					}
+					if st := scalar.fast.stats(); st.simd != 0 {
+						t.Fatalf("scalar decoder used SIMD level %d", st.simd)
+					}
+					scales[simd.fast.stats().scaleM] = true
+					if !bytes.Equal(a, b) {
+						t.Errorf("%s %s %s scaling %s: SIMD and scalar differ (MAD %.3f)", names[i], tc.name, layout, sc.name, fastMAD(a, b))
+					}
+					n++
+				}
+			}
+		}
+		simd.Close()
+		scalar.Close()
+		t.Logf("scaling %s: DCT scales used (eighths) %v", sc.name, scales)
+	}
+	t.Logf("%d samples identical with and without SIMD", n)
+}
+
 // fastEdgePlans returns crop-then-resize plans whose crops touch each edge and
 // corner, span the whole image, or are one pixel thin, with outputs that
 // copy, upscale, downscale a little and downscale past the DCT scales.

@@ -16,6 +16,19 @@
  * Corrupt data (a bad code, a missing restart marker, data ending before the
  * last needed MCU) sets insufficient_data and h->corrupt; the caller turns
  * that into an error, as it does libjpeg's corrupt-data warnings. */
+/* No fused multiply-adds: a sample must be the same bytes on every machine,
+ * and a fused a*b+c rounds once where the C source rounds twice. GCC fuses
+ * by default in GNU C mode wherever the target has the instructions (arm64,
+ * or x86-64 built with -mfma), clang within an expression. The flag for
+ * this, -ffp-contract=off, is not on cgo's allowlist of #cgo CFLAGS (the
+ * build refuses it), so these pragmas say it here, before anything is
+ * included. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 #include "huff.h"
 
 #include <string.h>

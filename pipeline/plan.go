@@ -1,5 +1,11 @@
 package pipeline
 
+// Floating point in this file: every product that is added or subtracted is
+// wrapped in float64(...), which rounds it and so stops the compiler from
+// fusing it into a multiply-add (the Go spec allows that, and arm64, ppc64,
+// s390x, riscv64 and amd64 with GOAMD64=v3 do it): a plan must be the same
+// on every machine.
+
 import (
 	"fmt"
 	"math"
@@ -143,7 +149,7 @@ func (p *samplePlan) region() region {
 	// support to what it can touch: the box plus the filter's radius.
 	sx := float64(p.srcW) / float64(p.rw)
 	sy := float64(p.srcH) / float64(p.rh)
-	g := region{bx: float64(p.cx) * sx, by: float64(p.cy) * sy, bw: float64(p.cw) * sx, bh: float64(p.ch) * sy}
+	g := region{bx: float64(float64(p.cx) * sx), by: float64(float64(p.cy) * sy), bw: float64(float64(p.cw) * sx), bh: float64(float64(p.ch) * sy)}
 	mx, my := math.Max(sx, 1)+1, math.Max(sy, 1)+1
 	g.x0 = max(0, int(math.Floor(g.bx-mx)))
 	g.y0 = max(0, int(math.Floor(g.by-my)))

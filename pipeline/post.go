@@ -1,5 +1,11 @@
 package pipeline
 
+// Floating point in this file: every product that is added or subtracted is
+// wrapped in float32(...), which rounds it and so stops the compiler from
+// fusing it into a multiply-add (the Go spec allows that, and arm64, ppc64,
+// s390x, riscv64 and amd64 with GOAMD64=v3 do it): a sample must be the
+// same bytes on every machine.
+
 import (
 	"encoding/binary"
 	"math"
@@ -18,10 +24,10 @@ func jitter(pix []byte, layout Layout, p *samplePlan) {
 	}
 	gray := func(i int) float32 {
 		r, g, b := at(i)
-		return float32(math.Trunc(float64(0.2989*float32(pix[r]) + 0.587*float32(pix[g]) + 0.114*float32(pix[b]))))
+		return float32(math.Trunc(float64(float32(0.2989*float32(pix[r])) + float32(0.587*float32(pix[g])) + float32(0.114*float32(pix[b])))))
 	}
 	blend := func(v, other, f float32) byte {
-		x := f*v + (1-f)*other
+		x := float32(f*v) + float32((1-f)*other)
 		return byte(min(max(x, 0), 255))
 	}
 	for _, op := range p.order {
@@ -68,6 +74,6 @@ func normalize(pix, out []byte, layout Layout, op *Op) {
 		if layout == HWC {
 			c = i % 3
 		}
-		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(v)*scale[c]+bias[c]))
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(float32(v)*scale[c])+bias[c]))
 	}
 }

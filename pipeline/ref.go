@@ -13,6 +13,13 @@ import (
 // follows torchvision's ops step by step with imaging (crop, then antialiased
 // bilinear resize; or resize, then crop), then flips and packs. It allocates
 // per image; the fast path is tested against it.
+//
+// Its bytes are the same on every machine only where the build does not
+// fuse multiply-adds: imaging's resampler is float code outside this module
+// that the compiler fuses on arm64, ppc64, s390x, riscv64 and amd64 with
+// GOAMD64=v3, which gives other bytes (seen on arm64). The compiler debug
+// flag -gcflags=all=-d=fmahash=n turns fusion off. Non-JPEG images and CMYK
+// JPEGs take this path in every build, and all images without cgo.
 func decodeRef(data []byte, p *samplePlan, layout Layout, out []byte) error {
 	src, err := imaging.Decode(bytes.NewReader(data))
 	if err != nil {

@@ -1,9 +1,13 @@
 package pipeline
 
-import (
-	"math"
-	"math/bits"
-)
+// Floating point in this file: every product that is added or subtracted is
+// wrapped in float64(...), which rounds it and so stops the compiler from
+// fusing it into a multiply-add (the Go spec allows that, and arm64, ppc64,
+// s390x, riscv64 and amd64 with GOAMD64=v3 do it): a Key's numbers must be
+// the same bits on every machine. Exp and Log are detExp and detLog, not
+// math's, for the same reason (see detmath.go).
+
+import "math/bits"
 
 // Key names one sample of one epoch of one job. Everything random about the
 // sample is a pure function of its Key.
@@ -51,7 +55,7 @@ func (r *RNG) Float64() float64 {
 
 // Uniform returns a uniform value in [lo, hi).
 func (r *RNG) Uniform(lo, hi float64) float64 {
-	return lo + (hi-lo)*r.Float64()
+	return lo + float64((hi-lo)*r.Float64())
 }
 
 // Intn returns a uniform integer in [0, n); n must be > 0.
@@ -64,7 +68,7 @@ func (r *RNG) Intn(n int) int {
 
 // LogUniform returns exp(Uniform(log lo, log hi)).
 func (r *RNG) LogUniform(lo, hi float64) float64 {
-	return math.Exp(r.Uniform(math.Log(lo), math.Log(hi)))
+	return detExp(r.Uniform(detLog(lo), detLog(hi)))
 }
 
 // Perm fills p with a permutation of 0..len(p)-1 (Fisher-Yates).

@@ -23,6 +23,19 @@
  *
  * libjpeg errors longjmp back to stoker_decode, never across Go frames. A
  * corrupt-data warning is an error: decoding stops at the first one. */
+/* No fused multiply-adds: a sample must be the same bytes on every machine,
+ * and a fused a*b+c rounds once where the C source rounds twice. GCC fuses
+ * by default in GNU C mode wherever the target has the instructions (arm64,
+ * or x86-64 built with -mfma), clang within an expression. The flag for
+ * this, -ffp-contract=off, is not on cgo's allowlist of #cgo CFLAGS (the
+ * build refuses it), so these pragmas say it here, before anything is
+ * included. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 #include "turbo.h"
 #include "huff.h"
 
