@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/disintegration/imaging v1.6.2
+	github.com/miekg/dns v1.1.73
 	github.com/prometheus/client_golang v1.24.1
 	golang.org/x/image v0.46.0
 	google.golang.org/grpc v1.85.0

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// testDNS is a DNS server on loopback that answers A queries for one name
+// with a set of addresses the test changes, and NXDOMAIN for every other
+// name.
+type testDNS struct {
+	name string // fully qualified
+	addr string
+
+	mu      sync.Mutex
+	ips     []string
+	queries int
+}
+
+func startTestDNS(t *testing.T, name string) *testDNS {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &testDNS{name: dns.Fqdn(name), addr: pc.LocalAddr().String()}
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(d.serve)}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.ActivateAndServe()
+	}()
+	t.Cleanup(func() {
+		srv.Shutdown()
+		<-served
+	})
+	return d
+}
+
+func (d *testDNS) serve(w dns.ResponseWriter, r *dns.Msg) {
+	m := new(dns.Msg)
+	m.SetReply(r)
+	m.Authoritative = true
+	d.mu.Lock()
+	for _, q := range r.Question {
+		if !strings.EqualFold(q.Name, d.name) {
+			m.Rcode = dns.RcodeNameError
+			continue
+		}
+		d.queries++
+		if q.Qtype != dns.TypeA {
+			continue // no AAAA: an empty answer
+		}
+		for _, ip := range d.ips {
+			m.Answer = append(m.Answer, &dns.A{
+				Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 0},
+				A:   net.ParseIP(ip),
+			})
+		}
+	}
+	d.mu.Unlock()
+	w.WriteMsg(m)
+}
+
+// set makes the name resolve to ips.
+func (d *testDNS) set(ips ...string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ips = ips
+}
+
+// TestDNSDiscovery runs a coordinator whose peers are the A records of
+// "workers." on a test DNS server, re-resolved every 500 ms, and changes
+// the records mid-epoch: .2 alone, then .3 added, .2 removed (then killed),
+// .4 added. The epoch completes exactly once, and each peer gets leases
+// while it is listed, and only then.
+func TestDNSDiscovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs stoker serve processes")
+	}
+	ips := []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"}
+	port, err := freePortOn(ips...)
+	if err != nil {
+		t.Skipf("cannot listen on one port of %v (Linux routes 127/8 to lo; this machine does not): %v", ips, err)
+	}
+	ctx := processTest(t, 90*time.Second)
+	const samples, batch = 512, 8
+	nb := samples / batch
+	data := writeDataset(t, samples, faultClasses, 0)
+
+	ps := make(map[string]*serveProc)
+	for _, ip := range ips {
+		ps[ip] = launchServe(t, serveConfig{name: "peer " + ip, listen: fmt.Sprintf("%s:%d", ip, port), dataset: data, workers: 1})
+	}
+	for _, ip := range ips {
+		ps[ip].waitReady(t, ctx)
+	}
+	addr := func(ip string) string { return fmt.Sprintf("%s:%d", ip, port) }
+
+	d := startTestDNS(t, "workers")
+	d.set(ips[0])
+	coord := startServe(t, ctx, serveConfig{
+		name: "coordinator", dataset: data, peerRefresh: 500 * time.Millisecond,
+		peers: fmt.Sprintf("dns://%s/workers:%d", d.addr, port),
+	})
+	waitPeersReady(t, ctx, coord, 1)
+
+	// leasesTo is what the coordinator leased to ip so far.
+	leasesTo := func(ip string) float64 {
+		return coord.metric(t, ctx, "stoker_leases_total", `maker="`+addr(ip)+`"`)
+	}
+	// waitMember waits until the coordinator's peers are exactly ips.
+	waitMember := func(ips ...string) {
+		t.Helper()
+		took := waitFor(t, ctx, 15*time.Second, fmt.Sprintf("the coordinator's peers become %v", ips), func() bool {
+			ms, err := coord.metrics(ctx)
+			if err != nil || sumSeries(ms, "stoker_peers_ready") != float64(len(ips)) {
+				return false
+			}
+			added := make(map[string]int)
+			for _, r := range coord.logRecords() {
+				a, _ := r["addr"].(string)
+				switch r["msg"] {
+				case "peer added":
+					added[a]++
+				case "peer removed":
+					added[a]--
+				}
+			}
+			var have, want []string
+			for a, n := range added {
+				if n > 0 {
+					have = append(have, a)
+				}
+			}
+			for _, ip := range ips {
+				want = append(want, addr(ip))
+			}
+			slices.Sort(have)
+			return slices.Equal(have, want)
+		})
+		t.Logf("the coordinator's peers are %v after %v", ips, took.Round(time.Millisecond))
+	}
+
+	var (
+		before3, before4 float64 // leases to .3 and .4 before they were listed
+		at2Removed       float64 // leases to .2 when it was removed
+		made2            float64 // batches .2 made
+	)
+	spec := testJob(batch, 12)
+	res := consumeEpoch(t, ctx, coord.addr, spec, consumeOpts{
+		throttle: 2 * time.Millisecond,
+		after: func(n int) {
+			switch n {
+			case nb / 8:
+				before3 = leasesTo(ips[1])
+				d.set(ips[0], ips[1])
+				t.Logf("after %d of %d batches: workers. is %v", n, nb, ips[:2])
+				waitMember(ips[0], ips[1])
+			case 3 * nb / 8:
+				d.set(ips[1])
+				t.Logf("after %d of %d batches: workers. is %v", n, nb, ips[1:2])
+				waitMember(ips[1])
+				at2Removed = leasesTo(ips[0])
+				made2 = ps[ips[0]].metric(t, ctx, "stoker_work_leases_total", `outcome="done"`)
+				ps[ips[0]].kill()
+				t.Logf("killed %s, which made %v batches", addr(ips[0]), made2)
+			case nb / 2:
+				before4 = leasesTo(ips[2])
+				d.set(ips[1], ips[2])
+				t.Logf("after %d of %d batches: workers. is %v", n, nb, ips[1:])
+				waitMember(ips[1], ips[2])
+			}
+		},
+	})
+	checkEpoch(t, res, spec, samples)
+	logLeases(t, ctx, coord)
+	d.mu.Lock()
+	t.Logf("the test DNS server answered %d queries for workers.", d.queries)
+	d.mu.Unlock()
+
+	if made2 == 0 {
+		t.Errorf("%s made no batch while it was listed", addr(ips[0]))
+	}
+	if got := leasesTo(ips[0]); got != at2Removed {
+		t.Errorf("%s got %v leases after it was removed from DNS", addr(ips[0]), got-at2Removed)
+	}
+	if before3 != 0 || before4 != 0 {
+		t.Errorf("leases before the peers were listed: %v to .3, %v to .4", before3, before4)
+	}
+	for _, ip := range ips[1:] {
+		if n := ps[ip].metric(t, ctx, "stoker_work_leases_total", `outcome="done"`); n == 0 {
+			t.Errorf("%s made no batch while it was listed", addr(ip))
+		} else {
+			t.Logf("%s made %v batches", addr(ip), n)
+		}
+	}
+}
