@@ -34,10 +34,13 @@ import (
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
-// runBenchCmd is `stoker bench SUB`: scale here, the others in bench.go.
+// runBenchCmd is `stoker bench SUB`: scale here, load in load.go, the others in bench.go.
 func runBenchCmd(args []string) error {
 	if len(args) > 0 && args[0] == "scale" {
 		return runScale(args[1:])
+	}
+	if len(args) > 0 && args[0] == "load" {
+		return runLoad(args[1:])
 	}
 	return runBench(args)
 }
