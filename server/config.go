@@ -68,9 +68,11 @@ type Config struct {
 	// MaxStreams bounds the open Feed and Work streams in all. Default
 	// DefaultMaxStreams.
 	MaxStreams int
-	// MemoryBudget bounds the bytes of batch buffers all streams hold
-	// together (Feed jobs' reorder buffers and Work leases). Default half of
-	// the machine's memory (or of its cgroup limit).
+	// MemoryBudget is the memory the server may use. Batch buffers, which
+	// are nearly all of it (Feed jobs' reorder buffers and Work leases),
+	// come out of three quarters of it; stoker serve sets Go's soft memory
+	// limit to it, so that garbage does not take the process past it.
+	// Default half of the machine's memory (or of its cgroup limit).
 	MemoryBudget int64
 	// FirstMessageTimeout is how long a new stream may take to send its
 	// first message (OpenJob). Default 10 s.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -126,17 +127,35 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	}
 	cancel(nil)
 	attrs := []any{"epochs", f.epochs.Load(), "batches", f.batches.Load(), "duration", time.Since(f.begin).Round(time.Millisecond)}
-	switch {
-	case errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled:
-		// The client went away: normal for a loader that stopped iterating
-		// early or was closed.
-		log.Info("job close", append(attrs, "cancelled_by_client", true)...)
-	case err != nil:
-		log.Warn("job close", append(attrs, "err", err)...)
-	default:
+	switch by := s.closedBy(stream.Context(), err); by {
+	case "":
 		log.Info("job close", attrs...)
+	case "client (cancelled, or connection lost: keepalive)":
+		// Normal for a loader that stopped iterating early or was closed.
+		log.Info("job close", append(attrs, "closed_by", by)...)
+	default:
+		log.Warn("job close", append(attrs, "closed_by", by, "err", err)...)
 	}
 	return toStatus(err)
+}
+
+// closedBy names what ended a stream, for its log: "" when it ran to its
+// end, "client" when the trainer went away (a cancel, or a connection
+// closed: gRPC does not say whether by the client or by a keepalive that
+// went unanswered), "grace_period" when the server cut it while stopping,
+// "idle_timeout", or "error".
+func (s *Server) closedBy(streamCtx context.Context, err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case s.stopping.Load():
+		return "grace_period"
+	case strings.Contains(err.Error(), "--idle-timeout"):
+		return "idle_timeout"
+	case streamCtx.Err() != nil || errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled:
+		return "client (cancelled, or connection lost: keepalive)"
+	}
+	return "error"
 }
 
 // streamOf validates the stream part of o for job j.

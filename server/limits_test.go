@@ -69,8 +69,9 @@ func TestIdleTimeout(t *testing.T) {
 }
 
 func TestMemoryBudget(t *testing.T) {
-	// One batch of 8 samples of 3x32x32 is 24576 bytes; a job reserves two.
-	e := newEnv(t, Config{MemoryBudget: 60000})
+	// One batch of 8 samples of 3x32x32 is 24576 bytes; a job reserves two;
+	// buffers get 3/4 of the budget, 60000 bytes.
+	e := newEnv(t, Config{MemoryBudget: 80000})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	open := smallJob("tiny", 8)

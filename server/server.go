@@ -48,6 +48,7 @@ type Server struct {
 	refusals refusalLog
 
 	streamID atomic.Uint64
+	stopping atomic.Bool
 	mu       sync.Mutex
 	perHost  map[string]int // open Feed streams by client host
 	streams  int            // open Feed and Work streams
@@ -77,7 +78,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		datasets: make(map[string]pipeline.Dataset, len(cfg.Datasets)),
 		names:    slices.Sorted(maps.Keys(cfg.Datasets)),
 		perHost:  make(map[string]int),
-		budget:   newBudget(cfg.MemoryBudget),
+		budget:   newBudget(cfg.MemoryBudget / 4 * 3),
 	}
 	s.refusals.log, s.refusals.m = log, m.refusals
 	if err := s.ReloadTokens(); err != nil {
@@ -116,6 +117,13 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 	}
 	return s, nil
 }
+
+// MemoryBudget is the server's memory budget, its default resolved.
+func (s *Server) MemoryBudget() int64 { return s.cfg.MemoryBudget }
+
+// Stopping marks the server as cutting its streams at the end of a grace
+// period, so that their logs say so.
+func (s *Server) Stopping() { s.stopping.Store(true) }
 
 // Close stops discovery, the peers and the executor, and closes the
 // datasets. Call it after the gRPC server has stopped: streams still

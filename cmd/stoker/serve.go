@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -49,7 +50,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.Int64Var(&cfg.MaxBatchBytes, "max-batch-bytes", server.DefaultMaxBatchBytes, "refuse jobs whose batches are larger")
 	fs.IntVar(&cfg.MaxStreamsPerClient, "max-streams-per-client", server.DefaultMaxStreamsPerClient, "open Feed streams allowed per client host")
 	fs.IntVar(&cfg.MaxStreams, "max-streams", server.DefaultMaxStreams, "open Feed and Work streams allowed in all")
-	fs.Int64Var(&cfg.MemoryBudget, "memory-budget", 0, "bytes of batch buffers all streams may hold together; 0: half of the machine's (or cgroup's) memory")
+	fs.Int64Var(&cfg.MemoryBudget, "memory-budget", 0, "memory the server may use (Go's soft limit; batch buffers get 3/4 of it); 0: half of the machine's (or cgroup's) memory")
 	fs.DurationVar(&cfg.FirstMessageTimeout, "first-message-timeout", 10*time.Second, "how long a new stream may take to send its first message")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "end a Feed stream whose trainer neither reads nor grants credit this long while a batch waits")
 	fs.Int64Var(&cfg.PixelBudget, "pixel-budget", 64<<20, "refuse images with more pixels (from the header, before decoding)")
@@ -105,6 +106,11 @@ func runServe(args []string) error {
 		return err
 	}
 	defer srv.Close() // after the gRPC server has stopped (defers run last-in first-out)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// Garbage must not take the process past its budget: GOGC alone
+		// lets the heap grow to twice what is live.
+		debug.SetMemoryLimit(srv.MemoryBudget())
+	}
 	gs, hs, err := srv.GRPCServer()
 	if err != nil {
 		return err
@@ -160,6 +166,7 @@ func runServe(args []string) error {
 	case <-stopped:
 	case <-time.After(o.grace):
 		log.Warn("grace period over, closing open streams")
+		srv.Stopping()
 		gs.Stop()
 		<-stopped
 	}
