@@ -67,6 +67,7 @@ func New(target string, opts ...Option) (*Client, error) {
 	dial = append(dial, keepaliveOption(),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsgBytes)),
 		grpc.WithInitialWindowSize(8<<20), grpc.WithInitialConnWindowSize(32<<20))
+	dial = append(dial, dialBuffers()...)
 	dial = append(dial, o.dial...)
 	conn, err := grpc.NewClient(target, dial...)
 	if err != nil {

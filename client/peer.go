@@ -137,7 +137,8 @@ func DialPeer(addr string, onReady func(), opts ...PeerOption) (*Peer, error) {
 	// must be used again within the peer's back-off.
 	cp := grpc.ConnectParams{Backoff: backoff.DefaultConfig, MinConnectTimeout: o.connectTime}
 	cp.Backoff.BaseDelay, cp.Backoff.MaxDelay = 100*time.Millisecond, o.maxBackoff
-	dial := append([]grpc.DialOption{insecureIfUnset(o.dial), keepaliveOption(), grpc.WithConnectParams(cp)}, o.dial...)
+	dial := append([]grpc.DialOption{insecureIfUnset(o.dial), keepaliveOption(), grpc.WithConnectParams(cp)}, dialBuffers()...)
+	dial = append(dial, o.dial...)
 	conn, err := grpc.NewClient("passthrough:///"+addr, dial...)
 	if err != nil {
 		return nil, fmt.Errorf("peer %s: %w", addr, err)

@@ -8,6 +8,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
+
+	"github.com/stoker-dev/stoker/client"
 )
 
 // Defaults for the zero values of Config's fields.
@@ -195,7 +197,7 @@ func (c Config) withDefaults() Config {
 // under: keepalive enforcement, a small receive limit, Stop waiting for
 // handlers, and flow-control windows sized for multi-megabyte batches.
 func GRPCOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{
+	return append(client.ServerBuffers(),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
 			MinTime:             10 * time.Second,
 			PermitWithoutStream: true,
@@ -214,7 +216,7 @@ func GRPCOptions() []grpc.ServerOption {
 		// stream and several streams per connection, so that one round
 		// trip of latency does not throttle a multi-megabyte batch.
 		// Setting them also turns off BDP estimation.
-		grpc.InitialWindowSize(8 << 20),
-		grpc.InitialConnWindowSize(32 << 20),
-	}
+		grpc.InitialWindowSize(8<<20),
+		grpc.InitialConnWindowSize(32<<20),
+	)
 }

@@ -3,6 +3,8 @@
 //
 //	stoker serve   --listen ADDR --dataset NAME=PATH [...]
 //	stoker bench pipeline --data DIR --threads N [--json]
+//	stoker bench scale [--peers 1,2,3] [--rounds R] [--json]
+//	stoker bench load [--streams 8] [--slow 4] [--seconds 60] [--json]
 //	stoker preview --data DIR -o grid.png
 //	stoker mkdata  --out DIR [--n 2000]
 package main
@@ -10,7 +12,17 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"google.golang.org/grpc/experimental"
+
+	"github.com/stoker-dev/stoker/client"
 )
+
+// The proto codec takes its buffers from gRPC's default pool, which zeroes
+// every buffer it hands out; for this process, which relays batches, use
+// the pool that does not (see client.BufferPool). Only at init, as gRPC
+// requires.
+func init() { experimental.SetDefaultBufferPool(client.BufferPool) }
 
 var commands = map[string]func(args []string) error{
 	"serve":   runServe,
