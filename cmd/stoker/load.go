@@ -105,15 +105,11 @@ func runLoad(args []string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(o.rounds)*(2*o.seconds+30*time.Second)+3*time.Minute)
 	defer cancel()
 	if o.data == "" {
-		dir, err := os.MkdirTemp("", "stoker-load-data-")
+		dir, err := syntheticData(ctx, "load", o.n)
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		fmt.Fprintf(os.Stderr, "bench load: writing %d synthetic images to %s\n", o.n, dir)
-		if err := writeSyntheticSet(ctx, dir, o.n, 10, 1); err != nil {
-			return err
-		}
 		o.data, o.synthetic = dir, true
 	}
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,8 +11,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sync"
 
 	"github.com/stoker-dev/stoker/pipeline"
 )
@@ -29,32 +28,8 @@ func runMkdata(args []string) error {
 	if *out == "" || *n <= 0 || *classes <= 0 {
 		return errors.New("usage: stoker mkdata --out DIR [--n 2000] [--classes 10]")
 	}
-	jobs := make(chan int)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range runtime.NumCPU() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				if err := writeSynthetic(*out, i, i%*classes, *seed); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		}()
-	}
-	for i := range *n {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	select {
-	case err := <-errs:
+	if err := writeSyntheticSet(context.Background(), *out, *n, *classes, *seed); err != nil {
 		return err
-	default:
 	}
 	fmt.Printf("wrote %d images in %d classes to %s\n", *n, *classes, *out)
 	return nil

@@ -131,15 +131,11 @@ func runScale(args []string) error {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	if o.data == "" {
-		dir, err := os.MkdirTemp("", "stoker-scale-data-")
+		dir, err := syntheticData(ctx, "scale", o.n)
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		fmt.Fprintf(os.Stderr, "bench scale: writing %d synthetic images to %s\n", o.n, dir)
-		if err := writeSyntheticSet(ctx, dir, o.n, 10, 1); err != nil {
-			return err
-		}
 		o.data, o.synthetic = dir, true
 	}
 
@@ -152,6 +148,21 @@ func runScale(args []string) error {
 		return json.NewEncoder(os.Stdout).Encode(rep)
 	}
 	return nil
+}
+
+// syntheticData writes n images for bench NAME into a new temporary folder
+// (the caller removes it).
+func syntheticData(ctx context.Context, name string, n int) (string, error) {
+	dir, err := os.MkdirTemp("", "stoker-"+name+"-data-")
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(os.Stderr, "bench %s: writing %d synthetic images to %s\n", name, n, dir)
+	if err := writeSyntheticSet(ctx, dir, n, 10, 1); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
 }
 
 // writeSyntheticSet writes n images as stoker mkdata does, on every core.
