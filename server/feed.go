@@ -50,7 +50,7 @@ func (s *Server) Feed(stream stokerv1.FeedService_FeedServer) error {
 			return s.runJob(ctx, stream, j, st, id, log)
 		}
 	}
-	log.Warn("job refused", "err", err)
+	s.refusals.refuse("invalid_job", "job refused", "job", id, "dataset", truncate(o.GetJob().GetDataset(), 64), "client", clientHost(ctx), "err", err)
 	return err
 }
 
