@@ -3,6 +3,7 @@ module github.com/stoker-dev/stoker
 go 1.26.0
 
 require (
+	github.com/NVIDIA/go-nvml v0.13.0-1
 	github.com/disintegration/imaging v1.6.2
 	github.com/miekg/dns v1.1.73
 	github.com/prometheus/client_golang v1.24.1
