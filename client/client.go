@@ -108,6 +108,11 @@ func (c *Client) Describe(ctx context.Context, spec *stokerv1.JobSpec, epoch, co
 	return resp.GetInfo(), nil
 }
 
+// Status returns the server's jobs, as stoker status prints them.
+func (c *Client) Status(ctx context.Context) (*stokerv1.StatusResponse, error) {
+	return c.feed.Status(ctx, &stokerv1.StatusRequest{})
+}
+
 // bearer is WithToken's per-call credentials.
 type bearer struct {
 	token, target string

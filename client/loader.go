@@ -71,6 +71,8 @@ type Loader struct {
 	readerDone chan struct{}
 	owed       uint32        // batches returned and not yet credited
 	unreported time.Duration // Next's blocked time not yet reported
+	stepped    time.Duration // the trainer's time between Nexts, not yet reported
+	returned   time.Time     // when the last Next returned
 	err        error         // sticky: io.EOF, a stream or protocol error
 
 	lastMsg atomic.Int64 // UnixNano of the last message received
@@ -125,8 +127,14 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 		return nil, l.err
 	}
 	began := time.Now()
+	if !l.returned.IsZero() {
+		// The trainer's step: from handing out the last batch to asking
+		// for the next.
+		l.stepped += began.Sub(l.returned)
+	}
 	defer func() {
-		d := time.Since(began)
+		l.returned = time.Now()
+		d := l.returned.Sub(began)
 		l.unreported += d
 		l.mu.Lock()
 		l.waited += d
@@ -137,12 +145,12 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 			return nil, err
 		}
 	} else if l.owed > 0 {
-		cr := &stokerv1.Credit{Credits: l.owed, WaitSeconds: l.unreported.Seconds(), Batches: l.owed}
+		cr := &stokerv1.Credit{Credits: l.owed, WaitSeconds: l.unreported.Seconds(), Batches: l.owed, StepSeconds: l.stepped.Seconds()}
 		// io.EOF: the stream ended, and the reader reports why.
 		if err := l.stream.Send(&stokerv1.FeedRequest{Msg: &stokerv1.FeedRequest_Credit{Credit: cr}}); err != nil && !errors.Is(err, io.EOF) {
 			return nil, l.fail(err)
 		}
-		l.owed, l.unreported = 0, 0
+		l.owed, l.unreported, l.stepped = 0, 0, 0
 	}
 	var timer *time.Timer
 	var timeout <-chan time.Time

@@ -17,6 +17,7 @@ const (
 	DefaultWindow       = 4
 	DefaultLeaseTimeout = 10 * time.Second
 	DefaultMaxStreams   = 256
+	DefaultStallTarget  = 0.02
 	DefaultIdleTimeout  = 10 * time.Minute
 	// MaxDatasetName bounds a dataset name a client may send.
 	MaxDatasetName = 256
@@ -58,6 +59,14 @@ type Config struct {
 	// PeerRefresh is how often a dns:/// peer target is resolved again.
 	// Default 5 s.
 	PeerRefresh time.Duration
+	// GPUs are the trainer's GPUs the NVML monitor watches: "all", "none"
+	// or "0,1". Empty: none. Without a driver (or cgo) the monitor reports
+	// unavailable and the trainer's wait alone drives the controller.
+	GPUs string
+	// StallTarget is the input-stall ratio (trainer wait over wall time)
+	// each job's window controller aims under: it widens the window while
+	// the stall is above it. Default DefaultStallTarget.
+	StallTarget float64
 	// LeaseTimeout is how long a maker may take for one batch before its
 	// lease goes to another. Default DefaultLeaseTimeout.
 	LeaseTimeout time.Duration
@@ -136,6 +145,14 @@ func (c Config) Validate() error {
 	if c.Workers == 0 && c.Peers == "" {
 		errs = append(errs, errors.New("workers 0 and no peers: nothing would make batches"))
 	}
+	if c.GPUs != "" {
+		if _, err := client.ParseGPUs(c.GPUs); err != nil {
+			errs = append(errs, fmt.Errorf("gpus: %w", err))
+		}
+	}
+	if c.StallTarget < 0 || c.StallTarget >= 1 {
+		errs = append(errs, fmt.Errorf("stall target %v: want 0..1 (0 means %v)", c.StallTarget, DefaultStallTarget))
+	}
 	if c.LeaseTimeout < 0 {
 		errs = append(errs, fmt.Errorf("lease timeout %v: want > 0", c.LeaseTimeout))
 	}
@@ -171,6 +188,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PeerRefresh == 0 {
 		c.PeerRefresh = 5 * time.Second
+	}
+	if c.StallTarget == 0 {
+		c.StallTarget = DefaultStallTarget
 	}
 	if c.MaxStreams == 0 {
 		c.MaxStreams = DefaultMaxStreams

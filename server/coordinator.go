@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,8 +68,11 @@ type coordinator struct {
 	credits atomic.Int64
 	granted chan struct{} // size 1: "credits changed"
 	// starvedSince is when a ready batch began waiting for a credit (Unix
-	// ns), 0 when none waits: the idle watchdog reads it.
+	// ns), 0 when none waits: the idle watchdog reads it. starved adds up
+	// the time spent so, for the window controller.
 	starvedSince atomic.Int64
+	starved      time.Duration
+	lastStarved  time.Duration // starved at the controller's last decision
 	// reserved is the memory budget the job holds; batchBytes one batch's
 	// most. The coordinator adds to reserved as it allocates buffers; the
 	// Feed handler releases it at the end.
@@ -91,6 +95,13 @@ type coordinator struct {
 	lastWarn time.Time
 	// refused: the makers' refusals, for the job's error when all refuse.
 	refused map[Maker]error
+
+	// The window controller's: the job's window now (0 until the first
+	// lease sets it), the trainer's measurements, and the last status.
+	win    int
+	tel    *telemetry
+	status atomic.Pointer[stokerv1.JobStatus]
+	name   string // the job label in metrics
 }
 
 type batchID struct {
@@ -152,10 +163,20 @@ func newCoordinator(s *Server, j *job, st Stream, id string, log *slog.Logger) *
 		ready:    make(map[batchID]*pipeline.Batch),
 		stats:    make(map[Maker]*makerStat),
 		refused:  make(map[Maker]error),
+		tel:      newTelemetry(telemetryWindow, time.Now()),
+		name:     j.name + "-r" + strconv.Itoa(j.rank) + "-" + id,
 	}
 	c.credits.Store(st.Credits)
 	return c
 }
+
+// telemetryWindow is how far back the stall ratio and rates look: long
+// enough to span a few of a slow trainer's steps, short enough that the
+// controller follows a change within a few seconds.
+const telemetryWindow = 3 * time.Second
+
+// controlEvery is how often the window controller decides.
+const controlEvery = 500 * time.Millisecond
 
 // Grant gives the stream n more credits. Safe from any goroutine.
 func (c *coordinator) Grant(n uint32) {
@@ -190,19 +211,34 @@ func (c *coordinator) lastEpoch(e uint64) bool {
 	return c.st.Epochs > 0 && e+1 >= c.st.Epoch+c.st.Epochs
 }
 
-// window is how many leases the job may have in flight: the configured
-// window, or, when it is 0, two per ready maker and at least DefaultWindow.
+// window is how many leases the job may have in flight: what the
+// controller set, within its bounds. It starts at two per ready maker (at
+// least DefaultWindow).
 func (c *coordinator) window(ms []Maker) int {
-	if w := c.s.cfg.Window; w > 0 {
-		return w
+	lo, hi := c.bounds(ms)
+	if c.win == 0 {
+		c.win = max(DefaultWindow, 2*readyMakers(ms))
 	}
+	return min(max(c.win, lo), hi)
+}
+
+// bounds are the window's floor and ceiling: 1, and the configured window
+// or four per ready maker (at least DefaultWindow).
+func (c *coordinator) bounds(ms []Maker) (lo, hi int) {
+	if w := c.s.cfg.Window; w > 0 {
+		return 1, w
+	}
+	return 1, min(max(DefaultWindow, 4*readyMakers(ms)), maxWindow)
+}
+
+func readyMakers(ms []Maker) int {
 	n := 0
 	for _, m := range ms {
 		if m.Ready() {
 			n++
 		}
 	}
-	return min(max(DefaultWindow, 2*n), maxWindow)
+	return n
 }
 
 // run runs the job until its last epoch is delivered, the sink fails or
@@ -228,6 +264,9 @@ func (c *coordinator) run(ctx context.Context, sink Sink) error {
 	}
 	c.cursor, c.leasing = batchID{c.cur.epoch, c.cur.next}, true
 	c.advanceCursor()
+	control := time.NewTicker(controlEvery)
+	defer control.Stop()
+	defer c.dropMetrics()
 	var retryTimer *time.Timer
 	for {
 		done, err := c.deliver(sink)
@@ -257,6 +296,8 @@ func (c *coordinator) run(ctx context.Context, sink Sink) error {
 		case <-c.granted:
 		case <-changed:
 		case <-retryC:
+		case now := <-control.C:
+			c.control(now, ms)
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
@@ -286,7 +327,7 @@ func (c *coordinator) deliver(sink Sink) (done bool, err error) {
 		}
 		k, ok := c.pick()
 		if !ok {
-			c.starvedSince.Store(0)
+			c.unstarve()
 			return false, nil
 		}
 		if c.credits.Load() <= 0 {
@@ -295,7 +336,7 @@ func (c *coordinator) deliver(sink Sink) (done bool, err error) {
 			}
 			return false, nil
 		}
-		c.starvedSince.Store(0)
+		c.unstarve()
 		id := batchID{e.epoch, k}
 		b := c.ready[id]
 		delete(c.ready, id)
@@ -311,6 +352,25 @@ func (c *coordinator) deliver(sink Sink) (done bool, err error) {
 		e.end.Samples += uint64(b.N)
 		e.end.SampleErrors += uint64(len(b.Errors))
 	}
+}
+
+// unstarve ends a wait of a ready batch for credit, adding it up.
+func (c *coordinator) unstarve() {
+	if t := c.starvedSince.Swap(0); t != 0 {
+		c.starved += time.Since(time.Unix(0, t))
+	}
+}
+
+// starvedFor is the time ready batches waited for credit since the last
+// call.
+func (c *coordinator) starvedFor(now time.Time) time.Duration {
+	total := c.starved
+	if t := c.starvedSince.Load(); t != 0 {
+		total += now.Sub(time.Unix(0, t))
+	}
+	d := total - c.lastStarved
+	c.lastStarved = total
+	return d
 }
 
 // pick returns the current epoch's batch to deliver next: the next in

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -101,7 +100,9 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	c := newCoordinator(s, j, st, id, log)
 	c.reserved = 2 * batchBytes
 	c.batchBytes = batchBytes
-	f := &feed{s: s, j: j, stream: stream, begin: time.Now(), stall: s.m.stallRatio.WithLabelValues(j.name, id)}
+	f := &feed{s: s, j: j, c: c, stream: stream, begin: time.Now()}
+	s.active.Store(c.name, c)
+	defer s.active.Delete(c.name)
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	// The receiver blocks in Recv, which returns once the handler has
@@ -112,7 +113,6 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	s.jobs.Add(1)
 	go func() {
 		defer s.jobs.Done()
-		defer s.m.stallRatio.DeleteLabelValues(j.name, id)
 		defer func() { s.budget.release(c.reserved) }()
 		done <- c.run(ctx, f)
 	}()
@@ -180,9 +180,9 @@ func streamOf(o *stokerv1.OpenJob, j *job) (Stream, error) {
 type feed struct {
 	s      *Server
 	j      *job
+	c      *coordinator
 	stream stokerv1.FeedService_FeedServer
 	begin  time.Time
-	stall  prometheus.Gauge
 
 	// Counted by the coordinator's goroutine, read by the handler's.
 	epochs, batches atomic.Uint64
@@ -243,6 +243,7 @@ func (f *feed) EpochEnd(end *stokerv1.EpochEnd) error {
 // message are free again afterwards (no stats handler holds them).
 func (f *feed) Batch(epoch uint64, k int, b *pipeline.Batch) error {
 	j := f.j
+	t0 := time.Now()
 	if err := f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Batch{Batch: j.header(epoch, k, b)}}); err != nil {
 		return err
 	}
@@ -251,7 +252,10 @@ func (f *feed) Batch(epoch uint64, k int, b *pipeline.Batch) error {
 		return err
 	}
 	f.batches.Add(1)
+	now := time.Now()
+	f.c.tel.delivered(now, b.N, len(b.Data))
 	m := f.s.m
+	m.sendSeconds.Observe(now.Sub(t0).Seconds())
 	m.batchesSent.WithLabelValues(j.name).Inc()
 	m.samplesSent.WithLabelValues(j.name).Add(float64(b.N))
 	if len(b.Errors) > 0 {
@@ -279,9 +283,7 @@ func sendChunks[M any](send func(M) error, msg M, c *stokerv1.Chunk, n uint64, d
 // go to the coordinator, wait reports to the metrics. A protocol error
 // cancels the job with it; a half-close just means no more credits.
 func (f *feed) receive(c *coordinator, cancel context.CancelCauseFunc) {
-	name := f.j.name
-	wait := f.s.m.trainerWait.WithLabelValues(name)
-	var waited float64
+	wait := f.s.m.trainerWait.WithLabelValues(f.j.name)
 	for {
 		req, err := f.stream.Recv()
 		if err != nil {
@@ -295,13 +297,10 @@ func (f *feed) receive(c *coordinator, cancel context.CancelCauseFunc) {
 			cancel(status.Error(codes.InvalidArgument, "OpenJob may only be the first message of a Feed stream"))
 			return
 		}
-		if w := cr.GetWaitSeconds(); w > 0 && !math.IsInf(w, 0) {
-			waited += w
+		if w := cr.GetWaitSeconds(); w > 0 && !math.IsInf(w, 0) && !math.IsNaN(w) {
 			wait.Add(w)
-			if wall := time.Since(f.begin).Seconds(); wall > 0 {
-				f.stall.Set(min(waited/wall, 1))
-			}
 		}
+		c.tel.report(time.Now(), cr.GetWaitSeconds(), cr.GetStepSeconds(), cr.GetBatches())
 		if n := cr.GetCredits(); n > 0 {
 			c.Grant(n)
 		}

@@ -21,6 +21,13 @@ type metrics struct {
 	peersReady     prometheus.Gauge
 	workLeases     *prometheus.CounterVec
 	refusals       *prometheus.CounterVec
+
+	window             *prometheus.GaugeVec
+	buffered           *prometheus.GaugeVec
+	gpuIdle            *prometheus.GaugeVec
+	workersRecommended *prometheus.GaugeVec
+	windowDecisions    *prometheus.CounterVec
+	sendSeconds        prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -47,7 +54,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"dataset"}),
 		stallRatio: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "stoker_input_stall_ratio",
-			Help: "Per job: trainer wait time over the job's wall time so far.",
+			Help: "Per job: trainer wait time over wall time, over the last 3 seconds.",
 		}, []string{"dataset", "job"}),
 		batchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "stoker_batch_seconds",
@@ -79,6 +86,36 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "stoker_refusals_total",
 		Help: "Calls and streams refused, by the policy that refused them (unauthenticated, max_streams, memory_budget, idle_timeout, first_message_timeout, ...).",
 	}, []string{"policy"})
+	m.window = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stoker_window",
+		Help: "Per job: leases the window controller lets the job have in flight.",
+	}, []string{"job"})
+	m.buffered = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stoker_buffered_batches",
+		Help: "Per job: batches made and waiting to be sent to the trainer.",
+	}, []string{"job"})
+	m.gpuIdle = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stoker_gpu_idle_ratio",
+		Help: "Per job: the share of the last few seconds the trainer's GPUs were idle (NVML); NaN when unavailable.",
+	}, []string{"job"})
+	m.workersRecommended = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stoker_workers_recommended",
+		Help: "Per job: makers (the local executor and each peer count one) needed to bring the input stall under --stall-target, from the trainer's measured demand and the makers' measured rates.",
+	}, []string{"job"})
+	m.windowDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stoker_window_decisions_total",
+		Help: "Window controller decisions that changed a job's window, by decision (widen, narrow).",
+	}, []string{"decision"})
+	m.sendSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "stoker_send_seconds",
+		Help:    "Seconds to send one batch to a trainer (header and chunks; a trainer that reads slowly makes it longer).",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	})
+	for _, c := range []prometheus.Collector{m.window, m.buffered, m.gpuIdle, m.workersRecommended, m.windowDecisions, m.sendSeconds} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
 	for _, c := range []prometheus.Collector{m.batchesSent, m.samplesSent, m.sampleErrors, m.streamsActive, m.trainerWait, m.stallRatio, m.batchSeconds,
 		m.leases, m.leaseFailures, m.resultsDropped, m.peersReady, m.workLeases, m.refusals} {
 		if err := reg.Register(c); err != nil {

@@ -76,6 +76,18 @@ func TestPeersSameBytes(t *testing.T) {
 	}
 }
 
+// waitPeers waits until e has n peers ready.
+func waitPeers(t *testing.T, e *testEnv, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for testutil.ToFloat64(e.srv.m.peersReady) < float64(n) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v of %d peers ready after 10 s", testutil.ToFloat64(e.srv.m.peersReady), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // slowCollect reads a one-epoch stream granting one credit per batch, and
 // calls after(k) once batch k has been read.
 func slowCollect(t *testing.T, e *testEnv, open *pb.OpenJob, after func(k int)) epoch {
@@ -160,6 +172,7 @@ func TestPeerHung(t *testing.T) {
 	_, good := peers(t, root, 1)
 	const timeout = 500 * time.Millisecond
 	coord := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: lis.Addr().String() + "," + good, LeaseTimeout: timeout})
+	waitPeers(t, coord, 2)
 	start := time.Now()
 	ep := coord.collect(t, smallJob("tiny", 4))
 	checkOnce(t, ep, NewPlan(PlanSpec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 4}))

@@ -45,6 +45,11 @@ type Server struct {
 	budget   *budget
 	peerDial func(addr string) []grpc.DialOption
 	jobs     sync.WaitGroup // coordinators and Work streams still running
+	// gpuIdle is the trainer's GPUs' idle share, and whether it is known
+	// (NVML); without a monitor, unknown.
+	gpuIdle  func() (float64, bool)
+	active   sync.Map          // job name -> *coordinator, for Status
+	gpu      client.GPUMonitor // nil without --gpus
 	refusals refusalLog
 
 	streamID atomic.Uint64
@@ -79,6 +84,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		names:    slices.Sorted(maps.Keys(cfg.Datasets)),
 		perHost:  make(map[string]int),
 		budget:   newBudget(cfg.MemoryBudget / 4 * 3),
+		gpuIdle:  func() (float64, bool) { return 0, false },
 	}
 	s.refusals.log, s.refusals.m = log, m.refusals
 	if err := s.ReloadTokens(); err != nil {
@@ -115,6 +121,16 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 	if t, _ := parsePeers(cfg.Peers); t.static != nil || t.host != "" {
 		s.disc = s.startDiscovery(t)
 	}
+	if sel, _ := client.ParseGPUs(cfg.GPUs); cfg.GPUs != "" && !sel.None() {
+		s.gpu = client.NewGPUMonitor(sel, telemetryWindow)
+		if smp := s.gpu.Sample(); !smp.Available {
+			log.Info("GPU monitor unavailable: the trainer's wait alone drives the window", "reason", smp.Reason)
+		}
+		s.gpuIdle = func() (float64, bool) {
+			smp := s.gpu.Sample()
+			return smp.IdleRatio, smp.Available && smp.IdleRatio >= 0
+		}
+	}
 	return s, nil
 }
 
@@ -132,6 +148,9 @@ func (s *Server) Close() error {
 	s.jobs.Wait() // a stream cut by a timeout may still be winding down
 	if s.disc != nil {
 		s.disc.close()
+	}
+	if s.gpu != nil {
+		s.gpu.Close()
 	}
 	if s.exec != nil {
 		s.exec.Close()

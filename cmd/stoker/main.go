@@ -7,6 +7,7 @@
 //	stoker bench load [--streams 8] [--slow 4] [--seconds 60] [--json]
 //	stoker preview --data DIR -o grid.png
 //	stoker mkdata  --out DIR [--n 2000]
+//	stoker status  ADDR
 package main
 
 import (
@@ -29,11 +30,12 @@ var commands = map[string]func(args []string) error{
 	"bench":   runBenchCmd,
 	"preview": runPreview,
 	"mkdata":  runMkdata,
+	"status":  runStatus,
 }
 
 func main() {
 	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: stoker serve|bench|preview|mkdata [flags]  (stoker CMD -h for flags)")
+		fmt.Fprintln(os.Stderr, "usage: stoker serve|status|bench|preview|mkdata [flags]  (stoker CMD -h for flags)")
 		os.Exit(2)
 	}
 	if err := commands[os.Args[1]](os.Args[2:]); err != nil {

@@ -45,6 +45,8 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.IntVar(&cfg.Workers, "workers", runtime.NumCPU(), "decode goroutines on this machine, shared by all streams and peers' leases; 0: decode nothing here, peers make every batch")
 	fs.IntVar(&cfg.Window, "window", 0, "leases one job has in flight at once; 0: two per ready maker (local executor, each peer), at least 4")
 	fs.StringVar(&cfg.Peers, "peers", "", "servers to lease batches to: ADDR,ADDR,... or dns:///NAME:PORT (re-resolved; a Kubernetes headless Service works as is)")
+	fs.StringVar(&cfg.GPUs, "gpus", "all", "the trainer's GPUs the NVML monitor watches: all, none or 0,1 (without a driver: unavailable, and the trainer's wait alone drives the window)")
+	fs.Float64Var(&cfg.StallTarget, "stall-target", server.DefaultStallTarget, "input-stall ratio (trainer wait over wall time) each job's window controller aims under")
 	fs.DurationVar(&cfg.LeaseTimeout, "lease-timeout", server.DefaultLeaseTimeout, "how long a maker may take for one batch before its lease goes to another")
 	fs.DurationVar(&cfg.PeerRefresh, "peer-refresh", 5*time.Second, "how often a dns:/// --peers name is resolved again")
 	fs.Int64Var(&cfg.MaxBatchBytes, "max-batch-bytes", server.DefaultMaxBatchBytes, "refuse jobs whose batches are larger")

@@ -1182,8 +1182,11 @@ type Credit struct {
 	Credits uint32 `protobuf:"varint,1,opt,name=credits,proto3" json:"credits,omitempty"`
 	// Seconds the trainer spent blocked waiting for batches since its last
 	// report, and how many batches it consumed in that time.
-	WaitSeconds   float64 `protobuf:"fixed64,2,opt,name=wait_seconds,json=waitSeconds,proto3" json:"wait_seconds,omitempty"`
-	Batches       uint32  `protobuf:"varint,3,opt,name=batches,proto3" json:"batches,omitempty"`
+	WaitSeconds float64 `protobuf:"fixed64,2,opt,name=wait_seconds,json=waitSeconds,proto3" json:"wait_seconds,omitempty"`
+	Batches     uint32  `protobuf:"varint,3,opt,name=batches,proto3" json:"batches,omitempty"`
+	// Seconds the trainer spent between taking a batch and asking for the
+	// next (its step: the GPU's work on the batch), over the same batches.
+	StepSeconds   float64 `protobuf:"fixed64,4,opt,name=step_seconds,json=stepSeconds,proto3" json:"step_seconds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1235,6 +1238,13 @@ func (x *Credit) GetWaitSeconds() float64 {
 func (x *Credit) GetBatches() uint32 {
 	if x != nil {
 		return x.Batches
+	}
+	return 0
+}
+
+func (x *Credit) GetStepSeconds() float64 {
+	if x != nil {
+		return x.StepSeconds
 	}
 	return 0
 }
@@ -2505,6 +2515,353 @@ func (x *LeaseFailed) GetMessage() string {
 	return ""
 }
 
+// StatusRequest asks for the server's jobs.
+type StatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatusRequest) Reset() {
+	*x = StatusRequest{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatusRequest) ProtoMessage() {}
+
+func (x *StatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
+func (*StatusRequest) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+}
+
+// StatusResponse is the server's state: its jobs and its makers.
+type StatusResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Jobs  []*JobStatus           `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	// Local decode goroutines (0: the server only coordinates).
+	Workers uint32 `protobuf:"varint,2,opt,name=workers,proto3" json:"workers,omitempty"`
+	// Peers ready now.
+	PeersReady    uint32 `protobuf:"varint,3,opt,name=peers_ready,json=peersReady,proto3" json:"peers_ready,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatusResponse) Reset() {
+	*x = StatusResponse{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatusResponse) ProtoMessage() {}
+
+func (x *StatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
+func (*StatusResponse) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *StatusResponse) GetJobs() []*JobStatus {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+func (x *StatusResponse) GetWorkers() uint32 {
+	if x != nil {
+		return x.Workers
+	}
+	return 0
+}
+
+func (x *StatusResponse) GetPeersReady() uint32 {
+	if x != nil {
+		return x.PeersReady
+	}
+	return 0
+}
+
+// JobStatus is one job as its coordinator sees it.
+type JobStatus struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Dataset   string                 `protobuf:"bytes,2,opt,name=dataset,proto3" json:"dataset,omitempty"`
+	Rank      uint32                 `protobuf:"varint,3,opt,name=rank,proto3" json:"rank,omitempty"`
+	WorldSize uint32                 `protobuf:"varint,4,opt,name=world_size,json=worldSize,proto3" json:"world_size,omitempty"`
+	Epoch     uint64                 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// Samples delivered per second, over the last few seconds.
+	ImagesPerSecond float64 `protobuf:"fixed64,6,opt,name=images_per_second,json=imagesPerSecond,proto3" json:"images_per_second,omitempty"`
+	// Bytes delivered per second, over the last few seconds.
+	BytesPerSecond float64 `protobuf:"fixed64,7,opt,name=bytes_per_second,json=bytesPerSecond,proto3" json:"bytes_per_second,omitempty"`
+	// The trainer's time waiting over wall time, over the last few seconds.
+	InputStallRatio float64 `protobuf:"fixed64,8,opt,name=input_stall_ratio,json=inputStallRatio,proto3" json:"input_stall_ratio,omitempty"`
+	// The trainer's GPUs' idle share (NVML), or -1 when unavailable.
+	GpuIdleRatio float64 `protobuf:"fixed64,9,opt,name=gpu_idle_ratio,json=gpuIdleRatio,proto3" json:"gpu_idle_ratio,omitempty"`
+	// Leases the job may have in flight now, and its bounds.
+	Window    uint32 `protobuf:"varint,10,opt,name=window,proto3" json:"window,omitempty"`
+	WindowMin uint32 `protobuf:"varint,11,opt,name=window_min,json=windowMin,proto3" json:"window_min,omitempty"`
+	WindowMax uint32 `protobuf:"varint,12,opt,name=window_max,json=windowMax,proto3" json:"window_max,omitempty"`
+	// Batches made and not yet taken by the trainer.
+	Buffered uint32         `protobuf:"varint,13,opt,name=buffered,proto3" json:"buffered,omitempty"`
+	Makers   []*MakerStatus `protobuf:"bytes,14,rep,name=makers,proto3" json:"makers,omitempty"`
+	// Makers (the local executor counts as one, each peer as one) needed to
+	// bring the stall under target, from measured consumption and per-maker
+	// rate.
+	WorkersRecommended float64 `protobuf:"fixed64,15,opt,name=workers_recommended,json=workersRecommended,proto3" json:"workers_recommended,omitempty"`
+	// One line: "fine", "needs about N more workers", "the network is the
+	// limit (X MB/s)", "the trainer is the limit".
+	Advice        string `protobuf:"bytes,16,opt,name=advice,proto3" json:"advice,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobStatus) Reset() {
+	*x = JobStatus{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobStatus) ProtoMessage() {}
+
+func (x *JobStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
+func (*JobStatus) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *JobStatus) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *JobStatus) GetDataset() string {
+	if x != nil {
+		return x.Dataset
+	}
+	return ""
+}
+
+func (x *JobStatus) GetRank() uint32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *JobStatus) GetWorldSize() uint32 {
+	if x != nil {
+		return x.WorldSize
+	}
+	return 0
+}
+
+func (x *JobStatus) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *JobStatus) GetImagesPerSecond() float64 {
+	if x != nil {
+		return x.ImagesPerSecond
+	}
+	return 0
+}
+
+func (x *JobStatus) GetBytesPerSecond() float64 {
+	if x != nil {
+		return x.BytesPerSecond
+	}
+	return 0
+}
+
+func (x *JobStatus) GetInputStallRatio() float64 {
+	if x != nil {
+		return x.InputStallRatio
+	}
+	return 0
+}
+
+func (x *JobStatus) GetGpuIdleRatio() float64 {
+	if x != nil {
+		return x.GpuIdleRatio
+	}
+	return 0
+}
+
+func (x *JobStatus) GetWindow() uint32 {
+	if x != nil {
+		return x.Window
+	}
+	return 0
+}
+
+func (x *JobStatus) GetWindowMin() uint32 {
+	if x != nil {
+		return x.WindowMin
+	}
+	return 0
+}
+
+func (x *JobStatus) GetWindowMax() uint32 {
+	if x != nil {
+		return x.WindowMax
+	}
+	return 0
+}
+
+func (x *JobStatus) GetBuffered() uint32 {
+	if x != nil {
+		return x.Buffered
+	}
+	return 0
+}
+
+func (x *JobStatus) GetMakers() []*MakerStatus {
+	if x != nil {
+		return x.Makers
+	}
+	return nil
+}
+
+func (x *JobStatus) GetWorkersRecommended() float64 {
+	if x != nil {
+		return x.WorkersRecommended
+	}
+	return 0
+}
+
+func (x *JobStatus) GetAdvice() string {
+	if x != nil {
+		return x.Advice
+	}
+	return ""
+}
+
+// MakerStatus is one maker as one job measured it.
+type MakerStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "local" or the peer's address.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Batches per second this job measured.
+	BatchesPerSecond float64 `protobuf:"fixed64,2,opt,name=batches_per_second,json=batchesPerSecond,proto3" json:"batches_per_second,omitempty"`
+	InFlight         uint32  `protobuf:"varint,3,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	Ready            bool    `protobuf:"varint,4,opt,name=ready,proto3" json:"ready,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *MakerStatus) Reset() {
+	*x = MakerStatus{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MakerStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MakerStatus) ProtoMessage() {}
+
+func (x *MakerStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
+func (*MakerStatus) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *MakerStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *MakerStatus) GetBatchesPerSecond() float64 {
+	if x != nil {
+		return x.BatchesPerSecond
+	}
+	return 0
+}
+
+func (x *MakerStatus) GetInFlight() uint32 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+func (x *MakerStatus) GetReady() bool {
+	if x != nil {
+		return x.Ready
+	}
+	return false
+}
+
 var File_stoker_v1_stoker_proto protoreflect.FileDescriptor
 
 const file_stoker_v1_stoker_proto_rawDesc = "" +
@@ -2585,11 +2942,12 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"saturation\"1\n" +
 	"\tNormalize\x12\x12\n" +
 	"\x04mean\x18\x01 \x03(\x01R\x04mean\x12\x10\n" +
-	"\x03std\x18\x02 \x03(\x01R\x03std\"_\n" +
+	"\x03std\x18\x02 \x03(\x01R\x03std\"\x82\x01\n" +
 	"\x06Credit\x12\x18\n" +
 	"\acredits\x18\x01 \x01(\rR\acredits\x12!\n" +
 	"\fwait_seconds\x18\x02 \x01(\x01R\vwaitSeconds\x12\x18\n" +
-	"\abatches\x18\x03 \x01(\rR\abatches\"\xc0\x01\n" +
+	"\abatches\x18\x03 \x01(\rR\abatches\x12!\n" +
+	"\fstep_seconds\x18\x04 \x01(\x01R\vstepSeconds\"\xc0\x01\n" +
 	"\fFeedResponse\x12&\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.stoker.v1.JobInfoH\x00R\x03job\x12.\n" +
 	"\x05batch\x18\x02 \x01(\v2\x16.stoker.v1.BatchHeaderH\x00R\x05batch\x12(\n" +
@@ -2672,7 +3030,39 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\vLeaseFailed\x12\x14\n" +
 	"\x05lease\x18\x01 \x01(\x04R\x05lease\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage*B\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\x0f\n" +
+	"\rStatusRequest\"u\n" +
+	"\x0eStatusResponse\x12(\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x14.stoker.v1.JobStatusR\x04jobs\x12\x18\n" +
+	"\aworkers\x18\x02 \x01(\rR\aworkers\x12\x1f\n" +
+	"\vpeers_ready\x18\x03 \x01(\rR\n" +
+	"peersReady\"\x91\x04\n" +
+	"\tJobStatus\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\adataset\x18\x02 \x01(\tR\adataset\x12\x12\n" +
+	"\x04rank\x18\x03 \x01(\rR\x04rank\x12\x1d\n" +
+	"\n" +
+	"world_size\x18\x04 \x01(\rR\tworldSize\x12\x14\n" +
+	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\x12*\n" +
+	"\x11images_per_second\x18\x06 \x01(\x01R\x0fimagesPerSecond\x12(\n" +
+	"\x10bytes_per_second\x18\a \x01(\x01R\x0ebytesPerSecond\x12*\n" +
+	"\x11input_stall_ratio\x18\b \x01(\x01R\x0finputStallRatio\x12$\n" +
+	"\x0egpu_idle_ratio\x18\t \x01(\x01R\fgpuIdleRatio\x12\x16\n" +
+	"\x06window\x18\n" +
+	" \x01(\rR\x06window\x12\x1d\n" +
+	"\n" +
+	"window_min\x18\v \x01(\rR\twindowMin\x12\x1d\n" +
+	"\n" +
+	"window_max\x18\f \x01(\rR\twindowMax\x12\x1a\n" +
+	"\bbuffered\x18\r \x01(\rR\bbuffered\x12.\n" +
+	"\x06makers\x18\x0e \x03(\v2\x16.stoker.v1.MakerStatusR\x06makers\x12/\n" +
+	"\x13workers_recommended\x18\x0f \x01(\x01R\x12workersRecommended\x12\x16\n" +
+	"\x06advice\x18\x10 \x01(\tR\x06advice\"\x82\x01\n" +
+	"\vMakerStatus\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12,\n" +
+	"\x12batches_per_second\x18\x02 \x01(\x01R\x10batchesPerSecond\x12\x1b\n" +
+	"\tin_flight\x18\x03 \x01(\rR\binFlight\x12\x14\n" +
+	"\x05ready\x18\x04 \x01(\bR\x05ready*B\n" +
 	"\x06Layout\x12\x16\n" +
 	"\x12LAYOUT_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vLAYOUT_NCHW\x10\x01\x12\x0f\n" +
@@ -2685,11 +3075,12 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x05Dtype\x12\x15\n" +
 	"\x11DTYPE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vDTYPE_UINT8\x10\x01\x12\x11\n" +
-	"\rDTYPE_FLOAT32\x10\x022\xe9\x01\n" +
+	"\rDTYPE_FLOAT32\x10\x022\xa8\x02\n" +
 	"\vFeedService\x12;\n" +
 	"\x04Feed\x12\x16.stoker.v1.FeedRequest\x1a\x17.stoker.v1.FeedResponse(\x010\x01\x12O\n" +
 	"\fListDatasets\x12\x1e.stoker.v1.ListDatasetsRequest\x1a\x1f.stoker.v1.ListDatasetsResponse\x12L\n" +
-	"\vDescribeJob\x12\x1d.stoker.v1.DescribeJobRequest\x1a\x1e.stoker.v1.DescribeJobResponse2J\n" +
+	"\vDescribeJob\x12\x1d.stoker.v1.DescribeJobRequest\x1a\x1e.stoker.v1.DescribeJobResponse\x12=\n" +
+	"\x06Status\x12\x18.stoker.v1.StatusRequest\x1a\x19.stoker.v1.StatusResponse2J\n" +
 	"\vWorkService\x12;\n" +
 	"\x04Work\x12\x16.stoker.v1.WorkRequest\x1a\x17.stoker.v1.WorkResponse(\x010\x01B7Z5github.com/stoker-dev/stoker/proto/stoker/v1;stokerv1b\x06proto3"
 
@@ -2706,7 +3097,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Layout)(0),                  // 0: stoker.v1.Layout
 	(FailPolicy)(0),              // 1: stoker.v1.FailPolicy
@@ -2742,6 +3133,10 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*WorkerInfo)(nil),           // 31: stoker.v1.WorkerInfo
 	(*LeaseDone)(nil),            // 32: stoker.v1.LeaseDone
 	(*LeaseFailed)(nil),          // 33: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),        // 34: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),       // 35: stoker.v1.StatusResponse
+	(*JobStatus)(nil),            // 36: stoker.v1.JobStatus
+	(*MakerStatus)(nil),          // 37: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	5,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
@@ -2776,19 +3171,23 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	21, // 29: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
 	33, // 30: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
 	19, // 31: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	3,  // 32: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	23, // 33: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	6,  // 34: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	26, // 35: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	17, // 36: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	24, // 37: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	7,  // 38: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	30, // 39: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	36, // [36:40] is the sub-list for method output_type
-	32, // [32:36] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	36, // 32: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	37, // 33: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	3,  // 34: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	23, // 35: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	6,  // 36: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	34, // 37: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	26, // 38: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	17, // 39: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	24, // 40: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	7,  // 41: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	35, // 42: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	30, // 43: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	39, // [39:44] is the sub-list for method output_type
+	34, // [34:39] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -2832,7 +3231,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   31,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -25,6 +25,7 @@ const (
 	FeedService_Feed_FullMethodName         = "/stoker.v1.FeedService/Feed"
 	FeedService_ListDatasets_FullMethodName = "/stoker.v1.FeedService/ListDatasets"
 	FeedService_DescribeJob_FullMethodName  = "/stoker.v1.FeedService/DescribeJob"
+	FeedService_Status_FullMethodName       = "/stoker.v1.FeedService/Status"
 )
 
 // FeedServiceClient is the client API for FeedService service.
@@ -48,6 +49,9 @@ type FeedServiceClient interface {
 	// DescribeJob validates a job and returns the JobInfo of one of its epochs
 	// without making any batch (what len(loader) asks).
 	DescribeJob(ctx context.Context, in *DescribeJobRequest, opts ...grpc.CallOption) (*DescribeJobResponse, error)
+	// Status reports the server's jobs: rates, stall, window, makers, and
+	// the advisor's word on each (what stoker status prints).
+	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error)
 }
 
 type feedServiceClient struct {
@@ -91,6 +95,16 @@ func (c *feedServiceClient) DescribeJob(ctx context.Context, in *DescribeJobRequ
 	return out, nil
 }
 
+func (c *feedServiceClient) Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StatusResponse)
+	err := c.cc.Invoke(ctx, FeedService_Status_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // FeedServiceServer is the server API for FeedService service.
 // All implementations must embed UnimplementedFeedServiceServer
 // for forward compatibility.
@@ -112,6 +126,9 @@ type FeedServiceServer interface {
 	// DescribeJob validates a job and returns the JobInfo of one of its epochs
 	// without making any batch (what len(loader) asks).
 	DescribeJob(context.Context, *DescribeJobRequest) (*DescribeJobResponse, error)
+	// Status reports the server's jobs: rates, stall, window, makers, and
+	// the advisor's word on each (what stoker status prints).
+	Status(context.Context, *StatusRequest) (*StatusResponse, error)
 	mustEmbedUnimplementedFeedServiceServer()
 }
 
@@ -130,6 +147,9 @@ func (UnimplementedFeedServiceServer) ListDatasets(context.Context, *ListDataset
 }
 func (UnimplementedFeedServiceServer) DescribeJob(context.Context, *DescribeJobRequest) (*DescribeJobResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DescribeJob not implemented")
+}
+func (UnimplementedFeedServiceServer) Status(context.Context, *StatusRequest) (*StatusResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Status not implemented")
 }
 func (UnimplementedFeedServiceServer) mustEmbedUnimplementedFeedServiceServer() {}
 func (UnimplementedFeedServiceServer) testEmbeddedByValue()                     {}
@@ -195,6 +215,24 @@ func _FeedService_DescribeJob_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _FeedService_Status_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FeedServiceServer).Status(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FeedService_Status_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FeedServiceServer).Status(ctx, req.(*StatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // FeedService_ServiceDesc is the grpc.ServiceDesc for FeedService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -209,6 +247,10 @@ var FeedService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DescribeJob",
 			Handler:    _FeedService_DescribeJob_Handler,
+		},
+		{
+			MethodName: "Status",
+			Handler:    _FeedService_Status_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

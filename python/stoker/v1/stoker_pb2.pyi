@@ -185,14 +185,16 @@ class Normalize(_message.Message):
     def __init__(self, mean: _Optional[_Iterable[float]] = ..., std: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class Credit(_message.Message):
-    __slots__ = ("credits", "wait_seconds", "batches")
+    __slots__ = ("credits", "wait_seconds", "batches", "step_seconds")
     CREDITS_FIELD_NUMBER: _ClassVar[int]
     WAIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     BATCHES_FIELD_NUMBER: _ClassVar[int]
+    STEP_SECONDS_FIELD_NUMBER: _ClassVar[int]
     credits: int
     wait_seconds: float
     batches: int
-    def __init__(self, credits: _Optional[int] = ..., wait_seconds: _Optional[float] = ..., batches: _Optional[int] = ...) -> None: ...
+    step_seconds: float
+    def __init__(self, credits: _Optional[int] = ..., wait_seconds: _Optional[float] = ..., batches: _Optional[int] = ..., step_seconds: _Optional[float] = ...) -> None: ...
 
 class FeedResponse(_message.Message):
     __slots__ = ("job", "batch", "chunk", "end")
@@ -381,3 +383,65 @@ class LeaseFailed(_message.Message):
     code: int
     message: str
     def __init__(self, lease: _Optional[int] = ..., code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
+class StatusRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class StatusResponse(_message.Message):
+    __slots__ = ("jobs", "workers", "peers_ready")
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    PEERS_READY_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[JobStatus]
+    workers: int
+    peers_ready: int
+    def __init__(self, jobs: _Optional[_Iterable[_Union[JobStatus, _Mapping]]] = ..., workers: _Optional[int] = ..., peers_ready: _Optional[int] = ...) -> None: ...
+
+class JobStatus(_message.Message):
+    __slots__ = ("id", "dataset", "rank", "world_size", "epoch", "images_per_second", "bytes_per_second", "input_stall_ratio", "gpu_idle_ratio", "window", "window_min", "window_max", "buffered", "makers", "workers_recommended", "advice")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    WORLD_SIZE_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    IMAGES_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    BYTES_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    INPUT_STALL_RATIO_FIELD_NUMBER: _ClassVar[int]
+    GPU_IDLE_RATIO_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_MIN_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_MAX_FIELD_NUMBER: _ClassVar[int]
+    BUFFERED_FIELD_NUMBER: _ClassVar[int]
+    MAKERS_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_RECOMMENDED_FIELD_NUMBER: _ClassVar[int]
+    ADVICE_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    dataset: str
+    rank: int
+    world_size: int
+    epoch: int
+    images_per_second: float
+    bytes_per_second: float
+    input_stall_ratio: float
+    gpu_idle_ratio: float
+    window: int
+    window_min: int
+    window_max: int
+    buffered: int
+    makers: _containers.RepeatedCompositeFieldContainer[MakerStatus]
+    workers_recommended: float
+    advice: str
+    def __init__(self, id: _Optional[str] = ..., dataset: _Optional[str] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., epoch: _Optional[int] = ..., images_per_second: _Optional[float] = ..., bytes_per_second: _Optional[float] = ..., input_stall_ratio: _Optional[float] = ..., gpu_idle_ratio: _Optional[float] = ..., window: _Optional[int] = ..., window_min: _Optional[int] = ..., window_max: _Optional[int] = ..., buffered: _Optional[int] = ..., makers: _Optional[_Iterable[_Union[MakerStatus, _Mapping]]] = ..., workers_recommended: _Optional[float] = ..., advice: _Optional[str] = ...) -> None: ...
+
+class MakerStatus(_message.Message):
+    __slots__ = ("name", "batches_per_second", "in_flight", "ready")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    READY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    batches_per_second: float
+    in_flight: int
+    ready: bool
+    def __init__(self, name: _Optional[str] = ..., batches_per_second: _Optional[float] = ..., in_flight: _Optional[int] = ..., ready: _Optional[bool] = ...) -> None: ...

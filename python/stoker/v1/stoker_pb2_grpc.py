@@ -50,6 +50,11 @@ class FeedServiceStub:
                 request_serializer=stoker_dot_v1_dot_stoker__pb2.DescribeJobRequest.SerializeToString,
                 response_deserializer=stoker_dot_v1_dot_stoker__pb2.DescribeJobResponse.FromString,
                 _registered_method=True)
+        self.Status = channel.unary_unary(
+                '/stoker.v1.FeedService/Status',
+                request_serializer=stoker_dot_v1_dot_stoker__pb2.StatusRequest.SerializeToString,
+                response_deserializer=stoker_dot_v1_dot_stoker__pb2.StatusResponse.FromString,
+                _registered_method=True)
 
 
 class FeedServiceServicer:
@@ -86,6 +91,14 @@ class FeedServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Status(self, request, context):
+        """Status reports the server's jobs: rates, stall, window, makers, and
+        the advisor's word on each (what stoker status prints).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_FeedServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -103,6 +116,11 @@ def add_FeedServiceServicer_to_server(servicer, server):
                     servicer.DescribeJob,
                     request_deserializer=stoker_dot_v1_dot_stoker__pb2.DescribeJobRequest.FromString,
                     response_serializer=stoker_dot_v1_dot_stoker__pb2.DescribeJobResponse.SerializeToString,
+            ),
+            'Status': grpc.unary_unary_rpc_method_handler(
+                    servicer.Status,
+                    request_deserializer=stoker_dot_v1_dot_stoker__pb2.StatusRequest.FromString,
+                    response_serializer=stoker_dot_v1_dot_stoker__pb2.StatusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -187,6 +205,33 @@ class FeedService:
             '/stoker.v1.FeedService/DescribeJob',
             stoker_dot_v1_dot_stoker__pb2.DescribeJobRequest.SerializeToString,
             stoker_dot_v1_dot_stoker__pb2.DescribeJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Status(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/stoker.v1.FeedService/Status',
+            stoker_dot_v1_dot_stoker__pb2.StatusRequest.SerializeToString,
+            stoker_dot_v1_dot_stoker__pb2.StatusResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,125 @@
+package server
+
+import (
+	"math"
+	"time"
+
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// control is the window controller's decision, every controlEvery: widen
+// while the trainer's input stall is above target; narrow when the GPU is
+// saturated (by NVML, or, without it, by the trainer not waiting) and the
+// buffer stays full, so that CPU and memory go back to other jobs; hold
+// otherwise. Widening is multiplicative (half again), narrowing one lease
+// at a time, so a stalled job catches up within a few decisions and a
+// saturated one gives back slowly. Then it publishes the job's status and
+// metrics.
+func (c *coordinator) control(now time.Time, ms []Maker) {
+	snap := c.tel.snapshot(now)
+	target := c.s.cfg.StallTarget
+	lo, hi := c.bounds(ms)
+	old := c.window(ms)
+	idle, gpuOK := c.s.gpuIdle()
+	saturated := snap.stall <= target
+	if gpuOK {
+		saturated = idle < 0.05
+	}
+	// The buffer stays full: ready batches waited for the trainer's credit
+	// most of the interval.
+	full := c.starvedFor(now) >= controlEvery/2
+	w := old
+	switch {
+	case snap.stall > target:
+		w = min(hi, w+max(1, w/2))
+	case saturated && full:
+		w = max(lo, w-1)
+	}
+	if w != old {
+		c.win = w
+		decision := "widen"
+		if w < old {
+			decision = "narrow"
+		}
+		c.s.m.windowDecisions.WithLabelValues(decision).Inc()
+		c.log.Debug("window", "decision", decision, "from", old, "to", w, "stall", round3(snap.stall),
+			"gpu_idle", gpuIdleOrNaN(idle, gpuOK), "buffer_full", full)
+	}
+	c.shrinkPool(ms)
+	c.publish(snap, ms, idle, gpuOK)
+}
+
+// shrinkPool gives free buffers beyond the window's pool back to the
+// memory budget, so a job that narrowed leaves the memory to the jobs that
+// stall.
+func (c *coordinator) shrinkPool(ms []Maker) {
+	w := c.window(ms)
+	pool := w + int(min(c.st.Credits, int64(w)))
+	for c.buffers > max(pool, 2) && len(c.free) > 0 {
+		c.free = c.free[:len(c.free)-1]
+		c.buffers--
+		c.s.budget.release(c.batchBytes)
+		c.reserved -= c.batchBytes
+	}
+}
+
+// publish stores the job's status for Status and sets its metrics.
+func (c *coordinator) publish(snap telemetrySnap, ms []Maker, idle float64, gpuOK bool) {
+	lo, hi := c.bounds(ms)
+	js := &stokerv1.JobStatus{
+		Id: c.name, Dataset: c.j.name, Rank: uint32(c.j.rank), WorldSize: uint32(c.j.world), Epoch: c.cur.epoch,
+		ImagesPerSecond: snap.imagesPerSec, BytesPerSecond: snap.bytesPerSec, InputStallRatio: snap.stall,
+		GpuIdleRatio: -1, Window: uint32(c.window(ms)), WindowMin: uint32(lo), WindowMax: uint32(hi),
+		Buffered: uint32(len(c.ready)),
+	}
+	if gpuOK {
+		js.GpuIdleRatio = idle
+	}
+	capacity, ready, free := 0.0, 0, false
+	window := c.window(ms)
+	for _, m := range ms {
+		st := c.stats[m]
+		mst := &stokerv1.MakerStatus{Name: m.Name(), Ready: m.Ready()}
+		if st != nil {
+			mst.BatchesPerSecond, mst.InFlight = st.rate, uint32(st.inflight)
+		}
+		js.Makers = append(js.Makers, mst)
+		if m.Ready() && c.refused[m] == nil {
+			ready++
+			capacity += mst.BatchesPerSecond
+			// A maker with room while leases were fewer than the window:
+			// the makers were not what held the trainer up.
+			free = free || m.Free() > 0 && len(c.leases) < window
+		}
+	}
+	js.WorkersRecommended, js.Advice = advise(snap, c.s.cfg.StallTarget, capacity, ready, free && len(c.ready) > 0)
+	c.status.Store(js)
+
+	m := c.s.m
+	m.stallRatio.WithLabelValues(c.j.name, c.name).Set(snap.stall)
+	m.window.WithLabelValues(c.name).Set(float64(js.Window))
+	m.buffered.WithLabelValues(c.name).Set(float64(js.Buffered))
+	m.gpuIdle.WithLabelValues(c.name).Set(gpuIdleOrNaN(idle, gpuOK))
+	if !math.IsNaN(js.WorkersRecommended) {
+		m.workersRecommended.WithLabelValues(c.name).Set(js.WorkersRecommended)
+	}
+}
+
+// dropMetrics deletes the job's series when it ends.
+func (c *coordinator) dropMetrics() {
+	m := c.s.m
+	m.stallRatio.DeleteLabelValues(c.j.name, c.name)
+	m.window.DeleteLabelValues(c.name)
+	m.buffered.DeleteLabelValues(c.name)
+	m.gpuIdle.DeleteLabelValues(c.name)
+	m.workersRecommended.DeleteLabelValues(c.name)
+}
+
+func gpuIdleOrNaN(idle float64, ok bool) float64 {
+	if !ok {
+		return math.NaN()
+	}
+	return idle
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }

@@ -1,0 +1,32 @@
+package server
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// Status implements stokerv1.FeedServiceServer: each job's last published
+// status (its controller publishes every half second), and the makers.
+func (s *Server) Status(context.Context, *stokerv1.StatusRequest) (*stokerv1.StatusResponse, error) {
+	resp := &stokerv1.StatusResponse{}
+	if s.exec != nil {
+		resp.Workers = uint32(s.exec.Workers())
+	}
+	ms, _ := s.makers.snapshot()
+	for _, m := range ms {
+		if _, ok := m.(*peerMaker); ok && m.Ready() {
+			resp.PeersReady++
+		}
+	}
+	s.active.Range(func(_, v any) bool {
+		if js := v.(*coordinator).status.Load(); js != nil {
+			resp.Jobs = append(resp.Jobs, js)
+		}
+		return true
+	})
+	slices.SortFunc(resp.Jobs, func(a, b *stokerv1.JobStatus) int { return strings.Compare(a.GetId(), b.GetId()) })
+	return resp, nil
+}
