@@ -16,7 +16,10 @@ import (
 
 // runStatus is `stoker status ADDR`: the server's jobs as a table, and the
 // advisor's line for each.
-func runStatus(args []string) error {
+func runStatus(args []string) error { return statusTo(os.Stdout, args) }
+
+// statusTo is runStatus printing to w.
+func statusTo(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("status", flag.ExitOnError)
 	token := fs.String("token-file", "", "file whose first token is sent (servers with --auth-tokens)")
 	ca := fs.String("tls-ca", "", "PEM CA of the server's certificate (a TLS server)")
@@ -54,7 +57,7 @@ func runStatus(args []string) error {
 	if err != nil {
 		return fmt.Errorf("status %s: %w", fs.Arg(0), err)
 	}
-	printStatus(os.Stdout, fs.Arg(0), st)
+	printStatus(w, fs.Arg(0), st)
 	return nil
 }
 
