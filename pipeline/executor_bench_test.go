@@ -5,6 +5,9 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
 	"testing"
 )
 
@@ -30,6 +33,8 @@ func (d failDataset) Read(i int, buf []byte) ([]byte, error) { return nil, errBe
 //	        work plus the executor's
 //	empty   48 samples whose Read fails at once: the executor's own cost
 //	        (queueing, hand-off, wake-ups, Fill's bookkeeping) alone
+//	empty-8jobs  the same, from 8 goroutines at once, each with its own
+//	        Queue: the weighted schedule choosing among 8 queues
 func BenchmarkExecutorFill(b *testing.B) {
 	_, files := fastPhotos(b, 48)
 	tr, err := ParseTransform("imagenet-train", CHW)
@@ -65,4 +70,27 @@ func BenchmarkExecutorFill(b *testing.B) {
 			b.ReportMetric(float64(benchCPUTime()-start)/samples, "cpu-ns/sample")
 		})
 	}
+	b.Run("empty-8jobs", func(b *testing.B) {
+		e := NewExecutor(2)
+		defer e.Close()
+		ds := failDataset{48}
+		var jobs atomic.Int64
+		b.SetParallelism(8 / runtime.GOMAXPROCS(0))
+		b.ReportAllocs()
+		start := benchCPUTime()
+		b.RunParallel(func(pb *testing.PB) {
+			q := e.Queue(fmt.Sprint("job", jobs.Add(1)))
+			defer q.Close()
+			var batch Batch
+			for pb.Next() {
+				if err := q.Fill(context.Background(), ds, tr, 1, 0, indices, PadFromBatch, &batch); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		samples := float64(b.N * len(indices))
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/samples, "ns/sample")
+		b.ReportMetric(float64(benchCPUTime()-start)/samples, "cpu-ns/sample")
+	})
 }
