@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 )
@@ -52,42 +51,62 @@ func (b *Batch) reset(n, size int) {
 
 // Executor decodes and transforms samples on a fixed pool of goroutines,
 // each with its own Decoder and read buffer. It serves any number of
-// concurrent Fill calls, for any datasets; Close stops it.
+// concurrent Fill calls, for any datasets, from any number of jobs: each job
+// fills its batches through its own Queue (Executor.Queue), and the workers
+// take samples from the queues by the Executor's Schedule (see queue.go).
+// Executor.Fill fills through the default queue, Queue(""). Close stops it.
 type Executor struct {
-	tasks   chan task
-	wg      sync.WaitGroup
-	workers int
-	// mu guards closed: Fill holds it shared while it queues tasks, so Close
-	// never closes the channel under a sender.
-	mu     sync.RWMutex
+	mu sync.Mutex
+	// work is where idle workers wait for samples (L is &mu).
+	work  sync.Cond
+	sched Schedule
+	// closed: no more Fills; the workers leave once the queues are empty.
 	closed bool
+	// queues are the open queues by name.
+	queues map[string]*Queue
+	// active are the queues with samples not yet started: the workers
+	// choose among these alone, so a scan costs O(jobs with work).
+	active []*Queue
+	// vnow is the weighted schedule's virtual time: the start tag of the
+	// sample taken last, the smallest of the active queues' tags then.
+	vnow float64
+	// seq numbers Fill calls in arrival order (ScheduleFIFO, ties).
+	seq uint64
+	// sleeping counts the workers waiting on work that no one has
+	// signalled yet: a Fill wakes at most that many, and no more than it
+	// has samples for.
+	sleeping int
+	wg       sync.WaitGroup
+	workers  int
 }
 
-// ErrClosed is returned by Fill on a closed Executor.
+// ErrClosed is returned by Fill on a closed Executor or Queue, and by a Fill
+// whose queue was closed while its samples waited.
 var ErrClosed = errors.New("pipeline: executor closed")
 
-type task struct {
-	ds  Dataset
-	t   *Transform
-	key Key
-	out []byte
-	err *error
-	wg  *sync.WaitGroup
-}
-
-// taskQueue is the sample queue's depth beyond 4 per worker: deep enough that
-// a Fill queues a whole batch and sleeps until it is done, instead of being
-// woken for every sample (a cross-thread wake-up each: measured 7% of a core
-// with a 4-deep queue on one worker).
-const taskQueue = 256
-
-// NewExecutor starts workers goroutines, each with a Decoder made with opts.
+// NewExecutor starts workers goroutines, each with a Decoder made with opts;
+// WithSchedule sets how they choose among queues (default
+// ScheduleWeighted).
+//
+// There is no fixed-depth sample queue: a Fill queues its whole batch in
+// one step (O(1), however large the batch) and sleeps until the batch is
+// done, so it is woken once per batch, not per sample (a cross-thread
+// wake-up each; with the old 4-deep channel that was 7% of a core on one
+// worker). A Fill wakes only as many sleeping workers as it has samples;
+// a worker that finishes a sample takes the next without sleeping while
+// any queue has one. What is queued is bounded by the callers' Fills in
+// flight, whose batches are already allocated.
 func NewExecutor(workers int, opts ...Option) *Executor {
 	workers = max(workers, 1)
-	e := &Executor{tasks: make(chan task, taskQueue+4*workers), workers: workers}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	e := &Executor{workers: workers, sched: o.schedule, queues: map[string]*Queue{}}
+	e.work.L = &e.mu
 	for range workers {
 		e.wg.Add(1)
-		go e.work(NewDecoder(opts...))
+		go e.run(NewDecoder(opts...))
 	}
 	return e
 }
@@ -95,76 +114,54 @@ func NewExecutor(workers int, opts ...Option) *Executor {
 // Workers is the pool's size.
 func (e *Executor) Workers() int { return e.workers }
 
-// Close stops the workers after the queued samples are done.
+// Schedule is how the workers choose among queues.
+func (e *Executor) Schedule() Schedule { return e.sched }
+
+// Close refuses new Fills (ErrClosed) and stops the workers once the samples
+// already queued are done; it returns when they have stopped.
 func (e *Executor) Close() {
 	e.mu.Lock()
 	if !e.closed {
 		e.closed = true
-		close(e.tasks)
+		e.sleeping = 0
+		e.work.Broadcast()
 	}
 	e.mu.Unlock()
 	e.wg.Wait()
 }
 
-func (e *Executor) work(d *Decoder) {
-	defer e.wg.Done()
-	defer d.Close()
-	var buf []byte
-	for tk := range e.tasks {
-		data, err := tk.ds.Read(int(tk.key.Index), buf)
-		if err == nil {
-			buf = data
-			err = d.Decode(data, tk.t, tk.key, tk.out)
-		}
-		*tk.err = err
-		tk.wg.Done()
-	}
+// Fill makes the batch of ds's samples at indices for (seed, epoch) into b,
+// reusing b's buffers, through the default queue (Queue("")): see
+// Queue.Fill.
+func (e *Executor) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch uint64, indices []int64, policy FailPolicy, b *Batch) error {
+	return e.Queue("").Fill(ctx, ds, t, seed, epoch, indices, policy, b)
 }
 
-// Fill makes the batch of ds's samples at indices for (seed, epoch) into b,
-// reusing b's buffers. Samples that fail are listed in b.Errors and replaced
-// by policy; Fill itself fails only when ctx ends, an index is out of range
-// or the Executor is closed. A batch whose every sample failed has N == 0 under either policy.
-func (e *Executor) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch uint64, indices []int64, policy FailPolicy, b *Batch) error {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	if e.closed {
-		return ErrClosed
-	}
-	size := t.SampleBytes()
-	b.reset(len(indices), size)
-	errs := make([]error, len(indices))
-	var wg sync.WaitGroup
-	for i, idx := range indices {
-		if idx < 0 || idx >= int64(ds.Len()) {
-			wg.Wait()
-			return fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, idx, ds.Len())
-		}
-		b.Indices[i], b.Labels[i] = idx, ds.Label(int(idx))
-		wg.Add(1)
-		select {
-		case e.tasks <- task{ds: ds, t: t, key: Key{seed, epoch, uint64(idx)}, out: b.Data[i*size : (i+1)*size], err: &errs[i], wg: &wg}:
-		case <-ctx.Done():
-			wg.Done()
-			wg.Wait()
-			return ctx.Err()
+// finishBatch lists r's failed samples in b.Errors and replaces them by
+// policy.
+func finishBatch(r *fillReq, policy FailPolicy, b *Batch) {
+	failed := 0
+	for _, err := range r.errs {
+		if err != nil {
+			failed++
 		}
 	}
-	wg.Wait()
-	var good []int
-	for i, err := range errs {
+	if failed == 0 {
+		return
+	}
+	ds, indices, size := r.ds, r.indices, r.size
+	good := r.good[:0]
+	for i, err := range r.errs {
 		if err == nil {
 			good = append(good, i)
 			continue
 		}
 		b.Errors = append(b.Errors, SampleError{Index: indices[i], Name: ds.Name(int(indices[i])), Reason: err.Error(), Err: err})
 	}
-	if len(b.Errors) == 0 {
-		return nil
-	}
+	r.good = good
 	if len(good) == 0 {
 		b.N, b.Data, b.Labels, b.Indices = 0, b.Data[:0], b.Labels[:0], b.Indices[:0]
-		return nil
+		return
 	}
 	if policy == Drop {
 		for n, i := range good {
@@ -173,10 +170,10 @@ func (e *Executor) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epo
 		}
 		n := len(good)
 		b.N, b.Data, b.Labels, b.Indices = n, b.Data[:n*size], b.Labels[:n], b.Indices[:n]
-		return nil
+		return
 	}
 	k := 0
-	for i, err := range errs {
+	for i, err := range r.errs {
 		if err == nil {
 			continue
 		}
@@ -185,7 +182,6 @@ func (e *Executor) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epo
 		copy(b.Data[i*size:(i+1)*size], b.Data[g*size:(g+1)*size])
 		b.Labels[i], b.Indices[i] = b.Labels[g], b.Indices[g]
 	}
-	return nil
 }
 
 // IsBadInput reports whether err is about the input (a bad file or request)

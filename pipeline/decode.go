@@ -26,9 +26,11 @@ type options struct {
 	maxScans    int
 	reference   bool
 	scaling     DCTScaling
+	schedule    Schedule // read by NewExecutor only (WithSchedule)
 }
 
-// Option configures a Decoder.
+// Option configures a Decoder (and, through NewExecutor, an Executor's
+// decoders and its schedule).
 type Option func(*options)
 
 // WithPixelBudget refuses images that declare more than n pixels, before

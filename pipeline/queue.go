@@ -1,0 +1,446 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+)
+
+// Schedule says how an Executor's workers choose the next sample among the
+// queues that have one. Either way the pool is work-conserving: a worker
+// never waits while any queue has a sample not yet started, whatever the
+// queues' weights.
+type Schedule int
+
+const (
+	// ScheduleWeighted (the default) shares the workers among the queues
+	// that have samples waiting in proportion to their weights (SetWeight):
+	// start-time fair queuing, as stride scheduling does it. Each queue has
+	// a virtual time that advances by 1/weight for each sample it is given;
+	// a worker takes the next sample of the queue with the smallest (ties:
+	// the earliest queued Fill). A queue that was empty starts again at
+	// max(its virtual time, the executor's), the executor's being the start
+	// time of the sample taken last, so a job that was idle does not bank
+	// credit and then take the pool for a burst. Over any stretch where two
+	// queues both have work, their samples taken differ from the weights'
+	// ratio by at most about one sample each. Within a queue, Fills are
+	// served in arrival order.
+	ScheduleWeighted Schedule = iota
+	// ScheduleFIFO serves Fills in arrival order across all queues, the
+	// whole of one Fill's batch before the next's, and ignores weights:
+	// one shared FIFO, what the executor did before it had queues (kept to
+	// compare against).
+	ScheduleFIFO
+)
+
+// String is the schedule's name as ParseSchedule reads it.
+func (s Schedule) String() string {
+	switch s {
+	case ScheduleWeighted:
+		return "weighted"
+	case ScheduleFIFO:
+		return "fifo"
+	}
+	return fmt.Sprintf("Schedule(%d)", int(s))
+}
+
+// ParseSchedule reads a --schedule value: "stall" or "weighted" (weighted
+// queues; "stall" is the server's policy of setting the weights from
+// StallShares) or "fifo".
+func ParseSchedule(s string) (Schedule, error) {
+	switch s {
+	case "stall", "weighted":
+		return ScheduleWeighted, nil
+	case "fifo":
+		return ScheduleFIFO, nil
+	}
+	return 0, fmt.Errorf("%w: schedule %q (want stall or fifo)", ErrUnsupported, s)
+}
+
+// WithSchedule sets how an Executor's workers choose among its queues.
+// Default ScheduleWeighted. Decoders ignore it.
+func WithSchedule(s Schedule) Option { return func(o *options) { o.schedule = s } }
+
+// The bounds SetWeight clamps a weight to: a weight of 0 or less would stop
+// the virtual clock or run it backwards, and 1/w must stay well above the
+// float64 resolution of virtual times up to rebaseAt. A queue of weight
+// 1e-6 next to one of 1 gets one sample in a million while both have work:
+// it runs, in effect, only when no one else wants the workers.
+const (
+	minWeight = 1e-6
+	maxWeight = 1e6
+)
+
+// rebaseAt is the virtual time at which every queue's is shifted back by the
+// executor's (rebase): below 2^20 a float64 resolves 2^-32, so the smallest
+// step, 1/maxWeight, keeps 4000 ulps and the ratio of any two weights holds
+// to better than 1e-3, however long the executor runs.
+const rebaseAt = 1 << 20
+
+// A Queue is one job's handle on an Executor: its Fills are queued apart
+// from other jobs' and the Executor's Schedule shares the workers among the
+// queues. Its methods are safe for concurrent use.
+type Queue struct {
+	e    *Executor
+	name string
+
+	// The rest is guarded by e.mu.
+	weight float64
+	// vtime is the virtual start time of the queue's next sample.
+	vtime float64
+	// head and tail are its Fills with samples not yet started, oldest
+	// first.
+	head, tail *fillReq
+	// pending counts those samples.
+	pending int
+	// slot is the queue's index in e.active, -1 while it is not there.
+	slot int
+	// running counts its samples being made now.
+	running int
+	closed  bool
+	// drained is closed when a closed queue's last running sample is done
+	// (made by Close, while it waits for one).
+	drained chan struct{}
+}
+
+// Queue returns the job's queue named name: the open queue of that name if
+// there is one (the same *Queue for every caller until it is closed),
+// otherwise a new one of weight 1. The default queue, which Executor.Fill
+// uses, is Queue(""). A queue lives until Close: a job must close its
+// queue when it ends. On a closed Executor it returns a closed queue.
+func (e *Executor) Queue(name string) *Queue {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if q := e.queues[name]; q != nil {
+		return q
+	}
+	q := &Queue{e: e, name: name, weight: 1, slot: -1}
+	if e.closed {
+		q.closed = true
+		return q
+	}
+	e.queues[name] = q
+	return q
+}
+
+// Name is the name the queue was made with.
+func (q *Queue) Name() string { return q.name }
+
+// SetWeight sets the queue's share weight for ScheduleWeighted: while
+// several queues have work, each gets workers in proportion to its weight.
+// w must be > 0 (it is clamped to [1e-6, 1e6]; NaN is ignored); the default
+// is 1. It applies from the next sample the queue is given.
+func (q *Queue) SetWeight(w float64) {
+	if math.IsNaN(w) {
+		return
+	}
+	w = min(max(w, minWeight), maxWeight)
+	q.e.mu.Lock()
+	q.weight = w
+	q.e.mu.Unlock()
+}
+
+// Weight is the queue's share weight.
+func (q *Queue) Weight() float64 {
+	q.e.mu.Lock()
+	defer q.e.mu.Unlock()
+	return q.weight
+}
+
+// Pending is the number of the queue's samples queued and not yet started.
+func (q *Queue) Pending() int {
+	q.e.mu.Lock()
+	defer q.e.mu.Unlock()
+	return q.pending
+}
+
+// Close ends the job: its samples queued and not yet started are dropped at
+// once (their Fills return ErrClosed, as does any later Fill), and Close
+// returns when the samples that had started, at most one per worker, are
+// done, so nothing of the queue runs after it. A later Queue(name) makes a
+// new queue. Closing twice is fine.
+func (q *Queue) Close() {
+	e := q.e
+	e.mu.Lock()
+	if !q.closed {
+		q.closed = true
+		if e.queues[q.name] == q {
+			delete(e.queues, q.name)
+		}
+		for q.head != nil {
+			e.drop(q.head, ErrClosed)
+		}
+	}
+	var drained chan struct{}
+	if q.running > 0 {
+		if q.drained == nil {
+			q.drained = make(chan struct{})
+		}
+		drained = q.drained
+	}
+	e.mu.Unlock()
+	if drained != nil {
+		<-drained
+	}
+}
+
+// fillReq is one Fill's batch: its samples are taken in index order, and
+// the Fill sleeps on done until every one taken is made.
+type fillReq struct {
+	q          *Queue
+	prev, next *fillReq // in q's list, while it has samples not started
+	seq        uint64
+
+	ds          Dataset
+	t           *Transform
+	seed, epoch uint64
+	indices     []int64
+	data        []byte
+	size        int
+	errs        []error // per sample, written by the worker that made it
+	good        []int   // finishBatch's scratch
+	taken       int     // samples given to workers (or dropped): the next is indices[taken]
+	running     int     // of those, the ones being made now
+	dropped     error   // why samples were dropped: ctx.Err() or ErrClosed
+	done        chan struct{}
+}
+
+// fillReqs recycles fillReqs with their errs and done channel, so a Fill
+// allocates nothing of its own once warm.
+var fillReqs = sync.Pool{New: func() any { return &fillReq{done: make(chan struct{}, 1)} }}
+
+// Fill makes the batch of ds's samples at indices for (seed, epoch) into b,
+// reusing b's buffers. Samples that fail are listed in b.Errors and replaced
+// by policy; Fill itself fails only when an index is out of range (nothing
+// is queued then), the Executor or the queue is closed (ErrClosed: a queue
+// closed while the batch waits drops it at once), or ctx ends before the
+// batch is made: then its samples not yet started are dropped at once, and
+// Fill returns ctx.Err() as soon as those already started are done (at most
+// one per worker), so b is the caller's again (a batch whose samples had
+// all started is finished and returned whole). A batch whose every sample
+// failed has N == 0 under either policy.
+func (q *Queue) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch uint64, indices []int64, policy FailPolicy, b *Batch) error {
+	for _, idx := range indices {
+		if idx < 0 || idx >= int64(ds.Len()) {
+			return fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, idx, ds.Len())
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	size := t.SampleBytes()
+	n := len(indices)
+	b.reset(n, size)
+	for i, idx := range indices {
+		b.Indices[i], b.Labels[i] = idx, ds.Label(int(idx))
+	}
+	r := fillReqs.Get().(*fillReq)
+	r.q, r.ds, r.t, r.seed, r.epoch, r.indices, r.data, r.size = q, ds, t, seed, epoch, indices, b.Data, size
+	r.errs = slices.Grow(r.errs[:0], n)[:n]
+	e := q.e
+	e.mu.Lock()
+	if e.closed || q.closed {
+		e.mu.Unlock()
+		r.release()
+		return ErrClosed
+	}
+	if n == 0 {
+		e.mu.Unlock()
+		r.release()
+		return nil
+	}
+	e.enqueue(r)
+	e.mu.Unlock()
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		e.mu.Lock()
+		e.drop(r, ctx.Err())
+		e.mu.Unlock()
+		<-r.done
+	}
+	// done was sent under e.mu after the last sample's errs entry was
+	// written: every write of the batch is visible here.
+	if err := r.dropped; err != nil {
+		r.release()
+		return err
+	}
+	finishBatch(r, policy, b)
+	r.release()
+	return nil
+}
+
+// release clears r's references and returns it to the pool. Only the Fill
+// that owns r calls it, after done: no worker holds r then.
+func (r *fillReq) release() {
+	clear(r.errs)
+	*r = fillReq{errs: r.errs[:0], good: r.good[:0], done: r.done}
+	fillReqs.Put(r)
+}
+
+// enqueue appends r to its queue, which becomes active (at the executor's
+// virtual time, if it was behind) if it was empty, and wakes as many
+// sleeping workers as r has samples. e.mu is held.
+func (e *Executor) enqueue(r *fillReq) {
+	q := r.q
+	e.seq++
+	r.seq = e.seq
+	if q.head == nil {
+		q.head, q.tail = r, r
+		q.vtime = max(q.vtime, e.vnow)
+		q.slot = len(e.active)
+		e.active = append(e.active, q)
+	} else {
+		r.prev, q.tail.next, q.tail = q.tail, r, r
+	}
+	n := len(r.indices)
+	q.pending += n
+	k := min(n, e.sleeping)
+	e.sleeping -= k
+	for range k {
+		e.work.Signal()
+	}
+}
+
+// unlink takes r, which has no samples left to start, off its queue's list;
+// the queue leaves e.active when that empties it. e.mu is held.
+func (e *Executor) unlink(r *fillReq) {
+	q := r.q
+	if r.prev != nil {
+		r.prev.next = r.next
+	} else {
+		q.head = r.next
+	}
+	if r.next != nil {
+		r.next.prev = r.prev
+	} else {
+		q.tail = r.prev
+	}
+	r.prev, r.next = nil, nil
+	if q.head == nil {
+		last := e.active[len(e.active)-1]
+		e.active[q.slot], last.slot = last, q.slot
+		e.active[len(e.active)-1] = nil
+		e.active = e.active[:len(e.active)-1]
+		q.slot = -1
+	}
+}
+
+// drop drops r's samples not yet started, for err, and signals its Fill if
+// none of the others is still running. It does nothing if every sample was
+// already started. e.mu is held.
+func (e *Executor) drop(r *fillReq, err error) {
+	n := len(r.indices)
+	if r.taken == n {
+		return
+	}
+	r.q.pending -= n - r.taken
+	r.taken = n
+	r.dropped = err
+	e.unlink(r)
+	if r.running == 0 {
+		r.done <- struct{}{}
+	}
+}
+
+// pick returns the active queue whose sample goes next, or nil when none
+// has one. e.mu is held.
+func (e *Executor) pick() *Queue {
+	var best *Queue
+	for _, q := range e.active {
+		switch {
+		case best == nil:
+			best = q
+		case e.sched == ScheduleFIFO:
+			if q.head.seq < best.head.seq {
+				best = q
+			}
+		case q.vtime < best.vtime || q.vtime == best.vtime && q.head.seq < best.head.seq:
+			best = q
+		}
+	}
+	return best
+}
+
+// take gives the next sample of q (active) to the calling worker: r and the
+// sample's position in it. e.mu is held.
+func (e *Executor) take(q *Queue) (*fillReq, int) {
+	r := q.head
+	i := r.taken
+	r.taken++
+	r.running++
+	q.running++
+	q.pending--
+	e.vnow = q.vtime
+	q.vtime += 1 / q.weight
+	if e.vnow >= rebaseAt {
+		e.rebase()
+	}
+	if r.taken == len(r.indices) {
+		e.unlink(r)
+	}
+	return r, i
+}
+
+// rebase shifts every queue's virtual time and the executor's back by the
+// executor's: only differences and the max(vtime, vnow) of a queue that
+// becomes active matter, and both stay as they were. Every queue that can
+// be active is in e.queues (a queue leaves it when closed, and a closed
+// queue has no samples left). e.mu is held.
+func (e *Executor) rebase() {
+	shift := e.vnow
+	for _, q := range e.queues {
+		q.vtime -= shift
+	}
+	e.vnow = 0
+}
+
+// finished records that the worker made r's sample: r's Fill is signalled
+// when it was the last, and a closed queue's Close when it was its last
+// running. e.mu is held.
+func (e *Executor) finished(r *fillReq) {
+	q := r.q
+	r.running--
+	q.running--
+	if r.running == 0 && r.taken == len(r.indices) {
+		r.done <- struct{}{}
+	}
+	if q.running == 0 && q.drained != nil {
+		close(q.drained)
+		q.drained = nil
+	}
+}
+
+// run is a worker: it takes samples by the schedule until the Executor is
+// closed and no queue has any left.
+func (e *Executor) run(d *Decoder) {
+	defer e.wg.Done()
+	defer d.Close()
+	var buf []byte
+	e.mu.Lock()
+	for {
+		q := e.pick()
+		if q == nil {
+			if e.closed {
+				break
+			}
+			e.sleeping++
+			e.work.Wait()
+			continue
+		}
+		r, i := e.take(q)
+		e.mu.Unlock()
+		idx := r.indices[i]
+		data, err := r.ds.Read(int(idx), buf)
+		if err == nil {
+			buf = data
+			err = d.Decode(data, r.t, Key{r.seed, r.epoch, uint64(idx)}, r.data[i*r.size:(i+1)*r.size])
+		}
+		r.errs[i] = err
+		e.mu.Lock()
+		e.finished(r)
+	}
+	e.mu.Unlock()
+}
