@@ -43,6 +43,10 @@ type Lease struct {
 	// SampleBytes is one sample's size: a batch may not be larger than
 	// len(Indices) samples.
 	SampleBytes int
+	// Stall and Work are the job's input-stall ratio and its trainer's GPU
+	// seconds per sample (0: unknown), by which a worker serving several
+	// coordinators shares its cores.
+	Stall, Work float64
 }
 
 // Peer is a coordinator's side of one worker's WorkService: it keeps a Work
@@ -442,7 +446,7 @@ func (p *Peer) Make(ctx context.Context, l Lease, b *pipeline.Batch) error {
 	st.pending[id] = pl
 	st.mu.Unlock()
 	reqs = append(reqs, &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Lease{Lease: &stokerv1.Lease{
-		Id: id, Job: jobID, Epoch: l.Epoch, Number: l.Number, Indices: l.Indices,
+		Id: id, Job: jobID, Epoch: l.Epoch, Number: l.Number, Indices: l.Indices, Stall: l.Stall, Work: l.Work,
 	}}})
 	err := st.sendLocked(reqs...)
 	st.sendMu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/stoker-dev/stoker/client"
+	"github.com/stoker-dev/stoker/pipeline"
 )
 
 // Defaults for the zero values of Config's fields.
@@ -63,6 +64,14 @@ type Config struct {
 	// or "0,1". Empty: none. Without a driver (or cgo) the monitor reports
 	// unavailable and the trainer's wait alone drives the controller.
 	GPUs string
+	// Schedule is how the local executor shares its cores between jobs:
+	// "stall" (default: by each job's input stall and its trainer's GPU work
+	// per sample, every stalled job keeping at least ShareFloor) or "fifo"
+	// (batches in arrival order, for comparison).
+	Schedule string
+	// ShareFloor is the least share of the cores a job gets under the
+	// stall schedule; 0 means 1/(2·jobs).
+	ShareFloor float64
 	// StallTarget is the input-stall ratio (trainer wait over wall time)
 	// each job's window controller aims under: it widens the window while
 	// the stall is above it. Default DefaultStallTarget.
@@ -149,6 +158,14 @@ func (c Config) Validate() error {
 		if _, err := client.ParseGPUs(c.GPUs); err != nil {
 			errs = append(errs, fmt.Errorf("gpus: %w", err))
 		}
+	}
+	if c.Schedule != "" {
+		if _, err := pipeline.ParseSchedule(c.Schedule); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.ShareFloor < 0 || c.ShareFloor > 1 {
+		errs = append(errs, fmt.Errorf("share floor %v: want 0..1 (0 means 1/(2·jobs))", c.ShareFloor))
 	}
 	if c.StallTarget < 0 || c.StallTarget >= 1 {
 		errs = append(errs, fmt.Errorf("stall target %v: want 0..1 (0 means %v)", c.StallTarget, DefaultStallTarget))

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -46,6 +47,11 @@ func (c *coordinator) control(now time.Time, ms []Maker) {
 			"gpu_idle", gpuIdleOrNaN(idle, gpuOK), "buffer_full", full)
 	}
 	c.shrinkPool(ms)
+	d := pipeline.JobDemand{Stall: snap.stall}
+	if snap.stepPerBatch > 0 {
+		d.Work = snap.stepPerBatch / float64(c.j.spec.GetBatchSize())
+	}
+	c.demand.Store(&d)
 	c.publish(snap, ms, idle, gpuOK)
 }
 

@@ -102,6 +102,7 @@ type coordinator struct {
 	tel    *telemetry
 	status atomic.Pointer[stokerv1.JobStatus]
 	name   string // the job label in metrics
+	demand atomic.Pointer[pipeline.JobDemand]
 }
 
 type batchID struct {
@@ -246,9 +247,11 @@ func readyMakers(ms []Maker) int {
 func (c *coordinator) run(ctx context.Context, sink Sink) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	closeQueue := c.s.jobQueue(c.j, c.name, c.demandNow)
 	defer func() {
 		cancel()
-		wg.Wait() // the makers' calls return promptly once ctx ends
+		closeQueue() // the job's samples queued here are dropped at once
+		wg.Wait()    // the makers' calls return promptly once ctx ends
 		ms, _ := c.s.makers.snapshot()
 		for _, m := range ms {
 			m.Forget(c.j)
@@ -352,6 +355,15 @@ func (c *coordinator) deliver(sink Sink) (done bool, err error) {
 		e.end.Samples += uint64(b.N)
 		e.end.SampleErrors += uint64(len(b.Errors))
 	}
+}
+
+// demandNow is the job's demand as its controller last measured it: its
+// input stall, and its trainer's GPU seconds per sample (0: unknown).
+func (c *coordinator) demandNow() pipeline.JobDemand {
+	if d := c.demand.Load(); d != nil {
+		return *d
+	}
+	return pipeline.JobDemand{}
 }
 
 // unstarve ends a wait of a ready batch for credit, adding it up.
@@ -586,7 +598,7 @@ func (c *coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 	c.leases[id] = rec
 	c.attempts[id]++
 	e := c.epochOf(id.epoch)
-	l := &Lease{job: c.j, Epoch: id.epoch, Number: id.k, Indices: e.plan.Batch(id.k)}
+	l := &Lease{job: c.j, Epoch: id.epoch, Number: id.k, Indices: e.plan.Batch(id.k), Demand: c.demandNow()}
 	c.s.m.leases.WithLabelValues(m.Name()).Inc()
 	wg.Add(1)
 	go func() {

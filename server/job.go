@@ -23,6 +23,8 @@ type job struct {
 	rank   int
 	world  int
 	dtype  stokerv1.Dtype
+	// queue is the job's share of the local executor (nil: none).
+	queue *pipeline.Queue
 }
 
 // newJob validates spec against the server's datasets and limits. Its

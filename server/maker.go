@@ -39,6 +39,10 @@ type Lease struct {
 	// Indices are the batch's samples, as the plan has them; shared, not to
 	// be modified.
 	Indices []int64
+	// Demand is the job's input stall and GPU work per sample when leased,
+	// sent to peers so that a worker serving several coordinators shares
+	// its cores by them.
+	Demand pipeline.JobDemand
 }
 
 // localMaker makes batches on this server's executor.
@@ -49,6 +53,9 @@ type localMaker struct {
 
 func (m *localMaker) Make(ctx context.Context, l *Lease, b *pipeline.Batch) error {
 	j := l.job
+	if j.queue != nil {
+		return j.queue.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), l.Epoch, l.Indices, j.policy, b)
+	}
 	return m.exec.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), l.Epoch, l.Indices, j.policy, b)
 }
 

@@ -50,6 +50,8 @@ type Server struct {
 	gpuIdle  func() (float64, bool)
 	active   sync.Map          // job name -> *coordinator, for Status
 	gpu      client.GPUMonitor // nil without --gpus
+	shares   *shares           // nil with the fifo schedule or no executor
+	stop     chan struct{}     // closed by Close
 	refusals refusalLog
 
 	streamID atomic.Uint64
@@ -115,7 +117,20 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		if cfg.MaxScans > 0 {
 			opts = append(opts, pipeline.WithMaxScans(cfg.MaxScans))
 		}
-		s.exec = pipeline.NewExecutor(cfg.Workers, opts...)
+		sched := pipeline.ScheduleWeighted
+		if cfg.Schedule != "" {
+			sched, _ = pipeline.ParseSchedule(cfg.Schedule)
+		}
+		s.exec = pipeline.NewExecutor(cfg.Workers, append(opts, pipeline.WithSchedule(sched))...)
+		s.stop = make(chan struct{})
+		if sched == pipeline.ScheduleWeighted {
+			floor := cfg.ShareFloor
+			if floor == 0 {
+				floor = -1 // StallShares: 1/(2·jobs)
+			}
+			s.shares = newShares(floor)
+			go s.shares.run(s.stop)
+		}
 		s.makers.add(&localMaker{exec: s.exec, slots: maxWindow})
 	}
 	if t, _ := parsePeers(cfg.Peers); t.static != nil || t.host != "" {
@@ -132,6 +147,25 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		}
 	}
 	return s, nil
+}
+
+// jobQueue gives job j a queue of its own on the local executor, weighed
+// by demand, and returns the function that closes it.
+func (s *Server) jobQueue(j *job, name string, demand func() pipeline.JobDemand) (closeQueue func()) {
+	if s.exec == nil {
+		return func() {}
+	}
+	j.queue = s.exec.Queue(name)
+	if s.shares != nil {
+		s.shares.add(j.queue, demand)
+	}
+	q := j.queue
+	return func() {
+		if s.shares != nil {
+			s.shares.remove(q)
+		}
+		q.Close()
+	}
 }
 
 // MemoryBudget is the server's memory budget, its default resolved.
@@ -153,6 +187,7 @@ func (s *Server) Close() error {
 		s.gpu.Close()
 	}
 	if s.exec != nil {
+		close(s.stop)
 		s.exec.Close()
 	}
 	return s.closeDatasets()

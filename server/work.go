@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -38,6 +40,7 @@ func (s *Server) Work(stream stokerv1.WorkService_WorkServer) error {
 	defer cancel()
 	w := &worker{
 		s: s, stream: stream, jobs: make(map[uint64]workJob), cancels: make(map[uint64]context.CancelFunc),
+		name:  "work-" + strconv.FormatUint(s.streamID.Add(1), 10),
 		slots: make(chan *pipeline.Batch, workMaxLeases(s.exec.Workers())),
 		out:   make(chan workOut, workMaxLeases(s.exec.Workers())),
 	}
@@ -55,6 +58,9 @@ func (s *Server) Work(stream stokerv1.WorkService_WorkServer) error {
 	go func() { sendErr <- w.sendLoop(cancel) }()
 	err := w.receive(ctx)
 	cancel()
+	for _, wj := range w.jobs {
+		wj.close() // queued samples dropped at once
+	}
 	w.wg.Wait()
 	close(w.out)
 	if serr := <-sendErr; err == nil {
@@ -76,6 +82,8 @@ type worker struct {
 	slots  chan *pipeline.Batch // a lease in flight holds one
 	out    chan workOut
 
+	name string // the stream's, for its jobs' queues
+
 	// Owned by receive.
 	jobs    map[uint64]workJob
 	mu      sync.Mutex // guards cancels: the lease goroutines delete theirs
@@ -85,6 +93,9 @@ type worker struct {
 type workJob struct {
 	j   *job
 	err error // why the job is refused
+	// demand is what the coordinator's last lease said of the job.
+	demand *atomic.Pointer[pipeline.JobDemand]
+	close  func() // closes the job's executor queue
 }
 
 // workOut is a finished lease for the send loop.
@@ -111,10 +122,19 @@ func (w *worker) receive(ctx context.Context) error {
 				return status.Errorf(codes.InvalidArgument, "job %d: registered twice, or more than %d jobs on one Work stream", m.Job.GetId(), maxWorkJobs)
 			}
 			j, err := w.s.newJob(m.Job.GetSpec())
+			wj := workJob{j: j, err: err, demand: new(atomic.Pointer[pipeline.JobDemand]), close: func() {}}
 			if err != nil {
 				w.s.log.Warn("work job refused", "job", m.Job.GetId(), "err", err)
+			} else {
+				demand := wj.demand
+				wj.close = w.s.jobQueue(j, w.name+"/"+strconv.FormatUint(m.Job.GetId(), 10), func() pipeline.JobDemand {
+					if d := demand.Load(); d != nil {
+						return *d
+					}
+					return pipeline.JobDemand{}
+				})
 			}
-			w.jobs[m.Job.GetId()] = workJob{j: j, err: err}
+			w.jobs[m.Job.GetId()] = wj
 		case *stokerv1.WorkRequest_Lease:
 			if err := w.lease(ctx, m.Lease); err != nil {
 				return err
@@ -153,6 +173,7 @@ func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
 		w.fail(l.GetId(), status.Errorf(codes.ResourceExhausted, "more than %d leases in flight on one Work stream", cap(w.slots)))
 		return nil
 	}
+	wj.demand.Store(&pipeline.JobDemand{Stall: l.GetStall(), Work: l.GetWork()})
 	bytes := int64(len(l.GetIndices())) * int64(wj.j.t.SampleBytes())
 	if !w.s.budget.try(bytes) {
 		w.slots <- b
@@ -168,7 +189,7 @@ func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
 	go func() {
 		defer w.wg.Done()
 		j := wj.j
-		err := w.s.exec.Fill(lctx, j.ds, j.t, j.spec.GetSeed(), l.GetEpoch(), l.GetIndices(), j.policy, b)
+		err := j.queue.Fill(lctx, j.ds, j.t, j.spec.GetSeed(), l.GetEpoch(), l.GetIndices(), j.policy, b)
 		w.mu.Lock()
 		delete(w.cancels, l.GetId())
 		w.mu.Unlock()

@@ -46,6 +46,8 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.IntVar(&cfg.Window, "window", 0, "leases one job has in flight at once; 0: two per ready maker (local executor, each peer), at least 4")
 	fs.StringVar(&cfg.Peers, "peers", "", "servers to lease batches to: ADDR,ADDR,... or dns:///NAME:PORT (re-resolved; a Kubernetes headless Service works as is)")
 	fs.StringVar(&cfg.GPUs, "gpus", "all", "the trainer's GPUs the NVML monitor watches: all, none or 0,1 (without a driver: unavailable, and the trainer's wait alone drives the window)")
+	fs.StringVar(&cfg.Schedule, "schedule", "stall", "how the local cores are shared between jobs: stall (by each job's input stall and GPU work per sample, with a floor) or fifo (for comparison)")
+	fs.Float64Var(&cfg.ShareFloor, "share-floor", 0, "under --schedule stall, the least share of the cores a job gets; 0: 1/(2·jobs)")
 	fs.Float64Var(&cfg.StallTarget, "stall-target", server.DefaultStallTarget, "input-stall ratio (trainer wait over wall time) each job's window controller aims under")
 	fs.DurationVar(&cfg.LeaseTimeout, "lease-timeout", server.DefaultLeaseTimeout, "how long a maker may take for one batch before its lease goes to another")
 	fs.DurationVar(&cfg.PeerRefresh, "peer-refresh", 5*time.Second, "how often a dns:/// --peers name is resolved again")

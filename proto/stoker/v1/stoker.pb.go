@@ -2102,7 +2102,12 @@ type Lease struct {
 	// The batch number in its epoch.
 	Number uint64 `protobuf:"varint,4,opt,name=number,proto3" json:"number,omitempty"`
 	// The batch's samples, as the coordinator's plan has them.
-	Indices       []int64 `protobuf:"varint,5,rep,packed,name=indices,proto3" json:"indices,omitempty"`
+	Indices []int64 `protobuf:"varint,5,rep,packed,name=indices,proto3" json:"indices,omitempty"`
+	// The job's input-stall ratio now (0..1) and its trainer's GPU seconds
+	// per sample (0: unknown): a worker serving several coordinators shares
+	// its cores by them (--schedule stall).
+	Stall         float64 `protobuf:"fixed64,6,opt,name=stall,proto3" json:"stall,omitempty"`
+	Work          float64 `protobuf:"fixed64,7,opt,name=work,proto3" json:"work,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2170,6 +2175,20 @@ func (x *Lease) GetIndices() []int64 {
 		return x.Indices
 	}
 	return nil
+}
+
+func (x *Lease) GetStall() float64 {
+	if x != nil {
+		return x.Stall
+	}
+	return 0
+}
+
+func (x *Lease) GetWork() float64 {
+	if x != nil {
+		return x.Work
+	}
+	return 0
 }
 
 // CancelLease withdraws a lease.
@@ -3003,13 +3022,15 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x03msg\"A\n" +
 	"\aWorkJob\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12&\n" +
-	"\x04spec\x18\x02 \x01(\v2\x12.stoker.v1.JobSpecR\x04spec\"q\n" +
+	"\x04spec\x18\x02 \x01(\v2\x12.stoker.v1.JobSpecR\x04spec\"\x9b\x01\n" +
 	"\x05Lease\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\x04R\x03job\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\x16\n" +
 	"\x06number\x18\x04 \x01(\x04R\x06number\x12\x18\n" +
-	"\aindices\x18\x05 \x03(\x03R\aindices\"\x1d\n" +
+	"\aindices\x18\x05 \x03(\x03R\aindices\x12\x14\n" +
+	"\x05stall\x18\x06 \x01(\x01R\x05stall\x12\x12\n" +
+	"\x04work\x18\a \x01(\x01R\x04work\"\x1d\n" +
 	"\vCancelLease\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\"\xce\x01\n" +
 	"\fWorkResponse\x12/\n" +

@@ -325,18 +325,22 @@ class WorkJob(_message.Message):
     def __init__(self, id: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ...) -> None: ...
 
 class Lease(_message.Message):
-    __slots__ = ("id", "job", "epoch", "number", "indices")
+    __slots__ = ("id", "job", "epoch", "number", "indices", "stall", "work")
     ID_FIELD_NUMBER: _ClassVar[int]
     JOB_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     NUMBER_FIELD_NUMBER: _ClassVar[int]
     INDICES_FIELD_NUMBER: _ClassVar[int]
+    STALL_FIELD_NUMBER: _ClassVar[int]
+    WORK_FIELD_NUMBER: _ClassVar[int]
     id: int
     job: int
     epoch: int
     number: int
     indices: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, id: _Optional[int] = ..., job: _Optional[int] = ..., epoch: _Optional[int] = ..., number: _Optional[int] = ..., indices: _Optional[_Iterable[int]] = ...) -> None: ...
+    stall: float
+    work: float
+    def __init__(self, id: _Optional[int] = ..., job: _Optional[int] = ..., epoch: _Optional[int] = ..., number: _Optional[int] = ..., indices: _Optional[_Iterable[int]] = ..., stall: _Optional[float] = ..., work: _Optional[float] = ...) -> None: ...
 
 class CancelLease(_message.Message):
     __slots__ = ("id",)
