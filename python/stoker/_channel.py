@@ -1,5 +1,7 @@
-"""gRPC channels to a stoker server: creation (with the fork guard), the
-bearer token, and the calls a Loader makes on its channel (the Feed stream,
+"""gRPC channels to a stoker server: where and how to connect (the
+:class:`Endpoint`: TLS, the bearer token and the rule that keeps a token
+off plaintext to remote hosts), channel creation (with the fork guard and
+keepalive), and the calls a Loader makes on its channel (the Feed stream,
 DescribeJob) or a one-off one does (ListDatasets).
 
 gRPC is imported on first use, never by ``import stoker``.
@@ -7,20 +9,47 @@ gRPC is imported on first use, never by ``import stoker``.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple
 
-from stoker._errors import rpc_error
+from stoker import _args
+from stoker._errors import StokerError, rpc_error
 from stoker._wire import _parse_response
 from stoker.v1 import stoker_pb2 as pb
 
 if TYPE_CHECKING:  # pragma: no cover
     import grpc
 
-__all__ = ["MAX_RECEIVE_MESSAGE_BYTES", "Connection", "list_datasets"]
+__all__ = ["MAX_RECEIVE_MESSAGE_BYTES", "KEEPALIVE_OPTIONS", "Endpoint", "Connection", "is_loopback", "list_datasets"]
 
 #: gRPC receive limit: chunks are at most ~4 MiB, headers are small.
 MAX_RECEIVE_MESSAGE_BYTES = 8 << 20
+
+#: Keepalive: with no data from the server for 10 s the channel pings it,
+#: and a server that does not answer within 5 s is taken for dead, so the
+#: calls on the channel fail with UNAVAILABLE (a trainer waiting with
+#: ``timeout=None`` on a hung or cut-off server does not wait forever).
+#: Pings go also between calls (an idle loader between epochs) and without
+#: data in between. The server allows a ping every 10 s (its keepalive
+#: enforcement policy: MinTime 10 s, PermitWithoutStream); gRPC times the
+#: next ping from the last data or ping answer, so they never come faster.
+#:
+#: keepalive_timeout_ms alone is not enough: with grpcio 1.85 a keepalive
+#: ping left unanswered was still pending 30 s later (measured against a
+#: SIGSTOPped server). What closes the connection is the timeout every ping
+#: has (keepalive's, and gRPC's own flow-control probes), ping_timeout_ms,
+#: by default 1 minute: 5 s here too. A healthy server answers a ping
+#: within milliseconds (its HTTP/2 writer puts the answer ahead of queued
+#: batch data).
+KEEPALIVE_OPTIONS: Tuple[Tuple[str, int], ...] = (
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.http2.ping_timeout_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+)
 
 _FEED_METHOD = "/stoker.v1.FeedService/Feed"
 _LIST_METHOD = "/stoker.v1.FeedService/ListDatasets"
@@ -34,7 +63,173 @@ _DESCRIBE_METHOD = "/stoker.v1.FeedService/DescribeJob"
 _grpc_pid: Optional[int] = None
 
 
-def _channel(target: str, credentials: Optional["grpc.ChannelCredentials"]) -> "grpc.Channel":
+def is_loopback(target: str) -> bool:
+    """Whether every address ``target`` names is on this machine: a loopback
+    IP, ``localhost``, or a Unix socket. Names that need resolving
+    otherwise count as remote. (The Go client's isLoopback.)"""
+    endpoint = target
+    scheme, sep, rest = target.partition(":")
+    if sep:
+        if scheme in ("unix", "unix-abstract"):
+            return True
+        if scheme in ("dns", "passthrough"):  # scheme://authority/endpoint
+            if rest.startswith("//"):
+                rest = rest[2:]
+            _, slash, endpoint = rest.partition("/")
+            if not slash:
+                return False
+        elif scheme in ("ipv4", "ipv6"):
+            return all(_loopback_host(a) for a in rest.split(","))
+    return _loopback_host(endpoint)
+
+
+def _loopback_host(addr: str) -> bool:
+    """Whether ``"host:port"``, ``"[v6]:port"`` or a bare host is on loopback."""
+    host = addr
+    if addr.startswith("["):
+        end = addr.find("]")
+        if end < 0:
+            return False
+        host = addr[1:end]
+    elif addr.count(":") == 1:
+        host = addr.partition(":")[0]
+    if host.lower() == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def _read_pem(arg: str, path: str, what: str) -> bytes:
+    with open(path, "rb") as f:
+        data = f.read()
+    if b"-----BEGIN" not in data:
+        raise ValueError(f"{arg}: no PEM {what} in {path}")
+    return data
+
+
+def _check_token(token: Any) -> Optional[str]:
+    if token is None:
+        return None
+    if not isinstance(token, str):
+        raise TypeError(f"token must be a str or None, got {type(token).__name__}")
+    if not token:
+        raise ValueError("token must not be empty (None: no token)")
+    if token != token.strip():
+        raise ValueError("token has leading or trailing whitespace (a newline read from its file?): strip it")
+    if not all(" " <= c <= "~" for c in token):
+        raise ValueError("token must be printable ASCII (it is sent as an HTTP/2 header)")
+    return token
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and how a client connects: the target, the transport
+    (plaintext, TLS from PEM files read at construction, or the caller's
+    own gRPC credentials) and the bearer token. Picklable unless it holds
+    ``credentials`` (gRPC objects are not)."""
+
+    target: str
+    token: Optional[str] = field(default=None, repr=False)
+    credentials: Optional["grpc.ChannelCredentials"] = None
+    tls: bool = False
+    tls_ca: Optional[bytes] = field(default=None, repr=False)
+    tls_cert: Optional[bytes] = field(default=None, repr=False)
+    tls_key: Optional[bytes] = field(default=None, repr=False)
+
+    @classmethod
+    def make(
+        cls,
+        target: Any,
+        *,
+        token: Any = None,
+        credentials: Any = None,
+        tls_ca: Any = None,
+        tls_cert: Any = None,
+        tls_key: Any = None,
+        allow_insecure_token: Any = False,
+    ) -> "Endpoint":
+        """Checks the connection arguments of :class:`stoker.Loader` and
+        :func:`stoker.list_datasets` (see there) and reads the TLS files.
+        Touches no network: a token that would go in plaintext to a remote
+        host is refused here, before any connection."""
+        target = _args.string("target", target)
+        token = _check_token(token)
+        allow_insecure_token = _args.boolean("allow_insecure_token", allow_insecure_token)
+        ca = _args.optional_path("tls_ca", tls_ca)
+        cert = _args.optional_path("tls_cert", tls_cert)
+        key = _args.optional_path("tls_key", tls_key)
+        tls = ca is not None or cert is not None or key is not None
+        if credentials is not None:
+            if tls:
+                raise ValueError("give either credentials or tls_ca/tls_cert/tls_key, not both")
+            import grpc
+
+            if not isinstance(credentials, grpc.ChannelCredentials):
+                raise TypeError(f"credentials must be grpc.ChannelCredentials, got {type(credentials).__name__}")
+        if (cert is None) != (key is None):
+            raise ValueError("a client certificate needs both tls_cert and tls_key")
+        if token is not None and not tls and credentials is None and not allow_insecure_token and not is_loopback(target):
+            raise ValueError(
+                f"refusing to send the bearer token in plaintext to {target}, which is not a loopback address: "
+                "use TLS (tls_ca=the server's CA file), or pass allow_insecure_token=True on a trusted network"
+            )
+        return cls(
+            target,
+            token,
+            credentials,
+            tls,
+            _read_pem("tls_ca", ca, "certificate") if ca is not None else None,
+            _read_pem("tls_cert", cert, "certificate") if cert is not None else None,
+            _read_pem("tls_key", key, "private key") if key is not None else None,
+        )
+
+    @property
+    def secure(self) -> bool:
+        """Whether the channel uses TLS (or the caller's credentials)."""
+        return self.tls or self.credentials is not None
+
+    def channel_credentials(self) -> Optional["grpc.ChannelCredentials"]:
+        if self.credentials is not None:
+            return self.credentials
+        if not self.tls:
+            return None
+        import grpc
+
+        # No tls_ca: the system's root certificates.
+        return grpc.ssl_channel_credentials(self.tls_ca, self.tls_key, self.tls_cert)
+
+    def error(self, e: Exception) -> StokerError:
+        """A gRPC error of a call to this endpoint as a StokerError, with a
+        hint when the code points at a setting of this side."""
+        err = rpc_error(e)
+        hint = ""
+        if err.code == "UNAVAILABLE" and ("ping timeout" in err.message or "keepalive" in err.message):
+            hint = "the server stopped answering pings: it hangs, or the network to it is cut"
+        elif err.code == "UNAUTHENTICATED" and self.token is None:
+            hint = "the server wants a bearer token: pass token="
+        elif err.code == "UNAVAILABLE" and not self.secure and "Socket closed" in err.message:
+            hint = "a server that closes plaintext connections may be using TLS: pass tls_ca="
+        elif err.code == "UNAVAILABLE" and self.secure and self.credentials is None:
+            # TLS 1.2 fails in the handshake; TLS 1.3 refuses a missing or
+            # unknown client certificate after it, with an alert that gRPC
+            # reports as "Unwrap failed (TSI_DATA_CORRUPTED)".
+            if "handshake" in err.message.lower():
+                hint = ("the TLS handshake failed: check tls_ca (the CA of the server's certificate, which must "
+                        "name the target's host), and tls_cert/tls_key if the server wants a client certificate")
+            elif "TSI_DATA_CORRUPTED" in err.message:
+                hint = ("the server closed the TLS connection: it may want a client certificate (tls_cert, tls_key) "
+                        "signed by its --tls-client-ca")
+        if hint:
+            err = StokerError(err.code, f"{err.message} ({hint})")
+        return err
+
+
+def _channel(endpoint: Endpoint) -> "grpc.Channel":
     global _grpc_pid
     pid = os.getpid()
     if _grpc_pid is not None and _grpc_pid != pid:
@@ -49,10 +244,12 @@ def _channel(target: str, credentials: Optional["grpc.ChannelCredentials"]) -> "
     options = [
         ("grpc.max_receive_message_length", MAX_RECEIVE_MESSAGE_BYTES),
         ("grpc.max_send_message_length", 1 << 20),
+        *KEEPALIVE_OPTIONS,
     ]
+    credentials = endpoint.channel_credentials()
     if credentials is not None:
-        return grpc.secure_channel(target, credentials, options=options)
-    return grpc.insecure_channel(target, options=options)
+        return grpc.secure_channel(endpoint.target, credentials, options=options)
+    return grpc.insecure_channel(endpoint.target, options=options)
 
 
 def _metadata(token: Optional[str]) -> Optional[List[Tuple[str, str]]]:
@@ -60,18 +257,18 @@ def _metadata(token: Optional[str]) -> Optional[List[Tuple[str, str]]]:
 
 
 class Connection:
-    """One channel to a server and the FeedService calls on it.
+    """One channel to a server and the FeedService calls on it, each with
+    the endpoint's token.
 
     ``pid`` is the process that made it: a forked child must neither use
     nor close it (see :meth:`owned`).
     """
 
-    def __init__(
-        self, target: str, credentials: Optional["grpc.ChannelCredentials"], token: Optional[str]
-    ) -> None:
-        self.channel = _channel(target, credentials)
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.channel = _channel(endpoint)
         self.pid = os.getpid()
-        self.metadata = _metadata(token)
+        self.metadata = _metadata(endpoint.token)
         self._closed = False
 
     def owned(self) -> bool:
@@ -105,9 +302,9 @@ class Connection:
         try:
             return call(req, timeout=timeout, metadata=self.metadata).info
         except grpc.RpcError as e:
-            raise rpc_error(e) from None
+            raise self.endpoint.error(e) from None
 
-    def list_datasets(self, timeout: float) -> List[pb.DatasetInfo]:
+    def list_datasets(self, timeout: Optional[float]) -> List[pb.DatasetInfo]:
         """The datasets the server serves (ListDatasets)."""
         import grpc
 
@@ -119,7 +316,7 @@ class Connection:
         try:
             return list(call(pb.ListDatasetsRequest(), timeout=timeout, metadata=self.metadata).datasets)
         except grpc.RpcError as e:
-            raise rpc_error(e) from None
+            raise self.endpoint.error(e) from None
 
     def close(self) -> None:
         """Closes the channel, cancelling its calls; in a forked child only
@@ -133,13 +330,22 @@ class Connection:
 
 def list_datasets(
     target: str,
-    timeout: float = 30.0,
+    timeout: Optional[float] = 30.0,
     token: Optional[str] = None,
     credentials: Optional["grpc.ChannelCredentials"] = None,
+    *,
+    tls_ca: Optional[str] = None,
+    tls_cert: Optional[str] = None,
+    tls_key: Optional[str] = None,
+    allow_insecure_token: bool = False,
 ) -> List[pb.DatasetInfo]:
     """Returns the datasets the server at ``target`` serves (name, size,
-    classes, fingerprint, format)."""
-    conn = Connection(target, credentials, token)
+    classes, fingerprint, format). ``timeout``: seconds, or None to wait
+    forever; the connection arguments are :class:`stoker.Loader`'s."""
+    timeout = _args.seconds("timeout", timeout)
+    endpoint = Endpoint.make(target, token=token, credentials=credentials, tls_ca=tls_ca, tls_cert=tls_cert,
+                             tls_key=tls_key, allow_insecure_token=allow_insecure_token)
+    conn = Connection(endpoint)
     try:
         return conn.list_datasets(timeout)
     finally:

@@ -17,16 +17,13 @@ import os
 import queue
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 from stoker._buffers import _Batch, _BufferPool
-from stoker._channel import Connection
-from stoker._errors import StokerError, rpc_error
+from stoker._channel import Connection, Endpoint
+from stoker._errors import StokerError
 from stoker._wire import _Chunk
 from stoker.v1 import stoker_pb2 as pb
-
-if TYPE_CHECKING:  # pragma: no cover
-    import grpc
 
 __all__ = ["_FeedStream", "_Session"]
 
@@ -45,6 +42,7 @@ class _FeedStream:
     def __init__(self, conn: Connection, open_job: pb.OpenJob, pin: bool, pool: Optional[_BufferPool]) -> None:
         _FeedStream.opened += 1
         self.pid = conn.pid
+        self._endpoint = conn.endpoint
         #: The epoch whose JobInfo comes next while the stream waits between
         #: epochs (the last iteration on it ran its epoch to EpochEnd); None
         #: while an iteration uses it, or before.
@@ -70,11 +68,16 @@ class _FeedStream:
                 return
             yield req
 
-    def credit(self, wait_seconds: float) -> None:
-        """Grants one more batch and reports the wait for the one taken."""
+    def credit(self, wait_seconds: float, step_seconds: float = 0.0) -> None:
+        """Grants one more batch and reports the wait for the one taken and
+        the trainer's step before it (the time between taking the previous
+        batch and asking for this one): the server's controller steers on
+        both."""
         if not self._closed:
             self._requests.put(
-                pb.FeedRequest(credit=pb.Credit(credits=1, wait_seconds=wait_seconds, batches=1))
+                pb.FeedRequest(
+                    credit=pb.Credit(credits=1, wait_seconds=wait_seconds, batches=1, step_seconds=step_seconds)
+                )
             )
 
     def _read(self) -> None:
@@ -115,7 +118,7 @@ class _FeedStream:
             if self._closed:
                 put(("error", StokerError("CANCELLED", "the Feed stream was closed by the client")))
             else:
-                put(("error", rpc_error(e)))
+                put(("error", self._endpoint.error(e)))
         except BaseException as e:  # reported to the consumer, never lost in a thread
             put(("error", e))
 
@@ -165,14 +168,12 @@ class _Session:
         self.conn: Optional[Connection] = None
         self.stream: Optional[_FeedStream] = None
 
-    def connection(
-        self, target: str, credentials: Optional["grpc.ChannelCredentials"], token: Optional[str]
-    ) -> Connection:
+    def connection(self, endpoint: Endpoint) -> Connection:
         """The open channel, made if there is none (or only a forked
         parent's, which is forgotten, never used)."""
         c = self.conn
         if c is None or c.closed or not c.owned():
-            c = self.conn = Connection(target, credentials, token)
+            c = self.conn = Connection(endpoint)
         return c
 
     def idle_stream(self, epoch: int) -> Optional[_FeedStream]:

@@ -27,9 +27,10 @@ import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
+from stoker import _args
 from stoker import transforms as _transforms
 from stoker._buffers import _BufferPool, batch_tensors
-from stoker._channel import list_datasets
+from stoker._channel import Endpoint, list_datasets
 from stoker._errors import SampleError, StokerError
 from stoker._job import FAIL_POLICIES, Job, layout_enum
 from stoker._malloc import tune_malloc
@@ -51,6 +52,14 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 __all__ = ["Loader", "StokerError", "SampleError", "LoaderStats", "list_datasets"]
+
+#: The largest ``batch_size``.
+MAX_BATCH_SIZE = 65536
+#: The largest ``prefetch``: each batch in flight is held in the trainer's
+#: memory, so ``prefetch`` batches of 256 images of 3x224x224 bytes are
+#: ``prefetch`` x 37 MiB. (A server also bounds what all its streams hold:
+#: --memory-budget.)
+MAX_PREFETCH = 1024
 
 
 class Loader:
@@ -93,28 +102,54 @@ class Loader:
         dataset: a dataset name the server serves (see :func:`list_datasets`).
         transform: a preset name (``"imagenet-train"``, ``"imagenet-eval"``)
             or a :class:`stoker.transforms.Compose` of ops.
-        batch_size: samples per batch.
+        batch_size: samples per batch, 1..65536.
         shuffle: shuffle the epoch's order (from ``seed`` and the epoch).
-        seed: seeds the order and every random augmentation.
+        seed: seeds the order and every random augmentation; 0..2**64-1.
         rank, world_size: this trainer's share of the epoch.
         drop_last: drop the rank's last incomplete batch.
-        prefetch: batches the server may send ahead of the trainer (credits).
+        prefetch: batches the server may send ahead of the trainer
+            (credits), 1..1024; this process holds up to ``prefetch``
+            batches besides the trainer's, so memory grows with it (4 is
+            plenty when the server keeps up).
         return_indices: also yield the samples' dataset indices.
         pin_memory: assemble batches in pinned memory; None: when CUDA is
             available.
         layout: ``"NCHW"`` or ``"NHWC"``.
         in_order: yield batches in batch-number order; False yields them as
             they are ready (faster when batch times vary).
-        timeout: seconds to wait for any message from the server before
-            raising StokerError("DEADLINE_EXCEEDED"); None waits forever.
-        token: a bearer token sent on every call, for servers that want one.
-        credentials: gRPC channel credentials (TLS); None for plaintext.
+        timeout: seconds (positive) to wait for any message from the server
+            before raising StokerError("DEADLINE_EXCEEDED"); None waits for
+            as long as the server is alive: the channel pings it after 10 s
+            without data, and raises StokerError("UNAVAILABLE") when it does
+            not answer within 5 s (a hung server, or a cut network).
+        token: a bearer token sent on every call (the Feed stream, len()'s
+            DescribeJob), for servers run with ``--auth-tokens``. It is
+            refused (ValueError, before any connection) when it would go in
+            plaintext to a host other than this one: use TLS, or
+            ``allow_insecure_token=True``.
+        tls_ca: a PEM file of the CA that signed the server's certificate
+            (``--tls-cert``): connect with TLS. The certificate must name
+            the target's host (its IP address, for a ``"IP:port"`` target).
+        tls_cert, tls_key: PEM files of a client certificate and its key,
+            for servers that want one (mutual TLS: ``--tls-client-ca``);
+            given without ``tls_ca``, TLS trusts the system's root CAs.
+        credentials: ``grpc.ChannelCredentials``, for full control of TLS
+            instead of the ``tls_*`` files (not both: ValueError). A loader
+            with credentials cannot be pickled (DataLoader workers).
+            Default: plaintext, unless a ``tls_*`` file is given.
+        allow_insecure_token: send the token in plaintext to a remote host
+            (a trusted network only: anyone on the path can read it).
         fail_policy: ``"pad"`` (an undecodable sample's slot is filled with
             a good sample of the same batch, so batches keep their size) or
             ``"drop"`` (the batch is smaller). Either way the sample is listed
             in :attr:`sample_errors`.
         tune_malloc: call :func:`stoker.loader.tune_malloc` on the first
             iteration (halves the trainer's receive CPU under glibc).
+
+    Every argument is checked when the loader is made: TypeError for a
+    wrong type (integers must be ints, numpy's included, never floats or
+    bools; flags must be bools), ValueError for a value out of range. The
+    TLS files are read then too.
 
     Attributes:
         sample_errors: every distinct (index, name, reason) the server
@@ -146,43 +181,44 @@ class Loader:
         timeout: Optional[float] = None,
         *,
         token: Optional[str] = None,
+        tls_ca: Optional[str] = None,
+        tls_cert: Optional[str] = None,
+        tls_key: Optional[str] = None,
         credentials: Optional["grpc.ChannelCredentials"] = None,
+        allow_insecure_token: bool = False,
         fail_policy: str = "pad",
         tune_malloc: bool = True,
     ) -> None:
-        if not isinstance(dataset, str) or not dataset:
-            raise ValueError("dataset must be a dataset name")
-        if not 1 <= batch_size <= 65536:
-            raise ValueError(f"batch_size must be in 1..65536, got {batch_size}")
-        if world_size < 1 or not 0 <= rank < world_size:
-            raise ValueError(f"rank {rank} of world_size {world_size}: want 0 <= rank < world_size")
-        if prefetch < 1:
-            raise ValueError(f"prefetch must be >= 1, got {prefetch}")
-        if not 0 <= seed < 1 << 64:
-            raise ValueError("seed must be in 0..2**64-1")
-        if fail_policy not in FAIL_POLICIES:
-            raise ValueError(f"fail_policy must be 'pad' or 'drop', got {fail_policy!r}")
-        self.target = target
-        self.dataset = dataset
+        # Every argument is checked here, so that a mistake fails at once
+        # rather than at the first batch, or silently (batch_size=8.5).
+        self.dataset = _args.string("dataset", dataset)
         self.transform = transform
-        self.batch_size = int(batch_size)
-        self.shuffle = bool(shuffle)
-        self.seed = int(seed)
-        self.rank = int(rank)
-        self.world_size = int(world_size)
-        self.drop_last = bool(drop_last)
-        self.prefetch = int(prefetch)
-        self.return_indices = bool(return_indices)
-        self.pin_memory = pin_memory
-        self.layout = layout.upper()
-        self.in_order = bool(in_order)
-        self.timeout = timeout
-        self.token = token
-        self.credentials = credentials
+        self._spec = _transforms.to_spec(transform)  # TypeError unless a preset name or ops
+        self.batch_size = _args.integer("batch_size", batch_size, 1, MAX_BATCH_SIZE)
+        self.shuffle = _args.boolean("shuffle", shuffle)
+        self.seed = _args.integer("seed", seed, 0, (1 << 64) - 1)
+        self.world_size = _args.integer("world_size", world_size, 1, (1 << 32) - 1)
+        self.rank = _args.integer("rank", rank, 0, (1 << 32) - 1)
+        if self.rank >= self.world_size:
+            raise ValueError(f"rank {self.rank} of world_size {self.world_size}: want 0 <= rank < world_size")
+        self.drop_last = _args.boolean("drop_last", drop_last)
+        self.prefetch = _args.integer("prefetch", prefetch, 1, MAX_PREFETCH)
+        self.return_indices = _args.boolean("return_indices", return_indices)
+        self.pin_memory = _args.optional_boolean("pin_memory", pin_memory)
+        self.layout = _args.string("layout", layout).upper()
+        layout_enum(self.layout)
+        self.in_order = _args.boolean("in_order", in_order)
+        self.timeout = _args.seconds("timeout", timeout)
+        if _args.string("fail_policy", fail_policy) not in FAIL_POLICIES:
+            raise ValueError(f"fail_policy must be 'pad' or 'drop', got {fail_policy!r}")
         self.fail_policy = fail_policy
-        self.tune_malloc = tune_malloc
-        layout_enum(layout)
-        self._spec = _transforms.to_spec(transform)
+        self.tune_malloc = _args.boolean("tune_malloc", tune_malloc)
+        # The connection's arguments, checked (a token bound for plaintext
+        # to a remote host is refused here) and the TLS files read.
+        self._endpoint = Endpoint.make(target, token=token, credentials=credentials, tls_ca=tls_ca,
+                                       tls_cert=tls_cert, tls_key=tls_key,
+                                       allow_insecure_token=allow_insecure_token)
+        self.target = self._endpoint.target
 
         self.epoch = 0
         self.consumed = 0
@@ -195,6 +231,16 @@ class Loader:
         self._len_cache: Dict[Tuple[int, int], int] = {}
         self._pool: Optional[_BufferPool] = None
         self._open_session()
+
+    @property
+    def token(self) -> Optional[str]:
+        """The bearer token sent on every call (read-only)."""
+        return self._endpoint.token
+
+    @property
+    def credentials(self) -> Optional["grpc.ChannelCredentials"]:
+        """The gRPC channel credentials given (read-only)."""
+        return self._endpoint.credentials
 
     def _open_session(self) -> None:
         # The channel and stream live in a _Session that does not refer back
@@ -251,9 +297,7 @@ class Loader:
         Every rank must use the same epoch. A pending resume from
         :meth:`load_state_dict` for another epoch is dropped.
         """
-        epoch = int(epoch)
-        if epoch < 0:
-            raise ValueError("epoch must be >= 0")
+        epoch = _args.integer("epoch", epoch, 0, (1 << 64) - 1)
         if epoch != self.epoch:
             self._resume = None
             self._progress = Progress()
@@ -341,7 +385,7 @@ class Loader:
         fork, as iterations make it on their first next()."""
         session = self._session
         session.drop_stream()
-        conn = session.connection(self.target, self.credentials, self.token)
+        conn = session.connection(self._endpoint)
         open_job = self._job().open_job(epoch, resume, self.prefetch, not self.in_order)
         session.stream = _FeedStream(conn, open_job, self._wants_pin(), self._buffers())
         return session.stream
@@ -353,7 +397,7 @@ class Loader:
         key = (self.epoch, self.consumed)
         n = self._len_cache.get(key)
         if n is None:
-            conn = self._session.connection(self.target, self.credentials, self.token)
+            conn = self._session.connection(self._endpoint)
             info = conn.describe_job(self._job().spec(), self.epoch, self.consumed,
                                      self.timeout if self.timeout is not None else 60.0)
             n = self._len_cache[key] = int(info.batches)
@@ -403,6 +447,7 @@ class Loader:
                     RuntimeWarning,
                     stacklevel=2,
                 )
+            step = 0.0  # none before the first batch
             while True:
                 kind, v = stream.get(self.timeout)
                 waited = time.perf_counter() - t0
@@ -412,7 +457,7 @@ class Loader:
                 if kind == "batch":
                     # Also for an epoch's last batches: the server goes on
                     # with the next epoch's first ones.
-                    stream.credit(waited)
+                    stream.credit(waited, step)
                     self.stats.wait_seconds += waited
                     if v.header.epoch != epoch:
                         raise StokerError("INTERNAL", f"batch of epoch {v.header.epoch} in epoch {epoch}")
@@ -421,8 +466,10 @@ class Loader:
                     number = int(v.header.number)
                     v = None  # only the yielded tensors hold the buffer now
                     progress.take(number)
+                    yielded = time.perf_counter()
                     yield out
                     t0 = time.perf_counter()
+                    step = t0 - yielded  # the trainer's work on the batch
                 elif kind == "end":
                     self.stats.wait_seconds += waited
                     finished = True

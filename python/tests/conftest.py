@@ -128,3 +128,33 @@ def server(stoker_bin: Path, data_dirs: Dict[str, Path], tmp_path_factory: pytes
         pytest.fail(str(e))
     with srv:
         yield srv.addr
+
+
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory: pytest.TempPathFactory):
+    """A test CA and the server's and a client's certificates (certs.py)."""
+    from certs import make_certs
+
+    return make_certs(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture(scope="session")
+def start_server(stoker_bin: Path, data_dirs: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory):
+    """Starts another `stoker serve` over ``tiny`` with extra flags:
+    ``start_server(*args)`` returns a started LocalServer, stopped at the
+    end of the session if the test has not stopped it."""
+    started = []
+
+    def start(*args: str) -> LocalServer:
+        log = tmp_path_factory.mktemp("server") / "server.log"
+        try:
+            srv = LocalServer(str(stoker_bin), {"tiny": str(data_dirs["tiny"])}, workers=1,
+                              args=["--grace", "1s", *args], log_path=str(log))
+        except RuntimeError as e:
+            pytest.fail(str(e))
+        started.append(srv)
+        return srv
+
+    yield start
+    for srv in started:
+        srv.stop()

@@ -1,0 +1,87 @@
+"""Argument checks for the public API: each returns the value as the type
+the rest of the package uses, or raises TypeError (wrong type) or
+ValueError (right type, out of range), naming the argument.
+
+Integers are Python ints or anything with ``__index__`` (numpy and 0-d
+torch integers), never bools nor floats: ``batch_size=8.5`` is an error,
+not 8. Bools are bools (Python's or numpy's), never 0/1 or strings.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+import os
+from typing import Any, Optional
+
+import numpy as np
+
+__all__ = ["integer", "boolean", "optional_boolean", "seconds", "string", "optional_path"]
+
+_U64 = (1 << 64) - 1
+
+
+def _bound(v: int) -> str:
+    return "2**64-1" if v == _U64 else "2**32-1" if v == (1 << 32) - 1 else str(v)
+
+
+def _what(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"
+
+
+def integer(name: str, value: Any, lo: int, hi: int) -> int:
+    """``value`` as an int in ``lo..hi``."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an int, got a bool ({value!r})")
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {_what(value)}") from None
+    if not lo <= v <= hi:
+        raise ValueError(f"{name} must be in {_bound(lo)}..{_bound(hi)}, got {v}")
+    return v
+
+
+def boolean(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {_what(value)}")
+    return bool(value)
+
+
+def optional_boolean(name: str, value: Any) -> Optional[bool]:
+    return None if value is None else boolean(name, value)
+
+
+def seconds(name: str, value: Any) -> Optional[float]:
+    """A positive, finite number of seconds, or None."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number of seconds or None, got {_what(value)}")
+    v = float(value)
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f"{name} must be a positive, finite number of seconds or None, got {value!r}")
+    return v
+
+
+def string(name: str, value: Any, *, empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {_what(value)}")
+    if not empty and not value:
+        raise ValueError(f"{name} must not be empty")
+    return value
+
+
+def optional_path(name: str, value: Any) -> Optional[str]:
+    """A file path (str or os.PathLike), or None."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a file path, got {_what(value)}")
+    p = os.fspath(value)
+    if not isinstance(p, str):
+        raise TypeError(f"{name} must be a str path, got {_what(value)}")
+    if not p:
+        raise ValueError(f"{name} must not be empty")
+    return p

@@ -1,0 +1,291 @@
+"""Connections: TLS and mutual TLS, bearer tokens (and the refusal to send
+one in plaintext to another host), keepalive against a hung server. Each
+server here is a `stoker serve` of its own over ``tiny`` (conftest's
+start_server); the certificates come from certs.py."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+import stoker
+from stoker._channel import is_loopback
+
+from helpers import TINY_N, collect, loader
+
+TOKEN = "s3cret-token-for-tests"
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Fails the test if its block takes longer than ``seconds`` (SIGALRM:
+    the loader's waits wake every 0.1 s, so the handler runs)."""
+
+    def expired(signum, frame):
+        pytest.fail(f"still waiting after {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.fixture
+def no_channels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Makes any attempt to open a gRPC channel fail the test."""
+    import grpc
+
+    def refuse(*a, **kw):
+        raise AssertionError("a channel was made")
+
+    monkeypatch.setattr(grpc, "insecure_channel", refuse)
+    monkeypatch.setattr(grpc, "secure_channel", refuse)
+
+
+# 1. TLS and mutual TLS.
+
+
+@pytest.fixture(scope="module")
+def tls_server(start_server, certs) -> str:
+    return start_server("--tls-cert", certs.server_cert, "--tls-key", certs.server_key).addr
+
+
+@pytest.fixture(scope="module")
+def mtls_server(start_server, certs) -> str:
+    return start_server("--tls-cert", certs.server_cert, "--tls-key", certs.server_key,
+                        "--tls-client-ca", certs.ca).addr
+
+
+def test_tls_loader_iterates_an_epoch(tls_server: str, certs) -> None:
+    with loader(tls_server, tls_ca=certs.ca, return_indices=True) as ld:
+        assert len(ld) == 10
+        batches = collect(ld)
+    assert len(batches) == 10
+    assert sorted(i for b in batches for i in b[2].tolist()) == list(range(TINY_N))
+    names = [d.name for d in stoker.list_datasets(tls_server, tls_ca=certs.ca)]
+    assert names == ["tiny"]
+    # "localhost" is in the certificate too; a path-like is a path.
+    port = tls_server.rsplit(":", 1)[1]
+    assert len(loader(f"localhost:{port}", tls_ca=Path(certs.ca))) == 10
+
+
+def test_tls_loader_pickles_with_its_files(tls_server: str, certs) -> None:
+    # The files are read when the loader is made and travel with it (a
+    # DataLoader worker needs them, not the paths).
+    ld = pickle.loads(pickle.dumps(loader(tls_server, tls_ca=certs.ca)))
+    assert len(collect(ld)) == 10
+
+
+def test_plaintext_to_a_tls_server_fails_clearly(tls_server: str) -> None:
+    with loader(tls_server, timeout=30) as ld, pytest.raises(stoker.StokerError) as e:
+        next(iter(ld))
+    assert e.value.code == "UNAVAILABLE"
+    assert "tls_ca" in e.value.message, e.value.message
+    with pytest.raises(stoker.StokerError) as e:
+        stoker.list_datasets(tls_server)
+    assert e.value.code == "UNAVAILABLE"
+
+
+def test_tls_with_another_ca_fails(tls_server: str, certs) -> None:
+    with loader(tls_server, tls_ca=certs.other_ca, timeout=30) as ld, pytest.raises(stoker.StokerError) as e:
+        next(iter(ld))
+    assert e.value.code == "UNAVAILABLE"
+    assert "tls_ca" in e.value.message, e.value.message
+
+
+def test_mtls_needs_the_client_certificate(mtls_server: str, certs) -> None:
+    with loader(mtls_server, tls_ca=certs.ca, timeout=30) as ld:
+        with pytest.raises(stoker.StokerError) as e:
+            next(iter(ld))
+        assert e.value.code == "UNAVAILABLE", e.value
+        assert "tls_cert" in e.value.message, e.value.message
+        with pytest.raises(stoker.StokerError) as e:
+            len(ld)
+    assert e.value.code == "UNAVAILABLE"
+    with pytest.raises(stoker.StokerError):
+        stoker.list_datasets(mtls_server, tls_ca=certs.ca)
+
+    kw = dict(tls_ca=certs.ca, tls_cert=certs.client_cert, tls_key=certs.client_key)
+    with loader(mtls_server, **kw) as ld:
+        assert len(ld) == 10
+        assert len(collect(ld)) == 10
+    assert [d.name for d in stoker.list_datasets(mtls_server, **kw)] == ["tiny"]
+    # stoker.Dataset takes the same arguments.
+    ds = stoker.Dataset(mtls_server, "tiny", batch_size=5, pin_memory=False, timeout=60, **kw)
+    assert len(ds) == 10 and len(collect(ds)) == 10
+
+
+def test_credentials_for_full_control(tls_server: str, certs) -> None:
+    import grpc
+
+    creds = grpc.ssl_channel_credentials(Path(certs.ca).read_bytes())
+    assert len(collect(loader(tls_server, credentials=creds))) == 10
+    assert [d.name for d in stoker.list_datasets(tls_server, credentials=creds)] == ["tiny"]
+
+
+def test_tls_argument_errors(certs, tmp_path: Path) -> None:
+    import grpc
+
+    creds = grpc.ssl_channel_credentials()
+    not_pem = tmp_path / "not.pem"
+    not_pem.write_text("hello\n")
+    cases = [
+        (dict(credentials=creds, tls_ca=certs.ca), ValueError, "not both"),
+        (dict(credentials=creds, tls_cert=certs.client_cert, tls_key=certs.client_key), ValueError, "not both"),
+        (dict(tls_ca=certs.ca, tls_cert=certs.client_cert), ValueError, "tls_key"),
+        (dict(tls_ca=certs.ca, tls_key=certs.client_key), ValueError, "tls_cert"),
+        (dict(tls_ca=str(tmp_path / "missing.pem")), FileNotFoundError, "missing.pem"),
+        (dict(tls_ca=str(not_pem)), ValueError, "no PEM"),
+        (dict(tls_ca=42), TypeError, "tls_ca"),
+        (dict(credentials="tls"), TypeError, "credentials"),
+        (dict(allow_insecure_token=1), TypeError, "allow_insecure_token"),
+    ]
+    for kw, exc, match in cases:
+        with pytest.raises(exc, match=match):
+            stoker.Loader("127.0.0.1:1", "tiny", **kw)
+        with pytest.raises(exc, match=match):
+            stoker.list_datasets("127.0.0.1:1", **kw)
+
+
+# 2. Tokens.
+
+
+@pytest.fixture(scope="module")
+def auth_server(start_server, tmp_path_factory: pytest.TempPathFactory) -> str:
+    tokens = tmp_path_factory.mktemp("auth") / "tokens"
+    tokens.write_text(f"# test tokens\n\n{TOKEN}\nanother-token\n")
+    return start_server("--auth-tokens", str(tokens)).addr
+
+
+@pytest.mark.parametrize("token", [None, "wrong-token"])
+def test_calls_without_a_good_token_are_refused(auth_server: str, token) -> None:
+    with loader(auth_server, token=token) as ld:
+        with pytest.raises(stoker.StokerError) as e:
+            next(iter(ld))
+        assert e.value.code == "UNAUTHENTICATED"
+        assert "bearer token" in e.value.message
+        if token is None:
+            assert "token=" in e.value.message  # the hint
+        with pytest.raises(stoker.StokerError) as e:
+            len(ld)
+        assert e.value.code == "UNAUTHENTICATED"
+    with pytest.raises(stoker.StokerError) as e:
+        stoker.list_datasets(auth_server, token=token)
+    assert e.value.code == "UNAUTHENTICATED"
+
+
+def test_token_goes_on_every_call(auth_server: str) -> None:
+    with loader(auth_server, token=TOKEN, return_indices=True) as ld:
+        assert len(ld) == 10  # DescribeJob
+        first = collect(ld)  # Feed
+        assert len(first) == 10
+        assert len(collect(ld)) == 10  # the next epoch, on the same stream
+        assert len(ld) == 10  # epoch 2, asked again
+    assert [d.name for d in stoker.list_datasets(auth_server, token=TOKEN)] == ["tiny"]
+    ds = stoker.Dataset(auth_server, "tiny", batch_size=5, pin_memory=False, timeout=60, token=TOKEN)
+    assert len(ds) == 10 and len(collect(ds)) == 10
+
+
+def test_token_in_plaintext_to_a_remote_host_is_refused_before_connecting(no_channels, certs) -> None:
+    target = "10.0.0.1:7070"  # never connected to: the check comes first
+    t0 = time.monotonic()
+    for make in (
+        lambda **kw: stoker.Loader(target, "tiny", **kw),
+        lambda **kw: stoker.Dataset(target, "tiny", **kw),
+        lambda **kw: stoker.list_datasets(target, **kw),
+    ):
+        with pytest.raises(ValueError) as e:
+            make(token=TOKEN)
+        msg = str(e.value)
+        assert "plaintext" in msg and "tls_ca" in msg and "allow_insecure_token=True" in msg
+        assert TOKEN not in msg
+    assert time.monotonic() - t0 < 2.0
+    # Allowed: told so, with TLS, or without a token.
+    stoker.Loader(target, "tiny", token=TOKEN, allow_insecure_token=True)
+    stoker.Loader(target, "tiny", token=TOKEN, tls_ca=certs.ca)
+    stoker.Loader("dns:///stoker.example:7070", "tiny", token=TOKEN, tls_ca=certs.ca)
+    stoker.Loader(target, "tiny")
+    # Loopback targets may have it in plaintext.
+    for t in ("127.0.0.1:7070", "localhost:7070", "[::1]:7070", "unix:/tmp/stoker.sock"):
+        stoker.Loader(t, "tiny", token=TOKEN)
+    with pytest.raises(ValueError):
+        stoker.Loader("dns:///stoker.example:7070", "tiny", token=TOKEN)
+
+
+def test_token_argument_errors() -> None:
+    for token, exc in ((42, TypeError), (b"tok", TypeError), ("", ValueError), ("tok\n", ValueError),
+                       ("t\x00k", ValueError), ("tøk", ValueError)):
+        with pytest.raises(exc):
+            stoker.Loader("127.0.0.1:1", "tiny", token=token)
+
+
+@pytest.mark.parametrize(
+    "target, want",
+    [
+        ("127.0.0.1:7070", True),
+        ("127.8.9.10:7070", True),
+        ("localhost:7070", True),
+        ("LOCALHOST", True),
+        ("[::1]:7070", True),
+        ("::1", True),
+        ("[::ffff:127.0.0.1]:7070", True),
+        ("unix:/run/stoker.sock", True),
+        ("unix-abstract:stoker", True),
+        ("dns:///localhost:7070", True),
+        ("dns://8.8.8.8/localhost:7070", True),
+        ("passthrough:///127.0.0.1:7070", True),
+        ("ipv4:127.0.0.1:1,127.0.0.2:2", True),
+        ("ipv6:[::1]:7070", True),
+        ("10.0.0.1:7070", False),
+        ("gpu-host:7070", False),
+        ("[2001:db8::1]:7070", False),
+        ("dns:///gpu-host:7070", False),
+        ("dns:localhost:7070", False),  # unsure how it resolves: remote
+        ("ipv4:127.0.0.1:1,10.0.0.1:2", False),
+        ("localhost.evil.example:7070", False),
+        ("", False),
+    ],
+)
+def test_is_loopback(target: str, want: bool) -> None:
+    assert is_loopback(target) is want
+
+
+# 3. Keepalive.
+
+
+def test_keepalive_detects_a_hung_server(start_server) -> None:
+    # With timeout=None a loader waits as long as the server is alive; a
+    # stopped one (SIGSTOP: its socket stays open, nothing answers) stops
+    # answering keepalive pings, found within 10 s (ping) + 5 s (timeout)
+    # of the last data. (The sleep lets gRPC's own ping, sent on data, be
+    # answered first: it is the keepalive ping that finds the hang.)
+    srv = start_server()
+    pid = srv.proc.pid
+    ld = loader(srv.addr, timeout=None, prefetch=2)
+    it = iter(ld)
+    try:
+        next(it)
+        time.sleep(2)
+        os.kill(pid, signal.SIGSTOP)
+        t0 = time.monotonic()
+        with deadline(45), pytest.raises(stoker.StokerError) as e:
+            while True:
+                next(it)  # the batches already here, then the error
+        took = time.monotonic() - t0
+        assert e.value.code == "UNAVAILABLE", e.value
+        assert "stopped answering pings" in e.value.message, e.value.message
+        assert took < 25, f"found after {took:.1f} s"
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        ld.close()
+        srv.stop()
