@@ -58,8 +58,9 @@ func (b *Batch) reset(n, size int) {
 type Executor struct {
 	mu sync.Mutex
 	// work is where idle workers wait for samples (L is &mu).
-	work  sync.Cond
-	sched Schedule
+	work   sync.Cond
+	sched  Schedule
+	stages StageObserver // nil: none
 	// closed: no more Fills; the workers leave once the queues are empty.
 	closed bool
 	// queues are the open queues by name.
@@ -102,7 +103,7 @@ func NewExecutor(workers int, opts ...Option) *Executor {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	e := &Executor{workers: workers, sched: o.schedule, queues: map[string]*Queue{}}
+	e := &Executor{workers: workers, sched: o.schedule, queues: map[string]*Queue{}, stages: o.stages}
 	e.work.L = &e.mu
 	for range workers {
 		e.wg.Add(1)

@@ -27,6 +27,7 @@ type options struct {
 	reference   bool
 	scaling     DCTScaling
 	schedule    Schedule // read by NewExecutor only (WithSchedule)
+	stages      StageObserver
 }
 
 // Option configures a Decoder (and, through NewExecutor, an Executor's

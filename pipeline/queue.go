@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Schedule says how an Executor's workers choose the next sample among the
@@ -58,6 +59,16 @@ func ParseSchedule(s string) (Schedule, error) {
 	}
 	return 0, fmt.Errorf("%w: schedule %q (want stall or fifo)", ErrUnsupported, s)
 }
+
+// A StageObserver is told, for every sample an Executor makes, how long it
+// waited in its queue (from its Fill until a worker took it), how long
+// reading its file took and how long decoding and transforming it took. It
+// is called from the workers, concurrently.
+type StageObserver func(queued, read, decode time.Duration)
+
+// WithStageObserver has an Executor report every sample's stage times to
+// f. Default: none (and no clock reads).
+func WithStageObserver(f StageObserver) Option { return func(o *options) { o.stages = f } }
 
 // WithSchedule sets how an Executor's workers choose among its queues.
 // Default ScheduleWeighted. Decoders ignore it.
@@ -205,6 +216,7 @@ type fillReq struct {
 	running     int     // of those, the ones being made now
 	dropped     error   // why samples were dropped: ctx.Err() or ErrClosed
 	done        chan struct{}
+	queued      time.Time // when Fill queued it, with a StageObserver
 }
 
 // fillReqs recycles fillReqs with their errs and done channel, so a Fill
@@ -250,6 +262,9 @@ func (q *Queue) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 		e.mu.Unlock()
 		r.release()
 		return nil
+	}
+	if e.stages != nil {
+		r.queued = time.Now()
 	}
 	e.enqueue(r)
 	e.mu.Unlock()
@@ -433,10 +448,20 @@ func (e *Executor) run(d *Decoder) {
 		r, i := e.take(q)
 		e.mu.Unlock()
 		idx := r.indices[i]
+		var t0, t1 time.Time
+		if e.stages != nil {
+			t0 = time.Now()
+		}
 		data, err := r.ds.Read(int(idx), buf)
+		if e.stages != nil {
+			t1 = time.Now()
+		}
 		if err == nil {
 			buf = data
 			err = d.Decode(data, r.t, Key{r.seed, r.epoch, uint64(idx)}, r.data[i*r.size:(i+1)*r.size])
+		}
+		if e.stages != nil {
+			e.stages(t0.Sub(r.queued), t1.Sub(t0), time.Since(t1))
 		}
 		r.errs[i] = err
 		e.mu.Lock()

@@ -527,3 +527,34 @@ func TestIdleQueueBanksNoCredit(t *testing.T) {
 		t.Errorf("a got %d of the first 20 samples after b was idle, want 10: %v", a, log.names[:20])
 	}
 }
+
+func TestStageObserver(t *testing.T) {
+	var mu sync.Mutex
+	var n int
+	var read, decode time.Duration
+	e := NewExecutor(2, WithStageObserver(func(q, r, d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		read += r
+		decode += d
+		if q < 0 || r < 0 || d < 0 {
+			t.Errorf("negative stage time: queue %v read %v decode %v", q, r, d)
+		}
+	}))
+	defer e.Close()
+	ds := memDataset{goldenJPEGs()[:6]}
+	tr, err := NewTransform(CHW, Op{Kind: OpResize, Size: [2]int{16, 16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	if err := e.Fill(context.Background(), ds, tr, 1, 0, []int64{0, 1, 2, 3, 4, 5}, PadFromBatch, &b); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n != 6 || decode <= 0 {
+		t.Errorf("%d observations, decode %v: want 6, > 0", n, decode)
+	}
+}

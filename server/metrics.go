@@ -28,6 +28,7 @@ type metrics struct {
 	workersRecommended *prometheus.GaugeVec
 	windowDecisions    *prometheus.CounterVec
 	sendSeconds        prometheus.Histogram
+	sampleStages       *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -57,8 +58,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Per job: trainer wait time over wall time, over the last 3 seconds.",
 		}, []string{"dataset", "job"}),
 		batchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "stoker_batch_seconds",
-			Help:    "Seconds from leasing a batch to having it made, on whichever maker (queueing included).",
+			Name:    "stoker_lease_seconds",
+			Help:    "Seconds from leasing a batch to having it made, on whichever maker (queueing included; stoker_sample_stage_seconds splits the local executor's time by stage).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}, []string{"dataset"}),
 		leases: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -111,7 +112,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help:    "Seconds to send one batch to a trainer (header and chunks; a trainer that reads slowly makes it longer).",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 	})
-	for _, c := range []prometheus.Collector{m.window, m.buffered, m.gpuIdle, m.workersRecommended, m.windowDecisions, m.sendSeconds} {
+	m.sampleStages = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "stoker_sample_stage_seconds",
+		Help:    "Seconds one sample spent in each stage on the local executor: queue (waiting for a worker), read (its file), decode (decode and transform).",
+		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 18),
+	}, []string{"stage"})
+	for _, c := range []prometheus.Collector{m.window, m.buffered, m.gpuIdle, m.workersRecommended, m.windowDecisions, m.sendSeconds, m.sampleStages} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

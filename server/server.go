@@ -121,7 +121,13 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		if cfg.Schedule != "" {
 			sched, _ = pipeline.ParseSchedule(cfg.Schedule)
 		}
-		s.exec = pipeline.NewExecutor(cfg.Workers, append(opts, pipeline.WithSchedule(sched))...)
+		queued, read, decode := m.sampleStages.WithLabelValues("queue"), m.sampleStages.WithLabelValues("read"), m.sampleStages.WithLabelValues("decode")
+		opts = append(opts, pipeline.WithSchedule(sched), pipeline.WithStageObserver(func(q, r, d time.Duration) {
+			queued.Observe(q.Seconds())
+			read.Observe(r.Seconds())
+			decode.Observe(d.Seconds())
+		}))
+		s.exec = pipeline.NewExecutor(cfg.Workers, opts...)
 		s.stop = make(chan struct{})
 		if sched == pipeline.ScheduleWeighted {
 			floor := cfg.ShareFloor
