@@ -42,6 +42,9 @@ func runBenchCmd(args []string) error {
 	if len(args) > 0 && args[0] == "load" {
 		return runLoad(args[1:])
 	}
+	if len(args) > 0 && args[0] == "backpressure" {
+		return runBackpressure(args[1:])
+	}
 	return runBench(args)
 }
 
