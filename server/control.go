@@ -83,11 +83,12 @@ func (c *coordinator) publish(snap telemetrySnap, ms []Maker, idle float64, gpuO
 	}
 	capacity, ready, free := 0.0, 0, false
 	window := c.window(ms)
+	now := time.Now()
 	for _, m := range ms {
 		st := c.stats[m]
 		mst := &stokerv1.MakerStatus{Name: m.Name(), Ready: m.Ready()}
 		if st != nil {
-			mst.BatchesPerSecond, mst.InFlight = st.rate, uint32(st.inflight)
+			mst.BatchesPerSecond, mst.InFlight = st.throughput(now), uint32(st.inflight)
 		}
 		js.Makers = append(js.Makers, mst)
 		if m.Ready() && c.refused[m] == nil {

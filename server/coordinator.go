@@ -131,6 +131,26 @@ type makerStat struct {
 	rate     float64 // batches per second, EWMA; 0 until measured
 	fails    int     // in a row
 	retryAt  time.Time
+	// first is the job's first lease on the maker, done its completions
+	// in the last telemetryWindow: what it delivered, for the advisor (the
+	// EWMA, leases in flight over latency, only ranks makers).
+	first time.Time
+	done  []time.Time
+}
+
+// throughput is the batches per second the maker delivered to the job
+// over the last telemetryWindow (or since its first lease).
+func (st *makerStat) throughput(now time.Time) float64 {
+	i := 0
+	for i < len(st.done) && now.Sub(st.done[i]) > telemetryWindow {
+		i++
+	}
+	st.done = append(st.done[:0], st.done[i:]...)
+	span := min(now.Sub(st.first), telemetryWindow).Seconds()
+	if span <= 0 {
+		return 0
+	}
+	return float64(len(st.done)) / span
 }
 
 // epochState is one epoch's delivery: which batches are wanted, which went
@@ -595,6 +615,9 @@ func (c *coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 	st := c.stat(m)
 	st.inflight++
 	rec := &leaseRec{id: c.leaseID, maker: m, issued: time.Now(), n: st.inflight}
+	if st.first.IsZero() {
+		st.first = rec.issued
+	}
 	c.leases[id] = rec
 	c.attempts[id]++
 	e := c.epochOf(id.epoch)
@@ -653,6 +676,7 @@ func (c *coordinator) collect(ctx context.Context, r result) error {
 			st.rate = 0.7*st.rate + 0.3*sample
 		}
 		st.fails = 0
+		st.done = append(st.done, time.Now())
 		c.ready[r.id] = r.b
 		return nil
 	}

@@ -2815,7 +2815,8 @@ type MakerStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// "local" or the peer's address.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// Batches per second this job measured.
+	// Batches per second it delivered to this job, over the last few
+	// seconds.
 	BatchesPerSecond float64 `protobuf:"fixed64,2,opt,name=batches_per_second,json=batchesPerSecond,proto3" json:"batches_per_second,omitempty"`
 	InFlight         uint32  `protobuf:"varint,3,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
 	Ready            bool    `protobuf:"varint,4,opt,name=ready,proto3" json:"ready,omitempty"`
