@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -96,6 +97,7 @@ const rebaseAt = 1 << 20
 type Queue struct {
 	e    *Executor
 	name string
+	made atomic.Uint64 // samples made, for the server's shares
 
 	// The rest is guarded by e.mu.
 	weight float64
@@ -135,6 +137,9 @@ func (e *Executor) Queue(name string) *Queue {
 	e.queues[name] = q
 	return q
 }
+
+// Made is how many samples the workers have made for the queue.
+func (q *Queue) Made() uint64 { return q.made.Load() }
 
 // Name is the name the queue was made with.
 func (q *Queue) Name() string { return q.name }
@@ -419,6 +424,7 @@ func (e *Executor) finished(r *fillReq) {
 	q := r.q
 	r.running--
 	q.running--
+	q.made.Add(1)
 	if r.running == 0 && r.taken == len(r.indices) {
 		r.done <- struct{}{}
 	}

@@ -134,7 +134,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 			if floor == 0 {
 				floor = -1 // StallShares: 1/(2·jobs)
 			}
-			s.shares = newShares(floor)
+			s.shares = newShares(floor, cfg.StallTarget)
 			go s.shares.run(s.stop)
 		}
 		s.makers.add(&localMaker{exec: s.exec, slots: maxWindow})

@@ -11,7 +11,7 @@ func TestSharesRebalance(t *testing.T) {
 	exec := pipeline.NewExecutor(1)
 	defer exec.Close()
 	a, b, c := exec.Queue("a"), exec.Queue("b"), exec.Queue("c")
-	sh := newShares(-1) // floor 1/(2·jobs)
+	sh := newShares(-1, 0.02) // floor 1/(2·jobs)
 	// a stalls on a GPU doing 3x b's work per sample; c does not stall;
 	// b's work is unknown (counted as 1).
 	sh.add(a, func() pipeline.JobDemand { return pipeline.JobDemand{Stall: 0.5, Work: 3} })
