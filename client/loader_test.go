@@ -105,7 +105,7 @@ func startServer(t *testing.T) *env {
 		e.auth = append(e.auth, md.Get("authorization")...)
 		e.mu.Unlock()
 	}
-	opts := append(server.GRPCOptions(),
+	gs, _, err := srv.GRPCServer(
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			record(ctx)
 			return h(ctx, req)
@@ -114,7 +114,10 @@ func startServer(t *testing.T) *env {
 			record(ss.Context())
 			return h(srv, ss)
 		}))
-	e.addr = serve(t, opts, func(gs *grpc.Server) { pb.RegisterFeedServiceServer(gs, srv) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.addr = serve(t, gs)
 	t.Cleanup(func() {
 		if err := srv.Close(); err != nil {
 			t.Errorf("Close: %v", err)
@@ -124,14 +127,12 @@ func startServer(t *testing.T) *env {
 }
 
 // serve runs a gRPC server on 127.0.0.1:0 until the test ends.
-func serve(t *testing.T, opts []grpc.ServerOption, register func(*grpc.Server)) string {
+func serve(t *testing.T, gs *grpc.Server) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := grpc.NewServer(opts...)
-	register(gs)
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(lis) }()
 	t.Cleanup(func() {
@@ -554,7 +555,9 @@ func (f *fakeFeed) Feed(s pb.FeedService_FeedServer) error { return f.feed(s) }
 
 func startFake(t *testing.T, feed func(pb.FeedService_FeedServer) error) *client.Client {
 	t.Helper()
-	addr := serve(t, nil, func(gs *grpc.Server) { pb.RegisterFeedServiceServer(gs, &fakeFeed{feed: feed}) })
+	gs := grpc.NewServer()
+	pb.RegisterFeedServiceServer(gs, &fakeFeed{feed: feed})
+	addr := serve(t, gs)
 	return newClient(t, addr)
 }
 

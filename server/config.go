@@ -230,10 +230,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// GRPCOptions are the grpc.Server options the Feed service is meant to run
+// grpcOptions are the grpc.Server options the Feed service is meant to run
 // under: keepalive enforcement, a small receive limit, Stop waiting for
 // handlers, and flow-control windows sized for multi-megabyte batches.
-func GRPCOptions() []grpc.ServerOption {
+func grpcOptions() []grpc.ServerOption {
 	return append(client.ServerBuffers(),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
 			MinTime:             10 * time.Second,

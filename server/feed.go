@@ -56,9 +56,9 @@ func (s *Server) Feed(stream stokerv1.FeedService_FeedServer) error {
 // firstMessage receives a stream's first message within
 // FirstMessageTimeout. Recv cannot be interrupted, so it runs aside; the
 // handler's return ends the stream, and with it that Recv.
-func firstMessage[M any](s *Server, ctx context.Context, recv func() (M, error)) (M, error) {
+func (s *Server) firstMessage(ctx context.Context, recv func() (*stokerv1.FeedRequest, error)) (*stokerv1.FeedRequest, error) {
 	type got struct {
-		m   M
+		m   *stokerv1.FeedRequest
 		err error
 	}
 	c := make(chan got, 1)
@@ -66,21 +66,16 @@ func firstMessage[M any](s *Server, ctx context.Context, recv func() (M, error))
 		m, err := recv()
 		c <- got{m, err}
 	}()
-	var zero M
 	select {
 	case g := <-c:
 		if errors.Is(g.err, io.EOF) {
-			return zero, status.Error(codes.InvalidArgument, "stream closed before its first message")
+			return nil, status.Error(codes.InvalidArgument, "stream closed before its first message")
 		}
 		return g.m, toStatus(g.err)
 	case <-time.After(s.cfg.FirstMessageTimeout):
 		s.refusals.refuse("first_message_timeout", "stream closed: no first message in time", "client", clientHost(ctx), "timeout", s.cfg.FirstMessageTimeout)
-		return zero, status.Errorf(codes.DeadlineExceeded, "no first message within %v (--first-message-timeout)", s.cfg.FirstMessageTimeout)
+		return nil, status.Errorf(codes.DeadlineExceeded, "no first message within %v (--first-message-timeout)", s.cfg.FirstMessageTimeout)
 	}
-}
-
-func (s *Server) firstMessage(ctx context.Context, recv func() (*stokerv1.FeedRequest, error)) (*stokerv1.FeedRequest, error) {
-	return firstMessage(s, ctx, recv)
 }
 
 // runJob runs job j on the stream: its buffers out of the memory budget,

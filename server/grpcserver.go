@@ -22,7 +22,7 @@ import (
 // registered. The health server is returned so that a drain can report
 // NOT_SERVING.
 func (s *Server) GRPCServer(extra ...grpc.ServerOption) (*grpc.Server, *health.Server, error) {
-	opts := append(GRPCOptions(), grpc.ChainUnaryInterceptor(s.unaryAuth), grpc.ChainStreamInterceptor(s.streamAuth))
+	opts := append(grpcOptions(), grpc.ChainUnaryInterceptor(s.unaryAuth), grpc.ChainStreamInterceptor(s.streamAuth))
 	if s.cfg.TLSCert != "" {
 		tc, err := serverTLS(s.cfg.TLSCert, s.cfg.TLSKey, s.cfg.TLSClientCA)
 		if err != nil {

@@ -52,11 +52,10 @@ type localMaker struct {
 }
 
 func (m *localMaker) Make(ctx context.Context, l *Lease, b *pipeline.Batch) error {
+	// Every job that reaches this maker has its queue on the executor
+	// (Server.jobQueue, at its coordinator's start).
 	j := l.job
-	if j.queue != nil {
-		return j.queue.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), l.Epoch, l.Indices, j.policy, b)
-	}
-	return m.exec.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), l.Epoch, l.Indices, j.policy, b)
+	return j.queue.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), l.Epoch, l.Indices, j.policy, b)
 }
 
 func (m *localMaker) Name() string  { return "local" }

@@ -64,7 +64,6 @@ func parsePeers(s string) (peerTarget, error) {
 // peerMaker is a Maker over a client.Peer.
 type peerMaker struct {
 	p *client.Peer
-	s *Server
 
 	mu       sync.Mutex
 	forwards map[*job]*stokerv1.JobSpec
@@ -190,7 +189,7 @@ func (d *discovery) update(addrs []string) {
 			s.log.Warn("peer", "addr", a, "err", err)
 			continue
 		}
-		m := &peerMaker{p: p, s: s, forwards: make(map[*job]*stokerv1.JobSpec)}
+		m := &peerMaker{p: p, forwards: make(map[*job]*stokerv1.JobSpec)}
 		d.peers[a] = m
 		s.makers.add(m)
 		s.log.Info("peer added", "addr", a)

@@ -154,11 +154,9 @@ func advise(s telemetrySnap, target, capacity float64, makers int, idle bool) (r
 	case idle:
 		return recommended, "the network is the limit (" + mbps(s.bytesPerSec) + ")"
 	case recommended > float64(makers):
-		return recommended, "needs about " + itoa(int(recommended)-makers) + " more workers"
+		return recommended, "needs about " + strconv.Itoa(int(recommended)-makers) + " more workers"
 	}
 	return recommended, "the trainer is the limit"
 }
 
 func mbps(b float64) string { return strconv.Itoa(int(math.Round(b/1e6))) + " MB/s" }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -144,14 +144,12 @@ func runBackpressure(args []string) error {
 	// synthetic set, starting and stopping servers, a hang).
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(len(o.scenarios))*(2*o.seconds+90*time.Second)+2*time.Minute)
 	defer cancel()
-	if o.data == "" {
-		dir, err := syntheticData(ctx, "backpressure", o.n)
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		o.data, o.synthetic = dir, true
+	synthetic, remove, err := benchData(ctx, "backpressure", &o.data, o.n)
+	if err != nil {
+		return err
 	}
+	defer remove()
+	o.synthetic = synthetic
 
 	b := &bpBench{o: o}
 	rep := b.run(ctx)

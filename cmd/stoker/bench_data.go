@@ -11,19 +11,24 @@ import (
 	"sync"
 )
 
-// syntheticData writes n images for bench NAME into a new temporary folder
-// (the caller removes it).
-func syntheticData(ctx context.Context, name string, n int) (string, error) {
+// benchData is the data bench NAME reads: *data when set, else a synthetic
+// set of n images written into a new temporary folder, which *data then
+// names and the returned function removes.
+func benchData(ctx context.Context, name string, data *string, n int) (synthetic bool, remove func(), err error) {
+	if *data != "" {
+		return false, func() {}, nil
+	}
 	dir, err := os.MkdirTemp("", "stoker-"+name+"-data-")
 	if err != nil {
-		return "", err
+		return false, nil, err
 	}
 	fmt.Fprintf(os.Stderr, "bench %s: writing %d synthetic images to %s\n", name, n, dir)
 	if err := writeSyntheticSet(ctx, dir, n, 10, 1); err != nil {
 		os.RemoveAll(dir)
-		return "", err
+		return false, nil, err
 	}
-	return dir, nil
+	*data = dir
+	return true, func() { os.RemoveAll(dir) }, nil
 }
 
 // writeSyntheticSet writes n images as stoker mkdata does, on every core.

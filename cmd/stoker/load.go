@@ -104,14 +104,12 @@ func runLoad(args []string) error {
 	// (the synthetic set, starting and stopping the server, a hang).
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(o.rounds)*(2*o.seconds+30*time.Second)+3*time.Minute)
 	defer cancel()
-	if o.data == "" {
-		dir, err := syntheticData(ctx, "load", o.n)
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		o.data, o.synthetic = dir, true
+	synthetic, remove, err := benchData(ctx, "load", &o.data, o.n)
+	if err != nil {
+		return err
 	}
+	defer remove()
+	o.synthetic = synthetic
 
 	lb := &loadBench{o: o, exe: exe}
 	rep, err := lb.run(ctx)

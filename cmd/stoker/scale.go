@@ -126,14 +126,12 @@ func runScale(args []string) error {
 
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	if o.data == "" {
-		dir, err := syntheticData(ctx, "scale", o.n)
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		o.data, o.synthetic = dir, true
+	synthetic, remove, err := benchData(ctx, "scale", &o.data, o.n)
+	if err != nil {
+		return err
 	}
+	defer remove()
+	o.synthetic = synthetic
 
 	rep, err := (&scaleBench{o: o}).run(ctx)
 	if err != nil {

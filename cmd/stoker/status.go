@@ -12,6 +12,7 @@ import (
 
 	"github.com/stoker-dev/stoker/client"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server"
 )
 
 // runStatus is `stoker status ADDR`: the server's jobs as a table, and the
@@ -37,7 +38,7 @@ func statusTo(w io.Writer, args []string) error {
 	}
 	var opts []client.Option
 	if *token != "" {
-		tok, err := readTokenFile(*token)
+		tok, err := server.ReadToken(*token)
 		if err != nil {
 			return err
 		}
@@ -87,19 +88,4 @@ func printStatus(w io.Writer, addr string, st *stokerv1.StatusResponse) {
 			strings.Join(makers, ", "), j.GetWorkersRecommended(), j.GetAdvice())
 	}
 	tw.Flush()
-}
-
-// readTokenFile reads the first token of a token file (# comments, blank
-// lines allowed), as the server's --auth-tokens file has them.
-func readTokenFile(path string) (string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	for line := range strings.Lines(string(data)) {
-		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
-			return line, nil
-		}
-	}
-	return "", fmt.Errorf("%s: no token in it", path)
 }
