@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,4 +117,44 @@ func FuzzJob(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestWorkRefusalsBounded: a coordinator that sends leases of a refused job
+// and never reads is cut off, not allowed to pile up answers; the server
+// frees what the stream held.
+func TestWorkRefusalsBounded(t *testing.T) {
+	e := newEnv(t, Config{Workers: 1})
+	conn := dial(t, e.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := pb.NewFeedServiceClient(conn).ListDatasets(ctx, &pb.ListDatasetsRequest{}); err != nil { // the connection's goroutines start
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	s, err := pb.NewWorkServiceClient(conn).Work(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Send(&pb.WorkRequest{Msg: &pb.WorkRequest_Job{Job: &pb.WorkJob{Id: 1, Spec: smallJob("nope", 8).GetJob()}}})
+	var sendErr error
+	for i := range 100000 {
+		if sendErr = s.Send(&pb.WorkRequest{Msg: &pb.WorkRequest_Lease{Lease: &pb.Lease{Id: uint64(i + 1), Job: 1, Indices: []int64{0}}}}); sendErr != nil {
+			break
+		}
+	}
+	var err2 error
+	for err2 == nil {
+		_, err2 = s.Recv()
+	}
+	if status.Code(err2) != codes.ResourceExhausted || !strings.Contains(err2.Error(), "does not read") {
+		t.Errorf("got %v (send: %v); want ResourceExhausted saying the coordinator does not read", err2, sendErr)
+	}
+	cancel()
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before+2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 2 s: %d goroutines, %d before", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

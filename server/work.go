@@ -84,6 +84,8 @@ type worker struct {
 
 	name string // the stream's, for its jobs' queues
 
+	failing atomic.Int64 // refusals not yet handed to the send loop
+
 	// Owned by receive.
 	jobs    map[uint64]workJob
 	mu      sync.Mutex // guards cancels: the lease goroutines delete theirs
@@ -155,6 +157,9 @@ func (w *worker) receive(ctx context.Context) error {
 // Only a coordinator that breaks the protocol gets an error (the stream
 // ends).
 func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
+	if n := w.failing.Load(); n >= maxFailing {
+		return status.Errorf(codes.ResourceExhausted, "%d refused leases not yet read: the coordinator does not read its answers", n)
+	}
 	wj, ok := w.jobs[l.GetJob()]
 	switch {
 	case !ok:
@@ -213,12 +218,19 @@ func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
 
 // fail queues a LeaseFailed answer.
 func (w *worker) fail(id uint64, err error) {
+	w.failing.Add(1)
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
+		defer w.failing.Add(-1)
 		w.out <- workOut{lease: id, err: err}
 	}()
 }
+
+// maxFailing bounds the refusals waiting to be sent on one Work stream: a
+// coordinator that sends leases it is refused and does not read the
+// answers is cut off rather than allowed to pile them up.
+const maxFailing = 256
 
 // sendLoop sends finished leases until out is closed. After a send error
 // it keeps draining out (returning buffers) so no lease goroutine blocks.
