@@ -101,6 +101,9 @@ type Config struct {
 	// not read what was sent, for this long while a batch waits for it.
 	// Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// Shm offers same-host trainers delivery through a shared-memory ring
+	// (Linux); off, every batch goes in chunks.
+	Shm bool
 
 	// PixelBudget refuses images with more pixels (checked from the header,
 	// before decoding). Default 64 Mpx.

@@ -32,7 +32,7 @@ func (s *Server) Feed(stream stokerv1.FeedService_FeedServer) error {
 	s.m.streamsActive.Inc()
 	defer s.m.streamsActive.Dec()
 
-	req, err := s.firstMessage(ctx, stream.Recv)
+	req, err := s.recvWithin(ctx, stream.Recv, "first message")
 	if err != nil {
 		return err
 	}
@@ -46,17 +46,18 @@ func (s *Server) Feed(stream stokerv1.FeedService_FeedServer) error {
 	if err == nil {
 		var st Stream
 		if st, err = streamOf(o, j); err == nil {
-			return s.runJob(ctx, stream, j, st, id, log)
+			return s.runJob(ctx, stream, j, st, o.GetShm(), id, log)
 		}
 	}
 	s.refusals.refuse("invalid_job", "job refused", "job", id, "dataset", truncate(o.GetJob().GetDataset(), 64), "client", clientHost(ctx), "err", err)
 	return err
 }
 
-// firstMessage receives a stream's first message within
-// FirstMessageTimeout. Recv cannot be interrupted, so it runs aside; the
-// handler's return ends the stream, and with it that Recv.
-func (s *Server) firstMessage(ctx context.Context, recv func() (*stokerv1.FeedRequest, error)) (*stokerv1.FeedRequest, error) {
+// recvWithin receives a stream's next message (its first, or its answer
+// to a shared-memory offer: what) within FirstMessageTimeout. Recv cannot
+// be interrupted, so it runs aside; the handler's return ends the stream,
+// and with it that Recv.
+func (s *Server) recvWithin(ctx context.Context, recv func() (*stokerv1.FeedRequest, error), what string) (*stokerv1.FeedRequest, error) {
 	type got struct {
 		m   *stokerv1.FeedRequest
 		err error
@@ -69,19 +70,19 @@ func (s *Server) firstMessage(ctx context.Context, recv func() (*stokerv1.FeedRe
 	select {
 	case g := <-c:
 		if errors.Is(g.err, io.EOF) {
-			return nil, status.Error(codes.InvalidArgument, "stream closed before its first message")
+			return nil, status.Errorf(codes.InvalidArgument, "stream closed before its %s", what)
 		}
 		return g.m, toStatus(g.err)
 	case <-time.After(s.cfg.FirstMessageTimeout):
-		s.refusals.refuse("first_message_timeout", "stream closed: no first message in time", "client", clientHost(ctx), "timeout", s.cfg.FirstMessageTimeout)
-		return nil, status.Errorf(codes.DeadlineExceeded, "no first message within %v (--first-message-timeout)", s.cfg.FirstMessageTimeout)
+		s.refusals.refuse("first_message_timeout", "stream closed: no "+what+" in time", "client", clientHost(ctx), "timeout", s.cfg.FirstMessageTimeout)
+		return nil, status.Errorf(codes.DeadlineExceeded, "no %s within %v (--first-message-timeout)", what, s.cfg.FirstMessageTimeout)
 	}
 }
 
 // runJob runs job j on the stream: its buffers out of the memory budget,
 // its coordinator aside, and a watchdog that ends a stream whose trainer
 // neither reads nor grants credits for IdleTimeout while a batch waits.
-func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedServer, j *job, st Stream, id string, log *slog.Logger) error {
+func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedServer, j *job, st Stream, shm *stokerv1.ShmRequest, id string, log *slog.Logger) error {
 	// The job needs at least two batch buffers (one being made, one being
 	// sent); more come out of the budget as the window grows.
 	batchBytes := int64(j.spec.GetBatchSize()) * int64(j.t.SampleBytes())
@@ -92,10 +93,18 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	log = log.With("rank", j.rank, "world_size", j.world)
 	log.Info("job open", "epoch", st.Epoch, "epochs", st.Epochs, "batch_size", j.spec.GetBatchSize(),
 		"start_batch", st.Start, "skip", len(st.Skip), "consumed", st.Consumed, "transform", j.t.String(), "credits", st.Credits)
+	var r *ring
+	if shm != nil {
+		var err error
+		if r, err = s.shmHandshake(ctx, stream, shm, st.Credits, batchBytes, log); err != nil {
+			s.budget.release(2 * batchBytes)
+			return toStatus(err)
+		}
+	}
 	c := newCoordinator(s, j, st, id, log)
 	c.reserved = 2 * batchBytes
 	c.batchBytes = batchBytes
-	f := &feed{s: s, j: j, c: c, stream: stream, begin: time.Now()}
+	f := &feed{s: s, j: j, c: c, stream: stream, begin: time.Now(), ring: r}
 	s.active.Store(c.name, c)
 	defer s.active.Delete(c.name)
 
@@ -109,6 +118,7 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	go func() {
 		defer s.jobs.Done()
 		defer func() { s.budget.release(c.reserved) }()
+		defer s.dropRing(r) // once the coordinator no longer fills it
 		done <- c.run(ctx, f)
 	}()
 	var err error
@@ -185,6 +195,10 @@ type feed struct {
 	// none is.
 	sendingSince atomic.Int64
 
+	// ring is the stream's shared memory, nil when batches go in chunks.
+	// The coordinator's goroutine fills its slots, the receiver frees them.
+	ring *ring
+
 	// Owned by the coordinator's goroutine.
 	chunk    stokerv1.Chunk
 	chunkMsg stokerv1.FeedResponse
@@ -233,23 +247,35 @@ func (f *feed) EpochEnd(end *stokerv1.EpochEnd) error {
 	return f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_End{End: end}})
 }
 
-// Batch sends batch k's header and its pixels in chunks of at most
+// Batch sends batch k: its pixels in a free slot of the ring and its
+// header naming the slot, or its header and its pixels in chunks of at most
 // MaxChunkBytes. Send marshals before it returns, so b and the reused chunk
 // message are free again afterwards (no stats handler holds them).
 func (f *feed) Batch(epoch uint64, k int, b *pipeline.Batch) error {
 	j := f.j
+	m := f.s.m
 	t0 := time.Now()
-	if err := f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Batch{Batch: j.header(epoch, k, b)}}); err != nil {
+	h := j.header(epoch, k, b)
+	if f.ring != nil {
+		via := "chunks"
+		if i, ok := f.ring.take(); ok {
+			copy(f.ring.slot(i), b.Data)
+			h.Slot, via = &i, "slot"
+		}
+		m.shmBatches.WithLabelValues(j.name, via).Inc()
+	}
+	if err := f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Batch{Batch: h}}); err != nil {
 		return err
 	}
-	f.chunkMsg.Msg = &stokerv1.FeedResponse_Chunk{Chunk: &f.chunk}
-	if err := sendChunks(f.send, &f.chunkMsg, &f.chunk, uint64(k), b.Data); err != nil {
-		return err
+	if h.Slot == nil {
+		f.chunkMsg.Msg = &stokerv1.FeedResponse_Chunk{Chunk: &f.chunk}
+		if err := sendChunks(f.send, &f.chunkMsg, &f.chunk, uint64(k), b.Data); err != nil {
+			return err
+		}
 	}
 	f.batches.Add(1)
 	now := time.Now()
 	f.c.tel.delivered(now, b.N, len(b.Data))
-	m := f.s.m
 	m.sendSeconds.Observe(now.Sub(t0).Seconds())
 	m.batchesSent.WithLabelValues(j.name).Inc()
 	m.samplesSent.WithLabelValues(j.name).Add(float64(b.N))
@@ -289,8 +315,18 @@ func (f *feed) receive(c *coordinator, cancel context.CancelCauseFunc) {
 		}
 		cr := req.GetCredit()
 		if cr == nil {
-			cancel(status.Error(codes.InvalidArgument, "OpenJob may only be the first message of a Feed stream"))
+			cancel(status.Errorf(codes.InvalidArgument, "a Feed stream's messages after its first (and its ShmAccept) must be Credits, got %T", req.GetMsg()))
 			return
+		}
+		if rs := cr.GetReleasedSlots(); len(rs) > 0 {
+			err := errors.New("the stream has no shared-memory ring")
+			if f.ring != nil {
+				err = f.ring.release(rs)
+			}
+			if err != nil {
+				cancel(status.Errorf(codes.InvalidArgument, "Credit.released_slots: %v", err))
+				return
+			}
 		}
 		if w := cr.GetWaitSeconds(); w > 0 && !math.IsInf(w, 0) && !math.IsNaN(w) {
 			wait.Add(w)

@@ -29,6 +29,8 @@ type metrics struct {
 	windowDecisions    *prometheus.CounterVec
 	sendSeconds        prometheus.Histogram
 	sampleStages       *prometheus.HistogramVec
+	shmBatches         *prometheus.CounterVec
+	shmRings           prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -117,7 +119,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help:    "Seconds one sample spent in each stage on the local executor: queue (waiting for a worker), read (its file), decode (decode and transform).",
 		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 18),
 	}, []string{"stage"})
-	for _, c := range []prometheus.Collector{m.window, m.buffered, m.gpuIdle, m.workersRecommended, m.windowDecisions, m.sendSeconds, m.sampleStages} {
+	m.shmBatches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stoker_shm_batches_total",
+		Help: "Batches sent to same-host trainers with a shared-memory ring: via slot (pixels in the ring) or chunks (every slot held by the trainer).",
+	}, []string{"dataset", "via"})
+	m.shmRings = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "stoker_shm_ring_bytes",
+		Help: "Bytes of shared-memory rings mapped for open Feed streams.",
+	})
+	for _, c := range []prometheus.Collector{m.window, m.buffered, m.gpuIdle, m.workersRecommended, m.windowDecisions, m.sendSeconds, m.sampleStages, m.shmBatches, m.shmRings} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

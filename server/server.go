@@ -50,6 +50,8 @@ type Server struct {
 	gpuIdle  func() (float64, bool)
 	active   sync.Map          // job name -> *coordinator, for Status
 	gpu      client.GPUMonitor // nil without --gpus
+	shm      *shmHub           // nil when shared memory is off
+	shmOff   string            // why it is off
 	shares   *shares           // nil with the fifo schedule or no executor
 	stop     chan struct{}     // closed by Close
 	refusals refusalLog
@@ -139,6 +141,13 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		}
 		s.makers.add(&localMaker{exec: s.exec, slots: maxWindow})
 	}
+	s.shmOff = "--shm=false"
+	if cfg.Shm {
+		if s.shm, err = newShmHub(log); err != nil {
+			s.shmOff = err.Error()
+			log.Info("shared-memory delivery off", "reason", err)
+		}
+	}
 	if t, _ := parsePeers(cfg.Peers); t.static != nil || t.host != "" {
 		s.disc = s.startDiscovery(t)
 	}
@@ -186,6 +195,9 @@ func (s *Server) Stopping() { s.stopping.Store(true) }
 // running would fail.
 func (s *Server) Close() error {
 	s.jobs.Wait() // a stream cut by a timeout may still be winding down
+	if s.shm != nil {
+		s.shm.close()
+	}
 	if s.disc != nil {
 		s.disc.close()
 	}

@@ -188,6 +188,7 @@ type FeedRequest struct {
 	//
 	//	*FeedRequest_Open
 	//	*FeedRequest_Credit
+	//	*FeedRequest_Shm
 	Msg           isFeedRequest_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -248,6 +249,15 @@ func (x *FeedRequest) GetCredit() *Credit {
 	return nil
 }
 
+func (x *FeedRequest) GetShm() *ShmAccept {
+	if x != nil {
+		if x, ok := x.Msg.(*FeedRequest_Shm); ok {
+			return x.Shm
+		}
+	}
+	return nil
+}
+
 type isFeedRequest_Msg interface {
 	isFeedRequest_Msg()
 }
@@ -262,9 +272,16 @@ type FeedRequest_Credit struct {
 	Credit *Credit `protobuf:"bytes,2,opt,name=credit,proto3,oneof"`
 }
 
+type FeedRequest_Shm struct {
+	// The second message, only after a ShmOffer that offers a ring.
+	Shm *ShmAccept `protobuf:"bytes,3,opt,name=shm,proto3,oneof"`
+}
+
 func (*FeedRequest_Open) isFeedRequest_Msg() {}
 
 func (*FeedRequest_Credit) isFeedRequest_Msg() {}
+
+func (*FeedRequest_Shm) isFeedRequest_Msg() {}
 
 // JobSpec identifies a job: which data, how it is transformed, how the epoch
 // is cut into batches. Batch k of epoch e is a pure function of (JobSpec, e,
@@ -423,7 +440,9 @@ type OpenJob struct {
 	// the whole job consumed before it was restarted with another world size.
 	// This rank's share is then cut from the remaining positions. See
 	// Plan in server/plan.go.
-	Consumed      uint64 `protobuf:"varint,8,opt,name=consumed,proto3" json:"consumed,omitempty"`
+	Consumed uint64 `protobuf:"varint,8,opt,name=consumed,proto3" json:"consumed,omitempty"`
+	// Asks for same-host delivery through a shared-memory ring (ShmOffer).
+	Shm           *ShmRequest `protobuf:"bytes,9,opt,name=shm,proto3" json:"shm,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -514,6 +533,201 @@ func (x *OpenJob) GetConsumed() uint64 {
 	return 0
 }
 
+func (x *OpenJob) GetShm() *ShmRequest {
+	if x != nil {
+		return x.Shm
+	}
+	return nil
+}
+
+// ShmRequest proposes shared-memory delivery. The server answers with a
+// ShmOffer before the first JobInfo: a ring it offers, or why not.
+type ShmRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The trainer's /proc/sys/kernel/random/boot_id: the server offers a
+	// ring only when it is its own (the same running kernel).
+	BootId        string `protobuf:"bytes,1,opt,name=boot_id,json=bootId,proto3" json:"boot_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShmRequest) Reset() {
+	*x = ShmRequest{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShmRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShmRequest) ProtoMessage() {}
+
+func (x *ShmRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShmRequest.ProtoReflect.Descriptor instead.
+func (*ShmRequest) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ShmRequest) GetBootId() string {
+	if x != nil {
+		return x.BootId
+	}
+	return ""
+}
+
+// ShmOffer answers a ShmRequest. When it offers a ring (declined is
+// empty), the trainer connects to the abstract Unix socket named socket
+// (in the server's network namespace, so a trainer in another one cannot),
+// writes token, and receives the ring's memfd (SCM_RIGHTS): slots slots of
+// slot_bytes bytes each, sealed against resizing. It then answers with
+// ShmAccept. Batches sent in a slot carry BatchHeader.slot and no chunks;
+// the trainer gives the slot back in Credit.released_slots once nothing
+// uses its pixels. When every slot is held, batches come in chunks.
+type ShmOffer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Why the server sends batches in chunks instead; empty when it offers.
+	Declined string `protobuf:"bytes,1,opt,name=declined,proto3" json:"declined,omitempty"`
+	Socket   string `protobuf:"bytes,2,opt,name=socket,proto3" json:"socket,omitempty"`
+	// Single use, valid until the trainer's ShmAccept or the stream's end.
+	Token         []byte `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	Slots         uint32 `protobuf:"varint,4,opt,name=slots,proto3" json:"slots,omitempty"`
+	SlotBytes     uint64 `protobuf:"varint,5,opt,name=slot_bytes,json=slotBytes,proto3" json:"slot_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShmOffer) Reset() {
+	*x = ShmOffer{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShmOffer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShmOffer) ProtoMessage() {}
+
+func (x *ShmOffer) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShmOffer.ProtoReflect.Descriptor instead.
+func (*ShmOffer) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ShmOffer) GetDeclined() string {
+	if x != nil {
+		return x.Declined
+	}
+	return ""
+}
+
+func (x *ShmOffer) GetSocket() string {
+	if x != nil {
+		return x.Socket
+	}
+	return ""
+}
+
+func (x *ShmOffer) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *ShmOffer) GetSlots() uint32 {
+	if x != nil {
+		return x.Slots
+	}
+	return 0
+}
+
+func (x *ShmOffer) GetSlotBytes() uint64 {
+	if x != nil {
+		return x.SlotBytes
+	}
+	return 0
+}
+
+// ShmAccept says whether the trainer mapped the offered ring.
+type ShmAccept struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Ok    bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
+	// Why not, when not ok (logged by the server).
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShmAccept) Reset() {
+	*x = ShmAccept{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShmAccept) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShmAccept) ProtoMessage() {}
+
+func (x *ShmAccept) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShmAccept.ProtoReflect.Descriptor instead.
+func (*ShmAccept) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ShmAccept) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *ShmAccept) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // DescribeJobRequest asks for one epoch's JobInfo.
 type DescribeJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -527,7 +741,7 @@ type DescribeJobRequest struct {
 
 func (x *DescribeJobRequest) Reset() {
 	*x = DescribeJobRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -539,7 +753,7 @@ func (x *DescribeJobRequest) String() string {
 func (*DescribeJobRequest) ProtoMessage() {}
 
 func (x *DescribeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -552,7 +766,7 @@ func (x *DescribeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeJobRequest.ProtoReflect.Descriptor instead.
 func (*DescribeJobRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DescribeJobRequest) GetJob() *JobSpec {
@@ -586,7 +800,7 @@ type DescribeJobResponse struct {
 
 func (x *DescribeJobResponse) Reset() {
 	*x = DescribeJobResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -598,7 +812,7 @@ func (x *DescribeJobResponse) String() string {
 func (*DescribeJobResponse) ProtoMessage() {}
 
 func (x *DescribeJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -611,7 +825,7 @@ func (x *DescribeJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeJobResponse.ProtoReflect.Descriptor instead.
 func (*DescribeJobResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{4}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DescribeJobResponse) GetInfo() *JobInfo {
@@ -634,7 +848,7 @@ type TransformSpec struct {
 
 func (x *TransformSpec) Reset() {
 	*x = TransformSpec{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -646,7 +860,7 @@ func (x *TransformSpec) String() string {
 func (*TransformSpec) ProtoMessage() {}
 
 func (x *TransformSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -659,7 +873,7 @@ func (x *TransformSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransformSpec.ProtoReflect.Descriptor instead.
 func (*TransformSpec) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{5}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TransformSpec) GetPreset() string {
@@ -694,7 +908,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -706,7 +920,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -719,7 +933,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{6}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Op) GetOp() isOp_Op {
@@ -839,7 +1053,7 @@ type RandomResizedCrop struct {
 
 func (x *RandomResizedCrop) Reset() {
 	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -851,7 +1065,7 @@ func (x *RandomResizedCrop) String() string {
 func (*RandomResizedCrop) ProtoMessage() {}
 
 func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -864,7 +1078,7 @@ func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
 func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{7}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RandomResizedCrop) GetHeight() uint32 {
@@ -920,7 +1134,7 @@ type Resize struct {
 
 func (x *Resize) Reset() {
 	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -932,7 +1146,7 @@ func (x *Resize) String() string {
 func (*Resize) ProtoMessage() {}
 
 func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -945,7 +1159,7 @@ func (x *Resize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resize.ProtoReflect.Descriptor instead.
 func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{8}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Resize) GetHeight() uint32 {
@@ -973,7 +1187,7 @@ type CenterCrop struct {
 
 func (x *CenterCrop) Reset() {
 	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +1199,7 @@ func (x *CenterCrop) String() string {
 func (*CenterCrop) ProtoMessage() {}
 
 func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +1212,7 @@ func (x *CenterCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
 func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{9}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CenterCrop) GetHeight() uint32 {
@@ -1025,7 +1239,7 @@ type RandomHorizontalFlip struct {
 
 func (x *RandomHorizontalFlip) Reset() {
 	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1037,7 +1251,7 @@ func (x *RandomHorizontalFlip) String() string {
 func (*RandomHorizontalFlip) ProtoMessage() {}
 
 func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1050,7 +1264,7 @@ func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
 func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{10}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RandomHorizontalFlip) GetP() float64 {
@@ -1072,7 +1286,7 @@ type ColorJitter struct {
 
 func (x *ColorJitter) Reset() {
 	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +1298,7 @@ func (x *ColorJitter) String() string {
 func (*ColorJitter) ProtoMessage() {}
 
 func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +1311,7 @@ func (x *ColorJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
 func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{11}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ColorJitter) GetBrightness() float64 {
@@ -1133,7 +1347,7 @@ type Normalize struct {
 
 func (x *Normalize) Reset() {
 	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1145,7 +1359,7 @@ func (x *Normalize) String() string {
 func (*Normalize) ProtoMessage() {}
 
 func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1158,7 +1372,7 @@ func (x *Normalize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
 func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{12}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Normalize) GetMean() []float64 {
@@ -1186,14 +1400,17 @@ type Credit struct {
 	Batches     uint32  `protobuf:"varint,3,opt,name=batches,proto3" json:"batches,omitempty"`
 	// Seconds the trainer spent between taking a batch and asking for the
 	// next (its step: the GPU's work on the batch), over the same batches.
-	StepSeconds   float64 `protobuf:"fixed64,4,opt,name=step_seconds,json=stepSeconds,proto3" json:"step_seconds,omitempty"`
+	StepSeconds float64 `protobuf:"fixed64,4,opt,name=step_seconds,json=stepSeconds,proto3" json:"step_seconds,omitempty"`
+	// Ring slots whose pixels the trainer no longer uses (shared-memory
+	// delivery): the server may fill them again.
+	ReleasedSlots []uint32 `protobuf:"varint,5,rep,packed,name=released_slots,json=releasedSlots,proto3" json:"released_slots,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1205,7 +1422,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1218,7 +1435,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{13}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -1249,6 +1466,13 @@ func (x *Credit) GetStepSeconds() float64 {
 	return 0
 }
 
+func (x *Credit) GetReleasedSlots() []uint32 {
+	if x != nil {
+		return x.ReleasedSlots
+	}
+	return nil
+}
+
 // FeedResponse is a message from the server on a Feed stream.
 type FeedResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1258,6 +1482,7 @@ type FeedResponse struct {
 	//	*FeedResponse_Batch
 	//	*FeedResponse_Chunk
 	//	*FeedResponse_End
+	//	*FeedResponse_Shm
 	Msg           isFeedResponse_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1265,7 +1490,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1502,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1515,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -1336,6 +1561,15 @@ func (x *FeedResponse) GetEnd() *EpochEnd {
 	return nil
 }
 
+func (x *FeedResponse) GetShm() *ShmOffer {
+	if x != nil {
+		if x, ok := x.Msg.(*FeedResponse_Shm); ok {
+			return x.Shm
+		}
+	}
+	return nil
+}
+
 type isFeedResponse_Msg interface {
 	isFeedResponse_Msg()
 }
@@ -1356,6 +1590,11 @@ type FeedResponse_End struct {
 	End *EpochEnd `protobuf:"bytes,4,opt,name=end,proto3,oneof"`
 }
 
+type FeedResponse_Shm struct {
+	// The first message, when OpenJob asked for shared memory.
+	Shm *ShmOffer `protobuf:"bytes,5,opt,name=shm,proto3,oneof"`
+}
+
 func (*FeedResponse_Job) isFeedResponse_Msg() {}
 
 func (*FeedResponse_Batch) isFeedResponse_Msg() {}
@@ -1363,6 +1602,8 @@ func (*FeedResponse_Batch) isFeedResponse_Msg() {}
 func (*FeedResponse_Chunk) isFeedResponse_Msg() {}
 
 func (*FeedResponse_End) isFeedResponse_Msg() {}
+
+func (*FeedResponse_Shm) isFeedResponse_Msg() {}
 
 // JobInfo opens each epoch on a Feed stream: the job as the server
 // understood it.
@@ -1387,7 +1628,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1399,7 +1640,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1412,7 +1653,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -1490,15 +1731,18 @@ type BatchHeader struct {
 	Indices []int64  `protobuf:"varint,6,rep,packed,name=indices,proto3" json:"indices,omitempty"`
 	// Samples that could not be made, replaced or dropped by the fail policy.
 	Errors []*SampleError `protobuf:"bytes,7,rep,name=errors,proto3" json:"errors,omitempty"`
-	// Bytes of pixels that follow in chunks.
-	DataBytes     uint64 `protobuf:"varint,8,opt,name=data_bytes,json=dataBytes,proto3" json:"data_bytes,omitempty"`
+	// Bytes of pixels that follow in chunks, or that are in the slot.
+	DataBytes uint64 `protobuf:"varint,8,opt,name=data_bytes,json=dataBytes,proto3" json:"data_bytes,omitempty"`
+	// Shared-memory delivery: the ring slot holding the pixels, from its
+	// first byte; no chunks follow.
+	Slot          *uint32 `protobuf:"varint,9,opt,name=slot,proto3,oneof" json:"slot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1510,7 +1754,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1523,7 +1767,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -1582,6 +1826,13 @@ func (x *BatchHeader) GetDataBytes() uint64 {
 	return 0
 }
 
+func (x *BatchHeader) GetSlot() uint32 {
+	if x != nil && x.Slot != nil {
+		return *x.Slot
+	}
+	return 0
+}
+
 // SampleError is a sample that could not be decoded or transformed.
 type SampleError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1595,7 +1846,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1607,7 +1858,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1620,7 +1871,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -1658,7 +1909,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1921,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1934,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -1720,7 +1971,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1732,7 +1983,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1745,7 +1996,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -1785,7 +2036,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1797,7 +2048,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1810,7 +2061,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -1823,7 +2074,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1835,7 +2086,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1848,7 +2099,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -1873,7 +2124,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1885,7 +2136,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1898,7 +2149,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -1951,7 +2202,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1963,7 +2214,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1976,7 +2227,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -2049,7 +2300,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2061,7 +2312,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2074,7 +2325,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -2114,7 +2365,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2126,7 +2377,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2139,7 +2390,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -2201,7 +2452,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2213,7 +2464,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2226,7 +2477,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -2252,7 +2503,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2264,7 +2515,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2277,7 +2528,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -2368,7 +2619,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2380,7 +2631,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2393,7 +2644,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -2428,7 +2679,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2440,7 +2691,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2453,7 +2704,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -2485,7 +2736,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2497,7 +2748,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2510,7 +2761,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -2543,7 +2794,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2555,7 +2806,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2568,7 +2819,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -2585,7 +2836,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2597,7 +2848,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2610,7 +2861,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -2670,7 +2921,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2682,7 +2933,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2695,7 +2946,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *JobStatus) GetId() string {
@@ -2826,7 +3077,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2838,7 +3089,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2851,7 +3102,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -2886,10 +3137,11 @@ var File_stoker_v1_stoker_proto protoreflect.FileDescriptor
 
 const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\n" +
-	"\x16stoker/v1/stoker.proto\x12\tstoker.v1\"k\n" +
+	"\x16stoker/v1/stoker.proto\x12\tstoker.v1\"\x95\x01\n" +
 	"\vFeedRequest\x12(\n" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
-	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06creditB\x05\n" +
+	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
+	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
 	"\x03msg\"\xfd\x02\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
@@ -2906,7 +3158,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06layout\x18\n" +
 	" \x01(\x0e2\x11.stoker.v1.LayoutR\x06layout\x126\n" +
 	"\vfail_policy\x18\v \x01(\x0e2\x15.stoker.v1.FailPolicyR\n" +
-	"failPolicy\"\xf2\x01\n" +
+	"failPolicy\"\x9b\x02\n" +
 	"\aOpenJob\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.stoker.v1.JobSpecR\x03job\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x16\n" +
@@ -2916,7 +3168,21 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\vstart_batch\x18\x06 \x01(\x04R\n" +
 	"startBatch\x12!\n" +
 	"\fskip_batches\x18\a \x03(\x04R\vskipBatches\x12\x1a\n" +
-	"\bconsumed\x18\b \x01(\x04R\bconsumed\"l\n" +
+	"\bconsumed\x18\b \x01(\x04R\bconsumed\x12'\n" +
+	"\x03shm\x18\t \x01(\v2\x15.stoker.v1.ShmRequestR\x03shm\"%\n" +
+	"\n" +
+	"ShmRequest\x12\x17\n" +
+	"\aboot_id\x18\x01 \x01(\tR\x06bootId\"\x89\x01\n" +
+	"\bShmOffer\x12\x1a\n" +
+	"\bdeclined\x18\x01 \x01(\tR\bdeclined\x12\x16\n" +
+	"\x06socket\x18\x02 \x01(\tR\x06socket\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\fR\x05token\x12\x14\n" +
+	"\x05slots\x18\x04 \x01(\rR\x05slots\x12\x1d\n" +
+	"\n" +
+	"slot_bytes\x18\x05 \x01(\x04R\tslotBytes\"3\n" +
+	"\tShmAccept\x12\x0e\n" +
+	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"l\n" +
 	"\x12DescribeJobRequest\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.stoker.v1.JobSpecR\x03job\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
@@ -2962,17 +3228,19 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"saturation\"1\n" +
 	"\tNormalize\x12\x12\n" +
 	"\x04mean\x18\x01 \x03(\x01R\x04mean\x12\x10\n" +
-	"\x03std\x18\x02 \x03(\x01R\x03std\"\x82\x01\n" +
+	"\x03std\x18\x02 \x03(\x01R\x03std\"\xa9\x01\n" +
 	"\x06Credit\x12\x18\n" +
 	"\acredits\x18\x01 \x01(\rR\acredits\x12!\n" +
 	"\fwait_seconds\x18\x02 \x01(\x01R\vwaitSeconds\x12\x18\n" +
 	"\abatches\x18\x03 \x01(\rR\abatches\x12!\n" +
-	"\fstep_seconds\x18\x04 \x01(\x01R\vstepSeconds\"\xc0\x01\n" +
+	"\fstep_seconds\x18\x04 \x01(\x01R\vstepSeconds\x12%\n" +
+	"\x0ereleased_slots\x18\x05 \x03(\rR\rreleasedSlots\"\xe9\x01\n" +
 	"\fFeedResponse\x12&\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.stoker.v1.JobInfoH\x00R\x03job\x12.\n" +
 	"\x05batch\x18\x02 \x01(\v2\x16.stoker.v1.BatchHeaderH\x00R\x05batch\x12(\n" +
 	"\x05chunk\x18\x03 \x01(\v2\x10.stoker.v1.ChunkH\x00R\x05chunk\x12'\n" +
-	"\x03end\x18\x04 \x01(\v2\x13.stoker.v1.EpochEndH\x00R\x03endB\x05\n" +
+	"\x03end\x18\x04 \x01(\v2\x13.stoker.v1.EpochEndH\x00R\x03end\x12'\n" +
+	"\x03shm\x18\x05 \x01(\v2\x13.stoker.v1.ShmOfferH\x00R\x03shmB\x05\n" +
 	"\x03msg\"\xa5\x02\n" +
 	"\aJobInfo\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
@@ -2983,7 +3251,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\aclasses\x18\x06 \x03(\tR\aclasses\x12!\n" +
 	"\fsample_shape\x18\a \x03(\rR\vsampleShape\x12&\n" +
 	"\x05dtype\x18\b \x01(\x0e2\x10.stoker.v1.DtypeR\x05dtype\x12&\n" +
-	"\x0fmax_chunk_bytes\x18\t \x01(\rR\rmaxChunkBytes\"\xfa\x01\n" +
+	"\x0fmax_chunk_bytes\x18\t \x01(\rR\rmaxChunkBytes\"\x9c\x02\n" +
 	"\vBatchHeader\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x04R\x06number\x12\x14\n" +
@@ -2993,7 +3261,9 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\aindices\x18\x06 \x03(\x03R\aindices\x12.\n" +
 	"\x06errors\x18\a \x03(\v2\x16.stoker.v1.SampleErrorR\x06errors\x12\x1d\n" +
 	"\n" +
-	"data_bytes\x18\b \x01(\x04R\tdataBytes\"O\n" +
+	"data_bytes\x18\b \x01(\x04R\tdataBytes\x12\x17\n" +
+	"\x04slot\x18\t \x01(\rH\x00R\x04slot\x88\x01\x01B\a\n" +
+	"\x05_slot\"O\n" +
 	"\vSampleError\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x03R\x05index\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
@@ -3119,7 +3389,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Layout)(0),                  // 0: stoker.v1.Layout
 	(FailPolicy)(0),              // 1: stoker.v1.FailPolicy
@@ -3127,89 +3397,95 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*FeedRequest)(nil),          // 3: stoker.v1.FeedRequest
 	(*JobSpec)(nil),              // 4: stoker.v1.JobSpec
 	(*OpenJob)(nil),              // 5: stoker.v1.OpenJob
-	(*DescribeJobRequest)(nil),   // 6: stoker.v1.DescribeJobRequest
-	(*DescribeJobResponse)(nil),  // 7: stoker.v1.DescribeJobResponse
-	(*TransformSpec)(nil),        // 8: stoker.v1.TransformSpec
-	(*Op)(nil),                   // 9: stoker.v1.Op
-	(*RandomResizedCrop)(nil),    // 10: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),               // 11: stoker.v1.Resize
-	(*CenterCrop)(nil),           // 12: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil), // 13: stoker.v1.RandomHorizontalFlip
-	(*ColorJitter)(nil),          // 14: stoker.v1.ColorJitter
-	(*Normalize)(nil),            // 15: stoker.v1.Normalize
-	(*Credit)(nil),               // 16: stoker.v1.Credit
-	(*FeedResponse)(nil),         // 17: stoker.v1.FeedResponse
-	(*JobInfo)(nil),              // 18: stoker.v1.JobInfo
-	(*BatchHeader)(nil),          // 19: stoker.v1.BatchHeader
-	(*SampleError)(nil),          // 20: stoker.v1.SampleError
-	(*Chunk)(nil),                // 21: stoker.v1.Chunk
-	(*EpochEnd)(nil),             // 22: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),  // 23: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil), // 24: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),          // 25: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),          // 26: stoker.v1.WorkRequest
-	(*WorkJob)(nil),              // 27: stoker.v1.WorkJob
-	(*Lease)(nil),                // 28: stoker.v1.Lease
-	(*CancelLease)(nil),          // 29: stoker.v1.CancelLease
-	(*WorkResponse)(nil),         // 30: stoker.v1.WorkResponse
-	(*WorkerInfo)(nil),           // 31: stoker.v1.WorkerInfo
-	(*LeaseDone)(nil),            // 32: stoker.v1.LeaseDone
-	(*LeaseFailed)(nil),          // 33: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),        // 34: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),       // 35: stoker.v1.StatusResponse
-	(*JobStatus)(nil),            // 36: stoker.v1.JobStatus
-	(*MakerStatus)(nil),          // 37: stoker.v1.MakerStatus
+	(*ShmRequest)(nil),           // 6: stoker.v1.ShmRequest
+	(*ShmOffer)(nil),             // 7: stoker.v1.ShmOffer
+	(*ShmAccept)(nil),            // 8: stoker.v1.ShmAccept
+	(*DescribeJobRequest)(nil),   // 9: stoker.v1.DescribeJobRequest
+	(*DescribeJobResponse)(nil),  // 10: stoker.v1.DescribeJobResponse
+	(*TransformSpec)(nil),        // 11: stoker.v1.TransformSpec
+	(*Op)(nil),                   // 12: stoker.v1.Op
+	(*RandomResizedCrop)(nil),    // 13: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),               // 14: stoker.v1.Resize
+	(*CenterCrop)(nil),           // 15: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil), // 16: stoker.v1.RandomHorizontalFlip
+	(*ColorJitter)(nil),          // 17: stoker.v1.ColorJitter
+	(*Normalize)(nil),            // 18: stoker.v1.Normalize
+	(*Credit)(nil),               // 19: stoker.v1.Credit
+	(*FeedResponse)(nil),         // 20: stoker.v1.FeedResponse
+	(*JobInfo)(nil),              // 21: stoker.v1.JobInfo
+	(*BatchHeader)(nil),          // 22: stoker.v1.BatchHeader
+	(*SampleError)(nil),          // 23: stoker.v1.SampleError
+	(*Chunk)(nil),                // 24: stoker.v1.Chunk
+	(*EpochEnd)(nil),             // 25: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),  // 26: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil), // 27: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),          // 28: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),          // 29: stoker.v1.WorkRequest
+	(*WorkJob)(nil),              // 30: stoker.v1.WorkJob
+	(*Lease)(nil),                // 31: stoker.v1.Lease
+	(*CancelLease)(nil),          // 32: stoker.v1.CancelLease
+	(*WorkResponse)(nil),         // 33: stoker.v1.WorkResponse
+	(*WorkerInfo)(nil),           // 34: stoker.v1.WorkerInfo
+	(*LeaseDone)(nil),            // 35: stoker.v1.LeaseDone
+	(*LeaseFailed)(nil),          // 36: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),        // 37: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),       // 38: stoker.v1.StatusResponse
+	(*JobStatus)(nil),            // 39: stoker.v1.JobStatus
+	(*MakerStatus)(nil),          // 40: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	5,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	16, // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
-	8,  // 2: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
-	0,  // 3: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
-	1,  // 4: stoker.v1.JobSpec.fail_policy:type_name -> stoker.v1.FailPolicy
-	4,  // 5: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
-	4,  // 6: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	18, // 7: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
-	9,  // 8: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
-	10, // 9: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	11, // 10: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	12, // 11: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	13, // 12: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	14, // 13: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	15, // 14: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	18, // 15: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	19, // 16: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	21, // 17: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	22, // 18: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	2,  // 19: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	2,  // 20: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	20, // 21: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	25, // 22: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	27, // 23: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	28, // 24: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	29, // 25: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	4,  // 26: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	31, // 27: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	32, // 28: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	21, // 29: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	33, // 30: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	19, // 31: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	36, // 32: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	37, // 33: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	3,  // 34: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	23, // 35: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	6,  // 36: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	34, // 37: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	26, // 38: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	17, // 39: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	24, // 40: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	7,  // 41: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	35, // 42: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	30, // 43: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	39, // [39:44] is the sub-list for method output_type
-	34, // [34:39] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	19, // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	8,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
+	11, // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
+	0,  // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
+	1,  // 5: stoker.v1.JobSpec.fail_policy:type_name -> stoker.v1.FailPolicy
+	4,  // 6: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
+	6,  // 7: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
+	4,  // 8: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
+	21, // 9: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	12, // 10: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
+	13, // 11: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	14, // 12: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	15, // 13: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	16, // 14: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	17, // 15: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	18, // 16: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	21, // 17: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	22, // 18: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	24, // 19: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	25, // 20: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	7,  // 21: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	2,  // 22: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	2,  // 23: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	23, // 24: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	28, // 25: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	30, // 26: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	31, // 27: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	32, // 28: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	4,  // 29: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	34, // 30: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	35, // 31: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	24, // 32: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	36, // 33: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	22, // 34: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	39, // 35: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	40, // 36: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	3,  // 37: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	26, // 38: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	9,  // 39: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	37, // 40: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	29, // 41: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	20, // 42: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	27, // 43: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	10, // 44: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	38, // 45: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	33, // 46: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	42, // [42:47] is the sub-list for method output_type
+	37, // [37:42] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -3220,8 +3496,9 @@ func file_stoker_v1_stoker_proto_init() {
 	file_stoker_v1_stoker_proto_msgTypes[0].OneofWrappers = []any{
 		(*FeedRequest_Open)(nil),
 		(*FeedRequest_Credit)(nil),
+		(*FeedRequest_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[6].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[9].OneofWrappers = []any{
 		(*Op_RandomResizedCrop)(nil),
 		(*Op_Resize)(nil),
 		(*Op_CenterCrop)(nil),
@@ -3229,19 +3506,21 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_ColorJitter)(nil),
 		(*Op_Normalize)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[10].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[13].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[17].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
+		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[23].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[19].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[27].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[30].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -3253,7 +3532,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   35,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

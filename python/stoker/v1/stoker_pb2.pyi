@@ -35,12 +35,14 @@ DTYPE_UINT8: Dtype
 DTYPE_FLOAT32: Dtype
 
 class FeedRequest(_message.Message):
-    __slots__ = ("open", "credit")
+    __slots__ = ("open", "credit", "shm")
     OPEN_FIELD_NUMBER: _ClassVar[int]
     CREDIT_FIELD_NUMBER: _ClassVar[int]
+    SHM_FIELD_NUMBER: _ClassVar[int]
     open: OpenJob
     credit: Credit
-    def __init__(self, open: _Optional[_Union[OpenJob, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ...) -> None: ...
+    shm: ShmAccept
+    def __init__(self, open: _Optional[_Union[OpenJob, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., shm: _Optional[_Union[ShmAccept, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
     __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy")
@@ -69,7 +71,7 @@ class JobSpec(_message.Message):
     def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ...) -> None: ...
 
 class OpenJob(_message.Message):
-    __slots__ = ("job", "epoch", "epochs", "credits", "as_ready", "start_batch", "skip_batches", "consumed")
+    __slots__ = ("job", "epoch", "epochs", "credits", "as_ready", "start_batch", "skip_batches", "consumed", "shm")
     JOB_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     EPOCHS_FIELD_NUMBER: _ClassVar[int]
@@ -78,6 +80,7 @@ class OpenJob(_message.Message):
     START_BATCH_FIELD_NUMBER: _ClassVar[int]
     SKIP_BATCHES_FIELD_NUMBER: _ClassVar[int]
     CONSUMED_FIELD_NUMBER: _ClassVar[int]
+    SHM_FIELD_NUMBER: _ClassVar[int]
     job: JobSpec
     epoch: int
     epochs: int
@@ -86,7 +89,36 @@ class OpenJob(_message.Message):
     start_batch: int
     skip_batches: _containers.RepeatedScalarFieldContainer[int]
     consumed: int
-    def __init__(self, job: _Optional[_Union[JobSpec, _Mapping]] = ..., epoch: _Optional[int] = ..., epochs: _Optional[int] = ..., credits: _Optional[int] = ..., as_ready: _Optional[bool] = ..., start_batch: _Optional[int] = ..., skip_batches: _Optional[_Iterable[int]] = ..., consumed: _Optional[int] = ...) -> None: ...
+    shm: ShmRequest
+    def __init__(self, job: _Optional[_Union[JobSpec, _Mapping]] = ..., epoch: _Optional[int] = ..., epochs: _Optional[int] = ..., credits: _Optional[int] = ..., as_ready: _Optional[bool] = ..., start_batch: _Optional[int] = ..., skip_batches: _Optional[_Iterable[int]] = ..., consumed: _Optional[int] = ..., shm: _Optional[_Union[ShmRequest, _Mapping]] = ...) -> None: ...
+
+class ShmRequest(_message.Message):
+    __slots__ = ("boot_id",)
+    BOOT_ID_FIELD_NUMBER: _ClassVar[int]
+    boot_id: str
+    def __init__(self, boot_id: _Optional[str] = ...) -> None: ...
+
+class ShmOffer(_message.Message):
+    __slots__ = ("declined", "socket", "token", "slots", "slot_bytes")
+    DECLINED_FIELD_NUMBER: _ClassVar[int]
+    SOCKET_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SLOTS_FIELD_NUMBER: _ClassVar[int]
+    SLOT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    declined: str
+    socket: str
+    token: bytes
+    slots: int
+    slot_bytes: int
+    def __init__(self, declined: _Optional[str] = ..., socket: _Optional[str] = ..., token: _Optional[bytes] = ..., slots: _Optional[int] = ..., slot_bytes: _Optional[int] = ...) -> None: ...
+
+class ShmAccept(_message.Message):
+    __slots__ = ("ok", "reason")
+    OK_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    ok: bool
+    reason: str
+    def __init__(self, ok: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class DescribeJobRequest(_message.Message):
     __slots__ = ("job", "epoch", "consumed")
@@ -185,28 +217,32 @@ class Normalize(_message.Message):
     def __init__(self, mean: _Optional[_Iterable[float]] = ..., std: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class Credit(_message.Message):
-    __slots__ = ("credits", "wait_seconds", "batches", "step_seconds")
+    __slots__ = ("credits", "wait_seconds", "batches", "step_seconds", "released_slots")
     CREDITS_FIELD_NUMBER: _ClassVar[int]
     WAIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     BATCHES_FIELD_NUMBER: _ClassVar[int]
     STEP_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_SLOTS_FIELD_NUMBER: _ClassVar[int]
     credits: int
     wait_seconds: float
     batches: int
     step_seconds: float
-    def __init__(self, credits: _Optional[int] = ..., wait_seconds: _Optional[float] = ..., batches: _Optional[int] = ..., step_seconds: _Optional[float] = ...) -> None: ...
+    released_slots: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, credits: _Optional[int] = ..., wait_seconds: _Optional[float] = ..., batches: _Optional[int] = ..., step_seconds: _Optional[float] = ..., released_slots: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class FeedResponse(_message.Message):
-    __slots__ = ("job", "batch", "chunk", "end")
+    __slots__ = ("job", "batch", "chunk", "end", "shm")
     JOB_FIELD_NUMBER: _ClassVar[int]
     BATCH_FIELD_NUMBER: _ClassVar[int]
     CHUNK_FIELD_NUMBER: _ClassVar[int]
     END_FIELD_NUMBER: _ClassVar[int]
+    SHM_FIELD_NUMBER: _ClassVar[int]
     job: JobInfo
     batch: BatchHeader
     chunk: Chunk
     end: EpochEnd
-    def __init__(self, job: _Optional[_Union[JobInfo, _Mapping]] = ..., batch: _Optional[_Union[BatchHeader, _Mapping]] = ..., chunk: _Optional[_Union[Chunk, _Mapping]] = ..., end: _Optional[_Union[EpochEnd, _Mapping]] = ...) -> None: ...
+    shm: ShmOffer
+    def __init__(self, job: _Optional[_Union[JobInfo, _Mapping]] = ..., batch: _Optional[_Union[BatchHeader, _Mapping]] = ..., chunk: _Optional[_Union[Chunk, _Mapping]] = ..., end: _Optional[_Union[EpochEnd, _Mapping]] = ..., shm: _Optional[_Union[ShmOffer, _Mapping]] = ...) -> None: ...
 
 class JobInfo(_message.Message):
     __slots__ = ("epoch", "batches", "samples", "dataset_size", "fingerprint", "classes", "sample_shape", "dtype", "max_chunk_bytes")
@@ -231,7 +267,7 @@ class JobInfo(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., batches: _Optional[int] = ..., samples: _Optional[int] = ..., dataset_size: _Optional[int] = ..., fingerprint: _Optional[str] = ..., classes: _Optional[_Iterable[str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., max_chunk_bytes: _Optional[int] = ...) -> None: ...
 
 class BatchHeader(_message.Message):
-    __slots__ = ("epoch", "number", "shape", "dtype", "labels", "indices", "errors", "data_bytes")
+    __slots__ = ("epoch", "number", "shape", "dtype", "labels", "indices", "errors", "data_bytes", "slot")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     NUMBER_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
@@ -240,6 +276,7 @@ class BatchHeader(_message.Message):
     INDICES_FIELD_NUMBER: _ClassVar[int]
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     DATA_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SLOT_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     number: int
     shape: _containers.RepeatedScalarFieldContainer[int]
@@ -248,7 +285,8 @@ class BatchHeader(_message.Message):
     indices: _containers.RepeatedScalarFieldContainer[int]
     errors: _containers.RepeatedCompositeFieldContainer[SampleError]
     data_bytes: int
-    def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ...) -> None: ...
+    slot: int
+    def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ..., slot: _Optional[int] = ...) -> None: ...
 
 class SampleError(_message.Message):
     __slots__ = ("index", "name", "reason")

@@ -1,0 +1,159 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// Same-host delivery. A trainer on this machine asks for it in OpenJob.shm;
+// the server offers a ring of batch-sized slots in a sealed memfd, handed
+// over on an abstract Unix socket (shm_linux.go), and sends each batch's
+// pixels in a free slot, with only its header on the stream. The trainer
+// releases slots in its credits. A batch that finds no free slot goes in
+// chunks, so a trainer that keeps its batches is never stalled by the ring.
+
+const (
+	// shmMinSlots and shmMaxSlots bound a ring: a job's credits plus
+	// shmSpareSlots (the batch the trainer works on and the one before it,
+	// still referenced while it asks for the next, and one in transit).
+	shmMinSlots   = 2
+	shmMaxSlots   = 64
+	shmSpareSlots = 3
+	// shmTokenBytes is the size of an offer's token.
+	shmTokenBytes = 16
+)
+
+// ringSlots is the number of slots for a stream granted credits at once.
+func ringSlots(credits int64) int {
+	return int(min(max(credits+shmSpareSlots, shmMinSlots), shmMaxSlots))
+}
+
+// slots is a ring's bookkeeping: which slots hold pixels the trainer has
+// not released. Batch takes slots on the coordinator's goroutine, the
+// receiver releases them on the stream's.
+type slots struct {
+	mu   sync.Mutex
+	free []uint32 // a stack: the slot released last is filled first, its pages warm
+	held []bool
+}
+
+func newSlots(n int) *slots {
+	s := &slots{held: make([]bool, n), free: make([]uint32, n)}
+	for i := range s.free {
+		s.free[i] = uint32(n - 1 - i)
+	}
+	return s
+}
+
+// take returns a free slot, now held, or false when every slot is held.
+func (s *slots) take() (uint32, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.free)
+	if n == 0 {
+		return 0, false
+	}
+	i := s.free[n-1]
+	s.free = s.free[:n-1]
+	s.held[i] = true
+	return i, true
+}
+
+// release frees the slots the trainer gave back. A slot out of range or not
+// held is the trainer's protocol error; the slots before it are freed.
+func (s *slots) release(ids []uint32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, i := range ids {
+		if int(i) >= len(s.held) {
+			return fmt.Errorf("released slot %d of a ring of %d", i, len(s.held))
+		}
+		if !s.held[i] {
+			return fmt.Errorf("released slot %d, which holds no batch", i)
+		}
+		s.held[i] = false
+		s.free = append(s.free, i)
+	}
+	return nil
+}
+
+// shmHandshake answers a trainer's ShmRequest: a ShmOffer, then, for an
+// offered ring, the trainer's ShmAccept. It returns the ring the stream's
+// batches go through, or nil when they go in chunks (the server declined,
+// or the trainer could not map the ring: the reason is logged). An error
+// ends the stream.
+func (s *Server) shmHandshake(ctx context.Context, stream stokerv1.FeedService_FeedServer, req *stokerv1.ShmRequest, credits, batchBytes int64, log *slog.Logger) (*ring, error) {
+	offer, r := s.shmOffer(req, credits, batchBytes)
+	if err := stream.Send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Shm{Shm: offer}}); err != nil {
+		s.dropRing(r)
+		return nil, err
+	}
+	if r == nil {
+		log.Info("shared memory declined: chunks", "reason", offer.GetDeclined())
+		return nil, nil
+	}
+	defer s.shm.withdraw(r)
+	m, err := s.recvWithin(ctx, stream.Recv, "answer to the shared-memory offer")
+	if err == nil && m.GetShm() == nil {
+		err = status.Errorf(codes.InvalidArgument, "after a ShmOffer the trainer's next message must be ShmAccept, got %T", m.GetMsg())
+	}
+	if err != nil {
+		s.dropRing(r)
+		return nil, err
+	}
+	switch a := m.GetShm(); {
+	case !a.GetOk():
+		log.Info("shared memory: the trainer could not map the ring: chunks", "reason", truncate(a.GetReason(), 256))
+	case !r.wasHanded():
+		log.Warn("shared memory: the trainer accepted a ring it never fetched: chunks")
+	default:
+		log.Info("shared memory", "slots", offer.GetSlots(), "slot_bytes", offer.GetSlotBytes())
+		return r, nil
+	}
+	s.dropRing(r)
+	return nil, nil
+}
+
+// shmOffer decides on a ShmRequest: a ring of slots for credits batches of
+// batchBytes, out of the memory budget, or the reason there is none.
+func (s *Server) shmOffer(req *stokerv1.ShmRequest, credits, batchBytes int64) (*stokerv1.ShmOffer, *ring) {
+	decline := func(format string, a ...any) (*stokerv1.ShmOffer, *ring) {
+		return &stokerv1.ShmOffer{Declined: fmt.Sprintf(format, a...)}, nil
+	}
+	if s.shm == nil {
+		return decline("shared memory is off on this server (%s)", s.shmOff)
+	}
+	if req.GetBootId() != s.shm.bootID {
+		return decline("the trainer runs on another machine (its boot id is not the server's)")
+	}
+	n := ringSlots(credits)
+	total := int64(n) * batchBytes
+	if !s.budget.try(total) {
+		return decline("a ring of %d slots of %d bytes does not fit in the memory budget now (--memory-budget)", n, batchBytes)
+	}
+	r, err := s.shm.offer(n, batchBytes)
+	if err != nil {
+		s.budget.release(total)
+		return decline("%v", err)
+	}
+	s.m.shmRings.Add(float64(total))
+	return &stokerv1.ShmOffer{Socket: s.shm.name, Token: r.token[:], Slots: uint32(n), SlotBytes: uint64(batchBytes)}, r
+}
+
+// dropRing unmaps r, if any, and gives its bytes back to the budget.
+func (s *Server) dropRing(r *ring) {
+	if r == nil {
+		return
+	}
+	total := int64(len(r.held)) * r.size
+	r.close()
+	s.budget.release(total)
+	s.m.shmRings.Sub(float64(total))
+}
