@@ -95,6 +95,26 @@ class _Batch:
         self.remaining -= n
         return self.remaining <= 0
 
+    @classmethod
+    def in_slot(cls, header: pb.BatchHeader, arr: np.ndarray, pin: bool) -> "_Batch":
+        """A batch whose pixels are ``arr``, a shared-memory slot's (whole
+        at once). Its tensors are views on the slot; pinned, the pixels are
+        copied into pinned memory (the copy CUDA's needs anyway) and the
+        slot is released at once."""
+        import torch
+
+        b = cls.__new__(cls)
+        b.header = header
+        b.remaining = 0
+        if pin:
+            b.buf = torch.empty(arr.shape[0], dtype=torch.uint8, pin_memory=True)
+            b.arr = b.buf.numpy()
+            b.arr[:] = arr
+        else:
+            b.arr = arr
+            b.buf = torch.from_numpy(arr)
+        return b
+
 
 def batch_tensors(b: _Batch, return_indices: bool, torch: Any) -> Tuple["torch.Tensor", ...]:
     """The tensors of a whole batch: (images, labels[, indices]). The images

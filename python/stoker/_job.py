@@ -54,9 +54,11 @@ class Job:
             fail_policy=FAIL_POLICIES[self.fail_policy],
         )
 
-    def open_job(self, epoch: int, resume: Optional[Resume], credits: int, as_ready: bool) -> pb.OpenJob:
+    def open_job(self, epoch: int, resume: Optional[Resume], credits: int, as_ready: bool,
+                 shm: Optional[pb.ShmRequest] = None) -> pb.OpenJob:
         """The OpenJob of a stream that runs from ``epoch`` (from
-        ``resume``'s point in it, if any) until the trainer closes it."""
+        ``resume``'s point in it, if any) until the trainer closes it,
+        asking for a shared-memory ring with ``shm``."""
         r = resume or Resume(epoch)
         return pb.OpenJob(
             job=self.spec(),
@@ -67,6 +69,7 @@ class Job:
             start_batch=r.start_batch,
             skip_batches=r.skip_batches,
             consumed=r.consumed,
+            shm=shm,
         )
 
     def params(self) -> Dict[str, Any]:

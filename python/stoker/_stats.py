@@ -26,6 +26,9 @@ class LoaderStats:
     bytes: int = 0
     #: Samples reported undecodable (each occurrence, every epoch).
     sample_errors: int = 0
+    #: Batches whose pixels came in a shared-memory slot (same-host
+    #: delivery), not in gRPC chunks.
+    shm_batches: int = 0
 
 
 @dataclass
@@ -44,6 +47,8 @@ class Tally:
         st.batches += 1
         st.samples += int(header.shape[0]) if header.shape else 0
         st.bytes += int(header.data_bytes)
+        if header.HasField("slot"):
+            st.shm_batches += 1
         if header.errors:
             self._errors(header.errors)
 

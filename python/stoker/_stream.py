@@ -22,6 +22,7 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 from stoker._buffers import _Batch, _BufferPool
 from stoker._channel import Connection, Endpoint
 from stoker._errors import StokerError
+from stoker._shm import Ring
 from stoker._wire import _Chunk
 from stoker.v1 import stoker_pb2 as pb
 
@@ -39,8 +40,16 @@ class _FeedStream:
     #: Feed streams opened in this process (tests count them).
     opened = 0
 
-    def __init__(self, conn: Connection, open_job: pb.OpenJob, pin: bool, pool: Optional[_BufferPool]) -> None:
+    def __init__(self, conn: Connection, open_job: pb.OpenJob, pin: bool, pool: Optional[_BufferPool],
+                 transport: str = "auto") -> None:
         _FeedStream.opened += 1
+        self._transport = transport
+        self._asked_shm = open_job.HasField("shm")
+        #: The ring batches come in when the server offered one and it was
+        #: mapped (set before the first batch), else None: gRPC chunks.
+        self.ring: Optional[Ring] = None
+        #: Why batches come in chunks on a stream that asked for a ring.
+        self.shm_reason = "" if self._asked_shm else "not asked (transport='grpc', or not Linux)"
         self.pid = conn.pid
         self._endpoint = conn.endpoint
         #: The epoch whose JobInfo comes next while the stream waits between
@@ -72,13 +81,30 @@ class _FeedStream:
         """Grants one more batch and reports the wait for the one taken and
         the trainer's step before it (the time between taking the previous
         batch and asking for this one): the server's controller steers on
-        both."""
+        both. It also gives back the ring's slots released since."""
         if not self._closed:
+            released = self.ring.collect() if self.ring is not None else []
             self._requests.put(
                 pb.FeedRequest(
-                    credit=pb.Credit(credits=1, wait_seconds=wait_seconds, batches=1, step_seconds=step_seconds)
+                    credit=pb.Credit(credits=1, wait_seconds=wait_seconds, batches=1, step_seconds=step_seconds,
+                                     released_slots=released)
                 )
             )
+
+    def _offered(self, offer: pb.ShmOffer) -> None:
+        """Answers the server's ShmOffer: maps the ring it offers, or notes
+        why not (transport="shm" makes that an error)."""
+        self._asked_shm = False  # answered
+        reason = offer.declined
+        if not reason:
+            try:
+                self.ring = Ring(offer)
+            except (OSError, ValueError) as e:
+                reason = f"could not map the server's ring: {e}"
+            self._requests.put(pb.FeedRequest(shm=pb.ShmAccept(ok=self.ring is not None, reason=reason)))
+        self.shm_reason = reason
+        if reason and self._transport == "shm":
+            raise StokerError("FAILED_PRECONDITION", f"transport='shm', but batches would come in chunks: {reason}")
 
     def _read(self) -> None:
         import grpc
@@ -104,13 +130,23 @@ class _FeedStream:
                     c = resp.chunk
                     chunk(c.number, c.offset, memoryview(c.data))
                 elif kind == "batch":
-                    b = _Batch(resp.batch, self._pin, self._pool)
+                    h = resp.batch
+                    if h.HasField("slot"):
+                        if self.ring is None:
+                            raise StokerError("INTERNAL", f"batch {h.number} in a slot, and no ring")
+                        put(("batch", _Batch.in_slot(h, self.ring.batch(h.slot, int(h.data_bytes)), self._pin)))
+                        continue
+                    b = _Batch(h, self._pin, self._pool)
                     if b.remaining == 0:
                         put(("batch", b))
                     else:
                         pending[resp.batch.number] = b
                 elif kind == "job":
+                    if self._asked_shm:  # a server that ignored OpenJob.shm
+                        self._offered(pb.ShmOffer(declined="the server does not offer shared memory"))
                     put(("job", resp.job))
+                elif kind == "shm":
+                    self._offered(resp.shm)
                 elif kind == "end":
                     put(("end", resp.end))
             put(("closed", None))

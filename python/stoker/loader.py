@@ -34,6 +34,7 @@ from stoker._channel import Endpoint, list_datasets
 from stoker._errors import SampleError, StokerError
 from stoker._job import FAIL_POLICIES, Job, layout_enum
 from stoker._malloc import tune_malloc
+from stoker._shm import TRANSPORTS, shm_request
 from stoker._state import Progress, Resume, make_state, resume_from
 from stoker._stats import LoaderStats, Tally
 from stoker._stream import _FeedStream, _Session
@@ -145,6 +146,18 @@ class Loader:
             in :attr:`sample_errors`.
         tune_malloc: call :func:`stoker.loader.tune_malloc` on the first
             iteration (halves the trainer's receive CPU under glibc).
+        transport: how pixels arrive. ``"auto"``: through a shared-memory
+            ring when the server runs on this machine (same boot id, and
+            its socket reachable: the same network namespace) and offers
+            one, else in gRPC chunks; ``"grpc"``: always in chunks;
+            ``"shm"``: the ring or StokerError("FAILED_PRECONDITION") at
+            the first batch. Both give the same bytes. From a ring, the
+            images tensor is a view on a slot of the server's memory,
+            given back to the server once every tensor and view of the
+            batch is garbage (a trainer that keeps batches gets later ones
+            in chunks); with ``pin_memory`` the pixels are copied into
+            pinned memory and the slot given back at once. See
+            :attr:`transport`.
 
     Every argument is checked when the loader is made: TypeError for a
     wrong type (integers must be ints, numpy's included, never floats or
@@ -188,6 +201,7 @@ class Loader:
         allow_insecure_token: bool = False,
         fail_policy: str = "pad",
         tune_malloc: bool = True,
+        transport: str = "auto",
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
@@ -213,6 +227,12 @@ class Loader:
             raise ValueError(f"fail_policy must be 'pad' or 'drop', got {fail_policy!r}")
         self.fail_policy = fail_policy
         self.tune_malloc = _args.boolean("tune_malloc", tune_malloc)
+        if _args.string("transport", transport) not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {', '.join(map(repr, TRANSPORTS))}, got {transport!r}")
+        if transport == "shm" and shm_request("shm") is None:
+            raise ValueError("transport='shm' needs Linux (a boot id and memfds)")
+        self.transport_requested = transport
+        self._transport = ("grpc", "")
         # The connection's arguments, checked (a token bound for plaintext
         # to a remote host is refused here) and the TLS files read.
         self._endpoint = Endpoint.make(target, token=token, credentials=credentials, tls_ca=tls_ca,
@@ -236,6 +256,19 @@ class Loader:
     def token(self) -> Optional[str]:
         """The bearer token sent on every call (read-only)."""
         return self._endpoint.token
+
+    @property
+    def transport(self) -> str:
+        """How the current (or last) stream's pixels arrive: ``"shm"`` (a
+        shared-memory ring) or ``"grpc"`` (chunks); see
+        :attr:`transport_reason` for why not ``"shm"``."""
+        return self._transport[0]
+
+    @property
+    def transport_reason(self) -> str:
+        """Why the current stream's pixels come in chunks ("" when they
+        come through shared memory, or before the first stream)."""
+        return self._transport[1]
 
     @property
     def credentials(self) -> Optional["grpc.ChannelCredentials"]:
@@ -386,8 +419,9 @@ class Loader:
         session = self._session
         session.drop_stream()
         conn = session.connection(self._endpoint)
-        open_job = self._job().open_job(epoch, resume, self.prefetch, not self.in_order)
-        session.stream = _FeedStream(conn, open_job, self._wants_pin(), self._buffers())
+        open_job = self._job().open_job(epoch, resume, self.prefetch, not self.in_order,
+                                        shm_request(self.transport_requested))
+        session.stream = _FeedStream(conn, open_job, self._wants_pin(), self._buffers(), self.transport_requested)
         return session.stream
 
     def __len__(self) -> int:
@@ -435,6 +469,7 @@ class Loader:
             if kind != "job" or info.epoch != epoch:
                 raise StokerError("INTERNAL", f"epoch {epoch} opened with {kind!r}, not its JobInfo")
             self.job_info = info
+            self._transport = ("shm", "") if stream.ring is not None else ("grpc", stream.shm_reason)
             consumed = min(resume.consumed, int(info.dataset_size)) if resume is not None else 0
             if progress is self._progress:  # the loader's current iteration
                 self.consumed = consumed
@@ -468,6 +503,7 @@ class Loader:
                     progress.take(number)
                     yielded = time.perf_counter()
                     yield out
+                    out = None  # the trainer's alone now: a ring slot is given back once it lets go
                     t0 = time.perf_counter()
                     step = t0 - yielded  # the trainer's work on the batch
                 elif kind == "end":
