@@ -101,6 +101,11 @@ type Config struct {
 	// not read what was sent, for this long while a batch waits for it.
 	// Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// BenchReplay makes each job's first batch once and gives every later
+	// batch its pixels and labels (indices are the real ones): batches cost
+	// a copy instead of a decode, for benchmarks of delivery alone. Never
+	// for training.
+	BenchReplay bool
 	// Shm offers same-host trainers delivery through a shared-memory ring
 	// (Linux); off, every batch goes in chunks.
 	Shm bool

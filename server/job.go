@@ -2,6 +2,7 @@ package server
 
 import (
 	"strings"
+	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -25,6 +26,8 @@ type job struct {
 	dtype  stokerv1.Dtype
 	// queue is the job's share of the local executor (nil: none).
 	queue *pipeline.Queue
+	// replayed is the job's first whole batch, under Config.BenchReplay.
+	replayed atomic.Pointer[pipeline.Batch]
 }
 
 // newJob validates spec against the server's datasets and limits. Its

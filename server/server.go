@@ -139,7 +139,10 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 			s.shares = newShares(floor, cfg.StallTarget)
 			go s.shares.run(s.stop)
 		}
-		s.makers.add(&localMaker{exec: s.exec, slots: maxWindow})
+		s.makers.add(&localMaker{exec: s.exec, slots: maxWindow, replay: cfg.BenchReplay})
+		if cfg.BenchReplay {
+			log.Warn("--bench-replay: every batch carries its job's first batch's pixels; for delivery benchmarks only")
+		}
 	}
 	s.shmOff = "--shm=false"
 	if cfg.Shm {

@@ -58,6 +58,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.DurationVar(&cfg.FirstMessageTimeout, "first-message-timeout", 10*time.Second, "how long a new stream may take to send its first message")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "end a Feed stream whose trainer neither reads nor grants credit this long while a batch waits")
 	fs.BoolVar(&cfg.Shm, "shm", true, "offer trainers on this machine their batches through a shared-memory ring (Linux; trainers elsewhere get gRPC chunks)")
+	fs.BoolVar(&cfg.BenchReplay, "bench-replay", false, "benchmarks of delivery only: every batch carries its job's first batch's pixels (a copy instead of a decode); never for training")
 	fs.Int64Var(&cfg.PixelBudget, "pixel-budget", 64<<20, "refuse images with more pixels (from the header, before decoding)")
 	fs.IntVar(&cfg.MaxScans, "max-scans", 100, "refuse progressive JPEGs with more scans")
 	fs.Int64Var(&cfg.MaxFileSize, "max-file-size", pipeline.DefaultMaxFileSize, "refuse larger files")
