@@ -2,16 +2,18 @@
 """End to end into Python: images/s delivered to a training loop as torch
 tensors, stoker against a tuned PyTorch DataLoader, on the same images.
 
-  stoker:     this script starts `stoker serve --listen 127.0.0.1:0
+  stoker-shm: this script starts `stoker serve --listen 127.0.0.1:0
               --workers N --dataset bench=DIR` and iterates
-              stoker.Loader(addr, "bench", "imagenet-train", batch_size=B).
+              stoker.Loader(addr, "bench", "imagenet-train", batch_size=B,
+              transport="shm"): pixels in a shared-memory ring.
+  stoker-grpc: the same with transport="grpc": pixels in gRPC chunks.
   dataloader: torch.utils.data.DataLoader(ImageFolder(DIR,
               Compose([RandomResizedCrop(224), RandomHorizontalFlip(),
               PILToTensor()])), batch_size=B, shuffle=True, num_workers=N,
               pin_memory=<cuda available>, persistent_workers=True).
 
-Rounds are interleaved (stoker, dataloader, stoker, ...) so that the
-machine's noise lands on both alike. Each round takes two warm-up batches,
+Rounds are interleaved (stoker-shm, stoker-grpc, dataloader, stoker-shm,
+...) so that the machine's noise lands on all alike. Each round takes two warm-up batches,
 then counts the images delivered for --seconds; the loop only looks at each
 batch's shape (and copies it to the GPU when there is one). Epochs follow one
 another inside a round, for both.
@@ -26,6 +28,13 @@ CPU is reported per 1000 images, by process:
   stoker server: the `stoker serve` process, from /proc/PID/stat over each
             timed window.
 With --json the last line is one JSON object with these numbers.
+
+--receive measures delivery alone, in GB/s into Python: the server runs with
+--bench-replay (each job's first batch made once, every later one a copy of
+its pixels), and the DataLoader's dataset returns one preallocated image
+(its workers still collate each batch and pass it through shared memory),
+so the producers are not the limit; the trainer loop only touches each
+batch's shape (and copies to the GPU when there is one).
 """
 
 from __future__ import annotations
@@ -139,6 +148,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--prefetch", type=int, default=4, help="stoker.Loader prefetch (credits)")
     ap.add_argument("--stoker-bin", help="a built stoker binary (default: go build into a temporary directory)")
+    ap.add_argument("--receive", action="store_true",
+                    help="delivery alone, in GB/s: stoker serve --bench-replay, a DataLoader over one cached image")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
 
@@ -154,8 +165,10 @@ def main() -> None:
     binary = a.stoker_bin or build_stoker(tmp)
     children0 = children_cpu()  # go build and the like, before the workers exist
 
-    dataset = torchvision.datasets.ImageFolder(
+    dataset: Any = torchvision.datasets.ImageFolder(
         a.data, transform=tvt.Compose([tvt.RandomResizedCrop(224), tvt.RandomHorizontalFlip(), tvt.PILToTensor()]))
+    if a.receive:
+        dataset = _Cached(len(dataset))
     dl = torch.utils.data.DataLoader(dataset, batch_size=a.batch_size, shuffle=True, num_workers=a.workers,
                                      pin_memory=cuda, persistent_workers=a.workers > 0)
     dl_state: Dict[str, Any] = {"iter": None}
@@ -171,26 +184,33 @@ def main() -> None:
 
     try:
         # Indexing a large tree takes a while: wait up to 60 s.
-        srv = LocalServer(binary, {"bench": a.data}, workers=a.workers,
+        srv = LocalServer(binary, {"bench": a.data}, workers=a.workers, args=["--bench-replay"] if a.receive else [],
                           log_path=os.path.join(tmp, "server.log"), start_timeout=60)
     except RuntimeError as e:
         sys.exit(f"e2e: {e}")
     server, addr = srv.proc, srv.addr
-    rounds: Dict[str, List[Dict[str, float]]] = {"stoker": [], "dataloader": []}
+    impls = ["stoker-shm", "stoker-grpc", "dataloader"]
+    rounds: Dict[str, List[Dict[str, float]]] = {i: [] for i in impls}
     dl_batches = forever(dl_iter)
     try:
-        loader = stoker.Loader(addr, "bench", transform="imagenet-train", batch_size=a.batch_size,
-                               shuffle=True, prefetch=a.prefetch, timeout=120)
+        loaders = {
+            t: stoker.Loader(addr, "bench", transform="imagenet-train", batch_size=a.batch_size,
+                             shuffle=True, prefetch=a.prefetch, timeout=120, transport=t)
+            for t in ("shm", "grpc")
+        }
         for r in range(a.rounds):
-            # A fresh stream per round, closed after it, so the server idles
-            # while the DataLoader runs.
-            st_batches = forever(lambda: iter(loader))
-            rounds["stoker"].append(timed_round(st_batches, a.seconds, cuda, lambda: [server.pid]))
-            st_batches.close()
+            for t, loader in loaders.items():
+                # A fresh stream per round, closed after it, so the server
+                # idles while the others run.
+                st_batches = forever(lambda: iter(loader))
+                rounds["stoker-" + t].append(timed_round(st_batches, a.seconds, cuda, lambda: [server.pid]))
+                st_batches.close()
+                if loader.transport != t:
+                    sys.exit(f"e2e: transport={t!r} ran on {loader.transport!r}: {loader.transport_reason}")
             rounds["dataloader"].append(timed_round(dl_batches, a.seconds, cuda, dl_pids))
-            print(f"round {r + 1}/{a.rounds}: stoker {rounds['stoker'][-1]['images_per_sec']:.0f} images/s, "
-                  f"dataloader {rounds['dataloader'][-1]['images_per_sec']:.0f} images/s", file=sys.stderr)
-        stall = loader.stats.wait_seconds
+            print(f"round {r + 1}/{a.rounds}: " + ", ".join(
+                f"{i} {rounds[i][-1]['images_per_sec']:.0f} images/s" for i in impls), file=sys.stderr)
+        stall = {t: ld.stats.wait_seconds for t, ld in loaders.items()}
     finally:
         # Shut the DataLoader's workers down, so RUSAGE_CHILDREN counts them.
         dl_batches.close()
@@ -209,7 +229,9 @@ def main() -> None:
         return statistics.median(per1000(x[key], x["images"]) for x in rounds[impl])
 
     dl_images_all = sum(x["images"] for x in rounds["dataloader"])
+    image_bytes = 3 * 224 * 224
     res = {
+        "mode": "receive" if a.receive else "end-to-end",
         "data": a.data,
         "batch_size": a.batch_size,
         "workers": a.workers,
@@ -217,38 +239,50 @@ def main() -> None:
         "cuda": cuda,
         "rounds": a.rounds,
         "seconds_per_round": a.seconds,
-        "images_per_sec": {"stoker": med("stoker", "images_per_sec"), "dataloader": med("dataloader", "images_per_sec")},
-        "ratio": med("stoker", "images_per_sec") / med("dataloader", "images_per_sec"),
+        "images_per_sec": {i: med(i, "images_per_sec") for i in impls},
+        "gb_per_sec": {i: med(i, "images_per_sec") * image_bytes / 1e9 for i in impls},
+        "ratio_vs_dataloader": {i: med(i, "images_per_sec") / med("dataloader", "images_per_sec") for i in impls},
         # This process (the trainer), RUSAGE_SELF over each timed window.
-        "trainer_cpu_s_per_1000": {"stoker": med_per1000("stoker", "trainer_cpu_s"),
-                                   "dataloader": med_per1000("dataloader", "trainer_cpu_s")},
-        # The DataLoader's worker processes, /proc/PID/stat over each timed window.
-        "dataloader_workers_cpu_s_per_1000": med_per1000("dataloader", "other_cpu_s"),
+        "trainer_cpu_s_per_1000": {i: med_per1000(i, "trainer_cpu_s") for i in impls},
+        # The producer: stoker serve, or the DataLoader's worker processes,
+        # /proc/PID/stat over each timed window.
+        "producer_cpu_s_per_1000": {i: med_per1000(i, "other_cpu_s") for i in impls},
         # The same workers, RUSAGE_CHILDREN after they exited: every round,
         # warm-up and prefetched batches included, over the timed images.
         "dataloader_workers_cpu_s_per_1000_rusage_children": per1000(workers_total, dl_images_all),
-        # The stoker server process, /proc/PID/stat over each timed window.
-        "stoker_server_cpu_s_per_1000": med_per1000("stoker", "other_cpu_s"),
-        # The design's target: stoker's trainer-process CPU per image against
-        # all the CPU a DataLoader spends on the trainer's host (its main
-        # process and its workers), as when stoker's work runs on peers.
-        "stoker_trainer_cpu_vs_dataloader_host_cpu": med_per1000("stoker", "trainer_cpu_s")
-        / (med_per1000("dataloader", "trainer_cpu_s") + med_per1000("dataloader", "other_cpu_s")),
         "stoker_trainer_wait_s": stall,
         "runs": rounds,
     }
-    ips, t, w = res["images_per_sec"], res["trainer_cpu_s_per_1000"], res["dataloader_workers_cpu_s_per_1000"]
-    print(f"\nbatch {a.batch_size}, {a.workers} workers, {os.cpu_count()} CPUs, cuda={cuda}; "
+    ips, t, p = res["images_per_sec"], res["trainer_cpu_s_per_1000"], res["producer_cpu_s_per_1000"]
+    print(f"\n{res['mode']}: batch {a.batch_size}, {a.workers} workers, {os.cpu_count()} CPUs, cuda={cuda}; "
           f"median of {a.rounds} interleaved rounds of {a.seconds:g}s on {a.data}")
-    print(f"{'impl':11} {'images/s':>9} {'trainer CPU s/1000':>19} {'producer CPU s/1000':>20}")
-    print(f"{'stoker':11} {ips['stoker']:9.0f} {t['stoker']:19.3f} {res['stoker_server_cpu_s_per_1000']:20.3f}  (producer: stoker serve)")
-    print(f"{'dataloader':11} {ips['dataloader']:9.0f} {t['dataloader']:19.3f} {w:20.3f}  (producer: DataLoader workers; "
-          f"RUSAGE_CHILDREN cross-check {res['dataloader_workers_cpu_s_per_1000_rusage_children']:.3f})")
-    print(f"stoker/dataloader: {res['ratio']:.2f}x images/s; stoker's trainer CPU per image is "
-          f"{t['stoker'] / t['dataloader']:.0%} of the DataLoader's main process and "
-          f"{res['stoker_trainer_cpu_vs_dataloader_host_cpu']:.1%} of the DataLoader's main process + workers")
+    print(f"{'impl':12} {'images/s':>9} {'GB/s':>6} {'trainer CPU s/1000':>19} {'producer CPU s/1000':>20}")
+    for i in impls:
+        print(f"{i:12} {ips[i]:9.0f} {res['gb_per_sec'][i]:6.2f} {t[i]:19.3f} {p[i]:20.3f}")
+    print(f"(producer: stoker serve, or the DataLoader's workers; RUSAGE_CHILDREN cross-check for the workers "
+          f"{res['dataloader_workers_cpu_s_per_1000_rusage_children']:.3f})")
+    for i in ("stoker-shm", "stoker-grpc"):
+        print(f"{i}: {res['ratio_vs_dataloader'][i]:.2f}x the DataLoader's images/s; trainer CPU per image "
+              f"{t[i] / t['dataloader']:.0%} of the DataLoader's main process")
     if a.json:
         print(json.dumps(res))
+
+
+class _Cached:
+    """A dataset of n samples that are all one preallocated image (--receive):
+    the DataLoader's workers only collate and send."""
+
+    def __init__(self, n: int) -> None:
+        import torch
+
+        self.n = n
+        self.image = torch.randint(0, 256, (3, 224, 224), dtype=torch.uint8)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> Any:
+        return self.image, 0
 
 
 if __name__ == "__main__":
