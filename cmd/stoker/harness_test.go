@@ -230,6 +230,7 @@ type serveConfig struct {
 	// written under its /tmp.
 	root string
 	attr *syscall.SysProcAttr
+	args []string // more flags
 }
 
 // serveProc is a running `stoker serve`.
@@ -284,6 +285,7 @@ func launchServe(t testing.TB, c serveConfig) *serveProc {
 	if c.peerRefresh > 0 {
 		args = append(args, "--peer-refresh", c.peerRefresh.String())
 	}
+	args = append(args, c.args...)
 	if c.netns != "" {
 		p.cmd = exec.Command("ip", append([]string{"netns", "exec", c.netns, bin}, args...)...)
 	} else {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"debug/elf"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -117,7 +120,8 @@ func chrootAttr(t *testing.T, root string) *syscall.SysProcAttr {
 // TestStaticImageRoot builds the image's binary with `make static`, checks
 // that it is static with libjpeg-turbo in it, and runs it as the image
 // does: alone in an empty root, as uid 65532, no /etc, no /proc, no shell.
-// It must answer health (SERVING) and ListDatasets and DescribeJob, serve
+// It must answer health (SERVING, also alone in plaintext on
+// --health-listen) and ListDatasets and DescribeJob, serve
 // an exact epoch, decode like the dynamic cgo build (the same bytes: the
 // libjpeg-turbo path, not the pure-Go one), and exit 0 on SIGTERM.
 func TestStaticImageRoot(t *testing.T) {
@@ -131,7 +135,13 @@ func TestStaticImageRoot(t *testing.T) {
 	attr := chrootAttr(t, root)
 	ctx := processTest(t, 90*time.Second)
 
-	static := startServe(t, ctx, serveConfig{name: "static", bin: "/stoker", root: root, attr: attr, dataset: "/data", workers: 2})
+	hport, err := freePortOn("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(hport))
+	static := startServe(t, ctx, serveConfig{name: "static", bin: "/stoker", root: root, attr: attr, dataset: "/data", workers: 2,
+		args: []string{"--health-listen", healthAddr}})
 	dynamic := startServe(t, ctx, serveConfig{name: "dynamic", dataset: src, workers: 2})
 	if os.Getuid() == 0 {
 		st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(static.cmd.Process.Pid), "status"))
@@ -145,11 +155,26 @@ func TestStaticImageRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	for _, service := range []string{"", "stoker.v1.FeedService", "stoker.v1.WorkService"} {
-		h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
-		if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-			t.Errorf("health of %q: %v, %v; want SERVING", service, h, err)
+	hconn, err := openConn(healthAddr) // --health-listen: health alone, plaintext
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hconn.Close()
+	for _, c := range []struct{ addr, service string }{
+		{static.addr, ""}, {static.addr, "stoker.v1.FeedService"}, {static.addr, "stoker.v1.WorkService"},
+		{healthAddr, ""}, {healthAddr, "stoker.v1.WorkService"},
+	} {
+		cc := conn
+		if c.addr == healthAddr {
+			cc = hconn
 		}
+		h, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{Service: c.service})
+		if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Errorf("health of %q on %s: %v, %v; want SERVING", c.service, c.addr, h, err)
+		}
+	}
+	if _, err := stokerv1.NewFeedServiceClient(hconn).ListDatasets(ctx, &stokerv1.ListDatasetsRequest{}); status.Code(err) != codes.Unimplemented {
+		t.Errorf("ListDatasets on the --health-listen port: %v, want Unimplemented (health alone)", err)
 	}
 	feed := stokerv1.NewFeedServiceClient(conn)
 	ls, err := feed.ListDatasets(ctx, &stokerv1.ListDatasetsRequest{})
