@@ -5,6 +5,7 @@ SHELL := /bin/bash
 VENV     := .venv
 PY       := $(VENV)/bin/python
 BIN      := bin/stoker
+STATIC_BIN ?= bin/stoker-static
 TOOLS    := .bin
 DATA     ?=
 PHOTOS   ?= ../shared/data/photos/train
@@ -25,13 +26,14 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.1
 # Debian packages the build and tests need.
 APT_PKGS := gcc libc6-dev make pkg-config libjpeg62-turbo-dev python3 python3-venv python3-dev git ca-certificates
 
-.PHONY: help setup apt venv tools build test test-go test-python lint check-generate generate bench demo clean
+.PHONY: help setup apt venv tools build static test test-go test-python lint check-generate generate bench demo clean
 
 help:
 	@echo "make demo    install what is missing, build, serve a dataset and train on it for a while (DATA=/path for a real ImageFolder)"
 	@echo "make test    vet, lint, regenerate-and-diff, Go tests (-race), pure-Go tests, Python tests"
 	@echo "make bench   stoker's pipeline vs torchvision (PIL and v2) on one core, interleaved rounds"
 	@echo "make setup   install system packages, Go tools and the Python venv (.venv)"
+	@echo "make static  a static stoker (libjpeg-turbo linked in) for minimal images: $(STATIC_BIN) (STATIC_BIN=path to change)"
 
 setup: apt tools venv
 
@@ -73,6 +75,17 @@ venv: $(VENV)/.stamp
 
 build:
 	go build -o $(BIN) ./cmd/stoker
+
+# The static stoker of the container image (Dockerfile) and of the chroot
+# test (cmd/stoker/static_linux_test.go runs this very target): cgo with
+# libjpeg62-turbo-dev's libjpeg.a linked in, Go's own DNS resolver and user
+# lookup (netgo, osusergo: no NSS), and no NVML (nonvml: go-nvml dlopens the
+# driver's libnvidia-ml.so, which a static glibc cannot load safely), so it
+# runs in an empty root.
+STATIC_TAGS := netgo osusergo nonvml
+static:
+	CGO_ENABLED=1 go build -trimpath -tags '$(STATIC_TAGS)' \
+		-ldflags '-s -w -linkmode external -extldflags "-static"' -o $(STATIC_BIN) ./cmd/stoker
 
 generate: tools venv
 	$(TOOLS)/buf generate

@@ -1,19 +1,20 @@
-//go:build !cgo
+//go:build !cgo || nonvml
 
 package client
 
 import "time"
 
-// gpuOptions is empty without cgo: go-nvml needs cgo, so there is nothing to
-// configure.
+// gpuOptions is empty without cgo or with the nonvml tag (the static build,
+// where glibc's dlopen cannot load libnvidia-ml.so safely): there is no
+// NVML to configure.
 type gpuOptions struct{}
 
 // NewGPUMonitor without cgo cannot reach NVML (go-nvml dlopens
-// libnvidia-ml.so through cgo): the monitor reports unavailable, "built
-// without cgo", unless the selection is none.
+// libnvidia-ml.so through cgo), nor in a static build (tag nonvml): the
+// monitor reports unavailable and why, unless the selection is none.
 func NewGPUMonitor(sel GPUSelection, window time.Duration, opts ...GPUOption) GPUMonitor {
 	if sel.None() {
 		return unavailableGPU{reason: reasonNone}
 	}
-	return unavailableGPU{reason: "NVML unavailable: built without cgo"}
+	return unavailableGPU{reason: "NVML unavailable: built without cgo, or static (tag nonvml)"}
 }

@@ -223,6 +223,14 @@ type serveConfig struct {
 	peerRefresh time.Duration
 	netns       string // run in this network namespace (ip netns exec)
 	metrics     string // default 127.0.0.1:0; in a netns, the namespace's address
+	// bin is the binary to run; default the test build (stokerBinary).
+	bin string
+	// root, when set, is the directory the process is chrooted to (by
+	// attr): dataset is then a path inside it, and the address file is
+	// written under its /tmp.
+	root string
+	attr *syscall.SysProcAttr
+	args []string // more flags
 }
 
 // serveProc is a running `stoker serve`.
@@ -245,9 +253,22 @@ type serveProc struct {
 // printed if the test failed.
 func launchServe(t testing.TB, c serveConfig) *serveProc {
 	t.Helper()
-	bin := stokerBinary(t)
+	bin := c.bin
+	if bin == "" {
+		bin = stokerBinary(t)
+	}
 	dir := t.TempDir()
+	if c.root != "" {
+		var err error
+		if dir, err = os.MkdirTemp(filepath.Join(c.root, "tmp"), "serve-"); err == nil {
+			err = os.Chmod(dir, 0o777) // the process may run as another user
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	p := &serveProc{name: c.name, logs: &syncBuffer{}, exited: make(chan struct{}), addrFile: filepath.Join(dir, "addr")}
+	addrArg := strings.TrimPrefix(p.addrFile, c.root) // the path the process sees
 	listen, metrics := c.listen, c.metrics
 	if listen == "" {
 		listen = "127.0.0.1:0"
@@ -255,7 +276,7 @@ func launchServe(t testing.TB, c serveConfig) *serveProc {
 	if metrics == "" {
 		metrics = "127.0.0.1:0"
 	}
-	args := []string{"serve", "--listen", listen, "--addr-file", p.addrFile, "--dataset", "ds=" + c.dataset,
+	args := []string{"serve", "--listen", listen, "--addr-file", addrArg, "--dataset", "ds=" + c.dataset,
 		"--workers", strconv.Itoa(c.workers), "--lease-timeout", testLeaseTimeout.String(),
 		"--metrics", metrics, "--log-format", "json"}
 	if c.peers != "" {
@@ -264,6 +285,7 @@ func launchServe(t testing.TB, c serveConfig) *serveProc {
 	if c.peerRefresh > 0 {
 		args = append(args, "--peer-refresh", c.peerRefresh.String())
 	}
+	args = append(args, c.args...)
 	if c.netns != "" {
 		p.cmd = exec.Command("ip", append([]string{"netns", "exec", c.netns, bin}, args...)...)
 	} else {
@@ -271,6 +293,7 @@ func launchServe(t testing.TB, c serveConfig) *serveProc {
 	}
 	p.cmd.Stderr = p.logs
 	p.cmd.Stdout = p.logs
+	p.cmd.SysProcAttr = c.attr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", c.name, err)
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server"
@@ -40,6 +42,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	})
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:7070", "gRPC listen address (port 0: any free port)")
 	fs.StringVar(&o.addrFile, "addr-file", "", "write the bound gRPC address to this file once listening")
+	fs.StringVar(&o.healthListen, "health-listen", "", "also serve grpc.health.v1 alone, in plaintext, on this address, for probes that speak no TLS (Kubernetes gRPC probes); empty: off")
 	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus /metrics on this address (empty: off)")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve /debug/pprof/ on the --metrics address")
 	fs.IntVar(&cfg.Workers, "workers", runtime.NumCPU(), "decode goroutines on this machine, shared by all streams and peers' leases; 0: decode nothing here, peers make every batch")
@@ -77,6 +80,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 
 type serveOpts struct {
 	listen, addrFile, metrics, logFormat string
+	healthListen                         string
 	pprof                                bool
 	grace                                time.Duration
 	level                                slog.Level
@@ -126,8 +130,21 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- gs.Serve(lis) }()
+	if o.healthListen != "" {
+		// The same health server: a drain's NOT_SERVING shows here too.
+		hlis, err := net.Listen("tcp", o.healthListen)
+		if err != nil {
+			gs.Stop()
+			return err
+		}
+		hgs := grpc.NewServer()
+		healthpb.RegisterHealthServer(hgs, hs)
+		defer hgs.Stop()
+		go func() { errc <- hgs.Serve(hlis) }()
+		log.Info("health", "addr", hlis.Addr().String())
+	}
 	if o.metrics != "" {
 		mlis, err := net.Listen("tcp", o.metrics)
 		if err != nil {

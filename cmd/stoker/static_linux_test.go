@@ -1,0 +1,210 @@
+package main
+
+// The static binary of the container image: built by `make static` (the
+// Dockerfile's own build step), then run alone in an empty root as the
+// image's nonroot user, serving a dataset on loopback.
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// nonroot is distroless's nonroot user and group, the image's USER.
+const nonroot = 65532
+
+// buildStatic runs `make static` into dir and returns the binary's path.
+func buildStatic(t *testing.T, dir string) string {
+	t.Helper()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Fatalf("the static build is `make static`, and there is no make: %v", err)
+	}
+	bin := filepath.Join(dir, "stoker")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	out, err := exec.CommandContext(ctx, "make", "-C", "../..", "static", "STATIC_BIN="+bin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("make static: %v\n%s", err, out)
+	}
+	t.Logf("make static in %v", time.Since(start).Round(time.Millisecond))
+	return bin
+}
+
+// checkStatic fails unless bin is an ELF with no interpreter and no shared
+// libraries, with libjpeg-turbo linked in.
+func checkStatic(t *testing.T, bin string) {
+	t.Helper()
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+			t.Errorf("%s has a %v program header: not static", bin, p.Type)
+		}
+	}
+	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
+		t.Errorf("%s needs shared libraries %v", bin, libs)
+	}
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("The libjpeg-turbo Project")) {
+		t.Errorf("%s: no libjpeg-turbo in it (built without cgo?)", bin)
+	}
+}
+
+// emptyRoot makes a root with only bin (as /stoker), /tmp and a copy of
+// the dataset at src (as /data), all readable by nonroot.
+func emptyRoot(t *testing.T, bin, src string) string {
+	t.Helper()
+	root := t.TempDir()
+	b, err := os.ReadFile(bin)
+	if err == nil {
+		err = errors.Join(os.Chmod(root, 0o755), os.Mkdir(filepath.Join(root, "tmp"), 0o755),
+			os.Chmod(filepath.Join(root, "tmp"), 0o1777), os.WriteFile(filepath.Join(root, "stoker"), b, 0o755),
+			os.CopyFS(filepath.Join(root, "data"), os.DirFS(src)))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// chrootAttr runs a process chrooted to root: as root, with the nonroot
+// user's ids (as in the image); otherwise in a new user namespace that maps
+// this user to root in it. It skips the test where neither is allowed.
+func chrootAttr(t *testing.T, root string) *syscall.SysProcAttr {
+	t.Helper()
+	a := &syscall.SysProcAttr{Chroot: root, Credential: &syscall.Credential{Uid: nonroot, Gid: nonroot}}
+	if uid, gid := os.Getuid(), os.Getgid(); uid != 0 {
+		a = &syscall.SysProcAttr{
+			Chroot: root, Cloneflags: syscall.CLONE_NEWUSER,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
+		}
+	}
+	// The binary without arguments prints its usage and exits 2: that it
+	// ran at all is the probe.
+	probe := exec.Command("/stoker")
+	probe.SysProcAttr = a
+	var exit *exec.ExitError
+	if err := probe.Run(); err != nil && !errors.As(err, &exit) {
+		if os.Getuid() == 0 {
+			t.Fatalf("chroot to %s as root: %v", root, err)
+		}
+		t.Skipf("needs root (chroot) or unprivileged user namespaces (user.max_user_namespaces, kernel.unprivileged_userns_clone) to run in an empty root: %v", err)
+	}
+	return a
+}
+
+// TestStaticImageRoot builds the image's binary with `make static`, checks
+// that it is static with libjpeg-turbo in it, and runs it as the image
+// does: alone in an empty root, as uid 65532, no /etc, no /proc, no shell.
+// It must answer health (SERVING, also alone in plaintext on
+// --health-listen) and ListDatasets and DescribeJob, serve
+// an exact epoch, decode like the dynamic cgo build (the same bytes: the
+// libjpeg-turbo path, not the pure-Go one), and exit 0 on SIGTERM.
+func TestStaticImageRoot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the static binary and runs it")
+	}
+	bin := buildStatic(t, t.TempDir())
+	checkStatic(t, bin)
+	src := writeDataset(t, 24, 3, 0)
+	root := emptyRoot(t, bin, src)
+	attr := chrootAttr(t, root)
+	ctx := processTest(t, 90*time.Second)
+
+	hport, err := freePortOn("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(hport))
+	static := startServe(t, ctx, serveConfig{name: "static", bin: "/stoker", root: root, attr: attr, dataset: "/data", workers: 2,
+		args: []string{"--health-listen", healthAddr}})
+	dynamic := startServe(t, ctx, serveConfig{name: "dynamic", dataset: src, workers: 2})
+	if os.Getuid() == 0 {
+		st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(static.cmd.Process.Pid), "status"))
+		if err != nil || !strings.Contains(string(st), "\nUid:\t65532\t65532\t65532\t65532\n") {
+			t.Errorf("static server's ids: %v\n%s", err, st)
+		}
+	}
+
+	conn, err := openConn(static.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hconn, err := openConn(healthAddr) // --health-listen: health alone, plaintext
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hconn.Close()
+	for _, c := range []struct{ addr, service string }{
+		{static.addr, ""}, {static.addr, "stoker.v1.FeedService"}, {static.addr, "stoker.v1.WorkService"},
+		{healthAddr, ""}, {healthAddr, "stoker.v1.WorkService"},
+	} {
+		cc := conn
+		if c.addr == healthAddr {
+			cc = hconn
+		}
+		h, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{Service: c.service})
+		if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Errorf("health of %q on %s: %v, %v; want SERVING", c.service, c.addr, h, err)
+		}
+	}
+	if _, err := stokerv1.NewFeedServiceClient(hconn).ListDatasets(ctx, &stokerv1.ListDatasetsRequest{}); status.Code(err) != codes.Unimplemented {
+		t.Errorf("ListDatasets on the --health-listen port: %v, want Unimplemented (health alone)", err)
+	}
+	feed := stokerv1.NewFeedServiceClient(conn)
+	ls, err := feed.ListDatasets(ctx, &stokerv1.ListDatasetsRequest{})
+	if ds := ls.GetDatasets(); err != nil || len(ds) != 1 || ds[0].GetName() != "ds" || ds[0].GetSize() != 24 || len(ds[0].GetClasses()) != 3 {
+		t.Errorf("ListDatasets: %v, %v; want ds, 24 samples in 3 classes", ds, err)
+	}
+	spec := testJob(8, 7)
+	dj, err := feed.DescribeJob(ctx, &stokerv1.DescribeJobRequest{Job: spec})
+	if err != nil || dj.GetInfo().GetBatches() != 3 {
+		t.Errorf("DescribeJob: %v, %v; want 3 batches", dj, err)
+	}
+
+	got := consumeEpoch(t, ctx, static.addr, spec, consumeOpts{})
+	checkEpoch(t, got, spec, 24)
+	want := consumeEpoch(t, ctx, dynamic.addr, spec, consumeOpts{})
+	for i := range min(len(got.batches), len(want.batches)) {
+		if got.batches[i].sum() != want.batches[i].sum() {
+			t.Errorf("batch %d: the static build's bytes differ from the dynamic cgo build's", i)
+		}
+	}
+
+	if err := static.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-static.exited:
+		if static.waitErr != nil {
+			t.Errorf("exit after SIGTERM: %v, want 0", static.waitErr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("still running 10s after SIGTERM")
+	}
+}
