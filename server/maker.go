@@ -65,7 +65,7 @@ func (m *localMaker) Make(ctx context.Context, l *Lease, b *pipeline.Batch) erro
 	if err := j.queue.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), l.Epoch, l.Indices, j.policy, b); err != nil {
 		return err
 	}
-	if m.replay && len(b.Errors) == 0 {
+	if m.replay && len(b.Errors) == 0 && b.N == int(j.spec.GetBatchSize()) { // a whole batch, not an epoch's short last one
 		j.replayed.CompareAndSwap(nil, &pipeline.Batch{N: b.N, Data: slices.Clone(b.Data), Labels: slices.Clone(b.Labels)})
 	}
 	return nil
