@@ -465,7 +465,8 @@ func TestBenchReplay(t *testing.T) {
 	}
 	distinct := map[string]bool{}
 	for k, b := range got.batches {
-		if !slices.Equal(b.hdr.GetIndices(), real.batches[k].hdr.GetIndices()) {
+		// (A real batch with a bad sample names the good one padding it.)
+		if len(real.batches[k].hdr.GetErrors()) == 0 && !slices.Equal(b.hdr.GetIndices(), real.batches[k].hdr.GetIndices()) {
 			t.Errorf("batch %d: indices %v, want the plan's %v", k, b.hdr.GetIndices(), real.batches[k].hdr.GetIndices())
 		}
 		distinct[string(b.data)] = true
