@@ -77,6 +77,13 @@ type Loader struct {
 
 	lastMsg atomic.Int64 // UnixNano of the last message received
 
+	// transport is "shm" once the stream's ring is mapped, else "grpc";
+	// shmReason says why not, when shared memory was asked for.
+	transport atomic.Pointer[[2]string]
+	// released are ring slots copied out by the reader, not yet given back
+	// (they go with the next credit).
+	released chan uint32
+
 	mu     sync.Mutex
 	cancel context.CancelFunc // nil until the stream opens
 	done   chan struct{}      // the reader's, once the stream opens
@@ -101,7 +108,7 @@ func (c *Client) Loader(spec *stokerv1.JobSpec, opts ...LoaderOption) *Loader {
 	for _, f := range opts {
 		f(&o)
 	}
-	return &Loader{
+	l := &Loader{
 		c: c,
 		o: o,
 		open: &stokerv1.OpenJob{
@@ -110,6 +117,22 @@ func (c *Client) Loader(spec *stokerv1.JobSpec, opts ...LoaderOption) *Loader {
 		},
 		pool: &bufPool{keep: int(o.prefetch) + 2},
 	}
+	l.transport.Store(&[2]string{"grpc", "not asked (SharedMemory)"})
+	if o.shm {
+		if boot := bootID(); boot != "" {
+			l.open.Shm = &stokerv1.ShmRequest{BootId: boot}
+		} else {
+			l.transport.Store(&[2]string{"grpc", "shared memory needs Linux"})
+		}
+	}
+	return l
+}
+
+// Transport says how the stream's pixels arrive: "shm" (the server's
+// shared-memory ring) or "grpc" (chunks), and, for "grpc", why not "shm".
+func (l *Loader) Transport() (transport, reason string) {
+	t := l.transport.Load()
+	return t[0], t[1]
 }
 
 // Next returns the next batch, in the order the server sends them (batch
@@ -146,6 +169,9 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 		}
 	} else if l.owed > 0 {
 		cr := &stokerv1.Credit{Credits: l.owed, WaitSeconds: l.unreported.Seconds(), Batches: l.owed, StepSeconds: l.stepped.Seconds()}
+		for len(l.released) > 0 {
+			cr.ReleasedSlots = append(cr.ReleasedSlots, <-l.released)
+		}
 		// io.EOF: the stream ended, and the reader reports why.
 		if err := l.stream.Send(&stokerv1.FeedRequest{Msg: &stokerv1.FeedRequest_Credit{Credit: cr}}); err != nil && !errors.Is(err, io.EOF) {
 			return nil, l.fail(err)
@@ -230,8 +256,9 @@ func (l *Loader) start() error {
 	// Room for every batch the credits allow plus the epoch framing, so
 	// that the reader rarely waits for Next.
 	l.items = make(chan item, int(l.o.prefetch)+4)
+	l.released = make(chan uint32, 64) // at least a ring's slots
 	l.readerDone = done
-	a := &assembler{l: l, epoch: l.o.epoch, batchSize: uint64(l.open.GetJob().GetBatchSize())}
+	a := &assembler{l: l, epoch: l.o.epoch, batchSize: uint64(l.open.GetJob().GetBatchSize()), stream: stream}
 	go l.read(ctx, cancel, stream, a, done)
 	return nil
 }
@@ -253,6 +280,11 @@ func (l *Loader) fail(err error) error {
 func (l *Loader) read(ctx context.Context, cancel context.CancelFunc, stream stokerv1.FeedService_FeedClient, a *assembler, done chan struct{}) {
 	defer close(done)
 	defer cancel()
+	defer func() {
+		if a.ring != nil { // only the reader reads it
+			a.ring.close()
+		}
+	}()
 	for {
 		msg, err := stream.Recv()
 		var it *item
@@ -334,6 +366,9 @@ type assembler struct {
 	ended     uint64            // epochs ended
 	cur       *Batch            // being reassembled: len(cur.Data) bytes so far
 	want      uint64            // cur's bytes in all
+	stream    stokerv1.FeedService_FeedClient
+	offered   bool     // a ShmOffer came (the first message, if any)
+	ring      *shmRing // the mapped ring; nil: chunks
 }
 
 func protoErr(format string, args ...any) error {
@@ -346,7 +381,13 @@ func (a *assembler) handle(msg *stokerv1.FeedResponse) (*item, error) {
 		return nil, protoErr("a %T after the last epoch's EpochEnd", msg.GetMsg())
 	}
 	switch m := msg.GetMsg().(type) {
+	case *stokerv1.FeedResponse_Shm:
+		return nil, a.shm(m.Shm)
 	case *stokerv1.FeedResponse_Job:
+		if a.l.open.Shm != nil && !a.offered {
+			a.offered = true
+			a.l.transport.Store(&[2]string{"grpc", "the server does not offer shared memory"})
+		}
 		return a.jobInfo(m.Job)
 	case *stokerv1.FeedResponse_Batch:
 		return a.header(m.Batch)
@@ -356,6 +397,34 @@ func (a *assembler) handle(msg *stokerv1.FeedResponse) (*item, error) {
 		return a.end(m.End)
 	}
 	return nil, protoErr("unknown message %T", msg.GetMsg())
+}
+
+// shm answers the server's ShmOffer: the ring mapped and accepted, or
+// declined with the reason (the stream goes on in chunks).
+func (a *assembler) shm(o *stokerv1.ShmOffer) error {
+	if a.l.open.Shm == nil || a.offered {
+		return protoErr("a ShmOffer the loader did not ask for, or a second one")
+	}
+	a.offered = true
+	reason := o.GetDeclined()
+	if reason == "" {
+		r, err := mapRing(o)
+		if err != nil {
+			reason = "could not map the server's ring: " + err.Error()
+		}
+		a.ring = r
+		// Sent before any batch can come, so never beside Next's credits.
+		msg := &stokerv1.FeedRequest{Msg: &stokerv1.FeedRequest_Shm{Shm: &stokerv1.ShmAccept{Ok: r != nil, Reason: reason}}}
+		if err := a.stream.Send(msg); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+	}
+	if reason != "" {
+		a.l.transport.Store(&[2]string{"grpc", reason})
+	} else {
+		a.l.transport.Store(&[2]string{"shm", ""})
+	}
+	return nil
 }
 
 func (a *assembler) jobInfo(info *stokerv1.JobInfo) (*item, error) {
@@ -400,6 +469,25 @@ func (a *assembler) header(h *stokerv1.BatchHeader) (*item, error) {
 	if n > a.batchSize || h.GetDataBytes() != n*a.sampleB || uint64(len(h.GetLabels())) != n || uint64(len(h.GetIndices())) != n {
 		return nil, protoErr("batch %d: %d samples, %d bytes, %d labels, %d indices; want at most %d samples of %d bytes",
 			h.GetNumber(), n, h.GetDataBytes(), len(h.GetLabels()), len(h.GetIndices()), a.batchSize, a.sampleB)
+	}
+	if h.Slot != nil {
+		i := h.GetSlot()
+		if a.ring == nil || i >= a.ring.slots || h.GetDataBytes() > a.ring.size {
+			return nil, protoErr("batch %d in slot %d of %d bytes, with no ring or outside it", h.GetNumber(), i, h.GetDataBytes())
+		}
+		a.mark(h.GetNumber())
+		a.received++
+		b := &Batch{
+			Epoch: h.GetEpoch(), Number: h.GetNumber(), Shape: shape, Dtype: h.GetDtype(),
+			Data:   append(a.l.pool.get(h.GetDataBytes()), a.ring.slot(i, h.GetDataBytes())...),
+			Labels: h.GetLabels(), Indices: h.GetIndices(), Errors: h.GetErrors(), pool: a.l.pool,
+		}
+		select {
+		case a.l.released <- i:
+		default: // a server filling slots it was not given back
+			return nil, protoErr("batch %d in slot %d: more slots in use than the ring's %d", h.GetNumber(), i, a.ring.slots)
+		}
+		return &item{batch: b}, nil
 	}
 	a.mark(h.GetNumber())
 	a.received++

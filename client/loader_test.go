@@ -95,7 +95,7 @@ func startServer(t *testing.T) *env {
 	})
 	e := &env{reg: prometheus.NewRegistry()}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := server.New(server.Config{Datasets: map[string]string{"tiny": datasetDir}, Workers: 2}, log, e.reg)
+	srv, err := server.New(server.Config{Datasets: map[string]string{"tiny": datasetDir}, Workers: 2, Shm: true}, log, e.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,6 +269,34 @@ func TestLoaderEpochs(t *testing.T) {
 	for _, b := range both {
 		b.Release()
 		b.Release()
+	}
+}
+
+// TestLoaderSharedMemory: batches through the server's ring are those of
+// the chunks, their slots given back as they are copied out.
+func TestLoaderSharedMemory(t *testing.T) {
+	e := startServer(t)
+	c := newClient(t, e.addr)
+	want := drain(t, c.Loader(spec(2), client.Epochs(2)))
+	l := c.Loader(spec(2), client.Epochs(2), client.Prefetch(1), client.SharedMemory(true))
+	defer l.Close()
+	got := drain(t, l)
+	if tr, why := l.Transport(); tr != "shm" {
+		t.Fatalf("transport %s (%s), want shm", tr, why)
+	}
+	if len(got) != len(want) || len(got) != 40 {
+		t.Fatalf("%d batches, want %d (40)", len(got), len(want))
+	}
+	for i := range got {
+		sameBatch(t, fmt.Sprintf("batch %d", i), want[i], got[i])
+	}
+	// 40 batches through a ring of 4 slots: each slot given back and
+	// filled again, none sent in chunks.
+	if n := e.sumCounter(t, "stoker_shm_batches_total", "via", "slot"); n != 40 {
+		t.Errorf("%v batches through slots, want 40", n)
+	}
+	if tr, _ := c.Loader(spec(2)).Transport(); tr != "grpc" {
+		t.Errorf("a loader without SharedMemory: transport %s", tr)
 	}
 }
 
@@ -475,6 +503,26 @@ func (e *env) streamsActive(t *testing.T) float64 {
 	}
 	t.Fatal("no stoker_streams_active")
 	return 0
+}
+
+// sumCounter sums the server's counter name over the series whose label
+// is value.
+func (e *env) sumCounter(t *testing.T, name, label, value string) float64 {
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if mf.GetName() == name && l.GetName() == label && l.GetValue() == value {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
 }
 
 // TestLoaderClose: Close mid-epoch returns at once, a Next blocked in

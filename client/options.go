@@ -62,6 +62,7 @@ type loaderOptions struct {
 	skip     []uint64
 	consumed uint64
 	timeout  time.Duration
+	shm      bool
 }
 
 // defaultPrefetch is Prefetch's default.
@@ -111,4 +112,15 @@ func Resume(start uint64, skip []uint64, consumed uint64) LoaderOption {
 // dead server is still noticed by keepalive within about 15 s).
 func Timeout(d time.Duration) LoaderOption {
 	return func(o *loaderOptions) { o.timeout = max(d, 0) }
+}
+
+// SharedMemory asks a server on this machine for its shared-memory ring
+// (Linux): the server then writes each batch's pixels into a slot of the
+// ring instead of sending them in chunks, and the loader copies them out
+// and gives the slot back at once. A server on another machine, one run
+// with --shm=false, or one this process cannot reach the socket of (another
+// network namespace) sends chunks as usual; Transport says which. Default
+// false: chunks.
+func SharedMemory(on bool) LoaderOption {
+	return func(o *loaderOptions) { o.shm = on }
 }

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stoker-dev/stoker/client"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -55,32 +56,6 @@ func (e *testEnv) shmOpen(t testing.TB, ctx context.Context, open *pb.OpenJob, b
 	return st
 }
 
-// fetch connects to the offer's socket with token and returns the reply
-// byte and the descriptor received, if any.
-func fetchRing(socket string, token []byte) (byte, int, error) {
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: "@" + socket, Net: "unix"})
-	if err != nil {
-		return 0, -1, err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Write(token); err != nil {
-		return 0, -1, err
-	}
-	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
-	if err != nil || n != 1 {
-		return 0, -1, errors.Join(err, io.ErrUnexpectedEOF)
-	}
-	fd := -1
-	if msgs, _ := unix.ParseSocketControlMessage(oob[:oobn]); len(msgs) == 1 {
-		if fds, _ := unix.ParseUnixRights(&msgs[0]); len(fds) == 1 {
-			fd = fds[0]
-		}
-	}
-	return buf[0], fd, nil
-}
-
 // accept fetches and maps the ring and accepts it.
 func (st *shmTrainer) accept(t testing.TB) {
 	t.Helper()
@@ -88,7 +63,7 @@ func (st *shmTrainer) accept(t testing.TB) {
 	if o.GetDeclined() != "" {
 		t.Fatalf("declined: %s", o.GetDeclined())
 	}
-	ok, fd, err := fetchRing(o.GetSocket(), o.GetToken())
+	ok, fd, err := client.FetchRing(o.GetSocket(), o.GetToken())
 	if err != nil || ok != 1 || fd < 0 {
 		t.Fatalf("fetch: %d, fd %d, %v", ok, fd, err)
 	}
@@ -296,12 +271,12 @@ func TestShmHostile(t *testing.T) {
 		st := e.shmOpen(t, ctx, smallJob("tiny", 8), bootID(t))
 		bad := bytes.Clone(st.offer.GetToken())
 		bad[0] ^= 1
-		if ok, fd, err := fetchRing(st.offer.GetSocket(), bad); err != nil || ok != 0 || fd >= 0 {
+		if ok, fd, err := client.FetchRing(st.offer.GetSocket(), bad); err != nil || ok != 0 || fd >= 0 {
 			t.Errorf("wrong token: %d, fd %d, %v; want 0 and no descriptor", ok, fd, err)
 		}
 		st.accept(t)
 		// Single use.
-		if ok, fd, err := fetchRing(st.offer.GetSocket(), st.offer.GetToken()); err != nil || ok != 0 || fd >= 0 {
+		if ok, fd, err := client.FetchRing(st.offer.GetSocket(), st.offer.GetToken()); err != nil || ok != 0 || fd >= 0 {
 			t.Errorf("token used twice: %d, fd %d, %v; want 0 and no descriptor", ok, fd, err)
 		}
 		// Sealed: the trainer cannot resize what the server writes to.

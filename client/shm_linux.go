@@ -1,0 +1,95 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// shmHandshakeTimeout bounds the handshake on a server's ring socket.
+const shmHandshakeTimeout = 2 * time.Second
+
+// bootID is this machine's boot id, "" when unreadable.
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// FetchRing is the trainer's side of a shared-memory handshake: it
+// connects to the abstract Unix socket a ShmOffer names, writes the offer's
+// token and returns the server's one-byte answer (1: here is the ring, 0:
+// unknown or used token) and the memfd received with it (-1 if none).
+func FetchRing(socket string, token []byte) (answer byte, fd int, err error) {
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: "@" + socket, Net: "unix"})
+	if err != nil {
+		return 0, -1, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(shmHandshakeTimeout))
+	if _, err := c.Write(token); err != nil {
+		return 0, -1, err
+	}
+	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	if err != nil || n != 1 {
+		return 0, -1, errors.Join(err, io.ErrUnexpectedEOF)
+	}
+	fd = -1
+	if msgs, _ := unix.ParseSocketControlMessage(oob[:oobn]); len(msgs) == 1 {
+		if fds, _ := unix.ParseUnixRights(&msgs[0]); len(fds) == 1 {
+			fd = fds[0]
+		}
+	}
+	return buf[0], fd, nil
+}
+
+// shmRing is an offered ring, mapped read-only: the loader copies each
+// batch out of its slot and gives the slot back at once.
+type shmRing struct {
+	mem   []byte
+	slots uint32
+	size  uint64
+}
+
+// mapRing fetches and maps the ring o offers.
+func mapRing(o *stokerv1.ShmOffer) (*shmRing, error) {
+	answer, fd, err := FetchRing(o.GetSocket(), o.GetToken())
+	if err == nil && (answer != 1 || fd < 0) {
+		err = errors.New("the server refused the token")
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	total, ok := product(uint64(o.GetSlots()), o.GetSlotBytes())
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || !ok || uint64(st.Size) != total || total == 0 {
+		return nil, fmt.Errorf("the ring's memfd has %d bytes, the offer says %d slots of %d (%v)", st.Size, o.GetSlots(), o.GetSlotBytes(), err)
+	}
+	mem, err := unix.Mmap(fd, 0, int(total), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	return &shmRing{mem: mem, slots: o.GetSlots(), size: o.GetSlotBytes()}, nil
+}
+
+// slot is slot i's first n bytes.
+func (r *shmRing) slot(i uint32, n uint64) []byte {
+	off := uint64(i) * r.size
+	return r.mem[off : off+n]
+}
+
+func (r *shmRing) close() {
+	unix.Munmap(r.mem)
+}
