@@ -58,9 +58,13 @@ type Server struct {
 
 	streamID atomic.Uint64
 	stopping atomic.Bool
-	mu       sync.Mutex
-	perHost  map[string]int // open Feed streams by client host
-	streams  int            // open Feed and Work streams
+	// draining is closed by Drain: Work streams finish their leases and
+	// end.
+	draining  chan struct{}
+	drainOnce sync.Once
+	mu        sync.Mutex
+	perHost   map[string]int // open Feed streams by client host
+	streams   int            // open Feed and Work streams
 }
 
 var (
@@ -87,6 +91,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		datasets: make(map[string]pipeline.Dataset, len(cfg.Datasets)),
 		names:    slices.Sorted(maps.Keys(cfg.Datasets)),
 		perHost:  make(map[string]int),
+		draining: make(chan struct{}),
 		budget:   newBudget(cfg.MemoryBudget / 4 * 3),
 		gpuIdle:  func() (float64, bool) { return 0, false },
 	}
@@ -192,6 +197,22 @@ func (s *Server) MemoryBudget() int64 { return s.cfg.MemoryBudget }
 // Stopping marks the server as cutting its streams at the end of a grace
 // period, so that their logs say so.
 func (s *Server) Stopping() { s.stopping.Store(true) }
+
+// Drain starts a worker's shutdown: its Work streams answer new leases
+// with UNAVAILABLE (coordinators lease them elsewhere and stop asking),
+// finish the leases they have in flight, send the batches, and end; new
+// Work streams are refused. Feed streams are not affected: they keep the
+// grace period of the gRPC server's GracefulStop. Safe to call again.
+func (s *Server) Drain() { s.drainOnce.Do(func() { close(s.draining) }) }
+
+func (s *Server) isDraining() bool {
+	select {
+	case <-s.draining:
+		return true
+	default:
+		return false
+	}
+}
 
 // Close stops discovery, the peers and the executor, and closes the
 // datasets. Call it after the gRPC server has stopped: streams still
