@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -307,9 +308,19 @@ func (s *Server) acquireStream(ctx context.Context, perClient bool) (release fun
 func peerDialer(cfg Config) (func(addr string) []grpc.DialOption, error) {
 	var base []grpc.DialOption
 	if cfg.PeerCA != "" {
-		tc, err := peerTLS(cfg.PeerCA, cfg.TLSCert, cfg.TLSKey)
+		cert, key := cfg.PeerCert, cfg.PeerKey
+		if cert == "" {
+			cert, key = cfg.TLSCert, cfg.TLSKey
+		}
+		tc, err := peerTLS(cfg.PeerCA, cert, key)
 		if err != nil {
 			return nil, fmt.Errorf("peers: %w", err)
+		}
+		// A dns:/// target's addresses are what its name resolves to (pod
+		// IPs, which no certificate made ahead of time can name): the
+		// workers' certificates are checked against the name instead.
+		if t, _ := parsePeers(cfg.Peers); t.host != "" {
+			tc.ServerName = strings.TrimSuffix(t.host, ".")
 		}
 		base = append(base, grpc.WithTransportCredentials(credentials.NewTLS(tc)))
 	}
