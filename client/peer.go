@@ -31,6 +31,13 @@ var ErrNotConnected = errors.New("peer not connected")
 // is simply to be leased again, here later or elsewhere.
 var ErrBusy = errors.New("peer busy")
 
+// ErrDraining is returned by Make for a lease the worker turned away, or
+// ended its stream over, because it is shutting down (it answers new
+// leases with UNAVAILABLE and finishes those in flight). Not a failure:
+// the batch is to be leased elsewhere. The peer is not Ready from then
+// until a new stream opens.
+var ErrDraining = errors.New("peer draining")
+
 // Lease is one batch asked of a peer.
 type Lease struct {
 	// Job is the job as forwarded (with its dataset fingerprint set). The
@@ -81,6 +88,9 @@ type peerStream struct {
 	nextID  uint64
 	err     error // why the stream ended; set once
 	ended   chan struct{}
+	// draining: the worker said it is shutting down; no lease is sent on
+	// the stream any more.
+	draining atomic.Bool
 }
 
 // pendingLease is a lease waiting for its batch. Its fields are guarded by
@@ -156,11 +166,12 @@ func DialPeer(addr string, onReady func(), opts ...PeerOption) (*Peer, error) {
 // Addr is the peer's address.
 func (p *Peer) Addr() string { return p.addr }
 
-// Ready reports whether the peer has a Work stream up.
+// Ready reports whether the peer has a Work stream up that takes leases
+// (its worker is not draining).
 func (p *Peer) Ready() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.st != nil
+	return p.st != nil && !p.st.draining.Load()
 }
 
 // limit is how many leases the worker takes at once on a stream (what it
@@ -218,9 +229,16 @@ func (p *Peer) loop(ctx context.Context) {
 			p.receive(st)
 			p.setStream(nil)
 			report(st.err)
-			continue // a stream that ran is retried at once: the worker may have restarted
+			if !errors.Is(st.err, ErrDraining) {
+				continue // a stream that ran is retried at once: the worker may have restarted
+			}
+			// The worker drained: it is going away, and asking again at
+			// once would only find it gone. A restarted one is found
+			// within the longest back-off.
+			backoff = p.opts.maxBackoff
+		} else {
+			report(err)
 		}
-		report(err)
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():
@@ -232,6 +250,13 @@ func (p *Peer) loop(ctx context.Context) {
 func (p *Peer) setStream(st *peerStream) {
 	p.mu.Lock()
 	p.st = st
+	p.mu.Unlock()
+	p.readyChanged()
+}
+
+// readyChanged tells the coordinator that Ready or Free may have changed.
+func (p *Peer) readyChanged() {
+	p.mu.Lock()
 	f := p.onReady
 	p.mu.Unlock()
 	if f != nil {
@@ -276,9 +301,13 @@ func (p *Peer) receive(st *peerStream) {
 	st.cancel()
 	st.mu.Lock()
 	if errors.Is(err, io.EOF) {
-		err = errors.New("the worker closed the stream")
+		// A worker ends a stream cleanly only when it drains, once it has
+		// answered every lease it took: what is still pending was sent
+		// after it stopped reading, and goes elsewhere.
+		st.err = fmt.Errorf("%w: %w: peer %s: the worker ended the stream (draining)", ErrNotConnected, ErrDraining, p.addr)
+	} else {
+		st.err = fmt.Errorf("%w: peer %s: %v", ErrNotConnected, p.addr, err)
 	}
-	st.err = fmt.Errorf("%w: peer %s: %v", ErrNotConnected, p.addr, err)
 	for id, pl := range st.pending {
 		delete(st.pending, id)
 		pl.finish(st.err)
@@ -299,7 +328,9 @@ func (p *Peer) read(st *peerStream) error {
 		case *stokerv1.WorkResponse_Chunk:
 			err = st.chunk(m.Chunk)
 		case *stokerv1.WorkResponse_Failed:
-			st.failed(m.Failed)
+			if st.failed(m.Failed) {
+				p.readyChanged() // no longer Ready
+			}
 		default:
 			err = fmt.Errorf("unexpected %T on a Work stream", m)
 		}
@@ -367,15 +398,22 @@ func (st *peerStream) chunk(c *stokerv1.Chunk) error {
 	return nil
 }
 
-func (st *peerStream) failed(f *stokerv1.LeaseFailed) {
+// failed ends a lease the worker failed. drained: the worker said it is
+// shutting down, which marks the stream draining.
+func (st *peerStream) failed(f *stokerv1.LeaseFailed) (drained bool) {
+	code := codes.Code(f.GetCode())
+	if code == codes.Unavailable {
+		// The worker drains (or its executor closed): it takes no more
+		// leases on this stream.
+		drained = !st.draining.Swap(true)
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	pl := st.pending[f.GetLease()]
 	if pl == nil {
-		return
+		return drained
 	}
 	delete(st.pending, f.GetLease())
-	code := codes.Code(f.GetCode())
 	err := status.Error(code, f.GetMessage())
 	switch code {
 	case codes.NotFound, codes.FailedPrecondition, codes.InvalidArgument, codes.Unimplemented:
@@ -384,8 +422,11 @@ func (st *peerStream) failed(f *stokerv1.LeaseFailed) {
 		// Its lease limit or memory budget: lease it again, later or
 		// elsewhere.
 		err = fmt.Errorf("%w: %w", ErrBusy, err)
+	case codes.Unavailable:
+		err = fmt.Errorf("%w: %w", ErrDraining, err)
 	}
 	pl.finish(err)
+	return drained
 }
 
 // finish reports the lease's outcome once. Called with the stream's mu held.
@@ -409,6 +450,9 @@ func (p *Peer) Make(ctx context.Context, l Lease, b *pipeline.Batch) error {
 	p.mu.Unlock()
 	if st == nil {
 		return fmt.Errorf("%w: peer %s", ErrNotConnected, p.addr)
+	}
+	if st.draining.Load() {
+		return fmt.Errorf("%w: peer %s", ErrDraining, p.addr)
 	}
 	if p.inflight.Add(1) > p.limit() {
 		p.inflight.Add(-1)
@@ -476,12 +520,7 @@ func (p *Peer) Make(ctx context.Context, l Lease, b *pipeline.Batch) error {
 // be waiting for a free peer.
 func (p *Peer) released() {
 	p.inflight.Add(-1)
-	p.mu.Lock()
-	f := p.onReady
-	p.mu.Unlock()
-	if f != nil {
-		f()
-	}
+	p.readyChanged()
 }
 
 // drop removes a pending lease; false if it had already finished.

@@ -128,9 +128,15 @@ type Config struct {
 	// PeerTokenFile holds the token this server sends to its peers.
 	PeerTokenFile string
 	// PeerCA is a PEM file of the CA that signed the peers' certificates:
-	// peers are dialed with TLS, presenting TLSCert/TLSKey as a client
-	// certificate when set. Empty: plaintext.
+	// peers are dialed with TLS, presenting PeerCert/PeerKey (default
+	// TLSCert/TLSKey) as a client certificate when set. Empty: plaintext.
+	// A dns:/// Peers target's certificates are checked against its name,
+	// static addresses' against the address.
 	PeerCA string
+	// PeerCert and PeerKey are the client certificate presented to peers,
+	// when it is not the one served (a coordinator that serves its trainer
+	// in plaintext on loopback and its workers require mutual TLS).
+	PeerCert, PeerKey string
 	// PeerInsecureToken allows the peer token over plaintext to
 	// non-loopback peers.
 	PeerInsecureToken bool
@@ -193,6 +199,9 @@ func (c Config) Validate() error {
 	}
 	if c.TLSClientCA != "" && c.TLSCert == "" {
 		errs = append(errs, errors.New("tls: --tls-client-ca (mutual TLS) needs --tls-cert and --tls-key"))
+	}
+	if (c.PeerCert == "") != (c.PeerKey == "") || c.PeerCert != "" && c.PeerCA == "" {
+		errs = append(errs, errors.New("tls: --peer-cert and --peer-key go together, with --peer-ca"))
 	}
 	if c.PeerRefresh < 0 {
 		errs = append(errs, fmt.Errorf("peer refresh %v: want > 0", c.PeerRefresh))

@@ -26,6 +26,9 @@ func TestConfigValidate(t *testing.T) {
 		{"negatives", Config{Datasets: ok, Workers: -1, Window: -1, MaxBatchBytes: -1, MaxStreamsPerClient: -1, LeaseTimeout: -1},
 			[]string{"workers -1", "window -1", "max batch bytes -1", "max streams per client -1", "lease timeout"}},
 		{"huge window", Config{Datasets: ok, Workers: 1, Window: 5000}, []string{"window 5000"}},
+		{"peer client certificate", Config{Datasets: ok, Workers: 1, PeerCA: "ca.pem", PeerCert: "c.pem", PeerKey: "k.pem"}, nil},
+		{"peer certificate without key", Config{Datasets: ok, Workers: 1, PeerCA: "ca.pem", PeerCert: "c.pem"}, []string{"--peer-cert and --peer-key"}},
+		{"peer certificate without CA", Config{Datasets: ok, Workers: 1, PeerCert: "c.pem", PeerKey: "k.pem"}, []string{"with --peer-ca"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

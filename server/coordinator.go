@@ -693,6 +693,14 @@ func (c *coordinator) collect(ctx context.Context, r result) error {
 		st.retryAt = time.Now().Add(20 * time.Millisecond) // a worker's own limit: do not ask again at once
 		return nil
 	}
+	if errors.Is(r.err, client.ErrDraining) {
+		// The worker is shutting down: it finished what it had and turns
+		// new leases away. No failure of the job or the maker; the peer is
+		// not Ready until it comes back, so the batch goes elsewhere.
+		c.attempts[r.id]--
+		c.s.m.leaseFailures.WithLabelValues(r.maker.Name(), "draining").Inc()
+		return nil
+	}
 	reason := "error"
 	switch {
 	case errors.Is(r.err, ErrRefused):

@@ -70,7 +70,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"maker"}),
 		leaseFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stoker_lease_failures_total",
-			Help: "Leases that failed and were leased again, by maker and reason (timeout, refused, error).",
+			Help: "Leases that failed and were leased again, by maker and reason (timeout, refused, error; busy and draining: turned away, no failure).",
 		}, []string{"maker", "reason"}),
 		resultsDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "stoker_results_dropped_total",

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,9 +59,13 @@ type Server struct {
 
 	streamID atomic.Uint64
 	stopping atomic.Bool
-	mu       sync.Mutex
-	perHost  map[string]int // open Feed streams by client host
-	streams  int            // open Feed and Work streams
+	// draining is closed by Drain: Work streams finish their leases and
+	// end.
+	draining  chan struct{}
+	drainOnce sync.Once
+	mu        sync.Mutex
+	perHost   map[string]int // open Feed streams by client host
+	streams   int            // open Feed and Work streams
 }
 
 var (
@@ -87,6 +92,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		datasets: make(map[string]pipeline.Dataset, len(cfg.Datasets)),
 		names:    slices.Sorted(maps.Keys(cfg.Datasets)),
 		perHost:  make(map[string]int),
+		draining: make(chan struct{}),
 		budget:   newBudget(cfg.MemoryBudget / 4 * 3),
 		gpuIdle:  func() (float64, bool) { return 0, false },
 	}
@@ -193,6 +199,22 @@ func (s *Server) MemoryBudget() int64 { return s.cfg.MemoryBudget }
 // period, so that their logs say so.
 func (s *Server) Stopping() { s.stopping.Store(true) }
 
+// Drain starts a worker's shutdown: its Work streams answer new leases
+// with UNAVAILABLE (coordinators lease them elsewhere and stop asking),
+// finish the leases they have in flight, send the batches, and end; new
+// Work streams are refused. Feed streams are not affected: they keep the
+// grace period of the gRPC server's GracefulStop. Safe to call again.
+func (s *Server) Drain() { s.drainOnce.Do(func() { close(s.draining) }) }
+
+func (s *Server) isDraining() bool {
+	select {
+	case <-s.draining:
+		return true
+	default:
+		return false
+	}
+}
+
 // Close stops discovery, the peers and the executor, and closes the
 // datasets. Call it after the gRPC server has stopped: streams still
 // running would fail.
@@ -286,9 +308,19 @@ func (s *Server) acquireStream(ctx context.Context, perClient bool) (release fun
 func peerDialer(cfg Config) (func(addr string) []grpc.DialOption, error) {
 	var base []grpc.DialOption
 	if cfg.PeerCA != "" {
-		tc, err := peerTLS(cfg.PeerCA, cfg.TLSCert, cfg.TLSKey)
+		cert, key := cfg.PeerCert, cfg.PeerKey
+		if cert == "" {
+			cert, key = cfg.TLSCert, cfg.TLSKey
+		}
+		tc, err := peerTLS(cfg.PeerCA, cert, key)
 		if err != nil {
 			return nil, fmt.Errorf("peers: %w", err)
+		}
+		// A dns:/// target's addresses are what its name resolves to (pod
+		// IPs, which no certificate made ahead of time can name): the
+		// workers' certificates are checked against the name instead.
+		if t, _ := parsePeers(cfg.Peers); t.host != "" {
+			tc.ServerName = strings.TrimSuffix(t.host, ".")
 		}
 		base = append(base, grpc.WithTransportCredentials(credentials.NewTLS(tc)))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,13 +24,22 @@ const maxWorkJobs = 4096
 // while finished batches are sent, few enough to bound the buffers.
 func workMaxLeases(workers int) int { return min(max(2, 2*workers), 16) }
 
+// errDrained ends a Work stream whose server drains, once every lease it
+// took was answered.
+var errDrained = errors.New("drained")
+
 // Work implements stokerv1.WorkServiceServer: a coordinator's stream of
 // leases, each made on the local executor and sent back as a LeaseDone
 // header and chunks. Workers keep no state beyond the stream: every lease
-// carries its job and sample indices.
+// carries its job and sample indices. When the server drains (Drain), the
+// stream answers new leases with UNAVAILABLE, finishes those in flight,
+// and ends cleanly.
 func (s *Server) Work(stream stokerv1.WorkService_WorkServer) error {
 	if s.exec == nil {
 		return status.Error(codes.FailedPrecondition, "this server makes no batches (--workers 0): it only coordinates")
+	}
+	if s.isDraining() {
+		return status.Error(codes.Unavailable, errDrainingMsg)
 	}
 	release, aerr := s.acquireStream(stream.Context(), false)
 	if aerr != nil {
@@ -43,6 +53,7 @@ func (s *Server) Work(stream stokerv1.WorkService_WorkServer) error {
 		name:  "work-" + strconv.FormatUint(s.streamID.Add(1), 10),
 		slots: make(chan *pipeline.Batch, workMaxLeases(s.exec.Workers())),
 		out:   make(chan workOut, workMaxLeases(s.exec.Workers())),
+		idle:  make(chan struct{}, 1),
 	}
 	for range cap(w.slots) {
 		w.slots <- new(pipeline.Batch)
@@ -56,15 +67,24 @@ func (s *Server) Work(stream stokerv1.WorkService_WorkServer) error {
 	log.Info("work stream open")
 	sendErr := make(chan error, 1)
 	go func() { sendErr <- w.sendLoop(cancel) }()
-	err := w.receive(ctx)
+	// Recv blocks on a goroutine of its own, so that a drain can end the
+	// stream while no request comes (etcd's watch server does the same);
+	// it returns once the handler has.
+	recvErr := make(chan error, 1)
+	go func() { recvErr <- w.receive(ctx) }()
+	err := w.wait(log, recvErr)
 	cancel()
 	for _, wj := range w.jobs {
 		wj.close() // queued samples dropped at once
 	}
 	w.wg.Wait()
 	close(w.out)
-	if serr := <-sendErr; err == nil {
+	if serr := <-sendErr; err == nil || errors.Is(err, errDrained) && serr != nil {
 		err = serr
+	}
+	if errors.Is(err, errDrained) {
+		log.Info("work stream drained", "finished", w.done.Load()-w.doneAtDrain, "turned_away", w.turnedAway.Load())
+		return nil
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled {
 		log.Info("work stream close")
@@ -85,6 +105,22 @@ type worker struct {
 	name string // the stream's, for its jobs' queues
 
 	failing atomic.Int64 // refusals not yet handed to the send loop
+
+	// pending counts the leases taken and not yet answered (or cancelled);
+	// idle is poked when it drops to 0.
+	pending atomic.Int64
+	idle    chan struct{}
+	// done counts the batches sent, turnedAway the leases refused for the
+	// drain; doneAtDrain is done when the drain began.
+	done, turnedAway atomic.Int64
+	doneAtDrain      int64
+
+	// recvMu is held while receive handles a request: the handler takes it
+	// to start the drain, and to end the stream (ended) so that receive
+	// touches nothing more.
+	recvMu   sync.Mutex
+	draining bool
+	ended    bool
 
 	// Owned by receive.
 	jobs    map[uint64]workJob
@@ -111,6 +147,52 @@ type workOut struct {
 	err   error
 }
 
+// wait returns when the stream is to end: with receive's error when the
+// coordinator ends (or breaks) it, with errDrained when the server drains
+// and every lease taken has been answered.
+func (w *worker) wait(log *slog.Logger, recvErr <-chan error) error {
+	drain := w.s.draining
+	for {
+		select {
+		case err := <-recvErr:
+			return err
+		case <-drain:
+			drain = nil
+			w.recvMu.Lock()
+			w.draining = true
+			w.doneAtDrain = w.done.Load()
+			w.recvMu.Unlock()
+			log.Info("work stream draining", "in_flight", w.pending.Load())
+		case <-w.idle:
+		}
+		if drain == nil && w.end() {
+			return errDrained
+		}
+	}
+}
+
+// end marks the stream ended if no lease is pending: receive then handles
+// no more requests.
+func (w *worker) end() bool {
+	w.recvMu.Lock()
+	defer w.recvMu.Unlock()
+	if w.pending.Load() > 0 {
+		return false
+	}
+	w.ended = true
+	return true
+}
+
+// answered counts a lease as no longer pending.
+func (w *worker) answered() {
+	if w.pending.Add(-1) == 0 {
+		select {
+		case w.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // receive reads the coordinator's requests until the stream ends.
 func (w *worker) receive(ctx context.Context) error {
 	for {
@@ -118,39 +200,54 @@ func (w *worker) receive(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		switch m := req.GetMsg().(type) {
-		case *stokerv1.WorkRequest_Job:
-			if _, dup := w.jobs[m.Job.GetId()]; dup || len(w.jobs) >= maxWorkJobs {
-				return status.Errorf(codes.InvalidArgument, "job %d: registered twice, or more than %d jobs on one Work stream", m.Job.GetId(), maxWorkJobs)
-			}
-			j, err := w.s.newJob(m.Job.GetSpec())
-			wj := workJob{j: j, err: err, demand: new(atomic.Pointer[pipeline.JobDemand]), close: func() {}}
-			if err != nil {
-				w.s.log.Warn("work job refused", "job", m.Job.GetId(), "err", err)
-			} else {
-				demand := wj.demand
-				wj.close = w.s.jobQueue(j, w.name+"/"+strconv.FormatUint(m.Job.GetId(), 10), func() pipeline.JobDemand {
-					if d := demand.Load(); d != nil {
-						return *d
-					}
-					return pipeline.JobDemand{}
-				})
-			}
-			w.jobs[m.Job.GetId()] = wj
-		case *stokerv1.WorkRequest_Lease:
-			if err := w.lease(ctx, m.Lease); err != nil {
-				return err
-			}
-		case *stokerv1.WorkRequest_Cancel:
-			w.mu.Lock()
-			if c := w.cancels[m.Cancel.GetId()]; c != nil {
-				c()
-			}
-			w.mu.Unlock()
-		default:
-			return status.Errorf(codes.InvalidArgument, "unexpected %T on a Work stream", m)
+		w.recvMu.Lock()
+		if w.ended {
+			w.recvMu.Unlock()
+			return errDrained
+		}
+		err = w.handle(ctx, req)
+		w.recvMu.Unlock()
+		if err != nil {
+			return err
 		}
 	}
+}
+
+// handle handles one request, with recvMu held.
+func (w *worker) handle(ctx context.Context, req *stokerv1.WorkRequest) error {
+	switch m := req.GetMsg().(type) {
+	case *stokerv1.WorkRequest_Job:
+		if _, dup := w.jobs[m.Job.GetId()]; dup || len(w.jobs) >= maxWorkJobs {
+			return status.Errorf(codes.InvalidArgument, "job %d: registered twice, or more than %d jobs on one Work stream", m.Job.GetId(), maxWorkJobs)
+		}
+		j, err := w.s.newJob(m.Job.GetSpec())
+		wj := workJob{j: j, err: err, demand: new(atomic.Pointer[pipeline.JobDemand]), close: func() {}}
+		if err != nil {
+			w.s.log.Warn("work job refused", "job", m.Job.GetId(), "err", err)
+		} else {
+			demand := wj.demand
+			wj.close = w.s.jobQueue(j, w.name+"/"+strconv.FormatUint(m.Job.GetId(), 10), func() pipeline.JobDemand {
+				if d := demand.Load(); d != nil {
+					return *d
+				}
+				return pipeline.JobDemand{}
+			})
+		}
+		w.jobs[m.Job.GetId()] = wj
+	case *stokerv1.WorkRequest_Lease:
+		if err := w.lease(ctx, m.Lease); err != nil {
+			return err
+		}
+	case *stokerv1.WorkRequest_Cancel:
+		w.mu.Lock()
+		if c := w.cancels[m.Cancel.GetId()]; c != nil {
+			c()
+		}
+		w.mu.Unlock()
+	default:
+		return status.Errorf(codes.InvalidArgument, "unexpected %T on a Work stream", m)
+	}
+	return nil
 }
 
 // lease starts making one leased batch, or answers it with LeaseFailed.
@@ -164,6 +261,10 @@ func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
 	switch {
 	case !ok:
 		return status.Errorf(codes.InvalidArgument, "lease %d names job %d, which was not registered", l.GetId(), l.GetJob())
+	case w.draining:
+		w.turnedAway.Add(1)
+		w.fail(l.GetId(), status.Error(codes.Unavailable, errDrainingMsg))
+		return nil
 	case wj.err != nil:
 		w.fail(l.GetId(), wj.err)
 		return nil
@@ -190,6 +291,7 @@ func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
 	w.mu.Lock()
 	w.cancels[l.GetId()] = cancel
 	w.mu.Unlock()
+	w.pending.Add(1)
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -205,6 +307,7 @@ func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
 			w.s.m.workLeases.WithLabelValues("cancelled").Inc()
 			w.s.budget.release(bytes)
 			w.slots <- b
+			w.answered() // nothing to send
 		case err != nil:
 			w.s.budget.release(bytes)
 			w.slots <- b
@@ -219,6 +322,7 @@ func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
 // fail queues a LeaseFailed answer.
 func (w *worker) fail(id uint64, err error) {
 	w.failing.Add(1)
+	w.pending.Add(1)
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -226,6 +330,10 @@ func (w *worker) fail(id uint64, err error) {
 		w.out <- workOut{lease: id, err: err}
 	}()
 }
+
+// errDrainingMsg is the answer to a lease or a Work stream on a draining
+// server.
+const errDrainingMsg = "this worker is draining (shutting down): it takes no new leases; lease elsewhere"
 
 // maxFailing bounds the refusals waiting to be sent on one Work stream: a
 // coordinator that sends leases it is refused and does not read the
@@ -250,7 +358,11 @@ func (w *worker) sendLoop(cancel context.CancelFunc) error {
 		if o.b != nil {
 			w.s.budget.release(o.bytes)
 			w.slots <- o.b
+			if sendErr == nil {
+				w.done.Add(1)
+			}
 		}
+		w.answered()
 	}
 	return sendErr
 }

@@ -70,9 +70,11 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM CA: mutual TLS, clients must present a certificate it signed")
 	fs.StringVar(&cfg.AuthTokens, "auth-tokens", "", "file of accepted bearer tokens, one per line (# comments); every method but health needs one; reread on SIGHUP")
 	fs.StringVar(&cfg.PeerTokenFile, "peer-token-file", "", "file whose first token this server sends to its --peers")
-	fs.StringVar(&cfg.PeerCA, "peer-ca", "", "PEM CA of the peers' certificates: dial peers with TLS, presenting --tls-cert as a client certificate")
+	fs.StringVar(&cfg.PeerCA, "peer-ca", "", "PEM CA of the peers' certificates: dial peers with TLS, presenting --peer-cert (default --tls-cert) as a client certificate; a dns:/// --peers name is what their certificates must name")
+	fs.StringVar(&cfg.PeerCert, "peer-cert", "", "PEM client certificate for peers that require mutual TLS, when it is not --tls-cert (with --peer-key and --peer-ca)")
+	fs.StringVar(&cfg.PeerKey, "peer-key", "", "PEM private key of --peer-cert")
 	fs.BoolVar(&cfg.PeerInsecureToken, "peer-insecure-token", false, "allow the peer token over plaintext to non-loopback peers")
-	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on SIGINT/SIGTERM, how long open streams may finish before they are cut")
+	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on SIGINT/SIGTERM, how long open Feed streams may finish before they are cut (Work streams take no new leases, finish those in flight, then end)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log lines as text or json")
 	fs.TextVar(&o.level, "log-level", slog.LevelInfo, "debug, info, warn or error")
 	return fs, o
@@ -179,10 +181,12 @@ func runServe(args []string) error {
 			return err
 		}
 	}
-	// Drain: health says NOT_SERVING so balancers move away, open streams
-	// get the grace period to finish their epoch, then are cut.
+	// Drain: health says NOT_SERVING so balancers move away; Work streams
+	// finish the leases they hold and end; Feed streams get the grace
+	// period to finish their epoch, then are cut.
 	log.Info("stopping", "grace", o.grace)
 	hs.Shutdown()
+	srv.Drain()
 	stopped := make(chan struct{})
 	go func() { gs.GracefulStop(); close(stopped) }()
 	select {

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestDrainWorker SIGTERMs one of two workers (the one with the most
+// leases in flight) of a coordinator with --workers 0 a third into an
+// epoch. The worker drains: it answers new leases with UNAVAILABLE,
+// finishes those it holds, sends them and exits on its own, long before
+// its 60 s --grace. The epoch completes exactly once and in order, and no
+// lease of the drained worker failed (none was thrown away and made
+// again).
+func TestDrainWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs stoker serve processes")
+	}
+	ctx := processTest(t, 90*time.Second)
+	data := writeDataset(t, faultSamples, faultClasses, 0)
+	workers := make([]*serveProc, 2)
+	for i := range workers {
+		workers[i] = launchServe(t, serveConfig{name: fmt.Sprintf("worker%d", i), dataset: data, workers: 1, args: []string{"--grace", "60s"}})
+	}
+	for _, w := range workers {
+		w.waitReady(t, ctx)
+	}
+	coord := startServe(t, ctx, serveConfig{name: "coordinator", dataset: data, peers: peerList(workers...)})
+	waitPeersReady(t, ctx, coord, 2)
+
+	spec := testJob(faultBatch, 13)
+	nb := faultSamples / faultBatch
+	var (
+		victim   *serveProc
+		termAt   time.Time
+		failedAt float64 // the victim's lease failures, other than draining, at SIGTERM
+		dropAt   float64
+	)
+	notDrain := func(ms map[string]float64) float64 {
+		return sumSeries(ms, "stoker_lease_failures_total", `maker="`+victim.addr+`"`) -
+			sumSeries(ms, "stoker_lease_failures_total", `maker="`+victim.addr+`"`, `reason="draining"`)
+	}
+	res := consumeEpoch(t, ctx, coord.addr, spec, consumeOpts{
+		throttle: 2 * time.Millisecond,
+		after: func(n int) {
+			if n != nb/3 {
+				return
+			}
+			inflight := leasesInFlight(t, ctx, coord, workers)
+			victim = workers[slices.Index(inflight, slices.Max(inflight))]
+			ms, err := coord.metrics(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			failedAt, dropAt = notDrain(ms), sumSeries(ms, "stoker_results_dropped_total")
+			if err := victim.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			termAt = time.Now()
+			t.Logf("SIGTERM to %s after %d of %d batches, with about %v leases in flight (all: %v)", victim.addr, n, nb, slices.Max(inflight), inflight)
+		},
+	})
+	if victim == nil {
+		t.Fatalf("the epoch ended before batch %d: no worker was stopped", nb/3)
+	}
+	checkEpoch(t, res, spec, faultSamples)
+
+	// It exits on its own, well before the grace period would cut it.
+	select {
+	case <-victim.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s still running 20 s after SIGTERM (its --grace is 60 s)", victim.addr)
+	}
+	took := time.Since(termAt)
+	if victim.waitErr != nil {
+		t.Errorf("%s exited with %v after SIGTERM", victim.addr, victim.waitErr)
+	}
+	t.Logf("%s exited %v after SIGTERM", victim.addr, took.Round(time.Millisecond))
+	if len(victim.findLogs("grace period over, closing open streams", nil)) > 0 {
+		t.Errorf("%s was cut by its grace period, not drained", victim.addr)
+	}
+
+	// It finished what it held: its log says how many leases were in
+	// flight when the drain began and how many batches it sent after.
+	var inFlight, finished, turned float64
+	for _, r := range victim.findLogs("work stream draining", nil) {
+		v, _ := r["in_flight"].(float64)
+		inFlight += v
+	}
+	drained := victim.findLogs("work stream drained", nil)
+	for _, r := range drained {
+		f, _ := r["finished"].(float64)
+		a, _ := r["turned_away"].(float64)
+		finished, turned = finished+f, turned+a
+	}
+	t.Logf("%s: %v leases in flight at the drain, %v batches finished and sent after it, %v new leases turned away", victim.addr, inFlight, finished, turned)
+	if len(drained) != 1 {
+		t.Errorf("%s logged %d drained Work streams, want 1", victim.addr, len(drained))
+	}
+	if inFlight == 0 {
+		t.Errorf("no lease was in flight on %s at SIGTERM: the drain was not exercised", victim.addr)
+	}
+	if finished+turned < inFlight {
+		t.Errorf("%s: %v leases in flight at the drain, only %v answered", victim.addr, inFlight, finished+turned)
+	}
+	if finished == 0 {
+		t.Errorf("%s sent no batch after SIGTERM", victim.addr)
+	}
+
+	// The coordinator lost none of them: no lease of the victim failed
+	// (other than turned away for the drain), no result was dropped.
+	ms := logLeases(t, ctx, coord)
+	if got := notDrain(ms); got != failedAt {
+		t.Errorf("%v leases of %s failed after SIGTERM (reasons other than draining): made again elsewhere", got-failedAt, victim.addr)
+	}
+	if got := sumSeries(ms, "stoker_results_dropped_total"); got != dropAt {
+		t.Errorf("the coordinator dropped %v results after SIGTERM", got-dropAt)
+	}
+	if got := sumSeries(ms, "stoker_lease_failures_total", `maker="`+victim.addr+`"`, `reason="draining"`); got != turned {
+		t.Errorf("the coordinator counts %v leases turned away by the drain, %s turned %v away", got, victim.addr, turned)
+	}
+}
