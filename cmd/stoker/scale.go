@@ -59,9 +59,10 @@ type scaleOpts struct {
 	coordCPUs string
 	exe       string
 	taskset   string // the taskset binary when pinning
+	shm       bool   // the trainer takes batches through the ring
 }
 
-const scaleUsage = "usage: stoker bench scale [--peers 1,2,4] [--rounds 3] [--workers 1] [--data DIR | --n 1000] [--epochs 1] [--pin [--cpus 0,1,...]] [--json]"
+const scaleUsage = "usage: stoker bench scale [--peers 1,2,4] [--rounds 3] [--workers 1] [--data DIR | --n 1000] [--epochs 1] [--pin [--cpus 0,1,...]] [--shm] [--json]"
 
 func runScale(args []string) error {
 	ctx := cmdContext()
@@ -79,12 +80,13 @@ func runScale(args []string) error {
 	pin := fs.Bool("pin", false, "run each worker (and the baseline server) under taskset -c on its own core, when taskset exists")
 	cpus := fs.String("cpus", "", "with --pin: each worker's taskset -c CPU list in order, comma-separated (\"2,3,4\", or ranges: \"2-3,4-5\"); the baseline server takes the first; default: every core, one per worker")
 	coordCPUs := fs.String("coord-cpus", "", "with --pin: a taskset -c list for the coordinator (default: not pinned)")
+	shm := fs.Bool("shm", false, "the trainer takes its batches through the coordinator's shared-memory ring instead of gRPC chunks")
 	timeout := fs.Duration("timeout", 15*time.Minute, "bound on the whole benchmark")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
 	fs.Parse(args)
 
 	o := scaleOpts{rounds: *rounds, workers: *workers, data: *data, n: *n, epochs: *epochs, batch: *batch,
-		transform: *transform, prefetch: *prefetch, window: *window, pin: *pin, coordCPUs: *coordCPUs}
+		transform: *transform, prefetch: *prefetch, window: *window, pin: *pin, coordCPUs: *coordCPUs, shm: *shm}
 	for _, s := range strings.Split(*peers, ",") {
 		p, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || p < 1 || p > 64 {
@@ -315,7 +317,7 @@ func (b *scaleBench) warmUp(ctx context.Context, c *client.Client) error {
 	}
 	warm := min(info.GetBatches(), uint64(max(8, 2*b.o.prefetch)))
 	l := c.Loader(b.spec, client.Epoch(0), client.Epochs(1), client.Prefetch(b.o.prefetch),
-		client.Resume(info.GetBatches()-warm, nil, 0), client.Timeout(time.Minute))
+		client.Resume(info.GetBatches()-warm, nil, 0), client.Timeout(time.Minute), client.SharedMemory(b.o.shm))
 	defer l.Close()
 	for {
 		bt, err := l.Next(ctx)
@@ -333,8 +335,13 @@ func (b *scaleBench) warmUp(ctx context.Context, c *client.Client) error {
 // checking that each epoch delivers every index exactly once.
 func (b *scaleBench) consume(ctx context.Context, c *client.Client, run *scaleRun) (size uint64, err error) {
 	l := c.Loader(b.spec, client.Epoch(1), client.Epochs(uint64(b.o.epochs)), client.Prefetch(b.o.prefetch),
-		client.Timeout(time.Minute))
+		client.Timeout(time.Minute), client.SharedMemory(b.o.shm))
 	defer l.Close()
+	defer func() {
+		if tr, why := l.Transport(); err == nil && b.o.shm && tr != "shm" {
+			err = fmt.Errorf("--shm, but the batches came in chunks: %s", why)
+		}
+	}()
 	var counts []uint32 // per index, this epoch
 	var errored []int64
 	epoch := uint64(0)
