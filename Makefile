@@ -26,7 +26,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.1
 # Debian packages the build and tests need.
 APT_PKGS := gcc libc6-dev make pkg-config libjpeg62-turbo-dev python3 python3-venv python3-dev git ca-certificates
 
-.PHONY: help setup apt venv tools build static test test-go test-python lint check-generate generate bench demo clean
+.PHONY: help setup apt venv tools build static gpuhost test test-go test-python lint check-generate generate bench demo clean
 
 help:
 	@echo "make demo    install what is missing, build, serve a dataset and train on it for a while (DATA=/path for a real ImageFolder)"
@@ -34,6 +34,7 @@ help:
 	@echo "make bench   stoker's pipeline vs torchvision (PIL and v2) on one core, interleaved rounds"
 	@echo "make setup   install system packages, Go tools and the Python venv (.venv)"
 	@echo "make static  a static stoker (libjpeg-turbo linked in) for minimal images: $(STATIC_BIN) (STATIC_BIN=path to change)"
+	@echo "make gpuhost the GPU host's stoker (libjpeg-turbo linked in, glibc dynamic for NVML): $(GPUHOST_BIN)"
 
 setup: apt tools venv
 
@@ -84,8 +85,19 @@ build:
 # runs in an empty root.
 STATIC_TAGS := netgo osusergo nonvml
 static:
-	CGO_ENABLED=1 go build -trimpath -tags '$(STATIC_TAGS)' \
+	CGO_ENABLED=1 go build -trimpath -tags '$(STATIC_TAGS) jpegstatic' \
 		-ldflags '-s -w -linkmode external -extldflags "-static"' -o $(STATIC_BIN) ./cmd/stoker
+
+# The GPU host's stoker (the coordinator beside the trainer; the Dockerfile's
+# gpuhost target, on distroless/cc): libjpeg-turbo linked in as in static,
+# but glibc linked dynamically, so that NVML's dlopen of the driver's
+# libnvidia-ml.so.1 (mounted by the NVIDIA container toolkit) works and the
+# GPU monitor reads the trainer's GPUs. It needs only glibc where it runs
+# (cmd/stoker/static_linux_test.go runs this very target too).
+GPUHOST_BIN ?= bin/stoker-gpuhost
+gpuhost:
+	CGO_ENABLED=1 go build -trimpath -tags 'netgo osusergo jpegstatic' \
+		-ldflags '-s -w -linkmode external -extldflags "-Wl,--as-needed"' -o $(GPUHOST_BIN) ./cmd/stoker
 
 generate: tools venv
 	$(TOOLS)/buf generate

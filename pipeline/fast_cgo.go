@@ -4,7 +4,6 @@ package pipeline
 
 /*
 #cgo CFLAGS: -O3
-#cgo LDFLAGS: -ljpeg
 #include "turbo.h"
 */
 import "C"

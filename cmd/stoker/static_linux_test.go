@@ -9,10 +9,12 @@ import (
 	"context"
 	"debug/elf"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,19 +33,25 @@ const nonroot = 65532
 
 // buildStatic runs `make static` into dir and returns the binary's path.
 func buildStatic(t *testing.T, dir string) string {
+	return makeBinary(t, "static", "STATIC_BIN", dir)
+}
+
+// makeBinary runs `make target VAR=dir/stoker` and returns the binary's
+// path: the image's own build step.
+func makeBinary(t *testing.T, target, binVar, dir string) string {
 	t.Helper()
 	if _, err := exec.LookPath("make"); err != nil {
-		t.Fatalf("the static build is `make static`, and there is no make: %v", err)
+		t.Fatalf("the image's build is `make %s`, and there is no make: %v", target, err)
 	}
 	bin := filepath.Join(dir, "stoker")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	out, err := exec.CommandContext(ctx, "make", "-C", "../..", "static", "STATIC_BIN="+bin).CombinedOutput()
+	out, err := exec.CommandContext(ctx, "make", "-C", "../..", target, binVar+"="+bin).CombinedOutput()
 	if err != nil {
-		t.Fatalf("make static: %v\n%s", err, out)
+		t.Fatalf("make %s: %v\n%s", target, err, out)
 	}
-	t.Logf("make static in %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("make %s in %v", target, time.Since(start).Round(time.Millisecond))
 	return bin
 }
 
@@ -206,5 +214,79 @@ func TestStaticImageRoot(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Errorf("still running 10s after SIGTERM")
+	}
+}
+
+// glibc's libraries: all the GPU host's binary may need where it runs
+// (distroless/cc has them, and nothing else).
+var glibcLibs = []string{"libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "libresolv.so.2", "librt.so.1"}
+
+// TestGPUHostImageRoot builds the GPU host's binary with `make gpuhost`
+// (libjpeg-turbo linked in, glibc dynamic so NVML can be loaded) and runs
+// it in a root holding only it, glibc and the dataset, as distroless/cc
+// would: it must need nothing but glibc, serve the same bytes as the
+// dynamic build, and have tried NVML (here: no driver), which the static
+// binary cannot.
+func TestGPUHostImageRoot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the GPU host's binary and runs it")
+	}
+	bin := makeBinary(t, "gpuhost", "GPUHOST_BIN", t.TempDir())
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	libs, err := f.ImportedLibraries()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range libs {
+		if !slices.Contains(glibcLibs, l) && !strings.HasPrefix(l, "ld-linux") { // glibc's loader
+			t.Errorf("%s needs %s: want glibc's libraries only %v", bin, l, glibcLibs)
+		}
+	}
+	if b, err := os.ReadFile(bin); err != nil || !bytes.Contains(b, []byte("The libjpeg-turbo Project")) {
+		t.Errorf("%s: no libjpeg-turbo in it (%v)", bin, err)
+	}
+	src := writeDataset(t, 24, 3, 0)
+	root := emptyRoot(t, bin, src)
+	// The loader and the libraries, where ldd finds them here.
+	out, err := exec.Command("ldd", bin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ldd %s: %v\n%s", bin, err, out)
+	}
+	for _, field := range strings.Fields(string(out)) {
+		if !strings.HasPrefix(field, "/") {
+			continue
+		}
+		b, err := os.ReadFile(field)
+		if err == nil {
+			err = os.MkdirAll(filepath.Join(root, filepath.Dir(field)), 0o755)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(root, field), b, 0o755)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	attr := chrootAttr(t, root)
+	ctx := processTest(t, 90*time.Second)
+	gpuhost := startServe(t, ctx, serveConfig{name: "gpuhost", bin: "/stoker", root: root, attr: attr, dataset: "/data", workers: 2})
+	dynamic := startServe(t, ctx, serveConfig{name: "dynamic", dataset: src, workers: 2})
+	spec := testJob(8, 7)
+	got := consumeEpoch(t, ctx, gpuhost.addr, spec, consumeOpts{})
+	checkEpoch(t, got, spec, 24)
+	want := consumeEpoch(t, ctx, dynamic.addr, spec, consumeOpts{})
+	for i := range min(len(got.batches), len(want.batches)) {
+		if got.batches[i].sum() != want.batches[i].sum() {
+			t.Errorf("batch %d: the GPU host build's bytes differ from the dynamic cgo build's", i)
+		}
+	}
+	// NVML was looked for (no driver here), not compiled out.
+	recs := gpuhost.findLogs("GPU monitor unavailable: the trainer's wait alone drives the window", nil)
+	if len(recs) != 1 || !strings.Contains(fmt.Sprint(recs[0]["reason"]), "libnvidia-ml.so") {
+		t.Errorf("GPU monitor log %v: want NVML looked for (libnvidia-ml.so not found)", recs)
 	}
 }

@@ -1,0 +1,11 @@
+//go:build cgo && jpegstatic
+
+package pipeline
+
+// libjpeg-turbo linked in from its archive (libjpeg62-turbo-dev's
+// libjpeg.a), for a binary that needs no libjpeg where it runs while
+// linking glibc dynamically (make gpuhost: NVML's dlopen needs a dynamic
+// glibc).
+
+// #cgo LDFLAGS: -l:libjpeg.a
+import "C"
