@@ -630,6 +630,11 @@ func (c *coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 		err := m.Make(lctx, l, b)
 		if err == nil {
 			err = c.check(l, b)
+		} else if errors.Is(lctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			// The lease ran out of time, whatever the maker said as it
+			// gave up (a peer that times a lease out drops its stream, and
+			// its error may say so first).
+			err = fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
 		}
 		cancel()
 		c.results <- result{id: id, lease: rec.id, maker: m, b: b, err: err}
