@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
@@ -184,6 +185,35 @@ func TestDeployServeFlags(t *testing.T) {
 		if p.Name == "grpc" && (p.TargetPort.String() != "grpc" || workerPortNamed(workers, "grpc") != listen) {
 			t.Errorf("Service port grpc targets %s, want the container port named grpc = --listen port %d", p.TargetPort.String(), listen)
 		}
+	}
+}
+
+// TestDeployPreStopDrains: the workers' preStop hook is `stoker drain`
+// with flags drain accepts, waiting less than the pod's grace period.
+func TestDeployPreStopDrains(t *testing.T) {
+	workers, _ := baseWorkers(t)
+	ms := deployManifests(t)
+	dep := ms["base/workers.yaml"][0].(*appsv1.Deployment)
+	h := workers.c.Lifecycle
+	if h == nil || h.PreStop == nil || h.PreStop.Exec == nil {
+		t.Fatalf("the workers have no preStop exec hook: %+v", h)
+	}
+	cmd := h.PreStop.Exec.Command
+	if len(cmd) < 2 || cmd[0] != "/stoker" || cmd[1] != "drain" {
+		t.Fatalf("preStop %q: want /stoker drain", cmd)
+	}
+	fs, pid, timeout := drainFlags()
+	fs.Init("drain", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(cmd[2:]); err != nil || fs.NArg() > 0 {
+		t.Fatalf("preStop %q: %v %q", cmd, err, fs.Args())
+	}
+	if *pid != 1 {
+		t.Errorf("preStop drains pid %d, want 1 (the container's stoker)", *pid)
+	}
+	grace := dep.Spec.Template.Spec.TerminationGracePeriodSeconds
+	if grace == nil || *timeout >= time.Duration(*grace)*time.Second {
+		t.Errorf("preStop waits up to %v, the pod's grace period is %v s: the hook must end first", *timeout, grace)
 	}
 }
 

@@ -2,15 +2,17 @@ package main
 
 import (
 	"fmt"
+	"os/exec"
 	"slices"
-	"syscall"
+	"strconv"
 	"testing"
 	"time"
 )
 
-// TestDrainWorker SIGTERMs one of two workers (the one with the most
-// leases in flight) of a coordinator with --workers 0 a third into an
-// epoch. The worker drains: it answers new leases with UNAVAILABLE,
+// TestDrainWorker drains one of two workers (the one with the most leases
+// in flight) of a coordinator with --workers 0 a third into an epoch, with
+// `stoker drain --pid` as the pod's preStop hook does (SIGTERM, then wait
+// for the exit). The worker drains: it answers new leases with UNAVAILABLE,
 // finishes those it holds, sends them and exits on its own, long before
 // its 60 s --grace. The epoch completes exactly once and in order, and no
 // lease of the drained worker failed (none was thrown away and made
@@ -33,6 +35,7 @@ func TestDrainWorker(t *testing.T) {
 
 	spec := testJob(faultBatch, 13)
 	nb := faultSamples / faultBatch
+	hookDone := make(chan error, 1)
 	var (
 		victim   *serveProc
 		termAt   time.Time
@@ -56,11 +59,15 @@ func TestDrainWorker(t *testing.T) {
 				t.Fatal(err)
 			}
 			failedAt, dropAt = notDrain(ms), sumSeries(ms, "stoker_results_dropped_total")
-			if err := victim.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			// As the pod's preStop hook does: stoker drain signals the
+			// server and waits for it to exit.
+			hook := exec.CommandContext(ctx, stokerBinary(t), "drain", "--pid", strconv.Itoa(victim.cmd.Process.Pid), "--timeout", "30s")
+			if err := hook.Start(); err != nil {
 				t.Fatal(err)
 			}
+			go func() { hookDone <- hook.Wait() }()
 			termAt = time.Now()
-			t.Logf("SIGTERM to %s after %d of %d batches, with about %v leases in flight (all: %v)", victim.addr, n, nb, slices.Max(inflight), inflight)
+			t.Logf("stoker drain of %s after %d of %d batches, with about %v leases in flight (all: %v)", victim.addr, n, nb, slices.Max(inflight), inflight)
 		},
 	})
 	if victim == nil {
@@ -75,10 +82,18 @@ func TestDrainWorker(t *testing.T) {
 		t.Fatalf("%s still running 20 s after SIGTERM (its --grace is 60 s)", victim.addr)
 	}
 	took := time.Since(termAt)
+	select {
+	case err := <-hookDone:
+		if err != nil {
+			t.Errorf("stoker drain: %v, want exit 0 once the server is gone", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("stoker drain still waiting 5 s after the server exited")
+	}
 	if victim.waitErr != nil {
 		t.Errorf("%s exited with %v after SIGTERM", victim.addr, victim.waitErr)
 	}
-	t.Logf("%s exited %v after SIGTERM", victim.addr, took.Round(time.Millisecond))
+	t.Logf("%s exited %v after stoker drain", victim.addr, took.Round(time.Millisecond))
 	if len(victim.findLogs("grace period over, closing open streams", nil)) > 0 {
 		t.Errorf("%s was cut by its grace period, not drained", victim.addr)
 	}

@@ -8,6 +8,7 @@
 //	stoker preview --data DIR -o grid.png
 //	stoker mkdata  --out DIR [--n 2000]
 //	stoker status  ADDR
+//	stoker drain   [--pid 1]   (a container's preStop: drain serve, wait for it to exit)
 package main
 
 import (
@@ -31,11 +32,12 @@ var commands = map[string]func(args []string) error{
 	"preview": runPreview,
 	"mkdata":  runMkdata,
 	"status":  runStatus,
+	"drain":   runDrain,
 }
 
 func main() {
 	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: stoker serve|status|bench|preview|mkdata [flags]  (stoker CMD -h for flags)")
+		fmt.Fprintln(os.Stderr, "usage: stoker serve|status|drain|bench|preview|mkdata [flags]  (stoker CMD -h for flags)")
 		os.Exit(2)
 	}
 	if err := commands[os.Args[1]](os.Args[2:]); err != nil {
