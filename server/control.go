@@ -33,7 +33,7 @@ func (c *coordinator) control(now time.Time, ms []Maker) {
 	switch {
 	case snap.stall > target:
 		w = min(hi, w+max(1, w/2))
-	case saturated && full:
+	case saturated && full && w-1 >= narrowFloor(c.recommended, readyMakers(ms)):
 		w = max(lo, w-1)
 	}
 	if w != old {
@@ -44,6 +44,7 @@ func (c *coordinator) control(now time.Time, ms []Maker) {
 		}
 		c.s.m.windowDecisions.WithLabelValues(decision).Inc()
 		c.log.Debug("window", "decision", decision, "from", old, "to", w, "stall", round3(snap.stall),
+			"recommended", c.recommended,
 			"gpu_idle", gpuIdleOrNaN(idle, gpuOK), "buffer_full", full)
 	}
 	c.shrinkPool(ms)
@@ -53,6 +54,18 @@ func (c *coordinator) control(now time.Time, ms []Maker) {
 	}
 	c.demand.Store(&d)
 	c.publish(snap, ms, idle, gpuOK)
+}
+
+// narrowFloor is the narrowest window that still gives a lease to every
+// maker the trainer needs: the advisor's last count of makers (never more
+// than are ready). Narrower, the makers it leaves idle are missed at once
+// and the stall comes back (a trainer faster than one maker, served by
+// several). 1 when the advisor has no figure yet.
+func narrowFloor(recommended float64, ready int) int {
+	if math.IsNaN(recommended) || recommended < 1 {
+		return 1
+	}
+	return max(1, min(int(recommended), ready))
 }
 
 // shrinkPool gives free buffers beyond the window's pool back to the
@@ -100,6 +113,7 @@ func (c *coordinator) publish(snap telemetrySnap, ms []Maker, idle float64, gpuO
 		}
 	}
 	js.WorkersRecommended, js.Advice = advise(snap, c.s.cfg.StallTarget, capacity, ready, free && len(c.ready) > 0)
+	c.recommended = js.WorkersRecommended
 	c.status.Store(js)
 
 	m := c.s.m

@@ -46,6 +46,23 @@ func TestTelemetryWindow(t *testing.T) {
 	}
 }
 
+func TestNarrowFloor(t *testing.T) {
+	for _, tc := range []struct {
+		rec   float64
+		ready int
+		want  int
+	}{
+		{math.NaN(), 3, 1}, {0, 3, 1}, // no figure yet
+		{2, 2, 2}, // a trainer wanting two makers' worth keeps both busy
+		{5, 2, 2}, // never more than are ready
+		{1, 4, 1},
+	} {
+		if got := narrowFloor(tc.rec, tc.ready); got != tc.want {
+			t.Errorf("narrowFloor(%v, %d) = %d, want %d", tc.rec, tc.ready, got, tc.want)
+		}
+	}
+}
+
 func TestAdvise(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -59,6 +76,9 @@ func TestAdvise(t *testing.T) {
 		// The trainer takes a batch every 0.1 s (10/s); each maker makes 2/s.
 		{"starving", telemetrySnap{stall: 0.6, stepPerBatch: 0.1, batchesPerSec: 4}, 4, 2, false, 6, "needs about 4 more workers"},
 		{"fine", telemetrySnap{stall: 0.01, stepPerBatch: 0.1, batchesPerSec: 10}, 12, 2, false, 2, "fine"},
+		// Not stalling while the makers, partly idle, measure slow: never
+		// more than the makers there are.
+		{"fine, makers partly idle", telemetrySnap{stall: 0.01, stepPerBatch: 0.01, batchesPerSec: 90}, 90, 2, false, 2, "fine"},
 		{"fewer would do", telemetrySnap{stall: 0, stepPerBatch: 1, batchesPerSec: 1}, 12, 4, false, 1, "fine (fewer makers would do)"},
 		{"network", telemetrySnap{stall: 0.5, stepPerBatch: 0.1, batchesPerSec: 5, bytesPerSec: 48e6}, 20, 2, true, 2, "the network is the limit (48 MB/s)"},
 		{"no step reports", telemetrySnap{stall: 0.5, batchesPerSec: 5}, 5, 1, false, 3, "needs about 2 more workers"},

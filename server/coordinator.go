@@ -98,11 +98,14 @@ type coordinator struct {
 
 	// The window controller's: the job's window now (0 until the first
 	// lease sets it), the trainer's measurements, and the last status.
-	win    int
-	tel    *telemetry
-	status atomic.Pointer[stokerv1.JobStatus]
-	name   string // the job label in metrics
-	demand atomic.Pointer[pipeline.JobDemand]
+	win int
+	tel *telemetry
+	// recommended is the advisor's last count of makers the trainer needs
+	// (NaN before it has one): the window is not narrowed below it.
+	recommended float64
+	status      atomic.Pointer[stokerv1.JobStatus]
+	name        string // the job label in metrics
+	demand      atomic.Pointer[pipeline.JobDemand]
 }
 
 type batchID struct {

@@ -150,7 +150,10 @@ func advise(s telemetrySnap, target, capacity float64, makers int, idle bool) (r
 		if recommended < float64(makers) {
 			return recommended, "fine (fewer makers would do)"
 		}
-		return recommended, "fine"
+		// Not stalling: the makers are not all busy, so their measured
+		// rates understate what they can make; never ask for more (an
+		// autoscaler on this figure would add workers nobody needs).
+		return float64(makers), "fine"
 	case idle:
 		return recommended, "the network is the limit (" + mbps(s.bytesPerSec) + ")"
 	case recommended > float64(makers):

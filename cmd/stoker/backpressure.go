@@ -41,7 +41,7 @@ import (
 	"github.com/stoker-dev/stoker/server"
 )
 
-const backpressureUsage = "usage: stoker bench backpressure [--scenario slow|fast|two|all] [--seconds 20] [--plots bench/plots] [--json] [--data DIR | --n 1000] [--batch 32] [--prefetch 4] [--slow-step 100ms] [--fast-step 5ms] [--two-steps 20ms,60ms] [--stall-target 0.02]"
+const backpressureUsage = "usage: stoker bench backpressure [--scenario slow|fast|two|all] [--seconds 20] [--plots bench/plots] [--json] [--data DIR | --n 1000] [--size N] [--shm] [--batch 32] [--prefetch 4] [--slow-step 100ms] [--fast-step 5ms] [--two-steps 20ms,60ms] [--stall-target 0.02]"
 
 // bpScenarios in the order they run.
 var bpScenarios = []string{"slow", "fast", "two"}
@@ -61,6 +61,8 @@ type bpOpts struct {
 	synthetic   bool
 	n           int
 	transform   string
+	size        int // > 0: RandomResizedCrop(size) and a flip instead of the preset
+	shm         bool
 	batch       int
 	prefetch    int
 	slowStep    time.Duration
@@ -82,6 +84,8 @@ func runBackpressure(args []string) error {
 	data := fs.String("data", "", "ImageFolder or WebDataset to read (default: a synthetic one, made as stoker mkdata makes it, removed afterwards)")
 	n := fs.Int("n", 1000, "images of the synthetic dataset")
 	transform := fs.String("transform", "imagenet-train", "transform preset: "+strings.Join(pipeline.PresetNames(), " or "))
+	size := fs.Int("size", 0, "crop to this size (RandomResizedCrop and a flip) instead of --transform's preset: small outputs make relaying cheap beside decoding")
+	shm := fs.Bool("shm", false, "the trainers take their batches through their server's shared-memory ring")
 	batch := fs.Int("batch", 32, "samples per batch")
 	prefetch := fs.Int("prefetch", 4, "each trainer's credits")
 	slowStep := fs.Duration("slow-step", 100*time.Millisecond, "slow: the trainer's step per batch in phase slow")
@@ -94,7 +98,7 @@ func runBackpressure(args []string) error {
 	fs.Parse(args)
 
 	o := bpOpts{seconds: time.Duration(*seconds * float64(time.Second)), sample: *sample, plots: *plots, data: *data, n: *n,
-		transform: *transform, batch: *batch, prefetch: *prefetch, slowStep: *slowStep, slowWorkers: *slowWorkers,
+		transform: *transform, size: *size, shm: *shm, batch: *batch, prefetch: *prefetch, slowStep: *slowStep, slowWorkers: *slowWorkers,
 		fastStep: *fastStep, twoWorkers: *twoWorkers, stallTarget: *stallTarget}
 	for _, s := range strings.Split(*scenario, ",") {
 		switch s = strings.TrimSpace(s); {
@@ -132,6 +136,8 @@ func runBackpressure(args []string) error {
 		return errors.New("bench backpressure: want 0 < --stall-target < 1\n" + backpressureUsage)
 	case o.data == "" && o.n < 1:
 		return errors.New("bench backpressure: --n must be at least 1\n" + backpressureUsage)
+	case o.size < 0 || o.size > 4096:
+		return errors.New("bench backpressure: want 0 <= --size <= 4096\n" + backpressureUsage)
 	case !slices.Contains(pipeline.PresetNames(), o.transform):
 		return fmt.Errorf("bench backpressure: --transform %q: want one of %v", o.transform, pipeline.PresetNames())
 	}

@@ -181,7 +181,8 @@ func (r *bpRunner) startTrainers(ctx context.Context, ts ...*bpTrainer) error {
 			return err
 		}
 		tr.c = c
-		tr.l = c.Loader(r.b.spec(tr.dataset), client.Epochs(0), client.Prefetch(r.b.o.prefetch), client.Timeout(time.Minute))
+		tr.l = c.Loader(r.b.spec(tr.dataset), client.Epochs(0), client.Prefetch(r.b.o.prefetch), client.Timeout(time.Minute),
+			client.SharedMemory(r.b.o.shm))
 		tr.done = make(chan struct{})
 		r.mu.Lock()
 		r.trainers = append(r.trainers, tr)

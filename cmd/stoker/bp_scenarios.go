@@ -20,10 +20,14 @@ import (
 )
 
 func (b *bpBench) spec(dataset string) *stokerv1.JobSpec {
-	return &stokerv1.JobSpec{
-		Dataset: dataset, Transform: &stokerv1.TransformSpec{Preset: b.o.transform},
-		BatchSize: uint32(b.o.batch), Seed: 1, Shuffle: true,
+	t := &stokerv1.TransformSpec{Preset: b.o.transform}
+	if n := uint32(b.o.size); n > 0 {
+		t = &stokerv1.TransformSpec{Ops: []*stokerv1.Op{
+			{Op: &stokerv1.Op_RandomResizedCrop{RandomResizedCrop: &stokerv1.RandomResizedCrop{Height: n}}},
+			{Op: &stokerv1.Op_RandomHorizontalFlip{RandomHorizontalFlip: &stokerv1.RandomHorizontalFlip{}}},
+		}}
 	}
+	return &stokerv1.JobSpec{Dataset: dataset, Transform: t, BatchSize: uint32(b.o.batch), Seed: 1, Shuffle: true}
 }
 
 // serverArgs are the flags every server of this bench gets.
