@@ -195,6 +195,35 @@ func (p *Peer) Close() error {
 	return p.conn.Close()
 }
 
+// InFlight is how many leases are in flight on the peer now.
+func (p *Peer) InFlight() int64 { return p.inflight.Load() }
+
+// Retire closes the peer once its leases in flight are answered, or after
+// wait, or when abort is closed, whichever comes first: a worker that left
+// the coordinator's peer set (its DNS record went, as when its pod drains)
+// finishes the batches it holds instead of having them cut and made again.
+// The caller sends it no new lease. It returns how many leases were still
+// in flight when it closed the peer (they fail).
+func (p *Peer) Retire(wait time.Duration, abort <-chan struct{}) (unfinished int64) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	defer p.Close()
+	for {
+		if n := p.inflight.Load(); n <= 0 {
+			return 0
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return p.inflight.Load()
+		case <-abort:
+			return p.inflight.Load()
+		}
+	}
+}
+
 // Forget drops the registration of a job that ended (the worker keeps it
 // until the stream ends; this only frees the coordinator's side).
 func (p *Peer) Forget(spec *stokerv1.JobSpec) {

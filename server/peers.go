@@ -107,19 +107,23 @@ func (m *peerMaker) Forget(j *job) {
 
 // discovery keeps the server's peer makers in step with its peer target.
 type discovery struct {
-	s      *Server
-	t      peerTarget
-	peers  map[string]*peerMaker
-	stop   context.CancelFunc
-	done   chan struct{}
-	lookup func(ctx context.Context, host string) ([]string, error)
+	s     *Server
+	t     peerTarget
+	peers map[string]*peerMaker
+	stop  context.CancelFunc
+	done  chan struct{}
+	// retiring are the peers that left the set and finish their leases in
+	// flight (Peer.Retire); closing abort closes them at once.
+	retiring sync.WaitGroup
+	abort    chan struct{}
+	lookup   func(ctx context.Context, host string) ([]string, error)
 }
 
 // startDiscovery dials the static peers, or starts resolving the DNS name
 // every cfg.PeerRefresh.
 func (s *Server) startDiscovery(t peerTarget) *discovery {
 	ctx, stop := context.WithCancel(context.Background())
-	d := &discovery{s: s, t: t, peers: make(map[string]*peerMaker), stop: stop, done: make(chan struct{})}
+	d := &discovery{s: s, t: t, peers: make(map[string]*peerMaker), stop: stop, done: make(chan struct{}), abort: make(chan struct{})}
 	r := net.DefaultResolver
 	if t.resolver != "" {
 		r = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -175,8 +179,9 @@ func (d *discovery) run(ctx context.Context) {
 	}
 }
 
-// update makes the peer set addrs: new addresses are dialed, gone ones
-// closed (their leases in flight fail and go to other makers).
+// update makes the peer set addrs: new addresses are dialed; gone ones
+// get no new lease and are closed once they have answered those in flight
+// (at most a lease timeout: then those fail and go to other makers).
 func (d *discovery) update(addrs []string) {
 	s := d.s
 	for _, a := range addrs {
@@ -200,7 +205,13 @@ func (d *discovery) update(addrs []string) {
 		}
 		delete(d.peers, a)
 		s.makers.remove(m)
-		m.p.Close()
+		d.retiring.Add(1)
+		held := m.p.InFlight()
+		go func() {
+			defer d.retiring.Done()
+			n := m.p.Retire(s.cfg.LeaseTimeout, d.abort)
+			s.log.Info("peer retired", "addr", a, "in_flight_at_removal", held, "unfinished", n)
+		}()
 		s.log.Info("peer removed", "addr", a)
 	}
 	d.readyChanged()
@@ -219,9 +230,11 @@ func (d *discovery) readyChanged() {
 	d.s.makers.poke()
 }
 
-// close stops discovery and closes every peer.
+// close stops discovery and closes every peer, retiring ones too.
 func (d *discovery) close() {
 	d.stop()
 	<-d.done
+	close(d.abort)
 	d.update(nil)
+	d.retiring.Wait()
 }

@@ -77,7 +77,7 @@ func (d *testDNS) set(ips ...string) {
 }
 
 // TestDNSDiscovery runs a coordinator whose peers are the A records of
-// "workers." on a test DNS server, re-resolved every 500 ms, and changes
+// "workers." on a test DNS server, re-resolved every 100 ms, and changes
 // the records mid-epoch: .2 alone, then .3 added, .2 removed (then killed),
 // .4 added. The epoch completes exactly once, and each peer gets leases
 // while it is listed, and only then.
@@ -107,7 +107,7 @@ func TestDNSDiscovery(t *testing.T) {
 	d := startTestDNS(t, "workers")
 	d.set(ips[0])
 	coord := startServe(t, ctx, serveConfig{
-		name: "coordinator", dataset: data, peerRefresh: 500 * time.Millisecond,
+		name: "coordinator", dataset: data, peerRefresh: 100 * time.Millisecond,
 		peers: fmt.Sprintf("dns://%s/workers:%d", d.addr, port),
 	})
 	waitPeersReady(t, ctx, coord, 1)
@@ -115,6 +115,15 @@ func TestDNSDiscovery(t *testing.T) {
 	// leasesTo is what the coordinator leased to ip so far.
 	leasesTo := func(ip string) float64 {
 		return coord.metric(t, ctx, "stoker_leases_total", `maker="`+addr(ip)+`"`)
+	}
+	// failuresOf is how many leases to ip failed (other than busy).
+	failuresOf := func(ip string) float64 {
+		ms, err := coord.metrics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sumSeries(ms, "stoker_lease_failures_total", `maker="`+addr(ip)+`"`) -
+			sumSeries(ms, "stoker_lease_failures_total", `maker="`+addr(ip)+`"`, `reason="busy"`)
 	}
 	// waitMember waits until the coordinator's peers are exactly ips.
 	waitMember := func(ips ...string) {
@@ -153,6 +162,7 @@ func TestDNSDiscovery(t *testing.T) {
 		before3, before4 float64 // leases to .3 and .4 before they were listed
 		at2Removed       float64 // leases to .2 when it was removed
 		made2            float64 // batches .2 made
+		removed          = make(chan struct{})
 	)
 	spec := testJob(batch, 12)
 	res := consumeEpoch(t, ctx, coord.addr, spec, consumeOpts{
@@ -165,14 +175,33 @@ func TestDNSDiscovery(t *testing.T) {
 				t.Logf("after %d of %d batches: workers. is %v", n, nb, ips[:2])
 				waitMember(ips[0], ips[1])
 			case 3 * nb / 8:
+				// .2 leaves DNS while the trainer goes on consuming, so that
+				// it holds leases when the coordinator drops it.
+				failed2 := failuresOf(ips[0])
 				d.set(ips[1])
 				t.Logf("after %d of %d batches: workers. is %v", n, nb, ips[1:2])
-				waitMember(ips[1])
-				at2Removed = leasesTo(ips[0])
-				made2 = ps[ips[0]].metric(t, ctx, "stoker_work_leases_total", `outcome="done"`)
-				ps[ips[0]].kill()
-				t.Logf("killed %s, which made %v batches", addr(ips[0]), made2)
+				go func() {
+					defer close(removed)
+					// It finishes what it holds, then is closed: no lease of
+					// it fails (and is made again elsewhere).
+					waitFor(t, ctx, 15*time.Second, "the coordinator retires "+addr(ips[0]), func() bool {
+						return len(coord.findLogs("peer retired", map[string]string{"addr": addr(ips[0])})) > 0
+					})
+					r := coord.findLogs("peer retired", map[string]string{"addr": addr(ips[0])})[0]
+					held, _ := r["in_flight_at_removal"].(float64)
+					u, _ := r["unfinished"].(float64)
+					t.Logf("%s left DNS with %v leases in flight; %v unfinished when closed", addr(ips[0]), held, u)
+					if u != 0 || failuresOf(ips[0]) != failed2 {
+						t.Errorf("%s: %v leases unfinished when closed, %v failed", addr(ips[0]), u, failuresOf(ips[0])-failed2)
+					}
+					at2Removed = leasesTo(ips[0])
+					made2 = ps[ips[0]].metric(t, ctx, "stoker_work_leases_total", `outcome="done"`)
+					ps[ips[0]].kill()
+					t.Logf("killed %s, which made %v batches", addr(ips[0]), made2)
+				}()
 			case nb / 2:
+				<-removed
+				waitMember(ips[1])
 				before4 = leasesTo(ips[2])
 				d.set(ips[1], ips[2])
 				t.Logf("after %d of %d batches: workers. is %v", n, nb, ips[1:])
