@@ -191,27 +191,34 @@ func readBatch(stream pb.FeedService_FeedClient, maxChunk uint32) (gotBatch, *pb
 	if hdr == nil {
 		return gotBatch{}, nil, fmt.Errorf("got %T, want BatchHeader or EpochEnd", msg.GetMsg())
 	}
+	b, err := readChunks(stream, hdr, maxChunk)
+	return b, nil, err
+}
+
+// readChunks reads the chunks of the batch hdr heads, checking that they
+// come in order, numbered, and of at most maxChunk bytes.
+func readChunks(stream pb.FeedService_FeedClient, hdr *pb.BatchHeader, maxChunk uint32) (gotBatch, error) {
 	b := gotBatch{hdr: hdr, data: make([]byte, 0, hdr.GetDataBytes())}
 	for uint64(len(b.data)) < hdr.GetDataBytes() {
 		msg, err := stream.Recv()
 		if err != nil {
-			return b, nil, err
+			return b, err
 		}
 		c := msg.GetChunk()
 		switch {
 		case c == nil:
-			return b, nil, fmt.Errorf("batch %d: got %T, want Chunk", hdr.GetNumber(), msg.GetMsg())
+			return b, fmt.Errorf("batch %d: got %T, want Chunk", hdr.GetNumber(), msg.GetMsg())
 		case c.GetNumber() != hdr.GetNumber() || c.GetOffset() != uint64(len(b.data)):
-			return b, nil, fmt.Errorf("chunk of batch %d at %d, want batch %d at %d", c.GetNumber(), c.GetOffset(), hdr.GetNumber(), len(b.data))
+			return b, fmt.Errorf("chunk of batch %d at %d, want batch %d at %d", c.GetNumber(), c.GetOffset(), hdr.GetNumber(), len(b.data))
 		case len(c.GetData()) == 0 || len(c.GetData()) > int(maxChunk):
-			return b, nil, fmt.Errorf("chunk of %d bytes, max %d", len(c.GetData()), maxChunk)
+			return b, fmt.Errorf("chunk of %d bytes, max %d", len(c.GetData()), maxChunk)
 		}
 		b.data = append(b.data, c.GetData()...)
 	}
 	if uint64(len(b.data)) != hdr.GetDataBytes() {
-		return b, nil, fmt.Errorf("batch %d: %d bytes, header says %d", hdr.GetNumber(), len(b.data), hdr.GetDataBytes())
+		return b, fmt.Errorf("batch %d: %d bytes, header says %d", hdr.GetNumber(), len(b.data), hdr.GetDataBytes())
 	}
-	return b, nil, nil
+	return b, nil
 }
 
 // smallJob is a fast job over the test dataset: RandomResizedCrop 32 and a

@@ -112,18 +112,13 @@ func (st *shmTrainer) readEpoch(t testing.TB, hold bool) (epoch, int) {
 			return ep, inSlots
 		}
 		h := m.GetBatch()
-		if h == nil || h.Slot == nil {
-			// No slot: the header and chunks, as without a ring.
-			if h == nil {
-				t.Fatalf("got %T, want BatchHeader", m.GetMsg())
-			}
-			b := gotBatch{hdr: h}
-			for uint64(len(b.data)) < h.GetDataBytes() {
-				c, err := st.stream.Recv()
-				if err != nil {
-					t.Fatal(err)
-				}
-				b.data = append(b.data, c.GetChunk().GetData()...)
+		if h == nil {
+			t.Fatalf("got %T, want BatchHeader", m.GetMsg())
+		}
+		if h.Slot == nil { // no slot: its chunks follow, as without a ring
+			b, err := readChunks(st.stream, h, ep.info.GetMaxChunkBytes())
+			if err != nil {
+				t.Fatal(err)
 			}
 			ep.batches = append(ep.batches, b)
 			continue

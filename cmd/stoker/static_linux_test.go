@@ -195,14 +195,7 @@ func TestStaticImageRoot(t *testing.T) {
 		t.Errorf("DescribeJob: %v, %v; want 3 batches", dj, err)
 	}
 
-	got := consumeEpoch(t, ctx, static.addr, spec, consumeOpts{})
-	checkEpoch(t, got, spec, 24)
-	want := consumeEpoch(t, ctx, dynamic.addr, spec, consumeOpts{})
-	for i := range min(len(got.batches), len(want.batches)) {
-		if got.batches[i].sum() != want.batches[i].sum() {
-			t.Errorf("batch %d: the static build's bytes differ from the dynamic cgo build's", i)
-		}
-	}
+	sameEpoch(t, ctx, static, dynamic, spec, 24)
 
 	if err := static.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -214,6 +207,21 @@ func TestStaticImageRoot(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Errorf("still running 10s after SIGTERM")
+	}
+}
+
+// sameEpoch checks that built serves an exact epoch of spec over n
+// samples, byte for byte the same as the dynamic cgo build's (the
+// libjpeg-turbo path, not the pure-Go one).
+func sameEpoch(t *testing.T, ctx context.Context, built, dynamic *serveProc, spec *stokerv1.JobSpec, n int) {
+	t.Helper()
+	got := consumeEpoch(t, ctx, built.addr, spec, consumeOpts{})
+	checkEpoch(t, got, spec, n)
+	want := consumeEpoch(t, ctx, dynamic.addr, spec, consumeOpts{})
+	for i := range min(len(got.batches), len(want.batches)) {
+		if got.batches[i].sum() != want.batches[i].sum() {
+			t.Errorf("batch %d: %s's bytes differ from the dynamic cgo build's", i, built.name)
+		}
 	}
 }
 
@@ -276,14 +284,7 @@ func TestGPUHostImageRoot(t *testing.T) {
 	gpuhost := startServe(t, ctx, serveConfig{name: "gpuhost", bin: "/stoker", root: root, attr: attr, dataset: "/data", workers: 2})
 	dynamic := startServe(t, ctx, serveConfig{name: "dynamic", dataset: src, workers: 2})
 	spec := testJob(8, 7)
-	got := consumeEpoch(t, ctx, gpuhost.addr, spec, consumeOpts{})
-	checkEpoch(t, got, spec, 24)
-	want := consumeEpoch(t, ctx, dynamic.addr, spec, consumeOpts{})
-	for i := range min(len(got.batches), len(want.batches)) {
-		if got.batches[i].sum() != want.batches[i].sum() {
-			t.Errorf("batch %d: the GPU host build's bytes differ from the dynamic cgo build's", i)
-		}
-	}
+	sameEpoch(t, ctx, gpuhost, dynamic, spec, 24)
 	// NVML was looked for (no driver here), not compiled out.
 	recs := gpuhost.findLogs("GPU monitor unavailable: the trainer's wait alone drives the window", nil)
 	if len(recs) != 1 || !strings.Contains(fmt.Sprint(recs[0]["reason"]), "libnvidia-ml.so") {
