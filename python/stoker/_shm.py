@@ -98,11 +98,6 @@ class Ring:
             out, self._released = self._released, []
         return out
 
-    def held(self) -> int:
-        """Slots whose batch is still referenced here."""
-        with self._lock:
-            return sum(self._held)
-
 
 def _fetch(name: str, token: bytes) -> int:
     """The ring's memfd, from the server's abstract socket ``name``."""
