@@ -21,7 +21,7 @@ type Maker interface {
 	// peer's address.
 	Name() string
 	// Free is how many more leases the maker would take now, from all
-	// jobs together. A Make past it may fail with client.ErrBusy, which is
+	// jobs together. A Make past it may fail with peer.ErrBusy, which is
 	// no failure: the batch is leased again.
 	Free() int
 	// Ready reports whether the maker can take leases now (a peer that is
