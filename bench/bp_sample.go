@@ -125,7 +125,7 @@ func (r *bpRunner) sampleOnce(ctx context.Context, hist map[string][]bpPoint, re
 func jobSeries(ms map[string]float64, metric, dataset string) (float64, bool) {
 	found, v := false, 0.0
 	for k, x := range ms {
-		if strings.HasPrefix(k, metric+"{") && strings.Contains(k, `job="`+dataset+`-r`) {
+		if strings.HasPrefix(k, metric+"{") && strings.Contains(k, `stoker_job="`+dataset+`-r`) {
 			if !found || x > v {
 				v = x
 			}
