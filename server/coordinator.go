@@ -190,6 +190,7 @@ func newCoordinator(s *Server, j *job, st Stream, id string, log *slog.Logger) *
 		tel:      newTelemetry(telemetryWindow, time.Now()),
 		name:     j.name + "-r" + strconv.Itoa(j.rank) + "-" + id,
 	}
+	j.id = c.name
 	c.credits.Store(st.Credits)
 	return c
 }
@@ -270,14 +271,12 @@ func readyMakers(ms []Maker) int {
 func (c *coordinator) run(ctx context.Context, sink Sink) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	closeQueue := c.s.jobQueue(c.j, c.name, c.demandNow)
 	defer func() {
 		cancel()
-		closeQueue() // the job's samples queued here are dropped at once
-		wg.Wait()    // the makers' calls return promptly once ctx ends
+		wg.Wait() // the makers' calls return promptly once ctx ends
 		ms, _ := c.s.makers.snapshot()
 		for _, m := range ms {
-			m.Forget(c.j)
+			m.Forget(c.j) // the local executor drops the job's queued samples at once
 		}
 	}()
 	// Results never block a maker's goroutine: at most one per buffer, and

@@ -146,7 +146,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 			s.shares = newShares(floor, cfg.StallTarget)
 			go s.shares.run(s.stop)
 		}
-		s.makers.add(&localMaker{exec: s.exec, slots: maxWindow, replay: cfg.BenchReplay})
+		s.makers.add(newLocalMaker(s.exec, s.shares, maxWindow, cfg.BenchReplay))
 		if cfg.BenchReplay {
 			log.Warn("--bench-replay: every batch carries its job's first batch's pixels; for delivery benchmarks only")
 		}
@@ -172,25 +172,6 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		}
 	}
 	return s, nil
-}
-
-// jobQueue gives job j a queue of its own on the local executor, weighed
-// by demand, and returns the function that closes it.
-func (s *Server) jobQueue(j *job, name string, demand func() pipeline.JobDemand) (closeQueue func()) {
-	if s.exec == nil {
-		return func() {}
-	}
-	j.queue = s.exec.Queue(name)
-	if s.shares != nil {
-		s.shares.add(j.queue, demand)
-	}
-	q := j.queue
-	return func() {
-		if s.shares != nil {
-			s.shares.remove(q)
-		}
-		q.Close()
-	}
 }
 
 // MemoryBudget is the server's memory budget, its default resolved.
