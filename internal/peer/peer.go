@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -399,8 +400,8 @@ func (p *Peer) open(ctx context.Context) (*peerStream, error) {
 		if info.GetDecoder() == nil {
 			err = fmt.Errorf("%w: the worker does not say how it decodes (it is older than this coordinator, %s): upgrade it",
 				ErrDecoder, p.opts.identity.Version)
-		} else if derr := p.opts.identity.SameOutput(identityOf(info.GetDecoder())); derr != nil {
-			err = fmt.Errorf("peer %s would make other bytes: %w", p.addr, derr)
+		} else {
+			err = p.opts.identity.SameOutput(identityOf(info.GetDecoder()))
 		}
 	}
 	if err == nil {
@@ -747,11 +748,17 @@ func describe(err error) error {
 	}
 	st := se.GRPCStatus()
 	msg := st.Message()
+	// A connection error quotes its cause: `connection error: desc =
+	// "transport: …"`.
+	if i := strings.Index(msg, `desc = "`); i >= 0 {
+		if inner, err := strconv.Unquote(msg[i+len(`desc = `):]); err == nil {
+			msg = msg[:i] + "desc = " + inner
+		}
+	}
 	switch {
 	case st.Code() == codes.Unavailable && strings.Contains(msg, "authentication handshake failed: "):
 		_, tlsErr, _ := strings.Cut(msg, "authentication handshake failed: ")
-		tlsErr = strings.TrimPrefix(strings.TrimSuffix(tlsErr, `"`), "tls: ")
-		msg = "TLS: " + tlsErr
+		msg = "TLS: " + strings.TrimPrefix(tlsErr, "tls: ")
 	case st.Code() == codes.Unavailable && strings.Contains(msg, "server preface"):
 		msg = "Unavailable: " + msg + " (a TLS worker dialed in plaintext? --peer-ca)"
 	default:
