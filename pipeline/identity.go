@@ -64,7 +64,9 @@ type Identity struct {
 }
 
 // LocalIdentity is this build's Identity on this CPU.
-var LocalIdentity = sync.OnceValue(func() Identity {
+func LocalIdentity() Identity { return localIdentity() }
+
+var localIdentity = sync.OnceValue(func() Identity {
 	id := Identity{
 		Version: version.String(),
 		Output:  OutputVersion,

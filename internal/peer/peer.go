@@ -72,6 +72,10 @@ var ErrDecoder = pipeline.ErrOtherBytes
 // Makes at once as the worker takes leases.
 const maxQueued = 4096
 
+// minPing is the shortest interval between pings on an idle stream,
+// whatever the worker's idle timeout.
+const minPing = 50 * time.Millisecond
+
 // Peer is a coordinator's side of one worker's WorkService: it keeps a Work
 // stream open (reconnecting with back-off after a failure), registers
 // jobs, sends leases on it, reassembles the batches that come back and
@@ -335,8 +339,8 @@ func (p *Peer) loop(ctx context.Context) {
 			backoff = 100 * time.Millisecond
 			p.setStream(st)
 			p.receive(st)
+			report(st.err) // before the stream goes: LastError is never nil while not Ready
 			p.setStream(nil)
-			report(st.err)
 			if !errors.Is(st.err, ErrDraining) {
 				continue // a stream that ran is retried at once: the worker may have restarted
 			}
@@ -419,8 +423,12 @@ func (p *Peer) open(ctx context.Context) (*peerStream, error) {
 	p.mu.Lock()
 	p.info = info
 	p.mu.Unlock()
+	pingEvery := time.Duration(info.GetIdleTimeoutMs()) * time.Millisecond / 3
+	if pingEvery > 0 {
+		pingEvery = max(pingEvery, minPing) // a worker cannot make us spin
+	}
 	st := &peerStream{
-		stream: stream, cancel: cancel, pingEvery: time.Duration(info.GetIdleTimeoutMs()) * time.Millisecond / 3,
+		stream: stream, cancel: cancel, pingEvery: pingEvery,
 		jobs: make(map[*stokerv1.JobSpec]uint64), pending: make(map[uint64]*pendingLease),
 		wake: make(chan struct{}, 1), ended: make(chan struct{}), sent: make(chan struct{}),
 	}
