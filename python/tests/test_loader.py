@@ -178,8 +178,10 @@ def test_break_and_iterate_again(server: str) -> None:
     for i, _ in enumerate(ld):
         if i == 1:
             break
-    assert ld.epoch == 0
-    assert len(collect(ld)) == 10  # the epoch again, from its start
+    assert ld.epoch == 0 and ld.batches_consumed == 2
+    ref = loader(server, seed=8)
+    ref.set_epoch(1)
+    assert_same_batches(collect(ld), collect(ref))  # the next epoch, whole
 
 
 # 6. DataLoader.
