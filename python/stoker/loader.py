@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 from stoker import _args, _world
 from stoker import transforms as _transforms
 from stoker._buffers import _BufferPool, batch_tensors
-from stoker._channel import Endpoint, list_datasets
+from stoker._channel import DatasetInfo, Endpoint, list_datasets
 from stoker._errors import SampleError, StokerError
 from stoker._job import FAIL_POLICIES, Job, layout_enum
 from stoker._malloc import tune_malloc
@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import grpc
     import torch
 
-__all__ = ["Loader", "StokerError", "SampleError", "LoaderStats", "list_datasets"]
+__all__ = ["Loader", "EpochSetter", "StokerError", "SampleError", "LoaderStats", "DatasetInfo", "list_datasets"]
 
 #: The largest ``batch_size``.
 MAX_BATCH_SIZE = 65536
