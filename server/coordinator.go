@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/stoker-dev/stoker/client"
+	"github.com/stoker-dev/stoker/internal/peer"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -23,8 +23,8 @@ import (
 // ErrRefused marks a maker's refusal of a job (unknown dataset, another
 // fingerprint, a spec it cannot make): the coordinator stops asking that
 // maker for the job's batches, and fails the job only when every maker
-// refuses it. It is client.ErrRefused, which peers return.
-var ErrRefused = client.ErrRefused
+// refuses it. It is peer.ErrRefused, which peers return.
+var ErrRefused = peer.ErrRefused
 
 // maxAttempts bounds how often one batch is leased before the job fails
 // with the last maker error: enough for several peers dying in a row.
@@ -190,6 +190,7 @@ func newCoordinator(s *Server, j *job, st Stream, id string, log *slog.Logger) *
 		tel:      newTelemetry(telemetryWindow, time.Now()),
 		name:     j.name + "-r" + strconv.Itoa(j.rank) + "-" + id,
 	}
+	j.id = c.name
 	c.credits.Store(st.Credits)
 	return c
 }
@@ -270,14 +271,12 @@ func readyMakers(ms []Maker) int {
 func (c *coordinator) run(ctx context.Context, sink Sink) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	closeQueue := c.s.jobQueue(c.j, c.name, c.demandNow)
 	defer func() {
 		cancel()
-		closeQueue() // the job's samples queued here are dropped at once
-		wg.Wait()    // the makers' calls return promptly once ctx ends
+		wg.Wait() // the makers' calls return promptly once ctx ends
 		ms, _ := c.s.makers.snapshot()
 		for _, m := range ms {
-			m.Forget(c.j)
+			m.Forget(c.j) // the local executor drops the job's queued samples at once
 		}
 	}()
 	// Results never block a maker's goroutine: at most one per buffer, and
@@ -693,7 +692,7 @@ func (c *coordinator) collect(ctx context.Context, r result) error {
 		return context.Cause(ctx)
 	}
 	c.requeue(r.id)
-	if errors.Is(r.err, client.ErrBusy) {
+	if errors.Is(r.err, peer.ErrBusy) {
 		// Taken by other jobs: no failure, no back-off; the maker's Free
 		// says when to try it again.
 		c.attempts[r.id]--
@@ -701,7 +700,7 @@ func (c *coordinator) collect(ctx context.Context, r result) error {
 		st.retryAt = time.Now().Add(20 * time.Millisecond) // a worker's own limit: do not ask again at once
 		return nil
 	}
-	if errors.Is(r.err, client.ErrDraining) {
+	if errors.Is(r.err, peer.ErrDraining) {
 		// The worker is shutting down: it finished what it had and turns
 		// new leases away. No failure of the job or the maker; the peer is
 		// not Ready until it comes back, so the batch goes elsewhere.

@@ -2,7 +2,6 @@ package server
 
 import (
 	"strings"
-	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -24,10 +23,9 @@ type job struct {
 	rank   int
 	world  int
 	dtype  stokerv1.Dtype
-	// queue is the job's share of the local executor (nil: none).
-	queue *pipeline.Queue
-	// replayed is the job's first whole batch, under Config.BenchReplay.
-	replayed atomic.Pointer[pipeline.Batch]
+	// id names the job in queue names and metrics (the coordinator's
+	// stream, or the Work stream and its job id).
+	id string
 }
 
 // newJob validates spec against the server's datasets and limits. Its
