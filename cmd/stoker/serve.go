@@ -24,6 +24,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/stoker-dev/stoker/internal/cpu"
+	"github.com/stoker-dev/stoker/internal/version"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server"
 )
@@ -112,6 +113,7 @@ func runServe(args []string) error {
 	default:
 		return fmt.Errorf("serve: --log-format %q: want text or json", o.logFormat)
 	}
+	log.Info("stoker serve", "version", version.String(), "go", runtime.Version())
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := server.New(cfg, log, reg)
