@@ -5,6 +5,8 @@
 //	stoker bench pipeline --data DIR --threads N [--json]
 //	stoker bench scale [--peers 1,2,3] [--rounds R] [--json]
 //	stoker bench load [--streams 8] [--slow 4] [--seconds 60] [--json]
+//	stoker bench backpressure [--scenario all] [--json]
+//	stoker bench   (lists the benchmarks)
 //	stoker preview --data DIR -o grid.png
 //	stoker mkdata  --out DIR [--n 2000]
 //	stoker status  ADDR
