@@ -50,6 +50,7 @@ type Server struct {
 	// gpuIdle is the trainer's GPUs' idle share, and whether it is known
 	// (NVML); without a monitor, unknown.
 	gpuIdle  func() (float64, bool)
+	coord    *coordEnv     // what its coordinators share
 	active   sync.Map      // job name -> *coordinator, for Status
 	gpu      gpu.Monitor   // nil without --gpus
 	shm      *shmHub       // nil when shared memory is off
@@ -170,6 +171,10 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 			smp := s.gpu.Sample()
 			return smp.IdleRatio, smp.Available && smp.IdleRatio >= 0
 		}
+	}
+	s.coord = &coordEnv{
+		cfg:    coordConfig{Window: cfg.Window, LeaseTimeout: cfg.LeaseTimeout, StallTarget: cfg.StallTarget},
+		makers: s.makers, budget: s.budget, m: s.m, gpuIdle: s.gpuIdle,
 	}
 	return s, nil
 }
