@@ -23,7 +23,24 @@ var (
 	// ErrBatchFailed ends a job one of whose batches failed on makers
 	// maxAttempts times; it wraps the last maker's error.
 	ErrBatchFailed = errors.New("a batch failed on every try")
+	// ErrNoMakerReady ends a job no maker could take batches of for
+	// noMakerLeaseTimeouts lease timeouts (every peer refusing the
+	// connection, none connected, the local executor off): a trainer is
+	// told why instead of waiting forever.
+	ErrNoMakerReady = errors.New("no maker is ready")
 )
+
+// noMakerLeaseTimeouts is how many lease timeouts a job waits for a maker
+// to become ready before it fails with ErrNoMakerReady: long enough for a
+// restarted worker to come back (its peer reconnects within 5 s), short
+// enough that a trainer learns of a configuration that cannot work.
+const noMakerLeaseTimeouts = 3
+
+// A whyNot maker can say why it is not ready (a peer: its last connection
+// or handshake error).
+type whyNot interface {
+	Unavailable() error
+}
 
 // maxAttempts bounds how often one batch is leased before the job fails
 // with the last maker error: enough for several peers dying in a row.
@@ -132,6 +149,9 @@ type coordinator struct {
 	cursor   batchID     // the next batch to lease, after retries
 	leasing  bool        // cursor is valid: batches remain to lease
 	lastWarn time.Time
+	// noMakerSince is when the job last found no ready maker it could
+	// use, zero while it has one.
+	noMakerSince time.Time
 	// refused: the makers' refusals, for the job's error when all refuse.
 	refused map[Maker]error
 
