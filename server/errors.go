@@ -26,6 +26,7 @@ var errorCodes = []struct {
 	{ErrMemoryBudget, codes.ResourceExhausted},
 	{ErrNoMaker, codes.FailedPrecondition},
 	{ErrBatchFailed, codes.Unavailable},
+	{ErrNoMakerReady, codes.Unavailable},
 }
 
 // toStatus turns err into a status error: a status error passes through

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,12 +92,9 @@ func (c *coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 			return wake, err
 		}
 		if m == nil {
-			if len(ms) == 0 && time.Since(c.lastWarn) > 10*time.Second {
-				c.lastWarn = time.Now()
-				c.log.Warn("no makers: this server makes no batches (--workers 0) and no peer is connected; waiting")
-			}
-			return retryAt, nil
+			return c.noMaker(ms, retryAt)
 		}
+		c.noMakerSince = time.Time{}
 		// Only now, with a buffer and a maker, is the batch taken off the
 		// queue: nothing is skipped when either is missing.
 		if len(c.retry) > 0 {
@@ -108,6 +106,63 @@ func (c *coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 		c.start(ctx, wg, id, m, b)
 	}
 	return wake, nil
+}
+
+// noMaker handles a batch no maker can take now: when no maker is even
+// ready for the job (none connected, every peer refusing the connection,
+// each refusing the job), it warns every 10 s with each maker's reason,
+// and fails the job with ErrNoMakerReady after noMakerLeaseTimeouts lease
+// timeouts. It returns when to look again.
+func (c *coordinator) noMaker(ms []Maker, retryAt time.Time) (time.Time, error) {
+	for _, m := range ms {
+		if m.Ready() && c.refused[m] == nil {
+			return retryAt, nil // busy, or backing off: it will take leases again
+		}
+	}
+	now := time.Now()
+	if c.noMakerSince.IsZero() {
+		c.noMakerSince = now
+	}
+	limit := noMakerLeaseTimeouts * c.env.cfg.LeaseTimeout
+	why := c.whyNoMaker(ms)
+	if waited := now.Sub(c.noMakerSince); waited >= limit {
+		return time.Time{}, fmt.Errorf("%w: no maker could take this job's batches for %v (%d × --lease-timeout): %s",
+			ErrNoMakerReady, waited.Round(time.Second), noMakerLeaseTimeouts, why)
+	}
+	if now.Sub(c.lastWarn) >= 10*time.Second {
+		c.lastWarn = now
+		c.log.Warn("no maker is ready for the job; waiting", "reasons", why, "fails_in", (limit - now.Sub(c.noMakerSince)).Round(time.Second))
+	}
+	wake := c.noMakerSince.Add(limit)
+	if !retryAt.IsZero() && retryAt.Before(wake) {
+		wake = retryAt
+	}
+	return wake, nil
+}
+
+// whyNoMaker says, maker by maker, why none is ready for the job.
+func (c *coordinator) whyNoMaker(ms []Maker) string {
+	if len(ms) == 0 {
+		return "this server makes no batches (--workers 0) and has no peer (--peers resolves to none, or none was given)"
+	}
+	var parts []string
+	for _, m := range ms {
+		why := "not connected"
+		switch err := c.refused[m]; {
+		case err != nil:
+			why = "refused the job: " + err.Error()
+		case m.Ready():
+			why = "ready"
+		default:
+			if w, ok := m.(whyNot); ok {
+				if err := w.Unavailable(); err != nil {
+					why = err.Error()
+				}
+			}
+		}
+		parts = append(parts, m.Name()+": "+truncate(why, 512))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // buffer returns a free batch buffer, or a new one while the job has fewer
@@ -192,11 +247,9 @@ func (c *coordinator) choose(ms []Maker) (Maker, time.Time, error) {
 func (c *coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID, m Maker, b *pipeline.Batch) {
 	c.leaseID++
 	st := c.stat(m)
-	st.inflight++
-	rec := &leaseRec{id: c.leaseID, maker: m, issued: time.Now(), n: st.inflight}
-	if st.first.IsZero() {
-		st.first = rec.issued
-	}
+	now := time.Now()
+	st.begin(now)
+	rec := &leaseRec{id: c.leaseID, maker: m, issued: now, n: st.inflight}
 	c.leases[id] = rec
 	c.attempts[id]++
 	e := c.epochOf(id.epoch)
@@ -241,7 +294,8 @@ func (c *coordinator) check(l *Lease, b *pipeline.Batch) error {
 // dropped and its buffer reused: a batch is never delivered twice.
 func (c *coordinator) collect(ctx context.Context, r result) error {
 	st := c.stat(r.maker)
-	st.inflight--
+	now := time.Now()
+	st.end(now)
 	rec, ok := c.leases[r.id]
 	e := c.epochOf(r.id.epoch)
 	if !ok || rec.id != r.lease || e == nil || e.isDone(r.id.k) {
@@ -251,9 +305,9 @@ func (c *coordinator) collect(ctx context.Context, r result) error {
 	}
 	delete(c.leases, r.id)
 	if r.err == nil {
-		took := time.Since(rec.issued)
+		took := now.Sub(rec.issued)
 		c.env.m.batchSeconds.WithLabelValues(c.j.name).Observe(took.Seconds())
-		st.done(rec, took)
+		st.done(now, rec, took)
 		c.ready[r.id] = r.b
 		return nil
 	}

