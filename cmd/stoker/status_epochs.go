@@ -79,12 +79,13 @@ func (w *epochWatch) observe(st *stokerv1.StatusResponse) []string {
 	return lines
 }
 
-// finish returns the lines of the jobs still running when the server
-// went away: their epoch so far.
+// finish returns the lines of the jobs still listed when the server went
+// away (at a batch job's end, the coordinator may stop before the
+// follower sees its job gone): their last epoch, so far.
 func (w *epochWatch) finish() []string {
 	var lines []string
 	for _, id := range slices.Sorted(maps.Keys(w.last)) {
-		lines = append(lines, epochNeeded(w.last[id], ", when the server stopped"))
+		lines = append(lines, epochNeeded(w.last[id], ", its last"))
 	}
 	w.last = nil
 	return lines

@@ -22,7 +22,7 @@ import (
 
 // TestEpochWatch: a line for an epoch once the job's epoch moves on, from
 // the last status seen in it; one for a job's last epoch once it is gone,
-// and for those still running when the server stops; the workers needed
+// and for those still listed when the server stops; the workers needed
 // are the makers recommended less the coordinator's own executor.
 func TestEpochWatch(t *testing.T) {
 	job := func(id string, epoch uint64, rec float64, advice string, makers ...string) *stokerv1.JobStatus {
@@ -58,8 +58,8 @@ func TestEpochWatch(t *testing.T) {
 		}
 	}
 	want := []string{
-		"stoker: job b epoch 6, when the server stopped: this job would have needed 0 worker nodes (1 makers recommended, the coordinator's own cores one of them; 1 workers were ready; fine)",
-		"stoker: job c epoch 0, when the server stopped: no advice yet (no makers measured yet); 0 workers were ready",
+		"stoker: job b epoch 6, its last: this job would have needed 0 worker nodes (1 makers recommended, the coordinator's own cores one of them; 1 workers were ready; fine)",
+		"stoker: job c epoch 0, its last: no advice yet (no makers measured yet); 0 workers were ready",
 	}
 	if got := w.finish(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("finish: lines\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
