@@ -25,6 +25,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stoker-dev/stoker/bench"
 	"github.com/stoker-dev/stoker/server"
 )
 
@@ -171,7 +172,7 @@ func (r registeredMetrics) Unregister(prometheus.Collector) bool { return false 
 func serverMetrics(t *testing.T) (registered registeredMetrics, exported map[string]bool) {
 	t.Helper()
 	dir := t.TempDir()
-	if err := writeSyntheticSet(context.Background(), filepath.Join(dir, "data"), 4, 1, 1); err != nil {
+	if err := bench.WriteSyntheticSet(context.Background(), filepath.Join(dir, "data"), 4, 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	cfg := server.Config{Datasets: map[string]string{"ds": filepath.Join(dir, "data")}, Workers: 1}

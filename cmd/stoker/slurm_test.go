@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stoker-dev/stoker/bench"
 	"github.com/stoker-dev/stoker/client"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -159,7 +160,7 @@ func TestSlurmJob(t *testing.T) {
 	}
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	if err := writeSyntheticSet(context.Background(), data, 16, 2, 1); err != nil {
+	if err := bench.WriteSyntheticSet(context.Background(), data, 16, 2, 1); err != nil {
 		t.Fatal(err)
 	}
 	stubs := filepath.Join(dir, "stubs")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stoker-dev/stoker/bench"
 	"github.com/stoker-dev/stoker/client"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server"
@@ -89,7 +90,7 @@ func (l *lockedBuffer) String() string {
 // followEpochs returns once the server is gone.
 func TestStatusEpochs(t *testing.T) {
 	dir := t.TempDir()
-	if err := writeSyntheticSet(context.Background(), filepath.Join(dir, "data"), 16, 2, 1); err != nil {
+	if err := bench.WriteSyntheticSet(context.Background(), filepath.Join(dir, "data"), 16, 2, 1); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := server.New(server.Config{Datasets: map[string]string{"pets": filepath.Join(dir, "data")}, Workers: 2},
