@@ -42,6 +42,10 @@ type coordConfig struct {
 	Window       int // 0: automatic
 	LeaseTimeout time.Duration
 	StallTarget  float64
+	// AdviseWindow is how long a lower recommendation must hold before it
+	// is published; MaxRecommended bounds it.
+	AdviseWindow   time.Duration
+	MaxRecommended int
 }
 
 // coordEnv is what a server's coordinators share: the makers, the memory
@@ -138,6 +142,7 @@ type coordinator struct {
 	// recommended is the advisor's last count of makers the trainer needs
 	// (NaN before it has one): the window is not narrowed below it.
 	recommended float64
+	advised     stabilizer // what is published of the advisor's figures
 	status      atomic.Pointer[stokerv1.JobStatus]
 	demand      atomic.Pointer[pipeline.JobDemand]
 }
@@ -161,6 +166,7 @@ func newCoordinator(env *coordEnv, j *job, st Stream, id string, mem *streamMemo
 		stats:    make(map[Maker]*makerStat),
 		refused:  make(map[Maker]error),
 		tel:      newTelemetry(telemetryWindow, time.Now()),
+		advised:  stabilizer{window: env.cfg.AdviseWindow, max: float64(env.cfg.MaxRecommended)},
 	}
 	j.id = c.name
 	c.credits.Store(st.Credits)

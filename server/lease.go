@@ -192,11 +192,9 @@ func (c *coordinator) choose(ms []Maker) (Maker, time.Time, error) {
 func (c *coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID, m Maker, b *pipeline.Batch) {
 	c.leaseID++
 	st := c.stat(m)
-	st.inflight++
-	rec := &leaseRec{id: c.leaseID, maker: m, issued: time.Now(), n: st.inflight}
-	if st.first.IsZero() {
-		st.first = rec.issued
-	}
+	now := time.Now()
+	st.begin(now)
+	rec := &leaseRec{id: c.leaseID, maker: m, issued: now, n: st.inflight}
 	c.leases[id] = rec
 	c.attempts[id]++
 	e := c.epochOf(id.epoch)
@@ -241,7 +239,8 @@ func (c *coordinator) check(l *Lease, b *pipeline.Batch) error {
 // dropped and its buffer reused: a batch is never delivered twice.
 func (c *coordinator) collect(ctx context.Context, r result) error {
 	st := c.stat(r.maker)
-	st.inflight--
+	now := time.Now()
+	st.end(now)
 	rec, ok := c.leases[r.id]
 	e := c.epochOf(r.id.epoch)
 	if !ok || rec.id != r.lease || e == nil || e.isDone(r.id.k) {
@@ -251,9 +250,9 @@ func (c *coordinator) collect(ctx context.Context, r result) error {
 	}
 	delete(c.leases, r.id)
 	if r.err == nil {
-		took := time.Since(rec.issued)
+		took := now.Sub(rec.issued)
 		c.env.m.batchSeconds.WithLabelValues(c.j.name).Observe(took.Seconds())
-		st.done(rec, took)
+		st.done(now, rec, took)
 		c.ready[r.id] = r.b
 		return nil
 	}

@@ -173,7 +173,10 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		}
 	}
 	s.coord = &coordEnv{
-		cfg:    coordConfig{Window: cfg.Window, LeaseTimeout: cfg.LeaseTimeout, StallTarget: cfg.StallTarget},
+		cfg: coordConfig{
+			Window: cfg.Window, LeaseTimeout: cfg.LeaseTimeout, StallTarget: cfg.StallTarget,
+			AdviseWindow: cfg.AdviseWindow, MaxRecommended: cfg.MaxWorkersRecommended,
+		},
 		makers: s.makers, budget: s.budget, m: s.m, gpuIdle: s.gpuIdle,
 	}
 	return s, nil

@@ -74,23 +74,27 @@ func printStatus(w io.Writer, addr string, st *stokerv1.StatusResponse) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "job\tdataset\trank\tepoch\timages/s\tMB/s\tstall\tgpu idle\twindow\tbuffered\tmakers (batches/s, in flight)\trecommended\tadvice")
+	fmt.Fprintln(tw, "job\tdataset\trank\tepoch\timages/s\tMB/s\twait\tgpu idle\tstarved (signal)\twindow\tbuffered\tmakers (batches/s, in flight, batches/s when busy, busy)\trecommended\tadvice")
 	for _, j := range st.GetJobs() {
 		var makers []string
 		for _, m := range j.GetMakers() {
 			state := ""
-			if !m.GetReady() {
+			switch {
+			case m.GetUnavailable() != "":
+				state = " (" + m.GetUnavailable() + ")"
+			case !m.GetReady():
 				state = " down"
 			}
-			makers = append(makers, fmt.Sprintf("%s %.1f/%d%s", m.GetName(), m.GetBatchesPerSecond(), m.GetInFlight(), state))
+			makers = append(makers, fmt.Sprintf("%s %.1f/%d %.1f %.0f%%%s", m.GetName(), m.GetBatchesPerSecond(), m.GetInFlight(),
+				m.GetBusyBatchesPerSecond(), 100*m.GetBusyRatio(), state))
 		}
 		gpu := "n/a"
 		if j.GetGpuIdleRatio() >= 0 {
 			gpu = fmt.Sprintf("%.0f%%", 100*j.GetGpuIdleRatio())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%.0f\t%.0f\t%.1f%%\t%s\t%d [%d..%d]\t%d\t%s\t%.0f\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%.0f\t%.0f\t%.1f%%\t%s\t%.1f%% (%s)\t%d [%d..%d]\t%d\t%s\t%.0f\t%s\n",
 			j.GetId(), j.GetDataset(), j.GetRank(), j.GetWorldSize(), j.GetEpoch(), j.GetImagesPerSecond(), j.GetBytesPerSecond()/1e6,
-			100*j.GetInputStallRatio(), gpu, j.GetWindow(), j.GetWindowMin(), j.GetWindowMax(), j.GetBuffered(),
+			100*j.GetInputStallRatio(), gpu, 100*j.GetStarvation(), j.GetStarvationSignal(), j.GetWindow(), j.GetWindowMin(), j.GetWindowMax(), j.GetBuffered(),
 			strings.Join(makers, ", "), j.GetWorkersRecommended(), j.GetAdvice())
 	}
 	tw.Flush()
