@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -85,17 +82,21 @@ func (b *budget) inUse() int64 {
 }
 
 // defaultMemoryBudget is half of the memory this process may use: the
-// machine's, or its cgroup's limit when lower.
+// machine's, or its cgroup's limit when lower (cgroup v2 or v1).
 func defaultMemoryBudget() int64 {
 	var si syscall.Sysinfo_t
 	total := int64(8 << 30)
 	if syscall.Sysinfo(&si) == nil {
 		total = int64(si.Totalram) * int64(si.Unit)
 	}
-	if data, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
-		if n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err == nil && n > 0 && n < total {
-			total = n
-		}
+	return memoryBudgetOf(total, cgroupMemoryLimit("/"))
+}
+
+// memoryBudgetOf is half of the machine's total memory, or of the cgroup's
+// limit when there is one and it is lower.
+func memoryBudgetOf(total, cgroupLimit int64) int64 {
+	if cgroupLimit > 0 && cgroupLimit < total {
+		total = cgroupLimit
 	}
 	return total / 2
 }

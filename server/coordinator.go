@@ -74,6 +74,7 @@ type coordEnv struct {
 	budget  *budget
 	m       *metrics
 	gpuIdle func() (idle float64, ok bool)
+	verify  *verifier
 }
 
 // Stream is what one stream asks of a job: where it starts, how many
@@ -140,15 +141,18 @@ type coordinator struct {
 	retry    []batchID // failed leases, lowest first
 	attempts map[batchID]int
 	ready    map[batchID]*pipeline.Batch
-	free     []*pipeline.Batch
-	buffers  int // allocated
-	stats    map[Maker]*makerStat
-	leaseID  uint64
-	cur      *epochState // being delivered
-	nextE    *epochState // the next epoch, once leasing reached it
-	cursor   batchID     // the next batch to lease, after retries
-	leasing  bool        // cursor is valid: batches remain to lease
-	lastWarn time.Time
+	// unchecked: ready batches made by a peer and not compared byte for
+	// byte, by maker: made again if it is quarantined before they go out.
+	unchecked map[batchID]Maker
+	free      []*pipeline.Batch
+	buffers   int // allocated
+	stats     map[Maker]*makerStat
+	leaseID   uint64
+	cur       *epochState // being delivered
+	nextE     *epochState // the next epoch, once leasing reached it
+	cursor    batchID     // the next batch to lease, after retries
+	leasing   bool        // cursor is valid: batches remain to lease
+	lastWarn  time.Time
 	// noMakerSince is when the job last found no ready maker it could
 	// use, zero while it has one.
 	noMakerSince time.Time
@@ -176,17 +180,18 @@ const outputSlack = 8
 func newCoordinator(env *coordEnv, j *job, st Stream, id string, mem *streamMemory, log *slog.Logger) *coordinator {
 	c := &coordinator{
 		env: env, j: j, st: st, log: log, mem: mem,
-		name:     j.name + "-r" + strconv.Itoa(j.rank) + "-" + id,
-		granted:  make(chan struct{}, 1),
-		out:      make(chan output, 2*maxWindow+outputSlack),
-		recycled: make(chan *pipeline.Batch, 2*maxWindow+outputSlack),
-		leases:   make(map[batchID]*leaseRec),
-		attempts: make(map[batchID]int),
-		ready:    make(map[batchID]*pipeline.Batch),
-		stats:    make(map[Maker]*makerStat),
-		refused:  make(map[Maker]error),
-		tel:      newTelemetry(telemetryWindow, time.Now()),
-		advised:  stabilizer{window: env.cfg.AdviseWindow, max: float64(env.cfg.MaxRecommended)},
+		name:      j.name + "-r" + strconv.Itoa(j.rank) + "-" + id,
+		granted:   make(chan struct{}, 1),
+		out:       make(chan output, 2*maxWindow+outputSlack),
+		recycled:  make(chan *pipeline.Batch, 2*maxWindow+outputSlack),
+		leases:    make(map[batchID]*leaseRec),
+		attempts:  make(map[batchID]int),
+		ready:     make(map[batchID]*pipeline.Batch),
+		unchecked: make(map[batchID]Maker),
+		stats:     make(map[Maker]*makerStat),
+		refused:   make(map[Maker]error),
+		tel:       newTelemetry(telemetryWindow, time.Now()),
+		advised:   stabilizer{window: env.cfg.AdviseWindow, max: float64(env.cfg.MaxRecommended)},
 	}
 	j.id = c.name
 	c.credits.Store(st.Credits)
@@ -268,6 +273,7 @@ func (c *coordinator) run(ctx context.Context) error {
 			c.free = append(c.free, b)
 		case <-c.granted:
 		case <-changed:
+			c.dropUnchecked() // a peer may have been quarantined
 		case <-retryC:
 		case now := <-control.C:
 			c.control(now, ms)

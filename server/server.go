@@ -178,6 +178,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 			AdviseWindow: cfg.AdviseWindow, MaxRecommended: cfg.MaxWorkersRecommended,
 		},
 		makers: s.makers, budget: s.budget, m: s.m, gpuIdle: s.gpuIdle,
+		verify: newVerifier(max(cfg.VerifyFraction, 0), s.exec, log, s.makers.poke),
 	}
 	return s, nil
 }
@@ -219,6 +220,7 @@ func (s *Server) Close() error {
 	if s.gpu != nil {
 		s.gpu.Close()
 	}
+	s.coord.verify.close()
 	if s.exec != nil {
 		close(s.stop)
 		s.exec.Close()

@@ -18,7 +18,7 @@ func (s *Server) Status(context.Context, *stokerv1.StatusRequest) (*stokerv1.Sta
 	}
 	ms, _ := s.makers.snapshot()
 	for _, m := range ms {
-		if _, ok := m.(*peerMaker); ok && m.Ready() {
+		if _, ok := m.(*peerMaker); ok && m.Ready() && s.coord.verify.why(m) == nil {
 			resp.PeersReady++
 		}
 	}

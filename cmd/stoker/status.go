@@ -29,7 +29,10 @@ func statusTo(w io.Writer, args []string) error {
 	ca := fs.String("tls-ca", "", "PEM CA of the server's certificate (a TLS server)")
 	cert := fs.String("tls-cert", "", "client certificate (mutual TLS)")
 	key := fs.String("tls-key", "", "client certificate's key")
-	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long")
+	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long (with --epochs: on each status call)")
+	epochs := fs.Bool("epochs", false, "instead of the table: ask again every --every and print a line each time a job ends an epoch, "+
+		"\"this job would have needed N worker nodes\" (a batch job's log); until the server stops answering")
+	every := fs.Duration("every", 10*time.Second, "with --epochs: how often to ask")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stoker status [flags] ADDR   (ADDR: the server's gRPC address)")
 		fs.PrintDefaults()
@@ -55,6 +58,9 @@ func statusTo(w io.Writer, args []string) error {
 		return err
 	}
 	defer c.Close()
+	if *epochs {
+		return followEpochs(cmdContext(), w, c, *every, *timeout)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	st, err := c.Status(ctx)
