@@ -61,7 +61,9 @@ func TestWorkChurn(t *testing.T) {
 	ws, addrs := peers(t, root, workers)
 	var cs []*testEnv
 	for range coordinators {
-		c := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: addrs})
+		// Every peer sample re-made and compared (the verifier's executor
+		// starts at its first use: in the warm-up).
+		c := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: addrs, VerifyFraction: 1})
 		cs = append(cs, c)
 	}
 	for _, c := range cs {

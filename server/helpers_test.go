@@ -70,13 +70,13 @@ type testEnv struct {
 	stop   func() // stops the gRPC server at once (a dead peer)
 }
 
-func startServer(t testing.TB, cfg Config) *testEnv {
+func startServer(t testing.TB, cfg Config, opts ...grpc.ServerOption) *testEnv {
 	t.Helper()
-	return startServerOn(t, cfg, "127.0.0.1:0")
+	return startServerOn(t, cfg, "127.0.0.1:0", opts...)
 }
 
 // startServerOn is startServer listening on addr.
-func startServerOn(t testing.TB, cfg Config, addr string) *testEnv {
+func startServerOn(t testing.TB, cfg Config, addr string, opts ...grpc.ServerOption) *testEnv {
 	t.Helper()
 	if cfg.Workers == 0 && cfg.Peers == "" {
 		cfg.Workers = 2 // a coordinator with peers makes nothing itself
@@ -94,7 +94,7 @@ func startServerOn(t testing.TB, cfg Config, addr string) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs, _, err := srv.GRPCServer()
+	gs, _, err := srv.GRPCServer(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,17 +39,17 @@ func TestDrainWorker(t *testing.T) {
 	var (
 		victim   *serveProc
 		termAt   time.Time
-		failedAt float64 // the victim's lease failures, other than draining and busy, at SIGTERM
+		failedAt float64 // the victim's lease failures, other than draining, at SIGTERM
 		dropAt   float64
 	)
-	// Busy (the worker had as many leases as it takes, so the batch was
-	// asked of it again later or elsewhere) and draining are turned-away
-	// leases, no failures: neither was made and thrown away.
+	// Failures of the victim's leases other than turned away: "draining"
+	// (the drain's answer) and "busy" (the worker's lease limit, reached in
+	// the normal course, more often on a loaded machine) are not failures.
 	notDrain := func(ms map[string]float64) float64 {
-		victimSeries := `maker="` + victim.addr + `"`
-		return sumSeries(ms, "stoker_lease_failures_total", victimSeries) -
-			sumSeries(ms, "stoker_lease_failures_total", victimSeries, `reason="draining"`) -
-			sumSeries(ms, "stoker_lease_failures_total", victimSeries, `reason="busy"`)
+		victims := `maker="` + victim.addr + `"`
+		return sumSeries(ms, "stoker_lease_failures_total", victims) -
+			sumSeries(ms, "stoker_lease_failures_total", victims, `reason="draining"`) -
+			sumSeries(ms, "stoker_lease_failures_total", victims, `reason="busy"`)
 	}
 	res := consumeEpoch(t, ctx, coord.addr, spec, consumeOpts{
 		throttle: 2 * time.Millisecond,
@@ -131,10 +131,11 @@ func TestDrainWorker(t *testing.T) {
 	}
 
 	// The coordinator lost none of them: no lease of the victim failed
-	// (other than turned away for the drain), no result was dropped.
+	// (other than turned away for the drain or as busy), no result was
+	// dropped.
 	ms := logLeases(t, ctx, coord)
 	if got := notDrain(ms); got != failedAt {
-		t.Errorf("%v leases of %s failed after SIGTERM (reasons other than draining and busy): made again elsewhere", got-failedAt, victim.addr)
+		t.Errorf("%v leases of %s failed after SIGTERM (reasons other than draining): made again elsewhere", got-failedAt, victim.addr)
 	}
 	if got := sumSeries(ms, "stoker_results_dropped_total"); got != dropAt {
 		t.Errorf("the coordinator dropped %v results after SIGTERM", got-dropAt)

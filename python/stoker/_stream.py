@@ -3,7 +3,9 @@ that reassembles batches while the trainer works, and the session that
 keeps a Loader's channel and stream open across epochs.
 
 A stream runs epoch after epoch (``OpenJob.epochs`` is 0): JobInfo, the
-epoch's batches, EpochEnd, then the next epoch's JobInfo. The reader thread
+epoch's batches, EpochEnd, then the next epoch's JobInfo. A trainer that
+stops at an epoch's last batch leaves the EpochEnd unread; the next
+iteration on the stream reads and drops it (:attr:`_FeedStream.end_pending`). The reader thread
 turns responses into ``(kind, value)`` items on :attr:`_FeedStream.out`:
 ``("job", JobInfo)``, ``("batch", _Batch)``, ``("end", EpochEnd)``,
 ``("closed", None)`` when the server ends the stream, ``("error",
@@ -53,9 +55,13 @@ class _FeedStream:
         self.pid = conn.pid
         self._endpoint = conn.endpoint
         #: The epoch whose JobInfo comes next while the stream waits between
-        #: epochs (the last iteration on it ran its epoch to EpochEnd); None
-        #: while an iteration uses it, or before.
+        #: epochs (the last iteration on it took its epoch's every batch);
+        #: None while an iteration uses it, or before.
         self.next_epoch: Optional[int] = None
+        #: Whether the EpochEnd before :attr:`next_epoch`'s JobInfo is still
+        #: to be read: the trainer took the epoch's last batch and did not
+        #: ask for more (a loop that stops at len(), as Lightning does).
+        self.end_pending = False
         self._requests: "queue.Queue[Optional[pb.FeedRequest]]" = queue.Queue()
         self._requests.put(pb.FeedRequest(open=open_job))
         self.out: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
@@ -175,6 +181,25 @@ class _FeedStream:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise StokerError("DEADLINE_EXCEEDED", f"no message from the server within {timeout} s") from None
 
+    def job(self, timeout: Optional[float]) -> Tuple[str, Any]:
+        """The first item of the epoch the stream starts now: its JobInfo
+        (``("job", info)``), or what came instead. The previous epoch's
+        EpochEnd, when it is still pending (:attr:`end_pending`), is read
+        and dropped first."""
+        item = self.get(timeout)
+        if self.end_pending and item[0] == "end":
+            self.end_pending = False
+            item = self.get(timeout)
+        return item
+
+    def read_end(self, timeout: Optional[float]) -> Tuple[str, Any]:
+        """Reads the pending EpochEnd, for a trainer that asks past an
+        epoch's last batch: ``("end", EpochEnd)``, or what came instead."""
+        item = self.get(timeout)
+        if item[0] == "end":
+            self.end_pending = False
+        return item
+
     def close(self) -> None:
         """Ends the stream, cancelling it if it is still running. In a
         forked child (which must not touch gRPC) it only marks it closed.
@@ -214,7 +239,8 @@ class _Session:
 
     def idle_stream(self, epoch: int) -> Optional[_FeedStream]:
         """The open stream, if it waits at the start of ``epoch``; it is then
-        in use (until it is released at the end of an epoch)."""
+        in use (until it is released at the end of an epoch). Its pending
+        EpochEnd, if any, is for the caller to skip (:meth:`_FeedStream.job`)."""
         s = self.stream
         if s is None or s.closed or s.next_epoch != epoch or os.getpid() != s.pid:
             return None
