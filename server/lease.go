@@ -84,6 +84,14 @@ func (c *coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 			return wake, nil
 		}
 		b := c.buffer(pool)
+		if b == nil && id == (batchID{c.cur.epoch, c.cur.next}) {
+			// The batch delivery waits for gets a buffer even past the
+			// pool: when its lease failed after later ones were made, and
+			// the pool narrowed since (a peer went; shrinkPool), the made
+			// batches behind it can hold every buffer, and nothing else
+			// would ever free one. shrinkPool takes the extra back.
+			b = c.buffer(c.buffers + 1)
+		}
 		if b == nil {
 			return wake, nil
 		}
