@@ -47,12 +47,12 @@ func benchReportCPU(b *testing.B, start time.Duration, ops int) {
 //	                             work of a loader, as a Python loop over
 //	                             files does it
 func BenchmarkDecode(b *testing.B) {
-	_, files := fastPhotos(b, 50)
+	dir, _, files := benchPhotos(b, 50)
 	var total int
 	for _, f := range files {
 		total += len(f)
 	}
-	paths, _ := filepath.Glob(filepath.Join(fastPhotoDir, "*", "*"))
+	paths, _ := filepath.Glob(filepath.Join(dir, "*", "*.jpg"))
 	sort.Strings(paths)
 	for _, tc := range fastTransforms(b)[:2] {
 		for _, v := range []struct {
