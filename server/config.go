@@ -117,6 +117,15 @@ type Config struct {
 	MaxScans int
 	// MaxFileSize refuses larger files. Default pipeline.DefaultMaxFileSize.
 	MaxFileSize int64
+	// IndexBudget bounds the local executor's decoder index (checkpoints
+	// of the entropy decoder in each baseline JPEG decoded, so that later
+	// epochs decode only what their crops need; pipeline.Index). Default
+	// (0) MemoryBudget/16; negative: no index.
+	IndexBudget int64
+	// IndexDir is where the decoder index is saved when the server closes
+	// and loaded from when it starts, in a file named by the datasets'
+	// fingerprints. Empty: not kept.
+	IndexDir string
 
 	// TLSCert and TLSKey are PEM files: serve TLS. With TLSClientCA
 	// (mutual TLS) clients must present a certificate it signed.

@@ -54,6 +54,7 @@ type Server struct {
 	shm      *shmHub           // nil when shared memory is off
 	shmOff   string            // why it is off
 	shares   *shares           // nil with the fifo schedule or no executor
+	index    *decoderIndex     // nil with no executor or a negative IndexBudget
 	stop     chan struct{}     // closed by Close
 	refusals refusalLog
 
@@ -128,6 +129,13 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		sched := pipeline.ScheduleWeighted
 		if cfg.Schedule != "" {
 			sched, _ = pipeline.ParseSchedule(cfg.Schedule)
+		}
+		if s.index, err = openIndex(cfg, s.datasets, log, reg); err != nil {
+			s.closeDatasets()
+			return nil, err
+		}
+		if s.index != nil {
+			opts = append(opts, pipeline.WithIndex(s.index.ix))
 		}
 		queued, read, decode := m.sampleStages.WithLabelValues("queue"), m.sampleStages.WithLabelValues("read"), m.sampleStages.WithLabelValues("decode")
 		opts = append(opts, pipeline.WithSchedule(sched), pipeline.WithStageObserver(func(q, r, d time.Duration) {
@@ -232,6 +240,7 @@ func (s *Server) Close() error {
 	if s.exec != nil {
 		close(s.stop)
 		s.exec.Close()
+		s.index.save()
 	}
 	return s.closeDatasets()
 }

@@ -65,6 +65,8 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.Int64Var(&cfg.PixelBudget, "pixel-budget", 64<<20, "refuse images with more pixels (from the header, before decoding)")
 	fs.IntVar(&cfg.MaxScans, "max-scans", 100, "refuse progressive JPEGs with more scans")
 	fs.Int64Var(&cfg.MaxFileSize, "max-file-size", pipeline.DefaultMaxFileSize, "refuse larger files")
+	fs.Int64Var(&cfg.IndexBudget, "index-budget", 0, "memory for the decoder index (entropy-decoder checkpoints of each baseline JPEG decoded, so that later epochs decode only their crops), least recently used files dropped first; 0: 1/16 of --memory-budget; -1: no index")
+	fs.StringVar(&cfg.IndexDir, "index-dir", "", "keep the decoder index in this directory: saved on shutdown, loaded at start (a file that does not check is ignored with a warning); empty: not kept")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate: serve TLS (with --tls-key)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM CA: mutual TLS, clients must present a certificate it signed")
