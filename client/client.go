@@ -6,15 +6,14 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/rpc"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -49,7 +48,7 @@ func New(target string, opts ...Option) (*Client, error) {
 	for _, f := range opts {
 		f(&o)
 	}
-	dial := []grpc.DialOption{insecureIfUnset(o.dial)}
+	dial := []grpc.DialOption{rpc.Plaintext()}
 	if o.tls != nil {
 		cfg, err := tlsConfig(o.tls)
 		if err != nil {
@@ -58,16 +57,16 @@ func New(target string, opts ...Option) (*Client, error) {
 		dial = append(dial, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
 	}
 	if o.token != "" {
-		plainOK := o.insecureToken || isLoopback(target)
+		plainOK := o.insecureToken || rpc.IsLoopback(target)
 		if !plainOK && o.tls == nil && len(o.dial) == 0 {
-			return nil, fmt.Errorf("client %s: %w", target, errPlainToken(target))
+			return nil, fmt.Errorf("client %s: %w", target, rpc.ErrPlainToken(target))
 		}
-		dial = append(dial, grpc.WithPerRPCCredentials(bearer{token: o.token, target: target, plainOK: plainOK}))
+		dial = append(dial, grpc.WithPerRPCCredentials(rpc.TokenCredentials(o.token, target, plainOK)))
 	}
-	dial = append(dial, keepaliveOption(),
+	dial = append(dial, rpc.Keepalive(),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsgBytes)),
 		grpc.WithInitialWindowSize(8<<20), grpc.WithInitialConnWindowSize(32<<20))
-	dial = append(dial, dialBuffers()...)
+	dial = append(dial, rpc.DialBuffers()...)
 	dial = append(dial, o.dial...)
 	conn, err := grpc.NewClient(target, dial...)
 	if err != nil {
@@ -111,75 +110,6 @@ func (c *Client) Describe(ctx context.Context, spec *stokerv1.JobSpec, epoch, co
 // Status returns the server's jobs, as stoker status prints them.
 func (c *Client) Status(ctx context.Context) (*stokerv1.StatusResponse, error) {
 	return c.feed.Status(ctx, &stokerv1.StatusRequest{})
-}
-
-// bearer is WithToken's per-call credentials.
-type bearer struct {
-	token, target string
-	plainOK       bool // loopback, or WithInsecureToken
-}
-
-// GetRequestMetadata is the authorization header, refused over an insecure
-// transport unless plainOK.
-func (b bearer) GetRequestMetadata(ctx context.Context, _ ...string) (map[string]string, error) {
-	if !b.plainOK {
-		ri, _ := credentials.RequestInfoFromContext(ctx)
-		if credentials.CheckSecurityLevel(ri.AuthInfo, credentials.PrivacyAndIntegrity) != nil {
-			return nil, status.Error(codes.Unauthenticated, errPlainToken(b.target).Error())
-		}
-	}
-	return map[string]string{"authorization": "Bearer " + b.token}, nil
-}
-
-// RequireTransportSecurity is false: GetRequestMetadata decides, so that
-// loopback and WithInsecureToken may go in plaintext.
-func (b bearer) RequireTransportSecurity() bool { return false }
-
-func errPlainToken(target string) error {
-	return fmt.Errorf("refusing to send the bearer token in plaintext to %s, which is not a loopback address: use WithTLS, or WithInsecureToken on a trusted network", target)
-}
-
-// isLoopback reports whether every address target names is on this
-// machine: a loopback IP, "localhost", or a Unix socket. Names that need
-// resolving otherwise count as remote.
-func isLoopback(target string) bool {
-	endpoint := target
-	if scheme, rest, ok := strings.Cut(target, ":"); ok {
-		switch scheme {
-		case "unix", "unix-abstract":
-			return true
-		case "dns", "passthrough":
-			// scheme://authority/endpoint
-			rest = strings.TrimPrefix(rest, "//")
-			if _, ep, ok := strings.Cut(rest, "/"); ok {
-				endpoint = ep
-			} else {
-				return false
-			}
-		case "ipv4", "ipv6":
-			for _, a := range strings.Split(rest, ",") {
-				if !loopbackHost(a) {
-					return false
-				}
-			}
-			return true
-		}
-	}
-	return loopbackHost(endpoint)
-}
-
-// loopbackHost reports whether a "host:port" or "host" is on loopback.
-func loopbackHost(addr string) bool {
-	host := addr
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // tlsConfig loads WithTLS's files.

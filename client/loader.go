@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stoker-dev/stoker/internal/ring"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -119,7 +120,7 @@ func (c *Client) Loader(spec *stokerv1.JobSpec, opts ...LoaderOption) *Loader {
 	}
 	l.transport.Store(&[2]string{"grpc", "not asked (SharedMemory)"})
 	if o.shm {
-		if boot := bootID(); boot != "" {
+		if boot := ring.BootID(); boot != "" {
 			l.open.Shm = &stokerv1.ShmRequest{BootId: boot}
 		} else {
 			l.transport.Store(&[2]string{"grpc", "shared memory needs Linux"})
@@ -282,7 +283,7 @@ func (l *Loader) read(ctx context.Context, cancel context.CancelFunc, stream sto
 	defer cancel()
 	defer func() {
 		if a.ring != nil { // only the reader reads it
-			a.ring.close()
+			a.ring.Close()
 		}
 	}()
 	for {
@@ -367,8 +368,8 @@ type assembler struct {
 	cur       *Batch            // being reassembled: len(cur.Data) bytes so far
 	want      uint64            // cur's bytes in all
 	stream    stokerv1.FeedService_FeedClient
-	offered   bool     // a ShmOffer came (the first message, if any)
-	ring      *shmRing // the mapped ring; nil: chunks
+	offered   bool          // a ShmOffer came (the first message, if any)
+	ring      *ring.Mapping // the mapped ring; nil: chunks
 }
 
 func protoErr(format string, args ...any) error {
@@ -408,7 +409,7 @@ func (a *assembler) shm(o *stokerv1.ShmOffer) error {
 	a.offered = true
 	reason := o.GetDeclined()
 	if reason == "" {
-		r, err := mapRing(o)
+		r, err := ring.Map(o)
 		if err != nil {
 			reason = "could not map the server's ring: " + err.Error()
 		}
@@ -472,20 +473,20 @@ func (a *assembler) header(h *stokerv1.BatchHeader) (*item, error) {
 	}
 	if h.Slot != nil {
 		i := h.GetSlot()
-		if a.ring == nil || i >= a.ring.slots || h.GetDataBytes() > a.ring.size {
+		if a.ring == nil || i >= a.ring.Slots || h.GetDataBytes() > a.ring.SlotBytes {
 			return nil, protoErr("batch %d in slot %d of %d bytes, with no ring or outside it", h.GetNumber(), i, h.GetDataBytes())
 		}
 		a.mark(h.GetNumber())
 		a.received++
 		b := &Batch{
 			Epoch: h.GetEpoch(), Number: h.GetNumber(), Shape: shape, Dtype: h.GetDtype(),
-			Data:   append(a.l.pool.get(h.GetDataBytes()), a.ring.slot(i, h.GetDataBytes())...),
+			Data:   append(a.l.pool.get(h.GetDataBytes()), a.ring.Slot(i, h.GetDataBytes())...),
 			Labels: h.GetLabels(), Indices: h.GetIndices(), Errors: h.GetErrors(), pool: a.l.pool,
 		}
 		select {
 		case a.l.released <- i:
 		default: // a server filling slots it was not given back
-			return nil, protoErr("batch %d in slot %d: more slots in use than the ring's %d", h.GetNumber(), i, a.ring.slots)
+			return nil, protoErr("batch %d in slot %d: more slots in use than the ring's %d", h.GetNumber(), i, a.ring.Slots)
 		}
 		return &item{batch: b}, nil
 	}

@@ -213,7 +213,7 @@ func TestLoaderEpochs(t *testing.T) {
 	e := startServer(t)
 	c := newClient(t, e.addr)
 	const bs = 8
-	l := c.Loader(spec(bs), client.Epochs(2), client.Prefetch(3))
+	l := c.Loader(spec(bs), client.WithEpochs(2), client.WithPrefetch(3))
 	defer l.Close()
 	both := drain(t, l)
 	if _, err := l.Next(context.Background()); !errors.Is(err, io.EOF) {
@@ -232,7 +232,7 @@ func TestLoaderEpochs(t *testing.T) {
 
 	var one []*client.Batch
 	for epoch := range uint64(2) {
-		l := c.Loader(spec(bs), client.Epoch(epoch), client.Epochs(1))
+		l := c.Loader(spec(bs), client.WithEpoch(epoch), client.WithEpochs(1))
 		one = append(one, drain(t, l)...)
 		l.Close()
 	}
@@ -277,8 +277,8 @@ func TestLoaderEpochs(t *testing.T) {
 func TestLoaderSharedMemory(t *testing.T) {
 	e := startServer(t)
 	c := newClient(t, e.addr)
-	want := drain(t, c.Loader(spec(2), client.Epochs(2)))
-	l := c.Loader(spec(2), client.Epochs(2), client.Prefetch(1), client.SharedMemory(true))
+	want := drain(t, c.Loader(spec(2), client.WithEpochs(2)))
+	l := c.Loader(spec(2), client.WithEpochs(2), client.WithPrefetch(1), client.WithSharedMemory(true))
 	defer l.Close()
 	got := drain(t, l)
 	if tr, why := l.Transport(); tr != "shm" {
@@ -306,9 +306,9 @@ func TestLoaderResume(t *testing.T) {
 	e := startServer(t)
 	c := newClient(t, e.addr)
 	const bs = 8
-	full := drain(t, c.Loader(spec(bs), client.Epochs(1)))
+	full := drain(t, c.Loader(spec(bs), client.WithEpochs(1)))
 
-	got := drain(t, c.Loader(spec(bs), client.Epochs(1), client.Resume(2, nil, 0)))
+	got := drain(t, c.Loader(spec(bs), client.WithEpochs(1), client.WithResume(2, nil, 0)))
 	if len(got) != 3 {
 		t.Fatalf("start 2: %d batches, want 3", len(got))
 	}
@@ -316,7 +316,7 @@ func TestLoaderResume(t *testing.T) {
 		sameBatch(t, "start 2", b, full[2+i])
 	}
 
-	l := c.Loader(spec(bs), client.Epochs(1), client.AsReady(true), client.Resume(1, []uint64{3}, 0))
+	l := c.Loader(spec(bs), client.WithEpochs(1), client.WithAsReady(true), client.WithResume(1, []uint64{3}, 0))
 	got = drain(t, l)
 	slices.SortFunc(got, func(a, b *client.Batch) int { return int(a.Number) - int(b.Number) })
 	if len(got) != 3 || got[0].Number != 1 || got[1].Number != 2 || got[2].Number != 4 {
@@ -331,9 +331,9 @@ func TestLoaderResume(t *testing.T) {
 
 	// Resumed at the end of an epoch, or past all of it: the epoch is
 	// empty, and the next one comes whole.
-	next := drain(t, c.Loader(spec(bs), client.Epoch(1), client.Epochs(1)))
-	for _, resume := range []client.LoaderOption{client.Resume(5, nil, 0), client.Resume(0, nil, 100), client.Resume(4, []uint64{4}, 0)} {
-		l := c.Loader(spec(bs), client.Epochs(2), resume)
+	next := drain(t, c.Loader(spec(bs), client.WithEpoch(1), client.WithEpochs(1)))
+	for _, resume := range []client.LoaderOption{client.WithResume(5, nil, 0), client.WithResume(0, nil, 100), client.WithResume(4, []uint64{4}, 0)} {
+		l := c.Loader(spec(bs), client.WithEpochs(2), resume)
 		got := drain(t, l)
 		if len(got) != len(next) {
 			t.Fatalf("an empty first epoch, then epoch 1: %d batches, want %d", len(got), len(next))
@@ -349,7 +349,7 @@ func TestLoaderResume(t *testing.T) {
 	// Elastic: the plan is cut from the positions after consumed, and a
 	// sample's pixels depend on (seed, epoch, index) only.
 	const consumed = 16
-	got = drain(t, c.Loader(spec(bs), client.Epochs(1), client.Resume(0, nil, consumed)))
+	got = drain(t, c.Loader(spec(bs), client.WithEpochs(1), client.WithResume(0, nil, consumed)))
 	type sample struct {
 		idx  int64
 		data []byte
@@ -378,8 +378,8 @@ func TestLoaderResume(t *testing.T) {
 func TestLoaderAsReady(t *testing.T) {
 	e := startServer(t)
 	c := newClient(t, e.addr)
-	inOrder := drain(t, c.Loader(spec(4), client.Epochs(1)))
-	got := drain(t, c.Loader(spec(4), client.Epochs(1), client.AsReady(true), client.Prefetch(16)))
+	inOrder := drain(t, c.Loader(spec(4), client.WithEpochs(1)))
+	got := drain(t, c.Loader(spec(4), client.WithEpochs(1), client.WithAsReady(true), client.WithPrefetch(16)))
 	slices.SortFunc(got, func(a, b *client.Batch) int { return int(a.Number) - int(b.Number) })
 	if len(got) != len(inOrder) || len(got) != 10 {
 		t.Fatalf("%d batches as ready, %d in order; want 10", len(got), len(inOrder))
@@ -398,7 +398,7 @@ func TestDescribe(t *testing.T) {
 	if err != nil || len(ds) != 1 || ds[0].GetName() != "tiny" || ds[0].GetSize() != dsSize {
 		t.Fatalf("ListDatasets: %v, %v", ds, err)
 	}
-	l := c.Loader(spec(8), client.Epoch(3), client.Epochs(1))
+	l := c.Loader(spec(8), client.WithEpoch(3), client.WithEpochs(1))
 	drain(t, l)
 	info, err := c.Describe(ctx, spec(8), 3, 0)
 	if err != nil {
@@ -433,7 +433,7 @@ func TestToken(t *testing.T) {
 	if _, err := c.ListDatasets(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	drain(t, c.Loader(spec(39), client.Epochs(1)))
+	drain(t, c.Loader(spec(39), client.WithEpochs(1)))
 	e.mu.Lock()
 	auth := slices.Clone(e.auth)
 	e.mu.Unlock()
@@ -537,7 +537,7 @@ func TestLoaderClose(t *testing.T) {
 	}
 	base := runtime.NumGoroutine()
 
-	l := c.Loader(spec(2), client.Prefetch(1)) // epochs until closed
+	l := c.Loader(spec(2), client.WithPrefetch(1)) // epochs until closed
 	for range 3 {
 		if _, err := l.Next(ctx); err != nil {
 			t.Fatal(err)
@@ -675,7 +675,7 @@ func TestLoaderMalformed(t *testing.T) {
 				}
 				return nil
 			})
-			l := c.Loader(spec(2), client.Epochs(1), client.Prefetch(8))
+			l := c.Loader(spec(2), client.WithEpochs(1), client.WithPrefetch(8))
 			defer l.Close()
 			var n int
 			var err error
@@ -752,7 +752,7 @@ func TestLoaderCredits(t *testing.T) {
 		s.Recv() // the last batch's credit
 		return nil
 	})
-	l := c.Loader(spec(2), client.Epochs(1), client.Prefetch(1))
+	l := c.Loader(spec(2), client.WithEpochs(1), client.WithPrefetch(1))
 	defer l.Close()
 	ctx := context.Background()
 	for k := range 3 {
@@ -814,7 +814,7 @@ func TestLoaderTimeout(t *testing.T) {
 		return c, release
 	}
 	c, _ := silent()
-	l := c.Loader(spec(2), client.Epochs(1), client.Timeout(300*time.Millisecond))
+	l := c.Loader(spec(2), client.WithEpochs(1), client.WithTimeout(300*time.Millisecond))
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -832,7 +832,7 @@ func TestLoaderTimeout(t *testing.T) {
 
 	// A server that answers late: the ctx's end is not sticky.
 	c, release := silent()
-	l = c.Loader(spec(2), client.Epochs(1), client.Timeout(5*time.Second))
+	l = c.Loader(spec(2), client.WithEpochs(1), client.WithTimeout(5*time.Second))
 	defer l.Close()
 	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()

@@ -71,56 +71,56 @@ const defaultPrefetch = 4
 // LoaderOption configures a Loader (see Client.Loader).
 type LoaderOption func(*loaderOptions)
 
-// Epoch is the first epoch the loader runs. Default 0.
-func Epoch(e uint64) LoaderOption {
+// WithEpoch is the first epoch the loader runs. Default 0.
+func WithEpoch(e uint64) LoaderOption {
 	return func(o *loaderOptions) { o.epoch = e }
 }
 
-// Epochs is how many epochs the loader runs, one after the other on one
+// WithEpochs is how many epochs the loader runs, one after the other on one
 // stream; Next returns io.EOF after the last. Default 0: epoch after epoch
 // until Close.
-func Epochs(n uint64) LoaderOption {
+func WithEpochs(n uint64) LoaderOption {
 	return func(o *loaderOptions) { o.epochs = n }
 }
 
-// Prefetch is how many batches the server may send ahead of the trainer
+// WithPrefetch is how many batches the server may send ahead of the trainer
 // (the stream's credits); values below 1 mean 1. Default 4.
-func Prefetch(n int) LoaderOption {
+func WithPrefetch(n int) LoaderOption {
 	return func(o *loaderOptions) { o.prefetch = uint32(min(max(n, 1), 1<<20)) }
 }
 
-// AsReady has the server send each epoch's batches as they are made instead
+// WithAsReady has the server send each epoch's batches as they are made instead
 // of in batch-number order. Default false: in order.
-func AsReady(b bool) LoaderOption {
+func WithAsReady(b bool) LoaderOption {
 	return func(o *loaderOptions) { o.asReady = b }
 }
 
-// Resume resumes the first epoch: batches before start, and those of skip
+// WithResume resumes the first epoch: batches before start, and those of skip
 // (batch numbers past start taken already, in as-ready mode), are not sent
 // again; consumed is the number of positions of the epoch's order that the
 // whole job consumed before it was restarted with another world size
 // (elastic resume; 0 otherwise). Default: the first epoch from its start.
-func Resume(start uint64, skip []uint64, consumed uint64) LoaderOption {
+func WithResume(start uint64, skip []uint64, consumed uint64) LoaderOption {
 	return func(o *loaderOptions) {
 		o.start, o.skip, o.consumed = start, append([]uint64(nil), skip...), consumed
 	}
 }
 
-// Timeout bounds how long the stream may stay silent while Next waits: if
+// WithTimeout bounds how long the stream may stay silent while Next waits: if
 // no message arrives from the server for d, Next fails with
 // codes.DeadlineExceeded and the loader is done. Default 0: no limit (a
 // dead server is still noticed by keepalive within about 15 s).
-func Timeout(d time.Duration) LoaderOption {
+func WithTimeout(d time.Duration) LoaderOption {
 	return func(o *loaderOptions) { o.timeout = max(d, 0) }
 }
 
-// SharedMemory asks a server on this machine for its shared-memory ring
+// WithSharedMemory asks a server on this machine for its shared-memory ring
 // (Linux): the server then writes each batch's pixels into a slot of the
 // ring instead of sending them in chunks, and the loader copies them out
 // and gives the slot back at once. A server on another machine, one run
 // with --shm=false, or one this process cannot reach the socket of (another
 // network namespace) sends chunks as usual; Transport says which. Default
 // false: chunks.
-func SharedMemory(on bool) LoaderOption {
+func WithSharedMemory(on bool) LoaderOption {
 	return func(o *loaderOptions) { o.shm = on }
 }

@@ -9,7 +9,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
-	"github.com/stoker-dev/stoker/client"
+	"github.com/stoker-dev/stoker/internal/gpu"
+	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/pipeline"
 )
 
@@ -178,7 +179,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("workers 0 and no peers: nothing would make batches"))
 	}
 	if c.GPUs != "" {
-		if _, err := client.ParseGPUs(c.GPUs); err != nil {
+		if _, err := gpu.ParseSelection(c.GPUs); err != nil {
 			errs = append(errs, fmt.Errorf("gpus: %w", err))
 		}
 	}
@@ -260,7 +261,7 @@ func (c Config) withDefaults() Config {
 // under: keepalive enforcement, a small receive limit, Stop waiting for
 // handlers, and flow-control windows sized for multi-megabyte batches.
 func grpcOptions() []grpc.ServerOption {
-	return append(client.ServerBuffers(),
+	return append(rpc.ServerBuffers(),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
 			MinTime:             10 * time.Second,
 			PermitWithoutStream: true,

@@ -17,11 +17,12 @@ import (
 // saturated one gives back slowly. Then it publishes the job's status and
 // metrics.
 func (c *coordinator) control(now time.Time, ms []Maker) {
+	c.forgetGone(ms)
 	snap := c.tel.snapshot(now)
-	target := c.s.cfg.StallTarget
+	target := c.env.cfg.StallTarget
 	lo, hi := c.bounds(ms)
 	old := c.window(ms)
-	idle, gpuOK := c.s.gpuIdle()
+	idle, gpuOK := c.env.gpuIdle()
 	saturated := snap.stall <= target
 	if gpuOK {
 		saturated = idle < 0.05
@@ -42,7 +43,7 @@ func (c *coordinator) control(now time.Time, ms []Maker) {
 		if w < old {
 			decision = "narrow"
 		}
-		c.s.m.windowDecisions.WithLabelValues(decision).Inc()
+		c.env.m.windowDecisions.WithLabelValues(decision).Inc()
 		c.log.Debug("window", "decision", decision, "from", old, "to", w, "stall", round3(snap.stall),
 			"recommended", c.recommended,
 			"gpu_idle", gpuIdleOrNaN(idle, gpuOK), "buffer_full", full)
@@ -72,13 +73,11 @@ func narrowFloor(recommended float64, ready int) int {
 // memory budget, so a job that narrowed leaves the memory to the jobs that
 // stall.
 func (c *coordinator) shrinkPool(ms []Maker) {
-	w := c.window(ms)
-	pool := w + int(min(c.st.Credits, int64(w)))
-	for c.buffers > max(pool, 2) && len(c.free) > 0 {
+	pool := c.pool(c.window(ms))
+	for c.buffers > max(pool, reservedBuffers) && len(c.free) > 0 {
 		c.free = c.free[:len(c.free)-1]
 		c.buffers--
-		c.s.budget.release(c.batchBytes)
-		c.reserved -= c.batchBytes
+		c.mem.release(c.j.batchBytes())
 	}
 }
 
@@ -112,11 +111,11 @@ func (c *coordinator) publish(snap telemetrySnap, ms []Maker, idle float64, gpuO
 			free = free || m.Free() > 0 && len(c.leases) < window
 		}
 	}
-	js.WorkersRecommended, js.Advice = advise(snap, c.s.cfg.StallTarget, capacity, ready, free && len(c.ready) > 0)
+	js.WorkersRecommended, js.Advice = advise(snap, c.env.cfg.StallTarget, capacity, ready, free && len(c.ready) > 0)
 	c.recommended = js.WorkersRecommended
 	c.status.Store(js)
 
-	m := c.s.m
+	m := c.env.m
 	m.stallRatio.WithLabelValues(c.j.name, c.name).Set(snap.stall)
 	m.window.WithLabelValues(c.name).Set(float64(js.Window))
 	m.buffered.WithLabelValues(c.name).Set(float64(js.Buffered))
@@ -128,7 +127,7 @@ func (c *coordinator) publish(snap telemetrySnap, ms []Maker, idle float64, gpuO
 
 // dropMetrics deletes the job's series when it ends.
 func (c *coordinator) dropMetrics() {
-	m := c.s.m
+	m := c.env.m
 	m.stallRatio.DeleteLabelValues(c.j.name, c.name)
 	m.window.DeleteLabelValues(c.name)
 	m.buffered.DeleteLabelValues(c.name)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"strings"
-	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -24,10 +23,9 @@ type job struct {
 	rank   int
 	world  int
 	dtype  stokerv1.Dtype
-	// queue is the job's share of the local executor (nil: none).
-	queue *pipeline.Queue
-	// replayed is the job's first whole batch, under Config.BenchReplay.
-	replayed atomic.Pointer[pipeline.Batch]
+	// id names the job in queue names and metrics (the coordinator's
+	// stream, or the Work stream and its job id).
+	id string
 }
 
 // newJob validates spec against the server's datasets and limits. Its
@@ -80,6 +78,11 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 		j.dtype = stokerv1.Dtype_DTYPE_FLOAT32
 	}
 	return j, nil
+}
+
+// batchBytes is the size of one whole batch's pixels.
+func (j *job) batchBytes() int64 {
+	return int64(j.spec.GetBatchSize()) * int64(j.t.SampleBytes())
 }
 
 // forwardSpec is the job's spec as forwarded to peers: the trainer's, with

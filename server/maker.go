@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/stoker-dev/stoker/pipeline"
 )
@@ -21,7 +22,7 @@ type Maker interface {
 	// peer's address.
 	Name() string
 	// Free is how many more leases the maker would take now, from all
-	// jobs together. A Make past it may fail with client.ErrBusy, which is
+	// jobs together. A Make past it may fail with peer.ErrBusy, which is
 	// no failure: the batch is leased again.
 	Free() int
 	// Ready reports whether the maker can take leases now (a peer that is
@@ -45,28 +46,53 @@ type Lease struct {
 	Demand pipeline.JobDemand
 }
 
-// localMaker makes batches on this server's executor.
+// localMaker makes batches on this server's executor. Each job gets a
+// queue of its own at its first lease, closed by Forget.
 type localMaker struct {
 	exec   *pipeline.Executor
+	shares *shares // nil with the fifo schedule
 	slots  int
 	replay bool // Config.BenchReplay
+
+	mu   sync.Mutex
+	jobs map[*job]*localJob
+}
+
+type localJob struct {
+	*execJob
+	// replayed is the job's first whole batch, under Config.BenchReplay.
+	replayed atomic.Pointer[pipeline.Batch]
+}
+
+func newLocalMaker(exec *pipeline.Executor, sh *shares, slots int, replay bool) *localMaker {
+	return &localMaker{exec: exec, shares: sh, slots: slots, replay: replay, jobs: make(map[*job]*localJob)}
+}
+
+// job is j's queue, opened on first use.
+func (m *localMaker) job(j *job) *localJob {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	lj := m.jobs[j]
+	if lj == nil {
+		lj = &localJob{execJob: openExecJob(m.exec, m.shares, j.id)}
+		m.jobs[j] = lj
+	}
+	return lj
 }
 
 func (m *localMaker) Make(ctx context.Context, l *Lease, b *pipeline.Batch) error {
-	// Every job that reaches this maker has its queue on the executor
-	// (Server.jobQueue, at its coordinator's start).
-	j := l.job
+	j, lj := l.job, m.job(l.job)
 	if m.replay {
-		if r := j.replayed.Load(); r != nil && r.N >= len(l.Indices) {
+		if r := lj.replayed.Load(); r != nil && r.N >= len(l.Indices) {
 			replayInto(b, r, l.Indices)
 			return nil
 		}
 	}
-	if err := j.queue.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), l.Epoch, l.Indices, j.policy, b); err != nil {
+	if err := lj.fill(ctx, j, l.Epoch, l.Indices, l.Demand, b); err != nil {
 		return err
 	}
 	if m.replay && len(b.Errors) == 0 && b.N == int(j.spec.GetBatchSize()) { // a whole batch, not an epoch's short last one
-		j.replayed.CompareAndSwap(nil, &pipeline.Batch{N: b.N, Data: slices.Clone(b.Data), Labels: slices.Clone(b.Labels)})
+		lj.replayed.CompareAndSwap(nil, &pipeline.Batch{N: b.N, Data: slices.Clone(b.Data), Labels: slices.Clone(b.Labels)})
 	}
 	return nil
 }
@@ -82,10 +108,20 @@ func replayInto(b, r *pipeline.Batch, idx []int64) {
 	b.Errors = b.Errors[:0]
 }
 
-func (m *localMaker) Name() string  { return "local" }
-func (m *localMaker) Free() int     { return m.slots }
-func (m *localMaker) Ready() bool   { return true }
-func (m *localMaker) Forget(j *job) {}
+func (m *localMaker) Name() string { return "local" }
+func (m *localMaker) Free() int    { return m.slots }
+func (m *localMaker) Ready() bool  { return true }
+
+// Forget closes the job's queue: what it still has queued fails at once.
+func (m *localMaker) Forget(j *job) {
+	m.mu.Lock()
+	lj := m.jobs[j]
+	delete(m.jobs, j)
+	m.mu.Unlock()
+	if lj != nil {
+		lj.close()
+	}
+}
 
 // makers is the server's set of makers, shared by its coordinators. Peers
 // come and go as discovery finds them; changed is closed and replaced on

@@ -5,8 +5,10 @@ import (
 )
 
 // metrics are the server's Prometheus metrics. Per-dataset series are
-// labelled "dataset"; the stall ratio is per stream and is deleted when the
-// stream ends.
+// labelled "dataset"; per-job series (one per Feed stream) are labelled
+// "stoker_job" and deleted when the stream ends. The label is not "job":
+// Prometheus gives every scraped series a "job" label of its own (the
+// scrape job's name) and renames a conflicting one to "exported_job".
 type metrics struct {
 	batchesSent    *prometheus.CounterVec
 	samplesSent    *prometheus.CounterVec
@@ -58,7 +60,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		stallRatio: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "stoker_input_stall_ratio",
 			Help: "Per job: trainer wait time over wall time, over the last 3 seconds.",
-		}, []string{"dataset", "job"}),
+		}, []string{"dataset", "stoker_job"}),
 		batchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "stoker_lease_seconds",
 			Help:    "Seconds from leasing a batch to having it made, on whichever maker (queueing included; stoker_sample_stage_seconds splits the local executor's time by stage).",
@@ -92,19 +94,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.window = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stoker_window",
 		Help: "Per job: leases the window controller lets the job have in flight.",
-	}, []string{"job"})
+	}, []string{"stoker_job"})
 	m.buffered = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stoker_buffered_batches",
 		Help: "Per job: batches made and waiting to be sent to the trainer.",
-	}, []string{"job"})
+	}, []string{"stoker_job"})
 	m.gpuIdle = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stoker_gpu_idle_ratio",
 		Help: "Per job: the share of the last few seconds the trainer's GPUs were idle (NVML); NaN when unavailable.",
-	}, []string{"job"})
+	}, []string{"stoker_job"})
 	m.workersRecommended = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stoker_workers_recommended",
 		Help: "Per job: makers (the local executor and each peer count one) needed to bring the input stall under --stall-target, from the trainer's measured demand and the makers' measured rates.",
-	}, []string{"job"})
+	}, []string{"stoker_job"})
 	m.windowDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "stoker_window_decisions_total",
 		Help: "Window controller decisions that changed a job's window, by decision (widen, narrow).",

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stoker-dev/stoker/client"
+	"github.com/stoker-dev/stoker/internal/peer"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -61,9 +61,9 @@ func parsePeers(s string) (peerTarget, error) {
 	return t, nil
 }
 
-// peerMaker is a Maker over a client.Peer.
+// peerMaker is a Maker over a peer.Peer.
 type peerMaker struct {
-	p *client.Peer
+	p *peer.Peer
 
 	mu       sync.Mutex
 	forwards map[*job]*stokerv1.JobSpec
@@ -74,7 +74,7 @@ func (m *peerMaker) Free() int    { return m.p.Free() }
 func (m *peerMaker) Ready() bool  { return m.p.Ready() }
 
 func (m *peerMaker) Make(ctx context.Context, l *Lease, b *pipeline.Batch) error {
-	return m.p.Make(ctx, client.Lease{
+	return m.p.Make(ctx, peer.Lease{
 		Job: m.forward(l.job), Epoch: l.Epoch, Number: uint64(l.Number),
 		Indices: l.Indices, SampleBytes: l.job.t.SampleBytes(),
 		Stall: l.Demand.Stall, Work: l.Demand.Work,
@@ -188,8 +188,8 @@ func (d *discovery) update(addrs []string) {
 		if d.peers[a] != nil {
 			continue
 		}
-		p, err := client.DialPeer(a, d.readyChanged, client.WithPeerDialOptions(s.peerDial(a)...),
-			client.WithPeerErrors(func(err error) { s.log.Warn("peer unavailable", "addr", a, "err", err) }))
+		p, err := peer.Dial(a, d.readyChanged, peer.WithDialOptions(s.peerDial(a)...),
+			peer.WithErrors(func(err error) { s.log.Warn("peer unavailable", "addr", a, "err", err) }))
 		if err != nil {
 			s.log.Warn("peer", "addr", a, "err", err)
 			continue

@@ -20,7 +20,8 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
-	"github.com/stoker-dev/stoker/client"
+	"github.com/stoker-dev/stoker/internal/gpu"
+	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -49,13 +50,14 @@ type Server struct {
 	// gpuIdle is the trainer's GPUs' idle share, and whether it is known
 	// (NVML); without a monitor, unknown.
 	gpuIdle  func() (float64, bool)
-	active   sync.Map          // job name -> *coordinator, for Status
-	gpu      client.GPUMonitor // nil without --gpus
-	shm      *shmHub           // nil when shared memory is off
-	shmOff   string            // why it is off
-	shares   *shares           // nil with the fifo schedule or no executor
-	index    *decoderIndex     // nil with no executor or a negative IndexBudget
-	stop     chan struct{}     // closed by Close
+	coord    *coordEnv     // what its coordinators share
+	active   sync.Map      // job name -> *coordinator, for Status
+	gpu      gpu.Monitor   // nil without --gpus
+	shm      *shmHub       // nil when shared memory is off
+	shmOff   string        // why it is off
+	shares   *shares       // nil with the fifo schedule or no executor
+	index    *decoderIndex // nil with no executor or a negative IndexBudget
+	stop     chan struct{} // closed by Close
 	refusals refusalLog
 
 	streamID atomic.Uint64
@@ -153,7 +155,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 			s.shares = newShares(floor, cfg.StallTarget)
 			go s.shares.run(s.stop)
 		}
-		s.makers.add(&localMaker{exec: s.exec, slots: maxWindow, replay: cfg.BenchReplay})
+		s.makers.add(newLocalMaker(s.exec, s.shares, maxWindow, cfg.BenchReplay))
 		if cfg.BenchReplay {
 			log.Warn("--bench-replay: every batch carries its job's first batch's pixels; for delivery benchmarks only")
 		}
@@ -168,8 +170,8 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 	if t, _ := parsePeers(cfg.Peers); t.static != nil || t.host != "" {
 		s.disc = s.startDiscovery(t)
 	}
-	if sel, _ := client.ParseGPUs(cfg.GPUs); cfg.GPUs != "" && !sel.None() {
-		s.gpu = client.NewGPUMonitor(sel, telemetryWindow)
+	if sel, _ := gpu.ParseSelection(cfg.GPUs); cfg.GPUs != "" && !sel.None() {
+		s.gpu = gpu.NewMonitor(sel, telemetryWindow)
 		if smp := s.gpu.Sample(); !smp.Available {
 			log.Info("GPU monitor unavailable: the trainer's wait alone drives the window", "reason", smp.Reason)
 		}
@@ -178,26 +180,11 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 			return smp.IdleRatio, smp.Available && smp.IdleRatio >= 0
 		}
 	}
+	s.coord = &coordEnv{
+		cfg:    coordConfig{Window: cfg.Window, LeaseTimeout: cfg.LeaseTimeout, StallTarget: cfg.StallTarget},
+		makers: s.makers, budget: s.budget, m: s.m, gpuIdle: s.gpuIdle,
+	}
 	return s, nil
-}
-
-// jobQueue gives job j a queue of its own on the local executor, weighed
-// by demand, and returns the function that closes it.
-func (s *Server) jobQueue(j *job, name string, demand func() pipeline.JobDemand) (closeQueue func()) {
-	if s.exec == nil {
-		return func() {}
-	}
-	j.queue = s.exec.Queue(name)
-	if s.shares != nil {
-		s.shares.add(j.queue, demand)
-	}
-	q := j.queue
-	return func() {
-		if s.shares != nil {
-			s.shares.remove(q)
-		}
-		q.Close()
-	}
 }
 
 // MemoryBudget is the server's memory budget, its default resolved.
@@ -344,7 +331,7 @@ func peerDialer(cfg Config) (func(addr string) []grpc.DialOption, error) {
 		if token == "" {
 			return base
 		}
-		return append(slices.Clip(base), grpc.WithPerRPCCredentials(client.TokenCredentials(token, addr, cfg.PeerInsecureToken)))
+		return append(slices.Clip(base), grpc.WithPerRPCCredentials(rpc.TokenCredentials(token, addr, cfg.PeerInsecureToken)))
 	}, nil
 }
 

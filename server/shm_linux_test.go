@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/stoker-dev/stoker/client"
+	trainerring "github.com/stoker-dev/stoker/internal/ring"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -63,7 +63,7 @@ func (st *shmTrainer) accept(t testing.TB) {
 	if o.GetDeclined() != "" {
 		t.Fatalf("declined: %s", o.GetDeclined())
 	}
-	ok, fd, err := client.FetchRing(o.GetSocket(), o.GetToken())
+	ok, fd, err := trainerring.Fetch(o.GetSocket(), o.GetToken())
 	if err != nil || ok != 1 || fd < 0 {
 		t.Fatalf("fetch: %d, fd %d, %v", ok, fd, err)
 	}
@@ -266,12 +266,12 @@ func TestShmHostile(t *testing.T) {
 		st := e.shmOpen(t, ctx, smallJob("tiny", 8), bootID(t))
 		bad := bytes.Clone(st.offer.GetToken())
 		bad[0] ^= 1
-		if ok, fd, err := client.FetchRing(st.offer.GetSocket(), bad); err != nil || ok != 0 || fd >= 0 {
+		if ok, fd, err := trainerring.Fetch(st.offer.GetSocket(), bad); err != nil || ok != 0 || fd >= 0 {
 			t.Errorf("wrong token: %d, fd %d, %v; want 0 and no descriptor", ok, fd, err)
 		}
 		st.accept(t)
 		// Single use.
-		if ok, fd, err := client.FetchRing(st.offer.GetSocket(), st.offer.GetToken()); err != nil || ok != 0 || fd >= 0 {
+		if ok, fd, err := trainerring.Fetch(st.offer.GetSocket(), st.offer.GetToken()); err != nil || ok != 0 || fd >= 0 {
 			t.Errorf("token used twice: %d, fd %d, %v; want 0 and no descriptor", ok, fd, err)
 		}
 		// Sealed: the trainer cannot resize what the server writes to.

@@ -75,7 +75,9 @@ func (s *Server) Work(stream stokerv1.WorkService_WorkServer) error {
 	err := w.wait(log, recvErr)
 	cancel()
 	for _, wj := range w.jobs {
-		wj.close() // queued samples dropped at once
+		if wj.exec != nil {
+			wj.exec.close() // queued samples dropped at once
+		}
 	}
 	w.wg.Wait()
 	close(w.out)
@@ -129,11 +131,9 @@ type worker struct {
 }
 
 type workJob struct {
-	j   *job
-	err error // why the job is refused
-	// demand is what the coordinator's last lease said of the job.
-	demand *atomic.Pointer[pipeline.JobDemand]
-	close  func() // closes the job's executor queue
+	j    *job
+	err  error    // why the job is refused
+	exec *execJob // its queue on the executor; nil when refused
 }
 
 // workOut is a finished lease for the send loop.
@@ -221,17 +221,12 @@ func (w *worker) handle(ctx context.Context, req *stokerv1.WorkRequest) error {
 			return status.Errorf(codes.InvalidArgument, "job %d: registered twice, or more than %d jobs on one Work stream", m.Job.GetId(), maxWorkJobs)
 		}
 		j, err := w.s.newJob(m.Job.GetSpec())
-		wj := workJob{j: j, err: err, demand: new(atomic.Pointer[pipeline.JobDemand]), close: func() {}}
+		wj := workJob{j: j, err: err}
 		if err != nil {
 			w.s.log.Warn("work job refused", "job", m.Job.GetId(), "err", err)
 		} else {
-			demand := wj.demand
-			wj.close = w.s.jobQueue(j, w.name+"/"+strconv.FormatUint(m.Job.GetId(), 10), func() pipeline.JobDemand {
-				if d := demand.Load(); d != nil {
-					return *d
-				}
-				return pipeline.JobDemand{}
-			})
+			j.id = w.name + "/" + strconv.FormatUint(m.Job.GetId(), 10)
+			wj.exec = openExecJob(w.s.exec, w.s.shares, j.id)
 		}
 		w.jobs[m.Job.GetId()] = wj
 	case *stokerv1.WorkRequest_Lease:
@@ -279,7 +274,6 @@ func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
 		w.fail(l.GetId(), status.Errorf(codes.ResourceExhausted, "more than %d leases in flight on one Work stream", cap(w.slots)))
 		return nil
 	}
-	wj.demand.Store(&pipeline.JobDemand{Stall: l.GetStall(), Work: l.GetWork()})
 	bytes := int64(len(l.GetIndices())) * int64(wj.j.t.SampleBytes())
 	if !w.s.budget.try(bytes) {
 		w.slots <- b
@@ -296,7 +290,7 @@ func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
 	go func() {
 		defer w.wg.Done()
 		j := wj.j
-		err := j.queue.Fill(lctx, j.ds, j.t, j.spec.GetSeed(), l.GetEpoch(), l.GetIndices(), j.policy, b)
+		err := wj.exec.fill(lctx, j, l.GetEpoch(), l.GetIndices(), pipeline.JobDemand{Stall: l.GetStall(), Work: l.GetWork()}, b)
 		w.mu.Lock()
 		delete(w.cancels, l.GetId())
 		w.mu.Unlock()

@@ -30,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 
+	"github.com/stoker-dev/stoker/bench"
 	"github.com/stoker-dev/stoker/deploy"
 	"github.com/stoker-dev/stoker/server"
 )
@@ -301,7 +302,7 @@ func (r registeredNames) Unregister(prometheus.Collector) bool { return false }
 // and the prometheus-adapter rule serves that metric under that name.
 func TestDeployHPAMetric(t *testing.T) {
 	dir := t.TempDir()
-	if err := writeSyntheticSet(context.Background(), filepath.Join(dir, "data"), 4, 1, 1); err != nil {
+	if err := bench.WriteSyntheticSet(context.Background(), filepath.Join(dir, "data"), 4, 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	names := registeredNames{}

@@ -32,6 +32,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/stoker-dev/stoker/bench"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server"
 )
@@ -462,7 +463,7 @@ func (p *serveProc) findLogs(msg string, attrs map[string]string) []map[string]a
 
 // metrics scrapes p's /metrics: every sample line, by series.
 func (p *serveProc) metrics(ctx context.Context) (map[string]float64, error) {
-	return scrapeScaleMetrics(ctx, p.metricsAddr)
+	return bench.ScrapeMetrics(ctx, p.metricsAddr)
 }
 
 // metric is the sum of p's series named name whose labels include all of

@@ -17,18 +17,19 @@ import (
 
 	"google.golang.org/grpc/experimental"
 
-	"github.com/stoker-dev/stoker/client"
+	"github.com/stoker-dev/stoker/bench"
+	"github.com/stoker-dev/stoker/internal/rpc"
 )
 
 // The proto codec takes its buffers from gRPC's default pool, which zeroes
 // every buffer it hands out; for this process, which relays batches, use
-// the pool that does not (see client.BufferPool). Only at init, as gRPC
+// the pool that does not (see rpc.BufferPool). Only at init, as gRPC
 // requires.
-func init() { experimental.SetDefaultBufferPool(client.BufferPool) }
+func init() { experimental.SetDefaultBufferPool(rpc.BufferPool) }
 
 var commands = map[string]func(args []string) error{
 	"serve":   runServe,
-	"bench":   runBenchCmd,
+	"bench":   bench.Run,
 	"preview": runPreview,
 	"mkdata":  runMkdata,
 	"status":  runStatus,

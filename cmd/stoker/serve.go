@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/stoker-dev/stoker/internal/cpu"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server"
 )
@@ -102,7 +103,7 @@ func runServe(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	spareP(cfg.Workers)
+	cpu.SpareP(cfg.Workers)
 
 	hopts := &slog.HandlerOptions{Level: o.level}
 	log := slog.New(slog.NewTextHandler(os.Stderr, hopts))

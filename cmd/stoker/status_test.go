@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stoker-dev/stoker/bench"
 	"github.com/stoker-dev/stoker/client"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server"
@@ -22,7 +23,7 @@ import (
 // trainer at work: one row for its job, with the advisor's line.
 func TestStatusCommand(t *testing.T) {
 	dir := t.TempDir()
-	if err := writeSyntheticSet(context.Background(), filepath.Join(dir, "data"), 40, 2, 1); err != nil {
+	if err := bench.WriteSyntheticSet(context.Background(), filepath.Join(dir, "data"), 40, 2, 1); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := server.New(server.Config{Datasets: map[string]string{"pets": filepath.Join(dir, "data")}, Workers: 2},

@@ -1,0 +1,426 @@
+package bench
+
+// `stoker bench scale`: scale-out measured on real processes. N worker
+// `stoker serve` processes make the batches that one coordinator `stoker
+// serve --workers 0 --peers …` leases to them, while this process, the
+// trainer, consumes whole epochs through client.Loader as fast as it can;
+// a single `stoker serve` that makes its batches itself is the baseline.
+// Every process's CPU time is read from /proc before and after each run.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stoker-dev/stoker/client"
+	"github.com/stoker-dev/stoker/internal/cpu"
+	"github.com/stoker-dev/stoker/pipeline"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// Run is `stoker bench SUB`: scale here, load in load.go, the others in bench.go.
+func Run(args []string) error {
+	if len(args) > 0 && args[0] == "scale" {
+		return runScale(args[1:])
+	}
+	if len(args) > 0 && args[0] == "load" {
+		return runLoad(args[1:])
+	}
+	if len(args) > 0 && args[0] == "backpressure" {
+		return runBackpressure(args[1:])
+	}
+	return runBench(args)
+}
+
+// scaleOpts are bench scale's flags.
+type scaleOpts struct {
+	peers     []int
+	rounds    int
+	workers   int
+	data      string
+	synthetic bool
+	n         int
+	epochs    int
+	batch     int
+	transform string
+	prefetch  int
+	window    int
+	pin       bool
+	cpus      []string // per worker, for taskset -c
+	coordCPUs string
+	exe       string
+	taskset   string // the taskset binary when pinning
+	shm       bool   // the trainer takes batches through the ring
+}
+
+const scaleUsage = "usage: stoker bench scale [--peers 1,2,4] [--rounds 3] [--workers 1] [--data DIR | --n 1000] [--epochs 1] [--pin [--cpus 0,1,...]] [--shm] [--json]"
+
+func runScale(args []string) error {
+	ctx := signalContext()
+	fs := flag.NewFlagSet("bench scale", flag.ExitOnError)
+	peers := fs.String("peers", "1,2", "peer counts to sweep: worker processes behind one coordinator")
+	rounds := fs.Int("rounds", 3, "rounds; each runs the baseline and every peer count once, interleaved, and the table shows medians")
+	workers := fs.Int("workers", 1, "decode goroutines of each worker process and of the baseline server")
+	data := fs.String("data", "", "ImageFolder or WebDataset to read (default: a synthetic one, made as stoker mkdata makes it, removed afterwards)")
+	n := fs.Int("n", 1000, "images of the synthetic dataset")
+	epochs := fs.Int("epochs", 1, "whole epochs measured per run (after a warm-up of a few batches)")
+	batch := fs.Int("batch", 32, "samples per batch")
+	transform := fs.String("transform", "imagenet-train", "transform preset: "+strings.Join(pipeline.PresetNames(), " or "))
+	prefetch := fs.Int("prefetch", 8, "the trainer's credits")
+	window := fs.Int("window", 0, "the coordinator's --window (0: two per ready peer)")
+	pin := fs.Bool("pin", false, "run each worker (and the baseline server) under taskset -c on its own core, when taskset exists")
+	cpus := fs.String("cpus", "", "with --pin: each worker's taskset -c CPU list in order, comma-separated (\"2,3,4\", or ranges: \"2-3,4-5\"); the baseline server takes the first; default: every core, one per worker")
+	coordCPUs := fs.String("coord-cpus", "", "with --pin: a taskset -c list for the coordinator (default: not pinned)")
+	shm := fs.Bool("shm", false, "the trainer takes its batches through the coordinator's shared-memory ring instead of gRPC chunks")
+	timeout := fs.Duration("timeout", 15*time.Minute, "bound on the whole benchmark")
+	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
+	fs.Parse(args)
+
+	o := scaleOpts{rounds: *rounds, workers: *workers, data: *data, n: *n, epochs: *epochs, batch: *batch,
+		transform: *transform, prefetch: *prefetch, window: *window, pin: *pin, coordCPUs: *coordCPUs, shm: *shm}
+	for _, s := range strings.Split(*peers, ",") {
+		p, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || p < 1 || p > 64 {
+			return fmt.Errorf("bench scale: --peers %q: want peer counts 1..64, comma-separated", *peers)
+		}
+		if !slices.Contains(o.peers, p) {
+			o.peers = append(o.peers, p)
+		}
+	}
+	slices.Sort(o.peers)
+	switch {
+	case o.rounds < 1 || o.workers < 1 || o.epochs < 1 || o.batch < 1 || o.prefetch < 1 || o.window < 0:
+		return errors.New("bench scale: --rounds, --workers, --epochs, --batch and --prefetch must be at least 1, --window at least 0\n" + scaleUsage)
+	case o.data == "" && o.n < 1:
+		return errors.New("bench scale: --n must be at least 1\n" + scaleUsage)
+	case !slices.Contains(pipeline.PresetNames(), o.transform):
+		return fmt.Errorf("bench scale: --transform %q: want one of %v", o.transform, pipeline.PresetNames())
+	}
+	if o.pin {
+		path, err := exec.LookPath("taskset")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench scale: no taskset: the processes run unpinned")
+			o.pin = false
+		}
+		o.taskset = path
+		if *cpus == "" {
+			for c := range runtime.NumCPU() {
+				o.cpus = append(o.cpus, strconv.Itoa(c))
+			}
+		} else {
+			o.cpus = strings.Split(*cpus, ",")
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	o.exe = exe
+
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	synthetic, remove, err := benchData(ctx, "scale", &o.data, o.n)
+	if err != nil {
+		return err
+	}
+	defer remove()
+	o.synthetic = synthetic
+
+	rep, err := (&scaleBench{o: o}).run(ctx)
+	if err != nil {
+		return fmt.Errorf("bench scale: %w", err)
+	}
+	rep.print(os.Stdout)
+	if *asJSON {
+		return json.NewEncoder(os.Stdout).Encode(rep)
+	}
+	return nil
+}
+
+// scaleBench runs the benchmark.
+type scaleBench struct {
+	o    scaleOpts
+	spec *stokerv1.JobSpec
+}
+
+// run runs the rounds: in each, the baseline, then every peer count.
+func (b *scaleBench) run(ctx context.Context) (*scaleReport, error) {
+	o := b.o
+	b.spec = &stokerv1.JobSpec{
+		Dataset: "bench", Transform: &stokerv1.TransformSpec{Preset: o.transform},
+		BatchSize: uint32(o.batch), Seed: 1, Shuffle: true,
+	}
+	rep := &scaleReport{Dataset: o.data, Synthetic: o.synthetic, Transform: o.transform, BatchSize: o.batch,
+		Workers: o.workers, Epochs: o.epochs, Rounds: o.rounds, Prefetch: o.prefetch, Pinned: o.pin,
+		CPUs: runtime.NumCPU(), ExactlyOnce: true}
+	for round := 1; round <= o.rounds; round++ {
+		for _, n := range append([]int{0}, o.peers...) {
+			r, size, err := b.runOne(ctx, n, round)
+			if err != nil {
+				return nil, fmt.Errorf("round %d, %s: %w", round, configName(n), err)
+			}
+			rep.DatasetSize = size
+			rep.SampleErrors += r.SampleErrors
+			rep.Runs = append(rep.Runs, r)
+			fmt.Fprintf(os.Stderr, "round %d %-9s %7.1f images/s  %d images in %.2fs\n",
+				round, configName(n), r.imagesPerSec(), r.Images, r.Seconds)
+		}
+	}
+	rep.summarize(o.peers)
+	return rep, nil
+}
+
+func configName(n int) string {
+	switch n {
+	case 0:
+		return "baseline"
+	case 1:
+		return "1 peer"
+	}
+	return fmt.Sprintf("%d peers", n)
+}
+
+// runOne starts the processes of one configuration (n peers behind a
+// coordinator, or the baseline server for n = 0), measures, and stops them.
+func (b *scaleBench) runOne(ctx context.Context, n, round int) (run scaleRun, size uint64, err error) {
+	run = scaleRun{Peers: n, Round: round}
+	var procs []*scaleProc
+	defer func() {
+		if serr := stopScaleProcs(procs); err == nil {
+			err = serr
+		}
+		if err != nil {
+			for _, p := range procs {
+				if tail := p.log.String(); tail != "" {
+					err = fmt.Errorf("%w\n--- %s log (end) ---\n%s", err, p.name, tail)
+				}
+			}
+		}
+	}()
+	w := strconv.Itoa(b.o.workers)
+	var target *scaleProc
+	var workers []*scaleProc
+	var metricsAddr string
+	if n == 0 {
+		target, err = b.start(ctx, "server", b.cpu(0), "--workers", w)
+		if err != nil {
+			return run, 0, err
+		}
+		procs = append(procs, target)
+	} else {
+		addrs := make([]string, n)
+		for i := range n {
+			p, err := b.start(ctx, fmt.Sprintf("worker %d", i), b.cpu(i), "--workers", w)
+			if err != nil {
+				return run, 0, err
+			}
+			procs = append(procs, p)
+			workers = append(workers, p)
+			addrs[i] = p.addr
+		}
+		if metricsAddr, err = freeLoopbackAddr(); err != nil {
+			return run, 0, err
+		}
+		coordCPUs := ""
+		if b.o.pin {
+			coordCPUs = b.o.coordCPUs
+		}
+		target, err = b.start(ctx, "coordinator", coordCPUs, "--workers", "0", "--peers", strings.Join(addrs, ","),
+			"--window", strconv.Itoa(b.o.window), "--metrics", metricsAddr)
+		if err != nil {
+			return run, 0, err
+		}
+		procs = append(procs, target)
+		if err := waitScalePeers(ctx, metricsAddr, n, 20*time.Second); err != nil {
+			return run, 0, err
+		}
+	}
+
+	c, err := client.New(target.addr)
+	if err != nil {
+		return run, 0, err
+	}
+	defer c.Close()
+	if err := b.warmUp(ctx, c); err != nil {
+		return run, 0, fmt.Errorf("warm-up: %w", err)
+	}
+
+	var leases0 map[string]float64
+	if metricsAddr != "" {
+		if leases0, err = ScrapeMetrics(ctx, metricsAddr); err != nil {
+			return run, 0, err
+		}
+	}
+	cpu0, err := scaleCPU(procs)
+	if err != nil {
+		return run, 0, err
+	}
+	trainer0, start := cpu.ProcessTime(), time.Now()
+	size, err = b.consume(ctx, c, &run)
+	run.Seconds = time.Since(start).Seconds()
+	run.TrainerCPU = (cpu.ProcessTime() - trainer0).Seconds()
+	if err != nil {
+		return run, 0, err
+	}
+	cpu1, err := scaleCPU(procs)
+	if err != nil {
+		return run, 0, err
+	}
+	for i, p := range procs {
+		d := (cpu1[i] - cpu0[i]).Seconds()
+		switch {
+		case n == 0:
+			run.ServerCPU = d
+		case p == target:
+			run.CoordinatorCPU = d
+		default:
+			run.WorkerCPU = append(run.WorkerCPU, d)
+		}
+	}
+	if metricsAddr != "" {
+		leases1, err := ScrapeMetrics(ctx, metricsAddr)
+		if err != nil {
+			return run, 0, err
+		}
+		for _, p := range workers {
+			key := `stoker_leases_total{maker="` + p.addr + `"}`
+			run.Leases = append(run.Leases, leases1[key]-leases0[key])
+		}
+	}
+	return run, size, nil
+}
+
+// cpu is worker i's taskset list, or "" when not pinning.
+func (b *scaleBench) cpu(i int) string {
+	if !b.o.pin || len(b.o.cpus) == 0 {
+		return ""
+	}
+	return b.o.cpus[i%len(b.o.cpus)]
+}
+
+// warmUp runs the last few batches of epoch 0 to their EpochEnd: the
+// connections are up, the buffers made, the files in the page cache, and
+// nothing is left in flight when the measured epochs start.
+func (b *scaleBench) warmUp(ctx context.Context, c *client.Client) error {
+	info, err := c.Describe(ctx, b.spec, 0, 0)
+	if err != nil {
+		return err
+	}
+	warm := min(info.GetBatches(), uint64(max(8, 2*b.o.prefetch)))
+	l := c.Loader(b.spec, client.WithEpoch(0), client.WithEpochs(1), client.WithPrefetch(b.o.prefetch),
+		client.WithResume(info.GetBatches()-warm, nil, 0), client.WithTimeout(time.Minute), client.WithSharedMemory(b.o.shm))
+	defer l.Close()
+	for {
+		bt, err := l.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		bt.Release()
+	}
+}
+
+// consume runs epochs 1..epochs through one Loader as fast as it can,
+// checking that each epoch delivers every index exactly once.
+func (b *scaleBench) consume(ctx context.Context, c *client.Client, run *scaleRun) (size uint64, err error) {
+	l := c.Loader(b.spec, client.WithEpoch(1), client.WithEpochs(uint64(b.o.epochs)), client.WithPrefetch(b.o.prefetch),
+		client.WithTimeout(time.Minute), client.WithSharedMemory(b.o.shm))
+	defer l.Close()
+	defer func() {
+		if tr, why := l.Transport(); err == nil && b.o.shm && tr != "shm" {
+			err = fmt.Errorf("--shm, but the batches came in chunks: %s", why)
+		}
+	}()
+	var counts []uint32 // per index, this epoch
+	var errored []int64
+	epoch := uint64(0)
+	check := func() error {
+		if counts == nil {
+			return nil
+		}
+		err := exactlyOnce(epoch, counts, errored)
+		clear(counts)
+		errored = errored[:0]
+		return err
+	}
+	for {
+		bt, err := l.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return size, err
+		}
+		if counts == nil {
+			size = l.Info().GetDatasetSize()
+			counts = make([]uint32, size)
+			epoch = bt.Epoch
+		}
+		if bt.Epoch != epoch {
+			if err := check(); err != nil {
+				return size, err
+			}
+			epoch = bt.Epoch
+		}
+		for _, idx := range bt.Indices {
+			if idx < 0 || uint64(idx) >= size {
+				return size, fmt.Errorf("epoch %d batch %d: index %d of a dataset of %d", bt.Epoch, bt.Number, idx, size)
+			}
+			counts[idx]++
+		}
+		for _, e := range bt.Errors {
+			errored = append(errored, e.GetIndex())
+		}
+		run.Batches++
+		run.Images += int64(len(bt.Indices))
+		run.SampleErrors += int64(len(bt.Errors))
+		bt.Release()
+	}
+	if err := check(); err != nil {
+		return size, err
+	}
+	if ends := l.EpochEnds(); len(ends) != b.o.epochs {
+		return size, fmt.Errorf("%d EpochEnds for %d epochs", len(ends), b.o.epochs)
+	}
+	run.TrainerWait = l.Waited().Seconds()
+	return size, nil
+}
+
+// exactlyOnce checks one epoch of one rank of world size 1: every index
+// delivered once. A sample that failed (reported in errored) had its slot
+// padded with a copy of another of its batch: it counts as delivered, and
+// its copy as a duplicate allowed.
+func exactlyOnce(epoch uint64, counts []uint32, errored []int64) error {
+	failed := make(map[int64]bool, len(errored))
+	for _, i := range errored {
+		failed[i] = true
+	}
+	var missing, dups []int64
+	extra := 0
+	for i, n := range counts {
+		switch {
+		case n == 0 && !failed[int64(i)]:
+			missing = append(missing, int64(i))
+		case n > 1:
+			extra += int(n) - 1
+			dups = append(dups, int64(i))
+		}
+	}
+	if len(missing) == 0 && extra <= len(errored) {
+		return nil
+	}
+	return fmt.Errorf("EXACTLY-ONCE VIOLATED in epoch %d: %d indices missing (first %v), %d indices delivered more than once (first %v), %d sample errors",
+		epoch, len(missing), missing[:min(len(missing), 10)], len(dups), dups[:min(len(dups), 10)], len(errored))
+}
