@@ -121,6 +121,10 @@ func BenchmarkDecode(b *testing.B) {
 //	warm/<px>      an Index filled by one epoch before the timer starts
 //	               (checkpoints every <px> source pixels of a row; rows:
 //	               row starts only): the second and later epochs
+//	coefcache      no index: every file's DCT coefficients resident (from
+//	               a whole-image decode before the timer), copied instead
+//	               of entropy-decoded: the alternative the index is
+//	               measured against (coef-B/img: its memory per file)
 //
 // Metrics: cpu-ns/op; mcu-% (the share of the scans' MCUs entropy-decoded)
 // and index-B/img (the index's bytes per file) for the index variants.
@@ -165,6 +169,34 @@ func BenchmarkIndex(b *testing.B) {
 			i++
 		}
 		benchReportCPU(b, start, i)
+	})
+	b.Run("coefcache", func(b *testing.B) {
+		d := NewDecoder()
+		defer d.Close()
+		d.fast.coefs = map[indexKey]*coefStore{}
+		whole, err := NewTransform(CHW, Op{Kind: OpResize, Size: [2]int{64, 64}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := make([]byte, whole.SampleBytes())
+		for i, data := range files {
+			if err := d.Decode(data, whole, Key{Index: uint64(i)}, w); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var mem int64
+		for _, c := range d.fast.coefs {
+			mem += 2 * int64(c.need)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		i, start := len(files), benchCPUTime()
+		for b.Loop() {
+			decode(b, d, i)
+			i++
+		}
+		benchReportCPU(b, start, i-len(files))
+		b.ReportMetric(float64(mem)/float64(len(files)), "coef-B/img")
 	})
 	for _, v := range []struct {
 		name string

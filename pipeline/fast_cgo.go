@@ -4,6 +4,7 @@ package pipeline
 
 /*
 #cgo CFLAGS: -O3
+#include <stdlib.h>
 #include "turbo.h"
 */
 import "C"
@@ -35,6 +36,37 @@ type fastState struct {
 	// forceIx, when set, is the decoder index every decode is given
 	// instead of the Index's (tests: an index of other bytes).
 	forceIx []byte
+	// coefs, when set, is a measurement of the alternative to the index
+	// (BenchmarkIndex/coefcache): each file's coefficients, kept in C
+	// memory from a whole-image decode and copied instead of decoded.
+	coefs map[indexKey]*coefStore
+}
+
+// coefStore is one file's resident coefficients (the coefs knob).
+type coefStore struct {
+	p    unsafe.Pointer // C memory, n JCOEFs
+	n    int
+	need int // JCOEFs the file's coefficients take
+	full bool
+}
+
+// storeCoefs returns the coefficient store of data, made (n JCOEFs) if new.
+func (f *fastState) storeCoefs(data []byte, n int) *coefStore {
+	k := keyOf(data)
+	c := f.coefs[k]
+	if c == nil {
+		c = &coefStore{p: C.calloc(C.size_t(n), 2), n: n}
+		f.coefs[k] = c
+	}
+	return c
+}
+
+// freeCoefs frees the coefficient stores.
+func (f *fastState) freeCoefs() {
+	for k, c := range f.coefs {
+		C.free(c.p)
+		delete(f.coefs, k)
+	}
 }
 
 // free releases the scratch; it is idempotent.
@@ -43,6 +75,7 @@ func (f *fastState) free() {
 		return
 	}
 	f.cleanup.Stop()
+	f.freeCoefs()
 	C.stoker_free(f.t)
 	f.t, f.job = nil, nil
 }
@@ -108,7 +141,22 @@ func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layo
 		}
 	}
 	j.index = cbool(useIx)
+	j.coefs, j.coefs_cap, j.coefs_full = nil, 0, 0
+	var cs *coefStore
+	if f.coefs != nil && !hd.progressive {
+		// Room for 4:4:4 at the file's size in whole blocks, or 4:2:0 and
+		// the rest, whichever is larger (the C side checks it fits).
+		n := ((hd.w + 15) / 16 * 2) * ((hd.h + 15) / 16 * 2) * 64 * hd.comps
+		cs = f.storeCoefs(data, n)
+		j.coefs, j.coefs_cap, j.coefs_full = cs.p, C.longlong(cs.n), cbool(cs.full)
+	}
 	rc := f.decode(data, out, blob)
+	if cs != nil && rc == C.STOKER_OK && j.coefs_stored == j.mcus_total && j.mcus_total > 0 {
+		cs.full = true // a decode stored every MCU (a whole-image one)
+	}
+	if cs != nil {
+		cs.need = int(j.coefs_need)
+	}
 	if rc == C.STOKER_INDEX_BAD {
 		// The index disagreed with the file: forget it, decode without it.
 		if ix != nil && f.forceIx == nil {

@@ -566,10 +566,20 @@ static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *MCU_data) {
    * inverse-transforms only columns [fc, lc]. */
   if (h->lazy && (!MCU_data || col < h->fc || col > h->lc))
     return TRUE;
+  if (h->coefs && h->coefs_full) {
+    memcpy(MCU_data[0], h->coefs + m * ci->blocks_in_MCU * DCTSIZE2,
+           (size_t)ci->blocks_in_MCU * sizeof(JBLOCK));
+    return TRUE;
+  }
   if (h->pos != m)
     catch_up(h, ci, m, col);
   if (!h->corrupt)
     step(h, ci, MCU_data);
+  if (h->coefs && MCU_data && !h->corrupt) {
+    memcpy(h->coefs + m * ci->blocks_in_MCU * DCTSIZE2, MCU_data[0],
+           (size_t)ci->blocks_in_MCU * sizeof(JBLOCK));
+    h->coefs_stored++;
+  }
   return TRUE;
 }
 
@@ -605,6 +615,9 @@ int stoker_huff_install(stoker_huff *h, j_decompress_ptr ci) {
   h->fc = 0;
   h->lc = h->mpr - 1;
   h->ix = NULL;
+  h->coefs = NULL;
+  h->coefs_full = 0;
+  h->coefs_stored = 0;
   h->decoded = 0;
   h->ck_seeks = h->rst_seeks = 0;
   h->b.p = ci->src->next_input_byte;

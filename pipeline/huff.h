@@ -81,6 +81,12 @@ typedef struct {
    * marker, when one is nearer) when an MCU is needed. */
   int lazy, fc, lc;
   stoker_hix *ix; /* NULL: no index */
+  /* A measurement knob (BenchmarkIndex/coefcache), not a feature: every
+   * MCU's coefficients kept from an earlier whole-image decode, copied
+   * instead of decoded when coefs_full; stored as decoded otherwise. */
+  JCOEF *coefs;
+  int coefs_full;
+  long coefs_stored;
   /* Counters for tests and benchmarks. */
   long decoded;   /* MCUs entropy-decoded */
   int ck_seeks;   /* jumps to a checkpoint */

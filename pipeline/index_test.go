@@ -356,3 +356,52 @@ func TestIndexForeign(t *testing.T) {
 		t.Fatalf("after foreign indexes: %v", err)
 	}
 }
+
+// TestCoefCacheExact: the resident-coefficient measurement knob
+// (BenchmarkIndex/coefcache) makes the bytes the decoder makes without it,
+// so that what the benchmark measures is the same work.
+func TestCoefCacheExact(t *testing.T) {
+	_, files := fastPhotos(t, 0)
+	whole, err := NewTransform(CHW, Op{Kind: OpResize, Size: [2]int{64, 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := fastTransforms(t)[0].t
+	d, cold := NewDecoder(), NewDecoder()
+	defer d.Close()
+	defer cold.Close()
+	d.fast.coefs = map[indexKey]*coefStore{}
+	out := make([]byte, whole.SampleBytes())
+	for i, data := range files {
+		if err := d.Decode(data, whole, Key{Index: uint64(i)}, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full := 0
+	for _, c := range d.fast.coefs {
+		if c.full {
+			full++
+		}
+	}
+	if full < len(files)-1 { // all but the progressive file
+		t.Fatalf("%d of %d files' coefficients resident", full, len(files))
+	}
+	for e := range 3 {
+		for i, data := range files {
+			a, b := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
+			k := Key{Seed: 3, Epoch: uint64(e), Index: uint64(i)}
+			if err := d.Decode(data, tr, k, a); err != nil {
+				t.Fatal(err)
+			}
+			if st := d.fast.stats(); st.huff && st.decoded != 0 {
+				t.Fatalf("file %d: %d MCUs decoded with every coefficient resident", i, st.decoded)
+			}
+			if err := cold.Decode(data, tr, k, b); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(a, b) {
+				t.Fatalf("file %d epoch %d: resident coefficients change the bytes", i, e)
+			}
+		}
+	}
+}

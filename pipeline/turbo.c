@@ -631,6 +631,7 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   jb->ix_state = jb->ix_changed = 0;
   jb->ix_bytes = jb->mcus_total = jb->mcus_decoded = 0;
   jb->ck_seeks = jb->rst_seeks = 0;
+  jb->coefs_stored = jb->coefs_need = 0;
   t->ix_len = 0;
   t->huff.ix = NULL;
   if (setjmp(t->jb)) {
@@ -665,6 +666,11 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   jb->huff_used = !jb->libjpeg_huff && stoker_huff_install(&t->huff, ci);
   if (jb->huff_used && jb->index)
     ix_open(t, data, len, ix, ix_len);
+  jb->coefs_need = (long long)ci->MCUs_per_row * ci->MCU_rows_in_scan * ci->blocks_in_MCU * DCTSIZE2;
+  if (jb->huff_used && jb->coefs && jb->coefs_need <= jb->coefs_cap) {
+    t->huff.coefs = (JCOEF *)jb->coefs;
+    t->huff.coefs_full = jb->coefs_full;
+  }
   jb->scale_m = m;
   ow = (int)ci->output_width;
   oh = (int)ci->output_height;
@@ -779,6 +785,7 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
     jb->mcus_decoded = t->huff.decoded;
     jb->ck_seeks = t->huff.ck_seeks;
     jb->rst_seeks = t->huff.rst_seeks;
+    jb->coefs_stored = t->huff.coefs_stored;
   }
   if (jb->huff_used && t->huff.ix && t->hix.bad)
     fail(t, STOKER_INDEX_BAD, "jpeg: the decoder index disagrees with the file");
