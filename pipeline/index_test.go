@@ -48,21 +48,22 @@ func randomPlans(r *rand.Rand, w, h, n int) []samplePlan {
 // entropy-decode fewer MCUs.
 func TestIndexExact(t *testing.T) {
 	imgs := indexImages(t)
-	crops := 40
-	if testing.Short() {
-		crops = 12
-	}
 	for _, knobs := range []struct {
 		name    string
 		px      int
 		merged  bool
 		scaling DCTScaling
+		crops   int // random crops per file, besides the edge crops
+		edges   int // edge crops per file (fastEdgePlans), at most
 	}{
-		{"every-mcu", 1, false, ScalePow2},
-		{"default", 0, false, ScalePow2},
-		{"default-merged-any", 0, true, ScaleAny},
-		{"rows-only", 1 << 20, false, ScalePow2},
+		{"default", 0, false, ScalePow2, 24, 1000},
+		{"every-mcu", 1, false, ScalePow2, 12, 20},
+		{"default-merged-any", 0, true, ScaleAny, 12, 20},
+		{"rows-only", 1 << 20, false, ScalePow2, 12, 20},
 	} {
+		if testing.Short() {
+			knobs.crops, knobs.edges = 6, 10
+		}
 		t.Run(knobs.name, func(t *testing.T) {
 			ix := NewIndex(64 << 20)
 			warm := NewDecoder(WithIndex(ix), WithDCTScaling(knobs.scaling))
@@ -78,7 +79,8 @@ func TestIndexExact(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				plans := append(randomPlans(r, hd.w, hd.h, crops), fastEdgePlans(hd.w, hd.h)...)
+				edges := fastEdgePlans(hd.w, hd.h)
+				plans := append(randomPlans(r, hd.w, hd.h, knobs.crops), edges[:min(len(edges), knobs.edges)]...)
 				for i, p := range plans {
 					layout := Layout(i % 2)
 					a, b := make([]byte, 3*p.outW*p.outH), make([]byte, 3*p.outW*p.outH)
