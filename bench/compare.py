@@ -37,10 +37,11 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--index-budget", type=int, default=1 << 30, help="stoker's decoder index budget in bytes; -1: none")
+    ap.add_argument("--before", help="another stoker binary (one from before the decoder index, say) run in each round too, as 'before': its images/s over --seconds")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     common = ["--data", a.data, "--threads", str(a.threads), "--transform", a.transform, "--seconds", str(a.seconds), "--json"]
-    impls = ("stoker", "pil", "tv2")
+    impls = ("stoker", "before", "pil", "tv2") if a.before else ("stoker", "pil", "tv2")
     parts = ("epoch1", "later")
     # stoker's epochs: the first (a cold decoder index), then the later ones
     # (a warm index). The baselines keep nothing between epochs: one
@@ -60,13 +61,18 @@ def main() -> None:
                 index["hit_rate"].append(statistics.mean(e["index_hit_rate"] for e in later))
                 index["mcus_decoded_epoch1"].append(res["epochs"][0]["mcus_decoded"])
                 index["mcus_decoded_later"].append(statistics.mean(e["mcus_decoded"] for e in later))
+            elif impl == "before":
+                res = last_json([a.before, "bench", "pipeline", *common])
+                for p in parts:
+                    runs[p][impl].append(res["images_per_sec"])
+                    cpu[p][impl].append(res["images_per_cpu_sec"])
             else:
                 res = last_json([sys.executable, os.path.join(HERE, "baselines.py"), "--impl", impl, *common])
                 for p in parts:
                     runs[p][impl].append(res["images_per_sec"])
                     cpu[p][impl].append(res["images_per_cpu_sec"])
         print(f"round {r + 1}/{a.rounds}: stoker epoch 1 {runs['epoch1']['stoker'][-1]:.0f}, epochs >= 2 {runs['later']['stoker'][-1]:.0f}  "
-              + "  ".join(f"{k} {runs['later'][k][-1]:.0f}" for k in ("pil", "tv2")), file=sys.stderr)
+              + "  ".join(f"{k} {runs['later'][k][-1]:.0f}" for k in impls[1:]), file=sys.stderr)
     med = {p: {k: statistics.median(v) for k, v in runs[p].items()} for p in parts}
     med_cpu = {p: {k: statistics.median(v) for k, v in cpu[p].items()} for p in parts}
     faster = max(("pil", "tv2"), key=lambda k: med["later"][k])
@@ -94,7 +100,10 @@ def main() -> None:
     print(f"\n{a.transform}, {a.threads} thread(s), median of {a.rounds} interleaved rounds on {a.data}")
     print(f"stoker: epoch 1 (cold decoder index), then epochs >= 2 for {a.seconds:g}s; baselines: {a.seconds:g}s each")
     print(f"{'impl':18} {'images/s':>10} {'per thread':>11} {'per CPU-s':>10}   runs (images/s)")
-    rows = [("stoker epoch 1", "epoch1", "stoker"), ("stoker epochs >= 2", "later", "stoker"), ("pil", "later", "pil"), ("tv2", "later", "tv2")]
+    rows = [("stoker epoch 1", "epoch1", "stoker"), ("stoker epochs >= 2", "later", "stoker")]
+    if a.before:
+        rows.append(("stoker before", "later", "before"))
+    rows += [("pil", "later", "pil"), ("tv2", "later", "tv2")]
     for label, p, k in rows:
         print(f"{label:18} {med[p][k]:10.1f} {med[p][k] / a.threads:11.1f} {med_cpu[p][k]:10.1f}   " + " ".join(f"{x:.0f}" for x in runs[p][k]))
     ix = res["index"]
@@ -105,6 +114,11 @@ def main() -> None:
         q = res[p]
         print(f"{label:12} stoker / pil = {q['ratio_vs_pil']:.2f}x   stoker / tv2 = {q['ratio_vs_tv2']:.2f}x   "
               f"stoker / faster ({faster}) = {q['ratio']:.2f}x, per CPU-second {q['ratio_per_cpu_sec']:.2f}x")
+    if a.before:
+        for label, p in (("epoch 1", "epoch1"), ("epochs >= 2", "later")):
+            res[p]["ratio_vs_before"] = med[p]["stoker"] / med[p]["before"]
+            res[p]["ratio_vs_before_per_cpu_sec"] = med_cpu[p]["stoker"] / med_cpu[p]["before"]
+            print(f"{label:12} stoker / before = {res[p]['ratio_vs_before']:.3f}x, per CPU-second {res[p]['ratio_vs_before_per_cpu_sec']:.3f}x")
     print("target: >= 3.0x the faster baseline from the second epoch on")
     if a.json:
         print(json.dumps(res))

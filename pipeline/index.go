@@ -102,6 +102,15 @@ func (ix *Index) Stats() IndexStats {
 	}
 }
 
+// Clear drops every entry (the counters stay).
+func (ix *Index) Clear() {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	clear(ix.entries)
+	ix.lru.next, ix.lru.prev = &ix.lru, &ix.lru
+	ix.used = 0
+}
+
 // get returns k's blob (nil: none) and makes it the most recently used.
 func (ix *Index) get(k indexKey) []byte {
 	ix.mu.Lock()

@@ -407,3 +407,23 @@ func TestCoefCacheExact(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexClear: Clear empties the index and its memory, and it fills
+// again.
+func TestIndexClear(t *testing.T) {
+	_, files := fastPhotos(t, 4)
+	ix := warmIndex(t, files, 1<<30)
+	ix.Clear()
+	if s := ix.Stats(); s.Entries != 0 || s.Bytes != 0 || ix.get(keyOf(files[0])) != nil {
+		t.Fatalf("after Clear: %+v", s)
+	}
+	d := NewDecoder(WithIndex(ix))
+	defer d.Close()
+	tr := fastTransforms(t)[0].t
+	if err := d.Decode(files[0], tr, Key{}, make([]byte, tr.SampleBytes())); err != nil {
+		t.Fatal(err)
+	}
+	if s := ix.Stats(); s.Entries != 1 {
+		t.Fatalf("after a decode: %+v", s)
+	}
+}
