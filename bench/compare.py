@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -37,7 +38,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--index-budget", type=int, default=1 << 30, help="stoker's decoder index budget in bytes; -1: none")
-    ap.add_argument("--before", help="another stoker binary (one from before the decoder index, say) run in each round too, as 'before': its images/s over --seconds")
+    ap.add_argument("--before", help="another stoker run in each round too, as 'before': a binary (one built from before the decoder index), "
+                    "optionally with more bench pipeline flags ('bin/stoker --index-budget=-1': this one without the index); its images/s over --seconds")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     common = ["--data", a.data, "--threads", str(a.threads), "--transform", a.transform, "--seconds", str(a.seconds), "--json"]
@@ -62,7 +64,8 @@ def main() -> None:
                 index["mcus_decoded_epoch1"].append(res["epochs"][0]["mcus_decoded"])
                 index["mcus_decoded_later"].append(statistics.mean(e["mcus_decoded"] for e in later))
             elif impl == "before":
-                res = last_json([a.before, "bench", "pipeline", *common])
+                words = shlex.split(a.before)
+                res = last_json([words[0], "bench", "pipeline", *common, *words[1:]])
                 for p in parts:
                     runs[p][impl].append(res["images_per_sec"])
                     cpu[p][impl].append(res["images_per_cpu_sec"])
