@@ -44,8 +44,10 @@ func TestServeIndexDir(t *testing.T) {
 
 	first := startServe(t, ctx, serveConfig{name: "first", dataset: data, workers: 2, args: withDir})
 	consumeEpoch(t, ctx, first.addr, testJob(8, 1), consumeOpts{})
-	if h, m := counts(first); h != 0 || m != n {
-		t.Errorf("first epoch of a fresh server: %v hits, %v misses; want 0, %d", h, m, n)
+	// Each file's first decode is a miss; a batch made twice (a lease
+	// that timed out on a loaded machine) would add hits, never misses.
+	if _, m := counts(first); m != n {
+		t.Errorf("first epoch of a fresh server: %v misses, want %d", m, n)
 	}
 	if f := first.metric(t, ctx, "stoker_index_files"); f != n {
 		t.Errorf("stoker_index_files %v, want %d", f, n)
@@ -64,8 +66,8 @@ func TestServeIndexDir(t *testing.T) {
 		t.Fatalf("'decoder index loaded' lines: %v", l)
 	}
 	got := consumeEpoch(t, ctx, second.addr, testJob(8, 2), consumeOpts{})
-	if h, m := counts(second); h != n || m != 0 {
-		t.Errorf("first epoch of a restarted server: %v hits, %v misses; want %d, 0", h, m, n)
+	if h, m := counts(second); h < n || m != 0 {
+		t.Errorf("first epoch of a restarted server: %v hits, %v misses; want %d (or more), 0", h, m, n)
 	}
 	if d, tot := second.metric(t, ctx, "stoker_index_mcus_decoded_total"), second.metric(t, ctx, "stoker_index_mcus_total"); !(d > 0 && d < tot) {
 		t.Errorf("MCUs decoded %v of %v", d, tot)
@@ -95,7 +97,7 @@ func TestServeIndexDir(t *testing.T) {
 		t.Errorf("no warning for a corrupt index file")
 	}
 	consumeEpoch(t, ctx, third.addr, testJob(8, 3), consumeOpts{})
-	if h, m := counts(third); h != 0 || m != n {
-		t.Errorf("after a corrupt index file: %v hits, %v misses; want 0, %d", h, m, n)
+	if _, m := counts(third); m != n {
+		t.Errorf("after a corrupt index file: %v misses, want %d", m, n)
 	}
 }
