@@ -179,10 +179,11 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if c.ShareFloor < 0 || c.ShareFloor > 1 {
+	// Written so that NaN fails them too.
+	if !(c.ShareFloor >= 0 && c.ShareFloor <= 1) {
 		errs = append(errs, fmt.Errorf("share floor %v: want 0..1 (0 means 1/(2·jobs))", c.ShareFloor))
 	}
-	if c.StallTarget < 0 || c.StallTarget >= 1 {
+	if !(c.StallTarget >= 0 && c.StallTarget < 1) {
 		errs = append(errs, fmt.Errorf("stall target %v: want 0..1 (0 means %v)", c.StallTarget, DefaultStallTarget))
 	}
 	if c.LeaseTimeout < 0 {

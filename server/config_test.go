@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -25,6 +26,7 @@ func TestConfigValidate(t *testing.T) {
 		{"empty path", Config{Datasets: map[string]string{"a": ""}}, []string{"empty path"}},
 		{"negatives", Config{Datasets: ok, Workers: -1, Window: -1, MaxBatchBytes: -1, MaxStreamsPerClient: -1, LeaseTimeout: -1},
 			[]string{"workers -1", "window -1", "max batch bytes -1", "max streams per client -1", "lease timeout"}},
+		{"NaN", Config{Datasets: ok, Workers: 1, ShareFloor: math.NaN(), StallTarget: math.NaN()}, []string{"share floor NaN", "stall target NaN"}},
 		{"huge window", Config{Datasets: ok, Workers: 1, Window: 5000}, []string{"window 5000"}},
 		{"peer client certificate", Config{Datasets: ok, Workers: 1, PeerCA: "ca.pem", PeerCert: "c.pem", PeerKey: "k.pem"}, nil},
 		{"peer certificate without key", Config{Datasets: ok, Workers: 1, PeerCA: "ca.pem", PeerCert: "c.pem"}, []string{"--peer-cert and --peer-key"}},
