@@ -118,12 +118,13 @@ func (s *Server) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerI
 	if err := s.authorize(ctx, info.FullMethod); err != nil {
 		return nil, err
 	}
-	return h(ctx, req)
+	resp, err := h(ctx, req)
+	return resp, capStatus(err)
 }
 
 func (s *Server) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 	if err := s.authorize(ss.Context(), info.FullMethod); err != nil {
 		return err
 	}
-	return h(srv, ss)
+	return capStatus(h(srv, ss))
 }

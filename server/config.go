@@ -21,8 +21,14 @@ const (
 	DefaultMaxStreams   = 256
 	DefaultStallTarget  = 0.02
 	DefaultIdleTimeout  = 10 * time.Minute
-	// MaxDatasetName bounds a dataset name a client may send.
+	// MaxDatasetName bounds a dataset name a client may send, and
+	// MaxPresetName a transform preset's name.
 	MaxDatasetName = 256
+	MaxPresetName  = 256
+	// maxStatusMessage bounds the message of any status the server
+	// returns: it travels in a header, and clients refuse large ones
+	// (grpc-go's limit is 16 KiB, Python's 8 KiB, after percent-encoding).
+	maxStatusMessage = 2048
 	// maxWindow bounds a job's window, configured or automatic.
 	maxWindow                  = 1024
 	DefaultMaxBatchBytes       = 256 << 20
