@@ -129,8 +129,9 @@ type Config struct {
 	// (mutual TLS) clients must present a certificate it signed.
 	TLSCert, TLSKey, TLSClientCA string
 	// AuthTokens is a file of accepted bearer tokens, one per line (blank
-	// lines and # comments allowed), reread by ReloadTokens. When set, every
-	// method but health needs one.
+	// lines and # comments allowed), reread by ReloadTokens, which cuts the
+	// open streams of the tokens no longer in it. When set, every method
+	// but health needs one.
 	AuthTokens string
 	// PeerTokenFile holds the token this server sends to its peers.
 	PeerTokenFile string

@@ -67,6 +67,10 @@ type Server struct {
 	mu        sync.Mutex
 	perHost   map[string]int // open Feed streams by client host
 	streams   int            // open Feed and Work streams
+
+	// tokenStreams are the open streams by token, cut when a reload
+	// removes theirs.
+	tokenStreams tokenStreams
 }
 
 var (

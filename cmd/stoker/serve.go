@@ -69,7 +69,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate: serve TLS (with --tls-key)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM CA: mutual TLS, clients must present a certificate it signed")
-	fs.StringVar(&cfg.AuthTokens, "auth-tokens", "", "file of accepted bearer tokens, one per line (# comments); every method but health needs one; reread on SIGHUP")
+	fs.StringVar(&cfg.AuthTokens, "auth-tokens", "", "file of accepted bearer tokens, one per line (# comments); every method but health needs one; reread on SIGHUP, which cuts the open streams (Feed and Work) of tokens no longer in it")
 	fs.StringVar(&cfg.PeerTokenFile, "peer-token-file", "", "file whose first token this server sends to its --peers")
 	fs.StringVar(&cfg.PeerCA, "peer-ca", "", "PEM CA of the peers' certificates: dial peers with TLS, presenting --peer-cert (default --tls-cert) as a client certificate; a dns:/// --peers name is what their certificates must name")
 	fs.StringVar(&cfg.PeerCert, "peer-cert", "", "PEM client certificate for peers that require mutual TLS, when it is not --tls-cert (with --peer-key and --peer-ca)")
