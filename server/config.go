@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -170,8 +171,13 @@ func (c Config) Validate() error {
 	if c.Window < 0 || c.Window > maxWindow {
 		errs = append(errs, fmt.Errorf("window %d: want 0..%d (0 means automatic)", c.Window, maxWindow))
 	}
-	if _, err := parsePeers(c.Peers); err != nil {
+	if t, err := parsePeers(c.Peers); err != nil {
 		errs = append(errs, err)
+	} else if remote := remotePeers(t); c.PeerTokenFile != "" && c.PeerCA == "" && !c.PeerInsecureToken && len(remote) > 0 {
+		// Every call to these peers would be refused by the token
+		// credentials, and the trainer would wait for batches no peer makes.
+		errs = append(errs, fmt.Errorf("peers: the --peer-token-file token would go in plaintext to %s (not loopback), which is refused at every call: "+
+			"add --peer-ca (TLS to the peers) or, on a network you trust, --peer-insecure-token", strings.Join(remote, ", ")))
 	}
 	if c.Workers == 0 && c.Peers == "" {
 		errs = append(errs, errors.New("workers 0 and no peers: nothing would make batches"))
@@ -222,6 +228,22 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("max streams per client %d: want >= 0 (0 means %d)", c.MaxStreamsPerClient, DefaultMaxStreamsPerClient))
 	}
 	return errors.Join(errs...)
+}
+
+// remotePeers are the peers of t not on loopback, as the flag names them:
+// static addresses, or the dns:/// name unless it is localhost (or a
+// loopback IP).
+func remotePeers(t peerTarget) []string {
+	var out []string
+	if t.host != "" && !rpc.IsLoopback(net.JoinHostPort(t.host, t.port)) {
+		out = append(out, "dns:///"+net.JoinHostPort(t.host, t.port))
+	}
+	for _, a := range t.static {
+		if !rpc.IsLoopback(a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // withDefaults fills in the zero fields.

@@ -133,6 +133,7 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	warnListen(log, lis.Addr(), cfg)
 	errc := make(chan error, 3)
 	go func() { errc <- gs.Serve(lis) }()
 	if o.healthListen != "" {
@@ -158,6 +159,9 @@ func runServe(args []string) error {
 		defer hsrv.Close()
 		go func() { errc <- hsrv.Serve(mlis) }()
 		log.Info("metrics", "addr", mlis.Addr().String(), "pprof", o.pprof)
+		if o.pprof {
+			warnPprof(log, mlis.Addr())
+		}
 	}
 	addr := lis.Addr().String()
 	if o.addrFile != "" {
