@@ -157,7 +157,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 	}
 	s.shmOff = "--shm=false"
 	if cfg.Shm {
-		if s.shm, err = newShmHub(log); err != nil {
+		if s.shm, err = newShmHub(log, s.refusals.refuse); err != nil {
 			s.shmOff = err.Error()
 			log.Info("shared-memory delivery off", "reason", err)
 		}

@@ -1,11 +1,16 @@
 """What a hostile client or neighbor cannot do to a trainer, against the
 real server: long names are refused with a short echo, and a token removed
-at a reload cuts the streams opened with it."""
+at a reload cuts the streams opened with it, a neighbor flooding the ring
+socket does not deny the trainer shared memory, and "auto" falling back to
+chunks says so once."""
 
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import time
+import warnings
 
 import pytest
 
@@ -57,3 +62,85 @@ def test_revoked_token_cuts_open_streams(start_server, tmp_path) -> None:
                 run()
             assert e.value.code == "UNAUTHENTICATED", e.value
         assert len(collect(kept)) == 10
+
+
+_FLOODER = r"""
+import socket, sys, threading, time
+pid, n = sys.argv[1], int(sys.argv[2])
+name = None
+while name is None:  # the hub's abstract socket, as any local process can find it
+    with open("/proc/net/unix") as f:
+        for line in f:
+            path = line.split()[-1]
+            if path.startswith("@stoker-%s-" % pid):
+                name = path[1:]
+    time.sleep(0.01)
+
+def hold():
+    while True:
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.connect("\0" + name)
+                s.recv(1)  # sends nothing; until the server cuts it
+        except OSError:
+            pass
+        time.sleep(0.01)
+
+for _ in range(n):
+    threading.Thread(target=hold, daemon=True).start()
+print("flooding", flush=True)
+sys.stdin.read()  # until the test closes it
+"""
+
+
+def test_shm_survives_a_neighbor_flood(start_server) -> None:
+    """Local processes holding many silent connections to the server's ring
+    socket, connecting again as soon as they are cut (16 of them denied
+    every trainer its ring before): the trainer still gets shared memory,
+    stream after stream."""
+    srv = start_server()
+    flooders = [subprocess.Popen([sys.executable, "-c", _FLOODER, str(srv.proc.pid), "48"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    try:
+        for f in flooders:
+            assert f.stdout.readline().strip() == "flooding"
+        # Turned away at once past a process's bound, and cut when silent.
+        _wait_for_log(srv.log_path, "policy=shm_flood")
+        _wait_for_log(srv.log_path, "policy=shm_silent")
+        for _ in range(3):
+            with loader(srv.addr, transport="shm") as ld:
+                assert len(collect(ld)) == 10
+                assert ld.transport == "shm" and ld.stats.shm_batches > 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # auto says nothing: it got the ring
+            with loader(srv.addr) as ld:
+                collect(ld)
+                assert ld.transport == "shm", ld.transport_reason
+    finally:
+        for f in flooders:
+            f.stdin.close()
+            f.wait(timeout=10)
+
+
+def test_auto_fallback_warns_once(start_server) -> None:
+    srv = start_server("--shm=false")
+    with pytest.warns(RuntimeWarning) as rec:
+        with loader(srv.addr) as ld:
+            collect(ld)
+            collect(ld)  # the next epoch, on the same stream
+            next(iter(ld))
+            ld.load_state_dict(ld.state_dict())
+            next(iter(ld))  # a new stream
+            assert ld.transport == "grpc"
+    fell_back = [str(w.message) for w in rec if "shared memory" in str(w.message)]
+    assert len(fell_back) == 1 and "--shm=false" in fell_back[0], fell_back
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with loader(srv.addr, transport="grpc") as ld:  # asked for chunks: nothing to say
+            collect(ld)
+    # A server on another machine: chunks are the way, not a fallback.
+    from stoker._stream import _Session
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _Session()._warn_fallback("the trainer runs on another machine (its boot id is not the server's)")
