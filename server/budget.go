@@ -2,16 +2,15 @@ package server
 
 import (
 	"context"
-	"os"
-	"strconv"
-	"strings"
+	"errors"
+	"fmt"
 	"sync"
 	"syscall"
 	"time"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
+
+// ErrMemoryBudget is the refusal of bytes the memory budget does not have.
+var ErrMemoryBudget = errors.New("memory budget")
 
 // budget is the server-wide memory budget that batch buffers come out of:
 // every Feed job's reorder buffers and every Work lease.
@@ -42,7 +41,7 @@ func (b *budget) try(n int64) bool {
 }
 
 // acquire takes n bytes, waiting up to wait for others to release them. Its
-// error is RESOURCE_EXHAUSTED with the numbers.
+// error wraps ErrMemoryBudget and gives the numbers.
 func (b *budget) acquire(ctx context.Context, n int64, wait time.Duration, what string) error {
 	deadline := time.Now().Add(wait)
 	for {
@@ -57,7 +56,7 @@ func (b *budget) acquire(ctx context.Context, n int64, wait time.Duration, what 
 		b.mu.Unlock()
 		left := time.Until(deadline)
 		if n > b.limit || left <= 0 {
-			return status.Errorf(codes.ResourceExhausted, "memory budget: %s needs %d bytes; %d of the server's %d bytes are in use (--memory-budget)", what, n, used, b.limit)
+			return fmt.Errorf("%w: %s needs %d bytes; %d of the server's %d bytes are in use (--memory-budget)", ErrMemoryBudget, what, n, used, b.limit)
 		}
 		select {
 		case <-freed:
@@ -89,17 +88,21 @@ func (b *budget) inUse() int64 {
 }
 
 // defaultMemoryBudget is half of the memory this process may use: the
-// machine's, or its cgroup's limit when lower.
+// machine's, or its cgroup's limit when lower (cgroup v2 or v1).
 func defaultMemoryBudget() int64 {
 	var si syscall.Sysinfo_t
 	total := int64(8 << 30)
 	if syscall.Sysinfo(&si) == nil {
 		total = int64(si.Totalram) * int64(si.Unit)
 	}
-	if data, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
-		if n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err == nil && n > 0 && n < total {
-			total = n
-		}
+	return memoryBudgetOf(total, cgroupMemoryLimit("/"))
+}
+
+// memoryBudgetOf is half of the machine's total memory, or of the cgroup's
+// limit when there is one and it is lower.
+func memoryBudgetOf(total, cgroupLimit int64) int64 {
+	if cgroupLimit > 0 && cgroupLimit < total {
+		total = cgroupLimit
 	}
 	return total / 2
 }

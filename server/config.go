@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"time"
@@ -22,6 +23,15 @@ const (
 	DefaultMaxStreams   = 256
 	DefaultStallTarget  = 0.02
 	DefaultIdleTimeout  = 10 * time.Minute
+	// DefaultAdviseWindow is how long a lower worker recommendation must
+	// hold before it is published (the HPA's scale-down stabilization).
+	DefaultAdviseWindow = 60 * time.Second
+	// DefaultMaxWorkersRecommended bounds the published recommendation.
+	DefaultMaxWorkersRecommended = 64
+	// DefaultVerifyFraction is the share of peers' samples re-made and
+	// compared: about one sample in 200, a few percent of a core on a
+	// coordinator relaying thousands of images a second.
+	DefaultVerifyFraction = 0.005
 	// MaxDatasetName bounds a dataset name a client may send, and
 	// MaxPresetName a transform preset's name.
 	MaxDatasetName = 256
@@ -84,6 +94,18 @@ type Config struct {
 	// each job's window controller aims under: it widens the window while
 	// the stall is above it. Default DefaultStallTarget.
 	StallTarget float64
+	// AdviseWindow is how long the advisor's recommendation must have been
+	// lower before stoker_workers_recommended falls (rises are published
+	// at once). Default DefaultAdviseWindow.
+	AdviseWindow time.Duration
+	// MaxWorkersRecommended bounds stoker_workers_recommended. Default
+	// DefaultMaxWorkersRecommended.
+	MaxWorkersRecommended int
+	// VerifyFraction is the share of peers' samples the coordinator makes
+	// again itself and compares byte for byte (peers' labels and indices
+	// are always checked). 0 means DefaultVerifyFraction; negative turns
+	// the byte comparison off.
+	VerifyFraction float64
 	// LeaseTimeout is how long a maker may take for one batch before its
 	// lease goes to another. Default DefaultLeaseTimeout.
 	LeaseTimeout time.Duration
@@ -199,6 +221,12 @@ func (c Config) Validate() error {
 	if !(c.StallTarget >= 0 && c.StallTarget < 1) {
 		errs = append(errs, fmt.Errorf("stall target %v: want 0..1 (0 means %v)", c.StallTarget, DefaultStallTarget))
 	}
+	if math.IsNaN(c.VerifyFraction) || c.VerifyFraction > 1 {
+		errs = append(errs, fmt.Errorf("verify fraction %v: want 0..1 (0: the default, %v; negative: off)", c.VerifyFraction, DefaultVerifyFraction))
+	}
+	if c.AdviseWindow < 0 || c.MaxWorkersRecommended < 0 {
+		errs = append(errs, fmt.Errorf("advise window %v, max workers recommended %d: want >= 0 (0: the default)", c.AdviseWindow, c.MaxWorkersRecommended))
+	}
 	if c.LeaseTimeout < 0 {
 		errs = append(errs, fmt.Errorf("lease timeout %v: want > 0", c.LeaseTimeout))
 	}
@@ -250,6 +278,15 @@ func remotePeers(t peerTarget) []string {
 func (c Config) withDefaults() Config {
 	if c.LeaseTimeout == 0 {
 		c.LeaseTimeout = DefaultLeaseTimeout
+	}
+	if c.VerifyFraction == 0 {
+		c.VerifyFraction = DefaultVerifyFraction
+	}
+	if c.AdviseWindow == 0 {
+		c.AdviseWindow = DefaultAdviseWindow
+	}
+	if c.MaxWorkersRecommended == 0 {
+		c.MaxWorkersRecommended = DefaultMaxWorkersRecommended
 	}
 	if c.PeerRefresh == 0 {
 		c.PeerRefresh = 5 * time.Second

@@ -24,27 +24,35 @@ var errorCodes = []struct {
 	{pipeline.ErrTooLarge, codes.ResourceExhausted},
 	{pipeline.ErrCorrupt, codes.DataLoss},
 	{pipeline.ErrClosed, codes.Unavailable},
+	{ErrMemoryBudget, codes.ResourceExhausted},
+	{ErrNoMaker, codes.FailedPrecondition},
+	{ErrBatchFailed, codes.Unavailable},
+	{ErrNoMakerReady, codes.Unavailable},
 }
 
-// toStatus turns err into a status error. Errors that already carry a status
-// pass through unchanged; the rest take their code from errorCodes, or
-// Internal, keeping their message.
+// toStatus turns err into a status error: a status error passes through
+// unchanged; any other takes its code from errorCodes, else from a status
+// it wraps (a peer's answer), else Internal, keeping its message.
 func toStatus(err error) error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := status.FromError(err); ok {
+	if _, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
 		return err
 	}
 	return status.Error(codeOf(err), err.Error())
 }
 
-// codeOf is err's status code by errorCodes.
+// codeOf is err's status code by errorCodes, or the code of a status it
+// wraps, or Internal.
 func codeOf(err error) codes.Code {
 	for _, e := range errorCodes {
 		if errors.Is(err, e.err) {
 			return e.code
 		}
+	}
+	if st, ok := status.FromError(err); ok {
+		return st.Code()
 	}
 	return codes.Internal
 }

@@ -27,6 +27,10 @@ func TestToStatus(t *testing.T) {
 		{"deadline", context.DeadlineExceeded, codes.DeadlineExceeded},
 		{"status passes through", status.Error(codes.NotFound, "nope"), codes.NotFound},
 		{"other", io.ErrUnexpectedEOF, codes.Internal},
+		{"memory budget", fmt.Errorf("%w: a job needs 9 bytes", ErrMemoryBudget), codes.ResourceExhausted},
+		{"every maker refused", fmt.Errorf("%w: a:1: %w", ErrNoMaker, status.Error(codes.NotFound, "unknown dataset")), codes.FailedPrecondition},
+		{"batch failed", fmt.Errorf("%w: last: %w", ErrBatchFailed, status.Error(codes.DataLoss, "x")), codes.Unavailable},
+		{"wrapped peer status", fmt.Errorf("peer a:1: %w", status.Error(codes.PermissionDenied, "no")), codes.PermissionDenied},
 		{"plain", errors.New("boom"), codes.Internal},
 	}
 	for _, tc := range tests {
@@ -36,7 +40,7 @@ func TestToStatus(t *testing.T) {
 			if !ok || st.Code() != tc.code {
 				t.Fatalf("toStatus(%v) = %v, want code %v", tc.err, got, tc.code)
 			}
-			if st.Message() != tc.err.Error() && tc.code != codes.NotFound {
+			if st.Message() != tc.err.Error() && tc.name != "status passes through" {
 				t.Errorf("message %q, want %q", st.Message(), tc.err.Error())
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -79,16 +80,23 @@ func (s *Server) recvWithin(ctx context.Context, recv func() (*stokerv1.FeedRequ
 	}
 }
 
-// runJob runs job j on the stream: its buffers out of the memory budget,
-// its coordinator aside, and a watchdog that ends a stream whose trainer
+// runJob runs job j on the stream: a coordinator that makes and orders
+// its batches, a send loop that sends them (so a slow trainer's Send never
+// holds up leasing, collecting or the controller), a receiver of the
+// trainer's credits, and a watchdog that ends a stream whose trainer
 // neither reads nor grants credits for IdleTimeout while a batch waits.
+// The handler returns only once its send loop has ended, but for a Send
+// stuck on a trainer that stopped reading: that one is left to end with
+// the stream, and no other Send begins after the handler decided to return
+// (grpc-go forbids Send after the handler returned).
 func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedServer, j *job, st Stream, shm *stokerv1.ShmRequest, id string, log *slog.Logger) error {
+	mem := newStreamMemory(s.budget)
 	// The job needs at least two batch buffers (one being made, one being
 	// sent); more come out of the budget as the window grows.
-	batchBytes := int64(j.spec.GetBatchSize()) * int64(j.t.SampleBytes())
-	if err := s.budget.acquire(ctx, 2*batchBytes, 2*time.Second, "a job of "+strconv.FormatInt(batchBytes, 10)+"-byte batches"); err != nil {
+	batchBytes := j.batchBytes()
+	if err := mem.acquire(ctx, reservedBuffers*batchBytes, 2*time.Second, "a job of "+strconv.FormatInt(batchBytes, 10)+"-byte batches"); err != nil {
 		s.refusals.refuse("memory_budget", "job refused: memory budget", "job", id, "err", err)
-		return err
+		return toStatus(err)
 	}
 	log = log.With("rank", j.rank, "world_size", j.world)
 	log.Info("job open", "epoch", st.Epoch, "epochs", st.Epochs, "batch_size", j.spec.GetBatchSize(),
@@ -96,41 +104,60 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	var r *ring
 	if shm != nil {
 		var err error
-		if r, err = s.shmHandshake(ctx, stream, shm, st.Credits, batchBytes, log); err != nil {
-			s.budget.release(2 * batchBytes)
+		if r, err = s.shmHandshake(ctx, stream, shm, st.Credits, batchBytes, mem, log); err != nil {
+			mem.close()
 			return toStatus(err)
 		}
 	}
-	c := newCoordinator(s, j, st, id, log)
-	c.reserved = 2 * batchBytes
-	c.batchBytes = batchBytes
+	c := newCoordinator(s.coord, j, st, id, mem, log)
 	f := &feed{s: s, j: j, c: c, stream: stream, begin: time.Now(), ring: r}
 	s.active.Store(c.name, c)
 	defer s.active.Delete(c.name)
 
 	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	// The receiver blocks in Recv, which returns once the handler has
 	// returned, so it is not waited for; it touches only the coordinator's
-	// credits and the metrics.
+	// credits, the ring's slots and the metrics.
 	go f.receive(c, cancel)
-	done := make(chan error, 1)
-	s.jobs.Add(1)
+	coordDone := make(chan error, 1)
+	s.jobs.Add(2)
 	go func() {
 		defer s.jobs.Done()
-		defer func() { s.budget.release(c.reserved) }()
-		defer s.dropRing(r) // once the coordinator no longer fills it
-		done <- c.run(ctx, f)
+		coordDone <- c.run(ctx)
 	}()
+	sendDone := make(chan error, 1)
+	go func() {
+		defer s.jobs.Done()
+		defer mem.close()        // once nothing holds a buffer or the ring
+		defer s.dropRing(r, mem) // once nothing fills it
+		sendDone <- f.sendLoop(cancel)
+	}()
+	idle := f.watch(ctx, c, s.cfg.IdleTimeout)
 	var err error
 	select {
-	case err = <-done:
-	case err = <-f.watch(ctx, c, s.cfg.IdleTimeout):
-		// Returning ends the stream, which unblocks a Send stuck on a
-		// trainer that stopped reading; the coordinator winds down aside.
+	case err = <-coordDone:
+		if err != nil {
+			f.stop() // the coordinator failed: nothing more goes out
+		}
+		select {
+		case serr := <-sendDone:
+			if err == nil {
+				err = serr
+			}
+		case err = <-idle:
+			f.stop()
+		}
+	case err = <-idle:
 		cancel(err)
+		f.stop()
+		if !f.stuck() {
+			<-sendDone
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "--idle-timeout") {
 		s.refusals.refuse("idle_timeout", "job closed: idle", "job", id, "err", err)
 	}
-	cancel(nil)
 	attrs := []any{"epochs", f.epochs.Load(), "batches", f.batches.Load(), "duration", time.Since(f.begin).Round(time.Millisecond)}
 	switch by := s.closedBy(stream.Context(), err); by {
 	case "":
@@ -180,8 +207,9 @@ func streamOf(o *stokerv1.OpenJob, j *job) (Stream, error) {
 	return st, nil
 }
 
-// feed adapts a coordinator's output to a Feed stream (it is the
-// coordinator's Sink).
+// feed adapts a coordinator's output to a Feed stream: its send loop
+// sends the coordinator's output, its receiver reads the trainer's
+// credits.
 type feed struct {
 	s      *Server
 	j      *job
@@ -189,26 +217,89 @@ type feed struct {
 	stream stokerv1.FeedService_FeedServer
 	begin  time.Time
 
-	// Counted by the coordinator's goroutine, read by the handler's.
+	// Counted by the send loop, read by the handler's goroutine.
 	epochs, batches atomic.Uint64
 	// sendingSince is when the Send in progress began (Unix ns), 0 when
 	// none is.
 	sendingSince atomic.Int64
+	// mu guards stopped: set, no Send begins.
+	mu      sync.Mutex
+	stopped bool
 
 	// ring is the stream's shared memory, nil when batches go in chunks.
-	// The coordinator's goroutine fills its slots, the receiver frees them.
+	// The send loop fills its slots, the receiver frees them.
 	ring *ring
 
-	// Owned by the coordinator's goroutine.
+	// Owned by the send loop.
 	chunk    stokerv1.Chunk
 	chunkMsg stokerv1.FeedResponse
 }
 
-// send is stream.Send, timed for the watchdog.
+// errStopped is a Send refused because the handler is returning.
+var errStopped = errors.New("the stream is ending")
+
+// stop makes every later send fail with errStopped.
+func (f *feed) stop() {
+	f.mu.Lock()
+	f.stopped = true
+	f.mu.Unlock()
+}
+
+// stuck reports whether a Send is in progress, begun before stop: it ends
+// only with the stream.
+func (f *feed) stuck() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sendingSince.Load() != 0
+}
+
+// send is stream.Send, timed for the watchdog, unless the stream stopped.
 func (f *feed) send(m *stokerv1.FeedResponse) error {
+	f.mu.Lock()
+	if f.stopped {
+		f.mu.Unlock()
+		return errStopped
+	}
 	f.sendingSince.Store(time.Now().UnixNano())
+	f.mu.Unlock()
 	defer f.sendingSince.Store(0)
 	return f.stream.Send(m)
+}
+
+// sendLoop sends the coordinator's output until it ends, giving each
+// batch's buffer back once sent. After a failed Send it cancels the job
+// and keeps draining the output (giving the buffers back), so the
+// coordinator never waits on it.
+func (f *feed) sendLoop(cancel context.CancelCauseFunc) error {
+	var err error
+	for o := range f.c.out {
+		if err == nil {
+			if err = f.sendOne(o); err != nil {
+				cancel(err)
+			}
+		}
+		if o.b != nil {
+			f.c.recycle(o.b)
+		}
+	}
+	if errors.Is(err, errStopped) {
+		return nil // the handler has its reason
+	}
+	return err
+}
+
+func (f *feed) sendOne(o output) error {
+	switch {
+	case o.info != nil:
+		return f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Job{Job: o.info}})
+	case o.end != nil:
+		if err := f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_End{End: o.end}}); err != nil {
+			return err
+		}
+		f.epochs.Add(1)
+		return nil
+	}
+	return f.batch(o.epoch, o.k, o.b)
 }
 
 // watch reports an error when the trainer has left a ready batch waiting
@@ -238,20 +329,11 @@ func (f *feed) watch(ctx context.Context, c *coordinator, idle time.Duration) <-
 	return out
 }
 
-func (f *feed) EpochStart(info *stokerv1.JobInfo) error {
-	return f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Job{Job: info}})
-}
-
-func (f *feed) EpochEnd(end *stokerv1.EpochEnd) error {
-	f.epochs.Add(1)
-	return f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_End{End: end}})
-}
-
-// Batch sends batch k: its pixels in a free slot of the ring and its
+// batch sends batch k: its pixels in a free slot of the ring and its
 // header naming the slot, or its header and its pixels in chunks of at most
 // MaxChunkBytes. Send marshals before it returns, so b and the reused chunk
 // message are free again afterwards (no stats handler holds them).
-func (f *feed) Batch(epoch uint64, k int, b *pipeline.Batch) error {
+func (f *feed) batch(epoch uint64, k int, b *pipeline.Batch) error {
 	j := f.j
 	m := f.s.m
 	t0 := time.Now()

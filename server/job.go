@@ -80,6 +80,11 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 	return j, nil
 }
 
+// batchBytes is the size of one whole batch's pixels.
+func (j *job) batchBytes() int64 {
+	return int64(j.spec.GetBatchSize()) * int64(j.t.SampleBytes())
+}
+
 // forwardSpec is the job's spec as forwarded to peers: the trainer's, with
 // the dataset's fingerprint, so that a worker with other data refuses it.
 func (j *job) forwardSpec() *stokerv1.JobSpec {

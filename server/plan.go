@@ -2,6 +2,7 @@ package server
 
 import (
 	"math"
+	"math/bits"
 
 	"github.com/stoker-dev/stoker/pipeline"
 )
@@ -11,12 +12,17 @@ import (
 // (dataset size, seed, epoch, shuffle, rank, world size, batch size,
 // drop_last) gets the same batches.
 //
-// The epoch's order is a permutation of 0..n-1 drawn from (seed, epoch) when
-// shuffling, the identity otherwise. Rank r takes positions r, r+w, r+2w, …
-// of that order, wrapping around to its start so that every rank gets
-// ceil(n/w) samples (torch's DistributedSampler with drop_last=False): ranks
-// never wait on each other, and when w divides n every index goes to exactly
-// one rank once.
+// The epoch's order is a permutation of 0..n-1 keyed by (seed, epoch, n)
+// when shuffling, the identity otherwise. Rank r takes positions r, r+w,
+// r+2w, … of that order, wrapping around to its start so that every rank
+// gets ceil(n/w) samples (torch's DistributedSampler with drop_last=False):
+// ranks never wait on each other, and when w divides n every index goes to
+// exactly one rank once.
+//
+// A Plan holds no per-sample state: the permutation is a keyed bijection
+// evaluated one position at a time (a Feistel network, see permutation), so
+// a plan of a 100-million-sample dataset costs a few words, not 800 MB,
+// and every stream computes its own for free.
 //
 // Elastic resume: when a job of world size w consumed its first c batches of
 // b samples on every rank (as in DDP, where ranks step together), it
@@ -27,7 +33,13 @@ import (
 // consumed at least once in the epoch and the only repeats are the wrapped
 // padding.
 type Plan struct {
-	share     []int64 // this rank's samples in order
+	perm      permutation
+	shuffle   bool
+	start     uint64 // positions consumed before the plan (Consumed, at most n)
+	rest      uint64 // positions left: n - start
+	rank      uint64
+	world     uint64
+	samples   int // this rank's, after drop_last
 	batchSize int
 	batches   int
 }
@@ -54,47 +66,117 @@ func NewPlan(s PlanSpec) Plan {
 	if s.Size <= 0 || s.World < 1 || s.Rank < 0 || s.Rank >= s.World || s.BatchSize < 1 {
 		panic("server: invalid PlanSpec")
 	}
-	order := make([]int, s.Size)
+	n := uint64(s.Size)
+	p := Plan{shuffle: s.Shuffle, rank: uint64(s.Rank), world: uint64(s.World), batchSize: s.BatchSize}
 	if s.Shuffle {
-		// Index MaxUint64 is no sample's index, so the permutation's stream
-		// never coincides with a sample's augmentation stream.
-		r := pipeline.Key{Seed: s.Seed, Epoch: s.Epoch, Index: math.MaxUint64}.Stream(0)
-		r.Perm(order)
-	} else {
-		for i := range order {
-			order[i] = i
-		}
+		p.perm = newPermutation(n, s.Seed, s.Epoch)
 	}
-	rest := order[min(s.Consumed, uint64(s.Size)):]
-	if len(rest) == 0 {
-		return Plan{batchSize: s.BatchSize}
+	p.start = min(s.Consumed, n)
+	p.rest = n - p.start
+	if p.rest == 0 {
+		return p
 	}
-	m := (len(rest) + s.World - 1) / s.World
-	share := make([]int64, m)
-	for j := range share {
-		pos := uint64(s.Rank) + uint64(j)*uint64(s.World)
-		share[j] = int64(rest[pos%uint64(len(rest))])
-	}
-	batches := m / s.BatchSize
+	m := int((p.rest + p.world - 1) / p.world)
+	p.batches = m / s.BatchSize
 	if m%s.BatchSize != 0 {
 		if s.DropLast {
-			share = share[:batches*s.BatchSize]
+			m = p.batches * s.BatchSize
 		} else {
-			batches++
+			p.batches++
 		}
 	}
-	return Plan{share: share, batchSize: s.BatchSize, batches: batches}
+	p.samples = m
+	return p
 }
 
 // Batches is how many batches the rank gets.
 func (p Plan) Batches() int { return p.batches }
 
 // Samples is how many samples the rank gets (after drop_last).
-func (p Plan) Samples() int { return len(p.share) }
+func (p Plan) Samples() int { return p.samples }
 
-// Batch returns the dataset indices of batch k, 0 <= k < Batches(). The
-// slice is shared: do not modify it.
-func (p Plan) Batch(k int) []int64 {
+// Batch returns the dataset indices of batch k, 0 <= k < Batches(), in a
+// new slice.
+func (p Plan) Batch(k int) []int64 { return p.AppendBatch(nil, k) }
+
+// AppendBatch appends the dataset indices of batch k to dst.
+func (p Plan) AppendBatch(dst []int64, k int) []int64 {
 	lo := k * p.batchSize
-	return p.share[lo:min(lo+p.batchSize, len(p.share))]
+	hi := min(lo+p.batchSize, p.samples)
+	for j := lo; j < hi; j++ {
+		dst = append(dst, int64(p.at(uint64(j))))
+	}
+	return dst
+}
+
+// at is the dataset index of the rank's j-th sample.
+func (p Plan) at(j uint64) uint64 {
+	// (rank + j*world) mod rest, without overflow for any size.
+	hi, lo := bits.Mul64(j%p.rest, p.world%p.rest)
+	off := (p.rank%p.rest + bits.Rem64(hi, lo, p.rest)) % p.rest
+	pos := p.start + off
+	if !p.shuffle {
+		return pos
+	}
+	return p.perm.at(pos)
+}
+
+// permutation is a keyed pseudorandom bijection of [0, n): a balanced
+// Feistel network of permRounds rounds on the smallest even number of bits
+// that covers n, with SplitMix64's finalizer keyed per round as the round
+// function, and cycle-walking (values past n are encrypted again until
+// they fall inside, which keeps it a bijection of [0, n)). The domain is
+// less than four times n, so a position takes fewer than four walks on
+// average. It is integer arithmetic only: the same on every machine.
+// (Grain's index_shuffle and format-preserving encryption use the same
+// construction.)
+type permutation struct {
+	n    uint64
+	half uint // bits in each half
+	mask uint64
+	keys [permRounds]uint64
+}
+
+const permRounds = 6
+
+func newPermutation(n, seed, epoch uint64) permutation {
+	half := uint(1)
+	if b := uint(bits.Len64(n - 1)); b > 2 {
+		half = (b + 1) / 2
+	}
+	p := permutation{n: n, half: half, mask: 1<<half - 1}
+	// Index MaxUint64 is no sample's index, so the permutation's keys never
+	// coincide with a sample's augmentation stream; n is keyed in so that
+	// datasets of other sizes get unrelated orders.
+	r := pipeline.Key{Seed: seed, Epoch: epoch, Index: math.MaxUint64}.Stream(n)
+	for i := range p.keys {
+		p.keys[i] = r.Uint64()
+	}
+	return p
+}
+
+// at is the position i's image, i < n.
+func (p permutation) at(i uint64) uint64 {
+	x := i
+	for {
+		x = p.encrypt(x)
+		if x < p.n {
+			return x
+		}
+	}
+}
+
+func (p permutation) encrypt(x uint64) uint64 {
+	l, r := x>>p.half, x&p.mask
+	for _, k := range p.keys {
+		l, r = r, l^(mix64(r^k)&p.mask)
+	}
+	return l<<p.half | r
+}
+
+// mix64 is SplitMix64's finalizer (pipeline's RNG uses the same).
+func mix64(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
 }

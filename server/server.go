@@ -50,6 +50,7 @@ type Server struct {
 	// gpuIdle is the trainer's GPUs' idle share, and whether it is known
 	// (NVML); without a monitor, unknown.
 	gpuIdle  func() (float64, bool)
+	coord    *coordEnv     // what its coordinators share
 	active   sync.Map      // job name -> *coordinator, for Status
 	gpu      gpu.Monitor   // nil without --gpus
 	shm      *shmHub       // nil when shared memory is off
@@ -175,6 +176,14 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 			return smp.IdleRatio, smp.Available && smp.IdleRatio >= 0
 		}
 	}
+	s.coord = &coordEnv{
+		cfg: coordConfig{
+			Window: cfg.Window, LeaseTimeout: cfg.LeaseTimeout, StallTarget: cfg.StallTarget,
+			AdviseWindow: cfg.AdviseWindow, MaxRecommended: cfg.MaxWorkersRecommended,
+		},
+		makers: s.makers, budget: s.budget, m: s.m, gpuIdle: s.gpuIdle,
+		verify: newVerifier(max(cfg.VerifyFraction, 0), s.exec, log, s.makers.poke),
+	}
 	return s, nil
 }
 
@@ -215,6 +224,7 @@ func (s *Server) Close() error {
 	if s.gpu != nil {
 		s.gpu.Close()
 	}
+	s.coord.verify.close()
 	if s.exec != nil {
 		close(s.stop)
 		s.exec.Close()

@@ -89,10 +89,10 @@ func (s *slots) release(ids []uint32) error {
 // batches go through, or nil when they go in chunks (the server declined,
 // or the trainer could not map the ring: the reason is logged). An error
 // ends the stream.
-func (s *Server) shmHandshake(ctx context.Context, stream stokerv1.FeedService_FeedServer, req *stokerv1.ShmRequest, credits, batchBytes int64, log *slog.Logger) (*ring, error) {
-	offer, r := s.shmOffer(req, credits, batchBytes)
+func (s *Server) shmHandshake(ctx context.Context, stream stokerv1.FeedService_FeedServer, req *stokerv1.ShmRequest, credits, batchBytes int64, mem *streamMemory, log *slog.Logger) (*ring, error) {
+	offer, r := s.shmOffer(req, credits, batchBytes, mem)
 	if err := stream.Send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Shm{Shm: offer}}); err != nil {
-		s.dropRing(r)
+		s.dropRing(r, mem)
 		return nil, err
 	}
 	if r == nil {
@@ -105,7 +105,7 @@ func (s *Server) shmHandshake(ctx context.Context, stream stokerv1.FeedService_F
 		err = status.Errorf(codes.InvalidArgument, "after a ShmOffer the trainer's next message must be ShmAccept, got %T", m.GetMsg())
 	}
 	if err != nil {
-		s.dropRing(r)
+		s.dropRing(r, mem)
 		return nil, err
 	}
 	handed, pid, uid := r.wasHanded()
@@ -119,13 +119,13 @@ func (s *Server) shmHandshake(ctx context.Context, stream stokerv1.FeedService_F
 		log.Info("shared memory", "slots", offer.GetSlots(), "slot_bytes", offer.GetSlotBytes(), "pid", pid, "uid", uid)
 		return r, nil
 	}
-	s.dropRing(r)
+	s.dropRing(r, mem)
 	return nil, nil
 }
 
 // shmOffer decides on a ShmRequest: a ring of slots for credits batches of
-// batchBytes, out of the memory budget, or the reason there is none.
-func (s *Server) shmOffer(req *stokerv1.ShmRequest, credits, batchBytes int64) (*stokerv1.ShmOffer, *ring) {
+// batchBytes, out of the stream's memory, or the reason there is none.
+func (s *Server) shmOffer(req *stokerv1.ShmRequest, credits, batchBytes int64, mem *streamMemory) (*stokerv1.ShmOffer, *ring) {
 	decline := func(format string, a ...any) (*stokerv1.ShmOffer, *ring) {
 		return &stokerv1.ShmOffer{Declined: fmt.Sprintf(format, a...)}, nil
 	}
@@ -139,25 +139,26 @@ func (s *Server) shmOffer(req *stokerv1.ShmRequest, credits, batchBytes int64) (
 	}
 	n := ringSlots(credits)
 	total := int64(n) * batchBytes
-	if !s.budget.try(total) {
+	if !mem.try(total) {
 		return decline("a ring of %d slots of %d bytes does not fit in the memory budget now (--memory-budget)", n, batchBytes)
 	}
 	r, err := s.shm.offer(n, batchBytes)
 	if err != nil {
-		s.budget.release(total)
+		mem.release(total)
 		return decline("%v", err)
 	}
 	s.m.shmRings.Add(float64(total))
 	return &stokerv1.ShmOffer{Socket: s.shm.name, Token: r.token[:], Slots: uint32(n), SlotBytes: uint64(batchBytes)}, r
 }
 
-// dropRing unmaps r, if any, and gives its bytes back to the budget.
-func (s *Server) dropRing(r *ring) {
+// dropRing unmaps r, if any, and gives its bytes back to the stream's
+// memory.
+func (s *Server) dropRing(r *ring, mem *streamMemory) {
 	if r == nil {
 		return
 	}
 	total := int64(len(r.held)) * r.size
 	r.close()
-	s.budget.release(total)
+	mem.release(total)
 	s.m.shmRings.Sub(float64(total))
 }

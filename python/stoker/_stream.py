@@ -3,7 +3,9 @@ that reassembles batches while the trainer works, and the session that
 keeps a Loader's channel and stream open across epochs.
 
 A stream runs epoch after epoch (``OpenJob.epochs`` is 0): JobInfo, the
-epoch's batches, EpochEnd, then the next epoch's JobInfo. The reader thread
+epoch's batches, EpochEnd, then the next epoch's JobInfo. A trainer that
+stops at an epoch's last batch leaves the EpochEnd unread; the next
+iteration on the stream reads and drops it (:attr:`_FeedStream.end_pending`). The reader thread
 turns responses into ``(kind, value)`` items on :attr:`_FeedStream.out`:
 ``("job", JobInfo)``, ``("batch", _Batch)``, ``("end", EpochEnd)``,
 ``("closed", None)`` when the server ends the stream, ``("error",
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import os
 import queue
+import sys
 import threading
 import time
 import warnings
@@ -58,9 +61,13 @@ class _FeedStream:
         self.pid = conn.pid
         self._endpoint = conn.endpoint
         #: The epoch whose JobInfo comes next while the stream waits between
-        #: epochs (the last iteration on it ran its epoch to EpochEnd); None
-        #: while an iteration uses it, or before.
+        #: epochs (the last iteration on it took its epoch's every batch);
+        #: None while an iteration uses it, or before.
         self.next_epoch: Optional[int] = None
+        #: Whether the EpochEnd before :attr:`next_epoch`'s JobInfo is still
+        #: to be read: the trainer took the epoch's last batch and did not
+        #: ask for more (a loop that stops at len(), as Lightning does).
+        self.end_pending = False
         self._requests: "queue.Queue[Optional[pb.FeedRequest]]" = queue.Queue()
         self._requests.put(pb.FeedRequest(open=open_job))
         self.out: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
@@ -186,6 +193,25 @@ class _FeedStream:
                     self.on_fallback(self.shm_reason)
             return item
 
+    def job(self, timeout: Optional[float]) -> Tuple[str, Any]:
+        """The first item of the epoch the stream starts now: its JobInfo
+        (``("job", info)``), or what came instead. The previous epoch's
+        EpochEnd, when it is still pending (:attr:`end_pending`), is read
+        and dropped first."""
+        item = self.get(timeout)
+        if self.end_pending and item[0] == "end":
+            self.end_pending = False
+            item = self.get(timeout)
+        return item
+
+    def read_end(self, timeout: Optional[float]) -> Tuple[str, Any]:
+        """Reads the pending EpochEnd, for a trainer that asks past an
+        epoch's last batch: ``("end", EpochEnd)``, or what came instead."""
+        item = self.get(timeout)
+        if item[0] == "end":
+            self.end_pending = False
+        return item
+
     def close(self) -> None:
         """Ends the stream, cancelling it if it is still running. In a
         forked child (which must not touch gRPC) it only marks it closed.
@@ -239,8 +265,18 @@ class _Session:
             f"stoker: transport='auto' gets its batches in gRPC chunks, not through shared memory: {reason} "
             "(shown once per loader; loader.transport_reason says it too)",
             RuntimeWarning,
-            stacklevel=4,  # the trainer's loop: _warn_fallback, _FeedStream.get, Loader._run, the loop
+            stacklevel=_outside_level(),  # the trainer's loop
         )
+
+
+def _outside_level() -> int:
+    """The ``stacklevel`` that points warnings.warn, called by this
+    function's caller, at the first frame outside the stoker package."""
+    pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    f, level = sys._getframe(1), 1
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
+        f, level = f.f_back, level + 1
+    return level
 
     def connection(self, endpoint: Endpoint) -> Connection:
         """The open channel, made if there is none (or only a forked
@@ -252,7 +288,8 @@ class _Session:
 
     def idle_stream(self, epoch: int) -> Optional[_FeedStream]:
         """The open stream, if it waits at the start of ``epoch``; it is then
-        in use (until it is released at the end of an epoch)."""
+        in use (until it is released at the end of an epoch). Its pending
+        EpochEnd, if any, is for the caller to skip (:meth:`_FeedStream.job`)."""
         s = self.stream
         if s is None or s.closed or s.next_epoch != epoch or os.getpid() != s.pid:
             return None

@@ -132,8 +132,9 @@ def test_auto_fallback_warns_once(start_server) -> None:
             ld.load_state_dict(ld.state_dict())
             next(iter(ld))  # a new stream
             assert ld.transport == "grpc"
-    fell_back = [str(w.message) for w in rec if "shared memory" in str(w.message)]
-    assert len(fell_back) == 1 and "--shm=false" in fell_back[0], fell_back
+    fell_back = [w for w in rec if "shared memory" in str(w.message)]
+    assert len(fell_back) == 1 and "--shm=false" in str(fell_back[0].message), fell_back
+    assert fell_back[0].filename == __file__  # shown at the trainer's loop, not inside stoker
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with loader(srv.addr, transport="grpc") as ld:  # asked for chunks: nothing to say
