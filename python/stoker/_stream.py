@@ -268,16 +268,6 @@ class _Session:
             stacklevel=_outside_level(),  # the trainer's loop
         )
 
-
-def _outside_level() -> int:
-    """The ``stacklevel`` that points warnings.warn, called by this
-    function's caller, at the first frame outside the stoker package."""
-    pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    f, level = sys._getframe(1), 1
-    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
-        f, level = f.f_back, level + 1
-    return level
-
     def connection(self, endpoint: Endpoint) -> Connection:
         """The open channel, made if there is none (or only a forked
         parent's, which is forgotten, never used)."""
@@ -312,3 +302,13 @@ def _outside_level() -> int:
         if self.conn is not None:
             conn, self.conn = self.conn, None
             conn.close()
+
+
+def _outside_level() -> int:
+    """The ``stacklevel`` that points warnings.warn, called by this
+    function's caller, at the first frame outside the stoker package."""
+    pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    f, level = sys._getframe(1), 1
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
+        f, level = f.f_back, level + 1
+    return level

@@ -134,7 +134,8 @@ def test_auto_fallback_warns_once(start_server) -> None:
             assert ld.transport == "grpc"
     fell_back = [w for w in rec if "shared memory" in str(w.message)]
     assert len(fell_back) == 1 and "--shm=false" in str(fell_back[0].message), fell_back
-    assert fell_back[0].filename == __file__  # shown at the trainer's loop, not inside stoker
+    # Shown at the trainer's loop (here the tests' collect()), not inside stoker.
+    assert fell_back[0].filename.endswith("helpers.py"), fell_back[0].filename
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with loader(srv.addr, transport="grpc") as ld:  # asked for chunks: nothing to say
