@@ -9,13 +9,14 @@ import (
 )
 
 // control is the window controller's decision, every controlEvery: widen
-// while the trainer's input stall is above target; narrow when the GPU is
-// saturated (by NVML, or, without it, by the trainer not waiting) and the
-// buffer stays full, so that CPU and memory go back to other jobs; hold
-// otherwise. Widening is multiplicative (half again), narrowing one lease
-// at a time, so a stalled job catches up within a few decisions and a
-// saturated one gives back slowly. Then it publishes the job's status and
-// metrics.
+// while the job is starved above target (the GPU's idle share when a
+// monitor is there, the trainer's wait otherwise: see starvation); narrow
+// when the GPU is saturated (by NVML, or, without it, by the trainer not
+// waiting) and the buffer stays full, so that CPU and memory go back to
+// other jobs; hold otherwise. Widening is multiplicative (half again),
+// narrowing one lease at a time, so a stalled job catches up within a few
+// decisions and a saturated one gives back slowly. Then it publishes the
+// job's status and metrics.
 func (c *coordinator) control(now time.Time, ms []Maker) {
 	c.forgetGone(ms)
 	snap := c.tel.snapshot(now)
@@ -23,7 +24,8 @@ func (c *coordinator) control(now time.Time, ms []Maker) {
 	lo, hi := c.bounds(ms)
 	old := c.window(ms)
 	idle, gpuOK := c.env.gpuIdle()
-	saturated := snap.stall <= target
+	starved, signal := starvation(snap.stall, idle, gpuOK)
+	saturated := starved <= target
 	if gpuOK {
 		saturated = idle < 0.05
 	}
@@ -32,7 +34,7 @@ func (c *coordinator) control(now time.Time, ms []Maker) {
 	full := c.starvedFor(now) >= controlEvery/2
 	w := old
 	switch {
-	case snap.stall > target:
+	case starved > target:
 		w = min(hi, w+max(1, w/2))
 	case saturated && full && w-1 >= narrowFloor(c.recommended, readyMakers(ms)):
 		w = max(lo, w-1)
@@ -44,17 +46,18 @@ func (c *coordinator) control(now time.Time, ms []Maker) {
 			decision = "narrow"
 		}
 		c.env.m.windowDecisions.WithLabelValues(decision).Inc()
-		c.log.Debug("window", "decision", decision, "from", old, "to", w, "stall", round3(snap.stall),
-			"recommended", c.recommended,
-			"gpu_idle", gpuIdleOrNaN(idle, gpuOK), "buffer_full", full)
+		c.log.Debug("window", "decision", decision, "from", old, "to", w, "starvation", round3(starved), "signal", signal,
+			"wait", round3(snap.stall), "recommended", c.recommended, "gpu_idle", gpuIdleOrNaN(idle, gpuOK), "buffer_full", full)
 	}
 	c.shrinkPool(ms)
-	d := pipeline.JobDemand{Stall: snap.stall}
+	// Workers share their cores by this starvation too (the stall
+	// schedule), locally and through the leases' demand.
+	d := pipeline.JobDemand{Stall: starved}
 	if snap.stepPerBatch > 0 {
 		d.Work = snap.stepPerBatch / float64(c.j.spec.GetBatchSize())
 	}
 	c.demand.Store(&d)
-	c.publish(snap, ms, idle, gpuOK)
+	c.publish(now, snap, ms, idle, gpuOK)
 }
 
 // narrowFloor is the narrowest window that still gives a lease to every
@@ -82,36 +85,57 @@ func (c *coordinator) shrinkPool(ms []Maker) {
 }
 
 // publish stores the job's status for Status and sets its metrics.
-func (c *coordinator) publish(snap telemetrySnap, ms []Maker, idle float64, gpuOK bool) {
+func (c *coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idle float64, gpuOK bool) {
 	lo, hi := c.bounds(ms)
+	window := c.window(ms)
 	js := &stokerv1.JobStatus{
 		Id: c.name, Dataset: c.j.name, Rank: uint32(c.j.rank), WorldSize: uint32(c.j.world), Epoch: c.cur.epoch,
 		ImagesPerSecond: snap.imagesPerSec, BytesPerSecond: snap.bytesPerSec, InputStallRatio: snap.stall,
-		GpuIdleRatio: -1, Window: uint32(c.window(ms)), WindowMin: uint32(lo), WindowMax: uint32(hi),
+		GpuIdleRatio: -1, Window: uint32(window), WindowMin: uint32(lo), WindowMax: uint32(hi),
 		Buffered: uint32(len(c.ready)),
 	}
 	if gpuOK {
 		js.GpuIdleRatio = idle
 	}
-	capacity, ready, free := 0.0, 0, false
-	window := c.window(ms)
-	now := time.Now()
+	js.Starvation, js.StarvationSignal = starvation(snap.stall, idle, gpuOK)
+	in := adviceInput{
+		target: c.env.cfg.StallTarget, starved: js.Starvation, delivered: snap.batchesPerSec,
+		waited: snap.stall > 0, bytes: snap.bytesPerSec,
+	}
 	for _, m := range ms {
 		st := c.stats[m]
 		mst := &stokerv1.MakerStatus{Name: m.Name(), Ready: m.Ready()}
+		var share float64
 		if st != nil {
 			mst.BatchesPerSecond, mst.InFlight = st.throughput(now), uint32(st.inflight)
+			mst.BusyBatchesPerSecond, share = st.busyRate(now)
+			mst.BusyRatio = share
+		}
+		switch {
+		case c.refused[m] != nil:
+			mst.Unavailable = truncate("refused the job: "+c.refused[m].Error(), 256)
+		case c.env.verify.why(m) != nil:
+			mst.Unavailable = truncate("quarantined: "+c.env.verify.why(m).Error(), 256)
+		case !m.Ready():
+			if w, ok := m.(whyNot); ok && w.Unavailable() != nil {
+				mst.Unavailable = truncate(w.Unavailable().Error(), 256)
+			}
 		}
 		js.Makers = append(js.Makers, mst)
-		if m.Ready() && c.refused[m] == nil {
-			ready++
-			capacity += mst.BatchesPerSecond
+		if c.usable(m) {
+			in.makers++
+			in.busyRates = append(in.busyRates, mst.BusyBatchesPerSecond)
+			in.busyShare += share
 			// A maker with room while leases were fewer than the window:
 			// the makers were not what held the trainer up.
-			free = free || m.Free() > 0 && len(c.leases) < window
+			in.spare = in.spare || m.Free() > 0 && len(c.leases) < window && len(c.ready) > 0
 		}
 	}
-	js.WorkersRecommended, js.Advice = advise(snap, c.env.cfg.StallTarget, capacity, ready, free && len(c.ready) > 0)
+	if in.makers > 0 {
+		in.busyShare /= float64(in.makers)
+	}
+	raw, advice := advise(in)
+	js.WorkersRecommended, js.Advice = c.advised.add(now, raw), advice
 	c.recommended = js.WorkersRecommended
 	c.status.Store(js)
 
@@ -119,7 +143,11 @@ func (c *coordinator) publish(snap telemetrySnap, ms []Maker, idle float64, gpuO
 	m.stallRatio.WithLabelValues(c.j.name, c.name).Set(snap.stall)
 	m.window.WithLabelValues(c.name).Set(float64(js.Window))
 	m.buffered.WithLabelValues(c.name).Set(float64(js.Buffered))
-	m.gpuIdle.WithLabelValues(c.name).Set(gpuIdleOrNaN(idle, gpuOK))
+	if gpuOK {
+		m.gpuIdle.WithLabelValues(c.name).Set(idle)
+	} else {
+		m.gpuIdle.DeleteLabelValues(c.name) // unknown, not NaN
+	}
 	if !math.IsNaN(js.WorkersRecommended) {
 		m.workersRecommended.WithLabelValues(c.name).Set(js.WorkersRecommended)
 	}

@@ -15,6 +15,82 @@ type makerStat struct {
 	// advisor (the EWMA, leases in flight over latency, only ranks makers).
 	first    time.Time
 	finished []time.Time
+	// busy are the intervals with at least one of the job's leases on the
+	// maker over the last capacityWindow; busySince starts the open one
+	// (zero when none is in flight).
+	busy      []interval
+	busySince time.Time
+}
+
+type interval struct{ from, to time.Time }
+
+// capacityWindow is how far back a maker's busy rate looks: several of a
+// slow maker's batches, and long enough to ride out one slow lease.
+const capacityWindow = 10 * time.Second
+
+// begin records a lease issued on the maker at now.
+func (st *makerStat) begin(now time.Time) {
+	if st.inflight == 0 {
+		st.busySince = now
+	}
+	st.inflight++
+	if st.first.IsZero() {
+		st.first = now
+	}
+}
+
+// end records a lease of the maker's answered at now.
+func (st *makerStat) end(now time.Time) {
+	st.inflight--
+	if st.inflight == 0 && !st.busySince.IsZero() {
+		st.busy = append(st.busy, interval{st.busySince, now})
+		st.busySince = time.Time{}
+	}
+}
+
+// busyRate is the batches per second the maker made for the job over its
+// busy time in the last capacityWindow, and the share of that window it
+// was busy. 0 until it made a few batches.
+func (st *makerStat) busyRate(now time.Time) (rate, share float64) {
+	from := now.Add(-capacityWindow)
+	if st.first.After(from) {
+		from = st.first
+	}
+	i := 0
+	for i < len(st.busy) && !st.busy[i].to.After(from) {
+		i++
+	}
+	st.busy = append(st.busy[:0], st.busy[i:]...)
+	var busy time.Duration
+	for _, b := range st.busy {
+		busy += b.to.Sub(later(b.from, from))
+	}
+	if !st.busySince.IsZero() {
+		busy += now.Sub(later(st.busySince, from))
+	}
+	n := 0
+	for _, t := range st.finished {
+		if t.After(from) {
+			n++
+		}
+	}
+	if span := now.Sub(from); span > 0 {
+		share = busy.Seconds() / span.Seconds()
+	}
+	if busy <= 0 || n < minFinishedForRate {
+		return 0, share
+	}
+	return float64(n) / busy.Seconds(), share
+}
+
+// minFinishedForRate is the fewest batches a busy rate is measured from.
+const minFinishedForRate = 2
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // stat is what the job measured of m, created at first use.
@@ -49,7 +125,7 @@ func (c *coordinator) forgetGone(ms []Maker) {
 
 // done records a lease that made its batch in took, with rec.n leases in
 // flight on the maker when it was issued.
-func (st *makerStat) done(rec *leaseRec, took time.Duration) {
+func (st *makerStat) done(now time.Time, rec *leaseRec, took time.Duration) {
 	sample := float64(rec.n) / max(took.Seconds(), 1e-6)
 	if st.rate == 0 {
 		st.rate = sample
@@ -57,7 +133,7 @@ func (st *makerStat) done(rec *leaseRec, took time.Duration) {
 		st.rate = 0.7*st.rate + 0.3*sample
 	}
 	st.fails = 0
-	st.finished = append(st.finished, time.Now())
+	st.finished = append(st.finished, now)
 }
 
 // failed records a lease that failed: the maker is backed off, longer at
@@ -72,13 +148,17 @@ func (st *makerStat) failed() {
 // over the last telemetryWindow (or since its first lease).
 func (st *makerStat) throughput(now time.Time) float64 {
 	i := 0
-	for i < len(st.finished) && now.Sub(st.finished[i]) > telemetryWindow {
+	for i < len(st.finished) && now.Sub(st.finished[i]) > capacityWindow {
 		i++
 	}
 	st.finished = append(st.finished[:0], st.finished[i:]...)
+	i = 0
+	for i < len(st.finished) && now.Sub(st.finished[i]) > telemetryWindow {
+		i++
+	}
 	span := min(now.Sub(st.first), telemetryWindow).Seconds()
 	if span <= 0 {
 		return 0
 	}
-	return float64(len(st.finished)) / span
+	return float64(len(st.finished)-i) / span
 }

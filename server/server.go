@@ -69,6 +69,10 @@ type Server struct {
 	mu        sync.Mutex
 	perHost   map[string]int // open Feed streams by client host
 	streams   int            // open Feed and Work streams
+
+	// tokenStreams are the open streams by token, cut when a reload
+	// removes theirs.
+	tokenStreams tokenStreams
 }
 
 var (
@@ -162,7 +166,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 	}
 	s.shmOff = "--shm=false"
 	if cfg.Shm {
-		if s.shm, err = newShmHub(log); err != nil {
+		if s.shm, err = newShmHub(log, s.refusals.refuse); err != nil {
 			s.shmOff = err.Error()
 			log.Info("shared-memory delivery off", "reason", err)
 		}
@@ -181,8 +185,12 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		}
 	}
 	s.coord = &coordEnv{
-		cfg:    coordConfig{Window: cfg.Window, LeaseTimeout: cfg.LeaseTimeout, StallTarget: cfg.StallTarget},
+		cfg: coordConfig{
+			Window: cfg.Window, LeaseTimeout: cfg.LeaseTimeout, StallTarget: cfg.StallTarget,
+			AdviseWindow: cfg.AdviseWindow, MaxRecommended: cfg.MaxWorkersRecommended,
+		},
 		makers: s.makers, budget: s.budget, m: s.m, gpuIdle: s.gpuIdle,
+		verify: newVerifier(max(cfg.VerifyFraction, 0), s.exec, log, s.makers.poke),
 	}
 	return s, nil
 }
@@ -224,6 +232,7 @@ func (s *Server) Close() error {
 	if s.gpu != nil {
 		s.gpu.Close()
 	}
+	s.coord.verify.close()
 	if s.exec != nil {
 		close(s.stop)
 		s.exec.Close()

@@ -2,7 +2,6 @@ package server
 
 import (
 	"math"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -117,49 +116,3 @@ func (t *telemetry) snapshot(now time.Time) telemetrySnap {
 	s.batchesPerSec /= span
 	return s
 }
-
-// advise is the advisor: how many makers (the local executor counts as
-// one, each peer as one) would bring the stall under target, from the
-// trainer's measured demand and the makers' measured rates (as tf.data
-// service estimates workers), and one line of advice. capacity is the
-// makers' summed batches per second, makers how many are ready; idle says
-// the makers had free leases while the trainer waited (so they were not
-// the limit).
-func advise(s telemetrySnap, target, capacity float64, makers int, idle bool) (recommended float64, advice string) {
-	if makers == 0 || capacity <= 0 {
-		return math.NaN(), "no makers measured yet"
-	}
-	perMaker := capacity / float64(makers)
-	// The trainer's demand: batches per second it would take if it never
-	// waited. Without step reports, infer it from what it got and how much
-	// it waited.
-	demand := 0.0
-	switch {
-	case s.stepPerBatch > 0:
-		demand = 1 / s.stepPerBatch
-	case s.stall < 1 && s.batchesPerSec > 0:
-		demand = s.batchesPerSec / (1 - s.stall)
-	}
-	if demand <= 0 {
-		return float64(makers), "fine"
-	}
-	// 10% headroom: makers measured at their current load.
-	recommended = math.Ceil(demand * 1.1 / perMaker)
-	switch {
-	case s.stall <= target:
-		if recommended < float64(makers) {
-			return recommended, "fine (fewer makers would do)"
-		}
-		// Not stalling: the makers are not all busy, so their measured
-		// rates understate what they can make; never ask for more (an
-		// autoscaler on this figure would add workers nobody needs).
-		return float64(makers), "fine"
-	case idle:
-		return recommended, "the network is the limit (" + mbps(s.bytesPerSec) + ")"
-	case recommended > float64(makers):
-		return recommended, "needs about " + strconv.Itoa(int(recommended)-makers) + " more workers"
-	}
-	return recommended, "the trainer is the limit"
-}
-
-func mbps(b float64) string { return strconv.Itoa(int(math.Round(b/1e6))) + " MB/s" }

@@ -2829,7 +2829,9 @@ type StatusResponse struct {
 	// Local decode goroutines (0: the server only coordinates).
 	Workers uint32 `protobuf:"varint,2,opt,name=workers,proto3" json:"workers,omitempty"`
 	// Peers ready now.
-	PeersReady    uint32 `protobuf:"varint,3,opt,name=peers_ready,json=peersReady,proto3" json:"peers_ready,omitempty"`
+	PeersReady uint32 `protobuf:"varint,3,opt,name=peers_ready,json=peersReady,proto3" json:"peers_ready,omitempty"`
+	// The server's version, as `stoker --version` prints it.
+	Version       string `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2885,6 +2887,13 @@ func (x *StatusResponse) GetPeersReady() uint32 {
 	return 0
 }
 
+func (x *StatusResponse) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
 // JobStatus is one job as its coordinator sees it.
 type JobStatus struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -2912,9 +2921,17 @@ type JobStatus struct {
 	// bring the stall under target, from measured consumption and per-maker
 	// rate.
 	WorkersRecommended float64 `protobuf:"fixed64,15,opt,name=workers_recommended,json=workersRecommended,proto3" json:"workers_recommended,omitempty"`
-	// One line: "fine", "needs about N more workers", "the network is the
-	// limit (X MB/s)", "the trainer is the limit".
-	Advice        string `protobuf:"bytes,16,opt,name=advice,proto3" json:"advice,omitempty"`
+	// One line: "fine", "fine (N fewer would do)", "needs about N more
+	// workers", "the network or the trainer is the limit (X MB/s)", "the
+	// trainer is not taking batches".
+	Advice string `protobuf:"bytes,16,opt,name=advice,proto3" json:"advice,omitempty"`
+	// What the advice reads as the job's starvation: "gpu" (the GPU's idle
+	// share, NVML, with the trainer's wait corroborating) or "trainer wait"
+	// (no GPU monitor: the trainer's wait share, which overstates starvation
+	// when CUDA runs ahead).
+	StarvationSignal string `protobuf:"bytes,17,opt,name=starvation_signal,json=starvationSignal,proto3" json:"starvation_signal,omitempty"`
+	// The starvation the advice and the window controller act on, 0..1.
+	Starvation    float64 `protobuf:"fixed64,18,opt,name=starvation,proto3" json:"starvation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3061,6 +3078,20 @@ func (x *JobStatus) GetAdvice() string {
 	return ""
 }
 
+func (x *JobStatus) GetStarvationSignal() string {
+	if x != nil {
+		return x.StarvationSignal
+	}
+	return ""
+}
+
+func (x *JobStatus) GetStarvation() float64 {
+	if x != nil {
+		return x.Starvation
+	}
+	return 0
+}
+
 // MakerStatus is one maker as one job measured it.
 type MakerStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3071,8 +3102,16 @@ type MakerStatus struct {
 	BatchesPerSecond float64 `protobuf:"fixed64,2,opt,name=batches_per_second,json=batchesPerSecond,proto3" json:"batches_per_second,omitempty"`
 	InFlight         uint32  `protobuf:"varint,3,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
 	Ready            bool    `protobuf:"varint,4,opt,name=ready,proto3" json:"ready,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Batches per second of its busy time (time with at least one of this
+	// job's leases on it): what it can make, whatever its load now.
+	BusyBatchesPerSecond float64 `protobuf:"fixed64,5,opt,name=busy_batches_per_second,json=busyBatchesPerSecond,proto3" json:"busy_batches_per_second,omitempty"`
+	// The share of the last few seconds it was busy with this job.
+	BusyRatio float64 `protobuf:"fixed64,6,opt,name=busy_ratio,json=busyRatio,proto3" json:"busy_ratio,omitempty"`
+	// Why it is not ready, or why the job does not use it (a refusal, a
+	// quarantine); empty when it is.
+	Unavailable   string `protobuf:"bytes,7,opt,name=unavailable,proto3" json:"unavailable,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MakerStatus) Reset() {
@@ -3131,6 +3170,27 @@ func (x *MakerStatus) GetReady() bool {
 		return x.Ready
 	}
 	return false
+}
+
+func (x *MakerStatus) GetBusyBatchesPerSecond() float64 {
+	if x != nil {
+		return x.BusyBatchesPerSecond
+	}
+	return 0
+}
+
+func (x *MakerStatus) GetBusyRatio() float64 {
+	if x != nil {
+		return x.BusyRatio
+	}
+	return 0
+}
+
+func (x *MakerStatus) GetUnavailable() string {
+	if x != nil {
+		return x.Unavailable
+	}
+	return ""
 }
 
 var File_stoker_v1_stoker_proto protoreflect.FileDescriptor
@@ -3323,12 +3383,13 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x05lease\x18\x01 \x01(\x04R\x05lease\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"\x0f\n" +
-	"\rStatusRequest\"u\n" +
+	"\rStatusRequest\"\x8f\x01\n" +
 	"\x0eStatusResponse\x12(\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x14.stoker.v1.JobStatusR\x04jobs\x12\x18\n" +
 	"\aworkers\x18\x02 \x01(\rR\aworkers\x12\x1f\n" +
 	"\vpeers_ready\x18\x03 \x01(\rR\n" +
-	"peersReady\"\x91\x04\n" +
+	"peersReady\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\tR\aversion\"\xde\x04\n" +
 	"\tJobStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\adataset\x18\x02 \x01(\tR\adataset\x12\x12\n" +
@@ -3349,12 +3410,20 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\bbuffered\x18\r \x01(\rR\bbuffered\x12.\n" +
 	"\x06makers\x18\x0e \x03(\v2\x16.stoker.v1.MakerStatusR\x06makers\x12/\n" +
 	"\x13workers_recommended\x18\x0f \x01(\x01R\x12workersRecommended\x12\x16\n" +
-	"\x06advice\x18\x10 \x01(\tR\x06advice\"\x82\x01\n" +
+	"\x06advice\x18\x10 \x01(\tR\x06advice\x12+\n" +
+	"\x11starvation_signal\x18\x11 \x01(\tR\x10starvationSignal\x12\x1e\n" +
+	"\n" +
+	"starvation\x18\x12 \x01(\x01R\n" +
+	"starvation\"\xfa\x01\n" +
 	"\vMakerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12,\n" +
 	"\x12batches_per_second\x18\x02 \x01(\x01R\x10batchesPerSecond\x12\x1b\n" +
 	"\tin_flight\x18\x03 \x01(\rR\binFlight\x12\x14\n" +
-	"\x05ready\x18\x04 \x01(\bR\x05ready*B\n" +
+	"\x05ready\x18\x04 \x01(\bR\x05ready\x125\n" +
+	"\x17busy_batches_per_second\x18\x05 \x01(\x01R\x14busyBatchesPerSecond\x12\x1d\n" +
+	"\n" +
+	"busy_ratio\x18\x06 \x01(\x01R\tbusyRatio\x12 \n" +
+	"\vunavailable\x18\a \x01(\tR\vunavailable*B\n" +
 	"\x06Layout\x12\x16\n" +
 	"\x12LAYOUT_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vLAYOUT_NCHW\x10\x01\x12\x0f\n" +

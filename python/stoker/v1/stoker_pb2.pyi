@@ -431,17 +431,19 @@ class StatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("jobs", "workers", "peers_ready")
+    __slots__ = ("jobs", "workers", "peers_ready", "version")
     JOBS_FIELD_NUMBER: _ClassVar[int]
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     PEERS_READY_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     jobs: _containers.RepeatedCompositeFieldContainer[JobStatus]
     workers: int
     peers_ready: int
-    def __init__(self, jobs: _Optional[_Iterable[_Union[JobStatus, _Mapping]]] = ..., workers: _Optional[int] = ..., peers_ready: _Optional[int] = ...) -> None: ...
+    version: str
+    def __init__(self, jobs: _Optional[_Iterable[_Union[JobStatus, _Mapping]]] = ..., workers: _Optional[int] = ..., peers_ready: _Optional[int] = ..., version: _Optional[str] = ...) -> None: ...
 
 class JobStatus(_message.Message):
-    __slots__ = ("id", "dataset", "rank", "world_size", "epoch", "images_per_second", "bytes_per_second", "input_stall_ratio", "gpu_idle_ratio", "window", "window_min", "window_max", "buffered", "makers", "workers_recommended", "advice")
+    __slots__ = ("id", "dataset", "rank", "world_size", "epoch", "images_per_second", "bytes_per_second", "input_stall_ratio", "gpu_idle_ratio", "window", "window_min", "window_max", "buffered", "makers", "workers_recommended", "advice", "starvation_signal", "starvation")
     ID_FIELD_NUMBER: _ClassVar[int]
     DATASET_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
@@ -458,6 +460,8 @@ class JobStatus(_message.Message):
     MAKERS_FIELD_NUMBER: _ClassVar[int]
     WORKERS_RECOMMENDED_FIELD_NUMBER: _ClassVar[int]
     ADVICE_FIELD_NUMBER: _ClassVar[int]
+    STARVATION_SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    STARVATION_FIELD_NUMBER: _ClassVar[int]
     id: str
     dataset: str
     rank: int
@@ -474,16 +478,24 @@ class JobStatus(_message.Message):
     makers: _containers.RepeatedCompositeFieldContainer[MakerStatus]
     workers_recommended: float
     advice: str
-    def __init__(self, id: _Optional[str] = ..., dataset: _Optional[str] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., epoch: _Optional[int] = ..., images_per_second: _Optional[float] = ..., bytes_per_second: _Optional[float] = ..., input_stall_ratio: _Optional[float] = ..., gpu_idle_ratio: _Optional[float] = ..., window: _Optional[int] = ..., window_min: _Optional[int] = ..., window_max: _Optional[int] = ..., buffered: _Optional[int] = ..., makers: _Optional[_Iterable[_Union[MakerStatus, _Mapping]]] = ..., workers_recommended: _Optional[float] = ..., advice: _Optional[str] = ...) -> None: ...
+    starvation_signal: str
+    starvation: float
+    def __init__(self, id: _Optional[str] = ..., dataset: _Optional[str] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., epoch: _Optional[int] = ..., images_per_second: _Optional[float] = ..., bytes_per_second: _Optional[float] = ..., input_stall_ratio: _Optional[float] = ..., gpu_idle_ratio: _Optional[float] = ..., window: _Optional[int] = ..., window_min: _Optional[int] = ..., window_max: _Optional[int] = ..., buffered: _Optional[int] = ..., makers: _Optional[_Iterable[_Union[MakerStatus, _Mapping]]] = ..., workers_recommended: _Optional[float] = ..., advice: _Optional[str] = ..., starvation_signal: _Optional[str] = ..., starvation: _Optional[float] = ...) -> None: ...
 
 class MakerStatus(_message.Message):
-    __slots__ = ("name", "batches_per_second", "in_flight", "ready")
+    __slots__ = ("name", "batches_per_second", "in_flight", "ready", "busy_batches_per_second", "busy_ratio", "unavailable")
     NAME_FIELD_NUMBER: _ClassVar[int]
     BATCHES_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
     IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
     READY_FIELD_NUMBER: _ClassVar[int]
+    BUSY_BATCHES_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    BUSY_RATIO_FIELD_NUMBER: _ClassVar[int]
+    UNAVAILABLE_FIELD_NUMBER: _ClassVar[int]
     name: str
     batches_per_second: float
     in_flight: int
     ready: bool
-    def __init__(self, name: _Optional[str] = ..., batches_per_second: _Optional[float] = ..., in_flight: _Optional[int] = ..., ready: _Optional[bool] = ...) -> None: ...
+    busy_batches_per_second: float
+    busy_ratio: float
+    unavailable: str
+    def __init__(self, name: _Optional[str] = ..., batches_per_second: _Optional[float] = ..., in_flight: _Optional[int] = ..., ready: _Optional[bool] = ..., busy_batches_per_second: _Optional[float] = ..., busy_ratio: _Optional[float] = ..., unavailable: _Optional[str] = ...) -> None: ...
