@@ -338,7 +338,6 @@ static inline void decode_blocks(stoker_huff *h, j_decompress_ptr ci,
   ci->src->bytes_in_buffer = (size_t)(b.end - b.p);
 }
 
-
 /* ---- Positions, checkpoints and seeks ----
  *
  * The reader is "at" MCU pos: what it would decode next. Its state there
