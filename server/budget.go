@@ -19,10 +19,13 @@ type budget struct {
 	limit int64
 	used  int64
 	freed chan struct{} // closed and replaced when bytes are released
+	// ret gives memory back to the OS when much of the budget is
+	// released (memreturn.go); it is told of every change, under mu.
+	ret *memReturn
 }
 
 func newBudget(limit int64) *budget {
-	return &budget{limit: limit, freed: make(chan struct{})}
+	return &budget{limit: limit, freed: make(chan struct{}), ret: newMemReturn(freeOSMemory)}
 }
 
 // try takes n bytes if they fit.
@@ -33,6 +36,7 @@ func (b *budget) try(n int64) bool {
 		return false
 	}
 	b.used += n
+	b.ret.note(b.used)
 	return true
 }
 
@@ -44,6 +48,7 @@ func (b *budget) acquire(ctx context.Context, n int64, wait time.Duration, what 
 		b.mu.Lock()
 		if b.used+n <= b.limit {
 			b.used += n
+			b.ret.note(b.used)
 			b.mu.Unlock()
 			return nil
 		}
@@ -70,6 +75,7 @@ func (b *budget) release(n int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.used -= n
+	b.ret.note(b.used)
 	close(b.freed)
 	b.freed = make(chan struct{})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strings"
 	"time"
 
@@ -32,8 +33,14 @@ const (
 	// compared: about one sample in 200, a few percent of a core on a
 	// coordinator relaying thousands of images a second.
 	DefaultVerifyFraction = 0.005
-	// MaxDatasetName bounds a dataset name a client may send.
+	// MaxDatasetName bounds a dataset name a client may send, and
+	// MaxPresetName a transform preset's name.
 	MaxDatasetName = 256
+	MaxPresetName  = 256
+	// maxStatusMessage bounds the message of any status the server
+	// returns: it travels in a header, and clients refuse large ones
+	// (grpc-go's limit is 16 KiB, Python's 8 KiB, after percent-encoding).
+	maxStatusMessage = 2048
 	// maxWindow bounds a job's window, configured or automatic.
 	maxWindow                  = 1024
 	DefaultMaxBatchBytes       = 256 << 20
@@ -167,13 +174,23 @@ type Config struct {
 	MaxScans int
 	// MaxFileSize refuses larger files. Default pipeline.DefaultMaxFileSize.
 	MaxFileSize int64
+	// IndexBudget bounds the local executor's decoder index (checkpoints
+	// of the entropy decoder in each baseline JPEG decoded, so that later
+	// epochs decode only what their crops need; pipeline.Index). Default
+	// (0) MemoryBudget/16; negative: no index.
+	IndexBudget int64
+	// IndexDir is where the decoder index is saved when the server closes
+	// and loaded from when it starts, in a file named by the datasets'
+	// fingerprints. Empty: not kept.
+	IndexDir string
 
 	// TLSCert and TLSKey are PEM files: serve TLS. With TLSClientCA
 	// (mutual TLS) clients must present a certificate it signed.
 	TLSCert, TLSKey, TLSClientCA string
 	// AuthTokens is a file of accepted bearer tokens, one per line (blank
-	// lines and # comments allowed), reread by ReloadTokens. When set, every
-	// method but health needs one.
+	// lines and # comments allowed), reread by ReloadTokens, which cuts the
+	// open streams of the tokens no longer in it. When set, every method
+	// but health needs one.
 	AuthTokens string
 	// PeerTokenFile holds the token this server sends to its peers.
 	PeerTokenFile string
@@ -237,8 +254,13 @@ func (c Config) Validate() error {
 	if c.Window < 0 || c.Window > maxWindow {
 		errs = append(errs, fmt.Errorf("window %d: want 0..%d (0 means automatic)", c.Window, maxWindow))
 	}
-	if _, err := parsePeers(c.Peers); err != nil {
+	if t, err := parsePeers(c.Peers); err != nil {
 		errs = append(errs, err)
+	} else if remote := remotePeers(t); c.PeerTokenFile != "" && c.PeerCA == "" && !c.PeerInsecureToken && len(remote) > 0 {
+		// Every call to these peers would be refused by the token
+		// credentials, and the trainer would wait for batches no peer makes.
+		errs = append(errs, fmt.Errorf("peers: the --peer-token-file token would go in plaintext to %s (not loopback), which is refused at every call: "+
+			"add --peer-ca (TLS to the peers) or, on a network you trust, --peer-insecure-token", strings.Join(remote, ", ")))
 	}
 	if c.Workers == 0 && c.Peers == "" {
 		errs = append(errs, errors.New("workers 0 and no peers: nothing would make batches"))
@@ -253,10 +275,11 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if c.ShareFloor < 0 || c.ShareFloor > 1 {
+	// Written so that NaN fails them too.
+	if !(c.ShareFloor >= 0 && c.ShareFloor <= 1) {
 		errs = append(errs, fmt.Errorf("share floor %v: want 0..1 (0 means 1/(2·jobs))", c.ShareFloor))
 	}
-	if c.StallTarget < 0 || c.StallTarget >= 1 {
+	if !(c.StallTarget >= 0 && c.StallTarget < 1) {
 		errs = append(errs, fmt.Errorf("stall target %v: want 0..1 (0 means %v)", c.StallTarget, DefaultStallTarget))
 	}
 	if math.IsNaN(c.VerifyFraction) || c.VerifyFraction > 1 {
@@ -298,6 +321,22 @@ func (c Config) Validate() error {
 			c.MaxWorkStreams, c.MaxWorkStreamsPerClient, c.WorkIdleTimeout))
 	}
 	return errors.Join(errs...)
+}
+
+// remotePeers are the peers of t not on loopback, as the flag names them:
+// static addresses, or the dns:/// name unless it is localhost (or a
+// loopback IP).
+func remotePeers(t peerTarget) []string {
+	var out []string
+	if t.host != "" && !rpc.IsLoopback(net.JoinHostPort(t.host, t.port)) {
+		out = append(out, "dns:///"+net.JoinHostPort(t.host, t.port))
+	}
+	for _, a := range t.static {
+		if !rpc.IsLoopback(a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // withDefaults fills in the zero fields.

@@ -56,6 +56,7 @@ type Server struct {
 	shm      *shmHub       // nil when shared memory is off
 	shmOff   string        // why it is off
 	shares   *shares       // nil with the fifo schedule or no executor
+	index    *decoderIndex // nil with no executor or a negative IndexBudget
 	stop     chan struct{} // closed by Close
 	refusals refusalLog
 
@@ -68,6 +69,10 @@ type Server struct {
 	// feedStreams and workStreams count the open streams of each service
 	// apart, so that neither can take the other's.
 	feedStreams, workStreams streamCount
+
+	// tokenStreams are the open streams by token, cut when a reload
+	// removes theirs.
+	tokenStreams tokenStreams
 }
 
 // streamCount is the open streams of one service, in all and by client
@@ -138,6 +143,13 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		if cfg.Schedule != "" {
 			sched, _ = pipeline.ParseSchedule(cfg.Schedule)
 		}
+		if s.index, err = openIndex(cfg, s.datasets, log, reg); err != nil {
+			s.closeDatasets()
+			return nil, err
+		}
+		if s.index != nil {
+			opts = append(opts, pipeline.WithIndex(s.index.ix))
+		}
 		queued, read, decode := m.sampleStages.WithLabelValues("queue"), m.sampleStages.WithLabelValues("read"), m.sampleStages.WithLabelValues("decode")
 		opts = append(opts, pipeline.WithSchedule(sched), pipeline.WithStageObserver(func(q, r, d time.Duration) {
 			queued.Observe(q.Seconds())
@@ -161,7 +173,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 	}
 	s.shmOff = "--shm=false"
 	if cfg.Shm {
-		if s.shm, err = newShmHub(log); err != nil {
+		if s.shm, err = newShmHub(log, s.refusals.refuse); err != nil {
 			s.shmOff = err.Error()
 			log.Info("shared-memory delivery off", "reason", err)
 		}
@@ -231,6 +243,7 @@ func (s *Server) Close() error {
 	if s.exec != nil {
 		close(s.stop)
 		s.exec.Close()
+		s.index.save()
 	}
 	return s.closeDatasets()
 }

@@ -22,6 +22,10 @@ import (
 // stays in the peer set, and its batches not yet delivered that were not
 // checked byte for byte are made again elsewhere.
 
+// maxPeerReason bounds a peer's reason for a sample's failure, as it is
+// passed on to the trainer.
+const maxPeerReason = 256
+
 // ErrMismatch marks a peer batch that is not what the plan and the dataset
 // say it must be.
 var ErrMismatch = errors.New("peer batch does not match")
@@ -107,6 +111,12 @@ func (v *verifier) forget(m Maker) {
 func (v *verifier) verify(ctx context.Context, j *job, l *Lease, b *pipeline.Batch) (pixels bool, err error) {
 	if err := expectIndices(j, l, b); err != nil {
 		return false, err
+	}
+	// What the trainer is told of a failure comes from here: the sample's
+	// name from this dataset, the peer's reason kept short.
+	for i := range b.Errors {
+		b.Errors[i].Name = j.ds.Name(int(b.Errors[i].Index))
+		b.Errors[i].Reason = truncate(b.Errors[i].Reason, maxPeerReason)
 	}
 	var claimed []int64
 	for _, e := range b.Errors {

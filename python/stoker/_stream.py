@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import os
 import queue
+import sys
 import threading
 import time
-from typing import Any, Dict, Iterator, Optional, Tuple
+import warnings
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 from stoker._buffers import _Batch, _BufferPool
 from stoker._channel import Connection, Endpoint
@@ -47,6 +49,10 @@ class _FeedStream:
         _FeedStream.opened += 1
         self._transport = transport
         self._asked_shm = open_job.HasField("shm")
+        self._shm_fallback = self._asked_shm and transport == "auto"  # reported once answered
+        #: Called with the reason, on the consumer's thread, when a stream
+        #: of transport="auto" that asked for a ring gets chunks instead.
+        self.on_fallback: Optional[Callable[[str], None]] = None
         #: The ring batches come in when the server offered one and it was
         #: mapped (set before the first batch), else None: gRPC chunks.
         self.ring: Optional[Ring] = None
@@ -176,10 +182,16 @@ class _FeedStream:
         while True:
             wait = _POLL if deadline is None else max(0.0, min(_POLL, deadline - time.monotonic()))
             try:
-                return self.out.get(timeout=wait)
+                item = self.out.get(timeout=wait)
             except queue.Empty:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise StokerError("DEADLINE_EXCEEDED", f"no message from the server within {timeout} s") from None
+                continue
+            if item[0] == "job" and self._shm_fallback:  # the offer was answered before the JobInfo
+                self._shm_fallback = False
+                if self.shm_reason and self.on_fallback is not None:
+                    self.on_fallback(self.shm_reason)
+            return item
 
     def job(self, timeout: Optional[float]) -> Tuple[str, Any]:
         """The first item of the epoch the stream starts now: its JobInfo
@@ -227,7 +239,34 @@ class _Session:
 
     def __init__(self) -> None:
         self.conn: Optional[Connection] = None
-        self.stream: Optional[_FeedStream] = None
+        self._stream: Optional[_FeedStream] = None
+        self._shm_warned = False
+
+    @property
+    def stream(self) -> Optional[_FeedStream]:
+        """The open stream, if any."""
+        return self._stream
+
+    @stream.setter
+    def stream(self, s: Optional[_FeedStream]) -> None:
+        self._stream = s
+        if s is not None:
+            s.on_fallback = self._warn_fallback
+
+    def _warn_fallback(self, reason: str) -> None:
+        """Says, once per loader, that transport="auto" got chunks where it
+        asked for shared memory, and why; not for a server on another
+        machine, where chunks are the way (the server's decline says
+        "another machine": server/shm.go)."""
+        if self._shm_warned or "another machine" in reason:
+            return
+        self._shm_warned = True
+        warnings.warn(
+            f"stoker: transport='auto' gets its batches in gRPC chunks, not through shared memory: {reason} "
+            "(shown once per loader; loader.transport_reason says it too)",
+            RuntimeWarning,
+            stacklevel=_outside_level(),  # the trainer's loop
+        )
 
     def connection(self, endpoint: Endpoint) -> Connection:
         """The open channel, made if there is none (or only a forked
@@ -263,3 +302,13 @@ class _Session:
         if self.conn is not None:
             conn, self.conn = self.conn, None
             conn.close()
+
+
+def _outside_level() -> int:
+    """The ``stacklevel`` that points warnings.warn, called by this
+    function's caller, at the first frame outside the stoker package."""
+    pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    f, level = sys._getframe(1), 1
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
+        f, level = f.f_back, level + 1
+    return level
