@@ -194,6 +194,7 @@ func (w *worker) wait(log *slog.Logger, recvErr <-chan error) error {
 		case err := <-recvErr:
 			return err
 		case <-w.stream.Context().Done(): // cut from outside: its token revoked (streamAuth)
+			w.end(true) // receive may be handling a request: it touches nothing more
 			return context.Cause(w.stream.Context())
 		case <-drain:
 			drain = nil
