@@ -397,6 +397,9 @@ func (c Config) withDefaults() Config {
 // handlers, and flow-control windows sized for multi-megabyte batches.
 func grpcOptions() []grpc.ServerOption {
 	return append(rpc.ServerBuffers(),
+		// Batches' pixels are sent without being copied into protobuf
+		// messages (rpc.OutChunk); every other message is protobuf's.
+		grpc.ForceServerCodecV2(rpc.Codec),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
 			MinTime:             10 * time.Second,
 			PermitWithoutStream: true,

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -232,9 +233,6 @@ type feed struct {
 	// The send loop fills its slots, the receiver frees them.
 	ring *ring
 
-	// Owned by the send loop.
-	chunk    stokerv1.Chunk
-	chunkMsg stokerv1.FeedResponse
 }
 
 // errStopped is a Send refused because the handler is returning.
@@ -255,8 +253,9 @@ func (f *feed) stuck() bool {
 	return f.sendingSince.Load() != 0
 }
 
-// send is stream.Send, timed for the watchdog, unless the stream stopped.
-func (f *feed) send(m *stokerv1.FeedResponse) error {
+// send is stream.SendMsg (a FeedResponse, or an rpc.OutChunk), timed for
+// the watchdog, unless the stream stopped.
+func (f *feed) send(m any) error {
 	f.mu.Lock()
 	if f.stopped {
 		f.mu.Unlock()
@@ -265,12 +264,12 @@ func (f *feed) send(m *stokerv1.FeedResponse) error {
 	f.sendingSince.Store(time.Now().UnixNano())
 	f.mu.Unlock()
 	defer f.sendingSince.Store(0)
-	return f.stream.Send(m)
+	return f.stream.SendMsg(m)
 }
 
-// sendLoop sends the coordinator's output until it ends, giving each
-// batch's buffer back once sent. After a failed Send it cancels the job
-// and keeps draining the output (giving the buffers back), so the
+// sendLoop sends the coordinator's output until it ends, each batch's
+// buffer going back once sent (batch). After a failed Send it cancels the
+// job and keeps draining the output (giving the buffers back), so the
 // coordinator never waits on it.
 func (f *feed) sendLoop(cancel context.CancelCauseFunc) error {
 	var err error
@@ -279,8 +278,7 @@ func (f *feed) sendLoop(cancel context.CancelCauseFunc) error {
 			if err = f.sendOne(o); err != nil {
 				cancel(err)
 			}
-		}
-		if o.b != nil {
+		} else if o.b != nil {
 			f.c.recycle(o.b)
 		}
 	}
@@ -333,12 +331,14 @@ func (f *feed) watch(ctx context.Context, c *coordinator, idle time.Duration) <-
 
 // batch sends batch k: its pixels in a free slot of the ring and its
 // header naming the slot, or its header and its pixels in chunks of at most
-// MaxChunkBytes. Send marshals before it returns, so b and the reused chunk
-// message are free again afterwards (no stats handler holds them).
+// MaxChunkBytes, lent to gRPC. Its buffer goes back to the coordinator
+// once gRPC has let go of its pixels.
 func (f *feed) batch(epoch uint64, k int, b *pipeline.Batch) error {
 	j := f.j
 	m := f.s.m
 	t0 := time.Now()
+	pin := rpc.NewPin(func() { f.c.recycle(b) })
+	defer pin.Done()
 	h := j.header(epoch, k, b)
 	if f.ring != nil {
 		via := "chunks"
@@ -352,8 +352,7 @@ func (f *feed) batch(epoch uint64, k int, b *pipeline.Batch) error {
 		return err
 	}
 	if h.Slot == nil {
-		f.chunkMsg.Msg = &stokerv1.FeedResponse_Chunk{Chunk: &f.chunk}
-		if err := sendChunks(f.send, &f.chunkMsg, &f.chunk, uint64(k), b.Data); err != nil {
+		if err := sendChunks(f.send, pin, uint64(k), b.Data); err != nil {
 			return err
 		}
 	}
@@ -370,14 +369,13 @@ func (f *feed) batch(epoch uint64, k int, b *pipeline.Batch) error {
 	return nil
 }
 
-// sendChunks sends data as Chunks of at most MaxChunkBytes numbered n,
-// through msg and c, which are reused (msg must hold c as its chunk).
-func sendChunks[M any](send func(M) error, msg M, c *stokerv1.Chunk, n uint64, data []byte) error {
-	defer func() { c.Data = nil }()
+// sendChunks sends data as Chunks of at most MaxChunkBytes numbered n
+// through send (a stream's SendMsg, under rpc.Codec), its pixels lent to
+// gRPC through pin rather than copied into the messages.
+func sendChunks(send func(any) error, pin *rpc.Pin, n uint64, data []byte) error {
 	for off := 0; off < len(data); off += MaxChunkBytes {
-		c.Number, c.Offset = n, uint64(off)
-		c.Data = data[off:min(off+MaxChunkBytes, len(data))]
-		if err := send(msg); err != nil {
+		c := &rpc.OutChunk{Number: n, Offset: uint64(off), Data: pin.Buffer(data[off:min(off+MaxChunkBytes, len(data))])}
+		if err := send(c); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stoker-dev/stoker/internal/rpc"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -20,10 +22,17 @@ type liar struct {
 }
 
 func (l *liar) SendMsg(m any) error {
-	if r, ok := m.(*pb.WorkResponse); ok {
+	switch r := m.(type) {
+	case *pb.WorkResponse:
 		r = proto.CloneOf(r) // the worker reuses its messages and buffers
 		l.lie(r)
 		m = r
+	case *rpc.OutChunk:
+		// Its pixels are the worker's batch, lent: lied about in a copy.
+		c := &pb.WorkResponse{Msg: &pb.WorkResponse_Chunk{Chunk: &pb.Chunk{Number: r.Number, Offset: r.Offset, Data: bytes.Clone(r.Data.ReadOnlyData())}}}
+		r.Data.Free()
+		l.lie(c)
+		m = c
 	}
 	return l.ServerStream.SendMsg(m)
 }

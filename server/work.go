@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stoker-dev/stoker/internal/peer"
+	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -452,24 +453,25 @@ const errDrainingMsg = "this worker is draining (shutting down): it takes no new
 // answers is cut off rather than allowed to pile them up.
 const maxFailing = 256
 
-// sendLoop sends finished leases until out is closed. After a send error
-// it keeps draining out (returning buffers) so no lease goroutine blocks.
+// sendLoop sends finished leases until out is closed. A batch's pixels
+// are lent to gRPC, not copied (rpc.OutChunk): its buffer goes back to the
+// stream's slots once gRPC has let go of them, which it does before their
+// last bytes leave, so before the coordinator can send the lease that
+// takes the slot again. After a send error it keeps draining out
+// (returning buffers) so no lease goroutine blocks.
 func (w *worker) sendLoop(cancel context.CancelFunc) error {
-	var (
-		chunk    stokerv1.Chunk
-		chunkMsg = stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Chunk{Chunk: &chunk}}
-		sendErr  error
-	)
+	var sendErr error
 	for o := range w.out {
 		if sendErr == nil {
-			sendErr = w.send(o, &chunkMsg, &chunk)
+			sendErr = w.send(o)
 			if sendErr != nil {
 				cancel()
 			}
+		} else if o.b != nil {
+			w.slots <- o.b
 		}
 		if o.b != nil {
 			w.s.budget.release(o.bytes)
-			w.slots <- o.b
 			if sendErr == nil {
 				w.done.Add(1)
 			}
@@ -479,7 +481,9 @@ func (w *worker) sendLoop(cancel context.CancelFunc) error {
 	return sendErr
 }
 
-func (w *worker) send(o workOut, chunkMsg *stokerv1.WorkResponse, chunk *stokerv1.Chunk) error {
+// send sends a lease's answer; a batch's buffer goes back to the slots
+// once gRPC lets go of its pixels.
+func (w *worker) send(o workOut) error {
 	m := w.s.m.workLeases
 	if o.err != nil {
 		m.WithLabelValues("failed").Inc()
@@ -489,9 +493,12 @@ func (w *worker) send(o workOut, chunkMsg *stokerv1.WorkResponse, chunk *stokerv
 		}}})
 	}
 	m.WithLabelValues("done").Inc()
-	h := o.j.header(o.epoch, o.k, o.b)
+	b := o.b
+	pin := rpc.NewPin(func() { w.slots <- b }) // never blocks: the slots have room for every buffer
+	defer pin.Done()
+	h := o.j.header(o.epoch, o.k, b)
 	if err := w.stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Done{Done: &stokerv1.LeaseDone{Lease: o.lease, Batch: h}}}); err != nil {
 		return err
 	}
-	return sendChunks(w.stream.Send, chunkMsg, chunk, o.lease, o.b.Data)
+	return sendChunks(w.stream.SendMsg, pin, o.lease, b.Data)
 }
