@@ -78,9 +78,9 @@ func narrowFloor(recommended float64, ready int) int {
 func (c *coordinator) shrinkPool(ms []Maker) {
 	pool := c.pool(c.window(ms))
 	for c.buffers > max(pool, reservedBuffers) && len(c.free) > 0 {
+		c.drop(c.free[len(c.free)-1])
 		c.free = c.free[:len(c.free)-1]
 		c.buffers--
-		c.mem.release(c.j.batchBytes())
 	}
 }
 

@@ -102,6 +102,9 @@ type output struct {
 	epoch uint64
 	k     int
 	b     *pipeline.Batch // batch k of epoch
+	// slot is the ring slot b's pixels were made in, when inSlot.
+	slot   uint32
+	inSlot bool
 }
 
 // coordinator runs one job for one stream: it owns the epoch plans, the
@@ -146,6 +149,15 @@ type coordinator struct {
 	unchecked map[batchID]Maker
 	free      []*pipeline.Batch
 	buffers   int // allocated
+	// ring is the stream's shared memory, nil when it has none: batches are
+	// made in its slots (inslot.go). bufs is what is kept of buffers in a
+	// slot or with memory of their own; counted is how many of those have
+	// memory of their own counted, outOfRing how many are out of the free
+	// list, not in a slot.
+	ring      *ring
+	bufs      map[*pipeline.Batch]*bufState
+	counted   int
+	outOfRing int
 	stats     map[Maker]*makerStat
 	leaseID   uint64
 	cur       *epochState // being delivered
@@ -188,6 +200,7 @@ func newCoordinator(env *coordEnv, j *job, st Stream, id string, mem *streamMemo
 		attempts:  make(map[batchID]int),
 		ready:     make(map[batchID]*pipeline.Batch),
 		unchecked: make(map[batchID]Maker),
+		bufs:      make(map[*pipeline.Batch]*bufState),
 		stats:     make(map[Maker]*makerStat),
 		refused:   make(map[Maker]error),
 		tel:       newTelemetry(telemetryWindow, time.Now()),
@@ -270,7 +283,7 @@ func (c *coordinator) run(ctx context.Context) error {
 				return err
 			}
 		case b := <-c.recycled:
-			c.free = append(c.free, b)
+			c.takeBack(b)
 		case <-c.granted:
 		case <-changed:
 			c.dropUnchecked() // a peer may have been quarantined

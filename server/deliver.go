@@ -106,7 +106,8 @@ func (c *coordinator) deliver(ctx context.Context) (done bool, err error) {
 		c.unstarve()
 		id := batchID{e.epoch, k}
 		b := c.ready[id]
-		if err := c.emit(ctx, output{epoch: e.epoch, k: k, b: b}); err != nil {
+		slot, inSlot := c.handOut(b)
+		if err := c.emit(ctx, output{epoch: e.epoch, k: k, b: b, slot: slot, inSlot: inSlot}); err != nil {
 			return false, err
 		}
 		delete(c.ready, id)

@@ -16,7 +16,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stoker-dev/stoker/internal/rpc"
-	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -105,12 +104,13 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	var r *ring
 	if shm != nil {
 		var err error
-		if r, err = s.shmHandshake(ctx, stream, shm, st.Credits, batchBytes, mem, log); err != nil {
+		if r, err = s.shmHandshake(ctx, stream, shm, st.Credits, batchBytes, s.coord.poolCeiling(st.Credits), mem, log); err != nil {
 			mem.close()
 			return toStatus(err)
 		}
 	}
 	c := newCoordinator(s.coord, j, st, id, mem, log)
+	c.ring = r
 	f := &feed{s: s, j: j, c: c, stream: stream, begin: time.Now(), ring: r}
 	s.active.Store(c.name, c)
 	defer s.active.Delete(c.name)
@@ -230,9 +230,9 @@ type feed struct {
 	stopped bool
 
 	// ring is the stream's shared memory, nil when batches go in chunks.
-	// The send loop fills its slots, the receiver frees them.
+	// Batches are made in its slots, or copied into one by the send loop;
+	// the receiver frees them.
 	ring *ring
-
 }
 
 // errStopped is a Send refused because the handler is returning.
@@ -299,7 +299,7 @@ func (f *feed) sendOne(o output) error {
 		f.epochs.Add(1)
 		return nil
 	}
-	return f.batch(o.epoch, o.k, o.b)
+	return f.batch(o)
 }
 
 // watch reports an error when the trainer has left a ready batch waiting
@@ -329,12 +329,12 @@ func (f *feed) watch(ctx context.Context, c *coordinator, idle time.Duration) <-
 	return out
 }
 
-// batch sends batch k: its pixels in a free slot of the ring and its
-// header naming the slot, or its header and its pixels in chunks of at most
-// MaxChunkBytes, lent to gRPC. Its buffer goes back to the coordinator
-// once gRPC has let go of its pixels.
-func (f *feed) batch(epoch uint64, k int, b *pipeline.Batch) error {
-	j := f.j
+// batch sends a batch: its header naming the ring slot its pixels are in
+// (made there, or copied into a free one), or its header and its pixels in
+// chunks of at most MaxChunkBytes, lent to gRPC. Its buffer goes back to
+// the coordinator once gRPC has let go of its pixels.
+func (f *feed) batch(o output) error {
+	j, b, epoch, k := f.j, o.b, o.epoch, o.k
 	m := f.s.m
 	t0 := time.Now()
 	pin := rpc.NewPin(func() { f.c.recycle(b) })
@@ -342,8 +342,18 @@ func (f *feed) batch(epoch uint64, k int, b *pipeline.Batch) error {
 	h := j.header(epoch, k, b)
 	if f.ring != nil {
 		via := "chunks"
-		if i, ok := f.ring.take(); ok {
-			copy(f.ring.slot(i), b.Data)
+		i, ok := o.slot, o.inSlot
+		if !ok {
+			i, ok = f.ring.take()
+		}
+		if ok {
+			// A batch made in its slot is there already, unless its maker
+			// replaced the buffer.
+			if s := f.ring.slot(i); !o.inSlot || len(b.Data) > 0 && &s[0] != &b.Data[0] {
+				copy(s, b.Data)
+				m.shmSlotCopies.WithLabelValues(j.name).Inc()
+			}
+			f.ring.lend(i)
 			h.Slot, via = &i, "slot"
 		}
 		m.shmBatches.WithLabelValues(j.name, via).Inc()

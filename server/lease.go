@@ -50,10 +50,22 @@ func (c *coordinator) window(ms []Maker) int {
 // bounds are the window's floor and ceiling: 1, and the configured window
 // or four per ready maker (at least DefaultWindow).
 func (c *coordinator) bounds(ms []Maker) (lo, hi int) {
-	if w := c.env.cfg.Window; w > 0 {
-		return 1, w
+	return 1, c.env.windowCeiling(ms)
+}
+
+func (e *coordEnv) windowCeiling(ms []Maker) int {
+	if w := e.cfg.Window; w > 0 {
+		return w
 	}
-	return 1, min(max(DefaultWindow, 4*readyMakers(ms)), maxWindow)
+	return min(max(DefaultWindow, 4*readyMakers(ms)), maxWindow)
+}
+
+// poolCeiling is the most buffers a job granted credits at once would hold
+// with the makers ready now (pool at the window's ceiling).
+func (e *coordEnv) poolCeiling(credits int64) int {
+	ms, _ := e.makers.snapshot()
+	w := e.windowCeiling(ms)
+	return w + int(min(credits, int64(w)))
 }
 
 func readyMakers(ms []Maker) int {
@@ -68,7 +80,7 @@ func readyMakers(ms []Maker) int {
 
 // pool is how many batch buffers the job may hold: the window's leases,
 // and as many made batches waiting for (or in) delivery as the trainer's
-// first credits, at most the window again.
+// first credits, at most the window again (poolCeiling at the ceiling).
 func (c *coordinator) pool(window int) int {
 	return window + int(min(c.st.Credits, int64(window)))
 }
@@ -97,7 +109,7 @@ func (c *coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 		}
 		m, retryAt, err := c.choose(ms)
 		if err != nil || m == nil {
-			c.free = append(c.free, b)
+			c.release(b)
 		}
 		if err != nil {
 			return wake, err
@@ -185,22 +197,25 @@ func (c *coordinator) usable(m Maker) bool {
 }
 
 // buffer returns a free batch buffer, or a new one while the job has fewer
-// than pool and, past the two reserved at its start, the stream's memory
-// has room in the budget; nil when there is none.
+// than pool, ready for a lease: in a slot of the trainer's ring, or in
+// memory of its own if, past the two reserved at the job's start, the
+// stream's memory has room in the budget (inslot.go); nil when there is
+// none.
 func (c *coordinator) buffer(pool int) *pipeline.Batch {
+	var b *pipeline.Batch
 	if n := len(c.free); n > 0 {
-		b := c.free[n-1]
+		b = c.free[n-1]
 		c.free = c.free[:n-1]
-		return b
-	}
-	if c.buffers >= pool {
+	} else if c.buffers < pool {
+		c.buffers++
+		b = new(pipeline.Batch)
+	} else {
 		return nil
 	}
-	if c.buffers >= reservedBuffers && !c.mem.try(c.j.batchBytes()) {
+	if !c.prepare(b) {
 		return nil
 	}
-	c.buffers++
-	return new(pipeline.Batch)
+	return b
 }
 
 // choose picks the ready maker that would finish a new lease soonest:
@@ -273,6 +288,12 @@ func (c *coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 	c.attempts[id]++
 	e := c.epochOf(id.epoch)
 	l := &Lease{job: c.j, Epoch: id.epoch, Number: id.k, Indices: e.plan.Batch(id.k), Demand: c.demandNow()}
+	_, local := m.(*localMaker)
+	if !local {
+		if l.Keep = c.env.verify.pick(l.Indices); len(l.Keep) > 0 {
+			l.Kept = make(map[int64][]byte, len(l.Keep))
+		}
+	}
 	c.env.m.leases.WithLabelValues(m.Name()).Inc()
 	timeout := c.env.cfg.LeaseTimeout
 	wg.Add(1)
@@ -280,7 +301,7 @@ func (c *coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 		defer wg.Done()
 		lctx, cancel := context.WithTimeout(ctx, timeout)
 		err := m.Make(lctx, l, b)
-		_, checked := m.(*localMaker)
+		checked := local
 		if err == nil {
 			err = c.check(l, b)
 		} else if errors.Is(lctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
@@ -323,7 +344,7 @@ func (c *coordinator) collect(ctx context.Context, r result) error {
 	e := c.epochOf(r.id.epoch)
 	if !ok || rec.id != r.lease || e == nil || e.isDone(r.id.k) {
 		c.env.m.resultsDropped.Inc()
-		c.free = append(c.free, r.b)
+		c.release(r.b)
 		return nil
 	}
 	delete(c.leases, r.id)
@@ -344,7 +365,7 @@ func (c *coordinator) collect(ctx context.Context, r result) error {
 		}
 		return nil
 	}
-	c.free = append(c.free, r.b)
+	c.release(r.b)
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
@@ -405,7 +426,7 @@ func (c *coordinator) dropUnchecked() {
 		delete(c.unchecked, id)
 		if b, ok := c.ready[id]; ok {
 			delete(c.ready, id)
-			c.free = append(c.free, b)
+			c.release(b)
 			c.attempts[id]--
 			c.requeue(id)
 		}

@@ -44,6 +44,12 @@ type Lease struct {
 	// sent to peers so that a worker serving several coordinators shares
 	// its cores by them.
 	Demand pipeline.JobDemand
+	// Keep names the samples a peer's batch is verified by, byte for byte
+	// (verifier.pick): a peer maker copies their pixels into Kept as they
+	// arrive, out of reach of the trainer whose ring slot the batch may be
+	// made in. Makers on this server ignore them.
+	Keep []int64
+	Kept map[int64][]byte
 }
 
 // localMaker makes batches on this server's executor. Each job gets a

@@ -33,6 +33,7 @@ type metrics struct {
 	sendSeconds        prometheus.Histogram
 	sampleStages       *prometheus.HistogramVec
 	shmBatches         *prometheus.CounterVec
+	shmSlotCopies      *prometheus.CounterVec
 	shmRings           prometheus.Gauge
 }
 
@@ -130,11 +131,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "stoker_shm_batches_total",
 		Help: "Batches sent to same-host trainers with a shared-memory ring: via slot (pixels in the ring) or chunks (every slot held by the trainer).",
 	}, []string{"dataset", "via"})
+	m.shmSlotCopies = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stoker_shm_slot_copies_total",
+		Help: "Batches sent in a ring slot that were made outside the ring and copied into it (no slot was free when they were leased); the others were made in their slot.",
+	}, []string{"dataset"})
 	m.shmRings = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "stoker_shm_ring_bytes",
 		Help: "Bytes of shared-memory rings mapped for open Feed streams.",
 	})
-	for _, c := range []prometheus.Collector{m.window, m.buffered, m.gpuIdle, m.workersRecommended, m.windowDecisions, m.sendSeconds, m.sampleStages, m.shmBatches, m.shmRings} {
+	for _, c := range []prometheus.Collector{m.window, m.buffered, m.gpuIdle, m.workersRecommended, m.windowDecisions, m.sendSeconds, m.sampleStages, m.shmBatches, m.shmSlotCopies, m.shmRings} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

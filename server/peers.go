@@ -83,7 +83,7 @@ func (m *peerMaker) Make(ctx context.Context, l *Lease, b *pipeline.Batch) error
 	return m.p.Make(ctx, peer.Lease{
 		Job: m.forward(l.job), Epoch: l.Epoch, Number: uint64(l.Number),
 		Indices: l.Indices, SampleBytes: l.job.t.SampleBytes(),
-		Stall: l.Demand.Stall, Work: l.Demand.Work,
+		Stall: l.Demand.Stall, Work: l.Demand.Work, Keep: l.Keep, Kept: l.Kept,
 	}, b)
 }
 

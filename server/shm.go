@@ -30,29 +30,41 @@ const (
 	shmTokenBytes = 16
 )
 
-// ringSlots is the number of slots for a stream granted credits at once.
-func ringSlots(credits int64) int {
-	return int(min(max(credits+shmSpareSlots, shmMinSlots), shmMaxSlots))
+// ringSlots is the number of slots for a stream granted credits at once
+// whose coordinator holds up to pool batch buffers: those the trainer may
+// hold, and one for each buffer, so that batches are made in their slots.
+func ringSlots(credits int64, pool int) int {
+	return int(min(max(credits+shmSpareSlots+int64(pool), shmMinSlots), shmMaxSlots))
 }
 
-// slots is a ring's bookkeeping: which slots hold pixels the trainer has
-// not released. Batch takes slots on the coordinator's goroutine, the
-// receiver releases them on the stream's.
+// slots is a ring's bookkeeping: which slots are free, which the
+// coordinator fills (taken for a lease, or by the send loop for a batch
+// made elsewhere), and which were sent and hold pixels the trainer has not
+// released. The coordinator takes and gives back slots on its goroutine,
+// the send loop lends them to the trainer, the receiver releases them.
 type slots struct {
-	mu   sync.Mutex
-	free []uint32 // a stack: the slot released last is filled first, its pages warm
-	held []bool
+	mu    sync.Mutex
+	free  []uint32 // a stack: the slot released last is filled first, its pages warm
+	state []slotState
 }
+
+type slotState uint8
+
+const (
+	slotFree slotState = iota
+	slotFilling
+	slotSent
+)
 
 func newSlots(n int) *slots {
-	s := &slots{held: make([]bool, n), free: make([]uint32, n)}
+	s := &slots{state: make([]slotState, n), free: make([]uint32, n)}
 	for i := range s.free {
 		s.free[i] = uint32(n - 1 - i)
 	}
 	return s
 }
 
-// take returns a free slot, now held, or false when every slot is held.
+// take returns a free slot, now being filled, or false when none is free.
 func (s *slots) take() (uint32, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -62,23 +74,49 @@ func (s *slots) take() (uint32, bool) {
 	}
 	i := s.free[n-1]
 	s.free = s.free[:n-1]
-	s.held[i] = true
+	s.state[i] = slotFilling
 	return i, true
 }
 
+// available is how many slots are free.
+func (s *slots) available() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.free)
+}
+
+// giveBack frees a slot taken and not sent (the batch made in it was
+// dropped with its buffer).
+func (s *slots) giveBack(i uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state[i] == slotFilling {
+		s.state[i] = slotFree
+		s.free = append(s.free, i)
+	}
+}
+
+// lend marks a slot taken as sent: the trainer holds it until it releases
+// it.
+func (s *slots) lend(i uint32) {
+	s.mu.Lock()
+	s.state[i] = slotSent
+	s.mu.Unlock()
+}
+
 // release frees the slots the trainer gave back. A slot out of range or not
-// held is the trainer's protocol error; the slots before it are freed.
+// sent is the trainer's protocol error; the slots before it are freed.
 func (s *slots) release(ids []uint32) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, i := range ids {
-		if int(i) >= len(s.held) {
-			return fmt.Errorf("released slot %d of a ring of %d", i, len(s.held))
+		if int(i) >= len(s.state) {
+			return fmt.Errorf("released slot %d of a ring of %d", i, len(s.state))
 		}
-		if !s.held[i] {
+		if s.state[i] != slotSent {
 			return fmt.Errorf("released slot %d, which holds no batch", i)
 		}
-		s.held[i] = false
+		s.state[i] = slotFree
 		s.free = append(s.free, i)
 	}
 	return nil
@@ -89,8 +127,8 @@ func (s *slots) release(ids []uint32) error {
 // batches go through, or nil when they go in chunks (the server declined,
 // or the trainer could not map the ring: the reason is logged). An error
 // ends the stream.
-func (s *Server) shmHandshake(ctx context.Context, stream stokerv1.FeedService_FeedServer, req *stokerv1.ShmRequest, credits, batchBytes int64, mem *streamMemory, log *slog.Logger) (*ring, error) {
-	offer, r := s.shmOffer(req, credits, batchBytes, mem)
+func (s *Server) shmHandshake(ctx context.Context, stream stokerv1.FeedService_FeedServer, req *stokerv1.ShmRequest, credits, batchBytes int64, pool int, mem *streamMemory, log *slog.Logger) (*ring, error) {
+	offer, r := s.shmOffer(req, credits, batchBytes, pool, mem)
 	if err := stream.Send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Shm{Shm: offer}}); err != nil {
 		s.dropRing(r, mem)
 		return nil, err
@@ -123,9 +161,12 @@ func (s *Server) shmHandshake(ctx context.Context, stream stokerv1.FeedService_F
 	return nil, nil
 }
 
-// shmOffer decides on a ShmRequest: a ring of slots for credits batches of
-// batchBytes, out of the stream's memory, or the reason there is none.
-func (s *Server) shmOffer(req *stokerv1.ShmRequest, credits, batchBytes int64, mem *streamMemory) (*stokerv1.ShmOffer, *ring) {
+// shmOffer decides on a ShmRequest: a ring of slots of batchBytes for
+// credits batches and the coordinator's pool of buffers, out of the
+// stream's memory (or, when that does not fit, for the credits alone: the
+// batches are then made outside the ring and copied into it), or the
+// reason there is none.
+func (s *Server) shmOffer(req *stokerv1.ShmRequest, credits, batchBytes int64, pool int, mem *streamMemory) (*stokerv1.ShmOffer, *ring) {
 	decline := func(format string, a ...any) (*stokerv1.ShmOffer, *ring) {
 		return &stokerv1.ShmOffer{Declined: fmt.Sprintf(format, a...)}, nil
 	}
@@ -137,11 +178,14 @@ func (s *Server) shmOffer(req *stokerv1.ShmRequest, credits, batchBytes int64, m
 		// decline under transport="auto", not of this one (_stream.py).
 		return decline("the trainer runs on another machine (its boot id is not the server's)")
 	}
-	n := ringSlots(credits)
-	total := int64(n) * batchBytes
-	if !mem.try(total) {
-		return decline("a ring of %d slots of %d bytes does not fit in the memory budget now (--memory-budget)", n, batchBytes)
+	n := ringSlots(credits, pool)
+	if !mem.try(int64(n) * batchBytes) {
+		n = ringSlots(credits, 0)
+		if !mem.try(int64(n) * batchBytes) {
+			return decline("a ring of %d slots of %d bytes does not fit in the memory budget now (--memory-budget)", n, batchBytes)
+		}
 	}
+	total := int64(n) * batchBytes
 	r, err := s.shm.offer(n, batchBytes)
 	if err != nil {
 		mem.release(total)
@@ -157,7 +201,7 @@ func (s *Server) dropRing(r *ring, mem *streamMemory) {
 	if r == nil {
 		return
 	}
-	total := int64(len(r.held)) * r.size
+	total := int64(len(r.state)) * r.size
 	r.close()
 	mem.release(total)
 	s.m.shmRings.Sub(float64(total))

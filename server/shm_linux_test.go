@@ -165,7 +165,7 @@ func TestShmSameBytes(t *testing.T) {
 			open := smallJob("tiny", 8)
 			open.Credits, open.AsReady = tc.credits, tc.asReady
 			st := e.shmOpen(t, ctx, open, bootID(t))
-			if want := uint32(ringSlots(int64(tc.credits))); st.offer.GetSlots() != want {
+			if want := uint32(ringSlots(int64(tc.credits), e.srv.coord.poolCeiling(int64(tc.credits)))); st.offer.GetSlots() != want {
 				t.Fatalf("ring of %d slots for %d credits, want %d", st.offer.GetSlots(), tc.credits, want)
 			}
 			st.accept(t)
@@ -188,10 +188,10 @@ func TestShmHeldSlotsFallBackToChunks(t *testing.T) {
 	defer cancel()
 	open := smallJob("tiny", 2)
 	open.Credits = 1
-	st := e.shmOpen(t, ctx, open, bootID(t)) // a ring of 4 slots
+	st := e.shmOpen(t, ctx, open, bootID(t))
 	st.accept(t)
-	// Grant credits without releasing anything: batch 5 on finds every
-	// slot held.
+	// Grant credits without releasing anything: once the trainer holds
+	// every slot, batches come in chunks.
 	go func() {
 		for range 30 {
 			st.stream.Send(&pb.FeedRequest{Msg: &pb.FeedRequest_Credit{Credit: &pb.Credit{Credits: 1}}})
@@ -199,8 +199,8 @@ func TestShmHeldSlotsFallBackToChunks(t *testing.T) {
 	}()
 	got, inSlots := st.readEpoch(t, true)
 	sameBatches(t, "held slots", want.batches, got.batches)
-	if inSlots != ringSlots(1) {
-		t.Errorf("%d batches in slots, want the ring's %d", inSlots, ringSlots(1))
+	if inSlots != int(st.offer.GetSlots()) {
+		t.Errorf("%d batches in slots, want the ring's %d", inSlots, st.offer.GetSlots())
 	}
 }
 

@@ -103,11 +103,30 @@ func (v *verifier) forget(m Maker) {
 	v.mu.Unlock()
 }
 
+// pick chooses the samples of a lease to a peer that its batch is
+// verified by, byte for byte: each distinct index with probability
+// fraction. They are chosen before the batch comes, so that the peer
+// keeps their pixels aside as they arrive (Lease.Keep): the batch itself
+// may be made in a ring slot its trainer can write.
+func (v *verifier) pick(indices []int64) []int64 {
+	if v.fraction <= 0 {
+		return nil
+	}
+	var keep []int64
+	for _, idx := range indices {
+		if (v.fraction >= 1 || rand.Float64() < v.fraction) && !slices.Contains(keep, idx) {
+			keep = append(keep, idx)
+		}
+	}
+	return keep
+}
+
 // verify checks a peer's batch b for lease l of job j: its indices and
 // labels exactly as the plan, the dataset and the fail policy make them
 // given the failures it reports; each failure it reports fails here too;
-// and a random fraction of its samples, re-made here, byte for byte.
-// pixels reports whether every sample was compared byte for byte.
+// and the samples picked for the lease (l.Keep), re-made here, byte for
+// byte with the pixels kept aside as they came (l.Kept). pixels reports
+// whether every sample was compared byte for byte.
 func (v *verifier) verify(ctx context.Context, j *job, l *Lease, b *pipeline.Batch) (pixels bool, err error) {
 	if err := expectIndices(j, l, b); err != nil {
 		return false, err
@@ -122,26 +141,19 @@ func (v *verifier) verify(ctx context.Context, j *job, l *Lease, b *pipeline.Bat
 	for _, e := range b.Errors {
 		claimed = append(claimed, e.Index)
 	}
-	// Samples to re-make: every failure the peer reports (rare), and each
-	// sample it made with probability fraction.
-	size := j.t.SampleBytes()
-	var check []int // positions in b
-	seen := make(map[int64]bool)
-	for i, idx := range b.Indices {
-		if !seen[idx] && (v.fraction >= 1 || v.fraction > 0 && rand.Float64() < v.fraction) {
-			check = append(check, i)
+	// Samples to re-make: every failure the peer reports (rare), and the
+	// samples picked that it made (the others it reports failed).
+	var check []int64
+	for _, idx := range l.Keep {
+		if l.Kept[idx] != nil {
+			check = append(check, idx)
 		}
-		seen[idx] = true
 	}
 	pixels = v.fraction >= 1
 	if len(check) == 0 && len(claimed) == 0 {
 		return pixels, nil
 	}
-	idx := make([]int64, 0, len(check)+len(claimed))
-	for _, i := range check {
-		idx = append(idx, b.Indices[i])
-	}
-	idx = append(idx, claimed...)
+	idx := append(slices.Clone(check), claimed...)
 	var mine pipeline.Batch
 	// Drop policy: each sample's bytes at a known place, failures left out.
 	if err := v.queue().Fill(ctx, j.ds, j.t, j.spec.GetSeed(), l.Epoch, idx, pipeline.Drop, &mine); err != nil {
@@ -156,13 +168,13 @@ func (v *verifier) verify(ctx context.Context, j *job, l *Lease, b *pipeline.Bat
 			return false, fmt.Errorf("%w: batch %d of epoch %d: the peer says sample %d failed; it decodes here", ErrMismatch, l.Number, l.Epoch, i)
 		}
 	}
+	size := j.t.SampleBytes()
 	k := 0 // mine's sample for the next good one
-	for _, i := range check {
-		want := b.Indices[i]
+	for _, want := range check {
 		if failedHere[want] {
 			return false, fmt.Errorf("%w: batch %d of epoch %d: sample %d fails here, the peer made it", ErrMismatch, l.Number, l.Epoch, want)
 		}
-		if !bytes.Equal(b.Data[i*size:(i+1)*size], mine.Data[k*size:(k+1)*size]) {
+		if !bytes.Equal(l.Kept[want], mine.Data[k*size:(k+1)*size]) {
 			return false, fmt.Errorf("%w: batch %d of epoch %d: sample %d's pixels differ from the ones made here", ErrMismatch, l.Number, l.Epoch, want)
 		}
 		k++

@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,9 @@ type scriptedWorker struct {
 	info *stokerv1.WorkerInfo
 	// answer answers lease l: nil to stay silent, or the response.
 	answer func(l *stokerv1.Lease) *stokerv1.WorkResponse
+	// chunkBytes cuts a batch's pixels (pixel(i) at byte i) into chunks of
+	// that many bytes; 0: one chunk.
+	chunkBytes int
 
 	mu      sync.Mutex
 	streams int
@@ -94,12 +98,24 @@ func (w *scriptedWorker) Work(stream stokerv1.WorkService_WorkServer) error {
 		}
 		if d := resp.GetDone(); d != nil && d.GetBatch().GetDataBytes() > 0 {
 			data := make([]byte, d.GetBatch().GetDataBytes())
-			if err := stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Chunk{Chunk: &stokerv1.Chunk{Number: l.GetId(), Data: data}}}); err != nil {
-				return err
+			for i := range data {
+				data[i] = pixel(i)
+			}
+			size := w.chunkBytes
+			if size == 0 {
+				size = len(data)
+			}
+			for off := 0; off < len(data); off += size {
+				c := &stokerv1.Chunk{Number: l.GetId(), Offset: uint64(off), Data: data[off:min(off+size, len(data))]}
+				if err := stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Chunk{Chunk: c}}); err != nil {
+					return err
+				}
 			}
 		}
 	}
 }
+
+func pixel(i int) byte { return byte(i*31 + 7) }
 
 // waitFor waits until the requests received satisfy ok, and returns them.
 func (w *scriptedWorker) waitFor(t *testing.T, what string, ok func([]*stokerv1.WorkRequest) bool) []*stokerv1.WorkRequest {
@@ -345,5 +361,41 @@ func TestDecoderRefused(t *testing.T) {
 	defer p3.Close()
 	if got := <-oldRefused; !errors.Is(got, ErrDecoder) || !strings.Contains(got.Error(), "older") {
 		t.Errorf("a worker that says nothing of its decoder: %v", got)
+	}
+}
+
+// TestChunksLandInPlace: a batch's chunks are copied straight into the
+// buffer Make is given (a ring slot, on a coordinator whose trainer is on
+// shared memory), and the samples Keep names are copied aside as they
+// pass, a chunk boundary inside them or not; one not in the batch is not.
+func TestChunksLandInPlace(t *testing.T) {
+	w := &scriptedWorker{chunkBytes: 2} // samples of 3 bytes: most cross a chunk boundary
+	p := dialReady(t, startWorker(t, w))
+	spec := &stokerv1.JobSpec{Dataset: "d"}
+	l := Lease{Job: spec, Indices: []int64{10, 11, 12, 13}, SampleBytes: sampleBytes,
+		Keep: []int64{12, 99, 10}, Kept: make(map[int64][]byte)}
+	slot := make([]byte, 0, 4*sampleBytes)
+	b := pipeline.Batch{Data: slot}
+	if err := p.Make(context.Background(), l, &b); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Data) != 4*sampleBytes || &b.Data[0] != &slot[:1][0] {
+		t.Fatalf("batch of %d bytes, in its buffer: %v", len(b.Data), len(b.Data) > 0 && &b.Data[0] == &slot[:1][0])
+	}
+	for i, v := range b.Data {
+		if v != pixel(i) {
+			t.Fatalf("byte %d: %d, want %d", i, v, pixel(i))
+		}
+	}
+	for _, k := range []struct {
+		idx int64
+		pos int
+	}{{12, 2}, {10, 0}} {
+		if got, want := l.Kept[k.idx], b.Data[k.pos*sampleBytes:(k.pos+1)*sampleBytes]; !bytes.Equal(got, want) {
+			t.Errorf("kept sample %d: %v, want %v", k.idx, got, want)
+		}
+	}
+	if _, ok := l.Kept[99]; ok || len(l.Kept) != 2 {
+		t.Errorf("kept %v, want samples 10 and 12 only", l.Kept)
 	}
 }
