@@ -45,11 +45,14 @@ type scaleOpts struct {
 	cpus      []string // per worker, for taskset -c
 	coordCPUs string
 	exe       string
+	before    string // another stoker binary run beside exe, round by round
+	perfDir   string // with --perf: where the recordings go
+	perf      string // the perf binary
 	taskset   string // the taskset binary when pinning
 	shm       bool   // the trainer takes batches through the ring
 }
 
-const scaleUsage = "usage: stoker bench scale [--peers 1,2,4] [--rounds 3] [--workers 1] [--data DIR | --n 1000] [--epochs 1] [--pin [--cpus 0,1,...]] [--shm] [--json]"
+const scaleUsage = "usage: stoker bench scale [--peers 1,2,4] [--rounds 3] [--workers 1] [--data DIR | --n 1000] [--epochs 1] [--pin [--cpus 0,1,...]] [--shm] [--before BIN] [--perf DIR] [--json]"
 
 func runScale(args []string) error {
 	ctx := signalContext()
@@ -68,12 +71,14 @@ func runScale(args []string) error {
 	cpus := fs.String("cpus", "", "with --pin: each worker's taskset -c CPU list in order, comma-separated (\"2,3,4\", or ranges: \"2-3,4-5\"); the baseline server takes the first; default: every core, one per worker")
 	coordCPUs := fs.String("coord-cpus", "", "with --pin: a taskset -c list for the coordinator (default: not pinned)")
 	shm := fs.Bool("shm", false, "the trainer takes its batches through the coordinator's shared-memory ring instead of gRPC chunks")
+	perfDir := fs.String("perf", "", "record each server process with Linux perf over the measured epochs of every run, into DIR/r<round>-<config>-<process>.data (bench/perf_shares.py reads them)")
+	before := fs.String("before", "", "another stoker binary (one built before a change) whose servers run each configuration too, right after this one's, every round: the report compares the two")
 	timeout := fs.Duration("timeout", 15*time.Minute, "bound on the whole benchmark")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
 	fs.Parse(args)
 
 	o := scaleOpts{rounds: *rounds, workers: *workers, data: *data, n: *n, epochs: *epochs, batch: *batch,
-		transform: *transform, prefetch: *prefetch, window: *window, pin: *pin, coordCPUs: *coordCPUs, shm: *shm}
+		transform: *transform, prefetch: *prefetch, window: *window, pin: *pin, coordCPUs: *coordCPUs, shm: *shm, before: *before, perfDir: *perfDir}
 	for _, s := range strings.Split(*peers, ",") {
 		p, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || p < 1 || p > 64 {
@@ -112,6 +117,16 @@ func runScale(args []string) error {
 		return err
 	}
 	o.exe = exe
+	if o.perfDir != "" {
+		if o.perf, err = perfSetup(o.perfDir); err != nil {
+			return err
+		}
+	}
+	if o.before != "" {
+		if o.before, err = exec.LookPath(o.before); err != nil {
+			return fmt.Errorf("bench scale: --before: %w", err)
+		}
+	}
 
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -139,7 +154,8 @@ type scaleBench struct {
 	spec *stokerv1.JobSpec
 }
 
-// run runs the rounds: in each, the baseline, then every peer count.
+// run runs the rounds: in each, the baseline, then every peer count, each
+// with this binary's servers and then, with --before, the other's.
 func (b *scaleBench) run(ctx context.Context) (*scaleReport, error) {
 	o := b.o
 	b.spec = &stokerv1.JobSpec{
@@ -148,18 +164,28 @@ func (b *scaleBench) run(ctx context.Context) (*scaleReport, error) {
 	}
 	rep := &scaleReport{Dataset: o.data, Synthetic: o.synthetic, Transform: o.transform, BatchSize: o.batch,
 		Workers: o.workers, Epochs: o.epochs, Rounds: o.rounds, Prefetch: o.prefetch, Pinned: o.pin,
-		CPUs: runtime.NumCPU(), ExactlyOnce: true}
+		CPUs: runtime.NumCPU(), ExactlyOnce: true, BeforeBinary: o.before}
+	exes := []string{o.exe}
+	if o.before != "" {
+		exes = append(exes, o.before)
+	}
 	for round := 1; round <= o.rounds; round++ {
 		for _, n := range append([]int{0}, o.peers...) {
-			r, size, err := b.runOne(ctx, n, round)
-			if err != nil {
-				return nil, fmt.Errorf("round %d, %s: %w", round, configName(n), err)
+			for i, exe := range exes {
+				r, size, err := b.runOne(ctx, n, round, exe, i > 0)
+				name := configName(n)
+				if r.Before {
+					name += " (before)"
+				}
+				if err != nil {
+					return nil, fmt.Errorf("round %d, %s: %w", round, name, err)
+				}
+				rep.DatasetSize = size
+				rep.SampleErrors += r.SampleErrors
+				rep.Runs = append(rep.Runs, r)
+				fmt.Fprintf(os.Stderr, "round %d %-18s %7.1f images/s  %d images in %.2fs\n",
+					round, name, r.imagesPerSec(), r.Images, r.Seconds)
 			}
-			rep.DatasetSize = size
-			rep.SampleErrors += r.SampleErrors
-			rep.Runs = append(rep.Runs, r)
-			fmt.Fprintf(os.Stderr, "round %d %-9s %7.1f images/s  %d images in %.2fs\n",
-				round, configName(n), r.imagesPerSec(), r.Images, r.Seconds)
 		}
 	}
 	rep.summarize(o.peers)
@@ -177,9 +203,10 @@ func configName(n int) string {
 }
 
 // runOne starts the processes of one configuration (n peers behind a
-// coordinator, or the baseline server for n = 0), measures, and stops them.
-func (b *scaleBench) runOne(ctx context.Context, n, round int) (run scaleRun, size uint64, err error) {
-	run = scaleRun{Peers: n, Round: round}
+// coordinator, or the baseline server for n = 0) from the binary exe
+// (--before's when before), measures, and stops them.
+func (b *scaleBench) runOne(ctx context.Context, n, round int, exe string, before bool) (run scaleRun, size uint64, err error) {
+	run = scaleRun{Peers: n, Round: round, Before: before}
 	var procs []*scaleProc
 	defer func() {
 		if serr := stopScaleProcs(procs); err == nil {
@@ -198,7 +225,7 @@ func (b *scaleBench) runOne(ctx context.Context, n, round int) (run scaleRun, si
 	var workers []*scaleProc
 	var metricsAddr string
 	if n == 0 {
-		target, err = b.start(ctx, "server", b.cpu(0), "--workers", w)
+		target, err = b.startExe(ctx, exe, "server", b.cpu(0), "--workers", w)
 		if err != nil {
 			return run, 0, err
 		}
@@ -206,7 +233,7 @@ func (b *scaleBench) runOne(ctx context.Context, n, round int) (run scaleRun, si
 	} else {
 		addrs := make([]string, n)
 		for i := range n {
-			p, err := b.start(ctx, fmt.Sprintf("worker %d", i), b.cpu(i), "--workers", w)
+			p, err := b.startExe(ctx, exe, fmt.Sprintf("worker %d", i), b.cpu(i), "--workers", w)
 			if err != nil {
 				return run, 0, err
 			}
@@ -221,7 +248,7 @@ func (b *scaleBench) runOne(ctx context.Context, n, round int) (run scaleRun, si
 		if b.o.pin {
 			coordCPUs = b.o.coordCPUs
 		}
-		target, err = b.start(ctx, "coordinator", coordCPUs, "--workers", "0", "--peers", strings.Join(addrs, ","),
+		target, err = b.startExe(ctx, exe, "coordinator", coordCPUs, "--workers", "0", "--peers", strings.Join(addrs, ","),
 			"--window", strconv.Itoa(b.o.window), "--metrics", metricsAddr)
 		if err != nil {
 			return run, 0, err
@@ -247,14 +274,24 @@ func (b *scaleBench) runOne(ctx context.Context, n, round int) (run scaleRun, si
 			return run, 0, err
 		}
 	}
+	stopPerf := func() error { return nil }
+	if b.o.perfDir != "" {
+		if stopPerf, err = b.perfRecord(procs, run); err != nil {
+			return run, 0, err
+		}
+	}
 	cpu0, err := scaleCPU(procs)
 	if err != nil {
+		stopPerf()
 		return run, 0, err
 	}
 	trainer0, start := cpu.ProcessTime(), time.Now()
 	size, err = b.consume(ctx, c, &run)
 	run.Seconds = time.Since(start).Seconds()
 	run.TrainerCPU = (cpu.ProcessTime() - trainer0).Seconds()
+	if perr := stopPerf(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return run, 0, err
 	}

@@ -34,6 +34,11 @@ type scaleProc struct {
 // start starts `stoker serve` on a free loopback port (under taskset -c
 // cpus when cpus is set) and waits for its address.
 func (b *scaleBench) start(ctx context.Context, name, cpus string, args ...string) (*scaleProc, error) {
+	return b.startExe(ctx, b.o.exe, name, cpus, args...)
+}
+
+// startExe is start with the stoker binary exe.
+func (b *scaleBench) startExe(ctx context.Context, exe, name, cpus string, args ...string) (*scaleProc, error) {
 	dir, err := os.MkdirTemp("", "stoker-scale-")
 	if err != nil {
 		return nil, err
@@ -44,9 +49,9 @@ func (b *scaleBench) start(ctx context.Context, name, cpus string, args ...strin
 		"--log-level", "warn", "--grace", "2s"}, args...)
 	p := &scaleProc{name: name, log: &tailWriter{max: 16 << 10}, exited: make(chan struct{})}
 	if cpus != "" {
-		p.cmd = exec.Command(b.o.taskset, append([]string{"-c", cpus, b.o.exe}, argv...)...)
+		p.cmd = exec.Command(b.o.taskset, append([]string{"-c", cpus, exe}, argv...)...)
 	} else {
-		p.cmd = exec.Command(b.o.exe, argv...)
+		p.cmd = exec.Command(exe, argv...)
 	}
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	// Should this process die, so do its servers.

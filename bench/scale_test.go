@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -69,5 +72,70 @@ func TestBenchScale(t *testing.T) {
 	}
 	if rep.Sweep[0].EfficiencyVsLinear != 1 {
 		t.Errorf("1 peer's efficiency vs linear %v, want 1", rep.Sweep[0].EfficiencyVsLinear)
+	}
+}
+
+// TestBenchScaleBefore: with --before, every configuration also runs with
+// the other binary's servers, round by round, and the report has its
+// medians and the ratios.
+func TestBenchScaleBefore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs servers")
+	}
+	bin := stokerBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "bench", "scale", "--peers", "1", "--rounds", "1", "--n", "40",
+		"--batch", "8", "--prefetch", "4", "--shm", "--before", bin, "--timeout", "90s", "--json")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench scale: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	lines := bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
+	var rep scaleReport
+	if err := json.Unmarshal(lines[len(lines)-1], &rep); err != nil {
+		t.Fatalf("the last line is not the JSON report: %v\n%s", err, stdout.String())
+	}
+	t.Logf("\n%s", stdout.String())
+	var before []bool
+	for _, r := range rep.Runs {
+		before = append(before, r.Before)
+	}
+	if !slices.Equal(before, []bool{false, true, false, true}) || rep.Runs[1].Peers != 0 || rep.Runs[3].Peers != 1 {
+		t.Fatalf("runs (before or not) %v, want each configuration twice, this binary first", before)
+	}
+	// CPU comes in 10 ms ticks: a tiny run's coordinator may show none.
+	if rep.Before == nil || rep.Before.Baseline.ServerCPU <= 0 || len(rep.Before.Sweep) != 1 || rep.Before.Sweep[0].WorkersCPU <= 0 {
+		t.Fatalf("before: %+v", rep.Before)
+	}
+	r := rep.AfterOverBefore
+	if len(r) != 2 || r[0].ImagesPerSec <= 0 || r[0].ServerCPU <= 0 || r[1].ImagesPerSec <= 0 || r[1].WorkersCPU <= 0 {
+		t.Errorf("ratios: %+v", r)
+	}
+}
+
+// TestBenchScalePerf: --perf records each server process over the measured
+// epochs, one file per run and process.
+func TestBenchScalePerf(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs servers")
+	}
+	if err := exec.Command("perf", "record", "-q", "-o", filepath.Join(t.TempDir(), "probe.data"), "--", "true").Run(); err != nil {
+		t.Skipf("perf cannot record here (%v): bench scale --perf cannot be tried", err)
+	}
+	bin := stokerBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	out, err := exec.CommandContext(ctx, bin, "bench", "scale", "--peers", "1", "--rounds", "1", "--n", "40",
+		"--batch", "8", "--prefetch", "4", "--perf", dir, "--timeout", "90s").CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench scale: %v\n%s", err, out)
+	}
+	for _, f := range []string{"r1-baseline-server.data", "r1-1peer-coordinator.data", "r1-1peer-worker0.data"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }
