@@ -236,6 +236,7 @@ func (d *discovery) update(addrs []string) {
 		go func() {
 			defer d.retiring.Done()
 			n := m.p.Retire(s.cfg.LeaseTimeout, d.abort)
+			s.coord.verify.forget(m) // a quarantine lasts while the peer is in the set
 			s.log.Info("peer retired", "addr", a, "in_flight_at_removal", held, "unfinished", n)
 			d.mu.Lock()
 			d.gone[a] = time.Now()
