@@ -33,10 +33,10 @@ const (
 	// compared: about one sample in 200, a few percent of a core on a
 	// coordinator relaying thousands of images a second.
 	DefaultVerifyFraction = 0.005
-	// MaxDatasetName bounds a dataset name a client may send, and
-	// MaxPresetName a transform preset's name.
-	MaxDatasetName = 256
-	MaxPresetName  = 256
+	// maxDatasetName bounds a dataset name a client may send, and
+	// maxPresetName a transform preset's name.
+	maxDatasetName = 256
+	maxPresetName  = 256
 	// maxStatusMessage bounds the message of any status the server
 	// returns: it travels in a header, and clients refuse large ones
 	// (grpc-go's limit is 16 KiB, Python's 8 KiB, after percent-encoding).
@@ -56,8 +56,8 @@ const (
 	// this long while no lease is pending (coordinators ping within a
 	// third of it).
 	DefaultWorkIdleTimeout = time.Minute
-	// MaxBatchSize is the largest batch_size a job may ask for.
-	MaxBatchSize = 65536
+	// maxBatchSize is the largest batch_size a job may ask for.
+	maxBatchSize = 65536
 	// MaxChunkBytes is the largest Chunk the server sends: batches go out
 	// in pieces of at most this many bytes (Python's grpcio slows down
 	// sharply on larger messages). 1 KiB under 4 MiB, so that a chunk with

@@ -62,7 +62,7 @@ func parsePeers(s string) (peerTarget, error) {
 	return t, nil
 }
 
-// peerMaker is a Maker over a peer.Peer.
+// peerMaker is a maker over a peer.Peer.
 type peerMaker struct {
 	p *peer.Peer
 
@@ -79,7 +79,7 @@ func (m *peerMaker) Ready() bool  { return m.p.Ready() }
 // nil while it is Ready (and before its first attempt ended).
 func (m *peerMaker) Unavailable() error { return m.p.LastError() }
 
-func (m *peerMaker) Make(ctx context.Context, l *Lease, b *pipeline.Batch) error {
+func (m *peerMaker) Make(ctx context.Context, l *batchLease, b *pipeline.Batch) error {
 	return m.p.Make(ctx, peer.Lease{
 		Job: m.forward(l.job), Epoch: l.Epoch, Number: uint64(l.Number),
 		Indices: l.Indices, SampleBytes: l.job.t.SampleBytes(),
@@ -236,6 +236,7 @@ func (d *discovery) update(addrs []string) {
 		go func() {
 			defer d.retiring.Done()
 			n := m.p.Retire(s.cfg.LeaseTimeout, d.abort)
+			s.coord.verify.forget(m) // a quarantine lasts while the peer is in the set
 			s.log.Info("peer retired", "addr", a, "in_flight_at_removal", held, "unfinished", n)
 			d.mu.Lock()
 			d.gone[a] = time.Now()

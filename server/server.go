@@ -178,9 +178,6 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 			log.Info("shared-memory delivery off", "reason", err)
 		}
 	}
-	if t, _ := parsePeers(cfg.Peers); t.static != nil || t.host != "" {
-		s.disc = s.startDiscovery(t)
-	}
 	if sel, _ := gpu.ParseSelection(cfg.GPUs); cfg.GPUs != "" && !sel.None() {
 		s.gpu = gpu.NewMonitor(sel, telemetryWindow)
 		if smp := s.gpu.Sample(); !smp.Available {
@@ -198,6 +195,10 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		},
 		makers: s.makers, budget: s.budget, m: s.m, gpuIdle: s.gpuIdle,
 		verify: newVerifier(max(cfg.VerifyFraction, 0), s.exec, log, s.makers.poke),
+	}
+	// Last: discovery's peers use the coordinators' environment.
+	if t, _ := parsePeers(cfg.Peers); t.static != nil || t.host != "" {
+		s.disc = s.startDiscovery(t)
 	}
 	return s, nil
 }
