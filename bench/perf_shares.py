@@ -8,7 +8,8 @@ decoding, the rest) and the shares printed, one column per group of files.
     bench/perf_shares.py before=DIR/r*-1peer-before-coordinator.data after=DIR/r*-1peer-coordinator.data
 
 A group is NAME=FILE[,FILE...] (shell globs are expanded by the shell).
-With --images N per file, each column also says CPU ms per 1000 images.
+With --images N (images measured per file), each category also says its
+CPU ms per 1000 images.
 """
 
 from __future__ import annotations
@@ -131,15 +132,25 @@ def main() -> None:
                 counts[classify(st)] += 1
         cols.append((name, counts, len(paths)))
     w = max(len(c) for c in CATEGORIES)
-    print(f"{'':{w}}" + "".join(f"{n:>14}" for n, _, _ in cols))
+
+    def ms(samples: int, files: int) -> float:  # CPU ms per 1000 images
+        return 1000 * samples / a.hz / (files * a.images) * 1000
+
+    def cell(c: Counter, files: int, cat: str) -> str:
+        share = f"{100 * c[cat] / max(sum(c.values()), 1):.1f}%"
+        return f"{share:>8}" + (f" {ms(c[cat], files):6.1f}" if a.images else "")
+
+    width = 15 if a.images else 8
+    print(f"{'':{w}}" + "".join(f" {n:>{width}}" for n, _, _ in cols))
+    if a.images:
+        print(f"{'':{w}}" + "".join(f" {'share  ms/1k':>{width}}" for _ in cols))
     for cat in CATEGORIES:
         if not any(c[cat] for _, c, _ in cols):
             continue
-        print(f"{cat:{w}}" + "".join(f"{100 * c[cat] / max(sum(c.values()), 1):13.1f}%" for _, c, _ in cols))
-    print(f"{'samples':{w}}" + "".join(f"{sum(c.values()):>14}" for _, c, _ in cols))
+        print(f"{cat:{w}}" + "".join(f" {cell(c, n, cat):>{width}}" for _, c, n in cols))
+    print(f"{'samples':{w}}" + "".join(f" {sum(c.values()):>{width}}" for _, c, _ in cols))
     if a.images:
-        print(f"{'CPU ms per 1000 images':{w}}" +
-              "".join(f"{1000 * sum(c.values()) / a.hz / (n * a.images) * 1000:>14.1f}" for _, c, n in cols))
+        print(f"{'CPU ms per 1000 images':{w}}" + "".join(f" {ms(sum(c.values()), n):>{width}.1f}" for _, c, n in cols))
 
 
 if __name__ == "__main__":

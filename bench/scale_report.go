@@ -223,6 +223,6 @@ func (rep *scaleReport) print(w io.Writer) {
 		}
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nprotocol overhead: the workers' CPU per image made for a peer over the baseline server's per image made for its own trainer (goal < 1.1);")
+	fmt.Fprintln(w, "\nprotocol overhead: the workers' CPU per image made for a peer over the baseline server's per image made for its own trainer (issue 18: at most 1.05);")
 	fmt.Fprintln(w, "coordinator CPU is the GPU host's cost; the trainer (this process) is counted apart. CPU from /proc, in 10 ms ticks.")
 }
