@@ -38,7 +38,7 @@ func (c *coordinator) state(b *pipeline.Batch) *bufState {
 	return s
 }
 
-// ready prepares buffer b, just taken off the free list or made, for a
+// prepare readies buffer b, just taken off the free list or made, for a
 // lease: in a free slot of the ring if it may have one, else in memory of
 // its own, counted; false when that does not fit in the budget (b is then
 // free again).

@@ -15,7 +15,8 @@ import (
 // Same-host delivery. A trainer on this machine asks for it in OpenJob.shm;
 // the server offers a ring of batch-sized slots in a sealed memfd, handed
 // over on an abstract Unix socket (shm_linux.go), and sends each batch's
-// pixels in a free slot, with only its header on the stream. The trainer
+// pixels in a slot, with only its header on the stream: the slot the batch
+// was made in (inslot.go), or a free one it is copied into. The trainer
 // releases slots in its credits. A batch that finds no free slot goes in
 // chunks, so a trainer that keeps its batches is never stalled by the ring.
 

@@ -227,8 +227,8 @@ func Dial(addr string, onReady func(), opts ...Option) (*Peer, error) {
 		// Batches come back in chunks of megabytes: windows as a server's
 		// (grpcOptions), so that the worker never waits for a window
 		// update mid-batch, and updates are few. Setting them turns off
-		// gRPC's BDP estimation and its pings (measured: about 7% of a
-		// relaying coordinator's CPU).
+		// gRPC's BDP estimation and its pings (one A/B run: 0.135 against
+		// 0.145 CPU-s per 1000 images relayed).
 		grpc.WithInitialWindowSize(8 << 20), grpc.WithInitialConnWindowSize(32 << 20)}, rpc.DialBuffers()...)
 	dial = append(dial, o.dial...)
 	conn, err := grpc.NewClient("passthrough:///"+addr, dial...)
