@@ -70,6 +70,8 @@ type adviceInput struct {
 	// leases were fewer than the window: the makers were not what held the
 	// trainer up.
 	spare bool
+	// starting: the figures still hold the job's start (telemetrySnap).
+	starting bool
 }
 
 // advise is the advisor's raw recommendation and one line of advice. NaN
@@ -89,6 +91,14 @@ func advise(in adviceInput) (recommended float64, advice string) {
 	makers := float64(in.makers)
 	if in.delivered <= 0 && !in.waited {
 		return makers, "the trainer is not taking batches"
+	}
+	if in.starting {
+		// In its first window a job's trainer waited for the stream to
+		// open and the first batches to be made, and its GPU idled before
+		// them, whatever the makers: starvation near 1 over a little
+		// delivered, a demand many times the real one, published at once
+		// (rises are) and held for the whole stabilization window.
+		return math.NaN(), "measuring (the job is starting)"
 	}
 	demand := in.delivered / (1 - min(in.starved, maxStarvationForDemand))
 	needed := max(1, math.Ceil(demand*adviceHeadroom/perMaker-1e-9))

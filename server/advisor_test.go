@@ -73,6 +73,13 @@ func TestAdviseWithoutGPU(t *testing.T) {
 		{"not taking batches", adviceInput{makers: 3, busyRates: []float64{1, 1, 1}}, 3, "the trainer is not taking batches"},
 		{"nothing measured", adviceInput{starved: 0.5, delivered: 1, waited: true, makers: 2, busyRates: []float64{0, 0}}, math.NaN(), "no makers measured yet"},
 		{"nearly all starved", adviceInput{starved: 0.99, delivered: 1, waited: true, makers: 1, busyRates: []float64{1}, busyShare: 1}, 11, "needs about 10 more workers"},
+		// The same figures in the job's first window are its start: the
+		// trainer waited for the first batches whatever the makers. No
+		// figure (one would be published at once and held for the whole
+		// stabilization window: the autoscale bench's runs from 1 worker
+		// went to 10 workers for 5's worth at every start).
+		{"starting", adviceInput{starved: 0.99, delivered: 1, waited: true, makers: 1, busyRates: []float64{1}, busyShare: 1, starting: true}, math.NaN(), "measuring (the job is starting)"},
+		{"starting, not yet taking", adviceInput{makers: 3, busyRates: []float64{1, 1, 1}, starting: true}, 3, "the trainer is not taking batches"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.in.target = DefaultStallTarget

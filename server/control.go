@@ -100,7 +100,7 @@ func (c *coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idl
 	js.Starvation, js.StarvationSignal = starvation(snap.stall, idle, gpuOK)
 	in := adviceInput{
 		target: c.env.cfg.StallTarget, starved: js.Starvation, delivered: snap.batchesPerSec,
-		waited: snap.stall > 0, bytes: snap.bytesPerSec,
+		waited: snap.stall > 0, bytes: snap.bytesPerSec, starting: snap.starting,
 	}
 	for _, m := range ms {
 		st := c.stats[m]
