@@ -142,15 +142,60 @@ func TestMakerBusyRate(t *testing.T) {
 	if math.Abs(rate-4) > 1e-9 || math.Abs(share-0.25) > 1e-9 {
 		t.Errorf("busy rate %v, share %v; want 4/s, 0.25", rate, share)
 	}
-	// Two leases at once, overlapping: busy time is their union.
+	// Two leases at once, overlapping: busy time is their union (after a
+	// first lease: the maker's start, left out).
 	var two makerStat
 	two.begin(t0)
-	two.begin(t0.Add(100 * time.Millisecond))
-	two.end(t0.Add(500 * time.Millisecond))
-	two.done(t0.Add(500*time.Millisecond), &leaseRec{n: 1}, 0)
-	two.end(t0.Add(1000 * time.Millisecond))
-	two.done(t0.Add(1000*time.Millisecond), &leaseRec{n: 2}, 0)
-	if rate, _ := two.busyRate(t0.Add(2 * time.Second)); math.Abs(rate-2) > 1e-9 {
+	two.end(t0.Add(100 * time.Millisecond))
+	two.done(t0.Add(100*time.Millisecond), &leaseRec{n: 1}, 0)
+	two.begin(t0.Add(1000 * time.Millisecond))
+	two.begin(t0.Add(1100 * time.Millisecond))
+	two.end(t0.Add(1500 * time.Millisecond))
+	two.done(t0.Add(1500*time.Millisecond), &leaseRec{n: 1}, 0)
+	two.end(t0.Add(2000 * time.Millisecond))
+	two.done(t0.Add(2000*time.Millisecond), &leaseRec{n: 2}, 0)
+	if rate, _ := two.busyRate(t0.Add(3 * time.Second)); math.Abs(rate-2) > 1e-9 {
 		t.Errorf("two overlapping leases over 1 s busy: %v/s, want 2", rate)
+	}
+}
+
+// A maker's first lease is its start (a connection, cold caches, a
+// worker's first decode: 2 s here where it then makes a batch every
+// 100 ms), and a lease in progress has no batch yet: neither lowers its
+// rate. (They did: a maker just added measured a third of its rate, and
+// the advisor asked for more makers at every scale-up; bench backpressure
+// --scenario autoscale.)
+func TestMakerBusyRateStart(t *testing.T) {
+	t0 := time.Unix(3000, 0)
+	var st makerStat
+	lease := func(from, to time.Time) {
+		st.begin(from)
+		st.end(to)
+		st.done(to, &leaseRec{n: 1}, to.Sub(from))
+	}
+	now := t0.Add(2 * time.Second)
+	lease(t0, now)
+	for range 10 {
+		lease(now, now.Add(100*time.Millisecond))
+		now = now.Add(100 * time.Millisecond)
+	}
+	if rate, share := st.busyRate(now); math.Abs(rate-10) > 1e-6 || math.Abs(share-1) > 1e-9 {
+		t.Errorf("after a slow first lease: %v/s, busy %v; want 10/s (the first lease left out), 1", rate, share)
+	}
+	st.begin(now)
+	now = now.Add(90 * time.Millisecond)
+	if rate, _ := st.busyRate(now); math.Abs(rate-10) > 1e-6 {
+		t.Errorf("with a lease 90 ms in progress: %v/s, want 10/s", rate)
+	}
+	// Too few batches after the first: not measured yet.
+	var fresh makerStat
+	fresh.begin(t0)
+	fresh.end(t0.Add(time.Second))
+	fresh.done(t0.Add(time.Second), &leaseRec{n: 1}, time.Second)
+	fresh.begin(t0.Add(time.Second))
+	fresh.end(t0.Add(1100 * time.Millisecond))
+	fresh.done(t0.Add(1100*time.Millisecond), &leaseRec{n: 1}, 100*time.Millisecond)
+	if rate, _ := fresh.busyRate(t0.Add(1200 * time.Millisecond)); rate != 0 {
+		t.Errorf("one batch after the first: %v/s, want 0 (not measured)", rate)
 	}
 }
