@@ -35,6 +35,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -294,7 +295,8 @@ func (r *asRunner) scaleTo(ctx context.Context, n int) error {
 	}
 	var up []string
 	for _, p := range r.workers {
-		up = append(up, p.addr[:len(p.addr)-len(strconv.Itoa(r.port))-1])
+		host, _, _ := net.SplitHostPort(p.addr)
+		up = append(up, host)
 	}
 	r.mu.Unlock()
 	r.dns.set(up)
