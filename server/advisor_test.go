@@ -199,3 +199,46 @@ func TestMakerBusyRateStart(t *testing.T) {
 		t.Errorf("one batch after the first: %v/s, want 0 (not measured)", rate)
 	}
 }
+
+// The advisor's figure is the median of its last adviceSmoothing of
+// estimates: one estimate in ten above the rest does not reach the
+// stabilizer (which would publish it for the whole --advise-window), a
+// rise that lasts does, once it held for half the time.
+func TestAdviceMedian(t *testing.T) {
+	t0 := time.Unix(4000, 0)
+	m := medianFilter{window: adviceSmoothing}
+	s := stabilizer{window: 60 * time.Second, max: 64}
+	if got := m.add(t0, math.NaN()); !math.IsNaN(got) {
+		t.Fatalf("no estimate yet: %v, want NaN", got)
+	}
+	tick := 500 * time.Millisecond
+	now := t0
+	var rose time.Time
+	for i := range 120 { // 60 s of 0.5 s ticks
+		now = now.Add(tick)
+		raw := 5.0
+		if i%10 == 9 {
+			raw = 6 // the noise of a starved job's extrapolation
+		}
+		if now.Sub(t0) > 40*time.Second {
+			raw = 7 // a rise that lasts
+		}
+		pub := s.add(now, m.add(now, raw))
+		switch {
+		case now.Sub(t0) <= 40*time.Second && pub != 5:
+			t.Fatalf("at %v, estimates of 5 with one of 6 in ten: published %v, want 5", now.Sub(t0), pub)
+		case pub == 7 && rose.IsZero():
+			rose = now
+		}
+	}
+	if d := rose.Sub(t0.Add(40 * time.Second)); rose.IsZero() || d > adviceSmoothing/2+tick {
+		t.Errorf("a lasting rise to 7 at 40 s published after %v, want within half of %v", d, adviceSmoothing)
+	}
+	// NaN estimates (a starting job) are no estimates.
+	if got := m.add(now.Add(time.Second), math.NaN()); got != 7 {
+		t.Errorf("a NaN after 7s: %v, want 7", got)
+	}
+	if got := m.add(now.Add(time.Minute), math.NaN()); !math.IsNaN(got) {
+		t.Errorf("nothing for a minute: %v, want NaN", got)
+	}
+}

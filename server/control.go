@@ -128,7 +128,7 @@ func (c *coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idl
 		in.busyShare /= float64(in.makers)
 	}
 	raw, advice := advise(in)
-	js.WorkersRecommended, js.Advice = c.advised.add(now, raw), advice
+	js.WorkersRecommended, js.Advice = c.advised.add(now, c.estimates.add(now, raw)), advice
 	c.recommended = js.WorkersRecommended
 	c.status.Store(js)
 

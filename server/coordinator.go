@@ -142,7 +142,8 @@ type coordinator struct {
 	// recommended is the advisor's last count of makers the trainer needs
 	// (NaN before it has one): the window is not narrowed below it.
 	recommended float64
-	advised     stabilizer // what is published of the advisor's figures
+	estimates   medianFilter // the advisor's figures, smoothed
+	advised     stabilizer   // what is published of them
 	status      atomic.Pointer[stokerv1.JobStatus]
 	demand      atomic.Pointer[pipeline.JobDemand]
 }
@@ -156,17 +157,18 @@ const outputSlack = 8
 func newCoordinator(env *coordEnv, j *job, st Stream, id string, mem *streamMemory, log *slog.Logger) *coordinator {
 	c := &coordinator{
 		env: env, j: j, st: st, log: log, mem: mem,
-		name:     j.name + "-r" + strconv.Itoa(j.rank) + "-" + id,
-		granted:  make(chan struct{}, 1),
-		out:      make(chan output, 2*maxWindow+outputSlack),
-		recycled: make(chan *pipeline.Batch, 2*maxWindow+outputSlack),
-		leases:   make(map[batchID]*leaseRec),
-		attempts: make(map[batchID]int),
-		ready:    make(map[batchID]*pipeline.Batch),
-		stats:    make(map[Maker]*makerStat),
-		refused:  make(map[Maker]error),
-		tel:      newTelemetry(telemetryWindow, time.Now()),
-		advised:  stabilizer{window: env.cfg.AdviseWindow, max: float64(env.cfg.MaxRecommended)},
+		name:      j.name + "-r" + strconv.Itoa(j.rank) + "-" + id,
+		granted:   make(chan struct{}, 1),
+		out:       make(chan output, 2*maxWindow+outputSlack),
+		recycled:  make(chan *pipeline.Batch, 2*maxWindow+outputSlack),
+		leases:    make(map[batchID]*leaseRec),
+		attempts:  make(map[batchID]int),
+		ready:     make(map[batchID]*pipeline.Batch),
+		stats:     make(map[Maker]*makerStat),
+		refused:   make(map[Maker]error),
+		tel:       newTelemetry(telemetryWindow, time.Now()),
+		advised:   stabilizer{window: env.cfg.AdviseWindow, max: float64(env.cfg.MaxRecommended)},
+		estimates: medianFilter{window: adviceSmoothing},
 	}
 	j.id = c.name
 	c.credits.Store(st.Credits)
