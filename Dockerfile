@@ -1,4 +1,5 @@
-# stoker's images, as the nonroot user, no shell:
+# stoker's images, as distroless's nonroot user by number (65532:65532, so
+# that Kubernetes can check runAsNonRoot without a runAsUser), no shell:
 #   the default (last) stage: the static binary of `make static` on
 #     distroless/static, for workers (and anything without a GPU);
 #   --target gpuhost: the binary of `make gpuhost` on distroless/cc (glibc),
@@ -24,14 +25,14 @@ RUN make static STATIC_BIN=/out/stoker && make gpuhost GPUHOST_BIN=/out/stoker-g
 
 FROM gcr.io/distroless/cc-debian12:nonroot AS gpuhost
 COPY --from=build /out/stoker-gpuhost /stoker
-USER nonroot:nonroot
+USER 65532:65532
 EXPOSE 7070 9090
 ENTRYPOINT ["/stoker"]
 CMD ["serve", "--listen=:7070", "--metrics=:9090"]
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/stoker /stoker
-USER nonroot:nonroot
+USER 65532:65532
 EXPOSE 7070 9090
 ENTRYPOINT ["/stoker"]
 CMD ["serve", "--listen=:7070", "--metrics=:9090"]

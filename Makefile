@@ -8,7 +8,10 @@ BIN      := bin/stoker
 STATIC_BIN ?= bin/stoker-static
 TOOLS    := .bin
 DATA     ?=
-PHOTOS   ?= ../shared/data/photos/train
+# make bench's images: an ImageFolder of real photos if given, else
+# $(BENCH_DATA), generated once by `stoker mkdata`.
+PHOTOS   ?=
+BENCH_DATA := out/bench-data
 THREADS  ?= 1
 ROUNDS   ?= 3
 SECONDS  ?= 8
@@ -17,6 +20,12 @@ SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # go.mod asks for Go 1.26; any go >= 1.21 fetches that toolchain through the
 # module proxy when GOTOOLCHAIN is auto (some images set local in go.env).
 export GOTOOLCHAIN := auto
+
+# The version make build stamps into bin/stoker: git describe (a tag, or
+# the commit when there is none; -dirty with uncommitted changes). Empty
+# outside a git checkout: internal/version then says what Go recorded.
+STOKER_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+VERSION_LDFLAG := -X github.com/stoker-dev/stoker/internal/version.stamped=$(STOKER_VERSION)
 
 # Pinned code generators.
 BUF_VERSION               := v1.57.2
@@ -28,19 +37,17 @@ APT_PKGS := gcc libc6-dev make pkg-config libjpeg62-turbo-dev python3 python3-ve
 
 .PHONY: help setup apt venv tools build static gpuhost test test-go test-python lint check-generate generate bench demo clean
 
-help:
-	@echo "make demo    install what is missing, build, serve a dataset and train on it for a while (DATA=/path for a real ImageFolder)"
-	@echo "make test    vet, lint, regenerate-and-diff, Go tests (-race), pure-Go tests, Python tests"
-	@echo "make bench   stoker's pipeline vs torchvision (PIL and v2) on one core, interleaved rounds"
-	@echo "make setup   install system packages, Go tools and the Python venv (.venv)"
-	@echo "make static  a static stoker (libjpeg-turbo linked in) for minimal images: $(STATIC_BIN) (STATIC_BIN=path to change)"
-	@echo "make gpuhost the GPU host's stoker (libjpeg-turbo linked in, glibc dynamic for NVML): $(GPUHOST_BIN)"
+# Every target has a `## what it does` comment on its line: make help lists
+# them all (python/tests/test_repo.py checks it against .PHONY).
+help: ## this list
+	@sed -n 's/^\([a-z-]*\):.*## \(.*\)/\1\t\2/p' $(MAKEFILE_LIST) | \
+		while IFS=$$'\t' read -r t d; do printf 'make %-15s %s\n' "$$t" "$$d"; done
 
-setup: apt tools venv
+setup: apt tools venv ## install system packages, Go tools and the Python venv (.venv)
 
 # System packages, only those missing (apt-get update first, as a fresh
 # machine's lists may be empty).
-apt:
+apt: ## install the Debian packages the build and tests need (only those missing)
 	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if ! command -v go >/dev/null; then missing="$$missing golang-go"; fi; \
 	if [ -n "$$missing" ]; then \
@@ -61,7 +68,7 @@ $(TOOLS)/.stamp-$(BUF_VERSION)-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VER
 	GOBIN=$(CURDIR)/$(TOOLS) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 	touch $@
 
-tools: $(TOOLS)/.stamp-$(BUF_VERSION)-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VERSION)
+tools: $(TOOLS)/.stamp-$(BUF_VERSION)-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VERSION) ## the pinned code generators (buf, protoc-gen-go, protoc-gen-go-grpc) into .bin
 
 # The venv is rebuilt only when the pinned requirements change; torch brings
 # its CUDA libraries (a few GB): pip's cache makes a second install quick.
@@ -72,10 +79,10 @@ $(VENV)/.stamp: python/requirements.txt python/pyproject.toml
 	$(PY) -m pip install -q --no-deps -e ./python
 	touch $@
 
-venv: $(VENV)/.stamp
+venv: $(VENV)/.stamp ## the Python venv (.venv) with python/requirements.txt and the client (editable)
 
-build:
-	go build -o $(BIN) ./cmd/stoker
+build: ## bin/stoker, its version stamped from git (git describe; a plain `go build` says devel-<commit>)
+	go build -ldflags '$(VERSION_LDFLAG)' -o $(BIN) ./cmd/stoker
 
 # The static stoker of the container image (Dockerfile) and of the chroot
 # test (cmd/stoker/static_linux_test.go runs this very target): cgo with
@@ -84,9 +91,9 @@ build:
 # driver's libnvidia-ml.so, which a static glibc cannot load safely), so it
 # runs in an empty root.
 STATIC_TAGS := netgo osusergo nonvml
-static:
+static: ## a static stoker (libjpeg-turbo linked in, no NVML) for minimal images: bin/stoker-static (STATIC_BIN=path)
 	CGO_ENABLED=1 go build -trimpath -tags '$(STATIC_TAGS) jpegstatic' \
-		-ldflags '-s -w -linkmode external -extldflags "-static"' -o $(STATIC_BIN) ./cmd/stoker
+		-ldflags '-s -w $(VERSION_LDFLAG) -linkmode external -extldflags "-static"' -o $(STATIC_BIN) ./cmd/stoker
 
 # The GPU host's stoker (the coordinator beside the trainer; the Dockerfile's
 # gpuhost target, on distroless/cc): libjpeg-turbo linked in as in static,
@@ -95,38 +102,47 @@ static:
 # GPU monitor reads the trainer's GPUs. It needs only glibc where it runs
 # (cmd/stoker/static_linux_test.go runs this very target too).
 GPUHOST_BIN ?= bin/stoker-gpuhost
-gpuhost:
+gpuhost: ## the GPU host's stoker (libjpeg-turbo linked in, glibc dynamic for NVML): bin/stoker-gpuhost (GPUHOST_BIN=path)
 	CGO_ENABLED=1 go build -trimpath -tags 'netgo osusergo jpegstatic' \
-		-ldflags '-s -w -linkmode external -extldflags "-Wl,--as-needed"' -o $(GPUHOST_BIN) ./cmd/stoker
+		-ldflags '-s -w $(VERSION_LDFLAG) -linkmode external -extldflags "-Wl,--as-needed"' -o $(GPUHOST_BIN) ./cmd/stoker
 
-generate: tools venv
+generate: tools venv ## regenerate the Go and Python code from proto/stoker/v1/stoker.proto
 	$(TOOLS)/buf generate
 	$(PY) -m grpc_tools.protoc -Iproto --python_out=python --pyi_out=python --grpc_python_out=python proto/stoker/v1/stoker.proto
 
 # CI fails when the committed generated code is stale (connect-go's checkgenerate).
-check-generate: generate
+check-generate: generate ## fail when the committed generated code is stale
 	@git diff --exit-code -- proto python/stoker/v1 || { echo "generated code is stale: run make generate and commit"; exit 1; }
 
-lint: tools
+lint: tools ## gofmt, go vet (cgo and pure Go), buf lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
 	CGO_ENABLED=0 go vet ./...
+	cd deploy && go vet ./...
 	$(TOOLS)/buf lint
 
-test-go:
+# deploy/ is a module of its own (its tests need the Kubernetes modules,
+# which the binary's module does not require): ./... does not reach it.
+test-go: ## Go tests (-race) of the module and of deploy/, and the pipeline's pure-Go tests
 	go test -race -count=1 ./...
+	cd deploy && go test -race -count=1 ./...
 	CGO_ENABLED=0 go test -count=1 ./pipeline/...
 
-test-python: venv build
+test-python: venv build ## the Python client's tests and examples/, against bin/stoker
 	STOKER_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q python/tests
 
-test: setup lint check-generate test-go test-python
+test: setup lint check-generate test-go test-python ## every test: lint, generated code, Go, Python
 
-bench: setup build
-	$(PY) bench/compare.py --stoker $(BIN) --data $(PHOTOS) --threads $(THREADS) --rounds $(ROUNDS) --seconds $(SECONDS)
+bench: setup build ## stoker's pipeline vs torchvision (PIL, v2) on THREADS cores, interleaved rounds (PHOTOS=ImageFolder, else generated)
+	@if [ -n "$(PHOTOS)" ] && [ ! -d "$(PHOTOS)" ]; then echo "PHOTOS=$(PHOTOS) is not a directory"; exit 1; fi
+	@if [ -z "$(PHOTOS)" ] && [ ! -d $(BENCH_DATA) ]; then \
+		echo "no PHOTOS given: generating 1200 photo-sized JPEGs in $(BENCH_DATA) (once)"; \
+		rm -rf $(BENCH_DATA).tmp && $(BIN) mkdata --out $(BENCH_DATA).tmp --n 1200 --classes 10 && mv $(BENCH_DATA).tmp $(BENCH_DATA); \
+	fi
+	$(PY) bench/compare.py --stoker $(BIN) --data $(or $(PHOTOS),$(BENCH_DATA)) --threads $(THREADS) --rounds $(ROUNDS) --seconds $(SECONDS)
 
-demo: setup build
+demo: setup build ## install what is missing, build, serve a demo dataset and train on it for 30 s (DATA=ImageFolder)
 	$(PY) python/demo.py --stoker $(BIN) $(if $(DATA),--data $(DATA))
 
-clean:
+clean: ## remove bin/
 	rm -rf bin

@@ -36,7 +36,7 @@ import (
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
-const loadUsage = "usage: stoker bench load [--streams 8] [--slow 4] [--seconds 60] [--slow-step 200ms] [--workers N] [--memory-budget BYTES] [--data DIR | --n 1000] [--transform imagenet-train] [--batch 32] [--prefetch 4] [--rounds 1] [--goroutine-margin 3] [--json]"
+const loadUsage = "usage: stoker bench load [--streams 8] [--slow 4] [--seconds 60] [--slow-step 200ms] [--workers N] [--memory-budget BYTES] [--data DIR | --n 1000] [--transform imagenet-train] [--batch 32] [--prefetch 4] [--rounds 1] [--goroutine-margin 3] [--idle 0] [--json]"
 
 // Goals the report checks the figures against.
 const (
@@ -61,6 +61,7 @@ type loadOpts struct {
 	batch, prefetch int
 	rounds          int
 	goroutineMargin int
+	idle            time.Duration
 }
 
 func runLoad(args []string) error {
@@ -79,17 +80,18 @@ func runLoad(args []string) error {
 	prefetch := fs.Int("prefetch", 4, "each trainer's credits")
 	rounds := fs.Int("rounds", 1, "rounds; each runs phase A then phase B; the B/A ratio is the median over the rounds")
 	margin := fs.Int("goroutine-margin", 3, "how many goroutines over the baseline the server may have after the phases")
+	idle := fs.Float64("idle", 0, "after the rounds, seconds the server is left with no stream, its RSS still sampled: does it give the streams' memory back?")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
 	fs.Parse(args)
 
 	o := loadOpts{streams: *streams, slow: *slow, seconds: time.Duration(*seconds * float64(time.Second)), slowStep: *slowStep,
 		workers: *workers, memoryBudget: *budget, data: *data, n: *n, transform: *transform, batch: *batch,
-		prefetch: *prefetch, rounds: *rounds, goroutineMargin: *margin}
+		prefetch: *prefetch, rounds: *rounds, goroutineMargin: *margin, idle: time.Duration(*idle * float64(time.Second))}
 	switch {
 	case o.streams < 1 || o.streams > 256 || o.slow < 0 || o.slow >= o.streams:
 		return errors.New("bench load: want 1 <= --streams <= 256 and 0 <= --slow < --streams (phase A needs a fast stream)\n" + loadUsage)
-	case o.seconds <= 0 || o.seconds > time.Hour || o.slowStep < 0:
-		return errors.New("bench load: want 0 < --seconds <= 3600 and --slow-step >= 0\n" + loadUsage)
+	case o.seconds <= 0 || o.seconds > time.Hour || o.slowStep < 0 || o.idle < 0 || o.idle > time.Hour:
+		return errors.New("bench load: want 0 < --seconds <= 3600, --slow-step >= 0 and 0 <= --idle <= 3600\n" + loadUsage)
 	case o.workers < 1 || o.batch < 1 || o.prefetch < 1 || o.rounds < 1 || o.memoryBudget < 1 || o.goroutineMargin < 0:
 		return errors.New("bench load: --workers, --batch, --prefetch, --rounds and --memory-budget must be at least 1, --goroutine-margin at least 0\n" + loadUsage)
 	case o.data == "" && o.n < 1:
@@ -103,7 +105,7 @@ func runLoad(args []string) error {
 	}
 	// Bounded: the phases end by themselves; this bounds everything else
 	// (the synthetic set, starting and stopping the server, a hang).
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(o.rounds)*(2*o.seconds+30*time.Second)+3*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(o.rounds)*(2*o.seconds+30*time.Second)+o.idle+3*time.Minute)
 	defer cancel()
 	synthetic, remove, err := benchData(ctx, "load", &o.data, o.n)
 	if err != nil {
@@ -172,12 +174,26 @@ type loadReport struct {
 	BackToBaseline bool `json:"back_to_baseline"`
 	// Errors are the unexpected ones: anything but the deliberate end of
 	// a phase.
-	Errors       []string `json:"unexpected_errors"`
-	SampleErrors int64    `json:"sample_errors"`
+	// Idle is the server's memory after the last stream ended (--idle).
+	Idle         *loadIdle `json:"idle,omitempty"`
+	Errors       []string  `json:"unexpected_errors"`
+	SampleErrors int64     `json:"sample_errors"`
 	// ServerLog is the end of the server's log (--log-level warn: empty
 	// when nothing went wrong).
 	ServerLog string `json:"server_log,omitempty"`
 	OK        bool   `json:"ok"` // no unexpected errors, and back to baseline
+}
+
+// loadIdle is the server's memory while it is left with no stream after
+// the rounds: whether the streams' memory goes back to the OS.
+type loadIdle struct {
+	Seconds float64 `json:"seconds"`
+	// Start is the last sample before the idle time (2 s after the last
+	// stream closed), End its last sample.
+	Start rssSample `json:"start"`
+	End   rssSample `json:"end"`
+	// EveryTen is the RSS every 10 s of it (bytes).
+	EveryTen []int64 `json:"rss_every_10s_bytes"`
 }
 
 // loadPhase is one phase of one round.
@@ -397,6 +413,14 @@ func (b *loadBench) run(ctx context.Context) (rep *loadReport, err error) {
 			rep.Phases = append(rep.Phases, ph)
 			fmt.Fprintf(os.Stderr, "round %d phase %s: fast %.1f images/s, slow %.1f images/s; server %.0f goroutines, %.0f streams 2 s after\n",
 				round, name, ph.FastImagesPerSec, ph.SlowImagesPerSec, ph.After.Goroutines, ph.After.StreamsActive)
+		}
+	}
+	if o.idle > 0 {
+		b.phase.Store("idle")
+		select {
+		case <-time.After(o.idle + time.Second): // the sample at o.idle included
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
 	b.phase.Store("stop")
@@ -756,7 +780,30 @@ func (rep *loadReport) summarize(samples []rssSample) {
 		r.Flat = r.LastOverFirst <= loadFlatGoal &&
 			(r.MinutesToBudget == 0 || r.MinutesToBudget >= loadFlatHorizon.Minutes() || r.CeilingWithinBudget)
 	}
+	rep.summarizeIdle(samples)
 	rep.OK = len(rep.Errors) == 0 && rep.BackToBaseline
+}
+
+// summarizeIdle fills rep.Idle from the samples of the idle time, if any.
+func (rep *loadReport) summarizeIdle(samples []rssSample) {
+	first := slices.IndexFunc(samples, func(s rssSample) bool { return s.Phase == "idle" })
+	if first < 1 {
+		return
+	}
+	id := &loadIdle{Start: samples[first-1]}
+	next := 0.0
+	for _, s := range samples[first:] {
+		if s.Phase != "idle" {
+			break
+		}
+		id.End = s
+		if t := s.T - id.Start.T; t >= next {
+			id.EveryTen = append(id.EveryTen, s.Bytes)
+			next += 10
+		}
+	}
+	id.Seconds = id.End.T - id.Start.T
+	rep.Idle = id
 }
 
 // slope is the least-squares slope of f over time, per second.
@@ -855,6 +902,20 @@ func (rep *loadReport) print(w io.Writer) {
 			}
 			fmt.Fprintf(w, "  GC forced near the end of %s%d: live heap %.1f MiB (heap in use before %.1f MiB, RSS %.1f MiB); GOGC %.0f lets the heap reach %.1f MiB: RSS ceiling under this load about %.1f MiB (%s the budget)\n",
 				ph.Name, ph.Round, mib(g.Live), mib(g.HeapInuse), mib(g.RSS), g.GOGCPercent, mib(g.NextGC), mib(g.Ceiling), within)
+		}
+	}
+	if id := rep.Idle; id != nil {
+		var ten []string
+		for _, b := range id.EveryTen {
+			ten = append(ten, fmt.Sprintf("%.0f", mib(b)))
+		}
+		fmt.Fprintf(w, "idle %.0f s after the last stream: RSS every 10 s, MiB: %s\n", id.Seconds, strings.Join(ten, " "))
+		for _, e := range []struct {
+			what string
+			s    rssSample
+		}{{"at its start", id.Start}, {"at its end", id.End}} {
+			fmt.Fprintf(w, "  %s: RSS %.1f MiB = Go runtime %.1f MiB (heap in use %.1f) + the rest %.1f MiB (C, thread stacks); %d GC cycles so far\n",
+				e.what, mib(e.s.Bytes), mib(e.s.GoHeld), mib(e.s.GoHeapInuse), mib(e.s.nonGo()), e.s.GCCycles)
 		}
 	}
 	fmt.Fprintf(w, "server go_goroutines: baseline %.0f, 2 s after the last stream %.0f (margin %d); stoker_streams_active: baseline %.0f, after %.0f: back to baseline: %v\n",

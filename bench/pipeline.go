@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"sync"
@@ -19,16 +20,18 @@ import (
 
 func runBench(args []string) error {
 	if len(args) == 0 || args[0] != "pipeline" {
-		return errors.New("usage: stoker bench pipeline --data DIR [--threads N] [--transform NAME] [--seconds S] [--json]")
+		return errors.New("usage: stoker bench pipeline --data DIR [--threads N] [--transform NAME] [--epochs N] [--seconds S] [--index-budget BYTES] [--json]")
 	}
 	fs := flag.NewFlagSet("bench pipeline", flag.ExitOnError)
 	data := fs.String("data", "", "ImageFolder or WebDataset directory (required)")
 	threads := fs.Int("threads", 1, "decode goroutines (GOMAXPROCS is threads+1: the spare P only schedules; CPU time is reported)")
 	transform := fs.String("transform", "imagenet-train", "transform preset")
-	seconds := fs.Float64("seconds", 10, "how long to measure, after one warm-up batch")
+	epochs := fs.Int("epochs", 0, "epochs to run, each every sample once in a shuffled order; 0: the first, then as many as fill --seconds (at least one more)")
+	seconds := fs.Float64("seconds", 10, "with --epochs 0, how long to measure the epochs after the first")
 	batch := fs.Int("batch", 64, "samples per batch")
 	reference := fs.Bool("reference", false, "force the pure-Go reference path")
 	scaling := fs.String("dct-scaling", "pow2", "fast path DCT scaling: pow2, any or off")
+	indexBudget := fs.Int64("index-budget", 1<<30, "memory for the decoder index (as stoker serve's --index-budget); -1: no index")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
 	fs.Parse(args[1:])
 	if *data == "" {
@@ -49,20 +52,34 @@ func runBench(args []string) error {
 	if err != nil {
 		return err
 	}
-	ex := pipeline.NewExecutor(*threads, pipeline.WithReference(*reference), pipeline.WithDCTScaling(sc))
+	opts := []pipeline.Option{pipeline.WithReference(*reference), pipeline.WithDCTScaling(sc)}
+	var ix *pipeline.Index
+	if *indexBudget >= 0 {
+		ix = pipeline.NewIndex(*indexBudget)
+		opts = append(opts, pipeline.WithIndex(ix))
+	}
+	ex := pipeline.NewExecutor(*threads, opts...)
 	defer ex.Close()
 
-	r := benchPipeline(ex, ds, t, *batch, time.Duration(*seconds*float64(time.Second)))
+	r := benchPipeline(ex, ix, ds, t, *batch, *epochs, time.Duration(*seconds*float64(time.Second)))
 	r.Threads, r.Transform, r.Fast = *threads, *transform, pipeline.Fast() && !*reference
 	r.Dataset = *data
 
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "stoker bench pipeline\t%s\n", *data)
+	fmt.Fprintf(tw, "stoker bench pipeline\t%s (%d samples)\n", *data, ds.Len())
 	fmt.Fprintf(tw, "transform\t%s (fast path: %v)\n", t, r.Fast)
 	fmt.Fprintf(tw, "threads\t%d\n", r.Threads)
-	fmt.Fprintf(tw, "images\t%d in %.2fs (%d sample errors)\n", r.Images, r.Seconds, r.Errors)
-	fmt.Fprintf(tw, "images/s\t%.1f (%.1f per thread)\n", r.ImagesPerSec, r.ImagesPerSec/float64(r.Threads))
-	fmt.Fprintf(tw, "CPU\t%.2fs = %.2f cores; %.1f images per CPU-second\n", r.CPUSeconds, r.CPUSeconds/r.Seconds, r.ImagesPerCPUSec)
+	if ix == nil {
+		fmt.Fprintf(tw, "decoder index\toff\n")
+	} else {
+		fmt.Fprintf(tw, "decoder index\t%d files, %.0f bytes per file (budget %d)\n", r.Index.Files, r.Index.BytesPerFile, *indexBudget)
+	}
+	fmt.Fprintf(tw, "\nepoch\timages\tseconds\timages/s\tper CPU-s\tindex hits\tMCUs decoded\n")
+	for _, e := range r.Epochs {
+		fmt.Fprintf(tw, "%d\t%d\t%.2f\t%.1f\t%.1f\t%.0f%%\t%.0f%%\n", e.Epoch, e.Images, e.Seconds, e.ImagesPerSec, e.ImagesPerCPUSec, 100*e.HitRate, 100*e.MCUsDecoded)
+	}
+	fmt.Fprintf(tw, "\nepoch 1\t%.1f images/s, %.1f per CPU-second (%d sample errors)\n", r.Epoch1.ImagesPerSec, r.Epoch1.ImagesPerCPUSec, r.Epoch1.Errors)
+	fmt.Fprintf(tw, "epochs >= 2\t%.1f images/s, %.1f per CPU-second (%d sample errors)\n", r.Later.ImagesPerSec, r.Later.ImagesPerCPUSec, r.Later.Errors)
 	tw.Flush()
 	if *asJSON {
 		return json.NewEncoder(os.Stdout).Encode(r)
@@ -70,6 +87,9 @@ func runBench(args []string) error {
 	return nil
 }
 
+// benchResult is `stoker bench pipeline --json`'s line. images_per_sec and
+// images_per_cpu_sec are the epochs after the first (the steady state a
+// training run sees); epoch1 and later say each part.
 type benchResult struct {
 	Impl         string  `json:"impl"`
 	Dataset      string  `json:"dataset"`
@@ -81,47 +101,147 @@ type benchResult struct {
 	Seconds      float64 `json:"seconds"`
 	ImagesPerSec float64 `json:"images_per_sec"`
 	// CPU time of the whole process over the measured interval.
+	CPUSeconds      float64      `json:"cpu_seconds"`
+	ImagesPerCPUSec float64      `json:"images_per_cpu_sec"`
+	Epoch1          benchPart    `json:"epoch1"`
+	Later           benchPart    `json:"later"`
+	Epochs          []benchEpoch `json:"epochs"`
+	Index           benchIndex   `json:"index"`
+}
+
+// benchPart sums some epochs.
+type benchPart struct {
+	Images          int64   `json:"images"`
+	Errors          int64   `json:"errors"`
+	Seconds         float64 `json:"seconds"`
 	CPUSeconds      float64 `json:"cpu_seconds"`
+	ImagesPerSec    float64 `json:"images_per_sec"`
 	ImagesPerCPUSec float64 `json:"images_per_cpu_sec"`
 }
 
-// benchPipeline makes batches over ds, two in flight so the pool never
-// idles between batches, for d after one warm-up batch.
-func benchPipeline(ex *pipeline.Executor, ds pipeline.Dataset, t *pipeline.Transform, batch int, d time.Duration) benchResult {
-	n := ds.Len()
-	var next atomic.Int64
-	indices := func(k int64) []int64 {
-		idx := make([]int64, batch)
-		for i := range idx {
-			idx[i] = (k*int64(batch) + int64(i)) % int64(n)
-		}
-		return idx
-	}
-	var warm pipeline.Batch
-	ex.Fill(context.Background(), ds, t, 0, 0, indices(next.Add(1)-1), pipeline.PadFromBatch, &warm)
+// benchEpoch is one epoch.
+type benchEpoch struct {
+	Epoch int `json:"epoch"` // 1-based
+	benchPart
+	// HitRate is the share of the epoch's index lookups that found the
+	// file's index; MCUsDecoded the share of its scans' MCUs entropy-
+	// decoded (0 without an index).
+	HitRate     float64 `json:"index_hit_rate"`
+	MCUsDecoded float64 `json:"mcus_decoded"`
+}
 
+// benchIndex is the decoder index at the end.
+type benchIndex struct {
+	Files        int     `json:"files"`
+	Bytes        int64   `json:"bytes"`
+	BytesPerFile float64 `json:"bytes_per_file"`
+	Evicted      int64   `json:"evicted"`
+}
+
+func (p *benchPart) add(q benchPart) {
+	p.Images += q.Images
+	p.Errors += q.Errors
+	p.Seconds += q.Seconds
+	p.CPUSeconds += q.CPUSeconds
+	p.ImagesPerSec = float64(p.Images) / p.Seconds
+	p.ImagesPerCPUSec = float64(p.Images) / p.CPUSeconds
+}
+
+// benchPipeline runs epochs over ds: each makes every sample once, in a
+// shuffled order, with its own crops (the key's epoch), in batches, two in
+// flight so the pool never idles between them. With epochs 0 it runs the
+// first epoch, then more until d has been spent in them (at least one).
+// The files are read once before the first epoch, so that it does not pay
+// for the page cache, and one batch is made and thrown away (with another
+// seed); the decoder index (ix, nil for none) then starts empty.
+func benchPipeline(ex *pipeline.Executor, ix *pipeline.Index, ds pipeline.Dataset, t *pipeline.Transform, batch, epochs int, d time.Duration) benchResult {
+	n := ds.Len()
+	var buf []byte
+	for i := range n {
+		buf, _ = ds.Read(i, buf)
+	}
+	// One warm-up batch (decoder scratch, code paged in), as before epochs
+	// were told apart; its index entries are dropped.
+	warm := make([]int64, min(batch, n))
+	for i := range warm {
+		warm[i] = int64(i)
+	}
+	var wb pipeline.Batch
+	ex.Fill(context.Background(), ds, t, 1, 0, warm, pipeline.PadFromBatch, &wb)
+	if ix != nil {
+		ix.Clear()
+	}
+	var r benchResult
+	r.Impl = "stoker"
+	for e := 1; epochs == 0 && (e <= 2 || r.Later.Seconds < d.Seconds()) || e <= epochs; e++ {
+		ep := benchOneEpoch(ex, ix, ds, t, batch, e)
+		r.Epochs = append(r.Epochs, ep)
+		if e == 1 {
+			r.Epoch1.add(ep.benchPart)
+		} else {
+			r.Later.add(ep.benchPart)
+		}
+	}
+	all := r.Epoch1
+	if len(r.Epochs) > 1 {
+		all = r.Later
+	}
+	r.Images, r.Errors, r.Seconds, r.CPUSeconds = all.Images, all.Errors, all.Seconds, all.CPUSeconds
+	r.ImagesPerSec, r.ImagesPerCPUSec = all.ImagesPerSec, all.ImagesPerCPUSec
+	if ix != nil {
+		s := ix.Stats()
+		r.Index = benchIndex{Files: s.Entries, Bytes: s.Bytes, Evicted: s.Evicted}
+		if s.Entries > 0 {
+			r.Index.BytesPerFile = float64(s.Bytes) / float64(s.Entries)
+		}
+	}
+	return r
+}
+
+// benchOneEpoch runs epoch e (1-based) of benchPipeline.
+func benchOneEpoch(ex *pipeline.Executor, ix *pipeline.Index, ds pipeline.Dataset, t *pipeline.Transform, batch, e int) benchEpoch {
+	n := ds.Len()
+	order := rand.New(rand.NewPCG(uint64(e), 0x5eed)).Perm(n)
+	nb := (n + batch - 1) / batch
+	var s0 pipeline.IndexStats
+	if ix != nil {
+		s0 = ix.Stats()
+	}
+	var next atomic.Int64
 	var images, errs atomic.Int64
 	start, cpu0 := time.Now(), cpu.ProcessTime()
-	deadline := start.Add(d)
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var b pipeline.Batch
-			for time.Now().Before(deadline) {
-				k := next.Add(1) - 1
-				ex.Fill(context.Background(), ds, t, 0, uint64(k*int64(batch)/int64(n)), indices(k), pipeline.PadFromBatch, &b)
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= nb {
+					return
+				}
+				idx := make([]int64, 0, batch)
+				for _, i := range order[k*batch : min((k+1)*batch, n)] {
+					idx = append(idx, int64(i))
+				}
+				ex.Fill(context.Background(), ds, t, 0, uint64(e-1), idx, pipeline.PadFromBatch, &b)
 				images.Add(int64(len(b.Indices)))
 				errs.Add(int64(len(b.Errors)))
 			}
 		}()
 	}
 	wg.Wait()
-	el := time.Since(start).Seconds()
-	r := benchResult{Impl: "stoker", Images: images.Load(), Errors: errs.Load(), Seconds: el}
-	r.CPUSeconds = (cpu.ProcessTime() - cpu0).Seconds()
-	r.ImagesPerSec = float64(r.Images) / el
-	r.ImagesPerCPUSec = float64(r.Images) / r.CPUSeconds
-	return r
+	ep := benchEpoch{Epoch: e}
+	ep.add(benchPart{Images: images.Load(), Errors: errs.Load(), Seconds: time.Since(start).Seconds(), CPUSeconds: (cpu.ProcessTime() - cpu0).Seconds()})
+	if ix != nil {
+		s := ix.Stats()
+		if l := (s.Hits - s0.Hits) + (s.Misses - s0.Misses); l > 0 {
+			ep.HitRate = float64(s.Hits-s0.Hits) / float64(l)
+		}
+		if m := s.MCUsTotal - s0.MCUsTotal; m > 0 {
+			ep.MCUsDecoded = float64(s.MCUsDecoded-s0.MCUsDecoded) / float64(m)
+		}
+	}
+	return ep
 }

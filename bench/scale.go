@@ -28,20 +28,6 @@ import (
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
-// Run is `stoker bench SUB`: scale here, load in load.go, the others in bench.go.
-func Run(args []string) error {
-	if len(args) > 0 && args[0] == "scale" {
-		return runScale(args[1:])
-	}
-	if len(args) > 0 && args[0] == "load" {
-		return runLoad(args[1:])
-	}
-	if len(args) > 0 && args[0] == "backpressure" {
-		return runBackpressure(args[1:])
-	}
-	return runBench(args)
-}
-
 // scaleOpts are bench scale's flags.
 type scaleOpts struct {
 	peers     []int

@@ -3,19 +3,19 @@ package deploy_test
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/stoker-dev/stoker/deploy"
 )
-
-// These tests live here, not with the others in cmd/stoker: kustomize
-// links the plugin package, whose eager symbol binding breaks go-nvml's
-// lazily bound NVML symbols in the same binary.
 
 // TestDeployStrictDecode: a field misspelled or at the wrong level, or a
 // kind deploy/ does not know, fails the decode; every manifest decodes.
@@ -47,14 +47,14 @@ func TestDeployStrictDecode(t *testing.T) {
 	}
 }
 
-// TestDeployKustomizeBuild builds deploy/base with kustomize's own library
-// (what kubectl apply -k runs) and decodes its output strictly: every
-// object in the base's namespace, the HPA's target among them.
-func TestDeployKustomizeBuild(t *testing.T) {
+// kustomizeBuild builds the kustomization in dir with kustomize's own
+// library (what kubectl apply -k runs) and decodes its output strictly.
+func kustomizeBuild(t *testing.T, dir string) ([]byte, []any) {
+	t.Helper()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	rm, err := k.Run(filesys.MakeFsOnDisk(), "base")
+	rm, err := k.Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		t.Fatalf("kustomize build deploy/base: %v", err)
+		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
 	out, err := rm.AsYaml()
 	if err != nil {
@@ -62,8 +62,17 @@ func TestDeployKustomizeBuild(t *testing.T) {
 	}
 	objs, err := deploy.Decode(out)
 	if err != nil {
-		t.Fatalf("kustomize output: %v", err)
+		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
+	return out, objs
+}
+
+// TestDeployKustomizeBuild builds deploy/base: every object in the base's
+// namespace, the HPA's target among them, and that Deployment without a
+// replicas field (the HPA owns the count: a replicas field would reset it
+// on every kubectl apply -k).
+func TestDeployKustomizeBuild(t *testing.T) {
+	out, objs := kustomizeBuild(t, "base")
 	kinds := map[string]string{}
 	for _, o := range objs {
 		m := o.(interface {
@@ -75,6 +84,9 @@ func TestDeployKustomizeBuild(t *testing.T) {
 		if _, ns := o.(*corev1.Namespace); !ns && m.GetNamespace() != "stoker" {
 			t.Errorf("%s %s in namespace %q, want stoker", kind, m.GetName(), m.GetNamespace())
 		}
+		if d, ok := o.(*appsv1.Deployment); ok && d.Spec.Replicas != nil {
+			t.Errorf("Deployment %s has replicas: %d under its HPA: each kubectl apply -k would reset the HPA's count", d.Name, *d.Spec.Replicas)
+		}
 	}
 	for _, want := range []string{"Namespace", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy", "HorizontalPodAutoscaler"} {
 		if kinds[want] == "" {
@@ -84,4 +96,54 @@ func TestDeployKustomizeBuild(t *testing.T) {
 	if !bytes.Contains(out, []byte("image: registry.example.com/stoker:latest")) {
 		t.Errorf("the images entry did not set the workers' image:\n%s", out)
 	}
+}
+
+// TestDeployNetworkPolicy: the workers admit gRPC from coordinators of
+// any namespace, and metrics scrapes and health checks from the monitoring
+// namespace: the one named monitoring in the base, another in the
+// monitoring-namespace example overlay, whose patch leaves the gRPC rule
+// as it was.
+func TestDeployNetworkPolicy(t *testing.T) {
+	for _, c := range []struct{ dir, monitoring string }{
+		{"base", "monitoring"},
+		{"examples/monitoring-namespace", "observability"},
+	} {
+		t.Run(c.dir, func(t *testing.T) {
+			_, objs := kustomizeBuild(t, c.dir)
+			pols := map[string]*networkingv1.NetworkPolicy{}
+			for _, o := range objs {
+				if p, ok := o.(*networkingv1.NetworkPolicy); ok {
+					pols[p.Name] = p
+				}
+			}
+			grpc, mon := pols["stoker-workers"], pols["stoker-workers-monitoring"]
+			if grpc == nil || mon == nil || len(pols) != 2 {
+				t.Fatalf("NetworkPolicies %v, want stoker-workers and stoker-workers-monitoring", slices.Collect(maps.Keys(pols)))
+			}
+			for _, p := range pols {
+				if p.Spec.PodSelector.MatchLabels["app.kubernetes.io/component"] != "worker" {
+					t.Errorf("%s selects %v, want the workers", p.Name, p.Spec.PodSelector.MatchLabels)
+				}
+			}
+			if r := grpc.Spec.Ingress; len(r) != 1 || len(r[0].From) != 1 || r[0].From[0].NamespaceSelector == nil ||
+				len(r[0].From[0].NamespaceSelector.MatchLabels) != 0 || r[0].From[0].PodSelector == nil ||
+				r[0].From[0].PodSelector.MatchLabels["app.kubernetes.io/component"] != "coordinator" || ports(r[0]) != "7070" {
+				t.Errorf("stoker-workers ingress %+v, want gRPC (7070) from coordinators of every namespace", r)
+			}
+			if r := mon.Spec.Ingress; len(r) != 1 || len(r[0].From) != 1 || r[0].From[0].NamespaceSelector == nil ||
+				r[0].From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != c.monitoring || ports(r[0]) != "7071,9090" {
+				t.Errorf("stoker-workers-monitoring ingress %+v, want metrics and health (9090, 7071) from the namespace %s", r, c.monitoring)
+			}
+		})
+	}
+}
+
+// ports lists a rule's ports, sorted.
+func ports(r networkingv1.NetworkPolicyIngressRule) string {
+	var ps []string
+	for _, p := range r.Ports {
+		ps = append(ps, p.Port.String())
+	}
+	slices.Sort(ps)
+	return strings.Join(ps, ",")
 }

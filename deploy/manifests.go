@@ -78,7 +78,10 @@ type AdapterValues struct {
 type AdapterRule struct {
 	SeriesQuery string `json:"seriesQuery"`
 	Resources   struct {
-		Overrides map[string]struct {
+		// Namespaced false: the HPA's namespace is not added to the
+		// query (prometheus-adapter's default is true).
+		Namespaced *bool `json:"namespaced"`
+		Overrides  map[string]struct {
 			Resource string `json:"resource"`
 		} `json:"overrides"`
 	} `json:"resources"`

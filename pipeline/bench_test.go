@@ -47,12 +47,12 @@ func benchReportCPU(b *testing.B, start time.Duration, ops int) {
 //	                             work of a loader, as a Python loop over
 //	                             files does it
 func BenchmarkDecode(b *testing.B) {
-	_, files := fastPhotos(b, 50)
+	dir, _, files := benchPhotos(b, 50)
 	var total int
 	for _, f := range files {
 		total += len(f)
 	}
-	paths, _ := filepath.Glob(filepath.Join(fastPhotoDir, "*", "*"))
+	paths, _ := filepath.Glob(filepath.Join(dir, "*", "*.jpg"))
 	sort.Strings(paths)
 	for _, tc := range fastTransforms(b)[:2] {
 		for _, v := range []struct {
@@ -105,6 +105,123 @@ func BenchmarkDecode(b *testing.B) {
 				i++
 			}
 			benchReportCPU(b, start, i)
+		})
+	}
+}
+
+// BenchmarkIndex decodes the photos held in memory (the shared 1,000 where
+// they are), one per op, as epochs: each op is the next file of the
+// current pass, with the key (seed, epoch, file), so every epoch crops each
+// file anew. ns/op is per image. Variants:
+//
+//	none           no decoder index (what every epoch cost before it)
+//	epoch1         an Index that has never seen the file (it is emptied
+//	               at every pass): the first epoch's cost, hashing and
+//	               recording included
+//	warm/<px>      an Index filled by one epoch before the timer starts
+//	               (checkpoints every <px> source pixels of a row; rows:
+//	               row starts only): the second and later epochs
+//	coefcache      no index: every file's DCT coefficients resident (from
+//	               a whole-image decode before the timer), copied instead
+//	               of entropy-decoded: the alternative the index is
+//	               measured against (coef-B/img: its memory per file)
+//
+// Metrics: cpu-ns/op; mcu-% (the share of the scans' MCUs entropy-decoded)
+// and index-B/img (the index's bytes per file) for the index variants.
+func BenchmarkIndex(b *testing.B) {
+	_, _, files := benchPhotos(b, 0)
+	tr, err := ParseTransform("imagenet-train", CHW)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := make([]byte, tr.SampleBytes())
+	decode := func(b *testing.B, d *Decoder, i int) {
+		n := len(files)
+		if err := d.Decode(files[i%n], tr, Key{Seed: 1, Epoch: uint64(i / n), Index: uint64(i % n)}, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("none", func(b *testing.B) {
+		d := NewDecoder()
+		defer d.Close()
+		b.ReportAllocs()
+		i, start := 0, benchCPUTime()
+		for b.Loop() {
+			decode(b, d, i)
+			i++
+		}
+		benchReportCPU(b, start, i)
+	})
+	b.Run("epoch1", func(b *testing.B) {
+		ix := NewIndex(1 << 30)
+		d := NewDecoder(WithIndex(ix))
+		defer d.Close()
+		b.ReportAllocs()
+		i, start := 0, benchCPUTime()
+		for b.Loop() {
+			if i%len(files) == 0 {
+				b.StopTimer()
+				ix = NewIndex(1 << 30)
+				d.opts.index = ix
+				b.StartTimer()
+			}
+			decode(b, d, i)
+			i++
+		}
+		benchReportCPU(b, start, i)
+	})
+	b.Run("coefcache", func(b *testing.B) {
+		d := NewDecoder()
+		defer d.Close()
+		d.fast.coefs = map[indexKey]*coefStore{}
+		whole, err := NewTransform(CHW, Op{Kind: OpResize, Size: [2]int{64, 64}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := make([]byte, whole.SampleBytes())
+		for i, data := range files {
+			if err := d.Decode(data, whole, Key{Index: uint64(i)}, w); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var mem int64
+		for _, c := range d.fast.coefs {
+			mem += 2 * int64(c.need)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		i, start := len(files), benchCPUTime()
+		for b.Loop() {
+			decode(b, d, i)
+			i++
+		}
+		benchReportCPU(b, start, i-len(files))
+		b.ReportMetric(float64(mem)/float64(len(files)), "coef-B/img")
+	})
+	for _, v := range []struct {
+		name string
+		px   int
+	}{{"rows", 1 << 20}, {"128", 128}, {"64", 64}, {"32", 32}, {"16", 16}} {
+		b.Run("warm/"+v.name, func(b *testing.B) {
+			ix := NewIndex(1 << 30)
+			d := NewDecoder(WithIndex(ix))
+			defer d.Close()
+			d.fast.ixPx = v.px
+			for i := range files {
+				decode(b, d, i)
+			}
+			s0 := ix.Stats()
+			b.ReportAllocs()
+			b.ResetTimer()
+			i, start := len(files), benchCPUTime()
+			for b.Loop() {
+				decode(b, d, i)
+				i++
+			}
+			benchReportCPU(b, start, i-len(files))
+			s := ix.Stats()
+			b.ReportMetric(100*float64(s.MCUsDecoded-s0.MCUsDecoded)/float64(max(s.MCUsTotal-s0.MCUsTotal, 1)), "mcu-%")
+			b.ReportMetric(float64(s.Bytes)/float64(max(s.Entries, 1)), "index-B/img")
 		})
 	}
 }

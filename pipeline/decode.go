@@ -28,6 +28,7 @@ type options struct {
 	scaling     DCTScaling
 	schedule    Schedule // read by NewExecutor only (WithSchedule)
 	stages      StageObserver
+	index       *Index // WithIndex
 }
 
 // Option configures a Decoder (and, through NewExecutor, an Executor's

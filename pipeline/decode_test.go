@@ -15,15 +15,19 @@ import (
 	"github.com/disintegration/imaging"
 )
 
-// photoGlob is the shared set of real photos, relative to this package.
-const photoGlob = "../../shared/data/photos/train/*/*.jpg"
+// photoGlob is the repository's set of real photos, relative to this
+// package (see fastPhotoDir): 4:2:0 baseline files only, the plain ones.
+const photoGlob = "../testdata/photos/*/[0-9][0-9][0-9][0-9][0-9][0-9].jpg"
 
-// findPhotos returns up to n real photos from the shared test set (train
-// split, sorted by path), or none where the set is not checked out.
-func findPhotos(t *testing.T, n int) [][]byte {
+// photos returns up to n real photos from the repository's test set (sorted
+// by path). The set is committed: its absence fails the test.
+func photos(t *testing.T, n int) [][]byte {
 	t.Helper()
 	paths, _ := filepath.Glob(photoGlob)
 	slices.Sort(paths)
+	if len(paths) == 0 {
+		t.Fatal("no photos at " + photoGlob)
+	}
 	var out [][]byte
 	for _, p := range paths[:min(n, len(paths))] {
 		data, err := os.ReadFile(p)
@@ -31,16 +35,6 @@ func findPhotos(t *testing.T, n int) [][]byte {
 			t.Fatal(err)
 		}
 		out = append(out, data)
-	}
-	return out
-}
-
-// photos is findPhotos, skipping the test when there are none.
-func photos(t *testing.T, n int) [][]byte {
-	t.Helper()
-	out := findPhotos(t, n)
-	if len(out) == 0 {
-		t.Skip("no photos at " + photoGlob)
 	}
 	return out
 }
@@ -239,9 +233,9 @@ func TestJitterSemantics(t *testing.T) {
 	}
 
 	// A real image, both layouts: factor 0 gives black, gray and flat.
-	var img image.Image = testPicture(40, 30)
-	if data := findPhotos(t, 1); len(data) > 0 {
-		img, _ = imaging.Decode(bytes.NewReader(data[0]))
+	img, err := imaging.Decode(bytes.NewReader(photos(t, 1)[0]))
+	if err != nil {
+		t.Fatal(err)
 	}
 	pixHWC := hwc(img)
 	n := len(pixHWC) / 3

@@ -20,7 +20,13 @@
 // baseline files the Huffman stage (most of the time on high-quality photos)
 // is our own (huff.c), installed through libjpeg's entropy-decoder hook: it
 // decodes a code and its coefficient in one table lookup, and yields the
-// same coefficients as libjpeg's, byte for byte (tested). Everything
+// same coefficients as libjpeg's, byte for byte (tested). It decodes only
+// the MCUs whose coefficients libjpeg uses (the crop's columns and rows),
+// catching up from the nearest restart marker or, with an Index
+// (WithIndex), from the nearest checkpoint of the file's decoder index: a
+// by-product of earlier decodes (bit position and DC predictors every few
+// MCUs of every row), so that from the second epoch on a crop costs about
+// its share of the file's entropy decoding. Everything
 // else (PNG, CMYK JPEG, builds with CGO_ENABLED=0) goes through the pure-Go
 // reference path built on github.com/disintegration/imaging, which follows
 // torchvision's op order literally and is what the fast path is tested

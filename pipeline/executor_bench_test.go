@@ -36,7 +36,7 @@ func (d failDataset) Read(i int, buf []byte) ([]byte, error) { return nil, errBe
 //	empty-8jobs  the same, from 8 goroutines at once, each with its own
 //	        Queue: the weighted schedule choosing among 8 queues
 func BenchmarkExecutorFill(b *testing.B) {
-	_, files := fastPhotos(b, 48)
+	_, _, files := benchPhotos(b, 48)
 	tr, err := ParseTransform("imagenet-train", CHW)
 	if err != nil {
 		b.Fatal(err)

@@ -4,6 +4,7 @@ package pipeline
 
 /*
 #cgo CFLAGS: -O3
+#include <stdlib.h>
 #include "turbo.h"
 */
 import "C"
@@ -31,6 +32,41 @@ type fastState struct {
 	noRegion bool // decode whole rows from the top: no crop, no skip
 	libHuff  bool // libjpeg's own Huffman decoder instead of huff.c's
 	simdMax  int  // 0: SIMD where built (SSE2 on x86-64); -1: none
+	ixPx     int  // decoder index checkpoint spacing in pixels; 0: the default
+	// forceIx, when set, is the decoder index every decode is given
+	// instead of the Index's (tests: an index of other bytes).
+	forceIx []byte
+	// coefs, when set, is a measurement of the alternative to the index
+	// (BenchmarkIndex/coefcache): each file's coefficients, kept in C
+	// memory from a whole-image decode and copied instead of decoded.
+	coefs map[indexKey]*coefStore
+}
+
+// coefStore is one file's resident coefficients (the coefs knob).
+type coefStore struct {
+	p    unsafe.Pointer // C memory, n JCOEFs
+	n    int
+	need int // JCOEFs the file's coefficients take
+	full bool
+}
+
+// storeCoefs returns the coefficient store of data, made (n JCOEFs) if new.
+func (f *fastState) storeCoefs(data []byte, n int) *coefStore {
+	k := keyOf(data)
+	c := f.coefs[k]
+	if c == nil {
+		c = &coefStore{p: C.calloc(C.size_t(n), 2), n: n}
+		f.coefs[k] = c
+	}
+	return c
+}
+
+// freeCoefs frees the coefficient stores.
+func (f *fastState) freeCoefs() {
+	for k, c := range f.coefs {
+		C.free(c.p)
+		delete(f.coefs, k)
+	}
 }
 
 // free releases the scratch; it is idempotent.
@@ -39,6 +75,7 @@ func (f *fastState) free() {
 		return
 	}
 	f.cleanup.Stop()
+	f.freeCoefs()
 	C.stoker_free(f.t)
 	f.t, f.job = nil, nil
 }
@@ -88,9 +125,60 @@ func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layo
 	j.max_memory = C.longlong(min(max(d.opts.pixelBudget, 0), 1<<36)*6 + 64<<20)
 	j.fancy, j.ifast, j.no_region, j.simd_max = cbool(!f.merged), cbool(f.ifast), cbool(f.noRegion), C.int(f.simdMax)
 	j.libjpeg_huff = cbool(f.libHuff)
+	j.ix_px = C.int(f.ixPx)
 
-	rc := C.stoker_decode(f.t, (*C.uchar)(unsafe.Pointer(&data[0])), C.size_t(len(data)), (*C.uchar)(unsafe.Pointer(&out[0])))
-	runtime.KeepAlive(d) // the cleanup must not free f.t during the call
+	// The decoder index: for baseline JPEGs, when the Decoder has an Index.
+	ix := d.opts.index
+	var key indexKey
+	var blob []byte
+	useIx := (ix != nil || f.forceIx != nil) && !hd.progressive && !f.libHuff
+	if useIx {
+		if f.forceIx != nil {
+			blob = f.forceIx
+		} else {
+			key = keyOf(data)
+			blob = ix.get(key)
+		}
+	}
+	j.index = cbool(useIx)
+	j.coefs, j.coefs_cap, j.coefs_full = nil, 0, 0
+	var cs *coefStore
+	if f.coefs != nil && !hd.progressive {
+		// Room for 4:4:4 at the file's size in whole blocks, or 4:2:0 and
+		// the rest, whichever is larger (the C side checks it fits).
+		n := ((hd.w + 15) / 16 * 2) * ((hd.h + 15) / 16 * 2) * 64 * hd.comps
+		cs = f.storeCoefs(data, n)
+		j.coefs, j.coefs_cap, j.coefs_full = cs.p, C.longlong(cs.n), cbool(cs.full)
+	}
+	rc := f.decode(data, out, blob)
+	if cs != nil && rc == C.STOKER_OK && j.coefs_stored == j.mcus_total && j.mcus_total > 0 {
+		cs.full = true // a decode stored every MCU (a whole-image one)
+	}
+	if cs != nil {
+		cs.need = int(j.coefs_need)
+	}
+	if rc == C.STOKER_INDEX_BAD {
+		// The index disagreed with the file: forget it, decode without it.
+		if ix != nil && f.forceIx == nil {
+			ix.drop(key)
+			ix.bad.Add(1)
+		}
+		j.index = 0
+		rc = f.decode(data, out, nil)
+	}
+	if rc == C.STOKER_OK && j.index != 0 && ix != nil && f.forceIx == nil {
+		if j.ix_state == C.STOKER_IX_STALE {
+			ix.drop(key)
+			ix.stale.Add(1)
+		}
+		if j.ix_changed != 0 {
+			nb := make([]byte, int(j.ix_bytes))
+			C.stoker_index_copy(f.t, (*C.uchar)(unsafe.Pointer(&nb[0])))
+			ix.put(key, nb)
+		}
+		ix.mcusTotal.Add(int64(j.mcus_total))
+		ix.mcusDecoded.Add(int64(j.mcus_decoded))
+	}
 	switch rc {
 	case C.STOKER_OK:
 		return nil
@@ -103,16 +191,36 @@ func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layo
 	}
 }
 
+// decode runs stoker_decode on the job set up in f.job, with the decoder
+// index blob (nil: none).
+func (f *fastState) decode(data, out, blob []byte) C.int {
+	var ip *C.uchar
+	if len(blob) > 0 {
+		ip = (*C.uchar)(unsafe.Pointer(&blob[0]))
+	}
+	rc := C.stoker_decode(f.t, (*C.uchar)(unsafe.Pointer(&data[0])), C.size_t(len(data)), (*C.uchar)(unsafe.Pointer(&out[0])), ip, C.size_t(len(blob)))
+	runtime.KeepAlive(f) // the Decoder's cleanup must not free f.t during the call
+	return rc
+}
+
 // fastStats is what the last fast decode did, for tests and benchmarks.
 type fastStats struct {
 	scaleM, rows, cols int
 	simd               int  // 0 none, 1 SSE2
 	huff               bool // huff.c decoded the entropy-coded data
+	ixState            int  // C.STOKER_IX_*
+	ixChanged          bool
+	ixBytes            int
+	mcus, decoded      int // MCUs in the scan, entropy-decoded
+	ckSeeks, rstSeeks  int // jumps to a checkpoint, to a restart marker
 }
 
 func (f *fastState) stats() fastStats {
 	if f.job == nil {
 		return fastStats{}
 	}
-	return fastStats{scaleM: int(f.job.scale_m), rows: int(f.job.rows_decoded), cols: int(f.job.cols_decoded), simd: int(f.job.simd_used), huff: f.job.huff_used != 0}
+	j := f.job
+	return fastStats{scaleM: int(j.scale_m), rows: int(j.rows_decoded), cols: int(j.cols_decoded), simd: int(j.simd_used), huff: j.huff_used != 0,
+		ixState: int(j.ix_state), ixChanged: j.ix_changed != 0, ixBytes: int(j.ix_bytes),
+		mcus: int(j.mcus_total), decoded: int(j.mcus_decoded), ckSeeks: int(j.ck_seeks), rstSeeks: int(j.rst_seeks)}
 }

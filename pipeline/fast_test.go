@@ -21,18 +21,45 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/internal/jpegenc"
 )
 
-// fastPhotoDir holds the ImageFolder photos shared by the repo's tests and
-// benchmarks (300-500 px JPEGs), relative to this package's directory.
-const fastPhotoDir = "../../shared/data/photos/train"
+// fastPhotoDir holds the repository's small set of real photos (ImageFolder,
+// 300-500 px JPEGs: 4:2:0 baseline and a few 4:4:4, 4:2:2, gray,
+// progressive and restart-marker files; see its NOTICE.md), relative to
+// this package's directory. It is committed, so the tests that use it run
+// in every clone.
+const fastPhotoDir = "../testdata/photos"
 
-// fastPhotos returns n photos spread evenly over the sorted file list (all
-// of them when n <= 0), skipping the test when the data set is absent.
+// benchPhotoDir is the larger shared benchmark set (1,000 photos), which a
+// clone of the repository alone does not have; benchmarks use it where it is
+// and fastPhotoDir otherwise.
+const benchPhotoDir = "../../shared/data/photos/train"
+
+// fastPhotos returns n photos of fastPhotoDir spread evenly over the sorted
+// file list (all of them when n <= 0). The set is part of the repository:
+// its absence fails the test.
 func fastPhotos(tb testing.TB, n int) (names []string, files [][]byte) {
 	tb.Helper()
-	paths, _ := filepath.Glob(filepath.Join(fastPhotoDir, "*", "*"))
+	return photosIn(tb, fastPhotoDir, n)
+}
+
+// benchPhotos is fastPhotos over benchPhotoDir where it exists.
+func benchPhotos(tb testing.TB, n int) (dir string, names []string, files [][]byte) {
+	tb.Helper()
+	dir = fastPhotoDir
+	if st, err := os.Stat(benchPhotoDir); err == nil && st.IsDir() {
+		dir = benchPhotoDir
+	} else {
+		tb.Logf("no shared photo set at %s: benchmarking the %s set", benchPhotoDir, fastPhotoDir)
+	}
+	names, files = photosIn(tb, dir, n)
+	return dir, names, files
+}
+
+func photosIn(tb testing.TB, dir string, n int) (names []string, files [][]byte) {
+	tb.Helper()
+	paths, _ := filepath.Glob(filepath.Join(dir, "*", "*.jpg"))
 	sort.Strings(paths)
 	if len(paths) == 0 {
-		tb.Skipf("no photos under %s", fastPhotoDir)
+		tb.Fatalf("no photos under %s", dir)
 	}
 	if n <= 0 || n > len(paths) {
 		n = len(paths)

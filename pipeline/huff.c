@@ -256,20 +256,12 @@ static int restart(stoker_huff *h, j_decompress_ptr ci) {
   return 1;
 }
 
-static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *MCU_data) {
-  stoker_huff *h = (stoker_huff *)ci->entropy;
+/* decode_blocks decodes the MCU at the reader into MCU_data (NULL: only
+ * reads past it). */
+static inline void decode_blocks(stoker_huff *h, j_decompress_ptr ci,
+                                 JBLOCKROW *MCU_data) {
   stoker_bits b;
   int blkn, bad = 0;
-  if (h->corrupt)
-    return TRUE; /* leave the blocks zero, as libjpeg does past bad data */
-  if (ci->restart_interval) {
-    if (h->restarts_to_go == 0 && !restart(h, ci)) {
-      h->corrupt = 1;
-      h->pub.insufficient_data = TRUE;
-      return TRUE;
-    }
-    h->restarts_to_go--;
-  }
   b = h->b; /* a local copy keeps the reader in registers */
   for (blkn = 0; blkn < ci->blocks_in_MCU; blkn++) {
     JCOEF *block = MCU_data ? MCU_data[blkn][0] : NULL;
@@ -344,6 +336,249 @@ static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *MCU_data) {
   }
   ci->src->next_input_byte = b.p;
   ci->src->bytes_in_buffer = (size_t)(b.end - b.p);
+}
+
+/* ---- Positions, checkpoints and seeks ----
+ *
+ * The reader is "at" MCU pos: what it would decode next. Its state there
+ * is the bit position of its next bit in the scan and the DC predictors;
+ * the restart counters follow from pos alone. At an MCU that starts a
+ * restart interval the state is the one after the marker (byte-aligned,
+ * predictors zero), whichever way the reader got there. */
+
+static void corrupt(stoker_huff *h) {
+  h->corrupt = 1;
+  h->pub.insufficient_data = TRUE;
+}
+
+/* reader_bits is the bit position of the reader's next bit, counted from
+ * the scan's first byte; -1 when it has read past the data. The bits in
+ * the buffer came from the data bytes just before b.p (a stuffed 0xFF 0x00
+ * is one data byte, and 0xFF is followed by 0x00 nowhere else inside a
+ * restart interval), so walking back over as many data bytes as it holds
+ * finds the byte of its next bit. */
+static long reader_bits(const stoker_huff *h) {
+  const stoker_bits *b = &h->b;
+  const uint8_t *p = b->p;
+  int real = b->n - b->fake, k;
+  if (real < 0)
+    return -1;
+  for (k = (real + 7) >> 3; k > 0; k--)
+    p -= (p - h->scan >= 2 && p[-1] == 0x00 && p[-2] == 0xFF) ? 2 : 1;
+  return (long)(p - h->scan) * 8 + ((8 - (real & 7)) & 7);
+}
+
+/* seek_bits puts the reader at bit position v - 1 of the scan (v as the
+ * index stores it), which the caller has checked lies inside the scan. */
+static void seek_bits(stoker_huff *h, uint32_t v) {
+  stoker_bits *b = &h->b;
+  uint32_t at = v - 1;
+  b->p = h->scan + (at >> 3);
+  b->buf = 0;
+  b->n = b->fake = b->marker = 0;
+  refill(b);
+  consume(b, (int)(at & 7));
+}
+
+/* set_pos says the reader is at MCU m: its column and next checkpoint. */
+static void set_pos(stoker_huff *h, long m) {
+  h->pos = m;
+  h->pos_col = (int)(m % h->mpr);
+  if (h->ix) {
+    int s = h->ix->stride, j = (h->pos_col + s - 1) / s;
+    h->next_ck = j * s; /* >= mpr: none left in this row */
+    h->ck = (int)(m / h->mpr) * h->ix->cpr + j;
+  }
+}
+
+/* set_restarts sets the restart counters of a reader at MCU m (after the
+ * marker that starts m's interval, if one does). */
+static void set_restarts(stoker_huff *h, j_decompress_ptr ci, long m) {
+  long r = (long)ci->restart_interval;
+  if (!r)
+    return;
+  h->restarts_to_go = (int)(r - m % r);
+  h->next_rst = (int)((m / r) & 7);
+}
+
+/* checkpoint records the reader's state as checkpoint h->ck, or checks it
+ * against what is recorded there: a disagreement means the index is not
+ * this file's, and the decode stops (ix->bad). */
+static void checkpoint(stoker_huff *h) {
+  stoker_hix *ix = h->ix;
+  int k = h->ck, nc = ix->ncomp, c;
+  long at;
+  if (k < 0 || k >= ix->n)
+    return;
+  at = reader_bits(h);
+  if (at < 0 || at >= 0xFFFFFFFFL)
+    return;
+  if (ix->pos[k]) {
+    if (ix->pos[k] != (uint32_t)at + 1)
+      goto bad;
+    for (c = 0; c < nc; c++)
+      if (ix->dc[(size_t)k * nc + c] != h->pred[c])
+        goto bad;
+    return;
+  }
+  for (c = 0; c < nc; c++)
+    if (h->pred[c] < INT16_MIN || h->pred[c] > INT16_MAX)
+      return; /* corrupt data drifted it: leave this one unknown */
+  ix->pos[k] = (uint32_t)at + 1;
+  for (c = 0; c < nc; c++)
+    ix->dc[(size_t)k * nc + c] = (int16_t)h->pred[c];
+  ix->changed = 1;
+  return;
+bad:
+  ix->bad = 1;
+  corrupt(h);
+}
+
+/* step decodes the MCU at the reader into data (NULL: reads past it):
+ * first the restart marker that starts its interval, if one does, then the
+ * checkpoint there, if it is one. */
+static inline void step(stoker_huff *h, j_decompress_ptr ci, JBLOCKROW *data) {
+  if (ci->restart_interval && h->restarts_to_go == 0 && !restart(h, ci)) {
+    corrupt(h);
+    return;
+  }
+  if (h->ix && h->pos_col == h->next_ck) {
+    checkpoint(h);
+    h->ck++;
+    h->next_ck += h->ix->stride;
+    if (h->corrupt)
+      return;
+  }
+  if (ci->restart_interval)
+    h->restarts_to_go--;
+  decode_blocks(h, ci, data);
+  h->decoded++;
+  h->pos++;
+  if (++h->pos_col == h->mpr) {
+    h->pos_col = 0;
+    h->next_ck = 0;
+  }
+}
+
+/* seek_checkpoint moves the reader forward to the last known checkpoint
+ * at or before the MCU at (row, col), if there is one past it. */
+static void seek_checkpoint(stoker_huff *h, j_decompress_ptr ci, long row,
+                            int col) {
+  stoker_hix *ix = h->ix;
+  int s = ix->stride, j = col / s, c;
+  long r = row;
+  if (row >= ix->rows)
+    return;
+  for (;;) {
+    long at = r * h->mpr + (long)j * s, k = r * ix->cpr + j;
+    if (at <= h->pos)
+      return; /* nothing known between the reader and m */
+    if (ix->pos[k]) {
+      seek_bits(h, ix->pos[k]);
+      for (c = 0; c < ix->ncomp; c++)
+        h->pred[c] = ix->dc[(size_t)k * ix->ncomp + c];
+      set_restarts(h, ci, at);
+      set_pos(h, at);
+      h->ck_seeks++;
+      return;
+    }
+    if (j > 0) {
+      j--;
+    } else {
+      if (r == 0)
+        return;
+      r--;
+      j = ix->cpr - 1;
+    }
+  }
+}
+
+/* seek_restart moves the reader forward to the restart marker that starts
+ * MCU m's interval, if that is past it, by looking for markers in the
+ * bytes (no decoding): past the q-th RSTn marker of the scan the interval
+ * q begins, at MCU q * restart_interval, byte-aligned, with zero
+ * predictors. Anything unexpected (another marker, one out of sequence,
+ * the end) leaves the reader where it was, to find the error by decoding. */
+static void seek_restart(stoker_huff *h, j_decompress_ptr ci, long m) {
+  long r = (long)ci->restart_interval, at = m / r * r, q = m / r, num;
+  const uint8_t *p = h->b.p, *end = h->b.end;
+  int i;
+  if (at <= h->pos)
+    return;
+  /* The number of the next marker ahead of the reader's bytes: at the
+   * start of an interval whose marker is still to be read (restarts_to_go
+   * 0), that interval's own; otherwise the next interval's. */
+  num = h->restarts_to_go == 0 ? h->pos / r : h->pos / r + 1;
+  while (end - p >= 2) {
+    const uint8_t *f = memchr(p, 0xFF, (size_t)(end - p - 1));
+    if (!f)
+      return;
+    if (f[1] == 0x00) { /* stuffed 0xFF */
+      p = f + 2;
+      continue;
+    }
+    if (f[1] == 0xFF) { /* fill before a marker */
+      p = f + 1;
+      continue;
+    }
+    if (f[1] != 0xD0 + ((num - 1) & 7))
+      return;
+    if (num == q) {
+      stoker_bits *b = &h->b;
+      b->p = f + 2;
+      b->buf = 0;
+      b->n = b->fake = b->marker = 0;
+      for (i = 0; i < MAX_COMPS_IN_SCAN; i++)
+        h->pred[i] = 0;
+      set_restarts(h, ci, at);
+      set_pos(h, at);
+      h->rst_seeks++;
+      return;
+    }
+    num++;
+    p = f + 2;
+  }
+}
+
+/* catch_up brings the reader from its MCU to MCU m (column col): it jumps
+ * to the nearest known checkpoint or restart marker before m, if either is
+ * past the reader, then decodes the MCUs left in between without keeping
+ * their coefficients. */
+static void catch_up(stoker_huff *h, j_decompress_ptr ci, long m, int col) {
+  if (h->ix)
+    seek_checkpoint(h, ci, m / h->mpr, col);
+  if (ci->restart_interval)
+    seek_restart(h, ci, m);
+  while (h->pos < m && !h->corrupt)
+    step(h, ci, NULL);
+}
+
+static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *MCU_data) {
+  stoker_huff *h = (stoker_huff *)ci->entropy;
+  long m = h->call++;
+  int col = h->call_col;
+  if (++h->call_col == h->mpr)
+    h->call_col = 0;
+  if (h->corrupt)
+    return TRUE; /* leave the blocks zero, as libjpeg does past bad data */
+  /* Lazy: libjpeg discards calls without a buffer (skipped rows) and
+   * inverse-transforms only columns [fc, lc]. */
+  if (h->lazy && (!MCU_data || col < h->fc || col > h->lc))
+    return TRUE;
+  if (h->coefs && h->coefs_full) {
+    memcpy(MCU_data[0], h->coefs + m * ci->blocks_in_MCU * DCTSIZE2,
+           (size_t)ci->blocks_in_MCU * sizeof(JBLOCK));
+    return TRUE;
+  }
+  if (h->pos != m)
+    catch_up(h, ci, m, col);
+  if (!h->corrupt)
+    step(h, ci, MCU_data);
+  if (h->coefs && MCU_data && !h->corrupt) {
+    memcpy(h->coefs + m * ci->blocks_in_MCU * DCTSIZE2, MCU_data[0],
+           (size_t)ci->blocks_in_MCU * sizeof(JBLOCK));
+    h->coefs_stored++;
+  }
   return TRUE;
 }
 
@@ -358,7 +593,8 @@ int stoker_huff_install(stoker_huff *h, j_decompress_ptr ci) {
   int blkn, i;
   if (ci->progressive_mode || ci->arith_code || ci->data_precision != 8 ||
       ci->comps_in_scan != ci->num_components || ci->Ss != 0 || ci->Se != 63 ||
-      ci->Ah != 0 || ci->Al != 0 || ci->blocks_in_MCU > D_MAX_BLOCKS_IN_MCU)
+      ci->Ah != 0 || ci->Al != 0 || ci->blocks_in_MCU > D_MAX_BLOCKS_IN_MCU ||
+      ci->MCUs_per_row < 1)
     return 0;
   for (blkn = 0; blkn < ci->blocks_in_MCU; blkn++) {
     jpeg_component_info *comp = ci->cur_comp_info[ci->MCU_membership[blkn]];
@@ -370,6 +606,19 @@ int stoker_huff_install(stoker_huff *h, j_decompress_ptr ci) {
     h->ac[blkn] = table(h, 1, comp->ac_tbl_no, ac);
   }
   memset(&h->b, 0, sizeof h->b);
+  h->scan = ci->src->next_input_byte;
+  h->mpr = (int)ci->MCUs_per_row;
+  h->call = h->pos = 0;
+  h->call_col = h->pos_col = h->next_ck = h->ck = 0;
+  h->lazy = 0;
+  h->fc = 0;
+  h->lc = h->mpr - 1;
+  h->ix = NULL;
+  h->coefs = NULL;
+  h->coefs_full = 0;
+  h->coefs_stored = 0;
+  h->decoded = 0;
+  h->ck_seeks = h->rst_seeks = 0;
   h->b.p = ci->src->next_input_byte;
   h->b.end = ci->src->next_input_byte + ci->src->bytes_in_buffer;
   for (i = 0; i < MAX_COMPS_IN_SCAN; i++)
@@ -384,4 +633,10 @@ int stoker_huff_install(stoker_huff *h, j_decompress_ptr ci) {
    * (jpegint.h, not installed; the same since libjpeg 6b). */
   ci->entropy = (struct jpeg_entropy_decoder *)(void *)&h->pub;
   return 1;
+}
+
+void stoker_huff_lazy(stoker_huff *h, int fc, int lc) {
+  h->lazy = 1;
+  h->fc = fc;
+  h->lc = lc;
 }

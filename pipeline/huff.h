@@ -30,6 +30,22 @@ typedef struct {
   int marker;   /* reading stopped at a marker or the end */
 } stoker_bits;
 
+/* An index of entropy-decoder states (zlib's zran.c, for a JPEG scan):
+ * checkpoints at every stride-th MCU of every MCU row, each the bit
+ * position in the scan and the DC predictors there. With it, decoding
+ * starts at the checkpoint nearest above and left of what the crop needs,
+ * and skips what lies right of it. It is built as a by-product of decoding
+ * (whatever the decoder passes through is recorded) and verified as it is
+ * used (a known checkpoint the decoder passes must agree with it). See
+ * hindex.c for its layout as bytes. */
+typedef struct {
+  uint32_t *pos; /* bit position + 1 of each checkpoint; 0: not known */
+  int16_t *dc;   /* the DC predictors at each, ncomp apiece */
+  int mpr, rows, stride, cpr, ncomp, n;
+  int changed; /* checkpoints were added */
+  int bad;     /* a known checkpoint disagreed with the decoder */
+} stoker_hix;
+
 typedef struct {
   /* Must be first: libjpeg calls through cinfo->entropy. Its type is
    * libjpeg's (incomplete in jpeglib.h, completed in huff.c); here it is
@@ -47,12 +63,58 @@ typedef struct {
   stoker_htab tabs[2][NUM_HUFF_TBLS];
   JHUFF_TBL def[2][NUM_HUFF_TBLS]; /* what tabs were built from */
   int built[2][NUM_HUFF_TBLS];
+
+  /* Where libjpeg is and where the reader is. libjpeg calls decode_mcu
+   * once per MCU in scan order; the reader decodes only what is needed
+   * (lazy, below), so it may lag behind. */
+  const uint8_t *scan; /* the first byte of entropy-coded data */
+  int mpr;             /* MCUs per row */
+  long call;           /* the MCU of libjpeg's next call */
+  int call_col;        /* its column */
+  long pos;            /* the MCU the reader is at */
+  int pos_col;         /* its column */
+  int next_ck;         /* column of the next checkpoint in pos's row */
+  int ck;              /* that checkpoint's number */
+  /* lazy: decode an MCU only when libjpeg will use its coefficients (a
+   * call with a buffer, in columns [fc, lc], which it inverse-transforms);
+   * otherwise return at once and catch up (from a checkpoint or restart
+   * marker, when one is nearer) when an MCU is needed. */
+  int lazy, fc, lc;
+  stoker_hix *ix; /* NULL: no index */
+  /* A measurement knob (BenchmarkIndex/coefcache), not a feature: every
+   * MCU's coefficients kept from an earlier whole-image decode, copied
+   * instead of decoded when coefs_full; stored as decoded otherwise. */
+  JCOEF *coefs;
+  int coefs_full;
+  long coefs_stored;
+  /* Counters for tests and benchmarks. */
+  long decoded;   /* MCUs entropy-decoded */
+  int ck_seeks;   /* jumps to a checkpoint */
+  int rst_seeks;  /* jumps to a restart marker */
 } stoker_huff;
 
 /* stoker_huff_install replaces cinfo's entropy decoder with h's, after
  * jpeg_start_decompress and before any scanline is read. It returns 0 (and
  * changes nothing) for files it does not handle: progressive, arithmetic,
- * multi-scan or not 8-bit. */
+ * multi-scan or not 8-bit. The decoder starts eager (every call decoded)
+ * and without an index: see stoker_huff_lazy and the index functions. */
 int stoker_huff_install(stoker_huff *h, j_decompress_ptr cinfo);
+
+/* stoker_huff_lazy makes the decoder decode only MCUs libjpeg uses: calls
+ * without a buffer (jpeg_skip_scanlines) and columns outside [fc, lc] are
+ * skipped. */
+void stoker_huff_lazy(stoker_huff *h, int fc, int lc);
+
+/* hix_geometry fills ix's geometry for cinfo's scan (checkpoints every
+ * stride MCUs of a row) and reports its size in bytes as hindex.c lays it
+ * out; 0 when the scan cannot be indexed. */
+size_t hix_geometry(stoker_hix *ix, j_decompress_ptr cinfo, int stride);
+/* The rest of hindex.c: a blob's header, arrays, validity, known count. */
+void hix_header(uint8_t *buf, const stoker_hix *ix, int restart,
+                uint32_t scan_off, uint32_t scan_len, uint32_t known);
+void hix_attach(stoker_hix *ix, uint8_t *buf);
+int hix_valid(const uint8_t *blob, size_t len, const stoker_hix *ix,
+              int restart, uint32_t scan_off, uint32_t scan_len);
+uint32_t hix_known(const stoker_hix *ix);
 
 #endif

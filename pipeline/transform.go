@@ -167,7 +167,7 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			if stage >= 1 {
 				return bad("RandomHorizontalFlip must come once, after geometry and before ColorJitter and Normalize")
 			}
-			if op.P < 0 || op.P > 1 {
+			if !(op.P >= 0 && op.P <= 1) { // NaN too
 				return bad("RandomHorizontalFlip p=%v: want 0 <= p <= 1", op.P)
 			}
 			stage, t.flip = 1, op.P

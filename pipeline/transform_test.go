@@ -79,6 +79,7 @@ func TestTransformRejects(t *testing.T) {
 		{"two Normalize", CHW, []Op{rrc, norm, norm}, "Normalize must come once"},
 		{"flip p=2", CHW, []Op{rrc, {Kind: OpRandomHorizontalFlip, P: 2}}, "p=2"},
 		{"flip p<0", CHW, []Op{rrc, {Kind: OpRandomHorizontalFlip, P: -0.1}}, "p=-0.1"},
+		{"flip p NaN", CHW, []Op{rrc, {Kind: OpRandomHorizontalFlip, P: math.NaN()}}, "p=NaN"},
 		{"size 0", CHW, []Op{{Kind: OpRandomResizedCrop}}, "sides must be in 1..4096"},
 		{"size over 4096", CHW, []Op{{Kind: OpRandomResizedCrop, Size: [2]int{4097, 224}}}, "sides must be in 1..4096"},
 		{"width over 4096", CHW, []Op{{Kind: OpCenterCrop, Size: [2]int{224, 5000}}}, "sides must be in 1..4096"},

@@ -52,9 +52,16 @@
 
 #if JPEG_LIB_VERSION >= 70
 #define MIN_DCT_V_SCALED(ci) ((ci)->min_DCT_v_scaled_size)
+#define MIN_DCT_H_SCALED(ci) ((ci)->min_DCT_h_scaled_size)
 #else
 #define MIN_DCT_V_SCALED(ci) ((ci)->min_DCT_scaled_size)
+#define MIN_DCT_H_SCALED(ci) ((ci)->min_DCT_scaled_size)
 #endif
+
+/* The decoder index's default checkpoint spacing, in source pixels: every
+ * 4th MCU of 4:2:0 and 4:2:2, every 8th of 4:4:4 and gray. Measured in
+ * BENCHMARKS.md against row starts alone and other spacings. */
+#define STOKER_IX_PX 64
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -103,6 +110,11 @@ struct stoker_turbo {
   size_t taps_cap;
   uint8_t *line; /* vertical pass: one gray output row */
   size_t line_cap;
+  /* The decoder index being used and extended (hindex.c's layout): a
+   * copy of the one given, or a fresh one. */
+  uint8_t *ixbuf;
+  size_t ix_cap, ix_len;
+  stoker_hix hix;
 };
 
 static void fail(stoker_turbo *t, int code, const char *msg) {
@@ -200,6 +212,7 @@ void stoker_free(stoker_turbo *t) {
   free(t->mid);
   free(t->taps);
   free(t->line);
+  free(t->ixbuf);
   free(t);
 }
 
@@ -551,8 +564,47 @@ static int has_eoi(const uint8_t *p, size_t n) {
   return 0;
 }
 
+/* ix_open gives huff.c's decoder the file's index: a copy of the one
+ * given if it fits the file, a fresh one otherwise. Called after
+ * stoker_huff_install succeeded. */
+static void ix_open(stoker_turbo *t, const uint8_t *data, size_t len,
+                    const uint8_t *ix, size_t ix_len) {
+  j_decompress_ptr ci = &t->cinfo;
+  stoker_job *jb = &t->job;
+  stoker_hix *h = &t->hix;
+  size_t off = (size_t)(t->huff.scan - data), size;
+  int mcu_px = ci->comps_in_scan == 1 ? 8 : 8 * ci->max_h_samp_factor;
+  int px = jb->ix_px > 0 ? jb->ix_px : STOKER_IX_PX;
+  if (off > len || len - off > 0x1FFFFFFF) /* positions are 32-bit, in bits */
+    return;
+  size = hix_geometry(h, ci, px / mcu_px);
+  if (!size)
+    return;
+  grow(t, (void **)&t->ixbuf, &t->ix_cap, size, 1);
+  t->ix_len = size;
+  if (ix && hix_valid(ix, ix_len, h, (int)ci->restart_interval, (uint32_t)off,
+                      (uint32_t)(len - off))) {
+    memcpy(t->ixbuf, ix, size);
+    jb->ix_state = STOKER_IX_USED;
+  } else {
+    memset(t->ixbuf, 0, size);
+    hix_header(t->ixbuf, h, (int)ci->restart_interval, (uint32_t)off,
+               (uint32_t)(len - off), 0);
+    jb->ix_state = ix ? STOKER_IX_STALE : STOKER_IX_FRESH;
+  }
+  hix_attach(h, t->ixbuf);
+  t->huff.ix = h;
+}
+
+void stoker_index_copy(stoker_turbo *t, unsigned char *dst) {
+  /* the known count in the header, for whoever reads the blob */
+  uint32_t known = hix_known(&t->hix);
+  memcpy(t->ixbuf + 20, &known, 4);
+  memcpy(dst, t->ixbuf, t->ix_len);
+}
+
 int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
-                  unsigned char *out) {
+                  unsigned char *out, const unsigned char *ix, size_t ix_len) {
   j_decompress_ptr ci = &t->cinfo;
   stoker_job *jb = &t->job;
   int gray, bpp, rl, m, ow, oh, cx0, cx1, cy0, cy1, ux0, ux1, uy0, uy1, y;
@@ -576,6 +628,12 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   t->max_scans = jb->max_scans;
   jb->scale_m = 8;
   jb->rows_decoded = jb->cols_decoded = 0;
+  jb->ix_state = jb->ix_changed = 0;
+  jb->ix_bytes = jb->mcus_total = jb->mcus_decoded = 0;
+  jb->ck_seeks = jb->rst_seeks = 0;
+  jb->coefs_stored = jb->coefs_need = 0;
+  t->ix_len = 0;
+  t->huff.ix = NULL;
   if (setjmp(t->jb)) {
     jpeg_abort_decompress(ci);
     return t->code;
@@ -606,6 +664,13 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   ci->do_fancy_upsampling = jb->fancy ? TRUE : FALSE;
   jpeg_start_decompress(ci);
   jb->huff_used = !jb->libjpeg_huff && stoker_huff_install(&t->huff, ci);
+  if (jb->huff_used && jb->index)
+    ix_open(t, data, len, ix, ix_len);
+  jb->coefs_need = (long long)ci->MCUs_per_row * ci->MCU_rows_in_scan * ci->blocks_in_MCU * DCTSIZE2;
+  if (jb->huff_used && jb->coefs && jb->coefs_need <= jb->coefs_cap) {
+    t->huff.coefs = (JCOEF *)jb->coefs;
+    t->huff.coefs_full = jb->coefs_full;
+  }
   jb->scale_m = m;
   ow = (int)ci->output_width;
   oh = (int)ci->output_height;
@@ -652,6 +717,19 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
       t->ay.start[i] -= uy0;
   }
   jb->cols_decoded = (int)ci->output_width;
+  /* The MCU columns libjpeg inverse-transforms (jpeg_crop_scanline's
+   * first_iMCU_col and last_iMCU_col, which it keeps where the API does
+   * not show them): huff.c's decoder skips the others. */
+  if (jb->huff_used && !jb->no_region) {
+    int align = MIN_DCT_H_SCALED(ci) *
+                (ci->comps_in_scan == 1 && ci->num_components == 1 ? 1 : ci->max_h_samp_factor);
+    int fc = 0, lc = (int)ci->MCUs_per_row - 1;
+    if ((int)ci->output_width < ow) {
+      fc = (int)xoff / align;
+      lc = ((int)xoff + (int)ci->output_width + align - 1) / align - 1;
+    }
+    stoker_huff_lazy(&t->huff, fc, lc);
+  }
 
   rl = gray ? jb->out_w : 3 * jb->out_w;
   t->mid_rows = uy1 - uy0;
@@ -702,8 +780,21 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
                    !jb->hwc, simd);
     }
   }
+  if (jb->huff_used) {
+    jb->mcus_total = (long long)ci->MCUs_per_row * ci->MCU_rows_in_scan;
+    jb->mcus_decoded = t->huff.decoded;
+    jb->ck_seeks = t->huff.ck_seeks;
+    jb->rst_seeks = t->huff.rst_seeks;
+    jb->coefs_stored = t->huff.coefs_stored;
+  }
+  if (jb->huff_used && t->huff.ix && t->hix.bad)
+    fail(t, STOKER_INDEX_BAD, "jpeg: the decoder index disagrees with the file");
   if (jb->huff_used && t->huff.corrupt)
     fail(t, STOKER_CORRUPT, "jpeg: corrupt or truncated entropy-coded data");
+  if (jb->huff_used && t->huff.ix) {
+    jb->ix_changed = t->hix.changed;
+    jb->ix_bytes = (long long)t->ix_len;
+  }
   jpeg_abort_decompress(ci);
   vpass(t, gray, out);
   return STOKER_OK;

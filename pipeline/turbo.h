@@ -11,7 +11,18 @@ enum {
   STOKER_OK = 0,
   STOKER_CORRUPT = 1,
   STOKER_TOO_LARGE = 2,
-  STOKER_UNSUPPORTED = 3
+  STOKER_UNSUPPORTED = 3,
+  /* The decoder index given disagreed with the file as it was decoded:
+   * the output is not to be trusted; decode again without it. */
+  STOKER_INDEX_BAD = 4
+};
+
+/* What stoker_decode did with the decoder index (job.ix_state). */
+enum {
+  STOKER_IX_NONE = 0,  /* none asked for, or the file cannot have one */
+  STOKER_IX_FRESH = 1, /* none given: an empty one, filled as decoded */
+  STOKER_IX_USED = 2,  /* the one given, extended as decoded */
+  STOKER_IX_STALE = 3  /* the one given does not fit the file: a fresh one */
 };
 
 /* DCT scaling modes (the Go side maps DCTScaling onto these). */
@@ -38,12 +49,26 @@ typedef struct {
   int libjpeg_huff; /* use libjpeg's own Huffman decoder, not huff.c's */
   int simd_max;  /* 0: SIMD where built (SSE2 on x86-64); -1: none (tests:
                     the bytes must not change) */
+  int index;     /* 1: keep a decoder index (baseline files through huff.c) */
+  int ix_px;     /* checkpoint spacing in pixels; 0: the default */
+  /* Measurement knob: resident coefficients (see huff.h). coefs holds
+   * coefs_cap JCOEFs, malloc'd by the caller. */
+  void *coefs;
+  long long coefs_cap;
+  int coefs_full;
   /* Written back by stoker_decode, for tests and benchmarks. */
   int scale_m;      /* the DCT scale used, in eighths */
   int rows_decoded; /* scanlines read (not skipped) */
   int cols_decoded; /* width of each scanline read */
   int simd_used;    /* 0 none, 1 SSE2 */
   int huff_used;    /* 1: huff.c decoded the entropy-coded data */
+  int ix_state;     /* STOKER_IX_* */
+  int ix_changed;   /* the index gained checkpoints: copy it out */
+  long long ix_bytes; /* its size (stoker_index_copy) */
+  long long mcus_total, mcus_decoded; /* MCUs in the scan, entropy-decoded */
+  int ck_seeks, rst_seeks; /* jumps to a checkpoint, to a restart marker */
+  long long coefs_stored;   /* MCUs stored in coefs */
+  long long coefs_need;     /* JCOEFs the file's coefficients take */
 } stoker_job;
 
 typedef struct stoker_turbo stoker_turbo;
@@ -55,8 +80,14 @@ void stoker_free(stoker_turbo *t);
 stoker_job *stoker_job_of(stoker_turbo *t);
 /* stoker_msg is the message of the last failed decode. */
 const char *stoker_msg(stoker_turbo *t);
-/* stoker_decode decodes data per the job into out (3*out_w*out_h bytes). */
+/* stoker_decode decodes data per the job into out (3*out_w*out_h bytes).
+ * With job.index, ix (ix_len bytes, hindex.c's layout; NULL for none) is
+ * the file's decoder index from an earlier decode: decoding starts at its
+ * checkpoints, and adds the ones it passes to a copy, which
+ * stoker_index_copy returns when job.ix_changed. */
 int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
-                  unsigned char *out);
+                  unsigned char *out, const unsigned char *ix, size_t ix_len);
+/* stoker_index_copy copies the last decode's index (job.ix_bytes) to dst. */
+void stoker_index_copy(stoker_turbo *t, unsigned char *dst);
 
 #endif

@@ -219,3 +219,91 @@ func (e *testEnv) collectTLS(t *testing.T, opt grpc.DialOption, open *pb.OpenJob
 	}
 	return ep
 }
+
+// TestRevokedTokenCutsStreams: a reload that removes a token ends the
+// Feed and Work streams opened with it, a Feed stream between epochs
+// included, with UNAUTHENTICATED saying why; streams of the tokens kept go
+// on.
+func TestRevokedTokenCutsStreams(t *testing.T) {
+	tokens := writeFile(t, "tokens", "alpha\nbeta\n")
+	e := newEnv(t, Config{AuthTokens: tokens})
+	conn := dial(t, e.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	as := func(tok string) context.Context {
+		return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
+	}
+	feed := func(tok string, credits uint32) pb.FeedService_FeedClient {
+		s, err := pb.NewFeedServiceClient(conn).Feed(as(tok))
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := smallJob("tiny", 8)
+		open.Epochs, open.Credits = 0, credits // epoch after epoch
+		if err := s.Send(&pb.FeedRequest{Msg: &pb.FeedRequest_Open{Open: open}}); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := s.Recv(); err != nil || m.GetJob() == nil {
+			t.Fatalf("first message %v, %v; want JobInfo", m, err)
+		}
+		return s
+	}
+	// One stream mid-epoch, one that read its epoch to the end and waits
+	// for credit for the next (a Python loader's kept stream).
+	mid := feed("alpha", 1)
+	between := feed("alpha", 1000)
+	for {
+		m, err := between.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.GetEnd() != nil {
+			break
+		}
+	}
+	work, err := pb.NewWorkServiceClient(conn).Work(as("alpha"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := work.Recv(); err != nil || m.GetWorker() == nil {
+		t.Fatalf("Work: %v, %v; want WorkerInfo", m, err)
+	}
+	kept := feed("beta", 1)
+
+	os.WriteFile(tokens, []byte("beta\n"), 0o600)
+	if err := e.srv.ReloadTokens(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		recv func() error
+	}{
+		{"Feed mid-epoch", func() error { _, err := mid.Recv(); return err }},
+		{"Feed between epochs", func() error { _, err := between.Recv(); return err }},
+		{"Work", func() error { _, err := work.Recv(); return err }},
+	} {
+		var err error
+		for err == nil { // what was sent before the cut, then the status
+			err = c.recv()
+		}
+		if status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), "removed") {
+			t.Errorf("%s: %v; want Unauthenticated saying its token was removed", c.name, err)
+		}
+	}
+	// beta's stream goes on: it reads batches as it grants credit.
+	for range 3 {
+		m, err := kept.Recv()
+		if err != nil {
+			t.Fatalf("the kept token's stream: %v", err)
+		}
+		if m.GetBatch() != nil {
+			kept.Send(&pb.FeedRequest{Msg: &pb.FeedRequest_Credit{Credit: &pb.Credit{Credits: 1}}})
+		}
+	}
+	e.srv.tokenStreams.mu.Lock()
+	n := len(e.srv.tokenStreams.open)
+	e.srv.tokenStreams.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d streams registered, want beta's 1", n)
+	}
+}

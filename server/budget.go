@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,10 +19,13 @@ type budget struct {
 	limit int64
 	used  int64
 	freed chan struct{} // closed and replaced when bytes are released
+	// ret gives memory back to the OS when much of the budget is
+	// released (memreturn.go); it is told of every change, under mu.
+	ret *memReturn
 }
 
 func newBudget(limit int64) *budget {
-	return &budget{limit: limit, freed: make(chan struct{})}
+	return &budget{limit: limit, freed: make(chan struct{}), ret: newMemReturn(freeOSMemory)}
 }
 
 // try takes n bytes if they fit.
@@ -36,6 +36,7 @@ func (b *budget) try(n int64) bool {
 		return false
 	}
 	b.used += n
+	b.ret.note(b.used)
 	return true
 }
 
@@ -47,6 +48,7 @@ func (b *budget) acquire(ctx context.Context, n int64, wait time.Duration, what 
 		b.mu.Lock()
 		if b.used+n <= b.limit {
 			b.used += n
+			b.ret.note(b.used)
 			b.mu.Unlock()
 			return nil
 		}
@@ -73,6 +75,7 @@ func (b *budget) release(n int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.used -= n
+	b.ret.note(b.used)
 	close(b.freed)
 	b.freed = make(chan struct{})
 }
@@ -85,17 +88,21 @@ func (b *budget) inUse() int64 {
 }
 
 // defaultMemoryBudget is half of the memory this process may use: the
-// machine's, or its cgroup's limit when lower.
+// machine's, or its cgroup's limit when lower (cgroup v2 or v1).
 func defaultMemoryBudget() int64 {
 	var si syscall.Sysinfo_t
 	total := int64(8 << 30)
 	if syscall.Sysinfo(&si) == nil {
 		total = int64(si.Totalram) * int64(si.Unit)
 	}
-	if data, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
-		if n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err == nil && n > 0 && n < total {
-			total = n
-		}
+	return memoryBudgetOf(total, cgroupMemoryLimit("/"))
+}
+
+// memoryBudgetOf is half of the machine's total memory, or of the cgroup's
+// limit when there is one and it is lower.
+func memoryBudgetOf(total, cgroupLimit int64) int64 {
+	if cgroupLimit > 0 && cgroupLimit < total {
+		total = cgroupLimit
 	}
 	return total / 2
 }

@@ -3,6 +3,8 @@ package server
 import (
 	"errors"
 	"fmt"
+	"math"
+	"net"
 	"strings"
 	"time"
 
@@ -26,8 +28,18 @@ const (
 	DefaultAdviseWindow = 60 * time.Second
 	// DefaultMaxWorkersRecommended bounds the published recommendation.
 	DefaultMaxWorkersRecommended = 64
-	// MaxDatasetName bounds a dataset name a client may send.
+	// DefaultVerifyFraction is the share of peers' samples re-made and
+	// compared: about one sample in 200, a few percent of a core on a
+	// coordinator relaying thousands of images a second.
+	DefaultVerifyFraction = 0.005
+	// MaxDatasetName bounds a dataset name a client may send, and
+	// MaxPresetName a transform preset's name.
 	MaxDatasetName = 256
+	MaxPresetName  = 256
+	// maxStatusMessage bounds the message of any status the server
+	// returns: it travels in a header, and clients refuse large ones
+	// (grpc-go's limit is 16 KiB, Python's 8 KiB, after percent-encoding).
+	maxStatusMessage = 2048
 	// maxWindow bounds a job's window, configured or automatic.
 	maxWindow                  = 1024
 	DefaultMaxBatchBytes       = 256 << 20
@@ -89,6 +101,11 @@ type Config struct {
 	// MaxWorkersRecommended bounds stoker_workers_recommended. Default
 	// DefaultMaxWorkersRecommended.
 	MaxWorkersRecommended int
+	// VerifyFraction is the share of peers' samples the coordinator makes
+	// again itself and compares byte for byte (peers' labels and indices
+	// are always checked). 0 means DefaultVerifyFraction; negative turns
+	// the byte comparison off.
+	VerifyFraction float64
 	// LeaseTimeout is how long a maker may take for one batch before its
 	// lease goes to another. Default DefaultLeaseTimeout.
 	LeaseTimeout time.Duration
@@ -142,13 +159,23 @@ type Config struct {
 	MaxScans int
 	// MaxFileSize refuses larger files. Default pipeline.DefaultMaxFileSize.
 	MaxFileSize int64
+	// IndexBudget bounds the local executor's decoder index (checkpoints
+	// of the entropy decoder in each baseline JPEG decoded, so that later
+	// epochs decode only what their crops need; pipeline.Index). Default
+	// (0) MemoryBudget/16; negative: no index.
+	IndexBudget int64
+	// IndexDir is where the decoder index is saved when the server closes
+	// and loaded from when it starts, in a file named by the datasets'
+	// fingerprints. Empty: not kept.
+	IndexDir string
 
 	// TLSCert and TLSKey are PEM files: serve TLS. With TLSClientCA
 	// (mutual TLS) clients must present a certificate it signed.
 	TLSCert, TLSKey, TLSClientCA string
 	// AuthTokens is a file of accepted bearer tokens, one per line (blank
-	// lines and # comments allowed), reread by ReloadTokens. When set, every
-	// method but health needs one.
+	// lines and # comments allowed), reread by ReloadTokens, which cuts the
+	// open streams of the tokens no longer in it. When set, every method
+	// but health needs one.
 	AuthTokens string
 	// PeerTokenFile holds the token this server sends to its peers.
 	PeerTokenFile string
@@ -187,8 +214,13 @@ func (c Config) Validate() error {
 	if c.Window < 0 || c.Window > maxWindow {
 		errs = append(errs, fmt.Errorf("window %d: want 0..%d (0 means automatic)", c.Window, maxWindow))
 	}
-	if _, err := parsePeers(c.Peers); err != nil {
+	if t, err := parsePeers(c.Peers); err != nil {
 		errs = append(errs, err)
+	} else if remote := remotePeers(t); c.PeerTokenFile != "" && c.PeerCA == "" && !c.PeerInsecureToken && len(remote) > 0 {
+		// Every call to these peers would be refused by the token
+		// credentials, and the trainer would wait for batches no peer makes.
+		errs = append(errs, fmt.Errorf("peers: the --peer-token-file token would go in plaintext to %s (not loopback), which is refused at every call: "+
+			"add --peer-ca (TLS to the peers) or, on a network you trust, --peer-insecure-token", strings.Join(remote, ", ")))
 	}
 	if c.Workers == 0 && c.Peers == "" {
 		errs = append(errs, errors.New("workers 0 and no peers: nothing would make batches"))
@@ -203,11 +235,15 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if c.ShareFloor < 0 || c.ShareFloor > 1 {
+	// Written so that NaN fails them too.
+	if !(c.ShareFloor >= 0 && c.ShareFloor <= 1) {
 		errs = append(errs, fmt.Errorf("share floor %v: want 0..1 (0 means 1/(2·jobs))", c.ShareFloor))
 	}
-	if c.StallTarget < 0 || c.StallTarget >= 1 {
+	if !(c.StallTarget >= 0 && c.StallTarget < 1) {
 		errs = append(errs, fmt.Errorf("stall target %v: want 0..1 (0 means %v)", c.StallTarget, DefaultStallTarget))
+	}
+	if math.IsNaN(c.VerifyFraction) || c.VerifyFraction > 1 {
+		errs = append(errs, fmt.Errorf("verify fraction %v: want 0..1 (0: the default, %v; negative: off)", c.VerifyFraction, DefaultVerifyFraction))
 	}
 	if c.AdviseWindow < 0 || c.MaxWorkersRecommended < 0 {
 		errs = append(errs, fmt.Errorf("advise window %v, max workers recommended %d: want >= 0 (0: the default)", c.AdviseWindow, c.MaxWorkersRecommended))
@@ -246,10 +282,29 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// remotePeers are the peers of t not on loopback, as the flag names them:
+// static addresses, or the dns:/// name unless it is localhost (or a
+// loopback IP).
+func remotePeers(t peerTarget) []string {
+	var out []string
+	if t.host != "" && !rpc.IsLoopback(net.JoinHostPort(t.host, t.port)) {
+		out = append(out, "dns:///"+net.JoinHostPort(t.host, t.port))
+	}
+	for _, a := range t.static {
+		if !rpc.IsLoopback(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // withDefaults fills in the zero fields.
 func (c Config) withDefaults() Config {
 	if c.LeaseTimeout == 0 {
 		c.LeaseTimeout = DefaultLeaseTimeout
+	}
+	if c.VerifyFraction == 0 {
+		c.VerifyFraction = DefaultVerifyFraction
 	}
 	if c.AdviseWindow == 0 {
 		c.AdviseWindow = DefaultAdviseWindow

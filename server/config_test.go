@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -25,6 +26,14 @@ func TestConfigValidate(t *testing.T) {
 		{"empty path", Config{Datasets: map[string]string{"a": ""}}, []string{"empty path"}},
 		{"negatives", Config{Datasets: ok, Workers: -1, Window: -1, MaxBatchBytes: -1, MaxStreamsPerClient: -1, LeaseTimeout: -1},
 			[]string{"workers -1", "window -1", "max batch bytes -1", "max streams per client -1", "lease timeout"}},
+		{"NaN", Config{Datasets: ok, Workers: 1, ShareFloor: math.NaN(), StallTarget: math.NaN()}, []string{"share floor NaN", "stall target NaN"}},
+		{"peer token in plaintext", Config{Datasets: ok, Workers: 1, Peers: "127.0.0.1:7070,cpu1:7070,10.0.0.2:7070", PeerTokenFile: "tok"},
+			[]string{"cpu1:7070, 10.0.0.2:7070", "add --peer-ca", "--peer-insecure-token"}},
+		{"peer token in plaintext, dns", Config{Datasets: ok, Peers: "dns:///workers.ns.svc:7070", PeerTokenFile: "tok"}, []string{"dns:///workers.ns.svc:7070"}},
+		{"peer token on loopback", Config{Datasets: ok, Peers: "127.0.0.1:7070,localhost:7071,[::1]:7072", PeerTokenFile: "tok"}, nil},
+		{"peer token, dns localhost", Config{Datasets: ok, Peers: "dns:///localhost:7070", PeerTokenFile: "tok"}, nil},
+		{"peer token over TLS", Config{Datasets: ok, Peers: "cpu1:7070", PeerTokenFile: "tok", PeerCA: "ca.pem"}, nil},
+		{"peer token in plaintext, allowed", Config{Datasets: ok, Peers: "cpu1:7070", PeerTokenFile: "tok", PeerInsecureToken: true}, nil},
 		{"huge window", Config{Datasets: ok, Workers: 1, Window: 5000}, []string{"window 5000"}},
 		{"peer client certificate", Config{Datasets: ok, Workers: 1, PeerCA: "ca.pem", PeerCert: "c.pem", PeerKey: "k.pem"}, nil},
 		{"peer certificate without key", Config{Datasets: ok, Workers: 1, PeerCA: "ca.pem", PeerCert: "c.pem"}, []string{"--peer-cert and --peer-key"}},

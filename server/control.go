@@ -111,11 +111,18 @@ func (c *coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idl
 			mst.BusyBatchesPerSecond, share = st.busyRate(now)
 			mst.BusyRatio = share
 		}
-		if err := c.refused[m]; err != nil {
-			mst.Unavailable = truncate(err.Error(), 256)
+		switch {
+		case c.refused[m] != nil:
+			mst.Unavailable = truncate("refused the job: "+c.refused[m].Error(), 256)
+		case c.env.verify.why(m) != nil:
+			mst.Unavailable = truncate("quarantined: "+c.env.verify.why(m).Error(), 256)
+		case !m.Ready():
+			if w, ok := m.(whyNot); ok && w.Unavailable() != nil {
+				mst.Unavailable = truncate(w.Unavailable().Error(), 256)
+			}
 		}
 		js.Makers = append(js.Makers, mst)
-		if m.Ready() && c.refused[m] == nil {
+		if c.usable(m) {
 			in.makers++
 			in.busyRates = append(in.busyRates, mst.BusyBatchesPerSecond)
 			in.busyShare += share

@@ -23,7 +23,24 @@ var (
 	// ErrBatchFailed ends a job one of whose batches failed on makers
 	// maxAttempts times; it wraps the last maker's error.
 	ErrBatchFailed = errors.New("a batch failed on every try")
+	// ErrNoMakerReady ends a job no maker could take batches of for
+	// noMakerLeaseTimeouts lease timeouts (every peer refusing the
+	// connection, none connected, the local executor off): a trainer is
+	// told why instead of waiting forever.
+	ErrNoMakerReady = errors.New("no maker is ready")
 )
+
+// noMakerLeaseTimeouts is how many lease timeouts a job waits for a maker
+// to become ready before it fails with ErrNoMakerReady: long enough for a
+// restarted worker to come back (its peer reconnects within 5 s), short
+// enough that a trainer learns of a configuration that cannot work.
+const noMakerLeaseTimeouts = 3
+
+// A whyNot maker can say why it is not ready (a peer: its last connection
+// or handshake error).
+type whyNot interface {
+	Unavailable() error
+}
 
 // maxAttempts bounds how often one batch is leased before the job fails
 // with the last maker error: enough for several peers dying in a row.
@@ -57,6 +74,7 @@ type coordEnv struct {
 	budget  *budget
 	m       *metrics
 	gpuIdle func() (idle float64, ok bool)
+	verify  *verifier
 }
 
 // Stream is what one stream asks of a job: where it starts, how many
@@ -123,15 +141,21 @@ type coordinator struct {
 	retry    []batchID // failed leases, lowest first
 	attempts map[batchID]int
 	ready    map[batchID]*pipeline.Batch
-	free     []*pipeline.Batch
-	buffers  int // allocated
-	stats    map[Maker]*makerStat
-	leaseID  uint64
-	cur      *epochState // being delivered
-	nextE    *epochState // the next epoch, once leasing reached it
-	cursor   batchID     // the next batch to lease, after retries
-	leasing  bool        // cursor is valid: batches remain to lease
-	lastWarn time.Time
+	// unchecked: ready batches made by a peer and not compared byte for
+	// byte, by maker: made again if it is quarantined before they go out.
+	unchecked map[batchID]Maker
+	free      []*pipeline.Batch
+	buffers   int // allocated
+	stats     map[Maker]*makerStat
+	leaseID   uint64
+	cur       *epochState // being delivered
+	nextE     *epochState // the next epoch, once leasing reached it
+	cursor    batchID     // the next batch to lease, after retries
+	leasing   bool        // cursor is valid: batches remain to lease
+	lastWarn  time.Time
+	// noMakerSince is when the job last found no ready maker it could
+	// use, zero while it has one.
+	noMakerSince time.Time
 	// refused: the makers' refusals, for the job's error when all refuse.
 	refused map[Maker]error
 
@@ -164,6 +188,7 @@ func newCoordinator(env *coordEnv, j *job, st Stream, id string, mem *streamMemo
 		leases:    make(map[batchID]*leaseRec),
 		attempts:  make(map[batchID]int),
 		ready:     make(map[batchID]*pipeline.Batch),
+		unchecked: make(map[batchID]Maker),
 		stats:     make(map[Maker]*makerStat),
 		refused:   make(map[Maker]error),
 		tel:       newTelemetry(telemetryWindow, time.Now()),
@@ -250,6 +275,7 @@ func (c *coordinator) run(ctx context.Context) error {
 			c.free = append(c.free, b)
 		case <-c.granted:
 		case <-changed:
+			c.dropUnchecked() // a peer may have been quarantined
 		case <-retryC:
 		case now := <-control.C:
 			c.control(now, ms)

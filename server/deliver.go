@@ -110,6 +110,7 @@ func (c *coordinator) deliver(ctx context.Context) (done bool, err error) {
 			return false, err
 		}
 		delete(c.ready, id)
+		delete(c.unchecked, id)
 		delete(c.attempts, id)
 		c.credits.Add(-1)
 		e.markDone(k)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -26,6 +27,7 @@ var errorCodes = []struct {
 	{ErrMemoryBudget, codes.ResourceExhausted},
 	{ErrNoMaker, codes.FailedPrecondition},
 	{ErrBatchFailed, codes.Unavailable},
+	{ErrNoMakerReady, codes.Unavailable},
 }
 
 // toStatus turns err into a status error: a status error passes through
@@ -53,4 +55,23 @@ func codeOf(err error) codes.Code {
 		return st.Code()
 	}
 	return codes.Internal
+}
+
+// capStatus shortens the message of err's status to maxStatusMessage
+// bytes: whatever a handler echoes of a client's input, the status still
+// reaches the client with its code (a message past the client's header
+// limit turns into RESOURCE_EXHAUSTED or INTERNAL on its side).
+func capStatus(err error) error {
+	st, ok := status.FromError(err)
+	if !ok || len(st.Message()) <= maxStatusMessage {
+		return err
+	}
+	msg := st.Message()
+	n := maxStatusMessage
+	for n > 0 && !utf8.RuneStart(msg[n]) {
+		n--
+	}
+	p := st.Proto()
+	p.Message = msg[:n] + "…"
+	return status.ErrorProto(p)
 }

@@ -184,6 +184,8 @@ func (s *Server) closedBy(streamCtx context.Context, err error) string {
 		return "grace_period"
 	case strings.Contains(err.Error(), "--idle-timeout"):
 		return "idle_timeout"
+	case status.Code(err) == codes.Unauthenticated || errors.Is(context.Cause(streamCtx), errTokenRevoked):
+		return "token_revoked"
 	case streamCtx.Err() != nil || errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled:
 		return "client (cancelled, or connection lost: keepalive)"
 	}

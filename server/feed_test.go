@@ -166,14 +166,63 @@ func TestFeedResume(t *testing.T) {
 	}
 }
 
+// gatedMaker is the server's local maker with batch 0 of every epoch held
+// until the test closes release: the test decides which batch is ready
+// last.
+type gatedMaker struct {
+	Maker
+	release chan struct{}
+}
+
+func (m *gatedMaker) Make(ctx context.Context, l *Lease, b *pipeline.Batch) error {
+	if l.Number == 0 {
+		select {
+		case <-m.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return m.Maker.Make(ctx, l, b)
+}
+
+// TestFeedAsReady: with batch 0 held back by its maker, an as-ready stream
+// delivers every other batch first, then batch 0; the batches are the
+// in-order stream's, byte for byte.
 func TestFeedAsReady(t *testing.T) {
-	e := newEnv(t, Config{Window: 3})
+	e := newEnv(t, Config{Window: 16})
 	in := e.collect(t, smallJob("tiny", 4))
+	ms, _ := e.srv.makers.snapshot()
+	gate := &gatedMaker{Maker: ms[0], release: make(chan struct{})}
+	e.srv.coord.makers = newMakers(gate)
+
 	open := smallJob("tiny", 4)
 	open.AsReady = true
-	out := e.collect(t, open)
-	slices.SortFunc(out.batches, func(a, b gotBatch) int { return int(a.hdr.GetNumber()) - int(b.hdr.GetNumber()) })
-	sameBatches(t, "as ready, sorted", in.batches, out.batches)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream := e.feedStream(t, ctx, open)
+	if m, err := stream.Recv(); err != nil || m.GetJob() == nil {
+		t.Fatalf("first message %v, %v; want JobInfo", m, err)
+	}
+	var out []gotBatch
+	for len(out) < len(in.batches) {
+		b, end, err := readBatch(stream, MaxChunkBytes)
+		if err != nil || end != nil {
+			t.Fatalf("after %d batches: %v, end %v", len(out), err, end)
+		}
+		out = append(out, b)
+		if len(out) == len(in.batches)-1 {
+			close(gate.release) // every other batch came first
+		}
+	}
+	var order []uint64
+	for _, b := range out {
+		order = append(order, b.hdr.GetNumber())
+	}
+	if order[len(order)-1] != 0 || slices.Contains(order[:len(order)-1], 0) {
+		t.Errorf("as-ready order %v: want batch 0, held back, last", order)
+	}
+	slices.SortFunc(out, func(a, b gotBatch) int { return int(a.hdr.GetNumber()) - int(b.hdr.GetNumber()) })
+	sameBatches(t, "as ready, sorted", in.batches, out)
 }
 
 func TestFeedFailPolicyDrop(t *testing.T) {

@@ -70,7 +70,7 @@ type testEnv struct {
 	stop   func() // stops the gRPC server at once (a dead peer)
 }
 
-func startServer(t testing.TB, cfg Config) *testEnv {
+func startServer(t testing.TB, cfg Config, opts ...grpc.ServerOption) *testEnv {
 	t.Helper()
 	if cfg.Workers == 0 && cfg.Peers == "" {
 		cfg.Workers = 2 // a coordinator with peers makes nothing itself
@@ -88,7 +88,7 @@ func startServer(t testing.TB, cfg Config) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs, _, err := srv.GRPCServer()
+	gs, _, err := srv.GRPCServer(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

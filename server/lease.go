@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,9 @@ type result struct {
 	maker Maker
 	b     *pipeline.Batch
 	err   error
+	// checked: every sample was compared byte for byte with one made here
+	// (or the batch is the local executor's own).
+	checked bool
 }
 
 // window is how many leases the job may have in flight: what the
@@ -91,12 +95,9 @@ func (c *coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 			return wake, err
 		}
 		if m == nil {
-			if len(ms) == 0 && time.Since(c.lastWarn) > 10*time.Second {
-				c.lastWarn = time.Now()
-				c.log.Warn("no makers: this server makes no batches (--workers 0) and no peer is connected; waiting")
-			}
-			return retryAt, nil
+			return c.noMaker(ms, retryAt)
 		}
+		c.noMakerSince = time.Time{}
 		// Only now, with a buffer and a maker, is the batch taken off the
 		// queue: nothing is skipped when either is missing.
 		if len(c.retry) > 0 {
@@ -108,6 +109,71 @@ func (c *coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 		c.start(ctx, wg, id, m, b)
 	}
 	return wake, nil
+}
+
+// noMaker handles a batch no maker can take now: when no maker is even
+// ready for the job (none connected, every peer refusing the connection,
+// each refusing the job), it warns every 10 s with each maker's reason,
+// and fails the job with ErrNoMakerReady after noMakerLeaseTimeouts lease
+// timeouts. It returns when to look again.
+func (c *coordinator) noMaker(ms []Maker, retryAt time.Time) (time.Time, error) {
+	for _, m := range ms {
+		if c.usable(m) {
+			return retryAt, nil // busy, or backing off: it will take leases again
+		}
+	}
+	now := time.Now()
+	if c.noMakerSince.IsZero() {
+		c.noMakerSince = now
+	}
+	limit := noMakerLeaseTimeouts * c.env.cfg.LeaseTimeout
+	why := c.whyNoMaker(ms)
+	if waited := now.Sub(c.noMakerSince); waited >= limit {
+		return time.Time{}, fmt.Errorf("%w: no maker could take this job's batches for %v (%d × --lease-timeout): %s",
+			ErrNoMakerReady, waited.Round(time.Second), noMakerLeaseTimeouts, why)
+	}
+	if now.Sub(c.lastWarn) >= 10*time.Second {
+		c.lastWarn = now
+		c.log.Warn("no maker is ready for the job; waiting", "reasons", why, "fails_in", (limit - now.Sub(c.noMakerSince)).Round(time.Second))
+	}
+	wake := c.noMakerSince.Add(limit)
+	if !retryAt.IsZero() && retryAt.Before(wake) {
+		wake = retryAt
+	}
+	return wake, nil
+}
+
+// whyNoMaker says, maker by maker, why none is ready for the job.
+func (c *coordinator) whyNoMaker(ms []Maker) string {
+	if len(ms) == 0 {
+		return "this server makes no batches (--workers 0) and has no peer (--peers resolves to none, or none was given)"
+	}
+	var parts []string
+	for _, m := range ms {
+		why := "not connected"
+		switch err := c.refused[m]; {
+		case err != nil:
+			why = "refused the job: " + err.Error()
+		case c.env.verify.why(m) != nil:
+			why = "quarantined: " + c.env.verify.why(m).Error()
+		case m.Ready():
+			why = "ready"
+		default:
+			if w, ok := m.(whyNot); ok {
+				if err := w.Unavailable(); err != nil {
+					why = err.Error()
+				}
+			}
+		}
+		parts = append(parts, m.Name()+": "+truncate(why, 512))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// usable reports whether the job may lease to m now: ready, not refusing
+// the job, not quarantined.
+func (c *coordinator) usable(m Maker) bool {
+	return m.Ready() && c.refused[m] == nil && c.env.verify.why(m) == nil
 }
 
 // buffer returns a free batch buffer, or a new one while the job has fewer
@@ -156,7 +222,7 @@ func (c *coordinator) choose(ms []Maker) (Maker, time.Time, error) {
 			refused++
 			continue
 		}
-		if !m.Ready() {
+		if !m.Ready() || c.env.verify.why(m) != nil {
 			continue
 		}
 		st := c.stat(m)
@@ -206,6 +272,7 @@ func (c *coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 		defer wg.Done()
 		lctx, cancel := context.WithTimeout(ctx, timeout)
 		err := m.Make(lctx, l, b)
+		_, checked := m.(*localMaker)
 		if err == nil {
 			err = c.check(l, b)
 		} else if errors.Is(lctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
@@ -214,7 +281,10 @@ func (c *coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 			err = fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
 		}
 		cancel()
-		c.results <- result{id: id, lease: rec.id, maker: m, b: b, err: err}
+		if err == nil && !checked {
+			checked, err = c.env.verify.verify(ctx, c.j, l, b)
+		}
+		c.results <- result{id: id, lease: rec.id, maker: m, b: b, err: err, checked: checked}
 	}()
 }
 
@@ -249,11 +319,21 @@ func (c *coordinator) collect(ctx context.Context, r result) error {
 		return nil
 	}
 	delete(c.leases, r.id)
+	if r.err == nil && c.env.verify.why(r.maker) != nil {
+		// Made by a peer quarantined since (by this job or another): not
+		// to be trusted unless checked byte for byte.
+		if !r.checked {
+			r.err = fmt.Errorf("%w: made by a quarantined peer", ErrMismatch)
+		}
+	}
 	if r.err == nil {
 		took := now.Sub(rec.issued)
 		c.env.m.batchSeconds.WithLabelValues(c.j.name).Observe(took.Seconds())
 		st.done(now, rec, took)
 		c.ready[r.id] = r.b
+		if !r.checked {
+			c.unchecked[r.id] = r.maker
+		}
 		return nil
 	}
 	c.free = append(c.free, r.b)
@@ -280,6 +360,11 @@ func (c *coordinator) collect(ctx context.Context, r result) error {
 	}
 	reason := "error"
 	switch {
+	case errors.Is(r.err, ErrMismatch):
+		reason = "mismatch"
+		c.attempts[r.id]-- // the peer's lie, not the batch's failure
+		c.env.verify.quarantine(r.maker, r.err)
+		c.dropUnchecked()
 	case errors.Is(r.err, peer.ErrRefused):
 		reason = "refused"
 		if c.refused[r.maker] == nil {
@@ -290,7 +375,7 @@ func (c *coordinator) collect(ctx context.Context, r result) error {
 		reason = "timeout"
 	}
 	failures.WithLabelValues(r.maker.Name(), reason).Inc()
-	if reason != "refused" {
+	if reason != "refused" && reason != "mismatch" {
 		st.failed()
 		c.log.Warn("lease failed, leasing the batch again", "maker", r.maker.Name(), "epoch", r.id.epoch,
 			"batch", r.id.k, "reason", reason, "err", r.err)
@@ -299,6 +384,31 @@ func (c *coordinator) collect(ctx context.Context, r result) error {
 		return fmt.Errorf("%w: batch %d of epoch %d failed %d times; last, on %s: %w", ErrBatchFailed, r.id.k, r.id.epoch, maxAttempts, r.maker.Name(), r.err)
 	}
 	return nil
+}
+
+// dropUnchecked makes again every batch of a quarantined maker that was
+// not checked byte for byte: those made and not yet delivered, and those
+// still in flight (their results will be dropped).
+func (c *coordinator) dropUnchecked() {
+	for id, m := range c.unchecked {
+		if c.env.verify.why(m) == nil {
+			continue
+		}
+		delete(c.unchecked, id)
+		if b, ok := c.ready[id]; ok {
+			delete(c.ready, id)
+			c.free = append(c.free, b)
+			c.attempts[id]--
+			c.requeue(id)
+		}
+	}
+	for id, rec := range c.leases {
+		if c.env.verify.why(rec.maker) != nil {
+			delete(c.leases, id) // its result, when it comes, is dropped
+			c.attempts[id]--
+			c.requeue(id)
+		}
+	}
 }
 
 // requeue puts a failed batch back, to be leased before any new one.

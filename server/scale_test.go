@@ -79,10 +79,10 @@ func TestPeersSameBytes(t *testing.T) {
 // waitPeers waits until e has n peers ready.
 func waitPeers(t *testing.T, e *testEnv, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for testutil.ToFloat64(e.srv.m.peersReady) < float64(n) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%v of %d peers ready after 10 s", testutil.ToFloat64(e.srv.m.peersReady), n)
+			t.Fatalf("%v of %d peers ready after 30 s", testutil.ToFloat64(e.srv.m.peersReady), n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -57,6 +57,7 @@ type Server struct {
 	shm      *shmHub       // nil when shared memory is off
 	shmOff   string        // why it is off
 	shares   *shares       // nil with the fifo schedule or no executor
+	index    *decoderIndex // nil with no executor or a negative IndexBudget
 	stop     chan struct{} // closed by Close
 	refusals refusalLog
 
@@ -69,6 +70,10 @@ type Server struct {
 	mu        sync.Mutex
 	perHost   map[string]int // open Feed streams by client host
 	streams   int            // open Feed and Work streams
+
+	// tokenStreams are the open streams by token, cut when a reload
+	// removes theirs.
+	tokenStreams tokenStreams
 }
 
 var (
@@ -133,6 +138,13 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		if cfg.Schedule != "" {
 			sched, _ = pipeline.ParseSchedule(cfg.Schedule)
 		}
+		if s.index, err = openIndex(cfg, s.datasets, log, reg); err != nil {
+			s.closeDatasets()
+			return nil, err
+		}
+		if s.index != nil {
+			opts = append(opts, pipeline.WithIndex(s.index.ix))
+		}
 		queued, read, decode := m.sampleStages.WithLabelValues("queue"), m.sampleStages.WithLabelValues("read"), m.sampleStages.WithLabelValues("decode")
 		opts = append(opts, pipeline.WithSchedule(sched), pipeline.WithStageObserver(func(q, r, d time.Duration) {
 			queued.Observe(q.Seconds())
@@ -159,7 +171,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 	}
 	s.shmOff = "--shm=false"
 	if cfg.Shm {
-		if s.shm, err = newShmHub(log); err != nil {
+		if s.shm, err = newShmHub(log, s.refusals.refuse); err != nil {
 			s.shmOff = err.Error()
 			log.Info("shared-memory delivery off", "reason", err)
 		}
@@ -191,6 +203,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 			AdviseWindow: cfg.AdviseWindow, MaxRecommended: cfg.MaxWorkersRecommended,
 		},
 		makers: s.makers, budget: s.budget, m: s.m, gpuIdle: s.gpuIdle,
+		verify: newVerifier(max(cfg.VerifyFraction, 0), s.exec, log, s.makers.poke),
 	}
 	return s, nil
 }
@@ -232,9 +245,11 @@ func (s *Server) Close() error {
 	if s.gpu != nil {
 		s.gpu.Close()
 	}
+	s.coord.verify.close()
 	if s.exec != nil {
 		close(s.stop)
 		s.exec.Close()
+		s.index.save()
 	}
 	return s.closeDatasets()
 }

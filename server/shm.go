@@ -108,13 +108,15 @@ func (s *Server) shmHandshake(ctx context.Context, stream stokerv1.FeedService_F
 		s.dropRing(r, mem)
 		return nil, err
 	}
+	handed, pid, uid := r.wasHanded()
 	switch a := m.GetShm(); {
 	case !a.GetOk():
 		log.Info("shared memory: the trainer could not map the ring: chunks", "reason", truncate(a.GetReason(), 256))
-	case !r.wasHanded():
+	case !handed:
 		log.Warn("shared memory: the trainer accepted a ring it never fetched: chunks")
 	default:
-		log.Info("shared memory", "slots", offer.GetSlots(), "slot_bytes", offer.GetSlotBytes())
+		// The process that fetched it: the trainer, whose token it had.
+		log.Info("shared memory", "slots", offer.GetSlots(), "slot_bytes", offer.GetSlotBytes(), "pid", pid, "uid", uid)
 		return r, nil
 	}
 	s.dropRing(r, mem)
@@ -131,6 +133,8 @@ func (s *Server) shmOffer(req *stokerv1.ShmRequest, credits, batchBytes int64, m
 		return decline("shared memory is off on this server (%s)", s.shmOff)
 	}
 	if req.GetBootId() != s.shm.bootID {
+		// "another machine": the Python client warns of every other
+		// decline under transport="auto", not of this one (_stream.py).
 		return decline("the trainer runs on another machine (its boot id is not the server's)")
 	}
 	n := ringSlots(credits)

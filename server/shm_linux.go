@@ -16,12 +16,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// shmHandshakes bounds the handshakes in progress on the hub's socket, and
-// shmHandshakeTimeout the time one may take: any local process can
-// connect, and must not be able to hold the hub.
+// A neighbor must not be able to deny a trainer its ring: any local
+// process can connect to the hub's socket. A trainer writes its token as
+// soon as it connects, so a connection whose token is already there when
+// it is accepted is answered at once, on the accept loop: it holds nothing
+// and waits for nothing. The others wait for their token in a bounded
+// pool, each for shmReadTimeout, and the pool is shared by the connecting
+// processes' credentials (SO_PEERCRED): one process may have
+// shmWaitingPerPID connections waiting (more are closed at once), and
+// when a user's or the pool's bound is reached, the oldest waiting
+// connection of the process (or user) that has the most makes room. A
+// trainer whose connection was cut anyway connects again while its token
+// is valid (internal/ring, python/stoker/_shm.py).
 const (
-	shmHandshakes       = 16
-	shmHandshakeTimeout = 2 * time.Second
+	shmReadTimeout    = time.Second
+	shmWaiting        = 64
+	shmWaitingPerUID  = 32
+	shmWaitingPerPID  = 8
+	shmAnswerDeadline = time.Second
 )
 
 // shmHub hands rings' memfds to trainers on this machine. It listens on an
@@ -35,15 +47,17 @@ type shmHub struct {
 	name   string // the socket's abstract name, without its leading NUL
 	bootID string
 	log    *slog.Logger
+	// refuse counts and logs (rate-limited) a connection cut or refused.
+	refuse func(policy, msg string, attrs ...any)
 
 	mu      sync.Mutex
 	pending map[string]*ring // by token; an offer not yet answered
-	sem     chan struct{}
+	waiting waitPool         // guarded by mu
 	wg      sync.WaitGroup
 }
 
 // newShmHub listens on a fresh abstract socket.
-func newShmHub(log *slog.Logger) (*shmHub, error) {
+func newShmHub(log *slog.Logger, refuse func(policy, msg string, attrs ...any)) (*shmHub, error) {
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return nil, fmt.Errorf("shared memory: the boot id: %w", err)
@@ -56,8 +70,8 @@ func newShmHub(log *slog.Logger) (*shmHub, error) {
 		return nil, fmt.Errorf("shared memory: %w", err)
 	}
 	h := &shmHub{
-		ln: ln, name: name, bootID: strings.TrimSpace(string(boot)), log: log,
-		pending: make(map[string]*ring), sem: make(chan struct{}, shmHandshakes),
+		ln: ln, name: name, bootID: strings.TrimSpace(string(boot)), log: log, refuse: refuse,
+		pending: make(map[string]*ring), waiting: waitPool{conns: make(map[*waitConn]struct{})},
 	}
 	h.wg.Add(1)
 	go h.serve()
@@ -76,35 +90,91 @@ func (h *shmHub) serve() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		select {
-		case h.sem <- struct{}{}:
-		default:
-			c.Close() // too many at once: the trainer falls back to chunks
-			continue
-		}
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
-			defer func() { <-h.sem }()
-			defer c.Close()
-			h.handshake(c)
-		}()
+		h.accepted(c)
 	}
 }
 
-// handshake reads a token and answers with its ring's memfd.
-func (h *shmHub) handshake(c *net.UnixConn) {
-	c.SetDeadline(time.Now().Add(shmHandshakeTimeout))
-	var tok [shmTokenBytes]byte
-	if _, err := io.ReadFull(c, tok[:]); err != nil {
+// shmPeer is a connecting process's credentials.
+type shmPeer struct {
+	pid int32
+	uid uint32
+}
+
+// peerOf is c's peer credentials (SO_PEERCRED), as of its connect.
+func peerOf(c *net.UnixConn) shmPeer {
+	var cred *unix.Ucred
+	if rc, err := c.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) {
+			cred, _ = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		})
+	}
+	if cred == nil {
+		return shmPeer{pid: -1, uid: ^uint32(0)} // all unknowns share one bound
+	}
+	return shmPeer{pid: cred.Pid, uid: cred.Uid}
+}
+
+// accepted answers c at once when its token is already there, or puts it
+// in the waiting pool.
+func (h *shmHub) accepted(c *net.UnixConn) {
+	w := &waitConn{c: c, peer: peerOf(c)}
+	var n int
+	if rc, err := c.SyscallConn(); err == nil {
+		rc.Read(func(fd uintptr) bool {
+			n, _, _ = unix.Recvfrom(int(fd), w.tok[:], unix.MSG_DONTWAIT)
+			return true // one try, whatever it read
+		})
+	}
+	if n == len(w.tok) {
+		h.answer(w)
+		c.Close()
 		return
 	}
+	n = max(n, 0)
 	h.mu.Lock()
-	r := h.pending[string(tok[:])]
-	delete(h.pending, string(tok[:])) // single use
+	evicted, ok := h.waiting.admit(w)
+	h.mu.Unlock()
+	if evicted != nil {
+		evicted.c.Close() // its goroutine sees the error and forgets it
+		h.refuse("shm_silent", "shared memory: a connection waiting for its token cut to make room",
+			"pid", evicted.peer.pid, "uid", evicted.peer.uid, "for_pid", w.peer.pid)
+	}
+	if !ok {
+		c.Close()
+		h.refuse("shm_flood", "shared memory: a process has too many connections waiting for their token: closed",
+			"pid", w.peer.pid, "uid", w.peer.uid, "limit", shmWaitingPerPID)
+		return
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(shmReadTimeout))
+		_, err := io.ReadFull(c, w.tok[n:])
+		h.mu.Lock()
+		was := h.waiting.remove(w)
+		h.mu.Unlock()
+		switch {
+		case err == nil:
+			h.answer(w)
+		case was && errors.Is(err, os.ErrDeadlineExceeded):
+			h.refuse("shm_silent", "shared memory: a connection sent no token in time: cut",
+				"pid", w.peer.pid, "uid", w.peer.uid, "timeout", shmReadTimeout)
+		}
+	}()
+}
+
+// answer hands the ring of w's token to w, or says 0.
+func (h *shmHub) answer(w *waitConn) {
+	c := w.c
+	c.SetWriteDeadline(time.Now().Add(shmAnswerDeadline))
+	h.mu.Lock()
+	r := h.pending[string(w.tok[:])]
+	delete(h.pending, string(w.tok[:])) // single use
 	h.mu.Unlock()
 	if r == nil {
 		c.Write([]byte{0})
+		h.refuse("shm_bad_token", "shared memory: a handshake with an unknown or used token", "pid", w.peer.pid, "uid", w.peer.uid)
 		return
 	}
 	r.mu.Lock()
@@ -120,6 +190,83 @@ func (h *shmHub) handshake(c *net.UnixConn) {
 	unix.Close(r.fd)
 	r.fd = -1
 	r.handed = true
+	r.peer = w.peer
+}
+
+// waitConn is a connection waiting for its token.
+type waitConn struct {
+	c    *net.UnixConn
+	peer shmPeer
+	tok  [shmTokenBytes]byte
+	seq  uint64 // admission order: lower is older
+}
+
+// waitPool bounds the connections waiting for their token: in all, per
+// user and per process.
+type waitPool struct {
+	conns map[*waitConn]struct{}
+	seq   uint64
+}
+
+// admit adds w unless its process already has shmWaitingPerPID waiting.
+// When w's user, or the pool, is at its bound, the oldest connection of
+// the process (or user) with the most waiting is taken out to make room,
+// and returned for closing: a flood from one process or user can never
+// hold every place, and a newcomer from elsewhere always gets one.
+func (p *waitPool) admit(w *waitConn) (evicted *waitConn, ok bool) {
+	pidN, uidN := 0, 0
+	for c := range p.conns {
+		if c.peer.pid == w.peer.pid {
+			pidN++
+		}
+		if c.peer.uid == w.peer.uid {
+			uidN++
+		}
+	}
+	switch {
+	case pidN >= shmWaitingPerPID:
+		return nil, false
+	case uidN >= shmWaitingPerUID:
+		evicted = p.oldestOfLargest(func(c *waitConn) bool { return c.peer.uid == w.peer.uid }, func(c *waitConn) int64 { return int64(c.peer.pid) })
+	case len(p.conns) >= shmWaiting:
+		evicted = p.oldestOfLargest(func(*waitConn) bool { return true }, func(c *waitConn) int64 { return int64(c.peer.uid) })
+	}
+	if evicted != nil {
+		delete(p.conns, evicted)
+	}
+	p.seq++
+	w.seq = p.seq
+	p.conns[w] = struct{}{}
+	return evicted, true
+}
+
+// oldestOfLargest is, among the connections in, the oldest of the group
+// (by key) that has the most.
+func (p *waitPool) oldestOfLargest(in func(*waitConn) bool, key func(*waitConn) int64) *waitConn {
+	count := map[int64]int{}
+	for c := range p.conns {
+		if in(c) {
+			count[key(c)]++
+		}
+	}
+	var best *waitConn
+	for c := range p.conns {
+		if !in(c) {
+			continue
+		}
+		if best == nil || count[key(c)] > count[key(best)] || count[key(c)] == count[key(best)] && c.seq < best.seq {
+			best = c
+		}
+	}
+	return best
+}
+
+// remove takes w out of the pool, reporting whether it was there (not
+// already taken out to make room).
+func (p *waitPool) remove(w *waitConn) bool {
+	_, ok := p.conns[w]
+	delete(p.conns, w)
+	return ok
 }
 
 // offer makes a ring of n slots of size bytes and registers it under a
@@ -143,9 +290,15 @@ func (h *shmHub) withdraw(r *ring) {
 	h.mu.Unlock()
 }
 
-// close stops the hub and waits for the handshakes in progress.
+// close stops the hub, cuts the connections waiting for their token and
+// waits for their goroutines.
 func (h *shmHub) close() {
 	h.ln.Close()
+	h.mu.Lock()
+	for w := range h.waiting.conns {
+		w.c.Close()
+	}
+	h.mu.Unlock()
 	h.wg.Wait()
 }
 
@@ -160,6 +313,7 @@ type ring struct {
 	mu     sync.Mutex
 	fd     int // -1 once handed to the trainer, or closed
 	handed bool
+	peer   shmPeer // the process it was handed to
 }
 
 // newRing makes the memfd, sized and sealed, and maps it. Sealing matters:
@@ -194,11 +348,12 @@ func (r *ring) slot(i uint32) []byte {
 	return r.mem[off : off+r.size : off+r.size]
 }
 
-// wasHanded reports whether a trainer received the memfd.
-func (r *ring) wasHanded() bool {
+// wasHanded reports whether a trainer received the memfd, and the pid and
+// uid of the process that did.
+func (r *ring) wasHanded() (ok bool, pid int32, uid uint32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.handed
+	return r.handed, r.peer.pid, r.peer.uid
 }
 
 // close unmaps the ring and closes the memfd if it is still here. The

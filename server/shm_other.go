@@ -14,7 +14,7 @@ type shmHub struct {
 	name, bootID string
 }
 
-func newShmHub(*slog.Logger) (*shmHub, error) {
+func newShmHub(*slog.Logger, func(string, string, ...any)) (*shmHub, error) {
 	return nil, errors.New("shared-memory delivery needs Linux")
 }
 
@@ -28,5 +28,5 @@ func (h *shmHub) offer(int, int64) (*ring, error) { return nil, errors.ErrUnsupp
 func (h *shmHub) withdraw(*ring)                  {}
 func (h *shmHub) close()                          {}
 func (r *ring) slot(uint32) []byte                { return nil }
-func (r *ring) wasHanded() bool                   { return false }
+func (r *ring) wasHanded() (bool, int32, uint32)  { return false, 0, 0 }
 func (r *ring) close()                            {}

@@ -5,19 +5,20 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stoker-dev/stoker/internal/version"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // Status implements stokerv1.FeedServiceServer: each job's last published
 // status (its controller publishes every half second), and the makers.
 func (s *Server) Status(context.Context, *stokerv1.StatusRequest) (*stokerv1.StatusResponse, error) {
-	resp := &stokerv1.StatusResponse{}
+	resp := &stokerv1.StatusResponse{Version: version.String()}
 	if s.exec != nil {
 		resp.Workers = uint32(s.exec.Workers())
 	}
 	ms, _ := s.makers.snapshot()
 	for _, m := range ms {
-		if _, ok := m.(*peerMaker); ok && m.Ready() {
+		if _, ok := m.(*peerMaker); ok && m.Ready() && s.coord.verify.why(m) == nil {
 			resp.PeersReady++
 		}
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -32,6 +33,10 @@ func newTransform(spec *stokerv1.TransformSpec, layout stokerv1.Layout) (*pipeli
 		err error
 	)
 	if hasPreset {
+		if p := spec.GetPreset(); len(p) > MaxPresetName {
+			return nil, status.Errorf(codes.InvalidArgument, "transform preset name %q of %d bytes: the limit is %d (known: %s)",
+				truncate(p, 64), len(p), MaxPresetName, strings.Join(pipeline.PresetNames(), ", "))
+		}
 		t, err = pipeline.ParseTransform(spec.GetPreset(), l)
 	} else {
 		var ops []pipeline.Op

@@ -156,6 +156,8 @@ func (w *worker) wait(log *slog.Logger, recvErr <-chan error) error {
 		select {
 		case err := <-recvErr:
 			return err
+		case <-w.stream.Context().Done(): // cut from outside: its token revoked (streamAuth)
+			return context.Cause(w.stream.Context())
 		case <-drain:
 			drain = nil
 			w.recvMu.Lock()

@@ -1,64 +1,74 @@
 package main
 
-// The Kubernetes manifests in deploy/ checked against the Kubernetes API
-// types and against this binary: every document decodes strictly into its
-// k8s.io/api type, every stoker container's arguments parse with serve's
-// own flag set, the probes and ports agree with those flags, the HPA's
-// metric is one the server registers and the prometheus-adapter rule
-// serves it, and the kustomization builds.
+// The manifests in deploy/ checked against this binary: every stoker
+// container's arguments parse with serve's own flag set, the preStop hook's
+// with drain's, and the metrics the HPA and the prometheus-adapter rule
+// read are ones the server registers (the one the adapter lists its rule
+// by, from the start). deploy/ is a module of its own (its tests need the
+// Kubernetes modules, which this one does not require); its tests write
+// what the manifests ask of the binary to deploy/testdata/uses.json and
+// check the manifests among themselves, these check that file.
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	kustypes "sigs.k8s.io/kustomize/api/types"
 
 	"github.com/stoker-dev/stoker/bench"
-	"github.com/stoker-dev/stoker/deploy"
 	"github.com/stoker-dev/stoker/server"
 )
 
-const deployDir = "../../deploy"
+// deployUses is deploy/testdata/uses.json (deploy/uses_test.go).
+type deployUses struct {
+	Serve []struct {
+		Where string   `json:"where"`
+		Args  []string `json:"args"`
+	} `json:"serve"`
+	Drain []struct {
+		Where        string   `json:"where"`
+		Args         []string `json:"args"`
+		GraceSeconds int64    `json:"graceSeconds"`
+	} `json:"drain"`
+	Metrics []struct {
+		Where  string `json:"where"`
+		Name   string `json:"name"`
+		Always bool   `json:"always"`
+	} `json:"metrics"`
+}
 
-// deployManifests decodes every manifest under deploy/.
-func deployManifests(t *testing.T) map[string][]any {
+func readDeployUses(t *testing.T) deployUses {
 	t.Helper()
-	ms, err := deploy.Load(deployDir)
+	data, err := os.ReadFile("../../deploy/testdata/uses.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) < 5 {
-		t.Fatalf("found only %d manifests under %s", len(ms), deployDir)
+	var u deployUses
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&struct {
+		Note string `json:"note"`
+		*deployUses
+	}{deployUses: &u}); err != nil {
+		t.Fatalf("deploy/testdata/uses.json: %v", err)
 	}
-	return ms
+	if len(u.Serve) < 2 || len(u.Drain) < 1 || len(u.Metrics) < 2 {
+		t.Fatalf("deploy/testdata/uses.json: %d serve, %d drain, %d metrics", len(u.Serve), len(u.Drain), len(u.Metrics))
+	}
+	return u
 }
 
-// stokerContainer is a container that runs stoker, with the flags its
-// arguments set.
-type stokerContainer struct {
-	where string
-	c     corev1.Container
-	flags map[string]string // as given, by name
-}
-
-// serveArgs parses args (the container's: "serve" and flags) with serve's
+// serveArgs parses args (a container's: "serve" and flags) with serve's
 // own flag set, returning the flags set.
 func serveArgs(args []string) (map[string]string, error) {
 	if len(args) == 0 || args[0] != "serve" {
@@ -79,52 +89,9 @@ func serveArgs(args []string) (map[string]string, error) {
 	return set, nil
 }
 
-// stokerContainers are the containers of the workloads in objs whose image
-// is stoker's.
-func stokerContainers(t *testing.T, path string, objs []any) []stokerContainer {
-	t.Helper()
-	var out []stokerContainer
-	for _, o := range objs {
-		var spec *corev1.PodSpec
-		switch o := o.(type) {
-		case *appsv1.Deployment:
-			spec = &o.Spec.Template.Spec
-		case *batchv1.Job:
-			spec = &o.Spec.Template.Spec
-		default:
-			continue
-		}
-		for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
-			if c.Image != "stoker" && !strings.Contains(c.Image, "/stoker:") {
-				continue
-			}
-			where := path + ": " + c.Name
-			flags, err := serveArgs(c.Args)
-			if err != nil {
-				t.Errorf("%s: %v", where, err)
-				continue
-			}
-			out = append(out, stokerContainer{where: where, c: c, flags: flags})
-		}
-	}
-	return out
-}
-
-func portOf(t *testing.T, where, addr string) int32 {
-	t.Helper()
-	_, p, err := net.SplitHostPort(addr)
-	n, err2 := strconv.Atoi(p)
-	if err != nil || err2 != nil {
-		t.Fatalf("%s: address %q has no port", where, addr)
-	}
-	return int32(n)
-}
-
 // TestDeployServeFlags: every stoker container's arguments are `serve` and
-// flags serve accepts (a flag it does not know fails, as it would in the
-// pod); the gRPC probes ask the port of --health-listen where set, else of
-// --listen; probed, listened and metrics ports are declared container
-// ports; the workers' Service targets the --listen port.
+// flags serve accepts, with values it accepts (a flag it does not know
+// fails, as it would in the pod).
 func TestDeployServeFlags(t *testing.T) {
 	if _, err := serveArgs([]string{"serve", "--listen=:7070", "--wrokers=4"}); err == nil {
 		t.Error("serveArgs accepted --wrokers")
@@ -132,233 +99,122 @@ func TestDeployServeFlags(t *testing.T) {
 	if _, err := serveArgs([]string{"--listen=:7070"}); err == nil {
 		t.Error("serveArgs accepted args without the serve command")
 	}
-	n := 0
-	for path, objs := range deployManifests(t) {
-		for _, sc := range stokerContainers(t, path, objs) {
-			n++
-			declared := map[int32]string{}
-			for _, p := range sc.c.Ports {
-				declared[p.ContainerPort] = p.Name
-			}
-			listen, ok := sc.flags["listen"]
-			if !ok {
-				t.Errorf("%s: no --listen (the default is loopback only)", sc.where)
-				continue
-			}
-			probePort := portOf(t, sc.where, listen)
-			if h, ok := sc.flags["health-listen"]; ok {
-				probePort = portOf(t, sc.where, h)
-			}
-			if _, ok := declared[probePort]; !ok {
-				t.Errorf("%s: probed port %d is not a container port", sc.where, probePort)
-			}
-			if host, _, _ := net.SplitHostPort(listen); host != "127.0.0.1" && host != "localhost" {
-				if _, ok := declared[portOf(t, sc.where, listen)]; !ok {
-					t.Errorf("%s: --listen %s is not a container port", sc.where, listen)
-				}
-			}
-			if m, ok := sc.flags["metrics"]; ok {
-				if _, ok := declared[portOf(t, sc.where, m)]; !ok {
-					t.Errorf("%s: --metrics %s is not a container port", sc.where, m)
-				}
-			}
-			probes := 0
-			for name, p := range map[string]*corev1.Probe{"readiness": sc.c.ReadinessProbe, "liveness": sc.c.LivenessProbe, "startup": sc.c.StartupProbe} {
-				if p == nil {
-					continue
-				}
-				probes++
-				if p.GRPC == nil || p.GRPC.Port != probePort {
-					t.Errorf("%s: %s probe %+v, want gRPC health on port %d", sc.where, name, p.ProbeHandler, probePort)
-				}
-			}
-			if probes == 0 {
-				t.Errorf("%s: no probes", sc.where)
-			}
+	for _, c := range readDeployUses(t).Serve {
+		set, err := serveArgs(c.Args)
+		if err != nil {
+			t.Errorf("%s: %v", c.Where, err)
+			continue
 		}
-	}
-	if n < 2 {
-		t.Fatalf("found %d stoker containers in deploy/, want the workers and the example's coordinator", n)
-	}
-	workers, svc := baseWorkers(t)
-	listen := portOf(t, "workers", workers.flags["listen"])
-	for _, p := range svc.Spec.Ports {
-		if p.Name == "grpc" && (p.TargetPort.String() != "grpc" || workerPortNamed(workers, "grpc") != listen) {
-			t.Errorf("Service port grpc targets %s, want the container port named grpc = --listen port %d", p.TargetPort.String(), listen)
+		if _, ok := set["listen"]; !ok {
+			t.Errorf("%s: no --listen", c.Where)
 		}
 	}
 }
 
 // TestDeployPreStopDrains: the workers' preStop hook is `stoker drain`
-// with flags drain accepts, waiting less than the pod's grace period.
+// with flags drain accepts, draining the container's own serve (pid 1) and
+// waiting less than the pod's grace period.
 func TestDeployPreStopDrains(t *testing.T) {
-	workers, _ := baseWorkers(t)
-	ms := deployManifests(t)
-	dep := ms["base/workers.yaml"][0].(*appsv1.Deployment)
-	h := workers.c.Lifecycle
-	if h == nil || h.PreStop == nil || h.PreStop.Exec == nil {
-		t.Fatalf("the workers have no preStop exec hook: %+v", h)
-	}
-	cmd := h.PreStop.Exec.Command
-	if len(cmd) < 2 || cmd[0] != "/stoker" || cmd[1] != "drain" {
-		t.Fatalf("preStop %q: want /stoker drain", cmd)
-	}
-	fs, pid, timeout := drainFlags()
-	fs.Init("drain", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(cmd[2:]); err != nil || fs.NArg() > 0 {
-		t.Fatalf("preStop %q: %v %q", cmd, err, fs.Args())
-	}
-	if *pid != 1 {
-		t.Errorf("preStop drains pid %d, want 1 (the container's stoker)", *pid)
-	}
-	grace := dep.Spec.Template.Spec.TerminationGracePeriodSeconds
-	if grace == nil || *timeout >= time.Duration(*grace)*time.Second {
-		t.Errorf("preStop waits up to %v, the pod's grace period is %v s: the hook must end first", *timeout, grace)
-	}
-}
-
-// baseWorkers is the workers' stoker container and their Service.
-func baseWorkers(t *testing.T) (stokerContainer, *corev1.Service) {
-	t.Helper()
-	ms := deployManifests(t)
-	cs := stokerContainers(t, "base/workers.yaml", ms["base/workers.yaml"])
-	if len(cs) != 1 || len(ms["base/service.yaml"]) != 1 {
-		t.Fatalf("want one stoker container in base/workers.yaml and one Service in base/service.yaml")
-	}
-	return cs[0], ms["base/service.yaml"][0].(*corev1.Service)
-}
-
-func workerPortNamed(sc stokerContainer, name string) int32 {
-	for _, p := range sc.c.Ports {
-		if p.Name == name {
-			return p.ContainerPort
+	for _, c := range readDeployUses(t).Drain {
+		if len(c.Args) == 0 || c.Args[0] != "drain" {
+			t.Errorf("%s: %q, want drain and its flags", c.Where, c.Args)
+			continue
+		}
+		fs, pid, timeout := drainFlags()
+		fs.Init("drain", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		if err := fs.Parse(c.Args[1:]); err != nil || fs.NArg() > 0 {
+			t.Errorf("%s: %q: %v %q", c.Where, c.Args, err, fs.Args())
+			continue
+		}
+		if *pid != 1 {
+			t.Errorf("%s: drains pid %d, want 1 (the container's stoker)", c.Where, *pid)
+		}
+		if *timeout >= time.Duration(c.GraceSeconds)*time.Second {
+			t.Errorf("%s: waits up to %v, the pod's grace period is %d s: the hook must end first", c.Where, *timeout, c.GraceSeconds)
 		}
 	}
-	return -1
 }
 
-// TestDeployPeersTarget: the example Job's coordinator finds the workers
-// by the headless Service's name in the base's namespace, on its port.
-func TestDeployPeersTarget(t *testing.T) {
-	ms := deployManifests(t)
-	k := ms["base/kustomization.yaml"][0].(*kustypes.Kustomization)
-	_, svc := baseWorkers(t)
-	if svc.Spec.ClusterIP != corev1.ClusterIPNone {
-		t.Errorf("Service %s: clusterIP %q, want None (headless: DNS lists every worker)", svc.Name, svc.Spec.ClusterIP)
-	}
-	var port int32
-	for _, p := range svc.Spec.Ports {
-		if p.Name == "grpc" {
-			port = p.Port
-		}
-	}
-	want := fmt.Sprintf("dns:///%s.%s.svc.cluster.local:%d", svc.Name, k.Namespace, port)
-	cs := stokerContainers(t, "examples/trainer-job.yaml", ms["examples/trainer-job.yaml"])
-	if len(cs) != 1 {
-		t.Fatalf("want one stoker container in the example Job, found %d", len(cs))
-	}
-	if got := cs[0].flags["peers"]; got != want {
-		t.Errorf("example Job's --peers %q, want %q", got, want)
-	}
-	job := ms["examples/trainer-job.yaml"][0].(*batchv1.Job)
-	if job.Namespace != k.Namespace {
-		t.Errorf("example Job in namespace %q, the workers in %q", job.Namespace, k.Namespace)
-	}
-	var sidecar bool
-	for _, c := range job.Spec.Template.Spec.InitContainers {
-		sidecar = sidecar || c.Name == cs[0].c.Name && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-	}
-	if !sidecar {
-		t.Errorf("the coordinator is not a native sidecar (an init container with restartPolicy Always): the Job would not complete")
-	}
-}
+// registeredMetrics records the names and variable labels of what is
+// registered with it.
+type registeredMetrics map[string][]string
 
-// registeredNames records the metric names of what is registered with it.
-type registeredNames map[string]bool
+var (
+	fqName    = regexp.MustCompile(`fqName: "([^"]+)"`)
+	varLabels = regexp.MustCompile(`variableLabels: \{([^}]*)\}`)
+)
 
-var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
-
-func (r registeredNames) Register(c prometheus.Collector) error {
+func (r registeredMetrics) Register(c prometheus.Collector) error {
 	ch := make(chan *prometheus.Desc)
 	go func() { c.Describe(ch); close(ch) }()
 	for d := range ch {
 		if m := fqName.FindStringSubmatch(d.String()); m != nil {
-			r[m[1]] = true
+			r[m[1]] = nil
+			if l := varLabels.FindStringSubmatch(d.String()); l != nil && l[1] != "" {
+				r[m[1]] = strings.Split(l[1], ",")
+			}
 		}
 	}
 	return nil
 }
 
-func (r registeredNames) MustRegister(cs ...prometheus.Collector) {
+func (r registeredMetrics) MustRegister(cs ...prometheus.Collector) {
 	for _, c := range cs {
 		r.Register(c)
 	}
 }
 
-func (r registeredNames) Unregister(prometheus.Collector) bool { return false }
+func (r registeredMetrics) Unregister(prometheus.Collector) bool { return false }
 
-// TestDeployHPAMetric: the HPA scales on a metric the server registers,
-// and the prometheus-adapter rule serves that metric under that name.
-func TestDeployHPAMetric(t *testing.T) {
+// serverMetrics are the metrics server.New registers, with their labels,
+// and the names of those a new server exports before any job.
+func serverMetrics(t *testing.T) (registered registeredMetrics, exported map[string]bool) {
+	t.Helper()
 	dir := t.TempDir()
 	if err := bench.WriteSyntheticSet(context.Background(), filepath.Join(dir, "data"), 4, 1, 1); err != nil {
 		t.Fatal(err)
 	}
-	names := registeredNames{}
-	srv, err := server.New(server.Config{Datasets: map[string]string{"ds": filepath.Join(dir, "data")}, Workers: 1},
-		slog.New(slog.NewTextHandler(io.Discard, nil)), names)
+	cfg := server.Config{Datasets: map[string]string{"ds": filepath.Join(dir, "data")}, Workers: 1}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	registered = registeredMetrics{}
+	srv, err := server.New(cfg, log, registered)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv.Close()
-	if len(names) < 5 {
-		t.Fatalf("recorded %d metric names from server.New, want its metrics", len(names))
+	if len(registered) < 5 {
+		t.Fatalf("recorded %d metric names from server.New, want its metrics", len(registered))
 	}
-
-	hpa := deployManifests(t)["base/hpa.yaml"][0].(*autoscalingv2.HorizontalPodAutoscaler)
-	if hpa.Spec.ScaleTargetRef.Kind != "Deployment" || hpa.Spec.ScaleTargetRef.Name != "stoker-workers" {
-		t.Errorf("HPA scales %+v, want the Deployment stoker-workers", hpa.Spec.ScaleTargetRef)
-	}
-	if len(hpa.Spec.Metrics) != 1 || hpa.Spec.Metrics[0].External == nil {
-		t.Fatalf("HPA metrics %+v, want one External metric", hpa.Spec.Metrics)
-	}
-	metric := hpa.Spec.Metrics[0].External.Metric.Name
-	if !names[metric] {
-		t.Errorf("HPA metric %q: the server registers no such metric", metric)
-	}
-	if b := hpa.Spec.Behavior; b == nil || b.ScaleDown == nil || b.ScaleDown.StabilizationWindowSeconds == nil || *b.ScaleDown.StabilizationWindowSeconds < 60 {
-		t.Errorf("HPA: no scale-down stabilization of at least a minute")
-	}
-
-	data, err := os.ReadFile(filepath.Join(deployDir, "prometheus-adapter/values.yaml"))
+	reg := prometheus.NewRegistry()
+	srv, err = server.New(cfg, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var vals deploy.AdapterValues
-	if err := deploy.DecodeStrict(data, &vals); err != nil {
-		t.Fatalf("prometheus-adapter values: %v", err)
+	defer srv.Close()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
 	}
-	served := false
-	for _, r := range vals.Rules.External {
-		series, _, _ := strings.Cut(r.SeriesQuery, "{")
-		re, err := regexp.Compile(r.Name.Matches)
-		if err != nil {
-			t.Errorf("rule %q: name.matches: %v", r.SeriesQuery, err)
-			continue
-		}
-		if r.Name.As != metric {
-			continue
-		}
-		served = true
-		if !names[series] || !re.MatchString(series) || !strings.Contains(r.MetricsQuery, "<<.Series>>") {
-			t.Errorf("rule serving %q: series %q (registered: %v), matches %q, query %q", metric, series, names[series], r.Name.Matches, r.MetricsQuery)
-		}
-		if r.Resources.Overrides["namespace"].Resource != "namespace" {
-			t.Errorf("rule serving %q does not map the namespace label: the HPA's namespace would not select it", metric)
-		}
+	exported = map[string]bool{}
+	for _, mf := range mfs {
+		exported[mf.GetName()] = len(mf.GetMetric()) > 0
 	}
-	if !served {
-		t.Errorf("no external rule in the prometheus-adapter values serves %q", metric)
+	return registered, exported
+}
+
+// TestDeployMetrics: the HPA scales on a metric the server registers, the
+// adapter rule's query reads registered metrics, and the series the
+// adapter lists the rule by is exported by a server with no job, so the
+// metric is served (as 0) also when no coordinator reports.
+func TestDeployMetrics(t *testing.T) {
+	registered, exported := serverMetrics(t)
+	for _, m := range readDeployUses(t).Metrics {
+		if _, ok := registered[m.Name]; !ok {
+			t.Errorf("%s reads %s: the server registers no such metric", m.Where, m.Name)
+		}
+		if m.Always && !exported[m.Name] {
+			t.Errorf("%s lists its rule by %s, which a server with no job does not export: with no coordinator left the adapter would serve no metric", m.Where, m.Name)
+		}
 	}
 }

@@ -5,10 +5,13 @@
 //	stoker bench pipeline --data DIR --threads N [--json]
 //	stoker bench scale [--peers 1,2,3] [--rounds R] [--json]
 //	stoker bench load [--streams 8] [--slow 4] [--seconds 60] [--json]
+//	stoker bench backpressure [--scenario all] [--json]
+//	stoker bench   (lists the benchmarks)
 //	stoker preview --data DIR -o grid.png
 //	stoker mkdata  --out DIR [--n 2000]
 //	stoker status  ADDR
 //	stoker drain   [--pid 1]   (a container's preStop: drain serve, wait for it to exit)
+//	stoker --version
 package main
 
 import (
@@ -19,6 +22,7 @@ import (
 
 	"github.com/stoker-dev/stoker/bench"
 	"github.com/stoker-dev/stoker/internal/rpc"
+	"github.com/stoker-dev/stoker/internal/version"
 )
 
 // The proto codec takes its buffers from gRPC's default pool, which zeroes
@@ -37,8 +41,12 @@ var commands = map[string]func(args []string) error{
 }
 
 func main() {
+	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "-version" || os.Args[1] == "version") {
+		fmt.Println("stoker", version.String())
+		return
+	}
 	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: stoker serve|status|drain|bench|preview|mkdata [flags]  (stoker CMD -h for flags)")
+		fmt.Fprintln(os.Stderr, "usage: stoker serve|status|drain|bench|preview|mkdata [flags]  (stoker CMD -h for flags; stoker --version)")
 		os.Exit(2)
 	}
 	if err := commands[os.Args[1]](os.Args[2:]); err != nil {

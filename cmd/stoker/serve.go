@@ -24,6 +24,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/stoker-dev/stoker/internal/cpu"
+	"github.com/stoker-dev/stoker/internal/version"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server"
 )
@@ -55,6 +56,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.Float64Var(&cfg.StallTarget, "stall-target", server.DefaultStallTarget, "input-stall ratio (trainer wait over wall time) each job's window controller aims under")
 	fs.DurationVar(&cfg.AdviseWindow, "advise-window", server.DefaultAdviseWindow, "how long the advisor's worker recommendation must have been lower before stoker_workers_recommended falls (rises at once): an autoscaler on it does not flap")
 	fs.IntVar(&cfg.MaxWorkersRecommended, "max-workers-recommended", server.DefaultMaxWorkersRecommended, "the most workers stoker_workers_recommended ever says")
+	fs.Float64Var(&cfg.VerifyFraction, "verify-fraction", server.DefaultVerifyFraction, "share of peers' samples this coordinator makes again itself and compares byte for byte (peers' labels and indices are always checked); a peer that does not match is quarantined; negative: off")
 	fs.DurationVar(&cfg.LeaseTimeout, "lease-timeout", server.DefaultLeaseTimeout, "how long a maker may take for one batch before its lease goes to another")
 	fs.DurationVar(&cfg.PeerRefresh, "peer-refresh", 5*time.Second, "how often a dns:/// --peers name is resolved again")
 	fs.Int64Var(&cfg.MaxBatchBytes, "max-batch-bytes", server.DefaultMaxBatchBytes, "refuse jobs whose batches are larger")
@@ -70,10 +72,12 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.Int64Var(&cfg.PixelBudget, "pixel-budget", 64<<20, "refuse images with more pixels (from the header, before decoding)")
 	fs.IntVar(&cfg.MaxScans, "max-scans", 100, "refuse progressive JPEGs with more scans")
 	fs.Int64Var(&cfg.MaxFileSize, "max-file-size", pipeline.DefaultMaxFileSize, "refuse larger files")
+	fs.Int64Var(&cfg.IndexBudget, "index-budget", 0, "memory for the decoder index (entropy-decoder checkpoints of each baseline JPEG decoded, so that later epochs decode only their crops), least recently used files dropped first; 0: 1/16 of --memory-budget; -1: no index")
+	fs.StringVar(&cfg.IndexDir, "index-dir", "", "keep the decoder index in this directory: saved on shutdown, loaded at start (a file that does not check is ignored with a warning); empty: not kept")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate: serve TLS (with --tls-key)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM CA: mutual TLS, clients must present a certificate it signed")
-	fs.StringVar(&cfg.AuthTokens, "auth-tokens", "", "file of accepted bearer tokens, one per line (# comments); every method but health needs one; reread on SIGHUP")
+	fs.StringVar(&cfg.AuthTokens, "auth-tokens", "", "file of accepted bearer tokens, one per line (# comments); every method but health needs one; reread on SIGHUP, which cuts the open streams (Feed and Work) of tokens no longer in it")
 	fs.StringVar(&cfg.PeerTokenFile, "peer-token-file", "", "file whose first token this server sends to its --peers")
 	fs.StringVar(&cfg.PeerCA, "peer-ca", "", "PEM CA of the peers' certificates: dial peers with TLS, presenting --peer-cert (default --tls-cert) as a client certificate; a dns:/// --peers name is what their certificates must name")
 	fs.StringVar(&cfg.PeerCert, "peer-cert", "", "PEM client certificate for peers that require mutual TLS, when it is not --tls-cert (with --peer-key and --peer-ca)")
@@ -116,6 +120,7 @@ func runServe(args []string) error {
 	default:
 		return fmt.Errorf("serve: --log-format %q: want text or json", o.logFormat)
 	}
+	log.Info("stoker serve", "version", version.String(), "go", runtime.Version())
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := server.New(cfg, log, reg)
@@ -137,6 +142,7 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	warnListen(log, lis.Addr(), cfg)
 	errc := make(chan error, 3)
 	go func() { errc <- gs.Serve(lis) }()
 	if o.healthListen != "" {
@@ -162,6 +168,9 @@ func runServe(args []string) error {
 		defer hsrv.Close()
 		go func() { errc <- hsrv.Serve(mlis) }()
 		log.Info("metrics", "addr", mlis.Addr().String(), "pprof", o.pprof)
+		if o.pprof {
+			warnPprof(log, mlis.Addr())
+		}
 	}
 	addr := lis.Addr().String()
 	if o.addrFile != "" {

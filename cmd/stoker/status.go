@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -26,7 +29,10 @@ func statusTo(w io.Writer, args []string) error {
 	ca := fs.String("tls-ca", "", "PEM CA of the server's certificate (a TLS server)")
 	cert := fs.String("tls-cert", "", "client certificate (mutual TLS)")
 	key := fs.String("tls-key", "", "client certificate's key")
-	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long")
+	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long (with --epochs: on each status call)")
+	epochs := fs.Bool("epochs", false, "instead of the table: ask again every --every and print a line each time a job ends an epoch, "+
+		"\"this job would have needed N worker nodes\" (a batch job's log); until the server stops answering")
+	every := fs.Duration("every", 10*time.Second, "with --epochs: how often to ask")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stoker status [flags] ADDR   (ADDR: the server's gRPC address)")
 		fs.PrintDefaults()
@@ -52,18 +58,53 @@ func statusTo(w io.Writer, args []string) error {
 		return err
 	}
 	defer c.Close()
+	if *epochs {
+		return followEpochs(cmdContext(), w, c, *every, *timeout)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	st, err := c.Status(ctx)
 	if err != nil {
+		// A TLS listener drops a plaintext client's connection, which gRPC
+		// reports as no more than that ("error reading server preface:
+		// EOF", "connection reset by peer"): say what it means.
+		if *ca == "" && *cert == "" && speaksTLS(fs.Arg(0)) {
+			return fmt.Errorf("status %s: the server speaks TLS: give --tls-ca (the PEM CA that signed its certificate; "+
+				"and --tls-cert/--tls-key if it asks for a client certificate)", fs.Arg(0))
+		}
 		return fmt.Errorf("status %s: %w", fs.Arg(0), err)
 	}
 	printStatus(w, fs.Arg(0), st)
 	return nil
 }
 
+// speaksTLS reports whether the server at addr (host:port) answers a TLS
+// handshake: it completes, or the server answers with a TLS alert (one
+// that wants a client certificate). Only the handshake is sent, and the
+// server's certificate is not checked: the answer only names the flag to
+// give. A plaintext gRPC server drops the ClientHello.
+func speaksTLS(addr string) bool {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err == nil {
+		conn.Close()
+		return true
+	}
+	var alert tls.AlertError
+	return errors.As(err, &alert)
+}
+
 func printStatus(w io.Writer, addr string, st *stokerv1.StatusResponse) {
-	fmt.Fprintf(w, "%s: %d local decode goroutines, %d peers ready, %d jobs\n\n", addr, st.GetWorkers(), st.GetPeersReady(), len(st.GetJobs()))
+	v := st.GetVersion()
+	if v == "" {
+		v = "of a version that does not say it"
+	}
+	fmt.Fprintf(w, "%s: stoker %s, %d local decode goroutines, %d peers ready, %d jobs\n\n", addr, v, st.GetWorkers(), st.GetPeersReady(), len(st.GetJobs()))
 	if len(st.GetJobs()) == 0 {
 		return
 	}

@@ -80,3 +80,49 @@ func TestStatusCommand(t *testing.T) {
 		t.Errorf("no advice line:\n%s", text)
 	}
 }
+
+// TestStatusTLS: `stoker status` against a real TLS `stoker serve` without
+// --tls-ca says that the server speaks TLS, not "connection reset by
+// peer"; so does a mutual-TLS one; with --tls-ca it answers; a closed port
+// is not taken for TLS.
+func TestStatusTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs stoker serve processes")
+	}
+	ctx := processTest(t, 90*time.Second)
+	pki := newTestPKI(t)
+	cert, key := pki.issue(t, "server", "localhost")
+	data := writeDataset(t, 8, 2, 0)
+	tlsSrv := launchServe(t, serveConfig{name: "TLS serve", dataset: data, workers: 1,
+		args: []string{"--tls-cert", cert, "--tls-key", key}})
+	mtlsSrv := launchServe(t, serveConfig{name: "mutual TLS serve", dataset: data, workers: 1,
+		args: []string{"--tls-cert", cert, "--tls-key", key, "--tls-client-ca", pki.caFile}})
+	tlsSrv.waitReady(t, ctx)
+	mtlsSrv.waitReady(t, ctx)
+	const want = "the server speaks TLS: give --tls-ca"
+	for _, p := range []*serveProc{tlsSrv, mtlsSrv} {
+		err := statusTo(io.Discard, []string{"--timeout", "20s", p.addr})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s without --tls-ca: %v; want %q", p.name, err, want)
+		} else {
+			t.Logf("%s without --tls-ca: %v", p.name, err)
+		}
+	}
+	_, port, _ := net.SplitHostPort(tlsSrv.addr)
+	var buf strings.Builder
+	if err := statusTo(&buf, []string{"--tls-ca", pki.caFile, "localhost:" + port}); err != nil {
+		t.Errorf("with --tls-ca: %v", err)
+	} else if !strings.Contains(buf.String(), "local decode goroutines") {
+		t.Errorf("with --tls-ca: %s", buf.String())
+	}
+
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := lis.Addr().String()
+	lis.Close()
+	if err := statusTo(io.Discard, []string{"--timeout", "5s", closed}); err == nil || strings.Contains(err.Error(), "TLS") {
+		t.Errorf("a closed port: %v; want an error that does not blame TLS", err)
+	}
+}

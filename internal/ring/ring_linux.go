@@ -15,8 +15,15 @@ import (
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
-// shmHandshakeTimeout bounds the handshake on a server's ring socket.
-const shmHandshakeTimeout = 2 * time.Second
+// shmHandshakeTimeout bounds one handshake on a server's ring socket, and
+// shmFetchPatience how long a trainer connects again when the server cut
+// its handshake unanswered (a neighbor flooding the socket can get a
+// connection cut): under the server's default --first-message-timeout
+// (10 s), which is the token's life.
+const (
+	shmHandshakeTimeout = 2 * time.Second
+	shmFetchPatience    = 5 * time.Second
+)
 
 // BootID is this machine's boot id, "" when unreadable.
 func BootID() string {
@@ -30,8 +37,30 @@ func BootID() string {
 // Fetch is the trainer's side of a shared-memory handshake: it
 // connects to the abstract Unix socket a ShmOffer names, writes the offer's
 // token and returns the server's one-byte answer (1: here is the ring, 0:
-// unknown or used token) and the memfd received with it (-1 if none).
+// unknown or used token) and the memfd received with it (-1 if none). A
+// handshake the server cut unanswered is tried again, for up to
+// shmFetchPatience.
 func Fetch(socket string, token []byte) (answer byte, fd int, err error) {
+	deadline := time.Now().Add(shmFetchPatience)
+	for wait := 2 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		answer, fd, err = fetch(socket, token)
+		if err == nil || !cut(err) || time.Now().After(deadline) {
+			return answer, fd, err
+		}
+		time.Sleep(wait)
+	}
+}
+
+// cut reports whether a handshake's error is the server closing it
+// unanswered, or its socket's backlog full: worth another try. No socket
+// at that name (another network namespace) is not.
+func cut(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, unix.ECONNRESET) ||
+		errors.Is(err, unix.EPIPE) || errors.Is(err, unix.EAGAIN)
+}
+
+// fetch is one handshake.
+func fetch(socket string, token []byte) (answer byte, fd int, err error) {
 	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: "@" + socket, Net: "unix"})
 	if err != nil {
 		return 0, -1, err

@@ -12,14 +12,14 @@
 
 The public surface: :class:`Loader`, :class:`Dataset` (a torch
 IterableDataset), :mod:`transforms`, :func:`normalize`, :class:`StokerError`,
-:func:`list_datasets`. ``torch`` is imported when batches are made, or when
+:func:`list_datasets` (of :class:`DatasetInfo`). ``torch`` is imported when batches are made, or when
 ``stoker.Dataset`` is first used.
 """
 
 from typing import Any
 
 from stoker import transforms
-from stoker.loader import Loader, LoaderStats, SampleError, StokerError, list_datasets
+from stoker.loader import DatasetInfo, Loader, LoaderStats, SampleError, StokerError, list_datasets
 from stoker.transforms import normalize
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "SampleError",
     "LoaderStats",
     "list_datasets",
+    "DatasetInfo",
 ]
 
 __version__ = "0.1.0"

@@ -22,7 +22,8 @@ from stoker.v1 import stoker_pb2 as pb
 if TYPE_CHECKING:  # pragma: no cover
     import grpc
 
-__all__ = ["MAX_RECEIVE_MESSAGE_BYTES", "KEEPALIVE_OPTIONS", "Endpoint", "Connection", "is_loopback", "list_datasets"]
+__all__ = ["MAX_RECEIVE_MESSAGE_BYTES", "KEEPALIVE_OPTIONS", "Endpoint", "Connection", "DatasetInfo", "is_loopback",
+           "list_datasets"]
 
 #: gRPC receive limit: chunks are at most ~4 MiB, headers are small.
 MAX_RECEIVE_MESSAGE_BYTES = 8 << 20
@@ -229,6 +230,26 @@ class Endpoint:
         return err
 
 
+@dataclass
+class DatasetInfo:
+    """A dataset a server serves, as :func:`list_datasets` returns it."""
+
+    #: The name a Loader asks for.
+    name: str
+    #: Samples in the dataset.
+    size: int
+    #: Class names, in label order (label ``i`` is ``classes[i]``).
+    classes: List[str]
+    #: Identifies the dataset's content: it changes when files do.
+    fingerprint: str
+    #: ``"imagefolder"`` or ``"webdataset"``.
+    format: str
+
+    @classmethod
+    def from_proto(cls, d: pb.DatasetInfo) -> "DatasetInfo":
+        return cls(d.name, int(d.size), list(d.classes), d.fingerprint, d.format)
+
+
 def _channel(endpoint: Endpoint) -> "grpc.Channel":
     global _grpc_pid
     pid = os.getpid()
@@ -304,7 +325,7 @@ class Connection:
         except grpc.RpcError as e:
             raise self.endpoint.error(e) from None
 
-    def list_datasets(self, timeout: Optional[float]) -> List[pb.DatasetInfo]:
+    def list_datasets(self, timeout: Optional[float]) -> List[DatasetInfo]:
         """The datasets the server serves (ListDatasets)."""
         import grpc
 
@@ -314,9 +335,10 @@ class Connection:
             response_deserializer=pb.ListDatasetsResponse.FromString,
         )
         try:
-            return list(call(pb.ListDatasetsRequest(), timeout=timeout, metadata=self.metadata).datasets)
+            resp = call(pb.ListDatasetsRequest(), timeout=timeout, metadata=self.metadata)
         except grpc.RpcError as e:
             raise self.endpoint.error(e) from None
+        return [DatasetInfo.from_proto(d) for d in resp.datasets]
 
     def close(self) -> None:
         """Closes the channel, cancelling its calls; in a forked child only
@@ -338,10 +360,11 @@ def list_datasets(
     tls_cert: Optional[str] = None,
     tls_key: Optional[str] = None,
     allow_insecure_token: bool = False,
-) -> List[pb.DatasetInfo]:
-    """Returns the datasets the server at ``target`` serves (name, size,
-    classes, fingerprint, format). ``timeout``: seconds, or None to wait
-    forever; the connection arguments are :class:`stoker.Loader`'s."""
+) -> List[DatasetInfo]:
+    """Returns the datasets the server at ``target`` serves, as
+    :class:`DatasetInfo` (name, size, classes, fingerprint, format: plain
+    Python values). ``timeout``: seconds, or None to wait forever; the
+    connection arguments are :class:`stoker.Loader`'s."""
     timeout = _args.seconds("timeout", timeout)
     endpoint = Endpoint.make(target, token=token, credentials=credentials, tls_ca=tls_ca, tls_cert=tls_cert,
                              tls_key=tls_key, allow_insecure_token=allow_insecure_token)

@@ -18,6 +18,7 @@ import os
 import socket
 import sys
 import threading
+import time
 import weakref
 from typing import List, Optional
 
@@ -30,8 +31,12 @@ __all__ = ["TRANSPORTS", "boot_id", "shm_request", "Ring"]
 #: The ``transport`` values a Loader takes.
 TRANSPORTS = ("auto", "grpc", "shm")
 
-#: How long the handshake on the server's socket may take.
+#: How long one handshake on the server's socket may take, and how long a
+#: trainer connects again when the server cut its handshake unanswered (a
+#: neighbor flooding the socket can get a connection cut): under the
+#: server's default --first-message-timeout (10 s), the token's life.
 _HANDSHAKE_TIMEOUT = 2.0
+_FETCH_PATIENCE = 5.0
 
 
 def boot_id() -> Optional[str]:
@@ -99,8 +104,28 @@ class Ring:
         return out
 
 
+class _Cut(OSError):
+    """The server closed a handshake unanswered: worth another try."""
+
+
 def _fetch(name: str, token: bytes) -> int:
-    """The ring's memfd, from the server's abstract socket ``name``."""
+    """The ring's memfd, from the server's abstract socket ``name``. A
+    handshake the server cut unanswered is tried again for up to
+    :data:`_FETCH_PATIENCE` seconds; no socket there (another network
+    namespace) or a refused token is not."""
+    deadline = time.monotonic() + _FETCH_PATIENCE
+    wait = 0.002
+    while True:
+        try:
+            return _fetch_once(name, token)
+        except (_Cut, ConnectionResetError, BrokenPipeError, BlockingIOError):
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(wait)
+        wait = min(2 * wait, 0.1)
+
+
+def _fetch_once(name: str, token: bytes) -> int:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(_HANDSHAKE_TIMEOUT)
         s.connect("\0" + name)
@@ -109,5 +134,7 @@ def _fetch(name: str, token: bytes) -> int:
         if msg != b"\x01" or len(fds) != 1:
             for fd in fds:
                 os.close(fd)
-            raise OSError("the server refused the token" if msg == b"\x00" else "the server closed the handshake")
+            if msg == b"\x00":
+                raise OSError("the server refused the token")
+            raise _Cut("the server closed the handshake")
         return fds[0]

@@ -3,7 +3,9 @@ that reassembles batches while the trainer works, and the session that
 keeps a Loader's channel and stream open across epochs.
 
 A stream runs epoch after epoch (``OpenJob.epochs`` is 0): JobInfo, the
-epoch's batches, EpochEnd, then the next epoch's JobInfo. The reader thread
+epoch's batches, EpochEnd, then the next epoch's JobInfo. A trainer that
+stops at an epoch's last batch leaves the EpochEnd unread; the next
+iteration on the stream reads and drops it (:attr:`_FeedStream.end_pending`). The reader thread
 turns responses into ``(kind, value)`` items on :attr:`_FeedStream.out`:
 ``("job", JobInfo)``, ``("batch", _Batch)``, ``("end", EpochEnd)``,
 ``("closed", None)`` when the server ends the stream, ``("error",
@@ -15,9 +17,11 @@ from __future__ import annotations
 
 import os
 import queue
+import sys
 import threading
 import time
-from typing import Any, Dict, Iterator, Optional, Tuple
+import warnings
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 from stoker._buffers import _Batch, _BufferPool
 from stoker._channel import Connection, Endpoint
@@ -45,6 +49,10 @@ class _FeedStream:
         _FeedStream.opened += 1
         self._transport = transport
         self._asked_shm = open_job.HasField("shm")
+        self._shm_fallback = self._asked_shm and transport == "auto"  # reported once answered
+        #: Called with the reason, on the consumer's thread, when a stream
+        #: of transport="auto" that asked for a ring gets chunks instead.
+        self.on_fallback: Optional[Callable[[str], None]] = None
         #: The ring batches come in when the server offered one and it was
         #: mapped (set before the first batch), else None: gRPC chunks.
         self.ring: Optional[Ring] = None
@@ -53,9 +61,13 @@ class _FeedStream:
         self.pid = conn.pid
         self._endpoint = conn.endpoint
         #: The epoch whose JobInfo comes next while the stream waits between
-        #: epochs (the last iteration on it ran its epoch to EpochEnd); None
-        #: while an iteration uses it, or before.
+        #: epochs (the last iteration on it took its epoch's every batch);
+        #: None while an iteration uses it, or before.
         self.next_epoch: Optional[int] = None
+        #: Whether the EpochEnd before :attr:`next_epoch`'s JobInfo is still
+        #: to be read: the trainer took the epoch's last batch and did not
+        #: ask for more (a loop that stops at len(), as Lightning does).
+        self.end_pending = False
         self._requests: "queue.Queue[Optional[pb.FeedRequest]]" = queue.Queue()
         self._requests.put(pb.FeedRequest(open=open_job))
         self.out: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
@@ -170,10 +182,35 @@ class _FeedStream:
         while True:
             wait = _POLL if deadline is None else max(0.0, min(_POLL, deadline - time.monotonic()))
             try:
-                return self.out.get(timeout=wait)
+                item = self.out.get(timeout=wait)
             except queue.Empty:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise StokerError("DEADLINE_EXCEEDED", f"no message from the server within {timeout} s") from None
+                continue
+            if item[0] == "job" and self._shm_fallback:  # the offer was answered before the JobInfo
+                self._shm_fallback = False
+                if self.shm_reason and self.on_fallback is not None:
+                    self.on_fallback(self.shm_reason)
+            return item
+
+    def job(self, timeout: Optional[float]) -> Tuple[str, Any]:
+        """The first item of the epoch the stream starts now: its JobInfo
+        (``("job", info)``), or what came instead. The previous epoch's
+        EpochEnd, when it is still pending (:attr:`end_pending`), is read
+        and dropped first."""
+        item = self.get(timeout)
+        if self.end_pending and item[0] == "end":
+            self.end_pending = False
+            item = self.get(timeout)
+        return item
+
+    def read_end(self, timeout: Optional[float]) -> Tuple[str, Any]:
+        """Reads the pending EpochEnd, for a trainer that asks past an
+        epoch's last batch: ``("end", EpochEnd)``, or what came instead."""
+        item = self.get(timeout)
+        if item[0] == "end":
+            self.end_pending = False
+        return item
 
     def close(self) -> None:
         """Ends the stream, cancelling it if it is still running. In a
@@ -202,7 +239,34 @@ class _Session:
 
     def __init__(self) -> None:
         self.conn: Optional[Connection] = None
-        self.stream: Optional[_FeedStream] = None
+        self._stream: Optional[_FeedStream] = None
+        self._shm_warned = False
+
+    @property
+    def stream(self) -> Optional[_FeedStream]:
+        """The open stream, if any."""
+        return self._stream
+
+    @stream.setter
+    def stream(self, s: Optional[_FeedStream]) -> None:
+        self._stream = s
+        if s is not None:
+            s.on_fallback = self._warn_fallback
+
+    def _warn_fallback(self, reason: str) -> None:
+        """Says, once per loader, that transport="auto" got chunks where it
+        asked for shared memory, and why; not for a server on another
+        machine, where chunks are the way (the server's decline says
+        "another machine": server/shm.go)."""
+        if self._shm_warned or "another machine" in reason:
+            return
+        self._shm_warned = True
+        warnings.warn(
+            f"stoker: transport='auto' gets its batches in gRPC chunks, not through shared memory: {reason} "
+            "(shown once per loader; loader.transport_reason says it too)",
+            RuntimeWarning,
+            stacklevel=_outside_level(),  # the trainer's loop
+        )
 
     def connection(self, endpoint: Endpoint) -> Connection:
         """The open channel, made if there is none (or only a forked
@@ -214,7 +278,8 @@ class _Session:
 
     def idle_stream(self, epoch: int) -> Optional[_FeedStream]:
         """The open stream, if it waits at the start of ``epoch``; it is then
-        in use (until it is released at the end of an epoch)."""
+        in use (until it is released at the end of an epoch). Its pending
+        EpochEnd, if any, is for the caller to skip (:meth:`_FeedStream.job`)."""
         s = self.stream
         if s is None or s.closed or s.next_epoch != epoch or os.getpid() != s.pid:
             return None
@@ -237,3 +302,13 @@ class _Session:
         if self.conn is not None:
             conn, self.conn = self.conn, None
             conn.close()
+
+
+def _outside_level() -> int:
+    """The ``stacklevel`` that points warnings.warn, called by this
+    function's caller, at the first frame outside the stoker package."""
+    pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    f, level = sys._getframe(1), 1
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
+        f, level = f.f_back, level + 1
+    return level

@@ -9,6 +9,11 @@ The batches are made by the server, so DataLoader workers add nothing but a
 process hop: use ``num_workers=0`` (the default). With one worker the loader
 runs in the worker process, so :meth:`state_dict` and :attr:`loader` in the
 main process do not see its progress.
+
+Epochs follow :class:`stoker.Loader`'s rule: each iteration of the
+DataLoader is the epoch after the last one, also when the loop stops at
+``len(dataloader)`` batches (Lightning does) or breaks early;
+:meth:`set_epoch` chooses one.
 """
 
 from __future__ import annotations

@@ -27,10 +27,10 @@ import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
-from stoker import _args
+from stoker import _args, _world
 from stoker import transforms as _transforms
 from stoker._buffers import _BufferPool, batch_tensors
-from stoker._channel import Endpoint, list_datasets
+from stoker._channel import DatasetInfo, Endpoint, list_datasets
 from stoker._errors import SampleError, StokerError
 from stoker._job import FAIL_POLICIES, Job, layout_enum
 from stoker._malloc import tune_malloc
@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import grpc
     import torch
 
-__all__ = ["Loader", "StokerError", "SampleError", "LoaderStats", "list_datasets"]
+__all__ = ["Loader", "EpochSetter", "StokerError", "SampleError", "LoaderStats", "DatasetInfo", "list_datasets"]
 
 #: The largest ``batch_size``.
 MAX_BATCH_SIZE = 65536
@@ -82,21 +82,42 @@ class Loader:
     The epoch's order is a function of ``(seed, epoch)``; rank ``r`` of
     ``world_size`` takes every ``world_size``-th sample of it, wrapping around
     so every rank gets ``ceil(N / world_size)`` samples and the same number of
-    batches (torch's DistributedSampler). Call :meth:`set_epoch` before each
-    epoch, as with DistributedSampler; a loader that runs an epoch to its end
-    also moves on to the next epoch by itself, so that forgetting to call it
-    does not repeat the same order and augmentations.
+    batches (torch's DistributedSampler). ``rank`` and ``world_size`` default
+    to the initialized ``torch.distributed`` group's, else to torchrun's
+    ``RANK`` and ``WORLD_SIZE``, else to 0 and 1; one line on the ``"stoker"``
+    logger says which were used.
 
-    One stream serves the loader's epochs: an iteration that runs its epoch
-    to the end leaves the stream open, the server makes the next epoch's
-    first batches meanwhile, and the next iteration, of that next epoch,
-    continues on it. An iteration left mid-epoch (``break``, an exception, the
-    iterator dropped) closes the stream, and the next iteration starts the
-    epoch again from its start (or from a :meth:`load_state_dict` point) on
-    a new one, as does one after :meth:`set_epoch` to another epoch. Call
-    :meth:`close`, or use the loader as a context manager, to end the stream
-    when done; a loader that is garbage-collected, or still open when the
-    interpreter exits, is closed then.
+    Epochs, under every training loop:
+
+    - An epoch ends for the loader once the trainer has taken its
+      ``len(loader)`` batches, whether or not it asks for more: loops that
+      stop at ``len()`` (Lightning, Accelerate, Ignite, ``zip(range(n),
+      loader)``) never read the end of the epoch, and need not.
+    - The next iteration (``iter(loader)``) then runs the next epoch, with a
+      new order and new augmentations, unless :meth:`set_epoch` says which
+      epoch to run. Forgetting ``set_epoch`` never repeats an epoch.
+    - An iteration left early (``break``, an exception, a loop that stops
+      short) is over too: the next iteration runs the next epoch, unless
+      :meth:`set_epoch` or :meth:`load_state_dict` says otherwise; after
+      ``load_state_dict`` it runs the saved epoch's remaining batches.
+    - Which epoch an iteration runs is decided at its first ``next()``, so
+      a ``set_epoch`` between ``iter()`` and the first batch counts (as with
+      DistributedSampler; Lightning calls it there).
+    - :meth:`state_dict` taken once the epoch's last batch was taken names
+      the next epoch, with no batch of it consumed.
+    - :attr:`sampler` has ``set_epoch``, for loops that call
+      ``loader.sampler.set_epoch(epoch)`` (Lightning does, before each
+      epoch).
+
+    One stream serves the loader's epochs: once the trainer has taken an
+    epoch's last batch, the server goes on making the next epoch's first
+    batches, and the next iteration, of that next epoch, continues on the
+    same stream. An iteration left mid-epoch closes its stream, and the
+    next iteration opens a new one, as does one after :meth:`set_epoch` to
+    another epoch than the next. Call :meth:`close`, or use the loader as a
+    context manager, to end the stream when done; a loader that is
+    garbage-collected, or still open when the interpreter exits, is closed
+    then.
 
     Args:
         target: the server's address.
@@ -106,7 +127,10 @@ class Loader:
         batch_size: samples per batch, 1..65536.
         shuffle: shuffle the epoch's order (from ``seed`` and the epoch).
         seed: seeds the order and every random augmentation; 0..2**64-1.
-        rank, world_size: this trainer's share of the epoch.
+        rank, world_size: this trainer's share of the epoch. None (the
+            default): the initialized ``torch.distributed`` group's rank and
+            world size, else the ``RANK`` and ``WORLD_SIZE`` environment
+            variables (torchrun sets them), else 0 and 1. Given values win.
         drop_last: drop the rank's last incomplete batch.
         prefetch: batches the server may send ahead of the trainer
             (credits), 1..1024; this process holds up to ``prefetch``
@@ -114,7 +138,8 @@ class Loader:
             plenty when the server keeps up).
         return_indices: also yield the samples' dataset indices.
         pin_memory: assemble batches in pinned memory; None: when CUDA is
-            available.
+            available. True on a host without an accelerator warns (once)
+            and goes on unpinned, as DataLoader does.
         layout: ``"NCHW"`` or ``"NHWC"``.
         in_order: yield batches in batch-number order; False yields them as
             they are ready (faster when batch times vary).
@@ -170,7 +195,10 @@ class Loader:
         stats: running totals (:class:`LoaderStats`).
         job_info: the last JobInfo the server sent (classes, fingerprint,
             sample shape, …), or None before the first stream.
-        epoch: the epoch the next (or current) iteration runs.
+        epoch: the epoch of the current position: the one the running
+            iteration runs, or the next iteration will (after an iteration
+            left mid-epoch, the next one runs ``epoch + 1`` unless
+            :meth:`set_epoch` or :meth:`load_state_dict` is called).
         consumed: positions of the epoch's order the whole job consumed
             before this epoch's stream started (an elastic resume's; else 0).
     """
@@ -183,8 +211,8 @@ class Loader:
         batch_size: int = 256,
         shuffle: bool = True,
         seed: int = 0,
-        rank: int = 0,
-        world_size: int = 1,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
         drop_last: bool = False,
         prefetch: int = 4,
         return_indices: bool = False,
@@ -211,6 +239,10 @@ class Loader:
         self.batch_size = _args.integer("batch_size", batch_size, 1, MAX_BATCH_SIZE)
         self.shuffle = _args.boolean("shuffle", shuffle)
         self.seed = _args.integer("seed", seed, 0, (1 << 64) - 1)
+        rank, world_size = _world.resolve(
+            None if rank is None else _args.integer("rank", rank, 0, (1 << 32) - 1),
+            None if world_size is None else _args.integer("world_size", world_size, 1, (1 << 32) - 1),
+        )
         self.world_size = _args.integer("world_size", world_size, 1, (1 << 32) - 1)
         self.rank = _args.integer("rank", rank, 0, (1 << 32) - 1)
         if self.rank >= self.world_size:
@@ -242,7 +274,14 @@ class Loader:
 
         self.epoch = 0
         self.consumed = 0
+        # The current position: the epoch and its batches taken. _yielded:
+        # an iteration took batches of it (and left it mid-epoch, if it is
+        # not running): the next iteration runs the next epoch unless
+        # _chosen, which set_epoch and load_state_dict set.
         self._progress = Progress()
+        self._yielded = False
+        self._chosen = False
+        self._pin_warned = False
         self._tally = Tally(fail_policy)
         self.sample_errors: List[SampleError] = self._tally.sample_errors
         self.stats: LoaderStats = self._tally.stats
@@ -325,17 +364,32 @@ class Loader:
     # -- epochs and resume --------------------------------------------------
 
     def set_epoch(self, epoch: int) -> None:
-        """Sets the epoch the next iteration runs (like DistributedSampler).
+        """Sets the epoch the next iteration runs, from its start (like
+        DistributedSampler), also when it is the epoch an earlier iteration
+        left mid-way. Calling it is optional: without it, each iteration runs
+        the epoch after the last one's.
 
         Every rank must use the same epoch. A pending resume from
-        :meth:`load_state_dict` for another epoch is dropped.
+        :meth:`load_state_dict` is kept when it is for ``epoch`` (Lightning
+        loads the state, then sets the epoch) and dropped otherwise.
         """
         epoch = _args.integer("epoch", epoch, 0, (1 << 64) - 1)
-        if epoch != self.epoch:
-            self._resume = None
-            self._progress = Progress()
-            self.consumed = 0
+        r = self._resume
+        if r is None or r.epoch != epoch:
+            if epoch != self.epoch or self._yielded or r is not None:
+                self._resume = None
+                self._progress = Progress()
+                self.consumed = 0
+            self._yielded = False
         self.epoch = epoch
+        self._chosen = True
+
+    @property
+    def sampler(self) -> "EpochSetter":
+        """An object whose ``set_epoch(epoch)`` is :meth:`set_epoch`: loops
+        that set the epoch on ``dataloader.sampler`` (Lightning, before each
+        epoch) find it here. It is no torch Sampler: it yields nothing."""
+        return EpochSetter(self)
 
     def _job(self) -> Job:
         return Job(self.dataset, self._spec, self.batch_size, self.seed, self.shuffle, self.rank, self.world_size,
@@ -367,6 +421,10 @@ class Loader:
         epoch from where the saved loader was. The dataset, transform, seed,
         shuffle, batch_size, drop_last and layout must be the same (else
         ValueError); ``rank`` and ``world_size`` may differ.
+
+        The resume holds until an iteration takes a batch of it (one that
+        fails before its first batch leaves it for the next), or until
+        :meth:`set_epoch` to another epoch.
 
         Same world size: the next iteration yields exactly the batches an
         uninterrupted run would have yielded after the saved point, byte for
@@ -402,15 +460,26 @@ class Loader:
         self._progress = Progress(r.start_batch, r.skip_batches)
         self.consumed = r.consumed
         self._resume = r
+        self._yielded = False
+        self._chosen = True
 
     # -- the stream ----------------------------------------------------------
 
     def _wants_pin(self) -> bool:
-        if self.pin_memory is not None:
-            return bool(self.pin_memory)
+        if self.pin_memory is False:
+            return False
         import torch
 
-        return torch.cuda.is_available()
+        if self.pin_memory is None:
+            return torch.cuda.is_available()
+        accelerator = getattr(torch, "accelerator", None)
+        if accelerator is not None and accelerator.is_available() or torch.cuda.is_available():
+            return True
+        if not self._pin_warned:
+            self._pin_warned = True
+            warnings.warn("stoker.Loader: pin_memory=True, but no accelerator is available: batches are not pinned",
+                          UserWarning, stacklevel=4)
+        return False
 
     def _open_stream(self, epoch: int, resume: Optional[Resume]) -> _FeedStream:
         """A new stream starting at ``epoch`` (and ``resume``), replacing the
@@ -438,32 +507,62 @@ class Loader:
         return n
 
     def __iter__(self) -> Iterator[Tuple["torch.Tensor", ...]]:
-        resume, self._resume = self._resume, None
-        if resume is None:  # the epoch from its start
+        return self._run()
+
+    def _begin(self) -> Tuple[int, Optional[Resume], Progress]:
+        """What an iteration runs (see the class's rule), decided at its
+        first next(): the epoch, the resume, and the iteration's Progress,
+        which becomes the loader's current position."""
+        resume = self._resume
+        if resume is not None:
+            progress = Progress(resume.start_batch, resume.skip_batches)
+            self.epoch, self.consumed = resume.epoch, resume.consumed
+        else:
+            if self._yielded and not self._chosen:
+                # The last iteration left its epoch early: it is over.
+                self.epoch += 1
+            progress = Progress()
+            self.consumed = 0
+        self._progress = progress
+        self._yielded = self._chosen = False
+        return self.epoch, resume, progress
+
+    def _epoch_taken(self, epoch: int, progress: Progress, stream: _FeedStream, end_read: bool = False) -> bool:
+        """The trainer has every batch of ``epoch``: the loader's position
+        moves to the next epoch's start (unless set_epoch or load_state_dict
+        moved it meanwhile), and the stream is released for the next
+        iteration, with the EpochEnd still to read unless ``end_read``.
+        Returns True (released)."""
+        if progress is self._progress:
+            self.epoch = epoch + 1
             self._progress = Progress()
             self.consumed = 0
-        return self._run(self.epoch, resume)
+            self._yielded = self._chosen = False
+        stream.next_epoch = epoch + 1
+        stream.end_pending = not end_read
+        return True
 
-    def _run(self, epoch: int, resume: Optional[Resume]) -> Iterator[Tuple["torch.Tensor", ...]]:
+    def _run(self) -> Iterator[Tuple["torch.Tensor", ...]]:
         import torch
 
         if self.tune_malloc:
             tune_malloc()
         t0 = time.perf_counter()  # the first batch's wait includes opening
-        progress = self._progress
-        stream = self._session.idle_stream(epoch) if resume is None else None
+        epoch, resume, progress = self._begin()
+        fresh = resume is None or (resume.start_batch == 0 and not resume.skip_batches and resume.consumed == 0)
+        stream = self._session.idle_stream(epoch) if fresh else None
         reused = stream is not None
         if stream is None:
             stream = self._open_stream(epoch, resume)
-        finished = False
+        released = False
         try:
-            kind, info = stream.get(self.timeout)
+            kind, info = stream.job(self.timeout)
             if reused and kind in ("error", "closed"):
                 # It broke while waiting between epochs (a server restart, an
                 # idle connection cut): the epoch on a new one.
                 self._session.drop_stream(stream)
                 stream = self._open_stream(epoch, None)
-                kind, info = stream.get(self.timeout)
+                kind, info = stream.job(self.timeout)
             if kind == "error":
                 raise info
             if kind != "job" or info.epoch != epoch:
@@ -473,7 +572,8 @@ class Loader:
             consumed = min(resume.consumed, int(info.dataset_size)) if resume is not None else 0
             if progress is self._progress:  # the loader's current iteration
                 self.consumed = consumed
-            self._len_cache[(epoch, consumed)] = int(info.batches)
+            batches = int(info.batches)
+            self._len_cache[(epoch, consumed)] = batches
             if resume is not None and resume.fingerprint and info.fingerprint != resume.fingerprint:
                 warnings.warn(
                     f"stoker: dataset {self.dataset!r} changed since the state_dict was saved "
@@ -482,8 +582,10 @@ class Loader:
                     RuntimeWarning,
                     stacklevel=2,
                 )
+            if progress.prefix >= batches:  # nothing to take: an empty epoch, or resumed at its end
+                released = self._epoch_taken(epoch, progress, stream)
             step = 0.0  # none before the first batch
-            while True:
+            while not released:
                 kind, v = stream.get(self.timeout)
                 waited = time.perf_counter() - t0
                 if stream.closed:  # by close(), or by another iteration's start
@@ -501,28 +603,48 @@ class Loader:
                     number = int(v.header.number)
                     v = None  # only the yielded tensors hold the buffer now
                     progress.take(number)
+                    if progress is self._progress:
+                        self._yielded = True
+                        if resume is not None and self._resume is resume:
+                            self._resume = None  # taken up: a later iteration does not resume again
+                    if progress.prefix >= batches:
+                        # The epoch's last batch: the epoch is over for the
+                        # loader now, before the trainer asks for more (a
+                        # state_dict taken while it holds this batch names
+                        # the next epoch).
+                        released = self._epoch_taken(epoch, progress, stream)
                     yielded = time.perf_counter()
                     yield out
                     out = None  # the trainer's alone now: a ring slot is given back once it lets go
                     t0 = time.perf_counter()
                     step = t0 - yielded  # the trainer's work on the batch
-                elif kind == "end":
+                elif kind == "end":  # before the batches JobInfo announced (never, from a sound server)
                     self.stats.wait_seconds += waited
-                    finished = True
-                    break
+                    released = self._epoch_taken(epoch, progress, stream, end_read=True)
                 elif kind == "error":
                     raise v
                 else:  # "closed" without EpochEnd, or a JobInfo twice
                     raise StokerError("INTERNAL", f"the Feed stream ended without EpochEnd ({kind})")
-            if self.epoch == epoch:  # not moved by set_epoch meanwhile
-                self.epoch = epoch + 1
-                self._progress = Progress()
-                self.consumed = 0
         finally:
-            if finished and self._session.stream is stream and not stream.closed:
-                stream.next_epoch = epoch + 1  # kept for the next iteration
-            else:
+            if not released:
                 self._session.drop_stream(stream)
+        # The trainer asks past the epoch's last batch (a for loop does):
+        # read the EpochEnd, unless another iteration has taken the stream
+        # over meanwhile, or it was closed.
+        if self._session.stream is stream and stream.next_epoch == epoch + 1 and stream.end_pending:
+            t0 = time.perf_counter()
+            try:
+                kind, v = stream.read_end(self.timeout)
+            except BaseException:
+                self._session.drop_stream(stream)
+                raise
+            self.stats.wait_seconds += time.perf_counter() - t0
+            if kind != "end":
+                # Broken between epochs: the next iteration opens a new
+                # stream (and reports a lasting error itself).
+                self._session.drop_stream(stream)
+                if kind not in ("error", "closed"):
+                    raise StokerError("INTERNAL", f"{kind!r} after epoch {epoch}'s last batch, not its EpochEnd")
 
     def __repr__(self) -> str:
         return (
@@ -530,3 +652,29 @@ class Loader:
             f"batch_size={self.batch_size}, shuffle={self.shuffle}, seed={self.seed}, rank={self.rank}, "
             f"world_size={self.world_size}, epoch={self.epoch})"
         )
+
+
+class EpochSetter:
+    """:attr:`Loader.sampler`: ``set_epoch(epoch)`` calls the loader's, for
+    loops that set the epoch on ``dataloader.sampler`` (Lightning). It holds
+    the loader weakly, so that the loader is still closed when dropped."""
+
+    __slots__ = ("_loader",)
+
+    def __init__(self, loader: Loader) -> None:
+        self._loader = weakref.ref(loader)
+
+    def set_epoch(self, epoch: int) -> None:
+        """See :meth:`Loader.set_epoch`."""
+        loader = self._loader()
+        if loader is not None:
+            loader.set_epoch(epoch)
+
+    @property
+    def epoch(self) -> Optional[int]:
+        """The loader's :attr:`~Loader.epoch` (None once it is gone)."""
+        loader = self._loader()
+        return None if loader is None else loader.epoch
+
+    def __repr__(self) -> str:
+        return f"EpochSetter(epoch={self.epoch})"

@@ -90,6 +90,8 @@ class RandomResizedCrop(Transform):
         self.size = _hw(size, "RandomResizedCrop")
         self.scale = (float(scale[0]), float(scale[1]))
         self.ratio = (float(ratio[0]), float(ratio[1]))
+        if not all(math.isfinite(v) for v in self.scale + self.ratio):
+            raise ValueError(f"RandomResizedCrop: scale and ratio must be finite, got {self.scale} and {self.ratio}")
 
     def to_proto(self) -> pb.Op:
         h, w = self.size
@@ -187,8 +189,8 @@ class Normalize(Transform):
         mean, std = [float(m) for m in mean], [float(s) for s in std]
         if len(mean) != 3 or len(std) != 3:
             raise ValueError("Normalize: mean and std need 3 values (RGB)")
-        if not all(s > 0 for s in std):
-            raise ValueError(f"Normalize: std must be > 0, got {std!r}")
+        if not all(s > 0 and math.isfinite(s) for s in std) or not all(math.isfinite(m) for m in mean):
+            raise ValueError(f"Normalize: mean must be finite and std finite and > 0, got {mean!r} and {std!r}")
         self.mean = tuple(mean)
         self.std = tuple(std)
 

@@ -23,12 +23,14 @@ from typing import Dict, Iterator
 import numpy as np
 import pytest
 
-from stoker._local import LocalServer
-
 REPO = Path(__file__).resolve().parents[2]
 PHOTOS_VAL = REPO.parent / "shared" / "data" / "photos" / "val"
 
-sys.path.insert(0, str(REPO / "python"))  # the package, also when not installed
+# This checkout's package, ahead of any installed stoker (an editable
+# install of another checkout, say): before the first import of it.
+sys.path.insert(0, str(REPO / "python"))
+
+from stoker._local import LocalServer  # noqa: E402
 
 
 def _image(rng: np.random.Generator, h: int, w: int) -> np.ndarray:

@@ -103,4 +103,6 @@ def test_abandoned_loader_does_not_hold_the_exit(server: str, baseline: float, n
     else:
         assert r.returncode == 0, r.stderr
     assert "Exception ignored" not in r.stderr, r.stderr
-    assert took < baseline + 2.0, f"{name}: exited {took:.2f} s after its end (no stream: {baseline:.2f} s)"
+    # A hang, not a slow machine: an abandoned loader that held the exit
+    # would wait out a stream (minutes), not seconds.
+    assert took < baseline + 15.0, f"{name}: exited {took:.2f} s after its end (no stream: {baseline:.2f} s)"

@@ -103,6 +103,24 @@ def test_as_ready_delivers_every_batch(server: str) -> None:
 # 3. imagenet-eval against torchvision.
 
 
+def test_list_datasets_gives_plain_objects(server: str, data_dirs: Dict[str, Path]) -> None:
+    import dataclasses
+    import json
+
+    from google.protobuf.message import Message
+
+    infos = stoker.list_datasets(server)
+    assert sorted(d.name for d in infos) == sorted(data_dirs)
+    tiny = {d.name: d for d in infos}["tiny"]
+    assert isinstance(tiny, stoker.DatasetInfo) and not isinstance(tiny, Message)
+    assert (tiny.size, tiny.classes, tiny.format) == (TINY_N, ["ant", "bee", "cat"], "imagefolder")
+    assert type(tiny.size) is int and len(tiny.fingerprint) > 0
+    assert json.loads(json.dumps(dataclasses.asdict(tiny)))["classes"] == ["ant", "bee", "cat"]
+    with loader(server) as ld:
+        collect(ld)
+        assert ld.job_info.fingerprint == tiny.fingerprint
+
+
 def test_imagenet_eval_matches_torchvision(server: str, data_dirs: Dict[str, Path]) -> None:
     import torchvision
     from torchvision import transforms as tvt
@@ -178,8 +196,10 @@ def test_break_and_iterate_again(server: str) -> None:
     for i, _ in enumerate(ld):
         if i == 1:
             break
-    assert ld.epoch == 0
-    assert len(collect(ld)) == 10  # the epoch again, from its start
+    assert ld.epoch == 0 and ld.batches_consumed == 2
+    ref = loader(server, seed=8)
+    ref.set_epoch(1)
+    assert_same_batches(collect(ld), collect(ref))  # the next epoch, whole
 
 
 # 6. DataLoader.

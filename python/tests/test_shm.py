@@ -121,7 +121,7 @@ def test_views_and_slices_hold_the_slot(server: str) -> None:
 
 def test_grpc_and_declined(start_server) -> None:
     srv = start_server("--shm=false")
-    with loader(srv.addr) as auto:
+    with loader(srv.addr) as auto, pytest.warns(RuntimeWarning, match="--shm=false"):
         next(iter(auto))
         assert auto.transport == "grpc" and "--shm=false" in auto.transport_reason
     with loader(srv.addr, transport="shm") as forced:
@@ -231,5 +231,9 @@ def test_another_network_namespace_falls_back(netns, start_server) -> None:
     t_here, sum_here, n_here = here.stdout.splitlines()[0].split()
     assert (t_in, n_in) == ("grpc", "0"), inside.stdout
     assert "could not map" in inside.stdout.splitlines()[1]
+    # Said once, at warning level, with the reason.
+    assert inside.stderr.count("RuntimeWarning: stoker: transport='auto' gets its batches in gRPC chunks") == 1, inside.stderr
+    assert "could not map" in inside.stderr
+    assert "RuntimeWarning" not in here.stderr, here.stderr
     assert t_here == "shm" and int(n_here) > 0
     assert sum_in == sum_here

@@ -70,7 +70,7 @@ def test_epochs_continue_without_set_epoch_and_as_ready(server: str) -> None:
             assert_same_batches([b], [ref[tuple(b[2].tolist())]])
 
 
-def test_break_closes_the_stream_and_the_epoch_runs_again(server: str) -> None:
+def test_break_closes_the_stream_and_the_next_epoch_runs(server: str) -> None:
     kw = dict(seed=23, return_indices=True)
     ref0, ref1, ref3 = (fresh_epoch(server, e, **kw) for e in (0, 1, 3))
     opened = _FeedStream.opened
@@ -81,10 +81,12 @@ def test_break_closes_the_stream_and_the_epoch_runs_again(server: str) -> None:
                 break
         # Closed at once: the generator was dropped at the break.
         assert stream.closed and not stream._thread.is_alive() and ld._session.stream is None
+        # The position is still epoch 0 (a state_dict now would resume it)...
         assert ld.epoch == 0 and ld.batches_consumed == 3
-        assert_same_batches(collect(ld), ref0)  # the epoch from its start
+        # ...but the next iteration runs the next epoch, on a new stream.
+        assert_same_batches(collect(ld), ref1)
         assert _FeedStream.opened - opened == 2
-        assert ld.epoch == 1
+        assert ld.epoch == 2
         # set_epoch to another epoch than the one the stream waits at: a new
         # stream, which then goes on into the next epoch.
         ld.set_epoch(3)
@@ -96,6 +98,13 @@ def test_break_closes_the_stream_and_the_epoch_runs_again(server: str) -> None:
         kept = ld._session.stream
         collect(ld)  # epoch 2, on the same stream
         assert ld._session.stream is kept and _FeedStream.opened - opened == 4
+        # set_epoch to the epoch a break left: that epoch from its start.
+        ld.set_epoch(0)
+        for i, _ in enumerate(ld):
+            if i == 1:
+                break
+        ld.set_epoch(0)
+        assert_same_batches(collect(ld), ref0)
 
 
 def test_exception_and_close_mid_epoch(server: str) -> None:
@@ -170,6 +179,6 @@ def test_timeout_on_a_silent_server() -> None:
         with pytest.raises(stoker.StokerError) as e:
             next(it)
         assert e.value.code == "DEADLINE_EXCEEDED"
-        assert 0.5 <= time.monotonic() - t0 < 5
+        assert time.monotonic() - t0 >= 0.5  # never early; how late is the machine's
         assert ld._session.stream is None
         ld.close()

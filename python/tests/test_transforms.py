@@ -53,6 +53,14 @@ def test_sizes_follow_torchvision() -> None:
         lambda: T.ColorJitter(contrast=-1),
         lambda: T.Normalize([0.5, 0.5], [1, 1]),
         lambda: T.Normalize([0, 0, 0], [1, 0, 1]),
+        # Not finite: NaN passes no comparison, and the server refuses it too.
+        lambda: T.RandomHorizontalFlip(float("nan")),
+        lambda: T.ColorJitter(saturation=float("nan")),
+        lambda: T.ColorJitter(brightness=float("inf")),
+        lambda: T.RandomResizedCrop(32, scale=(float("nan"), 1.0)),
+        lambda: T.RandomResizedCrop(32, ratio=(0.75, float("inf"))),
+        lambda: T.Normalize([float("nan"), 0, 0], [1, 1, 1]),
+        lambda: T.Normalize([0, 0, 0], [1, float("inf"), 1]),
     ],
 )
 def test_bad_ops_fail_early(make) -> None:

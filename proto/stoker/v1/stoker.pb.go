@@ -2829,7 +2829,9 @@ type StatusResponse struct {
 	// Local decode goroutines (0: the server only coordinates).
 	Workers uint32 `protobuf:"varint,2,opt,name=workers,proto3" json:"workers,omitempty"`
 	// Peers ready now.
-	PeersReady    uint32 `protobuf:"varint,3,opt,name=peers_ready,json=peersReady,proto3" json:"peers_ready,omitempty"`
+	PeersReady uint32 `protobuf:"varint,3,opt,name=peers_ready,json=peersReady,proto3" json:"peers_ready,omitempty"`
+	// The server's version, as `stoker --version` prints it.
+	Version       string `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2883,6 +2885,13 @@ func (x *StatusResponse) GetPeersReady() uint32 {
 		return x.PeersReady
 	}
 	return 0
+}
+
+func (x *StatusResponse) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
 }
 
 // JobStatus is one job as its coordinator sees it.
@@ -3374,12 +3383,13 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x05lease\x18\x01 \x01(\x04R\x05lease\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"\x0f\n" +
-	"\rStatusRequest\"u\n" +
+	"\rStatusRequest\"\x8f\x01\n" +
 	"\x0eStatusResponse\x12(\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x14.stoker.v1.JobStatusR\x04jobs\x12\x18\n" +
 	"\aworkers\x18\x02 \x01(\rR\aworkers\x12\x1f\n" +
 	"\vpeers_ready\x18\x03 \x01(\rR\n" +
-	"peersReady\"\xde\x04\n" +
+	"peersReady\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\tR\aversion\"\xde\x04\n" +
 	"\tJobStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\adataset\x18\x02 \x01(\tR\adataset\x12\x12\n" +

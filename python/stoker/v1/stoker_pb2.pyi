@@ -431,14 +431,16 @@ class StatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("jobs", "workers", "peers_ready")
+    __slots__ = ("jobs", "workers", "peers_ready", "version")
     JOBS_FIELD_NUMBER: _ClassVar[int]
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     PEERS_READY_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     jobs: _containers.RepeatedCompositeFieldContainer[JobStatus]
     workers: int
     peers_ready: int
-    def __init__(self, jobs: _Optional[_Iterable[_Union[JobStatus, _Mapping]]] = ..., workers: _Optional[int] = ..., peers_ready: _Optional[int] = ...) -> None: ...
+    version: str
+    def __init__(self, jobs: _Optional[_Iterable[_Union[JobStatus, _Mapping]]] = ..., workers: _Optional[int] = ..., peers_ready: _Optional[int] = ..., version: _Optional[str] = ...) -> None: ...
 
 class JobStatus(_message.Message):
     __slots__ = ("id", "dataset", "rank", "world_size", "epoch", "images_per_second", "bytes_per_second", "input_stall_ratio", "gpu_idle_ratio", "window", "window_min", "window_max", "buffered", "makers", "workers_recommended", "advice", "starvation_signal", "starvation")

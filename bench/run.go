@@ -1,0 +1,45 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+)
+
+// subcommands are `stoker bench`'s, in the order its usage lists them.
+var subcommands = []struct {
+	name, what string
+	run        func(args []string) error // the arguments after the name
+}{
+	{"pipeline", "one machine's decode and augment rate per core (--data DIR --threads N)",
+		func(args []string) error { return runBench(append([]string{"pipeline"}, args...)) }},
+	{"scale", "scale-out over stoker serve worker processes: images/s, CPU per image, protocol overhead", runScale},
+	{"load", "many trainer streams, half of them slow, against one server: memory and fairness", runLoad},
+	{"backpressure", "the window controller and the advisor against simulated trainers", runBackpressure},
+}
+
+// usage lists every subcommand.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("usage: stoker bench SUB [flags]   (stoker bench SUB -h for its flags)\n")
+	for _, c := range subcommands {
+		fmt.Fprintf(&b, "  %-13s %s\n", c.name, c.what)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// Run is `stoker bench SUB`; without SUB, or with another word, it
+// returns the usage, which lists every SUB.
+func Run(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("bench: which benchmark?\n%s", usage())
+	}
+	for _, c := range subcommands {
+		if c.name == args[0] {
+			return c.run(args[1:])
+		}
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		return fmt.Errorf("%s", usage())
+	}
+	return fmt.Errorf("bench: no benchmark %q\n%s", args[0], usage())
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// readmeRow is a row of README.md's metrics table: | `name` | `label`, ... or — | what |
+var readmeRow = regexp.MustCompile("^\\| `(stoker_[a-z_]+)` \\| ([^|]*) \\| [^|]+ \\|$")
+
+// TestReadmeMetrics: the README's metrics table names every metric the
+// server registers, each with the labels it has (metric and label names
+// are an interface: dashboards, rules and the HPA are written from it).
+func TestReadmeMetrics(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string][]string{}
+	for line := range strings.Lines(string(data)) {
+		m := readmeRow.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		var labels []string
+		if cell := strings.TrimSpace(m[2]); cell != "—" {
+			for l := range strings.SplitSeq(cell, ",") {
+				labels = append(labels, strings.Trim(strings.TrimSpace(l), "`"))
+			}
+		}
+		if _, dup := documented[m[1]]; dup {
+			t.Errorf("README: %s twice in the metrics table", m[1])
+		}
+		documented[m[1]] = labels
+	}
+	registered, _ := serverMetrics(t)
+	if len(documented) < 10 {
+		t.Fatalf("README: found %d rows in the metrics table", len(documented))
+	}
+	for _, name := range slices.Sorted(maps.Keys(registered)) {
+		labels, ok := documented[name]
+		switch {
+		case !ok:
+			t.Errorf("README: %s{%s} is registered but not in the metrics table", name, strings.Join(registered[name], ","))
+		case !slices.Equal(slices.Sorted(slices.Values(labels)), slices.Sorted(slices.Values(registered[name]))):
+			t.Errorf("README: %s has labels %q in the metrics table, %q registered", name, labels, registered[name])
+		}
+	}
+	for name := range documented {
+		if _, ok := registered[name]; !ok {
+			t.Errorf("README: %s is in the metrics table, the server registers no such metric", name)
+		}
+	}
+}

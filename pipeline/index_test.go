@@ -1,0 +1,429 @@
+//go:build cgo
+
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+)
+
+// indexImages are the index tests' files: the repository's photos (4:2:0,
+// 4:4:4, 4:2:2, gray, progressive, restart markers per row and per 7
+// MCUs) and the generated JPEGs (every subsampling, odd and tiny sizes,
+// restart markers, RGB, gray with 2x2 sampling, progressive).
+func indexImages(tb testing.TB) []fastSynthJPEG {
+	imgs := fastSynthJPEGs(tb)
+	names, photos := fastPhotos(tb, 0)
+	for i, p := range photos {
+		imgs = append(imgs, fastSynthJPEG{"photo-" + names[i], p})
+	}
+	return imgs
+}
+
+// randomPlans are n crop-then-resize plans of a w x h image: crops of any
+// size anywhere (from one pixel to the whole image), outputs that upscale
+// or downscale past the DCT scales, flips.
+func randomPlans(r *rand.Rand, w, h, n int) []samplePlan {
+	ps := make([]samplePlan, 0, n)
+	for range n {
+		cw, ch := 1+r.IntN(w), 1+r.IntN(h)
+		cx, cy := r.IntN(w-cw+1), r.IntN(h-ch+1)
+		ow, oh := 1+r.IntN(min(2*cw, 300)), 1+r.IntN(min(2*ch, 300))
+		if r.IntN(4) == 0 {
+			ow, oh = max(1, cw/(1+r.IntN(9))), max(1, ch/(1+r.IntN(9)))
+		}
+		ps = append(ps, samplePlan{geom: cropResize, srcW: w, srcH: h, cx: cx, cy: cy, cw: cw, ch: ch, outW: ow, outH: oh, flip: r.IntN(2) == 0})
+	}
+	return ps
+}
+
+// TestIndexExact: decodes that start at the decoder index's checkpoints
+// (and restart markers) give the very bytes of decodes without an index,
+// for every kind of file, many random crops and the edge crops, at several
+// checkpoint spacings (one MCU, a few, row starts only), with both chroma
+// upsamplers and DCT scaling. The index must also be used: later decodes
+// entropy-decode fewer MCUs.
+func TestIndexExact(t *testing.T) {
+	imgs := indexImages(t)
+	for _, knobs := range []struct {
+		name    string
+		px      int
+		merged  bool
+		scaling DCTScaling
+		crops   int // random crops per file, besides the edge crops
+		edges   int // edge crops per file (fastEdgePlans), at most
+	}{
+		{"default", 0, false, ScalePow2, 24, 1000},
+		{"every-mcu", 1, false, ScalePow2, 12, 20},
+		{"default-merged-any", 0, true, ScaleAny, 12, 20},
+		{"rows-only", 1 << 20, false, ScalePow2, 12, 20},
+	} {
+		if testing.Short() {
+			knobs.crops, knobs.edges = 6, 10
+		}
+		t.Run(knobs.name, func(t *testing.T) {
+			ix := NewIndex(64 << 20)
+			warm := NewDecoder(WithIndex(ix), WithDCTScaling(knobs.scaling))
+			cold := NewDecoder(WithDCTScaling(knobs.scaling))
+			defer warm.Close()
+			defer cold.Close()
+			warm.fast.ixPx, warm.fast.merged, cold.fast.merged = knobs.px, knobs.merged, knobs.merged
+			r := rand.New(rand.NewPCG(1, uint64(knobs.px)))
+			var n, seeks, rst, indexed int
+			var decoded, total int64
+			for _, img := range imgs {
+				hd, err := parseHeader(img.data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				edges := fastEdgePlans(hd.w, hd.h)
+				plans := append(randomPlans(r, hd.w, hd.h, knobs.crops), edges[:min(len(edges), knobs.edges)]...)
+				for i, p := range plans {
+					layout := Layout(i % 2)
+					a, b := make([]byte, 3*p.outW*p.outH), make([]byte, 3*p.outW*p.outH)
+					if err := warm.decodeFast(img.data, &hd, &p, layout, a); err != nil {
+						t.Fatalf("%s %+v: with index: %v", img.name, p, err)
+					}
+					st := warm.fast.stats()
+					if err := cold.decodeFast(img.data, &hd, &p, layout, b); err != nil {
+						t.Fatalf("%s %+v: without: %v", img.name, p, err)
+					}
+					if !bytes.Equal(a, b) {
+						t.Fatalf("%s crop %d,%d %dx%d -> %dx%d flip=%v scale %d/8: index decode differs from a decode without (MAD %.3f; %+v)",
+							img.name, p.cx, p.cy, p.cw, p.ch, p.outW, p.outH, p.flip, st.scaleM, fastMAD(a, b), st)
+					}
+					if st.huff != !hd.progressive {
+						t.Fatalf("%s: huff.c used %v, progressive %v", img.name, st.huff, hd.progressive)
+					}
+					if st.ixState == 2 {
+						indexed++
+						decoded += int64(st.decoded)
+						total += int64(st.mcus)
+					}
+					seeks += st.ckSeeks
+					rst += st.rstSeeks
+					n++
+				}
+			}
+			s := ix.Stats()
+			t.Logf("%d decodes identical; %d with an index: %.1f%% of their MCUs entropy-decoded; %d checkpoint seeks, %d restart seeks; %d entries, %d bytes",
+				n, indexed, 100*float64(decoded)/float64(max(total, 1)), seeks, rst, s.Entries, s.Bytes)
+			if seeks == 0 || indexed == 0 || decoded*10 > total*9 {
+				t.Errorf("the index was not used: %d checkpoint seeks, %d decodes with an index, %d of %d MCUs decoded", seeks, indexed, decoded, total)
+			}
+			if rst == 0 {
+				t.Errorf("no restart marker seek in files with restart markers")
+			}
+			if s.Stale != 0 || s.Bad != 0 {
+				t.Errorf("%d stale, %d bad indexes of unchanged files", s.Stale, s.Bad)
+			}
+		})
+	}
+}
+
+// TestIndexRestartCold: a file with restart markers needs no index to
+// skip: the first decode of a crop at its bottom finds the interval by its
+// marker (no Huffman decoding above it), with the same bytes as libjpeg's
+// own decoder.
+func TestIndexRestartCold(t *testing.T) {
+	_, photos := fastPhotos(t, 0)
+	names, _ := fastPhotos(t, 0)
+	var file []byte
+	for i, n := range names {
+		if n == "coldripple/000002-restart-row.jpg" {
+			file = photos[i]
+		}
+	}
+	if file == nil {
+		t.Fatal("no coldripple/000002-restart-row.jpg among the photos")
+	}
+	hd, err := parseHeader(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cx: hd.w / 2, cy: hd.h - 40, cw: 60, ch: 40, outW: 60, outH: 40}
+	ours, theirs := NewDecoder(), NewDecoder()
+	defer ours.Close()
+	defer theirs.Close()
+	theirs.fast.libHuff = true
+	a, b := make([]byte, 3*60*40), make([]byte, 3*60*40)
+	if err := ours.decodeFast(file, &hd, &p, CHW, a); err != nil {
+		t.Fatal(err)
+	}
+	st := ours.fast.stats()
+	if err := theirs.decodeFast(file, &hd, &p, CHW, b); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatalf("restart seek decode differs from libjpeg's (MAD %.3f)", fastMAD(a, b))
+	}
+	if st.rstSeeks == 0 || st.decoded*4 > st.mcus {
+		t.Errorf("a crop of the bottom rows: %d restart seeks, %d of %d MCUs decoded", st.rstSeeks, st.decoded, st.mcus)
+	}
+	t.Logf("%+v", st)
+}
+
+// TestIndexConcurrent: decoders on several goroutines sharing one Index
+// (under -race in make test) make the bytes a decoder without one makes.
+func TestIndexConcurrent(t *testing.T) {
+	_, files := fastPhotos(t, 0)
+	tr := fastTransforms(t)[0].t
+	want := make([][][]byte, 3)
+	cold := NewDecoder()
+	defer cold.Close()
+	for e := range want {
+		want[e] = make([][]byte, len(files))
+		for i, data := range files {
+			want[e][i] = make([]byte, tr.SampleBytes())
+			if err := cold.Decode(data, tr, Key{Seed: 5, Epoch: uint64(e), Index: uint64(i)}, want[e][i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ix := NewIndex(64 << 20)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := NewDecoder(WithIndex(ix))
+			defer d.Close()
+			got := make([]byte, tr.SampleBytes())
+			for e := range want {
+				for n := range files {
+					i := (n + 11*g) % len(files)
+					if err := d.Decode(files[i], tr, Key{Seed: 5, Epoch: uint64(e), Index: uint64(i)}, got); err != nil {
+						errs <- err
+						return
+					}
+					if !bytes.Equal(got, want[e][i]) {
+						errs <- fmt.Errorf("goroutine %d, epoch %d, photo %d: differs from the decode without an index", g, e, i)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if s := ix.Stats(); s.Hits == 0 {
+		t.Errorf("no index hits: %+v", s)
+	}
+}
+
+// warmIndex returns an Index that has seen each file through a few crops.
+func warmIndex(t testing.TB, files [][]byte, budget int64) *Index {
+	t.Helper()
+	ix := NewIndex(budget)
+	d := NewDecoder(WithIndex(ix))
+	defer d.Close()
+	tr := fastTransforms(t)[0].t
+	out := make([]byte, tr.SampleBytes())
+	for e := range 3 {
+		for i, data := range files {
+			if err := d.Decode(data, tr, Key{Seed: 9, Epoch: uint64(e), Index: uint64(i)}, out); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return ix
+}
+
+// TestIndexBudget: the index stays within its budget, dropping the least
+// recently used files first, and a decode of a dropped file is a miss that
+// decodes as before.
+func TestIndexBudget(t *testing.T) {
+	_, files := fastPhotos(t, 0)
+	big := warmIndex(t, files, 1<<30)
+	per := big.Stats().Bytes / int64(big.Stats().Entries)
+	budget := 10 * per
+	ix := warmIndex(t, files, budget)
+	s := ix.Stats()
+	if s.Bytes > budget || s.Entries < 5 || s.Entries > 12 || s.Evicted == 0 {
+		t.Fatalf("budget %d (about 10 files): %+v", budget, s)
+	}
+	// The most recently used are the ones kept: the last files decoded.
+	last := files[len(files)-1]
+	if ix.get(keyOf(last)) == nil {
+		t.Errorf("the last file decoded was evicted")
+	}
+	if ix.get(keyOf(files[0])) != nil {
+		t.Errorf("the first file decoded is still there")
+	}
+	// A budget below one entry keeps nothing, and decodes work.
+	tiny := warmIndex(t, files[:3], 64)
+	if s := tiny.Stats(); s.Entries != 0 || s.Bytes != 0 {
+		t.Errorf("64-byte budget: %+v", s)
+	}
+}
+
+// TestIndexChangedFile: an index is keyed by the file's bytes: a file
+// changed after its index was made (same name, same size, any mtime) is a
+// miss, and decodes as it would without an index, error or pixels.
+func TestIndexChangedFile(t *testing.T) {
+	_, files := fastPhotos(t, 6)
+	ix := warmIndex(t, files, 1<<30)
+	tr := fastTransforms(t)[0].t
+	warm, cold := NewDecoder(WithIndex(ix)), NewDecoder()
+	defer warm.Close()
+	defer cold.Close()
+	r := rand.New(rand.NewPCG(3, 4))
+	for n := range 60 {
+		data := bytes.Clone(files[n%len(files)])
+		sos := bytes.Index(data, []byte{0xFF, 0xDA})
+		p := sos + 20 + r.IntN(len(data)-sos-30)
+		data[p] ^= byte(1 + r.IntN(255))
+		misses := ix.Stats().Misses
+		a, b := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
+		k := Key{Seed: 1, Index: uint64(n)}
+		errA, errB := warm.Decode(data, tr, k, a), cold.Decode(data, tr, k, b)
+		if (errA == nil) != (errB == nil) || errA == nil && !bytes.Equal(a, b) {
+			t.Fatalf("changed file %d: with index %v, without %v, same bytes %v", n, errA, errB, bytes.Equal(a, b))
+		}
+		if ix.Stats().Misses != misses+1 {
+			t.Fatalf("changed file %d: not a miss", n)
+		}
+	}
+}
+
+// TestIndexZeroAllocs: once a file's index is complete (a whole-image
+// decode records every checkpoint), later decodes of it allocate nothing.
+func TestIndexZeroAllocs(t *testing.T) {
+	_, files := fastPhotos(t, 8)
+	ix := NewIndex(1 << 30)
+	d := NewDecoder(WithIndex(ix))
+	defer d.Close()
+	whole, err := NewTransform(CHW, Op{Kind: OpResize, Size: [2]int{64, 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, whole.SampleBytes())
+	for i, data := range files {
+		if err := d.Decode(data, whole, Key{Index: uint64(i)}, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr := fastTransforms(t)[0].t
+	out = make([]byte, tr.SampleBytes())
+	i := 0
+	allocs := testing.AllocsPerRun(50, func() {
+		if err := d.Decode(files[i%len(files)], tr, Key{Epoch: 1, Index: uint64(i)}, out); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per decode with a complete index, want 0", allocs)
+	}
+}
+
+// TestIndexForeign: an index made for one file and given to another (what
+// a hash collision would do) is either refused by its header (the other
+// file's geometry) and replaced, or caught by a checkpoint that disagrees,
+// or at worst decodes without a crash: never a panic, and the Decoder keeps
+// working. Garbage in the blob likewise.
+func TestIndexForeign(t *testing.T) {
+	_, files := fastPhotos(t, 0)
+	ix := warmIndex(t, files, 1<<30)
+	tr := fastTransforms(t)[1].t // imagenet-eval: the centre, needs a seek
+	d := NewDecoder()
+	defer d.Close()
+	out := make([]byte, tr.SampleBytes())
+	states := map[int]int{}
+	for i, data := range files {
+		other := ix.get(keyOf(files[(i+1)%len(files)]))
+		if other == nil {
+			continue
+		}
+		d.fast.forceIx = other
+		err := d.Decode(data, tr, Key{Index: uint64(i)}, out)
+		if err != nil && !IsBadInput(err) {
+			t.Fatalf("%d: %v", i, err)
+		}
+		states[d.fast.stats().ixState]++
+	}
+	t.Logf("index states (0 none, 1 fresh, 2 used, 3 stale): %v", states)
+	if states[3] == 0 {
+		t.Errorf("no foreign index refused by its header")
+	}
+	d.fast.forceIx = nil
+	if err := d.Decode(files[0], tr, Key{}, out); err != nil {
+		t.Fatalf("after foreign indexes: %v", err)
+	}
+}
+
+// TestCoefCacheExact: the resident-coefficient measurement knob
+// (BenchmarkIndex/coefcache) makes the bytes the decoder makes without it,
+// so that what the benchmark measures is the same work.
+func TestCoefCacheExact(t *testing.T) {
+	_, files := fastPhotos(t, 0)
+	whole, err := NewTransform(CHW, Op{Kind: OpResize, Size: [2]int{64, 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := fastTransforms(t)[0].t
+	d, cold := NewDecoder(), NewDecoder()
+	defer d.Close()
+	defer cold.Close()
+	d.fast.coefs = map[indexKey]*coefStore{}
+	out := make([]byte, whole.SampleBytes())
+	for i, data := range files {
+		if err := d.Decode(data, whole, Key{Index: uint64(i)}, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full := 0
+	for _, c := range d.fast.coefs {
+		if c.full {
+			full++
+		}
+	}
+	if full < len(files)-1 { // all but the progressive file
+		t.Fatalf("%d of %d files' coefficients resident", full, len(files))
+	}
+	for e := range 3 {
+		for i, data := range files {
+			a, b := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
+			k := Key{Seed: 3, Epoch: uint64(e), Index: uint64(i)}
+			if err := d.Decode(data, tr, k, a); err != nil {
+				t.Fatal(err)
+			}
+			if st := d.fast.stats(); st.huff && st.decoded != 0 {
+				t.Fatalf("file %d: %d MCUs decoded with every coefficient resident", i, st.decoded)
+			}
+			if err := cold.Decode(data, tr, k, b); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(a, b) {
+				t.Fatalf("file %d epoch %d: resident coefficients change the bytes", i, e)
+			}
+		}
+	}
+}
+
+// TestIndexClear: Clear empties the index and its memory, and it fills
+// again.
+func TestIndexClear(t *testing.T) {
+	_, files := fastPhotos(t, 4)
+	ix := warmIndex(t, files, 1<<30)
+	ix.Clear()
+	if s := ix.Stats(); s.Entries != 0 || s.Bytes != 0 || ix.get(keyOf(files[0])) != nil {
+		t.Fatalf("after Clear: %+v", s)
+	}
+	d := NewDecoder(WithIndex(ix))
+	defer d.Close()
+	tr := fastTransforms(t)[0].t
+	if err := d.Decode(files[0], tr, Key{}, make([]byte, tr.SampleBytes())); err != nil {
+		t.Fatal(err)
+	}
+	if s := ix.Stats(); s.Entries != 1 {
+		t.Fatalf("after a decode: %+v", s)
+	}
+}

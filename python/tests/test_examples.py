@@ -1,0 +1,123 @@
+"""The examples in examples/, run as a user would (each in its own process,
+against the real `stoker serve` of the session, on the CPU): Lightning,
+torchrun DDP on 2 ranks, plain loops, Accelerate."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+import torch
+
+from helpers import TINY_N, collect, indices, loader
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+#: Generous: a slow, loaded 2-core machine imports torch and Lightning
+#: slowly; a hang still ends as a failure.
+TIMEOUT = 600
+
+
+def run_example(args: List[str], cwd: Path) -> str:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "python"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    r = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    if r.returncode != 0:
+        pytest.fail(f"{' '.join(args)} exited with {r.returncode}:\n{r.stdout}\n{r.stderr}")
+    return r.stdout
+
+
+def epoch_indices(server: str, epoch: int, batch_size: int, **kw) -> List[List[int]]:
+    """Each batch's indices of ``epoch`` of a fresh loader (seed 0, as the
+    examples): the order depends on the seed and the epoch, not on the
+    transform."""
+    with loader(server, batch_size=batch_size, return_indices=True, **kw) as ld:
+        ld.set_epoch(epoch)
+        return [b[2].tolist() for b in collect(ld)]
+
+
+def loader_states(ckpt_dir: Path) -> Dict[int, dict]:
+    """The loader state Lightning saved in each checkpoint, by global step."""
+    out = {}
+    for f in ckpt_dir.glob("*.ckpt"):
+        ckpt = torch.load(f, weights_only=False)
+        (state,) = ckpt["loops"]["fit_loop"]["state_dict"]["combined_loader"]
+        out[int(ckpt["global_step"])] = state
+    return out
+
+
+def test_lightning(server: str, tmp_path: Path) -> None:
+    common = ["--target", server, "--dataset", "tiny", "--epochs", "3", "--batch-size", "8", "--ckpt-every", "2"]
+    # 48 images, batches of 8: 6 steps an epoch, a checkpoint every 2.
+    run_example([str(EXAMPLES / "lightning_train.py"), *common, "--ckpt-dir", "a", "--report", "a.json"], tmp_path)
+    steps = json.loads((tmp_path / "a.json").read_text())
+    assert [(e, i) for e, i, _ in steps] == [(e, i) for e in range(3) for i in range(6)]
+    for epoch in range(3):
+        got = [ix for e, _, ix in steps if e == epoch]
+        assert got == epoch_indices(server, epoch, 8)  # epoch e of the plan, not epoch 0 again
+    firsts = [steps[6 * e][2] for e in range(3)]
+    assert firsts[0] != firsts[1] and firsts[1] != firsts[2] and firsts[0] != firsts[2]
+
+    # The loader state in Lightning's checkpoints names the right epoch;
+    # after an epoch's last batch, the next one.
+    states = loader_states(tmp_path / "a")
+    assert sorted(states) == list(range(2, 19, 2))
+    for step, state in states.items():
+        assert (state["epoch"], state["batches_consumed"]) == divmod(step, 6), step
+
+    # A checkpoint taken mid-epoch (epoch 1, after its batch 2) resumes at
+    # the same batch: the rest of the run is the same batches.
+    (mid,) = (tmp_path / "a").glob("epoch=1-step=8.ckpt")
+    run_example([str(EXAMPLES / "lightning_train.py"), *common, "--ckpt-dir", "b", "--resume", str(mid),
+                 "--report", "b.json"], tmp_path)
+    resumed = json.loads((tmp_path / "b.json").read_text())
+    assert resumed == steps[8:]
+
+    # A new Loader every epoch (reload_dataloaders_every_n_epochs=1) starts
+    # at epoch 0 by itself: Lightning's set_epoch on loader.sampler moves it.
+    run_example([str(EXAMPLES / "lightning_train.py"), *common, "--ckpt-dir", "c", "--reload",
+                 "--report", "c.json"], tmp_path)
+    assert json.loads((tmp_path / "c.json").read_text()) == steps
+
+
+def test_torchrun_ddp(server: str, tmp_path: Path) -> None:
+    run_example(["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                 str(EXAMPLES / "torchrun_ddp.py"), "--target", server, "--dataset", "tiny", "--epochs", "2",
+                 "--batch-size", "5", "--out", "out"], tmp_path)
+    ranks = [json.loads((tmp_path / "out" / f"rank{r}.json").read_text()) for r in range(2)]
+    assert [(r["rank"], r["world_size"]) for r in ranks] == [(0, 2), (1, 2)]  # from the environment
+    for epoch in range(2):
+        shares = [[i for b in r["epochs"][epoch] for i in b] for r in ranks]
+        # 24 samples each: 5 batches (the last of 4) on both ranks.
+        assert [len(r["epochs"][epoch]) for r in ranks] == [5, 5]
+        assert not set(shares[0]) & set(shares[1])  # disjoint
+        assert sorted(shares[0] + shares[1]) == list(range(TINY_N))  # every index once
+    assert ranks[0]["epochs"][0] != ranks[0]["epochs"][1]
+
+
+def test_plain_loops(server: str, tmp_path: Path) -> None:
+    out = run_example([str(EXAMPLES / "plain_loop.py"), "--target", server, "--dataset", "tiny",
+                       "--batch-size", "8", "--report", "r.json"], tmp_path)
+    assert "after the break: epoch 2, 2 batches taken" in out
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [(how, epoch, len(b)) for how, epoch, b in report] == [
+        ("for", 0, 6), ("zip", 1, 6), ("break", 2, 2), ("after break", 3, 6)]
+    for _, epoch, batches in report:
+        assert batches == epoch_indices(server, epoch, 8)[: len(batches)]
+
+
+def test_accelerate(server: str, tmp_path: Path) -> None:
+    common = [str(EXAMPLES / "accelerate_train.py"), "--cpu", "--target", server, "--dataset", "tiny",
+              "--epochs", "3", "--batch-size", "8", "--state-dir", "state"]
+    # 9 steps (epoch 1, after its batch 2), save_state, stop; then resume.
+    run_example([*common, "--save-at", "9", "--report", "a.json"], tmp_path)
+    run_example([*common, "--resume", "--report", "b.json"], tmp_path)
+    steps = json.loads((tmp_path / "a.json").read_text()) + json.loads((tmp_path / "b.json").read_text())
+    want = [[e, ix] for e in range(3) for ix in epoch_indices(server, e, 8)]
+    assert steps == want  # each epoch once, its own order, across the save and the resume

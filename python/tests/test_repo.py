@@ -1,0 +1,43 @@
+"""What a fresh clone's user meets first: make help lists every target, and
+neither README.md nor the Makefile points outside the repository."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def phony_targets() -> set:
+    text = (REPO / "Makefile").read_text()
+    targets = set()
+    for m in re.finditer(r"^\.PHONY:(.*(?:\\\n.*)*)", text, re.M):
+        targets |= set(m.group(1).replace("\\\n", " ").split())
+    return targets
+
+
+def test_make_help_lists_every_target() -> None:
+    out = subprocess.run(["make", "-s", "help"], cwd=REPO, capture_output=True, text=True, timeout=60, check=True).stdout
+    listed = {line.split()[1] for line in out.splitlines() if line.startswith("make ")}
+    assert len(phony_targets()) > 10
+    assert phony_targets() <= listed, f"make help leaves out {sorted(phony_targets() - listed)}"
+    for line in out.splitlines():
+        assert "$(" not in line and len(line.split(None, 2)) == 3, f"no description: {line!r}"
+
+
+def test_nothing_points_outside_the_repository() -> None:
+    for name in ("README.md", "Makefile"):
+        outside = re.findall(r"\S*\.\./\S*", (REPO / name).read_text())
+        assert outside == [], f"{name} names paths outside the repository: {outside}"
+
+
+def test_make_bench_without_photos_uses_generated_images() -> None:
+    out = subprocess.run(["make", "-n", "bench", "PHOTOS="], cwd=REPO, capture_output=True, text=True, timeout=60,
+                         check=True).stdout
+    assert "mkdata --out out/bench-data.tmp" in out
+    assert re.search(r"bench/compare\.py .*--data out/bench-data ", out)
+    given = subprocess.run(["make", "-n", "bench", "PHOTOS=/some/photos"], cwd=REPO, capture_output=True, text=True,
+                           timeout=60, check=True).stdout
+    assert re.search(r"bench/compare\.py .*--data /some/photos ", given)

@@ -1,0 +1,125 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// validOpLists are transforms a server accepts, between them holding every
+// op that has a float field, each float at a valid value.
+func validOpLists() [][]*pb.Op {
+	return [][]*pb.Op{
+		{
+			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32, ScaleMin: 0.5, ScaleMax: 1, RatioMin: 0.75, RatioMax: 1.25}}},
+			flipOp(proto.Float64(0.5)),
+			{Op: &pb.Op_ColorJitter{ColorJitter: &pb.ColorJitter{Brightness: 0.2, Contrast: 0.2, Saturation: 0.2}}},
+			{Op: &pb.Op_Normalize{Normalize: &pb.Normalize{Mean: []float64{0.5, 0.5, 0.5}, Std: []float64{0.2, 0.2, 0.2}}}},
+		},
+		{
+			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 40, Width: 40}}},
+			{Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 32}}},
+		},
+	}
+}
+
+// TestOpFloatsRefuseNonFinite: NaN, +Inf or -Inf in any float field of any
+// op gets INVALID_ARGUMENT from a real server, never a job. The ops and
+// their fields are read from the proto descriptors, so a new op or a new
+// float field is covered without editing this test; an op with float
+// fields that validOpLists lacks fails it.
+func TestOpFloatsRefuseNonFinite(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	describe := func(ops []*pb.Op) error {
+		_, err := e.client.DescribeJob(ctx, &pb.DescribeJobRequest{Job: &pb.JobSpec{
+			Dataset: "tiny", BatchSize: 4, Transform: &pb.TransformSpec{Ops: ops},
+		}})
+		return err
+	}
+	for _, ops := range validOpLists() {
+		if err := describe(ops); err != nil {
+			t.Fatalf("a valid transform refused: %v", err)
+		}
+	}
+	oneof := (&pb.Op{}).ProtoReflect().Descriptor().Oneofs().ByName("op")
+	if oneof == nil {
+		t.Fatal("Op has no oneof op")
+	}
+	checked := 0
+	for i := range oneof.Fields().Len() {
+		opField := oneof.Fields().Get(i)
+		var floats []protoreflect.FieldDescriptor
+		fields := opField.Message().Fields()
+		for j := range fields.Len() {
+			if k := fields.Get(j).Kind(); k == protoreflect.DoubleKind || k == protoreflect.FloatKind {
+				floats = append(floats, fields.Get(j))
+			}
+		}
+		if len(floats) == 0 {
+			continue
+		}
+		list, at := findOp(validOpLists(), opField)
+		if list == nil {
+			t.Errorf("op %s has float fields and no valid example in validOpLists: add one", opField.Name())
+			continue
+		}
+		for _, f := range floats {
+			n := 1
+			if f.IsList() {
+				n = list[at].ProtoReflect().Get(opField).Message().Get(f).List().Len()
+				if n == 0 {
+					t.Errorf("%s.%s: the valid example has no elements to spoil", opField.Name(), f.Name())
+				}
+			}
+			for idx := range n {
+				for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+					name := fmt.Sprintf("%s.%s[%d]=%v", opField.Name(), f.Name(), idx, bad)
+					ops, _ := findOp(validOpLists(), opField)
+					m := ops[at].ProtoReflect().Mutable(opField).Message()
+					v := protoreflect.ValueOfFloat64(bad)
+					if f.Kind() == protoreflect.FloatKind {
+						v = protoreflect.ValueOfFloat32(float32(bad))
+					}
+					if f.IsList() {
+						m.Mutable(f).List().Set(idx, v)
+					} else {
+						m.Set(f, v)
+					}
+					err := describe(ops)
+					if status.Code(err) != codes.InvalidArgument {
+						t.Errorf("%s: %v, want InvalidArgument", name, err)
+					}
+					checked++
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no float field found in any op")
+	}
+	t.Logf("%d non-finite values refused", checked)
+}
+
+// findOp returns the first list holding an op set in opField, and its
+// position.
+func findOp(lists [][]*pb.Op, opField protoreflect.FieldDescriptor) ([]*pb.Op, int) {
+	for _, l := range lists {
+		for i, op := range l {
+			if op.ProtoReflect().Has(opField) {
+				return l, i
+			}
+		}
+	}
+	return nil, 0
+}

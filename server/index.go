@@ -1,0 +1,100 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stoker-dev/stoker/pipeline"
+)
+
+// decoderIndex is the local executor's decoder index (pipeline.Index):
+// bounded by Config.IndexBudget, loaded from and saved to Config.IndexDir.
+type decoderIndex struct {
+	ix   *pipeline.Index
+	path string // "" without IndexDir
+	fp   string
+	log  *slog.Logger
+}
+
+// openIndex makes the executor's decoder index, warm from IndexDir when
+// that holds one for these datasets; nil when IndexBudget is negative. A
+// file that does not check (corrupt, truncated, another version, other
+// data) is ignored with a warning: the index starts cold.
+func openIndex(cfg Config, datasets map[string]pipeline.Dataset, log *slog.Logger, reg prometheus.Registerer) (*decoderIndex, error) {
+	budget := cfg.IndexBudget
+	if budget < 0 {
+		return nil, nil
+	}
+	if budget == 0 {
+		budget = cfg.MemoryBudget / 16
+	}
+	d := &decoderIndex{ix: pipeline.NewIndex(budget), log: log}
+	if cfg.IndexDir != "" {
+		if err := os.MkdirAll(cfg.IndexDir, 0o755); err != nil {
+			return nil, fmt.Errorf("--index-dir: %w", err)
+		}
+		var all []pipeline.Dataset
+		for _, ds := range datasets {
+			all = append(all, ds)
+		}
+		d.fp = pipeline.IndexFingerprint(all...)
+		d.path = pipeline.IndexPath(cfg.IndexDir, d.fp)
+		t0 := time.Now()
+		n, err := d.ix.LoadFile(d.path, d.fp)
+		if err != nil {
+			log.Warn("decoder index file ignored: starting cold", "path", d.path, "err", err)
+		} else if n > 0 {
+			st := d.ix.Stats()
+			log.Info("decoder index loaded", "path", d.path, "files", n, "bytes", st.Bytes, "took", time.Since(t0).Round(time.Millisecond))
+		}
+	}
+	if err := registerIndexMetrics(reg, d.ix); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return d, nil
+}
+
+// save writes the index to IndexDir, if there is one.
+func (d *decoderIndex) save() {
+	if d == nil || d.path == "" {
+		return
+	}
+	t0 := time.Now()
+	if err := d.ix.SaveFile(d.path, d.fp); err != nil {
+		d.log.Warn("decoder index not saved", "path", d.path, "err", err)
+		return
+	}
+	st := d.ix.Stats()
+	d.log.Info("decoder index saved", "path", d.path, "files", st.Entries, "bytes", st.Bytes, "took", time.Since(t0).Round(time.Millisecond))
+}
+
+func registerIndexMetrics(reg prometheus.Registerer, ix *pipeline.Index) error {
+	stat := func(f func(pipeline.IndexStats) float64) func() float64 {
+		return func() float64 { return f(ix.Stats()) }
+	}
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_index_bytes", Help: "Memory held by the decoder index (--index-budget)."},
+			stat(func(s pipeline.IndexStats) float64 { return float64(s.Bytes) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_index_files", Help: "Files the decoder index holds checkpoints of."},
+			stat(func(s pipeline.IndexStats) float64 { return float64(s.Entries) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_index_hits_total", Help: "Baseline JPEG decodes that found their file's decoder index."},
+			stat(func(s pipeline.IndexStats) float64 { return float64(s.Hits) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_index_misses_total", Help: "Baseline JPEG decodes that found none (first decodes, evicted files)."},
+			stat(func(s pipeline.IndexStats) float64 { return float64(s.Misses) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_index_evictions_total", Help: "Decoder indexes dropped to stay within --index-budget."},
+			stat(func(s pipeline.IndexStats) float64 { return float64(s.Evicted) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_index_mcus_decoded_total", Help: "MCUs entropy-decoded by decodes with the index (see stoker_index_mcus_total)."},
+			stat(func(s pipeline.IndexStats) float64 { return float64(s.MCUsDecoded) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_index_mcus_total", Help: "MCUs in the scans of decodes with the index."},
+			stat(func(s pipeline.IndexStats) float64 { return float64(s.MCUsTotal) })),
+	} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,264 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/sys/unix"
+
+	trainerring "github.com/stoker-dev/stoker/internal/ring"
+)
+
+// floodEnv, set in a child's environment to "SOCKET:N", makes this test
+// binary a neighbor that floods a ring socket instead of running tests.
+const floodEnv = "STOKER_TEST_SHM_FLOOD"
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv(floodEnv); v != "" {
+		flood(v)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// flood holds N connections to the socket that send nothing, each
+// connecting again as soon as the server cuts it, until its stdin closes
+// (the test ended, or died).
+func flood(v string) {
+	socket, ns, _ := strings.Cut(v, ":")
+	n, _ := strconv.Atoi(ns)
+	for range n {
+		go func() {
+			for {
+				c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: "@" + socket, Net: "unix"})
+				if err == nil {
+					c.Read(make([]byte, 1)) // until the server cuts it
+					c.Close()
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}()
+	}
+	fmt.Println("flooding")
+	io.Copy(io.Discard, os.Stdin)
+}
+
+// startFlood starts a neighbor process holding n silent connections to
+// socket. It ends with the test.
+func startFlood(t *testing.T, socket string, n int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s:%d", floodEnv, socket, n))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuf
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), "flooding") {
+		if time.Now().After(deadline) {
+			t.Fatal("the flooding process did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestShmNeighborFlood: local processes (same user as the trainer, other
+// pids) that hold many silent connections to the ring socket and connect
+// again as soon as they are cut do not deny the trainer its ring: every
+// stream still gets shared memory, also a trainer slow to write its token.
+// Before, 16 such connections took every handshake and shm failed.
+func TestShmNeighborFlood(t *testing.T) {
+	e := newEnv(t, Config{Shm: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st := e.shmOpen(t, ctx, smallJob("tiny", 8), bootID(t))
+	socket := st.offer.GetSocket()
+	for range 3 {
+		startFlood(t, socket, 48) // each over its own bound, together over the old 16
+	}
+	// The flood is on once the hub has turned some of it away at once
+	// (over a process's bound) and cut some after the read timeout: the
+	// pool is full of silent connections, renewed as they are cut.
+	refused := func(policy string) float64 {
+		return testutil.ToFloat64(e.srv.m.refusals.WithLabelValues(policy))
+	}
+	for deadline := time.Now().Add(20 * time.Second); refused("shm_flood") == 0 || refused("shm_silent") == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the flood: %v refused at once, %v cut silent; want both", refused("shm_flood"), refused("shm_silent"))
+		}
+	}
+	st.accept(t) // fails the test if the handshake does
+	st.readEpoch(t, false)
+	for i := range 5 {
+		st := e.shmOpen(t, ctx, smallJob("tiny", 8), bootID(t))
+		if i%2 == 1 {
+			st.acceptSlowly(t) // its token waits among the flood's connections
+		} else {
+			st.accept(t)
+		}
+		if _, inSlots := st.readEpoch(t, false); inSlots == 0 {
+			t.Errorf("stream %d: no batch in the ring", i)
+		}
+	}
+}
+
+// acceptSlowly is accept by a trainer that writes its token a while after
+// connecting, so that the hub finds no token at accept and the connection
+// waits in the pool.
+func (st *shmTrainer) acceptSlowly(t *testing.T) {
+	t.Helper()
+	o := st.offer
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: "@" + o.GetSocket(), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	time.Sleep(50 * time.Millisecond) // within the hub's read timeout: not a wall-clock bound on anything measured
+	if _, err := c.Write(o.GetToken()); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf, oob := make([]byte, 1), make([]byte, 64)
+	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	if err != nil || n != 1 || buf[0] != 1 || oobn == 0 {
+		t.Fatalf("a slow trainer's handshake: %d bytes %v, %d control bytes, %v", n, buf[:n], oobn, err)
+	}
+	// Take the memfd and finish as accept does.
+	ok, fd, err := trainerring.Fetch(o.GetSocket(), o.GetToken())
+	if err != nil || ok != 0 || fd >= 0 {
+		t.Fatalf("the token after its use: %d, fd %d, %v; want it refused", ok, fd, err)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("control message: %v", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		t.Fatalf("rights: %v", err)
+	}
+	st.mapAndAccept(t, fds[0])
+}
+
+// TestShmWaitPool: the pool of connections waiting for their token is
+// shared by process and user: a process past its bound is refused, and a
+// newcomer at a full user or pool takes the place of the oldest
+// connection of the process (user) with the most.
+func TestShmWaitPool(t *testing.T) {
+	type peer struct {
+		pid int32
+		uid uint32
+	}
+	fill := func(p *waitPool, peers ...peer) []*waitConn {
+		var out []*waitConn
+		for _, pr := range peers {
+			w := &waitConn{peer: shmPeer{pid: pr.pid, uid: pr.uid}}
+			if ev, ok := p.admit(w); !ok || ev != nil {
+				t.Fatalf("filling: %v admitted %v, evicted %v", pr, ok, ev)
+			}
+			out = append(out, w)
+		}
+		return out
+	}
+	times := func(n int, pr peer) []peer {
+		out := make([]peer, n)
+		for i := range out {
+			out[i] = pr
+		}
+		return out
+	}
+	newPool := func() *waitPool { return &waitPool{conns: map[*waitConn]struct{}{}} }
+
+	t.Run("per process", func(t *testing.T) {
+		p := newPool()
+		fill(p, times(shmWaitingPerPID, peer{1, 100})...)
+		if ev, ok := p.admit(&waitConn{peer: shmPeer{1, 100}}); ok || ev != nil {
+			t.Errorf("a process past its bound: admitted %v, evicted %v", ok, ev)
+		}
+		if _, ok := p.admit(&waitConn{peer: shmPeer{2, 100}}); !ok {
+			t.Error("another process of the same user refused")
+		}
+	})
+	t.Run("per user: the process with most makes room", func(t *testing.T) {
+		p := newPool()
+		old := fill(p, times(3, peer{1, 100})...) // the oldest, but fewest
+		var big []*waitConn
+		for pid := int32(2); pid <= 4; pid++ {
+			big = append(big, fill(p, times(shmWaitingPerPID, peer{pid, 100})...)...)
+		}
+		fill(p, times(shmWaitingPerUID-3-3*shmWaitingPerPID, peer{5, 100})...)
+		w := &waitConn{peer: shmPeer{6, 100}}
+		ev, ok := p.admit(w)
+		if !ok || ev != big[0] {
+			t.Errorf("admitted %v, evicted %+v; want pid 2's oldest, not pid 1's %+v", ok, ev, old[0])
+		}
+		if len(p.conns) != shmWaitingPerUID {
+			t.Errorf("%d waiting, want %d", len(p.conns), shmWaitingPerUID)
+		}
+	})
+	t.Run("pool: the user with most makes room", func(t *testing.T) {
+		p := newPool()
+		var first *waitConn
+		for uid := uint32(100); len(p.conns) < shmWaiting; uid++ {
+			for pid := int32(uid * 10); len(p.conns) < shmWaiting && pid < int32(uid*10)+4; pid++ {
+				ws := fill(p, times(shmWaitingPerPID, peer{pid, uid})...)
+				if first == nil {
+					first = ws[0]
+				}
+			}
+		}
+		ev, ok := p.admit(&waitConn{peer: shmPeer{1, 999}})
+		if !ok || ev != first {
+			t.Errorf("a new user at a full pool: admitted %v, evicted %+v; want the oldest of the largest user %+v", ok, ev, first)
+		}
+		if !p.remove(p.anyOf(999)) || p.remove(ev) {
+			t.Error("remove: the newcomer not there, or the evicted one still there")
+		}
+	})
+}
+
+// anyOf is a waiting connection of user uid, nil if none.
+func (p *waitPool) anyOf(uid uint32) *waitConn {
+	for c := range p.conns {
+		if c.peer.uid == uid {
+			return c
+		}
+	}
+	return nil
+}
