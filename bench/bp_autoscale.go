@@ -14,7 +14,9 @@ package bench
 //     `stoker serve --workers 1 --bench-replay --bench-rate R` (a copy per
 //     batch instead of a decode, and a server of R batches per second), so
 //     eight of them on two cores each make the R they claim.
-//   - The coordinator (--workers 0) follows the workers through a DNS name
+//   - The coordinator (--workers 0 --verify-fraction -1: replayed pixels are
+//     not the plan's; indices and labels are checked) follows the workers
+//     through a DNS name
 //     (--peers dns://RESOLVER/workers:PORT, --peer-refresh 1s) that a DNS
 //     server in this process answers with the addresses of the workers up,
 //     127.0.0.2, .3, ... on one port, as a Kubernetes headless Service does.
@@ -359,7 +361,10 @@ func (b *bpBench) autoscaleOnce(ctx context.Context, start int, res *bpAutoscale
 	sb := &scaleBench{o: scaleOpts{data: o.data, exe: o.exe}}
 	r.coord, err = sb.start(ctx, "coordinator", "", b.serverArgs(0, r.cmet,
 		"--peers", fmt.Sprintf("dns://%s/workers:%d", r.dns.addr, r.port), "--peer-refresh", as.peerRefresh.String(),
-		"--bench-gpu-idle-file", idleFile, "--advise-window", as.adviseWindow.String())...)
+		"--bench-gpu-idle-file", idleFile, "--advise-window", as.adviseWindow.String(),
+		// Replayed pixels are not the plan's: check the workers' indices
+		// and labels, not their pixels.
+		"--verify-fraction", "-1")...)
 	if err != nil {
 		return run, err
 	}

@@ -20,7 +20,8 @@ import (
 // carries it to its execJob.
 type benchMaking struct {
 	// replay: each job's queue makes its first whole batch, then gives
-	// every later batch that batch's pixels and labels (a copy).
+	// every later batch that batch's pixels (a copy), with its own indices
+	// and labels.
 	replay bool
 	// pace, when set, makes the executor a server of fixed rate: see pacer.
 	pace *pacer
@@ -88,7 +89,7 @@ func (bm *benchMaking) fill(ctx context.Context, e *execJob, j *job, epoch uint6
 	}
 	if bm.replay {
 		if r := e.replayed.Load(); r != nil && r.N >= len(indices) {
-			replayInto(b, r, indices)
+			replayInto(b, r, j.ds, indices)
 			return nil
 		}
 	}
@@ -96,18 +97,24 @@ func (bm *benchMaking) fill(ctx context.Context, e *execJob, j *job, epoch uint6
 		return err
 	}
 	if bm.replay && len(b.Errors) == 0 && b.N == int(j.spec.GetBatchSize()) { // a whole batch, not an epoch's short last one
-		e.replayed.CompareAndSwap(nil, &pipeline.Batch{N: b.N, Data: slices.Clone(b.Data), Labels: slices.Clone(b.Labels)})
+		e.replayed.CompareAndSwap(nil, &pipeline.Batch{N: b.N, Data: slices.Clone(b.Data)})
 	}
 	return nil
 }
 
-// replayInto makes b a batch of the samples idx carrying r's pixels and
-// labels (Config.BenchReplay): a copy, where a real batch is a decode.
-func replayInto(b, r *pipeline.Batch, idx []int64) {
+// replayInto makes b a batch of the samples idx carrying r's pixels
+// (Config.BenchReplay): a copy, where a real batch is a decode. Its indices
+// and labels are the samples' own, so that a coordinator's checks of a
+// peer's batches (indices and labels against its plan and dataset) pass;
+// only a byte-for-byte check of its pixels would not (--verify-fraction).
+func replayInto(b, r *pipeline.Batch, ds pipeline.Dataset, idx []int64) {
 	n, per := len(idx), len(r.Data)/r.N
 	b.N = n
 	b.Data = append(b.Data[:0], r.Data[:n*per]...)
-	b.Labels = append(b.Labels[:0], r.Labels[:n]...)
+	b.Labels = b.Labels[:0]
+	for _, i := range idx {
+		b.Labels = append(b.Labels, ds.Label(int(i)))
+	}
 	b.Indices = append(b.Indices[:0], idx...)
 	b.Errors = b.Errors[:0]
 }

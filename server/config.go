@@ -132,9 +132,10 @@ type Config struct {
 	// Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// BenchReplay makes each job's first batch once and gives every later
-	// batch its pixels and labels (indices are the real ones): batches cost
+	// batch its pixels (indices and labels are the real ones): batches cost
 	// a copy instead of a decode, for benchmarks of delivery alone. Never
-	// for training.
+	// for training; a coordinator verifying a replaying peer's pixels
+	// (VerifyFraction) quarantines it.
 	BenchReplay bool
 	// BenchRate, for benchmarks only, makes the executor a server of
 	// fixed rate: it makes at most this many batches per second, one after

@@ -66,7 +66,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.DurationVar(&cfg.FirstMessageTimeout, "first-message-timeout", 10*time.Second, "how long a new stream may take to send its first message")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "end a Feed stream whose trainer neither reads nor grants credit this long while a batch waits")
 	fs.BoolVar(&cfg.Shm, "shm", true, "offer trainers on this machine their batches through a shared-memory ring (Linux; trainers elsewhere get gRPC chunks)")
-	fs.BoolVar(&cfg.BenchReplay, "bench-replay", false, "benchmarks of delivery only: every batch carries its job's first batch's pixels (a copy instead of a decode); never for training")
+	fs.BoolVar(&cfg.BenchReplay, "bench-replay", false, "benchmarks of delivery only: every batch carries its job's first batch's pixels (a copy instead of a decode; indices and labels are the real ones); never for training")
 	fs.Float64Var(&cfg.BenchRate, "bench-rate", 0, "benchmarks only: the executor makes at most this many batches per second, one after another, for all jobs and peers' leases (with --bench-replay, a worker of known capacity on any machine); 0: no limit; never for training")
 	fs.StringVar(&cfg.BenchGPUIdleFile, "bench-gpu-idle-file", "", "benchmarks only: read the GPU's idle share (a number in 0..1) from this file, which a simulated trainer rewrites, instead of NVML (--gpus is then ignored)")
 	fs.Int64Var(&cfg.PixelBudget, "pixel-budget", 64<<20, "refuse images with more pixels (from the header, before decoding)")
