@@ -20,8 +20,9 @@ package pipeline
 //	CGO_ENABLED=0 go test -count=1 -run Golden ./pipeline
 //
 // on amd64 and, if at all possible, on arm64; the failures print the new
-// values as Go literals. Paste them here and say in the commit message why
-// the bytes changed.
+// values as Go literals. Paste them here, raise OutputVersion (identity.go:
+// servers whose output versions differ refuse to make batches for each
+// other) and say in the commit message why the bytes changed.
 
 import (
 	"context"
@@ -164,17 +165,6 @@ func goldenBatchHash(t *testing.T, layout Layout, opts ...Option) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// fmaProbe is x*y + z as this build compiles it; noinline, so that the
-// constants below are not folded.
-//
-//go:noinline
-func fmaProbe(x, y, z float64) float64 { return x*y + z }
-
-// buildFusesMultiplyAdd reports whether this build fuses x*y + z into one
-// rounding (arm64, ppc64, s390x, riscv64, amd64 with GOAMD64=v3): then
-// (1+2^-30)(1-2^-30) - 1 is -2^-60, not 0.
-func buildFusesMultiplyAdd() bool { return fmaProbe(1+0x1p-30, 1-0x1p-30, -1) != 0 }
-
 // TestGoldenBatchReference pins the bytes of a batch made by the pure-Go
 // reference path (image/jpeg, then imaging's crop and resize), in both
 // builds.
@@ -186,7 +176,7 @@ func buildFusesMultiplyAdd() bool { return fmaProbe(1+0x1p-30, 1-0x1p-30, -1) !=
 // -gcflags=all=-d=fmahash=n turns fusion off everywhere, and then the
 // arm64 bytes match these (checked under qemu-user).
 func TestGoldenBatchReference(t *testing.T) {
-	if buildFusesMultiplyAdd() {
+	if fusesMultiplyAdd() {
 		t.Skip("this build fuses multiply-adds: the reference path's resampling (imaging) rounds differently; build with -gcflags=all=-d=fmahash=n to check it")
 	}
 	for _, tc := range []struct {

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// ErrMemoryBudget is the refusal of bytes the memory budget does not have.
-var ErrMemoryBudget = errors.New("memory budget")
+// errMemoryBudget is the refusal of bytes the memory budget does not have.
+var errMemoryBudget = errors.New("memory budget")
 
 // budget is the server-wide memory budget that batch buffers come out of:
 // every Feed job's reorder buffers and every Work lease.
@@ -41,7 +41,7 @@ func (b *budget) try(n int64) bool {
 }
 
 // acquire takes n bytes, waiting up to wait for others to release them. Its
-// error wraps ErrMemoryBudget and gives the numbers.
+// error wraps errMemoryBudget and gives the numbers.
 func (b *budget) acquire(ctx context.Context, n int64, wait time.Duration, what string) error {
 	deadline := time.Now().Add(wait)
 	for {
@@ -56,7 +56,7 @@ func (b *budget) acquire(ctx context.Context, n int64, wait time.Duration, what 
 		b.mu.Unlock()
 		left := time.Until(deadline)
 		if n > b.limit || left <= 0 {
-			return fmt.Errorf("%w: %s needs %d bytes; %d of the server's %d bytes are in use (--memory-budget)", ErrMemoryBudget, what, n, used, b.limit)
+			return fmt.Errorf("%w: %s needs %d bytes; %d of the server's %d bytes are in use (--memory-budget)", errMemoryBudget, what, n, used, b.limit)
 		}
 		select {
 		case <-freed:

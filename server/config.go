@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -32,10 +33,10 @@ const (
 	// compared: about one sample in 200, a few percent of a core on a
 	// coordinator relaying thousands of images a second.
 	DefaultVerifyFraction = 0.005
-	// MaxDatasetName bounds a dataset name a client may send, and
-	// MaxPresetName a transform preset's name.
-	MaxDatasetName = 256
-	MaxPresetName  = 256
+	// maxDatasetName bounds a dataset name a client may send, and
+	// maxPresetName a transform preset's name.
+	maxDatasetName = 256
+	maxPresetName  = 256
 	// maxStatusMessage bounds the message of any status the server
 	// returns: it travels in a header, and clients refuse large ones
 	// (grpc-go's limit is 16 KiB, Python's 8 KiB, after percent-encoding).
@@ -44,8 +45,19 @@ const (
 	maxWindow                  = 1024
 	DefaultMaxBatchBytes       = 256 << 20
 	DefaultMaxStreamsPerClient = 16
-	// MaxBatchSize is the largest batch_size a job may ask for.
-	MaxBatchSize = 65536
+	// DefaultMaxWorkStreams and DefaultMaxWorkStreamsPerClient bound the
+	// Work streams (coordinators leasing batches here), counted apart from
+	// Feed streams: one per coordinator process, so a worker shared by a
+	// large cluster has many, each small (its buffers come out of the
+	// memory budget).
+	DefaultMaxWorkStreams          = 1024
+	DefaultMaxWorkStreamsPerClient = 16
+	// DefaultWorkIdleTimeout ends a Work stream that sends nothing for
+	// this long while no lease is pending (coordinators ping within a
+	// third of it).
+	DefaultWorkIdleTimeout = time.Minute
+	// maxBatchSize is the largest batch_size a job may ask for.
+	maxBatchSize = 65536
 	// MaxChunkBytes is the largest Chunk the server sends: batches go out
 	// in pieces of at most this many bytes (Python's grpcio slows down
 	// sharply on larger messages). 1 KiB under 4 MiB, so that a chunk with
@@ -115,9 +127,24 @@ type Config struct {
 	// MaxStreamsPerClient bounds the open Feed streams per client host.
 	// Default DefaultMaxStreamsPerClient.
 	MaxStreamsPerClient int
-	// MaxStreams bounds the open Feed and Work streams in all. Default
-	// DefaultMaxStreams.
+	// MaxStreams bounds the open Feed streams in all (Work streams are
+	// counted apart: MaxWorkStreams). Default DefaultMaxStreams.
 	MaxStreams int
+	// AcceptWork says whether the server makes batches for other servers'
+	// coordinators (Work streams). nil: yes, unless Peers is set (a
+	// coordinator's cores are its trainer's, and its host is a GPU host).
+	// A server with Workers 0 refuses Work streams whatever it says.
+	AcceptWork *bool
+	// MaxWorkStreams and MaxWorkStreamsPerClient bound the open Work
+	// streams, in all and per client host, apart from Feed streams: so
+	// that coordinators can never starve trainers of streams, or the
+	// reverse. Defaults DefaultMaxWorkStreams and
+	// DefaultMaxWorkStreamsPerClient.
+	MaxWorkStreams, MaxWorkStreamsPerClient int
+	// WorkIdleTimeout ends a Work stream that sends nothing for this long
+	// while no lease of it is pending; its first request must come within
+	// FirstMessageTimeout. Default DefaultWorkIdleTimeout.
+	WorkIdleTimeout time.Duration
 	// MemoryBudget is the memory the server may use. Batch buffers, which
 	// are nearly all of it (Feed jobs' reorder buffers and Work leases),
 	// come out of three quarters of it; stoker serve sets Go's soft memory
@@ -193,6 +220,31 @@ type Config struct {
 	// PeerInsecureToken allows the peer token over plaintext to
 	// non-loopback peers.
 	PeerInsecureToken bool
+
+	// For tests: the decoder identity the server claims (WorkerInfo) and
+	// compares its peers' with; nil: pipeline.LocalIdentity().
+	identity *pipeline.Identity
+	// For tests: how long a Work stream's job may go without a lease
+	// before the worker ends it; 0: workJobIdle.
+	workJobIdle time.Duration
+	// For tests: resolves a dns:/// Peers name; nil: DNS.
+	lookup func(ctx context.Context, host string) ([]string, error)
+}
+
+// acceptsWork is AcceptWork resolved.
+func (c Config) acceptsWork() bool {
+	if c.AcceptWork != nil {
+		return *c.AcceptWork
+	}
+	return c.Peers == ""
+}
+
+// decoderIdentity is the identity the server claims.
+func (c Config) decoderIdentity() pipeline.Identity {
+	if c.identity != nil {
+		return *c.identity
+	}
+	return pipeline.LocalIdentity()
 }
 
 // Validate reports what is wrong with c, all of it.
@@ -280,6 +332,10 @@ func (c Config) Validate() error {
 	if c.MaxStreamsPerClient < 0 {
 		errs = append(errs, fmt.Errorf("max streams per client %d: want >= 0 (0 means %d)", c.MaxStreamsPerClient, DefaultMaxStreamsPerClient))
 	}
+	if c.MaxWorkStreams < 0 || c.MaxWorkStreamsPerClient < 0 || c.WorkIdleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("max work streams %d, max work streams per client %d, work idle timeout %v: want >= 0 (0: the default)",
+			c.MaxWorkStreams, c.MaxWorkStreamsPerClient, c.WorkIdleTimeout))
+	}
 	return errors.Join(errs...)
 }
 
@@ -336,6 +392,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxStreamsPerClient == 0 {
 		c.MaxStreamsPerClient = DefaultMaxStreamsPerClient
+	}
+	if c.MaxWorkStreams == 0 {
+		c.MaxWorkStreams = DefaultMaxWorkStreams
+	}
+	if c.MaxWorkStreamsPerClient == 0 {
+		c.MaxWorkStreamsPerClient = DefaultMaxWorkStreamsPerClient
+	}
+	if c.WorkIdleTimeout == 0 {
+		c.WorkIdleTimeout = DefaultWorkIdleTimeout
+	}
+	if c.workJobIdle == 0 {
+		c.workJobIdle = workJobIdle
 	}
 	return c
 }

@@ -17,7 +17,7 @@ import (
 // narrowing one lease at a time, so a stalled job catches up within a few
 // decisions and a saturated one gives back slowly. Then it publishes the
 // job's status and metrics.
-func (c *coordinator) control(now time.Time, ms []Maker) {
+func (c *coordinator) control(now time.Time, ms []maker) {
 	c.forgetGone(ms)
 	snap := c.tel.snapshot(now)
 	target := c.env.cfg.StallTarget
@@ -75,7 +75,7 @@ func narrowFloor(recommended float64, ready int) int {
 // shrinkPool gives free buffers beyond the window's pool back to the
 // memory budget, so a job that narrowed leaves the memory to the jobs that
 // stall.
-func (c *coordinator) shrinkPool(ms []Maker) {
+func (c *coordinator) shrinkPool(ms []maker) {
 	pool := c.pool(c.window(ms))
 	for c.buffers > max(pool, reservedBuffers) && len(c.free) > 0 {
 		c.free = c.free[:len(c.free)-1]
@@ -85,7 +85,7 @@ func (c *coordinator) shrinkPool(ms []Maker) {
 }
 
 // publish stores the job's status for Status and sets its metrics.
-func (c *coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idle float64, gpuOK bool) {
+func (c *coordinator) publish(now time.Time, snap telemetrySnap, ms []maker, idle float64, gpuOK bool) {
 	lo, hi := c.bounds(ms)
 	window := c.window(ms)
 	js := &stokerv1.JobStatus{

@@ -143,7 +143,7 @@ type fakeMaker struct {
 	ready bool
 }
 
-func (m *fakeMaker) Make(context.Context, *Lease, *pipeline.Batch) error {
+func (m *fakeMaker) Make(context.Context, *batchLease, *pipeline.Batch) error {
 	return errors.New("fakeMaker makes nothing")
 }
 func (m *fakeMaker) Name() string { return m.name }
@@ -161,7 +161,7 @@ func controlled(t *testing.T, cfg Config) (*coordinator, *testEnv) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCoordinator(e.srv.coord, j, Stream{Credits: 2}, "1", newStreamMemory(e.srv.budget), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := newCoordinator(e.srv.coord, j, streamSpec{Credits: 2}, "1", newStreamMemory(e.srv.budget), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	c.cur = c.newEpoch(0)
 	c.tel = newTelemetry(telemetryWindow, time.Unix(1000, 0))
 	return c, e
@@ -172,7 +172,7 @@ func controlled(t *testing.T, cfg Config) (*coordinator, *testEnv) {
 // its floor, the advice is fine, narrow decisions are counted.
 func TestControllerNarrowsForASlowTrainer(t *testing.T) {
 	c, e := controlled(t, Config{Window: 8})
-	ms := []Maker{&fakeMaker{name: "m", free: 8, ready: true}}
+	ms := []maker{&fakeMaker{name: "m", free: 8, ready: true}}
 	now := time.Unix(1000, 0)
 	c.win = 8
 	c.starvedSince.Store(now.UnixNano()) // a made batch waits for a credit all along
@@ -200,7 +200,7 @@ func TestControllerNarrowsForASlowTrainer(t *testing.T) {
 func TestControllerWidensForAStarvingTrainer(t *testing.T) {
 	c, _ := controlled(t, Config{Window: 6})
 	m := &fakeMaker{name: "m", free: 8, ready: true}
-	ms := []Maker{m}
+	ms := []maker{m}
 	now := time.Unix(1000, 0)
 	st := c.stat(m)
 	st.begin(now)

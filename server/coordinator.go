@@ -16,22 +16,22 @@ import (
 // The coordinator's errors. It knows nothing of gRPC: errors.go maps them
 // to status codes.
 var (
-	// ErrNoMaker ends a job every maker refused (an unknown dataset,
+	// errNoMaker ends a job every maker refused (an unknown dataset,
 	// another fingerprint, a spec it cannot make): asking again gets the
 	// same answers, which the error lists.
-	ErrNoMaker = errors.New("no maker can make this job")
-	// ErrBatchFailed ends a job one of whose batches failed on makers
+	errNoMaker = errors.New("no maker can make this job")
+	// errBatchFailed ends a job one of whose batches failed on makers
 	// maxAttempts times; it wraps the last maker's error.
-	ErrBatchFailed = errors.New("a batch failed on every try")
-	// ErrNoMakerReady ends a job no maker could take batches of for
+	errBatchFailed = errors.New("a batch failed on every try")
+	// errNoMakerReady ends a job no maker could take batches of for
 	// noMakerLeaseTimeouts lease timeouts (every peer refusing the
 	// connection, none connected, the local executor off): a trainer is
 	// told why instead of waiting forever.
-	ErrNoMakerReady = errors.New("no maker is ready")
+	errNoMakerReady = errors.New("no maker is ready")
 )
 
 // noMakerLeaseTimeouts is how many lease timeouts a job waits for a maker
-// to become ready before it fails with ErrNoMakerReady: long enough for a
+// to become ready before it fails with errNoMakerReady: long enough for a
 // restarted worker to come back (its peer reconnects within 5 s), short
 // enough that a trainer learns of a configuration that cannot work.
 const noMakerLeaseTimeouts = 3
@@ -77,9 +77,9 @@ type coordEnv struct {
 	verify  *verifier
 }
 
-// Stream is what one stream asks of a job: where it starts, how many
+// streamSpec is what one stream asks of a job: where it starts, how many
 // epochs it runs, how batches are ordered.
-type Stream struct {
+type streamSpec struct {
 	Epoch  uint64 // the first epoch
 	Epochs uint64 // 0: until the stream ends
 	// Start, Skip and Consumed resume the first epoch: batches before
@@ -118,7 +118,7 @@ type output struct {
 type coordinator struct {
 	env  *coordEnv
 	j    *job
-	st   Stream
+	st   streamSpec
 	log  *slog.Logger
 	name string // the job's name in metrics and Status: dataset-rRANK-STREAM
 	mem  *streamMemory
@@ -143,10 +143,10 @@ type coordinator struct {
 	ready    map[batchID]*pipeline.Batch
 	// unchecked: ready batches made by a peer and not compared byte for
 	// byte, by maker: made again if it is quarantined before they go out.
-	unchecked map[batchID]Maker
+	unchecked map[batchID]maker
 	free      []*pipeline.Batch
 	buffers   int // allocated
-	stats     map[Maker]*makerStat
+	stats     map[maker]*makerStat
 	leaseID   uint64
 	cur       *epochState // being delivered
 	nextE     *epochState // the next epoch, once leasing reached it
@@ -157,7 +157,7 @@ type coordinator struct {
 	// use, zero while it has one.
 	noMakerSince time.Time
 	// refused: the makers' refusals, for the job's error when all refuse.
-	refused map[Maker]error
+	refused map[maker]error
 
 	// The window controller's: the job's window now (0 until the first
 	// lease sets it), the trainer's measurements, and the last status.
@@ -178,7 +178,7 @@ const outputSlack = 8
 
 // newCoordinator makes the coordinator of job j for a stream st named by
 // id, its buffers paid from mem.
-func newCoordinator(env *coordEnv, j *job, st Stream, id string, mem *streamMemory, log *slog.Logger) *coordinator {
+func newCoordinator(env *coordEnv, j *job, st streamSpec, id string, mem *streamMemory, log *slog.Logger) *coordinator {
 	c := &coordinator{
 		env: env, j: j, st: st, log: log, mem: mem,
 		name:      j.name + "-r" + strconv.Itoa(j.rank) + "-" + id,
@@ -188,9 +188,9 @@ func newCoordinator(env *coordEnv, j *job, st Stream, id string, mem *streamMemo
 		leases:    make(map[batchID]*leaseRec),
 		attempts:  make(map[batchID]int),
 		ready:     make(map[batchID]*pipeline.Batch),
-		unchecked: make(map[batchID]Maker),
-		stats:     make(map[Maker]*makerStat),
-		refused:   make(map[Maker]error),
+		unchecked: make(map[batchID]maker),
+		stats:     make(map[maker]*makerStat),
+		refused:   make(map[maker]error),
 		tel:       newTelemetry(telemetryWindow, time.Now()),
 		advised:   stabilizer{window: env.cfg.AdviseWindow, max: float64(env.cfg.MaxRecommended)},
 		estimates: medianFilter{window: adviceSmoothing},

@@ -24,10 +24,10 @@ var errorCodes = []struct {
 	{pipeline.ErrTooLarge, codes.ResourceExhausted},
 	{pipeline.ErrCorrupt, codes.DataLoss},
 	{pipeline.ErrClosed, codes.Unavailable},
-	{ErrMemoryBudget, codes.ResourceExhausted},
-	{ErrNoMaker, codes.FailedPrecondition},
-	{ErrBatchFailed, codes.Unavailable},
-	{ErrNoMakerReady, codes.Unavailable},
+	{errMemoryBudget, codes.ResourceExhausted},
+	{errNoMaker, codes.FailedPrecondition},
+	{errBatchFailed, codes.Unavailable},
+	{errNoMakerReady, codes.Unavailable},
 }
 
 // toStatus turns err into a status error: a status error passes through

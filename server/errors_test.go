@@ -27,9 +27,9 @@ func TestToStatus(t *testing.T) {
 		{"deadline", context.DeadlineExceeded, codes.DeadlineExceeded},
 		{"status passes through", status.Error(codes.NotFound, "nope"), codes.NotFound},
 		{"other", io.ErrUnexpectedEOF, codes.Internal},
-		{"memory budget", fmt.Errorf("%w: a job needs 9 bytes", ErrMemoryBudget), codes.ResourceExhausted},
-		{"every maker refused", fmt.Errorf("%w: a:1: %w", ErrNoMaker, status.Error(codes.NotFound, "unknown dataset")), codes.FailedPrecondition},
-		{"batch failed", fmt.Errorf("%w: last: %w", ErrBatchFailed, status.Error(codes.DataLoss, "x")), codes.Unavailable},
+		{"memory budget", fmt.Errorf("%w: a job needs 9 bytes", errMemoryBudget), codes.ResourceExhausted},
+		{"every maker refused", fmt.Errorf("%w: a:1: %w", errNoMaker, status.Error(codes.NotFound, "unknown dataset")), codes.FailedPrecondition},
+		{"batch failed", fmt.Errorf("%w: last: %w", errBatchFailed, status.Error(codes.DataLoss, "x")), codes.Unavailable},
 		{"wrapped peer status", fmt.Errorf("peer a:1: %w", status.Error(codes.PermissionDenied, "no")), codes.PermissionDenied},
 		{"plain", errors.New("boom"), codes.Internal},
 	}

@@ -45,7 +45,7 @@ func (s *Server) Feed(stream stokerv1.FeedService_FeedServer) error {
 	log := s.log.With("job", id, "dataset", truncate(o.GetJob().GetDataset(), 64), "client", clientHost(ctx))
 	j, err := s.newJob(o.GetJob())
 	if err == nil {
-		var st Stream
+		var st streamSpec
 		if st, err = streamOf(o, j); err == nil {
 			return s.runJob(ctx, stream, j, st, o.GetShm(), id, log)
 		}
@@ -89,7 +89,7 @@ func (s *Server) recvWithin(ctx context.Context, recv func() (*stokerv1.FeedRequ
 // stuck on a trainer that stopped reading: that one is left to end with
 // the stream, and no other Send begins after the handler decided to return
 // (grpc-go forbids Send after the handler returned).
-func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedServer, j *job, st Stream, shm *stokerv1.ShmRequest, id string, log *slog.Logger) error {
+func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedServer, j *job, st streamSpec, shm *stokerv1.ShmRequest, id string, log *slog.Logger) error {
 	mem := newStreamMemory(s.budget)
 	// The job needs at least two batch buffers (one being made, one being
 	// sent); more come out of the budget as the window grows.
@@ -193,8 +193,8 @@ func (s *Server) closedBy(streamCtx context.Context, err error) string {
 }
 
 // streamOf validates the stream part of o for job j.
-func streamOf(o *stokerv1.OpenJob, j *job) (Stream, error) {
-	st := Stream{
+func streamOf(o *stokerv1.OpenJob, j *job) (streamSpec, error) {
+	st := streamSpec{
 		Epoch: o.GetEpoch(), Epochs: o.GetEpochs(), Consumed: o.GetConsumed(),
 		AsReady: o.GetAsReady(), Credits: int64(o.GetCredits()), Skip: o.GetSkipBatches(),
 	}

@@ -170,11 +170,11 @@ func TestFeedResume(t *testing.T) {
 // until the test closes release: the test decides which batch is ready
 // last.
 type gatedMaker struct {
-	Maker
+	maker
 	release chan struct{}
 }
 
-func (m *gatedMaker) Make(ctx context.Context, l *Lease, b *pipeline.Batch) error {
+func (m *gatedMaker) Make(ctx context.Context, l *batchLease, b *pipeline.Batch) error {
 	if l.Number == 0 {
 		select {
 		case <-m.release:
@@ -182,7 +182,7 @@ func (m *gatedMaker) Make(ctx context.Context, l *Lease, b *pipeline.Batch) erro
 			return ctx.Err()
 		}
 	}
-	return m.Maker.Make(ctx, l, b)
+	return m.maker.Make(ctx, l, b)
 }
 
 // TestFeedAsReady: with batch 0 held back by its maker, an as-ready stream
@@ -192,7 +192,7 @@ func TestFeedAsReady(t *testing.T) {
 	e := newEnv(t, Config{Window: 16})
 	in := e.collect(t, smallJob("tiny", 4))
 	ms, _ := e.srv.makers.snapshot()
-	gate := &gatedMaker{Maker: ms[0], release: make(chan struct{})}
+	gate := &gatedMaker{maker: ms[0], release: make(chan struct{})}
 	e.srv.coord.makers = newMakers(gate)
 
 	open := smallJob("tiny", 4)

@@ -28,8 +28,8 @@ func TestNoSilentHang(t *testing.T) {
 	defer cancel()
 	_, err := readEpoch(coord.feedStream(t, ctx, smallJob("tiny", 4)))
 	st := status.Convert(err)
-	if st.Code() != codes.Unavailable || !strings.Contains(st.Message(), worker.addr) || !strings.Contains(st.Message(), "--lease-timeout") {
-		t.Fatalf("got %v; want UNAVAILABLE naming the peer %s and the wait", err, worker.addr)
+	if st.Code() != codes.Unavailable || !strings.Contains(st.Message(), worker.addr) || !strings.Contains(st.Message(), "--lease-timeout") || !strings.Contains(st.Message(), "Unauthenticated") {
+		t.Fatalf("got %v; want UNAVAILABLE naming the peer %s, why (Unauthenticated) and the wait", err, worker.addr)
 	}
 	if ctx.Err() != nil {
 		t.Fatal("the test's deadline, not the coordinator, ended the wait")

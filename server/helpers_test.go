@@ -72,6 +72,12 @@ type testEnv struct {
 
 func startServer(t testing.TB, cfg Config, opts ...grpc.ServerOption) *testEnv {
 	t.Helper()
+	return startServerOn(t, cfg, "127.0.0.1:0", opts...)
+}
+
+// startServerOn is startServer listening on addr.
+func startServerOn(t testing.TB, cfg Config, addr string, opts ...grpc.ServerOption) *testEnv {
+	t.Helper()
 	if cfg.Workers == 0 && cfg.Peers == "" {
 		cfg.Workers = 2 // a coordinator with peers makes nothing itself
 	}
@@ -84,7 +90,7 @@ func startServer(t testing.TB, cfg Config, opts ...grpc.ServerOption) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,8 +39,8 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 		return nil, status.Error(codes.InvalidArgument, "no job spec")
 	}
 	j := &job{spec: spec, name: spec.GetDataset(), bench: s.bench}
-	if len(j.name) > MaxDatasetName {
-		return nil, status.Errorf(codes.InvalidArgument, "dataset name of %d bytes: the limit is %d", len(j.name), MaxDatasetName)
+	if len(j.name) > maxDatasetName {
+		return nil, status.Errorf(codes.InvalidArgument, "dataset name of %d bytes: the limit is %d", len(j.name), maxDatasetName)
 	}
 	var ok bool
 	if j.ds, ok = s.datasets[j.name]; !ok {
@@ -54,8 +54,8 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 		return nil, status.Errorf(codes.FailedPrecondition, "dataset %q is empty", j.name)
 	}
 	bs := int(spec.GetBatchSize())
-	if bs < 1 || bs > MaxBatchSize {
-		return nil, status.Errorf(codes.InvalidArgument, "batch_size %d: want 1..%d", bs, MaxBatchSize)
+	if bs < 1 || bs > maxBatchSize {
+		return nil, status.Errorf(codes.InvalidArgument, "batch_size %d: want 1..%d", bs, maxBatchSize)
 	}
 	j.world, j.rank = max(int(spec.GetWorldSize()), 1), int(spec.GetRank())
 	if j.rank >= j.world {

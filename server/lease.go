@@ -20,7 +20,7 @@ import (
 
 type leaseRec struct {
 	id     uint64
-	maker  Maker
+	maker  maker
 	issued time.Time
 	n      int // leases in flight on the maker when issued, this one included
 }
@@ -28,7 +28,7 @@ type leaseRec struct {
 type result struct {
 	id    batchID
 	lease uint64
-	maker Maker
+	maker maker
 	b     *pipeline.Batch
 	err   error
 	// checked: every sample was compared byte for byte with one made here
@@ -39,7 +39,7 @@ type result struct {
 // window is how many leases the job may have in flight: what the
 // controller set, within its bounds. It starts at two per ready maker (at
 // least DefaultWindow).
-func (c *coordinator) window(ms []Maker) int {
+func (c *coordinator) window(ms []maker) int {
 	lo, hi := c.bounds(ms)
 	if c.win == 0 {
 		c.win = max(DefaultWindow, 2*readyMakers(ms))
@@ -49,14 +49,14 @@ func (c *coordinator) window(ms []Maker) int {
 
 // bounds are the window's floor and ceiling: 1, and the configured window
 // or four per ready maker (at least DefaultWindow).
-func (c *coordinator) bounds(ms []Maker) (lo, hi int) {
+func (c *coordinator) bounds(ms []maker) (lo, hi int) {
 	if w := c.env.cfg.Window; w > 0 {
 		return 1, w
 	}
 	return 1, min(max(DefaultWindow, 4*readyMakers(ms)), maxWindow)
 }
 
-func readyMakers(ms []Maker) int {
+func readyMakers(ms []maker) int {
 	n := 0
 	for _, m := range ms {
 		if m.Ready() {
@@ -75,7 +75,7 @@ func (c *coordinator) pool(window int) int {
 
 // lease issues leases while the window, the buffers and the makers allow.
 // It returns when to try again if only a maker's back-off holds it up.
-func (c *coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker) (wake time.Time, err error) {
+func (c *coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []maker) (wake time.Time, err error) {
 	window := c.window(ms)
 	pool := c.pool(window)
 	for len(c.leases) < window {
@@ -84,6 +84,14 @@ func (c *coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 			return wake, nil
 		}
 		b := c.buffer(pool)
+		if b == nil && id == (batchID{c.cur.epoch, c.cur.next}) {
+			// The batch delivery waits for gets a buffer even past the
+			// pool: when its lease failed after later ones were made, and
+			// the pool narrowed since (a peer went; shrinkPool), the made
+			// batches behind it can hold every buffer, and nothing else
+			// would ever free one. shrinkPool takes the extra back.
+			b = c.buffer(c.buffers + 1)
+		}
 		if b == nil {
 			return wake, nil
 		}
@@ -114,9 +122,9 @@ func (c *coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 // noMaker handles a batch no maker can take now: when no maker is even
 // ready for the job (none connected, every peer refusing the connection,
 // each refusing the job), it warns every 10 s with each maker's reason,
-// and fails the job with ErrNoMakerReady after noMakerLeaseTimeouts lease
+// and fails the job with errNoMakerReady after noMakerLeaseTimeouts lease
 // timeouts. It returns when to look again.
-func (c *coordinator) noMaker(ms []Maker, retryAt time.Time) (time.Time, error) {
+func (c *coordinator) noMaker(ms []maker, retryAt time.Time) (time.Time, error) {
 	for _, m := range ms {
 		if c.usable(m) {
 			return retryAt, nil // busy, or backing off: it will take leases again
@@ -130,7 +138,7 @@ func (c *coordinator) noMaker(ms []Maker, retryAt time.Time) (time.Time, error) 
 	why := c.whyNoMaker(ms)
 	if waited := now.Sub(c.noMakerSince); waited >= limit {
 		return time.Time{}, fmt.Errorf("%w: no maker could take this job's batches for %v (%d × --lease-timeout): %s",
-			ErrNoMakerReady, waited.Round(time.Second), noMakerLeaseTimeouts, why)
+			errNoMakerReady, waited.Round(time.Second), noMakerLeaseTimeouts, why)
 	}
 	if now.Sub(c.lastWarn) >= 10*time.Second {
 		c.lastWarn = now
@@ -144,7 +152,7 @@ func (c *coordinator) noMaker(ms []Maker, retryAt time.Time) (time.Time, error) 
 }
 
 // whyNoMaker says, maker by maker, why none is ready for the job.
-func (c *coordinator) whyNoMaker(ms []Maker) string {
+func (c *coordinator) whyNoMaker(ms []maker) string {
 	if len(ms) == 0 {
 		return "this server makes no batches (--workers 0) and has no peer (--peers resolves to none, or none was given)"
 	}
@@ -172,7 +180,7 @@ func (c *coordinator) whyNoMaker(ms []Maker) string {
 
 // usable reports whether the job may lease to m now: ready, not refusing
 // the job, not quarantined.
-func (c *coordinator) usable(m Maker) bool {
+func (c *coordinator) usable(m maker) bool {
 	return m.Ready() && c.refused[m] == nil && c.env.verify.why(m) == nil
 }
 
@@ -199,8 +207,8 @@ func (c *coordinator) buffer(pool int) *pipeline.Batch {
 // (leases in flight + 1) / measured rate. A maker not measured yet is
 // taken to be as fast as the fastest, so a new peer is tried at once. nil
 // when none can take a lease now, with when one's back-off ends;
-// ErrNoMaker when every maker refused the job.
-func (c *coordinator) choose(ms []Maker) (Maker, time.Time, error) {
+// errNoMaker when every maker refused the job.
+func (c *coordinator) choose(ms []maker) (maker, time.Time, error) {
 	now := time.Now()
 	fastest := 0.0
 	for _, m := range ms {
@@ -212,7 +220,7 @@ func (c *coordinator) choose(ms []Maker) (Maker, time.Time, error) {
 		fastest = 1
 	}
 	var (
-		best    Maker
+		best    maker
 		bestT   = math.Inf(1)
 		wake    time.Time
 		refused int
@@ -248,14 +256,14 @@ func (c *coordinator) choose(ms []Maker) (Maker, time.Time, error) {
 		for _, m := range ms {
 			errs = append(errs, fmt.Errorf("%s: %w", m.Name(), c.refused[m]))
 		}
-		return nil, wake, fmt.Errorf("%w: %w", ErrNoMaker, errors.Join(errs...))
+		return nil, wake, fmt.Errorf("%w: %w", errNoMaker, errors.Join(errs...))
 	}
 	return best, wake, nil
 }
 
 // start leases batch id to m: the maker works under the lease's deadline
 // and reports to results.
-func (c *coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID, m Maker, b *pipeline.Batch) {
+func (c *coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID, m maker, b *pipeline.Batch) {
 	c.leaseID++
 	st := c.stat(m)
 	now := time.Now()
@@ -264,7 +272,7 @@ func (c *coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 	c.leases[id] = rec
 	c.attempts[id]++
 	e := c.epochOf(id.epoch)
-	l := &Lease{job: c.j, Epoch: id.epoch, Number: id.k, Indices: e.plan.Batch(id.k), Demand: c.demandNow()}
+	l := &batchLease{job: c.j, Epoch: id.epoch, Number: id.k, Indices: e.plan.Batch(id.k), Demand: c.demandNow()}
 	c.env.m.leases.WithLabelValues(m.Name()).Inc()
 	timeout := c.env.cfg.LeaseTimeout
 	wg.Add(1)
@@ -290,7 +298,7 @@ func (c *coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 
 // check verifies that a maker's batch has the shape its lease asks for, so
 // that a confused peer cannot hand the trainer a malformed batch.
-func (c *coordinator) check(l *Lease, b *pipeline.Batch) error {
+func (c *coordinator) check(l *batchLease, b *pipeline.Batch) error {
 	size := c.j.t.SampleBytes()
 	switch {
 	case b.N < 0 || b.N > len(l.Indices):
@@ -323,7 +331,7 @@ func (c *coordinator) collect(ctx context.Context, r result) error {
 		// Made by a peer quarantined since (by this job or another): not
 		// to be trusted unless checked byte for byte.
 		if !r.checked {
-			r.err = fmt.Errorf("%w: made by a quarantined peer", ErrMismatch)
+			r.err = fmt.Errorf("%w: made by a quarantined peer", errMismatch)
 		}
 	}
 	if r.err == nil {
@@ -360,7 +368,7 @@ func (c *coordinator) collect(ctx context.Context, r result) error {
 	}
 	reason := "error"
 	switch {
-	case errors.Is(r.err, ErrMismatch):
+	case errors.Is(r.err, errMismatch):
 		reason = "mismatch"
 		c.attempts[r.id]-- // the peer's lie, not the batch's failure
 		c.env.verify.quarantine(r.maker, r.err)
@@ -381,7 +389,7 @@ func (c *coordinator) collect(ctx context.Context, r result) error {
 			"batch", r.id.k, "reason", reason, "err", r.err)
 	}
 	if c.attempts[r.id] >= maxAttempts {
-		return fmt.Errorf("%w: batch %d of epoch %d failed %d times; last, on %s: %w", ErrBatchFailed, r.id.k, r.id.epoch, maxAttempts, r.maker.Name(), r.err)
+		return fmt.Errorf("%w: batch %d of epoch %d failed %d times; last, on %s: %w", errBatchFailed, r.id.k, r.id.epoch, maxAttempts, r.maker.Name(), r.err)
 	}
 	return nil
 }

@@ -8,15 +8,15 @@ import (
 	"github.com/stoker-dev/stoker/pipeline"
 )
 
-// A Maker makes batches for coordinators: the local executor is one, each
+// A maker makes batches for coordinators: the local executor is one, each
 // peer server another. Make is called concurrently, by many coordinators.
-type Maker interface {
+type maker interface {
 	// Make makes the batch l names into b, reusing b's buffers. It returns
 	// when the batch is made, when it failed, or when ctx ends (the lease's
 	// deadline or the job's end), and after it returns it never touches b
 	// again. An error that is the job's fault, not the maker's (the maker
 	// refuses the job), wraps ErrRefused.
-	Make(ctx context.Context, l *Lease, b *pipeline.Batch) error
+	Make(ctx context.Context, l *batchLease, b *pipeline.Batch) error
 	// Name says which maker it is in logs and metrics: "local" or the
 	// peer's address.
 	Name() string
@@ -31,8 +31,8 @@ type Maker interface {
 	Forget(j *job)
 }
 
-// Lease is one batch a coordinator asked a maker for.
-type Lease struct {
+// batchLease is one batch a coordinator asked a maker for.
+type batchLease struct {
 	job    *job
 	Epoch  uint64
 	Number int
@@ -72,7 +72,7 @@ func (m *localMaker) job(j *job) *execJob {
 	return e
 }
 
-func (m *localMaker) Make(ctx context.Context, l *Lease, b *pipeline.Batch) error {
+func (m *localMaker) Make(ctx context.Context, l *batchLease, b *pipeline.Batch) error {
 	return m.job(l.job).fill(ctx, l.job, l.Epoch, l.Indices, l.Demand, b)
 }
 
@@ -96,24 +96,24 @@ func (m *localMaker) Forget(j *job) {
 // every change, so a coordinator waiting for a maker wakes up.
 type makers struct {
 	mu      sync.Mutex
-	list    []Maker
+	list    []maker
 	changed chan struct{}
 }
 
-func newMakers(ms ...Maker) *makers {
+func newMakers(ms ...maker) *makers {
 	return &makers{list: ms, changed: make(chan struct{})}
 }
 
 // snapshot returns the current makers and a channel closed at the next
 // change.
-func (s *makers) snapshot() ([]Maker, <-chan struct{}) {
+func (s *makers) snapshot() ([]maker, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.list, s.changed
 }
 
 // add adds m.
-func (s *makers) add(m Maker) {
+func (s *makers) add(m maker) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.list = append(slices.Clip(s.list), m)
@@ -122,10 +122,10 @@ func (s *makers) add(m Maker) {
 }
 
 // remove removes m.
-func (s *makers) remove(m Maker) {
+func (s *makers) remove(m maker) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.list = slices.DeleteFunc(slices.Clone(s.list), func(x Maker) bool { return x == m })
+	s.list = slices.DeleteFunc(slices.Clone(s.list), func(x maker) bool { return x == m })
 	close(s.changed)
 	s.changed = make(chan struct{})
 }

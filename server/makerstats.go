@@ -130,7 +130,7 @@ func earlier(a, b time.Time) time.Time {
 }
 
 // stat is what the job measured of m, created at first use.
-func (c *coordinator) stat(m Maker) *makerStat {
+func (c *coordinator) stat(m maker) *makerStat {
 	st := c.stats[m]
 	if st == nil {
 		st = &makerStat{}
@@ -142,8 +142,8 @@ func (c *coordinator) stat(m Maker) *makerStat {
 // forgetGone drops what the job keeps of makers no longer among ms and
 // with nothing in flight (a peer that left DNS): the maps do not grow with
 // churn.
-func (c *coordinator) forgetGone(ms []Maker) {
-	present := make(map[Maker]bool, len(ms))
+func (c *coordinator) forgetGone(ms []maker) {
+	present := make(map[maker]bool, len(ms))
 	for _, m := range ms {
 		present[m] = true
 	}

@@ -25,7 +25,7 @@ const reservedBuffers = 2
 func newStreamMemory(b *budget) *streamMemory { return &streamMemory{b: b} }
 
 // acquire takes n bytes, waiting up to wait for other streams to give some
-// back; its error wraps ErrMemoryBudget and says what needed them.
+// back; its error wraps errMemoryBudget and says what needed them.
 func (m *streamMemory) acquire(ctx context.Context, n int64, wait time.Duration, what string) error {
 	if err := m.b.acquire(ctx, n, wait, what); err != nil {
 		return err

@@ -22,6 +22,7 @@ type metrics struct {
 	resultsDropped prometheus.Counter
 	peersReady     prometheus.Gauge
 	workLeases     *prometheus.CounterVec
+	workJobs       prometheus.Gauge
 	refusals       *prometheus.CounterVec
 
 	window             *prometheus.GaugeVec
@@ -68,11 +69,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"dataset"}),
 		leases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stoker_leases_total",
-			Help: "Batches leased to makers by this server's jobs, by maker (local or a peer's address).",
+			Help: "Batches leased to makers by this server's jobs, by maker (local or a peer's address; a peer's series goes when it leaves the peer set).",
 		}, []string{"maker"}),
 		leaseFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stoker_lease_failures_total",
-			Help: "Leases that failed and were leased again, by maker and reason (timeout, refused, error; busy and draining: turned away, no failure).",
+			Help: "Leases that failed and were leased again, by maker and reason (timeout, refused, error; busy and draining: turned away, no failure; decoder: a peer refused at handshake, once per attempt, because it would make other bytes). A peer's series go when it leaves the peer set.",
 		}, []string{"maker", "reason"}),
 		resultsDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "stoker_results_dropped_total",
@@ -86,6 +87,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "stoker_work_leases_total",
 			Help: "Leases this server took from coordinators on Work streams, by outcome (done, failed, cancelled).",
 		}, []string{"outcome"}),
+		workJobs: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "stoker_work_jobs",
+			Help: "Jobs this worker holds state for (a queue and a share of its cores), registered by coordinators on Work streams; they end when their coordinator ends them, when no lease names them for a while, or with their stream.",
+		}),
 	}
 	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "stoker_refusals_total",
@@ -135,10 +140,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	for _, c := range []prometheus.Collector{m.batchesSent, m.samplesSent, m.sampleErrors, m.streamsActive, m.trainerWait, m.stallRatio, m.batchSeconds,
-		m.leases, m.leaseFailures, m.resultsDropped, m.peersReady, m.workLeases, m.refusals} {
+		m.leases, m.leaseFailures, m.resultsDropped, m.peersReady, m.workLeases, m.workJobs, m.refusals} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// forgetMaker deletes the series of a maker that is gone (a peer that left
+// the peer set).
+func (m *metrics) forgetMaker(name string) {
+	m.leases.DeleteLabelValues(name)
+	m.leaseFailures.DeletePartialMatch(prometheus.Labels{"maker": name})
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -61,7 +62,7 @@ func parsePeers(s string) (peerTarget, error) {
 	return t, nil
 }
 
-// peerMaker is a Maker over a peer.Peer.
+// peerMaker is a maker over a peer.Peer.
 type peerMaker struct {
 	p *peer.Peer
 
@@ -73,7 +74,12 @@ func (m *peerMaker) Name() string { return m.p.Addr() }
 func (m *peerMaker) Free() int    { return m.p.Free() }
 func (m *peerMaker) Ready() bool  { return m.p.Ready() }
 
-func (m *peerMaker) Make(ctx context.Context, l *Lease, b *pipeline.Batch) error {
+// Unavailable says why the peer takes no leases: its last connection or
+// stream error ("Unauthenticated: …", "TLS: …", "decoder differs: …"),
+// nil while it is Ready (and before its first attempt ended).
+func (m *peerMaker) Unavailable() error { return m.p.LastError() }
+
+func (m *peerMaker) Make(ctx context.Context, l *batchLease, b *pipeline.Batch) error {
 	return m.p.Make(ctx, peer.Lease{
 		Job: m.forward(l.job), Epoch: l.Epoch, Number: uint64(l.Number),
 		Indices: l.Indices, SampleBytes: l.job.t.SampleBytes(),
@@ -117,13 +123,21 @@ type discovery struct {
 	retiring sync.WaitGroup
 	abort    chan struct{}
 	lookup   func(ctx context.Context, host string) ([]string, error)
+
+	// gone are the peers retired (closed), by when: their metric series
+	// are deleted at every refresh for a lease timeout after, so that a
+	// result counted late for them does not leave a series behind (DNS
+	// churn must not grow the series without bound).
+	mu   sync.Mutex
+	gone map[string]time.Time
 }
 
 // startDiscovery dials the static peers, or starts resolving the DNS name
 // every cfg.PeerRefresh.
 func (s *Server) startDiscovery(t peerTarget) *discovery {
 	ctx, stop := context.WithCancel(context.Background())
-	d := &discovery{s: s, t: t, peers: make(map[string]*peerMaker), stop: stop, done: make(chan struct{}), abort: make(chan struct{})}
+	d := &discovery{s: s, t: t, peers: make(map[string]*peerMaker), stop: stop, done: make(chan struct{}), abort: make(chan struct{}),
+		gone: make(map[string]time.Time)}
 	r := net.DefaultResolver
 	if t.resolver != "" {
 		r = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -132,6 +146,9 @@ func (s *Server) startDiscovery(t peerTarget) *discovery {
 		}}
 	}
 	d.lookup = r.LookupHost
+	if s.cfg.lookup != nil {
+		d.lookup = s.cfg.lookup
+	}
 	go d.run(ctx)
 	return d
 }
@@ -171,6 +188,7 @@ func (d *discovery) run(ctx context.Context) {
 			}
 			d.update(addrs)
 		}
+		d.forgetGone()
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
@@ -189,7 +207,15 @@ func (d *discovery) update(addrs []string) {
 			continue
 		}
 		p, err := peer.Dial(a, d.readyChanged, peer.WithDialOptions(s.peerDial(a)...),
-			peer.WithErrors(func(err error) { s.log.Warn("peer unavailable", "addr", a, "err", err) }))
+			peer.WithIdentity(s.cfg.decoderIdentity()),
+			peer.WithDecoderRefused(func(error) { s.m.leaseFailures.WithLabelValues(a, "decoder").Inc() }),
+			peer.WithErrors(func(err error) {
+				if errors.Is(err, peer.ErrDecoder) {
+					s.log.Warn("peer refused: its decoder would make other bytes than ours; it gets no lease", "addr", a, "err", err)
+					return
+				}
+				s.log.Warn("peer unavailable", "addr", a, "err", err)
+			}))
 		if err != nil {
 			s.log.Warn("peer", "addr", a, "err", err)
 			continue
@@ -210,11 +236,30 @@ func (d *discovery) update(addrs []string) {
 		go func() {
 			defer d.retiring.Done()
 			n := m.p.Retire(s.cfg.LeaseTimeout, d.abort)
+			s.coord.verify.forget(m) // a quarantine lasts while the peer is in the set
 			s.log.Info("peer retired", "addr", a, "in_flight_at_removal", held, "unfinished", n)
+			d.mu.Lock()
+			d.gone[a] = time.Now()
+			d.mu.Unlock()
 		}()
 		s.log.Info("peer removed", "addr", a)
 	}
 	d.readyChanged()
+}
+
+// forgetGone deletes the metric series of the peers retired, until a lease
+// timeout after they were closed; a peer back in the set keeps its own.
+func (d *discovery) forgetGone() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for a, at := range d.gone {
+		if d.peers[a] == nil {
+			d.s.m.forgetMaker(a)
+		}
+		if d.peers[a] != nil || time.Since(at) > d.s.cfg.LeaseTimeout {
+			delete(d.gone, a)
+		}
+	}
 }
 
 // readyChanged recounts the ready peers and wakes waiting coordinators.

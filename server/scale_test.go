@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/peer"
+	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -149,7 +151,9 @@ type hungWorker struct {
 }
 
 func (hungWorker) Work(stream pb.WorkService_WorkServer) error {
-	if err := stream.Send(&pb.WorkResponse{Msg: &pb.WorkResponse_Worker{Worker: &pb.WorkerInfo{Workers: 1, MaxLeases: 4}}}); err != nil {
+	if err := stream.Send(&pb.WorkResponse{Msg: &pb.WorkResponse_Worker{Worker: &pb.WorkerInfo{
+		Workers: 1, MaxLeases: 4, Decoder: peer.IdentityProto(pipeline.LocalIdentity()),
+	}}}); err != nil {
 		return err
 	}
 	for {

@@ -67,13 +67,21 @@ type Server struct {
 	// end.
 	draining  chan struct{}
 	drainOnce sync.Once
-	mu        sync.Mutex
-	perHost   map[string]int // open Feed streams by client host
-	streams   int            // open Feed and Work streams
+	// feedStreams and workStreams count the open streams of each service
+	// apart, so that neither can take the other's.
+	feedStreams, workStreams streamCount
 
 	// tokenStreams are the open streams by token, cut when a reload
 	// removes theirs.
 	tokenStreams tokenStreams
+}
+
+// streamCount is the open streams of one service, in all and by client
+// host.
+type streamCount struct {
+	mu      sync.Mutex
+	n       int
+	perHost map[string]int
 }
 
 var (
@@ -99,7 +107,6 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		m:        m,
 		datasets: make(map[string]pipeline.Dataset, len(cfg.Datasets)),
 		names:    slices.Sorted(maps.Keys(cfg.Datasets)),
-		perHost:  make(map[string]int),
 		draining: make(chan struct{}),
 		budget:   newBudget(cfg.MemoryBudget / 4 * 3),
 		gpuIdle:  func() (float64, bool) { return 0, false },
@@ -176,9 +183,6 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 			log.Info("shared-memory delivery off", "reason", err)
 		}
 	}
-	if t, _ := parsePeers(cfg.Peers); t.static != nil || t.host != "" {
-		s.disc = s.startDiscovery(t)
-	}
 	sel, _ := gpu.ParseSelection(cfg.GPUs)
 	switch {
 	case cfg.BenchGPUIdleFile != "":
@@ -204,6 +208,10 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		},
 		makers: s.makers, budget: s.budget, m: s.m, gpuIdle: s.gpuIdle,
 		verify: newVerifier(max(cfg.VerifyFraction, 0), s.exec, log, s.makers.poke),
+	}
+	// Last: discovery's peers use the coordinators' environment.
+	if t, _ := parsePeers(cfg.Peers); t.static != nil || t.host != "" {
+		s.disc = s.startDiscovery(t)
 	}
 	return s, nil
 }
@@ -289,33 +297,39 @@ func formatOf(ds pipeline.Dataset) string {
 	return "unknown"
 }
 
-// acquireStream counts a stream against the server's limit and, for Feed
-// streams (perClient), its client's. The returned function releases it.
-func (s *Server) acquireStream(ctx context.Context, perClient bool) (release func(), err error) {
+// acquireStream counts a stream against its service's limits: a Feed
+// stream (feed) against MaxStreams and MaxStreamsPerClient, a Work stream
+// against MaxWorkStreams and MaxWorkStreamsPerClient. The returned
+// function releases it.
+func (s *Server) acquireStream(ctx context.Context, feed bool) (release func(), err error) {
+	c, limit, perClient := &s.workStreams, s.cfg.MaxWorkStreams, s.cfg.MaxWorkStreamsPerClient
+	what, flag, flagPer, policy := "Work", "--max-work-streams", "--max-work-streams-per-client", "max_work_streams"
+	if feed {
+		c, limit, perClient = &s.feedStreams, s.cfg.MaxStreams, s.cfg.MaxStreamsPerClient
+		what, flag, flagPer, policy = "Feed", "--max-streams", "--max-streams-per-client", "max_streams"
+	}
 	host := clientHost(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.streams >= s.cfg.MaxStreams {
-		s.refusals.refuse("max_streams", "stream refused: server stream limit", "client", host, "limit", s.cfg.MaxStreams)
-		return nil, status.Errorf(codes.ResourceExhausted, "the server has %d open streams, the limit is %d (--max-streams)", s.streams, s.cfg.MaxStreams)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n >= limit {
+		s.refusals.refuse(policy, "stream refused: server stream limit", "client", host, "service", what, "limit", limit)
+		return nil, status.Errorf(codes.ResourceExhausted, "the server has %d open %s streams, the limit is %d (%s)", c.n, what, limit, flag)
 	}
-	if n := s.perHost[host]; perClient && n >= s.cfg.MaxStreamsPerClient {
-		s.refusals.refuse("max_streams_per_client", "stream refused: per-client stream limit", "client", host, "limit", s.cfg.MaxStreamsPerClient)
-		return nil, status.Errorf(codes.ResourceExhausted, "client %s has %d open Feed streams, the limit is %d (--max-streams-per-client)", host, n, s.cfg.MaxStreamsPerClient)
+	if n := c.perHost[host]; n >= perClient {
+		s.refusals.refuse(policy+"_per_client", "stream refused: per-client stream limit", "client", host, "service", what, "limit", perClient)
+		return nil, status.Errorf(codes.ResourceExhausted, "client %s has %d open %s streams, the limit is %d (%s)", host, n, what, perClient, flagPer)
 	}
-	s.streams++
-	if perClient {
-		s.perHost[host]++
+	if c.perHost == nil {
+		c.perHost = make(map[string]int)
 	}
+	c.n++
+	c.perHost[host]++
 	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.streams--
-		if !perClient {
-			return
-		}
-		if s.perHost[host]--; s.perHost[host] <= 0 {
-			delete(s.perHost, host)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.n--
+		if c.perHost[host]--; c.perHost[host] <= 0 {
+			delete(c.perHost, host)
 		}
 	}, nil
 }

@@ -33,9 +33,9 @@ func newTransform(spec *stokerv1.TransformSpec, layout stokerv1.Layout) (*pipeli
 		err error
 	)
 	if hasPreset {
-		if p := spec.GetPreset(); len(p) > MaxPresetName {
+		if p := spec.GetPreset(); len(p) > maxPresetName {
 			return nil, status.Errorf(codes.InvalidArgument, "transform preset name %q of %d bytes: the limit is %d (known: %s)",
-				truncate(p, 64), len(p), MaxPresetName, strings.Join(pipeline.PresetNames(), ", "))
+				truncate(p, 64), len(p), maxPresetName, strings.Join(pipeline.PresetNames(), ", "))
 		}
 		t, err = pipeline.ParseTransform(spec.GetPreset(), l)
 	} else {

@@ -26,9 +26,9 @@ import (
 // passed on to the trainer.
 const maxPeerReason = 256
 
-// ErrMismatch marks a peer batch that is not what the plan and the dataset
+// errMismatch marks a peer batch that is not what the plan and the dataset
 // say it must be.
-var ErrMismatch = errors.New("peer batch does not match")
+var errMismatch = errors.New("peer batch does not match")
 
 // verifier re-makes samples of peers' batches on this server's executor (or
 // on one of its own with one worker when this server decodes nothing), and
@@ -42,12 +42,12 @@ type verifier struct {
 	own  bool
 	q    *pipeline.Queue
 	// quarantined: makers whose batches did not match, and why.
-	quarantined map[Maker]error
+	quarantined map[maker]error
 	poke        func() // wakes the coordinators
 }
 
 func newVerifier(fraction float64, exec *pipeline.Executor, log *slog.Logger, poke func()) *verifier {
-	return &verifier{fraction: fraction, exec: exec, log: log, quarantined: make(map[Maker]error), poke: poke}
+	return &verifier{fraction: fraction, exec: exec, log: log, quarantined: make(map[maker]error), poke: poke}
 }
 
 // queue is the executor queue samples are re-made on, opened at first use.
@@ -75,7 +75,7 @@ func (v *verifier) close() {
 }
 
 // quarantine takes m out of every job's makers, for reason.
-func (v *verifier) quarantine(m Maker, reason error) {
+func (v *verifier) quarantine(m maker, reason error) {
 	v.mu.Lock()
 	_, already := v.quarantined[m]
 	if !already {
@@ -90,14 +90,14 @@ func (v *verifier) quarantine(m Maker, reason error) {
 }
 
 // why is m's quarantine's reason, nil when it is not quarantined.
-func (v *verifier) why(m Maker) error {
+func (v *verifier) why(m maker) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.quarantined[m]
 }
 
 // forget drops what is kept of a maker that left the peer set.
-func (v *verifier) forget(m Maker) {
+func (v *verifier) forget(m maker) {
 	v.mu.Lock()
 	delete(v.quarantined, m)
 	v.mu.Unlock()
@@ -108,7 +108,7 @@ func (v *verifier) forget(m Maker) {
 // given the failures it reports; each failure it reports fails here too;
 // and a random fraction of its samples, re-made here, byte for byte.
 // pixels reports whether every sample was compared byte for byte.
-func (v *verifier) verify(ctx context.Context, j *job, l *Lease, b *pipeline.Batch) (pixels bool, err error) {
+func (v *verifier) verify(ctx context.Context, j *job, l *batchLease, b *pipeline.Batch) (pixels bool, err error) {
 	if err := expectIndices(j, l, b); err != nil {
 		return false, err
 	}
@@ -153,17 +153,17 @@ func (v *verifier) verify(ctx context.Context, j *job, l *Lease, b *pipeline.Bat
 	}
 	for _, i := range claimed {
 		if !failedHere[i] {
-			return false, fmt.Errorf("%w: batch %d of epoch %d: the peer says sample %d failed; it decodes here", ErrMismatch, l.Number, l.Epoch, i)
+			return false, fmt.Errorf("%w: batch %d of epoch %d: the peer says sample %d failed; it decodes here", errMismatch, l.Number, l.Epoch, i)
 		}
 	}
 	k := 0 // mine's sample for the next good one
 	for _, i := range check {
 		want := b.Indices[i]
 		if failedHere[want] {
-			return false, fmt.Errorf("%w: batch %d of epoch %d: sample %d fails here, the peer made it", ErrMismatch, l.Number, l.Epoch, want)
+			return false, fmt.Errorf("%w: batch %d of epoch %d: sample %d fails here, the peer made it", errMismatch, l.Number, l.Epoch, want)
 		}
 		if !bytes.Equal(b.Data[i*size:(i+1)*size], mine.Data[k*size:(k+1)*size]) {
-			return false, fmt.Errorf("%w: batch %d of epoch %d: sample %d's pixels differ from the ones made here", ErrMismatch, l.Number, l.Epoch, want)
+			return false, fmt.Errorf("%w: batch %d of epoch %d: sample %d's pixels differ from the ones made here", errMismatch, l.Number, l.Epoch, want)
 		}
 		k++
 	}
@@ -175,7 +175,7 @@ func (v *verifier) verify(ctx context.Context, j *job, l *Lease, b *pipeline.Bat
 // order, as pipeline reports them): the plan's indices with the failed
 // ones left out (Drop), or replaced in turn by the batch's good ones
 // (PadFromBatch); each label the dataset's.
-func expectIndices(j *job, l *Lease, b *pipeline.Batch) error {
+func expectIndices(j *job, l *batchLease, b *pipeline.Batch) error {
 	failed := make([]bool, len(l.Indices))
 	p := 0
 	for _, e := range b.Errors {
@@ -183,7 +183,7 @@ func expectIndices(j *job, l *Lease, b *pipeline.Batch) error {
 			p++
 		}
 		if p == len(l.Indices) {
-			return fmt.Errorf("%w: batch %d of epoch %d: a failure of sample %d, which the lease does not name (or out of order)", ErrMismatch, l.Number, l.Epoch, e.Index)
+			return fmt.Errorf("%w: batch %d of epoch %d: a failure of sample %d, which the lease does not name (or out of order)", errMismatch, l.Number, l.Epoch, e.Index)
 		}
 		failed[p] = true
 		p++
@@ -207,11 +207,11 @@ func expectIndices(j *job, l *Lease, b *pipeline.Batch) error {
 		}
 	}
 	if !slices.Equal(b.Indices, want) {
-		return fmt.Errorf("%w: batch %d of epoch %d: indices %v, the plan gives %v", ErrMismatch, l.Number, l.Epoch, truncInts(b.Indices), truncInts(want))
+		return fmt.Errorf("%w: batch %d of epoch %d: indices %v, the plan gives %v", errMismatch, l.Number, l.Epoch, truncInts(b.Indices), truncInts(want))
 	}
 	for i, idx := range want {
 		if lab := j.ds.Label(int(idx)); b.Labels[i] != lab {
-			return fmt.Errorf("%w: batch %d of epoch %d: sample %d labelled %d, the dataset says %d", ErrMismatch, l.Number, l.Epoch, idx, b.Labels[i], lab)
+			return fmt.Errorf("%w: batch %d of epoch %d: sample %d labelled %d, the dataset says %d", errMismatch, l.Number, l.Epoch, idx, b.Labels[i], lab)
 		}
 	}
 	return nil

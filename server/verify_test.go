@@ -98,7 +98,7 @@ func TestLyingPeer(t *testing.T) {
 }
 
 // quarantinedMaker finds the coordinator's maker for the peer at addr.
-func quarantinedMaker(t *testing.T, coord *testEnv, addr string) Maker {
+func quarantinedMaker(t *testing.T, coord *testEnv, addr string) maker {
 	t.Helper()
 	ms, _ := coord.srv.makers.snapshot()
 	for _, m := range ms {

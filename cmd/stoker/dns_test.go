@@ -160,7 +160,6 @@ func TestDNSDiscovery(t *testing.T) {
 
 	var (
 		before3, before4 float64 // leases to .3 and .4 before they were listed
-		at2Removed       float64 // leases to .2 when it was removed
 		made2            float64 // batches .2 made
 		removed          = make(chan struct{})
 	)
@@ -191,10 +190,11 @@ func TestDNSDiscovery(t *testing.T) {
 					held, _ := r["in_flight_at_removal"].(float64)
 					u, _ := r["unfinished"].(float64)
 					t.Logf("%s left DNS with %v leases in flight; %v unfinished when closed", addr(ips[0]), held, u)
-					if u != 0 || failuresOf(ips[0]) != failed2 {
-						t.Errorf("%s: %v leases unfinished when closed, %v failed", addr(ips[0]), u, failuresOf(ips[0])-failed2)
+					// (Its series go soon after it was closed: a count can
+					// only drop to 0, never grow.)
+					if f := failuresOf(ips[0]); u != 0 || f > failed2 {
+						t.Errorf("%s: %v leases unfinished when closed, %v failed", addr(ips[0]), u, f-failed2)
 					}
-					at2Removed = leasesTo(ips[0])
 					made2 = ps[ips[0]].metric(t, ctx, "stoker_work_leases_total", `outcome="done"`)
 					ps[ips[0]].kill()
 					t.Logf("killed %s, which made %v batches", addr(ips[0]), made2)
@@ -218,9 +218,13 @@ func TestDNSDiscovery(t *testing.T) {
 	if made2 == 0 {
 		t.Errorf("%s made no batch while it was listed", addr(ips[0]))
 	}
-	if got := leasesTo(ips[0]); got != at2Removed {
-		t.Errorf("%s got %v leases after it was removed from DNS", addr(ips[0]), got-at2Removed)
-	}
+	// A peer that left takes its series with it (DNS churn must not grow
+	// them); a lease after its removal would have made it again.
+	waitFor(t, ctx, 15*time.Second, "the series of "+addr(ips[0])+" gone", func() bool {
+		ms, err := coord.metrics(ctx)
+		return err == nil && sumSeries(ms, "stoker_leases_total", `maker="`+addr(ips[0])+`"`) == 0 &&
+			sumSeries(ms, "stoker_lease_failures_total", `maker="`+addr(ips[0])+`"`) == 0
+	})
 	if before3 != 0 || before4 != 0 {
 		t.Errorf("leases before the peers were listed: %v to .3, %v to .4", before3, before4)
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -61,7 +62,11 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.DurationVar(&cfg.PeerRefresh, "peer-refresh", 5*time.Second, "how often a dns:/// --peers name is resolved again")
 	fs.Int64Var(&cfg.MaxBatchBytes, "max-batch-bytes", server.DefaultMaxBatchBytes, "refuse jobs whose batches are larger")
 	fs.IntVar(&cfg.MaxStreamsPerClient, "max-streams-per-client", server.DefaultMaxStreamsPerClient, "open Feed streams allowed per client host")
-	fs.IntVar(&cfg.MaxStreams, "max-streams", server.DefaultMaxStreams, "open Feed and Work streams allowed in all")
+	fs.IntVar(&cfg.MaxStreams, "max-streams", server.DefaultMaxStreams, "open Feed (trainer) streams allowed in all; Work streams are counted apart (--max-work-streams)")
+	fs.Var(acceptWork{&cfg.AcceptWork}, "accept-work", "make batches for other servers' coordinators (Work streams); default true, but false on a server given --peers (a coordinator: its cores are its trainer's)")
+	fs.IntVar(&cfg.MaxWorkStreams, "max-work-streams", server.DefaultMaxWorkStreams, "open Work streams (coordinators leasing batches here) allowed in all, apart from Feed streams")
+	fs.IntVar(&cfg.MaxWorkStreamsPerClient, "max-work-streams-per-client", server.DefaultMaxWorkStreamsPerClient, "open Work streams allowed per client host")
+	fs.DurationVar(&cfg.WorkIdleTimeout, "work-idle-timeout", server.DefaultWorkIdleTimeout, "end a Work stream that sends nothing this long while no lease of it is pending (coordinators ping within a third of it)")
 	fs.Int64Var(&cfg.MemoryBudget, "memory-budget", 0, "memory the server may use (Go's soft limit; batch buffers get 3/4 of it); 0: half of the machine's (or cgroup's) memory")
 	fs.DurationVar(&cfg.FirstMessageTimeout, "first-message-timeout", 10*time.Second, "how long a new stream may take to send its first message")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "end a Feed stream whose trainer neither reads nor grants credit this long while a batch waits")
@@ -87,6 +92,28 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log lines as text or json")
 	fs.TextVar(&o.level, "log-level", slog.LevelInfo, "debug, info, warn or error")
 	return fs, o
+}
+
+// acceptWork is --accept-work: a bool flag that leaves cfg.AcceptWork nil
+// (the default for the server's role) unless given.
+type acceptWork struct{ v **bool }
+
+func (a acceptWork) IsBoolFlag() bool { return true }
+
+func (a acceptWork) String() string {
+	if a.v == nil || *a.v == nil {
+		return ""
+	}
+	return strconv.FormatBool(**a.v)
+}
+
+func (a acceptWork) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*a.v = &b
+	return nil
 }
 
 type serveOpts struct {

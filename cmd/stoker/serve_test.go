@@ -19,6 +19,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server"
 )
 
 // TestServe runs the real binary: it must come up on a free port, say so in
@@ -134,3 +135,28 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestAcceptWorkFlag: --accept-work is a bool flag that, unless given,
+// leaves the server's role to decide (nil: on unless --peers).
+func TestAcceptWorkFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want *bool
+	}{
+		{nil, nil},
+		{[]string{"--accept-work"}, ptr(true)},
+		{[]string{"--accept-work=false"}, ptr(false)},
+		{[]string{"--accept-work=true", "--peers", "a:1"}, ptr(true)},
+	} {
+		cfg := server.Config{Datasets: map[string]string{}}
+		fs, _ := serveFlags(&cfg)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if (cfg.AcceptWork == nil) != (tc.want == nil) || cfg.AcceptWork != nil && *cfg.AcceptWork != *tc.want {
+			t.Errorf("%v: AcceptWork %v, want %v", tc.args, cfg.AcceptWork, tc.want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,9 +59,28 @@ type Lease struct {
 	Stall, Work float64
 }
 
+// ErrDecoder is returned (wrapped) while the peer is refused because its
+// decoder would make other bytes than this process's (another output
+// version, decode path, libjpeg-turbo, architecture or multiply-add
+// fusion): it is pipeline.ErrOtherBytes, and the peer is never Ready.
+var ErrDecoder = pipeline.ErrOtherBytes
+
+// maxQueued bounds the requests waiting for a stream's send loop: past it
+// the worker is taken to read nothing (its connection is up, so keepalive
+// does not end it) and the stream is ended. Each Make queues at most a
+// registration, a lease and a cancel, and there are at most as many
+// Makes at once as the worker takes leases.
+const maxQueued = 4096
+
+// minPing is the shortest interval between pings on an idle stream,
+// whatever the worker's idle timeout.
+const minPing = 50 * time.Millisecond
+
 // Peer is a coordinator's side of one worker's WorkService: it keeps a Work
-// stream open (reconnecting with back-off after a failure), sends leases
-// on it and reassembles the batches that come back. Make is safe for
+// stream open (reconnecting with back-off after a failure), registers
+// jobs, sends leases on it, reassembles the batches that come back and
+// ends jobs. One send loop per stream sends every request in order; Make
+// only queues its requests and waits for the answer. Make is safe for
 // concurrent use.
 type Peer struct {
 	addr string
@@ -71,6 +92,7 @@ type Peer struct {
 	mu      sync.Mutex
 	st      *peerStream // nil while not connected
 	info    *stokerv1.WorkerInfo
+	lastErr error // why the peer is not ready; nil while it is
 	onReady func()
 
 	// inflight counts the leases of every job in flight on the peer: the
@@ -80,18 +102,32 @@ type Peer struct {
 
 // peerStream is one Work stream and what is in flight on it.
 type peerStream struct {
-	stream  stokerv1.WorkService_WorkClient
-	cancel  context.CancelFunc
-	sendMu  sync.Mutex
+	stream stokerv1.WorkService_WorkClient
+	cancel context.CancelFunc
+	// pingEvery is how often the send loop pings a stream it sent nothing
+	// on (a third of the worker's idle timeout); 0: never.
+	pingEvery time.Duration
+
 	mu      sync.Mutex
 	jobs    map[*stokerv1.JobSpec]uint64
 	pending map[uint64]*pendingLease
 	nextID  uint64
-	err     error // why the stream ended; set once
-	ended   chan struct{}
+	queue   []outReq // for the send loop, in order
+	err     error    // why the stream ended; set once
+	cause   error    // why this side ended it, when it did
+	wake    chan struct{}
+	ended   chan struct{} // closed once the stream has ended
+	sent    chan struct{} // closed when the send loop has returned
 	// draining: the worker said it is shutting down; no lease is sent on
 	// the stream any more.
 	draining atomic.Bool
+}
+
+// outReq is a request queued for the send loop; lease is set for a Lease,
+// which is sent only while still pending.
+type outReq struct {
+	req   *stokerv1.WorkRequest
+	lease *pendingLease
 }
 
 // pendingLease is a lease waiting for its batch. Its fields are guarded by
@@ -99,11 +135,13 @@ type peerStream struct {
 // once Make removed it the buffer is the caller's again.
 type pendingLease struct {
 	l     *Lease
+	job   uint64 // the job's id on the stream
 	b     *pipeline.Batch
 	got   int // bytes received
 	want  int // -1 until LeaseDone
 	done  chan error
 	final bool
+	sent  bool // the send loop has sent it (a cancel must follow it)
 }
 
 type options struct {
@@ -111,6 +149,8 @@ type options struct {
 	connectTime time.Duration
 	maxBackoff  time.Duration
 	onError     func(error)
+	identity    pipeline.Identity
+	onDecoder   func(error)
 }
 
 // Option configures a Peer.
@@ -140,11 +180,26 @@ func WithErrors(f func(error)) Option {
 	return func(p *options) { p.onError = f }
 }
 
+// WithIdentity sets the decoder identity the worker's is compared with: a
+// worker that would make other bytes (pipeline.Identity.SameOutput) is
+// refused at handshake and never Ready. Default pipeline.LocalIdentity().
+func WithIdentity(id pipeline.Identity) Option {
+	return func(p *options) { p.identity = id }
+}
+
+// WithDecoderRefused calls f each time the worker is refused because its
+// decoder would make other bytes (f's error wraps ErrDecoder and names
+// both identities), unlike WithErrors, which reports a refusal once.
+// Default: none.
+func WithDecoderRefused(f func(error)) Option {
+	return func(p *options) { p.onDecoder = f }
+}
+
 // Dial starts keeping a Work stream open to the worker at addr. It
 // returns at once; Ready says when leases can be sent. onReady, if not nil,
 // is called each time the stream comes up or goes down.
 func Dial(addr string, onReady func(), opts ...Option) (*Peer, error) {
-	o := options{connectTime: 5 * time.Second, maxBackoff: 5 * time.Second}
+	o := options{connectTime: 5 * time.Second, maxBackoff: 5 * time.Second, identity: pipeline.LocalIdentity()}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -173,6 +228,26 @@ func (p *Peer) Ready() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.st != nil && !p.st.draining.Load()
+}
+
+// LastError says why the peer is not Ready: its last connection or
+// stream error, in words a user can act on ("Unauthenticated: …", "TLS:
+// x509: certificate signed by unknown authority", "decoder differs: …",
+// "the worker is draining"), the gRPC error's message kept. nil while the
+// peer is Ready, and before its first attempt ended.
+func (p *Peer) LastError() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.st != nil && !p.st.draining.Load() {
+		return nil
+	}
+	return p.lastErr
+}
+
+func (p *Peer) setLastErr(err error) {
+	p.mu.Lock()
+	p.lastErr = err
+	p.mu.Unlock()
 }
 
 // limit is how many leases the worker takes at once on a stream (what it
@@ -225,16 +300,22 @@ func (p *Peer) Retire(wait time.Duration, abort <-chan struct{}) (unfinished int
 	}
 }
 
-// Forget drops the registration of a job that ended (the worker keeps it
-// until the stream ends; this only frees the coordinator's side).
+// Forget ends a job on the worker: its registration is dropped here and a
+// JobEnd follows the job's last requests, so the worker drops its queue
+// and state. The caller has no Make of the job in progress and starts none
+// after it.
 func (p *Peer) Forget(spec *stokerv1.JobSpec) {
 	p.mu.Lock()
 	st := p.st
 	p.mu.Unlock()
-	if st != nil {
-		st.mu.Lock()
+	if st == nil {
+		return // the worker's state went with the stream
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if id, ok := st.jobs[spec]; ok {
 		delete(st.jobs, spec)
-		st.mu.Unlock()
+		st.enqueue(outReq{req: &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_End{End: &stokerv1.JobEnd{Id: id}}}})
 	}
 }
 
@@ -245,6 +326,7 @@ func (p *Peer) loop(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	last := ""
 	report := func(err error) {
+		p.setLastErr(describe(err))
 		if f := p.opts.onError; f != nil && ctx.Err() == nil && err.Error() != last {
 			last = err.Error()
 			f(err)
@@ -257,8 +339,8 @@ func (p *Peer) loop(ctx context.Context) {
 			backoff = 100 * time.Millisecond
 			p.setStream(st)
 			p.receive(st)
+			report(st.err) // before the stream goes: LastError is never nil while not Ready
 			p.setStream(nil)
-			report(st.err)
 			if !errors.Is(st.err, ErrDraining) {
 				continue // a stream that ran is retried at once: the worker may have restarted
 			}
@@ -267,6 +349,12 @@ func (p *Peer) loop(ctx context.Context) {
 			// within the longest back-off.
 			backoff = p.opts.maxBackoff
 		} else {
+			if errors.Is(err, ErrDecoder) {
+				if f := p.opts.onDecoder; f != nil && ctx.Err() == nil {
+					f(err)
+				}
+				backoff = p.opts.maxBackoff // rebuilding a worker takes longer than a back-off
+			}
 			report(err)
 		}
 		select {
@@ -280,6 +368,9 @@ func (p *Peer) loop(ctx context.Context) {
 func (p *Peer) setStream(st *peerStream) {
 	p.mu.Lock()
 	p.st = st
+	if st != nil {
+		p.lastErr = nil
+	}
 	p.mu.Unlock()
 	p.readyChanged()
 }
@@ -294,8 +385,9 @@ func (p *Peer) readyChanged() {
 	}
 }
 
-// open opens a Work stream and reads the worker's WorkerInfo, within the
-// connect timeout.
+// open opens a Work stream, reads the worker's WorkerInfo and checks its
+// decoder, within the connect timeout, and starts the stream's send loop
+// with a first ping.
 func (p *Peer) open(ctx context.Context) (*peerStream, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	timer := time.AfterFunc(p.opts.connectTime, cancel)
@@ -304,24 +396,44 @@ func (p *Peer) open(ctx context.Context) (*peerStream, error) {
 	if err == nil {
 		first, err = stream.Recv()
 	}
-	if !timer.Stop() && err != nil {
-		err = fmt.Errorf("no answer within %v: %w", p.opts.connectTime, err)
-	}
-	if err == nil && first.GetWorker() == nil {
+	info := first.GetWorker()
+	if err == nil && info == nil {
 		err = fmt.Errorf("first message %T, want WorkerInfo", first.GetMsg())
+	}
+	if err == nil {
+		if info.GetDecoder() == nil {
+			err = fmt.Errorf("%w: the worker does not say how it decodes (it is older than this coordinator, %s): upgrade it",
+				ErrDecoder, p.opts.identity.Version)
+		} else {
+			err = p.opts.identity.SameOutput(identityOf(info.GetDecoder()))
+		}
+	}
+	if err == nil {
+		// The worker waits for a first request (its first-message
+		// timeout); nothing else is sending yet.
+		err = stream.Send(&stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Ping{Ping: &stokerv1.WorkPing{}}})
+	}
+	if !timer.Stop() && err != nil {
+		err = fmt.Errorf("no answer within %v (the worker is unreachable or hung)", p.opts.connectTime)
 	}
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	p.mu.Lock()
-	p.info = first.GetWorker()
+	p.info = info
 	p.mu.Unlock()
-	return &peerStream{
-		stream: stream, cancel: cancel,
+	pingEvery := time.Duration(info.GetIdleTimeoutMs()) * time.Millisecond / 3
+	if pingEvery > 0 {
+		pingEvery = max(pingEvery, minPing) // a worker cannot make us spin
+	}
+	st := &peerStream{
+		stream: stream, cancel: cancel, pingEvery: pingEvery,
 		jobs: make(map[*stokerv1.JobSpec]uint64), pending: make(map[uint64]*pendingLease),
-		ended: make(chan struct{}),
-	}, nil
+		wake: make(chan struct{}, 1), ended: make(chan struct{}), sent: make(chan struct{}),
+	}
+	go st.sendLoop(sctx)
+	return st, nil
 }
 
 // receive reads a stream's answers until it ends, then fails what was in
@@ -329,19 +441,24 @@ func (p *Peer) open(ctx context.Context) (*peerStream, error) {
 func (p *Peer) receive(st *peerStream) {
 	err := p.read(st)
 	st.cancel()
+	<-st.sent
 	st.mu.Lock()
-	if errors.Is(err, io.EOF) {
+	switch {
+	case st.cause != nil:
+		st.err = fmt.Errorf("%w: peer %s: %w", ErrNotConnected, p.addr, st.cause)
+	case errors.Is(err, io.EOF):
 		// A worker ends a stream cleanly only when it drains, once it has
 		// answered every lease it took: what is still pending was sent
 		// after it stopped reading, and goes elsewhere.
 		st.err = fmt.Errorf("%w: %w: peer %s: the worker ended the stream (draining)", ErrNotConnected, ErrDraining, p.addr)
-	} else {
-		st.err = fmt.Errorf("%w: peer %s: %v", ErrNotConnected, p.addr, err)
+	default:
+		st.err = fmt.Errorf("%w: peer %s: %w", ErrNotConnected, p.addr, err)
 	}
 	for id, pl := range st.pending {
 		delete(st.pending, id)
 		pl.finish(st.err)
 	}
+	st.queue = nil
 	st.mu.Unlock()
 	close(st.ended)
 }
@@ -359,6 +476,7 @@ func (p *Peer) read(st *peerStream) error {
 			err = st.chunk(m.Chunk)
 		case *stokerv1.WorkResponse_Failed:
 			if st.failed(m.Failed) {
+				p.setLastErr(fmt.Errorf("%w: the worker is draining (shutting down)", ErrDraining))
 				p.readyChanged() // no longer Ready
 			}
 		default:
@@ -454,6 +572,13 @@ func (st *peerStream) failed(f *stokerv1.LeaseFailed) (drained bool) {
 		err = fmt.Errorf("%w: %w", ErrBusy, err)
 	case codes.Unavailable:
 		err = fmt.Errorf("%w: %w", ErrDraining, err)
+	case codes.Aborted:
+		// The worker ended the job (no lease named it for a while): the
+		// next lease registers it again.
+		if id, ok := st.jobs[pl.l.Job]; ok && id == pl.job {
+			delete(st.jobs, pl.l.Job)
+		}
+		err = fmt.Errorf("%w: %w", ErrBusy, err)
 	}
 	pl.finish(err)
 	return drained
@@ -469,11 +594,10 @@ func (pl *pendingLease) finish(err error) {
 
 // Make sends l to the worker and reassembles its batch into b. It returns
 // ErrNotConnected when there is no stream, an error wrapping ErrRefused
-// when the worker refuses the job, ctx's error when ctx ends first (the
-// lease is then cancelled at the worker, and whatever of it still arrives
-// is dropped). A lease that runs into ctx's deadline also ends the stream:
-// a worker that does not answer in time is presumed hung, and the stream is
-// opened again.
+// when the worker refuses the job, ctx's error when ctx ends first: the
+// lease is then cancelled at the worker (or never sent), whatever of it
+// still arrives is dropped, and the stream goes on, for the other leases
+// on it. Only a stream error or keepalive ends a stream.
 func (p *Peer) Make(ctx context.Context, l Lease, b *pipeline.Batch) error {
 	p.mu.Lock()
 	st := p.st
@@ -490,59 +614,47 @@ func (p *Peer) Make(ctx context.Context, l Lease, b *pipeline.Batch) error {
 	}
 	defer p.released()
 	pl := &pendingLease{l: &l, b: b, want: -1, done: make(chan error, 1)}
-	// A worker that stopped reading can block Send (flow control): the
-	// lease's deadline ends the stream, which unblocks it.
-	stop := context.AfterFunc(ctx, func() {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			st.cancel()
-		}
-	})
-	defer stop()
-	// The job's registration and the lease go out under one send lock, so
-	// a lease never overtakes its job's registration sent by another Make.
-	st.sendMu.Lock()
 	st.mu.Lock()
 	if st.err != nil {
 		st.mu.Unlock()
-		st.sendMu.Unlock()
 		return st.err
 	}
-	var reqs []*stokerv1.WorkRequest
+	// The job's registration and the lease are queued together: the send
+	// loop sends them in order, so a lease never overtakes its job.
 	jobID, ok := st.jobs[l.Job]
 	if !ok {
 		st.nextID++
 		jobID = st.nextID
 		st.jobs[l.Job] = jobID
-		reqs = append(reqs, &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Job{Job: &stokerv1.WorkJob{Id: jobID, Spec: l.Job}}})
+		st.enqueue(outReq{req: &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Job{Job: &stokerv1.WorkJob{Id: jobID, Spec: l.Job}}}})
 	}
 	st.nextID++
 	id := st.nextID
+	pl.job = jobID
 	st.pending[id] = pl
-	st.mu.Unlock()
-	reqs = append(reqs, &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Lease{Lease: &stokerv1.Lease{
+	st.enqueue(outReq{lease: pl, req: &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Lease{Lease: &stokerv1.Lease{
 		Id: id, Job: jobID, Epoch: l.Epoch, Number: l.Number, Indices: l.Indices, Stall: l.Stall, Work: l.Work,
-	}}})
-	err := st.sendLocked(reqs...)
-	st.sendMu.Unlock()
-	if err != nil {
-		st.drop(id)
-		return fmt.Errorf("%w: peer %s: %v", ErrNotConnected, p.addr, err)
-	}
+	}}}})
+	st.mu.Unlock()
 	select {
 	case err := <-pl.done:
 		return err
 	case <-ctx.Done():
 	}
-	if !st.drop(id) {
+	st.mu.Lock()
+	if st.pending[id] != pl {
 		// It finished just now; b is complete or failed, and no longer
 		// written to.
+		st.mu.Unlock()
 		return <-pl.done
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		st.cancel() // presumed hung: the loop opens a new stream
-	} else {
-		st.send(&stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Cancel{Cancel: &stokerv1.CancelLease{Id: id}}})
+	delete(st.pending, id)
+	if pl.sent && st.err == nil {
+		// The worker may be making it: withdraw it. One late lease is one
+		// lease; the stream and the other leases on it go on.
+		st.enqueue(outReq{req: &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Cancel{Cancel: &stokerv1.CancelLease{Id: id}}}})
 	}
+	st.mu.Unlock()
 	return fmt.Errorf("peer %s: lease of batch %d: %w", p.addr, l.Number, ctx.Err())
 }
 
@@ -553,29 +665,121 @@ func (p *Peer) released() {
 	p.readyChanged()
 }
 
-// drop removes a pending lease; false if it had already finished.
-func (st *peerStream) drop(id uint64) bool {
+// enqueue queues r for the send loop. Called with mu held. A worker that
+// lets maxQueued requests pile up reads nothing: the stream is ended.
+func (st *peerStream) enqueue(r outReq) {
+	if st.err != nil || st.cause != nil {
+		return
+	}
+	if len(st.queue) >= maxQueued {
+		st.cause = fmt.Errorf("the worker reads no requests: %d waiting to be sent", len(st.queue))
+		st.cancel()
+		return
+	}
+	st.queue = append(st.queue, r)
+	select {
+	case st.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next takes the next request to send: a lease no longer pending (its
+// Make gave up before it was sent) is skipped. nil when none is queued.
+func (st *peerStream) next() *stokerv1.WorkRequest {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if _, ok := st.pending[id]; !ok {
-		return false
-	}
-	delete(st.pending, id)
-	return true
-}
-
-func (st *peerStream) send(reqs ...*stokerv1.WorkRequest) error {
-	st.sendMu.Lock()
-	defer st.sendMu.Unlock()
-	return st.sendLocked(reqs...)
-}
-
-// sendLocked sends with sendMu held.
-func (st *peerStream) sendLocked(reqs ...*stokerv1.WorkRequest) error {
-	for _, r := range reqs {
-		if err := st.stream.Send(r); err != nil {
-			return err
+	for len(st.queue) > 0 {
+		r := st.queue[0]
+		st.queue[0] = outReq{}
+		st.queue = st.queue[1:]
+		if r.lease != nil {
+			if st.pending[r.req.GetLease().GetId()] != r.lease {
+				continue
+			}
+			r.lease.sent = true
 		}
+		return r.req
 	}
 	return nil
 }
+
+// sendLoop sends the stream's requests in the order they were queued, and
+// a ping whenever it sent nothing for pingEvery, until ctx ends or a Send
+// fails (the stream is then ended: the receiver sees it fail).
+func (st *peerStream) sendLoop(ctx context.Context) {
+	defer close(st.sent)
+	var ping <-chan time.Time
+	var timer *time.Timer
+	if st.pingEvery > 0 {
+		timer = time.NewTimer(st.pingEvery)
+		defer timer.Stop()
+		ping = timer.C
+	}
+	send := func(req *stokerv1.WorkRequest) bool {
+		if err := st.stream.Send(req); err != nil {
+			st.cancel() // the receiver then reads the stream's error
+			return false
+		}
+		if timer != nil {
+			timer.Reset(st.pingEvery)
+		}
+		return true
+	}
+	pingMsg := &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Ping{Ping: &stokerv1.WorkPing{}}}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ping:
+			if !send(pingMsg) {
+				return
+			}
+		case <-st.wake:
+		}
+		for req := st.next(); req != nil; req = st.next() {
+			if !send(req) {
+				return
+			}
+		}
+	}
+}
+
+// describe says err in words a user can act on, keeping the gRPC error's
+// message: "Unauthenticated: …", "TLS: x509: …", "decoder differs: …".
+func describe(err error) error {
+	if err == nil || errors.Is(err, ErrDecoder) || errors.Is(err, ErrDraining) {
+		return err
+	}
+	var se interface{ GRPCStatus() *status.Status }
+	if !errors.As(err, &se) {
+		return err
+	}
+	st := se.GRPCStatus()
+	msg := st.Message()
+	// A connection error quotes its cause: `connection error: desc =
+	// "transport: …"`.
+	if i := strings.Index(msg, `desc = "`); i >= 0 {
+		if inner, err := strconv.Unquote(msg[i+len(`desc = `):]); err == nil {
+			msg = msg[:i] + "desc = " + inner
+		}
+	}
+	switch {
+	case st.Code() == codes.Unavailable && strings.Contains(msg, "authentication handshake failed: "):
+		_, tlsErr, _ := strings.Cut(msg, "authentication handshake failed: ")
+		msg = "TLS: " + strings.TrimPrefix(tlsErr, "tls: ")
+	case st.Code() == codes.Unavailable && strings.Contains(msg, "server preface"):
+		msg = "Unavailable: " + msg + " (a TLS worker dialed in plaintext? --peer-ca)"
+	default:
+		msg = st.Code().String() + ": " + msg
+	}
+	return &described{msg: msg, err: err}
+}
+
+// described is an error said for users, wrapping the original.
+type described struct {
+	msg string
+	err error
+}
+
+func (d *described) Error() string { return d.msg }
+func (d *described) Unwrap() error { return d.err }

@@ -2195,6 +2195,8 @@ type WorkRequest struct {
 	//	*WorkRequest_Job
 	//	*WorkRequest_Lease
 	//	*WorkRequest_Cancel
+	//	*WorkRequest_End
+	//	*WorkRequest_Ping
 	Msg           isWorkRequest_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2264,6 +2266,24 @@ func (x *WorkRequest) GetCancel() *CancelLease {
 	return nil
 }
 
+func (x *WorkRequest) GetEnd() *JobEnd {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkRequest_End); ok {
+			return x.End
+		}
+	}
+	return nil
+}
+
+func (x *WorkRequest) GetPing() *WorkPing {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkRequest_Ping); ok {
+			return x.Ping
+		}
+	}
+	return nil
+}
+
 type isWorkRequest_Msg interface {
 	isWorkRequest_Msg()
 }
@@ -2282,16 +2302,120 @@ type WorkRequest_Cancel struct {
 	Cancel *CancelLease `protobuf:"bytes,3,opt,name=cancel,proto3,oneof"`
 }
 
+type WorkRequest_End struct {
+	// Ends a job: the worker drops its queue and what it keeps of it. Sent
+	// once the job's leases are answered or cancelled.
+	End *JobEnd `protobuf:"bytes,4,opt,name=end,proto3,oneof"`
+}
+
+type WorkRequest_Ping struct {
+	// Says the coordinator is there: the stream's first request, and sent
+	// on a stream otherwise idle.
+	Ping *WorkPing `protobuf:"bytes,5,opt,name=ping,proto3,oneof"`
+}
+
 func (*WorkRequest_Job) isWorkRequest_Msg() {}
 
 func (*WorkRequest_Lease) isWorkRequest_Msg() {}
 
 func (*WorkRequest_Cancel) isWorkRequest_Msg() {}
 
+func (*WorkRequest_End) isWorkRequest_Msg() {}
+
+func (*WorkRequest_Ping) isWorkRequest_Msg() {}
+
+// JobEnd ends a job registered on the stream.
+type JobEnd struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The WorkJob.id.
+	Id            uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobEnd) Reset() {
+	*x = JobEnd{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobEnd) ProtoMessage() {}
+
+func (x *JobEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
+func (*JobEnd) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *JobEnd) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+// WorkPing keeps a Work stream open while it has nothing else to say.
+type WorkPing struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkPing) Reset() {
+	*x = WorkPing{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkPing) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkPing) ProtoMessage() {}
+
+func (x *WorkPing) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
+func (*WorkPing) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+}
+
 // WorkJob is a job a coordinator will lease batches of.
 type WorkJob struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Unique on the stream.
+	// Unique on the stream, and larger than every id registered before it
+	// on the stream (job and lease ids share one increasing counter): a
+	// lease naming a smaller id that is not registered names a job that
+	// ended, and fails with ABORTED (register it again), where an id never
+	// registered breaks the protocol. A worker ends a job no lease named for
+	// a while (its coordinator forgot to end it), with the same effect.
 	Id            uint64   `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	Spec          *JobSpec `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2300,7 +2424,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2312,7 +2436,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2325,7 +2449,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -2365,7 +2489,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2377,7 +2501,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2390,7 +2514,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -2452,7 +2576,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2464,7 +2588,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2477,7 +2601,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -2503,7 +2627,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2515,7 +2639,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2528,7 +2652,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -2613,13 +2737,18 @@ type WorkerInfo struct {
 	MaxLeases uint32 `protobuf:"varint,2,opt,name=max_leases,json=maxLeases,proto3" json:"max_leases,omitempty"`
 	// The largest chunk the worker sends.
 	MaxChunkBytes uint32 `protobuf:"varint,3,opt,name=max_chunk_bytes,json=maxChunkBytes,proto3" json:"max_chunk_bytes,omitempty"`
+	// How the worker turns a sample into bytes.
+	Decoder *DecoderIdentity `protobuf:"bytes,4,opt,name=decoder,proto3" json:"decoder,omitempty"`
+	// The worker ends a stream that sends nothing for this long while no
+	// lease is pending: the coordinator pings within a third of it.
+	IdleTimeoutMs uint32 `protobuf:"varint,5,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2631,7 +2760,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2644,7 +2773,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -2668,6 +2797,138 @@ func (x *WorkerInfo) GetMaxChunkBytes() uint32 {
 	return 0
 }
 
+func (x *WorkerInfo) GetDecoder() *DecoderIdentity {
+	if x != nil {
+		return x.Decoder
+	}
+	return nil
+}
+
+func (x *WorkerInfo) GetIdleTimeoutMs() uint32 {
+	if x != nil {
+		return x.IdleTimeoutMs
+	}
+	return 0
+}
+
+// DecoderIdentity is what decides the bytes a server makes of a sample:
+// two servers make identical batches of a job when their output versions,
+// decode paths, libjpeg-turbo versions (on the libjpeg-turbo path),
+// multiply-add fusion and architectures agree (pipeline.Identity says
+// which differences matter). A coordinator refuses a peer that would make
+// other bytes.
+type DecoderIdentity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// stoker's version (informational: output_version is what counts).
+	StokerVersion string `protobuf:"bytes,1,opt,name=stoker_version,json=stokerVersion,proto3" json:"stoker_version,omitempty"`
+	// The version of what stoker's decoders and ops output, raised whenever
+	// a batch's bytes change.
+	OutputVersion uint32 `protobuf:"varint,2,opt,name=output_version,json=outputVersion,proto3" json:"output_version,omitempty"`
+	// Go's GOARCH, with its level where it has one (GOAMD64, GOARM64).
+	Arch string `protobuf:"bytes,3,opt,name=arch,proto3" json:"arch,omitempty"`
+	// Whether this build's Go code fuses x*y+z into one rounding.
+	FusedMultiplyAdd bool `protobuf:"varint,4,opt,name=fused_multiply_add,json=fusedMultiplyAdd,proto3" json:"fused_multiply_add,omitempty"`
+	// "libjpeg-turbo+huff" (cgo: libjpeg-turbo with stoker's Huffman
+	// decoder) or "go" (CGO_ENABLED=0: image/jpeg and imaging).
+	DecodePath string `protobuf:"bytes,5,opt,name=decode_path,json=decodePath,proto3" json:"decode_path,omitempty"`
+	// The SIMD libjpeg-turbo uses on this CPU ("avx2", "sse2", "neon",
+	// "none"): informational, its integer IDCT, upsampling and color
+	// conversion give the same bytes at every level.
+	Simd string `protobuf:"bytes,6,opt,name=simd,proto3" json:"simd,omitempty"`
+	// LIBJPEG_TURBO_VERSION_NUMBER (e.g. 2001005) and JPEG_LIB_VERSION (62,
+	// 70, 80) built against; 0 on the "go" path.
+	LibjpegTurboVersion uint32 `protobuf:"varint,7,opt,name=libjpeg_turbo_version,json=libjpegTurboVersion,proto3" json:"libjpeg_turbo_version,omitempty"`
+	JpegLibVersion      uint32 `protobuf:"varint,8,opt,name=jpeg_lib_version,json=jpegLibVersion,proto3" json:"jpeg_lib_version,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *DecoderIdentity) Reset() {
+	*x = DecoderIdentity{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecoderIdentity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecoderIdentity) ProtoMessage() {}
+
+func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
+func (*DecoderIdentity) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *DecoderIdentity) GetStokerVersion() string {
+	if x != nil {
+		return x.StokerVersion
+	}
+	return ""
+}
+
+func (x *DecoderIdentity) GetOutputVersion() uint32 {
+	if x != nil {
+		return x.OutputVersion
+	}
+	return 0
+}
+
+func (x *DecoderIdentity) GetArch() string {
+	if x != nil {
+		return x.Arch
+	}
+	return ""
+}
+
+func (x *DecoderIdentity) GetFusedMultiplyAdd() bool {
+	if x != nil {
+		return x.FusedMultiplyAdd
+	}
+	return false
+}
+
+func (x *DecoderIdentity) GetDecodePath() string {
+	if x != nil {
+		return x.DecodePath
+	}
+	return ""
+}
+
+func (x *DecoderIdentity) GetSimd() string {
+	if x != nil {
+		return x.Simd
+	}
+	return ""
+}
+
+func (x *DecoderIdentity) GetLibjpegTurboVersion() uint32 {
+	if x != nil {
+		return x.LibjpegTurboVersion
+	}
+	return 0
+}
+
+func (x *DecoderIdentity) GetJpegLibVersion() uint32 {
+	if x != nil {
+		return x.JpegLibVersion
+	}
+	return 0
+}
+
 // LeaseDone carries a made batch's header.
 type LeaseDone struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2679,7 +2940,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2691,7 +2952,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2704,7 +2965,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -2736,7 +2997,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2748,7 +3009,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2761,7 +3022,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -2794,7 +3055,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2806,7 +3067,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2819,7 +3080,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -2838,7 +3099,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2850,7 +3111,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2863,7 +3124,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -2938,7 +3199,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2950,7 +3211,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2963,7 +3224,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *JobStatus) GetId() string {
@@ -3116,7 +3377,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3128,7 +3389,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3141,7 +3402,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -3345,12 +3606,18 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x18\n" +
 	"\aclasses\x18\x03 \x03(\tR\aclasses\x12 \n" +
 	"\vfingerprint\x18\x04 \x01(\tR\vfingerprint\x12\x16\n" +
-	"\x06format\x18\x05 \x01(\tR\x06format\"\x98\x01\n" +
+	"\x06format\x18\x05 \x01(\tR\x06format\"\xea\x01\n" +
 	"\vWorkRequest\x12&\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.stoker.v1.WorkJobH\x00R\x03job\x12(\n" +
 	"\x05lease\x18\x02 \x01(\v2\x10.stoker.v1.LeaseH\x00R\x05lease\x120\n" +
-	"\x06cancel\x18\x03 \x01(\v2\x16.stoker.v1.CancelLeaseH\x00R\x06cancelB\x05\n" +
-	"\x03msg\"A\n" +
+	"\x06cancel\x18\x03 \x01(\v2\x16.stoker.v1.CancelLeaseH\x00R\x06cancel\x12%\n" +
+	"\x03end\x18\x04 \x01(\v2\x11.stoker.v1.JobEndH\x00R\x03end\x12)\n" +
+	"\x04ping\x18\x05 \x01(\v2\x13.stoker.v1.WorkPingH\x00R\x04pingB\x05\n" +
+	"\x03msg\"\x18\n" +
+	"\x06JobEnd\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\"\n" +
+	"\n" +
+	"\bWorkPing\"A\n" +
 	"\aWorkJob\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12&\n" +
 	"\x04spec\x18\x02 \x01(\v2\x12.stoker.v1.JobSpecR\x04spec\"\x9b\x01\n" +
@@ -3369,13 +3636,25 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04done\x18\x02 \x01(\v2\x14.stoker.v1.LeaseDoneH\x00R\x04done\x12(\n" +
 	"\x05chunk\x18\x03 \x01(\v2\x10.stoker.v1.ChunkH\x00R\x05chunk\x120\n" +
 	"\x06failed\x18\x04 \x01(\v2\x16.stoker.v1.LeaseFailedH\x00R\x06failedB\x05\n" +
-	"\x03msg\"m\n" +
+	"\x03msg\"\xcb\x01\n" +
 	"\n" +
 	"WorkerInfo\x12\x18\n" +
 	"\aworkers\x18\x01 \x01(\rR\aworkers\x12\x1d\n" +
 	"\n" +
 	"max_leases\x18\x02 \x01(\rR\tmaxLeases\x12&\n" +
-	"\x0fmax_chunk_bytes\x18\x03 \x01(\rR\rmaxChunkBytes\"O\n" +
+	"\x0fmax_chunk_bytes\x18\x03 \x01(\rR\rmaxChunkBytes\x124\n" +
+	"\adecoder\x18\x04 \x01(\v2\x1a.stoker.v1.DecoderIdentityR\adecoder\x12&\n" +
+	"\x0fidle_timeout_ms\x18\x05 \x01(\rR\ridleTimeoutMs\"\xb4\x02\n" +
+	"\x0fDecoderIdentity\x12%\n" +
+	"\x0estoker_version\x18\x01 \x01(\tR\rstokerVersion\x12%\n" +
+	"\x0eoutput_version\x18\x02 \x01(\rR\routputVersion\x12\x12\n" +
+	"\x04arch\x18\x03 \x01(\tR\x04arch\x12,\n" +
+	"\x12fused_multiply_add\x18\x04 \x01(\bR\x10fusedMultiplyAdd\x12\x1f\n" +
+	"\vdecode_path\x18\x05 \x01(\tR\n" +
+	"decodePath\x12\x12\n" +
+	"\x04simd\x18\x06 \x01(\tR\x04simd\x122\n" +
+	"\x15libjpeg_turbo_version\x18\a \x01(\rR\x13libjpegTurboVersion\x12(\n" +
+	"\x10jpeg_lib_version\x18\b \x01(\rR\x0ejpegLibVersion\"O\n" +
 	"\tLeaseDone\x12\x14\n" +
 	"\x05lease\x18\x01 \x01(\x04R\x05lease\x12,\n" +
 	"\x05batch\x18\x02 \x01(\v2\x16.stoker.v1.BatchHeaderR\x05batch\"Q\n" +
@@ -3458,7 +3737,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Layout)(0),                  // 0: stoker.v1.Layout
 	(FailPolicy)(0),              // 1: stoker.v1.FailPolicy
@@ -3490,17 +3769,20 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*ListDatasetsResponse)(nil), // 27: stoker.v1.ListDatasetsResponse
 	(*DatasetInfo)(nil),          // 28: stoker.v1.DatasetInfo
 	(*WorkRequest)(nil),          // 29: stoker.v1.WorkRequest
-	(*WorkJob)(nil),              // 30: stoker.v1.WorkJob
-	(*Lease)(nil),                // 31: stoker.v1.Lease
-	(*CancelLease)(nil),          // 32: stoker.v1.CancelLease
-	(*WorkResponse)(nil),         // 33: stoker.v1.WorkResponse
-	(*WorkerInfo)(nil),           // 34: stoker.v1.WorkerInfo
-	(*LeaseDone)(nil),            // 35: stoker.v1.LeaseDone
-	(*LeaseFailed)(nil),          // 36: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),        // 37: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),       // 38: stoker.v1.StatusResponse
-	(*JobStatus)(nil),            // 39: stoker.v1.JobStatus
-	(*MakerStatus)(nil),          // 40: stoker.v1.MakerStatus
+	(*JobEnd)(nil),               // 30: stoker.v1.JobEnd
+	(*WorkPing)(nil),             // 31: stoker.v1.WorkPing
+	(*WorkJob)(nil),              // 32: stoker.v1.WorkJob
+	(*Lease)(nil),                // 33: stoker.v1.Lease
+	(*CancelLease)(nil),          // 34: stoker.v1.CancelLease
+	(*WorkResponse)(nil),         // 35: stoker.v1.WorkResponse
+	(*WorkerInfo)(nil),           // 36: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),      // 37: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),            // 38: stoker.v1.LeaseDone
+	(*LeaseFailed)(nil),          // 39: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),        // 40: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),       // 41: stoker.v1.StatusResponse
+	(*JobStatus)(nil),            // 42: stoker.v1.JobStatus
+	(*MakerStatus)(nil),          // 43: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	5,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
@@ -3529,32 +3811,35 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	2,  // 23: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
 	23, // 24: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
 	28, // 25: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	30, // 26: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	31, // 27: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	32, // 28: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	4,  // 29: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	34, // 30: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	35, // 31: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	24, // 32: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	36, // 33: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	22, // 34: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	39, // 35: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	40, // 36: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	3,  // 37: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	26, // 38: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	9,  // 39: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	37, // 40: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	29, // 41: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	20, // 42: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	27, // 43: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	10, // 44: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	38, // 45: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	33, // 46: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	42, // [42:47] is the sub-list for method output_type
-	37, // [37:42] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	32, // 26: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	33, // 27: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	34, // 28: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	30, // 29: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	31, // 30: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	4,  // 31: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	36, // 32: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	38, // 33: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	24, // 34: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	39, // 35: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	37, // 36: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	22, // 37: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	42, // 38: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	43, // 39: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	3,  // 40: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	26, // 41: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	9,  // 42: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	40, // 43: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	29, // 44: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	20, // 45: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	27, // 46: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	10, // 47: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	41, // 48: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	35, // 49: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	45, // [45:50] is the sub-list for method output_type
+	40, // [40:45] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -3588,8 +3873,10 @@ func file_stoker_v1_stoker_proto_init() {
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
+		(*WorkRequest_End)(nil),
+		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[30].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[32].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -3601,7 +3888,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   38,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

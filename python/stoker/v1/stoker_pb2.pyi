@@ -345,14 +345,28 @@ class DatasetInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., size: _Optional[int] = ..., classes: _Optional[_Iterable[str]] = ..., fingerprint: _Optional[str] = ..., format: _Optional[str] = ...) -> None: ...
 
 class WorkRequest(_message.Message):
-    __slots__ = ("job", "lease", "cancel")
+    __slots__ = ("job", "lease", "cancel", "end", "ping")
     JOB_FIELD_NUMBER: _ClassVar[int]
     LEASE_FIELD_NUMBER: _ClassVar[int]
     CANCEL_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    PING_FIELD_NUMBER: _ClassVar[int]
     job: WorkJob
     lease: Lease
     cancel: CancelLease
-    def __init__(self, job: _Optional[_Union[WorkJob, _Mapping]] = ..., lease: _Optional[_Union[Lease, _Mapping]] = ..., cancel: _Optional[_Union[CancelLease, _Mapping]] = ...) -> None: ...
+    end: JobEnd
+    ping: WorkPing
+    def __init__(self, job: _Optional[_Union[WorkJob, _Mapping]] = ..., lease: _Optional[_Union[Lease, _Mapping]] = ..., cancel: _Optional[_Union[CancelLease, _Mapping]] = ..., end: _Optional[_Union[JobEnd, _Mapping]] = ..., ping: _Optional[_Union[WorkPing, _Mapping]] = ...) -> None: ...
+
+class JobEnd(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    def __init__(self, id: _Optional[int] = ...) -> None: ...
+
+class WorkPing(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
 
 class WorkJob(_message.Message):
     __slots__ = ("id", "spec")
@@ -399,14 +413,38 @@ class WorkResponse(_message.Message):
     def __init__(self, worker: _Optional[_Union[WorkerInfo, _Mapping]] = ..., done: _Optional[_Union[LeaseDone, _Mapping]] = ..., chunk: _Optional[_Union[Chunk, _Mapping]] = ..., failed: _Optional[_Union[LeaseFailed, _Mapping]] = ...) -> None: ...
 
 class WorkerInfo(_message.Message):
-    __slots__ = ("workers", "max_leases", "max_chunk_bytes")
+    __slots__ = ("workers", "max_leases", "max_chunk_bytes", "decoder", "idle_timeout_ms")
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     MAX_LEASES_FIELD_NUMBER: _ClassVar[int]
     MAX_CHUNK_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DECODER_FIELD_NUMBER: _ClassVar[int]
+    IDLE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     workers: int
     max_leases: int
     max_chunk_bytes: int
-    def __init__(self, workers: _Optional[int] = ..., max_leases: _Optional[int] = ..., max_chunk_bytes: _Optional[int] = ...) -> None: ...
+    decoder: DecoderIdentity
+    idle_timeout_ms: int
+    def __init__(self, workers: _Optional[int] = ..., max_leases: _Optional[int] = ..., max_chunk_bytes: _Optional[int] = ..., decoder: _Optional[_Union[DecoderIdentity, _Mapping]] = ..., idle_timeout_ms: _Optional[int] = ...) -> None: ...
+
+class DecoderIdentity(_message.Message):
+    __slots__ = ("stoker_version", "output_version", "arch", "fused_multiply_add", "decode_path", "simd", "libjpeg_turbo_version", "jpeg_lib_version")
+    STOKER_VERSION_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ARCH_FIELD_NUMBER: _ClassVar[int]
+    FUSED_MULTIPLY_ADD_FIELD_NUMBER: _ClassVar[int]
+    DECODE_PATH_FIELD_NUMBER: _ClassVar[int]
+    SIMD_FIELD_NUMBER: _ClassVar[int]
+    LIBJPEG_TURBO_VERSION_FIELD_NUMBER: _ClassVar[int]
+    JPEG_LIB_VERSION_FIELD_NUMBER: _ClassVar[int]
+    stoker_version: str
+    output_version: int
+    arch: str
+    fused_multiply_add: bool
+    decode_path: str
+    simd: str
+    libjpeg_turbo_version: int
+    jpeg_lib_version: int
+    def __init__(self, stoker_version: _Optional[str] = ..., output_version: _Optional[int] = ..., arch: _Optional[str] = ..., fused_multiply_add: _Optional[bool] = ..., decode_path: _Optional[str] = ..., simd: _Optional[str] = ..., libjpeg_turbo_version: _Optional[int] = ..., jpeg_lib_version: _Optional[int] = ...) -> None: ...
 
 class LeaseDone(_message.Message):
     __slots__ = ("lease", "batch")

@@ -271,12 +271,18 @@ class WorkServiceServicer:
     """
 
     def Work(self, request_iterator, context):
-        """Work is one coordinator's stream to this worker. The coordinator
-        registers jobs (WorkRequest.job) and leases batches of them
-        (WorkRequest.lease); the worker answers each lease with a BatchHeader
-        (WorkResponse.done) followed by the Chunks of its pixels (Chunk.number
-        is the lease id), or with LeaseFailed. Leases are answered in the order
-        they finish, not the order they were sent.
+        """Work is one coordinator's stream to this worker. The worker says what
+        it is first (WorkerInfo, with its decoder's identity: a coordinator
+        leases only to workers that make the same bytes as itself); the
+        coordinator then sends a WorkPing at once, and again whenever it sent
+        nothing for a third of WorkerInfo.idle_timeout_ms. It registers jobs
+        (WorkRequest.job), leases batches of them (WorkRequest.lease) and ends
+        them (WorkRequest.end); the worker answers each lease with a
+        BatchHeader (WorkResponse.done) followed by the Chunks of its pixels
+        (Chunk.number is the lease id), or with LeaseFailed. Leases are
+        answered in the order they finish, not the order they were sent. A
+        worker ends a stream whose first request does not come in time, or
+        that sends nothing for idle_timeout_ms while no lease is pending.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

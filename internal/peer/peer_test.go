@@ -1,0 +1,349 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	"github.com/stoker-dev/stoker/pipeline"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// scriptedWorker is a WorkService on loopback that records every request
+// and answers leases as answer says: the protocol's other side, scripted,
+// so that a test can see exactly what a Peer sends (the real worker is
+// server.Work, tested against Peer in package server).
+type scriptedWorker struct {
+	stokerv1.UnimplementedWorkServiceServer
+	info *stokerv1.WorkerInfo
+	// answer answers lease l: nil to stay silent, or the response.
+	answer func(l *stokerv1.Lease) *stokerv1.WorkResponse
+
+	mu      sync.Mutex
+	streams int
+	reqs    []*stokerv1.WorkRequest
+	changed chan struct{} // closed and replaced at every request
+}
+
+const sampleBytes = 3
+
+func startWorker(t *testing.T, w *scriptedWorker) string {
+	t.Helper()
+	if w.info == nil {
+		w.info = &stokerv1.WorkerInfo{Workers: 1, MaxLeases: 8, Decoder: IdentityProto(pipeline.LocalIdentity())}
+	}
+	if w.answer == nil {
+		w.answer = made
+	}
+	w.changed = make(chan struct{})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	stokerv1.RegisterWorkServiceServer(gs, w)
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+	return lis.Addr().String()
+}
+
+// made answers a lease with its batch: labels 7, sampleBytes bytes of 9
+// per sample.
+func made(l *stokerv1.Lease) *stokerv1.WorkResponse {
+	n := len(l.GetIndices())
+	return &stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Done{Done: &stokerv1.LeaseDone{Lease: l.GetId(), Batch: &stokerv1.BatchHeader{
+		Number: l.GetNumber(), Labels: make([]int64, n), Indices: l.GetIndices(), DataBytes: uint64(n * sampleBytes),
+	}}}}
+}
+
+func (w *scriptedWorker) Work(stream stokerv1.WorkService_WorkServer) error {
+	w.mu.Lock()
+	w.streams++
+	w.mu.Unlock()
+	if err := stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Worker{Worker: w.info}}); err != nil {
+		return err
+	}
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			return nil
+		}
+		w.mu.Lock()
+		w.reqs = append(w.reqs, req)
+		close(w.changed)
+		w.changed = make(chan struct{})
+		w.mu.Unlock()
+		l := req.GetLease()
+		if l == nil {
+			continue
+		}
+		resp := w.answer(l)
+		if resp == nil {
+			continue
+		}
+		if err := stream.Send(resp); err != nil {
+			return err
+		}
+		if d := resp.GetDone(); d != nil && d.GetBatch().GetDataBytes() > 0 {
+			data := make([]byte, d.GetBatch().GetDataBytes())
+			if err := stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Chunk{Chunk: &stokerv1.Chunk{Number: l.GetId(), Data: data}}}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// waitFor waits until the requests received satisfy ok, and returns them.
+func (w *scriptedWorker) waitFor(t *testing.T, what string, ok func([]*stokerv1.WorkRequest) bool) []*stokerv1.WorkRequest {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		w.mu.Lock()
+		reqs, changed := append([]*stokerv1.WorkRequest(nil), w.reqs...), w.changed
+		w.mu.Unlock()
+		if ok(reqs) {
+			return reqs
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("after 10 s, no %s; requests: %v", what, reqs)
+		}
+	}
+}
+
+func (w *scriptedWorker) streamsOpened() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.streams
+}
+
+// dialReady dials addr and waits until the peer is Ready.
+func dialReady(t *testing.T, addr string, opts ...Option) *Peer {
+	t.Helper()
+	ready := make(chan struct{}, 1)
+	p, err := Dial(addr, func() {
+		select {
+		case ready <- struct{}{}:
+		default:
+		}
+	}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	timeout := time.After(10 * time.Second)
+	for !p.Ready() {
+		select {
+		case <-ready:
+		case <-timeout:
+			t.Fatalf("peer not ready after 10 s: %v", p.LastError())
+		}
+	}
+	return p
+}
+
+func lease(spec *stokerv1.JobSpec, k uint64) Lease {
+	return Lease{Job: spec, Number: k, Indices: []int64{int64(2 * k), int64(2*k + 1)}, SampleBytes: sampleBytes}
+}
+
+func kinds(reqs []*stokerv1.WorkRequest) string {
+	var s []string
+	for _, r := range reqs {
+		switch m := r.GetMsg().(type) {
+		case *stokerv1.WorkRequest_Ping:
+			s = append(s, "ping")
+		case *stokerv1.WorkRequest_Job:
+			s = append(s, "job")
+		case *stokerv1.WorkRequest_Lease:
+			s = append(s, "lease")
+		case *stokerv1.WorkRequest_Cancel:
+			s = append(s, "cancel")
+		case *stokerv1.WorkRequest_End:
+			s = append(s, "end")
+		default:
+			s = append(s, fmt.Sprintf("%T", m))
+		}
+	}
+	return strings.Join(s, " ")
+}
+
+// TestLateLeaseCancelsItself: a lease the worker never answers fails at
+// its deadline with a CancelLease sent, and the stream goes on: the next
+// lease on it is made, and no second stream is opened.
+func TestLateLeaseCancelsItself(t *testing.T) {
+	w := &scriptedWorker{answer: func(l *stokerv1.Lease) *stokerv1.WorkResponse {
+		if l.GetNumber() == 0 {
+			return nil // hung
+		}
+		return made(l)
+	}}
+	p := dialReady(t, startWorker(t, w))
+	spec := &stokerv1.JobSpec{Dataset: "d"}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	var b pipeline.Batch
+	if err := p.Make(ctx, lease(spec, 0), &b); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("hung lease: %v, want its deadline", err)
+	}
+	reqs := w.waitFor(t, "CancelLease", func(r []*stokerv1.WorkRequest) bool { return strings.HasSuffix(kinds(r), "cancel") })
+	if got, want := kinds(reqs), "ping job lease cancel"; got != want {
+		t.Errorf("requests %q, want %q", got, want)
+	}
+	if c, l := reqs[3].GetCancel(), reqs[2].GetLease(); c.GetId() != l.GetId() {
+		t.Errorf("cancel of lease %d, the late lease is %d", c.GetId(), l.GetId())
+	}
+	if err := p.Make(context.Background(), lease(spec, 1), &b); err != nil || b.N != 2 || len(b.Data) != 2*sampleBytes {
+		t.Fatalf("next lease: %v, batch of %d samples and %d bytes", err, b.N, len(b.Data))
+	}
+	if n := w.streamsOpened(); n != 1 || !p.Ready() {
+		t.Errorf("%d streams opened, ready %v: the late lease ended the stream", n, p.Ready())
+	}
+	if p.InFlight() != 0 {
+		t.Errorf("%d leases in flight", p.InFlight())
+	}
+}
+
+// TestForgetEndsJob: Forget sends JobEnd for the job's id after its
+// requests; the job's next lease registers it again under a new, larger id.
+func TestForgetEndsJob(t *testing.T) {
+	w := &scriptedWorker{}
+	p := dialReady(t, startWorker(t, w))
+	spec := &stokerv1.JobSpec{Dataset: "d"}
+	var b pipeline.Batch
+	if err := p.Make(context.Background(), lease(spec, 0), &b); err != nil {
+		t.Fatal(err)
+	}
+	p.Forget(spec)
+	p.Forget(spec) // once is enough: nothing more is sent
+	if err := p.Make(context.Background(), lease(spec, 1), &b); err != nil {
+		t.Fatal(err)
+	}
+	reqs := w.waitFor(t, "the second lease", func(r []*stokerv1.WorkRequest) bool { return len(r) >= 6 })
+	if got, want := kinds(reqs), "ping job lease end job lease"; got != want {
+		t.Fatalf("requests %q, want %q", got, want)
+	}
+	first, end, again := reqs[1].GetJob().GetId(), reqs[3].GetEnd().GetId(), reqs[4].GetJob().GetId()
+	if end != first || again <= reqs[2].GetLease().GetId() || reqs[5].GetLease().GetJob() != again {
+		t.Errorf("job %d ended as %d, registered again as %d, leased as %d", first, end, again, reqs[5].GetLease().GetJob())
+	}
+}
+
+// TestAbortedRegistersAgain: a lease the worker answers with ABORTED (it
+// ended the job: no lease for a while) is no failure (ErrBusy), and the
+// job's next lease registers it again.
+func TestAbortedRegistersAgain(t *testing.T) {
+	var once sync.Once
+	w := &scriptedWorker{}
+	w.answer = func(l *stokerv1.Lease) *stokerv1.WorkResponse {
+		var resp *stokerv1.WorkResponse
+		once.Do(func() {
+			resp = &stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Failed{Failed: &stokerv1.LeaseFailed{
+				Lease: l.GetId(), Code: uint32(codes.Aborted), Message: "job ended here: register it again",
+			}}}
+		})
+		if resp == nil {
+			resp = made(l)
+		}
+		return resp
+	}
+	p := dialReady(t, startWorker(t, w))
+	spec := &stokerv1.JobSpec{Dataset: "d"}
+	var b pipeline.Batch
+	if err := p.Make(context.Background(), lease(spec, 0), &b); !errors.Is(err, ErrBusy) {
+		t.Fatalf("aborted lease: %v, want ErrBusy", err)
+	}
+	if err := p.Make(context.Background(), lease(spec, 0), &b); err != nil {
+		t.Fatal(err)
+	}
+	reqs := w.waitFor(t, "the second lease", func(r []*stokerv1.WorkRequest) bool { return len(r) >= 5 })
+	if got, want := kinds(reqs), "ping job lease job lease"; got != want {
+		t.Errorf("requests %q, want %q", got, want)
+	}
+}
+
+// TestPingsWhileIdle: a peer pings at once, and then within a third of the
+// worker's idle timeout while it has nothing else to send.
+func TestPingsWhileIdle(t *testing.T) {
+	w := &scriptedWorker{info: &stokerv1.WorkerInfo{Workers: 1, MaxLeases: 8, Decoder: IdentityProto(pipeline.LocalIdentity()), IdleTimeoutMs: 150}}
+	dialReady(t, startWorker(t, w))
+	reqs := w.waitFor(t, "four pings", func(r []*stokerv1.WorkRequest) bool { return len(r) >= 4 })
+	if got := kinds(reqs[:4]); got != "ping ping ping ping" {
+		t.Errorf("requests %q, want pings only", got)
+	}
+}
+
+// TestDecoderRefused: a worker whose decoder would make other bytes is
+// refused at handshake: never Ready, LastError naming both identities, the
+// refusal reported; a worker of another stoker version with the same
+// output is taken.
+func TestDecoderRefused(t *testing.T) {
+	ours := pipeline.LocalIdentity()
+	theirs := ours
+	theirs.Output++
+	w := &scriptedWorker{info: &stokerv1.WorkerInfo{Workers: 1, MaxLeases: 8, Decoder: IdentityProto(theirs)}}
+	refused := make(chan error, 16)
+	p, err := Dial(startWorker(t, w), nil, WithMaxBackoff(50*time.Millisecond), WithDecoderRefused(func(err error) {
+		select {
+		case refused <- err:
+		default:
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got error
+	select {
+	case got = <-refused:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no refusal after 10 s")
+	}
+	if !errors.Is(got, ErrDecoder) || !strings.Contains(got.Error(), ours.String()) || !strings.Contains(got.Error(), theirs.String()) {
+		t.Errorf("refusal %v: want ErrDecoder naming %v and %v", got, ours, theirs)
+	}
+	<-refused // a second attempt: the first's LastError is set by now
+	if p.Ready() || !errors.Is(p.LastError(), ErrDecoder) || !strings.HasPrefix(p.LastError().Error(), "decoder differs: output version") {
+		t.Errorf("ready %v, last error %v", p.Ready(), p.LastError())
+	}
+	if err := p.Make(context.Background(), lease(&stokerv1.JobSpec{}, 0), &pipeline.Batch{}); !errors.Is(err, ErrNotConnected) {
+		t.Errorf("Make: %v, want ErrNotConnected", err)
+	}
+	p.Close()
+	w.mu.Lock()
+	n := len(w.reqs)
+	w.mu.Unlock()
+	if n != 0 {
+		t.Errorf("the refused worker got %d requests", n)
+	}
+
+	other := ours
+	other.Version = "v0.0.0-another"
+	w2 := &scriptedWorker{info: &stokerv1.WorkerInfo{Workers: 1, MaxLeases: 8, Decoder: IdentityProto(other)}}
+	if p := dialReady(t, startWorker(t, w2)); p.LastError() != nil {
+		t.Errorf("ready with last error %v", p.LastError())
+	}
+
+	old := &scriptedWorker{info: &stokerv1.WorkerInfo{Workers: 1, MaxLeases: 8}}
+	oldRefused := make(chan error, 1)
+	p3, err := Dial(startWorker(t, old), nil, WithDecoderRefused(func(err error) {
+		select {
+		case oldRefused <- err:
+		default:
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p3.Close()
+	if got := <-oldRefused; !errors.Is(got, ErrDecoder) || !strings.Contains(got.Error(), "older") {
+		t.Errorf("a worker that says nothing of its decoder: %v", got)
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !cgo
+
+package pipeline
+
+// turboVersions: no libjpeg without cgo.
+func turboVersions() (turbo, lib int) { return 0, 0 }
