@@ -552,11 +552,44 @@ def print_table(results: List[dict], ceiling: Optional[float]) -> None:
 # ---------------------------------------------------------------- main
 
 
+def repeat_dataset(root: str, k: int, workdir: str) -> str:
+    """An ImageFolder listing root's images k times, so that an epoch has
+    many batches: a coordinator leases at most about two epochs ahead, and
+    1,200 photos are under five batches of 256. Each image is linked (or
+    copied) in once, the other k-1 names are symbolic links to it inside the
+    new root (stoker follows no link out of a dataset's root)."""
+    out = os.path.join(workdir, f"repeat{k}-" + os.path.basename(os.path.normpath(root)))
+    if os.path.isdir(out):
+        return out
+    tmp = out + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    n = 0
+    for cls in sorted(os.listdir(root)):
+        src = os.path.join(root, cls)
+        if not os.path.isdir(src):
+            continue
+        os.makedirs(os.path.join(tmp, cls))
+        for name in sorted(os.listdir(src)):
+            stem, ext = os.path.splitext(name)
+            first = f"{stem}-0{ext}"
+            try:
+                os.link(os.path.join(src, name), os.path.join(tmp, cls, first))
+            except OSError:
+                shutil.copyfile(os.path.join(src, name), os.path.join(tmp, cls, first))
+            for i in range(1, k):
+                os.symlink(first, os.path.join(tmp, cls, f"{stem}-{i}{ext}"))
+            n += k
+    os.rename(tmp, out)
+    print(f"gpu_train: {out}: {n} images ({k} times {root}'s)", flush=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stoker", default=os.path.join(REPO, "bin", "stoker-gpuhost"), help="the stoker binary (make gpuhost)")
     ap.add_argument("--data", help="an ImageFolder; default: --mkdata-n synthetic images made with `stoker mkdata` (kept in --workdir)")
     ap.add_argument("--mkdata-n", type=int, default=10000, help="images of the synthetic dataset (enough that an epoch is many batches)")
+    ap.add_argument("--data-repeat", type=int, default=1, help="list --data's images this many times (symlinks in --workdir): a small set of real photos as an epoch of many batches")
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "stoker-gpu-train"), help="logs and the synthetic dataset")
     ap.add_argument("--sequence", default="ceiling,w2,p1,p2,p4,p6,rec", help="configurations, in order: ceiling, wK, pN, rec")
     ap.add_argument("--model", default="resnet50", help="a torchvision.models name, or tiny (a small CNN, for checking on a CPU)")
@@ -592,6 +625,9 @@ def main() -> None:
             print(f"gpu_train: writing {a.mkdata_n} synthetic images to {data}", flush=True)
             subprocess.run([a.stoker, "mkdata", "--out", data + ".tmp", "--n", str(a.mkdata_n)], check=True)
             os.rename(data + ".tmp", data)
+
+    if a.data_repeat > 1:
+        data = repeat_dataset(data, a.data_repeat, a.workdir)
 
     import torch
 
