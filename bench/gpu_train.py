@@ -612,6 +612,12 @@ def main() -> None:
     ap.add_argument("--results", help="append one JSON line per configuration here (rec also reads earlier ones)")
     a = ap.parse_args()
 
+    # A SIGTERM (a timeout) unwinds like Ctrl-C: each configuration's
+    # finally stops the servers it started.
+    def on_term(*_: object) -> None:
+        raise KeyboardInterrupt("SIGTERM")
+
+    signal.signal(signal.SIGTERM, on_term)
     seq = [parse_config(s) for s in a.sequence.split(",") if s.strip()]
     if not os.access(a.stoker, os.X_OK):
         sys.exit(f"gpu_train: {a.stoker} is not an executable stoker (make gpuhost, or --stoker bin/stoker)")
@@ -666,6 +672,20 @@ def main() -> None:
         print(f"gpu_train: {label} ...", flush=True)
         record(run_config(a, label, kind, n, layout, data, model, opt, device, amp_dtype, logdir))
 
+    try:
+        run_sequence(a, seq, run, earlier, results)
+    except KeyboardInterrupt as e:
+        print(f"gpu_train: interrupted ({e or 'Ctrl-C'}); the configurations measured so far:", flush=True)
+    finally:
+        # The table: this invocation's runs and the earlier ones of --results
+        # with the same model and batch (a sequence run in several commands).
+        same = [r for r in earlier + results if r.get("batch") == a.batch and r.get("model") == a.model and r.get("size") == a.size]
+        ceilings = [r["images_per_sec"] for r in same if r.get("kind") == "ceiling" and "error" not in r]
+        print_table(same, max(ceilings) if ceilings else None)
+        shutil.rmtree(logdir, ignore_errors=True)
+
+
+def run_sequence(a, seq, run, earlier: List[dict], results: List[dict]) -> None:
     for kind, n in seq:
         if kind == "ceiling":
             run("ceiling (data on the GPU)", "ceiling", 0)
@@ -684,13 +704,6 @@ def main() -> None:
                     print(f"gpu_train: rec: {n_rec} peers is over --max-peers {a.max_peers}: skipped", flush=True)
                     continue
                 run(f"recommended {n_rec}: --workers 0, {n_rec} peer(s) of {a.peer_cores} cores", "p", n_rec)
-
-    # The table: this invocation's runs and the earlier ones of --results
-    # with the same model and batch (a sequence run in several commands).
-    same = [r for r in earlier + results if r.get("batch") == a.batch and r.get("model") == a.model and r.get("size") == a.size]
-    ceilings = [r["images_per_sec"] for r in same if r.get("kind") == "ceiling" and "error" not in r]
-    print_table(same, max(ceilings) if ceilings else None)
-    shutil.rmtree(logdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
