@@ -23,6 +23,9 @@ package bench
 //     batch) on one server with --workers 1, both starving; run with
 //     --schedule fifo and --schedule stall (when the server has the flag):
 //     each job's simulated GPU's busy time and share of the images.
+//   - autoscale (only when named: minutes per run): an HPA-like loop
+//     following stoker_workers_recommended over workers of known capacity,
+//     fed by a simulated trainer that behaves like CUDA; see bp_autoscale.go.
 
 import (
 	"context"
@@ -34,6 +37,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,10 +45,14 @@ import (
 	"github.com/stoker-dev/stoker/server"
 )
 
-const backpressureUsage = "usage: stoker bench backpressure [--scenario slow|fast|two|all] [--seconds 20] [--plots bench/plots] [--json] [--data DIR | --n 1000] [--size N] [--shm] [--batch 32] [--prefetch 4] [--slow-step 100ms] [--fast-step 5ms] [--two-steps 20ms,60ms] [--stall-target 0.02]"
+const backpressureUsage = "usage: stoker bench backpressure [--scenario slow|fast|two|autoscale|all] [--seconds 20] [--plots bench/plots] [--json] [--data DIR | --n 1000] [--size N] [--shm] [--batch 32] [--prefetch 4] [--slow-step 100ms] [--fast-step 5ms] [--two-steps 20ms,60ms] [--stall-target 0.02] [--autoscale-starts 1,8] [--autoscale-seconds 420] [--worker-rate 10] [--gpu-ips 0] [--hpa-period 15s] [--advise-window 60s] [--max-replicas 10]"
 
 // bpScenarios in the order they run.
-var bpScenarios = []string{"slow", "fast", "two"}
+var bpScenarios = []string{"slow", "fast", "two", "autoscale"}
+
+// bpAll are the scenarios "all" runs: autoscale, minutes per run, only
+// when named.
+var bpAll = []string{"slow", "fast", "two"}
 
 // bpTelemetryWindow is the servers' stall window (3 s): a phase's figures
 // are read after its first window, when the stall ratio no longer mixes in
@@ -71,6 +79,7 @@ type bpOpts struct {
 	twoSteps    []time.Duration
 	twoWorkers  int
 	stallTarget float64
+	as          asOpts
 	exe         string
 }
 
@@ -95,6 +104,16 @@ func runBackpressure(args []string) error {
 	twoWorkers := fs.Int("two-workers", 1, "two: the server's --workers")
 	stallTarget := fs.Float64("stall-target", server.DefaultStallTarget, "every server's --stall-target")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results (every sample included)")
+	asStarts := fs.String("autoscale-starts", "1,8", "autoscale: the runs' initial worker counts")
+	asSeconds := fs.Float64("autoscale-seconds", 420, "autoscale: duration of each run")
+	workerRate := fs.Float64("worker-rate", 10, "autoscale: each worker's batches per second (its --bench-rate)")
+	gpuIPS := fs.Float64("gpu-ips", 0, fmt.Sprintf("autoscale: images per second the simulated GPU consumes; 0: %g workers' worth", asGPUDefault))
+	hpaPeriod := fs.Duration("hpa-period", 15*time.Second, "autoscale: how often the HPA-like loop sets replicas to stoker_workers_recommended")
+	adviseWindow := fs.Duration("advise-window", server.DefaultAdviseWindow, "autoscale: the coordinator's --advise-window (how long a lower recommendation must hold)")
+	maxReplicas := fs.Int("max-replicas", 10, "autoscale: the loop's bound on workers (addresses 127.0.0.2 on)")
+	runAhead := fs.Int("run-ahead", 2, "autoscale: steps the simulated trainer may run ahead of its GPU")
+	launch := fs.Float64("launch", 0.25, "autoscale: the simulated trainer's own time per step (launching it), as a share of the GPU's step")
+	peerRefresh := fs.Duration("peer-refresh", time.Second, "autoscale: the coordinator's --peer-refresh (how often it re-resolves the workers' name)")
 	fs.Parse(args)
 
 	o := bpOpts{seconds: time.Duration(*seconds * float64(time.Second)), sample: *sample, plots: *plots, data: *data, n: *n,
@@ -103,13 +122,17 @@ func runBackpressure(args []string) error {
 	for _, s := range strings.Split(*scenario, ",") {
 		switch s = strings.TrimSpace(s); {
 		case s == "all":
-			o.scenarios = bpScenarios
+			for _, a := range bpAll {
+				if !slices.Contains(o.scenarios, a) {
+					o.scenarios = append(o.scenarios, a)
+				}
+			}
 		case slices.Contains(bpScenarios, s):
 			if !slices.Contains(o.scenarios, s) {
 				o.scenarios = append(o.scenarios, s)
 			}
 		default:
-			return fmt.Errorf("bench backpressure: --scenario %q: want slow, fast, two or all\n%s", *scenario, backpressureUsage)
+			return fmt.Errorf("bench backpressure: --scenario %q: want slow, fast, two, autoscale or all (all but autoscale)\n%s", *scenario, backpressureUsage)
 		}
 	}
 	// In the documented order, whatever the order asked.
@@ -121,7 +144,29 @@ func runBackpressure(args []string) error {
 		}
 		o.twoSteps = append(o.twoSteps, d)
 	}
+	o.as = asOpts{seconds: time.Duration(*asSeconds * float64(time.Second)), workerRate: *workerRate, gpuIPS: *gpuIPS, period: *hpaPeriod,
+		adviseWindow: *adviseWindow, maxReplicas: *maxReplicas, runAhead: *runAhead, launch: *launch, peerRefresh: *peerRefresh}
+	if o.as.gpuIPS == 0 {
+		o.as.gpuIPS = asGPUDefault * o.as.workerRate * float64(o.batch)
+	}
+	for _, s := range strings.Split(*asStarts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > o.as.maxReplicas {
+			return fmt.Errorf("bench backpressure: --autoscale-starts %q: want worker counts in 1..--max-replicas (%d), comma-separated", *asStarts, o.as.maxReplicas)
+		}
+		o.as.starts = append(o.as.starts, n)
+	}
 	switch {
+	case o.as.maxReplicas < 1 || o.as.maxReplicas > 250:
+		return errors.New("bench backpressure: want 1 <= --max-replicas <= 250\n" + backpressureUsage)
+	case !(o.as.workerRate > 0 && o.as.workerRate <= 1e4) || !(o.as.gpuIPS > 0 && o.as.gpuIPS <= 1e7):
+		return errors.New("bench backpressure: want 0 < --worker-rate <= 10000 and 0 < --gpu-ips <= 1e7\n" + backpressureUsage)
+	case o.as.seconds < time.Second || o.as.seconds > 3*time.Hour || o.as.period < 100*time.Millisecond || o.as.period > o.as.seconds:
+		return errors.New("bench backpressure: want 1 <= --autoscale-seconds <= 10800 and 100ms <= --hpa-period <= --autoscale-seconds\n" + backpressureUsage)
+	case o.as.adviseWindow < time.Second || o.as.peerRefresh < 10*time.Millisecond:
+		return errors.New("bench backpressure: want --advise-window >= 1s and --peer-refresh >= 10ms\n" + backpressureUsage)
+	case o.as.runAhead < 1 || o.as.runAhead > 64 || !(o.as.launch >= 0 && o.as.launch < 1):
+		return errors.New("bench backpressure: want 1 <= --run-ahead <= 64 and 0 <= --launch < 1\n" + backpressureUsage)
 	case len(o.twoSteps) != 2:
 		return fmt.Errorf("bench backpressure: --two-steps %q: want two durations, comma-separated", *twoSteps)
 	case o.seconds < time.Second || o.seconds > time.Hour:
@@ -148,7 +193,11 @@ func runBackpressure(args []string) error {
 	o.exe = exe
 	// Bounded: every phase ends by itself; this bounds the rest (the
 	// synthetic set, starting and stopping servers, a hang).
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(len(o.scenarios))*(2*o.seconds+90*time.Second)+2*time.Minute)
+	bound := time.Duration(len(o.scenarios))*(2*o.seconds+90*time.Second) + 2*time.Minute
+	if slices.Contains(o.scenarios, "autoscale") {
+		bound += time.Duration(len(o.as.starts)) * (o.as.seconds + 2*time.Minute)
+	}
+	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	synthetic, remove, err := benchData(ctx, "backpressure", &o.data, o.n)
 	if err != nil {
@@ -200,6 +249,26 @@ func (b *bpBench) run(ctx context.Context) *bpReport {
 			rep.Two, err = b.two(ctx)
 			if rep.Two != nil && len(rep.Two.Schedules) > 0 {
 				fig = b.twoFigure(rep.Two)
+			}
+		case "autoscale":
+			rep.Autoscale, err = b.autoscale(ctx)
+			if rep.Autoscale != nil && o.plots != "" {
+				for _, run := range rep.Autoscale.Runs {
+					key := fmt.Sprintf("autoscale-from%d", run.Start)
+					path := filepath.Join(o.plots, "backpressure-"+key+".png")
+					if perr := rep.Autoscale.figure(run, o.stallTarget).writePNG(path); perr != nil {
+						rep.Errors = append(rep.Errors, key+": plot: "+perr.Error())
+					} else {
+						rep.Plots[key] = path
+					}
+				}
+			}
+			if rep.Autoscale != nil {
+				for _, run := range rep.Autoscale.Runs {
+					for _, e := range run.Errors {
+						rep.Errors = append(rep.Errors, fmt.Sprintf("autoscale from %d: %s", run.Start, e))
+					}
+				}
 			}
 		}
 		if err != nil {

@@ -31,6 +31,8 @@ type bpReport struct {
 	Slow *bpSlowResult `json:"slow,omitempty"`
 	Fast *bpFastResult `json:"fast,omitempty"`
 	Two  *bpTwoResult  `json:"two,omitempty"`
+
+	Autoscale *bpAutoscaleResult `json:"autoscale,omitempty"`
 	// Plots are the PNGs written, by scenario.
 	Plots  map[string]string `json:"plots"`
 	Errors []string          `json:"errors"`
@@ -344,12 +346,13 @@ func (rep *bpReport) print(w io.Writer) {
 				s.Schedule, s.TotalGPUBusy, len(s.Jobs), s.MinShare, t.Floor, metOr(s.AboveFloor, "met", "MISSED"), s.ServerCores)
 		}
 	}
+	if a := rep.Autoscale; a != nil {
+		a.print(w, rep)
+	}
 	if len(rep.Plots) > 0 {
 		fmt.Fprintln(w)
-		for _, sc := range rep.Scenarios {
-			if p, ok := rep.Plots[sc]; ok {
-				fmt.Fprintf(w, "plot %s: %s\n", sc, p)
-			}
+		for _, k := range slices.Sorted(maps.Keys(rep.Plots)) {
+			fmt.Fprintf(w, "plot %s: %s\n", k, rep.Plots[k])
 		}
 	}
 	if len(rep.Errors) > 0 {

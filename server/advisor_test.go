@@ -73,6 +73,13 @@ func TestAdviseWithoutGPU(t *testing.T) {
 		{"not taking batches", adviceInput{makers: 3, busyRates: []float64{1, 1, 1}}, 3, "the trainer is not taking batches"},
 		{"nothing measured", adviceInput{starved: 0.5, delivered: 1, waited: true, makers: 2, busyRates: []float64{0, 0}}, math.NaN(), "no makers measured yet"},
 		{"nearly all starved", adviceInput{starved: 0.99, delivered: 1, waited: true, makers: 1, busyRates: []float64{1}, busyShare: 1}, 11, "needs about 10 more workers"},
+		// The same figures in the job's first window are its start: the
+		// trainer waited for the first batches whatever the makers. No
+		// figure (one would be published at once and held for the whole
+		// stabilization window: the autoscale bench's runs from 1 worker
+		// went to 10 workers for 5's worth at every start).
+		{"starting", adviceInput{starved: 0.99, delivered: 1, waited: true, makers: 1, busyRates: []float64{1}, busyShare: 1, starting: true}, math.NaN(), "measuring (the job is starting)"},
+		{"starting, not yet taking", adviceInput{makers: 3, busyRates: []float64{1, 1, 1}, starting: true}, 3, "the trainer is not taking batches"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.in.target = DefaultStallTarget
@@ -135,15 +142,103 @@ func TestMakerBusyRate(t *testing.T) {
 	if math.Abs(rate-4) > 1e-9 || math.Abs(share-0.25) > 1e-9 {
 		t.Errorf("busy rate %v, share %v; want 4/s, 0.25", rate, share)
 	}
-	// Two leases at once, overlapping: busy time is their union.
+	// Two leases at once, overlapping: busy time is their union (after a
+	// first lease: the maker's start, left out).
 	var two makerStat
 	two.begin(t0)
-	two.begin(t0.Add(100 * time.Millisecond))
-	two.end(t0.Add(500 * time.Millisecond))
-	two.done(t0.Add(500*time.Millisecond), &leaseRec{n: 1}, 0)
-	two.end(t0.Add(1000 * time.Millisecond))
-	two.done(t0.Add(1000*time.Millisecond), &leaseRec{n: 2}, 0)
-	if rate, _ := two.busyRate(t0.Add(2 * time.Second)); math.Abs(rate-2) > 1e-9 {
+	two.end(t0.Add(100 * time.Millisecond))
+	two.done(t0.Add(100*time.Millisecond), &leaseRec{n: 1}, 0)
+	two.begin(t0.Add(1000 * time.Millisecond))
+	two.begin(t0.Add(1100 * time.Millisecond))
+	two.end(t0.Add(1500 * time.Millisecond))
+	two.done(t0.Add(1500*time.Millisecond), &leaseRec{n: 1}, 0)
+	two.end(t0.Add(2000 * time.Millisecond))
+	two.done(t0.Add(2000*time.Millisecond), &leaseRec{n: 2}, 0)
+	if rate, _ := two.busyRate(t0.Add(3 * time.Second)); math.Abs(rate-2) > 1e-9 {
 		t.Errorf("two overlapping leases over 1 s busy: %v/s, want 2", rate)
+	}
+}
+
+// A maker's first lease is its start (a connection, cold caches, a
+// worker's first decode: 2 s here where it then makes a batch every
+// 100 ms), and a lease in progress has no batch yet: neither lowers its
+// rate. (They did: a maker just added measured a third of its rate, and
+// the advisor asked for more makers at every scale-up; bench backpressure
+// --scenario autoscale.)
+func TestMakerBusyRateStart(t *testing.T) {
+	t0 := time.Unix(3000, 0)
+	var st makerStat
+	lease := func(from, to time.Time) {
+		st.begin(from)
+		st.end(to)
+		st.done(to, &leaseRec{n: 1}, to.Sub(from))
+	}
+	now := t0.Add(2 * time.Second)
+	lease(t0, now)
+	for range 10 {
+		lease(now, now.Add(100*time.Millisecond))
+		now = now.Add(100 * time.Millisecond)
+	}
+	if rate, share := st.busyRate(now); math.Abs(rate-10) > 1e-6 || math.Abs(share-1) > 1e-9 {
+		t.Errorf("after a slow first lease: %v/s, busy %v; want 10/s (the first lease left out), 1", rate, share)
+	}
+	st.begin(now)
+	now = now.Add(90 * time.Millisecond)
+	if rate, _ := st.busyRate(now); math.Abs(rate-10) > 1e-6 {
+		t.Errorf("with a lease 90 ms in progress: %v/s, want 10/s", rate)
+	}
+	// Too few batches after the first: not measured yet.
+	var fresh makerStat
+	fresh.begin(t0)
+	fresh.end(t0.Add(time.Second))
+	fresh.done(t0.Add(time.Second), &leaseRec{n: 1}, time.Second)
+	fresh.begin(t0.Add(time.Second))
+	fresh.end(t0.Add(1100 * time.Millisecond))
+	fresh.done(t0.Add(1100*time.Millisecond), &leaseRec{n: 1}, 100*time.Millisecond)
+	if rate, _ := fresh.busyRate(t0.Add(1200 * time.Millisecond)); rate != 0 {
+		t.Errorf("one batch after the first: %v/s, want 0 (not measured)", rate)
+	}
+}
+
+// The advisor's figure is the median of its last adviceSmoothing of
+// estimates: one estimate in ten above the rest does not reach the
+// stabilizer (which would publish it for the whole --advise-window), a
+// rise that lasts does, once it held for half the time.
+func TestAdviceMedian(t *testing.T) {
+	t0 := time.Unix(4000, 0)
+	m := medianFilter{window: adviceSmoothing}
+	s := stabilizer{window: 60 * time.Second, max: 64}
+	if got := m.add(t0, math.NaN()); !math.IsNaN(got) {
+		t.Fatalf("no estimate yet: %v, want NaN", got)
+	}
+	tick := 500 * time.Millisecond
+	now := t0
+	var rose time.Time
+	for i := range 120 { // 60 s of 0.5 s ticks
+		now = now.Add(tick)
+		raw := 5.0
+		if i%10 == 9 {
+			raw = 6 // the noise of a starved job's extrapolation
+		}
+		if now.Sub(t0) > 40*time.Second {
+			raw = 7 // a rise that lasts
+		}
+		pub := s.add(now, m.add(now, raw))
+		switch {
+		case now.Sub(t0) <= 40*time.Second && pub != 5:
+			t.Fatalf("at %v, estimates of 5 with one of 6 in ten: published %v, want 5", now.Sub(t0), pub)
+		case pub == 7 && rose.IsZero():
+			rose = now
+		}
+	}
+	if d := rose.Sub(t0.Add(40 * time.Second)); rose.IsZero() || d > adviceSmoothing/2+tick {
+		t.Errorf("a lasting rise to 7 at 40 s published after %v, want within half of %v", d, adviceSmoothing)
+	}
+	// NaN estimates (a starting job) are no estimates.
+	if got := m.add(now.Add(time.Second), math.NaN()); got != 7 {
+		t.Errorf("a NaN after 7s: %v, want 7", got)
+	}
+	if got := m.add(now.Add(time.Minute), math.NaN()); !math.IsNaN(got) {
+		t.Errorf("nothing for a minute: %v, want NaN", got)
 	}
 }

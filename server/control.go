@@ -100,7 +100,7 @@ func (c *coordinator) publish(now time.Time, snap telemetrySnap, ms []maker, idl
 	js.Starvation, js.StarvationSignal = starvation(snap.stall, idle, gpuOK)
 	in := adviceInput{
 		target: c.env.cfg.StallTarget, starved: js.Starvation, delivered: snap.batchesPerSec,
-		waited: snap.stall > 0, bytes: snap.bytesPerSec,
+		waited: snap.stall > 0, bytes: snap.bytesPerSec, starting: snap.starting,
 	}
 	for _, m := range ms {
 		st := c.stats[m]
@@ -135,7 +135,7 @@ func (c *coordinator) publish(now time.Time, snap telemetrySnap, ms []maker, idl
 		in.busyShare /= float64(in.makers)
 	}
 	raw, advice := advise(in)
-	js.WorkersRecommended, js.Advice = c.advised.add(now, raw), advice
+	js.WorkersRecommended, js.Advice = c.advised.add(now, c.estimates.add(now, raw)), advice
 	c.recommended = js.WorkersRecommended
 	c.status.Store(js)
 

@@ -44,6 +44,34 @@ func TestTelemetryWindow(t *testing.T) {
 	}
 }
 
+// A job is starting until the trainer's first report, which carries its
+// wait for the stream to open and the first batches, is a whole window
+// old; before its first delivery it is not (nothing is taken yet).
+func TestTelemetryStarting(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tel := newTelemetry(3*time.Second, t0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	if s := tel.snapshot(at(500)); s.starting {
+		t.Error("starting before the first delivery")
+	}
+	tel.delivered(at(1000), 32, 1000)
+	if s := tel.snapshot(at(1100)); !s.starting {
+		t.Error("not starting after the first delivery, before the first report")
+	}
+	tel.report(at(1200), 1.1, 0, 1) // the first Next's wait: the start
+	for ms := 1300; ms <= 4200; ms += 100 {
+		tel.delivered(at(ms), 32, 1000)
+		tel.report(at(ms), 0.005, 0.05, 1)
+	}
+	if s := tel.snapshot(at(4200)); !s.starting || s.stall < 0.3 {
+		t.Errorf("at 4.2 s (first report at 1.2 s, window 3 s): starting %v, stall %v; want starting, the start's wait still in", s.starting, s.stall)
+	}
+	tel.report(at(4300), 0.005, 0.05, 1)
+	if s := tel.snapshot(at(4300)); s.starting || s.stall > 0.2 {
+		t.Errorf("at 4.3 s: starting %v, stall %v; want the start out of the window", s.starting, s.stall)
+	}
+}
+
 func TestNarrowFloor(t *testing.T) {
 	for _, tc := range []struct {
 		rec   float64

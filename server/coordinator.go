@@ -178,7 +178,8 @@ type coordinator struct {
 	// recommended is the advisor's last count of makers the trainer needs
 	// (NaN before it has one): the window is not narrowed below it.
 	recommended float64
-	advised     stabilizer // what is published of the advisor's figures
+	estimates   medianFilter // the advisor's figures, smoothed
+	advised     stabilizer   // what is published of them
 	status      atomic.Pointer[stokerv1.JobStatus]
 	demand      atomic.Pointer[pipeline.JobDemand]
 }
@@ -205,6 +206,7 @@ func newCoordinator(env *coordEnv, j *job, st streamSpec, id string, mem *stream
 		refused:   make(map[maker]error),
 		tel:       newTelemetry(telemetryWindow, time.Now()),
 		advised:   stabilizer{window: env.cfg.AdviseWindow, max: float64(env.cfg.MaxRecommended)},
+		estimates: medianFilter{window: adviceSmoothing},
 	}
 	j.id = c.name
 	c.credits.Store(st.Credits)

@@ -16,6 +16,8 @@ type execJob struct {
 	q      *pipeline.Queue
 	demand atomic.Pointer[pipeline.JobDemand]
 	shares *shares // nil with the fifo schedule
+	// replayed is the job's first whole batch, under Config.BenchReplay.
+	replayed atomic.Pointer[pipeline.Batch]
 }
 
 // openExecJob opens a queue named name on the executor.
@@ -36,9 +38,13 @@ func (e *execJob) demandNow() pipeline.JobDemand {
 }
 
 // fill makes batch epoch/indices of j into b on the job's queue, the
-// demand d weighing it from now on.
+// demand d weighing it from now on (under the benchmark flags, as
+// benchMaking says).
 func (e *execJob) fill(ctx context.Context, j *job, epoch uint64, indices []int64, d pipeline.JobDemand, b *pipeline.Batch) error {
 	e.demand.Store(&d)
+	if j.bench != nil {
+		return j.bench.fill(ctx, e, j, epoch, indices, b)
+	}
 	return e.q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b)
 }
 

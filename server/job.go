@@ -26,6 +26,9 @@ type job struct {
 	// id names the job in queue names and metrics (the coordinator's
 	// stream, or the Work stream and its job id).
 	id string
+	// bench is how this server's executor makes the job's batches under
+	// the benchmark flags (BenchReplay, BenchRate); nil without them.
+	bench *benchMaking
 }
 
 // newJob validates spec against the server's datasets and limits. Its
@@ -35,7 +38,7 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 	if spec == nil {
 		return nil, status.Error(codes.InvalidArgument, "no job spec")
 	}
-	j := &job{spec: spec, name: spec.GetDataset()}
+	j := &job{spec: spec, name: spec.GetDataset(), bench: s.bench}
 	if len(j.name) > maxDatasetName {
 		return nil, status.Errorf(codes.InvalidArgument, "dataset name of %d bytes: the limit is %d", len(j.name), maxDatasetName)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/stoker-dev/stoker/pipeline"
 )
@@ -58,60 +57,29 @@ type localMaker struct {
 	exec   *pipeline.Executor
 	shares *shares // nil with the fifo schedule
 	slots  int
-	replay bool // Config.BenchReplay
 
 	mu   sync.Mutex
-	jobs map[*job]*localJob
+	jobs map[*job]*execJob
 }
 
-type localJob struct {
-	*execJob
-	// replayed is the job's first whole batch, under Config.BenchReplay.
-	replayed atomic.Pointer[pipeline.Batch]
-}
-
-func newLocalMaker(exec *pipeline.Executor, sh *shares, slots int, replay bool) *localMaker {
-	return &localMaker{exec: exec, shares: sh, slots: slots, replay: replay, jobs: make(map[*job]*localJob)}
+func newLocalMaker(exec *pipeline.Executor, sh *shares, slots int) *localMaker {
+	return &localMaker{exec: exec, shares: sh, slots: slots, jobs: make(map[*job]*execJob)}
 }
 
 // job is j's queue, opened on first use.
-func (m *localMaker) job(j *job) *localJob {
+func (m *localMaker) job(j *job) *execJob {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	lj := m.jobs[j]
-	if lj == nil {
-		lj = &localJob{execJob: openExecJob(m.exec, m.shares, j.id)}
-		m.jobs[j] = lj
+	e := m.jobs[j]
+	if e == nil {
+		e = openExecJob(m.exec, m.shares, j.id)
+		m.jobs[j] = e
 	}
-	return lj
+	return e
 }
 
 func (m *localMaker) Make(ctx context.Context, l *batchLease, b *pipeline.Batch) error {
-	j, lj := l.job, m.job(l.job)
-	if m.replay {
-		if r := lj.replayed.Load(); r != nil && r.N >= len(l.Indices) {
-			replayInto(b, r, l.Indices)
-			return nil
-		}
-	}
-	if err := lj.fill(ctx, j, l.Epoch, l.Indices, l.Demand, b); err != nil {
-		return err
-	}
-	if m.replay && len(b.Errors) == 0 && b.N == int(j.spec.GetBatchSize()) { // a whole batch, not an epoch's short last one
-		lj.replayed.CompareAndSwap(nil, &pipeline.Batch{N: b.N, Data: slices.Clone(b.Data), Labels: slices.Clone(b.Labels)})
-	}
-	return nil
-}
-
-// replayInto makes b a batch of the samples idx carrying r's pixels and
-// labels (Config.BenchReplay): a copy, where a real batch is a decode.
-func replayInto(b, r *pipeline.Batch, idx []int64) {
-	n, per := len(idx), len(r.Data)/r.N
-	b.N = n
-	b.Data = append(b.Data[:0], r.Data[:n*per]...)
-	b.Labels = append(b.Labels[:0], r.Labels[:n]...)
-	b.Indices = append(b.Indices[:0], idx...)
-	b.Errors = b.Errors[:0]
+	return m.job(l.job).fill(ctx, l.job, l.Epoch, l.Indices, l.Demand, b)
 }
 
 func (m *localMaker) Name() string { return "local" }

@@ -15,6 +15,9 @@ type makerStat struct {
 	// advisor (the EWMA, leases in flight over latency, only ranks makers).
 	first    time.Time
 	finished []time.Time
+	// warm is the maker's first completion for the job: its rate is
+	// measured from then.
+	warm time.Time
 	// busy are the intervals with at least one of the job's leases on the
 	// maker over the last capacityWindow; busySince starts the open one
 	// (zero when none is in flight).
@@ -50,7 +53,12 @@ func (st *makerStat) end(now time.Time) {
 
 // busyRate is the batches per second the maker made for the job over its
 // busy time in the last capacityWindow, and the share of that window it
-// was busy. 0 until it made a few batches.
+// was busy. The rate leaves out the maker's first lease, which is its
+// start (a connection, cold caches, a worker's first decode), and counts
+// busy time only up to its last completion (a lease still in progress has
+// its time in the window and not yet its batch): both made the rate of a
+// maker just added a fraction of what it makes, and the advisor ask for
+// more makers at every scale-up. 0 until it made a few batches.
 func (st *makerStat) busyRate(now time.Time) (rate, share float64) {
 	from := now.Add(-capacityWindow)
 	if st.first.After(from) {
@@ -61,26 +69,47 @@ func (st *makerStat) busyRate(now time.Time) (rate, share float64) {
 		i++
 	}
 	st.busy = append(st.busy[:0], st.busy[i:]...)
-	var busy time.Duration
-	for _, b := range st.busy {
-		busy += b.to.Sub(later(b.from, from))
+	if span := now.Sub(from); span > 0 {
+		share = st.busyBetween(from, now).Seconds() / span.Seconds()
 	}
-	if !st.busySince.IsZero() {
-		busy += now.Sub(later(st.busySince, from))
+	if st.warm.IsZero() {
+		return 0, share
 	}
-	n := 0
+	from = later(from, st.warm)
+	n, last := 0, time.Time{}
 	for _, t := range st.finished {
 		if t.After(from) {
 			n++
+			last = t
 		}
 	}
-	if span := now.Sub(from); span > 0 {
-		share = busy.Seconds() / span.Seconds()
+	if n < minFinishedForRate {
+		return 0, share
 	}
-	if busy <= 0 || n < minFinishedForRate {
+	busy := st.busyBetween(from, last)
+	if busy <= 0 {
 		return 0, share
 	}
 	return float64(n) / busy.Seconds(), share
+}
+
+// busyBetween is the time in [from, to] with at least one lease on the
+// maker.
+func (st *makerStat) busyBetween(from, to time.Time) time.Duration {
+	var busy time.Duration
+	add := func(a, b time.Time) {
+		a, b = later(a, from), earlier(b, to)
+		if b.After(a) {
+			busy += b.Sub(a)
+		}
+	}
+	for _, b := range st.busy {
+		add(b.from, b.to)
+	}
+	if !st.busySince.IsZero() {
+		add(st.busySince, to)
+	}
+	return busy
 }
 
 // minFinishedForRate is the fewest batches a busy rate is measured from.
@@ -88,6 +117,13 @@ const minFinishedForRate = 2
 
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
 		return a
 	}
 	return b
@@ -134,6 +170,9 @@ func (st *makerStat) done(now time.Time, rec *leaseRec, took time.Duration) {
 	}
 	st.fails = 0
 	st.finished = append(st.finished, now)
+	if st.warm.IsZero() {
+		st.warm = now
+	}
 }
 
 // failed records a lease that failed: the maker is backed off, longer at

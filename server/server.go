@@ -45,6 +45,7 @@ type Server struct {
 
 	tokens   tokens
 	budget   *budget
+	bench    *benchMaking // nil without the benchmark flags
 	peerDial func(addr string) []grpc.DialOption
 	jobs     sync.WaitGroup // coordinators and Work streams still running
 	// gpuIdle is the trainer's GPUs' idle share, and whether it is known
@@ -109,6 +110,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		draining: make(chan struct{}),
 		budget:   newBudget(cfg.MemoryBudget / 4 * 3),
 		gpuIdle:  func() (float64, bool) { return 0, false },
+		bench:    newBenchMaking(cfg),
 	}
 	s.refusals.log, s.refusals.m = log, m.refusals
 	if err := s.ReloadTokens(); err != nil {
@@ -166,9 +168,12 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 			s.shares = newShares(floor, cfg.StallTarget)
 			go s.shares.run(s.stop)
 		}
-		s.makers.add(newLocalMaker(s.exec, s.shares, maxWindow, cfg.BenchReplay))
+		s.makers.add(newLocalMaker(s.exec, s.shares, maxWindow))
 		if cfg.BenchReplay {
 			log.Warn("--bench-replay: every batch carries its job's first batch's pixels; for delivery benchmarks only")
+		}
+		if cfg.BenchRate > 0 {
+			log.Warn("--bench-rate: the executor makes at most this many batches per second, one after another; for benchmarks only", "rate", cfg.BenchRate)
 		}
 	}
 	s.shmOff = "--shm=false"
@@ -178,8 +183,16 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 			log.Info("shared-memory delivery off", "reason", err)
 		}
 	}
-	if sel, _ := gpu.ParseSelection(cfg.GPUs); cfg.GPUs != "" && !sel.None() {
+	sel, _ := gpu.ParseSelection(cfg.GPUs)
+	switch {
+	case cfg.BenchGPUIdleFile != "":
+		s.gpu = gpu.NewFileMonitor(cfg.BenchGPUIdleFile, 0)
+		log.Warn("--bench-gpu-idle-file: the GPU's idle share is read from a file a simulator writes, not from NVML; for benchmarks only",
+			"file", cfg.BenchGPUIdleFile)
+	case cfg.GPUs != "" && !sel.None():
 		s.gpu = gpu.NewMonitor(sel, telemetryWindow)
+	}
+	if s.gpu != nil {
 		if smp := s.gpu.Sample(); !smp.Available {
 			log.Info("GPU monitor unavailable: the trainer's wait alone drives the window", "reason", smp.Reason)
 		}

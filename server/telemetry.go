@@ -17,6 +17,10 @@ type telemetry struct {
 	begin   time.Time
 	reports []trainerReport
 	sent    []delivery
+	// firstSent and firstReport are the job's first delivery and the
+	// trainer's first report: the report that carries its wait for the
+	// stream to open and the first batches to be made.
+	firstSent, firstReport time.Time
 }
 
 type trainerReport struct {
@@ -48,6 +52,9 @@ func (t *telemetry) report(now time.Time, wait, step float64, batches uint32) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.firstReport.IsZero() {
+		t.firstReport = now
+	}
 	t.reports = append(t.trimReports(now), r)
 }
 
@@ -55,6 +62,9 @@ func (t *telemetry) report(now time.Time, wait, step float64, batches uint32) {
 func (t *telemetry) delivered(now time.Time, samples, bytes int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.firstSent.IsZero() {
+		t.firstSent = now
+	}
 	t.sent = append(t.trimSent(now), delivery{at: now, samples: samples, bytes: bytes})
 }
 
@@ -81,6 +91,11 @@ type telemetrySnap struct {
 	imagesPerSec  float64
 	bytesPerSec   float64
 	batchesPerSec float64
+	// starting: the window still holds the job's start (its first
+	// delivery was made, and the trainer's first report, which carries
+	// its wait for the first batches, is not a whole window old): its
+	// figures say how the job started, not what it needs.
+	starting bool
 }
 
 // snapshot computes the window's figures at now.
@@ -90,6 +105,7 @@ func (t *telemetry) snapshot(now time.Time) telemetrySnap {
 	t.reports, t.sent = t.trimReports(now), t.trimSent(now)
 	span := min(now.Sub(t.begin), t.window).Seconds()
 	var s telemetrySnap
+	s.starting = !t.firstSent.IsZero() && (t.firstReport.IsZero() || now.Sub(t.firstReport) <= t.window)
 	if span <= 0 {
 		return s
 	}
