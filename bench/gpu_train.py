@@ -646,6 +646,10 @@ def main() -> None:
     if device.type == "cuda":
         if not torch.cuda.is_available():
             sys.exit("gpu_train: no CUDA device (use --device cpu for the reduced check)")
+        if device.index is None:
+            # torch.cuda.set_device refuses a device without an index
+            # (torch 2.11); plain "cuda" means the current one.
+            device = torch.device("cuda", torch.cuda.current_device())
         torch.backends.cudnn.benchmark = True
         torch.cuda.set_device(device)
     model, opt = build_model(a.model, device)
