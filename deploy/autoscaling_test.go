@@ -118,15 +118,15 @@ func TestDeployAdapterRule(t *testing.T) {
 	}
 	for _, c := range []struct{ matchers, want string }{
 		// The HPA as deploy/base has it: no selector.
-		{"", `sum(clamp_min(stoker_workers_recommended{} - 1, 0)) or vector(0)`},
+		{"", `sum(stoker_peers_recommended{}) or vector(0)`},
 		// An HPA that counts one namespace's jobs only.
-		{`namespace="team-a"`, `sum(clamp_min(stoker_workers_recommended{namespace="team-a"} - 1, 0)) or vector(0)`},
+		{`namespace="team-a"`, `sum(stoker_peers_recommended{namespace="team-a"}) or vector(0)`},
 	} {
 		if got := adapterQuery(t, r, m[1], c.matchers); got != c.want {
 			t.Errorf("metricsQuery with matchers %q renders\n\t%s\nwant\n\t%s", c.matchers, got, c.want)
 		}
 	}
 	if strings.Contains(r.MetricsQuery, "<<.Series>>") {
-		t.Errorf("metricsQuery uses <<.Series>>, the discovery series %q, not the coordinators' stoker_workers_recommended", m[1])
+		t.Errorf("metricsQuery uses <<.Series>>, the discovery series %q, not the coordinators' stoker_peers_recommended", m[1])
 	}
 }

@@ -102,7 +102,11 @@ func (c *coordinator) publish(now time.Time, snap telemetrySnap, ms []maker, idl
 		target: c.env.cfg.StallTarget, starved: js.Starvation, delivered: snap.batchesPerSec,
 		waited: snap.stall > 0, bytes: snap.bytesPerSec, starting: snap.starting,
 	}
+	local := 0.0 // the coordinator's own executor, one of the makers counted
 	for _, m := range ms {
+		if _, ok := m.(*localMaker); ok {
+			local = 1
+		}
 		st := c.stats[m]
 		mst := &stokerv1.MakerStatus{Name: m.Name(), Ready: m.Ready()}
 		var share float64
@@ -150,6 +154,7 @@ func (c *coordinator) publish(now time.Time, snap telemetrySnap, ms []maker, idl
 	}
 	if !math.IsNaN(js.WorkersRecommended) {
 		m.workersRecommended.WithLabelValues(c.name).Set(js.WorkersRecommended)
+		m.peersRecommended.WithLabelValues(c.name).Set(max(0, js.WorkersRecommended-local))
 	}
 }
 
@@ -161,6 +166,7 @@ func (c *coordinator) dropMetrics() {
 	m.buffered.DeleteLabelValues(c.name)
 	m.gpuIdle.DeleteLabelValues(c.name)
 	m.workersRecommended.DeleteLabelValues(c.name)
+	m.peersRecommended.DeleteLabelValues(c.name)
 }
 
 func gpuIdleOrNaN(idle float64, ok bool) float64 {

@@ -196,34 +196,56 @@ func TestControllerNarrowsForASlowTrainer(t *testing.T) {
 
 // A starving trainer (waiting 80% of the time for a maker that is busy all
 // along making 2 batches a second): the window widens by half at each
-// decision to its ceiling, and the advisor asks for more workers.
+// decision to its ceiling, and the advisor asks for more workers. The
+// workers a pool must add are the makers less the coordinator's own
+// executor when it is the maker (stoker_peers_recommended).
 func TestControllerWidensForAStarvingTrainer(t *testing.T) {
-	c, _ := controlled(t, Config{Window: 6})
-	m := &fakeMaker{name: "m", free: 8, ready: true}
-	ms := []maker{m}
-	now := time.Unix(1000, 0)
-	st := c.stat(m)
-	st.begin(now)
-	var widths []uint32
-	for range 20 {
-		// Half a second: one batch made and delivered, the trainer
-		// waiting 0.4 s of it.
-		at := now.Add(controlEvery)
-		st.end(at)
-		st.done(at, &leaseRec{n: 1}, controlEvery)
-		st.begin(at)
-		c.tel.report(at.Add(-controlEvery/2), 0.4, 0.1, 1)
-		c.tel.delivered(at.Add(-controlEvery/2), 4, 4*3*32*32)
-		now = at
-		c.control(now, ms)
-		widths = append(widths, c.status.Load().GetWindow())
-	}
-	js := c.status.Load()
-	if widths[0] != 6 || js.GetWindow() != 6 {
-		t.Errorf("windows %v: a starving trainer should widen the window to its ceiling 6 at once", widths)
-	}
-	if js.GetWorkersRecommended() != 6 || !strings.HasPrefix(js.GetAdvice(), "needs about 5 more") {
-		t.Errorf("recommended %v, advice %q: want 6 makers (demand 2/s over the 0.2 not starved, with 5%% headroom, over a maker's 2/s when busy)", js.GetWorkersRecommended(), js.GetAdvice())
+	for _, tc := range []struct {
+		name  string
+		maker maker
+		peers float64
+	}{
+		{"peer", &fakeMaker{name: "m", free: 8, ready: true}, 6},
+		{"local", &localMaker{slots: 8}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, e := controlled(t, Config{Window: 6})
+			ms := []maker{tc.maker}
+			now := time.Unix(1000, 0)
+			st := c.stat(tc.maker)
+			st.begin(now)
+			var widths []uint32
+			for range 20 {
+				// Half a second: one batch made and delivered, the
+				// trainer waiting 0.4 s of it.
+				at := now.Add(controlEvery)
+				st.end(at)
+				st.done(at, &leaseRec{n: 1}, controlEvery)
+				st.begin(at)
+				c.tel.report(at.Add(-controlEvery/2), 0.4, 0.1, 1)
+				c.tel.delivered(at.Add(-controlEvery/2), 4, 4*3*32*32)
+				now = at
+				c.control(now, ms)
+				widths = append(widths, c.status.Load().GetWindow())
+			}
+			js := c.status.Load()
+			if widths[0] != 6 || js.GetWindow() != 6 {
+				t.Errorf("windows %v: a starving trainer should widen the window to its ceiling 6 at once", widths)
+			}
+			if js.GetWorkersRecommended() != 6 || !strings.HasPrefix(js.GetAdvice(), "needs about 5 more") {
+				t.Errorf("recommended %v, advice %q: want 6 makers (demand 2/s over the 0.2 not starved, with 5%% headroom, over a maker's 2/s when busy)", js.GetWorkersRecommended(), js.GetAdvice())
+			}
+			if got := testutil.ToFloat64(e.srv.m.workersRecommended.WithLabelValues(c.name)); got != 6 {
+				t.Errorf("stoker_workers_recommended %v, want 6", got)
+			}
+			if got := testutil.ToFloat64(e.srv.m.peersRecommended.WithLabelValues(c.name)); got != tc.peers {
+				t.Errorf("stoker_peers_recommended %v with the %s maker, want %v", got, tc.name, tc.peers)
+			}
+			c.dropMetrics()
+			if n := testutil.CollectAndCount(e.srv.m.peersRecommended); n != 0 {
+				t.Errorf("%d stoker_peers_recommended series after the job ended, want 0", n)
+			}
+		})
 	}
 }
 

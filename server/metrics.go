@@ -29,6 +29,7 @@ type metrics struct {
 	buffered           *prometheus.GaugeVec
 	gpuIdle            *prometheus.GaugeVec
 	workersRecommended *prometheus.GaugeVec
+	peersRecommended   *prometheus.GaugeVec
 	windowDecisions    *prometheus.CounterVec
 	sendSeconds        prometheus.Histogram
 	sampleStages       *prometheus.HistogramVec
@@ -113,6 +114,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "stoker_workers_recommended",
 		Help: "Per job: makers (the local executor and each peer count one) needed to bring the input stall under --stall-target, from the trainer's measured demand and the makers' measured rates.",
 	}, []string{"stoker_job"})
+	m.peersRecommended = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stoker_peers_recommended",
+		Help: "Per job: the workers it needs from a pool, besides its coordinator's own executor: stoker_workers_recommended less one where the coordinator decodes (--workers > 0), as is where it does not (--workers 0). What an autoscaler of the workers follows.",
+	}, []string{"stoker_job"})
 	m.windowDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "stoker_window_decisions_total",
 		Help: "Window controller decisions that changed a job's window, by decision (widen, narrow).",
@@ -139,7 +144,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "stoker_shm_ring_bytes",
 		Help: "Bytes of shared-memory rings mapped for open Feed streams.",
 	})
-	for _, c := range []prometheus.Collector{m.window, m.buffered, m.gpuIdle, m.workersRecommended, m.windowDecisions, m.sendSeconds, m.sampleStages, m.shmBatches, m.shmSlotCopies, m.shmRings} {
+	for _, c := range []prometheus.Collector{m.window, m.buffered, m.gpuIdle, m.workersRecommended, m.peersRecommended, m.windowDecisions, m.sendSeconds, m.sampleStages, m.shmBatches, m.shmSlotCopies, m.shmRings} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
