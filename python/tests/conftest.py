@@ -5,8 +5,9 @@ $STOKER_BIN). One server serves four datasets:
 
 - ``tiny``: 48 JPEGs, 80-160 px, 3 classes (16 each): plan and determinism
   tests.
-- ``eval``: ~20 images of at least 300 px (copied from ../shared/data/photos/val
-  when it exists, else drawn here): imagenet-eval against torchvision.
+- ``eval``: ~20 real photos (from ../shared/data/photos/val when it exists,
+  else from the repository's testdata/photos): imagenet-eval against
+  torchvision.
 - ``broken``: 10 good JPEGs and one corrupt file.
 - ``odd``: 37 small JPEGs (a prime count): elastic resume tests.
 """
@@ -25,6 +26,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PHOTOS_VAL = REPO.parent / "shared" / "data" / "photos" / "val"
+# Real photos committed with the repository (testdata/photos/NOTICE.md): a
+# clone without ../shared tests on them, not on drawn images.
+PHOTOS_TESTDATA = REPO / "testdata" / "photos"
 
 # This checkout's package, ahead of any installed stoker (an editable
 # install of another checkout, say): before the first import of it.
@@ -64,20 +68,19 @@ def _make_tiny(root: Path) -> None:
 
 
 def _make_eval(root: Path) -> None:
-    if PHOTOS_VAL.is_dir():
-        classes = sorted(p.name for p in PHOTOS_VAL.iterdir() if p.is_dir())[:10]
+    """Two photos of each of ten classes, from the first photo set there is."""
+    for photos in (PHOTOS_VAL, PHOTOS_TESTDATA):
+        if not photos.is_dir():
+            continue
+        classes = sorted(p.name for p in photos.iterdir() if p.is_dir())[:10]
         for cls in classes:
-            for f in sorted((PHOTOS_VAL / cls).iterdir())[:2]:
+            for f in sorted(f for f in (photos / cls).iterdir() if f.suffix == ".jpg")[:2]:
                 (root / cls).mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f, root / cls / f.name)
         if sum(1 for _ in root.rglob("*.jpg")) >= 10:
             return
         shutil.rmtree(root)
-    rng = np.random.default_rng(1)
-    for cls in ("x", "y"):
-        for i in range(10):
-            h, w = (300, 400) if i % 2 else (400, 300)
-            _write_jpeg(root / cls / f"{i:03d}.jpg", _image(rng, h, w))
+    raise FileNotFoundError(f"no photos for the eval dataset: neither {PHOTOS_VAL} nor {PHOTOS_TESTDATA} has 10")
 
 
 def _make_broken(root: Path) -> None:
