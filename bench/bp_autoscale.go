@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/client"
+	"github.com/stoker-dev/stoker/internal/localnet"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -239,7 +240,7 @@ type asRunner struct {
 
 	port  int
 	ips   []string
-	dns   *benchDNS
+	dns   *localnet.DNS
 	data  string
 	coord *scaleProc
 	cmet  string // the coordinator's /metrics address
@@ -301,7 +302,7 @@ func (r *asRunner) scaleTo(ctx context.Context, n int) error {
 		up = append(up, host)
 	}
 	r.mu.Unlock()
-	r.dns.set(up)
+	r.dns.Set(up...)
 	if len(gone) > 0 {
 		if err := stopScaleProcs(gone); err != nil {
 			errs = append(errs, err)
@@ -332,13 +333,13 @@ func (b *bpBench) autoscaleOnce(ctx context.Context, start int, res *bpAutoscale
 	for i := range as.maxReplicas {
 		r.ips = append(r.ips, "127.0.0."+strconv.Itoa(2+i))
 	}
-	if r.port, err = freePortOn(r.ips...); err != nil {
+	if r.port, err = localnet.FreePortOn(r.ips...); err != nil {
 		return nil, fmt.Errorf("workers listen on %s..%s, one port: %w (Linux routes all of 127/8 to lo; this machine does not?)", r.ips[0], r.ips[len(r.ips)-1], err)
 	}
-	if r.dns, err = startBenchDNS("workers"); err != nil {
+	if r.dns, err = localnet.StartDNS("workers"); err != nil {
 		return nil, err
 	}
-	defer r.dns.close()
+	defer r.dns.Close()
 	dir, err := os.MkdirTemp("", "stoker-autoscale-")
 	if err != nil {
 		return nil, err
@@ -360,7 +361,7 @@ func (b *bpBench) autoscaleOnce(ctx context.Context, start int, res *bpAutoscale
 	}
 	sb := &scaleBench{o: scaleOpts{data: o.data, exe: o.exe}}
 	r.coord, err = sb.start(ctx, "coordinator", "", b.serverArgs(0, r.cmet,
-		"--peers", fmt.Sprintf("dns://%s/workers:%d", r.dns.addr, r.port), "--peer-refresh", as.peerRefresh.String(),
+		"--peers", fmt.Sprintf("dns://%s/workers:%d", r.dns.Addr(), r.port), "--peer-refresh", as.peerRefresh.String(),
 		"--bench-gpu-idle-file", idleFile, "--advise-window", as.adviseWindow.String(),
 		// Replayed pixels are not the plan's: check the workers' indices
 		// and labels, not their pixels.

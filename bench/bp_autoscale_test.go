@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/stoker-dev/stoker/internal/localnet"
 )
 
 // TestBenchAutoscale runs a tiny `stoker bench backpressure --scenario
@@ -26,7 +28,7 @@ func TestBenchAutoscale(t *testing.T) {
 		t.Skip("builds the binary and runs servers")
 	}
 	bin := stokerBinary(t)
-	if _, err := freePortOn("127.0.0.2", "127.0.0.3", "127.0.0.4"); err != nil {
+	if _, err := localnet.FreePortOn("127.0.0.2", "127.0.0.3", "127.0.0.4"); err != nil {
 		t.Fatalf("the scenario's workers listen on 127.0.0.2 and on: %v", err)
 	}
 	plots := filepath.Join(t.TempDir(), "plots")

@@ -2,78 +2,23 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
+	"github.com/stoker-dev/stoker/internal/localnet"
 )
 
-// testDNS is a DNS server on loopback that answers A queries for one name
-// with a set of addresses the test changes, and NXDOMAIN for every other
-// name.
-type testDNS struct {
-	name string // fully qualified
-	addr string
-
-	mu      sync.Mutex
-	ips     []string
-	queries int
-}
-
-func startTestDNS(t *testing.T, name string) *testDNS {
+// startTestDNS is a DNS server on loopback answering for name, stopped
+// when the test ends.
+func startTestDNS(t *testing.T, name string) *localnet.DNS {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	d, err := localnet.StartDNS(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &testDNS{name: dns.Fqdn(name), addr: pc.LocalAddr().String()}
-	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(d.serve)}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		srv.ActivateAndServe()
-	}()
-	t.Cleanup(func() {
-		srv.Shutdown()
-		<-served
-	})
+	t.Cleanup(d.Close)
 	return d
-}
-
-func (d *testDNS) serve(w dns.ResponseWriter, r *dns.Msg) {
-	m := new(dns.Msg)
-	m.SetReply(r)
-	m.Authoritative = true
-	d.mu.Lock()
-	for _, q := range r.Question {
-		if !strings.EqualFold(q.Name, d.name) {
-			m.Rcode = dns.RcodeNameError
-			continue
-		}
-		d.queries++
-		if q.Qtype != dns.TypeA {
-			continue // no AAAA: an empty answer
-		}
-		for _, ip := range d.ips {
-			m.Answer = append(m.Answer, &dns.A{
-				Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 0},
-				A:   net.ParseIP(ip),
-			})
-		}
-	}
-	d.mu.Unlock()
-	w.WriteMsg(m)
-}
-
-// set makes the name resolve to ips.
-func (d *testDNS) set(ips ...string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.ips = ips
 }
 
 // TestDNSDiscovery runs a coordinator whose peers are the A records of
@@ -86,7 +31,7 @@ func TestDNSDiscovery(t *testing.T) {
 		t.Skip("runs stoker serve processes")
 	}
 	ips := []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"}
-	port, err := freePortOn(ips...)
+	port, err := localnet.FreePortOn(ips...)
 	if err != nil {
 		t.Skipf("cannot listen on one port of %v (Linux routes 127/8 to lo; this machine does not): %v", ips, err)
 	}
@@ -105,10 +50,10 @@ func TestDNSDiscovery(t *testing.T) {
 	addr := func(ip string) string { return fmt.Sprintf("%s:%d", ip, port) }
 
 	d := startTestDNS(t, "workers")
-	d.set(ips[0])
+	d.Set(ips[0])
 	coord := startServe(t, ctx, serveConfig{
 		name: "coordinator", dataset: data, peerRefresh: 100 * time.Millisecond,
-		peers: fmt.Sprintf("dns://%s/workers:%d", d.addr, port),
+		peers: fmt.Sprintf("dns://%s/workers:%d", d.Addr(), port),
 	})
 	waitPeersReady(t, ctx, coord, 1)
 
@@ -170,14 +115,14 @@ func TestDNSDiscovery(t *testing.T) {
 			switch n {
 			case nb / 8:
 				before3 = leasesTo(ips[1])
-				d.set(ips[0], ips[1])
+				d.Set(ips[0], ips[1])
 				t.Logf("after %d of %d batches: workers. is %v", n, nb, ips[:2])
 				waitMember(ips[0], ips[1])
 			case 3 * nb / 8:
 				// .2 leaves DNS while the trainer goes on consuming, so that
 				// it holds leases when the coordinator drops it.
 				failed2 := failuresOf(ips[0])
-				d.set(ips[1])
+				d.Set(ips[1])
 				t.Logf("after %d of %d batches: workers. is %v", n, nb, ips[1:2])
 				go func() {
 					defer close(removed)
@@ -203,7 +148,7 @@ func TestDNSDiscovery(t *testing.T) {
 				<-removed
 				waitMember(ips[1])
 				before4 = leasesTo(ips[2])
-				d.set(ips[1], ips[2])
+				d.Set(ips[1], ips[2])
 				t.Logf("after %d of %d batches: workers. is %v", n, nb, ips[1:])
 				waitMember(ips[1], ips[2])
 			}
@@ -211,9 +156,7 @@ func TestDNSDiscovery(t *testing.T) {
 	})
 	checkEpoch(t, res, spec, samples)
 	logLeases(t, ctx, coord)
-	d.mu.Lock()
-	t.Logf("the test DNS server answered %d queries for workers.", d.queries)
-	d.mu.Unlock()
+	t.Logf("the test DNS server answered %d queries for workers.", d.Queries())
 
 	if made2 == 0 {
 		t.Errorf("%s made no batch while it was listed", addr(ips[0]))

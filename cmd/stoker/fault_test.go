@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stoker-dev/stoker/internal/localnet"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -183,7 +184,7 @@ func TestFaultLatePeer(t *testing.T) {
 	ctx := processTest(t, 60*time.Second)
 	data := writeDataset(t, faultSamples, faultClasses, 0)
 	a := startPeers(t, ctx, 1, data)[0]
-	port, err := freePortOn("127.0.0.1")
+	port, err := localnet.FreePortOn("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,6 @@ import (
 	"image"
 	"image/jpeg"
 	"io"
-	mathrand "math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -800,45 +798,6 @@ func checkEpoch(t testing.TB, res epochResult, spec *stokerv1.JobSpec, size int)
 	}
 	t.Logf("epoch: %d batches in %v; worst trainer wait %v (before batch %d)", len(res.batches),
 		res.took.Round(time.Millisecond), res.maxWait.Round(time.Millisecond), res.maxWaitBefore)
-}
-
-// freePortOn returns a TCP port free on every one of the hosts, for a
-// server to listen on later. It tries random ports below the kernel's
-// ephemeral range, so that no socket bound to port 0 in the meantime (the
-// other servers of the test) takes it, or, where that range leaves no
-// room, ports the kernel picks.
-func freePortOn(hosts ...string) (int, error) {
-	low := 0
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			low, _ = strconv.Atoi(f[0])
-		}
-	}
-	var last error
-	for range 100 {
-		port := 0
-		if low > 12000 {
-			port = 10000 + mathrand.IntN(low-10000)
-		}
-		var ls []net.Listener
-		ok := true
-		for _, h := range hosts {
-			l, err := net.Listen("tcp", net.JoinHostPort(h, strconv.Itoa(port)))
-			if err != nil {
-				ok, last = false, err
-				break
-			}
-			ls = append(ls, l)
-			port = l.Addr().(*net.TCPAddr).Port
-		}
-		for _, l := range ls {
-			l.Close()
-		}
-		if ok {
-			return port, nil
-		}
-	}
-	return 0, fmt.Errorf("no port free on all of %v: %v", hosts, last)
 }
 
 // openConn is a plaintext client connection to addr.

@@ -110,15 +110,15 @@ func TestPeerTLSByName(t *testing.T) {
 		return port
 	}
 	d := startTestDNS(t, name)
-	d.set("127.0.0.1")
+	d.Set("127.0.0.1")
 	// The coordinators serve their trainer in plaintext (no --tls-cert)
 	// and present --peer-cert to the workers.
 	coordinator := func(label, peers string) *serveProc {
 		return launchServe(t, serveConfig{name: label, dataset: data, peers: peers, peerRefresh: 500 * time.Millisecond, args: []string{
 			"--peer-ca", pki.caFile, "--peer-cert", coordCert, "--peer-key", coordKey, "--peer-token-file", tokens}})
 	}
-	byName := coordinator("coordinator by name", fmt.Sprintf("dns://%s/%s:%s", d.addr, name, port(good)))
-	wrongName := coordinator("coordinator to the other name", fmt.Sprintf("dns://%s/%s:%s", d.addr, name, port(other)))
+	byName := coordinator("coordinator by name", fmt.Sprintf("dns://%s/%s:%s", d.Addr(), name, port(good)))
+	wrongName := coordinator("coordinator to the other name", fmt.Sprintf("dns://%s/%s:%s", d.Addr(), name, port(other)))
 	static := coordinator("coordinator by address", good.addr)
 	for _, c := range []*serveProc{byName, wrongName, static} {
 		c.waitReady(t, ctx)

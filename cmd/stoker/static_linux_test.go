@@ -25,6 +25,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/localnet"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -143,7 +144,7 @@ func TestStaticImageRoot(t *testing.T) {
 	attr := chrootAttr(t, root)
 	ctx := processTest(t, 90*time.Second)
 
-	hport, err := freePortOn("127.0.0.1")
+	hport, err := localnet.FreePortOn("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
