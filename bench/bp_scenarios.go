@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stoker-dev/stoker/internal/localnet"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -270,30 +270,12 @@ func serveHasFlag(ctx context.Context, exe, name string) bool {
 }
 
 // reserveLoopbackAddr is a loopback address for a server to listen on
-// later: a port below the kernel's ephemeral range, so that no socket
-// bound to port 0 in the meantime (the other servers, the connections)
-// takes it; where that range leaves no room, one the kernel picks.
+// later (localnet.FreePortOn: not one the other servers' sockets may take
+// meanwhile).
 func reserveLoopbackAddr() (string, error) {
-	low := 0
-	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(data)); len(f) == 2 {
-			low, _ = strconv.Atoi(f[0])
-		}
+	port, err := localnet.FreePortOn("127.0.0.1")
+	if err != nil {
+		return "", err
 	}
-	var last error
-	for range 100 {
-		port := 0
-		if low > 12000 {
-			port = 10000 + rand.IntN(low-10000)
-		}
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			last = err
-			continue
-		}
-		addr := l.Addr().String()
-		l.Close()
-		return addr, nil
-	}
-	return "", fmt.Errorf("no free loopback port: %v", last)
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
 }

@@ -2,23 +2,14 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"math"
-	"net"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/stoker-dev/stoker/bench"
-	"github.com/stoker-dev/stoker/client"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
-	"github.com/stoker-dev/stoker/server"
 )
 
 // TestEpochWatch: a line for an epoch once the job's epoch moves on, from
@@ -89,32 +80,7 @@ func (l *lockedBuffer) String() string {
 // epochs and leaves: a line for its first epoch, one for its last, and
 // followEpochs returns once the server is gone.
 func TestStatusEpochs(t *testing.T) {
-	dir := t.TempDir()
-	if err := bench.WriteSyntheticSet(context.Background(), filepath.Join(dir, "data"), 16, 2, 1); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{Datasets: map[string]string{"pets": filepath.Join(dir, "data")}, Workers: 2},
-		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs, _, err := srv.GRPCServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go gs.Serve(lis)
-	defer srv.Close()
-	defer gs.Stop()
-
-	c, err := client.New(lis.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	_, c, stop := petsServer(t, 16)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var out lockedBuffer
@@ -148,7 +114,7 @@ func TestStatusEpochs(t *testing.T) {
 	}
 	l.Close()
 	waitFor(", its last: ")
-	gs.Stop()
+	stop()
 	select {
 	case err := <-done:
 		if err != nil {

@@ -19,11 +19,13 @@ import (
 	"github.com/stoker-dev/stoker/server"
 )
 
-// TestStatusCommand runs stoker status against a real server with a
-// trainer at work: one row for its job, with the advisor's line.
-func TestStatusCommand(t *testing.T) {
+// petsServer is an in-process server of n synthetic images of 2 classes
+// ("pets") on loopback, and a client of it; both end with the test, or
+// when stop is called.
+func petsServer(t *testing.T, n int) (addr string, c *client.Client, stop func()) {
+	t.Helper()
 	dir := t.TempDir()
-	if err := bench.WriteSyntheticSet(context.Background(), filepath.Join(dir, "data"), 40, 2, 1); err != nil {
+	if err := bench.WriteSyntheticSet(context.Background(), filepath.Join(dir, "data"), n, 2, 1); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := server.New(server.Config{Datasets: map[string]string{"pets": filepath.Join(dir, "data")}, Workers: 2},
@@ -33,21 +35,30 @@ func TestStatusCommand(t *testing.T) {
 	}
 	gs, _, err := srv.GRPCServer()
 	if err != nil {
+		srv.Close()
 		t.Fatal(err)
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		srv.Close()
 		t.Fatal(err)
 	}
 	go gs.Serve(lis)
-	defer srv.Close()
-	defer gs.Stop()
-
-	c, err := client.New(lis.Addr().String())
+	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(gs.Stop)
+	c, err = client.New(lis.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return lis.Addr().String(), c, gs.Stop
+}
+
+// TestStatusCommand runs stoker status against a real server with a
+// trainer at work: one row for its job, with the advisor's line.
+func TestStatusCommand(t *testing.T) {
+	addr, c, _ := petsServer(t, 40)
+	dir := t.TempDir()
 	l := c.Loader(&stokerv1.JobSpec{Dataset: "pets", Transform: &stokerv1.TransformSpec{Preset: "imagenet-eval"}, BatchSize: 8, Seed: 3})
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -65,7 +76,7 @@ func TestStatusCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := statusTo(f, []string{lis.Addr().String()}); err != nil {
+	if err := statusTo(f, []string{addr}); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
