@@ -66,50 +66,17 @@ REPO = os.path.dirname(HERE)
 # ---------------------------------------------------------------- processes
 
 
-class Serve:
-    """One `stoker serve` on 127.0.0.1:0, optionally under taskset."""
+def serve(procs: dict, name: str, binary: str, args: Sequence[str], cores: Optional[Sequence[int]], logdir: str):
+    """One `stoker serve` on 127.0.0.1:0, under taskset when given cores,
+    logging to logdir, added to procs by name; it has its address when this
+    returns."""
+    from stoker._local import LocalServer
 
-    def __init__(self, name: str, binary: str, args: Sequence[str], cores: Optional[Sequence[int]], logdir: str) -> None:
-        self.name = name
-        safe = name.replace(" ", "-")
-        self.addr_file = os.path.join(logdir, safe + ".addr")
-        self.log_path = os.path.join(logdir, safe + ".log")
-        cmd = [binary, "serve", "--listen", "127.0.0.1:0", "--addr-file", self.addr_file, "--log-level", "warn", "--grace", "5s", *args]
-        if cores:
-            cmd = ["taskset", "-c", ",".join(map(str, cores)), *cmd]
-        self.cmd = cmd
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-        self.addr = ""
-
-    def wait_addr(self, timeout: float = 60.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if os.path.exists(self.addr_file):
-                with open(self.addr_file) as f:
-                    self.addr = f.read().strip()
-                if self.addr:
-                    return self.addr
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}: {self.log_tail()}")
-            time.sleep(0.05)
-        raise RuntimeError(f"{self.name}: no address in {timeout:g} s: {self.log_tail()}")
-
-    def log_tail(self, n: int = 2000) -> str:
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return f.read()[-n:]
-        except OSError:
-            return ""
-
-    def stop(self, timeout: float = 15.0) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+    srv = LocalServer(binary, {}, args=["--log-level", "warn", "--grace", "5s", *args],
+                      log_path=os.path.join(logdir, name.replace(" ", "-") + ".log"), start_timeout=60,
+                      prefix=["taskset", "-c", ",".join(map(str, cores))] if cores else ())
+    procs[name] = srv
+    return srv
 
 
 def scrape(addr: str) -> Dict[str, float]:
@@ -451,7 +418,7 @@ def run_config(a, label: str, kind: str, n: int, layout: Layout, data: str, mode
     cuda = device.type == "cuda"
     util = GPUUtil(device.index or 0, cuda)
     res["util_source"] = util.source
-    procs: List[Serve] = []
+    procs: dict = {}  # name: stoker._local.LocalServer
     watch: Optional[Watch] = None
     logdir = tempfile.mkdtemp(prefix=kind + str(n) + "-", dir=logdir)  # its own: no stale address files
     try:
@@ -464,18 +431,14 @@ def run_config(a, label: str, kind: str, n: int, layout: Layout, data: str, mode
         common = ["--dataset", ds, "--stall-target", str(a.stall_target), "--advise-window", a.advise_window]
         peers = []
         for i, cores in enumerate(peer_cores):
-            p = Serve(f"peer {i}", a.stoker, ["--workers", str(a.peer_cores), "--gpus", "none", "--dataset", ds], cores, logdir)
-            procs.append(p)
+            p = serve(procs, f"peer {i}", a.stoker, ["--workers", str(a.peer_cores), "--gpus", "none", "--dataset", ds], cores, logdir)
             peers.append(p)
-        for p in peers:
-            p.wait_addr()
         metrics = free_addr()
         cargs = ["--workers", str(n if kind == "w" else 0), "--gpus", gpus, "--metrics", metrics, f"--shm={'true' if a.shm else 'false'}", *common]
         if peers:
             cargs += ["--peers", ",".join(p.addr for p in peers)]
-        coord = Serve("coordinator", a.stoker, cargs, coord_cores, logdir)
-        procs.append(coord)
-        addr = coord.wait_addr()
+        coord = serve(procs, "coordinator", a.stoker, cargs, coord_cores, logdir)
+        addr = coord.addr
         res["coordinator_args"] = cargs
         res["cores"] = {"trainer": layout.trainer() if layout.pin else None, "coordinator": coord_cores, "peers": peer_cores}
         res["makers"] = n if kind == "p" else (1 if n > 0 else 0)
@@ -496,14 +459,14 @@ def run_config(a, label: str, kind: str, n: int, layout: Layout, data: str, mode
         return res
     except Exception as e:  # noqa: BLE001 - one configuration failing must not lose the others
         res["error"] = f"{type(e).__name__}: {e}"
-        for p in procs:
-            res.setdefault("logs", {})[p.name] = p.log_tail(1500)
+        for name, p in procs.items():
+            res.setdefault("logs", {})[name] = p.log_tail(1500)
         return res
     finally:
         if watch is not None:
             watch.close()
         util.close()
-        for p in reversed(procs):
+        for p in reversed(procs.values()):
             p.stop()
 
 

@@ -14,7 +14,8 @@ from typing import IO, Mapping, Optional, Sequence
 
 class LocalServer:
     """Starts `BINARY serve --listen 127.0.0.1:0` over the named datasets and
-    waits (at most start_timeout seconds) for the address it binds.
+    waits (at most start_timeout seconds) for the address it binds. prefix
+    runs it under another command (``taskset -c 2,3``, say).
 
     Use as a context manager, or call stop(). RuntimeError, with the server's
     log when there is one, if it exits or never listens."""
@@ -28,6 +29,7 @@ class LocalServer:
         args: Sequence[str] = (),
         log_path: Optional[str] = None,
         start_timeout: float = 30.0,
+        prefix: Sequence[str] = (),
     ) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="stoker-serve-")
         addr_file = os.path.join(self._tmp.name, "addr")
@@ -36,7 +38,7 @@ class LocalServer:
             cmd += ["--dataset", f"{name}={path}"]
         if workers:
             cmd += ["--workers", str(workers)]
-        cmd += list(args)
+        cmd = [*prefix, *cmd, *args]
         self.log_path = log_path
         log: Optional[IO[bytes]] = open(log_path, "wb") if log_path else None
         try:
@@ -59,11 +61,19 @@ class LocalServer:
 
     def _fail(self, what: str) -> None:
         self.stop()
-        log = ""
-        if self.log_path and os.path.exists(self.log_path):
+        log = self.log_tail(None)
+        raise RuntimeError(what + (":\n" + log if log else ""))
+
+    def log_tail(self, n: Optional[int] = 2000) -> str:
+        """The last n characters of the server's log (all of it for None);
+        empty without a log_path."""
+        if not self.log_path:
+            return ""
+        try:
             with open(self.log_path, errors="replace") as f:
-                log = ":\n" + f.read()
-        raise RuntimeError(what + log)
+                return f.read()[-n:] if n else f.read()
+        except OSError:
+            return ""
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM (a graceful drain), then SIGKILL after timeout seconds."""
