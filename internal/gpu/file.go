@@ -59,16 +59,9 @@ func (f fileGPU) read() (float64, error) {
 	s := strings.TrimSpace(string(data))
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || !(v >= 0 && v <= 1) {
-		return 0, fmt.Errorf("%s: %q is not an idle ratio in 0..1", f.path, truncate(s, 32))
+		return 0, fmt.Errorf("%s: %.32q is not an idle ratio in 0..1", f.path, s)
 	}
 	return v, nil
 }
 
 func (fileGPU) Close() error { return nil }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
