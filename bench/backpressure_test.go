@@ -1,12 +1,8 @@
 package bench
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -21,24 +17,13 @@ func TestBenchBackpressure(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs servers")
 	}
-	bin := stokerBinary(t)
 	plots := filepath.Join(t.TempDir(), "plots")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	const seconds, batch = 3, 8
-	cmd := exec.CommandContext(ctx, bin, "bench", "backpressure", "--scenario", "slow,fast", "--seconds", "3",
-		"--n", "40", "--batch", "8", "--prefetch", "2", "--plots", plots, "--json")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-	lines := bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
 	var rep bpReport
-	if err := json.Unmarshal(lines[len(lines)-1], &rep); err != nil {
-		t.Fatalf("bench backpressure: %v; the last line is not the JSON report: %v\nstdout:\n%s\nstderr:\n%s", runErr, err, stdout.String(), stderr.String())
-	}
-	t.Logf("\n%s", bytes.Join(lines[:len(lines)-1], []byte("\n")))
+	runErr := benchReport(t, 2*time.Minute, &rep, "backpressure", "--scenario", "slow,fast", "--seconds", "3",
+		"--n", "40", "--batch", "8", "--prefetch", "2", "--plots", plots, "--json")
 	if runErr != nil || len(rep.Errors) > 0 {
-		t.Errorf("bench backpressure: %v, errors %q\nstderr:\n%s", runErr, rep.Errors, stderr.String())
+		t.Errorf("%v, errors %q", runErr, rep.Errors)
 	}
 	if rep.DatasetSize != 40 || !rep.Synthetic || rep.BatchSize != batch || rep.Seconds != seconds || !slices.Equal(rep.Scenarios, []string{"slow", "fast"}) {
 		t.Errorf("report header: dataset size %d, synthetic %v, batch %d, %v s, scenarios %v", rep.DatasetSize, rep.Synthetic, rep.BatchSize, rep.Seconds, rep.Scenarios)

@@ -1,13 +1,9 @@
 package bench
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"image/png"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -27,28 +23,17 @@ func TestBenchAutoscale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs servers")
 	}
-	bin := stokerBinary(t)
 	if _, err := localnet.FreePortOn("127.0.0.2", "127.0.0.3", "127.0.0.4"); err != nil {
 		t.Fatalf("the scenario's workers listen on 127.0.0.2 and on: %v", err)
 	}
 	plots := filepath.Join(t.TempDir(), "plots")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
 	const batch, rate, maxReplicas = 8, 10, 4
-	cmd := exec.CommandContext(ctx, bin, "bench", "backpressure", "--scenario", "autoscale", "--autoscale-starts", "1,3",
+	var rep bpReport
+	runErr := benchReport(t, 4*time.Minute, &rep, "backpressure", "--scenario", "autoscale", "--autoscale-starts", "1,3",
 		"--autoscale-seconds", "20", "--hpa-period", "2s", "--advise-window", "3s", "--max-replicas", "4",
 		"--worker-rate", "10", "--gpu-ips", "140", "--n", "256", "--batch", "8", "--prefetch", "2", "--plots", plots, "--json")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-	lines := bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
-	var rep bpReport
-	if err := json.Unmarshal(lines[len(lines)-1], &rep); err != nil {
-		t.Fatalf("bench backpressure: %v; the last line is not the JSON report: %v\nstdout:\n%s\nstderr:\n%s", runErr, err, stdout.String(), stderr.String())
-	}
-	t.Logf("\n%s", bytes.Join(lines[:len(lines)-1], []byte("\n")))
 	if runErr != nil || len(rep.Errors) > 0 {
-		t.Errorf("bench backpressure: %v, errors %q\nstderr:\n%s", runErr, rep.Errors, stderr.String())
+		t.Errorf("%v, errors %q", runErr, rep.Errors)
 	}
 	a := rep.Autoscale
 	if a == nil || rep.Slow != nil || rep.Fast != nil || rep.Two != nil {

@@ -1,10 +1,6 @@
 package bench
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"os/exec"
 	"testing"
 	"time"
 )
@@ -19,23 +15,11 @@ func TestBenchLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs a server under load")
 	}
-	bin := stokerBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	const streams, slow, batch = 4, 2, 8
-	cmd := exec.CommandContext(ctx, bin, "bench", "load", "--streams", "4", "--slow", "2", "--seconds", "4",
-		"--slow-step", "100ms", "--n", "40", "--batch", "8", "--prefetch", "2", "--workers", "1", "--json")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-	lines := bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
 	var rep loadReport
-	if err := json.Unmarshal(lines[len(lines)-1], &rep); err != nil {
-		t.Fatalf("bench load: %v; the last line is not the JSON report: %v\nstdout:\n%s\nstderr:\n%s", runErr, err, stdout.String(), stderr.String())
-	}
-	t.Logf("\n%s", bytes.Join(lines[:len(lines)-1], []byte("\n")))
-	if runErr != nil {
-		t.Errorf("bench load: %v\nstderr:\n%s", runErr, stderr.String())
+	if err := benchReport(t, 2*time.Minute, &rep, "load", "--streams", "4", "--slow", "2", "--seconds", "4",
+		"--slow-step", "100ms", "--n", "40", "--batch", "8", "--prefetch", "2", "--workers", "1", "--json"); err != nil {
+		t.Error(err)
 	}
 
 	if !rep.OK || len(rep.Errors) != 0 || rep.SampleErrors != 0 {

@@ -1,12 +1,16 @@
 package bench
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 var (
@@ -42,4 +46,27 @@ func stokerBinary(t testing.TB) string {
 		t.Fatal(binErr)
 	}
 	return binPath
+}
+
+// benchReport runs `stoker bench ARGS` (ARGS asking for --json) within
+// limit, decodes its last line, the JSON report, into rep and logs the
+// lines before it. No report fails the test; the command's own failure is
+// returned, with its stderr, for the test to weigh beside the report.
+func benchReport(t *testing.T, limit time.Duration, rep any, args ...string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, stokerBinary(t), append([]string{"bench"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	lines := bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
+	if err := json.Unmarshal(lines[len(lines)-1], rep); err != nil {
+		t.Fatalf("bench %s: %v; the last line is not the JSON report: %v\nstdout:\n%s\nstderr:\n%s", args[0], runErr, err, stdout.String(), stderr.String())
+	}
+	t.Logf("\n%s", bytes.Join(lines[:len(lines)-1], []byte("\n")))
+	if runErr != nil {
+		return fmt.Errorf("bench %s: %w\nstderr:\n%s", args[0], runErr, stderr.String())
+	}
+	return nil
 }

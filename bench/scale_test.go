@@ -1,9 +1,7 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,23 +18,12 @@ func TestBenchScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs servers")
 	}
-	bin := stokerBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	const n, epochs, batch = 40, 2, 8
-	cmd := exec.CommandContext(ctx, bin, "bench", "scale", "--peers", "1,2", "--rounds", "1", "--n", "40",
-		"--epochs", "2", "--batch", "8", "--prefetch", "4", "--timeout", "90s", "--json")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("bench scale: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	lines := bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
 	var rep scaleReport
-	if err := json.Unmarshal(lines[len(lines)-1], &rep); err != nil {
-		t.Fatalf("the last line is not the JSON report: %v\n%s", err, stdout.String())
+	if err := benchReport(t, 2*time.Minute, &rep, "scale", "--peers", "1,2", "--rounds", "1", "--n", "40",
+		"--epochs", "2", "--batch", "8", "--prefetch", "4", "--timeout", "90s", "--json"); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("\n%s", stdout.String())
 	if !rep.ExactlyOnce || rep.DatasetSize != n || !rep.Synthetic || rep.SampleErrors != 0 {
 		t.Errorf("report: exactly once %v, dataset size %d, synthetic %v, %d sample errors", rep.ExactlyOnce, rep.DatasetSize, rep.Synthetic, rep.SampleErrors)
 	}
@@ -82,22 +69,11 @@ func TestBenchScaleBefore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs servers")
 	}
-	bin := stokerBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "bench", "scale", "--peers", "1", "--rounds", "1", "--n", "40",
-		"--batch", "8", "--prefetch", "4", "--shm", "--before", bin, "--timeout", "90s", "--json")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("bench scale: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	lines := bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
 	var rep scaleReport
-	if err := json.Unmarshal(lines[len(lines)-1], &rep); err != nil {
-		t.Fatalf("the last line is not the JSON report: %v\n%s", err, stdout.String())
+	if err := benchReport(t, 2*time.Minute, &rep, "scale", "--peers", "1", "--rounds", "1", "--n", "40",
+		"--batch", "8", "--prefetch", "4", "--shm", "--before", stokerBinary(t), "--timeout", "90s", "--json"); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("\n%s", stdout.String())
 	var before []bool
 	for _, r := range rep.Runs {
 		before = append(before, r.Before)
