@@ -15,6 +15,9 @@ BENCH_DATA := out/bench-data
 THREADS  ?= 1
 ROUNDS   ?= 3
 SECONDS  ?= 8
+# make bench: stoker's coefficient cache in bytes (bench pipeline
+# --coef-budget), e.g. COEF_BUDGET=2000000000; 0: none (serve's default)
+COEF_BUDGET ?= 0
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # go.mod asks for Go 1.26; any go >= 1.21 fetches that toolchain through the
@@ -139,7 +142,7 @@ bench: setup build ## stoker's pipeline vs torchvision (PIL, v2) on THREADS core
 		echo "no PHOTOS given: generating 1200 photo-sized JPEGs in $(BENCH_DATA) (once)"; \
 		rm -rf $(BENCH_DATA).tmp && $(BIN) mkdata --out $(BENCH_DATA).tmp --n 1200 --classes 10 && mv $(BENCH_DATA).tmp $(BENCH_DATA); \
 	fi
-	$(PY) bench/compare.py --stoker $(BIN) --data $(or $(PHOTOS),$(BENCH_DATA)) --threads $(THREADS) --rounds $(ROUNDS) --seconds $(SECONDS)
+	$(PY) bench/compare.py --stoker $(BIN) --data $(or $(PHOTOS),$(BENCH_DATA)) --threads $(THREADS) --rounds $(ROUNDS) --seconds $(SECONDS) --coef-budget $(COEF_BUDGET)
 
 demo: setup build ## install what is missing, build, serve a demo dataset and train on it for 30 s (DATA=ImageFolder)
 	$(PY) python/demo.py --stoker $(BIN) $(if $(DATA),--data $(DATA))

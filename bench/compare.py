@@ -38,6 +38,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--index-budget", type=int, default=1 << 30, help="stoker's decoder index budget in bytes; -1: none")
+    ap.add_argument("--coef-budget", type=int, default=0, help="stoker's coefficient cache budget in bytes (bench pipeline --coef-budget); 0: none")
     ap.add_argument("--before", help="another stoker run in each round too, as 'before': a binary (one built from before the decoder index), "
                     "optionally with more bench pipeline flags ('bin/stoker --index-budget=-1': this one without the index); its images/s over --seconds")
     ap.add_argument("--json", action="store_true")
@@ -50,11 +51,12 @@ def main() -> None:
     # figure serves both.
     runs: dict[str, dict[str, list[float]]] = {p: {k: [] for k in impls} for p in parts}
     cpu: dict[str, dict[str, list[float]]] = {p: {k: [] for k in impls} for p in parts}
-    index = {"bytes_per_file": [], "hit_rate": [], "mcus_decoded_epoch1": [], "mcus_decoded_later": []}
+    index = {"bytes_per_file": [], "hit_rate": [], "mcus_decoded_epoch1": [], "mcus_decoded_later": [],
+             "coef_bytes_per_file": [], "coef_hit_rate_later": []}
     for r in range(a.rounds):
         for impl in impls:
             if impl == "stoker":
-                res = last_json([a.stoker, "bench", "pipeline", *common, "--index-budget", str(a.index_budget)])
+                res = last_json([a.stoker, "bench", "pipeline", *common, "--index-budget", str(a.index_budget), "--coef-budget", str(a.coef_budget)])
                 for p in parts:
                     runs[p]["stoker"].append(res[p]["images_per_sec"])
                     cpu[p]["stoker"].append(res[p]["images_per_cpu_sec"])
@@ -63,6 +65,8 @@ def main() -> None:
                 index["hit_rate"].append(statistics.mean(e["index_hit_rate"] for e in later))
                 index["mcus_decoded_epoch1"].append(res["epochs"][0]["mcus_decoded"])
                 index["mcus_decoded_later"].append(statistics.mean(e["mcus_decoded"] for e in later))
+                index["coef_bytes_per_file"].append(res.get("coefs", {}).get("bytes_per_file", 0))
+                index["coef_hit_rate_later"].append(statistics.mean(e.get("coef_hit_rate", 0) for e in later))
             elif impl == "before":
                 words = shlex.split(a.before)
                 res = last_json([words[0], "bench", "pipeline", *common, *words[1:]])
@@ -85,6 +89,7 @@ def main() -> None:
         "rounds": a.rounds,
         "seconds_per_run": a.seconds,
         "index_budget": a.index_budget,
+        "coef_budget": a.coef_budget,
         "faster_baseline": faster,
         "index": {k: statistics.median(v) for k, v in index.items()},
     }
@@ -113,6 +118,9 @@ def main() -> None:
     if a.index_budget >= 0:
         print(f"\ndecoder index: {ix['bytes_per_file']:.0f} bytes per file, hit rate {100 * ix['hit_rate']:.1f}% in epochs >= 2; "
               f"MCUs entropy-decoded: {100 * ix['mcus_decoded_epoch1']:.0f}% in epoch 1, {100 * ix['mcus_decoded_later']:.0f}% later")
+    if a.coef_budget > 0:
+        print(f"coefficient cache: {ix['coef_bytes_per_file']:.0f} bytes per file; "
+              f"MCUs copied from it in epochs >= 2: {100 * ix['coef_hit_rate_later']:.0f}%")
     for label, p in (("epoch 1", "epoch1"), ("epochs >= 2", "later")):
         q = res[p]
         print(f"{label:12} stoker / pil = {q['ratio_vs_pil']:.2f}x   stoker / tv2 = {q['ratio_vs_tv2']:.2f}x   "

@@ -20,7 +20,7 @@ import (
 
 func runBench(args []string) error {
 	if len(args) == 0 || args[0] != "pipeline" {
-		return errors.New("usage: stoker bench pipeline --data DIR [--threads N] [--transform NAME] [--epochs N] [--seconds S] [--index-budget BYTES] [--json]")
+		return errors.New("usage: stoker bench pipeline --data DIR [--threads N] [--transform NAME] [--epochs N] [--seconds S] [--index-budget BYTES] [--coef-budget BYTES] [--json]")
 	}
 	fs := flag.NewFlagSet("bench pipeline", flag.ExitOnError)
 	data := fs.String("data", "", "ImageFolder or WebDataset directory (required)")
@@ -32,6 +32,7 @@ func runBench(args []string) error {
 	reference := fs.Bool("reference", false, "force the pure-Go reference path")
 	scaling := fs.String("dct-scaling", "pow2", "fast path DCT scaling: pow2, any or off")
 	indexBudget := fs.Int64("index-budget", 1<<30, "memory for the decoder index (as stoker serve's --index-budget); -1: no index")
+	coefBudget := fs.Int64("coef-budget", 0, "memory for the coefficient cache (as stoker serve's --coef-budget); 0: none")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
 	fs.Parse(args[1:])
 	if *data == "" {
@@ -58,10 +59,16 @@ func runBench(args []string) error {
 		ix = pipeline.NewIndex(*indexBudget)
 		opts = append(opts, pipeline.WithIndex(ix))
 	}
+	var cc *pipeline.CoefCache
+	if *coefBudget > 0 {
+		cc = pipeline.NewCoefCache(*coefBudget)
+		defer cc.Close()
+		opts = append(opts, pipeline.WithCoefCache(cc))
+	}
 	ex := pipeline.NewExecutor(*threads, opts...)
 	defer ex.Close()
 
-	r := benchPipeline(ex, ix, ds, t, *batch, *epochs, time.Duration(*seconds*float64(time.Second)))
+	r := benchPipeline(ex, ix, cc, ds, t, *batch, *epochs, time.Duration(*seconds*float64(time.Second)))
 	r.Threads, r.Transform, r.Fast = *threads, *transform, pipeline.Fast() && !*reference
 	r.Dataset = *data
 
@@ -74,9 +81,14 @@ func runBench(args []string) error {
 	} else {
 		fmt.Fprintf(tw, "decoder index\t%d files, %.0f bytes per file (budget %d)\n", r.Index.Files, r.Index.BytesPerFile, *indexBudget)
 	}
-	fmt.Fprintf(tw, "\nepoch\timages\tseconds\timages/s\tper CPU-s\tindex hits\tMCUs decoded\n")
+	if cc == nil {
+		fmt.Fprintf(tw, "coefficient cache\toff\n")
+	} else {
+		fmt.Fprintf(tw, "coefficient cache\t%d files, %.0f bytes per file (budget %d)\n", r.Coefs.Files, r.Coefs.BytesPerFile, *coefBudget)
+	}
+	fmt.Fprintf(tw, "\nepoch\timages\tseconds\timages/s\tper CPU-s\tindex hits\tMCUs decoded\tMCUs from the coefficient cache\n")
 	for _, e := range r.Epochs {
-		fmt.Fprintf(tw, "%d\t%d\t%.2f\t%.1f\t%.1f\t%.0f%%\t%.0f%%\n", e.Epoch, e.Images, e.Seconds, e.ImagesPerSec, e.ImagesPerCPUSec, 100*e.HitRate, 100*e.MCUsDecoded)
+		fmt.Fprintf(tw, "%d\t%d\t%.2f\t%.1f\t%.1f\t%.0f%%\t%.0f%%\t%.0f%%\n", e.Epoch, e.Images, e.Seconds, e.ImagesPerSec, e.ImagesPerCPUSec, 100*e.HitRate, 100*e.MCUsDecoded, 100*e.CoefHitRate)
 	}
 	fmt.Fprintf(tw, "\nepoch 1\t%.1f images/s, %.1f per CPU-second (%d sample errors)\n", r.Epoch1.ImagesPerSec, r.Epoch1.ImagesPerCPUSec, r.Epoch1.Errors)
 	fmt.Fprintf(tw, "epochs >= 2\t%.1f images/s, %.1f per CPU-second (%d sample errors)\n", r.Later.ImagesPerSec, r.Later.ImagesPerCPUSec, r.Later.Errors)
@@ -107,6 +119,7 @@ type benchResult struct {
 	Later           benchPart    `json:"later"`
 	Epochs          []benchEpoch `json:"epochs"`
 	Index           benchIndex   `json:"index"`
+	Coefs           benchIndex   `json:"coefs"` // the coefficient cache (evicted: 0)
 }
 
 // benchPart sums some epochs.
@@ -128,6 +141,9 @@ type benchEpoch struct {
 	// decoded (0 without an index).
 	HitRate     float64 `json:"index_hit_rate"`
 	MCUsDecoded float64 `json:"mcus_decoded"`
+	// CoefHitRate is the share of the MCUs inverse-transformed whose
+	// coefficients came from the coefficient cache.
+	CoefHitRate float64 `json:"coef_hit_rate"`
 }
 
 // benchIndex is the decoder index at the end.
@@ -154,7 +170,7 @@ func (p *benchPart) add(q benchPart) {
 // The files are read once before the first epoch, so that it does not pay
 // for the page cache, and one batch is made and thrown away (with another
 // seed); the decoder index (ix, nil for none) then starts empty.
-func benchPipeline(ex *pipeline.Executor, ix *pipeline.Index, ds pipeline.Dataset, t *pipeline.Transform, batch, epochs int, d time.Duration) benchResult {
+func benchPipeline(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefCache, ds pipeline.Dataset, t *pipeline.Transform, batch, epochs int, d time.Duration) benchResult {
 	n := ds.Len()
 	var buf []byte
 	for i := range n {
@@ -171,10 +187,13 @@ func benchPipeline(ex *pipeline.Executor, ix *pipeline.Index, ds pipeline.Datase
 	if ix != nil {
 		ix.Clear()
 	}
+	if cc != nil {
+		cc.Clear()
+	}
 	var r benchResult
 	r.Impl = "stoker"
 	for e := 1; epochs == 0 && (e <= 2 || r.Later.Seconds < d.Seconds()) || e <= epochs; e++ {
-		ep := benchOneEpoch(ex, ix, ds, t, batch, e)
+		ep := benchOneEpoch(ex, ix, cc, ds, t, batch, e)
 		r.Epochs = append(r.Epochs, ep)
 		if e == 1 {
 			r.Epoch1.add(ep.benchPart)
@@ -195,17 +214,28 @@ func benchPipeline(ex *pipeline.Executor, ix *pipeline.Index, ds pipeline.Datase
 			r.Index.BytesPerFile = float64(s.Bytes) / float64(s.Entries)
 		}
 	}
+	if cc != nil {
+		s := cc.Stats()
+		r.Coefs = benchIndex{Files: s.Entries, Bytes: s.Bytes}
+		if s.Entries > 0 {
+			r.Coefs.BytesPerFile = float64(s.Bytes) / float64(s.Entries)
+		}
+	}
 	return r
 }
 
 // benchOneEpoch runs epoch e (1-based) of benchPipeline.
-func benchOneEpoch(ex *pipeline.Executor, ix *pipeline.Index, ds pipeline.Dataset, t *pipeline.Transform, batch, e int) benchEpoch {
+func benchOneEpoch(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefCache, ds pipeline.Dataset, t *pipeline.Transform, batch, e int) benchEpoch {
 	n := ds.Len()
 	order := rand.New(rand.NewPCG(uint64(e), 0x5eed)).Perm(n)
 	nb := (n + batch - 1) / batch
 	var s0 pipeline.IndexStats
 	if ix != nil {
 		s0 = ix.Stats()
+	}
+	var c0 pipeline.CoefStats
+	if cc != nil {
+		c0 = cc.Stats()
 	}
 	var next atomic.Int64
 	var images, errs atomic.Int64
@@ -241,6 +271,12 @@ func benchOneEpoch(ex *pipeline.Executor, ix *pipeline.Index, ds pipeline.Datase
 		}
 		if m := s.MCUsTotal - s0.MCUsTotal; m > 0 {
 			ep.MCUsDecoded = float64(s.MCUsDecoded-s0.MCUsDecoded) / float64(m)
+		}
+	}
+	if cc != nil {
+		s := cc.Stats()
+		if m := s.MCUsWanted - c0.MCUsWanted; m > 0 {
+			ep.CoefHitRate = float64(s.MCUsHit-c0.MCUsHit) / float64(m)
 		}
 	}
 	return ep

@@ -3,6 +3,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -121,10 +122,12 @@ func BenchmarkDecode(b *testing.B) {
 //	warm/<px>      an Index filled by one epoch before the timer starts
 //	               (checkpoints every <px> source pixels of a row; rows:
 //	               row starts only): the second and later epochs
-//	coefcache      no index: every file's DCT coefficients resident (from
-//	               a whole-image decode before the timer), copied instead
-//	               of entropy-decoded: the alternative the index is
-//	               measured against (coef-B/img: its memory per file)
+//	epoch1+coefs   epoch1 with a CoefCache too (emptied at every pass):
+//	               the first epoch's cost when it stores coefficients
+//	coefs/<n>      the index and a CoefCache after n epochs: what the
+//	               cache serves as it fills (hit-%: MCUs copied from it;
+//	               coef-B/img: its memory per file; stored/img: MCUs it
+//	               still gains per image)
 //
 // Metrics: cpu-ns/op; mcu-% (the share of the scans' MCUs entropy-decoded)
 // and index-B/img (the index's bytes per file) for the index variants.
@@ -170,34 +173,55 @@ func BenchmarkIndex(b *testing.B) {
 		}
 		benchReportCPU(b, start, i)
 	})
-	b.Run("coefcache", func(b *testing.B) {
+	b.Run("epoch1+coefs", func(b *testing.B) {
+		var cc *CoefCache
 		d := NewDecoder()
 		defer d.Close()
-		d.fast.coefs = map[indexKey]*coefStore{}
-		whole, err := NewTransform(CHW, Op{Kind: OpResize, Size: [2]int{64, 64}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		w := make([]byte, whole.SampleBytes())
-		for i, data := range files {
-			if err := d.Decode(data, whole, Key{Index: uint64(i)}, w); err != nil {
-				b.Fatal(err)
-			}
-		}
-		var mem int64
-		for _, c := range d.fast.coefs {
-			mem += 2 * int64(c.need)
-		}
 		b.ReportAllocs()
-		b.ResetTimer()
-		i, start := len(files), benchCPUTime()
+		i, start := 0, benchCPUTime()
 		for b.Loop() {
+			if i%len(files) == 0 {
+				b.StopTimer()
+				if cc != nil {
+					cc.Close()
+				}
+				cc = NewCoefCache(1 << 32)
+				d.opts.index, d.opts.coefs = NewIndex(1<<30), cc
+				b.StartTimer()
+			}
 			decode(b, d, i)
 			i++
 		}
-		benchReportCPU(b, start, i-len(files))
-		b.ReportMetric(float64(mem)/float64(len(files)), "coef-B/img")
+		benchReportCPU(b, start, i)
+		cc.Close()
 	})
+	// coefs/<n>: the index and the coefficient cache, after n epochs.
+	for _, warm := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("coefs/%d", warm), func(b *testing.B) {
+			ix, cc := NewIndex(1<<30), NewCoefCache(1<<32)
+			defer cc.Close()
+			d := NewDecoder(WithIndex(ix), WithCoefCache(cc))
+			defer d.Close()
+			for i := range warm * len(files) {
+				decode(b, d, i)
+			}
+			s0, x0 := cc.Stats(), ix.Stats()
+			b.ReportAllocs()
+			b.ResetTimer()
+			i, start := warm*len(files), benchCPUTime()
+			for b.Loop() {
+				decode(b, d, i)
+				i++
+			}
+			benchReportCPU(b, start, i-warm*len(files))
+			s := cc.Stats()
+			b.ReportMetric(100*float64(s.MCUsHit-s0.MCUsHit)/float64(max(s.MCUsWanted-s0.MCUsWanted, 1)), "hit-%")
+			b.ReportMetric(float64(s.Bytes)/float64(max(s.Entries, 1)), "coef-B/img")
+			x := ix.Stats()
+			b.ReportMetric(100*float64(x.MCUsDecoded-x0.MCUsDecoded)/float64(max(x.MCUsTotal-x0.MCUsTotal, 1)), "mcu-%")
+			b.ReportMetric(float64(s.MCUsStored-s0.MCUsStored)/float64(i-warm*len(files)), "stored/img")
+		})
+	}
 	for _, v := range []struct {
 		name string
 		px   int

@@ -28,7 +28,8 @@ type options struct {
 	scaling     DCTScaling
 	schedule    Schedule // read by NewExecutor only (WithSchedule)
 	stages      StageObserver
-	index       *Index // WithIndex
+	index       *Index     // WithIndex
+	coefs       *CoefCache // WithCoefCache
 }
 
 // Option configures a Decoder (and, through NewExecutor, an Executor's

@@ -6,6 +6,7 @@ package pipeline
 #cgo CFLAGS: -O3
 #include <stdlib.h>
 #include "turbo.h"
+#include "huff.h"
 */
 import "C"
 
@@ -36,38 +37,12 @@ type fastState struct {
 	// forceIx, when set, is the decoder index every decode is given
 	// instead of the Index's (tests: an index of other bytes).
 	forceIx []byte
-	// coefs, when set, is a measurement of the alternative to the index
-	// (BenchmarkIndex/coefcache): each file's coefficients, kept in C
-	// memory from a whole-image decode and copied instead of decoded.
-	coefs map[indexKey]*coefStore
 }
 
-// coefStore is one file's resident coefficients (the coefs knob).
-type coefStore struct {
-	p    unsafe.Pointer // C memory, n JCOEFs
-	n    int
-	need int // JCOEFs the file's coefficients take
-	full bool
-}
-
-// storeCoefs returns the coefficient store of data, made (n JCOEFs) if new.
-func (f *fastState) storeCoefs(data []byte, n int) *coefStore {
-	k := keyOf(data)
-	c := f.coefs[k]
-	if c == nil {
-		c = &coefStore{p: C.calloc(C.size_t(n), 2), n: n}
-		f.coefs[k] = c
-	}
-	return c
-}
-
-// freeCoefs frees the coefficient stores.
-func (f *fastState) freeCoefs() {
-	for k, c := range f.coefs {
-		C.free(c.p)
-		delete(f.coefs, k)
-	}
-}
+// The coefficient cache's entries are C memory (coefs.c).
+func coefsNew() unsafe.Pointer          { return unsafe.Pointer(C.stoker_coefs_new()) }
+func coefsFree(p unsafe.Pointer)        { C.stoker_coefs_free((*C.stoker_coefs)(p)) }
+func coefsBytes(p unsafe.Pointer) int64 { return int64(C.stoker_coefs_bytes((*C.stoker_coefs)(p))) }
 
 // free releases the scratch; it is idempotent.
 func (f *fastState) free() {
@@ -75,7 +50,6 @@ func (f *fastState) free() {
 		return
 	}
 	f.cleanup.Stop()
-	f.freeCoefs()
 	C.stoker_free(f.t)
 	f.t, f.job = nil, nil
 }
@@ -141,21 +115,31 @@ func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layo
 		}
 	}
 	j.index = cbool(useIx)
-	j.coefs, j.coefs_cap, j.coefs_full = nil, 0, 0
-	var cs *coefStore
-	if f.coefs != nil && !hd.progressive {
-		// Room for 4:4:4 at the file's size in whole blocks, or 4:2:0 and
-		// the rest, whichever is larger (the C side checks it fits).
-		n := ((hd.w + 15) / 16 * 2) * ((hd.h + 15) / 16 * 2) * 64 * hd.comps
-		cs = f.storeCoefs(data, n)
-		j.coefs, j.coefs_cap, j.coefs_full = cs.p, C.longlong(cs.n), cbool(cs.full)
+	// The coefficient cache, likewise; a decode that fails leaves nothing
+	// in it (the entry is dropped), and the retry below goes without it.
+	cc := d.opts.coefs
+	var ce *coefEntry
+	var room int64
+	j.coefs, j.coefs_room = nil, 0
+	if cc != nil && !hd.progressive && !f.libHuff {
+		if !useIx || f.forceIx != nil {
+			key = keyOf(data)
+		}
+		// The most a decode can add: every block of the file (4:4:4 at the
+		// file's size in whole MCUs, or 4:2:0's larger rounding) at its
+		// largest, 200 bytes, and one block's slack.
+		blocks := int64((hd.w+15)/16*2) * int64((hd.h+15)/16*2) * int64(hd.comps)
+		if ce, room = cc.checkout(key, blocks*200+4096); ce != nil {
+			j.coefs, j.coefs_room = ce.p, C.longlong(room)
+		}
 	}
 	rc := f.decode(data, out, blob)
-	if cs != nil && rc == C.STOKER_OK && j.coefs_stored == j.mcus_total && j.mcus_total > 0 {
-		cs.full = true // a decode stored every MCU (a whole-image one)
-	}
-	if cs != nil {
-		cs.need = int(j.coefs_need)
+	if ce != nil {
+		cc.checkin(key, ce, room, rc == C.STOKER_OK)
+		j.coefs, j.coefs_room = nil, 0
+		cc.mcusWanted.Add(int64(j.mcus_wanted))
+		cc.mcusHit.Add(int64(j.coefs_hits))
+		cc.mcusStored.Add(int64(j.coefs_stored))
 	}
 	if rc == C.STOKER_INDEX_BAD {
 		// The index disagreed with the file: forget it, decode without it.

@@ -2,6 +2,8 @@
 
 package pipeline
 
+import "unsafe"
+
 // Without cgo there is no libjpeg-turbo: every image takes the reference path.
 const haveFast = false
 
@@ -12,3 +14,8 @@ func (fastState) free() {}
 func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layout, out []byte) error {
 	panic("unreachable: decodeFast without cgo")
 }
+
+// Without cgo no decode stores coefficients: a CoefCache stays empty.
+func coefsNew() unsafe.Pointer        { return nil }
+func coefsFree(unsafe.Pointer)        {}
+func coefsBytes(unsafe.Pointer) int64 { return 0 }

@@ -451,7 +451,18 @@ static inline void step(stoker_huff *h, j_decompress_ptr ci, JBLOCKROW *data) {
   }
   if (ci->restart_interval)
     h->restarts_to_go--;
-  decode_blocks(h, ci, data);
+  if (h->cc && h->cc_room && !h->cc->at[h->pos]) {
+    /* store it in the coefficient cache: decoded in passing, into scratch */
+    if (!data) {
+      memset(h->scratch, 0, (size_t)ci->blocks_in_MCU * sizeof(JBLOCK));
+      data = h->scratch_rows;
+    }
+    decode_blocks(h, ci, data);
+    if (!h->corrupt && coefs_put(h->cb, h->pos, ci->blocks_in_MCU, data, &h->cc_room))
+      h->cc_stored++;
+  } else {
+    decode_blocks(h, ci, data);
+  }
   h->decoded++;
   h->pos++;
   if (++h->pos_col == h->mpr) {
@@ -565,20 +576,17 @@ static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *MCU_data) {
    * inverse-transforms only columns [fc, lc]. */
   if (h->lazy && (!MCU_data || col < h->fc || col > h->lc))
     return TRUE;
-  if (h->coefs && h->coefs_full) {
-    memcpy(MCU_data[0], h->coefs + m * ci->blocks_in_MCU * DCTSIZE2,
-           (size_t)ci->blocks_in_MCU * sizeof(JBLOCK));
+  if (MCU_data)
+    h->wanted++;
+  if (h->cc && MCU_data && h->cc->at[m]) {
+    coefs_get(h->cc, m, MCU_data);
+    h->cc_hits++;
     return TRUE;
   }
   if (h->pos != m)
     catch_up(h, ci, m, col);
   if (!h->corrupt)
     step(h, ci, MCU_data);
-  if (h->coefs && MCU_data && !h->corrupt) {
-    memcpy(h->coefs + m * ci->blocks_in_MCU * DCTSIZE2, MCU_data[0],
-           (size_t)ci->blocks_in_MCU * sizeof(JBLOCK));
-    h->coefs_stored++;
-  }
   return TRUE;
 }
 
@@ -614,9 +622,12 @@ int stoker_huff_install(stoker_huff *h, j_decompress_ptr ci) {
   h->fc = 0;
   h->lc = h->mpr - 1;
   h->ix = NULL;
-  h->coefs = NULL;
-  h->coefs_full = 0;
-  h->coefs_stored = 0;
+  h->cc = NULL;
+  h->cb = NULL;
+  h->cc_room = 0;
+  h->cc_hits = h->cc_stored = h->wanted = 0;
+  for (i = 0; i < D_MAX_BLOCKS_IN_MCU; i++)
+    h->scratch_rows[i] = &h->scratch[i];
   h->decoded = 0;
   h->ck_seeks = h->rst_seeks = 0;
   h->b.p = ci->src->next_input_byte;

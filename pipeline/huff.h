@@ -46,6 +46,49 @@ typedef struct {
   int bad;     /* a known checkpoint disagreed with the decoder */
 } stoker_hix;
 
+/* The coefficient cache of one file (coefs.c): each MCU's coefficients,
+ * stored compactly once decoded. Allocated by stoker_coefs_new, grown by
+ * the decodes that use it (one at a time), freed by stoker_coefs_free. */
+typedef struct {
+  const uint8_t **at; /* per MCU: its bytes; NULL: not stored */
+  uint8_t **seg;      /* the blocks they are in, one per decode that added */
+  int nseg, segcap;
+  size_t bytes; /* in seg */
+  long nmcu;
+  int blocks; /* blocks per MCU */
+} stoker_coefs;
+
+/* A decode's MCUs to store, encoded, until it has succeeded (a decoder's,
+ * reused). */
+typedef struct {
+  uint8_t *buf;
+  size_t len, cap;
+  struct {
+    long m;
+    size_t off;
+  } *mcu;
+  size_t n, mcap;
+} stoker_coefbuf;
+
+stoker_coefs *stoker_coefs_new(void);
+void stoker_coefs_free(stoker_coefs *c);
+/* stoker_coefs_bytes is the memory c holds. */
+size_t stoker_coefs_bytes(const stoker_coefs *c);
+void stoker_coefbuf_free(stoker_coefbuf *b);
+/* coefs_attach sets c up for a scan of nmcu MCUs of blocks blocks (taking
+ * its table from room), or checks that it is set up for one, and empties
+ * b; 0: c cannot serve this scan. */
+int coefs_attach(stoker_coefs *c, stoker_coefbuf *b, long nmcu, int blocks,
+                 size_t *room);
+/* coefs_put encodes an MCU's blocks into b if they fit in room (bytes the
+ * decode may still add); 1: stored. When they do not, room becomes 0. */
+int coefs_put(stoker_coefbuf *b, long mcu, int blocks, JBLOCKROW *data,
+              size_t *room);
+/* coefs_get writes a stored MCU's coefficients into zeroed blocks. */
+void coefs_get(const stoker_coefs *c, long mcu, JBLOCKROW *data);
+/* coefs_commit moves b's MCUs into c; 0: out of memory (nothing moved). */
+int coefs_commit(stoker_coefs *c, stoker_coefbuf *b);
+
 typedef struct {
   /* Must be first: libjpeg calls through cinfo->entropy. Its type is
    * libjpeg's (incomplete in jpeglib.h, completed in huff.c); here it is
@@ -81,12 +124,17 @@ typedef struct {
    * marker, when one is nearer) when an MCU is needed. */
   int lazy, fc, lc;
   stoker_hix *ix; /* NULL: no index */
-  /* A measurement knob (BenchmarkIndex/coefcache), not a feature: every
-   * MCU's coefficients kept from an earlier whole-image decode, copied
-   * instead of decoded when coefs_full; stored as decoded otherwise. */
-  JCOEF *coefs;
-  int coefs_full;
-  long coefs_stored;
+  /* The file's coefficient cache (NULL: none): MCUs stored there are
+   * copied out instead of decoded; MCUs decoded are stored, within room
+   * bytes. scratch holds an MCU decoded in passing, to store it. */
+  stoker_coefs *cc;
+  stoker_coefbuf *cb;
+  size_t cc_room;
+  JBLOCK scratch[D_MAX_BLOCKS_IN_MCU];
+  JBLOCKROW scratch_rows[D_MAX_BLOCKS_IN_MCU];
+  long cc_hits;   /* MCUs copied from the cache */
+  long cc_stored; /* MCUs stored in it */
+  long wanted;    /* MCUs libjpeg asked for with a buffer */
   /* Counters for tests and benchmarks. */
   long decoded;   /* MCUs entropy-decoded */
   int ck_seeks;   /* jumps to a checkpoint */

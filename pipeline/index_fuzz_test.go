@@ -79,7 +79,8 @@ func checkFuzzErr(t *testing.T, what string, err error) {
 // FuzzIndexStale: a file changed (bytes flipped in its scan, or cut short)
 // after its decoder index was made. Through an Index, which keys entries by
 // content, the changed file must decode exactly as it does without one:
-// the same error or the same bytes. And the old index forced onto the new
+// the same error or the same bytes; likewise through a CoefCache that holds
+// the original's coefficients, epoch after epoch. And the old index forced onto the new
 // bytes (what a hash collision would do) must give an error or pixels,
 // never a crash, a hang or a panic.
 //
@@ -117,6 +118,41 @@ func checkStale(t *testing.T, tr *Transform, which int, edits []byte, cut int, k
 	checkFuzzErr(t, "without", errB)
 	if (errA == nil) != (errB == nil) || errA == nil && !bytes.Equal(a, b) {
 		t.Fatalf("the changed file decodes differently with the old file's index in the Index: %v vs %v", errA, errB)
+	}
+
+	// The coefficient cache holding the original's coefficients (all of
+	// them: a whole-image decode) and filling with the changed file's, over
+	// three epochs of crops: the same bytes as without whenever a decode
+	// without succeeds (a decode that fails leaves nothing of itself
+	// behind). Some corruption is found only on some paths through the
+	// scan, with or without a cache: a restart interval with bytes left
+	// over shows only to a decoder that reads on into the next interval,
+	// not to one that seeks to its marker. A decode that copies MCUs from
+	// the cache reads less, so it may succeed where one without fails:
+	// with the coefficients those bytes decoded to before, without error.
+	cc := NewCoefCache(1 << 26)
+	defer cc.Close()
+	ccd := NewDecoder(WithIndex(ix), WithCoefCache(cc))
+	defer ccd.Close()
+	whole, err := NewTransform(CHW, Op{Kind: OpResize, Size: [2]int{32, 32}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ccd.Decode(files[i], whole, Key{}, make([]byte, whole.SampleBytes())); err != nil {
+		t.Fatalf("the original: %v", err)
+	}
+	for e := range 3 {
+		ke := Key{Seed: key, Epoch: uint64(e), Index: key >> 8}
+		errA := ccd.Decode(m, tr, ke, a)
+		hits := ccd.fast.job.coefs_hits
+		errB := cold.Decode(m, tr, ke, b)
+		checkFuzzErr(t, "with a coefficient cache", errA)
+		switch {
+		case errB == nil && (errA != nil || !bytes.Equal(a, b)):
+			t.Fatalf("epoch %d: the changed file decodes differently with the coefficient cache: %v vs %v", e, errA, errB)
+		case errB != nil && errA == nil && hits == 0:
+			t.Fatalf("epoch %d: with the coefficient cache, nothing taken from it, no error; without: %v", e, errB)
+		}
 	}
 
 	stale := NewDecoder()

@@ -359,52 +359,52 @@ func TestIndexForeign(t *testing.T) {
 	}
 }
 
-// TestCoefCacheExact: the resident-coefficient measurement knob
-// (BenchmarkIndex/coefcache) makes the bytes the decoder makes without it,
-// so that what the benchmark measures is the same work.
+// TestCoefCacheExact: decodes that copy coefficients from a CoefCache, or
+// store them there, make the bytes a decoder without one makes, epoch after
+// epoch, with the index and without it; and the cache fills: by the third
+// epoch most MCUs come from it.
 func TestCoefCacheExact(t *testing.T) {
 	_, files := fastPhotos(t, 0)
-	whole, err := NewTransform(CHW, Op{Kind: OpResize, Size: [2]int{64, 64}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := fastTransforms(t)[0].t
-	d, cold := NewDecoder(), NewDecoder()
-	defer d.Close()
-	defer cold.Close()
-	d.fast.coefs = map[indexKey]*coefStore{}
-	out := make([]byte, whole.SampleBytes())
-	for i, data := range files {
-		if err := d.Decode(data, whole, Key{Index: uint64(i)}, out); err != nil {
-			t.Fatal(err)
-		}
-	}
-	full := 0
-	for _, c := range d.fast.coefs {
-		if c.full {
-			full++
-		}
-	}
-	if full < len(files)-1 { // all but the progressive file
-		t.Fatalf("%d of %d files' coefficients resident", full, len(files))
-	}
-	for e := range 3 {
-		for i, data := range files {
-			a, b := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
-			k := Key{Seed: 3, Epoch: uint64(e), Index: uint64(i)}
-			if err := d.Decode(data, tr, k, a); err != nil {
-				t.Fatal(err)
+	for _, withIx := range []bool{true, false} {
+		t.Run(fmt.Sprintf("index=%v", withIx), func(t *testing.T) {
+			cc := NewCoefCache(1 << 30)
+			defer cc.Close()
+			opts := []Option{WithCoefCache(cc)}
+			if withIx {
+				opts = append(opts, WithIndex(NewIndex(1<<30)))
 			}
-			if st := d.fast.stats(); st.huff && st.decoded != 0 {
-				t.Fatalf("file %d: %d MCUs decoded with every coefficient resident", i, st.decoded)
+			d, cold := NewDecoder(opts...), NewDecoder()
+			defer d.Close()
+			defer cold.Close()
+			var last CoefStats
+			for e := range 4 {
+				for _, tc := range fastTransforms(t) {
+					for i, data := range files {
+						a, b := make([]byte, tc.t.SampleBytes()), make([]byte, tc.t.SampleBytes())
+						k := Key{Seed: 3, Epoch: uint64(e), Index: uint64(i)}
+						if err := d.Decode(data, tc.t, k, a); err != nil {
+							t.Fatal(err)
+						}
+						if err := cold.Decode(data, tc.t, k, b); err != nil {
+							t.Fatal(err)
+						}
+						if !bytes.Equal(a, b) {
+							t.Fatalf("%s file %d epoch %d: the coefficient cache changes the bytes (MAD %.3f)", tc.name, i, e, fastMAD(a, b))
+						}
+					}
+				}
+				s := cc.Stats()
+				hit := float64(s.MCUsHit-last.MCUsHit) / float64(max(s.MCUsWanted-last.MCUsWanted, 1))
+				t.Logf("epoch %d: %d entries, %d bytes, %.0f%% of wanted MCUs from the cache, %d stored", e, s.Entries, s.Bytes, 100*hit, s.MCUsStored-last.MCUsStored)
+				if e == 3 && hit < 0.8 {
+					t.Fatalf("epoch 3: only %.0f%% of MCUs from the cache", 100*hit)
+				}
+				last = s
 			}
-			if err := cold.Decode(data, tr, k, b); err != nil {
-				t.Fatal(err)
+			if last.Entries != len(files)-1 { // all but the progressive file
+				t.Fatalf("%d entries for %d files (one progressive)", last.Entries, len(files))
 			}
-			if !bytes.Equal(a, b) {
-				t.Fatalf("file %d epoch %d: resident coefficients change the bytes", i, e)
-			}
-		}
+		})
 	}
 }
 
@@ -425,5 +425,113 @@ func TestIndexClear(t *testing.T) {
 	}
 	if s := ix.Stats(); s.Entries != 1 {
 		t.Fatalf("after a decode: %+v", s)
+	}
+}
+
+// TestCoefCacheBudget: a CoefCache never holds more than its budget; files
+// past it are refused (decoded without the cache, counted) while those
+// admitted keep serving; and the bytes stay what a decoder without a cache
+// makes.
+func TestCoefCacheBudget(t *testing.T) {
+	_, files := fastPhotos(t, 0)
+	const budget = 400 << 10
+	cc := NewCoefCache(budget)
+	defer cc.Close()
+	d, cold := NewDecoder(WithCoefCache(cc)), NewDecoder()
+	defer d.Close()
+	defer cold.Close()
+	tr := fastTransforms(t)[0].t
+	a, b := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
+	var first CoefStats
+	for e := range 3 {
+		for i, data := range files {
+			k := Key{Seed: 5, Epoch: uint64(e), Index: uint64(i)}
+			if err := d.Decode(data, tr, k, a); err != nil {
+				t.Fatal(err)
+			}
+			if err := cold.Decode(data, tr, k, b); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(a, b) {
+				t.Fatalf("file %d epoch %d: bytes differ", i, e)
+			}
+			if s := cc.Stats(); s.Bytes > budget {
+				t.Fatalf("file %d epoch %d: %d bytes held, budget %d", i, e, s.Bytes, budget)
+			}
+		}
+		if e == 0 {
+			first = cc.Stats()
+		}
+	}
+	s := cc.Stats()
+	t.Logf("%+v", s)
+	if s.Entries == 0 || s.Entries >= len(files)-1 || s.Refused == 0 {
+		t.Fatalf("a %d-byte budget over %d files: %d admitted, %d refusals", budget, len(files), s.Entries, s.Refused)
+	}
+	if s.Entries != first.Entries {
+		t.Fatalf("entries changed after the first epoch: %d, then %d (none is dropped for another)", first.Entries, s.Entries)
+	}
+	if s.MCUsHit == 0 {
+		t.Fatalf("the files admitted served nothing: %+v", s)
+	}
+	cc.Clear()
+	if s := cc.Stats(); s.Entries != 0 || s.Bytes != 0 {
+		t.Fatalf("after Clear: %+v", s)
+	}
+}
+
+// TestCoefCacheConcurrent: decoders sharing one CoefCache, on the same
+// files at once (run it with -race), make the bytes of a decoder without
+// one.
+func TestCoefCacheConcurrent(t *testing.T) {
+	_, files := fastPhotos(t, 12)
+	tr := fastTransforms(t)[0].t
+	cold := NewDecoder()
+	defer cold.Close()
+	const epochs = 3
+	want := make([][]byte, epochs*len(files))
+	for e := range epochs {
+		for i, data := range files {
+			w := make([]byte, tr.SampleBytes())
+			if err := cold.Decode(data, tr, Key{Seed: 9, Epoch: uint64(e), Index: uint64(i)}, w); err != nil {
+				t.Fatal(err)
+			}
+			want[e*len(files)+i] = w
+		}
+	}
+	cc := NewCoefCache(1 << 30)
+	defer cc.Close()
+	ix := NewIndex(1 << 30)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := NewDecoder(WithCoefCache(cc), WithIndex(ix))
+			defer d.Close()
+			out := make([]byte, tr.SampleBytes())
+			for e := range epochs {
+				for j := range files {
+					i := (j + g*3) % len(files) // each goroutine its own order, overlapping
+					if err := d.Decode(files[i], tr, Key{Seed: 9, Epoch: uint64(e), Index: uint64(i)}, out); err != nil {
+						errs <- err
+						return
+					}
+					if !bytes.Equal(out, want[e*len(files)+i]) {
+						errs <- fmt.Errorf("goroutine %d, file %d, epoch %d: bytes differ", g, i, e)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if s := cc.Stats(); s.MCUsHit == 0 {
+		t.Fatalf("nothing served: %+v", s)
 	}
 }

@@ -115,6 +115,7 @@ struct stoker_turbo {
   uint8_t *ixbuf;
   size_t ix_cap, ix_len;
   stoker_hix hix;
+  stoker_coefbuf cbuf; /* MCUs to store in the coefficient cache */
 };
 
 static void fail(stoker_turbo *t, int code, const char *msg) {
@@ -213,6 +214,7 @@ void stoker_free(stoker_turbo *t) {
   free(t->taps);
   free(t->line);
   free(t->ixbuf);
+  stoker_coefbuf_free(&t->cbuf);
   free(t);
 }
 
@@ -631,7 +633,7 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   jb->ix_state = jb->ix_changed = 0;
   jb->ix_bytes = jb->mcus_total = jb->mcus_decoded = 0;
   jb->ck_seeks = jb->rst_seeks = 0;
-  jb->coefs_stored = jb->coefs_need = 0;
+  jb->mcus_wanted = jb->coefs_hits = jb->coefs_stored = 0;
   t->ix_len = 0;
   t->huff.ix = NULL;
   if (setjmp(t->jb)) {
@@ -666,10 +668,15 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   jb->huff_used = !jb->libjpeg_huff && stoker_huff_install(&t->huff, ci);
   if (jb->huff_used && jb->index)
     ix_open(t, data, len, ix, ix_len);
-  jb->coefs_need = (long long)ci->MCUs_per_row * ci->MCU_rows_in_scan * ci->blocks_in_MCU * DCTSIZE2;
-  if (jb->huff_used && jb->coefs && jb->coefs_need <= jb->coefs_cap) {
-    t->huff.coefs = (JCOEF *)jb->coefs;
-    t->huff.coefs_full = jb->coefs_full;
+  if (jb->huff_used && jb->coefs) {
+    size_t room = jb->coefs_room > 0 ? (size_t)jb->coefs_room : 0;
+    if (coefs_attach((stoker_coefs *)jb->coefs, &t->cbuf,
+                     (long)ci->MCUs_per_row * (long)ci->MCU_rows_in_scan,
+                     ci->blocks_in_MCU, &room)) {
+      t->huff.cc = (stoker_coefs *)jb->coefs;
+      t->huff.cb = &t->cbuf;
+      t->huff.cc_room = room;
+    }
   }
   jb->scale_m = m;
   ow = (int)ci->output_width;
@@ -785,7 +792,9 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
     jb->mcus_decoded = t->huff.decoded;
     jb->ck_seeks = t->huff.ck_seeks;
     jb->rst_seeks = t->huff.rst_seeks;
-    jb->coefs_stored = t->huff.coefs_stored;
+    jb->mcus_wanted = t->huff.wanted;
+    jb->coefs_hits = t->huff.cc_hits;
+    jb->coefs_stored = t->huff.cc_stored;
   }
   if (jb->huff_used && t->huff.ix && t->hix.bad)
     fail(t, STOKER_INDEX_BAD, "jpeg: the decoder index disagrees with the file");
@@ -795,6 +804,9 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
     jb->ix_changed = t->hix.changed;
     jb->ix_bytes = (long long)t->ix_len;
   }
+  /* The MCUs stored: kept now that the decode has succeeded. */
+  if (jb->huff_used && t->huff.cc && !coefs_commit(t->huff.cc, &t->cbuf))
+    jb->coefs_stored = 0;
   jpeg_abort_decompress(ci);
   vpass(t, gray, out);
   return STOKER_OK;

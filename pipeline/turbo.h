@@ -51,11 +51,10 @@ typedef struct {
                     the bytes must not change) */
   int index;     /* 1: keep a decoder index (baseline files through huff.c) */
   int ix_px;     /* checkpoint spacing in pixels; 0: the default */
-  /* Measurement knob: resident coefficients (see huff.h). coefs holds
-   * coefs_cap JCOEFs, malloc'd by the caller. */
+  /* The file's coefficient cache (a stoker_coefs, huff.h; NULL: none) and
+   * the bytes this decode may add to it. */
   void *coefs;
-  long long coefs_cap;
-  int coefs_full;
+  long long coefs_room;
   /* Written back by stoker_decode, for tests and benchmarks. */
   int scale_m;      /* the DCT scale used, in eighths */
   int rows_decoded; /* scanlines read (not skipped) */
@@ -67,8 +66,9 @@ typedef struct {
   long long ix_bytes; /* its size (stoker_index_copy) */
   long long mcus_total, mcus_decoded; /* MCUs in the scan, entropy-decoded */
   int ck_seeks, rst_seeks; /* jumps to a checkpoint, to a restart marker */
-  long long coefs_stored;   /* MCUs stored in coefs */
-  long long coefs_need;     /* JCOEFs the file's coefficients take */
+  long long mcus_wanted;    /* MCUs libjpeg inverse-transformed */
+  long long coefs_hits;     /* of those, copied from the coefficient cache */
+  long long coefs_stored;   /* MCUs stored in the coefficient cache */
 } stoker_job;
 
 typedef struct stoker_turbo stoker_turbo;

@@ -196,6 +196,12 @@ type Config struct {
 	// and loaded from when it starts, in a file named by the datasets'
 	// fingerprints. Empty: not kept.
 	IndexDir string
+	// CoefBudget is memory for the local executor's coefficient cache
+	// (each baseline JPEG's quantized DCT coefficients, kept once decoded,
+	// so that later epochs copy them instead of entropy-decoding them;
+	// pipeline.CoefCache), taken out of MemoryBudget. About two to three
+	// times a JPEG's bytes per file: for datasets that fit. 0: none.
+	CoefBudget int64
 
 	// TLSCert and TLSKey are PEM files: serve TLS. With TLSClientCA
 	// (mutual TLS) clients must present a certificate it signed.
@@ -310,6 +316,9 @@ func (c Config) Validate() error {
 	if c.MaxStreams < 0 || c.MemoryBudget < 0 || c.FirstMessageTimeout < 0 || c.IdleTimeout < 0 {
 		errs = append(errs, fmt.Errorf("max streams %d, memory budget %d, first message timeout %v, idle timeout %v: want >= 0 (0: the default)",
 			c.MaxStreams, c.MemoryBudget, c.FirstMessageTimeout, c.IdleTimeout))
+	}
+	if c.CoefBudget < 0 {
+		errs = append(errs, fmt.Errorf("coef budget %d: want >= 0 (0: no coefficient cache)", c.CoefBudget))
 	}
 	if c.PixelBudget < 0 || c.MaxScans < 0 || c.MaxFileSize < 0 {
 		errs = append(errs, fmt.Errorf("pixel budget %d, max scans %d, max file size %d: want >= 0 (0: the default)", c.PixelBudget, c.MaxScans, c.MaxFileSize))

@@ -98,3 +98,26 @@ func registerIndexMetrics(reg prometheus.Registerer, ix *pipeline.Index) error {
 	}
 	return nil
 }
+
+func registerCoefMetrics(reg prometheus.Registerer, c *pipeline.CoefCache) error {
+	stat := func(f func(pipeline.CoefStats) float64) func() float64 {
+		return func() float64 { return f(c.Stats()) }
+	}
+	for _, col := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_coef_cache_bytes", Help: "Memory held by the coefficient cache (--coef-budget)."},
+			stat(func(s pipeline.CoefStats) float64 { return float64(s.Bytes) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_coef_cache_files", Help: "Files the coefficient cache holds coefficients of."},
+			stat(func(s pipeline.CoefStats) float64 { return float64(s.Entries) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_coef_cache_mcus_total", Help: "MCUs inverse-transformed by decodes with the coefficient cache."},
+			stat(func(s pipeline.CoefStats) float64 { return float64(s.MCUsWanted) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_coef_cache_mcus_hit_total", Help: "Of those, MCUs whose coefficients were copied from the cache (not entropy-decoded)."},
+			stat(func(s pipeline.CoefStats) float64 { return float64(s.MCUsHit) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_coef_cache_refused_total", Help: "Decodes of files not admitted to the coefficient cache: --coef-budget was spent."},
+			stat(func(s pipeline.CoefStats) float64 { return float64(s.Refused) })),
+	} {
+		if err := reg.Register(col); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -51,14 +51,15 @@ type Server struct {
 	// gpuIdle is the trainer's GPUs' idle share, and whether it is known
 	// (NVML); without a monitor, unknown.
 	gpuIdle  func() (float64, bool)
-	coord    *coordEnv     // what its coordinators share
-	active   sync.Map      // job name -> *coordinator, for Status
-	gpu      gpu.Monitor   // nil without --gpus
-	shm      *shmHub       // nil when shared memory is off
-	shmOff   string        // why it is off
-	shares   *shares       // nil with the fifo schedule or no executor
-	index    *decoderIndex // nil with no executor or a negative IndexBudget
-	stop     chan struct{} // closed by Close
+	coord    *coordEnv           // what its coordinators share
+	active   sync.Map            // job name -> *coordinator, for Status
+	gpu      gpu.Monitor         // nil without --gpus
+	shm      *shmHub             // nil when shared memory is off
+	shmOff   string              // why it is off
+	shares   *shares             // nil with the fifo schedule or no executor
+	index    *decoderIndex       // nil with no executor or a negative IndexBudget
+	coefs    *pipeline.CoefCache // nil with no executor or no CoefBudget
+	stop     chan struct{}       // closed by Close
 	refusals refusalLog
 
 	streamID atomic.Uint64
@@ -97,6 +98,9 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if cfg.CoefBudget > cfg.MemoryBudget/2 {
+		return nil, fmt.Errorf("coef budget %d is more than half of the memory budget %d: the coefficient cache is taken out of --memory-budget, and batches need the rest", cfg.CoefBudget, cfg.MemoryBudget)
+	}
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
@@ -108,7 +112,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		datasets: make(map[string]pipeline.Dataset, len(cfg.Datasets)),
 		names:    slices.Sorted(maps.Keys(cfg.Datasets)),
 		draining: make(chan struct{}),
-		budget:   newBudget(cfg.MemoryBudget / 4 * 3),
+		budget:   newBudget((cfg.MemoryBudget - cfg.CoefBudget) / 4 * 3),
 		gpuIdle:  func() (float64, bool) { return 0, false },
 		bench:    newBenchMaking(cfg),
 	}
@@ -151,6 +155,14 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		}
 		if s.index != nil {
 			opts = append(opts, pipeline.WithIndex(s.index.ix))
+		}
+		if cfg.CoefBudget > 0 {
+			s.coefs = pipeline.NewCoefCache(cfg.CoefBudget)
+			if err := registerCoefMetrics(reg, s.coefs); err != nil {
+				s.closeDatasets()
+				return nil, fmt.Errorf("metrics: %w", err)
+			}
+			opts = append(opts, pipeline.WithCoefCache(s.coefs))
 		}
 		queued, read, decode := m.sampleStages.WithLabelValues("queue"), m.sampleStages.WithLabelValues("read"), m.sampleStages.WithLabelValues("decode")
 		opts = append(opts, pipeline.WithSchedule(sched), pipeline.WithStageObserver(func(q, r, d time.Duration) {
@@ -219,6 +231,10 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 // MemoryBudget is the server's memory budget, its default resolved.
 func (s *Server) MemoryBudget() int64 { return s.cfg.MemoryBudget }
 
+// GoMemoryLimit is what of the memory budget is Go's: all of it but the
+// coefficient cache's, which is C memory.
+func (s *Server) GoMemoryLimit() int64 { return s.cfg.MemoryBudget - s.cfg.CoefBudget }
+
 // Stopping marks the server as cutting its streams at the end of a grace
 // period, so that their logs say so.
 func (s *Server) Stopping() { s.stopping.Store(true) }
@@ -258,6 +274,9 @@ func (s *Server) Close() error {
 		close(s.stop)
 		s.exec.Close()
 		s.index.save()
+		if s.coefs != nil {
+			s.coefs.Close()
+		}
 	}
 	return s.closeDatasets()
 }

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServeCoefBudget runs a real server with --coef-budget: over two
+// epochs its coefficient cache fills (every file admitted) and serves MCUs
+// in the second, whose batches are the very batches of a server without a
+// cache; and a budget over half of --memory-budget is refused at start,
+// saying why.
+func TestServeCoefBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs stoker serve processes")
+	}
+	ctx := processTest(t, 3*time.Minute)
+	const n = 24
+	data := writeDataset(t, n, 3, 0)
+
+	cached := startServe(t, ctx, serveConfig{name: "coefs", dataset: data, workers: 2, args: []string{"--coef-budget", "67108864"}})
+	consumeEpoch(t, ctx, cached.addr, testJob(8, 1), consumeOpts{})
+	if f := cached.metric(t, ctx, "stoker_coef_cache_files"); f != n {
+		t.Errorf("stoker_coef_cache_files %v after an epoch, want %d", f, n)
+	}
+	if b := cached.metric(t, ctx, "stoker_coef_cache_bytes"); !(b > 0 && b <= 67108864) {
+		t.Errorf("stoker_coef_cache_bytes %v, want within (0, budget]", b)
+	}
+	hit0 := cached.metric(t, ctx, "stoker_coef_cache_mcus_hit_total")
+	got := consumeEpoch(t, ctx, cached.addr, testJob(8, 2), consumeOpts{})
+	hit, all := cached.metric(t, ctx, "stoker_coef_cache_mcus_hit_total"), cached.metric(t, ctx, "stoker_coef_cache_mcus_total")
+	if !(hit > hit0 && hit <= all) {
+		t.Errorf("second epoch: MCUs from the cache %v (before it %v) of %v", hit, hit0, all)
+	}
+
+	none := startServe(t, ctx, serveConfig{name: "no-coefs", dataset: data, workers: 2})
+	want := consumeEpoch(t, ctx, none.addr, testJob(8, 2), consumeOpts{})
+	if len(got.batches) != len(want.batches) {
+		t.Fatalf("%d batches with the cache, %d without", len(got.batches), len(want.batches))
+	}
+	for i := range want.batches {
+		if got.batches[i].sum() != want.batches[i].sum() {
+			t.Errorf("batch %d differs with the coefficient cache", i)
+		}
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(cctx, stokerBinary(t), "serve", "--listen", "127.0.0.1:0", "--dataset", "ds="+data,
+		"--memory-budget", "100000000", "--coef-budget", "60000000").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 || cctx.Err() != nil {
+		t.Fatalf("--coef-budget over half of --memory-budget: %v, want a non-zero exit at start\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "coef budget 60000000 is more than half of the memory budget 100000000") {
+		t.Errorf("the refusal does not say why:\n%s", out)
+	}
+}
