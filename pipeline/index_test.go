@@ -166,8 +166,9 @@ func TestIndexRestartCold(t *testing.T) {
 	t.Logf("%+v", st)
 }
 
-// TestIndexConcurrent: decoders on several goroutines sharing one Index
-// (under -race in make test) make the bytes a decoder without one makes.
+// TestIndexConcurrent: decoders on several goroutines sharing one Index,
+// half of them a CoefCache too (under -race in make test), make the bytes
+// a decoder without either makes.
 func TestIndexConcurrent(t *testing.T) {
 	_, files := fastPhotos(t, 0)
 	tr := fastTransforms(t)[0].t
@@ -184,13 +185,19 @@ func TestIndexConcurrent(t *testing.T) {
 		}
 	}
 	ix := NewIndex(64 << 20)
+	cc := NewCoefCache(1 << 30)
+	defer cc.Close()
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for g := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d := NewDecoder(WithIndex(ix))
+			opts := []Option{WithIndex(ix)}
+			if g%2 == 1 {
+				opts = append(opts, WithCoefCache(cc))
+			}
+			d := NewDecoder(opts...)
 			defer d.Close()
 			got := make([]byte, tr.SampleBytes())
 			for e := range want {
@@ -215,6 +222,9 @@ func TestIndexConcurrent(t *testing.T) {
 	}
 	if s := ix.Stats(); s.Hits == 0 {
 		t.Errorf("no index hits: %+v", s)
+	}
+	if s := cc.Stats(); s.MCUsHit == 0 {
+		t.Errorf("nothing from the coefficient cache: %+v", s)
 	}
 }
 
@@ -477,61 +487,5 @@ func TestCoefCacheBudget(t *testing.T) {
 	cc.Clear()
 	if s := cc.Stats(); s.Entries != 0 || s.Bytes != 0 {
 		t.Fatalf("after Clear: %+v", s)
-	}
-}
-
-// TestCoefCacheConcurrent: decoders sharing one CoefCache, on the same
-// files at once (run it with -race), make the bytes of a decoder without
-// one.
-func TestCoefCacheConcurrent(t *testing.T) {
-	_, files := fastPhotos(t, 12)
-	tr := fastTransforms(t)[0].t
-	cold := NewDecoder()
-	defer cold.Close()
-	const epochs = 3
-	want := make([][]byte, epochs*len(files))
-	for e := range epochs {
-		for i, data := range files {
-			w := make([]byte, tr.SampleBytes())
-			if err := cold.Decode(data, tr, Key{Seed: 9, Epoch: uint64(e), Index: uint64(i)}, w); err != nil {
-				t.Fatal(err)
-			}
-			want[e*len(files)+i] = w
-		}
-	}
-	cc := NewCoefCache(1 << 30)
-	defer cc.Close()
-	ix := NewIndex(1 << 30)
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d := NewDecoder(WithCoefCache(cc), WithIndex(ix))
-			defer d.Close()
-			out := make([]byte, tr.SampleBytes())
-			for e := range epochs {
-				for j := range files {
-					i := (j + g*3) % len(files) // each goroutine its own order, overlapping
-					if err := d.Decode(files[i], tr, Key{Seed: 9, Epoch: uint64(e), Index: uint64(i)}, out); err != nil {
-						errs <- err
-						return
-					}
-					if !bytes.Equal(out, want[e*len(files)+i]) {
-						errs <- fmt.Errorf("goroutine %d, file %d, epoch %d: bytes differ", g, i, e)
-						return
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if s := cc.Stats(); s.MCUsHit == 0 {
-		t.Fatalf("nothing served: %+v", s)
 	}
 }

@@ -76,7 +76,7 @@ func registerIndexMetrics(reg prometheus.Registerer, ix *pipeline.Index) error {
 	stat := func(f func(pipeline.IndexStats) float64) func() float64 {
 		return func() float64 { return f(ix.Stats()) }
 	}
-	for _, c := range []prometheus.Collector{
+	return registerAll(reg, []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_index_bytes", Help: "Memory held by the decoder index (--index-budget)."},
 			stat(func(s pipeline.IndexStats) float64 { return float64(s.Bytes) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_index_files", Help: "Files the decoder index holds checkpoints of."},
@@ -91,19 +91,14 @@ func registerIndexMetrics(reg prometheus.Registerer, ix *pipeline.Index) error {
 			stat(func(s pipeline.IndexStats) float64 { return float64(s.MCUsDecoded) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_index_mcus_total", Help: "MCUs in the scans of decodes with the index."},
 			stat(func(s pipeline.IndexStats) float64 { return float64(s.MCUsTotal) })),
-	} {
-		if err := reg.Register(c); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 func registerCoefMetrics(reg prometheus.Registerer, c *pipeline.CoefCache) error {
 	stat := func(f func(pipeline.CoefStats) float64) func() float64 {
 		return func() float64 { return f(c.Stats()) }
 	}
-	for _, col := range []prometheus.Collector{
+	return registerAll(reg, []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_coef_cache_bytes", Help: "Memory held by the coefficient cache (--coef-budget)."},
 			stat(func(s pipeline.CoefStats) float64 { return float64(s.Bytes) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_coef_cache_files", Help: "Files the coefficient cache holds coefficients of."},
@@ -114,8 +109,13 @@ func registerCoefMetrics(reg prometheus.Registerer, c *pipeline.CoefCache) error
 			stat(func(s pipeline.CoefStats) float64 { return float64(s.MCUsHit) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_coef_cache_refused_total", Help: "Decodes of files not admitted to the coefficient cache: --coef-budget was spent."},
 			stat(func(s pipeline.CoefStats) float64 { return float64(s.Refused) })),
-	} {
-		if err := reg.Register(col); err != nil {
+	})
+}
+
+// registerAll registers cs on reg, stopping at the first error.
+func registerAll(reg prometheus.Registerer, cs []prometheus.Collector) error {
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
 			return err
 		}
 	}

@@ -175,7 +175,9 @@ func serverMetrics(t *testing.T) (registered registeredMetrics, exported map[str
 	if err := bench.WriteSyntheticSet(context.Background(), filepath.Join(dir, "data"), 4, 1, 1); err != nil {
 		t.Fatal(err)
 	}
-	cfg := server.Config{Datasets: map[string]string{"ds": filepath.Join(dir, "data")}, Workers: 1}
+	// Every optional part that registers metrics is on (the coefficient
+	// cache is off by default).
+	cfg := server.Config{Datasets: map[string]string{"ds": filepath.Join(dir, "data")}, Workers: 1, CoefBudget: 1 << 20}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	registered = registeredMetrics{}
 	srv, err := server.New(cfg, log, registered)
