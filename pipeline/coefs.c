@@ -4,11 +4,12 @@
  *
  * The form is made for decoding speed, not size: per 8x8 block, its DC
  * coefficient (two bytes), a 64-bit mask of its nonzero AC coefficients
- * (natural order) and then their values, one byte each, or 0x80 and two
- * bytes for the few outside [-127, 127]. It
- * takes about two to three times the JPEG's bytes (Huffman coding is
- * denser); expanding it is a load, a count of trailing zeros and a store
- * per nonzero coefficient, where Huffman decoding is a table lookup, a
+ * (natural order; bit 0, the DC's, says "wide") and then their values, one
+ * byte each, or two each in a wide block (one with an AC coefficient
+ * outside [-127, 127]). It takes about twice the JPEG's bytes (Huffman
+ * coding is denser). With SSSE3, each group of 8 coefficients is packed and
+ * unpacked by one byte shuffle chosen by its byte of the mask: no branch
+ * per coefficient either way, where Huffman decoding is a table lookup, a
  * shift and a branch per code, and a refill every few.
  *
  * An MCU is stored whenever huff.c decodes it, whichever way the decoder
@@ -26,11 +27,54 @@
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#include <tmmintrin.h> /* SSSE3, for functions built for it (run if the CPU has it) */
 #endif
 
-/* The most bytes one block can take: its DC, its mask and 63 escaped AC
- * values. */
-#define BLOCK_MAX (2 + 8 + 63 * 3)
+/* The most bytes one block can take: its DC, its mask, 63 wide values,
+ * and the 8 bytes an SSSE3 store writes past what it keeps. */
+#define BLOCK_MAX (2 + 8 + 63 * 2 + 8)
+/* Bytes after a stored segment that an SSSE3 load may read past its end. */
+#define SEG_SLACK 16
+#define WIDE 1ull /* the mask's bit 0 */
+
+/* Byte-shuffle controls for a group of 8 coefficients, by its byte m of the
+ * mask: compact_tab[m] gathers the set lanes to the front, expand_tab[m]
+ * spreads the first count_tab[m] bytes back to them (0x80: a zero). */
+static uint64_t compact_tab[256], expand_tab[256];
+static uint8_t count_tab[256];
+static int have_ssse3;
+
+__attribute__((constructor)) static void coefs_init(void) {
+  int m, j, n;
+  for (m = 0; m < 256; m++) {
+    uint64_t c = 0, e = 0x8080808080808080ull;
+    for (j = n = 0; j < 8; j++) {
+      if (!(m >> j & 1))
+        continue;
+      c |= (uint64_t)j << (8 * n);
+      e = (e & ~(0xFFull << (8 * j))) | (uint64_t)n << (8 * j);
+      n++;
+    }
+    compact_tab[m] = c;
+    expand_tab[m] = e;
+    count_tab[m] = (uint8_t)n;
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  have_ssse3 = __builtin_cpu_supports("ssse3");
+#endif
+}
+
+int stoker_coefs_ssse3(int on) {
+  int was = have_ssse3;
+#if defined(__x86_64__) || defined(__i386__)
+  if (on >= 0)
+    have_ssse3 = on && __builtin_cpu_supports("ssse3");
+#else
+  (void)on;
+#endif
+  return was;
+}
 
 stoker_coefs *stoker_coefs_new(void) { return calloc(1, sizeof(stoker_coefs)); }
 
@@ -112,13 +156,128 @@ static inline uint64_t nonzero(const JCOEF *b) {
 #endif
 }
 
+/* wide reports whether an AC coefficient of c is outside [-127, 127]. */
+static inline int wide(const JCOEF *c) {
+#if defined(__SSE2__)
+  const __m128i hi = _mm_set1_epi16(127), lo = _mm_set1_epi16(-127);
+  __m128i bad = _mm_setzero_si128();
+  int i;
+  for (i = 0; i < 8; i++) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(c + 8 * i));
+    if (i == 0)
+      v = _mm_insert_epi16(v, 0, 0); /* not the DC */
+    bad = _mm_or_si128(bad, _mm_or_si128(_mm_cmpgt_epi16(v, hi), _mm_cmplt_epi16(v, lo)));
+  }
+  return _mm_movemask_epi8(bad) != 0;
+#else
+  int i;
+  for (i = 1; i < 64; i++)
+    if (c[i] < -127 || c[i] > 127)
+      return 1;
+  return 0;
+#endif
+}
+
+#if defined(__SSE2__)
+__attribute__((target("ssse3"))) static uint8_t *put_narrow_ssse3(uint8_t *p, const JCOEF *c, uint64_t m) {
+  int g;
+  for (g = 0; g < 8; g += 2) {
+    __m128i b = _mm_packs_epi16(_mm_loadu_si128((const __m128i *)(c + 8 * g)),
+                                _mm_loadu_si128((const __m128i *)(c + 8 * g + 8)));
+    unsigned m0 = (unsigned)(m >> (8 * g)) & 0xFF, m1 = (unsigned)(m >> (8 * g + 8)) & 0xFF;
+    _mm_storel_epi64((__m128i *)p, _mm_shuffle_epi8(b, _mm_cvtsi64_si128((long long)compact_tab[m0])));
+    p += count_tab[m0];
+    _mm_storel_epi64((__m128i *)p, _mm_shuffle_epi8(_mm_srli_si128(b, 8), _mm_cvtsi64_si128((long long)compact_tab[m1])));
+    p += count_tab[m1];
+  }
+  return p;
+}
+
+__attribute__((target("ssse3"))) static const uint8_t *get_narrow_ssse3(const uint8_t *p, JCOEF *c, uint64_t m) {
+  const __m128i zero = _mm_setzero_si128();
+  int g;
+  for (g = 0; g < 8; g++) {
+    unsigned mg = (unsigned)(m >> (8 * g)) & 0xFF;
+    __m128i x = _mm_shuffle_epi8(_mm_loadl_epi64((const __m128i *)p),
+                                 _mm_cvtsi64_si128((long long)expand_tab[mg]));
+    /* sign-extended to 16 bits: all 8 coefficients of the group */
+    _mm_storeu_si128((__m128i *)(c + 8 * g), _mm_unpacklo_epi8(x, _mm_cmpgt_epi8(zero, x)));
+    p += count_tab[mg];
+  }
+  return p;
+}
+#endif
+
+/* put_block appends c's form at p and returns the end. */
+static inline uint8_t *put_block(uint8_t *p, const JCOEF *c) {
+  uint64_t m = nonzero(c) & ~WIDE, k;
+  int16_t dc = c[0];
+  int w = wide(c);
+  memcpy(p, &dc, 2);
+  k = m | (w ? WIDE : 0);
+  memcpy(p + 2, &k, 8);
+  p += 10;
+  if (w) {
+    while (m) {
+      int16_t v = c[__builtin_ctzll(m)];
+      m &= m - 1;
+      memcpy(p, &v, 2);
+      p += 2;
+    }
+    return p;
+  }
+#if defined(__SSE2__)
+  if (have_ssse3)
+    return put_narrow_ssse3(p, c, m);
+#endif
+  while (m) {
+    *p++ = (uint8_t)(int8_t)c[__builtin_ctzll(m)];
+    m &= m - 1;
+  }
+  return p;
+}
+
+/* get_block writes the block stored at p into c (zeroed by libjpeg) and
+ * returns the end of its form. */
+static inline const uint8_t *get_block(const uint8_t *p, JCOEF *c) {
+  uint64_t m;
+  int16_t dc;
+  memcpy(&dc, p, 2);
+  memcpy(&m, p + 2, 8);
+  p += 10;
+  if (m & WIDE) {
+    m &= ~WIDE;
+    while (m) {
+      int16_t v;
+      memcpy(&v, p, 2);
+      p += 2;
+      c[__builtin_ctzll(m)] = v;
+      m &= m - 1;
+    }
+  } else {
+#if defined(__SSE2__)
+    if (have_ssse3) {
+      p = get_narrow_ssse3(p, c, m);
+      c[0] = dc;
+      return p;
+    }
+#endif
+    while (m) {
+      c[__builtin_ctzll(m)] = (int8_t)*p++;
+      m &= m - 1;
+    }
+  }
+  c[0] = dc;
+  return p;
+}
+
 int coefs_put(stoker_coefbuf *b, long mcu, int blocks, JBLOCKROW *data,
               size_t *room) {
   size_t need = (size_t)blocks * BLOCK_MAX;
   uint8_t *p;
   int blk;
   /* a stored MCU is at most need bytes: stop while that still fits */
-  if (b->len + need > *room) {
+  if (b->len + need + SEG_SLACK > *room) {
     *room = 0;
     return 0;
   }
@@ -128,25 +287,8 @@ int coefs_put(stoker_coefbuf *b, long mcu, int blocks, JBLOCKROW *data,
     return 0;
   }
   p = b->buf + b->len;
-  for (blk = 0; blk < blocks; blk++) {
-    const JCOEF *c = data[blk][0];
-    uint64_t m = nonzero(c) & ~1ull;
-    int16_t dc = c[0];
-    memcpy(p, &dc, 2);
-    memcpy(p + 2, &m, 8);
-    p += 10;
-    while (m) {
-      int i = __builtin_ctzll(m), v = c[i];
-      m &= m - 1;
-      *p++ = (uint8_t)(int8_t)v;
-      if (__builtin_expect(v < -127 || v > 127, 0)) {
-        int16_t w = (int16_t)v;
-        p[-1] = 0x80;
-        memcpy(p, &w, 2);
-        p += 2;
-      }
-    }
-  }
+  for (blk = 0; blk < blocks; blk++)
+    p = put_block(p, data[blk][0]);
   b->mcu[b->n].m = mcu;
   b->mcu[b->n].off = b->len;
   b->n++;
@@ -157,27 +299,8 @@ int coefs_put(stoker_coefbuf *b, long mcu, int blocks, JBLOCKROW *data,
 void coefs_get(const stoker_coefs *c, long mcu, JBLOCKROW *data) {
   const uint8_t *p = c->at[mcu];
   int blk;
-  for (blk = 0; blk < c->blocks; blk++) {
-    JCOEF *b = data[blk][0];
-    uint64_t m;
-    int16_t dc;
-    /* libjpeg zeroes a block before asking for it; set what is not zero */
-    memcpy(&dc, p, 2);
-    memcpy(&m, p + 2, 8);
-    p += 10;
-    b[0] = dc;
-    while (m) {
-      int i = __builtin_ctzll(m), v = (int8_t)*p++;
-      m &= m - 1;
-      if (__builtin_expect(v == -128, 0)) {
-        int16_t w;
-        memcpy(&w, p, 2);
-        p += 2;
-        v = w;
-      }
-      b[i] = (JCOEF)v;
-    }
-  }
+  for (blk = 0; blk < c->blocks; blk++)
+    p = get_block(p, data[blk][0]);
 }
 
 int coefs_commit(stoker_coefs *c, stoker_coefbuf *b) {
@@ -193,12 +316,13 @@ int coefs_commit(stoker_coefs *c, stoker_coefbuf *b) {
     c->seg = q;
     c->segcap = n;
   }
-  seg = malloc(b->len);
+  seg = malloc(b->len + SEG_SLACK);
   if (!seg)
     return 0;
   memcpy(seg, b->buf, b->len);
+  memset(seg + b->len, 0, SEG_SLACK);
   c->seg[c->nseg++] = seg;
-  c->bytes += b->len;
+  c->bytes += b->len + SEG_SLACK;
   for (i = 0; i < b->n; i++)
     c->at[b->mcu[i].m] = seg + b->mcu[i].off;
   b->len = b->n = 0;

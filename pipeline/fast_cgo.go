@@ -44,6 +44,10 @@ func coefsNew() unsafe.Pointer          { return unsafe.Pointer(C.stoker_coefs_n
 func coefsFree(p unsafe.Pointer)        { C.stoker_coefs_free((*C.stoker_coefs)(p)) }
 func coefsBytes(p unsafe.Pointer) int64 { return int64(C.stoker_coefs_bytes((*C.stoker_coefs)(p))) }
 
+// coefsSSSE3 turns the coefficient cache's SSSE3 packing on or off (tests)
+// and returns whether it was on.
+func coefsSSSE3(on bool) bool { return C.stoker_coefs_ssse3(cbool(on)) != 0 }
+
 // free releases the scratch; it is idempotent.
 func (f *fastState) free() {
 	if f.t == nil {

@@ -75,6 +75,10 @@ void stoker_coefs_free(stoker_coefs *c);
 /* stoker_coefs_bytes is the memory c holds. */
 size_t stoker_coefs_bytes(const stoker_coefs *c);
 void stoker_coefbuf_free(stoker_coefbuf *b);
+/* stoker_coefs_ssse3 turns the SSSE3 packing off (0) or back on where
+ * the CPU has it (1; tests: both make the same form), or only reports
+ * (-1); it returns whether it was on. */
+int stoker_coefs_ssse3(int on);
 /* coefs_attach sets c up for a scan of nmcu MCUs of blocks blocks (taking
  * its table from room), or checks that it is set up for one, and empties
  * b; 0: c cannot serve this scan. */

@@ -372,9 +372,14 @@ func TestIndexForeign(t *testing.T) {
 // TestCoefCacheExact: decodes that copy coefficients from a CoefCache, or
 // store them there, make the bytes a decoder without one makes, epoch after
 // epoch, with the index and without it; and the cache fills: by the third
-// epoch most MCUs come from it.
+// epoch most MCUs come from it. The SSSE3 packing and the scalar code make
+// and read the same form: the first two epochs run with one, the last two
+// with the other.
 func TestCoefCacheExact(t *testing.T) {
 	_, files := fastPhotos(t, 0)
+	simd := coefsSSSE3(true)
+	defer coefsSSSE3(simd)
+	t.Logf("SSSE3 packing available: %v", simd)
 	for _, withIx := range []bool{true, false} {
 		t.Run(fmt.Sprintf("index=%v", withIx), func(t *testing.T) {
 			cc := NewCoefCache(1 << 30)
@@ -388,6 +393,7 @@ func TestCoefCacheExact(t *testing.T) {
 			defer cold.Close()
 			var last CoefStats
 			for e := range 4 {
+				coefsSSSE3(withIx == (e < 2))
 				for _, tc := range fastTransforms(t) {
 					for i, data := range files {
 						a, b := make([]byte, tc.t.SampleBytes()), make([]byte, tc.t.SampleBytes())
