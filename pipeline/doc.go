@@ -26,7 +26,10 @@
 // (WithIndex), from the nearest checkpoint of the file's decoder index: a
 // by-product of earlier decodes (bit position and DC predictors every few
 // MCUs of every row), so that from the second epoch on a crop costs about
-// its share of the file's entropy decoding. Everything
+// its share of the file's entropy decoding. With a CoefCache
+// (WithCoefCache), for datasets that fit in memory, the MCUs decoded are
+// kept in a compact form and later crops copy them out instead of decoding
+// them. Everything
 // else (PNG, CMYK JPEG, builds with CGO_ENABLED=0) goes through the pure-Go
 // reference path built on github.com/disintegration/imaging, which follows
 // torchvision's op order literally and is what the fast path is tested
