@@ -123,7 +123,8 @@ func BenchmarkDecode(b *testing.B) {
 //	               (checkpoints every <px> source pixels of a row; rows:
 //	               row starts only): the second and later epochs
 //	epoch1+coefs   epoch1 with a CoefCache too (emptied at every pass):
-//	               the first epoch's cost when it stores coefficients
+//	               the first epoch's cost with the cache on (files are
+//	               admitted on their second decode)
 //	coefs/<n>      the index and a CoefCache after n epochs: what the
 //	               cache serves as it fills (hit-%: MCUs copied from it;
 //	               coef-B/img: its memory per file; stored/img: MCUs it

@@ -21,6 +21,11 @@ import (
 // and the decoding in passing to reach them cover it), where the index
 // takes 3% of them. It is for datasets that fit.
 //
+// A file is admitted on its second decode when the Decoder has an Index
+// (the index having an entry for it says it was seen), on its first
+// otherwise: with an index, the first epoch stores nothing and runs as
+// fast as without the cache; the second pays for storing what it decodes.
+//
 // Entries are keyed like the index's, by content. Memory is bounded by the
 // budget: files are admitted while it has room and then kept; none is
 // dropped for another. Epochs visit every file once in a new order, so a
@@ -114,16 +119,17 @@ func (t *coefTable) free() {
 }
 
 // checkout returns k's entry for one decode's exclusive use, made if k is
-// new and the budget has room, and the bytes the decode may add to it
-// (reserved until checkin; at most most). nil: decode without the cache.
-func (c *CoefCache) checkout(k indexKey, most int64) (*coefEntry, int64) {
+// new, admit says so and the budget has room, and the bytes the decode may
+// add to it (reserved until checkin; at most most). nil: decode without
+// the cache.
+func (c *CoefCache) checkout(k indexKey, most int64, admit bool) (*coefEntry, int64) {
 	t := c.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	room := min(max(t.budget-t.used, 0), most)
 	e := t.entries[k]
 	switch {
-	case e != nil && e.busy:
+	case e != nil && e.busy, e == nil && !admit:
 		return nil, 0
 	case e == nil && room < coefOverhead:
 		c.refused.Add(1)

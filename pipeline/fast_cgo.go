@@ -133,7 +133,11 @@ func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layo
 		// file's size in whole MCUs, or 4:2:0's larger rounding) at its
 		// largest, 200 bytes, and one block's slack.
 		blocks := int64((hd.w+15)/16*2) * int64((hd.h+15)/16*2) * int64(hd.comps)
-		if ce, room = cc.checkout(key, blocks*200+4096); ce != nil {
+		// A file is admitted on its second decode where there is an index
+		// (it has one then): the first epoch stores nothing, so it runs
+		// as fast as without the cache.
+		admit := ix == nil || f.forceIx != nil || blob != nil
+		if ce, room = cc.checkout(key, blocks*200+4096, admit); ce != nil {
 			j.coefs, j.coefs_room = ce.p, C.longlong(room)
 		}
 	}
