@@ -78,7 +78,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.IntVar(&cfg.MaxScans, "max-scans", 100, "refuse progressive JPEGs with more scans")
 	fs.Int64Var(&cfg.MaxFileSize, "max-file-size", pipeline.DefaultMaxFileSize, "refuse larger files")
 	fs.Int64Var(&cfg.IndexBudget, "index-budget", 0, "memory for the decoder index (entropy-decoder checkpoints of each baseline JPEG decoded, so that later epochs decode only their crops), least recently used files dropped first; 0: 1/16 of --memory-budget; -1: no index")
-	fs.Int64Var(&cfg.CoefBudget, "coef-budget", 0, "memory for the coefficient cache (each baseline JPEG's DCT coefficients, kept once decoded, so that later epochs copy them instead of entropy-decoding them: about 2-3x the JPEG's bytes per file, for datasets that fit), taken out of --memory-budget; files admitted while it has room; 0: none")
+	fs.Int64Var(&cfg.CoefBudget, "coef-budget", 0, "memory for the coefficient cache (each baseline JPEG's DCT coefficients, kept once decoded, so that later epochs copy them instead of entropy-decoding them: about 2-3x the JPEG's bytes per file, for datasets that fit), taken out of --memory-budget; files admitted on their second decode while it has room, then kept; 0: none")
 	fs.StringVar(&cfg.IndexDir, "index-dir", "", "keep the decoder index in this directory: saved on shutdown, loaded at start (a file that does not check is ignored with a warning); empty: not kept")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate: serve TLS (with --tls-key)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
