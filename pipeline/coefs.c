@@ -116,7 +116,8 @@ int coefs_attach(stoker_coefs *c, stoker_coefbuf *b, long nmcu, int blocks,
   return 1;
 }
 
-/* grow makes room for n more bytes in *p (of *cap), doubling. */
+/* grow makes *p hold at least need elements of size bytes (*cap now),
+ * doubling. */
 static int grow(void **p, size_t *cap, size_t need, size_t size) {
   size_t want = *cap ? *cap : 4096 / size;
   void *q;

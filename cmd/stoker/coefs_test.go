@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// TestServeCoefBudget runs a real server with --coef-budget: over two
-// epochs its coefficient cache fills (every file admitted) and serves MCUs
-// in the second, whose batches are the very batches of a server without a
+// TestServeCoefBudget runs a real server with --coef-budget: its
+// coefficient cache admits every file in the second epoch and serves MCUs
+// in the third, whose batches are the very batches of a server without a
 // cache; and a budget over half of --memory-budget is refused at start,
 // saying why.
 func TestServeCoefBudget(t *testing.T) {
@@ -23,22 +23,28 @@ func TestServeCoefBudget(t *testing.T) {
 	data := writeDataset(t, n, 3, 0)
 
 	cached := startServe(t, ctx, serveConfig{name: "coefs", dataset: data, workers: 2, args: []string{"--coef-budget", "67108864"}})
+	// A file is admitted on its second decode (the index has seen it):
+	// the first epoch stores nothing, the second every file.
 	consumeEpoch(t, ctx, cached.addr, testJob(8, 1), consumeOpts{})
+	if f := cached.metric(t, ctx, "stoker_coef_cache_files"); f != 0 {
+		t.Errorf("stoker_coef_cache_files %v after a first epoch, want 0", f)
+	}
+	consumeEpoch(t, ctx, cached.addr, testJob(8, 2), consumeOpts{})
 	if f := cached.metric(t, ctx, "stoker_coef_cache_files"); f != n {
-		t.Errorf("stoker_coef_cache_files %v after an epoch, want %d", f, n)
+		t.Errorf("stoker_coef_cache_files %v after a second epoch, want %d", f, n)
 	}
 	if b := cached.metric(t, ctx, "stoker_coef_cache_bytes"); !(b > 0 && b <= 67108864) {
 		t.Errorf("stoker_coef_cache_bytes %v, want within (0, budget]", b)
 	}
 	hit0 := cached.metric(t, ctx, "stoker_coef_cache_mcus_hit_total")
-	got := consumeEpoch(t, ctx, cached.addr, testJob(8, 2), consumeOpts{})
+	got := consumeEpoch(t, ctx, cached.addr, testJob(8, 3), consumeOpts{})
 	hit, all := cached.metric(t, ctx, "stoker_coef_cache_mcus_hit_total"), cached.metric(t, ctx, "stoker_coef_cache_mcus_total")
 	if !(hit > hit0 && hit <= all) {
-		t.Errorf("second epoch: MCUs from the cache %v (before it %v) of %v", hit, hit0, all)
+		t.Errorf("third epoch: MCUs from the cache %v (before it %v) of %v", hit, hit0, all)
 	}
 
 	none := startServe(t, ctx, serveConfig{name: "no-coefs", dataset: data, workers: 2})
-	want := consumeEpoch(t, ctx, none.addr, testJob(8, 2), consumeOpts{})
+	want := consumeEpoch(t, ctx, none.addr, testJob(8, 3), consumeOpts{})
 	if len(got.batches) != len(want.batches) {
 		t.Fatalf("%d batches with the cache, %d without", len(got.batches), len(want.batches))
 	}
