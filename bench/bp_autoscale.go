@@ -472,21 +472,35 @@ func simTrain(ctx context.Context, l *client.Loader, g *simGPU, launch time.Dura
 }
 
 // hpaStep is one decision: replicas <- the recommendation.
+// scrape reads the coordinator's metrics: all of them, stoker_peers_ready,
+// and the bench job's stoker_workers_recommended (-1: none yet). A failed
+// scrape is counted, unless ctx ended; ok is false then.
+func (r *asRunner) scrape(ctx context.Context) (ms map[string]float64, peers, rec float64, ok bool) {
+	ms, err := ScrapeMetrics(ctx, r.cmet)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.mu.Lock()
+			r.run.ScrapeErrors++
+			r.mu.Unlock()
+		}
+		return nil, 0, -1, false
+	}
+	rec = -1
+	if v, ok := jobSeries(ms, "stoker_workers_recommended", "bench"); ok && !math.IsNaN(v) {
+		rec = v
+	}
+	return ms, ms["stoker_peers_ready"], rec, true
+}
+
 func (r *asRunner) hpaStep(ctx context.Context, c *client.Client, lastImages *int64, lastAt *time.Time) error {
 	as, g := r.b.o.as, r.g
 	now := time.Now()
 	st := bpHPAStep{T: round2(now.Sub(r.start).Seconds()), Replicas: r.replicas(), Recommended: -1, Starvation: -1}
 	st.Desired = st.Replicas
-	ms, err := ScrapeMetrics(ctx, r.cmet)
-	if err != nil {
-		r.mu.Lock()
-		r.run.ScrapeErrors++
-		r.mu.Unlock()
-	} else {
-		st.PeersReady = ms["stoker_peers_ready"]
-		if v, ok := jobSeries(ms, "stoker_workers_recommended", "bench"); ok && !math.IsNaN(v) {
-			st.Recommended = v
-			st.Desired = min(max(int(math.Ceil(v-1e-9)), 1), as.maxReplicas)
+	if _, peers, rec, ok := r.scrape(ctx); ok {
+		st.PeersReady, st.Recommended = peers, rec
+		if rec >= 0 {
+			st.Desired = min(max(int(math.Ceil(rec-1e-9)), 1), as.maxReplicas)
 		}
 	}
 	st.GPUIdle = round4(g.idle(now))

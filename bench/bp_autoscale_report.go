@@ -44,19 +44,13 @@ func (r *asRunner) sample(ctx context.Context) {
 		}
 		s.BenchCores = round3(r.benchCPU(own).Seconds() / secs)
 		lastAt, lastImages = now, imgs
-		ms, err := ScrapeMetrics(ctx, r.cmet)
-		if err != nil {
+		ms, peers, rec, ok := r.scrape(ctx)
+		if !ok {
 			if ctx.Err() != nil {
 				return
 			}
-			r.mu.Lock()
-			r.run.ScrapeErrors++
-			r.mu.Unlock()
 		} else {
-			s.PeersReady = ms["stoker_peers_ready"]
-			if v, ok := jobSeries(ms, "stoker_workers_recommended", "bench"); ok && !math.IsNaN(v) {
-				s.Recommended = v
-			}
+			s.PeersReady, s.Recommended = peers, rec
 			if v, ok := jobSeries(ms, "stoker_gpu_idle_ratio", "bench"); ok {
 				s.ServerIdle = round4(v)
 			}
