@@ -156,46 +156,39 @@ func BenchmarkIndex(b *testing.B) {
 		}
 		benchReportCPU(b, start, i)
 	})
-	b.Run("epoch1", func(b *testing.B) {
-		ix := NewIndex(1 << 30)
-		d := NewDecoder(WithIndex(ix))
-		defer d.Close()
-		b.ReportAllocs()
-		i, start := 0, benchCPUTime()
-		for b.Loop() {
-			if i%len(files) == 0 {
-				b.StopTimer()
-				ix = NewIndex(1 << 30)
-				d.opts.index = ix
-				b.StartTimer()
-			}
-			decode(b, d, i)
-			i++
+	for _, withCoefs := range []bool{false, true} {
+		name := "epoch1"
+		if withCoefs {
+			name += "+coefs"
 		}
-		benchReportCPU(b, start, i)
-	})
-	b.Run("epoch1+coefs", func(b *testing.B) {
-		var cc *CoefCache
-		d := NewDecoder()
-		defer d.Close()
-		b.ReportAllocs()
-		i, start := 0, benchCPUTime()
-		for b.Loop() {
-			if i%len(files) == 0 {
-				b.StopTimer()
-				if cc != nil {
-					cc.Close()
+		b.Run(name, func(b *testing.B) {
+			var cc *CoefCache
+			d := NewDecoder()
+			defer d.Close()
+			b.ReportAllocs()
+			i, start := 0, benchCPUTime()
+			for b.Loop() {
+				if i%len(files) == 0 {
+					b.StopTimer()
+					d.opts.index = NewIndex(1 << 30)
+					if withCoefs {
+						if cc != nil {
+							cc.Close()
+						}
+						cc = NewCoefCache(1 << 32)
+						d.opts.coefs = cc
+					}
+					b.StartTimer()
 				}
-				cc = NewCoefCache(1 << 32)
-				d.opts.index, d.opts.coefs = NewIndex(1<<30), cc
-				b.StartTimer()
+				decode(b, d, i)
+				i++
 			}
-			decode(b, d, i)
-			i++
-		}
-		benchReportCPU(b, start, i)
-		cc.Close()
-	})
+			benchReportCPU(b, start, i)
+			if cc != nil {
+				cc.Close()
+			}
+		})
+	}
 	// coefs/<n>: the index and the coefficient cache, after n epochs.
 	for _, warm := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("coefs/%d", warm), func(b *testing.B) {
