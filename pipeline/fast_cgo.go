@@ -32,7 +32,7 @@ type fastState struct {
 	ifast    bool // JDCT_IFAST
 	noRegion bool // decode whole rows from the top: no crop, no skip
 	libHuff  bool // libjpeg's own Huffman decoder instead of huff.c's
-	simdMax  int  // 0: SIMD where built (SSE2 on x86-64); -1: none
+	simdMax  int  // 0: the best SIMD level the CPU has; n > 0: at most n; -1: none
 	ixPx     int  // decoder index checkpoint spacing in pixels; 0: the default
 	// forceIx, when set, is the decoder index every decode is given
 	// instead of the Index's (tests: an index of other bytes).
@@ -43,6 +43,10 @@ type fastState struct {
 func coefsNew() unsafe.Pointer          { return unsafe.Pointer(C.stoker_coefs_new()) }
 func coefsFree(p unsafe.Pointer)        { C.stoker_coefs_free((*C.stoker_coefs)(p)) }
 func coefsBytes(p unsafe.Pointer) int64 { return int64(C.stoker_coefs_bytes((*C.stoker_coefs)(p))) }
+
+// simdBest is the best SIMD level the resampler uses on this CPU (0 none,
+// 1 SSE2, 2 SSSE3).
+func simdBest() int { return int(C.stoker_simd_best()) }
 
 // coefsSSSE3 turns the coefficient cache's SSSE3 packing on or off (tests)
 // and returns whether it was on.
@@ -198,7 +202,7 @@ func (f *fastState) decode(data, out, blob []byte) C.int {
 // fastStats is what the last fast decode did, for tests and benchmarks.
 type fastStats struct {
 	scaleM, rows, cols int
-	simd               int  // 0 none, 1 SSE2
+	simd               int  // 0 none, 1 SSE2, 2 SSSE3
 	huff               bool // huff.c decoded the entropy-coded data
 	ixState            int  // C.STOKER_IX_*
 	ixChanged          bool

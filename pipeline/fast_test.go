@@ -361,15 +361,15 @@ func TestFastRegionExact(t *testing.T) {
 	}
 }
 
-// TestFastSIMDSame: the SSE2 and scalar resamplers give the same bytes
-// (other architectures run the scalar code).
+// TestFastSIMDSame: the SSSE3, SSE2 and scalar resamplers give the same
+// bytes (other architectures run the scalar code).
 func TestFastSIMDSame(t *testing.T) {
 	imgs := fastSynthJPEGs(t)
 	_, photos := fastPhotos(t, 4)
 	for i, p := range photos {
 		imgs = append(imgs, fastSynthJPEG{fmt.Sprintf("photo%d", i), p})
 	}
-	levels := []int{0, -1} // SIMD where built (SSE2 on x86-64), none
+	levels := []int{0, 1, -1} // the best the CPU has, at most SSE2, none
 	decs := make([]*Decoder, len(levels))
 	for i, l := range levels {
 		decs[i] = NewDecoder()
@@ -402,22 +402,27 @@ func TestFastSIMDSame(t *testing.T) {
 			n++
 		}
 	}
-	t.Logf("%d decodes identical at every SIMD level (levels run: %v; 1 is SSE2)", n, used)
-	// Every x86-64 has SSE2, so the SIMD code must have run there; otherwise
-	// this test compares the scalar code with itself.
+	t.Logf("%d decodes identical at every SIMD level (levels run: %v; 1 is SSE2, 2 SSSE3)", n, used)
+	// Every x86-64 has SSE2, and all but the oldest SSSE3, so the SIMD code
+	// must have run there; otherwise this test compares the scalar code
+	// with itself.
 	if runtime.GOARCH == "amd64" && !used[1] {
 		t.Errorf("SSE2 code never ran on amd64 (levels run: %v)", used)
+	}
+	if simdBest() >= 2 && !used[2] {
+		t.Errorf("SSSE3 code never ran on a CPU that has it (levels run: %v)", used)
 	}
 	if !used[0] {
 		t.Errorf("scalar code never ran (levels run: %v)", used)
 	}
 }
 
-// TestFastSIMDSamePhotos: the SSE2 and scalar resamplers give the same
-// bytes on the plans training and evaluation make, over many photos, at
-// every DCT scaling mode (so at full size, 1/2 and the other eighths
-// ScaleAny picks), in both layouts. Other architectures run the scalar code: this is what keeps
-// their batches the same bytes as x86-64's.
+// TestFastSIMDSamePhotos: the SIMD (SSSE3 where the CPU has it) and scalar
+// resamplers give the same bytes on the plans training and evaluation make,
+// over many photos, at every DCT scaling mode (so at full size, 1/2 and the
+// other eighths ScaleAny picks), in both layouts. Other architectures run
+// the scalar code: this is what keeps their batches the same bytes as
+// x86-64's.
 func TestFastSIMDSamePhotos(t *testing.T) {
 	names, photos := fastPhotos(t, 32)
 	trs := fastTransforms(t)

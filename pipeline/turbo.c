@@ -12,8 +12,9 @@
  * weighs tri((j + 0.5 - center) / max(scale, 1)), normalized over the
  * support, which is clipped to the job's clip rectangle; coefficients are
  * Q14 fixed point with rounding, and the pass between the two directions is
- * rounded to 8 bits, as in PIL. Both passes use SSE2 where the compiler
- * targets it (every x86-64) and plain C otherwise, with identical results.
+ * rounded to 8 bits, as in PIL. The vertical pass uses SSE2 where the
+ * compiler targets it (every x86-64), the horizontal pass SSSE3 where the
+ * CPU has it, and plain C otherwise, with identical results.
  *
  * Chroma is upsampled as libjpeg does by default ("fancy", triangle), which
  * is what PIL and so torchvision get: stoker's output then matches
@@ -66,6 +67,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <tmmintrin.h>
+#endif
 
 /* Filter coefficients are Q14 fixed point, so that a pixel times a
  * coefficient fits in 16x16->32-bit multiplies (pmaddwd) and a sum of them
@@ -104,7 +108,7 @@ struct stoker_turbo {
   uint8_t *mid; /* horizontally resampled rows */
   size_t mid_cap;
   int mid_rows;
-  int simd; /* this decode's SIMD level: 0 none, 1 SSE2 */
+  int simd; /* this decode's SIMD level: 0 none, 1 SSE2, 2 SSSE3 */
   stoker_huff huff; /* the faster baseline Huffman decoder (huff.c) */
   const uint8_t **taps; /* vertical pass: row pointers of one output row */
   size_t taps_cap;
@@ -320,63 +324,79 @@ static inline uint8_t clip8(int32_t v) {
   return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
-#if defined(__SSE2__)
-/* hrgbx_sse2 is hpass_rgbx with SSE2 (every x86-64 has it), np pairs of
- * taps per output; np is a constant where it is inlined, so that the tap
- * loop unrolls. */
-static inline __attribute__((always_inline)) void
-hrgbx_sse2(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar,
-           const int np) {
-  const __m128i zero = _mm_setzero_si128(), half = _mm_set1_epi32(HALF);
+#if defined(__x86_64__) || defined(__i386__)
+/* The horizontal pass takes SSSE3 (pshufb) where the CPU has it: every
+ * x86-64 CPU of the last fifteen years; the others run the scalar code. */
+static int have_ssse3;
+
+__attribute__((constructor)) static void turbo_init(void) {
+  __builtin_cpu_init();
+  have_ssse3 = __builtin_cpu_supports("ssse3");
+}
+
+/* hsum_ssse3 is the sum for one RGBX output of np pairs of taps from p,
+ * shifted back from Q14: r g b x in four 32-bit lanes. A pair of pixels
+ * r0 g0 b0 x0 r1 g1 b1 x1 is shuffled into r0 r1 g0 g1 b0 b1 x0 x1 as
+ * 16-bit lanes (lo from the first 8 bytes of a load, hi from the next 8),
+ * and pmaddwd with the broadcast coefficient pair k0 k1 sums each channel's
+ * two products. */
+__attribute__((target("ssse3"))) static inline __attribute__((always_inline)) __m128i
+hsum_ssse3(const uint8_t *p, const __m128i *kv, const int np, __m128i lo,
+           __m128i hi) {
+  __m128i acc = _mm_set1_epi32(HALF), w;
+  int j;
+  for (j = 0; j + 2 <= np; j += 2) {
+    w = _mm_loadu_si128((const __m128i *)(p + 8 * j));
+    acc = _mm_add_epi32(acc, _mm_madd_epi16(_mm_shuffle_epi8(w, lo), _mm_loadu_si128(kv + j)));
+    acc = _mm_add_epi32(acc, _mm_madd_epi16(_mm_shuffle_epi8(w, hi), _mm_loadu_si128(kv + j + 1)));
+  }
+  if (j < np) {
+    w = _mm_loadl_epi64((const __m128i *)(p + 8 * j));
+    acc = _mm_add_epi32(acc, _mm_madd_epi16(_mm_shuffle_epi8(w, lo), _mm_loadu_si128(kv + j)));
+  }
+  return _mm_srai_epi32(acc, PREC);
+}
+
+/* hrgbx_ssse3 is hpass_rgbx with SSSE3, np pairs of taps per output; np is
+ * a constant where it is inlined, so that the tap loop unrolls. Four
+ * outputs at a time are packed to bytes r0 g0 b0 x0 r1 ... and shuffled
+ * into r0 r1 r2 r3 g0 ... b3 (planar: three 4-byte stores) or r0 g0 b0 r1
+ * ... b3 (interleaved: one 16-byte store, whose last 4 bytes the next group
+ * or the row's slack takes). */
+__attribute__((target("ssse3"))) static inline __attribute__((always_inline)) void
+hrgbx_ssse3(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar,
+            const int np) {
+  const __m128i lo = _mm_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1);
+  const __m128i hi = _mm_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
+  const __m128i to_planar = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m128i to_rgb = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
   const __m128i *kv = (const __m128i *)a->kv;
-  int i = 0, j;
-  if (planar) {
-    /* Four outputs at a time: their RGBX bytes transposed by two unpacks
-     * into r0-r3 g0-g3 b0-b3, written with three 4-byte stores instead of
-     * twelve byte stores. */
-    for (; i + 4 <= n; i += 4, kv += 4 * np) {
-      __m128i acc[4], v, t;
-      int q;
-      for (q = 0; q < 4; q++) {
-        const uint8_t *p = src + (size_t)a->start[i + q] * 4;
-        acc[q] = half;
-        for (j = 0; j < np; j++) {
-          __m128i w = _mm_loadl_epi64((const __m128i *)(p + 8 * j));
-          w = _mm_unpacklo_epi8(w, _mm_srli_si128(w, 4));
-          w = _mm_unpacklo_epi8(w, zero);
-          acc[q] = _mm_add_epi32(acc[q], _mm_madd_epi16(w, _mm_loadu_si128(kv + q * np + j)));
-        }
-        acc[q] = _mm_srai_epi32(acc[q], PREC);
-      }
-      v = _mm_packus_epi16(_mm_packs_epi32(acc[0], acc[1]), _mm_packs_epi32(acc[2], acc[3]));
-      t = _mm_unpacklo_epi8(v, _mm_srli_si128(v, 8));
-      v = _mm_unpacklo_epi8(t, _mm_srli_si128(t, 8));
-      {
-        uint32_t r = (uint32_t)_mm_cvtsi128_si32(v);
-        uint32_t g = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 4));
-        uint32_t b = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 8));
-        memcpy(dst + i, &r, 4);
-        memcpy(dst + n + i, &g, 4);
-        memcpy(dst + 2 * n + i, &b, 4);
-      }
+  const int *st = a->start;
+  int i = 0;
+  for (; i + 4 <= n; i += 4, kv += 4 * np) {
+    __m128i s0 = hsum_ssse3(src + (size_t)st[i] * 4, kv, np, lo, hi);
+    __m128i s1 = hsum_ssse3(src + (size_t)st[i + 1] * 4, kv + np, np, lo, hi);
+    __m128i s2 = hsum_ssse3(src + (size_t)st[i + 2] * 4, kv + 2 * np, np, lo, hi);
+    __m128i s3 = hsum_ssse3(src + (size_t)st[i + 3] * 4, kv + 3 * np, np, lo, hi);
+    __m128i v = _mm_packus_epi16(_mm_packs_epi32(s0, s1), _mm_packs_epi32(s2, s3));
+    if (planar) {
+      uint32_t r, g, b;
+      v = _mm_shuffle_epi8(v, to_planar);
+      r = (uint32_t)_mm_cvtsi128_si32(v);
+      g = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 4));
+      b = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 8));
+      memcpy(dst + i, &r, 4);
+      memcpy(dst + n + i, &g, 4);
+      memcpy(dst + 2 * n + i, &b, 4);
+    } else {
+      _mm_storeu_si128((__m128i *)(dst + 3 * i), _mm_shuffle_epi8(v, to_rgb));
     }
   }
   for (; i < n; i++, kv += np) {
-    const uint8_t *p = src + (size_t)a->start[i] * 4;
-    __m128i acc = half;
+    __m128i s = hsum_ssse3(src + (size_t)st[i] * 4, kv, np, lo, hi);
     uint32_t px;
-    for (j = 0; j < np; j++) {
-      /* two RGBX pixels as r0 r1 g0 g1 b0 b1 x0 x1 in 16-bit lanes, then
-       * pmaddwd with k0 k1: four 32-bit sums r g b x */
-      __m128i v = _mm_loadl_epi64((const __m128i *)(p + 8 * j));
-      v = _mm_unpacklo_epi8(v, _mm_srli_si128(v, 4));
-      v = _mm_unpacklo_epi8(v, zero);
-      acc = _mm_add_epi32(acc, _mm_madd_epi16(v, _mm_loadu_si128(kv + j)));
-    }
-    acc = _mm_srai_epi32(acc, PREC);
-    acc = _mm_packs_epi32(acc, acc);
-    acc = _mm_packus_epi16(acc, acc);
-    px = (uint32_t)_mm_cvtsi128_si32(acc);
+    s = _mm_packs_epi32(s, s);
+    px = (uint32_t)_mm_cvtsi128_si32(_mm_packus_epi16(s, s));
     if (planar) {
       dst[i] = (uint8_t)px;
       dst[n + i] = (uint8_t)(px >> 8);
@@ -386,31 +406,38 @@ hrgbx_sse2(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar,
     }
   }
 }
+
+__attribute__((target("ssse3"))) static void
+hpass_rgbx_ssse3(const axis *a, int n, const uint8_t *src, uint8_t *dst,
+                 int planar) {
+  switch (a->np) {
+  case 1:
+    hrgbx_ssse3(a, n, src, dst, planar, 1);
+    return;
+  case 2:
+    hrgbx_ssse3(a, n, src, dst, planar, 2);
+    return;
+  case 3:
+    hrgbx_ssse3(a, n, src, dst, planar, 3);
+    return;
+  default:
+    hrgbx_ssse3(a, n, src, dst, planar, a->np);
+    return;
+  }
+}
 #endif
 
 /* hpass_rgbx resamples one decoded RGBX row into dst: interleaved RGB (with
- * one byte of slack after it) or, when planar, three planes of n bytes.
+ * 4 bytes of slack after it) or, when planar, three planes of n bytes.
  * Taps past an output's support have zero coefficients and may read past
  * the decoded pixels: the row buffer has zeroed slack for that. */
 static void hpass_rgbx(const axis *a, int n, const uint8_t *src, uint8_t *dst,
                        int planar, int simd) {
   int i, j;
-#if defined(__SSE2__)
-  if (simd >= 1) {
-    switch (a->np) {
-    case 1:
-      hrgbx_sse2(a, n, src, dst, planar, 1);
-      return;
-    case 2:
-      hrgbx_sse2(a, n, src, dst, planar, 2);
-      return;
-    case 3:
-      hrgbx_sse2(a, n, src, dst, planar, 3);
-      return;
-    default:
-      hrgbx_sse2(a, n, src, dst, planar, a->np);
-      return;
-    }
+#if defined(__x86_64__) || defined(__i386__)
+  if (simd >= 2) {
+    hpass_rgbx_ssse3(a, n, src, dst, planar);
+    return;
   }
 #endif
   (void)simd;
@@ -598,6 +625,18 @@ static void ix_open(stoker_turbo *t, const uint8_t *data, size_t len,
   t->huff.ix = h;
 }
 
+int stoker_simd_best(void) {
+  int simd = 0;
+#if defined(__SSE2__)
+  simd = 1;
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+  if (simd && have_ssse3)
+    simd = 2;
+#endif
+  return simd;
+}
+
 void stoker_index_copy(stoker_turbo *t, unsigned char *dst) {
   /* the known count in the header, for whoever reads the blob */
   uint32_t known = hix_known(&t->hix);
@@ -612,18 +651,18 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   int gray, bpp, rl, m, ow, oh, cx0, cx1, cy0, cy1, ux0, ux1, uy0, uy1, y;
   int nrows;
   size_t stride;
-  /* SIMD level: 0 none, 1 SSE2 (AVX2 versions of the passes were tried and
-   * measured slower) */
-  int simd = 1;
+  /* SIMD level: 0 none, 1 SSE2 (the vertical pass), 2 SSSE3 (the
+   * horizontal pass too). AVX2 versions of the passes were tried and
+   * measured slower. */
+  int simd = stoker_simd_best();
   JDIMENSION xoff, w;
   double f;
   size_t pos;
 
-#if !defined(__SSE2__)
-  simd = 0;
-#endif
   if (jb->simd_max < 0)
     simd = 0;
+  else if (jb->simd_max > 0 && simd > jb->simd_max)
+    simd = jb->simd_max;
   t->simd = jb->simd_used = simd;
   t->msg[0] = 0;
   t->code = STOKER_CORRUPT;

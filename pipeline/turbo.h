@@ -47,8 +47,8 @@ typedef struct {
   int ifast;     /* dct_method = JDCT_IFAST */
   int no_region; /* decode whole rows from the top, no crop or skip (tests) */
   int libjpeg_huff; /* use libjpeg's own Huffman decoder, not huff.c's */
-  int simd_max;  /* 0: SIMD where built (SSE2 on x86-64); -1: none (tests:
-                    the bytes must not change) */
+  int simd_max;  /* 0: the best SIMD level the CPU has; n > 0: at most
+                    level n; -1: none (tests: the bytes must not change) */
   int index;     /* 1: keep a decoder index (baseline files through huff.c) */
   int ix_px;     /* checkpoint spacing in pixels; 0: the default */
   /* The file's coefficient cache (a stoker_coefs, huff.h; NULL: none) and
@@ -59,7 +59,7 @@ typedef struct {
   int scale_m;      /* the DCT scale used, in eighths */
   int rows_decoded; /* scanlines read (not skipped) */
   int cols_decoded; /* width of each scanline read */
-  int simd_used;    /* 0 none, 1 SSE2 */
+  int simd_used;    /* 0 none, 1 SSE2, 2 SSSE3 (simd in turbo.c) */
   int huff_used;    /* 1: huff.c decoded the entropy-coded data */
   int ix_state;     /* STOKER_IX_* */
   int ix_changed;   /* the index gained checkpoints: copy it out */
@@ -87,6 +87,9 @@ const char *stoker_msg(stoker_turbo *t);
  * stoker_index_copy returns when job.ix_changed. */
 int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
                   unsigned char *out, const unsigned char *ix, size_t ix_len);
+/* stoker_simd_best is the SIMD level stoker_decode uses by default on this
+ * CPU (stoker_job.simd_used). */
+int stoker_simd_best(void);
 /* stoker_index_copy copies the last decode's index (job.ix_bytes) to dst. */
 void stoker_index_copy(stoker_turbo *t, unsigned char *dst);
 
