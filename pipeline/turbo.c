@@ -651,6 +651,7 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   int gray, bpp, rl, m, ow, oh, cx0, cx1, cy0, cy1, ux0, ux1, uy0, uy1, y;
   int nrows;
   size_t stride;
+  uint8_t *rowbase;
   /* SIMD level: 0 none, 1 SSE2 (the vertical pass), 2 SSSE3 (the
    * horizontal pass too). AVX2 versions of the passes were tried and
    * measured slower. */
@@ -785,13 +786,21 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   /* Rows are read rec_outbuf_height at a time (2 for h2v2 merged
    * upsampling), so that libjpeg need not copy a spare row per call. */
   nrows = ci->rec_outbuf_height < 1 ? 1 : ci->rec_outbuf_height > 4 ? 4 : ci->rec_outbuf_height;
+  /* Where rows go: libjpeg-turbo's SIMD color conversion stores an output
+   * row with non-temporal (cache-bypassing) stores when the row is 16-byte
+   * aligned (32 with AVX2), and ends with sfence; the row would then go out
+   * to memory just before the horizontal pass reads it back. Rows start 4
+   * bytes past a 64-byte boundary, so that they take its ordinary stores
+   * and stay in cache (measured in BENCHMARKS.md). */
   {
     size_t slack = (size_t)(2 * t->ax.np + 2) * bpp + 16;
     int r;
-    stride = (size_t)ci->output_width * bpp + slack;
-    grow(t, (void **)&t->row, &t->row_cap, stride * (size_t)nrows, 1);
+    stride = ((size_t)ci->output_width * bpp + slack + 63) & ~(size_t)63;
+    grow(t, (void **)&t->row, &t->row_cap, stride * (size_t)nrows + 64 + 4, 1);
+    rowbase = (uint8_t *)(((uintptr_t)t->row + 63) & ~(uintptr_t)63) + 4;
     for (r = 0; r < nrows; r++)
-      memset(t->row + stride * (size_t)r + (size_t)ci->output_width * bpp, 0, slack);
+      memset(rowbase + stride * (size_t)r + (size_t)ci->output_width * bpp, 0,
+             stride - (size_t)ci->output_width * bpp);
   }
   grow(t, (void **)&t->mid, &t->mid_cap, (size_t)t->mid_rows * rl + 4, 1);
   grow(t, (void **)&t->taps, &t->taps_cap, (size_t)2 * t->ay.np,
@@ -811,7 +820,7 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
     int r, want = uy1 - y < nrows ? uy1 - y : nrows;
     JDIMENSION got;
     for (r = 0; r < want; r++)
-      rows[r] = t->row + stride * (size_t)r;
+      rows[r] = rowbase + stride * (size_t)r;
     got = jpeg_read_scanlines(ci, rows, (JDIMENSION)want);
     if (got == 0)
       fail(t, STOKER_CORRUPT, "jpeg: no progress reading scanlines");
