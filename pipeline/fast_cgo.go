@@ -203,6 +203,7 @@ func (f *fastState) decode(data, out, blob []byte) C.int {
 type fastStats struct {
 	scaleM, rows, cols int
 	simd               int  // 0 none, 1 SSE2, 2 SSSE3
+	rowSkew            int  // where decoded rows start, modulo 64 bytes
 	huff               bool // huff.c decoded the entropy-coded data
 	ixState            int  // C.STOKER_IX_*
 	ixChanged          bool
@@ -216,7 +217,7 @@ func (f *fastState) stats() fastStats {
 		return fastStats{}
 	}
 	j := f.job
-	return fastStats{scaleM: int(j.scale_m), rows: int(j.rows_decoded), cols: int(j.cols_decoded), simd: int(j.simd_used), huff: j.huff_used != 0,
+	return fastStats{scaleM: int(j.scale_m), rows: int(j.rows_decoded), cols: int(j.cols_decoded), simd: int(j.simd_used), rowSkew: int(j.row_skew), huff: j.huff_used != 0,
 		ixState: int(j.ix_state), ixChanged: j.ix_changed != 0, ixBytes: int(j.ix_bytes),
 		mcus: int(j.mcus_total), decoded: int(j.mcus_decoded), ckSeeks: int(j.ck_seeks), rstSeeks: int(j.rst_seeks)}
 }

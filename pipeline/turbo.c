@@ -669,6 +669,7 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   t->code = STOKER_CORRUPT;
   t->max_scans = jb->max_scans;
   jb->scale_m = 8;
+  jb->row_skew = 0;
   jb->rows_decoded = jb->cols_decoded = 0;
   jb->ix_state = jb->ix_changed = 0;
   jb->ix_bytes = jb->mcus_total = jb->mcus_decoded = 0;
@@ -798,6 +799,7 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
     stride = ((size_t)ci->output_width * bpp + slack + 63) & ~(size_t)63;
     grow(t, (void **)&t->row, &t->row_cap, stride * (size_t)nrows + 64 + 4, 1);
     rowbase = (uint8_t *)(((uintptr_t)t->row + 63) & ~(uintptr_t)63) + 4;
+    jb->row_skew = (int)((uintptr_t)rowbase & 63);
     for (r = 0; r < nrows; r++)
       memset(rowbase + stride * (size_t)r + (size_t)ci->output_width * bpp, 0,
              stride - (size_t)ci->output_width * bpp);

@@ -60,6 +60,7 @@ typedef struct {
   int rows_decoded; /* scanlines read (not skipped) */
   int cols_decoded; /* width of each scanline read */
   int simd_used;    /* 0 none, 1 SSE2, 2 SSSE3 (simd in turbo.c) */
+  int row_skew;     /* where decoded rows start, modulo 64 bytes */
   int huff_used;    /* 1: huff.c decoded the entropy-coded data */
   int ix_state;     /* STOKER_IX_* */
   int ix_changed;   /* the index gained checkpoints: copy it out */
