@@ -308,11 +308,7 @@ func TestFastMatchesReference(t *testing.T) {
 // progressive files, DCT scales, both upsamplers, and crops touching every
 // edge.
 func TestFastRegionExact(t *testing.T) {
-	imgs := fastSynthJPEGs(t)
-	_, photos := fastPhotos(t, 4)
-	for i, p := range photos {
-		imgs = append(imgs, fastSynthJPEG{fmt.Sprintf("photo%d", i), p})
-	}
+	imgs := fastSynthAndPhotos(t, 4)
 	for _, knobs := range []struct {
 		name          string
 		merged, ifast bool
@@ -361,14 +357,21 @@ func TestFastRegionExact(t *testing.T) {
 	}
 }
 
-// TestFastSIMDSame: the SSSE3, SSE2 and scalar resamplers give the same
-// bytes (other architectures run the scalar code).
-func TestFastSIMDSame(t *testing.T) {
+// fastSynthAndPhotos is fastSynthJPEGs and n photos, named photo0 ... .
+func fastSynthAndPhotos(t *testing.T, n int) []fastSynthJPEG {
+	t.Helper()
 	imgs := fastSynthJPEGs(t)
-	_, photos := fastPhotos(t, 4)
+	_, photos := fastPhotos(t, n)
 	for i, p := range photos {
 		imgs = append(imgs, fastSynthJPEG{fmt.Sprintf("photo%d", i), p})
 	}
+	return imgs
+}
+
+// TestFastSIMDSame: the SSSE3, SSE2 and scalar resamplers give the same
+// bytes (other architectures run the scalar code).
+func TestFastSIMDSame(t *testing.T) {
+	imgs := fastSynthAndPhotos(t, 4)
 	levels := []int{0, 1, -1} // the best the CPU has, at most SSE2, none
 	decs := make([]*Decoder, len(levels))
 	for i, l := range levels {
@@ -423,11 +426,7 @@ func TestFastSIMDSame(t *testing.T) {
 // pass reads it: the same bytes, about 12% slower (BENCHMARKS.md). Nothing
 // but this test would notice the skew being lost.
 func TestFastRowsSkewed(t *testing.T) {
-	imgs := fastSynthJPEGs(t)
-	_, photos := fastPhotos(t, 4)
-	for i, p := range photos {
-		imgs = append(imgs, fastSynthJPEG{fmt.Sprintf("photo%d", i), p})
-	}
+	imgs := fastSynthAndPhotos(t, 4)
 	d := NewDecoder()
 	defer d.Close()
 	n := 0
