@@ -40,11 +40,13 @@ def main() -> None:
     ap.add_argument("--index-budget", type=int, default=1 << 30, help="stoker's decoder index budget in bytes; -1: none")
     ap.add_argument("--coef-budget", type=int, default=0, help="stoker's coefficient cache budget in bytes (bench pipeline --coef-budget); 0: none")
     ap.add_argument("--before", help="another stoker run in each round too, as 'before': a binary (one built from before the decoder index), "
-                    "optionally with more bench pipeline flags ('bin/stoker --index-budget=-1': this one without the index); its images/s over --seconds")
+                    "optionally with more bench pipeline flags ('bin/stoker --index-budget=-1': this one without the index); "
+                    "compared epoch for epoch where it reports its epochs apart, else by its images/s over --seconds")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     common = ["--data", a.data, "--threads", str(a.threads), "--transform", a.transform, "--seconds", str(a.seconds), "--json"]
     impls = ("stoker", "before", "pil", "tv2") if a.before else ("stoker", "pil", "tv2")
+    before_epochs = False
     parts = ("epoch1", "later")
     # stoker's epochs: the first (a cold decoder index), then the later ones
     # (a warm index). The baselines keep nothing between epochs: one
@@ -70,9 +72,13 @@ def main() -> None:
             elif impl == "before":
                 words = shlex.split(a.before)
                 res = last_json([words[0], "bench", "pipeline", *common, *words[1:]])
+                # A build that tells its epochs apart is compared epoch for
+                # epoch; one from before that, by its whole run.
+                before_epochs = all(p in res for p in parts)
                 for p in parts:
-                    runs[p][impl].append(res["images_per_sec"])
-                    cpu[p][impl].append(res["images_per_cpu_sec"])
+                    q = res[p] if before_epochs else res
+                    runs[p][impl].append(q["images_per_sec"])
+                    cpu[p][impl].append(q["images_per_cpu_sec"])
             else:
                 res = last_json([sys.executable, os.path.join(HERE, "baselines.py"), "--impl", impl, *common])
                 for p in parts:
@@ -109,7 +115,9 @@ def main() -> None:
     print(f"stoker: epoch 1 (cold decoder index), then epochs >= 2 for {a.seconds:g}s; baselines: {a.seconds:g}s each")
     print(f"{'impl':18} {'images/s':>10} {'per thread':>11} {'per CPU-s':>10}   runs (images/s)")
     rows = [("stoker epoch 1", "epoch1", "stoker"), ("stoker epochs >= 2", "later", "stoker")]
-    if a.before:
+    if a.before and before_epochs:
+        rows += [("before epoch 1", "epoch1", "before"), ("before epochs >= 2", "later", "before")]
+    elif a.before:
         rows.append(("stoker before", "later", "before"))
     rows += [("pil", "later", "pil"), ("tv2", "later", "tv2")]
     for label, p, k in rows:
