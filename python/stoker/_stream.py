@@ -74,8 +74,8 @@ class _FeedStream:
         self._pin = pin
         self._pool = pool or _BufferPool(0)
         self._closed = False
-        self._call = conn.feed(self._request_iter())
-        self._thread = threading.Thread(target=self._read, name="stoker-feed", daemon=True)
+        self._call: Any = conn.feed(self._request_iter())
+        self._thread = threading.Thread(target=self._read, args=(self._call,), name="stoker-feed", daemon=True)
         self._thread.start()
 
     @property
@@ -118,7 +118,7 @@ class _FeedStream:
         if reason and self._transport == "shm":
             raise StokerError("FAILED_PRECONDITION", f"transport='shm', but batches would come in chunks: {reason}")
 
-    def _read(self) -> None:
+    def _read(self, call: Any) -> None:
         import grpc
 
         put = self.out.put
@@ -133,7 +133,7 @@ class _FeedStream:
                 put(("batch", b))
 
         try:
-            for resp in self._call:
+            for resp in call:
                 if type(resp) is _Chunk:
                     chunk(resp.number, resp.offset, resp.data)
                     continue
@@ -167,6 +167,11 @@ class _FeedStream:
                 put(("error", StokerError("CANCELLED", "the Feed stream was closed by the client")))
             else:
                 put(("error", self._endpoint.error(e)))
+            # gRPC raises the call itself, and its traceback holds frames
+            # that hold the call (this one's ``call``, its own ``__next__``):
+            # a cycle that only the garbage collector frees, perhaps at
+            # interpreter exit, where freeing the call can hang (see close).
+            e.__traceback__ = None
         except BaseException as e:  # reported to the consumer, never lost in a thread
             put(("error", e))
 
@@ -227,6 +232,15 @@ class _FeedStream:
         # there finalizes an abandoned iterator: it ends on its own.
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout=5)
+        # Let the call go now, while gRPC's threads run: it is freed here
+        # (the reader, if still running, keeps its own reference until it
+        # ends). Its __del__ takes the call's lock. Run at interpreter exit
+        # instead (the Loader's finalizer closes the stream then, but the
+        # call outlived it), it could find that lock held forever by one of
+        # gRPC's daemon threads that the exit had stopped mid-way, and the
+        # process hung after its last batch
+        # (test_another_network_namespace_falls_back, once in a dozen runs).
+        self._call = None
 
 
 class _Session:

@@ -9,9 +9,11 @@ made a loader and never iterated it.
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
 from typing import Dict, Tuple
 
@@ -106,3 +108,37 @@ def test_abandoned_loader_does_not_hold_the_exit(server: str, baseline: float, n
     # A hang, not a slow machine: an abandoned loader that held the exit
     # would wait out a stream (minutes), not seconds.
     assert took < baseline + 15.0, f"{name}: exited {took:.2f} s after its end (no stream: {baseline:.2f} s)"
+
+
+@pytest.mark.parametrize("how", ["idle_between_epochs", "mid_epoch"])
+def test_close_frees_the_feed_call(server: str, how: str) -> None:
+    """Closing a loader frees its Feed call there and then, not in some
+    later garbage collection. gRPC's call takes its lock as it is freed;
+    freed by the collection at interpreter exit, it could find that lock
+    held by a gRPC thread the exit had stopped mid-way, and the process
+    hung after its last batch (about once in a dozen runs of a loader left
+    idle between epochs)."""
+    sys.path.insert(0, PYDIR)
+    import stoker
+    from stoker import transforms as T
+
+    ld = stoker.Loader(server, "tiny", transform=T.Compose([T.Resize((32, 32))]), batch_size=4, prefetch=2,
+                       pin_memory=False, timeout=60)
+    if how == "idle_between_epochs":
+        assert len(list(ld)) > 0
+    else:
+        it = iter(ld)  # kept: an iterator dropped mid-epoch closes its stream itself
+        next(it)
+    stream = ld._session.stream
+    assert stream is not None and not stream.closed
+    call = weakref.ref(stream._call)
+    gc.collect()
+    gc.disable()  # what close() leaves behind stays behind
+    try:
+        ld.close()
+        assert call() is None, (
+            f"the Feed call outlived close() ({len(gc.get_referrers(call()))} referrers): "
+            "it was left for the garbage collector, perhaps at exit"
+        )
+    finally:
+        gc.enable()
