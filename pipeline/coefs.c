@@ -42,7 +42,8 @@
  * spreads the first count_tab[m] bytes back to them (0x80: a zero). */
 static uint64_t compact_tab[256], expand_tab[256];
 static uint8_t count_tab[256];
-static int have_ssse3;
+static int cpu_ssse3;  /* the CPU has it */
+static int have_ssse3; /* the packing uses it (stoker_coefs_ssse3) */
 
 __attribute__((constructor)) static void coefs_init(void) {
   int m, j, n;
@@ -61,18 +62,17 @@ __attribute__((constructor)) static void coefs_init(void) {
   }
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  have_ssse3 = __builtin_cpu_supports("ssse3");
+  cpu_ssse3 = __builtin_cpu_supports("ssse3");
 #endif
+  have_ssse3 = cpu_ssse3;
 }
+
+int stoker_cpu_ssse3(void) { return cpu_ssse3; }
 
 int stoker_coefs_ssse3(int on) {
   int was = have_ssse3;
-#if defined(__x86_64__) || defined(__i386__)
   if (on >= 0)
-    have_ssse3 = on && __builtin_cpu_supports("ssse3");
-#else
-  (void)on;
-#endif
+    have_ssse3 = on && stoker_cpu_ssse3();
   return was;
 }
 

@@ -75,6 +75,9 @@ void stoker_coefs_free(stoker_coefs *c);
 /* stoker_coefs_bytes is the memory c holds. */
 size_t stoker_coefs_bytes(const stoker_coefs *c);
 void stoker_coefbuf_free(stoker_coefbuf *b);
+/* stoker_cpu_ssse3 says whether the CPU has SSSE3 (0 off x86): the
+ * coefficient cache's packing and turbo.c's horizontal pass use it. */
+int stoker_cpu_ssse3(void);
 /* stoker_coefs_ssse3 turns the SSSE3 packing off (0) or back on where
  * the CPU has it (1; tests: both make the same form), or only reports
  * (-1); it returns whether it was on. */

@@ -327,13 +327,6 @@ static inline uint8_t clip8(int32_t v) {
 #if defined(__x86_64__) || defined(__i386__)
 /* The horizontal pass takes SSSE3 (pshufb) where the CPU has it: every
  * x86-64 CPU of the last fifteen years; the others run the scalar code. */
-static int have_ssse3;
-
-__attribute__((constructor)) static void turbo_init(void) {
-  __builtin_cpu_init();
-  have_ssse3 = __builtin_cpu_supports("ssse3");
-}
-
 /* hsum_ssse3 is the sum for one RGBX output of np pairs of taps from p,
  * shifted back from Q14: r g b x in four 32-bit lanes. A pair of pixels
  * r0 g0 b0 x0 r1 g1 b1 x1 is shuffled into r0 r1 g0 g1 b0 b1 x0 x1 as
@@ -630,10 +623,8 @@ int stoker_simd_best(void) {
 #if defined(__SSE2__)
   simd = 1;
 #endif
-#if defined(__x86_64__) || defined(__i386__)
-  if (simd && have_ssse3)
+  if (simd && stoker_cpu_ssse3())
     simd = 2;
-#endif
   return simd;
 }
 
