@@ -1,10 +1,8 @@
 package server
 
 import (
-	"context"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -31,12 +29,7 @@ func TestShmBatchesMadeInSlots(t *testing.T) {
 			if tc.cfg.Peers != "" {
 				waitPeers(t, e, 2)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			open := smallJob("tiny", 4)
-			open.Credits = 4
-			st := e.shmOpen(t, ctx, open, bootID(t))
-			st.accept(t)
+			st := e.shmAccepted(t, smallJob("tiny", 4), 4)
 			got, inSlots := st.readEpoch(t, false)
 			sameBatches(t, "made in slots", want.batches, got.batches)
 			if inSlots != len(want.batches) {
@@ -58,12 +51,7 @@ func TestShmTrainerCannotFramePeer(t *testing.T) {
 	ws, addr := peers(t, root, 1)
 	e := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: addr, Shm: true, VerifyFraction: 1})
 	waitPeers(t, e, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	open := smallJob("tiny", 4)
-	open.Credits = 4
-	st := e.shmOpen(t, ctx, open, bootID(t))
-	st.accept(t)
+	st := e.shmAccepted(t, smallJob("tiny", 4), 4)
 	// The trainer's own mapping of the memfd (not the server's): writes
 	// through it are the trainer's.
 	stop := make(chan struct{})

@@ -56,6 +56,19 @@ func (e *testEnv) shmOpen(t testing.TB, ctx context.Context, open *pb.OpenJob, b
 	return st
 }
 
+// shmAccepted opens a Feed stream for open with credits granted up front,
+// asking for shared memory, and maps and accepts the ring offered. The
+// stream ends with the test, or after 30 s.
+func (e *testEnv) shmAccepted(t testing.TB, open *pb.OpenJob, credits uint32) *shmTrainer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	open.Credits = credits
+	st := e.shmOpen(t, ctx, open, bootID(t))
+	st.accept(t)
+	return st
+}
+
 // accept fetches and maps the ring and accepts it.
 func (st *shmTrainer) accept(t testing.TB) {
 	t.Helper()
@@ -184,12 +197,7 @@ func TestShmSameBytes(t *testing.T) {
 func TestShmHeldSlotsFallBackToChunks(t *testing.T) {
 	e := newEnv(t, Config{Shm: true})
 	want := e.collect(t, smallJob("tiny", 2)) // 20 batches
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	open := smallJob("tiny", 2)
-	open.Credits = 1
-	st := e.shmOpen(t, ctx, open, bootID(t))
-	st.accept(t)
+	st := e.shmAccepted(t, smallJob("tiny", 2), 1)
 	// Grant credits without releasing anything: once the trainer holds
 	// every slot, batches come in chunks.
 	go func() {
