@@ -20,7 +20,7 @@ type metrics struct {
 	leases         *prometheus.CounterVec
 	leaseFailures  *prometheus.CounterVec
 	resultsDropped prometheus.Counter
-	peersReady     prometheus.Gauge
+	peersReady     prometheus.GaugeFunc // counted when scraped: registered by New, once the server can count
 	workLeases     *prometheus.CounterVec
 	workJobs       prometheus.Gauge
 	refusals       *prometheus.CounterVec
@@ -80,10 +80,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		resultsDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "stoker_results_dropped_total",
 			Help: "Batches that arrived for a lease that had moved on or a batch already delivered, and were dropped.",
-		}),
-		peersReady: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "stoker_peers_ready",
-			Help: "Peers connected and taking leases.",
 		}),
 		workLeases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stoker_work_leases_total",
@@ -150,12 +146,25 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	for _, c := range []prometheus.Collector{m.batchesSent, m.samplesSent, m.sampleErrors, m.streamsActive, m.trainerWait, m.stallRatio, m.batchSeconds,
-		m.leases, m.leaseFailures, m.resultsDropped, m.peersReady, m.workLeases, m.workJobs, m.refusals} {
+		m.leases, m.leaseFailures, m.resultsDropped, m.workLeases, m.workJobs, m.refusals} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// registerPeersReady registers stoker_peers_ready, which count gives when
+// the metrics are scraped. A gauge set whenever a peer's state changed was
+// set from each peer's goroutine, and two peers ready at once could leave
+// it at the count of the one that counted first: a coordinator with three
+// peers ready reported two until a lease moved it.
+func (m *metrics) registerPeersReady(reg prometheus.Registerer, count func() int) error {
+	m.peersReady = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "stoker_peers_ready",
+		Help: "Peers connected and taking leases (a peer quarantined for a batch that did not match is not counted).",
+	}, func() float64 { return float64(count()) })
+	return reg.Register(m.peersReady)
 }
 
 // forgetMaker deletes the series of a maker that is gone (a peer that left

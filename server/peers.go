@@ -206,7 +206,7 @@ func (d *discovery) update(addrs []string) {
 		if d.peers[a] != nil {
 			continue
 		}
-		p, err := peer.Dial(a, d.readyChanged, peer.WithDialOptions(s.peerDial(a)...),
+		p, err := peer.Dial(a, s.makers.poke, peer.WithDialOptions(s.peerDial(a)...),
 			peer.WithIdentity(s.cfg.decoderIdentity()),
 			peer.WithDecoderRefused(func(error) { s.m.leaseFailures.WithLabelValues(a, "decoder").Inc() }),
 			peer.WithErrors(func(err error) {
@@ -244,7 +244,7 @@ func (d *discovery) update(addrs []string) {
 		}()
 		s.log.Info("peer removed", "addr", a)
 	}
-	d.readyChanged()
+	s.makers.poke()
 }
 
 // forgetGone deletes the metric series of the peers retired, until a lease
@@ -260,19 +260,6 @@ func (d *discovery) forgetGone() {
 			delete(d.gone, a)
 		}
 	}
-}
-
-// readyChanged recounts the ready peers and wakes waiting coordinators.
-func (d *discovery) readyChanged() {
-	ms, _ := d.s.makers.snapshot()
-	n := 0
-	for _, m := range ms {
-		if pm, ok := m.(*peerMaker); ok && pm.Ready() {
-			n++
-		}
-	}
-	d.s.m.peersReady.Set(float64(n))
-	d.s.makers.poke()
 }
 
 // close stops discovery and closes every peer, retiring ones too.

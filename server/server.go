@@ -221,6 +221,10 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		makers: s.makers, budget: s.budget, m: s.m, gpuIdle: s.gpuIdle,
 		verify: newVerifier(max(cfg.VerifyFraction, 0), s.exec, log, s.makers.poke),
 	}
+	if err := m.registerPeersReady(reg, s.peersReady); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 	// Last: discovery's peers use the coordinators' environment.
 	if t, _ := parsePeers(cfg.Peers); t.static != nil || t.host != "" {
 		s.disc = s.startDiscovery(t)

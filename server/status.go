@@ -16,12 +16,7 @@ func (s *Server) Status(context.Context, *stokerv1.StatusRequest) (*stokerv1.Sta
 	if s.exec != nil {
 		resp.Workers = uint32(s.exec.Workers())
 	}
-	ms, _ := s.makers.snapshot()
-	for _, m := range ms {
-		if _, ok := m.(*peerMaker); ok && m.Ready() && s.coord.verify.why(m) == nil {
-			resp.PeersReady++
-		}
-	}
+	resp.PeersReady = uint32(s.peersReady())
 	s.active.Range(func(_, v any) bool {
 		if js := v.(*coordinator).status.Load(); js != nil {
 			resp.Jobs = append(resp.Jobs, js)
@@ -30,4 +25,17 @@ func (s *Server) Status(context.Context, *stokerv1.StatusRequest) (*stokerv1.Sta
 	})
 	slices.SortFunc(resp.Jobs, func(a, b *stokerv1.JobStatus) int { return strings.Compare(a.GetId(), b.GetId()) })
 	return resp, nil
+}
+
+// peersReady counts the peers that take leases now: connected, their
+// worker not draining, and not quarantined.
+func (s *Server) peersReady() int {
+	n := 0
+	ms, _ := s.makers.snapshot()
+	for _, m := range ms {
+		if _, ok := m.(*peerMaker); ok && m.Ready() && s.coord.verify.why(m) == nil {
+			n++
+		}
+	}
+	return n
 }

@@ -102,6 +102,9 @@ func TestLyingPeer(t *testing.T) {
 			if err != nil || st.GetPeersReady() != 1 {
 				t.Errorf("Status: %d peers ready (%v), want 1: the liar is not counted", st.GetPeersReady(), err)
 			}
+			if n := testutil.ToFloat64(coord.srv.m.peersReady); n != 1 {
+				t.Errorf("stoker_peers_ready %v, want 1: the liar is not counted", n)
+			}
 		})
 	}
 }
