@@ -154,8 +154,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// registerPeersReady registers stoker_peers_ready, which count gives when
-// the metrics are scraped. A gauge set whenever a peer's state changed was
+// registerPeersReady registers stoker_peers_ready, whose value is count()
+// at each scrape. A gauge set whenever a peer's state changed was
 // set from each peer's goroutine, and two peers ready at once could leave
 // it at the count of the one that counted first: a coordinator with three
 // peers ready reported two until a lease moved it.
