@@ -1,0 +1,274 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"gocloud.dev/blob"
+)
+
+// blobStore is an object-storage prefix read through gocloud.dev/blob:
+// one bucket type with range readers for S3, GCS and Azure. Every request
+// goes through the store's retrier; the providers' own retries are off
+// where the SDK allows it, so that one policy (and one count) holds.
+type blobStore struct {
+	url    string // scheme://bucket/prefix, for messages
+	prov   provider
+	bucket *blob.Bucket // prefixed: keys are relative to the prefix
+	r      *retrier
+}
+
+func openBlob(ctx context.Context, s string, o options) (*blobStore, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s, err)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("%s: a store URL takes no query, fragment or user: the provider's standard settings (AWS_ENDPOINT_URL, AWS_REGION, GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_ACCOUNT, ...) say where and as whom", redact(u))
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("%s: no bucket (want %s://BUCKET/PREFIX)", s, u.Scheme)
+	}
+	prefix := strings.Trim(u.Path, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	prov, b, err := openProvider(ctx, u.Scheme, u.Host)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s, err)
+	}
+	if prefix != "" {
+		b = blob.PrefixedBucket(b, prefix)
+	}
+	name := u.Scheme + "://" + u.Host
+	st := &blobStore{url: name + "/" + prefix, prov: prov, bucket: b, r: newRetrier(o.policy, o.metrics, name)}
+	// One listing request: a missing bucket or refused credentials fail
+	// here, at start, and not at the first sample.
+	err = st.r.do(ctx, "list", "listing", func(ctx context.Context) (int64, error) {
+		_, err := b.List(nil).Next(ctx)
+		if err == io.EOF {
+			return 0, nil
+		}
+		return 0, err
+	})
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("%s: cannot list the store: %w", st.url, err)
+	}
+	return st, nil
+}
+
+// redact drops anything secret-looking from u for a message.
+func redact(u *url.URL) string {
+	v := *u
+	v.User, v.RawQuery, v.Fragment = nil, "", ""
+	return v.String()
+}
+
+func (s *blobStore) String() string { return s.url }
+
+func (s *blobStore) Close() error { return s.bucket.Close() }
+
+// List lists page by page; each page is one request under the policy.
+func (s *blobStore) List(ctx context.Context, prefix string, fn func(Object) error) error {
+	token := blob.FirstPageToken
+	for {
+		var page []*blob.ListObject
+		var next []byte
+		err := s.r.do(ctx, "list", "listing "+prefix, func(ctx context.Context) (int64, error) {
+			var err error
+			page, next, err = s.bucket.ListPage(ctx, token, 1000, &blob.ListOptions{Prefix: prefix})
+			return 0, err
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.url, err)
+		}
+		for _, lo := range page {
+			if lo.IsDir {
+				continue
+			}
+			o := Object{Key: lo.Key, Size: lo.Size, ModTime: lo.ModTime, Version: s.prov.listVersion(lo)}
+			if err := fn(o); err != nil {
+				return err
+			}
+		}
+		if len(next) == 0 {
+			return nil
+		}
+		token = next
+	}
+}
+
+func (s *blobStore) Stat(ctx context.Context, key string) (Object, error) {
+	var o Object
+	err := s.r.do(ctx, "head", key, func(ctx context.Context) (int64, error) {
+		a, err := s.bucket.Attributes(ctx, key)
+		if err != nil {
+			return 0, err
+		}
+		o = Object{Key: key, Size: a.Size, ModTime: a.ModTime, Version: s.prov.attrVersion(a)}
+		return 0, nil
+	})
+	return o, err
+}
+
+// readerOptions asks the store for obj's version only, where the provider
+// has a precondition for it (S3 and Azure If-Match, a GCS generation).
+func (s *blobStore) readerOptions(obj Object) *blob.ReaderOptions {
+	if obj.Version == "" {
+		return nil
+	}
+	return &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error {
+		s.prov.precondition(as, obj.Version)
+		return nil
+	}}
+}
+
+// check refuses a reader whose object is not obj, whether or not the
+// provider honoured the precondition.
+func (s *blobStore) check(obj Object, rd *blob.Reader) error {
+	return checkSame(obj, Object{Key: obj.Key, Size: rd.Size(), ModTime: rd.ModTime(), Version: s.prov.readerVersion(rd)})
+}
+
+func (s *blobStore) ReadRange(ctx context.Context, obj Object, off int64, p []byte) error {
+	if off < 0 || off+int64(len(p)) > obj.Size {
+		return fmt.Errorf("%s: range [%d, %d) outside its %d bytes", obj.Key, off, off+int64(len(p)), obj.Size)
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	return s.r.do(ctx, "get", obj.Key, func(ctx context.Context) (int64, error) {
+		rd, err := s.bucket.NewRangeReader(ctx, obj.Key, off, int64(len(p)), s.readerOptions(obj))
+		if err != nil {
+			return 0, err
+		}
+		defer rd.Close()
+		if err := s.check(obj, rd); err != nil {
+			return 0, err
+		}
+		n, err := io.ReadFull(rd, p)
+		if err != nil {
+			return int64(n), fmt.Errorf("body cut short at %d of %d bytes: %w", n, len(p), err)
+		}
+		return int64(n), nil
+	})
+}
+
+func (s *blobStore) Put(ctx context.Context, key string, data []byte) error {
+	return s.r.do(ctx, "put", key, func(ctx context.Context) (int64, error) {
+		return 0, s.bucket.WriteAll(ctx, key, data, nil)
+	})
+}
+
+// NewReader streams obj from off. Each (re)open is a request under the
+// policy; a stream that fails or stalls for the request deadline midway is
+// reopened where it stopped, and the stream gives up after the policy's
+// attempts without progress.
+func (s *blobStore) NewReader(ctx context.Context, obj Object, off int64) (io.ReadCloser, error) {
+	r := &streamReader{s: s, obj: obj, pos: off}
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	if err := r.open(); err != nil {
+		r.cancel()
+		return nil, err
+	}
+	return r, nil
+}
+
+type streamReader struct {
+	s      *blobStore
+	obj    Object
+	ctx    context.Context
+	cancel context.CancelFunc
+	pos    int64
+
+	mu       sync.Mutex
+	rd       *blob.Reader
+	rcancel  context.CancelFunc // the open reader's context
+	watchdog *time.Timer        // cancels a reader that stalls
+	failures int                // in a row, without progress
+}
+
+// open opens a reader at r.pos under the policy.
+func (r *streamReader) open() error {
+	return r.s.r.do(r.ctx, "get", r.obj.Key, func(context.Context) (int64, error) {
+		// The reader outlives the try: its deadline is the watchdog's,
+		// which is re-armed at every byte that arrives.
+		rctx, cancel := context.WithCancel(r.ctx)
+		rd, err := r.s.bucket.NewRangeReader(rctx, r.obj.Key, r.pos, r.obj.Size-r.pos, r.s.readerOptions(r.obj))
+		if err == nil {
+			err = r.s.check(r.obj, rd)
+			if err != nil {
+				rd.Close()
+			}
+		}
+		if err != nil {
+			cancel()
+			return 0, err
+		}
+		r.mu.Lock()
+		r.rd, r.rcancel = rd, cancel
+		r.watchdog = time.AfterFunc(r.s.r.p.RequestTimeout, cancel)
+		r.mu.Unlock()
+		return 0, nil
+	})
+}
+
+func (r *streamReader) drop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rd != nil {
+		r.watchdog.Stop()
+		r.rd.Close()
+		r.rcancel()
+		r.rd = nil
+	}
+}
+
+func (r *streamReader) Read(p []byte) (int, error) {
+	for {
+		if r.pos >= r.obj.Size {
+			return 0, io.EOF
+		}
+		if r.rd == nil {
+			if err := r.open(); err != nil {
+				return 0, err
+			}
+		}
+		n, err := r.rd.Read(p)
+		r.pos += int64(n)
+		if n > 0 {
+			r.failures = 0
+			r.watchdog.Reset(r.s.r.p.RequestTimeout)
+		}
+		if err == nil || (err == io.EOF && r.pos >= r.obj.Size) {
+			if n > 0 || err == nil {
+				return n, nil
+			}
+			return 0, io.EOF
+		}
+		// A reset, a stall or a body cut short: reopen where it stopped.
+		r.drop()
+		if r.ctx.Err() != nil {
+			return n, r.ctx.Err()
+		}
+		r.failures++
+		r.s.r.m.observe("get", classify(err, false), 0, 0)
+		if r.failures >= r.s.r.p.Attempts {
+			return n, fmt.Errorf("%w: %s: %s: stream failed %d times at byte %d; last: %v", ErrUnavailable, r.s.url, r.obj.Key, r.failures, r.pos, err)
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+func (r *streamReader) Close() error {
+	r.drop()
+	r.cancel()
+	return nil
+}

@@ -1,0 +1,24 @@
+// Package source is where a dataset's bytes come from: a local directory
+// or an object-storage prefix (s3://bucket/prefix, gs://bucket/prefix,
+// azblob://container/prefix), behind one Store interface.
+//
+// What goes in: a URL or a path (Open), and Objects as they were listed or
+// indexed (key, size, and the version the store gives: an S3 or Azure
+// ETag, a GCS generation). What comes out: exactly the bytes of the
+// indexed version of an object, or an error; never another version's
+// bytes. A read asks the store for the indexed version (If-Match, a GCS
+// generation) and checks what it got (size, version), so an object
+// replaced after indexing is an error wrapping ErrChanged that names it.
+//
+// Remote stores are reached through gocloud.dev/blob, with each
+// provider's standard credential chain (environment, shared config files,
+// workload identity, instance metadata); credentials are never logged or
+// put in messages. An S3-compatible store is named by AWS_ENDPOINT_URL and
+// addressed path-style. Every request runs under one retry Policy:
+// exponential backoff with full jitter on throttling (503 SlowDown, 429),
+// 5xx, resets, bodies cut short and stalls; a deadline per try; bounded
+// tries; a retry budget shared by the store's requests. A request that
+// gives up wraps ErrUnavailable and says what the store answered last.
+// Metrics (NewMetrics) count requests by outcome, retries, throttles,
+// bytes and latency.
+package source

@@ -1,0 +1,84 @@
+package source
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics counts the requests of remote stores, labelled by store (its
+// URL without a prefix's path: scheme://bucket).
+type Metrics struct {
+	requests  *prometheus.CounterVec   // store, op, outcome
+	retries   *prometheus.CounterVec   // store, reason
+	throttles *prometheus.CounterVec   // store
+	bytes     *prometheus.CounterVec   // store
+	seconds   *prometheus.HistogramVec // store, op
+}
+
+// NewMetrics registers the store metrics on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stoker_store_requests_total",
+			Help: "Requests to object stores, by store, operation (get, list, head, put) and outcome (ok, throttled, error, timeout, changed, not_found, denied, invalid).",
+		}, []string{"store", "op", "outcome"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stoker_store_retries_total",
+			Help: "Requests to object stores tried again, by store and the previous try's outcome (throttled, error, timeout).",
+		}, []string{"store", "reason"}),
+		throttles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stoker_store_throttles_total",
+			Help: "Requests an object store answered with slow down (503 SlowDown, 429), by store.",
+		}, []string{"store"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stoker_store_bytes_total",
+			Help: "Bytes read from object stores, by store.",
+		}, []string{"store"}),
+		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "stoker_store_request_seconds",
+			Help:    "Time of one try of a request to an object store, to its last byte, by store and operation.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"store", "op"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.retries, m.throttles, m.bytes, m.seconds} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// storeMetrics is one store's share of Metrics; nil counts nothing.
+type storeMetrics struct {
+	m     *Metrics
+	store string
+}
+
+func (m *Metrics) forStore(store string) *storeMetrics {
+	if m == nil {
+		return nil
+	}
+	return &storeMetrics{m: m, store: store}
+}
+
+func (s *storeMetrics) observe(op string, k kind, d time.Duration, bytes int64) {
+	if s == nil {
+		return
+	}
+	s.m.requests.WithLabelValues(s.store, op, k.String()).Inc()
+	s.m.seconds.WithLabelValues(s.store, op).Observe(d.Seconds())
+	if bytes > 0 {
+		s.m.bytes.WithLabelValues(s.store).Add(float64(bytes))
+	}
+	if k == kindThrottled {
+		s.m.throttles.WithLabelValues(s.store).Inc()
+	}
+}
+
+func (s *storeMetrics) retry(k kind) {
+	if s == nil {
+		return
+	}
+	s.m.retries.WithLabelValues(s.store, k.String()).Inc()
+}

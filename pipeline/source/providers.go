@@ -1,0 +1,194 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"cloud.google.com/go/storage"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	gblob "gocloud.dev/blob"
+	_ "gocloud.dev/blob/azureblob" // azblob:// through the URL opener: Azure's standard credential chain
+	_ "gocloud.dev/blob/gcsblob"   // gs:// through the URL opener: Application Default Credentials, STORAGE_EMULATOR_HOST
+	"gocloud.dev/blob/s3blob"
+)
+
+// provider is what differs between S3, GCS and Azure: how an object's
+// version is read from a listing, an attribute call and a reader, and how
+// a read asks for one version only.
+type provider interface {
+	listVersion(*gblob.ListObject) string
+	attrVersion(*gblob.Attributes) string
+	readerVersion(*gblob.Reader) string
+	precondition(as func(any) bool, version string)
+}
+
+func openProvider(ctx context.Context, scheme, bucket string) (provider, *gblob.Bucket, error) {
+	switch scheme {
+	case "s3":
+		b, err := openS3(ctx, bucket)
+		return s3Provider{}, b, err
+	case "gs":
+		b, err := gblob.OpenBucket(ctx, "gs://"+bucket)
+		if err != nil {
+			return nil, nil, err
+		}
+		// One retry policy, the store's: the client's own would multiply it.
+		var c *storage.Client
+		if b.As(&c) {
+			c.SetRetry(storage.WithPolicy(storage.RetryNever))
+		}
+		return gcsProvider{}, b, nil
+	case "azblob":
+		// Azure's client keeps its own retries (the URL opener gives no
+		// way to turn them off): at most 3 more tries inside each of ours.
+		b, err := gblob.OpenBucket(ctx, "azblob://"+bucket)
+		return azureProvider{}, b, err
+	}
+	return nil, nil, fmt.Errorf("unsupported scheme %q", scheme)
+}
+
+// openS3 opens an S3 bucket with the AWS SDK's default configuration
+// chain: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE and the
+// shared config files, web identity (IRSA), ECS and EC2 instance
+// metadata; AWS_REGION. AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_S3) names an
+// S3-compatible store (MinIO, Ceph, R2, versitygw): it is then addressed
+// path-style, and the SDK's checksums are sent and checked only where the
+// API requires them, which such stores do not all implement.
+func openS3(ctx context.Context, bucket string) (*gblob.Bucket, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("AWS configuration: %w", err)
+	}
+	endpoint := cfg.BaseEndpoint != nil && *cfg.BaseEndpoint != ""
+	if cfg.Region == "" {
+		if !endpoint {
+			return nil, fmt.Errorf("no AWS region: set AWS_REGION (or a region in the shared config file)")
+		}
+		cfg.Region = "us-east-1" // what S3-compatible stores answer to by default
+	}
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.Retryer = aws.NopRetryer{} // the store's policy retries
+		if endpoint || (o.BaseEndpoint != nil && *o.BaseEndpoint != "") {
+			o.UsePathStyle = true
+			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+			o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		}
+	})
+	return s3blob.OpenBucket(ctx, client, bucket, nil)
+}
+
+type s3Provider struct{}
+
+func (s3Provider) listVersion(lo *gblob.ListObject) string {
+	var o s3types.Object
+	if lo.As(&o) {
+		return aws.ToString(o.ETag)
+	}
+	return ""
+}
+
+func (s3Provider) attrVersion(a *gblob.Attributes) string {
+	var h s3.HeadObjectOutput
+	if a.As(&h) {
+		return aws.ToString(h.ETag)
+	}
+	return a.ETag
+}
+
+func (s3Provider) readerVersion(rd *gblob.Reader) string {
+	var g s3.GetObjectOutput
+	if rd.As(&g) {
+		return aws.ToString(g.ETag)
+	}
+	return ""
+}
+
+func (s3Provider) precondition(as func(any) bool, version string) {
+	var in *s3.GetObjectInput
+	if as(&in) {
+		in.IfMatch = aws.String(version)
+	}
+}
+
+// gcsProvider's version is the object's generation.
+type gcsProvider struct{}
+
+func (gcsProvider) listVersion(lo *gblob.ListObject) string {
+	var a storage.ObjectAttrs
+	if lo.As(&a) {
+		return strconv.FormatInt(a.Generation, 10)
+	}
+	return ""
+}
+
+func (gcsProvider) attrVersion(a *gblob.Attributes) string {
+	var oa storage.ObjectAttrs
+	if a.As(&oa) {
+		return strconv.FormatInt(oa.Generation, 10)
+	}
+	return ""
+}
+
+func (gcsProvider) readerVersion(rd *gblob.Reader) string {
+	var r *storage.Reader
+	if rd.As(&r) {
+		return strconv.FormatInt(r.Attrs.Generation, 10)
+	}
+	return ""
+}
+
+func (gcsProvider) precondition(as func(any) bool, version string) {
+	gen, err := strconv.ParseInt(version, 10, 64)
+	var oh *storage.ObjectHandle
+	if err == nil && as(&oh) {
+		*oh = *oh.Generation(gen)
+	}
+}
+
+type azureProvider struct{}
+
+func (azureProvider) listVersion(lo *gblob.ListObject) string {
+	var bi container.BlobItem
+	if lo.As(&bi) && bi.Properties != nil && bi.Properties.ETag != nil {
+		return string(*bi.Properties.ETag)
+	}
+	return ""
+}
+
+func (azureProvider) attrVersion(a *gblob.Attributes) string {
+	var p blob.GetPropertiesResponse
+	if a.As(&p) && p.ETag != nil {
+		return string(*p.ETag)
+	}
+	return a.ETag
+}
+
+func (azureProvider) readerVersion(rd *gblob.Reader) string {
+	var r azblob.DownloadStreamResponse
+	if rd.As(&r) && r.ETag != nil {
+		return string(*r.ETag)
+	}
+	return ""
+}
+
+func (azureProvider) precondition(as func(any) bool, version string) {
+	var o *azblob.DownloadStreamOptions
+	if as(&o) {
+		etag := azcore.ETag(version)
+		if o.AccessConditions == nil {
+			o.AccessConditions = &azblob.AccessConditions{}
+		}
+		if o.AccessConditions.ModifiedAccessConditions == nil {
+			o.AccessConditions.ModifiedAccessConditions = &blob.ModifiedAccessConditions{}
+		}
+		o.AccessConditions.ModifiedAccessConditions.IfMatch = &etag
+	}
+}
