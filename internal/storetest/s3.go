@@ -31,10 +31,6 @@ var versitygw = tool{
 	version: VersityGWVersion,
 }
 
-// healthPath is versitygw's unauthenticated health check (--health), what
-// StartS3 polls until the gateway answers.
-const healthPath = "/stoker-storetest-health"
-
 // S3 is a versitygw process serving a directory as S3 on a loopback port:
 // Dir/<bucket>/<key> is the object key in bucket. One account, the root
 // user, whose keys are made afresh for each store.
@@ -50,8 +46,12 @@ type S3 struct {
 	Dir string
 
 	readOnly bool
-	proc     *proc
-	helper   *s3.Client // the helpers' own, so their uploads share connections
+	// health is the path of versitygw's unauthenticated health check
+	// (--health), which startS3 polls until it answers: random, so that
+	// another test's store that took the port meanwhile does not answer.
+	health string
+	proc   *proc
+	helper *s3.Client // the helpers' own, so their uploads share connections
 }
 
 // StartS3 starts versitygw serving dir (a directory per bucket) on a free
@@ -85,7 +85,10 @@ func startS3(t testing.TB, dir string, readOnly bool, access, secret string) *S3
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := &S3{AccessKey: access, SecretKey: secret, Region: "us-east-1", Dir: dir, readOnly: readOnly}
+	s := &S3{
+		AccessKey: access, SecretKey: secret, Region: "us-east-1", Dir: dir,
+		readOnly: readOnly, health: "/storetest-health-" + randomKey("", 16),
+	}
 	// The port is free when chosen, not when versitygw binds it: a store
 	// that exits at once most likely lost it to another process, so it
 	// gets another port.
@@ -99,7 +102,7 @@ func startS3(t testing.TB, dir string, readOnly bool, access, secret string) *S3
 		args := []string{
 			"--port", addr,
 			"--access", s.AccessKey, "--secret", s.SecretKey, "--region", s.Region,
-			"--health", healthPath,
+			"--health", s.health,
 			"--keep-alive", // connection reuse, as real stores allow
 			"--quiet",      // no line per request
 		}
@@ -126,7 +129,7 @@ func startS3(t testing.TB, dir string, readOnly bool, access, secret string) *S3
 
 // healthy asks the gateway's health check.
 func (s *S3) healthy(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint+healthPath, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint+s.health, nil)
 	if err != nil {
 		return err
 	}
@@ -136,7 +139,7 @@ func (s *S3) healthy(ctx context.Context) error {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", healthPath, resp.Status)
+		return fmt.Errorf("GET %s: %s", s.health, resp.Status)
 	}
 	return nil
 }
