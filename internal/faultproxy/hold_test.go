@@ -3,10 +3,12 @@ package faultproxy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"testing"
 	"time"
 
@@ -196,4 +198,32 @@ func TestSelectors(t *testing.T) {
 	if b != "bkt" || k != "dir/x y.tar" {
 		t.Errorf("Key: %q %q", b, k)
 	}
+}
+
+// TestCloseReleasesGoroutines: after traffic of every kind and a request
+// held at Close, the proxy leaves no goroutine behind, so tests that count
+// theirs can use it.
+func TestCloseReleasesGoroutines(t *testing.T) {
+	s := storetest.StartS3(t, t.TempDir())
+	s.CreateBucket(t, bucket)
+	s.Put(t, bucket, "obj", object)
+	base := runtime.NumGoroutine()
+	rates := map[faultproxy.Kind]float64{}
+	for _, k := range faultproxy.Kinds() {
+		rates[k] = 0.1
+	}
+	p, err := faultproxy.New(s.Endpoint, 7, faultproxy.Plan{Rates: rates, StallFor: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Client(storetest.Via(p.URL()), storetest.NoRetry, noKeepAlive)
+	for range 50 {
+		getAll(timeout(t), c, "obj")
+	}
+	p.SetPlan(faultproxy.Plan{Down: faultproxy.Stall})
+	_, errc := heldGET(t, c)
+	waitFor(t, "a stall", func() bool { return p.Stats().Faults[faultproxy.Stall] > 0 && p.Stats().Requests == 51 })
+	p.Close()
+	<-errc
+	waitFor(t, fmt.Sprintf("a return to %d goroutines", base), func() bool { return runtime.NumGoroutine() <= base })
 }

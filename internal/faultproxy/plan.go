@@ -26,7 +26,9 @@ const (
 	Reset
 	// Stall holds the request before asking the store: until the client
 	// gives up, the proxy closes, or Plan.StallFor passes, after which the
-	// request goes on (a slow answer, not a failed one).
+	// request goes on (a slow answer, not a failed one). A client that
+	// gives up on a request with a body (a PUT) is not noticed until the
+	// proxy reads it, so that one is held until StallFor or Close.
 	Stall
 	// Truncate sends the store's status, headers (with their
 	// Content-Length) and half of the body, then closes the connection.

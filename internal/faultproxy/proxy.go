@@ -43,6 +43,15 @@ type Proxy struct {
 	faults                          [numKinds]atomic.Int64
 }
 
+// copyBuffers are the reverse proxies' body copy buffers, shared so that a
+// benchmark's thousands of GETs do not each allocate one.
+var copyBuffers = &bufferPool{pool: sync.Pool{New: func() any { return make([]byte, 32<<10) }}}
+
+type bufferPool struct{ pool sync.Pool }
+
+func (b *bufferPool) Get() []byte  { return b.pool.Get().([]byte) }
+func (b *bufferPool) Put(x []byte) { b.pool.Put(x) }
+
 // Stats counts what the proxy has done since it started.
 type Stats struct {
 	// Requests is every request received.
@@ -110,9 +119,13 @@ func New(target string, seed uint64, pl Plan, opts ...Option) (*Proxy, error) {
 	// The reverse proxies log only a body copy that failed: the cuts made
 	// here, or a client that went away. Neither is news to a test.
 	quiet := log.New(io.Discard, "", 0)
-	p.rp = &httputil.ReverseProxy{Rewrite: p.rewrite, Transport: p.tr, ErrorHandler: p.upstreamError, ErrorLog: quiet}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: p.rewrite, Transport: p.tr, ErrorHandler: p.upstreamError, ErrorLog: quiet,
+		BufferPool: copyBuffers,
+	}
 	p.cut = &httputil.ReverseProxy{
 		Rewrite: p.rewrite, Transport: p.tr, ErrorHandler: p.upstreamError, ErrorLog: quiet,
+		BufferPool:     copyBuffers,
 		ModifyResponse: p.breakBody,
 		FlushInterval:  -1, // the client has the headers and the half body before the cut
 	}
