@@ -101,7 +101,7 @@ func startS3(t testing.TB, dir string, readOnly bool, access, secret string) *S3
 		s.Endpoint = "http://" + addr
 		args := []string{
 			"--port", addr,
-			"--access", s.AccessKey, "--secret", s.SecretKey, "--region", s.Region,
+			"--region", s.Region,
 			"--health", s.health,
 			"--keep-alive", // connection reuse, as real stores allow
 			"--quiet",      // no line per request
@@ -110,9 +110,13 @@ func startS3(t testing.TB, dir string, readOnly bool, access, secret string) *S3
 			args = append(args, "--readonly")
 		}
 		args = append(args, "posix", dir)
-		// The whole environment: versitygw reads its flags' defaults from
-		// VGW_*, ROOT_ACCESS_KEY and the like.
-		env := []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + os.TempDir()}
+		// The whole environment, as versitygw reads its flags' defaults
+		// from VGW_*, ROOT_ACCESS_KEY and the like; the keys go this way
+		// rather than in argv, which any user's ps shows.
+		env := []string{
+			"PATH=/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + os.TempDir(),
+			"ROOT_ACCESS_KEY_ID=" + s.AccessKey, "ROOT_SECRET_ACCESS_KEY=" + s.SecretKey,
+		}
 		s.proc, err = startProc("versitygw", exe, args, env, s.healthy)
 		if err == nil {
 			break
