@@ -82,7 +82,7 @@ func StartGCS(t testing.TB, dir string) *GCS {
 			"-backend", "filesystem", "-filesystem-root", dir,
 			"-log-level", "warn",
 		}
-		env := []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + os.TempDir()}
+		env := []string{"PATH=/usr/bin:/bin", "HOME=" + os.TempDir(), "TMPDIR=" + os.TempDir()}
 		g.proc, err = startProc("fake-gcs-server", exe, args, env, g.healthy)
 		if err == nil {
 			break

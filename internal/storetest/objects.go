@@ -53,18 +53,10 @@ func (s *S3) put(bucket, key string, data []byte) (string, error) {
 		Body:   bytes.NewReader(data),
 	})
 	if err != nil {
-		return "", &putError{bucket, key, err}
+		return "", fmt.Errorf("put s3://%s/%s: %w", bucket, key, err)
 	}
 	return aws.ToString(out.ETag), nil
 }
-
-type putError struct {
-	bucket, key string
-	err         error
-}
-
-func (e *putError) Error() string { return "put s3://" + e.bucket + "/" + e.key + ": " + e.err.Error() }
-func (e *putError) Unwrap() error { return e.err }
 
 // PutTree copies every regular file under dir into bucket, the file
 // dir/a/b.jpg as the key prefix+"a/b.jpg" (prefix "" or ending in "/"),

@@ -45,7 +45,6 @@ type S3 struct {
 	// Dir is the directory served.
 	Dir string
 
-	readOnly bool
 	// health is the path of versitygw's unauthenticated health check
 	// (--health), which startS3 polls until it answers: random, so that
 	// another test's store that took the port meanwhile does not answer.
@@ -87,7 +86,7 @@ func startS3(t testing.TB, dir string, readOnly bool, access, secret string) *S3
 	}
 	s := &S3{
 		AccessKey: access, SecretKey: secret, Region: "us-east-1", Dir: dir,
-		readOnly: readOnly, health: "/storetest-health-" + randomKey("", 16),
+		health: "/storetest-health-" + randomKey("", 16),
 	}
 	// The port is free when chosen, not when versitygw binds it: a store
 	// that exits at once most likely lost it to another process, so it
@@ -114,7 +113,7 @@ func startS3(t testing.TB, dir string, readOnly bool, access, secret string) *S3
 		// from VGW_*, ROOT_ACCESS_KEY and the like; the keys go this way
 		// rather than in argv, which any user's ps shows.
 		env := []string{
-			"PATH=/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + os.TempDir(),
+			"PATH=/usr/bin:/bin", "HOME=" + os.TempDir(), "TMPDIR=" + os.TempDir(),
 			"ROOT_ACCESS_KEY_ID=" + s.AccessKey, "ROOT_SECRET_ACCESS_KEY=" + s.SecretKey,
 		}
 		s.proc, err = startProc("versitygw", exe, args, env, s.healthy)
