@@ -16,7 +16,11 @@
 // the store down (Plan.Down) and bring it back.
 //
 // Faults are drawn from a generator seeded with the seed, one draw per
-// request the plan's Only selects, so the same requests in the same order
-// meet the same faults. Requests are addressed path-style
+// request the plan's Only selects while it has rates, so the same requests
+// in the same order meet the same faults. A client that replays requests
+// changes that order: net/http resends an idempotent request whose reused
+// connection was reset before any answer, so a Reset the proxy counts may
+// reach the client as the next draw's outcome (tests that match faults to
+// errors one for one give each request its own connection). Requests are addressed path-style
 // (http://proxy/bucket/key), as every client of an endpoint-URL store is.
 package faultproxy
