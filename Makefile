@@ -35,10 +35,15 @@ BUF_VERSION               := v1.57.2
 PROTOC_GEN_GO_VERSION     := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.1
 
+# Pinned object stores the tests serve buckets from on loopback
+# (internal/storetest starts them and checks these very versions).
+VERSITYGW_VERSION       := v1.8.0
+FAKE_GCS_SERVER_VERSION := v1.56.1
+
 # Debian packages the build and tests need.
 APT_PKGS := gcc libc6-dev make pkg-config libjpeg62-turbo-dev python3 python3-venv python3-dev git ca-certificates
 
-.PHONY: help setup apt venv tools build static gpuhost test test-go test-python lint check-generate generate bench demo clean
+.PHONY: help setup apt venv tools stores build static gpuhost test test-go test-python lint check-generate generate bench demo clean
 
 # Every target has a `## what it does` comment on its line: make help lists
 # them all (python/tests/test_repo.py checks it against .PHONY).
@@ -46,7 +51,7 @@ help: ## this list
 	@sed -n 's/^\([a-z-]*\):.*## \(.*\)/\1\t\2/p' $(MAKEFILE_LIST) | \
 		while IFS=$$'\t' read -r t d; do printf 'make %-15s %s\n' "$$t" "$$d"; done
 
-setup: apt tools venv ## install system packages, Go tools and the Python venv (.venv)
+setup: apt tools stores venv ## install system packages, Go tools, the test object stores and the Python venv (.venv)
 
 # System packages, only those missing (apt-get update first, as a fresh
 # machine's lists may be empty).
@@ -72,6 +77,16 @@ $(TOOLS)/.stamp-$(BUF_VERSION)-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VER
 	touch $@
 
 tools: $(TOOLS)/.stamp-$(BUF_VERSION)-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VERSION) ## the pinned code generators (buf, protoc-gen-go, protoc-gen-go-grpc) into .bin
+
+# The object-storage tests run real servers: versitygw serves a directory
+# as S3, fake-gcs-server one as GCS. Both are Go programs, so go install
+# builds them from the module proxy like the generators above.
+$(TOOLS)/.stamp-stores-$(VERSITYGW_VERSION)-$(FAKE_GCS_SERVER_VERSION):
+	GOBIN=$(CURDIR)/$(TOOLS) go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	GOBIN=$(CURDIR)/$(TOOLS) go install github.com/fsouza/fake-gcs-server@$(FAKE_GCS_SERVER_VERSION)
+	touch $@
+
+stores: $(TOOLS)/.stamp-stores-$(VERSITYGW_VERSION)-$(FAKE_GCS_SERVER_VERSION) ## the pinned object stores the tests serve buckets with (versitygw for S3, fake-gcs-server for GCS) into .bin
 
 # The venv is rebuilt only when the pinned requirements change; torch brings
 # its CUDA libraries (a few GB): pip's cache makes a second install quick.
@@ -126,7 +141,7 @@ lint: tools ## gofmt, go vet (cgo and pure Go), buf lint
 
 # deploy/ is a module of its own (its tests need the Kubernetes modules,
 # which the binary's module does not require): ./... does not reach it.
-test-go: ## Go tests (-race) of the module and of deploy/, and the pipeline's pure-Go tests
+test-go: stores ## Go tests (-race) of the module and of deploy/, and the pipeline's pure-Go tests
 	go test -race -count=1 ./...
 	cd deploy && go test -race -count=1 ./...
 	CGO_ENABLED=0 go test -count=1 ./pipeline/...
