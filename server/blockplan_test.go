@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"math"
 	"runtime"
 	"slices"
 	"testing"
@@ -333,17 +334,23 @@ func TestBlockPlanElastic(t *testing.T) {
 // plan of a billion samples in 1,000 shards allocates about what one of a
 // million does, a few words a shard.
 func TestBlockPlanCost(t *testing.T) {
+	// The least of a few tries: the counter is the process's, and other
+	// goroutines only ever add to it.
 	alloc := func(n int) uint64 {
 		starts := make([]int, 1000)
 		for s := range starts {
 			starts[s] = s * (n / 1000)
 		}
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		p := NewPlan(blockSpec(starts, n, 4, 3, 8, 256))
-		p.Batch(p.Batches() - 1)
-		runtime.ReadMemStats(&after)
-		return after.TotalAlloc - before.TotalAlloc
+		least := uint64(math.MaxUint64)
+		for range 5 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			p := NewPlan(blockSpec(starts, n, 4, 3, 8, 256))
+			p.Batch(p.Batches() - 1)
+			runtime.ReadMemStats(&after)
+			least = min(least, after.TotalAlloc-before.TotalAlloc)
+		}
+		return least
 	}
 	small, big := alloc(1_000_000), alloc(1_000_000_000)
 	if big > 64<<10 || big > 2*small+4096 {
