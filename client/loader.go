@@ -114,7 +114,7 @@ func (c *Client) Loader(spec *stokerv1.JobSpec, opts ...LoaderOption) *Loader {
 		o: o,
 		open: &stokerv1.OpenJob{
 			Job: proto.CloneOf(spec), Epoch: o.epoch, Epochs: o.epochs, Credits: o.prefetch, AsReady: o.asReady,
-			StartBatch: o.start, SkipBatches: o.skip, Consumed: o.consumed,
+			StartBatch: o.start, SkipBatches: o.skip, Consumed: o.consumed, EpochWorldSize: o.began,
 		},
 		pool: &bufPool{keep: int(o.prefetch) + 2},
 	}

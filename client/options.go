@@ -61,6 +61,7 @@ type loaderOptions struct {
 	start    uint64
 	skip     []uint64
 	consumed uint64
+	began    uint32
 	timeout  time.Duration
 	shm      bool
 }
@@ -104,6 +105,18 @@ func WithResume(start uint64, skip []uint64, consumed uint64) LoaderOption {
 	return func(o *loaderOptions) {
 		o.start, o.skip, o.consumed = start, append([]uint64(nil), skip...), consumed
 	}
+}
+
+// WithEpochWorldSize is, for an elastic resume (WithResume's consumed) of a
+// job with the block shuffle (JobSpec.shuffle_mode SHUFFLE_MODE_BLOCK), the
+// world size the resumed epoch began with: the block shuffle gives each
+// rank a contiguous span of the epoch's order, one per rank of that first
+// world, and consumed counts positions taken from all spans in step, so
+// every resume of the epoch names the same first world size. Default 0:
+// the job's world size (right for a first resume from a run that started
+// the epoch).
+func WithEpochWorldSize(w uint32) LoaderOption {
+	return func(o *loaderOptions) { o.began = w }
 }
 
 // WithTimeout bounds how long the stream may stay silent while Next waits: if

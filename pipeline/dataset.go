@@ -43,6 +43,17 @@ type Dataset interface {
 	Close() error
 }
 
+// Sharded is a Dataset whose samples are stored in shards (tar files,
+// objects) that are cheapest to read in long runs: the block shuffle
+// permutes whole shards and mixes samples only within a few of them.
+// Samples of shard s are indices [ShardStarts()[s], ShardStarts()[s+1])
+// (the last shard ends at Len()).
+type Sharded interface {
+	// ShardStarts is the first index of each shard, ascending, the first 0;
+	// the caller must not modify it.
+	ShardStarts() []int
+}
+
 // imageExts are the file extensions ImageFolder indexes: torchvision's
 // IMG_EXTENSIONS less .ppm and .pgm, which no decoder here reads (indexing
 // them would only turn each into a per-sample error).

@@ -22,6 +22,7 @@ type WebDataset struct {
 	shards  []*os.File
 	names   []string // shard base names
 	samples []wdsSample
+	starts  []int // first sample of each shard with samples (ShardStarts)
 	classes []string
 	maxSize int64
 	fp      string
@@ -118,6 +119,9 @@ func OpenWebDataset(path string) (*WebDataset, error) {
 		for _, s := range got {
 			maxLabel = max(maxLabel, s.label)
 			h.add(name+"/"+s.name, s.size, s.label)
+		}
+		if len(got) > 0 {
+			d.starts = append(d.starts, len(d.samples))
 		}
 		d.samples = append(d.samples, got...)
 	}
@@ -259,6 +263,11 @@ func (d *WebDataset) Name(i int) string {
 
 // Fingerprint implements Dataset.
 func (d *WebDataset) Fingerprint() string { return d.fp }
+
+// ShardStarts implements Sharded: samples are indexed shard by shard, in
+// name order, so each shard's samples are a run of indices. A shard with no
+// samples has no entry.
+func (d *WebDataset) ShardStarts() []int { return d.starts }
 
 // Read implements Dataset.
 func (d *WebDataset) Read(i int, buf []byte) ([]byte, error) {

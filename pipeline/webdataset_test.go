@@ -278,3 +278,43 @@ func TestWebDatasetSparse(t *testing.T) {
 		})
 	}
 }
+
+// TestWebDatasetShardStarts checks that each shard's samples are one run of
+// indices starting where ShardStarts says, and that a shard with no samples
+// has no run (the block shuffle counts shards by their starts).
+func TestWebDatasetShardStarts(t *testing.T) {
+	jpg := encodeJPEG(testPicture(8, 8), 90)
+	dir := t.TempDir()
+	sample := func(key, cls string) []tarMember {
+		return []tarMember{{key + ".jpg", jpg}, {key + ".cls", []byte(cls)}}
+	}
+	writeShard(t, filepath.Join(dir, "a.tar"), slices.Concat(sample("0", "0"), sample("1", "1")))
+	writeShard(t, filepath.Join(dir, "b.tar"), []tarMember{{"notes.txt", []byte("no samples")}})
+	writeShard(t, filepath.Join(dir, "c.tar"), slices.Concat(sample("2", "0"), sample("3", "1"), sample("4", "0")))
+	d, err := OpenWebDataset(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var ds Dataset = d
+	sh, ok := ds.(Sharded)
+	if !ok {
+		t.Fatal("WebDataset is not Sharded")
+	}
+	starts := sh.ShardStarts()
+	if want := []int{0, 2}; !slices.Equal(starts, want) {
+		t.Fatalf("ShardStarts() = %v, want %v", starts, want)
+	}
+	for i := range d.Len() {
+		shard := "a.tar/"
+		if i >= starts[1] {
+			shard = "c.tar/"
+		}
+		if !strings.HasPrefix(d.Name(i), shard) {
+			t.Errorf("sample %d is %s, want one of %s", i, d.Name(i), shard)
+		}
+	}
+	if _, ok := any(&ImageFolder{}).(Sharded); ok {
+		t.Error("ImageFolder is Sharded: each of its samples is a file of its own")
+	}
+}

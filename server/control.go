@@ -92,7 +92,7 @@ func (c *coordinator) publish(now time.Time, snap telemetrySnap, ms []maker, idl
 		Id: c.name, Dataset: c.j.name, Rank: uint32(c.j.rank), WorldSize: uint32(c.j.world), Epoch: c.cur.epoch,
 		ImagesPerSecond: snap.imagesPerSec, BytesPerSecond: snap.bytesPerSec, InputStallRatio: snap.stall,
 		GpuIdleRatio: -1, Window: uint32(window), WindowMin: uint32(lo), WindowMax: uint32(hi),
-		Buffered: uint32(len(c.ready)),
+		Buffered: uint32(len(c.ready)), Shuffle: c.j.shuffle.String(),
 	}
 	if gpuOK {
 		js.GpuIdleRatio = idle

@@ -100,7 +100,8 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	}
 	log = log.With("rank", j.rank, "world_size", j.world)
 	log.Info("job open", "epoch", st.Epoch, "epochs", st.Epochs, "batch_size", j.spec.GetBatchSize(),
-		"start_batch", st.Start, "skip", len(st.Skip), "consumed", st.Consumed, "transform", j.t.String(), "credits", st.Credits)
+		"start_batch", st.Start, "skip", len(st.Skip), "consumed", st.Consumed, "transform", j.t.String(), "credits", st.Credits,
+		"shuffle", j.shuffle.String())
 	var r *ring
 	if shm != nil {
 		var err error
@@ -199,6 +200,7 @@ func streamOf(o *stokerv1.OpenJob, j *job) (streamSpec, error) {
 		Epoch: o.GetEpoch(), Epochs: o.GetEpochs(), Consumed: o.GetConsumed(),
 		AsReady: o.GetAsReady(), Credits: int64(o.GetCredits()), Skip: o.GetSkipBatches(),
 	}
+	j.epochWorld = int(o.GetEpochWorldSize())
 	p := j.plan(st.Epoch, st.Consumed)
 	if o.GetStartBatch() > uint64(p.Batches()) {
 		return st, status.Errorf(codes.InvalidArgument, "start_batch %d is past the epoch's %d batches", o.GetStartBatch(), p.Batches())

@@ -23,6 +23,11 @@ type job struct {
 	rank   int
 	world  int
 	dtype  stokerv1.Dtype
+	// shuffle is how the epochs are ordered; epochWorld is the stream's
+	// OpenJob.epoch_world_size (the block shuffle's spans in the first
+	// epoch of an elastic resume; 0: world).
+	shuffle    shuffleChoice
+	epochWorld int
 	// id names the job in queue names and metrics (the coordinator's
 	// stream, or the Work stream and its job id).
 	id string
@@ -70,6 +75,9 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 		return nil, status.Errorf(codes.InvalidArgument, "unknown fail_policy %d", spec.GetFailPolicy())
 	}
 	var err error
+	if j.shuffle, err = shuffleOf(spec, j.name, j.ds); err != nil {
+		return nil, err
+	}
 	if j.t, err = newTransform(spec.GetTransform(), spec.GetLayout()); err != nil {
 		return nil, err
 	}
@@ -97,12 +105,17 @@ func (j *job) forwardSpec() *stokerv1.JobSpec {
 }
 
 // plan is the job's plan of epoch, after consumed positions (elastic
-// resume; 0 normally).
+// resume; 0 normally). Only an epoch resumed with consumed positions keeps
+// the block shuffle's spans of the world it began with.
 func (j *job) plan(epoch, consumed uint64) Plan {
+	spans := 0
+	if consumed > 0 {
+		spans = j.epochWorld
+	}
 	return NewPlan(PlanSpec{
-		Size: j.ds.Len(), Seed: j.spec.GetSeed(), Epoch: epoch, Shuffle: j.spec.GetShuffle(),
+		Size: j.ds.Len(), Seed: j.spec.GetSeed(), Epoch: epoch, Shuffle: j.shuffle.on,
 		Rank: j.rank, World: j.world, BatchSize: int(j.spec.GetBatchSize()), DropLast: j.spec.GetDropLast(),
-		Consumed: consumed,
+		Consumed: consumed, Window: j.shuffle.window, Shards: j.shuffle.starts, Spans: spans,
 	})
 }
 

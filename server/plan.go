@@ -9,15 +9,14 @@ import (
 
 // Plan is one rank's share of one epoch, cut into batches. It is a pure
 // function of its inputs: every machine that computes the plan of the same
-// (dataset size, seed, epoch, shuffle, rank, world size, batch size,
-// drop_last) gets the same batches.
+// PlanSpec gets the same batches.
 //
 // The epoch's order is a permutation of 0..n-1 keyed by (seed, epoch, n)
-// when shuffling, the identity otherwise. Rank r takes positions r, r+w,
-// r+2w, … of that order, wrapping around to its start so that every rank
-// gets ceil(n/w) samples (torch's DistributedSampler with drop_last=False):
-// ranks never wait on each other, and when w divides n every index goes to
-// exactly one rank once.
+// when shuffling (the global shuffle), the identity otherwise. Rank r
+// takes positions r, r+w, r+2w, … of that order, wrapping around to its
+// start so that every rank gets ceil(n/w) samples (torch's
+// DistributedSampler with drop_last=False): ranks never wait on each
+// other, and when w divides n every index goes to exactly one rank once.
 //
 // A Plan holds no per-sample state: the permutation is a keyed bijection
 // evaluated one position at a time (a Feistel network, see permutation), so
@@ -32,9 +31,30 @@ import (
 // every w'-th of them, wrapping around within them), so every sample is
 // consumed at least once in the epoch and the only repeats are the wrapped
 // padding.
+//
+// The block shuffle (Window > 0, for sharded datasets) orders the epoch as
+// blockOrder says: shards permuted, then samples permuted within each
+// window of Window shards. Split by stride, every rank would read from
+// every shard of the current window at once (each rank's makers fetching
+// the window's shards to use 1/w of them); instead each rank takes a
+// contiguous span of the order and reads its own few shards. That split
+// is the strided one applied to a lockstep order of Spans spans (see
+// spanned): the block order is cut into Spans contiguous spans, and the
+// lockstep order takes the first sample of each span, then the second of
+// each, and so on. With Spans = w, rank r takes span r front to back
+// (ceil(n/w) samples: a shorter span is padded by wrapping around to the
+// lockstep order's start, the first samples of the first spans), and the
+// first c batches of every rank are again the first c*b*w positions of
+// the (lockstep) order, so Consumed means the same as long as Spans stays
+// the world size the epoch began with through its elastic resumes
+// (OpenJob.epoch_world_size); a fresh epoch takes Spans = w. The counts of
+// batches and samples do not depend on Spans.
 type Plan struct {
 	perm      permutation
 	shuffle   bool
+	block     *blockOrder // the block shuffle's order; nil for the others
+	n         uint64
+	spans     uint64 // block shuffle: spans of the lockstep order
 	start     uint64 // positions consumed before the plan (Consumed, at most n)
 	rest      uint64 // positions left: n - start
 	rank      uint64
@@ -58,6 +78,14 @@ type PlanSpec struct {
 	// before the plan starts (elastic resume); 0 normally. At or past Size
 	// the plan is empty.
 	Consumed uint64
+	// Window > 0 selects the block shuffle (with Shuffle): shards per
+	// window, of the shards Shards starts (pipeline.Sharded's ShardStarts,
+	// valid for Size: checkShardStarts).
+	Window int
+	Shards []int
+	// Spans cuts the block shuffle's order for the ranks: the world size
+	// the epoch began with (elastic resume); 0 means World.
+	Spans int
 }
 
 // NewPlan computes the plan of s. It panics on a spec that breaks the
@@ -67,8 +95,18 @@ func NewPlan(s PlanSpec) Plan {
 		panic("server: invalid PlanSpec")
 	}
 	n := uint64(s.Size)
-	p := Plan{shuffle: s.Shuffle, rank: uint64(s.Rank), world: uint64(s.World), batchSize: s.BatchSize}
-	if s.Shuffle {
+	p := Plan{shuffle: s.Shuffle, n: n, rank: uint64(s.Rank), world: uint64(s.World), batchSize: s.BatchSize}
+	switch {
+	case s.Shuffle && s.Window > 0:
+		if checkShardStarts(s.Shards, s.Size) != nil || s.Spans < 0 {
+			panic("server: invalid PlanSpec")
+		}
+		p.block = newBlockOrder(s.Shards, n, uint64(s.Window), s.Seed, s.Epoch)
+		p.spans = uint64(s.Spans)
+		if p.spans == 0 {
+			p.spans = p.world
+		}
+	case s.Shuffle:
 		p.perm = newPermutation(n, s.Seed, s.Epoch)
 	}
 	p.start = min(s.Consumed, n)
@@ -103,22 +141,27 @@ func (p Plan) Batch(k int) []int64 { return p.AppendBatch(nil, k) }
 func (p Plan) AppendBatch(dst []int64, k int) []int64 {
 	lo := k * p.batchSize
 	hi := min(lo+p.batchSize, p.samples)
+	var c windowPerm
 	for j := lo; j < hi; j++ {
-		dst = append(dst, int64(p.at(uint64(j))))
+		dst = append(dst, int64(p.at(uint64(j), &c)))
 	}
 	return dst
 }
 
-// at is the dataset index of the rank's j-th sample.
-func (p Plan) at(j uint64) uint64 {
+// at is the dataset index of the rank's j-th sample; c caches the block
+// shuffle's window.
+func (p Plan) at(j uint64, c *windowPerm) uint64 {
 	// (rank + j*world) mod rest, without overflow for any size.
 	hi, lo := bits.Mul64(j%p.rest, p.world%p.rest)
 	off := (p.rank%p.rest + bits.Rem64(hi, lo, p.rest)) % p.rest
 	pos := p.start + off
-	if !p.shuffle {
-		return pos
+	switch {
+	case p.block != nil:
+		return p.block.at(spanned(pos, p.n, p.spans), c)
+	case p.shuffle:
+		return p.perm.at(pos)
 	}
-	return p.perm.at(pos)
+	return pos
 }
 
 // permutation is a keyed pseudorandom bijection of [0, n): a balanced
@@ -140,15 +183,20 @@ type permutation struct {
 const permRounds = 6
 
 func newPermutation(n, seed, epoch uint64) permutation {
+	// Index MaxUint64 is no sample's index, so the permutation's keys never
+	// coincide with a sample's augmentation stream; n is keyed in so that
+	// datasets of other sizes get unrelated orders.
+	return newPermutationFrom(n, pipeline.Key{Seed: seed, Epoch: epoch, Index: math.MaxUint64}.Stream(n))
+}
+
+// newPermutationFrom is a permutation of [0, n), n > 0, keyed by r's next
+// values.
+func newPermutationFrom(n uint64, r pipeline.RNG) permutation {
 	half := uint(1)
 	if b := uint(bits.Len64(n - 1)); b > 2 {
 		half = (b + 1) / 2
 	}
 	p := permutation{n: n, half: half, mask: 1<<half - 1}
-	// Index MaxUint64 is no sample's index, so the permutation's keys never
-	// coincide with a sample's augmentation stream; n is keyed in so that
-	// datasets of other sizes get unrelated orders.
-	r := pipeline.Key{Seed: seed, Epoch: epoch, Index: math.MaxUint64}.Stream(n)
 	for i := range p.keys {
 		p.keys[i] = r.Uint64()
 	}

@@ -109,7 +109,7 @@ func printStatus(w io.Writer, addr string, st *stokerv1.StatusResponse) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "job\tdataset\trank\tepoch\timages/s\tMB/s\twait\tgpu idle\tstarved (signal)\twindow\tbuffered\tmakers (batches/s, in flight, batches/s when busy, busy)\trecommended\tadvice")
+	fmt.Fprintln(tw, "job\tdataset\tshuffle\trank\tepoch\timages/s\tMB/s\twait\tgpu idle\tstarved (signal)\twindow\tbuffered\tmakers (batches/s, in flight, batches/s when busy, busy)\trecommended\tadvice")
 	for _, j := range st.GetJobs() {
 		var makers []string
 		for _, m := range j.GetMakers() {
@@ -127,8 +127,12 @@ func printStatus(w io.Writer, addr string, st *stokerv1.StatusResponse) {
 		if j.GetGpuIdleRatio() >= 0 {
 			gpu = fmt.Sprintf("%.0f%%", 100*j.GetGpuIdleRatio())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%.0f\t%.0f\t%.1f%%\t%s\t%.1f%% (%s)\t%d [%d..%d]\t%d\t%s\t%.0f\t%s\n",
-			j.GetId(), j.GetDataset(), j.GetRank(), j.GetWorldSize(), j.GetEpoch(), j.GetImagesPerSecond(), j.GetBytesPerSecond()/1e6,
+		shuffle := j.GetShuffle()
+		if shuffle == "" {
+			shuffle = "-" // a server that does not say
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%.0f\t%.0f\t%.1f%%\t%s\t%.1f%% (%s)\t%d [%d..%d]\t%d\t%s\t%.0f\t%s\n",
+			j.GetId(), j.GetDataset(), shuffle, j.GetRank(), j.GetWorldSize(), j.GetEpoch(), j.GetImagesPerSecond(), j.GetBytesPerSecond()/1e6,
 			100*j.GetInputStallRatio(), gpu, 100*j.GetStarvation(), j.GetStarvationSignal(), j.GetWindow(), j.GetWindowMin(), j.GetWindowMax(), j.GetBuffered(),
 			strings.Join(makers, ", "), j.GetWorkersRecommended(), j.GetAdvice())
 	}

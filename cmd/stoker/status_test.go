@@ -81,7 +81,7 @@ func TestStatusCommand(t *testing.T) {
 	}
 	f.Close()
 	text, _ := os.ReadFile(out)
-	for _, want := range []string{"2 local decode goroutines", "1 jobs", "pets-r0-", "local ", "advice", "(trainer wait)"} {
+	for _, want := range []string{"2 local decode goroutines", "1 jobs", "pets-r0-", "local ", "advice", "(trainer wait)", " sequential "} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("status output lacks %q:\n%s", want, text)
 		}
@@ -90,6 +90,25 @@ func TestStatusCommand(t *testing.T) {
 		!strings.Contains(string(text), "not taking batches") && !strings.Contains(string(text), "no makers measured yet") &&
 		!strings.Contains(string(text), "measuring (the job is starting)") {
 		t.Errorf("no advice line:\n%s", text)
+	}
+}
+
+// TestStatusShowsShuffle: the table names each job's shuffle, as the
+// server says it (JobStatus.shuffle), and "-" for a server that does not.
+func TestStatusShowsShuffle(t *testing.T) {
+	var buf strings.Builder
+	printStatus(&buf, "addr", &stokerv1.StatusResponse{Jobs: []*stokerv1.JobStatus{
+		{Id: "a", Dataset: "shards", Shuffle: "block W=4"}, {Id: "b", Dataset: "photos", Shuffle: "global"}, {Id: "c", Dataset: "old"},
+	}})
+	lines := strings.Split(buf.String(), "\n")
+	if len(lines) < 6 || !strings.HasPrefix(lines[2], "job ") {
+		t.Fatalf("status table:\n%s", buf.String())
+	}
+	col := strings.Index(lines[2], "shuffle")
+	for i, want := range []string{"block W=4", "global", "-"} {
+		if col < 0 || !strings.HasPrefix(lines[3+i][col:], want+" ") {
+			t.Errorf("job %d's shuffle column does not read %q:\n%s", i, want, buf.String())
+		}
 	}
 }
 

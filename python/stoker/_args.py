@@ -13,11 +13,11 @@ import math
 import numbers
 import operator
 import os
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import numpy as np
 
-__all__ = ["integer", "boolean", "optional_boolean", "seconds", "string", "optional_path"]
+__all__ = ["integer", "boolean", "optional_boolean", "seconds", "string", "optional_path", "shuffle"]
 
 _U64 = (1 << 64) - 1
 
@@ -51,6 +51,20 @@ def boolean(name: str, value: Any) -> bool:
 
 def optional_boolean(name: str, value: Any) -> Optional[bool]:
     return None if value is None else boolean(name, value)
+
+
+def shuffle(value: Any) -> Union[bool, str]:
+    """``shuffle`` as True (the global shuffle; ``"global"`` says the same),
+    False, or ``"block"``."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if not isinstance(value, str):
+        raise TypeError(f"shuffle must be a bool, 'global' or 'block', got {_what(value)}")
+    if value == "global":
+        return True
+    if value != "block":
+        raise ValueError(f"shuffle must be True, False, 'global' or 'block', got {value!r}")
+    return value
 
 
 def seconds(name: str, value: Any) -> Optional[float]:

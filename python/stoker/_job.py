@@ -4,7 +4,7 @@ OpenJob, and as the plain values a state_dict records and checks."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Union
 
 from stoker._state import Resume
 from stoker.v1 import stoker_pb2 as pb
@@ -32,12 +32,13 @@ class Job:
     transform: pb.TransformSpec
     batch_size: int
     seed: int
-    shuffle: bool
+    shuffle: Union[bool, str]  # True (global), False, or "block"
     rank: int
     world_size: int
     drop_last: bool
     layout: str  # "NCHW" or "NHWC"
     fail_policy: str  # "pad" or "drop"
+    shuffle_window: Optional[int] = None  # "block": shards per window; None: the server's default
 
     def spec(self) -> pb.JobSpec:
         """The JobSpec of OpenJob and DescribeJob."""
@@ -46,7 +47,9 @@ class Job:
             transform=self.transform,
             batch_size=self.batch_size,
             seed=self.seed,
-            shuffle=self.shuffle,
+            shuffle=bool(self.shuffle),
+            shuffle_mode=pb.SHUFFLE_MODE_BLOCK if self.shuffle == "block" else pb.SHUFFLE_MODE_UNSPECIFIED,
+            shuffle_window=self.shuffle_window or 0,
             rank=self.rank,
             world_size=self.world_size,
             drop_last=self.drop_last,
@@ -69,6 +72,7 @@ class Job:
             start_batch=r.start_batch,
             skip_batches=r.skip_batches,
             consumed=r.consumed,
+            epoch_world_size=r.epoch_world_size,
             shm=shm,
         )
 
@@ -82,6 +86,7 @@ class Job:
             "batch_size": self.batch_size,
             "seed": self.seed,
             "shuffle": self.shuffle,
+            "shuffle_window": self.shuffle_window,
             "rank": self.rank,
             "world_size": self.world_size,
             "drop_last": self.drop_last,

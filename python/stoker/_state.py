@@ -8,6 +8,9 @@ The arithmetic of an elastic resume follows the server's plan
 of the epoch's order after its first ``consumed`` positions, so when every
 rank of world ``w`` took its first ``b`` batches of ``B`` samples, the job
 took exactly the first ``consumed + b*B*w`` positions (at most all of them).
+Under the block shuffle that order is the lockstep order of the contiguous
+spans the epoch's first world size cut (one per rank), so a resume carries
+that world size, ``epoch_world_size``, along with ``consumed``.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ __all__ = ["MATCHED_PARAMS", "Progress", "Resume", "elastic_consumed", "make_sta
 
 #: Job parameters a state_dict must share with the Loader that loads it
 #: (``rank`` and ``world_size`` may differ).
-MATCHED_PARAMS = ("dataset", "transform", "batch_size", "seed", "shuffle", "drop_last", "layout")
+MATCHED_PARAMS = ("dataset", "transform", "batch_size", "seed", "shuffle", "shuffle_window", "drop_last", "layout")
 
 
 class Progress:
@@ -62,6 +65,10 @@ class Resume:
     consumed: int = 0
     #: The dataset's fingerprint when the state was saved ("" unknown).
     fingerprint: str = ""
+    #: The world size the epoch began with, when ``consumed`` counts
+    #: positions of its block-shuffle spans (OpenJob.epoch_world_size);
+    #: 0 when nothing was consumed: the new world's.
+    epoch_world_size: int = 0
 
 
 def elastic_consumed(
@@ -83,14 +90,18 @@ def make_state(
     fingerprint: str,
     dataset_size: int,
     in_order: bool,
+    epoch_world_size: int = 0,
 ) -> Dict[str, Any]:
-    """A state_dict: plain Python values, fit for ``torch.save`` or JSON."""
+    """A state_dict: plain Python values, fit for ``torch.save`` or JSON.
+    ``epoch_world_size`` is the world size the epoch began with (0: this
+    loader's)."""
     sd: Dict[str, Any] = {
         "epoch": int(epoch),
         "batches_consumed": progress.prefix,
         "taken": progress.taken_sorted(),
         "consumed": int(consumed),
         "in_order": bool(in_order),
+        "epoch_world_size": int(epoch_world_size) or int(params["world_size"]),
     }
     sd.update(params)
     sd["fingerprint"] = fingerprint
@@ -118,9 +129,12 @@ def resume_from(
     saved_world = int(state.get("world_size", world))
     saved_rank = int(state.get("rank", rank))
     fingerprint = state.get("fingerprint", "") or ""
-    if epoch < 0 or batches < 0 or consumed < 0 or saved_world < 1:
+    # The world size the saved epoch began with: the saved one's, unless
+    # that was itself resumed elastically (older states do not say).
+    began = int(state.get("epoch_world_size", 0) or 0) or saved_world
+    if epoch < 0 or batches < 0 or consumed < 0 or saved_world < 1 or began < 1:
         raise ValueError(f"state_dict has invalid values: epoch {epoch}, batches_consumed {batches}, "
-                         f"consumed {consumed}, world_size {saved_world}")
+                         f"consumed {consumed}, world_size {saved_world}, epoch_world_size {began}")
     if saved_world == world:
         taken = tuple(sorted({int(k) for k in state.get("taken", ()) if int(k) > batches}))
         if saved_rank != rank and (taken or not state.get("in_order", True)):
@@ -128,7 +142,7 @@ def resume_from(
                 f"this state_dict was saved by rank {saved_rank} in as-ready mode (in_order=False), whose "
                 f"batches taken are its own: load each rank's own state_dict into rank {rank}"
             )
-        return Resume(epoch, batches, taken, consumed, fingerprint)
+        return Resume(epoch, batches, taken, consumed, fingerprint, began if consumed else 0)
     size = int(state.get("dataset_size", 0) or 0) or dataset_size
-    return Resume(epoch, 0, (), elastic_consumed(consumed, batches, int(params["batch_size"]), saved_world, size),
-                  fingerprint)
+    consumed = elastic_consumed(consumed, batches, int(params["batch_size"]), saved_world, size)
+    return Resume(epoch, 0, (), consumed, fingerprint, began if consumed else 0)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from stoker import _args, _world
 from stoker import transforms as _transforms
@@ -61,6 +61,9 @@ MAX_BATCH_SIZE = 65536
 #: ``prefetch`` x 37 MiB. (A server also bounds what all its streams hold:
 #: --memory-budget.)
 MAX_PREFETCH = 1024
+#: The largest ``shuffle_window``, in shards (the server's bound): a maker
+#: reads about a window of shards' bytes ahead.
+MAX_SHUFFLE_WINDOW = 1024
 
 
 class Loader:
@@ -82,7 +85,9 @@ class Loader:
     The epoch's order is a function of ``(seed, epoch)``; rank ``r`` of
     ``world_size`` takes every ``world_size``-th sample of it, wrapping around
     so every rank gets ``ceil(N / world_size)`` samples and the same number of
-    batches (torch's DistributedSampler). ``rank`` and ``world_size`` default
+    batches (torch's DistributedSampler). With ``shuffle="block"`` each rank
+    takes a contiguous span of the order instead, so that it reads few
+    shards; the counts are the same. ``rank`` and ``world_size`` default
     to the initialized ``torch.distributed`` group's, else to torchrun's
     ``RANK`` and ``WORLD_SIZE``, else to 0 and 1; one line on the ``"stoker"``
     logger says which were used.
@@ -125,7 +130,18 @@ class Loader:
         transform: a preset name (``"imagenet-train"``, ``"imagenet-eval"``)
             or a :class:`stoker.transforms.Compose` of ops.
         batch_size: samples per batch, 1..65536.
-        shuffle: shuffle the epoch's order (from ``seed`` and the epoch).
+        shuffle: True: shuffle the epoch's order (from ``seed`` and the
+            epoch) as DataLoader's ``shuffle=True`` does, a random
+            permutation of all samples (``"global"`` says the same).
+            ``"block"``: for datasets in shards (WebDataset tar files),
+            permute the shards, then the samples within each window of
+            ``shuffle_window`` consecutive shards (mosaicml-streaming's
+            py1b): a server then reads long runs of few shards, which is
+            what object storage wants, at the cost of a less thorough mix
+            (a batch draws from about ``shuffle_window`` shards). A dataset
+            without shards (an ImageFolder: each image is a file of its own)
+            refuses it: StokerError("INVALID_ARGUMENT"). False: the
+            dataset's order.
         seed: seeds the order and every random augmentation; 0..2**64-1.
         rank, world_size: this trainer's share of the epoch. None (the
             default): the initialized ``torch.distributed`` group's rank and
@@ -171,6 +187,10 @@ class Loader:
             in :attr:`sample_errors`.
         tune_malloc: call :func:`stoker.loader.tune_malloc` on the first
             iteration (halves the trainer's receive CPU under glibc).
+        shuffle_window: with ``shuffle="block"``, the shards in each
+            window, 1..1024; None: the server's default (4). A server holds
+            about a window of shards' bytes for each job, and the mix grows
+            with it.
         transport: how pixels arrive. ``"auto"``: through a shared-memory
             ring when the server runs on this machine (same boot id, and
             its socket reachable: the same network namespace) and offers
@@ -209,7 +229,7 @@ class Loader:
         dataset: str,
         transform: _transforms.TransformLike = "imagenet-train",
         batch_size: int = 256,
-        shuffle: bool = True,
+        shuffle: Union[bool, str] = True,
         seed: int = 0,
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
@@ -230,6 +250,7 @@ class Loader:
         fail_policy: str = "pad",
         tune_malloc: bool = True,
         transport: str = "auto",
+        shuffle_window: Optional[int] = None,
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
@@ -237,7 +258,13 @@ class Loader:
         self.transform = transform
         self._spec = _transforms.to_spec(transform)  # TypeError unless a preset name or ops
         self.batch_size = _args.integer("batch_size", batch_size, 1, MAX_BATCH_SIZE)
-        self.shuffle = _args.boolean("shuffle", shuffle)
+        self.shuffle = _args.shuffle(shuffle)
+        if shuffle_window is not None:
+            if self.shuffle != "block":
+                raise ValueError(f"shuffle_window is the block shuffle's window: it needs shuffle='block', "
+                                 f"got shuffle={shuffle!r}")
+            shuffle_window = _args.integer("shuffle_window", shuffle_window, 1, MAX_SHUFFLE_WINDOW)
+        self.shuffle_window = shuffle_window
         self.seed = _args.integer("seed", seed, 0, (1 << 64) - 1)
         rank, world_size = _world.resolve(
             None if rank is None else _args.integer("rank", rank, 0, (1 << 32) - 1),
@@ -274,6 +301,10 @@ class Loader:
 
         self.epoch = 0
         self.consumed = 0
+        # The world size the current epoch began with when it was resumed
+        # elastically with positions consumed (Resume.epoch_world_size);
+        # 0: this loader's.
+        self._epoch_world = 0
         # The current position: the epoch and its batches taken. _yielded:
         # an iteration took batches of it (and left it mid-epoch, if it is
         # not running): the next iteration runs the next epoch unless
@@ -379,7 +410,7 @@ class Loader:
             if epoch != self.epoch or self._yielded or r is not None:
                 self._resume = None
                 self._progress = Progress()
-                self.consumed = 0
+                self.consumed, self._epoch_world = 0, 0
             self._yielded = False
         self.epoch = epoch
         self._chosen = True
@@ -393,7 +424,7 @@ class Loader:
 
     def _job(self) -> Job:
         return Job(self.dataset, self._spec, self.batch_size, self.seed, self.shuffle, self.rank, self.world_size,
-                   self.drop_last, self.layout, self.fail_policy)
+                   self.drop_last, self.layout, self.fail_policy, self.shuffle_window)
 
     def state_dict(self) -> Dict[str, Any]:
         """The position to resume from, as plain Python values (fit for
@@ -402,9 +433,11 @@ class Loader:
         numbers taken); ``taken``, the batch numbers taken past that prefix
         (as-ready mode; sorted); ``consumed``, the positions of the epoch's
         order consumed before this epoch's stream started (elastic resume;
-        else 0); the job's parameters (``rank``, ``world_size`` and
-        ``batch_size`` among them), the dataset's fingerprint and size,
-        checked or used on load."""
+        else 0); ``epoch_world_size``, the world size the epoch began with
+        (the block shuffle's ranks split its order into that many spans,
+        which ``consumed`` counts along); the job's parameters (``rank``,
+        ``world_size`` and ``batch_size`` among them), the dataset's
+        fingerprint and size, checked or used on load."""
         info = self.job_info
         return make_state(
             self.epoch,
@@ -414,13 +447,14 @@ class Loader:
             info.fingerprint if info is not None else "",
             int(info.dataset_size) if info is not None else 0,
             self.in_order,
+            self._epoch_world,
         )
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Resumes from :meth:`state_dict`: the next iteration runs the saved
         epoch from where the saved loader was. The dataset, transform, seed,
-        shuffle, batch_size, drop_last and layout must be the same (else
-        ValueError); ``rank`` and ``world_size`` may differ.
+        shuffle, shuffle_window, batch_size, drop_last and layout must be
+        the same (else ValueError); ``rank`` and ``world_size`` may differ.
 
         The resume holds until an iteration takes a batch of it (one that
         fails before its first batch leaves it for the next), or until
@@ -440,7 +474,10 @@ class Loader:
         saved job is taken to have consumed exactly the first
         ``consumed + batches_consumed * batch_size * world_size`` positions
         of the epoch's order (the saved values; at most the dataset's size),
-        which the server leaves out before cutting the new ranks' shares.
+        which the server leaves out before cutting the new ranks' shares
+        (with ``shuffle="block"``, positions of the order that the epoch's
+        first world size split, kept through every resume of the epoch as
+        ``epoch_world_size``, so the same arithmetic holds).
         This assumes that every rank of the saved job took the same number
         of batches, ``batches_consumed`` (as in DDP, where ranks step
         together; in as-ready mode, where it is each rank's unbroken prefix,
@@ -458,7 +495,7 @@ class Loader:
         r = resume_from(state, self._job().params(), int(info.dataset_size) if info is not None else None)
         self.epoch = r.epoch
         self._progress = Progress(r.start_batch, r.skip_batches)
-        self.consumed = r.consumed
+        self.consumed, self._epoch_world = r.consumed, r.epoch_world_size
         self._resume = r
         self._yielded = False
         self._chosen = True
@@ -516,13 +553,13 @@ class Loader:
         resume = self._resume
         if resume is not None:
             progress = Progress(resume.start_batch, resume.skip_batches)
-            self.epoch, self.consumed = resume.epoch, resume.consumed
+            self.epoch, self.consumed, self._epoch_world = resume.epoch, resume.consumed, resume.epoch_world_size
         else:
             if self._yielded and not self._chosen:
                 # The last iteration left its epoch early: it is over.
                 self.epoch += 1
             progress = Progress()
-            self.consumed = 0
+            self.consumed, self._epoch_world = 0, 0
         self._progress = progress
         self._yielded = self._chosen = False
         return self.epoch, resume, progress
@@ -536,7 +573,7 @@ class Loader:
         if progress is self._progress:
             self.epoch = epoch + 1
             self._progress = Progress()
-            self.consumed = 0
+            self.consumed, self._epoch_world = 0, 0
             self._yielded = self._chosen = False
         stream.next_epoch = epoch + 1
         stream.end_pending = not end_read
@@ -649,7 +686,7 @@ class Loader:
     def __repr__(self) -> str:
         return (
             f"Loader(target={self.target!r}, dataset={self.dataset!r}, transform={self.transform!r}, "
-            f"batch_size={self.batch_size}, shuffle={self.shuffle}, seed={self.seed}, rank={self.rank}, "
+            f"batch_size={self.batch_size}, shuffle={self.shuffle!r}, seed={self.seed}, rank={self.rank}, "
             f"world_size={self.world_size}, epoch={self.epoch})"
         )
 

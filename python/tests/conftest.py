@@ -1,7 +1,7 @@
 """Fixtures: the real `stoker serve` over small datasets written here.
 
 The Go binary is built once per session from the repository (or taken from
-$STOKER_BIN). One server serves four datasets:
+$STOKER_BIN). One server serves five datasets:
 
 - ``tiny``: 48 JPEGs, 80-160 px, 3 classes (16 each): plan and determinism
   tests.
@@ -10,14 +10,18 @@ $STOKER_BIN). One server serves four datasets:
   torchvision.
 - ``broken``: 10 good JPEGs and one corrupt file.
 - ``odd``: 37 small JPEGs (a prime count): elastic resume tests.
+- ``shards``: 36 small JPEGs in six WebDataset tar shards of uneven sizes
+  (SHARD_SIZES): the block shuffle.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import io
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 from typing import Dict, Iterator
 
@@ -98,14 +102,38 @@ def _make_odd(root: Path) -> None:
         _write_jpeg(root / "abc"[i % 3] / f"{i:03d}.jpg", _image(rng, 40, 48))
 
 
+#: The samples of each of ``shards``' tar shards, in name order.
+SHARD_SIZES = (5, 9, 3, 8, 7, 4)
+
+
+def _make_shards(root: Path) -> None:
+    from PIL import Image
+
+    rng = np.random.default_rng(4)
+    root.mkdir(parents=True)
+    i = 0
+    for s, size in enumerate(SHARD_SIZES):
+        with tarfile.open(root / f"shard-{s:02d}.tar", "w", format=tarfile.USTAR_FORMAT) as tar:
+            for _ in range(size):
+                jpg = io.BytesIO()
+                Image.fromarray(_image(rng, 40, 48)).save(jpg, format="JPEG", quality=92)
+                for name, data in ((f"{i:03d}.jpg", jpg.getvalue()), (f"{i:03d}.cls", str(i % 3).encode())):
+                    info = tarfile.TarInfo(name)
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+                i += 1
+
+
 @pytest.fixture(scope="session")
 def data_dirs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
     base = tmp_path_factory.mktemp("data")
-    dirs = {"tiny": base / "tiny", "eval": base / "eval", "broken": base / "broken", "odd": base / "odd"}
+    dirs = {"tiny": base / "tiny", "eval": base / "eval", "broken": base / "broken", "odd": base / "odd",
+            "shards": base / "shards"}
     _make_tiny(dirs["tiny"])
     _make_eval(dirs["eval"])
     _make_broken(dirs["broken"])
     _make_odd(dirs["odd"])
+    _make_shards(dirs["shards"])
     return dirs
 
 

@@ -59,8 +59,18 @@ def make(**kw) -> stoker.Loader:
         ({"timeout": True}, TypeError),
         # Flags are bools.
         ({"shuffle": 1}, TypeError),
-        ({"shuffle": "no"}, TypeError),
         ({"shuffle": None}, TypeError),
+        # shuffle's strings: "global" (True) and "block"; the block
+        # shuffle's window, only with it.
+        ({"shuffle": "no"}, ValueError),
+        ({"shuffle": "py1b"}, ValueError),
+        ({"shuffle": "Block"}, ValueError),
+        ({"shuffle_window": 4}, ValueError),
+        ({"shuffle": True, "shuffle_window": 4}, ValueError),
+        ({"shuffle": "block", "shuffle_window": 0}, ValueError),
+        ({"shuffle": "block", "shuffle_window": 1025}, ValueError),
+        ({"shuffle": "block", "shuffle_window": 2.0}, TypeError),
+        ({"shuffle": "block", "shuffle_window": True}, TypeError),
         ({"drop_last": 0}, TypeError),
         ({"return_indices": "yes"}, TypeError),
         ({"in_order": 1}, TypeError),
@@ -113,6 +123,24 @@ def test_good_arguments_are_normalized() -> None:
     # Other transform forms: one op, a list of ops.
     make(transform=T.CenterCrop(8))
     make(transform=[T.CenterCrop(8), T.RandomHorizontalFlip()])
+
+
+def test_shuffle_spellings() -> None:
+    from stoker.v1 import stoker_pb2 as pb
+
+    def spec(**kw) -> pb.JobSpec:
+        return make(transform="imagenet-eval", **kw)._job().spec()
+
+    # True and "global" are one job: DataLoader's shuffle=True.
+    assert make(shuffle="global").shuffle is True and spec(shuffle="global") == spec(shuffle=True)
+    assert spec(shuffle=True).shuffle_mode == pb.SHUFFLE_MODE_UNSPECIFIED
+    block = spec(shuffle="block")
+    assert block.shuffle and block.shuffle_mode == pb.SHUFFLE_MODE_BLOCK and block.shuffle_window == 0
+    assert spec(shuffle="block", shuffle_window=np.int64(8)).shuffle_window == 8
+    off = spec(shuffle=False)
+    assert not off.shuffle and off.shuffle_mode == pb.SHUFFLE_MODE_UNSPECIFIED
+    ld = make(shuffle="block", shuffle_window=1024)
+    assert ld.shuffle == "block" and ld.shuffle_window == 1024 and "shuffle='block'" in repr(ld)
 
 
 @pytest.mark.parametrize("epoch, exc", [(1.5, TypeError), (True, TypeError), ("1", TypeError), (-1, ValueError),

@@ -79,9 +79,12 @@ def test_load_another_world_size() -> None:
 def test_load_checks_the_job() -> None:
     saved = offline().state_dict()
     for kw, name in (({"seed": 1}, "seed"), ({"shuffle": False}, "shuffle"), ({"drop_last": True}, "drop_last"),
-                     ({"layout": "NHWC"}, "layout")):
+                     ({"layout": "NHWC"}, "layout"), ({"shuffle": "block"}, "shuffle")):
         with pytest.raises(ValueError, match=name):
             offline(**kw).load_state_dict(saved)
+    block = offline(shuffle="block", shuffle_window=2).state_dict()
+    with pytest.raises(ValueError, match="shuffle_window: saved 2, now 3"):
+        offline(shuffle="block", shuffle_window=3).load_state_dict(block)
     with pytest.raises(ValueError, match="transform"):
         stoker.Loader("127.0.0.1:1", "tiny", batch_size=4).load_state_dict(saved)
     with pytest.raises(ValueError, match="own state_dict"):
@@ -90,6 +93,36 @@ def test_load_checks_the_job() -> None:
     ld = offline(rank=1, world_size=2)
     ld.load_state_dict({**saved, "world_size": 2, "batches_consumed": 2})
     assert ld.batches_consumed == 2 and ld.rank == 1
+
+
+def test_elastic_resumes_keep_the_epochs_first_world_size() -> None:
+    # The block shuffle splits an epoch's order into spans by the world size
+    # it began with: the resumes of the epoch keep it, and a resume with
+    # nothing consumed starts the split afresh.
+    first = {**offline(world_size=2, shuffle="block").state_dict(), "epoch": 1, "batches_consumed": 2}
+    assert first["epoch_world_size"] == 2
+    ld = offline(world_size=3, shuffle="block")
+    ld.load_state_dict(first)
+    assert ld.consumed == 16 and ld._resume.epoch_world_size == 2
+    assert ld._job().open_job(1, ld._resume, 4, False).epoch_world_size == 2
+    second = {**ld.state_dict(), "batches_consumed": 1}
+    assert second["epoch_world_size"] == 2 and second["world_size"] == 3
+    ld = offline(world_size=4, shuffle="block")
+    ld.load_state_dict(second)
+    assert ld.consumed == 16 + 12 and ld._resume.epoch_world_size == 2
+    # Same world size, mid-epoch: kept too.
+    ld = offline(world_size=3, shuffle="block")
+    ld.load_state_dict(second)
+    assert ld._resume.start_batch == 1 and ld._resume.epoch_world_size == 2
+    # Nothing consumed: the new world's split.
+    ld = offline(world_size=3, shuffle="block")
+    ld.load_state_dict({**first, "batches_consumed": 0})
+    assert ld.consumed == 0 and ld._resume.epoch_world_size == 0
+    assert ld.state_dict()["epoch_world_size"] == 3
+    # set_epoch to another epoch: a fresh epoch.
+    ld.load_state_dict(second)
+    ld.set_epoch(5)
+    assert ld.state_dict()["epoch_world_size"] == 3
 
 
 def test_state_dict_of_the_old_format_loads() -> None:

@@ -24,6 +24,66 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ShuffleMode is how a shuffled epoch's order is made (Plan in
+// server/plan.go). Both keep batch k of epoch e a pure function of
+// (JobSpec, e, k).
+type ShuffleMode int32
+
+const (
+	// SHUFFLE_MODE_GLOBAL.
+	ShuffleMode_SHUFFLE_MODE_UNSPECIFIED ShuffleMode = 0
+	// A keyed permutation of all samples; rank r takes every world_size-th
+	// position. Each sample may come from any shard or file.
+	ShuffleMode_SHUFFLE_MODE_GLOBAL ShuffleMode = 1
+	// The dataset's shards permuted, then the samples permuted within each
+	// window of shuffle_window consecutive shards of that order (as
+	// mosaicml-streaming's py1b); rank r takes a contiguous span of the
+	// order, so a batch reads few shards. Only for sharded datasets
+	// (WebDataset): elsewhere each sample is its own object already.
+	ShuffleMode_SHUFFLE_MODE_BLOCK ShuffleMode = 2
+)
+
+// Enum value maps for ShuffleMode.
+var (
+	ShuffleMode_name = map[int32]string{
+		0: "SHUFFLE_MODE_UNSPECIFIED",
+		1: "SHUFFLE_MODE_GLOBAL",
+		2: "SHUFFLE_MODE_BLOCK",
+	}
+	ShuffleMode_value = map[string]int32{
+		"SHUFFLE_MODE_UNSPECIFIED": 0,
+		"SHUFFLE_MODE_GLOBAL":      1,
+		"SHUFFLE_MODE_BLOCK":       2,
+	}
+)
+
+func (x ShuffleMode) Enum() *ShuffleMode {
+	p := new(ShuffleMode)
+	*p = x
+	return p
+}
+
+func (x ShuffleMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ShuffleMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_stoker_v1_stoker_proto_enumTypes[0].Descriptor()
+}
+
+func (ShuffleMode) Type() protoreflect.EnumType {
+	return &file_stoker_v1_stoker_proto_enumTypes[0]
+}
+
+func (x ShuffleMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ShuffleMode.Descriptor instead.
+func (ShuffleMode) EnumDescriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{0}
+}
+
 // Layout is the axis order of a batch of images.
 type Layout int32
 
@@ -59,11 +119,11 @@ func (x Layout) String() string {
 }
 
 func (Layout) Descriptor() protoreflect.EnumDescriptor {
-	return file_stoker_v1_stoker_proto_enumTypes[0].Descriptor()
+	return file_stoker_v1_stoker_proto_enumTypes[1].Descriptor()
 }
 
 func (Layout) Type() protoreflect.EnumType {
-	return &file_stoker_v1_stoker_proto_enumTypes[0]
+	return &file_stoker_v1_stoker_proto_enumTypes[1]
 }
 
 func (x Layout) Number() protoreflect.EnumNumber {
@@ -72,7 +132,7 @@ func (x Layout) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Layout.Descriptor instead.
 func (Layout) EnumDescriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{0}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{1}
 }
 
 // FailPolicy says what takes an undecodable sample's place. Either way the
@@ -113,11 +173,11 @@ func (x FailPolicy) String() string {
 }
 
 func (FailPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_stoker_v1_stoker_proto_enumTypes[1].Descriptor()
+	return file_stoker_v1_stoker_proto_enumTypes[2].Descriptor()
 }
 
 func (FailPolicy) Type() protoreflect.EnumType {
-	return &file_stoker_v1_stoker_proto_enumTypes[1]
+	return &file_stoker_v1_stoker_proto_enumTypes[2]
 }
 
 func (x FailPolicy) Number() protoreflect.EnumNumber {
@@ -126,7 +186,7 @@ func (x FailPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FailPolicy.Descriptor instead.
 func (FailPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{1}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{2}
 }
 
 // Dtype is the element type of a batch's pixels.
@@ -165,11 +225,11 @@ func (x Dtype) String() string {
 }
 
 func (Dtype) Descriptor() protoreflect.EnumDescriptor {
-	return file_stoker_v1_stoker_proto_enumTypes[2].Descriptor()
+	return file_stoker_v1_stoker_proto_enumTypes[3].Descriptor()
 }
 
 func (Dtype) Type() protoreflect.EnumType {
-	return &file_stoker_v1_stoker_proto_enumTypes[2]
+	return &file_stoker_v1_stoker_proto_enumTypes[3]
 }
 
 func (x Dtype) Number() protoreflect.EnumNumber {
@@ -178,7 +238,7 @@ func (x Dtype) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Dtype.Descriptor instead.
 func (Dtype) EnumDescriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{2}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
 }
 
 // FeedRequest is a message from the trainer on a Feed stream.
@@ -298,14 +358,23 @@ type JobSpec struct {
 	// Samples per batch, 1..65536.
 	BatchSize uint32 `protobuf:"varint,4,opt,name=batch_size,json=batchSize,proto3" json:"batch_size,omitempty"`
 	Seed      uint64 `protobuf:"varint,5,opt,name=seed,proto3" json:"seed,omitempty"`
-	Shuffle   bool   `protobuf:"varint,6,opt,name=shuffle,proto3" json:"shuffle,omitempty"`
+	// Shuffle the epoch's order (keyed by seed and epoch); false: the
+	// dataset's index order. shuffle_mode says how.
+	Shuffle bool `protobuf:"varint,6,opt,name=shuffle,proto3" json:"shuffle,omitempty"`
 	// This trainer's rank in 0..world_size-1; world_size 0 means 1.
 	Rank      uint32 `protobuf:"varint,7,opt,name=rank,proto3" json:"rank,omitempty"`
 	WorldSize uint32 `protobuf:"varint,8,opt,name=world_size,json=worldSize,proto3" json:"world_size,omitempty"`
 	// Drop the last incomplete batch of the rank's share.
-	DropLast      bool       `protobuf:"varint,9,opt,name=drop_last,json=dropLast,proto3" json:"drop_last,omitempty"`
-	Layout        Layout     `protobuf:"varint,10,opt,name=layout,proto3,enum=stoker.v1.Layout" json:"layout,omitempty"`
-	FailPolicy    FailPolicy `protobuf:"varint,11,opt,name=fail_policy,json=failPolicy,proto3,enum=stoker.v1.FailPolicy" json:"fail_policy,omitempty"`
+	DropLast   bool       `protobuf:"varint,9,opt,name=drop_last,json=dropLast,proto3" json:"drop_last,omitempty"`
+	Layout     Layout     `protobuf:"varint,10,opt,name=layout,proto3,enum=stoker.v1.Layout" json:"layout,omitempty"`
+	FailPolicy FailPolicy `protobuf:"varint,11,opt,name=fail_policy,json=failPolicy,proto3,enum=stoker.v1.FailPolicy" json:"fail_policy,omitempty"`
+	// How a shuffled epoch is ordered; ignored when shuffle is false.
+	ShuffleMode ShuffleMode `protobuf:"varint,12,opt,name=shuffle_mode,json=shuffleMode,proto3,enum=stoker.v1.ShuffleMode" json:"shuffle_mode,omitempty"`
+	// SHUFFLE_MODE_BLOCK: shards per window, 1..1024; 0 means 4. A maker
+	// reads about a window of shards' bytes ahead, so memory grows with it;
+	// a window of all the dataset's shards shuffles all samples together.
+	// Ignored by the other modes.
+	ShuffleWindow uint32 `protobuf:"varint,13,opt,name=shuffle_window,json=shuffleWindow,proto3" json:"shuffle_window,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -417,6 +486,20 @@ func (x *JobSpec) GetFailPolicy() FailPolicy {
 	return FailPolicy_FAIL_POLICY_UNSPECIFIED
 }
 
+func (x *JobSpec) GetShuffleMode() ShuffleMode {
+	if x != nil {
+		return x.ShuffleMode
+	}
+	return ShuffleMode_SHUFFLE_MODE_UNSPECIFIED
+}
+
+func (x *JobSpec) GetShuffleWindow() uint32 {
+	if x != nil {
+		return x.ShuffleWindow
+	}
+	return 0
+}
+
 // OpenJob opens a job on a Feed stream: the job, and what belongs to this
 // stream alone (where to start, credits, ordering).
 type OpenJob struct {
@@ -442,9 +525,15 @@ type OpenJob struct {
 	// Plan in server/plan.go.
 	Consumed uint64 `protobuf:"varint,8,opt,name=consumed,proto3" json:"consumed,omitempty"`
 	// Asks for same-host delivery through a shared-memory ring (ShmOffer).
-	Shm           *ShmRequest `protobuf:"bytes,9,opt,name=shm,proto3" json:"shm,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Shm *ShmRequest `protobuf:"bytes,9,opt,name=shm,proto3" json:"shm,omitempty"`
+	// Elastic resume under SHUFFLE_MODE_BLOCK (first epoch only): the world
+	// size the epoch began with; 0 means job.world_size. The block shuffle
+	// cuts an epoch's order into that many contiguous spans, one per rank,
+	// and consumed counts positions taken from all spans in step, so it
+	// must stay the epoch's first world size through every resume of it.
+	EpochWorldSize uint32 `protobuf:"varint,10,opt,name=epoch_world_size,json=epochWorldSize,proto3" json:"epoch_world_size,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *OpenJob) Reset() {
@@ -538,6 +627,13 @@ func (x *OpenJob) GetShm() *ShmRequest {
 		return x.Shm
 	}
 	return nil
+}
+
+func (x *OpenJob) GetEpochWorldSize() uint32 {
+	if x != nil {
+		return x.EpochWorldSize
+	}
+	return 0
 }
 
 // ShmRequest proposes shared-memory delivery. The server answers with a
@@ -3192,7 +3288,10 @@ type JobStatus struct {
 	// when CUDA runs ahead).
 	StarvationSignal string `protobuf:"bytes,17,opt,name=starvation_signal,json=starvationSignal,proto3" json:"starvation_signal,omitempty"`
 	// The starvation the advice and the window controller act on, 0..1.
-	Starvation    float64 `protobuf:"fixed64,18,opt,name=starvation,proto3" json:"starvation,omitempty"`
+	Starvation float64 `protobuf:"fixed64,18,opt,name=starvation,proto3" json:"starvation,omitempty"`
+	// The epoch's order: "sequential", "global" or "block W=<shards per
+	// window>".
+	Shuffle       string `protobuf:"bytes,19,opt,name=shuffle,proto3" json:"shuffle,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3353,6 +3452,13 @@ func (x *JobStatus) GetStarvation() float64 {
 	return 0
 }
 
+func (x *JobStatus) GetShuffle() string {
+	if x != nil {
+		return x.Shuffle
+	}
+	return ""
+}
+
 // MakerStatus is one maker as one job measured it.
 type MakerStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3463,7 +3569,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xfd\x02\n" +
+	"\x03msg\"\xdf\x03\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -3479,7 +3585,9 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06layout\x18\n" +
 	" \x01(\x0e2\x11.stoker.v1.LayoutR\x06layout\x126\n" +
 	"\vfail_policy\x18\v \x01(\x0e2\x15.stoker.v1.FailPolicyR\n" +
-	"failPolicy\"\x9b\x02\n" +
+	"failPolicy\x129\n" +
+	"\fshuffle_mode\x18\f \x01(\x0e2\x16.stoker.v1.ShuffleModeR\vshuffleMode\x12%\n" +
+	"\x0eshuffle_window\x18\r \x01(\rR\rshuffleWindow\"\xc5\x02\n" +
 	"\aOpenJob\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.stoker.v1.JobSpecR\x03job\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x16\n" +
@@ -3490,7 +3598,9 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"startBatch\x12!\n" +
 	"\fskip_batches\x18\a \x03(\x04R\vskipBatches\x12\x1a\n" +
 	"\bconsumed\x18\b \x01(\x04R\bconsumed\x12'\n" +
-	"\x03shm\x18\t \x01(\v2\x15.stoker.v1.ShmRequestR\x03shm\"%\n" +
+	"\x03shm\x18\t \x01(\v2\x15.stoker.v1.ShmRequestR\x03shm\x12(\n" +
+	"\x10epoch_world_size\x18\n" +
+	" \x01(\rR\x0eepochWorldSize\"%\n" +
 	"\n" +
 	"ShmRequest\x12\x17\n" +
 	"\aboot_id\x18\x01 \x01(\tR\x06bootId\"\x89\x01\n" +
@@ -3668,7 +3778,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\aworkers\x18\x02 \x01(\rR\aworkers\x12\x1f\n" +
 	"\vpeers_ready\x18\x03 \x01(\rR\n" +
 	"peersReady\x12\x18\n" +
-	"\aversion\x18\x04 \x01(\tR\aversion\"\xde\x04\n" +
+	"\aversion\x18\x04 \x01(\tR\aversion\"\xf8\x04\n" +
 	"\tJobStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\adataset\x18\x02 \x01(\tR\adataset\x12\x12\n" +
@@ -3693,7 +3803,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x11starvation_signal\x18\x11 \x01(\tR\x10starvationSignal\x12\x1e\n" +
 	"\n" +
 	"starvation\x18\x12 \x01(\x01R\n" +
-	"starvation\"\xfa\x01\n" +
+	"starvation\x12\x18\n" +
+	"\ashuffle\x18\x13 \x01(\tR\ashuffle\"\xfa\x01\n" +
 	"\vMakerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12,\n" +
 	"\x12batches_per_second\x18\x02 \x01(\x01R\x10batchesPerSecond\x12\x1b\n" +
@@ -3702,7 +3813,11 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x17busy_batches_per_second\x18\x05 \x01(\x01R\x14busyBatchesPerSecond\x12\x1d\n" +
 	"\n" +
 	"busy_ratio\x18\x06 \x01(\x01R\tbusyRatio\x12 \n" +
-	"\vunavailable\x18\a \x01(\tR\vunavailable*B\n" +
+	"\vunavailable\x18\a \x01(\tR\vunavailable*\\\n" +
+	"\vShuffleMode\x12\x1c\n" +
+	"\x18SHUFFLE_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13SHUFFLE_MODE_GLOBAL\x10\x01\x12\x16\n" +
+	"\x12SHUFFLE_MODE_BLOCK\x10\x02*B\n" +
 	"\x06Layout\x12\x16\n" +
 	"\x12LAYOUT_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vLAYOUT_NCHW\x10\x01\x12\x0f\n" +
@@ -3736,110 +3851,112 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 	return file_stoker_v1_stoker_proto_rawDescData
 }
 
-var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
 var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_stoker_v1_stoker_proto_goTypes = []any{
-	(Layout)(0),                  // 0: stoker.v1.Layout
-	(FailPolicy)(0),              // 1: stoker.v1.FailPolicy
-	(Dtype)(0),                   // 2: stoker.v1.Dtype
-	(*FeedRequest)(nil),          // 3: stoker.v1.FeedRequest
-	(*JobSpec)(nil),              // 4: stoker.v1.JobSpec
-	(*OpenJob)(nil),              // 5: stoker.v1.OpenJob
-	(*ShmRequest)(nil),           // 6: stoker.v1.ShmRequest
-	(*ShmOffer)(nil),             // 7: stoker.v1.ShmOffer
-	(*ShmAccept)(nil),            // 8: stoker.v1.ShmAccept
-	(*DescribeJobRequest)(nil),   // 9: stoker.v1.DescribeJobRequest
-	(*DescribeJobResponse)(nil),  // 10: stoker.v1.DescribeJobResponse
-	(*TransformSpec)(nil),        // 11: stoker.v1.TransformSpec
-	(*Op)(nil),                   // 12: stoker.v1.Op
-	(*RandomResizedCrop)(nil),    // 13: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),               // 14: stoker.v1.Resize
-	(*CenterCrop)(nil),           // 15: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil), // 16: stoker.v1.RandomHorizontalFlip
-	(*ColorJitter)(nil),          // 17: stoker.v1.ColorJitter
-	(*Normalize)(nil),            // 18: stoker.v1.Normalize
-	(*Credit)(nil),               // 19: stoker.v1.Credit
-	(*FeedResponse)(nil),         // 20: stoker.v1.FeedResponse
-	(*JobInfo)(nil),              // 21: stoker.v1.JobInfo
-	(*BatchHeader)(nil),          // 22: stoker.v1.BatchHeader
-	(*SampleError)(nil),          // 23: stoker.v1.SampleError
-	(*Chunk)(nil),                // 24: stoker.v1.Chunk
-	(*EpochEnd)(nil),             // 25: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),  // 26: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil), // 27: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),          // 28: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),          // 29: stoker.v1.WorkRequest
-	(*JobEnd)(nil),               // 30: stoker.v1.JobEnd
-	(*WorkPing)(nil),             // 31: stoker.v1.WorkPing
-	(*WorkJob)(nil),              // 32: stoker.v1.WorkJob
-	(*Lease)(nil),                // 33: stoker.v1.Lease
-	(*CancelLease)(nil),          // 34: stoker.v1.CancelLease
-	(*WorkResponse)(nil),         // 35: stoker.v1.WorkResponse
-	(*WorkerInfo)(nil),           // 36: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),      // 37: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),            // 38: stoker.v1.LeaseDone
-	(*LeaseFailed)(nil),          // 39: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),        // 40: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),       // 41: stoker.v1.StatusResponse
-	(*JobStatus)(nil),            // 42: stoker.v1.JobStatus
-	(*MakerStatus)(nil),          // 43: stoker.v1.MakerStatus
+	(ShuffleMode)(0),             // 0: stoker.v1.ShuffleMode
+	(Layout)(0),                  // 1: stoker.v1.Layout
+	(FailPolicy)(0),              // 2: stoker.v1.FailPolicy
+	(Dtype)(0),                   // 3: stoker.v1.Dtype
+	(*FeedRequest)(nil),          // 4: stoker.v1.FeedRequest
+	(*JobSpec)(nil),              // 5: stoker.v1.JobSpec
+	(*OpenJob)(nil),              // 6: stoker.v1.OpenJob
+	(*ShmRequest)(nil),           // 7: stoker.v1.ShmRequest
+	(*ShmOffer)(nil),             // 8: stoker.v1.ShmOffer
+	(*ShmAccept)(nil),            // 9: stoker.v1.ShmAccept
+	(*DescribeJobRequest)(nil),   // 10: stoker.v1.DescribeJobRequest
+	(*DescribeJobResponse)(nil),  // 11: stoker.v1.DescribeJobResponse
+	(*TransformSpec)(nil),        // 12: stoker.v1.TransformSpec
+	(*Op)(nil),                   // 13: stoker.v1.Op
+	(*RandomResizedCrop)(nil),    // 14: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),               // 15: stoker.v1.Resize
+	(*CenterCrop)(nil),           // 16: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil), // 17: stoker.v1.RandomHorizontalFlip
+	(*ColorJitter)(nil),          // 18: stoker.v1.ColorJitter
+	(*Normalize)(nil),            // 19: stoker.v1.Normalize
+	(*Credit)(nil),               // 20: stoker.v1.Credit
+	(*FeedResponse)(nil),         // 21: stoker.v1.FeedResponse
+	(*JobInfo)(nil),              // 22: stoker.v1.JobInfo
+	(*BatchHeader)(nil),          // 23: stoker.v1.BatchHeader
+	(*SampleError)(nil),          // 24: stoker.v1.SampleError
+	(*Chunk)(nil),                // 25: stoker.v1.Chunk
+	(*EpochEnd)(nil),             // 26: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),  // 27: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil), // 28: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),          // 29: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),          // 30: stoker.v1.WorkRequest
+	(*JobEnd)(nil),               // 31: stoker.v1.JobEnd
+	(*WorkPing)(nil),             // 32: stoker.v1.WorkPing
+	(*WorkJob)(nil),              // 33: stoker.v1.WorkJob
+	(*Lease)(nil),                // 34: stoker.v1.Lease
+	(*CancelLease)(nil),          // 35: stoker.v1.CancelLease
+	(*WorkResponse)(nil),         // 36: stoker.v1.WorkResponse
+	(*WorkerInfo)(nil),           // 37: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),      // 38: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),            // 39: stoker.v1.LeaseDone
+	(*LeaseFailed)(nil),          // 40: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),        // 41: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),       // 42: stoker.v1.StatusResponse
+	(*JobStatus)(nil),            // 43: stoker.v1.JobStatus
+	(*MakerStatus)(nil),          // 44: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
-	5,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	19, // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
-	8,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
-	11, // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
-	0,  // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
-	1,  // 5: stoker.v1.JobSpec.fail_policy:type_name -> stoker.v1.FailPolicy
-	4,  // 6: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
-	6,  // 7: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
-	4,  // 8: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	21, // 9: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
-	12, // 10: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
-	13, // 11: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	14, // 12: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	15, // 13: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	16, // 14: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	17, // 15: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	18, // 16: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	21, // 17: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	22, // 18: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	24, // 19: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	25, // 20: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	7,  // 21: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	2,  // 22: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	2,  // 23: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	23, // 24: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	28, // 25: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	32, // 26: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	33, // 27: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	34, // 28: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	30, // 29: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	31, // 30: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	4,  // 31: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	36, // 32: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	38, // 33: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	24, // 34: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	39, // 35: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	37, // 36: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	22, // 37: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	42, // 38: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	43, // 39: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	3,  // 40: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	26, // 41: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	9,  // 42: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	40, // 43: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	29, // 44: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	20, // 45: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	27, // 46: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	10, // 47: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	41, // 48: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	35, // 49: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	45, // [45:50] is the sub-list for method output_type
-	40, // [40:45] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	6,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
+	20, // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	9,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
+	12, // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
+	1,  // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
+	2,  // 5: stoker.v1.JobSpec.fail_policy:type_name -> stoker.v1.FailPolicy
+	0,  // 6: stoker.v1.JobSpec.shuffle_mode:type_name -> stoker.v1.ShuffleMode
+	5,  // 7: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
+	7,  // 8: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
+	5,  // 9: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
+	22, // 10: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	13, // 11: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
+	14, // 12: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	15, // 13: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	16, // 14: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	17, // 15: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	18, // 16: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	19, // 17: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	22, // 18: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	23, // 19: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	25, // 20: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	26, // 21: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	8,  // 22: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	3,  // 23: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	3,  // 24: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	24, // 25: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	29, // 26: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	33, // 27: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	34, // 28: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	35, // 29: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	31, // 30: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	32, // 31: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	5,  // 32: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	37, // 33: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	39, // 34: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	25, // 35: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	40, // 36: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	38, // 37: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	23, // 38: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	43, // 39: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	44, // 40: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	4,  // 41: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	27, // 42: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	10, // 43: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	41, // 44: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	30, // 45: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	21, // 46: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	28, // 47: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	11, // 48: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	42, // 49: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	36, // 50: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	46, // [46:51] is the sub-list for method output_type
+	41, // [41:46] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -3887,7 +4004,7 @@ func file_stoker_v1_stoker_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
-			NumEnums:      3,
+			NumEnums:      4,
 			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   2,

@@ -7,6 +7,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ShuffleMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SHUFFLE_MODE_UNSPECIFIED: _ClassVar[ShuffleMode]
+    SHUFFLE_MODE_GLOBAL: _ClassVar[ShuffleMode]
+    SHUFFLE_MODE_BLOCK: _ClassVar[ShuffleMode]
+
 class Layout(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     LAYOUT_UNSPECIFIED: _ClassVar[Layout]
@@ -24,6 +30,9 @@ class Dtype(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DTYPE_UNSPECIFIED: _ClassVar[Dtype]
     DTYPE_UINT8: _ClassVar[Dtype]
     DTYPE_FLOAT32: _ClassVar[Dtype]
+SHUFFLE_MODE_UNSPECIFIED: ShuffleMode
+SHUFFLE_MODE_GLOBAL: ShuffleMode
+SHUFFLE_MODE_BLOCK: ShuffleMode
 LAYOUT_UNSPECIFIED: Layout
 LAYOUT_NCHW: Layout
 LAYOUT_NHWC: Layout
@@ -45,7 +54,7 @@ class FeedRequest(_message.Message):
     def __init__(self, open: _Optional[_Union[OpenJob, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., shm: _Optional[_Union[ShmAccept, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy")
+    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy", "shuffle_mode", "shuffle_window")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     TRANSFORM_FIELD_NUMBER: _ClassVar[int]
@@ -57,6 +66,8 @@ class JobSpec(_message.Message):
     DROP_LAST_FIELD_NUMBER: _ClassVar[int]
     LAYOUT_FIELD_NUMBER: _ClassVar[int]
     FAIL_POLICY_FIELD_NUMBER: _ClassVar[int]
+    SHUFFLE_MODE_FIELD_NUMBER: _ClassVar[int]
+    SHUFFLE_WINDOW_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     fingerprint: str
     transform: TransformSpec
@@ -68,10 +79,12 @@ class JobSpec(_message.Message):
     drop_last: bool
     layout: Layout
     fail_policy: FailPolicy
-    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ...) -> None: ...
+    shuffle_mode: ShuffleMode
+    shuffle_window: int
+    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ..., shuffle_mode: _Optional[_Union[ShuffleMode, str]] = ..., shuffle_window: _Optional[int] = ...) -> None: ...
 
 class OpenJob(_message.Message):
-    __slots__ = ("job", "epoch", "epochs", "credits", "as_ready", "start_batch", "skip_batches", "consumed", "shm")
+    __slots__ = ("job", "epoch", "epochs", "credits", "as_ready", "start_batch", "skip_batches", "consumed", "shm", "epoch_world_size")
     JOB_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     EPOCHS_FIELD_NUMBER: _ClassVar[int]
@@ -81,6 +94,7 @@ class OpenJob(_message.Message):
     SKIP_BATCHES_FIELD_NUMBER: _ClassVar[int]
     CONSUMED_FIELD_NUMBER: _ClassVar[int]
     SHM_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_WORLD_SIZE_FIELD_NUMBER: _ClassVar[int]
     job: JobSpec
     epoch: int
     epochs: int
@@ -90,7 +104,8 @@ class OpenJob(_message.Message):
     skip_batches: _containers.RepeatedScalarFieldContainer[int]
     consumed: int
     shm: ShmRequest
-    def __init__(self, job: _Optional[_Union[JobSpec, _Mapping]] = ..., epoch: _Optional[int] = ..., epochs: _Optional[int] = ..., credits: _Optional[int] = ..., as_ready: _Optional[bool] = ..., start_batch: _Optional[int] = ..., skip_batches: _Optional[_Iterable[int]] = ..., consumed: _Optional[int] = ..., shm: _Optional[_Union[ShmRequest, _Mapping]] = ...) -> None: ...
+    epoch_world_size: int
+    def __init__(self, job: _Optional[_Union[JobSpec, _Mapping]] = ..., epoch: _Optional[int] = ..., epochs: _Optional[int] = ..., credits: _Optional[int] = ..., as_ready: _Optional[bool] = ..., start_batch: _Optional[int] = ..., skip_batches: _Optional[_Iterable[int]] = ..., consumed: _Optional[int] = ..., shm: _Optional[_Union[ShmRequest, _Mapping]] = ..., epoch_world_size: _Optional[int] = ...) -> None: ...
 
 class ShmRequest(_message.Message):
     __slots__ = ("boot_id",)
@@ -481,7 +496,7 @@ class StatusResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[JobStatus, _Mapping]]] = ..., workers: _Optional[int] = ..., peers_ready: _Optional[int] = ..., version: _Optional[str] = ...) -> None: ...
 
 class JobStatus(_message.Message):
-    __slots__ = ("id", "dataset", "rank", "world_size", "epoch", "images_per_second", "bytes_per_second", "input_stall_ratio", "gpu_idle_ratio", "window", "window_min", "window_max", "buffered", "makers", "workers_recommended", "advice", "starvation_signal", "starvation")
+    __slots__ = ("id", "dataset", "rank", "world_size", "epoch", "images_per_second", "bytes_per_second", "input_stall_ratio", "gpu_idle_ratio", "window", "window_min", "window_max", "buffered", "makers", "workers_recommended", "advice", "starvation_signal", "starvation", "shuffle")
     ID_FIELD_NUMBER: _ClassVar[int]
     DATASET_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
@@ -500,6 +515,7 @@ class JobStatus(_message.Message):
     ADVICE_FIELD_NUMBER: _ClassVar[int]
     STARVATION_SIGNAL_FIELD_NUMBER: _ClassVar[int]
     STARVATION_FIELD_NUMBER: _ClassVar[int]
+    SHUFFLE_FIELD_NUMBER: _ClassVar[int]
     id: str
     dataset: str
     rank: int
@@ -518,7 +534,8 @@ class JobStatus(_message.Message):
     advice: str
     starvation_signal: str
     starvation: float
-    def __init__(self, id: _Optional[str] = ..., dataset: _Optional[str] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., epoch: _Optional[int] = ..., images_per_second: _Optional[float] = ..., bytes_per_second: _Optional[float] = ..., input_stall_ratio: _Optional[float] = ..., gpu_idle_ratio: _Optional[float] = ..., window: _Optional[int] = ..., window_min: _Optional[int] = ..., window_max: _Optional[int] = ..., buffered: _Optional[int] = ..., makers: _Optional[_Iterable[_Union[MakerStatus, _Mapping]]] = ..., workers_recommended: _Optional[float] = ..., advice: _Optional[str] = ..., starvation_signal: _Optional[str] = ..., starvation: _Optional[float] = ...) -> None: ...
+    shuffle: str
+    def __init__(self, id: _Optional[str] = ..., dataset: _Optional[str] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., epoch: _Optional[int] = ..., images_per_second: _Optional[float] = ..., bytes_per_second: _Optional[float] = ..., input_stall_ratio: _Optional[float] = ..., gpu_idle_ratio: _Optional[float] = ..., window: _Optional[int] = ..., window_min: _Optional[int] = ..., window_max: _Optional[int] = ..., buffered: _Optional[int] = ..., makers: _Optional[_Iterable[_Union[MakerStatus, _Mapping]]] = ..., workers_recommended: _Optional[float] = ..., advice: _Optional[str] = ..., starvation_signal: _Optional[str] = ..., starvation: _Optional[float] = ..., shuffle: _Optional[str] = ...) -> None: ...
 
 class MakerStatus(_message.Message):
     __slots__ = ("name", "batches_per_second", "in_flight", "ready", "busy_batches_per_second", "busy_ratio", "unavailable")

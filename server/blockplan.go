@@ -1,0 +1,180 @@
+package server
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stoker-dev/stoker/pipeline"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// The block shuffle's window, in shards (JobSpec.shuffle_window). A maker
+// reads about a window of shards' bytes ahead of its batches (a window's
+// samples are mixed, so its last batch may need any of them): 4 shards of
+// WebDataset's usual 100 MB to 1 GB keep that within a server's memory
+// budget while mixing thousands of samples.
+const (
+	defaultShuffleWindow = 4
+	maxShuffleWindow     = 1024
+)
+
+// shuffleChoice is a job's validated shuffle: how its epochs are ordered.
+type shuffleChoice struct {
+	on     bool
+	starts []int // block shuffle: the dataset's shard starts; nil for the global one
+	window int   // block shuffle: shards per window
+}
+
+// shuffleOf validates spec's shuffle against ds.
+func shuffleOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset) (shuffleChoice, error) {
+	c := shuffleChoice{on: spec.GetShuffle()}
+	switch spec.GetShuffleMode() {
+	case stokerv1.ShuffleMode_SHUFFLE_MODE_UNSPECIFIED, stokerv1.ShuffleMode_SHUFFLE_MODE_GLOBAL:
+		return c, nil
+	case stokerv1.ShuffleMode_SHUFFLE_MODE_BLOCK:
+	default:
+		return c, status.Errorf(codes.InvalidArgument, "unknown shuffle_mode %d", spec.GetShuffleMode())
+	}
+	w := int(spec.GetShuffleWindow())
+	if w == 0 {
+		w = defaultShuffleWindow
+	}
+	if w > maxShuffleWindow {
+		return c, status.Errorf(codes.InvalidArgument, "shuffle_window %d: want 1..%d shards (0: %d); a window holds about that many shards' bytes in memory, and a window of all the shards shuffles like the global shuffle",
+			w, maxShuffleWindow, defaultShuffleWindow)
+	}
+	if !c.on {
+		return c, nil // shuffle_mode only says how a shuffled epoch is ordered
+	}
+	sh, ok := ds.(pipeline.Sharded)
+	if !ok {
+		return c, status.Errorf(codes.InvalidArgument, "dataset %q is not sharded (%s): each sample is an object of its own, so the global shuffle reads no more objects than a block shuffle would; use shuffle_mode SHUFFLE_MODE_GLOBAL (shuffle=True)",
+			name, formatOf(ds))
+	}
+	c.starts, c.window = sh.ShardStarts(), w
+	if err := checkShardStarts(c.starts, ds.Len()); err != nil {
+		return c, status.Errorf(codes.FailedPrecondition, "dataset %q: %v", name, err)
+	}
+	return c, nil
+}
+
+// String is how Status shows the shuffle.
+func (c shuffleChoice) String() string {
+	switch {
+	case !c.on:
+		return "sequential"
+	case c.starts != nil:
+		return fmt.Sprintf("block W=%d", c.window)
+	}
+	return "global"
+}
+
+// checkShardStarts checks a dataset's pipeline.Sharded starts for n samples.
+func checkShardStarts(starts []int, n int) error {
+	if len(starts) == 0 {
+		return fmt.Errorf("its shard index names no shards")
+	}
+	if starts[0] != 0 {
+		return fmt.Errorf("its shard index starts at sample %d, not 0", starts[0])
+	}
+	if len(starts) > math.MaxInt32 {
+		return fmt.Errorf("%d shards: the limit is %d", len(starts), math.MaxInt32)
+	}
+	for s := 1; s < len(starts); s++ {
+		if starts[s] < starts[s-1] || starts[s] > n {
+			return fmt.Errorf("its shard index is not ascending within its %d samples (shard %d starts at %d)", n, s, starts[s])
+		}
+	}
+	return nil
+}
+
+// blockOrder is one epoch's order under the block shuffle (after
+// mosaicml-streaming's py1b): the dataset's shards in a keyed permutation
+// of (seed, epoch), cut into windows of window consecutive shards of that
+// order, and the samples of each window in a keyed permutation of (seed,
+// epoch, window number). Position x of the order is evaluated on its own
+// (two binary searches and a Feistel permutation); building it costs
+// O(shards) time and memory, the permuted shard order and its prefix sums,
+// never O(samples).
+type blockOrder struct {
+	starts      []int    // the dataset's, read-only
+	shard       []uint32 // the shard at position q of the permuted order
+	pre         []uint64 // samples in positions before q; pre[len(shard)] = n
+	window      uint64
+	seed, epoch uint64
+}
+
+// The permutations' key indices: like the global permutation's
+// (math.MaxUint64), no sample's index, so that no order shares keys with a
+// sample's augmentation stream.
+const (
+	shardKeyIndex  = math.MaxUint64 - 1
+	windowKeyIndex = math.MaxUint64 - 2
+)
+
+func newBlockOrder(starts []int, n, window, seed, epoch uint64) *blockOrder {
+	o := &blockOrder{starts: starts, window: window, seed: seed, epoch: epoch}
+	s := uint64(len(starts))
+	perm := newPermutationFrom(s, pipeline.Key{Seed: seed, Epoch: epoch, Index: shardKeyIndex}.Stream(s))
+	o.shard = make([]uint32, s)
+	o.pre = make([]uint64, s+1)
+	for q := range s {
+		sh := perm.at(q)
+		end := n
+		if sh+1 < s {
+			end = uint64(starts[sh+1])
+		}
+		o.shard[q] = uint32(sh)
+		o.pre[q+1] = o.pre[q] + end - uint64(starts[sh])
+	}
+	return o
+}
+
+// windowPerm caches the permutation of the window last used: a batch's
+// samples mostly fall in one window.
+type windowPerm struct {
+	ok bool
+	w  uint64
+	p  permutation
+}
+
+// at is the dataset index at position x < n of the order.
+func (o *blockOrder) at(x uint64, c *windowPerm) uint64 {
+	q := o.find(x, 0, len(o.shard))
+	w := uint64(q) / o.window
+	qlo := int(w * o.window)
+	qhi := int(min(uint64(qlo)+o.window, uint64(len(o.shard))))
+	lo, hi := o.pre[qlo], o.pre[qhi]
+	if !c.ok || c.w != w {
+		r := pipeline.Key{Seed: o.seed, Epoch: o.epoch, Index: windowKeyIndex}.Stream(w)
+		*c = windowPerm{ok: true, w: w, p: newPermutationFrom(hi-lo, r)}
+	}
+	y := lo + c.p.at(x-lo)
+	q = o.find(y, qlo, qhi)
+	return uint64(o.starts[o.shard[q]]) + y - o.pre[q]
+}
+
+// find is the position in [lo, hi) of the shard that holds position x:
+// the first q with pre[q+1] > x (a shard with no samples holds none).
+func (o *blockOrder) find(x uint64, lo, hi int) int {
+	return lo + sort.Search(hi-lo, func(i int) bool { return o.pre[lo+i+1] > x })
+}
+
+// spanned maps a position of the lockstep order of k spans to a position
+// of the block order: the order is cut into k contiguous spans (the first
+// n mod k of them one longer), and the lockstep order takes the first
+// sample of every span, then the second of every span, and so on. Rank r
+// of a world of k takes lockstep positions r, r+k, r+2k, …: span r, front
+// to back.
+func spanned(x, n, k uint64) uint64 {
+	m, r := n/k, n%k
+	c, off := x%k, x/k
+	if x >= k*m {
+		c, off = x-k*m, m
+	}
+	return c*m + min(c, r) + off
+}
