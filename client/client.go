@@ -31,7 +31,8 @@ type Client struct {
 }
 
 // New connects to the stoker server at target ("host:port" or any gRPC
-// target, such as "dns:///name:port"). It returns at once: the connection
+// target, such as "dns:///name:port"; a host without a port is on stoker's
+// port 7070, never gRPC's default 443). It returns at once: the connection
 // is made on the first call. The connection is plaintext unless WithTLS or
 // WithDialOptions says otherwise, pings the server every 10 s without
 // traffic, accepts messages of up to 8 MiB, and has flow-control windows of
@@ -44,6 +45,7 @@ type Client struct {
 // call fails with codes.Unauthenticated when it finds the transport
 // insecure.
 func New(target string, opts ...Option) (*Client, error) {
+	target = rpc.WithDefaultPort(target)
 	var o options
 	for _, f := range opts {
 		f(&o)
@@ -81,14 +83,15 @@ func (c *Client) Close() error {
 	return c.conn.Close()
 }
 
-// Target is the target the client was made for.
+// Target is the target the client was made for (with the default port
+// added to a host without one).
 func (c *Client) Target() string { return c.target }
 
 // ListDatasets names the datasets the server serves.
 func (c *Client) ListDatasets(ctx context.Context) ([]*stokerv1.DatasetInfo, error) {
 	resp, err := c.feed.ListDatasets(ctx, &stokerv1.ListDatasetsRequest{})
 	if err != nil {
-		return nil, err
+		return nil, explain(c.target, err)
 	}
 	return resp.GetDatasets(), nil
 }
@@ -99,7 +102,7 @@ func (c *Client) ListDatasets(ctx context.Context) ([]*stokerv1.DatasetInfo, err
 func (c *Client) Describe(ctx context.Context, spec *stokerv1.JobSpec, epoch, consumed uint64) (*stokerv1.JobInfo, error) {
 	resp, err := c.feed.DescribeJob(ctx, &stokerv1.DescribeJobRequest{Job: spec, Epoch: epoch, Consumed: consumed})
 	if err != nil {
-		return nil, err
+		return nil, explain(c.target, err)
 	}
 	if resp.GetInfo() == nil {
 		return nil, status.Error(codes.Internal, "DescribeJob answered without a JobInfo")
@@ -109,7 +112,11 @@ func (c *Client) Describe(ctx context.Context, spec *stokerv1.JobSpec, epoch, co
 
 // Status returns the server's jobs, as stoker status prints them.
 func (c *Client) Status(ctx context.Context) (*stokerv1.StatusResponse, error) {
-	return c.feed.Status(ctx, &stokerv1.StatusRequest{})
+	resp, err := c.feed.Status(ctx, &stokerv1.StatusRequest{})
+	if err != nil {
+		return nil, explain(c.target, err)
+	}
+	return resp, nil
 }
 
 // tlsConfig loads WithTLS's files.

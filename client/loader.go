@@ -266,6 +266,7 @@ func (l *Loader) start() error {
 
 // fail makes err the loader's last word and ends the stream.
 func (l *Loader) fail(err error) error {
+	err = explain(l.c.target, err)
 	l.err = err
 	l.mu.Lock()
 	cancel := l.cancel
