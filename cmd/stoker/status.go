@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"strings"
@@ -18,8 +19,12 @@ import (
 	"github.com/stoker-dev/stoker/server"
 )
 
-// runStatus is `stoker status ADDR`: the server's jobs as a table, and the
-// advisor's line for each.
+// defaultStatusAddr is the address `stoker status` asks without an ADDR:
+// stoker serve's default --listen.
+const defaultStatusAddr = "127.0.0.1:7070"
+
+// runStatus is `stoker status [ADDR]`: the server's jobs as a table, and
+// the advisor's line for each.
 func runStatus(args []string) error { return statusTo(os.Stdout, args) }
 
 // statusTo is runStatus printing to w.
@@ -34,13 +39,18 @@ func statusTo(w io.Writer, args []string) error {
 		"\"this job would have needed N worker nodes\" (a batch job's log); until the server stops answering")
 	every := fs.Duration("every", 10*time.Second, "with --epochs: how often to ask")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: stoker status [flags] ADDR   (ADDR: the server's gRPC address)")
+		fmt.Fprintln(fs.Output(), "usage: stoker status [flags] [ADDR]   (ADDR: the server's gRPC address; default "+defaultStatusAddr+
+			", where stoker serve listens by default; a host without a port is on port 7070)")
 		fs.PrintDefaults()
 	}
 	fs.Parse(args)
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return fmt.Errorf("status: want one ADDR")
+	addr := defaultStatusAddr
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		addr = fs.Arg(0)
+	default:
+		return fmt.Errorf("status: want one ADDR, got %d: %s (stoker status --help for the flags)", fs.NArg(), strings.Join(fs.Args(), " "))
 	}
 	var opts []client.Option
 	if *token != "" {
@@ -53,11 +63,12 @@ func statusTo(w io.Writer, args []string) error {
 	if *ca != "" || *cert != "" {
 		opts = append(opts, client.WithTLS(*ca, *cert, *key))
 	}
-	c, err := client.New(fs.Arg(0), opts...)
+	c, err := client.New(addr, opts...)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	addr = c.Target() // with the port a host alone is given
 	if *epochs {
 		return followEpochs(cmdContext(), w, c, *every, *timeout)
 	}
@@ -68,13 +79,13 @@ func statusTo(w io.Writer, args []string) error {
 		// A TLS listener drops a plaintext client's connection, which gRPC
 		// reports as no more than that ("error reading server preface:
 		// EOF", "connection reset by peer"): say what it means.
-		if *ca == "" && *cert == "" && speaksTLS(fs.Arg(0)) {
+		if *ca == "" && *cert == "" && speaksTLS(addr) {
 			return fmt.Errorf("status %s: the server speaks TLS: give --tls-ca (the PEM CA that signed its certificate; "+
-				"and --tls-cert/--tls-key if it asks for a client certificate)", fs.Arg(0))
+				"and --tls-cert/--tls-key if it asks for a client certificate)", addr)
 		}
-		return fmt.Errorf("status %s: %w", fs.Arg(0), err)
+		return fmt.Errorf("status %s: %w", addr, err)
 	}
-	printStatus(w, fs.Arg(0), st)
+	printStatus(w, addr, st)
 	return nil
 }
 
@@ -120,21 +131,32 @@ func printStatus(w io.Writer, addr string, st *stokerv1.StatusResponse) {
 			case !m.GetReady():
 				state = " down"
 			}
-			makers = append(makers, fmt.Sprintf("%s %.1f/%d %.1f %.0f%%%s", m.GetName(), m.GetBatchesPerSecond(), m.GetInFlight(),
-				m.GetBusyBatchesPerSecond(), 100*m.GetBusyRatio(), state))
+			makers = append(makers, fmt.Sprintf("%s %s/%d %s %s%s", m.GetName(), figure("%.1f", m.GetBatchesPerSecond()), m.GetInFlight(),
+				figure("%.1f", m.GetBusyBatchesPerSecond()), figure("%.0f%%", 100*m.GetBusyRatio()), state))
 		}
 		gpu := "n/a"
 		if j.GetGpuIdleRatio() >= 0 {
-			gpu = fmt.Sprintf("%.0f%%", 100*j.GetGpuIdleRatio())
+			gpu = figure("%.0f%%", 100*j.GetGpuIdleRatio())
 		}
 		shuffle := j.GetShuffle()
 		if shuffle == "" {
 			shuffle = "-" // a server that does not say
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%.0f\t%.0f\t%.1f%%\t%s\t%.1f%% (%s)\t%d [%d..%d]\t%d\t%s\t%.0f\t%s\n",
-			j.GetId(), j.GetDataset(), shuffle, j.GetRank(), j.GetWorldSize(), j.GetEpoch(), j.GetImagesPerSecond(), j.GetBytesPerSecond()/1e6,
-			100*j.GetInputStallRatio(), gpu, 100*j.GetStarvation(), j.GetStarvationSignal(), j.GetWindow(), j.GetWindowMin(), j.GetWindowMax(), j.GetBuffered(),
-			strings.Join(makers, ", "), j.GetWorkersRecommended(), j.GetAdvice())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\t%s\t%s (%s)\t%d [%d..%d]\t%d\t%s\t%s\t%s\n",
+			j.GetId(), j.GetDataset(), shuffle, j.GetRank(), j.GetWorldSize(), j.GetEpoch(), figure("%.0f", j.GetImagesPerSecond()),
+			figure("%.0f", j.GetBytesPerSecond()/1e6), figure("%.1f%%", 100*j.GetInputStallRatio()), gpu,
+			figure("%.1f%%", 100*j.GetStarvation()), j.GetStarvationSignal(), j.GetWindow(), j.GetWindowMin(), j.GetWindowMax(),
+			j.GetBuffered(), strings.Join(makers, ", "), figure("%.0f", j.GetWorkersRecommended()), j.GetAdvice())
 	}
 	tw.Flush()
+}
+
+// figure formats v, or "—" while there is no figure yet: the server
+// sends NaN for what it has not measured (a job that is starting has no
+// worker recommendation), which a reader should not see as "NaN".
+func figure(format string, v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	return fmt.Sprintf(format, v)
 }

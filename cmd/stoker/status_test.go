@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -86,6 +87,9 @@ func TestStatusCommand(t *testing.T) {
 			t.Errorf("status output lacks %q:\n%s", want, text)
 		}
 	}
+	if strings.Contains(string(text), "NaN") {
+		t.Errorf("status shows NaN (want — until a figure exists):\n%s", text)
+	}
 	if !strings.Contains(string(text), "fine") && !strings.Contains(string(text), "more workers") && !strings.Contains(string(text), "limit") &&
 		!strings.Contains(string(text), "not taking batches") && !strings.Contains(string(text), "no makers measured yet") &&
 		!strings.Contains(string(text), "measuring (the job is starting)") {
@@ -155,5 +159,62 @@ func TestStatusTLS(t *testing.T) {
 	lis.Close()
 	if err := statusTo(io.Discard, []string{"--timeout", "5s", closed}); err == nil || strings.Contains(err.Error(), "TLS") {
 		t.Errorf("a closed port: %v; want an error that does not blame TLS", err)
+	}
+}
+
+// TestStatusNoFigureYet: a job that has just started has no worker
+// recommendation (and no rates) yet; the server sends NaN for them, and
+// status shows "—", never "NaN".
+func TestStatusNoFigureYet(t *testing.T) {
+	nan := math.NaN()
+	st := &stokerv1.StatusResponse{Version: "v1", Workers: 2, Jobs: []*stokerv1.JobStatus{{
+		Id: "pets-r0-1", Dataset: "pets", WorldSize: 1, ImagesPerSecond: nan, BytesPerSecond: nan, InputStallRatio: nan,
+		GpuIdleRatio: nan, Starvation: nan, StarvationSignal: "trainer wait", WorkersRecommended: nan,
+		Advice: "measuring (the job is starting)",
+		Makers: []*stokerv1.MakerStatus{{Name: "local", Ready: true, BatchesPerSecond: nan, BusyBatchesPerSecond: nan, BusyRatio: nan}},
+	}}}
+	var buf strings.Builder
+	printStatus(&buf, "127.0.0.1:7070", st)
+	out := buf.String()
+	if strings.Contains(out, "NaN") || strings.Count(out, "—") != 8 {
+		t.Errorf("want — for each figure not measured yet, no NaN:\n%s", out)
+	}
+	t.Logf("\n%s", out)
+}
+
+// TestStatusDefaultAddress: without an ADDR, status asks 127.0.0.1:7070,
+// where stoker serve listens by default (the two defaults are one); a host
+// without a port is asked on 7070 too.
+func TestStatusDefaultAddress(t *testing.T) {
+	fs, _ := serveFlags(&server.Config{Datasets: map[string]string{}})
+	if listen := fs.Lookup("listen").DefValue; listen != defaultStatusAddr {
+		t.Fatalf("serve --listen defaults to %s, status to %s", listen, defaultStatusAddr)
+	}
+	for _, args := range [][]string{{"--timeout", "5s"}, {"--timeout", "5s", "127.0.0.1"}} {
+		var buf strings.Builder
+		err := statusTo(&buf, args)
+		// Whether or not a server listens there on this machine, the
+		// answer (or the error) names the address asked.
+		if err == nil && !strings.HasPrefix(buf.String(), "127.0.0.1:7070: stoker ") ||
+			err != nil && !strings.Contains(err.Error(), "is `stoker serve` running at 127.0.0.1:7070?") {
+			t.Errorf("status %v: %v\n%s", args, err, buf.String())
+		} else {
+			t.Logf("status %v: %v %s", args, err, buf.String())
+		}
+	}
+}
+
+// TestStatusClosedPort: status of an address nothing listens at says so and
+// asks whether stoker serve runs there.
+func TestStatusClosedPort(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	err = statusTo(io.Discard, []string{"--timeout", "5s", addr})
+	if want := "is `stoker serve` running at " + addr + "?"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("status of a closed port: %v; want %q", err, want)
 	}
 }
