@@ -22,8 +22,8 @@ from stoker.v1 import stoker_pb2 as pb
 if TYPE_CHECKING:  # pragma: no cover
     import grpc
 
-__all__ = ["MAX_RECEIVE_MESSAGE_BYTES", "KEEPALIVE_OPTIONS", "Endpoint", "Connection", "DatasetInfo", "is_loopback",
-           "list_datasets"]
+__all__ = ["MAX_RECEIVE_MESSAGE_BYTES", "KEEPALIVE_OPTIONS", "DEFAULT_PORT", "Endpoint", "Connection", "DatasetInfo",
+           "is_loopback", "with_default_port", "speaks_tls", "list_datasets"]
 
 #: gRPC receive limit: chunks are at most ~4 MiB, headers are small.
 MAX_RECEIVE_MESSAGE_BYTES = 8 << 20
@@ -62,6 +62,104 @@ _DESCRIBE_METHOD = "/stoker.v1.FeedService/DescribeJob"
 # Such a child inherits this value and refuses with a clear error instead;
 # a spawned child re-imports the module and starts from None.
 _grpc_pid: Optional[int] = None
+
+
+#: stoker serve's default port (``--listen 127.0.0.1:7070``): the port a
+#: target without one is given, never gRPC's default, 443.
+DEFAULT_PORT = 7070
+
+
+def with_default_port(target: str) -> str:
+    """``target`` with :data:`DEFAULT_PORT` added where it names a host
+    without a port: ``"gpu-box"`` is ``"gpu-box:7070"``, ``"dns:///gpu-box"``
+    ``"dns:///gpu-box:7070"``, ``"[::1]"`` ``"[::1]:7070"``. gRPC would dial
+    such a target on 443, where no stoker listens unless told to. Targets
+    with a port, Unix sockets and other schemes are returned as they are.
+    (The Go client's rpc.WithDefaultPort.)"""
+    scheme, sep, rest = target.partition(":")
+    if sep:
+        if scheme in ("unix", "unix-abstract", "vsock"):
+            return target
+        if scheme in ("dns", "passthrough"):
+            if rest.startswith("//"):
+                authority, slash, endpoint = rest[2:].partition("/")
+                return f"{scheme}://{authority}/{_host_with_port(endpoint)}" if slash else target
+            return f"{scheme}:{_host_with_port(rest)}"
+        if scheme in ("ipv4", "ipv6"):
+            return f"{scheme}:" + ",".join(_host_with_port(a) for a in rest.split(","))
+    return _host_with_port(target)
+
+
+def _host_with_port(addr: str) -> str:
+    """``addr`` with :data:`DEFAULT_PORT` when it is a host alone: a name,
+    an IPv4 address, or an IPv6 one bare or in brackets."""
+    if not addr:
+        return addr
+    if addr.startswith("["):
+        end = addr.find("]")
+        if end == len(addr) - 1 and _is_ip(addr[1:end]):
+            return f"{addr}:{DEFAULT_PORT}"
+        return addr
+    if ":" not in addr:
+        return f"{addr}:{DEFAULT_PORT}"
+    if _is_ip(addr):  # a bare IPv6 address
+        return f"[{addr}]:{DEFAULT_PORT}"
+    return addr
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _host_port(target: str) -> Optional[Tuple[str, int]]:
+    """The (host, port) a ``"host:port"``, ``"[v6]:port"``, ``dns:`` or
+    ``ipv4:``/``ipv6:`` target dials first; None for others (Unix
+    sockets, unknown schemes)."""
+    endpoint = target
+    scheme, sep, rest = target.partition(":")
+    if sep and scheme in ("unix", "unix-abstract", "vsock"):
+        return None
+    if sep and scheme in ("dns", "passthrough"):
+        endpoint = rest[2:].partition("/")[2] if rest.startswith("//") else rest
+    elif sep and scheme in ("ipv4", "ipv6"):
+        endpoint = rest.split(",")[0]
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return (host, int(port)) if host and (":" not in host or _is_ip(host)) else None
+
+
+def speaks_tls(target: str, timeout: float = 5.0) -> bool:
+    """Whether the server at ``target`` answers a TLS handshake: it
+    completes, or the server answers with a TLS alert (one that wants a
+    client certificate). Only the handshake is sent, and the server's
+    certificate is not checked: the answer only names the argument to
+    give. A plaintext gRPC server drops the ClientHello. (`stoker status`'s
+    speaksTLS.)"""
+    import socket
+    import ssl
+
+    hp = _host_port(target)
+    if hp is None:
+        return False
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["h2"])
+    try:
+        with socket.create_connection(hp, timeout=timeout) as sock:
+            with ctx.wrap_socket(sock, server_hostname=hp[0]):
+                return True
+    except ssl.SSLError as e:
+        return "ALERT" in (e.reason or "")
+    except OSError:
+        return False
 
 
 def is_loopback(target: str) -> bool:
@@ -158,7 +256,7 @@ class Endpoint:
         :func:`stoker.list_datasets` (see there) and reads the TLS files.
         Touches no network: a token that would go in plaintext to a remote
         host is refused here, before any connection."""
-        target = _args.string("target", target)
+        target = with_default_port(_args.string("target", target))
         token = _check_token(token)
         allow_insecure_token = _args.boolean("allow_insecure_token", allow_insecure_token)
         ca = _args.optional_path("tls_ca", tls_ca)
@@ -205,29 +303,56 @@ class Endpoint:
         return grpc.ssl_channel_credentials(self.tls_ca, self.tls_key, self.tls_cert)
 
     def error(self, e: Exception) -> StokerError:
-        """A gRPC error of a call to this endpoint as a StokerError, with a
-        hint when the code points at a setting of this side."""
+        """A gRPC error of a call to this endpoint as a StokerError, with
+        what it means and what to do where gRPC's words do not say."""
         err = rpc_error(e)
         hint = ""
-        if err.code == "UNAVAILABLE" and ("ping timeout" in err.message or "keepalive" in err.message):
-            hint = "the server stopped answering pings: it hangs, or the network to it is cut"
+        if err.code == "UNAVAILABLE":
+            hint = self._unavailable_hint(err.message)
         elif err.code == "UNAUTHENTICATED" and self.token is None:
             hint = "the server wants a bearer token: pass token="
-        elif err.code == "UNAVAILABLE" and not self.secure and "Socket closed" in err.message:
-            hint = "a server that closes plaintext connections may be using TLS: pass tls_ca="
-        elif err.code == "UNAVAILABLE" and self.secure and self.credentials is None:
-            # TLS 1.2 fails in the handshake; TLS 1.3 refuses a missing or
-            # unknown client certificate after it, with an alert that gRPC
-            # reports as "Unwrap failed (TSI_DATA_CORRUPTED)".
-            if "handshake" in err.message.lower():
-                hint = ("the TLS handshake failed: check tls_ca (the CA of the server's certificate, which must "
-                        "name the target's host), and tls_cert/tls_key if the server wants a client certificate")
-            elif "TSI_DATA_CORRUPTED" in err.message:
-                hint = ("the server closed the TLS connection: it may want a client certificate (tls_cert, tls_key) "
-                        "signed by its --tls-client-ca")
         if hint:
             err = StokerError(err.code, f"{err.message} ({hint})")
         return err
+
+    def _unavailable_hint(self, msg: str) -> str:
+        """What an UNAVAILABLE error means. The TLS hints come only from
+        the handshake: its own error, or, for a plaintext connection the
+        server closed before answering, a TLS handshake tried on the side
+        (speaks_tls); never from a closed socket alone, which a plaintext
+        server killed mid-epoch gives too."""
+        at = self.target
+        if "ping timeout" in msg or "keepalive" in msg:
+            return "the server stopped answering pings: it hangs, or the network to it is cut"
+        connecting = "failed to connect" in msg
+        if connecting and self.secure and self.credentials is None:
+            # TLS 1.2 fails in the handshake; TLS 1.3 refuses a missing or
+            # unknown client certificate after it, with an alert that gRPC
+            # reports as "Unwrap failed (TSI_DATA_CORRUPTED)".
+            if "WRONG_VERSION_NUMBER" in msg:
+                return (f"the server at {at} does not answer TLS: if it is a plaintext `stoker serve` (no --tls-cert), "
+                        "leave out tls_ca/tls_cert/tls_key")
+            if "handshake" in msg.lower():
+                return ("the TLS handshake failed: check tls_ca (the CA of the server's certificate, which must "
+                        "name the target's host), and tls_cert/tls_key if the server wants a client certificate")
+            if "TSI_DATA_CORRUPTED" in msg:
+                return ("the server closed the TLS connection: it may want a client certificate (tls_cert, tls_key) "
+                        "signed by its --tls-client-ca")
+        if connecting and "Socket closed" in msg and not self.secure and speaks_tls(at):
+            return (f"the server at {at} speaks TLS: pass tls_ca=, the PEM CA that signed its certificate, and "
+                    "tls_cert/tls_key if it asks for a client certificate")
+        if connecting and "Socket closed" in msg:
+            return f"the server at {at} closed the connection before answering: is `stoker serve` running at {at}?"
+        if connecting:
+            return f"nothing answers there: is `stoker serve` running at {at}?"
+        if any(w in msg for w in _BROKEN):
+            return f"the connection broke: is `stoker serve` still running at {at}, or did it restart?"
+        return ""
+
+
+#: Words of gRPC's UNAVAILABLE errors when a connection that was made broke:
+#: the server stopped, crashed or restarted, or the network failed.
+_BROKEN = ("Stream removed", "Socket closed", "Connection reset", "Broken pipe", "Connection aborted", "GOAWAY")
 
 
 @dataclass

@@ -125,7 +125,9 @@ class Loader:
     then.
 
     Args:
-        target: the server's address.
+        target: the server's address. A host without a port is on
+            stoker's port, 7070 (``stoker serve``'s default ``--listen``),
+            never gRPC's default 443: ``"gpu-box"`` is ``"gpu-box:7070"``.
         dataset: a dataset name the server serves (see :func:`list_datasets`).
         transform: a preset name (``"imagenet-train"``, ``"imagenet-eval"``)
             or a :class:`stoker.transforms.Compose` of ops.

@@ -9,6 +9,7 @@ import contextlib
 import os
 import pickle
 import signal
+import socket
 import time
 from pathlib import Path
 from typing import Iterator
@@ -16,7 +17,7 @@ from typing import Iterator
 import pytest
 
 import stoker
-from stoker._channel import is_loopback
+from stoker._channel import Endpoint, is_loopback, with_default_port
 
 from helpers import TINY_N, collect, loader
 
@@ -86,14 +87,27 @@ def test_tls_loader_pickles_with_its_files(tls_server: str, certs) -> None:
     assert len(collect(ld)) == 10
 
 
-def test_plaintext_to_a_tls_server_fails_clearly(tls_server: str) -> None:
-    with loader(tls_server, timeout=30) as ld, pytest.raises(stoker.StokerError) as e:
-        next(iter(ld))
-    assert e.value.code == "UNAVAILABLE"
-    assert "tls_ca" in e.value.message, e.value.message
+def test_plaintext_to_a_tls_server_fails_clearly(tls_server: str, mtls_server: str) -> None:
+    # The server closes the plaintext connection; a TLS handshake tried on
+    # the side finds that it speaks TLS, and the message says so.
+    for target in (tls_server, mtls_server):
+        want = f"the server at {target} speaks TLS: pass tls_ca="
+        with loader(target, timeout=30) as ld, pytest.raises(stoker.StokerError) as e:
+            next(iter(ld))
+        assert e.value.code == "UNAVAILABLE"
+        assert want in e.value.message, e.value.message
+        with pytest.raises(stoker.StokerError) as e:
+            stoker.list_datasets(target)
+        assert e.value.code == "UNAVAILABLE"
+        assert want in e.value.message, e.value.message
+
+
+def test_tls_to_a_plaintext_server_says_so(server: str, certs) -> None:
     with pytest.raises(stoker.StokerError) as e:
-        stoker.list_datasets(tls_server)
+        stoker.list_datasets(server, tls_ca=certs.ca)
     assert e.value.code == "UNAVAILABLE"
+    assert f"the server at {server} does not answer TLS" in e.value.message, e.value.message
+    assert "leave out tls_ca" in e.value.message
 
 
 def test_tls_with_another_ca_fails(tls_server: str, certs) -> None:
@@ -289,3 +303,102 @@ def test_keepalive_detects_a_hung_server(start_server) -> None:
         os.kill(pid, signal.SIGCONT)
         ld.close()
         srv.stop()
+
+
+# 4. Messages that say what happened and what to do.
+
+
+def test_killed_plaintext_server_gets_no_tls_hint(start_server) -> None:
+    # A plaintext server killed mid-epoch closes the connection: nothing
+    # about TLS (the handshake never said so), but whether the server
+    # still runs.
+    srv = start_server()
+    ld = loader(srv.addr, timeout=30, prefetch=1, batch_size=2)
+    it = iter(ld)
+    try:
+        next(it)
+        srv.proc.kill()
+        srv.proc.wait(timeout=30)
+        with deadline(60), pytest.raises(stoker.StokerError) as e:
+            while True:
+                next(it)  # the batches already here, then the error
+    finally:
+        ld.close()
+        srv.stop()
+    assert e.value.code == "UNAVAILABLE", e.value
+    assert "tls" not in e.value.message.lower(), e.value.message
+    assert f"is `stoker serve` still running at {srv.addr}" in e.value.message, e.value.message
+
+
+def test_closed_port_asks_whether_stoker_serve_runs() -> None:
+    with socket.socket() as s:  # a port nothing listens at
+        s.bind(("127.0.0.1", 0))
+        addr = "127.0.0.1:%d" % s.getsockname()[1]
+    want = f"is `stoker serve` running at {addr}?"
+    with pytest.raises(stoker.StokerError) as e:
+        stoker.list_datasets(addr, timeout=30)
+    assert e.value.code == "UNAVAILABLE" and want in e.value.message, e.value.message
+    with loader(addr, timeout=30) as ld, pytest.raises(stoker.StokerError) as e:
+        next(iter(ld))
+    assert e.value.code == "UNAVAILABLE" and want in e.value.message, e.value.message
+
+
+class _RpcError(Exception):
+    """The two methods of a grpc.RpcError that Endpoint.error reads."""
+
+    def __init__(self, code: str, details: str) -> None:
+        import grpc
+
+        self._code, self._details = getattr(grpc.StatusCode, code), details
+
+    def code(self):
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+
+@pytest.mark.parametrize(
+    "details, hint",
+    [
+        # A plaintext server killed mid-epoch (issue 29's text): no TLS hint.
+        ("Stream removed (Socket closed)", "is `stoker serve` still running at 127.0.0.1:1, or did it restart?"),
+        ("Stream removed (recvmsg:Connection reset by peer (104))", "still running at 127.0.0.1:1, or did it restart?"),
+        ("failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: Failed to connect to remote "
+         "host: Connection refused", "nothing answers there: is `stoker serve` running at 127.0.0.1:1?"),
+        # Closed at connect, and no TLS handshake answers on the side.
+        ("failed to connect to all addresses; last error: UNAVAILABLE: ipv4:127.0.0.1:1: Socket closed",
+         "closed the connection before answering: is `stoker serve` running at 127.0.0.1:1?"),
+        ("some error of the server's own", None),
+    ],
+)
+def test_unavailable_messages(details: str, hint) -> None:
+    err = Endpoint.make("127.0.0.1:1").error(_RpcError("UNAVAILABLE", details))
+    assert err.code == "UNAVAILABLE"
+    assert "tls" not in err.message.lower()
+    if hint is None:
+        assert err.message == details
+    else:
+        assert err.message.startswith(details + " (") and err.message.endswith(hint + ")"), err.message
+
+
+@pytest.mark.parametrize(
+    "target, want",
+    [
+        ("gpu-box", "gpu-box:7070"),
+        ("127.0.0.1", "127.0.0.1:7070"),
+        ("[::1]", "[::1]:7070"),
+        ("::1", "[::1]:7070"),
+        ("dns:///gpu-box", "dns:///gpu-box:7070"),
+        ("dns://8.8.8.8/gpu-box", "dns://8.8.8.8/gpu-box:7070"),
+        ("ipv4:127.0.0.1,127.0.0.2:9000", "ipv4:127.0.0.1:7070,127.0.0.2:9000"),
+        ("gpu-box:443", "gpu-box:443"),
+        ("dns:///gpu-box:9000", "dns:///gpu-box:9000"),
+        ("unix:/tmp/stoker.sock", "unix:/tmp/stoker.sock"),
+        ("xds:///svc", "xds:///svc"),
+    ],
+)
+def test_a_target_without_a_port_is_on_7070(target: str, want: str) -> None:
+    # stoker serve listens on 7070 by default; gRPC alone would dial 443.
+    assert with_default_port(target) == want
+    assert stoker.Loader(target, "tiny").target == want

@@ -180,6 +180,7 @@ def test_unreachable_server() -> None:
     with pytest.raises(stoker.StokerError) as e:
         next(iter(stoker.Loader("127.0.0.1:1", "tiny", timeout=30, pin_memory=False)))
     assert e.value.code == "UNAVAILABLE"
+    assert "is `stoker serve` running at 127.0.0.1:1?" in e.value.message, e.value.message
 
 
 # 5. Buffers and iterations (resume: test_resume.py; the stream: test_stream.py).
