@@ -102,7 +102,8 @@ type ImageFolder struct {
 	fp      string
 }
 
-// OpenImageFolder indexes the tree at dir.
+// OpenImageFolder indexes the tree at dir. A class folder without an
+// image is refused (ErrUnsupported), as torchvision refuses it.
 func OpenImageFolder(dir string) (*ImageFolder, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -119,6 +120,7 @@ func OpenImageFolder(dir string) (*ImageFolder, error) {
 			d.classes = append(d.classes, e.Name())
 		}
 	}
+	var empty []string // classes without an image
 	for label, class := range d.classes {
 		start := len(d.files)
 		err := fs.WalkDir(root.FS(), class, func(p string, e fs.DirEntry, err error) error {
@@ -159,10 +161,17 @@ func OpenImageFolder(dir string) (*ImageFolder, error) {
 			return nil, err
 		}
 		sortLikeOSWalk(d.files[start:], d.sizes[start:])
+		if len(d.files) == start {
+			empty = append(empty, class)
+		}
 	}
 	if len(d.files) == 0 {
 		root.Close()
 		return nil, fmt.Errorf("%w: no images in %s (want root/<class>/<image>)", ErrUnsupported, dir)
+	}
+	if len(empty) > 0 {
+		root.Close()
+		return nil, errEmptyClasses(dir, empty)
 	}
 	h := newIndexHash("imagefolder", d.classes)
 	for i, f := range d.files {
@@ -170,6 +179,20 @@ func OpenImageFolder(dir string) (*ImageFolder, error) {
 	}
 	d.fp = h.sum()
 	return d, nil
+}
+
+// errEmptyClasses refuses class folders without an image, as torchvision's
+// ImageFolder does ("Found no valid file for the classes …"): such a class
+// would still take a label, which no sample has, and is most often a copy
+// that went wrong.
+func errEmptyClasses(dir string, empty []string) error {
+	names := strings.Join(empty[:min(len(empty), 5)], ", ")
+	if len(empty) > 5 {
+		names += fmt.Sprintf(" and %d more", len(empty)-5)
+	}
+	return fmt.Errorf("%w: dataset %s: no images in the class folder(s) %s (images are %s files, hidden ones not counted; "+
+		"torchvision's ImageFolder refuses such folders too): add images to them, or remove them",
+		ErrUnsupported, dir, names, strings.Join(imageExts, " "))
 }
 
 // sortLikeOSWalk puts one class's files (and their sizes) in torchvision's

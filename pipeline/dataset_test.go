@@ -30,7 +30,8 @@ func imageFolderTree(t *testing.T) (root string, files map[string][]byte) {
 		"cat/y.bmp":             []byte("cat y"),
 		".git/objects/q.jpg":    []byte("hidden class"),
 		"README.jpg":            []byte("a file at the root is not a class"),
-		"ant/readme.md":         []byte("a class with no images"),
+		"ant/readme.md":         []byte("not an image, beside one"),
+		"ant/a.webp":            []byte("ant a"),
 		"bee/deep/er/still.gif": []byte("bee"),
 	}
 	writeTree(t, root, files)
@@ -44,8 +45,8 @@ func TestImageFolderIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	// Classes: every non-hidden directory, sorted, images or not (as
-	// torchvision's find_classes).
+	// Classes: every non-hidden directory, sorted (as torchvision's
+	// find_classes; one without images is refused: TestImageFolderEmptyClass).
 	if want := []string{"ant", "bee", "cat", "dog"}; !slices.Equal(d.Classes(), want) {
 		t.Errorf("classes %v, want %v", d.Classes(), want)
 	}
@@ -57,6 +58,7 @@ func TestImageFolderIndex(t *testing.T) {
 		name  string
 		label int64
 	}{
+		{"ant/a.webp", 0},
 		{"bee/deep/er/still.gif", 1},
 		{"cat/y.bmp", 2},
 		{"cat/z.jpg", 2},
@@ -130,6 +132,51 @@ func TestImageFolderEmpty(t *testing.T) {
 	}
 	if _, err := OpenImageFolder(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Errorf("OpenImageFolder of a missing directory succeeded")
+	}
+}
+
+// TestImageFolderEmptyClass: a class folder without an image (empty, or
+// holding only other files, hidden images or empty subfolders) is refused
+// as torchvision refuses it, with a message that names the folder and
+// what to do; a folder that is hidden is no class at all.
+func TestImageFolderEmptyClass(t *testing.T) {
+	for name, c := range map[string]struct {
+		files map[string][]byte
+		dirs  []string
+		want  string
+	}{
+		"empty":         {map[string][]byte{"a/x.jpg": []byte("x")}, []string{"b"}, "class folder(s) b ("},
+		"no image in":   {map[string][]byte{"a/x.jpg": []byte("x"), "b/notes.txt": []byte("x"), "c/.y.jpg": []byte("y")}, nil, "class folder(s) b, c ("},
+		"empty subdirs": {map[string][]byte{"b/x.jpg": []byte("x")}, []string{"a/sub/deeper"}, "class folder(s) a ("},
+		"many": {map[string][]byte{"z/x.jpg": []byte("x")}, []string{"a", "b", "c", "d", "e", "f", "g"},
+			"class folder(s) a, b, c, d, e and 2 more ("},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			writeTree(t, root, c.files)
+			for _, d := range c.dirs {
+				if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := OpenImageFolder(root)
+			if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.want) ||
+				!strings.Contains(err.Error(), "add images to them, or remove them") || !strings.Contains(err.Error(), root) {
+				t.Fatalf("OpenImageFolder: %v; want ErrUnsupported naming %q and %s", err, c.want, root)
+			}
+			t.Log(err)
+		})
+	}
+	// A hidden folder is not a class: skipped, not refused.
+	root := t.TempDir()
+	writeTree(t, root, map[string][]byte{"a/x.jpg": []byte("x")})
+	if err := os.Mkdir(filepath.Join(root, ".cache"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := OpenImageFolder(root); err != nil {
+		t.Errorf("a hidden empty folder: %v", err)
+	} else {
+		d.Close()
 	}
 }
 
