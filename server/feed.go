@@ -376,7 +376,7 @@ func (f *feed) batch(o output) error {
 	m.samplesSent.WithLabelValues(j.name).Add(float64(b.N))
 	if len(b.Errors) > 0 {
 		m.sampleErrors.WithLabelValues(j.name).Add(float64(len(b.Errors)))
-		f.s.log.Debug("sample errors", "dataset", j.name, "epoch", epoch, "batch", k, "errors", len(b.Errors), "first", b.Errors[0].Reason)
+		f.s.badFiles.note(f.s.log, j.name, b.Errors)
 	}
 	return nil
 }

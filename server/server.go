@@ -61,6 +61,7 @@ type Server struct {
 	coefs    *pipeline.CoefCache // nil with no executor or no CoefBudget
 	stop     chan struct{}       // closed by Close
 	refusals refusalLog
+	badFiles badFileLog // each file no sample could be made of, logged once
 
 	streamID atomic.Uint64
 	stopping atomic.Bool
