@@ -20,3 +20,8 @@ import "C"
 func turboVersions() (turbo, lib int) {
 	return int(C.stoker_turbo_version()), int(C.stoker_jpeg_lib_version())
 }
+
+// ResamplerSIMD is the SIMD stoker's own resampler (turbo.c) uses on this
+// CPU: "ssse3" (both passes), "sse2" (the vertical pass) or "none".
+// Informational, as Identity.SIMD: every level makes the same bytes.
+func ResamplerSIMD() string { return [...]string{"none", "sse2", "ssse3"}[min(max(simdBest(), 0), 2)] }

@@ -6,3 +6,7 @@ package pipeline
 
 // #cgo LDFLAGS: -ljpeg
 import "C"
+
+// JPEGLinked says how libjpeg-turbo is linked: "static", "shared", or ""
+// without cgo.
+const JPEGLinked = "shared"

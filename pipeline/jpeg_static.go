@@ -9,3 +9,7 @@ package pipeline
 
 // #cgo LDFLAGS: -l:libjpeg.a
 import "C"
+
+// JPEGLinked says how libjpeg-turbo is linked: "static", "shared", or ""
+// without cgo.
+const JPEGLinked = "static"

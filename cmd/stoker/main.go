@@ -22,7 +22,6 @@ import (
 
 	"github.com/stoker-dev/stoker/bench"
 	"github.com/stoker-dev/stoker/internal/rpc"
-	"github.com/stoker-dev/stoker/internal/version"
 )
 
 // The proto codec takes its buffers from gRPC's default pool, which zeroes
@@ -42,7 +41,7 @@ var commands = map[string]func(args []string) error{
 
 func main() {
 	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "-version" || os.Args[1] == "version") {
-		fmt.Println("stoker", version.String())
+		fmt.Print(versionText())
 		return
 	}
 	if len(os.Args) < 2 || commands[os.Args[1]] == nil {

@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stoker-dev/stoker/pipeline"
 )
 
 // TestVersion builds stoker as make build does, with the version stamped
@@ -24,16 +29,39 @@ func TestVersion(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	// The version on the first line, then the Go toolchain, the JPEG
+	// decoder and the SIMD levels of this build on this CPU.
+	id := pipeline.LocalIdentity()
+	want := []string{"stoker " + stamped + "\n", "go: " + runtime.Version() + ", " + runtime.GOOS + "/" + runtime.GOARCH,
+		"output: v" + strconv.Itoa(pipeline.OutputVersion)}
+	if id.Path == pipeline.PathTurbo {
+		want = append(want, "jpeg: libjpeg-turbo ", "libjpeg API ", "simd on this CPU: libjpeg-turbo "+id.SIMD+", stoker's resampler "+pipeline.ResamplerSIMD())
+	}
 	for _, arg := range []string{"--version", "-version", "version"} {
 		out, err := exec.CommandContext(ctx, bin, arg).Output()
-		if err != nil || string(out) != "stoker "+stamped+"\n" {
-			t.Errorf("stoker %s: %q, %v; want %q", arg, out, err, "stoker "+stamped+"\n")
+		for _, w := range want {
+			if err != nil || !strings.Contains(string(out), w) || !strings.HasPrefix(string(out), want[0]) {
+				t.Errorf("stoker %s: %q, %v; want %q in it (and the version first)", arg, out, err, w)
+			}
 		}
+		t.Logf("stoker %s:\n%s", arg, out)
 	}
 	// Unstamped (a plain go build): still a version, never empty.
 	out, err := exec.CommandContext(ctx, stokerBinary(t), "--version").Output()
-	if fields := strings.Fields(string(out)); err != nil || len(fields) != 2 || fields[0] != "stoker" {
+	first, _, _ := strings.Cut(string(out), "\n")
+	if fields := strings.Fields(first); err != nil || len(fields) != 2 || fields[0] != "stoker" {
 		t.Errorf("unstamped stoker --version: %q, %v", out, err)
+	}
+	// Without cgo: no libjpeg-turbo, and it says so.
+	nocgo := filepath.Join(t.TempDir(), "stoker-nocgo")
+	build = exec.CommandContext(ctx, "go", "build", "-o", nocgo, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build (no cgo): %v\n%s", err, out)
+	}
+	if out, err := exec.CommandContext(ctx, nocgo, "--version").Output(); err != nil ||
+		!strings.Contains(string(out), "no cgo") || !strings.Contains(string(out), "jpeg: Go's image/jpeg (built without cgo: no libjpeg-turbo)") {
+		t.Errorf("stoker --version without cgo: %q, %v", out, err)
 	}
 
 	p := launchServe(t, serveConfig{name: "stamped serve", bin: bin, dataset: writeDataset(t, 8, 2, 0), workers: 1})
