@@ -15,6 +15,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 
@@ -49,7 +51,13 @@ func main() {
 		os.Exit(2)
 	}
 	if err := commands[os.Args[1]](os.Args[2:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // the usage was asked for, and printed
+		}
 		fmt.Fprintln(os.Stderr, "stoker:", err)
+		if errors.As(err, new(usageError)) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }

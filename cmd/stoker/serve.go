@@ -37,8 +37,11 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	o := &serveOpts{}
 	fs.Func("dataset", "NAME=PATH: serve the dataset at PATH as NAME (repeatable)", func(v string) error {
 		name, path, ok := strings.Cut(v, "=")
-		if _, dup := cfg.Datasets[name]; !ok || dup {
-			return fmt.Errorf("want a new NAME=PATH, got %q", v)
+		if !ok || name == "" || path == "" {
+			return fmt.Errorf("want NAME=PATH, the name trainers ask for and the dataset's path (--dataset imagenet=/data/imagenet/train)")
+		}
+		if prev, dup := cfg.Datasets[name]; dup {
+			return fmt.Errorf("duplicate dataset name %q (already %s): give each dataset its own NAME", name, prev)
 		}
 		cfg.Datasets[name] = path
 		return nil
@@ -133,7 +136,9 @@ func runServe(args []string) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	cfg := server.Config{Datasets: map[string]string{}}
 	fs, o := serveFlags(&cfg)
-	fs.Parse(args)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

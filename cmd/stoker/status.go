@@ -43,7 +43,9 @@ func statusTo(w io.Writer, args []string) error {
 			", where stoker serve listens by default; a host without a port is on port 7070)")
 		fs.PrintDefaults()
 	}
-	fs.Parse(args)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
 	addr := defaultStatusAddr
 	switch fs.NArg() {
 	case 0:
