@@ -293,7 +293,11 @@ class Loader:
         if transport == "shm" and shm_request("shm") is None:
             raise ValueError("transport='shm' needs Linux (a boot id and memfds)")
         self.transport_requested = transport
-        self._transport = ("grpc", "")
+        # Known before any stream only where no ring is asked for; else the
+        # server's answer to the first stream says.
+        self._transport: Tuple[Optional[str], str] = (
+            ("grpc", "not asked (transport='grpc', or not Linux)") if shm_request(transport) is None
+            else (None, "not known yet: the server says whether it offers a ring when the first stream opens"))
         # The connection's arguments, checked (a token bound for plaintext
         # to a remote host is refused here) and the TLS files read.
         self._endpoint = Endpoint.make(target, token=token, credentials=credentials, tls_ca=tls_ca,
@@ -330,16 +334,21 @@ class Loader:
         return self._endpoint.token
 
     @property
-    def transport(self) -> str:
+    def transport(self) -> Optional[str]:
         """How the current (or last) stream's pixels arrive: ``"shm"`` (a
         shared-memory ring) or ``"grpc"`` (chunks); see
-        :attr:`transport_reason` for why not ``"shm"``."""
+        :attr:`transport_reason` for why not ``"shm"``. None until the
+        server has answered the first stream (the first ``next()`` of an
+        iteration) when a ring was asked for (``transport="auto"`` or
+        ``"shm"`` on Linux): only the server knows whether it offers one.
+        ``transport="grpc"`` is ``"grpc"`` from the start."""
         return self._transport[0]
 
     @property
     def transport_reason(self) -> str:
-        """Why the current stream's pixels come in chunks ("" when they
-        come through shared memory, or before the first stream)."""
+        """Why the current stream's pixels come in chunks, or why
+        :attr:`transport` is not known yet ("" when they come through
+        shared memory)."""
         return self._transport[1]
 
     @property

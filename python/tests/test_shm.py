@@ -61,6 +61,21 @@ def test_auto_is_shm_on_this_host(server: str) -> None:
         assert ld.transport_requested == "auto" and ld.transport == "shm"
 
 
+def test_transport_is_never_wrong_before_the_first_batch(server: str) -> None:
+    # Before the server has answered, only transport="grpc" is known; a
+    # loader that asks for a ring says None (not "grpc"), and why.
+    with loader(server) as ld:
+        assert ld.transport is None and "not known yet" in ld.transport_reason
+        len(ld)  # DescribeJob: no stream, nothing negotiated
+        assert ld.transport is None
+        next(iter(ld))
+        assert ld.transport == "shm" and ld.transport_reason == ""
+    with loader(server, transport="grpc") as ld:
+        assert ld.transport == "grpc" and "not asked" in ld.transport_reason
+        next(iter(ld))
+        assert ld.transport == "grpc"
+
+
 def test_resume_on_shm(server: str) -> None:
     with loader(server, transport="grpc", seed=9) as ref:
         full = collect(ref)
@@ -122,6 +137,7 @@ def test_views_and_slices_hold_the_slot(server: str) -> None:
 def test_grpc_and_declined(start_server) -> None:
     srv = start_server("--shm=false")
     with loader(srv.addr) as auto, pytest.warns(RuntimeWarning, match="--shm=false"):
+        assert auto.transport is None  # until the server declines
         next(iter(auto))
         assert auto.transport == "grpc" and "--shm=false" in auto.transport_reason
     with loader(srv.addr, transport="shm") as forced:
