@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import tempfile
 
 import torch
 import torch.nn as nn
@@ -35,7 +37,9 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--cpu", action="store_true", help="train on the CPU even with a GPU")
     ap.add_argument("--save-at", type=int, help="save_state to --state-dir after this many steps, and stop")
-    ap.add_argument("--state-dir", default="accelerate-state")
+    ap.add_argument("--state-dir", default=os.path.join(tempfile.gettempdir(), "stoker-accelerate-state"),
+                    help="where --save-at saves and --resume loads (default: under the system's temporary directory, "
+                    "never the directory the example runs in)")
     ap.add_argument("--resume", action="store_true", help="load_state from --state-dir first")
     ap.add_argument("--report", help="write the steps' batch indices here (JSON)")
     a = ap.parse_args()

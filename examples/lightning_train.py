@@ -8,13 +8,16 @@
 Lightning needs nothing special: it stops each epoch after len(loader)
 batches, calls ``loader.sampler.set_epoch(epoch)`` before each one, and saves
 ``loader.state_dict()`` in its checkpoints, so ``--resume CKPT`` continues a
-mid-epoch checkpoint at the batch it was taken after. The model (a tiny CNN
-on 32 px crops) is only there to have something to train.
+mid-epoch checkpoint at the batch it was taken after. Checkpoints go to
+``--ckpt-dir``, by default a new temporary directory (printed at the end).
+The model (a tiny CNN on 32 px crops) is only there to have something to
+train.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 
 import lightning as L
 import torch
@@ -61,7 +64,8 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--ckpt-dir", default="checkpoints", help="a checkpoint every --ckpt-every steps goes here")
+    ap.add_argument("--ckpt-dir", help="a checkpoint every --ckpt-every steps goes here (default: a new temporary "
+                    "directory, printed at the end: never into the directory the example runs in)")
     ap.add_argument("--ckpt-every", type=int, default=2)
     ap.add_argument("--limit-batches", type=int, help="Lightning's limit_train_batches: stop each epoch early")
     ap.add_argument("--reload", action="store_true",
@@ -70,18 +74,23 @@ def main() -> None:
     ap.add_argument("--report", help="write the steps' batch indices here (JSON)")
     a = ap.parse_args()
 
+    ckpt_dir = a.ckpt_dir or tempfile.mkdtemp(prefix="stoker-lightning-")
     info = {d.name: d for d in stoker.list_datasets(a.target)}[a.dataset]
     data = StokerData(a.target, a.dataset, a.batch_size, a.seed)
     model = TinyNet(max(len(info.classes), 2))
-    ckpt = L.pytorch.callbacks.ModelCheckpoint(dirpath=a.ckpt_dir, filename="{epoch}-{step}", save_top_k=-1,
+    ckpt = L.pytorch.callbacks.ModelCheckpoint(dirpath=ckpt_dir, filename="{epoch}-{step}", save_top_k=-1,
                                                every_n_train_steps=a.ckpt_every)
+    # default_root_dir: whatever else Lightning writes goes there too, not
+    # into the working directory.
     trainer = L.Trainer(accelerator="cpu", devices=1, max_epochs=a.epochs, callbacks=[ckpt], logger=False,
+                        default_root_dir=ckpt_dir,
                         enable_progress_bar=False, enable_model_summary=False,
                         limit_train_batches=a.limit_batches, reload_dataloaders_every_n_epochs=int(a.reload))
     trainer.fit(model, datamodule=data, ckpt_path=a.resume)
     for epoch in sorted({e for e, _, _ in model.seen}):
         first = next(ix for e, _, ix in model.seen if e == epoch)
         print(f"epoch {epoch}: first batch indices {first}")
+    print(f"checkpoints in {ckpt_dir} (--resume one of them to continue)")
     if a.report:
         with open(a.report, "w") as f:
             json.dump(model.seen, f)

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import pytest
 import torch
@@ -23,8 +23,13 @@ EXAMPLES = REPO / "examples"
 TIMEOUT = 600
 
 
-def run_example(args: List[str], cwd: Path) -> str:
+def run_example(args: List[str], cwd: Path, tmpdir: Optional[Path] = None) -> str:
+    """Runs an example in ``cwd`` (with ``TMPDIR=tmpdir`` when given) and
+    returns its output."""
     env = dict(os.environ)
+    if tmpdir is not None:
+        tmpdir.mkdir(exist_ok=True)
+        env["TMPDIR"] = str(tmpdir)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "python"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.setdefault("OMP_NUM_THREADS", "1")
     r = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT)
@@ -81,9 +86,17 @@ def test_lightning(server: str, tmp_path: Path) -> None:
 
     # A new Loader every epoch (reload_dataloaders_every_n_epochs=1) starts
     # at epoch 0 by itself: Lightning's set_epoch on loader.sampler moves it.
-    run_example([str(EXAMPLES / "lightning_train.py"), *common, "--ckpt-dir", "c", "--reload",
-                 "--report", "c.json"], tmp_path)
+    # Without --ckpt-dir, the checkpoints go to a new temporary directory,
+    # named at the end, and nothing into the directory it runs in.
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    out = run_example([str(EXAMPLES / "lightning_train.py"), *common, "--reload", "--report", str(tmp_path / "c.json")],
+                      cwd, tmpdir=tmp_path / "tmp")
     assert json.loads((tmp_path / "c.json").read_text()) == steps
+    assert list(cwd.iterdir()) == []
+    (ckpt_dir,) = (tmp_path / "tmp").glob("stoker-lightning-*")
+    assert f"checkpoints in {ckpt_dir}" in out
+    assert sorted(loader_states(ckpt_dir)) == list(range(2, 19, 2))
 
 
 def test_torchrun_ddp(server: str, tmp_path: Path) -> None:
@@ -114,10 +127,16 @@ def test_plain_loops(server: str, tmp_path: Path) -> None:
 
 def test_accelerate(server: str, tmp_path: Path) -> None:
     common = [str(EXAMPLES / "accelerate_train.py"), "--cpu", "--target", server, "--dataset", "tiny",
-              "--epochs", "3", "--batch-size", "8", "--state-dir", "state"]
+              "--epochs", "3", "--batch-size", "8"]
     # 9 steps (epoch 1, after its batch 2), save_state, stop; then resume.
-    run_example([*common, "--save-at", "9", "--report", "a.json"], tmp_path)
-    run_example([*common, "--resume", "--report", "b.json"], tmp_path)
+    # Without --state-dir the state goes under the temporary directory,
+    # nothing into the directory it runs in.
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    run_example([*common, "--save-at", "9", "--report", str(tmp_path / "a.json")], cwd, tmpdir=tmp_path / "tmp")
+    assert list(cwd.iterdir()) == [] and (tmp_path / "tmp" / "stoker-accelerate-state").is_dir()
+    run_example([*common, "--resume", "--report", str(tmp_path / "b.json")], cwd, tmpdir=tmp_path / "tmp")
+    assert list(cwd.iterdir()) == []
     steps = json.loads((tmp_path / "a.json").read_text()) + json.loads((tmp_path / "b.json").read_text())
     want = [[e, ix] for e in range(3) for ix in epoch_indices(server, e, 8)]
     assert steps == want  # each epoch once, its own order, across the save and the resume
