@@ -37,7 +37,8 @@ func TestDeployStrictDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"base/kustomization.yaml", "base/workers.yaml", "base/hpa.yaml", "examples/trainer-job.yaml"} {
+	for _, want := range []string{"base/kustomization.yaml", "base/workers.yaml", "base/hpa.yaml", "examples/trainer-job.yaml",
+		"overlays/bucket/kustomization.yaml", "overlays/bucket/serviceaccount.yaml", "overlays/bucket/networkpolicy.yaml", "examples/trainer-job-bucket.yaml"} {
 		if len(ms[want]) == 0 {
 			t.Errorf("%s: not found or empty", want)
 		}

@@ -1,6 +1,9 @@
 // Package deploy holds stoker's Kubernetes manifests (base/, a kustomize
-// base: the workers; examples/: a training Job with its coordinator as a
-// sidecar, and an overlay for another monitoring namespace;
+// base: the workers, the dataset on a ReadOnlyMany claim;
+// overlays/bucket/: the same workers reading the dataset from object
+// storage, with workload identity or a Secret for credentials; examples/:
+// a training Job with its coordinator as a sidecar, the same with the
+// dataset in a bucket, and an overlay for another monitoring namespace;
 // prometheus-adapter/: the rule behind the HPA's metric) and the Slurm
 // script (slurm/), and decodes the manifests for the tests that keep them
 // honest.

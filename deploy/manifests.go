@@ -26,6 +26,7 @@ var kinds = map[string]func() any{
 	"v1/Service":                                    func() any { return &corev1.Service{} },
 	"v1/ConfigMap":                                  func() any { return &corev1.ConfigMap{} },
 	"v1/Secret":                                     func() any { return &corev1.Secret{} },
+	"v1/ServiceAccount":                             func() any { return &corev1.ServiceAccount{} },
 	"apps/v1/Deployment":                            func() any { return &appsv1.Deployment{} },
 	"batch/v1/Job":                                  func() any { return &batchv1.Job{} },
 	"policy/v1/PodDisruptionBudget":                 func() any { return &policyv1.PodDisruptionBudget{} },

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -57,24 +56,21 @@ func collectUses(t *testing.T) uses {
 	t.Helper()
 	u := uses{Note: "What deploy/ asks of the stoker binary, written by `cd deploy && go test -run TestDeployUses -update` " +
 		"and checked against the binary by `go test ./cmd/stoker -run Deploy`."}
-	ms := manifests(t)
-	for _, path := range slices.Sorted(maps.Keys(ms)) {
-		for _, sc := range stokerContainers(t, path, ms[path]) {
-			u.Serve = append(u.Serve, command{Where: sc.where, Args: sc.c.Args})
-			if h := sc.c.Lifecycle; h != nil && h.PreStop != nil && h.PreStop.Exec != nil {
-				cmd := h.PreStop.Exec.Command
-				if len(cmd) < 2 || cmd[0] != "/stoker" {
-					t.Errorf("%s: preStop %q does not run /stoker", sc.where, cmd)
-					continue
-				}
-				c := command{Where: sc.where + " preStop", Args: cmd[1:]}
-				if g := sc.pod.TerminationGracePeriodSeconds; g != nil {
-					c.GraceSeconds = *g
-				} else {
-					c.GraceSeconds = corev1.DefaultTerminationGracePeriodSeconds
-				}
-				u.Drain = append(u.Drain, c)
+	for _, sc := range allStokerContainers(t) {
+		u.Serve = append(u.Serve, command{Where: sc.where, Args: sc.c.Args})
+		if h := sc.c.Lifecycle; h != nil && h.PreStop != nil && h.PreStop.Exec != nil {
+			cmd := h.PreStop.Exec.Command
+			if len(cmd) < 2 || cmd[0] != "/stoker" {
+				t.Errorf("%s: preStop %q does not run /stoker", sc.where, cmd)
+				continue
 			}
+			c := command{Where: sc.where + " preStop", Args: cmd[1:]}
+			if g := sc.pod.TerminationGracePeriodSeconds; g != nil {
+				c.GraceSeconds = *g
+			} else {
+				c.GraceSeconds = corev1.DefaultTerminationGracePeriodSeconds
+			}
+			u.Drain = append(u.Drain, c)
 		}
 	}
 	hpa, rule := servingRule(t)

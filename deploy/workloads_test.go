@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"regexp"
@@ -96,6 +97,28 @@ func stokerContainers(t *testing.T, path string, objs []any) []stokerContainer {
 	return out
 }
 
+// builtOverlays are the kustomizations whose stoker containers are not
+// those of the files they are built from: the containers of their
+// kustomize build are checked as the files' are.
+var builtOverlays = []string{"overlays/bucket"}
+
+// allStokerContainers are the stoker containers of every manifest under
+// deploy/ (by path) and of every overlay of builtOverlays as kustomize
+// builds it.
+func allStokerContainers(t *testing.T) []stokerContainer {
+	t.Helper()
+	ms := manifests(t)
+	var out []stokerContainer
+	for _, path := range slices.Sorted(maps.Keys(ms)) {
+		out = append(out, stokerContainers(t, path, ms[path])...)
+	}
+	for _, dir := range builtOverlays {
+		_, objs := kustomizeBuild(t, dir)
+		out = append(out, stokerContainers(t, dir+" (kustomize build)", objs)...)
+	}
+	return out
+}
+
 func portOf(t *testing.T, where, addr string) int32 {
 	t.Helper()
 	_, p, err := net.SplitHostPort(addr)
@@ -115,48 +138,46 @@ func TestDeployContainers(t *testing.T) {
 		t.Error("parseFlags accepted --listen :7070 (two arguments)")
 	}
 	n := 0
-	for path, objs := range manifests(t) {
-		for _, sc := range stokerContainers(t, path, objs) {
-			n++
-			declared := map[int32]string{}
-			for _, p := range sc.c.Ports {
-				declared[p.ContainerPort] = p.Name
+	for _, sc := range allStokerContainers(t) {
+		n++
+		declared := map[int32]string{}
+		for _, p := range sc.c.Ports {
+			declared[p.ContainerPort] = p.Name
+		}
+		listen, ok := sc.flags["listen"]
+		if !ok {
+			t.Errorf("%s: no --listen (the default is loopback only)", sc.where)
+			continue
+		}
+		probePort := portOf(t, sc.where, listen)
+		if h, ok := sc.flags["health-listen"]; ok {
+			probePort = portOf(t, sc.where, h)
+		}
+		if _, ok := declared[probePort]; !ok {
+			t.Errorf("%s: probed port %d is not a container port", sc.where, probePort)
+		}
+		if host, _, _ := net.SplitHostPort(listen); host != "127.0.0.1" && host != "localhost" {
+			if _, ok := declared[portOf(t, sc.where, listen)]; !ok {
+				t.Errorf("%s: --listen %s is not a container port", sc.where, listen)
 			}
-			listen, ok := sc.flags["listen"]
-			if !ok {
-				t.Errorf("%s: no --listen (the default is loopback only)", sc.where)
+		}
+		if m, ok := sc.flags["metrics"]; ok {
+			if _, ok := declared[portOf(t, sc.where, m)]; !ok {
+				t.Errorf("%s: --metrics %s is not a container port", sc.where, m)
+			}
+		}
+		probes := 0
+		for name, p := range map[string]*corev1.Probe{"readiness": sc.c.ReadinessProbe, "liveness": sc.c.LivenessProbe, "startup": sc.c.StartupProbe} {
+			if p == nil {
 				continue
 			}
-			probePort := portOf(t, sc.where, listen)
-			if h, ok := sc.flags["health-listen"]; ok {
-				probePort = portOf(t, sc.where, h)
+			probes++
+			if p.GRPC == nil || p.GRPC.Port != probePort {
+				t.Errorf("%s: %s probe %+v, want gRPC health on port %d", sc.where, name, p.ProbeHandler, probePort)
 			}
-			if _, ok := declared[probePort]; !ok {
-				t.Errorf("%s: probed port %d is not a container port", sc.where, probePort)
-			}
-			if host, _, _ := net.SplitHostPort(listen); host != "127.0.0.1" && host != "localhost" {
-				if _, ok := declared[portOf(t, sc.where, listen)]; !ok {
-					t.Errorf("%s: --listen %s is not a container port", sc.where, listen)
-				}
-			}
-			if m, ok := sc.flags["metrics"]; ok {
-				if _, ok := declared[portOf(t, sc.where, m)]; !ok {
-					t.Errorf("%s: --metrics %s is not a container port", sc.where, m)
-				}
-			}
-			probes := 0
-			for name, p := range map[string]*corev1.Probe{"readiness": sc.c.ReadinessProbe, "liveness": sc.c.LivenessProbe, "startup": sc.c.StartupProbe} {
-				if p == nil {
-					continue
-				}
-				probes++
-				if p.GRPC == nil || p.GRPC.Port != probePort {
-					t.Errorf("%s: %s probe %+v, want gRPC health on port %d", sc.where, name, p.ProbeHandler, probePort)
-				}
-			}
-			if probes == 0 {
-				t.Errorf("%s: no probes", sc.where)
-			}
+		}
+		if probes == 0 {
+			t.Errorf("%s: no probes", sc.where)
 		}
 	}
 	if n < 2 {
@@ -265,23 +286,21 @@ func TestDeployNonRoot(t *testing.T) {
 	}
 
 	n := 0
-	for path, objs := range manifests(t) {
-		for _, sc := range stokerContainers(t, path, objs) {
-			n++
-			var nonRoot *bool
-			var uid, gid *int64
-			if p := sc.pod.SecurityContext; p != nil {
-				nonRoot, uid, gid = p.RunAsNonRoot, p.RunAsUser, p.RunAsGroup
-			}
-			if c := sc.c.SecurityContext; c != nil {
-				nonRoot, uid, gid = or(c.RunAsNonRoot, nonRoot), or(c.RunAsUser, uid), or(c.RunAsGroup, gid)
-			}
-			if nonRoot == nil || !*nonRoot {
-				t.Errorf("%s: runAsNonRoot is not set", sc.where)
-			}
-			if uid == nil || *uid != 65532 || gid == nil || *gid != 65532 {
-				t.Errorf("%s: runAsUser %v, runAsGroup %v; want 65532 and 65532 (the image's USER)", sc.where, deref(uid), deref(gid))
-			}
+	for _, sc := range allStokerContainers(t) {
+		n++
+		var nonRoot *bool
+		var uid, gid *int64
+		if p := sc.pod.SecurityContext; p != nil {
+			nonRoot, uid, gid = p.RunAsNonRoot, p.RunAsUser, p.RunAsGroup
+		}
+		if c := sc.c.SecurityContext; c != nil {
+			nonRoot, uid, gid = or(c.RunAsNonRoot, nonRoot), or(c.RunAsUser, uid), or(c.RunAsGroup, gid)
+		}
+		if nonRoot == nil || !*nonRoot {
+			t.Errorf("%s: runAsNonRoot is not set", sc.where)
+		}
+		if uid == nil || *uid != 65532 || gid == nil || *gid != 65532 {
+			t.Errorf("%s: runAsUser %v, runAsGroup %v; want 65532 and 65532 (the image's USER)", sc.where, deref(uid), deref(gid))
 		}
 	}
 	if n < 2 {
