@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +27,8 @@ const sbatchScript = "../../deploy/slurm/stoker.sbatch"
 // scontrol on PATH, two of four workers' address files written and one
 // worker's exit status, its peer list is those two nodes on the ports
 // they wrote, the exited one is named failed and the fourth pending, and
-// both `stoker serve` command lines parse with serve's own flag set.
+// both `stoker serve` command lines parse with serve's own flag set and
+// serve DATA, a directory or a bucket's URL.
 func TestSlurmScript(t *testing.T) {
 	script, err := filepath.Abs(sbatchScript)
 	if err != nil {
@@ -45,50 +47,69 @@ printf 'cpu01\ncpu02\ncpu03\ncpu04\n'`)
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command("bash", "-c", `set -euo pipefail; source "$0"; stoker_peers; echo "$(stoker_failed)|$(stoker_pending)"; stoker_args; `+
-		`printf '%s\n' "${WORKER_ARGS[@]}"; echo ---; printf '%s\n' "${COORD_ARGS[@]}"`, script)
-	cmd.Env = append(os.Environ(), "PATH="+stubs+":"+os.Getenv("PATH"), "STOKER_SBATCH_SOURCE=1", "AUTH_DIR="+auth,
-		"SLURM_JOB_ID=42", "SLURM_JOB_NODELIST=gpu01,cpu[01-04]", "SLURM_JOB_NODELIST_HET_GROUP_1=cpu[01-04]",
-		"SLURM_CPUS_ON_NODE=16", "SLURM_CPUS_PER_TASK_HET_GROUP_1=32", "HOME=/home/u")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("sourcing the script: %v\n%s", err, out)
-	}
-	lines := strings.SplitN(string(out), "\n", 3)
-	if len(lines) < 3 {
-		t.Fatalf("output:\n%s", out)
-	}
-	peers, states, rest := lines[0], lines[1], lines[2]
-	if want := "cpu01:41001,cpu03:41003"; peers != want {
-		t.Errorf("stoker_peers: %q, want %q", peers, want)
-	}
-	if states != "cpu02 2|cpu04" {
-		t.Errorf("stoker_failed|stoker_pending: %q, want %q", states, "cpu02 2|cpu04")
-	}
-	worker, coord, ok := strings.Cut(strings.TrimSuffix(rest, "\n"), "\n---\n")
-	if !ok {
-		t.Fatalf("no two command lines in\n%s", out)
-	}
-	wf, err := serveArgs(strings.Split(worker, "\n"))
-	if err != nil {
-		t.Errorf("worker: %v", err)
-	}
-	cf, err := serveArgs(strings.Split(coord, "\n"))
-	if err != nil {
-		t.Errorf("coordinator: %v", err)
-	}
-	if cf["peers"] != peers || cf["workers"] != "12" || wf["workers"] != "32" {
-		t.Errorf("coordinator --peers %q --workers %q, worker --workers %q; want %q, 12 (16 less the trainer's 4), 32",
-			cf["peers"], cf["workers"], wf["workers"], peers)
-	}
-	if wf["listen"] != "0.0.0.0:0" || cf["listen"] != "127.0.0.1:0" || cf["addr-file"] != auth+"/coordinator.addr" {
-		t.Errorf("worker --listen %q, coordinator --listen %q --addr-file %q: want port 0 and the address in a file", wf["listen"], cf["listen"], cf["addr-file"])
-	}
-	if _, ok := cf["metrics"]; ok {
-		t.Errorf("coordinator --metrics %q without STOKER_METRICS: a fixed port collides on shared nodes", cf["metrics"])
-	}
-	if wf["auth-tokens"] == "" || wf["auth-tokens"] != cf["peer-token-file"] {
-		t.Errorf("workers' --auth-tokens %q, coordinator's --peer-token-file %q: want the same per-job file", wf["auth-tokens"], cf["peer-token-file"])
+	// DATA: a directory (the script's default) or a bucket's URL, passed
+	// to every stoker as it is.
+	for _, c := range []struct{ name, data, want string }{
+		{"path", "", "/shared/datasets/imagenet/train"},
+		{"s3", "s3://my-bucket/imagenet/train", "s3://my-bucket/imagenet/train"},
+		{"gs", "gs://my-bucket/imagenet/train", "gs://my-bucket/imagenet/train"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command("bash", "-c", `set -euo pipefail; source "$0"; stoker_peers; echo "$(stoker_failed)|$(stoker_pending)"; stoker_args; `+
+				`printf '%s\n' "${WORKER_ARGS[@]}"; echo ---; printf '%s\n' "${COORD_ARGS[@]}"`, script)
+			cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "DATA=") }),
+				"PATH="+stubs+":"+os.Getenv("PATH"), "STOKER_SBATCH_SOURCE=1", "AUTH_DIR="+auth,
+				"SLURM_JOB_ID=42", "SLURM_JOB_NODELIST=gpu01,cpu[01-04]", "SLURM_JOB_NODELIST_HET_GROUP_1=cpu[01-04]",
+				"SLURM_CPUS_ON_NODE=16", "SLURM_CPUS_PER_TASK_HET_GROUP_1=32", "HOME=/home/u")
+			if c.data != "" {
+				cmd.Env = append(cmd.Env, "DATA="+c.data)
+			}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("sourcing the script: %v\n%s", err, out)
+			}
+			lines := strings.SplitN(string(out), "\n", 3)
+			if len(lines) < 3 {
+				t.Fatalf("output:\n%s", out)
+			}
+			peers, states, rest := lines[0], lines[1], lines[2]
+			if want := "cpu01:41001,cpu03:41003"; peers != want {
+				t.Errorf("stoker_peers: %q, want %q", peers, want)
+			}
+			if states != "cpu02 2|cpu04" {
+				t.Errorf("stoker_failed|stoker_pending: %q, want %q", states, "cpu02 2|cpu04")
+			}
+			worker, coord, ok := strings.Cut(strings.TrimSuffix(rest, "\n"), "\n---\n")
+			if !ok {
+				t.Fatalf("no two command lines in\n%s", out)
+			}
+			for who, args := range map[string]string{"worker": worker, "coordinator": coord} {
+				if !slices.Contains(strings.Split(args, "\n"), "--dataset=imagenet="+c.want) {
+					t.Errorf("%s: no --dataset=imagenet=%s in\n%s", who, c.want, args)
+				}
+			}
+			wf, err := serveArgs(strings.Split(worker, "\n"))
+			if err != nil {
+				t.Errorf("worker: %v", err)
+			}
+			cf, err := serveArgs(strings.Split(coord, "\n"))
+			if err != nil {
+				t.Errorf("coordinator: %v", err)
+			}
+			if cf["peers"] != peers || cf["workers"] != "12" || wf["workers"] != "32" {
+				t.Errorf("coordinator --peers %q --workers %q, worker --workers %q; want %q, 12 (16 less the trainer's 4), 32",
+					cf["peers"], cf["workers"], wf["workers"], peers)
+			}
+			if wf["listen"] != "0.0.0.0:0" || cf["listen"] != "127.0.0.1:0" || cf["addr-file"] != auth+"/coordinator.addr" {
+				t.Errorf("worker --listen %q, coordinator --listen %q --addr-file %q: want port 0 and the address in a file", wf["listen"], cf["listen"], cf["addr-file"])
+			}
+			if _, ok := cf["metrics"]; ok {
+				t.Errorf("coordinator --metrics %q without STOKER_METRICS: a fixed port collides on shared nodes", cf["metrics"])
+			}
+			if wf["auth-tokens"] == "" || wf["auth-tokens"] != cf["peer-token-file"] {
+				t.Errorf("workers' --auth-tokens %q, coordinator's --peer-token-file %q: want the same per-job file", wf["auth-tokens"], cf["peer-token-file"])
+			}
+		})
 	}
 }
 
@@ -166,7 +187,8 @@ func slurmTrainer() error {
 // nodes (loopback addresses), and python is a trainer that takes three
 // epochs. Both jobs find their workers on the ports the workers chose;
 // the worker that fails on one node is named, not silently missing; the
-// workers' srun gets --cpus-per-task; at each epoch's end the job says how
+// workers' srun gets --cpus-per-task and no --export (so a bucket's AWS_*
+// variables reach every worker); at each epoch's end the job says how
 // many worker nodes it would have needed; and it leaves nothing behind.
 func TestSlurmJob(t *testing.T) {
 	bin := stokerBinary(t)
@@ -276,6 +298,11 @@ STOKER_TEST_TRAINER=1 exec "$STOKER_TEST_SELF" -test.run='^$'`)
 		}
 		if !regexp.MustCompile(`(?m)^srun --het-group=1 .*--cpus-per-task=1 `).MatchString(r.srun) {
 			t.Errorf("job %d: the workers' srun has no --cpus-per-task", 100+i)
+		}
+		// A bucket's credentials reach the stokers in the job's
+		// environment, which srun passes on unless told otherwise.
+		if strings.Contains(r.srun, "--export") {
+			t.Errorf("job %d: an srun with --export: the tasks would not get the job's environment (AWS_* for a bucket)", 100+i)
 		}
 	}
 	for p, n := range ports {
