@@ -222,6 +222,7 @@ func (f *Fetcher) readAhead(ctx context.Context, r Range, buf []byte) (out []byt
 	switch {
 	case g.err != nil:
 		f.failed.Add(1)
+		f.direct.Add(1)
 	case wait:
 		f.waited.Add(1)
 	default:
@@ -478,10 +479,9 @@ func (f *Fetcher) Close() error {
 // FetchStats is what a Fetcher has done and holds.
 type FetchStats struct {
 	// Ready and Waited count Reads answered by a read-ahead done and by
-	// one in flight (waited for); Direct those that found none (cache hits
-	// aside). Failed counts hinted ranges whose read-ahead failed: their
-	// Reads read them directly (counted as Direct when the failure came
-	// first).
+	// one in flight (waited for); Direct those read from the store then
+	// (cache hits aside): no read-ahead, or a failed one. Failed counts
+	// hinted ranges whose read-ahead failed.
 	Ready, Waited, Failed, Direct int64
 	// Requests counts read-ahead requests sent.
 	Requests int64
