@@ -27,7 +27,7 @@ import (
 //
 // A Cache is safe for concurrent use.
 type Cache struct {
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	budget  int64
 	used    int64 // entries' bytes, overhead included
 	entries map[cacheKey][]byte
@@ -103,14 +103,13 @@ func (c *Cache) Get(store string, r Range, buf []byte) ([]byte, bool) {
 		return nil, false
 	}
 	k := keyOf(store, r)
-	c.mu.Lock()
+	c.mu.RLock()
 	data, ok := c.entries[k]
+	c.mu.RUnlock()
 	if ok {
+		// Entries are never written once stored: the copy needs no lock.
 		buf = grow(buf, r.Len)
 		copy(buf, data)
-	}
-	c.mu.Unlock()
-	if ok {
 		c.memHits.Add(1)
 		return buf, true
 	}
@@ -131,9 +130,9 @@ func (c *Cache) Contains(store string, r Range) bool {
 		return false
 	}
 	k := keyOf(store, r)
-	c.mu.Lock()
+	c.mu.RLock()
 	_, ok := c.entries[k]
-	c.mu.Unlock()
+	c.mu.RUnlock()
 	return ok || c.disk != nil && c.disk.contains(k)
 }
 
