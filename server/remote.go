@@ -68,6 +68,19 @@ func newRemoteReads(cfg Config, log *slog.Logger) (*remoteReads, error) {
 	return &remoteReads{cache: c, budget: source.NewBudget(ahead)}, nil
 }
 
+// ranges is what a dataset opened on st reads its samples through
+// (pipeline.WithRanges takes it): a Fetcher for a store in object storage,
+// sharing the server's byte cache and read-ahead budget; Direct for a
+// local directory (one with a manifest), whose cache is the kernel's page
+// cache and whose reads need no read-ahead. r may be nil (no remote
+// dataset).
+func (r *remoteReads) ranges(st source.Store) source.Ranges {
+	if r == nil || !source.IsRemote(st.String()) {
+		return source.Direct{Store: st}
+	}
+	return r.fetcher(st)
+}
+
 // fetcher returns a new Fetcher over st, for one remote dataset: what
 // its constructor reads samples through (as a source.Ranges), closed with
 // the server.

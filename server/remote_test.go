@@ -63,6 +63,12 @@ func TestRemoteReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	if _, ok := r.ranges(st).(source.Direct); !ok {
+		t.Errorf("a local directory's datasets read through %T, want source.Direct", r.ranges(st))
+	}
+	if _, ok := (*remoteReads)(nil).ranges(st).(source.Direct); !ok {
+		t.Error("without remote datasets, not source.Direct")
+	}
 	f1, f2 := r.fetcher(st), r.fetcher(st)
 	var obj source.Object
 	st.List(context.Background(), "", func(o source.Object) error { obj = o; return nil })

@@ -256,6 +256,7 @@ func (f *Fetcher) unread(g *group) {
 	f.mu.Lock()
 	g.readers--
 	f.maybeRelease(g)
+	f.start() // the bytes given back may start the next
 	f.mu.Unlock()
 }
 
@@ -323,7 +324,10 @@ func (f *Fetcher) Prefetch(rs []Range) {
 			f.queued.push(g)
 		}
 	}
-	f.wake()
+	// Started here rather than by the loop: a Read right after this
+	// finds its range in flight, not queued (which it would read itself).
+	f.start()
+	f.wake() // the loop's expiry timer
 }
 
 func (f *Fetcher) wake() {
@@ -360,7 +364,7 @@ func (f *Fetcher) loop() {
 // start sends the queued groups' requests, in hint order, while requests
 // in flight and the budget allow. f.mu is held.
 func (f *Fetcher) start() {
-	for f.inflight < f.o.maxInFlight {
+	for !f.closed && f.inflight < f.o.maxInFlight {
 		g := f.queued.front()
 		if g == nil {
 			return
@@ -407,6 +411,7 @@ func (f *Fetcher) read(g *group) {
 	}
 	close(g.done)
 	f.maybeRelease(g)
+	f.start() // a request slot is free
 	f.mu.Unlock()
 	f.wake()
 }
