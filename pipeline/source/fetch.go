@@ -85,10 +85,12 @@ type group struct {
 	list       *groupList
 }
 
-// Defaults of a Fetcher's options.
+// Defaults of a Fetcher's options. At 30 ms a request (a store in another
+// place), 128 requests in flight carry about 4,000 a second: 4,000 samples
+// in a global shuffle, many more where adjacent ones coalesce.
 const (
 	DefaultReadAhead   = 256 << 20
-	DefaultMaxInFlight = 32
+	DefaultMaxInFlight = 128
 	DefaultMaxGap      = 64 << 10
 	DefaultMaxRequest  = 8 << 20
 	DefaultUnusedAfter = time.Minute
