@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -18,7 +19,7 @@ import (
 // a fault proxy adding latency to every request, and opens the store
 // through the proxy. It returns the store, the samples' ranges shard by
 // shard, and the shards' bytes.
-func s3Shards(tb testing.TB, shards, n int, size, gap int64, latency time.Duration) (Store, *faultproxy.Proxy, []Range, map[string][]byte) {
+func s3Shards(tb testing.TB, shards, n int, size, gap int64, latency time.Duration, opts ...Option) (Store, *faultproxy.Proxy, []Range, map[string][]byte) {
 	tb.Helper()
 	s := storetest.StartS3(tb, tb.TempDir())
 	s.CreateBucket(tb, "bkt")
@@ -42,7 +43,7 @@ func s3Shards(tb testing.TB, shards, n int, size, gap int64, latency time.Durati
 		k, v, _ := strings.Cut(kv, "=")
 		tb.Setenv(k, v)
 	}
-	st, err := Open(context.Background(), "s3://bkt/data")
+	st, err := Open(context.Background(), "s3://bkt/data", opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -155,6 +156,43 @@ func TestFetcherS3(t *testing.T) {
 	}
 	if cs := cache.Stats(); cs.MemoryHits != int64(len(rs)) {
 		t.Errorf("epoch 2: cache %+v, want %d hits", cs, len(rs))
+	}
+}
+
+// TestFetcherS3StoreDown: read-aheads that fail (the store answers 503
+// SlowDown to every try) are not kept; while the store is down a Read
+// fails with the store's error, and once it is back the Reads of the
+// failed ranges read them directly, with the right bytes.
+func TestFetcherS3StoreDown(t *testing.T) {
+	st, p, rs, contents := s3Shards(t, 1, 16, 4<<10, 512, 0, WithPolicy(fastPolicy()))
+	cache, _ := NewCache(WithMemory(1 << 20))
+	f := NewFetcher(st, WithCache(cache), WithCoalesce(0, 4<<10))
+	defer f.Close()
+	p.SetPlan(faultproxy.Plan{Down: faultproxy.SlowDown, Only: faultproxy.ObjectGETs})
+	f.Prefetch(rs)
+	deadline := time.Now().Add(time.Minute)
+	for f.Stats().Failed < int64(len(rs)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v: the read-aheads did not all fail", f.Stats())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := f.Read(t.Context(), rs[0], nil); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "SlowDown") {
+		t.Errorf("Read with the store down: %v, want ErrUnavailable naming its answer", err)
+	}
+	if s := f.Stats(); s.Held != 0 || cache.Stats().MemoryRanges != 0 {
+		t.Errorf("stats %+v, cache %+v: failed read-aheads held or cached", s, cache.Stats())
+	}
+	p.SetPlan(faultproxy.Plan{})
+	for _, r := range rs {
+		out, err := f.Read(t.Context(), r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkBytes(t, contents, r, out)
+	}
+	if s := f.Stats(); s.Direct != int64(len(rs))+1 || s.Ready+s.Waited != 0 {
+		t.Errorf("stats %+v: want every read direct", s)
 	}
 }
 
