@@ -276,8 +276,9 @@ func (f *Fetcher) maybeRelease(g *group) {
 	g.held, g.buf = 0, nil
 }
 
-// Prefetch implements Ranges: it queues the ranges not cached nor already
-// hinted, coalesced, for the loop to read within the bounds. It keeps no
+// Prefetch implements Ranges: it queues the ranges neither cached nor
+// already hinted, coalesced, and starts the requests the bounds allow
+// (the rest start as bytes are consumed and requests end). It keeps no
 // reference to rs.
 func (f *Fetcher) Prefetch(rs []Range) {
 	if f.budget.Limit() == 0 || len(rs) == 0 {
