@@ -54,6 +54,15 @@ type Sharded interface {
 	ShardStarts() []int
 }
 
+// Prefetcher is a Dataset whose reads are slow to start (object storage):
+// told which samples will be read soon, it may start fetching their bytes
+// in the background, within its own bounds. An Executor tells it, when a
+// Fill is queued, the batch's indices in the order they will be read; the
+// Dataset keeps no reference to the slice.
+type Prefetcher interface {
+	Prefetch(indices []int64)
+}
+
 // imageExts are the file extensions ImageFolder indexes: torchvision's
 // IMG_EXTENSIONS less .ppm and .pgm, which no decoder here reads (indexing
 // them would only turn each into a per-sample error).

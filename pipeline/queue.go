@@ -237,7 +237,8 @@ var fillReqs = sync.Pool{New: func() any { return &fillReq{done: make(chan struc
 // Fill returns ctx.Err() as soon as those already started are done (at most
 // one per worker), so b is the caller's again (a batch whose samples had
 // all started is finished and returned whole). A batch whose every sample
-// failed has N == 0 under either policy.
+// failed has N == 0 under either policy. A ds that is a Prefetcher is told
+// the indices before they are queued.
 func (q *Queue) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch uint64, indices []int64, policy FailPolicy, b *Batch) error {
 	for _, idx := range indices {
 		if idx < 0 || idx >= int64(ds.Len()) {
@@ -246,6 +247,11 @@ func (q *Queue) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if p, ok := ds.(Prefetcher); ok {
+		// Before the samples are queued: their bytes are on their way
+		// while the batches queued ahead of this one are made.
+		p.Prefetch(indices)
 	}
 	size := t.SampleBytes()
 	n := len(indices)

@@ -573,3 +573,53 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// prefetchDataset is a probeDataset that is a Prefetcher: it logs the hints
+// and the reads in the order they come.
+type prefetchDataset struct {
+	probeDataset
+	mu     sync.Mutex
+	events []string
+}
+
+func (d *prefetchDataset) Prefetch(indices []int64) {
+	d.mu.Lock()
+	d.events = append(d.events, fmt.Sprint("hint ", indices))
+	d.mu.Unlock()
+}
+
+// TestFillPrefetches: a Fill tells a Prefetcher dataset its batch's indices
+// before any of them is read, and each batch's hint comes before its reads.
+func TestFillPrefetches(t *testing.T) {
+	e := NewExecutor(1)
+	defer e.Close()
+	g := holdWorker(t, e)
+	ds := &prefetchDataset{}
+	ds.n = 8
+	ds.onRead = func(_ string, i int) {
+		ds.mu.Lock()
+		ds.events = append(ds.events, fmt.Sprint("read ", i))
+		ds.mu.Unlock()
+	}
+	q := e.Queue("q")
+	tr := smallTrain(t)
+	done := make(chan error, 2)
+	for i, idx := range [][]int64{{3, 1}, {5, 7}} {
+		go func() {
+			var b Batch
+			done <- q.Fill(context.Background(), ds, tr, 0, 0, idx, Drop, &b)
+		}()
+		waitPending(t, q, 2*(i+1)) // queued in this order
+	}
+	close(g.release)
+	<-g.done
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"hint [3 1]", "hint [5 7]", "read 3", "read 1", "read 5", "read 7"}
+	if fmt.Sprint(ds.events) != fmt.Sprint(want) {
+		t.Errorf("events %q, want %q", ds.events, want)
+	}
+}

@@ -147,9 +147,11 @@ type Config struct {
 	WorkIdleTimeout time.Duration
 	// MemoryBudget is the memory the server may use. Batch buffers, which
 	// are nearly all of it (Feed jobs' reorder buffers and Work leases),
-	// come out of three quarters of it; stoker serve sets Go's soft memory
-	// limit to it, so that garbage does not take the process past it.
-	// Default half of the machine's memory (or of its cgroup limit).
+	// come out of three quarters of what the coefficient cache (CoefBudget)
+	// and, with a dataset in object storage, the byte cache (1/8) and the
+	// read-ahead (1/16) leave; stoker serve sets Go's soft memory limit to
+	// it, so that garbage does not take the process past it. Default half
+	// of the machine's memory (or of its cgroup limit).
 	MemoryBudget int64
 	// FirstMessageTimeout is how long a new stream may take to send its
 	// first message (OpenJob). Default 10 s.
@@ -202,6 +204,15 @@ type Config struct {
 	// pipeline.CoefCache), taken out of MemoryBudget. About two to three
 	// times a JPEG's bytes per file: for datasets that fit. 0: none.
 	CoefBudget int64
+	// CacheDir keeps the byte cache of datasets in object storage on disk
+	// too: each range read from a store is written once (atomically, with
+	// a checksum checked at every read) and kept across restarts (keyed by
+	// the object's version). Empty: memory only. The memory tier and the
+	// read-ahead take 1/8 and 1/16 of MemoryBudget on a server with a
+	// remote dataset.
+	CacheDir string
+	// CacheBudget bounds CacheDir's bytes; needed with CacheDir.
+	CacheBudget int64
 
 	// TLSCert and TLSKey are PEM files: serve TLS. With TLSClientCA
 	// (mutual TLS) clients must present a certificate it signed.
@@ -319,6 +330,9 @@ func (c Config) Validate() error {
 	}
 	if c.CoefBudget < 0 {
 		errs = append(errs, fmt.Errorf("coef budget %d: want >= 0 (0: no coefficient cache)", c.CoefBudget))
+	}
+	if c.CacheBudget < 0 || c.CacheDir != "" && c.CacheBudget == 0 || c.CacheDir == "" && c.CacheBudget > 0 {
+		errs = append(errs, fmt.Errorf("cache dir %q, cache budget %d: give --cache-dir with --cache-budget, the bytes of disk it may fill, > 0", c.CacheDir, c.CacheBudget))
 	}
 	if c.PixelBudget < 0 || c.MaxScans < 0 || c.MaxFileSize < 0 {
 		errs = append(errs, fmt.Errorf("pixel budget %d, max scans %d, max file size %d: want >= 0 (0: the default)", c.PixelBudget, c.MaxScans, c.MaxFileSize))

@@ -37,6 +37,9 @@ func TestConfigValidate(t *testing.T) {
 		{"huge window", Config{Datasets: ok, Workers: 1, Window: 5000}, []string{"window 5000"}},
 		{"peer client certificate", Config{Datasets: ok, Workers: 1, PeerCA: "ca.pem", PeerCert: "c.pem", PeerKey: "k.pem"}, nil},
 		{"peer certificate without key", Config{Datasets: ok, Workers: 1, PeerCA: "ca.pem", PeerCert: "c.pem"}, []string{"--peer-cert and --peer-key"}},
+		{"cache dir and budget", Config{Datasets: ok, Workers: 1, CacheDir: "/var/cache/stoker", CacheBudget: 1 << 30}, nil},
+		{"cache dir without budget", Config{Datasets: ok, Workers: 1, CacheDir: "/var/cache/stoker"}, []string{"--cache-dir with --cache-budget"}},
+		{"cache budget without dir", Config{Datasets: ok, Workers: 1, CacheBudget: 1 << 30}, []string{"--cache-dir with --cache-budget"}},
 		{"peer certificate without CA", Config{Datasets: ok, Workers: 1, PeerCert: "c.pem", PeerKey: "k.pem"}, []string{"with --peer-ca"}},
 	}
 	for _, tc := range tests {

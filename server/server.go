@@ -59,6 +59,7 @@ type Server struct {
 	shares   *shares             // nil with the fifo schedule or no executor
 	index    *decoderIndex       // nil with no executor or a negative IndexBudget
 	coefs    *pipeline.CoefCache // nil with no executor or no CoefBudget
+	remote   *remoteReads        // nil with no dataset in object storage
 	stop     chan struct{}       // closed by Close
 	refusals refusalLog
 	badFiles badFileLog // each file no sample could be made of, logged once
@@ -102,6 +103,10 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 	if cfg.CoefBudget > cfg.MemoryBudget/2 {
 		return nil, fmt.Errorf("coef budget %d is more than half of the memory budget %d: the coefficient cache is taken out of --memory-budget, and batches need the rest", cfg.CoefBudget, cfg.MemoryBudget)
 	}
+	if err := checkRemoteMemory(cfg); err != nil {
+		return nil, err
+	}
+	byteCache, readAhead := remoteMemory(cfg)
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
@@ -113,7 +118,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		datasets: make(map[string]pipeline.Dataset, len(cfg.Datasets)),
 		names:    slices.Sorted(maps.Keys(cfg.Datasets)),
 		draining: make(chan struct{}),
-		budget:   newBudget((cfg.MemoryBudget - cfg.CoefBudget) / 4 * 3),
+		budget:   newBudget((cfg.MemoryBudget - cfg.CoefBudget - byteCache - readAhead) / 4 * 3),
 		gpuIdle:  func() (float64, bool) { return 0, false },
 		bench:    newBenchMaking(cfg),
 	}
@@ -123,6 +128,12 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 	}
 	if s.peerDial, err = peerDialer(cfg); err != nil {
 		return nil, err
+	}
+	if s.remote, err = newRemoteReads(cfg, log); err != nil {
+		return nil, err
+	}
+	if err := reg.Register(newRemoteCollector(s.remote)); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	for _, name := range s.names {
 		ds, err := pipeline.Open(cfg.Datasets[name])
@@ -287,6 +298,7 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) closeDatasets() error {
+	s.remote.close() // the read-ahead stops before the datasets close their stores
 	var errs []error
 	for _, ds := range s.datasets {
 		errs = append(errs, ds.Close())

@@ -21,4 +21,11 @@
 // gives up wraps ErrUnavailable and says what the store answered last.
 // Metrics (NewMetrics) count requests by outcome, retries, throttles,
 // bytes and latency.
+//
+// Datasets read samples as byte Ranges through a Ranges: Direct reads
+// each when asked; a Fetcher reads the ranges it is told of ahead
+// (Prefetch), within bounds on requests in flight and on bytes held (a
+// Budget), coalescing ranges of one object into one request, and answers
+// from a Cache (memory, and a directory on disk) keyed by the object's
+// version, so a dataset that fits is read from its store once.
 package source
