@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 
 	"github.com/stoker-dev/stoker/internal/localnet"
 )
@@ -59,7 +58,7 @@ type GCSObject struct {
 //
 // Put objects through it (CreateBucket, Put, PutTree): the files it keeps
 // in dir are in its own layout.
-func StartGCS(t testing.TB, dir string) *GCS {
+func StartGCS(t T, dir string) *GCS {
 	t.Helper()
 	exe := fakeGCSServer.path(t)
 	dir, err := filepath.Abs(dir)
@@ -102,7 +101,7 @@ func (g *GCS) healthy(ctx context.Context) error {
 }
 
 // Stop kills the server now; the test's cleanup would otherwise do it.
-func (g *GCS) Stop(t testing.TB) {
+func (g *GCS) Stop(t T) {
 	t.Helper()
 	if err := g.proc.stop(); err != nil {
 		t.Fatal(err)
@@ -126,7 +125,7 @@ func (g *GCS) EnvFor(endpoint string) []string {
 }
 
 // CreateBucket makes bucket.
-func (g *GCS) CreateBucket(t testing.TB, bucket string) {
+func (g *GCS) CreateBucket(t T, bucket string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
@@ -137,7 +136,7 @@ func (g *GCS) CreateBucket(t testing.TB, bucket string) {
 }
 
 // Put writes data as the object name in bucket (a simple media upload).
-func (g *GCS) Put(t testing.TB, bucket, name string, data []byte) GCSObject {
+func (g *GCS) Put(t T, bucket, name string, data []byte) GCSObject {
 	t.Helper()
 	o, err := g.put(bucket, name, data)
 	if err != nil {
@@ -172,7 +171,7 @@ func (g *GCS) put(bucket, name string, data []byte) (GCSObject, error) {
 
 // PutTree copies every regular file under dir into bucket, as PutTree of
 // S3 does, and returns what GCS says of each object by name.
-func (g *GCS) PutTree(t testing.TB, bucket, prefix, dir string) map[string]GCSObject {
+func (g *GCS) PutTree(t T, bucket, prefix, dir string) map[string]GCSObject {
 	t.Helper()
 	var mu sync.Mutex
 	objs := map[string]GCSObject{}

@@ -9,7 +9,6 @@ import (
 	"path"
 	"path/filepath"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -24,7 +23,7 @@ const opTimeout = time.Minute
 const putWorkers = 8
 
 // CreateBucket makes bucket through the S3 API.
-func (s *S3) CreateBucket(t testing.TB, bucket string) {
+func (s *S3) CreateBucket(t T, bucket string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
@@ -35,7 +34,7 @@ func (s *S3) CreateBucket(t testing.TB, bucket string) {
 
 // Put writes data as bucket/key and returns the ETag the store gave it,
 // quoted as S3 sends it (what If-Match takes).
-func (s *S3) Put(t testing.TB, bucket, key string, data []byte) string {
+func (s *S3) Put(t T, bucket, key string, data []byte) string {
 	t.Helper()
 	etag, err := s.put(bucket, key, data)
 	if err != nil {
@@ -62,7 +61,7 @@ func (s *S3) put(bucket, key string, data []byte) (string, error) {
 // dir/a/b.jpg as the key prefix+"a/b.jpg" (prefix "" or ending in "/"),
 // and returns the keys with their ETags. Symbolic links and other
 // non-regular files are left out, as a bucket has none.
-func (s *S3) PutTree(t testing.TB, bucket, prefix, dir string) map[string]string {
+func (s *S3) PutTree(t T, bucket, prefix, dir string) map[string]string {
 	t.Helper()
 	var mu sync.Mutex
 	etags := map[string]string{}

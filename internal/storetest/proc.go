@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -34,7 +33,7 @@ type tool struct {
 // path returns the tool's binary, or fails the test saying how to get it:
 // the one $envVar names, else repo-root/.bin/name, which must be the
 // pinned version.
-func (tl tool) path(t testing.TB) string {
+func (tl tool) path(t T) string {
 	t.Helper()
 	if p := os.Getenv(tl.envVar); p != "" {
 		if _, err := os.Stat(p); err != nil {
@@ -168,7 +167,7 @@ func (p *proc) stop() error {
 
 // cleanup stops the process at the end of the test, and shows its output
 // when the test failed.
-func (p *proc) cleanup(t testing.TB) {
+func (p *proc) cleanup(t T) {
 	t.Cleanup(func() {
 		if err := p.stop(); err != nil {
 			t.Error(err)

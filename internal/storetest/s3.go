@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -61,7 +60,7 @@ type S3 struct {
 // Put objects through the store (CreateBucket, Put, PutTree) rather than
 // as files under dir: versitygw keeps an object's ETag in an extended
 // attribute it writes on upload, and a file it did not write has none.
-func StartS3(t testing.TB, dir string) *S3 {
+func StartS3(t T, dir string) *S3 {
 	t.Helper()
 	return startS3(t, dir, false, randomKey("STK", 17), randomKey("", 40))
 }
@@ -69,12 +68,12 @@ func StartS3(t testing.TB, dir string) *S3 {
 // ReadOnly starts a second versitygw on the same directory with the same
 // keys, which refuses every write (--readonly): a bucket stoker may read
 // but not write a manifest into. It stops when the test ends.
-func (s *S3) ReadOnly(t testing.TB) *S3 {
+func (s *S3) ReadOnly(t T) *S3 {
 	t.Helper()
 	return startS3(t, s.Dir, true, s.AccessKey, s.SecretKey)
 }
 
-func startS3(t testing.TB, dir string, readOnly bool, access, secret string) *S3 {
+func startS3(t T, dir string, readOnly bool, access, secret string) *S3 {
 	t.Helper()
 	exe := versitygw.path(t)
 	dir, err := filepath.Abs(dir)
@@ -149,7 +148,7 @@ func (s *S3) healthy(ctx context.Context) error {
 
 // Stop kills the store now (a store that goes away mid-test); the test's
 // cleanup would otherwise do it.
-func (s *S3) Stop(t testing.TB) {
+func (s *S3) Stop(t T) {
 	t.Helper()
 	if err := s.proc.stop(); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 )
 
@@ -39,7 +38,7 @@ var shardEpoch = time.Unix(1_700_000_000, 0)
 // in a class fails the test, rather than go missing from the shards);
 // files and directories directly under src other than classes are left
 // out, as an ImageFolder leaves them out.
-func WriteShards(t testing.TB, src, dst string, perShard int) []ShardSample {
+func WriteShards(t T, src, dst string, perShard int) []ShardSample {
 	t.Helper()
 	if perShard < 1 {
 		t.Fatalf("WriteShards: %d samples per shard", perShard)
