@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 
 	"cloud.google.com/go/storage"
@@ -11,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -74,6 +76,14 @@ func openS3(ctx context.Context, bucket string) (*gblob.Bucket, error) {
 		}
 		cfg.Region = "us-east-1" // what S3-compatible stores answer to by default
 	}
+	// Read-ahead keeps up to a hundred or so requests in flight to one
+	// host: the SDK's default client keeps only 10 idle connections per
+	// host, so the rest would be new connections (and TLS handshakes)
+	// each time.
+	cfg.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		tr.MaxIdleConns = 2 * maxIdlePerHost
+		tr.MaxIdleConnsPerHost = maxIdlePerHost
+	})
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.Retryer = aws.NopRetryer{} // the store's policy retries
 		if endpoint || (o.BaseEndpoint != nil && *o.BaseEndpoint != "") {
@@ -84,6 +94,10 @@ func openS3(ctx context.Context, bucket string) (*gblob.Bucket, error) {
 	})
 	return s3blob.OpenBucket(ctx, client, bucket, nil)
 }
+
+// maxIdlePerHost is the idle connections kept per store host: above the
+// read-ahead's requests in flight (WithMaxInFlight's default).
+const maxIdlePerHost = 256
 
 type s3Provider struct{}
 
