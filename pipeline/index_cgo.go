@@ -1,0 +1,50 @@
+//go:build cgo
+
+package pipeline
+
+/*
+#include "turbo.h"
+*/
+import "C"
+
+import "unsafe"
+
+// indexFinish keeps what a decode made with a decoder index learnt (rc;
+// blob is the Index's entry for key, from index file origin, or a test's
+// forceIx). The decode's output is right whatever the entry said: it
+// started only at checkpoints confirmed here (huff.h, stoker_hix). An
+// entry refused by its header (IX_STALE) or its checks (IX_BAD), or with a
+// checkpoint that disagreed with the decoder, is dropped, with the index
+// file it came from, if any. After BAD (a confirmed checkpoint disagreed:
+// a hash collision or a bug) the decode stopped; it is done again with a
+// fresh index. A successful decode's index is stored if it changed, still
+// tagged with its index file while it holds checkpoints not confirmed.
+func (d *Decoder) indexFinish(rc C.int, data, out []byte, key indexKey, blob []byte, origin uint32) C.int {
+	f := &d.fast
+	j := f.job
+	ix := d.opts.index
+	mine := ix != nil && f.forceIx == nil
+	bad, stale := j.ix_state == C.STOKER_IX_BAD, j.ix_state == C.STOKER_IX_STALE
+	lied := rc == C.STOKER_OK && j.ix_lied != 0
+	if rc == C.STOKER_INDEX_BAD {
+		bad = true
+		rc = f.decode(data, out, nil)
+	}
+	if mine && (bad || stale || lied) {
+		ix.reject(key, origin, bad || lied)
+	}
+	if rc != C.STOKER_OK || !mine {
+		return rc
+	}
+	if j.ix_changed != 0 && !lied {
+		nb := make([]byte, int(j.ix_bytes))
+		unsure := C.stoker_index_copy(f.t, (*C.uchar)(unsafe.Pointer(&nb[0])))
+		if unsure == 0 || j.ix_state != C.STOKER_IX_USED {
+			origin = 0
+		}
+		ix.putFrom(key, nb, origin)
+	}
+	ix.mcusTotal.Add(int64(j.mcus_total))
+	ix.mcusDecoded.Add(int64(j.mcus_decoded))
+	return rc
+}
