@@ -231,15 +231,23 @@ func (ix *Index) drop(k indexKey) {
 	ix.mu.Unlock()
 }
 
-// reject drops k's index, which did not fit its file (bad: failed a check
-// or disagreed; otherwise stale), and, when it came from index file
-// origin, every entry still holding that file's checkpoints: a file that
-// lied once is not believed about other files.
-func (ix *Index) reject(k indexKey, origin uint32, bad bool) {
-	if bad {
-		ix.bad.Add(1)
-	} else {
+// Why reject drops an entry.
+const (
+	rejectStale   = "an entry's header is another JPEG's"
+	rejectChecks  = "a checkpoint failed its checks against the JPEG's bytes"
+	rejectDecoder = "a checkpoint disagreed with the decoder"
+)
+
+// reject drops k's index, which did not fit its file (why: one of the
+// reject* reasons; rejectStale counts as stale, the others as bad), and,
+// when it came from index file origin, every entry still holding that
+// file's checkpoints: a file that lied once is not believed about other
+// files.
+func (ix *Index) reject(k indexKey, origin uint32, why string) {
+	if why == rejectStale {
 		ix.stale.Add(1)
+	} else {
+		ix.bad.Add(1)
 	}
 	ix.mu.Lock()
 	n := 0
@@ -263,10 +271,6 @@ func (ix *Index) reject(k indexKey, origin uint32, bad bool) {
 	ix.mu.Unlock()
 	ix.filesDropped.Add(1)
 	if hook != nil {
-		why := "a checkpoint disagreed with its JPEG"
-		if !bad {
-			why = "an entry did not fit its JPEG's headers"
-		}
 		hook(name, n, why)
 	}
 }

@@ -24,19 +24,27 @@ func (d *Decoder) indexFinish(rc C.int, data, out []byte, key indexKey, blob []b
 	j := f.job
 	ix := d.opts.index
 	mine := ix != nil && f.forceIx == nil
-	bad, stale := j.ix_state == C.STOKER_IX_BAD, j.ix_state == C.STOKER_IX_STALE
-	lied := rc == C.STOKER_OK && j.ix_lied != 0
-	if rc == C.STOKER_INDEX_BAD {
-		bad = true
+	why := ""
+	switch {
+	case j.ix_state == C.STOKER_IX_STALE:
+		why = rejectStale
+	case j.ix_state == C.STOKER_IX_BAD:
+		why = rejectChecks
+	case rc == C.STOKER_OK && j.ix_lied != 0:
+		why = rejectDecoder
+	case rc == C.STOKER_INDEX_BAD:
+		why = rejectDecoder
 		rc = f.decode(data, out, nil)
 	}
-	if mine && (bad || stale || lied) {
-		ix.reject(key, origin, bad || lied)
+	if mine && why != "" {
+		ix.reject(key, origin, why)
 	}
 	if rc != C.STOKER_OK || !mine {
 		return rc
 	}
-	if j.ix_changed != 0 && !lied {
+	// (After a disagreement the index holds the file's other claims: not
+	// kept, the entry was dropped.)
+	if j.ix_changed != 0 && j.ix_lied == 0 {
 		nb := make([]byte, int(j.ix_bytes))
 		unsure := C.stoker_index_copy(f.t, (*C.uchar)(unsafe.Pointer(&nb[0])))
 		if unsure == 0 || j.ix_state != C.STOKER_IX_USED {

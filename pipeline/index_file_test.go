@@ -11,8 +11,8 @@ import (
 )
 
 // TestIndexFile: an index saved and loaded with the same fingerprint comes
-// back whole (a Decoder with it decodes every file warm, with the same
-// bytes); loading into a smaller budget keeps the most recently used; and
+// back whole, as not yet confirmed (a Decoder with it finds every file's
+// entry and makes the same bytes); loading into a smaller budget keeps the most recently used; and
 // a file that does not check (another fingerprint, another version, a
 // flipped bit anywhere, cut anywhere, bytes after its end) adds nothing.
 func TestIndexFile(t *testing.T) {
@@ -48,7 +48,7 @@ func TestIndexFile(t *testing.T) {
 			t.Fatalf("an entry changed through Save and Load")
 		}
 	}
-	// Warm from the first decode: hits, fewer MCUs, the same bytes.
+	// Found from the first decode (hits), the same bytes.
 	tr := fastTransforms(t)[0].t
 	warm, cold := NewDecoder(WithIndex(back)), NewDecoder()
 	defer warm.Close()
