@@ -114,8 +114,8 @@ int hix_valid(const uint8_t *blob, size_t len, const stoker_hix *ix,
   size_t size = HIX_HEADER + (size_t)ix->n * (4 + 2 * (size_t)ix->ncomp);
   uint64_t limit = (uint64_t)scan_len * 8 + 1, prev = 0;
   const uint8_t *dc = blob + HIX_HEADER + (size_t)ix->n * 4;
-  long prev_m = -1;
-  int k, c;
+  long prev_m = -1, row_m = -(long)ix->mpr, m;
+  int k, c, col = ix->cpr - 1;
   if (!blob || len != size || rd32(blob) != HIX_MAGIC ||
       rd16(blob + 4) != ix->mpr || rd16(blob + 6) != ix->rows ||
       blob[8] != ix->ncomp || blob[9] != ix->stride ||
@@ -124,8 +124,12 @@ int hix_valid(const uint8_t *blob, size_t len, const stoker_hix *ix,
     return 0;
   for (k = 0; k < ix->n; k++) {
     uint32_t v = rd32(blob + HIX_HEADER + (size_t)k * 4), p = v & HIX_POS;
-    long m = (long)(k / ix->cpr) * ix->mpr + (long)(k % ix->cpr) * ix->stride;
     int zero = 1;
+    if (++col == ix->cpr) { /* (k's MCU, without a division per k) */
+      col = 0;
+      row_m += ix->mpr;
+    }
+    m = row_m + (long)col * ix->stride;
     if (!p) {
       if (v)
         return -1;
