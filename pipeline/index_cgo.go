@@ -16,9 +16,12 @@ import "unsafe"
 // entry refused by its header (IX_STALE) or its checks (IX_BAD), or with a
 // checkpoint that disagreed with the decoder, is dropped, with the index
 // file it came from, if any. After BAD (a confirmed checkpoint disagreed:
-// a hash collision or a bug) the decode stopped; it is done again with a
-// fresh index. A successful decode's index is stored if it changed, still
-// tagged with its index file while it holds checkpoints not confirmed.
+// a hash collision or a bug) the decode stopped; it is done again from the
+// file's start with a fresh index, as is a decode that started at a
+// checkpoint and found the data corrupt (if that one succeeds, the entry
+// was wrong): a good sample is never failed for its index. A successful
+// decode's index is stored if it changed, still tagged with its index file
+// while it holds checkpoints not confirmed.
 func (d *Decoder) indexFinish(rc C.int, data, out []byte, key indexKey, blob []byte, origin uint32) C.int {
 	f := &d.fast
 	j := f.job
@@ -35,6 +38,10 @@ func (d *Decoder) indexFinish(rc C.int, data, out []byte, key indexKey, blob []b
 	case rc == C.STOKER_INDEX_BAD:
 		why = rejectDecoder
 		rc = f.decode(data, out, nil)
+	case rc == C.STOKER_CORRUPT && j.ck_seeks > 0:
+		if rc = f.decode(data, out, nil); rc == C.STOKER_OK {
+			why = rejectDecoder
+		}
 	}
 	if mine && why != "" {
 		ix.reject(key, origin, why)
