@@ -222,15 +222,6 @@ func (ix *Index) pushBack(k indexKey, blob []byte, origin uint32) bool {
 
 func (ix *Index) fits(blob []byte) bool { return int64(len(blob))+entryOverhead <= ix.budget }
 
-// drop forgets k's index.
-func (ix *Index) drop(k indexKey) {
-	ix.mu.Lock()
-	if e := ix.entries[k]; e != nil {
-		ix.remove(e)
-	}
-	ix.mu.Unlock()
-}
-
 // Why reject drops an entry.
 const (
 	rejectStale   = "an entry's header is another JPEG's"
