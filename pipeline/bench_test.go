@@ -3,6 +3,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -119,6 +120,10 @@ func BenchmarkDecode(b *testing.B) {
 //	epoch1         an Index that has never seen the file (it is emptied
 //	               at every pass): the first epoch's cost, hashing and
 //	               recording included
+//	loaded         an Index saved after one epoch and loaded into a fresh
+//	               one at every pass (a restarted server with --index-dir):
+//	               the first epoch after a restart; its checkpoints are
+//	               confirmed as decodes pass them, never started from
 //	warm/<px>      an Index filled by one epoch before the timer starts
 //	               (checkpoints every <px> source pixels of a row; rows:
 //	               row starts only): the second and later epochs
@@ -189,6 +194,34 @@ func BenchmarkIndex(b *testing.B) {
 			}
 		})
 	}
+	b.Run("loaded", func(b *testing.B) {
+		ix := NewIndex(1 << 30)
+		d := NewDecoder(WithIndex(ix))
+		defer d.Close()
+		for i := range files {
+			decode(b, d, i)
+		}
+		var saved bytes.Buffer
+		if err := ix.Save(&saved, "bench"); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		i, start := len(files), benchCPUTime()
+		for b.Loop() {
+			if i%len(files) == 0 {
+				b.StopTimer()
+				d.opts.index = NewIndex(1 << 30)
+				if _, err := d.opts.index.Load(bytes.NewReader(saved.Bytes()), "bench"); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			decode(b, d, i)
+			i++
+		}
+		benchReportCPU(b, start, i-len(files))
+	})
 	// coefs/<n>: the index and the coefficient cache, after n epochs.
 	for _, warm := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("coefs/%d", warm), func(b *testing.B) {

@@ -26,7 +26,18 @@
 // (WithIndex), from the nearest checkpoint of the file's decoder index: a
 // by-product of earlier decodes (bit position and DC predictors every few
 // MCUs of every row), so that from the second epoch on a crop costs about
-// its share of the file's entropy decoding. With a CoefCache
+// its share of the file's entropy decoding. Decoding starts only at
+// checkpoints this process recorded or confirmed (reached from the scan's
+// start, a restart marker or another such checkpoint, and found equal);
+// an index loaded from disk (Index.Load) is evidence, not truth: each
+// entry is checked against its file's bytes (positions inside the scan and
+// increasing by at least 2 bits a block, DC predictors the quantization
+// allows, the first checkpoint and those at restart markers where they
+// must be), and each loaded checkpoint is compared as decodes pass it, but
+// none is a starting point until then, since only a decode from the
+// scan's start can vouch for its DC predictors. An entry that fails either
+// is dropped with its whole file; the output is the same bytes whatever a
+// file says. With a CoefCache
 // (WithCoefCache), for datasets that fit in memory, the MCUs decoded are
 // kept in a compact form and later crops copy them out instead of decoding
 // them. Everything

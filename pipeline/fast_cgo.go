@@ -113,13 +113,14 @@ func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layo
 	ix := d.opts.index
 	var key indexKey
 	var blob []byte
+	var origin uint32
 	useIx := (ix != nil || f.forceIx != nil) && !hd.progressive && !f.libHuff
 	if useIx {
 		if f.forceIx != nil {
 			blob = f.forceIx
 		} else {
 			key = keyOf(data)
-			blob = ix.get(key)
+			blob, origin = ix.lookup(key)
 		}
 	}
 	j.index = cbool(useIx)
@@ -153,27 +154,8 @@ func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layo
 		cc.mcusHit.Add(int64(j.coefs_hits))
 		cc.mcusStored.Add(int64(j.coefs_stored))
 	}
-	if rc == C.STOKER_INDEX_BAD {
-		// The index disagreed with the file: forget it, decode without it.
-		if ix != nil && f.forceIx == nil {
-			ix.drop(key)
-			ix.bad.Add(1)
-		}
-		j.index = 0
-		rc = f.decode(data, out, nil)
-	}
-	if rc == C.STOKER_OK && j.index != 0 && ix != nil && f.forceIx == nil {
-		if j.ix_state == C.STOKER_IX_STALE {
-			ix.drop(key)
-			ix.stale.Add(1)
-		}
-		if j.ix_changed != 0 {
-			nb := make([]byte, int(j.ix_bytes))
-			C.stoker_index_copy(f.t, (*C.uchar)(unsafe.Pointer(&nb[0])))
-			ix.put(key, nb)
-		}
-		ix.mcusTotal.Add(int64(j.mcus_total))
-		ix.mcusDecoded.Add(int64(j.mcus_decoded))
+	if useIx {
+		rc = d.indexFinish(rc, data, out, key, blob, origin)
 	}
 	switch rc {
 	case C.STOKER_OK:

@@ -402,36 +402,47 @@ static void set_restarts(stoker_huff *h, j_decompress_ptr ci, long m) {
 }
 
 /* checkpoint records the reader's state as checkpoint h->ck, or checks it
- * against what is recorded there: a disagreement means the index is not
- * this file's, and the decode stops (ix->bad). */
+ * against what is recorded there. The reader's state is sure (decoding
+ * starts only at sure states): a sure checkpoint that disagrees means the
+ * index is not this file's, and the decode stops (ix->bad); one not sure
+ * that agrees becomes sure, one that disagrees is replaced (ix->lied). */
 static void checkpoint(stoker_huff *h) {
   stoker_hix *ix = h->ix;
   int k = h->ck, nc = ix->ncomp, c;
   long at;
+  uint32_t v;
   if (k < 0 || k >= ix->n)
     return;
   at = reader_bits(h);
-  if (at < 0 || at >= 0xFFFFFFFFL)
+  if (at < 0 || at >= (long)HIX_POS)
     return;
-  if (ix->pos[k]) {
-    if (ix->pos[k] != (uint32_t)at + 1)
-      goto bad;
-    for (c = 0; c < nc; c++)
-      if (ix->dc[(size_t)k * nc + c] != h->pred[c])
-        goto bad;
-    return;
+  v = ix->pos[k];
+  if (v) {
+    int same = (v & HIX_POS) == (uint32_t)at + 1;
+    for (c = 0; c < nc && same; c++)
+      same = ix->dc[(size_t)k * nc + c] == h->pred[c];
+    if (same) {
+      if (!(v & HIX_SURE)) {
+        ix->pos[k] = v | HIX_SURE;
+        ix->changed = 1;
+      }
+      return;
+    }
+    if (v & HIX_SURE) {
+      ix->bad = 1;
+      corrupt(h);
+      return;
+    }
+    ix->lied = 1;
+    ix->pos[k] = 0;
   }
   for (c = 0; c < nc; c++)
-    if (h->pred[c] < INT16_MIN || h->pred[c] > INT16_MAX)
-      return; /* corrupt data drifted it: leave this one unknown */
-  ix->pos[k] = (uint32_t)at + 1;
+    if (h->pred[c] < -ix->dcmax[c] || h->pred[c] > ix->dcmax[c])
+      return; /* a predictor no checkpoint may have (hindex.c): leave it */
+  ix->pos[k] = ((uint32_t)at + 1) | HIX_SURE;
   for (c = 0; c < nc; c++)
     ix->dc[(size_t)k * nc + c] = (int16_t)h->pred[c];
   ix->changed = 1;
-  return;
-bad:
-  ix->bad = 1;
-  corrupt(h);
 }
 
 /* step decodes the MCU at the reader into data (NULL: reads past it):
@@ -471,7 +482,7 @@ static inline void step(stoker_huff *h, j_decompress_ptr ci, JBLOCKROW *data) {
   }
 }
 
-/* seek_checkpoint moves the reader forward to the last known checkpoint
+/* seek_checkpoint moves the reader forward to the last sure checkpoint
  * at or before the MCU at (row, col), if there is one past it. */
 static void seek_checkpoint(stoker_huff *h, j_decompress_ptr ci, long row,
                             int col) {
@@ -484,8 +495,8 @@ static void seek_checkpoint(stoker_huff *h, j_decompress_ptr ci, long row,
     long at = r * h->mpr + (long)j * s, k = r * ix->cpr + j;
     if (at <= h->pos)
       return; /* nothing known between the reader and m */
-    if (ix->pos[k]) {
-      seek_bits(h, ix->pos[k]);
+    if (ix->pos[k] & HIX_SURE) {
+      seek_bits(h, ix->pos[k] & HIX_POS);
       for (c = 0; c < ix->ncomp; c++)
         h->pred[c] = ix->dc[(size_t)k * ix->ncomp + c];
       set_restarts(h, ci, at);
@@ -552,7 +563,7 @@ static void seek_restart(stoker_huff *h, j_decompress_ptr ci, long m) {
 }
 
 /* catch_up brings the reader from its MCU to MCU m (column col): it jumps
- * to the nearest known checkpoint or restart marker before m, if either is
+ * to the nearest sure checkpoint or restart marker before m, if either is
  * past the reader, then decodes the MCUs left in between without keeping
  * their coefficients. */
 static void catch_up(stoker_huff *h, j_decompress_ptr ci, long m, int col) {

@@ -36,14 +36,30 @@ typedef struct {
  * starts at the checkpoint nearest above and left of what the crop needs,
  * and skips what lies right of it. It is built as a by-product of decoding
  * (whatever the decoder passes through is recorded) and verified as it is
- * used (a known checkpoint the decoder passes must agree with it). See
- * hindex.c for its layout as bytes. */
+ * used (a known checkpoint the decoder passes must agree with it).
+ *
+ * A checkpoint is sure (HIX_SURE) when this process's decoder recorded it,
+ * or reached it and agreed with it, by decoding from a sure state: the
+ * scan's start, a restart marker or a sure checkpoint. Decoding starts
+ * only at sure checkpoints. One read from a file is not sure: its DC
+ * predictors are sums over every block before it, which nothing short of
+ * decoding from the scan's start can check (a file whose predictors are
+ * all shifted by one amount past some checkpoint agrees with itself
+ * everywhere else). A decode that passes it compares it: agreement makes
+ * it sure, disagreement is noted (lied) and the decoder's own state
+ * recorded instead. See hindex.c for its layout as bytes and the checks a
+ * blob passes before it is used. */
+#define HIX_SURE 0x80000000u /* in pos: recorded or confirmed here */
+#define HIX_POS 0x7FFFFFFFu  /* in pos: the bit position + 1 */
+
 typedef struct {
-  uint32_t *pos; /* bit position + 1 of each checkpoint; 0: not known */
+  uint32_t *pos; /* bit position + 1 of each checkpoint, | HIX_SURE; 0: not known */
   int16_t *dc;   /* the DC predictors at each, ncomp apiece */
   int mpr, rows, stride, cpr, ncomp, n;
-  int changed; /* checkpoints were added */
-  int bad;     /* a known checkpoint disagreed with the decoder */
+  int dcmax[MAX_COMPS_IN_SCAN]; /* |DC predictor| an 8-bit scan can have */
+  int changed; /* checkpoints were added or became sure */
+  int bad;     /* a sure checkpoint disagreed with the decoder */
+  int lied;    /* one not sure did (it now holds the decoder's state) */
 } stoker_hix;
 
 /* The coefficient cache of one file (coefs.c): each MCU's coefficients,
@@ -168,8 +184,12 @@ size_t hix_geometry(stoker_hix *ix, j_decompress_ptr cinfo, int stride);
 void hix_header(uint8_t *buf, const stoker_hix *ix, int restart,
                 uint32_t scan_off, uint32_t scan_len, uint32_t known);
 void hix_attach(stoker_hix *ix, uint8_t *buf);
+/* hix_valid checks blob against the scan (see hindex.c): 1 usable, 0 its
+ * header is another scan's, -1 a checkpoint in it cannot be right. */
 int hix_valid(const uint8_t *blob, size_t len, const stoker_hix *ix,
-              int restart, uint32_t scan_off, uint32_t scan_len);
-uint32_t hix_known(const stoker_hix *ix);
+              int restart, uint32_t scan_off, uint32_t scan_len,
+              const uint8_t *scan, int blocks);
+/* hix_known counts ix's known checkpoints, and those not sure in *unsure. */
+uint32_t hix_known(const stoker_hix *ix, uint32_t *unsure);
 
 #endif

@@ -20,7 +20,13 @@ import (
 // An index is a by-product of decoding: a file's first decode records the
 // checkpoints it passes, later decodes add those they pass and check those
 // they pass that are known (a disagreement drops the index and decodes
-// again without it). Entries are keyed by the file's content (its length
+// again without it). Checkpoints loaded from a file (Load) are evidence,
+// not truth: an entry is checked against its JPEG's bytes before use, and
+// decoding starts only at checkpoints a decode here recorded or confirmed
+// (reached from the scan's start, a restart marker or such a checkpoint,
+// and found equal); a loaded one is only compared as decodes pass it. An
+// entry that fails a check or disagrees is dropped, with every entry of
+// the file it came from (counted in FilesDropped; see OnFileDropped). Entries are keyed by the file's content (its length
 // and a 64-bit hash of its bytes), so a file that changed, whatever its
 // name or modification time says, never meets an index of its old bytes;
 // a WebDataset member is keyed like any file. Progressive JPEGs and other
@@ -36,8 +42,20 @@ type Index struct {
 	entries map[indexKey]*indexEntry
 	lru     indexEntry // sentinel: lru.next is the most recently used
 
+	// files are the index files loaded (Load): an entry's origin is its
+	// file's number here plus one; 0: learnt by decoding here.
+	files  []loadedFile
+	onDrop func(name string, entries int, reason string)
+
 	hits, misses, stale, bad, evicted atomic.Int64
 	mcusTotal, mcusDecoded            atomic.Int64
+	filesDropped                      atomic.Int64
+}
+
+// loadedFile is an index file whose entries were loaded.
+type loadedFile struct {
+	name    string
+	dropped bool
 }
 
 // indexKey is a file's identity by content.
@@ -53,6 +71,7 @@ func keyOf(data []byte) indexKey {
 type indexEntry struct {
 	key        indexKey
 	blob       []byte // hindex.c's layout; never changed once stored
+	origin     uint32 // the index file it came from (Index.files), 0: none
 	prev, next *indexEntry
 }
 
@@ -80,9 +99,14 @@ type IndexStats struct {
 	// (baseline JPEGs): found or not.
 	Hits, Misses int64
 	// Stale counts indexes that did not fit their file's headers, Bad those
-	// that disagreed with it while decoding: both dropped, the file decoded
-	// without them. Either means a hash collision or a bug.
+	// with a checkpoint that failed its checks or disagreed with the file
+	// while decoding: both dropped, the file decoded without them. For an
+	// index learnt here either means a hash collision or a bug; for one
+	// loaded from a file, that the file lied.
 	Stale, Bad int64
+	// FilesDropped counts index files not used: refused by Load, or
+	// dropped whole when an entry of theirs was stale or bad.
+	FilesDropped int64
 	// Evicted counts entries dropped for the budget.
 	Evicted int64
 	// MCUsTotal and MCUsDecoded count, over the decodes that had an Index,
@@ -99,6 +123,7 @@ func (ix *Index) Stats() IndexStats {
 		Entries: n, Bytes: used, Budget: ix.budget,
 		Hits: ix.hits.Load(), Misses: ix.misses.Load(), Stale: ix.stale.Load(), Bad: ix.bad.Load(),
 		Evicted: ix.evicted.Load(), MCUsTotal: ix.mcusTotal.Load(), MCUsDecoded: ix.mcusDecoded.Load(),
+		FilesDropped: ix.filesDropped.Load(),
 	}
 }
 
@@ -111,36 +136,63 @@ func (ix *Index) Clear() {
 	ix.used = 0
 }
 
+// OnFileDropped has f called, once per index file, when the file's
+// entries are dropped because one of them disagreed with its JPEG (f gets
+// the name LoadFile was given, the entries dropped and why). It is called
+// without the Index's lock held.
+func (ix *Index) OnFileDropped(f func(name string, entries int, reason string)) {
+	ix.mu.Lock()
+	ix.onDrop = f
+	ix.mu.Unlock()
+}
+
 // get returns k's blob (nil: none) and makes it the most recently used.
 func (ix *Index) get(k indexKey) []byte {
+	b, _ := ix.lookup(k)
+	return b
+}
+
+// lookup is get, with the index file the entry came from (0: none).
+func (ix *Index) lookup(k indexKey) ([]byte, uint32) {
 	ix.mu.Lock()
 	e := ix.entries[k]
+	var blob []byte
+	var origin uint32
 	if e != nil {
 		ix.unlink(e)
 		ix.pushFront(e)
+		blob, origin = e.blob, e.origin
 	}
 	ix.mu.Unlock()
 	if e == nil {
 		ix.misses.Add(1)
-		return nil
+		return nil, 0
 	}
 	ix.hits.Add(1)
-	return e.blob
+	return blob, origin
 }
 
 // put stores blob as k's index, the most recently used, dropping the least
 // recently used entries past the budget. A blob over the budget alone is
 // not kept.
-func (ix *Index) put(k indexKey, blob []byte) {
+func (ix *Index) put(k indexKey, blob []byte) { ix.putFrom(k, blob, 0) }
+
+// putFrom is put for a blob that holds checkpoints of index file origin
+// not yet confirmed (0: none); nothing is stored if that file was dropped
+// meanwhile.
+func (ix *Index) putFrom(k indexKey, blob []byte, origin uint32) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if origin != 0 && ix.files[origin-1].dropped {
+		return
+	}
 	if e := ix.entries[k]; e != nil {
 		ix.remove(e)
 	}
 	if !ix.fits(blob) {
 		return
 	}
-	e := &indexEntry{key: k, blob: blob}
+	e := &indexEntry{key: k, blob: blob, origin: origin}
 	ix.entries[k] = e
 	ix.used += int64(len(blob)) + entryOverhead
 	ix.pushFront(e)
@@ -151,14 +203,15 @@ func (ix *Index) put(k indexKey, blob []byte) {
 }
 
 // pushBack stores blob as k's index, the least recently used, if it fits
-// in what the budget has left (loading a saved index, most recent first).
-func (ix *Index) pushBack(k indexKey, blob []byte) bool {
+// in what the budget has left (loading a saved index from file origin,
+// most recent first).
+func (ix *Index) pushBack(k indexKey, blob []byte, origin uint32) bool {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.entries[k] != nil || !ix.fits(blob) || ix.used+int64(len(blob))+entryOverhead > ix.budget {
 		return false
 	}
-	e := &indexEntry{key: k, blob: blob}
+	e := &indexEntry{key: k, blob: blob, origin: origin}
 	ix.entries[k] = e
 	ix.used += int64(len(blob)) + entryOverhead
 	e.prev, e.next = ix.lru.prev, &ix.lru
@@ -169,13 +222,57 @@ func (ix *Index) pushBack(k indexKey, blob []byte) bool {
 
 func (ix *Index) fits(blob []byte) bool { return int64(len(blob))+entryOverhead <= ix.budget }
 
-// drop forgets k's index.
-func (ix *Index) drop(k indexKey) {
+// Why reject drops an entry.
+const (
+	rejectStale   = "an entry's header is another JPEG's"
+	rejectChecks  = "a checkpoint failed its checks against the JPEG's bytes"
+	rejectDecoder = "a checkpoint disagreed with the decoder"
+)
+
+// reject drops k's index, which did not fit its file (why: one of the
+// reject* reasons; rejectStale counts as stale, the others as bad), and,
+// when it came from index file origin, every entry still holding that
+// file's checkpoints: a file that lied once is not believed about other
+// files.
+func (ix *Index) reject(k indexKey, origin uint32, why string) {
+	if why == rejectStale {
+		ix.stale.Add(1)
+	} else {
+		ix.bad.Add(1)
+	}
 	ix.mu.Lock()
+	n := 0
 	if e := ix.entries[k]; e != nil {
 		ix.remove(e)
+		n++
 	}
+	if origin == 0 || ix.files[origin-1].dropped {
+		ix.mu.Unlock()
+		return
+	}
+	lf := &ix.files[origin-1]
+	lf.dropped = true
+	for _, e := range ix.entries {
+		if e.origin == origin {
+			ix.remove(e)
+			n++
+		}
+	}
+	name, hook := lf.name, ix.onDrop
 	ix.mu.Unlock()
+	ix.filesDropped.Add(1)
+	if hook != nil {
+		hook(name, n, why)
+	}
+}
+
+// addFile registers an index file being loaded and returns its origin
+// number for its entries.
+func (ix *Index) addFile(name string) uint32 {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.files = append(ix.files, loadedFile{name: name})
+	return uint32(len(ix.files))
 }
 
 func (ix *Index) remove(e *indexEntry) {
@@ -201,29 +298,83 @@ func (ix *Index) snapshot() []indexEntry {
 	defer ix.mu.Unlock()
 	out := make([]indexEntry, 0, len(ix.entries))
 	for e := ix.lru.next; e != &ix.lru; e = e.next {
-		out = append(out, indexEntry{key: e.key, blob: e.blob})
+		out = append(out, indexEntry{key: e.key, blob: e.blob, origin: e.origin})
 	}
 	return out
 }
 
-// The blob layout's header (hindex.c), for checking blobs read from disk.
+// The blob layout (hindex.c), for checking blobs read from disk and for
+// writing them.
 const (
 	blobMagic  = 0x31584953 // "SIX1", little-endian
 	blobHeader = 32
+	blobSure   = 0x80000000 // in a position: confirmed by a decode here
 )
 
-// blobValid reports whether b is laid out as hindex.c writes an index: the
-// magic, and a size that agrees with the geometry in its header. (The C
-// side checks the geometry against the file before using one.)
-func blobValid(b []byte) bool {
+// blobCheckpoints returns, for a blob laid out as hindex.c writes an
+// index (the magic, and a size that agrees with the geometry in its
+// header), its checkpoints and components per checkpoint; n < 0 if it is
+// not one. Its header alone (blobHeader bytes) is enough for n.
+func blobCheckpoints(b []byte) (n, ncomp int) {
 	if len(b) < blobHeader || binary.LittleEndian.Uint32(b) != blobMagic {
-		return false
+		return -1, 0
 	}
 	mpr, rows := int(binary.LittleEndian.Uint16(b[4:])), int(binary.LittleEndian.Uint16(b[6:]))
 	ncomp, stride := int(b[8]), int(b[9])
 	if mpr < 1 || rows < 1 || ncomp < 1 || ncomp > 4 || stride < 1 || stride > mpr {
+		return -1, 0
+	}
+	return rows * ((mpr + stride - 1) / stride), ncomp
+}
+
+// blobValid reports whether b is laid out as hindex.c writes an index to
+// disk: the magic, a size that agrees with the geometry in its header, no
+// position marked sure. (The C side checks the geometry and checkpoints
+// against the file before using one.)
+func blobValid(b []byte) bool {
+	n, ncomp := blobCheckpoints(b)
+	if n < 0 || len(b) != blobHeader+n*(4+2*ncomp) {
 		return false
 	}
-	n := rows * ((mpr + stride - 1) / stride)
-	return len(b) == blobHeader+n*(4+2*ncomp)
+	for k := range n {
+		if binary.LittleEndian.Uint32(b[blobHeader+4*k:])&blobSure != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// blobSureOnly writes into dst (len(b) bytes) the part of b that a
+// decode here confirmed, as it goes to disk: the sure checkpoints, not
+// marked sure; the others unknown. It returns how many it kept.
+func blobSureOnly(dst, b []byte) int {
+	n, ncomp := blobCheckpoints(b)
+	copy(dst, b)
+	known := 0
+	for k := range n {
+		at := blobHeader + 4*k
+		v := binary.LittleEndian.Uint32(b[at:])
+		if v&blobSure != 0 {
+			binary.LittleEndian.PutUint32(dst[at:], v&^blobSure)
+			known++
+			continue
+		}
+		binary.LittleEndian.PutUint32(dst[at:], 0)
+		dc := blobHeader + 4*n + 2*ncomp*k
+		clear(dst[dc : dc+2*ncomp])
+	}
+	binary.LittleEndian.PutUint32(dst[20:], uint32(known))
+	return known
+}
+
+// blobSureCount counts b's sure checkpoints.
+func blobSureCount(b []byte) int {
+	n, _ := blobCheckpoints(b)
+	c := 0
+	for k := range n {
+		if binary.LittleEndian.Uint32(b[blobHeader+4*k:])&blobSure != 0 {
+			c++
+		}
+	}
+	return c
 }

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 )
 
@@ -24,27 +26,57 @@ import (
 //	                     u64 hash, u64 file size, u32 length, the blob
 //	checksum             u32, CRC-32C of everything before it
 //
-// little-endian. Nothing in a file is used unless all of it checks: the
-// magic, the version, the fingerprint, every entry's structure and the
-// checksum. Even then each blob is checked against its file's headers
-// before it is used, and every checkpoint against the decoder as it
-// passes, so a file that lies costs speed, never pixels.
+// little-endian. A file is evidence, not truth: whoever can write the
+// directory can write one with a good checksum. Nothing in a file is used
+// unless all of it checks: the size (at most maxIndexFileRatio times the
+// budget), the magic, the version, the fingerprint, every entry's
+// structure and the checksum, all checked in a first pass that keeps no
+// entry in memory, whatever the file's size. A file holds only
+// checkpoints a decode confirmed (Save), and a loaded checkpoint is not
+// believed until a decode here confirms it: an entry is checked against
+// its JPEG's bytes before use (hindex.c: positions inside the scan and
+// increasing, DC predictors the file's quantization allows, the scan's
+// first checkpoint and those at restart markers where they must be), and
+// decoding never starts at a loaded checkpoint, only compares it as it
+// passes (huff.h): its DC predictors are sums over every block before it,
+// which nothing short of decoding from the scan's start can check. An
+// entry that fails a check or disagrees is dropped, with every entry of
+// its file. So a file that lies costs no pixels and fails no sample, and
+// is not saved again. The price: a loaded index no longer makes a
+// restarted server's first epoch faster (it decodes as a cold one, and
+// confirms what it passes); only a decode from the scan's start could
+// vouch for a checkpoint's predictors, and that is the cold decode.
 const (
-	indexFileMagic   = "STOKERIX"
 	indexFileVersion = 1
+	indexFileMagic   = "STOKERIX"
 	maxFingerprint   = 1 << 16
+	// An index file over maxIndexFileRatio times the budget (plus
+	// maxIndexFileSlack) is refused unread: Save writes at most a budget's
+	// worth, and this leaves room for a server whose budget was larger.
+	maxIndexFileRatio = 4
+	maxIndexFileSlack = 1 << 20
 )
 
 // ErrIndexFile is wrapped by the errors Load returns for an index file that
-// is not used: corrupt, truncated, of another version or of other data.
+// is not used: corrupt, truncated, too large, of another version or of
+// other data.
 var ErrIndexFile = errors.New("pipeline: index file not used")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Save writes the index's entries, tagged with fingerprint (what Load must
-// be given to use them), to w.
+// be given to use them), to w: of each, the checkpoints a decode here
+// confirmed (entries with none are left out).
 func (ix *Index) Save(w io.Writer, fingerprint string) error {
 	ents := ix.snapshot()
+	n := 0
+	for i, e := range ents {
+		if blobSureCount(e.blob) == 0 {
+			ents[i].blob = nil
+			continue
+		}
+		n++
+	}
 	crc := crc32.New(castagnoli)
 	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<16)
 	var hdr [16]byte
@@ -53,15 +85,21 @@ func (ix *Index) Save(w io.Writer, fingerprint string) error {
 	binary.LittleEndian.PutUint32(hdr[4:], uint32(len(fingerprint)))
 	bw.Write(hdr[:8])
 	bw.WriteString(fingerprint)
-	binary.LittleEndian.PutUint64(hdr[:], uint64(len(ents)))
+	binary.LittleEndian.PutUint64(hdr[:], uint64(n))
 	bw.Write(hdr[:8])
 	var eh [20]byte
+	var buf []byte
 	for _, e := range ents {
+		if e.blob == nil {
+			continue
+		}
+		buf = slices.Grow(buf[:0], len(e.blob))[:len(e.blob)]
+		blobSureOnly(buf, e.blob)
 		binary.LittleEndian.PutUint64(eh[:], e.key.sum)
 		binary.LittleEndian.PutUint64(eh[8:], uint64(e.key.size))
-		binary.LittleEndian.PutUint32(eh[16:], uint32(len(e.blob)))
+		binary.LittleEndian.PutUint32(eh[16:], uint32(len(buf)))
 		bw.Write(eh[:])
-		bw.Write(e.blob)
+		bw.Write(buf)
 	}
 	if err := bw.Flush(); err != nil {
 		return err
@@ -71,17 +109,89 @@ func (ix *Index) Save(w io.Writer, fingerprint string) error {
 	return err
 }
 
+// maxIndexFile is the largest index file an Index with budget reads.
+func maxIndexFile(budget int64) int64 {
+	if budget > (math.MaxInt64-maxIndexFileSlack)/maxIndexFileRatio {
+		return math.MaxInt64
+	}
+	return budget*maxIndexFileRatio + maxIndexFileSlack
+}
+
 // Load reads an index file written by Save with the same fingerprint and
 // adds its entries, most recently used first, as far as the budget allows
-// (entries already present are kept). It adds nothing unless the whole
-// file checks; the error then wraps ErrIndexFile (or is the reader's). It
+// (entries already present are kept), as not yet confirmed (see above).
+// It adds nothing unless the whole file checks; the error then wraps
+// ErrIndexFile (or is the reader's). r is read twice: first all of it, to
+// check it, in a fixed amount of memory; then again for the entries. It
 // returns how many entries it added.
-func (ix *Index) Load(r io.Reader, fingerprint string) (int, error) {
+func (ix *Index) Load(r io.ReadSeeker, fingerprint string) (int, error) {
+	return ix.load(r, fingerprint, "")
+}
+
+func (ix *Index) load(r io.ReadSeeker, fingerprint, name string) (int, error) {
+	size, err := r.Seek(0, io.SeekEnd)
+	if err != nil {
+		return 0, err
+	}
+	if limit := maxIndexFile(ix.budget); size > limit {
+		ix.filesDropped.Add(1)
+		return 0, fmt.Errorf("%w: %d bytes, more than %dx the index's budget of %d bytes allows", ErrIndexFile, size, maxIndexFileRatio, ix.budget)
+	}
+	// First pass: everything checked, nothing kept.
+	if _, err := r.Seek(0, io.SeekStart); err != nil {
+		return 0, err
+	}
+	if err := readIndexFile(r, size, fingerprint, nil); err != nil {
+		ix.filesDropped.Add(1)
+		return 0, err
+	}
+	// Second pass: the entries that fit the budget, checked again (the
+	// file may have changed in between).
+	if _, err := r.Seek(0, io.SeekStart); err != nil {
+		return 0, err
+	}
+	type loaded struct {
+		key  indexKey
+		blob []byte
+	}
+	var keep []loaded
+	var used int64
+	err = readIndexFile(r, size, fingerprint, func(k indexKey, n int64) []byte {
+		if used+n+entryOverhead > ix.budget {
+			return nil
+		}
+		used += n + entryOverhead
+		keep = append(keep, loaded{k, make([]byte, n)})
+		return keep[len(keep)-1].blob
+	})
+	if err != nil {
+		// Changed since the first pass: what was read goes back at once.
+		ix.filesDropped.Add(1)
+		if keep = nil; used > 16<<20 {
+			debug.FreeOSMemory()
+		}
+		return 0, err
+	}
+	origin := ix.addFile(name)
+	added := 0
+	for _, e := range keep {
+		if ix.pushBack(e.key, e.blob, origin) {
+			added++
+		}
+	}
+	return added, nil
+}
+
+// readIndexFile reads an index file of size bytes from r and checks all
+// of it. Each entry's blob is read into what take returns for it (nil, or
+// take nil: checked as it streams past, not kept). Memory is bounded
+// (two 64 KiB buffers) besides what take returns.
+func readIndexFile(r io.Reader, size int64, fingerprint string, take func(k indexKey, n int64) []byte) error {
 	crc := crc32.New(castagnoli)
 	br := bufio.NewReaderSize(r, 1<<16)
 	tr := io.TeeReader(br, crc)
-	bad := func(format string, a ...any) (int, error) {
-		return 0, fmt.Errorf("%w: %s", ErrIndexFile, fmt.Sprintf(format, a...))
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrIndexFile, fmt.Sprintf(format, a...))
 	}
 	var hdr [20]byte
 	if _, err := io.ReadFull(tr, hdr[:16]); err != nil {
@@ -108,38 +218,37 @@ func (ix *Index) Load(r io.Reader, fingerprint string) (int, error) {
 		return bad("truncated header: %v", err)
 	}
 	count := binary.LittleEndian.Uint64(hdr[:8])
-	// Entries are read into a budget's worth of memory at most; the rest
-	// are read only to check the sum.
-	type loaded struct {
-		key  indexKey
-		blob []byte
+	if count > uint64(size)/(20+blobHeader) {
+		return bad("%d entries in a file of %d bytes", count, size)
 	}
-	var keep []loaded
-	var used int64
+	scratch := make([]byte, 1<<16)
 	for i := uint64(0); i < count; i++ {
 		if _, err := io.ReadFull(tr, hdr[:20]); err != nil {
 			return bad("truncated at entry %d of %d: %v", i, count, err)
 		}
 		k := indexKey{sum: binary.LittleEndian.Uint64(hdr[:]), size: int64(binary.LittleEndian.Uint64(hdr[8:]))}
-		size := int64(binary.LittleEndian.Uint32(hdr[16:]))
-		if k.size < 0 || size < blobHeader || size > 64<<20 {
-			return bad("entry %d: %d bytes", i, size)
+		bn := int64(binary.LittleEndian.Uint32(hdr[16:]))
+		if k.size < 0 || bn < blobHeader || bn > 64<<20 {
+			return bad("entry %d: %d bytes", i, bn)
 		}
-		if used+size+entryOverhead > ix.budget {
-			if _, err := io.CopyN(io.Discard, tr, size); err != nil {
-				return bad("truncated at entry %d of %d: %v", i, count, err)
-			}
-			continue
+		var blob []byte
+		if take != nil {
+			blob = take(k, bn)
 		}
-		blob := make([]byte, size)
-		if _, err := io.ReadFull(tr, blob); err != nil {
+		var ok bool
+		var err error
+		if blob != nil {
+			_, err = io.ReadFull(tr, blob)
+			ok = err == nil && blobValid(blob)
+		} else {
+			ok, err = streamBlobValid(tr, bn, scratch)
+		}
+		if err != nil {
 			return bad("truncated at entry %d of %d: %v", i, count, err)
 		}
-		if !blobValid(blob) {
+		if !ok {
 			return bad("entry %d is not an index", i)
 		}
-		keep = append(keep, loaded{k, blob})
-		used += size + entryOverhead
 	}
 	want := crc.Sum32()
 	if _, err := io.ReadFull(br, hdr[:4]); err != nil {
@@ -151,13 +260,32 @@ func (ix *Index) Load(r io.Reader, fingerprint string) (int, error) {
 	if _, err := br.ReadByte(); err != io.EOF {
 		return bad("bytes after the checksum")
 	}
-	added := 0
-	for _, e := range keep {
-		if ix.pushBack(e.key, e.blob) {
-			added++
-		}
+	return nil
+}
+
+// streamBlobValid is blobValid of the next size bytes of r, read through
+// scratch (a multiple of 4 bytes, at least blobHeader) without keeping
+// them.
+func streamBlobValid(r io.Reader, size int64, scratch []byte) (bool, error) {
+	hdr := scratch[:blobHeader]
+	if _, err := io.ReadFull(r, hdr); err != nil {
+		return false, err
 	}
-	return added, nil
+	n, ncomp := blobCheckpoints(hdr)
+	ok := n >= 0 && size == int64(blobHeader+n*(4+2*ncomp))
+	left := size - blobHeader
+	for pos := int64(4 * max(n, 0)); left > 0; {
+		c := min(left, int64(len(scratch)))
+		if _, err := io.ReadFull(r, scratch[:c]); err != nil {
+			return false, err
+		}
+		for at := 0; ok && pos > 0 && at+4 <= int(c); at += 4 {
+			ok = binary.LittleEndian.Uint32(scratch[at:])&blobSure == 0
+			pos -= 4
+		}
+		left -= c
+	}
+	return ok, nil
 }
 
 // SaveFile writes the index to path through a temporary file in the same
@@ -196,7 +324,7 @@ func (ix *Index) LoadFile(path, fingerprint string) (int, error) {
 		return 0, err
 	}
 	defer f.Close()
-	return ix.Load(f, fingerprint)
+	return ix.load(f, fingerprint, path)
 }
 
 // IndexFingerprint is what an index file of the given datasets is tagged

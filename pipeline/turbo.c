@@ -597,22 +597,33 @@ static void ix_open(stoker_turbo *t, const uint8_t *data, size_t len,
   size_t off = (size_t)(t->huff.scan - data), size;
   int mcu_px = ci->comps_in_scan == 1 ? 8 : 8 * ci->max_h_samp_factor;
   int px = jb->ix_px > 0 ? jb->ix_px : STOKER_IX_PX;
-  if (off > len || len - off > 0x1FFFFFFF) /* positions are 32-bit, in bits */
+  int c, v = 0;
+  /* positions are 31-bit, in bits (the top bit is HIX_SURE) */
+  if (off > len || len - off > 0x0FFFFFFF)
     return;
   size = hix_geometry(h, ci, px / mcu_px);
   if (!size)
     return;
+  /* The DC predictors an 8-bit scan can have: a DC coefficient is at most
+   * 1024 in magnitude before quantization (hindex.c). */
+  for (c = 0; c < h->ncomp; c++) {
+    JQUANT_TBL *q = ci->cur_comp_info[c]->quant_table;
+    int qv = q ? q->quantval[0] : 0;
+    h->dcmax[c] = qv > 0 ? 1024 / qv + 1 : INT16_MAX;
+  }
   grow(t, (void **)&t->ixbuf, &t->ix_cap, size, 1);
   t->ix_len = size;
-  if (ix && hix_valid(ix, ix_len, h, (int)ci->restart_interval, (uint32_t)off,
-                      (uint32_t)(len - off))) {
+  if (ix)
+    v = hix_valid(ix, ix_len, h, (int)ci->restart_interval, (uint32_t)off,
+                  (uint32_t)(len - off), t->huff.scan, ci->blocks_in_MCU);
+  if (v > 0) {
     memcpy(t->ixbuf, ix, size);
     jb->ix_state = STOKER_IX_USED;
   } else {
     memset(t->ixbuf, 0, size);
     hix_header(t->ixbuf, h, (int)ci->restart_interval, (uint32_t)off,
                (uint32_t)(len - off), 0);
-    jb->ix_state = ix ? STOKER_IX_STALE : STOKER_IX_FRESH;
+    jb->ix_state = !ix ? STOKER_IX_FRESH : v < 0 ? STOKER_IX_BAD : STOKER_IX_STALE;
   }
   hix_attach(h, t->ixbuf);
   t->huff.ix = h;
@@ -628,11 +639,12 @@ int stoker_simd_best(void) {
   return simd;
 }
 
-void stoker_index_copy(stoker_turbo *t, unsigned char *dst) {
+unsigned stoker_index_copy(stoker_turbo *t, unsigned char *dst) {
   /* the known count in the header, for whoever reads the blob */
-  uint32_t known = hix_known(&t->hix);
+  uint32_t unsure, known = hix_known(&t->hix, &unsure);
   memcpy(t->ixbuf + 20, &known, 4);
   memcpy(dst, t->ixbuf, t->ix_len);
+  return unsure;
 }
 
 int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
@@ -664,7 +676,7 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   jb->rows_decoded = jb->cols_decoded = 0;
   jb->ix_state = jb->ix_changed = 0;
   jb->ix_bytes = jb->mcus_total = jb->mcus_decoded = 0;
-  jb->ck_seeks = jb->rst_seeks = 0;
+  jb->ck_seeks = jb->rst_seeks = jb->ix_lied = 0;
   jb->mcus_wanted = jb->coefs_hits = jb->coefs_stored = 0;
   t->ix_len = 0;
   t->huff.ix = NULL;
@@ -842,6 +854,7 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   if (jb->huff_used && t->huff.corrupt)
     fail(t, STOKER_CORRUPT, "jpeg: corrupt or truncated entropy-coded data");
   if (jb->huff_used && t->huff.ix) {
+    jb->ix_lied = t->hix.lied;
     jb->ix_changed = t->hix.changed;
     jb->ix_bytes = (long long)t->ix_len;
   }

@@ -22,7 +22,9 @@ enum {
   STOKER_IX_NONE = 0,  /* none asked for, or the file cannot have one */
   STOKER_IX_FRESH = 1, /* none given: an empty one, filled as decoded */
   STOKER_IX_USED = 2,  /* the one given, extended as decoded */
-  STOKER_IX_STALE = 3  /* the one given does not fit the file: a fresh one */
+  STOKER_IX_STALE = 3, /* the one given does not fit the file: a fresh one */
+  STOKER_IX_BAD = 4    /* the one given has a checkpoint that cannot be
+                          right (hindex.c): a fresh one */
 };
 
 /* DCT scaling modes (the Go side maps DCTScaling onto these). */
@@ -64,6 +66,9 @@ typedef struct {
   int huff_used;    /* 1: huff.c decoded the entropy-coded data */
   int ix_state;     /* STOKER_IX_* */
   int ix_changed;   /* the index gained checkpoints: copy it out */
+  int ix_lied;      /* a checkpoint not sure disagreed with the decoder
+                       (the output is right: decoding starts only at sure
+                       checkpoints; the index given is not to be kept) */
   long long ix_bytes; /* its size (stoker_index_copy) */
   long long mcus_total, mcus_decoded; /* MCUs in the scan, entropy-decoded */
   int ck_seeks, rst_seeks; /* jumps to a checkpoint, to a restart marker */
@@ -91,7 +96,8 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
 /* stoker_simd_best is the SIMD level stoker_decode uses by default on this
  * CPU (stoker_job.simd_used). */
 int stoker_simd_best(void);
-/* stoker_index_copy copies the last decode's index (job.ix_bytes) to dst. */
-void stoker_index_copy(stoker_turbo *t, unsigned char *dst);
+/* stoker_index_copy copies the last decode's index (job.ix_bytes) to dst
+ * and returns how many of its known checkpoints are not sure. */
+unsigned stoker_index_copy(stoker_turbo *t, unsigned char *dst);
 
 #endif

@@ -20,10 +20,13 @@ type decoderIndex struct {
 	log  *slog.Logger
 }
 
-// openIndex makes the executor's decoder index, warm from IndexDir when
+// openIndex makes the executor's decoder index, loaded from IndexDir when
 // that holds one for these datasets; nil when IndexBudget is negative. A
-// file that does not check (corrupt, truncated, another version, other
-// data) is ignored with a warning: the index starts cold.
+// file that does not check (corrupt, truncated, too large, another
+// version, other data) is ignored with a warning: the index starts cold.
+// A loaded file's checkpoints are only believed once a decode confirms
+// them (pipeline.Index.Load); one whose entries disagree with their JPEGs
+// is dropped whole, with a warning.
 func openIndex(cfg Config, datasets map[string]pipeline.Dataset, log *slog.Logger, reg prometheus.Registerer) (*decoderIndex, error) {
 	budget := cfg.IndexBudget
 	if budget < 0 {
@@ -33,6 +36,9 @@ func openIndex(cfg Config, datasets map[string]pipeline.Dataset, log *slog.Logge
 		budget = cfg.MemoryBudget / 16
 	}
 	d := &decoderIndex{ix: pipeline.NewIndex(budget), log: log}
+	d.ix.OnFileDropped(func(name string, entries int, reason string) {
+		log.Warn("decoder index file dropped: it disagrees with the data", "path", name, "entries", entries, "reason", reason)
+	})
 	if cfg.IndexDir != "" {
 		if err := os.MkdirAll(cfg.IndexDir, 0o755); err != nil {
 			return nil, fmt.Errorf("--index-dir: %w", err)
@@ -91,6 +97,10 @@ func registerIndexMetrics(reg prometheus.Registerer, ix *pipeline.Index) error {
 			stat(func(s pipeline.IndexStats) float64 { return float64(s.MCUsDecoded) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_index_mcus_total", Help: "MCUs in the scans of decodes with the index."},
 			stat(func(s pipeline.IndexStats) float64 { return float64(s.MCUsTotal) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_index_bad_total", Help: "Decoder indexes dropped because they did not fit their JPEG or disagreed with it (the sample decoded right regardless)."},
+			stat(func(s pipeline.IndexStats) float64 { return float64(s.Bad + s.Stale) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_index_files_dropped_total", Help: "Decoder index files (--index-dir) not used: refused at load, or dropped whole when an entry disagreed with its JPEG."},
+			stat(func(s pipeline.IndexStats) float64 { return float64(s.FilesDropped) })),
 	})
 }
 
