@@ -84,7 +84,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.Int64Var(&cfg.CoefBudget, "coef-budget", 0, "memory for the coefficient cache (each baseline JPEG's DCT coefficients, kept once decoded, so that later epochs copy them instead of entropy-decoding them: about 2-3x the JPEG's bytes per file, for datasets that fit), taken out of --memory-budget; files admitted on their second decode while it has room, then kept; 0: none")
 	fs.StringVar(&cfg.CacheDir, "cache-dir", "", "keep the byte cache of datasets in object storage on disk here too (ranges written once, checked when read, kept across restarts, keyed by each object's version), within --cache-budget; empty: memory only")
 	fs.Int64Var(&cfg.CacheBudget, "cache-budget", 0, "bytes of --cache-dir the byte cache may fill: ranges are admitted while it has room, then kept (needed with --cache-dir)")
-	fs.StringVar(&cfg.IndexDir, "index-dir", "", "keep the decoder index in this directory: saved on shutdown, loaded at start (a file that does not check is ignored with a warning); empty: not kept")
+	fs.StringVar(&cfg.IndexDir, "index-dir", "", "keep the decoder index in this directory: confirmed checkpoints saved on shutdown, loaded at start as evidence only (each is checked against its JPEG and compared as decodes pass it, never decoded from until confirmed: a file that lies costs no pixels, and a restart's first epoch decodes as a cold one); empty: not kept")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate: serve TLS (with --tls-key)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM CA: mutual TLS, clients must present a certificate it signed")
