@@ -18,6 +18,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/stoker-dev/stoker/internal/rpc"
 )
 
 // tokens is the set of bearer tokens a server accepts, replaced whole on
@@ -118,7 +120,7 @@ func (s *Server) authorize(ctx context.Context, method string) (sum [sha256.Size
 			}
 		}
 	}
-	s.refusals.refuse("unauthenticated", "call refused: missing or invalid bearer token", "method", method, "client", clientHost(ctx))
+	s.refusals.refuse("unauthenticated", "call refused: missing or invalid bearer token", "method", method, "client", rpc.ClientHost(ctx))
 	return sum, false, status.Error(codes.Unauthenticated, "missing or invalid bearer token (this server requires one: --auth-tokens)")
 }
 
@@ -146,7 +148,7 @@ func (s *Server) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 	defer s.tokenStreams.add(sum, cancel)()
 	err = h(srv, &revocableStream{ServerStream: ss, ctx: ctx})
 	if context.Cause(ctx) == errTokenRevoked {
-		s.log.Warn("stream cut: its bearer token was removed from --auth-tokens", "method", info.FullMethod, "client", clientHost(ctx))
+		s.log.Warn("stream cut: its bearer token was removed from --auth-tokens", "method", info.FullMethod, "client", rpc.ClientHost(ctx))
 		return errTokenRevoked
 	}
 	return capStatus(err)

@@ -102,6 +102,13 @@ func (bm *benchMaking) fill(ctx context.Context, e *execJob, j *job, epoch uint6
 	return nil
 }
 
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // replayInto makes b a batch of the samples idx carrying r's pixels
 // (Config.BenchReplay): a copy, where a real batch is a decode. Its indices
 // and labels are the samples' own, so that a coordinator's checks of a

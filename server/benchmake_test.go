@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stoker-dev/stoker/internal/work"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -90,7 +91,7 @@ func TestBenchReplayPeer(t *testing.T) {
 		distinct[string(b.data)] = true
 	}
 	// Those leased before the first was made are real; the rest replay it.
-	if max := workMaxLeases(1) + 1; len(distinct) > max {
+	if max := work.MaxLeases(1) + 1; len(distinct) > max {
 		t.Errorf("%d distinct batches of 20, want at most a Work stream's %d leases + 1", len(distinct), max-1)
 	}
 	if last := got.batches[19].data; !bytes.Equal(last, got.batches[18].data) {

@@ -14,15 +14,17 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/gpu"
 	"github.com/stoker-dev/stoker/internal/rpc"
+	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/server/internal/coord"
 )
 
 // Defaults for the zero values of Config's fields.
 const (
-	DefaultWindow       = 4
+	DefaultWindow       = coord.DefaultWindow
 	DefaultLeaseTimeout = 10 * time.Second
 	DefaultMaxStreams   = 256
-	DefaultStallTarget  = 0.02
+	DefaultStallTarget  = coord.DefaultStallTarget
 	DefaultIdleTimeout  = 10 * time.Minute
 	// DefaultAdviseWindow is how long a lower worker recommendation must
 	// hold before it is published (the HPA's scale-down stabilization).
@@ -42,7 +44,7 @@ const (
 	// (grpc-go's limit is 16 KiB, Python's 8 KiB, after percent-encoding).
 	maxStatusMessage = 2048
 	// maxWindow bounds a job's window, configured or automatic.
-	maxWindow                  = 1024
+	maxWindow                  = coord.MaxWindow
 	DefaultMaxBatchBytes       = 256 << 20
 	DefaultMaxStreamsPerClient = 16
 	// DefaultMaxWorkStreams and DefaultMaxWorkStreamsPerClient bound the
@@ -242,7 +244,7 @@ type Config struct {
 	// compares its peers' with; nil: pipeline.LocalIdentity().
 	identity *pipeline.Identity
 	// For tests: how long a Work stream's job may go without a lease
-	// before the worker ends it; 0: workJobIdle.
+	// before the worker ends it; 0: work.DefaultJobIdle.
 	workJobIdle time.Duration
 	// For tests: resolves a dns:/// Peers name; nil: DNS.
 	lookup func(ctx context.Context, host string) ([]string, error)
@@ -426,7 +428,7 @@ func (c Config) withDefaults() Config {
 		c.WorkIdleTimeout = DefaultWorkIdleTimeout
 	}
 	if c.workJobIdle == 0 {
-		c.workJobIdle = workJobIdle
+		c.workJobIdle = work.DefaultJobIdle
 	}
 	return c
 }

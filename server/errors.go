@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/server/internal/coord"
 )
 
 // errorCodes maps the errors the server's dependencies return to status
@@ -25,9 +26,9 @@ var errorCodes = []struct {
 	{pipeline.ErrCorrupt, codes.DataLoss},
 	{pipeline.ErrClosed, codes.Unavailable},
 	{errMemoryBudget, codes.ResourceExhausted},
-	{errNoMaker, codes.FailedPrecondition},
-	{errBatchFailed, codes.Unavailable},
-	{errNoMakerReady, codes.Unavailable},
+	{coord.ErrNoMaker, codes.FailedPrecondition},
+	{coord.ErrBatchFailed, codes.Unavailable},
+	{coord.ErrNoMakerReady, codes.Unavailable},
 }
 
 // toStatus turns err into a status error: a status error passes through
@@ -75,3 +76,25 @@ func capStatus(err error) error {
 	p.Message = msg[:n] + "…"
 	return status.ErrorProto(p)
 }
+
+// errIdleTimeout marks a Feed stream ended by --idle-timeout: a trainer
+// that neither read nor granted a credit while a batch waited.
+var errIdleTimeout = errors.New("idle timeout")
+
+// idleTimeout is the status a stream ends with under --idle-timeout:
+// DEADLINE_EXCEEDED with a message saying why, and errIdleTimeout to
+// errors.Is, so that what ended the stream is known by its error, not by
+// its message.
+func idleTimeout(format string, a ...any) error {
+	return &sentinelStatus{st: status.Newf(codes.DeadlineExceeded, format, a...), is: errIdleTimeout}
+}
+
+// sentinelStatus is a status error that is also a sentinel error.
+type sentinelStatus struct {
+	st *status.Status
+	is error
+}
+
+func (e *sentinelStatus) Error() string              { return e.st.Err().Error() }
+func (e *sentinelStatus) GRPCStatus() *status.Status { return e.st }
+func (e *sentinelStatus) Is(target error) bool       { return target == e.is }

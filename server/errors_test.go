@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/server/internal/coord"
 )
 
 func TestToStatus(t *testing.T) {
@@ -28,8 +29,8 @@ func TestToStatus(t *testing.T) {
 		{"status passes through", status.Error(codes.NotFound, "nope"), codes.NotFound},
 		{"other", io.ErrUnexpectedEOF, codes.Internal},
 		{"memory budget", fmt.Errorf("%w: a job needs 9 bytes", errMemoryBudget), codes.ResourceExhausted},
-		{"every maker refused", fmt.Errorf("%w: a:1: %w", errNoMaker, status.Error(codes.NotFound, "unknown dataset")), codes.FailedPrecondition},
-		{"batch failed", fmt.Errorf("%w: last: %w", errBatchFailed, status.Error(codes.DataLoss, "x")), codes.Unavailable},
+		{"every maker refused", fmt.Errorf("%w: a:1: %w", coord.ErrNoMaker, status.Error(codes.NotFound, "unknown dataset")), codes.FailedPrecondition},
+		{"batch failed", fmt.Errorf("%w: last: %w", coord.ErrBatchFailed, status.Error(codes.DataLoss, "x")), codes.Unavailable},
 		{"wrapped peer status", fmt.Errorf("peer a:1: %w", status.Error(codes.PermissionDenied, "no")), codes.PermissionDenied},
 		{"plain", errors.New("boom"), codes.Internal},
 	}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/rpc"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/coord"
 )
 
 // Feed implements stokerv1.FeedServiceServer: it validates the job the
@@ -42,15 +42,15 @@ func (s *Server) Feed(stream stokerv1.FeedService_FeedServer) error {
 		return status.Errorf(codes.InvalidArgument, "the first message on a Feed stream must be OpenJob, got %T", req.GetMsg())
 	}
 	id := strconv.FormatUint(s.streamID.Add(1), 10)
-	log := s.log.With("job", id, "dataset", truncate(o.GetJob().GetDataset(), 64), "client", clientHost(ctx))
+	log := s.log.With("job", id, "dataset", truncate(o.GetJob().GetDataset(), 64), "client", rpc.ClientHost(ctx))
 	j, err := s.newJob(o.GetJob())
 	if err == nil {
-		var st streamSpec
+		var st coord.Stream
 		if st, err = streamOf(o, j); err == nil {
 			return s.runJob(ctx, stream, j, st, o.GetShm(), id, log)
 		}
 	}
-	s.refusals.refuse("invalid_job", "job refused", "job", id, "dataset", truncate(o.GetJob().GetDataset(), 64), "client", clientHost(ctx), "err", err)
+	s.refusals.refuse("invalid_job", "job refused", "job", id, "dataset", truncate(o.GetJob().GetDataset(), 64), "client", rpc.ClientHost(ctx), "err", err)
 	return err
 }
 
@@ -75,7 +75,7 @@ func (s *Server) recvWithin(ctx context.Context, recv func() (*stokerv1.FeedRequ
 		}
 		return g.m, toStatus(g.err)
 	case <-time.After(s.cfg.FirstMessageTimeout):
-		s.refusals.refuse("first_message_timeout", "stream closed: no "+what+" in time", "client", clientHost(ctx), "timeout", s.cfg.FirstMessageTimeout)
+		s.refusals.refuse("first_message_timeout", "stream closed: no "+what+" in time", "client", rpc.ClientHost(ctx), "timeout", s.cfg.FirstMessageTimeout)
 		return nil, status.Errorf(codes.DeadlineExceeded, "no %s within %v (--first-message-timeout)", what, s.cfg.FirstMessageTimeout)
 	}
 }
@@ -89,12 +89,12 @@ func (s *Server) recvWithin(ctx context.Context, recv func() (*stokerv1.FeedRequ
 // stuck on a trainer that stopped reading: that one is left to end with
 // the stream, and no other Send begins after the handler decided to return
 // (grpc-go forbids Send after the handler returned).
-func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedServer, j *job, st streamSpec, shm *stokerv1.ShmRequest, id string, log *slog.Logger) error {
+func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedServer, j *job, st coord.Stream, shm *stokerv1.ShmRequest, id string, log *slog.Logger) error {
 	mem := newStreamMemory(s.budget)
 	// The job needs at least two batch buffers (one being made, one being
 	// sent); more come out of the budget as the window grows.
 	batchBytes := j.batchBytes()
-	if err := mem.acquire(ctx, reservedBuffers*batchBytes, 2*time.Second, "a job of "+strconv.FormatInt(batchBytes, 10)+"-byte batches"); err != nil {
+	if err := mem.acquire(ctx, coord.ReservedBytes(batchBytes), 2*time.Second, "a job of "+strconv.FormatInt(batchBytes, 10)+"-byte batches"); err != nil {
 		s.refusals.refuse("memory_budget", "job refused: memory budget", "job", id, "err", err)
 		return toStatus(err)
 	}
@@ -105,16 +105,20 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	var r *ring
 	if shm != nil {
 		var err error
-		if r, err = s.shmHandshake(ctx, stream, shm, st.Credits, batchBytes, s.coord.poolCeiling(st.Credits), mem, log); err != nil {
+		if r, err = s.shmHandshake(ctx, stream, shm, st.Credits, batchBytes, s.coord.PoolCeiling(st.Credits), mem, log); err != nil {
 			mem.close()
 			return toStatus(err)
 		}
 	}
-	c := newCoordinator(s.coord, j, st, id, mem, log)
-	c.ring = r
+	st.Memory = mem
+	if r != nil {
+		st.Ring = r // batches are made in its slots
+	}
+	j.id = j.name + "-r" + strconv.Itoa(j.rank) + "-" + id
+	c := coord.New(s.coord, j, st, j.id, log)
 	f := &feed{s: s, j: j, c: c, stream: stream, begin: time.Now(), ring: r}
-	s.active.Store(c.name, c)
-	defer s.active.Delete(c.name)
+	s.active.Store(c.Name(), c)
+	defer s.active.Delete(c.Name())
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -126,7 +130,7 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	s.jobs.Add(2)
 	go func() {
 		defer s.jobs.Done()
-		coordDone <- c.run(ctx)
+		coordDone <- c.Run(ctx)
 	}()
 	sendDone := make(chan error, 1)
 	go func() {
@@ -157,7 +161,7 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 			<-sendDone
 		}
 	}
-	if err != nil && strings.Contains(err.Error(), "--idle-timeout") {
+	if errors.Is(err, errIdleTimeout) {
 		s.refusals.refuse("idle_timeout", "job closed: idle", "job", id, "err", err)
 	}
 	attrs := []any{"epochs", f.epochs.Load(), "batches", f.batches.Load(), "duration", time.Since(f.begin).Round(time.Millisecond)}
@@ -184,7 +188,7 @@ func (s *Server) closedBy(streamCtx context.Context, err error) string {
 		return ""
 	case s.stopping.Load():
 		return "grace_period"
-	case strings.Contains(err.Error(), "--idle-timeout"):
+	case errors.Is(err, errIdleTimeout):
 		return "idle_timeout"
 	case status.Code(err) == codes.Unauthenticated || errors.Is(context.Cause(streamCtx), errTokenRevoked):
 		return "token_revoked"
@@ -195,8 +199,8 @@ func (s *Server) closedBy(streamCtx context.Context, err error) string {
 }
 
 // streamOf validates the stream part of o for job j.
-func streamOf(o *stokerv1.OpenJob, j *job) (streamSpec, error) {
-	st := streamSpec{
+func streamOf(o *stokerv1.OpenJob, j *job) (coord.Stream, error) {
+	st := coord.Stream{
 		Epoch: o.GetEpoch(), Epochs: o.GetEpochs(), Consumed: o.GetConsumed(),
 		AsReady: o.GetAsReady(), Credits: int64(o.GetCredits()), Skip: o.GetSkipBatches(),
 	}
@@ -218,7 +222,7 @@ func streamOf(o *stokerv1.OpenJob, j *job) (streamSpec, error) {
 type feed struct {
 	s      *Server
 	j      *job
-	c      *coordinator
+	c      *coord.Coordinator
 	stream stokerv1.FeedService_FeedServer
 	begin  time.Time
 
@@ -275,13 +279,13 @@ func (f *feed) send(m any) error {
 // coordinator never waits on it.
 func (f *feed) sendLoop(cancel context.CancelCauseFunc) error {
 	var err error
-	for o := range f.c.out {
+	for o := range f.c.Out() {
 		if err == nil {
 			if err = f.sendOne(o); err != nil {
 				cancel(err)
 			}
-		} else if o.b != nil {
-			f.c.recycle(o.b)
+		} else if o.Batch != nil {
+			f.c.Recycle(o.Batch)
 		}
 	}
 	if errors.Is(err, errStopped) {
@@ -290,12 +294,12 @@ func (f *feed) sendLoop(cancel context.CancelCauseFunc) error {
 	return err
 }
 
-func (f *feed) sendOne(o output) error {
+func (f *feed) sendOne(o coord.Output) error {
 	switch {
-	case o.info != nil:
-		return f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Job{Job: o.info}})
-	case o.end != nil:
-		if err := f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_End{End: o.end}}); err != nil {
+	case o.Info != nil:
+		return f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Job{Job: o.Info}})
+	case o.End != nil:
+		if err := f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_End{End: o.End}}); err != nil {
 			return err
 		}
 		f.epochs.Add(1)
@@ -307,7 +311,7 @@ func (f *feed) sendOne(o output) error {
 // watch reports an error when the trainer has left a ready batch waiting
 // for idle: no credit granted for it, or a Send blocked because the
 // trainer stopped reading.
-func (f *feed) watch(ctx context.Context, c *coordinator, idle time.Duration) <-chan error {
+func (f *feed) watch(ctx context.Context, c *coord.Coordinator, idle time.Duration) <-chan error {
 	out := make(chan error, 1)
 	go func() {
 		tick := time.NewTicker(min(idle/4, time.Second))
@@ -319,11 +323,11 @@ func (f *feed) watch(ctx context.Context, c *coordinator, idle time.Duration) <-
 				return
 			}
 			if t := f.sendingSince.Load(); t != 0 && time.Since(time.Unix(0, t)) > idle {
-				out <- status.Errorf(codes.DeadlineExceeded, "the trainer has not read for %v (--idle-timeout)", idle)
+				out <- idleTimeout("the trainer has not read for %v (--idle-timeout)", idle)
 				return
 			}
-			if t := c.starvedSince.Load(); t != 0 && time.Since(time.Unix(0, t)) > idle {
-				out <- status.Errorf(codes.DeadlineExceeded, "the trainer has granted no credit for %v while a batch waits (--idle-timeout)", idle)
+			if t := c.CreditWaitSince(); !t.IsZero() && time.Since(t) > idle {
+				out <- idleTimeout("the trainer has granted no credit for %v while a batch waits (--idle-timeout)", idle)
 				return
 			}
 		}
@@ -335,23 +339,23 @@ func (f *feed) watch(ctx context.Context, c *coordinator, idle time.Duration) <-
 // (made there, or copied into a free one), or its header and its pixels in
 // chunks of at most MaxChunkBytes, lent to gRPC. Its buffer goes back to
 // the coordinator once gRPC has let go of its pixels.
-func (f *feed) batch(o output) error {
-	j, b, epoch, k := f.j, o.b, o.epoch, o.k
+func (f *feed) batch(o coord.Output) error {
+	j, b, epoch, k := f.j, o.Batch, o.Epoch, o.K
 	m := f.s.m
 	t0 := time.Now()
-	pin := rpc.NewPin(func() { f.c.recycle(b) })
+	pin := rpc.NewPin(func() { f.c.Recycle(b) })
 	defer pin.Done()
 	h := j.header(epoch, k, b)
 	if f.ring != nil {
 		via := "chunks"
-		i, ok := o.slot, o.inSlot
+		i, ok := o.Slot, o.InSlot
 		if !ok {
-			i, ok = f.ring.take()
+			i, ok = f.ring.Take()
 		}
 		if ok {
 			// A batch made in its slot is there already, unless its maker
 			// replaced the buffer.
-			if s := f.ring.slot(i); !o.inSlot || len(b.Data) > 0 && &s[0] != &b.Data[0] {
+			if s := f.ring.Slot(i); !o.InSlot || len(b.Data) > 0 && &s[0] != &b.Data[0] {
 				copy(s, b.Data)
 				m.shmSlotCopies.WithLabelValues(j.name).Inc()
 			}
@@ -364,13 +368,13 @@ func (f *feed) batch(o output) error {
 		return err
 	}
 	if h.Slot == nil {
-		if err := sendChunks(f.send, pin, uint64(k), b.Data); err != nil {
+		if err := rpc.SendChunks(f.send, pin, uint64(k), b.Data, MaxChunkBytes); err != nil {
 			return err
 		}
 	}
 	f.batches.Add(1)
 	now := time.Now()
-	f.c.tel.delivered(now, b.N, len(b.Data))
+	f.c.Delivered(now, b.N, len(b.Data))
 	m.sendSeconds.Observe(now.Sub(t0).Seconds())
 	m.batchesSent.WithLabelValues(j.name).Inc()
 	m.samplesSent.WithLabelValues(j.name).Add(float64(b.N))
@@ -381,23 +385,10 @@ func (f *feed) batch(o output) error {
 	return nil
 }
 
-// sendChunks sends data as Chunks of at most MaxChunkBytes numbered n
-// through send (a stream's SendMsg, under rpc.Codec), its pixels lent to
-// gRPC through pin rather than copied into the messages.
-func sendChunks(send func(any) error, pin *rpc.Pin, n uint64, data []byte) error {
-	for off := 0; off < len(data); off += MaxChunkBytes {
-		c := &rpc.OutChunk{Number: n, Offset: uint64(off), Data: pin.Buffer(data[off:min(off+MaxChunkBytes, len(data))])}
-		if err := send(c); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // receive reads the trainer's Credit messages until the stream ends: grants
 // go to the coordinator, wait reports to the metrics. A protocol error
 // cancels the job with it; a half-close just means no more credits.
-func (f *feed) receive(c *coordinator, cancel context.CancelCauseFunc) {
+func (f *feed) receive(c *coord.Coordinator, cancel context.CancelCauseFunc) {
 	wait := f.s.m.trainerWait.WithLabelValues(f.j.name)
 	for {
 		req, err := f.stream.Recv()
@@ -425,7 +416,7 @@ func (f *feed) receive(c *coordinator, cancel context.CancelCauseFunc) {
 		if w := cr.GetWaitSeconds(); w > 0 && !math.IsInf(w, 0) && !math.IsNaN(w) {
 			wait.Add(w)
 		}
-		c.tel.report(time.Now(), cr.GetWaitSeconds(), cr.GetStepSeconds(), cr.GetBatches())
+		c.Report(time.Now(), cr.GetWaitSeconds(), cr.GetStepSeconds(), cr.GetBatches())
 		if n := cr.GetCredits(); n > 0 {
 			c.Grant(n)
 		}

@@ -13,8 +13,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/coord"
 )
 
 // The test dataset: classes a, b, c with 13 JPEGs each, and c/bad.jpg (zero
@@ -170,11 +172,11 @@ func TestFeedResume(t *testing.T) {
 // until the test closes release: the test decides which batch is ready
 // last.
 type gatedMaker struct {
-	maker
+	coord.Maker
 	release chan struct{}
 }
 
-func (m *gatedMaker) Make(ctx context.Context, l *batchLease, b *pipeline.Batch) error {
+func (m *gatedMaker) Make(ctx context.Context, j coord.Job, l *work.Lease, b *pipeline.Batch) error {
 	if l.Number == 0 {
 		select {
 		case <-m.release:
@@ -182,7 +184,7 @@ func (m *gatedMaker) Make(ctx context.Context, l *batchLease, b *pipeline.Batch)
 			return ctx.Err()
 		}
 	}
-	return m.maker.Make(ctx, l, b)
+	return m.Maker.Make(ctx, j, l, b)
 }
 
 // TestFeedAsReady: with batch 0 held back by its maker, an as-ready stream
@@ -191,9 +193,9 @@ func (m *gatedMaker) Make(ctx context.Context, l *batchLease, b *pipeline.Batch)
 func TestFeedAsReady(t *testing.T) {
 	e := newEnv(t, Config{Window: 16})
 	in := e.collect(t, smallJob("tiny", 4))
-	ms, _ := e.srv.makers.snapshot()
-	gate := &gatedMaker{maker: ms[0], release: make(chan struct{})}
-	e.srv.coord.makers = newMakers(gate)
+	ms, _ := e.srv.makers.Snapshot()
+	gate := &gatedMaker{Maker: ms[0], release: make(chan struct{})}
+	e.srv.coord.Makers = coord.NewMakers(gate)
 
 	open := smallJob("tiny", 4)
 	open.AsReady = true

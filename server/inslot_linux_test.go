@@ -74,13 +74,13 @@ func TestShmTrainerCannotFramePeer(t *testing.T) {
 	}()
 	got, inSlots := st.readEpoch(t, false)
 	halt()
-	if inSlots != len(got.batches) || testutil.ToFloat64(ws[0].srv.m.workLeases.WithLabelValues("done")) == 0 {
-		t.Fatalf("%d of %d batches in slots, made by the peer: %v", inSlots, len(got.batches), testutil.ToFloat64(ws[0].srv.m.workLeases.WithLabelValues("done")))
+	if inSlots != len(got.batches) || testutil.ToFloat64(ws[0].srv.m.work.Leases.WithLabelValues("done")) == 0 {
+		t.Fatalf("%d of %d batches in slots, made by the peer: %v", inSlots, len(got.batches), testutil.ToFloat64(ws[0].srv.m.work.Leases.WithLabelValues("done")))
 	}
-	if why := e.srv.coord.verify.why(quarantinedMaker(t, e, addr)); why != nil {
+	if why := e.srv.verify.Why(quarantinedMaker(t, e, addr)); why != nil {
 		t.Errorf("the honest peer is quarantined: %v", why)
 	}
-	if n := testutil.ToFloat64(e.srv.m.leaseFailures.WithLabelValues(addr, "mismatch")); n != 0 {
+	if n := testutil.ToFloat64(e.srv.m.coord.LeaseFailures.WithLabelValues(addr, "mismatch")); n != 0 {
 		t.Errorf("%v mismatches on the honest peer", n)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/coord"
 )
 
 // job is a validated JobSpec: what every batch of every epoch of the job is
@@ -28,8 +29,8 @@ type job struct {
 	// epoch of an elastic resume; 0: world).
 	shuffle    shuffleChoice
 	epochWorld int
-	// id names the job in queue names and metrics (the coordinator's
-	// stream, or the Work stream and its job id).
+	// id names the job in queue names and metrics (its coordinator's
+	// name, or the Work stream's and its job id).
 	id string
 	// bench is how this server's executor makes the job's batches under
 	// the benchmark flags (BenchReplay, BenchRate); nil without them.
@@ -120,7 +121,7 @@ func (j *job) plan(epoch, consumed uint64) Plan {
 }
 
 // info is the JobInfo that opens epoch with plan p.
-func (j *job) info(epoch uint64, p Plan) *stokerv1.JobInfo {
+func (j *job) info(epoch uint64, p coord.Plan) *stokerv1.JobInfo {
 	shape := j.t.Shape()
 	return &stokerv1.JobInfo{
 		Epoch:         epoch,

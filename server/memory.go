@@ -9,18 +9,13 @@ import (
 // streamMemory is what one Feed stream holds of the server's memory
 // budget: its batch buffers (the two it opens with, the ones its window
 // grows to) and its shared-memory ring. It is the one place a stream's
-// bytes are counted; close gives back whatever is still held when the
-// stream ends.
+// bytes are counted (its coordinator's coord.Memory); close gives back
+// whatever is still held when the stream ends.
 type streamMemory struct {
 	b    *budget
 	mu   sync.Mutex
 	held int64
 }
-
-// reservedBuffers is how many batch buffers a job is sure of from its
-// start (one being made, one being sent); more come from the budget as
-// its window grows.
-const reservedBuffers = 2
 
 func newStreamMemory(b *budget) *streamMemory { return &streamMemory{b: b} }
 
@@ -34,8 +29,8 @@ func (m *streamMemory) acquire(ctx context.Context, n int64, wait time.Duration,
 	return nil
 }
 
-// try takes n bytes if they fit now.
-func (m *streamMemory) try(n int64) bool {
+// Try takes n bytes if they fit now.
+func (m *streamMemory) Try(n int64) bool {
 	if !m.b.try(n) {
 		return false
 	}
@@ -49,8 +44,8 @@ func (m *streamMemory) add(n int64) {
 	m.mu.Unlock()
 }
 
-// release gives n of the held bytes back.
-func (m *streamMemory) release(n int64) {
+// Release gives n of the held bytes back.
+func (m *streamMemory) Release(n int64) {
 	m.mu.Lock()
 	n = min(n, m.held)
 	m.held -= n

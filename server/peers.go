@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stoker-dev/stoker/internal/peer"
+	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
-	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/coord"
 )
 
 // peerTarget is a parsed Config.Peers: a fixed list of addresses, or a DNS
@@ -62,15 +62,18 @@ func parsePeers(s string) (peerTarget, error) {
 	return t, nil
 }
 
-// peerMaker is a maker over a peer.Peer.
+// peerMaker is a maker over a work.Peer.
 type peerMaker struct {
-	p *peer.Peer
+	p *work.Peer
 
 	mu       sync.Mutex
-	forwards map[*job]*stokerv1.JobSpec
+	forwards map[coord.Job]*work.Job
 }
 
+var _ coord.Maker = (*peerMaker)(nil)
+
 func (m *peerMaker) Name() string { return m.p.Addr() }
+func (m *peerMaker) Local() bool  { return false }
 func (m *peerMaker) Free() int    { return m.p.Free() }
 func (m *peerMaker) Ready() bool  { return m.p.Ready() }
 
@@ -79,29 +82,26 @@ func (m *peerMaker) Ready() bool  { return m.p.Ready() }
 // nil while it is Ready (and before its first attempt ended).
 func (m *peerMaker) Unavailable() error { return m.p.LastError() }
 
-func (m *peerMaker) Make(ctx context.Context, l *batchLease, b *pipeline.Batch) error {
-	return m.p.Make(ctx, peer.Lease{
-		Job: m.forward(l.job), Epoch: l.Epoch, Number: uint64(l.Number),
-		Indices: l.Indices, SampleBytes: l.job.t.SampleBytes(),
-		Stall: l.Demand.Stall, Work: l.Demand.Work, Keep: l.Keep, Kept: l.Kept,
-	}, b)
+func (m *peerMaker) Make(ctx context.Context, j coord.Job, l *work.Lease, b *pipeline.Batch) error {
+	return m.p.Make(ctx, m.forward(j), l, b)
 }
 
-// forward is the job's spec as forwarded: the trainer's, with the dataset's
+// forward is the job as forwarded: the trainer's spec, with the dataset's
 // fingerprint, so a worker with other data refuses it. One per job, so the
 // peer registers it once.
-func (m *peerMaker) forward(j *job) *stokerv1.JobSpec {
+func (m *peerMaker) forward(cj coord.Job) *work.Job {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	f := m.forwards[j]
+	f := m.forwards[cj]
 	if f == nil {
-		f = j.forwardSpec()
-		m.forwards[j] = f
+		j := jobOf(cj)
+		f = &work.Job{Spec: j.forwardSpec(), SampleBytes: j.t.SampleBytes()}
+		m.forwards[cj] = f
 	}
 	return f
 }
 
-func (m *peerMaker) Forget(j *job) {
+func (m *peerMaker) Forget(j coord.Job) {
 	m.mu.Lock()
 	f := m.forwards[j]
 	delete(m.forwards, j)
@@ -206,11 +206,13 @@ func (d *discovery) update(addrs []string) {
 		if d.peers[a] != nil {
 			continue
 		}
-		p, err := peer.Dial(a, s.makers.poke, peer.WithDialOptions(s.peerDial(a)...),
-			peer.WithIdentity(s.cfg.decoderIdentity()),
-			peer.WithDecoderRefused(func(error) { s.m.leaseFailures.WithLabelValues(a, "decoder").Inc() }),
-			peer.WithErrors(func(err error) {
-				if errors.Is(err, peer.ErrDecoder) {
+		m := &peerMaker{forwards: make(map[coord.Job]*work.Job)}
+		p, err := work.Dial(a, s.makers.Poke, work.WithDialOptions(s.peerDial(a)...),
+			work.WithIdentity(s.cfg.decoderIdentity()),
+			work.WithFreed(func() { s.makers.Freed(m) }),
+			work.WithDecoderRefused(func(error) { s.m.coord.LeaseFailures.WithLabelValues(a, "decoder").Inc() }),
+			work.WithErrors(func(err error) {
+				if errors.Is(err, work.ErrDecoder) {
 					s.log.Warn("peer refused: its decoder would make other bytes than ours; it gets no lease", "addr", a, "err", err)
 					return
 				}
@@ -220,9 +222,9 @@ func (d *discovery) update(addrs []string) {
 			s.log.Warn("peer", "addr", a, "err", err)
 			continue
 		}
-		m := &peerMaker{p: p, forwards: make(map[*job]*stokerv1.JobSpec)}
+		m.p = p
 		d.peers[a] = m
-		s.makers.add(m)
+		s.makers.Add(m)
 		s.log.Info("peer added", "addr", a)
 	}
 	for a, m := range d.peers {
@@ -230,13 +232,13 @@ func (d *discovery) update(addrs []string) {
 			continue
 		}
 		delete(d.peers, a)
-		s.makers.remove(m)
+		s.makers.Remove(m)
 		d.retiring.Add(1)
 		held := m.p.InFlight()
 		go func() {
 			defer d.retiring.Done()
 			n := m.p.Retire(s.cfg.LeaseTimeout, d.abort)
-			s.coord.verify.forget(m) // a quarantine lasts while the peer is in the set
+			s.verify.forget(m) // a quarantine lasts while the peer is in the set
 			s.log.Info("peer retired", "addr", a, "in_flight_at_removal", held, "unfinished", n)
 			d.mu.Lock()
 			d.gone[a] = time.Now()
@@ -244,7 +246,7 @@ func (d *discovery) update(addrs []string) {
 		}()
 		s.log.Info("peer removed", "addr", a)
 	}
-	s.makers.poke()
+	s.makers.Poke()
 }
 
 // forgetGone deletes the metric series of the peers retired, until a lease
@@ -254,7 +256,7 @@ func (d *discovery) forgetGone() {
 	defer d.mu.Unlock()
 	for a, at := range d.gone {
 		if d.peers[a] == nil {
-			d.s.m.forgetMaker(a)
+			d.s.m.coord.ForgetMaker(a)
 		}
 		if d.peers[a] != nil || time.Since(at) > d.s.cfg.LeaseTimeout {
 			delete(d.gone, a)

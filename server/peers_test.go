@@ -11,13 +11,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/stoker-dev/stoker/internal/peer"
+	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
 )
 
 // peerMakerOf is e's peer maker for addr, nil when it has none.
 func peerMakerOf(e *testEnv, addr string) *peerMaker {
-	ms, _ := e.srv.makers.snapshot()
+	ms, _ := e.srv.makers.Snapshot()
 	for _, m := range ms {
 		if pm, ok := m.(*peerMaker); ok && pm.Name() == addr {
 			return pm
@@ -61,23 +61,23 @@ func TestPeerDecoderRefused(t *testing.T) {
 	coord := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: bad.addr + "," + good.addr})
 	waitPeers(t, coord, 1)
 	waitUntil(t, "the peer with other bytes counted as refused", func() bool {
-		return testutil.ToFloat64(coord.srv.m.leaseFailures.WithLabelValues(bad.addr, "decoder")) > 0
+		return testutil.ToFloat64(coord.srv.m.coord.LeaseFailures.WithLabelValues(bad.addr, "decoder")) > 0
 	})
 	checkOnce(t, coord.collect(t, smallJob("tiny", 4)), NewPlan(PlanSpec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 4}))
-	if n := testutil.ToFloat64(coord.srv.m.leases.WithLabelValues(bad.addr)); n != 0 {
+	if n := testutil.ToFloat64(coord.srv.m.coord.Leases.WithLabelValues(bad.addr)); n != 0 {
 		t.Errorf("%v leases to the peer with other bytes", n)
 	}
-	if n := testutil.ToFloat64(coord.srv.m.leases.WithLabelValues(good.addr)); n == 0 {
+	if n := testutil.ToFloat64(coord.srv.m.coord.Leases.WithLabelValues(good.addr)); n == 0 {
 		t.Error("no lease to the peer of another stoker version with the same output")
 	}
 	err := peerMakerOf(coord, bad.addr).Unavailable()
-	if !errors.Is(err, peer.ErrDecoder) || !strings.Contains(err.Error(), ours.String()) || !strings.Contains(err.Error(), otherBytes.String()) {
+	if !errors.Is(err, work.ErrDecoder) || !strings.Contains(err.Error(), ours.String()) || !strings.Contains(err.Error(), otherBytes.String()) {
 		t.Errorf("Unavailable: %v; want the decoder naming %v and %v", err, ours, otherBytes)
 	}
 	if err := peerMakerOf(coord, good.addr).Unavailable(); err != nil {
 		t.Errorf("the ready peer says %v", err)
 	}
-	if n := bad.workJobs(); n != 0 || testutil.ToFloat64(bad.srv.m.workLeases.WithLabelValues("done")) != 0 {
+	if n := bad.workJobs(); n != 0 || testutil.ToFloat64(bad.srv.m.work.Leases.WithLabelValues("done")) != 0 {
 		t.Errorf("the refused worker holds %d jobs", n)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/stoker-dev/stoker/internal/peer"
+	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -69,7 +69,7 @@ func TestPeersSameBytes(t *testing.T) {
 	sameBatches(t, "3 peers vs one server", want.batches, got.batches)
 	used := 0
 	for _, w := range ws {
-		if testutil.ToFloat64(w.srv.m.workLeases.WithLabelValues("done")) > 0 {
+		if testutil.ToFloat64(w.srv.m.work.Leases.WithLabelValues("done")) > 0 {
 			used++
 		}
 	}
@@ -139,7 +139,7 @@ func TestPeerDiesMidEpoch(t *testing.T) {
 	})
 	checkOnce(t, ep, plan)
 	dead := ws[0].addr
-	if testutil.ToFloat64(coord.srv.m.leases.WithLabelValues(dead)) == 0 {
+	if testutil.ToFloat64(coord.srv.m.coord.Leases.WithLabelValues(dead)) == 0 {
 		t.Error("the peer that died never had a lease")
 	}
 }
@@ -152,7 +152,7 @@ type hungWorker struct {
 
 func (hungWorker) Work(stream pb.WorkService_WorkServer) error {
 	if err := stream.Send(&pb.WorkResponse{Msg: &pb.WorkResponse_Worker{Worker: &pb.WorkerInfo{
-		Workers: 1, MaxLeases: 4, Decoder: peer.IdentityProto(pipeline.LocalIdentity()),
+		Workers: 1, MaxLeases: 4, Decoder: work.IdentityProto(pipeline.LocalIdentity()),
 	}}}); err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func TestPeerHung(t *testing.T) {
 	start := time.Now()
 	ep := coord.collect(t, smallJob("tiny", 4))
 	checkOnce(t, ep, NewPlan(PlanSpec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 4}))
-	if got := testutil.ToFloat64(coord.srv.m.leaseFailures.WithLabelValues(lis.Addr().String(), "timeout")); got == 0 {
+	if got := testutil.ToFloat64(coord.srv.m.coord.LeaseFailures.WithLabelValues(lis.Addr().String(), "timeout")); got == 0 {
 		t.Error("no lease timed out on the hung peer")
 	}
 	t.Logf("epoch with a hung peer: %v", time.Since(start))
@@ -194,7 +194,7 @@ func TestPeerRefused(t *testing.T) {
 	coord := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: stranger.addr + "," + good})
 	ep := coord.collect(t, smallJob("tiny", 4))
 	checkOnce(t, ep, NewPlan(PlanSpec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 4}))
-	if got := testutil.ToFloat64(coord.srv.m.leaseFailures.WithLabelValues(stranger.addr, "refused")); got == 0 {
+	if got := testutil.ToFloat64(coord.srv.m.coord.LeaseFailures.WithLabelValues(stranger.addr, "refused")); got == 0 {
 		t.Error("the peer with other data was not counted as refusing")
 	}
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -17,13 +16,14 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/stoker-dev/stoker/internal/gpu"
 	"github.com/stoker-dev/stoker/internal/rpc"
+	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/coord"
 )
 
 // Server implements stokerv1.FeedService (trainers) and
@@ -38,7 +38,7 @@ type Server struct {
 	log      *slog.Logger
 	m        *metrics
 	exec     *pipeline.Executor // nil with Workers 0
-	makers   *makers
+	makers   *coord.Makers
 	disc     *discovery
 	datasets map[string]pipeline.Dataset
 	names    []string // sorted
@@ -51,8 +51,10 @@ type Server struct {
 	// gpuIdle is the trainer's GPUs' idle share, and whether it is known
 	// (NVML); without a monitor, unknown.
 	gpuIdle  func() (float64, bool)
-	coord    *coordEnv           // what its coordinators share
-	active   sync.Map            // job name -> *coordinator, for Status
+	coord    *coord.Env          // what its coordinators share
+	verify   *verifier           // the coordinators' verifier of peers' batches
+	worker   *work.Worker        // serves Work streams; nil with no executor
+	active   sync.Map            // job name -> *coord.Coordinator, for Status
 	gpu      gpu.Monitor         // nil without --gpus
 	shm      *shmHub             // nil when shared memory is off
 	shmOff   string              // why it is off
@@ -148,7 +150,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		log.Info("dataset open", "dataset", name, "format", formatOf(ds), "size", ds.Len(),
 			"classes", len(ds.Classes()), "fingerprint", ds.Fingerprint())
 	}
-	s.makers = newMakers()
+	s.makers = coord.NewMakers()
 	if cfg.Workers > 0 {
 		var opts []pipeline.Option
 		if cfg.PixelBudget > 0 {
@@ -192,7 +194,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 			s.shares = newShares(floor, cfg.StallTarget)
 			go s.shares.run(s.stop)
 		}
-		s.makers.add(newLocalMaker(s.exec, s.shares, maxWindow))
+		s.makers.Add(newLocalMaker(s.exec, s.shares, maxWindow))
 		if cfg.BenchReplay {
 			log.Warn("--bench-replay: every batch carries its job's first batch's pixels; for delivery benchmarks only")
 		}
@@ -214,7 +216,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		log.Warn("--bench-gpu-idle-file: the GPU's idle share is read from a file a simulator writes, not from NVML; for benchmarks only",
 			"file", cfg.BenchGPUIdleFile)
 	case cfg.GPUs != "" && !sel.None():
-		s.gpu = gpu.NewMonitor(sel, telemetryWindow)
+		s.gpu = gpu.NewMonitor(sel, coord.TelemetryWindow)
 	}
 	if s.gpu != nil {
 		if smp := s.gpu.Sample(); !smp.Available {
@@ -225,13 +227,16 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 			return smp.IdleRatio, smp.Available && smp.IdleRatio >= 0
 		}
 	}
-	s.coord = &coordEnv{
-		cfg: coordConfig{
+	s.verify = newVerifier(max(cfg.VerifyFraction, 0), s.exec, log, s.makers.Poke)
+	s.coord = &coord.Env{
+		Config: coord.Config{
 			Window: cfg.Window, LeaseTimeout: cfg.LeaseTimeout, StallTarget: cfg.StallTarget,
 			AdviseWindow: cfg.AdviseWindow, MaxRecommended: cfg.MaxWorkersRecommended,
 		},
-		makers: s.makers, budget: s.budget, m: s.m, gpuIdle: s.gpuIdle,
-		verify: newVerifier(max(cfg.VerifyFraction, 0), s.exec, log, s.makers.poke),
+		Makers: s.makers, Metrics: s.m.coord, GPUIdle: s.gpuIdle, Verifier: s.verify,
+	}
+	if s.exec != nil {
+		s.worker = s.newWorker()
 	}
 	if err := m.registerPeersReady(reg, s.peersReady); err != nil {
 		s.Close()
@@ -285,7 +290,7 @@ func (s *Server) Close() error {
 	if s.gpu != nil {
 		s.gpu.Close()
 	}
-	s.coord.verify.close()
+	s.verify.close()
 	if s.exec != nil {
 		close(s.stop)
 		s.exec.Close()
@@ -344,7 +349,7 @@ func (s *Server) acquireStream(ctx context.Context, feed bool) (release func(), 
 		c, limit, perClient = &s.feedStreams, s.cfg.MaxStreams, s.cfg.MaxStreamsPerClient
 		what, flag, flagPer, policy = "Feed", "--max-streams", "--max-streams-per-client", "max_streams"
 	}
-	host := clientHost(ctx)
+	host := rpc.ClientHost(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.n >= limit {
@@ -440,18 +445,4 @@ func (r *refusalLog) refuse(policy, msg string, attrs ...any) {
 		attrs = append(attrs, "not_logged_since_last", n)
 	}
 	r.log.Warn(msg, attrs...)
-}
-
-// clientHost is the peer's host, without its port: one machine is one
-// client, however many connections it opens.
-func clientHost(ctx context.Context) string {
-	p, ok := peer.FromContext(ctx)
-	if !ok || p.Addr == nil {
-		return "unknown"
-	}
-	a := p.Addr.String()
-	if host, _, err := net.SplitHostPort(a); err == nil {
-		return host
-	}
-	return a
 }

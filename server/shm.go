@@ -16,7 +16,8 @@ import (
 // the server offers a ring of batch-sized slots in a sealed memfd, handed
 // over on an abstract Unix socket (shm_linux.go), and sends each batch's
 // pixels in a slot, with only its header on the stream: the slot the batch
-// was made in (inslot.go), or a free one it is copied into. The trainer
+// was made in (the coordinator's buffer pool makes batches in the ring's
+// slots: it is a coord.Ring), or a free one it is copied into. The trainer
 // releases slots in its credits. A batch that finds no free slot goes in
 // chunks, so a trainer that keeps its batches is never stalled by the ring.
 
@@ -65,8 +66,8 @@ func newSlots(n int) *slots {
 	return s
 }
 
-// take returns a free slot, now being filled, or false when none is free.
-func (s *slots) take() (uint32, bool) {
+// Take returns a free slot, now being filled, or false when none is free.
+func (s *slots) Take() (uint32, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := len(s.free)
@@ -79,16 +80,16 @@ func (s *slots) take() (uint32, bool) {
 	return i, true
 }
 
-// available is how many slots are free.
-func (s *slots) available() int {
+// Available is how many slots are free.
+func (s *slots) Available() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.free)
 }
 
-// giveBack frees a slot taken and not sent (the batch made in it was
+// GiveBack frees a slot taken and not sent (the batch made in it was
 // dropped with its buffer).
-func (s *slots) giveBack(i uint32) {
+func (s *slots) GiveBack(i uint32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state[i] == slotFilling {
@@ -180,16 +181,16 @@ func (s *Server) shmOffer(req *stokerv1.ShmRequest, credits, batchBytes int64, p
 		return decline("the trainer runs on another machine (its boot id is not the server's)")
 	}
 	n := ringSlots(credits, pool)
-	if !mem.try(int64(n) * batchBytes) {
+	if !mem.Try(int64(n) * batchBytes) {
 		n = ringSlots(credits, 0)
-		if !mem.try(int64(n) * batchBytes) {
+		if !mem.Try(int64(n) * batchBytes) {
 			return decline("a ring of %d slots of %d bytes does not fit in the memory budget now (--memory-budget)", n, batchBytes)
 		}
 	}
 	total := int64(n) * batchBytes
 	r, err := s.shm.offer(n, batchBytes)
 	if err != nil {
-		mem.release(total)
+		mem.Release(total)
 		return decline("%v", err)
 	}
 	s.m.shmRings.Add(float64(total))
@@ -204,6 +205,6 @@ func (s *Server) dropRing(r *ring, mem *streamMemory) {
 	}
 	total := int64(len(r.state)) * r.size
 	r.close()
-	mem.release(total)
+	mem.Release(total)
 	s.m.shmRings.Sub(float64(total))
 }

@@ -343,7 +343,7 @@ func newRing(n int, size int64) (*ring, error) {
 }
 
 // slot is slot i's memory.
-func (r *ring) slot(i uint32) []byte {
+func (r *ring) Slot(i uint32) []byte {
 	off := int64(i) * r.size
 	return r.mem[off : off+r.size : off+r.size]
 }

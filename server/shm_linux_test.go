@@ -178,7 +178,7 @@ func TestShmSameBytes(t *testing.T) {
 			open := smallJob("tiny", 8)
 			open.Credits, open.AsReady = tc.credits, tc.asReady
 			st := e.shmOpen(t, ctx, open, bootID(t))
-			if want := uint32(ringSlots(int64(tc.credits), e.srv.coord.poolCeiling(int64(tc.credits)))); st.offer.GetSlots() != want {
+			if want := uint32(ringSlots(int64(tc.credits), e.srv.coord.PoolCeiling(int64(tc.credits)))); st.offer.GetSlots() != want {
 				t.Fatalf("ring of %d slots for %d credits, want %d", st.offer.GetSlots(), tc.credits, want)
 			}
 			st.accept(t)

@@ -27,6 +27,6 @@ type ring struct {
 func (h *shmHub) offer(int, int64) (*ring, error) { return nil, errors.ErrUnsupported }
 func (h *shmHub) withdraw(*ring)                  {}
 func (h *shmHub) close()                          {}
-func (r *ring) slot(uint32) []byte                { return nil }
+func (r *ring) Slot(uint32) []byte                { return nil }
 func (r *ring) wasHanded() (bool, int32, uint32)  { return false, 0, 0 }
 func (r *ring) close()                            {}

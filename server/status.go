@@ -7,6 +7,7 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/version"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/coord"
 )
 
 // Status implements stokerv1.FeedServiceServer: each job's last published
@@ -18,7 +19,7 @@ func (s *Server) Status(context.Context, *stokerv1.StatusRequest) (*stokerv1.Sta
 	}
 	resp.PeersReady = uint32(s.peersReady())
 	s.active.Range(func(_, v any) bool {
-		if js := v.(*coordinator).status.Load(); js != nil {
+		if js := v.(*coord.Coordinator).Status(); js != nil {
 			resp.Jobs = append(resp.Jobs, js)
 		}
 		return true
@@ -31,9 +32,9 @@ func (s *Server) Status(context.Context, *stokerv1.StatusRequest) (*stokerv1.Sta
 // worker not draining, and not quarantined.
 func (s *Server) peersReady() int {
 	n := 0
-	ms, _ := s.makers.snapshot()
+	ms, _ := s.makers.Snapshot()
 	for _, m := range ms {
-		if _, ok := m.(*peerMaker); ok && m.Ready() && s.coord.verify.why(m) == nil {
+		if _, ok := m.(*peerMaker); ok && m.Ready() && s.verify.Why(m) == nil {
 			n++
 		}
 	}

@@ -3,14 +3,15 @@ package server
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sync"
 
+	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/server/internal/coord"
 )
 
 // Peers are verified, not trusted. An authenticated peer can still hand
@@ -27,12 +28,12 @@ import (
 const maxPeerReason = 256
 
 // errMismatch marks a peer batch that is not what the plan and the dataset
-// say it must be.
-var errMismatch = errors.New("peer batch does not match")
+// say it must be: the coordinator quarantines its peer.
+var errMismatch = coord.ErrMismatch
 
 // verifier re-makes samples of peers' batches on this server's executor (or
-// on one of its own with one worker when this server decodes nothing), and
-// keeps the server's quarantine.
+// on one of its own with one goroutine when this server decodes nothing),
+// and keeps the server's quarantine: the coordinators' coord.Verifier.
 type verifier struct {
 	fraction float64
 	log      *slog.Logger
@@ -42,12 +43,12 @@ type verifier struct {
 	own  bool
 	q    *pipeline.Queue
 	// quarantined: makers whose batches did not match, and why.
-	quarantined map[maker]error
+	quarantined map[coord.Maker]error
 	poke        func() // wakes the coordinators
 }
 
 func newVerifier(fraction float64, exec *pipeline.Executor, log *slog.Logger, poke func()) *verifier {
-	return &verifier{fraction: fraction, exec: exec, log: log, quarantined: make(map[maker]error), poke: poke}
+	return &verifier{fraction: fraction, exec: exec, log: log, quarantined: make(map[coord.Maker]error), poke: poke}
 }
 
 // queue is the executor queue samples are re-made on, opened at first use.
@@ -74,8 +75,10 @@ func (v *verifier) close() {
 	}
 }
 
-// quarantine takes m out of every job's makers, for reason.
-func (v *verifier) quarantine(m maker, reason error) {
+var _ coord.Verifier = (*verifier)(nil)
+
+// Quarantine takes m out of every job's makers, for reason.
+func (v *verifier) Quarantine(m coord.Maker, reason error) {
 	v.mu.Lock()
 	_, already := v.quarantined[m]
 	if !already {
@@ -89,26 +92,26 @@ func (v *verifier) quarantine(m maker, reason error) {
 	}
 }
 
-// why is m's quarantine's reason, nil when it is not quarantined.
-func (v *verifier) why(m maker) error {
+// Why is m's quarantine's reason, nil when it is not quarantined.
+func (v *verifier) Why(m coord.Maker) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.quarantined[m]
 }
 
 // forget drops what is kept of a maker that left the peer set.
-func (v *verifier) forget(m maker) {
+func (v *verifier) forget(m coord.Maker) {
 	v.mu.Lock()
 	delete(v.quarantined, m)
 	v.mu.Unlock()
 }
 
-// pick chooses the samples of a lease to a peer that its batch is
+// Pick chooses the samples of a lease to a peer that its batch is
 // verified by, byte for byte: each distinct index with probability
 // fraction. They are chosen before the batch comes, so that the peer
-// keeps their pixels aside as they arrive (batchLease.Keep): the batch itself
-// may be made in a ring slot its trainer can write.
-func (v *verifier) pick(indices []int64) []int64 {
+// keeps their pixels aside as they arrive (work.Lease.Keep): the batch
+// itself may be made in a ring slot its trainer can write.
+func (v *verifier) Pick(indices []int64) []int64 {
 	if v.fraction <= 0 {
 		return nil
 	}
@@ -121,13 +124,14 @@ func (v *verifier) pick(indices []int64) []int64 {
 	return keep
 }
 
-// verify checks a peer's batch b for lease l of job j: its indices and
+// Verify checks a peer's batch b for lease l of job j: its indices and
 // labels exactly as the plan, the dataset and the fail policy make them
 // given the failures it reports; each failure it reports fails here too;
 // and the samples picked for the lease (l.Keep), re-made here, byte for
 // byte with the pixels kept aside as they came (l.Kept). pixels reports
 // whether every sample was compared byte for byte.
-func (v *verifier) verify(ctx context.Context, j *job, l *batchLease, b *pipeline.Batch) (pixels bool, err error) {
+func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *work.Lease, b *pipeline.Batch) (pixels bool, err error) {
+	j := jobOf(cj)
 	if err := expectIndices(j, l, b); err != nil {
 		return false, err
 	}
@@ -187,7 +191,7 @@ func (v *verifier) verify(ctx context.Context, j *job, l *batchLease, b *pipelin
 // order, as pipeline reports them): the plan's indices with the failed
 // ones left out (Drop), or replaced in turn by the batch's good ones
 // (PadFromBatch); each label the dataset's.
-func expectIndices(j *job, l *batchLease, b *pipeline.Batch) error {
+func expectIndices(j *job, l *work.Lease, b *pipeline.Batch) error {
 	failed := make([]bool, len(l.Indices))
 	p := 0
 	for _, e := range b.Errors {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/rpc"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/coord"
 )
 
 // liar is a Work stream that rewrites what a real worker sends: the
@@ -90,10 +91,10 @@ func TestLyingPeer(t *testing.T) {
 			waitPeers(t, coord, 2)
 			got := coord.collect(t, smallJob("tiny", 4))
 			sameBatches(t, "with a lying peer", want.batches, got.batches)
-			if n := testutil.ToFloat64(coord.srv.m.leaseFailures.WithLabelValues(liar.addr, "mismatch")); n < 1 {
+			if n := testutil.ToFloat64(coord.srv.m.coord.LeaseFailures.WithLabelValues(liar.addr, "mismatch")); n < 1 {
 				t.Errorf("stoker_lease_failures_total{reason=mismatch} for the liar: %v, want >= 1", n)
 			}
-			if why := coord.srv.coord.verify.why(quarantinedMaker(t, coord, liar.addr)); why == nil {
+			if why := coord.srv.verify.Why(quarantinedMaker(t, coord, liar.addr)); why == nil {
 				t.Error("the lying peer is not quarantined")
 			} else {
 				t.Logf("quarantined: %v", why)
@@ -110,9 +111,9 @@ func TestLyingPeer(t *testing.T) {
 }
 
 // quarantinedMaker finds the coordinator's maker for the peer at addr.
-func quarantinedMaker(t *testing.T, coord *testEnv, addr string) maker {
+func quarantinedMaker(t *testing.T, e *testEnv, addr string) coord.Maker {
 	t.Helper()
-	ms, _ := coord.srv.makers.snapshot()
+	ms, _ := e.srv.makers.Snapshot()
 	for _, m := range ms {
 		if m.Name() == addr {
 			return m

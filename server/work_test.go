@@ -33,7 +33,7 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 }
 
 // workJobs is how many jobs e holds state for as a worker, by its gauge.
-func (e *testEnv) workJobs() int { return int(testutil.ToFloat64(e.srv.m.workJobs)) }
+func (e *testEnv) workJobs() int { return int(testutil.ToFloat64(e.srv.m.work.Jobs)) }
 
 // sharesHeld is how many queues the stall schedule weighs.
 func (e *testEnv) sharesHeld() int {
@@ -77,7 +77,7 @@ func TestWorkJobsEnd(t *testing.T) {
 		checkOnce(t, coord.collect(t, smallJob("tiny", 4)), NewPlan(PlanSpec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 4}))
 	}
 	for _, w := range ws {
-		if testutil.ToFloat64(w.srv.m.workLeases.WithLabelValues("done")) == 0 {
+		if testutil.ToFloat64(w.srv.m.work.Leases.WithLabelValues("done")) == 0 {
 			t.Errorf("worker %s made no batch", w.addr)
 		}
 		waitUntil(t, "the worker's jobs ended", func() bool { return w.workJobs() == 0 && w.sharesHeld() == 0 })

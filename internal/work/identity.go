@@ -1,4 +1,4 @@
-package peer
+package work
 
 import (
 	"github.com/stoker-dev/stoker/pipeline"

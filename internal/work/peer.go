@@ -1,4 +1,4 @@
-package peer
+package work
 
 import (
 	"context"
@@ -21,57 +21,6 @@ import (
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
-
-// ErrRefused marks a worker's refusal of a job: unknown dataset, another
-// fingerprint, a spec or batch it will not make. Asking it again for the
-// same job gets the same answer.
-var ErrRefused = errors.New("job refused")
-
-// ErrNotConnected is returned by Make while the peer has no Work stream.
-var ErrNotConnected = errors.New("peer not connected")
-
-// ErrBusy is returned by Make when the worker has as many leases in flight
-// as it takes (from all of this process's jobs): not a failure, the batch
-// is simply to be leased again, here later or elsewhere.
-var ErrBusy = errors.New("peer busy")
-
-// ErrDraining is returned by Make for a lease the worker turned away, or
-// ended its stream over, because it is shutting down (it answers new
-// leases with UNAVAILABLE and finishes those in flight). Not a failure:
-// the batch is to be leased elsewhere. The peer is not Ready from then
-// until a new stream opens.
-var ErrDraining = errors.New("peer draining")
-
-// Lease is one batch asked of a peer.
-type Lease struct {
-	// Job is the job as forwarded (with its dataset fingerprint set). The
-	// peer registers each distinct *JobSpec once per stream.
-	Job    *stokerv1.JobSpec
-	Epoch  uint64
-	Number uint64
-	// Indices are the batch's samples; not modified.
-	Indices []int64
-	// SampleBytes is one sample's size: a batch may not be larger than
-	// len(Indices) samples.
-	SampleBytes int
-	// Stall and Work are the job's input-stall ratio and its trainer's GPU
-	// seconds per sample (0: unknown), by which a worker serving several
-	// coordinators shares its cores.
-	Stall, Work float64
-	// Keep names samples (dataset indices) whose pixels are also copied
-	// aside as they arrive, into Kept (which the caller makes): the first
-	// sample of the batch with each index, when it has one. A coordinator
-	// that verifies a batch made into memory its trainer can write (a
-	// shared-memory slot) compares those, which only it holds.
-	Keep []int64
-	Kept map[int64][]byte
-}
-
-// ErrDecoder is returned (wrapped) while the peer is refused because its
-// decoder would make other bytes than this process's (another output
-// version, decode path, libjpeg-turbo, architecture or multiply-add
-// fusion): it is pipeline.ErrOtherBytes, and the peer is never Ready.
-var ErrDecoder = pipeline.ErrOtherBytes
 
 // maxQueued bounds the requests waiting for a stream's send loop: past it
 // the worker is taken to read nothing (its connection is up, so keepalive
@@ -106,6 +55,9 @@ type Peer struct {
 	// inflight counts the leases of every job in flight on the peer: the
 	// worker's limit is per stream, and all jobs share the stream.
 	inflight atomic.Int64
+	// released is poked (size 1) each time a lease ends: Retire waits on
+	// it for the last one.
+	released chan struct{}
 }
 
 // peerStream is one Work stream and what is in flight on it.
@@ -117,7 +69,7 @@ type peerStream struct {
 	pingEvery time.Duration
 
 	mu      sync.Mutex
-	jobs    map[*stokerv1.JobSpec]uint64
+	jobs    map[*Job]uint64
 	pending map[uint64]*pendingLease
 	nextID  uint64
 	queue   []outReq // for the send loop, in order
@@ -142,6 +94,7 @@ type outReq struct {
 // the stream's mu; b is written only while the lease is pending, so that
 // once Make removed it the buffer is the caller's again.
 type pendingLease struct {
+	j     *Job
 	l     *Lease
 	job   uint64 // the job's id on the stream
 	b     *pipeline.Batch
@@ -167,6 +120,7 @@ type options struct {
 	onError     func(error)
 	identity    pipeline.Identity
 	onDecoder   func(error)
+	onFreed     func()
 }
 
 // Option configures a Peer.
@@ -211,6 +165,13 @@ func WithDecoderRefused(f func(error)) Option {
 	return func(p *options) { p.onDecoder = f }
 }
 
+// WithFreed calls f each time a lease on the peer ends, so that Free may
+// have grown: a coordinator waiting for room on this peer (and only such a
+// one) is woken. Default: none.
+func WithFreed(f func()) Option {
+	return func(p *options) { p.onFreed = f }
+}
+
 // Dial starts keeping a Work stream open to the worker at addr. It
 // returns at once; Ready says when leases can be sent. onReady, if not nil,
 // is called each time the stream comes up or goes down.
@@ -236,7 +197,7 @@ func Dial(addr string, onReady func(), opts ...Option) (*Peer, error) {
 		return nil, fmt.Errorf("peer %s: %w", addr, err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	p := &Peer{addr: addr, opts: o, conn: conn, stop: stop, done: make(chan struct{}), onReady: onReady}
+	p := &Peer{addr: addr, opts: o, conn: conn, stop: stop, done: make(chan struct{}), onReady: onReady, released: make(chan struct{}, 1)}
 	go p.loop(ctx)
 	return p, nil
 }
@@ -305,15 +266,13 @@ func (p *Peer) InFlight() int64 { return p.inflight.Load() }
 func (p *Peer) Retire(wait time.Duration, abort <-chan struct{}) (unfinished int64) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
 	defer p.Close()
 	for {
 		if n := p.inflight.Load(); n <= 0 {
 			return 0
 		}
 		select {
-		case <-tick.C:
+		case <-p.released:
 		case <-deadline.C:
 			return p.inflight.Load()
 		case <-abort:
@@ -326,7 +285,7 @@ func (p *Peer) Retire(wait time.Duration, abort <-chan struct{}) (unfinished int
 // JobEnd follows the job's last requests, so the worker drops its queue
 // and state. The caller has no Make of the job in progress and starts none
 // after it.
-func (p *Peer) Forget(spec *stokerv1.JobSpec) {
+func (p *Peer) Forget(j *Job) {
 	p.mu.Lock()
 	st := p.st
 	p.mu.Unlock()
@@ -335,8 +294,8 @@ func (p *Peer) Forget(spec *stokerv1.JobSpec) {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if id, ok := st.jobs[spec]; ok {
-		delete(st.jobs, spec)
+	if id, ok := st.jobs[j]; ok {
+		delete(st.jobs, j)
 		st.enqueue(outReq{req: &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_End{End: &stokerv1.JobEnd{Id: id}}}})
 	}
 }
@@ -397,7 +356,8 @@ func (p *Peer) setStream(st *peerStream) {
 	p.readyChanged()
 }
 
-// readyChanged tells the coordinator that Ready or Free may have changed.
+// readyChanged tells the coordinator that Ready (and with it Free) may
+// have changed.
 func (p *Peer) readyChanged() {
 	p.mu.Lock()
 	f := p.onReady
@@ -453,7 +413,7 @@ func (p *Peer) open(ctx context.Context) (*peerStream, error) {
 	}
 	st := &peerStream{
 		stream: stream, cancel: cancel, pingEvery: pingEvery,
-		jobs: make(map[*stokerv1.JobSpec]uint64), pending: make(map[uint64]*pendingLease),
+		jobs: make(map[*Job]uint64), pending: make(map[uint64]*pendingLease),
 		wake: make(chan struct{}, 1), ended: make(chan struct{}), sent: make(chan struct{}),
 	}
 	go st.sendLoop(sctx)
@@ -538,10 +498,10 @@ func (st *peerStream) header(d *stokerv1.LeaseDone) error {
 		return fmt.Errorf("lease %d: a second header", d.GetLease())
 	}
 	h := d.GetBatch()
-	n, limit := len(h.GetLabels()), len(pl.l.Indices)*pl.l.SampleBytes
+	n, limit := len(h.GetLabels()), len(pl.l.Indices)*pl.j.SampleBytes
 	if n > len(pl.l.Indices) || len(h.GetIndices()) != n || h.GetDataBytes() > uint64(limit) {
 		return fmt.Errorf("lease %d: a batch of %d samples and %d bytes for a lease of %d samples of %d bytes",
-			d.GetLease(), n, h.GetDataBytes(), len(pl.l.Indices), pl.l.SampleBytes)
+			d.GetLease(), n, h.GetDataBytes(), len(pl.l.Indices), pl.j.SampleBytes)
 	}
 	b := pl.b
 	b.N = n
@@ -559,10 +519,10 @@ func (st *peerStream) header(d *stokerv1.LeaseDone) error {
 	pl.want = size
 	pl.keep = pl.keep[:0]
 	for _, idx := range pl.l.Keep {
-		if i := slices.Index(b.Indices, idx); i >= 0 && (i+1)*pl.l.SampleBytes <= size {
-			dst := make([]byte, pl.l.SampleBytes)
+		if i := slices.Index(b.Indices, idx); i >= 0 && (i+1)*pl.j.SampleBytes <= size {
+			dst := make([]byte, pl.j.SampleBytes)
 			pl.l.Kept[idx] = dst
-			pl.keep = append(pl.keep, kept{off: i * pl.l.SampleBytes, dst: dst})
+			pl.keep = append(pl.keep, kept{off: i * pl.j.SampleBytes, dst: dst})
 		}
 	}
 	if size == 0 {
@@ -630,24 +590,14 @@ func (st *peerStream) failed(f *stokerv1.LeaseFailed) (drained bool) {
 		return drained
 	}
 	delete(st.pending, f.GetLease())
-	err := status.Error(code, f.GetMessage())
-	switch code {
-	case codes.NotFound, codes.FailedPrecondition, codes.InvalidArgument, codes.Unimplemented:
-		err = fmt.Errorf("%w: %w", ErrRefused, err)
-	case codes.ResourceExhausted:
-		// Its lease limit or memory budget: lease it again, later or
-		// elsewhere.
-		err = fmt.Errorf("%w: %w", ErrBusy, err)
-	case codes.Unavailable:
-		err = fmt.Errorf("%w: %w", ErrDraining, err)
-	case codes.Aborted:
+	if code == codes.Aborted {
 		// The worker ended the job (no lease named it for a while): the
 		// next lease registers it again.
-		if id, ok := st.jobs[pl.l.Job]; ok && id == pl.job {
-			delete(st.jobs, pl.l.Job)
+		if id, ok := st.jobs[pl.j]; ok && id == pl.job {
+			delete(st.jobs, pl.j)
 		}
-		err = fmt.Errorf("%w: %w", ErrBusy, err)
 	}
+	err := leaseError(code, f.GetMessage())
 	pl.finish(err)
 	return drained
 }
@@ -660,13 +610,14 @@ func (pl *pendingLease) finish(err error) {
 	}
 }
 
-// Make sends l to the worker and reassembles its batch into b. It returns
+// Make sends lease l of job j to the worker and reassembles its batch
+// into b. It returns
 // ErrNotConnected when there is no stream, an error wrapping ErrRefused
 // when the worker refuses the job, ctx's error when ctx ends first: the
 // lease is then cancelled at the worker (or never sent), whatever of it
 // still arrives is dropped, and the stream goes on, for the other leases
 // on it. Only a stream error or keepalive ends a stream.
-func (p *Peer) Make(ctx context.Context, l Lease, b *pipeline.Batch) error {
+func (p *Peer) Make(ctx context.Context, j *Job, l *Lease, b *pipeline.Batch) error {
 	p.mu.Lock()
 	st := p.st
 	p.mu.Unlock()
@@ -680,8 +631,8 @@ func (p *Peer) Make(ctx context.Context, l Lease, b *pipeline.Batch) error {
 		p.inflight.Add(-1)
 		return ErrBusy
 	}
-	defer p.released()
-	pl := &pendingLease{l: &l, b: b, want: -1, done: make(chan error, 1)}
+	defer p.releasedLease()
+	pl := &pendingLease{j: j, l: l, b: b, want: -1, done: make(chan error, 1)}
 	st.mu.Lock()
 	if st.err != nil {
 		st.mu.Unlock()
@@ -689,19 +640,19 @@ func (p *Peer) Make(ctx context.Context, l Lease, b *pipeline.Batch) error {
 	}
 	// The job's registration and the lease are queued together: the send
 	// loop sends them in order, so a lease never overtakes its job.
-	jobID, ok := st.jobs[l.Job]
+	jobID, ok := st.jobs[j]
 	if !ok {
 		st.nextID++
 		jobID = st.nextID
-		st.jobs[l.Job] = jobID
-		st.enqueue(outReq{req: &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Job{Job: &stokerv1.WorkJob{Id: jobID, Spec: l.Job}}}})
+		st.jobs[j] = jobID
+		st.enqueue(outReq{req: &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Job{Job: &stokerv1.WorkJob{Id: jobID, Spec: j.Spec}}}})
 	}
 	st.nextID++
 	id := st.nextID
 	pl.job = jobID
 	st.pending[id] = pl
 	st.enqueue(outReq{lease: pl, req: &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Lease{Lease: &stokerv1.Lease{
-		Id: id, Job: jobID, Epoch: l.Epoch, Number: l.Number, Indices: l.Indices, Stall: l.Stall, Work: l.Work,
+		Id: id, Job: jobID, Epoch: l.Epoch, Number: uint64(l.Number), Indices: l.Indices, Stall: l.Demand.Stall, Work: l.Demand.Work,
 	}}}})
 	st.mu.Unlock()
 	select {
@@ -726,11 +677,17 @@ func (p *Peer) Make(ctx context.Context, l Lease, b *pipeline.Batch) error {
 	return fmt.Errorf("peer %s: lease of batch %d: %w", p.addr, l.Number, ctx.Err())
 }
 
-// released frees a lease's slot and tells the coordinator, whose jobs may
-// be waiting for a free peer.
-func (p *Peer) released() {
+// releasedLease frees a lease's slot and tells whoever waits for one: the
+// coordinators waiting for room on this peer (WithFreed), and Retire.
+func (p *Peer) releasedLease() {
 	p.inflight.Add(-1)
-	p.readyChanged()
+	select {
+	case p.released <- struct{}{}:
+	default:
+	}
+	if f := p.opts.onFreed; f != nil {
+		f()
+	}
 }
 
 // enqueue queues r for the send loop. Called with mu held. A worker that

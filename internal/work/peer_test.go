@@ -1,4 +1,4 @@
-package peer
+package work
 
 import (
 	"bytes"
@@ -20,8 +20,8 @@ import (
 
 // scriptedWorker is a WorkService on loopback that records every request
 // and answers leases as answer says: the protocol's other side, scripted,
-// so that a test can see exactly what a Peer sends (the real worker is
-// server.Work, tested against Peer in package server).
+// so that a test can see exactly what a Peer sends (the real worker,
+// Worker, is tested against Peer in package server).
 type scriptedWorker struct {
 	stokerv1.UnimplementedWorkServiceServer
 	info *stokerv1.WorkerInfo
@@ -167,8 +167,11 @@ func dialReady(t *testing.T, addr string, opts ...Option) *Peer {
 	return p
 }
 
-func lease(spec *stokerv1.JobSpec, k uint64) Lease {
-	return Lease{Job: spec, Number: k, Indices: []int64{int64(2 * k), int64(2*k + 1)}, SampleBytes: sampleBytes}
+// job is spec as a coordinator registers it, with samples of sampleBytes.
+func job(spec *stokerv1.JobSpec) *Job { return &Job{Spec: spec, SampleBytes: sampleBytes} }
+
+func lease(k int) *Lease {
+	return &Lease{Number: k, Indices: []int64{int64(2 * k), int64(2*k + 1)}}
 }
 
 func kinds(reqs []*stokerv1.WorkRequest) string {
@@ -203,11 +206,11 @@ func TestLateLeaseCancelsItself(t *testing.T) {
 		return made(l)
 	}}
 	p := dialReady(t, startWorker(t, w))
-	spec := &stokerv1.JobSpec{Dataset: "d"}
+	j := job(&stokerv1.JobSpec{Dataset: "d"})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	var b pipeline.Batch
-	if err := p.Make(ctx, lease(spec, 0), &b); !errors.Is(err, context.DeadlineExceeded) {
+	if err := p.Make(ctx, j, lease(0), &b); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("hung lease: %v, want its deadline", err)
 	}
 	reqs := w.waitFor(t, "CancelLease", func(r []*stokerv1.WorkRequest) bool { return strings.HasSuffix(kinds(r), "cancel") })
@@ -217,7 +220,7 @@ func TestLateLeaseCancelsItself(t *testing.T) {
 	if c, l := reqs[3].GetCancel(), reqs[2].GetLease(); c.GetId() != l.GetId() {
 		t.Errorf("cancel of lease %d, the late lease is %d", c.GetId(), l.GetId())
 	}
-	if err := p.Make(context.Background(), lease(spec, 1), &b); err != nil || b.N != 2 || len(b.Data) != 2*sampleBytes {
+	if err := p.Make(context.Background(), j, lease(1), &b); err != nil || b.N != 2 || len(b.Data) != 2*sampleBytes {
 		t.Fatalf("next lease: %v, batch of %d samples and %d bytes", err, b.N, len(b.Data))
 	}
 	if n := w.streamsOpened(); n != 1 || !p.Ready() {
@@ -233,14 +236,14 @@ func TestLateLeaseCancelsItself(t *testing.T) {
 func TestForgetEndsJob(t *testing.T) {
 	w := &scriptedWorker{}
 	p := dialReady(t, startWorker(t, w))
-	spec := &stokerv1.JobSpec{Dataset: "d"}
+	j := job(&stokerv1.JobSpec{Dataset: "d"})
 	var b pipeline.Batch
-	if err := p.Make(context.Background(), lease(spec, 0), &b); err != nil {
+	if err := p.Make(context.Background(), j, lease(0), &b); err != nil {
 		t.Fatal(err)
 	}
-	p.Forget(spec)
-	p.Forget(spec) // once is enough: nothing more is sent
-	if err := p.Make(context.Background(), lease(spec, 1), &b); err != nil {
+	p.Forget(j)
+	p.Forget(j) // once is enough: nothing more is sent
+	if err := p.Make(context.Background(), j, lease(1), &b); err != nil {
 		t.Fatal(err)
 	}
 	reqs := w.waitFor(t, "the second lease", func(r []*stokerv1.WorkRequest) bool { return len(r) >= 6 })
@@ -272,12 +275,12 @@ func TestAbortedRegistersAgain(t *testing.T) {
 		return resp
 	}
 	p := dialReady(t, startWorker(t, w))
-	spec := &stokerv1.JobSpec{Dataset: "d"}
+	j := job(&stokerv1.JobSpec{Dataset: "d"})
 	var b pipeline.Batch
-	if err := p.Make(context.Background(), lease(spec, 0), &b); !errors.Is(err, ErrBusy) {
+	if err := p.Make(context.Background(), j, lease(0), &b); !errors.Is(err, ErrBusy) {
 		t.Fatalf("aborted lease: %v, want ErrBusy", err)
 	}
-	if err := p.Make(context.Background(), lease(spec, 0), &b); err != nil {
+	if err := p.Make(context.Background(), j, lease(0), &b); err != nil {
 		t.Fatal(err)
 	}
 	reqs := w.waitFor(t, "the second lease", func(r []*stokerv1.WorkRequest) bool { return len(r) >= 5 })
@@ -329,7 +332,7 @@ func TestDecoderRefused(t *testing.T) {
 	if p.Ready() || !errors.Is(p.LastError(), ErrDecoder) || !strings.HasPrefix(p.LastError().Error(), "decoder differs: output version") {
 		t.Errorf("ready %v, last error %v", p.Ready(), p.LastError())
 	}
-	if err := p.Make(context.Background(), lease(&stokerv1.JobSpec{}, 0), &pipeline.Batch{}); !errors.Is(err, ErrNotConnected) {
+	if err := p.Make(context.Background(), job(&stokerv1.JobSpec{}), lease(0), &pipeline.Batch{}); !errors.Is(err, ErrNotConnected) {
 		t.Errorf("Make: %v, want ErrNotConnected", err)
 	}
 	p.Close()
@@ -371,12 +374,11 @@ func TestDecoderRefused(t *testing.T) {
 func TestChunksLandInPlace(t *testing.T) {
 	w := &scriptedWorker{chunkBytes: 2} // samples of 3 bytes: most cross a chunk boundary
 	p := dialReady(t, startWorker(t, w))
-	spec := &stokerv1.JobSpec{Dataset: "d"}
-	l := Lease{Job: spec, Indices: []int64{10, 11, 12, 13}, SampleBytes: sampleBytes,
-		Keep: []int64{12, 99, 10}, Kept: make(map[int64][]byte)}
+	j := job(&stokerv1.JobSpec{Dataset: "d"})
+	l := &Lease{Indices: []int64{10, 11, 12, 13}, Keep: []int64{12, 99, 10}, Kept: make(map[int64][]byte)}
 	slot := make([]byte, 0, 4*sampleBytes)
 	b := pipeline.Batch{Data: slot}
-	if err := p.Make(context.Background(), l, &b); err != nil {
+	if err := p.Make(context.Background(), j, l, &b); err != nil {
 		t.Fatal(err)
 	}
 	if len(b.Data) != 4*sampleBytes || &b.Data[0] != &slot[:1][0] {

@@ -1,4 +1,4 @@
-package server
+package work
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/stoker-dev/stoker/internal/peer"
 	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
@@ -23,7 +22,7 @@ import (
 // on a hostile coordinator, never reached by one that ends its jobs.
 const maxWorkJobs = 4096
 
-// workJobIdle is how long a job may go without a lease before the worker
+// DefaultJobIdle is how long a job may go without a lease before the worker
 // ends it. Coordinators end their jobs (JobEnd), and a coordinator that
 // vanished takes its stream and every job on it along (keepalive); this
 // catches a job whose coordinator is there but never ends it (one older
@@ -32,60 +31,119 @@ const maxWorkJobs = 4096
 // checkpoint) pays one round trip to register again; a dead job stops
 // holding a queue and a share of the cores (the stall schedule's floor is
 // split among all jobs) within a minute.
-const workJobIdle = time.Minute
+const DefaultJobIdle = time.Minute
 
-// workMaxLeases is how many leases a Work stream may have in flight on a
+// MaxLeases is how many leases a Work stream may have in flight on a
 // server with the given executor size: enough to keep the executor busy
 // while finished batches are sent, few enough to bound the buffers.
-func workMaxLeases(workers int) int { return min(max(2, 2*workers), 16) }
+func MaxLeases(workers int) int { return min(max(2, 2*workers), 16) }
 
 // errDrained ends a Work stream whose server drains, once every lease it
 // took was answered.
 var errDrained = errors.New("drained")
 
-// Work implements stokerv1.WorkServiceServer: a coordinator's stream of
-// leases, each made on the local executor and sent back as a LeaseDone
-// header and chunks. A worker keeps, per stream, only the jobs registered
-// on it, until the coordinator ends them (JobEnd), no lease names them for
-// a while, or the stream ends. The stream is bounded like a Feed stream,
-// apart from them: a per-client and a total cap, its first request within
-// FirstMessageTimeout, and no silence longer than WorkIdleTimeout while no
-// lease is pending. When the server drains (Drain), the stream answers new
-// leases with UNAVAILABLE, finishes those in flight, and ends cleanly.
-func (s *Server) Work(stream stokerv1.WorkService_WorkServer) error {
-	switch {
-	case s.exec == nil:
-		return status.Error(codes.FailedPrecondition, "this server makes no batches (--workers 0): it only coordinates")
-	case !s.cfg.acceptsWork():
-		s.refusals.refuse("accept_work", "Work stream refused: --accept-work=false", "client", clientHost(stream.Context()))
-		return status.Error(codes.FailedPrecondition, "this server makes no batches for other servers (--accept-work=false, the default for a server with --peers)")
-	case s.isDraining():
-		return status.Error(codes.Unavailable, errDrainingMsg)
-	}
-	release, aerr := s.acquireStream(stream.Context(), false)
-	if aerr != nil {
-		return aerr
-	}
-	defer release()
+// Host is what a worker needs of the server it runs in.
+type Host interface {
+	// Open validates a job a coordinator registered and opens its queue
+	// on the executor, named name. Its error, a status, is the answer to
+	// every lease of the job.
+	Open(spec *stokerv1.JobSpec, name string) (JobQueue, error)
+	// Refuse counts and logs (rate-limited) a refusal by the policy that
+	// made it.
+	Refuse(policy, msg string, attrs ...any)
+	// Status is the status error a lease's failure is sent as.
+	Status(err error) error
+}
+
+// JobQueue is one registered job's queue on the worker's executor.
+type JobQueue interface {
+	// Fill makes lease l's batch into b, reusing b's buffers; the lease's
+	// demand weighs the queue from now on.
+	Fill(ctx context.Context, l *Lease, b *pipeline.Batch) error
+	// Header is the BatchHeader of batch k of epoch, as made into b.
+	Header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHeader
+	// BatchSize is the job's batch size: a lease names at most that many
+	// samples.
+	BatchSize() int
+	// SampleBytes is one sample's size.
+	SampleBytes() int
+	// Close drops the queue: what it still has queued fails at once. It
+	// may wait for the samples being made.
+	Close()
+}
+
+// Memory is the server's memory budget, which a lease's batch comes out
+// of until it is sent.
+type Memory interface {
+	Try(n int64) bool
+	Release(n int64)
+	// InUse and Limit are the bytes taken and the budget, for a refusal's
+	// message.
+	InUse() int64
+	Limit() int64
+}
+
+// WorkerConfig configures a Worker.
+type WorkerConfig struct {
+	Host    Host
+	Memory  Memory
+	Metrics *WorkerMetrics
+	Log     *slog.Logger
+	// Executors is the executor's goroutine count (--workers): said in
+	// WorkerInfo, and what a stream's lease limit is sized by.
+	Executors int
+	// Identity is the decoder identity said in WorkerInfo.
+	Identity pipeline.Identity
+	// MaxChunkBytes bounds the chunks a batch is sent in.
+	MaxChunkBytes int
+	// FirstMessageTimeout bounds the wait for a stream's first request,
+	// IdleTimeout a stream's silence while no lease is pending, JobIdle a
+	// job's time without a lease.
+	FirstMessageTimeout, IdleTimeout, JobIdle time.Duration
+	// Draining is closed when the server drains.
+	Draining <-chan struct{}
+}
+
+// Worker is the worker's side of the Work protocol: it serves Work
+// streams, making their leases on its server's executor.
+type Worker struct {
+	cfg WorkerConfig
+}
+
+// NewWorker returns a Worker configured by cfg.
+func NewWorker(cfg WorkerConfig) *Worker { return &Worker{cfg: cfg} }
+
+// Serve serves one Work stream, named name (its jobs' queues are named
+// after it): a coordinator's stream of leases, each made on the executor
+// and sent back as a LeaseDone header and chunks. A worker keeps, per
+// stream, only the jobs registered on it, until the coordinator ends them
+// (JobEnd), no lease names them for a while, or the stream ends. Its first
+// request must come within FirstMessageTimeout, and it may not be silent
+// for longer than IdleTimeout while no lease is pending. When the server
+// drains, the stream answers new leases with UNAVAILABLE, finishes those
+// in flight, and ends cleanly. The caller bounds how many streams are
+// served at once.
+func (wk *Worker) Serve(stream stokerv1.WorkService_WorkServer, name string) error {
+	cfg := &wk.cfg
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	w := &worker{
-		s: s, stream: stream, jobs: make(map[uint64]*workJob), cancels: make(map[uint64]context.CancelFunc),
-		name:  "work-" + strconv.FormatUint(s.streamID.Add(1), 10),
-		slots: make(chan *pipeline.Batch, workMaxLeases(s.exec.Workers())),
-		out:   make(chan workOut, workMaxLeases(s.exec.Workers())),
+	w := &workStream{
+		cfg: cfg, stream: stream, jobs: make(map[uint64]*workJob), cancels: make(map[uint64]context.CancelFunc),
+		name:  name,
+		slots: make(chan *pipeline.Batch, MaxLeases(cfg.Executors)),
+		out:   make(chan workOut, MaxLeases(cfg.Executors)),
 		idle:  make(chan struct{}, 1),
 	}
 	for range cap(w.slots) {
 		w.slots <- new(pipeline.Batch)
 	}
 	if err := stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Worker{Worker: &stokerv1.WorkerInfo{
-		Workers: uint32(s.exec.Workers()), MaxLeases: uint32(cap(w.slots)), MaxChunkBytes: MaxChunkBytes,
-		Decoder: peer.IdentityProto(s.cfg.decoderIdentity()), IdleTimeoutMs: uint32(s.cfg.WorkIdleTimeout.Milliseconds()),
+		Workers: uint32(cfg.Executors), MaxLeases: uint32(cap(w.slots)), MaxChunkBytes: uint32(cfg.MaxChunkBytes),
+		Decoder: IdentityProto(cfg.Identity), IdleTimeoutMs: uint32(cfg.IdleTimeout.Milliseconds()),
 	}}}); err != nil {
 		return err
 	}
-	log := s.log.With("coordinator", clientHost(ctx))
+	log := cfg.Log.With("coordinator", rpc.ClientHost(ctx))
 	log.Info("work stream open")
 	sendErr := make(chan error, 1)
 	go func() { sendErr <- w.sendLoop(cancel) }()
@@ -97,7 +155,9 @@ func (s *Server) Work(stream stokerv1.WorkService_WorkServer) error {
 	err := w.wait(log, recvErr)
 	cancel()
 	for id := range w.jobs {
-		w.endJob(id) // queued samples dropped at once
+		if q := w.endJob(id); q != nil {
+			q.Close() // queued samples dropped at once
+		}
 	}
 	w.wg.Wait()
 	close(w.out)
@@ -113,12 +173,12 @@ func (s *Server) Work(stream stokerv1.WorkService_WorkServer) error {
 		return nil
 	}
 	log.Warn("work stream close", "err", err)
-	return toStatus(err)
+	return cfg.Host.Status(err)
 }
 
-// worker is one Work stream at work.
-type worker struct {
-	s      *Server
+// workStream is one Work stream at work.
+type workStream struct {
+	cfg    *WorkerConfig
 	stream stokerv1.WorkService_WorkServer
 	wg     sync.WaitGroup
 	slots  chan *pipeline.Batch // a lease in flight holds one
@@ -159,9 +219,8 @@ type worker struct {
 }
 
 type workJob struct {
-	j    *job
-	err  error    // why the job is refused
-	exec *execJob // its queue on the executor; nil when refused
+	q   JobQueue // nil when refused
+	err error    // why the job is refused
 	// last is when a lease last named the job (guarded by recvMu);
 	// leasing counts its leases being made.
 	last    time.Time
@@ -173,7 +232,7 @@ type workOut struct {
 	lease uint64
 	epoch uint64
 	k     int
-	j     *job
+	q     JobQueue
 	b     *pipeline.Batch // nil when failed
 	bytes int64           // of the memory budget, held until b is sent
 	err   error
@@ -183,12 +242,12 @@ type workOut struct {
 // coordinator ends (or breaks) it, with errDrained when the server drains
 // and every lease taken has been answered, with DEADLINE_EXCEEDED when the
 // first request does not come in time or the stream idles too long. On
-// its way it ends the jobs no lease named for workJobIdle.
-func (w *worker) wait(log *slog.Logger, recvErr <-chan error) error {
-	cfg := &w.s.cfg
-	drain := w.s.draining
+// its way it ends the jobs no lease named for JobIdle.
+func (w *workStream) wait(log *slog.Logger, recvErr <-chan error) error {
+	cfg := w.cfg
+	drain := cfg.Draining
 	opened := time.Now()
-	tick := time.NewTicker(max(min(cfg.FirstMessageTimeout, cfg.WorkIdleTimeout, cfg.workJobIdle, 4*time.Second)/4, time.Millisecond))
+	tick := time.NewTicker(max(min(cfg.FirstMessageTimeout, cfg.IdleTimeout, cfg.JobIdle, 4*time.Second)/4, time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
@@ -220,43 +279,49 @@ func (w *worker) wait(log *slog.Logger, recvErr <-chan error) error {
 // timedOut ends the stream (and returns why) when its first request is
 // late, or when it sent nothing for WorkIdleTimeout while no lease was
 // pending.
-func (w *worker) timedOut(now, opened time.Time) error {
-	cfg := &w.s.cfg
-	host := clientHost(w.stream.Context())
+func (w *workStream) timedOut(now, opened time.Time) error {
+	cfg := w.cfg
+	host := rpc.ClientHost(w.stream.Context())
 	last := w.lastRecv.Load()
 	if last == 0 {
 		if now.Sub(opened) < cfg.FirstMessageTimeout || !w.end(true) {
 			return nil
 		}
-		w.s.refusals.refuse("work_first_message_timeout", "Work stream closed: no first request in time", "coordinator", host, "timeout", cfg.FirstMessageTimeout)
+		cfg.Host.Refuse("work_first_message_timeout", "Work stream closed: no first request in time", "coordinator", host, "timeout", cfg.FirstMessageTimeout)
 		return status.Errorf(codes.DeadlineExceeded, "no first request within %v (--first-message-timeout)", cfg.FirstMessageTimeout)
 	}
-	if w.pending.Load() > 0 || now.Sub(time.Unix(0, last)) < cfg.WorkIdleTimeout || !w.end(false) {
+	if w.pending.Load() > 0 || now.Sub(time.Unix(0, last)) < cfg.IdleTimeout || !w.end(false) {
 		return nil
 	}
-	w.s.refusals.refuse("work_idle_timeout", "Work stream closed: idle", "coordinator", host, "timeout", cfg.WorkIdleTimeout)
-	return status.Errorf(codes.DeadlineExceeded, "no request for %v while no lease was pending (--work-idle-timeout)", cfg.WorkIdleTimeout)
+	cfg.Host.Refuse("work_idle_timeout", "Work stream closed: idle", "coordinator", host, "timeout", cfg.IdleTimeout)
+	return status.Errorf(codes.DeadlineExceeded, "no request for %v while no lease was pending (--work-idle-timeout)", cfg.IdleTimeout)
 }
 
-// endIdleJobs ends the jobs no lease named for workJobIdle and that have
-// none being made.
-func (w *worker) endIdleJobs(now time.Time, log *slog.Logger) {
+// endIdleJobs ends the jobs no lease named for JobIdle and that have none
+// being made. Their queues are closed once recvMu is let go: a close
+// waits for the samples being made, and receive must not.
+func (w *workStream) endIdleJobs(now time.Time, log *slog.Logger) {
+	var ended []JobQueue
 	w.recvMu.Lock()
-	defer w.recvMu.Unlock()
-	if w.ended {
-		return
-	}
-	for id, wj := range w.jobs {
-		if wj.leasing.Load() == 0 && now.Sub(wj.last) >= w.s.cfg.workJobIdle {
-			log.Info("work job ended: no lease", "job", id, "for", w.s.cfg.workJobIdle)
-			w.endJob(id)
+	if !w.ended {
+		for id, wj := range w.jobs {
+			if wj.leasing.Load() == 0 && now.Sub(wj.last) >= w.cfg.JobIdle {
+				log.Info("work job ended: no lease", "job", id, "for", w.cfg.JobIdle)
+				if q := w.endJob(id); q != nil {
+					ended = append(ended, q)
+				}
+			}
 		}
+	}
+	w.recvMu.Unlock()
+	for _, q := range ended {
+		q.Close()
 	}
 }
 
 // end marks the stream ended if no lease is pending (or even if one is,
 // with force): receive then handles no more requests.
-func (w *worker) end(force bool) bool {
+func (w *workStream) end(force bool) bool {
 	w.recvMu.Lock()
 	defer w.recvMu.Unlock()
 	if !force && w.pending.Load() > 0 {
@@ -266,23 +331,23 @@ func (w *worker) end(force bool) bool {
 	return true
 }
 
-// endJob drops job id's state: its queue closes (what it has queued fails
-// at once) and leaves the stall schedule. Called with recvMu held, or once
-// the stream has ended.
-func (w *worker) endJob(id uint64) {
+// endJob drops job id's state and returns its queue, for the caller to
+// close (what it has queued then fails at once, and it leaves the stall
+// schedule) once it has let go of recvMu; nil when the job was refused
+// or is not there. Called with recvMu held, or once the stream has
+// ended.
+func (w *workStream) endJob(id uint64) JobQueue {
 	wj := w.jobs[id]
 	if wj == nil {
-		return
+		return nil
 	}
 	delete(w.jobs, id)
-	if wj.exec != nil {
-		wj.exec.close()
-	}
-	w.s.m.workJobs.Dec()
+	w.cfg.Metrics.Jobs.Dec()
+	return wj.q
 }
 
 // answered counts a lease as no longer pending.
-func (w *worker) answered() {
+func (w *workStream) answered() {
 	if w.pending.Add(-1) == 0 {
 		select {
 		case w.idle <- struct{}{}:
@@ -292,7 +357,7 @@ func (w *worker) answered() {
 }
 
 // receive reads the coordinator's requests until the stream ends.
-func (w *worker) receive(ctx context.Context) error {
+func (w *workStream) receive(ctx context.Context) error {
 	for {
 		req, err := w.stream.Recv()
 		if err != nil {
@@ -304,39 +369,40 @@ func (w *worker) receive(ctx context.Context) error {
 			w.recvMu.Unlock()
 			return errDrained
 		}
-		err = w.handle(ctx, req)
+		ended, err := w.handle(ctx, req)
 		w.recvMu.Unlock()
+		if ended != nil {
+			ended.Close()
+		}
 		if err != nil {
 			return err
 		}
 	}
 }
 
-// handle handles one request, with recvMu held.
-func (w *worker) handle(ctx context.Context, req *stokerv1.WorkRequest) error {
+// handle handles one request, with recvMu held. A JobEnd returns the
+// job's queue, for receive to close once it has let go of recvMu.
+func (w *workStream) handle(ctx context.Context, req *stokerv1.WorkRequest) (ended JobQueue, err error) {
 	switch m := req.GetMsg().(type) {
 	case *stokerv1.WorkRequest_Job:
 		id := m.Job.GetId()
 		switch {
 		case id <= w.lastJob:
-			return status.Errorf(codes.InvalidArgument, "job %d: registered after job %d (job ids increase on a stream)", id, w.lastJob)
+			return nil, status.Errorf(codes.InvalidArgument, "job %d: registered after job %d (job ids increase on a stream)", id, w.lastJob)
 		case len(w.jobs) >= maxWorkJobs:
-			return status.Errorf(codes.InvalidArgument, "job %d: more than %d jobs alive on one Work stream (end jobs with JobEnd)", id, maxWorkJobs)
+			return nil, status.Errorf(codes.InvalidArgument, "job %d: more than %d jobs alive on one Work stream (end jobs with JobEnd)", id, maxWorkJobs)
 		}
 		w.lastJob = id
-		j, err := w.s.newJob(m.Job.GetSpec())
-		wj := &workJob{j: j, err: err, last: time.Now()}
+		q, err := w.cfg.Host.Open(m.Job.GetSpec(), w.name+"/"+strconv.FormatUint(id, 10))
 		if err != nil {
-			w.s.log.Warn("work job refused", "job", id, "err", err)
-		} else {
-			j.id = w.name + "/" + strconv.FormatUint(id, 10)
-			wj.exec = openExecJob(w.s.exec, w.s.shares, j.id)
+			w.cfg.Log.Warn("work job refused", "job", id, "err", err)
+			q = nil
 		}
-		w.jobs[id] = wj
-		w.s.m.workJobs.Inc()
+		w.jobs[id] = &workJob{q: q, err: err, last: time.Now()}
+		w.cfg.Metrics.Jobs.Inc()
 	case *stokerv1.WorkRequest_Lease:
 		if err := w.lease(ctx, m.Lease); err != nil {
-			return err
+			return nil, err
 		}
 	case *stokerv1.WorkRequest_Cancel:
 		w.mu.Lock()
@@ -346,20 +412,20 @@ func (w *worker) handle(ctx context.Context, req *stokerv1.WorkRequest) error {
 		w.mu.Unlock()
 	case *stokerv1.WorkRequest_End:
 		if id := m.End.GetId(); id > w.lastJob {
-			return status.Errorf(codes.InvalidArgument, "JobEnd names job %d, which was not registered", id)
+			return nil, status.Errorf(codes.InvalidArgument, "JobEnd names job %d, which was not registered", id)
 		}
-		w.endJob(m.End.GetId()) // ended already (no lease for a while): nothing to do
+		return w.endJob(m.End.GetId()), nil // ended already (no lease for a while): nothing to do
 	case *stokerv1.WorkRequest_Ping:
 	default:
-		return status.Errorf(codes.InvalidArgument, "unexpected %T on a Work stream", m)
+		return nil, status.Errorf(codes.InvalidArgument, "unexpected %T on a Work stream", m)
 	}
-	return nil
+	return nil, nil
 }
 
 // lease starts making one leased batch, or answers it with LeaseFailed.
 // Only a coordinator that breaks the protocol gets an error (the stream
 // ends).
-func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
+func (w *workStream) lease(ctx context.Context, l *stokerv1.Lease) error {
 	if n := w.failing.Load(); n >= maxFailing {
 		return status.Errorf(codes.ResourceExhausted, "%d refused leases not yet read: the coordinator does not read its answers", n)
 	}
@@ -368,20 +434,20 @@ func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
 	case !ok && l.GetJob() > w.lastJob:
 		return status.Errorf(codes.InvalidArgument, "lease %d names job %d, which was not registered", l.GetId(), l.GetJob())
 	case !ok:
-		w.fail(l.GetId(), status.Errorf(codes.Aborted, "lease %d names job %d, which ended here (no lease named it for %v, or JobEnd): register it again", l.GetId(), l.GetJob(), w.s.cfg.workJobIdle))
+		w.fail(l.GetId(), status.Errorf(codes.Aborted, "lease %d names job %d, which ended here (no lease named it for %v, or JobEnd): register it again", l.GetId(), l.GetJob(), w.cfg.JobIdle))
 		return nil
 	}
 	wj.last = time.Now()
 	switch {
 	case w.draining:
 		w.turnedAway.Add(1)
-		w.fail(l.GetId(), status.Error(codes.Unavailable, errDrainingMsg))
+		w.fail(l.GetId(), status.Error(codes.Unavailable, DrainingMessage))
 		return nil
 	case wj.err != nil:
 		w.fail(l.GetId(), wj.err)
 		return nil
-	case len(l.GetIndices()) == 0 || len(l.GetIndices()) > int(wj.j.spec.GetBatchSize()):
-		w.fail(l.GetId(), status.Errorf(codes.InvalidArgument, "lease %d has %d samples; the job's batch size is %d", l.GetId(), len(l.GetIndices()), wj.j.spec.GetBatchSize()))
+	case len(l.GetIndices()) == 0 || len(l.GetIndices()) > wj.q.BatchSize():
+		w.fail(l.GetId(), status.Errorf(codes.InvalidArgument, "lease %d has %d samples; the job's batch size is %d", l.GetId(), len(l.GetIndices()), wj.q.BatchSize()))
 		return nil
 	}
 	var b *pipeline.Batch
@@ -391,11 +457,12 @@ func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
 		w.fail(l.GetId(), status.Errorf(codes.ResourceExhausted, "more than %d leases in flight on one Work stream", cap(w.slots)))
 		return nil
 	}
-	bytes := int64(len(l.GetIndices())) * int64(wj.j.t.SampleBytes())
-	if !w.s.budget.try(bytes) {
+	mem := w.cfg.Memory
+	bytes := int64(len(l.GetIndices())) * int64(wj.q.SampleBytes())
+	if !mem.Try(bytes) {
 		w.slots <- b
-		w.s.refusals.refuse("memory_budget", "lease refused: memory budget", "coordinator", clientHost(ctx), "bytes", bytes)
-		w.fail(l.GetId(), status.Errorf(codes.ResourceExhausted, "memory budget: a lease of %d bytes does not fit; %d of %d bytes in use (--memory-budget)", bytes, w.s.budget.inUse(), w.s.budget.limit))
+		w.cfg.Host.Refuse("memory_budget", "lease refused: memory budget", "coordinator", rpc.ClientHost(ctx), "bytes", bytes)
+		w.fail(l.GetId(), status.Errorf(codes.ResourceExhausted, "memory budget: a lease of %d bytes does not fit; %d of %d bytes in use (--memory-budget)", bytes, mem.InUse(), mem.Limit()))
 		return nil
 	}
 	lctx, cancel := context.WithCancel(ctx)
@@ -408,8 +475,8 @@ func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
 	go func() {
 		defer w.wg.Done()
 		defer wj.leasing.Add(-1)
-		j := wj.j
-		err := wj.exec.fill(lctx, j, l.GetEpoch(), l.GetIndices(), pipeline.JobDemand{Stall: l.GetStall(), Work: l.GetWork()}, b)
+		err := wj.q.Fill(lctx, &Lease{Epoch: l.GetEpoch(), Number: int(l.GetNumber()), Indices: l.GetIndices(),
+			Demand: pipeline.JobDemand{Stall: l.GetStall(), Work: l.GetWork()}}, b)
 		w.mu.Lock()
 		delete(w.cancels, l.GetId())
 		w.mu.Unlock()
@@ -417,23 +484,23 @@ func (w *worker) lease(ctx context.Context, l *stokerv1.Lease) error {
 		cancel()
 		switch {
 		case cancelled:
-			w.s.m.workLeases.WithLabelValues("cancelled").Inc()
-			w.s.budget.release(bytes)
+			w.cfg.Metrics.Leases.WithLabelValues("cancelled").Inc()
+			mem.Release(bytes)
 			w.slots <- b
 			w.answered() // nothing to send
 		case err != nil:
-			w.s.budget.release(bytes)
+			mem.Release(bytes)
 			w.slots <- b
 			w.out <- workOut{lease: l.GetId(), err: err}
 		default: // the send loop releases the bytes once b is sent
-			w.out <- workOut{lease: l.GetId(), epoch: l.GetEpoch(), k: int(l.GetNumber()), j: j, b: b, bytes: bytes}
+			w.out <- workOut{lease: l.GetId(), epoch: l.GetEpoch(), k: int(l.GetNumber()), q: wj.q, b: b, bytes: bytes}
 		}
 	}()
 	return nil
 }
 
 // fail queues a LeaseFailed answer.
-func (w *worker) fail(id uint64, err error) {
+func (w *workStream) fail(id uint64, err error) {
 	w.failing.Add(1)
 	w.pending.Add(1)
 	w.wg.Add(1)
@@ -444,9 +511,9 @@ func (w *worker) fail(id uint64, err error) {
 	}()
 }
 
-// errDrainingMsg is the answer to a lease or a Work stream on a draining
+// DrainingMessage is the answer to a lease or a Work stream on a draining
 // server.
-const errDrainingMsg = "this worker is draining (shutting down): it takes no new leases; lease elsewhere"
+const DrainingMessage = "this worker is draining (shutting down): it takes no new leases; lease elsewhere"
 
 // maxFailing bounds the refusals waiting to be sent on one Work stream: a
 // coordinator that sends leases it is refused and does not read the
@@ -459,7 +526,7 @@ const maxFailing = 256
 // last bytes leave, so before the coordinator can send the lease that
 // takes the slot again. After a send error it keeps draining out
 // (returning buffers) so no lease goroutine blocks.
-func (w *worker) sendLoop(cancel context.CancelFunc) error {
+func (w *workStream) sendLoop(cancel context.CancelFunc) error {
 	var sendErr error
 	for o := range w.out {
 		if sendErr == nil {
@@ -471,7 +538,7 @@ func (w *worker) sendLoop(cancel context.CancelFunc) error {
 			w.slots <- o.b
 		}
 		if o.b != nil {
-			w.s.budget.release(o.bytes)
+			w.cfg.Memory.Release(o.bytes)
 			if sendErr == nil {
 				w.done.Add(1)
 			}
@@ -483,11 +550,11 @@ func (w *worker) sendLoop(cancel context.CancelFunc) error {
 
 // send sends a lease's answer; a batch's buffer goes back to the slots
 // once gRPC lets go of its pixels.
-func (w *worker) send(o workOut) error {
-	m := w.s.m.workLeases
+func (w *workStream) send(o workOut) error {
+	m := w.cfg.Metrics.Leases
 	if o.err != nil {
 		m.WithLabelValues("failed").Inc()
-		st := status.Convert(toStatus(o.err))
+		st := status.Convert(w.cfg.Host.Status(o.err))
 		return w.stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Failed{Failed: &stokerv1.LeaseFailed{
 			Lease: o.lease, Code: uint32(st.Code()), Message: st.Message(),
 		}}})
@@ -496,9 +563,9 @@ func (w *worker) send(o workOut) error {
 	b := o.b
 	pin := rpc.NewPin(func() { w.slots <- b }) // never blocks: the slots have room for every buffer
 	defer pin.Done()
-	h := o.j.header(o.epoch, o.k, b)
+	h := o.q.Header(o.epoch, o.k, b)
 	if err := w.stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Done{Done: &stokerv1.LeaseDone{Lease: o.lease, Batch: h}}}); err != nil {
 		return err
 	}
-	return sendChunks(w.stream.SendMsg, pin, o.lease, b.Data)
+	return rpc.SendChunks(w.stream.SendMsg, pin, o.lease, b.Data, w.cfg.MaxChunkBytes)
 }

@@ -1,4 +1,4 @@
-package server
+package coord
 
 import (
 	"math"
@@ -7,6 +7,10 @@ import (
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
+
+// DefaultStallTarget is the starvation a window controller aims under
+// unless configured otherwise (--stall-target).
+const DefaultStallTarget = 0.02
 
 // control is the window controller's decision, every controlEvery: widen
 // while the job is starved above target (the GPU's idle share when a
@@ -17,13 +21,13 @@ import (
 // narrowing one lease at a time, so a stalled job catches up within a few
 // decisions and a saturated one gives back slowly. Then it publishes the
 // job's status and metrics.
-func (c *coordinator) control(now time.Time, ms []maker) {
+func (c *Coordinator) control(now time.Time, ms []Maker) {
 	c.forgetGone(ms)
 	snap := c.tel.snapshot(now)
-	target := c.env.cfg.StallTarget
-	lo, hi := c.bounds(ms)
+	target := c.env.Config.StallTarget
+	lo, hi := minWindow, c.env.windowCeiling(ms)
 	old := c.window(ms)
-	idle, gpuOK := c.env.gpuIdle()
+	idle, gpuOK := c.env.GPUIdle()
 	starved, signal := starvation(snap.stall, idle, gpuOK)
 	saturated := starved <= target
 	if gpuOK {
@@ -31,7 +35,7 @@ func (c *coordinator) control(now time.Time, ms []maker) {
 	}
 	// The buffer stays full: ready batches waited for the trainer's credit
 	// most of the interval.
-	full := c.starvedFor(now) >= controlEvery/2
+	full := c.creditWaitFor(now) >= controlEvery/2
 	w := old
 	switch {
 	case starved > target:
@@ -45,16 +49,16 @@ func (c *coordinator) control(now time.Time, ms []maker) {
 		if w < old {
 			decision = "narrow"
 		}
-		c.env.m.windowDecisions.WithLabelValues(decision).Inc()
+		c.env.Metrics.WindowDecisions.WithLabelValues(decision).Inc()
 		c.log.Debug("window", "decision", decision, "from", old, "to", w, "starvation", round3(starved), "signal", signal,
 			"wait", round3(snap.stall), "recommended", c.recommended, "gpu_idle", gpuIdleOrNaN(idle, gpuOK), "buffer_full", full)
 	}
-	c.shrinkPool(ms)
-	// Workers share their cores by this starvation too (the stall
-	// schedule), locally and through the leases' demand.
+	c.pool.shrink(c.poolSize(c.window(ms)))
+	// Executors share their cores by this starvation too (the stall
+	// schedule), locally and, on workers, through the leases' demand.
 	d := pipeline.JobDemand{Stall: starved}
 	if snap.stepPerBatch > 0 {
-		d.Work = snap.stepPerBatch / float64(c.j.spec.GetBatchSize())
+		d.Work = snap.stepPerBatch / float64(c.j.BatchSize())
 	}
 	c.demand.Store(&d)
 	c.publish(now, snap, ms, idle, gpuOK)
@@ -72,39 +76,27 @@ func narrowFloor(recommended float64, ready int) int {
 	return max(1, min(int(recommended), ready))
 }
 
-// shrinkPool gives free buffers beyond the window's pool back to the
-// memory budget, so a job that narrowed leaves the memory to the jobs that
-// stall.
-func (c *coordinator) shrinkPool(ms []maker) {
-	pool := c.pool(c.window(ms))
-	for c.buffers > max(pool, reservedBuffers) && len(c.free) > 0 {
-		c.drop(c.free[len(c.free)-1])
-		c.free = c.free[:len(c.free)-1]
-		c.buffers--
-	}
-}
-
 // publish stores the job's status for Status and sets its metrics.
-func (c *coordinator) publish(now time.Time, snap telemetrySnap, ms []maker, idle float64, gpuOK bool) {
-	lo, hi := c.bounds(ms)
+func (c *Coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idle float64, gpuOK bool) {
+	lo, hi := minWindow, c.env.windowCeiling(ms)
 	window := c.window(ms)
 	js := &stokerv1.JobStatus{
-		Id: c.name, Dataset: c.j.name, Rank: uint32(c.j.rank), WorldSize: uint32(c.j.world), Epoch: c.cur.epoch,
+		Id: c.name, Dataset: c.j.Dataset(), Rank: uint32(c.j.Rank()), WorldSize: uint32(c.j.World()), Epoch: c.cur.epoch,
 		ImagesPerSecond: snap.imagesPerSec, BytesPerSecond: snap.bytesPerSec, InputStallRatio: snap.stall,
 		GpuIdleRatio: -1, Window: uint32(window), WindowMin: uint32(lo), WindowMax: uint32(hi),
-		Buffered: uint32(len(c.ready)), Shuffle: c.j.shuffle.String(),
+		Buffered: uint32(len(c.ready)), Shuffle: c.j.Shuffle(),
 	}
 	if gpuOK {
 		js.GpuIdleRatio = idle
 	}
 	js.Starvation, js.StarvationSignal = starvation(snap.stall, idle, gpuOK)
 	in := adviceInput{
-		target: c.env.cfg.StallTarget, starved: js.Starvation, delivered: snap.batchesPerSec,
+		target: c.env.Config.StallTarget, starved: js.Starvation, delivered: snap.batchesPerSec,
 		waited: snap.stall > 0, bytes: snap.bytesPerSec, starting: snap.starting,
 	}
 	local := 0.0 // the coordinator's own executor, one of the makers counted
 	for _, m := range ms {
-		if _, ok := m.(*localMaker); ok {
+		if m.Local() {
 			local = 1
 		}
 		st := c.stats[m]
@@ -118,8 +110,8 @@ func (c *coordinator) publish(now time.Time, snap telemetrySnap, ms []maker, idl
 		switch {
 		case c.refused[m] != nil:
 			mst.Unavailable = truncate("refused the job: "+c.refused[m].Error(), 256)
-		case c.env.verify.why(m) != nil:
-			mst.Unavailable = truncate("quarantined: "+c.env.verify.why(m).Error(), 256)
+		case c.env.Verifier.Why(m) != nil:
+			mst.Unavailable = truncate("quarantined: "+c.env.Verifier.Why(m).Error(), 256)
 		case !m.Ready():
 			if w, ok := m.(whyNot); ok && w.Unavailable() != nil {
 				mst.Unavailable = truncate(w.Unavailable().Error(), 256)
@@ -143,30 +135,30 @@ func (c *coordinator) publish(now time.Time, snap telemetrySnap, ms []maker, idl
 	c.recommended = js.WorkersRecommended
 	c.status.Store(js)
 
-	m := c.env.m
-	m.stallRatio.WithLabelValues(c.j.name, c.name).Set(snap.stall)
-	m.window.WithLabelValues(c.name).Set(float64(js.Window))
-	m.buffered.WithLabelValues(c.name).Set(float64(js.Buffered))
+	m := c.env.Metrics
+	m.StallRatio.WithLabelValues(c.j.Dataset(), c.name).Set(snap.stall)
+	m.Window.WithLabelValues(c.name).Set(float64(js.Window))
+	m.Buffered.WithLabelValues(c.name).Set(float64(js.Buffered))
 	if gpuOK {
-		m.gpuIdle.WithLabelValues(c.name).Set(idle)
+		m.GPUIdle.WithLabelValues(c.name).Set(idle)
 	} else {
-		m.gpuIdle.DeleteLabelValues(c.name) // unknown, not NaN
+		m.GPUIdle.DeleteLabelValues(c.name) // unknown, not NaN
 	}
 	if !math.IsNaN(js.WorkersRecommended) {
-		m.workersRecommended.WithLabelValues(c.name).Set(js.WorkersRecommended)
-		m.peersRecommended.WithLabelValues(c.name).Set(max(0, js.WorkersRecommended-local))
+		m.WorkersRecommended.WithLabelValues(c.name).Set(js.WorkersRecommended)
+		m.PeersRecommended.WithLabelValues(c.name).Set(max(0, js.WorkersRecommended-local))
 	}
 }
 
 // dropMetrics deletes the job's series when it ends.
-func (c *coordinator) dropMetrics() {
-	m := c.env.m
-	m.stallRatio.DeleteLabelValues(c.j.name, c.name)
-	m.window.DeleteLabelValues(c.name)
-	m.buffered.DeleteLabelValues(c.name)
-	m.gpuIdle.DeleteLabelValues(c.name)
-	m.workersRecommended.DeleteLabelValues(c.name)
-	m.peersRecommended.DeleteLabelValues(c.name)
+func (c *Coordinator) dropMetrics() {
+	m := c.env.Metrics
+	m.StallRatio.DeleteLabelValues(c.j.Dataset(), c.name)
+	m.Window.DeleteLabelValues(c.name)
+	m.Buffered.DeleteLabelValues(c.name)
+	m.GPUIdle.DeleteLabelValues(c.name)
+	m.WorkersRecommended.DeleteLabelValues(c.name)
+	m.PeersRecommended.DeleteLabelValues(c.name)
 }
 
 func gpuIdleOrNaN(idle float64, ok bool) float64 {
@@ -177,3 +169,11 @@ func gpuIdleOrNaN(idle float64, ok bool) float64 {
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// truncate shortens a maker's reason for a status or a message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

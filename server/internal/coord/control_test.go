@@ -1,10 +1,8 @@
-package server
+package coord
 
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"math"
 	"strings"
 	"testing"
@@ -12,8 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
-	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 func TestTelemetryWindow(t *testing.T) {
@@ -89,93 +87,45 @@ func TestNarrowFloor(t *testing.T) {
 	}
 }
 
-// runTrainer takes batches from a Feed stream for d, stepping step per
-// batch and reporting its wait and step with each credit, as the clients
-// do; it returns the server's Status of the job at the end.
-func runTrainer(t *testing.T, e *testEnv, open *pb.OpenJob, step, d time.Duration) *pb.JobStatus {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d+20*time.Second)
-	defer cancel()
-	open.Epochs = 0
-	open.Credits = 2
-	s := e.feedStream(t, ctx, open)
-	end := time.Now().Add(d)
-	var last *pb.JobStatus
-	asked := time.Now()
-	var want, got uint64
-	for time.Now().Before(end) {
-		m, err := s.Recv()
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch {
-		case m.GetBatch() != nil:
-			want, got = m.GetBatch().GetDataBytes(), 0
-		case m.GetChunk() != nil:
-			got += uint64(len(m.GetChunk().GetData()))
-		}
-		if m.GetChunk() == nil || got < want { // JobInfo, EpochEnd, or more to come
-			continue
-		}
-		wait := time.Since(asked)
-		time.Sleep(step)
-		asked = time.Now()
-		s.Send(&pb.FeedRequest{Msg: &pb.FeedRequest_Credit{Credit: &pb.Credit{Credits: 1, Batches: 1, WaitSeconds: wait.Seconds(), StepSeconds: step.Seconds()}}})
-	}
-	st, err := e.client.Status(ctx, &pb.StatusRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, j := range st.GetJobs() {
-		last = j
-	}
-	if last == nil {
-		t.Fatal("Status lists no job")
-	}
-	return last
-}
-
 // fakeMaker is a maker the controller tests set the readiness and room
 // of; they never lease.
 type fakeMaker struct {
 	name  string
 	free  int
 	ready bool
+	local bool
 }
 
-func (m *fakeMaker) Make(context.Context, *batchLease, *pipeline.Batch) error {
+func (m *fakeMaker) Make(context.Context, Job, *work.Lease, *pipeline.Batch) error {
 	return errors.New("fakeMaker makes nothing")
 }
 func (m *fakeMaker) Name() string { return m.name }
+func (m *fakeMaker) Local() bool  { return m.local }
 func (m *fakeMaker) Free() int    { return m.free }
 func (m *fakeMaker) Ready() bool  { return m.ready }
-func (m *fakeMaker) Forget(*job)  {}
+func (m *fakeMaker) Forget(Job)   {}
 
-// controlled is a coordinator of a real job on a real server whose
-// controller the test drives with its own clock: no lease is issued, the
-// test plays the trainer's reports and the makers' leases.
-func controlled(t *testing.T, cfg Config) (*coordinator, *testEnv) {
+// controlled is a coordinator of a job of batches of 4 whose controller
+// the test drives with its own clock: no lease is issued, the test plays
+// the trainer's reports and the makers' leases.
+func controlled(t *testing.T, window int) (*Coordinator, *Env) {
 	t.Helper()
-	e := newEnv(t, cfg)
-	j, err := e.srv.newJob(smallJob("tiny", 4).Job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newCoordinator(e.srv.coord, j, streamSpec{Credits: 2}, "1", newStreamMemory(e.srv.budget), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	env := testEnvWindow(window, &fakeVerifier{})
+	c := New(env, &fakeJob{n: 40, size: 4}, Stream{Credits: 2, Memory: &memory{}}, "tiny-r0-1", discard)
 	c.cur = c.newEpoch(0)
-	c.tel = newTelemetry(telemetryWindow, time.Unix(1000, 0))
-	return c, e
+	c.tel = newTelemetry(TelemetryWindow, time.Unix(1000, 0))
+	return c, env
 }
 
 // A trainer slower than production (it steps 100 ms a batch and never
 // waits, the buffer full): the window narrows one lease per decision to
 // its floor, the advice is fine, narrow decisions are counted.
 func TestControllerNarrowsForASlowTrainer(t *testing.T) {
-	c, e := controlled(t, Config{Window: 8})
-	ms := []maker{&fakeMaker{name: "m", free: 8, ready: true}}
+	c, env := controlled(t, 8)
+	ms := []Maker{&fakeMaker{name: "m", free: 8, ready: true}}
 	now := time.Unix(1000, 0)
 	c.win = 8
-	c.starvedSince.Store(now.UnixNano()) // a made batch waits for a credit all along
+	c.creditWaitSince.Store(now.UnixNano()) // a made batch waits for a credit all along
 	for range 20 {
 		for i := range 5 {
 			at := now.Add(time.Duration(i) * 100 * time.Millisecond)
@@ -189,7 +139,7 @@ func TestControllerNarrowsForASlowTrainer(t *testing.T) {
 	if js.GetWindow() != 1 || js.GetStarvation() != 0 || js.GetStarvationSignal() != "trainer wait" {
 		t.Errorf("window %d, starvation %v (%s): a trainer slower than production should narrow the window to its floor", js.GetWindow(), js.GetStarvation(), js.GetStarvationSignal())
 	}
-	if got := testutil.ToFloat64(e.srv.m.windowDecisions.WithLabelValues("narrow")); got != 7 {
+	if got := testutil.ToFloat64(env.Metrics.WindowDecisions.WithLabelValues("narrow")); got != 7 {
 		t.Errorf("%v narrow decisions counted, want 7 (8 to 1)", got)
 	}
 }
@@ -202,15 +152,15 @@ func TestControllerNarrowsForASlowTrainer(t *testing.T) {
 func TestControllerWidensForAStarvingTrainer(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		maker maker
+		maker Maker
 		peers float64
 	}{
 		{"peer", &fakeMaker{name: "m", free: 8, ready: true}, 6},
-		{"local", &localMaker{slots: 8}, 5},
+		{"local", &fakeMaker{name: "local", free: 8, ready: true, local: true}, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, e := controlled(t, Config{Window: 6})
-			ms := []maker{tc.maker}
+			c, env := controlled(t, 6)
+			ms := []Maker{tc.maker}
 			now := time.Unix(1000, 0)
 			st := c.stat(tc.maker)
 			st.begin(now)
@@ -235,45 +185,16 @@ func TestControllerWidensForAStarvingTrainer(t *testing.T) {
 			if js.GetWorkersRecommended() != 6 || !strings.HasPrefix(js.GetAdvice(), "needs about 5 more") {
 				t.Errorf("recommended %v, advice %q: want 6 makers (demand 2/s over the 0.2 not starved, with 5%% headroom, over a maker's 2/s when busy)", js.GetWorkersRecommended(), js.GetAdvice())
 			}
-			if got := testutil.ToFloat64(e.srv.m.workersRecommended.WithLabelValues(c.name)); got != 6 {
+			if got := testutil.ToFloat64(env.Metrics.WorkersRecommended.WithLabelValues(c.name)); got != 6 {
 				t.Errorf("stoker_workers_recommended %v, want 6", got)
 			}
-			if got := testutil.ToFloat64(e.srv.m.peersRecommended.WithLabelValues(c.name)); got != tc.peers {
+			if got := testutil.ToFloat64(env.Metrics.PeersRecommended.WithLabelValues(c.name)); got != tc.peers {
 				t.Errorf("stoker_peers_recommended %v with the %s maker, want %v", got, tc.name, tc.peers)
 			}
 			c.dropMetrics()
-			if n := testutil.CollectAndCount(e.srv.m.peersRecommended); n != 0 {
+			if n := testutil.CollectAndCount(env.Metrics.PeersRecommended); n != 0 {
 				t.Errorf("%d stoker_peers_recommended series after the job ended, want 0", n)
 			}
 		})
-	}
-}
-
-// End to end, a real trainer on a real stream: Status says what the advice
-// rests on and what each maker makes when busy. (No figure is asserted
-// against time: the machine may be slow.)
-func TestStatusSaysTheAdvice(t *testing.T) {
-	e := newEnv(t, Config{})
-	js := runTrainer(t, e, smallJob("tiny", 4), 50*time.Millisecond, 3*time.Second)
-	if js.GetStarvationSignal() != "trainer wait" || js.GetGpuIdleRatio() != -1 {
-		t.Errorf("signal %q, GPU idle %v: without a GPU monitor the trainer's wait is the signal", js.GetStarvationSignal(), js.GetGpuIdleRatio())
-	}
-	if len(js.GetMakers()) != 1 || js.GetMakers()[0].GetName() != "local" || js.GetMakers()[0].GetBusyBatchesPerSecond() <= 0 {
-		t.Errorf("makers %v: want the local maker with its busy rate", js.GetMakers())
-	}
-	if js.GetAdvice() == "" {
-		t.Error("no advice")
-	}
-}
-
-func TestMetricsLint(t *testing.T) {
-	e := newEnv(t, Config{})
-	runTrainer(t, e, smallJob("tiny", 8), 10*time.Millisecond, 1200*time.Millisecond)
-	problems, err := testutil.GatherAndLint(e.reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package coord
 
 import (
 	"context"
@@ -8,7 +8,10 @@ import (
 )
 
 // Epochs, the reorder buffer and delivery: which batches an epoch wants,
-// which went out, and the order they go out in.
+// which went out, and the order they go out in. A ready batch the trainer
+// has no credit for waits: that is the credit wait, which the window
+// controller reads as "the buffer is full" and the idle watchdog as a
+// trainer that stopped asking.
 
 type batchID struct {
 	epoch uint64
@@ -39,10 +42,10 @@ func (e *epochState) isDone(k int) bool { return k < e.next || e.done[k] }
 
 // newEpoch sets up epoch e's delivery; the first epoch takes the stream's
 // resume point.
-func (c *coordinator) newEpoch(e uint64) *epochState {
+func (c *Coordinator) newEpoch(e uint64) *epochState {
 	es := &epochState{epoch: e, done: make(map[int]bool), end: &stokerv1.EpochEnd{Epoch: e}}
 	if e == c.st.Epoch {
-		es.plan = c.j.plan(e, c.st.Consumed)
+		es.plan = c.j.Plan(e, c.st.Consumed)
 		es.next = min(c.st.Start, es.plan.Batches())
 		for _, k := range c.st.Skip {
 			if k < uint64(es.plan.Batches()) && int(k) >= es.next {
@@ -50,18 +53,18 @@ func (c *coordinator) newEpoch(e uint64) *epochState {
 			}
 		}
 	} else {
-		es.plan = c.j.plan(e, 0)
+		es.plan = c.j.Plan(e, 0)
 	}
 	es.want = es.plan.Batches() - es.next - len(es.done)
 	return es
 }
 
 // lastEpoch reports whether e is the stream's last epoch.
-func (c *coordinator) lastEpoch(e uint64) bool {
+func (c *Coordinator) lastEpoch(e uint64) bool {
 	return c.st.Epochs > 0 && e+1 >= c.st.Epoch+c.st.Epochs
 }
 
-func (c *coordinator) epochOf(e uint64) *epochState {
+func (c *Coordinator) epochOf(e uint64) *epochState {
 	switch {
 	case c.cur.epoch == e:
 		return c.cur
@@ -73,11 +76,11 @@ func (c *coordinator) epochOf(e uint64) *epochState {
 
 // deliver hands ready batches to out while credits last, closing epochs as
 // they complete. done: the stream's last epoch is delivered.
-func (c *coordinator) deliver(ctx context.Context) (done bool, err error) {
+func (c *Coordinator) deliver(ctx context.Context) (done bool, err error) {
 	for {
 		e := c.cur
 		if e.sent == e.want {
-			if err := c.emit(ctx, output{end: e.end}); err != nil {
+			if err := c.emit(ctx, Output{End: e.end}); err != nil {
 				return false, err
 			}
 			if c.lastEpoch(e.epoch) {
@@ -87,27 +90,27 @@ func (c *coordinator) deliver(ctx context.Context) (done bool, err error) {
 				c.nextE = c.newEpoch(e.epoch + 1)
 			}
 			c.cur, c.nextE = c.nextE, nil
-			if err := c.emit(ctx, output{info: c.j.info(c.cur.epoch, c.cur.plan)}); err != nil {
+			if err := c.emit(ctx, Output{Info: c.j.Info(c.cur.epoch, c.cur.plan)}); err != nil {
 				return false, err
 			}
 			continue
 		}
 		k, ok := c.pick()
 		if !ok {
-			c.unstarve()
+			c.endCreditWait()
 			return false, nil
 		}
 		if c.credits.Load() <= 0 {
-			if c.starvedSince.Load() == 0 {
-				c.starvedSince.Store(time.Now().UnixNano())
+			if c.creditWaitSince.Load() == 0 {
+				c.creditWaitSince.Store(time.Now().UnixNano())
 			}
 			return false, nil
 		}
-		c.unstarve()
+		c.endCreditWait()
 		id := batchID{e.epoch, k}
 		b := c.ready[id]
-		slot, inSlot := c.handOut(b)
-		if err := c.emit(ctx, output{epoch: e.epoch, k: k, b: b, slot: slot, inSlot: inSlot}); err != nil {
+		slot, inSlot := c.pool.handOut(b)
+		if err := c.emit(ctx, Output{Epoch: e.epoch, K: k, Batch: b, Slot: slot, InSlot: inSlot}); err != nil {
 			return false, err
 		}
 		delete(c.ready, id)
@@ -122,28 +125,29 @@ func (c *coordinator) deliver(ctx context.Context) (done bool, err error) {
 	}
 }
 
-// unstarve ends a wait of a ready batch for credit, adding it up.
-func (c *coordinator) unstarve() {
-	if t := c.starvedSince.Swap(0); t != 0 {
-		c.starved += time.Since(time.Unix(0, t))
+// endCreditWait ends a wait of a ready batch for the trainer's credit,
+// adding it up.
+func (c *Coordinator) endCreditWait() {
+	if t := c.creditWaitSince.Swap(0); t != 0 {
+		c.creditWait += time.Since(time.Unix(0, t))
 	}
 }
 
-// starvedFor is the time ready batches waited for credit since the last
-// call.
-func (c *coordinator) starvedFor(now time.Time) time.Duration {
-	total := c.starved
-	if t := c.starvedSince.Load(); t != 0 {
+// creditWaitFor is the time ready batches waited for the trainer's credit
+// since the last call.
+func (c *Coordinator) creditWaitFor(now time.Time) time.Duration {
+	total := c.creditWait
+	if t := c.creditWaitSince.Load(); t != 0 {
 		total += now.Sub(time.Unix(0, t))
 	}
-	d := total - c.lastStarved
-	c.lastStarved = total
+	d := total - c.lastCreditWait
+	c.lastCreditWait = total
 	return d
 }
 
 // pick returns the current epoch's batch to deliver next: the next in
 // order, or when as-ready the lowest-numbered ready one.
-func (c *coordinator) pick() (int, bool) {
+func (c *Coordinator) pick() (int, bool) {
 	e := c.cur
 	if !c.st.AsReady {
 		_, ok := c.ready[batchID{e.epoch, e.next}]
@@ -161,7 +165,7 @@ func (c *coordinator) pick() (int, bool) {
 // advanceCursor moves the lease cursor past batches that need no lease
 // (skipped on resume), into the next epoch at the end of one, and stops it
 // after the stream's last epoch or more than one epoch ahead of delivery.
-func (c *coordinator) advanceCursor() {
+func (c *Coordinator) advanceCursor() {
 	for c.leasing {
 		e := c.epochOf(c.cursor.epoch)
 		if e == nil {
@@ -187,7 +191,7 @@ func (c *coordinator) advanceCursor() {
 
 // nextToLease returns the batch to lease next: a failed one first, else the
 // cursor's.
-func (c *coordinator) nextToLease() (batchID, bool) {
+func (c *Coordinator) nextToLease() (batchID, bool) {
 	if len(c.retry) > 0 {
 		return c.retry[0], true
 	}

@@ -1,7 +1,10 @@
-package server
+package coord
 
 import "github.com/stoker-dev/stoker/pipeline"
 
+// The buffer pool: a job's batch buffers, the ring slots they are made in,
+// and what they cost the memory budget, in one place.
+//
 // Batches made in the trainer's ring. When the stream has a shared-memory
 // ring, a lease's buffer is given a free slot of it before the maker
 // starts: the local executor makes the batch there, a peer's chunks are
@@ -13,14 +16,43 @@ import "github.com/stoker-dev/stoker/pipeline"
 // free is made in memory of its own, as on a stream without a ring, and
 // copied into a slot (or sent in chunks) when it goes out; so that such
 // batches still find a slot then, a lease takes a slot only while more are
-// free than the batches out of the ring the coordinator holds.
+// free than the batches out of the ring the pool holds.
 //
-// Memory: the ring is counted whole when it is offered; a buffer is
-// counted (beyond the reservedBuffers a job starts with) only once it needs
-// memory of its own.
+// Memory: the ring is counted whole when it is offered (by the stream); a
+// buffer is counted (beyond the reservedBuffers a job starts with) only
+// once it needs memory of its own.
 
-// bufState is what the coordinator keeps of a buffer with a slot, or with
-// memory of its own. Owned by run's goroutine.
+// reservedBuffers is how many batch buffers a job is sure of from its
+// start (one being made, one being sent): the stream reserves their bytes
+// before the job opens. More come from the budget as its window grows.
+const reservedBuffers = 2
+
+// ReservedBytes is what a stream reserves of the memory budget for a job
+// of batches of batchBytes before it opens.
+func ReservedBytes(batchBytes int64) int64 { return reservedBuffers * batchBytes }
+
+// pool is a job's batch buffers. Owned by the coordinator's goroutine.
+type pool struct {
+	mem        Memory
+	ring       Ring // nil when the stream has none
+	batchBytes int64
+
+	free    []*pipeline.Batch
+	buffers int // allocated
+	// bufs is what is kept of buffers in a slot or with memory of their
+	// own; counted is how many of those have memory of their own counted,
+	// outOfRing how many are out of the free list, not in a slot.
+	bufs      map[*pipeline.Batch]*bufState
+	counted   int
+	outOfRing int
+}
+
+func newPool(mem Memory, ring Ring, batchBytes int64) *pool {
+	return &pool{mem: mem, ring: ring, batchBytes: batchBytes, bufs: make(map[*pipeline.Batch]*bufState)}
+}
+
+// bufState is what the pool keeps of a buffer with a slot, or with
+// memory of its own.
 type bufState struct {
 	slot    uint32
 	inSlot  bool   // b.Data is the slot's memory
@@ -29,25 +61,46 @@ type bufState struct {
 }
 
 // state is b's state, made on first use.
-func (c *coordinator) state(b *pipeline.Batch) *bufState {
-	s := c.bufs[b]
+func (p *pool) state(b *pipeline.Batch) *bufState {
+	s := p.bufs[b]
 	if s == nil {
 		s = &bufState{}
-		c.bufs[b] = s
+		p.bufs[b] = s
 	}
 	return s
+}
+
+// get returns a free batch buffer, or a new one while the pool has fewer
+// than size, ready for a lease: in a slot of the trainer's ring, or in
+// memory of its own if, past the reserved ones, the stream's memory has
+// room in the budget; nil when there is none.
+func (p *pool) get(size int) *pipeline.Batch {
+	var b *pipeline.Batch
+	if n := len(p.free); n > 0 {
+		b = p.free[n-1]
+		p.free = p.free[:n-1]
+	} else if p.buffers < size {
+		p.buffers++
+		b = new(pipeline.Batch)
+	} else {
+		return nil
+	}
+	if !p.prepare(b) {
+		return nil
+	}
+	return b
 }
 
 // prepare readies buffer b, just taken off the free list or made, for a
 // lease: in a free slot of the ring if it may have one, else in memory of
 // its own, counted; false when that does not fit in the budget (b is then
 // free again).
-func (c *coordinator) prepare(b *pipeline.Batch) bool {
-	s := c.state(b)
-	if !s.inSlot && c.ring != nil && c.ring.available() > c.outOfRing {
-		if i, ok := c.ring.take(); ok {
+func (p *pool) prepare(b *pipeline.Batch) bool {
+	s := p.state(b)
+	if !s.inSlot && p.ring != nil && p.ring.Available() > p.outOfRing {
+		if i, ok := p.ring.Take(); ok {
 			s.slot, s.inSlot, s.own = i, true, b.Data[:0]
-			b.Data = c.ring.slot(i)[:0]
+			b.Data = p.ring.Slot(i)[:0]
 			return true
 		}
 	}
@@ -55,32 +108,32 @@ func (c *coordinator) prepare(b *pipeline.Batch) bool {
 		return true
 	}
 	if !s.counted {
-		if c.counted >= reservedBuffers && !c.mem.try(c.j.batchBytes()) {
-			c.free = append(c.free, b)
+		if p.counted >= reservedBuffers && !p.mem.Try(p.batchBytes) {
+			p.free = append(p.free, b)
 			return false
 		}
 		s.counted = true
-		c.counted++
+		p.counted++
 	}
-	c.outOfRing++
+	p.outOfRing++
 	return true
 }
 
 // release puts buffer b, back from a lease or from the batches ready, on
 // the free list; it keeps its slot.
-func (c *coordinator) release(b *pipeline.Batch) {
-	if !c.state(b).inSlot {
-		c.outOfRing--
+func (p *pool) release(b *pipeline.Batch) {
+	if !p.state(b).inSlot {
+		p.outOfRing--
 	}
-	c.free = append(c.free, b)
+	p.free = append(p.free, b)
 }
 
 // handOut is where batch b's pixels are as it goes out: in slot, when
 // inSlot; the slot is the trainer's from now on.
-func (c *coordinator) handOut(b *pipeline.Batch) (slot uint32, inSlot bool) {
-	s := c.state(b)
+func (p *pool) handOut(b *pipeline.Batch) (slot uint32, inSlot bool) {
+	s := p.state(b)
 	if !s.inSlot {
-		c.outOfRing--
+		p.outOfRing--
 		return 0, false
 	}
 	return s.slot, true
@@ -88,25 +141,35 @@ func (c *coordinator) handOut(b *pipeline.Batch) (slot uint32, inSlot bool) {
 
 // takeBack puts buffer b, back from out's reader, on the free list; one
 // that went out in a slot gets its own memory back, or none.
-func (c *coordinator) takeBack(b *pipeline.Batch) {
-	if s := c.state(b); s.inSlot {
+func (p *pool) takeBack(b *pipeline.Batch) {
+	if s := p.state(b); s.inSlot {
 		b.Data, s.own, s.inSlot = s.own, nil, false
 	}
-	c.free = append(c.free, b)
+	p.free = append(p.free, b)
+}
+
+// shrink gives free buffers beyond size (and the reserved ones) back, so
+// that a job that narrowed leaves the memory to the jobs that stall.
+func (p *pool) shrink(size int) {
+	for p.buffers > max(size, reservedBuffers) && len(p.free) > 0 {
+		p.drop(p.free[len(p.free)-1])
+		p.free = p.free[:len(p.free)-1]
+		p.buffers--
+	}
 }
 
 // drop forgets free buffer b: its slot goes back to the ring, its memory
 // to the budget.
-func (c *coordinator) drop(b *pipeline.Batch) {
-	s := c.state(b)
-	delete(c.bufs, b)
+func (p *pool) drop(b *pipeline.Batch) {
+	s := p.state(b)
+	delete(p.bufs, b)
 	if s.inSlot {
-		c.ring.giveBack(s.slot)
+		p.ring.GiveBack(s.slot)
 	}
 	if s.counted {
-		c.counted--
-		if c.counted >= reservedBuffers {
-			c.mem.release(c.j.batchBytes())
+		p.counted--
+		if p.counted >= reservedBuffers {
+			p.mem.Release(p.batchBytes)
 		}
 	}
 }

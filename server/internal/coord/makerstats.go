@@ -1,4 +1,4 @@
-package server
+package coord
 
 import (
 	"time"
@@ -11,7 +11,7 @@ type makerStat struct {
 	fails    int     // in a row
 	retryAt  time.Time
 	// first is the job's first lease on the maker, finished its
-	// completions in the last telemetryWindow: what it delivered, for the
+	// completions in the last TelemetryWindow: what it delivered, for the
 	// advisor (the EWMA, leases in flight over latency, only ranks makers).
 	first    time.Time
 	finished []time.Time
@@ -130,7 +130,7 @@ func earlier(a, b time.Time) time.Time {
 }
 
 // stat is what the job measured of m, created at first use.
-func (c *coordinator) stat(m maker) *makerStat {
+func (c *Coordinator) stat(m Maker) *makerStat {
 	st := c.stats[m]
 	if st == nil {
 		st = &makerStat{}
@@ -142,8 +142,8 @@ func (c *coordinator) stat(m maker) *makerStat {
 // forgetGone drops what the job keeps of makers no longer among ms and
 // with nothing in flight (a peer that left DNS): the maps do not grow with
 // churn.
-func (c *coordinator) forgetGone(ms []maker) {
-	present := make(map[maker]bool, len(ms))
+func (c *Coordinator) forgetGone(ms []Maker) {
+	present := make(map[Maker]bool, len(ms))
 	for _, m := range ms {
 		present[m] = true
 	}
@@ -184,7 +184,7 @@ func (st *makerStat) failed() {
 }
 
 // throughput is the batches per second the maker delivered to the job
-// over the last telemetryWindow (or since its first lease).
+// over the last TelemetryWindow (or since its first lease).
 func (st *makerStat) throughput(now time.Time) float64 {
 	i := 0
 	for i < len(st.finished) && now.Sub(st.finished[i]) > capacityWindow {
@@ -192,10 +192,10 @@ func (st *makerStat) throughput(now time.Time) float64 {
 	}
 	st.finished = append(st.finished[:0], st.finished[i:]...)
 	i = 0
-	for i < len(st.finished) && now.Sub(st.finished[i]) > telemetryWindow {
+	for i < len(st.finished) && now.Sub(st.finished[i]) > TelemetryWindow {
 		i++
 	}
-	span := min(now.Sub(st.first), telemetryWindow).Seconds()
+	span := min(now.Sub(st.first), TelemetryWindow).Seconds()
 	if span <= 0 {
 		return 0
 	}

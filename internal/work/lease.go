@@ -1,0 +1,39 @@
+package work
+
+import (
+	"github.com/stoker-dev/stoker/pipeline"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// Lease is one batch a coordinator asks a maker for: the local executor,
+// or a worker over a Work stream. The same type goes to every maker and,
+// on a worker, from the Work stream to its executor.
+type Lease struct {
+	Epoch  uint64
+	Number int
+	// Indices are the batch's samples, as the plan has them; shared, not
+	// to be modified.
+	Indices []int64
+	// Demand is the job's input stall and its trainer's GPU seconds per
+	// sample when leased (0: unknown), by which a worker serving several
+	// coordinators shares its cores (the stall schedule).
+	Demand pipeline.JobDemand
+	// Keep names samples (dataset indices) a peer's batch is verified by,
+	// byte for byte: a Peer copies their pixels aside as they arrive, into
+	// Kept (which the caller makes), the first sample of the batch with
+	// each index, out of reach of the trainer whose ring slot the batch
+	// may be made in. Makers on the coordinator's own server ignore them.
+	Keep []int64
+	Kept map[int64][]byte
+}
+
+// Job is a job as a coordinator registers it on its peers' Work streams.
+type Job struct {
+	// Spec is the trainer's spec with the dataset's fingerprint set, so
+	// that a worker with other data refuses it. A Peer registers each
+	// distinct *Job once per stream.
+	Spec *stokerv1.JobSpec
+	// SampleBytes is one sample's size: a batch may not be larger than
+	// its lease's samples.
+	SampleBytes int
+}

@@ -1,0 +1,27 @@
+// Package coord is stoker's coordinator: one job for one trainer's stream,
+// from its epoch plans to the batches it hands out, in order and as the
+// trainer's credits allow.
+//
+// What goes in: a Job (the plan of each epoch, the size of a batch), a
+// Stream (where it starts, how many epochs, the credits granted up front,
+// the stream's memory and, for a same-host trainer, its shared-memory
+// ring), and an Env the server's coordinators share: the Makers, the
+// metrics, the GPU's idle share and the Verifier of peers' batches.
+//
+// What comes out, on Out: an epoch's JobInfo, its batches (by number, or
+// as they are ready), its EpochEnd; then the next epoch. Batch k of an
+// epoch is delivered exactly once whatever the makers do: a result for a
+// lease that moved on, or for a batch already delivered, is dropped.
+//
+// In between, the coordinator leases batches to makers (the local
+// executor, peers over Work streams) under a deadline, keeps a reorder
+// buffer of made batches, collects failures and leases their batches again
+// (a failed batch before any new one), quarantines a peer whose batch
+// does not match, and runs the window controller (how many leases in
+// flight) and the advisor (how many makers the trainer needs). It knows
+// nothing of gRPC or of the server: its output is read by the Feed
+// stream's send loop, its makers and verifier are the server's.
+//
+// Time is the clock's: tests run a coordinator inside a testing/synctest
+// bubble, whose clock is fake, with makers that answer as the test says.
+package coord

@@ -1,0 +1,84 @@
+package coord
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the coordinators' metrics; the server registers them (with
+// its own). Per-job series are labelled "stoker_job" and deleted when the
+// job ends.
+type Metrics struct {
+	StallRatio         *prometheus.GaugeVec     // stoker_input_stall_ratio
+	BatchSeconds       *prometheus.HistogramVec // stoker_lease_seconds
+	Leases             *prometheus.CounterVec   // stoker_leases_total
+	LeaseFailures      *prometheus.CounterVec   // stoker_lease_failures_total
+	ResultsDropped     prometheus.Counter       // stoker_results_dropped_total
+	Window             *prometheus.GaugeVec     // stoker_window
+	Buffered           *prometheus.GaugeVec     // stoker_buffered_batches
+	GPUIdle            *prometheus.GaugeVec     // stoker_gpu_idle_ratio
+	WorkersRecommended *prometheus.GaugeVec     // stoker_workers_recommended
+	PeersRecommended   *prometheus.GaugeVec     // stoker_peers_recommended
+	WindowDecisions    *prometheus.CounterVec   // stoker_window_decisions_total
+}
+
+// NewMetrics makes the coordinators' metrics, unregistered.
+func NewMetrics() *Metrics {
+	return &Metrics{
+		StallRatio: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stoker_input_stall_ratio",
+			Help: "Per job: trainer wait time over wall time, over the last 3 seconds.",
+		}, []string{"dataset", "stoker_job"}),
+		BatchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "stoker_lease_seconds",
+			Help:    "Seconds from leasing a batch to having it made, on whichever maker (queueing included; stoker_sample_stage_seconds splits the local executor's time by stage).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"dataset"}),
+		Leases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stoker_leases_total",
+			Help: "Batches leased to makers by this server's jobs, by maker (local or a peer's address; a peer's series goes when it leaves the peer set).",
+		}, []string{"maker"}),
+		LeaseFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stoker_lease_failures_total",
+			Help: "Leases that failed and were leased again, by maker and reason (timeout, refused, error; busy and draining: turned away, no failure; decoder: a peer refused at handshake, once per attempt, because it would make other bytes). A peer's series go when it leaves the peer set.",
+		}, []string{"maker", "reason"}),
+		ResultsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "stoker_results_dropped_total",
+			Help: "Batches that arrived for a lease that had moved on or a batch already delivered, and were dropped.",
+		}),
+		Window: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stoker_window",
+			Help: "Per job: leases the window controller lets the job have in flight.",
+		}, []string{"stoker_job"}),
+		Buffered: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stoker_buffered_batches",
+			Help: "Per job: batches made and waiting to be sent to the trainer.",
+		}, []string{"stoker_job"}),
+		GPUIdle: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stoker_gpu_idle_ratio",
+			Help: "Per job: the share of the last few seconds the trainer's GPUs were idle (NVML); absent without a GPU monitor.",
+		}, []string{"stoker_job"}),
+		WorkersRecommended: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stoker_workers_recommended",
+			Help: "Per job: makers (the local executor and each peer count one) needed to bring the input stall under --stall-target, from the trainer's measured demand and the makers' measured rates.",
+		}, []string{"stoker_job"}),
+		PeersRecommended: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stoker_peers_recommended",
+			Help: "Per job: the workers it needs from a pool, besides its coordinator's own executor: stoker_workers_recommended less one where the coordinator decodes (--workers > 0), as is where it does not (--workers 0). What an autoscaler of the workers follows.",
+		}, []string{"stoker_job"}),
+		WindowDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stoker_window_decisions_total",
+			Help: "Window controller decisions that changed a job's window, by decision (widen, narrow).",
+		}, []string{"decision"}),
+	}
+}
+
+// Collectors are the metrics, to register.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.StallRatio, m.BatchSeconds, m.Leases, m.LeaseFailures, m.ResultsDropped,
+		m.Window, m.Buffered, m.GPUIdle, m.WorkersRecommended, m.PeersRecommended, m.WindowDecisions}
+}
+
+// ForgetMaker deletes the series of a maker that is gone (a peer that left
+// the peer set).
+func (m *Metrics) ForgetMaker(name string) {
+	m.Leases.DeleteLabelValues(name)
+	m.LeaseFailures.DeletePartialMatch(prometheus.Labels{"maker": name})
+}

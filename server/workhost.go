@@ -1,0 +1,70 @@
+package server
+
+import (
+	"strconv"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stoker-dev/stoker/internal/rpc"
+	"github.com/stoker-dev/stoker/internal/work"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// Work implements stokerv1.WorkServiceServer: another server's coordinator
+// leasing batches to this one, served by work.Worker. The stream is bounded
+// like a Feed stream, apart from them: a per-client and a total cap.
+func (s *Server) Work(stream stokerv1.WorkService_WorkServer) error {
+	switch {
+	case s.exec == nil:
+		return status.Error(codes.FailedPrecondition, "this server makes no batches (--workers 0): it only coordinates")
+	case !s.cfg.acceptsWork():
+		s.refusals.refuse("accept_work", "Work stream refused: --accept-work=false", "client", rpc.ClientHost(stream.Context()))
+		return status.Error(codes.FailedPrecondition, "this server makes no batches for other servers (--accept-work=false, the default for a server with --peers)")
+	case s.isDraining():
+		return status.Error(codes.Unavailable, work.DrainingMessage)
+	}
+	release, err := s.acquireStream(stream.Context(), false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return s.worker.Serve(stream, "work-"+strconv.FormatUint(s.streamID.Add(1), 10))
+}
+
+// newWorker is the server's side of Work streams, over its executor.
+func (s *Server) newWorker() *work.Worker {
+	return work.NewWorker(work.WorkerConfig{
+		Host: workHost{s}, Memory: workMemory{s.budget}, Metrics: s.m.work, Log: s.log,
+		Executors: s.exec.Workers(), Identity: s.cfg.decoderIdentity(), MaxChunkBytes: MaxChunkBytes,
+		FirstMessageTimeout: s.cfg.FirstMessageTimeout, IdleTimeout: s.cfg.WorkIdleTimeout, JobIdle: s.cfg.workJobIdle,
+		Draining: s.draining,
+	})
+}
+
+// workHost is what the worker needs of the server: its jobs, its refusals
+// and its error table.
+type workHost struct{ s *Server }
+
+// Open validates a registered job and opens its queue on the executor.
+func (h workHost) Open(spec *stokerv1.JobSpec, name string) (work.JobQueue, error) {
+	j, err := h.s.newJob(spec)
+	if err != nil {
+		return nil, err
+	}
+	j.id = name
+	return openExecJob(h.s.exec, h.s.shares, j), nil
+}
+
+func (h workHost) Refuse(policy, msg string, attrs ...any) {
+	h.s.refusals.refuse(policy, msg, attrs...)
+}
+func (h workHost) Status(err error) error { return toStatus(err) }
+
+// workMemory is the memory budget, as the worker sees it.
+type workMemory struct{ b *budget }
+
+func (m workMemory) Try(n int64) bool { return m.b.try(n) }
+func (m workMemory) Release(n int64)  { m.b.release(n) }
+func (m workMemory) InUse() int64     { return m.b.inUse() }
+func (m workMemory) Limit() int64     { return m.b.limit }
