@@ -207,8 +207,7 @@ func (d *discovery) update(addrs []string) {
 			continue
 		}
 		m := &peerMaker{forwards: make(map[coord.Job]*work.Job)}
-		p, err := work.Dial(a, s.makers.Poke, work.WithDialOptions(s.peerDial(a)...),
-			work.WithIdentity(s.cfg.decoderIdentity()),
+		opts := append(s.peerDial(a), work.WithIdentity(s.cfg.decoderIdentity()),
 			work.WithFreed(func() { s.makers.Freed(m) }),
 			work.WithDecoderRefused(func(error) { s.m.coord.LeaseFailures.WithLabelValues(a, "decoder").Inc() }),
 			work.WithErrors(func(err error) {
@@ -218,6 +217,7 @@ func (d *discovery) update(addrs []string) {
 				}
 				s.log.Warn("peer unavailable", "addr", a, "err", err)
 			}))
+		p, err := work.Dial(a, s.makers.Poke, opts...)
 		if err != nil {
 			s.log.Warn("peer", "addr", a, "err", err)
 			continue

@@ -46,7 +46,7 @@ type Server struct {
 	tokens   tokens
 	budget   *budget
 	bench    *benchMaking // nil without the benchmark flags
-	peerDial func(addr string) []grpc.DialOption
+	peerDial func(addr string) []work.Option
 	jobs     sync.WaitGroup // coordinators and Work streams still running
 	// gpuIdle is the trainer's GPUs' idle share, and whether it is known
 	// (NVML); without a monitor, unknown.
@@ -375,11 +375,11 @@ func (s *Server) acquireStream(ctx context.Context, feed bool) (release func(), 
 	}, nil
 }
 
-// peerDialer returns the dial options for a peer at addr: TLS with the
-// peers' CA (and this server's certificate) when PeerCA is set, and the
-// peer token when PeerTokenFile is.
-func peerDialer(cfg Config) (func(addr string) []grpc.DialOption, error) {
-	var base []grpc.DialOption
+// peerDialer returns the options a peer at addr is dialed with: TLS with
+// the peers' CA (and this server's certificate) when PeerCA is set, and
+// the peer token when PeerTokenFile is.
+func peerDialer(cfg Config) (func(addr string) []work.Option, error) {
+	var base []work.Option
 	if cfg.PeerCA != "" {
 		cert, key := cfg.PeerCert, cfg.PeerKey
 		if cert == "" {
@@ -395,7 +395,7 @@ func peerDialer(cfg Config) (func(addr string) []grpc.DialOption, error) {
 		if t, _ := parsePeers(cfg.Peers); t.host != "" {
 			tc.ServerName = strings.TrimSuffix(t.host, ".")
 		}
-		base = append(base, grpc.WithTransportCredentials(credentials.NewTLS(tc)))
+		base = append(base, work.WithCredentials(credentials.NewTLS(tc)))
 	}
 	token := ""
 	if cfg.PeerTokenFile != "" {
@@ -404,11 +404,11 @@ func peerDialer(cfg Config) (func(addr string) []grpc.DialOption, error) {
 			return nil, fmt.Errorf("peers: %w", err)
 		}
 	}
-	return func(addr string) []grpc.DialOption {
+	return func(addr string) []work.Option {
 		if token == "" {
-			return base
+			return slices.Clip(base)
 		}
-		return append(slices.Clip(base), grpc.WithPerRPCCredentials(rpc.TokenCredentials(token, addr, cfg.PeerInsecureToken)))
+		return append(slices.Clip(base), work.WithDialOptions(grpc.WithPerRPCCredentials(rpc.TokenCredentials(token, addr, cfg.PeerInsecureToken))))
 	}, nil
 }
 

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +13,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/pipeline"
@@ -58,6 +57,9 @@ type Peer struct {
 	// released is poked (size 1) each time a lease ends: Retire waits on
 	// it for the last one.
 	released chan struct{}
+	// watch is what the transport saw of the last connection, for
+	// describe.
+	watch *connWatch
 }
 
 // peerStream is one Work stream and what is in flight on it.
@@ -114,6 +116,7 @@ type kept struct {
 }
 
 type options struct {
+	creds       credentials.TransportCredentials
 	dial        []grpc.DialOption
 	connectTime time.Duration
 	maxBackoff  time.Duration
@@ -126,10 +129,17 @@ type options struct {
 // Option configures a Peer.
 type Option func(*options)
 
-// WithDialOptions adds gRPC dial options (credentials, keepalive) to the
-// peer's connection. Default: plaintext with keepalive pings every 10 s.
+// WithDialOptions adds gRPC dial options (per-call credentials,
+// keepalive) to the peer's connection; transport credentials are
+// WithCredentials'. Default: keepalive pings every 10 s.
 func WithDialOptions(o ...grpc.DialOption) Option {
 	return func(p *options) { p.dial = append(p.dial, o...) }
+}
+
+// WithCredentials sets the transport credentials the worker is dialed
+// with (TLS). Default: plaintext.
+func WithCredentials(c credentials.TransportCredentials) Option {
+	return func(p *options) { p.creds = c }
 }
 
 // WithConnectTimeout bounds how long opening a Work stream may take before
@@ -176,15 +186,17 @@ func WithFreed(f func()) Option {
 // returns at once; Ready says when leases can be sent. onReady, if not nil,
 // is called each time the stream comes up or goes down.
 func Dial(addr string, onReady func(), opts ...Option) (*Peer, error) {
-	o := options{connectTime: 5 * time.Second, maxBackoff: 5 * time.Second, identity: pipeline.LocalIdentity()}
+	o := options{creds: insecure.NewCredentials(), connectTime: 5 * time.Second, maxBackoff: 5 * time.Second, identity: pipeline.LocalIdentity()}
 	for _, f := range opts {
 		f(&o)
 	}
+	var watch connWatch
 	// gRPC's own reconnection back-off grows to 120 s; a restarted worker
 	// must be used again within the peer's back-off.
 	cp := grpc.ConnectParams{Backoff: backoff.DefaultConfig, MinConnectTimeout: o.connectTime}
 	cp.Backoff.BaseDelay, cp.Backoff.MaxDelay = 100*time.Millisecond, o.maxBackoff
-	dial := append([]grpc.DialOption{rpc.Plaintext(), rpc.Keepalive(), grpc.WithConnectParams(cp),
+	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(&watchedCreds{TransportCredentials: o.creds, w: &watch}),
+		rpc.Keepalive(), grpc.WithConnectParams(cp),
 		// Batches come back in chunks of megabytes: windows as a server's
 		// (grpcOptions), so that the worker never waits for a window
 		// update mid-batch, and updates are few. Setting them turns off
@@ -197,7 +209,7 @@ func Dial(addr string, onReady func(), opts ...Option) (*Peer, error) {
 		return nil, fmt.Errorf("peer %s: %w", addr, err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	p := &Peer{addr: addr, opts: o, conn: conn, stop: stop, done: make(chan struct{}), onReady: onReady, released: make(chan struct{}, 1)}
+	p := &Peer{addr: addr, opts: o, conn: conn, stop: stop, done: make(chan struct{}), onReady: onReady, released: make(chan struct{}, 1), watch: &watch}
 	go p.loop(ctx)
 	return p, nil
 }
@@ -307,7 +319,7 @@ func (p *Peer) loop(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	last := ""
 	report := func(err error) {
-		p.setLastErr(describe(err))
+		p.setLastErr(p.describe(err))
 		if f := p.opts.onError; f != nil && ctx.Err() == nil && err.Error() != last {
 			last = err.Error()
 			f(err)
@@ -768,43 +780,3 @@ func (st *peerStream) sendLoop(ctx context.Context) {
 		}
 	}
 }
-
-// describe says err in words a user can act on, keeping the gRPC error's
-// message: "Unauthenticated: …", "TLS: x509: …", "decoder differs: …".
-func describe(err error) error {
-	if err == nil || errors.Is(err, ErrDecoder) || errors.Is(err, ErrDraining) {
-		return err
-	}
-	var se interface{ GRPCStatus() *status.Status }
-	if !errors.As(err, &se) {
-		return err
-	}
-	st := se.GRPCStatus()
-	msg := st.Message()
-	// A connection error quotes its cause: `connection error: desc =
-	// "transport: …"`.
-	if i := strings.Index(msg, `desc = "`); i >= 0 {
-		if inner, err := strconv.Unquote(msg[i+len(`desc = `):]); err == nil {
-			msg = msg[:i] + "desc = " + inner
-		}
-	}
-	switch {
-	case st.Code() == codes.Unavailable && strings.Contains(msg, "authentication handshake failed: "):
-		_, tlsErr, _ := strings.Cut(msg, "authentication handshake failed: ")
-		msg = "TLS: " + strings.TrimPrefix(tlsErr, "tls: ")
-	case st.Code() == codes.Unavailable && strings.Contains(msg, "server preface"):
-		msg = "Unavailable: " + msg + " (a TLS worker dialed in plaintext? --peer-ca)"
-	default:
-		msg = st.Code().String() + ": " + msg
-	}
-	return &described{msg: msg, err: err}
-}
-
-// described is an error said for users, wrapping the original.
-type described struct {
-	msg string
-	err error
-}
-
-func (d *described) Error() string { return d.msg }
-func (d *described) Unwrap() error { return d.err }
