@@ -162,24 +162,18 @@ type Config struct {
 	// not read what was sent, for this long while a batch waits for it.
 	// Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
-	// BenchReplay makes each job's first batch once and gives every later
-	// batch its pixels (indices and labels are the real ones): batches cost
-	// a copy instead of a decode, for benchmarks of delivery alone. Never
-	// for training; a coordinator verifying a replaying peer's pixels
-	// (VerifyFraction) quarantines it.
-	BenchReplay bool
-	// BenchRate, for benchmarks only, makes the executor a server of
-	// fixed rate: it makes at most this many batches per second, one after
-	// another (each done 1/BenchRate after the one before, or after it was
-	// asked for when the executor was idle), for its own trainers and its
-	// peers' leases together. With BenchReplay (a copy per batch) a worker
-	// then makes what it claims, on however few cores. 0: no limit.
-	BenchRate float64
-	// BenchGPUIdleFile, for benchmarks only, replaces the NVML monitor by
-	// a file a simulated trainer rewrites with its simulated GPU's idle
-	// share (one number in 0..1; stale after gpu.FileMaxAge). GPUs is
-	// then ignored.
-	BenchGPUIdleFile string
+	// Making, when set, wraps how the local executor makes each job's
+	// batches, its own trainers' and its peers' leases alike: it is
+	// called once per job with the job's dataset, its batch size and the
+	// executor's own MakeFunc, and returns the one to use. stoker serve's
+	// benchmark flags set it (--bench-replay, --bench-rate: bench/making);
+	// nil: the executor's.
+	Making func(ds pipeline.Dataset, batchSize int, make MakeFunc) MakeFunc
+	// GPU, when set, is the monitor of the trainer's GPUs in place of
+	// NVML's (GPUs is then ignored), closed with the server: stoker
+	// serve's --bench-gpu-idle-file sets it to a file a simulated trainer
+	// rewrites.
+	GPU gpu.Monitor
 	// Shm offers same-host trainers delivery through a shared-memory ring
 	// (Linux); off, every batch goes in chunks.
 	Shm bool
@@ -250,6 +244,10 @@ type Config struct {
 	lookup func(ctx context.Context, host string) ([]string, error)
 }
 
+// MakeFunc makes one job's batch of the samples indices of epoch into b,
+// reusing b's buffers (Config.Making).
+type MakeFunc func(ctx context.Context, epoch uint64, indices []int64, b *pipeline.Batch) error
+
 // acceptsWork is AcceptWork resolved.
 func (c Config) acceptsWork() bool {
 	if c.AcceptWork != nil {
@@ -319,9 +317,6 @@ func (c Config) Validate() error {
 	}
 	if c.AdviseWindow < 0 || c.MaxWorkersRecommended < 0 {
 		errs = append(errs, fmt.Errorf("advise window %v, max workers recommended %d: want >= 0 (0: the default)", c.AdviseWindow, c.MaxWorkersRecommended))
-	}
-	if !(c.BenchRate >= 0 && c.BenchRate <= 1e6) {
-		errs = append(errs, fmt.Errorf("bench rate %v: want 0..1e6 batches per second (0: no limit)", c.BenchRate))
 	}
 	if c.LeaseTimeout < 0 {
 		errs = append(errs, fmt.Errorf("lease timeout %v: want > 0", c.LeaseTimeout))

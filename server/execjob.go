@@ -19,15 +19,22 @@ type execJob struct {
 	q      *pipeline.Queue
 	demand atomic.Pointer[pipeline.JobDemand]
 	shares *shares // nil with the fifo schedule
-	// replayed is the job's first whole batch, under Config.BenchReplay.
-	replayed atomic.Pointer[pipeline.Batch]
+	// make makes the job's batches: the queue's Fill, or what
+	// Config.Making wrapped around it.
+	make MakeFunc
 }
 
 var _ work.JobQueue = (*execJob)(nil)
 
-// openExecJob opens job j's queue on the executor, named by j.id.
-func openExecJob(exec *pipeline.Executor, sh *shares, j *job) *execJob {
+// openExecJob opens job j's queue on the executor, named by j.id; its
+// batches are made as making (Config.Making) wraps the queue's Fill, when
+// set.
+func openExecJob(exec *pipeline.Executor, sh *shares, making func(pipeline.Dataset, int, MakeFunc) MakeFunc, j *job) *execJob {
 	e := &execJob{j: j, q: exec.Queue(j.id), shares: sh}
+	e.make = e.fill
+	if making != nil {
+		e.make = making(j.ds, int(j.spec.GetBatchSize()), e.make)
+	}
 	if sh != nil {
 		sh.add(e.q, e.demandNow)
 	}
@@ -42,17 +49,18 @@ func (e *execJob) demandNow() pipeline.JobDemand {
 	return pipeline.JobDemand{}
 }
 
-// Fill makes lease l's batch into b on the job's queue, the lease's
-// demand weighing it from now on (under the benchmark flags, as
-// benchMaking says).
+// Fill makes lease l's batch into b, the lease's demand weighing the
+// job's queue from now on.
 func (e *execJob) Fill(ctx context.Context, l *work.Lease, b *pipeline.Batch) error {
 	d := l.Demand
 	e.demand.Store(&d)
+	return e.make(ctx, l.Epoch, l.Indices, b)
+}
+
+// fill makes the samples indices of epoch into b on the job's queue.
+func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, b *pipeline.Batch) error {
 	j := e.j
-	if j.bench != nil {
-		return j.bench.fill(ctx, e, j, l.Epoch, l.Indices, b)
-	}
-	return e.q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), l.Epoch, l.Indices, j.policy, b)
+	return e.q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b)
 }
 
 // Header is the BatchHeader of batch k of epoch, as made into b.

@@ -506,27 +506,3 @@ func TestListDatasets(t *testing.T) {
 	}
 }
 
-// TestBenchReplay: under --bench-replay the first batch made is made once
-// and every later batch carries its pixels, with the real plan's indices.
-func TestBenchReplay(t *testing.T) {
-	real := newEnv(t, Config{}).collect(t, smallJob("tiny", 2))
-	got := newEnv(t, Config{BenchReplay: true}).collect(t, smallJob("tiny", 2))
-	if len(got.batches) != len(real.batches) || len(got.batches) != 20 {
-		t.Fatalf("%d batches, want %d (20)", len(got.batches), len(real.batches))
-	}
-	distinct := map[string]bool{}
-	for k, b := range got.batches {
-		// (A real batch with a bad sample names the good one padding it.)
-		if len(real.batches[k].hdr.GetErrors()) == 0 && !slices.Equal(b.hdr.GetIndices(), real.batches[k].hdr.GetIndices()) {
-			t.Errorf("batch %d: indices %v, want the plan's %v", k, b.hdr.GetIndices(), real.batches[k].hdr.GetIndices())
-		}
-		distinct[string(b.data)] = true
-	}
-	// Those leased before the first was made are real; the rest replay it.
-	if len(distinct) > DefaultWindow+1 {
-		t.Errorf("%d distinct batches of 20, want at most the window's %d + 1", len(distinct), DefaultWindow)
-	}
-	if last := got.batches[19].data; !bytes.Equal(last, got.batches[18].data) {
-		t.Error("the last two batches differ: not replayed")
-	}
-}

@@ -32,9 +32,6 @@ type job struct {
 	// id names the job in queue names and metrics (its coordinator's
 	// name, or the Work stream's and its job id).
 	id string
-	// bench is how this server's executor makes the job's batches under
-	// the benchmark flags (BenchReplay, BenchRate); nil without them.
-	bench *benchMaking
 }
 
 // newJob validates spec against the server's datasets and limits. Its
@@ -44,7 +41,7 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 	if spec == nil {
 		return nil, status.Error(codes.InvalidArgument, "no job spec")
 	}
-	j := &job{spec: spec, name: spec.GetDataset(), bench: s.bench}
+	j := &job{spec: spec, name: spec.GetDataset()}
 	if len(j.name) > maxDatasetName {
 		return nil, status.Errorf(codes.InvalidArgument, "dataset name of %d bytes: the limit is %d", len(j.name), maxDatasetName)
 	}

@@ -15,6 +15,7 @@ import (
 type localMaker struct {
 	exec   *pipeline.Executor
 	shares *shares // nil with the fifo schedule
+	making func(pipeline.Dataset, int, MakeFunc) MakeFunc
 	slots  int
 
 	mu   sync.Mutex
@@ -23,8 +24,8 @@ type localMaker struct {
 
 var _ coord.Maker = (*localMaker)(nil)
 
-func newLocalMaker(exec *pipeline.Executor, sh *shares, slots int) *localMaker {
-	return &localMaker{exec: exec, shares: sh, slots: slots, jobs: make(map[coord.Job]*execJob)}
+func newLocalMaker(exec *pipeline.Executor, sh *shares, making func(pipeline.Dataset, int, MakeFunc) MakeFunc, slots int) *localMaker {
+	return &localMaker{exec: exec, shares: sh, making: making, slots: slots, jobs: make(map[coord.Job]*execJob)}
 }
 
 // queue is j's queue, opened on first use.
@@ -33,7 +34,7 @@ func (m *localMaker) queue(j coord.Job) *execJob {
 	defer m.mu.Unlock()
 	e := m.jobs[j]
 	if e == nil {
-		e = openExecJob(m.exec, m.shares, jobOf(j))
+		e = openExecJob(m.exec, m.shares, m.making, jobOf(j))
 		m.jobs[j] = e
 	}
 	return e

@@ -45,7 +45,6 @@ type Server struct {
 
 	tokens   tokens
 	budget   *budget
-	bench    *benchMaking // nil without the benchmark flags
 	peerDial func(addr string) []work.Option
 	jobs     sync.WaitGroup // coordinators and Work streams still running
 	// gpuIdle is the trainer's GPUs' idle share, and whether it is known
@@ -122,7 +121,6 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 		draining: make(chan struct{}),
 		budget:   newBudget((cfg.MemoryBudget - cfg.CoefBudget - byteCache - readAhead) / 4 * 3),
 		gpuIdle:  func() (float64, bool) { return 0, false },
-		bench:    newBenchMaking(cfg),
 	}
 	s.refusals.log, s.refusals.m = log, m.refusals
 	if err := s.ReloadTokens(); err != nil {
@@ -194,13 +192,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 			s.shares = newShares(floor, cfg.StallTarget)
 			go s.shares.run(s.stop)
 		}
-		s.makers.Add(newLocalMaker(s.exec, s.shares, maxWindow))
-		if cfg.BenchReplay {
-			log.Warn("--bench-replay: every batch carries its job's first batch's pixels; for delivery benchmarks only")
-		}
-		if cfg.BenchRate > 0 {
-			log.Warn("--bench-rate: the executor makes at most this many batches per second, one after another; for benchmarks only", "rate", cfg.BenchRate)
-		}
+		s.makers.Add(newLocalMaker(s.exec, s.shares, cfg.Making, maxWindow))
 	}
 	s.shmOff = "--shm=false"
 	if cfg.Shm {
@@ -211,10 +203,8 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 	}
 	sel, _ := gpu.ParseSelection(cfg.GPUs)
 	switch {
-	case cfg.BenchGPUIdleFile != "":
-		s.gpu = gpu.NewFileMonitor(cfg.BenchGPUIdleFile, 0)
-		log.Warn("--bench-gpu-idle-file: the GPU's idle share is read from a file a simulator writes, not from NVML; for benchmarks only",
-			"file", cfg.BenchGPUIdleFile)
+	case cfg.GPU != nil:
+		s.gpu = cfg.GPU
 	case cfg.GPUs != "" && !sel.None():
 		s.gpu = gpu.NewMonitor(sel, coord.TelemetryWindow)
 	}

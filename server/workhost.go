@@ -53,7 +53,7 @@ func (h workHost) Open(spec *stokerv1.JobSpec, name string) (work.JobQueue, erro
 		return nil, err
 	}
 	j.id = name
-	return openExecJob(h.s.exec, h.s.shares, j), nil
+	return openExecJob(h.s.exec, h.s.shares, h.s.cfg.Making, j), nil
 }
 
 func (h workHost) Refuse(policy, msg string, attrs ...any) {

@@ -1,41 +1,55 @@
-package server
+// Package making is how a stoker server's executor makes batches for
+// benchmarks only (stoker serve --bench-replay, --bench-rate): a worker
+// whose capacity is a number the benchmark sets, whatever the machine it
+// runs on, so that an autoscaler's loop can be measured with eight
+// workers on two cores, each making what it claims. The server knows none
+// of it: stoker serve wraps its executor's making with Making.Wrap
+// (server.Config.Making).
+package making
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline"
 )
 
-// Making batches for benchmarks only (Config.BenchReplay, BenchRate): a
-// worker whose capacity is a number the benchmark sets, whatever the
-// machine it runs on, so that an autoscaler's loop can be measured with
-// eight workers on two cores, each making what it claims.
+// MakeFunc makes one job's batch of the samples indices of epoch into b,
+// reusing b's buffers: the executor's way, or a wrapper's.
+type MakeFunc func(ctx context.Context, epoch uint64, indices []int64, b *pipeline.Batch) error
 
-// benchMaking is how this server's executor makes batches under the
-// benchmark flags; nil without them. Every job the server opens, its own
-// trainers' (the local maker) and remote coordinators' (Work streams),
-// carries it to its execJob.
-type benchMaking struct {
-	// replay: each job's queue makes its first whole batch, then gives
-	// every later batch that batch's pixels (a copy), with its own indices
-	// and labels.
+// Making is how the executor makes batches under the benchmark flags.
+type Making struct {
+	// replay: each job makes its first whole batch, then gives every
+	// later batch that batch's pixels (a copy), with its own indices and
+	// labels.
 	replay bool
-	// pace, when set, makes the executor a server of fixed rate: see pacer.
+	// pace, when set, makes the executor a server of fixed rate: see
+	// pacer. One for every job: it is the executor's.
 	pace *pacer
 }
 
-func newBenchMaking(cfg Config) *benchMaking {
-	if !cfg.BenchReplay && cfg.BenchRate <= 0 {
-		return nil
+// MaxRate bounds --bench-rate.
+const MaxRate = 1e6
+
+// New is the making of --bench-replay (replay) and --bench-rate (rate
+// batches per second; 0: no limit); nil when neither is asked for.
+func New(replay bool, rate float64) (*Making, error) {
+	if !(rate >= 0 && rate <= MaxRate) {
+		return nil, fmt.Errorf("bench rate %v: want 0..1e6 batches per second (0: no limit)", rate)
 	}
-	bm := &benchMaking{replay: cfg.BenchReplay}
-	if cfg.BenchRate > 0 {
-		bm.pace = &pacer{every: time.Duration(float64(time.Second) / cfg.BenchRate)}
+	if !replay && rate == 0 {
+		return nil, nil
 	}
-	return bm
+	m := &Making{replay: replay}
+	if rate > 0 {
+		m.pace = &pacer{every: time.Duration(float64(time.Second) / rate)}
+	}
+	return m, nil
 }
 
 // pacer makes batches one after another at a fixed rate, as a single
@@ -79,27 +93,32 @@ func (p *pacer) wait(ctx context.Context) error {
 	}
 }
 
-// fill makes batch epoch/indices of j into b on the queue e, under the
-// benchmark flags.
-func (bm *benchMaking) fill(ctx context.Context, e *execJob, j *job, epoch uint64, indices []int64, b *pipeline.Batch) error {
-	if bm.pace != nil {
-		if err := bm.pace.wait(ctx); err != nil {
+// Wrap is how one job of dataset ds, of batches of batchSize, is made:
+// make (the executor's way) under the benchmark flags. Every job the
+// server opens, its own trainers' and remote coordinators' (Work
+// streams), is wrapped.
+func (m *Making) Wrap(ds pipeline.Dataset, batchSize int, make MakeFunc) MakeFunc {
+	var replayed atomic.Pointer[pipeline.Batch] // the job's first whole batch
+	return func(ctx context.Context, epoch uint64, indices []int64, b *pipeline.Batch) error {
+		if m.pace != nil {
+			if err := m.pace.wait(ctx); err != nil {
+				return err
+			}
+		}
+		if m.replay {
+			if r := replayed.Load(); r != nil && r.N >= len(indices) {
+				replayInto(b, r, ds, indices)
+				return nil
+			}
+		}
+		if err := make(ctx, epoch, indices, b); err != nil {
 			return err
 		}
-	}
-	if bm.replay {
-		if r := e.replayed.Load(); r != nil && r.N >= len(indices) {
-			replayInto(b, r, j.ds, indices)
-			return nil
+		if m.replay && len(b.Errors) == 0 && b.N == batchSize { // a whole batch, not an epoch's short last one
+			replayed.CompareAndSwap(nil, &pipeline.Batch{N: b.N, Data: slices.Clone(b.Data)})
 		}
+		return nil
 	}
-	if err := e.q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b); err != nil {
-		return err
-	}
-	if bm.replay && len(b.Errors) == 0 && b.N == int(j.spec.GetBatchSize()) { // a whole batch, not an epoch's short last one
-		e.replayed.CompareAndSwap(nil, &pipeline.Batch{N: b.N, Data: slices.Clone(b.Data)})
-	}
-	return nil
 }
 
 func later(a, b time.Time) time.Time {
@@ -110,7 +129,7 @@ func later(a, b time.Time) time.Time {
 }
 
 // replayInto makes b a batch of the samples idx carrying r's pixels
-// (Config.BenchReplay): a copy, where a real batch is a decode. Its indices
+// (--bench-replay): a copy, where a real batch is a decode. Its indices
 // and labels are the samples' own, so that a coordinator's checks of a
 // peer's batches (indices and labels against its plan and dataset) pass;
 // only a byte-for-byte check of its pixels would not (--verify-fraction).

@@ -1,18 +1,16 @@
-package server
+package making
 
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/stoker-dev/stoker/internal/work"
-	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/pipeline"
 )
 
 // TestPacer: the executor under --bench-rate is a server of fixed service
@@ -67,82 +65,63 @@ func TestPacer(t *testing.T) {
 	})
 }
 
-// TestBenchReplayPeer: --bench-replay and --bench-rate apply to the
-// batches a worker makes for a remote coordinator (Work streams) too, not
-// only to its own trainers': each Work job replays its first batch.
-func TestBenchReplayPeer(t *testing.T) {
-	real := newEnv(t, Config{}).collect(t, smallJob("tiny", 2))
-	ds := map[string]string{"tiny": makeDataset(t, []string{"a", "b", "c"}, 13, true)}
-	worker := startServer(t, Config{Datasets: ds, Workers: 1, BenchReplay: true, BenchRate: 1000})
-	// Replayed pixels are not the plan's: the coordinator checks the
-	// peer's indices and labels, not its pixels.
-	coord := startServer(t, Config{Datasets: ds, Peers: worker.addr, VerifyFraction: -1})
-	got := coord.collect(t, smallJob("tiny", 2))
-	if len(got.batches) != len(real.batches) || len(got.batches) != 20 {
-		t.Fatalf("%d batches, want %d (20)", len(got.batches), len(real.batches))
-	}
-	distinct := map[string]bool{}
-	for k, b := range got.batches {
-		if len(real.batches[k].hdr.GetErrors()) == 0 && (!slices.Equal(b.hdr.GetIndices(), real.batches[k].hdr.GetIndices()) ||
-			!slices.Equal(b.hdr.GetLabels(), real.batches[k].hdr.GetLabels())) {
-			t.Errorf("batch %d: indices %v labels %v, want the plan's %v %v", k, b.hdr.GetIndices(), b.hdr.GetLabels(),
-				real.batches[k].hdr.GetIndices(), real.batches[k].hdr.GetLabels())
-		}
-		distinct[string(b.data)] = true
-	}
-	// Those leased before the first was made are real; the rest replay it.
-	if max := work.MaxLeases(1) + 1; len(distinct) > max {
-		t.Errorf("%d distinct batches of 20, want at most a Work stream's %d leases + 1", len(distinct), max-1)
-	}
-	if last := got.batches[19].data; !bytes.Equal(last, got.batches[18].data) {
-		t.Error("the last two batches differ: not replayed on the worker")
-	}
+// labels is a dataset of n samples whose labels are their index times 10;
+// nothing else of it is read.
+type labels struct {
+	pipeline.Dataset
+	n int
 }
 
-// TestBenchGPUIdleFile: with --bench-gpu-idle-file the server's GPU idle
-// ratio is the file's, and the advice rests on it (signal "gpu"); a file
-// that goes stale turns the signal back to the trainer's wait.
-func TestBenchGPUIdleFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "idle")
-	if err := os.WriteFile(path, []byte("0.4\n"), 0o644); err != nil {
+func (d labels) Label(i int) int64 { return int64(i) * 10 }
+
+// TestReplay: under --bench-replay a job's first whole batch is made by
+// the executor, and every later batch carries its pixels with its own
+// indices and labels; a short or failed batch is not replayed, and each
+// job replays its own.
+func TestReplay(t *testing.T) {
+	m, err := New(true, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, Config{BenchGPUIdleFile: path})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	open := smallJob("tiny", 2)
-	open.Epochs, open.Credits = 0, 1 // endless, and stays open: one batch granted
-	stream := e.feedStream(t, ctx, open)
-	if _, err := stream.Recv(); err != nil {
-		t.Fatal(err)
-	}
-	// waitStatus waits for the job's published status to satisfy ok.
-	waitStatus := func(what string, ok func(*pb.JobStatus) bool) {
-		t.Helper()
-		var last *pb.JobStatus
-		for ctx.Err() == nil {
-			resp, err := e.srv.Status(ctx, &pb.StatusRequest{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(resp.GetJobs()) == 1 {
-				if last = resp.GetJobs()[0]; ok(last) {
-					return
-				}
-			}
-			time.Sleep(50 * time.Millisecond)
+	made := 0
+	executor := func(_ context.Context, epoch uint64, idx []int64, b *pipeline.Batch) error {
+		made++
+		b.N, b.Data, b.Indices, b.Labels, b.Errors = len(idx), b.Data[:0], append(b.Indices[:0], idx...), b.Labels[:0], b.Errors[:0]
+		for _, i := range idx {
+			b.Data = append(b.Data, byte(made), byte(i))
+			b.Labels = append(b.Labels, i*10)
 		}
-		t.Fatalf("%s: last status %v", what, last)
+		if idx[0] == 99 {
+			b.Errors = append(b.Errors, pipeline.SampleError{Index: 99, Reason: "bad"})
+		}
+		return nil
 	}
-	waitStatus("idle from the file", func(js *pb.JobStatus) bool {
-		return js.GetGpuIdleRatio() == 0.4 && js.GetStarvationSignal() == "gpu"
-	})
-	// Stale: written long ago.
-	old := time.Now().Add(-time.Minute)
-	if err := os.Chtimes(path, old, old); err != nil {
-		t.Fatal(err)
+	ds := labels{n: 100}
+	job := m.Wrap(ds, 2, executor)
+	var b pipeline.Batch
+	for _, idx := range [][]int64{{99, 1}, {7}, {2, 3}, {4, 5}, {6}} { // failed, short, first whole, replayed, replayed short
+		if err := job(context.Background(), 0, idx, &b); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(b.Indices, idx) || b.N != len(idx) || b.Labels[0] != idx[0]*10 {
+			t.Errorf("batch of %v: indices %v labels %v", idx, b.Indices, b.Labels)
+		}
 	}
-	waitStatus("stale file", func(js *pb.JobStatus) bool {
-		return js.GetGpuIdleRatio() == -1 && js.GetStarvationSignal() == "trainer wait"
-	})
+	if made != 3 || !bytes.Equal(b.Data, []byte{3, 2}) {
+		t.Errorf("the executor made %d batches, the last batch's pixels are %v; want 3 made, the last a copy of the first whole one's", made, b.Data)
+	}
+	other := m.Wrap(ds, 2, executor)
+	if err := other(context.Background(), 0, []int64{8, 9}, &b); err != nil || made != 4 {
+		t.Errorf("another job's first batch: %v, made %d times; want it made (4)", err, made)
+	}
+	if _, err := New(false, -1); err == nil {
+		t.Error("a negative rate is accepted")
+	}
+	if m, err := New(false, 0); m != nil || err != nil {
+		t.Errorf("no flags: %v, %v; want none", m, err)
+	}
+	failing := m.Wrap(ds, 2, func(context.Context, uint64, []int64, *pipeline.Batch) error { return errors.New("disk") })
+	if err := failing(context.Background(), 0, []int64{1, 2}, &b); err == nil {
+		t.Error("the executor's error is lost")
+	}
 }

@@ -74,9 +74,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.DurationVar(&cfg.FirstMessageTimeout, "first-message-timeout", 10*time.Second, "how long a new stream may take to send its first message")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "end a Feed stream whose trainer neither reads nor grants credit this long while a batch waits")
 	fs.BoolVar(&cfg.Shm, "shm", true, "offer trainers on this machine their batches through a shared-memory ring (Linux; trainers elsewhere get gRPC chunks)")
-	fs.BoolVar(&cfg.BenchReplay, "bench-replay", false, "benchmarks of delivery only: every batch carries its job's first batch's pixels (a copy instead of a decode; indices and labels are the real ones); never for training")
-	fs.Float64Var(&cfg.BenchRate, "bench-rate", 0, "benchmarks only: the executor makes at most this many batches per second, one after another, for all jobs and peers' leases (with --bench-replay, a worker of known capacity on any machine); 0: no limit; never for training")
-	fs.StringVar(&cfg.BenchGPUIdleFile, "bench-gpu-idle-file", "", "benchmarks only: read the GPU's idle share (a number in 0..1) from this file, which a simulated trainer rewrites, instead of NVML (--gpus is then ignored)")
+	o.bench.flags(fs)
 	fs.Int64Var(&cfg.PixelBudget, "pixel-budget", 64<<20, "refuse images with more pixels (from the header, before decoding)")
 	fs.IntVar(&cfg.MaxScans, "max-scans", 100, "refuse progressive JPEGs with more scans")
 	fs.Int64Var(&cfg.MaxFileSize, "max-file-size", pipeline.DefaultMaxFileSize, "refuse larger files")
@@ -128,6 +126,7 @@ type serveOpts struct {
 	pprof                                bool
 	grace                                time.Duration
 	level                                slog.Level
+	bench                                benchOpts
 }
 
 // runServe is `stoker serve`: flags into a server.Config, then the gRPC
@@ -141,7 +140,7 @@ func runServe(args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(cfg.Validate(), o.bench.validate()); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	cpu.SpareP(cfg.Workers)
@@ -156,6 +155,7 @@ func runServe(args []string) error {
 		return fmt.Errorf("serve: --log-format %q: want text or json", o.logFormat)
 	}
 	log.Info("stoker serve", "version", version.String(), "go", runtime.Version())
+	o.bench.apply(&cfg, log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := server.New(cfg, log, reg)
