@@ -505,4 +505,3 @@ func TestListDatasets(t *testing.T) {
 		t.Errorf("datasets %v", ds)
 	}
 }
-
