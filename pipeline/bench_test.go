@@ -60,22 +60,22 @@ func BenchmarkDecode(b *testing.B) {
 		for _, v := range []struct {
 			name string
 			opts []Option
-			tune func(*fastState)
+			tune func(*fastKnobs)
 		}{
 			{"fast", nil, nil},
 			{"fast-any", []Option{WithDCTScaling(ScaleAny)}, nil},
 			{"fast-off", []Option{WithDCTScaling(ScaleOff)}, nil},
-			{"fast-merged", nil, func(f *fastState) { f.merged = true }},
-			{"fast-ifast", nil, func(f *fastState) { f.ifast = true }},
-			{"fast-libhuff", nil, func(f *fastState) { f.libHuff = true }},
-			{"fast-scalar", nil, func(f *fastState) { f.simdMax = -1 }},
+			{"fast-merged", nil, func(k *fastKnobs) { k.merged = true }},
+			{"fast-ifast", nil, func(k *fastKnobs) { k.ifast = true }},
+			{"fast-libhuff", nil, func(k *fastKnobs) { k.libHuff = true }},
+			{"fast-scalar", nil, func(k *fastKnobs) { k.simdMax = -1 }},
 			{"ref", []Option{WithReference(true)}, nil},
 		} {
 			b.Run("jpeg/"+tc.name+"/"+v.name, func(b *testing.B) {
 				d := NewDecoder(v.opts...)
 				defer d.Close()
 				if v.tune != nil {
-					v.tune(&d.fast)
+					v.tune(knobsOf(d))
 				}
 				out := make([]byte, tc.t.SampleBytes())
 				b.SetBytes(int64(total / len(files)))
@@ -257,7 +257,7 @@ func BenchmarkIndex(b *testing.B) {
 			ix := NewIndex(1 << 30)
 			d := NewDecoder(WithIndex(ix))
 			defer d.Close()
-			d.fast.ixPx = v.px
+			knobsOf(d).ixPx = v.px
 			for i := range files {
 				decode(b, d, i)
 			}

@@ -42,8 +42,6 @@
  * spreads the first count_tab[m] bytes back to them (0x80: a zero). */
 static uint64_t compact_tab[256], expand_tab[256];
 static uint8_t count_tab[256];
-static int cpu_ssse3;  /* the CPU has it */
-static int have_ssse3; /* the packing uses it (stoker_coefs_ssse3) */
 
 __attribute__((constructor)) static void coefs_init(void) {
   int m, j, n;
@@ -60,20 +58,6 @@ __attribute__((constructor)) static void coefs_init(void) {
     expand_tab[m] = e;
     count_tab[m] = (uint8_t)n;
   }
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  cpu_ssse3 = __builtin_cpu_supports("ssse3");
-#endif
-  have_ssse3 = cpu_ssse3;
-}
-
-int stoker_cpu_ssse3(void) { return cpu_ssse3; }
-
-int stoker_coefs_ssse3(int on) {
-  int was = have_ssse3;
-  if (on >= 0)
-    have_ssse3 = on && stoker_cpu_ssse3();
-  return was;
 }
 
 stoker_coefs *stoker_coefs_new(void) { return calloc(1, sizeof(stoker_coefs)); }
@@ -101,8 +85,9 @@ void stoker_coefbuf_free(stoker_coefbuf *b) {
 }
 
 int coefs_attach(stoker_coefs *c, stoker_coefbuf *b, long nmcu, int blocks,
-                 size_t *room) {
+                 int ssse3, size_t *room) {
   b->len = b->n = 0;
+  b->ssse3 = ssse3;
   if (c->at)
     return c->nmcu == nmcu && c->blocks == blocks;
   if (nmcu <= 0 || blocks <= 0 || (size_t)nmcu * sizeof *c->at > *room)
@@ -209,8 +194,9 @@ __attribute__((target("ssse3"))) static const uint8_t *get_narrow_ssse3(const ui
 }
 #endif
 
-/* put_block appends c's form at p and returns the end. */
-static inline uint8_t *put_block(uint8_t *p, const JCOEF *c) {
+/* put_block appends c's form at p and returns the end; with ssse3 (the
+ * decode's SIMD level has it), by byte shuffles. */
+static inline uint8_t *put_block(uint8_t *p, const JCOEF *c, int ssse3) {
   uint64_t m = nonzero(c) & ~WIDE, k;
   int16_t dc = c[0];
   int w = wide(c);
@@ -228,7 +214,7 @@ static inline uint8_t *put_block(uint8_t *p, const JCOEF *c) {
     return p;
   }
 #if defined(__SSE2__)
-  if (have_ssse3)
+  if (ssse3)
     return put_narrow_ssse3(p, c, m);
 #endif
   while (m) {
@@ -239,8 +225,9 @@ static inline uint8_t *put_block(uint8_t *p, const JCOEF *c) {
 }
 
 /* get_block writes the block stored at p into c (zeroed by libjpeg) and
- * returns the end of its form. */
-static inline const uint8_t *get_block(const uint8_t *p, JCOEF *c) {
+ * returns the end of its form; with ssse3, by byte shuffles (both ways
+ * read and write the same form). */
+static inline const uint8_t *get_block(const uint8_t *p, JCOEF *c, int ssse3) {
   uint64_t m;
   int16_t dc;
   memcpy(&dc, p, 2);
@@ -257,7 +244,7 @@ static inline const uint8_t *get_block(const uint8_t *p, JCOEF *c) {
     }
   } else {
 #if defined(__SSE2__)
-    if (have_ssse3) {
+    if (ssse3) {
       p = get_narrow_ssse3(p, c, m);
       c[0] = dc;
       return p;
@@ -289,7 +276,7 @@ int coefs_put(stoker_coefbuf *b, long mcu, int blocks, JBLOCKROW *data,
   }
   p = b->buf + b->len;
   for (blk = 0; blk < blocks; blk++)
-    p = put_block(p, data[blk][0]);
+    p = put_block(p, data[blk][0], b->ssse3);
   b->mcu[b->n].m = mcu;
   b->mcu[b->n].off = b->len;
   b->n++;
@@ -297,11 +284,12 @@ int coefs_put(stoker_coefbuf *b, long mcu, int blocks, JBLOCKROW *data,
   return 1;
 }
 
-void coefs_get(const stoker_coefs *c, long mcu, JBLOCKROW *data) {
+void coefs_get(const stoker_coefs *c, const stoker_coefbuf *b, long mcu,
+               JBLOCKROW *data) {
   const uint8_t *p = c->at[mcu];
   int blk;
   for (blk = 0; blk < c->blocks; blk++)
-    p = get_block(p, data[blk][0]);
+    p = get_block(p, data[blk][0], b->ssse3);
 }
 
 int coefs_commit(stoker_coefs *c, stoker_coefbuf *b) {

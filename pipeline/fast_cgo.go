@@ -26,17 +26,38 @@ type fastState struct {
 	t       *C.stoker_turbo
 	job     *C.stoker_job // inside t: Go writes the job there, not in Go memory
 	cleanup runtime.Cleanup
+	// knobs are the test-only options; nil (the defaults) but in tests
+	// and benchmarks.
+	knobs *fastKnobs
+}
 
-	// Knobs for tests and benchmarks (package-internal; zero is the default).
+// fastKnobs are the fast path's options for tests and benchmarks, which
+// compare decode paths with them; zero is the default.
+type fastKnobs struct {
 	merged   bool // replicate chroma (libjpeg's merged upsampler), not fancy
 	ifast    bool // JDCT_IFAST
 	noRegion bool // decode whole rows from the top: no crop, no skip
 	libHuff  bool // libjpeg's own Huffman decoder instead of huff.c's
-	simdMax  int  // 0: the best SIMD level the CPU has; n > 0: at most n; -1: none
-	ixPx     int  // decoder index checkpoint spacing in pixels; 0: the default
+	// simdMax bounds the SIMD level of the resampler and the coefficient
+	// cache's packing: 0 the best the CPU has; n > 0 at most n (1: SSE2,
+	// no SSSE3); -1 none.
+	simdMax int
+	ixPx    int // decoder index checkpoint spacing in pixels; 0: the default
 	// forceIx, when set, is the decoder index every decode is given
-	// instead of the Index's (tests: an index of other bytes).
+	// instead of the Index's (an index of other bytes), and nothing is
+	// learned from it.
 	forceIx []byte
+}
+
+// defaults are the knobs of a Decoder that has none.
+var defaults fastKnobs
+
+// tuned is f's knobs, or the defaults.
+func (f *fastState) tuned() *fastKnobs {
+	if f.knobs != nil {
+		return f.knobs
+	}
+	return &defaults
 }
 
 // The coefficient cache's entries are C memory (coefs.c).
@@ -47,10 +68,6 @@ func coefsBytes(p unsafe.Pointer) int64 { return int64(C.stoker_coefs_bytes((*C.
 // simdBest is the best SIMD level the resampler uses on this CPU (0 none,
 // 1 SSE2, 2 SSSE3).
 func simdBest() int { return int(C.stoker_simd_best()) }
-
-// coefsSSSE3 turns the coefficient cache's SSSE3 packing on or off (tests)
-// and returns whether it was on.
-func coefsSSSE3(on bool) bool { return C.stoker_coefs_ssse3(cbool(on)) != 0 }
 
 // free releases the scratch; it is idempotent.
 func (f *fastState) free() {
@@ -70,21 +87,48 @@ func cbool(b bool) C.int {
 }
 
 // decodeFast decodes a 1- or 3-component JPEG through libjpeg-turbo and
-// writes the plan's sample into out (3*outH*outW bytes, uint8, in layout).
+// writes the plan's sample into out (3*outH*outW bytes, uint8, in layout):
+// the job set up in C, with the file's decoder index and coefficient
+// cache when the Decoder has them, decoded once (twice when the index
+// disagrees with the file: indexFinish), and what the decode learned
+// kept.
 func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layout, out []byte) error {
 	f := &d.fast
-	if f.t == nil {
-		t := C.stoker_new()
-		if t == nil {
-			return fmt.Errorf("%w: out of memory for jpeg decoder scratch", ErrTooLarge)
-		}
-		f.t, f.job = t, C.stoker_job_of(t)
-		// A Decoder dropped without Close still frees its C memory.
-		f.cleanup = runtime.AddCleanup(d, func(t *C.stoker_turbo) { C.stoker_free(t) }, t)
+	if err := f.open(d); err != nil {
+		return err
 	}
 	if len(data) == 0 || len(out) != 3*p.outW*p.outH {
 		return fmt.Errorf("%w: fast path: %d input bytes, %d output bytes for %dx%d", ErrUnsupported, len(data), len(out), p.outW, p.outH)
 	}
+	f.setJob(&d.opts, hd, p, layout)
+	ix := d.indexFor(data, hd)
+	cc := d.coefsFor(data, hd, &ix)
+	rc := f.decode(data, out, ix.blob)
+	cc.checkin(f, rc == C.STOKER_OK)
+	if ix.on {
+		rc = d.indexFinish(rc, data, out, ix.key, ix.blob, ix.origin)
+	}
+	return f.err(rc)
+}
+
+// open makes f's C scratch on first use.
+func (f *fastState) open(d *Decoder) error {
+	if f.t != nil {
+		return nil
+	}
+	t := C.stoker_new()
+	if t == nil {
+		return fmt.Errorf("%w: out of memory for jpeg decoder scratch", ErrTooLarge)
+	}
+	f.t, f.job = t, C.stoker_job_of(t)
+	// A Decoder dropped without Close still frees its C memory.
+	f.cleanup = runtime.AddCleanup(d, func(t *C.stoker_turbo) { C.stoker_free(t) }, t)
+	return nil
+}
+
+// setJob writes the decode's job into C: the plan's geometry, the
+// layout, the Decoder's options and bounds, and the knobs.
+func (f *fastState) setJob(o *options, hd *header, p *samplePlan, layout Layout) {
 	r := p.region()
 	j := f.job
 	j.bx, j.by, j.bw, j.bh = C.double(r.bx), C.double(r.by), C.double(r.bw), C.double(r.bh)
@@ -93,7 +137,7 @@ func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layo
 	j.out_w, j.out_h = C.int(p.outW), C.int(p.outH)
 	j.flip = cbool(p.flip)
 	j.hwc = cbool(layout == HWC)
-	switch d.opts.scaling {
+	switch o.scaling {
 	case ScaleOff:
 		j.scaling = C.STOKER_SCALE_OFF
 	case ScaleAny:
@@ -101,62 +145,103 @@ func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layo
 	default:
 		j.scaling = C.STOKER_SCALE_POW2
 	}
-	j.max_scans = C.int(min(max(d.opts.maxScans, 0), 1<<30))
+	j.max_scans = C.int(min(max(o.maxScans, 0), 1<<30))
 	// libjpeg's own allocations (progressive coefficient buffers chiefly:
 	// 2 bytes per pixel per component) are bounded by the pixel budget.
-	j.max_memory = C.longlong(min(max(d.opts.pixelBudget, 0), 1<<36)*6 + 64<<20)
-	j.fancy, j.ifast, j.no_region, j.simd_max = cbool(!f.merged), cbool(f.ifast), cbool(f.noRegion), C.int(f.simdMax)
-	j.libjpeg_huff = cbool(f.libHuff)
-	j.ix_px = C.int(f.ixPx)
+	j.max_memory = C.longlong(min(max(o.pixelBudget, 0), 1<<36)*6 + 64<<20)
+	k := f.tuned()
+	j.fancy, j.ifast, j.no_region, j.simd_max = cbool(!k.merged), cbool(k.ifast), cbool(k.noRegion), C.int(k.simdMax)
+	j.libjpeg_huff = cbool(k.libHuff)
+	j.ix_px = C.int(k.ixPx)
+}
 
-	// The decoder index: for baseline JPEGs, when the Decoder has an Index.
-	ix := d.opts.index
-	var key indexKey
-	var blob []byte
-	var origin uint32
-	useIx := (ix != nil || f.forceIx != nil) && !hd.progressive && !f.libHuff
-	if useIx {
-		if f.forceIx != nil {
-			blob = f.forceIx
-		} else {
-			key = keyOf(data)
-			blob, origin = ix.lookup(key)
-		}
+// ixUse is one decode's use of the decoder index: the file's key (keyed:
+// computed), the blob it is given (nil: none yet) and the index file it
+// came from, and the Index (nil: none, or a test's forced blob).
+type ixUse struct {
+	on     bool
+	key    indexKey
+	keyed  bool
+	blob   []byte
+	origin uint32
+	ix     *Index
+}
+
+// indexFor is the decode's use of the decoder index: for baseline JPEGs
+// decoded by huff.c, when the Decoder has an Index.
+func (d *Decoder) indexFor(data []byte, hd *header) ixUse {
+	f := &d.fast
+	k := f.tuned()
+	var u ixUse
+	switch {
+	case hd.progressive || k.libHuff:
+	case k.forceIx != nil:
+		u.on, u.blob = true, k.forceIx
+	case d.opts.index != nil:
+		u.on, u.ix = true, d.opts.index
+		u.key, u.keyed = keyOf(data), true
+		u.blob, u.origin = u.ix.lookup(u.key)
 	}
-	j.index = cbool(useIx)
-	// The coefficient cache, likewise; a decode that fails leaves nothing
-	// in it (the entry is dropped), and the retry below goes without it.
-	cc := d.opts.coefs
-	var ce *coefEntry
-	var room int64
+	f.job.index = cbool(u.on)
+	return u
+}
+
+// coefUse is one decode's use of the coefficient cache: the file's entry,
+// checked out, and the bytes it may add.
+type coefUse struct {
+	cc   *CoefCache
+	ce   *coefEntry
+	key  indexKey
+	room int64
+}
+
+// coefsFor checks the file's coefficient-cache entry out for the decode,
+// for baseline JPEGs decoded by huff.c, when the Decoder has a cache. A
+// decode that fails leaves nothing in it (the entry is dropped), and the
+// retry without the index goes without it.
+func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse) coefUse {
+	f := &d.fast
+	j := f.job
 	j.coefs, j.coefs_room = nil, 0
-	if cc != nil && !hd.progressive && !f.libHuff {
-		if !useIx || f.forceIx != nil {
-			key = keyOf(data)
-		}
-		// The most a decode can add: every block of the file (4:4:4 at the
-		// file's size in whole MCUs, or 4:2:0's larger rounding) at its
-		// largest, 200 bytes, and one block's slack.
-		blocks := int64((hd.w+15)/16*2) * int64((hd.h+15)/16*2) * int64(hd.comps)
-		// A file is admitted on its second decode where there is an index
-		// (it has one then): the first epoch stores nothing, so it runs
-		// as fast as without the cache.
-		admit := ix == nil || f.forceIx != nil || blob != nil
-		if ce, room = cc.checkout(key, blocks*200+4096, admit); ce != nil {
-			j.coefs, j.coefs_room = ce.p, C.longlong(room)
-		}
+	cc := d.opts.coefs
+	if cc == nil || hd.progressive || f.tuned().libHuff {
+		return coefUse{}
 	}
-	rc := f.decode(data, out, blob)
-	if ce != nil {
-		cc.checkin(key, ce, room, rc == C.STOKER_OK)
-		j.coefs, j.coefs_room = nil, 0
-		cc.mcusWanted.Add(int64(j.mcus_wanted))
-		cc.mcusHit.Add(int64(j.coefs_hits))
-		cc.mcusStored.Add(int64(j.coefs_stored))
+	if !u.keyed {
+		u.key, u.keyed = keyOf(data), true
 	}
-	if useIx {
-		rc = d.indexFinish(rc, data, out, key, blob, origin)
+	// The most a decode can add: every block of the file (4:4:4 at the
+	// file's size in whole MCUs, or 4:2:0's larger rounding) at its
+	// largest, 200 bytes, and one block's slack.
+	blocks := int64((hd.w+15)/16*2) * int64((hd.h+15)/16*2) * int64(hd.comps)
+	// A file is admitted on its second decode where there is an index
+	// (it has one then): the first epoch stores nothing, so it runs as
+	// fast as without the cache.
+	admit := u.ix == nil || u.blob != nil
+	ce, room := cc.checkout(u.key, blocks*200+4096, admit)
+	if ce == nil {
+		return coefUse{}
 	}
+	j.coefs, j.coefs_room = ce.p, C.longlong(room)
+	return coefUse{cc: cc, ce: ce, key: u.key, room: room}
+}
+
+// checkin gives the entry back, with what the decode stored when it
+// succeeded (ok), and counts what it did.
+func (c coefUse) checkin(f *fastState, ok bool) {
+	if c.ce == nil {
+		return
+	}
+	j := f.job
+	c.cc.checkin(c.key, c.ce, c.room, ok)
+	j.coefs, j.coefs_room = nil, 0
+	c.cc.mcusWanted.Add(int64(j.mcus_wanted))
+	c.cc.mcusHit.Add(int64(j.coefs_hits))
+	c.cc.mcusStored.Add(int64(j.coefs_stored))
+}
+
+// err is the error of stoker_decode's result rc, with its message.
+func (f *fastState) err(rc C.int) error {
 	switch rc {
 	case C.STOKER_OK:
 		return nil

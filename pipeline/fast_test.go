@@ -36,6 +36,14 @@ const benchPhotoDir = "../../shared/data/photos/train"
 // fastPhotos returns n photos of fastPhotoDir spread evenly over the sorted
 // file list (all of them when n <= 0). The set is part of the repository:
 // its absence fails the test.
+// knobsOf is d's test-only knobs (fastKnobs), made on first use.
+func knobsOf(d *Decoder) *fastKnobs {
+	if d.fast.knobs == nil {
+		d.fast.knobs = &fastKnobs{}
+	}
+	return d.fast.knobs
+}
+
 func fastPhotos(tb testing.TB, n int) (names []string, files [][]byte) {
 	tb.Helper()
 	return photosIn(tb, fastPhotoDir, n)
@@ -263,7 +271,7 @@ func TestFastMatchesReference(t *testing.T) {
 			t.Run(tc.name+"/"+v.name, func(t *testing.T) {
 				d := NewDecoder(WithDCTScaling(v.s))
 				defer d.Close()
-				d.fast.merged = v.merged
+				knobsOf(d).merged = v.merged
 				got := make([]byte, tc.t.SampleBytes())
 				var maxMAD, sumMAD [2]float64 // photos, synthetic
 				var worst [2]string
@@ -325,9 +333,9 @@ func TestFastRegionExact(t *testing.T) {
 			defer region.Close()
 			defer whole.Close()
 			for _, d := range []*Decoder{region, whole} {
-				d.fast.merged, d.fast.ifast = knobs.merged, knobs.ifast
+				knobsOf(d).merged, knobsOf(d).ifast = knobs.merged, knobs.ifast
 			}
-			whole.fast.noRegion = true
+			knobsOf(whole).noRegion = true
 			checked := 0
 			for _, img := range imgs {
 				hd, err := parseHeader(img.data)
@@ -376,7 +384,7 @@ func TestFastSIMDSame(t *testing.T) {
 	decs := make([]*Decoder, len(levels))
 	for i, l := range levels {
 		decs[i] = NewDecoder()
-		decs[i].fast.simdMax = l
+		knobsOf(decs[i]).simdMax = l
 		defer decs[i].Close()
 	}
 	n := 0
@@ -464,7 +472,7 @@ func TestFastSIMDSamePhotos(t *testing.T) {
 		scaling DCTScaling
 	}{{"pow2", ScalePow2}, {"any", ScaleAny}, {"off", ScaleOff}} {
 		simd, scalar := NewDecoder(WithDCTScaling(sc.scaling)), NewDecoder(WithDCTScaling(sc.scaling))
-		scalar.fast.simdMax = -1
+		knobsOf(scalar).simdMax = -1
 		scales := map[int]bool{}
 		for i, data := range photos {
 			for j, tc := range trs {
@@ -622,7 +630,7 @@ func TestFastErrors(t *testing.T) {
 	// libjpeg's own Huffman decoder, for the garbage-scan cases.
 	lib := NewDecoder()
 	defer lib.Close()
-	lib.fast.libHuff = true
+	knobsOf(lib).libHuff = true
 	type errCase struct {
 		name string
 		data []byte

@@ -40,7 +40,7 @@ func TestGoldenBatchFast(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := NewDecoder()
-		d.fast.simdMax = -1
+		knobsOf(d).simdMax = -1
 		h := sha256.New()
 		out := make([]byte, tr.SampleBytes())
 		for _, idx := range goldenIndices {

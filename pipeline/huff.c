@@ -590,7 +590,7 @@ static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *MCU_data) {
   if (MCU_data)
     h->wanted++;
   if (h->cc && MCU_data && h->cc->at[m]) {
-    coefs_get(h->cc, m, MCU_data);
+    coefs_get(h->cc, h->cb, m, MCU_data);
     h->cc_hits++;
     return TRUE;
   }

@@ -84,6 +84,7 @@ typedef struct {
     size_t off;
   } *mcu;
   size_t n, mcap;
+  int ssse3; /* pack and unpack with SSSE3: the decode's SIMD level */
 } stoker_coefbuf;
 
 stoker_coefs *stoker_coefs_new(void);
@@ -91,24 +92,20 @@ void stoker_coefs_free(stoker_coefs *c);
 /* stoker_coefs_bytes is the memory c holds. */
 size_t stoker_coefs_bytes(const stoker_coefs *c);
 void stoker_coefbuf_free(stoker_coefbuf *b);
-/* stoker_cpu_ssse3 says whether the CPU has SSSE3 (0 off x86): the
- * coefficient cache's packing and turbo.c's horizontal pass use it. */
-int stoker_cpu_ssse3(void);
-/* stoker_coefs_ssse3 turns the SSSE3 packing off (0) or back on where
- * the CPU has it (1; tests: both make the same form), or only reports
- * (-1); it returns whether it was on. */
-int stoker_coefs_ssse3(int on);
 /* coefs_attach sets c up for a scan of nmcu MCUs of blocks blocks (taking
  * its table from room), or checks that it is set up for one, and empties
- * b; 0: c cannot serve this scan. */
+ * b, which packs with SSSE3 when ssse3 (the decode's SIMD level has it;
+ * both ways make the same form); 0: c cannot serve this scan. */
 int coefs_attach(stoker_coefs *c, stoker_coefbuf *b, long nmcu, int blocks,
-                 size_t *room);
+                 int ssse3, size_t *room);
 /* coefs_put encodes an MCU's blocks into b if they fit in room (bytes the
  * decode may still add); 1: stored. When they do not, room becomes 0. */
 int coefs_put(stoker_coefbuf *b, long mcu, int blocks, JBLOCKROW *data,
               size_t *room);
-/* coefs_get writes a stored MCU's coefficients into zeroed blocks. */
-void coefs_get(const stoker_coefs *c, long mcu, JBLOCKROW *data);
+/* coefs_get writes a stored MCU's coefficients into zeroed blocks, as the
+ * decode's b unpacks them. */
+void coefs_get(const stoker_coefs *c, const stoker_coefbuf *b, long mcu,
+               JBLOCKROW *data);
 /* coefs_commit moves b's MCUs into c; 0: out of memory (nothing moved). */
 int coefs_commit(stoker_coefs *c, stoker_coefbuf *b);
 

@@ -23,7 +23,7 @@ func TestHuffmanExact(t *testing.T) {
 	ours, theirs := NewDecoder(), NewDecoder()
 	defer ours.Close()
 	defer theirs.Close()
-	theirs.fast.libHuff = true
+	knobsOf(theirs).libHuff = true
 	tr, err := ParseTransform("imagenet-train", CHW)
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ func (d *Decoder) indexFinish(rc C.int, data, out []byte, key indexKey, blob []b
 	f := &d.fast
 	j := f.job
 	ix := d.opts.index
-	mine := ix != nil && f.forceIx == nil
+	mine := ix != nil && f.tuned().forceIx == nil
 	why := ""
 	switch {
 	case j.ix_state == C.STOKER_IX_STALE:

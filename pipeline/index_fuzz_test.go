@@ -159,9 +159,9 @@ func checkStale(t *testing.T, tr *Transform, which int, edits []byte, cut int, k
 
 	stale := NewDecoder()
 	defer stale.Close()
-	stale.fast.forceIx = blobs[i]
+	knobsOf(stale).forceIx = blobs[i]
 	checkFuzzErr(t, "old index forced", stale.Decode(m, tr, k, a))
-	stale.fast.forceIx = nil
+	knobsOf(stale).forceIx = nil
 	if err := stale.Decode(files[i], tr, k, a); err != nil {
 		t.Fatalf("the decoder fails on the original after: %v", err)
 	}
@@ -215,7 +215,7 @@ func FuzzIndexBlob(f *testing.F) {
 		}
 		d := NewDecoder()
 		defer d.Close()
-		d.fast.forceIx = blob
+		knobsOf(d).forceIx = blob
 		out := make([]byte, tr.SampleBytes())
 		checkFuzzErr(t, "garbage index", d.Decode(files[i], tr, Key{Seed: key}, out))
 	})

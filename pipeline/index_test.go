@@ -70,7 +70,7 @@ func TestIndexExact(t *testing.T) {
 			cold := NewDecoder(WithDCTScaling(knobs.scaling))
 			defer warm.Close()
 			defer cold.Close()
-			warm.fast.ixPx, warm.fast.merged, cold.fast.merged = knobs.px, knobs.merged, knobs.merged
+			knobsOf(warm).ixPx, knobsOf(warm).merged, knobsOf(cold).merged = knobs.px, knobs.merged, knobs.merged
 			r := rand.New(rand.NewPCG(1, uint64(knobs.px)))
 			var n, seeks, rst, indexed int
 			var decoded, total int64
@@ -148,7 +148,7 @@ func TestIndexRestartCold(t *testing.T) {
 	ours, theirs := NewDecoder(), NewDecoder()
 	defer ours.Close()
 	defer theirs.Close()
-	theirs.fast.libHuff = true
+	knobsOf(theirs).libHuff = true
 	a, b := make([]byte, 3*60*40), make([]byte, 3*60*40)
 	if err := ours.decodeFast(file, &hd, &p, CHW, a); err != nil {
 		t.Fatal(err)
@@ -353,7 +353,7 @@ func TestIndexForeign(t *testing.T) {
 		if other == nil {
 			continue
 		}
-		d.fast.forceIx = other
+		knobsOf(d).forceIx = other
 		if err := d.Decode(data, tr, Key{Index: uint64(i)}, out); err != nil {
 			t.Fatalf("%d: a good file failed for a foreign index: %v", i, err)
 		}
@@ -363,7 +363,7 @@ func TestIndexForeign(t *testing.T) {
 	if states[3] == 0 {
 		t.Errorf("no foreign index refused by its header")
 	}
-	d.fast.forceIx = nil
+	knobsOf(d).forceIx = nil
 	if err := d.Decode(files[0], tr, Key{}, out); err != nil {
 		t.Fatalf("after foreign indexes: %v", err)
 	}
@@ -377,9 +377,7 @@ func TestIndexForeign(t *testing.T) {
 // with the other.
 func TestCoefCacheExact(t *testing.T) {
 	_, files := fastPhotos(t, 0)
-	simd := coefsSSSE3(true)
-	defer coefsSSSE3(simd)
-	t.Logf("SSSE3 packing available: %v", simd)
+	t.Logf("SSSE3 packing available: %v", simdBest() >= 2)
 	for _, withIx := range []bool{true, false} {
 		t.Run(fmt.Sprintf("index=%v", withIx), func(t *testing.T) {
 			cc := NewCoefCache(1 << 30)
@@ -393,7 +391,12 @@ func TestCoefCacheExact(t *testing.T) {
 			defer cold.Close()
 			var last CoefStats
 			for e := range 4 {
-				coefsSSSE3(withIx == (e < 2))
+				// SIMD level 0: the best (SSSE3 where the CPU has it); 1:
+				// SSE2, no SSSE3 packing.
+				knobsOf(d).simdMax = 1
+				if withIx == (e < 2) {
+					knobsOf(d).simdMax = 0
+				}
 				for _, tc := range fastTransforms(t) {
 					for i, data := range files {
 						a, b := make([]byte, tc.t.SampleBytes()), make([]byte, tc.t.SampleBytes())

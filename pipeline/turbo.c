@@ -629,12 +629,24 @@ static void ix_open(stoker_turbo *t, const uint8_t *data, size_t len,
   t->huff.ix = h;
 }
 
+/* cpu_ssse3 is whether the CPU has SSSE3 (0 off x86): the horizontal
+ * pass and the coefficient cache's packing use it, at the decode's SIMD
+ * level. */
+static int cpu_ssse3;
+
+__attribute__((constructor)) static void cpu_init(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  cpu_ssse3 = __builtin_cpu_supports("ssse3");
+#endif
+}
+
 int stoker_simd_best(void) {
   int simd = 0;
 #if defined(__SSE2__)
   simd = 1;
 #endif
-  if (simd && stoker_cpu_ssse3())
+  if (simd && cpu_ssse3)
     simd = 2;
   return simd;
 }
@@ -647,22 +659,25 @@ unsigned stoker_index_copy(stoker_turbo *t, unsigned char *dst) {
   return unsure;
 }
 
-int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
-                  unsigned char *out, const unsigned char *ix, size_t ix_len) {
-  j_decompress_ptr ci = &t->cinfo;
-  stoker_job *jb = &t->job;
-  int gray, bpp, rl, m, ow, oh, cx0, cx1, cy0, cy1, ux0, ux1, uy0, uy1, y;
-  int nrows;
-  size_t stride;
-  uint8_t *rowbase;
-  /* SIMD level: 0 none, 1 SSE2 (the vertical pass), 2 SSSE3 (the
-   * horizontal pass too). AVX2 versions of the passes were tried and
-   * measured slower. */
-  int simd = stoker_simd_best();
-  JDIMENSION xoff, w;
-  double f;
-  size_t pos;
+/* What a decode works out as it goes, from one step to the next. */
+typedef struct {
+  int gray, bpp;           /* grayscale; bytes per decoded pixel */
+  int m;                   /* the scale: m/8 */
+  int ow, oh;              /* the scaled image's size */
+  int ux0, ux1, uy0, uy1;  /* the scaled pixels the crop's taps use */
+  JDIMENSION xoff;         /* the first decoded column */
+  int nrows;               /* rows read per call */
+  size_t stride;           /* between them */
+  uint8_t *rowbase;        /* the first */
+} decode_geom;
 
+/* begin_decode readies t for the job: its SIMD level (0 none, 1 SSE2: the
+ * vertical pass, 2 SSSE3: the horizontal pass and the coefficient packing
+ * too; AVX2 versions of the passes were tried and measured slower), and
+ * its reports zeroed. */
+static void begin_decode(stoker_turbo *t) {
+  stoker_job *jb = &t->job;
+  int simd = stoker_simd_best();
   if (jb->simd_max < 0)
     simd = 0;
   else if (jb->simd_max > 0 && simd > jb->simd_max)
@@ -680,10 +695,15 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   jb->mcus_wanted = jb->coefs_hits = jb->coefs_stored = 0;
   t->ix_len = 0;
   t->huff.ix = NULL;
-  if (setjmp(t->jb)) {
-    jpeg_abort_decompress(ci);
-    return t->code;
-  }
+}
+
+/* open_image checks the job's geometry and the file's header against it,
+ * and starts decompressing at the job's scale. */
+static void open_image(stoker_turbo *t, const unsigned char *data, size_t len,
+                       decode_geom *g) {
+  j_decompress_ptr ci = &t->cinfo;
+  stoker_job *jb = &t->job;
+  size_t pos;
   if (jb->out_w <= 0 || jb->out_h <= 0 || !(jb->bw > 0) || !(jb->bh > 0) ||
       jb->x0 < 0 || jb->y0 < 0 || jb->x1 > jb->src_w || jb->y1 > jb->src_h ||
       jb->x0 >= jb->x1 || jb->y0 >= jb->y1)
@@ -700,15 +720,24 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
          "jpeg: truncated: no end-of-image marker after the scan data");
 
   /* Color decodes to RGBX: 4-byte pixels suit the SIMD horizontal pass. */
-  gray = ci->num_components == 1;
-  bpp = gray ? 1 : 4;
-  ci->out_color_space = gray ? JCS_GRAYSCALE : JCS_EXT_RGBX;
-  m = choose_scale(jb);
-  ci->scale_num = (unsigned int)m;
+  g->gray = ci->num_components == 1;
+  g->bpp = g->gray ? 1 : 4;
+  ci->out_color_space = g->gray ? JCS_GRAYSCALE : JCS_EXT_RGBX;
+  g->m = choose_scale(jb);
+  ci->scale_num = (unsigned int)g->m;
   ci->scale_denom = 8;
   ci->dct_method = jb->ifast ? JDCT_IFAST : JDCT_ISLOW;
   ci->do_fancy_upsampling = jb->fancy ? TRUE : FALSE;
   jpeg_start_decompress(ci);
+}
+
+/* attach_huff puts huff.c's entropy decoder in libjpeg's place (unless the
+ * job asks for libjpeg's), with the file's decoder index and coefficient
+ * cache when the job has them. */
+static void attach_huff(stoker_turbo *t, const unsigned char *data, size_t len,
+                        const unsigned char *ix, size_t ix_len) {
+  j_decompress_ptr ci = &t->cinfo;
+  stoker_job *jb = &t->job;
   jb->huff_used = !jb->libjpeg_huff && stoker_huff_install(&t->huff, ci);
   if (jb->huff_used && jb->index)
     ix_open(t, data, len, ix, ix_len);
@@ -716,16 +745,27 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
     size_t room = jb->coefs_room > 0 ? (size_t)jb->coefs_room : 0;
     if (coefs_attach((stoker_coefs *)jb->coefs, &t->cbuf,
                      (long)ci->MCUs_per_row * (long)ci->MCU_rows_in_scan,
-                     ci->blocks_in_MCU, &room)) {
+                     ci->blocks_in_MCU, t->simd >= 2, &room)) {
       t->huff.cc = (stoker_coefs *)jb->coefs;
       t->huff.cb = &t->cbuf;
       t->huff.cc_room = room;
     }
   }
+}
+
+/* crop_columns works out the job in scaled pixels, the resampling taps,
+ * and the columns to decode: libjpeg's crop (unless the job asks for whole
+ * rows) and, with huff.c, the MCU columns it entropy-decodes. */
+static void crop_columns(stoker_turbo *t, decode_geom *g) {
+  j_decompress_ptr ci = &t->cinfo;
+  stoker_job *jb = &t->job;
+  int m = g->m, cx0, cx1, cy0, cy1, i;
+  JDIMENSION w;
+  double f;
   jb->scale_m = m;
-  ow = (int)ci->output_width;
-  oh = (int)ci->output_height;
-  if (ci->output_components != bpp)
+  g->ow = (int)ci->output_width;
+  g->oh = (int)ci->output_height;
+  if (ci->output_components != g->bpp)
     fail(t, STOKER_UNSUPPORTED, "jpeg: unexpected output components");
 
   /* The job in scaled pixels. A scaled pixel j covers source pixels
@@ -736,37 +776,34 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   cx1 = (int)ceil(jb->x1 * f);
   cy0 = (int)floor(jb->y0 * f);
   cy1 = (int)ceil(jb->y1 * f);
-  if (cx1 > ow)
-    cx1 = ow;
-  if (cy1 > oh)
-    cy1 = oh;
+  if (cx1 > g->ow)
+    cx1 = g->ow;
+  if (cy1 > g->oh)
+    cy1 = g->oh;
   if (cx0 >= cx1 || cy0 >= cy1)
     fail(t, STOKER_UNSUPPORTED, "jpeg: empty clip rectangle");
   coeffs(t, &t->ax, jb->bx * f, jb->bw * f, jb->out_w, cx0, cx1, jb->flip,
-         &ux0, &ux1);
-  coeffs(t, &t->ay, jb->by * f, jb->bh * f, jb->out_h, cy0, cy1, 0, &uy0,
-         &uy1);
+         &g->ux0, &g->ux1);
+  coeffs(t, &t->ay, jb->by * f, jb->bh * f, jb->out_h, cy0, cy1, 0, &g->uy0,
+         &g->uy1);
 
   /* Columns: one spare pixel each side, so that the pixels next to the crop
    * edge (where fancy upsampling lacks its neighbour) go unused. The
    * library widens the crop to the left to an iMCU boundary. */
-  xoff = 0;
-  w = (JDIMENSION)ow;
+  g->xoff = 0;
+  w = (JDIMENSION)g->ow;
   if (!jb->no_region) {
-    int rx0 = ux0 > 0 ? ux0 - 1 : 0, rx1 = ux1 < ow ? ux1 + 1 : ow;
-    if (rx1 - rx0 < ow) {
-      xoff = (JDIMENSION)rx0;
+    int rx0 = g->ux0 > 0 ? g->ux0 - 1 : 0, rx1 = g->ux1 < g->ow ? g->ux1 + 1 : g->ow;
+    if (rx1 - rx0 < g->ow) {
+      g->xoff = (JDIMENSION)rx0;
       w = (JDIMENSION)(rx1 - rx0);
-      jpeg_crop_scanline(ci, &xoff, &w);
+      jpeg_crop_scanline(ci, &g->xoff, &w);
     }
   }
-  {
-    int i;
-    for (i = 0; i < jb->out_w; i++)
-      t->ax.start[i] -= (int)xoff;
-    for (i = 0; i < jb->out_h; i++)
-      t->ay.start[i] -= uy0;
-  }
+  for (i = 0; i < jb->out_w; i++)
+    t->ax.start[i] -= (int)g->xoff;
+  for (i = 0; i < jb->out_h; i++)
+    t->ay.start[i] -= g->uy0;
   jb->cols_decoded = (int)ci->output_width;
   /* The MCU columns libjpeg inverse-transforms (jpeg_crop_scanline's
    * first_iMCU_col and last_iMCU_col, which it keeps where the API does
@@ -775,21 +812,27 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
     int align = MIN_DCT_H_SCALED(ci) *
                 (ci->comps_in_scan == 1 && ci->num_components == 1 ? 1 : ci->max_h_samp_factor);
     int fc = 0, lc = (int)ci->MCUs_per_row - 1;
-    if ((int)ci->output_width < ow) {
-      fc = (int)xoff / align;
-      lc = ((int)xoff + (int)ci->output_width + align - 1) / align - 1;
+    if ((int)ci->output_width < g->ow) {
+      fc = (int)g->xoff / align;
+      lc = ((int)g->xoff + (int)ci->output_width + align - 1) / align - 1;
     }
     stoker_huff_lazy(&t->huff, fc, lc);
   }
+}
 
-  rl = gray ? jb->out_w : 3 * jb->out_w;
-  t->mid_rows = uy1 - uy0;
+/* row_buffers grows t's buffers for the decoded rows, the horizontal
+ * pass's output (the mid rows) and the vertical pass's taps. */
+static void row_buffers(stoker_turbo *t, decode_geom *g) {
+  j_decompress_ptr ci = &t->cinfo;
+  stoker_job *jb = &t->job;
+  int rl = g->gray ? jb->out_w : 3 * jb->out_w;
+  t->mid_rows = g->uy1 - g->uy0;
   /* Slack: taps past a support read up to 2*np pixels (and an 8-byte load)
    * past the decoded row; an interleaved mid row is written 4 bytes at a
    * time. */
   /* Rows are read rec_outbuf_height at a time (2 for h2v2 merged
    * upsampling), so that libjpeg need not copy a spare row per call. */
-  nrows = ci->rec_outbuf_height < 1 ? 1 : ci->rec_outbuf_height > 4 ? 4 : ci->rec_outbuf_height;
+  g->nrows = ci->rec_outbuf_height < 1 ? 1 : ci->rec_outbuf_height > 4 ? 4 : ci->rec_outbuf_height;
   /* Where rows go: libjpeg-turbo's SIMD color conversion stores an output
    * row with non-temporal (cache-bypassing) stores when the row is 16-byte
    * aligned (32 with AVX2), and ends with sfence; the row would then go out
@@ -797,71 +840,102 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
    * bytes past a 64-byte boundary, so that they take its ordinary stores
    * and stay in cache (measured in BENCHMARKS.md). */
   {
-    size_t slack = (size_t)(2 * t->ax.np + 2) * bpp + 16;
+    size_t slack = (size_t)(2 * t->ax.np + 2) * g->bpp + 16;
+    size_t used = (size_t)ci->output_width * g->bpp;
     int r;
-    stride = ((size_t)ci->output_width * bpp + slack + 63) & ~(size_t)63;
-    grow(t, (void **)&t->row, &t->row_cap, stride * (size_t)nrows + 64 + 4, 1);
-    rowbase = (uint8_t *)(((uintptr_t)t->row + 63) & ~(uintptr_t)63) + 4;
-    jb->row_skew = (int)((uintptr_t)rowbase & 63);
-    for (r = 0; r < nrows; r++)
-      memset(rowbase + stride * (size_t)r + (size_t)ci->output_width * bpp, 0,
-             stride - (size_t)ci->output_width * bpp);
+    g->stride = (used + slack + 63) & ~(size_t)63;
+    grow(t, (void **)&t->row, &t->row_cap, g->stride * (size_t)g->nrows + 64 + 4, 1);
+    g->rowbase = (uint8_t *)(((uintptr_t)t->row + 63) & ~(uintptr_t)63) + 4;
+    jb->row_skew = (int)((uintptr_t)g->rowbase & 63);
+    for (r = 0; r < g->nrows; r++)
+      memset(g->rowbase + g->stride * (size_t)r + used, 0, g->stride - used);
   }
   grow(t, (void **)&t->mid, &t->mid_cap, (size_t)t->mid_rows * rl + 4, 1);
   grow(t, (void **)&t->taps, &t->taps_cap, (size_t)2 * t->ay.np,
        sizeof(const uint8_t *));
   grow(t, (void **)&t->line, &t->line_cap, (size_t)jb->out_w, 1);
+}
 
-  /* Rows: skip whole iMCU rows from the top only (the skip paths the
-   * library tests best), then read the rest one scanline at a time. */
+/* read_rows decodes the rows the crop uses and runs the horizontal pass
+ * on each: whole iMCU rows are skipped from the top only (the skip paths
+ * the library tests best), then the rest are read rec_outbuf_height at a
+ * time. */
+static void read_rows(stoker_turbo *t, const decode_geom *g) {
+  j_decompress_ptr ci = &t->cinfo;
+  stoker_job *jb = &t->job;
+  int rl = g->gray ? jb->out_w : 3 * jb->out_w, y;
   if (!jb->no_region) {
     int l = ci->max_v_samp_factor * MIN_DCT_V_SCALED(ci);
-    JDIMENSION s = (JDIMENSION)((uy0 / l) * l);
+    JDIMENSION s = (JDIMENSION)((g->uy0 / l) * l);
     if (s > 0 && jpeg_skip_scanlines(ci, s) != s)
       fail(t, STOKER_CORRUPT, "jpeg: could not skip to the crop");
   }
-  while ((y = (int)ci->output_scanline) < uy1) {
+  while ((y = (int)ci->output_scanline) < g->uy1) {
     JSAMPROW rows[4];
-    int r, want = uy1 - y < nrows ? uy1 - y : nrows;
+    int r, want = g->uy1 - y < g->nrows ? g->uy1 - y : g->nrows;
     JDIMENSION got;
     for (r = 0; r < want; r++)
-      rows[r] = rowbase + stride * (size_t)r;
+      rows[r] = g->rowbase + g->stride * (size_t)r;
     got = jpeg_read_scanlines(ci, rows, (JDIMENSION)want);
     if (got == 0)
       fail(t, STOKER_CORRUPT, "jpeg: no progress reading scanlines");
     for (r = 0; r < (int)got; r++, y++) {
       jb->rows_decoded++;
-      if (y < uy0)
+      if (y < g->uy0)
         continue;
-      if (gray)
-        hpass_gray(&t->ax, jb->out_w, rows[r], t->mid + (size_t)(y - uy0) * rl);
+      if (g->gray)
+        hpass_gray(&t->ax, jb->out_w, rows[r], t->mid + (size_t)(y - g->uy0) * rl);
       else
-        hpass_rgbx(&t->ax, jb->out_w, rows[r], t->mid + (size_t)(y - uy0) * rl,
-                   !jb->hwc, simd);
+        hpass_rgbx(&t->ax, jb->out_w, rows[r], t->mid + (size_t)(y - g->uy0) * rl,
+                   !jb->hwc, t->simd);
     }
   }
-  if (jb->huff_used) {
-    jb->mcus_total = (long long)ci->MCUs_per_row * ci->MCU_rows_in_scan;
-    jb->mcus_decoded = t->huff.decoded;
-    jb->ck_seeks = t->huff.ck_seeks;
-    jb->rst_seeks = t->huff.rst_seeks;
-    jb->mcus_wanted = t->huff.wanted;
-    jb->coefs_hits = t->huff.cc_hits;
-    jb->coefs_stored = t->huff.cc_stored;
-  }
-  if (jb->huff_used && t->huff.ix && t->hix.bad)
+}
+
+/* end_scan reports what huff.c did, fails a decode whose index or
+ * entropy-coded data was bad, and keeps the MCUs stored for the
+ * coefficient cache now that the decode has succeeded. */
+static void end_scan(stoker_turbo *t) {
+  j_decompress_ptr ci = &t->cinfo;
+  stoker_job *jb = &t->job;
+  if (!jb->huff_used)
+    return;
+  jb->mcus_total = (long long)ci->MCUs_per_row * ci->MCU_rows_in_scan;
+  jb->mcus_decoded = t->huff.decoded;
+  jb->ck_seeks = t->huff.ck_seeks;
+  jb->rst_seeks = t->huff.rst_seeks;
+  jb->mcus_wanted = t->huff.wanted;
+  jb->coefs_hits = t->huff.cc_hits;
+  jb->coefs_stored = t->huff.cc_stored;
+  if (t->huff.ix && t->hix.bad)
     fail(t, STOKER_INDEX_BAD, "jpeg: the decoder index disagrees with the file");
-  if (jb->huff_used && t->huff.corrupt)
+  if (t->huff.corrupt)
     fail(t, STOKER_CORRUPT, "jpeg: corrupt or truncated entropy-coded data");
-  if (jb->huff_used && t->huff.ix) {
+  if (t->huff.ix) {
     jb->ix_lied = t->hix.lied;
     jb->ix_changed = t->hix.changed;
     jb->ix_bytes = (long long)t->ix_len;
   }
-  /* The MCUs stored: kept now that the decode has succeeded. */
-  if (jb->huff_used && t->huff.cc && !coefs_commit(t->huff.cc, &t->cbuf))
+  if (t->huff.cc && !coefs_commit(t->huff.cc, &t->cbuf))
     jb->coefs_stored = 0;
-  jpeg_abort_decompress(ci);
-  vpass(t, gray, out);
+}
+
+int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
+                  unsigned char *out, const unsigned char *ix, size_t ix_len) {
+  decode_geom g;
+  begin_decode(t);
+  /* Every step fails by longjmp back here (fail), with t->code set. */
+  if (setjmp(t->jb)) {
+    jpeg_abort_decompress(&t->cinfo);
+    return t->code;
+  }
+  open_image(t, data, len, &g);
+  attach_huff(t, data, len, ix, ix_len);
+  crop_columns(t, &g);
+  row_buffers(t, &g);
+  read_rows(t, &g);
+  end_scan(t);
+  jpeg_abort_decompress(&t->cinfo);
+  vpass(t, g.gray, out);
   return STOKER_OK;
 }
