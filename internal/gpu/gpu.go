@@ -7,8 +7,12 @@ import (
 	"strings"
 )
 
-// GPU monitoring: NVML's view of the trainer's GPUs, the corroboration of the
-// trainer's measured input stall.
+// GPU monitoring: NVML's view of the trainer's GPUs. Where a monitor is
+// available, the GPUs' idle share over the window is the starvation the
+// window controller and the advisor act on, the trainer's measured wait
+// corroborating it (the least of the two: a GPU idle while the trainer
+// never waits is not starved of input); without one, the trainer's wait
+// stands in (server/internal/coord, advisor.go).
 //
 // What NVML's numbers mean. The driver's "GPU utilization" is the share of a
 // sample period (1/6 s to 1 s, depending on the product) during which at
@@ -16,8 +20,10 @@ import (
 // single small kernel makes a period count as busy, and a trainer that waits
 // 30 ms for every batch between 100 ms steps still shows mostly busy periods.
 // So it tells saturated from idle (a GPU that stays near 100% is not starved;
-// one near 0% while the trainer reports waiting is starved), not the stall
-// itself, which only the trainer's own wait measures. GPM's SM activity
+// one near 0% while the trainer reports waiting is starved), and its idle
+// share is closer to what the GPU lost for want of input than the
+// trainer's wait, which CUDA's running ahead inflates (a trainer waits in
+// next() while its GPU still works on the step before). GPM's SM activity
 // (Hopper and later) is finer: the share of SMs busy, averaged over the
 // interval between two samples; a GPU that runs one kernel at a time on a few
 // SMs is "busy" to the utilization counter and barely active to GPM.

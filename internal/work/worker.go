@@ -36,7 +36,7 @@ const DefaultJobIdle = time.Minute
 // MaxLeases is how many leases a Work stream may have in flight on a
 // server with the given executor size: enough to keep the executor busy
 // while finished batches are sent, few enough to bound the buffers.
-func MaxLeases(workers int) int { return min(max(2, 2*workers), 16) }
+func MaxLeases(executors int) int { return min(max(2, 2*executors), 16) }
 
 // errDrained ends a Work stream whose server drains, once every lease it
 // took was answered.
