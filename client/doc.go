@@ -7,7 +7,7 @@
 // batch k of epoch e of a job is the same bytes whichever server, peer or
 // local executor made it.
 //
-// The coordinator's side of a peer (internal/peer), the GPU monitor
+// The Work protocol between servers (internal/work), the GPU monitor
 // (internal/gpu), the gRPC buffer pool and token credentials
 // (internal/rpc) and the shared-memory ring handshake (internal/ring) are
 // not for trainers and live under internal/.
