@@ -118,7 +118,7 @@ func OpenImageFolder(dir string) (*ImageFolder, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix, err := scanFolder(root, dir, false)
+	ix, err := scanFolder(root, dir, false, nil)
 	if err != nil {
 		root.Close()
 		return nil, err
@@ -144,8 +144,9 @@ type folderIndex struct {
 }
 
 // scanFolder walks the ImageFolder at root (opened from dir, which
-// messages name), as torchvision's ImageFolder does.
-func scanFolder(root *os.Root, dir string, withTimes bool) (*folderIndex, error) {
+// messages name), as torchvision's ImageFolder does, calling progress (if
+// not nil) with the count of files found now and then.
+func scanFolder(root *os.Root, dir string, withTimes bool, progress func(files int)) (*folderIndex, error) {
 	d := &folderIndex{}
 	ents, err := fs.ReadDir(root.FS(), ".")
 	if err != nil {
@@ -192,6 +193,9 @@ func scanFolder(root *os.Root, dir string, withTimes bool) (*folderIndex, error)
 			d.sizes = append(d.sizes, info.Size())
 			if withTimes {
 				d.mtimes = append(d.mtimes, info.ModTime().UnixNano())
+			}
+			if progress != nil && len(d.files)%4096 == 0 {
+				progress(len(d.files))
 			}
 			return nil
 		})

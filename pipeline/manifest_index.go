@@ -269,7 +269,7 @@ func IndexDir(ctx context.Context, dir string, o IndexOptions) (*Manifest, error
 	}
 	if !wds {
 		m.Layout = LayoutImageFolder
-		ix, err := scanFolder(root, dir, true)
+		ix, err := scanFolder(root, dir, true, func(n int) { o.progress(IndexProgress{Phase: "list", Done: n}) })
 		if err != nil {
 			return nil, err
 		}
@@ -278,7 +278,7 @@ func IndexDir(ctx context.Context, dir string, o IndexOptions) (*Manifest, error
 			oi := m.AddObject(source.Object{Key: f, Size: ix.sizes[i], ModTime: time.Unix(0, ix.mtimes[i])})
 			m.AddSample(ManifestSample{Object: oi, Size: ix.sizes[i], Label: int64(ix.labels[i])})
 		}
-		o.progress(IndexProgress{Phase: "scan", Done: len(ix.files), Total: len(ix.files)})
+		o.progress(IndexProgress{Phase: "list", Done: len(ix.files)})
 	} else {
 		m.Layout = LayoutWebDataset
 		objs := make([]source.Object, len(shards))
