@@ -35,7 +35,7 @@ import (
 func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	o := &serveOpts{}
-	fs.Func("dataset", "NAME=PATH: serve the dataset at PATH as NAME (repeatable)", func(v string) error {
+	fs.Func("dataset", "NAME=PATH|URL: serve the dataset at PATH, or at s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or azblob://CONTAINER/PREFIX (credentials from each provider's standard chain; AWS_ENDPOINT_URL for an S3-compatible store), as NAME (repeatable)", func(v string) error {
 		name, path, ok := strings.Cut(v, "=")
 		if !ok || name == "" || path == "" {
 			return fmt.Errorf("want NAME=PATH, the name trainers ask for and the dataset's path (--dataset imagenet=/data/imagenet/train)")
@@ -44,6 +44,17 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 			return fmt.Errorf("duplicate dataset name %q (already %s): give each dataset its own NAME", name, prev)
 		}
 		cfg.Datasets[name] = path
+		return nil
+	})
+	fs.Func("manifest", "NAME=PATH|URL: dataset NAME's manifest, written by `stoker index --out` (repeatable); default: the one beside the data (ROOT/.stoker/manifest) when there is one, else the dataset is listed and its shards read at start", func(v string) error {
+		name, loc, ok := strings.Cut(v, "=")
+		if _, dup := cfg.Manifests[name]; !ok || dup || loc == "" {
+			return fmt.Errorf("want a new NAME=PATH|URL, got %q", v)
+		}
+		if cfg.Manifests == nil {
+			cfg.Manifests = map[string]string{}
+		}
+		cfg.Manifests[name] = loc
 		return nil
 	})
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:7070", "gRPC listen address (port 0: any free port)")
@@ -136,7 +147,7 @@ func runServe(args []string) error {
 	ctx := cmdContext() // first, so that a signal never finds the default handler
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	cfg := server.Config{Datasets: map[string]string{}}
+	cfg := server.Config{Datasets: map[string]string{}, Manifests: map[string]string{}}
 	fs, o := serveFlags(&cfg)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -158,7 +169,7 @@ func runServe(args []string) error {
 	log.Info("stoker serve", "version", version.String(), "go", runtime.Version())
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv, err := server.New(cfg, log, reg)
+	srv, err := server.NewContext(ctx, cfg, log, reg)
 	if err != nil {
 		return err
 	}
