@@ -27,6 +27,7 @@ var errorCodes = []struct {
 	{errMemoryBudget, codes.ResourceExhausted},
 	{errNoMaker, codes.FailedPrecondition},
 	{errBatchFailed, codes.Unavailable},
+	{errStoreDown, codes.Unavailable},
 	{errNoMakerReady, codes.Unavailable},
 }
 

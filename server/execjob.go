@@ -45,7 +45,10 @@ func (e *execJob) fill(ctx context.Context, j *job, epoch uint64, indices []int6
 	if j.bench != nil {
 		return j.bench.fill(ctx, e, j, epoch, indices, b)
 	}
-	return e.q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b)
+	if err := e.q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b); err != nil {
+		return err
+	}
+	return storeDown(b)
 }
 
 // close drops the job's queue; its queued samples fail at once.
