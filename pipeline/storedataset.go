@@ -66,9 +66,11 @@ func NewStoreDataset(st source.Store, m *Manifest, rd source.Ranges) (Dataset, e
 	return s, nil
 }
 
-// ShardStarts is the first sample index of each shard with samples,
-// ascending, the first 0 (pipeline.Sharded); the caller must not modify
-// it.
+var _ Sharded = (*ShardedStoreDataset)(nil)
+
+// ShardStarts implements Sharded: the first sample index of each shard
+// with samples, ascending, the first 0 (samples are in shard order, as
+// WebDataset's); the caller must not modify it.
 func (d *ShardedStoreDataset) ShardStarts() []int { return d.starts }
 
 // Manifest is the manifest the dataset was made from.
