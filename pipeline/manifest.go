@@ -3,7 +3,6 @@ package pipeline
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -217,37 +216,26 @@ func (m *Manifest) Fingerprint() string {
 	} else {
 		h = newIndexHash(LayoutWebDataset, nil)
 	}
+	// What indexHash.add hashes, sample by sample ("key" or "key/member",
+	// its length first, then size and label), through one buffer: a
+	// million samples, not a million allocations.
 	t := &m.samples
+	var buf []byte
 	for i := range t.obj {
 		key := m.key(int(t.obj[i]))
-		if mem := cut(&t.mems, t.memEnd, i); mem == "" {
-			h.str(key)
-		} else {
-			h.strs(key, "/", mem)
+		mem := cut(&t.mems, t.memEnd, i)
+		n := len(key)
+		if mem != "" {
+			n += 1 + len(mem)
 		}
-		h.sizeLabel(t.size[i], int64(t.label[i]))
+		buf = binary.LittleEndian.AppendUint64(buf[:0], uint64(n))
+		buf = append(buf, key...)
+		if mem != "" {
+			buf = append(append(buf, '/'), mem...)
+		}
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(t.size[i]))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(t.label[i]))
+		h.h.Write(buf)
 	}
 	return h.sum()
-}
-
-// strs hashes the concatenation of parts as str would, without making it.
-func (h indexHash) strs(parts ...string) {
-	n := 0
-	for _, p := range parts {
-		n += len(p)
-	}
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(n))
-	h.h.Write(b[:])
-	for _, p := range parts {
-		io.WriteString(h.h, p)
-	}
-}
-
-// sizeLabel is the rest of add, after the name.
-func (h indexHash) sizeLabel(size, label int64) {
-	var n [16]byte
-	binary.LittleEndian.PutUint64(n[:], uint64(size))
-	binary.LittleEndian.PutUint64(n[8:], uint64(label))
-	h.h.Write(n[:])
 }

@@ -175,7 +175,7 @@ func DecodeManifest(r io.Reader, maxSize int64) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: %v", ErrManifest, err)
 	}
 	zr.Multistream(false)
-	d := &decoder{r: bufio.NewReaderSize(io.LimitReader(zr, int64(ulen)), 1<<16), left: int64(ulen)}
+	d := &decoder{r: bufio.NewReaderSize(io.LimitReader(zr, int64(ulen)), maxManifestString), left: int64(ulen)}
 	m, err := d.manifest()
 	if err != nil {
 		return nil, err
@@ -245,11 +245,15 @@ func (d *decoder) str(b *strings.Builder) {
 		d.fail("string of %d bytes, %d left", n, d.left)
 		return
 	}
-	b.Grow(int(n))
-	if _, err := io.CopyN(b, d.r, n); err != nil {
+	// The buffer holds a whole string (maxManifestString): peek and copy,
+	// no allocation of its own.
+	p, err := d.r.Peek(int(n))
+	if err != nil {
 		d.fail("body cut short: %v", err)
 		return
 	}
+	b.Write(p)
+	d.r.Discard(int(n))
 	d.left -= n
 }
 
