@@ -152,3 +152,62 @@ func TestS3Datasets(t *testing.T) {
 		}
 	})
 }
+
+// TestGCSDatasets: the test photos in a GCS emulator (fake-gcs-server) as
+// an ImageFolder and as shards: listed and scanned, each object indexed at
+// its generation, and from a manifest beside the data, with the samples
+// and fingerprint of the same files on a local disk; an object replaced
+// after indexing (a new generation) is a per-sample error.
+func TestGCSDatasets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a GCS emulator (fake-gcs-server)")
+	}
+	g := storetest.StartGCS(t, t.TempDir())
+	g.CreateBucket(t, "bkt")
+	g.PutTree(t, "bkt", "if/", photosDir)
+	shards := t.TempDir()
+	storetest.WriteShards(t, photosDir, shards, 7)
+	g.PutTree(t, "bkt", "wds/", shards)
+	for _, kv := range g.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	ctx := t.Context()
+	for _, c := range []struct{ prefix, local string }{{"if/", photosDir}, {"wds/", shards}} {
+		url := g.URL("bkt", c.prefix)
+		want, err := Open(c.local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer want.Close()
+		listed, err := OpenSource(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer listed.Close()
+		sameDataset(t, listed, want)
+		m := storeDatasetOf(listed).Manifest()
+		if v := m.Object(0).Version; v == "" || strings.Trim(v, "0123456789") != "" {
+			t.Errorf("%s: object version %q, want a generation", url, v)
+		}
+		var buf bytes.Buffer
+		m.Encode(&buf)
+		g.Put(t, "bkt", c.prefix+ManifestName, buf.Bytes())
+		fromM, err := OpenSource(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fromM.Close()
+		sameDataset(t, fromM, want)
+		if !strings.Contains(storeDatasetOf(fromM).stale, "the manifest "+url+ManifestName) {
+			t.Errorf("%s: not opened from the manifest beside it", url)
+		}
+		if c.prefix == "if/" {
+			victim := fromM.Name(3)
+			g.Put(t, "bkt", "if/"+victim, []byte("replaced"))
+			if _, err := fromM.Read(3, nil); !errors.Is(err, source.ErrChanged) || !strings.Contains(err.Error(), victim) {
+				t.Errorf("replaced object: %v", err)
+			}
+		}
+	}
+}

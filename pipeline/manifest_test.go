@@ -238,3 +238,53 @@ func TestManifestTimes(t *testing.T) {
 		t.Errorf("object %+v, file %+v", got, o)
 	}
 }
+
+// recordRanges reads as Direct does and records the Prefetch hints.
+type recordRanges struct {
+	source.Direct
+	hints [][]source.Range
+}
+
+func (r *recordRanges) Prefetch(rs []source.Range) { r.hints = append(r.hints, slices.Clone(rs)) }
+
+// TestPrefetch: a dataset's Prefetch(indices) hands its Ranges the
+// samples' byte ranges (a member's inside its shard, the indexed object),
+// in the order given, leaving out indices out of range and samples over
+// the size cap; reads go through the same Ranges.
+func TestPrefetch(t *testing.T) {
+	dir := wdsDir(t)
+	m, err := IndexDir(context.Background(), dir, IndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openDirStore(t, dir)
+	rec := &recordRanges{Direct: source.Direct{Store: st}}
+	ds, err := NewStoreDataset(st, m, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	p, ok := ds.(interface{ Prefetch([]int64) })
+	if !ok {
+		t.Fatalf("%T has no Prefetch", ds)
+	}
+	p.Prefetch([]int64{4, 0, -1, 99, 2})
+	if len(rec.hints) != 1 || len(rec.hints[0]) != 3 {
+		t.Fatalf("hints %+v, want one of 3 ranges", rec.hints)
+	}
+	for j, i := range []int{4, 0, 2} {
+		r, s := rec.hints[0][j], m.Sample(i)
+		if r.Obj != m.Object(s.Object) || r.Off != s.Off || r.Len != s.Size {
+			t.Errorf("hint %d: %+v, want sample %d's %+v in %+v", j, r, i, s, m.Object(s.Object))
+		}
+		data, err := ds.Read(i, nil)
+		if err != nil || int64(len(data)) != s.Size {
+			t.Errorf("Read(%d): %d bytes, %v", i, len(data), err)
+		}
+	}
+	ds.(interface{ SetMaxFileSize(int64) }).SetMaxFileSize(100)
+	p.Prefetch([]int64{0, 2}) // 0 is over 100 bytes, 2 is 100
+	if len(rec.hints) != 2 || len(rec.hints[1]) != 1 || rec.hints[1][0].Len != 100 {
+		t.Errorf("with a cap of 100 bytes: hints %+v", rec.hints[1:])
+	}
+}

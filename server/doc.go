@@ -1,8 +1,8 @@
 // Package server is stoker's gRPC side: the FeedService that trainers open
 // jobs on, with the coordinator and the local executor behind it.
 //
-// What goes in: a Config naming datasets (name → path; clients only ever
-// see names), and per Feed stream an OpenJob: dataset, transform (a preset
+// What goes in: a Config naming datasets (name → path or object-storage
+// URL, with an optional manifest; clients only ever see names), and per Feed stream an OpenJob: dataset, transform (a preset
 // or an op list), batch size, seed, shuffle, epoch, rank and world size,
 // drop_last, layout, fail policy, credits and start_batch.
 //
@@ -27,7 +27,9 @@
 //
 // A sample that cannot be made is listed in its batch's errors and padded
 // from the batch's good samples (or dropped, by fail policy); a batch whose
-// every sample failed goes out with N = 0. Request errors are status codes:
+// every sample failed goes out with N = 0, unless the store did not answer
+// (storedown.go): then the batch fails, and the job with UNAVAILABLE once
+// it failed on every try. Request errors are status codes:
 // NotFound for an unknown dataset, InvalidArgument for a bad request,
 // ResourceExhausted for limits; pipeline errors map through one table
 // (errors.go).

@@ -147,12 +147,13 @@ type progressReporter struct {
 	phaseAt  time.Time
 	lastLine time.Time
 	last     pipeline.IndexProgress
+	now      func() time.Time // time.Now; the tests' clock
 }
 
 const logEvery = 10 * time.Second
 
 func newProgressReporter(w io.Writer, start time.Time) *progressReporter {
-	p := &progressReporter{w: w, start: start, lastLine: start}
+	p := &progressReporter{w: w, start: start, lastLine: start, now: time.Now}
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			p.tty = true
@@ -162,7 +163,7 @@ func newProgressReporter(w io.Writer, start time.Time) *progressReporter {
 }
 
 func (p *progressReporter) report(pr pipeline.IndexProgress) {
-	now := time.Now()
+	now := p.now()
 	if pr.Phase != p.phase {
 		if p.phase != "" {
 			p.line(now, true)
@@ -178,7 +179,7 @@ func (p *progressReporter) report(pr pipeline.IndexProgress) {
 // done ends the last phase's line.
 func (p *progressReporter) done() {
 	if p.phase != "" {
-		p.line(time.Now(), true)
+		p.line(p.now(), true)
 	}
 }
 
