@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,6 +175,11 @@ func loadManifest(ctx context.Context, st source.Store, o sourceOptions) (m *Man
 	}
 	where = o.manifest
 	if source.IsRemote(o.manifest) {
+		if u, err := url.Parse(o.manifest); err != nil || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			// Never echoed: what follows the scheme may be a credential.
+			scheme, _, _ := strings.Cut(o.manifest, "://")
+			return nil, "", fmt.Errorf("manifest %s://...: a manifest URL takes no user, query or fragment (credentials come from the provider's standard chain)", scheme)
+		}
 		dir, base := splitURL(o.manifest)
 		mst, err := source.Open(ctx, dir, o.store...)
 		if err != nil {

@@ -226,3 +226,15 @@ func TestOpenSourceSizeCap(t *testing.T) {
 		t.Errorf("11 bytes, cap 10: %v", err)
 	}
 }
+
+// TestOpenSourceManifestURLSecret: a manifest URL carrying what may be a
+// credential is refused without being echoed.
+func TestOpenSourceManifestURLSecret(t *testing.T) {
+	dir := numberedFolder(t, 2)
+	for _, u := range []string{"s3://AKIDEXAMPLE:s3cr3t@bkt/m", "s3://bkt/m?X-Amz-Signature=s3cr3t", "gs://bkt/m#s3cr3t", "s3://bkt/%zz?s3cr3t"} {
+		_, err := openSource(t, dir, WithManifest(u))
+		if err == nil || strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "AKID") {
+			t.Errorf("manifest %q: %v", u, err)
+		}
+	}
+}
