@@ -54,10 +54,8 @@ func (o IndexOptions) progress(p IndexProgress) {
 // IndexStore indexes the dataset in st: the WebDataset shards at its top
 // (*.tar) when it has any, each read once as a stream to find its members,
 // else the ImageFolder tree <class>/.../<image>, by the rules of Open's
-// local datasets (dot-names skipped, files in torchvision's order). A
-// store has no empty directories: a class with no object under it (not
-// even a "class/" marker) is not a class, where a local empty directory
-// is.
+// local datasets (dot-names skipped, files in torchvision's order, a class
+// without an image refused).
 func IndexStore(ctx context.Context, st source.Store, o IndexOptions) (*Manifest, error) {
 	var objs []source.Object
 	last := time.Now()
@@ -97,9 +95,12 @@ func IndexStore(ctx context.Context, st source.Store, o IndexOptions) (*Manifest
 		}
 	} else {
 		m.Layout = LayoutImageFolder
-		folderFromKeys(m, objs)
+		empty := folderFromKeys(m, objs)
 		if m.Len() == 0 {
 			return nil, fmt.Errorf("%w: no images in %s (want PREFIX/<class>/<image>)", ErrUnsupported, st)
+		}
+		if len(empty) > 0 {
+			return nil, errEmptyClasses(st.String(), empty)
 		}
 	}
 	if err := m.check(); err != nil {
@@ -124,7 +125,9 @@ func isWebDataset(objs []source.Object) bool {
 // sorted; a class's images are the keys below it with an image extension
 // and no component starting with a dot, in torchvision's os.walk order.
 // Keys that no directory tree could hold (empty components) are skipped.
-func folderFromKeys(m *Manifest, objs []source.Object) {
+// It returns the classes without an image (a "class/" marker, or only
+// other files), which Open refuses in a local tree, and so IndexStore.
+func folderFromKeys(m *Manifest, objs []source.Object) (empty []string) {
 	byClass := map[string][]int{}
 	for i, o := range objs {
 		class, rest, ok := strings.Cut(o.Key, "/")
@@ -148,6 +151,9 @@ func folderFromKeys(m *Manifest, objs []source.Object) {
 	m.Classes = classes
 	for label, c := range classes {
 		files := byClass[c]
+		if len(files) == 0 {
+			empty = append(empty, c)
+		}
 		slices.SortFunc(files, func(a, b int) int {
 			ka, kb := objs[a].Key, objs[b].Key
 			if c := strings.Compare(path.Dir(ka), path.Dir(kb)); c != 0 {
@@ -160,6 +166,7 @@ func folderFromKeys(m *Manifest, objs []source.Object) {
 			m.AddSample(ManifestSample{Object: oi, Size: objs[i].Size, Label: int64(label)})
 		}
 	}
+	return empty
 }
 
 // imageKey says whether rest, a key below its class, is an image an

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -149,24 +150,25 @@ func sameManifest(t *testing.T, got, want *Manifest) {
 }
 
 // TestFolderFromKeys: the ImageFolder rules on a store's keys, which no
-// local walk has filtered: dot-names anywhere, empty components, "class/"
-// markers (an empty class), files at the top.
+// local walk has filtered: dot-names anywhere, empty components, files at
+// the top; and classes without an image (a "class/" marker, only other
+// files, only hidden images), which are refused as a local tree's are.
 func TestFolderFromKeys(t *testing.T) {
-	keys := []string{
-		".stoker/manifest", "README.jpg", "a b/x.jpg", "a/.cache/y.jpg", "a/.z.jpg", "a/sub/b.jpg", "a/z.jpg",
-		"a//w.jpg", "a/sub//v.jpg", "empty/", ".hidden/q.jpg", "c/notes.txt", "b/x.PNG", "a/sub.d/c.jpg",
-	}
-	slices.Sort(keys)
-	var objs []source.Object
-	for i, k := range keys {
-		objs = append(objs, source.Object{Key: k, Size: int64(i + 1), Version: "v" + k})
+	objects := func(keys ...string) []source.Object {
+		slices.Sort(keys)
+		var objs []source.Object
+		for i, k := range keys {
+			objs = append(objs, source.Object{Key: k, Size: int64(i + 1), Version: "v" + k})
+		}
+		return objs
 	}
 	m := &Manifest{Layout: LayoutImageFolder}
-	folderFromKeys(m, objs)
-	if err := m.check(); err != nil {
-		t.Fatal(err)
+	empty := folderFromKeys(m, objects(".stoker/manifest", "README.jpg", "a b/x.jpg", "a/.cache/y.jpg", "a/.z.jpg", "a/sub/b.jpg",
+		"a/z.jpg", "a//w.jpg", "a/sub//v.jpg", ".hidden/q.jpg", "b/notes.txt", "b/x.PNG", "a/sub.d/c.jpg"))
+	if err := m.check(); err != nil || len(empty) > 0 {
+		t.Fatalf("check: %v; empty classes %v", err, empty)
 	}
-	if want := []string{"a", "a b", "b", "c", "empty"}; !slices.Equal(m.Classes, want) {
+	if want := []string{"a", "a b", "b"}; !slices.Equal(m.Classes, want) {
 		t.Errorf("classes %v, want %v", m.Classes, want)
 	}
 	want := []string{"a/z.jpg", "a/sub/b.jpg", "a/sub.d/c.jpg", "a b/x.jpg", "b/x.PNG"}
@@ -182,6 +184,10 @@ func TestFolderFromKeys(t *testing.T) {
 	}
 	if l := []int64{m.Sample(0).Label, m.Sample(3).Label, m.Sample(4).Label}; !slices.Equal(l, []int64{0, 1, 2}) {
 		t.Errorf("labels %v", l)
+	}
+	empty = folderFromKeys(&Manifest{Layout: LayoutImageFolder}, objects("a/x.jpg", "empty/", "c/notes.txt", "d/.y.jpg", ".e/z.jpg"))
+	if !slices.Equal(empty, []string{"c", "d", "empty"}) {
+		t.Errorf("classes without an image: %v, want [c d empty]", empty)
 	}
 }
 
@@ -286,5 +292,20 @@ func TestPrefetch(t *testing.T) {
 	p.Prefetch([]int64{0, 2}) // 0 is over 100 bytes, 2 is 100
 	if len(rec.hints) != 2 || len(rec.hints[1]) != 1 || rec.hints[1][0].Len != 100 {
 		t.Errorf("with a cap of 100 bytes: hints %+v", rec.hints[1:])
+	}
+}
+
+// TestIndexEmptyClass: a class folder without an image is refused by
+// both indexers, as Open refuses it, naming the folder.
+func TestIndexEmptyClass(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string][]byte{"a/x.jpg": []byte("x"), "b/notes.txt": []byte("not an image")})
+	_, want := Open(dir)
+	_, errDir := IndexDir(context.Background(), dir, IndexOptions{})
+	_, errStore := IndexStore(context.Background(), openDirStore(t, dir), IndexOptions{})
+	for name, err := range map[string]error{"Open": want, "IndexDir": errDir, "IndexStore": errStore} {
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "class folder(s) b (") {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
