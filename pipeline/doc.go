@@ -121,8 +121,9 @@
 // classes sorted, files in torchvision's os.walk order, top-level *.tar for
 // WebDataset), and each shard is read once as a stream by the same tar
 // parser as a local shard, so the same files give the same samples,
-// labels, errors and fingerprint wherever they are. A store has no empty
-// directories: a class with no object under it is no class there.
+// labels, errors and fingerprint wherever they are (a class without an
+// image, which a store shows as a "class/" marker or other files alone, is
+// refused in both).
 //
 // A Manifest (stoker index: IndexStore, IndexDir) records all of that once:
 // objects with their ETag or generation (size and modification time where
