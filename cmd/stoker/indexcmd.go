@@ -32,14 +32,18 @@ func runIndex(args []string) error {
 		fs.PrintDefaults()
 	}
 	// Flags may come before or after the dataset.
-	fs.Parse(args)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
 	if fs.NArg() == 0 {
-		return errors.New(indexUsage)
+		return usageError{errors.New(indexUsage)}
 	}
 	src := fs.Arg(0)
-	fs.Parse(fs.Args()[1:])
+	if err := parseFlags(fs, fs.Args()[1:]); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 || *conc < 1 {
-		return errors.New(indexUsage)
+		return usageError{errors.New(indexUsage)}
 	}
 	return index(ctx, src, *out, *conc, os.Stderr, os.Stdout)
 }

@@ -48,8 +48,11 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	})
 	fs.Func("manifest", "NAME=PATH|URL: dataset NAME's manifest, written by `stoker index --out` (repeatable); default: the one beside the data (ROOT/.stoker/manifest) when there is one, else the dataset is listed and its shards read at start", func(v string) error {
 		name, loc, ok := strings.Cut(v, "=")
-		if _, dup := cfg.Manifests[name]; !ok || dup || loc == "" {
-			return fmt.Errorf("want a new NAME=PATH|URL, got %q", v)
+		if !ok || name == "" || loc == "" {
+			return fmt.Errorf("want NAME=PATH|URL, a --dataset's name and its manifest (--manifest imagenet=s3://bucket/imagenet.manifest)")
+		}
+		if prev, dup := cfg.Manifests[name]; dup {
+			return fmt.Errorf("duplicate manifest for dataset %q (already %s): give each dataset one", name, prev)
 		}
 		if cfg.Manifests == nil {
 			cfg.Manifests = map[string]string{}
