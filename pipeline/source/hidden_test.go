@@ -1,10 +1,9 @@
 package source
 
 import (
+	"maps"
 	"slices"
 	"testing"
-
-	"maps"
 )
 
 // TestS3ListHidden: a bucket's listing leaves out keys with a component
