@@ -91,7 +91,10 @@ func OpenSource(ctx context.Context, src string, opts ...SourceOption) (Dataset,
 			}
 		}
 	}
-	st, err := source.Open(ctx, src, o.store...)
+	// The store outlives ctx (a server's start, ended by SIGTERM while it
+	// drains): a provider may keep the context it was opened with for its
+	// credentials' refreshes. ctx bounds the listing and scan alone.
+	st, err := source.Open(context.WithoutCancel(ctx), src, o.store...)
 	if err != nil {
 		return nil, err
 	}
