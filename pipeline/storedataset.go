@@ -66,7 +66,10 @@ func NewStoreDataset(st source.Store, m *Manifest, rd source.Ranges) (Dataset, e
 	return s, nil
 }
 
-var _ Sharded = (*ShardedStoreDataset)(nil)
+var (
+	_ Sharded    = (*ShardedStoreDataset)(nil)
+	_ Prefetcher = (*StoreDataset)(nil)
+)
 
 // ShardStarts implements Sharded: the first sample index of each shard
 // with samples, ascending, the first 0 (samples are in shard order, as
@@ -139,9 +142,13 @@ func (d *StoreDataset) Read(i int, buf []byte) ([]byte, error) {
 	return data, nil
 }
 
-// Prefetch says the samples at indices will be read soon, in this order:
-// their ranges go to the Ranges' Prefetch, which may start reading them.
+// Prefetch implements Prefetcher: the samples at indices will be read
+// soon, in this order; their ranges go to the Ranges' Prefetch, which may
+// start reading them. The dataset keeps no reference to indices.
 func (d *StoreDataset) Prefetch(indices []int64) {
+	if _, direct := d.rd.(source.Direct); direct {
+		return // which ignores hints: spare the ranges
+	}
 	rs := make([]source.Range, 0, len(indices))
 	for _, i := range indices {
 		if i < 0 || i >= int64(d.m.Len()) {
