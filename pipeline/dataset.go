@@ -118,10 +118,38 @@ func OpenImageFolder(dir string) (*ImageFolder, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &ImageFolder{root: root, maxSize: DefaultMaxFileSize}
-	ents, err := fs.ReadDir(root.FS(), ".")
+	ix, err := scanFolder(root, dir, false, nil)
 	if err != nil {
 		root.Close()
+		return nil, err
+	}
+	d := &ImageFolder{root: root, maxSize: DefaultMaxFileSize, classes: ix.classes, files: ix.files, labels: ix.labels, sizes: ix.sizes}
+	h := newIndexHash("imagefolder", d.classes)
+	for i, f := range d.files {
+		h.add(f, d.sizes[i], int64(d.labels[i]))
+	}
+	d.fp = h.sum()
+	return d, nil
+}
+
+// folderIndex is what a walk of an ImageFolder finds: its classes, and
+// its files in index order with their labels, sizes and (when asked)
+// modification times.
+type folderIndex struct {
+	classes []string
+	files   []string
+	labels  []int32
+	sizes   []int64
+	mtimes  []int64 // Unix nanoseconds, when asked for
+}
+
+// scanFolder walks the ImageFolder at root (opened from dir, which
+// messages name), as torchvision's ImageFolder does, calling progress (if
+// not nil) with the count of files found now and then.
+func scanFolder(root *os.Root, dir string, withTimes bool, progress func(files int)) (*folderIndex, error) {
+	d := &folderIndex{}
+	ents, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
 		return nil, err
 	}
 	for _, e := range ents { // ReadDir sorts by name
@@ -153,7 +181,7 @@ func OpenImageFolder(dir string) (*ImageFolder, error) {
 			// fingerprint follows the target); whether they stay inside the
 			// root is checked again when they are opened.
 			if info.Mode()&fs.ModeSymlink != 0 {
-				if t, err := d.root.Stat(p); err == nil {
+				if t, err := root.Stat(p); err == nil {
 					info = t
 				}
 			}
@@ -163,30 +191,28 @@ func OpenImageFolder(dir string) (*ImageFolder, error) {
 			d.files = append(d.files, p)
 			d.labels = append(d.labels, int32(label))
 			d.sizes = append(d.sizes, info.Size())
+			if withTimes {
+				d.mtimes = append(d.mtimes, info.ModTime().UnixNano())
+			}
+			if progress != nil && len(d.files)%4096 == 0 {
+				progress(len(d.files))
+			}
 			return nil
 		})
 		if err != nil {
-			root.Close()
 			return nil, err
 		}
-		sortLikeOSWalk(d.files[start:], d.sizes[start:])
+		sortLikeOSWalk(d.files[start:], d.sizes[start:], d.mtimes[min(start, len(d.mtimes)):])
 		if len(d.files) == start {
 			empty = append(empty, class)
 		}
 	}
 	if len(d.files) == 0 {
-		root.Close()
 		return nil, fmt.Errorf("%w: no images in %s (want root/<class>/<image>)", ErrUnsupported, dir)
 	}
 	if len(empty) > 0 {
-		root.Close()
 		return nil, errEmptyClasses(dir, empty)
 	}
-	h := newIndexHash("imagefolder", d.classes)
-	for i, f := range d.files {
-		h.add(f, d.sizes[i], int64(d.labels[i]))
-	}
-	d.fp = h.sum()
 	return d, nil
 }
 
@@ -204,11 +230,12 @@ func errEmptyClasses(dir string, empty []string) error {
 		ErrUnsupported, dir, names, strings.Join(imageExts, " "))
 }
 
-// sortLikeOSWalk puts one class's files (and their sizes) in torchvision's
-// order, sorted(os.walk(class)) then sorted file names: by directory, then
-// by name. WalkDir's order differs once a class has subdirectories: it
-// visits a subdirectory in place, between the files around its name.
-func sortLikeOSWalk(files []string, sizes []int64) {
+// sortLikeOSWalk puts one class's files (and their sizes and, when there
+// are any, times) in torchvision's order, sorted(os.walk(class)) then
+// sorted file names: by directory, then by name. WalkDir's order differs
+// once a class has subdirectories: it visits a subdirectory in place,
+// between the files around its name.
+func sortLikeOSWalk(files []string, sizes, times []int64) {
 	idx := make([]int, len(files))
 	for i := range idx {
 		idx[i] = i
@@ -219,9 +246,12 @@ func sortLikeOSWalk(files []string, sizes []int64) {
 		}
 		return strings.Compare(path.Base(files[a]), path.Base(files[b]))
 	})
-	f, s := slices.Clone(files), slices.Clone(sizes)
+	f, s, t := slices.Clone(files), slices.Clone(sizes), slices.Clone(times)
 	for i, j := range idx {
 		files[i], sizes[i] = f[j], s[j]
+		if len(t) > 0 {
+			times[i] = t[j]
+		}
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package pipeline turns dataset files into augmented image samples.
 //
-// What goes in: a Dataset (an ImageFolder tree or WebDataset tar shards), a
-// Transform (torchvision-named ops, for example the "imagenet-train" preset)
+// What goes in: a Dataset (an ImageFolder tree or WebDataset tar shards, on
+// a local disk or in object storage: OpenSource), a Transform (torchvision-named ops, for example the "imagenet-train" preset)
 // and a Key (seed, epoch, sample index) per sample.
 //
 // What comes out: for each sample, Transform.SampleBytes() bytes written into
@@ -53,8 +53,8 @@
 //
 // Every parser of outside bytes has a fuzz target: FuzzDecode (image
 // bytes, both decoders), FuzzHeader (the header parser the budget relies
-// on, checked against Go's decoders), FuzzWebDataset (tar shards) and
-// FuzzTransform (op lists). go test runs their seeds and every input that
+// on, checked against Go's decoders), FuzzWebDataset (tar shards),
+// FuzzManifest (manifest files) and FuzzTransform (op lists). go test runs their seeds and every input that
 // ever failed (testdata/fuzz) as ordinary tests; to fuzz one:
 //
 //	go test -run XXX -fuzz FuzzHeader -fuzztime 60s ./pipeline
@@ -111,4 +111,46 @@
 //	                                                 past the new end; the others read as before
 //	shard appended to, or replaced by     listed   no change: members are read from the shard
 //	  rename, after Open                             opened at Open, at their indexed offsets
+//
+// # Datasets in object storage, and manifests
+//
+// OpenSource opens a local path as Open does, or an s3://, gs:// or
+// azblob:// prefix in either layout as a StoreDataset, read through a
+// source.Store and a source.Ranges (Direct, or a cache with read-ahead:
+// WithRanges). The listing follows the local rules (dot-names skipped,
+// classes sorted, files in torchvision's os.walk order, top-level *.tar for
+// WebDataset), and each shard is read once as a stream by the same tar
+// parser as a local shard, so the same files give the same samples,
+// labels, errors and fingerprint wherever they are (a class without an
+// image, which a store shows as a "class/" marker or other files alone, is
+// refused in both).
+//
+// A Manifest (stoker index: IndexStore, IndexDir) records all of that once:
+// objects with their ETag or generation (size and modification time where
+// there is none) and samples as byte ranges, so a server starts without a
+// listing. It is kept beside the data as ROOT/.stoker/manifest (ManifestName,
+// which no listing takes for data) or wherever WithManifest names. Its
+// format is in manifest_file.go. Versions are not in the fingerprint;
+// every read checks them:
+//
+//	Manifest                              OpenSource  Read
+//	none (beside the data, none named)    lists and   -
+//	                                      scans, logs
+//	                                      the time
+//	named, missing                        error       -
+//	corrupt, truncated, another version,  error       - (the error names the file; a server never
+//	  over its size or ratio limits                     rebuilds one: run stoker index)
+//	named apart from the data, made of    error       -
+//	  another source (root differs)
+//	beside the data, the data moved       used        objects checked as ever
+//	  (a directory mounted elsewhere)
+//	more than half of 32 objects looked   error: stale -
+//	  up gone or changed
+//	some of them gone or changed          warning     -
+//	object replaced or removed after      -           ErrCorrupt and source.ErrChanged, naming it
+//	  indexing (size, ETag, generation,                 and saying to run stoker index again
+//	  or mtime differs)
+//	sample over the size cap              -           ErrTooLarge, not read
+//	store down after its retries          -           source.ErrUnavailable (the server fails a
+//	                                                    batch all of whose samples failed so)
 package pipeline

@@ -168,7 +168,40 @@ func (r *posReader) Seek(off int64, whence int) (int64, error) {
 	return r.pos, nil
 }
 
+func (r *posReader) offset() int64 { return r.pos }
+
+// streamReader is a shard read as a stream from its start (an object
+// store's body): tar reads through the members it skips, as it cannot
+// seek, so a shard is read once, front to back.
+type streamReader struct {
+	r   io.Reader
+	pos int64
+}
+
+func (r *streamReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.pos += int64(n)
+	return n, err
+}
+
+func (r *streamReader) offset() int64 { return r.pos }
+
+// shardReader is a tar shard read from its start that knows the offset it
+// has been read up to: the data of the member tar.Reader.Next has just
+// returned starts there.
+type shardReader interface {
+	io.Reader
+	offset() int64
+}
+
 func indexShard(f *os.File, si int32, shard string) ([]wdsSample, error) {
+	return scanShard(&posReader{f: f}, si, shard)
+}
+
+// scanShard finds the samples of the shard read by pr: the one tar-member
+// parser of local shards and of shards in object storage, so both take
+// the same members as samples, with the same labels and errors.
+func scanShard(pr shardReader, si int32, shard string) ([]wdsSample, error) {
 	type partial struct {
 		img    *wdsSample
 		label  int64
@@ -176,7 +209,6 @@ func indexShard(f *os.File, si int32, shard string) ([]wdsSample, error) {
 	}
 	byKey := map[string]*partial{}
 	var order []string
-	pr := &posReader{f: f}
 	tr := tar.NewReader(pr)
 	for {
 		hd, err := tr.Next()
@@ -212,7 +244,7 @@ func indexShard(f *os.File, si int32, shard string) ([]wdsSample, error) {
 			if sparse {
 				return nil, fmt.Errorf("%w: shard %s: %s is stored as a sparse file (tar --sparse), which cannot be read in place", ErrUnsupported, shard, hd.Name)
 			}
-			p.img = &wdsSample{shard: si, offset: pr.pos, size: hd.Size, name: hd.Name}
+			p.img = &wdsSample{shard: si, offset: pr.offset(), size: hd.Size, name: hd.Name}
 		case "cls":
 			if hd.Size > 32 {
 				return nil, fmt.Errorf("%w: shard %s: %s is %d bytes, not a label", ErrCorrupt, shard, hd.Name, hd.Size)

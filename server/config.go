@@ -73,9 +73,16 @@ const (
 // field.
 type Config struct {
 	// Datasets maps the names clients use to dataset paths (an ImageFolder
-	// root, a WebDataset shard or a folder of shards). Clients never see
+	// root, a WebDataset shard or a folder of shards) or object-storage
+	// URLs (s3://bucket/prefix, gs://bucket/prefix,
+	// azblob://container/prefix, in either layout). Clients never see
 	// the paths.
 	Datasets map[string]string
+	// Manifests names the manifest (a path or URL that `stoker index
+	// --out` wrote) of some of the Datasets, by dataset name. A dataset
+	// without one here uses the manifest beside its data when there is
+	// one, else is listed (and its shards read) at start.
+	Manifests map[string]string
 	// Workers is the local executor's goroutine count, shared by all
 	// streams and by the peers that lease batches here. 0 means no local
 	// executor: the server only coordinates (its jobs' batches are all made
@@ -276,6 +283,14 @@ func (c Config) Validate() error {
 		}
 		if path == "" {
 			errs = append(errs, fmt.Errorf("dataset %q: empty path", name))
+		}
+	}
+	for name, loc := range c.Manifests {
+		if _, ok := c.Datasets[name]; !ok {
+			errs = append(errs, fmt.Errorf("manifest for %q: no such dataset (give --dataset %s=PATH|URL too)", name, name))
+		}
+		if loc == "" {
+			errs = append(errs, fmt.Errorf("manifest for %q: empty path", name))
 		}
 	}
 	if c.Workers < 0 {

@@ -6,11 +6,11 @@
 // bounds what clients may take, and adapts the coordinator's output to the
 // stream.
 //
-// FeedService. What goes in: a Config naming datasets (name → path;
-// clients only ever see names), and per Feed stream an OpenJob: dataset,
-// transform (a preset or an op list), batch size, seed, shuffle (global or
-// block), epoch, rank and world size, drop_last, layout, fail policy,
-// credits and start_batch.
+// FeedService. What goes in: a Config naming datasets (name → path or
+// object-storage URL, with an optional manifest; clients only ever see
+// names), and per Feed stream an OpenJob: dataset, transform (a preset or
+// an op list), batch size, seed, shuffle (global or block), epoch, rank and
+// world size, drop_last, layout, fail policy, credits and start_batch.
 //
 // What comes out, per stream: a JobInfo; then for each batch number
 // start_batch..batches-1 (in order, or as ready when as_ready) a
@@ -45,7 +45,9 @@
 //
 // A sample that cannot be made is listed in its batch's errors and padded
 // from the batch's good samples (or dropped, by fail policy); a batch whose
-// every sample failed goes out with N = 0. Request errors are status codes:
+// every sample failed goes out with N = 0, unless the store did not answer
+// (storedown.go): then the batch fails, and the job with UNAVAILABLE once
+// it failed on every try. Request errors are status codes:
 // NotFound for an unknown dataset, InvalidArgument for a bad request,
 // ResourceExhausted for limits; pipeline and coordinator errors map through
 // one table (errors.go).

@@ -28,6 +28,7 @@ var errorCodes = []struct {
 	{errMemoryBudget, codes.ResourceExhausted},
 	{coord.ErrNoMaker, codes.FailedPrecondition},
 	{coord.ErrBatchFailed, codes.Unavailable},
+	{errStoreDown, codes.Unavailable},
 	{coord.ErrNoMakerReady, codes.Unavailable},
 }
 

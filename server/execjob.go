@@ -60,7 +60,10 @@ func (e *execJob) Fill(ctx context.Context, l *work.Lease, b *pipeline.Batch) er
 // fill makes the samples indices of epoch into b on the job's queue.
 func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, b *pipeline.Batch) error {
 	j := e.j
-	return e.q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b)
+	if err := e.q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b); err != nil {
+		return err
+	}
+	return storeDown(b)
 }
 
 // Header is the BatchHeader of batch k of epoch, as made into b.

@@ -22,6 +22,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/source"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 )
@@ -97,6 +98,12 @@ var (
 // datasets, starts the executor and peer discovery, and registers the
 // metrics on reg. Close the Server when the gRPC server has stopped.
 func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, error) {
+	return NewContext(context.Background(), cfg, log, reg)
+}
+
+// NewContext is New, with ctx bounding the opening of the datasets (the
+// listing of a bucket without a manifest may take minutes).
+func NewContext(ctx context.Context, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -135,8 +142,12 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 	if err := reg.Register(newRemoteCollector(s.remote)); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
+	storeMetrics, err := source.NewMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 	for _, name := range s.names {
-		ds, err := pipeline.Open(cfg.Datasets[name])
+		ds, err := openDataset(ctx, cfg, name, storeMetrics, s.remote.ranges, log)
 		if err != nil {
 			s.closeDatasets()
 			return nil, fmt.Errorf("dataset %s: %w", name, err)
@@ -319,11 +330,13 @@ func (s *Server) ListDatasets(context.Context, *stokerv1.ListDatasetsRequest) (*
 
 // formatOf names a dataset's on-disk format as DatasetInfo.format does.
 func formatOf(ds pipeline.Dataset) string {
-	switch ds.(type) {
+	switch d := ds.(type) {
 	case *pipeline.ImageFolder:
 		return "imagefolder"
 	case *pipeline.WebDataset:
 		return "webdataset"
+	case interface{ Layout() string }:
+		return d.Layout()
 	}
 	return "unknown"
 }

@@ -1,7 +1,8 @@
 // Command stoker serves augmented image batches to trainers and measures
 // the pipeline.
 //
-//	stoker serve   --listen ADDR --dataset NAME=PATH [...]
+//	stoker serve   --listen ADDR --dataset NAME=PATH|URL [--manifest NAME=PATH|URL] [...]
+//	stoker index   URL|DIR [--out PATH|URL]   (a dataset's manifest, so serve starts in seconds)
 //	stoker bench pipeline --data DIR --threads N [--json]
 //	stoker bench scale [--peers 1,2,3] [--rounds R] [--json]
 //	stoker bench load [--streams 8] [--slow 4] [--seconds 60] [--json]
@@ -34,6 +35,7 @@ func init() { experimental.SetDefaultBufferPool(rpc.BufferPool) }
 
 var commands = map[string]func(args []string) error{
 	"serve":   runServe,
+	"index":   runIndex,
 	"bench":   bench.Run,
 	"preview": runPreview,
 	"mkdata":  runMkdata,
@@ -47,7 +49,7 @@ func main() {
 		return
 	}
 	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: stoker serve|status|drain|bench|preview|mkdata [flags]  (stoker CMD -h for flags; stoker --version)")
+		fmt.Fprintln(os.Stderr, "usage: stoker serve|index|status|drain|bench|preview|mkdata [flags]  (stoker CMD -h for flags; stoker --version)")
 		os.Exit(2)
 	}
 	if err := commands[os.Args[1]](os.Args[2:]); err != nil {

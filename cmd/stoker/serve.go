@@ -35,7 +35,7 @@ import (
 func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	o := &serveOpts{}
-	fs.Func("dataset", "NAME=PATH: serve the dataset at PATH as NAME (repeatable)", func(v string) error {
+	fs.Func("dataset", "NAME=PATH|URL: serve the dataset at PATH, or at s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or azblob://CONTAINER/PREFIX (credentials from each provider's standard chain; AWS_ENDPOINT_URL for an S3-compatible store), as NAME (repeatable)", func(v string) error {
 		name, path, ok := strings.Cut(v, "=")
 		if !ok || name == "" || path == "" {
 			return fmt.Errorf("want NAME=PATH, the name trainers ask for and the dataset's path (--dataset imagenet=/data/imagenet/train)")
@@ -44,6 +44,20 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 			return fmt.Errorf("duplicate dataset name %q (already %s): give each dataset its own NAME", name, prev)
 		}
 		cfg.Datasets[name] = path
+		return nil
+	})
+	fs.Func("manifest", "NAME=PATH|URL: dataset NAME's manifest, written by `stoker index --out` (repeatable); default: the one beside the data (ROOT/.stoker/manifest) when there is one, else the dataset is listed and its shards read at start", func(v string) error {
+		name, loc, ok := strings.Cut(v, "=")
+		if !ok || name == "" || loc == "" {
+			return fmt.Errorf("want NAME=PATH|URL, a --dataset's name and its manifest (--manifest imagenet=s3://bucket/imagenet.manifest)")
+		}
+		if prev, dup := cfg.Manifests[name]; dup {
+			return fmt.Errorf("duplicate manifest for dataset %q (already %s): give each dataset one", name, prev)
+		}
+		if cfg.Manifests == nil {
+			cfg.Manifests = map[string]string{}
+		}
+		cfg.Manifests[name] = loc
 		return nil
 	})
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:7070", "gRPC listen address (port 0: any free port)")
@@ -135,7 +149,7 @@ func runServe(args []string) error {
 	ctx := cmdContext() // first, so that a signal never finds the default handler
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	cfg := server.Config{Datasets: map[string]string{}}
+	cfg := server.Config{Datasets: map[string]string{}, Manifests: map[string]string{}}
 	fs, o := serveFlags(&cfg)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -158,7 +172,7 @@ func runServe(args []string) error {
 	o.bench.apply(&cfg, log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv, err := server.New(cfg, log, reg)
+	srv, err := server.NewContext(ctx, cfg, log, reg)
 	if err != nil {
 		return err
 	}

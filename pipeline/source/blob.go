@@ -75,6 +75,7 @@ func (s *blobStore) String() string { return s.url }
 func (s *blobStore) Close() error { return s.bucket.Close() }
 
 // List lists page by page; each page is one request under the policy.
+// Keys with a component starting with a dot are left out.
 func (s *blobStore) List(ctx context.Context, prefix string, fn func(Object) error) error {
 	token := blob.FirstPageToken
 	for {
@@ -89,7 +90,7 @@ func (s *blobStore) List(ctx context.Context, prefix string, fn func(Object) err
 			return fmt.Errorf("%s: %w", s.url, err)
 		}
 		for _, lo := range page {
-			if lo.IsDir {
+			if lo.IsDir || hidden(lo.Key) {
 				continue
 			}
 			o := Object{Key: lo.Key, Size: lo.Size, ModTime: lo.ModTime, Version: s.prov.listVersion(lo)}
@@ -102,6 +103,13 @@ func (s *blobStore) List(ctx context.Context, prefix string, fn func(Object) err
 		}
 		token = next
 	}
+}
+
+// hidden says whether a key has a component starting with a dot (a
+// dataset's .stoker/ manifest, macOS's ._ files), which listings leave
+// out as a directory's do.
+func hidden(key string) bool {
+	return strings.HasPrefix(key, ".") || strings.Contains(key, "/.")
 }
 
 func (s *blobStore) Stat(ctx context.Context, key string) (Object, error) {

@@ -33,8 +33,9 @@ type Store interface {
 	// was opened from, never a credential.
 	String() string
 	// List calls fn with every object whose key starts with prefix, in
-	// lexical order of key. An error from fn stops the listing and is
-	// returned.
+	// lexical order of key, leaving out keys with a component that starts
+	// with a dot (".stoker/manifest"). An error from fn stops the listing
+	// and is returned.
 	List(ctx context.Context, prefix string, fn func(Object) error) error
 	// Stat returns the object at key; a missing one is an error wrapping
 	// ErrNotExist.

@@ -1,0 +1,241 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
+)
+
+// Layouts a Manifest describes, as Manifest.Layout names them.
+const (
+	LayoutImageFolder = "imagefolder"
+	LayoutWebDataset  = "webdataset"
+)
+
+// ManifestName is where a dataset's manifest is kept beside its data,
+// relative to the dataset's root: a dot-directory, which neither a listing
+// of the dataset (source.Store.List) nor ImageFolder's walk takes for data.
+const ManifestName = ".stoker/manifest"
+
+// Manifest is a dataset's index, made once (stoker index) so that a server
+// starts without listing a bucket or reading its shards: the objects with
+// their versions, and the samples as byte ranges of them with their
+// labels. Objects and samples are held in flat tables (a million samples
+// cost tens of megabytes, not hundreds); build one with AddObject and
+// AddSample, read it with Object and Sample.
+type Manifest struct {
+	// Root is what was indexed: a store's URL (s3://bucket/prefix/) or a
+	// local directory's absolute path.
+	Root string
+	// Layout is LayoutImageFolder or LayoutWebDataset.
+	Layout string
+	// Classes name the labels of an ImageFolder; a WebDataset's classes
+	// are "0".."max label", as OpenWebDataset has them, and are not kept.
+	Classes []string
+
+	objs    objectTable
+	samples sampleTable
+	bad     bool // a sample added out of range
+}
+
+// ManifestSample is one sample: the bytes [Off, Off+Size) of an object
+// (all of it in an ImageFolder; a member's data inside a tar shard), with
+// its label and, inside a shard, the member's name.
+type ManifestSample struct {
+	Object    int
+	Off, Size int64
+	Label     int64
+	Member    string
+}
+
+// objectTable holds objects column by column, their strings back to back
+// (a strings.Builder's String is a view, not a copy, and the bytes it
+// shows never change as it grows).
+type objectTable struct {
+	keys   strings.Builder
+	keyEnd []uint32
+	sizes  []int64
+	vers   strings.Builder
+	verEnd []uint32
+	mtimes []int64 // Unix nanoseconds; 0: none
+}
+
+// sampleTable holds samples column by column.
+type sampleTable struct {
+	obj      []int32
+	off      []int64
+	size     []int64
+	label    []int32
+	mems     strings.Builder
+	memEnd   []uint32
+	maxLabel int64
+}
+
+// maxStrings bounds the bytes of a table's strings (their ends are
+// uint32).
+const maxStrings = 1<<32 - 1
+
+// AddObject appends o and returns its index.
+func (m *Manifest) AddObject(o source.Object) int {
+	t := &m.objs
+	t.keys.WriteString(o.Key)
+	t.keyEnd = append(t.keyEnd, uint32(t.keys.Len()))
+	t.sizes = append(t.sizes, o.Size)
+	t.vers.WriteString(o.Version)
+	t.verEnd = append(t.verEnd, uint32(t.vers.Len()))
+	var mt int64
+	if !o.ModTime.IsZero() {
+		mt = o.ModTime.UnixNano()
+	}
+	t.mtimes = append(t.mtimes, mt)
+	return len(t.sizes) - 1
+}
+
+// AddSample appends s.
+func (m *Manifest) AddSample(s ManifestSample) {
+	t := &m.samples
+	if s.Object < 0 || s.Object > math.MaxInt32 || s.Label < 0 || s.Label >= maxClasses {
+		m.bad = true // and check says so
+	}
+	t.obj = append(t.obj, int32(s.Object))
+	t.off = append(t.off, s.Off)
+	t.size = append(t.size, s.Size)
+	t.label = append(t.label, int32(s.Label))
+	t.mems.WriteString(s.Member)
+	t.memEnd = append(t.memEnd, uint32(t.mems.Len()))
+	t.maxLabel = max(t.maxLabel, s.Label)
+}
+
+// check says whether the manifest is one a dataset can be made of: every
+// sample a range of an object, the samples of one object together, every
+// label a class. A Manifest read from a file is outside input. For a
+// WebDataset it sets the classes, "0".."max label".
+func (m *Manifest) check() error {
+	o, s := &m.objs, &m.samples
+	if o.keys.Len() > maxStrings || o.vers.Len() > maxStrings || s.mems.Len() > maxStrings {
+		return fmt.Errorf("%w: more than 4 GiB of names", ErrManifest)
+	}
+	if m.bad {
+		return fmt.Errorf("%w: a sample's object or label is out of range", ErrManifest)
+	}
+	switch m.Layout {
+	case LayoutImageFolder:
+	case LayoutWebDataset:
+	default:
+		return fmt.Errorf("%w: layout %q (want %s or %s)", ErrManifest, m.Layout, LayoutImageFolder, LayoutWebDataset)
+	}
+	nobj := len(o.sizes)
+	for i, sz := range o.sizes {
+		if sz < 0 {
+			return fmt.Errorf("%w: object %d has size %d", ErrManifest, i, sz)
+		}
+	}
+	prev := int32(0)
+	for i := range s.obj {
+		ob, off, size, label := s.obj[i], s.off[i], s.size[i], s.label[i]
+		switch {
+		case int(ob) >= nobj:
+			return fmt.Errorf("%w: sample %d is in object %d of %d", ErrManifest, i, ob, nobj)
+		case ob < prev:
+			return fmt.Errorf("%w: sample %d is in object %d, after samples of object %d", ErrManifest, i, ob, prev)
+		case off < 0 || size < 0 || off > o.sizes[ob]-size:
+			return fmt.Errorf("%w: sample %d is bytes [%d, +%d) of an object of %d", ErrManifest, i, off, size, o.sizes[ob])
+		case m.Layout == LayoutImageFolder && int(label) >= len(m.Classes):
+			return fmt.Errorf("%w: sample %d has label %d of %d classes", ErrManifest, i, label, len(m.Classes))
+		}
+		prev = ob
+	}
+	if m.Layout == LayoutWebDataset {
+		m.Classes = make([]string, 0, s.maxLabel+1)
+		for i := int64(0); i <= s.maxLabel; i++ {
+			m.Classes = append(m.Classes, strconv.FormatInt(i, 10))
+		}
+	}
+	return nil
+}
+
+// NumObjects is the number of objects.
+func (m *Manifest) NumObjects() int { return len(m.objs.sizes) }
+
+// Object is object i, as it was indexed.
+func (m *Manifest) Object(i int) source.Object {
+	t := &m.objs
+	o := source.Object{Key: cut(&t.keys, t.keyEnd, i), Size: t.sizes[i], Version: cut(&t.vers, t.verEnd, i)}
+	if mt := t.mtimes[i]; mt != 0 {
+		o.ModTime = time.Unix(0, mt)
+	}
+	return o
+}
+
+// Len is the number of samples.
+func (m *Manifest) Len() int { return len(m.samples.obj) }
+
+// Sample is sample i.
+func (m *Manifest) Sample(i int) ManifestSample {
+	t := &m.samples
+	return ManifestSample{Object: int(t.obj[i]), Off: t.off[i], Size: t.size[i], Label: int64(t.label[i]),
+		Member: cut(&t.mems, t.memEnd, i)}
+}
+
+// name is sample i's name in messages and in the fingerprint: its
+// object's key, and inside a shard "key/member", as the local datasets
+// name their samples.
+func (m *Manifest) name(i int) string {
+	key := m.key(int(m.samples.obj[i]))
+	if mem := cut(&m.samples.mems, m.samples.memEnd, i); mem != "" {
+		return key + "/" + mem
+	}
+	return key
+}
+
+func (m *Manifest) key(i int) string { return cut(&m.objs.keys, m.objs.keyEnd, i) }
+
+// cut is string i of a column.
+func cut(b *strings.Builder, ends []uint32, i int) string {
+	start := uint32(0)
+	if i > 0 {
+		start = ends[i-1]
+	}
+	return b.String()[start:ends[i]]
+}
+
+// Fingerprint is the fingerprint of the dataset the manifest describes:
+// the hash Open's ImageFolder and WebDataset compute over the same names,
+// sizes, labels and (for an ImageFolder) classes, so that a manifest of a
+// directory, the directory scanned, and the same files in a bucket all
+// agree. Versions are not in it: they are checked on every read.
+func (m *Manifest) Fingerprint() string {
+	var h indexHash
+	if m.Layout == LayoutImageFolder {
+		h = newIndexHash(LayoutImageFolder, m.Classes)
+	} else {
+		h = newIndexHash(LayoutWebDataset, nil)
+	}
+	// What indexHash.add hashes, sample by sample ("key" or "key/member",
+	// its length first, then size and label), through one buffer: a
+	// million samples, not a million allocations.
+	t := &m.samples
+	var buf []byte
+	for i := range t.obj {
+		key := m.key(int(t.obj[i]))
+		mem := cut(&t.mems, t.memEnd, i)
+		n := len(key)
+		if mem != "" {
+			n += 1 + len(mem)
+		}
+		buf = binary.LittleEndian.AppendUint64(buf[:0], uint64(n))
+		buf = append(buf, key...)
+		if mem != "" {
+			buf = append(append(buf, '/'), mem...)
+		}
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(t.size[i]))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(t.label[i]))
+		h.h.Write(buf)
+	}
+	return h.sum()
+}

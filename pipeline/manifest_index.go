@@ -1,0 +1,325 @@
+package pipeline
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
+)
+
+// IndexOptions tune IndexStore and IndexDir.
+type IndexOptions struct {
+	// Concurrency is how many shards are read at once (default 8).
+	Concurrency int
+	// Progress, when set, is called as the work goes (from one goroutine
+	// at a time, often: it should be cheap).
+	Progress func(IndexProgress)
+}
+
+// IndexProgress is how far an index has come.
+type IndexProgress struct {
+	// Phase is "list" (objects listed; no total yet) or "scan" (shards
+	// read for their members).
+	Phase string
+	// Done and Total count objects (Total is 0 while listing).
+	Done, Total int
+	// Bytes and TotalBytes count the bytes of the shards read.
+	Bytes, TotalBytes int64
+}
+
+func (o IndexOptions) concurrency() int {
+	if o.Concurrency <= 0 {
+		return 8
+	}
+	return o.Concurrency
+}
+
+func (o IndexOptions) progress(p IndexProgress) {
+	if o.Progress != nil {
+		o.Progress(p)
+	}
+}
+
+// IndexStore indexes the dataset in st: the WebDataset shards at its top
+// (*.tar) when it has any, each read once as a stream to find its members,
+// else the ImageFolder tree <class>/.../<image>, by the rules of Open's
+// local datasets (dot-names skipped, files in torchvision's order, a class
+// without an image refused).
+func IndexStore(ctx context.Context, st source.Store, o IndexOptions) (*Manifest, error) {
+	var objs []source.Object
+	last := time.Now()
+	err := st.List(ctx, "", func(obj source.Object) error {
+		objs = append(objs, obj)
+		if time.Since(last) > 100*time.Millisecond {
+			last = time.Now()
+			o.progress(IndexProgress{Phase: "list", Done: len(objs)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	o.progress(IndexProgress{Phase: "list", Done: len(objs)})
+	m := &Manifest{Root: st.String()}
+	if isWebDataset(objs) {
+		m.Layout = LayoutWebDataset
+		var shards []source.Object
+		for _, obj := range objs {
+			if !strings.Contains(obj.Key, "/") && strings.HasSuffix(obj.Key, ".tar") && !strings.HasPrefix(obj.Key, ".") {
+				shards = append(shards, obj)
+			}
+		}
+		if err := scanShards(ctx, m, shards, o, func(ctx context.Context, obj source.Object, si int32) ([]wdsSample, error) {
+			rc, err := st.NewReader(ctx, obj, 0)
+			if err != nil {
+				return nil, err
+			}
+			defer rc.Close()
+			return scanShard(&streamReader{r: bufio.NewReaderSize(rc, 1<<20)}, si, obj.Key)
+		}); err != nil {
+			return nil, err
+		}
+		if m.Len() == 0 {
+			return nil, fmt.Errorf("%w: no samples (key.jpg|png + key.cls) in %s", ErrUnsupported, st)
+		}
+	} else {
+		m.Layout = LayoutImageFolder
+		empty := folderFromKeys(m, objs)
+		if m.Len() == 0 {
+			return nil, fmt.Errorf("%w: no images in %s (want PREFIX/<class>/<image>)", ErrUnsupported, st)
+		}
+		if len(empty) > 0 {
+			return nil, errEmptyClasses(st.String(), empty)
+		}
+	}
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// isWebDataset says whether a listing is of WebDataset shards, as Open
+// decides for a directory: a *.tar at the top.
+func isWebDataset(objs []source.Object) bool {
+	for _, o := range objs {
+		if !strings.Contains(o.Key, "/") && strings.HasSuffix(o.Key, ".tar") {
+			return true
+		}
+	}
+	return false
+}
+
+// folderFromKeys adds to m the ImageFolder in a listing: classes are the
+// first components of the keys below the top (not starting with a dot),
+// sorted; a class's images are the keys below it with an image extension
+// and no component starting with a dot, in torchvision's os.walk order.
+// Keys that no directory tree could hold (empty components) are skipped.
+// It returns the classes without an image (a "class/" marker, or only
+// other files), which Open refuses in a local tree, and so IndexStore.
+func folderFromKeys(m *Manifest, objs []source.Object) (empty []string) {
+	byClass := map[string][]int{}
+	for i, o := range objs {
+		class, rest, ok := strings.Cut(o.Key, "/")
+		if !ok || class == "" || strings.HasPrefix(class, ".") {
+			continue
+		}
+		files := byClass[class]
+		if files == nil {
+			files = []int{}
+		}
+		if imageKey(rest) {
+			files = append(files, i)
+		}
+		byClass[class] = files
+	}
+	classes := make([]string, 0, len(byClass))
+	for c := range byClass {
+		classes = append(classes, c)
+	}
+	slices.Sort(classes)
+	m.Classes = classes
+	for label, c := range classes {
+		files := byClass[c]
+		if len(files) == 0 {
+			empty = append(empty, c)
+		}
+		slices.SortFunc(files, func(a, b int) int {
+			ka, kb := objs[a].Key, objs[b].Key
+			if c := strings.Compare(path.Dir(ka), path.Dir(kb)); c != 0 {
+				return c
+			}
+			return strings.Compare(path.Base(ka), path.Base(kb))
+		})
+		for _, i := range files {
+			oi := m.AddObject(objs[i])
+			m.AddSample(ManifestSample{Object: oi, Size: objs[i].Size, Label: int64(label)})
+		}
+	}
+	return empty
+}
+
+// imageKey says whether rest, a key below its class, is an image an
+// ImageFolder walk would take.
+func imageKey(rest string) bool {
+	for part := range strings.SplitSeq(rest, "/") {
+		if part == "" || strings.HasPrefix(part, ".") {
+			return false
+		}
+	}
+	return isImage(rest)
+}
+
+// scanShards finds the samples of shards with scan, at most
+// o.Concurrency at once, and adds shards and samples to m in shard order.
+// The first error ends the scan.
+func scanShards(ctx context.Context, m *Manifest, shards []source.Object, o IndexOptions,
+	scan func(ctx context.Context, obj source.Object, si int32) ([]wdsSample, error)) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	results := make([][]wdsSample, len(shards))
+	var total int64
+	for _, s := range shards {
+		total += s.Size
+	}
+	var (
+		next       atomic.Int64
+		mu         sync.Mutex // progress
+		done       int
+		bytes      int64
+		lastReport time.Time
+		wg         sync.WaitGroup
+	)
+	for range min(o.concurrency(), len(shards)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(shards) || ctx.Err() != nil {
+					return
+				}
+				got, err := scan(ctx, shards[i], int32(i))
+				if err != nil {
+					cancel(err)
+					return
+				}
+				results[i] = got
+				mu.Lock()
+				done++
+				bytes += shards[i].Size
+				if done == len(shards) || time.Since(lastReport) > 100*time.Millisecond {
+					lastReport = time.Now()
+					o.progress(IndexProgress{Phase: "scan", Done: done, Total: len(shards), Bytes: bytes, TotalBytes: total})
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	for i, got := range results {
+		oi := m.AddObject(shards[i])
+		for _, s := range got {
+			m.AddSample(ManifestSample{Object: oi, Off: s.offset, Size: s.size, Label: s.label, Member: s.name})
+		}
+	}
+	return nil
+}
+
+// IndexDir indexes the local dataset directory dir as Open would open it
+// (WebDataset shards when it holds *.tar files, else an ImageFolder), so
+// that a dataset made from the manifest has the fingerprint Open's has.
+// Objects carry their sizes and modification times: a file changed after
+// indexing is a per-sample error.
+func IndexDir(ctx context.Context, dir string, o IndexOptions) (*Manifest, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%w: %s is not a directory: index the directory that holds the dataset", ErrUnsupported, dir)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	ents, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{Root: abs}
+	var shards []string
+	wds := false
+	for _, e := range ents {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".tar") {
+			wds = true
+		}
+		if strings.HasSuffix(e.Name(), ".tar") && !strings.HasPrefix(e.Name(), ".") {
+			shards = append(shards, e.Name())
+		}
+	}
+	if !wds {
+		m.Layout = LayoutImageFolder
+		ix, err := scanFolder(root, dir, true, func(n int) { o.progress(IndexProgress{Phase: "list", Done: n}) })
+		if err != nil {
+			return nil, err
+		}
+		m.Classes = ix.classes
+		for i, f := range ix.files {
+			oi := m.AddObject(source.Object{Key: f, Size: ix.sizes[i], ModTime: time.Unix(0, ix.mtimes[i])})
+			m.AddSample(ManifestSample{Object: oi, Size: ix.sizes[i], Label: int64(ix.labels[i])})
+		}
+		o.progress(IndexProgress{Phase: "list", Done: len(ix.files)})
+	} else {
+		m.Layout = LayoutWebDataset
+		objs := make([]source.Object, len(shards))
+		for i, name := range shards {
+			fi, err := root.Stat(name)
+			if err != nil {
+				return nil, openError(root, name, "dataset directory", err)
+			}
+			if !fi.Mode().IsRegular() {
+				return nil, fmt.Errorf("%w: shard %s is not a regular file", ErrUnsupported, name)
+			}
+			objs[i] = source.Object{Key: name, Size: fi.Size(), ModTime: fi.ModTime()}
+		}
+		err := scanShards(ctx, m, objs, o, func(_ context.Context, obj source.Object, si int32) ([]wdsSample, error) {
+			f, err := root.OpenFile(obj.Key, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+			if err != nil {
+				return nil, openError(root, obj.Key, "dataset directory", err)
+			}
+			defer f.Close()
+			fi, err := f.Stat()
+			if err != nil || !fi.Mode().IsRegular() || fi.Size() != obj.Size || !fi.ModTime().Equal(obj.ModTime) {
+				return nil, fmt.Errorf("%w: shard %s changed while it was indexed", ErrUnsupported, obj.Key)
+			}
+			return indexShard(f, si, obj.Key)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if m.Len() == 0 {
+			return nil, fmt.Errorf("%w: no samples (key.jpg|png + key.cls) in %s", ErrUnsupported, dir)
+		}
+	}
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

@@ -1,0 +1,164 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
+)
+
+// StoreDataset is a dataset read from a source.Store through a
+// source.Ranges, as a Manifest describes it: an ImageFolder (a sample is a
+// whole object) or WebDataset shards (a sample is a member's bytes inside
+// its shard). Each read asks the store for the object's indexed version,
+// so an object replaced or removed after indexing is a per-sample error
+// naming it, never other bytes. Its fingerprint is the one Open's
+// ImageFolder or WebDataset has for the same files.
+type StoreDataset struct {
+	m       *Manifest
+	st      source.Store
+	rd      source.Ranges
+	fp      string
+	maxSize int64
+	// stale is the hint a changed object's error gives.
+	stale string
+	// ctx ends the reads in flight when the dataset closes.
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// ShardedStoreDataset is a StoreDataset of WebDataset shards: it says
+// where each shard's samples start, so the block shuffle can read few
+// shards at a time.
+type ShardedStoreDataset struct {
+	*StoreDataset
+	starts []int
+}
+
+// NewStoreDataset makes the dataset m describes, read from st through rd
+// (nil: source.Direct{Store: st}, each sample read when asked). A
+// WebDataset comes as a *ShardedStoreDataset. Closing it closes st.
+func NewStoreDataset(st source.Store, m *Manifest, rd source.Ranges) (Dataset, error) {
+	if rd == nil {
+		rd = source.Direct{Store: st}
+	}
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	if m.Len() == 0 {
+		return nil, fmt.Errorf("%w: the manifest of %s lists no samples", ErrUnsupported, st)
+	}
+	d := &StoreDataset{m: m, st: st, rd: rd, fp: m.Fingerprint(), maxSize: DefaultMaxFileSize,
+		stale: "the dataset changed since it was listed; restart to list it again, or run `stoker index " + st.String() + "` and start with its manifest"}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	if m.Layout != LayoutWebDataset {
+		return d, nil
+	}
+	s := &ShardedStoreDataset{StoreDataset: d}
+	prev := -1
+	for i, o := range m.samples.obj {
+		if int(o) != prev {
+			s.starts = append(s.starts, i)
+			prev = int(o)
+		}
+	}
+	return s, nil
+}
+
+var (
+	_ Sharded    = (*ShardedStoreDataset)(nil)
+	_ Prefetcher = (*StoreDataset)(nil)
+)
+
+// ShardStarts implements Sharded: the first sample index of each shard
+// with samples, ascending, the first 0 (samples are in shard order, as
+// WebDataset's); the caller must not modify it.
+func (d *ShardedStoreDataset) ShardStarts() []int { return d.starts }
+
+// Manifest is the manifest the dataset was made from.
+func (d *StoreDataset) Manifest() *Manifest { return d.m }
+
+// Layout is LayoutImageFolder or LayoutWebDataset.
+func (d *StoreDataset) Layout() string { return d.m.Layout }
+
+// Store is where the dataset's bytes come from.
+func (d *StoreDataset) Store() source.Store { return d.st }
+
+// SetMaxFileSize sets the per-sample size cap (default
+// DefaultMaxFileSize): a larger sample is refused before it is read.
+func (d *StoreDataset) SetMaxFileSize(n int64) { d.maxSize = n }
+
+// Len implements Dataset.
+func (d *StoreDataset) Len() int { return d.m.Len() }
+
+// Label implements Dataset.
+func (d *StoreDataset) Label(i int) int64 { return int64(d.m.samples.label[i]) }
+
+// Classes implements Dataset.
+func (d *StoreDataset) Classes() []string { return d.m.Classes }
+
+// Name implements Dataset: the object's key, and "key/member" inside a
+// shard, relative to the store's root.
+func (d *StoreDataset) Name(i int) string { return d.m.name(i) }
+
+// Fingerprint implements Dataset.
+func (d *StoreDataset) Fingerprint() string { return d.fp }
+
+// Close implements Dataset: reads in flight end, and the store closes.
+func (d *StoreDataset) Close() error {
+	d.cancel()
+	return d.st.Close()
+}
+
+// rangeOf is sample i's bytes.
+func (d *StoreDataset) rangeOf(i int) source.Range {
+	t := &d.m.samples
+	return source.Range{Obj: d.m.Object(int(t.obj[i])), Off: t.off[i], Len: t.size[i]}
+}
+
+// Read implements Dataset. A sample over the size cap is refused before it
+// is read; an object that is not the one indexed is an error wrapping
+// ErrCorrupt and source.ErrChanged; a store that did not answer within
+// its retry policy, one wrapping source.ErrUnavailable.
+func (d *StoreDataset) Read(i int, buf []byte) ([]byte, error) {
+	if i < 0 || i >= d.m.Len() {
+		return nil, fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, i, d.m.Len())
+	}
+	r := d.rangeOf(i)
+	if r.Len > d.maxSize {
+		return nil, fmt.Errorf("%w: %s is %d bytes, over the %d-byte file cap", ErrTooLarge, d.Name(i), r.Len, d.maxSize)
+	}
+	data, err := d.rd.Read(d.ctx, r, buf)
+	if err != nil {
+		if errors.Is(err, source.ErrChanged) {
+			return nil, fmt.Errorf("%w: %w: %s", ErrCorrupt, err, d.stale)
+		}
+		return nil, err
+	}
+	if int64(len(data)) != r.Len {
+		return nil, fmt.Errorf("%w: %s: read %d bytes of %d", ErrCorrupt, d.Name(i), len(data), r.Len)
+	}
+	return data, nil
+}
+
+// Prefetch implements Prefetcher: the samples at indices will be read
+// soon, in this order; their ranges go to the Ranges' Prefetch, which may
+// start reading them. The dataset keeps no reference to indices.
+func (d *StoreDataset) Prefetch(indices []int64) {
+	if _, direct := d.rd.(source.Direct); direct {
+		return // which ignores hints: spare the ranges
+	}
+	rs := make([]source.Range, 0, len(indices))
+	for _, i := range indices {
+		if i < 0 || i >= int64(d.m.Len()) {
+			continue
+		}
+		if r := d.rangeOf(int(i)); r.Len <= d.maxSize {
+			rs = append(rs, r)
+		}
+	}
+	if len(rs) > 0 {
+		d.rd.Prefetch(rs)
+	}
+}
