@@ -17,6 +17,7 @@ import (
 
 	"github.com/stoker-dev/stoker/bench"
 	"github.com/stoker-dev/stoker/client"
+	"github.com/stoker-dev/stoker/internal/storetest"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -191,6 +192,25 @@ func slurmTrainer() error {
 // variables reach every worker); at each epoch's end the job says how
 // many worker nodes it would have needed; and it leaves nothing behind.
 func TestSlurmJob(t *testing.T) {
+	slurmJobs(t, func(data string) (string, []string) { return data, nil })
+}
+
+// TestSlurmJobBucket is TestSlurmJob with DATA a bucket's URL: the same
+// images in a real S3 server (versitygw on loopback), the credentials in
+// the environment sbatch was given, as the script says.
+func TestSlurmJobBucket(t *testing.T) {
+	slurmJobs(t, func(data string) (string, []string) {
+		s3 := storetest.StartS3(t, t.TempDir())
+		s3.CreateBucket(t, "datasets")
+		s3.PutTree(t, "datasets", "imagenet/train", data)
+		return s3.URL("datasets", "imagenet/train"), s3.Env()
+	})
+}
+
+// slurmJobs runs TestSlurmJob's two jobs on the synthetic set that
+// source, given its directory, returns as DATA with the environment
+// reading it needs.
+func slurmJobs(t *testing.T, source func(dir string) (data string, env []string)) {
 	bin := stokerBinary(t)
 	script, err := filepath.Abs(sbatchScript)
 	if err != nil {
@@ -205,6 +225,7 @@ func TestSlurmJob(t *testing.T) {
 	if err := bench.WriteSyntheticSet(context.Background(), data, 16, 2, 1); err != nil {
 		t.Fatal(err)
 	}
+	data, dataEnv := source(data)
 	stubs := filepath.Join(dir, "stubs")
 	os.Mkdir(stubs, 0o755)
 	writeStub(t, stubs, "scontrol", `[[ "$1 $2 $3" == "show hostnames $FAKE_NODELIST" ]] || { echo "unexpected: $*" >&2; exit 1; }
@@ -254,6 +275,7 @@ STOKER_TEST_TRAINER=1 exec "$STOKER_TEST_SELF" -test.run='^$'`)
 			"SLURM_CPUS_ON_NODE=2", "SLURM_CPUS_PER_TASK_HET_GROUP_1=1",
 			"FAKE_NODELIST=cpu[1-3]", "FAKE_NODES=127.0.0.1 127.0.0.2 127.0.0.3", "FAKE_BROKEN=127.0.0.3", "FAKE_SRUN_LOG="+srunLog,
 			"STOKER_TEST_SELF="+self, "STOKER_TEST_BATCHES=12")
+		cmd.Env = append(cmd.Env, dataEnv...)
 		out, err := cmd.CombinedOutput()
 		if ctx.Err() != nil {
 			err = fmt.Errorf("still running after 3 minutes: %v", err)
