@@ -202,7 +202,7 @@ func TestSlurmJobBucket(t *testing.T) {
 	slurmJobs(t, func(data string) (string, []string) {
 		s3 := storetest.StartS3(t, t.TempDir())
 		s3.CreateBucket(t, "datasets")
-		s3.PutTree(t, "datasets", "imagenet/train", data)
+		s3.PutTree(t, "datasets", "imagenet/train/", data)
 		return s3.URL("datasets", "imagenet/train"), s3.Env()
 	})
 }
