@@ -39,19 +39,38 @@ func (b *scaleBench) start(ctx context.Context, name, cpus string, args ...strin
 
 // startExe is start with the stoker binary exe.
 func (b *scaleBench) startExe(ctx context.Context, exe, name, cpus string, args ...string) (*scaleProc, error) {
+	return startServe(ctx, serveProc{exe: exe, name: name, cpus: cpus, taskset: b.o.taskset},
+		append([]string{"--dataset", "bench=" + b.o.data}, args...)...)
+}
+
+// serveProc is how to start one `stoker serve`.
+type serveProc struct {
+	exe, name string
+	cpus      string   // taskset -c list; "": not pinned
+	taskset   string   // the taskset binary, with cpus
+	env       []string // added to this process's environment
+}
+
+// startServe starts `stoker serve` with args on a free loopback port and
+// waits for its address.
+func startServe(ctx context.Context, sp serveProc, args ...string) (*scaleProc, error) {
+	exe, name, cpus := sp.exe, sp.name, sp.cpus
 	dir, err := os.MkdirTemp("", "stoker-scale-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	addrFile := filepath.Join(dir, "addr")
-	argv := append([]string{"serve", "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--dataset", "bench=" + b.o.data,
+	argv := append([]string{"serve", "--listen", "127.0.0.1:0", "--addr-file", addrFile,
 		"--log-level", "warn", "--grace", "2s"}, args...)
 	p := &scaleProc{name: name, log: &tailWriter{max: 16 << 10}, exited: make(chan struct{})}
 	if cpus != "" {
-		p.cmd = exec.Command(b.o.taskset, append([]string{"-c", cpus, exe}, argv...)...)
+		p.cmd = exec.Command(sp.taskset, append([]string{"-c", cpus, exe}, argv...)...)
 	} else {
 		p.cmd = exec.Command(exe, argv...)
+	}
+	if sp.env != nil {
+		p.cmd.Env = append(os.Environ(), sp.env...)
 	}
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	// Should this process die, so do its servers.

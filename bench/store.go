@@ -1,0 +1,333 @@
+package bench
+
+// `stoker bench store`: a dataset read from object storage against the
+// same files read from local disk. A real S3 server (the pinned versitygw,
+// on loopback) holds the data; stoker reaches it through a proxy in this
+// process that can add a region's latency to every request. One `stoker
+// serve` per configuration reads the dataset from the local directory,
+// from the bucket directly, and from the bucket with added latency, in
+// interleaved rounds; the trainer (this process) consumes whole epochs,
+// each through a Loader of its own, and the server's CPU time, requests
+// and bytes are read between epochs.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stoker-dev/stoker/client"
+	"github.com/stoker-dev/stoker/internal/faultproxy"
+	"github.com/stoker-dev/stoker/internal/storetest"
+	"github.com/stoker-dev/stoker/pipeline"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// storeOpts are bench store's flags.
+type storeOpts struct {
+	data      string
+	synthetic bool
+	n         int
+	layout    string // imagefolder or webdataset
+	perShard  int
+	latency   time.Duration
+	workers   int
+	epochs    int
+	rounds    int
+	batch     int
+	prefetch  int
+	shuffle   string // global or block
+	window    int
+	transform string
+	cpus      string
+	taskset   string
+	exe       string
+}
+
+const storeUsage = "usage: stoker bench store [--data DIR | --n 1000] [--layout imagefolder|webdataset] [--shuffle global|block] [--latency 30ms] [--workers 1] [--epochs 2] [--rounds 3] [--cpus 0] [--json]"
+
+func runStore(args []string) error {
+	ctx := signalContext()
+	fs := flag.NewFlagSet("bench store", flag.ExitOnError)
+	data := fs.String("data", "", "ImageFolder to serve (default: a synthetic one, made as stoker mkdata makes it, removed afterwards)")
+	n := fs.Int("n", 1000, "images of the synthetic dataset")
+	layout := fs.String("layout", "imagefolder", "how the data sits in the bucket and on disk: imagefolder (an object per image) or webdataset (tar shards made from the ImageFolder)")
+	perShard := fs.Int("per-shard", 100, "with --layout webdataset: samples per shard")
+	latency := fs.Duration("latency", 30*time.Millisecond, "latency the proxy adds to every request of the third configuration")
+	workers := fs.Int("workers", 1, "decode goroutines of the server")
+	epochs := fs.Int("epochs", 2, "epochs per run, each measured apart")
+	rounds := fs.Int("rounds", 3, "rounds; each runs every configuration once, interleaved; the table shows medians")
+	batch := fs.Int("batch", 32, "samples per batch")
+	prefetch := fs.Int("prefetch", 8, "the trainer's credits")
+	shuffle := fs.String("shuffle", "global", "the job's shuffle: global (a permutation of all samples) or block (shards permuted, then samples within windows of --window shards; needs --layout webdataset)")
+	window := fs.Int("window", 0, "with --shuffle block: shards per window (0: the server's default)")
+	transform := fs.String("transform", "imagenet-train", "transform preset: "+strings.Join(pipeline.PresetNames(), " or "))
+	cpus := fs.String("cpus", "", "a taskset -c list the server runs on (default: not pinned)")
+	versitygw := fs.String("versitygw", "", "the versitygw binary (default: $STOKER_VERSITYGW, else .bin/versitygw of the checkout make setup installed it into)")
+	timeout := fs.Duration("timeout", 30*time.Minute, "bound on the whole benchmark")
+	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
+	fs.Parse(args)
+
+	o := storeOpts{data: *data, n: *n, layout: *layout, perShard: *perShard, latency: *latency, workers: *workers,
+		epochs: *epochs, rounds: *rounds, batch: *batch, prefetch: *prefetch, shuffle: *shuffle, window: *window,
+		transform: *transform, cpus: *cpus}
+	switch {
+	case o.rounds < 1 || o.workers < 1 || o.epochs < 1 || o.batch < 1 || o.prefetch < 1 || o.perShard < 1 || o.window < 0 || o.latency < 0:
+		return errors.New("bench store: --rounds, --workers, --epochs, --batch, --prefetch and --per-shard must be at least 1, --window and --latency at least 0\n" + storeUsage)
+	case o.layout != "imagefolder" && o.layout != "webdataset":
+		return fmt.Errorf("bench store: --layout %q: want imagefolder or webdataset\n%s", o.layout, storeUsage)
+	case o.shuffle != "global" && o.shuffle != "block":
+		return fmt.Errorf("bench store: --shuffle %q: want global or block\n%s", o.shuffle, storeUsage)
+	case o.shuffle == "block" && o.layout != "webdataset":
+		return errors.New("bench store: --shuffle block needs --layout webdataset: an ImageFolder has no shards to permute")
+	case !slices.Contains(pipeline.PresetNames(), o.transform):
+		return fmt.Errorf("bench store: --transform %q: want one of %v", o.transform, pipeline.PresetNames())
+	}
+	if *versitygw != "" {
+		os.Setenv("STOKER_VERSITYGW", *versitygw)
+	}
+	if o.cpus != "" {
+		path, err := exec.LookPath("taskset")
+		if err != nil {
+			return errors.New("bench store: --cpus needs taskset, which is not on PATH")
+		}
+		o.taskset = path
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	o.exe = exe
+
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	synthetic, remove, err := benchData(ctx, "store", &o.data, o.n)
+	if err != nil {
+		return err
+	}
+	defer remove()
+	o.synthetic = synthetic
+
+	t := newBenchT(ctx)
+	rep, err := func() (rep *storeReport, err error) {
+		defer t.close(&err)
+		return (&storeBench{o: o, t: t}).run(ctx)
+	}()
+	if err != nil {
+		return fmt.Errorf("bench store: %w", err)
+	}
+	rep.print(os.Stdout)
+	if *asJSON {
+		return json.NewEncoder(os.Stdout).Encode(rep)
+	}
+	return nil
+}
+
+// storeBench runs the benchmark.
+type storeBench struct {
+	o    storeOpts
+	t    *benchT
+	spec *stokerv1.JobSpec
+}
+
+// storeConfig is one way of reading the dataset.
+type storeConfig struct {
+	Name    string   `json:"name"`
+	Dataset string   `json:"dataset"` // --dataset's value
+	env     []string // the AWS variables, for a bucket
+}
+
+// setUp starts the S3 server and the proxies, puts the data into the
+// bucket (as tar shards with --layout webdataset, written on local disk
+// too), indexes it, and returns the configurations.
+func (b *storeBench) setUp(ctx context.Context) ([]storeConfig, error) {
+	o, t := b.o, b.t
+	tmp, err := os.MkdirTemp("", "stoker-bench-store-")
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	local := o.data
+	if o.layout == "webdataset" {
+		local = filepath.Join(tmp, "shards")
+		storetest.WriteShards(t, o.data, local, o.perShard)
+	}
+	s3 := storetest.StartS3(t, filepath.Join(tmp, "s3"))
+	s3.CreateBucket(t, "bench")
+	fmt.Fprintf(os.Stderr, "bench store: putting %s into s3://bench/data/\n", local)
+	s3.PutTree(t, "bench", "data/", local)
+	url := s3.URL("bench", "data/")
+
+	var proxies []*faultproxy.Proxy
+	for _, lat := range []time.Duration{0, o.latency} {
+		p, err := faultproxy.New(s3.Endpoint, 1, faultproxy.Plan{Latency: lat})
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { p.Close() })
+		proxies = append(proxies, p)
+	}
+	// The manifest, once, beside the data: the servers start without a
+	// listing.
+	idx := exec.CommandContext(ctx, o.exe, "index", url)
+	idx.Env = append(os.Environ(), s3.Env()...)
+	if out, err := idx.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("stoker index %s: %v\n%s", url, err, out)
+	}
+	return []storeConfig{
+		{Name: "local disk", Dataset: local},
+		{Name: "bucket", Dataset: url, env: s3.EnvFor(proxies[0].URL())},
+		{Name: fmt.Sprintf("bucket +%v", o.latency), Dataset: url, env: s3.EnvFor(proxies[1].URL())},
+	}, nil
+}
+
+// run runs the rounds: in each, every configuration once.
+func (b *storeBench) run(ctx context.Context) (*storeReport, error) {
+	o := b.o
+	b.spec = &stokerv1.JobSpec{
+		Dataset: "bench", Transform: &stokerv1.TransformSpec{Preset: o.transform},
+		BatchSize: uint32(o.batch), Seed: 1, Shuffle: true,
+	}
+	if o.shuffle == "block" {
+		b.spec.ShuffleMode, b.spec.ShuffleWindow = stokerv1.ShuffleMode_SHUFFLE_MODE_BLOCK, uint32(o.window)
+	}
+	configs, err := b.setUp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep := &storeReport{Dataset: o.data, Synthetic: o.synthetic, Layout: o.layout, Shuffle: o.shuffle,
+		Window: o.window, Transform: o.transform, BatchSize: o.batch, Workers: o.workers, Epochs: o.epochs,
+		Rounds: o.rounds, Latency: o.latency.String(), CPUs: runtime.NumCPU(), Pinned: o.cpus, Configs: configs}
+	for round := 1; round <= o.rounds; round++ {
+		for _, c := range configs {
+			r, err := b.runOne(ctx, c, round)
+			if err != nil {
+				return nil, fmt.Errorf("round %d, %s: %w", round, c.Name, err)
+			}
+			rep.Runs = append(rep.Runs, r)
+			for e, ep := range r.Epochs {
+				fmt.Fprintf(os.Stderr, "round %d %-16s epoch %d %7.1f images/s %6.2f ms CPU/image %6.3f GETs/image\n",
+					round, c.Name, e+1, ep.imagesPerSec(), ep.cpuPerImage()*1e3, ep.getsPerImage())
+			}
+		}
+	}
+	rep.summarize()
+	return rep, nil
+}
+
+// runOne starts the server of configuration c, runs the epochs, and stops
+// it.
+func (b *storeBench) runOne(ctx context.Context, c storeConfig, round int) (run storeRun, err error) {
+	run = storeRun{Config: c.Name, Round: round}
+	metricsAddr, err := freeLoopbackAddr()
+	if err != nil {
+		return run, err
+	}
+	p, err := startServe(ctx, serveProc{exe: b.o.exe, name: c.Name, cpus: b.o.cpus, taskset: b.o.taskset, env: c.env},
+		"--dataset", "bench="+c.Dataset, "--workers", strconv.Itoa(b.o.workers), "--metrics", metricsAddr)
+	if err != nil {
+		return run, err
+	}
+	procs := []*scaleProc{p}
+	defer func() {
+		if serr := stopScaleProcs(procs); err == nil {
+			err = serr
+		}
+		if err != nil {
+			err = fmt.Errorf("%w\n--- server log (end) ---\n%s", err, p.log.String())
+		}
+	}()
+	cl, err := client.New(p.addr)
+	if err != nil {
+		return run, err
+	}
+	defer cl.Close()
+	for e := 1; e <= b.o.epochs; e++ {
+		m0, err := ScrapeMetrics(ctx, metricsAddr)
+		if err != nil {
+			return run, err
+		}
+		cpu0, err := scaleCPU(procs)
+		if err != nil {
+			return run, err
+		}
+		start := time.Now()
+		ep, err := b.epoch(ctx, cl, uint64(e))
+		ep.Seconds = time.Since(start).Seconds()
+		if err != nil {
+			return run, fmt.Errorf("epoch %d: %w", e, err)
+		}
+		cpu1, err := scaleCPU(procs)
+		if err != nil {
+			return run, err
+		}
+		m1, err := ScrapeMetrics(ctx, metricsAddr)
+		if err != nil {
+			return run, err
+		}
+		ep.CPU = (cpu1[0] - cpu0[0]).Seconds()
+		ep.GETs = sumSeries(m1, "stoker_store_requests_total{", `op="get"`) - sumSeries(m0, "stoker_store_requests_total{", `op="get"`)
+		ep.Bytes = sumSeries(m1, "stoker_store_bytes_total{", "") - sumSeries(m0, "stoker_store_bytes_total{", "")
+		ep.ReadAheadWaited = sumSeries(m1, "stoker_read_ahead_reads_total{", `outcome="waited"`) - sumSeries(m0, "stoker_read_ahead_reads_total{", `outcome="waited"`)
+		ep.ReadAheadMissed = sumSeries(m1, "stoker_read_ahead_reads_total{", `outcome="missed"`) - sumSeries(m0, "stoker_read_ahead_reads_total{", `outcome="missed"`)
+		run.Epochs = append(run.Epochs, ep)
+	}
+	return run, nil
+}
+
+// sumSeries adds the values of the series whose names start with prefix
+// and contain label.
+func sumSeries(m map[string]float64, prefix, label string) float64 {
+	var s float64
+	for k, v := range m {
+		if strings.HasPrefix(k, prefix) && strings.Contains(k, label) {
+			s += v
+		}
+	}
+	return s
+}
+
+// epoch consumes epoch e whole through a Loader of its own, checking that
+// it delivers every index exactly once.
+func (b *storeBench) epoch(ctx context.Context, c *client.Client, e uint64) (ep storeEpoch, err error) {
+	l := c.Loader(b.spec, client.WithEpoch(e), client.WithEpochs(1), client.WithPrefetch(b.o.prefetch),
+		client.WithTimeout(2*time.Minute))
+	defer l.Close()
+	var counts []uint32
+	var errored []int64
+	for {
+		bt, err := l.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return ep, err
+		}
+		if counts == nil {
+			counts = make([]uint32, l.Info().GetDatasetSize())
+		}
+		for _, idx := range bt.Indices {
+			if idx < 0 || int(idx) >= len(counts) {
+				return ep, fmt.Errorf("batch %d: index %d of a dataset of %d", bt.Number, idx, len(counts))
+			}
+			counts[idx]++
+		}
+		for _, se := range bt.Errors {
+			errored = append(errored, se.GetIndex())
+		}
+		ep.Images += int64(len(bt.Indices))
+		ep.SampleErrors += int64(len(bt.Errors))
+		bt.Release()
+	}
+	return ep, exactlyOnce(e, counts, errored)
+}
