@@ -129,8 +129,9 @@ generate: tools venv ## regenerate the Go and Python code from proto/stoker/v1/s
 	$(PY) -m grpc_tools.protoc -Iproto --python_out=python --pyi_out=python --grpc_python_out=python proto/stoker/v1/stoker.proto
 
 # CI fails when the committed generated code is stale (connect-go's checkgenerate).
+# No pager: on a terminal git would wait in less for a key.
 check-generate: generate ## fail when the committed generated code is stale
-	@git diff --exit-code -- proto python/stoker/v1 || { echo "generated code is stale: run make generate and commit"; exit 1; }
+	@git --no-pager diff --exit-code -- proto python/stoker/v1 || { echo "generated code is stale: run make generate and commit"; exit 1; }
 
 lint: tools ## gofmt, go vet (cgo and pure Go), buf lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
@@ -139,15 +140,25 @@ lint: tools ## gofmt, go vet (cgo and pure Go), buf lint
 	cd deploy && go vet ./...
 	$(TOOLS)/buf lint
 
+# The tests hold however make test is started (nohup, &, setsid, SIGINT
+# ignored, a loaded machine): they read nothing from stdin, which is
+# /dev/null here whatever it was (closed, a terminal that a background job
+# may not read); children they start set the signal dispositions they rely
+# on; and each waits for events under a hang guard. GO_TEST_TIMEOUT bounds
+# each package's test binary (go test's default, 10 min, is less than
+# cmd/stoker's real processes take on a loaded 2-core machine): it turns a
+# hang into a failure, it is no measure of speed.
+GO_TEST_TIMEOUT ?= 30m
+
 # deploy/ is a module of its own (its tests need the Kubernetes modules,
 # which the binary's module does not require): ./... does not reach it.
 test-go: stores ## Go tests (-race) of the module and of deploy/, and the pipeline's pure-Go tests
-	go test -race -count=1 ./...
-	cd deploy && go test -race -count=1 ./...
-	CGO_ENABLED=0 go test -count=1 ./pipeline/...
+	go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
+	cd deploy && go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
+	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./pipeline/... </dev/null
 
 test-python: venv build ## the Python client's tests and examples/, against bin/stoker
-	STOKER_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q python/tests
+	STOKER_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q python/tests </dev/null
 
 test: setup lint check-generate test-go test-python ## every test: lint, generated code, Go, Python
 

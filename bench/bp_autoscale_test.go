@@ -29,7 +29,7 @@ func TestBenchAutoscale(t *testing.T) {
 	plots := filepath.Join(t.TempDir(), "plots")
 	const batch, rate, maxReplicas = 8, 10, 4
 	var rep bpReport
-	runErr := benchReport(t, 4*time.Minute, &rep, "backpressure", "--scenario", "autoscale", "--autoscale-starts", "1,3",
+	runErr := benchReport(t, 8*time.Minute, &rep, "backpressure", "--scenario", "autoscale", "--autoscale-starts", "1,3",
 		"--autoscale-seconds", "20", "--hpa-period", "2s", "--advise-window", "3s", "--max-replicas", "4",
 		"--worker-rate", "10", "--gpu-ips", "140", "--n", "256", "--batch", "8", "--prefetch", "2", "--plots", plots, "--json")
 	if runErr != nil || len(rep.Errors) > 0 {

@@ -17,7 +17,7 @@ func TestBenchLoad(t *testing.T) {
 	}
 	const streams, slow, batch = 4, 2, 8
 	var rep loadReport
-	if err := benchReport(t, 2*time.Minute, &rep, "load", "--streams", "4", "--slow", "2", "--seconds", "4",
+	if err := benchReport(t, 5*time.Minute, &rep, "load", "--streams", "4", "--slow", "2", "--seconds", "4",
 		"--slow-step", "100ms", "--n", "40", "--batch", "8", "--prefetch", "2", "--workers", "1", "--json"); err != nil {
 		t.Error(err)
 	}
@@ -40,8 +40,11 @@ func TestBenchLoad(t *testing.T) {
 			t.Errorf("phase %s: %d streams, want %d", ph.Name, len(ph.Streams), wantStreams)
 			continue
 		}
-		if ph.Seconds < 3.5 || ph.Seconds > 30 {
-			t.Errorf("phase %s lasted %.1f s, want about 4", ph.Name, ph.Seconds)
+		// At least its --seconds; how long past them its streams take to
+		// stop is the machine's (streams that never stopped would run
+		// into benchReport's limit).
+		if ph.Seconds < 3.5 {
+			t.Errorf("phase %s lasted %.1f s, want at least 4", ph.Name, ph.Seconds)
 		}
 		nSlow := 0
 		seeds := map[uint64]bool{}

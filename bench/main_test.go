@@ -49,8 +49,9 @@ func stokerBinary(t testing.TB) string {
 }
 
 // benchReport runs `stoker bench ARGS` (ARGS asking for --json) within
-// limit, decodes its last line, the JSON report, into rep and logs the
-// lines before it. No report fails the test; the command's own failure is
+// limit (a hang guard, generous: a loaded machine runs the benchmark's
+// processes slowly), decodes its last line, the JSON report, into rep and
+// logs the lines before it. No report fails the test; the command's own failure is
 // returned, with its stderr, for the test to weigh beside the report.
 func benchReport(t *testing.T, limit time.Duration, rep any, args ...string) error {
 	t.Helper()

@@ -20,8 +20,8 @@ func TestBenchScale(t *testing.T) {
 	}
 	const n, epochs, batch = 40, 2, 8
 	var rep scaleReport
-	if err := benchReport(t, 2*time.Minute, &rep, "scale", "--peers", "1,2", "--rounds", "1", "--n", "40",
-		"--epochs", "2", "--batch", "8", "--prefetch", "4", "--timeout", "90s", "--json"); err != nil {
+	if err := benchReport(t, 5*time.Minute, &rep, "scale", "--peers", "1,2", "--rounds", "1", "--n", "40",
+		"--epochs", "2", "--batch", "8", "--prefetch", "4", "--timeout", "4m", "--json"); err != nil {
 		t.Fatal(err)
 	}
 	if !rep.ExactlyOnce || rep.DatasetSize != n || !rep.Synthetic || rep.SampleErrors != 0 {
@@ -70,8 +70,8 @@ func TestBenchScaleBefore(t *testing.T) {
 		t.Skip("builds the binary and runs servers")
 	}
 	var rep scaleReport
-	if err := benchReport(t, 2*time.Minute, &rep, "scale", "--peers", "1", "--rounds", "1", "--n", "40",
-		"--batch", "8", "--prefetch", "4", "--shm", "--before", stokerBinary(t), "--timeout", "90s", "--json"); err != nil {
+	if err := benchReport(t, 5*time.Minute, &rep, "scale", "--peers", "1", "--rounds", "1", "--n", "40",
+		"--batch", "8", "--prefetch", "4", "--shm", "--before", stokerBinary(t), "--timeout", "4m", "--json"); err != nil {
 		t.Fatal(err)
 	}
 	var before []bool
@@ -101,11 +101,11 @@ func TestBenchScalePerf(t *testing.T) {
 		t.Skipf("perf cannot record here (%v): bench scale --perf cannot be tried", err)
 	}
 	bin := stokerBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
 	out, err := exec.CommandContext(ctx, bin, "bench", "scale", "--peers", "1", "--rounds", "1", "--n", "40",
-		"--batch", "8", "--prefetch", "4", "--perf", dir, "--timeout", "90s").CombinedOutput()
+		"--batch", "8", "--prefetch", "4", "--perf", dir, "--timeout", "4m").CombinedOutput()
 	if err != nil {
 		t.Fatalf("bench scale: %v\n%s", err, out)
 	}

@@ -10,6 +10,7 @@ import (
 	"image/jpeg"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +27,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stoker-dev/stoker/client"
@@ -180,10 +183,11 @@ func spec(batchSize uint32) *pb.JobSpec {
 // sampleBytes is one sample of spec's: 3×32×32 uint8.
 const sampleBytes = 3 * 32 * 32
 
-// drain runs l to io.EOF and returns its batches.
+// drain runs l to io.EOF and returns its batches; its deadline only turns
+// a hang into a failure.
 func drain(t *testing.T, l *client.Loader) []*client.Batch {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out []*client.Batch
 	for {
@@ -546,41 +550,55 @@ func TestLoaderClose(t *testing.T) {
 	if e.streamsActive(t) != 1 {
 		t.Errorf("streams active %v, want 1", e.streamsActive(t))
 	}
+	// The other goroutine asks batch after batch (each Next grants the
+	// server another), so once it has had one it spends its time in Next
+	// until Close ends it.
 	errc := make(chan error, 1)
+	asking := make(chan struct{})
 	go func() {
-		for {
+		for n := 0; ; n++ {
+			if n == 1 {
+				close(asking)
+			}
 			if _, err := l.Next(ctx); err != nil {
 				errc <- err
 				return
 			}
 		}
 	}()
-	time.Sleep(20 * time.Millisecond)
-	began := time.Now()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if took := time.Since(began); took > 30*time.Second {
-		t.Errorf("Close took %v: it hangs", took)
+	<-asking
+	// Hang guards only: Close and the blocked Next end at once; a slow
+	// machine may take seconds, a hang takes forever.
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close still running after a minute: it hangs")
 	}
 	select {
 	case err := <-errc:
 		if !errors.Is(err, client.ErrClosed) {
 			t.Errorf("Next during Close: %v, want ErrClosed", err)
 		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("Next still blocked 2 s after Close")
+	case <-time.After(time.Minute):
+		t.Fatal("Next still blocked a minute after Close")
 	}
 	if _, err := l.Next(ctx); !errors.Is(err, client.ErrClosed) {
 		t.Errorf("Next after Close: %v, want ErrClosed", err)
 	}
 	l.Close()
 
-	deadline := time.Now().Add(2 * time.Second)
+	// The server's stream and the loader's goroutines end after Close
+	// returns, not with it: poll for that, a minute at most.
+	deadline := time.Now().Add(time.Minute)
 	for e.streamsActive(t) != 0 || runtime.NumGoroutine() > base+2 {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)
-			t.Fatalf("2 s after Close: %v streams active, %d goroutines (%d before the loader)\n%s",
+			t.Fatalf("a minute after Close: %v streams active, %d goroutines (%d before the loader)\n%s",
 				e.streamsActive(t), runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -607,6 +625,31 @@ func startFake(t *testing.T, feed func(pb.FeedService_FeedServer) error) *client
 	pb.RegisterFeedServiceServer(gs, &fakeFeed{feed: feed})
 	addr := serve(t, gs)
 	return newClient(t, addr)
+}
+
+// startFakeInBubble is startFake for a testing/synctest bubble: the real
+// gRPC server and client talk over an in-memory bufconn made in the bubble
+// (a loopback socket's reads are not durable blocking, so the bubble's
+// clock would never move while one waits), and the client dials it by a
+// passthrough target (no DNS lookup leaves the bubble). Time in the test
+// and in the loader is then the bubble's fake clock: durations are exact.
+func startFakeInBubble(t *testing.T, feed func(pb.FeedService_FeedServer) error) *client.Client {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	gs := grpc.NewServer()
+	pb.RegisterFeedServiceServer(gs, &fakeFeed{feed: feed})
+	served := make(chan error, 1)
+	go func() { served <- gs.Serve(lis) }()
+	// Cleanups run last-registered first: the client closes before the
+	// server stops, and the bubble ends with every goroutine gone.
+	t.Cleanup(func() {
+		gs.Stop()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return newClient(t, "passthrough:///bufconn", client.WithDialOptions(
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })))
 }
 
 // Messages of a fake stream: samples of [3, 2, 2] uint8 (12 bytes), batches
@@ -703,99 +746,113 @@ func TestLoaderMalformed(t *testing.T) {
 }
 
 // TestLoaderCredits: the first Next opens with Prefetch credits; each later
-// one grants one and reports how long the previous one blocked.
+// one grants one and reports how long the previous one blocked, and how
+// long the trainer worked between them, each apart. It runs in a synctest
+// bubble: the server's hold and the trainer's step are fake time, so the
+// loader's reports are checked exactly, however loaded the machine.
 func TestLoaderCredits(t *testing.T) {
-	type credit struct {
-		c  *pb.Credit
-		at time.Time
-	}
-	var (
-		mu      sync.Mutex
-		open    *pb.OpenJob
-		credits []credit
+	const (
+		hold = 150 * time.Millisecond // the server holds batches 1 and 2: the trainer blocks
+		step = 50 * time.Millisecond  // the trainer's work between Nexts: not waiting
 	)
-	c := startFake(t, func(s pb.FeedService_FeedServer) error {
-		req, err := s.Recv()
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		open = req.GetOpen()
-		mu.Unlock()
-		send := func(ms ...*pb.FeedResponse) error {
-			for _, m := range ms {
-				if err := s.Send(m); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		if err := send(jobMsg(0, 3), headerMsg(0, 0, 1, 12), chunkMsg(0, 0, 12)); err != nil {
-			return err
-		}
-		for k := uint64(1); k < 3; k++ {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu      sync.Mutex
+			open    *pb.OpenJob
+			credits []*pb.Credit
+		)
+		c := startFakeInBubble(t, func(s pb.FeedService_FeedServer) error {
 			req, err := s.Recv()
 			if err != nil {
 				return err
 			}
 			mu.Lock()
-			credits = append(credits, credit{req.GetCredit(), time.Now()})
+			open = req.GetOpen()
 			mu.Unlock()
-			time.Sleep(150 * time.Millisecond) // the trainer blocks on batch k
-			if err := send(headerMsg(0, k, 1, 12), chunkMsg(k, 0, 12)); err != nil {
+			send := func(ms ...*pb.FeedResponse) error {
+				for _, m := range ms {
+					if err := s.Send(m); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			if err := send(jobMsg(0, 3), headerMsg(0, 0, 1, 12), chunkMsg(0, 0, 12)); err != nil {
 				return err
 			}
+			for k := uint64(1); k < 3; k++ {
+				req, err := s.Recv()
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				credits = append(credits, req.GetCredit())
+				mu.Unlock()
+				time.Sleep(hold)
+				if err := send(headerMsg(0, k, 1, 12), chunkMsg(k, 0, 12)); err != nil {
+					return err
+				}
+			}
+			if err := send(endMsg(0, 3)); err != nil {
+				return err
+			}
+			s.Recv() // the last batch's credit
+			return nil
+		})
+		l := c.Loader(spec(2), client.WithEpochs(1), client.WithPrefetch(1))
+		defer l.Close()
+		ctx := context.Background()
+		for k := range 3 {
+			b, err := l.Next(ctx)
+			if err != nil || b.Number != uint64(k) {
+				t.Fatalf("Next %d: %v, %v", k, b, err)
+			}
+			time.Sleep(step)
 		}
-		if err := send(endMsg(0, 3)); err != nil {
-			return err
+		if _, err := l.Next(ctx); !errors.Is(err, io.EOF) {
+			t.Fatalf("the end: %v, want io.EOF", err)
 		}
-		s.Recv() // the last batch's credit
-		return nil
+		mu.Lock()
+		defer mu.Unlock()
+		if open.GetCredits() != 1 || open.GetEpochs() != 1 || open.GetJob().GetBatchSize() != 2 {
+			t.Errorf("OpenJob %v", open)
+		}
+		if len(credits) != 2 {
+			t.Fatalf("%d credits before the last batch, want 2", len(credits))
+		}
+		seconds := func(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+		for i, cr := range credits {
+			if cr.GetCredits() != 1 || cr.GetBatches() != 1 {
+				t.Errorf("credit %d: %v, want 1 credit for 1 batch", i, cr)
+			}
+			if got := seconds(cr.GetStepSeconds()); got != step {
+				t.Errorf("credit %d: the trainer's step reported as %v, want %v", i, got, step)
+			}
+		}
+		if got := seconds(credits[0].GetWaitSeconds()); got != 0 {
+			t.Errorf("the first Next's wait reported as %v; it got its batch at once", got)
+		}
+		if got := seconds(credits[1].GetWaitSeconds()); got != hold {
+			t.Errorf("the second Next's wait reported as %v, want the server's hold, %v (not the trainer's step)", got, hold)
+		}
+		if w := l.Waited(); w != 2*hold {
+			t.Errorf("Waited %v, want the two holds, %v", w, 2*hold)
+		}
 	})
-	l := c.Loader(spec(2), client.WithEpochs(1), client.WithPrefetch(1))
-	defer l.Close()
-	ctx := context.Background()
-	for k := range 3 {
-		b, err := l.Next(ctx)
-		if err != nil || b.Number != uint64(k) {
-			t.Fatalf("Next %d: %v, %v", k, b, err)
-		}
-		time.Sleep(50 * time.Millisecond) // the trainer works: not waiting
-	}
-	if _, err := l.Next(ctx); !errors.Is(err, io.EOF) {
-		t.Fatalf("the end: %v, want io.EOF", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if open.GetCredits() != 1 || open.GetEpochs() != 1 || open.GetJob().GetBatchSize() != 2 {
-		t.Errorf("OpenJob %v", open)
-	}
-	if len(credits) != 2 {
-		t.Fatalf("%d credits before the last batch, want 2", len(credits))
-	}
-	for i, cr := range credits {
-		if cr.c.GetCredits() != 1 || cr.c.GetBatches() != 1 {
-			t.Errorf("credit %d: %v, want 1 credit for 1 batch", i, cr.c)
-		}
-	}
-	if w := credits[0].c.GetWaitSeconds(); w > 0.14 {
-		t.Errorf("the first Next's wait reported as %.3fs; it got its batch at once", w)
-	}
-	if w := credits[1].c.GetWaitSeconds(); w < 0.14 || w > 1 {
-		t.Errorf("the second Next's wait reported as %.3fs, want about 0.15s (not the trainer's work)", w)
-	}
-	if w := l.Waited(); w < 300*time.Millisecond {
-		t.Errorf("Waited %v, want at least the two 150 ms waits", w)
-	}
 }
 
 // TestLoaderTimeout: a silent server fails Next with DeadlineExceeded after
-// Timeout; a cancelled ctx returns at once and leaves the stream usable.
+// Timeout of silence; a cancelled ctx returns at once and leaves the stream
+// usable. In a synctest bubble, so that "after Timeout" is checked exactly.
 func TestLoaderTimeout(t *testing.T) {
+	synctest.Test(t, testLoaderTimeout)
+}
+
+func testLoaderTimeout(t *testing.T) {
 	// silent starts a server that answers one batch once release is closed.
 	silent := func() (*client.Client, chan struct{}) {
 		release := make(chan struct{})
-		c := startFake(t, func(s pb.FeedService_FeedServer) error {
+		c := startFakeInBubble(t, func(s pb.FeedService_FeedServer) error {
 			if _, err := s.Recv(); err != nil {
 				return err
 			}
@@ -813,23 +870,28 @@ func TestLoaderTimeout(t *testing.T) {
 		})
 		return c, release
 	}
+	const limit = 300 * time.Millisecond
 	c, _ := silent()
-	l := c.Loader(spec(2), client.WithEpochs(1), client.WithTimeout(300*time.Millisecond))
+	l := c.Loader(spec(2), client.WithEpochs(1), client.WithTimeout(limit))
 	defer l.Close()
+	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, err := l.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Next with a short ctx: %v, want context.DeadlineExceeded", err)
 	}
-	began := time.Now()
+	if took := time.Since(began); took != 50*time.Millisecond {
+		t.Errorf("Next with a 50 ms ctx returned after %v", took)
+	}
+	began = time.Now()
 	_, err := l.Next(context.Background())
 	if status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("Next from a silent server: %v, want DeadlineExceeded", err)
 	}
-	// Never early (the limit is 300 ms of silence, 50 ms of it spent); how
-	// late depends on the machine.
-	if took := time.Since(began); took < 150*time.Millisecond {
-		t.Errorf("the timeout took %v after 50 ms of a 300 ms limit: too early", took)
+	// The silence is counted from the later of the last message and this
+	// call's start.
+	if took := time.Since(began); took != limit {
+		t.Errorf("the timeout came %v after Next asked, want %v", took, limit)
 	}
 
 	// A server that answers late: the ctx's end is not sticky.

@@ -134,8 +134,8 @@ func fuzzDeadline(t *testing.T, f func()) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("hang: still running after 10s")
+	case <-time.After(time.Minute):
+		t.Fatal("hang: still running after a minute")
 	}
 }
 

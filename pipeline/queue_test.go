@@ -82,10 +82,15 @@ func holdWorker(t *testing.T, e *Executor) *gate {
 	return g
 }
 
+// hangGuard bounds the waits of these tests for something the executor's
+// goroutines do: each returns as soon as it happens, and the bound only
+// turns a hang into a failure, on however slow a machine.
+const hangGuard = time.Minute
+
 // waitPending waits until q has n samples queued.
 func waitPending(t *testing.T, q *Queue, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for q.Pending() != n {
 		if time.Now().After(deadline) {
 			t.Fatalf("queue %q: %d samples pending, want %d", q.Name(), q.Pending(), n)
@@ -174,7 +179,7 @@ func TestScheduleWeightedShares(t *testing.T) {
 	}
 	// Count samples, not seconds: the ratio is the scheduler's, however
 	// slow the machine.
-	waitFor(t, 30*time.Second, "2,000 samples made", func() bool { return ds["a"].reads.Load()+ds["b"].reads.Load() >= 2000 })
+	waitFor(t, hangGuard, "2,000 samples made", func() bool { return ds["a"].reads.Load()+ds["b"].reads.Load() >= 2000 })
 	a, b := ds["a"].reads.Load(), ds["b"].reads.Load()
 	cancel()
 	wg.Wait()
@@ -252,13 +257,13 @@ func TestQueueCloseDrops(t *testing.T) {
 			bFills.Add(1)
 		}
 	}()
-	waitFor(t, 10*time.Second, "queue a at work", func() bool { return da.reads.Load() > 0 && bFills.Load() > 0 })
+	waitFor(t, hangGuard, "queue a at work", func() bool { return da.reads.Load() > 0 && bFills.Load() > 0 })
 	qa.Close()
 	readsAtClose := da.reads.Load()
 	var err error
 	select {
 	case err = <-fa:
-	case <-time.After(10 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("Fill of the closed queue did not return")
 	}
 	t.Logf("%d of 10000 samples read at Close, %d when its Fill returned", readsAtClose, da.reads.Load())
@@ -272,7 +277,7 @@ func TestQueueCloseDrops(t *testing.T) {
 	}
 	// Queue b makes three more batches; none of a's samples runs meanwhile.
 	readsAfter, fillsAfter := da.reads.Load(), bFills.Load()
-	waitFor(t, 10*time.Second, "queue b going on", func() bool { return bFills.Load() >= fillsAfter+3 })
+	waitFor(t, hangGuard, "queue b going on", func() bool { return bFills.Load() >= fillsAfter+3 })
 	if r := da.reads.Load(); r != readsAfter {
 		t.Errorf("closed queue's samples still read: %d more while b made 3 batches", r-readsAfter)
 	}
@@ -304,7 +309,7 @@ func TestFillCancelDrops(t *testing.T) {
 	ds := &probeDataset{name: "slow", n: 10000, onRead: sleepRead(time.Millisecond)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := fillAsync(ctx, t, e.Queue("a"), ds, 10000)
-	waitFor(t, 10*time.Second, "the Fill at work", func() bool { return ds.reads.Load() > 0 })
+	waitFor(t, hangGuard, "the Fill at work", func() bool { return ds.reads.Load() > 0 })
 	cancel()
 	atCancel := ds.reads.Load()
 	err := <-done
@@ -351,7 +356,10 @@ func TestWorkConserving(t *testing.T) {
 				defer mu.Unlock()
 				reading++
 				cond.Broadcast()
-				deadline := time.AfterFunc(5*time.Second, func() {
+				// A scheduler that kept workers for the idle queue
+				// would leave this barrier waiting for ever: the
+				// guard makes that a failure.
+				deadline := time.AfterFunc(hangGuard, func() {
 					mu.Lock()
 					timedOut = true
 					cond.Broadcast()
@@ -433,7 +441,7 @@ func TestExecutorCloseDrainsNoLeak(t *testing.T) {
 			t.Errorf("Fill: %v", err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for runtime.NumGoroutine() > before {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<16)
@@ -443,10 +451,14 @@ func TestExecutorCloseDrainsNoLeak(t *testing.T) {
 	}
 }
 
+// waitPendingAtLeast waits until q has at least n samples queued.
 func waitPendingAtLeast(t *testing.T, q *Queue, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for q.Pending() < n && time.Now().Before(deadline) {
+	deadline := time.Now().Add(hangGuard)
+	for q.Pending() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue %q: %d samples pending, want at least %d", q.Name(), q.Pending(), n)
+		}
 		time.Sleep(time.Millisecond)
 	}
 }

@@ -18,7 +18,7 @@ func TestServeCoefBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
-	ctx := processTest(t, 3*time.Minute)
+	ctx := processTest(t, 5*time.Minute)
 	const n = 24
 	data := writeDataset(t, n, 3, 0)
 
@@ -57,7 +57,7 @@ func TestServeCoefBudget(t *testing.T) {
 		}
 	}
 
-	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, hangGuard)
 	defer cancel()
 	out, err := exec.CommandContext(cctx, stokerBinary(t), "serve", "--listen", "127.0.0.1:0", "--dataset", "ds="+data,
 		"--memory-budget", "100000000", "--coef-budget", "60000000").CombinedOutput()

@@ -21,7 +21,7 @@ func TestDrainWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
-	ctx := processTest(t, 90*time.Second)
+	ctx := processTest(t, 5*time.Minute)
 	data := writeDataset(t, faultSamples, faultClasses, 0)
 	workers := make([]*serveProc, 2)
 	for i := range workers {
@@ -66,7 +66,7 @@ func TestDrainWorker(t *testing.T) {
 			failedAt, dropAt = notDrain(ms), sumSeries(ms, "stoker_results_dropped_total")
 			// As the pod's preStop hook does: stoker drain signals the
 			// server and waits for it to exit.
-			hook := exec.CommandContext(ctx, stokerBinary(t), "drain", "--pid", strconv.Itoa(victim.cmd.Process.Pid), "--timeout", "30s")
+			hook := exec.CommandContext(ctx, stokerBinary(t), "drain", "--pid", strconv.Itoa(victim.cmd.Process.Pid), "--timeout", "2m")
 			if err := hook.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -80,11 +80,13 @@ func TestDrainWorker(t *testing.T) {
 	}
 	checkEpoch(t, res, spec, faultSamples)
 
-	// It exits on its own, well before the grace period would cut it.
+	// It exits on its own, not cut by its grace period (the log says
+	// which): the wait's bound, past the grace, only turns a hang into a
+	// failure.
 	select {
 	case <-victim.exited:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s still running 20 s after SIGTERM (its --grace is 60 s)", victim.addr)
+	case <-time.After(hangGuard):
+		t.Fatalf("%s still running %v after SIGTERM (its --grace is 60 s)", victim.addr, hangGuard)
 	}
 	took := time.Since(termAt)
 	select {
@@ -92,8 +94,8 @@ func TestDrainWorker(t *testing.T) {
 		if err != nil {
 			t.Errorf("stoker drain: %v, want exit 0 once the server is gone", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Error("stoker drain still waiting 5 s after the server exited")
+	case <-time.After(hangGuard):
+		t.Errorf("stoker drain still waiting %v after the server exited", hangGuard)
 	}
 	if victim.waitErr != nil {
 		t.Errorf("%s exited with %v after SIGTERM", victim.addr, victim.waitErr)

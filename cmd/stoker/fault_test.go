@@ -90,7 +90,7 @@ func TestFaultKillPeer(t *testing.T) {
 	}
 	for _, frac := range []float64{0.3, 0.5, 0.9} {
 		t.Run(fmt.Sprintf("at%d%%", int(frac*100)), func(t *testing.T) {
-			ctx := processTest(t, 60*time.Second)
+			ctx := processTest(t, 5*time.Minute)
 			c := startFaultCluster(t, ctx, 3)
 			spec := testJob(faultBatch, 7)
 			nb := faultSamples / faultBatch
@@ -147,7 +147,7 @@ func TestFaultStoppedPeer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
-	ctx := processTest(t, 60*time.Second)
+	ctx := processTest(t, 5*time.Minute)
 	c := startFaultCluster(t, ctx, 3)
 	spec := testJob(faultBatch, 8)
 	nb := faultSamples / faultBatch
@@ -181,7 +181,7 @@ func TestFaultLatePeer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
-	ctx := processTest(t, 60*time.Second)
+	ctx := processTest(t, 5*time.Minute)
 	data := writeDataset(t, faultSamples, faultClasses, 0)
 	a := startPeers(t, ctx, 1, data)[0]
 	port, err := localnet.FreePortOn("127.0.0.1")
@@ -206,7 +206,7 @@ func TestFaultLatePeer(t *testing.T) {
 			// The trainer holds still until the coordinator connected to B
 			// (gRPC's reconnection back-off decides when), so that batches
 			// remain for B.
-			joined = waitFor(t, ctx, 30*time.Second, "the coordinator connects to the late peer", func() bool {
+			joined = waitFor(t, ctx, hangGuard, "the coordinator connects to the late peer", func() bool {
 				ms, err := coord.metrics(ctx)
 				return err == nil && sumSeries(ms, "stoker_peers_ready") == 2
 			})
@@ -232,7 +232,7 @@ func TestFaultFingerprintMismatch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
-	ctx := processTest(t, 60*time.Second)
+	ctx := processTest(t, 5*time.Minute)
 	data := writeDataset(t, faultSamples, faultClasses, 0)
 	other := writeDataset(t, faultSamples, faultClasses, 1)
 	good := startPeers(t, ctx, 2, data)
@@ -297,7 +297,7 @@ func TestFaultSameBytes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
-	ctx := processTest(t, 60*time.Second)
+	ctx := processTest(t, 5*time.Minute)
 	c := startFaultCluster(t, ctx, 3)
 	alone := startServe(t, ctx, serveConfig{name: "alone", dataset: c.data, workers: 2})
 	spec := testJob(faultBatch, 11)
@@ -336,7 +336,7 @@ func TestFaultConcurrentJobs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
-	ctx := processTest(t, 60*time.Second)
+	ctx := processTest(t, 5*time.Minute)
 	c := startFaultCluster(t, ctx, 3)
 	const jobs = 4
 	var (

@@ -89,6 +89,13 @@ func processTest(t testing.TB, d time.Duration) context.Context {
 	return testCtx(t, d)
 }
 
+// hangGuard bounds a wait for something a stoker serve process does (its
+// address, a log line, a metric, its exit): the wait returns as soon as it
+// happens, so the bound only turns a hang into a failure, and is generous
+// enough for a loaded machine. The test's own deadline (testCtx) bounds
+// it too.
+const hangGuard = 2 * time.Minute
+
 // testCtx is the test's deadline: a hang anywhere (a Recv, a wait for a
 // log line or a metric) turns into a failure when it passes.
 func testCtx(t testing.TB, d time.Duration) context.Context {
@@ -326,7 +333,7 @@ func (p *serveProc) checkProtocol(t testing.TB) {
 // waitReady waits until p has written its address file.
 func (p *serveProc) waitReady(t testing.TB, ctx context.Context) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for {
 		if b, err := os.ReadFile(p.addrFile); err == nil {
 			p.addr = strings.TrimSpace(string(b))
@@ -340,7 +347,7 @@ func (p *serveProc) waitReady(t testing.TB, ctx context.Context) {
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: no address after 20s\n%s", p.name, p.logs.String())
+			t.Fatalf("%s: no address after %v\n%s", p.name, hangGuard, p.logs.String())
 		}
 	}
 	// The metrics line is logged before the address file is written, but
@@ -362,7 +369,7 @@ func (p *serveProc) waitReady(t testing.TB, ctx context.Context) {
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: no metrics line in the log after 20s\n%s", p.name, p.logs.String())
+			t.Fatalf("%s: no metrics line in the log after %v\n%s", p.name, hangGuard, p.logs.String())
 		}
 	}
 }
@@ -512,7 +519,7 @@ func waitFor(t testing.TB, ctx context.Context, d time.Duration, what string, co
 // waitPeersReady waits until the coordinator has n peers connected.
 func waitPeersReady(t testing.TB, ctx context.Context, coord *serveProc, n int) {
 	t.Helper()
-	waitFor(t, ctx, 20*time.Second, fmt.Sprintf("%s: %d peers ready", coord.name, n), func() bool {
+	waitFor(t, ctx, hangGuard, fmt.Sprintf("%s: %d peers ready", coord.name, n), func() bool {
 		ms, err := coord.metrics(ctx)
 		return err == nil && sumSeries(ms, "stoker_peers_ready") == float64(n)
 	})

@@ -24,7 +24,7 @@ func TestServeIndexDir(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
-	ctx := processTest(t, 3*time.Minute)
+	ctx := processTest(t, 5*time.Minute)
 	const n = 24
 	data := writeDataset(t, n, 3, 0)
 	dir := t.TempDir()

@@ -100,7 +100,7 @@ func TestNetnsPeerCutOff(t *testing.T) {
 		t.Skip("runs stoker serve processes")
 	}
 	n := startNetns(t)
-	ctx := processTest(t, 60*time.Second)
+	ctx := processTest(t, 5*time.Minute)
 	data := writeDataset(t, faultSamples, faultClasses, 0)
 	local := startPeers(t, ctx, 2, data)
 	far := startServe(t, ctx, serveConfig{

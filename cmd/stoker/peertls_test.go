@@ -87,7 +87,7 @@ func TestPeerTLSByName(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
-	ctx := processTest(t, 90*time.Second)
+	ctx := processTest(t, 5*time.Minute)
 	const name = "stoker-workers.stoker.svc.cluster.local"
 	pki := newTestPKI(t)
 	goodCert, goodKey := pki.issue(t, "worker", name)
@@ -142,7 +142,7 @@ func TestPeerTLSByName(t *testing.T) {
 		{wrongName, "certificate is valid for other-workers.stoker.svc.cluster.local, not " + name},
 		{static, "doesn't contain any IP SANs"},
 	} {
-		waitFor(t, ctx, 20*time.Second, c.p.name+" logs why the worker is refused", func() bool {
+		waitFor(t, ctx, hangGuard, c.p.name+" logs why the worker is refused", func() bool {
 			for _, r := range c.p.findLogs("peer unavailable", nil) {
 				if err, _ := r["err"].(string); strings.Contains(err, c.want) {
 					t.Logf("%s: %s", c.p.name, err)

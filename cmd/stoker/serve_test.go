@@ -66,7 +66,7 @@ func TestServe(t *testing.T) {
 	})
 
 	var addr string
-	for deadline := time.Now().Add(20 * time.Second); addr == ""; {
+	for deadline := time.Now().Add(hangGuard); addr == ""; {
 		if b, err := os.ReadFile(addrFile); err == nil {
 			addr = strings.TrimSpace(string(b))
 		}
@@ -76,7 +76,7 @@ func TestServe(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no address in %s after 20s\n%s", addrFile, logs.String())
+			t.Fatalf("no address in %s after %v\n%s", addrFile, hangGuard, logs.String())
 		}
 	}
 
@@ -85,7 +85,7 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	for _, service := range []string{"", "stoker.v1.FeedService"} {
 		h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
@@ -109,8 +109,8 @@ func TestServe(t *testing.T) {
 		if waitErr != nil {
 			t.Fatalf("exit after SIGTERM: %v, want 0\n%s", waitErr, logs.String())
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("still running 5s after SIGTERM\n%s", logs.String())
+	case <-time.After(hangGuard):
+		t.Fatalf("still running %v after SIGTERM\n%s", hangGuard, logs.String())
 	}
 	if !strings.Contains(logs.String(), `"msg":"listening","addr":"`+addr+`"`) {
 		t.Errorf("no listening line with addr %s in the log:\n%s", addr, logs.String())

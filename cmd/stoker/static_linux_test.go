@@ -142,7 +142,7 @@ func TestStaticImageRoot(t *testing.T) {
 	src := writeDataset(t, 24, 3, 0)
 	root := emptyRoot(t, bin, src)
 	attr := chrootAttr(t, root)
-	ctx := processTest(t, 90*time.Second)
+	ctx := processTest(t, 5*time.Minute)
 
 	hport, err := localnet.FreePortOn("127.0.0.1")
 	if err != nil {
@@ -206,8 +206,8 @@ func TestStaticImageRoot(t *testing.T) {
 		if static.waitErr != nil {
 			t.Errorf("exit after SIGTERM: %v, want 0", static.waitErr)
 		}
-	case <-time.After(10 * time.Second):
-		t.Errorf("still running 10s after SIGTERM")
+	case <-time.After(hangGuard):
+		t.Errorf("still running %v after SIGTERM", hangGuard)
 	}
 }
 
@@ -281,7 +281,7 @@ func TestGPUHostImageRoot(t *testing.T) {
 		}
 	}
 	attr := chrootAttr(t, root)
-	ctx := processTest(t, 90*time.Second)
+	ctx := processTest(t, 5*time.Minute)
 	gpuhost := startServe(t, ctx, serveConfig{name: "gpuhost", bin: "/stoker", root: root, attr: attr, dataset: "/data", workers: 2})
 	dynamic := startServe(t, ctx, serveConfig{name: "dynamic", dataset: src, workers: 2})
 	spec := testJob(8, 7)

@@ -58,15 +58,23 @@ func TestEpochWatch(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a strings.Builder safe for a writer and a reader.
+// lockedBuffer is a strings.Builder safe for a writer and a reader; wrote
+// (size 1) says that something was written since the reader last looked.
 type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
+	mu    sync.Mutex
+	b     strings.Builder
+	wrote chan struct{}
 }
+
+func newLockedBuffer() *lockedBuffer { return &lockedBuffer{wrote: make(chan struct{}, 1)} }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	select {
+	case l.wrote <- struct{}{}:
+	default:
+	}
 	return l.b.Write(p)
 }
 
@@ -81,20 +89,24 @@ func (l *lockedBuffer) String() string {
 // followEpochs returns once the server is gone.
 func TestStatusEpochs(t *testing.T) {
 	_, c, stop := petsServer(t, 16)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// The test's deadline only turns a hang into a failure.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var out lockedBuffer
+	out := newLockedBuffer()
 	done := make(chan error, 1)
-	go func() { done <- followEpochs(ctx, &out, c, 20*time.Millisecond, 5*time.Second) }()
+	// A Status call that takes its timeout ends the follower as if the
+	// server were gone: generous, as a loaded machine may answer slowly
+	// (a stopped server refuses the call at once).
+	go func() { done <- followEpochs(ctx, out, c, 20*time.Millisecond, 30*time.Second) }()
 	waitFor := func(what string) {
 		t.Helper()
 		for !strings.Contains(out.String(), what) {
 			select {
 			case <-ctx.Done():
-				t.Fatalf("no %q in 60 s:\n%s", what, out.String())
+				t.Fatalf("no %q before the test's deadline:\n%s", what, out.String())
 			case err := <-done:
 				t.Fatalf("followEpochs returned %v before %q:\n%s", err, what, out.String())
-			case <-time.After(10 * time.Millisecond):
+			case <-out.wrote:
 			}
 		}
 	}
@@ -102,7 +114,9 @@ func TestStatusEpochs(t *testing.T) {
 	// 16 samples in batches of 4: four batches an epoch, of 0.3 s steps,
 	// so that the server publishes a job's status (every half second) a
 	// few times an epoch. The trainer steps until the follower has seen an
-	// epoch end, then leaves.
+	// epoch end, then leaves: the steps pace it, nothing is measured by
+	// them (on a slow machine an epoch's status may be missed, and a later
+	// epoch's end gives the line).
 	l := c.Loader(&stokerv1.JobSpec{Dataset: "pets", Transform: &stokerv1.TransformSpec{Preset: "imagenet-eval"}, BatchSize: 4, Seed: 3})
 	for !strings.Contains(out.String(), "stoker: job ") {
 		b, err := l.Next(ctx)

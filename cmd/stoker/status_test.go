@@ -62,15 +62,25 @@ func TestStatusCommand(t *testing.T) {
 	dir := t.TempDir()
 	l := c.Loader(&stokerv1.JobSpec{Dataset: "pets", Transform: &stokerv1.TransformSpec{Preset: "imagenet-eval"}, BatchSize: 8, Seed: 3})
 	defer l.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// The trainer steps until the server has published its job's status
+	// with advice (its controller publishes every half second): an event,
+	// however long a loaded machine takes to it; the deadline only turns a
+	// hang into a failure.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); {
+	for published := false; !published; {
 		b, err := l.Next(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b.Release()
 		time.Sleep(20 * time.Millisecond) // a step
+		st, err := c.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs := st.GetJobs()
+		published = len(jobs) == 1 && jobs[0].GetAdvice() != "" && jobs[0].GetStarvationSignal() != ""
 	}
 	out := filepath.Join(dir, "out")
 	f, err := os.Create(out)
@@ -124,7 +134,7 @@ func TestStatusTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
-	ctx := processTest(t, 90*time.Second)
+	ctx := processTest(t, 5*time.Minute)
 	pki := newTestPKI(t)
 	cert, key := pki.issue(t, "server", "localhost")
 	data := writeDataset(t, 8, 2, 0)

@@ -16,7 +16,7 @@ import (
 // authentication, and when --pprof is served on a non-loopback --metrics
 // address; it says nothing of the kind otherwise.
 func TestServeWarnsWhenExposed(t *testing.T) {
-	ctx := processTest(t, 90*time.Second)
+	ctx := processTest(t, 5*time.Minute)
 	ds := writeDataset(t, 4, 2, 0)
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(tokens, []byte("tok\n"), 0o600); err != nil {
@@ -39,7 +39,7 @@ func TestServeWarnsWhenExposed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startServe(t, ctx, serveConfig{name: tc.name, listen: tc.listen, metrics: tc.metrics, dataset: ds, workers: 1, args: tc.args})
 			// The warnings come before the "listening" line.
-			waitFor(t, ctx, 20*time.Second, "the listening line", func() bool { return len(p.findLogs("listening", nil)) == 1 })
+			waitFor(t, ctx, hangGuard, "the listening line", func() bool { return len(p.findLogs("listening", nil)) == 1 })
 			var warned []string
 			for _, r := range p.logRecords() {
 				if msg, _ := r["msg"].(string); r["level"] == "WARN" && strings.Contains(msg, "non-loopback") {
@@ -62,14 +62,14 @@ func TestServeWarnsWhenExposed(t *testing.T) {
 // never be sent (plaintext to a non-loopback peer) refuses to start, saying
 // what to add, instead of starting and leaving its trainers waiting.
 func TestServeRefusesPlaintextPeerToken(t *testing.T) {
-	ctx := processTest(t, 60*time.Second)
+	ctx := processTest(t, 5*time.Minute)
 	ds := writeDataset(t, 4, 2, 0)
 	tokens := filepath.Join(t.TempDir(), "peer-token")
 	if err := os.WriteFile(tokens, []byte("tok\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, peers := range []string{"cpu1.invalid:7070", "127.0.0.1:7070,10.255.0.1:7070", "dns:///stoker-workers.invalid:7070"} {
-		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, hangGuard)
 		out, err := exec.CommandContext(cctx, stokerBinary(t), "serve", "--listen", "127.0.0.1:0", "--dataset", "ds="+ds,
 			"--peers", peers, "--peer-token-file", tokens).CombinedOutput()
 		timedOut := cctx.Err() != nil

@@ -21,7 +21,7 @@ func TestVersion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds stoker and runs stoker serve")
 	}
-	ctx := processTest(t, 120*time.Second)
+	ctx := processTest(t, 5*time.Minute)
 	const stamped = "v9.8.7-test"
 	bin := filepath.Join(t.TempDir(), "stoker")
 	build := exec.CommandContext(ctx, "go", "build", "-ldflags",

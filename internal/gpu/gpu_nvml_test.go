@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -414,20 +415,28 @@ func TestGPUMonitorPollPanics(t *testing.T) {
 }
 
 // Close stops the sampler goroutine (no more NVML calls) and shuts NVML down
-// once.
+// once. In a synctest bubble: the sampler's ticker runs on the fake clock,
+// so "it polled" and "it polls no more" are each a matter of intervals, not
+// of how busy the machine is.
 func TestGPUMonitorCloseStopsSampler(t *testing.T) {
+	synctest.Test(t, testGPUMonitorCloseStopsSampler)
+}
+
+func testGPUMonitorCloseStopsSampler(t *testing.T) {
+	const interval = 2 * time.Millisecond
 	clock := newGPUClock()
 	fm := newFakeMachine(clock, newFakeGPU("a", 50))
-	m := NewMonitor(Selection{All: true}, time.Second, WithNVML(fm.lib), withGPUInterval(2*time.Millisecond))
+	m := NewMonitor(Selection{All: true}, time.Second, WithNVML(fm.lib), withGPUInterval(interval))
 	nm := m.(*nvmlMonitor)
 	polls := func() int { return len(fm.devs[0].GetSamplesCalls()) + len(fm.devs[0].GetUtilizationRatesCalls()) }
-	deadline := time.Now().Add(10 * time.Second)
-	for polls() < 5 {
-		if time.Now().After(deadline) {
-			t.Fatal("the sampler did not poll")
-		}
+	// NewMonitor's own poll, then one a tick: five ticks, five more polls.
+	for range 5 {
 		clock.advance(100 * time.Millisecond)
-		time.Sleep(time.Millisecond)
+		time.Sleep(interval)
+		synctest.Wait()
+	}
+	if n := polls(); n < 6 {
+		t.Fatalf("%d polls in NewMonitor and 5 intervals, want 6", n)
 	}
 	if s := m.Sample(); !s.Available {
 		t.Fatalf("Sample() = %+v; want available", s)
@@ -441,7 +450,8 @@ func TestGPUMonitorCloseStopsSampler(t *testing.T) {
 		t.Fatal("Close returned with the sampler still running")
 	}
 	n := polls()
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(10 * interval)
+	synctest.Wait()
 	if polls() != n {
 		t.Errorf("NVML polled after Close: %d then %d calls", n, polls())
 	}

@@ -42,7 +42,11 @@ class LocalServer:
         self.log_path = log_path
         log: Optional[IO[bytes]] = open(log_path, "wb") if log_path else None
         try:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT if log else None)
+            # A server reads no input: with /dev/null for stdin it neither
+            # holds the caller's terminal nor stops (SIGTTIN) in a
+            # background job, however the caller was started.
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT if log else None)
         finally:
             if log:
                 log.close()

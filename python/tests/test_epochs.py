@@ -25,7 +25,7 @@ def epoch_ref(server: str, epoch: int, **kw):
         return collect(ld)
 
 
-def wait_for(cond, timeout: float = 10.0) -> bool:
+def wait_for(cond, timeout: float = 60.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if cond():

@@ -32,7 +32,8 @@ def run_example(args: List[str], cwd: Path, tmpdir: Optional[Path] = None) -> st
         env["TMPDIR"] = str(tmpdir)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "python"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.setdefault("OMP_NUM_THREADS", "1")
-    r = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    r = subprocess.run([sys.executable, *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=TIMEOUT)
     if r.returncode != 0:
         pytest.fail(f"{' '.join(args)} exited with {r.returncode}:\n{r.stdout}\n{r.stderr}")
     return r.stdout

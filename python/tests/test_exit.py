@@ -23,6 +23,11 @@ PYDIR = str(Path(__file__).resolve().parents[1])
 
 PRELUDE = """
 import os, signal, socket, sys, threading, time
+# The Ctrl-C cases need Python's own SIGINT handler. An interpreter started
+# with SIGINT ignored (as `nohup cmd &`, a non-interactive shell's `&` and
+# some CI runners start the tests, and children inherit it) keeps it
+# ignored and never raises KeyboardInterrupt: say what this child relies on.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {pydir!r})
 import torch
 import stoker
@@ -79,7 +84,8 @@ CASES: Dict[str, str] = {
 def run_case(server: str, name: str) -> Tuple[float, subprocess.CompletedProcess]:
     """Seconds from the case's END to the child's exit, and the result."""
     code = PRELUDE.format(pydir=PYDIR, addr=server) + CASES[name]
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, "-c", code], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=120)
     exited = time.time()
     ends = [line for line in r.stdout.splitlines() if line.startswith("END ")]
     assert ends, f"{name}: no END (rc {r.returncode}):\n{r.stdout}\n{r.stderr}"

@@ -30,7 +30,7 @@ def ring_maps(pid: int) -> int:
         return f.read().count("memfd:stoker-ring")
 
 
-def wait_for(cond, what: str, seconds: float = 10.0) -> None:
+def wait_for(cond, what: str, seconds: float = 60.0) -> None:
     deadline = time.monotonic() + seconds
     while not cond():
         if time.monotonic() > deadline:
@@ -157,7 +157,7 @@ def test_ring_freed_when_the_trainer_is_killed(server: str, start_server) -> Non
     srv = start_server()
     child = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
-            import sys, time
+            import sys, threading
             sys.path.insert(0, {PYDIR!r})
             import stoker
             from stoker import transforms as T
@@ -166,9 +166,9 @@ def test_ring_freed_when_the_trainer_is_killed(server: str, start_server) -> Non
             it = iter(ld)
             kept = [next(it) for _ in range(2)]
             print("READY", ld.transport, flush=True)
-            time.sleep(60)
+            threading.Event().wait()  # holding the ring until the test kills it
         """)],
-        stdout=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
     )
     try:
         line = child.stdout.readline()
@@ -239,9 +239,10 @@ def test_another_network_namespace_falls_back(netns, start_server) -> None:
         print(ld.transport_reason)
     """)
     inside = subprocess.run(["ip", "netns", "exec", name, sys.executable, "-c", script],
-                            capture_output=True, text=True, timeout=120)
+                            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
     assert inside.returncode == 0, inside.stderr
-    here = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    here = subprocess.run([sys.executable, "-c", script], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=300)
     assert here.returncode == 0, here.stderr
     t_in, sum_in, n_in = inside.stdout.splitlines()[0].split()
     t_here, sum_here, n_here = here.stdout.splitlines()[0].split()

@@ -29,7 +29,7 @@ def test_long_names_are_invalid_argument(server: str, what: str) -> None:
         assert len(e.value.message) < 512 and "the limit is 256" in e.value.message
 
 
-def _wait_for_log(path: str, text: str, seconds: float = 20.0) -> None:
+def _wait_for_log(path: str, text: str, seconds: float = 60.0) -> None:
     deadline = time.monotonic() + seconds
     while True:
         with open(path, errors="replace") as f:
