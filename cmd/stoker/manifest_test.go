@@ -335,3 +335,69 @@ func TestServeStoreDown(t *testing.T) {
 	p.SetPlan(faultproxy.Plan{})
 	checkEpoch(t, consumeEpoch(t, ctx, srv.addr, testJob(4, 4), consumeOpts{}), testJob(4, 4), n)
 }
+
+// TestServeStoreFaults: a store behind a proxy that answers 503 SlowDown
+// and 429, resets connections, truncates bodies and holds requests, each
+// at a set rate on object reads: every epoch still delivers each sample
+// once, with the same bytes as the same job served from the local path,
+// and no sample error. After the job, the server's read-ahead holds no
+// bytes and its goroutines are back to where they were before it (once
+// the idle connections to the store close, 20 s after their last use).
+func TestServeStoreFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs stoker serve and versitygw processes")
+	}
+	ctx := processTest(t, 4*time.Minute)
+	const n = 48
+	data := writeDataset(t, n, 3, 0)
+	s := s3Env(t)
+	s.PutTree(t, "bkt", "if/", data)
+	runIndexCmd(t, ctx, nil, s.URL("bkt", "if/"))
+	spec := testJob(8, 7)
+
+	local := startServe(t, ctx, serveConfig{name: "local", dataset: data, workers: 2})
+	_, want := epochSums(t, ctx, local.addr, spec, n)
+
+	p, err := faultproxy.New(s.Endpoint, 7, faultproxy.Plan{
+		Rates: map[faultproxy.Kind]float64{faultproxy.SlowDown: 0.1, faultproxy.TooManyRequests: 0.05,
+			faultproxy.Reset: 0.05, faultproxy.Truncate: 0.05, faultproxy.Stall: 0.03},
+		StallFor: 300 * time.Millisecond, Only: faultproxy.ObjectGETs,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	for _, kv := range s.EnvFor(p.URL()) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	srv := startServe(t, ctx, serveConfig{name: "s3", dataset: s.URL("bkt", "if/"), workers: 2})
+	before := srv.metric(t, ctx, "go_goroutines")
+	_, got := epochSums(t, ctx, srv.addr, spec, n)
+	if len(got) != len(want) {
+		t.Fatalf("%d batches through the faults, %d from the local path", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("batch %d: other bytes through the faults than from the local path", i)
+		}
+	}
+	st := p.Stats()
+	if st.Total() == 0 {
+		t.Fatalf("the proxy injected no fault (%+v): the test tested nothing", st)
+	}
+	t.Logf("faults injected: %v of %d requests", st.Faults, st.Requests)
+
+	// Back to baseline, waited for as an event under the test's deadline.
+	for {
+		held, g := srv.metric(t, ctx, "stoker_read_ahead_bytes"), srv.metric(t, ctx, "go_goroutines")
+		if held == 0 && g <= before {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("after the job: read-ahead holds %v bytes, %v goroutines (%v before it)", held, g, before)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -80,9 +81,12 @@ func openS3(ctx context.Context, bucket string) (*gblob.Bucket, error) {
 	// host: the SDK's default client keeps only 10 idle connections per
 	// host, so the rest would be new connections (and TLS handshakes)
 	// each time.
+	// Idle ones are closed after 20 s, as S3 itself closes them about
+	// then: keeping them longer only keeps their goroutines.
 	cfg.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 		tr.MaxIdleConns = 2 * maxIdlePerHost
 		tr.MaxIdleConnsPerHost = maxIdlePerHost
+		tr.IdleConnTimeout = 20 * time.Second
 	})
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.Retryer = aws.NopRetryer{} // the store's policy retries
