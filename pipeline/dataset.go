@@ -63,6 +63,14 @@ type Prefetcher interface {
 	Prefetch(indices []int64)
 }
 
+// ShardPrefetcher is a Prefetcher of shards: told that a job reads the
+// shards of these samples whole, over its next batches (the block
+// shuffle), it may fetch each of those shards in a few long reads instead
+// of a read per sample. The Dataset keeps no reference to the slice.
+type ShardPrefetcher interface {
+	PrefetchShards(indices []int64)
+}
+
 // imageExts are the file extensions ImageFolder indexes: torchvision's
 // IMG_EXTENSIONS less .ppm and .pgm, which no decoder here reads (indexing
 // them would only turn each into a per-sample error).

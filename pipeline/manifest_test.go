@@ -295,6 +295,50 @@ func TestPrefetch(t *testing.T) {
 	}
 }
 
+// TestPrefetchShards: a job that reads shards whole (the block shuffle)
+// hints every sample of the shards its batch touches, shard by shard in
+// sample order, and a shard once while the hint holds.
+func TestPrefetchShards(t *testing.T) {
+	dir := wdsDir(t)
+	m, err := IndexDir(context.Background(), dir, IndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openDirStore(t, dir)
+	rec := &recordRanges{Direct: source.Direct{Store: st}}
+	ds, err := NewStoreDataset(st, m, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	sp, ok := ds.(ShardPrefetcher)
+	if !ok {
+		t.Fatalf("%T has no PrefetchShards", ds)
+	}
+	// Shards in name order: shard-a holds samples 0..2, shard-b 3..4.
+	hinted := func(want ...int) {
+		t.Helper()
+		last := rec.hints[len(rec.hints)-1]
+		if len(last) != len(want) {
+			t.Fatalf("hinted %d ranges %+v, want samples %v", len(last), last, want)
+		}
+		for j, i := range want {
+			if s := m.Sample(i); last[j].Off != s.Off || last[j].Len != s.Size || last[j].Obj != m.Object(s.Object) {
+				t.Errorf("range %d: %+v, want sample %d", j, last[j], i)
+			}
+		}
+	}
+	sp.PrefetchShards([]int64{4})
+	hinted(3, 4)
+	n := len(rec.hints)
+	sp.PrefetchShards([]int64{3, -1, 99})
+	if len(rec.hints) != n {
+		t.Fatalf("shard-b hinted again: %+v", rec.hints[n:])
+	}
+	sp.PrefetchShards([]int64{1, 4, 2})
+	hinted(0, 1, 2)
+}
+
 // TestIndexEmptyClass: a class folder without an image is refused by
 // both indexers, as Open refuses it, naming the folder.
 func TestIndexEmptyClass(t *testing.T) {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"sync"
+	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
@@ -34,7 +37,18 @@ type StoreDataset struct {
 type ShardedStoreDataset struct {
 	*StoreDataset
 	starts []int
+
+	mu sync.Mutex
+	// hinted is when each shard was last hinted whole (PrefetchShards):
+	// a shard is hinted again only after rehint, so the batches of a
+	// window do not each hint its thousands of ranges.
+	hinted map[int]time.Time
 }
+
+// rehint is how long a shard hinted whole is not hinted again: about the
+// read-ahead's own limit on bytes left unread (source.Fetcher drops them
+// after a minute), so a shard whose bytes were dropped is asked for again.
+const rehint = 30 * time.Second
 
 // NewStoreDataset makes the dataset m describes, read from st through rd
 // (nil: source.Direct{Store: st}, each sample read when asked). A
@@ -55,7 +69,7 @@ func NewStoreDataset(st source.Store, m *Manifest, rd source.Ranges) (Dataset, e
 	if m.Layout != LayoutWebDataset {
 		return d, nil
 	}
-	s := &ShardedStoreDataset{StoreDataset: d}
+	s := &ShardedStoreDataset{StoreDataset: d, hinted: map[int]time.Time{}}
 	prev := -1
 	for i, o := range m.samples.obj {
 		if int(o) != prev {
@@ -67,8 +81,9 @@ func NewStoreDataset(st source.Store, m *Manifest, rd source.Ranges) (Dataset, e
 }
 
 var (
-	_ Sharded    = (*ShardedStoreDataset)(nil)
-	_ Prefetcher = (*StoreDataset)(nil)
+	_ Sharded         = (*ShardedStoreDataset)(nil)
+	_ Prefetcher      = (*StoreDataset)(nil)
+	_ ShardPrefetcher = (*ShardedStoreDataset)(nil)
 )
 
 // ShardStarts implements Sharded: the first sample index of each shard
@@ -161,4 +176,51 @@ func (d *StoreDataset) Prefetch(indices []int64) {
 	if len(rs) > 0 {
 		d.rd.Prefetch(rs)
 	}
+}
+
+// PrefetchShards implements ShardPrefetcher: every sample of the shards of
+// indices is hinted, shard by shard in the order indices name them, so
+// that the Ranges (a source.Fetcher) coalesces each shard into a few long
+// reads; the samples of indices are among them. A shard hinted within
+// rehint is not hinted again.
+func (d *ShardedStoreDataset) PrefetchShards(indices []int64) {
+	if _, direct := d.rd.(source.Direct); direct {
+		return
+	}
+	now := time.Now()
+	var rs []source.Range
+	d.mu.Lock()
+	for _, i := range indices {
+		if i < 0 || i >= int64(d.m.Len()) {
+			continue
+		}
+		s := d.shardOf(int(i))
+		if t, ok := d.hinted[s]; ok && now.Sub(t) < rehint {
+			continue
+		}
+		d.hinted[s] = now
+		end := d.m.Len()
+		if s+1 < len(d.starts) {
+			end = d.starts[s+1]
+		}
+		for j := d.starts[s]; j < end; j++ {
+			if r := d.rangeOf(j); r.Len <= d.maxSize {
+				rs = append(rs, r)
+			}
+		}
+	}
+	for s, t := range d.hinted {
+		if now.Sub(t) >= rehint {
+			delete(d.hinted, s)
+		}
+	}
+	d.mu.Unlock()
+	if len(rs) > 0 {
+		d.rd.Prefetch(rs)
+	}
+}
+
+// shardOf is the shard sample i is in.
+func (d *ShardedStoreDataset) shardOf(i int) int {
+	return sort.Search(len(d.starts), func(s int) bool { return d.starts[s] > i }) - 1
 }

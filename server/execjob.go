@@ -60,6 +60,11 @@ func (e *execJob) Fill(ctx context.Context, l *work.Lease, b *pipeline.Batch) er
 // fill makes the samples indices of epoch into b on the job's queue.
 func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, b *pipeline.Batch) error {
 	j := e.j
+	if sp, ok := j.ds.(pipeline.ShardPrefetcher); ok && j.shuffle.starts != nil {
+		// The block shuffle reads the window's shards whole over the
+		// next batches: read each ahead in a few long requests.
+		sp.PrefetchShards(indices)
+	}
 	if err := e.q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b); err != nil {
 		return err
 	}
