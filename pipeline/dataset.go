@@ -81,15 +81,20 @@ func isImage(name string) bool {
 }
 
 // Open opens the dataset at dir: WebDataset shards when dir holds *.tar
-// files (or is one), an ImageFolder tree otherwise.
+// files (or is one), an ImageFolder tree otherwise. Compressed shards
+// (*.tar.gz, *.tgz, ...) are refused with ErrUnsupported, saying why and
+// how to decompress them: samples are read in place, by offset.
 func Open(dir string) (Dataset, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
 	}
 	if !st.IsDir() {
-		if strings.HasSuffix(dir, ".tar") {
+		switch {
+		case strings.HasSuffix(dir, ".tar"):
 			return OpenWebDataset(dir)
+		case compressedTool(dir) != "":
+			return nil, errCompressedShards(dir, []string{path.Base(dir)})
 		}
 		return nil, fmt.Errorf("%w: dataset %s is neither a directory nor a .tar shard", ErrUnsupported, dir)
 	}
@@ -97,8 +102,17 @@ func Open(dir string) (Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
+	var names []string
 	for _, e := range ents {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".tar") {
+		if e.Type().IsRegular() {
+			names = append(names, e.Name())
+		}
+	}
+	if z := compressedShards(names); len(z) > 0 {
+		return nil, errCompressedShards(dir, z)
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".tar") {
 			return OpenWebDataset(dir)
 		}
 	}
