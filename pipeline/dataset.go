@@ -84,7 +84,11 @@ func isImage(name string) bool {
 // files (or is one), an ImageFolder tree otherwise. Compressed shards
 // (*.tar.gz, *.tgz, ...) are refused with ErrUnsupported, saying why and
 // how to decompress them: samples are read in place, by offset.
-func Open(dir string) (Dataset, error) {
+func Open(dir string) (Dataset, error) { return open(dir, nil) }
+
+// open is Open, reporting how far its walk or its reads of the shards have
+// come to progress (when not nil).
+func open(dir string, progress func(IndexProgress)) (Dataset, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
@@ -92,7 +96,7 @@ func Open(dir string) (Dataset, error) {
 	if !st.IsDir() {
 		switch {
 		case strings.HasSuffix(dir, ".tar"):
-			return OpenWebDataset(dir)
+			return openWebDataset(dir, progress)
 		case compressedTool(dir) != "":
 			return nil, errCompressedShards(dir, []string{path.Base(dir)})
 		}
@@ -113,10 +117,10 @@ func Open(dir string) (Dataset, error) {
 	}
 	for _, n := range names {
 		if strings.HasSuffix(n, ".tar") {
-			return OpenWebDataset(dir)
+			return openWebDataset(dir, progress)
 		}
 	}
-	return OpenImageFolder(dir)
+	return openImageFolder(dir, progress)
 }
 
 // ImageFolder is a tree root/<class>/<file>, torchvision's ImageFolder:
@@ -135,12 +139,18 @@ type ImageFolder struct {
 
 // OpenImageFolder indexes the tree at dir. A class folder without an
 // image is refused (ErrUnsupported), as torchvision refuses it.
-func OpenImageFolder(dir string) (*ImageFolder, error) {
+func OpenImageFolder(dir string) (*ImageFolder, error) { return openImageFolder(dir, nil) }
+
+func openImageFolder(dir string, progress func(IndexProgress)) (*ImageFolder, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
-	ix, err := scanFolder(root, dir, false, nil)
+	var found func(int)
+	if progress != nil {
+		found = func(n int) { progress(IndexProgress{Phase: "list", Done: n}) }
+	}
+	ix, err := scanFolder(root, dir, false, found)
 	if err != nil {
 		root.Close()
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/stoker-dev/stoker/internal/progress"
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
@@ -36,6 +37,16 @@ type IndexProgress struct {
 	Done, Total int
 	// Bytes and TotalBytes count the bytes of the shards read.
 	Bytes, TotalBytes int64
+}
+
+// Update is p in the words of a progress line: "listing" objects (no
+// total yet), then "reading shards".
+func (p IndexProgress) Update() progress.Update {
+	if p.Phase == "list" {
+		return progress.Update{Phase: "listing", Unit: "objects", Done: int64(p.Done)}
+	}
+	return progress.Update{Phase: "reading shards", Unit: "shards", Done: int64(p.Done), Total: int64(p.Total),
+		Bytes: p.Bytes, TotalBytes: p.TotalBytes}
 }
 
 func (o IndexOptions) concurrency() int {

@@ -52,7 +52,11 @@ type wdsSample struct {
 // symbolic link among them that leads out of the directory is refused, as
 // is any *.tar that is not a regular file (a FIFO, a directory): the whole
 // Open fails rather than serve part of the data.
-func OpenWebDataset(path string) (*WebDataset, error) {
+func OpenWebDataset(path string) (*WebDataset, error) { return openWebDataset(path, nil) }
+
+// openWebDataset is OpenWebDataset, reporting the shards read to progress
+// (when not nil).
+func openWebDataset(path string, progress func(IndexProgress)) (*WebDataset, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -137,6 +141,9 @@ func OpenWebDataset(path string) (*WebDataset, error) {
 			d.starts = append(d.starts, len(d.samples))
 		}
 		d.samples = append(d.samples, got...)
+		if progress != nil {
+			progress(IndexProgress{Phase: "scan", Done: si + 1, Total: len(names)})
+		}
 	}
 	if len(d.samples) == 0 {
 		d.Close()
