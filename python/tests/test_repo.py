@@ -3,6 +3,7 @@ neither README.md nor the Makefile points outside the repository."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 from pathlib import Path
@@ -41,3 +42,15 @@ def test_make_bench_without_photos_uses_generated_images() -> None:
     given = subprocess.run(["make", "-n", "bench", "PHOTOS=/some/photos"], cwd=REPO, capture_output=True, text=True,
                            timeout=60, check=True).stdout
     assert re.search(r"bench/compare\.py .*--data /some/photos ", given)
+
+
+def test_make_bench_prints_a_verdict() -> None:
+    spec = importlib.util.spec_from_file_location("compare", REPO / "bench" / "compare.py")
+    compare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare)
+    assert compare.verdict(3.14, 0) == (3.0, "verdict: PASS: stoker / faster baseline, epochs >= 2 (defaults) = 3.14x; "
+                                              "target >= 3.0x")
+    target, line = compare.verdict(2.46, 0)
+    assert line.startswith("verdict: FAIL: ") and "2.46x" in line and target == 3.0
+    target, line = compare.verdict(4.19, 2_000_000_000)
+    assert target == 5.0 and line.startswith("verdict: FAIL: ") and "with the coefficient cache" in line
