@@ -34,6 +34,19 @@ def test_nothing_points_outside_the_repository() -> None:
         assert outside == [], f"{name} names paths outside the repository: {outside}"
 
 
+def test_docs_point_inside_the_repository() -> None:
+    """BENCHMARKS.md and docs/ name no path a clone lacks: a ../ path
+    resolves inside the repository, and none is absolute under /work."""
+    files = [REPO / "BENCHMARKS.md", *sorted((REPO / "docs").glob("*.md"))]
+    assert len(files) > 6
+    for f in files:
+        text = f.read_text()
+        assert "/work/" not in text, f"{f.name} names a path of this machine"
+        for m in re.finditer(r"(?:\.\./)+[^\s)`'\"#]*", text):
+            target = (f.parent / m.group(0)).resolve()
+            assert target.is_relative_to(REPO) and target.exists(), f"{f.name} names {m.group(0)}, not in the repository"
+
+
 def test_make_bench_without_photos_uses_generated_images() -> None:
     out = subprocess.run(["make", "-n", "bench", "PHOTOS="], cwd=REPO, capture_output=True, text=True, timeout=60,
                          check=True).stdout
