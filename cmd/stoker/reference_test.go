@@ -53,6 +53,7 @@ var referenceCommands = []struct {
 	{"stoker bench scale", []string{"bench", "scale", "--help"}, ""},
 	{"stoker bench load", []string{"bench", "load", "--help"}, ""},
 	{"stoker bench backpressure", []string{"bench", "backpressure", "--help"}, ""},
+	{"stoker bench store", []string{"bench", "store", "--help"}, ""},
 }
 
 // TestReference: docs/reference.md is what the binary says of its flags
