@@ -10,7 +10,11 @@ import (
 	"os/signal"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
+
+	"github.com/stoker-dev/stoker/internal/progress"
 )
 
 // benchData is the data bench NAME reads: *data when set, else a synthetic
@@ -25,7 +29,7 @@ func benchData(ctx context.Context, name string, data *string, n int) (synthetic
 		return false, nil, err
 	}
 	fmt.Fprintf(os.Stderr, "bench %s: writing %d synthetic images to %s\n", name, n, dir)
-	if err := WriteSyntheticSet(ctx, dir, n, 10, 1); err != nil {
+	if err := WriteSyntheticSetProgress(ctx, dir, n, 10, 1, progress.New(os.Stderr, "bench "+name)); err != nil {
 		os.RemoveAll(dir)
 		return false, nil, err
 	}
@@ -35,6 +39,35 @@ func benchData(ctx context.Context, name string, data *string, n int) (synthetic
 
 // WriteSyntheticSet writes n images as stoker mkdata does, on every core.
 func WriteSyntheticSet(ctx context.Context, dir string, n, classes int, seed uint64) error {
+	return WriteSyntheticSetProgress(ctx, dir, n, classes, seed, nil)
+}
+
+// WriteSyntheticSetProgress is WriteSyntheticSet reporting the images
+// written to pr (nil: nowhere).
+func WriteSyntheticSetProgress(ctx context.Context, dir string, n, classes int, seed uint64, pr *progress.Reporter) error {
+	var written atomic.Int64
+	if pr != nil {
+		report := func() {
+			pr.Report(progress.Update{Phase: "writing images", Unit: "images", Done: written.Load(), Total: int64(n)})
+		}
+		report()
+		stop, ticking := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(ticking)
+			t := time.NewTicker(250 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					report()
+				}
+			}
+		}()
+		// The ticker stops before the last figures, so none comes after.
+		defer func() { close(stop); <-ticking; report(); pr.Done() }()
+	}
 	jobs := make(chan int)
 	errs := make(chan error, 1)
 	var wg sync.WaitGroup
@@ -49,6 +82,7 @@ func WriteSyntheticSet(ctx context.Context, dir string, n, classes int, seed uin
 					default:
 					}
 				}
+				written.Add(1)
 			}
 		}()
 	}

@@ -72,6 +72,9 @@ func runLoad(args []string) error {
 	seconds := fs.Float64("seconds", 60, "duration of each phase")
 	slowStep := fs.Duration("slow-step", 200*time.Millisecond, "how long a slow consumer sleeps after every batch")
 	workers := fs.Int("workers", runtime.NumCPU(), "the server's decode goroutines (its --workers)")
+	// -h says so, rather than this machine's count (docs/reference.md is
+	// generated from -h).
+	fs.Lookup("workers").DefValue = "the number of CPUs"
 	budget := fs.Int64("memory-budget", 512<<20, "the server's --memory-budget in bytes; its RSS is checked against it")
 	data := fs.String("data", "", "ImageFolder or WebDataset to read (default: a synthetic one, made as stoker mkdata makes it, removed afterwards)")
 	n := fs.Int("n", 1000, "images of the synthetic dataset")

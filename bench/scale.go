@@ -24,6 +24,7 @@ import (
 
 	"github.com/stoker-dev/stoker/client"
 	"github.com/stoker-dev/stoker/internal/cpu"
+	"github.com/stoker-dev/stoker/internal/progress"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -169,6 +170,9 @@ func (b *scaleBench) run(ctx context.Context) (*scaleReport, error) {
 	if o.before != "" {
 		exes = append(exes, o.before)
 	}
+	// Runs take minutes in all: each line says how many are done, and when
+	// the rest should be.
+	start, total := time.Now(), o.rounds*(1+len(o.peers))*len(exes)
 	for round := 1; round <= o.rounds; round++ {
 		for _, n := range append([]int{0}, o.peers...) {
 			for i, exe := range exes {
@@ -183,8 +187,9 @@ func (b *scaleBench) run(ctx context.Context) (*scaleReport, error) {
 				rep.DatasetSize = size
 				rep.SampleErrors += r.SampleErrors
 				rep.Runs = append(rep.Runs, r)
-				fmt.Fprintf(os.Stderr, "round %d %-18s %7.1f images/s  %d images in %.2fs\n",
-					round, name, r.imagesPerSec(), r.Images, r.Seconds)
+				fmt.Fprintf(os.Stderr, "round %d %-18s %7.1f images/s  %d images in %.2fs  [%s]\n",
+					round, name, r.imagesPerSec(), r.Images, r.Seconds,
+					progress.Text(progress.Update{Phase: "runs", Unit: "runs", Done: int64(len(rep.Runs)), Total: int64(total)}, time.Since(start)))
 			}
 		}
 	}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/stoker-dev/stoker/client"
 	"github.com/stoker-dev/stoker/internal/faultproxy"
+	"github.com/stoker-dev/stoker/internal/progress"
 	"github.com/stoker-dev/stoker/internal/storetest"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
@@ -208,6 +209,9 @@ func (b *storeBench) run(ctx context.Context) (*storeReport, error) {
 	rep := &storeReport{Dataset: o.data, Synthetic: o.synthetic, Layout: o.layout, Shuffle: o.shuffle,
 		Window: o.window, Transform: o.transform, BatchSize: o.batch, Workers: o.workers, Epochs: o.epochs,
 		Rounds: o.rounds, Latency: o.latency.String(), CPUs: runtime.NumCPU(), Pinned: o.cpus, Configs: configs}
+	// Each run's last line says how many are done, and when the rest
+	// should be, as bench scale's do.
+	start, total := time.Now(), o.rounds*len(configs)
 	for round := 1; round <= o.rounds; round++ {
 		for _, c := range configs {
 			r, err := b.runOne(ctx, c, round)
@@ -219,6 +223,8 @@ func (b *storeBench) run(ctx context.Context) (*storeReport, error) {
 				fmt.Fprintf(os.Stderr, "round %d %-16s epoch %d %7.1f images/s %6.2f ms CPU/image %6.3f GETs/image\n",
 					round, c.Name, e+1, ep.imagesPerSec(), ep.cpuPerImage()*1e3, ep.getsPerImage())
 			}
+			fmt.Fprintf(os.Stderr, "[%s]\n", progress.Text(progress.Update{Phase: "runs", Unit: "runs",
+				Done: int64(len(rep.Runs)), Total: int64(total)}, time.Since(start)))
 		}
 	}
 	rep.summarize()

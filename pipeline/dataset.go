@@ -81,15 +81,24 @@ func isImage(name string) bool {
 }
 
 // Open opens the dataset at dir: WebDataset shards when dir holds *.tar
-// files (or is one), an ImageFolder tree otherwise.
-func Open(dir string) (Dataset, error) {
+// files (or is one), an ImageFolder tree otherwise. Compressed shards
+// (*.tar.gz, *.tgz, ...) are refused with ErrUnsupported, saying why and
+// how to decompress them: samples are read in place, by offset.
+func Open(dir string) (Dataset, error) { return open(dir, nil) }
+
+// open is Open, reporting how far its walk or its reads of the shards have
+// come to progress (when not nil).
+func open(dir string, progress func(IndexProgress)) (Dataset, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
 	}
 	if !st.IsDir() {
-		if strings.HasSuffix(dir, ".tar") {
-			return OpenWebDataset(dir)
+		switch {
+		case strings.HasSuffix(dir, ".tar"):
+			return openWebDataset(dir, progress)
+		case compressedTool(dir) != "":
+			return nil, errCompressedShards(dir, []string{path.Base(dir)})
 		}
 		return nil, fmt.Errorf("%w: dataset %s is neither a directory nor a .tar shard", ErrUnsupported, dir)
 	}
@@ -97,12 +106,21 @@ func Open(dir string) (Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
+	var names []string
 	for _, e := range ents {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".tar") {
-			return OpenWebDataset(dir)
+		if e.Type().IsRegular() {
+			names = append(names, e.Name())
 		}
 	}
-	return OpenImageFolder(dir)
+	if z := compressedShards(names); len(z) > 0 {
+		return nil, errCompressedShards(dir, z)
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".tar") {
+			return openWebDataset(dir, progress)
+		}
+	}
+	return openImageFolder(dir, progress)
 }
 
 // ImageFolder is a tree root/<class>/<file>, torchvision's ImageFolder:
@@ -121,12 +139,18 @@ type ImageFolder struct {
 
 // OpenImageFolder indexes the tree at dir. A class folder without an
 // image is refused (ErrUnsupported), as torchvision refuses it.
-func OpenImageFolder(dir string) (*ImageFolder, error) {
+func OpenImageFolder(dir string) (*ImageFolder, error) { return openImageFolder(dir, nil) }
+
+func openImageFolder(dir string, progress func(IndexProgress)) (*ImageFolder, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
-	ix, err := scanFolder(root, dir, false, nil)
+	var found func(int)
+	if progress != nil {
+		found = func(n int) { progress(IndexProgress{Phase: "list", Done: n}) }
+	}
+	ix, err := scanFolder(root, dir, false, found)
 	if err != nil {
 		root.Close()
 		return nil, err

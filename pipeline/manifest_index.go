@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/stoker-dev/stoker/internal/progress"
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
@@ -38,6 +39,16 @@ type IndexProgress struct {
 	Bytes, TotalBytes int64
 }
 
+// Update is p in the words of a progress line: "listing" objects (no
+// total yet), then "reading shards".
+func (p IndexProgress) Update() progress.Update {
+	if p.Phase == "list" {
+		return progress.Update{Phase: "listing", Unit: "objects", Done: int64(p.Done)}
+	}
+	return progress.Update{Phase: "reading shards", Unit: "shards", Done: int64(p.Done), Total: int64(p.Total),
+		Bytes: p.Bytes, TotalBytes: p.TotalBytes}
+}
+
 func (o IndexOptions) concurrency() int {
 	if o.Concurrency <= 0 {
 		return 8
@@ -55,7 +66,7 @@ func (o IndexOptions) progress(p IndexProgress) {
 // (*.tar) when it has any, each read once as a stream to find its members,
 // else the ImageFolder tree <class>/.../<image>, by the rules of Open's
 // local datasets (dot-names skipped, files in torchvision's order, a class
-// without an image refused).
+// without an image refused, compressed shards refused).
 func IndexStore(ctx context.Context, st source.Store, o IndexOptions) (*Manifest, error) {
 	var objs []source.Object
 	last := time.Now()
@@ -72,6 +83,15 @@ func IndexStore(ctx context.Context, st source.Store, o IndexOptions) (*Manifest
 	}
 	o.progress(IndexProgress{Phase: "list", Done: len(objs)})
 	m := &Manifest{Root: st.String()}
+	var top []string
+	for _, obj := range objs {
+		if !strings.Contains(obj.Key, "/") {
+			top = append(top, obj.Key)
+		}
+	}
+	if z := compressedShards(top); len(z) > 0 {
+		return nil, errCompressedShards(st.String(), z)
+	}
 	if isWebDataset(objs) {
 		m.Layout = LayoutWebDataset
 		var shards []source.Object
@@ -264,15 +284,23 @@ func IndexDir(ctx context.Context, dir string, o IndexOptions) (*Manifest, error
 		return nil, err
 	}
 	m := &Manifest{Root: abs}
-	var shards []string
-	wds := false
+	var (
+		shards, names []string
+		wds           bool
+	)
 	for _, e := range ents {
+		if e.Type().IsRegular() {
+			names = append(names, e.Name())
+		}
 		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".tar") {
 			wds = true
 		}
 		if strings.HasSuffix(e.Name(), ".tar") && !strings.HasPrefix(e.Name(), ".") {
 			shards = append(shards, e.Name())
 		}
+	}
+	if z := compressedShards(names); len(z) > 0 {
+		return nil, errCompressedShards(dir, z)
 	}
 	if !wds {
 		m.Layout = LayoutImageFolder

@@ -53,7 +53,8 @@ func WithRanges(f func(source.Store) source.Ranges) SourceOption {
 func WithLog(l *slog.Logger) SourceOption { return func(o *sourceOptions) { o.log = l } }
 
 // WithIndexOptions sets how a source without a manifest is listed and its
-// shards read (default IndexOptions{}).
+// shards read, and where its progress goes, local or remote (default
+// IndexOptions{}).
 func WithIndexOptions(io IndexOptions) SourceOption { return func(o *sourceOptions) { o.index = io } }
 
 // OpenSource opens the dataset at src: a local path, or an s3://bucket/
@@ -83,7 +84,7 @@ func OpenSource(ctx context.Context, src string, opts ...SourceOption) (Dataset,
 			return nil, fmt.Errorf("%s: a manifest is for a directory (of shards, or an ImageFolder), not a file", src)
 		}
 		if !st.IsDir() {
-			return Open(src)
+			return open(src, o.index.Progress)
 		}
 		if o.manifest == "" {
 			if _, err := os.Stat(filepath.Join(src, filepath.FromSlash(ManifestName))); errors.Is(err, fs.ErrNotExist) {
@@ -110,7 +111,7 @@ func OpenSource(ctx context.Context, src string, opts ...SourceOption) (Dataset,
 // says how long that took.
 func openScanned(src string, o sourceOptions) (Dataset, error) {
 	start := time.Now()
-	ds, err := Open(src)
+	ds, err := open(src, o.index.Progress)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,9 @@ import (
 // a key (the path up to the first dot of the file name) make one sample,
 // key.jpg|jpeg|png (the image) and key.cls (the label as decimal text).
 // Shards are taken in name order and samples in tar order; they are read in
-// place, never unpacked. Classes are the label values seen, "0".."max".
+// place, never unpacked, so they must be plain tar files (compressed ones
+// are refused, saying why). Classes are the label values seen, "0".."max".
+// Every image needs its label: an image without a key.cls is refused.
 type WebDataset struct {
 	shards  []*os.File
 	names   []string // shard base names
@@ -27,6 +29,9 @@ type WebDataset struct {
 	maxSize int64
 	fp      string
 }
+
+// clsForm says what a .cls member holds, for the messages that refuse one.
+const clsForm = "a .cls member holds its sample's class index as decimal text, e.g. 7"
 
 // maxClasses bounds WebDataset labels: the classes are "0".."max", one
 // string each, so a label of 10^11 in a .cls would otherwise cost a
@@ -47,7 +52,11 @@ type wdsSample struct {
 // symbolic link among them that leads out of the directory is refused, as
 // is any *.tar that is not a regular file (a FIFO, a directory): the whole
 // Open fails rather than serve part of the data.
-func OpenWebDataset(path string) (*WebDataset, error) {
+func OpenWebDataset(path string) (*WebDataset, error) { return openWebDataset(path, nil) }
+
+// openWebDataset is OpenWebDataset, reporting the shards read to progress
+// (when not nil).
+func openWebDataset(path string, progress func(IndexProgress)) (*WebDataset, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -70,10 +79,15 @@ func OpenWebDataset(path string) (*WebDataset, error) {
 		if err != nil {
 			return nil, err
 		}
+		var all []string
 		for _, e := range ents {
+			all = append(all, e.Name())
 			if strings.HasSuffix(e.Name(), ".tar") && !strings.HasPrefix(e.Name(), ".") {
 				names = append(names, e.Name())
 			}
+		}
+		if z := compressedShards(all); len(z) > 0 {
+			return nil, errCompressedShards(path, z)
 		}
 		open = func(name string) (*os.File, error) {
 			f, err := root.OpenFile(name, flags, 0)
@@ -84,6 +98,9 @@ func OpenWebDataset(path string) (*WebDataset, error) {
 		}
 	} else {
 		names = []string{filepath.Base(path)}
+		if compressedTool(path) != "" {
+			return nil, errCompressedShards(path, names)
+		}
 		open = func(string) (*os.File, error) {
 			f, err := os.OpenFile(path, flags, 0)
 			if err != nil {
@@ -124,6 +141,9 @@ func OpenWebDataset(path string) (*WebDataset, error) {
 			d.starts = append(d.starts, len(d.samples))
 		}
 		d.samples = append(d.samples, got...)
+		if progress != nil {
+			progress(IndexProgress{Phase: "scan", Done: si + 1, Total: len(names)})
+		}
 	}
 	if len(d.samples) == 0 {
 		d.Close()
@@ -246,8 +266,10 @@ func scanShard(pr shardReader, si int32, shard string) ([]wdsSample, error) {
 			}
 			p.img = &wdsSample{shard: si, offset: pr.offset(), size: hd.Size, name: hd.Name}
 		case "cls":
+			// A label that is not one is the dataset's fault, not an
+			// image's: ErrUnsupported, saying what a label must be.
 			if hd.Size > 32 {
-				return nil, fmt.Errorf("%w: shard %s: %s is %d bytes, not a label", ErrCorrupt, shard, hd.Name, hd.Size)
+				return nil, fmt.Errorf("%w: shard %s: %s is %d bytes, not a label (%s)", ErrUnsupported, shard, hd.Name, hd.Size, clsForm)
 			}
 			b, err := io.ReadAll(tr)
 			if err != nil {
@@ -255,10 +277,10 @@ func scanShard(pr shardReader, si int32, shard string) ([]wdsSample, error) {
 			}
 			v, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
 			if err != nil || v < 0 {
-				return nil, fmt.Errorf("%w: shard %s: %s: label %q is not a non-negative integer", ErrCorrupt, shard, hd.Name, b)
+				return nil, fmt.Errorf("%w: shard %s: %s: label %q is not a non-negative integer (%s)", ErrUnsupported, shard, hd.Name, b, clsForm)
 			}
 			if v >= maxClasses {
-				return nil, fmt.Errorf("%w: shard %s: %s: label %d is over the limit of %d classes", ErrCorrupt, shard, hd.Name, v, maxClasses)
+				return nil, fmt.Errorf("%w: shard %s: %s: label %d is over the limit of %d classes", ErrUnsupported, shard, hd.Name, v, maxClasses)
 			}
 			p.label, p.hasCls = v, true
 		}
@@ -270,7 +292,7 @@ func scanShard(pr shardReader, si int32, shard string) ([]wdsSample, error) {
 			continue
 		}
 		if !p.hasCls {
-			return nil, fmt.Errorf("%w: shard %s: sample %s has no .cls label", ErrCorrupt, shard, k)
+			return nil, errNoLabel(shard, k, p.img.name)
 		}
 		p.img.label = p.label
 		out = append(out, *p.img)
@@ -316,4 +338,14 @@ func (d *WebDataset) Close() error {
 		f.Close()
 	}
 	return nil
+}
+
+// errNoLabel refuses a sample whose image has no label beside it. The
+// image is not at fault (ErrCorrupt would say it is): the dataset lacks
+// what says its class, and serving it without one would train on a guess.
+func errNoLabel(shard, key, image string) error {
+	return fmt.Errorf("%w: shard %s: sample %s has an image (%s) but no label: a WebDataset sample's label is a "+
+		"member %s.cls beside it in the same shard, holding its class index as decimal text (e.g. 7); "+
+		"add a .cls member for every image (webdataset's TarWriter writes one from a sample's \"cls\" key)",
+		ErrUnsupported, shard, key, image, key)
 }

@@ -164,12 +164,14 @@ func TestWebDatasetRejects(t *testing.T) {
 		want    error
 		msg     string
 	}{
-		{"no cls", []tarMember{{"a.jpg", []byte("x")}, {"b.jpg", []byte("y")}, {"b.cls", []byte("0")}}, nil, ErrCorrupt, "sample a has no .cls"},
-		{"cls not a number", append(good, tarMember{"b.png", []byte("y")}, tarMember{"b.cls", []byte("dog")}), nil, ErrCorrupt, "b.cls"},
-		{"cls negative", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("-1")}}, nil, ErrCorrupt, "a.cls"},
-		{"cls float", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("1.0")}}, nil, ErrCorrupt, "a.cls"},
-		{"cls over the class limit", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("99999999999")}}, nil, ErrCorrupt, "over the limit of 1048576 classes"},
-		{"cls too long", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", bytes.Repeat([]byte("1"), 33)}}, nil, ErrCorrupt, "not a label"},
+		{"no cls", []tarMember{{"a.jpg", []byte("x")}, {"b.jpg", []byte("y")}, {"b.cls", []byte("0")}}, nil, ErrUnsupported,
+			"shard s.tar: sample a has an image (a.jpg) but no label: a WebDataset sample's label is a member a.cls beside it"},
+		{"cls not a number", append(good, tarMember{"b.png", []byte("y")}, tarMember{"b.cls", []byte("dog")}), nil, ErrUnsupported,
+			`b.cls: label "dog" is not a non-negative integer (a .cls member holds its sample's class index as decimal text`},
+		{"cls negative", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("-1")}}, nil, ErrUnsupported, "a.cls"},
+		{"cls float", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("1.0")}}, nil, ErrUnsupported, "a.cls"},
+		{"cls over the class limit", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("99999999999")}}, nil, ErrUnsupported, "over the limit of 1048576 classes"},
+		{"cls too long", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", bytes.Repeat([]byte("1"), 33)}}, nil, ErrUnsupported, "not a label"},
 		{"no samples", []tarMember{{"a.txt", []byte("x")}}, nil, ErrUnsupported, "no samples"},
 		{"truncated", nil, truncated.Bytes()[:700], ErrCorrupt, "s.tar"},
 		{"not a tar", nil, bytes.Repeat([]byte("not a tar file "), 100), ErrCorrupt, "s.tar"},

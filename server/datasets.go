@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/stoker-dev/stoker/internal/progress"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
@@ -14,13 +15,21 @@ import (
 // data) when it has one, its samples read through ranges(store) (the
 // server's byte cache and read-ahead: remoteReads.ranges). An open that
 // fails (a missing bucket, refused credentials, a manifest that does not
-// check) names the URL and the store's answer; serve exits with it.
+// check) names the URL and the store's answer; serve exits with it. A
+// long listing or scan logs its progress.
 func openDataset(ctx context.Context, cfg Config, name string, m *source.Metrics, ranges func(source.Store) source.Ranges,
 	log *slog.Logger) (pipeline.Dataset, error) {
+	log = log.With("dataset", name)
+	// A start without a manifest lists the dataset and reads its shards:
+	// minutes for a large one, said every few seconds with the rate and
+	// an ETA (nothing for a quick one; the open's own line says how long).
+	pr := progress.NewLog(log, "opening dataset")
+	defer pr.Done()
 	opts := []pipeline.SourceOption{
 		pipeline.WithStoreOptions(source.WithMetrics(m)),
 		pipeline.WithRanges(ranges),
-		pipeline.WithLog(log.With("dataset", name)),
+		pipeline.WithLog(log),
+		pipeline.WithIndexOptions(pipeline.IndexOptions{Progress: func(p pipeline.IndexProgress) { pr.Report(p.Update()) }}),
 	}
 	if loc := cfg.Manifests[name]; loc != "" {
 		opts = append(opts, pipeline.WithManifest(loc))

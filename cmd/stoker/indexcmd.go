@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stoker-dev/stoker/internal/progress"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
@@ -49,12 +50,12 @@ func runIndex(args []string) error {
 }
 
 // index indexes src and writes its manifest, reporting progress on
-// progress (rewriting one line when it is a terminal) and what it wrote on
-// out.
-func index(ctx context.Context, src, out string, conc int, progress, result io.Writer) error {
+// progressOut (rewriting one line when it is a terminal) and what it wrote
+// on result.
+func index(ctx context.Context, src, out string, conc int, progressOut, result io.Writer) error {
 	start := time.Now()
-	pr := newProgressReporter(progress, start)
-	opts := pipeline.IndexOptions{Concurrency: conc, Progress: pr.report}
+	pr := progress.New(progressOut, "stoker index")
+	opts := pipeline.IndexOptions{Concurrency: conc, Progress: func(p pipeline.IndexProgress) { pr.Report(p.Update()) }}
 	var (
 		m   *pipeline.Manifest
 		st  source.Store
@@ -69,7 +70,7 @@ func index(ctx context.Context, src, out string, conc int, progress, result io.W
 	} else {
 		m, err = pipeline.IndexDir(ctx, src, opts)
 	}
-	pr.done()
+	pr.Done()
 	if err != nil {
 		return fmt.Errorf("index %s: %w", src, err)
 	}
@@ -138,103 +139,4 @@ func writeLocalManifest(path string, data []byte) (string, error) {
 		return "", err
 	}
 	return path, nil
-}
-
-// progressReporter shows an index's progress: on a terminal one line
-// rewritten in place (count, rate, ETA), otherwise a log line every
-// logEvery.
-type progressReporter struct {
-	w        io.Writer
-	tty      bool
-	start    time.Time
-	phase    string
-	phaseAt  time.Time
-	lastLine time.Time
-	last     pipeline.IndexProgress
-	now      func() time.Time // time.Now; the tests' clock
-}
-
-const logEvery = 10 * time.Second
-
-func newProgressReporter(w io.Writer, start time.Time) *progressReporter {
-	p := &progressReporter{w: w, start: start, lastLine: start, now: time.Now}
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			p.tty = true
-		}
-	}
-	return p
-}
-
-func (p *progressReporter) report(pr pipeline.IndexProgress) {
-	now := p.now()
-	if pr.Phase != p.phase {
-		if p.phase != "" {
-			p.line(now, true)
-		}
-		p.phase, p.phaseAt = pr.Phase, now
-	}
-	p.last = pr
-	if p.tty || now.Sub(p.lastLine) >= logEvery {
-		p.line(now, false)
-	}
-}
-
-// done ends the last phase's line.
-func (p *progressReporter) done() {
-	if p.phase != "" {
-		p.line(p.now(), true)
-	}
-}
-
-// line writes the progress so far; final ends the phase's line.
-func (p *progressReporter) line(now time.Time, final bool) {
-	p.lastLine = now
-	pr := p.last
-	el := now.Sub(p.phaseAt).Seconds()
-	var s string
-	switch pr.Phase {
-	case "list":
-		s = fmt.Sprintf("listing: %d objects", pr.Done)
-		if el > 0 {
-			s += fmt.Sprintf(" (%.0f/s)", float64(pr.Done)/el)
-		}
-	default:
-		s = fmt.Sprintf("reading shards: %d of %d", pr.Done, pr.Total)
-		if pr.TotalBytes > 0 {
-			s += fmt.Sprintf(", %s of %s", bytesString(pr.Bytes), bytesString(pr.TotalBytes))
-		}
-		if el > 0 && pr.Done > 0 {
-			s += fmt.Sprintf(" (%.1f shards/s, %s/s)", float64(pr.Done)/el, bytesString(int64(float64(pr.Bytes)/el)))
-			if pr.Done < pr.Total {
-				left := time.Duration(el * float64(pr.Total-pr.Done) / float64(pr.Done) * float64(time.Second))
-				if pr.TotalBytes > 0 && pr.Bytes > 0 {
-					left = time.Duration(el * float64(pr.TotalBytes-pr.Bytes) / float64(pr.Bytes) * float64(time.Second))
-				}
-				s += fmt.Sprintf(", ETA %v", left.Round(time.Second))
-			}
-		}
-	}
-	switch {
-	case p.tty && final:
-		fmt.Fprintf(p.w, "\r\033[K%s\n", s)
-	case p.tty:
-		fmt.Fprintf(p.w, "\r\033[K%s", s)
-	default:
-		fmt.Fprintf(p.w, "%s stoker index: %s\n", now.Format(time.RFC3339), s)
-	}
-}
-
-// bytesString is n in B, KB, MB, GB (powers of 1000).
-func bytesString(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, u := float64(n), 0
-	for f >= unit && u < 4 {
-		f /= unit
-		u++
-	}
-	return fmt.Sprintf("%.1f %cB", f, "kMGT"[u-1])
 }

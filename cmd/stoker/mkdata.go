@@ -1,12 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 
 	"github.com/stoker-dev/stoker/bench"
+	"github.com/stoker-dev/stoker/internal/progress"
 )
 
 // runMkdata writes a synthetic ImageFolder: photo-sized JPEGs whose class is
@@ -18,11 +19,16 @@ func runMkdata(args []string) error {
 	n := fs.Int("n", 2000, "number of images")
 	classes := fs.Int("classes", 10, "number of classes")
 	seed := fs.Uint64("seed", 1, "seed")
-	fs.Parse(args)
-	if *out == "" || *n <= 0 || *classes <= 0 {
-		return errors.New("usage: stoker mkdata --out DIR [--n 2000] [--classes 10]")
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
-	if err := bench.WriteSyntheticSet(context.Background(), *out, *n, *classes, *seed); err != nil {
+	if *out == "" || *n <= 0 || *classes <= 0 || fs.NArg() > 0 {
+		return usageError{errors.New("usage: stoker mkdata --out DIR [--n 2000] [--classes 10]")}
+	}
+	// Progress on stderr (a line rewritten on a terminal): 2000 images
+	// take a while on a small machine.
+	pr := progress.New(os.Stderr, "stoker mkdata")
+	if err := bench.WriteSyntheticSetProgress(cmdContext(), *out, *n, *classes, *seed, pr); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %d images in %d classes to %s\n", *n, *classes, *out)

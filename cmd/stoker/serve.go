@@ -46,7 +46,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 		cfg.Datasets[name] = path
 		return nil
 	})
-	fs.Func("manifest", "NAME=PATH|URL: dataset NAME's manifest, written by `stoker index --out` (repeatable); default: the one beside the data (ROOT/.stoker/manifest) when there is one, else the dataset is listed and its shards read at start", func(v string) error {
+	fs.Func("manifest", "NAME=PATH|URL: dataset NAME's manifest, written by stoker index --out (repeatable); default: the one beside the data (ROOT/.stoker/manifest) when there is one, else the dataset is listed and its shards read at start", func(v string) error {
 		name, loc, ok := strings.Cut(v, "=")
 		if !ok || name == "" || loc == "" {
 			return fmt.Errorf("want NAME=PATH|URL, a --dataset's name and its manifest (--manifest imagenet=s3://bucket/imagenet.manifest)")
@@ -109,6 +109,8 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on SIGINT/SIGTERM, how long open Feed streams may finish before they are cut (Work streams take no new leases, finish those in flight, then end)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log lines as text or json")
 	fs.TextVar(&o.level, "log-level", slog.LevelInfo, "debug, info, warn or error")
+	fs.BoolVar(&o.helpBench, "help-bench", false, "list the flags for benchmarks only")
+	fs.Usage = func() { serveUsage(fs.Output(), fs, false) }
 	return fs, o
 }
 
@@ -137,7 +139,7 @@ func (a acceptWork) Set(s string) error {
 type serveOpts struct {
 	listen, addrFile, metrics, logFormat string
 	healthListen                         string
-	pprof                                bool
+	pprof, helpBench                     bool
 	grace                                time.Duration
 	level                                slog.Level
 	bench                                benchOpts
@@ -153,6 +155,10 @@ func runServe(args []string) error {
 	fs, o := serveFlags(&cfg)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if o.helpBench {
+		serveUsage(fs.Output(), fs, true)
+		return flag.ErrHelp
 	}
 	if err := errors.Join(cfg.Validate(), o.bench.validate()); err != nil {
 		return fmt.Errorf("serve: %w", err)

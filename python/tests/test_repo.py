@@ -3,6 +3,7 @@ neither README.md nor the Makefile points outside the repository."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 from pathlib import Path
@@ -33,6 +34,19 @@ def test_nothing_points_outside_the_repository() -> None:
         assert outside == [], f"{name} names paths outside the repository: {outside}"
 
 
+def test_docs_point_inside_the_repository() -> None:
+    """BENCHMARKS.md and docs/ name no path a clone lacks: a ../ path
+    resolves inside the repository, and none is absolute under /work."""
+    files = [REPO / "BENCHMARKS.md", *sorted((REPO / "docs").glob("*.md"))]
+    assert len(files) > 6
+    for f in files:
+        text = f.read_text()
+        assert "/work/" not in text, f"{f.name} names a path of this machine"
+        for m in re.finditer(r"(?:\.\./)+[^\s)`'\"#]*", text):
+            target = (f.parent / m.group(0)).resolve()
+            assert target.is_relative_to(REPO) and target.exists(), f"{f.name} names {m.group(0)}, not in the repository"
+
+
 def test_make_bench_without_photos_uses_generated_images() -> None:
     out = subprocess.run(["make", "-n", "bench", "PHOTOS="], cwd=REPO, capture_output=True, text=True, timeout=60,
                          check=True).stdout
@@ -41,3 +55,15 @@ def test_make_bench_without_photos_uses_generated_images() -> None:
     given = subprocess.run(["make", "-n", "bench", "PHOTOS=/some/photos"], cwd=REPO, capture_output=True, text=True,
                            timeout=60, check=True).stdout
     assert re.search(r"bench/compare\.py .*--data /some/photos ", given)
+
+
+def test_make_bench_prints_a_verdict() -> None:
+    spec = importlib.util.spec_from_file_location("compare", REPO / "bench" / "compare.py")
+    compare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare)
+    assert compare.verdict(3.14, 0) == (3.0, "verdict: PASS: stoker / faster baseline, epochs >= 2 (defaults) = 3.14x; "
+                                              "target >= 3.0x")
+    target, line = compare.verdict(2.46, 0)
+    assert line.startswith("verdict: FAIL: ") and "2.46x" in line and target == 3.0
+    target, line = compare.verdict(4.19, 2_000_000_000)
+    assert target == 5.0 and line.startswith("verdict: FAIL: ") and "with the coefficient cache" in line

@@ -1,0 +1,279 @@
+package main
+
+// docs/reference.md is generated from the binary: every command's --help
+// as it prints it, and every metric stoker serve registers with its type,
+// labels and help. TestReference regenerates it and fails on a
+// difference; -update rewrites the file:
+//
+//	go test ./cmd/stoker -run TestReference -update
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stoker-dev/stoker/bench"
+	"github.com/stoker-dev/stoker/server"
+)
+
+var updateReference = flag.Bool("update", false, "rewrite docs/reference.md from the binary (TestReference)")
+
+const referencePath = "../../docs/reference.md"
+
+// referenceCommands are the command lines whose --help the reference
+// shows, under their headings.
+var referenceCommands = []struct {
+	heading string
+	args    []string
+	note    string
+}{
+	{"stoker serve", []string{"serve", "--help"}, "Serve datasets to trainers, and lease batches to peers."},
+	{"stoker serve --help-bench", []string{"serve", "--help-bench"}, "The flags for benchmarks only."},
+	{"stoker index", []string{"index", "--help"}, "Write a dataset's manifest, so that serve starts in seconds."},
+	{"stoker status", []string{"status", "--help"}, "A server's jobs: images/s, stall, window, makers, advice."},
+	{"stoker drain", []string{"drain", "--help"}, "A container's preStop hook: drain a serve and wait for it to exit."},
+	{"stoker mkdata", []string{"mkdata", "--help"}, "Write a synthetic ImageFolder of photo-sized JPEGs."},
+	{"stoker preview", []string{"preview", "--help"}, "A grid of augmented samples, as the model will see them."},
+	{"stoker bench", []string{"bench", "--help"}, "The benchmarks (BENCHMARKS.md says what each measured)."},
+	{"stoker bench pipeline", []string{"bench", "pipeline", "--help"}, ""},
+	{"stoker bench scale", []string{"bench", "scale", "--help"}, ""},
+	{"stoker bench load", []string{"bench", "load", "--help"}, ""},
+	{"stoker bench backpressure", []string{"bench", "backpressure", "--help"}, ""},
+	{"stoker bench store", []string{"bench", "store", "--help"}, ""},
+}
+
+// TestReference: docs/reference.md is what the binary says of its flags
+// and metrics.
+func TestReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	got := renderReference(t)
+	if *updateReference {
+		if err := os.WriteFile(referencePath, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", referencePath)
+		return
+	}
+	want, err := os.ReadFile(referencePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+		i := 0
+		for i < min(len(gl), len(wl)) && gl[i] == wl[i] {
+			i++
+		}
+		line := func(ls []string) string {
+			if i < len(ls) {
+				return ls[i]
+			}
+			return "(end of file)"
+		}
+		t.Errorf("docs/reference.md is not what the binary says (run go test ./cmd/stoker -run TestReference -update, "+
+			"and commit it); first difference at line %d:\n  file:   %q\n  binary: %q", i+1, line(wl), line(gl))
+	}
+}
+
+// renderReference is docs/reference.md as the binary would have it.
+func renderReference(t *testing.T) string {
+	bin := stokerBinary(t)
+	var b strings.Builder
+	b.WriteString("# Reference: commands, flags and metrics\n\n" +
+		"Every command's flags as `stoker CMD --help` prints them, and every metric `stoker serve` exports.\n" +
+		"Generated from the binary by `go test ./cmd/stoker -run TestReference -update`; the same test\n" +
+		"fails when this file and the binary differ, so do not edit it: change the flag's or the metric's\n" +
+		"text in the code and regenerate. What the flags are for, by task: [operating.md](operating.md),\n" +
+		"[datasets.md](datasets.md), [scaling-out.md](scaling-out.md), [security.md](security.md).\n\n")
+	b.WriteString("- [Commands](#commands)\n")
+	for _, c := range referenceCommands {
+		fmt.Fprintf(&b, "- [%s](#%s)\n", c.heading, anchor(c.heading))
+	}
+	b.WriteString("- [Metrics](#metrics)\n\n## Commands\n\n```text\n")
+	_, usage := runHelp(t, bin)
+	b.WriteString(usage)
+	b.WriteString("```\n")
+	for _, c := range referenceCommands {
+		fmt.Fprintf(&b, "\n## %s\n\n", c.heading)
+		if c.note != "" {
+			b.WriteString(c.note + "\n\n")
+		}
+		code, out := runHelp(t, bin, c.args...)
+		if code != 0 && !slices.Equal(c.args, []string{"bench", "--help"}) {
+			t.Errorf("stoker %s exited %d:\n%s", strings.Join(c.args, " "), code, out)
+		}
+		b.WriteString("```text\n" + out + "```\n")
+	}
+	b.WriteString("\n## Metrics\n\n" +
+		"`stoker serve --metrics ADDR` serves them at `/metrics`, beside the Go runtime's (`go_*`) and the\n" +
+		"process's (`process_*`). Per-job series carry the label `stoker_job` and are deleted when the job's\n" +
+		"stream ends. Which to watch, and what they tell: [operating.md](operating.md#metrics).\n\n" +
+		"| metric | type | labels | help |\n|---|---|---|---|\n")
+	for _, m := range referenceMetrics(t) {
+		labels := "—"
+		if len(m.labels) > 0 {
+			labels = "`" + strings.Join(m.labels, "`, `") + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", m.name, m.kind, labels, strings.ReplaceAll(m.help, "|", `\|`))
+	}
+	return b.String()
+}
+
+// runHelp runs the binary with args and returns its exit code and what it
+// printed, a leading "stoker: " (an error's prefix) dropped and the line
+// ends trimmed.
+func runHelp(t *testing.T, bin string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatalf("stoker %s: %v", strings.Join(args, " "), err)
+	}
+	var lines []string
+	for line := range strings.Lines(strings.TrimPrefix(out.String(), "stoker: ")) {
+		lines = append(lines, strings.TrimRight(line, " \t\n"))
+	}
+	return code, strings.Join(lines, "\n") + "\n"
+}
+
+// anchor is the forge's anchor of a heading: lower case, spaces to
+// hyphens, other punctuation dropped.
+func anchor(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(h) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// metricDoc is one metric the server registers.
+type metricDoc struct {
+	name, kind, help string
+	labels           []string
+}
+
+// metricRecorder registers collectors on a real registry and keeps them,
+// so that each metric's type is known from its collector (vectors, which
+// have no series yet) or from what it gathers (the rest).
+type metricRecorder struct {
+	reg        *prometheus.Registry
+	collectors []prometheus.Collector
+}
+
+func (r *metricRecorder) Register(c prometheus.Collector) error {
+	r.collectors = append(r.collectors, c)
+	return r.reg.Register(c)
+}
+
+func (r *metricRecorder) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func (r *metricRecorder) Unregister(c prometheus.Collector) bool { return r.reg.Unregister(c) }
+
+var descHelp = regexp.MustCompile(`help: ("(?:[^"\\]|\\.)*")`)
+
+// referenceMetrics are the metrics server.New registers, by name, with
+// every optional part on (as serverMetrics has them).
+func referenceMetrics(t *testing.T) []metricDoc {
+	dir := t.TempDir()
+	if err := bench.WriteSyntheticSet(context.Background(), filepath.Join(dir, "data"), 4, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	cfg := server.Config{Datasets: map[string]string{"ds": filepath.Join(dir, "data")}, Workers: 1, CoefBudget: 1 << 20}
+	rec := &metricRecorder{reg: prometheus.NewRegistry()}
+	srv, err := server.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	docs := map[string]*metricDoc{}
+	for _, c := range rec.collectors {
+		kind := ""
+		switch c.(type) {
+		case *prometheus.CounterVec:
+			kind = "counter"
+		case *prometheus.GaugeVec:
+			kind = "gauge"
+		case *prometheus.HistogramVec:
+			kind = "histogram"
+		case *prometheus.SummaryVec:
+			kind = "summary"
+		}
+		ch := make(chan *prometheus.Desc)
+		go func() { c.Describe(ch); close(ch) }()
+		for d := range ch {
+			name := fqName.FindStringSubmatch(d.String())
+			help := descHelp.FindStringSubmatch(d.String())
+			if name == nil || help == nil {
+				t.Fatalf("cannot read %s", d)
+			}
+			h, err := strconv.Unquote(help[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &metricDoc{name: name[1], kind: kind, help: h}
+			if l := varLabels.FindStringSubmatch(d.String()); l != nil && l[1] != "" {
+				m.labels = strings.Split(l[1], ",")
+			}
+			docs[m.name] = m
+		}
+	}
+	mfs, err := rec.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if m := docs[mf.GetName()]; m != nil && m.kind == "" {
+			m.kind = strings.ToLower(mf.GetType().String())
+		}
+	}
+	var out []metricDoc
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for n := range docs {
+			if !yield(n) {
+				return
+			}
+		}
+	}) {
+		if docs[name].kind == "" {
+			t.Errorf("metric %s: no type found (neither a vector nor gathered)", name)
+		}
+		out = append(out, *docs[name])
+	}
+	if len(out) < 10 {
+		t.Fatalf("found %d metrics", len(out))
+	}
+	return out
+}
