@@ -68,9 +68,12 @@ type Executor struct {
 	// active are the queues with samples not yet started: the workers
 	// choose among these alone, so a scan costs O(jobs with work).
 	active []*Queue
-	// vnow is the weighted schedule's virtual time: the start tag of the
-	// sample taken last, the smallest of the active queues' tags then.
-	vnow float64
+	// vnow is the weighted schedule's virtual time, one per class
+	// (foreground, background: Queue.SetBackground): the start tag of the
+	// class's sample taken last, the smallest of its active queues' tags
+	// then. The classes keep apart clocks, so that a background queue run
+	// while the foreground ones were empty moves no foreground clock.
+	vnow [2]float64
 	// seq numbers Fill calls in arrival order (ScheduleFIFO, ties).
 	seq uint64
 	// sleeping counts the workers waiting on work that no one has

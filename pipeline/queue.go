@@ -28,7 +28,9 @@ const (
 	// credit and then take the pool for a burst. Over any stretch where two
 	// queues both have work, their samples taken differ from the weights'
 	// ratio by at most about one sample each. Within a queue, Fills are
-	// served in arrival order.
+	// served in arrival order. Queues are of two classes (SetBackground):
+	// a background queue's sample is taken only when no foreground queue
+	// has one waiting, and each class keeps its own virtual time.
 	ScheduleWeighted Schedule = iota
 	// ScheduleFIFO serves Fills in arrival order across all queues, the
 	// whole of one Fill's batch before the next's, and ignores weights:
@@ -112,7 +114,14 @@ type Queue struct {
 	slot int
 	// running counts its samples being made now.
 	running int
-	closed  bool
+	// background: the queue is given a sample only when no foreground
+	// queue has one waiting (SetBackground); class indexes e.vnow.
+	background bool
+	// waited is how long the queue had samples waiting to be taken, until
+	// waitSince, when it last became active (zero while it is not).
+	waited    time.Duration
+	waitSince time.Time
+	closed    bool
 	// drained is closed when a closed queue's last running sample is done
 	// (made by Close, while it waits for one).
 	drained chan struct{}
@@ -156,6 +165,50 @@ func (q *Queue) SetWeight(w float64) {
 	q.e.mu.Lock()
 	q.weight = w
 	q.e.mu.Unlock()
+}
+
+// SetBackground puts the queue in the background class (true) or the
+// foreground one (false, the default): under ScheduleWeighted a worker
+// takes a background queue's sample only when no foreground queue has one
+// waiting, and weights share the workers within a class. A queue moved to
+// the other class starts at that class's virtual time, with no credit
+// from the one it left. ScheduleFIFO ignores classes, as it does weights.
+func (q *Queue) SetBackground(bg bool) {
+	e := q.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if q.background == bg {
+		return
+	}
+	q.background = bg
+	q.vtime = e.vnow[q.class()]
+}
+
+// Background says whether the queue is in the background class.
+func (q *Queue) Background() bool {
+	q.e.mu.Lock()
+	defer q.e.mu.Unlock()
+	return q.background
+}
+
+// class is the queue's index in e.vnow. e.mu is held.
+func (q *Queue) class() int {
+	if q.background {
+		return 1
+	}
+	return 0
+}
+
+// Waited is how long, in all, the queue has had samples waiting for a
+// worker (queued and not yet started): what its job waited for the
+// executor, measured here rather than said by anyone.
+func (q *Queue) Waited() time.Duration {
+	q.e.mu.Lock()
+	defer q.e.mu.Unlock()
+	if q.waitSince.IsZero() {
+		return q.waited
+	}
+	return q.waited + time.Since(q.waitSince)
 }
 
 // Weight is the queue's share weight.
@@ -315,7 +368,8 @@ func (e *Executor) enqueue(r *fillReq) {
 	r.seq = e.seq
 	if q.head == nil {
 		q.head, q.tail = r, r
-		q.vtime = max(q.vtime, e.vnow)
+		q.vtime = max(q.vtime, e.vnow[q.class()])
+		q.waitSince = time.Now()
 		q.slot = len(e.active)
 		e.active = append(e.active, q)
 	} else {
@@ -351,6 +405,8 @@ func (e *Executor) unlink(r *fillReq) {
 		e.active[len(e.active)-1] = nil
 		e.active = e.active[:len(e.active)-1]
 		q.slot = -1
+		q.waited += time.Since(q.waitSince)
+		q.waitSince = time.Time{}
 	}
 }
 
@@ -383,6 +439,10 @@ func (e *Executor) pick() *Queue {
 			if q.head.seq < best.head.seq {
 				best = q
 			}
+		case q.background != best.background:
+			if !q.background {
+				best = q
+			}
 		case q.vtime < best.vtime || q.vtime == best.vtime && q.head.seq < best.head.seq:
 			best = q
 		}
@@ -399,10 +459,11 @@ func (e *Executor) take(q *Queue) (*fillReq, int) {
 	r.running++
 	q.running++
 	q.pending--
-	e.vnow = q.vtime
+	c := q.class()
+	e.vnow[c] = q.vtime
 	q.vtime += 1 / q.weight
-	if e.vnow >= rebaseAt {
-		e.rebase()
+	if e.vnow[c] >= rebaseAt {
+		e.rebase(c)
 	}
 	if r.taken == len(r.indices) {
 		e.unlink(r)
@@ -410,17 +471,19 @@ func (e *Executor) take(q *Queue) (*fillReq, int) {
 	return r, i
 }
 
-// rebase shifts every queue's virtual time and the executor's back by the
-// executor's: only differences and the max(vtime, vnow) of a queue that
-// becomes active matter, and both stay as they were. Every queue that can
-// be active is in e.queues (a queue leaves it when closed, and a closed
-// queue has no samples left). e.mu is held.
-func (e *Executor) rebase() {
-	shift := e.vnow
+// rebase shifts the virtual time of every queue of class c and the
+// class's clock back by the clock: only differences and the max(vtime,
+// vnow) of a queue that becomes active matter, and both stay as they were.
+// Every queue that can be active is in e.queues (a queue leaves it when
+// closed, and a closed queue has no samples left). e.mu is held.
+func (e *Executor) rebase(c int) {
+	shift := e.vnow[c]
 	for _, q := range e.queues {
-		q.vtime -= shift
+		if q.class() == c {
+			q.vtime -= shift
+		}
 	}
-	e.vnow = 0
+	e.vnow[c] = 0
 }
 
 // finished records that the worker made r's sample: r's Fill is signalled

@@ -476,7 +476,7 @@ func TestVirtualTimeRebase(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.mu.Lock()
-	vnow := e.vnow
+	vnow := e.vnow[0]
 	e.mu.Unlock()
 	if vnow >= rebaseAt {
 		t.Errorf("virtual time %v, want < %v after rebasing", vnow, float64(rebaseAt))
