@@ -109,8 +109,16 @@ type Config struct {
 	// (batches in arrival order, for comparison).
 	Schedule string
 	// ShareFloor is the least share of the cores a job gets under the
-	// stall schedule; 0 means 1/(2·jobs).
+	// stall schedule, among the jobs of its kind (this server's own
+	// trainers' jobs, or Work jobs: WorkShare); 0 means 1/(2·jobs).
 	ShareFloor float64
+	// WorkShare is the most of the local cores that Work jobs (other
+	// servers' coordinators' leases) take while this server's own Feed
+	// jobs have samples waiting for them, under the stall schedule: 0,
+	// the default, puts Feed jobs first (Work jobs get the cores they
+	// leave); 0.25 gives Work jobs a quarter while both want more; 1 puts
+	// Work jobs first. Either kind gets all the cores the other leaves.
+	WorkShare float64
 	// StallTarget is the input-stall ratio (trainer wait over wall time)
 	// each job's window controller aims under: it widens the window while
 	// the stall is above it. Default DefaultStallTarget.
@@ -150,6 +158,13 @@ type Config struct {
 	// reverse. Defaults DefaultMaxWorkStreams and
 	// DefaultMaxWorkStreamsPerClient.
 	MaxWorkStreams, MaxWorkStreamsPerClient int
+	// MaxWorkMemoryPerClient bounds the memory the Work streams of one
+	// client host make this server keep (their jobs' state, their
+	// leases' batches, the buffers kept for their next leases), within
+	// the batch budget all of them share (MemoryBudget): past it a lease
+	// is refused, and a job's registration ends its stream, with
+	// RESOURCE_EXHAUSTED. 0 means a quarter of the batch budget.
+	MaxWorkMemoryPerClient int64
 	// WorkIdleTimeout ends a Work stream that sends nothing for this long
 	// while no lease of it is pending; its first request must come within
 	// FirstMessageTimeout. Default DefaultWorkIdleTimeout.
@@ -323,6 +338,12 @@ func (c Config) Validate() error {
 	// Written so that NaN fails them too.
 	if !(c.ShareFloor >= 0 && c.ShareFloor <= 1) {
 		errs = append(errs, fmt.Errorf("share floor %v: want 0..1 (0 means 1/(2·jobs))", c.ShareFloor))
+	}
+	if !(c.WorkShare >= 0 && c.WorkShare <= 1) {
+		errs = append(errs, fmt.Errorf("work share %v: want 0..1 (0: this server's own Feed jobs first)", c.WorkShare))
+	}
+	if c.MaxWorkMemoryPerClient < 0 {
+		errs = append(errs, fmt.Errorf("max work memory per client %d: want >= 0 (0: a quarter of the batch budget)", c.MaxWorkMemoryPerClient))
 	}
 	if !(c.StallTarget >= 0 && c.StallTarget < 1) {
 		errs = append(errs, fmt.Errorf("stall target %v: want 0..1 (0 means %v)", c.StallTarget, DefaultStallTarget))

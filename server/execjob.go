@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
@@ -11,34 +14,65 @@ import (
 
 // execJob is one job's queue on the local executor: the local maker keeps
 // one per job of this server's coordinators, and a Work stream one per job
-// a remote coordinator registered (work.JobQueue). The queue is weighed
-// (the stall schedule) by the demand the job's last lease carried, and
-// closed when the job ends, which drops its queued samples at once.
+// a remote coordinator registered (work.JobQueue). The queue is opened at
+// the job's first batch (a job registered and never leased holds none),
+// weighed (the stall schedule) by the demand the job's last lease carried,
+// and closed when the job ends, which drops its queued samples at once.
 type execJob struct {
 	j      *job
-	q      *pipeline.Queue
+	exec   *pipeline.Executor
 	demand atomic.Pointer[pipeline.JobDemand]
 	shares *shares // nil with the fifo schedule
+	// work and client: a Work job's, and its coordinator's host.
+	work   bool
+	client string
 	// make makes the job's batches: the queue's Fill, or what
 	// Config.Making wrapped around it.
 	make MakeFunc
+
+	mu     sync.Mutex
+	q      *pipeline.Queue // nil until the first batch
+	closed bool
 }
 
 var _ work.JobQueue = (*execJob)(nil)
 
-// openExecJob opens job j's queue on the executor, named by j.id; its
-// batches are made as making (Config.Making) wraps the queue's Fill, when
-// set.
-func openExecJob(exec *pipeline.Executor, sh *shares, making func(pipeline.Dataset, int, MakeFunc) MakeFunc, j *job) *execJob {
-	e := &execJob{j: j, q: exec.Queue(j.id), shares: sh}
+// execJobBytes is what a job's state holds on this server beyond its
+// spec: the job and its transform, the execJob, its executor queue and
+// its place in the stall schedule's maps, rounded up (TestWorkJobBytes
+// measures it).
+const execJobBytes = 4 << 10
+
+// openExecJob makes job j's handle on the executor, its queue named by
+// j.id; its batches are made as making (Config.Making) wraps the queue's
+// Fill, when set. A Work job's (work) is weighed as its coordinator's at
+// client.
+func openExecJob(exec *pipeline.Executor, sh *shares, making func(pipeline.Dataset, int, MakeFunc) MakeFunc, j *job, work bool, client string) *execJob {
+	e := &execJob{j: j, exec: exec, shares: sh, work: work, client: client}
 	e.make = e.fill
 	if making != nil {
 		e.make = making(j.ds, int(j.spec.GetBatchSize()), e.make)
 	}
-	if sh != nil {
-		sh.add(e.q, e.demandNow)
-	}
 	return e
+}
+
+// queue is the job's queue, opened (and weighed from then on) at the
+// first call; ErrClosed once the job is closed.
+func (e *execJob) queue() (*pipeline.Queue, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.closed:
+		return nil, pipeline.ErrClosed
+	case e.q == nil:
+		e.q = e.exec.Queue(e.j.id)
+		if e.shares != nil {
+			e.shares.add(e.q, e.demandNow, e.work, e.client)
+		}
+	case e.shares != nil:
+		e.shares.wake(e.q)
+	}
+	return e.q, nil
 }
 
 // demandNow is what the job's last lease said of it.
@@ -59,13 +93,17 @@ func (e *execJob) Fill(ctx context.Context, l *work.Lease, b *pipeline.Batch) er
 
 // fill makes the samples indices of epoch into b on the job's queue.
 func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, b *pipeline.Batch) error {
+	q, err := e.queue()
+	if err != nil {
+		return err
+	}
 	j := e.j
 	if sp, ok := j.ds.(pipeline.ShardPrefetcher); ok && j.shuffle.starts != nil {
 		// The block shuffle reads the window's shards whole over the
 		// next batches: read each ahead in a few long requests.
 		sp.PrefetchShards(indices)
 	}
-	if err := e.q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b); err != nil {
+	if err := q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b); err != nil {
 		return err
 	}
 	return storeDown(b)
@@ -82,10 +120,22 @@ func (e *execJob) BatchSize() int { return int(e.j.spec.GetBatchSize()) }
 // SampleBytes is one sample's size.
 func (e *execJob) SampleBytes() int { return e.j.t.SampleBytes() }
 
-// Close drops the job's queue; its queued samples fail at once.
+// StateBytes is what the job holds while it lives: its spec as kept (its
+// known fields) and execJobBytes.
+func (e *execJob) StateBytes() int64 { return execJobBytes + int64(proto.Size(e.j.spec)) }
+
+// Close drops the job's queue; its queued samples fail at once, and a
+// later Fill with ErrClosed.
 func (e *execJob) Close() {
-	if e.shares != nil {
-		e.shares.remove(e.q)
+	e.mu.Lock()
+	q := e.q
+	e.closed = true
+	e.mu.Unlock()
+	if q == nil {
+		return
 	}
-	e.q.Close()
+	if e.shares != nil {
+		e.shares.remove(q)
+	}
+	q.Close()
 }

@@ -34,12 +34,24 @@ type job struct {
 	id string
 }
 
+// maxSpecBytes bounds a job spec's known fields, as the server keeps it:
+// a real one is a few hundred bytes (a dataset name, a preset or a few
+// ops); the client's message may be larger only by what is dropped.
+const maxSpecBytes = 16 << 10
+
 // newJob validates spec against the server's datasets and limits. Its
 // errors are status errors whose messages say what was asked and what is
-// allowed. A spec that names a fingerprint must match the dataset's.
+// allowed. A spec that names a fingerprint must match the dataset's. The
+// job keeps a copy of spec's known fields alone: fields this server does
+// not know (a newer client's, or padding a hostile one sends) are neither
+// kept nor forwarded to peers, which would make the batch by them.
 func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 	if spec == nil {
 		return nil, status.Error(codes.InvalidArgument, "no job spec")
+	}
+	spec, err := knownFields(spec)
+	if err != nil {
+		return nil, err
 	}
 	j := &job{spec: spec, name: spec.GetDataset()}
 	if len(j.name) > maxDatasetName {
@@ -72,7 +84,6 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "unknown fail_policy %d", spec.GetFailPolicy())
 	}
-	var err error
 	if j.shuffle, err = shuffleOf(spec, j.name, j.ds); err != nil {
 		return nil, err
 	}
@@ -87,6 +98,23 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 		j.dtype = stokerv1.Dtype_DTYPE_FLOAT32
 	}
 	return j, nil
+}
+
+// knownFields is a copy of spec with its unknown fields dropped (in every
+// message it holds), refused when what is left is over maxSpecBytes.
+func knownFields(spec *stokerv1.JobSpec) (*stokerv1.JobSpec, error) {
+	b, err := proto.Marshal(spec)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "job spec: %v", err)
+	}
+	out := new(stokerv1.JobSpec)
+	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, out); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "job spec: %v", err)
+	}
+	if n := proto.Size(out); n > maxSpecBytes {
+		return nil, status.Errorf(codes.InvalidArgument, "job spec of %d bytes (its known fields): the limit is %d", n, maxSpecBytes)
+	}
+	return out, nil
 }
 
 // batchBytes is the size of one whole batch's pixels.

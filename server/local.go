@@ -34,7 +34,7 @@ func (m *localMaker) queue(j coord.Job) *execJob {
 	defer m.mu.Unlock()
 	e := m.jobs[j]
 	if e == nil {
-		e = openExecJob(m.exec, m.shares, m.making, jobOf(j))
+		e = openExecJob(m.exec, m.shares, m.making, jobOf(j), false, "")
 		m.jobs[j] = e
 	}
 	return e

@@ -31,6 +31,10 @@ type metrics struct {
 	shmBatches    *prometheus.CounterVec
 	shmSlotCopies *prometheus.CounterVec
 	shmRings      prometheus.Gauge
+	// workMemory is stoker_work_memory_bytes, executorSamples
+	// stoker_executor_samples_total.
+	workMemory      prometheus.Gauge
+	executorSamples *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -84,7 +88,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "stoker_shm_ring_bytes",
 		Help: "Bytes of shared-memory rings mapped for open Feed streams.",
 	})
-	cs := []prometheus.Collector{m.sendSeconds, m.sampleStages, m.shmBatches, m.shmSlotCopies, m.shmRings,
+	m.workMemory = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "stoker_work_memory_bytes",
+		Help: "Bytes of the memory budget that Work streams make this server keep: their jobs' state, their leases' batches and the buffers kept for their next leases (each client host within --max-work-memory-per-client).",
+	})
+	m.executorSamples = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stoker_executor_samples_total",
+		Help: "Samples the local executor made under the stall schedule, by the kind of stream they were for: feed (this server's own trainers' jobs) or work (other servers' leases); --work-share sets how the cores are split while both want them.",
+	}, []string{"stream"})
+	cs := []prometheus.Collector{m.workMemory, m.executorSamples, m.sendSeconds, m.sampleStages, m.shmBatches, m.shmSlotCopies, m.shmRings,
 		m.batchesSent, m.samplesSent, m.sampleErrors, m.streamsActive, m.trainerWait, m.refusals}
 	cs = append(cs, m.coord.Collectors()...)
 	for _, c := range append(cs, m.work.Collectors()...) {

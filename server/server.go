@@ -46,6 +46,7 @@ type Server struct {
 
 	tokens   tokens
 	budget   *budget
+	workMem  *workClients // what Work streams hold of budget, by client host
 	peerDial func(addr string) []work.Option
 	jobs     sync.WaitGroup // coordinators and Work streams still running
 	// gpuIdle is the trainer's GPUs' idle share, and whether it is known
@@ -130,6 +131,7 @@ func NewContext(ctx context.Context, cfg Config, log *slog.Logger, reg prometheu
 		gpuIdle:  func() (float64, bool) { return 0, false },
 	}
 	s.refusals.log, s.refusals.m = log, m.refusals
+	s.workMem = newWorkClients(s.budget, workMemoryPerClient(cfg.MaxWorkMemoryPerClient, s.budget.limit), &s.refusals, m.workMemory)
 	if err := s.ReloadTokens(); err != nil {
 		return nil, err
 	}
@@ -200,7 +202,7 @@ func NewContext(ctx context.Context, cfg Config, log *slog.Logger, reg prometheu
 			if floor == 0 {
 				floor = -1 // StallShares: 1/(2·jobs)
 			}
-			s.shares = newShares(floor, cfg.StallTarget)
+			s.shares = newShares(floor, cfg.StallTarget, cfg.WorkShare, m.executorSamples)
 			go s.shares.run(s.stop)
 		}
 		s.makers.Add(newLocalMaker(s.exec, s.shares, cfg.Making, maxWindow))

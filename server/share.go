@@ -4,81 +4,202 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/stoker-dev/stoker/pipeline"
 )
 
 // shareEvery is how often the executor's per-job weights are recomputed.
 const shareEvery = 500 * time.Millisecond
 
+// dormantAfter is how many rebalances in a row a queue may make nothing
+// and have nothing queued before rebalances leave it out (it is dormant)
+// until its next Fill: a job that stopped leasing costs no CPU, however
+// many there are.
+const dormantAfter = 2
+
 // shares keeps the local executor's per-job queues weighted by where
-// capacity buys the most GPU time (pipeline.StallShares): each queue's job
-// demand is its input stall and its trainer's GPU seconds per sample, as
-// the job's coordinator measured them, or as a remote coordinator sent them
-// with its leases, and the share of the samples it took lately.
+// capacity buys the most GPU time (pipeline.StallShares), this server's
+// own trainers' jobs (Feed jobs) and other servers' leases (Work jobs)
+// apart: Work jobs take at most --work-share of the cores while Feed jobs
+// have samples waiting (with the default 0, only what Feed jobs leave:
+// their queues are in the executor's background class).
+//
+// A Feed job's demand is its input stall and its trainer's GPU seconds
+// per sample as its coordinator measured them, and the share of the
+// samples it took lately. A Work job's is what its leases claim, believed
+// no further than what this server measures of it: its stall is at most
+// the share of the time its samples waited for a core here, and between
+// client hosts the claims count for nothing, each host weighed by what
+// was measured of it alone (its jobs' wait, its use); a host's claims
+// only divide its own share among its jobs.
 type shares struct {
+	floor, target, workShare float64
+	samples                  [2]prometheus.Counter // by kind: feed, work; nil: not counted
+
 	mu     sync.Mutex
-	queues map[*pipeline.Queue]func() pipeline.JobDemand
-	made   map[*pipeline.Queue]uint64  // Made at the last rebalance
-	used   map[*pipeline.Queue]float64 // smoothed share of the samples made
-	floor  float64
-	target float64
+	all    map[*pipeline.Queue]*shareEntry
+	awake  map[*pipeline.Queue]*shareEntry // those rebalance weighs
+	byKind [2]int                          // awake queues, by kind
+	last   time.Time                       // the last rebalance
 }
 
-func newShares(floor, target float64) *shares {
-	return &shares{
-		queues: make(map[*pipeline.Queue]func() pipeline.JobDemand),
-		made:   make(map[*pipeline.Queue]uint64), used: make(map[*pipeline.Queue]float64),
-		floor: floor, target: target,
+// shareEntry is one queue's place in the schedule.
+type shareEntry struct {
+	demand func() pipeline.JobDemand
+	work   bool   // a Work job's (kind 1); a Feed job's otherwise
+	client string // a Work job's client host
+	made   uint64 // Made at the last rebalance
+	used   float64
+	waited time.Duration // Waited at the last rebalance
+	quiet  int           // rebalances in a row with nothing made or queued
+	awake  bool
+}
+
+func (e *shareEntry) kind() int {
+	if e.work {
+		return 1
+	}
+	return 0
+}
+
+// newShares weighs queues with floor (negative: 1/(2·jobs) of a kind),
+// target and workShare (Config's); samples, when not nil, counts the
+// samples made by kind (stoker_executor_samples_total).
+func newShares(floor, target, workShare float64, samples *prometheus.CounterVec) *shares {
+	sh := &shares{
+		floor: floor, target: target, workShare: workShare,
+		all: make(map[*pipeline.Queue]*shareEntry), awake: make(map[*pipeline.Queue]*shareEntry),
+		last: time.Now(),
+	}
+	if samples != nil {
+		sh.samples = [2]prometheus.Counter{samples.WithLabelValues("feed"), samples.WithLabelValues("work")}
+	}
+	return sh
+}
+
+// add weighs q by demand from now on: a Work job's of the coordinator at
+// client when work is set, one of this server's own Feed jobs otherwise.
+func (sh *shares) add(q *pipeline.Queue, demand func() pipeline.JobDemand, work bool, client string) {
+	e := &shareEntry{demand: demand, work: work, client: client, made: q.Made(), waited: q.Waited()}
+	q.SetBackground(sh.background(work))
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.all[q] = e
+	sh.wakeLocked(q, e)
+}
+
+// background says whether the queues of a kind are in the executor's
+// background class: Work jobs' under the default work share 0, Feed
+// jobs' under 1.
+func (sh *shares) background(work bool) bool {
+	switch sh.workShare {
+	case 0:
+		return work
+	case 1:
+		return !work
+	}
+	return false
+}
+
+// wake puts q back among the queues rebalance weighs, if it was dormant:
+// called at each of its Fills.
+func (sh *shares) wake(q *pipeline.Queue) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e := sh.all[q]; e != nil && !e.awake {
+		sh.wakeLocked(q, e)
 	}
 }
 
-// add weighs q by demand from now on.
-func (sh *shares) add(q *pipeline.Queue, demand func() pipeline.JobDemand) {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	sh.queues[q] = demand
+// wakeLocked makes e awake, its weight an equal part of its kind's until
+// the next rebalance. sh.mu is held.
+func (sh *shares) wakeLocked(q *pipeline.Queue, e *shareEntry) {
+	e.awake, e.quiet = true, 0
+	sh.awake[q] = e
+	sh.byKind[e.kind()]++
+	q.SetWeight(sh.kindScale(e.work) / float64(sh.byKind[e.kind()]))
+}
+
+// sleepLocked leaves e out of rebalances until it wakes. sh.mu is held.
+func (sh *shares) sleepLocked(q *pipeline.Queue, e *shareEntry) {
+	e.awake, e.used = false, 0
+	delete(sh.awake, q)
+	sh.byKind[e.kind()]--
 }
 
 // remove forgets q (its job ended).
 func (sh *shares) remove(q *pipeline.Queue) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	delete(sh.queues, q)
-	delete(sh.made, q)
-	delete(sh.used, q)
+	e := sh.all[q]
+	if e == nil {
+		return
+	}
+	sh.count(e, q.Made()-e.made)
+	if e.awake {
+		sh.sleepLocked(q, e)
+	}
+	delete(sh.all, q)
 }
 
-// rebalance sets every queue's weight to its share.
+// count adds n samples made to e's kind's counter.
+func (sh *shares) count(e *shareEntry, n uint64) {
+	if c := sh.samples[e.kind()]; c != nil && n > 0 {
+		c.Add(float64(n))
+	}
+}
+
+// shareRow is one awake queue as a rebalance sees it.
+type shareRow struct {
+	q        *pipeline.Queue
+	e        *shareEntry
+	d        pipeline.JobDemand // as its job says it
+	measured float64            // the share of the period its samples waited for a core
+}
+
+// rebalance sets every awake queue's weight to its share, and puts the
+// queues that made nothing and have nothing queued to sleep.
 func (sh *shares) rebalance() {
 	sh.mu.Lock()
-	qs := make([]*pipeline.Queue, 0, len(sh.queues))
-	ds := make([]pipeline.JobDemand, 0, len(sh.queues))
-	made := make([]uint64, 0, len(sh.queues))
+	now := time.Now()
+	dt := now.Sub(sh.last).Seconds()
+	sh.last = now
+	rows := make([]shareRow, 0, len(sh.awake))
+	made := make([]uint64, 0, len(sh.awake))
 	total := uint64(0)
-	for q := range sh.queues {
-		m := q.Made()
-		made = append(made, m-sh.made[q])
-		total += m - sh.made[q]
-		sh.made[q] = m
-		qs = append(qs, q)
+	for q, e := range sh.awake {
+		m, w := q.Made(), q.Waited()
+		dm, dw := m-e.made, w-e.waited
+		e.made, e.waited = m, w
+		sh.count(e, dm)
+		if dm == 0 && q.Pending() == 0 {
+			if e.quiet++; e.quiet >= dormantAfter {
+				sh.sleepLocked(q, e)
+				continue
+			}
+		} else {
+			e.quiet = 0
+		}
+		r := shareRow{q: q, e: e}
+		if dt > 0 {
+			r.measured = min(dw.Seconds()/dt, 1)
+		}
+		rows = append(rows, r)
+		made = append(made, dm)
+		total += dm
 	}
-	for i, q := range qs {
+	for i, r := range rows {
 		if total > 0 {
 			// Smoothed over about two periods: use moves with the
 			// shares, not with one period's noise.
-			sh.used[q] = 0.5*sh.used[q] + 0.5*float64(made[i])/float64(total)
+			r.e.used = 0.5*r.e.used + 0.5*float64(made[i])/float64(total)
 		}
-		d := sh.queues[q]()
-		d.Stall = min(max(d.Stall, 0), 1)
-		d.Used = sh.used[q]
-		ds = append(ds, d)
+		rows[i].d = r.e.demand()
 	}
 	sh.mu.Unlock()
-	if len(qs) == 0 {
-		return
-	}
-	for i, share := range pipeline.StallShares(ds, sh.target, sh.floor) {
-		qs[i].SetWeight(share)
+	for i, w := range sh.weights(rows) {
+		rows[i].q.SetWeight(w)
 	}
 }
 

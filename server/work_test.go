@@ -39,7 +39,7 @@ func (e *testEnv) workJobs() int { return int(testutil.ToFloat64(e.srv.m.work.Jo
 func (e *testEnv) sharesHeld() int {
 	e.srv.shares.mu.Lock()
 	defer e.srv.shares.mu.Unlock()
-	return len(e.srv.shares.queues)
+	return len(e.srv.shares.all)
 }
 
 // openWork opens a Work stream to e and reads its WorkerInfo.

@@ -29,13 +29,15 @@ func (s *Server) Work(stream stokerv1.WorkService_WorkServer) error {
 		return err
 	}
 	defer release()
-	return s.worker.Serve(stream, "work-"+strconv.FormatUint(s.streamID.Add(1), 10))
+	mem := s.workMem.open(rpc.ClientHost(stream.Context()))
+	defer mem.close()
+	return s.worker.Serve(stream, "work-"+strconv.FormatUint(s.streamID.Add(1), 10), mem)
 }
 
 // newWorker is the server's side of Work streams, over its executor.
 func (s *Server) newWorker() *work.Worker {
 	return work.NewWorker(work.WorkerConfig{
-		Host: workHost{s}, Memory: workMemory{s.budget}, Metrics: s.m.work, Log: s.log,
+		Host: workHost{s}, Metrics: s.m.work, Log: s.log,
 		Executors: s.exec.Workers(), Identity: s.cfg.decoderIdentity(), MaxChunkBytes: MaxChunkBytes,
 		FirstMessageTimeout: s.cfg.FirstMessageTimeout, IdleTimeout: s.cfg.WorkIdleTimeout, JobIdle: s.cfg.workJobIdle,
 		Draining: s.draining,
@@ -46,25 +48,17 @@ func (s *Server) newWorker() *work.Worker {
 // and its error table.
 type workHost struct{ s *Server }
 
-// Open validates a registered job and opens its queue on the executor.
-func (h workHost) Open(spec *stokerv1.JobSpec, name string) (work.JobQueue, error) {
+// Open validates a registered job and makes its handle on the executor.
+func (h workHost) Open(spec *stokerv1.JobSpec, name, client string) (work.JobQueue, error) {
 	j, err := h.s.newJob(spec)
 	if err != nil {
 		return nil, err
 	}
 	j.id = name
-	return openExecJob(h.s.exec, h.s.shares, h.s.cfg.Making, j), nil
+	return openExecJob(h.s.exec, h.s.shares, h.s.cfg.Making, j, true, client), nil
 }
 
 func (h workHost) Refuse(policy, msg string, attrs ...any) {
 	h.s.refusals.refuse(policy, msg, attrs...)
 }
 func (h workHost) Status(err error) error { return toStatus(err) }
-
-// workMemory is the memory budget, as the worker sees it.
-type workMemory struct{ b *budget }
-
-func (m workMemory) Try(n int64) bool { return m.b.try(n) }
-func (m workMemory) Release(n int64)  { m.b.release(n) }
-func (m workMemory) InUse() int64     { return m.b.inUse() }
-func (m workMemory) Limit() int64     { return m.b.limit }

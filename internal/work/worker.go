@@ -43,10 +43,10 @@ var errDrained = errors.New("drained")
 
 // Host is what a worker needs of the server it runs in.
 type Host interface {
-	// Open validates a job a coordinator registered and opens its queue
-	// on the executor, named name. Its error, a status, is the answer to
-	// every lease of the job.
-	Open(spec *stokerv1.JobSpec, name string) (JobQueue, error)
+	// Open validates a job the coordinator at client (its host)
+	// registered and makes its queue on the executor, named name. Its
+	// error, a status, is the answer to every lease of the job.
+	Open(spec *stokerv1.JobSpec, name, client string) (JobQueue, error)
 	// Refuse counts and logs (rate-limited) a refusal by the policy that
 	// made it.
 	Refuse(policy, msg string, attrs ...any)
@@ -66,26 +66,33 @@ type JobQueue interface {
 	BatchSize() int
 	// SampleBytes is one sample's size.
 	SampleBytes() int
+	// StateBytes is the memory the job holds while it lives, whether or
+	// not a lease of it is being made (its spec as kept, its queue, its
+	// place in the stall schedule): what the stream's Memory is charged
+	// for it.
+	StateBytes() int64
 	// Close drops the queue: what it still has queued fails at once. It
 	// may wait for the samples being made.
 	Close()
 }
 
-// Memory is the server's memory budget, which a lease's batch comes out
-// of until it is sent.
+// Memory is what one Work stream's state comes out of: its client's share
+// of the server's memory budget. Everything the client makes the worker
+// keep is charged to it while it is kept: each job's state, each lease's
+// batch, the batch buffers kept for reuse.
 type Memory interface {
-	Try(n int64) bool
+	// Take takes n bytes for what (as a refusal names it). When they do
+	// not fit, in the client's share or in the server's budget, it takes
+	// nothing and returns a RESOURCE_EXHAUSTED status that says what did
+	// not fit, how much, and the limit it met.
+	Take(n int64, what string) error
+	// Release gives n bytes back.
 	Release(n int64)
-	// InUse and Limit are the bytes taken and the budget, for a refusal's
-	// message.
-	InUse() int64
-	Limit() int64
 }
 
 // WorkerConfig configures a Worker.
 type WorkerConfig struct {
 	Host    Host
-	Memory  Memory
 	Metrics *WorkerMetrics
 	Log     *slog.Logger
 	// Executors is the executor's goroutine count (--workers): said in
@@ -116,25 +123,32 @@ func NewWorker(cfg WorkerConfig) *Worker { return &Worker{cfg: cfg} }
 // after it): a coordinator's stream of leases, each made on the executor
 // and sent back as a LeaseDone header and chunks. A worker keeps, per
 // stream, only the jobs registered on it, until the coordinator ends them
-// (JobEnd), no lease names them for a while, or the stream ends. Its first
-// request must come within FirstMessageTimeout, and it may not be silent
-// for longer than IdleTimeout while no lease is pending. When the server
-// drains, the stream answers new leases with UNAVAILABLE, finishes those
-// in flight, and ends cleanly. The caller bounds how many streams are
-// served at once.
-func (wk *Worker) Serve(stream stokerv1.WorkService_WorkServer, name string) error {
+// (JobEnd), no lease names them for a while, or the stream ends. Their
+// state, the leases' batches and the buffers kept for reuse are charged to
+// mem while they are kept (and all given back when the stream ends): a
+// lease that does not fit is refused with RESOURCE_EXHAUSTED, and a job
+// whose state does not fit ends the stream with it. Its first request must
+// come within FirstMessageTimeout, and it may not be silent for longer
+// than IdleTimeout while no lease is pending. When the server drains, the
+// stream answers new leases with UNAVAILABLE, finishes those in flight,
+// and ends cleanly. The caller bounds how many streams are served at
+// once.
+func (wk *Worker) Serve(stream stokerv1.WorkService_WorkServer, name string, mem Memory) error {
 	cfg := &wk.cfg
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	w := &workStream{
-		cfg: cfg, stream: stream, jobs: make(map[uint64]*workJob), cancels: make(map[uint64]context.CancelFunc),
-		name:  name,
-		slots: make(chan *pipeline.Batch, MaxLeases(cfg.Executors)),
-		out:   make(chan workOut, MaxLeases(cfg.Executors)),
-		idle:  make(chan struct{}, 1),
+		cfg: cfg, stream: stream, mem: mem, jobs: make(map[uint64]*workJob), cancels: make(map[uint64]context.CancelFunc),
+		name:   name,
+		client: rpc.ClientHost(ctx),
+		slots:  make(chan *slot, MaxLeases(cfg.Executors)),
+		out:    make(chan workOut, MaxLeases(cfg.Executors)),
+		idle:   make(chan struct{}, 1),
 	}
-	for range cap(w.slots) {
-		w.slots <- new(pipeline.Batch)
+	w.all = make([]*slot, cap(w.slots))
+	for i := range w.all {
+		w.all[i] = new(slot)
+		w.slots <- w.all[i]
 	}
 	if err := stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Worker{Worker: &stokerv1.WorkerInfo{
 		Workers: uint32(cfg.Executors), MaxLeases: uint32(cap(w.slots)), MaxChunkBytes: uint32(cfg.MaxChunkBytes),
@@ -142,7 +156,7 @@ func (wk *Worker) Serve(stream stokerv1.WorkService_WorkServer, name string) err
 	}}}); err != nil {
 		return err
 	}
-	log := cfg.Log.With("coordinator", rpc.ClientHost(ctx))
+	log := cfg.Log.With("coordinator", w.client)
 	log.Info("work stream open")
 	sendErr := make(chan error, 1)
 	go func() { sendErr <- w.sendLoop(cancel) }()
@@ -163,6 +177,7 @@ func (wk *Worker) Serve(stream stokerv1.WorkService_WorkServer, name string) err
 	if serr := <-sendErr; err == nil || errors.Is(err, errDrained) && serr != nil {
 		err = serr
 	}
+	w.releaseSlots()
 	if errors.Is(err, errDrained) {
 		log.Info("work stream drained", "finished", w.done.Load()-w.doneAtDrain, "turned_away", w.turnedAway.Load())
 		return nil
@@ -179,11 +194,14 @@ func (wk *Worker) Serve(stream stokerv1.WorkService_WorkServer, name string) err
 type workStream struct {
 	cfg    *WorkerConfig
 	stream stokerv1.WorkService_WorkServer
+	mem    Memory
 	wg     sync.WaitGroup
-	slots  chan *pipeline.Batch // a lease in flight holds one
+	slots  chan *slot // a lease in flight holds one
+	all    []*slot    // every slot, wherever it is
 	out    chan workOut
 
-	name string // the stream's, for its jobs' queues
+	name   string // the stream's, for its jobs' queues
+	client string // the coordinator's host
 
 	failing atomic.Int64 // refusals not yet handed to the send loop
 
@@ -209,21 +227,31 @@ type workStream struct {
 
 	// Guarded by recvMu.
 	jobs map[uint64]*workJob
+	// byLast lists jobs, the one a lease named longest ago first.
+	byLast jobList
 	// lastJob is the largest job id registered: ids increase, so a lease
 	// naming a smaller one that is not in jobs names a job that ended.
 	lastJob uint64
+	// leases counts the leases taken; slotsFreedAt is its value when the
+	// kept buffers were last checked for idleness (freeIdleSlots).
+	leases, slotsFreedAt uint64
 
 	mu      sync.Mutex // guards cancels: the lease goroutines delete theirs
 	cancels map[uint64]context.CancelFunc
 }
 
 type workJob struct {
+	id  uint64
 	q   JobQueue // nil when refused
 	err error    // why the job is refused
-	// last is when a lease last named the job (guarded by recvMu);
-	// leasing counts its leases being made.
-	last    time.Time
-	leasing atomic.Int64
+	// bytes is what the job's state is charged to the stream's Memory.
+	bytes int64
+	// last is when a lease last named the job, and prev and next its
+	// neighbours in byLast (guarded by recvMu); leasing counts its leases
+	// being made.
+	last       time.Time
+	prev, next *workJob
+	leasing    atomic.Int64
 }
 
 // workOut is a finished lease for the send loop.
@@ -232,8 +260,7 @@ type workOut struct {
 	epoch uint64
 	k     int
 	q     JobQueue
-	b     *pipeline.Batch // nil when failed
-	bytes int64           // of the memory budget, held until b is sent
+	s     *slot // nil when failed
 	err   error
 }
 
@@ -268,6 +295,7 @@ func (w *workStream) wait(log *slog.Logger, recvErr <-chan error) error {
 				return err
 			}
 			w.endIdleJobs(now, log)
+			w.freeIdleSlots()
 		}
 		if drain == nil && w.end(false) {
 			return errDrained
@@ -297,19 +325,25 @@ func (w *workStream) timedOut(now, opened time.Time) error {
 }
 
 // endIdleJobs ends the jobs no lease named for JobIdle and that have none
-// being made. Their queues are closed once recvMu is let go: a close
-// waits for the samples being made, and receive must not.
+// being made (one that has is counted as named now). It looks at the jobs
+// a lease named longest ago only, so an idle stream of many jobs costs
+// nothing until they are due. Their queues are closed once recvMu is let
+// go: a close waits for the samples being made, and receive must not.
 func (w *workStream) endIdleJobs(now time.Time, log *slog.Logger) {
 	var ended []JobQueue
 	w.recvMu.Lock()
-	if !w.ended {
-		for id, wj := range w.jobs {
-			if wj.leasing.Load() == 0 && now.Sub(wj.last) >= w.cfg.JobIdle {
-				log.Info("work job ended: no lease", "job", id, "for", w.cfg.JobIdle)
-				if q := w.endJob(id); q != nil {
-					ended = append(ended, q)
-				}
-			}
+	for n := len(w.jobs); n > 0 && !w.ended; n-- {
+		wj := w.byLast.head
+		if wj == nil || now.Sub(wj.last) < w.cfg.JobIdle {
+			break
+		}
+		if wj.leasing.Load() > 0 {
+			w.byLast.touch(wj, now)
+			continue
+		}
+		log.Info("work job ended: no lease", "job", wj.id, "for", w.cfg.JobIdle)
+		if q := w.endJob(wj.id); q != nil {
+			ended = append(ended, q)
 		}
 	}
 	w.recvMu.Unlock()
@@ -341,6 +375,8 @@ func (w *workStream) endJob(id uint64) JobQueue {
 		return nil
 	}
 	delete(w.jobs, id)
+	w.byLast.remove(wj)
+	w.mem.Release(wj.bytes)
 	w.cfg.Metrics.Jobs.Dec()
 	return wj.q
 }

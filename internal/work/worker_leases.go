@@ -2,14 +2,12 @@ package work
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/stoker-dev/stoker/internal/rpc"
-	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -45,21 +43,9 @@ func (w *workStream) receive(ctx context.Context) error {
 func (w *workStream) handle(ctx context.Context, req *stokerv1.WorkRequest) (ended JobQueue, err error) {
 	switch m := req.GetMsg().(type) {
 	case *stokerv1.WorkRequest_Job:
-		id := m.Job.GetId()
-		switch {
-		case id <= w.lastJob:
-			return nil, status.Errorf(codes.InvalidArgument, "job %d: registered after job %d (job ids increase on a stream)", id, w.lastJob)
-		case len(w.jobs) >= maxWorkJobs:
-			return nil, status.Errorf(codes.InvalidArgument, "job %d: more than %d jobs alive on one Work stream (end jobs with JobEnd)", id, maxWorkJobs)
+		if err := w.register(m.Job); err != nil {
+			return nil, err
 		}
-		w.lastJob = id
-		q, err := w.cfg.Host.Open(m.Job.GetSpec(), w.name+"/"+strconv.FormatUint(id, 10))
-		if err != nil {
-			w.cfg.Log.Warn("work job refused", "job", id, "err", err)
-			q = nil
-		}
-		w.jobs[id] = &workJob{q: q, err: err, last: time.Now()}
-		w.cfg.Metrics.Jobs.Inc()
 	case *stokerv1.WorkRequest_Lease:
 		if err := w.lease(ctx, m.Lease); err != nil {
 			return nil, err
@@ -97,7 +83,7 @@ func (w *workStream) lease(ctx context.Context, l *stokerv1.Lease) error {
 		w.fail(l.GetId(), status.Errorf(codes.Aborted, "lease %d names job %d, which ended here (no lease named it for %v, or JobEnd): register it again", l.GetId(), l.GetJob(), w.cfg.JobIdle))
 		return nil
 	}
-	wj.last = time.Now()
+	w.byLast.touch(wj, time.Now())
 	switch {
 	case w.draining:
 		w.turnedAway.Add(1)
@@ -110,21 +96,19 @@ func (w *workStream) lease(ctx context.Context, l *stokerv1.Lease) error {
 		w.fail(l.GetId(), status.Errorf(codes.InvalidArgument, "lease %d has %d samples; the job's batch size is %d", l.GetId(), len(l.GetIndices()), wj.q.BatchSize()))
 		return nil
 	}
-	var b *pipeline.Batch
+	var s *slot
 	select {
-	case b = <-w.slots:
+	case s = <-w.slots:
 	default:
 		w.fail(l.GetId(), status.Errorf(codes.ResourceExhausted, "more than %d leases in flight on one Work stream", cap(w.slots)))
 		return nil
 	}
-	mem := w.cfg.Memory
-	bytes := int64(len(l.GetIndices())) * int64(wj.q.SampleBytes())
-	if !mem.Try(bytes) {
-		w.slots <- b
-		w.cfg.Host.Refuse("memory_budget", "lease refused: memory budget", "coordinator", rpc.ClientHost(ctx), "bytes", bytes)
-		w.fail(l.GetId(), status.Errorf(codes.ResourceExhausted, "memory budget: a lease of %d bytes does not fit; %d of %d bytes in use (--memory-budget)", bytes, mem.InUse(), mem.Limit()))
+	if err := w.grow(s, len(l.GetIndices()), wj.q.SampleBytes(), l.GetId()); err != nil {
+		w.slots <- s
+		w.fail(l.GetId(), err)
 		return nil
 	}
+	w.leases++
 	lctx, cancel := context.WithCancel(ctx)
 	w.mu.Lock()
 	w.cancels[l.GetId()] = cancel
@@ -136,7 +120,7 @@ func (w *workStream) lease(ctx context.Context, l *stokerv1.Lease) error {
 		defer w.wg.Done()
 		defer wj.leasing.Add(-1)
 		err := wj.q.Fill(lctx, &Lease{Epoch: l.GetEpoch(), Number: int(l.GetNumber()), Indices: l.GetIndices(),
-			Demand: pipeline.JobDemand{Stall: l.GetStall(), Work: l.GetWork()}}, b)
+			Demand: claimed(l)}, &s.b)
 		w.mu.Lock()
 		delete(w.cancels, l.GetId())
 		w.mu.Unlock()
@@ -145,15 +129,13 @@ func (w *workStream) lease(ctx context.Context, l *stokerv1.Lease) error {
 		switch {
 		case cancelled:
 			w.cfg.Metrics.Leases.WithLabelValues("cancelled").Inc()
-			mem.Release(bytes)
-			w.slots <- b
+			w.slots <- s
 			w.answered() // nothing to send
 		case err != nil:
-			mem.Release(bytes)
-			w.slots <- b
+			w.slots <- s
 			w.out <- workOut{lease: l.GetId(), err: err}
-		default: // the send loop releases the bytes once b is sent
-			w.out <- workOut{lease: l.GetId(), epoch: l.GetEpoch(), k: int(l.GetNumber()), q: wj.q, b: b, bytes: bytes}
+		default: // the send loop returns the slot once its batch is sent
+			w.out <- workOut{lease: l.GetId(), epoch: l.GetEpoch(), k: int(l.GetNumber()), q: wj.q, s: s}
 		}
 	}()
 	return nil
@@ -194,14 +176,11 @@ func (w *workStream) sendLoop(cancel context.CancelFunc) error {
 			if sendErr != nil {
 				cancel()
 			}
-		} else if o.b != nil {
-			w.slots <- o.b
+		} else if o.s != nil {
+			w.slots <- o.s
 		}
-		if o.b != nil {
-			w.cfg.Memory.Release(o.bytes)
-			if sendErr == nil {
-				w.done.Add(1)
-			}
+		if o.s != nil && sendErr == nil {
+			w.done.Add(1)
 		}
 		w.answered()
 	}
@@ -220,8 +199,9 @@ func (w *workStream) send(o workOut) error {
 		}}})
 	}
 	m.WithLabelValues("done").Inc()
-	b := o.b
-	pin := rpc.NewPin(func() { w.slots <- b }) // never blocks: the slots have room for every buffer
+	s := o.s
+	b := &s.b
+	pin := rpc.NewPin(func() { w.slots <- s }) // never blocks: the slots have room for every buffer
 	defer pin.Done()
 	h := o.q.Header(o.epoch, o.k, b)
 	if err := w.stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Done{Done: &stokerv1.LeaseDone{Lease: o.lease, Batch: h}}}); err != nil {
