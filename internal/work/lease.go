@@ -15,8 +15,10 @@ type Lease struct {
 	// to be modified.
 	Indices []int64
 	// Demand is the job's input stall and its trainer's GPU seconds per
-	// sample when leased (0: unknown), by which a worker serving several
-	// coordinators shares its cores (the stall schedule).
+	// sample when leased (0: unknown), as its coordinator measured them.
+	// A worker serving several coordinators divides a coordinator's part
+	// of its cores among that coordinator's jobs by them, believing no
+	// more stall than it measured of each (the stall schedule).
 	Demand pipeline.JobDemand
 	// Keep names samples (dataset indices) a peer's batch is verified by,
 	// byte for byte: a Peer copies their pixels aside as they arrive, into
