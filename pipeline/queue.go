@@ -100,6 +100,9 @@ type Queue struct {
 	e    *Executor
 	name string
 	made atomic.Uint64 // samples made, for the server's shares
+	// contested counts the samples the queue was given while a queue of
+	// the other class had one waiting.
+	contested atomic.Uint64
 
 	// The rest is guarded by e.mu.
 	weight float64
@@ -149,6 +152,12 @@ func (e *Executor) Queue(name string) *Queue {
 
 // Made is how many samples the workers have made for the queue.
 func (q *Queue) Made() uint64 { return q.made.Load() }
+
+// Contested is how many samples the queue was given while a queue of the
+// other class (SetBackground) had samples waiting: the class's choices
+// made, counted. A background queue's is always 0 under
+// ScheduleWeighted.
+func (q *Queue) Contested() uint64 { return q.contested.Load() }
 
 // Name is the name the queue was made with.
 func (q *Queue) Name() string { return q.name }
@@ -428,10 +437,13 @@ func (e *Executor) drop(r *fillReq, err error) {
 }
 
 // pick returns the active queue whose sample goes next, or nil when none
-// has one. e.mu is held.
+// has one, counting the sample contested when both classes have one
+// waiting. e.mu is held.
 func (e *Executor) pick() *Queue {
 	var best *Queue
+	var classes [2]bool // the classes of the active queues
 	for _, q := range e.active {
+		classes[q.class()] = true
 		switch {
 		case best == nil:
 			best = q
@@ -446,6 +458,9 @@ func (e *Executor) pick() *Queue {
 		case q.vtime < best.vtime || q.vtime == best.vtime && q.head.seq < best.head.seq:
 			best = q
 		}
+	}
+	if classes[0] && classes[1] {
+		best.contested.Add(1)
 	}
 	return best
 }

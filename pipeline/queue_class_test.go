@@ -37,6 +37,10 @@ func TestBackgroundQueue(t *testing.T) {
 			t.Fatalf("sample %d taken from %s, want %s: %v", k, name, want, log.names)
 		}
 	}
+	// Every foreground sample was taken while background ones waited.
+	if fc, bc := fg.Contested(), bg.Contested(); fc != n || bc != 0 {
+		t.Errorf("contested samples: fg %d, bg %d; want %d and 0", fc, bc, n)
+	}
 	// Back in the foreground, at the foreground's clock: the two share by
 	// weight again (here 1:1, alternating).
 	bg.SetBackground(false)

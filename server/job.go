@@ -97,11 +97,15 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 	if j.t.Float() {
 		j.dtype = stokerv1.Dtype_DTYPE_FLOAT32
 	}
+	if n := proto.Size(spec); n > maxSpecBytes {
+		return nil, status.Errorf(codes.InvalidArgument, "job spec of %d bytes (its known fields): the limit is %d", n, maxSpecBytes)
+	}
 	return j, nil
 }
 
 // knownFields is a copy of spec with its unknown fields dropped (in every
-// message it holds), refused when what is left is over maxSpecBytes.
+// message it holds). newJob refuses it, last, when what is left is over
+// maxSpecBytes: a field's own limit says more.
 func knownFields(spec *stokerv1.JobSpec) (*stokerv1.JobSpec, error) {
 	b, err := proto.Marshal(spec)
 	if err != nil {
@@ -110,9 +114,6 @@ func knownFields(spec *stokerv1.JobSpec) (*stokerv1.JobSpec, error) {
 	out := new(stokerv1.JobSpec)
 	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, out); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "job spec: %v", err)
-	}
-	if n := proto.Size(out); n > maxSpecBytes {
-		return nil, status.Errorf(codes.InvalidArgument, "job spec of %d bytes (its known fields): the limit is %d", n, maxSpecBytes)
 	}
 	return out, nil
 }

@@ -156,6 +156,7 @@ type shareRow struct {
 	e        *shareEntry
 	d        pipeline.JobDemand // as its job says it
 	measured float64            // the share of the period its samples waited for a core
+	used     float64            // its smoothed share of the samples made
 }
 
 // rebalance sets every awake queue's weight to its share, and puts the
@@ -195,7 +196,7 @@ func (sh *shares) rebalance() {
 			// shares, not with one period's noise.
 			r.e.used = 0.5*r.e.used + 0.5*float64(made[i])/float64(total)
 		}
-		rows[i].d = r.e.demand()
+		rows[i].d, rows[i].used = r.e.demand(), r.e.used
 	}
 	sh.mu.Unlock()
 	for i, w := range sh.weights(rows) {

@@ -14,7 +14,7 @@ import (
 // row is a shareRow for weights alone: a queue's kind, client, demand as
 // said, measured wait and use.
 func row(work bool, client string, d pipeline.JobDemand, measured, used float64) shareRow {
-	return shareRow{e: &shareEntry{work: work, client: client, used: used}, d: d, measured: measured}
+	return shareRow{e: &shareEntry{work: work, client: client}, d: d, measured: measured, used: used}
 }
 
 func sum(xs []float64) float64 {

@@ -63,7 +63,7 @@ func (sh *shares) weights(rows []shareRow) []float64 {
 	for h, host := range order {
 		for _, i := range hosts[host] {
 			hostDs[h].Stall = max(hostDs[h].Stall, rows[i].measured)
-			hostUsed[h] += rows[i].e.used
+			hostUsed[h] += rows[i].used
 		}
 		sum += hostUsed[h]
 	}
@@ -93,11 +93,11 @@ func usedOf(rows []shareRow, idx []int) []float64 {
 	out := make([]float64, len(idx))
 	sum := 0.0
 	for _, i := range idx {
-		sum += rows[i].e.used
+		sum += rows[i].used
 	}
 	if sum > 0 {
 		for k, i := range idx {
-			out[k] = rows[i].e.used / sum
+			out[k] = rows[i].used / sum
 		}
 	}
 	return out

@@ -44,6 +44,23 @@ func (e *testEnv) madeByKind() (feed, work uint64) {
 	return feed, work
 }
 
+// contestedByKind is the samples the executor gave the queues the stall
+// schedule weighs now, of Feed jobs and of Work jobs, while a queue of the
+// other executor class had samples waiting (pipeline.Queue.Contested).
+func (e *testEnv) contestedByKind() (feed, work uint64) {
+	sh := e.srv.shares
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for q, se := range sh.all {
+		if se.work {
+			work += q.Contested()
+		} else {
+			feed += q.Contested()
+		}
+	}
+	return feed, work
+}
+
 // makePhotos writes an ImageFolder of n 320x240 JPEGs of noisy content in
 // 4 classes: samples that cost a decode and a resize each, so that the
 // executor, not the stream, is what a job waits for.
@@ -127,17 +144,19 @@ func loudWorkStream(ctx context.Context, conn *grpc.ClientConn, inflight, size i
 // TestTrainerBesideWorkStreams: 16 Work streams from one address, each
 // keeping leases queued and claiming stall 1 (issue 27: they cut a trainer
 // on the same server from 4,156 to 73 images/s), beside a trainer's Feed
-// job: from its first batch to its last, the trainer's job gets at least
-// 0.8 of the samples the executor makes (the Work jobs are the executor's
-// background: they get a core when the Feed job has no sample waiting).
-// Counted in samples, in one run, so a slow machine changes nothing. When
-// the trainer is gone, the Work streams get the cores (neither kind
-// starves the other of cores the other leaves). The images/s ratio is
-// BenchmarkTrainerBesideWorkStreams's.
+// job. The executor's choices are counted, in samples: while the
+// trainer's job had a sample waiting, no Work job was given one, and the
+// trainer's job was given every one of the samples contested (some were:
+// the Work jobs' queues are full all along). When the trainer is gone,
+// the Work streams get the cores (neither kind is left idle cores the
+// other does not use). How often the trainer's job has nothing waiting
+// (its coordinator leasing again) depends on the machine's load, so the
+// images/s it keeps is BenchmarkTrainerBesideWorkStreams's figure, not
+// asserted here.
 func TestTrainerBesideWorkStreams(t *testing.T) {
 	const photos = 160
 	e := startServer(t, Config{Workers: 2, Datasets: map[string]string{"photos": makePhotos(t, photos)}})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	wctx, stopWork := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -159,14 +178,15 @@ func TestTrainerBesideWorkStreams(t *testing.T) {
 		}
 	}()
 	waitUntil(t, "the Work streams' jobs at work", func() bool { _, w := e.madeByKind(); return e.workJobs() == 16 && w > 100 })
+	_, workContested0 := e.contestedByKind()
 
 	open := photoJob()
 	open.Epochs = 12 // 120 batches, 1,920 samples
 	stream := e.feedStream(t, ctx, open)
 	var (
-		batches                       int
-		feed0, work0, feed1, work1    uint64
-		sentEpochs, epochsWithBatches int
+		batches, epochs            int
+		feed0, work0, feed1, work1 uint64
+		feedContested              uint64
 	)
 	for {
 		m, err := stream.Recv()
@@ -182,22 +202,24 @@ func TestTrainerBesideWorkStreams(t *testing.T) {
 				feed0, work0 = e.madeByKind()
 			}
 			feed1, work1 = e.madeByKind()
-			batches++
-		case m.GetEnd() != nil:
-			sentEpochs++
-			if m.GetEnd().GetBatches() > 0 {
-				epochsWithBatches++
+			if f, _ := e.contestedByKind(); f > feedContested {
+				feedContested = f // the job's queue goes when it ends
 			}
+			batches++
+		case m.GetEnd() != nil && m.GetEnd().GetBatches() > 0:
+			epochs++
 		}
 	}
-	if sentEpochs != 12 || epochsWithBatches != 12 {
-		t.Fatalf("%d epochs ended (%d with batches), want 12", sentEpochs, epochsWithBatches)
-	}
+	_, workContested := e.contestedByKind()
 	feed, work := feed1-feed0, work1-work0
-	frac := float64(feed) / float64(feed+work)
-	t.Logf("%d batches: from the first to the last, %d samples for the trainer, %d for the Work streams: the trainer's share %.3f", batches, feed, work, frac)
-	if frac < 0.8 {
-		t.Errorf("the trainer's job got %.3f of the samples made beside 16 Work streams (%d of %d), want >= 0.8", frac, feed, feed+work)
+	t.Logf("%d batches; from the first to the last, %d samples made for the trainer, %d for the Work streams (the trainer's share %.3f); contested: %d to the trainer, %d to the Work streams",
+		batches, feed, work, float64(feed)/float64(feed+work), feedContested, workContested-workContested0)
+	if epochs != 12 || batches != 120 {
+		t.Fatalf("%d epochs, %d batches; want 12 and 120", epochs, batches)
+	}
+	if workContested != workContested0 || feedContested == 0 {
+		t.Errorf("while both kinds had samples waiting, the trainer's job got %d, the Work jobs %d; want all to the trainer's, and some",
+			feedContested, workContested-workContested0)
 	}
 	// The trainer gone, the Work jobs take the cores.
 	_, w := e.madeByKind()
