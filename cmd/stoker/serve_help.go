@@ -25,9 +25,10 @@ var serveGroups = []struct {
 	{"Security", []string{"tls-cert", "tls-key", "tls-client-ca", "auth-tokens", "peer-token-file", "peer-ca",
 		"peer-cert", "peer-key", "peer-insecure-token"}},
 	{"Limits (what one client, stream or file may take)", []string{"memory-budget", "max-streams",
-		"max-streams-per-client", "max-work-streams", "max-work-streams-per-client", "max-batch-bytes",
+		"max-streams-per-client", "max-work-streams", "max-work-streams-per-client", "max-work-memory-per-client",
+		"max-batch-bytes",
 		"first-message-timeout", "idle-timeout", "work-idle-timeout", "pixel-budget", "max-scans", "max-file-size"}},
-	{"Tuning", []string{"gpus", "stall-target", "schedule", "share-floor", "advise-window",
+	{"Tuning", []string{"gpus", "stall-target", "schedule", "share-floor", "work-share", "advise-window",
 		"max-workers-recommended", "index-budget", "index-dir", "coef-budget"}},
 }
 
@@ -41,7 +42,7 @@ var argNames = map[string]string{
 	"log-level": "LEVEL", "cache-dir": "DIR", "cache-budget": "BYTES", "peers": "ADDR,...|dns:///NAME:PORT",
 	"tls-cert": "FILE", "tls-key": "FILE", "tls-client-ca": "FILE", "auth-tokens": "FILE", "peer-token-file": "FILE",
 	"peer-ca": "FILE", "peer-cert": "FILE", "peer-key": "FILE", "memory-budget": "BYTES", "max-batch-bytes": "BYTES",
-	"pixel-budget": "PIXELS", "max-file-size": "BYTES", "gpus": "all|none|0,1,...", "schedule": "stall|fifo",
+	"pixel-budget": "PIXELS", "max-file-size": "BYTES", "max-work-memory-per-client": "BYTES", "gpus": "all|none|0,1,...", "schedule": "stall|fifo",
 	"index-budget": "BYTES", "index-dir": "DIR", "coef-budget": "BYTES", "bench-gpu-idle-file": "FILE",
 }
 
