@@ -394,7 +394,7 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 	}
 	failures.WithLabelValues(r.maker.Name(), reason).Inc()
 	if reason != "refused" && reason != "mismatch" {
-		st.failed()
+		st.failed(now, rec.issued)
 		c.log.Warn("lease failed, leasing the batch again", "maker", r.maker.Name(), "epoch", r.id.epoch,
 			"batch", r.id.k, "reason", reason, "err", r.err)
 	}

@@ -8,8 +8,13 @@ import (
 type makerStat struct {
 	inflight int
 	rate     float64 // batches per second, EWMA; 0 until measured
-	fails    int     // in a row
-	retryAt  time.Time
+	// fails counts the maker's failures in a row (errors, timeouts,
+	// leases outrun by their hedge), one per lease issued after the last
+	// failure: the leases already in flight when a maker starts failing
+	// fail together, and count once. failedAt is the last failure.
+	fails    int
+	failedAt time.Time
+	retryAt  time.Time // the back-off: no lease of the job before
 	// first is the job's first lease on the maker, finished its
 	// completions in the last TelemetryWindow: what it delivered, for the
 	// advisor (the EWMA, leases in flight over latency, only ranks makers).
@@ -175,12 +180,36 @@ func (st *makerStat) done(now time.Time, rec *leaseRec, took time.Duration) {
 	}
 }
 
-// failed records a lease that failed: the maker is backed off, longer at
-// each failure in a row.
-func (st *makerStat) failed() {
-	st.fails++
+// Back-off: a maker that fails is given no lease of the job for
+// baseBackoff × 2^(failures in a row), up to maxBackoff. The cap is long:
+// a maker whose leases keep timing out or being outrun by their hedges
+// (a worker at a fraction of its speed) is tried with one lease after
+// 0.2, 0.4, 0.8 … s, then once in ten minutes; each try costs the trainer
+// at most the hedge delay, since another maker makes the batch meanwhile
+// (hedge.go). One success ends the back-off.
+const (
+	baseBackoff = 100 * time.Millisecond
+	maxBackoff  = 10 * time.Minute
+)
+
+// backoff is the back-off after fails failures in a row.
+func backoff(fails int) time.Duration {
+	if fails >= 30 || baseBackoff<<fails > maxBackoff {
+		return maxBackoff
+	}
+	return baseBackoff << fails
+}
+
+// failed records, at now, a lease issued at issued that failed, timed out
+// or was outrun by its hedge: the maker's rate is halved and it is backed
+// off, longer at each failure in a row.
+func (st *makerStat) failed(now, issued time.Time) {
+	if st.fails == 0 || !issued.Before(st.failedAt) {
+		st.fails++
+	}
+	st.failedAt = now
 	st.rate /= 2
-	st.retryAt = time.Now().Add(min(100*time.Millisecond<<min(st.fails, 6), 5*time.Second))
+	st.retryAt = now.Add(backoff(st.fails))
 }
 
 // throughput is the batches per second the maker delivered to the job
