@@ -313,3 +313,25 @@ func (tr *trainer) exactlyOnce(t *testing.T, j *fakeJob, epochs int) {
 		}
 	}
 }
+
+// paced answers calls as a maker of one batch every `every` would, one
+// after another (as a worker under --bench-rate): a call waits for those
+// before it, then every; a call cancelled meanwhile returns at once.
+func paced(every time.Duration) func(*call) {
+	var mu sync.Mutex
+	var next time.Time
+	return func(c *call) {
+		mu.Lock()
+		next = later(next, time.Now()).Add(every)
+		done := next
+		mu.Unlock()
+		t := time.NewTimer(time.Until(done))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			c.made()
+		case <-c.ctx.Done():
+			c.answer <- c.ctx.Err()
+		}
+	}
+}

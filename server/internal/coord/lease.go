@@ -204,22 +204,23 @@ func (c *Coordinator) usable(m Maker) bool {
 }
 
 // choose picks the ready maker that would finish a new lease soonest:
-// (leases in flight + 1) / measured rate. A maker not measured yet is
-// taken to be as fast as the fastest, so a new peer is tried at once. nil
-// when none can take a lease now, with when one's back-off ends;
-// ErrNoMaker when every maker refused the job. A maker left out only
-// because it is full is waited for: its next Freed wakes the job.
+// (leases in flight + 1) / measured rate. A maker not measured yet, while
+// others are, is taken to be as slow as the slowest and given one lease
+// at a time until it makes one (a new peer is tried at once, and a maker
+// that never answers holds one lease, not a share of the window); when
+// none is measured (the job's start), all count alike. nil when none can
+// take a lease now, with when one's back-off ends; ErrNoMaker when every
+// maker refused the job. A maker left out only because it is full is
+// waited for: its next Freed wakes the job.
 func (c *Coordinator) choose(ms []Maker) (Maker, time.Time, error) {
 	now := time.Now()
-	fastest := 0.0
+	slowest := math.Inf(1)
 	for _, m := range ms {
-		if st := c.stats[m]; st != nil {
-			fastest = math.Max(fastest, st.rate)
+		if st := c.stats[m]; st != nil && st.rate > 0 && c.usable(m) {
+			slowest = math.Min(slowest, st.rate)
 		}
 	}
-	if fastest == 0 {
-		fastest = 1
-	}
+	measured := !math.IsInf(slowest, 1)
 	var (
 		best    Maker
 		bestT   = math.Inf(1)
@@ -248,8 +249,14 @@ func (c *Coordinator) choose(ms []Maker) (Maker, time.Time, error) {
 			}
 		}
 		rate := st.rate
-		if rate == 0 {
-			rate = fastest
+		switch {
+		case rate > 0:
+		case !measured:
+			rate = 1
+		case st.inflight > 0:
+			continue // its one lease at a time
+		default:
+			rate = slowest
 		}
 		if t := float64(st.inflight+1) / rate; t < bestT {
 			best, bestT = m, t

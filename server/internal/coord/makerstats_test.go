@@ -1,12 +1,16 @@
 package coord
 
 import (
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// What a job measures of its makers, and what it makes of it.
+// What a job measures of its makers, and what it makes of it: back-off,
+// and the lease a maker not measured yet gets.
 
 // TestBackoffUncapped: failures in a row double a maker's back-off, past
 // seconds, up to maxBackoff; the leases already in flight when one failed
@@ -46,6 +50,47 @@ func TestBackoffUncapped(t *testing.T) {
 		st.done(time.Now(), &leaseRec{n: 1}, time.Second)
 		if st.fails != 0 {
 			t.Errorf("%d failures in a row after a success, want 0", st.fails)
+		}
+	})
+}
+
+// TestLeaseUnmeasuredNotFastest: a maker that joins a job whose other
+// maker is measured gets one lease, and no more until it answers it; it
+// is not taken to be as fast as the fastest.
+func TestLeaseUnmeasuredNotFastest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fast := newMaker("fast", 8)
+		fast.auto = paced(10 * time.Millisecond)
+		late := newMaker("late", 8)
+		late.ready.Store(false)
+		var calls atomic.Int64
+		first := make(chan struct{})
+		pace := paced(10 * time.Millisecond)
+		late.auto = func(c *call) {
+			if calls.Add(1) == 1 {
+				<-first // its first lease: answered when the test says
+			}
+			pace(c)
+		}
+		env := testEnv(&fakeVerifier{}, fast, late)
+		env.Config.LeaseTimeout = 10 * time.Second
+		j := &fakeJob{n: 3 * 300, size: 3}
+		_, tr := start(env, j, Stream{Epochs: 1, Credits: 1000})
+		wait := tr.run(t.Context())
+		time.Sleep(500 * time.Millisecond) // the fast maker is measured
+		late.ready.Store(true)
+		env.Makers.Poke()
+		time.Sleep(15 * time.Millisecond) // less than a hedge's delay
+		if n := calls.Load(); n != 1 {
+			t.Errorf("the unmeasured maker got %d leases while its first was in flight, want 1", n)
+		}
+		close(first)
+		if err := wait(); err != nil {
+			t.Fatal(err)
+		}
+		tr.exactlyOnce(t, j, 1)
+		if n := testutil.ToFloat64(env.Metrics.Leases.WithLabelValues("late")); n < 2 {
+			t.Errorf("the late maker got %v leases, want more once measured", n)
 		}
 	})
 }
