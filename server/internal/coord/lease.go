@@ -296,9 +296,7 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 	l := &work.Lease{Epoch: id.epoch, Number: id.k, Indices: e.plan.Batch(id.k), Demand: c.demandNow()}
 	local := m.Local()
 	if !local {
-		if l.Keep = c.env.Verifier.Pick(l.Indices); len(l.Keep) > 0 {
-			l.Kept = make(map[int64][]byte, len(l.Keep))
-		}
+		l.Keep = c.env.Verifier.Pick(m, len(l.Indices))
 	}
 	c.env.Metrics.Leases.WithLabelValues(m.Name()).Inc()
 	wg.Add(1)
