@@ -15,7 +15,8 @@ import (
 // (a peer is sent CancelLease), its answer dropped if one still comes and
 // its buffer reused, so the batch still goes out once. A batch has at most
 // one hedge at a time, and a job hedges at most hedgeFraction of its
-// leases (after a burst of hedgeBurst): a maker that slowed to a crawl
+// leases (after a burst of hedgeBurst), besides the probes of a maker
+// backed off, which its back-off bounds: a maker that slowed to a crawl
 // costs the trainer the hedge delay instead of the lease timeout, and the
 // other makers' load grows by a few percent at most. The maker a hedge
 // outran is counted as failing (reason "slow"): backed off, longer each
@@ -33,7 +34,7 @@ const (
 	hedgeMultiple   = 2
 	hedgeQuantile   = 0.95
 	hedgeFraction   = 0.05
-	hedgeBurst      = 2.0
+	hedgeBurst      = 4.0
 	maxHedges       = 8  // in flight at once, per job
 	hedgeSamples    = 64 // recent lease times the quantile is taken over
 	minHedgeSamples = 1  // no hedge before the job made a batch
@@ -158,7 +159,9 @@ func (c *Coordinator) hedge(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 func (c *Coordinator) hedgeOne(ctx context.Context, wg *sync.WaitGroup, ms []Maker, id batchID) (bool, time.Time) {
 	h := &c.hedging
 	first := c.leases[id]
-	if h.tokens < 1 || len(h.in) >= maxHedges {
+	// A probe's hedge is not charged to the budget: probes are one lease
+	// at a time per maker, each after a back-off twice the last.
+	if !first.probe && h.tokens < 1 || len(h.in) >= maxHedges {
 		return false, time.Time{}
 	}
 	m, retryAt, _ := c.choose(ms, first.maker)
@@ -169,7 +172,9 @@ func (c *Coordinator) hedgeOne(ctx context.Context, wg *sync.WaitGroup, ms []Mak
 	if b == nil {
 		return false, time.Time{}
 	}
-	h.tokens--
+	if !first.probe {
+		h.tokens--
+	}
 	c.start(ctx, wg, id, m, b, true)
 	c.log.Debug("lease hedged", "epoch", id.epoch, "batch", id.k, "slow", first.maker.Name(), "hedge", m.Name(),
 		"after", time.Since(first.issued).Round(time.Millisecond))

@@ -3,6 +3,7 @@ package coord
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -212,4 +213,68 @@ func findMaker(env *Env, name string) Maker {
 		}
 	}
 	return nil
+}
+
+// TestHedgeBudget: two makers that slow down together, ten times, every
+// 40 leases, and speed up again (as when other jobs come and go on the
+// workers): at each slow-down every lease in flight is past its hedge
+// delay until the job's lease times catch up, more than the budget
+// allows. The job hedges at most hedgeFraction of its leases (after the
+// burst), and a batch never has more than two leases at once.
+func TestHedgeBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		inFlight := make(map[batchID]int)
+		most := 0
+		var calls atomic.Int64
+		phased := func(name string) *scriptedMaker {
+			m := newMaker(name, 8)
+			m.auto = func(c *call) {
+				id := batchID{c.l.Epoch, c.l.Number}
+				mu.Lock()
+				inFlight[id]++
+				most = max(most, inFlight[id])
+				mu.Unlock()
+				defer func() {
+					mu.Lock()
+					inFlight[id]--
+					mu.Unlock()
+				}()
+				d := 10 * time.Millisecond
+				if calls.Add(1)/40%2 == 1 {
+					d *= 10
+				}
+				select {
+				case <-time.After(d):
+					c.made()
+				case <-c.ctx.Done():
+					c.answer <- c.ctx.Err()
+				}
+			}
+			return m
+		}
+		a, b := phased("a"), phased("b")
+		env := testEnv(&fakeVerifier{}, a, b)
+		env.Config.LeaseTimeout = 10 * time.Second
+		j := &fakeJob{n: 3 * 2000, size: 3}
+		_, tr := start(env, j, Stream{Epochs: 1, Credits: 1 << 20})
+		if err := tr.run(t.Context())(); err != nil {
+			t.Fatal(err)
+		}
+		tr.exactlyOnce(t, j, 1)
+		leases := testutil.ToFloat64(env.Metrics.Leases.WithLabelValues("a")) + testutil.ToFloat64(env.Metrics.Leases.WithLabelValues("b"))
+		hedged := hedges(env, "won") + hedges(env, "lost") + hedges(env, "failed")
+		first := leases - hedged
+		t.Logf("%v leases, %v of them hedges (won %v, lost %v), the budget %v; at most %d leases of a batch at once",
+			leases, hedged, hedges(env, "won"), hedges(env, "lost"), hedgeFraction*first+hedgeBurst, most)
+		if hedged > hedgeFraction*first+hedgeBurst {
+			t.Errorf("%v hedges for %v leases, want at most %v%% of them and %v more", hedged, first, 100*hedgeFraction, hedgeBurst)
+		}
+		if hedged == 0 {
+			t.Error("no lease was hedged: the slow-downs were not exercised")
+		}
+		if most > 2 {
+			t.Errorf("a batch had %d leases at once, want at most 2 (its lease and one hedge)", most)
+		}
+	})
 }

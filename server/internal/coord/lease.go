@@ -24,6 +24,7 @@ type leaseRec struct {
 	issued time.Time
 	n      int  // leases in flight on the maker when issued, this one included
 	hedge  bool // a second lease of a batch leased already (hedge.go)
+	probe  bool // to a maker whose last lease failed: its back-off just ended
 	cancel context.CancelFunc
 }
 
@@ -206,23 +207,27 @@ func (c *Coordinator) usable(m Maker) bool {
 }
 
 // choose picks the ready maker, other than not, that would finish a new
-// lease soonest: (leases in flight + 1) / measured rate. A maker not
-// measured yet, while others are, is taken to be as slow as the slowest
-// and given one lease at a time until it makes one (a new peer is tried at
-// once, and a maker that never answers holds one lease, which a hedge
-// soon covers); when none is measured (the job's start), all count alike.
-// nil when none can take a lease now, with when one's back-off ends;
-// ErrNoMaker when every maker refused the job. A maker left out only
-// because it is full is waited for: its next Freed wakes the job.
+// lease soonest: (leases in flight + 1) / measured rate. A maker on trial
+// (not measured yet, or failing: its back-off just ended) is given one
+// lease at a time while another is measured and not failing, until it
+// makes one: a new peer is tried at once, and a maker that never answers
+// holds one lease, which a hedge soon covers, not a share of the window.
+// One not measured is taken to be as slow as the slowest measured; when
+// none is measured (the job's start), all count alike. nil when none can
+// take a lease now, with when one's back-off ends; ErrNoMaker when every
+// maker refused the job. A maker left out only because it is full is
+// waited for: its next Freed wakes the job.
 func (c *Coordinator) choose(ms []Maker, not Maker) (Maker, time.Time, error) {
 	now := time.Now()
-	slowest := math.Inf(1)
+	slowest, healthy := math.Inf(1), 0
 	for _, m := range ms {
 		if st := c.stats[m]; st != nil && st.rate > 0 && c.usable(m) {
 			slowest = math.Min(slowest, st.rate)
+			if !st.onTrial() {
+				healthy++
+			}
 		}
 	}
-	measured := !math.IsInf(slowest, 1)
 	var (
 		best    Maker
 		bestT   = math.Inf(1)
@@ -250,15 +255,15 @@ func (c *Coordinator) choose(ms []Maker, not Maker) (Maker, time.Time, error) {
 				continue
 			}
 		}
-		rate := st.rate
-		switch {
-		case rate > 0:
-		case !measured:
-			rate = 1
-		case st.inflight > 0:
+		if st.onTrial() && st.inflight > 0 && healthy > 0 {
 			continue // its one lease at a time
-		default:
+		}
+		rate := st.rate
+		if rate == 0 {
 			rate = slowest
+			if math.IsInf(rate, 1) {
+				rate = 1
+			}
 		}
 		if t := float64(st.inflight+1) / rate; t < bestT {
 			best, bestT = m, t
@@ -283,7 +288,7 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 	st.begin(now)
 	timeout := c.env.Config.LeaseTimeout
 	lctx, cancel := context.WithTimeout(ctx, timeout)
-	rec := &leaseRec{id: c.leaseID, maker: m, issued: now, n: st.inflight, hedge: hedge, cancel: cancel}
+	rec := &leaseRec{id: c.leaseID, maker: m, issued: now, n: st.inflight, hedge: hedge, probe: !hedge && st.fails > 0, cancel: cancel}
 	if hedge {
 		c.hedging.in[id] = rec
 	} else {

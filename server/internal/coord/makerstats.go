@@ -134,6 +134,11 @@ func earlier(a, b time.Time) time.Time {
 	return b
 }
 
+// onTrial reports whether the maker is not known to make batches for the
+// job at its measured rate: it has made none yet, or its last lease failed
+// (it is backed off, or its back-off just ended).
+func (st *makerStat) onTrial() bool { return st.rate == 0 || st.fails > 0 }
+
 // stat is what the job measured of m, created at first use.
 func (c *Coordinator) stat(m Maker) *makerStat {
 	st := c.stats[m]
