@@ -26,8 +26,8 @@ import (
 // The delay is the lease's expected time, hedgeMultiple times over: the
 // hedgeQuantile of the job's recent leases' time per lease in flight
 // (a lease issued behind n others on its maker takes n times as long as
-// one alone), times the leases in flight on the lease's maker when it
-// was issued. A maker that is slow but keeps answering raises the
+// one alone; each maker's first batch, its start, left out), times the
+// leases in flight on the lease's maker when it was issued. A maker that is slow but keeps answering raises the
 // quantile, so it is hedged the less: only outliers are.
 
 const (
@@ -89,6 +89,9 @@ func (h *hedging) made(took time.Duration, n int) {
 
 // issued earns the budget's share of a lease issued (not a hedge).
 func (h *hedging) issued() { h.tokens = min(hedgeBurst, h.tokens+hedgeFraction) }
+
+// refund gives back the budget of a hedge its maker turned away (busy).
+func (h *hedging) refund() { h.tokens = min(hedgeBurst, h.tokens+1) }
 
 // delay is how long after its issue lease rec is hedged; 0: not yet known
 // (too few leases made).
@@ -176,6 +179,7 @@ func (c *Coordinator) hedgeOne(ctx context.Context, wg *sync.WaitGroup, ms []Mak
 		h.tokens--
 	}
 	c.start(ctx, wg, id, m, b, true)
+	h.in[id].probe = first.probe // a probe's hedge, not charged
 	c.log.Debug("lease hedged", "epoch", id.epoch, "batch", id.k, "slow", first.maker.Name(), "hedge", m.Name(),
 		"after", time.Since(first.issued).Round(time.Millisecond))
 	return true, time.Time{}

@@ -67,7 +67,7 @@ func TestLeaseHedged(t *testing.T) {
 				if tc == "first lease wins" {
 					hedgeTo = "hold"
 				}
-				s := newHedgeScene(minHedgeSamples, hedgeTo)
+				s := newHedgeScene(1+minHedgeSamples, hedgeTo) // its first batch, its start, is not a sample
 				late := make(chan struct{})
 				if tc == "outrun lease answers late" {
 					// A maker that does not notice the cancellation: it

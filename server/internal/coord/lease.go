@@ -24,7 +24,7 @@ type leaseRec struct {
 	issued time.Time
 	n      int  // leases in flight on the maker when issued, this one included
 	hedge  bool // a second lease of a batch leased already (hedge.go)
-	probe  bool // to a maker whose last lease failed: its back-off just ended
+	probe  bool // to a maker whose last lease failed (its back-off just ended), or its hedge
 	cancel context.CancelFunc
 }
 
@@ -380,8 +380,12 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 		}
 		took := now.Sub(rec.issued)
 		c.env.Metrics.BatchSeconds.WithLabelValues(c.j.Dataset()).Observe(took.Seconds())
+		if !st.warm.IsZero() {
+			// (A maker's first batch for the job is its start: a
+			// connection, cold caches, a first decode.)
+			c.hedging.made(took, rec.n)
+		}
 		st.done(now, rec, took)
-		c.hedging.made(took, rec.n)
 		c.ready[r.id] = r.b
 		if !r.checked {
 			c.unchecked[r.id] = r.maker
@@ -414,6 +418,9 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 		// Taken by other jobs: no failure, no back-off; the maker's Free
 		// says when to try it again.
 		c.attempts[r.id] -= attempt
+		if rec.hedge && !rec.probe {
+			c.hedging.refund() // turned away: it cost nothing
+		}
 		failures.WithLabelValues(r.maker.Name(), "busy").Inc()
 		st.retryAt = time.Now().Add(20 * time.Millisecond) // a worker's own limit: do not ask again at once
 		return nil
