@@ -207,23 +207,25 @@ func (c *Coordinator) usable(m Maker) bool {
 }
 
 // choose picks the ready maker, other than not, that would finish a new
-// lease soonest: (leases in flight + 1) / measured rate. A maker on trial
-// (not measured yet, or failing: its back-off just ended) is given one
-// lease at a time while another is measured and not failing, until it
-// makes one: a new peer is tried at once, and a maker that never answers
-// holds one lease, which a hedge soon covers, not a share of the window.
-// One not measured is taken to be as slow as the slowest measured; when
-// none is measured (the job's start), all count alike. nil when none can
-// take a lease now, with when one's back-off ends; ErrNoMaker when every
-// maker refused the job. A maker left out only because it is full is
-// waited for: its next Freed wakes the job.
+// lease soonest: (leases in flight + 1) / measured rate. When that maker is
+// full (Free() == 0) none is picked: it is waited for (its next Freed
+// wakes the job), since a slower maker with room would finish later. A
+// maker on trial (its rate not known: not measured yet, or not for a
+// capacityWindow; or failing: its back-off just ended) is given one lease
+// at a time while another is known and not failing, until it makes one: a
+// new peer is tried at once, and a maker that never answers holds one
+// lease, which a hedge soon covers, not a share of the window. One whose
+// rate is not known is taken to be as slow as the slowest known; when none
+// is known (the job's start), all count alike. nil when none can take a
+// lease now, with when one's back-off ends; ErrNoMaker when every maker
+// refused the job.
 func (c *Coordinator) choose(ms []Maker, not Maker) (Maker, time.Time, error) {
 	now := time.Now()
 	slowest, healthy := math.Inf(1), 0
 	for _, m := range ms {
-		if st := c.stats[m]; st != nil && st.rate > 0 && c.usable(m) {
-			slowest = math.Min(slowest, st.rate)
-			if !st.onTrial() {
+		if st := c.stats[m]; st != nil && st.known(now) > 0 && c.usable(m) {
+			slowest = math.Min(slowest, st.known(now))
+			if !st.onTrial(now) {
 				healthy++
 			}
 		}
@@ -231,6 +233,7 @@ func (c *Coordinator) choose(ms []Maker, not Maker) (Maker, time.Time, error) {
 	var (
 		best    Maker
 		bestT   = math.Inf(1)
+		fullT   = math.Inf(1) // the soonest a full maker would finish
 		wake    time.Time
 		refused int
 	)
@@ -249,25 +252,30 @@ func (c *Coordinator) choose(ms []Maker, not Maker) (Maker, time.Time, error) {
 			}
 			continue
 		}
-		if m.Free() <= 0 {
-			c.env.Makers.waitFree(m, c.wake)
-			if m.Free() <= 0 {
-				continue
-			}
-		}
-		if st.onTrial() && st.inflight > 0 && healthy > 0 {
+		if st.onTrial(now) && st.inflight > 0 && healthy > 0 {
 			continue // its one lease at a time
 		}
-		rate := st.rate
+		rate := st.known(now)
 		if rate == 0 {
 			rate = slowest
 			if math.IsInf(rate, 1) {
 				rate = 1
 			}
 		}
-		if t := float64(st.inflight+1) / rate; t < bestT {
+		t := float64(st.inflight+1) / rate
+		if m.Free() <= 0 {
+			c.env.Makers.waitFree(m, c.wake)
+			if m.Free() <= 0 {
+				fullT = math.Min(fullT, t)
+				continue
+			}
+		}
+		if t < bestT {
 			best, bestT = m, t
 		}
+	}
+	if best != nil && fullT < bestT {
+		return nil, wake, nil // wait for the full one
 	}
 	if best == nil && refused > 0 && refused == len(ms) {
 		var errs []error

@@ -21,8 +21,9 @@ type makerStat struct {
 	first    time.Time
 	finished []time.Time
 	// warm is the maker's first completion for the job: its rate is
-	// measured from then.
-	warm time.Time
+	// measured from then. lastDone is its last.
+	warm     time.Time
+	lastDone time.Time
 	// busy are the intervals with at least one of the job's leases on the
 	// maker over the last capacityWindow; busySince starts the open one
 	// (zero when none is in flight).
@@ -134,10 +135,20 @@ func earlier(a, b time.Time) time.Time {
 	return b
 }
 
+// known is the maker's rate, while it is known: it made a batch for the
+// job in the last capacityWindow (a maker benched by a low rate is tried
+// again, in case it recovered). 0 when not.
+func (st *makerStat) known(now time.Time) float64 {
+	if st.lastDone.IsZero() || now.Sub(st.lastDone) > capacityWindow {
+		return 0
+	}
+	return st.rate
+}
+
 // onTrial reports whether the maker is not known to make batches for the
-// job at its measured rate: it has made none yet, or its last lease failed
-// (it is backed off, or its back-off just ended).
-func (st *makerStat) onTrial() bool { return st.rate == 0 || st.fails > 0 }
+// job at its measured rate: its rate is not known, or its last lease
+// failed (it is backed off, or its back-off just ended).
+func (st *makerStat) onTrial(now time.Time) bool { return st.known(now) == 0 || st.fails > 0 }
 
 // stat is what the job measured of m, created at first use.
 func (c *Coordinator) stat(m Maker) *makerStat {
@@ -179,6 +190,7 @@ func (st *makerStat) done(now time.Time, rec *leaseRec, took time.Duration) {
 		st.rate = 0.7*st.rate + 0.3*sample
 	}
 	st.fails = 0
+	st.lastDone = now
 	st.finished = append(st.finished, now)
 	if st.warm.IsZero() {
 		st.warm = now

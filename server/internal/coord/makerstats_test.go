@@ -94,3 +94,48 @@ func TestLeaseUnmeasuredNotFastest(t *testing.T) {
 		}
 	})
 }
+
+// TestLeaseWaitsForFasterMaker: a maker of 100 batches/s that takes two
+// leases at once (as a worker of one core does) beside one of 10
+// batches/s with room for eight: when the fast one is full, the job waits
+// for it rather than give the slow one a batch it would make ten times
+// later, which delivery would then wait for. The trainer gets its batches
+// about as fast as from the fast maker alone (on the fake clock).
+func TestLeaseWaitsForFasterMaker(t *testing.T) {
+	const batches = 300
+	run := func(withSlow bool) (time.Duration, float64) {
+		var took time.Duration
+		var slowLeases float64
+		synctest.Test(t, func(t *testing.T) {
+			fast := newMaker("fast", 2)
+			fast.auto = paced(10 * time.Millisecond)
+			ms := []Maker{fast}
+			if withSlow {
+				slow := newMaker("slow", 8)
+				slow.auto = paced(100 * time.Millisecond)
+				ms = append(ms, slow)
+			}
+			env := testEnv(&fakeVerifier{}, ms...)
+			env.Config.LeaseTimeout = 10 * time.Second
+			j := &fakeJob{n: 3 * batches, size: 3}
+			_, tr := start(env, j, Stream{Epochs: 1, Credits: 1 << 20})
+			t0 := time.Now()
+			if err := tr.run(t.Context())(); err != nil {
+				t.Fatal(err)
+			}
+			took = time.Since(t0)
+			tr.exactlyOnce(t, j, 1)
+			slowLeases = testutil.ToFloat64(env.Metrics.Leases.WithLabelValues("slow"))
+		})
+		return took, slowLeases
+	}
+	alone, _ := run(false)
+	with, slow := run(true)
+	t.Logf("%d batches: %v from the fast maker alone, %v beside the slow one, which got %v leases", batches, alone, with, slow)
+	if ratio := alone.Seconds() / with.Seconds(); ratio < 0.9 {
+		t.Errorf("beside the slow maker the trainer got %.2f of the fast maker's rate alone, want >= 0.9", ratio)
+	}
+	if slow > 10 {
+		t.Errorf("the slow maker got %v leases while the fast one was full, want a few (its first, measuring it)", slow)
+	}
+}
