@@ -200,9 +200,9 @@ func (c *Coordinator) outrun(id batchID, loser *leaseRec, now time.Time) {
 	c.env.Metrics.LeaseFailures.WithLabelValues(loser.maker.Name(), "slow").Inc()
 	st := c.stat(loser.maker)
 	fails := st.fails
-	st.failed(now, loser.issued)
+	st.outrun(now, loser)
 	level := slog.LevelDebug
-	if st.fails > fails && backoff(st.fails) >= benchedWarning {
+	if st.fails > fails && st.retryAt.Sub(now) >= benchedWarning {
 		level = slog.LevelWarn // rare: each doubles the back-off
 	}
 	c.log.Log(context.Background(), level, "lease outrun by its hedge: the maker is backed off", "maker", loser.maker.Name(),

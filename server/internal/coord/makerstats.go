@@ -1,12 +1,16 @@
 package coord
 
 import (
+	"sync/atomic"
 	"time"
 )
 
 // makerStat is what one job measured of one maker.
 type makerStat struct {
 	inflight int
+	// starting counts the job's leases given to the maker whose Make has
+	// not begun: Free does not count them yet (free).
+	starting atomic.Int32
 	rate     float64 // batches per second, EWMA; 0 until measured
 	// fails counts the maker's failures in a row (errors, timeouts,
 	// leases outrun by their hedge), one per lease issued after the last
@@ -145,6 +149,13 @@ func (st *makerStat) known(now time.Time) float64 {
 	return st.rate
 }
 
+// free is how many more leases m would take now: its Free, less the
+// leases this job gave it that it has not counted yet. Without them a job
+// leasing several batches at once sent a full worker leases it turned
+// away as busy, and counted them in flight on it, which made the worker
+// look the faster.
+func (st *makerStat) free(m Maker) int { return m.Free() - int(st.starting.Load()) }
+
 // onTrial reports whether the maker is not known to make batches for the
 // job at its measured rate: its rate is not known, or its last lease
 // failed (it is backed off, or its back-off just ended).
@@ -227,6 +238,25 @@ func (st *makerStat) failed(now, issued time.Time) {
 	st.failedAt = now
 	st.rate /= 2
 	st.retryAt = now.Add(backoff(st.fails))
+}
+
+// outrun records, at now, lease rec outrun by its hedge: the maker was
+// slow, this once at least. Its rate moves towards the most the lease
+// shows (its leases in flight over the time it had taken), and it is on
+// trial; it is backed off only from its second failure in a row, so that
+// a healthy maker whose lease was in the job's tail loses no more.
+func (st *makerStat) outrun(now time.Time, rec *leaseRec) {
+	if st.fails == 0 || !rec.issued.Before(st.failedAt) {
+		st.fails++
+	}
+	st.failedAt = now
+	if st.rate > 0 {
+		sample := float64(rec.n) / max(now.Sub(rec.issued).Seconds(), 1e-6)
+		st.rate = min(st.rate, 0.7*st.rate+0.3*sample)
+	}
+	if st.fails >= 2 {
+		st.retryAt = now.Add(backoff(st.fails - 1))
+	}
 }
 
 // throughput is the batches per second the maker delivered to the job

@@ -139,3 +139,25 @@ func TestLeaseWaitsForFasterMaker(t *testing.T) {
 		t.Errorf("the slow maker got %v leases while the fast one was full, want a few (its first, measuring it)", slow)
 	}
 }
+
+// TestOutrunOnce: a maker whose lease is outrun by its hedge once (a lease
+// in the job's tail) is not backed off, and its rate moves only part way
+// towards what the lease showed; outrun again in a row, it is.
+func TestOutrunOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var st makerStat
+		st.rate = 10
+		rec := &leaseRec{n: 1, issued: time.Now()}
+		time.Sleep(time.Second)
+		st.outrun(time.Now(), rec)
+		if st.fails != 1 || st.retryAt.After(time.Now()) || st.rate != 0.7*10+0.3*1 {
+			t.Errorf("outrun once: %d failures, back-off until %v, rate %v; want 1, none, %v", st.fails, st.retryAt, st.rate, 0.7*10+0.3*1)
+		}
+		rec = &leaseRec{n: 1, issued: time.Now()}
+		time.Sleep(time.Second)
+		st.outrun(time.Now(), rec)
+		if d := st.retryAt.Sub(time.Now()); st.fails != 2 || d != backoff(1) {
+			t.Errorf("outrun twice in a row: %d failures, back-off %v; want 2, %v", st.fails, d, backoff(1))
+		}
+	})
+}
