@@ -207,9 +207,12 @@ func (c *Coordinator) usable(m Maker) bool {
 }
 
 // choose picks the ready maker, other than not, that would finish a new
-// lease soonest: (leases in flight + 1) / measured rate. When that maker is
-// full (Free() == 0) none is picked: it is waited for (its next Freed
-// wakes the job), since a slower maker with room would finish later. A
+// lease soonest: (leases in flight + 1) / measured rate. When a maker that
+// is full (Free() == 0) would finish it waitFaster times sooner than the
+// soonest with room, none is picked: the full one is waited for (its next
+// Freed wakes the job), since the slower one would make the batch that
+// much later and delivery wait for it; closer than that, rates measured on
+// a loaded machine are too noisy to leave a maker idle for. A
 // maker on trial (its rate not known: not measured yet, or not for a
 // capacityWindow; or failing: its back-off just ended) is given one lease
 // at a time while another is known and not failing, until it makes one: a
@@ -263,9 +266,9 @@ func (c *Coordinator) choose(ms []Maker, not Maker) (Maker, time.Time, error) {
 			}
 		}
 		t := float64(st.inflight+1) / rate
-		if m.Free() <= 0 {
+		if st.free(m) <= 0 {
 			c.env.Makers.waitFree(m, c.wake)
-			if m.Free() <= 0 {
+			if st.free(m) <= 0 {
 				fullT = math.Min(fullT, t)
 				continue
 			}
@@ -274,7 +277,7 @@ func (c *Coordinator) choose(ms []Maker, not Maker) (Maker, time.Time, error) {
 			best, bestT = m, t
 		}
 	}
-	if best != nil && fullT < bestT {
+	if best != nil && fullT*waitFaster < bestT {
 		return nil, wake, nil // wait for the full one
 	}
 	if best == nil && refused > 0 && refused == len(ms) {
@@ -286,6 +289,10 @@ func (c *Coordinator) choose(ms []Maker, not Maker) (Maker, time.Time, error) {
 	}
 	return best, wake, nil
 }
+
+// waitFaster is how many times sooner a full maker must finish a lease
+// than the soonest maker with room for the lease to wait for it (choose).
+const waitFaster = 2
 
 // start leases batch id to m, or hedges it there (hedge.go): the maker
 // works under the lease's deadline and reports to results.
@@ -312,10 +319,12 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 		l.Keep = c.env.Verifier.Pick(m, len(l.Indices))
 	}
 	c.env.Metrics.Leases.WithLabelValues(m.Name()).Inc()
+	st.starting.Add(1)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		defer cancel()
+		st.starting.Add(-1) // Make counts it from here
 		err := m.Make(lctx, c.j, l, b)
 		checked := local
 		switch {
