@@ -126,7 +126,10 @@ func TestFaultKillPeer(t *testing.T) {
 }
 
 // leasesInFlight is, for each peer, the leases the coordinator gave it
-// that it has not answered yet (or whose answers are on their way).
+// that it has not answered yet (or whose answers are on their way): those
+// leased, less those its Peer turned away as busy without sending them,
+// less those the worker ended (made, failed, or cancelled: a hedge's
+// loser).
 func leasesInFlight(t *testing.T, ctx context.Context, coord *serveProc, peers []*serveProc) []float64 {
 	t.Helper()
 	ms, err := coord.metrics(ctx)
@@ -135,7 +138,9 @@ func leasesInFlight(t *testing.T, ctx context.Context, coord *serveProc, peers [
 	}
 	out := make([]float64, len(peers))
 	for i, p := range peers {
-		out[i] = sumSeries(ms, "stoker_leases_total", `maker="`+p.addr+`"`) - p.metric(t, ctx, "stoker_work_leases_total")
+		maker := `maker="` + p.addr + `"`
+		out[i] = sumSeries(ms, "stoker_leases_total", maker) - sumSeries(ms, "stoker_lease_failures_total", maker, `reason="busy"`) -
+			p.metric(t, ctx, "stoker_work_leases_total")
 	}
 	return out
 }
