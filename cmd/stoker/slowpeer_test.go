@@ -133,7 +133,8 @@ func TestFaultSlowPeer(t *testing.T) {
 
 // BenchmarkSlowPeer measures the trainer's images/s beside a worker at
 // 0.08 of the healthy worker's speed, as a share of its images/s with the
-// healthy worker alone (the ratio metric; issue 27 asks for >= 0.8). Run:
+// healthy worker alone (the ratio metric; issue 27 asks for >= 0.8; 1.000
+// measured, 0.69 before: BENCHMARKS.md). Run:
 // go test -run '^$' -bench BenchmarkSlowPeer -benchtime 3x ./cmd/stoker
 func BenchmarkSlowPeer(b *testing.B) {
 	const samples = 8 * 200 // 200 batches: 20 s at the healthy worker's rate
