@@ -77,6 +77,10 @@ func (m *peerMaker) Local() bool  { return false }
 func (m *peerMaker) Free() int    { return m.p.Free() }
 func (m *peerMaker) Ready() bool  { return m.p.Ready() }
 
+// Connection changes each time the peer's Work stream comes up: its
+// verification starts strict again (verify.go).
+func (m *peerMaker) Connection() uint64 { return m.p.Streams() }
+
 // Unavailable says why the peer takes no leases: its last connection or
 // stream error ("Unauthenticated: …", "TLS: …", "decoder differs: …"),
 // nil while it is Ready (and before its first attempt ended).

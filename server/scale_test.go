@@ -180,9 +180,14 @@ func TestPeerHung(t *testing.T) {
 	start := time.Now()
 	ep := coord.collect(t, smallJob("tiny", 4))
 	checkOnce(t, ep, NewPlan(PlanSpec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 4}))
-	if got := testutil.ToFloat64(coord.srv.m.coord.LeaseFailures.WithLabelValues(lis.Addr().String(), "timeout")); got == 0 {
-		t.Error("no lease timed out on the hung peer")
+	// Its leases time out, or are outrun by their hedges first.
+	failures := coord.srv.m.coord.LeaseFailures
+	timedOut := testutil.ToFloat64(failures.WithLabelValues(lis.Addr().String(), "timeout"))
+	outrun := testutil.ToFloat64(failures.WithLabelValues(lis.Addr().String(), "slow"))
+	if timedOut+outrun == 0 {
+		t.Error("no lease of the hung peer timed out or was outrun by its hedge")
 	}
+	t.Logf("the hung peer's leases: %v timed out, %v outrun by their hedges", timedOut, outrun)
 	t.Logf("epoch with a hung peer: %v", time.Since(start))
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -44,11 +45,13 @@ type verifier struct {
 	q    *pipeline.Queue
 	// quarantined: makers whose batches did not match, and why.
 	quarantined map[coord.Maker]error
-	poke        func() // wakes the coordinators
+	// trusts: how far each peer is into its strict start.
+	trusts map[coord.Maker]*trust
+	poke   func() // wakes the coordinators
 }
 
 func newVerifier(fraction float64, exec *pipeline.Executor, log *slog.Logger, poke func()) *verifier {
-	return &verifier{fraction: fraction, exec: exec, log: log, quarantined: make(map[coord.Maker]error), poke: poke}
+	return &verifier{fraction: fraction, exec: exec, log: log, quarantined: make(map[coord.Maker]error), trusts: make(map[coord.Maker]*trust), poke: poke}
 }
 
 // queue is the executor queue samples are re-made on, opened at first use.
@@ -103,22 +106,78 @@ func (v *verifier) Why(m coord.Maker) error {
 func (v *verifier) forget(m coord.Maker) {
 	v.mu.Lock()
 	delete(v.quarantined, m)
+	delete(v.trusts, m)
 	v.mu.Unlock()
 }
 
-// Pick chooses the samples of a lease to a peer that its batch is
-// verified by, byte for byte: each distinct index with probability
-// fraction. They are chosen before the batch comes, so that the peer
-// keeps their pixels aside as they arrive (work.Lease.Keep): the batch
-// itself may be made in a ring slot its trainer can write.
-func (v *verifier) Pick(indices []int64) []int64 {
+// Verification starts strict: a peer's first strictBatches leases, each
+// time it connects (a new peer, or one whose Work stream came up again),
+// have every slot compared, and then the share of slots compared halves
+// every strictHalfLife leases until it is the configured fraction (about
+// 35 leases at the default 0.5%). A peer that lies from its first batch is
+// caught in it; one that waits out the strict start is caught, lying in
+// one sample per batch, after about 1/fraction batches. The strict start
+// costs about 9 batches re-made per peer and connection.
+const (
+	strictBatches  = 4
+	strictHalfLife = 4
+)
+
+// strictRate is the share of slots compared in a peer's lease number k
+// (from 0) since it connected, for a configured fraction f.
+func strictRate(k int, f float64) float64 {
+	if k < strictBatches {
+		return 1
+	}
+	return max(f, math.Exp2(-float64(k-strictBatches+1)/strictHalfLife))
+}
+
+// trust is what the verifier knows of a peer: its leases picked for since
+// its Work stream last came up.
+type trust struct {
+	conn   uint64
+	leases int
+}
+
+// connected is a maker whose Work stream can come up again: Connection
+// changes each time it does.
+type connected interface{ Connection() uint64 }
+
+// rate is the share of peer m's next lease's slots to compare, counting
+// the lease.
+func (v *verifier) rate(m coord.Maker) float64 {
+	var conn uint64
+	if c, ok := m.(connected); ok {
+		conn = c.Connection()
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	t := v.trusts[m]
+	if t == nil || t.conn != conn {
+		t = &trust{conn: conn}
+		v.trusts[m] = t
+	}
+	k := t.leases
+	t.leases++
+	return strictRate(k, v.fraction)
+}
+
+// Pick chooses the slots of a lease of n samples to peer m that its batch
+// is verified by, byte for byte: each with probability the peer's rate
+// now (strictRate). Slots, not samples: a pad copy of a sample is a slot
+// of its own, and can be chosen as any other. They are chosen before the
+// batch comes, so that the peer keeps their pixels aside as they arrive
+// (work.Lease.Keep): the batch itself may be made in a ring slot its
+// trainer can write.
+func (v *verifier) Pick(m coord.Maker, n int) []int {
 	if v.fraction <= 0 {
 		return nil
 	}
-	var keep []int64
-	for _, idx := range indices {
-		if (v.fraction >= 1 || rand.Float64() < v.fraction) && !slices.Contains(keep, idx) {
-			keep = append(keep, idx)
+	p := v.rate(m)
+	var keep []int
+	for slot := range n {
+		if p >= 1 || rand.Float64() < p {
+			keep = append(keep, slot)
 		}
 	}
 	return keep
@@ -127,9 +186,9 @@ func (v *verifier) Pick(indices []int64) []int64 {
 // Verify checks a peer's batch b for lease l of job j: its indices and
 // labels exactly as the plan, the dataset and the fail policy make them
 // given the failures it reports; each failure it reports fails here too;
-// and the samples picked for the lease (l.Keep), re-made here, byte for
-// byte with the pixels kept aside as they came (l.Kept). pixels reports
-// whether every sample was compared byte for byte.
+// and the slots picked for the lease (l.Keep), their samples re-made here,
+// byte for byte with the pixels kept aside as they came (l.Kept). pixels
+// reports whether every slot of the batch was compared byte for byte.
 func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *work.Lease, b *pipeline.Batch) (pixels bool, err error) {
 	j := jobOf(cj)
 	if err := expectIndices(j, l, b); err != nil {
@@ -145,15 +204,24 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *work.Lease, b *p
 	for _, e := range b.Errors {
 		claimed = append(claimed, e.Index)
 	}
-	// Samples to re-make: every failure the peer reports (rare), and the
-	// samples picked that it made (the others it reports failed).
+	// Slots to compare (the peer kept those the batch has), and the
+	// samples to re-make: each in them once, and every failure the peer
+	// reports (rare).
+	type keptSlot struct {
+		slot int
+		pix  []byte
+	}
+	var slots []keptSlot
 	var check []int64
-	for _, idx := range l.Keep {
-		if l.Kept[idx] != nil {
-			check = append(check, idx)
+	for i, slot := range l.Keep {
+		if i < len(l.Kept) && l.Kept[i] != nil && slot < b.N {
+			slots = append(slots, keptSlot{slot, l.Kept[i]})
+			if idx := b.Indices[slot]; !slices.Contains(check, idx) {
+				check = append(check, idx)
+			}
 		}
 	}
-	pixels = v.fraction >= 1
+	pixels = len(slots) == b.N
 	if len(check) == 0 && len(claimed) == 0 {
 		return pixels, nil
 	}
@@ -173,15 +241,19 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *work.Lease, b *p
 		}
 	}
 	size := j.t.SampleBytes()
+	made := make(map[int64][]byte, len(check))
 	k := 0 // mine's sample for the next good one
 	for _, want := range check {
 		if failedHere[want] {
 			return false, fmt.Errorf("%w: batch %d of epoch %d: sample %d fails here, the peer made it", errMismatch, l.Number, l.Epoch, want)
 		}
-		if !bytes.Equal(l.Kept[want], mine.Data[k*size:(k+1)*size]) {
-			return false, fmt.Errorf("%w: batch %d of epoch %d: sample %d's pixels differ from the ones made here", errMismatch, l.Number, l.Epoch, want)
-		}
+		made[want] = mine.Data[k*size : (k+1)*size]
 		k++
+	}
+	for _, s := range slots {
+		if idx := b.Indices[s.slot]; !bytes.Equal(s.pix, made[idx]) {
+			return false, fmt.Errorf("%w: batch %d of epoch %d: slot %d (sample %d): its pixels differ from the ones made here", errMismatch, l.Number, l.Epoch, s.slot, idx)
+		}
 	}
 	return pixels, nil
 }

@@ -3,7 +3,15 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -121,4 +129,201 @@ func quarantinedMaker(t *testing.T, e *testEnv, addr string) coord.Maker {
 	}
 	t.Fatalf("no maker %s", addr)
 	return nil
+}
+
+// padLiar lies only in the pad slots of a worker's batches: the copies of
+// good samples a batch's failed ones are replaced by (fail_policy pad).
+// It reads the leases as they come in, to know which slots those are, and
+// counts the pad copies it corrupted.
+type padLiar struct {
+	mu     sync.Mutex
+	leases map[uint64][]int64 // lease id → its samples
+	pads   map[uint64][]int   // lease id → the byte offsets of its pad slots
+	size   map[uint64]int     // lease id → a sample's bytes
+	lied   atomic.Int64
+}
+
+// stream wraps a worker's Work stream.
+func (p *padLiar) stream(ss grpc.ServerStream) grpc.ServerStream {
+	return &liar{ServerStream: &recvTap{ServerStream: ss, p: p}, lie: p.lie}
+}
+
+// recvTap notes each lease a worker receives.
+type recvTap struct {
+	grpc.ServerStream
+	p *padLiar
+}
+
+func (r *recvTap) RecvMsg(m any) error {
+	err := r.ServerStream.RecvMsg(m)
+	if req, ok := m.(*pb.WorkRequest); ok && err == nil && req.GetLease() != nil {
+		l := req.GetLease()
+		r.p.mu.Lock()
+		r.p.leases[l.GetId()] = slices.Clone(l.GetIndices())
+		r.p.mu.Unlock()
+	}
+	return err
+}
+
+func (p *padLiar) lie(r *pb.WorkResponse) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if d := r.GetDone(); d != nil {
+		h := d.GetBatch()
+		failed := make(map[int64]bool)
+		for _, e := range h.GetErrors() {
+			failed[e.GetIndex()] = true
+		}
+		n := len(h.GetIndices())
+		if n == 0 || len(failed) == 0 {
+			return
+		}
+		size := int(h.GetDataBytes()) / n
+		var pads []int
+		for slot, idx := range p.leases[d.GetLease()] {
+			if failed[idx] && slot < n {
+				pads = append(pads, slot*size)
+			}
+		}
+		p.pads[d.GetLease()], p.size[d.GetLease()] = pads, size
+		return
+	}
+	if c := r.GetChunk(); c != nil {
+		size := p.size[c.GetNumber()]
+		for _, off := range p.pads[c.GetNumber()] {
+			// The slot's middle byte, if this chunk carries it.
+			if at := off + size/2 - int(c.GetOffset()); at >= 0 && at < len(c.Data) {
+				c.Data[at] ^= 0x40
+				p.lied.Add(1)
+			}
+		}
+	}
+}
+
+// TestLyingPeerPadSlots: a peer that lies only in pad slots (the copy of a
+// good sample a failed one is replaced by) never gets a corrupted pad copy
+// to the trainer at --verify-fraction 1: every slot is compared, not each
+// sample once, and the peer is quarantined.
+func TestLyingPeerPadSlots(t *testing.T) {
+	root := makeDataset(t, []string{"a", "b", "c"}, 30, true)
+	for i := range 30 {
+		// A quarter of the samples fail: most batches have pad slots.
+		if err := os.WriteFile(filepath.Join(root, []string{"a", "b", "c"}[i%3], fmt.Sprintf("bad%02d.jpg", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alone := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 2})
+	want := alone.collect(t, smallJob("tiny", 4))
+	pl := &padLiar{leases: make(map[uint64][]int64), pads: make(map[uint64][]int), size: make(map[uint64]int)}
+	liar := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 1},
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			if strings.HasSuffix(info.FullMethod, "/Work") {
+				ss = pl.stream(ss)
+			}
+			return h(srv, ss)
+		}))
+	_, honest := peers(t, root, 1)
+	coord := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: liar.addr + "," + honest, VerifyFraction: 1})
+	waitPeers(t, coord, 2)
+	got := coord.collect(t, smallJob("tiny", 4))
+	pads := 0
+	for _, b := range want.batches {
+		pads += len(b.hdr.GetErrors())
+	}
+	if pads == 0 {
+		t.Fatal("no batch has a pad slot: the test does not exercise them")
+	}
+	sameBatches(t, "with a peer lying in pad slots", want.batches, got.batches)
+	t.Logf("%d pad slots in the epoch; the liar corrupted %d pad copies", pads, pl.lied.Load())
+	if pl.lied.Load() == 0 {
+		t.Fatal("the liar corrupted no pad copy: the lie was not exercised")
+	}
+	if why := coord.srv.verify.Why(quarantinedMaker(t, coord, liar.addr)); why == nil {
+		t.Error("the peer lying in pad slots is not quarantined")
+	} else {
+		t.Logf("quarantined: %v", why)
+	}
+}
+
+// TestVerifyStrictStart: a peer's first leases have every slot compared,
+// and each time its Work stream comes up again; then the share decays,
+// halving every strictHalfLife leases, to the configured fraction.
+func TestVerifyStrictStart(t *testing.T) {
+	const f = DefaultVerifyFraction
+	v := newVerifier(f, nil, slog.New(slog.DiscardHandler), func() {})
+	a, b := &streamMaker{}, &streamMaker{}
+	picked := func(m coord.Maker) int { return len(v.Pick(m, 64)) }
+	for k := range strictBatches {
+		if n := picked(a); n != 64 {
+			t.Fatalf("a new peer's lease %d: %d of 64 slots compared, want all", k, n)
+		}
+	}
+	if n := picked(b); n != 64 {
+		t.Errorf("another new peer's first lease: %d of 64 slots compared, want all", n)
+	}
+	prev := 1.0
+	for k := range 100 {
+		r := strictRate(k, f)
+		if r > prev || r < f || k < strictBatches && r != 1 {
+			t.Fatalf("strictRate(%d) = %v after %v: want 1 for the first %d, then non-increasing down to %v", k, r, prev, strictBatches, f)
+		}
+		prev = r
+	}
+	if r := strictRate(strictBatches+strictHalfLife-1, f); r != 0.5 {
+		t.Errorf("strictRate one half-life after the strict start: %v, want 0.5", r)
+	}
+	if r := strictRate(40, f); r != f {
+		t.Errorf("strictRate(40) = %v, want the configured %v", r, f)
+	}
+	for range 60 {
+		v.Pick(a, 64)
+	}
+	sum := 0
+	for range 2000 {
+		sum += picked(a)
+	}
+	if mean := float64(sum) / 2000; mean > 4*64*f {
+		t.Errorf("after its strict start a peer has %.2f of 64 slots compared on average, want about %.2f", mean, 64*f)
+	}
+	a.streams.Add(1) // its Work stream came up again
+	if n := picked(a); n != 64 {
+		t.Errorf("a returning peer's first lease: %d of 64 slots compared, want all", n)
+	}
+}
+
+// streamMaker is a peer as the verifier sees it: a maker whose Work
+// stream comes up again (Connection).
+type streamMaker struct {
+	coord.Maker
+	streams atomic.Uint64
+}
+
+func (m *streamMaker) Connection() uint64 { return m.streams.Load() }
+
+// TestVerifyBound: the expected corrupted samples a peer delivers before
+// it is quarantined, lying in one sample per batch from its lease W on
+// (the sum over batches k >= W of the chance that none of W..k was
+// caught), as the README states them for the default fraction: none from
+// its first lease, about 1/f - 1 once the strict start is over, never
+// more.
+func TestVerifyBound(t *testing.T) {
+	const f = DefaultVerifyFraction
+	expected := func(w int) float64 {
+		sum, missed := 0.0, 1.0
+		for k := w; missed > 1e-12; k++ {
+			missed *= 1 - strictRate(k, f)
+			sum += missed
+		}
+		return sum
+	}
+	for _, tc := range []struct {
+		w    int
+		want float64
+	}{{0, 0}, {8, 13}, {16, 115}, {24, 183}, {40, 199}, {1000, 199}} {
+		got := expected(tc.w)
+		t.Logf("lying from lease %d on: %.1f corrupted samples expected before quarantine", tc.w, got)
+		if math.Abs(got-tc.want) > 0.5 || got > (1-f)/f+1e-6 {
+			t.Errorf("lying from lease %d on: %.2f expected, the README says %v (never more than %.1f)", tc.w, got, tc.want, (1-f)/f)
+		}
+	}
 }

@@ -25,7 +25,12 @@ func TestDrainWorker(t *testing.T) {
 	data := writeDataset(t, faultSamples, faultClasses, 0)
 	workers := make([]*serveProc, 2)
 	for i := range workers {
-		workers[i] = launchServe(t, serveConfig{name: fmt.Sprintf("worker%d", i), dataset: data, workers: 1, args: []string{"--grace", "60s"}})
+		// Paced (--bench-rate, the bytes unchanged) so that a worker still
+		// holds leases when the hook's SIGTERM comes: unpaced, a batch
+		// takes ~15 ms, and the coordinator's few leases were all made
+		// while the trainer, paused for the hook, took none.
+		workers[i] = launchServe(t, serveConfig{name: fmt.Sprintf("worker%d", i), dataset: data, workers: 1,
+			args: []string{"--grace", "60s", "--bench-rate", "20"}})
 	}
 	for _, w := range workers {
 		w.waitReady(t, ctx)

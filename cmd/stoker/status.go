@@ -132,6 +132,9 @@ func printStatus(w io.Writer, addr string, st *stokerv1.StatusResponse) {
 				state = " (" + m.GetUnavailable() + ")"
 			case !m.GetReady():
 				state = " down"
+			case m.GetBackoffSeconds() > 0:
+				state = fmt.Sprintf(" (backed off %s: %d slow or failed leases in a row)",
+					time.Duration(m.GetBackoffSeconds()*float64(time.Second)).Round(time.Millisecond), m.GetFailuresInARow())
 			}
 			makers = append(makers, fmt.Sprintf("%s %s/%d %s %s%s", m.GetName(), figure("%.1f", m.GetBatchesPerSecond()), m.GetInFlight(),
 				figure("%.1f", m.GetBusyBatchesPerSecond()), figure("%.0f%%", 100*m.GetBusyRatio()), state))

@@ -192,6 +192,25 @@ func TestStatusNoFigureYet(t *testing.T) {
 	t.Logf("\n%s", out)
 }
 
+// TestStatusBackedOff: a maker a job backs off (its leases slow or
+// failing in a row) is marked, with how much longer and why.
+func TestStatusBackedOff(t *testing.T) {
+	st := &stokerv1.StatusResponse{Version: "v1", Workers: 0, Jobs: []*stokerv1.JobStatus{{
+		Id: "pets-r0-1", Dataset: "pets", WorldSize: 1, Makers: []*stokerv1.MakerStatus{
+			{Name: "10.0.0.1:7070", Ready: true, BatchesPerSecond: 12},
+			{Name: "10.0.0.2:7070", Ready: true, BackoffSeconds: 25.6, FailuresInARow: 8},
+		},
+	}}}
+	var buf strings.Builder
+	printStatus(&buf, "127.0.0.1:7070", st)
+	out := buf.String()
+	if !strings.Contains(out, "10.0.0.2:7070 0.0/0 0.0 0% (backed off 25.6s: 8 slow or failed leases in a row)") ||
+		strings.Count(out, "backed off") != 1 {
+		t.Errorf("want the second maker marked backed off, and only it:\n%s", out)
+	}
+	t.Logf("\n%s", out)
+}
+
 // TestStatusDefaultAddress: without an ADDR, status asks 127.0.0.1:7070,
 // where stoker serve listens by default (the two defaults are one); a host
 // without a port is asked on 7070 too.

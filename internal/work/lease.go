@@ -20,13 +20,14 @@ type Lease struct {
 	// of its cores among that coordinator's jobs by them, believing no
 	// more stall than it measured of each (the stall schedule).
 	Demand pipeline.JobDemand
-	// Keep names samples (dataset indices) a peer's batch is verified by,
-	// byte for byte: a Peer copies their pixels aside as they arrive, into
-	// Kept (which the caller makes), the first sample of the batch with
-	// each index, out of reach of the trainer whose ring slot the batch
-	// may be made in. Makers on the coordinator's own server ignore them.
-	Keep []int64
-	Kept map[int64][]byte
+	// Keep names the slots of the batch (places in it, ascending: pad
+	// copies are slots of their own) a peer's batch is verified by, byte
+	// for byte: a Peer copies their pixels aside as they arrive, into
+	// Kept[i] for Keep[i] (nil for a slot the batch does not have), out of
+	// reach of the trainer whose ring slot the batch may be made in.
+	// Makers on the coordinator's own server ignore them.
+	Keep []int
+	Kept [][]byte
 }
 
 // Job is a job as a coordinator registers it on its peers' Work streams.

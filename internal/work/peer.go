@@ -57,6 +57,8 @@ type Peer struct {
 	// watch is what the transport saw of the last connection, for
 	// describe.
 	watch *connWatch
+	// streams counts the Work streams that came up.
+	streams atomic.Uint64
 }
 
 type options struct {
@@ -210,6 +212,11 @@ func (p *Peer) Close() error {
 	return p.conn.Close()
 }
 
+// Streams is how many Work streams to the worker came up so far: a
+// coordinator that trusts a peer only as far as it checked it starts
+// over when it changes (the worker may have been replaced).
+func (p *Peer) Streams() uint64 { return p.streams.Load() }
+
 // InFlight is how many leases are in flight on the peer now.
 func (p *Peer) InFlight() int64 { return p.inflight.Load() }
 
@@ -307,6 +314,7 @@ func (p *Peer) setStream(st *peerStream) {
 	p.st = st
 	if st != nil {
 		p.lastErr = nil
+		p.streams.Add(1)
 	}
 	p.mu.Unlock()
 	p.readyChanged()

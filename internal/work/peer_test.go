@@ -369,13 +369,13 @@ func TestDecoderRefused(t *testing.T) {
 
 // TestChunksLandInPlace: a batch's chunks are copied straight into the
 // buffer Make is given (a ring slot, on a coordinator whose trainer is on
-// shared memory), and the samples Keep names are copied aside as they
+// shared memory), and the slots Keep names are copied aside as they
 // pass, a chunk boundary inside them or not; one not in the batch is not.
 func TestChunksLandInPlace(t *testing.T) {
 	w := &scriptedWorker{chunkBytes: 2} // samples of 3 bytes: most cross a chunk boundary
 	p := dialReady(t, startWorker(t, w))
 	j := job(&stokerv1.JobSpec{Dataset: "d"})
-	l := &Lease{Indices: []int64{10, 11, 12, 13}, Keep: []int64{12, 99, 10}, Kept: make(map[int64][]byte)}
+	l := &Lease{Indices: []int64{10, 11, 12, 13}, Keep: []int{0, 2, 9}}
 	slot := make([]byte, 0, 4*sampleBytes)
 	b := pipeline.Batch{Data: slot}
 	if err := p.Make(context.Background(), j, l, &b); err != nil {
@@ -389,15 +389,12 @@ func TestChunksLandInPlace(t *testing.T) {
 			t.Fatalf("byte %d: %d, want %d", i, v, pixel(i))
 		}
 	}
-	for _, k := range []struct {
-		idx int64
-		pos int
-	}{{12, 2}, {10, 0}} {
-		if got, want := l.Kept[k.idx], b.Data[k.pos*sampleBytes:(k.pos+1)*sampleBytes]; !bytes.Equal(got, want) {
-			t.Errorf("kept sample %d: %v, want %v", k.idx, got, want)
+	for i, slot := range []int{0, 2} {
+		if got, want := l.Kept[i], b.Data[slot*sampleBytes:(slot+1)*sampleBytes]; !bytes.Equal(got, want) {
+			t.Errorf("kept slot %d: %v, want %v", slot, got, want)
 		}
 	}
-	if _, ok := l.Kept[99]; ok || len(l.Kept) != 2 {
-		t.Errorf("kept %v, want samples 10 and 12 only", l.Kept)
+	if len(l.Kept) != 3 || l.Kept[2] != nil {
+		t.Errorf("kept %v, want slots 0 and 2 only", l.Kept)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,7 +66,7 @@ type pendingLease struct {
 	sent  bool // the send loop has sent it (a cancel must follow it)
 }
 
-// kept is a sample of Lease.Keep: its place in the batch's pixels, and
+// kept is a slot of Lease.Keep: its place in the batch's pixels, and
 // where they are copied.
 type kept struct {
 	off int
@@ -172,11 +171,14 @@ func (st *peerStream) header(d *stokerv1.LeaseDone) error {
 	b.Data = b.Data[:size]
 	pl.want = size
 	pl.keep = pl.keep[:0]
-	for _, idx := range pl.l.Keep {
-		if i := slices.Index(b.Indices, idx); i >= 0 && (i+1)*pl.j.SampleBytes <= size {
+	if len(pl.l.Keep) > 0 {
+		pl.l.Kept = make([][]byte, len(pl.l.Keep))
+	}
+	for i, slot := range pl.l.Keep {
+		if slot >= 0 && slot < n && (slot+1)*pl.j.SampleBytes <= size {
 			dst := make([]byte, pl.j.SampleBytes)
-			pl.l.Kept[idx] = dst
-			pl.keep = append(pl.keep, kept{off: i * pl.j.SampleBytes, dst: dst})
+			pl.l.Kept[i] = dst
+			pl.keep = append(pl.keep, kept{off: slot * pl.j.SampleBytes, dst: dst})
 		}
 	}
 	if size == 0 {

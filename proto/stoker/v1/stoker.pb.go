@@ -3476,9 +3476,16 @@ type MakerStatus struct {
 	BusyRatio float64 `protobuf:"fixed64,6,opt,name=busy_ratio,json=busyRatio,proto3" json:"busy_ratio,omitempty"`
 	// Why it is not ready, or why the job does not use it (a refusal, a
 	// quarantine); empty when it is.
-	Unavailable   string `protobuf:"bytes,7,opt,name=unavailable,proto3" json:"unavailable,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Unavailable string `protobuf:"bytes,7,opt,name=unavailable,proto3" json:"unavailable,omitempty"`
+	// How much longer the job gives it no lease: its leases failed, timed
+	// out or were outrun by their hedges (slow) failures_in_a_row times,
+	// and it is backed off, twice as long each time. 0: it is not.
+	BackoffSeconds float64 `protobuf:"fixed64,8,opt,name=backoff_seconds,json=backoffSeconds,proto3" json:"backoff_seconds,omitempty"`
+	// Its leases in a row that failed, timed out or were outrun by their
+	// hedges (those already in flight when one did count once).
+	FailuresInARow uint32 `protobuf:"varint,9,opt,name=failures_in_a_row,json=failuresInARow,proto3" json:"failures_in_a_row,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *MakerStatus) Reset() {
@@ -3558,6 +3565,20 @@ func (x *MakerStatus) GetUnavailable() string {
 		return x.Unavailable
 	}
 	return ""
+}
+
+func (x *MakerStatus) GetBackoffSeconds() float64 {
+	if x != nil {
+		return x.BackoffSeconds
+	}
+	return 0
+}
+
+func (x *MakerStatus) GetFailuresInARow() uint32 {
+	if x != nil {
+		return x.FailuresInARow
+	}
+	return 0
 }
 
 var File_stoker_v1_stoker_proto protoreflect.FileDescriptor
@@ -3804,7 +3825,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\n" +
 	"starvation\x18\x12 \x01(\x01R\n" +
 	"starvation\x12\x18\n" +
-	"\ashuffle\x18\x13 \x01(\tR\ashuffle\"\xfa\x01\n" +
+	"\ashuffle\x18\x13 \x01(\tR\ashuffle\"\xce\x02\n" +
 	"\vMakerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12,\n" +
 	"\x12batches_per_second\x18\x02 \x01(\x01R\x10batchesPerSecond\x12\x1b\n" +
@@ -3813,7 +3834,9 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x17busy_batches_per_second\x18\x05 \x01(\x01R\x14busyBatchesPerSecond\x12\x1d\n" +
 	"\n" +
 	"busy_ratio\x18\x06 \x01(\x01R\tbusyRatio\x12 \n" +
-	"\vunavailable\x18\a \x01(\tR\vunavailable*\\\n" +
+	"\vunavailable\x18\a \x01(\tR\vunavailable\x12'\n" +
+	"\x0fbackoff_seconds\x18\b \x01(\x01R\x0ebackoffSeconds\x12)\n" +
+	"\x11failures_in_a_row\x18\t \x01(\rR\x0efailuresInARow*\\\n" +
 	"\vShuffleMode\x12\x1c\n" +
 	"\x18SHUFFLE_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13SHUFFLE_MODE_GLOBAL\x10\x01\x12\x16\n" +

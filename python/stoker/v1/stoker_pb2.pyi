@@ -538,7 +538,7 @@ class JobStatus(_message.Message):
     def __init__(self, id: _Optional[str] = ..., dataset: _Optional[str] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., epoch: _Optional[int] = ..., images_per_second: _Optional[float] = ..., bytes_per_second: _Optional[float] = ..., input_stall_ratio: _Optional[float] = ..., gpu_idle_ratio: _Optional[float] = ..., window: _Optional[int] = ..., window_min: _Optional[int] = ..., window_max: _Optional[int] = ..., buffered: _Optional[int] = ..., makers: _Optional[_Iterable[_Union[MakerStatus, _Mapping]]] = ..., workers_recommended: _Optional[float] = ..., advice: _Optional[str] = ..., starvation_signal: _Optional[str] = ..., starvation: _Optional[float] = ..., shuffle: _Optional[str] = ...) -> None: ...
 
 class MakerStatus(_message.Message):
-    __slots__ = ("name", "batches_per_second", "in_flight", "ready", "busy_batches_per_second", "busy_ratio", "unavailable")
+    __slots__ = ("name", "batches_per_second", "in_flight", "ready", "busy_batches_per_second", "busy_ratio", "unavailable", "backoff_seconds", "failures_in_a_row")
     NAME_FIELD_NUMBER: _ClassVar[int]
     BATCHES_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
     IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
@@ -546,6 +546,8 @@ class MakerStatus(_message.Message):
     BUSY_BATCHES_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
     BUSY_RATIO_FIELD_NUMBER: _ClassVar[int]
     UNAVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    BACKOFF_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    FAILURES_IN_A_ROW_FIELD_NUMBER: _ClassVar[int]
     name: str
     batches_per_second: float
     in_flight: int
@@ -553,4 +555,6 @@ class MakerStatus(_message.Message):
     busy_batches_per_second: float
     busy_ratio: float
     unavailable: str
-    def __init__(self, name: _Optional[str] = ..., batches_per_second: _Optional[float] = ..., in_flight: _Optional[int] = ..., ready: _Optional[bool] = ..., busy_batches_per_second: _Optional[float] = ..., busy_ratio: _Optional[float] = ..., unavailable: _Optional[str] = ...) -> None: ...
+    backoff_seconds: float
+    failures_in_a_row: int
+    def __init__(self, name: _Optional[str] = ..., batches_per_second: _Optional[float] = ..., in_flight: _Optional[int] = ..., ready: _Optional[bool] = ..., busy_batches_per_second: _Optional[float] = ..., busy_ratio: _Optional[float] = ..., unavailable: _Optional[str] = ..., backoff_seconds: _Optional[float] = ..., failures_in_a_row: _Optional[int] = ...) -> None: ...

@@ -106,6 +106,10 @@ func (c *Coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idl
 			mst.BatchesPerSecond, mst.InFlight = st.throughput(now), uint32(st.inflight)
 			mst.BusyBatchesPerSecond, share = st.busyRate(now)
 			mst.BusyRatio = share
+			mst.FailuresInARow = uint32(st.fails)
+			if st.fails > 0 && st.retryAt.After(now) {
+				mst.BackoffSeconds = st.retryAt.Sub(now).Seconds()
+			}
 		}
 		switch {
 		case c.refused[m] != nil:

@@ -105,7 +105,8 @@ type Coordinator struct {
 
 	// Owned by run's goroutine.
 	results  chan result
-	leases   map[batchID]*leaseRec
+	leases   map[batchID]*leaseRec // each batch's lease, hedges apart
+	hedging  hedging
 	retry    []batchID // failed leases, lowest first
 	attempts map[batchID]int
 	ready    map[batchID]*pipeline.Batch
@@ -143,16 +144,22 @@ type Coordinator struct {
 // between them.
 const outputSlack = 8
 
+// maxBuffers bounds a job's batch buffers: twice the largest window (its
+// leases, and as many made batches), its hedges, and the one a batch
+// delivery waits for may take past the pool (lease).
+const maxBuffers = 2*MaxWindow + maxHedges + 1
+
 // New makes the coordinator of job j for stream st, named name in metrics
 // and Status.
 func New(env *Env, j Job, st Stream, name string, log *slog.Logger) *Coordinator {
 	c := &Coordinator{
 		env: env, j: j, st: st, log: log, name: name,
 		granted:   make(chan struct{}, 1),
-		out:       make(chan Output, 2*MaxWindow+outputSlack),
-		recycled:  make(chan *pipeline.Batch, 2*MaxWindow+outputSlack),
+		out:       make(chan Output, maxBuffers+outputSlack),
+		recycled:  make(chan *pipeline.Batch, maxBuffers+outputSlack),
 		wake:      make(chan struct{}, 1),
 		leases:    make(map[batchID]*leaseRec),
+		hedging:   newHedging(),
 		attempts:  make(map[batchID]int),
 		ready:     make(map[batchID]*pipeline.Batch),
 		unchecked: make(map[batchID]Maker),
@@ -230,9 +237,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			m.Forget(c.j) // the local executor drops the job's queued samples at once
 		}
 	}()
-	// Results never block a maker's goroutine: at most one per buffer, and
-	// buffers are at most twice the largest window.
-	c.results = make(chan result, 2*MaxWindow)
+	// Results never block a maker's goroutine: at most one per buffer.
+	c.results = make(chan result, maxBuffers)
 
 	c.cur = c.newEpoch(c.st.Epoch)
 	if err := c.emit(ctx, Output{Info: c.j.Info(c.cur.epoch, c.cur.plan)}); err != nil {
@@ -250,9 +256,15 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			return err
 		}
 		ms, changed := c.env.Makers.Snapshot()
+		// Hedges first: a batch late on a slow maker is the one delivery
+		// will wait for, and new leases would take the room it needs.
+		hedgeAt := c.hedge(ctx, &wg, ms)
 		wake, err := c.lease(ctx, &wg, ms)
 		if err != nil {
 			return err
+		}
+		if !hedgeAt.IsZero() && (wake.IsZero() || hedgeAt.Before(wake)) {
+			wake = hedgeAt
 		}
 		var retryC <-chan time.Time
 		if !wake.IsZero() {

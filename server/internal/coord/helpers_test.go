@@ -187,7 +187,7 @@ type fakeVerifier struct {
 	verified    int
 }
 
-func (v *fakeVerifier) Pick([]int64) []int64 { return nil }
+func (v *fakeVerifier) Pick(Maker, int) []int { return nil }
 
 func (v *fakeVerifier) Verify(_ context.Context, _ Job, l *work.Lease, b *pipeline.Batch) (bool, error) {
 	v.mu.Lock()
@@ -310,6 +310,28 @@ func (tr *trainer) exactlyOnce(t *testing.T, j *fakeJob, epochs int) {
 	for e, end := range tr.ends {
 		if end.GetEpoch() != uint64(e) || end.GetBatches() != uint64(plan.Batches()) || end.GetSamples() != uint64(plan.Samples()) {
 			t.Errorf("EpochEnd %v, want epoch %d: %d batches, %d samples", end, e, plan.Batches(), plan.Samples())
+		}
+	}
+}
+
+// paced answers calls as a maker of one batch every `every` would, one
+// after another (as a worker under --bench-rate): a call waits for those
+// before it, then every; a call cancelled meanwhile returns at once.
+func paced(every time.Duration) func(*call) {
+	var mu sync.Mutex
+	var next time.Time
+	return func(c *call) {
+		mu.Lock()
+		next = later(next, time.Now()).Add(every)
+		done := next
+		mu.Unlock()
+		t := time.NewTimer(time.Until(done))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			c.made()
+		case <-c.ctx.Done():
+			c.answer <- c.ctx.Err()
 		}
 	}
 }

@@ -22,7 +22,10 @@ type leaseRec struct {
 	id     uint64
 	maker  Maker
 	issued time.Time
-	n      int // leases in flight on the maker when issued, this one included
+	n      int  // leases in flight on the maker when issued, this one included
+	hedge  bool // a second lease of a batch leased already (hedge.go)
+	probe  bool // to a maker whose last lease failed (its back-off just ended), or its hedge
+	cancel context.CancelFunc
 }
 
 type result struct {
@@ -114,7 +117,7 @@ func (c *Coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 		if b == nil {
 			return wake, nil
 		}
-		m, retryAt, err := c.choose(ms)
+		m, retryAt, err := c.choose(ms, nil)
 		if err != nil || m == nil {
 			c.pool.release(b)
 		}
@@ -133,7 +136,7 @@ func (c *Coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 			c.cursor.k++
 			c.advanceCursor()
 		}
-		c.start(ctx, wg, id, m, b)
+		c.start(ctx, wg, id, m, b, false)
 	}
 	return wake, nil
 }
@@ -203,26 +206,37 @@ func (c *Coordinator) usable(m Maker) bool {
 	return m.Ready() && c.refused[m] == nil && c.env.Verifier.Why(m) == nil
 }
 
-// choose picks the ready maker that would finish a new lease soonest:
-// (leases in flight + 1) / measured rate. A maker not measured yet is
-// taken to be as fast as the fastest, so a new peer is tried at once. nil
-// when none can take a lease now, with when one's back-off ends;
-// ErrNoMaker when every maker refused the job. A maker left out only
-// because it is full is waited for: its next Freed wakes the job.
-func (c *Coordinator) choose(ms []Maker) (Maker, time.Time, error) {
+// choose picks the ready maker, other than not, that would finish a new
+// lease soonest: (leases in flight + 1) / measured rate. When a maker that
+// is full (Free() == 0) would finish it waitFaster times sooner than the
+// soonest with room, none is picked: the full one is waited for (its next
+// Freed wakes the job), since the slower one would make the batch that
+// much later and delivery wait for it; closer than that, rates measured on
+// a loaded machine are too noisy to leave a maker idle for. A
+// maker on trial (its rate not known: not measured yet, or not for a
+// capacityWindow; or failing: its back-off just ended) is given one lease
+// at a time while another is known and not failing, until it makes one: a
+// new peer is tried at once, and a maker that never answers holds one
+// lease, which a hedge soon covers, not a share of the window. One whose
+// rate is not known is taken to be as slow as the slowest known; when none
+// is known (the job's start), all count alike. nil when none can take a
+// lease now, with when one's back-off ends; ErrNoMaker when every maker
+// refused the job.
+func (c *Coordinator) choose(ms []Maker, not Maker) (Maker, time.Time, error) {
 	now := time.Now()
-	fastest := 0.0
+	slowest, healthy := math.Inf(1), 0
 	for _, m := range ms {
-		if st := c.stats[m]; st != nil {
-			fastest = math.Max(fastest, st.rate)
+		if st := c.stats[m]; st != nil && st.known(now) > 0 && c.usable(m) {
+			slowest = math.Min(slowest, st.known(now))
+			if !st.onTrial(now) {
+				healthy++
+			}
 		}
-	}
-	if fastest == 0 {
-		fastest = 1
 	}
 	var (
 		best    Maker
 		bestT   = math.Inf(1)
+		fullT   = math.Inf(1) // the soonest a full maker would finish
 		wake    time.Time
 		refused int
 	)
@@ -231,7 +245,7 @@ func (c *Coordinator) choose(ms []Maker) (Maker, time.Time, error) {
 			refused++
 			continue
 		}
-		if !m.Ready() || c.env.Verifier.Why(m) != nil {
+		if m == not || !m.Ready() || c.env.Verifier.Why(m) != nil {
 			continue
 		}
 		st := c.stat(m)
@@ -241,19 +255,30 @@ func (c *Coordinator) choose(ms []Maker) (Maker, time.Time, error) {
 			}
 			continue
 		}
-		if m.Free() <= 0 {
+		if st.onTrial(now) && st.inflight > 0 && healthy > 0 {
+			continue // its one lease at a time
+		}
+		rate := st.known(now)
+		if rate == 0 {
+			rate = slowest
+			if math.IsInf(rate, 1) {
+				rate = 1
+			}
+		}
+		t := float64(st.inflight+1) / rate
+		if st.free(m) <= 0 {
 			c.env.Makers.waitFree(m, c.wake)
-			if m.Free() <= 0 {
+			if st.free(m) <= 0 {
+				fullT = math.Min(fullT, t)
 				continue
 			}
 		}
-		rate := st.rate
-		if rate == 0 {
-			rate = fastest
-		}
-		if t := float64(st.inflight+1) / rate; t < bestT {
+		if t < bestT {
 			best, bestT = m, t
 		}
+	}
+	if best != nil && fullT*waitFaster < bestT {
+		return nil, wake, nil // wait for the full one
 	}
 	if best == nil && refused > 0 && refused == len(ms) {
 		var errs []error
@@ -265,40 +290,57 @@ func (c *Coordinator) choose(ms []Maker) (Maker, time.Time, error) {
 	return best, wake, nil
 }
 
-// start leases batch id to m: the maker works under the lease's deadline
-// and reports to results.
-func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID, m Maker, b *pipeline.Batch) {
+// waitFaster is how many times sooner a full maker must finish a lease
+// than the soonest maker with room for the lease to wait for it (choose).
+const waitFaster = 2
+
+// start leases batch id to m, or hedges it there (hedge.go): the maker
+// works under the lease's deadline and reports to results.
+func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID, m Maker, b *pipeline.Batch, hedge bool) {
 	c.leaseID++
 	st := c.stat(m)
 	now := time.Now()
 	st.begin(now)
-	rec := &leaseRec{id: c.leaseID, maker: m, issued: now, n: st.inflight}
-	c.leases[id] = rec
-	c.attempts[id]++
+	timeout := c.env.Config.LeaseTimeout
+	lctx, cancel := context.WithTimeout(ctx, timeout)
+	rec := &leaseRec{id: c.leaseID, maker: m, issued: now, n: st.inflight, hedge: hedge, probe: !hedge && st.fails > 0, cancel: cancel}
+	if hedge {
+		c.hedging.in[id] = rec
+	} else {
+		c.leases[id] = rec
+		c.attempts[id]++
+		c.hedging.issued()
+	}
+	c.hedging.noteIssued(rec)
 	e := c.epochOf(id.epoch)
 	l := &work.Lease{Epoch: id.epoch, Number: id.k, Indices: e.plan.Batch(id.k), Demand: c.demandNow()}
 	local := m.Local()
 	if !local {
-		if l.Keep = c.env.Verifier.Pick(l.Indices); len(l.Keep) > 0 {
-			l.Kept = make(map[int64][]byte, len(l.Keep))
-		}
+		l.Keep = c.env.Verifier.Pick(m, len(l.Indices))
 	}
 	c.env.Metrics.Leases.WithLabelValues(m.Name()).Inc()
-	timeout := c.env.Config.LeaseTimeout
+	st.starting.Add(1)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		lctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		st.starting.Add(-1) // Make counts it from here
 		err := m.Make(lctx, c.j, l, b)
 		checked := local
-		if err == nil {
+		switch {
+		case err == nil:
 			err = c.check(l, b)
-		} else if errors.Is(lctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		case ctx.Err() != nil:
+		case errors.Is(lctx.Err(), context.DeadlineExceeded):
 			// The lease ran out of time, whatever the maker said as it
 			// gave up.
 			err = fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
 		}
-		cancel()
+		if err == nil && errors.Is(lctx.Err(), context.Canceled) {
+			// Outrun by the batch's other lease (or the job ended): its
+			// answer is dropped, and not worth checking.
+			err = fmt.Errorf("lease of batch %d cancelled: %w", id.k, lctx.Err())
+		}
 		if err == nil && !checked {
 			checked, err = c.env.Verifier.Verify(ctx, c.j, l, b)
 		}
@@ -322,21 +364,26 @@ func (c *Coordinator) check(l *work.Lease, b *pipeline.Batch) error {
 }
 
 // collect takes a maker's result: a batch for the reorder buffer, or a
-// failure whose batch goes back to be leased again. A result whose lease
-// is not the batch's current one, or for a batch already delivered, is
+// failure whose batch goes back to be leased again (unless its other
+// lease, first or hedge, is still in flight). A result whose lease is not
+// one of the batch's current ones, or for a batch already delivered, is
 // dropped and its buffer reused: a batch is never delivered twice.
 func (c *Coordinator) collect(ctx context.Context, r result) error {
 	st := c.stat(r.maker)
 	now := time.Now()
 	st.end(now)
-	rec, ok := c.leases[r.id]
+	rec, other := c.leaseOf(r)
 	e := c.epochOf(r.id.epoch)
-	if !ok || rec.id != r.lease || e == nil || e.isDone(r.id.k) {
+	if rec == nil || e == nil || e.isDone(r.id.k) {
 		c.env.Metrics.ResultsDropped.Inc()
 		c.pool.release(r.b)
 		return nil
 	}
-	delete(c.leases, r.id)
+	if rec.hedge {
+		delete(c.hedging.in, r.id)
+	} else {
+		delete(c.leases, r.id)
+	}
 	if r.err == nil && c.env.Verifier.Why(r.maker) != nil {
 		// Made by a peer quarantined since (by this job or another): not
 		// to be trusted unless checked byte for byte.
@@ -345,8 +392,16 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 		}
 	}
 	if r.err == nil {
+		if other != nil {
+			c.outrun(r.id, other, now)
+		}
 		took := now.Sub(rec.issued)
 		c.env.Metrics.BatchSeconds.WithLabelValues(c.j.Dataset()).Observe(took.Seconds())
+		if !st.warm.IsZero() {
+			// (A maker's first batch for the job is its start: a
+			// connection, cold caches, a first decode.)
+			c.hedging.made(took, rec.n)
+		}
 		st.done(now, rec, took)
 		c.ready[r.id] = r.b
 		if !r.checked {
@@ -358,12 +413,31 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	c.requeue(r.id)
+	switch {
+	case rec.hedge:
+		c.env.Metrics.Hedges.WithLabelValues("failed").Inc()
+	case other != nil:
+		// The hedge goes on, as the batch's lease now: one more attempt.
+		delete(c.hedging.in, r.id)
+		other.hedge = false
+		c.leases[r.id] = other
+		c.attempts[r.id]++
+	default:
+		c.requeue(r.id)
+	}
+	// A hedge's failure is its maker's, not an attempt of the batch's.
+	attempt := 1
+	if rec.hedge {
+		attempt = 0
+	}
 	failures := c.env.Metrics.LeaseFailures
 	if errors.Is(r.err, work.ErrBusy) {
 		// Taken by other jobs: no failure, no back-off; the maker's Free
 		// says when to try it again.
-		c.attempts[r.id]--
+		c.attempts[r.id] -= attempt
+		if rec.hedge && !rec.probe {
+			c.hedging.refund() // turned away: it cost nothing
+		}
 		failures.WithLabelValues(r.maker.Name(), "busy").Inc()
 		st.retryAt = time.Now().Add(20 * time.Millisecond) // a worker's own limit: do not ask again at once
 		return nil
@@ -372,7 +446,7 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 		// The worker is shutting down: it finished what it had and turns
 		// new leases away. No failure of the job or the maker; the peer is
 		// not Ready until it comes back, so the batch goes elsewhere.
-		c.attempts[r.id]--
+		c.attempts[r.id] -= attempt
 		failures.WithLabelValues(r.maker.Name(), "draining").Inc()
 		return nil
 	}
@@ -380,7 +454,7 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 	switch {
 	case errors.Is(r.err, ErrMismatch):
 		reason = "mismatch"
-		c.attempts[r.id]-- // the peer's lie, not the batch's failure
+		c.attempts[r.id] -= attempt // the peer's lie, not the batch's failure
 		c.env.Verifier.Quarantine(r.maker, r.err)
 		c.dropUnchecked()
 	case errors.Is(r.err, work.ErrRefused):
@@ -394,11 +468,14 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 	}
 	failures.WithLabelValues(r.maker.Name(), reason).Inc()
 	if reason != "refused" && reason != "mismatch" {
-		st.failed()
-		c.log.Warn("lease failed, leasing the batch again", "maker", r.maker.Name(), "epoch", r.id.epoch,
-			"batch", r.id.k, "reason", reason, "err", r.err)
+		st.failed(now, rec.issued)
+		msg := "lease failed, leasing the batch again"
+		if other != nil {
+			msg = "lease failed; the batch's other lease goes on"
+		}
+		c.log.Warn(msg, "maker", r.maker.Name(), "epoch", r.id.epoch, "batch", r.id.k, "reason", reason, "hedge", rec.hedge, "err", r.err)
 	}
-	if c.attempts[r.id] >= maxAttempts {
+	if other == nil && !rec.hedge && c.attempts[r.id] >= maxAttempts {
 		return fmt.Errorf("%w: batch %d of epoch %d failed %d times; last, on %s: %w", ErrBatchFailed, r.id.k, r.id.epoch, maxAttempts, r.maker.Name(), r.err)
 	}
 	return nil
@@ -406,7 +483,8 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 
 // dropUnchecked makes again every batch of a quarantined maker that was
 // not checked byte for byte: those made and not yet delivered, and those
-// still in flight (their results will be dropped).
+// still in flight (their results will be dropped) unless their other
+// lease is on a maker not quarantined.
 func (c *Coordinator) dropUnchecked() {
 	for id, m := range c.unchecked {
 		if c.env.Verifier.Why(m) == nil {
@@ -420,13 +498,38 @@ func (c *Coordinator) dropUnchecked() {
 			c.requeue(id)
 		}
 	}
-	for id, rec := range c.leases {
-		if c.env.Verifier.Why(rec.maker) != nil {
-			delete(c.leases, id) // its result, when it comes, is dropped
-			c.attempts[id]--
-			c.requeue(id)
+	for id, h := range c.hedging.in {
+		if c.env.Verifier.Why(h.maker) != nil {
+			delete(c.hedging.in, id) // its result, when it comes, is dropped
 		}
 	}
+	for id, rec := range c.leases {
+		if c.env.Verifier.Why(rec.maker) == nil {
+			continue
+		}
+		delete(c.leases, id) // its result, when it comes, is dropped
+		if h := c.hedging.in[id]; h != nil {
+			delete(c.hedging.in, id)
+			h.hedge = false
+			c.leases[id] = h // the hedge goes on, as the batch's lease
+			continue
+		}
+		c.attempts[id]--
+		c.requeue(id)
+	}
+}
+
+// leaseOf is the lease result r answers, if it is one of its batch's
+// current ones (nil otherwise), and the batch's other lease in flight.
+func (c *Coordinator) leaseOf(r result) (rec, other *leaseRec) {
+	first, hedge := c.leases[r.id], c.hedging.in[r.id]
+	switch {
+	case first != nil && first.id == r.lease:
+		return first, hedge
+	case hedge != nil && hedge.id == r.lease:
+		return hedge, first
+	}
+	return nil, nil
 }
 
 // requeue puts a failed batch back, to be leased before any new one.

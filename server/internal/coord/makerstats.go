@@ -1,23 +1,33 @@
 package coord
 
 import (
+	"sync/atomic"
 	"time"
 )
 
 // makerStat is what one job measured of one maker.
 type makerStat struct {
 	inflight int
+	// starting counts the job's leases given to the maker whose Make has
+	// not begun: Free does not count them yet (free).
+	starting atomic.Int32
 	rate     float64 // batches per second, EWMA; 0 until measured
-	fails    int     // in a row
-	retryAt  time.Time
+	// fails counts the maker's failures in a row (errors, timeouts,
+	// leases outrun by their hedge), one per lease issued after the last
+	// failure: the leases already in flight when a maker starts failing
+	// fail together, and count once. failedAt is the last failure.
+	fails    int
+	failedAt time.Time
+	retryAt  time.Time // the back-off: no lease of the job before
 	// first is the job's first lease on the maker, finished its
 	// completions in the last TelemetryWindow: what it delivered, for the
 	// advisor (the EWMA, leases in flight over latency, only ranks makers).
 	first    time.Time
 	finished []time.Time
 	// warm is the maker's first completion for the job: its rate is
-	// measured from then.
-	warm time.Time
+	// measured from then. lastDone is its last.
+	warm     time.Time
+	lastDone time.Time
 	// busy are the intervals with at least one of the job's leases on the
 	// maker over the last capacityWindow; busySince starts the open one
 	// (zero when none is in flight).
@@ -129,6 +139,28 @@ func earlier(a, b time.Time) time.Time {
 	return b
 }
 
+// known is the maker's rate, while it is known: it made a batch for the
+// job in the last capacityWindow (a maker benched by a low rate is tried
+// again, in case it recovered). 0 when not.
+func (st *makerStat) known(now time.Time) float64 {
+	if st.lastDone.IsZero() || now.Sub(st.lastDone) > capacityWindow {
+		return 0
+	}
+	return st.rate
+}
+
+// free is how many more leases m would take now: its Free, less the
+// leases this job gave it that it has not counted yet. Without them a job
+// leasing several batches at once sent a full worker leases it turned
+// away as busy, and counted them in flight on it, which made the worker
+// look the faster.
+func (st *makerStat) free(m Maker) int { return m.Free() - int(st.starting.Load()) }
+
+// onTrial reports whether the maker is not known to make batches for the
+// job at its measured rate: its rate is not known, or its last lease
+// failed (it is backed off, or its back-off just ended).
+func (st *makerStat) onTrial(now time.Time) bool { return st.known(now) == 0 || st.fails > 0 }
+
 // stat is what the job measured of m, created at first use.
 func (c *Coordinator) stat(m Maker) *makerStat {
 	st := c.stats[m]
@@ -169,18 +201,62 @@ func (st *makerStat) done(now time.Time, rec *leaseRec, took time.Duration) {
 		st.rate = 0.7*st.rate + 0.3*sample
 	}
 	st.fails = 0
+	st.lastDone = now
 	st.finished = append(st.finished, now)
 	if st.warm.IsZero() {
 		st.warm = now
 	}
 }
 
-// failed records a lease that failed: the maker is backed off, longer at
-// each failure in a row.
-func (st *makerStat) failed() {
-	st.fails++
+// Back-off: a maker that fails is given no lease of the job for
+// baseBackoff × 2^(failures in a row), up to maxBackoff. The cap is long:
+// a maker whose leases keep timing out or being outrun by their hedges
+// (a worker at a fraction of its speed) is tried with one lease after
+// 0.2, 0.4, 0.8 … s, then once in ten minutes; each try costs the trainer
+// at most the hedge delay, since another maker makes the batch meanwhile
+// (hedge.go). One success ends the back-off.
+const (
+	baseBackoff = 100 * time.Millisecond
+	maxBackoff  = 10 * time.Minute
+)
+
+// backoff is the back-off after fails failures in a row.
+func backoff(fails int) time.Duration {
+	if fails >= 30 || baseBackoff<<fails > maxBackoff {
+		return maxBackoff
+	}
+	return baseBackoff << fails
+}
+
+// failed records, at now, a lease issued at issued that failed, timed out
+// or was outrun by its hedge: the maker's rate is halved and it is backed
+// off, longer at each failure in a row.
+func (st *makerStat) failed(now, issued time.Time) {
+	if st.fails == 0 || !issued.Before(st.failedAt) {
+		st.fails++
+	}
+	st.failedAt = now
 	st.rate /= 2
-	st.retryAt = time.Now().Add(min(100*time.Millisecond<<min(st.fails, 6), 5*time.Second))
+	st.retryAt = now.Add(backoff(st.fails))
+}
+
+// outrun records, at now, lease rec outrun by its hedge: the maker was
+// slow, this once at least. Its rate moves towards the most the lease
+// shows (its leases in flight over the time it had taken), and it is on
+// trial; it is backed off only from its second failure in a row, so that
+// a healthy maker whose lease was in the job's tail loses no more.
+func (st *makerStat) outrun(now time.Time, rec *leaseRec) {
+	if st.fails == 0 || !rec.issued.Before(st.failedAt) {
+		st.fails++
+	}
+	st.failedAt = now
+	if st.rate > 0 {
+		sample := float64(rec.n) / max(now.Sub(rec.issued).Seconds(), 1e-6)
+		st.rate = min(st.rate, 0.7*st.rate+0.3*sample)
+	}
+	if st.fails >= 2 {
+		st.retryAt = now.Add(backoff(st.fails - 1))
+	}
 }
 
 // throughput is the batches per second the maker delivered to the job

@@ -11,6 +11,7 @@ type Metrics struct {
 	Leases             *prometheus.CounterVec   // stoker_leases_total
 	LeaseFailures      *prometheus.CounterVec   // stoker_lease_failures_total
 	ResultsDropped     prometheus.Counter       // stoker_results_dropped_total
+	Hedges             *prometheus.CounterVec   // stoker_lease_hedges_total
 	Window             *prometheus.GaugeVec     // stoker_window
 	Buffered           *prometheus.GaugeVec     // stoker_buffered_batches
 	GPUIdle            *prometheus.GaugeVec     // stoker_gpu_idle_ratio
@@ -37,12 +38,16 @@ func NewMetrics() *Metrics {
 		}, []string{"maker"}),
 		LeaseFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stoker_lease_failures_total",
-			Help: "Leases that failed and were leased again, by maker and reason (timeout, refused, error; busy and draining: turned away, no failure; decoder: a peer refused at handshake, once per attempt, because it would make other bytes). A peer's series go when it leaves the peer set.",
+			Help: "Leases that failed and were leased again, by maker and reason (timeout, refused, error, mismatch; slow: outrun by its hedge; busy and draining: turned away, no failure; decoder: a peer refused at handshake, once per attempt, because it would make other bytes). A peer's series go when it leaves the peer set.",
 		}, []string{"maker", "reason"}),
 		ResultsDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "stoker_results_dropped_total",
 			Help: "Batches that arrived for a lease that had moved on or a batch already delivered, and were dropped.",
 		}),
+		Hedges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stoker_lease_hedges_total",
+			Help: "Leases that took much longer than the job's recent ones and were also given to another maker, by outcome: won (the hedge made the batch first; the first lease was cancelled and its maker counted slow), lost (the first lease made it first; the hedge was cancelled), failed.",
+		}, []string{"outcome"}),
 		Window: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "stoker_window",
 			Help: "Per job: leases the window controller lets the job have in flight.",
@@ -72,7 +77,7 @@ func NewMetrics() *Metrics {
 
 // Collectors are the metrics, to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.StallRatio, m.BatchSeconds, m.Leases, m.LeaseFailures, m.ResultsDropped,
+	return []prometheus.Collector{m.StallRatio, m.BatchSeconds, m.Leases, m.LeaseFailures, m.ResultsDropped, m.Hedges,
 		m.Window, m.Buffered, m.GPUIdle, m.WorkersRecommended, m.PeersRecommended, m.WindowDecisions}
 }
 

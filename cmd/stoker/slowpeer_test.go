@@ -1,0 +1,152 @@
+package main
+
+// A slow peer beside a healthy one (issue 27, hole 4): real `stoker serve`
+// processes, each worker's executor paced by --bench-rate so that its rate
+// is a number the test sets whatever the machine: the healthy one at
+// slowPeerRate batches a second, the slow one at 0.08 of it.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const (
+	slowPeerRate  = 10.0 // the healthy worker's batches per second
+	slowPeerShare = 0.08 // the slow worker's rate, as a share of it
+)
+
+// slowPeerCluster is the healthy worker, the slow one, and two
+// coordinators (--workers 0): one over the healthy worker alone, one over
+// both.
+type slowPeerCluster struct {
+	data          string
+	healthy, slow *serveProc
+	alone, both   *serveProc
+}
+
+func startSlowPeerCluster(t testing.TB, ctx context.Context, samples int) *slowPeerCluster {
+	t.Helper()
+	c := &slowPeerCluster{data: writeDataset(t, samples, faultClasses, 0)}
+	rate := func(r float64) []string { return []string{"--bench-rate", fmt.Sprint(r)} }
+	c.healthy = launchServe(t, serveConfig{name: "healthy peer", dataset: c.data, workers: 1, args: rate(slowPeerRate)})
+	c.slow = launchServe(t, serveConfig{name: "slow peer", dataset: c.data, workers: 1, args: rate(slowPeerShare * slowPeerRate)})
+	c.healthy.waitReady(t, ctx)
+	c.slow.waitReady(t, ctx)
+	c.alone = launchServe(t, serveConfig{name: "coordinator (healthy peer)", dataset: c.data, peers: peerList(c.healthy)})
+	c.both = launchServe(t, serveConfig{name: "coordinator (both peers)", dataset: c.data, peers: peerList(c.healthy, c.slow)})
+	c.alone.waitReady(t, ctx)
+	c.both.waitReady(t, ctx)
+	waitPeersReady(t, ctx, c.alone, 1)
+	waitPeersReady(t, ctx, c.both, 2)
+	return c
+}
+
+// epochs runs one epoch on each coordinator, the healthy peer alone first,
+// and returns the images per second each trainer got; watch, if not nil,
+// runs while the second epoch does, until its context ends.
+func (c *slowPeerCluster) epochs(t testing.TB, ctx context.Context, samples int, seed uint64, watch func(context.Context)) (alone, both float64) {
+	t.Helper()
+	spec := testJob(faultBatch, seed)
+	a := consumeEpoch(t, ctx, c.alone.addr, spec, consumeOpts{throttle: 2 * time.Millisecond})
+	checkEpoch(t, a, spec, samples)
+	wctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if watch != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); watch(wctx) }()
+	}
+	b := consumeEpoch(t, ctx, c.both.addr, spec, consumeOpts{throttle: 2 * time.Millisecond})
+	stop()
+	wg.Wait()
+	checkEpoch(t, b, spec, samples)
+	return float64(samples) / a.took.Seconds(), float64(samples) / b.took.Seconds()
+}
+
+// TestFaultSlowPeer: beside a healthy worker, one at 0.08 of its speed.
+// The trainer gets its epoch exactly once; the slow worker's leases are
+// hedged (it is sent cancellations), it is backed off and `stoker status`
+// marks it, and the healthy worker makes nearly every batch. The trainer's
+// rate beside the slow worker, as a share of its rate with the healthy one
+// alone, is logged (BenchmarkSlowPeer measures it: a test asserts no
+// timing).
+func TestFaultSlowPeer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs stoker serve processes")
+	}
+	ctx := processTest(t, 120*time.Second)
+	c := startSlowPeerCluster(t, ctx, faultSamples)
+	var (
+		mu     sync.Mutex
+		marked string
+	)
+	watch := func(ctx context.Context) {
+		for ctx.Err() == nil {
+			var buf strings.Builder
+			if err := statusTo(&buf, []string{"--timeout", "5s", c.both.addr}); err == nil {
+				for _, line := range strings.Split(buf.String(), "\n") {
+					if i := strings.Index(line, c.slow.addr+" "); i >= 0 && strings.Contains(line[i:], "(backed off ") {
+						mu.Lock()
+						marked = line[i:]
+						mu.Unlock()
+						return
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	alone, both := c.epochs(t, ctx, faultSamples, 30, watch)
+	t.Logf("images/s: %.0f with the healthy peer alone, %.0f beside the slow one: %.2f of it (logged, not asserted: see BenchmarkSlowPeer)", alone, both, both/alone)
+	ms := logLeases(t, ctx, c.both)
+	slow := `maker="` + c.slow.addr + `"`
+	if won := sumSeries(ms, "stoker_lease_hedges_total", `outcome="won"`); won == 0 {
+		t.Error("no hedge made a batch of the slow peer's first")
+	}
+	if n := sumSeries(ms, "stoker_lease_failures_total", slow, `reason="slow"`); n == 0 {
+		t.Error("the slow peer was never counted as outrun by a hedge")
+	}
+	if n := c.slow.metric(t, ctx, "stoker_work_leases_total", `outcome="cancelled"`); n == 0 {
+		t.Error("the slow peer was sent no cancellation of a lease outrun by its hedge")
+	}
+	mu.Lock()
+	if marked == "" {
+		t.Errorf("stoker status never marked the slow peer %s backed off", c.slow.addr)
+	} else {
+		t.Logf("stoker status: %s", marked)
+	}
+	mu.Unlock()
+	nb := faultSamples / faultBatch
+	made := c.healthy.metric(t, ctx, "stoker_work_leases_total", `outcome="done"`)
+	if slowMade := c.slow.metric(t, ctx, "stoker_work_leases_total", `outcome="done"`); made < float64(2*nb)-float64(nb)/10 {
+		// Each coordinator's epoch: the healthy peer makes nearly all of
+		// both.
+		t.Errorf("the healthy peer made %v batches, the slow one %v, of %d in two epochs", made, slowMade, 2*nb)
+	}
+}
+
+// BenchmarkSlowPeer measures the trainer's images/s beside a worker at
+// 0.08 of the healthy worker's speed, as a share of its images/s with the
+// healthy worker alone (the ratio metric; issue 27 asks for >= 0.8; 1.000
+// measured, 0.69 before: BENCHMARKS.md). Run:
+// go test -run '^$' -bench BenchmarkSlowPeer -benchtime 3x ./cmd/stoker
+func BenchmarkSlowPeer(b *testing.B) {
+	const samples = 8 * 200 // 200 batches: 20 s at the healthy worker's rate
+	ctx := processTest(b, 30*time.Minute)
+	c := startSlowPeerCluster(b, ctx, samples)
+	var sum float64
+	n := 0
+	for b.Loop() {
+		alone, both := c.epochs(b, ctx, samples, uint64(40+n), nil)
+		b.Logf("epoch pair %d: images/s %.0f alone, %.0f beside the slow peer: %.3f", n, alone, both, both/alone)
+		sum += both / alone
+		n++
+	}
+	b.ReportMetric(sum/float64(n), "ratio")
+}
