@@ -221,7 +221,7 @@ type fillReq struct {
 	running     int     // of those, the ones being made now
 	dropped     error   // why samples were dropped: ctx.Err() or ErrClosed
 	done        chan struct{}
-	queued      time.Time // when Fill queued it, with a StageObserver
+	queued      time.Time  // when Fill queued it, with a StageObserver
 	times       StageTimes // its samples' stage times, summed (under e.mu)
 }
 

@@ -348,6 +348,7 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 		took := now.Sub(rec.issued)
 		c.env.Metrics.BatchSeconds.WithLabelValues(c.j.Dataset()).Observe(took.Seconds())
 		st.done(now, rec, took)
+		c.stages.madeBy(now, r.maker, took, r.b.Times)
 		c.ready[r.id] = r.b
 		if !r.checked {
 			c.unchecked[r.id] = r.maker
