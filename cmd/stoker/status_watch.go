@@ -134,8 +134,8 @@ func jobBlock(j *stokerv1.JobStatus) []string {
 	if ms := j.GetMaking(); ms != nil {
 		// Two lines: the local executor's stages, then the peers'.
 		local, peers := stageShares(ms, makingStageNames[:4]), stageShares(ms, makingStageNames[4:])
-		lines = append(lines, "  making   "+figure("%.2f", ms.GetSecondsPerBatch())+" s a batch: "+strings.Join(local, "  "),
-			"           "+strings.Join(peers, "  "))
+		lines = append(lines, "  making   "+strings.Join(local, "  "),
+			fmt.Sprintf("           %s  · %s s a batch, over %d", strings.Join(peers, "  "), figure("%.2f", ms.GetSecondsPerBatch()), ms.GetBatches()))
 	}
 	lines = append(lines, "  delivery "+deliveryFigures(j))
 	for i, m := range j.GetMakers() {
