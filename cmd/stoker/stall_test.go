@@ -315,4 +315,3 @@ func slowCopy(dst io.Writer, src io.Reader, rate int) {
 		}
 	}
 }
-
