@@ -18,6 +18,7 @@ type Metrics struct {
 	PeersRecommended   *prometheus.GaugeVec     // stoker_peers_recommended
 	WindowDecisions    *prometheus.CounterVec   // stoker_window_decisions_total
 	// Where the input stalls (stages.go).
+	Images      *prometheus.GaugeVec // stoker_images_per_second
 	TrainerStep *prometheus.GaugeVec // stoker_trainer_step_ratio
 	SendRatio   *prometheus.GaugeVec // stoker_send_ratio
 	CreditWait  *prometheus.GaugeVec // stoker_credit_wait_ratio
@@ -73,6 +74,10 @@ func NewMetrics() *Metrics {
 			Name: "stoker_window_decisions_total",
 			Help: "Window controller decisions that changed a job's window, by decision (widen, narrow).",
 		}, []string{"decision"}),
+		Images: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stoker_images_per_second",
+			Help: "Per job: samples delivered to the trainer per second, over the last 3 seconds.",
+		}, []string{"stoker_job"}),
 		TrainerStep: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "stoker_trainer_step_ratio",
 			Help: "Per job: the trainer's step (from taking a batch to asking for the next) over wall time, over the last 3 seconds; with stoker_input_stall_ratio (its wait) it adds up to about 1.",
@@ -100,7 +105,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.StallRatio, m.BatchSeconds, m.Leases, m.LeaseFailures, m.ResultsDropped,
 		m.Window, m.Buffered, m.GPUIdle, m.WorkersRecommended, m.PeersRecommended, m.WindowDecisions,
-		m.TrainerStep, m.SendRatio, m.CreditWait, m.MakingShare, m.Bottleneck}
+		m.Images, m.TrainerStep, m.SendRatio, m.CreditWait, m.MakingShare, m.Bottleneck}
 }
 
 // ForgetMaker deletes the series of a maker that is gone (a peer that left

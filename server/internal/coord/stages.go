@@ -222,6 +222,7 @@ func stageValues(ms *stokerv1.MakingShares) []float64 {
 // publishStages sets the job's stage metrics from its status.
 func (c *Coordinator) publishStages(js *stokerv1.JobStatus) {
 	m := c.env.Metrics
+	m.Images.WithLabelValues(c.name).Set(js.ImagesPerSecond)
 	m.TrainerStep.WithLabelValues(c.name).Set(js.TrainerStepRatio)
 	m.SendRatio.WithLabelValues(c.name).Set(js.SendRatio)
 	m.CreditWait.WithLabelValues(c.name).Set(js.CreditWaitRatio)
@@ -243,6 +244,7 @@ func (c *Coordinator) publishStages(js *stokerv1.JobStatus) {
 func (c *Coordinator) dropStageMetrics() {
 	m := c.env.Metrics
 	l := prometheus.Labels{"stoker_job": c.name}
+	m.Images.DeletePartialMatch(l)
 	m.TrainerStep.DeletePartialMatch(l)
 	m.SendRatio.DeletePartialMatch(l)
 	m.CreditWait.DeletePartialMatch(l)
