@@ -187,9 +187,10 @@ func (c *Coordinator) judge(now time.Time, snap telemetrySnap, js *stokerv1.JobS
 	js.CreditWaitRatio = c.stages.creditWaitRatio(now, snap.span)
 	js.Making = mk.shares
 	in := verdictInput{
-		starting: snap.starting, delivered: snap.batches, buffered: len(c.ready), target: c.env.Config.StallTarget,
-		starved: js.Starvation, stall: snap.stall, gpuIdle: idle, gpuOK: gpuOK, sending: snap.sending,
-		credit: js.CreditWaitRatio, bytes: snap.bytesPerSec, making: mk.shares, workers: c.env.Config.Workers,
+		begun: snap.begun, starting: snap.starting, credit: c.credits.Load() > 0, delivered: snap.batches,
+		buffered: len(c.ready), target: c.env.Config.StallTarget, starved: js.Starvation, stall: snap.stall,
+		gpuIdle: idle, gpuOK: gpuOK, sending: snap.sending, waited: js.CreditWaitRatio, bytes: snap.bytesPerSec,
+		making: mk.shares, workers: c.env.Config.Workers,
 	}
 	var total time.Duration
 	for _, f := range mk.makers {

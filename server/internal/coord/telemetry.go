@@ -101,6 +101,8 @@ type telemetrySnap struct {
 	// its wait for the first batches, is not a whole window old): its
 	// figures say how the job started, not what it needs.
 	starting bool
+	// begun: a batch was delivered.
+	begun bool
 }
 
 // snapshot computes the window's figures at now.
@@ -110,7 +112,8 @@ func (t *telemetry) snapshot(now time.Time) telemetrySnap {
 	t.reports, t.sent = t.trimReports(now), t.trimSent(now)
 	span := min(now.Sub(t.begin), t.window).Seconds()
 	var s telemetrySnap
-	s.starting = !t.firstSent.IsZero() && (t.firstReport.IsZero() || now.Sub(t.firstReport) <= t.window)
+	s.begun = !t.firstSent.IsZero()
+	s.starting = s.begun && (t.firstReport.IsZero() || now.Sub(t.firstReport) <= t.window)
 	if span <= 0 {
 		return s
 	}

@@ -11,10 +11,13 @@ import (
 // stages.go measures (no figure of time is compared with a constant). In
 // order:
 //
-//  1. No figure yet (the job is starting, nothing delivered): "starting".
-//     Nothing delivered while made batches wait for credit: "idle".
+//  1. No figure yet (no batch delivered, or the window still holds the
+//     job's start): "starting". Nothing delivered while made batches wait
+//     for credit: "idle".
 //  2. The trainer is not starved (starvation, as the controller reads it,
-//     within --stall-target): "trainer". Its GPU's idle share, when known,
+//     within --stall-target), and not blocked (holding credit while
+//     nothing was delivered in the whole window: a trainer reports a wait
+//     only once it ends): "trainer". Its GPU's idle share, when known,
 //     says whether the GPU is busy or the trainer's own CPU work holds it.
 //  3. Starved, and the send loop was sending at least half of the time:
 //     "delivery" (the network to the trainer).
@@ -51,7 +54,9 @@ const gpuBusy = 0.05
 
 // verdictInput is what the verdict reads of one job.
 type verdictInput struct {
+	begun     bool // a batch was delivered
 	starting  bool // the window still holds the job's start
+	credit    bool // the trainer holds credit: it may take a batch now
 	delivered int  // batches delivered in the window
 	buffered  int  // made batches waiting for the trainer
 	target    float64
@@ -60,7 +65,7 @@ type verdictInput struct {
 	gpuIdle   float64
 	gpuOK     bool
 	sending   float64 // the send loop's share of wall time
-	credit    float64 // made batches' credit wait over wall time
+	waited    float64 // made batches' credit wait over wall time
 	bytes     float64 // bytes per second delivered
 	making    *stokerv1.MakingShares
 	makers    []makerFigures // the peers that made batches in the window
@@ -77,12 +82,13 @@ type makerFigures struct {
 
 // verdict classifies the job's bottleneck: a word and one line saying it.
 func verdict(in verdictInput) (bottleneck, line string) {
+	blocked := in.delivered == 0 && in.credit
 	switch {
-	case in.delivered == 0 && in.buffered > 0 && in.credit >= majority:
-		return bnIdle, fmt.Sprintf("the trainer is not taking batches: %d made batches wait for its credit", in.buffered)
-	case in.starting || in.delivered == 0 && in.making == nil:
+	case !in.begun || in.starting:
 		return bnStarting, "starting: no verdict until the trainer has taken batches for a few seconds"
-	case in.starved <= in.target:
+	case in.delivered == 0 && in.buffered > 0 && in.waited >= majority:
+		return bnIdle, fmt.Sprintf("the trainer is not taking batches: %d made batches wait for its credit", in.buffered)
+	case in.starved <= in.target && !blocked:
 		return trainerVerdict(in)
 	case in.sending >= majority:
 		return bnDelivery, fmt.Sprintf("delivery-bound: sending takes %s of the time (%.0f MB/s): the network to the trainer",

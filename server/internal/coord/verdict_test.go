@@ -11,7 +11,7 @@ import (
 // TestVerdict: each rule of the verdict, from the figures that call for
 // it.
 func TestVerdict(t *testing.T) {
-	starved := verdictInput{delivered: 10, target: 0.02, starved: 0.6, stall: 0.6, workers: 3}
+	starved := verdictInput{begun: true, delivered: 10, target: 0.02, starved: 0.6, stall: 0.6, workers: 3}
 	with := func(f func(*verdictInput)) verdictInput {
 		in := starved
 		f(&in)
@@ -28,8 +28,14 @@ func TestVerdict(t *testing.T) {
 		says string // in the line
 	}{
 		{"starting", with(func(in *verdictInput) { in.starting = true }), bnStarting, "starting"},
-		{"nothing yet", with(func(in *verdictInput) { in.delivered = 0 }), bnStarting, "starting"},
-		{"trainer stopped", with(func(in *verdictInput) { in.delivered, in.buffered, in.credit = 0, 6, 1 }), bnIdle, "6 made batches"},
+		{"nothing yet", with(func(in *verdictInput) { in.begun, in.delivered = false, 0 }), bnStarting, "starting"},
+		{"trainer stopped", with(func(in *verdictInput) { in.delivered, in.buffered, in.waited = 0, 6, 1 }), bnIdle, "6 made batches"},
+		// A trainer reports its wait once it ends: one blocked for the
+		// whole window has reported none.
+		{"blocked trainer", with(func(in *verdictInput) {
+			in.delivered, in.credit, in.starved, in.stall, in.making = 0, true, 0, 0, local(0.5, 0, 0.5, 0)
+		}), bnDecode, "decode-bound"},
+		{"blocked, makers stuck", with(func(in *verdictInput) { in.delivered, in.credit, in.starved, in.stall = 0, true, 0, 0 }), bnMaking, "no batch"},
 		{"slow trainer, no GPU monitor", with(func(in *verdictInput) { in.starved, in.stall = 0.01, 0.01 }), bnTrainer, "waits for input 1%"},
 		{"slow trainer, busy GPU", with(func(in *verdictInput) { in.starved, in.gpuOK, in.gpuIdle = 0, true, 0.01 }), bnTrainer, "the GPU is busy"},
 		{"trainer's CPU", with(func(in *verdictInput) { in.starved, in.gpuOK, in.gpuIdle = 0, true, 0.4 }), bnTrainer, "idles 40%"},
