@@ -198,7 +198,7 @@ func (c *Coordinator) judge(now time.Time, snap telemetrySnap, js *stokerv1.JobS
 	}
 	for i, m := range ms {
 		f, ok := mk.makers[m]
-		if i < len(js.Makers) {
+		if i < len(js.Makers) { // publish made js.Makers in ms's order
 			js.Makers[i].LeaseSeconds, js.Makers[i].NetworkShare = f.meanLease(), f.networkShare()
 			if m.Local() {
 				js.Makers[i].NetworkShare = 0
@@ -231,6 +231,9 @@ func (c *Coordinator) publishStages(js *stokerv1.JobStatus) {
 		for i, v := range stageValues(ms) {
 			m.MakingShare.WithLabelValues(c.name, makingStages[i]).Set(v)
 		}
+	} else {
+		// No batch made in the window: no share, rather than the last.
+		m.MakingShare.DeletePartialMatch(prometheus.Labels{"stoker_job": c.name})
 	}
 	if js.Bottleneck != c.bottleneck {
 		if c.bottleneck != "" {
