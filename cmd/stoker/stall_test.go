@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -181,18 +183,66 @@ func TestStallTooFewMakers(t *testing.T) {
 	tr.stop(t)
 }
 
-// TestStallSlowTrainer: a trainer that sleeps a third of a second per
+// TestStallSlowTrainer: a trainer that sleeps a second per
 // batch of 4 against two decode goroutines never waits: the verdict names
-// the trainer.
+// the trainer; with a GPU monitor (a simulated GPU, the file serve reads
+// in NVML's place), whether its GPU is busy or idles.
 func TestStallSlowTrainer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
 	}
-	ctx := processTest(t, 3*time.Minute)
-	srv := startServe(t, ctx, serveConfig{name: "slow trainer", dataset: writeDataset(t, 64, 2, 0), workers: 2})
-	tr := startTrainer(t, ctx, srv.addr, testJob(4, 1), 300*time.Millisecond)
-	expectVerdict(t, readVerdicts(t, ctx, srv.addr, tr, verdictsWanted), "trainer", "the trainer is the bottleneck")
-	tr.stop(t)
+	ctx := processTest(t, 4*time.Minute)
+	data := writeDataset(t, 64, 2, 0)
+	for _, tc := range []struct {
+		name, idle, says string
+	}{
+		{"no GPU monitor", "", "the trainer is the bottleneck: it waits for input"},
+		{"busy GPU", "0.01", "the trainer is the bottleneck: the GPU is busy"},
+		{"idle GPU", "0.40", "the trainer is the bottleneck, not its input: its GPU idles 40%"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var args []string
+			if tc.idle != "" {
+				args = []string{"--bench-gpu-idle-file", simulatedGPU(t, tc.idle)}
+			}
+			srv := startServe(t, ctx, serveConfig{name: "slow trainer", dataset: data, workers: 2, args: args})
+			tr := startTrainer(t, ctx, srv.addr, testJob(4, 1), time.Second)
+			expectVerdict(t, readVerdicts(t, ctx, srv.addr, tr, verdictsWanted), "trainer", tc.says)
+			tr.stop(t)
+		})
+	}
+}
+
+// simulatedGPU writes idle to a file, again every half second (serve
+// takes a file older than gpu.FileMaxAge for a simulator that stopped),
+// until the test ends; it returns the file's path.
+func simulatedGPU(t *testing.T, idle string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "gpu-idle")
+	write := func() error {
+		if err := os.WriteFile(path+".tmp", []byte(idle+"\n"), 0o644); err != nil {
+			return err
+		}
+		return os.Rename(path+".tmp", path)
+	}
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(500 * time.Millisecond):
+				write()
+			}
+		}
+	}()
+	t.Cleanup(func() { close(done); <-stopped })
+	return path
 }
 
 // TestStallSlowStore: a dataset in a bucket a second away (a real S3
