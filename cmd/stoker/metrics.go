@@ -49,9 +49,9 @@ func runMetrics(args []string) error { return metricsTo(os.Stdout, args) }
 
 func metricsTo(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("metrics", flag.ContinueOnError)
-	format := fs.String("format", "text", "text (NAME, TYPE, LABELS, HELP: tab-separated, a metric a line), markdown (a table) or json")
+	format := fs.String("format", "text", "text (NAME TYPE LABELS HELP, tab-separated), markdown (a table) or json")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: stoker metrics [--format text|markdown|json]   (every metric stoker serve exports, from its registry)")
+		fmt.Fprintln(fs.Output(), "usage: stoker metrics [--format text|markdown|json]   (every metric stoker serve exports)")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {

@@ -35,10 +35,10 @@ func statusTo(w io.Writer, args []string) error {
 	ca := fs.String("tls-ca", "", "PEM CA of the server's certificate (a TLS server)")
 	cert := fs.String("tls-cert", "", "client certificate (mutual TLS)")
 	key := fs.String("tls-key", "", "client certificate's key")
-	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long (with --epochs: on each status call)")
+	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long (with --epochs or --watch: on each status call)")
 	epochs := fs.Bool("epochs", false, "instead of the table: ask again every --every and print a line each time a job ends an epoch, "+
 		"\"this job would have needed N worker nodes\" (a batch job's log); until the server stops answering")
-	watch := fs.Bool("watch", false, "instead of the table: ask again every --every and show each job's verdict and where its input stalls, "+
+	watch := fs.Bool("watch", false, "instead of the table: each job's verdict and where its input stalls, every --every,\n"+
 		"redrawn in place on a terminal (80 columns), a line per job otherwise; until Ctrl-C")
 	every := fs.Duration("every", 0, "with --epochs or --watch: how often to ask (default 10s with --epochs, 1s with --watch)")
 	fs.Usage = func() {
