@@ -166,6 +166,7 @@ func TestStallTooFewMakers(t *testing.T) {
 	if err := statusTo(&out, []string{srv.addr}); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("stoker status:\n%s", out.String())
 	if !strings.Contains(out.String(), "where the input stalls") || !strings.Contains(out.String(), "core wait ") {
 		t.Errorf("stoker status shows no stage shares:\n%s", out.String())
 	}

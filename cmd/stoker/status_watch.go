@@ -169,7 +169,7 @@ func watchLines(addr string, st *stokerv1.StatusResponse, err error, now time.Ti
 		parts := []string{fmt.Sprintf("%s %s %s: %s", clock, j.GetId(), j.GetBottleneck(), j.GetVerdict()),
 			trainerFigures(j), deliveryFigures(j)}
 		if ms := j.GetMaking(); ms != nil {
-			parts = append(parts, "making "+makingFigures(ms, " "))
+			parts = append(parts, "making "+makingFigures(ms))
 		}
 		parts = append(parts, figure("%.0f", j.GetImagesPerSecond())+" img/s")
 		lines = append(lines, strings.Join(parts, " | "))

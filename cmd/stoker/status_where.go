@@ -30,7 +30,7 @@ func printWhere(w io.Writer, st *stokerv1.StatusResponse) {
 		fmt.Fprintf(w, "%s  %s\n", j.GetId(), j.GetVerdict())
 		fmt.Fprintf(w, "  trainer   %s    delivery  %s\n", trainerFigures(j), deliveryFigures(j))
 		if ms := j.GetMaking(); ms != nil {
-			fmt.Fprintf(w, "  making    %s\n", makingFigures(ms, " "))
+			fmt.Fprintf(w, "  making    %s\n", makingFigures(ms))
 		}
 	}
 }
@@ -67,11 +67,9 @@ var makingStageNames = []makingStage{
 	{"network", (*stokerv1.MakingShares).GetNetwork},
 }
 
-// makingFigures is the making time per batch and its shares by stage,
-// separated by sep.
-func makingFigures(ms *stokerv1.MakingShares, sep string) string {
-	parts := append([]string{figure("%.2f", ms.GetSecondsPerBatch()) + " s a batch:"}, stageShares(ms, makingStageNames)...)
-	return strings.Join(parts, sep)
+// makingFigures is the making time per batch and its shares by stage.
+func makingFigures(ms *stokerv1.MakingShares) string {
+	return figure("%.2f", ms.GetSecondsPerBatch()) + " s a batch: " + strings.Join(stageShares(ms, makingStageNames), ", ")
 }
 
 // stageShares are the stages' shares of ms, each as "name N%".
