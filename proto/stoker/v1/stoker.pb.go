@@ -3403,8 +3403,9 @@ type JobStatus struct {
 	// the makers were ahead of the trainer.
 	CreditWaitRatio float64 `protobuf:"fixed64,23,opt,name=credit_wait_ratio,json=creditWaitRatio,proto3" json:"credit_wait_ratio,omitempty"`
 	// What limits the job now, one word: "trainer", "read", "decode",
-	// "transform", "cores", "peer", "network", "delivery", "starting" or
-	// "idle" (the trainer takes no batches).
+	// "transform", "peer", "network", "delivery", "making" (no batch made:
+	// makers stuck or failing), "starting" (no verdict yet) or "idle" (the
+	// trainer takes no batches).
 	Bottleneck string `protobuf:"bytes,24,opt,name=bottleneck,proto3" json:"bottleneck,omitempty"`
 	// The bottleneck in one line, with what to do about it.
 	Verdict       string `protobuf:"bytes,25,opt,name=verdict,proto3" json:"verdict,omitempty"`
