@@ -107,7 +107,7 @@ func exportedMetrics() ([]exportedMetric, error) {
 	if err := bench.WriteSyntheticSet(context.Background(), data, 4, 1, 1); err != nil {
 		return nil, err
 	}
-	rec := newMetricRecorder()
+	rec := newRegistryRecorder()
 	rec.MustRegister(runtimeCollectors()...)
 	// Every part that registers metrics is on: the executor (its index
 	// with it), the coefficient cache.
@@ -121,26 +121,26 @@ func exportedMetrics() ([]exportedMetric, error) {
 	return rec.list()
 }
 
-// metricRecorder is a registry that remembers what is registered with it:
+// registryRecorder is a registry that remembers what is registered with it:
 // each metric's name, help and labels from its description, and its type
 // from its collector (a vector) or from what it collects.
-type metricRecorder struct {
+type registryRecorder struct {
 	reg *prometheus.Registry
 	got map[string]*exportedMetric
 }
 
-func newMetricRecorder() *metricRecorder {
-	return &metricRecorder{reg: prometheus.NewRegistry(), got: make(map[string]*exportedMetric)}
+func newRegistryRecorder() *registryRecorder {
+	return &registryRecorder{reg: prometheus.NewRegistry(), got: make(map[string]*exportedMetric)}
 }
 
 var (
-	descName   = regexp.MustCompile(`fqName: "([^"]+)"`)
-	descHelp   = regexp.MustCompile(`help: ("(?:[^"\\]|\\.)*")`)
-	descLabels = regexp.MustCompile(`variableLabels: \{([^}]*)\}`)
+	descFQName   = regexp.MustCompile(`fqName: "([^"]+)"`)
+	descHelpText   = regexp.MustCompile(`help: ("(?:[^"\\]|\\.)*")`)
+	descVarLabels = regexp.MustCompile(`variableLabels: \{([^}]*)\}`)
 )
 
 // Register registers c on the registry and records its metrics.
-func (r *metricRecorder) Register(c prometheus.Collector) error {
+func (r *registryRecorder) Register(c prometheus.Collector) error {
 	if err := r.reg.Register(c); err != nil {
 		return err
 	}
@@ -159,15 +159,15 @@ func (r *metricRecorder) Register(c prometheus.Collector) error {
 	go func() { c.Describe(ch); close(ch) }()
 	for d := range ch {
 		s := d.String()
-		m := descName.FindStringSubmatch(s)
+		m := descFQName.FindStringSubmatch(s)
 		if m == nil {
 			continue
 		}
 		e := &exportedMetric{Name: m[1], Type: kind}
-		if h := descHelp.FindStringSubmatch(s); h != nil {
+		if h := descHelpText.FindStringSubmatch(s); h != nil {
 			e.Help, _ = strconv.Unquote(h[1])
 		}
-		if l := descLabels.FindStringSubmatch(s); l != nil && l[1] != "" {
+		if l := descVarLabels.FindStringSubmatch(s); l != nil && l[1] != "" {
 			e.Labels = strings.Split(l[1], ",")
 		}
 		r.got[e.Name] = e
@@ -176,7 +176,7 @@ func (r *metricRecorder) Register(c prometheus.Collector) error {
 }
 
 // MustRegister registers cs, panicking on an error.
-func (r *metricRecorder) MustRegister(cs ...prometheus.Collector) {
+func (r *registryRecorder) MustRegister(cs ...prometheus.Collector) {
 	for _, c := range cs {
 		if err := r.Register(c); err != nil {
 			panic(err)
@@ -185,11 +185,11 @@ func (r *metricRecorder) MustRegister(cs ...prometheus.Collector) {
 }
 
 // Unregister unregisters c.
-func (r *metricRecorder) Unregister(c prometheus.Collector) bool { return r.reg.Unregister(c) }
+func (r *registryRecorder) Unregister(c prometheus.Collector) bool { return r.reg.Unregister(c) }
 
 // list is what was registered, by name, the types of the metrics that are
 // no vectors read from a gathering.
-func (r *metricRecorder) list() ([]exportedMetric, error) {
+func (r *registryRecorder) list() ([]exportedMetric, error) {
 	mfs, err := r.reg.Gather()
 	if err != nil {
 		return nil, err
