@@ -134,8 +134,8 @@ func newRegistryRecorder() *registryRecorder {
 }
 
 var (
-	descFQName   = regexp.MustCompile(`fqName: "([^"]+)"`)
-	descHelpText   = regexp.MustCompile(`help: ("(?:[^"\\]|\\.)*")`)
+	descFQName    = regexp.MustCompile(`fqName: "([^"]+)"`)
+	descHelpText  = regexp.MustCompile(`help: ("(?:[^"\\]|\\.)*")`)
 	descVarLabels = regexp.MustCompile(`variableLabels: \{([^}]*)\}`)
 )
 
