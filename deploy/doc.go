@@ -4,9 +4,11 @@
 // storage, with workload identity or a Secret for credentials; examples/:
 // a training Job with its coordinator as a sidecar, the same with the
 // dataset in a bucket, and an overlay for another monitoring namespace;
-// prometheus-adapter/: the rule behind the HPA's metric) and the Slurm
-// script (slurm/), and decodes the manifests for the tests that keep them
-// honest.
+// prometheus-adapter/: the rule behind the HPA's metric), the Slurm
+// script (slurm/) and a Grafana dashboard (dashboard/stoker.json, whose
+// every query the tests parse with Prometheus's own parser and check
+// against `stoker metrics`), and decodes the manifests for the tests that
+// keep them honest.
 //
 // It is a module of its own, so that the Kubernetes modules its tests need
 // (k8s.io/api, kustomize) are no requirement of stoker's: the binary's

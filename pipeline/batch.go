@@ -35,6 +35,10 @@ type Batch struct {
 	Labels  []int64
 	Indices []int64
 	Errors  []SampleError
+	// Times is where making the batch took its time, by stage, on an
+	// Executor that times its stages; a peer's batch carries what its
+	// worker reported. Zero when not timed.
+	Times StageTimes
 }
 
 // reset sizes b for n samples of size bytes each, reusing its buffers.
@@ -47,6 +51,7 @@ func (b *Batch) reset(n, size int) {
 	b.Labels = slices.Grow(b.Labels[:0], n)[:n]
 	b.Indices = slices.Grow(b.Indices[:0], n)[:n]
 	b.Errors = b.Errors[:0]
+	b.Times = StageTimes{}
 }
 
 // Executor decodes and transforms samples on a fixed pool of goroutines,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"time"
 )
 
 // DCTScaling says which libjpeg DCT scales the fast path may decode at.
@@ -57,6 +58,10 @@ type Decoder struct {
 	opts options
 	fast fastState
 	pix  []byte // uint8 pixels before Normalize, when the output is float
+	// post is the last Decode's time in the ops after decoding
+	// (ColorJitter, Normalize), measured when the Decoder times stages
+	// (an Executor's, with a StageObserver); 0 otherwise.
+	post time.Duration
 }
 
 // NewDecoder returns a Decoder with the given options.
@@ -109,11 +114,19 @@ func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
 	if err := d.decodeGuarded(data, &hd, &p, t.layout, pix); err != nil {
 		return err
 	}
+	var t0 time.Time
+	timed := d.opts.stages != nil && (p.jitter || t.norm != nil)
+	if timed {
+		t0 = time.Now()
+	}
 	if p.jitter {
 		jitter(pix, t.layout, &p)
 	}
 	if t.norm != nil {
 		normalize(pix, out, t.layout, t.norm)
+	}
+	if timed {
+		d.post = time.Since(t0)
 	}
 	return nil
 }

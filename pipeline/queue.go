@@ -283,7 +283,8 @@ type fillReq struct {
 	running     int     // of those, the ones being made now
 	dropped     error   // why samples were dropped: ctx.Err() or ErrClosed
 	done        chan struct{}
-	queued      time.Time // when Fill queued it, with a StageObserver
+	queued      time.Time  // when Fill queued it, with a StageObserver
+	times       StageTimes // its samples' stage times, summed (under e.mu)
 }
 
 // fillReqs recycles fillReqs with their errs and done channel, so a Fill
@@ -356,6 +357,10 @@ func (q *Queue) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 		return err
 	}
 	finishBatch(r, policy, b)
+	if e.stages != nil {
+		b.Times = r.times
+		b.Times.Wall = time.Since(r.queued)
+	}
 	r.release()
 	return nil
 }
@@ -501,11 +506,12 @@ func (e *Executor) rebase(c int) {
 	e.vnow[c] = 0
 }
 
-// finished records that the worker made r's sample: r's Fill is signalled
-// when it was the last, and a closed queue's Close when it was its last
-// running. e.mu is held.
-func (e *Executor) finished(r *fillReq) {
+// finished records that the worker made r's sample, which took st (zero
+// without a StageObserver): r's Fill is signalled when it was the last,
+// and a closed queue's Close when it was its last running. e.mu is held.
+func (e *Executor) finished(r *fillReq, st *StageTimes) {
 	q := r.q
+	r.times.add(st.Queue, st.Read, st.Decode, st.Transform)
 	r.running--
 	q.running--
 	q.made.Add(1)
@@ -539,6 +545,7 @@ func (e *Executor) run(d *Decoder) {
 		e.mu.Unlock()
 		idx := r.indices[i]
 		var t0, t1 time.Time
+		var st StageTimes
 		if e.stages != nil {
 			t0 = time.Now()
 		}
@@ -546,16 +553,19 @@ func (e *Executor) run(d *Decoder) {
 		if e.stages != nil {
 			t1 = time.Now()
 		}
+		d.post = 0
 		if err == nil {
 			buf = data
 			err = d.Decode(data, r.t, Key{r.seed, r.epoch, uint64(idx)}, r.data[i*r.size:(i+1)*r.size])
 		}
 		if e.stages != nil {
-			e.stages(t0.Sub(r.queued), t1.Sub(t0), time.Since(t1))
+			made := time.Since(t1)
+			st = StageTimes{Queue: t0.Sub(r.queued), Read: t1.Sub(t0), Decode: max(made-d.post, 0), Transform: min(d.post, made)}
+			e.stages(st.Queue, st.Read, made)
 		}
 		r.errs[i] = err
 		e.mu.Lock()
-		e.finished(r)
+		e.finished(r, &st)
 	}
 	e.mu.Unlock()
 }

@@ -374,7 +374,7 @@ func (f *feed) batch(o coord.Output) error {
 	}
 	f.batches.Add(1)
 	now := time.Now()
-	f.c.Delivered(now, b.N, len(b.Data))
+	f.c.Delivered(now, b.N, len(b.Data), now.Sub(t0))
 	m.sendSeconds.Observe(now.Sub(t0).Seconds())
 	m.batchesSent.WithLabelValues(j.name).Inc()
 	m.samplesSent.WithLabelValues(j.name).Add(float64(b.N))

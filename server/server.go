@@ -239,6 +239,9 @@ func NewContext(ctx context.Context, cfg Config, log *slog.Logger, reg prometheu
 		Makers: s.makers, Metrics: s.m.coord, GPUIdle: s.gpuIdle, Verifier: s.verify,
 	}
 	if s.exec != nil {
+		s.coord.Config.Workers = s.exec.Workers()
+	}
+	if s.exec != nil {
 		s.worker = s.newWorker()
 	}
 	if err := m.registerPeersReady(reg, s.peersReady); err != nil {

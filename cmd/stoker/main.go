@@ -11,6 +11,7 @@
 //	stoker preview --data DIR -o grid.png
 //	stoker mkdata  --out DIR [--n 2000]
 //	stoker status  ADDR
+//	stoker metrics [--format text|markdown|json]   (every metric serve exports)
 //	stoker drain   [--pid 1]   (a container's preStop: drain serve, wait for it to exit)
 //	stoker --version
 package main
@@ -40,6 +41,7 @@ var commands = map[string]func(args []string) error{
 	"preview": runPreview,
 	"mkdata":  runMkdata,
 	"status":  runStatus,
+	"metrics": runMetrics,
 	"drain":   runDrain,
 }
 
@@ -49,7 +51,7 @@ func main() {
 		return
 	}
 	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: stoker serve|index|status|drain|bench|preview|mkdata [flags]  (stoker CMD -h for flags; stoker --version)")
+		fmt.Fprintln(os.Stderr, "usage: stoker serve|index|status|metrics|drain|bench|preview|mkdata [flags]  (stoker CMD -h for flags; stoker --version)")
 		os.Exit(2)
 	}
 	if err := commands[os.Args[1]](os.Args[2:]); err != nil {

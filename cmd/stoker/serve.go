@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -179,7 +178,7 @@ func runServe(args []string) error {
 	log.Info("stoker serve", "version", version.String(), "go", runtime.Version())
 	o.bench.apply(&cfg, log)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(runtimeCollectors()...)
 	srv, err := server.NewContext(ctx, cfg, log, reg)
 	if err != nil {
 		return err
@@ -221,7 +220,7 @@ func runServe(args []string) error {
 			gs.Stop()
 			return err
 		}
-		hsrv := &http.Server{Handler: metricsMux(reg, o.pprof), ReadHeaderTimeout: 10 * time.Second}
+		hsrv := &http.Server{Handler: metricsMux(reg, reg, o.pprof), ReadHeaderTimeout: 10 * time.Second}
 		defer hsrv.Close()
 		go func() { errc <- hsrv.Serve(mlis) }()
 		log.Info("metrics", "addr", mlis.Addr().String(), "pprof", o.pprof)
@@ -272,10 +271,11 @@ func runServe(args []string) error {
 	return nil
 }
 
-// metricsMux answers /metrics, and /debug/pprof/ when asked; 404 elsewhere.
-func metricsMux(reg *prometheus.Registry, withPprof bool) *http.ServeMux {
+// metricsMux answers /metrics from g (its own metrics registered on reg),
+// and /debug/pprof/ when asked; 404 elsewhere.
+func metricsMux(g prometheus.Gatherer, reg prometheus.Registerer, withPprof bool) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{Registry: reg}))
 	if withPprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

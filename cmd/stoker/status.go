@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -34,10 +35,12 @@ func statusTo(w io.Writer, args []string) error {
 	ca := fs.String("tls-ca", "", "PEM CA of the server's certificate (a TLS server)")
 	cert := fs.String("tls-cert", "", "client certificate (mutual TLS)")
 	key := fs.String("tls-key", "", "client certificate's key")
-	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long (with --epochs: on each status call)")
+	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long (with --epochs or --watch: on each status call)")
 	epochs := fs.Bool("epochs", false, "instead of the table: ask again every --every and print a line each time a job ends an epoch, "+
 		"\"this job would have needed N worker nodes\" (a batch job's log); until the server stops answering")
-	every := fs.Duration("every", 10*time.Second, "with --epochs: how often to ask")
+	watch := fs.Bool("watch", false, "instead of the table: each job's verdict and where its input stalls, every --every,\n"+
+		"redrawn in place on a terminal (80 columns), a line per job otherwise; until Ctrl-C")
+	every := fs.Duration("every", 0, "with --epochs or --watch: how often to ask (default 10s with --epochs, 1s with --watch)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stoker status [flags] [ADDR]   (ADDR: the server's gRPC address; default "+defaultStatusAddr+
 			", where stoker serve listens by default; a host without a port is on port 7070)")
@@ -71,8 +74,19 @@ func statusTo(w io.Writer, args []string) error {
 	}
 	defer c.Close()
 	addr = c.Target() // with the port a host alone is given
-	if *epochs {
-		return followEpochs(cmdContext(), w, c, *every, *timeout)
+	switch {
+	case *epochs && *watch:
+		return errors.New("status: --epochs and --watch are two views: give one")
+	case *every < 0:
+		return fmt.Errorf("status: --every %v: want a positive interval", *every)
+	case *epochs:
+		return followEpochs(cmdContext(), w, c, cmp.Or(*every, 10*time.Second), *timeout)
+	case *watch:
+		var term *watchTerm
+		if f, ok := w.(*os.File); ok {
+			term = terminal(f)
+		}
+		return watchStatus(cmdContext(), w, c, addr, cmp.Or(*every, time.Second), *timeout, term)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -88,6 +102,7 @@ func statusTo(w io.Writer, args []string) error {
 		return fmt.Errorf("status %s: %w", addr, err)
 	}
 	printStatus(w, addr, st)
+	printWhere(w, st)
 	return nil
 }
 

@@ -161,6 +161,7 @@ func (st *peerStream) header(d *stokerv1.LeaseDone) error {
 	b.Labels = append(b.Labels[:0], h.GetLabels()...)
 	b.Indices = append(b.Indices[:0], h.GetIndices()...)
 	b.Errors = b.Errors[:0]
+	b.Times = stageTimes(d.GetTimes())
 	for _, e := range h.GetErrors() {
 		b.Errors = append(b.Errors, pipeline.SampleError{Index: e.GetIndex(), Name: e.GetName(), Reason: e.GetReason()})
 	}

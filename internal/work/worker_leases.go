@@ -204,7 +204,8 @@ func (w *workStream) send(o workOut) error {
 	pin := rpc.NewPin(func() { w.slots <- s }) // never blocks: the slots have room for every buffer
 	defer pin.Done()
 	h := o.q.Header(o.epoch, o.k, b)
-	if err := w.stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Done{Done: &stokerv1.LeaseDone{Lease: o.lease, Batch: h}}}); err != nil {
+	done := &stokerv1.LeaseDone{Lease: o.lease, Batch: h, Times: makeTimes(b.Times)}
+	if err := w.stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Done{Done: done}}); err != nil {
 		return err
 	}
 	return rpc.SendChunks(w.stream.SendMsg, pin, o.lease, b.Data, w.cfg.MaxChunkBytes)

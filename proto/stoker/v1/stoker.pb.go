@@ -3027,9 +3027,13 @@ func (x *DecoderIdentity) GetJpegLibVersion() uint32 {
 
 // LeaseDone carries a made batch's header.
 type LeaseDone struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Lease         uint64                 `protobuf:"varint,1,opt,name=lease,proto3" json:"lease,omitempty"`
-	Batch         *BatchHeader           `protobuf:"bytes,2,opt,name=batch,proto3" json:"batch,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Lease uint64                 `protobuf:"varint,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	Batch *BatchHeader           `protobuf:"bytes,2,opt,name=batch,proto3" json:"batch,omitempty"`
+	// Where the worker's time making the batch went; absent from a worker
+	// that does not time its stages. The coordinator splits the lease's time
+	// into the worker's making and the rest (the network, the stream) by it.
+	Times         *MakeTimes `protobuf:"bytes,3,opt,name=times,proto3" json:"times,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3078,6 +3082,98 @@ func (x *LeaseDone) GetBatch() *BatchHeader {
 	return nil
 }
 
+func (x *LeaseDone) GetTimes() *MakeTimes {
+	if x != nil {
+		return x.Times
+	}
+	return nil
+}
+
+// MakeTimes is where the time of making one batch went, on the maker that
+// made it: each stage's seconds summed over the batch's samples, and the
+// batch's own wall time.
+type MakeTimes struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Samples waiting for a decode goroutine (a core).
+	QueueSeconds float64 `protobuf:"fixed64,1,opt,name=queue_seconds,json=queueSeconds,proto3" json:"queue_seconds,omitempty"`
+	// Reading samples' bytes: a file, or a store's answer (read-ahead
+	// waited for included).
+	ReadSeconds float64 `protobuf:"fixed64,2,opt,name=read_seconds,json=readSeconds,proto3" json:"read_seconds,omitempty"`
+	// Decoding, with the crop, resize, flip and pack done in the same pass.
+	DecodeSeconds float64 `protobuf:"fixed64,3,opt,name=decode_seconds,json=decodeSeconds,proto3" json:"decode_seconds,omitempty"`
+	// The ops after decoding: ColorJitter, Normalize.
+	TransformSeconds float64 `protobuf:"fixed64,4,opt,name=transform_seconds,json=transformSeconds,proto3" json:"transform_seconds,omitempty"`
+	// From the batch's first sample queued to its last made.
+	WallSeconds   float64 `protobuf:"fixed64,5,opt,name=wall_seconds,json=wallSeconds,proto3" json:"wall_seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MakeTimes) Reset() {
+	*x = MakeTimes{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MakeTimes) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MakeTimes) ProtoMessage() {}
+
+func (x *MakeTimes) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
+func (*MakeTimes) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *MakeTimes) GetQueueSeconds() float64 {
+	if x != nil {
+		return x.QueueSeconds
+	}
+	return 0
+}
+
+func (x *MakeTimes) GetReadSeconds() float64 {
+	if x != nil {
+		return x.ReadSeconds
+	}
+	return 0
+}
+
+func (x *MakeTimes) GetDecodeSeconds() float64 {
+	if x != nil {
+		return x.DecodeSeconds
+	}
+	return 0
+}
+
+func (x *MakeTimes) GetTransformSeconds() float64 {
+	if x != nil {
+		return x.TransformSeconds
+	}
+	return 0
+}
+
+func (x *MakeTimes) GetWallSeconds() float64 {
+	if x != nil {
+		return x.WallSeconds
+	}
+	return 0
+}
+
 // LeaseFailed says a lease could not be made. A job the worker refuses
 // (unknown dataset, another fingerprint, invalid spec) fails every lease of
 // it with the same code and message.
@@ -3093,7 +3189,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3105,7 +3201,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3118,7 +3214,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -3151,7 +3247,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3163,7 +3259,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3176,7 +3272,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -3195,7 +3291,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3207,7 +3303,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3220,7 +3316,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -3291,14 +3387,35 @@ type JobStatus struct {
 	Starvation float64 `protobuf:"fixed64,18,opt,name=starvation,proto3" json:"starvation,omitempty"`
 	// The epoch's order: "sequential", "global" or "block W=<shards per
 	// window>".
-	Shuffle       string `protobuf:"bytes,19,opt,name=shuffle,proto3" json:"shuffle,omitempty"`
+	Shuffle string `protobuf:"bytes,19,opt,name=shuffle,proto3" json:"shuffle,omitempty"`
+	// The trainer's step (from taking a batch to asking for the next: its
+	// own work) over wall time, over the same seconds as input_stall_ratio:
+	// the two add up to about 1.
+	TrainerStepRatio float64 `protobuf:"fixed64,20,opt,name=trainer_step_ratio,json=trainerStepRatio,proto3" json:"trainer_step_ratio,omitempty"`
+	// Where the time of making the job's batches went, over the last few
+	// seconds; absent before the first batch is made.
+	Making *MakingShares `protobuf:"bytes,21,opt,name=making,proto3" json:"making,omitempty"`
+	// The share of wall time the stream spent sending batches to the
+	// trainer (headers and chunks, or a copy into a ring slot): near 1, the
+	// delivery is the limit.
+	SendRatio float64 `protobuf:"fixed64,22,opt,name=send_ratio,json=sendRatio,proto3" json:"send_ratio,omitempty"`
+	// The share of wall time a made batch waited for the trainer's credit:
+	// the makers were ahead of the trainer.
+	CreditWaitRatio float64 `protobuf:"fixed64,23,opt,name=credit_wait_ratio,json=creditWaitRatio,proto3" json:"credit_wait_ratio,omitempty"`
+	// What limits the job now, one word: "trainer", "read", "decode",
+	// "transform", "peer", "network", "delivery", "making" (no batch made:
+	// makers stuck or failing), "starting" (no verdict yet) or "idle" (the
+	// trainer takes no batches).
+	Bottleneck string `protobuf:"bytes,24,opt,name=bottleneck,proto3" json:"bottleneck,omitempty"`
+	// The bottleneck in one line, with what to do about it.
+	Verdict       string `protobuf:"bytes,25,opt,name=verdict,proto3" json:"verdict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3310,7 +3427,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3323,7 +3440,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *JobStatus) GetId() string {
@@ -3459,6 +3576,162 @@ func (x *JobStatus) GetShuffle() string {
 	return ""
 }
 
+func (x *JobStatus) GetTrainerStepRatio() float64 {
+	if x != nil {
+		return x.TrainerStepRatio
+	}
+	return 0
+}
+
+func (x *JobStatus) GetMaking() *MakingShares {
+	if x != nil {
+		return x.Making
+	}
+	return nil
+}
+
+func (x *JobStatus) GetSendRatio() float64 {
+	if x != nil {
+		return x.SendRatio
+	}
+	return 0
+}
+
+func (x *JobStatus) GetCreditWaitRatio() float64 {
+	if x != nil {
+		return x.CreditWaitRatio
+	}
+	return 0
+}
+
+func (x *JobStatus) GetBottleneck() string {
+	if x != nil {
+		return x.Bottleneck
+	}
+	return ""
+}
+
+func (x *JobStatus) GetVerdict() string {
+	if x != nil {
+		return x.Verdict
+	}
+	return ""
+}
+
+// MakingShares splits the time the job's batches spent being made (from
+// lease to made, summed over the batches made in the last few seconds)
+// into stages; the shares add up to 1. A local batch's time is split by
+// its samples' stage times; a peer's into the peer's making (the stages
+// it reports, in peer) and the rest (network).
+type MakingShares struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Waiting for a decode goroutine of the local executor (a core).
+	Queue float64 `protobuf:"fixed64,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	// On the local executor: reading, decoding (with crop, resize, flip,
+	// pack), the ops after decoding.
+	Read      float64 `protobuf:"fixed64,2,opt,name=read,proto3" json:"read,omitempty"`
+	Decode    float64 `protobuf:"fixed64,3,opt,name=decode,proto3" json:"decode,omitempty"`
+	Transform float64 `protobuf:"fixed64,4,opt,name=transform,proto3" json:"transform,omitempty"`
+	// On a peer: its making, as it reports it (all of a lease whose peer
+	// reports no times).
+	Peer float64 `protobuf:"fixed64,5,opt,name=peer,proto3" json:"peer,omitempty"`
+	// On a peer, the rest: the lease and the batch on the network, and the
+	// worker's streams.
+	Network float64 `protobuf:"fixed64,6,opt,name=network,proto3" json:"network,omitempty"`
+	// Seconds from lease to made, per batch, averaged over those batches.
+	SecondsPerBatch float64 `protobuf:"fixed64,7,opt,name=seconds_per_batch,json=secondsPerBatch,proto3" json:"seconds_per_batch,omitempty"`
+	// Batches those figures come from.
+	Batches       uint32 `protobuf:"varint,8,opt,name=batches,proto3" json:"batches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MakingShares) Reset() {
+	*x = MakingShares{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MakingShares) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MakingShares) ProtoMessage() {}
+
+func (x *MakingShares) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
+func (*MakingShares) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *MakingShares) GetQueue() float64 {
+	if x != nil {
+		return x.Queue
+	}
+	return 0
+}
+
+func (x *MakingShares) GetRead() float64 {
+	if x != nil {
+		return x.Read
+	}
+	return 0
+}
+
+func (x *MakingShares) GetDecode() float64 {
+	if x != nil {
+		return x.Decode
+	}
+	return 0
+}
+
+func (x *MakingShares) GetTransform() float64 {
+	if x != nil {
+		return x.Transform
+	}
+	return 0
+}
+
+func (x *MakingShares) GetPeer() float64 {
+	if x != nil {
+		return x.Peer
+	}
+	return 0
+}
+
+func (x *MakingShares) GetNetwork() float64 {
+	if x != nil {
+		return x.Network
+	}
+	return 0
+}
+
+func (x *MakingShares) GetSecondsPerBatch() float64 {
+	if x != nil {
+		return x.SecondsPerBatch
+	}
+	return 0
+}
+
+func (x *MakingShares) GetBatches() uint32 {
+	if x != nil {
+		return x.Batches
+	}
+	return 0
+}
+
 // MakerStatus is one maker as one job measured it.
 type MakerStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3484,13 +3757,21 @@ type MakerStatus struct {
 	// Its leases in a row that failed, timed out or were outrun by their
 	// hedges (those already in flight when one did count once).
 	FailuresInARow uint32 `protobuf:"varint,9,opt,name=failures_in_a_row,json=failuresInARow,proto3" json:"failures_in_a_row,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Seconds from lease to made, per batch, over the last few seconds (0:
+	// none made).
+	LeaseSeconds float64 `protobuf:"fixed64,10,opt,name=lease_seconds,json=leaseSeconds,proto3" json:"lease_seconds,omitempty"`
+	// Of that, the share not spent making the batch on the maker (as the
+	// peer reports its making): the network and the worker's streams. NaN
+	// when unknown (no batch, or a peer that does not report its times); 0
+	// for the local executor.
+	NetworkShare  float64 `protobuf:"fixed64,11,opt,name=network_share,json=networkShare,proto3" json:"network_share,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3502,7 +3783,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3515,7 +3796,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -3577,6 +3858,20 @@ func (x *MakerStatus) GetBackoffSeconds() float64 {
 func (x *MakerStatus) GetFailuresInARow() uint32 {
 	if x != nil {
 		return x.FailuresInARow
+	}
+	return 0
+}
+
+func (x *MakerStatus) GetLeaseSeconds() float64 {
+	if x != nil {
+		return x.LeaseSeconds
+	}
+	return 0
+}
+
+func (x *MakerStatus) GetNetworkShare() float64 {
+	if x != nil {
+		return x.NetworkShare
 	}
 	return 0
 }
@@ -3785,10 +4080,17 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"decodePath\x12\x12\n" +
 	"\x04simd\x18\x06 \x01(\tR\x04simd\x122\n" +
 	"\x15libjpeg_turbo_version\x18\a \x01(\rR\x13libjpegTurboVersion\x12(\n" +
-	"\x10jpeg_lib_version\x18\b \x01(\rR\x0ejpegLibVersion\"O\n" +
+	"\x10jpeg_lib_version\x18\b \x01(\rR\x0ejpegLibVersion\"{\n" +
 	"\tLeaseDone\x12\x14\n" +
 	"\x05lease\x18\x01 \x01(\x04R\x05lease\x12,\n" +
-	"\x05batch\x18\x02 \x01(\v2\x16.stoker.v1.BatchHeaderR\x05batch\"Q\n" +
+	"\x05batch\x18\x02 \x01(\v2\x16.stoker.v1.BatchHeaderR\x05batch\x12*\n" +
+	"\x05times\x18\x03 \x01(\v2\x14.stoker.v1.MakeTimesR\x05times\"\xca\x01\n" +
+	"\tMakeTimes\x12#\n" +
+	"\rqueue_seconds\x18\x01 \x01(\x01R\fqueueSeconds\x12!\n" +
+	"\fread_seconds\x18\x02 \x01(\x01R\vreadSeconds\x12%\n" +
+	"\x0edecode_seconds\x18\x03 \x01(\x01R\rdecodeSeconds\x12+\n" +
+	"\x11transform_seconds\x18\x04 \x01(\x01R\x10transformSeconds\x12!\n" +
+	"\fwall_seconds\x18\x05 \x01(\x01R\vwallSeconds\"Q\n" +
 	"\vLeaseFailed\x12\x14\n" +
 	"\x05lease\x18\x01 \x01(\x04R\x05lease\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12\x18\n" +
@@ -3799,7 +4101,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\aworkers\x18\x02 \x01(\rR\aworkers\x12\x1f\n" +
 	"\vpeers_ready\x18\x03 \x01(\rR\n" +
 	"peersReady\x12\x18\n" +
-	"\aversion\x18\x04 \x01(\tR\aversion\"\xf8\x04\n" +
+	"\aversion\x18\x04 \x01(\tR\aversion\"\xdc\x06\n" +
 	"\tJobStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\adataset\x18\x02 \x01(\tR\adataset\x12\x12\n" +
@@ -3825,7 +4127,25 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\n" +
 	"starvation\x18\x12 \x01(\x01R\n" +
 	"starvation\x12\x18\n" +
-	"\ashuffle\x18\x13 \x01(\tR\ashuffle\"\xce\x02\n" +
+	"\ashuffle\x18\x13 \x01(\tR\ashuffle\x12,\n" +
+	"\x12trainer_step_ratio\x18\x14 \x01(\x01R\x10trainerStepRatio\x12/\n" +
+	"\x06making\x18\x15 \x01(\v2\x17.stoker.v1.MakingSharesR\x06making\x12\x1d\n" +
+	"\n" +
+	"send_ratio\x18\x16 \x01(\x01R\tsendRatio\x12*\n" +
+	"\x11credit_wait_ratio\x18\x17 \x01(\x01R\x0fcreditWaitRatio\x12\x1e\n" +
+	"\n" +
+	"bottleneck\x18\x18 \x01(\tR\n" +
+	"bottleneck\x12\x18\n" +
+	"\averdict\x18\x19 \x01(\tR\averdict\"\xe2\x01\n" +
+	"\fMakingShares\x12\x14\n" +
+	"\x05queue\x18\x01 \x01(\x01R\x05queue\x12\x12\n" +
+	"\x04read\x18\x02 \x01(\x01R\x04read\x12\x16\n" +
+	"\x06decode\x18\x03 \x01(\x01R\x06decode\x12\x1c\n" +
+	"\ttransform\x18\x04 \x01(\x01R\ttransform\x12\x12\n" +
+	"\x04peer\x18\x05 \x01(\x01R\x04peer\x12\x18\n" +
+	"\anetwork\x18\x06 \x01(\x01R\anetwork\x12*\n" +
+	"\x11seconds_per_batch\x18\a \x01(\x01R\x0fsecondsPerBatch\x12\x18\n" +
+	"\abatches\x18\b \x01(\rR\abatches\"\x98\x03\n" +
 	"\vMakerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12,\n" +
 	"\x12batches_per_second\x18\x02 \x01(\x01R\x10batchesPerSecond\x12\x1b\n" +
@@ -3836,7 +4156,10 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"busy_ratio\x18\x06 \x01(\x01R\tbusyRatio\x12 \n" +
 	"\vunavailable\x18\a \x01(\tR\vunavailable\x12'\n" +
 	"\x0fbackoff_seconds\x18\b \x01(\x01R\x0ebackoffSeconds\x12)\n" +
-	"\x11failures_in_a_row\x18\t \x01(\rR\x0efailuresInARow*\\\n" +
+	"\x11failures_in_a_row\x18\t \x01(\rR\x0efailuresInARow\x12#\n" +
+	"\rlease_seconds\x18\n" +
+	" \x01(\x01R\fleaseSeconds\x12#\n" +
+	"\rnetwork_share\x18\v \x01(\x01R\fnetworkShare*\\\n" +
 	"\vShuffleMode\x12\x1c\n" +
 	"\x18SHUFFLE_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13SHUFFLE_MODE_GLOBAL\x10\x01\x12\x16\n" +
@@ -3875,7 +4198,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(ShuffleMode)(0),             // 0: stoker.v1.ShuffleMode
 	(Layout)(0),                  // 1: stoker.v1.Layout
@@ -3917,11 +4240,13 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*WorkerInfo)(nil),           // 37: stoker.v1.WorkerInfo
 	(*DecoderIdentity)(nil),      // 38: stoker.v1.DecoderIdentity
 	(*LeaseDone)(nil),            // 39: stoker.v1.LeaseDone
-	(*LeaseFailed)(nil),          // 40: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),        // 41: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),       // 42: stoker.v1.StatusResponse
-	(*JobStatus)(nil),            // 43: stoker.v1.JobStatus
-	(*MakerStatus)(nil),          // 44: stoker.v1.MakerStatus
+	(*MakeTimes)(nil),            // 40: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),          // 41: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),        // 42: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),       // 43: stoker.v1.StatusResponse
+	(*JobStatus)(nil),            // 44: stoker.v1.JobStatus
+	(*MakingShares)(nil),         // 45: stoker.v1.MakingShares
+	(*MakerStatus)(nil),          // 46: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	6,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
@@ -3960,26 +4285,28 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	37, // 33: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
 	39, // 34: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
 	25, // 35: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	40, // 36: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	41, // 36: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
 	38, // 37: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
 	23, // 38: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	43, // 39: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	44, // 40: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	4,  // 41: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	27, // 42: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	10, // 43: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	41, // 44: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	30, // 45: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	21, // 46: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	28, // 47: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	11, // 48: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	42, // 49: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	36, // 50: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	46, // [46:51] is the sub-list for method output_type
-	41, // [41:46] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	40, // 39: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	44, // 40: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	46, // 41: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	45, // 42: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	4,  // 43: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	27, // 44: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	10, // 45: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	42, // 46: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	30, // 47: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	21, // 48: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	28, // 49: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	11, // 50: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	43, // 51: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	36, // 52: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	48, // [48:53] is the sub-list for method output_type
+	43, // [43:48] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -4028,7 +4355,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   41,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -462,12 +462,28 @@ class DecoderIdentity(_message.Message):
     def __init__(self, stoker_version: _Optional[str] = ..., output_version: _Optional[int] = ..., arch: _Optional[str] = ..., fused_multiply_add: _Optional[bool] = ..., decode_path: _Optional[str] = ..., simd: _Optional[str] = ..., libjpeg_turbo_version: _Optional[int] = ..., jpeg_lib_version: _Optional[int] = ...) -> None: ...
 
 class LeaseDone(_message.Message):
-    __slots__ = ("lease", "batch")
+    __slots__ = ("lease", "batch", "times")
     LEASE_FIELD_NUMBER: _ClassVar[int]
     BATCH_FIELD_NUMBER: _ClassVar[int]
+    TIMES_FIELD_NUMBER: _ClassVar[int]
     lease: int
     batch: BatchHeader
-    def __init__(self, lease: _Optional[int] = ..., batch: _Optional[_Union[BatchHeader, _Mapping]] = ...) -> None: ...
+    times: MakeTimes
+    def __init__(self, lease: _Optional[int] = ..., batch: _Optional[_Union[BatchHeader, _Mapping]] = ..., times: _Optional[_Union[MakeTimes, _Mapping]] = ...) -> None: ...
+
+class MakeTimes(_message.Message):
+    __slots__ = ("queue_seconds", "read_seconds", "decode_seconds", "transform_seconds", "wall_seconds")
+    QUEUE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    READ_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    DECODE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    TRANSFORM_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    WALL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    queue_seconds: float
+    read_seconds: float
+    decode_seconds: float
+    transform_seconds: float
+    wall_seconds: float
+    def __init__(self, queue_seconds: _Optional[float] = ..., read_seconds: _Optional[float] = ..., decode_seconds: _Optional[float] = ..., transform_seconds: _Optional[float] = ..., wall_seconds: _Optional[float] = ...) -> None: ...
 
 class LeaseFailed(_message.Message):
     __slots__ = ("lease", "code", "message")
@@ -496,7 +512,7 @@ class StatusResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[JobStatus, _Mapping]]] = ..., workers: _Optional[int] = ..., peers_ready: _Optional[int] = ..., version: _Optional[str] = ...) -> None: ...
 
 class JobStatus(_message.Message):
-    __slots__ = ("id", "dataset", "rank", "world_size", "epoch", "images_per_second", "bytes_per_second", "input_stall_ratio", "gpu_idle_ratio", "window", "window_min", "window_max", "buffered", "makers", "workers_recommended", "advice", "starvation_signal", "starvation", "shuffle")
+    __slots__ = ("id", "dataset", "rank", "world_size", "epoch", "images_per_second", "bytes_per_second", "input_stall_ratio", "gpu_idle_ratio", "window", "window_min", "window_max", "buffered", "makers", "workers_recommended", "advice", "starvation_signal", "starvation", "shuffle", "trainer_step_ratio", "making", "send_ratio", "credit_wait_ratio", "bottleneck", "verdict")
     ID_FIELD_NUMBER: _ClassVar[int]
     DATASET_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
@@ -516,6 +532,12 @@ class JobStatus(_message.Message):
     STARVATION_SIGNAL_FIELD_NUMBER: _ClassVar[int]
     STARVATION_FIELD_NUMBER: _ClassVar[int]
     SHUFFLE_FIELD_NUMBER: _ClassVar[int]
+    TRAINER_STEP_RATIO_FIELD_NUMBER: _ClassVar[int]
+    MAKING_FIELD_NUMBER: _ClassVar[int]
+    SEND_RATIO_FIELD_NUMBER: _ClassVar[int]
+    CREDIT_WAIT_RATIO_FIELD_NUMBER: _ClassVar[int]
+    BOTTLENECK_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
     id: str
     dataset: str
     rank: int
@@ -535,10 +557,36 @@ class JobStatus(_message.Message):
     starvation_signal: str
     starvation: float
     shuffle: str
-    def __init__(self, id: _Optional[str] = ..., dataset: _Optional[str] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., epoch: _Optional[int] = ..., images_per_second: _Optional[float] = ..., bytes_per_second: _Optional[float] = ..., input_stall_ratio: _Optional[float] = ..., gpu_idle_ratio: _Optional[float] = ..., window: _Optional[int] = ..., window_min: _Optional[int] = ..., window_max: _Optional[int] = ..., buffered: _Optional[int] = ..., makers: _Optional[_Iterable[_Union[MakerStatus, _Mapping]]] = ..., workers_recommended: _Optional[float] = ..., advice: _Optional[str] = ..., starvation_signal: _Optional[str] = ..., starvation: _Optional[float] = ..., shuffle: _Optional[str] = ...) -> None: ...
+    trainer_step_ratio: float
+    making: MakingShares
+    send_ratio: float
+    credit_wait_ratio: float
+    bottleneck: str
+    verdict: str
+    def __init__(self, id: _Optional[str] = ..., dataset: _Optional[str] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., epoch: _Optional[int] = ..., images_per_second: _Optional[float] = ..., bytes_per_second: _Optional[float] = ..., input_stall_ratio: _Optional[float] = ..., gpu_idle_ratio: _Optional[float] = ..., window: _Optional[int] = ..., window_min: _Optional[int] = ..., window_max: _Optional[int] = ..., buffered: _Optional[int] = ..., makers: _Optional[_Iterable[_Union[MakerStatus, _Mapping]]] = ..., workers_recommended: _Optional[float] = ..., advice: _Optional[str] = ..., starvation_signal: _Optional[str] = ..., starvation: _Optional[float] = ..., shuffle: _Optional[str] = ..., trainer_step_ratio: _Optional[float] = ..., making: _Optional[_Union[MakingShares, _Mapping]] = ..., send_ratio: _Optional[float] = ..., credit_wait_ratio: _Optional[float] = ..., bottleneck: _Optional[str] = ..., verdict: _Optional[str] = ...) -> None: ...
+
+class MakingShares(_message.Message):
+    __slots__ = ("queue", "read", "decode", "transform", "peer", "network", "seconds_per_batch", "batches")
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    READ_FIELD_NUMBER: _ClassVar[int]
+    DECODE_FIELD_NUMBER: _ClassVar[int]
+    TRANSFORM_FIELD_NUMBER: _ClassVar[int]
+    PEER_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_PER_BATCH_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    queue: float
+    read: float
+    decode: float
+    transform: float
+    peer: float
+    network: float
+    seconds_per_batch: float
+    batches: int
+    def __init__(self, queue: _Optional[float] = ..., read: _Optional[float] = ..., decode: _Optional[float] = ..., transform: _Optional[float] = ..., peer: _Optional[float] = ..., network: _Optional[float] = ..., seconds_per_batch: _Optional[float] = ..., batches: _Optional[int] = ...) -> None: ...
 
 class MakerStatus(_message.Message):
-    __slots__ = ("name", "batches_per_second", "in_flight", "ready", "busy_batches_per_second", "busy_ratio", "unavailable", "backoff_seconds", "failures_in_a_row")
+    __slots__ = ("name", "batches_per_second", "in_flight", "ready", "busy_batches_per_second", "busy_ratio", "unavailable", "backoff_seconds", "failures_in_a_row", "lease_seconds", "network_share")
     NAME_FIELD_NUMBER: _ClassVar[int]
     BATCHES_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
     IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
@@ -548,6 +596,8 @@ class MakerStatus(_message.Message):
     UNAVAILABLE_FIELD_NUMBER: _ClassVar[int]
     BACKOFF_SECONDS_FIELD_NUMBER: _ClassVar[int]
     FAILURES_IN_A_ROW_FIELD_NUMBER: _ClassVar[int]
+    LEASE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_SHARE_FIELD_NUMBER: _ClassVar[int]
     name: str
     batches_per_second: float
     in_flight: int
@@ -557,4 +607,6 @@ class MakerStatus(_message.Message):
     unavailable: str
     backoff_seconds: float
     failures_in_a_row: int
-    def __init__(self, name: _Optional[str] = ..., batches_per_second: _Optional[float] = ..., in_flight: _Optional[int] = ..., ready: _Optional[bool] = ..., busy_batches_per_second: _Optional[float] = ..., busy_ratio: _Optional[float] = ..., unavailable: _Optional[str] = ..., backoff_seconds: _Optional[float] = ..., failures_in_a_row: _Optional[int] = ...) -> None: ...
+    lease_seconds: float
+    network_share: float
+    def __init__(self, name: _Optional[str] = ..., batches_per_second: _Optional[float] = ..., in_flight: _Optional[int] = ..., ready: _Optional[bool] = ..., busy_batches_per_second: _Optional[float] = ..., busy_ratio: _Optional[float] = ..., unavailable: _Optional[str] = ..., backoff_seconds: _Optional[float] = ..., failures_in_a_row: _Optional[int] = ..., lease_seconds: _Optional[float] = ..., network_share: _Optional[float] = ...) -> None: ...

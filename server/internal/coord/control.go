@@ -35,7 +35,9 @@ func (c *Coordinator) control(now time.Time, ms []Maker) {
 	}
 	// The buffer stays full: ready batches waited for the trainer's credit
 	// most of the interval.
-	full := c.creditWaitFor(now) >= controlEvery/2
+	waited := c.creditWaitFor(now)
+	c.stages.creditWait(now, waited)
+	full := waited >= controlEvery/2
 	w := old
 	switch {
 	case starved > target:
@@ -137,7 +139,9 @@ func (c *Coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idl
 	raw, advice := advise(in)
 	js.WorkersRecommended, js.Advice = c.advised.add(now, c.estimates.add(now, raw)), advice
 	c.recommended = js.WorkersRecommended
+	c.judge(now, snap, js, ms, idle, gpuOK)
 	c.status.Store(js)
+	c.publishStages(js)
 
 	m := c.env.Metrics
 	m.StallRatio.WithLabelValues(c.j.Dataset(), c.name).Set(snap.stall)
@@ -163,6 +167,7 @@ func (c *Coordinator) dropMetrics() {
 	m.GPUIdle.DeleteLabelValues(c.name)
 	m.WorkersRecommended.DeleteLabelValues(c.name)
 	m.PeersRecommended.DeleteLabelValues(c.name)
+	c.dropStageMetrics()
 }
 
 func gpuIdleOrNaN(idle float64, ok bool) float64 {

@@ -21,7 +21,7 @@ func TestTelemetryWindow(t *testing.T) {
 	for i := 1; i <= 10; i++ {
 		now := t0.Add(time.Duration(i) * time.Second)
 		tel.report(now, 0.5, 0.5, 1)
-		tel.delivered(now, 32, 1000)
+		tel.delivered(now, 32, 1000, 0)
 	}
 	s := tel.snapshot(t0.Add(10 * time.Second))
 	if math.Abs(s.stall-0.5) > 0.11 || math.Abs(s.stepPerBatch-0.5) > 1e-9 || math.Abs(s.imagesPerSec-32) > 7 {
@@ -52,13 +52,13 @@ func TestTelemetryStarting(t *testing.T) {
 	if s := tel.snapshot(at(500)); s.starting {
 		t.Error("starting before the first delivery")
 	}
-	tel.delivered(at(1000), 32, 1000)
+	tel.delivered(at(1000), 32, 1000, 0)
 	if s := tel.snapshot(at(1100)); !s.starting {
 		t.Error("not starting after the first delivery, before the first report")
 	}
 	tel.report(at(1200), 1.1, 0, 1) // the first Next's wait: the start
 	for ms := 1300; ms <= 4200; ms += 100 {
-		tel.delivered(at(ms), 32, 1000)
+		tel.delivered(at(ms), 32, 1000, 0)
 		tel.report(at(ms), 0.005, 0.05, 1)
 	}
 	if s := tel.snapshot(at(4200)); !s.starting || s.stall < 0.3 {
@@ -130,7 +130,7 @@ func TestControllerNarrowsForASlowTrainer(t *testing.T) {
 		for i := range 5 {
 			at := now.Add(time.Duration(i) * 100 * time.Millisecond)
 			c.tel.report(at, 0, 0.1, 1)
-			c.tel.delivered(at, 4, 4*3*32*32)
+			c.tel.delivered(at, 4, 4*3*32*32, 0)
 		}
 		now = now.Add(controlEvery)
 		c.control(now, ms)
@@ -173,7 +173,7 @@ func TestControllerWidensForAStarvingTrainer(t *testing.T) {
 				st.done(at, &leaseRec{n: 1}, controlEvery)
 				st.begin(at)
 				c.tel.report(at.Add(-controlEvery/2), 0.4, 0.1, 1)
-				c.tel.delivered(at.Add(-controlEvery/2), 4, 4*3*32*32)
+				c.tel.delivered(at.Add(-controlEvery/2), 4, 4*3*32*32, 0)
 				now = at
 				c.control(now, ms)
 				widths = append(widths, c.status.Load().GetWindow())

@@ -137,7 +137,11 @@ type Coordinator struct {
 	estimates   medianFilter // the advisor's figures, smoothed
 	advised     stabilizer   // what is published of them
 	status      atomic.Pointer[stokerv1.JobStatus]
-	demand      atomic.Pointer[pipeline.JobDemand]
+	// stages is where the job's time went (stages.go); bottleneck the
+	// verdict its metric was last set to.
+	stages     stageLog
+	bottleneck string
+	demand     atomic.Pointer[pipeline.JobDemand]
 }
 
 // outputSlack is out's room beyond one item per buffer: the epoch markers
@@ -167,6 +171,7 @@ func New(env *Env, j Job, st Stream, name string, log *slog.Logger) *Coordinator
 		stats:     make(map[Maker]*makerStat),
 		refused:   make(map[Maker]error),
 		tel:       newTelemetry(TelemetryWindow, time.Now()),
+		stages:    stageLog{window: TelemetryWindow},
 		advised:   stabilizer{window: env.Config.AdviseWindow, max: float64(env.Config.MaxRecommended)},
 		estimates: medianFilter{window: adviceSmoothing},
 	}
@@ -190,9 +195,11 @@ func (c *Coordinator) Report(now time.Time, wait, step float64, batches uint32) 
 	c.tel.report(now, wait, step, batches)
 }
 
-// Delivered records a batch sent to the trainer. Safe from any goroutine.
-func (c *Coordinator) Delivered(now time.Time, samples, bytes int) {
-	c.tel.delivered(now, samples, bytes)
+// Delivered records a batch sent to the trainer, whose sending took send
+// (its header and chunks, or its copy into a ring slot). Safe from any
+// goroutine.
+func (c *Coordinator) Delivered(now time.Time, samples, bytes int, send time.Duration) {
+	c.tel.delivered(now, samples, bytes, send)
 }
 
 // CreditWaitSince is when a ready batch began waiting for the trainer's

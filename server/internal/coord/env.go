@@ -44,6 +44,9 @@ type Config struct {
 	// is published; MaxRecommended bounds it.
 	AdviseWindow   time.Duration
 	MaxRecommended int
+	// Workers is the local executor's goroutines (0: none), as a verdict
+	// names them ("decode-bound on 3 local cores").
+	Workers int
 }
 
 // Env is what a server's coordinators share, and all a coordinator knows

@@ -403,6 +403,7 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 			c.hedging.made(took, rec.n)
 		}
 		st.done(now, rec, took)
+		c.stages.madeBy(now, r.maker, took, r.b.Times)
 		c.ready[r.id] = r.b
 		if !r.checked {
 			c.unchecked[r.id] = r.maker

@@ -18,6 +18,13 @@ type Metrics struct {
 	WorkersRecommended *prometheus.GaugeVec     // stoker_workers_recommended
 	PeersRecommended   *prometheus.GaugeVec     // stoker_peers_recommended
 	WindowDecisions    *prometheus.CounterVec   // stoker_window_decisions_total
+	// Where the input stalls (stages.go).
+	Images      *prometheus.GaugeVec // stoker_images_per_second
+	TrainerStep *prometheus.GaugeVec // stoker_trainer_step_ratio
+	SendRatio   *prometheus.GaugeVec // stoker_send_ratio
+	CreditWait  *prometheus.GaugeVec // stoker_credit_wait_ratio
+	MakingShare *prometheus.GaugeVec // stoker_making_share
+	Bottleneck  *prometheus.GaugeVec // stoker_bottleneck
 }
 
 // NewMetrics makes the coordinators' metrics, unregistered.
@@ -72,13 +79,38 @@ func NewMetrics() *Metrics {
 			Name: "stoker_window_decisions_total",
 			Help: "Window controller decisions that changed a job's window, by decision (widen, narrow).",
 		}, []string{"decision"}),
+		Images: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stoker_images_per_second",
+			Help: "Per job: samples delivered to the trainer per second, over the last 3 seconds.",
+		}, []string{"stoker_job"}),
+		TrainerStep: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stoker_trainer_step_ratio",
+			Help: "Per job: the trainer's step (from taking a batch to asking for the next) over wall time, over the last 3 seconds; with stoker_input_stall_ratio (its wait) it adds up to about 1.",
+		}, []string{"stoker_job"}),
+		SendRatio: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stoker_send_ratio",
+			Help: "Per job: the share of the last 3 seconds the stream spent sending batches to the trainer (headers and chunks, or a copy into a ring slot); near 1, delivery is the limit.",
+		}, []string{"stoker_job"}),
+		CreditWait: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stoker_credit_wait_ratio",
+			Help: "Per job: the share of the last 3 seconds a made batch waited for the trainer's credit (the makers were ahead of the trainer).",
+		}, []string{"stoker_job"}),
+		MakingShare: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stoker_making_share",
+			Help: "Per job: of the time its batches made in the last 3 seconds spent from lease to made (summed over batches), the share in each stage: queue (waiting for a local core), read, decode, transform (local executor), peer (a peer making it), network (a peer's lease time not spent making). Adds up to 1.",
+		}, []string{"stoker_job", "stage"}),
+		Bottleneck: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stoker_bottleneck",
+			Help: "Per job: 1 for what limits it now (stage: trainer, read, decode, transform, peer, network, delivery, making, idle, starting), as stoker status's verdict says it; one series per job.",
+		}, []string{"stoker_job", "stage"}),
 	}
 }
 
 // Collectors are the metrics, to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.StallRatio, m.BatchSeconds, m.Leases, m.LeaseFailures, m.ResultsDropped, m.Hedges,
-		m.Window, m.Buffered, m.GPUIdle, m.WorkersRecommended, m.PeersRecommended, m.WindowDecisions}
+		m.Window, m.Buffered, m.GPUIdle, m.WorkersRecommended, m.PeersRecommended, m.WindowDecisions,
+		m.Images, m.TrainerStep, m.SendRatio, m.CreditWait, m.MakingShare, m.Bottleneck}
 }
 
 // ForgetMaker deletes the series of a maker that is gone (a peer that left

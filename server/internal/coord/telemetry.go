@@ -33,6 +33,7 @@ type trainerReport struct {
 type delivery struct {
 	at             time.Time
 	samples, bytes int
+	send           time.Duration // the send loop's time sending it
 }
 
 func newTelemetry(window time.Duration, now time.Time) *telemetry {
@@ -58,14 +59,14 @@ func (t *telemetry) report(now time.Time, wait, step float64, batches uint32) {
 	t.reports = append(t.trimReports(now), r)
 }
 
-// delivered records a batch sent to the trainer.
-func (t *telemetry) delivered(now time.Time, samples, bytes int) {
+// delivered records a batch sent to the trainer, which took send to send.
+func (t *telemetry) delivered(now time.Time, samples, bytes int, send time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.firstSent.IsZero() {
 		t.firstSent = now
 	}
-	t.sent = append(t.trimSent(now), delivery{at: now, samples: samples, bytes: bytes})
+	t.sent = append(t.trimSent(now), delivery{at: now, samples: samples, bytes: bytes, send: max(send, 0)})
 }
 
 func (t *telemetry) trimReports(now time.Time) []trainerReport {
@@ -87,15 +88,21 @@ func (t *telemetry) trimSent(now time.Time) []delivery {
 // telemetrySnap is the window's figures.
 type telemetrySnap struct {
 	stall         float64 // trainer wait over wall time, 0..1
+	step          float64 // the trainer's step over wall time, 0..1
 	stepPerBatch  float64 // the trainer's seconds of work per batch; 0 unknown
+	sending       float64 // the send loop's time sending over wall time, 0..1
 	imagesPerSec  float64
 	bytesPerSec   float64
 	batchesPerSec float64
+	batches       int     // delivered in the window
+	span          float64 // the window's seconds (shorter at the job's start)
 	// starting: the window still holds the job's start (its first
 	// delivery was made, and the trainer's first report, which carries
 	// its wait for the first batches, is not a whole window old): its
 	// figures say how the job started, not what it needs.
 	starting bool
+	// begun: a batch was delivered.
+	begun bool
 }
 
 // snapshot computes the window's figures at now.
@@ -105,10 +112,12 @@ func (t *telemetry) snapshot(now time.Time) telemetrySnap {
 	t.reports, t.sent = t.trimReports(now), t.trimSent(now)
 	span := min(now.Sub(t.begin), t.window).Seconds()
 	var s telemetrySnap
-	s.starting = !t.firstSent.IsZero() && (t.firstReport.IsZero() || now.Sub(t.firstReport) <= t.window)
+	s.begun = !t.firstSent.IsZero()
+	s.starting = s.begun && (t.firstReport.IsZero() || now.Sub(t.firstReport) <= t.window)
 	if span <= 0 {
 		return s
 	}
+	s.span = span
 	var wait, step float64
 	var stepped uint32
 	for _, r := range t.reports {
@@ -119,16 +128,19 @@ func (t *telemetry) snapshot(now time.Time) telemetrySnap {
 		}
 	}
 	s.stall = min(wait/span, 1)
+	s.step = min(step/span, 1)
 	if stepped > 0 {
 		s.stepPerBatch = step / float64(stepped)
 	}
 	for _, d := range t.sent {
 		s.imagesPerSec += float64(d.samples)
 		s.bytesPerSec += float64(d.bytes)
-		s.batchesPerSec++
+		s.batches++
+		s.sending += d.send.Seconds()
 	}
+	s.sending = min(s.sending/span, 1)
 	s.imagesPerSec /= span
 	s.bytesPerSec /= span
-	s.batchesPerSec /= span
+	s.batchesPerSec = float64(s.batches) / span
 	return s
 }

@@ -1,0 +1,72 @@
+package pipeline
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// slowReads is memDataset whose every Read sleeps first: a disk or a store
+// slower than the decoder.
+type slowReads struct {
+	memDataset
+	d time.Duration
+}
+
+func (s slowReads) Read(i int, buf []byte) ([]byte, error) {
+	time.Sleep(s.d)
+	return s.memDataset.Read(i, buf)
+}
+
+// TestBatchTimes: an Executor that times its stages gives each batch the
+// time its samples spent in each stage (a Read that sleeps shows as read
+// time, at least the sleep; Normalize as transform time), and one that
+// does not leaves Times zero.
+func TestBatchTimes(t *testing.T) {
+	const sleep = 5 * time.Millisecond
+	ds := slowReads{memDataset{goldenJPEGs()[:4]}, sleep}
+	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.5, 0.5, 0.5}, Std: [3]float64{0.2, 0.2, 0.2}}
+	tr, err := NewTransform(CHW, Op{Kind: OpResize, Size: [2]int{16, 16}}, norm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	indices := []int64{0, 1, 2, 3}
+
+	e := NewExecutor(1, WithStageObserver(func(_, _, _ time.Duration) {}))
+	defer e.Close()
+	var b Batch
+	if err := e.Fill(context.Background(), ds, tr, 1, 0, indices, PadFromBatch, &b); err != nil {
+		t.Fatal(err)
+	}
+	st := b.Times
+	t.Logf("times: %+v", st)
+	if st.Read < 4*sleep {
+		t.Errorf("read %v for 4 reads that each slept %v", st.Read, sleep)
+	}
+	if st.Decode <= 0 || st.Transform <= 0 || st.Queue < 0 {
+		t.Errorf("decode %v, transform %v, queue %v: want decode and transform > 0, queue >= 0", st.Decode, st.Transform, st.Queue)
+	}
+	// One worker: each sample waited for those before it.
+	if st.Queue < 3*sleep {
+		t.Errorf("queue %v: with one worker, the 4 samples waited at least 0+1+2+3 reads of %v", st.Queue, sleep)
+	}
+	if st.Wall < 4*sleep {
+		t.Errorf("wall %v: one worker read the 4 samples one after the other, each sleeping %v", st.Wall, sleep)
+	}
+	// The buffer is reused: the next batch's times are its own.
+	if err := e.Fill(context.Background(), ds, tr, 1, 0, indices[:1], PadFromBatch, &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Times.Read >= st.Read || b.Times.Read < sleep {
+		t.Errorf("one sample's read %v after four's %v: want its own", b.Times.Read, st.Read)
+	}
+
+	plain := NewExecutor(1)
+	defer plain.Close()
+	if err := plain.Fill(context.Background(), ds, tr, 1, 0, indices, PadFromBatch, &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Times != (StageTimes{}) {
+		t.Errorf("an executor without a stage observer timed %+v", b.Times)
+	}
+}
