@@ -99,6 +99,22 @@ func s3Env(t *testing.T) *storetest.S3 {
 	return s
 }
 
+// proxied starts a fault proxy (seed, plan) in front of s and points this
+// process's AWS variables at it, for the stoker processes the test starts.
+func proxied(t *testing.T, s *storetest.S3, seed uint64, plan faultproxy.Plan) *faultproxy.Proxy {
+	t.Helper()
+	p, err := faultproxy.New(s.Endpoint, seed, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	for _, kv := range s.EnvFor(p.URL()) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	return p
+}
+
 // TestIndexAndServeSources: the same job's epochs, batch for batch
 // (pixels, labels, indices), and the same fingerprint, from an ImageFolder
 // served from its local path (scanned), from a local copy with a manifest
@@ -313,20 +329,12 @@ func TestServeStoreDown(t *testing.T) {
 	s := s3Env(t)
 	s.PutTree(t, "bkt", "if/", data)
 	runIndexCmd(t, ctx, nil, s.URL("bkt", "if/"))
-	p, err := faultproxy.New(s.Endpoint, 1, faultproxy.Plan{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	for _, kv := range s.EnvFor(p.URL()) {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	p := proxied(t, s, 1, faultproxy.Plan{})
 	srv := startServe(t, ctx, serveConfig{name: "s3", dataset: s.URL("bkt", "if/"), workers: 2})
 	if err := p.SetPlan(faultproxy.Plan{Down: faultproxy.SlowDown}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = runEpoch(ctx, srv.addr, testJob(4, 3), consumeOpts{})
+	_, err := runEpoch(ctx, srv.addr, testJob(4, 3), consumeOpts{})
 	if err == nil || !strings.Contains(err.Error(), "code = Unavailable") || !strings.Contains(err.Error(), "s3://bkt") ||
 		!strings.Contains(err.Error(), "SlowDown") {
 		t.Fatalf("epoch against a store that is down: %v; want UNAVAILABLE naming s3://bkt and SlowDown", err)
@@ -358,19 +366,11 @@ func TestServeStoreFaults(t *testing.T) {
 	local := startServe(t, ctx, serveConfig{name: "local", dataset: data, workers: 2})
 	_, want := epochSums(t, ctx, local.addr, spec, n)
 
-	p, err := faultproxy.New(s.Endpoint, 7, faultproxy.Plan{
+	p := proxied(t, s, 7, faultproxy.Plan{
 		Rates: map[faultproxy.Kind]float64{faultproxy.SlowDown: 0.1, faultproxy.TooManyRequests: 0.05,
 			faultproxy.Reset: 0.05, faultproxy.Truncate: 0.05, faultproxy.Stall: 0.03},
 		StallFor: 300 * time.Millisecond, Only: faultproxy.ObjectGETs,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	for _, kv := range s.EnvFor(p.URL()) {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
 	srv := startServe(t, ctx, serveConfig{name: "s3", dataset: s.URL("bkt", "if/"), workers: 2})
 	before := srv.metric(t, ctx, "go_goroutines")
 	_, got := epochSums(t, ctx, srv.addr, spec, n)

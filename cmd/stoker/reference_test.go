@@ -9,25 +9,14 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/stoker-dev/stoker/bench"
-	"github.com/stoker-dev/stoker/server"
 )
 
 var updateReference = flag.Bool("update", false, "rewrite docs/reference.md from the binary (TestReference)")
@@ -179,98 +168,23 @@ type metricDoc struct {
 	labels           []string
 }
 
-// metricRecorder registers collectors on a real registry and keeps them,
-// so that each metric's type is known from its collector (vectors, which
-// have no series yet) or from what it gathers (the rest).
-type metricRecorder struct {
-	reg        *prometheus.Registry
-	collectors []prometheus.Collector
-}
-
-func (r *metricRecorder) Register(c prometheus.Collector) error {
-	r.collectors = append(r.collectors, c)
-	return r.reg.Register(c)
-}
-
-func (r *metricRecorder) MustRegister(cs ...prometheus.Collector) {
-	for _, c := range cs {
-		if err := r.Register(c); err != nil {
-			panic(err)
-		}
-	}
-}
-
-func (r *metricRecorder) Unregister(c prometheus.Collector) bool { return r.reg.Unregister(c) }
-
-var descHelp = regexp.MustCompile(`help: ("(?:[^"\\]|\\.)*")`)
-
 // referenceMetrics are the metrics server.New registers, by name, with
-// every optional part on (as serverMetrics has them).
+// every optional part on: what `stoker metrics` lists, less the Go
+// runtime's, the process's and the /metrics handler's own.
 func referenceMetrics(t *testing.T) []metricDoc {
-	dir := t.TempDir()
-	if err := bench.WriteSyntheticSet(context.Background(), filepath.Join(dir, "data"), 4, 1, 1); err != nil {
-		t.Fatal(err)
-	}
-	cfg := server.Config{Datasets: map[string]string{"ds": filepath.Join(dir, "data")}, Workers: 1, CoefBudget: 1 << 20}
-	rec := &metricRecorder{reg: prometheus.NewRegistry()}
-	srv, err := server.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), rec)
+	ms, err := exportedMetrics()
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer srv.Close()
-	docs := map[string]*metricDoc{}
-	for _, c := range rec.collectors {
-		kind := ""
-		switch c.(type) {
-		case *prometheus.CounterVec:
-			kind = "counter"
-		case *prometheus.GaugeVec:
-			kind = "gauge"
-		case *prometheus.HistogramVec:
-			kind = "histogram"
-		case *prometheus.SummaryVec:
-			kind = "summary"
-		}
-		ch := make(chan *prometheus.Desc)
-		go func() { c.Describe(ch); close(ch) }()
-		for d := range ch {
-			name := fqName.FindStringSubmatch(d.String())
-			help := descHelp.FindStringSubmatch(d.String())
-			if name == nil || help == nil {
-				t.Fatalf("cannot read %s", d)
-			}
-			h, err := strconv.Unquote(help[1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := &metricDoc{name: name[1], kind: kind, help: h}
-			if l := varLabels.FindStringSubmatch(d.String()); l != nil && l[1] != "" {
-				m.labels = strings.Split(l[1], ",")
-			}
-			docs[m.name] = m
-		}
-	}
-	mfs, err := rec.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if m := docs[mf.GetName()]; m != nil && m.kind == "" {
-			m.kind = strings.ToLower(mf.GetType().String())
-		}
 	}
 	var out []metricDoc
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range docs {
-			if !yield(n) {
-				return
-			}
+	for _, m := range ms {
+		if strings.HasPrefix(m.Name, "go_") || strings.HasPrefix(m.Name, "process_") || strings.HasPrefix(m.Name, "promhttp_") {
+			continue
 		}
-	}) {
-		if docs[name].kind == "" {
-			t.Errorf("metric %s: no type found (neither a vector nor gathered)", name)
+		if m.Type == "" {
+			t.Errorf("metric %s: no type found (neither a vector nor gathered)", m.Name)
 		}
-		out = append(out, *docs[name])
+		out = append(out, metricDoc{name: m.Name, kind: m.Type, help: m.Help, labels: m.Labels})
 	}
 	if len(out) < 10 {
 		t.Fatalf("found %d metrics", len(out))
