@@ -39,6 +39,49 @@ type scriptedWorker struct {
 
 const sampleBytes = 3
 
+// hangGuard is how long a test waits for what is bound to happen before
+// it calls the wait a hang: only ever a hang turned into a failure, never
+// a bound on speed.
+const hangGuard = 2 * time.Minute
+
+// within returns what ch gives, failing the test if it gives nothing
+// within hangGuard.
+func within[T any](t *testing.T, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(hangGuard):
+		t.Fatalf("no %s after %v", what, hangGuard)
+		var none T
+		return none
+	}
+}
+
+// deadline is a lease's context whose deadline passes when the test says
+// (pass), not after a guess at how long the lease takes to reach the
+// worker: Err is then context.DeadlineExceeded, as a timer's would be.
+type deadline struct {
+	context.Context
+	passed chan struct{}
+	once   sync.Once
+}
+
+func newDeadline() *deadline {
+	return &deadline{Context: context.Background(), passed: make(chan struct{})}
+}
+
+func (d *deadline) pass()                 { d.once.Do(func() { close(d.passed) }) }
+func (d *deadline) Done() <-chan struct{} { return d.passed }
+func (d *deadline) Err() error {
+	select {
+	case <-d.passed:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
 func startWorker(t *testing.T, w *scriptedWorker) string {
 	t.Helper()
 	if w.info == nil {
@@ -120,7 +163,7 @@ func pixel(i int) byte { return byte(i*31 + 7) }
 // waitFor waits until the requests received satisfy ok, and returns them.
 func (w *scriptedWorker) waitFor(t *testing.T, what string, ok func([]*stokerv1.WorkRequest) bool) []*stokerv1.WorkRequest {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(hangGuard)
 	for {
 		w.mu.Lock()
 		reqs, changed := append([]*stokerv1.WorkRequest(nil), w.reqs...), w.changed
@@ -131,7 +174,7 @@ func (w *scriptedWorker) waitFor(t *testing.T, what string, ok func([]*stokerv1.
 		select {
 		case <-changed:
 		case <-timeout:
-			t.Fatalf("after 10 s, no %s; requests: %v", what, reqs)
+			t.Fatalf("after %v, no %s; requests: %v", hangGuard, what, reqs)
 		}
 	}
 }
@@ -156,12 +199,12 @@ func dialReady(t *testing.T, addr string, opts ...Option) *Peer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(hangGuard)
 	for !p.Ready() {
 		select {
 		case <-ready:
 		case <-timeout:
-			t.Fatalf("peer not ready after 10 s: %v", p.LastError())
+			t.Fatalf("peer not ready after %v: %v", hangGuard, p.LastError())
 		}
 	}
 	return p
@@ -197,18 +240,20 @@ func kinds(reqs []*stokerv1.WorkRequest) string {
 
 // TestLateLeaseCancelsItself: a lease the worker never answers fails at
 // its deadline with a CancelLease sent, and the stream goes on: the next
-// lease on it is made, and no second stream is opened.
+// lease on it is made, and no second stream is opened. The deadline
+// passes once the worker holds the lease (a timer might pass before the
+// lease was even sent, and then there is nothing to cancel).
 func TestLateLeaseCancelsItself(t *testing.T) {
+	ctx := newDeadline()
 	w := &scriptedWorker{answer: func(l *stokerv1.Lease) *stokerv1.WorkResponse {
 		if l.GetNumber() == 0 {
+			ctx.pass()
 			return nil // hung
 		}
 		return made(l)
 	}}
 	p := dialReady(t, startWorker(t, w))
 	j := job(&stokerv1.JobSpec{Dataset: "d"})
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
 	var b pipeline.Batch
 	if err := p.Make(ctx, j, lease(0), &b); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("hung lease: %v, want its deadline", err)
@@ -319,16 +364,11 @@ func TestDecoderRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got error
-	select {
-	case got = <-refused:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no refusal after 10 s")
-	}
+	got := within(t, "refusal", refused)
 	if !errors.Is(got, ErrDecoder) || !strings.Contains(got.Error(), ours.String()) || !strings.Contains(got.Error(), theirs.String()) {
 		t.Errorf("refusal %v: want ErrDecoder naming %v and %v", got, ours, theirs)
 	}
-	<-refused // a second attempt: the first's LastError is set by now
+	within(t, "second refusal", refused) // a second attempt: the first's LastError is set by now
 	if p.Ready() || !errors.Is(p.LastError(), ErrDecoder) || !strings.HasPrefix(p.LastError().Error(), "decoder differs: output version") {
 		t.Errorf("ready %v, last error %v", p.Ready(), p.LastError())
 	}
@@ -362,7 +402,7 @@ func TestDecoderRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p3.Close()
-	if got := <-oldRefused; !errors.Is(got, ErrDecoder) || !strings.Contains(got.Error(), "older") {
+	if got := within(t, "refusal of the older worker", oldRefused); !errors.Is(got, ErrDecoder) || !strings.Contains(got.Error(), "older") {
 		t.Errorf("a worker that says nothing of its decoder: %v", got)
 	}
 }
