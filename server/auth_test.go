@@ -94,7 +94,7 @@ func TestAuthEveryMethod(t *testing.T) {
 		{"second token", "beta", codes.OK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 			defer cancel()
 			if tc.token != "" {
 				ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tc.token)
@@ -174,7 +174,7 @@ func TestTLSAndMutualTLS(t *testing.T) {
 	withTLS := func(certs ...tls.Certificate) grpc.DialOption {
 		return grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, Certificates: certs}))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 
 	e := newEnv(t, Config{TLSCert: cert, TLSKey: key})
@@ -206,7 +206,7 @@ func TestTLSAndMutualTLS(t *testing.T) {
 // collectTLS is collect over a connection of its own.
 func (e *testEnv) collectTLS(t *testing.T, opt grpc.DialOption, open *pb.OpenJob) epoch {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	stream, err := pb.NewFeedServiceClient(dial(t, e.addr, opt)).Feed(ctx)
 	if err != nil {
@@ -228,7 +228,7 @@ func TestRevokedTokenCutsStreams(t *testing.T) {
 	tokens := writeFile(t, "tokens", "alpha\nbeta\n")
 	e := newEnv(t, Config{AuthTokens: tokens})
 	conn := dial(t, e.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	as := func(tok string) context.Context {
 		return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -165,7 +164,7 @@ func TestBlockShuffleElastic(t *testing.T) {
 // bound, an unknown mode; and that shuffle=false ignores the mode.
 func TestBlockShuffleRefused(t *testing.T) {
 	e := startServer(t, Config{Datasets: map[string]string{"tiny": makeDataset(t, []string{"a", "b"}, 3, false), "shards": makeShards(t)}})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	spec := func(dataset string, change func(*pb.JobSpec)) *pb.JobSpec {
 		s := blockJob(0, 1, 0).GetJob()
@@ -200,7 +199,7 @@ func TestBlockShuffleRefused(t *testing.T) {
 // TestBlockShuffleStatus checks that Status names a running job's shuffle.
 func TestBlockShuffleStatus(t *testing.T) {
 	e := startServer(t, Config{Datasets: map[string]string{"shards": makeShards(t)}, Workers: 1})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	o := blockJob(0, 1, 0)
 	o.Credits, o.Epochs = 1, 0
@@ -209,21 +208,16 @@ func TestBlockShuffleStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The coordinator publishes its status twice a second.
-	for {
+	var jobs []*pb.JobStatus
+	waitUntil(t, "the job in Status", func() bool {
 		st, err := e.client.Status(ctx, &pb.StatusRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if jobs := st.GetJobs(); len(jobs) == 1 {
-			if got := jobs[0].GetShuffle(); got != "block W=2" {
-				t.Errorf("status shows shuffle %q, want %q", got, "block W=2")
-			}
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("no job in Status after 30 s")
-		case <-time.After(20 * time.Millisecond):
-		}
+		jobs = st.GetJobs()
+		return len(jobs) == 1
+	})
+	if got := jobs[0].GetShuffle(); got != "block W=2" {
+		t.Errorf("status shows shuffle %q, want %q", got, "block W=2")
 	}
 }

@@ -84,7 +84,7 @@ func TestWorkChurn(t *testing.T) {
 				for i := first; i < first+n; i++ {
 					open := smallJob("tiny", 4)
 					open.Job.Seed = uint64(i)
-					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 					ep, err := readEpoch(c.feedStream(t, ctx, open))
 					cancel()
 					if err == nil && len(ep.batches) != 2 {

@@ -199,7 +199,7 @@ func TestFeedAsReady(t *testing.T) {
 
 	open := smallJob("tiny", 4)
 	open.AsReady = true
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	stream := e.feedStream(t, ctx, open)
 	if m, err := stream.Recv(); err != nil || m.GetJob() == nil {
@@ -248,7 +248,7 @@ func TestFeedAllSamplesFail(t *testing.T) {
 	open.Job.Shuffle = false
 	open.StartBatch = badIndex
 	open.Credits = 1
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	stream := e.feedStream(t, ctx, open)
 	if _, err := stream.Recv(); err != nil { // JobInfo
@@ -367,7 +367,7 @@ func TestFeedErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 			defer cancel()
 			stream, err := e.client.Feed(ctx)
 			if err != nil {
@@ -398,7 +398,7 @@ func TestFeedSecondOpenJob(t *testing.T) {
 	e := newEnv(t, Config{})
 	open := smallJob("tiny", 8)
 	open.Credits = 0
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	stream := e.feedStream(t, ctx, open)
 	if err := stream.Send(&pb.FeedRequest{Msg: &pb.FeedRequest_Open{Open: open}}); err != nil {
@@ -417,7 +417,7 @@ func TestFeedStreamLimit(t *testing.T) {
 	e := newEnv(t, Config{MaxStreamsPerClient: 1})
 	open := smallJob("tiny", 8)
 	open.Credits = 0 // holds the stream open
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	first := e.feedStream(t, ctx, open)
 	if m, err := first.Recv(); err != nil || m.GetJob() == nil {
@@ -429,22 +429,20 @@ func TestFeedStreamLimit(t *testing.T) {
 	}
 	first.CloseSend()
 	cancel()
-	// The slot comes back once the first stream is gone.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		ep, err := readEpoch(e.feedStream(t, ctx, smallJob("tiny", 8)))
-		cancel()
-		if err == nil {
-			if len(ep.batches) != 5 {
-				t.Errorf("%d batches, want 5", len(ep.batches))
-			}
-			return
-		}
-		if status.Code(err) != codes.ResourceExhausted || time.Now().After(deadline) {
+	// The slot comes back once the first stream is gone: a stream refused
+	// meanwhile is refused for the limit, nothing else.
+	var ep epoch
+	waitUntil(t, "the first stream's slot back", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+		defer cancel()
+		var err error
+		if ep, err = readEpoch(e.feedStream(t, ctx, smallJob("tiny", 8))); err != nil && status.Code(err) != codes.ResourceExhausted {
 			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil
+	})
+	if len(ep.batches) != 5 {
+		t.Errorf("%d batches, want 5", len(ep.batches))
 	}
 }
 

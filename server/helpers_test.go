@@ -61,6 +61,12 @@ func makeDataset(t testing.TB, classes []string, perClass int, bad bool) string 
 	return root
 }
 
+// hangGuard is how long a test waits for something that is bound to
+// happen (a server settling, a peer connecting) before it calls the wait
+// a hang: long enough for a loaded machine under the race detector, so
+// that it only ever turns a hang into a failure, never measures speed.
+const hangGuard = 2 * time.Minute
+
 // testEnv is a real Server behind a real gRPC server on 127.0.0.1:0.
 type testEnv struct {
 	srv    *Server
@@ -151,7 +157,7 @@ func (e *testEnv) feedStream(t testing.TB, ctx context.Context, open *pb.OpenJob
 // chunks in order, EpochEnd last, then a clean close.
 func (e *testEnv) collect(t testing.TB, open *pb.OpenJob) epoch {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	ep, err := readEpoch(e.feedStream(t, ctx, open))
 	if err != nil {

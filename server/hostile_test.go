@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"runtime"
 	"strings"
@@ -125,7 +126,7 @@ func FuzzJob(f *testing.F) {
 func TestWorkRefusalsBounded(t *testing.T) {
 	e := newEnv(t, Config{Workers: 1})
 	conn := dial(t, e.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	if _, err := pb.NewFeedServiceClient(conn).ListDatasets(ctx, &pb.ListDatasetsRequest{}); err != nil { // the connection's goroutines start
 		t.Fatal(err)
@@ -150,11 +151,7 @@ func TestWorkRefusalsBounded(t *testing.T) {
 		t.Errorf("got %v (send: %v); want ResourceExhausted saying the coordinator does not read", err2, sendErr)
 	}
 	cancel()
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > before+2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 2 s: %d goroutines, %d before", runtime.NumGoroutine(), before)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUntilState(t, "the stream's goroutines gone", func() string {
+		return fmt.Sprintf("%d goroutines, %d before", runtime.NumGoroutine(), before)
+	}, func() bool { return runtime.NumGoroutine() <= before+2 })
 }

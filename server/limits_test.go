@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ func recvErr(s pb.FeedService_FeedClient) error {
 
 func TestFirstMessageTimeout(t *testing.T) {
 	e := newEnv(t, Config{FirstMessageTimeout: 200 * time.Millisecond})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	s, err := e.client.Feed(ctx)
 	if err != nil {
@@ -42,7 +43,7 @@ func TestFirstMessageTimeout(t *testing.T) {
 
 func TestIdleTimeout(t *testing.T) {
 	e := newEnv(t, Config{IdleTimeout: 300 * time.Millisecond})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	if _, err := e.client.ListDatasets(ctx, &pb.ListDatasetsRequest{}); err != nil { // the connection's goroutines start
 		t.Fatal(err)
@@ -54,15 +55,10 @@ func TestIdleTimeout(t *testing.T) {
 	if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "--idle-timeout") {
 		t.Errorf("got %v; want DeadlineExceeded naming the flag", err)
 	}
-	// Its coordinator, send loop, makers' calls and buffers go (30 s: a
-	// hang, not a slow machine).
-	deadline := time.Now().Add(30 * time.Second)
-	for e.srv.budget.inUse() != 0 || runtime.NumGoroutine() > before+2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30 s: %d bytes of budget held, %d goroutines (%d before)", e.srv.budget.inUse(), runtime.NumGoroutine(), before)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// Its coordinator, send loop, makers' calls and buffers go.
+	waitUntilState(t, "the stream's budget and goroutines freed", func() string {
+		return fmt.Sprintf("%d bytes of budget held, %d goroutines (%d before)", e.srv.budget.inUse(), runtime.NumGoroutine(), before)
+	}, func() bool { return e.srv.budget.inUse() == 0 && runtime.NumGoroutine() <= before+2 })
 }
 
 func TestMemoryBudget(t *testing.T) {
@@ -83,10 +79,7 @@ func TestMemoryBudget(t *testing.T) {
 	}
 	cancel()
 	// Once the first is gone, a new job fits again.
-	deadline := time.Now().Add(5 * time.Second)
-	for e.srv.budget.inUse() != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(t, "the first stream's budget freed", func() bool { return e.srv.budget.inUse() == 0 })
 	if ep := e.collect(t, smallJob("tiny", 8)); len(ep.batches) != 5 {
 		t.Errorf("%d batches after the budget freed, want 5", len(ep.batches))
 	}
@@ -94,7 +87,7 @@ func TestMemoryBudget(t *testing.T) {
 
 func TestMaxStreams(t *testing.T) {
 	e := newEnv(t, Config{MaxStreams: 1})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	open := smallJob("tiny", 8)
 	open.Credits = 0
@@ -111,7 +104,7 @@ func TestMaxStreams(t *testing.T) {
 func TestDatasetNameLimit(t *testing.T) {
 	e := newEnv(t, Config{})
 	open := smallJob(strings.Repeat("x", 100000), 8)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	err := recvErr(e.feedStream(t, ctx, open))
 	if status.Code(err) != codes.InvalidArgument || len(err.Error()) > 500 {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"slices"
@@ -81,13 +82,9 @@ func TestPeersSameBytes(t *testing.T) {
 // waitPeers waits until e has n peers ready.
 func waitPeers(t *testing.T, e *testEnv, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for testutil.ToFloat64(e.srv.m.peersReady) < float64(n) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%v of %d peers ready after 30 s", testutil.ToFloat64(e.srv.m.peersReady), n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntilState(t, fmt.Sprintf("%d peers ready", n), func() string {
+		return fmt.Sprintf("%v ready", testutil.ToFloat64(e.srv.m.peersReady))
+	}, func() bool { return testutil.ToFloat64(e.srv.m.peersReady) >= float64(n) })
 }
 
 // slowCollect reads a one-epoch stream granting one credit per batch, and
@@ -205,7 +202,7 @@ func TestPeerRefused(t *testing.T) {
 
 	// With only the stranger, the job fails and says why.
 	alone := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: stranger.addr})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	_, err := readEpoch(alone.feedStream(t, ctx, smallJob("tiny", 4)))
 	st := status.Convert(err)
@@ -223,7 +220,7 @@ func TestWorkProtocolErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	work := pb.NewWorkServiceClient(conn)
 
@@ -270,7 +267,7 @@ func TestFeedEpochsOnOneStream(t *testing.T) {
 	open := smallJob("tiny", 8)
 	open.Epochs = 3
 	open.Epoch = 2
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	stream := e.feedStream(t, ctx, open)
 	for ep := uint64(2); ep < 5; ep++ {

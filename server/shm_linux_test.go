@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -61,7 +62,7 @@ func (e *testEnv) shmOpen(t testing.TB, ctx context.Context, open *pb.OpenJob, b
 // stream ends with the test, or after 30 s.
 func (e *testEnv) shmAccepted(t testing.TB, open *pb.OpenJob, credits uint32) *shmTrainer {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	t.Cleanup(cancel)
 	open.Credits = credits
 	st := e.shmOpen(t, ctx, open, bootID(t))
@@ -173,7 +174,7 @@ func TestShmSameBytes(t *testing.T) {
 		{name: "as ready", credits: 3, asReady: true, minSlots: 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 			defer cancel()
 			open := smallJob("tiny", 8)
 			open.Credits, open.AsReady = tc.credits, tc.asReady
@@ -226,7 +227,7 @@ func TestShmDeclined(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, tc.cfg)
 			want := e.collect(t, smallJob("tiny", 8))
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 			defer cancel()
 			open := smallJob("tiny", 8)
 			if tc.name == "memory budget" {
@@ -257,7 +258,7 @@ func TestShmDeclined(t *testing.T) {
 func TestShmTrainerDeclines(t *testing.T) {
 	e := newEnv(t, Config{Shm: true})
 	want := e.collect(t, smallJob("tiny", 8))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	st := e.shmOpen(t, ctx, smallJob("tiny", 8), bootID(t))
 	// A trainer that cannot reach the socket (another network namespace)
@@ -275,7 +276,7 @@ func TestShmTrainerDeclines(t *testing.T) {
 // and its socket gets an error, never the server.
 func TestShmHostile(t *testing.T) {
 	e := newEnv(t, Config{Shm: true})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 
 	t.Run("token", func(t *testing.T) {
@@ -380,13 +381,9 @@ func TestShmRingFreed(t *testing.T) {
 	st.close()
 	cancel()
 	waitRingsGone(t, e)
-	deadline := time.Now().Add(5 * time.Second)
-	for e.srv.budget.inUse() != before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := e.srv.budget.inUse(); got != before {
-		t.Errorf("budget in use %d after the stream, %d before", got, before)
-	}
+	waitUntilState(t, "the stream's budget given back", func() string {
+		return fmt.Sprintf("budget in use %d after the stream, %d before", e.srv.budget.inUse(), before)
+	}, func() bool { return e.srv.budget.inUse() == before })
 }
 
 // countRingMaps counts this process's mappings of ring memfds.
@@ -401,11 +398,7 @@ func countRingMaps(t testing.TB) int {
 // waitRingsGone waits until no ring is mapped and the gauge says so.
 func waitRingsGone(t testing.TB, e *testEnv) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for countRingMaps(t) != 0 || testutil.ToFloat64(e.srv.m.shmRings) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d ring mappings and stoker_shm_ring_bytes %v 5 s after the streams ended", countRingMaps(t), testutil.ToFloat64(e.srv.m.shmRings))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntilState(t, "no ring mapped after the streams ended", func() string {
+		return fmt.Sprintf("%d ring mappings, stoker_shm_ring_bytes %v", countRingMaps(t), testutil.ToFloat64(e.srv.m.shmRings))
+	}, func() bool { return countRingMaps(t) == 0 && testutil.ToFloat64(e.srv.m.shmRings) == 0 })
 }

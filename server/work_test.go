@@ -17,16 +17,25 @@ import (
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
-// waitUntil polls cond until it holds, failing the test after 20 s (with
-// the goroutines' stacks: what waits is often what is wrong).
+// waitUntil polls cond until it holds, failing the test after hangGuard
+// (with the goroutines' stacks: what waits is often what is wrong).
 func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	waitUntilState(t, what, nil, cond)
+}
+
+// waitUntilState is waitUntil saying, when it fails, what state says then.
+func waitUntilState(t testing.TB, what string, state func() string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
 	for !cond() {
 		if time.Now().After(deadline) {
+			if state != nil {
+				what += ": " + state()
+			}
 			var stacks strings.Builder
 			pprof.Lookup("goroutine").WriteTo(&stacks, 1)
-			t.Fatalf("after 20 s: %s\n%s", what, stacks.String())
+			t.Fatalf("after %v: %s\n%s", hangGuard, what, stacks.String())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -164,7 +173,7 @@ func TestAcceptWork(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Datasets = map[string]string{"tiny": root}
 			e := startServer(t, tc.cfg)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 			defer cancel()
 			s, err := pb.NewWorkServiceClient(dial(t, e.addr)).Work(ctx)
 			if err != nil {
@@ -187,7 +196,7 @@ func TestSilentWorkStreams(t *testing.T) {
 	const n = 256
 	e := newEnv(t, Config{Workers: 1, MaxStreams: 4, MaxWorkStreams: n, MaxWorkStreamsPerClient: n, FirstMessageTimeout: time.Minute})
 	conn := dial(t, e.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	sctx, closeStreams := context.WithCancel(ctx)
 	for _, c := range []pb.FeedServiceClient{pb.NewFeedServiceClient(conn), e.client} { // the connections' goroutines start
