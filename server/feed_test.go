@@ -264,11 +264,22 @@ func TestFeedAllSamplesFail(t *testing.T) {
 	}
 }
 
+// creditWait says whether a coordinator of e holds a ready batch for
+// want of its trainer's credit.
+func (e *testEnv) creditWait() bool {
+	waiting := false
+	e.srv.active.Range(func(_, v any) bool {
+		waiting = !v.(*coord.Coordinator).CreditWaitSince().IsZero()
+		return !waiting
+	})
+	return waiting
+}
+
 func TestFeedCredits(t *testing.T) {
 	e := newEnv(t, Config{Window: 2})
 	open := smallJob("tiny", 8)
 	open.Credits = 1
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	stream := e.feedStream(t, ctx, open)
 	if m, err := stream.Recv(); err != nil || m.GetJob() == nil {
@@ -302,12 +313,26 @@ func TestFeedCredits(t *testing.T) {
 			t.Fatalf("batch %d never came", want)
 		}
 	}
+	// expectNothing waits until the server has the next batch ready and
+	// holds it for want of a credit (its coordinator's credit wait): a
+	// batch that comes first, or then, came without one.
 	expectNothing := func() {
 		t.Helper()
+		poll := time.NewTicker(10 * time.Millisecond)
+		defer poll.Stop()
+		for !e.creditWait() {
+			select {
+			case r := <-results:
+				t.Fatalf("got batch %v with no credit left", r.b.hdr.GetNumber())
+			case <-ctx.Done():
+				t.Fatalf("batch %d never held for want of a credit", want)
+			case <-poll.C:
+			}
+		}
 		select {
 		case r := <-results:
 			t.Fatalf("got batch %v with no credit left", r.b.hdr.GetNumber())
-		case <-time.After(300 * time.Millisecond):
+		default:
 		}
 	}
 	grant := func(n uint32) {
