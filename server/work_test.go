@@ -97,8 +97,12 @@ func TestWorkJobsEnd(t *testing.T) {
 // a later lease of it fails with ABORTED (register it again), not the
 // stream; JobEnd of it then is no error, and ids must increase.
 func TestWorkJobIdle(t *testing.T) {
-	e := newEnv(t, Config{Workers: 1, workJobIdle: 100 * time.Millisecond})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	// The job's idle time is what the test waits for, not a bound on
+	// anything measured. At 100 ms a worker slow to read the lease sent
+	// right after a job's registration could end the job in between; a
+	// second between two messages read back to back is a stall, not load.
+	e := newEnv(t, Config{Workers: 1, workJobIdle: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	s, info := openWork(t, ctx, e)
 	if info.GetDecoder().GetOutputVersion() != pipeline.OutputVersion || info.GetIdleTimeoutMs() != uint32(DefaultWorkIdleTimeout.Milliseconds()) {
@@ -135,15 +139,19 @@ func TestWorkJobIdle(t *testing.T) {
 
 // TestWorkStreamTimeouts: a Work stream that sends nothing is ended after
 // the first-message timeout, one that goes quiet after the idle timeout,
-// each with DEADLINE_EXCEEDED naming its flag.
+// each with DEADLINE_EXCEEDED naming its flag. Each waits on a server of
+// its own: the quiet stream's first message (after WorkerInfo) is not
+// raced against a short first-message timeout.
 func TestWorkStreamTimeouts(t *testing.T) {
-	e := newEnv(t, Config{Workers: 1, FirstMessageTimeout: 200 * time.Millisecond, WorkIdleTimeout: 300 * time.Millisecond})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	root := makeDataset(t, []string{"a", "b", "c"}, 13, true)
+	e := newEnv(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 1, FirstMessageTimeout: 200 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	silent, _ := openWork(t, ctx, e)
 	if err := recvUntilErr(silent); status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "--first-message-timeout") {
 		t.Errorf("silent stream: %v", err)
 	}
+	e = newEnv(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 1, FirstMessageTimeout: hangGuard, WorkIdleTimeout: 300 * time.Millisecond})
 	quiet, info := openWork(t, ctx, e)
 	if info.GetIdleTimeoutMs() != 300 {
 		t.Errorf("idle timeout %d ms announced, want 300", info.GetIdleTimeoutMs())

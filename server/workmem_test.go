@@ -178,7 +178,11 @@ func TestWorkMemoryBudget(t *testing.T) {
 // again), the stream goes on.
 func TestWorkBuffersCharged(t *testing.T) {
 	const share = 64 << 10
-	e := newEnv(t, Config{Workers: 2, MaxWorkMemoryPerClient: share, FirstMessageTimeout: 200 * time.Millisecond})
+	// The stream drops its kept buffers at its first tick that finds no
+	// lease since the one before; with the default timeouts its ticks are
+	// a second apart (with a first-message timeout of 200 ms they were 50
+	// ms), so the check right after a lease is a second ahead of the drop.
+	e := newEnv(t, Config{Workers: 2, MaxWorkMemoryPerClient: share})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s, _ := workFrom(t, ctx, e, "127.0.0.1")
