@@ -64,8 +64,8 @@ func startFlood(t *testing.T, socket string, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuf
-	cmd.Stdout = &out
+	out := &saying{word: "flooding", said: make(chan struct{})}
+	cmd.Stdout = out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -73,27 +73,34 @@ func startFlood(t *testing.T, socket string, n int) {
 		stdin.Close()
 		cmd.Wait()
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(out.String(), "flooding") {
-		if time.Now().After(deadline) {
-			t.Fatal("the flooding process did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-out.said:
+	case <-time.After(hangGuard):
+		t.Fatalf("the flooding process did not start in %v: it wrote %q", hangGuard, out.String())
 	}
 }
 
-type syncBuf struct {
+// saying is a process's output that closes said once it holds word.
+type saying struct {
+	word string
+	said chan struct{}
+
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuf) Write(p []byte) (int, error) {
+func (s *saying) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.Write(p)
+	had := strings.Contains(s.b.String(), s.word)
+	s.b.Write(p)
+	if !had && strings.Contains(s.b.String(), s.word) {
+		close(s.said)
+	}
+	return len(p), nil
 }
 
-func (s *syncBuf) String() string {
+func (s *saying) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
@@ -119,17 +126,15 @@ func TestShmNeighborFlood(t *testing.T) {
 	refused := func(policy string) float64 {
 		return testutil.ToFloat64(e.srv.m.refusals.WithLabelValues(policy))
 	}
-	for deadline := time.Now().Add(20 * time.Second); refused("shm_flood") == 0 || refused("shm_silent") == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the flood: %v refused at once, %v cut silent; want both", refused("shm_flood"), refused("shm_silent"))
-		}
-	}
+	waitUntilState(t, "the flood: some connections refused at once, some cut silent", func() string {
+		return fmt.Sprintf("%v refused at once, %v cut silent", refused("shm_flood"), refused("shm_silent"))
+	}, func() bool { return refused("shm_flood") > 0 && refused("shm_silent") > 0 })
 	st.accept(t) // fails the test if the handshake does
 	st.readEpoch(t, false)
 	for i := range 5 {
 		st := e.shmOpen(t, ctx, smallJob("tiny", 8), bootID(t))
 		if i%2 == 1 {
-			st.acceptSlowly(t) // its token waits among the flood's connections
+			st.acceptSlowly(t, e.srv.shm) // its token waits among the flood's connections
 		} else {
 			st.accept(t)
 		}
@@ -139,10 +144,12 @@ func TestShmNeighborFlood(t *testing.T) {
 	}
 }
 
-// acceptSlowly is accept by a trainer that writes its token a while after
-// connecting, so that the hub finds no token at accept and the connection
-// waits in the pool.
-func (st *shmTrainer) acceptSlowly(t *testing.T) {
+// acceptSlowly is accept by a trainer that writes its token only once the
+// hub h has accepted its connection, found no token and put it in the
+// pool to wait (not after a guess at how long that takes: the pool's path
+// is taken however slow the machine, and the token comes well within the
+// hub's read timeout from then).
+func (st *shmTrainer) acceptSlowly(t *testing.T, h *shmHub) {
 	t.Helper()
 	o := st.offer
 	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: "@" + o.GetSocket(), Net: "unix"})
@@ -150,7 +157,7 @@ func (st *shmTrainer) acceptSlowly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	time.Sleep(50 * time.Millisecond) // within the hub's read timeout: not a wall-clock bound on anything measured
+	waitUntil(t, "the slow trainer's connection waiting in the hub's pool", func() bool { return h.waitingFrom(int32(os.Getpid())) })
 	if _, err := c.Write(o.GetToken()); err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +181,19 @@ func (st *shmTrainer) acceptSlowly(t *testing.T) {
 		t.Fatalf("rights: %v", err)
 	}
 	st.mapAndAccept(t, fds[0])
+}
+
+// waitingFrom says whether a connection of process pid waits in h's pool
+// for its token.
+func (h *shmHub) waitingFrom(pid int32) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.waiting.conns {
+		if c.peer.pid == pid {
+			return true
+		}
+	}
+	return false
 }
 
 // TestShmWaitPool: the pool of connections waiting for their token is
