@@ -63,6 +63,7 @@ func TestPeersSameBytes(t *testing.T) {
 	alone := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 2})
 	ws, addrs := peers(t, root, 3)
 	coord := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: addrs})
+	waitPeers(t, coord, 3) // the work can be spread only over peers connected
 	open := smallJob("tiny", 4)
 	want := alone.collect(t, open)
 	got := coord.collect(t, open)
