@@ -16,7 +16,8 @@ THREADS  ?= 1
 ROUNDS   ?= 3
 SECONDS  ?= 8
 # make bench: stoker's coefficient cache in bytes (bench pipeline
-# --coef-budget), e.g. COEF_BUDGET=2000000000; 0: none (serve's default)
+# --coef-budget), e.g. COEF_BUDGET=2000000000; 0: serve's default (on, a
+# quarter of its memory budget); -1: none
 COEF_BUDGET ?= 0
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

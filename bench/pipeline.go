@@ -16,6 +16,7 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/cpu"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/server"
 )
 
 func runBench(args []string) error {
@@ -32,7 +33,7 @@ func runBench(args []string) error {
 	reference := fs.Bool("reference", false, "force the pure-Go reference path")
 	scaling := fs.String("dct-scaling", "pow2", "fast path DCT scaling: pow2, any or off")
 	indexBudget := fs.Int64("index-budget", 1<<30, "memory for the decoder index (as stoker serve's --index-budget); -1: no index")
-	coefBudget := fs.Int64("coef-budget", 0, "memory for the coefficient cache (as stoker serve's --coef-budget); 0: none")
+	coefBudget := fs.Int64("coef-budget", 0, "memory for the coefficient cache (as stoker serve's --coef-budget); 0: serve's default here, a quarter of its default --memory-budget; -1: none")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
 	fs.Parse(args[1:])
 	if *data == "" {
@@ -58,6 +59,9 @@ func runBench(args []string) error {
 	if *indexBudget >= 0 {
 		ix = pipeline.NewIndex(*indexBudget)
 		opts = append(opts, pipeline.WithIndex(ix))
+	}
+	if *coefBudget == 0 {
+		*coefBudget = server.DefaultCoefBudget(*threads)
 	}
 	var cc *pipeline.CoefCache
 	if *coefBudget > 0 {

@@ -220,8 +220,14 @@ type Config struct {
 	// (each baseline JPEG's quantized DCT coefficients, kept once decoded,
 	// so that later epochs copy them instead of entropy-decoding them;
 	// pipeline.CoefCache), taken out of MemoryBudget. About two to three
-	// times a JPEG's bytes per file: for datasets that fit. 0: none.
+	// times a JPEG's bytes per file. 0, the default: a quarter of
+	// MemoryBudget (DefaultCoefShare) on a server that decodes (Workers >
+	// 0), where that is at least MinDefaultCoefBudget (less holds too few
+	// files to pay for itself); negative: none.
 	CoefBudget int64
+	// coefCache is the coefficient cache's bytes CoefBudget comes to
+	// (withDefaults): 0 for none.
+	coefCache int64
 	// CacheDir keeps the byte cache of datasets in object storage on disk
 	// too: each range read from a store is written once (atomically, with
 	// a checksum checked at every read) and kept across restarts (keyed by
@@ -361,9 +367,6 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("max streams %d, memory budget %d, first message timeout %v, idle timeout %v: want >= 0 (0: the default)",
 			c.MaxStreams, c.MemoryBudget, c.FirstMessageTimeout, c.IdleTimeout))
 	}
-	if c.CoefBudget < 0 {
-		errs = append(errs, fmt.Errorf("coef budget %d: want >= 0 (0: no coefficient cache)", c.CoefBudget))
-	}
 	if c.CacheBudget < 0 || c.CacheDir != "" && c.CacheBudget == 0 || c.CacheDir == "" && c.CacheBudget > 0 {
 		errs = append(errs, fmt.Errorf("cache dir %q, cache budget %d: give --cache-dir with --cache-budget, the bytes of disk it may fill, > 0", c.CacheDir, c.CacheBudget))
 	}
@@ -461,7 +464,42 @@ func (c Config) withDefaults() Config {
 	if c.workJobIdle == 0 {
 		c.workJobIdle = work.DefaultJobIdle
 	}
+	c.coefCache = coefCacheBytes(c.CoefBudget, c.MemoryBudget, c.Workers)
 	return c
+}
+
+// DefaultCoefShare is the share of the memory budget the coefficient cache
+// takes by default: 1/DefaultCoefShare.
+const DefaultCoefShare = 4
+
+// MinDefaultCoefBudget is the least coefficient cache the default gives:
+// under it (a memory budget under 256 MiB) there is none, as a cache of a
+// few hundred photos is not worth the budget it takes from batches.
+const MinDefaultCoefBudget = 64 << 20
+
+// DefaultCoefBudget is the coefficient cache a server with workers decode
+// goroutines has on this machine with the default --coef-budget and
+// --memory-budget (bench pipeline's default, to measure what serve does).
+func DefaultCoefBudget(workers int) int64 {
+	return coefCacheBytes(0, defaultMemoryBudget(), workers)
+}
+
+// coefCacheBytes is the coefficient cache a server with memoryBudget and
+// workers decode goroutines has for the configured budget: that budget
+// when positive, none when negative, and for 0 (the default) a quarter of
+// memoryBudget on a server that decodes, if that is at least
+// MinDefaultCoefBudget.
+func coefCacheBytes(budget, memoryBudget int64, workers int) int64 {
+	switch {
+	case budget > 0:
+		return budget
+	case budget < 0 || workers <= 0:
+		return 0
+	}
+	if share := memoryBudget / DefaultCoefShare; share >= MinDefaultCoefBudget {
+		return share
+	}
+	return 0
 }
 
 // grpcOptions are the grpc.Server options the Feed service is meant to run

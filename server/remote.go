@@ -193,9 +193,9 @@ func (c *remoteCollector) Collect(ch chan<- prometheus.Metric) {
 // cache and read-ahead leave batches less than half of MemoryBudget.
 func checkRemoteMemory(cfg Config) error {
 	cache, ahead := remoteMemory(cfg)
-	if taken := cfg.CoefBudget + cache + ahead; taken > cfg.MemoryBudget/2 {
+	if taken := cfg.coefCache + cache + ahead; taken > cfg.MemoryBudget/2 {
 		return fmt.Errorf("coef budget %d and, for datasets in object storage, the byte cache (%d: 1/%d of --memory-budget) and read-ahead (%d: 1/%d) take %d bytes, more than half of the memory budget %d: batches need the rest (lower --coef-budget or raise --memory-budget)",
-			cfg.CoefBudget, cache, byteCacheShare, ahead, readAheadShare, taken, cfg.MemoryBudget)
+			cfg.coefCache, cache, byteCacheShare, ahead, readAheadShare, taken, cfg.MemoryBudget)
 	}
 	return nil
 }

@@ -28,11 +28,15 @@ func TestRemoteMemory(t *testing.T) {
 	if c, r := remoteMemory(remote); c != 1<<27 || r != 1<<26 {
 		t.Errorf("a remote dataset: byte cache %d, read-ahead %d; want 1/8 and 1/16", c, r)
 	}
+	local.Workers, remote.Workers = 1, 1
+	if err := checkRemoteMemory(remote.withDefaults()); err != nil {
+		t.Errorf("a remote dataset, the default coefficient cache: %v", err)
+	}
 	local.CoefBudget, remote.CoefBudget = 1<<29-1<<27, 1<<29-1<<27
-	if err := checkRemoteMemory(local); err != nil {
+	if err := checkRemoteMemory(local.withDefaults()); err != nil {
 		t.Errorf("local datasets, coef budget %d: %v", local.CoefBudget, err)
 	}
-	err := checkRemoteMemory(remote)
+	err := checkRemoteMemory(remote.withDefaults())
 	if err == nil || !strings.Contains(err.Error(), "batches need the rest") || !strings.Contains(err.Error(), "byte cache") {
 		t.Errorf("a remote dataset, coef budget %d: %v; want a refusal naming the byte cache", remote.CoefBudget, err)
 	}
@@ -121,4 +125,28 @@ func valueOf(t *testing.T, reg *prometheus.Registry, name, tier string) float64 
 	}
 	t.Fatalf("no %s{tier=%q}", name, tier)
 	return 0
+}
+
+// TestCoefCacheDefault: the coefficient cache is on by default, a quarter
+// of the memory budget, on a server that decodes and whose budget makes it
+// worth having; a budget given is kept, a negative one is none.
+func TestCoefCacheDefault(t *testing.T) {
+	for _, c := range []struct {
+		budget, memory int64
+		workers        int
+		want           int64
+	}{
+		{0, 8 << 30, 2, 2 << 30},
+		{0, 256 << 20, 2, 64 << 20},
+		{0, 255 << 20, 2, 0}, // a quarter under MinDefaultCoefBudget
+		{0, 8 << 30, 0, 0},   // a coordinator that does not decode
+		{-1, 8 << 30, 2, 0},  // none, asked for
+		{1000, 8 << 30, 2, 1000},
+		{1000, 8 << 30, 0, 1000}, // given: kept (and unused without workers)
+	} {
+		cfg := Config{CoefBudget: c.budget, MemoryBudget: c.memory, Workers: c.workers}.withDefaults()
+		if cfg.coefCache != c.want {
+			t.Errorf("coef budget %d, memory budget %d, %d workers: a cache of %d bytes, want %d", c.budget, c.memory, c.workers, cfg.coefCache, c.want)
+		}
+	}
 }

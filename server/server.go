@@ -61,7 +61,7 @@ type Server struct {
 	shmOff   string              // why it is off
 	shares   *shares             // nil with the fifo schedule or no executor
 	index    *decoderIndex       // nil with no executor or a negative IndexBudget
-	coefs    *pipeline.CoefCache // nil with no executor or no CoefBudget
+	coefs    *pipeline.CoefCache // nil with no executor or no coefficient cache (CoefBudget)
 	remote   *remoteReads        // nil with no dataset in object storage
 	stop     chan struct{}       // closed by Close
 	refusals refusalLog
@@ -109,8 +109,8 @@ func NewContext(ctx context.Context, cfg Config, log *slog.Logger, reg prometheu
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	if cfg.CoefBudget > cfg.MemoryBudget/2 {
-		return nil, fmt.Errorf("coef budget %d is more than half of the memory budget %d: the coefficient cache is taken out of --memory-budget, and batches need the rest", cfg.CoefBudget, cfg.MemoryBudget)
+	if cfg.coefCache > cfg.MemoryBudget/2 {
+		return nil, fmt.Errorf("coef budget %d is more than half of the memory budget %d: the coefficient cache is taken out of --memory-budget, and batches need the rest", cfg.coefCache, cfg.MemoryBudget)
 	}
 	if err := checkRemoteMemory(cfg); err != nil {
 		return nil, err
@@ -127,7 +127,7 @@ func NewContext(ctx context.Context, cfg Config, log *slog.Logger, reg prometheu
 		datasets: make(map[string]pipeline.Dataset, len(cfg.Datasets)),
 		names:    slices.Sorted(maps.Keys(cfg.Datasets)),
 		draining: make(chan struct{}),
-		budget:   newBudget((cfg.MemoryBudget - cfg.CoefBudget - byteCache - readAhead) / 4 * 3),
+		budget:   newBudget((cfg.MemoryBudget - cfg.coefCache - byteCache - readAhead) / 4 * 3),
 		gpuIdle:  func() (float64, bool) { return 0, false },
 	}
 	s.refusals.log, s.refusals.m = log, m.refusals
@@ -181,8 +181,8 @@ func NewContext(ctx context.Context, cfg Config, log *slog.Logger, reg prometheu
 		if s.index != nil {
 			opts = append(opts, pipeline.WithIndex(s.index.ix))
 		}
-		if cfg.CoefBudget > 0 {
-			s.coefs = pipeline.NewCoefCache(cfg.CoefBudget)
+		if cfg.coefCache > 0 {
+			s.coefs = pipeline.NewCoefCache(cfg.coefCache)
 			if err := registerCoefMetrics(reg, s.coefs); err != nil {
 				s.closeDatasets()
 				return nil, fmt.Errorf("metrics: %w", err)
@@ -260,7 +260,7 @@ func (s *Server) MemoryBudget() int64 { return s.cfg.MemoryBudget }
 
 // GoMemoryLimit is what of the memory budget is Go's: all of it but the
 // coefficient cache's, which is C memory.
-func (s *Server) GoMemoryLimit() int64 { return s.cfg.MemoryBudget - s.cfg.CoefBudget }
+func (s *Server) GoMemoryLimit() int64 { return s.cfg.MemoryBudget - s.cfg.coefCache }
 
 // Stopping marks the server as cutting its streams at the end of a grace
 // period, so that their logs say so.

@@ -9,11 +9,11 @@ import (
 	"time"
 )
 
-// TestServeCoefBudget runs a real server with --coef-budget: its
-// coefficient cache admits every file in the second epoch and serves MCUs
-// in the third, whose batches are the very batches of a server without a
-// cache; and a budget over half of --memory-budget is refused at start,
-// saying why.
+// TestServeCoefBudget runs a real server with the default --coef-budget
+// (on: a quarter of --memory-budget): its coefficient cache admits every
+// file in the second epoch and serves MCUs in the third, whose batches are
+// the very batches of a server without a cache (--coef-budget -1); and a
+// budget over half of --memory-budget is refused at start, saying why.
 func TestServeCoefBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve processes")
@@ -22,7 +22,8 @@ func TestServeCoefBudget(t *testing.T) {
 	const n = 24
 	data := writeDataset(t, n, 3, 0)
 
-	cached := startServe(t, ctx, serveConfig{name: "coefs", dataset: data, workers: 2, args: []string{"--coef-budget", "67108864"}})
+	const memory = 1 << 30
+	cached := startServe(t, ctx, serveConfig{name: "coefs", dataset: data, workers: 2, args: []string{"--memory-budget", "1073741824"}})
 	// A file is admitted on its second decode (the index has seen it):
 	// the first epoch stores nothing, the second every file. (A batch made
 	// twice in the first epoch, a lease that timed out on a loaded machine,
@@ -36,7 +37,7 @@ func TestServeCoefBudget(t *testing.T) {
 	if f := cached.metric(t, ctx, "stoker_coef_cache_files"); f != n {
 		t.Errorf("stoker_coef_cache_files %v after a second epoch, want %d", f, n)
 	}
-	if b := cached.metric(t, ctx, "stoker_coef_cache_bytes"); !(b > 0 && b <= 67108864) {
+	if b := cached.metric(t, ctx, "stoker_coef_cache_bytes"); !(b > 0 && b <= memory/4) {
 		t.Errorf("stoker_coef_cache_bytes %v, want within (0, budget]", b)
 	}
 	hit0 := cached.metric(t, ctx, "stoker_coef_cache_mcus_hit_total")
@@ -46,7 +47,7 @@ func TestServeCoefBudget(t *testing.T) {
 		t.Errorf("third epoch: MCUs from the cache %v (before it %v) of %v", hit, hit0, all)
 	}
 
-	none := startServe(t, ctx, serveConfig{name: "no-coefs", dataset: data, workers: 2})
+	none := startServe(t, ctx, serveConfig{name: "no-coefs", dataset: data, workers: 2, args: []string{"--coef-budget", "-1"}})
 	want := consumeEpoch(t, ctx, none.addr, testJob(8, 3), consumeOpts{})
 	if len(got.batches) != len(want.batches) {
 		t.Fatalf("%d batches with the cache, %d without", len(got.batches), len(want.batches))

@@ -67,3 +67,5 @@ def test_make_bench_prints_a_verdict() -> None:
     assert line.startswith("verdict: FAIL: ") and "2.46x" in line and target == 3.0
     target, line = compare.verdict(4.19, 2_000_000_000)
     assert target == 5.0 and line.startswith("verdict: FAIL: ") and "with the coefficient cache" in line
+    target, line = compare.verdict(3.2, -1)
+    assert target == 3.0 and line.startswith("verdict: PASS: ") and "without the coefficient cache" in line
