@@ -207,3 +207,30 @@ func TestDocsLinks(t *testing.T) {
 		t.Errorf("found %d links in the docs", links)
 	}
 }
+
+// docsBanned are what a reader of a clone cannot follow: the tracker's
+// issue numbers, and the folder beside this checkout where the
+// maintainers' photos lie.
+var docsBanned = regexp.MustCompile(`(?i)issue\s+#?\d+|\.\./shared`)
+
+// TestDocsSelfContained: the README, BENCHMARKS.md and the pages under
+// docs/ name no issue number and no ../shared folder; they say what the
+// target is, and which data, in words a clone can act on.
+func TestDocsSelfContained(t *testing.T) {
+	files := []string{filepath.Join(repoRoot, "README.md"), filepath.Join(repoRoot, "BENCHMARKS.md")}
+	pages, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("docs/*.md: %v %v", pages, err)
+	}
+	for _, f := range append(files, pages...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if m := docsBanned.FindString(line); m != "" {
+				t.Errorf("%s:%d: %q (say it in words a clone can act on): %s", filepath.Base(f), i+1, m, line)
+			}
+		}
+	}
+}
