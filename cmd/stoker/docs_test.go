@@ -234,3 +234,44 @@ func TestDocsSelfContained(t *testing.T) {
 		}
 	}
 }
+
+// verdictReturn is a verdict the server returns, in its source: the
+// bottleneck word, then the line (a literal or fmt.Sprintf's format).
+var verdictReturn = regexp.MustCompile(`return bn\w+, (?:fmt\.Sprintf\()?"((?:[^"\\]|\\.)*)"`)
+
+// fmtVerb is a verb of a verdict's format, where the docs write a figure
+// (N, N%, P).
+var fmtVerb = regexp.MustCompile(`%[-+# 0]*[0-9]*(?:\.[0-9]+)?[a-z]`)
+
+// TestVerdictsDocumented: every verdict the server returns (the lines of
+// server/internal/coord/verdict.go) is in docs/operating.md's table of
+// verdicts, word for word, a figure standing for each of its verbs.
+func TestVerdictsDocumented(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(repoRoot, "server", "internal", "coord", "verdict.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operating.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "\n### Where the input stalls: the verdicts\n")
+	if !ok {
+		t.Fatal("docs/operating.md has no section \"Where the input stalls: the verdicts\"")
+	}
+	table, _, _ = strings.Cut(table, "\n### ")
+	ms := verdictReturn.FindAllStringSubmatch(string(src), -1)
+	if len(ms) < 10 {
+		t.Fatalf("found %d verdicts in verdict.go", len(ms))
+	}
+	for _, m := range ms {
+		parts := fmtVerb.Split(m[1], -1)
+		for i, p := range parts {
+			parts[i] = regexp.QuoteMeta(p)
+		}
+		re := regexp.MustCompile("(?m)^\\| `" + strings.Join(parts, "[^`]+?") + "` \\|")
+		if !re.MatchString(table) {
+			t.Errorf("verdict %q is not a row of docs/operating.md's table of verdicts", m[1])
+		}
+	}
+}
