@@ -41,6 +41,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stoker-dev/stoker/internal/helptext"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server"
 )
@@ -86,6 +87,7 @@ type bpOpts struct {
 func runBackpressure(args []string) error {
 	ctx := signalContext()
 	fs := flag.NewFlagSet("bench backpressure", flag.ExitOnError)
+	fs.Usage = helptext.Usage(fs, "")
 	scenario := fs.String("scenario", "all", "slow, fast, two, or all (a comma-separated list works too)")
 	seconds := fs.Float64("seconds", 20, "duration of each phase (slow and fast have two phases, two one per schedule)")
 	sample := fs.Duration("sample", 250*time.Millisecond, "sampling interval of the servers' /metrics and /proc")

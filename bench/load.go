@@ -32,6 +32,7 @@ import (
 
 	"github.com/stoker-dev/stoker/client"
 	"github.com/stoker-dev/stoker/internal/cpu"
+	"github.com/stoker-dev/stoker/internal/helptext"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -67,6 +68,7 @@ type loadOpts struct {
 func runLoad(args []string) error {
 	ctx := signalContext()
 	fs := flag.NewFlagSet("bench load", flag.ExitOnError)
+	fs.Usage = helptext.Usage(fs, "")
 	streams := fs.Int("streams", 8, "concurrent trainer streams in phase B (each its own client connection and job)")
 	slow := fs.Int("slow", 4, "of them, slow consumers (phase A runs only the others)")
 	seconds := fs.Float64("seconds", 60, "duration of each phase")

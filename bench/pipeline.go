@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/cpu"
+	"github.com/stoker-dev/stoker/internal/helptext"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server"
 )
@@ -24,6 +25,7 @@ func runBench(args []string) error {
 		return errors.New("usage: stoker bench pipeline --data DIR [--threads N] [--transform NAME] [--epochs N] [--seconds S] [--index-budget BYTES] [--coef-budget BYTES] [--json]")
 	}
 	fs := flag.NewFlagSet("bench pipeline", flag.ExitOnError)
+	fs.Usage = helptext.Usage(fs, "")
 	data := fs.String("data", "", "ImageFolder or WebDataset directory (required)")
 	threads := fs.Int("threads", 1, "decode goroutines (GOMAXPROCS is threads+1: the spare P only schedules; CPU time is reported)")
 	transform := fs.String("transform", "imagenet-train", "transform preset")

@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"strings"
+
+	"github.com/stoker-dev/stoker/internal/helptext"
 )
 
 // subcommands are `stoker bench`'s, in the order its usage lists them.
@@ -23,7 +25,12 @@ func usage() string {
 	var b strings.Builder
 	b.WriteString("usage: stoker bench SUB [flags]   (stoker bench SUB -h for its flags)\n")
 	for _, c := range subcommands {
-		fmt.Fprintf(&b, "  %-13s %s\n", c.name, c.what)
+		for i, line := range helptext.Wrap(c.what, helptext.Width-16) {
+			if i > 0 {
+				c.name = ""
+			}
+			fmt.Fprintf(&b, "  %-13s %s\n", c.name, line)
+		}
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/stoker-dev/stoker/client"
 	"github.com/stoker-dev/stoker/internal/cpu"
+	"github.com/stoker-dev/stoker/internal/helptext"
 	"github.com/stoker-dev/stoker/internal/progress"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
@@ -58,6 +59,7 @@ const scaleUsage = "usage: stoker bench scale [--peers 1,2,4] [--rounds 3] [--wo
 func runScale(args []string) error {
 	ctx := signalContext()
 	fs := flag.NewFlagSet("bench scale", flag.ExitOnError)
+	fs.Usage = helptext.Usage(fs, "")
 	peers := fs.String("peers", "1,2", "peer counts to sweep: worker processes behind one coordinator")
 	rounds := fs.Int("rounds", 3, "rounds; each runs the baseline and every peer count once, interleaved, and the table shows medians")
 	workers := fs.Int("workers", 1, "decode goroutines of each worker process and of the baseline server")

@@ -28,6 +28,7 @@ import (
 
 	"github.com/stoker-dev/stoker/client"
 	"github.com/stoker-dev/stoker/internal/faultproxy"
+	"github.com/stoker-dev/stoker/internal/helptext"
 	"github.com/stoker-dev/stoker/internal/progress"
 	"github.com/stoker-dev/stoker/internal/storetest"
 	"github.com/stoker-dev/stoker/pipeline"
@@ -60,6 +61,7 @@ const storeUsage = "usage: stoker bench store [--data DIR | --n 1000] [--layout 
 func runStore(args []string) error {
 	ctx := signalContext()
 	fs := flag.NewFlagSet("bench store", flag.ExitOnError)
+	fs.Usage = helptext.Usage(fs, "")
 	data := fs.String("data", "", "ImageFolder to serve (default: a synthetic one, made as stoker mkdata makes it, removed afterwards)")
 	n := fs.Int("n", 1000, "images of the synthetic dataset")
 	layout := fs.String("layout", "imagefolder", "how the data sits in the bucket and on disk: imagefolder (an object per image) or webdataset (tar shards made from the ImageFolder)")

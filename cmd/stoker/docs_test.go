@@ -207,3 +207,71 @@ func TestDocsLinks(t *testing.T) {
 		t.Errorf("found %d links in the docs", links)
 	}
 }
+
+// docsBanned are what a reader of a clone cannot follow: the tracker's
+// issue numbers, and the folder beside this checkout where the
+// maintainers' photos lie.
+var docsBanned = regexp.MustCompile(`(?i)issue\s+#?\d+|\.\./shared`)
+
+// TestDocsSelfContained: the README, BENCHMARKS.md and the pages under
+// docs/ name no issue number and no ../shared folder; they say what the
+// target is, and which data, in words a clone can act on.
+func TestDocsSelfContained(t *testing.T) {
+	files := []string{filepath.Join(repoRoot, "README.md"), filepath.Join(repoRoot, "BENCHMARKS.md")}
+	pages, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("docs/*.md: %v %v", pages, err)
+	}
+	for _, f := range append(files, pages...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if m := docsBanned.FindString(line); m != "" {
+				t.Errorf("%s:%d: %q (say it in words a clone can act on): %s", filepath.Base(f), i+1, m, line)
+			}
+		}
+	}
+}
+
+// verdictReturn is a verdict the server returns, in its source: the
+// bottleneck word, then the line (a literal or fmt.Sprintf's format).
+var verdictReturn = regexp.MustCompile(`return bn\w+, (?:fmt\.Sprintf\()?"((?:[^"\\]|\\.)*)"`)
+
+// fmtVerb is a verb of a verdict's format, where the docs write a figure
+// (N, N%, P).
+var fmtVerb = regexp.MustCompile(`%[-+# 0]*[0-9]*(?:\.[0-9]+)?[a-z]`)
+
+// TestVerdictsDocumented: every verdict the server returns (the lines of
+// server/internal/coord/verdict.go) is in docs/operating.md's table of
+// verdicts, word for word, a figure standing for each of its verbs.
+func TestVerdictsDocumented(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(repoRoot, "server", "internal", "coord", "verdict.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operating.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "\n### Where the input stalls: the verdicts\n")
+	if !ok {
+		t.Fatal("docs/operating.md has no section \"Where the input stalls: the verdicts\"")
+	}
+	table, _, _ = strings.Cut(table, "\n### ")
+	ms := verdictReturn.FindAllStringSubmatch(string(src), -1)
+	if len(ms) < 10 {
+		t.Fatalf("found %d verdicts in verdict.go", len(ms))
+	}
+	for _, m := range ms {
+		parts := fmtVerb.Split(m[1], -1)
+		for i, p := range parts {
+			parts[i] = regexp.QuoteMeta(p)
+		}
+		re := regexp.MustCompile("(?m)^\\| `" + strings.Join(parts, "[^`]+?") + "` \\|")
+		if !re.MatchString(table) {
+			t.Errorf("verdict %q is not a row of docs/operating.md's table of verdicts", m[1])
+		}
+	}
+}

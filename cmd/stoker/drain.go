@@ -7,6 +7,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/stoker-dev/stoker/internal/helptext"
 )
 
 // drainFlags is `stoker drain`'s flag set. Deploy manifests are checked
@@ -15,6 +17,7 @@ func drainFlags() (fs *flag.FlagSet, pid *int, timeout *time.Duration) {
 	fs = flag.NewFlagSet("drain", flag.ExitOnError)
 	pid = fs.Int("pid", 1, "the stoker serve process to drain (1: the container's own)")
 	timeout = fs.Duration("timeout", 25*time.Second, "give up waiting after this long (keep it under the pod's terminationGracePeriodSeconds)")
+	fs.Usage = helptext.Usage(fs, "")
 	return fs, pid, timeout
 }
 

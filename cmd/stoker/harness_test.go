@@ -233,6 +233,9 @@ type serveConfig struct {
 	root string
 	attr *syscall.SysProcAttr
 	args []string // more flags
+	// wrap, when set, is a command that runs the binary: wrap[0] is run
+	// with wrap[1:], the binary and its arguments (strace, for one).
+	wrap []string
 }
 
 // serveProc is a running `stoker serve`.
@@ -288,9 +291,12 @@ func launchServe(t testing.TB, c serveConfig) *serveProc {
 		args = append(args, "--peer-refresh", c.peerRefresh.String())
 	}
 	args = append(args, c.args...)
-	if c.netns != "" {
+	switch {
+	case c.netns != "":
 		p.cmd = exec.Command("ip", append([]string{"netns", "exec", c.netns, bin}, args...)...)
-	} else {
+	case len(c.wrap) > 0:
+		p.cmd = exec.Command(c.wrap[0], append(append(c.wrap[1:len(c.wrap):len(c.wrap)], bin), args...)...)
+	default:
 		p.cmd = exec.Command(bin, args...)
 	}
 	p.cmd.Stderr = p.logs

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stoker-dev/stoker/internal/helptext"
 	"github.com/stoker-dev/stoker/internal/progress"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/source"
@@ -28,10 +29,7 @@ func runIndex(args []string) error {
 	fs := flag.NewFlagSet("index", flag.ExitOnError)
 	out := fs.String("out", "", "write the manifest to this path or s3://, gs://, azblob:// URL (for a read-only bucket; serve then takes --manifest NAME=it); default ROOT/.stoker/manifest, beside the data")
 	conc := fs.Int("concurrency", 8, "WebDataset shards read at once")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), indexUsage)
-		fs.PrintDefaults()
-	}
+	fs.Usage = helptext.Usage(fs, indexUsage)
 	// Flags may come before or after the dataset.
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -45,13 +45,18 @@ var commands = map[string]func(args []string) error{
 	"drain":   runDrain,
 }
 
+// topUsage is what stoker prints without a command: its first line names
+// every command (TestReference checks each has a section there).
+const topUsage = "usage: stoker serve|index|status|metrics|drain|bench|preview|mkdata [flags]\n" +
+	"  stoker CMD -h for a command's flags; stoker --version for the version\n"
+
 func main() {
 	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "-version" || os.Args[1] == "version") {
 		fmt.Print(versionText())
 		return
 	}
 	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: stoker serve|index|status|metrics|drain|bench|preview|mkdata [flags]  (stoker CMD -h for flags; stoker --version)")
+		fmt.Fprint(os.Stderr, topUsage)
 		os.Exit(2)
 	}
 	if err := commands[os.Args[1]](os.Args[2:]); err != nil {

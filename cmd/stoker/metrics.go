@@ -20,6 +20,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/stoker-dev/stoker/bench"
+	"github.com/stoker-dev/stoker/internal/helptext"
 	"github.com/stoker-dev/stoker/server"
 )
 
@@ -50,10 +51,7 @@ func runMetrics(args []string) error { return metricsTo(os.Stdout, args) }
 func metricsTo(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("metrics", flag.ContinueOnError)
 	format := fs.String("format", "text", "text (NAME TYPE LABELS HELP, tab-separated), markdown (a table) or json")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: stoker metrics [--format text|markdown|json]   (every metric stoker serve exports)")
-		fs.PrintDefaults()
-	}
+	fs.Usage = helptext.Usage(fs, "usage: stoker metrics [--format text|markdown|json]   (every metric stoker serve exports)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

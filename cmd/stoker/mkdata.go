@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/stoker-dev/stoker/bench"
+	"github.com/stoker-dev/stoker/internal/helptext"
 	"github.com/stoker-dev/stoker/internal/progress"
 )
 
@@ -18,6 +19,7 @@ func runMkdata(args []string) error {
 	out := fs.String("out", "", "directory to create (required)")
 	n := fs.Int("n", 2000, "number of images")
 	classes := fs.Int("classes", 10, "number of classes")
+	fs.Usage = helptext.Usage(fs, "")
 	seed := fs.Uint64("seed", 1, "seed")
 	if err := parseFlags(fs, args); err != nil {
 		return err

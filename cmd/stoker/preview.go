@@ -15,6 +15,7 @@ import (
 	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
 
+	"github.com/stoker-dev/stoker/internal/helptext"
 	"github.com/stoker-dev/stoker/pipeline"
 )
 
@@ -28,6 +29,7 @@ func runPreview(args []string) error {
 	epoch := fs.Uint64("epoch", 0, "epoch of the per-sample RNG")
 	n := fs.Int("n", 16, "number of samples")
 	out := fs.String("o", "preview.png", "output PNG")
+	fs.Usage = helptext.Usage(fs, "")
 	fs.Parse(args)
 	if *data == "" {
 		return errors.New("preview: --data is required")

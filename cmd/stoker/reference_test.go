@@ -14,9 +14,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/internal/helptext"
 )
 
 var updateReference = flag.Bool("update", false, "rewrite docs/reference.md from the binary (TestReference)")
@@ -35,6 +38,7 @@ var referenceCommands = []struct {
 	{"stoker index", []string{"index", "--help"}, "Write a dataset's manifest, so that serve starts in seconds."},
 	{"stoker status", []string{"status", "--help"}, "A server's jobs: images/s, stall, window, makers, advice."},
 	{"stoker drain", []string{"drain", "--help"}, "A container's preStop hook: drain a serve and wait for it to exit."},
+	{"stoker metrics", []string{"metrics", "--help"}, "Every metric stoker serve exports, from its registry (text, markdown or json)."},
 	{"stoker mkdata", []string{"mkdata", "--help"}, "Write a synthetic ImageFolder of photo-sized JPEGs."},
 	{"stoker preview", []string{"preview", "--help"}, "A grid of augmented samples, as the model will see them."},
 	{"stoker bench", []string{"bench", "--help"}, "The benchmarks (BENCHMARKS.md says what each measured)."},
@@ -96,6 +100,8 @@ func renderReference(t *testing.T) string {
 	}
 	b.WriteString("- [Metrics](#metrics)\n\n## Commands\n\n```text\n")
 	_, usage := runHelp(t, bin)
+	checkHelpWidth(t, "stoker", usage)
+	checkUsageCommands(t, usage)
 	b.WriteString(usage)
 	b.WriteString("```\n")
 	for _, c := range referenceCommands {
@@ -104,6 +110,7 @@ func renderReference(t *testing.T) string {
 			b.WriteString(c.note + "\n\n")
 		}
 		code, out := runHelp(t, bin, c.args...)
+		checkHelpWidth(t, "stoker "+strings.Join(c.args, " "), out)
 		if code != 0 && !slices.Equal(c.args, []string{"bench", "--help"}) {
 			t.Errorf("stoker %s exited %d:\n%s", strings.Join(c.args, " "), code, out)
 		}
@@ -122,6 +129,50 @@ func renderReference(t *testing.T) string {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", m.name, m.kind, labels, strings.ReplaceAll(m.help, "|", `\|`))
 	}
 	return b.String()
+}
+
+// checkHelpWidth fails the test for every line of a command's help wider
+// than helptext.Width columns (a tab reaching the next multiple of 8).
+func checkHelpWidth(t *testing.T, cmd, help string) {
+	t.Helper()
+	for i, line := range strings.Split(help, "\n") {
+		if n := helptext.Columns(line); n > helptext.Width {
+			t.Errorf("%s: line %d is %d columns, over %d (wrap it as helptext does): %q", cmd, i+1, n, helptext.Width, line)
+		}
+	}
+}
+
+// usageCommands matches the top-level usage's first line, which names
+// every command: "usage: stoker serve|index|... [flags]".
+var usageCommands = regexp.MustCompile(`^usage: stoker ([a-z|]+) `)
+
+// checkUsageCommands: every command the top-level usage names, and every
+// command main runs, has a section of the reference, and they are the
+// same commands.
+func checkUsageCommands(t *testing.T, usage string) {
+	t.Helper()
+	m := usageCommands.FindStringSubmatch(usage)
+	if m == nil {
+		t.Fatalf("the top-level usage names no commands: %q", usage)
+	}
+	named := strings.Split(m[1], "|")
+	headed := map[string]bool{}
+	for _, c := range referenceCommands {
+		headed[c.args[0]] = true
+	}
+	for _, c := range named {
+		if !headed[c] {
+			t.Errorf("the usage names %q, and the reference has no section for it (add it to referenceCommands)", c)
+		}
+		if commands[c] == nil {
+			t.Errorf("the usage names %q, which is no command", c)
+		}
+	}
+	for c := range commands {
+		if !slices.Contains(named, c) {
+			t.Errorf("command %q is not in the top-level usage's first line", c)
+		}
+	}
 }
 
 // runHelp runs the binary with args and returns its exit code and what it

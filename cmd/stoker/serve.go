@@ -34,7 +34,7 @@ import (
 func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	o := &serveOpts{}
-	fs.Func("dataset", "NAME=PATH|URL: serve the dataset at PATH, or at s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or azblob://CONTAINER/PREFIX (credentials from each provider's standard chain; AWS_ENDPOINT_URL for an S3-compatible store), as NAME (repeatable)", func(v string) error {
+	fs.Func("dataset", "NAME=PATH|URL: serve a dataset as NAME (repeatable). PATH is an ImageFolder (PATH/<class>/<image>, a folder per class) or a folder of WebDataset .tar shards (each sample KEY.jpg|png with its label in KEY.cls, as decimal text; uncompressed tars), or one .tar; a URL is either layout under s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or azblob://CONTAINER/PREFIX (credentials from each provider's standard chain; AWS_ENDPOINT_URL for an S3-compatible store)", func(v string) error {
 		name, path, ok := strings.Cut(v, "=")
 		if !ok || name == "" || path == "" {
 			return fmt.Errorf("want NAME=PATH, the name trainers ask for and the dataset's path (--dataset imagenet=/data/imagenet/train)")

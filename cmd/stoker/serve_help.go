@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/stoker-dev/stoker/internal/helptext"
 )
 
-// helpWidth is the longest line `stoker serve --help` prints.
-const helpWidth = 100
+// helpWidth is the longest line `stoker serve --help` prints, as every
+// command's.
+const helpWidth = helptext.Width
 
 // serveGroups are serve's flags by what a user sets them for, in the order
 // --help lists them; every flag is in one (TestServeHelpGroups), the
@@ -149,24 +152,5 @@ func writeFlagHelp(w io.Writer, f *flag.Flag) {
 	}
 }
 
-// wrap breaks s into lines of at most width characters, at spaces (a word
-// longer than width stands on a line of its own).
-func wrap(s string, width int) []string {
-	var lines []string
-	line := ""
-	for _, word := range strings.Fields(s) {
-		switch {
-		case line == "":
-			line = word
-		case len(line)+1+len(word) <= width:
-			line += " " + word
-		default:
-			lines = append(lines, line)
-			line = word
-		}
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return lines
-}
+// wrap breaks s into lines of at most width characters, at spaces.
+func wrap(s string, width int) []string { return helptext.Wrap(s, width) }

@@ -4,8 +4,8 @@ package main
 // real `stoker serve` processes, a real trainer (the Go client) in this
 // process, the verdict read from the Status RPC as `stoker status` reads
 // it. Each scenario is lopsided by construction (a trainer that consumes
-// at once against one decode goroutine, a store a second away, a link of
-// 30 KB/s), so that the answer does not depend on the machine's speed or
+// at once against one decode goroutine, a store a second away, a disk
+// 50 ms an open, a link of 30 KB/s), so that the answer does not depend on the machine's speed or
 // load; no figure of time is compared with a constant: the verdict is a
 // classification of measured shares, and the test counts verdicts.
 
@@ -16,9 +16,12 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -273,6 +276,62 @@ func TestStallSlowStore(t *testing.T) {
 	tr := startTrainer(t, ctx, srv.addr, testJob(2, 1), 0, client.WithEpochs(1))
 	expectVerdict(t, readVerdicts(t, ctx, srv.addr, tr, verdictsWanted), "read", "reading is slow")
 	tr.stop(t)
+}
+
+// TestStallSlowDisk: a local dataset on a disk that takes 50 ms to open
+// a file (strace delays every openat and openat2 of the serve process; the
+// files are read through the kernel as ever, stoker has no hook for it)
+// starves a trainer that consumes at once: the verdict says reading is
+// slow.
+func TestStallSlowDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a stoker serve process under strace")
+	}
+	wrap := slowOpens(t, 50*time.Millisecond)
+	ctx := processTest(t, 4*time.Minute)
+	srv := startServe(t, ctx, serveConfig{name: "slow disk", dataset: writeDataset(t, 64, 2, 0), workers: 2, wrap: wrap})
+	killTracee(t, srv)
+	tr := startTrainer(t, ctx, srv.addr, testJob(2, 1), 0)
+	expectVerdict(t, readVerdicts(t, ctx, srv.addr, tr, verdictsWanted), "read", "reading is slow")
+	tr.stop(t)
+}
+
+// slowOpens is the command that runs a program with every openat and
+// openat2 of it (and of its threads) delayed by d: strace with a seccomp
+// filter, so that no other system call stops. It skips the test where
+// strace is missing or may not trace (no ptrace in a container).
+func slowOpens(t *testing.T, d time.Duration) []string {
+	t.Helper()
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skipf("needs strace to slow a local disk's opens: %v", err)
+	}
+	wrap := []string{strace, "-f", "--seccomp-bpf", "-qq", "-o", "/dev/null", "-e", "trace=openat,openat2",
+		"-e", fmt.Sprintf("inject=openat,openat2:delay_enter=%dus", d.Microseconds())}
+	if out, err := exec.Command(wrap[0], append(wrap[1:len(wrap):len(wrap)], "true")...).CombinedOutput(); err != nil {
+		t.Skipf("strace cannot trace here (ptrace or seccomp refused): %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return wrap
+}
+
+// killTracee kills the program strace runs for srv when the test ends,
+// before srv's own cleanup kills strace (which would leave it running).
+func killTracee(t *testing.T, srv *serveProc) {
+	t.Helper()
+	pid := srv.cmd.Process.Pid
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 1 {
+		t.Fatalf("strace (pid %d) has children %q, want the one stoker serve", pid, f)
+	}
+	child, err := strconv.Atoi(f[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
 }
 
 // TestStallPeers: a coordinator that decodes nothing itself (--workers 0)
