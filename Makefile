@@ -42,7 +42,7 @@ VERSITYGW_VERSION       := v1.8.0
 FAKE_GCS_SERVER_VERSION := v1.56.1
 
 # Debian packages the build and tests need.
-APT_PKGS := gcc libc6-dev make pkg-config libjpeg62-turbo-dev python3 python3-venv python3-dev git ca-certificates
+APT_PKGS := gcc libc6-dev make pkg-config libjpeg62-turbo-dev python3 python3-venv python3-dev git ca-certificates strace
 
 .PHONY: help setup apt venv tools stores build static gpuhost test test-go test-python lint check-generate generate bench demo clean
 

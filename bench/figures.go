@@ -36,7 +36,7 @@ func docFigures() map[string]docFigure {
 	}
 }
 
-// headlineFigure: issue 29's figures, measured in November 2026 on an
+// headlineFigure: the headline figures, measured in November 2026 on an
 // H100 host (BENCHMARKS.md, "How many CPU cores does a GPU need?").
 func headlineFigure() *barFigure {
 	return &barFigure{

@@ -298,13 +298,14 @@ func TestStallSlowDisk(t *testing.T) {
 
 // slowOpens is the command that runs a program with every openat and
 // openat2 of it (and of its threads) delayed by d: strace with a seccomp
-// filter, so that no other system call stops. It skips the test where
-// strace is missing or may not trace (no ptrace in a container).
+// filter, so that no other system call stops. It fails the test where
+// strace is missing (make apt installs it), and skips it, saying why, only
+// where the kernel refuses to let it trace (no ptrace in a container).
 func slowOpens(t *testing.T, d time.Duration) []string {
 	t.Helper()
 	strace, err := exec.LookPath("strace")
 	if err != nil {
-		t.Skipf("needs strace to slow a local disk's opens: %v", err)
+		t.Fatalf("needs strace to slow a local disk's opens (make apt installs it): %v", err)
 	}
 	wrap := []string{strace, "-f", "--seccomp-bpf", "-qq", "-o", "/dev/null", "-e", "trace=openat,openat2",
 		"-e", fmt.Sprintf("inject=openat,openat2:delay_enter=%dus", d.Microseconds())}
