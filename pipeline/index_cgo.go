@@ -11,8 +11,9 @@ import "unsafe"
 
 // indexFinish keeps what a decode made with a decoder index learnt (rc;
 // u.blob is the Index's entry for u.key, from index file u.origin, or a
-// test's forceIx, when u.ix is nil). The decode's output is right whatever the entry said: it
-// started only at checkpoints confirmed here (huff.h, stoker_hix). An
+// test's forceIx when u.ix is nil, and nothing is kept then). The
+// decode's output is right whatever the entry said: it started only at
+// checkpoints confirmed here (huff.h, stoker_hix). An
 // entry refused by its header (IX_STALE) or its checks (IX_BAD), or with a
 // checkpoint that disagreed with the decoder, is dropped, with the index
 // file it came from, if any. After BAD (a confirmed checkpoint disagreed:
