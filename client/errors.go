@@ -8,6 +8,20 @@ import (
 	"google.golang.org/grpc/status"
 )
 
+// The hint is keyed on the status code, which is typed, and then on the
+// words of gRPC's message: the cause cannot be had as a type. grpc-go
+// (v1.85) flattens a transport's errors into the status message
+// (toRPCErr: status.Error(codes.Unavailable, ConnectionError.Desc); the
+// picker: status.Error(codes.Unavailable, err.Error())), and a status
+// error wraps nothing, so errors.As finds no *net.OpError or
+// *net.DNSError in what a call returns. Capturing the dial's own error
+// (a dialer of ours) would not see the resolver's ("produced zero
+// addresses") nor a stream that broke. The words pick the hint only: the
+// code and gRPC's message are kept either way. TestUnreachableSaysWhatToDo
+// (a closed port) and TestServerGoneMidStream (a server stopped under a
+// stream) check the commonest against real gRPC failures, so a gRPC that
+// words those otherwise fails there.
+
 // notListening are the words of gRPC's Unavailable errors when no
 // connection could be made: nothing listens at the address, or its name
 // does not resolve.

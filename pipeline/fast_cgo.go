@@ -26,13 +26,12 @@ type fastState struct {
 	t       *C.stoker_turbo
 	job     *C.stoker_job // inside t: Go writes the job there, not in Go memory
 	cleanup runtime.Cleanup
-	// knobs are the test-only options; nil (the defaults) but in tests
-	// and benchmarks.
-	knobs *fastKnobs
 }
 
 // fastKnobs are the fast path's options for tests and benchmarks, which
-// compare decode paths with them; zero is the default.
+// compare decode paths with them; zero is the default, and production
+// decodes have no others. A test gives a Decoder its own through
+// testKnobs (knobs_cgo_test.go): the Decoder holds none.
 type fastKnobs struct {
 	merged   bool // replicate chroma (libjpeg's merged upsampler), not fancy
 	ifast    bool // JDCT_IFAST
@@ -49,13 +48,19 @@ type fastKnobs struct {
 	forceIx []byte
 }
 
-// defaults are the knobs of a Decoder that has none.
+// defaults are the knobs of every decode in production, never written.
 var defaults fastKnobs
 
-// tuned is f's knobs, or the defaults.
-func (f *fastState) tuned() *fastKnobs {
-	if f.knobs != nil {
-		return f.knobs
+// testKnobs is nil in production; tests set it (knobs_cgo_test.go) to
+// give a Decoder knobs other than the defaults (nil: the defaults).
+var testKnobs func(*Decoder) *fastKnobs
+
+// knobs is the decode's knobs: the defaults, unless a test set d's.
+func (d *Decoder) knobs() *fastKnobs {
+	if testKnobs != nil {
+		if k := testKnobs(d); k != nil {
+			return k
+		}
 	}
 	return &defaults
 }
@@ -100,13 +105,14 @@ func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layo
 	if len(data) == 0 || len(out) != 3*p.outW*p.outH {
 		return fmt.Errorf("%w: fast path: %d input bytes, %d output bytes for %dx%d", ErrUnsupported, len(data), len(out), p.outW, p.outH)
 	}
-	f.setJob(&d.opts, hd, p, layout)
-	ix := d.indexFor(data, hd)
-	cc := d.coefsFor(data, hd, &ix)
+	k := d.knobs()
+	f.setJob(&d.opts, hd, p, layout, k)
+	ix := d.indexFor(data, hd, k)
+	cc := d.coefsFor(data, hd, &ix, k)
 	rc := f.decode(data, out, ix.blob)
 	cc.checkin(f, rc == C.STOKER_OK)
 	if ix.on {
-		rc = d.indexFinish(rc, data, out, ix.key, ix.blob, ix.origin)
+		rc = d.indexFinish(rc, data, out, ix)
 	}
 	return f.err(rc)
 }
@@ -127,8 +133,8 @@ func (f *fastState) open(d *Decoder) error {
 }
 
 // setJob writes the decode's job into C: the plan's geometry, the
-// layout, the Decoder's options and bounds, and the knobs.
-func (f *fastState) setJob(o *options, hd *header, p *samplePlan, layout Layout) {
+// layout, the Decoder's options and bounds, and the knobs k.
+func (f *fastState) setJob(o *options, hd *header, p *samplePlan, layout Layout, k *fastKnobs) {
 	r := p.region()
 	j := f.job
 	j.bx, j.by, j.bw, j.bh = C.double(r.bx), C.double(r.by), C.double(r.bw), C.double(r.bh)
@@ -149,7 +155,6 @@ func (f *fastState) setJob(o *options, hd *header, p *samplePlan, layout Layout)
 	// libjpeg's own allocations (progressive coefficient buffers chiefly:
 	// 2 bytes per pixel per component) are bounded by the pixel budget.
 	j.max_memory = C.longlong(min(max(o.pixelBudget, 0), 1<<36)*6 + 64<<20)
-	k := f.tuned()
 	j.fancy, j.ifast, j.no_region, j.simd_max = cbool(!k.merged), cbool(k.ifast), cbool(k.noRegion), C.int(k.simdMax)
 	j.libjpeg_huff = cbool(k.libHuff)
 	j.ix_px = C.int(k.ixPx)
@@ -168,10 +173,9 @@ type ixUse struct {
 }
 
 // indexFor is the decode's use of the decoder index: for baseline JPEGs
-// decoded by huff.c, when the Decoder has an Index.
-func (d *Decoder) indexFor(data []byte, hd *header) ixUse {
+// decoded by huff.c, when the Decoder has an Index (or k forces one).
+func (d *Decoder) indexFor(data []byte, hd *header, k *fastKnobs) ixUse {
 	f := &d.fast
-	k := f.tuned()
 	var u ixUse
 	switch {
 	case hd.progressive || k.libHuff:
@@ -199,12 +203,12 @@ type coefUse struct {
 // for baseline JPEGs decoded by huff.c, when the Decoder has a cache. A
 // decode that fails leaves nothing in it (the entry is dropped), and the
 // retry without the index goes without it.
-func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse) coefUse {
+func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs) coefUse {
 	f := &d.fast
 	j := f.job
 	j.coefs, j.coefs_room = nil, 0
 	cc := d.opts.coefs
-	if cc == nil || hd.progressive || f.tuned().libHuff {
+	if cc == nil || hd.progressive || k.libHuff {
 		return coefUse{}
 	}
 	if !u.keyed {

@@ -36,14 +36,6 @@ const benchPhotoDir = "../../shared/data/photos/train"
 // fastPhotos returns n photos of fastPhotoDir spread evenly over the sorted
 // file list (all of them when n <= 0). The set is part of the repository:
 // its absence fails the test.
-// knobsOf is d's test-only knobs (fastKnobs), made on first use.
-func knobsOf(d *Decoder) *fastKnobs {
-	if d.fast.knobs == nil {
-		d.fast.knobs = &fastKnobs{}
-	}
-	return d.fast.knobs
-}
-
 func fastPhotos(tb testing.TB, n int) (names []string, files [][]byte) {
 	tb.Helper()
 	return photosIn(tb, fastPhotoDir, n)

@@ -10,9 +10,10 @@ import "C"
 import "unsafe"
 
 // indexFinish keeps what a decode made with a decoder index learnt (rc;
-// blob is the Index's entry for key, from index file origin, or a test's
-// forceIx). The decode's output is right whatever the entry said: it
-// started only at checkpoints confirmed here (huff.h, stoker_hix). An
+// u.blob is the Index's entry for u.key, from index file u.origin, or a
+// test's forceIx when u.ix is nil, and nothing is kept then). The
+// decode's output is right whatever the entry said: it started only at
+// checkpoints confirmed here (huff.h, stoker_hix). An
 // entry refused by its header (IX_STALE) or its checks (IX_BAD), or with a
 // checkpoint that disagreed with the decoder, is dropped, with the index
 // file it came from, if any. After BAD (a confirmed checkpoint disagreed:
@@ -22,11 +23,11 @@ import "unsafe"
 // was wrong): a good sample is never failed for its index. A successful
 // decode's index is stored if it changed, still tagged with its index file
 // while it holds checkpoints not confirmed.
-func (d *Decoder) indexFinish(rc C.int, data, out []byte, key indexKey, blob []byte, origin uint32) C.int {
+func (d *Decoder) indexFinish(rc C.int, data, out []byte, u ixUse) C.int {
 	f := &d.fast
 	j := f.job
-	ix := d.opts.index
-	mine := ix != nil && f.tuned().forceIx == nil
+	ix, key, origin := u.ix, u.key, u.origin
+	mine := ix != nil
 	why := ""
 	switch {
 	case j.ix_state == C.STOKER_IX_STALE:

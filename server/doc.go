@@ -31,8 +31,11 @@
 // Flow control: the server sends a batch only while the trainer's credits
 // (OpenJob.credits plus every Credit.credits since) exceed the batches sent.
 // A stream has at most its window of leases in flight (Config.Window, or
-// the controller's between 1 and four per ready maker) and holds at most
-// window + min(initial credits, window) batch buffers, reused.
+// the controller's between 1 and four per ready maker) and holds
+// window + min(initial credits, window) batch buffers, reused, and past
+// them one per hedge in flight (at most 8) and one for the batch delivery
+// waits on when made batches hold all the others; the controller gives
+// the extra ones back once they are free.
 //
 // WorkService. A coordinator (another stoker serve with --peers) opens one
 // Work stream, registers its jobs on it and sends leases (a batch's number

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -17,7 +20,9 @@ var layoutPath = regexp.MustCompile("`([a-z0-9_.]+(?:/[a-z0-9_.]+)+)`")
 // TestReadmeLayout: every folder the README's layout table names exists
 // and holds files (a Go package its Go files), and so does every folder
 // its descriptions name: the table is where a newcomer starts, and a
-// package moved or renamed must take its row along.
+// package moved or renamed must take its row along. The other way round,
+// every folder at the top and every Go package is in the table (see
+// checkCovered): a package added must bring its row.
 func TestReadmeLayout(t *testing.T) {
 	const root = "../.."
 	data, err := os.ReadFile(filepath.Join(root, "README.md"))
@@ -58,6 +63,86 @@ func TestReadmeLayout(t *testing.T) {
 			t.Errorf("README's layout table names %s, which is empty", f)
 		case isGoPackageName(f) && goFiles == 0:
 			t.Errorf("README's layout table names %s, which holds no Go package", f)
+		}
+	}
+	checkCovered(t, root, folders)
+}
+
+// checkCovered checks that the layout table covers the repository: every
+// folder at its top has a row, or rows for folders inside it (internal/);
+// every Go package inside an internal folder has a row of its own, and
+// every other one its own or a folder's above it (bench/ for bench/making).
+// Hidden folders, those the top-level .gitignore names (build outputs)
+// and testdata below the top, which Go ignores, are not the layout.
+func checkCovered(t *testing.T, root string, folders []string) {
+	t.Helper()
+	named := map[string]bool{}
+	for _, f := range folders {
+		named[strings.TrimSuffix(f, "/")] = true
+	}
+	covered := func(dir string) bool {
+		for d := dir; d != "."; d = path.Dir(d) {
+			if named[d] {
+				return true
+			}
+		}
+		return false
+	}
+	ignored := map[string]bool{}
+	if data, err := os.ReadFile(filepath.Join(root, ".gitignore")); err == nil {
+		for line := range strings.Lines(string(data)) {
+			line = strings.TrimSpace(line)
+			if name, ok := strings.CutPrefix(line, "/"); ok && !strings.Contains(strings.TrimSuffix(name, "/"), "/") {
+				ignored[strings.TrimSuffix(name, "/")] = true
+			}
+		}
+	}
+	top, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range top {
+		name := e.Name()
+		if !e.IsDir() || strings.HasPrefix(name, ".") || ignored[name] {
+			continue
+		}
+		if !named[name] && !slices.ContainsFunc(folders, func(f string) bool { return strings.HasPrefix(f, name+"/") && f != name+"/" }) {
+			t.Errorf("README's layout table has no row for the top-level folder %s/", name)
+		}
+	}
+	var pkgs []string
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			name := d.Name()
+			if rel != "." && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") ||
+				ignored[rel] || name == "testdata" && strings.Contains(rel, "/")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if dir := path.Dir(rel); strings.HasSuffix(rel, ".go") && dir != "." && !slices.Contains(pkgs, dir) {
+			pkgs = append(pkgs, dir)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("found %d Go packages under %s", len(pkgs), root)
+	}
+	for _, p := range pkgs {
+		internal := slices.Contains(strings.Split(p, "/"), "internal")
+		switch {
+		case internal && !named[p]:
+			t.Errorf("README's layout table has no row for the internal package %s/", p)
+		case !internal && !covered(p):
+			t.Errorf("README's layout table covers no folder of the Go package %s/", p)
 		}
 	}
 }

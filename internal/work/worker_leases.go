@@ -39,12 +39,13 @@ func (w *workStream) receive(ctx context.Context) error {
 }
 
 // handle handles one request, with recvMu held. A JobEnd returns the
-// job's queue, for receive to close once it has let go of recvMu.
+// job's queue, and so does a job refused for memory (with the refusal),
+// for receive to close once it has let go of recvMu.
 func (w *workStream) handle(ctx context.Context, req *stokerv1.WorkRequest) (ended JobQueue, err error) {
 	switch m := req.GetMsg().(type) {
 	case *stokerv1.WorkRequest_Job:
-		if err := w.register(m.Job); err != nil {
-			return nil, err
+		if refused, err := w.register(m.Job); err != nil {
+			return refused, err
 		}
 	case *stokerv1.WorkRequest_Lease:
 		if err := w.lease(ctx, m.Lease); err != nil {

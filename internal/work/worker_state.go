@@ -40,15 +40,17 @@ type slot struct {
 }
 
 // register validates and keeps job id, charging its state to the stream's
-// Memory; a job that does not fit ends the stream, with the refusal.
-// Called with recvMu held.
-func (w *workStream) register(m *stokerv1.WorkJob) error {
+// Memory; a job that does not fit ends the stream, with the refusal, and
+// its queue is returned for the caller to close once it has let go of
+// recvMu (a close waits for the samples being made). Called with recvMu
+// held.
+func (w *workStream) register(m *stokerv1.WorkJob) (refused JobQueue, err error) {
 	id := m.GetId()
 	switch {
 	case id <= w.lastJob:
-		return status.Errorf(codes.InvalidArgument, "job %d: registered after job %d (job ids increase on a stream)", id, w.lastJob)
+		return nil, status.Errorf(codes.InvalidArgument, "job %d: registered after job %d (job ids increase on a stream)", id, w.lastJob)
 	case len(w.jobs) >= maxWorkJobs:
-		return status.Errorf(codes.InvalidArgument, "job %d: more than %d jobs alive on one Work stream (end jobs with JobEnd)", id, maxWorkJobs)
+		return nil, status.Errorf(codes.InvalidArgument, "job %d: more than %d jobs alive on one Work stream (end jobs with JobEnd)", id, maxWorkJobs)
 	}
 	w.lastJob = id
 	wj := &workJob{id: id, bytes: jobBytes}
@@ -62,15 +64,12 @@ func (w *workStream) register(m *stokerv1.WorkJob) error {
 		wj.bytes += q.StateBytes()
 	}
 	if err := w.mem.Take(wj.bytes, fmt.Sprintf("job %d's state", id)); err != nil {
-		if q != nil {
-			q.Close()
-		}
-		return err
+		return q, err // nil when Open refused the job
 	}
 	w.jobs[id] = wj
 	w.byLast.touch(wj, time.Now())
 	w.cfg.Metrics.Jobs.Inc()
-	return nil
+	return nil, nil
 }
 
 // grow makes s hold a batch of n samples of size bytes, charging the

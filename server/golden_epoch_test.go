@@ -1,0 +1,102 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"hash"
+	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline"
+	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// goldenEpochs is the SHA-256 of goldenEpochJob's epochs 0 and 1 over
+// testdata/photos, as hashEpoch hashes them, per decode path (Identity.Path:
+// libjpeg-turbo and image/jpeg decode a JPEG to different pixels). They were
+// computed with the code before the coordinator and Work protocol moved to
+// their own packages (commit 92b9972), with this test's job and hash, and
+// the code since gives the same. pipeline's golden values
+// (golden_test.go, golden_cgo_test.go) pin single samples and batches made
+// in-process; these pin whole epochs as a trainer gets them over Feed,
+// made by the server itself or leased to peers. Like those, they must pass
+// unchanged on every architecture (the Go path's except where it fuses
+// multiply-adds, whose resampling rounds differently: skipped); a change
+// means the bytes a trainer gets changed, which needs raising
+// pipeline.OutputVersion.
+var goldenEpochs = map[string]string{
+	pipeline.PathTurbo: "2f3e657b9eee778711d61f8e242a46fb6228ace7b89c3fe981a5d237ffd19650",
+	pipeline.PathGo:    "aa20bcb22d5f15160289f9387eb8cdfcefd0e55e30bf83976651e920fe26e44f",
+}
+
+// goldenPhotos is how many photos testdata/photos holds.
+const goldenPhotos = 42
+
+// goldenEpochJob is a small job over testdata/photos: 32 px crops,
+// flipped, shuffled, batches of 8.
+func goldenEpochJob(epoch uint64) *pb.OpenJob {
+	o := smallJob("tiny", 8)
+	o.Epoch = epoch
+	return o
+}
+
+// hashEpoch adds an epoch's batches to h, in order: each batch's epoch,
+// number, shape, dtype, labels, indices and pixels.
+func hashEpoch(h hash.Hash, ep epoch) {
+	u := func(v uint64) { h.Write(binary.LittleEndian.AppendUint64(nil, v)) }
+	for _, b := range ep.batches {
+		u(b.hdr.GetEpoch())
+		u(b.hdr.GetNumber())
+		u(uint64(len(b.hdr.GetShape())))
+		for _, s := range b.hdr.GetShape() {
+			u(uint64(s))
+		}
+		u(uint64(b.hdr.GetDtype()))
+		u(uint64(len(b.hdr.GetLabels())))
+		for _, l := range b.hdr.GetLabels() {
+			u(uint64(l))
+		}
+		u(uint64(len(b.hdr.GetIndices())))
+		for _, i := range b.hdr.GetIndices() {
+			u(uint64(i))
+		}
+		u(uint64(len(b.data)))
+		h.Write(b.data)
+	}
+}
+
+// TestGoldenEpochs checks that epochs 0 and 1 of a fixed job are the same
+// bytes, pinned, whether the server makes them itself (0 peers) or a
+// coordinator that makes nothing itself leases them to 1 or 3 peers.
+func TestGoldenEpochs(t *testing.T) {
+	id := pipeline.LocalIdentity()
+	want, ok := goldenEpochs[id.Path]
+	switch {
+	case !ok:
+		t.Fatalf("no golden hash for decode path %q", id.Path)
+	case id.Path == pipeline.PathGo && id.FMA:
+		t.Skip("this build fuses multiply-adds: the Go path's resampling (imaging) rounds differently; build with -gcflags=all=-d=fmahash=n to check it")
+	}
+	const root = "../testdata/photos"
+	for _, n := range []int{0, 1, 3} {
+		var e *testEnv
+		if n == 0 {
+			e = startServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 2})
+		} else {
+			_, addrs := peers(t, root, n)
+			e = startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: addrs})
+			waitPeers(t, e, n)
+		}
+		h := sha256.New()
+		for k := range uint64(2) {
+			ep := e.collect(t, goldenEpochJob(k))
+			if ep.end.GetSamples() != goldenPhotos || ep.end.GetSampleErrors() != 0 {
+				t.Fatalf("%d peers, epoch %d: %d samples, %d errors; want %d, 0", n, k, ep.end.GetSamples(), ep.end.GetSampleErrors(), goldenPhotos)
+			}
+			hashEpoch(h, ep)
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != want {
+			t.Errorf("%d peers, %s path: epochs 0 and 1 hash to %s, want %s", n, id.Path, got, want)
+		}
+	}
+}
