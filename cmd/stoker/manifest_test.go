@@ -344,6 +344,45 @@ func TestServeStoreDown(t *testing.T) {
 	checkEpoch(t, consumeEpoch(t, ctx, srv.addr, testJob(4, 4), consumeOpts{}), testJob(4, 4), n)
 }
 
+// TestServeStoreStalls: a store that holds every request (no answer at
+// all, not an error) ends the trainer's job with UNAVAILABLE naming the
+// store and its last answer: that none came within --store-timeout. A read
+// gives up after at most --store-attempts tries of --store-timeout plus
+// backoff (source.Policy.MaxWait), short here and well under the lease
+// timeout (a lease that runs out first would say only that its deadline
+// passed); the test's deadline is the generous bound that turns a hang
+// into a failure. Once the store answers again, the next job's epoch is
+// whole.
+func TestServeStoreStalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs stoker serve and versitygw processes")
+	}
+	ctx := processTest(t, 3*time.Minute)
+	const n = 16
+	data := writeDataset(t, n, 2, 0)
+	s := s3Env(t)
+	s.PutTree(t, "bkt", "if/", data)
+	runIndexCmd(t, ctx, nil, s.URL("bkt", "if/"))
+	p := proxied(t, s, 1, faultproxy.Plan{})
+	srv := startServe(t, ctx, serveConfig{name: "s3", dataset: s.URL("bkt", "if/"), workers: 2,
+		args: []string{"--store-timeout=200ms", "--store-attempts=2"}})
+	if err := p.SetPlan(faultproxy.Plan{Down: faultproxy.Stall}); err != nil { // held until the client gives up
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := runEpoch(ctx, srv.addr, testJob(4, 3), consumeOpts{})
+	if err == nil || !strings.Contains(err.Error(), "code = Unavailable") || !strings.Contains(err.Error(), "s3://bkt") ||
+		!strings.Contains(err.Error(), "no answer within 200ms") {
+		t.Fatalf("epoch against a store that holds every request: %v; want UNAVAILABLE naming s3://bkt and no answer within 200ms", err)
+	}
+	if st := p.Stats(); st.Faults[faultproxy.Stall] == 0 {
+		t.Fatalf("the proxy held no request (%+v): the error came from elsewhere", st)
+	}
+	t.Logf("the trainer's error, after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	p.SetPlan(faultproxy.Plan{})
+	checkEpoch(t, consumeEpoch(t, ctx, srv.addr, testJob(4, 4), consumeOpts{}), testJob(4, 4), n)
+}
+
 // TestServeStoreFaults: a store behind a proxy that answers 503 SlowDown
 // and 429, resets connections, truncates bodies and holds requests, each
 // at a set rate on object reads: every epoch still delivers each sample
