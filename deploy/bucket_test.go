@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -134,6 +135,63 @@ func TestDeployBucketNoVolume(t *testing.T) {
 	}
 }
 
+// TestDeployBucketCache: every stoker container of the bucket overlay and
+// of the bucket Job keeps the byte cache on disk: --cache-dir is where an
+// emptyDir volume with a sizeLimit is mounted writable (the root file
+// system is read-only), and --cache-budget is a positive byte count under
+// that sizeLimit (the kubelet evicts a pod whose emptyDir passes it) with
+// room to spare for the cache's index and partly written ranges.
+func TestDeployBucketCache(t *testing.T) {
+	n := 0
+	for _, sc := range allStokerContainers(t) {
+		if !strings.HasPrefix(sc.where, bucketOverlay) && !strings.HasPrefix(sc.where, bucketJob) {
+			continue
+		}
+		n++
+		dir, ok := sc.flags["cache-dir"]
+		if !ok {
+			t.Errorf("%s: no --cache-dir: every epoch would read the whole dataset from the bucket again", sc.where)
+			continue
+		}
+		budget, err := strconv.ParseInt(sc.flags["cache-budget"], 10, 64)
+		if err != nil || budget <= 0 {
+			t.Errorf("%s: --cache-budget=%q, want a positive byte count (serve needs one with --cache-dir)", sc.where, sc.flags["cache-budget"])
+			continue
+		}
+		var mount *corev1.VolumeMount
+		for i, m := range sc.c.VolumeMounts {
+			if m.MountPath == dir {
+				mount = &sc.c.VolumeMounts[i]
+			}
+		}
+		if mount == nil {
+			t.Errorf("%s: nothing mounted at --cache-dir=%s: the root file system is read-only", sc.where, dir)
+			continue
+		}
+		if mount.ReadOnly {
+			t.Errorf("%s: the cache volume %s is mounted read-only", sc.where, mount.Name)
+		}
+		var vol *corev1.Volume
+		for i, v := range sc.pod.Volumes {
+			if v.Name == mount.Name {
+				vol = &sc.pod.Volumes[i]
+			}
+		}
+		switch {
+		case vol == nil:
+			t.Errorf("%s: mounts volume %s, which the pod lacks", sc.where, mount.Name)
+		case vol.EmptyDir == nil || vol.EmptyDir.SizeLimit == nil:
+			t.Errorf("%s: the cache volume %s is not an emptyDir with a sizeLimit", sc.where, vol.Name)
+		case budget > vol.EmptyDir.SizeLimit.Value()*9/10:
+			t.Errorf("%s: --cache-budget=%d is not under 90%% of the cache volume's sizeLimit %s (%d bytes): the kubelet evicts a pod past it",
+				sc.where, budget, vol.EmptyDir.SizeLimit, vol.EmptyDir.SizeLimit.Value())
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d stoker containers in %s and %s, want the workers and the coordinator", n, bucketOverlay, bucketJob)
+	}
+}
+
 // credentialName is an environment variable that holds a secret by its
 // name: its value must come from a Secret, never the manifest.
 var credentialName = regexp.MustCompile(`SECRET|KEY|TOKEN|PASSWORD|CONNECTION_STRING|CREDENTIAL`)
@@ -232,7 +290,8 @@ func TestDeployBucketCredentials(t *testing.T) {
 }
 
 // TestDeployBucketJobIsTheExample: the bucket Job is the example Job but
-// for where the data come from (the URL, no data volume) and the
+// for where the data come from (the URL, no data volume), the byte cache
+// on disk (--cache-dir, --cache-budget, the cache volume) and the
 // credentials (ServiceAccount, Secret, the AKS label, the annotations that
 // keep the identity from the trainer): what is said of the one holds for
 // the other.
@@ -244,6 +303,7 @@ func TestDeployBucketJobIsTheExample(t *testing.T) {
 	delete(b.Annotations, "eks.amazonaws.com/skip-containers")
 	delete(b.Annotations, "azure.workload.identity/skip-containers")
 	b.Spec.ServiceAccountName = ""
+	b.Spec.Volumes = slices.DeleteFunc(b.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "cache" })
 	p := &plain.Spec.Template
 	p.Spec.Volumes = slices.DeleteFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "data" })
 	for _, spec := range []*corev1.PodSpec{&p.Spec, &b.Spec} {
@@ -256,7 +316,10 @@ func TestDeployBucketJobIsTheExample(t *testing.T) {
 				if len(c.EnvFrom) == 0 {
 					c.EnvFrom = nil
 				}
-				c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "data" })
+				c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "data" || m.Name == "cache" })
+				c.Args = slices.DeleteFunc(c.Args, func(a string) bool {
+					return strings.HasPrefix(a, "--cache-dir=") || strings.HasPrefix(a, "--cache-budget=")
+				})
 				for j, a := range c.Args {
 					if strings.HasPrefix(a, "--dataset=") {
 						c.Args[j] = "--dataset=..."

@@ -237,6 +237,13 @@ type Config struct {
 	CacheDir string
 	// CacheBudget bounds CacheDir's bytes; needed with CacheDir.
 	CacheBudget int64
+	// StoreTimeout is the deadline of each try of a request to an object
+	// store, to its last byte, and StoreAttempts the most tries of one
+	// request (source.Policy's RequestTimeout and Attempts); 0: the
+	// default (30 s, 6). A store that holds every request fails a read
+	// after at most source.Policy.MaxWait.
+	StoreTimeout  time.Duration
+	StoreAttempts int
 
 	// TLSCert and TLSKey are PEM files: serve TLS. With TLSClientCA
 	// (mutual TLS) clients must present a certificate it signed.
@@ -369,6 +376,9 @@ func (c Config) Validate() error {
 	}
 	if c.CacheBudget < 0 || c.CacheDir != "" && c.CacheBudget == 0 || c.CacheDir == "" && c.CacheBudget > 0 {
 		errs = append(errs, fmt.Errorf("cache dir %q, cache budget %d: give --cache-dir with --cache-budget, the bytes of disk it may fill, > 0", c.CacheDir, c.CacheBudget))
+	}
+	if c.StoreTimeout < 0 || c.StoreAttempts < 0 {
+		errs = append(errs, fmt.Errorf("--store-timeout %v, --store-attempts %d: want > 0", c.StoreTimeout, c.StoreAttempts))
 	}
 	if c.PixelBudget < 0 || c.MaxScans < 0 || c.MaxFileSize < 0 {
 		errs = append(errs, fmt.Errorf("pixel budget %d, max scans %d, max file size %d: want >= 0 (0: the default)", c.PixelBudget, c.MaxScans, c.MaxFileSize))

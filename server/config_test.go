@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -43,6 +44,8 @@ func TestConfigValidate(t *testing.T) {
 		{"cache dir and budget", Config{Datasets: ok, Workers: 1, CacheDir: "/var/cache/stoker", CacheBudget: 1 << 30}, nil},
 		{"cache dir without budget", Config{Datasets: ok, Workers: 1, CacheDir: "/var/cache/stoker"}, []string{"--cache-dir with --cache-budget"}},
 		{"cache budget without dir", Config{Datasets: ok, Workers: 1, CacheBudget: 1 << 30}, []string{"--cache-dir with --cache-budget"}},
+		{"store policy", Config{Datasets: ok, Workers: 1, StoreTimeout: time.Second, StoreAttempts: 2}, nil},
+		{"negative store policy", Config{Datasets: ok, Workers: 1, StoreTimeout: -time.Second, StoreAttempts: -1}, []string{"--store-timeout -1s, --store-attempts -1"}},
 		{"peer certificate without CA", Config{Datasets: ok, Workers: 1, PeerCert: "c.pem", PeerKey: "k.pem"}, []string{"with --peer-ca"}},
 	}
 	for _, tc := range tests {

@@ -26,7 +26,7 @@ func openDataset(ctx context.Context, cfg Config, name string, m *source.Metrics
 	pr := progress.NewLog(log, "opening dataset")
 	defer pr.Done()
 	opts := []pipeline.SourceOption{
-		pipeline.WithStoreOptions(source.WithMetrics(m)),
+		pipeline.WithStoreOptions(source.WithMetrics(m), source.WithPolicy(cfg.storePolicy())),
 		pipeline.WithRanges(ranges),
 		pipeline.WithLog(log),
 		pipeline.WithIndexOptions(pipeline.IndexOptions{Progress: func(p pipeline.IndexProgress) { pr.Report(p.Update()) }}),
@@ -35,4 +35,17 @@ func openDataset(ctx context.Context, cfg Config, name string, m *source.Metrics
 		opts = append(opts, pipeline.WithManifest(loc))
 	}
 	return pipeline.OpenSource(ctx, cfg.Datasets[name], opts...)
+}
+
+// storePolicy is the retry policy of the datasets' stores: the default
+// with StoreTimeout and StoreAttempts where set.
+func (c Config) storePolicy() source.Policy {
+	p := source.DefaultPolicy()
+	if c.StoreTimeout > 0 {
+		p.RequestTimeout = c.StoreTimeout
+	}
+	if c.StoreAttempts > 0 {
+		p.Attempts = c.StoreAttempts
+	}
+	return p
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -344,13 +346,54 @@ func TestServeStoreDown(t *testing.T) {
 	checkEpoch(t, consumeEpoch(t, ctx, srv.addr, testJob(4, 4), consumeOpts{}), testJob(4, 4), n)
 }
 
+// TestServeStoreStalls: a store that holds every request (no answer at
+// all, not an error) ends the trainer's job with UNAVAILABLE naming the
+// store and its last answer: that none came within --store-timeout. A read
+// gives up after at most --store-attempts tries of --store-timeout plus
+// backoff (source.Policy.MaxWait), short here and well under the lease
+// timeout (a lease that runs out first would say only that its deadline
+// passed); the test's deadline is the generous bound that turns a hang
+// into a failure. Once the store answers again, the next job's epoch is
+// whole.
+func TestServeStoreStalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs stoker serve and versitygw processes")
+	}
+	ctx := processTest(t, 3*time.Minute)
+	const n = 16
+	data := writeDataset(t, n, 2, 0)
+	s := s3Env(t)
+	s.PutTree(t, "bkt", "if/", data)
+	runIndexCmd(t, ctx, nil, s.URL("bkt", "if/"))
+	p := proxied(t, s, 1, faultproxy.Plan{})
+	srv := startServe(t, ctx, serveConfig{name: "s3", dataset: s.URL("bkt", "if/"), workers: 2,
+		args: []string{"--store-timeout=200ms", "--store-attempts=2"}})
+	if err := p.SetPlan(faultproxy.Plan{Down: faultproxy.Stall}); err != nil { // held until the client gives up
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := runEpoch(ctx, srv.addr, testJob(4, 3), consumeOpts{})
+	if err == nil || !strings.Contains(err.Error(), "code = Unavailable") || !strings.Contains(err.Error(), "s3://bkt") ||
+		!strings.Contains(err.Error(), "no answer within 200ms") {
+		t.Fatalf("epoch against a store that holds every request: %v; want UNAVAILABLE naming s3://bkt and no answer within 200ms", err)
+	}
+	if st := p.Stats(); st.Faults[faultproxy.Stall] == 0 {
+		t.Fatalf("the proxy held no request (%+v): the error came from elsewhere", st)
+	}
+	t.Logf("the trainer's error, after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	p.SetPlan(faultproxy.Plan{})
+	checkEpoch(t, consumeEpoch(t, ctx, srv.addr, testJob(4, 4), consumeOpts{}), testJob(4, 4), n)
+}
+
 // TestServeStoreFaults: a store behind a proxy that answers 503 SlowDown
 // and 429, resets connections, truncates bodies and holds requests, each
-// at a set rate on object reads: every epoch still delivers each sample
-// once, with the same bytes as the same job served from the local path,
-// and no sample error. After the job, the server's read-ahead holds no
-// bytes and its goroutines are back to where they were before it (once
-// the idle connections to the store close, 20 s after their last use).
+// at a set rate on object reads: every epoch of two jobs still delivers
+// each sample once, with the same bytes as the same job served from the
+// local path, and no sample error. After the jobs, the server's read-ahead
+// holds no bytes, its goroutines are back to where they were before them
+// (once the idle connections to the store close, 20 s after their last
+// use), and so is its heap less what the byte cache holds, within
+// heapSlack (a fraction of the bytes read from the store).
 func TestServeStoreFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve and versitygw processes")
@@ -371,15 +414,20 @@ func TestServeStoreFaults(t *testing.T) {
 			faultproxy.Reset: 0.05, faultproxy.Truncate: 0.05, faultproxy.Stall: 0.03},
 		StallFor: 300 * time.Millisecond, Only: faultproxy.ObjectGETs,
 	})
-	srv := startServe(t, ctx, serveConfig{name: "s3", dataset: s.URL("bkt", "if/"), workers: 2})
+	srv := startServe(t, ctx, serveConfig{name: "s3", dataset: s.URL("bkt", "if/"), workers: 2, args: []string{"--pprof"}})
 	before := srv.metric(t, ctx, "go_goroutines")
-	_, got := epochSums(t, ctx, srv.addr, spec, n)
-	if len(got) != len(want) {
-		t.Fatalf("%d batches through the faults, %d from the local path", len(got), len(want))
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Errorf("batch %d: other bytes through the faults than from the local path", i)
+	heapBefore := heapLessCache(t, ctx, srv)
+	// Two jobs: the first reads through the faults, the second mostly from
+	// the byte cache; both must give the local path's bytes.
+	for job := range 2 {
+		_, got := epochSums(t, ctx, srv.addr, spec, n)
+		if len(got) != len(want) {
+			t.Fatalf("job %d: %d batches through the faults, %d from the local path", job, len(got), len(want))
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Errorf("job %d, batch %d: other bytes through the faults than from the local path", job, i)
+			}
 		}
 	}
 	st := p.Stats()
@@ -388,16 +436,58 @@ func TestServeStoreFaults(t *testing.T) {
 	}
 	t.Logf("faults injected: %v of %d requests", st.Faults, st.Requests)
 
-	// Back to baseline, waited for as an event under the test's deadline.
+	// Back to baseline, waited for as an event under the test's deadline:
+	// the read-ahead holds nothing, the goroutines are as many as before,
+	// and the heap (after a forced GC), less what the byte cache holds by
+	// design, is within heapSlack of what it was before the jobs.
+	fetched := srv.metric(t, ctx, "stoker_store_bytes_total")
+	var heap float64
 	for {
 		held, g := srv.metric(t, ctx, "stoker_read_ahead_bytes"), srv.metric(t, ctx, "go_goroutines")
-		if held == 0 && g <= before {
+		heap = heapLessCache(t, ctx, srv)
+		if held == 0 && g <= before && heap-heapBefore <= heapSlack {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("after the job: read-ahead holds %v bytes, %v goroutines (%v before it)", held, g, before)
+			t.Fatalf("after the jobs: read-ahead holds %v bytes, %v goroutines (%v before them), heap less the byte cache %.0f bytes (%.0f before them; %.0f bytes read from the store)",
+				held, g, before, heap, heapBefore, fetched)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+	t.Logf("heap less the byte cache: %.0f bytes before the jobs, %.0f after (%.0f bytes read from the store)", heapBefore, heap, fetched)
+}
+
+// heapSlack is how far the heap less the byte cache may stay above its
+// level before a job once the job is over: what a server keeps by design
+// besides the byte cache (the decoder index, pooled batch buffers, the
+// store's connections and their buffers) is well under it; a leak of what
+// a job reads or makes is not.
+const heapSlack = 8 << 20
+
+// heapLessCache is srv's heap in use, after a forced garbage collection
+// (pprof's heap profile with gc=1: srv runs with --pprof), less the bytes
+// its byte cache holds in memory.
+func heapLessCache(t *testing.T, ctx context.Context, srv *serveProc) float64 {
+	t.Helper()
+	for range 2 { // twice: what sync.Pools held goes at the second
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+srv.metricsAddr+"/debug/pprof/heap?gc=1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: forcing a GC: %v", srv.name, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: /debug/pprof/heap: %s", srv.name, resp.Status)
+		}
+	}
+	ms, err := srv.metrics(ctx)
+	if err != nil {
+		t.Fatalf("%s metrics: %v", srv.name, err)
+	}
+	return sumSeries(ms, "go_memstats_heap_inuse_bytes") - sumSeries(ms, "stoker_byte_cache_bytes", `tier="memory"`)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/cpu"
 	"github.com/stoker-dev/stoker/internal/version"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/source"
 	"github.com/stoker-dev/stoker/server"
 )
 
@@ -97,6 +98,8 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.Int64Var(&cfg.CoefBudget, "coef-budget", 0, "memory for the coefficient cache (each baseline JPEG's DCT coefficients, kept once decoded, so that later epochs copy them instead of entropy-decoding them: about 2-3x the JPEG's bytes per file, for datasets that fit), taken out of --memory-budget; files admitted on their second decode while it has room, then kept; 0: a quarter of --memory-budget where this server decodes (--workers > 0) and that is at least 64 MiB, else none; -1: none")
 	fs.StringVar(&cfg.CacheDir, "cache-dir", "", "keep the byte cache of datasets in object storage on disk here too (ranges written once, checked when read, kept across restarts, keyed by each object's version), within --cache-budget; empty: memory only")
 	fs.Int64Var(&cfg.CacheBudget, "cache-budget", 0, "bytes of --cache-dir the byte cache may fill: ranges are admitted while it has room, then kept (needed with --cache-dir)")
+	fs.DurationVar(&cfg.StoreTimeout, "store-timeout", source.DefaultPolicy().RequestTimeout, "deadline of each try of a request to an object store, to its last byte: a stalled try fails at it and is retried (with backoff, up to --store-attempts); a store that holds every request fails a sample's read after at most attempts×timeout + backoff (3m3.1s by default: 6×30s + 3.1s), twice that when its read-ahead failed first; a lease (--lease-timeout) that runs out before then fails with its own deadline, not the store's answer")
+	fs.IntVar(&cfg.StoreAttempts, "store-attempts", source.DefaultPolicy().Attempts, "most tries of one request to an object store (>= 1; throttling, 5xx, resets, cut bodies and stalls are retried, within a retry budget shared by the store's requests)")
 	fs.StringVar(&cfg.IndexDir, "index-dir", "", "keep the decoder index in this directory: confirmed checkpoints saved on shutdown, loaded at start as evidence only (each is checked against its JPEG and compared as decodes pass it, never decoded from until confirmed: a file that lies costs no pixels, and a restart's first epoch decodes as a cold one); empty: not kept")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate: serve TLS (with --tls-key)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")

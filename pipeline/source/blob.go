@@ -14,8 +14,8 @@ import (
 
 // blobStore is an object-storage prefix read through gocloud.dev/blob:
 // one bucket type with range readers for S3, GCS and Azure. Every request
-// goes through the store's retrier; the providers' own retries are off
-// where the SDK allows it, so that one policy (and one count) holds.
+// goes through the store's retrier; the providers' own retries are off,
+// so that one policy (and one count) holds.
 type blobStore struct {
 	url    string // scheme://bucket/prefix, for messages
 	prov   provider

@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
+	"os"
 	"strconv"
 	"time"
 
 	"cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -18,8 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	gblob "gocloud.dev/blob"
-	_ "gocloud.dev/blob/azureblob" // azblob:// through the URL opener: Azure's standard credential chain
-	_ "gocloud.dev/blob/gcsblob"   // gs:// through the URL opener: Application Default Credentials, STORAGE_EMULATOR_HOST
+	"gocloud.dev/blob/azureblob"
+	_ "gocloud.dev/blob/gcsblob" // gs:// through the URL opener: Application Default Credentials, STORAGE_EMULATOR_HOST
 	"gocloud.dev/blob/s3blob"
 )
 
@@ -50,9 +54,7 @@ func openProvider(ctx context.Context, scheme, bucket string) (provider, *gblob.
 		}
 		return gcsProvider{}, b, nil
 	case "azblob":
-		// Azure's client keeps its own retries (the URL opener gives no
-		// way to turn them off): at most 3 more tries inside each of ours.
-		b, err := gblob.OpenBucket(ctx, "azblob://"+bucket)
+		b, err := openAzure(ctx, bucket)
 		return azureProvider{}, b, err
 	}
 	return nil, nil, fmt.Errorf("unsupported scheme %q", scheme)
@@ -97,6 +99,67 @@ func openS3(ctx context.Context, bucket string) (*gblob.Bucket, error) {
 		}
 	})
 	return s3blob.OpenBucket(ctx, client, bucket, nil)
+}
+
+// openAzure opens an Azure container as gocloud's azblob:// URL opener
+// does (the same variables: AZURE_STORAGE_ACCOUNT, AZURE_STORAGE_KEY,
+// AZURE_STORAGE_SAS_TOKEN, AZURE_STORAGE_CONNECTION_STRING, else Azure's
+// default credential chain; AZURE_STORAGE_DOMAIN, AZURE_STORAGE_PROTOCOL,
+// AZURE_STORAGE_IS_LOCAL_EMULATOR, AZURE_STORAGE_IS_CDN), but with a client
+// whose own retries are off: the opener's client would try each of our
+// tries up to 4 times, and the metrics would count one.
+func openAzure(ctx context.Context, containerName string) (*gblob.Bucket, error) {
+	o := azureblob.NewDefaultServiceURLOptions()
+	svc, err := azureblob.NewServiceURL(o)
+	if err != nil {
+		return nil, err
+	}
+	client, err := newAzureClient(string(svc), containerName, azureClientOptions())
+	if err != nil {
+		return nil, err
+	}
+	return azureblob.OpenBucket(ctx, client, nil)
+}
+
+// azureClientOptions are the container client's options: one try per
+// request, the store's policy retries.
+func azureClientOptions() *container.ClientOptions {
+	o := &container.ClientOptions{}
+	o.Retry = policy.RetryOptions{MaxRetries: -1} // < 0: one try, no retries
+	o.Telemetry = policy.TelemetryOptions{ApplicationID: "stoker"}
+	return o
+}
+
+// newAzureClient picks the credential as gocloud's opener does: a shared
+// key, else a SAS token (already in svcURL), else a connection string,
+// else azidentity's default chain.
+func newAzureClient(svcURL, containerName string, opts *container.ClientOptions) (*container.Client, error) {
+	account, key := os.Getenv("AZURE_STORAGE_ACCOUNT"), os.Getenv("AZURE_STORAGE_KEY")
+	conn := os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
+	if conn == "" {
+		conn = os.Getenv("AZURE_STORAGEBLOB_CONNECTIONSTRING")
+	}
+	containerURL, err := url.JoinPath(svcURL, containerName)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case account != "" && key != "":
+		cred, err := azblob.NewSharedKeyCredential(account, key)
+		if err != nil {
+			return nil, fmt.Errorf("AZURE_STORAGE_KEY: %w", err)
+		}
+		return container.NewClientWithSharedKeyCredential(containerURL, cred, opts)
+	case os.Getenv("AZURE_STORAGE_SAS_TOKEN") != "":
+		return container.NewClientWithNoCredential(containerURL, opts)
+	case conn != "":
+		return container.NewClientFromConnectionString(conn, containerName, opts)
+	}
+	cred, err := azidentity.NewDefaultAzureCredential(nil)
+	if err != nil {
+		return nil, fmt.Errorf("Azure credentials: %w", err)
+	}
+	return container.NewClient(containerURL, cred, opts)
 }
 
 // maxIdlePerHost is the idle connections kept per store host: above the

@@ -62,6 +62,24 @@ func (p Policy) withDefaults() Policy {
 	return p
 }
 
+// MaxWait is the longest one request can take to fail when every try
+// stalls until its deadline: Attempts·RequestTimeout plus the longest
+// backoffs, sum over n = 2..Attempts of min(MaxDelay, BaseDelay·2^(n-2)).
+// DefaultPolicy's: 6·30 s + 3.1 s = 3m3.1s. (Once the retry budget is
+// spent, a request fails at its first try: RequestTimeout.)
+func (p Policy) MaxWait() time.Duration {
+	p = p.withDefaults()
+	w := time.Duration(p.Attempts) * p.RequestTimeout
+	for n := 2; n <= p.Attempts; n++ {
+		ceil := p.BaseDelay << min(n-2, 30)
+		if ceil <= 0 || ceil > p.MaxDelay {
+			ceil = p.MaxDelay
+		}
+		w += ceil
+	}
+	return w
+}
+
 // backoff is the wait before try n (n >= 2).
 func (p Policy) backoff(n int) time.Duration {
 	ceil := p.BaseDelay << min(n-2, 30)

@@ -62,6 +62,18 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// TestPolicyMaxWait: the longest a request takes to fail against a store
+// that holds every try is the tries' deadlines plus the backoff ceilings.
+func TestPolicyMaxWait(t *testing.T) {
+	if got, want := DefaultPolicy().MaxWait(), 6*30*time.Second+3100*time.Millisecond; got != want {
+		t.Errorf("DefaultPolicy().MaxWait() = %v, want 6×30s + (0.1+0.2+0.4+0.8+1.6)s = %v", got, want)
+	}
+	p := Policy{Attempts: 9, BaseDelay: time.Second, MaxDelay: 5 * time.Second, RequestTimeout: time.Second}
+	if got, want := p.MaxWait(), 9*time.Second+(1+2+4+5+5+5+5+5)*time.Second; got != want {
+		t.Errorf("MaxWait with capped backoff = %v, want %v", got, want)
+	}
+}
+
 // TestRetrier runs the policy on scripted answers in a synctest bubble:
 // backoff waits are virtual, so the test takes no time and asserts on
 // counts, never on a clock.
