@@ -104,7 +104,7 @@ func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, b *pi
 		sp.PrefetchShards(indices)
 	}
 	if err := q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b); err != nil {
-		return err
+		return storeWait(j.ds, err)
 	}
 	return storeDown(b)
 }

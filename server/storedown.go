@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -29,4 +30,25 @@ func storeDown(b *pipeline.Batch) error {
 		}
 	}
 	return nil
+}
+
+// storeWait names the store a lease's samples are read from when the lease
+// ran out of time (err wraps context.DeadlineExceeded) on a dataset in
+// object storage. A store that holds requests, answering nothing, fails a
+// read only after --store-timeout × --store-attempts, longer by default
+// than --lease-timeout: the lease's deadline comes first, again and again,
+// and without this the job would end with a bare "context deadline
+// exceeded" that says nothing of the store or what to do. err otherwise.
+func storeWait(ds pipeline.Dataset, err error) error {
+	sd, ok := ds.(interface{ Store() source.Store })
+	if !ok || !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	url := sd.Store().String()
+	if !source.IsRemote(url) {
+		return err
+	}
+	return fmt.Errorf("%w: the batch's samples are read from %s, which gave no answer in time or is slow: "+
+		"is it up and reachable? (a store that holds requests fails a read only after --store-timeout × --store-attempts; "+
+		"keep that under --lease-timeout for its own error to reach the trainer)", err, url)
 }
