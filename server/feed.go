@@ -116,7 +116,7 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	}
 	j.id = j.name + "-r" + strconv.Itoa(j.rank) + "-" + id
 	c := coord.New(s.coord, j, st, j.id, log)
-	f := &feed{s: s, j: j, c: c, stream: stream, begin: time.Now(), ring: r}
+	f := &feed{s: s, j: j, c: c, stream: stream, begin: time.Now(), shm: r != nil}
 	s.active.Store(c.Name(), c)
 	defer s.active.Delete(c.Name())
 
@@ -124,7 +124,7 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	defer cancel(nil)
 	// The receiver blocks in Recv, which returns once the handler has
 	// returned, so it is not waited for; it touches only the coordinator's
-	// credits, the ring's slots and the metrics.
+	// credits and ring slots, and the metrics.
 	go f.receive(c, cancel)
 	coordDone := make(chan error, 1)
 	s.jobs.Add(2)
@@ -235,10 +235,10 @@ type feed struct {
 	mu      sync.Mutex
 	stopped bool
 
-	// ring is the stream's shared memory, nil when batches go in chunks.
-	// Batches are made in its slots, or copied into one by the send loop;
-	// the receiver frees them.
-	ring *ring
+	// shm: the stream has a shared-memory ring. The coordinator's pool
+	// puts each batch in a slot of it (Place) or leaves it to chunks; the
+	// receiver passes the slots the trainer released back to it.
+	shm bool
 }
 
 // errStopped is a Send refused because the handler is returning.
@@ -335,10 +335,11 @@ func (f *feed) watch(ctx context.Context, c *coord.Coordinator, idle time.Durati
 	return out
 }
 
-// batch sends a batch: its header naming the ring slot its pixels are in
-// (made there, or copied into a free one), or its header and its pixels in
-// chunks of at most MaxChunkBytes, lent to gRPC. Its buffer goes back to
-// the coordinator once gRPC has let go of its pixels.
+// batch sends a batch: its header naming the ring slot the coordinator's
+// pool put its pixels in (made there, or copied into a free one), or its
+// header and its pixels in chunks of at most MaxChunkBytes, lent to gRPC.
+// Its buffer goes back to the coordinator once gRPC has let go of its
+// pixels.
 func (f *feed) batch(o coord.Output) error {
 	j, b, epoch, k := f.j, o.Batch, o.Epoch, o.K
 	m := f.s.m
@@ -346,20 +347,12 @@ func (f *feed) batch(o coord.Output) error {
 	pin := rpc.NewPin(func() { f.c.Recycle(b) })
 	defer pin.Done()
 	h := j.header(epoch, k, b)
-	if f.ring != nil {
+	if f.shm {
 		via := "chunks"
-		i, ok := o.Slot, o.InSlot
-		if !ok {
-			i, ok = f.ring.Take()
-		}
-		if ok {
-			// A batch made in its slot is there already, unless its maker
-			// replaced the buffer.
-			if s := f.ring.Slot(i); !o.InSlot || len(b.Data) > 0 && &s[0] != &b.Data[0] {
-				copy(s, b.Data)
+		if i, copied, ok := f.c.Place(o); ok {
+			if copied {
 				m.shmSlotCopies.WithLabelValues(j.name).Inc()
 			}
-			f.ring.lend(i)
 			h.Slot, via = &i, "slot"
 		}
 		m.shmBatches.WithLabelValues(j.name, via).Inc()
@@ -404,11 +397,7 @@ func (f *feed) receive(c *coord.Coordinator, cancel context.CancelCauseFunc) {
 			return
 		}
 		if rs := cr.GetReleasedSlots(); len(rs) > 0 {
-			err := errors.New("the stream has no shared-memory ring")
-			if f.ring != nil {
-				err = f.ring.release(rs)
-			}
-			if err != nil {
+			if err := c.Released(rs); err != nil {
 				cancel(status.Errorf(codes.InvalidArgument, "Credit.released_slots: %v", err))
 				return
 			}

@@ -15,10 +15,10 @@ import (
 // Same-host delivery. A trainer on this machine asks for it in OpenJob.shm;
 // the server offers a ring of batch-sized slots in a sealed memfd, handed
 // over on an abstract Unix socket (shm_linux.go), and sends each batch's
-// pixels in a slot, with only its header on the stream: the slot the batch
-// was made in (the coordinator's buffer pool makes batches in the ring's
-// slots: it is a coord.Ring), or a free one it is copied into. The trainer
-// releases slots in its credits. A batch that finds no free slot goes in
+// pixels in a slot, with only its header on the stream. The ring is a
+// coord.Ring: the coordinator's buffer pool decides each batch's slot (the
+// one it was made in, or a free one it is copied into) and frees those the
+// trainer releases in its credits. A batch that finds no free slot goes in
 // chunks, so a trainer that keeps its batches is never stalled by the ring.
 
 const (
@@ -40,10 +40,11 @@ func ringSlots(credits int64, pool int) int {
 }
 
 // slots is a ring's bookkeeping: which slots are free, which the
-// coordinator fills (taken for a lease, or by the send loop for a batch
-// made elsewhere), and which were sent and hold pixels the trainer has not
-// released. The coordinator takes and gives back slots on its goroutine,
-// the send loop lends them to the trainer, the receiver releases them.
+// coordinator's pool fills (taken for a lease, or for a copy of a batch
+// made elsewhere as it goes out), and which were sent and hold pixels the
+// trainer has not released. The pool takes and gives back slots on the
+// coordinator's goroutine and lends them on the send loop's; the
+// receiver's Released releases them.
 type slots struct {
 	mu    sync.Mutex
 	free  []uint32 // a stack: the slot released last is filled first, its pages warm
@@ -98,17 +99,17 @@ func (s *slots) GiveBack(i uint32) {
 	}
 }
 
-// lend marks a slot taken as sent: the trainer holds it until it releases
+// Lend marks a slot taken as sent: the trainer holds it until it releases
 // it.
-func (s *slots) lend(i uint32) {
+func (s *slots) Lend(i uint32) {
 	s.mu.Lock()
 	s.state[i] = slotSent
 	s.mu.Unlock()
 }
 
-// release frees the slots the trainer gave back. A slot out of range or not
+// Release frees the slots the trainer gave back. A slot out of range or not
 // sent is the trainer's protocol error; the slots before it are freed.
-func (s *slots) release(ids []uint32) error {
+func (s *slots) Release(ids []uint32) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, i := range ids {

@@ -53,8 +53,9 @@ type Stream struct {
 
 // Output is the coordinator's next item for its trainer, in order: an
 // epoch's JobInfo, its batches (in batch-number order, or as ready), its
-// EpochEnd; then the next epoch. A batch's buffer goes back with Recycle
-// once it has been sent.
+// EpochEnd; then the next epoch. A batch goes out where Place puts it (a
+// ring slot, or chunks), and its buffer goes back with Recycle once it has
+// been sent.
 type Output struct {
 	Info  *stokerv1.JobInfo  // an epoch starts
 	End   *stokerv1.EpochEnd // an epoch ends

@@ -121,9 +121,12 @@ type Memory interface {
 	Release(n int64)
 }
 
-// Ring is a stream's shared-memory ring as the coordinator sees it: slots
-// its batches can be made in. Safe for concurrent use: the stream's
-// sender and receiver lend and release slots meanwhile.
+// Ring is a stream's shared-memory ring as the coordinator's buffer pool
+// sees it: slots its batches are made in, or copied into as they go out,
+// and each slot's state (free, taken to be filled, lent to the trainer).
+// Safe for concurrent use: the pool takes and gives back slots on the
+// coordinator's goroutine and lends them on Out's reader's (Place); the
+// stream's receiver releases them (Released).
 type Ring interface {
 	// Available is how many slots are free.
 	Available() int
@@ -133,4 +136,11 @@ type Ring interface {
 	Slot(i uint32) []byte
 	// GiveBack frees a slot taken and not sent.
 	GiveBack(i uint32)
+	// Lend marks slot i, taken, as sent: the trainer holds it until it
+	// releases it.
+	Lend(i uint32)
+	// Release frees the slots the trainer released. One out of range or
+	// not sent is the trainer's protocol error; the slots before it are
+	// freed.
+	Release(ids []uint32) error
 }

@@ -1,6 +1,10 @@
 package coord
 
-import "github.com/stoker-dev/stoker/pipeline"
+import (
+	"errors"
+
+	"github.com/stoker-dev/stoker/pipeline"
+)
 
 // The buffer pool: a job's batch buffers, the ring slots they are made in,
 // and what they cost the memory budget, in one place.
@@ -14,9 +18,13 @@ import "github.com/stoker-dev/stoker/pipeline"
 // a batch made again) and loses it when its batch goes out: the slot is
 // the trainer's then, until it releases it. A buffer that finds no slot
 // free is made in memory of its own, as on a stream without a ring, and
-// copied into a slot (or sent in chunks) when it goes out; so that such
-// batches still find a slot then, a lease takes a slot only while more are
-// free than the batches out of the ring the pool holds.
+// goes out in a free slot the pool takes for it then and copies it into
+// (or in chunks, when none is free); so that such batches still find a
+// slot then, a lease takes a slot only while more are free than the
+// batches out of the ring the pool holds. The pool decides every batch's
+// slot (Place): the stream sends a header naming it, or chunks, and passes
+// on the slots the trainer releases (Released). The ring's slots and their
+// state are the stream's, behind Ring.
 //
 // Memory: the ring is counted whole when it is offered (by the stream); a
 // buffer is counted (beyond the reservedBuffers a job starts with) only
@@ -172,4 +180,43 @@ func (p *pool) drop(b *pipeline.Batch) {
 			p.mem.Release(p.batchBytes)
 		}
 	}
+}
+
+// Place puts batch output o's pixels in a slot of the stream's ring as it
+// goes out, and lends the slot to the trainer: the slot it was made in, or
+// a free one taken for it, its pixels copied there (copied); ok is false
+// when the stream has no ring or no slot is free: it goes in chunks. Out's
+// reader calls it once for each batch, just before sending its header, so
+// that a batch made out of the ring finds the slots the trainer released
+// meanwhile. Safe from any goroutine: it touches the ring alone (the
+// pool's own count of the batch was settled by handOut).
+func (c *Coordinator) Place(o Output) (slot uint32, copied, ok bool) {
+	r := c.st.Ring
+	if r == nil {
+		return 0, false, false
+	}
+	i, ok := o.Slot, o.InSlot
+	if !ok {
+		if i, ok = r.Take(); !ok {
+			return 0, false, false
+		}
+	}
+	// A batch made in its slot is there already, unless its maker replaced
+	// the buffer.
+	b := o.Batch
+	if s := r.Slot(i); !o.InSlot || len(b.Data) > 0 && &s[0] != &b.Data[0] {
+		copy(s, b.Data)
+		copied = true
+	}
+	r.Lend(i)
+	return i, copied, true
+}
+
+// Released frees the ring slots the trainer released (its credits name
+// them). Safe from any goroutine.
+func (c *Coordinator) Released(ids []uint32) error {
+	if c.st.Ring == nil {
+		return errors.New("the stream has no shared-memory ring")
+	}
+	return c.st.Ring.Release(ids)
 }
