@@ -19,7 +19,7 @@
 // indices int64, the samples that failed with their reasons — followed by
 // its pixels in Chunks of at most MaxChunkBytes, or, for a trainer on this
 // machine that took a shared-memory ring, naming the ring slot its pixels
-// are in; then an EpochEnd that counts what this stream sent (batches,
+// are in (the coordinator's buffer pool picks it); then an EpochEnd that counts what this stream sent (batches,
 // samples, sample errors); then the stream closes with OK.
 //
 // Batch k of an epoch is a pure function of (job, epoch, k): the sample
