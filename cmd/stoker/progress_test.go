@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stoker-dev/stoker/internal/faultproxy"
 	"github.com/stoker-dev/stoker/internal/progress"
 	"github.com/stoker-dev/stoker/internal/storetest"
 )
@@ -160,6 +162,66 @@ func TestIndexProgressPlain(t *testing.T) {
 		if p != "reading shards" {
 			t.Errorf("phase %q, want \"reading shards\"", p)
 		}
+	}
+	checkCounted(t, figures, len(names), "shards")
+	want := fmt.Sprintf("%d of %d, %s of %s (", len(names), len(names), progress.Bytes(bytes), progress.Bytes(bytes))
+	if last := figures[len(figures)-1]; !strings.HasPrefix(last, want) || !strings.HasSuffix(last, "B/s)") {
+		t.Errorf("the last progress line is %q: want %q..., with a byte rate", last, want)
+	}
+}
+
+// TestServeStartProgress: a server whose start reads a dataset's shards
+// for longer than progress.DefaultEvery (here, WebDataset shards in S3,
+// no manifest, one shard's read held by a fault proxy for longer than
+// that) logs its progress: an "opening dataset" line naming the dataset,
+// with the shards read, of all of them, their bytes and the rates. A quick
+// start logs none (internal/progress's unit tests); the wait is the
+// threshold's, a constant the binary has no flag for.
+func TestServeStartProgress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs stoker serve and versitygw processes")
+	}
+	ctx := processTest(t, 3*time.Minute)
+	data := writeDataset(t, 24, 3, 0)
+	shards := t.TempDir()
+	storetest.WriteShards(t, data, shards, 5)
+	var bytes int64
+	names, _ := filepath.Glob(filepath.Join(shards, "*.tar"))
+	for _, name := range names {
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bytes += fi.Size()
+	}
+	s := s3Env(t)
+	s.PutTree(t, "bkt", "wds/", shards)
+	// The phase's time runs from its first figures, the first shard read,
+	// to its last, the held shard's: the hold leaves the other shards
+	// (loopback reads of 2 MB) 5 s to be read and still be over it.
+	held := "wds/" + filepath.Base(names[len(names)-1])
+	proxied(t, s, 1, faultproxy.Plan{
+		Down:     faultproxy.Stall,
+		StallFor: progress.DefaultEvery + 5*time.Second,
+		Only: func(r *http.Request) bool {
+			_, key := faultproxy.Key(r)
+			return r.Method == http.MethodGet && key == held
+		},
+	})
+	srv := startServe(t, ctx, serveConfig{name: "serve", dataset: s.URL("bkt", "wds/"), workers: 1})
+	// The dataset is open before the server listens.
+	lines := srv.findLogs("opening dataset", map[string]string{"dataset": "ds"})
+	if len(lines) == 0 {
+		t.Fatalf("no \"opening dataset\" progress line in the log of a start that took over %v", progress.DefaultEvery)
+	}
+	var figures []string
+	for _, l := range lines {
+		p, _ := l["progress"].(string)
+		f, ok := strings.CutPrefix(p, "reading shards: ")
+		if !ok {
+			t.Fatalf("progress %q: want \"reading shards: ...\"", p)
+		}
+		figures = append(figures, f)
 	}
 	checkCounted(t, figures, len(names), "shards")
 	want := fmt.Sprintf("%d of %d, %s of %s (", len(names), len(names), progress.Bytes(bytes), progress.Bytes(bytes))
