@@ -221,14 +221,17 @@ func (r *bpRunner) mark(ctx context.Context) bpMark {
 // phase runs one phase: the trainers' steps set, then during (if any)
 // called, for d in all.
 func (r *bpRunner) phase(ctx context.Context, name string, d time.Duration, steps []time.Duration, during func() error) error {
-	m0 := r.mark(ctx)
 	r.mu.Lock()
 	r.phaseNow = name
 	trainers := slices.Clone(r.trainers)
 	r.mu.Unlock()
+	// The steps first, then the phase's start: mark scrapes the server,
+	// which on a loaded machine takes long enough for a trainer still at
+	// the last phase's pace to take several batches, counted in this one.
 	for i, tr := range trainers {
 		tr.step.Store(int64(steps[min(i, len(steps)-1)]))
 	}
+	m0 := r.mark(ctx)
 	fmt.Fprintf(os.Stderr, "bench backpressure: %s: phase %q, %v\n", r.run.Name, name, d)
 	if during != nil {
 		if err := during(); err != nil {

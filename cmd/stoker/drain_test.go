@@ -147,7 +147,12 @@ func TestDrainWorker(t *testing.T) {
 	if got := sumSeries(ms, "stoker_results_dropped_total"); got != dropAt {
 		t.Errorf("the coordinator dropped %v results after SIGTERM", got-dropAt)
 	}
-	if got := sumSeries(ms, "stoker_lease_failures_total", `maker="`+victim.addr+`"`, `reason="draining"`); got != turned {
+	// Every lease the worker turned away, the coordinator counts as
+	// turned away by the drain (not failed); it may count more: a lease it
+	// sent as the worker ended the stream, which the worker never read, is
+	// failed by the Peer with the stream's draining status (and made
+	// elsewhere, as the checks above show).
+	if got := sumSeries(ms, "stoker_lease_failures_total", `maker="`+victim.addr+`"`, `reason="draining"`); got < turned {
 		t.Errorf("the coordinator counts %v leases turned away by the drain, %s turned %v away", got, victim.addr, turned)
 	}
 }
