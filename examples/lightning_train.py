@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+from typing import Optional
 
 import lightning as L
 import torch
@@ -31,12 +32,24 @@ class StokerData(L.LightningDataModule):
     def __init__(self, target: str, dataset: str, batch_size: int, seed: int) -> None:
         super().__init__()
         self.target, self.dataset, self.batch_size, self.seed = target, dataset, batch_size, seed
+        self.loader: Optional[stoker.Loader] = None
 
     def train_dataloader(self) -> stoker.Loader:
+        # A new Loader replaces the last one (reload_dataloaders_every_n_epochs,
+        # or a second fit): close that one's stream and channel now.
+        self.teardown("fit")
         # rank and world_size come from the trainer's torch.distributed group.
-        return stoker.Loader(self.target, self.dataset, transform=T.Compose([T.RandomResizedCrop(32),
-                                                                          T.RandomHorizontalFlip()]),
-                             batch_size=self.batch_size, seed=self.seed, return_indices=True)
+        self.loader = stoker.Loader(self.target, self.dataset, transform=T.Compose([T.RandomResizedCrop(32),
+                                                                                 T.RandomHorizontalFlip()]),
+                                    batch_size=self.batch_size, seed=self.seed, return_indices=True)
+        return self.loader
+
+    def teardown(self, stage: str) -> None:
+        # The end of fit: the Loader's stream and channel close here, while
+        # gRPC's threads run, not in a finalizer at interpreter exit.
+        if self.loader is not None:
+            self.loader.close()
+            self.loader = None
 
 
 class TinyNet(L.LightningModule):
