@@ -322,28 +322,7 @@ func TestServeStoreFailsAtStart(t *testing.T) {
 // turns a hang into a failure), and the server stays up: once the store is
 // back, the next job's epoch is whole.
 func TestServeStoreDown(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs stoker serve and versitygw processes")
-	}
-	ctx := processTest(t, 3*time.Minute)
-	const n = 16
-	data := writeDataset(t, n, 2, 0)
-	s := s3Env(t)
-	s.PutTree(t, "bkt", "if/", data)
-	runIndexCmd(t, ctx, nil, s.URL("bkt", "if/"))
-	p := proxied(t, s, 1, faultproxy.Plan{})
-	srv := startServe(t, ctx, serveConfig{name: "s3", dataset: s.URL("bkt", "if/"), workers: 2})
-	if err := p.SetPlan(faultproxy.Plan{Down: faultproxy.SlowDown}); err != nil {
-		t.Fatal(err)
-	}
-	_, err := runEpoch(ctx, srv.addr, testJob(4, 3), consumeOpts{})
-	if err == nil || !strings.Contains(err.Error(), "code = Unavailable") || !strings.Contains(err.Error(), "s3://bkt") ||
-		!strings.Contains(err.Error(), "SlowDown") {
-		t.Fatalf("epoch against a store that is down: %v; want UNAVAILABLE naming s3://bkt and SlowDown", err)
-	}
-	t.Logf("the trainer's error: %v", err)
-	p.SetPlan(faultproxy.Plan{})
-	checkEpoch(t, consumeEpoch(t, ctx, srv.addr, testJob(4, 4), consumeOpts{}), testJob(4, 4), n)
+	storeDownEpoch(t, faultproxy.SlowDown, nil, "SlowDown")
 }
 
 // TestServeStoreStalls: a store that holds every request (no answer at
@@ -351,11 +330,19 @@ func TestServeStoreDown(t *testing.T) {
 // store and its last answer: that none came within --store-timeout. A read
 // gives up after at most --store-attempts tries of --store-timeout plus
 // backoff (source.Policy.MaxWait), short here and well under the lease
-// timeout (a lease that runs out first would say only that its deadline
-// passed); the test's deadline is the generous bound that turns a hang
-// into a failure. Once the store answers again, the next job's epoch is
-// whole.
+// timeout (a lease that runs out first says that its deadline passed, and
+// on which store its samples waited); the test's deadline is the generous
+// bound that turns a hang into a failure. Once the store answers again,
+// the next job's epoch is whole.
 func TestServeStoreStalls(t *testing.T) {
+	storeDownEpoch(t, faultproxy.Stall, []string{"--store-timeout=200ms", "--store-attempts=2"}, "no answer within 200ms")
+}
+
+// storeDownEpoch serves a bucket through a proxy that then fails every
+// request with fault, and wants the trainer's epoch to end with
+// UNAVAILABLE naming the bucket and answer; then, the proxy healed, the
+// next epoch whole.
+func storeDownEpoch(t *testing.T, fault faultproxy.Kind, args []string, answer string) {
 	if testing.Short() {
 		t.Skip("runs stoker serve and versitygw processes")
 	}
@@ -366,19 +353,18 @@ func TestServeStoreStalls(t *testing.T) {
 	s.PutTree(t, "bkt", "if/", data)
 	runIndexCmd(t, ctx, nil, s.URL("bkt", "if/"))
 	p := proxied(t, s, 1, faultproxy.Plan{})
-	srv := startServe(t, ctx, serveConfig{name: "s3", dataset: s.URL("bkt", "if/"), workers: 2,
-		args: []string{"--store-timeout=200ms", "--store-attempts=2"}})
-	if err := p.SetPlan(faultproxy.Plan{Down: faultproxy.Stall}); err != nil { // held until the client gives up
+	srv := startServe(t, ctx, serveConfig{name: "s3", dataset: s.URL("bkt", "if/"), workers: 2, args: args})
+	if err := p.SetPlan(faultproxy.Plan{Down: fault}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	_, err := runEpoch(ctx, srv.addr, testJob(4, 3), consumeOpts{})
 	if err == nil || !strings.Contains(err.Error(), "code = Unavailable") || !strings.Contains(err.Error(), "s3://bkt") ||
-		!strings.Contains(err.Error(), "no answer within 200ms") {
-		t.Fatalf("epoch against a store that holds every request: %v; want UNAVAILABLE naming s3://bkt and no answer within 200ms", err)
+		!strings.Contains(err.Error(), answer) {
+		t.Fatalf("epoch against a store that is down: %v; want UNAVAILABLE naming s3://bkt and %q", err, answer)
 	}
-	if st := p.Stats(); st.Faults[faultproxy.Stall] == 0 {
-		t.Fatalf("the proxy held no request (%+v): the error came from elsewhere", st)
+	if st := p.Stats(); st.Faults[fault] == 0 {
+		t.Fatalf("the proxy answered no request with its fault (%+v): the error came from elsewhere", st)
 	}
 	t.Logf("the trainer's error, after %v: %v", time.Since(start).Round(time.Millisecond), err)
 	p.SetPlan(faultproxy.Plan{})
