@@ -142,16 +142,7 @@ func TestIndexProgressPlain(t *testing.T) {
 	}
 
 	shards := t.TempDir()
-	storetest.WriteShards(t, data, shards, 5)
-	var bytes int64
-	names, _ := filepath.Glob(filepath.Join(shards, "*.tar"))
-	for _, name := range names {
-		fi, err := os.Stat(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bytes += fi.Size()
-	}
+	names, bytes := writeShards(t, data, shards, 5)
 	// One shard at a time: the first figures come before the last.
 	out, stderr, err = runStoker(ctx, nil, "index", shards, "--concurrency", "1")
 	if err != nil {
@@ -184,16 +175,7 @@ func TestServeStartProgress(t *testing.T) {
 	ctx := processTest(t, 3*time.Minute)
 	data := writeDataset(t, 24, 3, 0)
 	shards := t.TempDir()
-	storetest.WriteShards(t, data, shards, 5)
-	var bytes int64
-	names, _ := filepath.Glob(filepath.Join(shards, "*.tar"))
-	for _, name := range names {
-		fi, err := os.Stat(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bytes += fi.Size()
-	}
+	names, bytes := writeShards(t, data, shards, 5)
 	s := s3Env(t)
 	s.PutTree(t, "bkt", "wds/", shards)
 	// The phase's time runs from its first figures, the first shard read,
@@ -228,4 +210,20 @@ func TestServeStartProgress(t *testing.T) {
 	if last := figures[len(figures)-1]; !strings.HasPrefix(last, want) || !strings.HasSuffix(last, "B/s)") {
 		t.Errorf("the last progress line is %q: want %q..., with a byte rate", last, want)
 	}
+}
+
+// writeShards writes data's images into n WebDataset shards in dir and
+// returns the shards' paths and their bytes in all.
+func writeShards(t *testing.T, data, dir string, n int) (names []string, bytes int64) {
+	t.Helper()
+	storetest.WriteShards(t, data, dir, n)
+	names, _ = filepath.Glob(filepath.Join(dir, "*.tar"))
+	for _, name := range names {
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bytes += fi.Size()
+	}
+	return names, bytes
 }
