@@ -261,15 +261,7 @@ func TestStallSlowStore(t *testing.T) {
 	s := s3Env(t)
 	s.PutTree(t, "bkt", "slow/", data)
 	runIndexCmd(t, ctx, nil, s.URL("bkt", "slow/"))
-	p, err := faultproxy.New(s.Endpoint, 1, faultproxy.Plan{Latency: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	for _, kv := range s.EnvFor(p.URL()) {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	proxied(t, s, 1, faultproxy.Plan{Latency: time.Second})
 	srv := startServe(t, ctx, serveConfig{name: "slow store", dataset: s.URL("bkt", "slow/"), workers: 2,
 		args: []string{"--lease-timeout", "30s"}})
 	// One epoch: a second would be read from the byte cache.

@@ -50,9 +50,7 @@ func TestStatusWatchTerminal(t *testing.T) {
 		t.Skip("runs stoker serve processes")
 	}
 	ctx := processTest(t, 2*time.Minute)
-	srv := startServe(t, ctx, serveConfig{name: "serve", dataset: writeDataset(t, 32, 2, 0), workers: 1})
-	tr := startTrainer(t, ctx, srv.addr, testJob(4, 1), 0)
-	defer tr.stop(t)
+	srv := watchedServer(t, ctx)
 	master, slave := openPTY(t, 120, 50)
 	cmd := exec.CommandContext(ctx, stokerBinary(t), "status", "--watch", "--every", "200ms", srv.addr)
 	cmd.Stdout = slave

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"math"
 	"os/exec"
@@ -73,9 +74,7 @@ func TestStatusWatchLines(t *testing.T) {
 		t.Skip("runs stoker serve processes")
 	}
 	ctx := processTest(t, 2*time.Minute)
-	srv := startServe(t, ctx, serveConfig{name: "serve", dataset: writeDataset(t, 32, 2, 0), workers: 1})
-	tr := startTrainer(t, ctx, srv.addr, testJob(4, 1), 0)
-	defer tr.stop(t)
+	srv := watchedServer(t, ctx)
 	cmd := exec.CommandContext(ctx, stokerBinary(t), "status", "--watch", "--every", "200ms", srv.addr)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -120,4 +119,14 @@ func TestStatusWatchFlags(t *testing.T) {
 			t.Errorf("status %v: %v, want an error naming the flag", args, err)
 		}
 	}
+}
+
+// watchedServer is a server with one trainer's job running, for `stoker
+// status --watch` to show; the trainer stops with the test.
+func watchedServer(t *testing.T, ctx context.Context) *serveProc {
+	t.Helper()
+	srv := startServe(t, ctx, serveConfig{name: "serve", dataset: writeDataset(t, 32, 2, 0), workers: 1})
+	tr := startTrainer(t, ctx, srv.addr, testJob(4, 1), 0)
+	t.Cleanup(func() { tr.stop(t) })
+	return srv
 }
