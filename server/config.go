@@ -88,6 +88,12 @@ type Config struct {
 	// executor: the server only coordinates (its jobs' batches are all made
 	// by peers) and refuses Work streams.
 	Workers int
+	// NoCacheAffinity turns off routing by cache affinity: by default a
+	// job with two makers or more leases each batch in parts, each sample
+	// made at its home maker (rendezvous hashing of its index over the
+	// makers the job can use), so that the makers' caches hold disjoint
+	// shares of the dataset and a pool caches what no one maker can.
+	NoCacheAffinity bool
 	// Window is how many leases one job has in flight at once. 0 means
 	// automatic: two per ready maker (the local executor, each connected
 	// peer), at least DefaultWindow.

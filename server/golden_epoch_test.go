@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"hash"
 	"testing"
 
@@ -98,5 +99,12 @@ func TestGoldenEpochs(t *testing.T) {
 		if got := hex.EncodeToString(h.Sum(nil)); got != want {
 			t.Errorf("%d peers, %s path: epochs 0 and 1 hash to %s, want %s", n, id.Path, got, want)
 		}
+		// With 3 peers the batches were leased in parts (cache
+		// affinity), each sample made at its home peer, and assembled.
+		home := testutil.ToFloat64(e.srv.m.coord.AffinitySamples.WithLabelValues("home"))
+		if n == 3 && home == 0 {
+			t.Errorf("3 peers: no sample made at its home peer (stoker_affinity_samples_total{made=\"home\"} 0): the batches were not leased in parts")
+		}
+		t.Logf("%d peers: %v samples made at home, %v away", n, home, testutil.ToFloat64(e.srv.m.coord.AffinitySamples.WithLabelValues("away")))
 	}
 }

@@ -235,6 +235,7 @@ func NewContext(ctx context.Context, cfg Config, log *slog.Logger, reg prometheu
 		Config: coord.Config{
 			Window: cfg.Window, LeaseTimeout: cfg.LeaseTimeout, StallTarget: cfg.StallTarget,
 			AdviseWindow: cfg.AdviseWindow, MaxRecommended: cfg.MaxWorkersRecommended,
+			Affinity: !cfg.NoCacheAffinity,
 		},
 		Makers: s.makers, Metrics: s.m.coord, GPUIdle: s.gpuIdle, Verifier: s.verify,
 	}

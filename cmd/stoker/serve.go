@@ -66,6 +66,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus /metrics on this address (empty: off)")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve /debug/pprof/ on the --metrics address")
 	fs.IntVar(&cfg.Workers, "workers", runtime.NumCPU(), "decode goroutines on this machine, shared by all streams and peers' leases; 0: decode nothing here, peers make every batch")
+	fs.Var(negated{&cfg.NoCacheAffinity}, "cache-affinity", "lease each batch in parts, each sample to its home maker (a rendezvous hash of its index over the local executor and the peers), so that their caches (--coef-budget, a bucket's bytes) hold disjoint shares of the dataset: a pool caches what no one maker can; false: each batch to whichever maker would finish it soonest")
 	fs.IntVar(&cfg.Window, "window", 0, "leases one job has in flight at once; 0: two per ready maker (local executor, each peer), at least 4")
 	fs.StringVar(&cfg.Peers, "peers", "", "servers to lease batches to: ADDR,ADDR,... or dns:///NAME:PORT (re-resolved; a Kubernetes headless Service works as is)")
 	fs.StringVar(&cfg.GPUs, "gpus", "all", "the trainer's GPUs the NVML monitor watches: all, none or 0,1 (without a driver: unavailable, and the trainer's wait alone drives the window)")
@@ -137,6 +138,28 @@ func (a acceptWork) Set(s string) error {
 		return err
 	}
 	*a.v = &b
+	return nil
+}
+
+// negated is a bool flag that sets its field to the opposite: a flag
+// true by default over a field whose zero value is the default.
+type negated struct{ v *bool }
+
+func (n negated) IsBoolFlag() bool { return true }
+
+func (n negated) String() string {
+	if n.v == nil {
+		return "false" // the zero Value: --help shows the default
+	}
+	return strconv.FormatBool(!*n.v)
+}
+
+func (n negated) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*n.v = !b
 	return nil
 }
 

@@ -24,7 +24,7 @@ var serveGroups = []struct {
 		"log-level", "pprof"}},
 	{"Datasets", []string{"dataset", "manifest", "cache-dir", "cache-budget", "store-timeout", "store-attempts"}},
 	{"Peers (scale-out: a coordinator leasing batches to workers)", []string{"peers", "peer-refresh", "accept-work",
-		"window", "lease-timeout", "verify-fraction"}},
+		"window", "lease-timeout", "verify-fraction", "cache-affinity"}},
 	{"Security", []string{"tls-cert", "tls-key", "tls-client-ca", "auth-tokens", "peer-token-file", "peer-ca",
 		"peer-cert", "peer-key", "peer-insecure-token"}},
 	{"Limits (what one client, stream or file may take)", []string{"memory-budget", "max-streams",

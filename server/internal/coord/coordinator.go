@@ -113,8 +113,13 @@ type Coordinator struct {
 	ready    map[batchID]*pipeline.Batch
 	// unchecked: ready batches made by a peer and not compared byte for
 	// byte, by maker: made again if it is quarantined before they go out.
-	unchecked map[batchID]Maker
-	pool      *pool
+	unchecked map[batchID][]Maker
+	// whole: batches to lease whole, not in parts (a part of theirs
+	// had failed samples).
+	whole map[batchID]bool
+	// keys are the makers' rendezvous keys (affinity.go).
+	keys  map[Maker]uint64
+	pool  *pool
 	stats     map[Maker]*makerStat
 	leaseID   uint64
 	cur       *epochState // being delivered
@@ -167,7 +172,9 @@ func New(env *Env, j Job, st Stream, name string, log *slog.Logger) *Coordinator
 		hedging:   newHedging(),
 		attempts:  make(map[batchID]int),
 		ready:     make(map[batchID]*pipeline.Batch),
-		unchecked: make(map[batchID]Maker),
+		unchecked: make(map[batchID][]Maker),
+		whole:     make(map[batchID]bool),
+		keys:      make(map[Maker]uint64),
 		pool:      newPool(st.Memory, st.Ring, j.BatchBytes()),
 		stats:     make(map[Maker]*makerStat),
 		refused:   make(map[Maker]error),

@@ -116,6 +116,7 @@ func (c *Coordinator) deliver(ctx context.Context) (done bool, err error) {
 		delete(c.ready, id)
 		delete(c.unchecked, id)
 		delete(c.attempts, id)
+		delete(c.whole, id)
 		c.credits.Add(-1)
 		e.markDone(k)
 		e.sent++

@@ -44,6 +44,10 @@ type Config struct {
 	// is published; MaxRecommended bounds it.
 	AdviseWindow   time.Duration
 	MaxRecommended int
+	// Affinity leases each batch in parts, each sample to its home maker
+	// (affinity.go), so that the makers' caches hold disjoint shares of
+	// the dataset.
+	Affinity bool
 	// Workers is the local executor's goroutines (0: none), as a verdict
 	// names them ("decode-bound on 3 local cores").
 	Workers int

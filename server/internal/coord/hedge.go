@@ -178,7 +178,7 @@ func (c *Coordinator) hedgeOne(ctx context.Context, wg *sync.WaitGroup, ms []Mak
 	if !first.probe {
 		h.tokens--
 	}
-	c.start(ctx, wg, id, m, b, true)
+	c.start(ctx, wg, id, m, b, true, nil, 0)
 	h.in[id].probe = first.probe // a probe's hedge, not charged
 	c.log.Debug("lease hedged", "epoch", id.epoch, "batch", id.k, "slow", first.maker.Name(), "hedge", m.Name(),
 		"after", time.Since(first.issued).Round(time.Millisecond))

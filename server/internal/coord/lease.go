@@ -26,6 +26,11 @@ type leaseRec struct {
 	hedge  bool // a second lease of a batch leased already (hedge.go)
 	probe  bool // to a maker whose last lease failed (its back-off just ended), or its hedge
 	cancel context.CancelFunc
+	// parts: the batch leased in parts (affinity.go), maker the lead
+	// whose stats the lease counts in; home is how many of its samples
+	// are made at their home maker.
+	parts []part
+	home  int
 }
 
 type result struct {
@@ -35,8 +40,14 @@ type result struct {
 	b     *pipeline.Batch
 	err   error
 	// checked: every sample was compared byte for byte with one made here
-	// (or the batch is the local executor's own).
-	checked bool
+	// (or the batch is the local executor's own); unchecked are the makers
+	// of the samples that were not.
+	checked   bool
+	unchecked []Maker
+	// parts: a lease in parts (affinity.go); failed are the parts that
+	// failed, with their makers to blame (none: the lease's maker is).
+	parts  []part
+	failed []partFailure
 }
 
 // DefaultWindow is the least window a job starts with, and the least
@@ -117,15 +128,32 @@ func (c *Coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 		if b == nil {
 			return wake, nil
 		}
-		m, retryAt, err := c.choose(ms, nil)
-		if err != nil || m == nil {
+		parts, home, full := c.affine(ms, id)
+		if full != nil {
 			c.pool.release(b)
+			return wake, nil // Freed on it wakes the job
 		}
-		if err != nil {
-			return wake, err
-		}
-		if m == nil {
-			return c.noMaker(ms, retryAt)
+		var m Maker
+		if parts != nil {
+			// The lead, whose stats the lease counts in: the parts'
+			// makers in turn.
+			m = parts[id.k%len(parts)].m
+		} else {
+			var retryAt time.Time
+			var err error
+			m, retryAt, err = c.choose(ms, nil)
+			if err != nil || m == nil {
+				c.pool.release(b)
+			}
+			if err != nil {
+				return wake, err
+			}
+			if m == nil {
+				return c.noMaker(ms, retryAt)
+			}
+			if c.env.Config.Affinity {
+				home = c.homeShare(ms, m, c.epochOf(id.epoch).plan.Batch(id.k))
+			}
 		}
 		c.noMakerSince = time.Time{}
 		// Only now, with a buffer and a maker, is the batch taken off the
@@ -136,9 +164,35 @@ func (c *Coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 			c.cursor.k++
 			c.advanceCursor()
 		}
-		c.start(ctx, wg, id, m, b, false)
+		c.start(ctx, wg, id, m, b, false, parts, home)
 	}
 	return wake, nil
+}
+
+// affine splits batch id into parts by cache affinity (affinity.go), when
+// the job routes by it, the batch is not to be made whole, two makers or
+// more can take parts and the memory budget has room for the parts'
+// buffers. full is a maker a part would go to that has no room now: the
+// job waits for it (its Freed wakes the job), since another maker would
+// make the part uncached.
+func (c *Coordinator) affine(ms []Maker, id batchID) (parts []part, home int, full Maker) {
+	if !c.env.Config.Affinity || c.whole[id] {
+		return nil, 0, nil
+	}
+	parts, home = c.split(ms, c.epochOf(id.epoch).plan.Batch(id.k))
+	if parts == nil {
+		return nil, 0, nil
+	}
+	if f := fullPart(parts); f != nil {
+		c.env.Makers.waitFree(f, c.wake)
+		if f = fullPart(parts); f != nil {
+			return nil, 0, f
+		}
+	}
+	if mem := c.pool.mem; mem != nil && !mem.Try(c.j.BatchBytes()) {
+		return nil, 0, nil // whole, in the batch's own buffer
+	}
+	return parts, home, nil
 }
 
 // noMaker handles a batch no maker can take now: when no maker is even
@@ -296,14 +350,18 @@ const waitFaster = 2
 
 // start leases batch id to m, or hedges it there (hedge.go): the maker
 // works under the lease's deadline and reports to results.
-func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID, m Maker, b *pipeline.Batch, hedge bool) {
+func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID, m Maker, b *pipeline.Batch, hedge bool, parts []part, home int) {
 	c.leaseID++
 	st := c.stat(m)
 	now := time.Now()
 	st.begin(now)
 	timeout := c.env.Config.LeaseTimeout
 	lctx, cancel := context.WithTimeout(ctx, timeout)
-	rec := &leaseRec{id: c.leaseID, maker: m, issued: now, n: st.inflight, hedge: hedge, probe: !hedge && st.fails > 0, cancel: cancel}
+	rec := &leaseRec{id: c.leaseID, maker: m, issued: now, n: st.inflight, hedge: hedge, probe: !hedge && st.fails > 0, cancel: cancel, parts: parts, home: home}
+	for _, p := range parts {
+		p.st.parts++
+		p.st.starting.Add(1)
+	}
 	if hedge {
 		c.hedging.in[id] = rec
 	} else {
@@ -315,15 +373,28 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 	e := c.epochOf(id.epoch)
 	l := &work.Lease{Epoch: id.epoch, Number: id.k, Indices: e.plan.Batch(id.k), Demand: c.demandNow()}
 	local := m.Local()
-	if !local {
+	if !local && parts == nil {
 		l.Keep = c.env.Verifier.Pick(m, len(l.Indices))
 	}
-	c.env.Metrics.Leases.WithLabelValues(m.Name()).Inc()
-	st.starting.Add(1)
+	if parts == nil {
+		c.env.Metrics.Leases.WithLabelValues(m.Name()).Inc()
+		st.starting.Add(1)
+	}
+	for _, p := range parts {
+		c.env.Metrics.Leases.WithLabelValues(p.m.Name()).Inc()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		defer cancel()
+		if parts != nil {
+			checked, unchecked, failed, err := c.makeParts(ctx, lctx, l, b, parts)
+			if mem := c.pool.mem; mem != nil {
+				mem.Release(c.j.BatchBytes())
+			}
+			c.results <- result{id: id, lease: rec.id, maker: m, b: b, err: err, checked: checked, unchecked: unchecked, parts: parts, failed: failed}
+			return
+		}
 		st.starting.Add(-1) // Make counts it from here
 		err := m.Make(lctx, c.j, l, b)
 		checked := local
@@ -344,7 +415,11 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 		if err == nil && !checked {
 			checked, err = c.env.Verifier.Verify(ctx, c.j, l, b)
 		}
-		c.results <- result{id: id, lease: rec.id, maker: m, b: b, err: err, checked: checked}
+		var unchecked []Maker
+		if err == nil && !checked {
+			unchecked = []Maker{m}
+		}
+		c.results <- result{id: id, lease: rec.id, maker: m, b: b, err: err, checked: checked, unchecked: unchecked}
 	}()
 }
 
@@ -372,6 +447,9 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 	st := c.stat(r.maker)
 	now := time.Now()
 	st.end(now)
+	for _, p := range r.parts {
+		p.st.parts--
+	}
 	rec, other := c.leaseOf(r)
 	e := c.epochOf(r.id.epoch)
 	if rec == nil || e == nil || e.isDone(r.id.k) {
@@ -384,11 +462,12 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 	} else {
 		delete(c.leases, r.id)
 	}
-	if r.err == nil && c.env.Verifier.Why(r.maker) != nil {
-		// Made by a peer quarantined since (by this job or another): not
-		// to be trusted unless checked byte for byte.
-		if !r.checked {
+	for _, m := range r.unchecked {
+		if r.err == nil && c.env.Verifier.Why(m) != nil {
+			// Made by a peer quarantined since (by this job or another):
+			// not to be trusted unless checked byte for byte.
 			r.err = fmt.Errorf("%w: made by a quarantined peer", ErrMismatch)
+			r.failed = []partFailure{{m, r.err}}
 		}
 	}
 	if r.err == nil {
@@ -405,8 +484,15 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 		st.done(now, rec, took)
 		c.stages.madeBy(now, r.maker, took, r.b.Times)
 		c.ready[r.id] = r.b
-		if !r.checked {
-			c.unchecked[r.id] = r.maker
+		if len(r.unchecked) > 0 {
+			c.unchecked[r.id] = r.unchecked
+		}
+		for _, p := range r.parts {
+			p.st.fails = 0 // on trial no more
+		}
+		if c.env.Config.Affinity {
+			c.env.Metrics.AffinitySamples.WithLabelValues("home").Add(float64(rec.home))
+			c.env.Metrics.AffinitySamples.WithLabelValues("away").Add(float64(max(r.b.N-rec.home, 0)))
 		}
 		return nil
 	}
@@ -431,55 +517,76 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 	if rec.hedge {
 		attempt = 0
 	}
+	failed := r.failed
+	if failed == nil {
+		failed = []partFailure{{r.maker, r.err}}
+	}
+	counts := false
+	for _, f := range failed {
+		counts = c.blame(r.id, rec, other, f.m, f.err, now) || counts
+	}
+	if !counts {
+		c.attempts[r.id] -= attempt
+	}
+	if other == nil && !rec.hedge && c.attempts[r.id] >= maxAttempts {
+		return fmt.Errorf("%w: batch %d of epoch %d failed %d times; last, on %s: %w", ErrBatchFailed, r.id.k, r.id.epoch, maxAttempts, failed[0].m.Name(), r.err)
+	}
+	return nil
+}
+
+// blame counts a failure of lease rec of batch id (other: the batch's other
+// lease in flight) against m, the maker that failed it with err. It
+// reports whether the failure counts as an attempt of the batch's.
+func (c *Coordinator) blame(id batchID, rec, other *leaseRec, m Maker, err error, now time.Time) bool {
 	failures := c.env.Metrics.LeaseFailures
-	if errors.Is(r.err, work.ErrBusy) {
+	if errors.Is(err, work.ErrBusy) {
 		// Taken by other jobs: no failure, no back-off; the maker's Free
 		// says when to try it again.
-		c.attempts[r.id] -= attempt
 		if rec.hedge && !rec.probe {
 			c.hedging.refund() // turned away: it cost nothing
 		}
-		failures.WithLabelValues(r.maker.Name(), "busy").Inc()
-		st.retryAt = time.Now().Add(20 * time.Millisecond) // a worker's own limit: do not ask again at once
-		return nil
+		failures.WithLabelValues(m.Name(), "busy").Inc()
+		c.stat(m).retryAt = time.Now().Add(20 * time.Millisecond) // a worker's own limit: do not ask again at once
+		return false
 	}
-	if errors.Is(r.err, work.ErrDraining) {
+	if errors.Is(err, work.ErrDraining) {
 		// The worker is shutting down: it finished what it had and turns
 		// new leases away. No failure of the job or the maker; the peer is
 		// not Ready until it comes back, so the batch goes elsewhere.
-		c.attempts[r.id] -= attempt
-		failures.WithLabelValues(r.maker.Name(), "draining").Inc()
-		return nil
+		failures.WithLabelValues(m.Name(), "draining").Inc()
+		return false
+	}
+	if errors.Is(err, errSamplesFailed) {
+		// Not the maker's failure: the fail policy fills the batch from
+		// all its samples, so one maker makes it again, whole.
+		c.whole[id] = true
+		return false
 	}
 	reason := "error"
 	switch {
-	case errors.Is(r.err, ErrMismatch):
+	case errors.Is(err, ErrMismatch):
 		reason = "mismatch"
-		c.attempts[r.id] -= attempt // the peer's lie, not the batch's failure
-		c.env.Verifier.Quarantine(r.maker, r.err)
+		c.env.Verifier.Quarantine(m, err)
 		c.dropUnchecked()
-	case errors.Is(r.err, work.ErrRefused):
+	case errors.Is(err, work.ErrRefused):
 		reason = "refused"
-		if c.refused[r.maker] == nil {
-			c.log.Warn("maker refused the job", "maker", r.maker.Name(), "err", r.err)
+		if c.refused[m] == nil {
+			c.log.Warn("maker refused the job", "maker", m.Name(), "err", err)
 		}
-		c.refused[r.maker] = r.err
-	case errors.Is(r.err, context.DeadlineExceeded):
+		c.refused[m] = err
+	case errors.Is(err, context.DeadlineExceeded):
 		reason = "timeout"
 	}
-	failures.WithLabelValues(r.maker.Name(), reason).Inc()
+	failures.WithLabelValues(m.Name(), reason).Inc()
 	if reason != "refused" && reason != "mismatch" {
-		st.failed(now, rec.issued)
+		c.stat(m).failed(now, rec.issued)
 		msg := "lease failed, leasing the batch again"
 		if other != nil {
 			msg = "lease failed; the batch's other lease goes on"
 		}
-		c.log.Warn(msg, "maker", r.maker.Name(), "epoch", r.id.epoch, "batch", r.id.k, "reason", reason, "hedge", rec.hedge, "err", r.err)
+		c.log.Warn(msg, "maker", m.Name(), "epoch", id.epoch, "batch", id.k, "reason", reason, "hedge", rec.hedge, "parts", len(rec.parts), "err", err)
 	}
-	if other == nil && !rec.hedge && c.attempts[r.id] >= maxAttempts {
-		return fmt.Errorf("%w: batch %d of epoch %d failed %d times; last, on %s: %w", ErrBatchFailed, r.id.k, r.id.epoch, maxAttempts, r.maker.Name(), r.err)
-	}
-	return nil
+	return reason != "mismatch" // the peer's lie, not the batch's failure
 }
 
 // dropUnchecked makes again every batch of a quarantined maker that was
@@ -487,8 +594,8 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 // still in flight (their results will be dropped) unless their other
 // lease is on a maker not quarantined.
 func (c *Coordinator) dropUnchecked() {
-	for id, m := range c.unchecked {
-		if c.env.Verifier.Why(m) == nil {
+	for id, ms := range c.unchecked {
+		if !slices.ContainsFunc(ms, func(m Maker) bool { return c.env.Verifier.Why(m) != nil }) {
 			continue
 		}
 		delete(c.unchecked, id)

@@ -8,6 +8,9 @@ import (
 // makerStat is what one job measured of one maker.
 type makerStat struct {
 	inflight int
+	// parts: parts of batches leased in parts (affinity.go) in flight on
+	// the maker.
+	parts    int
 	// starting counts the job's leases given to the maker whose Make has
 	// not begun: Free does not count them yet (free).
 	starting atomic.Int32

@@ -18,6 +18,7 @@ type Metrics struct {
 	WorkersRecommended *prometheus.GaugeVec     // stoker_workers_recommended
 	PeersRecommended   *prometheus.GaugeVec     // stoker_peers_recommended
 	WindowDecisions    *prometheus.CounterVec   // stoker_window_decisions_total
+	AffinitySamples    *prometheus.CounterVec   // stoker_affinity_samples_total
 	// Where the input stalls (stages.go).
 	Images      *prometheus.GaugeVec // stoker_images_per_second
 	TrainerStep *prometheus.GaugeVec // stoker_trainer_step_ratio
@@ -51,6 +52,10 @@ func NewMetrics() *Metrics {
 			Name: "stoker_results_dropped_total",
 			Help: "Batches that arrived for a lease that had moved on or a batch already delivered, and were dropped.",
 		}),
+		AffinitySamples: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stoker_affinity_samples_total",
+			Help: "Samples of the batches delivered while leases follow cache affinity (--cache-affinity), by where they were made: home (at the maker their rendezvous hash names among those the job can use, where their cache is) or away (elsewhere: that maker was backing off, full of another job's work, or the batch was made whole by one maker, as a hedge or for a failed sample).",
+		}, []string{"made"}),
 		Hedges: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stoker_lease_hedges_total",
 			Help: "Leases that took much longer than the job's recent ones and were also given to another maker, by outcome: won (the hedge made the batch first; the first lease was cancelled and its maker counted slow), lost (the first lease made it first; the hedge was cancelled), failed.",
@@ -109,7 +114,7 @@ func NewMetrics() *Metrics {
 // Collectors are the metrics, to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.StallRatio, m.BatchSeconds, m.Leases, m.LeaseFailures, m.ResultsDropped, m.Hedges,
-		m.Window, m.Buffered, m.GPUIdle, m.WorkersRecommended, m.PeersRecommended, m.WindowDecisions,
+		m.Window, m.Buffered, m.GPUIdle, m.WorkersRecommended, m.PeersRecommended, m.WindowDecisions, m.AffinitySamples,
 		m.Images, m.TrainerStep, m.SendRatio, m.CreditWait, m.MakingShare, m.Bottleneck}
 }
 
