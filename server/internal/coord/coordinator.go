@@ -118,15 +118,15 @@ type Coordinator struct {
 	// had failed samples).
 	whole map[batchID]bool
 	// keys are the makers' rendezvous keys (affinity.go).
-	keys  map[Maker]uint64
-	pool  *pool
-	stats     map[Maker]*makerStat
-	leaseID   uint64
-	cur       *epochState // being delivered
-	nextE     *epochState // the next epoch, once leasing reached it
-	cursor    batchID     // the next batch to lease, after retries
-	leasing   bool        // cursor is valid: batches remain to lease
-	lastWarn  time.Time
+	keys     map[Maker]uint64
+	pool     *pool
+	stats    map[Maker]*makerStat
+	leaseID  uint64
+	cur      *epochState // being delivered
+	nextE    *epochState // the next epoch, once leasing reached it
+	cursor   batchID     // the next batch to lease, after retries
+	leasing  bool        // cursor is valid: batches remain to lease
+	lastWarn time.Time
 	// noMakerSince is when the job last found no ready maker it could
 	// use, zero while it has one.
 	noMakerSince time.Time

@@ -10,7 +10,7 @@ type makerStat struct {
 	inflight int
 	// parts: parts of batches leased in parts (affinity.go) in flight on
 	// the maker.
-	parts    int
+	parts int
 	// starting counts the job's leases given to the maker whose Make has
 	// not begun: Free does not count them yet (free).
 	starting atomic.Int32
