@@ -569,7 +569,7 @@ type feedReader struct {
 	sendDone      bool
 }
 
-func openFeed(ctx context.Context, addr string, spec *stokerv1.JobSpec, credits uint32) (*feedReader, error) {
+func openFeed(ctx context.Context, addr string, spec *stokerv1.JobSpec, epoch uint64, credits uint32) (*feedReader, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, err
@@ -577,7 +577,7 @@ func openFeed(ctx context.Context, addr string, spec *stokerv1.JobSpec, credits 
 	r := &feedReader{conn: conn}
 	if r.stream, err = stokerv1.NewFeedServiceClient(conn).Feed(ctx); err == nil {
 		err = r.stream.Send(&stokerv1.FeedRequest{Msg: &stokerv1.FeedRequest_Open{Open: &stokerv1.OpenJob{
-			Job: spec, Epochs: 1, Credits: credits,
+			Job: spec, Epoch: epoch, Epochs: 1, Credits: credits,
 		}}})
 	}
 	var first *stokerv1.FeedResponse
@@ -667,6 +667,7 @@ func (r *feedReader) next() (*feedBatch, error) {
 // consumeOpts is how a trainer consumes an epoch.
 type consumeOpts struct {
 	credits  uint32        // default 4
+	epoch    uint64        // the epoch to run (the stream runs that one only)
 	throttle time.Duration // slept after each batch taken
 	// after is called after the n-th batch (1-based) was taken, before the
 	// throttle; it may block (the trainer then takes nothing).
@@ -675,6 +676,7 @@ type consumeOpts struct {
 
 // epochResult is one epoch as a trainer received it.
 type epochResult struct {
+	epoch   uint64 // the epoch asked for
 	info    *stokerv1.JobInfo
 	end     *stokerv1.EpochEnd
 	batches []*feedBatch
@@ -702,12 +704,12 @@ func runEpoch(ctx context.Context, addr string, spec *stokerv1.JobSpec, o consum
 		o.credits = 4
 	}
 	start := time.Now()
-	r, err := openFeed(ctx, addr, spec, o.credits)
+	r, err := openFeed(ctx, addr, spec, o.epoch, o.credits)
 	if err != nil {
 		return epochResult{}, fmt.Errorf("open the job on %s: %v", addr, err)
 	}
 	defer r.Close()
-	res := epochResult{info: r.info}
+	res := epochResult{epoch: o.epoch, info: r.info}
 	for {
 		b, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -728,15 +730,15 @@ func runEpoch(ctx context.Context, addr string, spec *stokerv1.JobSpec, o consum
 	return res, nil
 }
 
-// checkEpoch checks an epoch of spec over a dataset of size samples: the
-// plan's batches 0..B-1 each exactly once in order with the plan's indices,
-// every sample index exactly once, the right shapes and a matching
-// EpochEnd. The worst trainer wait is logged, not asserted: on a loaded
+// checkEpoch checks an epoch (res.epoch) of spec over a dataset of size
+// samples: the plan's batches 0..B-1 each exactly once in order with the
+// plan's indices, every sample index exactly once, the right shapes and a
+// matching EpochEnd. The worst trainer wait is logged, not asserted: on a loaded
 // machine it says more of the machine than of the failover.
 func checkEpoch(t testing.TB, res epochResult, spec *stokerv1.JobSpec, size int) {
 	t.Helper()
 	plan := server.NewPlan(server.PlanSpec{
-		Size: size, Seed: spec.GetSeed(), Epoch: 0, Shuffle: spec.GetShuffle(),
+		Size: size, Seed: spec.GetSeed(), Epoch: res.epoch, Shuffle: spec.GetShuffle(),
 		Rank: 0, World: 1, BatchSize: int(spec.GetBatchSize()),
 	})
 	nb := plan.Batches()
@@ -756,8 +758,8 @@ func checkEpoch(t testing.TB, res epochResult, spec *stokerv1.JobSpec, size int)
 				t.Errorf("batch #%d received is number %d", i, k)
 			}
 		}
-		if h.GetEpoch() != 0 {
-			t.Errorf("batch %d: epoch %d, want 0", k, h.GetEpoch())
+		if h.GetEpoch() != res.epoch {
+			t.Errorf("batch %d: epoch %d, want %d", k, h.GetEpoch(), res.epoch)
 		}
 		n := len(h.GetIndices())
 		if len(h.GetLabels()) != n || len(b.data) != n*sampleBytes || !slices.Equal(h.GetShape(), []uint32{uint32(n), 3, 32, 32}) {
