@@ -200,6 +200,9 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 		i       int
 		checked bool
 		err     error
+		// cancelled: the part's context had ended as its maker
+		// answered (another part had failed, or the lease ended).
+		cancelled bool
 	}
 	done := make(chan outcome, len(parts))
 	bufs := make([]*pipeline.Batch, len(parts))
@@ -214,6 +217,7 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 		go func() {
 			p.st.starting.Add(-1) // Make counts it from here
 			err := p.m.Make(pctx, c.j, pl, pb)
+			cancelled := pctx.Err() != nil
 			ok := local
 			if err == nil {
 				err = c.check(pl, pb)
@@ -227,21 +231,24 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 			if err != nil && !errors.Is(err, errSamplesFailed) {
 				cancel() // the batch fails: the other parts are not needed
 			}
-			done <- outcome{i, ok, err}
+			done <- outcome{i, ok, err, cancelled}
 		}()
 	}
 	checked = true
 	for range parts {
 		o := <-done
 		p := parts[o.i]
+		if o.err != nil && err == nil {
+			err = o.err
+		}
 		switch {
 		case o.err == nil:
 			if !o.checked {
 				checked = false
 				unchecked = append(unchecked, p.m)
 			}
-		case pctx.Err() != nil && lctx.Err() == nil && !errors.Is(o.err, ErrMismatch) && !errors.Is(o.err, work.ErrRefused):
-			// Cancelled here because another part failed: not its
+		case o.cancelled && lctx.Err() == nil && !errors.Is(o.err, ErrMismatch) && !errors.Is(o.err, work.ErrRefused):
+			// Cancelled here because another part had failed: not its
 			// maker's failure.
 		default:
 			if errors.Is(lctx.Err(), context.DeadlineExceeded) && !errors.Is(o.err, ErrMismatch) {
@@ -260,6 +267,11 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 		// again whole, then a maker turning it away.
 		slices.SortStableFunc(failed, func(a, b partFailure) int { return failRank(a.err) - failRank(b.err) })
 		return false, nil, failed, failed[0].err
+	}
+	if err != nil {
+		// Every failed part was cancelled as it failed (the lease
+		// ended): the batch is not whole, whoever is to blame.
+		return false, nil, nil, err
 	}
 	if err := lctx.Err(); errors.Is(err, context.Canceled) {
 		// Outrun by the batch's other lease (or the job ended).
