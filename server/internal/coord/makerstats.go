@@ -11,6 +11,10 @@ type makerStat struct {
 	// parts: parts of batches leased in parts (affinity.go) in flight on
 	// the maker.
 	parts int
+	// partRate is the samples per second its parts were made at, EWMA;
+	// weight its routing weight (0: 1), from partRate (affinity.go).
+	partRate float64
+	weight   float64
 	// starting counts the job's leases given to the maker whose Make has
 	// not begun: Free does not count them yet (free).
 	starting atomic.Int32
