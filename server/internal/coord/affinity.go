@@ -188,9 +188,26 @@ func (c *Coordinator) affinityGroups(ms []Maker, now time.Time) (homes, takers [
 		if st.fails > 0 && (now.Before(st.retryAt) || st.parts > 0) {
 			continue
 		}
+		if c.stuck(st, now) {
+			continue
+		}
 		takers = append(takers, m)
 	}
 	return homes, takers
+}
+
+// stuck reports whether a maker with parts in flight answered none for as
+// long as a lease is hedged after (twice the p95 of the job's lease times,
+// per part in flight on it): a peer stopped or hung. Its samples go to the
+// next makers of their ranking meanwhile, rather than every batch wait for
+// its room until its parts time out; it takes parts again once it answers.
+func (c *Coordinator) stuck(st *makerStat, now time.Time) bool {
+	open := st.open.Load()
+	if open <= 0 || c.hedging.perLease == 0 {
+		return false
+	}
+	d := time.Duration(hedgeMultiple * c.hedging.perLease * float64(open) * float64(time.Second))
+	return now.Sub(time.Unix(0, st.answered.Load())) > max(d, minHedgeDelay)
 }
 
 // split routes the samples of batch indices to makers: each to its home
@@ -311,6 +328,8 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 			t0 := time.Now()
 			err := p.m.Make(pctx, c.j, pl, pb)
 			took[i] = time.Since(t0)
+			p.st.answered.Store(time.Now().UnixNano())
+			p.st.open.Add(-1)
 			cancelled := pctx.Err() != nil
 			ok := local
 			if err == nil {

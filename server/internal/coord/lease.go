@@ -360,6 +360,9 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	rec := &leaseRec{id: c.leaseID, maker: m, issued: now, n: st.inflight, hedge: hedge, probe: !hedge && st.fails > 0, cancel: cancel, parts: parts, home: home}
 	for _, p := range parts {
+		if p.st.open.Add(1) == 1 {
+			p.st.answered.Store(now.UnixNano()) // stuck counts from here
+		}
 		p.st.parts++
 		p.st.starting.Add(1)
 	}
