@@ -164,7 +164,8 @@ func TestFaultKillPeerAffinity(t *testing.T) {
 				t.Errorf("before the kill, %v: the batches were not leased in parts by affinity", before)
 			}
 			// Every sample of the epoch counted once, at home or away
-			// (away: the batches made whole around the kill, by a hedge).
+			// (away: routed past a home backing off or stuck, or in a
+			// batch made whole by a hedge).
 			a0 := affinityOf(ms0)
 			t.Logf("epoch 0: %v", a0)
 			if a0.home+a0.away != faultSamples {
@@ -179,9 +180,12 @@ func TestFaultKillPeerAffinity(t *testing.T) {
 				t.Logf("no lease of the killed peer failed after the kill (%v in flight by the metrics as it was killed): it was idle as it died, and the fault hit no lease in flight", inflight)
 			}
 
-			// Epoch 1, on the two peers left: every sample is made at its
-			// home among them, but where a hedge or a failure made a batch
-			// whole on one maker.
+			// Epoch 1, on the two peers left: the batches in parts again,
+			// each sample at its home among them but where a batch was made
+			// whole on one maker (a hedge, a survivor backing off after a
+			// failure) or a survivor was taken for stuck a while (no part
+			// answered for a hedge's delay: a hiccup of a loaded machine),
+			// which no metric counts. So most, not all, at home.
 			var survivors []*serveProc
 			for _, p := range peers {
 				if p != victim {
@@ -193,22 +197,21 @@ func TestFaultKillPeerAffinity(t *testing.T) {
 			sameBatches(t, "alone", ref[1], "after the kill", res1)
 			ms1 := logLeases(t, ctx, coord)
 			d := affinityOf(ms1).minus(affinityOf(ms0))
-			t.Logf("epoch 1: %v", d)
+			hedges := sumSeries(ms1, "stoker_lease_hedges_total") - sumSeries(ms0, "stoker_lease_hedges_total")
+			failures, leases := 0.0, 0.0
+			for _, p := range survivors {
+				failures += failuresOf(ms1, p.addr) - failuresOf(ms0, p.addr)
+				leases += sumSeries(ms1, "stoker_leases_total", `maker="`+p.addr+`"`) - sumSeries(ms0, "stoker_leases_total", `maker="`+p.addr+`"`)
+			}
+			t.Logf("epoch 1: %v; %v leases to the survivors for %d batches, %v hedges, %v lease failures", d, leases, nb, hedges, failures)
 			if d.home+d.away != faultSamples {
 				t.Errorf("epoch 1: %v, want %d in all", d, faultSamples)
 			}
-			if d.home == 0 {
-				t.Errorf("epoch 1: %v: the survivors' batches were not leased in parts", d)
-			}
-			hedges := sumSeries(ms1, "stoker_lease_hedges_total") - sumSeries(ms0, "stoker_lease_hedges_total")
-			failures := 0.0
-			for _, p := range survivors {
-				failures += failuresOf(ms1, p.addr) - failuresOf(ms0, p.addr)
-			}
-			if d.away > 0 && hedges == 0 && failures == 0 {
-				t.Errorf("epoch 1: %v with no hedge and no lease failure: samples went away from their home", d)
-			} else if d.away > 0 {
-				t.Logf("epoch 1: %v samples away, with %v hedges and %v lease failures on the survivors", d.away, hedges, failures)
+			// Whole batches, each to one of two makers, would make about
+			// half the samples at home, in about one lease a batch; in
+			// parts nearly all, in about two.
+			if d.home <= d.away || leases <= float64(nb) {
+				t.Errorf("epoch 1: %v in %v leases for %d batches: the survivors' batches were not leased in parts by affinity", d, leases, nb)
 			}
 			if n := sumSeries(ms1, "stoker_leases_total", `maker="`+victim.addr+`"`) - sumSeries(ms0, "stoker_leases_total", `maker="`+victim.addr+`"`); n != 0 {
 				t.Errorf("epoch 1: %v leases to the killed peer %s", n, victim.addr)
