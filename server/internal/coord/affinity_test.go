@@ -1,0 +1,397 @@
+package coord
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stoker-dev/stoker/internal/work"
+	"github.com/stoker-dev/stoker/pipeline"
+)
+
+// Cache affinity (affinity.go): each sample is made at its home maker, the
+// one of the makers the job can use with the highest rendezvous score for
+// its index; a batch is leased in parts, one per home among its samples,
+// and assembled in the plan's order. Against the scripted makers, on the
+// fake clock.
+
+// ranking ranks makers for a sample as the coordinator's rendezvous
+// hashing does (makerKey, score): a coordinator never run, for its keys.
+type ranking struct{ c *Coordinator }
+
+func newRanking() ranking { return ranking{&Coordinator{keys: make(map[Maker]uint64)}} }
+
+// rank is among, highest score for sample idx first.
+func (r ranking) rank(idx int64, among ...Maker) []Maker {
+	ms := slices.Clone(among)
+	slices.SortFunc(ms, func(a, b Maker) int {
+		sa, sb := score(r.c.makerKey(a), idx), score(r.c.makerKey(b), idx)
+		switch {
+		case sa > sb:
+			return -1
+		case sa < sb:
+			return 1
+		}
+		return 0
+	})
+	return ms
+}
+
+// home is sample idx's home among.
+func (r ranking) home(idx int64, among ...Maker) Maker { return r.rank(idx, among...)[0] }
+
+// homesOf are the distinct homes of indices among, in among's order: the
+// makers of a batch's parts when all of among can take one.
+func (r ranking) homesOf(indices []int64, among ...Maker) []Maker {
+	var hs []Maker
+	for _, m := range among {
+		for _, idx := range indices {
+			if r.home(idx, among...) == m {
+				hs = append(hs, m)
+				break
+			}
+		}
+	}
+	return hs
+}
+
+// after answers a call made, d after it came (the lease's end first: its
+// context's error).
+func after(d time.Duration) func(*call) {
+	return func(c *call) {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			c.made()
+		case <-c.ctx.Done():
+			c.answer <- c.ctx.Err()
+		}
+	}
+}
+
+// affinityEnv is testEnv with cache affinity on.
+func affinityEnv(v Verifier, ms ...Maker) *Env {
+	env := testEnv(v, ms...)
+	env.Config.Affinity = true
+	return env
+}
+
+func affinitySamples(env *Env, made string) float64 {
+	return testutil.ToFloat64(env.Metrics.AffinitySamples.WithLabelValues(made))
+}
+
+// madeWhere checks the affinity counters: every sample delivered counted
+// once, home or away; it returns the two counts.
+func madeWhere(t *testing.T, env *Env, tr *trainer) (home, away float64) {
+	t.Helper()
+	n := 0
+	for _, d := range tr.batches {
+		n += len(d.idx)
+	}
+	home, away = affinitySamples(env, "home"), affinitySamples(env, "away")
+	if home+away != float64(n) {
+		t.Errorf("affinity counters: %v home + %v away, want the %d samples delivered", home, away, n)
+	}
+	return home, away
+}
+
+func names(ms []Maker) []string {
+	var s []string
+	for _, m := range ms {
+		s = append(s, m.Name())
+	}
+	return s
+}
+
+// partsOf checks that the leases of batch (e, k) that began at `at`, given
+// to makers ms, are its parts: disjoint, in plan order each, together its
+// indices. It returns the makers that got one.
+func partsOf(t *testing.T, j *fakeJob, e uint64, k int, at time.Time, ms ...*scriptedMaker) []Maker {
+	t.Helper()
+	want := j.Plan(e, 0).Batch(k)
+	var got []int64
+	var who []Maker
+	for _, m := range ms {
+		for _, l := range m.leases() {
+			if l.epoch != e || l.number != k || !l.start.Equal(at) {
+				continue
+			}
+			if !slices.IsSorted(l.indices) {
+				t.Errorf("%s's part of batch %d: indices %v, not in plan order", m.name, k, l.indices)
+			}
+			got = append(got, l.indices...)
+			who = append(who, m)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("batch %d's leases at %v: samples %v together, want its %v", k, at, got, want)
+	}
+	return who
+}
+
+// TestAffinityRendezvous: split gives each sample to its highest-scoring
+// maker; a maker leaving the usable set moves only the samples whose home
+// it was (each to its next in rank), one joining takes only samples that
+// move to it; a maker backing off keeps its samples' home but not their
+// making; and the homes share the samples out evenly.
+func TestAffinityRendezvous(t *testing.T) {
+	var ms []*scriptedMaker
+	var all []Maker
+	for _, name := range []string{"local", "10.0.0.1:7070", "10.0.0.2:7070", "10.0.0.3:7070", "10.0.0.4:7070"} {
+		m := newMaker(name, 8)
+		ms = append(ms, m)
+		all = append(all, m)
+	}
+	v := &fakeVerifier{}
+	env := affinityEnv(v, all...)
+	c, _ := start(env, &fakeJob{n: 10, size: 10}, Stream{})
+	indices := make([]int64, 10_000)
+	for i := range indices {
+		indices[i] = int64(i)*7919 + 3 // not consecutive: as a shuffled plan's
+	}
+	// best is the oracle: the maker of among whose score is the highest.
+	best := func(idx int64, among []Maker) Maker {
+		var b Maker
+		var bs uint64
+		for _, m := range among {
+			if s := score(c.makerKey(m), idx); b == nil || s > bs {
+				b, bs = m, s
+			}
+		}
+		return b
+	}
+	// route is where split sends each sample, checking its parts.
+	route := func(among []Maker) (map[int64]Maker, int) {
+		t.Helper()
+		parts, home := c.split(among, indices)
+		where := make(map[int64]Maker, len(indices))
+		for _, p := range parts {
+			if len(p.pos) != len(p.idx) || !slices.IsSorted(p.pos) {
+				t.Fatalf("part on %s: places %v for %d samples, want ascending, one each", p.m.Name(), p.pos, len(p.idx))
+			}
+			for i, pos := range p.pos {
+				if indices[pos] != p.idx[i] {
+					t.Fatalf("part on %s: sample %d at place %d, which holds %d", p.m.Name(), p.idx[i], pos, indices[pos])
+				}
+				if where[p.idx[i]] != nil {
+					t.Fatalf("sample %d in two parts", p.idx[i])
+				}
+				where[p.idx[i]] = p.m
+			}
+		}
+		if len(where) != len(indices) {
+			t.Fatalf("the parts hold %d samples of %d", len(where), len(indices))
+		}
+		return where, home
+	}
+
+	four := all[:4]
+	homes, home := route(four)
+	if home != len(indices) {
+		t.Errorf("%d samples at their home, want all %d", home, len(indices))
+	}
+	count := map[string]int{}
+	for _, idx := range indices {
+		if homes[idx] != best(idx, four) {
+			t.Fatalf("sample %d to %s, its highest score is %s's", idx, homes[idx].Name(), best(idx, four).Name())
+		}
+		count[homes[idx].Name()]++
+	}
+	for _, m := range four {
+		if share := float64(count[m.Name()]) / float64(len(indices)); share < 0.15 || share > 0.35 {
+			t.Errorf("%s is home to %.1f%% of the samples, want about a quarter", m.Name(), 100*share)
+		}
+	}
+	t.Logf("homes over 4 makers: %v", count)
+
+	// One leaves the usable set (not ready, quarantined): only its samples
+	// move, each to the next maker of its ranking.
+	leave := func(name string, gone Maker, undo func()) {
+		t.Run(name, func(t *testing.T) {
+			defer undo()
+			moved, _ := route(four)
+			rest := slices.DeleteFunc(slices.Clone(four), func(m Maker) bool { return m == gone })
+			for _, idx := range indices {
+				switch {
+				case homes[idx] != gone && moved[idx] != homes[idx]:
+					t.Fatalf("sample %d moved from %s to %s, though %s stayed", idx, homes[idx].Name(), moved[idx].Name(), homes[idx].Name())
+				case homes[idx] == gone && moved[idx] != best(idx, rest):
+					t.Fatalf("sample %d of %s to %s, its next in rank is %s", idx, gone.Name(), moved[idx].Name(), best(idx, rest).Name())
+				}
+			}
+		})
+	}
+	ms[1].ready.Store(false)
+	leave("not ready", ms[1], func() { ms[1].ready.Store(true) })
+	c.refused[ms[2]] = fmt.Errorf("%w: no such dataset", work.ErrRefused)
+	leave("refused", ms[2], func() { delete(c.refused, ms[2]) })
+	v.Quarantine(ms[3], ErrMismatch)
+	leave("quarantined", ms[3], func() { delete(v.quarantined, ms[3]) })
+
+	// One joins: the samples that move all move to it.
+	five := all[:5]
+	joined, _ := route(five)
+	took := 0
+	for _, idx := range indices {
+		if joined[idx] != homes[idx] {
+			if joined[idx] != all[4] {
+				t.Fatalf("sample %d moved from %s to %s when %s joined", idx, homes[idx].Name(), joined[idx].Name(), all[4].Name())
+			}
+			took++
+		}
+	}
+	if share := float64(took) / float64(len(indices)); share < 0.1 || share > 0.3 {
+		t.Errorf("the maker that joined took %.1f%% of the samples, want about a fifth", 100*share)
+	}
+
+	// One backing off after a failure stays its samples' home, but they
+	// are made by the next of their ranking meanwhile, and not counted as
+	// made at home.
+	st := c.stat(ms[0])
+	st.fails, st.retryAt = 1, time.Now().Add(time.Hour)
+	backing, home := route(four)
+	mine := 0
+	for _, idx := range indices {
+		if homes[idx] == ms[0] {
+			mine++
+			if rest := four[1:]; backing[idx] != best(idx, rest) {
+				t.Fatalf("sample %d of the maker backing off to %s, its next in rank is %s", idx, backing[idx].Name(), best(idx, rest).Name())
+			}
+		} else if backing[idx] != homes[idx] {
+			t.Fatalf("sample %d moved from %s to %s, which is not backing off", idx, homes[idx].Name(), backing[idx].Name())
+		}
+	}
+	if home != len(indices)-mine {
+		t.Errorf("%d samples counted at home with one maker backing off, want the %d others'", home, len(indices)-mine)
+	}
+	// Its back-off over, it is on trial: a part at a time.
+	st.retryAt = time.Now()
+	if back, _ := route(four); back[indices[slices.IndexFunc(indices, func(i int64) bool { return homes[i] == ms[0] })]] != ms[0] {
+		t.Error("a maker whose back-off ended took no part")
+	}
+	st.parts = 1
+	if back, _ := route(four); slices.ContainsFunc(indices, func(i int64) bool { return back[i] == ms[0] }) {
+		t.Error("a maker on trial with a part in flight took another")
+	}
+	st.fails, st.parts = 0, 0
+
+	// Fewer than two makers that can take a part: no parts.
+	if parts, _ := c.split(all[:1], indices); parts != nil {
+		t.Errorf("one maker: %d parts, want none (the batch whole)", len(parts))
+	}
+	st.fails, st.retryAt = 1, time.Now().Add(time.Hour)
+	if parts, _ := c.split(all[:2], indices); parts != nil {
+		t.Errorf("two makers, one backing off: %d parts, want none (the batch whole)", len(parts))
+	}
+}
+
+// TestAffinityParts: with affinity on and three makers, every batch is
+// leased in parts, each maker given only samples whose home it is, and
+// delivered with every sample's pixels in its place; every sample
+// delivered is counted as made at home.
+func TestAffinityParts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b, c := newMaker("a", 8), newMaker("b", 8), newMaker("c", 8)
+		for _, m := range []*scriptedMaker{a, b, c} {
+			m.auto = after(time.Millisecond)
+		}
+		env := affinityEnv(&fakeVerifier{}, a, b, c)
+		j := &fakeJob{n: 8 * 40, size: 8}
+		_, tr := start(env, j, Stream{Epochs: 2, Credits: 1000})
+		if err := tr.run(t.Context())(); err != nil {
+			t.Fatal(err)
+		}
+		tr.exactlyOnce(t, j, 2)
+		for _, d := range tr.batches {
+			if want := j.Plan(d.epoch, 0).Batch(d.k); !slices.Equal(d.idx, want) {
+				t.Errorf("batch %d of epoch %d: indices %v, want the plan's %v", d.k, d.epoch, d.idx, want)
+			}
+		}
+		r := newRanking()
+		ms := []Maker{a, b, c}
+		split := 0
+		for _, m := range []*scriptedMaker{a, b, c} {
+			for _, l := range m.leases() {
+				for _, idx := range l.indices {
+					if h := r.home(idx, ms...); h != m {
+						t.Errorf("%s was leased sample %d (batch %d of epoch %d), whose home is %s", m.name, idx, l.number, l.epoch, h.Name())
+					}
+				}
+			}
+		}
+		for e := range uint64(2) {
+			plan := j.Plan(e, 0)
+			for k := range plan.Batches() {
+				var at time.Time
+				for _, m := range []*scriptedMaker{a, b, c} {
+					for _, l := range m.leases() {
+						if l.epoch == e && l.number == k {
+							at = l.start
+						}
+					}
+				}
+				who := partsOf(t, j, e, k, at, a, b, c)
+				if want := r.homesOf(plan.Batch(k), ms...); !slices.Equal(who, want) {
+					t.Errorf("batch %d of epoch %d leased to %v, want a part on each of its samples' homes %v", k, e, names(who), names(want))
+				}
+				if len(who) > 1 {
+					split++
+				}
+			}
+		}
+		if split == 0 {
+			t.Error("no batch was leased in parts")
+		}
+		if home, away := madeWhere(t, env, tr); away != 0 || home != float64(2*j.n) {
+			t.Errorf("%v samples counted at home, %v away; want all %d at home", home, away, 2*j.n)
+		}
+		leased := 0.0
+		for _, m := range ms {
+			leased += testutil.ToFloat64(env.Metrics.Leases.WithLabelValues(m.Name()))
+		}
+		if got := len(a.leases()) + len(b.leases()) + len(c.leases()); leased != float64(got) {
+			t.Errorf("stoker_leases_total %v, the makers were leased %d parts", leased, got)
+		}
+	})
+}
+
+// TestAffinityOff: with affinity off, leases are whole batches, as before,
+// and nothing is counted home or away.
+func TestAffinityOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b, c := newMaker("a", 8), newMaker("b", 8), newMaker("c", 8)
+		for _, m := range []*scriptedMaker{a, b, c} {
+			m.auto = after(time.Millisecond)
+		}
+		env := testEnv(&fakeVerifier{}, a, b, c)
+		j := &fakeJob{n: 8 * 20, size: 8}
+		_, tr := start(env, j, Stream{Epochs: 1, Credits: 1000})
+		if err := tr.run(t.Context())(); err != nil {
+			t.Fatal(err)
+		}
+		tr.exactlyOnce(t, j, 1)
+		n := 0
+		for _, m := range []*scriptedMaker{a, b, c} {
+			for _, l := range m.leases() {
+				n++
+				if want := j.Plan(l.epoch, 0).Batch(l.number); !slices.Equal(l.indices, want) {
+					t.Errorf("%s was leased %v of batch %d, want the whole batch %v", m.name, l.indices, l.number, want)
+				}
+			}
+		}
+		if n != j.Plan(0, 0).Batches() {
+			t.Errorf("%d leases for %d batches", n, j.Plan(0, 0).Batches())
+		}
+		if home, away := affinitySamples(env, "home"), affinitySamples(env, "away"); home != 0 || away != 0 {
+			t.Errorf("affinity off: %v samples counted home, %v away; want none", home, away)
+		}
+	})
+}
+
+var _ = pipeline.Batch{}
