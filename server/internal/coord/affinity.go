@@ -200,6 +200,9 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 		i       int
 		checked bool
 		err     error
+		// cancelled: the part failed with the parts already cancelled
+		// (by another part's failure, or the lease's end).
+		cancelled bool
 	}
 	done := make(chan outcome, len(parts))
 	bufs := make([]*pipeline.Batch, len(parts))
@@ -224,10 +227,13 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 			if err == nil && !local {
 				ok, err = c.env.Verifier.Verify(ctx, c.j, pl, pb)
 			}
+			// Read before this part's own cancel below: a part that
+			// fails is to blame unless another had cancelled it.
+			cancelled := err != nil && pctx.Err() != nil
 			if err != nil && !errors.Is(err, errSamplesFailed) {
 				cancel() // the batch fails: the other parts are not needed
 			}
-			done <- outcome{i, ok, err}
+			done <- outcome{i, ok, err, cancelled}
 		}()
 	}
 	checked = true
@@ -240,7 +246,7 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 				checked = false
 				unchecked = append(unchecked, p.m)
 			}
-		case pctx.Err() != nil && lctx.Err() == nil && !errors.Is(o.err, ErrMismatch) && !errors.Is(o.err, work.ErrRefused):
+		case o.cancelled && lctx.Err() == nil && !errors.Is(o.err, ErrMismatch) && !errors.Is(o.err, work.ErrRefused):
 			// Cancelled here because another part failed: not its
 			// maker's failure.
 		default:

@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -392,6 +393,135 @@ func TestAffinityOff(t *testing.T) {
 			t.Errorf("affinity off: %v samples counted home, %v away; want none", home, away)
 		}
 	})
+}
+
+// byStart is a maker's leases in the order they began.
+func byStart(m *scriptedMaker) []gotLease {
+	ls := m.leases()
+	slices.SortStableFunc(ls, func(a, b gotLease) int { return a.start.Compare(b.start) })
+	return ls
+}
+
+// TestAffinityPartFails: a maker fails its parts. Each batch they were of
+// is leased again at once, without it (its samples to the next of their
+// ranking), and delivered once, whole; the maker, blamed, backs off. When
+// its back-off ends it is on trial, with one part at a time; once that is
+// made its samples go home again.
+func TestAffinityPartFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		a, b, c := newMaker("a", 8), newMaker("b", 8), newMaker("c", 8)
+		made := after(10 * time.Millisecond)
+		a.auto, b.auto = made, made
+		c.auto = func(cl *call) {
+			if !time.Now().Equal(t0) {
+				made(cl)
+				return
+			}
+			// Its first parts, leased as the job starts, fail 5 ms in
+			// (before anyone else's are made).
+			select {
+			case <-time.After(5 * time.Millisecond):
+				cl.answer <- errors.New("the disk said no")
+			case <-cl.ctx.Done():
+				cl.answer <- cl.ctx.Err()
+			}
+		}
+		env := affinityEnv(&fakeVerifier{}, a, b, c)
+		j := &fakeJob{n: 6 * 300, size: 6}
+		_, tr := start(env, j, Stream{Epochs: 1, Credits: 1000})
+		if err := tr.run(t.Context())(); err != nil {
+			t.Fatal(err)
+		}
+		tr.exactlyOnce(t, j, 1)
+
+		failAt := t0.Add(5 * time.Millisecond)
+		retryAt := failAt.Add(backoff(1))
+		var failed, later []gotLease
+		var trial gotLease
+		for _, l := range byStart(c) {
+			switch {
+			case l.start.Equal(t0):
+				failed = append(failed, l)
+			case l.start.Before(retryAt):
+				t.Errorf("c was leased batch %d %v in, during its back-off (%v to %v)", l.number, l.start.Sub(t0), failAt.Sub(t0), retryAt.Sub(t0))
+			case trial.start.IsZero():
+				trial = l
+			default:
+				later = append(later, l)
+			}
+		}
+		if len(failed) == 0 || trial.start.IsZero() || len(later) == 0 {
+			t.Fatalf("c was leased %d parts at the start, %d after its back-off; want some of each", len(failed), len(later)+len(ifLeased(trial)))
+		}
+		for _, l := range failed {
+			if l.err == nil {
+				t.Errorf("c's part of batch %d: made, want failed", l.number)
+			}
+		}
+		if got := failures(env, "c", "error"); got != float64(len(failed)) {
+			t.Errorf("c blamed for %v failures, want its %d failed parts", got, len(failed))
+		}
+		for _, m := range []string{"a", "b"} {
+			if got := failures(env, m, "error") + failures(env, m, "timeout"); got != 0 {
+				t.Errorf("%s blamed for %v failures: its parts were cancelled by c's, not failed", m, got)
+			}
+		}
+		// Its back-off over, c is on trial: the first part it is leased is
+		// its only one until it is made.
+		if trial.start.Sub(retryAt) >= 20*time.Millisecond || trial.running != 1 {
+			t.Errorf("c's first part after its back-off came %v after it ended, with %d running; want within 20ms, alone", trial.start.Sub(retryAt), trial.running)
+		}
+		if l := later[0]; l.start.Before(trial.end) {
+			t.Errorf("c on trial was leased batch %d %v in, before its trial part (%v to %v) was made", l.number, l.start.Sub(t0), trial.start.Sub(t0), trial.end.Sub(t0))
+		}
+		// Each batch whose part failed was leased again at once, to a and b.
+		for _, l := range failed {
+			if who := partsOf(t, j, 0, l.number, failAt, a, b, c); slices.Contains(who, Maker(c)) {
+				t.Errorf("batch %d leased again to %v, with c backing off", l.number, names(who))
+			}
+		}
+		// Where each sample went: home while c was healthy; c's to the next
+		// of their ranking while it backed off; either while on trial.
+		r := newRanking()
+		all, ab := []Maker{a, b, c}, []Maker{a, b}
+		away := 0
+		for _, m := range []*scriptedMaker{a, b, c} {
+			for _, l := range m.leases() {
+				for _, idx := range l.indices {
+					home, next := r.home(idx, all...), r.home(idx, ab...)
+					if home != m {
+						away++
+					}
+					switch {
+					case m == c || l.start.Before(failAt) || l.start.After(trial.end):
+						if home != m {
+							t.Errorf("%s was leased sample %d (batch %d) %v in, its home is %s (c backed off from %v to %v, on trial to %v)",
+								m.name, idx, l.number, l.start.Sub(t0), home.Name(), failAt.Sub(t0), retryAt.Sub(t0), trial.end.Sub(t0))
+						}
+					case l.start.Before(trial.start):
+						if next != m {
+							t.Errorf("%s was leased sample %d (batch %d) %v in, with c backing off; want it on %s, first of a and b in its ranking", m.name, idx, l.number, l.start.Sub(t0), next.Name())
+						}
+					case home != m && next != m:
+						t.Errorf("%s was leased sample %d (batch %d) %v in, neither its home nor next", m.name, idx, l.number, l.start.Sub(t0))
+					}
+				}
+			}
+		}
+		t.Logf("c failed %d parts at the start; back on trial %v in (%v to %v), then %d parts; %d samples made away",
+			len(failed), trial.start.Sub(t0), trial.start.Sub(t0), trial.end.Sub(t0), len(later), away)
+		if _, got := madeWhere(t, env, tr); away == 0 || got != float64(away) {
+			t.Errorf("%v samples counted away, want the %d that a and b made for c (some)", got, away)
+		}
+	})
+}
+
+func ifLeased(l gotLease) []gotLease {
+	if l.start.IsZero() {
+		return nil
+	}
+	return []gotLease{l}
 }
 
 var _ = pipeline.Batch{}
