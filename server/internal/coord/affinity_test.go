@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -524,4 +525,266 @@ func ifLeased(l gotLease) []gotLease {
 	return []gotLease{l}
 }
 
-var _ = pipeline.Batch{}
+// fillFailing makes lease l's batch as the pipeline does under the pad
+// policy when sample bad fails: the failure listed, its slot a copy of
+// the batch's first good sample (pixels, label and index), or the batch
+// empty when it has none.
+func fillFailing(l *work.Lease, b *pipeline.Batch, bad int64) {
+	fill(l, b)
+	i := slices.Index(l.Indices, bad)
+	if i < 0 {
+		return
+	}
+	b.Errors = append(b.Errors, pipeline.SampleError{Index: bad, Reason: "corrupt JPEG", Err: pipeline.ErrCorrupt})
+	if len(l.Indices) == 1 {
+		b.N, b.Data, b.Labels, b.Indices = 0, b.Data[:0], b.Labels[:0], b.Indices[:0]
+		return
+	}
+	g := 0
+	if i == 0 {
+		g = 1
+	}
+	copy(b.Data[i*sampleBytes:(i+1)*sampleBytes], b.Data[g*sampleBytes:(g+1)*sampleBytes])
+	b.Labels[i], b.Indices[i] = b.Labels[g], b.Indices[g]
+}
+
+// TestAffinityFailedSample: a part that comes back with a failed sample
+// (its maker padded it from the part's good ones, as the pad policy does)
+// has the batch made again whole, by one maker: the pad policy fills a
+// failed sample from the whole batch's. It is delivered so, with the
+// failure reported once; no maker is blamed.
+func TestAffinityFailedSample(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b, c := newMaker("a", 8), newMaker("b", 8), newMaker("c", 8)
+		ms := []Maker{a, b, c}
+		j := &fakeJob{n: 6 * 20, size: 6, pads: true}
+		r := newRanking()
+		// A batch in parts, not the first; its sample whose part has
+		// another sample, padded from it.
+		k, bad := -1, int64(-1)
+		for k = 1; bad < 0; k++ {
+			idx := j.Plan(0, 0).Batch(k)
+			if len(r.homesOf(idx, ms...)) < 2 {
+				continue
+			}
+			for _, i := range idx {
+				h := r.home(i, ms...)
+				if slices.ContainsFunc(idx, func(o int64) bool { return o != i && r.home(o, ms...) == h }) {
+					bad = i
+					break
+				}
+			}
+		}
+		k--
+		for _, m := range []*scriptedMaker{a, b, c} {
+			m.auto = func(cl *call) {
+				time.Sleep(time.Millisecond)
+				fillFailing(cl.l, cl.b, bad)
+				cl.answer <- nil
+			}
+		}
+		env := affinityEnv(&fakeVerifier{}, ms...)
+		_, tr := start(env, j, Stream{Epochs: 1, Credits: 1000})
+		if err := tr.run(t.Context())(); err != nil {
+			t.Fatal(err)
+		}
+		plan := j.Plan(0, 0)
+		if len(tr.batches) != plan.Batches() || len(tr.ends) != 1 {
+			t.Fatalf("%d batches, %d EpochEnds; want %d, 1", len(tr.batches), len(tr.ends), plan.Batches())
+		}
+		for i, d := range tr.batches {
+			l := &work.Lease{Number: i, Indices: plan.Batch(i)}
+			var want pipeline.Batch
+			fillFailing(l, &want, bad)
+			if d.k != i || !bytes.Equal(d.data, want.Data) || !slices.Equal(d.idx, want.Indices) || len(d.errs) != len(want.Errors) {
+				t.Errorf("batch %d out: batch %d, indices %v, %d errors; want indices %v, %d errors, with its bytes", i, d.k, d.idx, len(d.errs), want.Indices, len(want.Errors))
+			}
+		}
+		if e := tr.batches[k].errs; len(e) != 1 || e[0].Index != bad {
+			t.Errorf("batch %d's errors %v, want sample %d's alone", k, e, bad)
+		}
+		if got := tr.ends[0].GetSampleErrors(); got != 1 {
+			t.Errorf("the epoch reports %d sample errors, want 1", got)
+		}
+		// Batch k's leases: its parts, then one lease of the whole batch.
+		var at []time.Time
+		var whole []Maker
+		for _, m := range []*scriptedMaker{a, b, c} {
+			for _, l := range m.leases() {
+				if l.number != k {
+					continue
+				}
+				if slices.Equal(l.indices, plan.Batch(k)) {
+					whole = append(whole, m)
+				} else if !slices.ContainsFunc(at, l.start.Equal) {
+					at = append(at, l.start)
+				}
+			}
+		}
+		if len(at) != 1 || len(whole) != 1 {
+			t.Fatalf("batch %d leased in parts %d times, whole %d times; want once each", k, len(at), len(whole))
+		}
+		if who := partsOf(t, j, 0, k, at[0], a, b, c); !slices.Equal(who, r.homesOf(plan.Batch(k), ms...)) {
+			t.Errorf("batch %d's parts on %v, want its homes %v", k, names(who), names(r.homesOf(plan.Batch(k), ms...)))
+		}
+		for _, m := range ms {
+			for _, reason := range []string{"error", "timeout", "mismatch", "busy"} {
+				if got := failures(env, m.Name(), reason); got != 0 {
+					t.Errorf("%s blamed for %v failures (%s): a failed sample is no maker's failure", m.Name(), got, reason)
+				}
+			}
+		}
+		// The whole batch's samples count home where their home made them.
+		awayK := 0
+		for _, i := range plan.Batch(k) {
+			if r.home(i, ms...) != whole[0] {
+				awayK++
+			}
+		}
+		if _, away := madeWhere(t, env, tr); away != float64(awayK) {
+			t.Errorf("%v samples counted away, want batch %d's %d not homed on %s, which made it whole", away, k, awayK, whole[0].Name())
+		}
+	})
+}
+
+// TestAffinityMismatch: a maker whose part is compared byte for byte and
+// does not match is quarantined; the batch is made again without it, and
+// so is every batch with a part of its not compared, made and waiting
+// for the trainer's credit: the trainer gets none of its bytes.
+func TestAffinityMismatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		a, b, liar := newMaker("a", 8), newMaker("b", 8), newMaker("liar", 8)
+		ms := []Maker{a, b, liar}
+		j := &fakeJob{n: 6 * 20, size: 6}
+		r := newRanking()
+		// The batch compared: the last of the first window's with a part
+		// on the liar.
+		target := -1
+		for k := range DefaultWindow + 2 {
+			if slices.Contains(r.homesOf(j.Plan(0, 0).Batch(k), ms...), Maker(liar)) {
+				target = k
+			}
+		}
+		a.auto, b.auto = after(time.Millisecond), after(time.Millisecond)
+		liar.auto = func(cl *call) {
+			d := time.Millisecond
+			if cl.l.Number == target {
+				d *= 2 // the others first
+			}
+			time.Sleep(d)
+			fill(cl.l, cl.b)
+			for i := range cl.b.Data {
+				cl.b.Data[i] ^= 0x5a
+			}
+			cl.answer <- nil
+		}
+		v := &fakeVerifier{check: func(l *work.Lease) bool { return l.Epoch == 0 && l.Number == target }}
+		env := affinityEnv(v, ms...)
+		co, tr := start(env, j, Stream{Epochs: 1, Credits: 0}) // made batches wait for the trainer's credit
+		wait := tr.run(t.Context())
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		var lied []int // batches made with an unchecked part of the liar's, waiting
+		for _, l := range liar.leases() {
+			if l.number != target {
+				lied = append(lied, l.number)
+			}
+		}
+		if v.Why(liar) != nil || len(lied) == 0 {
+			t.Fatalf("before the mismatch: quarantined %v, %d batches made with the liar's parts; want not yet, some", v.Why(liar), len(lied))
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		quarantined := time.Now()
+		if v.Why(liar) == nil {
+			t.Fatal("the liar is not quarantined")
+		}
+		co.Grant(1000)
+		if err := wait(); err != nil {
+			t.Fatal(err)
+		}
+		tr.exactlyOnce(t, j, 1) // the liar's bytes would differ
+		for _, l := range liar.leases() {
+			if l.start.After(t0) {
+				t.Errorf("the liar was leased batch %d %v in (quarantined %v in)", l.number, l.start.Sub(t0), quarantined.Sub(t0))
+			}
+		}
+		if got := failures(env, "liar", "mismatch"); got < 1 {
+			t.Errorf("%v mismatches counted, want 1 or more", got)
+		}
+		// Each batch with a part of the liar's was made again, without it.
+		for _, k := range append(lied, target) {
+			var again time.Time
+			for _, m := range []*scriptedMaker{a, b} {
+				for _, l := range m.leases() {
+					if l.number == k && l.start.After(t0) {
+						again = l.start
+					}
+				}
+			}
+			if again.IsZero() {
+				t.Errorf("batch %d, made with the liar's part, was not leased again", k)
+				continue
+			}
+			if who := partsOf(t, j, 0, k, again, a, b, liar); slices.Contains(who, Maker(liar)) {
+				t.Errorf("batch %d leased again to %v", k, names(who))
+			}
+		}
+	})
+}
+
+// TestAffinityFullMaker: a maker with no room (Free 0) holds the job up:
+// no part of its samples goes to another maker, however long it stays
+// full; the job leases the moment it frees room (Makers.Freed), and each
+// sample is made at its home.
+func TestAffinityFullMaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b, c := newMaker("a", 8), newMaker("b", 8), newMaker("c", 0)
+		ms := []Maker{a, b, c}
+		for _, m := range []*scriptedMaker{a, b, c} {
+			m.auto = after(time.Millisecond)
+		}
+		env := affinityEnv(&fakeVerifier{}, ms...)
+		j := &fakeJob{n: 6 * 40, size: 6}
+		r := newRanking()
+		if !slices.Contains(r.homesOf(j.Plan(0, 0).Batch(0), ms...), Maker(c)) {
+			t.Fatal("batch 0 has no sample homed on c: pick other names")
+		}
+		_, tr := start(env, j, Stream{Epochs: 1, Credits: 1000})
+		wait := tr.run(t.Context())
+		time.Sleep(5 * time.Second) // past noMakerLeaseTimeouts × the lease timeout
+		synctest.Wait()
+		for _, m := range []*scriptedMaker{a, b, c} {
+			if n := len(m.leases()); n != 0 {
+				t.Fatalf("%s was leased %d parts while c was full", m.name, n)
+			}
+		}
+		freed := time.Now()
+		c.capacity.Store(2)
+		env.Makers.Freed(c)
+		synctest.Wait()
+		if len(c.leases()) == 0 || !c.leases()[0].start.Equal(freed) {
+			t.Fatalf("c freed room: %d leases; want one at once", len(c.leases()))
+		}
+		if err := wait(); err != nil {
+			t.Fatal(err)
+		}
+		tr.exactlyOnce(t, j, 1)
+		for _, m := range []*scriptedMaker{a, b, c} {
+			for _, l := range m.leases() {
+				if l.running > int(m.capacity.Load()) {
+					t.Errorf("%s ran %d Makes at once, room for %d", m.name, l.running, m.capacity.Load())
+				}
+				for _, idx := range l.indices {
+					if h := r.home(idx, ms...); h != m {
+						t.Errorf("%s was leased sample %d (batch %d), whose home is %s", m.name, idx, l.number, h.Name())
+					}
+				}
+			}
+		}
+		if home, away := madeWhere(t, env, tr); away != 0 || home != float64(j.n) {
+			t.Errorf("%v samples counted home, %v away; want all %d home", home, away, j.n)
+		}
+	})
+}
