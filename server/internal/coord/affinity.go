@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/work"
@@ -40,6 +41,26 @@ type part struct {
 	st  *makerStat
 	pos []int   // the samples' places in the batch, ascending
 	idx []int64 // their dataset indices, in that order
+	// out: its maker has not answered yet (set by start, cleared by
+	// makeParts): a lease in parts waits for these makers.
+	out *atomic.Bool
+}
+
+// waitsFor is the makers lease rec waits for: its maker, or, leased in
+// parts, the makers of its parts not answered yet (its lead when none
+// is). Its hedge goes to another maker, and counts them slow when it
+// outruns the lease.
+func waitsFor(rec *leaseRec) []Maker {
+	var ms []Maker
+	for _, p := range rec.parts {
+		if p.out.Load() {
+			ms = append(ms, p.m)
+		}
+	}
+	if len(ms) == 0 {
+		ms = append(ms, rec.maker)
+	}
+	return ms
 }
 
 // partFailure is a part that failed, and why: the maker to blame.
@@ -217,6 +238,7 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 		go func() {
 			p.st.starting.Add(-1) // Make counts it from here
 			err := p.m.Make(pctx, c.j, pl, pb)
+			p.out.Store(false)
 			ok := local
 			if err == nil {
 				err = c.check(pl, pb)

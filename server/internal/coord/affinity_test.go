@@ -2,8 +2,10 @@ package coord
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -787,4 +789,109 @@ func TestAffinityFullMaker(t *testing.T) {
 			t.Errorf("%v samples counted home, %v away; want all %d home", home, away, j.n)
 		}
 	})
+}
+
+// nextOf is the next call on any of ms, and its maker.
+func nextOf(t *testing.T, ms ...*scriptedMaker) (*scriptedMaker, *call) {
+	t.Helper()
+	cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(time.After(time.Minute))}}
+	for _, m := range ms {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(m.calls)})
+	}
+	i, v, _ := reflect.Select(cases)
+	if i == 0 {
+		t.Fatal("no call within a minute")
+	}
+	return ms[i-1], v.Interface().(*call)
+}
+
+// TestAffinityHedge: a batch leased in parts one of which is slow is
+// hedged whole, on a maker other than the slow part's; whichever lease
+// makes it first, it is delivered once and the other lease cancelled. A
+// hedge that wins counts the slow part's maker as slow, no other.
+func TestAffinityHedge(t *testing.T) {
+	for _, slowName := range []string{"a", "b", "c"} {
+		for _, win := range []string{"hedge wins", "parts win"} {
+			t.Run(slowName+" slow, "+win, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					a, b, c := newMaker("a", 8), newMaker("b", 8), newMaker("c", 8)
+					all := []*scriptedMaker{a, b, c}
+					ms := []Maker{a, b, c}
+					slow := all[slices.IndexFunc(all, func(m *scriptedMaker) bool { return m.name == slowName })]
+					j := &fakeJob{n: 6 * 30, size: 6}
+					r := newRanking()
+					// A batch leased in parts, one on the slow maker, after
+					// each maker has led a few (the hedge delay is known).
+					target := 10
+					for ; ; target++ {
+						hs := r.homesOf(j.Plan(0, 0).Batch(target), ms...)
+						if len(hs) >= 2 && slices.Contains(hs, Maker(slow)) {
+							break
+						}
+					}
+					batch := j.Plan(0, 0).Batch(target)
+					for _, m := range all {
+						m.auto = after(10 * time.Millisecond)
+						m.hold = func(l *work.Lease) bool {
+							return l.Number == target && (m == slow || len(l.Indices) == len(batch))
+						}
+					}
+					env := affinityEnv(&fakeVerifier{}, ms...)
+					env.Config.Window = 1 // one batch at a time: its hedge's delay is twice its lease time
+					_, tr := start(env, j, Stream{Epochs: 1, Credits: 1000})
+					wait := tr.run(t.Context())
+					first := slow.next(t)
+					issued := time.Now()
+					if slices.Equal(first.l.Indices, batch) {
+						t.Fatalf("batch %d leased whole to %s, want in parts", target, slow.name)
+					}
+					hm, hedge := nextOf(t, all...)
+					if d := time.Since(issued); d != 20*time.Millisecond {
+						t.Errorf("hedged %v after the lease, want twice the job's lease time (20ms)", d)
+					}
+					if !slices.Equal(hedge.l.Indices, batch) {
+						t.Fatalf("the hedge leased %v to %s, want the whole batch %v", hedge.l.Indices, hm.name, batch)
+					}
+					if hm == slow {
+						t.Fatalf("the hedge went to %s, the maker whose part it hedges", hm.name)
+					}
+					switch win {
+					case "hedge wins":
+						hedge.made()
+						synctest.Wait()
+						if err := first.ctx.Err(); !errors.Is(err, context.Canceled) {
+							t.Errorf("the slow part's context: %v, want cancelled", err)
+						}
+					case "parts win":
+						first.made()
+						synctest.Wait()
+						if err := hedge.ctx.Err(); !errors.Is(err, context.Canceled) {
+							t.Errorf("the hedge's context: %v, want cancelled", err)
+						}
+					}
+					if err := wait(); err != nil {
+						t.Fatal(err)
+					}
+					tr.exactlyOnce(t, j, 1)
+					won, lost := hedges(env, "won"), hedges(env, "lost")
+					if win == "hedge wins" && (won != 1 || lost != 0) || win == "parts win" && (won != 0 || lost != 1) {
+						t.Errorf("hedges won %v, lost %v", won, lost)
+					}
+					if got := testutil.ToFloat64(env.Metrics.ResultsDropped); got != 1 {
+						t.Errorf("%v results dropped, want the cancelled lease's 1", got)
+					}
+					for _, m := range all {
+						want := 0.0
+						if m == slow && win == "hedge wins" {
+							want = 1
+						}
+						if got := failures(env, m.name, "slow"); got != want {
+							t.Errorf("%s counted slow %v times, want %v", m.name, got, want)
+						}
+					}
+					madeWhere(t, env, tr)
+				})
+			})
+		}
+	}
 }
