@@ -78,6 +78,25 @@ func after(d time.Duration) func(*call) {
 	}
 }
 
+// perSample answers a call made, d per sample of its lease after it came
+// (as a decoder would): each maker's parts are made at the same rate per
+// sample, so the routing weights stay equal.
+func perSample(d time.Duration) func(*call) {
+	return func(c *call) { after(d * time.Duration(len(c.l.Indices)))(c) }
+}
+
+// equalWeights checks that the job, over, kept its makers' routing
+// weights equal (affinity.go): where each sample goes is then its
+// rendezvous score's doing alone, as ranking computes it.
+func equalWeights(t *testing.T, c *Coordinator) {
+	t.Helper()
+	for m, st := range c.stats {
+		if w := st.routeWeight(); w != 1 {
+			t.Errorf("%s's routing weight %v: the test's makers were to be equally fast", m.Name(), w)
+		}
+	}
+}
+
 // affinityEnv is testEnv with cache affinity on.
 func affinityEnv(v Verifier, ms ...Maker) *Env {
 	env := testEnv(v, ms...)
@@ -142,8 +161,9 @@ func partsOf(t *testing.T, j *fakeJob, e uint64, k int, at time.Time, ms ...*scr
 // TestAffinityRendezvous: split gives each sample to its highest-scoring
 // maker; a maker leaving the usable set moves only the samples whose home
 // it was (each to its next in rank), one joining takes only samples that
-// move to it; a maker backing off keeps its samples' home but not their
-// making; and the homes share the samples out evenly.
+// move to it, one whose routing weight halves loses only samples of its
+// own, half its share; a maker backing off keeps its samples' home but
+// not their making; and the homes share the samples out evenly.
 func TestAffinityRendezvous(t *testing.T) {
 	var ms []*scriptedMaker
 	var all []Maker
@@ -254,6 +274,41 @@ func TestAffinityRendezvous(t *testing.T) {
 		t.Errorf("the maker that joined took %.1f%% of the samples, want about a fifth", 100*share)
 	}
 
+	// homeShare, a whole lease's count of samples at home, agrees.
+	for _, m := range four {
+		if got := c.homeShare(four, m, indices); got != count[m.Name()] {
+			t.Errorf("homeShare of %s: %d, split gives it %d", m.Name(), got, count[m.Name()])
+		}
+	}
+
+	// A maker half as fast (routing weight 1/2) is home to half as many
+	// samples as each other, about 1/7 of them; those it loses are all
+	// that move.
+	c.stat(ms[0]).weight = 0.5
+	weighed, _ := route(four)
+	lost := 0
+	for _, idx := range indices {
+		if weighed[idx] != homes[idx] {
+			if homes[idx] != ms[0] {
+				t.Fatalf("sample %d moved from %s to %s when %s's weight halved", idx, homes[idx].Name(), weighed[idx].Name(), ms[0].Name())
+			}
+			lost++
+		}
+	}
+	if share := float64(count[ms[0].Name()]-lost) / float64(len(indices)); share < 0.09 || share > 0.2 {
+		t.Errorf("a maker of weight 1/2 beside three of 1 is home to %.1f%% of the samples, want about 1/7", 100*share)
+	}
+	n := 0
+	for _, idx := range indices {
+		if weighed[idx] == ms[1] {
+			n++
+		}
+	}
+	if got := c.homeShare(four, ms[1], indices); got != n {
+		t.Errorf("homeShare of %s with weights: %d, split gives it %d", ms[1].Name(), got, n)
+	}
+	c.stat(ms[0]).weight = 0
+
 	// One backing off after a failure stays its samples' home, but they
 	// are made by the next of their ranking meanwhile, and not counted as
 	// made at home.
@@ -303,15 +358,16 @@ func TestAffinityParts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b, c := newMaker("a", 8), newMaker("b", 8), newMaker("c", 8)
 		for _, m := range []*scriptedMaker{a, b, c} {
-			m.auto = after(time.Millisecond)
+			m.auto = perSample(time.Millisecond)
 		}
 		env := affinityEnv(&fakeVerifier{}, a, b, c)
 		j := &fakeJob{n: 8 * 40, size: 8}
-		_, tr := start(env, j, Stream{Epochs: 2, Credits: 1000})
+		co, tr := start(env, j, Stream{Epochs: 2, Credits: 1000})
 		if err := tr.run(t.Context())(); err != nil {
 			t.Fatal(err)
 		}
 		tr.exactlyOnce(t, j, 2)
+		equalWeights(t, co)
 		for _, d := range tr.batches {
 			if want := j.Plan(d.epoch, 0).Batch(d.k); !slices.Equal(d.idx, want) {
 				t.Errorf("batch %d of epoch %d: indices %v, want the plan's %v", d.k, d.epoch, d.idx, want)
@@ -414,17 +470,17 @@ func TestAffinityPartFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
 		a, b, c := newMaker("a", 8), newMaker("b", 8), newMaker("c", 8)
-		made := after(10 * time.Millisecond)
+		made := perSample(2 * time.Millisecond)
 		a.auto, b.auto = made, made
 		c.auto = func(cl *call) {
 			if !time.Now().Equal(t0) {
 				made(cl)
 				return
 			}
-			// Its first parts, leased as the job starts, fail 5 ms in
-			// (before anyone else's are made).
+			// Its first parts, leased as the job starts, fail 1 ms in
+			// (before any other part is made).
 			select {
-			case <-time.After(5 * time.Millisecond):
+			case <-time.After(time.Millisecond):
 				cl.answer <- errors.New("the disk said no")
 			case <-cl.ctx.Done():
 				cl.answer <- cl.ctx.Err()
@@ -432,13 +488,14 @@ func TestAffinityPartFails(t *testing.T) {
 		}
 		env := affinityEnv(&fakeVerifier{}, a, b, c)
 		j := &fakeJob{n: 6 * 300, size: 6}
-		_, tr := start(env, j, Stream{Epochs: 1, Credits: 1000})
+		co, tr := start(env, j, Stream{Epochs: 1, Credits: 1000})
 		if err := tr.run(t.Context())(); err != nil {
 			t.Fatal(err)
 		}
 		tr.exactlyOnce(t, j, 1)
+		equalWeights(t, co)
 
-		failAt := t0.Add(5 * time.Millisecond)
+		failAt := t0.Add(time.Millisecond)
 		retryAt := failAt.Add(backoff(1))
 		var failed, later []gotLease
 		var trial gotLease
@@ -580,16 +637,17 @@ func TestAffinityFailedSample(t *testing.T) {
 		k--
 		for _, m := range []*scriptedMaker{a, b, c} {
 			m.auto = func(cl *call) {
-				time.Sleep(time.Millisecond)
+				time.Sleep(time.Duration(len(cl.l.Indices)) * time.Millisecond)
 				fillFailing(cl.l, cl.b, bad)
 				cl.answer <- nil
 			}
 		}
 		env := affinityEnv(&fakeVerifier{}, ms...)
-		_, tr := start(env, j, Stream{Epochs: 1, Credits: 1000})
+		co, tr := start(env, j, Stream{Epochs: 1, Credits: 1000})
 		if err := tr.run(t.Context())(); err != nil {
 			t.Fatal(err)
 		}
+		equalWeights(t, co)
 		plan := j.Plan(0, 0)
 		if len(tr.batches) != plan.Batches() || len(tr.ends) != 1 {
 			t.Fatalf("%d batches, %d EpochEnds; want %d, 1", len(tr.batches), len(tr.ends), plan.Batches())
@@ -707,6 +765,7 @@ func TestAffinityMismatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		tr.exactlyOnce(t, j, 1) // the liar's bytes would differ
+		equalWeights(t, co)
 		for _, l := range liar.leases() {
 			if l.start.After(t0) {
 				t.Errorf("the liar was leased batch %d %v in (quarantined %v in)", l.number, l.start.Sub(t0), quarantined.Sub(t0))
@@ -745,7 +804,7 @@ func TestAffinityFullMaker(t *testing.T) {
 		a, b, c := newMaker("a", 8), newMaker("b", 8), newMaker("c", 0)
 		ms := []Maker{a, b, c}
 		for _, m := range []*scriptedMaker{a, b, c} {
-			m.auto = after(time.Millisecond)
+			m.auto = perSample(time.Millisecond)
 		}
 		env := affinityEnv(&fakeVerifier{}, ms...)
 		j := &fakeJob{n: 6 * 40, size: 6}
@@ -753,7 +812,7 @@ func TestAffinityFullMaker(t *testing.T) {
 		if !slices.Contains(r.homesOf(j.Plan(0, 0).Batch(0), ms...), Maker(c)) {
 			t.Fatal("batch 0 has no sample homed on c: pick other names")
 		}
-		_, tr := start(env, j, Stream{Epochs: 1, Credits: 1000})
+		co, tr := start(env, j, Stream{Epochs: 1, Credits: 1000})
 		wait := tr.run(t.Context())
 		time.Sleep(5 * time.Second) // past noMakerLeaseTimeouts × the lease timeout
 		synctest.Wait()
@@ -773,6 +832,7 @@ func TestAffinityFullMaker(t *testing.T) {
 			t.Fatal(err)
 		}
 		tr.exactlyOnce(t, j, 1)
+		equalWeights(t, co)
 		for _, m := range []*scriptedMaker{a, b, c} {
 			for _, l := range m.leases() {
 				if l.running > int(m.capacity.Load()) {
@@ -838,7 +898,7 @@ func TestAffinityHedge(t *testing.T) {
 					}
 					env := affinityEnv(&fakeVerifier{}, ms...)
 					env.Config.Window = 1 // one batch at a time: its hedge's delay is twice its lease time
-					_, tr := start(env, j, Stream{Epochs: 1, Credits: 1000})
+					co, tr := start(env, j, Stream{Epochs: 1, Credits: 1000})
 					wait := tr.run(t.Context())
 					first := slow.next(t)
 					issued := time.Now()
@@ -873,6 +933,7 @@ func TestAffinityHedge(t *testing.T) {
 						t.Fatal(err)
 					}
 					tr.exactlyOnce(t, j, 1)
+					equalWeights(t, co)
 					won, lost := hedges(env, "won"), hedges(env, "lost")
 					if win == "hedge wins" && (won != 1 || lost != 0) || win == "parts win" && (won != 0 || lost != 1) {
 						t.Errorf("hedges won %v, lost %v", won, lost)
