@@ -123,7 +123,10 @@ func TestFaultKillPeerAffinity(t *testing.T) {
 
 	for _, frac := range []float64{0.3, 0.7} {
 		t.Run(fmt.Sprintf("at%d%%", int(frac*100)), func(t *testing.T) {
-			peers := startPeers(t, ctx, 3, data)
+			// Paced (--bench-rate, the bytes unchanged), so that the
+			// killed peer still holds parts as it dies: unpaced, a part
+			// takes a few ms and the kill often finds it idle.
+			peers := startPeers(t, ctx, 3, data, "--bench-rate", "20")
 			coord := startServe(t, ctx, serveConfig{name: "coordinator", dataset: data, peers: peerList(peers...)})
 			waitPeersReady(t, ctx, coord, 3)
 

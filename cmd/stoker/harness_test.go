@@ -388,12 +388,13 @@ func startServe(t testing.TB, ctx context.Context, c serveConfig) *serveProc {
 	return p
 }
 
-// startPeers starts n workers (--workers 1) over dataset in parallel.
-func startPeers(t testing.TB, ctx context.Context, n int, dataset string) []*serveProc {
+// startPeers starts n workers (--workers 1, and args) over dataset in
+// parallel.
+func startPeers(t testing.TB, ctx context.Context, n int, dataset string, args ...string) []*serveProc {
 	t.Helper()
 	ps := make([]*serveProc, n)
 	for i := range ps {
-		ps[i] = launchServe(t, serveConfig{name: fmt.Sprintf("peer%d", i), dataset: dataset, workers: 1})
+		ps[i] = launchServe(t, serveConfig{name: fmt.Sprintf("peer%d", i), dataset: dataset, workers: 1, args: args})
 	}
 	for _, p := range ps {
 		p.waitReady(t, ctx)
