@@ -222,14 +222,40 @@ func (c *Coordinator) affinityGroups(ms []Maker, now time.Time) (homes, takers [
 // per part in flight on it): a peer stopped or hung. Its samples go to the
 // next makers of their ranking meanwhile, rather than every batch wait for
 // its room until its parts time out; it takes parts again once it answers.
+//
+// Before the job has made a batch there are no lease times to go by: a
+// maker is stuck then after an eighth of the lease timeout, so that one
+// hung from the job's start holds it that long, not a whole lease timeout.
 func (c *Coordinator) stuck(st *makerStat, now time.Time) bool {
 	open := st.open.Load()
-	if open <= 0 || c.hedging.perLease == 0 {
+	if open <= 0 {
 		return false
 	}
-	d := time.Duration(hedgeMultiple * c.hedging.perLease * float64(open) * float64(time.Second))
-	return now.Sub(time.Unix(0, st.answered.Load())) > max(d, minHedgeDelay)
+	d := c.env.Config.LeaseTimeout / stuckShare
+	if c.hedging.perLease > 0 {
+		d = max(time.Duration(hedgeMultiple*c.hedging.perLease*float64(open)*float64(time.Second)), minHedgeDelay)
+	}
+	return d > 0 && now.Sub(time.Unix(0, st.answered.Load())) > d
 }
+
+// waitsOnStuck reports whether lease rec, in parts, waits for a stuck
+// maker.
+func (c *Coordinator) waitsOnStuck(rec *leaseRec) bool {
+	if rec.parts == nil {
+		return false
+	}
+	now := time.Now()
+	for _, m := range waitsFor(rec) {
+		if c.stuck(c.stat(m), now) {
+			return true
+		}
+	}
+	return false
+}
+
+// stuckShare: before a job's first batch, a maker is stuck after this
+// share of the lease timeout.
+const stuckShare = 8
 
 // split routes the samples of batch indices to makers: each to its home
 // when the home can take a part now, else to the next of its ranking that
