@@ -596,14 +596,23 @@ func fillFailing(l *work.Lease, b *pipeline.Batch, bad int64) {
 	}
 	b.Errors = append(b.Errors, pipeline.SampleError{Index: bad, Reason: "corrupt JPEG", Err: pipeline.ErrCorrupt})
 	if len(l.Indices) == 1 {
-		b.N, b.Data, b.Labels, b.Indices = 0, b.Data[:0], b.Labels[:0], b.Indices[:0]
+		b.N, b.Labels, b.Indices = 0, b.Labels[:0], b.Indices[:0]
+		if l.Place == nil {
+			b.Data = b.Data[:0]
+		}
 		return
 	}
 	g := 0
 	if i == 0 {
 		g = 1
 	}
-	copy(b.Data[i*sampleBytes:(i+1)*sampleBytes], b.Data[g*sampleBytes:(g+1)*sampleBytes])
+	at := func(k int) int { // where sample k of the lease's is in b
+		if l.Place != nil {
+			return l.Place[k] * sampleBytes
+		}
+		return k * sampleBytes
+	}
+	copy(b.Data[at(i):at(i)+sampleBytes], b.Data[at(g):at(g)+sampleBytes])
 	b.Labels[i], b.Indices[i] = b.Labels[g], b.Indices[g]
 }
 
