@@ -373,7 +373,7 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 		pl := &work.Lease{Epoch: l.Epoch, Number: l.Number, Indices: p.idx, Demand: l.Demand}
 		local := p.m.Local()
 		if !local {
-			pl.Keep = c.env.Verifier.Pick(p.m, len(p.idx))
+			pl.Keep = c.env.Verifier.Pick(p.m, len(p.idx), c.j.BatchSize())
 			// A peer's pixels go from gRPC's buffers straight to their
 			// places in the batch: no copy here.
 			pl.Place, pb.Data = p.pos, b.Data
