@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -70,6 +71,100 @@ func score(key uint64, idx int64) uint64 {
 	return mix64(key ^ uint64(idx)*0x9e3779b97f4a7c15)
 }
 
+// weighted is a score on a maker of routing weight w (weighted rendezvous
+// hashing: a maker's share of the samples is its weight's share of the
+// weights): w / -ln(u), u the score as a number in (0, 1). With equal
+// weights it orders makers as the scores do.
+func weighted(s uint64, w float64) float64 {
+	u := (float64(s>>11) + 0.5) / (1 << 53)
+	return w / -math.Log(u)
+}
+
+// ranker ranks makers for a sample: by score alone while their weights
+// are equal, by weighted score otherwise.
+type ranker struct {
+	keys    []uint64
+	weights []float64
+	equal   bool
+}
+
+func (c *Coordinator) ranker(ms []Maker) ranker {
+	r := ranker{keys: make([]uint64, len(ms)), weights: make([]float64, len(ms)), equal: true}
+	for i, m := range ms {
+		r.keys[i] = c.makerKey(m)
+		r.weights[i] = c.stat(m).routeWeight()
+		if r.weights[i] != r.weights[0] {
+			r.equal = false
+		}
+	}
+	return r
+}
+
+// better reports whether maker i ranks above maker j for sample idx.
+func (r ranker) better(i, j int, idx int64) bool {
+	si, sj := score(r.keys[i], idx), score(r.keys[j], idx)
+	if r.equal {
+		return si > sj
+	}
+	return weighted(si, r.weights[i]) > weighted(sj, r.weights[j])
+}
+
+// Routing weights. Makers differ (a worker with fewer cores, or on a
+// loaded machine), and a batch is as late as its slowest part: with equal
+// shares the pool would move at its slowest maker's pace. So each
+// maker's share of the samples follows the rate its parts were made at
+// (samples per second of a part, from lease to answer), as a power of two
+// of the fastest maker's: a weight moves only when the rate moved past
+// twice or half of it, so that noise on a loaded machine moves no sample,
+// and a change moves only the samples it must (rendezvous).
+
+// minWeight bounds a maker's routing weight: one 64 times slower still
+// keeps a share, and its rate measured.
+const minWeight = 1.0 / 64
+
+func (st *makerStat) routeWeight() float64 {
+	if st.weight == 0 {
+		return 1
+	}
+	return st.weight
+}
+
+// partMade records a part of n samples made in took.
+func (st *makerStat) partMade(n int, took time.Duration) {
+	rate := float64(n) / max(took.Seconds(), 1e-6)
+	if st.partRate == 0 {
+		st.partRate = rate
+	} else {
+		st.partRate = 0.7*st.partRate + 0.3*rate
+	}
+	st.fails = 0 // on trial no more
+}
+
+// reweigh sets the makers' routing weights from their parts' rates: each
+// the power of two nearest its rate over the fastest's, when that moved
+// past twice or half its weight.
+func (c *Coordinator) reweigh(ms []Maker) {
+	fastest := 0.0
+	for _, m := range ms {
+		if st := c.stats[m]; st != nil && c.usable(m) {
+			fastest = max(fastest, st.partRate)
+		}
+	}
+	if fastest == 0 {
+		return
+	}
+	for _, m := range ms {
+		st := c.stats[m]
+		if st == nil || st.partRate == 0 {
+			continue
+		}
+		ratio, w := st.partRate/fastest, st.routeWeight()
+		if ratio < w/2 || ratio > w*2 {
+			st.weight = min(max(math.Exp2(math.Round(math.Log2(ratio))), minWeight), 1)
+		}
+	}
+}
+
 // mix64 is SplitMix64's finalizer.
 func mix64(x uint64) uint64 {
 	x ^= x >> 30
@@ -93,9 +188,26 @@ func (c *Coordinator) affinityGroups(ms []Maker, now time.Time) (homes, takers [
 		if st.fails > 0 && (now.Before(st.retryAt) || st.parts > 0) {
 			continue
 		}
+		if c.stuck(st, now) {
+			continue
+		}
 		takers = append(takers, m)
 	}
 	return homes, takers
+}
+
+// stuck reports whether a maker with parts in flight answered none for as
+// long as a lease is hedged after (twice the p95 of the job's lease times,
+// per part in flight on it): a peer stopped or hung. Its samples go to the
+// next makers of their ranking meanwhile, rather than every batch wait for
+// its room until its parts time out; it takes parts again once it answers.
+func (c *Coordinator) stuck(st *makerStat, now time.Time) bool {
+	open := st.open.Load()
+	if open <= 0 || c.hedging.perLease == 0 {
+		return false
+	}
+	d := time.Duration(hedgeMultiple * c.hedging.perLease * float64(open) * float64(time.Second))
+	return now.Sub(time.Unix(0, st.answered.Load())) > max(d, minHedgeDelay)
 }
 
 // split routes the samples of batch indices to makers: each to its home
@@ -107,30 +219,25 @@ func (c *Coordinator) split(ms []Maker, indices []int64) (parts []part, home int
 	if len(takers) < 2 {
 		return nil, 0
 	}
-	homeKeys := make([]uint64, len(homes))
-	for i, m := range homes {
-		homeKeys[i] = c.makerKey(m)
-	}
+	r := c.ranker(homes)
 	byMaker := make(map[Maker]*part, len(takers))
 	for _, m := range takers {
 		byMaker[m] = &part{m: m, st: c.stat(m)}
 	}
 	for pos, idx := range indices {
-		var best, bestTaker Maker
-		var bestS, bestTakerS uint64
+		best, bestTaker := -1, -1
 		for i, m := range homes {
-			s := score(homeKeys[i], idx)
-			if best == nil || s > bestS {
-				best, bestS = m, s
+			if best < 0 || r.better(i, best, idx) {
+				best = i
 			}
-			if byMaker[m] != nil && (bestTaker == nil || s > bestTakerS) {
-				bestTaker, bestTakerS = m, s
+			if byMaker[m] != nil && (bestTaker < 0 || r.better(i, bestTaker, idx)) {
+				bestTaker = i
 			}
 		}
 		if bestTaker == best {
 			home++
 		}
-		p := byMaker[bestTaker]
+		p := byMaker[homes[bestTaker]]
 		p.pos = append(p.pos, pos)
 		p.idx = append(p.idx, idx)
 	}
@@ -145,25 +252,25 @@ func (c *Coordinator) split(ms []Maker, indices []int64) (parts []part, home int
 // homeShare counts how many of indices have m as their home among the
 // makers the job can use (a whole batch's lease).
 func (c *Coordinator) homeShare(ms []Maker, m Maker, indices []int64) int {
-	var keys []uint64
+	var homes []Maker
 	mine := -1
 	for _, o := range ms {
 		if c.usable(o) {
 			if o == m {
-				mine = len(keys)
+				mine = len(homes)
 			}
-			keys = append(keys, c.makerKey(o))
+			homes = append(homes, o)
 		}
 	}
 	if mine < 0 {
 		return 0
 	}
+	r := c.ranker(homes)
 	n := 0
 	for _, idx := range indices {
-		s := score(keys[mine], idx)
 		at := true
-		for i, k := range keys {
-			if i != mine && score(k, idx) > s {
+		for i := range homes {
+			if i != mine && r.better(i, mine, idx) {
 				at = false
 				break
 			}
@@ -192,17 +299,22 @@ var partBufs = sync.Pool{New: func() any { return new(pipeline.Batch) }}
 // makeParts makes the parts of lease l and assembles them into b. ctx is
 // the job's, lctx the lease's. It returns whether every sample was
 // compared byte for byte (or made on this server), the makers of parts
-// that were not, and the failed parts (with the first failure as err).
-func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pipeline.Batch, parts []part) (checked bool, unchecked []Maker, failed []partFailure, err error) {
+// that were not, how long each part took, and the failed parts (with the
+// worst failure as err).
+func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pipeline.Batch, parts []part) (checked bool, unchecked []Maker, took []time.Duration, failed []partFailure, err error) {
 	pctx, cancel := context.WithCancel(lctx)
 	defer cancel()
 	type outcome struct {
 		i       int
 		checked bool
 		err     error
+		// cancelled: the part's context had ended as its maker
+		// answered (another part had failed, or the lease ended).
+		cancelled bool
 	}
 	done := make(chan outcome, len(parts))
 	bufs := make([]*pipeline.Batch, len(parts))
+	took = make([]time.Duration, len(parts))
 	for i, p := range parts {
 		pb := partBufs.Get().(*pipeline.Batch)
 		bufs[i] = pb
@@ -213,7 +325,12 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 		}
 		go func() {
 			p.st.starting.Add(-1) // Make counts it from here
+			t0 := time.Now()
 			err := p.m.Make(pctx, c.j, pl, pb)
+			took[i] = time.Since(t0)
+			p.st.answered.Store(time.Now().UnixNano())
+			p.st.open.Add(-1)
+			cancelled := pctx.Err() != nil
 			ok := local
 			if err == nil {
 				err = c.check(pl, pb)
@@ -227,21 +344,24 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 			if err != nil && !errors.Is(err, errSamplesFailed) {
 				cancel() // the batch fails: the other parts are not needed
 			}
-			done <- outcome{i, ok, err}
+			done <- outcome{i, ok, err, cancelled}
 		}()
 	}
 	checked = true
 	for range parts {
 		o := <-done
 		p := parts[o.i]
+		if o.err != nil && err == nil {
+			err = o.err
+		}
 		switch {
 		case o.err == nil:
 			if !o.checked {
 				checked = false
 				unchecked = append(unchecked, p.m)
 			}
-		case pctx.Err() != nil && lctx.Err() == nil && !errors.Is(o.err, ErrMismatch) && !errors.Is(o.err, work.ErrRefused):
-			// Cancelled here because another part failed: not its
+		case o.cancelled && lctx.Err() == nil && !errors.Is(o.err, ErrMismatch) && !errors.Is(o.err, work.ErrRefused):
+			// Cancelled here because another part had failed: not its
 			// maker's failure.
 		default:
 			if errors.Is(lctx.Err(), context.DeadlineExceeded) && !errors.Is(o.err, ErrMismatch) {
@@ -259,14 +379,19 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 		// The worst first: a lie, then a failure, then a part to make
 		// again whole, then a maker turning it away.
 		slices.SortStableFunc(failed, func(a, b partFailure) int { return failRank(a.err) - failRank(b.err) })
-		return false, nil, failed, failed[0].err
+		return false, nil, nil, failed, failed[0].err
+	}
+	if err != nil {
+		// Every failed part was cancelled as it failed (the lease
+		// ended): the batch is not whole, whoever is to blame.
+		return false, nil, nil, nil, err
 	}
 	if err := lctx.Err(); errors.Is(err, context.Canceled) {
 		// Outrun by the batch's other lease (or the job ended).
-		return false, nil, nil, fmt.Errorf("lease of batch %d cancelled: %w", l.Number, err)
+		return false, nil, nil, nil, fmt.Errorf("lease of batch %d cancelled: %w", l.Number, err)
 	}
 	assemble(b, c.j.SampleBytes(), len(l.Indices), parts, bufs)
-	return checked, unchecked, nil, nil
+	return checked, unchecked, took, nil, nil
 }
 
 func failRank(err error) int {

@@ -23,6 +23,7 @@ const DefaultStallTarget = 0.02
 // job's status and metrics.
 func (c *Coordinator) control(now time.Time, ms []Maker) {
 	c.forgetGone(ms)
+	c.reweigh(ms)
 	snap := c.tel.snapshot(now)
 	target := c.env.Config.StallTarget
 	lo, hi := minWindow, c.env.windowCeiling(ms)

@@ -47,6 +47,7 @@ type result struct {
 	// parts: a lease in parts (affinity.go); failed are the parts that
 	// failed, with their makers to blame (none: the lease's maker is).
 	parts  []part
+	took   []time.Duration
 	failed []partFailure
 }
 
@@ -359,6 +360,9 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	rec := &leaseRec{id: c.leaseID, maker: m, issued: now, n: st.inflight, hedge: hedge, probe: !hedge && st.fails > 0, cancel: cancel, parts: parts, home: home}
 	for _, p := range parts {
+		if p.st.open.Add(1) == 1 {
+			p.st.answered.Store(now.UnixNano()) // stuck counts from here
+		}
 		p.st.parts++
 		p.st.starting.Add(1)
 	}
@@ -388,11 +392,11 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 		defer wg.Done()
 		defer cancel()
 		if parts != nil {
-			checked, unchecked, failed, err := c.makeParts(ctx, lctx, l, b, parts)
+			checked, unchecked, took, failed, err := c.makeParts(ctx, lctx, l, b, parts)
 			if mem := c.pool.mem; mem != nil {
 				mem.Release(c.j.BatchBytes())
 			}
-			c.results <- result{id: id, lease: rec.id, maker: m, b: b, err: err, checked: checked, unchecked: unchecked, parts: parts, failed: failed}
+			c.results <- result{id: id, lease: rec.id, maker: m, b: b, err: err, checked: checked, unchecked: unchecked, parts: parts, took: took, failed: failed}
 			return
 		}
 		st.starting.Add(-1) // Make counts it from here
@@ -487,8 +491,8 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 		if len(r.unchecked) > 0 {
 			c.unchecked[r.id] = r.unchecked
 		}
-		for _, p := range r.parts {
-			p.st.fails = 0 // on trial no more
+		for i, p := range r.parts {
+			p.st.partMade(len(p.idx), r.took[i])
 		}
 		if c.env.Config.Affinity {
 			c.env.Metrics.AffinitySamples.WithLabelValues("home").Add(float64(rec.home))

@@ -54,7 +54,7 @@ func NewMetrics() *Metrics {
 		}),
 		AffinitySamples: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stoker_affinity_samples_total",
-			Help: "Samples of the batches delivered while leases follow cache affinity (--cache-affinity), by where they were made: home (at the maker their rendezvous hash names among those the job can use, where their cache is) or away (elsewhere: that maker was backing off, full of another job's work, or the batch was made whole by one maker, as a hedge or for a failed sample).",
+			Help: "Samples of the batches delivered while leases follow cache affinity (--cache-affinity), by where they were made: home (at the maker their rendezvous hash names among those the job can use, where their cache is) or away (elsewhere: that maker was backing off after a failure, or the batch was made whole by one maker: a hedge, a batch with a failed sample, or a pool with one maker able to take work).",
 		}, []string{"made"}),
 		Hedges: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stoker_lease_hedges_total",
