@@ -82,6 +82,12 @@ type scaleRow struct {
 	// first measured epoch and in the later ones (with --epochs 2 or more).
 	CPUPerImageEpoch1 float64 `json:"cpu_per_image_epoch1,omitempty"`
 	CPUPerImageLater  float64 `json:"cpu_per_image_later,omitempty"`
+	// CoordinatorCPUPerImageLater is the coordinator's CPU-seconds per
+	// image relayed in the later epochs: its cost once the peers are past
+	// the verifier's strict start, which counts leases (with affinity,
+	// parts) and so covers fewer samples of the first epoch with affinity
+	// on than off.
+	CoordinatorCPUPerImageLater float64 `json:"coordinator_cpu_per_image_later,omitempty"`
 	// HomeShare is, of the samples of the batches the coordinator had made
 	// in the later epochs, the share made at their home maker (counted
 	// only with affinity on). CoefHitShare is, of the MCUs the makers
@@ -166,6 +172,8 @@ type scaleEpoch struct {
 	// stoker_coef_cache_mcus_hit_total, summed.
 	CoefMCUs float64 `json:"coef_mcus,omitempty"`
 	CoefHits float64 `json:"coef_mcus_hit,omitempty"`
+	// MakerReads: Reads by maker, the workers in order.
+	MakerReads []float64 `json:"maker_reads,omitempty"`
 	// Reads: the samples the makers' executors made, each of which read its
 	// file: stoker_sample_stage_seconds_count{stage="read"}, observed as
 	// each is made (stoker_executor_samples_total counts the same samples
@@ -190,7 +198,9 @@ func (ep *scaleEpoch) account(procs []*scaleProc, coord *scaleProc, s0, s1 scale
 		ep.MakersCPU += cpu
 		ep.CoefMCUs += delta("stoker_coef_cache_mcus_total")
 		ep.CoefHits += delta("stoker_coef_cache_mcus_hit_total")
-		ep.Reads += delta(`stoker_sample_stage_seconds_count{stage="read"}`)
+		reads := delta(`stoker_sample_stage_seconds_count{stage="read"}`)
+		ep.Reads += reads
+		ep.MakerReads = append(ep.MakerReads, reads)
 	}
 }
 
@@ -302,7 +312,8 @@ func ratioRow(a, b scaleRow) scaleRow {
 		WorkersCPU: ratio(a.WorkersCPU, b.WorkersCPU), TrainerCPU: ratio(a.TrainerCPU, b.TrainerCPU),
 		ProtocolOverhead:  ratio(a.ProtocolOverhead, b.ProtocolOverhead),
 		CPUPerImageEpoch1: ratio(a.CPUPerImageEpoch1, b.CPUPerImageEpoch1), CPUPerImageLater: ratio(a.CPUPerImageLater, b.CPUPerImageLater),
-		HomeShare: ratio(a.HomeShare, b.HomeShare), CoefHitShare: ratio(a.CoefHitShare, b.CoefHitShare),
+		CoordinatorCPUPerImageLater: ratio(a.CoordinatorCPUPerImageLater, b.CoordinatorCPUPerImageLater),
+		HomeShare:                   ratio(a.HomeShare, b.HomeShare), CoefHitShare: ratio(a.CoefHitShare, b.CoefHitShare),
 		ReadsPerImage: ratio(a.ReadsPerImage, b.ReadsPerImage), LeaseFailures: ratio(a.LeaseFailures, b.LeaseFailures),
 	}
 	for i := range min(len(a.ByEpoch), len(b.ByEpoch)) {
@@ -353,7 +364,7 @@ func (rep *scaleReport) side(peers []int, affinities []string, before bool) scal
 // runsRow is the medians of runs, one configuration's.
 func runsRow(n int, affinity string, runs []scaleRun) scaleRow {
 	per1000 := func(cpu float64, r scaleRun) float64 { return 1000 * cpu / float64(max(r.Images, 1)) }
-	var ips, server, coord, workers, trainer, epoch1, later, home, hits, reads, failures []float64
+	var ips, server, coord, workers, trainer, epoch1, later, coordLater, home, hits, reads, failures []float64
 	var byEpoch [][]scaleEpochRow // by epoch, the runs' figures
 	for _, r := range runs {
 		ips = append(ips, r.imagesPerSec())
@@ -371,6 +382,7 @@ func runsRow(n int, affinity string, runs []scaleRun) scaleRow {
 		reads = append(reads, share(all.Reads, float64(all.Images)))
 		if len(r.Epochs) > 1 {
 			later = append(later, share(rest.MakersCPU, float64(rest.Images)))
+			coordLater = append(coordLater, share(rest.CoordinatorCPU, float64(rest.Images)))
 			home = append(home, share(rest.HomeSamples, rest.HomeSamples+rest.AwaySamples))
 			hits = append(hits, share(rest.CoefHits, rest.CoefMCUs))
 		}
@@ -383,7 +395,8 @@ func runsRow(n int, affinity string, runs []scaleRun) scaleRow {
 	}
 	row := scaleRow{Peers: n, Affinity: affinity, ImagesPerSec: median(ips), ServerCPU: median(server), CoordinatorCPU: median(coord),
 		WorkersCPU: median(workers), TrainerCPU: median(trainer), CPUPerImageEpoch1: median(epoch1), CPUPerImageLater: median(later),
-		HomeShare: median(home), CoefHitShare: median(hits), ReadsPerImage: median(reads), LeaseFailures: median(failures)}
+		CoordinatorCPUPerImageLater: median(coordLater),
+		HomeShare:                   median(home), CoefHitShare: median(hits), ReadsPerImage: median(reads), LeaseFailures: median(failures)}
 	for _, es := range byEpoch {
 		f := func(get func(scaleEpochRow) float64) float64 {
 			xs := make([]float64, len(es))
@@ -465,19 +478,19 @@ func (rep *scaleReport) print(w io.Writer) {
 		fmt.Fprintln(tw)
 		rows(" (before)", rep.Before.Baseline, rep.Before.Sweep, true)
 		fmt.Fprintln(tw)
-		fmt.Fprintln(tw, "this / before\timages/s\tvs linear\tcoordinator CPU\tworkers CPU (server CPU)\ttrainer CPU\tprotocol overhead\tmakers CPU, epochs >= 2")
+		fmt.Fprintln(tw, "this / before\timages/s\tvs linear\tcoordinator CPU\tcoordinator CPU, epochs >= 2\tworkers CPU (server CPU)\ttrainer CPU\tprotocol overhead\tmakers CPU, epochs >= 2")
 		for _, r := range rep.AfterOverBefore {
 			workers := r.WorkersCPU
 			if r.Peers == 0 {
 				workers = r.ServerCPU
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rowName(r.Peers, r.Affinity, false), f(r.ImagesPerSec), f(r.EfficiencyVsLinear),
-				f(r.CoordinatorCPU), f(workers), f(r.TrainerCPU), f(r.ProtocolOverhead), f(r.CPUPerImageLater))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rowName(r.Peers, r.Affinity, false), f(r.ImagesPerSec), f(r.EfficiencyVsLinear),
+				f(r.CoordinatorCPU), f(r.CoordinatorCPUPerImageLater), f(workers), f(r.TrainerCPU), f(r.ProtocolOverhead), f(r.CPUPerImageLater))
 		}
 	}
 	if rep.Epochs >= 2 {
 		fmt.Fprintln(tw)
-		fmt.Fprintln(tw, "by epoch\tmakers CPU s/1k img, epoch 1\tepochs >= 2\tcoef cache hits, epochs >= 2\thome share, epochs >= 2\treads/img\tmakers CPU s/1k img (coef cache hits), epoch by epoch")
+		fmt.Fprintln(tw, "by epoch\tmakers CPU s/1k img, epoch 1\tepochs >= 2\tcoordinator CPU s/1k img, epochs >= 2\tcoef cache hits, epochs >= 2\thome share, epochs >= 2\treads/img\tmakers CPU s/1k img (coef cache hits), epoch by epoch")
 		epochRows := func(base scaleRow, sweep []scaleRow, before bool) {
 			for _, r := range append([]scaleRow{base}, sweep...) {
 				var each []string
@@ -488,8 +501,8 @@ func (rep *scaleReport) print(w io.Writer) {
 				if r.Peers == 0 {
 					name = rowName(0, "", before) + " (the server)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, f(1000*r.CPUPerImageEpoch1), f(1000*r.CPUPerImageLater),
-					f(r.CoefHitShare), f(r.HomeShare), f(r.ReadsPerImage), strings.Join(each, "  "))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, f(1000*r.CPUPerImageEpoch1), f(1000*r.CPUPerImageLater),
+					f(1000*r.CoordinatorCPUPerImageLater), f(r.CoefHitShare), f(r.HomeShare), f(r.ReadsPerImage), strings.Join(each, "  "))
 			}
 		}
 		epochRows(rep.Baseline, rep.Sweep, false)
@@ -499,13 +512,13 @@ func (rep *scaleReport) print(w io.Writer) {
 	}
 	if len(rep.OnOverOff) > 0 {
 		fmt.Fprintln(tw)
-		fmt.Fprintln(tw, "affinity on / off\timages/s\tcoordinator CPU\tworkers CPU\tmakers CPU, epoch 1\tepochs >= 2\tcoef cache hits, epochs >= 2\tmakers CPU, epoch by epoch")
+		fmt.Fprintln(tw, "affinity on / off\timages/s\tcoordinator CPU\tcoordinator CPU, epochs >= 2\tworkers CPU\tmakers CPU, epoch 1\tepochs >= 2\tcoef cache hits, epochs >= 2\tmakers CPU, epoch by epoch")
 		for _, r := range rep.OnOverOff {
 			var each []string
 			for _, e := range r.ByEpoch {
 				each = append(each, f(e.CPUPerImage))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", configName(r.Peers), f(r.ImagesPerSec), f(r.CoordinatorCPU), f(r.WorkersCPU),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", configName(r.Peers), f(r.ImagesPerSec), f(r.CoordinatorCPU), f(r.CoordinatorCPUPerImageLater), f(r.WorkersCPU),
 				f(r.CPUPerImageEpoch1), f(r.CPUPerImageLater), f(r.CoefHitShare), strings.Join(each, "  "))
 		}
 	}
