@@ -78,8 +78,11 @@ type scaleRow struct {
 	// the baseline server's CPU per image made for its own trainer.
 	ProtocolOverhead float64 `json:"protocol_overhead,omitempty"`
 	// CPUPerImageEpoch1 and CPUPerImageLater are the makers' CPU-seconds
-	// per image (the workers' together, or the baseline server's) in the
-	// first measured epoch and in the later ones (with --epochs 2 or more).
+	// (the workers' together, or the baseline server's) per image made in
+	// the first measured epoch and in the later ones (with --epochs 2 or
+	// more): per sample their executors made in the epoch's interval, not
+	// per image the trainer had in it, as the makers work ahead of the
+	// trainer by more or less (scaleEpoch).
 	CPUPerImageEpoch1 float64 `json:"cpu_per_image_epoch1,omitempty"`
 	CPUPerImageLater  float64 `json:"cpu_per_image_later,omitempty"`
 	// CoordinatorCPUPerImageLater is the coordinator's CPU-seconds per
@@ -110,8 +113,8 @@ type scaleRow struct {
 type scaleEpochRow struct {
 	Epoch        uint64  `json:"epoch"`
 	ImagesPerSec float64 `json:"images_per_sec"`
-	// CPUPerImage: the makers'; CoordinatorCPUPerImage: per image
-	// relayed. CPU-seconds per image.
+	// CPUPerImage: the makers', per image made; CoordinatorCPUPerImage:
+	// per image relayed (delivered). CPU-seconds per image.
 	CPUPerImage            float64 `json:"cpu_per_image"`
 	CoordinatorCPUPerImage float64 `json:"coordinator_cpu_per_image,omitempty"`
 	CoefHitShare           float64 `json:"coef_hit_share,omitempty"`
@@ -155,7 +158,10 @@ type scaleRun struct {
 // work up to the coordinator's window and the trainer's prefetch ahead of
 // what the trainer has, so an epoch's interval holds some of the next
 // one's making and misses some of its own: its reads, made at the makers,
-// are not its images exactly (the run's totals are).
+// are not its images exactly (the run's totals are), and by how much
+// depends on the configuration (the verifier's strict start holds the
+// first batches at the coordinator while the makers go on). The makers'
+// CPU in it is therefore taken per image made in it (per read).
 type scaleEpoch struct {
 	Epoch   uint64  `json:"epoch"`
 	Images  int64   `json:"images"`
@@ -247,7 +253,7 @@ func share(part, whole float64) float64 {
 // figures are e's figures: CPU per image, shares.
 func (e scaleEpoch) figures() scaleEpochRow {
 	img := float64(e.Images)
-	return scaleEpochRow{Epoch: e.Epoch, ImagesPerSec: share(img, e.Seconds), CPUPerImage: share(e.MakersCPU, img),
+	return scaleEpochRow{Epoch: e.Epoch, ImagesPerSec: share(img, e.Seconds), CPUPerImage: share(e.MakersCPU, e.Reads),
 		CoordinatorCPUPerImage: share(e.CoordinatorCPU, img), CoefHitShare: share(e.CoefHits, e.CoefMCUs),
 		HomeShare: share(e.HomeSamples, e.HomeSamples+e.AwaySamples), ReadsPerImage: share(e.Reads, img)}
 }
@@ -378,10 +384,10 @@ func runsRow(n int, affinity string, runs []scaleRun) scaleRow {
 			first = r.Epochs[0]
 		}
 		rest, all := r.epochSums(1), r.epochSums(0)
-		epoch1 = append(epoch1, share(first.MakersCPU, float64(first.Images)))
+		epoch1 = append(epoch1, share(first.MakersCPU, first.Reads))
 		reads = append(reads, share(all.Reads, float64(all.Images)))
 		if len(r.Epochs) > 1 {
-			later = append(later, share(rest.MakersCPU, float64(rest.Images)))
+			later = append(later, share(rest.MakersCPU, rest.Reads))
 			coordLater = append(coordLater, share(rest.CoordinatorCPU, float64(rest.Images)))
 			home = append(home, share(rest.HomeSamples, rest.HomeSamples+rest.AwaySamples))
 			hits = append(hits, share(rest.CoefHits, rest.CoefMCUs))
@@ -490,7 +496,7 @@ func (rep *scaleReport) print(w io.Writer) {
 	}
 	if rep.Epochs >= 2 {
 		fmt.Fprintln(tw)
-		fmt.Fprintln(tw, "by epoch\tmakers CPU s/1k img, epoch 1\tepochs >= 2\tcoordinator CPU s/1k img, epochs >= 2\tcoef cache hits, epochs >= 2\thome share, epochs >= 2\treads/img\tmakers CPU s/1k img (coef cache hits), epoch by epoch")
+		fmt.Fprintln(tw, "by epoch\tmakers CPU s/1k img made, epoch 1\tepochs >= 2\tcoordinator CPU s/1k img relayed, epochs >= 2\tcoef cache hits, epochs >= 2\thome share, epochs >= 2\treads/img\tmakers CPU s/1k img made (coef cache hits), epoch by epoch")
 		epochRows := func(base scaleRow, sweep []scaleRow, before bool) {
 			for _, r := range append([]scaleRow{base}, sweep...) {
 				var each []string
@@ -528,7 +534,8 @@ func (rep *scaleReport) print(w io.Writer) {
 	fmt.Fprintln(w, "failed leases: per run, leases (with affinity, parts) that failed for any reason, a busy worker's included; each batch was leased again.")
 	if rep.Epochs >= 2 {
 		fmt.Fprintln(w, "by epoch: the makers are the workers together (or the baseline server); an epoch runs from its first batch to the next epoch's, as the trainer")
-		fmt.Fprintln(w, "sees them, while the makers work up to a window ahead. coef cache hits: MCUs copied from the coefficient caches over those inverse-transformed;")
-		fmt.Fprintln(w, "home share: samples made at their home maker (affinity on only); reads/img: samples the makers made (each reads its file) per image delivered, all epochs.")
+		fmt.Fprintln(w, "sees them, while the makers work up to a window ahead: their CPU is per image made in it (per sample their executors made, each a file read).")
+		fmt.Fprintln(w, "coef cache hits: MCUs copied from the coefficient caches over those inverse-transformed; home share: samples made at their home maker, as the")
+		fmt.Fprintln(w, "coordinator counts them (affinity on only); reads/img: samples the makers made per image delivered, over all the measured epochs.")
 	}
 }

@@ -204,8 +204,10 @@ func TestScaleSummarizeAffinity(t *testing.T) {
 	}
 	on := rep.Sweep[0]
 	near := func(x, want float64) bool { return x > want-1e-9 && x < want+1e-9 }
-	if !near(on.CPUPerImageEpoch1, 0.001) || !near(on.CPUPerImageLater, 0.0004) || !near(on.HomeShare, 0.9) ||
-		!near(on.CoefHitShare, 0.8) || !near(on.ReadsPerImage, 1) || len(on.ByEpoch) != 2 || !near(on.ByEpoch[1].CPUPerImage, 0.0004) {
+	// The makers' CPU is per image made (read): 110 in epoch 1, 90 after.
+	if !near(on.CPUPerImageEpoch1, 0.1/110) || !near(on.CPUPerImageLater, 0.04/90) || !near(on.HomeShare, 0.9) ||
+		!near(on.CoefHitShare, 0.8) || !near(on.ReadsPerImage, 1) || len(on.ByEpoch) != 2 || !near(on.ByEpoch[1].CPUPerImage, 0.04/90) ||
+		!near(on.CoordinatorCPUPerImageLater, 0.0001) {
 		t.Errorf("affinity on: %+v", on)
 	}
 	if rep.Sweep[1].HomeShare != 0 {
@@ -214,7 +216,7 @@ func TestScaleSummarizeAffinity(t *testing.T) {
 	if len(rep.OnOverOff) != 1 || !near(rep.OnOverOff[0].CPUPerImageLater, 0.5) || !near(rep.OnOverOff[0].CPUPerImageEpoch1, 1) {
 		t.Errorf("on / off: %+v", rep.OnOverOff)
 	}
-	if r := rep.AfterOverBefore; len(r) != 2 || r[1].Affinity != "on" || !near(r[1].CPUPerImageLater, 0.4) {
+	if r := rep.AfterOverBefore; len(r) != 2 || r[1].Affinity != "on" || !near(r[1].CPUPerImageLater, 0.4) || !near(r[1].CoordinatorCPUPerImageLater, 1) {
 		t.Errorf("this / before: %+v; want 2 peers with affinity on over before's", r)
 	}
 	var b strings.Builder
