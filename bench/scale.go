@@ -63,7 +63,7 @@ type scaleOpts struct {
 	// round; the first is the one --before's runs are compared with.
 	affinity []string
 	// coefBudget is each worker's (and the baseline server's)
-	// --coef-budget, 0: their default; memoryBudget their --memory-budget
+	// --coef-budget, 0: their default, -1: none; memoryBudget their --memory-budget
 	// when the default would refuse coefBudget (0: the default).
 	coefBudget, memoryBudget int64
 }
@@ -91,7 +91,7 @@ func runScale(args []string) error {
 	perfDir := fs.String("perf", "", "record each server process with Linux perf over the measured epochs of every run, into DIR/r<round>-<config>-<process>.data (bench/perf_shares.py reads them)")
 	before := fs.String("before", "", "another stoker binary (one built before a change) whose servers run each configuration too, right after this one's, every round: the report compares the two (this binary's with the first --affinity value); its coordinator is never given --cache-affinity, which a binary before it does not know: its runs lease as it does by default")
 	affinity := fs.String("affinity", "on", "the coordinator's cache affinity, comma-separated: on (its default), off (--cache-affinity=false); each peer count runs once per value every round, interleaved, and the report compares them (on / off)")
-	coefBudget := fs.Int64("worker-coef-budget", 0, "each worker's (and the baseline server's) --coef-budget in bytes, so that the workers' caches can together hold a dataset none holds alone; with --memory-budget 4 times it where their default memory budget would refuse it; 0: their default")
+	coefBudget := fs.Int64("worker-coef-budget", 0, "each worker's (and the baseline server's) --coef-budget in bytes, so that the workers' caches can together hold a dataset none holds alone; with --memory-budget 4 times it where their default memory budget would refuse it; 0: their default; -1: none (what is left of affinity's cost and gain without the cache)")
 	timeout := fs.Duration("timeout", 15*time.Minute, "bound on the whole benchmark")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
 	fs.Parse(args)
@@ -117,8 +117,8 @@ func runScale(args []string) error {
 			o.affinity = append(o.affinity, s)
 		}
 	}
-	if o.coefBudget = *coefBudget; o.coefBudget < 0 {
-		return fmt.Errorf("bench scale: --worker-coef-budget %d: want bytes >= 0 (0: the workers' default)", o.coefBudget)
+	if o.coefBudget = *coefBudget; o.coefBudget < -1 {
+		return fmt.Errorf("bench scale: --worker-coef-budget %d: want bytes >= 0 (0: the workers' default), or -1 (none)", o.coefBudget)
 	}
 	// serve refuses a coefficient cache over half its memory budget: give
 	// the workers one 4 times the cache where their default (half of this
@@ -409,7 +409,7 @@ func (b *scaleBench) startMaker(ctx context.Context, exe, name, cpus string) (*s
 		return nil, err
 	}
 	args := []string{"--workers", strconv.Itoa(b.o.workers), "--metrics", metricsAddr}
-	if b.o.coefBudget > 0 {
+	if b.o.coefBudget != 0 {
 		args = append(args, "--coef-budget", strconv.FormatInt(b.o.coefBudget, 10))
 	}
 	if b.o.memoryBudget > 0 {

@@ -26,7 +26,7 @@ type scaleReport struct {
 	// Affinity is --affinity's values: each peer count ran once per value
 	// every round. WorkerCoefBudget and WorkerMemoryBudget are the
 	// --coef-budget and --memory-budget the workers and the baseline server
-	// were given (absent: their defaults).
+	// were given (absent: their defaults; a coef budget of -1: none).
 	Affinity           []string `json:"affinity"`
 	WorkerCoefBudget   int64    `json:"worker_coef_budget,omitempty"`
 	WorkerMemoryBudget int64    `json:"worker_memory_budget,omitempty"`
@@ -446,6 +446,9 @@ func (rep *scaleReport) print(w io.Writer) {
 	fmt.Fprintf(tw, "job\t%s, batch %d, prefetch %d, %d epoch(s) per run\n", rep.Transform, rep.BatchSize, rep.Prefetch, rep.Epochs)
 	fmt.Fprintf(tw, "servers\t%d decode goroutine(s) each; pinned: %v; %d CPUs here\n", rep.Workers, rep.Pinned, rep.CPUs)
 	caches := "their default --coef-budget and --memory-budget"
+	if rep.WorkerCoefBudget < 0 {
+		caches = "no coefficient cache (--coef-budget -1)"
+	}
 	if rep.WorkerCoefBudget > 0 {
 		caches = fmt.Sprintf("--coef-budget %d each", rep.WorkerCoefBudget)
 		if rep.WorkerMemoryBudget > 0 {
