@@ -67,15 +67,17 @@ type pacer struct {
 	next time.Time // when the last batch queued is done
 }
 
-// wait returns when a batch asked for now is made, or with ctx's error.
+// wait returns when a batch asked for now is made, or with ctx's error:
+// a share of a batch (a part of one, leased by cache affinity, or an
+// epoch's short last batch) takes that share of the time.
 // A batch cancelled while it was the last in line gives back the time it
 // had not yet used; one cancelled with others behind it leaves its slot
 // unused (those behind are not moved up).
-func (p *pacer) wait(ctx context.Context) error {
+func (p *pacer) wait(ctx context.Context, share float64) error {
 	p.mu.Lock()
 	now := time.Now()
 	start := later(p.next, now)
-	done := start.Add(p.every)
+	done := start.Add(time.Duration(float64(p.every) * share))
 	p.next = done
 	p.mu.Unlock()
 	t := time.NewTimer(done.Sub(now))
@@ -98,10 +100,10 @@ func (p *pacer) wait(ctx context.Context) error {
 // server opens, its own trainers' and remote coordinators' (Work
 // streams), is wrapped.
 func (m *Making) Wrap(ds pipeline.Dataset, batchSize int, make MakeFunc) MakeFunc {
-	var replayed atomic.Pointer[pipeline.Batch] // the job's first whole batch
+	var replayed atomic.Pointer[pipeline.Batch] // the job's largest batch made yet, up to a whole one
 	return func(ctx context.Context, epoch uint64, indices []int64, b *pipeline.Batch) error {
 		if m.pace != nil {
-			if err := m.pace.wait(ctx); err != nil {
+			if err := m.pace.wait(ctx, float64(len(indices))/float64(max(batchSize, 1))); err != nil {
 				return err
 			}
 		}
@@ -114,8 +116,14 @@ func (m *Making) Wrap(ds pipeline.Dataset, batchSize int, make MakeFunc) MakeFun
 		if err := make(ctx, epoch, indices, b); err != nil {
 			return err
 		}
-		if m.replay && len(b.Errors) == 0 && b.N == batchSize { // a whole batch, not an epoch's short last one
-			replayed.CompareAndSwap(nil, &pipeline.Batch{N: b.N, Data: slices.Clone(b.Data)})
+		if m.replay && len(b.Errors) == 0 {
+			// Parts of batches (cache affinity) are smaller than a batch:
+			// the largest made yet is kept, until a whole one is.
+			for r := replayed.Load(); (r == nil || r.N < b.N) && b.N <= batchSize; r = replayed.Load() {
+				if replayed.CompareAndSwap(r, &pipeline.Batch{N: b.N, Data: slices.Clone(b.Data)}) {
+					break
+				}
+			}
 		}
 		return nil
 	}

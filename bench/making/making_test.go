@@ -26,7 +26,7 @@ func TestPacer(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 3 {
 			wg.Go(func() {
-				if err := p.wait(context.Background()); err != nil {
+				if err := p.wait(context.Background(), 1); err != nil {
 					t.Error(err)
 				}
 				mu.Lock()
@@ -44,7 +44,7 @@ func TestPacer(t *testing.T) {
 		// asked for, not at once, and not earlier for the idle time.
 		time.Sleep(time.Second)
 		t1 := time.Now()
-		if err := p.wait(context.Background()); err != nil || time.Since(t1) != 100*time.Millisecond {
+		if err := p.wait(context.Background(), 1); err != nil || time.Since(t1) != 100*time.Millisecond {
 			t.Errorf("after idling: done after %v (%v), want 100ms", time.Since(t1), err)
 		}
 
@@ -52,15 +52,22 @@ func TestPacer(t *testing.T) {
 		// starts then, not after the cancelled one's full time.
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
-		go func() { errc <- p.wait(ctx) }()
+		go func() { errc <- p.wait(ctx, 1) }()
 		time.Sleep(30 * time.Millisecond)
 		cancel()
 		if err := <-errc; err != context.Canceled {
 			t.Errorf("cancelled wait: %v, want context.Canceled", err)
 		}
 		t2 := time.Now()
-		if err := p.wait(context.Background()); err != nil || time.Since(t2) != 100*time.Millisecond {
+		if err := p.wait(context.Background(), 1); err != nil || time.Since(t2) != 100*time.Millisecond {
 			t.Errorf("after a cancelled batch: done after %v (%v), want 100ms", time.Since(t2), err)
+		}
+
+		// A quarter of a batch (a part leased by cache affinity) takes a
+		// quarter of the service time: the rate is samples', not leases'.
+		t3 := time.Now()
+		if err := p.wait(context.Background(), 0.25); err != nil || time.Since(t3) != 25*time.Millisecond {
+			t.Errorf("a quarter batch: done after %v (%v), want 25ms", time.Since(t3), err)
 		}
 	})
 }

@@ -22,7 +22,7 @@ type benchOpts struct {
 
 func (b *benchOpts) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&b.replay, "bench-replay", false, "benchmarks of delivery only: every batch carries its job's first batch's pixels (a copy instead of a decode; indices and labels are the real ones); never for training")
-	fs.Float64Var(&b.rate, "bench-rate", 0, "benchmarks only: the executor makes at most this many batches per second, one after another, for all jobs and peers' leases (with --bench-replay, a worker of known capacity on any machine); 0: no limit; never for training")
+	fs.Float64Var(&b.rate, "bench-rate", 0, "benchmarks only: the executor makes at most this many batches per second, one after another, for all jobs and peers' leases (a part of a batch, leased by cache affinity, takes its share of a batch's time) (with --bench-replay, a worker of known capacity on any machine); 0: no limit; never for training")
 	fs.StringVar(&b.gpuIdleFile, "bench-gpu-idle-file", "", "benchmarks only: read the GPU's idle share (a number in 0..1) from this file, which a simulated trainer rewrites, instead of NVML (--gpus is then ignored)")
 }
 

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/work"
@@ -41,6 +42,26 @@ type part struct {
 	st  *makerStat
 	pos []int   // the samples' places in the batch, ascending
 	idx []int64 // their dataset indices, in that order
+	// out: its maker has not answered yet (set by start, cleared by
+	// makeParts): a lease in parts waits for these makers.
+	out *atomic.Bool
+}
+
+// waitsFor is the makers lease rec waits for: its maker, or, leased in
+// parts, the makers of its parts not answered yet (its lead when none
+// is). Its hedge goes to another maker, and counts them slow when it
+// outruns the lease.
+func waitsFor(rec *leaseRec) []Maker {
+	var ms []Maker
+	for _, p := range rec.parts {
+		if p.out.Load() {
+			ms = append(ms, p.m)
+		}
+	}
+	if len(ms) == 0 {
+		ms = append(ms, rec.maker)
+	}
+	return ms
 }
 
 // partFailure is a part that failed, and why: the maker to blame.
@@ -328,6 +349,7 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 			t0 := time.Now()
 			err := p.m.Make(pctx, c.j, pl, pb)
 			took[i] = time.Since(t0)
+			p.out.Store(false)
 			p.st.answered.Store(time.Now().UnixNano())
 			p.st.open.Add(-1)
 			cancelled := pctx.Err() != nil

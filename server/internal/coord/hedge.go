@@ -167,7 +167,7 @@ func (c *Coordinator) hedgeOne(ctx context.Context, wg *sync.WaitGroup, ms []Mak
 	if !first.probe && h.tokens < 1 || len(h.in) >= maxHedges {
 		return false, time.Time{}
 	}
-	m, retryAt, _ := c.choose(ms, first.maker)
+	m, retryAt, _ := c.choose(ms, waitsFor(first)...) // not the maker it waits for
 	if m == nil {
 		return false, retryAt
 	}
@@ -187,8 +187,10 @@ func (c *Coordinator) hedgeOne(ctx context.Context, wg *sync.WaitGroup, ms []Mak
 
 // outrun ends lease loser of batch id, whose other lease just made the
 // batch: it is cancelled (its answer, if one still comes, is dropped).
-// A first lease outrun by its hedge counts against its maker as slow.
+// A first lease outrun by its hedge counts against its maker as slow (in
+// parts, against the makers of the parts not answered yet).
 func (c *Coordinator) outrun(id batchID, loser *leaseRec, now time.Time) {
+	slow := waitsFor(loser) // before the cancel answers its parts
 	loser.cancel()
 	if loser.hedge {
 		delete(c.hedging.in, id)
@@ -197,17 +199,19 @@ func (c *Coordinator) outrun(id batchID, loser *leaseRec, now time.Time) {
 	}
 	delete(c.leases, id)
 	c.env.Metrics.Hedges.WithLabelValues("won").Inc()
-	c.env.Metrics.LeaseFailures.WithLabelValues(loser.maker.Name(), "slow").Inc()
-	st := c.stat(loser.maker)
-	fails := st.fails
-	st.outrun(now, loser)
-	level := slog.LevelDebug
-	if st.fails > fails && st.retryAt.Sub(now) >= benchedWarning {
-		level = slog.LevelWarn // rare: each doubles the back-off
+	for _, m := range slow {
+		c.env.Metrics.LeaseFailures.WithLabelValues(m.Name(), "slow").Inc()
+		st := c.stat(m)
+		fails := st.fails
+		st.outrun(now, loser)
+		level := slog.LevelDebug
+		if st.fails > fails && st.retryAt.Sub(now) >= benchedWarning {
+			level = slog.LevelWarn // rare: each doubles the back-off
+		}
+		c.log.Log(context.Background(), level, "lease outrun by its hedge: the maker is backed off", "maker", m.Name(),
+			"epoch", id.epoch, "batch", id.k, "took", now.Sub(loser.issued).Round(time.Millisecond), "failures_in_a_row", st.fails,
+			"backoff", st.retryAt.Sub(now).Round(time.Millisecond))
 	}
-	c.log.Log(context.Background(), level, "lease outrun by its hedge: the maker is backed off", "maker", loser.maker.Name(),
-		"epoch", id.epoch, "batch", id.k, "took", now.Sub(loser.issued).Round(time.Millisecond), "failures_in_a_row", st.fails,
-		"backoff", st.retryAt.Sub(now).Round(time.Millisecond))
 }
 
 // benchedWarning is the back-off from which a maker outrun by a hedge is

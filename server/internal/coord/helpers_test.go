@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -99,19 +100,41 @@ func (c *call) made() {
 // calls) and returns what the test answers, or the lease's context error
 // when the test says nothing before it ends (auto answers at once). Like
 // a peer, it takes at most capacity leases at once and answers ErrBusy
-// past them.
+// past them. It records every lease it was given (got).
 type scriptedMaker struct {
 	name     string
 	local    bool
 	capacity atomic.Int64
 	ready    atomic.Bool
 	calls    chan *call
-	// auto, when set, answers every call itself, at once.
+	// auto, when set, answers every call itself, at once; but those hold
+	// says to hold, which go to calls as without auto.
 	auto func(c *call)
+	hold func(l *work.Lease) bool
 
 	mu      sync.Mutex
 	forgot  int
 	pending int // Makes not returned
+	got     []gotLease
+}
+
+// gotLease is a lease a scriptedMaker was given: when its Make began
+// (with how many of the maker's Makes running, itself included) and
+// returned, and what it returned. Not turned away as busy.
+type gotLease struct {
+	epoch      uint64
+	number     int
+	indices    []int64
+	start, end time.Time
+	running    int
+	err        error
+}
+
+// leases is what the maker was given so far.
+func (m *scriptedMaker) leases() []gotLease {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.got)
 }
 
 func newMaker(name string, free int) *scriptedMaker {
@@ -121,21 +144,24 @@ func newMaker(name string, free int) *scriptedMaker {
 	return m
 }
 
-func (m *scriptedMaker) Make(ctx context.Context, _ Job, l *work.Lease, b *pipeline.Batch) error {
+func (m *scriptedMaker) Make(ctx context.Context, _ Job, l *work.Lease, b *pipeline.Batch) (err error) {
 	m.mu.Lock()
 	if int64(m.pending) >= m.capacity.Load() {
 		m.mu.Unlock()
 		return fmt.Errorf("%w: %s is full", work.ErrBusy, m.name)
 	}
 	m.pending++
+	i := len(m.got)
+	m.got = append(m.got, gotLease{epoch: l.Epoch, number: l.Number, indices: slices.Clone(l.Indices), start: time.Now(), running: m.pending})
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
 		m.pending--
+		m.got[i].end, m.got[i].err = time.Now(), err
 		m.mu.Unlock()
 	}()
 	c := &call{ctx: ctx, l: l, b: b, answer: make(chan error, 1)}
-	if m.auto != nil {
+	if m.auto != nil && (m.hold == nil || !m.hold(l)) {
 		m.auto(c)
 		return <-c.answer
 	}
@@ -260,6 +286,7 @@ type delivered struct {
 	k     int
 	data  []byte
 	idx   []int64
+	errs  []pipeline.SampleError
 }
 
 // run starts the coordinator and reads its output until it ends; the
@@ -277,7 +304,7 @@ func (tr *trainer) run(ctx context.Context) func() error {
 			case o.End != nil:
 				tr.ends = append(tr.ends, o.End)
 			default:
-				tr.batches = append(tr.batches, delivered{o.Epoch, o.K, bytes.Clone(o.Batch.Data), append([]int64(nil), o.Batch.Indices...)})
+				tr.batches = append(tr.batches, delivered{o.Epoch, o.K, bytes.Clone(o.Batch.Data), slices.Clone(o.Batch.Indices), slices.Clone(o.Batch.Errors)})
 				tr.c.Recycle(o.Batch)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/work"
@@ -142,7 +143,7 @@ func (c *Coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 		} else {
 			var retryAt time.Time
 			var err error
-			m, retryAt, err = c.choose(ms, nil)
+			m, retryAt, err = c.choose(ms)
 			if err != nil || m == nil {
 				c.pool.release(b)
 			}
@@ -261,7 +262,7 @@ func (c *Coordinator) usable(m Maker) bool {
 	return m.Ready() && c.refused[m] == nil && c.env.Verifier.Why(m) == nil
 }
 
-// choose picks the ready maker, other than not, that would finish a new
+// choose picks the ready maker (none of not) that would finish a new
 // lease soonest: (leases in flight + 1) / measured rate. When a maker that
 // is full (Free() == 0) would finish it waitFaster times sooner than the
 // soonest with room, none is picked: the full one is waited for (its next
@@ -277,7 +278,7 @@ func (c *Coordinator) usable(m Maker) bool {
 // is known (the job's start), all count alike. nil when none can take a
 // lease now, with when one's back-off ends; ErrNoMaker when every maker
 // refused the job.
-func (c *Coordinator) choose(ms []Maker, not Maker) (Maker, time.Time, error) {
+func (c *Coordinator) choose(ms []Maker, not ...Maker) (Maker, time.Time, error) {
 	now := time.Now()
 	slowest, healthy := math.Inf(1), 0
 	for _, m := range ms {
@@ -300,7 +301,7 @@ func (c *Coordinator) choose(ms []Maker, not Maker) (Maker, time.Time, error) {
 			refused++
 			continue
 		}
-		if m == not || !m.Ready() || c.env.Verifier.Why(m) != nil {
+		if slices.Contains(not, m) || !m.Ready() || c.env.Verifier.Why(m) != nil {
 			continue
 		}
 		st := c.stat(m)
@@ -359,7 +360,10 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 	timeout := c.env.Config.LeaseTimeout
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	rec := &leaseRec{id: c.leaseID, maker: m, issued: now, n: st.inflight, hedge: hedge, probe: !hedge && st.fails > 0, cancel: cancel, parts: parts, home: home}
-	for _, p := range parts {
+	for i := range parts {
+		p := &parts[i]
+		p.out = new(atomic.Bool)
+		p.out.Store(true)
 		if p.st.open.Add(1) == 1 {
 			p.st.answered.Store(now.UnixNano()) // stuck counts from here
 		}
