@@ -28,6 +28,14 @@ type Lease struct {
 	// Makers on the coordinator's own server ignore them.
 	Keep []int
 	Kept [][]byte
+	// Place, when set, is where each of the lease's samples goes in the
+	// batch buffer a Peer is given (Place[i] for Indices[i], in samples):
+	// a part of a batch leased by cache affinity is copied from gRPC's
+	// receive buffers straight to its places in the whole batch, whose
+	// Data is the whole batch's (its length kept). The batch's other
+	// fields are the lease's own. Makers on the coordinator's own server
+	// are not given it.
+	Place []int
 }
 
 // Job is a job as a coordinator registers it on its peers' Work streams.

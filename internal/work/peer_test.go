@@ -438,3 +438,42 @@ func TestChunksLandInPlace(t *testing.T) {
 		t.Errorf("kept %v, want slots 0 and 2 only", l.Kept)
 	}
 }
+
+// TestChunksLandAtPlaces: a part of a batch (Lease.Place) has each sample
+// copied to its place in the whole batch's buffer, a chunk boundary inside
+// it or not, the buffer's other bytes untouched and its length kept; the
+// slots Keep names (the part's own) are copied aside from the stream.
+func TestChunksLandAtPlaces(t *testing.T) {
+	w := &scriptedWorker{chunkBytes: 2} // samples of 3 bytes: most cross a chunk boundary
+	p := dialReady(t, startWorker(t, w))
+	j := job(&stokerv1.JobSpec{Dataset: "d"})
+	place := []int{4, 1, 2}
+	l := &Lease{Indices: []int64{10, 11, 12}, Keep: []int{1}, Place: place}
+	whole := bytes.Repeat([]byte{0xee}, 6*sampleBytes)
+	b := pipeline.Batch{Data: whole}
+	if err := p.Make(context.Background(), j, l, &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.N != 3 || len(b.Data) != len(whole) || &b.Data[0] != &whole[0] {
+		t.Fatalf("a part of %d samples in %d bytes (the whole buffer: %v)", b.N, len(b.Data), &b.Data[0] == &whole[0])
+	}
+	want := bytes.Repeat([]byte{0xee}, 6*sampleBytes)
+	for s, at := range place {
+		for i := range sampleBytes {
+			want[at*sampleBytes+i] = pixel(s*sampleBytes + i)
+		}
+	}
+	if !bytes.Equal(whole, want) {
+		t.Errorf("the batch's buffer:\n%v, want\n%v", whole, want)
+	}
+	if got := l.Kept[0]; !bytes.Equal(got, want[place[1]*sampleBytes:(place[1]+1)*sampleBytes]) {
+		t.Errorf("kept slot 1: %v, want the part's second sample %v", got, want[place[1]*sampleBytes:(place[1]+1)*sampleBytes])
+	}
+
+	// A place past the buffer ends the stream as a protocol error, not
+	// a write out of bounds.
+	bad := &Lease{Indices: []int64{10}, Place: []int{6}}
+	if err := p.Make(context.Background(), j, bad, &pipeline.Batch{Data: make([]byte, 6*sampleBytes)}); err == nil {
+		t.Error("a place past the buffer: no error")
+	}
+}

@@ -166,10 +166,22 @@ func (st *peerStream) header(d *stokerv1.LeaseDone) error {
 		b.Errors = append(b.Errors, pipeline.SampleError{Index: e.GetIndex(), Name: e.GetName(), Reason: e.GetReason()})
 	}
 	size := int(h.GetDataBytes())
-	if cap(b.Data) < size {
-		b.Data = make([]byte, size)
+	if place := pl.l.Place; place != nil {
+		// Its samples go to their places in the whole batch's buffer.
+		if size != n*pl.j.SampleBytes || len(place) < n {
+			return fmt.Errorf("lease %d: a batch of %d samples and %d bytes, want %d bytes a sample", d.GetLease(), n, size, pl.j.SampleBytes)
+		}
+		for _, at := range place[:n] {
+			if (at+1)*pl.j.SampleBytes > len(b.Data) {
+				return fmt.Errorf("lease %d: place %d is past the batch buffer's %d bytes", d.GetLease(), at, len(b.Data))
+			}
+		}
+	} else {
+		if cap(b.Data) < size {
+			b.Data = make([]byte, size)
+		}
+		b.Data = b.Data[:size]
 	}
-	b.Data = b.Data[:size]
 	pl.want = size
 	pl.keep = pl.keep[:0]
 	if len(pl.l.Keep) > 0 {
@@ -216,7 +228,18 @@ func (st *peerStream) chunk(number, offset uint64, data payload) error {
 	if pl.want < 0 || offset != uint64(pl.got) || pl.got+n > pl.want {
 		return fmt.Errorf("lease %d: chunk at %d of %d bytes, have %d of %d", number, offset, n, pl.got, pl.want)
 	}
-	data.CopyTo(pl.b.Data[pl.got:pl.got+n], 0)
+	if place := pl.l.Place; place != nil {
+		size := pl.j.SampleBytes
+		for done := 0; done < n; {
+			o := pl.got + done
+			s, within := o/size, o%size
+			k := min(size-within, n-done)
+			data.CopyTo(pl.b.Data[place[s]*size+within:][:k], done)
+			done += k
+		}
+	} else {
+		data.CopyTo(pl.b.Data[pl.got:pl.got+n], 0)
+	}
 	for _, k := range pl.keep {
 		lo, hi := max(k.off, pl.got), min(k.off+len(k.dst), pl.got+n)
 		if lo < hi {

@@ -222,14 +222,40 @@ func (c *Coordinator) affinityGroups(ms []Maker, now time.Time) (homes, takers [
 // per part in flight on it): a peer stopped or hung. Its samples go to the
 // next makers of their ranking meanwhile, rather than every batch wait for
 // its room until its parts time out; it takes parts again once it answers.
+//
+// Before the job has made a batch there are no lease times to go by: a
+// maker is stuck then after an eighth of the lease timeout, so that one
+// hung from the job's start holds it that long, not a whole lease timeout.
 func (c *Coordinator) stuck(st *makerStat, now time.Time) bool {
 	open := st.open.Load()
-	if open <= 0 || c.hedging.perLease == 0 {
+	if open <= 0 {
 		return false
 	}
-	d := time.Duration(hedgeMultiple * c.hedging.perLease * float64(open) * float64(time.Second))
-	return now.Sub(time.Unix(0, st.answered.Load())) > max(d, minHedgeDelay)
+	d := c.env.Config.LeaseTimeout / stuckShare
+	if c.hedging.perLease > 0 {
+		d = max(time.Duration(hedgeMultiple*c.hedging.perLease*float64(open)*float64(time.Second)), minHedgeDelay)
+	}
+	return d > 0 && now.Sub(time.Unix(0, st.answered.Load())) > d
 }
+
+// waitsOnStuck reports whether lease rec, in parts, waits for a stuck
+// maker.
+func (c *Coordinator) waitsOnStuck(rec *leaseRec) bool {
+	if rec.parts == nil {
+		return false
+	}
+	now := time.Now()
+	for _, m := range waitsFor(rec) {
+		if c.stuck(c.stat(m), now) {
+			return true
+		}
+	}
+	return false
+}
+
+// stuckShare: before a job's first batch, a maker is stuck after this
+// share of the lease timeout.
+const stuckShare = 8
 
 // split routes the samples of batch indices to makers: each to its home
 // when the home can take a part now, else to the next of its ranking that
@@ -336,6 +362,11 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 	done := make(chan outcome, len(parts))
 	bufs := make([]*pipeline.Batch, len(parts))
 	took = make([]time.Duration, len(parts))
+	size, n := c.j.SampleBytes(), len(l.Indices)
+	if cap(b.Data) < n*size {
+		b.Data = make([]byte, n*size)
+	}
+	b.Data = b.Data[:n*size]
 	for i, p := range parts {
 		pb := partBufs.Get().(*pipeline.Batch)
 		bufs[i] = pb
@@ -343,6 +374,9 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 		local := p.m.Local()
 		if !local {
 			pl.Keep = c.env.Verifier.Pick(p.m, len(p.idx))
+			// A peer's pixels go from gRPC's buffers straight to their
+			// places in the batch: no copy here.
+			pl.Place, pb.Data = p.pos, b.Data
 		}
 		go func() {
 			p.st.starting.Add(-1) // Make counts it from here
@@ -355,7 +389,7 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 			cancelled := pctx.Err() != nil
 			ok := local
 			if err == nil {
-				err = c.check(pl, pb)
+				err = c.checkPart(pl, pb)
 			}
 			if err == nil && len(pb.Errors) > 0 {
 				err = errSamplesFailed
@@ -393,7 +427,10 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 		}
 	}
 	defer func() {
-		for _, pb := range bufs {
+		for i, pb := range bufs {
+			if !parts[i].m.Local() {
+				pb.Data = nil // it was b's
+			}
 			partBufs.Put(pb)
 		}
 	}()
@@ -412,8 +449,20 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 		// Outrun by the batch's other lease (or the job ended).
 		return false, nil, nil, nil, fmt.Errorf("lease of batch %d cancelled: %w", l.Number, err)
 	}
-	assemble(b, c.j.SampleBytes(), len(l.Indices), parts, bufs)
+	assemble(b, size, n, parts, bufs)
 	return checked, unchecked, took, nil, nil
+}
+
+// checkPart is check for a part: a peer's part leaves its pixels in the
+// whole batch (work.Lease.Place), its other fields its own.
+func (c *Coordinator) checkPart(l *work.Lease, b *pipeline.Batch) error {
+	if l.Place == nil {
+		return c.check(l, b)
+	}
+	if b.N < 0 || b.N > len(l.Indices) || len(b.Labels) != b.N || len(b.Indices) != b.N {
+		return fmt.Errorf("batch %d: a part of %d samples with %d labels and %d indices for %d samples", l.Number, b.N, len(b.Labels), len(b.Indices), len(l.Indices))
+	}
+	return nil
 }
 
 func failRank(err error) int {
@@ -429,20 +478,21 @@ func failRank(err error) int {
 }
 
 // assemble copies parts' batches (bufs) into b, a batch of n samples of
-// size bytes: each part's samples at their places.
+// size bytes (b.Data sized already): each part's samples at their places
+// (a peer's pixels are there already: work.Lease.Place).
 func assemble(b *pipeline.Batch, size, n int, parts []part, bufs []*pipeline.Batch) {
-	if cap(b.Data) < n*size {
-		b.Data = make([]byte, n*size)
-	}
-	b.N, b.Data = n, b.Data[:n*size]
+	b.N = n
 	b.Labels = slices.Grow(b.Labels[:0], n)[:n]
 	b.Indices = slices.Grow(b.Indices[:0], n)[:n]
 	b.Errors = b.Errors[:0]
 	b.Times = pipeline.StageTimes{}
 	for i, p := range parts {
 		pb := bufs[i]
+		placed := !p.m.Local()
 		for s, pos := range p.pos {
-			copy(b.Data[pos*size:(pos+1)*size], pb.Data[s*size:(s+1)*size])
+			if !placed {
+				copy(b.Data[pos*size:(pos+1)*size], pb.Data[s*size:(s+1)*size])
+			}
 			b.Labels[pos], b.Indices[pos] = pb.Labels[s], pb.Indices[s]
 		}
 		t := pb.Times

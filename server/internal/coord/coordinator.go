@@ -278,6 +278,12 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if hedgeAt.IsZero() && c.hedging.perLease == 0 && c.env.Config.Affinity {
+			// Before the job's first batch, leases in parts are hedged
+			// when a maker is stuck (affinity.go): when they fall due is
+			// known once they are issued.
+			hedgeAt = c.hedge(ctx, &wg, ms)
+		}
 		if !hedgeAt.IsZero() && (wake.IsZero() || hedgeAt.Before(wake)) {
 			wake = hedgeAt
 		}

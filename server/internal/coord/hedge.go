@@ -126,10 +126,18 @@ func (c *Coordinator) hedge(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 	}
 	var due []batchID
 	next := time.Time{}
+	unknown := false
 	for id, rec := range c.leases {
 		d := h.delay(rec)
+		if d == 0 && rec.parts != nil {
+			// Before the job's first batch, a lease in parts is hedged
+			// when a maker is stuck (affinity.go): one hung from the
+			// job's start has a part of nearly every batch.
+			d = c.env.Config.LeaseTimeout / stuckShare
+		}
 		if d == 0 {
-			return time.Time{} // too few leases made to know a delay: a made one brings the loop back
+			unknown = true // too few leases made to know a delay: a made one brings the loop back
+			continue
 		}
 		if h.in[id] != nil || d >= c.env.Config.LeaseTimeout {
 			continue // hedged already; or the lease timeout comes first
@@ -150,6 +158,9 @@ func (c *Coordinator) hedge(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 		}
 	}
 	if next.IsZero() {
+		if unknown {
+			return time.Time{}
+		}
 		next = now.Add(c.env.Config.LeaseTimeout) // no lease in flight is due before its timeout
 	}
 	h.checkAt = next
@@ -164,7 +175,9 @@ func (c *Coordinator) hedgeOne(ctx context.Context, wg *sync.WaitGroup, ms []Mak
 	first := c.leases[id]
 	// A probe's hedge is not charged to the budget: probes are one lease
 	// at a time per maker, each after a back-off twice the last.
-	if !first.probe && h.tokens < 1 || len(h.in) >= maxHedges {
+	// Nor is the hedge of a lease in parts that waits for a stuck maker
+	// (affinity.go): its other leases wait for it too.
+	if !first.probe && !c.waitsOnStuck(first) && h.tokens < 1 || len(h.in) >= maxHedges {
 		return false, time.Time{}
 	}
 	m, retryAt, _ := c.choose(ms, waitsFor(first)...) // not the maker it waits for

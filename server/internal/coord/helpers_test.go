@@ -73,10 +73,18 @@ func pixels(idx int64) []byte {
 // fill makes lease l's batch into b, as an honest maker does.
 func fill(l *work.Lease, b *pipeline.Batch) {
 	b.N = len(l.Indices)
-	b.Data = b.Data[:0]
 	b.Labels, b.Indices, b.Errors = b.Labels[:0], b.Indices[:0], b.Errors[:0]
-	for _, idx := range l.Indices {
-		b.Data = append(b.Data, pixels(idx)...)
+	if l.Place == nil {
+		b.Data = b.Data[:0]
+	}
+	for i, idx := range l.Indices {
+		if l.Place != nil {
+			// A part of a batch: each sample at its place in the whole
+			// batch's buffer, as a Peer puts it.
+			copy(b.Data[l.Place[i]*sampleBytes:], pixels(idx))
+		} else {
+			b.Data = append(b.Data, pixels(idx)...)
+		}
 		b.Labels = append(b.Labels, idx%10)
 		b.Indices = append(b.Indices, idx)
 	}
@@ -223,8 +231,15 @@ func (v *fakeVerifier) Verify(_ context.Context, _ Job, l *work.Lease, b *pipeli
 		return false, nil
 	}
 	var want pipeline.Batch
-	fill(l, &want)
-	if !bytes.Equal(want.Data, b.Data) {
+	fill(&work.Lease{Indices: l.Indices}, &want)
+	got := b.Data
+	if l.Place != nil { // a part: its samples at their places
+		got = nil
+		for _, at := range l.Place {
+			got = append(got, b.Data[at*sampleBytes:(at+1)*sampleBytes]...)
+		}
+	}
+	if !bytes.Equal(want.Data, got) {
 		return false, fmt.Errorf("%w: batch %d of epoch %d: pixels differ", ErrMismatch, l.Number, l.Epoch)
 	}
 	return true, nil

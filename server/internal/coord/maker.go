@@ -12,7 +12,9 @@ import (
 // A Maker makes batches for coordinators: the local executor is one, each
 // peer server another. Make is called concurrently, by many coordinators.
 type Maker interface {
-	// Make makes the batch l names of job j into b, reusing b's buffers.
+	// Make makes the batch l names of job j into b, reusing b's buffers;
+	// a peer given l.Place (a part of a batch, leased by cache affinity)
+	// puts each sample at its place in b.Data, the whole batch's.
 	// It returns when the batch is made, when it failed, or when ctx ends
 	// (the lease's deadline or the job's end), and after it returns it
 	// never touches b again. An error that is the job's fault, not the
