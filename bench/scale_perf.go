@@ -19,10 +19,14 @@ import (
 )
 
 // perfRecord starts `perf record` on each of procs, writing
-// DIR/r<round>-<config>-<process>.data; stop ends the recordings (SIGINT,
+// DIR/r<round>-<config>-<process>.data (config "4peers", "4peers-noaffinity"
+// with affinity off, "4peers-before"); stop ends the recordings (SIGINT,
 // on which perf writes its file) and waits for them.
 func (b *scaleBench) perfRecord(procs []*scaleProc, run scaleRun) (stop func() error, err error) {
 	config := strings.ReplaceAll(configName(run.Peers), " ", "")
+	if run.Affinity == "off" {
+		config += "-noaffinity"
+	}
 	if run.Before {
 		config += "-before"
 	}

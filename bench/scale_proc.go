@@ -26,6 +26,7 @@ type scaleProc struct {
 	name    string
 	cmd     *exec.Cmd
 	addr    string
+	metrics string // its /metrics address, "" when it serves none
 	log     *tailWriter
 	exited  chan struct{}
 	waitErr error
@@ -152,6 +153,36 @@ func scaleCPU(procs []*scaleProc) ([]time.Duration, error) {
 		out[i] = time.Duration(utime+stime) * 10 * time.Millisecond
 	}
 	return out, nil
+}
+
+// scaleSnap is what the processes of a run had spent and counted at one
+// moment: CPU time and /metrics, by process (no metrics for one that
+// serves none).
+type scaleSnap struct {
+	at      time.Time
+	cpu     []time.Duration
+	metrics []map[string]float64
+}
+
+// snapScale reads every process's CPU time, then scrapes the metrics of
+// those that serve them: a scrape costs its process a little CPU, counted
+// in the next interval rather than this one.
+func snapScale(ctx context.Context, procs []*scaleProc) (scaleSnap, error) {
+	at := time.Now()
+	cpu, err := scaleCPU(procs)
+	if err != nil {
+		return scaleSnap{}, err
+	}
+	s := scaleSnap{at: at, cpu: cpu, metrics: make([]map[string]float64, len(procs))}
+	for i, p := range procs {
+		if p.metrics == "" {
+			continue
+		}
+		if s.metrics[i], err = ScrapeMetrics(ctx, p.metrics); err != nil {
+			return scaleSnap{}, fmt.Errorf("%s metrics: %w", p.name, err)
+		}
+	}
+	return s, nil
 }
 
 // freeLoopbackAddr is a loopback address with a port free now.

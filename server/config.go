@@ -500,6 +500,11 @@ func DefaultCoefBudget(workers int) int64 {
 	return coefCacheBytes(0, defaultMemoryBudget(), workers)
 }
 
+// DefaultMemoryBudget is the --memory-budget a server on this machine has
+// when not given one (bench scale, to know whether the --coef-budget it
+// gives its workers fits in that).
+func DefaultMemoryBudget() int64 { return defaultMemoryBudget() }
+
 // coefCacheBytes is the coefficient cache a server with memoryBudget and
 // workers decode goroutines has for the configured budget: that budget
 // when positive, none when negative, and for 0 (the default) a quarter of

@@ -110,11 +110,12 @@ func (v *verifier) forget(m coord.Maker) {
 	v.mu.Unlock()
 }
 
-// Verification starts strict: a peer's first strictBatches leases, each
+// Verification starts strict: a peer's first strictBatches batches, each
 // time it connects (a new peer, or one whose Work stream came up again),
 // have every slot compared, and then the share of slots compared halves
-// every strictHalfLife leases until it is the configured fraction (about
-// 35 leases at the default 0.5%). A peer that lies from its first batch is
+// every strictHalfLife batches until it is the configured fraction (about
+// 35 batches at the default 0.5%). Counted in batches' worth of samples:
+// a part of a batch (cache affinity) counts as its share of one. A peer that lies from its first batch is
 // caught in it; one that waits out the strict start is caught, lying in
 // one sample per batch, after about 1/fraction batches. The strict start
 // costs about 9 batches re-made per peer and connection.
@@ -123,8 +124,9 @@ const (
 	strictHalfLife = 4
 )
 
-// strictRate is the share of slots compared in a peer's lease number k
-// (from 0) since it connected, for a configured fraction f.
+// strictRate is the share of slots compared in a peer's lease that starts
+// after k whole batches' worth of samples (from 0) since it connected, for
+// a configured fraction f.
 func strictRate(k int, f float64) float64 {
 	if k < strictBatches {
 		return 1
@@ -132,11 +134,11 @@ func strictRate(k int, f float64) float64 {
 	return max(f, math.Exp2(-float64(k-strictBatches+1)/strictHalfLife))
 }
 
-// trust is what the verifier knows of a peer: its leases picked for since
-// its Work stream last came up.
+// trust is what the verifier knows of a peer: the batches' worth of
+// samples picked for since its Work stream last came up.
 type trust struct {
-	conn   uint64
-	leases int
+	conn    uint64
+	batches float64
 }
 
 // connected is a maker whose Work stream can come up again: Connection
@@ -144,8 +146,8 @@ type trust struct {
 type connected interface{ Connection() uint64 }
 
 // rate is the share of peer m's next lease's slots to compare, counting
-// the lease.
-func (v *verifier) rate(m coord.Maker) float64 {
+// the lease, share of a batch.
+func (v *verifier) rate(m coord.Maker, share float64) float64 {
 	var conn uint64
 	if c, ok := m.(connected); ok {
 		conn = c.Connection()
@@ -157,23 +159,24 @@ func (v *verifier) rate(m coord.Maker) float64 {
 		t = &trust{conn: conn}
 		v.trusts[m] = t
 	}
-	k := t.leases
-	t.leases++
+	k := int(t.batches)
+	t.batches += share
 	return strictRate(k, v.fraction)
 }
 
-// Pick chooses the slots of a lease of n samples to peer m that its batch
+// Pick chooses the slots of a lease of n samples (of a batch of batch) to
+// peer m that its batch
 // is verified by, byte for byte: each with probability the peer's rate
 // now (strictRate). Slots, not samples: a pad copy of a sample is a slot
 // of its own, and can be chosen as any other. They are chosen before the
 // batch comes, so that the peer keeps their pixels aside as they arrive
 // (work.Lease.Keep): the batch itself may be made in a ring slot its
 // trainer can write.
-func (v *verifier) Pick(m coord.Maker, n int) []int {
+func (v *verifier) Pick(m coord.Maker, n, batch int) []int {
 	if v.fraction <= 0 {
 		return nil
 	}
-	p := v.rate(m)
+	p := v.rate(m, float64(n)/float64(max(batch, n, 1)))
 	var keep []int
 	for slot := range n {
 		if p >= 1 || rand.Float64() < p {

@@ -245,14 +245,14 @@ func TestLyingPeerPadSlots(t *testing.T) {
 	}
 }
 
-// TestVerifyStrictStart: a peer's first leases have every slot compared,
+// TestVerifyStrictStart: a peer's first batches have every slot compared,
 // and each time its Work stream comes up again; then the share decays,
-// halving every strictHalfLife leases, to the configured fraction.
+// halving every strictHalfLife batches, to the configured fraction.
 func TestVerifyStrictStart(t *testing.T) {
 	const f = DefaultVerifyFraction
 	v := newVerifier(f, nil, slog.New(slog.DiscardHandler), func() {})
 	a, b := &streamMaker{}, &streamMaker{}
-	picked := func(m coord.Maker) int { return len(v.Pick(m, 64)) }
+	picked := func(m coord.Maker) int { return len(v.Pick(m, 64, 64)) }
 	for k := range strictBatches {
 		if n := picked(a); n != 64 {
 			t.Fatalf("a new peer's lease %d: %d of 64 slots compared, want all", k, n)
@@ -276,7 +276,7 @@ func TestVerifyStrictStart(t *testing.T) {
 		t.Errorf("strictRate(40) = %v, want the configured %v", r, f)
 	}
 	for range 60 {
-		v.Pick(a, 64)
+		v.Pick(a, 64, 64)
 	}
 	sum := 0
 	for range 2000 {
@@ -288,6 +288,19 @@ func TestVerifyStrictStart(t *testing.T) {
 	a.streams.Add(1) // its Work stream came up again
 	if n := picked(a); n != 64 {
 		t.Errorf("a returning peer's first lease: %d of 64 slots compared, want all", n)
+	}
+
+	// Parts of batches (cache affinity) count as their share of a batch:
+	// a peer's first strictBatches batches' worth of quarter-batch parts
+	// are compared whole, as many samples as whole leases would be.
+	c := &streamMaker{}
+	for k := range 4 * strictBatches {
+		if n := len(v.Pick(c, 16, 64)); n != 16 {
+			t.Fatalf("a new peer's quarter-batch part %d: %d of 16 slots compared, want all", k, n)
+		}
+	}
+	if r := v.rate(c, 0); r >= 1 {
+		t.Errorf("after %d batches' worth of parts the rate is %v: want the strict start over", strictBatches, r)
 	}
 }
 

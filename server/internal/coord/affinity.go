@@ -136,8 +136,13 @@ func (r ranker) better(i, j int, idx int64) bool {
 // maker's share of the samples follows the rate its parts were made at
 // (samples per second of a part, from lease to answer), as a power of two
 // of the fastest maker's: a weight moves only when the rate moved past
-// twice or half of it, so that noise on a loaded machine moves no sample,
-// and a change moves only the samples it must (rendezvous).
+// twice or half of it for reweighTicks control ticks in a row (2 s), so
+// that a burst of noise on a loaded machine moves no sample, and a change
+// moves only the samples it must (rendezvous).
+
+// reweighTicks is how many control ticks in a row a maker's rate must be
+// past twice or half its weight for the weight to move.
+const reweighTicks = 4
 
 // minWeight bounds a maker's routing weight: one 64 times slower still
 // keeps a share, and its rate measured.
@@ -156,14 +161,14 @@ func (st *makerStat) partMade(n int, took time.Duration) {
 	if st.partRate == 0 {
 		st.partRate = rate
 	} else {
-		st.partRate = 0.7*st.partRate + 0.3*rate
+		st.partRate = 0.8*st.partRate + 0.2*rate
 	}
 	st.fails = 0 // on trial no more
 }
 
 // reweigh sets the makers' routing weights from their parts' rates: each
-// the power of two nearest its rate over the fastest's, when that moved
-// past twice or half its weight.
+// the power of two nearest its rate over the fastest's, when that was past
+// twice or half its weight for reweighTicks ticks in a row.
 func (c *Coordinator) reweigh(ms []Maker) {
 	fastest := 0.0
 	for _, m := range ms {
@@ -180,8 +185,13 @@ func (c *Coordinator) reweigh(ms []Maker) {
 			continue
 		}
 		ratio, w := st.partRate/fastest, st.routeWeight()
-		if ratio < w/2 || ratio > w*2 {
+		if ratio >= w/2 && ratio <= w*2 {
+			st.drift = 0
+			continue
+		}
+		if st.drift++; st.drift >= reweighTicks {
 			st.weight = min(max(math.Exp2(math.Round(math.Log2(ratio))), minWeight), 1)
+			st.drift = 0
 		}
 	}
 }
@@ -373,7 +383,7 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 		pl := &work.Lease{Epoch: l.Epoch, Number: l.Number, Indices: p.idx, Demand: l.Demand}
 		local := p.m.Local()
 		if !local {
-			pl.Keep = c.env.Verifier.Pick(p.m, len(p.idx))
+			pl.Keep = c.env.Verifier.Pick(p.m, len(p.idx), c.j.BatchSize())
 			// A peer's pixels go from gRPC's buffers straight to their
 			// places in the batch: no copy here.
 			pl.Place, pb.Data = p.pos, b.Data

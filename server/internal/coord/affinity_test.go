@@ -1015,3 +1015,49 @@ func TestAffinityHungAtStart(t *testing.T) {
 		t.Logf("the epoch took %v (fake clock; the lease timeout is %v)", took, env.Config.LeaseTimeout)
 	})
 }
+
+// TestReweigh: a maker whose parts are made at an eighth of the fastest's
+// rate gets weight 1/8, but only once that held for reweighTicks control
+// ticks in a row: a shorter burst of slowness (a loaded machine's noise)
+// moves no sample; and it gets its weight back the same way.
+func TestReweigh(t *testing.T) {
+	a, b := newMaker("a", 8), newMaker("b", 8)
+	env := affinityEnv(&fakeVerifier{}, a, b)
+	c := New(env, &fakeJob{n: 64, size: 8}, Stream{Epochs: 1}, "job", discard)
+	ms := []Maker{a, b}
+	c.stat(a).partRate, c.stat(b).partRate = 800, 800
+	c.reweigh(ms)
+	if w := c.stat(b).routeWeight(); w != 1 {
+		t.Fatalf("equal rates: b's weight %v, want 1", w)
+	}
+	c.stat(b).partRate = 100 // an eighth
+	for tick := range reweighTicks - 1 {
+		c.reweigh(ms)
+		if w := c.stat(b).routeWeight(); w != 1 {
+			t.Fatalf("tick %d of b at an eighth: weight %v, want 1 until %d ticks in a row", tick+1, w, reweighTicks)
+		}
+	}
+	c.stat(b).partRate = 800 // the burst ends
+	c.reweigh(ms)
+	c.stat(b).partRate = 100
+	for range reweighTicks - 1 {
+		c.reweigh(ms)
+	}
+	if w := c.stat(b).routeWeight(); w != 1 {
+		t.Fatalf("b slow for %d ticks, a fast one between: weight %v, want 1", 2*reweighTicks-2, w)
+	}
+	c.reweigh(ms)
+	if w := c.stat(b).routeWeight(); w != 1.0/8 {
+		t.Fatalf("b at an eighth for %d ticks in a row: weight %v, want 1/8", reweighTicks, w)
+	}
+	if w := c.stat(a).routeWeight(); w != 1 {
+		t.Errorf("a, the fastest: weight %v, want 1", w)
+	}
+	c.stat(b).partRate = 600 // within twice of 1: back to 1 after reweighTicks
+	for range reweighTicks {
+		c.reweigh(ms)
+	}
+	if w := c.stat(b).routeWeight(); w != 1 {
+		t.Errorf("b back at 3/4 of a's rate for %d ticks: weight %v, want 1", reweighTicks, w)
+	}
+}

@@ -105,9 +105,10 @@ type Plan interface {
 // whose batches did not match (their errors wrap ErrMismatch).
 type Verifier interface {
 	// Pick chooses the slots (places in the batch, 0..n-1, pad copies
-	// included) of a lease of n samples to peer m that its batch will be
-	// compared by, byte for byte (work.Lease.Keep).
-	Pick(m Maker, n int) []int
+	// included) of a lease of n samples (of a batch of batch: a part of
+	// one counts as its share) to peer m that its batch will be compared
+	// by, byte for byte (work.Lease.Keep).
+	Pick(m Maker, n, batch int) []int
 	// Verify checks a peer's batch b for lease l of job j; checked
 	// reports whether every sample was compared byte for byte.
 	Verify(ctx context.Context, j Job, l *work.Lease, b *pipeline.Batch) (checked bool, err error)

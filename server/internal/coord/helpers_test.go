@@ -221,7 +221,7 @@ type fakeVerifier struct {
 	verified    int
 }
 
-func (v *fakeVerifier) Pick(Maker, int) []int { return nil }
+func (v *fakeVerifier) Pick(Maker, int, int) []int { return nil }
 
 func (v *fakeVerifier) Verify(_ context.Context, _ Job, l *work.Lease, b *pipeline.Batch) (bool, error) {
 	v.mu.Lock()

@@ -382,7 +382,7 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 	l := &work.Lease{Epoch: id.epoch, Number: id.k, Indices: e.plan.Batch(id.k), Demand: c.demandNow()}
 	local := m.Local()
 	if !local && parts == nil {
-		l.Keep = c.env.Verifier.Pick(m, len(l.Indices))
+		l.Keep = c.env.Verifier.Pick(m, len(l.Indices), c.j.BatchSize())
 	}
 	if parts == nil {
 		c.env.Metrics.Leases.WithLabelValues(m.Name()).Inc()

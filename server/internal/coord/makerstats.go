@@ -21,6 +21,7 @@ type makerStat struct {
 	// weight its routing weight (0: 1), from partRate (affinity.go).
 	partRate float64
 	weight   float64
+	drift    int // control ticks in a row its rate was out of its weight's band
 	// starting counts the job's leases given to the maker whose Make has
 	// not begun: Free does not count them yet (free).
 	starting atomic.Int32
