@@ -391,7 +391,7 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 		go func() {
 			p.st.starting.Add(-1) // Make counts it from here
 			t0 := time.Now()
-			err := p.m.Make(pctx, c.j, pl, pb)
+			err := c.makePart(pctx, p.m, pl, pb)
 			took[i] = time.Since(t0)
 			p.out.Store(false)
 			p.st.answered.Store(time.Now().UnixNano())
@@ -473,6 +473,38 @@ func (c *Coordinator) checkPart(l *work.Lease, b *pipeline.Batch) error {
 		return fmt.Errorf("batch %d: a part of %d samples with %d labels and %d indices for %d samples", l.Number, b.N, len(b.Labels), len(b.Indices), len(l.Indices))
 	}
 	return nil
+}
+
+// busyRetry is how long a part turned away as busy waits before it asks
+// its maker again, and busyGiveUp the share of the lease timeout it keeps
+// asking for.
+const (
+	busyRetry  = 20 * time.Millisecond
+	busyGiveUp = 4
+)
+
+// makePart makes part l on m, asking again while m turns it away as busy
+// (work.ErrBusy: another job's lease took its room since the part was
+// routed, or the worker has not yet seen the cancellation of one it
+// held), for up to a quarter of the lease timeout. Failing the lease
+// instead would cancel its other parts, whose slots a worker frees only
+// when the cancellations reach it: the next parts sent would be turned
+// away in turn, and a pool of several jobs would spin.
+func (c *Coordinator) makePart(ctx context.Context, m Maker, l *work.Lease, b *pipeline.Batch) error {
+	giveUp := time.Now().Add(c.env.Config.LeaseTimeout / busyGiveUp)
+	for {
+		err := m.Make(ctx, c.j, l, b)
+		if !errors.Is(err, work.ErrBusy) || !time.Now().Add(busyRetry).Before(giveUp) {
+			return err
+		}
+		t := time.NewTimer(busyRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
 }
 
 func failRank(err error) int {

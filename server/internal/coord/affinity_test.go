@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -1060,4 +1061,52 @@ func TestReweigh(t *testing.T) {
 	if w := c.stat(b).routeWeight(); w != 1 {
 		t.Errorf("b back at 3/4 of a's rate for %d ticks: weight %v, want 1", reweighTicks, w)
 	}
+}
+
+// TestAffinityBusyPart: a part its maker turns away as busy (another
+// job's lease took its room since the part was routed, or a worker had
+// not yet seen a cancellation) is asked again after busyRetry, within the
+// lease: the batch's other parts go on, and no lease fails. Failing the
+// lease would cancel them, and a pool of several jobs would spin on the
+// slots the cancellations hold until the workers see them.
+func TestAffinityBusyPart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := newMaker("a", 8), newMaker("b", 8)
+		a.auto = perSample(time.Millisecond)
+		var turned atomic.Int32
+		b.auto = func(c *call) {
+			if turned.Add(1) == 1 {
+				c.answer <- fmt.Errorf("%w: b took another job's lease", work.ErrBusy)
+				return
+			}
+			perSample(time.Millisecond)(c)
+		}
+		env := affinityEnv(&fakeVerifier{}, a, b)
+		env.Config.Window = 1
+		j := &fakeJob{n: 8 * 4, size: 8}
+		_, tr := start(env, j, Stream{Epochs: 1, Credits: 1000})
+		if err := tr.run(t.Context())(); err != nil {
+			t.Fatal(err)
+		}
+		tr.exactlyOnce(t, j, 1)
+		bl := byStart(b)
+		if len(bl) < 2 || bl[0].err == nil || !errors.Is(bl[0].err, work.ErrBusy) {
+			t.Fatalf("b's leases %v: want its first turned away as busy", bl)
+		}
+		if bl[1].number != bl[0].number || !slices.Equal(bl[1].indices, bl[0].indices) || bl[1].start.Sub(bl[0].start) != busyRetry {
+			t.Errorf("b's second lease: batch %d %v at +%v; want the same part again, %v later", bl[1].number, bl[1].indices, bl[1].start.Sub(bl[0].start), busyRetry)
+		}
+		for _, l := range a.leases() {
+			if l.err != nil {
+				t.Errorf("a's part of batch %d: %v; want it made once, not cancelled", l.number, l.err)
+			}
+		}
+		for _, m := range []string{"a", "b"} {
+			for _, reason := range []string{"busy", "error", "timeout"} {
+				if n := failures(env, m, reason); n != 0 {
+					t.Errorf("%s: %v lease failures (%s), want none", m, n, reason)
+				}
+			}
+		}
+	})
 }

@@ -42,7 +42,7 @@ func NewMetrics() *Metrics {
 		}, []string{"dataset"}),
 		Leases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stoker_leases_total",
-			Help: "Batches leased to makers by this server's jobs, by maker (local or a peer's address; a peer's series goes when it leaves the peer set).",
+			Help: "Leases to makers by this server's jobs, by maker (local or a peer's address; a peer's series goes when it leaves the peer set): whole batches, or parts of batches under cache affinity (one per maker among a batch's samples' homes).",
 		}, []string{"maker"}),
 		LeaseFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stoker_lease_failures_total",
