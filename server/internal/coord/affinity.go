@@ -229,13 +229,13 @@ func (c *Coordinator) affinityGroups(ms []Maker, now time.Time) (homes, takers [
 
 // stuck reports whether a maker with parts in flight answered none for as
 // long as a lease is hedged after (twice the p95 of the job's lease times,
-// per part in flight on it): a peer stopped or hung. Its samples go to the
-// next makers of their ranking meanwhile, rather than every batch wait for
-// its room until its parts time out; it takes parts again once it answers.
-//
-// Before the job has made a batch there are no lease times to go by: a
-// maker is stuck then after an eighth of the lease timeout, so that one
-// hung from the job's start holds it that long, not a whole lease timeout.
+// per part in flight on it), and at least an eighth of the lease timeout: a
+// peer stopped or hung. Its samples go to the next makers of their ranking
+// meanwhile, rather than every batch wait for its room until its parts
+// time out; it takes parts again once it answers. The floor keeps a
+// healthy maker whose parts queue behind each other (a worker with fewer
+// cores than parts) from being taken for stuck: the job's lease times
+// are a lead's whole batches, not a maker's queue.
 func (c *Coordinator) stuck(st *makerStat, now time.Time) bool {
 	open := st.open.Load()
 	if open <= 0 {
@@ -243,7 +243,7 @@ func (c *Coordinator) stuck(st *makerStat, now time.Time) bool {
 	}
 	d := c.env.Config.LeaseTimeout / stuckShare
 	if c.hedging.perLease > 0 {
-		d = max(time.Duration(hedgeMultiple*c.hedging.perLease*float64(open)*float64(time.Second)), minHedgeDelay)
+		d = max(time.Duration(hedgeMultiple*c.hedging.perLease*float64(open)*float64(time.Second)), d)
 	}
 	return d > 0 && now.Sub(time.Unix(0, st.answered.Load())) > d
 }

@@ -745,7 +745,11 @@ func TestAffinityMismatch(t *testing.T) {
 			time.Sleep(d)
 			fill(cl.l, cl.b)
 			for i := range cl.b.Data {
-				cl.b.Data[i] ^= 0x5a
+				// Its own samples only: a part's buffer is the whole
+				// batch's, the other parts' samples beside its own.
+				if cl.l.Place == nil || slices.Contains(cl.l.Place, i/sampleBytes) {
+					cl.b.Data[i] ^= 0x5a
+				}
 			}
 			cl.answer <- nil
 		}
@@ -847,6 +851,15 @@ func TestAffinityFullMaker(t *testing.T) {
 			for _, l := range m.leases() {
 				if l.running > int(m.capacity.Load()) {
 					t.Errorf("%s ran %d Makes at once, room for %d", m.name, l.running, m.capacity.Load())
+				}
+				if len(l.indices) == j.BatchSize() && hedges(env, "won") == 0 {
+					// A hedge, whole, that lost: a part turned away as
+					// busy in the moment between its goroutine's start
+					// and its Make (the race detector's scheduling finds
+					// it) is asked again 20 ms later, and a lease that
+					// late is hedged. What was delivered is checked
+					// below: all of it made at home.
+					continue
 				}
 				for _, idx := range l.indices {
 					if h := r.home(idx, ms...); h != m {
