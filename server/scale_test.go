@@ -80,6 +80,30 @@ func TestPeersSameBytes(t *testing.T) {
 	}
 }
 
+// TestLocalAndPeersSameBytes: a coordinator that decodes too (--workers 2)
+// leases each batch in parts (cache affinity) to its own executor and two
+// peers: the local part is made in a buffer of its own and copied into the
+// batch, the peers' go straight to their places. The batches are the very
+// bytes one server makes alone.
+func TestLocalAndPeersSameBytes(t *testing.T) {
+	root := makeDataset(t, []string{"a", "b", "c"}, 13, true)
+	alone := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 2})
+	_, addrs := peers(t, root, 2)
+	coord := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 2, Peers: addrs})
+	waitPeers(t, coord, 2)
+	open := smallJob("tiny", 8)
+	want := alone.collect(t, open)
+	got := coord.collect(t, open)
+	checkOnce(t, got, NewPlan(PlanSpec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 8}))
+	sameBatches(t, "the local executor and 2 peers vs one server", want.batches, got.batches)
+	if n := testutil.ToFloat64(coord.srv.m.coord.Leases.WithLabelValues("local")); n == 0 {
+		t.Error("the coordinator's own executor made no part")
+	}
+	if home := testutil.ToFloat64(coord.srv.m.coord.AffinitySamples.WithLabelValues("home")); home == 0 {
+		t.Error("no sample made at its home: the batches were not leased in parts")
+	}
+}
+
 // waitPeers waits until e has n peers ready.
 func waitPeers(t *testing.T, e *testEnv, n int) {
 	t.Helper()
