@@ -121,13 +121,27 @@ func (c *Coordinator) ranker(ms []Maker) ranker {
 	return r
 }
 
-// better reports whether maker i ranks above maker j for sample idx.
-func (r ranker) better(i, j int, idx int64) bool {
-	si, sj := score(r.keys[i], idx), score(r.keys[j], idx)
-	if r.equal {
-		return si > sj
+// rank is maker i's rank for sample idx: the higher, the better (its
+// score, or its weighted score when the weights differ).
+type rank struct {
+	s uint64
+	w float64
+}
+
+func (r ranker) rank(i int, idx int64) rank {
+	v := rank{s: score(r.keys[i], idx)}
+	if !r.equal {
+		v.w = weighted(v.s, r.weights[i])
 	}
-	return weighted(si, r.weights[i]) > weighted(sj, r.weights[j])
+	return v
+}
+
+// above reports whether rank a is above rank b.
+func (r ranker) above(a, b rank) bool {
+	if r.equal {
+		return a.s > b.s
+	}
+	return a.w > b.w
 }
 
 // Routing weights. Makers differ (a worker with fewer cores, or on a
@@ -283,12 +297,14 @@ func (c *Coordinator) split(ms []Maker, indices []int64) (parts []part, home int
 	}
 	for pos, idx := range indices {
 		best, bestTaker := -1, -1
+		var bestR, takerR rank
 		for i, m := range homes {
-			if best < 0 || r.better(i, best, idx) {
-				best = i
+			v := r.rank(i, idx)
+			if best < 0 || r.above(v, bestR) {
+				best, bestR = i, v
 			}
-			if byMaker[m] != nil && (bestTaker < 0 || r.better(i, bestTaker, idx)) {
-				bestTaker = i
+			if byMaker[m] != nil && (bestTaker < 0 || r.above(v, takerR)) {
+				bestTaker, takerR = i, v
 			}
 		}
 		if bestTaker == best {
@@ -325,9 +341,9 @@ func (c *Coordinator) homeShare(ms []Maker, m Maker, indices []int64) int {
 	r := c.ranker(homes)
 	n := 0
 	for _, idx := range indices {
-		at := true
+		at, v := true, r.rank(mine, idx)
 		for i := range homes {
-			if i != mine && r.better(i, mine, idx) {
+			if i != mine && r.above(r.rank(i, idx), v) {
 				at = false
 				break
 			}
