@@ -21,9 +21,12 @@ type job struct {
 	ds     pipeline.Dataset
 	t      *pipeline.Transform
 	policy pipeline.FailPolicy
-	rank   int
-	world  int
-	dtype  stokerv1.Dtype
+	// errLimit is how many samples of an epoch may fail (JobSpec
+	// max_sample_errors).
+	errLimit errorLimit
+	rank     int
+	world    int
+	dtype    stokerv1.Dtype
 	// shuffle is how the epochs are ordered; epochWorld is the stream's
 	// OpenJob.epoch_world_size (the block shuffle's spans in the first
 	// epoch of an elastic resume; 0: world).
@@ -83,6 +86,9 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 		j.policy = pipeline.Drop
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "unknown fail_policy %d", spec.GetFailPolicy())
+	}
+	if j.errLimit, err = errorLimitOf(spec); err != nil {
+		return nil, err
 	}
 	if j.shuffle, err = shuffleOf(spec, j.name, j.ds); err != nil {
 		return nil, err

@@ -375,8 +375,15 @@ type JobSpec struct {
 	// a window of all the dataset's shards shuffles all samples together.
 	// Ignored by the other modes.
 	ShuffleWindow uint32 `protobuf:"varint,13,opt,name=shuffle_window,json=shuffleWindow,proto3" json:"shuffle_window,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The most samples of an epoch that may fail (files that do not decode,
+	// are missing or changed) before the job fails, naming the commonest
+	// cause and how many samples it hit. Unset: at most 10, or 0.1% of the
+	// epoch's samples when that is more, so that a few corrupt files pass
+	// and a broken dataset does not. A batch every sample of which failed
+	// fails the job whatever the limit.
+	MaxSampleErrors *SampleErrorLimit `protobuf:"bytes,14,opt,name=max_sample_errors,json=maxSampleErrors,proto3" json:"max_sample_errors,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -500,6 +507,69 @@ func (x *JobSpec) GetShuffleWindow() uint32 {
 	return 0
 }
 
+func (x *JobSpec) GetMaxSampleErrors() *SampleErrorLimit {
+	if x != nil {
+		return x.MaxSampleErrors
+	}
+	return nil
+}
+
+// SampleErrorLimit bounds the failed samples of one epoch of a stream (its
+// rank's share): a job fails when they are more than count, and more than
+// fraction of the epoch's samples. Both 0: no failed sample is tolerated.
+type SampleErrorLimit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Count uint64                 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	// 0..1.
+	Fraction      float64 `protobuf:"fixed64,2,opt,name=fraction,proto3" json:"fraction,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SampleErrorLimit) Reset() {
+	*x = SampleErrorLimit{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SampleErrorLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SampleErrorLimit) ProtoMessage() {}
+
+func (x *SampleErrorLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SampleErrorLimit.ProtoReflect.Descriptor instead.
+func (*SampleErrorLimit) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SampleErrorLimit) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *SampleErrorLimit) GetFraction() float64 {
+	if x != nil {
+		return x.Fraction
+	}
+	return 0
+}
+
 // OpenJob opens a job on a Feed stream: the job, and what belongs to this
 // stream alone (where to start, credits, ordering).
 type OpenJob struct {
@@ -538,7 +608,7 @@ type OpenJob struct {
 
 func (x *OpenJob) Reset() {
 	*x = OpenJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[2]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -550,7 +620,7 @@ func (x *OpenJob) String() string {
 func (*OpenJob) ProtoMessage() {}
 
 func (x *OpenJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[2]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -563,7 +633,7 @@ func (x *OpenJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenJob.ProtoReflect.Descriptor instead.
 func (*OpenJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{2}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *OpenJob) GetJob() *JobSpec {
@@ -649,7 +719,7 @@ type ShmRequest struct {
 
 func (x *ShmRequest) Reset() {
 	*x = ShmRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +731,7 @@ func (x *ShmRequest) String() string {
 func (*ShmRequest) ProtoMessage() {}
 
 func (x *ShmRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +744,7 @@ func (x *ShmRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShmRequest.ProtoReflect.Descriptor instead.
 func (*ShmRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ShmRequest) GetBootId() string {
@@ -707,7 +777,7 @@ type ShmOffer struct {
 
 func (x *ShmOffer) Reset() {
 	*x = ShmOffer{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -719,7 +789,7 @@ func (x *ShmOffer) String() string {
 func (*ShmOffer) ProtoMessage() {}
 
 func (x *ShmOffer) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -732,7 +802,7 @@ func (x *ShmOffer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShmOffer.ProtoReflect.Descriptor instead.
 func (*ShmOffer) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{4}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ShmOffer) GetDeclined() string {
@@ -782,7 +852,7 @@ type ShmAccept struct {
 
 func (x *ShmAccept) Reset() {
 	*x = ShmAccept{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -794,7 +864,7 @@ func (x *ShmAccept) String() string {
 func (*ShmAccept) ProtoMessage() {}
 
 func (x *ShmAccept) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -807,7 +877,7 @@ func (x *ShmAccept) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShmAccept.ProtoReflect.Descriptor instead.
 func (*ShmAccept) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{5}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ShmAccept) GetOk() bool {
@@ -837,7 +907,7 @@ type DescribeJobRequest struct {
 
 func (x *DescribeJobRequest) Reset() {
 	*x = DescribeJobRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -849,7 +919,7 @@ func (x *DescribeJobRequest) String() string {
 func (*DescribeJobRequest) ProtoMessage() {}
 
 func (x *DescribeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -862,7 +932,7 @@ func (x *DescribeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeJobRequest.ProtoReflect.Descriptor instead.
 func (*DescribeJobRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{6}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DescribeJobRequest) GetJob() *JobSpec {
@@ -896,7 +966,7 @@ type DescribeJobResponse struct {
 
 func (x *DescribeJobResponse) Reset() {
 	*x = DescribeJobResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +978,7 @@ func (x *DescribeJobResponse) String() string {
 func (*DescribeJobResponse) ProtoMessage() {}
 
 func (x *DescribeJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +991,7 @@ func (x *DescribeJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeJobResponse.ProtoReflect.Descriptor instead.
 func (*DescribeJobResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{7}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DescribeJobResponse) GetInfo() *JobInfo {
@@ -944,7 +1014,7 @@ type TransformSpec struct {
 
 func (x *TransformSpec) Reset() {
 	*x = TransformSpec{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -956,7 +1026,7 @@ func (x *TransformSpec) String() string {
 func (*TransformSpec) ProtoMessage() {}
 
 func (x *TransformSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -969,7 +1039,7 @@ func (x *TransformSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransformSpec.ProtoReflect.Descriptor instead.
 func (*TransformSpec) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{8}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TransformSpec) GetPreset() string {
@@ -1004,7 +1074,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1016,7 +1086,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1029,7 +1099,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{9}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Op) GetOp() isOp_Op {
@@ -1149,7 +1219,7 @@ type RandomResizedCrop struct {
 
 func (x *RandomResizedCrop) Reset() {
 	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1161,7 +1231,7 @@ func (x *RandomResizedCrop) String() string {
 func (*RandomResizedCrop) ProtoMessage() {}
 
 func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1174,7 +1244,7 @@ func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
 func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{10}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RandomResizedCrop) GetHeight() uint32 {
@@ -1230,7 +1300,7 @@ type Resize struct {
 
 func (x *Resize) Reset() {
 	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1242,7 +1312,7 @@ func (x *Resize) String() string {
 func (*Resize) ProtoMessage() {}
 
 func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1255,7 +1325,7 @@ func (x *Resize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resize.ProtoReflect.Descriptor instead.
 func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{11}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Resize) GetHeight() uint32 {
@@ -1283,7 +1353,7 @@ type CenterCrop struct {
 
 func (x *CenterCrop) Reset() {
 	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1295,7 +1365,7 @@ func (x *CenterCrop) String() string {
 func (*CenterCrop) ProtoMessage() {}
 
 func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1308,7 +1378,7 @@ func (x *CenterCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
 func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{12}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CenterCrop) GetHeight() uint32 {
@@ -1335,7 +1405,7 @@ type RandomHorizontalFlip struct {
 
 func (x *RandomHorizontalFlip) Reset() {
 	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1347,7 +1417,7 @@ func (x *RandomHorizontalFlip) String() string {
 func (*RandomHorizontalFlip) ProtoMessage() {}
 
 func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1360,7 +1430,7 @@ func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
 func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{13}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RandomHorizontalFlip) GetP() float64 {
@@ -1382,7 +1452,7 @@ type ColorJitter struct {
 
 func (x *ColorJitter) Reset() {
 	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1394,7 +1464,7 @@ func (x *ColorJitter) String() string {
 func (*ColorJitter) ProtoMessage() {}
 
 func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1407,7 +1477,7 @@ func (x *ColorJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
 func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ColorJitter) GetBrightness() float64 {
@@ -1443,7 +1513,7 @@ type Normalize struct {
 
 func (x *Normalize) Reset() {
 	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1455,7 +1525,7 @@ func (x *Normalize) String() string {
 func (*Normalize) ProtoMessage() {}
 
 func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1468,7 +1538,7 @@ func (x *Normalize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
 func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Normalize) GetMean() []float64 {
@@ -1506,7 +1576,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1518,7 +1588,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1531,7 +1601,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -1586,7 +1656,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1598,7 +1668,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1611,7 +1681,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -1724,7 +1794,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1736,7 +1806,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1749,7 +1819,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -1838,7 +1908,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1850,7 +1920,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1863,7 +1933,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -1942,7 +2012,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1954,7 +2024,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1967,7 +2037,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -2005,7 +2075,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2017,7 +2087,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2030,7 +2100,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -2067,7 +2137,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2079,7 +2149,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2092,7 +2162,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -2132,7 +2202,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2144,7 +2214,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2157,7 +2227,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -2170,7 +2240,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2182,7 +2252,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2195,7 +2265,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -2220,7 +2290,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2232,7 +2302,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2245,7 +2315,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -2300,7 +2370,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2312,7 +2382,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2325,7 +2395,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -2431,7 +2501,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2443,7 +2513,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2456,7 +2526,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -2475,7 +2545,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2487,7 +2557,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2500,7 +2570,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -2520,7 +2590,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2532,7 +2602,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2545,7 +2615,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -2585,7 +2655,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2597,7 +2667,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2610,7 +2680,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -2672,7 +2742,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2684,7 +2754,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2697,7 +2767,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -2723,7 +2793,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +2805,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +2818,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -2844,7 +2914,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2856,7 +2926,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2869,7 +2939,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -2941,7 +3011,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2953,7 +3023,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2966,7 +3036,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -3040,7 +3110,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3052,7 +3122,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3065,7 +3135,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -3111,7 +3181,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3123,7 +3193,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3136,7 +3206,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -3189,7 +3259,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3201,7 +3271,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3214,7 +3284,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -3247,7 +3317,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3259,7 +3329,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3272,7 +3342,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -3291,7 +3361,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3303,7 +3373,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3316,7 +3386,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -3415,7 +3485,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3427,7 +3497,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3440,7 +3510,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *JobStatus) GetId() string {
@@ -3648,7 +3718,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3660,7 +3730,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3673,7 +3743,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -3771,7 +3841,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3783,7 +3853,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3796,7 +3866,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -3885,7 +3955,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xdf\x03\n" +
+	"\x03msg\"\xa8\x04\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -3903,7 +3973,11 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\vfail_policy\x18\v \x01(\x0e2\x15.stoker.v1.FailPolicyR\n" +
 	"failPolicy\x129\n" +
 	"\fshuffle_mode\x18\f \x01(\x0e2\x16.stoker.v1.ShuffleModeR\vshuffleMode\x12%\n" +
-	"\x0eshuffle_window\x18\r \x01(\rR\rshuffleWindow\"\xc5\x02\n" +
+	"\x0eshuffle_window\x18\r \x01(\rR\rshuffleWindow\x12G\n" +
+	"\x11max_sample_errors\x18\x0e \x01(\v2\x1b.stoker.v1.SampleErrorLimitR\x0fmaxSampleErrors\"D\n" +
+	"\x10SampleErrorLimit\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x1a\n" +
+	"\bfraction\x18\x02 \x01(\x01R\bfraction\"\xc5\x02\n" +
 	"\aOpenJob\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.stoker.v1.JobSpecR\x03job\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x16\n" +
@@ -4198,7 +4272,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(ShuffleMode)(0),             // 0: stoker.v1.ShuffleMode
 	(Layout)(0),                  // 1: stoker.v1.Layout
@@ -4206,107 +4280,109 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Dtype)(0),                   // 3: stoker.v1.Dtype
 	(*FeedRequest)(nil),          // 4: stoker.v1.FeedRequest
 	(*JobSpec)(nil),              // 5: stoker.v1.JobSpec
-	(*OpenJob)(nil),              // 6: stoker.v1.OpenJob
-	(*ShmRequest)(nil),           // 7: stoker.v1.ShmRequest
-	(*ShmOffer)(nil),             // 8: stoker.v1.ShmOffer
-	(*ShmAccept)(nil),            // 9: stoker.v1.ShmAccept
-	(*DescribeJobRequest)(nil),   // 10: stoker.v1.DescribeJobRequest
-	(*DescribeJobResponse)(nil),  // 11: stoker.v1.DescribeJobResponse
-	(*TransformSpec)(nil),        // 12: stoker.v1.TransformSpec
-	(*Op)(nil),                   // 13: stoker.v1.Op
-	(*RandomResizedCrop)(nil),    // 14: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),               // 15: stoker.v1.Resize
-	(*CenterCrop)(nil),           // 16: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil), // 17: stoker.v1.RandomHorizontalFlip
-	(*ColorJitter)(nil),          // 18: stoker.v1.ColorJitter
-	(*Normalize)(nil),            // 19: stoker.v1.Normalize
-	(*Credit)(nil),               // 20: stoker.v1.Credit
-	(*FeedResponse)(nil),         // 21: stoker.v1.FeedResponse
-	(*JobInfo)(nil),              // 22: stoker.v1.JobInfo
-	(*BatchHeader)(nil),          // 23: stoker.v1.BatchHeader
-	(*SampleError)(nil),          // 24: stoker.v1.SampleError
-	(*Chunk)(nil),                // 25: stoker.v1.Chunk
-	(*EpochEnd)(nil),             // 26: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),  // 27: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil), // 28: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),          // 29: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),          // 30: stoker.v1.WorkRequest
-	(*JobEnd)(nil),               // 31: stoker.v1.JobEnd
-	(*WorkPing)(nil),             // 32: stoker.v1.WorkPing
-	(*WorkJob)(nil),              // 33: stoker.v1.WorkJob
-	(*Lease)(nil),                // 34: stoker.v1.Lease
-	(*CancelLease)(nil),          // 35: stoker.v1.CancelLease
-	(*WorkResponse)(nil),         // 36: stoker.v1.WorkResponse
-	(*WorkerInfo)(nil),           // 37: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),      // 38: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),            // 39: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),            // 40: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),          // 41: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),        // 42: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),       // 43: stoker.v1.StatusResponse
-	(*JobStatus)(nil),            // 44: stoker.v1.JobStatus
-	(*MakingShares)(nil),         // 45: stoker.v1.MakingShares
-	(*MakerStatus)(nil),          // 46: stoker.v1.MakerStatus
+	(*SampleErrorLimit)(nil),     // 6: stoker.v1.SampleErrorLimit
+	(*OpenJob)(nil),              // 7: stoker.v1.OpenJob
+	(*ShmRequest)(nil),           // 8: stoker.v1.ShmRequest
+	(*ShmOffer)(nil),             // 9: stoker.v1.ShmOffer
+	(*ShmAccept)(nil),            // 10: stoker.v1.ShmAccept
+	(*DescribeJobRequest)(nil),   // 11: stoker.v1.DescribeJobRequest
+	(*DescribeJobResponse)(nil),  // 12: stoker.v1.DescribeJobResponse
+	(*TransformSpec)(nil),        // 13: stoker.v1.TransformSpec
+	(*Op)(nil),                   // 14: stoker.v1.Op
+	(*RandomResizedCrop)(nil),    // 15: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),               // 16: stoker.v1.Resize
+	(*CenterCrop)(nil),           // 17: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil), // 18: stoker.v1.RandomHorizontalFlip
+	(*ColorJitter)(nil),          // 19: stoker.v1.ColorJitter
+	(*Normalize)(nil),            // 20: stoker.v1.Normalize
+	(*Credit)(nil),               // 21: stoker.v1.Credit
+	(*FeedResponse)(nil),         // 22: stoker.v1.FeedResponse
+	(*JobInfo)(nil),              // 23: stoker.v1.JobInfo
+	(*BatchHeader)(nil),          // 24: stoker.v1.BatchHeader
+	(*SampleError)(nil),          // 25: stoker.v1.SampleError
+	(*Chunk)(nil),                // 26: stoker.v1.Chunk
+	(*EpochEnd)(nil),             // 27: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),  // 28: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil), // 29: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),          // 30: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),          // 31: stoker.v1.WorkRequest
+	(*JobEnd)(nil),               // 32: stoker.v1.JobEnd
+	(*WorkPing)(nil),             // 33: stoker.v1.WorkPing
+	(*WorkJob)(nil),              // 34: stoker.v1.WorkJob
+	(*Lease)(nil),                // 35: stoker.v1.Lease
+	(*CancelLease)(nil),          // 36: stoker.v1.CancelLease
+	(*WorkResponse)(nil),         // 37: stoker.v1.WorkResponse
+	(*WorkerInfo)(nil),           // 38: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),      // 39: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),            // 40: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),            // 41: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),          // 42: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),        // 43: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),       // 44: stoker.v1.StatusResponse
+	(*JobStatus)(nil),            // 45: stoker.v1.JobStatus
+	(*MakingShares)(nil),         // 46: stoker.v1.MakingShares
+	(*MakerStatus)(nil),          // 47: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
-	6,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	20, // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
-	9,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
-	12, // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
+	7,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
+	21, // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	10, // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
+	13, // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
 	1,  // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
 	2,  // 5: stoker.v1.JobSpec.fail_policy:type_name -> stoker.v1.FailPolicy
 	0,  // 6: stoker.v1.JobSpec.shuffle_mode:type_name -> stoker.v1.ShuffleMode
-	5,  // 7: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
-	7,  // 8: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
-	5,  // 9: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	22, // 10: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
-	13, // 11: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
-	14, // 12: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	15, // 13: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	16, // 14: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	17, // 15: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	18, // 16: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	19, // 17: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	22, // 18: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	23, // 19: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	25, // 20: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	26, // 21: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	8,  // 22: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	3,  // 23: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	3,  // 24: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	24, // 25: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	29, // 26: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	33, // 27: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	34, // 28: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	35, // 29: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	31, // 30: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	32, // 31: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	5,  // 32: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	37, // 33: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	39, // 34: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	25, // 35: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	41, // 36: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	38, // 37: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	23, // 38: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	40, // 39: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	44, // 40: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	46, // 41: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	45, // 42: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	4,  // 43: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	27, // 44: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	10, // 45: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	42, // 46: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	30, // 47: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	21, // 48: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	28, // 49: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	11, // 50: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	43, // 51: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	36, // 52: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	48, // [48:53] is the sub-list for method output_type
-	43, // [43:48] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	6,  // 7: stoker.v1.JobSpec.max_sample_errors:type_name -> stoker.v1.SampleErrorLimit
+	5,  // 8: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
+	8,  // 9: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
+	5,  // 10: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
+	23, // 11: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	14, // 12: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
+	15, // 13: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	16, // 14: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	17, // 15: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	18, // 16: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	19, // 17: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	20, // 18: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	23, // 19: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	24, // 20: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	26, // 21: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	27, // 22: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	9,  // 23: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	3,  // 24: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	3,  // 25: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	25, // 26: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	30, // 27: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	34, // 28: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	35, // 29: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	36, // 30: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	32, // 31: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	33, // 32: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	5,  // 33: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	38, // 34: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	40, // 35: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	26, // 36: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	42, // 37: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	39, // 38: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	24, // 39: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	41, // 40: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	45, // 41: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	47, // 42: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	46, // 43: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	4,  // 44: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	28, // 45: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	11, // 46: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	43, // 47: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	31, // 48: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	22, // 49: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	29, // 50: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	12, // 51: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	44, // 52: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	37, // 53: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	49, // [49:54] is the sub-list for method output_type
+	44, // [44:49] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -4319,7 +4395,7 @@ func file_stoker_v1_stoker_proto_init() {
 		(*FeedRequest_Credit)(nil),
 		(*FeedRequest_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[9].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[10].OneofWrappers = []any{
 		(*Op_RandomResizedCrop)(nil),
 		(*Op_Resize)(nil),
 		(*Op_CenterCrop)(nil),
@@ -4327,23 +4403,23 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_ColorJitter)(nil),
 		(*Op_Normalize)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[13].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[17].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[18].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[19].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[20].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[27].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[32].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[33].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -4355,7 +4431,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   43,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
