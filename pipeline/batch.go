@@ -3,8 +3,11 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // SampleError reports a sample that could not be made.
@@ -147,8 +150,14 @@ func (e *Executor) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epo
 }
 
 // finishBatch lists r's failed samples in b.Errors and replaces them by
-// policy.
-func finishBatch(r *fillReq, policy FailPolicy, b *Batch) {
+// policy. Only a sample's own fault is replaced: when any sample failed
+// by its store's fault (source.IsStoreFault: the store unreachable,
+// throttling or timing out past its retries, credentials refused), the
+// batch fails with that error instead, however many of its samples were
+// made (from the byte cache, say), and b is not a batch. A batch whose
+// every sample failed has N == 0 under either policy: the caller must
+// not hand it on as data (the server ends the job, naming the cause).
+func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 	failed := 0
 	for _, err := range r.errs {
 		if err != nil {
@@ -156,7 +165,10 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) {
 		}
 	}
 	if failed == 0 {
-		return
+		return nil
+	}
+	if err := storeFault(r); err != nil {
+		return err
 	}
 	ds, indices, size := r.ds, r.indices, r.size
 	good := r.good[:0]
@@ -170,7 +182,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) {
 	r.good = good
 	if len(good) == 0 {
 		b.N, b.Data, b.Labels, b.Indices = 0, b.Data[:0], b.Labels[:0], b.Indices[:0]
-		return
+		return nil
 	}
 	if policy == Drop {
 		for n, i := range good {
@@ -179,7 +191,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) {
 		}
 		n := len(good)
 		b.N, b.Data, b.Labels, b.Indices = n, b.Data[:n*size], b.Labels[:n], b.Indices[:n]
-		return
+		return nil
 	}
 	k := 0
 	for i, err := range r.errs {
@@ -191,6 +203,28 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) {
 		copy(b.Data[i*size:(i+1)*size], b.Data[g*size:(g+1)*size])
 		b.Labels[i], b.Indices[i] = b.Labels[g], b.Indices[g]
 	}
+	return nil
+}
+
+// storeFault is the error of a batch some of whose samples failed by
+// their store's fault, wrapping the first one's error (which wraps
+// source.ErrUnavailable or source.ErrDenied); nil when none did.
+func storeFault(r *fillReq) error {
+	first, n := -1, 0
+	for i, err := range r.errs {
+		if err != nil && source.IsStoreFault(err) {
+			if first < 0 {
+				first = i
+			}
+			n++
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	idx := r.indices[first]
+	return fmt.Errorf("%d of the batch's %d samples could not be read from their store (not a fault of the files: none is padded or dropped), sample %d (%s) first: %w",
+		n, len(r.indices), idx, r.ds.Name(int(idx)), r.errs[first])
 }
 
 // IsBadInput reports whether err is about the input (a bad file or request)

@@ -11,37 +11,33 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/source"
+	"github.com/stoker-dev/stoker/server/internal/coord"
 )
 
-// TestStoreDown: a batch fails (so its lease is tried again, and the job
-// ends UNAVAILABLE after maxAttempts) only when every sample failed and
-// the store was why; a batch with good samples, or whose samples are bad
-// data, goes out as ever.
-func TestStoreDown(t *testing.T) {
-	down := fmt.Errorf("%w: s3://bucket: a/1.jpg: gave up after 6 tries; last: SlowDown", source.ErrUnavailable)
-	corrupt := fmt.Errorf("%w: bad huffman code", pipeline.ErrCorrupt)
+// TestStoreFaultCodes: a batch that failed by its store's fault (the
+// pipeline's Fill error, wrapped by the coordinator's last attempt) ends
+// the job UNAVAILABLE, or PERMISSION_DENIED for refused credentials,
+// keeping the store's name and last answer; bad data keeps its own code.
+func TestStoreFaultCodes(t *testing.T) {
+	down := fmt.Errorf("1 of the batch's 2 samples could not be read from their store: %w",
+		fmt.Errorf("%w: s3://bucket: a/1.jpg: gave up after 6 tries; last: SlowDown", source.ErrUnavailable))
+	denied := fmt.Errorf("a/1.jpg: %w: InvalidAccessKeyId", source.ErrDenied)
 	for _, tc := range []struct {
-		name string
-		b    pipeline.Batch
-		fail bool
+		err  error
+		code codes.Code
 	}{
-		{"all failed, store down", pipeline.Batch{N: 0, Errors: []pipeline.SampleError{{Name: "a/1.jpg", Err: down}, {Name: "a/2.jpg", Err: down}}}, true},
-		{"all failed, one store down", pipeline.Batch{N: 0, Errors: []pipeline.SampleError{{Name: "a/1.jpg", Err: corrupt}, {Name: "a/2.jpg", Err: down}}}, true},
-		{"all failed, bad data", pipeline.Batch{N: 0, Errors: []pipeline.SampleError{{Name: "a/1.jpg", Err: corrupt}}}, false},
-		{"some made", pipeline.Batch{N: 1, Errors: []pipeline.SampleError{{Name: "a/2.jpg", Err: down}}}, false},
-		{"empty", pipeline.Batch{}, false},
+		{down, codes.Unavailable},
+		{fmt.Errorf("%w: batch 3 failed 8 times; last: %w", coord.ErrBatchFailed, down), codes.Unavailable},
+		{denied, codes.PermissionDenied},
+		{fmt.Errorf("%w: batch 3 failed 8 times; last: %w", coord.ErrBatchFailed, denied), codes.PermissionDenied},
+		{fmt.Errorf("%w: bad huffman code", pipeline.ErrCorrupt), codes.DataLoss},
 	} {
-		err := storeDown(&tc.b)
-		if (err != nil) != tc.fail {
-			t.Errorf("%s: %v", tc.name, err)
-			continue
+		st := toStatus(tc.err)
+		if got := codeOf(tc.err); got != tc.code {
+			t.Errorf("%v: code %v, want %v", tc.err, got, tc.code)
 		}
-		if err == nil {
-			continue
-		}
-		if !errors.Is(err, source.ErrUnavailable) || codeOf(err) != codes.Unavailable || !strings.Contains(err.Error(), "s3://bucket") ||
-			!strings.Contains(err.Error(), "SlowDown") {
-			t.Errorf("%s: %v (code %v): want UNAVAILABLE naming the store and its last answer", tc.name, err, codeOf(err))
+		if tc.code != codes.DataLoss && !strings.Contains(st.Error(), "a/1.jpg") {
+			t.Errorf("%v: the status lost the message", st)
 		}
 	}
 }
@@ -68,8 +64,15 @@ func TestStoreWait(t *testing.T) {
 	late := fmt.Errorf("lease: %w", context.DeadlineExceeded)
 	err := storeWait(storeOf{url: "s3://bucket/train"}, late)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "s3://bucket/train") ||
-		!strings.Contains(err.Error(), "--store-timeout") || !strings.Contains(err.Error(), "--lease-timeout") {
-		t.Errorf("a late lease on a bucket: %v; want the deadline, the store and the flags", err)
+		!strings.Contains(err.Error(), "--store-timeout") || !strings.Contains(err.Error(), "--lease-timeout") ||
+		!strings.Contains(err.Error(), "loader.load_state_dict(state)") {
+		t.Errorf("a late lease on a bucket: %v; want the deadline, the store, the flags and how to resume", err)
+	}
+	down := fmt.Errorf("%w: s3://bucket: a/1.jpg: gave up after 2 tries; last: connection reset", source.ErrUnavailable)
+	if err := storeErr(storeOf{url: "s3://bucket/train"}, down); !errors.Is(err, source.ErrUnavailable) ||
+		!strings.Contains(err.Error(), "connection reset; every batch delivered before is whole") ||
+		!strings.Contains(err.Error(), "loader.load_state_dict(state)") {
+		t.Errorf("a store fault: %v; want the store's error and how to resume", err)
 	}
 	for _, tc := range []struct {
 		name string
