@@ -112,7 +112,7 @@ func (s *sampleErrors) add(k int, b *pipeline.Batch) error {
 			errSampleErrors, k, s.epoch, len(b.Errors), len(b.Errors), causes(batch))
 	}
 	if bound := s.limit.bound(s.samples); s.failed > bound {
-		return fmt.Errorf("%w: %d samples of epoch %d's %d have failed, more than the job's max_sample_errors (%s): %s. "+
+		return fmt.Errorf("%w: %d of epoch %d's %d samples failed, more than the job's max_sample_errors (%s): %s. "+
 			"Fix or remove those files (the server's log names each once), or raise max_sample_errors",
 			errSampleErrors, s.failed, s.epoch, s.samples, s.limit, causes(s.causes))
 	}
@@ -142,7 +142,11 @@ func causes(m map[string]*cause) string {
 			b.WriteString("; ")
 		}
 		e := m[c].example
-		fmt.Fprintf(&b, "%d %s (e.g. sample %d, %s: %s)", m[c].n, c, e.Index, truncate(e.Name, 200), truncate(e.Reason, 300))
+		n := fmt.Sprintf("%d samples", m[c].n)
+		if m[c].n == 1 {
+			n = "1 sample"
+		}
+		fmt.Fprintf(&b, "%s: %s (e.g. sample %d, %s: %s)", c, n, e.Index, truncate(e.Name, 200), truncate(e.Reason, 300))
 	}
 	return b.String()
 }
@@ -152,9 +156,9 @@ func causes(m map[string]*cause) string {
 // alone, so the reason (err.Error()) is what is read, for every sample
 // alike.
 var sampleCauses = []struct{ says, cause string }{
-	{"changed since", "changed since they were indexed"},
+	{"changed since", "changed since indexed"},
 	{pipeline.ErrTooLarge.Error(), "too large"},
-	{pipeline.ErrCorrupt.Error(), "not decodable images (corrupt)"},
+	{pipeline.ErrCorrupt.Error(), "not decodable (corrupt)"},
 	{pipeline.ErrUnsupported.Error(), "unsupported"},
 	{"no such file", "missing"},
 	{"no such object", "missing"},
@@ -168,5 +172,5 @@ func causeOf(e pipeline.SampleError) string {
 			return c.cause
 		}
 	}
-	return "failed otherwise"
+	return "other errors"
 }

@@ -35,15 +35,15 @@ func TestSampleErrorsLimit(t *testing.T) {
 	}{
 		{"a few pass", nil, 1000, []*pipeline.Batch{batch(8, corrupt(1)), batch(8, corrupt(2), missing)}, nil},
 		{"every sample of a batch", nil, 1000, []*pipeline.Batch{batch(0, corrupt(1), corrupt(2), missing)},
-			[]string{"every sample of batch 0 of epoch 3 failed (3 of 3)", "2 not decodable images (corrupt) (e.g. sample 1, c/1.jpg", "1 missing"}},
+			[]string{"every sample of batch 0 of epoch 3 failed (3 of 3)", "not decodable (corrupt): 2 samples (e.g. sample 1, c/1.jpg", "; missing: 1 sample (e.g. sample 99"}},
 		{"past the default count", nil, 1000, []*pipeline.Batch{batch(8, corrupt(1), corrupt(2), corrupt(3), corrupt(4), corrupt(5)),
 			batch(8, corrupt(6), corrupt(7), corrupt(8), corrupt(9), corrupt(10), missing)},
-			[]string{"11 samples of epoch 3's 1000 have failed", "max_sample_errors (10, or 0.001 of the epoch's samples when more)", "10 not decodable images"}},
+			[]string{"11 of epoch 3's 1000 samples failed", "max_sample_errors (10, or 0.001 of the epoch's samples when more)", "not decodable (corrupt): 10 samples"}},
 		{"under the default fraction", nil, 20000, []*pipeline.Batch{batch(8, corrupt(1), corrupt(2), corrupt(3), corrupt(4), corrupt(5)),
 			batch(8, corrupt(6), corrupt(7), corrupt(8), corrupt(9), corrupt(10), missing)}, nil},
-		{"none tolerated", &pb.SampleErrorLimit{}, 1000, []*pipeline.Batch{batch(8, missing)}, []string{"1 samples of epoch 3's 1000", "max_sample_errors (0)", "1 missing"}},
+		{"none tolerated", &pb.SampleErrorLimit{}, 1000, []*pipeline.Batch{batch(8, missing)}, []string{"1 of epoch 3's 1000 samples failed", "max_sample_errors (0)", "missing: 1 sample"}},
 		{"a fraction", &pb.SampleErrorLimit{Fraction: 0.5}, 4, []*pipeline.Batch{batch(2, corrupt(1)), batch(2, corrupt(2)), batch(2, corrupt(3))},
-			[]string{"3 samples of epoch 3's 4", "(0.5 of the epoch's samples)"}},
+			[]string{"3 of epoch 3's 4 samples failed", "(0.5 of the epoch's samples)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := errorLimitOf(&pb.JobSpec{MaxSampleErrors: tc.limit})
@@ -114,7 +114,7 @@ func TestAllBadFolder(t *testing.T) {
 		}
 		t.Logf("%v: %v", policy, err)
 		if status.Code(err) != codes.DataLoss || !strings.Contains(err.Error(), "every sample of batch 0 of epoch 0 failed (4 of 4)") ||
-			!strings.Contains(err.Error(), "4 not decodable images (corrupt)") {
+			!strings.Contains(err.Error(), "not decodable (corrupt): 4 samples") {
 			t.Errorf("%v: %v; want DATA_LOSS saying every sample of batch 0 failed, and why", policy, err)
 		}
 	}

@@ -312,7 +312,7 @@ def test_all_bad_folder_raises_not_empty_batches(server: str, policy: str) -> No
     assert got == []
     assert e.value.code == "DATA_LOSS", e.value
     assert "every sample of batch 0 of epoch 0 failed (8 of 8)" in e.value.message, e.value
-    assert "8 not decodable images (corrupt)" in e.value.message, e.value
+    assert "not decodable (corrupt): 8 samples" in e.value.message, e.value
 
 
 def test_max_sample_errors(server: str) -> None:
@@ -320,8 +320,8 @@ def test_max_sample_errors(server: str) -> None:
     with pytest.raises(stoker.StokerError) as e:
         collect(ld)
     assert e.value.code == "DATA_LOSS", e.value
-    assert "1 samples of epoch 0's 11 have failed, more than the job's max_sample_errors (0)" in e.value.message
-    assert "1 not decodable images (corrupt) (e.g. sample 10, b/zz_corrupt.jpg" in e.value.message
+    assert "1 of epoch 0's 11 samples failed, more than the job's max_sample_errors (0)" in e.value.message
+    assert "not decodable (corrupt): 1 sample (e.g. sample 10, b/zz_corrupt.jpg" in e.value.message
     # A fraction: 1 of 11 is under a half.
     with pytest.warns(RuntimeWarning):
         assert len(collect(loader(server, "broken", batch_size=4, max_sample_errors=0.5))) == 3
