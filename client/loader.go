@@ -118,6 +118,9 @@ func (c *Client) Loader(spec *stokerv1.JobSpec, opts ...LoaderOption) *Loader {
 		},
 		pool: &bufPool{keep: int(o.prefetch) + 2},
 	}
+	if o.errLimit != nil {
+		l.open.Job.MaxSampleErrors = o.errLimit
+	}
 	l.transport.Store(&[2]string{"grpc", "not asked (SharedMemory)"})
 	if o.shm {
 		if boot := ring.BootID(); boot != "" {
