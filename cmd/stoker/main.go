@@ -10,6 +10,7 @@
 //	stoker bench   (lists the benchmarks)
 //	stoker preview --data DIR -o grid.png
 //	stoker mkdata  --out DIR [--n 2000]
+//	stoker ops apply < cases.jsonl   (the ops after the geometry, alone: what the parity tests call)
 //	stoker status  ADDR
 //	stoker metrics [--format text|markdown|json]   (every metric serve exports)
 //	stoker drain   [--pid 1]   (a container's preStop: drain serve, wait for it to exit)
@@ -43,11 +44,12 @@ var commands = map[string]func(args []string) error{
 	"status":  runStatus,
 	"metrics": runMetrics,
 	"drain":   runDrain,
+	"ops":     runOps,
 }
 
 // topUsage is what stoker prints without a command: its first line names
 // every command (TestReference checks each has a section there).
-const topUsage = "usage: stoker serve|index|status|metrics|drain|bench|preview|mkdata [flags]\n" +
+const topUsage = "usage: stoker serve|index|status|metrics|drain|bench|preview|mkdata|ops [flags]\n" +
 	"  stoker CMD -h for a command's flags; stoker --version for the version\n"
 
 func main() {
