@@ -14,10 +14,14 @@ func TestPresets(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			if h, w := tr.Size(); h != 224 || w != 224 {
-				t.Errorf("%s: size %dx%d, want 224x224", name, h, w)
+			side := map[string]int{"tv-resnet50-v2": 176, "dino-local": 96}[name]
+			if side == 0 {
+				side = 224
 			}
-			if tr.Float() || tr.Layout() != layout || tr.SampleBytes() != 3*224*224 {
+			if h, w := tr.Size(); h != side || w != side {
+				t.Errorf("%s: size %dx%d, want %dx%d", name, h, w, side, side)
+			}
+			if tr.Float() || tr.Layout() != layout || tr.SampleBytes() != 3*side*side {
 				t.Errorf("%s: float %v layout %v bytes %d", name, tr.Float(), tr.Layout(), tr.SampleBytes())
 			}
 		}
