@@ -103,6 +103,7 @@ func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, b *pi
 		// next batches: read each ahead in a few long requests.
 		sp.PrefetchShards(indices)
 	}
+	b.Trace = j.spec.GetTrace()
 	// A sample that failed by its store's fault fails the batch (Fill's
 	// error): its lease is tried again, on a maker whose store may answer,
 	// and after maxAttempts the job ends with UNAVAILABLE naming the store.

@@ -10,6 +10,7 @@
 //	stoker bench   (lists the benchmarks)
 //	stoker preview --data DIR|URL -o grid.png
 //	stoker mkdata  --out DIR [--n 2000]
+//	stoker ops apply < cases.jsonl   (the ops after the geometry, alone: what the parity tests call)
 //	stoker status  ADDR
 //	stoker metrics [--format text|markdown|json]   (every metric serve exports)
 //	stoker drain   [--pid 1]   (a container's preStop: drain serve, wait for it to exit)
@@ -44,6 +45,7 @@ var commands = map[string]func(args []string) error{
 	"status":  runStatus,
 	"metrics": runMetrics,
 	"drain":   runDrain,
+	"ops":     runOps,
 }
 
 // summaries say what each command does, in the order the top-level usage
@@ -57,6 +59,7 @@ var summaries = []struct{ name, what string }{
 	{"bench", "the benchmarks: the pipeline against torchvision, scaling out, load, stores"},
 	{"preview", "a grid of augmented samples of a dataset, as the model will see them"},
 	{"mkdata", "write a synthetic ImageFolder of photo-sized JPEGs"},
+	{"ops", "the ops after the geometry, alone, on given pixels: what the parity tests call"},
 }
 
 // topUsage is what stoker prints for --help (to stdout), and without a

@@ -42,6 +42,7 @@ class Job:
     # Failed samples an epoch tolerates: an int count, a float fraction of
     # the epoch; None: the server's default.
     max_sample_errors: Optional[Union[int, float]] = None
+    trace: bool = False  # report what each sample's ops drew (no pixel changes: not a param of the batches)
 
     def spec(self) -> pb.JobSpec:
         """The JobSpec of OpenJob and DescribeJob."""
@@ -59,6 +60,7 @@ class Job:
             layout=layout_enum(self.layout),
             fail_policy=FAIL_POLICIES[self.fail_policy],
             max_sample_errors=self._error_limit(),
+            trace=self.trace,
         )
 
     def _error_limit(self) -> Optional[pb.SampleErrorLimit]:
