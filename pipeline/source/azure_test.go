@@ -105,6 +105,46 @@ func TestAzureStore(t *testing.T) {
 		t.Fatalf("Put: %v", err)
 	}
 
+	t.Run("throttled and truncated answers are retried", func(t *testing.T) {
+		p.SetPlan(faultproxy.Plan{Rates: map[faultproxy.Kind]float64{faultproxy.SlowDown: 0.15, faultproxy.TooManyRequests: 0.05,
+			faultproxy.Truncate: 0.1, faultproxy.Reset: 0.1}, Only: faultproxy.ObjectGETs})
+		defer p.SetPlan(faultproxy.Plan{})
+		pol := fastPolicy()
+		pol.Attempts = 12 // 40% of tries fail: 12 tries give up once in 60,000 reads
+		st, err := Open(t.Context(), "azblob://ctr/data", WithPolicy(pol))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		got := make([]byte, 100<<10)
+		for i := range 18 {
+			off := int64(i) * 50 << 10
+			if err := st.ReadRange(t.Context(), objs["big.tar"], off, got); err != nil {
+				t.Fatalf("read %d: %v", i, err)
+			}
+			if !bytes.Equal(got, big[off:off+int64(len(got))]) {
+				t.Fatalf("read %d: wrong bytes", i)
+			}
+		}
+		if p.Stats().Total() == 0 {
+			t.Errorf("the proxy broke no request: %+v", p.Stats())
+		}
+	})
+
+	t.Run("a stream resumes where a reset cut it", func(t *testing.T) {
+		p.SetPlan(faultproxy.Plan{Rates: map[faultproxy.Kind]float64{faultproxy.Truncate: 0.5}, Only: faultproxy.ObjectGETs})
+		defer p.SetPlan(faultproxy.Plan{})
+		r, err := st.NewReader(t.Context(), objs["big.tar"], 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(r)
+		r.Close()
+		if err != nil || !bytes.Equal(got, big[100:]) {
+			t.Fatalf("stream: %d bytes, %v", len(got), err)
+		}
+	})
+
 	t.Run("a replaced blob is refused", func(t *testing.T) {
 		a.Put(t, "ctr", "data/a/1.jpg", []byte("new"))
 		err := st.ReadRange(t.Context(), objs["a/1.jpg"], 0, make([]byte, 3))
