@@ -17,6 +17,7 @@ the bounds of a uint8 image: fills and thresholds in 0..255); the server
 checks the chain and refuses what it cannot run with INVALID_ARGUMENT,
 naming the op and the argument.
 
+:func:`from_torchvision` turns a torchvision pipeline into a Compose;
 :func:`timm_rand_augment` is timm's RandAugment, a policy of its own.
 """
 
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence, Union
 
+from stoker._from_torchvision import SUPPORTED as TORCHVISION_SUPPORTED
+from stoker._from_torchvision import from_torchvision
 from stoker._ops import (
     CenterCrop,
     ColorJitter,
@@ -92,6 +95,8 @@ __all__ = [
     "TimmRandAugment",
     "timm_rand_augment",
     "Normalize",
+    "from_torchvision",
+    "TORCHVISION_SUPPORTED",
     "PRESETS",
     "to_spec",
     "normalize",

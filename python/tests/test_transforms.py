@@ -2,8 +2,9 @@
 
 The op classes against the wire contract (proto/stoker/v1/stoker.proto's
 defaults, field by field) and against torchvision (pinned in
-python/requirements.txt: torchvision 0.29.2) for their signatures and
-checks."""
+python/requirements.txt: torchvision 0.29.2) for their defaults and
+checks. from_torchvision: test_from_torchvision.py; the server's word on
+the specs: test_transforms_server.py."""
 
 from __future__ import annotations
 
@@ -301,6 +302,59 @@ def _tv(version: str):
     else:
         from torchvision.transforms import v2 as tv
     return tv
+
+
+# (torchvision's op with its required arguments, stoker's with the same):
+# the defaults each reads are the same.
+SAME_DEFAULTS = [
+    (lambda tv: tv.RandomHorizontalFlip(), T.RandomHorizontalFlip()),
+    (lambda tv: tv.RandomVerticalFlip(), T.RandomVerticalFlip()),
+    (lambda tv: tv.ColorJitter(), T.ColorJitter()),
+    (lambda tv: tv.ColorJitter(0.4, (0.5, 1.5), 0, 0.1), T.ColorJitter(0.4, (0.5, 1.5), 0, 0.1)),
+    (lambda tv: tv.Grayscale(3), T.Grayscale()),
+    (lambda tv: tv.RandomGrayscale(), T.RandomGrayscale()),
+    (lambda tv: tv.GaussianBlur(3), T.GaussianBlur(3)),
+    (lambda tv: tv.GaussianBlur((3, 5), 0.5), T.GaussianBlur((3, 5), 0.5)),
+    (lambda tv: tv.RandomSolarize(128), T.RandomSolarize(128)),
+    (lambda tv: tv.RandomPosterize(4), T.RandomPosterize(4)),
+    (lambda tv: tv.RandomInvert(), T.RandomInvert()),
+    (lambda tv: tv.RandomEqualize(), T.RandomEqualize()),
+    (lambda tv: tv.RandomAutocontrast(), T.RandomAutocontrast()),
+    (lambda tv: tv.RandomAdjustSharpness(2), T.RandomAdjustSharpness(2)),
+    (lambda tv: tv.RandomRotation(10), T.RandomRotation(10)),
+    (lambda tv: tv.RandomAffine(10), T.RandomAffine(10)),
+    (lambda tv: tv.RandomAffine(10, (0.1, 0.1), (0.9, 1.1), 5, fill=3), T.RandomAffine(10, (0.1, 0.1), (0.9, 1.1), 5,
+                                                                                      fill=3)),
+    (lambda tv: tv.RandomErasing(), T.RandomErasing()),
+    (lambda tv: tv.RandomApply([tv.RandomInvert()]), T.RandomApply([T.RandomInvert()])),
+    (lambda tv: tv.RandomChoice([tv.RandomInvert(), tv.Grayscale(3)]),
+     T.RandomChoice([T.RandomInvert(), T.Grayscale()])),
+    (lambda tv: tv.RandomOrder([tv.RandomInvert(), tv.Grayscale(3)]),
+     T.RandomOrder([T.RandomInvert(), T.Grayscale()])),
+    (lambda tv: tv.TrivialAugmentWide(), T.TrivialAugmentWide()),
+    (lambda tv: tv.RandAugment(), T.RandAugment()),
+    (lambda tv: tv.AutoAugment(), T.AutoAugment()),
+    (lambda tv: tv.AugMix(), T.AugMix()),
+]
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("make,want", SAME_DEFAULTS, ids=lambda x: None)
+def test_defaults_are_torchvisions(version, make, want) -> None:
+    tv = _tv(version)
+    got = T.from_torchvision(tv.Compose([tv.RandomResizedCrop(8), make(tv)]))
+    assert got.transforms == [T.RandomResizedCrop(8), want]
+    assert T.to_spec(got) == T.to_spec([T.RandomResizedCrop(8), want]) or isinstance(want, T.ColorJitter)
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_geometry_defaults_are_torchvisions(version) -> None:
+    tv = _tv(version)
+    assert T.from_torchvision(tv.RandomResizedCrop(224)).transforms == [T.RandomResizedCrop(224)]
+    assert T.from_torchvision(tv.Resize((8, 9))).transforms == [T.Resize((8, 9))]
+    assert T.from_torchvision(tv.CenterCrop(7)).transforms == [T.CenterCrop(7)]
+    got = T.from_torchvision([tv.Resize(256), tv.CenterCrop(224)])
+    assert got.transforms == [T.Resize(256), T.CenterCrop(224)] and got.normalize_mean is None
 
 
 BAD = [
