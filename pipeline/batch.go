@@ -39,6 +39,12 @@ type Batch struct {
 	// Executor that times its stages; a peer's batch carries what its
 	// worker reported. Zero when not timed.
 	Times StageTimes
+	// Trace asks Fill for each sample's trace (what its ops drew, as JSON:
+	// Decoder.AppendTrace) in Traces, in batch order; a failed sample's is
+	// empty, and a sample padded in its place carries the trace of the
+	// sample it copies. Traces' buffers are reused.
+	Trace  bool
+	Traces [][]byte
 }
 
 // reset sizes b for n samples of size bytes each, reusing its buffers.
@@ -52,6 +58,14 @@ func (b *Batch) reset(n, size int) {
 	b.Indices = slices.Grow(b.Indices[:0], n)[:n]
 	b.Errors = b.Errors[:0]
 	b.Times = StageTimes{}
+	if b.Trace {
+		b.Traces = slices.Grow(b.Traces[:0], n)[:n]
+		for i := range b.Traces {
+			b.Traces[i] = b.Traces[i][:0]
+		}
+	} else {
+		b.Traces = b.Traces[:0]
+	}
 }
 
 // Executor decodes and transforms samples on a fixed pool of goroutines,
@@ -170,15 +184,22 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) {
 	r.good = good
 	if len(good) == 0 {
 		b.N, b.Data, b.Labels, b.Indices = 0, b.Data[:0], b.Labels[:0], b.Indices[:0]
+		b.Traces = b.Traces[:0]
 		return
 	}
 	if policy == Drop {
 		for n, i := range good {
 			copy(b.Data[n*size:(n+1)*size], b.Data[i*size:(i+1)*size])
 			b.Labels[n], b.Indices[n] = b.Labels[i], b.Indices[i]
+			if b.Trace {
+				b.Traces[n], b.Traces[i] = b.Traces[i], b.Traces[n]
+			}
 		}
 		n := len(good)
 		b.N, b.Data, b.Labels, b.Indices = n, b.Data[:n*size], b.Labels[:n], b.Indices[:n]
+		if b.Trace {
+			b.Traces = b.Traces[:n]
+		}
 		return
 	}
 	k := 0
@@ -190,6 +211,9 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) {
 		k++
 		copy(b.Data[i*size:(i+1)*size], b.Data[g*size:(g+1)*size])
 		b.Labels[i], b.Indices[i] = b.Labels[g], b.Indices[g]
+		if b.Trace {
+			b.Traces[i] = append(b.Traces[i][:0], b.Traces[g]...)
+		}
 	}
 }
 

@@ -277,11 +277,12 @@ type fillReq struct {
 	indices     []int64
 	data        []byte
 	size        int
-	errs        []error // per sample, written by the worker that made it
-	good        []int   // finishBatch's scratch
-	taken       int     // samples given to workers (or dropped): the next is indices[taken]
-	running     int     // of those, the ones being made now
-	dropped     error   // why samples were dropped: ctx.Err() or ErrClosed
+	errs        []error  // per sample, written by the worker that made it
+	traces      [][]byte // per sample when the batch asks for traces (Batch.Traces), else nil
+	good        []int    // finishBatch's scratch
+	taken       int      // samples given to workers (or dropped): the next is indices[taken]
+	running     int      // of those, the ones being made now
+	dropped     error    // why samples were dropped: ctx.Err() or ErrClosed
 	done        chan struct{}
 	queued      time.Time  // when Fill queued it, with a StageObserver
 	times       StageTimes // its samples' stage times, summed (under e.mu)
@@ -325,6 +326,10 @@ func (q *Queue) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 	r := fillReqs.Get().(*fillReq)
 	r.q, r.ds, r.t, r.seed, r.epoch, r.indices, r.data, r.size = q, ds, t, seed, epoch, indices, b.Data, size
 	r.errs = slices.Grow(r.errs[:0], n)[:n]
+	r.traces = nil
+	if b.Trace {
+		r.traces = b.Traces
+	}
 	e := q.e
 	e.mu.Lock()
 	if e.closed || q.closed {
@@ -564,6 +569,9 @@ func (e *Executor) run(d *Decoder) {
 			e.stages(st.Queue, st.Read, made)
 		}
 		r.errs[i] = err
+		if err == nil && r.traces != nil {
+			r.traces[i] = d.AppendTrace(r.traces[i][:0], r.t)
+		}
 		e.mu.Lock()
 		e.finished(r, &st)
 	}

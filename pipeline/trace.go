@@ -135,7 +135,7 @@ func parseStep(p [2]json.RawMessage) (Step, error) {
 	if !ok {
 		return Step{}, fmt.Errorf("unknown op %q", name)
 	}
-	st := Step{Fn: f, Antialias: true}
+	st := Step{Fn: f, Antialias: f == FnResizedCrop || f == FnResize} // torchvision's antialias=True
 	var args map[string]json.RawMessage
 	if len(p[1]) > 0 && string(p[1]) != "null" {
 		if err := json.Unmarshal(p[1], &args); err != nil {
@@ -326,4 +326,25 @@ func (d *Decoder) AppendTrace(b []byte, t *Transform) []byte {
 		b = st.appendJSON(b)
 	}
 	return append(b, ']')
+}
+
+// maxStepJSON bounds one step's JSON: the longest, affine's, with every
+// number at its longest (24 bytes), is under 380 (TestStepJSONBound).
+const maxStepJSON = 400
+
+// MaxTraceBytes bounds one sample's trace: its geometry (two steps and a
+// flip), the steps its ops may draw, and a normalize.
+func (t *Transform) MaxTraceBytes() int { return (t.maxSteps+4)*maxStepJSON + 2 }
+
+// Trace is the trace a w x h source image would get for key k, drawn
+// without decoding anything (what `stoker ops draw` prints, and what the
+// sampling tests count): the plan's geometry, the steps, normalize.
+func (t *Transform) Trace(srcW, srcH int, k Key) ([]byte, error) {
+	p, err := t.plan(srcW, srcH, k)
+	if err != nil {
+		return nil, err
+	}
+	d := Decoder{last: p}
+	d.steps = t.drawSteps(k, nil)
+	return d.AppendTrace(nil, t), nil
 }

@@ -103,6 +103,7 @@ func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, b *pi
 		// next batches: read each ahead in a few long requests.
 		sp.PrefetchShards(indices)
 	}
+	b.Trace = j.spec.GetTrace()
 	if err := q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b); err != nil {
 		return storeWait(j.ds, err)
 	}

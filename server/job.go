@@ -39,6 +39,10 @@ type job struct {
 // ops); the client's message may be larger only by what is dropped.
 const maxSpecBytes = 16 << 10
 
+// maxTraceBytes bounds a batch's traces (JobSpec.trace), so that its header
+// stays well within any gRPC client's 4 MiB receive limit.
+const maxTraceBytes = 3 << 20
+
 // newJob validates spec against the server's datasets and limits. Its
 // errors are status errors whose messages say what was asked and what is
 // allowed. A spec that names a fingerprint must match the dataset's. The
@@ -96,6 +100,12 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 	j.dtype = stokerv1.Dtype_DTYPE_UINT8
 	if j.t.Float() {
 		j.dtype = stokerv1.Dtype_DTYPE_FLOAT32
+	}
+	if spec.GetTrace() {
+		if most := int64(bs) * int64(j.t.MaxTraceBytes()); most > maxTraceBytes {
+			return nil, status.Errorf(codes.InvalidArgument, "trace with batch_size %d: a batch's traces may take %d bytes, over the limit of %d; "+
+				"trace a smaller batch (batch_size <= %d)", bs, most, maxTraceBytes, maxTraceBytes/int64(j.t.MaxTraceBytes()))
+		}
 	}
 	if n := proto.Size(spec); n > maxSpecBytes {
 		return nil, status.Errorf(codes.InvalidArgument, "job spec of %d bytes (its known fields): the limit is %d", n, maxSpecBytes)
@@ -176,6 +186,12 @@ func (j *job) header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHead
 	}
 	for _, e := range b.Errors {
 		h.Errors = append(h.Errors, &stokerv1.SampleError{Index: e.Index, Name: e.Name, Reason: e.Reason})
+	}
+	if j.spec.GetTrace() {
+		h.Traces = make([]string, len(b.Traces))
+		for i, t := range b.Traces {
+			h.Traces[i] = string(t)
+		}
 	}
 	return h
 }

@@ -39,6 +39,7 @@ class Job:
     layout: str  # "NCHW" or "NHWC"
     fail_policy: str  # "pad" or "drop"
     shuffle_window: Optional[int] = None  # "block": shards per window; None: the server's default
+    trace: bool = False  # report what each sample's ops drew (no pixel changes: not a param of the batches)
 
     def spec(self) -> pb.JobSpec:
         """The JobSpec of OpenJob and DescribeJob."""
@@ -55,6 +56,7 @@ class Job:
             drop_last=self.drop_last,
             layout=layout_enum(self.layout),
             fail_policy=FAIL_POLICIES[self.fail_policy],
+            trace=self.trace,
         )
 
     def open_job(self, epoch: int, resume: Optional[Resume], credits: int, as_ready: bool,

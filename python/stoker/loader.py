@@ -71,8 +71,9 @@ class Loader:
 
     Each iteration is one epoch of this rank's share of the dataset, made by
     the server at ``target`` (``"host:port"``, or any gRPC target such as
-    ``"dns:///name:port"``), yielding ``(images, labels)`` or, with
-    ``return_indices``, ``(images, labels, indices)``:
+    ``"dns:///name:port"``), yielding a :class:`stoker.Batch` that unpacks as
+    ``(images, labels)`` or, with ``return_indices``, ``(images, labels,
+    indices)``, and carries ``.indices``, ``.trace`` and ``.fields``:
 
     - images: ``torch.uint8`` ``[B, 3, H, W]`` (``layout="NHWC"``:
       ``[B, H, W, 3]``), or ``torch.float32`` when the transform ends in
@@ -205,6 +206,11 @@ class Loader:
             in chunks); with ``pin_memory`` the pixels are copied into
             pinned memory and the slot given back at once. See
             :attr:`transport`.
+        trace: report what each sample's ops drew: each batch's
+            ``.trace`` lists, per sample, its ops with their arguments in
+            torchvision.transforms.v2.functional's names (geometry first),
+            which replay through torchvision. It changes no pixel; the
+            server refuses it for batches whose traces could pass 3 MiB.
 
     Every argument is checked when the loader is made: TypeError for a
     wrong type (integers must be ints, numpy's included, never floats or
@@ -253,6 +259,7 @@ class Loader:
         tune_malloc: bool = True,
         transport: str = "auto",
         shuffle_window: Optional[int] = None,
+        trace: bool = False,
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
@@ -288,6 +295,7 @@ class Loader:
             raise ValueError(f"fail_policy must be 'pad' or 'drop', got {fail_policy!r}")
         self.fail_policy = fail_policy
         self.tune_malloc = _args.boolean("tune_malloc", tune_malloc)
+        self.trace = _args.boolean("trace", trace)
         if _args.string("transport", transport) not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(map(repr, TRANSPORTS))}, got {transport!r}")
         if transport == "shm" and shm_request("shm") is None:
@@ -435,7 +443,7 @@ class Loader:
 
     def _job(self) -> Job:
         return Job(self.dataset, self._spec, self.batch_size, self.seed, self.shuffle, self.rank, self.world_size,
-                   self.drop_last, self.layout, self.fail_policy, self.shuffle_window)
+                   self.drop_last, self.layout, self.fail_policy, self.shuffle_window, trace=self.trace)
 
     def state_dict(self) -> Dict[str, Any]:
         """The position to resume from, as plain Python values (fit for
