@@ -14,7 +14,7 @@ from test_transforms import SPECS
 from torchvision.transforms import v2 as tv2
 
 import stoker
-from helpers import assert_same_batches, collect, loader
+from helpers import assert_same_batches, loader
 from stoker import transforms as T
 from stoker.v1 import stoker_pb2 as pb
 
@@ -72,12 +72,26 @@ def _recipes():
 @pytest.mark.parametrize("preset", sorted(PRESET_OPS))
 def test_recipes_make_the_presets_batches(server: str, preset: str) -> None:
     """The recipe, converted from torchvision's Compose (or built from
-    stoker's classes), is the preset: the same batches, seed for seed."""
+    stoker's classes), is the preset: the same draws (the traces: every
+    parameter, interpolations included) and the same batches, seed for
+    seed."""
     recipe = _recipes()[preset]
     assert recipe.transforms == PRESET_OPS[preset]
-    kw = dict(batch_size=16, seed=7, return_indices=True)
+    kw = dict(batch_size=16, seed=7, return_indices=True, trace=True)
     with loader(server, transform=preset, **kw) as a, loader(server, transform=recipe, **kw) as b:
-        assert_same_batches(collect(a), collect(b))
+        (got, got_traces), (want, want_traces) = _take(b), _take(a)
+    assert got_traces == want_traces
+    assert all(s[0][0] == "resized_crop" for t in got_traces for s in t)
+    assert_same_batches(got, want)
+
+
+def _take(ld: stoker.Loader):
+    """An epoch's batches (copied: a loader reuses its buffers) and traces."""
+    batches, traces = [], []
+    for b in ld:
+        batches.append(tuple(t.clone() for t in b))
+        traces.append(b.trace)
+    return batches, traces
 
 
 def _op(**kw) -> pb.Op:
