@@ -519,6 +519,7 @@ func fastEdgePlans(w, h int) []samplePlan {
 	add(w-hw, h-hh, hw, hh) // bottom right
 	add(w/3, h/3, hw, hh)   // middle, unaligned
 	add(w-1, 0, 1, h)       // last column
+	add(0, 0, 1, h)         // first column (a one-chroma-sample-wide region)
 	add(0, h-1, w, 1)       // last row
 	add(w/2+1, h/2+3, 3, 5) // a few pixels, unaligned
 	add(17%w, 33%h, w, h)   // to the bottom right edge from an odd offset

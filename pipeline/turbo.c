@@ -788,12 +788,19 @@ static void crop_columns(stoker_turbo *t, decode_geom *g) {
          &g->uy1);
 
   /* Columns: one spare pixel each side, so that the pixels next to the crop
-   * edge (where fancy upsampling lacks its neighbour) go unused. The
-   * library widens the crop to the left to an iMCU boundary. */
+   * edge (where fancy upsampling lacks its neighbour) go unused, and at
+   * least 16 in all: libjpeg's fancy upsampling of a crop one chroma
+   * sample wide gives other pixels than a whole row's (seen on a crop of
+   * column 0 alone). The library widens the crop to the left to an iMCU
+   * boundary. */
   g->xoff = 0;
   w = (JDIMENSION)g->ow;
   if (!jb->no_region) {
     int rx0 = g->ux0 > 0 ? g->ux0 - 1 : 0, rx1 = g->ux1 < g->ow ? g->ux1 + 1 : g->ow;
+    if (rx1 - rx0 < 16) {
+      rx1 = rx0 + 16 < g->ow ? rx0 + 16 : g->ow;
+      rx0 = rx1 - 16 > 0 ? rx1 - 16 : 0;
+    }
     if (rx1 - rx0 < g->ow) {
       g->xoff = (JDIMENSION)rx0;
       w = (JDIMENSION)(rx1 - rx0);
