@@ -33,6 +33,13 @@ type Op struct {
 	Brightness, Contrast, Saturation float64
 	// Normalize: output = (pixel/255 - Mean) / Std, as float32.
 	Mean, Std [3]float64
+	// RandomResizedCrop, Resize: the resampling filter (bilinear, the
+	// zero value, is torchvision's default) and, for bilinear and bicubic,
+	// NoAntialias to resample without widening the filter when
+	// downscaling (torchvision's antialias=False; antialias=True is its
+	// default).
+	Interp      Interpolation
+	NoAntialias bool
 }
 
 // Layout is the order of a sample's axes.
