@@ -46,7 +46,7 @@ func identityNRGBA(t *testing.T, d *Decoder, data []byte, hd *header) *image.NRG
 // whose region clip must hold the filter's support. The nearest and
 // non-antialiased filters are never DCT-scaled, whatever the scaling.
 func TestTorchFiltersFastMatchGo(t *testing.T) {
-	imgs := fastSynthAndPhotos(t, 4)
+	imgs := fastSynthAndPhotos(t, 2)
 	full := NewDecoder(WithDCTScaling(ScaleOff))
 	pow2 := NewDecoder()
 	defer full.Close()
@@ -142,7 +142,7 @@ func TestFastSIMDSameFilters(t *testing.T) {
 // whole-row decode for the torch filters too (their supports are not the
 // triangle's: the region must hold every tap).
 func TestFastRegionExactFilters(t *testing.T) {
-	imgs := fastSynthAndPhotos(t, 4)
+	imgs := fastSynthAndPhotos(t, 2)
 	region, whole := NewDecoder(WithDCTScaling(ScaleAny)), NewDecoder(WithDCTScaling(ScaleAny))
 	defer region.Close()
 	defer whole.Close()
