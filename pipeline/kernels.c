@@ -38,9 +38,13 @@ static inline int reflect(int i, int n) {
  * (pad[r+1] is row[0]) and zeros after them, for the vector loads. */
 static void blur_pad(const uint8_t *row, int w, int r, int16_t *pad) {
   int i, R = r + 1, n = stoker_blur_pad(w, r);
-  for (i = 0; i < w + 2 * R; i++)
+  for (i = 0; i < R; i++) {
     pad[i] = row[reflect(i - R, w)];
-  for (; i < n; i++)
+    pad[R + w + i] = row[reflect(w + i, w)];
+  }
+  for (i = 0; i < w; i++)
+    pad[R + i] = row[i];
+  for (i = w + 2 * R; i < n; i++)
     pad[i] = 0;
 }
 

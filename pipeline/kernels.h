@@ -30,11 +30,15 @@ int stoker_kernels_simd(void);
 void stoker_gray_avx2(uint8_t *r, uint8_t *g, uint8_t *b, int n);
 int64_t stoker_gray_sum_avx2(const uint8_t *r, const uint8_t *g, const uint8_t *b, int n);
 void stoker_blend_const_avx2(uint8_t *p, int n, float ratio, double c);
+/* the same with c a float32 that blendConst32 found gives the same bytes */
+void stoker_blend_const32_avx2(uint8_t *p, int n, float ratio, float c);
 int stoker_minmax_avx2(const uint8_t *p, int n); /* min | max << 8 */
 void stoker_saturate_avx2(uint8_t *r, uint8_t *g, uint8_t *b, int n, float ratio, double alpha);
 void stoker_hue_avx2(uint8_t *r, uint8_t *g, uint8_t *b, int n, int32_t shift);
 void stoker_sharpen_avx2(uint8_t *pl, int w, int h, double alpha, uint8_t *prev, uint8_t *cur);
 void stoker_xor_avx2(uint8_t *p, int n, uint8_t m);
 void stoker_and_avx2(uint8_t *p, int n, uint8_t m);
+void stoker_solarize_avx2(uint8_t *p, int n, int k);           /* invert v >= k */
+void stoker_add_below_avx2(uint8_t *p, int n, int k, int a);   /* v < k: v + a, saturated */
 
 #endif

@@ -41,6 +41,22 @@ func blendConst(pix []byte, ratio float32, c float64) {
 		blendConstGo(pix, ratio, c)
 		return
 	}
+	var lut [256]byte
+	blendConstLUT(&lut, ratio, c)
+	if c32, ok := blendConst32(&lut, ratio, c); ok {
+		blendConstC32(pix, ratio, c32)
+		return
+	}
+	blendConstC64(pix, ratio, c)
+}
+
+// blendConstC32 and blendConstC64 are blendConst's two sums with AVX2:
+// float32 (where blendConst32 found a c32) and float64.
+func blendConstC32(pix []byte, ratio, c32 float32) {
+	C.stoker_blend_const32_avx2(u8(pix), C.int(len(pix)), C.float(ratio), C.float(c32))
+}
+
+func blendConstC64(pix []byte, ratio float32, c float64) {
 	C.stoker_blend_const_avx2(u8(pix), C.int(len(pix)), C.float(ratio), C.double(c))
 }
 
@@ -105,4 +121,20 @@ func minMax(pl []byte) (lo, hi byte) {
 	}
 	m := C.stoker_minmax_avx2(u8(pl), C.int(len(pl)))
 	return byte(m), byte(m >> 8)
+}
+
+func solarizeBytes(pix []byte, k int) {
+	if kernelsSIMD < 2 {
+		solarizeBytesGo(pix, k)
+		return
+	}
+	C.stoker_solarize_avx2(u8(pix), C.int(len(pix)), C.int(k))
+}
+
+func addBelow(pix []byte, k, a int) {
+	if kernelsSIMD < 2 {
+		addBelowGo(pix, k, a)
+		return
+	}
+	C.stoker_add_below_avx2(u8(pix), C.int(len(pix)), C.int(k), C.int(a))
 }

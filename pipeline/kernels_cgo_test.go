@@ -108,19 +108,47 @@ func TestColourKernelsCgoSameBytes(t *testing.T) {
 	for i := range few {
 		few[i] = byte(i)
 	}
-	for _, f := range []float64{0, 0.3, 1.3, 1.5, 255, 1e9, -1, 0.999999} {
-		for _, c := range []float64{0, 12.5, 100.07, -37.2} {
-			c := float64(float64(float32(c)) * float64(float32(1-f)))
-			cmp(fmt.Sprintf("blend %v with %v", f, c), few,
-				func(r, _, _ []byte) { blendConst(r, float32(f), c) },
+	r := rand.New(rand.NewPCG(35, 2))
+	wide := 0
+	for i := range 200 {
+		f := []float64{0, 0.3, 1.3, 1.5, 255, 1e9, -1, 0.999999}[i%8]
+		if i >= 16 {
+			f = r.Float64() * 3
+		}
+		mean := []float64{0, 12.5, 100.07, -37.2}[i%4]
+		if i >= 16 {
+			mean = r.Float64() * 255
+		}
+		c := float64(float64(float32(mean)) * float64(float32(1-f)))
+		var lut [256]byte
+		blendConstLUT(&lut, float32(f), c)
+		c32, ok := blendConst32(&lut, float32(f), c)
+		if !ok {
+			wide++
+		}
+		cmp(fmt.Sprintf("blend %v with %v (float64)", f, c), few,
+			func(r, _, _ []byte) { blendConstC64(r, float32(f), c) },
+			func(r, _, _ []byte) { blendConstGo(r, float32(f), c) })
+		if ok {
+			cmp(fmt.Sprintf("blend %v with %v (float32 %v)", f, c, c32), few,
+				func(r, _, _ []byte) { blendConstC32(r, float32(f), c32) },
 				func(r, _, _ []byte) { blendConstGo(r, float32(f), c) })
 		}
 	}
+	t.Logf("blends: %d of 200 need the float64 sum", wide)
 	for _, m := range []byte{0, 0x80, 0xf0, 0xfe, 0xff} {
 		cmp(fmt.Sprintf("and %#x", m), few, func(r, _, _ []byte) { andBytes(r, m) },
 			func(r, _, _ []byte) { andBytesGo(r, m) })
 		cmp(fmt.Sprintf("xor %#x", m), few, func(r, _, _ []byte) { xorBytes(r, m) },
 			func(r, _, _ []byte) { xorBytesGo(r, m) })
+	}
+	for _, k := range []int{0, 1, 2, 127, 128, 254, 255, 256} {
+		cmp(fmt.Sprintf("solarize from %d", k), few, func(r, _, _ []byte) { solarizeBytes(r, k) },
+			func(r, _, _ []byte) { solarizeBytesGo(r, k) })
+		for _, a := range []int{-255, -100, -1, 0, 1, 30, 110, 255} {
+			cmp(fmt.Sprintf("add %d below %d", a, k), few, func(r, _, _ []byte) { addBelow(r, k, a) },
+				func(r, _, _ []byte) { addBelowGo(r, k, a) })
+		}
 	}
 	for _, k := range []int{1, 31, 32, 33, 100, len(few)} {
 		for _, fill := range []byte{0, 9, 255} {

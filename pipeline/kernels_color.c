@@ -5,8 +5,8 @@
  * bytes are the same (TestKernelsCgoSameBytes compares them, on every
  * colour where a kernel reads one pixel). Without AVX2 the Go twins run.
  *
- * Each loop does 8 pixels at a time (int32 lanes); the last n % 8 go
- * through the same code in a zero-padded buffer.
+ * Each loop does 8 or 16 pixels at a time; the last few go through the
+ * same code in a zero-padded buffer.
  *
  * No fused multiply-adds (see turbo.c): the products here are exact, so
  * fusing could not change a result, but the rule is the package's. */
@@ -66,62 +66,113 @@ AVX2 static inline __m256i gray8(__m256i r, __m256i g, __m256i b) {
   return _mm256_cvttps_epi32(s);
 }
 
-/* Elementwise loops over three planes (or one) of n pixels, 8 at a time,
+/* gray's exact integer sum (kernels_color.go) on 16 pixels, its weights
+ * (float32 times 2**30) split at 15 bits, W = hi << 15 | lo, for pmaddwd:
+ * the sum is hi_sum << 15 + lo_sum, and its floor over 2**30 is
+ * (hi_sum + lo_sum >> 15) >> 15. */
+#define GRAY_WR_HI 9794
+#define GRAY_WR_LO 11648
+#define GRAY_WG_HI 19234
+#define GRAY_WG_LO 26752
+#define GRAY_WB_HI 3735
+#define GRAY_WB_LO 18088
+
+/* gray16 is gray on the 16 pixels at pr, pg, pb: 16-bit lanes, in order.
+ * Where a sum's fraction is under 2**13 units of 2**-30 but not 0 (gray's
+ * test: a few pixels in a million), all 16 take gray8's float steps, which
+ * agree with the integer sum everywhere else. */
+AVX2 static inline __m256i gray16(const uint8_t *pr, const uint8_t *pg, const uint8_t *pb) {
+  const __m256i zero = _mm256_setzero_si256(), m15 = _mm256_set1_epi32(0x7fff), near = _mm256_set1_epi32(1 << 13);
+  const __m256i khi = _mm256_set1_epi32(GRAY_WR_HI | GRAY_WG_HI << 16);
+  const __m256i klo = _mm256_set1_epi32(GRAY_WR_LO | GRAY_WG_LO << 16);
+  const __m256i bhi = _mm256_set1_epi32(GRAY_WB_HI), blo = _mm256_set1_epi32(GRAY_WB_LO);
+  __m256i r = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)pr));
+  __m256i g = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)pg));
+  __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)pb));
+  __m256i rg0 = _mm256_unpacklo_epi16(r, g), rg1 = _mm256_unpackhi_epi16(r, g);
+  __m256i b0 = _mm256_unpacklo_epi16(b, zero), b1 = _mm256_unpackhi_epi16(b, zero);
+  __m256i lo0 = _mm256_add_epi32(_mm256_madd_epi16(rg0, klo), _mm256_madd_epi16(b0, blo));
+  __m256i lo1 = _mm256_add_epi32(_mm256_madd_epi16(rg1, klo), _mm256_madd_epi16(b1, blo));
+  __m256i s0 = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(rg0, khi), _mm256_madd_epi16(b0, bhi)),
+                                _mm256_srli_epi32(lo0, 15));
+  __m256i s1 = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(rg1, khi), _mm256_madd_epi16(b1, bhi)),
+                                _mm256_srli_epi32(lo1, 15));
+  __m256i f0 = _mm256_and_si256(lo0, m15), f1 = _mm256_and_si256(lo1, m15);
+  __m256i n0 = _mm256_and_si256(_mm256_cmpeq_epi32(_mm256_and_si256(s0, m15), zero),
+                                _mm256_and_si256(_mm256_cmpgt_epi32(near, f0), _mm256_cmpgt_epi32(f0, zero)));
+  __m256i n1 = _mm256_and_si256(_mm256_cmpeq_epi32(_mm256_and_si256(s1, m15), zero),
+                                _mm256_and_si256(_mm256_cmpgt_epi32(near, f1), _mm256_cmpgt_epi32(f1, zero)));
+  __m256i any = _mm256_or_si256(n0, n1);
+  if (__builtin_expect(!_mm256_testz_si256(any, any), 0)) {
+    __m256i ya = gray8(load8(pr), load8(pg), load8(pb)), yb = gray8(load8(pr + 8), load8(pg + 8), load8(pb + 8));
+    return _mm256_permute4x64_epi64(_mm256_packs_epi32(ya, yb), 0xD8);
+  }
+  /* unpack then pack within 128-bit halves: the lanes come back in order */
+  return _mm256_packs_epi32(_mm256_srli_epi32(s0, 15), _mm256_srli_epi32(s1, 15));
+}
+
+/* lo8 and hi8 are pixels 0-7 and 8-15 of 16 16-bit lanes as 32-bit lanes. */
+AVX2 static inline __m256i lo8(__m256i y) { return _mm256_cvtepi16_epi32(_mm256_castsi256_si128(y)); }
+AVX2 static inline __m256i hi8(__m256i y) { return _mm256_cvtepi16_epi32(_mm256_extracti128_si256(y, 1)); }
+
+/* store16 narrows 16 16-bit lanes in 0..255 to 16 bytes. */
+AVX2 static inline void store16(uint8_t *p, __m256i y) {
+  __m256i b = _mm256_permute4x64_epi64(_mm256_packus_epi16(y, y), 0x08);
+  _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(b));
+}
+
+/* Elementwise loops over three planes (or one) of n pixels, B at a time,
  * the tail in a zero-padded copy. */
-#define PLANES3(n, r, g, b, ...)                                                                           \
+#define PLANES3(B, n, r, g, b, ...)                                                                         \
   do {                                                                                                      \
     int i_;                                                                                                 \
-    for (i_ = 0; i_ + 8 <= (n); i_ += 8) {                                                                  \
+    for (i_ = 0; i_ + (B) <= (n); i_ += (B)) {                                                              \
       uint8_t *pr = (r) + i_, *pg = (g) + i_, *pb = (b) + i_;                                               \
-      __VA_ARGS__;                                                                                               \
+      __VA_ARGS__;                                                                                          \
     }                                                                                                       \
     if (i_ < (n)) {                                                                                         \
-      uint8_t tr[8] = {0}, tg[8] = {0}, tb[8] = {0}, *pr = tr, *pg = tg, *pb = tb;                          \
+      uint8_t tr[B] = {0}, tg[B] = {0}, tb[B] = {0}, *pr = tr, *pg = tg, *pb = tb;                          \
       int k_ = (n) - i_;                                                                                    \
       memcpy(tr, (r) + i_, k_), memcpy(tg, (g) + i_, k_), memcpy(tb, (b) + i_, k_);                         \
-      __VA_ARGS__;                                                                                               \
+      __VA_ARGS__;                                                                                          \
       memcpy((r) + i_, tr, k_), memcpy((g) + i_, tg, k_), memcpy((b) + i_, tb, k_);                         \
     }                                                                                                       \
   } while (0)
 
-#define PLANE1(n, p, ...)                                                                                   \
+#define PLANE1(B, n, p, ...)                                                                                \
   do {                                                                                                      \
     int i_;                                                                                                 \
-    for (i_ = 0; i_ + 8 <= (n); i_ += 8) {                                                                  \
+    for (i_ = 0; i_ + (B) <= (n); i_ += (B)) {                                                              \
       uint8_t *pp = (p) + i_;                                                                               \
-      __VA_ARGS__;                                                                                               \
+      __VA_ARGS__;                                                                                          \
     }                                                                                                       \
     if (i_ < (n)) {                                                                                         \
-      uint8_t tp[8] = {0}, *pp = tp;                                                                        \
+      uint8_t tp[B] = {0}, *pp = tp;                                                                        \
       int k_ = (n) - i_;                                                                                    \
       memcpy(tp, (p) + i_, k_);                                                                             \
-      __VA_ARGS__;                                                                                               \
+      __VA_ARGS__;                                                                                          \
       memcpy((p) + i_, tp, k_);                                                                             \
     }                                                                                                       \
   } while (0)
 
 AVX2 void stoker_gray_avx2(uint8_t *r, uint8_t *g, uint8_t *b, int n) {
-  PLANES3(n, r, g, b, {
-    __m256i y = gray8(load8(pr), load8(pg), load8(pb));
-    store8(pr, y), store8(pg, y), store8(pb, y);
+  PLANES3(16, n, r, g, b, {
+    __m256i y = gray16(pr, pg, pb);
+    store16(pr, y), store16(pg, y), store16(pb, y);
   });
 }
 
 AVX2 int64_t stoker_gray_sum_avx2(const uint8_t *r, const uint8_t *g, const uint8_t *b, int n) {
-  /* Each lane sums at most n/8 + 1 grays of at most 254: under 2**31 for
-   * n up to 4096 * 4096. */
+  /* Each 32-bit lane sums at most n/8 + 2 grays of at most 254: under
+   * 2**31 for n up to 4096 * 4096. The padding, black, adds 0 (and the
+   * tail copied back is the same bytes). */
+  const __m256i ones = _mm256_set1_epi16(1);
   __m256i acc = _mm256_setzero_si256();
   int32_t lanes[8];
   int64_t sum = 0;
   int i;
-  for (i = 0; i + 8 <= n; i += 8)
-    acc = _mm256_add_epi32(acc, gray8(load8(r + i), load8(g + i), load8(b + i)));
-  if (i < n) {
-    uint8_t tr[8] = {0}, tg[8] = {0}, tb[8] = {0};
-    memcpy(tr, r + i, n - i), memcpy(tg, g + i, n - i), memcpy(tb, b + i, n - i);
-    /* gray of (0, 0, 0) is 0: the padding adds nothing */
-    acc = _mm256_add_epi32(acc, gray8(load8(tr), load8(tg), load8(tb)));
-  }
+  PLANES3(16, n, (uint8_t *)r, (uint8_t *)g, (uint8_t *)b,
+          acc = _mm256_add_epi32(acc, _mm256_madd_epi16(gray16(pr, pg, pb), ones)));
   _mm256_storeu_si256((__m256i *)lanes, acc);
   for (i = 0; i < 8; i++)
     sum += lanes[i];
@@ -137,10 +188,12 @@ AVX2 static inline __m256i blend8(__m256i v, __m256 ratio, __m256d o_lo, __m256d
 AVX2 void stoker_blend_const_avx2(uint8_t *p, int n, float ratio, double c) {
   const __m256 rv = _mm256_set1_ps(ratio);
   const __m256d cv = _mm256_set1_pd(c);
-  if (c == 0) /* brightness: v*ratio is already a float32 */
-    PLANE1(n, p, store8(pp, clamp_trunc(_mm256_mul_ps(_mm256_cvtepi32_ps(load8(pp)), rv))));
-  else
-    PLANE1(n, p, store8(pp, blend8(load8(pp), rv, cv, cv)));
+  PLANE1(8, n, p, store8(pp, blend8(load8(pp), rv, cv, cv)));
+}
+
+AVX2 void stoker_blend_const32_avx2(uint8_t *p, int n, float ratio, float c) {
+  const __m256 rv = _mm256_set1_ps(ratio), cv = _mm256_set1_ps(c);
+  PLANE1(8, n, p, store8(pp, clamp_trunc(_mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(load8(pp)), rv), cv))));
 }
 
 AVX2 int stoker_minmax_avx2(const uint8_t *p, int n) {
@@ -159,15 +212,20 @@ AVX2 int stoker_minmax_avx2(const uint8_t *p, int n) {
   return a | b << 8;
 }
 
+AVX2 static inline void saturate8(uint8_t *pr, uint8_t *pg, uint8_t *pb, __m256i y, __m256 rv, __m256d av) {
+  __m256d o_lo = _mm256_mul_pd(lo_pdi(y), av), o_hi = _mm256_mul_pd(hi_pdi(y), av);
+  store8(pr, blend8(load8(pr), rv, o_lo, o_hi));
+  store8(pg, blend8(load8(pg), rv, o_lo, o_hi));
+  store8(pb, blend8(load8(pb), rv, o_lo, o_hi));
+}
+
 AVX2 void stoker_saturate_avx2(uint8_t *r, uint8_t *g, uint8_t *b, int n, float ratio, double alpha) {
   const __m256 rv = _mm256_set1_ps(ratio);
   const __m256d av = _mm256_set1_pd(alpha);
-  PLANES3(n, r, g, b, {
-    __m256i y = gray8(load8(pr), load8(pg), load8(pb));
-    __m256d o_lo = _mm256_mul_pd(lo_pdi(y), av), o_hi = _mm256_mul_pd(hi_pdi(y), av);
-    store8(pr, blend8(load8(pr), rv, o_lo, o_hi));
-    store8(pg, blend8(load8(pg), rv, o_lo, o_hi));
-    store8(pb, blend8(load8(pb), rv, o_lo, o_hi));
+  PLANES3(16, n, r, g, b, {
+    __m256i y = gray16(pr, pg, pb);
+    saturate8(pr, pg, pb, lo8(y), rv, av);
+    saturate8(pr + 8, pg + 8, pb + 8, hi8(y), rv, av);
   });
 }
 
@@ -222,7 +280,7 @@ AVX2 static inline void hue8(uint8_t *pr, uint8_t *pg, uint8_t *pb, __m256i shif
 
 AVX2 void stoker_hue_avx2(uint8_t *r, uint8_t *g, uint8_t *b, int n, int32_t shift) {
   const __m256i sv = _mm256_set1_epi32(shift);
-  PLANES3(n, r, g, b, hue8(pr, pg, pb, sv));
+  PLANES3(8, n, r, g, b, hue8(pr, pg, pb, sv));
 }
 
 /* sharpen8 is sharpenRow on 8 pixels at x of a row: up, at, down point
@@ -279,6 +337,40 @@ AVX2 void stoker_xor_avx2(uint8_t *p, int n, uint8_t m) {
     p[i] ^= m;
 }
 
+AVX2 void stoker_solarize_avx2(uint8_t *p, int n, int k) {
+  const __m256i kv = _mm256_set1_epi8((char)(k > 255 ? 255 : k)), ones = _mm256_set1_epi8((char)0xff);
+  int i = 0;
+  if (k > 255)
+    return;
+  for (; i + 32 <= n; i += 32) {
+    __m256i v = _mm256_loadu_si256((const __m256i *)(p + i));
+    __m256i ge = _mm256_cmpeq_epi8(_mm256_max_epu8(v, kv), v); /* v >= k */
+    _mm256_storeu_si256((__m256i *)(p + i), _mm256_xor_si256(v, _mm256_and_si256(ge, ones)));
+  }
+  for (; i < n; i++)
+    if (p[i] >= k)
+      p[i] = (uint8_t)~p[i];
+}
+
+AVX2 void stoker_add_below_avx2(uint8_t *p, int n, int k, int a) {
+  const __m256i av = _mm256_set1_epi8((char)(a < 0 ? -a : a));
+  const __m256i kv = _mm256_set1_epi8((char)(k < 1 ? 0 : k > 256 ? 255 : k - 1));
+  int i = 0;
+  if (k < 1 || a == 0)
+    return;
+  for (; i + 32 <= n; i += 32) {
+    __m256i v = _mm256_loadu_si256((const __m256i *)(p + i));
+    __m256i lt = _mm256_cmpeq_epi8(_mm256_min_epu8(v, kv), v); /* v <= k-1 */
+    __m256i s = a > 0 ? _mm256_adds_epu8(v, av) : _mm256_subs_epu8(v, av);
+    _mm256_storeu_si256((__m256i *)(p + i), _mm256_blendv_epi8(v, s, lt));
+  }
+  for (; i < n; i++)
+    if (p[i] < k) {
+      int x = p[i] + a;
+      p[i] = (uint8_t)(x < 0 ? 0 : x > 255 ? 255 : x);
+    }
+}
+
 AVX2 void stoker_and_avx2(uint8_t *p, int n, uint8_t m) {
   const __m256i mv = _mm256_set1_epi8((char)m);
   int i = 0;
@@ -294,11 +386,14 @@ AVX2 void stoker_and_avx2(uint8_t *p, int n, uint8_t m) {
 void stoker_gray_avx2(uint8_t *r, uint8_t *g, uint8_t *b, int n) {}
 int64_t stoker_gray_sum_avx2(const uint8_t *r, const uint8_t *g, const uint8_t *b, int n) { return 0; }
 void stoker_blend_const_avx2(uint8_t *p, int n, float ratio, double c) {}
+void stoker_blend_const32_avx2(uint8_t *p, int n, float ratio, float c) {}
 int stoker_minmax_avx2(const uint8_t *p, int n) { return 0; }
 void stoker_saturate_avx2(uint8_t *r, uint8_t *g, uint8_t *b, int n, float ratio, double alpha) {}
 void stoker_hue_avx2(uint8_t *r, uint8_t *g, uint8_t *b, int n, int32_t shift) {}
 void stoker_sharpen_avx2(uint8_t *pl, int w, int h, double alpha, uint8_t *prev, uint8_t *cur) {}
 void stoker_xor_avx2(uint8_t *p, int n, uint8_t m) {}
 void stoker_and_avx2(uint8_t *p, int n, uint8_t m) {}
+void stoker_solarize_avx2(uint8_t *p, int n, int k) {}
+void stoker_add_below_avx2(uint8_t *p, int n, int k, int a) {}
 
 #endif

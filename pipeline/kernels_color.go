@@ -12,6 +12,8 @@ package pipeline
 // every machine. Per-pixel work is a table lookup wherever the output
 // depends on one input byte.
 
+import "math"
+
 // adjustBrightness is adjust_brightness(img, f): v*f, clamped, truncated.
 func adjustBrightness(p planes, f float64) {
 	if f != 1 {
@@ -39,12 +41,38 @@ func adjustContrast(p planes, f float64) {
 // is rounded once, as torch's fused add_(…, alpha)), clamped, truncated.
 // blendConst (kernels_cgo.go) is the same with AVX2.
 func blendConstGo(pix []byte, ratio float32, c float64) {
-	rf := float64(ratio)
 	var lut [256]byte
+	blendConstLUT(&lut, ratio, c)
+	applyLUT(pix, &lut)
+}
+
+// blendConstLUT is blendConstGo's table.
+func blendConstLUT(lut *[256]byte, ratio float32, c float64) {
+	rf := float64(ratio)
 	for v := range lut {
 		lut[v] = clampTrunc(float32(float64(float32(float64(v)*rf)) + c))
 	}
-	applyLUT(pix, &lut)
+}
+
+// blendConst32 looks for a float32 c32 that gives lut from v*ratio + c32
+// in float32 arithmetic (a cheaper sum for the vectors): float32(c) or
+// one of its neighbours, checked on every byte.
+func blendConst32(lut *[256]byte, ratio float32, c float64) (float32, bool) {
+	c32 := float32(c)
+	for _, try := range [...]float32{c32, math.Nextafter32(c32, float32(math.Inf(1))),
+		math.Nextafter32(c32, float32(math.Inf(-1)))} {
+		ok := true
+		for v := range lut {
+			if clampTrunc(float32(float32(v)*ratio)+try) != lut[v] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return try, true
+		}
+	}
+	return 0, false
 }
 
 // adjustSaturation is adjust_saturation(img, f): each pixel blended with
@@ -108,8 +136,9 @@ func graySumGo(r, g, b []byte) int64 {
 // truncates. The exact sum (the float32 weights are exact multiples of
 // 2**-30) floors to the same byte except within a few units of 2**-30
 // above an integer, where the float32 roundings can land just below it
-// (3 of the 2**24 colours): there gray takes the float32 steps.
-// TestGrayAllColours checks all 2**24 colours against those steps.
+// (3 of the 2**24 colours): there gray takes the float32 steps. (A sum
+// with no fraction is black's, and exact.) TestGrayAllColours checks all
+// 2**24 colours against those steps.
 const (
 	grayFrac  = 30
 	grayNear  = 1 << 13   // "just above an integer": below every fraction the roundings can cross (2840)
@@ -122,7 +151,7 @@ const (
 // gray is rgb_to_grayscale's uint8 output for one pixel.
 func gray(r, g, b byte) byte {
 	x := int64(r)*grayWR + int64(g)*grayWG + int64(b)*grayWB
-	if x&grayFracM < grayNear {
+	if f := x & grayFracM; f < grayNear && f != 0 {
 		return grayFloat(r, g, b)
 	}
 	return byte(x >> grayFrac)

@@ -18,4 +18,6 @@ func sharpenPlane(pl []byte, w, h int, alpha float64, prev, cur []byte, dl *[511
 	sharpenPlaneGo(pl, w, h, prev, cur, dl)
 }
 
-func minMax(pl []byte) (lo, hi byte) { return minMaxGo(pl) }
+func minMax(pl []byte) (lo, hi byte)  { return minMaxGo(pl) }
+func solarizeBytes(pix []byte, k int) { solarizeBytesGo(pix, k) }
+func addBelow(pix []byte, k, a int)   { addBelowGo(pix, k, a) }

@@ -11,28 +11,46 @@ import "encoding/binary"
 // a threshold above 255 (which torchvision refuses) inverts nothing.
 func solarize(p planes, threshold float64) {
 	t := float32(threshold)
+	k := 0 // the first byte inverted; 256: none
+	for k < 256 && !(float32(k) >= t) {
+		k++
+	}
+	solarizeBytes(p.pix, k)
+}
+
+// solarizeBytesGo inverts the bytes from k up.
+func solarizeBytesGo(pix []byte, k int) {
 	var lut [256]byte
 	for v := range lut {
 		lut[v] = byte(v)
-		if float32(v) >= t {
+		if v >= k {
 			lut[v] = ^byte(v)
 		}
 	}
-	applyLUT(p.pix, &lut)
+	applyLUT(pix, &lut)
 }
 
 // solarizeAdd is timm's solarize_add(img, addition, threshold) (PIL's
 // Image.point with timm's table): bytes below the threshold get
 // min(255, v + addition), clipped at 0 as PIL clips a table's values.
 func solarizeAdd(p planes, addition int, threshold float64) {
+	k := 0 // the bytes below k change
+	for k < 256 && float64(k) < threshold {
+		k++
+	}
+	addBelow(p.pix, k, min(max(addition, -255), 255))
+}
+
+// addBelowGo adds a (-255..255, saturating) to the bytes below k.
+func addBelowGo(pix []byte, k, a int) {
 	var lut [256]byte
 	for v := range lut {
 		lut[v] = byte(v)
-		if float64(v) < threshold {
-			lut[v] = byte(min(max(v+addition, 0), 255))
+		if v < k {
+			lut[v] = byte(min(max(v+a, 0), 255))
 		}
 	}
-	applyLUT(p.pix, &lut)
+	applyLUT(pix, &lut)
 }
 
 // posterize is posterize(img, bits): the top bits kept (bits >= 8: all;
