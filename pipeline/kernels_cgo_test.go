@@ -66,8 +66,9 @@ func everyColour() []byte {
 
 // TestColourKernelsCgoSameBytes checks the colour kernels in C with AVX2
 // (kernels_color.c) against their Go versions: on every colour for those
-// that read a pixel (gray, saturation, hue), on every byte for those that
-// read one byte, and on images of many sizes for sharpness.
+// that read a pixel (gray, and saturation and hue at some arguments; a
+// million colours at others), on every byte for those that read one byte,
+// and on images of many sizes for sharpness.
 func TestColourKernelsCgoSameBytes(t *testing.T) {
 	if kernelsSIMD < 2 {
 		t.Skip("this CPU has no AVX2: the colour kernels run in Go here, and there is no C version to compare")
@@ -86,19 +87,26 @@ func TestColourKernelsCgoSameBytes(t *testing.T) {
 	}
 	all := everyColour()
 	const n = 1 << 24
+	// some is 2**20 colours drawn from all, for the other arguments.
+	some := make([]byte, 3<<20)
+	r := rand.New(rand.NewPCG(35, 3))
+	for i := range 1 << 20 {
+		c := r.IntN(n)
+		some[i], some[1<<20+i], some[2<<20+i] = all[c], all[n+c], all[2*n+c]
+	}
 	cmp("rgb_to_grayscale", all, grayPlanes, grayPlanesGo)
 	if a, b := graySum(all[:n], all[n:2*n], all[2*n:]), graySumGo(all[:n], all[n:2*n], all[2*n:]); a != b {
 		t.Errorf("gray sum: C %d, Go %d", a, b)
 	}
-	for _, f := range []float64{0, 0.6, 1.4, 5, -3} {
+	for i, f := range []float64{0.6, 0, 1.4, 5, -3} {
 		ratio, alpha := float32(f), float64(float32(1-f))
-		cmp(fmt.Sprintf("saturation %v", f), all,
+		cmp(fmt.Sprintf("saturation %v", f), [][]byte{all, some}[min(i, 1)],
 			func(r, g, b []byte) { saturate(r, g, b, ratio, alpha) },
 			func(r, g, b []byte) { saturateGo(r, g, b, ratio, alpha) })
 	}
-	for _, sh := range []int32{1, -1, 3<<hueFrac - 1, -3 << hueFrac, hueShiftOf(0.5), hueShiftOf(0.1),
+	for i, sh := range []int32{hueShiftOf(0.1), -3 << hueFrac, 1, -1, 3<<hueFrac - 1, hueShiftOf(0.5),
 		hueShiftOf(-0.3), hueShiftOf(1.0 / 6)} {
-		cmp(fmt.Sprintf("hue shift %d", sh), all,
+		cmp(fmt.Sprintf("hue shift %d", sh), [][]byte{all, some}[min(i/2, 1)],
 			func(r, g, b []byte) { hueRotate(r, g, b, sh) },
 			func(r, g, b []byte) { hueRotateGo(r, g, b, sh) })
 	}
@@ -108,7 +116,7 @@ func TestColourKernelsCgoSameBytes(t *testing.T) {
 	for i := range few {
 		few[i] = byte(i)
 	}
-	r := rand.New(rand.NewPCG(35, 2))
+	r = rand.New(rand.NewPCG(35, 2))
 	wide := 0
 	for i := range 200 {
 		f := []float64{0, 0.3, 1.3, 1.5, 255, 1e9, -1, 0.999999}[i%8]
