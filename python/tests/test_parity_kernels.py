@@ -7,13 +7,17 @@ torchvision.transforms.v2.functional on the same uint8 tensor. The reference
 is torchvision 0.29.2 (pinned below). Tolerances are issue 35's: point and LUT
 ops exact; brightness, contrast, saturation and sharpness within 1; hue within
 2; blur mean |diff| <= 0.5 and max <= 2, over the whole image, borders
-included (both pad by reflection). A failure prints each op's worst case.
+included (both pad by reflection; where torch refuses a kernel half as wide
+as the image, the reference is numpy's reflect padding, which mirrors again,
+as stoker does). A failure lists every case out of tolerance and each op's
+worst case.
 
 The corpus: crops of real photos (testdata/photos, decoded by
-torchvision.io.decode_jpeg) at odd sizes (224x224, 97x131, 1x7, 7x1, 3x5), a
-constant image, a constant colour, one channel constant, 0/255 extremes,
-random noise, and for the colour ops every 24-bit colour once (a 4096x4096
-image).
+torchvision.io.decode_jpeg) at odd sizes (HxW 224x224, 97x131, 1x7, 7x1,
+3x5), a constant image, a constant colour, one channel constant, 0/255
+extremes, random noise; for hue 65536 random colours; and for grayscale,
+saturation and hue every 24-bit colour once (a 4096x4096 image) at some
+arguments.
 """
 
 from __future__ import annotations
