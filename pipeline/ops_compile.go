@@ -14,6 +14,9 @@ const (
 	maxNodes    = 128
 	maxSteps    = 256 // steps one sample may draw
 	maxPolicyOp = 16  // RandAugment's num_ops, AugMix's mixture_width
+	// maxKernel bounds a blur's side: a sample's blur costs its side in
+	// multiply-adds per pixel (twice).
+	maxKernel = 1023
 )
 
 // node is a compiled op after the geometry: what it draws from, and what
@@ -104,9 +107,12 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 		n.maxSteps = 4
 	case OpGaussianBlur:
 		for _, k := range op.KernelSize {
-			if k <= 0 || k%2 == 0 || k > 2*maxSide+1 {
-				return bad("kernel_size %v: each must be odd and positive", op.KernelSize)
+			if k <= 0 || k%2 == 0 || k > maxKernel {
+				return bad("kernel_size %v: each must be odd, positive and at most %d", op.KernelSize, maxKernel)
 			}
+		}
+		if op.KernelSize[0]/2 >= c.w || op.KernelSize[1]/2 >= c.h {
+			return bad("kernel_size %v on a %dx%d image: torchvision refuses a kernel whose half is not smaller than the image's side", op.KernelSize, c.w, c.h)
 		}
 		if !(op.Sigma[0] > 0 && op.Sigma[0] <= op.Sigma[1] && op.Sigma[1] <= 1e4) {
 			return bad("sigma %v: want 0 < min <= max (at most 10000)", op.Sigma)

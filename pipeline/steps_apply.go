@@ -66,12 +66,24 @@ func checkStep(st *Step, w, h int) error {
 	switch st.Fn {
 	case FnGaussianBlur:
 		for _, k := range st.I[:2] {
-			if k <= 0 || k%2 == 0 || k > 4*maxSide {
-				return bad("kernel_size %v: want odd and positive", st.I[:2])
+			if k <= 0 || k%2 == 0 || k > maxKernel {
+				return bad("kernel_size %v: want odd, positive and at most %d", st.I[:2], maxKernel)
 			}
 		}
 		if !(st.F[0] > 0 && st.F[1] > 0) || st.F[0] > 1e6 || st.F[1] > 1e6 {
 			return bad("sigma %v: want positive", st.F[:2])
+		}
+	case FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustSharpness:
+		if !(st.F[0] >= 0) {
+			return bad("factor %v: want >= 0", st.F[0])
+		}
+	case FnAdjustHue:
+		if !(st.F[0] >= -0.5 && st.F[0] <= 0.5) {
+			return bad("hue_factor %v: want -0.5..0.5", st.F[0])
+		}
+	case FnSolarize:
+		if !(st.F[0] >= 0 && st.F[0] <= 255) {
+			return bad("threshold %v: want 0..255", st.F[0])
 		}
 	case FnPosterize:
 		if st.I[0] < 0 || st.I[0] > 8 {
