@@ -6,7 +6,8 @@ by op, stoker's benchmark (`BenchmarkKernels/<op>/224`: its CPU time per op)
 and the same op in torchvision.transforms.v2.functional on a uint8
 [3, 224, 224] tensor with one thread (its CPU time per op), so that the
 machine's noise lands on both alike. Prints the medians over the rounds and
-torchvision's time over stoker's. The ops and their arguments are the
+torchvision's time over stoker's (the -go rows: stoker's Go resampling, which
+runs where the CPU lacks AVX2 and FMA). The ops and their arguments are the
 benchmark's (pipeline/kernels_bench_test.go): fill 0 (a fill, blended
 through the mask, as RandomRotation's default), erase value="random" as
 torchvision draws it (normal noise) beside stoker's uniform bytes.
@@ -38,7 +39,7 @@ def torch_ops():
     rot = dict(angle=30.5, fill=[0.0, 0.0, 0.0])
     aff = dict(angle=10.0, translate=[5.0, 3.0], scale=1.1, shear=[8.0, 2.0], fill=[0.0, 0.0, 0.0])
     v = torch.tensor([124.0, 116.0, 104.0])[:, None, None]
-    return {
+    ops = {
         "horizontal_flip": lambda: F.horizontal_flip(img),
         "vertical_flip": lambda: F.vertical_flip(img),
         "rotate/bilinear": lambda: F.rotate(img, interpolation=IM.BILINEAR, **rot),
@@ -48,6 +49,10 @@ def torch_ops():
         "erase": lambda: F.erase(img, 20, 30, 100, 120, v),
         "erase/random": lambda: F.erase(img, 20, 30, 100, 120, torch.empty([3, 100, 120]).normal_()),
     }
+    # stoker's Go resampling (CPUs without AVX2 and FMA, CGO_ENABLED=0)
+    for k in ("rotate/bilinear", "rotate/nearest", "affine/bilinear", "affine/nearest"):
+        ops[k + "-go"] = ops[k]
+    return ops
 
 
 def time_torch(fn, seconds: float) -> float:
