@@ -140,7 +140,7 @@ func parseStep(p [2]json.RawMessage) (Step, error) {
 	if !ok {
 		return Step{}, fmt.Errorf("unknown op %q", name)
 	}
-	st := Step{Fn: f, Antialias: true}
+	st := Step{Fn: f, Antialias: f == FnResizedCrop || f == FnResize} // torchvision's antialias=True
 	var args map[string]json.RawMessage
 	if len(p[1]) > 0 && string(p[1]) != "null" {
 		if err := json.Unmarshal(p[1], &args); err != nil {
@@ -272,4 +272,84 @@ func (st *Step) setArg(a arg, raw json.RawMessage) error {
 		st.Center, st.HasCenter = [2]float64(v), true
 	}
 	return nil
+}
+
+// geometrySteps are the plan's geometry as functional ops: resized_crop
+// (RandomResizedCrop), resize and center_crop (Resize, CenterCrop), then
+// horizontal_flip when a fused flip drew one.
+func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
+	aa := func(op *Op) Step {
+		return Step{Interp: op.Interp, Antialias: !op.NoAntialias && op.Interp != InterpNearest}
+	}
+	switch {
+	case t.rrc != nil:
+		st := aa(t.rrc)
+		st.Fn, st.I = FnResizedCrop, [6]int{p.cy, p.cx, p.ch, p.cw, p.outH, p.outW}
+		buf = append(buf, st)
+	default:
+		if t.resize != nil {
+			st := aa(t.resize)
+			st.Fn, st.I = FnResize, [6]int{4: p.rh, 5: p.rw}
+			buf = append(buf, st)
+		}
+		if t.center != nil {
+			buf = append(buf, Step{Fn: FnCenterCrop, I: [6]int{4: p.ch, 5: p.cw}})
+		}
+	}
+	if p.flip {
+		buf = append(buf, Step{Fn: FnHorizontalFlip})
+	}
+	return buf
+}
+
+// AppendTrace appends the trace of the last sample d decoded with t (a
+// JSON list of [op, {arguments}] pairs: see AppendTrace) to b. It is only
+// meaningful after a Decode that succeeded.
+func (d *Decoder) AppendTrace(b []byte, t *Transform) []byte {
+	var geo [4]Step
+	b = append(b, '[')
+	n := 0
+	sep := func() {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+	}
+	for _, st := range t.geometrySteps(&d.last, geo[:0]) {
+		sep()
+		b = st.appendJSON(b)
+	}
+	for i := range d.steps {
+		sep()
+		b = d.steps[i].appendJSON(b)
+	}
+	if t.norm != nil {
+		sep()
+		st := Step{Fn: FnNormalize}
+		copy(st.F[:3], t.norm.Mean[:])
+		copy(st.F[3:], t.norm.Std[:])
+		b = st.appendJSON(b)
+	}
+	return append(b, ']')
+}
+
+// maxStepJSON bounds one step's JSON: the longest, affine's, with every
+// number at its longest (24 bytes), is under 380 (TestStepJSONBound).
+const maxStepJSON = 400
+
+// MaxTraceBytes bounds one sample's trace: its geometry (two steps and a
+// flip), the steps its ops may draw, and a normalize.
+func (t *Transform) MaxTraceBytes() int { return (t.maxSteps+4)*maxStepJSON + 2 }
+
+// Trace is the trace a w x h source image would get for key k, drawn
+// without decoding anything (what `stoker ops draw` prints, and what the
+// sampling tests count): the plan's geometry, the steps, normalize.
+func (t *Transform) Trace(srcW, srcH int, k Key) ([]byte, error) {
+	p, err := t.plan(srcW, srcH, k)
+	if err != nil {
+		return nil, err
+	}
+	d := Decoder{last: p}
+	d.steps = t.drawSteps(k, nil)
+	return d.AppendTrace(nil, t), nil
 }

@@ -100,7 +100,10 @@ func renderReference(t *testing.T) string {
 		fmt.Fprintf(&b, "- [%s](#%s)\n", c.heading, anchor(c.heading))
 	}
 	b.WriteString("- [Metrics](#metrics)\n\n## Commands\n\n```text\n")
-	_, usage := runHelp(t, bin)
+	code, usage := runHelp(t, bin, "--help")
+	if code != 0 {
+		t.Errorf("stoker --help exited %d, want 0", code)
+	}
 	checkHelpWidth(t, "stoker", usage)
 	checkUsageCommands(t, usage)
 	b.WriteString(usage)
