@@ -27,10 +27,8 @@ worst case (`pytest -s` shows it).
 
 from __future__ import annotations
 
-import base64
 import json
 import math
-import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -42,6 +40,8 @@ import torchvision.transforms.v2.functional as F
 from torchvision.io import decode_jpeg, read_file
 from torchvision.transforms import InterpolationMode
 from torchvision.transforms.v2.functional._geometry import _affine_grid, _get_inverse_affine_matrix
+
+from opsapply import ops_apply
 
 REPO = Path(__file__).resolve().parents[2]
 PHOTOS = REPO / "testdata" / "photos"
@@ -85,21 +85,8 @@ def corpus(large: bool) -> Dict[str, Image]:
 
 def run_ops(stoker_bin: Path, cases: Sequence[Tuple[Image, Trace]]) -> List[Image]:
     """Runs every case through one `stoker ops apply`; returns the images."""
-    lines = []
-    for img, trace in cases:
-        _, h, w = img.shape
-        pix = base64.b64encode(img.numpy().tobytes()).decode()
-        lines.append(json.dumps({"w": w, "h": h, "pix": pix, "trace": trace}))
-    r = subprocess.run([str(stoker_bin), "ops", "apply"], input=("\n".join(lines) + "\n").encode(),
-                       capture_output=True, timeout=600)
-    assert r.returncode == 0, r.stderr.decode()
-    outs = [json.loads(line) for line in r.stdout.decode().splitlines()]
-    assert len(outs) == len(cases)
-    got = []
-    for (img, trace), o in zip(cases, outs):
-        assert "error" not in o, f"{trace}: {o.get('error')}"
-        got.append(torch.frombuffer(bytearray(base64.b64decode(o["pix"])), dtype=torch.uint8).reshape(img.shape))
-    return got
+    outs = ops_apply(stoker_bin, [(img.numpy(), trace) for img, trace in cases])
+    return [torch.from_numpy(o) for o in outs]
 
 
 def reference(img: Image, trace: Trace) -> Image:
