@@ -44,15 +44,29 @@ def torch_ops():
         "vertical_flip": lambda: F.vertical_flip(img),
         "rotate/bilinear": lambda: F.rotate(img, interpolation=IM.BILINEAR, **rot),
         "rotate/nearest": lambda: F.rotate(img, interpolation=IM.NEAREST, **rot),
+        # torchvision refuses bicubic for tensors: its tensor path with the
+        # check lifted, as the parity test defines stoker's bicubic
+        "rotate/bicubic": lambda: bicubic_rotate(img, 30.5),
         "affine/bilinear": lambda: F.affine(img, interpolation=IM.BILINEAR, **aff),
         "affine/nearest": lambda: F.affine(img, interpolation=IM.NEAREST, **aff),
         "erase": lambda: F.erase(img, 20, 30, 100, 120, v),
         "erase/random": lambda: F.erase(img, 20, 30, 100, 120, torch.empty([3, 100, 120]).normal_()),
     }
     # stoker's Go resampling (CPUs without AVX2 and FMA, CGO_ENABLED=0)
-    for k in ("rotate/bilinear", "rotate/nearest", "affine/bilinear", "affine/nearest"):
+    for k in ("rotate/bilinear", "rotate/bicubic", "rotate/nearest", "affine/bilinear", "affine/nearest"):
         ops[k + "-go"] = ops[k]
     return ops
+
+
+def bicubic_rotate(img, angle: float):
+    import torch
+    from torchvision.transforms.v2.functional._geometry import _affine_grid, _apply_grid_transform, _get_inverse_affine_matrix
+
+    _, h, w = img.shape
+    matrix = _get_inverse_affine_matrix([0.0, 0.0], -angle, [0.0, 0.0], 1.0, [0.0, 0.0])
+    grid = _affine_grid(torch.tensor(matrix).reshape(1, 2, 3), w=w, h=h, ow=w, oh=h)
+    out = _apply_grid_transform(img.float(), grid, "bicubic", fill=[0.0, 0.0, 0.0])
+    return out.clamp_(0, 255).round_().to(torch.uint8)
 
 
 def time_torch(fn, seconds: float) -> float:

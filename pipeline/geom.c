@@ -9,8 +9,9 @@
  *   torchvision's tensor path (kernels_affine.go says which: its float32
  *   grid, grid_sample's fused unnormalization and tap sums, the fill
  *   blended through the mask, rounding half to even), so that its bytes
- *   are torch's. The image is first interleaved into one word per pixel
- *   (R, G, B, 0) so that one gather fetches a tap's three channels. */
+ *   are torch's; bicubic as kernels_bicubic.go computes it, every
+ *   operation rounded. The image is first interleaved into one word per
+ *   pixel (R, G, B, 0) so that one gather fetches a tap's three channels. */
 /* No fused multiply-adds but the explicit ones (see turbo.c). */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -224,8 +225,80 @@ __attribute__((target("avx2,fma"))) static inline void bilinear8(const grid *g, 
   }
 }
 
+/* cubic_coeffs is kernels_bicubic.go's cubicCoeffs: grid_sample's cubic
+ * weights at fraction t, every operation rounded (no fusing). */
+__attribute__((target("avx2"))) static inline void cubic_coeffs(__m256 t, __m256 c[4]) {
+  const __m256 a = _mm256_set1_ps(-0.75f), one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
+  const __m256 a5 = _mm256_set1_ps(-3.75f), a8 = _mm256_set1_ps(-6.0f), a4 = _mm256_set1_ps(-3.0f);
+  const __m256 a2 = _mm256_set1_ps(1.25f), a3 = _mm256_set1_ps(2.25f);
+  __m256 x[4] = {_mm256_add_ps(t, one), t, _mm256_sub_ps(one, t), _mm256_sub_ps(two, t)};
+  for (int k = 0; k < 4; k += 3) /* 1 < x < 2 */
+    c[k] = _mm256_sub_ps(
+        _mm256_mul_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(a, x[k]), a5), x[k]), a8), x[k]), a4);
+  for (int k = 1; k < 3; k++) /* x <= 1 */
+    c[k] = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(a2, x[k]), a3), x[k]), x[k]), one);
+}
+
+/* cubic_sum is kernels_bicubic.go's cubicSum. */
+__attribute__((target("avx2"))) static inline __m256 cubic_sum(const __m256 c[4], __m256 v0, __m256 v1, __m256 v2,
+                                                               __m256 v3) {
+  return _mm256_add_ps(
+      _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(c[0], v0), _mm256_mul_ps(c[1], v1)), _mm256_mul_ps(c[2], v2)),
+      _mm256_mul_ps(c[3], v3));
+}
+
+/* bicubic8 writes output pixels o..o+cnt-1 (bicubicAffine). */
+__attribute__((target("avx2,fma"))) static inline void bicubic8(const grid *g, const uint32_t *rgbx, uint8_t *pix, int w,
+                                                                int h, int n, float x0, int o, int cnt, const __m256 *f,
+                                                                int nofill) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  __m256 ix, iy;
+  points(g, x0, &ix, &iy);
+  __m256 any = _mm256_and_ps(
+      _mm256_and_ps(_mm256_cmp_ps(ix, _mm256_set1_ps(-2.0f), _CMP_GE_OQ),
+                    _mm256_cmp_ps(ix, _mm256_set1_ps((float)w + 1), _CMP_LT_OQ)),
+      _mm256_and_ps(_mm256_cmp_ps(iy, _mm256_set1_ps(-2.0f), _CMP_GE_OQ),
+                    _mm256_cmp_ps(iy, _mm256_set1_ps((float)h + 1), _CMP_LT_OQ)));
+  __m256 fx = _mm256_floor_ps(ix), fy = _mm256_floor_ps(iy);
+  __m256 cx[4], cy[4];
+  cubic_coeffs(_mm256_sub_ps(ix, fx), cx);
+  cubic_coeffs(_mm256_sub_ps(iy, fy), cy);
+  __m256i xi = _mm256_cvttps_epi32(fx), yi = _mm256_cvttps_epi32(fy);
+  __m256i mx[4], wv = _mm256_set1_epi32(w);
+  for (int k = 0; k < 4; k++)
+    mx[k] = inside(_mm256_add_epi32(xi, _mm256_set1_epi32(k - 1)), w);
+  __m256 rows[3][4], mrow[4];
+  for (int r = 0; r < 4; r++) {
+    __m256i y = _mm256_add_epi32(yi, _mm256_set1_epi32(r - 1));
+    __m256i my = inside(y, h);
+    __m256i base = _mm256_add_epi32(_mm256_mullo_epi32(y, wv), xi);
+    __m256 v[3][4], m[4];
+    for (int k = 0; k < 4; k++) {
+      __m256i mk = _mm256_and_si256(mx[k], my);
+      __m256i t = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)rgbx,
+                                              _mm256_add_epi32(base, _mm256_set1_epi32(k - 1)), mk, 4);
+      m[k] = _mm256_and_ps(_mm256_castsi256_ps(mk), one);
+      for (int c = 0; c < 3; c++)
+        v[c][k] = channel(t, c);
+    }
+    mrow[r] = cubic_sum(cx, m[0], m[1], m[2], m[3]);
+    for (int c = 0; c < 3; c++)
+      rows[c][r] = cubic_sum(cx, v[c][0], v[c][1], v[c][2], v[c][3]);
+  }
+  __m256 mask = cubic_sum(cy, mrow[0], mrow[1], mrow[2], mrow[3]);
+  const __m256 zero = _mm256_setzero_ps(), max = _mm256_set1_ps(255.0f);
+  for (int c = 0; c < 3; c++) {
+    __m256 v = cubic_sum(cy, rows[c][0], rows[c][1], rows[c][2], rows[c][3]);
+    if (!nofill)
+      v = _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(v, f[c]), mask), f[c]);
+    v = _mm256_blendv_ps(f[c], v, any); /* no tap inside: the fill */
+    v = _mm256_min_ps(_mm256_max_ps(v, zero), max);
+    store8(pix + (size_t)c * n + o, round_u8(v), cnt);
+  }
+}
+
 __attribute__((target("avx2,fma"))) static void affine_avx2(const uint32_t *rgbx, uint8_t *pix, int w, int h,
-                                                              const float *prm, int nofill, int nearest) {
+                                                              const float *prm, int nofill, int mode) {
   const int n = w * h;
   const float cx = (float)((w - 1) * 0.5), cy = (float)((h - 1) * 0.5); /* exact */
   grid g = {
@@ -253,17 +326,19 @@ __attribute__((target("avx2,fma"))) static void affine_avx2(const uint32_t *rgbx
     g.ry = _mm256_set1_ps(ry);
     for (int x = 0; x < w; x += 8) {
       int cnt = w - x < 8 ? w - x : 8;
-      if (nearest)
+      if (mode == STOKER_NEAREST)
         nearest8(&g, rgbx, pix, w, h, n, (float)x - cx, y * w + x, cnt, fillw);
+      else if (mode == STOKER_BICUBIC)
+        bicubic8(&g, rgbx, pix, w, h, n, (float)x - cx, y * w + x, cnt, f, nofill);
       else
         bilinear8(&g, rgbx, pix, w, h, n, (float)x - cx, y * w + x, cnt, f, nofill);
     }
   }
 }
 
-void stoker_affine(uint32_t *rgbx, uint8_t *pix, int w, int h, const float *prm, int nofill, int nearest) {
+void stoker_affine(uint32_t *rgbx, uint8_t *pix, int w, int h, const float *prm, int nofill, int mode) {
   interleave(pix, rgbx, w * h);
-  affine_avx2(rgbx, pix, w, h, prm, nofill, nearest);
+  affine_avx2(rgbx, pix, w, h, prm, nofill, mode);
 }
 
 #else
@@ -274,8 +349,8 @@ int stoker_reverse_ok(void) { return 0; }
 
 void stoker_reverse_rows(uint8_t *pix, int w, int rows) { (void)pix, (void)w, (void)rows; }
 
-void stoker_affine(uint32_t *rgbx, uint8_t *pix, int w, int h, const float *prm, int nofill, int nearest) {
-  (void)rgbx, (void)pix, (void)w, (void)h, (void)prm, (void)nofill, (void)nearest;
+void stoker_affine(uint32_t *rgbx, uint8_t *pix, int w, int h, const float *prm, int nofill, int mode) {
+  (void)rgbx, (void)pix, (void)w, (void)h, (void)prm, (void)nofill, (void)mode;
 }
 
 #endif

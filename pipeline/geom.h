@@ -9,10 +9,13 @@
  * AVX2 and FMA). */
 int stoker_affine_ok(void);
 
+/* The resampling modes of stoker_affine. */
+enum { STOKER_BILINEAR = 0, STOKER_NEAREST = 1, STOKER_BICUBIC = 2 };
+
 /* stoker_affine resamples pix, three w x h planes, in place: prm holds the
  * grid (r0x, r1x, r2x, r0y, r1y, r2y: kernels_affine.go's affineGrid) and
  * the fill (three values, 0..255); rgbx is scratch of w*h words. */
-void stoker_affine(uint32_t *rgbx, uint8_t *pix, int w, int h, const float *prm, int nofill, int nearest);
+void stoker_affine(uint32_t *rgbx, uint8_t *pix, int w, int h, const float *prm, int nofill, int mode);
 
 /* stoker_reverse_ok reports whether stoker_reverse_rows runs here (x86-64
  * with SSSE3). */

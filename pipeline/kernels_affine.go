@@ -92,9 +92,9 @@ func roundCast(f float32) uint8 {
 
 // resampleAffine applies m to p: each output pixel takes the value at the
 // point m sends it to, or the fill (clamped to 0..255; checkStep refuses
-// others) where that point is outside. The C version (geom.c) runs
-// where the CPU has AVX2 and FMA; the Go version below gives the same
-// bytes everywhere else (TestAffineCMatchesGo).
+// others) where that point is outside. The C version (geom.c) runs where
+// the CPU has AVX2 and FMA; the Go version below (and kernels_bicubic.go)
+// gives the same bytes everywhere else (TestAffineCMatchesGo).
 func resampleAffine(p planes, m *[6]float64, interp Interpolation, fill [3]float64, noFill bool, s *opScratch) {
 	g := newAffineGrid(m, p.w, p.h)
 	var f [3]float32
@@ -117,9 +117,12 @@ func resampleAffineGo(p planes, g *affineGrid, interp Interpolation, f [3]float3
 	for c := range 3 {
 		fb[c] = roundCast(f[c])
 	}
-	if interp == InterpNearest {
+	switch interp {
+	case InterpNearest:
 		nearestAffine(p, src, g, fb)
-	} else {
+	case InterpBicubic:
+		bicubicAffine(p, src, g, f, fb, noFill)
+	default:
 		bilinearAffine(p, src, g, f, fb, noFill)
 	}
 }

@@ -27,6 +27,8 @@ var geomBenches = func() []geomBench {
 		{"vertical_flip", Step{Fn: FnVerticalFlip}, false},
 		{"rotate/bilinear", with(rot, InterpBilinear), false},
 		{"rotate/bilinear-go", with(rot, InterpBilinear), true},
+		{"rotate/bicubic", with(rot, InterpBicubic), false},
+		{"rotate/bicubic-go", with(rot, InterpBicubic), true},
 		{"rotate/nearest", with(rot, InterpNearest), false},
 		{"rotate/nearest-go", with(rot, InterpNearest), true},
 		{"affine/bilinear", with(aff, InterpBilinear), false},

@@ -267,19 +267,16 @@ func radians(deg float64) float64 {
 	return deg * degToRad
 }
 
-// checkGeom checks a geometric step's arguments as torchvision's tensor
-// kernels would (it refuses what they refuse: bicubic rotate or affine, a
-// scale that is not positive) and refuses fills outside 0..255, which
-// torch would wrap around on uint8.
+// checkGeom checks a geometric step's arguments as torchvision's kernels
+// would (a scale that is not positive) and refuses fills outside 0..255,
+// which torch would wrap around on uint8. Bicubic rotate and affine, which
+// torchvision refuses for tensors, are kernels_bicubic.go's.
 func checkGeom(st *Step) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrUnsupported, st.Fn, fmt.Sprintf(format, a...))
 	}
 	switch st.Fn {
 	case FnRotate, FnAffine:
-		if st.Interp != InterpNearest && st.Interp != InterpBilinear {
-			return bad("interpolation %s: torchvision's rotate and affine on tensors take nearest or bilinear", st.Interp)
-		}
 		if st.Fn == FnAffine && !(st.F[3] > 0) {
 			return bad("scale %v: want positive", st.F[3])
 		}

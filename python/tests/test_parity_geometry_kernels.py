@@ -19,10 +19,15 @@ Tolerances (issue 35):
 - rotate, affine, nearest: no pixel may differ whose sampling point is more
   than 1e-3 from a pixel edge (x.5) on both axes; those that differ on an
   edge (where float rounding may go either way) are counted and reported.
+- rotate, affine, bicubic, which torchvision refuses for tensors (timm's
+  RandAugment draws it, on PIL): against torchvision's tensor path with the
+  check lifted (grid_sample's bicubic, the mask's blend), clamped to 0..255;
+  bilinear's tolerances, the interior two pixels in.
 
-stoker reproduces torch's arithmetic, so on x86-64 (torch 2.15's CPU build)
-every case is identical: the tests print, per op, how many were and the
-worst case (`pytest -s` shows it).
+stoker reproduces torch's arithmetic for nearest and bilinear, so on x86-64
+(torch 2.15's CPU build) those cases are identical; bicubic's sums are
+unfused, within 1e-4 of torch's. The tests print, per op, how many cases were
+identical and the worst case (`pytest -s` shows it).
 """
 
 from __future__ import annotations
@@ -89,10 +94,29 @@ def run_ops(stoker_bin: Path, cases: Sequence[Tuple[Image, Trace]]) -> List[Imag
     return [torch.from_numpy(o) for o in outs]
 
 
+def bicubic_reference(img: Image, name: str, args: dict) -> Image:
+    """rotate or affine in bicubic, which torchvision refuses for tensors:
+    its tensor path with the check lifted (grid_sample's bicubic, the fill
+    blended through the mask), clamped to 0..255 before the cast (torch's
+    cast would wrap the cubic's overshoot)."""
+    _, h, w = img.shape
+    theta = torch.tensor(matrix(img, name, args), dtype=torch.float32).reshape(1, 2, 3)
+    grid = _affine_grid(theta, w=w, h=h, ow=w, oh=h)
+    x = torch.cat([img.float(), torch.ones(1, h, w)])[None]
+    x = torch.nn.functional.grid_sample(x, grid, mode="bicubic", padding_mode="zeros", align_corners=False)[0]
+    out, mask = x[:3], x[3:]
+    if args.get("fill") is not None:
+        fill = torch.tensor(args["fill"], dtype=torch.float32).view(-1, 1, 1)
+        out = (out - fill) * mask + fill
+    return out.clamp(0, 255).round().to(torch.uint8)
+
+
 def reference(img: Image, trace: Trace) -> Image:
     """torchvision's result of a one-step trace."""
     (name, args), = trace
     a = dict(args)
+    if a.get("interpolation") == "bicubic":
+        return bicubic_reference(img, name, args)
     if "interpolation" in a:
         a["interpolation"] = InterpolationMode(a["interpolation"])
     if name == "erase":
@@ -100,16 +124,20 @@ def reference(img: Image, trace: Trace) -> Image:
     return getattr(F, name)(img, **a)
 
 
-def sample_points(img: Image, name: str, args: dict) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Where torchvision samples each output pixel, in input pixels (float64)."""
+def matrix(img: Image, name: str, args: dict) -> List[float]:
+    """torchvision's inverse matrix for a rotate or affine step."""
     _, h, w = img.shape
     center = args.get("center")
     center_f = [0.0, 0.0] if center is None else [c - s * 0.5 for c, s in zip(center, [w, h])]
     if name == "rotate":
-        matrix = _get_inverse_affine_matrix(center_f, -(args["angle"] % 360), [0.0, 0.0], 1.0, [0.0, 0.0])
-    else:
-        matrix = _get_inverse_affine_matrix(center_f, args["angle"], args["translate"], args["scale"], args["shear"])
-    theta = torch.tensor(matrix, dtype=torch.float64).reshape(1, 2, 3)
+        return _get_inverse_affine_matrix(center_f, -(args["angle"] % 360), [0.0, 0.0], 1.0, [0.0, 0.0])
+    return _get_inverse_affine_matrix(center_f, args["angle"], args["translate"], args["scale"], args["shear"])
+
+
+def sample_points(img: Image, name: str, args: dict) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Where torchvision samples each output pixel, in input pixels (float64)."""
+    _, h, w = img.shape
+    theta = torch.tensor(matrix(img, name, args), dtype=torch.float64).reshape(1, 2, 3)
     grid = _affine_grid(theta, w=w, h=h, ow=w, oh=h)[0]
     return ((grid[..., 0] + 1) * w - 1) / 2, ((grid[..., 1] + 1) * h - 1) / 2
 
@@ -142,8 +170,9 @@ def check_resampled(stats: Stats, img_name: str, img: Image, trace: Trace, got: 
     _, h, w = img.shape
     ix, iy = sample_points(img, name, args)
     bad = []
-    if args["interpolation"] == "bilinear":
-        interior = (ix >= 1) & (ix <= w - 2) & (iy >= 1) & (iy <= h - 2)
+    if args["interpolation"] != "nearest":
+        r = 1 if args["interpolation"] == "bilinear" else 2  # a bicubic point's taps reach one pixel farther
+        interior = (ix >= r) & (ix <= w - 1 - r) & (iy >= r) & (iy <= h - 1 - r)
         for part, m in (("interior", interior), ("border", ~interior)):
             if int(m.sum()) == 0:
                 continue
@@ -174,6 +203,7 @@ def run_resampling(stoker_bin: Path, cases: List[Tuple[str, Image, Trace]], op: 
 
 
 FILLS: List[Optional[List[float]]] = [None, [0.0, 0.0, 0.0], [128.0, 128.0, 128.0], [255.0, 0.0, 128.0]]
+INTERPOLATIONS = ("nearest", "bilinear", "bicubic")
 ANGLES = [-180.0, -135.0, -90.0, -45.0, -30.5, 0.0, 12.25, 30.5, 45.0, 90.0, 135.0, 179.5, 180.0, 270.0, 360.5]
 
 
@@ -182,7 +212,7 @@ def rotate_cases(images: Dict[str, Image], fills: Sequence[Optional[List[float]]
     for name, img in images.items():
         _, h, w = img.shape
         for angle in ANGLES:
-            for interp in ("nearest", "bilinear"):
+            for interp in INTERPOLATIONS:
                 for center in (None, [w * 0.25, h * 0.75]):
                     for fill in fills:
                         args = {"angle": angle, "interpolation": interp, "expand": False, "center": center, "fill": fill}
@@ -228,7 +258,7 @@ def affine_cases(images: Dict[str, Image], fills: Sequence[Optional[List[float]]
     for name, img in images.items():
         _, h, w = img.shape
         for k, p in enumerate(affine_params(w, h)):
-            for interp in ("nearest", "bilinear"):
+            for interp in INTERPOLATIONS:
                 # two fills for each set of arguments, in turn through them all
                 for fill in (fills if len(fills) <= 2 else [fills[k % len(fills)], fills[(k + 1) % len(fills)]]):
                     cases.append((name, img, [["affine", {**p, "interpolation": interp, "fill": fill}]]))
