@@ -4,6 +4,7 @@ package pipeline
 
 /*
 #cgo CFLAGS: -O3
+#cgo LDFLAGS: -lm
 #include <stdlib.h>
 #include "turbo.h"
 #include "huff.h"
@@ -141,6 +142,10 @@ func (f *fastState) setJob(o *options, hd *header, p *samplePlan, layout Layout,
 	j.x0, j.y0, j.x1, j.y1 = C.int(r.x0), C.int(r.y0), C.int(r.x1), C.int(r.y1)
 	j.src_w, j.src_h, j.comps = C.int(hd.w), C.int(hd.h), C.int(hd.comps)
 	j.out_w, j.out_h = C.int(p.outW), C.int(p.outH)
+	j.interp, j.antialias = C.int(p.interp), cbool(p.antialias)
+	sx, sy := p.spans()
+	j.sx = C.stoker_span{base: C.int(sx.base), in: C.int(sx.in), out: C.int(sx.out), off: C.int(sx.off)}
+	j.sy = C.stoker_span{base: C.int(sy.base), in: C.int(sy.in), out: C.int(sy.out), off: C.int(sy.off)}
 	j.flip = cbool(p.flip)
 	j.hwc = cbool(layout == HWC)
 	switch o.scaling {

@@ -508,7 +508,7 @@ func fastEdgePlans(w, h int) []samplePlan {
 		cx, cy = min(max(cx, 0), w-1), min(max(cy, 0), h-1)
 		cw, ch = max(1, min(cw, w-cx)), max(1, min(ch, h-cy))
 		for i, o := range [][2]int{{cw, ch}, {max(1, cw*5/2), max(1, ch*3/2)}, {max(1, cw*2/3), max(1, ch*3/4)}, {max(1, cw/9), max(1, ch/9)}, {24, 24}} {
-			ps = append(ps, samplePlan{geom: cropResize, srcW: w, srcH: h, cx: cx, cy: cy, cw: cw, ch: ch, outW: o[0], outH: o[1], flip: i%2 == 1})
+			ps = append(ps, samplePlan{geom: cropResize, srcW: w, srcH: h, cx: cx, cy: cy, cw: cw, ch: ch, outW: o[0], outH: o[1], flip: i%2 == 1, antialias: true})
 		}
 	}
 	hw, hh := max(1, w/2), max(1, h/2)
@@ -519,6 +519,7 @@ func fastEdgePlans(w, h int) []samplePlan {
 	add(w-hw, h-hh, hw, hh) // bottom right
 	add(w/3, h/3, hw, hh)   // middle, unaligned
 	add(w-1, 0, 1, h)       // last column
+	add(0, 0, 1, h)         // first column (a one-chroma-sample-wide region)
 	add(0, h-1, w, 1)       // last row
 	add(w/2+1, h/2+3, 3, 5) // a few pixels, unaligned
 	add(17%w, 33%h, w, h)   // to the bottom right edge from an odd offset
@@ -526,7 +527,7 @@ func fastEdgePlans(w, h int) []samplePlan {
 	for _, size := range []int{max(1, min(w, h)/2), 256} {
 		rw, rh := resizedSize(w, h, [2]int{size, 0})
 		cw, ch := min(rw, 224), min(rh, 224)
-		ps = append(ps, samplePlan{geom: resizeCrop, srcW: w, srcH: h, rw: rw, rh: rh,
+		ps = append(ps, samplePlan{geom: resizeCrop, srcW: w, srcH: h, rw: rw, rh: rh, antialias: true,
 			cx: centerOffset(rw, cw), cy: centerOffset(rh, ch), cw: cw, ch: ch, outW: cw, outH: ch})
 	}
 	return ps
@@ -688,7 +689,7 @@ func TestFastErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	whole := samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cw: hd.w, ch: hd.h, outW: 64, outH: 64}
+	whole := samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cw: hd.w, ch: hd.h, outW: 64, outH: 64, antialias: true}
 	cut := append(bytes.Clone(good[:len(good)*3/10]), 0xFF, 0xD9)
 	if err := d.decodeFast(cut, &hd, &whole, CHW, make([]byte, 3*64*64)); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("truncated with an EOI: got %v, want an error wrapping %v", err, ErrCorrupt)
@@ -745,7 +746,7 @@ func TestFastDCTScaleChoice(t *testing.T) {
 	} {
 		d := NewDecoder(WithDCTScaling(c.s))
 		cw, ch := c.crop[0], c.crop[1]
-		p := samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cx: (hd.w - cw) / 2, cy: (hd.h - ch) / 2, cw: cw, ch: ch, outW: 100, outH: 100}
+		p := samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cx: (hd.w - cw) / 2, cy: (hd.h - ch) / 2, cw: cw, ch: ch, outW: 100, outH: 100, antialias: true}
 		if err := d.decodeFast(data, &hd, &p, CHW, make([]byte, 3*100*100)); err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ func TestAffineCMatchesGo(t *testing.T) {
 	cases := 0
 	for _, sz := range sizes {
 		w, h := sz[0], sz[1]
-		imgs := [][]byte{noiseImage(w, h, uint64(w*h)), make([]byte, 3*w*h), bytes.Repeat([]byte{255}, 3*w*h)}
+		imgs := [][]byte{geomNoise(w, h, uint64(w*h)), make([]byte, 3*w*h), bytes.Repeat([]byte{255}, 3*w*h)}
 		iters := 60
 		if w*h > 10000 { // the Go bicubic is slow: fewer of the large ones
 			iters = 10
@@ -77,7 +77,7 @@ func TestAffineCMatchesGo(t *testing.T) {
 func TestFlipsCMatchesGo(t *testing.T) {
 	for w := 1; w <= 100; w++ {
 		for _, h := range []int{1, 2, 5} {
-			src := noiseImage(w, h, uint64(w+h))
+			src := geomNoise(w, h, uint64(w+h))
 			c, g := append([]byte(nil), src...), append([]byte(nil), src...)
 			reverseRows(c, w, 3*h)
 			reverseRowsGo(g, w, 3*h)

@@ -35,7 +35,7 @@ func randomPlans(r *rand.Rand, w, h, n int) []samplePlan {
 		if r.IntN(4) == 0 {
 			ow, oh = max(1, cw/(1+r.IntN(9))), max(1, ch/(1+r.IntN(9)))
 		}
-		ps = append(ps, samplePlan{geom: cropResize, srcW: w, srcH: h, cx: cx, cy: cy, cw: cw, ch: ch, outW: ow, outH: oh, flip: r.IntN(2) == 0})
+		ps = append(ps, samplePlan{geom: cropResize, srcW: w, srcH: h, cx: cx, cy: cy, cw: cw, ch: ch, outW: ow, outH: oh, flip: r.IntN(2) == 0, antialias: true})
 	}
 	return ps
 }
@@ -144,7 +144,7 @@ func TestIndexRestartCold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cx: hd.w / 2, cy: hd.h - 40, cw: 60, ch: 40, outW: 60, outH: 40}
+	p := samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cx: hd.w / 2, cy: hd.h - 40, cw: 60, ch: 40, outW: 60, outH: 40, antialias: true}
 	ours, theirs := NewDecoder(), NewDecoder()
 	defer ours.Close()
 	defer theirs.Close()

@@ -1,8 +1,28 @@
 package pipeline
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+	"strings"
+)
 
-// Interpolation is a resampling filter, as torchvision's InterpolationMode.
+// Interpolation is the resampling filter of the geometry op (RandomResizedCrop,
+// Resize), with torchvision.transforms.v2's semantics on uint8 tensors
+// (torchvision 0.29.2, torch 2.15.0: torch's uint8 kernels, which torchvision
+// uses on CPUs with AVX2):
+//
+//   - InterpBilinear: the triangle filter, its support widened by the
+//     downscale factor when antialiased (PIL's and torch's antialias). The
+//     default.
+//   - InterpNearest: torch's "nearest": output pixel i reads source pixel
+//     floor(i * in/out), computed in single precision as torch does; never
+//     antialiased.
+//   - InterpBicubic: Keys' cubic with a = -0.5 (as PIL and torch's
+//     antialiased kernel), its support of 2 widened by the downscale factor
+//     when antialiased; without antialias, torch's a = -0.75 cubic on four
+//     taps, edge pixels repeated. Results are clamped to 0..255.
+//
+// Antialias (on unless Op.NoAntialias) applies to bilinear and bicubic.
 type Interpolation uint8
 
 // The interpolations. The zero value is bilinear, torchvision's default.
@@ -12,28 +32,87 @@ const (
 	InterpBicubic
 )
 
-// String is torchvision's lowercase name.
+var interpNames = [...]string{InterpBilinear: "bilinear", InterpNearest: "nearest", InterpBicubic: "bicubic"}
+
+// String is torchvision's lowercase name of the interpolation
+// (InterpolationMode.value).
 func (i Interpolation) String() string {
-	switch i {
-	case InterpBilinear:
-		return "bilinear"
-	case InterpNearest:
-		return "nearest"
-	case InterpBicubic:
-		return "bicubic"
+	if int(i) < len(interpNames) {
+		return interpNames[i]
 	}
 	return fmt.Sprintf("Interpolation(%d)", uint8(i))
 }
 
-// ParseInterpolation parses torchvision's name of an interpolation.
+// ParseInterpolation parses torchvision's name of an interpolation
+// ("nearest", "bilinear", "bicubic"; case-insensitive, as InterpolationMode
+// names are upper case).
 func ParseInterpolation(s string) (Interpolation, error) {
-	switch s {
-	case "bilinear":
-		return InterpBilinear, nil
-	case "nearest":
-		return InterpNearest, nil
-	case "bicubic":
-		return InterpBicubic, nil
+	for i, n := range interpNames {
+		if strings.EqualFold(s, n) {
+			return Interpolation(i), nil
+		}
 	}
-	return 0, fmt.Errorf("%w: interpolation %q: want nearest, bilinear or bicubic", ErrUnsupported, s)
+	return 0, fmt.Errorf("%w: interpolation %q: want one of %s", ErrUnsupported, s, strings.Join(interpNames[:], ", "))
+}
+
+// valid reports whether i is one of the interpolations.
+func (i Interpolation) valid() bool { return int(i) < len(interpNames) }
+
+// geomInterp sets the plan's filter from its geometry op: RandomResizedCrop,
+// else Resize (which a CenterCrop after it follows), else CenterCrop, which
+// does not resample. Antialias is off for nearest, as torchvision has it.
+func (t *Transform) geomInterp(p *samplePlan) error {
+	op := t.center
+	switch {
+	case t.rrc != nil:
+		op = t.rrc
+	case t.resize != nil:
+		op = t.resize
+	}
+	if !op.Interp.valid() {
+		return fmt.Errorf("%w: transform: %s interpolation %d: want bilinear, nearest or bicubic", ErrUnsupported, op.Kind, op.Interp)
+	}
+	p.interp = op.Interp
+	p.antialias = !op.NoAntialias && op.Interp != InterpNearest
+	return nil
+}
+
+// legacyFilter reports whether the plan resamples with turbo.c's original
+// filter (antialiased bilinear through the region's box, PIL's
+// ImagingResample): the bytes of imagenet-train and imagenet-eval, pinned
+// by the golden tests. Every other filter follows torch's uint8 kernels
+// through spans.
+func (p *samplePlan) legacyFilter() bool { return p.interp == InterpBilinear && p.antialias }
+
+// dctScalable reports whether the plan may decode at a DCT scale. A scaled
+// IDCT averages pixels, a low-pass: right before an antialiased filter,
+// wrong before nearest (which must pick pixels) or a filter that is not
+// widened (torch's non-antialiased kernels alias, and are asked for as
+// such).
+func (p *samplePlan) dctScalable() bool { return p.antialias }
+
+// span is one axis of torch's resize as the plan does it: source pixels
+// [base, base+in) are resized to out pixels, of which [off, off+n) are
+// kept.
+type span struct{ base, in, out, off, n int }
+
+// spans returns the plan's geometry as torch computes it: crop then resize
+// (resized_crop), or resize the whole image then crop (resize,
+// center_crop).
+func (p *samplePlan) spans() (x, y span) {
+	if p.geom == cropResize {
+		return span{p.cx, p.cw, p.outW, 0, p.outW}, span{p.cy, p.ch, p.outH, 0, p.outH}
+	}
+	return span{0, p.srcW, p.rw, p.cx, p.outW}, span{0, p.srcH, p.rh, p.cy, p.outH}
+}
+
+// clipMargin is how far, in source pixels, the plan's filter reaches past a
+// box whose side is s times its output's: the radius of the support plus
+// one pixel of slack for rounding. Bilinear keeps the margin its golden
+// bytes were made with.
+func (p *samplePlan) clipMargin(s float64) float64 {
+	if p.interp == InterpBicubic {
+		return 2*math.Max(s, 1) + 1
+	}
+	return math.Max(s, 1) + 1
 }

@@ -11,9 +11,9 @@ import (
 	"testing"
 )
 
-// noiseImage is a w x h image (three planes) of pseudo-random bytes from
+// geomNoise is a w x h image (three planes) of pseudo-random bytes from
 // seed: the same on every machine.
-func noiseImage(w, h int, seed uint64) []byte {
+func geomNoise(w, h int, seed uint64) []byte {
 	r := RNG{k: seed}
 	pix := make([]byte, 3*w*h)
 	for i := range pix {
@@ -36,7 +36,7 @@ func TestFlips(t *testing.T) {
 	}
 	for _, w := range widths {
 		for _, h := range []int{1, 2, 3, 6} {
-			src := noiseImage(w, h, uint64(w*100+h))
+			src := geomNoise(w, h, uint64(w*100+h))
 			hf := append([]byte(nil), src...)
 			horizontalFlip(planes{pix: hf, w: w, h: h})
 			vf := append([]byte(nil), src...)
@@ -56,7 +56,7 @@ func TestFlips(t *testing.T) {
 		}
 	}
 	// rows longer than verticalFlip's swap buffer
-	src := noiseImage(1500, 3, 5)
+	src := geomNoise(1500, 3, 5)
 	vf := append([]byte(nil), src...)
 	verticalFlip(planes{pix: vf, w: 1500, h: 3})
 	if !bytes.Equal(vf[:1500], src[3000:4500]) || !bytes.Equal(vf[1500:3000], src[1500:3000]) {
@@ -67,7 +67,7 @@ func TestFlips(t *testing.T) {
 func TestErase(t *testing.T) {
 	const w, h = 9, 7
 	for _, b := range []struct{ i, j, h, w int }{{0, 0, 0, 0}, {2, 3, 0, 4}, {0, 0, h, w}, {1, 2, 3, 4}, {6, 8, 1, 1}, {5, 7, 10, 10}} {
-		src := noiseImage(w, h, 3)
+		src := geomNoise(w, h, 3)
 		got := append([]byte(nil), src...)
 		v := [3]float64{0.5, 127.9, 255}
 		erase(planes{pix: got, w: w, h: h}, b.i, b.j, b.h, b.w, v)
@@ -102,7 +102,7 @@ func TestErase(t *testing.T) {
 func TestEraseRandom(t *testing.T) {
 	const w, h = 13, 11
 	for _, b := range []struct{ i, j, h, w int }{{0, 0, h, w}, {1, 2, 3, 5}, {4, 4, 7, 1}, {3, 3, 0, 3}, {2, 1, 5, 9}} {
-		src := noiseImage(w, h, 4)
+		src := geomNoise(w, h, 4)
 		got := append([]byte(nil), src...)
 		eraseRandom(planes{pix: got, w: w, h: h}, b.i, b.j, b.h, b.w, 42)
 		r := RNG{k: 42}
@@ -146,7 +146,7 @@ func geomRun(pix []byte, w, h int, st Step) []byte {
 func TestGeomIdentity(t *testing.T) {
 	for _, sz := range append(geomSizes, [2]int{224, 224}) {
 		w, h := sz[0], sz[1]
-		src := noiseImage(w, h, 7)
+		src := geomNoise(w, h, 7)
 		for _, interp := range []Interpolation{InterpNearest, InterpBilinear, InterpBicubic} {
 			for _, st := range []Step{
 				{Fn: FnRotate, F: [6]float64{0}},
@@ -176,7 +176,7 @@ func TestGeomIdentity(t *testing.T) {
 func TestGeomInverses(t *testing.T) {
 	for _, sz := range append(geomSizes, [2]int{224, 224}) {
 		w, h := sz[0], sz[1]
-		src := noiseImage(w, h, 8)
+		src := geomNoise(w, h, 8)
 		seqs := [][]Step{
 			{{Fn: FnHorizontalFlip}, {Fn: FnHorizontalFlip}},
 			{{Fn: FnVerticalFlip}, {Fn: FnVerticalFlip}},
@@ -204,7 +204,7 @@ func TestGeomInverses(t *testing.T) {
 // the image's center given explicitly.
 func TestRotateFastPathsMatchResampling(t *testing.T) {
 	for _, n := range []int{1, 2, 5, 8, 17, 224} {
-		src := noiseImage(n, n, 9)
+		src := geomNoise(n, n, 9)
 		for _, angle := range []float64{90, 180, 270, -90} {
 			for _, interp := range []Interpolation{InterpNearest, InterpBilinear, InterpBicubic} {
 				fast := geomRun(src, n, n, Step{Fn: FnRotate, F: [6]float64{angle}, Interp: interp})
@@ -223,7 +223,7 @@ func TestRotateFastPathsMatchResampling(t *testing.T) {
 func TestAffineTranslate(t *testing.T) {
 	for _, sz := range geomSizes {
 		w, h := sz[0], sz[1]
-		src := noiseImage(w, h, 10)
+		src := geomNoise(w, h, 10)
 		for _, d := range [][2]int{{1, 0}, {-2, 3}, {0, -1}, {w, 0}, {-w - 1, h}} {
 			for _, interp := range []Interpolation{InterpNearest, InterpBilinear, InterpBicubic} {
 				fill := [3]float64{255, 0, 128}
@@ -302,7 +302,7 @@ func geomGoldenSteps() []Step {
 func TestGeomGolden(t *testing.T) {
 	h := sha256.New()
 	for _, sz := range [][2]int{{1, 7}, {7, 1}, {31, 33}, {64, 48}} {
-		src := noiseImage(sz[0], sz[1], 12)
+		src := geomNoise(sz[0], sz[1], 12)
 		for _, st := range geomGoldenSteps() {
 			h.Write(geomRun(src, sz[0], sz[1], st))
 		}
@@ -316,7 +316,7 @@ func TestGeomGolden(t *testing.T) {
 // TestGeomNoAlloc: once the scratch is warm, no kernel allocates.
 func TestGeomNoAlloc(t *testing.T) {
 	const w, h = 61, 47
-	pix := noiseImage(w, h, 13)
+	pix := geomNoise(w, h, 13)
 	p := planes{pix: pix, w: w, h: h}
 	var s opScratch
 	for _, st := range geomGoldenSteps() {
@@ -331,7 +331,7 @@ func TestGeomNoAlloc(t *testing.T) {
 // ones are refused with the op and the argument named.
 func TestGeomTrace(t *testing.T) {
 	const w, h = 5, 4
-	src := noiseImage(w, h, 14)
+	src := geomNoise(w, h, 14)
 	run := func(trace string) ([]byte, error) {
 		steps, err := ParseTrace([]byte(trace))
 		if err != nil {

@@ -26,6 +26,11 @@ type samplePlan struct {
 	cx, cy, cw, ch int
 	outW, outH     int
 	flip           bool
+	// The geometry op's filter, and whether it widens when downscaling.
+	// A plan made by hand (tests) sets antialias for the default filter,
+	// antialiased bilinear: false is torch's non-antialiased kernel.
+	interp    Interpolation
+	antialias bool
 }
 
 // region is the fused form of a plan's geometry: the source rectangle box
@@ -54,6 +59,9 @@ func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 	default: // CenterCrop alone
 		p.cw, p.ch = t.center.Size[1], t.center.Size[0]
 		p.cx, p.cy = centerOffset(srcW, p.cw), centerOffset(srcH, p.ch)
+	}
+	if err := t.geomInterp(&p); err != nil {
+		return p, err
 	}
 	w, h := srcW, srcH
 	if p.geom == resizeCrop {
@@ -132,7 +140,7 @@ func (p *samplePlan) region() region {
 	sx := float64(p.srcW) / float64(p.rw)
 	sy := float64(p.srcH) / float64(p.rh)
 	g := region{bx: float64(float64(p.cx) * sx), by: float64(float64(p.cy) * sy), bw: float64(float64(p.cw) * sx), bh: float64(float64(p.ch) * sy)}
-	mx, my := math.Max(sx, 1)+1, math.Max(sy, 1)+1
+	mx, my := p.clipMargin(sx), p.clipMargin(sy)
 	g.x0 = max(0, int(math.Floor(g.bx-mx)))
 	g.y0 = max(0, int(math.Floor(g.by-my)))
 	g.x1 = min(p.srcW, int(math.Ceil(g.bx+g.bw+mx)))

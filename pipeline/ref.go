@@ -11,8 +11,11 @@ import (
 
 // decodeRef is the reference path: it decodes with Go's image decoders and
 // follows torchvision's ops step by step with imaging (crop, then antialiased
-// bilinear resize; or resize, then crop), then flips and packs. It allocates
-// per image; the fast path is tested against it.
+// bilinear resize; or resize, then crop), then flips and packs. The other
+// filters are torch's uint8 kernels (resampleTorch): imaging's differ from
+// torch's (its nearest picks centers, its filters always widen when
+// downscaling, its sums are float). It allocates per image; the fast path is
+// tested against it.
 //
 // Its bytes are the same on every machine only where the build does not
 // fuse multiply-adds: imaging's resampler is float code outside this module
@@ -28,8 +31,26 @@ func decodeRef(data []byte, p *samplePlan, layout Layout, out []byte) error {
 	if b := src.Bounds(); b.Dx() != p.srcW || b.Dy() != p.srcH {
 		return fmt.Errorf("%w: decoded size %dx%d differs from the header's %dx%d", ErrCorrupt, b.Dx(), b.Dy(), p.srcW, p.srcH)
 	}
+	resampleRef(src, p, layout, out)
+	return nil
+}
+
+// resampleRef is the reference path's geometry: the plan's crop and resize
+// of the decoded image src, flipped and packed into out.
+func resampleRef(src image.Image, p *samplePlan, layout Layout, out []byte) {
 	var img *image.NRGBA
 	crop := image.Rect(p.cx, p.cy, p.cx+p.cw, p.cy+p.ch)
+	if !p.legacyFilter() {
+		// torch's kernels, on the crop's pixels (resized_crop) or the
+		// whole image's (resize, then the crop of it).
+		if p.geom == cropResize {
+			img = imaging.Crop(src, crop.Add(src.Bounds().Min))
+		} else {
+			img = imaging.Clone(src)
+		}
+		resampleTorch(img, p, layout, out)
+		return
+	}
 	if p.geom == cropResize {
 		img = imaging.Crop(src, crop.Add(src.Bounds().Min))
 		if p.cw != p.outW || p.ch != p.outH {
@@ -43,7 +64,6 @@ func decodeRef(data []byte, p *samplePlan, layout Layout, out []byte) error {
 		img = imaging.FlipH(img)
 	}
 	packNRGBA(img, layout, out)
-	return nil
 }
 
 // packNRGBA writes an image's RGB (alpha dropped, as PIL's convert("RGB")

@@ -12,9 +12,13 @@
  * weighs tri((j + 0.5 - center) / max(scale, 1)), normalized over the
  * support, which is clipped to the job's clip rectangle; coefficients are
  * Q14 fixed point with rounding, and the pass between the two directions is
- * rounded to 8 bits, as in PIL. The vertical pass uses SSE2 where the
- * compiler targets it (every x86-64), the horizontal pass SSSE3 where the
- * CPU has it, and plain C otherwise, with identical results.
+ * rounded to 8 bits, as in PIL. The other filters (nearest, bicubic, and
+ * bilinear without antialias) are torch's uint8 kernels (torch_coeffs):
+ * its tap ranges and weights, in fixed point with its precision (14 to 22
+ * bits, by the largest weight), so that they give torch's bytes. The
+ * vertical pass uses SSE2 where the compiler targets it (every x86-64),
+ * the horizontal pass SSSE3 where the CPU has it, and plain C otherwise,
+ * with identical results.
  *
  * Chroma is upsampled as libjpeg does by default ("fancy", triangle), which
  * is what PIL and so torchvision get: stoker's output then matches
@@ -71,19 +75,19 @@
 #include <tmmintrin.h>
 #endif
 
-/* Filter coefficients are Q14 fixed point, so that a pixel times a
- * coefficient fits in 16x16->32-bit multiplies (pmaddwd) and a sum of them
- * in 32 bits. The scalar code computes the same sums: output is the same
- * bytes with or without SIMD. */
+/* Filter coefficients are fixed point, Q14 for antialiased bilinear (PREC)
+ * and torch's precision for the others (an axis' prec), so that a pixel
+ * times a coefficient fits in 16x16->32-bit multiplies (pmaddwd) and a sum
+ * of them in 32 bits. The scalar code computes the same sums: output is
+ * the same bytes with or without SIMD. */
 #define PREC 14
-#define HALF (1 << (PREC - 1))
 
 /* One axis' filter: output i reads 2*np source pixels from start[i], with
- * coefficients k[i*ks ...] (Q14; zero past the support) and, for SIMD, the
- * same coefficients in pairs, each pair broadcast to four 32-bit lanes:
- * kv[(i*np + j)*4 ...] = k[2j] | k[2j+1] << 16. The tap count is the same
- * for every output of an image (the widest support, rounded up to even),
- * which keeps the inner loops branch-predictable. */
+ * coefficients k[i*ks ...] (prec fractional bits; zero past the support)
+ * and, for SIMD, the same coefficients in pairs, each pair broadcast to four
+ * 32-bit lanes: kv[(i*np + j)*4 ...] = k[2j] | k[2j+1] << 16. The tap count
+ * is the same for every output of an image (the widest support, rounded up
+ * to even), which keeps the inner loops branch-predictable. */
 typedef struct {
   int *start;
   int16_t *k;
@@ -91,6 +95,7 @@ typedef struct {
   double *w;
   size_t s_cap, k_cap, kv_cap, w_cap;
   int ks, np;
+  int prec; /* fractional bits of k */
 } axis;
 
 struct stoker_turbo {
@@ -241,9 +246,27 @@ static void grow(stoker_turbo *t, void **p, size_t *cap, size_t n, size_t sz) {
   *cap = n;
 }
 
+/* pack_pairs sets a's tap pair count for supports of at most maxc taps and
+ * fills its SIMD coefficients from its k, for n outputs. */
+static void pack_pairs(stoker_turbo *t, axis *a, int n, int maxc) {
+  int i, j;
+  a->np = (maxc + 1) / 2;
+  grow(t, (void **)&a->kv, &a->kv_cap, (size_t)n * a->np * 4, sizeof(int32_t));
+  for (i = 0; i < n; i++) {
+    const int16_t *kk = a->k + (size_t)i * a->ks;
+    int32_t *kv = a->kv + (size_t)i * a->np * 4;
+    for (j = 0; j < a->np; j++) {
+      int32_t pair = (int32_t)((uint32_t)(uint16_t)kk[2 * j] |
+                               (uint32_t)(uint16_t)kk[2 * j + 1] << 16);
+      kv[4 * j] = kv[4 * j + 1] = kv[4 * j + 2] = kv[4 * j + 3] = pair;
+    }
+  }
+}
+
 /* coeffs fills a with the filter mapping source box [b0, b0+bsize) onto n
  * outputs, support clipped to [c0, c1), output order reversed when flip.
- * *lo, *hi receive the union of the supports. */
+ * *lo, *hi receive the union of the supports. This is antialiased
+ * bilinear, PIL's; torch_coeffs does the other filters. */
 static void coeffs(stoker_turbo *t, axis *a, double b0, double bsize, int n,
                    int c0, int c1, int flip, int *lo, int *hi) {
   double scale = bsize / n;
@@ -306,21 +329,245 @@ static void coeffs(stoker_turbo *t, axis *a, double b0, double bsize, int n,
     if (last + 1 > *hi)
       *hi = last + 1;
   }
-  a->np = (maxc + 1) / 2;
-  grow(t, (void **)&a->kv, &a->kv_cap, (size_t)n * a->np * 4, sizeof(int32_t));
-  for (i = 0; i < n; i++) {
-    const int16_t *kk = a->k + (size_t)i * ks;
-    int32_t *kv = a->kv + (size_t)i * a->np * 4;
-    for (j = 0; j < a->np; j++) {
-      int32_t pair = (int32_t)((uint32_t)(uint16_t)kk[2 * j] |
-                               (uint32_t)(uint16_t)kk[2 * j + 1] << 16);
-      kv[4 * j] = kv[4 * j + 1] = kv[4 * j + 2] = kv[4 * j + 3] = pair;
+  a->prec = PREC;
+  pack_pairs(t, a, n, maxc);
+}
+
+/* The filters of torch's uint8 resize kernels (aten UpSampleKernel.cpp:
+ * HelperInterpLinear, HelperInterpCubic, nearest_idx), in its order of
+ * operations, so that the weights are the same doubles. */
+typedef struct {
+  int interp, aa;
+  double scale;    /* source pixels per output pixel */
+  double support;  /* the filter's radius, in source pixels */
+  double invscale; /* the filter's stretch: 1/scale when widened, else 1 */
+  double frac;     /* where the span starts past its origin pixel */
+  float nscale;    /* nearest: in/out, in single precision as torch has it */
+  int maxi;        /* the most taps one output has (torch's max_interp_size) */
+  int lo, hi;      /* the clip rectangle's side, from the span's origin */
+  int in;          /* the span's source pixels (torch's input_size) */
+} tfilter;
+
+/* cubic1 and cubic2 are Keys' cubic convolution with parameter a for
+ * |x| < 1 and 1 <= |x| < 2 (torch's cubic_convolution1 and 2). */
+static double cubic1(double x, double a) {
+  return ((a + 2) * x - (a + 3)) * x * x + 1;
+}
+static double cubic2(double x, double a) {
+  return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+}
+
+/* tfilter_at is the antialiased filters' kernel at x. */
+static double tfilter_at(const tfilter *f, double x) {
+  x = fabs(x);
+  if (f->interp != STOKER_BICUBIC)
+    return x < 1.0 ? 1.0 - x : 0.0;
+  /* a = -0.5 as PIL (torch's antialiased kernel) */
+  if (x < 1.0)
+    return cubic1(x, -0.5);
+  if (x < 2.0)
+    return cubic2(x, -0.5);
+  return 0.0;
+}
+
+static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* tweights computes output i's weights into w, for the taps [*x0, *x0 + n)
+ * (from the span's origin), returns n, and raises *wmax to the largest
+ * weight as torch counts it. */
+static int tweights(const tfilter *f, int i, double *w, int *x0,
+                    double *wmax) {
+  int j, n;
+  if (f->interp == STOKER_NEAREST) {
+    /* torch: floorf(output_index * scale), index converted to float */
+    *x0 = clampi((int)floorf((float)i * f->nscale), f->lo, f->hi - 1);
+    w[0] = 1;
+    *wmax = *wmax > 1 ? *wmax : 1;
+    return 1;
+  }
+  if (!f->aa) {
+    /* torch's _compute_indices_min_size_weights: two or four taps from
+     * the source index (floored in single precision, as torch's
+     * guard_index_and_lambda does), a = -0.75 for bicubic; taps past the
+     * edge fold onto the edge pixel (torch's float kernels read the edge
+     * pixel there), and the largest weight is taken as they add up. */
+    int cub = f->interp == STOKER_BICUBIC, sup = cub ? 2 : 1, wi = 0;
+    double real = f->scale * (i + 0.5) - 0.5 + f->frac, lambda;
+    long long ii, umin;
+    if (!cub && real < 0)
+      real = 0;
+    ii = (long long)floorf((float)real);
+    if (ii > f->in - 1)
+      ii = f->in - 1;
+    lambda = real - ii;
+    lambda = lambda < 0 ? 0 : lambda > 1 ? 1 : lambda;
+    umin = ii - sup + 1;
+    *x0 = umin < f->lo ? f->lo : (int)umin;
+    n = (int)((ii + sup + 1 < f->hi ? ii + sup + 1 : f->hi) - *x0);
+    n = n < 0 ? 0 : n > f->maxi ? f->maxi : n;
+    for (j = 0; j < f->maxi; j++)
+      w[j] = 0;
+    for (j = 0; j < f->maxi && n > 0; j++) {
+      double x = fabs((double)(j + 1 - sup) - lambda), v;
+      if (cub)
+        v = x < 1.0 ? cubic1(x, -0.75) : x < 2.0 ? cubic2(x, -0.75) : 0.0;
+      else
+        v = x < 1.0 ? 1.0 - x : 0.0;
+      if (umin + j <= f->lo)
+        wi = 0;
+      else if (umin + j >= f->hi - 1)
+        wi = n - 1;
+      w[wi] += v;
+      if (w[wi] > *wmax)
+        *wmax = w[wi];
+      wi++;
     }
+    return n;
+  }
+  /* Antialiased bilinear and bicubic: torch's
+   * _compute_indices_min_size_weights_aa. */
+  {
+    double center = f->scale * (i + 0.5) + f->frac, total = 0.0;
+    long long a = (long long)(center - f->support + 0.5);
+    long long b = (long long)(center + f->support + 0.5);
+    *x0 = a < f->lo ? f->lo : (int)a;
+    n = (int)((b > f->hi ? f->hi : b) - *x0);
+    n = n < 0 ? 0 : n > f->maxi ? f->maxi : n;
+    for (j = 0; j < n; j++) {
+      w[j] = tfilter_at(f, ((double)(j + *x0) - center + 0.5) * f->invscale);
+      total += w[j];
+    }
+    if (total != 0.0)
+      for (j = 0; j < n; j++) {
+        w[j] /= total;
+        if (w[j] > *wmax)
+          *wmax = w[j];
+      }
+    return n;
   }
 }
 
-static inline uint8_t clip8(int32_t v) {
-  v >>= PREC;
+/* torch_precision is the fractional bits torch gives int16 weights whose
+ * largest is wmax: the most that keep it under 2^15. */
+static int torch_precision(double wmax) {
+  int p;
+  for (p = 0; p < 22; p++)
+    if ((int)(0.5 + wmax * (1 << (p + 1))) >= (1 << 15))
+      break;
+  return p;
+}
+
+/* The longest span over which torch_coeffs finds the largest weight over
+ * every output, as torch does: past it (an upscale to hundreds of
+ * thousands of pixels, whose crop keeps a few), only the kept outputs'. */
+#define TORCH_SPAN_MAX 65536
+
+/* torch_coeffs fills a with torch's filter (interp, antialias aa) for span
+ * s scaled by f (m/8 of a DCT-scaled decode; exact at 1), the n kept
+ * outputs, taps clipped to [c0, c1) (scaled pixels), output order
+ * reversed when flip. *lo, *hi receive the union of the supports. */
+static void torch_coeffs(stoker_turbo *t, axis *a, const stoker_span *s,
+                         double f, int n, int interp, int aa, int c0, int c1,
+                         int flip, int *lo, int *hi) {
+  tfilter tf, whole;
+  double base = s->base * f, wmax = 0.0;
+  int origin = (int)floor(base), isz = interp == STOKER_BICUBIC ? 4 : 2;
+  int ks, i, j, maxc = 1, from = 0, to = s->out;
+  tf.interp = interp;
+  tf.aa = aa;
+  tf.scale = (double)s->in * f / s->out;
+  tf.support = isz * 0.5;
+  tf.maxi = interp == STOKER_NEAREST ? 1 : isz;
+  if (aa && interp != STOKER_NEAREST) {
+    if (tf.scale >= 1.0)
+      tf.support = (isz * 0.5) * tf.scale;
+    if (!(tf.support < 1e6))
+      fail(t, STOKER_TOO_LARGE, "jpeg: resampling support is too large");
+    tf.maxi = (int)ceil(tf.support) * 2 + 1;
+  }
+  tf.invscale = tf.scale >= 1.0 && aa ? 1.0 / tf.scale : 1.0;
+  tf.frac = base - origin;
+  tf.nscale = (float)s->in / (float)s->out;
+  tf.in = s->in;
+  tf.lo = c0 - origin;
+  tf.hi = c1 - origin;
+  /* The outputs not kept (a crop of a resize) reach the whole span, not
+   * the clip rectangle, which only holds what the kept ones need. */
+  whole = tf;
+  whole.lo = 0;
+  whole.hi = (int)ceil(base + s->in * f) - origin;
+  ks = (tf.maxi + 1) & ~1;
+  grow(t, (void **)&a->start, &a->s_cap, (size_t)n, sizeof(int));
+  grow(t, (void **)&a->k, &a->k_cap, (size_t)n * ks, sizeof(int16_t));
+  /* rows of weights for the kept outputs and one scratch row, then their
+   * tap counts */
+  grow(t, (void **)&a->w, &a->w_cap, (size_t)(n + 1) * ks + n, sizeof(double));
+  a->ks = ks;
+  if (s->out > TORCH_SPAN_MAX)
+    from = s->off, to = s->off + n;
+  /* The kept outputs' weights and tap counts, and the largest weight of
+   * all outputs, which sets the precision. */
+  for (i = from; i < to; i++) {
+    int keep = i >= s->off && i < s->off + n, x0, m;
+    double *w = a->w + (size_t)(keep ? i - s->off : n) * ks;
+    m = tweights(keep ? &tf : &whole, i, w, &x0, &wmax);
+    if (keep) {
+      a->start[i - s->off] = x0;
+      a->w[(size_t)(n + 1) * ks + (i - s->off)] = m;
+    }
+  }
+  a->prec = torch_precision(wmax);
+  /* In fixed point, rounded half away from zero as torch does, zero taps
+   * at either end dropped (they add nothing: the decode need not reach
+   * their pixels). */
+  *lo = INT_MAX;
+  *hi = INT_MIN;
+  for (i = 0; i < n; i++) {
+    const double *w = a->w + (size_t)i * ks;
+    int16_t *kk = a->k + (size_t)i * ks;
+    int m = (int)a->w[(size_t)(n + 1) * ks + i], first = -1, last = 0;
+    for (j = 0; j < m; j++) {
+      double v = w[j] * (1 << a->prec);
+      kk[j] = (int16_t)(v < 0 ? (int)(-0.5 + v) : (int)(0.5 + v));
+      if (kk[j] != 0) {
+        if (first < 0)
+          first = j;
+        last = j;
+      }
+    }
+    if (m == 0) { /* no tap in the clip (not for a span inside the image) */
+      a->start[i] = clampi(a->start[i], tf.lo, tf.hi - 1);
+      kk[0] = (int16_t)(1 << a->prec);
+      first = last = 0;
+    } else if (first < 0) {
+      first = last = 0;
+    }
+    memmove(kk, kk + first, (size_t)(last - first + 1) * sizeof *kk);
+    memset(kk + (last - first + 1), 0, (size_t)(ks - (last - first + 1)) * sizeof *kk);
+    a->start[i] += origin + first;
+    if (last - first + 1 > maxc)
+      maxc = last - first + 1;
+    if (a->start[i] < *lo)
+      *lo = a->start[i];
+    if (a->start[i] + last - first + 1 > *hi)
+      *hi = a->start[i] + last - first + 1;
+  }
+  for (i = 0; flip && i < n - 1 - i; i++) {
+    int16_t *p = a->k + (size_t)i * ks, *q = a->k + (size_t)(n - 1 - i) * ks;
+    int st = a->start[i];
+    a->start[i] = a->start[n - 1 - i];
+    a->start[n - 1 - i] = st;
+    for (j = 0; j < ks; j++) {
+      int16_t v = p[j];
+      p[j] = q[j];
+      q[j] = v;
+    }
+  }
+  pack_pairs(t, a, n, maxc);
+}
+
+static inline uint8_t clip8(int32_t v, int prec) {
+  v >>= prec;
   return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
@@ -328,15 +575,15 @@ static inline uint8_t clip8(int32_t v) {
 /* The horizontal pass takes SSSE3 (pshufb) where the CPU has it: every
  * x86-64 CPU of the last fifteen years; the others run the scalar code. */
 /* hsum_ssse3 is the sum for one RGBX output of np pairs of taps from p,
- * shifted back from Q14: r g b x in four 32-bit lanes. A pair of pixels
- * r0 g0 b0 x0 r1 g1 b1 x1 is shuffled into r0 r1 g0 g1 b0 b1 x0 x1 as
+ * plus half, shifted back by sh: r g b x in four 32-bit lanes. A pair of
+ * pixels r0 g0 b0 x0 r1 g1 b1 x1 is shuffled into r0 r1 g0 g1 b0 b1 x0 x1 as
  * 16-bit lanes (lo from the first 8 bytes of a load, hi from the next 8),
  * and pmaddwd with the broadcast coefficient pair k0 k1 sums each channel's
  * two products. */
 __attribute__((target("ssse3"))) static inline __attribute__((always_inline)) __m128i
 hsum_ssse3(const uint8_t *p, const __m128i *kv, const int np, __m128i lo,
-           __m128i hi) {
-  __m128i acc = _mm_set1_epi32(HALF), w;
+           __m128i hi, __m128i half, __m128i sh) {
+  __m128i acc = half, w;
   int j;
   for (j = 0; j + 2 <= np; j += 2) {
     w = _mm_loadu_si128((const __m128i *)(p + 8 * j));
@@ -347,7 +594,7 @@ hsum_ssse3(const uint8_t *p, const __m128i *kv, const int np, __m128i lo,
     w = _mm_loadl_epi64((const __m128i *)(p + 8 * j));
     acc = _mm_add_epi32(acc, _mm_madd_epi16(_mm_shuffle_epi8(w, lo), _mm_loadu_si128(kv + j)));
   }
-  return _mm_srai_epi32(acc, PREC);
+  return _mm_sra_epi32(acc, sh);
 }
 
 /* hrgbx_ssse3 is hpass_rgbx with SSSE3, np pairs of taps per output; np is
@@ -363,14 +610,15 @@ hrgbx_ssse3(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar,
   const __m128i hi = _mm_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
   const __m128i to_planar = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   const __m128i to_rgb = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  const __m128i half = _mm_set1_epi32(1 << (a->prec - 1)), sh = _mm_cvtsi32_si128(a->prec);
   const __m128i *kv = (const __m128i *)a->kv;
   const int *st = a->start;
   int i = 0;
   for (; i + 4 <= n; i += 4, kv += 4 * np) {
-    __m128i s0 = hsum_ssse3(src + (size_t)st[i] * 4, kv, np, lo, hi);
-    __m128i s1 = hsum_ssse3(src + (size_t)st[i + 1] * 4, kv + np, np, lo, hi);
-    __m128i s2 = hsum_ssse3(src + (size_t)st[i + 2] * 4, kv + 2 * np, np, lo, hi);
-    __m128i s3 = hsum_ssse3(src + (size_t)st[i + 3] * 4, kv + 3 * np, np, lo, hi);
+    __m128i s0 = hsum_ssse3(src + (size_t)st[i] * 4, kv, np, lo, hi, half, sh);
+    __m128i s1 = hsum_ssse3(src + (size_t)st[i + 1] * 4, kv + np, np, lo, hi, half, sh);
+    __m128i s2 = hsum_ssse3(src + (size_t)st[i + 2] * 4, kv + 2 * np, np, lo, hi, half, sh);
+    __m128i s3 = hsum_ssse3(src + (size_t)st[i + 3] * 4, kv + 3 * np, np, lo, hi, half, sh);
     __m128i v = _mm_packus_epi16(_mm_packs_epi32(s0, s1), _mm_packs_epi32(s2, s3));
     if (planar) {
       uint32_t r, g, b;
@@ -386,7 +634,7 @@ hrgbx_ssse3(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar,
     }
   }
   for (; i < n; i++, kv += np) {
-    __m128i s = hsum_ssse3(src + (size_t)st[i] * 4, kv, np, lo, hi);
+    __m128i s = hsum_ssse3(src + (size_t)st[i] * 4, kv, np, lo, hi, half, sh);
     uint32_t px;
     s = _mm_packs_epi32(s, s);
     px = (uint32_t)_mm_cvtsi128_si32(_mm_packus_epi16(s, s));
@@ -437,20 +685,20 @@ static void hpass_rgbx(const axis *a, int n, const uint8_t *src, uint8_t *dst,
   for (i = 0; i < n; i++) {
     const uint8_t *p = src + (size_t)a->start[i] * 4;
     const int16_t *kk = a->k + (size_t)i * a->ks;
-    int32_t r = HALF, g = HALF, b = HALF;
+    int32_t r = 1 << (a->prec - 1), g = r, b = r;
     for (j = 0; j < 2 * a->np; j++) {
       r += p[4 * j] * kk[j];
       g += p[4 * j + 1] * kk[j];
       b += p[4 * j + 2] * kk[j];
     }
     if (planar) {
-      dst[i] = clip8(r);
-      dst[n + i] = clip8(g);
-      dst[2 * n + i] = clip8(b);
+      dst[i] = clip8(r, a->prec);
+      dst[n + i] = clip8(g, a->prec);
+      dst[2 * n + i] = clip8(b, a->prec);
     } else {
-      dst[3 * i] = clip8(r);
-      dst[3 * i + 1] = clip8(g);
-      dst[3 * i + 2] = clip8(b);
+      dst[3 * i] = clip8(r, a->prec);
+      dst[3 * i + 1] = clip8(g, a->prec);
+      dst[3 * i + 2] = clip8(b, a->prec);
     }
   }
 }
@@ -461,21 +709,24 @@ static void hpass_gray(const axis *a, int n, const uint8_t *src,
   for (i = 0; i < n; i++) {
     const uint8_t *p = src + a->start[i];
     const int16_t *kk = a->k + (size_t)i * a->ks;
-    int32_t v = HALF;
+    int32_t v = 1 << (a->prec - 1);
     for (j = 0; j < 2 * a->np; j++)
       v += p[j] * kk[j];
-    dst[i] = clip8(v);
+    dst[i] = clip8(v, a->prec);
   }
 }
 
 /* vrow computes n bytes of one output row from bytes [off, off+n) of the
- * rows taps[0..2*np), with coefficients k (Q14) and kv (broadcast pairs). */
+ * rows taps[0..2*np), with coefficients k (prec fractional bits) and kv
+ * (broadcast pairs). */
 static void vrow(const uint8_t *const *taps, size_t off, const int16_t *k,
-                 const int32_t *kv, int np, int n, uint8_t *dst, int simd) {
+                 const int32_t *kv, int np, int prec, int n, uint8_t *dst,
+                 int simd) {
   int x = 0, j;
 #if defined(__SSE2__)
   if (n >= 16 && simd >= 1) {
-    const __m128i zero = _mm_setzero_si128(), half = _mm_set1_epi32(HALF);
+    const __m128i zero = _mm_setzero_si128(), half = _mm_set1_epi32(1 << (prec - 1));
+    const __m128i sh = _mm_cvtsi32_si128(prec);
     const __m128i *kp = (const __m128i *)kv;
     for (;;) {
       __m128i a0 = half, a1 = half, a2 = half, a3 = half;
@@ -492,8 +743,8 @@ static void vrow(const uint8_t *const *taps, size_t off, const int16_t *k,
         a2 = _mm_add_epi32(a2, _mm_madd_epi16(_mm_unpacklo_epi8(hi, zero), kk));
         a3 = _mm_add_epi32(a3, _mm_madd_epi16(_mm_unpackhi_epi8(hi, zero), kk));
       }
-      a0 = _mm_packs_epi32(_mm_srai_epi32(a0, PREC), _mm_srai_epi32(a1, PREC));
-      a2 = _mm_packs_epi32(_mm_srai_epi32(a2, PREC), _mm_srai_epi32(a3, PREC));
+      a0 = _mm_packs_epi32(_mm_sra_epi32(a0, sh), _mm_sra_epi32(a1, sh));
+      a2 = _mm_packs_epi32(_mm_sra_epi32(a2, sh), _mm_sra_epi32(a3, sh));
       _mm_storeu_si128((__m128i *)(dst + x), _mm_packus_epi16(a0, a2));
       x += 16;
       if (x >= n)
@@ -504,10 +755,10 @@ static void vrow(const uint8_t *const *taps, size_t off, const int16_t *k,
   (void)kv;
   (void)simd;
   for (; x < n; x++) {
-    int32_t v = HALF;
+    int32_t v = 1 << (prec - 1);
     for (j = 0; j < 2 * np; j++)
       v += taps[j][off + x] * k[j];
-    dst[x] = clip8(v);
+    dst[x] = clip8(v, prec);
   }
 }
 
@@ -532,19 +783,19 @@ static void vpass(stoker_turbo *t, int gray, uint8_t *out) {
     }
     if (!gray) {
       if (jb->hwc) {
-        vrow(t->taps, 0, k, kv, np, rl, out + (size_t)y * rl, sc);
+        vrow(t->taps, 0, k, kv, np, a->prec, rl, out + (size_t)y * rl, sc);
       } else {
-        vrow(t->taps, 0, k, kv, np, W, row0, sc);
-        vrow(t->taps, (size_t)W, k, kv, np, W, row0 + plane, sc);
-        vrow(t->taps, 2 * (size_t)W, k, kv, np, W, row0 + 2 * plane, sc);
+        vrow(t->taps, 0, k, kv, np, a->prec, W, row0, sc);
+        vrow(t->taps, (size_t)W, k, kv, np, a->prec, W, row0 + plane, sc);
+        vrow(t->taps, 2 * (size_t)W, k, kv, np, a->prec, W, row0 + 2 * plane, sc);
       }
     } else if (jb->hwc) {
       uint8_t *o = out + (size_t)y * W * 3;
-      vrow(t->taps, 0, k, kv, np, W, t->line, sc);
+      vrow(t->taps, 0, k, kv, np, a->prec, W, t->line, sc);
       for (x = 0; x < W; x++)
         o[3 * x] = o[3 * x + 1] = o[3 * x + 2] = t->line[x];
     } else {
-      vrow(t->taps, 0, k, kv, np, W, row0, sc);
+      vrow(t->taps, 0, k, kv, np, a->prec, W, row0, sc);
       memcpy(row0 + plane, row0, (size_t)W);
       memcpy(row0 + 2 * plane, row0, (size_t)W);
     }
@@ -552,11 +803,14 @@ static void vpass(stoker_turbo *t, int gray, uint8_t *out) {
 }
 
 /* choose_scale returns the DCT scale in eighths: the smallest allowed one
- * at which the box still covers the output on both sides. */
+ * at which the box still covers the output on both sides. A scaled IDCT
+ * averages pixels: only an antialiased filter may follow it. */
 static int choose_scale(const stoker_job *j) {
   static const int pow2[] = {1, 2, 4}, any[] = {1, 2, 3, 4, 5, 6, 7};
   const int *m;
   int n, i;
+  if (j->interp == STOKER_NEAREST || !j->antialias)
+    return 8;
   switch (j->scaling) {
   case STOKER_SCALE_POW2:
     m = pow2, n = 3;
@@ -697,6 +951,13 @@ static void begin_decode(stoker_turbo *t) {
   t->huff.ix = NULL;
 }
 
+/* span_ok reports whether s keeps n outputs of a resize inside a source
+ * side of size src. */
+static int span_ok(const stoker_span *s, int n, int src) {
+  return s->in > 0 && s->out > 0 && s->base >= 0 && s->base <= src - s->in &&
+         s->off >= 0 && s->off <= s->out - n;
+}
+
 /* open_image checks the job's geometry and the file's header against it,
  * and starts decompressing at the job's scale. */
 static void open_image(stoker_turbo *t, const unsigned char *data, size_t len,
@@ -706,7 +967,9 @@ static void open_image(stoker_turbo *t, const unsigned char *data, size_t len,
   size_t pos;
   if (jb->out_w <= 0 || jb->out_h <= 0 || !(jb->bw > 0) || !(jb->bh > 0) ||
       jb->x0 < 0 || jb->y0 < 0 || jb->x1 > jb->src_w || jb->y1 > jb->src_h ||
-      jb->x0 >= jb->x1 || jb->y0 >= jb->y1)
+      jb->x0 >= jb->x1 || jb->y0 >= jb->y1 || !span_ok(&jb->sx, jb->out_w, jb->src_w) ||
+      !span_ok(&jb->sy, jb->out_h, jb->src_h) || jb->interp < STOKER_BILINEAR ||
+      jb->interp > STOKER_BICUBIC)
     fail(t, STOKER_UNSUPPORTED, "jpeg: bad geometry");
   ci->mem->max_memory_to_use = (long)jb->max_memory;
   jpeg_mem_src(ci, data, (unsigned long)len);
@@ -782,18 +1045,32 @@ static void crop_columns(stoker_turbo *t, decode_geom *g) {
     cy1 = g->oh;
   if (cx0 >= cx1 || cy0 >= cy1)
     fail(t, STOKER_UNSUPPORTED, "jpeg: empty clip rectangle");
-  coeffs(t, &t->ax, jb->bx * f, jb->bw * f, jb->out_w, cx0, cx1, jb->flip,
-         &g->ux0, &g->ux1);
-  coeffs(t, &t->ay, jb->by * f, jb->bh * f, jb->out_h, cy0, cy1, 0, &g->uy0,
-         &g->uy1);
+  if (jb->interp == STOKER_BILINEAR && jb->antialias) {
+    coeffs(t, &t->ax, jb->bx * f, jb->bw * f, jb->out_w, cx0, cx1, jb->flip,
+           &g->ux0, &g->ux1);
+    coeffs(t, &t->ay, jb->by * f, jb->bh * f, jb->out_h, cy0, cy1, 0, &g->uy0,
+           &g->uy1);
+  } else {
+    torch_coeffs(t, &t->ax, &jb->sx, f, jb->out_w, jb->interp, jb->antialias,
+                 cx0, cx1, jb->flip, &g->ux0, &g->ux1);
+    torch_coeffs(t, &t->ay, &jb->sy, f, jb->out_h, jb->interp, jb->antialias,
+                 cy0, cy1, 0, &g->uy0, &g->uy1);
+  }
 
   /* Columns: one spare pixel each side, so that the pixels next to the crop
-   * edge (where fancy upsampling lacks its neighbour) go unused. The
-   * library widens the crop to the left to an iMCU boundary. */
+   * edge (where fancy upsampling lacks its neighbour) go unused, and at
+   * least 16 in all: libjpeg's fancy upsampling of a crop one chroma
+   * sample wide gives other pixels than a whole row's (seen on a crop of
+   * column 0 alone). The library widens the crop to the left to an iMCU
+   * boundary. */
   g->xoff = 0;
   w = (JDIMENSION)g->ow;
   if (!jb->no_region) {
     int rx0 = g->ux0 > 0 ? g->ux0 - 1 : 0, rx1 = g->ux1 < g->ow ? g->ux1 + 1 : g->ow;
+    if (rx1 - rx0 < 16) {
+      rx1 = rx0 + 16 < g->ow ? rx0 + 16 : g->ow;
+      rx0 = rx1 - 16 > 0 ? rx1 - 16 : 0;
+    }
     if (rx1 - rx0 < g->ow) {
       g->xoff = (JDIMENSION)rx0;
       w = (JDIMENSION)(rx1 - rx0);

@@ -30,6 +30,16 @@ enum {
 /* DCT scaling modes (the Go side maps DCTScaling onto these). */
 enum { STOKER_SCALE_POW2 = 0, STOKER_SCALE_OFF = 1, STOKER_SCALE_ANY = 2 };
 
+/* Interpolations: pipeline.Interpolation's values. */
+enum { STOKER_BILINEAR = 0, STOKER_NEAREST = 1, STOKER_BICUBIC = 2 };
+
+/* One axis of a resize as torch does it: the source pixels [base, base+in)
+ * are resized to out pixels, of which [off, off + out_w or out_h) are
+ * kept. */
+typedef struct {
+  int base, in, out, off;
+} stoker_span;
+
 /* One image's job. Go fills it in (it lives in C memory, inside the scratch)
  * before each stoker_decode call, so that the call passes no Go struct. */
 typedef struct {
@@ -39,6 +49,13 @@ typedef struct {
   int x0, y0, x1, y1;
   int src_w, src_h, comps; /* what the Go header parser saw */
   int out_w, out_h;
+  /* The filter (STOKER_BILINEAR ...) and whether it widens when
+   * downscaling. Antialiased bilinear resamples the box above (PIL's
+   * ImagingResample: the bytes the golden tests pin); every other filter
+   * is torch's uint8 kernel on the spans sx, sy, never at a DCT scale
+   * unless antialiased. */
+  int interp, antialias;
+  stoker_span sx, sy;
   int flip; /* mirror x */
   int hwc;  /* 1: interleaved HWC, 0: planar CHW */
   int scaling;

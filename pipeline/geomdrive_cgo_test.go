@@ -1,0 +1,151 @@
+//go:build cgo
+
+package pipeline
+
+// The geometry driver of python/tests/test_parity_geometry.py: the test
+// binary, run with STOKER_GEOMETRY_JOBS naming a JSON file of jobs, decodes
+// each job's JPEG with an explicit geometry (torchvision.transforms.v2.
+// functional's resized_crop, resize, center_crop and their arguments)
+// instead of running the tests, and writes the samples (uint8 HWC, back to
+// back) to STOKER_GEOMETRY_OUT and one JSON line per job to stdout. It is
+// small on purpose: a `stoker ops` command will replace it.
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	if jobs := os.Getenv("STOKER_GEOMETRY_JOBS"); jobs != "" {
+		if err := geomDrive(jobs, os.Getenv("STOKER_GEOMETRY_OUT")); err != nil {
+			fmt.Fprintln(os.Stderr, "geometry driver:", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// geomJob is one decode: Op is "resized_crop" (Top, Left, Height, Width,
+// Size), "resize" (Size: [h, w], or [s] for the shorter side; Crop, when
+// given, a center_crop after it) or "center_crop" (Size).
+type geomJob struct {
+	File          string `json:"file"`
+	Op            string `json:"op"`
+	Top           int    `json:"top"`
+	Left          int    `json:"left"`
+	Height        int    `json:"height"`
+	Width         int    `json:"width"`
+	Size          []int  `json:"size"`
+	Crop          []int  `json:"crop"`
+	Interpolation string `json:"interpolation"`
+	Antialias     bool   `json:"antialias"`
+	Path          string `json:"path"`    // "fast" (the default) or "ref"
+	Scaling       string `json:"scaling"` // "pow2" (the default), "any", "off"
+}
+
+// geomResult is the line written for each job.
+type geomResult struct {
+	H      int    `json:"h"`
+	W      int    `json:"w"`
+	ScaleM int    `json:"scale_m"` // the DCT scale in eighths (8: none)
+	Error  string `json:"error,omitempty"`
+}
+
+func geomDrive(jobsPath, outPath string) error {
+	b, err := os.ReadFile(jobsPath)
+	if err != nil {
+		return err
+	}
+	var jobs []geomJob
+	if err := json.Unmarshal(b, &jobs); err != nil {
+		return err
+	}
+	f, err := os.Create(outPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(os.Stdout)
+	decs := map[string]*Decoder{}
+	for _, j := range jobs {
+		key := j.Path + "/" + j.Scaling
+		if decs[key] == nil {
+			s := map[string]DCTScaling{"": ScalePow2, "pow2": ScalePow2, "any": ScaleAny, "off": ScaleOff}[j.Scaling]
+			decs[key] = NewDecoder(WithDCTScaling(s), WithReference(j.Path == "ref"))
+		}
+		out, res := geomDecode(decs[key], j)
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	}
+	return w.Flush()
+}
+
+// geomDecode runs one job: the plan from a Transform of the job's op (a
+// RandomResizedCrop's, its box then replaced by the job's), decoded.
+func geomDecode(d *Decoder, j geomJob) ([]byte, geomResult) {
+	fail := func(err error) ([]byte, geomResult) { return nil, geomResult{Error: err.Error()} }
+	data, err := os.ReadFile(j.File)
+	if err != nil {
+		return fail(err)
+	}
+	interp, err := ParseInterpolation(j.Interpolation)
+	if err != nil {
+		return fail(err)
+	}
+	size := func(s []int) [2]int {
+		var v [2]int
+		copy(v[:], s)
+		return v
+	}
+	op := Op{Size: size(j.Size), Interp: interp, NoAntialias: !j.Antialias}
+	ops := []Op{op}
+	switch j.Op {
+	case "resized_crop":
+		ops[0].Kind = OpRandomResizedCrop
+	case "resize":
+		ops[0].Kind = OpResize
+		if len(j.Crop) > 0 {
+			ops = append(ops, Op{Kind: OpCenterCrop, Size: size(j.Crop)})
+		}
+	case "center_crop":
+		ops[0].Kind = OpCenterCrop
+	default:
+		return fail(fmt.Errorf("unknown op %q", j.Op))
+	}
+	t, err := NewTransform(HWC, ops...)
+	if err != nil {
+		return fail(err)
+	}
+	hd, err := parseHeader(data)
+	if err != nil {
+		return fail(err)
+	}
+	p, err := t.plan(hd.w, hd.h, Key{})
+	if err != nil {
+		return fail(err)
+	}
+	if j.Op == "resized_crop" {
+		p.cx, p.cy, p.cw, p.ch = j.Left, j.Top, j.Width, j.Height
+		if p.cx < 0 || p.cy < 0 || p.cw < 1 || p.ch < 1 || p.cx+p.cw > hd.w || p.cy+p.ch > hd.h {
+			return fail(fmt.Errorf("box %+v outside the %dx%d image", j, hd.w, hd.h))
+		}
+	}
+	out := make([]byte, 3*p.outW*p.outH)
+	if err := d.decodeGuarded(data, &hd, &p, HWC, out); err != nil {
+		return fail(err)
+	}
+	res := geomResult{H: p.outH, W: p.outW, ScaleM: 8}
+	if j.Path != "ref" && hd.comps != 4 {
+		res.ScaleM = d.fast.stats().scaleM
+	}
+	return out, res
+}

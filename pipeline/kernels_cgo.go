@@ -1,0 +1,140 @@
+//go:build cgo
+
+package pipeline
+
+/*
+#cgo CFLAGS: -O3
+#include "kernels.h"
+*/
+import "C"
+
+import "unsafe"
+
+// kernelsSIMD is the SIMD level kernels.c and kernels_color.c use: the
+// best this CPU has (0 none, 1 SSE2, 2 AVX2). The blur has every level;
+// the colour kernels run in C with AVX2 and in Go below it. Tests compare
+// every level with the Go versions (kernels_cgo_test.go).
+var kernelsSIMD = int(C.stoker_kernels_simd())
+
+// The kernels' inner loops, in C where it pays: the same bytes as their Go
+// versions (the ...Go functions).
+
+func blurPlanes(p planes, bx, by *blurTaps, s *opScratch) { blurPlanesC(p, bx, by, s, kernelsSIMD) }
+
+// blurPlanesC is stoker_blur at a given SIMD level.
+func blurPlanesC(p planes, bx, by *blurTaps, s *opScratch, simd int) {
+	w, h := p.w, p.h
+	mid := s.bytes(1, 2*w*h)
+	pad := s.bytes(2, 2*int(C.stoker_blur_pad(C.int(w), C.int(bx.r))))
+	ints := s.int32s(1, int(C.stoker_blur_ints(C.int(bx.r), C.int(by.r))))
+	C.stoker_blur(u8(p.pix), C.int(w), C.int(h),
+		(*C.int32_t)(&bx.w[0]), C.int(bx.r), (*C.int32_t)(&by.w[0]), C.int(by.r),
+		(*C.int16_t)(unsafe.Pointer(&mid[0])), (*C.int16_t)(unsafe.Pointer(&pad[0])),
+		(*C.int32_t)(&ints[0]), C.int(simd))
+}
+
+// u8 is b's first byte for C; b is not empty.
+func u8(b []byte) *C.uint8_t { return (*C.uint8_t)(&b[0]) }
+
+func blendConst(pix []byte, ratio float32, c float64) {
+	if kernelsSIMD < 2 {
+		blendConstGo(pix, ratio, c)
+		return
+	}
+	var lut [256]byte
+	blendConstLUT(&lut, ratio, c)
+	if c32, ok := blendConst32(&lut, ratio, c); ok {
+		blendConstC32(pix, ratio, c32)
+		return
+	}
+	blendConstC64(pix, ratio, c)
+}
+
+// blendConstC32 and blendConstC64 are blendConst's two sums with AVX2:
+// float32 (where blendConst32 found a c32) and float64.
+func blendConstC32(pix []byte, ratio, c32 float32) {
+	C.stoker_blend_const32_avx2(u8(pix), C.int(len(pix)), C.float(ratio), C.float(c32))
+}
+
+func blendConstC64(pix []byte, ratio float32, c float64) {
+	C.stoker_blend_const_avx2(u8(pix), C.int(len(pix)), C.float(ratio), C.double(c))
+}
+
+func saturate(r, g, b []byte, ratio float32, alpha float64) {
+	if kernelsSIMD < 2 {
+		saturateGo(r, g, b, ratio, alpha)
+		return
+	}
+	C.stoker_saturate_avx2(u8(r), u8(g), u8(b), C.int(len(r)), C.float(ratio), C.double(alpha))
+}
+
+func grayPlanes(r, g, b []byte) {
+	if kernelsSIMD < 2 {
+		grayPlanesGo(r, g, b)
+		return
+	}
+	C.stoker_gray_avx2(u8(r), u8(g), u8(b), C.int(len(r)))
+}
+
+func graySum(r, g, b []byte) int64 {
+	if kernelsSIMD < 2 {
+		return graySumGo(r, g, b)
+	}
+	return int64(C.stoker_gray_sum_avx2(u8(r), u8(g), u8(b), C.int(len(r))))
+}
+
+func hueRotate(r, g, b []byte, shift int32) {
+	if kernelsSIMD < 2 {
+		hueRotateGo(r, g, b, shift)
+		return
+	}
+	C.stoker_hue_avx2(u8(r), u8(g), u8(b), C.int(len(r)), C.int32_t(shift))
+}
+
+func sharpenPlane(pl []byte, w, h int, alpha float64, prev, cur []byte, dl *[511]float64) {
+	if kernelsSIMD < 2 {
+		sharpenPlaneGo(pl, w, h, prev, cur, dl)
+		return
+	}
+	C.stoker_sharpen_avx2(u8(pl), C.int(w), C.int(h), C.double(alpha), u8(prev), u8(cur))
+}
+
+func xorBytes(pix []byte, m byte) {
+	if kernelsSIMD < 2 {
+		xorBytesGo(pix, m)
+		return
+	}
+	C.stoker_xor_avx2(u8(pix), C.int(len(pix)), C.uint8_t(m))
+}
+
+func andBytes(pix []byte, m byte) {
+	if kernelsSIMD < 2 {
+		andBytesGo(pix, m)
+		return
+	}
+	C.stoker_and_avx2(u8(pix), C.int(len(pix)), C.uint8_t(m))
+}
+
+func minMax(pl []byte) (lo, hi byte) {
+	if kernelsSIMD < 2 {
+		return minMaxGo(pl)
+	}
+	m := C.stoker_minmax_avx2(u8(pl), C.int(len(pl)))
+	return byte(m), byte(m >> 8)
+}
+
+func solarizeBytes(pix []byte, k int) {
+	if kernelsSIMD < 2 {
+		solarizeBytesGo(pix, k)
+		return
+	}
+	C.stoker_solarize_avx2(u8(pix), C.int(len(pix)), C.int(k))
+}
+
+func addBelow(pix []byte, k, a int) {
+	if kernelsSIMD < 2 {
+		addBelowGo(pix, k, a)
+		return
+	}
+	C.stoker_add_below_avx2(u8(pix), C.int(len(pix)), C.int(k), C.int(a))
+}

@@ -1,0 +1,23 @@
+//go:build !cgo
+
+package pipeline
+
+// Without cgo the kernels' inner loops are their Go versions.
+
+func blurPlanes(p planes, bx, by *blurTaps, s *opScratch) { blurPlanesGo(p, bx, by, s) }
+func blendConst(pix []byte, ratio float32, c float64)     { blendConstGo(pix, ratio, c) }
+func saturate(r, g, b []byte, ratio float32, alpha float64) {
+	saturateGo(r, g, b, ratio, alpha)
+}
+func grayPlanes(r, g, b []byte)             { grayPlanesGo(r, g, b) }
+func graySum(r, g, b []byte) int64          { return graySumGo(r, g, b) }
+func hueRotate(r, g, b []byte, shift int32) { hueRotateGo(r, g, b, shift) }
+func xorBytes(pix []byte, m byte)           { xorBytesGo(pix, m) }
+func andBytes(pix []byte, m byte)           { andBytesGo(pix, m) }
+func sharpenPlane(pl []byte, w, h int, alpha float64, prev, cur []byte, dl *[511]float64) {
+	sharpenPlaneGo(pl, w, h, prev, cur, dl)
+}
+
+func minMax(pl []byte) (lo, hi byte)  { return minMaxGo(pl) }
+func solarizeBytes(pix []byte, k int) { solarizeBytesGo(pix, k) }
+func addBelow(pix []byte, k, a int)   { addBelowGo(pix, k, a) }

@@ -1,0 +1,245 @@
+package pipeline
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"math/rand/v2"
+	"testing"
+)
+
+// The photometric kernels' parity with torchvision is
+// python/tests/test_parity_kernels.py; these test what it does not see.
+
+// kernelCases are steps of every photometric kernel, with arguments that
+// change pixels.
+var kernelCases = []Step{
+	{Fn: FnAdjustBrightness, F: [6]float64{1.3}},
+	{Fn: FnAdjustBrightness, F: [6]float64{0.4}},
+	{Fn: FnAdjustContrast, F: [6]float64{1.7}},
+	{Fn: FnAdjustSaturation, F: [6]float64{0.6}},
+	{Fn: FnAdjustSaturation, F: [6]float64{2.5}},
+	{Fn: FnAdjustHue, F: [6]float64{0.1}},
+	{Fn: FnAdjustHue, F: [6]float64{-0.45}},
+	{Fn: FnAdjustSharpness, F: [6]float64{1.7}},
+	{Fn: FnAdjustSharpness, F: [6]float64{0.2}},
+	{Fn: FnRGBToGrayscale, I: [6]int{3}},
+	{Fn: FnSolarize, F: [6]float64{128}},
+	{Fn: FnSolarizeAdd, I: [6]int{40}, F: [6]float64{128}},
+	{Fn: FnPosterize, I: [6]int{3}},
+	{Fn: FnInvert},
+	{Fn: FnEqualize},
+	{Fn: FnAutocontrast},
+	{Fn: FnGaussianBlur, I: [6]int{9, 9}, F: [6]float64{1.2, 1.2}},
+	{Fn: FnGaussianBlur, I: [6]int{23, 5}, F: [6]float64{3, 0.7}},
+}
+
+// noiseImage is w x h smooth-ish noise, CHW: a gradient plus noise, so
+// that every op changes something.
+func noiseImage(w, h int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 35))
+	pix := make([]byte, 3*w*h)
+	for c := range 3 {
+		for y := range h {
+			for x := range w {
+				v := 40 + 50*c + (x*97+y*61)%120 + r.IntN(40)
+				pix[(c*h+y)*w+x] = byte(v)
+			}
+		}
+	}
+	return pix
+}
+
+func applyOne(pix []byte, w, h int, st Step, s *opScratch) {
+	if err := checkStep(&st, w, h); err != nil {
+		panic(err)
+	}
+	applyStep(planes{pix: pix, w: w, h: h}, &st, s)
+}
+
+// TestGrayAllColours checks gray's integer sum against torchvision's
+// float32 steps (grayFloat) on every 24-bit colour: the two differ for 3
+// colours, which gray hands to grayFloat.
+func TestGrayAllColours(t *testing.T) {
+	bad := 0
+	for c := range 1 << 24 {
+		r, g, b := byte(c>>16), byte(c>>8), byte(c)
+		if gray(r, g, b) != grayFloat(r, g, b) {
+			if bad++; bad < 10 {
+				t.Errorf("gray(%d, %d, %d) = %d, torchvision's steps give %d", r, g, b, gray(r, g, b), grayFloat(r, g, b))
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d colours differ", bad)
+	}
+}
+
+// TestHueRecip checks the sextant's division by reciprocal.
+func TestHueRecip(t *testing.T) {
+	for d := int64(1); d < 256; d++ {
+		for n := int64(0); n < 6*256; n++ {
+			if got := n * hueRecip[d] >> recipFrac; got != n/d {
+				t.Fatalf("%d / %d: %d, want %d", n, d, got, n/d)
+			}
+		}
+	}
+}
+
+// TestKernelsDeterministic runs each kernel twice, on fresh and on used
+// scratch, and checks the bytes against goldens: the same on every
+// machine and in both builds (cgo and not).
+func TestKernelsDeterministic(t *testing.T) {
+	const w, h = 61, 47
+	src := noiseImage(w, h, 1)
+	if len(kernelGoldens) != len(kernelCases) {
+		t.Fatalf("%d goldens for %d cases", len(kernelGoldens), len(kernelCases))
+	}
+	var used opScratch
+	for i, st := range kernelCases {
+		a := bytes.Clone(src)
+		var fresh opScratch
+		applyOne(a, w, h, st, &fresh)
+		b := bytes.Clone(src)
+		applyOne(b, w, h, st, &used)
+		applyOne(bytes.Clone(src), w, h, st, &used)
+		if !bytes.Equal(a, b) {
+			t.Errorf("%v %v: two runs differ", st.Fn, st.F[:2])
+		}
+		if bytes.Equal(a, src) {
+			t.Errorf("%v %v: changed nothing", st.Fn, st.F[:2])
+		}
+		sum := sha256.Sum256(a)
+		if got := hex.EncodeToString(sum[:8]); got != kernelGoldens[i] {
+			t.Errorf("case %d, %v %v %v: sha256 %s, want %s", i, st.Fn, st.I[:2], st.F[:2], got, kernelGoldens[i])
+		}
+	}
+}
+
+// kernelGoldens are the first 8 bytes of the sha256 of each kernelCases
+// step's output in TestKernelsDeterministic.
+var kernelGoldens = [...]string{
+	"1cef490ae94f28fe", "9cd4356d9668f6eb", "3f3c43732906edcf", "ee8803c7ba4847ee", "b5f0f23c13115186",
+	"b11993a59f096504", "ad91f50732a0f838", "ef12dd5167513b1c", "2368d89e83d8f044", "7c22cbeaefc10253",
+	"c8730b90880bf11d", "822a25d06b6a2af9", "b4d54a345cb3d9b8", "e3bf9c1d63cef7da", "d752eb02c2bc0152",
+	"c93d5de7afbe7faf", "c86e4a2c8b17fd06", "a27e676b3915938d",
+}
+
+// TestKernelsNoAlloc checks that no kernel allocates once its scratch is
+// warm.
+func TestKernelsNoAlloc(t *testing.T) {
+	const w, h = 224, 224
+	src := noiseImage(w, h, 2)
+	pix := bytes.Clone(src)
+	var s opScratch
+	for _, st := range kernelCases {
+		applyOne(pix, w, h, st, &s)
+		allocs := testing.AllocsPerRun(5, func() {
+			copy(pix, src)
+			applyStep(planes{pix: pix, w: w, h: h}, &st, &s)
+		})
+		if allocs != 0 {
+			t.Errorf("%v: %v allocations per run", st.Fn, allocs)
+		}
+	}
+}
+
+// TestKernelsOddSizes runs every kernel on thin and tiny images: no panic,
+// no byte outside the image touched, and the ops that keep a constant
+// image constant do.
+func TestKernelsOddSizes(t *testing.T) {
+	sizes := [][2]int{{1, 1}, {1, 7}, {7, 1}, {2, 2}, {3, 3}, {2, 9}, {17, 1}, {1, 33}, {5, 4}}
+	for _, sz := range sizes {
+		w, h := sz[0], sz[1]
+		for _, st := range kernelCases {
+			src := noiseImage(w, h, uint64(w*100+h))
+			buf := append(bytes.Clone(src), 7, 7, 7, 7)
+			var s opScratch
+			applyOne(buf[:len(src)], w, h, st, &s)
+			if !bytes.Equal(buf[len(src):], []byte{7, 7, 7, 7}) {
+				t.Errorf("%dx%d %v: wrote past the image", w, h, st.Fn)
+			}
+			if st.Fn == FnAdjustSharpness && (w <= 2 || h <= 2) && !bytes.Equal(buf[:len(src)], src) {
+				t.Errorf("%dx%d %v: torchvision leaves images 2 pixels or fewer across as they are", w, h, st.Fn)
+			}
+		}
+		// A constant image stays constant under the blur and sharpness.
+		for _, st := range []Step{kernelCases[7], kernelCases[16], kernelCases[17]} {
+			pix := bytes.Repeat([]byte{77}, 3*w*h)
+			var s opScratch
+			applyOne(pix, w, h, st, &s)
+			if !bytes.Equal(pix, bytes.Repeat([]byte{77}, 3*w*h)) {
+				t.Errorf("%dx%d %v of a constant image: %v", w, h, st.Fn, pix)
+			}
+		}
+	}
+}
+
+// TestBlurWeights checks the Q14 weights: they sum to 1 << 14 over all the
+// taps, fall away from the centre, and stay so for kernels far wider than
+// the precision (where the centre takes the rounding down of all others).
+func TestBlurWeights(t *testing.T) {
+	for _, c := range []struct {
+		k     int
+		sigma float64
+	}{{1, 1}, {3, 0.1}, {3, 5}, {9, 1}, {23, 1.5}, {23, 5}, {23, 1e6}, {513, 1e6}, {16383, 1e6}, {16383, 2}} {
+		w := make([]int32, c.k/2+1)
+		var bt blurTaps
+		blurWeights(w, c.sigma, &bt)
+		sum := w[0]
+		for k := 1; k < len(w); k++ {
+			sum += 2 * w[k]
+			if w[k] > w[k-1] || w[k] < 0 {
+				t.Errorf("k=%d sigma=%v: w[%d]=%d after w[%d]=%d", c.k, c.sigma, k, w[k], k-1, w[k-1])
+			}
+			if k > bt.r && w[k] != 0 {
+				t.Errorf("k=%d sigma=%v: tap %d weighs %d past the radius %d", c.k, c.sigma, k, w[k], bt.r)
+			}
+		}
+		if sum != 1<<blurPrec {
+			t.Errorf("k=%d sigma=%v: weights sum to %d", c.k, c.sigma, sum)
+		}
+	}
+}
+
+// TestReflect checks reflect against torch's reflect padding (within one
+// side's length) and its mirroring again beyond.
+func TestReflect(t *testing.T) {
+	// numpy.pad([0, 1, 2], 7, mode="reflect"), as indices.
+	want := []int{1, 2, 1, 0, 1, 2, 1, 0, 1, 2, 1, 0, 1, 2, 1, 0, 1}
+	for i, wnt := range want {
+		if got := reflect(i-7, 3); got != wnt {
+			t.Errorf("reflect(%d, 3) = %d, want %d", i-7, got, wnt)
+		}
+	}
+	for i := -5; i < 6; i++ {
+		if got := reflect(i, 1); got != 0 {
+			t.Errorf("reflect(%d, 1) = %d", i, got)
+		}
+	}
+}
+
+// TestKernelsOutOfRangeArguments runs the kernels on arguments torchvision
+// refuses (their op classes check them before drawing): a defined result,
+// no panic.
+func TestKernelsOutOfRangeArguments(t *testing.T) {
+	const w, h = 13, 11
+	for _, st := range []Step{
+		{Fn: FnAdjustBrightness, F: [6]float64{-1}},
+		{Fn: FnAdjustBrightness, F: [6]float64{1e9}},
+		{Fn: FnAdjustContrast, F: [6]float64{-3}},
+		{Fn: FnAdjustSaturation, F: [6]float64{-1e9}},
+		{Fn: FnAdjustSharpness, F: [6]float64{1e9}},
+		{Fn: FnAdjustHue, F: [6]float64{7.3}},
+		{Fn: FnAdjustHue, F: [6]float64{-1e9}},
+		{Fn: FnSolarize, F: [6]float64{300}},
+		{Fn: FnSolarize, F: [6]float64{-1e9}},
+		{Fn: FnSolarizeAdd, I: [6]int{1 << 30}, F: [6]float64{1e9}},
+		{Fn: FnSolarizeAdd, I: [6]int{-1 << 30}, F: [6]float64{200}},
+		{Fn: FnGaussianBlur, I: [6]int{16383, 1}, F: [6]float64{1e6, 1e-9}},
+	} {
+		pix := noiseImage(w, h, 3)
+		var s opScratch
+		applyOne(pix, w, h, st, &s)
+	}
+}
