@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""The photometric kernels on a 224x224 crop: stoker's against torchvision's.
+"""The kernels after the geometry on a 224x224 crop: stoker's against
+torchvision's (photometric and geometric; rotate and affine with fill 0, as
+RandomRotation's default; the -go rows are stoker's Go resampling).
 
 Each round runs pipeline's BenchmarkKernels (Go, one goroutine) and then the
 same ops in torchvision.transforms.v2.functional on a uint8 [3, 224, 224]
@@ -18,6 +20,7 @@ torchvision's ops return a new tensor.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -49,7 +52,45 @@ OPS = {
     "autocontrast": lambda F, x: F.autocontrast(x),
     "gaussian_blur_k9": lambda F, x: F.gaussian_blur(x, [9, 9], [1.0, 1.0]),
     "gaussian_blur_k23": lambda F, x: F.gaussian_blur(x, [23, 23], [1.5, 1.5]),
+    "horizontal_flip": lambda F, x: F.horizontal_flip(x),
+    "vertical_flip": lambda F, x: F.vertical_flip(x),
+    "rotate/bilinear": lambda F, x: F.rotate(x, 30.5, interpolation=F.InterpolationMode.BILINEAR, fill=[0.0] * 3),
+    "rotate/bicubic": lambda F, x: bicubic_rotate(x, 30.5),
+    "rotate/nearest": lambda F, x: F.rotate(x, 30.5, interpolation=F.InterpolationMode.NEAREST, fill=[0.0] * 3),
+    "affine/bilinear": lambda F, x: F.affine(x, 10.0, [5.0, 3.0], 1.1, [8.0, 2.0],
+                                             interpolation=F.InterpolationMode.BILINEAR, fill=[0.0] * 3),
+    "affine/nearest": lambda F, x: F.affine(x, 10.0, [5.0, 3.0], 1.1, [8.0, 2.0],
+                                            interpolation=F.InterpolationMode.NEAREST, fill=[0.0] * 3),
+    "erase": lambda F, x: F.erase(x, 20, 30, 100, 120, erase_value()),
+    # torchvision's value="random" is normal noise, drawn per erase
+    "erase/random": lambda F, x: F.erase(x, 20, 30, 100, 120, __import__("torch").empty([3, 100, 120]).normal_()),
 }
+# The geometric kernels' Go resampling (CPUs without AVX2 and FMA, and
+# CGO_ENABLED=0), beside the same torchvision op.
+for _k in ("rotate/bilinear", "rotate/bicubic", "rotate/nearest", "affine/bilinear", "affine/nearest"):
+    OPS[_k + "-go"] = OPS[_k]
+
+
+@functools.lru_cache(maxsize=None)
+def erase_value():
+    import torch
+
+    return torch.tensor([124.0, 116.0, 104.0])[:, None, None]
+
+
+def bicubic_rotate(img, angle: float):
+    """torchvision refuses bicubic rotate for tensors: its tensor path with
+    the check lifted, clamped, as stoker's bicubic is defined (and timm's
+    RandAugment draws bicubic, on PIL)."""
+    import torch
+    from torchvision.transforms.v2.functional._geometry import (_affine_grid, _apply_grid_transform,
+                                                                _get_inverse_affine_matrix)
+
+    _, h, w = img.shape
+    matrix = _get_inverse_affine_matrix([0.0, 0.0], -angle, [0.0, 0.0], 1.0, [0.0, 0.0])
+    grid = _affine_grid(torch.tensor(matrix).reshape(1, 2, 3), w=w, h=h, ow=w, oh=h)
+    out = _apply_grid_transform(img.float(), grid, "bicubic", fill=[0.0, 0.0, 0.0])
+    return out.clamp_(0, 255).round_().to(torch.uint8)
 
 
 def build_go(cgo: str, out: str) -> None:

@@ -1,9 +1,16 @@
 package pipeline
 
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+)
+
 // The geometric kernels after the fused crop: torchvision.transforms.v2's
-// functional ops on uint8 images, in place on planes (the output keeps
-// the input's size: expand=False). STUBS: the geometric helper fills them
-// in.
+// functional ops on uint8 images (torchvision 0.29.2), in place on planes;
+// the output keeps the input's size (expand=False). Flips and erase are
+// exact; rotate and affine resample once (kernels_affine.go).
 
 // affineParams are affine()'s arguments (rotate is affine with the angle
 // negated, as torchvision's rotate computes its matrix).
@@ -16,25 +23,279 @@ type affineParams struct {
 	fill           [3]float64
 	center         [2]float64 // pixels from the top left, when hasCenter
 	hasCenter      bool
+	// noFill is fill=None: bilinear sampling then leaves the pixels that
+	// are partly outside the image as torch's grid_sample gives them (the
+	// outside taps count as 0), where a fill blends them with the fill
+	// through the weight of the inside taps.
+	noFill bool
 }
 
 // horizontalFlip is horizontal_flip(img).
-func horizontalFlip(p planes) {}
+func horizontalFlip(p planes) { reverseRows(p.pix, p.w, 3*p.h) }
+
+// reverseRowsGo reverses each of rows rows of w bytes in b (reverseRows
+// in Go).
+func reverseRowsGo(b []byte, w, rows int) {
+	for r := range rows {
+		reverseBytes(b[r*w : (r+1)*w])
+	}
+}
+
+// reverseBytes reverses b in place, eight bytes at a time from both ends.
+func reverseBytes(b []byte) {
+	i, j := 0, len(b)
+	for j-i >= 16 {
+		lo := binary.LittleEndian.Uint64(b[i:])
+		hi := binary.LittleEndian.Uint64(b[j-8:])
+		binary.LittleEndian.PutUint64(b[i:], bits.ReverseBytes64(hi))
+		binary.LittleEndian.PutUint64(b[j-8:], bits.ReverseBytes64(lo))
+		i, j = i+8, j-8
+	}
+	for j--; i < j; i, j = i+1, j-1 {
+		b[i], b[j] = b[j], b[i]
+	}
+}
 
 // verticalFlip is vertical_flip(img).
-func verticalFlip(p planes) {}
+func verticalFlip(p planes) { flipRows(p.pix, p.w, p.h) }
+
+// flipRowsGo puts the h rows of w bytes of each of pix's three planes in
+// the opposite order (flipRows in Go).
+func flipRowsGo(pix []byte, w, h int) {
+	for c := range 3 {
+		pl := pix[c*w*h : (c+1)*w*h]
+		for r := 0; r < h/2; r++ {
+			swapBytesGo(pl[r*w:(r+1)*w], pl[(h-1-r)*w:(h-r)*w])
+		}
+	}
+}
+
+// swapBytesGo swaps a and b, of one length, through a buffer on the stack.
+func swapBytesGo(a, b []byte) {
+	var tmp [512]byte
+	for k := 0; k < len(a); k += len(tmp) {
+		e := min(k+len(tmp), len(a))
+		t := tmp[:e-k]
+		copy(t, a[k:e])
+		copy(a[k:e], b[k:e])
+		copy(b[k:e], t)
+	}
+}
+
+// erase is erase(img, i, j, h, w, v) with v one value per channel. Each v
+// becomes a byte as torch assigns a float32 tensor to a uint8 one
+// (truncated toward zero, through int64: castU8). The box is clipped to the
+// image, as Python's slicing does.
+func erase(p planes, i, j, h, w int, v [3]float64) {
+	i0, i1, j0, j1 := eraseBox(p, i, j, h, w)
+	if i0 >= i1 || j0 >= j1 {
+		return
+	}
+	for c := range 3 {
+		b := castU8(float32(v[c]))
+		pl := p.plane(c)
+		first := pl[i0*p.w+j0 : i0*p.w+j1]
+		for k := range first {
+			first[k] = b
+		}
+		for r := i0 + 1; r < i1; r++ {
+			copy(pl[r*p.w+j0:r*p.w+j1], first)
+		}
+	}
+}
+
+// eraseRandom is erase with v random values (value="random"): uniform
+// noise 0..255, drawn from seed, so the same seed writes the same bytes on
+// every machine. The box's bytes, channel by channel, row by row, are the
+// little-endian bytes of RNG{k: seed}'s successive Uint64s. torchvision
+// draws standard normal noise, meant for an image already normalized; on
+// uint8 that casts to mostly 0 and 255, so stoker writes uniform bytes,
+// which after Normalize is noise spanning the whole range.
+func eraseRandom(p planes, i, j, h, w int, seed uint64) {
+	i0, i1, j0, j1 := eraseBox(p, i, j, h, w)
+	if i0 >= i1 || j0 >= j1 {
+		return
+	}
+	rng := RNG{k: seed}
+	var word [8]byte
+	left := 0 // unused bytes at the end of word
+	for c := range 3 {
+		pl := p.plane(c)
+		for r := i0; r < i1; r++ {
+			row := pl[r*p.w+j0 : r*p.w+j1]
+			n := copy(row, word[8-left:])
+			left -= n
+			for ; n+8 <= len(row); n += 8 {
+				binary.LittleEndian.PutUint64(row[n:], rng.Uint64())
+			}
+			if n < len(row) {
+				binary.LittleEndian.PutUint64(word[:], rng.Uint64())
+				k := copy(row[n:], word[:])
+				left = 8 - k
+			}
+		}
+	}
+}
+
+// eraseBox clips erase's box to the image.
+func eraseBox(p planes, i, j, h, w int) (i0, i1, j0, j1 int) {
+	i0, j0 = max(i, 0), max(j, 0)
+	i1, j1 = min(i+max(h, 0), p.h), min(j+max(w, 0), p.w)
+	return i0, i1, j0, j1
+}
+
+// castU8 converts a float32 to uint8 as torch does (through int64, so
+// out-of-range values wrap), saturating beyond ±2^31 where torch's result
+// is undefined and Go's conversion differs between machines.
+func castU8(f float32) uint8 {
+	switch {
+	case f != f:
+		return 0
+	case f > 1<<31:
+		f = 1 << 31
+	case f < -(1 << 31):
+		f = -(1 << 31)
+	}
+	return uint8(int64(f))
+}
 
 // affine is affine(img, angle, translate, scale, shear, interpolation,
 // fill, center).
-func affine(p planes, a *affineParams, s *opScratch) {}
+func affine(p planes, a *affineParams, s *opScratch) {
+	m := inverseAffine(p.w, p.h, a.center, a.hasCenter, a.angle, [2]float64{a.tx, a.ty}, a.scale, [2]float64{a.shearX, a.shearY})
+	resampleAffine(p, &m, a.interp, a.fill, a.noFill, s)
+}
 
 // rotate is rotate(img, angle, interpolation, expand=False, center, fill).
 func rotate(p planes, angle float64, interp Interpolation, center [2]float64, hasCenter bool, fill [3]float64, s *opScratch) {
+	rotateFill(p, angle, interp, center, hasCenter, fill, false, s)
 }
 
-// erase is erase(img, i, j, h, w, v) with v one value per channel.
-func erase(p planes, i, j, h, w int, v [3]float64) {}
+// rotateFill is rotate with fill=None when noFill.
+func rotateFill(p planes, angle float64, interp Interpolation, center [2]float64, hasCenter bool, fill [3]float64, noFill bool, s *opScratch) {
+	angle = pyMod(angle, 360)
+	if !hasCenter { // torchvision's fast paths: exact, with no resampling
+		switch {
+		case angle == 0:
+			return
+		case angle == 180:
+			for c := range 3 { // each plane backwards: rows and columns reversed
+				reverseRows(p.plane(c), p.w*p.h, 1)
+			}
+			return
+		case (angle == 90 || angle == 270) && p.w == p.h:
+			rot90(p, angle == 90, s)
+			return
+		}
+	}
+	// torchvision's rotate turns the other way from its affine.
+	m := inverseAffine(p.w, p.h, center, hasCenter, -angle, [2]float64{}, 1, [2]float64{})
+	resampleAffine(p, &m, interp, fill, noFill, s)
+}
 
-// eraseRandom is erase with v random values (value="random"), drawn from
-// seed.
-func eraseRandom(p planes, i, j, h, w int, seed uint64) {}
+// pyMod is Python's a % b for floats: the sign of b, +0 for a zero result.
+func pyMod(a, b float64) float64 {
+	m := math.Mod(a, b)
+	if m == 0 {
+		return math.Copysign(0, b)
+	}
+	if (b < 0) != (m < 0) {
+		m += b
+	}
+	return m
+}
+
+// rot90 is torch.rot90 of a square image, k=1 (counterclockwise) when ccw,
+// else k=3: rotate's exact path for 90 and 270 degrees.
+func rot90(p planes, ccw bool, s *opScratch) {
+	n := p.w
+	src := s.bytes(0, n*n)
+	for c := range 3 {
+		pl := p.plane(c)
+		copy(src, pl)
+		for i := 0; i < n; i++ {
+			out := pl[i*n : (i+1)*n]
+			if ccw { // out[i][j] = in[j][n-1-i]
+				for j, k := 0, n-1-i; j < n; j, k = j+1, k+n {
+					out[j] = src[k]
+				}
+			} else { // out[i][j] = in[n-1-j][i]
+				for j, k := 0, (n-1)*n+i; j < n; j, k = j+1, k-n {
+					out[j] = src[k]
+				}
+			}
+		}
+	}
+}
+
+// degToRad is CPython's math.radians factor, Py_MATH_PI / 180.0 rounded
+// once: the same float64 as math.Pi / 180 (TestDegToRad).
+const degToRad float64 = math.Pi / 180
+
+// inverseAffine is torchvision's _get_inverse_affine_matrix for an image
+// of w x h: the matrix taking an output pixel (from the image's center) to
+// the point it samples, as its float64 arithmetic computes it (the same
+// operations in the same order, every product rounded, sin, cos and tan
+// from dettrig.go). center is the pivot from the top left, or the image's
+// center unless hasCenter.
+func inverseAffine(w, h int, center [2]float64, hasCenter bool, angle float64, translate [2]float64, scale float64, shear [2]float64) [6]float64 {
+	var cx, cy float64
+	if hasCenter {
+		cx, cy = center[0]-float64(w)*0.5, center[1]-float64(h)*0.5
+	}
+	rot, sx, sy := radians(angle), radians(shear[0]), radians(shear[1])
+	cosSy, tanSx := detCos(sy), detTan(sx)
+	rotMinusSy := rot - sy
+	cxt, cyt := cx+translate[0], cy+translate[1]
+	a := detCos(rotMinusSy) / cosSy
+	b := -(float64(a*tanSx) + detSin(rot))
+	c := detSin(rotMinusSy) / cosSy
+	d := detCos(rot) - float64(c*tanSx)
+	m := [6]float64{d / scale, -b / scale, 0, -c / scale, a / scale, 0}
+	m[2] += (cx - float64(m[0]*cxt)) - float64(m[1]*cyt)
+	m[5] += (cy - float64(m[3]*cxt)) - float64(m[4]*cyt)
+	return m
+}
+
+// radians is math.radians, with an angle beyond what detSin takes reduced
+// modulo 360 degrees first (exactly; torchvision never sees such angles:
+// checkStep refuses them).
+func radians(deg float64) float64 {
+	if math.Abs(deg) > 1e9 {
+		deg = math.Mod(deg, 360)
+	}
+	return deg * degToRad
+}
+
+// checkGeom checks a geometric step's arguments as torchvision's kernels
+// would (a scale that is not positive) and refuses fills outside 0..255,
+// which torch would wrap around on uint8. Bicubic rotate and affine, which
+// torchvision refuses for tensors, are kernels_bicubic.go's.
+func checkGeom(st *Step) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrUnsupported, st.Fn, fmt.Sprintf(format, a...))
+	}
+	switch st.Fn {
+	case FnRotate, FnAffine:
+		if st.Fn == FnAffine && !(st.F[3] > 0) {
+			return bad("scale %v: want positive", st.F[3])
+		}
+		for _, c := range st.Center {
+			if !(math.Abs(c) <= 1e9) {
+				return bad("center %v out of range", st.Center)
+			}
+		}
+	case FnErase:
+		if st.Random {
+			return nil
+		}
+	default:
+		return nil
+	}
+	for _, v := range st.Fill {
+		if !(v >= 0 && v <= 255) {
+			return bad("fill %v: want values in 0..255 on uint8 images", st.Fill)
+		}
+	}
+	return nil
+}

@@ -66,6 +66,12 @@ type Step struct {
 	Antialias bool
 	// Fill is rotate's, affine's and erase's fill, one value per channel.
 	Fill [3]float64
+	// FillNone is rotate's and affine's fill=None (the trace's null), the
+	// default of torchvision's functional ops and of its AutoAugment,
+	// RandAugment and TrivialAugmentWide. It differs from a fill of 0 with
+	// bilinear interpolation: a pixel near the border keeps the weighted sum
+	// of its inside taps, where a fill darkens it by their weight once more.
+	FillNone bool
 	// Center is rotate's and affine's center (pixels from the top left;
 	// torchvision's `center`); HasCenter false is None: the image's center.
 	Center    [2]float64

@@ -37,10 +37,10 @@ func applyStep(p planes, st *Step, s *opScratch) {
 	case FnAutocontrast:
 		autocontrast(p)
 	case FnRotate:
-		rotate(p, st.F[0], st.Interp, st.Center, st.HasCenter, st.Fill, s)
+		rotateFill(p, st.F[0], st.Interp, st.Center, st.HasCenter, st.Fill, st.FillNone, s)
 	case FnAffine:
 		a := affineParams{angle: st.F[0], tx: st.F[1], ty: st.F[2], scale: st.F[3], shearX: st.F[4], shearY: st.F[5],
-			interp: st.Interp, fill: st.Fill, center: st.Center, hasCenter: st.HasCenter}
+			interp: st.Interp, fill: st.Fill, center: st.Center, hasCenter: st.HasCenter, noFill: st.FillNone}
 		affine(p, &a, s)
 	case FnErase:
 		if st.Random {
@@ -100,6 +100,9 @@ func checkStep(st *Step, w, h int) error {
 		}
 	case FnResizedCrop, FnResize, FnCenterCrop, FnNormalize:
 		return bad("a geometry op or Normalize is no kernel after the decode")
+	}
+	if err := checkGeom(st); err != nil {
+		return err
 	}
 	for _, f := range st.F {
 		if f != f || f > 1e9 || f < -1e9 {

@@ -16,8 +16,9 @@ import (
 //	 ["horizontal_flip", {}], ["adjust_hue", {"hue_factor": 0.042}]]
 //
 // Each pair calls torchvision.transforms.v2.functional.<name>(img, **args)
-// (a fill is a list of per-channel values, a center null for the image's
-// center, erase's "v" a list of per-channel values or "random" for noise),
+// (a fill is a list of per-channel values or null for None, a center null
+// for the image's center, erase's "v" a list of per-channel values or
+// "random" for noise),
 // which is how the parity tests replay it. timm's solarize_add and AugMix's
 // augmix_begin / augmix_chain / augmix_end have no torchvision functional:
 // docs/transforms.md says what they do.
@@ -58,7 +59,11 @@ func (st *Step) appendJSON(b []byte) []byte {
 		case argFalse:
 			b = append(b, "false"...)
 		case argFill:
-			b = appendList(b, 3, func(b []byte, k int) []byte { return appendFloat(b, st.Fill[k]) })
+			if st.FillNone {
+				b = append(b, "null"...)
+			} else {
+				b = appendList(b, 3, func(b []byte, k int) []byte { return appendFloat(b, st.Fill[k]) })
+			}
 		case argCenter:
 			if !st.HasCenter {
 				b = append(b, "null"...)
@@ -237,7 +242,7 @@ func (st *Step) setArg(a arg, raw json.RawMessage) error {
 			return nil
 		}
 		if string(raw) == "null" {
-			st.Fill = [3]float64{}
+			st.Fill, st.FillNone = [3]float64{}, a.kind == argFill
 			return nil
 		}
 		var v []float64

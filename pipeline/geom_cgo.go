@@ -1,0 +1,52 @@
+//go:build cgo
+
+package pipeline
+
+/*
+#cgo CFLAGS: -O3
+#include "geom.h"
+*/
+import "C"
+
+import "unsafe"
+
+// affineC is resampleAffine in C (geom.c), where the CPU has AVX2 and
+// FMA; it reports false, having done nothing, elsewhere.
+func affineC(p planes, g *affineGrid, interp Interpolation, f [3]float32, noFill bool, s *opScratch) bool {
+	if C.stoker_affine_ok() == 0 {
+		return false
+	}
+	mode := C.STOKER_BILINEAR
+	switch interp {
+	case InterpNearest:
+		mode = C.STOKER_NEAREST
+	case InterpBicubic:
+		mode = C.STOKER_BICUBIC
+	}
+	n := p.w * p.h
+	rgbx := s.int32s(0, n)
+	prm := s.float32s(0, 9) // in scratch, not on the stack: cgo would move it to the heap
+	copy(prm, []float32{g.r0x, g.r1x, g.r2x, g.r0y, g.r1y, g.r2y, f[0], f[1], f[2]})
+	C.stoker_affine((*C.uint32_t)(unsafe.Pointer(&rgbx[0])), (*C.uint8_t)(unsafe.Pointer(&p.pix[0])), C.int(p.w), C.int(p.h),
+		(*C.float)(unsafe.Pointer(&prm[0])), cbool(noFill), C.int(mode))
+	return true
+}
+
+// affineCAvailable reports whether affineC runs on this CPU.
+func affineCAvailable() bool { return C.stoker_affine_ok() != 0 }
+
+// reverseRows reverses each of rows rows of w bytes in b, in C with SSSE3
+// where the CPU has it.
+func reverseRows(b []byte, w, rows int) {
+	if w < 16 || C.stoker_reverse_ok() == 0 {
+		reverseRowsGo(b, w, rows)
+		return
+	}
+	C.stoker_reverse_rows((*C.uint8_t)(unsafe.Pointer(&b[0])), C.int(w), C.int(rows))
+}
+
+// flipRows puts the h rows of w bytes of each of pix's three planes in the
+// opposite order, in C.
+func flipRows(pix []byte, w, h int) {
+	C.stoker_flip_rows((*C.uint8_t)(unsafe.Pointer(&pix[0])), C.int(w), C.int(h), 3)
+}
