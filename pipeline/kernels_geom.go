@@ -104,34 +104,33 @@ func erase(p planes, i, j, h, w int, v [3]float64) {
 	}
 }
 
-// eraseRandom is erase with v random values (value="random"): uniform
-// noise 0..255, drawn from seed, so the same seed writes the same bytes on
-// every machine. The box's bytes, channel by channel, row by row, are the
-// little-endian bytes of RNG{k: seed}'s successive Uint64s. torchvision
-// draws standard normal noise, meant for an image already normalized; on
-// uint8 that casts to mostly 0 and 255, so stoker writes uniform bytes,
-// which after Normalize is noise spanning the whole range.
-func eraseRandom(p planes, i, j, h, w int, seed uint64) {
+// eraseRandom is erase with value="random", on uint8 pixels: each pixel of
+// the box gets a standard normal value z drawn from seed (the counter-based
+// RNG: the same bytes everywhere) and becomes the pixel that a Normalize of
+// mean and std (per channel, in [0, 1] units) turns into z,
+// round(255 * (mean + std * z)) clamped to 0..255: the noise torchvision's
+// RandomErasing writes after Normalize, but for the clamp and the rounding.
+func eraseRandom(p planes, i, j, h, w int, seed uint64, mean, std [3]float64) {
 	i0, i1, j0, j1 := eraseBox(p, i, j, h, w)
 	if i0 >= i1 || j0 >= j1 {
 		return
 	}
 	rng := RNG{k: seed}
-	var word [8]byte
-	left := 0 // unused bytes at the end of word
+	var z [2]float64
+	have := 0
 	for c := range 3 {
 		pl := p.plane(c)
+		m, sd := float64(255*mean[c]), float64(255*std[c])
 		for r := i0; r < i1; r++ {
 			row := pl[r*p.w+j0 : r*p.w+j1]
-			n := copy(row, word[8-left:])
-			left -= n
-			for ; n+8 <= len(row); n += 8 {
-				binary.LittleEndian.PutUint64(row[n:], rng.Uint64())
-			}
-			if n < len(row) {
-				binary.LittleEndian.PutUint64(word[:], rng.Uint64())
-				k := copy(row[n:], word[:])
-				left = 8 - k
+			for x := range row {
+				if have == 0 {
+					z[0], z[1] = rng.normalPair()
+					have = 2
+				}
+				have--
+				v := math.RoundToEven(m + float64(sd*z[have]))
+				row[x] = byte(min(max(v, 0), 255))
 			}
 		}
 	}

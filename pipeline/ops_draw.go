@@ -76,7 +76,7 @@ func (n *node) draw(d *drawer) {
 		d.emit(Step{Fn: FnGaussianBlur, I: [6]int{op.KernelSize[0], op.KernelSize[1]}, F: [6]float64{s, s}})
 	case OpRandomRotation:
 		d.emit(Step{Fn: FnRotate, F: [6]float64{r.Uniform(op.Degrees[0], op.Degrees[1])}, Interp: op.Interp,
-			Fill: op.Fill, Center: op.Center, HasCenter: op.HasCenter})
+			Fill: op.Fill, FillNone: op.FillNone, Center: op.Center, HasCenter: op.HasCenter})
 	case OpRandomAffine:
 		n.drawAffine(&r, d)
 	case OpRandomErasing:
@@ -130,7 +130,7 @@ func (n *node) drawJitter(r *RNG, d *drawer) {
 // drawAffine is RandomAffine's make_params.
 func (n *node) drawAffine(r *RNG, d *drawer) {
 	op := n.op
-	st := Step{Fn: FnAffine, Interp: op.Interp, Fill: op.Fill, Center: op.Center, HasCenter: op.HasCenter}
+	st := Step{Fn: FnAffine, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone, Center: op.Center, HasCenter: op.HasCenter}
 	st.F[0] = r.Uniform(op.Degrees[0], op.Degrees[1])
 	if op.HasTranslate {
 		dx := float64(op.Translate[0] * float64(d.w))

@@ -50,6 +50,7 @@ type policy struct {
 	space    []augEntry
 	interp   Interpolation
 	fill     [3]float64
+	fillNone bool
 	maxSteps int
 	// RandAugment, TrivialAugmentWide.
 	numOps, magnitude, bins int
@@ -153,7 +154,7 @@ func tvSpace(kind OpKind, n, w, h int) []augEntry {
 
 // newPolicy compiles a policy op for an output of w x h.
 func newPolicy(op *Op, w, h int) (*policy, error) {
-	p := &policy{kind: op.Kind, interp: op.Interp, fill: op.Fill}
+	p := &policy{kind: op.Kind, interp: op.Interp, fill: op.Fill, fillNone: op.FillNone}
 	for _, v := range op.Fill {
 		if !(v >= 0 && v <= 255) {
 			return nil, fmt.Errorf("fill %v: want values in 0..255", op.Fill)
@@ -279,7 +280,7 @@ func (p *policy) magOf(r *RNG, e *augEntry, bin int) float64 {
 // emit appends the step of torchvision's _apply_image_or_video_transform
 // for e at magnitude m.
 func (p *policy) emit(d *drawer, e *augEntry, m float64) {
-	geo := Step{Fn: FnAffine, Interp: p.interp, Fill: p.fill, F: [6]float64{0, 0, 0, 1, 0, 0}}
+	geo := Step{Fn: FnAffine, Interp: p.interp, Fill: p.fill, FillNone: p.fillNone, F: [6]float64{0, 0, 0, 1, 0, 0}}
 	switch e.op {
 	case augIdentity:
 	case augShearX:
@@ -297,7 +298,7 @@ func (p *policy) emit(d *drawer, e *augEntry, m float64) {
 		geo.F[2] = math.Trunc(m)
 		d.emit(geo)
 	case augRotate:
-		d.emit(Step{Fn: FnRotate, F: [6]float64{m}, Interp: p.interp, Fill: p.fill})
+		d.emit(Step{Fn: FnRotate, F: [6]float64{m}, Interp: p.interp, Fill: p.fill, FillNone: p.fillNone})
 	case augBrightness:
 		d.emit(Step{Fn: FnAdjustBrightness, F: [6]float64{1 + m}})
 	case augColor:
@@ -550,7 +551,7 @@ func (p *policy) drawTimm(r *RNG, d *drawer) {
 				interp = InterpBicubic
 			}
 		}
-		geo := Step{Fn: FnAffine, Interp: interp, Fill: p.fill, F: [6]float64{0, 0, 0, 1, 0, 0}}
+		geo := Step{Fn: FnAffine, Interp: interp, Fill: p.fill, FillNone: p.fillNone, F: [6]float64{0, 0, 0, 1, 0, 0}}
 		enhance := func(fn Fn) {
 			f := float64(lvl*1.8) + 0.1
 			if c.increase {
@@ -566,7 +567,7 @@ func (p *policy) drawTimm(r *RNG, d *drawer) {
 		case augInvert:
 			d.emit(Step{Fn: FnInvert})
 		case augRotate:
-			d.emit(Step{Fn: FnRotate, F: [6]float64{negate(float64(lvl * 30))}, Interp: interp, Fill: p.fill})
+			d.emit(Step{Fn: FnRotate, F: [6]float64{negate(float64(lvl * 30))}, Interp: interp, Fill: p.fill, FillNone: p.fillNone})
 		case augPosterize:
 			bits := int(float64(lvl * 4))
 			if c.increase {

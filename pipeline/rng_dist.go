@@ -9,12 +9,20 @@ import "math"
 // needs only a logarithm and a square root, both the same bits on every
 // machine here).
 func (r *RNG) Normal() float64 {
+	z, _ := r.normalPair()
+	return z
+}
+
+// normalPair returns the two independent standard normal values of one
+// step of the polar method.
+func (r *RNG) normalPair() (float64, float64) {
 	for {
 		u := float64(2*r.Float64()) - 1
 		v := float64(2*r.Float64()) - 1
 		s := float64(u*u) + float64(v*v)
 		if s > 0 && s < 1 {
-			return float64(u * math.Sqrt(float64(-2*detLog(s))/s))
+			f := math.Sqrt(float64(-2*detLog(s)) / s)
+			return float64(u * f), float64(v * f)
 		}
 	}
 }

@@ -44,7 +44,8 @@ func applyStep(p planes, st *Step, s *opScratch) {
 		affine(p, &a, s)
 	case FnErase:
 		if st.Random {
-			eraseRandom(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Seed)
+			eraseRandom(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Seed,
+				[3]float64{st.F[0], st.F[1], st.F[2]}, [3]float64{st.F[3], st.F[4], st.F[5]})
 		} else {
 			erase(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Fill)
 		}

@@ -95,8 +95,11 @@ type Op struct {
 	Shear            [4]float64
 	HasShear, ShearY bool
 	// Fill: RandomRotation's, RandomAffine's and the policies' fill, one
-	// value per channel (0: torchvision's None).
-	Fill [3]float64
+	// value per channel; FillNone is torchvision's fill=None (the
+	// policies' default), which for bilinear keeps a border pixel's inside
+	// taps instead of blending towards a fill.
+	Fill     [3]float64
+	FillNone bool
 	// Center: RandomRotation's and RandomAffine's center, pixels from the
 	// top left; HasCenter false is None (the image's center).
 	Center    [2]float64
@@ -217,7 +220,7 @@ var presets = map[string][]Op{
 	"tv-resnet50-v2": {
 		{Kind: OpRandomResizedCrop, Size: [2]int{176, 176}},
 		{Kind: OpRandomHorizontalFlip, P: 0.5},
-		{Kind: OpTrivialAugmentWide, Bins: 31, Interp: InterpBilinear},
+		{Kind: OpTrivialAugmentWide, Bins: 31, Interp: InterpBilinear, FillNone: true},
 		{Kind: OpRandomErasing, P: 0.1, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, Value: meanColour},
 	},
 	// DeiT (timm's create_transform with --aa rand-m9-mstd0.5-inc1

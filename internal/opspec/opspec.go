@@ -221,6 +221,9 @@ func rotation(r *stokerv1.RandomRotation, where string) (pipeline.Op, error) {
 	if op.Fill, err = fill(r.GetFill(), [3]float64{}, where, "fill"); err != nil {
 		return op, err
 	}
+	if op.FillNone = r.GetFillNone(); op.FillNone && len(r.GetFill()) > 0 {
+		return op, fmt.Errorf("%w: transform: %s: set fill or fill_none, not both", pipeline.ErrUnsupported, where)
+	}
 	op.Center, op.HasCenter, err = center(r.GetCenter(), where)
 	return op, err
 }
@@ -243,6 +246,9 @@ func affine(a *stokerv1.RandomAffine, where string) (pipeline.Op, error) {
 	}
 	if op.Fill, err = fill(a.GetFill(), [3]float64{}, where, "fill"); err != nil {
 		return op, err
+	}
+	if op.FillNone = a.GetFillNone(); op.FillNone && len(a.GetFill()) > 0 {
+		return op, fmt.Errorf("%w: transform: %s: set fill or fill_none, not both", pipeline.ErrUnsupported, where)
 	}
 	if op.Center, op.HasCenter, err = center(a.GetCenter(), where); err != nil {
 		return op, err
@@ -376,5 +382,7 @@ func policy(o *stokerv1.Op, where string) (pipeline.Op, error) {
 	if op.Fill, err = fill(fillV, defFill, where+" ("+wireName+")", "fill"); err != nil {
 		return op, err
 	}
+	// torchvision's policies' fill=None; timm's default is its mean colour.
+	op.FillNone = len(fillV) == 0 && op.Kind != pipeline.OpTimmRandAugment
 	return op, nil
 }

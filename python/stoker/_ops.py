@@ -362,7 +362,7 @@ class RandomRotation(Transform):
         return pb.Op(random_rotation=pb.RandomRotation(
             degrees=pb.Range(min=self.degrees[0], max=self.degrees[1]),
             interpolation=interp_pb(self.interpolation, "nearest"), fill=fill_list(self.fill),
-            center=list(self.center or ())))
+            fill_none=self.fill is None, center=list(self.center or ())))
 
 
 def interpolation_warp(cls: str, v: Any) -> str:
@@ -405,7 +405,7 @@ class RandomAffine(Transform):
         m = pb.RandomAffine(degrees=pb.Range(min=self.degrees[0], max=self.degrees[1]),
                             translate=list(self.translate or ()), shear=list(self.shear or ()),
                             interpolation=interp_pb(self.interpolation, "nearest"), fill=fill_list(self.fill),
-                            center=list(self.center or ()))
+                            fill_none=self.fill is None, center=list(self.center or ()))
         if self.scale is not None:
             m.scale.CopyFrom(pb.Range(min=self.scale[0], max=self.scale[1]))
         return pb.Op(random_affine=m)

@@ -196,7 +196,7 @@ SPECS = [
     (lambda: T.RandomAffine(10, translate=(0.1, 0.2), scale=(0.9, 1.1), shear=5, interpolation=_interp_modes().BILINEAR,
                             fill=None, center=(3, 4)),
      pb.Op(random_affine=pb.RandomAffine(degrees=R(min=-10, max=10), translate=[0.1, 0.2], scale=R(min=0.9, max=1.1),
-                                         shear=[-5, 5], interpolation=BILINEAR, center=[3, 4]))),
+                                         shear=[-5, 5], interpolation=BILINEAR, center=[3, 4], fill_none=True))),
     (lambda: T.RandomAffine((-5, 5), shear=(1, 2, 3, 4)),
      pb.Op(random_affine=pb.RandomAffine(degrees=R(min=-5, max=5), shear=[1, 2, 3, 4], fill=[0]))),
     (lambda: T.RandomErasing(),

@@ -2594,13 +2594,16 @@ func (x *RandomAdjustSharpness) GetP() float64 {
 
 // RandomRotation(degrees, interpolation, expand=False, center, fill): the
 // angle drawn uniformly from degrees; interpolation nearest (the default)
-// or bilinear; fill 0, 1 or 3 values (none: 0); center none or (x, y).
+// or bilinear; fill 0, 1 or 3 values (none: 0), or fill_none for
+// torchvision's fill=None (with bilinear, the border keeps the inside
+// taps' sum instead of blending towards a fill); center none or (x, y).
 type RandomRotation struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Degrees       *Range                 `protobuf:"bytes,1,opt,name=degrees,proto3" json:"degrees,omitempty"`
 	Interpolation Interpolation          `protobuf:"varint,2,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
 	Fill          []float64              `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
 	Center        []float64              `protobuf:"fixed64,4,rep,packed,name=center,proto3" json:"center,omitempty"`
+	FillNone      bool                   `protobuf:"varint,5,opt,name=fill_none,json=fillNone,proto3" json:"fill_none,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2663,9 +2666,17 @@ func (x *RandomRotation) GetCenter() []float64 {
 	return nil
 }
 
+func (x *RandomRotation) GetFillNone() bool {
+	if x != nil {
+		return x.FillNone
+	}
+	return false
+}
+
 // RandomAffine(degrees, translate, scale, shear, interpolation, fill,
 // center): translate none or (max_dx, max_dy) fractions; scale unset is
-// None; shear none, (min_x, max_x) or (min_x, max_x, min_y, max_y).
+// None; shear none, (min_x, max_x) or (min_x, max_x, min_y, max_y); fill
+// and fill_none as RandomRotation's.
 type RandomAffine struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Degrees       *Range                 `protobuf:"bytes,1,opt,name=degrees,proto3" json:"degrees,omitempty"`
@@ -2675,6 +2686,7 @@ type RandomAffine struct {
 	Interpolation Interpolation          `protobuf:"varint,5,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
 	Fill          []float64              `protobuf:"fixed64,6,rep,packed,name=fill,proto3" json:"fill,omitempty"`
 	Center        []float64              `protobuf:"fixed64,7,rep,packed,name=center,proto3" json:"center,omitempty"`
+	FillNone      bool                   `protobuf:"varint,8,opt,name=fill_none,json=fillNone,proto3" json:"fill_none,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2756,6 +2768,13 @@ func (x *RandomAffine) GetCenter() []float64 {
 		return x.Center
 	}
 	return nil
+}
+
+func (x *RandomAffine) GetFillNone() bool {
+	if x != nil {
+		return x.FillNone
+	}
+	return false
 }
 
 // RandomErasing(p, scale, ratio, value) on uint8 pixels: value is 1 or 3
@@ -3007,7 +3026,8 @@ func (x *RandomOrder) GetOps() []*Op {
 }
 
 // TrivialAugmentWide(num_magnitude_bins, interpolation, fill); unset bins
-// means 31.
+// means 31. For torchvision's policies (this, RandAugment, AutoAugment and
+// AugMix) no fill is torchvision's default, fill=None.
 type TrivialAugmentWide struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	NumMagnitudeBins uint32                 `protobuf:"varint,1,opt,name=num_magnitude_bins,json=numMagnitudeBins,proto3" json:"num_magnitude_bins,omitempty"`
@@ -5947,12 +5967,13 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x15RandomAdjustSharpness\x12)\n" +
 	"\x10sharpness_factor\x18\x01 \x01(\x01R\x0fsharpnessFactor\x12\x11\n" +
 	"\x01p\x18\x02 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\"\xa8\x01\n" +
+	"\x02_p\"\xc5\x01\n" +
 	"\x0eRandomRotation\x12*\n" +
 	"\adegrees\x18\x01 \x01(\v2\x10.stoker.v1.RangeR\adegrees\x12>\n" +
 	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
 	"\x04fill\x18\x03 \x03(\x01R\x04fill\x12\x16\n" +
-	"\x06center\x18\x04 \x03(\x01R\x06center\"\x82\x02\n" +
+	"\x06center\x18\x04 \x03(\x01R\x06center\x12\x1b\n" +
+	"\tfill_none\x18\x05 \x01(\bR\bfillNone\"\x9f\x02\n" +
 	"\fRandomAffine\x12*\n" +
 	"\adegrees\x18\x01 \x01(\v2\x10.stoker.v1.RangeR\adegrees\x12\x1c\n" +
 	"\ttranslate\x18\x02 \x03(\x01R\ttranslate\x12&\n" +
@@ -5960,7 +5981,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x05shear\x18\x04 \x03(\x01R\x05shear\x12>\n" +
 	"\rinterpolation\x18\x05 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
 	"\x04fill\x18\x06 \x03(\x01R\x04fill\x12\x16\n" +
-	"\x06center\x18\a \x03(\x01R\x06center\"\xed\x01\n" +
+	"\x06center\x18\a \x03(\x01R\x06center\x12\x1b\n" +
+	"\tfill_none\x18\b \x01(\bR\bfillNone\"\xed\x01\n" +
 	"\rRandomErasing\x12\x11\n" +
 	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01\x12&\n" +
 	"\x05scale\x18\x02 \x01(\v2\x10.stoker.v1.RangeR\x05scale\x12&\n" +

@@ -395,19 +395,21 @@ class RandomAdjustSharpness(_message.Message):
     def __init__(self, sharpness_factor: _Optional[float] = ..., p: _Optional[float] = ...) -> None: ...
 
 class RandomRotation(_message.Message):
-    __slots__ = ("degrees", "interpolation", "fill", "center")
+    __slots__ = ("degrees", "interpolation", "fill", "center", "fill_none")
     DEGREES_FIELD_NUMBER: _ClassVar[int]
     INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
     FILL_FIELD_NUMBER: _ClassVar[int]
     CENTER_FIELD_NUMBER: _ClassVar[int]
+    FILL_NONE_FIELD_NUMBER: _ClassVar[int]
     degrees: Range
     interpolation: Interpolation
     fill: _containers.RepeatedScalarFieldContainer[float]
     center: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, degrees: _Optional[_Union[Range, _Mapping]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., center: _Optional[_Iterable[float]] = ...) -> None: ...
+    fill_none: bool
+    def __init__(self, degrees: _Optional[_Union[Range, _Mapping]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., center: _Optional[_Iterable[float]] = ..., fill_none: _Optional[bool] = ...) -> None: ...
 
 class RandomAffine(_message.Message):
-    __slots__ = ("degrees", "translate", "scale", "shear", "interpolation", "fill", "center")
+    __slots__ = ("degrees", "translate", "scale", "shear", "interpolation", "fill", "center", "fill_none")
     DEGREES_FIELD_NUMBER: _ClassVar[int]
     TRANSLATE_FIELD_NUMBER: _ClassVar[int]
     SCALE_FIELD_NUMBER: _ClassVar[int]
@@ -415,6 +417,7 @@ class RandomAffine(_message.Message):
     INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
     FILL_FIELD_NUMBER: _ClassVar[int]
     CENTER_FIELD_NUMBER: _ClassVar[int]
+    FILL_NONE_FIELD_NUMBER: _ClassVar[int]
     degrees: Range
     translate: _containers.RepeatedScalarFieldContainer[float]
     scale: Range
@@ -422,7 +425,8 @@ class RandomAffine(_message.Message):
     interpolation: Interpolation
     fill: _containers.RepeatedScalarFieldContainer[float]
     center: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, degrees: _Optional[_Union[Range, _Mapping]] = ..., translate: _Optional[_Iterable[float]] = ..., scale: _Optional[_Union[Range, _Mapping]] = ..., shear: _Optional[_Iterable[float]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., center: _Optional[_Iterable[float]] = ...) -> None: ...
+    fill_none: bool
+    def __init__(self, degrees: _Optional[_Union[Range, _Mapping]] = ..., translate: _Optional[_Iterable[float]] = ..., scale: _Optional[_Union[Range, _Mapping]] = ..., shear: _Optional[_Iterable[float]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., center: _Optional[_Iterable[float]] = ..., fill_none: _Optional[bool] = ...) -> None: ...
 
 class RandomErasing(_message.Message):
     __slots__ = ("p", "scale", "ratio", "value", "random_value", "noise_mean", "noise_std")
