@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
@@ -85,9 +86,8 @@ func (e *execJob) demandNow() pipeline.JobDemand {
 
 // Fill makes lease l's batch into b, the lease's demand weighing the
 // job's queue from now on.
-func (e *execJob) Fill(ctx context.Context, l *work.Lease, b *pipeline.Batch) error {
-	d := l.Demand
-	e.demand.Store(&d)
+func (e *execJob) Fill(ctx context.Context, l *lease.Lease, b *pipeline.Batch) error {
+	e.demand.Store(&pipeline.JobDemand{Stall: l.Demand.Stall, Work: l.Demand.Work})
 	return e.make(ctx, l.Epoch, l.Indices, b)
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server/internal/coord"
@@ -86,7 +87,7 @@ func (m *peerMaker) Connection() uint64 { return m.p.Streams() }
 // nil while it is Ready (and before its first attempt ended).
 func (m *peerMaker) Unavailable() error { return m.p.LastError() }
 
-func (m *peerMaker) Make(ctx context.Context, j coord.Job, l *work.Lease, b *pipeline.Batch) error {
+func (m *peerMaker) Make(ctx context.Context, j coord.Job, l *lease.Lease, b *pipeline.Batch) (lease.Made, error) {
 	return m.p.Make(ctx, m.forward(j), l, b)
 }
 

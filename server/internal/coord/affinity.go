@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stoker-dev/stoker/internal/work"
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 )
 
@@ -374,7 +374,7 @@ var partBufs = sync.Pool{New: func() any { return new(pipeline.Batch) }}
 // compared byte for byte (or made on this server), the makers of parts
 // that were not, how long each part took, and the failed parts (with the
 // worst failure as err).
-func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pipeline.Batch, parts []part) (checked bool, unchecked []Maker, took []time.Duration, failed []partFailure, err error) {
+func (c *Coordinator) makeParts(ctx, lctx context.Context, l *lease.Lease, b *pipeline.Batch, parts []part) (checked bool, unchecked []Maker, took []time.Duration, failed []partFailure, err error) {
 	pctx, cancel := context.WithCancel(lctx)
 	defer cancel()
 	type outcome struct {
@@ -396,7 +396,7 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 	for i, p := range parts {
 		pb := partBufs.Get().(*pipeline.Batch)
 		bufs[i] = pb
-		pl := &work.Lease{Epoch: l.Epoch, Number: l.Number, Indices: p.idx, Demand: l.Demand}
+		pl := &lease.Lease{Epoch: l.Epoch, Number: l.Number, Indices: p.idx, Demand: l.Demand}
 		local := p.m.Local()
 		if !local {
 			pl.Keep = c.env.Verifier.Pick(p.m, len(p.idx), c.j.BatchSize())
@@ -407,7 +407,7 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 		go func() {
 			p.st.starting.Add(-1) // Make counts it from here
 			t0 := time.Now()
-			err := c.makePart(pctx, p.m, pl, pb)
+			made, err := c.makePart(pctx, p.m, pl, pb)
 			took[i] = time.Since(t0)
 			p.out.Store(false)
 			p.st.answered.Store(time.Now().UnixNano())
@@ -421,7 +421,7 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 				err = errSamplesFailed
 			}
 			if err == nil && !local {
-				ok, err = c.env.Verifier.Verify(ctx, c.j, pl, pb)
+				ok, err = c.env.Verifier.Verify(ctx, c.j, pl, pb, made.Kept)
 			}
 			if err != nil && !errors.Is(err, errSamplesFailed) {
 				cancel() // the batch fails: the other parts are not needed
@@ -442,7 +442,7 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 				checked = false
 				unchecked = append(unchecked, p.m)
 			}
-		case o.cancelled && lctx.Err() == nil && !errors.Is(o.err, ErrMismatch) && !errors.Is(o.err, work.ErrRefused):
+		case o.cancelled && lctx.Err() == nil && !errors.Is(o.err, ErrMismatch) && !errors.Is(o.err, lease.ErrRefused):
 			// Cancelled here because another part had failed: not its
 			// maker's failure.
 		default:
@@ -480,8 +480,8 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *work.Lease, b *pip
 }
 
 // checkPart is check for a part: a peer's part leaves its pixels in the
-// whole batch (work.Lease.Place), its other fields its own.
-func (c *Coordinator) checkPart(l *work.Lease, b *pipeline.Batch) error {
+// whole batch (lease.Lease.Place), its other fields its own.
+func (c *Coordinator) checkPart(l *lease.Lease, b *pipeline.Batch) error {
 	if l.Place == nil {
 		return c.check(l, b)
 	}
@@ -500,24 +500,24 @@ const (
 )
 
 // makePart makes part l on m, asking again while m turns it away as busy
-// (work.ErrBusy: another job's lease took its room since the part was
+// (lease.ErrBusy: another job's lease took its room since the part was
 // routed, or the worker has not yet seen the cancellation of one it
 // held), for up to a quarter of the lease timeout. Failing the lease
 // instead would cancel its other parts, whose slots a worker frees only
 // when the cancellations reach it: the next parts sent would be turned
 // away in turn, and a pool of several jobs would spin.
-func (c *Coordinator) makePart(ctx context.Context, m Maker, l *work.Lease, b *pipeline.Batch) error {
+func (c *Coordinator) makePart(ctx context.Context, m Maker, l *lease.Lease, b *pipeline.Batch) (lease.Made, error) {
 	giveUp := time.Now().Add(c.env.Config.LeaseTimeout / busyGiveUp)
 	for {
-		err := m.Make(ctx, c.j, l, b)
-		if !errors.Is(err, work.ErrBusy) || !time.Now().Add(busyRetry).Before(giveUp) {
-			return err
+		made, err := m.Make(ctx, c.j, l, b)
+		if !errors.Is(err, lease.ErrBusy) || !time.Now().Add(busyRetry).Before(giveUp) {
+			return made, err
 		}
 		t := time.NewTimer(busyRetry)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return err
+			return made, err
 		case <-t.C:
 		}
 	}
@@ -527,7 +527,7 @@ func failRank(err error) int {
 	switch {
 	case errors.Is(err, ErrMismatch):
 		return 0
-	case errors.Is(err, work.ErrBusy), errors.Is(err, work.ErrDraining):
+	case errors.Is(err, lease.ErrBusy), errors.Is(err, lease.ErrDraining):
 		return 3
 	case errors.Is(err, errSamplesFailed):
 		return 2
@@ -537,7 +537,7 @@ func failRank(err error) int {
 
 // assemble copies parts' batches (bufs) into b, a batch of n samples of
 // size bytes (b.Data sized already): each part's samples at their places
-// (a peer's pixels are there already: work.Lease.Place).
+// (a peer's pixels are there already: lease.Lease.Place).
 func assemble(b *pipeline.Batch, size, n int, parts []part, bufs []*pipeline.Batch) {
 	b.N = n
 	b.Labels = slices.Grow(b.Labels[:0], n)[:n]

@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/stoker-dev/stoker/internal/work"
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 )
 
@@ -254,7 +254,7 @@ func TestAffinityRendezvous(t *testing.T) {
 	}
 	ms[1].ready.Store(false)
 	leave("not ready", ms[1], func() { ms[1].ready.Store(true) })
-	c.refused[ms[2]] = fmt.Errorf("%w: no such dataset", work.ErrRefused)
+	c.refused[ms[2]] = fmt.Errorf("%w: no such dataset", lease.ErrRefused)
 	leave("refused", ms[2], func() { delete(c.refused, ms[2]) })
 	v.Quarantine(ms[3], ErrMismatch)
 	leave("quarantined", ms[3], func() { delete(v.quarantined, ms[3]) })
@@ -589,7 +589,7 @@ func ifLeased(l gotLease) []gotLease {
 // policy when sample bad fails: the failure listed, its slot a copy of
 // the batch's first good sample (pixels, label and index), or the batch
 // empty when it has none.
-func fillFailing(l *work.Lease, b *pipeline.Batch, bad int64) {
+func fillFailing(l *lease.Lease, b *pipeline.Batch, bad int64) {
 	fill(l, b)
 	i := slices.Index(l.Indices, bad)
 	if i < 0 {
@@ -663,7 +663,7 @@ func TestAffinityFailedSample(t *testing.T) {
 			t.Fatalf("%d batches, %d EpochEnds; want %d, 1", len(tr.batches), len(tr.ends), plan.Batches())
 		}
 		for i, d := range tr.batches {
-			l := &work.Lease{Number: i, Indices: plan.Batch(i)}
+			l := &lease.Lease{Number: i, Indices: plan.Batch(i)}
 			var want pipeline.Batch
 			fillFailing(l, &want, bad)
 			if d.k != i || !bytes.Equal(d.data, want.Data) || !slices.Equal(d.idx, want.Indices) || len(d.errs) != len(want.Errors) {
@@ -753,7 +753,7 @@ func TestAffinityMismatch(t *testing.T) {
 			}
 			cl.answer <- nil
 		}
-		v := &fakeVerifier{check: func(l *work.Lease) bool { return l.Epoch == 0 && l.Number == target }}
+		v := &fakeVerifier{check: func(l *lease.Lease) bool { return l.Epoch == 0 && l.Number == target }}
 		env := affinityEnv(v, ms...)
 		co, tr := start(env, j, Stream{Epochs: 1, Credits: 0}) // made batches wait for the trainer's credit
 		wait := tr.run(t.Context())
@@ -915,7 +915,7 @@ func TestAffinityHedge(t *testing.T) {
 					batch := j.Plan(0, 0).Batch(target)
 					for _, m := range all {
 						m.auto = after(10 * time.Millisecond)
-						m.hold = func(l *work.Lease) bool {
+						m.hold = func(l *lease.Lease) bool {
 							return l.Number == target && (m == slow || len(l.Indices) == len(batch))
 						}
 					}
@@ -1089,7 +1089,7 @@ func TestAffinityBusyPart(t *testing.T) {
 		var turned atomic.Int32
 		b.auto = func(c *call) {
 			if turned.Add(1) == 1 {
-				c.answer <- fmt.Errorf("%w: b took another job's lease", work.ErrBusy)
+				c.answer <- fmt.Errorf("%w: b took another job's lease", lease.ErrBusy)
 				return
 			}
 			perSample(time.Millisecond)(c)
@@ -1103,7 +1103,7 @@ func TestAffinityBusyPart(t *testing.T) {
 		}
 		tr.exactlyOnce(t, j, 1)
 		bl := byStart(b)
-		if len(bl) < 2 || bl[0].err == nil || !errors.Is(bl[0].err, work.ErrBusy) {
+		if len(bl) < 2 || bl[0].err == nil || !errors.Is(bl[0].err, lease.ErrBusy) {
 			t.Fatalf("b's leases %v: want its first turned away as busy", bl)
 		}
 		if bl[1].number != bl[0].number || !slices.Equal(bl[1].indices, bl[0].indices) || bl[1].start.Sub(bl[0].start) != busyRetry {

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/internal/lease"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -59,7 +59,7 @@ func (c *Coordinator) control(now time.Time, ms []Maker) {
 	c.pool.shrink(c.poolSize(c.window(ms)))
 	// Executors share their cores by this starvation too (the stall
 	// schedule), locally and, on workers, through the leases' demand.
-	d := pipeline.JobDemand{Stall: starved}
+	d := lease.Demand{Stall: starved}
 	if snap.stepPerBatch > 0 {
 		d.Work = snap.stepPerBatch / float64(c.j.BatchSize())
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/stoker-dev/stoker/internal/work"
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 )
 
@@ -96,8 +96,8 @@ type fakeMaker struct {
 	local bool
 }
 
-func (m *fakeMaker) Make(context.Context, Job, *work.Lease, *pipeline.Batch) error {
-	return errors.New("fakeMaker makes nothing")
+func (m *fakeMaker) Make(context.Context, Job, *lease.Lease, *pipeline.Batch) (lease.Made, error) {
+	return lease.Made{}, errors.New("fakeMaker makes nothing")
 }
 func (m *fakeMaker) Name() string { return m.name }
 func (m *fakeMaker) Local() bool  { return m.local }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -147,7 +148,7 @@ type Coordinator struct {
 	// verdict its metric was last set to.
 	stages     stageLog
 	bottleneck string
-	demand     atomic.Pointer[pipeline.JobDemand]
+	demand     atomic.Pointer[lease.Demand]
 }
 
 // outputSlack is out's room beyond one item per buffer: the epoch markers
@@ -329,9 +330,9 @@ func (c *Coordinator) emit(ctx context.Context, o Output) error {
 
 // demandNow is the job's demand as its controller last measured it: its
 // input stall, and its trainer's GPU seconds per sample (0: unknown).
-func (c *Coordinator) demandNow() pipeline.JobDemand {
+func (c *Coordinator) demandNow() lease.Demand {
 	if d := c.demand.Load(); d != nil {
 		return *d
 	}
-	return pipeline.JobDemand{}
+	return lease.Demand{}
 }

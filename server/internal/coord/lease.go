@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stoker-dev/stoker/internal/work"
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 )
 
@@ -199,7 +199,7 @@ func (c *Coordinator) affine(ms []Maker, id batchID) (parts []part, home int, fu
 
 // partBytes is the memory a batch's parts take beside its buffer: the
 // local executor's part is made in a buffer of its own (a peer's goes
-// straight to its places in the batch: work.Lease.Place).
+// straight to its places in the batch: lease.Lease.Place).
 func (c *Coordinator) partBytes(parts []part) int64 {
 	for _, p := range parts {
 		if p.m.Local() {
@@ -391,7 +391,7 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 	}
 	c.hedging.noteIssued(rec)
 	e := c.epochOf(id.epoch)
-	l := &work.Lease{Epoch: id.epoch, Number: id.k, Indices: e.plan.Batch(id.k), Demand: c.demandNow()}
+	l := &lease.Lease{Epoch: id.epoch, Number: id.k, Indices: e.plan.Batch(id.k), Demand: c.demandNow()}
 	local := m.Local()
 	if !local && parts == nil {
 		l.Keep = c.env.Verifier.Pick(m, len(l.Indices), c.j.BatchSize())
@@ -416,7 +416,7 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 			return
 		}
 		st.starting.Add(-1) // Make counts it from here
-		err := m.Make(lctx, c.j, l, b)
+		made, err := m.Make(lctx, c.j, l, b)
 		checked := local
 		switch {
 		case err == nil:
@@ -433,7 +433,7 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 			err = fmt.Errorf("lease of batch %d cancelled: %w", id.k, lctx.Err())
 		}
 		if err == nil && !checked {
-			checked, err = c.env.Verifier.Verify(ctx, c.j, l, b)
+			checked, err = c.env.Verifier.Verify(ctx, c.j, l, b, made.Kept)
 		}
 		var unchecked []Maker
 		if err == nil && !checked {
@@ -445,7 +445,7 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 
 // check verifies that a maker's batch has the shape its lease asks for, so
 // that a confused peer cannot hand the trainer a malformed batch.
-func (c *Coordinator) check(l *work.Lease, b *pipeline.Batch) error {
+func (c *Coordinator) check(l *lease.Lease, b *pipeline.Batch) error {
 	size := c.j.SampleBytes()
 	switch {
 	case b.N < 0 || b.N > len(l.Indices):
@@ -559,7 +559,7 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 // reports whether the failure counts as an attempt of the batch's.
 func (c *Coordinator) blame(id batchID, rec, other *leaseRec, m Maker, err error, now time.Time) bool {
 	failures := c.env.Metrics.LeaseFailures
-	if errors.Is(err, work.ErrBusy) {
+	if errors.Is(err, lease.ErrBusy) {
 		// Taken by other jobs: no failure, no back-off; the maker's Free
 		// says when to try it again.
 		if rec.hedge && !rec.probe {
@@ -569,7 +569,7 @@ func (c *Coordinator) blame(id batchID, rec, other *leaseRec, m Maker, err error
 		c.stat(m).retryAt = time.Now().Add(20 * time.Millisecond) // a worker's own limit: do not ask again at once
 		return false
 	}
-	if errors.Is(err, work.ErrDraining) {
+	if errors.Is(err, lease.ErrDraining) {
 		// The worker is shutting down: it finished what it had and turns
 		// new leases away. No failure of the job or the maker; the peer is
 		// not Ready until it comes back, so the batch goes elsewhere.
@@ -588,7 +588,7 @@ func (c *Coordinator) blame(id batchID, rec, other *leaseRec, m Maker, err error
 		reason = "mismatch"
 		c.env.Verifier.Quarantine(m, err)
 		c.dropUnchecked()
-	case errors.Is(err, work.ErrRefused):
+	case errors.Is(err, lease.ErrRefused):
 		reason = "refused"
 		if c.refused[m] == nil {
 			c.log.Warn("maker refused the job", "maker", m.Name(), "err", err)
