@@ -88,11 +88,12 @@ func (e *execJob) demandNow() pipeline.JobDemand {
 // job's queue from now on.
 func (e *execJob) Fill(ctx context.Context, l *lease.Lease, b *pipeline.Batch) error {
 	e.demand.Store(&pipeline.JobDemand{Stall: l.Demand.Stall, Work: l.Demand.Work})
-	return e.make(ctx, l.Epoch, l.Indices, b)
+	return e.make(ctx, l.Epoch, l.Indices, l.Place, b)
 }
 
-// fill makes the samples indices of epoch into b on the job's queue.
-func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, b *pipeline.Batch) error {
+// fill makes the samples indices of epoch into b on the job's queue, at
+// their places in b.Data when place is set.
+func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, place []int, b *pipeline.Batch) error {
 	q, err := e.queue()
 	if err != nil {
 		return err
@@ -103,7 +104,12 @@ func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, b *pi
 		// next batches: read each ahead in a few long requests.
 		sp.PrefetchShards(indices)
 	}
-	if err := q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b); err != nil {
+	if place != nil {
+		err = q.FillAt(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, place, j.policy, b)
+	} else {
+		err = q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b)
+	}
+	if err != nil {
 		return storeWait(j.ds, err)
 	}
 	return storeDown(b)

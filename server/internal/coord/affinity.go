@@ -7,7 +7,6 @@ import (
 	"hash/fnv"
 	"math"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,8 +22,9 @@ import (
 // rendezvous score for the sample's dataset index, so that a maker joining
 // or leaving moves only the samples it gains or held. A batch is leased in
 // parts, one per home among its samples, each part a lease of those
-// samples to their home; the coordinator copies the parts into the
-// batch's buffer, in the plan's order. The bytes are the same whoever
+// samples to their home, each maker making its samples straight into
+// their places in the batch's buffer (lease.Lease.Place): no buffer of
+// their own, no copy. The bytes are the same whoever
 // makes each sample (its pixels are a function of seed, epoch and index
 // alone), so the batch is the one a single maker would make.
 //
@@ -365,10 +365,6 @@ func fullPart(parts []part) Maker {
 	return nil
 }
 
-// partBufs are part buffers, shared by a server's coordinators (a part's
-// pixels are copied into its batch as soon as all parts are in).
-var partBufs = sync.Pool{New: func() any { return new(pipeline.Batch) }}
-
 // makeParts makes the parts of lease l and assembles them into b. ctx is
 // the job's, lctx the lease's. It returns whether every sample was
 // compared byte for byte (or made on this server), the makers of parts
@@ -386,6 +382,10 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *lease.Lease, b *pi
 		cancelled bool
 	}
 	done := make(chan outcome, len(parts))
+	// Each part is made straight into its places in the batch's buffer
+	// (lease.Lease.Place: a peer's pixels from gRPC's buffers, the local
+	// executor's from its decoders): no buffer of its own, no copy. Its
+	// labels and indices are its own, put in place by assemble.
 	bufs := make([]*pipeline.Batch, len(parts))
 	took = make([]time.Duration, len(parts))
 	size, n := c.j.SampleBytes(), len(l.Indices)
@@ -394,15 +394,12 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *lease.Lease, b *pi
 	}
 	b.Data = b.Data[:n*size]
 	for i, p := range parts {
-		pb := partBufs.Get().(*pipeline.Batch)
+		pb := &pipeline.Batch{Data: b.Data}
 		bufs[i] = pb
-		pl := &lease.Lease{Epoch: l.Epoch, Number: l.Number, Indices: p.idx, Demand: l.Demand}
+		pl := &lease.Lease{Epoch: l.Epoch, Number: l.Number, Indices: p.idx, Demand: l.Demand, Place: p.pos}
 		local := p.m.Local()
 		if !local {
 			pl.Keep = c.env.Verifier.Pick(p.m, len(p.idx), c.j.BatchSize())
-			// A peer's pixels go from gRPC's buffers straight to their
-			// places in the batch: no copy here.
-			pl.Place, pb.Data = p.pos, b.Data
 		}
 		go func() {
 			p.st.starting.Add(-1) // Make counts it from here
@@ -452,14 +449,6 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *lease.Lease, b *pi
 			failed = append(failed, partFailure{p.m, o.err})
 		}
 	}
-	defer func() {
-		for i, pb := range bufs {
-			if !parts[i].m.Local() {
-				pb.Data = nil // it was b's
-			}
-			partBufs.Put(pb)
-		}
-	}()
 	if len(failed) > 0 {
 		// The worst first: a lie, then a failure, then a part to make
 		// again whole, then a maker turning it away.
@@ -475,7 +464,7 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *lease.Lease, b *pi
 		// Outrun by the batch's other lease (or the job ended).
 		return false, nil, nil, nil, fmt.Errorf("lease of batch %d cancelled: %w", l.Number, err)
 	}
-	assemble(b, size, n, parts, bufs)
+	assemble(b, n, parts, bufs)
 	return checked, unchecked, took, nil, nil
 }
 
@@ -535,10 +524,10 @@ func failRank(err error) int {
 	return 1
 }
 
-// assemble copies parts' batches (bufs) into b, a batch of n samples of
-// size bytes (b.Data sized already): each part's samples at their places
-// (a peer's pixels are there already: lease.Lease.Place).
-func assemble(b *pipeline.Batch, size, n int, parts []part, bufs []*pipeline.Batch) {
+// assemble puts the labels and indices of parts' batches (bufs) at their
+// places in b, a batch of n samples whose pixels the parts made in place
+// (lease.Lease.Place), and adds up their stage times.
+func assemble(b *pipeline.Batch, n int, parts []part, bufs []*pipeline.Batch) {
 	b.N = n
 	b.Labels = slices.Grow(b.Labels[:0], n)[:n]
 	b.Indices = slices.Grow(b.Indices[:0], n)[:n]
@@ -546,11 +535,7 @@ func assemble(b *pipeline.Batch, size, n int, parts []part, bufs []*pipeline.Bat
 	b.Times = pipeline.StageTimes{}
 	for i, p := range parts {
 		pb := bufs[i]
-		placed := !p.m.Local()
 		for s, pos := range p.pos {
-			if !placed {
-				copy(b.Data[pos*size:(pos+1)*size], pb.Data[s*size:(s+1)*size])
-			}
 			b.Labels[pos], b.Indices[pos] = pb.Labels[s], pb.Indices[s]
 		}
 		t := pb.Times

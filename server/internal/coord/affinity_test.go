@@ -1123,3 +1123,63 @@ func TestAffinityBusyPart(t *testing.T) {
 		}
 	})
 }
+
+// noRoom is a stream's memory with no room beyond what the stream
+// reserved: every Try fails, and is counted.
+type noRoom struct{ tries atomic.Int64 }
+
+func (m *noRoom) Try(int64) bool { m.tries.Add(1); return false }
+func (m *noRoom) Release(int64)  {}
+
+// TestAffinityPartsInBudget: the parts of a batch take no memory beyond
+// the batch's buffer, whichever maker makes them: with no room in the
+// budget beyond the stream's reserved buffers, batches are still leased
+// in parts, and the local executor's part is made straight into its
+// places in the batch's buffer (lease.Lease.Place), as a peer's is. (A
+// part made in a buffer of its own, copied into the batch, is memory the
+// budget must pay for: without room, the batch went whole.)
+func TestAffinityPartsInBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		local, peer := newMaker("local", 8), newMaker("10.0.0.1:7070", 8)
+		local.local = true
+		j := &fakeJob{n: 8 * 20, size: 8}
+		var misplaced atomic.Int32
+		for _, m := range []*scriptedMaker{local, peer} {
+			m.auto = func(c *call) {
+				if whole := len(j.Plan(c.l.Epoch, 0).Batch(c.l.Number)) * sampleBytes; len(c.l.Indices) < j.size && (c.l.Place == nil || len(c.b.Data) != whole) {
+					misplaced.Add(1) // a part not made in the batch's buffer
+				}
+				perSample(time.Millisecond)(c)
+			}
+		}
+		env := affinityEnv(&fakeVerifier{}, local, peer)
+		mem := &noRoom{}
+		_, tr := start(env, j, Stream{Epochs: 1, Credits: 1000, Memory: mem})
+		if err := tr.run(t.Context())(); err != nil {
+			t.Fatal(err)
+		}
+		tr.exactlyOnce(t, j, 1)
+		r := newRanking()
+		ms := []Maker{local, peer}
+		for k := range j.Plan(0, 0).Batches() {
+			want := r.homesOf(j.Plan(0, 0).Batch(k), ms...)
+			var at time.Time
+			for _, m := range []*scriptedMaker{local, peer} {
+				for _, l := range m.leases() {
+					if l.number == k {
+						at = l.start
+					}
+				}
+			}
+			if who := partsOf(t, j, 0, k, at, local, peer); !slices.Equal(who, want) {
+				t.Errorf("batch %d leased to %v with no room in the budget, want a part on each of its homes %v", k, names(who), names(want))
+			}
+		}
+		if n := misplaced.Load(); n != 0 {
+			t.Errorf("%d parts made outside the batch's buffer", n)
+		}
+		if home, away := madeWhere(t, env, tr); away != 0 || home != float64(j.n) {
+			t.Errorf("%v samples made at home, %v away; want all %d at home", home, away, j.n)
+		}
+	})
+}

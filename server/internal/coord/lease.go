@@ -172,11 +172,11 @@ func (c *Coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 }
 
 // affine splits batch id into parts by cache affinity (affinity.go), when
-// the job routes by it, the batch is not to be made whole, two makers or
-// more can take parts and the memory budget has room for the local
-// executor's part's buffer (partBytes). full is a maker a part would go to that has no room now: the
-// job waits for it (its Freed wakes the job), since another maker would
-// make the part uncached.
+// the job routes by it, the batch is not to be made whole and two makers
+// or more can take parts; the parts are made in the batch's buffer, so
+// they take no memory beyond it. full is a maker a part would go to that
+// has no room now: the job waits for it (its Freed wakes the job), since
+// another maker would make the part uncached.
 func (c *Coordinator) affine(ms []Maker, id batchID) (parts []part, home int, full Maker) {
 	if !c.env.Config.Affinity || c.whole[id] {
 		return nil, 0, nil
@@ -191,22 +191,7 @@ func (c *Coordinator) affine(ms []Maker, id batchID) (parts []part, home int, fu
 			return nil, 0, f
 		}
 	}
-	if n := c.partBytes(parts); n > 0 && c.pool.mem != nil && !c.pool.mem.Try(n) {
-		return nil, 0, nil // whole, in the batch's own buffer
-	}
 	return parts, home, nil
-}
-
-// partBytes is the memory a batch's parts take beside its buffer: the
-// local executor's part is made in a buffer of its own (a peer's goes
-// straight to its places in the batch: lease.Lease.Place).
-func (c *Coordinator) partBytes(parts []part) int64 {
-	for _, p := range parts {
-		if p.m.Local() {
-			return int64(len(p.idx)) * int64(c.j.SampleBytes())
-		}
-	}
-	return 0
 }
 
 // noMaker handles a batch no maker can take now: when no maker is even
@@ -409,9 +394,6 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 		defer cancel()
 		if parts != nil {
 			checked, unchecked, took, failed, err := c.makeParts(ctx, lctx, l, b, parts)
-			if n := c.partBytes(parts); n > 0 && c.pool.mem != nil {
-				c.pool.mem.Release(n)
-			}
 			c.results <- result{id: id, lease: rec.id, maker: m, b: b, err: err, checked: checked, unchecked: unchecked, parts: parts, took: took, failed: failed}
 			return
 		}
