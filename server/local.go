@@ -44,10 +44,11 @@ func (m *localMaker) Make(ctx context.Context, j coord.Job, l *lease.Lease, b *p
 	return lease.Made{}, m.queue(j).Fill(ctx, l, b)
 }
 
-func (m *localMaker) Name() string { return "local" }
-func (m *localMaker) Local() bool  { return true }
-func (m *localMaker) Free() int    { return m.slots }
-func (m *localMaker) Ready() bool  { return true }
+func (m *localMaker) Name() string  { return "local" }
+func (m *localMaker) Trusted() bool { return true }
+func (m *localMaker) Remote() bool  { return false }
+func (m *localMaker) Free() int     { return m.slots }
+func (m *localMaker) Ready() bool   { return true }
 
 // Forget closes the job's queue: what it still has queued fails at once.
 func (m *localMaker) Forget(j coord.Job) {

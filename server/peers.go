@@ -73,10 +73,11 @@ type peerMaker struct {
 
 var _ coord.Maker = (*peerMaker)(nil)
 
-func (m *peerMaker) Name() string { return m.p.Addr() }
-func (m *peerMaker) Local() bool  { return false }
-func (m *peerMaker) Free() int    { return m.p.Free() }
-func (m *peerMaker) Ready() bool  { return m.p.Ready() }
+func (m *peerMaker) Name() string  { return m.p.Addr() }
+func (m *peerMaker) Trusted() bool { return false }
+func (m *peerMaker) Remote() bool  { return true }
+func (m *peerMaker) Free() int     { return m.p.Free() }
+func (m *peerMaker) Ready() bool   { return m.p.Ready() }
 
 // Connection changes each time the peer's Work stream comes up: its
 // verification starts strict again (verify.go).

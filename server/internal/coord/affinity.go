@@ -397,8 +397,8 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *lease.Lease, b *pi
 		pb := &pipeline.Batch{Data: b.Data}
 		bufs[i] = pb
 		pl := &lease.Lease{Epoch: l.Epoch, Number: l.Number, Indices: p.idx, Demand: l.Demand, Place: p.pos}
-		local := p.m.Local()
-		if !local {
+		trusted := p.m.Trusted()
+		if !trusted {
 			pl.Keep = c.env.Verifier.Pick(p.m, len(p.idx), c.j.BatchSize())
 		}
 		go func() {
@@ -410,14 +410,14 @@ func (c *Coordinator) makeParts(ctx, lctx context.Context, l *lease.Lease, b *pi
 			p.st.answered.Store(time.Now().UnixNano())
 			p.st.open.Add(-1)
 			cancelled := pctx.Err() != nil
-			ok := local
+			ok := trusted
 			if err == nil {
 				err = c.checkPart(pl, pb)
 			}
 			if err == nil && len(pb.Errors) > 0 {
 				err = errSamplesFailed
 			}
-			if err == nil && !local {
+			if err == nil && !trusted {
 				ok, err = c.env.Verifier.Verify(ctx, c.j, pl, pb, made.Kept)
 			}
 			if err != nil && !errors.Is(err, errSamplesFailed) {

@@ -99,7 +99,7 @@ func (c *Coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idl
 	}
 	local := 0.0 // the coordinator's own executor, one of the makers counted
 	for _, m := range ms {
-		if m.Local() {
+		if !m.Remote() {
 			local = 1
 		}
 		st := c.stats[m]

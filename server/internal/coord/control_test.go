@@ -99,11 +99,12 @@ type fakeMaker struct {
 func (m *fakeMaker) Make(context.Context, Job, *lease.Lease, *pipeline.Batch) (lease.Made, error) {
 	return lease.Made{}, errors.New("fakeMaker makes nothing")
 }
-func (m *fakeMaker) Name() string { return m.name }
-func (m *fakeMaker) Local() bool  { return m.local }
-func (m *fakeMaker) Free() int    { return m.free }
-func (m *fakeMaker) Ready() bool  { return m.ready }
-func (m *fakeMaker) Forget(Job)   {}
+func (m *fakeMaker) Name() string  { return m.name }
+func (m *fakeMaker) Trusted() bool { return m.local }
+func (m *fakeMaker) Remote() bool  { return !m.local }
+func (m *fakeMaker) Free() int     { return m.free }
+func (m *fakeMaker) Ready() bool   { return m.ready }
+func (m *fakeMaker) Forget(Job)    {}
 
 // controlled is a coordinator of a job of batches of 4 whose controller
 // the test drives with its own clock: no lease is issued, the test plays

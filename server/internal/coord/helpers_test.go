@@ -182,8 +182,9 @@ func (m *scriptedMaker) Make(ctx context.Context, _ Job, l *lease.Lease, b *pipe
 	}
 }
 
-func (m *scriptedMaker) Name() string { return m.name }
-func (m *scriptedMaker) Local() bool  { return m.local }
+func (m *scriptedMaker) Name() string  { return m.name }
+func (m *scriptedMaker) Trusted() bool { return m.local }
+func (m *scriptedMaker) Remote() bool  { return !m.local }
 func (m *scriptedMaker) Free() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()

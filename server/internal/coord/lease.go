@@ -377,8 +377,8 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 	c.hedging.noteIssued(rec)
 	e := c.epochOf(id.epoch)
 	l := &lease.Lease{Epoch: id.epoch, Number: id.k, Indices: e.plan.Batch(id.k), Demand: c.demandNow()}
-	local := m.Local()
-	if !local && parts == nil {
+	trusted := m.Trusted()
+	if !trusted && parts == nil {
 		l.Keep = c.env.Verifier.Pick(m, len(l.Indices), c.j.BatchSize())
 	}
 	if parts == nil {
@@ -399,7 +399,7 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 		}
 		st.starting.Add(-1) // Make counts it from here
 		made, err := m.Make(lctx, c.j, l, b)
-		checked := local
+		checked := trusted
 		switch {
 		case err == nil:
 			err = c.check(l, b)

@@ -27,10 +27,17 @@ type Maker interface {
 	// Name says which maker it is in logs and metrics: "local" or the
 	// peer's address.
 	Name() string
-	// Local reports whether the maker is the coordinator's own server's
-	// executor: its batches are not verified, and it is not one of the
-	// peers a pool must provide (stoker_peers_recommended).
-	Local() bool
+	// Trusted reports whether the maker's batches are taken as made: the
+	// coordinator's own server's executor. A batch of a maker not trusted
+	// (a peer) is verified (Verifier), slots of it kept aside for that
+	// (lease.Lease.Keep).
+	Trusted() bool
+	// Remote reports whether the maker is another server, reached over
+	// the network: its lease time includes the wire (where the job's time
+	// goes: peer and network, stages.go, rather than its samples' stage
+	// times), and it is one of the peers a pool must provide
+	// (stoker_peers_recommended).
+	Remote() bool
 	// Free is how many more leases the maker would take now, from all
 	// jobs together. A Make past it may fail with lease.ErrBusy.
 	Free() int

@@ -55,7 +55,7 @@ type timedWait struct {
 // times its maker measured.
 func (s *stageLog) madeBy(now time.Time, m Maker, took time.Duration, times pipeline.StageTimes) {
 	s.made = append(trimBefore(s.made, now.Add(-s.window), func(b madeBatch) time.Time { return b.at }),
-		madeBatch{at: now, maker: m, local: m.Local(), lease: max(took, 0), times: sane(times)})
+		madeBatch{at: now, maker: m, local: !m.Remote(), lease: max(took, 0), times: sane(times)})
 }
 
 // creditWait records the credit wait of the controller interval ending at
@@ -200,11 +200,11 @@ func (c *Coordinator) judge(now time.Time, snap telemetrySnap, js *stokerv1.JobS
 		f, ok := mk.makers[m]
 		if i < len(js.Makers) { // publish made js.Makers in ms's order
 			js.Makers[i].LeaseSeconds, js.Makers[i].NetworkShare = f.meanLease(), f.networkShare()
-			if m.Local() {
+			if !m.Remote() {
 				js.Makers[i].NetworkShare = 0
 			}
 		}
-		if ok && !m.Local() && total > 0 {
+		if ok && m.Remote() && total > 0 {
 			in.makers = append(in.makers, makerFigures{name: m.Name(), share: f.lease.Seconds() / total.Seconds(),
 				lease: f.meanLease(), network: f.networkShare()})
 		}
