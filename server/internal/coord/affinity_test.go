@@ -18,23 +18,26 @@ import (
 	"github.com/stoker-dev/stoker/pipeline"
 )
 
-// Cache affinity (affinity.go): each sample is made at its home maker, the
-// one of the makers the job can use with the highest rendezvous score for
-// its index; a batch is leased in parts, one per home among its samples,
-// and assembled in the plan's order. Against the scripted makers, on the
-// fake clock.
+// Cache affinity (router.go, parts.go): each sample is made at its home
+// maker, the one of the makers the job can use with the highest
+// rendezvous score for its index; a batch is leased in parts, one per home
+// among its samples, each made at its places in the batch. Against the
+// scripted makers, on the fake clock.
 
 // ranking ranks makers for a sample as the coordinator's rendezvous
-// hashing does (makerKey, score): a coordinator never run, for its keys.
-type ranking struct{ c *Coordinator }
+// hashing does (router.key, score): a router of its own, for its keys.
+type ranking struct{ r *router }
 
-func newRanking() ranking { return ranking{&Coordinator{keys: make(map[Maker]uint64)}} }
+func newRanking() ranking {
+	r := newRouter()
+	return ranking{&r}
+}
 
 // rank is among, highest score for sample idx first.
 func (r ranking) rank(idx int64, among ...Maker) []Maker {
 	ms := slices.Clone(among)
 	slices.SortFunc(ms, func(a, b Maker) int {
-		sa, sb := score(r.c.makerKey(a), idx), score(r.c.makerKey(b), idx)
+		sa, sb := score(r.r.key(a), idx), score(r.r.key(b), idx)
 		switch {
 		case sa > sb:
 			return -1
@@ -87,15 +90,32 @@ func perSample(d time.Duration) func(*call) {
 }
 
 // equalWeights checks that the job, over, kept its makers' routing
-// weights equal (affinity.go): where each sample goes is then its
+// weights equal (router.go): where each sample goes is then its
 // rendezvous score's doing alone, as ranking computes it.
 func equalWeights(t *testing.T, c *Coordinator) {
 	t.Helper()
-	for m, st := range c.stats {
-		if w := st.routeWeight(); w != 1 {
+	for m := range c.routing.weights {
+		if w := c.routing.weightOf(m); w != 1 {
 			t.Errorf("%s's routing weight %v: the test's makers were to be equally fast", m.Name(), w)
 		}
 	}
+}
+
+// setWeight sets m's routing weight (0: back to 1), as reweigh does.
+func setWeight(c *Coordinator, m Maker, w float64) {
+	if c.routing.weights[m] == nil {
+		c.routing.weights[m] = &weight{}
+	}
+	c.routing.weights[m].w = w
+	c.routing.last = nil
+}
+
+// setRate sets the rate m's parts were made at.
+func setRate(c *Coordinator, m Maker, rate float64) {
+	if c.routing.weights[m] == nil {
+		c.routing.weights[m] = &weight{}
+	}
+	c.routing.weights[m].rate = rate
 }
 
 // affinityEnv is testEnv with cache affinity on.
@@ -159,7 +179,7 @@ func partsOf(t *testing.T, j *fakeJob, e uint64, k int, at time.Time, ms ...*scr
 	return who
 }
 
-// TestAffinityRendezvous: split gives each sample to its highest-scoring
+// TestAffinityRendezvous: a job's route gives each sample to its highest-scoring
 // maker; a maker leaving the usable set moves only the samples whose home
 // it was (each to its next in rank), one joining takes only samples that
 // move to it, one whose routing weight halves loses only samples of its
@@ -185,16 +205,18 @@ func TestAffinityRendezvous(t *testing.T) {
 		var b Maker
 		var bs uint64
 		for _, m := range among {
-			if s := score(c.makerKey(m), idx); b == nil || s > bs {
+			if s := score(c.routing.key(m), idx); b == nil || s > bs {
 				b, bs = m, s
 			}
 		}
 		return b
 	}
+	// split is the job's route over among now.
+	split := func(among []Maker) ([]part, int) { return c.routeNow(among, time.Now()).Split(indices) }
 	// route is where split sends each sample, checking its parts.
 	route := func(among []Maker) (map[int64]Maker, int) {
 		t.Helper()
-		parts, home := c.split(among, indices)
+		parts, home := split(among)
 		where := make(map[int64]Maker, len(indices))
 		for _, p := range parts {
 			if len(p.pos) != len(p.idx) || !slices.IsSorted(p.pos) {
@@ -277,7 +299,7 @@ func TestAffinityRendezvous(t *testing.T) {
 
 	// homeShare, a whole lease's count of samples at home, agrees.
 	for _, m := range four {
-		if got := c.homeShare(four, m, indices); got != count[m.Name()] {
+		if got := c.routeNow(four, time.Now()).HomeShare(m, indices); got != count[m.Name()] {
 			t.Errorf("homeShare of %s: %d, split gives it %d", m.Name(), got, count[m.Name()])
 		}
 	}
@@ -285,7 +307,7 @@ func TestAffinityRendezvous(t *testing.T) {
 	// A maker half as fast (routing weight 1/2) is home to half as many
 	// samples as each other, about 1/7 of them; those it loses are all
 	// that move.
-	c.stat(ms[0]).weight = 0.5
+	setWeight(c, ms[0], 0.5)
 	weighed, _ := route(four)
 	lost := 0
 	for _, idx := range indices {
@@ -305,10 +327,10 @@ func TestAffinityRendezvous(t *testing.T) {
 			n++
 		}
 	}
-	if got := c.homeShare(four, ms[1], indices); got != n {
+	if got := c.routeNow(four, time.Now()).HomeShare(ms[1], indices); got != n {
 		t.Errorf("homeShare of %s with weights: %d, split gives it %d", ms[1].Name(), got, n)
 	}
-	c.stat(ms[0]).weight = 0
+	setWeight(c, ms[0], 0)
 
 	// One backing off after a failure stays its samples' home, but they
 	// are made by the next of their ranking meanwhile, and not counted as
@@ -335,18 +357,20 @@ func TestAffinityRendezvous(t *testing.T) {
 	if back, _ := route(four); back[indices[slices.IndexFunc(indices, func(i int64) bool { return homes[i] == ms[0] })]] != ms[0] {
 		t.Error("a maker whose back-off ended took no part")
 	}
-	st.parts = 1
+	c.parts.leased(ms[0], time.Now()) // a part in flight, answered, not yet collected
+	c.parts.answer(ms[0], time.Now())
 	if back, _ := route(four); slices.ContainsFunc(indices, func(i int64) bool { return back[i] == ms[0] }) {
 		t.Error("a maker on trial with a part in flight took another")
 	}
-	st.fails, st.parts = 0, 0
+	c.parts.collected(ms[0])
+	st.fails = 0
 
 	// Fewer than two makers that can take a part: no parts.
-	if parts, _ := c.split(all[:1], indices); parts != nil {
+	if parts, _ := split(all[:1]); parts != nil {
 		t.Errorf("one maker: %d parts, want none (the batch whole)", len(parts))
 	}
 	st.fails, st.retryAt = 1, time.Now().Add(time.Hour)
-	if parts, _ := c.split(all[:2], indices); parts != nil {
+	if parts, _ := split(all[:2]); parts != nil {
 		t.Errorf("two makers, one backing off: %d parts, want none (the batch whole)", len(parts))
 	}
 }
@@ -1039,39 +1063,40 @@ func TestReweigh(t *testing.T) {
 	env := affinityEnv(&fakeVerifier{}, a, b)
 	c := New(env, &fakeJob{n: 64, size: 8}, Stream{Epochs: 1}, "job", discard)
 	ms := []Maker{a, b}
-	c.stat(a).partRate, c.stat(b).partRate = 800, 800
-	c.reweigh(ms)
-	if w := c.stat(b).routeWeight(); w != 1 {
+	setRate(c, a, 800)
+	setRate(c, b, 800)
+	c.routing.reweigh(ms, c.usable)
+	if w := c.routing.weightOf(b); w != 1 {
 		t.Fatalf("equal rates: b's weight %v, want 1", w)
 	}
-	c.stat(b).partRate = 100 // an eighth
+	setRate(c, b, 100) // an eighth
 	for tick := range reweighTicks - 1 {
-		c.reweigh(ms)
-		if w := c.stat(b).routeWeight(); w != 1 {
+		c.routing.reweigh(ms, c.usable)
+		if w := c.routing.weightOf(b); w != 1 {
 			t.Fatalf("tick %d of b at an eighth: weight %v, want 1 until %d ticks in a row", tick+1, w, reweighTicks)
 		}
 	}
-	c.stat(b).partRate = 800 // the burst ends
-	c.reweigh(ms)
-	c.stat(b).partRate = 100
+	setRate(c, b, 800) // the burst ends
+	c.routing.reweigh(ms, c.usable)
+	setRate(c, b, 100)
 	for range reweighTicks - 1 {
-		c.reweigh(ms)
+		c.routing.reweigh(ms, c.usable)
 	}
-	if w := c.stat(b).routeWeight(); w != 1 {
+	if w := c.routing.weightOf(b); w != 1 {
 		t.Fatalf("b slow for %d ticks, a fast one between: weight %v, want 1", 2*reweighTicks-2, w)
 	}
-	c.reweigh(ms)
-	if w := c.stat(b).routeWeight(); w != 1.0/8 {
+	c.routing.reweigh(ms, c.usable)
+	if w := c.routing.weightOf(b); w != 1.0/8 {
 		t.Fatalf("b at an eighth for %d ticks in a row: weight %v, want 1/8", reweighTicks, w)
 	}
-	if w := c.stat(a).routeWeight(); w != 1 {
+	if w := c.routing.weightOf(a); w != 1 {
 		t.Errorf("a, the fastest: weight %v, want 1", w)
 	}
-	c.stat(b).partRate = 600 // within twice of 1: back to 1 after reweighTicks
+	setRate(c, b, 600) // within twice of 1: back to 1 after reweighTicks
 	for range reweighTicks {
-		c.reweigh(ms)
+		c.routing.reweigh(ms, c.usable)
 	}
-	if w := c.stat(b).routeWeight(); w != 1 {
+	if w := c.routing.weightOf(b); w != 1 {
 		t.Errorf("b back at 3/4 of a's rate for %d ticks: weight %v, want 1", reweighTicks, w)
 	}
 }

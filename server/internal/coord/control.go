@@ -12,6 +12,62 @@ import (
 // unless configured otherwise (--stall-target).
 const DefaultStallTarget = 0.02
 
+// DefaultWindow is the least window a job starts with, and the least
+// ceiling of an automatic window.
+const DefaultWindow = 4
+
+// MaxWindow bounds a job's window, configured or automatic.
+const MaxWindow = 1024
+
+// minWindow is the window's floor: one lease in flight.
+const minWindow = 1
+
+// window is how many leases the job may have in flight: what the
+// controller set, within its bounds. It starts at two per ready maker (at
+// least DefaultWindow).
+func (c *Coordinator) window(ms []Maker) int {
+	if c.win == 0 {
+		c.win = max(DefaultWindow, 2*readyMakers(ms))
+	}
+	return min(max(c.win, minWindow), c.env.windowCeiling(ms))
+}
+
+// windowCeiling is the most leases a job may have in flight: the
+// configured window, or four per ready maker (at least DefaultWindow).
+func (e *Env) windowCeiling(ms []Maker) int {
+	if w := e.Config.Window; w > 0 {
+		return w
+	}
+	return min(max(DefaultWindow, 4*readyMakers(ms)), MaxWindow)
+}
+
+// PoolCeiling is the most buffers a job granted credits at once would hold
+// with the makers ready now (its pool at the window's ceiling): what a
+// stream's ring is sized by.
+func (e *Env) PoolCeiling(credits int64) int {
+	ms, _ := e.Makers.Snapshot()
+	w := e.windowCeiling(ms)
+	return w + int(min(credits, int64(w)))
+}
+
+func readyMakers(ms []Maker) int {
+	n := 0
+	for _, m := range ms {
+		if m.Ready() {
+			n++
+		}
+	}
+	return n
+}
+
+// poolSize is how many batch buffers the job may hold: the window's
+// leases, and as many made batches waiting for (or in) delivery as the
+// trainer's first credits, at most the window again (PoolCeiling at the
+// ceiling).
+func (c *Coordinator) poolSize(window int) int {
+	return window + int(min(c.st.Credits, int64(window)))
+}
+
 // control is the window controller's decision, every controlEvery: widen
 // while the job is starved above target (the GPU's idle share when a
 // monitor is there, the trainer's wait otherwise: see starvation); narrow
@@ -23,7 +79,7 @@ const DefaultStallTarget = 0.02
 // job's status and metrics.
 func (c *Coordinator) control(now time.Time, ms []Maker) {
 	c.forgetGone(ms)
-	c.reweigh(ms)
+	c.routing.reweigh(ms, c.usable)
 	snap := c.tel.snapshot(now)
 	target := c.env.Config.StallTarget
 	lo, hi := minWindow, c.env.windowCeiling(ms)

@@ -118,8 +118,10 @@ type Coordinator struct {
 	// whole: batches to lease whole, not in parts (a part of theirs
 	// had failed samples).
 	whole map[batchID]bool
-	// keys are the makers' rendezvous keys (affinity.go).
-	keys     map[Maker]uint64
+	// routing routes samples to makers by cache affinity (router.go);
+	// parts is what the job has in flight in parts on each (parts.go).
+	routing  router
+	parts    *partLoad
 	pool     *pool
 	stats    map[Maker]*makerStat
 	leaseID  uint64
@@ -175,7 +177,8 @@ func New(env *Env, j Job, st Stream, name string, log *slog.Logger) *Coordinator
 		ready:     make(map[batchID]*pipeline.Batch),
 		unchecked: make(map[batchID][]Maker),
 		whole:     make(map[batchID]bool),
-		keys:      make(map[Maker]uint64),
+		routing:   newRouter(),
+		parts:     newPartLoad(),
 		pool:      newPool(st.Memory, st.Ring, j.BatchBytes()),
 		stats:     make(map[Maker]*makerStat),
 		refused:   make(map[Maker]error),

@@ -129,7 +129,7 @@ func (c *Coordinator) hedge(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 	unknown := false
 	for id, rec := range c.leases {
 		d := h.delay(rec)
-		if d == 0 && rec.parts != nil {
+		if _, inParts := rec.by.(*inParts); d == 0 && inParts {
 			// Before the job's first batch, a lease in parts is hedged
 			// when a maker is stuck (affinity.go): one hung from the
 			// job's start has a part of nearly every batch.
@@ -180,9 +180,9 @@ func (c *Coordinator) hedgeOne(ctx context.Context, wg *sync.WaitGroup, ms []Mak
 	if !first.probe && !c.waitsOnStuck(first) && h.tokens < 1 || len(h.in) >= maxHedges {
 		return false, time.Time{}
 	}
-	m, retryAt, _ := c.choose(ms, waitsFor(first)...) // not the maker it waits for
-	if m == nil {
-		return false, retryAt
+	ch := c.chooseWaiting(ms, first.by.waitsFor()...) // not the maker it waits for
+	if ch.m == nil {
+		return false, ch.retryAt
 	}
 	b := c.pool.get(c.poolSize(c.window(ms)) + len(h.in) + 1)
 	if b == nil {
@@ -191,9 +191,9 @@ func (c *Coordinator) hedgeOne(ctx context.Context, wg *sync.WaitGroup, ms []Mak
 	if !first.probe {
 		h.tokens--
 	}
-	c.start(ctx, wg, id, m, b, true, nil, 0)
+	c.start(ctx, wg, id, c.wholeTo(ch.m), b, true, 0)
 	h.in[id].probe = first.probe // a probe's hedge, not charged
-	c.log.Debug("lease hedged", "epoch", id.epoch, "batch", id.k, "slow", first.maker.Name(), "hedge", m.Name(),
+	c.log.Debug("lease hedged", "epoch", id.epoch, "batch", id.k, "slow", first.maker.Name(), "hedge", ch.m.Name(),
 		"after", time.Since(first.issued).Round(time.Millisecond))
 	return true, time.Time{}
 }
@@ -203,7 +203,7 @@ func (c *Coordinator) hedgeOne(ctx context.Context, wg *sync.WaitGroup, ms []Mak
 // A first lease outrun by its hedge counts against its maker as slow (in
 // parts, against the makers of the parts not answered yet).
 func (c *Coordinator) outrun(id batchID, loser *leaseRec, now time.Time) {
-	slow := waitsFor(loser) // before the cancel answers its parts
+	slow := loser.by.waitsFor() // before the cancel answers its parts
 	loser.cancel()
 	if loser.hedge {
 		delete(c.hedging.in, id)

@@ -8,20 +8,6 @@ import (
 // makerStat is what one job measured of one maker.
 type makerStat struct {
 	inflight int
-	// parts: parts of batches leased in parts (affinity.go) in flight on
-	// the maker.
-	parts int
-	// open is its parts in flight whose Make has not returned, answered
-	// when one last returned, or the first of those in flight was issued
-	// (Unix ns): whether it is stuck (affinity.go). Set by the parts'
-	// goroutines.
-	open     atomic.Int32
-	answered atomic.Int64
-	// partRate is the samples per second its parts were made at, EWMA;
-	// weight its routing weight (0: 1), from partRate (affinity.go).
-	partRate float64
-	weight   float64
-	drift    int // control ticks in a row its rate was out of its weight's band
 	// starting counts the job's leases given to the maker whose Make has
 	// not begun: Free does not count them yet (free).
 	starting atomic.Int32
@@ -196,6 +182,7 @@ func (c *Coordinator) forgetGone(ms []Maker) {
 	for m, st := range c.stats {
 		if !present[m] && st.inflight == 0 {
 			delete(c.stats, m)
+			c.routing.forget(m)
 		}
 	}
 	for m := range c.refused {
