@@ -276,8 +276,8 @@ func TestAffinityRendezvous(t *testing.T) {
 	}
 	ms[1].ready.Store(false)
 	leave("not ready", ms[1], func() { ms[1].ready.Store(true) })
-	c.refused[ms[2]] = fmt.Errorf("%w: no such dataset", lease.ErrRefused)
-	leave("refused", ms[2], func() { delete(c.refused, ms[2]) })
+	c.makers.refused[ms[2]] = fmt.Errorf("%w: no such dataset", lease.ErrRefused)
+	leave("refused", ms[2], func() { delete(c.makers.refused, ms[2]) })
 	v.Quarantine(ms[3], ErrMismatch)
 	leave("quarantined", ms[3], func() { delete(v.quarantined, ms[3]) })
 

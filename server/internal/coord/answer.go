@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/lease"
@@ -51,100 +50,118 @@ func (c *Coordinator) check(l *lease.Lease, b *pipeline.Batch) error {
 	return nil
 }
 
-// collect takes a maker's result: a batch for the reorder buffer, or a
-// failure whose batch goes back to be leased again (unless its other
-// lease, first or hedge, is still in flight). A result whose lease is not
-// one of the batch's current ones, or for a batch already delivered, is
-// dropped and its buffer reused: a batch is never delivered twice.
+// A failure's kind: what the table and the coordinator make of it.
+type failKind int
+
+const (
+	// failBusy: the maker turned the lease away, full (lease.ErrBusy).
+	failBusy failKind = iota
+	// failDraining: the maker is shutting down (lease.ErrDraining).
+	failDraining
+	// failSamples: a share of a batch came back with failed samples
+	// (errSamplesFailed): the batch is made again whole.
+	failSamples
+	// failMismatch: a peer's batch did not match (ErrMismatch).
+	failMismatch
+	// failRefused: the maker refused the job (lease.ErrRefused).
+	failRefused
+	failTimeout
+	failError
+)
+
+// kindOf is failure err's kind.
+func kindOf(err error) failKind {
+	switch {
+	case errors.Is(err, lease.ErrBusy):
+		return failBusy
+	case errors.Is(err, lease.ErrDraining):
+		return failDraining
+	case errors.Is(err, errSamplesFailed):
+		return failSamples
+	case errors.Is(err, ErrMismatch):
+		return failMismatch
+	case errors.Is(err, lease.ErrRefused):
+		return failRefused
+	case errors.Is(err, context.DeadlineExceeded):
+		return failTimeout
+	}
+	return failError
+}
+
+// counts reports whether a failure of kind k counts as an attempt of the
+// batch's: not a maker turning a lease away, not a share with failed
+// samples (no maker's failure), not a peer's lie (not the batch's).
+func (k failKind) counts() bool { return k >= failRefused }
+
+// collect takes a lease's answer (r) to the lease table: a batch for the
+// reorder buffer, or a failure whose batch goes back to be leased again
+// (unless its other lease, first or hedge, is still in flight), blamed on
+// its makers. An answer whose lease is not one of the batch's current
+// ones, or for a batch already delivered, is dropped and its buffer
+// reused: a batch is never delivered twice.
 func (c *Coordinator) collect(ctx context.Context, r result) error {
-	st := c.stat(r.by.lead())
+	lead := r.by.lead()
+	st := c.stat(lead)
 	now := time.Now()
 	st.end(now)
 	r.by.ended()
-	rec, other := c.leaseOf(r)
-	e := c.epochOf(r.id.epoch)
-	if rec == nil || e == nil || e.isDone(r.id.k) {
+	o := c.table.answer(answer{id: r.id, lease: r.lease, b: r.b, err: r.err, lead: lead, unchecked: r.unchecked}, c.isQuarantined)
+	switch {
+	case o.dropped:
 		c.env.Metrics.ResultsDropped.Inc()
 		c.pool.release(r.b)
 		return nil
-	}
-	if rec.hedge {
-		delete(c.hedging.in, r.id)
-	} else {
-		delete(c.leases, r.id)
-	}
-	for _, m := range r.unchecked {
-		if r.err == nil && c.env.Verifier.Why(m) != nil {
-			// Made by a peer quarantined since (by this job or another):
-			// not to be trusted unless checked byte for byte.
-			r.err = blames{{m, fmt.Errorf("%w: made by a quarantined peer", ErrMismatch)}}
-		}
-	}
-	if r.err == nil {
-		if other != nil {
-			c.outrun(r.id, other, now)
-		}
-		took := now.Sub(rec.issued)
-		c.env.Metrics.BatchSeconds.WithLabelValues(c.j.Dataset()).Observe(took.Seconds())
-		if !st.warm.IsZero() {
-			// (A maker's first batch for the job is its start: a
-			// connection, cold caches, a first decode.)
-			c.hedging.made(took, rec.n)
-		}
-		st.done(now, rec, took)
-		c.stages.madeBy(now, rec.maker, took, r.b.Times)
-		c.ready[r.id] = r.b
-		if len(r.unchecked) > 0 {
-			c.unchecked[r.id] = r.unchecked
-		}
-		c.rated(r.rates)
-		if c.env.Config.Affinity {
-			c.env.Metrics.AffinitySamples.WithLabelValues("home").Add(float64(rec.home))
-			c.env.Metrics.AffinitySamples.WithLabelValues("away").Add(float64(max(r.b.N-rec.home, 0)))
-		}
+	case o.made:
+		c.made(r, o, now)
 		return nil
 	}
 	c.pool.release(r.b)
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	switch {
-	case rec.hedge:
+	if o.rec.hedge {
 		c.env.Metrics.Hedges.WithLabelValues("failed").Inc()
-	case other != nil:
-		// The hedge goes on, as the batch's lease now: one more attempt.
-		delete(c.hedging.in, r.id)
-		other.hedge = false
-		c.leases[r.id] = other
-		c.attempts[r.id]++
-	default:
-		c.requeue(r.id)
 	}
-	// A hedge's failure is its maker's, not an attempt of the batch's.
-	attempt := 1
-	if rec.hedge {
-		attempt = 0
+	for _, f := range o.blames {
+		c.blame(r.id, o.rec, o.other, f, now)
 	}
-	failed := blamesOf(r.err, rec.maker)
-	counts := false
-	for _, f := range failed {
-		counts = c.blame(r.id, rec, other, f.m, f.err, now) || counts
-	}
-	if !counts {
-		c.attempts[r.id] -= attempt
-	}
-	if other == nil && !rec.hedge && c.attempts[r.id] >= maxAttempts {
-		return fmt.Errorf("%w: batch %d of epoch %d failed %d times; last, on %s: %w", ErrBatchFailed, r.id.k, r.id.epoch, maxAttempts, failed[0].m.Name(), r.err)
-	}
-	return nil
+	return o.err
 }
 
-// blame counts a failure of lease rec of batch id (other: the batch's other
-// lease in flight) against m, the maker that failed it with err. It
-// reports whether the failure counts as an attempt of the batch's.
-func (c *Coordinator) blame(id batchID, rec, other *leaseRec, m Maker, err error, now time.Time) bool {
+// made carries out what the table decided of batch r, made: its other
+// lease, outrun, is cancelled, and the makers' stats, the hedge delay and
+// the metrics count it.
+func (c *Coordinator) made(r result, o outcome, now time.Time) {
+	rec := o.rec
+	if o.other != nil {
+		c.outrun(r.id, o.other, now)
+	}
+	st := c.stat(rec.maker)
+	took := now.Sub(rec.issued)
+	c.env.Metrics.BatchSeconds.WithLabelValues(c.j.Dataset()).Observe(took.Seconds())
+	if !st.warm.IsZero() {
+		// (A maker's first batch for the job is its start: a connection,
+		// cold caches, a first decode.)
+		c.hedging.made(took, rec.n)
+	}
+	st.done(now, rec, took)
+	c.ctl.stages.madeBy(now, rec.maker, took, r.b.Times)
+	c.rated(r.rates)
+	if c.env.Config.Affinity {
+		c.env.Metrics.AffinitySamples.WithLabelValues("home").Add(float64(rec.home))
+		c.env.Metrics.AffinitySamples.WithLabelValues("away").Add(float64(max(r.b.N-rec.home, 0)))
+	}
+}
+
+// blame counts failure f of lease rec of batch id (other: the batch's
+// other lease in flight) against its maker: a busy maker is asked again
+// later, a liar quarantined, a refusal kept; a failure backs the maker off.
+func (c *Coordinator) blame(id batchID, rec, other *leaseRec, f blame, now time.Time) {
 	failures := c.env.Metrics.LeaseFailures
-	if errors.Is(err, lease.ErrBusy) {
+	m, err := f.m, f.err
+	reason := "error"
+	switch kindOf(err) {
+	case failBusy:
 		// Taken by other jobs: no failure, no back-off; the maker's Free
 		// says when to try it again.
 		if rec.hedge && !rec.probe {
@@ -152,34 +169,28 @@ func (c *Coordinator) blame(id batchID, rec, other *leaseRec, m Maker, err error
 		}
 		failures.WithLabelValues(m.Name(), "busy").Inc()
 		c.stat(m).retryAt = time.Now().Add(20 * time.Millisecond) // a worker's own limit: do not ask again at once
-		return false
-	}
-	if errors.Is(err, lease.ErrDraining) {
+		return
+	case failDraining:
 		// The worker is shutting down: it finished what it had and turns
 		// new leases away. No failure of the job or the maker; the peer is
 		// not Ready until it comes back, so the batch goes elsewhere.
 		failures.WithLabelValues(m.Name(), "draining").Inc()
-		return false
-	}
-	if errors.Is(err, errSamplesFailed) {
+		return
+	case failSamples:
 		// Not the maker's failure: the fail policy fills the batch from
 		// all its samples, so one maker makes it again, whole.
-		c.whole[id] = true
-		return false
-	}
-	reason := "error"
-	switch {
-	case errors.Is(err, ErrMismatch):
+		return
+	case failMismatch:
 		reason = "mismatch"
 		c.env.Verifier.Quarantine(m, err)
-		c.dropUnchecked()
-	case errors.Is(err, lease.ErrRefused):
+		c.dropQuarantined()
+	case failRefused:
 		reason = "refused"
-		if c.refused[m] == nil {
+		if c.makers.refused[m] == nil {
 			c.log.Warn("maker refused the job", "maker", m.Name(), "err", err)
 		}
-		c.refused[m] = err
-	case errors.Is(err, context.DeadlineExceeded):
+		c.makers.refused[m] = err
+	case failTimeout:
 		reason = "timeout"
 	}
 	failures.WithLabelValues(m.Name(), reason).Inc()
@@ -191,77 +202,16 @@ func (c *Coordinator) blame(id batchID, rec, other *leaseRec, m Maker, err error
 		}
 		c.log.Warn(msg, "maker", m.Name(), "epoch", id.epoch, "batch", id.k, "reason", reason, "hedge", rec.hedge, "by", rec.by, "err", err)
 	}
-	return reason != "mismatch" // the peer's lie, not the batch's failure
 }
 
-// dropUnchecked makes again every batch of a quarantined maker that was
-// not checked byte for byte: those made and not yet delivered, and those
-// still in flight (their results will be dropped) unless their other
-// lease is on a maker not quarantined.
-func (c *Coordinator) dropUnchecked() {
-	for id, ms := range c.unchecked {
-		if !slices.ContainsFunc(ms, func(m Maker) bool { return c.env.Verifier.Why(m) != nil }) {
-			continue
-		}
-		delete(c.unchecked, id)
-		if b, ok := c.ready[id]; ok {
-			delete(c.ready, id)
-			c.pool.release(b)
-			c.attempts[id]--
-			c.requeue(id)
-		}
-	}
-	for id, h := range c.hedging.in {
-		if c.env.Verifier.Why(h.maker) != nil {
-			delete(c.hedging.in, id) // its result, when it comes, is dropped
-		}
-	}
-	for id, rec := range c.leases {
-		if c.env.Verifier.Why(rec.maker) == nil {
-			continue
-		}
-		delete(c.leases, id) // its result, when it comes, is dropped
-		if h := c.hedging.in[id]; h != nil {
-			delete(c.hedging.in, id)
-			h.hedge = false
-			c.leases[id] = h // the hedge goes on, as the batch's lease
-			continue
-		}
-		c.attempts[id]--
-		c.requeue(id)
-	}
-}
+// isQuarantined reports whether m is quarantined (by this job or another).
+func (c *Coordinator) isQuarantined(m Maker) bool { return c.env.Verifier.Why(m) != nil }
 
-// leaseOf is the lease result r answers, if it is one of its batch's
-// current ones (nil otherwise), and the batch's other lease in flight.
-func (c *Coordinator) leaseOf(r result) (rec, other *leaseRec) {
-	first, hedge := c.leases[r.id], c.hedging.in[r.id]
-	switch {
-	case first != nil && first.id == r.lease:
-		return first, hedge
-	case hedge != nil && hedge.id == r.lease:
-		return hedge, first
+// dropQuarantined has the table make again the batches of quarantined
+// makers not checked byte for byte (table.quarantined), and frees the
+// buffers of those it dropped.
+func (c *Coordinator) dropQuarantined() {
+	for _, b := range c.table.quarantined(c.isQuarantined) {
+		c.pool.release(b)
 	}
-	return nil, nil
-}
-
-// requeue puts a failed batch back, to be leased before any new one.
-func (c *Coordinator) requeue(id batchID) {
-	i, _ := slices.BinarySearchFunc(c.retry, id, func(a, b batchID) int {
-		if a.epoch != b.epoch {
-			return cmpU(a.epoch, b.epoch)
-		}
-		return a.k - b.k
-	})
-	c.retry = slices.Insert(c.retry, i, id)
-}
-
-func cmpU(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

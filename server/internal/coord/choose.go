@@ -24,20 +24,20 @@ func (c *Coordinator) noMaker(ms []Maker, retryAt time.Time) (time.Time, error) 
 		}
 	}
 	now := time.Now()
-	if c.noMakerSince.IsZero() {
-		c.noMakerSince = now
+	if c.makers.noMakerSince.IsZero() {
+		c.makers.noMakerSince = now
 	}
 	limit := noMakerLeaseTimeouts * c.env.Config.LeaseTimeout
 	why := c.whyNoMaker(ms)
-	if waited := now.Sub(c.noMakerSince); waited >= limit {
+	if waited := now.Sub(c.makers.noMakerSince); waited >= limit {
 		return time.Time{}, fmt.Errorf("%w: no maker could take this job's batches for %v (%d × --lease-timeout): %s",
 			ErrNoMakerReady, waited.Round(time.Second), noMakerLeaseTimeouts, why)
 	}
-	if now.Sub(c.lastWarn) >= 10*time.Second {
-		c.lastWarn = now
-		c.log.Warn("no maker is ready for the job; waiting", "reasons", why, "fails_in", (limit - now.Sub(c.noMakerSince)).Round(time.Second))
+	if now.Sub(c.makers.lastWarn) >= 10*time.Second {
+		c.makers.lastWarn = now
+		c.log.Warn("no maker is ready for the job; waiting", "reasons", why, "fails_in", (limit - now.Sub(c.makers.noMakerSince)).Round(time.Second))
 	}
-	wake := c.noMakerSince.Add(limit)
+	wake := c.makers.noMakerSince.Add(limit)
 	if !retryAt.IsZero() && retryAt.Before(wake) {
 		wake = retryAt
 	}
@@ -52,7 +52,7 @@ func (c *Coordinator) whyNoMaker(ms []Maker) string {
 	var parts []string
 	for _, m := range ms {
 		why := "not connected"
-		switch err := c.refused[m]; {
+		switch err := c.makers.refused[m]; {
 		case err != nil:
 			why = "refused the job: " + err.Error()
 		case c.env.Verifier.Why(m) != nil:
@@ -74,7 +74,7 @@ func (c *Coordinator) whyNoMaker(ms []Maker) string {
 // usable reports whether the job may lease to m now: ready, not refusing
 // the job, not quarantined.
 func (c *Coordinator) usable(m Maker) bool {
-	return m.Ready() && c.refused[m] == nil && c.env.Verifier.Why(m) == nil
+	return m.Ready() && c.makers.refused[m] == nil && c.env.Verifier.Why(m) == nil
 }
 
 // choice is choose's decision: the maker to lease to (nil: none now),
@@ -107,7 +107,7 @@ type choice struct {
 func (c *Coordinator) choose(ms []Maker, now time.Time, not ...Maker) choice {
 	slowest, healthy := math.Inf(1), 0
 	for _, m := range ms {
-		if st := c.stats[m]; st != nil && st.known(now) > 0 && c.usable(m) {
+		if st := c.makers.stats[m]; st != nil && st.known(now) > 0 && c.usable(m) {
 			slowest = math.Min(slowest, st.known(now))
 			if !st.onTrial(now) {
 				healthy++
@@ -121,7 +121,7 @@ func (c *Coordinator) choose(ms []Maker, now time.Time, not ...Maker) choice {
 		refused int
 	)
 	for _, m := range ms {
-		if c.refused[m] != nil {
+		if c.makers.refused[m] != nil {
 			refused++
 			continue
 		}
@@ -162,7 +162,7 @@ func (c *Coordinator) choose(ms []Maker, now time.Time, not ...Maker) choice {
 	if ch.m == nil && refused > 0 && refused == len(ms) {
 		var errs []error
 		for _, m := range ms {
-			errs = append(errs, fmt.Errorf("%s: %w", m.Name(), c.refused[m]))
+			errs = append(errs, fmt.Errorf("%s: %w", m.Name(), c.makers.refused[m]))
 		}
 		ch.err = fmt.Errorf("%w: %w", ErrNoMaker, errors.Join(errs...))
 	}

@@ -2,6 +2,7 @@ package coord
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/lease"
@@ -26,10 +27,10 @@ const minWindow = 1
 // controller set, within its bounds. It starts at two per ready maker (at
 // least DefaultWindow).
 func (c *Coordinator) window(ms []Maker) int {
-	if c.win == 0 {
-		c.win = max(DefaultWindow, 2*readyMakers(ms))
+	if c.ctl.win == 0 {
+		c.ctl.win = max(DefaultWindow, 2*readyMakers(ms))
 	}
-	return min(max(c.win, minWindow), c.env.windowCeiling(ms))
+	return min(max(c.ctl.win, minWindow), c.env.windowCeiling(ms))
 }
 
 // windowCeiling is the most leases a job may have in flight: the
@@ -68,6 +69,28 @@ func (c *Coordinator) poolSize(window int) int {
 	return window + int(min(c.st.Credits, int64(window)))
 }
 
+// controller is the window controller's state, and what it publishes:
+// the job's window now (0 until the first lease sets it), the trainer's
+// measurements, the advisor's figures and the job's status. Owned by the
+// coordinator's goroutine, but for status and demand, read by any.
+type controller struct {
+	win int
+	tel *telemetry
+	// recommended is the advisor's last count of makers the trainer needs
+	// (NaN before it has one): the window is not narrowed below it.
+	recommended float64
+	estimates   medianFilter // the advisor's figures, smoothed
+	advised     stabilizer   // what is published of them
+	status      atomic.Pointer[stokerv1.JobStatus]
+	// stages is where the job's time went (stages.go); bottleneck the
+	// verdict its metric was last set to.
+	stages     stageLog
+	bottleneck string
+	// demand is the job's demand as the controller last measured it,
+	// which its leases carry.
+	demand atomic.Pointer[lease.Demand]
+}
+
 // control is the window controller's decision, every controlEvery: widen
 // while the job is starved above target (the GPU's idle share when a
 // monitor is there, the trainer's wait otherwise: see starvation); narrow
@@ -80,7 +103,7 @@ func (c *Coordinator) poolSize(window int) int {
 func (c *Coordinator) control(now time.Time, ms []Maker) {
 	c.forgetGone(ms)
 	c.routing.reweigh(ms, c.usable)
-	snap := c.tel.snapshot(now)
+	snap := c.ctl.tel.snapshot(now)
 	target := c.env.Config.StallTarget
 	lo, hi := minWindow, c.env.windowCeiling(ms)
 	old := c.window(ms)
@@ -93,24 +116,24 @@ func (c *Coordinator) control(now time.Time, ms []Maker) {
 	// The buffer stays full: ready batches waited for the trainer's credit
 	// most of the interval.
 	waited := c.creditWaitFor(now)
-	c.stages.creditWait(now, waited)
+	c.ctl.stages.creditWait(now, waited)
 	full := waited >= controlEvery/2
 	w := old
 	switch {
 	case starved > target:
 		w = min(hi, w+max(1, w/2))
-	case saturated && full && w-1 >= narrowFloor(c.recommended, readyMakers(ms)):
+	case saturated && full && w-1 >= narrowFloor(c.ctl.recommended, readyMakers(ms)):
 		w = max(lo, w-1)
 	}
 	if w != old {
-		c.win = w
+		c.ctl.win = w
 		decision := "widen"
 		if w < old {
 			decision = "narrow"
 		}
 		c.env.Metrics.WindowDecisions.WithLabelValues(decision).Inc()
 		c.log.Debug("window", "decision", decision, "from", old, "to", w, "starvation", round3(starved), "signal", signal,
-			"wait", round3(snap.stall), "recommended", c.recommended, "gpu_idle", gpuIdleOrNaN(idle, gpuOK), "buffer_full", full)
+			"wait", round3(snap.stall), "recommended", c.ctl.recommended, "gpu_idle", gpuIdleOrNaN(idle, gpuOK), "buffer_full", full)
 	}
 	c.pool.shrink(c.poolSize(c.window(ms)))
 	// Executors share their cores by this starvation too (the stall
@@ -119,7 +142,7 @@ func (c *Coordinator) control(now time.Time, ms []Maker) {
 	if snap.stepPerBatch > 0 {
 		d.Work = snap.stepPerBatch / float64(c.j.BatchSize())
 	}
-	c.demand.Store(&d)
+	c.ctl.demand.Store(&d)
 	c.publish(now, snap, ms, idle, gpuOK)
 }
 
@@ -140,10 +163,10 @@ func (c *Coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idl
 	lo, hi := minWindow, c.env.windowCeiling(ms)
 	window := c.window(ms)
 	js := &stokerv1.JobStatus{
-		Id: c.name, Dataset: c.j.Dataset(), Rank: uint32(c.j.Rank()), WorldSize: uint32(c.j.World()), Epoch: c.cur.epoch,
+		Id: c.name, Dataset: c.j.Dataset(), Rank: uint32(c.j.Rank()), WorldSize: uint32(c.j.World()), Epoch: c.table.cur.epoch,
 		ImagesPerSecond: snap.imagesPerSec, BytesPerSecond: snap.bytesPerSec, InputStallRatio: snap.stall,
 		GpuIdleRatio: -1, Window: uint32(window), WindowMin: uint32(lo), WindowMax: uint32(hi),
-		Buffered: uint32(len(c.ready)), Shuffle: c.j.Shuffle(),
+		Buffered: uint32(len(c.table.ready)), Shuffle: c.j.Shuffle(),
 	}
 	if gpuOK {
 		js.GpuIdleRatio = idle
@@ -158,7 +181,7 @@ func (c *Coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idl
 		if !m.Remote() {
 			local = 1
 		}
-		st := c.stats[m]
+		st := c.makers.stats[m]
 		mst := &stokerv1.MakerStatus{Name: m.Name(), Ready: m.Ready()}
 		var share float64
 		if st != nil {
@@ -171,8 +194,8 @@ func (c *Coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idl
 			}
 		}
 		switch {
-		case c.refused[m] != nil:
-			mst.Unavailable = truncate("refused the job: "+c.refused[m].Error(), 256)
+		case c.makers.refused[m] != nil:
+			mst.Unavailable = truncate("refused the job: "+c.makers.refused[m].Error(), 256)
 		case c.env.Verifier.Why(m) != nil:
 			mst.Unavailable = truncate("quarantined: "+c.env.Verifier.Why(m).Error(), 256)
 		case !m.Ready():
@@ -187,17 +210,17 @@ func (c *Coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idl
 			in.busyShare += share
 			// A maker with room while leases were fewer than the window:
 			// the makers were not what held the trainer up.
-			in.spare = in.spare || m.Free() > 0 && len(c.leases) < window && len(c.ready) > 0
+			in.spare = in.spare || m.Free() > 0 && c.table.inFlight() < window && len(c.table.ready) > 0
 		}
 	}
 	if in.makers > 0 {
 		in.busyShare /= float64(in.makers)
 	}
 	raw, advice := advise(in)
-	js.WorkersRecommended, js.Advice = c.advised.add(now, c.estimates.add(now, raw)), advice
-	c.recommended = js.WorkersRecommended
+	js.WorkersRecommended, js.Advice = c.ctl.advised.add(now, c.ctl.estimates.add(now, raw)), advice
+	c.ctl.recommended = js.WorkersRecommended
 	c.judge(now, snap, js, ms, idle, gpuOK)
-	c.status.Store(js)
+	c.ctl.status.Store(js)
 	c.publishStages(js)
 
 	m := c.env.Metrics

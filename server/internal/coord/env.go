@@ -45,7 +45,7 @@ type Config struct {
 	AdviseWindow   time.Duration
 	MaxRecommended int
 	// Affinity leases each batch in parts, each sample to its home maker
-	// (affinity.go), so that the makers' caches hold disjoint shares of
+	// (router.go, parts.go), so that the makers' caches hold disjoint shares of
 	// the dataset.
 	Affinity bool
 	// Workers is the local executor's goroutines (0: none), as a verdict

@@ -88,13 +88,13 @@ type result struct {
 func (c *Coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker) (wake time.Time, err error) {
 	window := c.window(ms)
 	size := c.poolSize(window)
-	for len(c.leases) < window {
-		id, ok := c.nextToLease()
+	for c.table.inFlight() < window {
+		id, ok := c.table.toLease()
 		if !ok {
 			return wake, nil
 		}
 		b := c.pool.get(size)
-		if b == nil && id == (batchID{c.cur.epoch, c.cur.next}) {
+		if b == nil && id == c.table.awaited() {
 			// The batch delivery waits for gets a buffer even past the
 			// pool: when its lease failed after later ones were made, and
 			// the pool narrowed since (a peer went; shrink), the made
@@ -129,18 +129,13 @@ func (c *Coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 			}
 			by = c.wholeTo(ch.m)
 			if c.env.Config.Affinity {
-				home = c.routeNow(ms, time.Now()).HomeShare(ch.m, c.batch(id))
+				home = c.routeNow(ms, time.Now()).HomeShare(ch.m, c.table.batch(id))
 			}
 		}
-		c.noMakerSince = time.Time{}
+		c.makers.noMakerSince = time.Time{}
 		// Only now, with a buffer and a maker, is the batch taken off the
-		// queue: nothing is skipped when either is missing.
-		if len(c.retry) > 0 {
-			c.retry = c.retry[1:]
-		} else {
-			c.cursor.k++
-			c.advanceCursor()
-		}
+		// queue (start: table.issue): nothing is skipped when either is
+		// missing.
 		c.start(ctx, wg, id, by, b, false, home)
 	}
 	return wake, nil
@@ -149,22 +144,20 @@ func (c *Coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 // start leases batch id to by, or hedges it there (hedge.go): its makers
 // work under the lease's deadline and report to results.
 func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID, by lessee, b *pipeline.Batch, hedge bool, home int) {
-	c.leaseID++
 	m := by.lead()
 	st := c.stat(m)
 	now := time.Now()
 	st.begin(now)
 	lctx, cancel := context.WithTimeout(ctx, c.env.Config.LeaseTimeout)
-	rec := &leaseRec{id: c.leaseID, maker: m, by: by, issued: now, n: st.inflight, hedge: hedge, probe: !hedge && st.fails > 0, cancel: cancel, home: home}
+	rec := &leaseRec{maker: m, by: by, issued: now, n: st.inflight, probe: !hedge && st.fails > 0, cancel: cancel, home: home}
 	if hedge {
-		c.hedging.in[id] = rec
+		c.table.hedge(id, rec)
 	} else {
-		c.leases[id] = rec
-		c.attempts[id]++
+		c.table.issue(id, rec)
 		c.hedging.issued()
 	}
 	c.hedging.noteIssued(rec)
-	l := &lease.Lease{Epoch: id.epoch, Number: id.k, Indices: c.batch(id), Demand: c.demandNow()}
+	l := &lease.Lease{Epoch: id.epoch, Number: id.k, Indices: c.table.batch(id), Demand: c.demandNow()}
 	by.issued(now, l)
 	wg.Add(1)
 	go func() {
@@ -173,9 +166,6 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 		c.results <- result{id: id, lease: rec.id, by: by, b: b, made: by.make(ctx, lctx, l, b)}
 	}()
 }
-
-// batch is batch id's sample indices.
-func (c *Coordinator) batch(id batchID) []int64 { return c.epochOf(id.epoch).plan.Batch(id.k) }
 
 // whole is a lease of a whole batch to one maker.
 type whole struct {

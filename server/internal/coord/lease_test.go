@@ -14,7 +14,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/lease"
 )
 
-// The lease state machine (lease, collect, requeue, dropUnchecked), each
+// The lease state machine (the table, stepped by lease and collect), each
 // way a maker can answer, against makers the test scripts: a batch is
 // delivered once and only once, in order, with an honest maker's bytes,
 // whatever the makers do. Each runs in a synctest bubble: lease deadlines

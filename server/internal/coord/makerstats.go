@@ -5,6 +5,16 @@ import (
 	"time"
 )
 
+// makerBook is what a job knows of its makers: what it measured of each,
+// the refusals (for the job's error when all refuse), and since when it
+// found none it could use (zero while it has one), last warned of that.
+// Owned by the coordinator's goroutine.
+type makerBook struct {
+	stats                  map[Maker]*makerStat
+	refused                map[Maker]error
+	noMakerSince, lastWarn time.Time
+}
+
 // makerStat is what one job measured of one maker.
 type makerStat struct {
 	inflight int
@@ -163,10 +173,10 @@ func (st *makerStat) onTrial(now time.Time) bool { return st.known(now) == 0 || 
 
 // stat is what the job measured of m, created at first use.
 func (c *Coordinator) stat(m Maker) *makerStat {
-	st := c.stats[m]
+	st := c.makers.stats[m]
 	if st == nil {
 		st = &makerStat{}
-		c.stats[m] = st
+		c.makers.stats[m] = st
 	}
 	return st
 }
@@ -179,15 +189,15 @@ func (c *Coordinator) forgetGone(ms []Maker) {
 	for _, m := range ms {
 		present[m] = true
 	}
-	for m, st := range c.stats {
+	for m, st := range c.makers.stats {
 		if !present[m] && st.inflight == 0 {
-			delete(c.stats, m)
+			delete(c.makers.stats, m)
 			c.routing.forget(m)
 		}
 	}
-	for m := range c.refused {
+	for m := range c.makers.refused {
 		if !present[m] {
-			delete(c.refused, m)
+			delete(c.makers.refused, m)
 		}
 	}
 }

@@ -168,10 +168,10 @@ func (c *Coordinator) routeNow(ms []Maker, now time.Time) *route {
 // for it (the caller registers the wait: its Freed wakes the job), since
 // another maker would make the part uncached.
 func (c *Coordinator) byAffinity(ms []Maker, id batchID) (by lessee, home int, wait Maker) {
-	if !c.env.Config.Affinity || c.whole[id] {
+	if !c.env.Config.Affinity || c.table.whole[id] {
 		return nil, 0, nil
 	}
-	parts, home := c.routeNow(ms, time.Now()).Split(c.batch(id))
+	parts, home := c.routeNow(ms, time.Now()).Split(c.table.batch(id))
 	if parts == nil {
 		return nil, 0, nil
 	}
