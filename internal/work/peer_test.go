@@ -22,7 +22,8 @@ import (
 // scriptedWorker is a WorkService on loopback that records every request
 // and answers leases as answer says: the protocol's other side, scripted,
 // so that a test can see exactly what a Peer sends (the real worker,
-// Worker, is tested against Peer in package server).
+// Worker, is tested against Peer in worker_test.go, and in package
+// server with a real executor).
 type scriptedWorker struct {
 	stokerv1.UnimplementedWorkServiceServer
 	info *stokerv1.WorkerInfo
