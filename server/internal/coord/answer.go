@@ -112,7 +112,7 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 		c.pool.release(r.b)
 		return nil
 	case o.made:
-		c.made(r, o, now)
+		c.madeBatch(r, o, now)
 		return nil
 	}
 	c.pool.release(r.b)
@@ -128,10 +128,10 @@ func (c *Coordinator) collect(ctx context.Context, r result) error {
 	return o.err
 }
 
-// made carries out what the table decided of batch r, made: its other
+// madeBatch carries out what the table decided of batch r, made: its other
 // lease, outrun, is cancelled, and the makers' stats, the hedge delay and
 // the metrics count it.
-func (c *Coordinator) made(r result, o outcome, now time.Time) {
+func (c *Coordinator) madeBatch(r result, o outcome, now time.Time) {
 	rec := o.rec
 	if o.other != nil {
 		c.outrun(r.id, o.other, now)
