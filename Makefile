@@ -13,6 +13,9 @@ DATA     ?=
 PHOTOS   ?=
 BENCH_DATA := out/bench-data
 THREADS  ?= 1
+# make bench's recipe: a preset (docs/transforms.md) that baselines.py runs
+# in torchvision too.
+TRANSFORM ?= imagenet-train
 ROUNDS   ?= 3
 SECONDS  ?= 8
 # make bench: stoker's coefficient cache in bytes (bench pipeline
@@ -40,6 +43,9 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.1
 # (internal/storetest starts them and checks these very versions).
 VERSITYGW_VERSION       := v1.8.0
 FAKE_GCS_SERVER_VERSION := v1.56.1
+# Azurite (Azure Blob Storage) is an npm package, run on node: 3.35.0 is
+# the last that runs on Debian 12's node 18 (3.36 wants node 21).
+AZURITE_VERSION         := 3.35.0
 
 # Debian packages the build and tests need.
 APT_PKGS := gcc libc6-dev make pkg-config libjpeg62-turbo-dev python3 python3-venv python3-dev git ca-certificates strace
@@ -59,6 +65,8 @@ setup: apt tools stores venv ## install system packages, Go tools, the test obje
 apt: ## install the Debian packages the build and tests need (only those missing)
 	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if ! command -v go >/dev/null; then missing="$$missing golang-go"; fi; \
+	if ! command -v node >/dev/null; then missing="$$missing nodejs"; fi; \
+	if ! command -v npm >/dev/null; then missing="$$missing npm"; fi; \
 	if [ -n "$$missing" ]; then \
 		echo "apt-get install:$$missing"; \
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -80,14 +88,17 @@ $(TOOLS)/.stamp-$(BUF_VERSION)-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VER
 tools: $(TOOLS)/.stamp-$(BUF_VERSION)-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VERSION) ## the pinned code generators (buf, protoc-gen-go, protoc-gen-go-grpc) into .bin
 
 # The object-storage tests run real servers: versitygw serves a directory
-# as S3, fake-gcs-server one as GCS. Both are Go programs, so go install
-# builds them from the module proxy like the generators above.
-$(TOOLS)/.stamp-stores-$(VERSITYGW_VERSION)-$(FAKE_GCS_SERVER_VERSION):
+# as S3, fake-gcs-server one as GCS, Azurite one as Azure Blob Storage.
+# The first two are Go programs, so go install builds them from the module
+# proxy like the generators above; Azurite comes from the npm registry
+# into .bin/azurite (node and npm: the apt step).
+$(TOOLS)/.stamp-stores-$(VERSITYGW_VERSION)-$(FAKE_GCS_SERVER_VERSION)-$(AZURITE_VERSION):
 	GOBIN=$(CURDIR)/$(TOOLS) go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 	GOBIN=$(CURDIR)/$(TOOLS) go install github.com/fsouza/fake-gcs-server@$(FAKE_GCS_SERVER_VERSION)
+	npm install --prefix $(CURDIR)/$(TOOLS)/azurite --no-audit --no-fund --no-save --loglevel=error azurite@$(AZURITE_VERSION)
 	touch $@
 
-stores: $(TOOLS)/.stamp-stores-$(VERSITYGW_VERSION)-$(FAKE_GCS_SERVER_VERSION) ## the pinned object stores the tests serve buckets with (versitygw for S3, fake-gcs-server for GCS) into .bin
+stores: $(TOOLS)/.stamp-stores-$(VERSITYGW_VERSION)-$(FAKE_GCS_SERVER_VERSION)-$(AZURITE_VERSION) ## the pinned object stores the tests serve buckets with (versitygw for S3, fake-gcs-server for GCS, Azurite for Azure) into .bin
 
 # The venv is rebuilt only when the pinned requirements change; torch brings
 # its CUDA libraries (a few GB): pip's cache makes a second install quick.
@@ -163,13 +174,13 @@ test-python: venv build ## the Python client's tests and examples/, against bin/
 
 test: setup lint check-generate test-go test-python ## every test: lint, generated code, Go, Python
 
-bench: setup build ## stoker's pipeline vs torchvision (PIL, v2) on THREADS cores, interleaved rounds (PHOTOS=ImageFolder, else generated)
+bench: setup build ## stoker's pipeline vs torchvision (PIL, v2) on THREADS cores, interleaved rounds (PHOTOS=ImageFolder, else generated; TRANSFORM=recipe)
 	@if [ -n "$(PHOTOS)" ] && [ ! -d "$(PHOTOS)" ]; then echo "PHOTOS=$(PHOTOS) is not a directory"; exit 1; fi
 	@if [ -z "$(PHOTOS)" ] && [ ! -d $(BENCH_DATA) ]; then \
 		echo "no PHOTOS given: generating 1200 photo-sized JPEGs in $(BENCH_DATA) (once)"; \
 		rm -rf $(BENCH_DATA).tmp && $(BIN) mkdata --out $(BENCH_DATA).tmp --n 1200 --classes 10 && mv $(BENCH_DATA).tmp $(BENCH_DATA); \
 	fi
-	$(PY) bench/compare.py --stoker $(BIN) --data $(or $(PHOTOS),$(BENCH_DATA)) --threads $(THREADS) --rounds $(ROUNDS) --seconds $(SECONDS) --coef-budget $(COEF_BUDGET)
+	$(PY) bench/compare.py --stoker $(BIN) --data $(or $(PHOTOS),$(BENCH_DATA)) --threads $(THREADS) --rounds $(ROUNDS) --seconds $(SECONDS) --coef-budget $(COEF_BUDGET) --transform $(TRANSFORM)
 
 demo: setup build ## install what is missing, build, serve a demo dataset and train on it for 30 s (DATA=ImageFolder)
 	$(PY) python/demo.py --stoker $(BIN) $(if $(DATA),--data $(DATA))

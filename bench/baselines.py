@@ -3,10 +3,16 @@
 ways PyTorch users do them.
 
   pil: torchvision's classic transforms on PIL images: Image.open + convert
-       ("RGB"), RandomResizedCrop(224), RandomHorizontalFlip(), PILToTensor().
+       ("RGB"), the recipe's ops, PILToTensor().
   tv2: torchvision.io.decode_jpeg on the file's bytes, then
-       torchvision.transforms.v2 RandomResizedCrop(224, antialias=True) and
-       RandomHorizontalFlip() on uint8 CHW tensors.
+       torchvision.transforms.v2's ops (antialias=True) on uint8 CHW tensors.
+
+--transform names the recipe, as stoker's presets do (docs/transforms.md):
+imagenet-train, imagenet-eval, tv-resnet50-v2, deit, simclr, dino-global,
+dino-local, clip; each is the same ops in torchvision v1 (pil) and v2
+(tv2). deit runs torchvision's RandAugment(9, bicubic) where timm would
+run its own (timm is no dependency here): the same work, op for op. A
+RandomErasing the recipes run after Normalize runs on the uint8 tensor.
 
 --threads N runs N worker processes (each with torch.set_num_threads(1)), as
 a DataLoader with num_workers=N would; with N=1 the work runs in this
@@ -35,18 +41,47 @@ def list_images(root: str) -> list[str]:
     return files
 
 
+RECIPES = ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr", "dino-global", "dino-local", "clip")
+
+
+def recipe(T, transform: str, tensor_ops: bool):
+    """The recipe's ops from torchvision module T (v1 on PIL images, or v2
+    on tensors): what stoker's preset of the same name runs."""
+    bic, bil = T.InterpolationMode.BICUBIC, T.InterpolationMode.BILINEAR
+    aa = {"antialias": True} if tensor_ops else {}
+    jitter = [T.RandomHorizontalFlip(), T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8), T.RandomGrayscale(0.2)]
+    ops = {
+        "imagenet-train": [T.RandomResizedCrop(224, **aa), T.RandomHorizontalFlip()],
+        "imagenet-eval": [T.Resize(256, **aa), T.CenterCrop(224)],
+        "tv-resnet50-v2": [T.RandomResizedCrop(176, interpolation=bil, **aa), T.RandomHorizontalFlip(),
+                           T.TrivialAugmentWide(interpolation=bil)],
+        "deit": [T.RandomResizedCrop(224, interpolation=bic, **aa), T.RandomHorizontalFlip(),
+                 T.RandAugment(num_ops=2, magnitude=9, interpolation=bil, fill=[124, 116, 104])],
+        "simclr": [T.RandomResizedCrop(224, **aa), T.RandomHorizontalFlip(),
+                   T.RandomApply([T.ColorJitter(0.8, 0.8, 0.8, 0.2)], p=0.8), T.RandomGrayscale(0.2),
+                   T.RandomApply([T.GaussianBlur(23, (0.1, 2.0))], p=0.5)],
+        "dino-global": [T.RandomResizedCrop(224, scale=(0.4, 1), interpolation=bic, **aa), *jitter,
+                        T.GaussianBlur(23, (0.1, 2.0))],
+        "dino-local": [T.RandomResizedCrop(96, scale=(0.05, 0.4), interpolation=bic, **aa), *jitter,
+                       T.RandomApply([T.GaussianBlur(9, (0.1, 2.0))], p=0.5)],
+        "clip": [T.RandomResizedCrop(224, scale=(0.9, 1), interpolation=bic, **aa)],
+    }[transform]
+    return ops
+
+
 def make_fn(impl: str, transform: str):
     import torch
 
     torch.set_num_threads(1)
+    erase = {"tv-resnet50-v2": 0.1, "deit": 0.25}.get(transform)
     if impl == "pil":
         from PIL import Image
         import torchvision.transforms as T
 
-        if transform == "imagenet-train":
-            tf = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.PILToTensor()])
-        else:
-            tf = T.Compose([T.Resize(256), T.CenterCrop(224), T.PILToTensor()])
+        tail = [T.PILToTensor()]
+        if erase:  # on the uint8 tensor, as stoker erases pixels
+            tail.append(T.RandomErasing(p=erase, value=0))
+        tf = T.Compose(recipe(T, transform, False) + tail)
 
         def fn(path: str):
             with open(path, "rb") as f:
@@ -58,10 +93,10 @@ def make_fn(impl: str, transform: str):
         from torchvision.io import ImageReadMode, decode_jpeg, read_file
         import torchvision.transforms.v2 as T2
 
-        if transform == "imagenet-train":
-            tf = T2.Compose([T2.RandomResizedCrop(224, antialias=True), T2.RandomHorizontalFlip()])
-        else:
-            tf = T2.Compose([T2.Resize(256, antialias=True), T2.CenterCrop(224)])
+        ops = recipe(T2, transform, True)
+        if erase:
+            ops.append(T2.RandomErasing(p=erase, value=0))
+        tf = T2.Compose(ops)
 
         def fn(path: str):
             return tf(decode_jpeg(read_file(path), mode=ImageReadMode.RGB))
@@ -92,7 +127,7 @@ def main() -> None:
     ap.add_argument("--impl", required=True, choices=["pil", "tv2"])
     ap.add_argument("--data", required=True, help="ImageFolder directory")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--transform", default="imagenet-train", choices=["imagenet-train", "imagenet-eval"])
+    ap.add_argument("--transform", default="imagenet-train", choices=RECIPES)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()

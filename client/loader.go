@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,8 +43,42 @@ type Batch struct {
 	// Errors are the samples that could not be made, replaced or dropped
 	// by the job's fail policy.
 	Errors []*stokerv1.SampleError
+	// Traces, when the job asked for them (JobSpec.Trace), are each
+	// sample's trace in batch order: what its ops drew, as JSON (see
+	// Batch.Trace).
+	Traces []string
 
 	pool *bufPool
+}
+
+// AppliedOp is one op a sample went through: torchvision.transforms.v2.
+// functional's name and its arguments as JSON values (float64 numbers,
+// []any lists, strings, bools, nil).
+type AppliedOp struct {
+	Op   string
+	Args map[string]any
+}
+
+// Trace is sample i's trace, parsed: its ops in the order applied,
+// geometry first. It fails when the job asked for no traces.
+func (b *Batch) Trace(i int) ([]AppliedOp, error) {
+	if i < 0 || i >= len(b.Traces) {
+		return nil, fmt.Errorf("stoker: batch %d has %d traces (ask for them with JobSpec.Trace)", b.Number, len(b.Traces))
+	}
+	var pairs [][2]json.RawMessage
+	if err := json.Unmarshal([]byte(b.Traces[i]), &pairs); err != nil {
+		return nil, fmt.Errorf("stoker: batch %d sample %d: trace: %w", b.Number, i, err)
+	}
+	ops := make([]AppliedOp, len(pairs))
+	for k, p := range pairs {
+		if err := json.Unmarshal(p[0], &ops[k].Op); err != nil {
+			return nil, fmt.Errorf("stoker: batch %d sample %d: trace step %d: %w", b.Number, i, k, err)
+		}
+		if err := json.Unmarshal(p[1], &ops[k].Args); err != nil {
+			return nil, fmt.Errorf("stoker: batch %d sample %d: trace step %d: %w", b.Number, i, k, err)
+		}
+	}
+	return ops, nil
 }
 
 // Release hands the batch's Data back to its loader for reuse; the batch
@@ -117,6 +152,9 @@ func (c *Client) Loader(spec *stokerv1.JobSpec, opts ...LoaderOption) *Loader {
 			StartBatch: o.start, SkipBatches: o.skip, Consumed: o.consumed, EpochWorldSize: o.began,
 		},
 		pool: &bufPool{keep: int(o.prefetch) + 2},
+	}
+	if o.errLimit != nil {
+		l.open.Job.MaxSampleErrors = o.errLimit
 	}
 	l.transport.Store(&[2]string{"grpc", "not asked (SharedMemory)"})
 	if o.shm {
@@ -472,6 +510,9 @@ func (a *assembler) header(h *stokerv1.BatchHeader) (*item, error) {
 		return nil, protoErr("batch %d: %d samples, %d bytes, %d labels, %d indices; want at most %d samples of %d bytes",
 			h.GetNumber(), n, h.GetDataBytes(), len(h.GetLabels()), len(h.GetIndices()), a.batchSize, a.sampleB)
 	}
+	if t := len(h.GetTraces()); t != 0 && uint64(t) != n {
+		return nil, protoErr("batch %d: %d traces for %d samples", h.GetNumber(), t, n)
+	}
 	if h.Slot != nil {
 		i := h.GetSlot()
 		if a.ring == nil || i >= a.ring.Slots || h.GetDataBytes() > a.ring.SlotBytes {
@@ -482,7 +523,7 @@ func (a *assembler) header(h *stokerv1.BatchHeader) (*item, error) {
 		b := &Batch{
 			Epoch: h.GetEpoch(), Number: h.GetNumber(), Shape: shape, Dtype: h.GetDtype(),
 			Data:   append(a.l.pool.get(h.GetDataBytes()), a.ring.Slot(i, h.GetDataBytes())...),
-			Labels: h.GetLabels(), Indices: h.GetIndices(), Errors: h.GetErrors(), pool: a.l.pool,
+			Labels: h.GetLabels(), Indices: h.GetIndices(), Errors: h.GetErrors(), Traces: h.GetTraces(), pool: a.l.pool,
 		}
 		select {
 		case a.l.released <- i:
@@ -496,7 +537,7 @@ func (a *assembler) header(h *stokerv1.BatchHeader) (*item, error) {
 	b := &Batch{
 		Epoch: h.GetEpoch(), Number: h.GetNumber(), Shape: shape, Dtype: h.GetDtype(),
 		Data: a.l.pool.get(h.GetDataBytes()), Labels: h.GetLabels(), Indices: h.GetIndices(),
-		Errors: h.GetErrors(), pool: a.l.pool,
+		Errors: h.GetErrors(), Traces: h.GetTraces(), pool: a.l.pool,
 	}
 	if h.GetDataBytes() == 0 {
 		return &item{batch: b}, nil

@@ -911,3 +911,47 @@ func testLoaderTimeout(t *testing.T) {
 		t.Fatalf("the end: %v, want io.EOF", err)
 	}
 }
+
+// TestLoaderTrace: with JobSpec.Trace, every batch carries each sample's
+// trace, which Batch.Trace parses: the geometry first, in torchvision's
+// functional names; without it, none.
+func TestLoaderTrace(t *testing.T) {
+	e := startServer(t)
+	c := newClient(t, e.addr)
+	s := spec(4)
+	s.Trace = true
+	s.Transform = &pb.TransformSpec{Ops: []*pb.Op{
+		{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32}}},
+		{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -10, Max: 10}}}},
+	}}
+	l := c.Loader(s, client.WithEpochs(1))
+	defer l.Close()
+	batches := drain(t, l)
+	if len(batches) == 0 {
+		t.Fatal("no batches")
+	}
+	for _, b := range batches {
+		if len(b.Traces) != len(b.Labels) {
+			t.Fatalf("batch %d: %d traces for %d samples", b.Number, len(b.Traces), len(b.Labels))
+		}
+		for i := range b.Traces {
+			ops, err := b.Trace(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ops) != 2 || ops[0].Op != "resized_crop" || ops[1].Op != "rotate" || ops[1].Args["interpolation"] != "nearest" {
+				t.Fatalf("batch %d sample %d: trace %+v, want resized_crop then rotate (nearest, RandomRotation's default)", b.Number, i, ops)
+			}
+			if a := ops[1].Args["angle"].(float64); a < -10 || a > 10 {
+				t.Errorf("angle %v outside the degrees asked", a)
+			}
+		}
+	}
+	plain := drain(t, c.Loader(spec(4), client.WithEpochs(1)))
+	if len(plain[0].Traces) != 0 {
+		t.Errorf("an untraced job's batch has %d traces", len(plain[0].Traces))
+	}
+	if _, err := plain[0].Trace(0); err == nil {
+		t.Errorf("Trace of an untraced batch: no error")
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // options are a Client's settings; Option sets them.
@@ -64,6 +66,7 @@ type loaderOptions struct {
 	began    uint32
 	timeout  time.Duration
 	shm      bool
+	errLimit *stokerv1.SampleErrorLimit
 }
 
 // defaultPrefetch is Prefetch's default.
@@ -136,4 +139,16 @@ func WithTimeout(d time.Duration) LoaderOption {
 // false: chunks.
 func WithSharedMemory(on bool) LoaderOption {
 	return func(o *loaderOptions) { o.shm = on }
+}
+
+// WithMaxSampleErrors bounds the samples of an epoch (this rank's share)
+// that may fail by their own fault (files that do not decode, are missing
+// or changed) before the server ends the job with codes.DataLoss, naming
+// the commonest causes: more than count, and more than fraction (0..1) of
+// the epoch's samples; both 0 tolerate none. It sets the JobSpec's
+// MaxSampleErrors. Default: the spec's, else the server's (10, or 0.1% of
+// the epoch when that is more). A batch every sample of which failed ends
+// the job whatever the bound.
+func WithMaxSampleErrors(count uint64, fraction float64) LoaderOption {
+	return func(o *loaderOptions) { o.errLimit = &stokerv1.SampleErrorLimit{Count: count, Fraction: fraction} }
 }

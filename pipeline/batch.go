@@ -3,8 +3,11 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // SampleError reports a sample that could not be made.
@@ -39,6 +42,12 @@ type Batch struct {
 	// Executor that times its stages; a peer's batch carries what its
 	// worker reported. Zero when not timed.
 	Times StageTimes
+	// Trace asks Fill for each sample's trace (what its ops drew, as JSON:
+	// Decoder.AppendTrace) in Traces, in batch order; a failed sample's is
+	// empty, and a sample padded in its place carries the trace of the
+	// sample it copies. Traces' buffers are reused.
+	Trace  bool
+	Traces [][]byte
 }
 
 // reset sizes b for n samples of size bytes each, reusing its buffers;
@@ -55,6 +64,14 @@ func (b *Batch) reset(n, size int, placed bool) {
 	b.Indices = slices.Grow(b.Indices[:0], n)[:n]
 	b.Errors = b.Errors[:0]
 	b.Times = StageTimes{}
+	if b.Trace {
+		b.Traces = slices.Grow(b.Traces[:0], n)[:n]
+		for i := range b.Traces {
+			b.Traces[i] = b.Traces[i][:0]
+		}
+	} else {
+		b.Traces = b.Traces[:0]
+	}
 }
 
 // Executor decodes and transforms samples on a fixed pool of goroutines,
@@ -150,8 +167,15 @@ func (e *Executor) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epo
 }
 
 // finishBatch lists r's failed samples in b.Errors and replaces them by
-// policy, each sample's pixels where r put them (fillReq.at).
-func finishBatch(r *fillReq, policy FailPolicy, b *Batch) {
+// policy, each sample's pixels where r put them (fillReq.at). Only a
+// sample's own fault is replaced: when any sample failed by its store's
+// fault (source.IsStoreFault: the store unreachable, throttling or timing
+// out past its retries, credentials refused), the batch fails with that
+// error instead, however many of its samples were made (from the byte
+// cache, say), and b is not a batch. A batch whose every sample failed has
+// N == 0 under either policy: the caller must not hand it on as data (the
+// server ends the job, naming the cause).
+func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 	failed := 0
 	for _, err := range r.errs {
 		if err != nil {
@@ -159,7 +183,10 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) {
 		}
 	}
 	if failed == 0 {
-		return
+		return nil
+	}
+	if err := storeFault(r); err != nil {
+		return err
 	}
 	ds, indices, size := r.ds, r.indices, r.size
 	pix := func(i int) []byte { at := r.at(i); return b.Data[at*size : (at+1)*size] }
@@ -178,19 +205,26 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) {
 		if !placed {
 			b.Data = b.Data[:0]
 		}
-		return
+		b.Traces = b.Traces[:0]
+		return nil
 	}
 	if policy == Drop {
 		for n, i := range good {
 			copy(pix(n), pix(i))
 			b.Labels[n], b.Indices[n] = b.Labels[i], b.Indices[i]
+			if b.Trace {
+				b.Traces[n], b.Traces[i] = b.Traces[i], b.Traces[n]
+			}
 		}
 		n := len(good)
 		b.N, b.Labels, b.Indices = n, b.Labels[:n], b.Indices[:n]
 		if !placed {
 			b.Data = b.Data[:n*size]
 		}
-		return
+		if b.Trace {
+			b.Traces = b.Traces[:n]
+		}
+		return nil
 	}
 	k := 0
 	for i, err := range r.errs {
@@ -201,7 +235,32 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) {
 		k++
 		copy(pix(i), pix(g))
 		b.Labels[i], b.Indices[i] = b.Labels[g], b.Indices[g]
+		if b.Trace {
+			b.Traces[i] = append(b.Traces[i][:0], b.Traces[g]...)
+		}
 	}
+	return nil
+}
+
+// storeFault is the error of a batch some of whose samples failed by
+// their store's fault, wrapping the first one's error (which wraps
+// source.ErrUnavailable or source.ErrDenied); nil when none did.
+func storeFault(r *fillReq) error {
+	first, n := -1, 0
+	for i, err := range r.errs {
+		if err != nil && source.IsStoreFault(err) {
+			if first < 0 {
+				first = i
+			}
+			n++
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	idx := r.indices[first]
+	return fmt.Errorf("%d of the batch's %d samples could not be read from their store (not a fault of the files: none is padded or dropped), sample %d (%s) first: %w",
+		n, len(r.indices), idx, r.ds.Name(int(idx)), r.errs[first])
 }
 
 // IsBadInput reports whether err is about the input (a bad file or request)

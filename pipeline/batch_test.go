@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // mixedFolder is an ImageFolder of good and bad files with known indices:
@@ -155,6 +158,62 @@ func TestFillAllBad(t *testing.T) {
 			t.Errorf("policy %d: N %d, %d bytes, %d labels, %d indices; want an empty batch", policy, b.N, len(b.Data), len(b.Labels), len(b.Indices))
 		}
 		checkErrors(t, ds, &b, []int64{4, 1, 5})
+	}
+}
+
+// storeDownDS reads the samples of down as a store that is down would:
+// an error wrapping source.ErrUnavailable (denied: source.ErrDenied).
+type storeDownDS struct {
+	Dataset
+	down   map[int64]bool
+	denied bool
+}
+
+func (d storeDownDS) Read(i int, buf []byte) ([]byte, error) {
+	if d.down[int64(i)] {
+		if d.denied {
+			return nil, fmt.Errorf("%s: %w: InvalidAccessKeyId", d.Name(i), source.ErrDenied)
+		}
+		return nil, fmt.Errorf("%w: s3://bkt: %s: gave up after 6 tries; last: connection refused", source.ErrUnavailable, d.Name(i))
+	}
+	return d.Dataset.Read(i, buf)
+}
+
+// TestFillStoreFault: a sample that failed by its store's fault is never
+// padded or dropped, under either policy: the batch fails with the
+// store's error, whether its other samples were made, were bad files, or
+// failed the same way.
+func TestFillStoreFault(t *testing.T) {
+	tr := smallTrain(t)
+	e := NewExecutor(2)
+	defer e.Close()
+	for _, tc := range []struct {
+		name    string
+		indices []int64
+		down    []int64
+		denied  bool
+	}{
+		{"one of good ones", []int64{0, 2, 3, 6}, []int64{3}, false},
+		{"beside bad files", []int64{0, 1, 3, 4}, []int64{3}, false},
+		{"every sample", []int64{0, 2, 3}, []int64{0, 2, 3}, false},
+		{"credentials refused", []int64{0, 2, 3}, []int64{2}, true},
+	} {
+		ds := storeDownDS{Dataset: mixedFolder(t), down: map[int64]bool{}, denied: tc.denied}
+		for _, i := range tc.down {
+			ds.down[i] = true
+		}
+		for _, policy := range []FailPolicy{PadFromBatch, Drop} {
+			var b Batch
+			err := e.Fill(context.Background(), ds, tr, 1, 0, tc.indices, policy, &b)
+			if !source.IsStoreFault(err) {
+				t.Errorf("%s, policy %d: %v (N %d, %d errors); want the batch failed by the store's fault", tc.name, policy, err, b.N, len(b.Errors))
+				continue
+			}
+			want := fmt.Sprintf("%d of the batch's %d samples could not be read from their store", len(tc.down), len(tc.indices))
+			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), ds.Name(int(tc.down[0]))) {
+				t.Errorf("%s: %q; want it to say %q and name %s", tc.name, err, want, ds.Name(int(tc.down[0])))
+			}
+		}
 	}
 }
 

@@ -58,10 +58,15 @@ type Decoder struct {
 	opts options
 	fast fastState
 	pix  []byte // uint8 pixels before Normalize, when the output is float
-	// post is the last Decode's time in the ops after decoding
-	// (ColorJitter, Normalize), measured when the Decoder times stages
-	// (an Executor's, with a StageObserver); 0 otherwise.
+	chw  []byte // a HWC sample's planes while its ops run
+	// post is the last Decode's time in the ops after decoding (the
+	// steps, Normalize), measured when the Decoder times stages (an
+	// Executor's, with a StageObserver); 0 otherwise.
 	post time.Duration
+	// The last Decode's plan and steps (its trace), and the ops' scratch.
+	last  samplePlan
+	steps []Step
+	ops   opScratch
 }
 
 // NewDecoder returns a Decoder with the given options.
@@ -104,6 +109,14 @@ func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
 	if p.cw < 1 || p.ch < 1 {
 		return fmt.Errorf("%w: the transform's crop of the %dx%d image is empty (%dx%d)", ErrUnsupported, hd.w, hd.h, p.cw, p.ch)
 	}
+	d.last = p
+	d.steps = d.steps[:0]
+	if len(t.post) > 0 {
+		if cap(d.steps) < t.maxSteps {
+			d.steps = make([]Step, 0, t.maxSteps)
+		}
+		d.steps = t.drawSteps(k, d.steps)
+	}
 	pix := out
 	if t.norm != nil {
 		if cap(d.pix) < t.pixelBytes() {
@@ -111,16 +124,30 @@ func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
 		}
 		pix = d.pix[:t.pixelBytes()]
 	}
-	if err := d.decodeGuarded(data, &hd, &p, t.layout, pix); err != nil {
+	// The ops after the geometry work on planes: a HWC sample with ops is
+	// decoded as planes and packed after them.
+	planar, layout := pix, t.layout
+	if len(d.steps) > 0 && layout == HWC {
+		if cap(d.chw) < len(pix) {
+			d.chw = make([]byte, len(pix))
+		}
+		planar, layout = d.chw[:len(pix)], CHW
+	}
+	if err := d.decodeGuarded(data, &hd, &p, layout, planar); err != nil {
 		return err
 	}
 	var t0 time.Time
-	timed := d.opts.stages != nil && (p.jitter || t.norm != nil)
+	timed := d.opts.stages != nil && (len(d.steps) > 0 || t.norm != nil)
 	if timed {
 		t0 = time.Now()
 	}
-	if p.jitter {
-		jitter(pix, t.layout, &p)
+	if len(d.steps) > 0 {
+		if err := d.applyGuarded(planes{pix: planar, w: t.outW, h: t.outH}); err != nil {
+			return err
+		}
+		if t.layout == HWC {
+			chwToHWC(planar, pix)
+		}
 	}
 	if t.norm != nil {
 		normalize(pix, out, t.layout, t.norm)
@@ -129,6 +156,31 @@ func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
 		d.post = time.Since(t0)
 	}
 	return nil
+}
+
+// applyGuarded runs the sample's steps under recover, as decodeGuarded
+// runs the decode: a kernel's bug is one sample's error, never a dead
+// server.
+func (d *Decoder) applyGuarded(p planes) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			slog.Error("pipeline: an op panicked", "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("%w: an op panicked: %v", ErrUnsupported, r)
+		}
+	}()
+	for i := range d.steps {
+		applyStep(p, &d.steps[i], &d.ops)
+	}
+	return nil
+}
+
+// chwToHWC packs three planes into interleaved pixels.
+func chwToHWC(chw, hwc []byte) {
+	n := len(chw) / 3
+	r, g, b := chw[:n], chw[n:2*n], chw[2*n:]
+	for i := range n {
+		hwc[3*i], hwc[3*i+1], hwc[3*i+2] = r[i], g[i], b[i]
+	}
 }
 
 // decodeGuarded runs the decode under recover: a decoder bug or a panic in

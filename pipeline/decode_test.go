@@ -163,33 +163,41 @@ func TestLayouts(t *testing.T) {
 	}
 }
 
-// TestJitterWiring: Decode with ColorJitter is the sample without it, then
-// jitter with the plan's factors; with Normalize after, that again
-// normalized. The geometry streams do not depend on the jitter.
-func TestJitterWiring(t *testing.T) {
+// TestStepsWiring: Decode with ops after the geometry is the sample
+// without them, then the steps the ops drew, run by the kernels; with
+// Normalize after, that again normalized; in HWC, the same transposed. The
+// geometry's streams do not depend on the ops after it.
+func TestStepsWiring(t *testing.T) {
 	data := encodePNG(testPicture(64, 48))
 	geo := []Op{{Kind: OpRandomResizedCrop, Size: [2]int{16, 16}}, {Kind: OpRandomHorizontalFlip, P: 0.5}}
-	jit := Op{Kind: OpColorJitter, Brightness: 0.8, Contrast: 0.8, Saturation: 0.8}
+	ops := []Op{ColorJitterOp(0.8, 0.8, 0.8, 0.2), {Kind: OpRandomVerticalFlip, P: 0.5},
+		{Kind: OpRandomApply, P: 0.5, Ops: []Op{{Kind: OpRandomInvert, P: 1}, {Kind: OpRandomSolarize, P: 0.5, Threshold: 100}}}}
 	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}
 	plain := mustTransform(t, CHW, geo...)
-	jittered := mustTransform(t, CHW, append(slices.Clone(geo), jit)...)
-	full := mustTransform(t, CHW, append(slices.Clone(geo), jit, norm)...)
+	withOps := mustTransform(t, CHW, append(slices.Clone(geo), ops...)...)
+	full := mustTransform(t, CHW, append(append(slices.Clone(geo), ops...), norm)...)
+	hwcT := mustTransform(t, HWC, append(slices.Clone(geo), ops...)...)
 	d := NewDecoder()
 	defer d.Close()
-	for i := range uint64(5) {
+	drew := 0
+	for i := range uint64(20) {
 		k := Key{Seed: 4, Index: i}
 		want := make([]byte, plain.SampleBytes())
 		if err := d.Decode(data, plain, k, want); err != nil {
 			t.Fatal(err)
 		}
-		p, _ := jittered.plan(64, 48, k)
-		jitter(want, CHW, &p)
-		got := make([]byte, jittered.SampleBytes())
-		if err := d.Decode(data, jittered, k, got); err != nil {
+		steps := withOps.drawSteps(k, nil)
+		drew += len(steps)
+		var s opScratch
+		for j := range steps {
+			applyStep(planes{pix: want, w: 16, h: 16}, &steps[j], &s)
+		}
+		got := make([]byte, withOps.SampleBytes())
+		if err := d.Decode(data, withOps, k, got); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("key %d: jittered sample differs from jitter(plain sample)", i)
+			t.Errorf("key %d: the sample differs from its steps run on the plain sample", i)
 		}
 		wantF := make([]byte, full.SampleBytes())
 		normalize(want, wantF, CHW, full.norm)
@@ -198,88 +206,20 @@ func TestJitterWiring(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(gotF, wantF) {
-			t.Errorf("key %d: normalized sample differs from normalize(jittered sample)", i)
+			t.Errorf("key %d: normalized sample differs from normalize(the sample)", i)
+		}
+		gotH := make([]byte, hwcT.SampleBytes())
+		if err := d.Decode(data, hwcT, k, gotH); err != nil {
+			t.Fatal(err)
+		}
+		wantH := make([]byte, len(want))
+		chwToHWC(want, wantH)
+		if !bytes.Equal(gotH, wantH) {
+			t.Errorf("key %d: the HWC sample is not the CHW one transposed", i)
 		}
 	}
-}
-
-// TestJitterSemantics checks ColorJitter's three adjustments against
-// torchvision.transforms.v2's uint8 formulas: blend in float, clamp,
-// truncate; gray = trunc(0.2989 R + 0.587 G + 0.114 B).
-func TestJitterSemantics(t *testing.T) {
-	run := func(pix []byte, layout Layout, b, c, s float64) []byte {
-		out := slices.Clone(pix)
-		p := samplePlan{jitter: true, jit: [3]float64{b, c, s}, order: [3]int{0, 1, 2}}
-		jitter(out, layout, &p)
-		return out
-	}
-	// One known pixel, HWC: (200, 100, 50), gray trunc(124.18) = 124.
-	px := []byte{200, 100, 50}
-	for _, tc := range []struct {
-		name    string
-		b, c, s float64
-		want    []byte
-	}{
-		{"brightness 0.5", 0.5, 1, 1, []byte{100, 50, 25}},
-		{"brightness 1.5 clamps", 1.5, 1, 1, []byte{255, 150, 75}},
-		{"saturation 0.5", 1, 1, 0.5, []byte{162, 112, 87}},
-		{"saturation 0", 1, 1, 0, []byte{124, 124, 124}},
-		{"saturation 2", 1, 1, 2, []byte{255, 76, 0}},
-		{"contrast 0.5 of one pixel", 1, 0.5, 1, []byte{162, 112, 87}},
-	} {
-		if got := run(px, HWC, tc.b, tc.c, tc.s); !bytes.Equal(got, tc.want) {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
-	}
-
-	// A real image, both layouts: factor 0 gives black, gray and flat.
-	img, err := imaging.Decode(bytes.NewReader(photos(t, 1)[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pixHWC := hwc(img)
-	n := len(pixHWC) / 3
-	pixCHW := make([]byte, len(pixHWC))
-	for i := range n {
-		for c := range 3 {
-			pixCHW[c*n+i] = pixHWC[3*i+c]
-		}
-	}
-	at := func(pix []byte, layout Layout, i int) (r, g, b byte) {
-		if layout == HWC {
-			return pix[3*i], pix[3*i+1], pix[3*i+2]
-		}
-		return pix[i], pix[n+i], pix[2*n+i]
-	}
-	var graySum float64
-	for i := range n {
-		r, g, b := at(pixHWC, HWC, i)
-		graySum += math.Trunc(float64(0.2989*float32(r) + 0.587*float32(g) + 0.114*float32(b)))
-	}
-	flat := byte(float32(graySum / float64(n)))
-	for _, layout := range []Layout{CHW, HWC} {
-		pix := pixCHW
-		if layout == HWC {
-			pix = pixHWC
-		}
-		if got := run(pix, layout, 0, 1, 1); slices.ContainsFunc(got, func(v byte) bool { return v != 0 }) {
-			t.Errorf("%v brightness 0: not black", layout)
-		}
-		sat := run(pix, layout, 1, 1, 0)
-		for i := range n {
-			r, g, b := at(sat, layout, i)
-			r0, g0, b0 := at(pix, layout, i)
-			gray := byte(0.2989*float32(r0) + 0.587*float32(g0) + 0.114*float32(b0))
-			if r != g || g != b || r != gray {
-				t.Fatalf("%v saturation 0: pixel %d = %d,%d,%d, want gray %d", layout, i, r, g, b, gray)
-			}
-		}
-		if got := run(pix, layout, 1, 0, 1); slices.ContainsFunc(got, func(v byte) bool { return v != flat }) {
-			t.Errorf("%v contrast 0: not flat at the mean gray %d", layout, flat)
-		}
-		if got := run(pix, layout, 1, 1, 1); !bytes.Equal(got, pix) {
-			t.Errorf("%v factors 1: image changed", layout)
-		}
+	if drew == 0 {
+		t.Fatalf("20 keys drew no steps")
 	}
 }
 

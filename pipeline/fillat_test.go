@@ -10,7 +10,7 @@ import (
 
 // TestFillAt: a part of a batch made at its places (FillAt) is the part
 // made alone (Fill), each sample then copied to its place: its pixels,
-// its own labels, indices and errors, a failed sample replaced by policy
+// its own labels, indices, errors and traces, a failed sample replaced by policy
 // within the part (dropped, the part's places past N hold no sample);
 // the batch buffer's bytes at no place of the part untouched, its length
 // kept. A place count or a place past the buffer is refused.
@@ -24,12 +24,12 @@ func TestFillAt(t *testing.T) {
 	indices := []int64{6, 1, 0, 4, 3} // 1 and 4 fail
 	place := []int{7, 0, 3, 5, 2}
 	for _, policy := range []FailPolicy{PadFromBatch, Drop} {
-		var alone Batch
+		alone := Batch{Trace: true}
 		if err := q.Fill(context.Background(), ds, tr, 5, 1, indices, policy, &alone); err != nil {
 			t.Fatal(err)
 		}
 		whole := bytes.Repeat([]byte{0xee}, 8*size)
-		b := Batch{Data: whole}
+		b := Batch{Data: whole, Trace: true}
 		if err := q.FillAt(context.Background(), ds, tr, 5, 1, indices, place, policy, &b); err != nil {
 			t.Fatal(err)
 		}
@@ -45,6 +45,9 @@ func TestFillAt(t *testing.T) {
 		}
 		if b.N != alone.N || !slices.Equal(b.Labels, alone.Labels) || !slices.Equal(b.Indices, alone.Indices) {
 			t.Errorf("policy %d: N %d, labels %v, indices %v; made alone %d, %v, %v", policy, b.N, b.Labels, b.Indices, alone.N, alone.Labels, alone.Indices)
+		}
+		if len(b.Traces) != alone.N || !slices.EqualFunc(b.Traces, alone.Traces, bytes.Equal) {
+			t.Errorf("policy %d: %d traces, made alone %d, or they differ", policy, len(b.Traces), len(alone.Traces))
 		}
 		checkErrors(t, ds, &b, []int64{1, 4})
 	}

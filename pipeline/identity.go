@@ -19,7 +19,7 @@ import (
 // bytes (the golden tests, golden_test.go and golden_cgo_test.go, are
 // what tells). Servers of different stoker versions make the same bytes
 // when their OutputVersions (and the rest of their Identity) agree.
-const OutputVersion = 1
+const OutputVersion = 2
 
 // Decode paths, as Identity.Path names them.
 const (

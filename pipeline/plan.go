@@ -26,11 +26,6 @@ type samplePlan struct {
 	cx, cy, cw, ch int
 	outW, outH     int
 	flip           bool
-	// ColorJitter factors (brightness, contrast, saturation; 1 is a no-op)
-	// and the order to apply them in (indices into jit).
-	jitter bool
-	jit    [3]float64
-	order  [3]int
 }
 
 // region is the fused form of a plan's geometry: the source rectangle box
@@ -70,19 +65,6 @@ func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 	if t.flip > 0 {
 		r := k.Stream(streamFlip)
 		p.flip = r.Float64() < t.flip
-	}
-	if j := t.jitter; j != nil {
-		r := k.Stream(streamJitter)
-		p.jitter = true
-		for i, f := range [3]float64{j.Brightness, j.Contrast, j.Saturation} {
-			p.jit[i] = 1
-			if f > 0 {
-				p.jit[i] = r.Uniform(math.Max(0, 1-f), 1+f)
-			}
-		}
-		var perm [3]int
-		r.Perm(perm[:])
-		p.order = perm
 	}
 	return p, nil
 }

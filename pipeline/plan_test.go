@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -211,13 +212,19 @@ func TestPlanDeterminism(t *testing.T) {
 			t.Fatalf("key %+v: two plans differ: %+v vs %+v", k, a, b)
 		}
 		distinct[[4]int{a.cx, a.cy, a.cw, a.ch}] = true
-		for j, f := range a.jit {
-			if f < 0.6 || f > 1.4 {
-				t.Errorf("jitter factor %d = %v, outside [0.6, 1.4]", j, f)
-			}
+		sa, sb := tr.drawSteps(k, nil), tr.drawSteps(k, nil)
+		if !slices.Equal(sa, sb) || len(sa) != 3 {
+			t.Fatalf("key %+v: steps %v and %v: want the same 3 (brightness, contrast, saturation)", k, sa, sb)
 		}
-		if o := a.order; o[0]+o[1]+o[2] != 3 || o[0] == o[1] || o[1] == o[2] || o[0] == o[2] {
-			t.Errorf("jitter order %v is not a permutation", o)
+		seen := map[Fn]bool{}
+		for _, st := range sa {
+			if f := st.F[0]; f < 0.6 || f > 1.4 {
+				t.Errorf("jitter factor of %s = %v, outside [0.6, 1.4]", st.Fn, f)
+			}
+			seen[st.Fn] = true
+		}
+		if len(seen) != 3 {
+			t.Errorf("jitter steps %v: want each adjustment once", sa)
 		}
 	}
 	if len(distinct) < 190 {

@@ -277,12 +277,13 @@ type fillReq struct {
 	indices     []int64
 	data        []byte
 	size        int
-	place       []int   // FillAt's: where each sample goes in data, in samples; nil: in order
-	errs        []error // per sample, written by the worker that made it
-	good        []int   // finishBatch's scratch
-	taken       int     // samples given to workers (or dropped): the next is indices[taken]
-	running     int     // of those, the ones being made now
-	dropped     error   // why samples were dropped: ctx.Err() or ErrClosed
+	place       []int    // FillAt's: where each sample goes in data, in samples; nil: in order
+	errs        []error  // per sample, written by the worker that made it
+	traces      [][]byte // per sample when the batch asks for traces (Batch.Traces), else nil
+	good        []int    // finishBatch's scratch
+	taken       int      // samples given to workers (or dropped): the next is indices[taken]
+	running     int      // of those, the ones being made now
+	dropped     error    // why samples were dropped: ctx.Err() or ErrClosed
 	done        chan struct{}
 	queued      time.Time  // when Fill queued it, with a StageObserver
 	times       StageTimes // its samples' stage times, summed (under e.mu)
@@ -293,15 +294,17 @@ type fillReq struct {
 var fillReqs = sync.Pool{New: func() any { return &fillReq{done: make(chan struct{}, 1)} }}
 
 // Fill makes the batch of ds's samples at indices for (seed, epoch) into b,
-// reusing b's buffers. Samples that fail are listed in b.Errors and replaced
-// by policy; Fill itself fails only when an index is out of range (nothing
-// is queued then), the Executor or the queue is closed (ErrClosed: a queue
+// reusing b's buffers. Samples that fail by their own fault are listed in
+// b.Errors and replaced by policy; Fill itself fails when an index is out
+// of range (nothing is queued then), when a sample failed by its store's
+// fault (source.IsStoreFault: the error wraps the store's; no sample is
+// padded or dropped for it), when the Executor or the queue is closed (ErrClosed: a queue
 // closed while the batch waits drops it at once), or ctx ends before the
 // batch is made: then its samples not yet started are dropped at once, and
 // Fill returns ctx.Err() as soon as those already started are done (at most
 // one per worker), so b is the caller's again (a batch whose samples had
 // all started is finished and returned whole). A batch whose every sample
-// failed has N == 0 under either policy. A ds that is a Prefetcher is told
+// failed has N == 0 under either policy: not data to hand on. A ds that is a Prefetcher is told
 // the indices before they are queued.
 func (q *Queue) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch uint64, indices []int64, policy FailPolicy, b *Batch) error {
 	return q.fill(ctx, ds, t, seed, epoch, indices, nil, policy, b)
@@ -353,6 +356,10 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 	r := fillReqs.Get().(*fillReq)
 	r.q, r.ds, r.t, r.seed, r.epoch, r.indices, r.data, r.size, r.place = q, ds, t, seed, epoch, indices, b.Data, size, place
 	r.errs = slices.Grow(r.errs[:0], n)[:n]
+	r.traces = nil
+	if b.Trace {
+		r.traces = b.Traces
+	}
 	e := q.e
 	e.mu.Lock()
 	if e.closed || q.closed {
@@ -384,7 +391,10 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 		r.release()
 		return err
 	}
-	finishBatch(r, policy, b)
+	if err := finishBatch(r, policy, b); err != nil {
+		r.release()
+		return err
+	}
 	if e.stages != nil {
 		b.Times = r.times
 		b.Times.Wall = time.Since(r.queued)
@@ -601,6 +611,9 @@ func (e *Executor) run(d *Decoder) {
 			e.stages(st.Queue, st.Read, made)
 		}
 		r.errs[i] = err
+		if err == nil && r.traces != nil {
+			r.traces[i] = d.AppendTrace(r.traces[i][:0], r.t)
+		}
 		e.mu.Lock()
 		e.finished(r, &st)
 	}

@@ -3,36 +3,140 @@ package pipeline
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
-// OpKind names an op, with torchvision's name and semantics.
+// OpKind names an op, with torchvision.transforms.v2's name and semantics.
 type OpKind string
 
-// The ops a Transform is built from.
+// The ops a Transform is built from. The first op (or Resize then
+// CenterCrop) is the geometry, fused into the decode; every other op runs
+// on the output-sized crop, in the order given.
 const (
-	OpRandomResizedCrop    OpKind = "RandomResizedCrop"
-	OpResize               OpKind = "Resize"
-	OpCenterCrop           OpKind = "CenterCrop"
-	OpRandomHorizontalFlip OpKind = "RandomHorizontalFlip"
-	OpColorJitter          OpKind = "ColorJitter"
-	OpNormalize            OpKind = "Normalize"
+	// Geometry.
+	OpRandomResizedCrop OpKind = "RandomResizedCrop"
+	OpResize            OpKind = "Resize"
+	OpCenterCrop        OpKind = "CenterCrop"
+	// Flips and the ops with a probability p of their own.
+	OpRandomHorizontalFlip  OpKind = "RandomHorizontalFlip"
+	OpRandomVerticalFlip    OpKind = "RandomVerticalFlip"
+	OpRandomGrayscale       OpKind = "RandomGrayscale"
+	OpRandomSolarize        OpKind = "RandomSolarize"
+	OpRandomPosterize       OpKind = "RandomPosterize"
+	OpRandomInvert          OpKind = "RandomInvert"
+	OpRandomEqualize        OpKind = "RandomEqualize"
+	OpRandomAutocontrast    OpKind = "RandomAutocontrast"
+	OpRandomAdjustSharpness OpKind = "RandomAdjustSharpness"
+	OpRandomErasing         OpKind = "RandomErasing"
+	// Photometric and geometric ops with drawn parameters.
+	OpColorJitter    OpKind = "ColorJitter"
+	OpGrayscale      OpKind = "Grayscale"
+	OpGaussianBlur   OpKind = "GaussianBlur"
+	OpRandomRotation OpKind = "RandomRotation"
+	OpRandomAffine   OpKind = "RandomAffine"
+	// Containers of ops.
+	OpRandomApply  OpKind = "RandomApply"
+	OpRandomChoice OpKind = "RandomChoice"
+	OpRandomOrder  OpKind = "RandomOrder"
+	// Policies: torchvision's, and timm's RandAugment under its own name.
+	OpTrivialAugmentWide OpKind = "TrivialAugmentWide"
+	OpRandAugment        OpKind = "RandAugment"
+	OpAutoAugment        OpKind = "AutoAugment"
+	OpAugMix             OpKind = "AugMix"
+	OpTimmRandAugment    OpKind = "TimmRandAugment"
+	// Last, if at all: the output becomes float32.
+	OpNormalize OpKind = "Normalize"
 )
 
-// Op is one step of a transform. Zero fields take torchvision's defaults:
-// RandomResizedCrop scale (0.08, 1) and ratio (3/4, 4/3), RandomHorizontalFlip
-// p = 0.5. Size is (height, width); Resize with Size[1] == 0 resizes the
-// shorter side to Size[0] keeping the aspect ratio, like Resize(int).
+// Op is one step of a transform, with torchvision's arguments. Each kind
+// reads the fields its doc names; zero fields take torchvision's defaults
+// where the doc says so (RandomResizedCrop scale (0.08, 1) and ratio
+// (3/4, 4/3), say), and the wire (server/transform.go) fills every other
+// default in before a Transform is made. Size is (height, width); Resize
+// with Size[1] == 0 resizes the shorter side to Size[0] keeping the aspect
+// ratio, like Resize(int).
 type Op struct {
-	Kind  OpKind
-	Size  [2]int
+	Kind OpKind
+	// Size: RandomResizedCrop, Resize, CenterCrop.
+	Size [2]int
+	// Scale: RandomResizedCrop's and RandomErasing's area range;
+	// RandomAffine's scale range ((0, 0): None).
 	Scale [2]float64
+	// Ratio: RandomResizedCrop's and RandomErasing's aspect range.
 	Ratio [2]float64
-	P     float64
-	// ColorJitter factors: each is drawn from [max(0, 1-x), 1+x].
-	Brightness, Contrast, Saturation float64
+	// P: the probability of the Random* ops that have one, and of
+	// RandomApply.
+	P float64
+	// ColorJitter: torchvision's single-number forms, each drawn from
+	// [max(0, 1-x), 1+x] (hue: [-x, x]); 0 is None. With JitterRanges the
+	// (min, max) forms in Jitter are used instead (brightness, contrast,
+	// saturation, hue), a range of (1, 1) ((0, 0) for hue) being None.
+	Brightness, Contrast, Saturation, Hue float64
+	JitterRanges                          bool
+	Jitter                                [4][2]float64
 	// Normalize: output = (pixel/255 - Mean) / Std, as float32.
+	// RandomErasing with RandomValue: the Normalize its noise is drawn
+	// for (zero: ImageNet's).
 	Mean, Std [3]float64
+	// Interp and NoAntialias: the resampling of the geometry,
+	// RandomRotation, RandomAffine and the policies. NoAntialias is
+	// torchvision's antialias=False (the geometry only).
+	Interp      Interpolation
+	NoAntialias bool
+	// Degrees: RandomRotation's and RandomAffine's angle range.
+	Degrees [2]float64
+	// Translate: RandomAffine's (max_dx, max_dy) as fractions of the
+	// size; HasTranslate false is None.
+	Translate    [2]float64
+	HasTranslate bool
+	// Shear: RandomAffine's shear ranges, x (Shear[0:2]) and, when
+	// ShearY, y (Shear[2:4]); HasShear false is None.
+	Shear            [4]float64
+	HasShear, ShearY bool
+	// Fill: RandomRotation's, RandomAffine's and the policies' fill, one
+	// value per channel (0: torchvision's None).
+	Fill [3]float64
+	// Center: RandomRotation's and RandomAffine's center, pixels from the
+	// top left; HasCenter false is None (the image's center).
+	Center    [2]float64
+	HasCenter bool
+	// KernelSize (x, y) and Sigma (min, max): GaussianBlur.
+	KernelSize [2]int
+	Sigma      [2]float64
+	// Threshold: RandomSolarize (0..255). Bits: RandomPosterize.
+	// Factor: RandomAdjustSharpness's sharpness_factor.
+	Threshold float64
+	Bits      int
+	Factor    float64
+	// Value: RandomErasing's fill, per channel in pixel units (0..255);
+	// RandomValue is value="random".
+	Value       [3]float64
+	RandomValue bool
+	// Ops: RandomApply's, RandomChoice's and RandomOrder's ops; Probs:
+	// RandomChoice's p (nil: uniform).
+	Ops   []Op
+	Probs []float64
+	// NumOps, Magnitude, Bins: RandAugment's num_ops, magnitude and
+	// num_magnitude_bins (Bins also TrivialAugmentWide's).
+	NumOps, Magnitude, Bins int
+	// Policy: AutoAugment's policy ("imagenet", "cifar10", "svhn");
+	// TimmRandAugment's config string ("rand-m9-mstd0.5-inc1").
+	Policy string
+	// AugMix: severity, mixture_width, chain_depth, alpha, and
+	// all_ops=False as PartialOps.
+	Severity, MixtureWidth, ChainDepth int
+	Alpha                              float64
+	PartialOps                         bool
+	// RandomInterp: TimmRandAugment draws bilinear or bicubic for each
+	// resampling op (timm's default when no interpolation is set).
+	RandomInterp bool
+}
+
+// ColorJitterOp is ColorJitter(brightness, contrast, saturation, hue) in
+// torchvision's single-number form.
+func ColorJitterOp(brightness, contrast, saturation, hue float64) Op {
+	return Op{Kind: OpColorJitter, Brightness: brightness, Contrast: contrast, Saturation: saturation, Hue: hue}
 }
 
 // Layout is the order of a sample's axes.
@@ -71,22 +175,34 @@ type Transform struct {
 	rrc    *Op // RandomResizedCrop, if any
 	resize *Op // Resize, if any
 	center *Op // CenterCrop, if any
-	flip   float64
-	jitter *Op
-	norm   *Op
-	outH   int
-	outW   int
-	layout Layout
+	// flip is the p of a RandomHorizontalFlip right after the geometry:
+	// fused into the decode (the resampler's coefficients run backwards).
+	flip    float64
+	hasFlip bool
+	// post are the ops after the geometry (and a fused flip), compiled,
+	// in order; maxSteps bounds the steps they draw for one sample.
+	post     []node
+	maxSteps int
+	norm     *Op
+	outH     int
+	outW     int
+	layout   Layout
 }
 
-// RNG streams, one per op, so that ops never shift each other's numbers.
+// RNG streams: the geometry draws from stream 1 and the op at position j
+// after it (a fused flip is position 1) from stream 1+j, so that ops never
+// shift each other's numbers (crop, flip and a ColorJitter after the flip
+// keep the streams 1, 2 and 3 they always had). An op inside a container
+// draws from its own stream, derived from its container's (node.stream).
 const (
-	streamCrop   = 1
-	streamFlip   = 2
-	streamJitter = 3
+	streamCrop = 1
+	streamFlip = 2
 )
 
-// Presets by name.
+// Presets by name: each documented op by op, with its source recipe, in
+// docs/transforms.md. Ops that torchvision's recipes run after Normalize
+// (RandomErasing) erase uint8 pixels here: value 0 after Normalize is the
+// mean colour (124, 116, 104) before it.
 var presets = map[string][]Op{
 	"imagenet-train": {
 		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}},
@@ -96,10 +212,68 @@ var presets = map[string][]Op{
 		{Kind: OpResize, Size: [2]int{256, 0}},
 		{Kind: OpCenterCrop, Size: [2]int{224, 224}},
 	},
+	// torchvision's ResNet-50 "v2" recipe (references/classification,
+	// --train-crop-size 176 --auto-augment ta_wide --random-erase 0.1).
+	"tv-resnet50-v2": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{176, 176}},
+		{Kind: OpRandomHorizontalFlip, P: 0.5},
+		{Kind: OpTrivialAugmentWide, Bins: 31, Interp: InterpBilinear},
+		{Kind: OpRandomErasing, P: 0.1, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, Value: meanColour},
+	},
+	// DeiT (timm's create_transform with --aa rand-m9-mstd0.5-inc1
+	// --reprob 0.25 --remode pixel, bicubic).
+	"deit": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: InterpBicubic},
+		{Kind: OpRandomHorizontalFlip, P: 0.5},
+		{Kind: OpTimmRandAugment, Policy: "rand-m9-mstd0.5-inc1", Interp: InterpBicubic, Fill: meanColour},
+		{Kind: OpRandomErasing, P: 0.25, Scale: [2]float64{0.02, 1.0 / 3}, Ratio: [2]float64{0.3, 1 / 0.3}, RandomValue: true,
+			Mean: imagenetMean, Std: imagenetStd},
+	},
+	// SimCLR's ImageNet augmentation (Chen et al. 2020, appendix A), one
+	// view: s = 1, blur kernel 10% of the side.
+	"simclr": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}},
+		{Kind: OpRandomHorizontalFlip, P: 0.5},
+		{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.8, 0.8, 0.8, 0.2)}},
+		{Kind: OpRandomGrayscale, P: 0.2},
+		{Kind: OpRandomApply, P: 0.5, Ops: []Op{{Kind: OpGaussianBlur, KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}}}},
+	},
+	// DINO's first global crop (main_dino.py DataAugmentationDINO,
+	// global_crops_scale (0.4, 1)): always blurred.
+	"dino-global": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Scale: [2]float64{0.4, 1}, Interp: InterpBicubic},
+		{Kind: OpRandomHorizontalFlip, P: 0.5},
+		{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
+		{Kind: OpRandomGrayscale, P: 0.2},
+		{Kind: OpGaussianBlur, KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}},
+	},
+	// DINO's local crops (local_crops_scale (0.05, 0.4), 96 px).
+	"dino-local": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{96, 96}, Scale: [2]float64{0.05, 0.4}, Interp: InterpBicubic},
+		{Kind: OpRandomHorizontalFlip, P: 0.5},
+		{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
+		{Kind: OpRandomGrayscale, P: 0.2},
+		{Kind: OpRandomApply, P: 0.5, Ops: []Op{{Kind: OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{0.1, 2.0}}}},
+	},
+	// open_clip's training transform (image_transform, is_train=True).
+	"clip": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Scale: [2]float64{0.9, 1}, Interp: InterpBicubic},
+	},
 }
 
-// PresetNames lists the named presets.
-func PresetNames() []string { return []string{"imagenet-eval", "imagenet-train"} }
+// meanColour is ImageNet's mean as uint8 pixels: what torchvision's
+// RandomErasing(value=0) after Normalize writes, and timm's img_mean fill.
+var meanColour = [3]float64{124, 116, 104}
+
+// PresetNames lists the named presets, sorted.
+func PresetNames() []string {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
 
 // Preset returns the op list of a named preset.
 func Preset(name string) ([]Op, error) {
@@ -107,48 +281,47 @@ func Preset(name string) ([]Op, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown transform preset %q (known: %s)", ErrUnsupported, name, strings.Join(PresetNames(), ", "))
 	}
-	return append([]Op(nil), ops...), nil
+	return cloneOps(ops), nil
 }
 
-// NewTransform validates ops and compiles them. Geometry ops come first (one
-// RandomResizedCrop, or Resize and/or CenterCrop, in that order), then
-// RandomHorizontalFlip, ColorJitter and Normalize, each at most once and in
-// that order, so that the whole chain fuses into one decode call. The output
-// size must be fixed: Resize of the shorter side needs a CenterCrop after it.
+// cloneOps copies ops deeply (containers' Ops and Probs too).
+func cloneOps(ops []Op) []Op {
+	out := append([]Op(nil), ops...)
+	for i := range out {
+		out[i].Ops = cloneOps(out[i].Ops)
+		out[i].Probs = append([]float64(nil), out[i].Probs...)
+	}
+	return out
+}
+
+// NewTransform validates ops and compiles them. The geometry comes first
+// (one RandomResizedCrop, or Resize and/or CenterCrop, in that order) and
+// is fused into the decode; every other op follows it, in the order given,
+// on the output-sized crop (a RandomHorizontalFlip right after the
+// geometry is fused too); Normalize, if any, comes last. The output size
+// must be fixed: Resize of the shorter side needs a CenterCrop after it.
 func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
-	t := &Transform{ops: append([]Op(nil), ops...), layout: layout}
+	t := &Transform{ops: cloneOps(ops), layout: layout}
 	if layout != CHW && layout != HWC {
 		return nil, fmt.Errorf("%w: layout %d", ErrUnsupported, layout)
 	}
-	stage := 0 // 0 geometry, 1 flip, 2 jitter, 3 normalize, 4 done
 	bad := func(format string, a ...any) (*Transform, error) {
 		return nil, fmt.Errorf("%w: transform: %s", ErrUnsupported, fmt.Sprintf(format, a...))
 	}
-	for i := range t.ops {
-		op := &t.ops[i]
+	n := 0 // ops of the geometry
+	for n < len(t.ops) && geometryKind(t.ops[n].Kind) {
+		op := &t.ops[n]
 		switch op.Kind {
 		case OpRandomResizedCrop:
-			if stage > 0 || t.rrc != nil || t.resize != nil || t.center != nil {
+			if n > 0 {
 				return bad("RandomResizedCrop must be the only geometry op and come first")
 			}
-			if op.Scale == [2]float64{} {
-				op.Scale = [2]float64{0.08, 1}
-			}
-			if op.Ratio == [2]float64{} {
-				op.Ratio = [2]float64{3.0 / 4, 4.0 / 3}
-			}
-			if !(op.Scale[0] > 0 && op.Scale[0] <= op.Scale[1] && op.Scale[1] <= 1) {
-				return bad("RandomResizedCrop scale %v: want 0 < lo <= hi <= 1", op.Scale)
-			}
-			if !(op.Ratio[0] > 0 && op.Ratio[0] <= op.Ratio[1]) || math.IsInf(op.Ratio[1], 0) {
-				return bad("RandomResizedCrop ratio %v: want 0 < lo <= hi, finite", op.Ratio)
-			}
-			if err := checkSize(op, false); err != nil {
+			if err := checkRRC(op); err != nil {
 				return nil, err
 			}
 			t.rrc = op
 		case OpResize:
-			if stage > 0 || t.rrc != nil || t.resize != nil || t.center != nil {
+			if n > 0 {
 				return bad("Resize must come first, before CenterCrop")
 			}
 			if err := checkSize(op, true); err != nil {
@@ -156,44 +329,18 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			}
 			t.resize = op
 		case OpCenterCrop:
-			if stage > 0 || t.rrc != nil || t.center != nil {
+			if t.rrc != nil || t.center != nil {
 				return bad("CenterCrop must follow Resize (if any) and come before the other ops")
 			}
 			if err := checkSize(op, false); err != nil {
 				return nil, err
 			}
 			t.center = op
-		case OpRandomHorizontalFlip:
-			if stage >= 1 {
-				return bad("RandomHorizontalFlip must come once, after geometry and before ColorJitter and Normalize")
-			}
-			if !(op.P >= 0 && op.P <= 1) { // NaN too
-				return bad("RandomHorizontalFlip p=%v: want 0 <= p <= 1", op.P)
-			}
-			stage, t.flip = 1, op.P
-		case OpColorJitter:
-			if stage >= 2 {
-				return bad("ColorJitter must come once, after flip and before Normalize")
-			}
-			for _, f := range []float64{op.Brightness, op.Contrast, op.Saturation} {
-				if f < 0 || math.IsNaN(f) || f > 100 {
-					return bad("ColorJitter factor %v: want 0 <= x <= 100", f)
-				}
-			}
-			stage, t.jitter = 2, op
-		case OpNormalize:
-			if stage >= 3 {
-				return bad("Normalize must come once, last")
-			}
-			for c := 0; c < 3; c++ {
-				if !(op.Std[c] > 0) || math.IsInf(op.Std[c], 0) || math.IsNaN(op.Mean[c]) || math.IsInf(op.Mean[c], 0) {
-					return bad("Normalize mean %v std %v: want finite mean and finite std > 0", op.Mean, op.Std)
-				}
-			}
-			stage, t.norm = 3, op
-		default:
-			return bad("unknown op %q", op.Kind)
 		}
+		if err := checkInterp(op, true); err != nil {
+			return nil, err
+		}
+		n++
 	}
 	switch {
 	case t.rrc != nil:
@@ -207,10 +354,94 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		t.geom, t.outH, t.outW = resizeCrop, t.resize.Size[0], t.resize.Size[1]
 	case t.resize != nil:
 		return bad("Resize(%d) of the shorter side gives a size that varies per image; add CenterCrop or give Resize both sides", t.resize.Size[0])
+	case len(t.ops) > 0:
+		return bad("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size", t.ops[0].Kind)
 	default:
 		return bad("no geometry op: a batch needs a fixed size (RandomResizedCrop, Resize(h, w) or CenterCrop)")
 	}
+	rest := t.ops[n:]
+	if k := len(rest) - 1; k >= 0 && rest[k].Kind == OpNormalize {
+		if err := checkNormalize(&rest[k]); err != nil {
+			return nil, err
+		}
+		t.norm, rest = &rest[k], rest[:k]
+	}
+	if len(rest) > 0 && rest[0].Kind == OpRandomHorizontalFlip {
+		if err := checkP(&rest[0], n); err != nil {
+			return nil, err
+		}
+		t.flip, t.hasFlip = rest[0].P, true
+		rest = rest[1:]
+	}
+	first := n + 1 // the position of rest[0] in ops
+	if t.hasFlip {
+		first++
+	}
+	if len(rest) > maxOps {
+		return bad("%d ops after the geometry: the limit is %d", len(rest), maxOps)
+	}
+	c := compiler{w: t.outW, h: t.outH}
+	t.post = make([]node, len(rest))
+	for i := range rest {
+		j := i + 1 // position after the geometry
+		if t.hasFlip {
+			j++
+		}
+		nd, err := c.compile(&rest[i], first-1+i, uint64(1+j), 0)
+		if err != nil {
+			return nil, err
+		}
+		t.post[i] = nd
+		t.maxSteps += nd.maxSteps
+	}
 	return t, nil
+}
+
+// geometryKind reports whether k is a geometry op.
+func geometryKind(k OpKind) bool {
+	return k == OpRandomResizedCrop || k == OpResize || k == OpCenterCrop
+}
+
+func checkRRC(op *Op) error {
+	if op.Scale == [2]float64{} {
+		op.Scale = [2]float64{0.08, 1}
+	}
+	if op.Ratio == [2]float64{} {
+		op.Ratio = [2]float64{3.0 / 4, 4.0 / 3}
+	}
+	if !(op.Scale[0] > 0 && op.Scale[0] <= op.Scale[1] && op.Scale[1] <= 1) {
+		return fmt.Errorf("%w: transform: RandomResizedCrop scale %v: want 0 < lo <= hi <= 1", ErrUnsupported, op.Scale)
+	}
+	if !(op.Ratio[0] > 0 && op.Ratio[0] <= op.Ratio[1]) || math.IsInf(op.Ratio[1], 0) {
+		return fmt.Errorf("%w: transform: RandomResizedCrop ratio %v: want 0 < lo <= hi, finite", ErrUnsupported, op.Ratio)
+	}
+	return checkSize(op, false)
+}
+
+// checkP checks a RandomHorizontalFlip fused into the decode (op pos).
+func checkP(op *Op, pos int) error {
+	if !(op.P >= 0 && op.P <= 1) { // NaN too
+		return opError(fmt.Sprintf("op %d (%s)", pos, op.Kind), "p=%v: want 0 <= p <= 1", op.P)
+	}
+	return nil
+}
+
+// checkInterp checks a geometry op's interpolation.
+func checkInterp(op *Op, geometry bool) error {
+	switch op.Interp {
+	case InterpBilinear, InterpBicubic, InterpNearest:
+		return nil
+	}
+	return fmt.Errorf("%w: transform: %s: interpolation %s: want nearest, bilinear or bicubic", ErrUnsupported, op.Kind, op.Interp)
+}
+
+func checkNormalize(op *Op) error {
+	for c := 0; c < 3; c++ {
+		if !(op.Std[c] > 0) || math.IsInf(op.Std[c], 0) || math.IsNaN(op.Mean[c]) || math.IsInf(op.Mean[c], 0) {
+			return fmt.Errorf("%w: transform: Normalize mean %v std %v: want finite mean and finite std > 0", ErrUnsupported, op.Mean, op.Std)
+		}
+	}
+	return nil
 }
 
 // maxSide bounds output sides so a request cannot ask for absurd buffers.
@@ -270,25 +501,48 @@ func (t *Transform) SampleBytes() int {
 func (t *Transform) pixelBytes() int { return 3 * t.outH * t.outW }
 
 // String describes the op list in torchvision terms.
-func (t *Transform) String() string {
+func (t *Transform) String() string { return opsString(t.ops) }
+
+func opsString(ops []Op) string {
 	var b strings.Builder
-	for i, op := range t.ops {
+	for i := range ops {
 		if i > 0 {
 			b.WriteString(", ")
 		}
+		op := &ops[i]
 		b.WriteString(string(op.Kind))
 		switch op.Kind {
 		case OpRandomResizedCrop, OpCenterCrop:
-			fmt.Fprintf(&b, "(%dx%d)", op.Size[0], op.Size[1])
+			fmt.Fprintf(&b, "(%dx%d", op.Size[0], op.Size[1])
 		case OpResize:
 			if op.Size[1] == 0 {
-				fmt.Fprintf(&b, "(%d)", op.Size[0])
+				fmt.Fprintf(&b, "(%d", op.Size[0])
 			} else {
-				fmt.Fprintf(&b, "(%dx%d)", op.Size[0], op.Size[1])
+				fmt.Fprintf(&b, "(%dx%d", op.Size[0], op.Size[1])
 			}
-		case OpRandomHorizontalFlip:
+		case OpRandomApply:
+			fmt.Fprintf(&b, "([%s], p=%g)", opsString(op.Ops), op.P)
+			continue
+		case OpRandomChoice, OpRandomOrder:
+			fmt.Fprintf(&b, "([%s])", opsString(op.Ops))
+			continue
+		case OpRandAugment:
+			fmt.Fprintf(&b, "(num_ops=%d, magnitude=%d)", op.NumOps, op.Magnitude)
+			continue
+		case OpAutoAugment, OpTimmRandAugment:
+			fmt.Fprintf(&b, "(%s)", op.Policy)
+			continue
+		case OpNormalize, OpColorJitter, OpGrayscale, OpGaussianBlur, OpRandomRotation, OpRandomAffine,
+			OpTrivialAugmentWide, OpAugMix:
+			continue
+		default:
 			fmt.Fprintf(&b, "(p=%g)", op.P)
+			continue
 		}
+		if op.Interp != InterpBilinear {
+			fmt.Fprintf(&b, ", %s", op.Interp)
+		}
+		b.WriteString(")")
 	}
 	return b.String()
 }

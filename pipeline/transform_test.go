@@ -14,10 +14,14 @@ func TestPresets(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			if h, w := tr.Size(); h != 224 || w != 224 {
-				t.Errorf("%s: size %dx%d, want 224x224", name, h, w)
+			side := map[string]int{"tv-resnet50-v2": 176, "dino-local": 96}[name]
+			if side == 0 {
+				side = 224
 			}
-			if tr.Float() || tr.Layout() != layout || tr.SampleBytes() != 3*224*224 {
+			if h, w := tr.Size(); h != side || w != side {
+				t.Errorf("%s: size %dx%d, want %dx%d", name, h, w, side, side)
+			}
+			if tr.Float() || tr.Layout() != layout || tr.SampleBytes() != 3*side*side {
 				t.Errorf("%s: float %v layout %v bytes %d", name, tr.Float(), tr.Layout(), tr.SampleBytes())
 			}
 		}
@@ -63,7 +67,7 @@ func TestTransformRejects(t *testing.T) {
 		msg    string // the error must contain this
 	}{
 		{"no ops", CHW, nil, "no geometry op"},
-		{"flip only", CHW, []Op{flip}, "no geometry op"},
+		{"flip only", CHW, []Op{flip}, "the first op must be the geometry"},
 		{"resize shorter side alone", CHW, []Op{resize}, "add CenterCrop"},
 		{"two RandomResizedCrop", CHW, []Op{rrc, rrc}, "only geometry op"},
 		{"RandomResizedCrop and CenterCrop", CHW, []Op{rrc, cc}, "CenterCrop must follow"},
@@ -71,11 +75,9 @@ func TestTransformRejects(t *testing.T) {
 		{"CenterCrop before Resize", CHW, []Op{cc, resize}, "Resize must come first"},
 		{"two Resize", CHW, []Op{resize, resize, cc}, "Resize must come first"},
 		{"two CenterCrop", CHW, []Op{cc, cc}, "CenterCrop must follow"},
-		{"geometry after flip", CHW, []Op{flip, rrc}, "only geometry op"},
-		{"flip after Normalize", CHW, []Op{rrc, norm, flip}, "RandomHorizontalFlip must come once"},
-		{"two flips", CHW, []Op{rrc, flip, flip}, "RandomHorizontalFlip must come once"},
-		{"jitter after Normalize", CHW, []Op{rrc, norm, jit}, "ColorJitter must come"},
-		{"flip after jitter", CHW, []Op{rrc, jit, flip}, "RandomHorizontalFlip must come once"},
+		{"geometry after flip", CHW, []Op{flip, rrc}, "op 0 is RandomHorizontalFlip: the first op must be the geometry"},
+		{"flip after Normalize", CHW, []Op{rrc, norm, flip}, "op 1 (Normalize): Normalize must come once, last"},
+		{"jitter after Normalize", CHW, []Op{rrc, norm, jit}, "Normalize must come once, last"},
 		{"two Normalize", CHW, []Op{rrc, norm, norm}, "Normalize must come once"},
 		{"flip p=2", CHW, []Op{rrc, {Kind: OpRandomHorizontalFlip, P: 2}}, "p=2"},
 		{"flip p<0", CHW, []Op{rrc, {Kind: OpRandomHorizontalFlip, P: -0.1}}, "p=-0.1"},
@@ -95,9 +97,28 @@ func TestTransformRejects(t *testing.T) {
 		{"Normalize std 0", CHW, []Op{rrc, {Kind: OpNormalize, Std: [3]float64{0.2, 0, 0.2}}}, "want finite mean and finite std > 0"},
 		{"Normalize std NaN", CHW, []Op{rrc, {Kind: OpNormalize, Std: [3]float64{0.2, math.NaN(), 0.2}}}, "want finite mean and finite std > 0"},
 		{"Normalize mean Inf", CHW, []Op{rrc, {Kind: OpNormalize, Mean: [3]float64{math.Inf(1)}, Std: [3]float64{1, 1, 1}}}, "want finite mean and finite std > 0"},
-		{"jitter negative", CHW, []Op{rrc, {Kind: OpColorJitter, Contrast: -1}}, "ColorJitter factor"},
-		{"jitter NaN", CHW, []Op{rrc, {Kind: OpColorJitter, Saturation: math.NaN()}}, "ColorJitter factor"},
-		{"unknown op", CHW, []Op{rrc, {Kind: "GaussianBlur"}}, `unknown op "GaussianBlur"`},
+		{"jitter negative", CHW, []Op{rrc, {Kind: OpColorJitter, Contrast: -1}}, "op 1 (ColorJitter): contrast -1"},
+		{"jitter NaN", CHW, []Op{rrc, {Kind: OpColorJitter, Saturation: math.NaN()}}, "op 1 (ColorJitter): saturation NaN"},
+		{"hue over 0.5", CHW, []Op{rrc, ColorJitterOp(0, 0, 0, 0.6)}, "hue [-0.6 0.6]"},
+		{"jitter range reversed", CHW, []Op{rrc, {Kind: OpColorJitter, JitterRanges: true, Jitter: [4][2]float64{{1.2, 0.8}, {1, 1}, {1, 1}, {0, 0}}}}, "brightness [1.2 0.8]"},
+		{"two Normalize", CHW, []Op{rrc, norm, jit, norm}, "op 1 (Normalize): Normalize must come once, last"},
+		{"blur kernel even", CHW, []Op{rrc, {Kind: OpGaussianBlur, KernelSize: [2]int{4, 3}, Sigma: [2]float64{0.1, 2}}}, "op 1 (GaussianBlur): kernel_size [4 3]"},
+		{"blur sigma 0", CHW, []Op{rrc, {Kind: OpGaussianBlur, KernelSize: [2]int{3, 3}, Sigma: [2]float64{0, 2}}}, "sigma"},
+		{"solarize p", CHW, []Op{rrc, {Kind: OpRandomSolarize, Threshold: 128, P: 1.5}}, "op 1 (RandomSolarize): p=1.5"},
+		{"solarize threshold", CHW, []Op{rrc, {Kind: OpRandomSolarize, Threshold: 300, P: 1}}, "threshold 300"},
+		{"posterize bits", CHW, []Op{rrc, {Kind: OpRandomPosterize, Bits: 9, P: 1}}, "bits 9"},
+		{"op in RandomApply", CHW, []Op{rrc, {Kind: OpRandomApply, P: 0.8, Ops: []Op{jit, {Kind: OpRandomGrayscale, P: -1}}}}, "op 1 (RandomApply) > op 1 (RandomGrayscale): p=-1"},
+		{"empty RandomApply", CHW, []Op{rrc, {Kind: OpRandomApply, P: 0.8}}, "pass at least one op"},
+		{"geometry in a container", CHW, []Op{rrc, {Kind: OpRandomChoice, Ops: []Op{rrc}}}, "a geometry op inside a container"},
+		{"geometry second", CHW, []Op{rrc, flip, rrc}, "op 2 (RandomResizedCrop): a geometry op after other ops"},
+		{"choice p count", CHW, []Op{rrc, {Kind: OpRandomChoice, Ops: []Op{jit, flip}, Probs: []float64{1}}}, "1 values of p for 2 ops"},
+		{"RandAugment magnitude", CHW, []Op{rrc, {Kind: OpRandAugment, NumOps: 2, Magnitude: 31, Bins: 31}}, "magnitude 31"},
+		{"AutoAugment policy", CHW, []Op{rrc, {Kind: OpAutoAugment, Policy: "cifar100"}}, `policy "cifar100"`},
+		{"timm config", CHW, []Op{rrc, {Kind: OpTimmRandAugment, Policy: "rand-m9-x3", Interp: InterpBicubic}}, `unknown section "x"`},
+		{"rotation bicubic", CHW, []Op{rrc, {Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}, Interp: InterpBicubic}}, "interpolation bicubic"},
+		{"erasing value", CHW, []Op{rrc, {Kind: OpRandomErasing, P: 0.5, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, Value: [3]float64{-1, 0, 0}}}, "value"},
+		{"nested too deep", CHW, []Op{rrc, nest(5)}, "nested deeper than 4"},
+		{"unknown op", CHW, []Op{rrc, {Kind: "GaussianBlurry"}}, `unknown op "GaussianBlurry"`},
 		{"bad layout", Layout(7), []Op{rrc}, "layout 7"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,6 +154,9 @@ func TestTransformAccepts(t *testing.T) {
 			norm,
 		}, 64, 48},
 		{"flip p=0", []Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, {Kind: OpRandomHorizontalFlip}}, 8, 8},
+		{"any order", []Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, ColorJitterOp(0.4, 0, 0, 0.1), {Kind: OpRandomHorizontalFlip, P: 0.5},
+			{Kind: OpRandomHorizontalFlip, P: 0.5}, {Kind: OpRandomRotation, Degrees: [2]float64{-5, 5}}, norm}, 8, 8},
+		{"nested", []Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, nest(4)}, 8, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := mustTransform(t, CHW, tc.ops...)
@@ -166,4 +190,14 @@ func TestSampleShape(t *testing.T) {
 	if CHW.String() != "CHW" || HWC.String() != "HWC" {
 		t.Errorf("layout names %s %s", CHW, HWC)
 	}
+}
+
+// nest is depth RandomApply containers, one inside the other, around a
+// RandomInvert.
+func nest(depth int) Op {
+	op := Op{Kind: OpRandomInvert, P: 0.5}
+	for range depth {
+		op = Op{Kind: OpRandomApply, P: 0.5, Ops: []Op{op}}
+	}
+	return op
 }

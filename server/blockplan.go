@@ -52,7 +52,7 @@ func shuffleOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset) (shuffl
 	}
 	sh, ok := ds.(pipeline.Sharded)
 	if !ok {
-		return c, status.Errorf(codes.InvalidArgument, "dataset %q is not sharded (%s): each sample is an object of its own, so the global shuffle reads no more objects than a block shuffle would; use shuffle_mode SHUFFLE_MODE_GLOBAL (shuffle=True)",
+		return c, status.Errorf(codes.InvalidArgument, "dataset %q is not sharded (%s): each sample is an object of its own, so the global shuffle reads no more objects than a block shuffle would; use the global shuffle (Python: shuffle=True, not \"block\"; a JobSpec: shuffle_mode left unset)",
 			name, formatOf(ds))
 	}
 	c.starts, c.window = sh.ShardStarts(), w

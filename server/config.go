@@ -35,10 +35,9 @@ const (
 	// compared: about one sample in 200, a few percent of a core on a
 	// coordinator relaying thousands of images a second.
 	DefaultVerifyFraction = 0.005
-	// maxDatasetName bounds a dataset name a client may send, and
-	// maxPresetName a transform preset's name.
+	// maxDatasetName bounds a dataset name a client may send (a preset's
+	// name: opspec.MaxPresetName).
 	maxDatasetName = 256
-	maxPresetName  = 256
 	// maxStatusMessage bounds the message of any status the server
 	// returns: it travels in a header, and clients refuse large ones
 	// (grpc-go's limit is 16 KiB, Python's 8 KiB, after percent-encoding).

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/source"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 )
 
@@ -27,8 +28,10 @@ var errorCodes = []struct {
 	{pipeline.ErrClosed, codes.Unavailable},
 	{errMemoryBudget, codes.ResourceExhausted},
 	{coord.ErrNoMaker, codes.FailedPrecondition},
+	{errSampleErrors, codes.DataLoss},
+	{source.ErrDenied, codes.PermissionDenied},
+	{source.ErrUnavailable, codes.Unavailable},
 	{coord.ErrBatchFailed, codes.Unavailable},
-	{errStoreDown, codes.Unavailable},
 	{coord.ErrNoMakerReady, codes.Unavailable},
 }
 

@@ -104,15 +104,19 @@ func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, place
 		// next batches: read each ahead in a few long requests.
 		sp.PrefetchShards(indices)
 	}
+	b.Trace = j.spec.GetTrace()
+	// A sample that failed by its store's fault fails the batch (Fill's
+	// error): its lease is tried again, on a maker whose store may answer,
+	// and after maxAttempts the job ends with UNAVAILABLE naming the store.
 	if place != nil {
 		err = q.FillAt(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, place, j.policy, b)
 	} else {
 		err = q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b)
 	}
 	if err != nil {
-		return storeWait(j.ds, err)
+		return storeErr(j.ds, err)
 	}
-	return storeDown(b)
+	return nil
 }
 
 // Header is the BatchHeader of batch k of epoch, as made into b.

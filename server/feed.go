@@ -116,7 +116,7 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	}
 	j.id = j.name + "-r" + strconv.Itoa(j.rank) + "-" + id
 	c := coord.New(s.coord, j, st, j.id, log)
-	f := &feed{s: s, j: j, c: c, stream: stream, begin: time.Now(), shm: r != nil}
+	f := &feed{s: s, j: j, c: c, stream: stream, begin: time.Now(), shm: r != nil, errs: sampleErrors{limit: j.errLimit}}
 	s.active.Store(c.Name(), c)
 	defer s.active.Delete(c.Name())
 
@@ -239,6 +239,9 @@ type feed struct {
 	// puts each batch in a slot of it (Place) or leaves it to chunks; the
 	// receiver passes the slots the trainer released back to it.
 	shm bool
+	// errs counts the failed samples the send loop sends, and ends the
+	// job past its limit (or at a batch of no samples).
+	errs sampleErrors
 }
 
 // errStopped is a Send refused because the handler is returning.
@@ -297,6 +300,7 @@ func (f *feed) sendLoop(cancel context.CancelCauseFunc) error {
 func (f *feed) sendOne(o coord.Output) error {
 	switch {
 	case o.Info != nil:
+		f.errs.begin(o.Info)
 		return f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Job{Job: o.Info}})
 	case o.End != nil:
 		if err := f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_End{End: o.End}}); err != nil {
@@ -346,6 +350,10 @@ func (f *feed) batch(o coord.Output) error {
 	t0 := time.Now()
 	pin := rpc.NewPin(func() { f.c.Recycle(b) })
 	defer pin.Done()
+	if err := f.errs.add(k, b); err != nil {
+		f.s.badFiles.note(f.s.log, j.name, b.Errors)
+		return err
+	}
 	h := j.header(epoch, k, b)
 	if f.shm {
 		via := "chunks"

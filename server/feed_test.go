@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -242,6 +243,9 @@ func TestFeedFailPolicyDrop(t *testing.T) {
 	}
 }
 
+// TestFeedAllSamplesFail: a batch whose every sample failed never reaches
+// the trainer as a batch of no samples: the job ends with DATA_LOSS
+// saying so, naming the file and why.
 func TestFeedAllSamplesFail(t *testing.T) {
 	e := newEnv(t, Config{})
 	open := smallJob("tiny", 1)
@@ -255,12 +259,12 @@ func TestFeedAllSamplesFail(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _, err := readBatch(stream, MaxChunkBytes)
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		t.Fatalf("got batch %v; want the job ended", b.hdr)
 	}
-	h := b.hdr
-	if h.GetNumber() != badIndex || h.GetShape()[0] != 0 || h.GetDataBytes() != 0 || len(h.GetErrors()) != 1 {
-		t.Errorf("header %v: want an empty batch listing the error", h)
+	if status.Code(err) != codes.DataLoss || !strings.Contains(err.Error(), fmt.Sprintf("every sample of batch %d of epoch 0 failed", badIndex)) ||
+		!strings.Contains(err.Error(), "c/bad.jpg: corrupt image: empty file") {
+		t.Errorf("%v; want DATA_LOSS saying every sample of the batch failed, naming the file and why", err)
 	}
 }
 

@@ -22,12 +22,42 @@ func validOpLists() [][]*pb.Op {
 		{
 			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32, ScaleMin: 0.5, ScaleMax: 1, RatioMin: 0.75, RatioMax: 1.25}}},
 			flipOp(proto.Float64(0.5)),
-			{Op: &pb.Op_ColorJitter{ColorJitter: &pb.ColorJitter{Brightness: 0.2, Contrast: 0.2, Saturation: 0.2}}},
+			{Op: &pb.Op_ColorJitter{ColorJitter: &pb.ColorJitter{Brightness: 0.2, Contrast: 0.2, Saturation: 0.2, Hue: 0.1,
+				BrightnessRange: &pb.Range{Min: 0.5, Max: 1.5}, ContrastRange: &pb.Range{Min: 0.5, Max: 1.5},
+				SaturationRange: &pb.Range{Min: 0.5, Max: 1.5}, HueRange: &pb.Range{Min: -0.1, Max: 0.1}}}},
 			{Op: &pb.Op_Normalize{Normalize: &pb.Normalize{Mean: []float64{0.5, 0.5, 0.5}, Std: []float64{0.2, 0.2, 0.2}}}},
 		},
 		{
 			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 40, Width: 40}}},
 			{Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 32}}},
+			{Op: &pb.Op_RandomVerticalFlip{RandomVerticalFlip: &pb.RandomVerticalFlip{P: proto.Float64(0.5)}}},
+			{Op: &pb.Op_RandomGrayscale{RandomGrayscale: &pb.RandomGrayscale{P: proto.Float64(0.2)}}},
+			{Op: &pb.Op_GaussianBlur{GaussianBlur: &pb.GaussianBlur{KernelX: 5, KernelY: 5, SigmaMin: 0.1, SigmaMax: 2}}},
+			{Op: &pb.Op_RandomSolarize{RandomSolarize: &pb.RandomSolarize{Threshold: 128, P: proto.Float64(0.2)}}},
+			{Op: &pb.Op_RandomPosterize{RandomPosterize: &pb.RandomPosterize{Bits: 4, P: proto.Float64(0.2)}}},
+			{Op: &pb.Op_RandomInvert{RandomInvert: &pb.RandomInvert{P: proto.Float64(0.2)}}},
+			{Op: &pb.Op_RandomEqualize{RandomEqualize: &pb.RandomEqualize{P: proto.Float64(0.2)}}},
+			{Op: &pb.Op_RandomAutocontrast{RandomAutocontrast: &pb.RandomAutocontrast{P: proto.Float64(0.2)}}},
+			{Op: &pb.Op_RandomAdjustSharpness{RandomAdjustSharpness: &pb.RandomAdjustSharpness{SharpnessFactor: 2, P: proto.Float64(0.2)}}},
+			{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -10, Max: 10}, Fill: []float64{1, 2, 3}, Center: []float64{4, 5}}}},
+			{Op: &pb.Op_RandomAffine{RandomAffine: &pb.RandomAffine{Degrees: &pb.Range{Min: -10, Max: 10}, Translate: []float64{0.1, 0.1},
+				Scale: &pb.Range{Min: 0.9, Max: 1.1}, Shear: []float64{-5, 5, -5, 5}, Fill: []float64{1, 2, 3}, Center: []float64{4, 5}}}},
+			{Op: &pb.Op_RandomErasing{RandomErasing: &pb.RandomErasing{P: proto.Float64(0.2), Scale: &pb.Range{Min: 0.02, Max: 0.3},
+				Ratio: &pb.Range{Min: 0.3, Max: 3.3}, Value: []float64{1, 2, 3}, NoiseMean: []float64{0.5, 0.5, 0.5}, NoiseStd: []float64{0.2, 0.2, 0.2}}}},
+			{Op: &pb.Op_RandomErasing{RandomErasing: &pb.RandomErasing{RandomValue: true}}},
+			{Op: &pb.Op_RandomApply{RandomApply: &pb.RandomApply{P: proto.Float64(0.8), Ops: []*pb.Op{
+				{Op: &pb.Op_ColorJitter{ColorJitter: &pb.ColorJitter{BrightnessRange: &pb.Range{Min: 0.5, Max: 1.5}, Hue: 0.1,
+					ContrastRange: &pb.Range{Min: 0.5, Max: 1.5}, SaturationRange: &pb.Range{Min: 0.5, Max: 1.5}, HueRange: &pb.Range{Min: -0.1, Max: 0.1}}}},
+			}}}},
+			{Op: &pb.Op_RandomChoice{RandomChoice: &pb.RandomChoice{P: []float64{1, 2}, Ops: []*pb.Op{
+				{Op: &pb.Op_RandomInvert{RandomInvert: &pb.RandomInvert{}}},
+				{Op: &pb.Op_RandomOrder{RandomOrder: &pb.RandomOrder{Ops: []*pb.Op{{Op: &pb.Op_Grayscale{Grayscale: &pb.Grayscale{}}}}}}},
+			}}}},
+			{Op: &pb.Op_TrivialAugmentWide{TrivialAugmentWide: &pb.TrivialAugmentWide{Fill: []float64{1, 2, 3}}}},
+			{Op: &pb.Op_RandAugment{RandAugment: &pb.RandAugment{Fill: []float64{1, 2, 3}}}},
+			{Op: &pb.Op_AutoAugment{AutoAugment: &pb.AutoAugment{Fill: []float64{1, 2, 3}}}},
+			{Op: &pb.Op_AugMix{AugMix: &pb.AugMix{Alpha: 1, Fill: []float64{1, 2, 3}}}},
+			{Op: &pb.Op_TimmRandAugment{TimmRandAugment: &pb.TimmRandAugment{Config: "rand-m9-mstd0.5-inc1", Fill: []float64{1, 2, 3}}}},
 		},
 	}
 }
@@ -66,6 +96,7 @@ func TestOpFloatsRefuseNonFinite(t *testing.T) {
 				floats = append(floats, fields.Get(j))
 			}
 		}
+		checked += spoilRanges(t, describe, opField)
 		if len(floats) == 0 {
 			continue
 		}
@@ -122,4 +153,39 @@ func findOp(lists [][]*pb.Op, opField protoreflect.FieldDescriptor) ([]*pb.Op, i
 		}
 	}
 	return nil, 0
+}
+
+// spoilRanges sets each Range field of opField's valid example (its min,
+// then its max) to NaN and the infinities, and checks each is refused. It
+// returns how many it checked.
+func spoilRanges(t *testing.T, describe func([]*pb.Op) error, opField protoreflect.FieldDescriptor) int {
+	t.Helper()
+	list, at := findOp(validOpLists(), opField)
+	if list == nil {
+		return 0
+	}
+	checked := 0
+	fields := opField.Message().Fields()
+	for j := range fields.Len() {
+		f := fields.Get(j)
+		if f.Kind() != protoreflect.MessageKind || f.Message().FullName() != "stoker.v1.Range" {
+			continue
+		}
+		if !list[at].ProtoReflect().Get(opField).Message().Has(f) {
+			t.Errorf("%s.%s: the valid example does not set it", opField.Name(), f.Name())
+			continue
+		}
+		for _, end := range []protoreflect.Name{"min", "max"} {
+			for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+				ops, _ := findOp(validOpLists(), opField)
+				r := ops[at].ProtoReflect().Mutable(opField).Message().Mutable(f).Message()
+				r.Set(r.Descriptor().Fields().ByName(end), protoreflect.ValueOfFloat64(bad))
+				if err := describe(ops); status.Code(err) != codes.InvalidArgument {
+					t.Errorf("%s.%s.%s=%v: %v, want InvalidArgument", opField.Name(), f.Name(), end, bad, err)
+				}
+				checked++
+			}
+		}
+	}
+	return checked
 }

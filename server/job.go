@@ -21,9 +21,12 @@ type job struct {
 	ds     pipeline.Dataset
 	t      *pipeline.Transform
 	policy pipeline.FailPolicy
-	rank   int
-	world  int
-	dtype  stokerv1.Dtype
+	// errLimit is how many samples of an epoch may fail (JobSpec
+	// max_sample_errors).
+	errLimit errorLimit
+	rank     int
+	world    int
+	dtype    stokerv1.Dtype
 	// shuffle is how the epochs are ordered; epochWorld is the stream's
 	// OpenJob.epoch_world_size (the block shuffle's spans in the first
 	// epoch of an elastic resume; 0: world).
@@ -38,6 +41,10 @@ type job struct {
 // a real one is a few hundred bytes (a dataset name, a preset or a few
 // ops); the client's message may be larger only by what is dropped.
 const maxSpecBytes = 16 << 10
+
+// maxTraceBytes bounds a batch's traces (JobSpec.trace), so that its header
+// stays well within any gRPC client's 4 MiB receive limit.
+const maxTraceBytes = 3 << 20
 
 // newJob validates spec against the server's datasets and limits. Its
 // errors are status errors whose messages say what was asked and what is
@@ -84,6 +91,9 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "unknown fail_policy %d", spec.GetFailPolicy())
 	}
+	if j.errLimit, err = errorLimitOf(spec); err != nil {
+		return nil, err
+	}
 	if j.shuffle, err = shuffleOf(spec, j.name, j.ds); err != nil {
 		return nil, err
 	}
@@ -96,6 +106,12 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 	j.dtype = stokerv1.Dtype_DTYPE_UINT8
 	if j.t.Float() {
 		j.dtype = stokerv1.Dtype_DTYPE_FLOAT32
+	}
+	if spec.GetTrace() {
+		if most := int64(bs) * int64(j.t.MaxTraceBytes()); most > maxTraceBytes {
+			return nil, status.Errorf(codes.InvalidArgument, "trace with batch_size %d: a batch's traces may take %d bytes, over the limit of %d; "+
+				"trace a smaller batch (batch_size <= %d)", bs, most, maxTraceBytes, maxTraceBytes/int64(j.t.MaxTraceBytes()))
+		}
 	}
 	if n := proto.Size(spec); n > maxSpecBytes {
 		return nil, status.Errorf(codes.InvalidArgument, "job spec of %d bytes (its known fields): the limit is %d", n, maxSpecBytes)
@@ -176,6 +192,12 @@ func (j *job) header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHead
 	}
 	for _, e := range b.Errors {
 		h.Errors = append(h.Errors, &stokerv1.SampleError{Index: e.Index, Name: e.Name, Reason: e.Reason})
+	}
+	if j.spec.GetTrace() {
+		h.Traces = make([]string, len(b.Traces))
+		for i, t := range b.Traces {
+			h.Traces[i] = string(t)
+		}
 	}
 	return h
 }

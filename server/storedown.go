@@ -9,29 +9,6 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
-// errStoreDown fails a batch every sample of which failed, at least one
-// because the store did not answer (source.ErrUnavailable, after the
-// store's own retries). Sent as a batch of N = 0 it would look like bad
-// data and the job would go on forever against a store that is down;
-// failed, its lease is tried again on a maker (the store may be back),
-// and after maxAttempts the job ends with UNAVAILABLE naming the store and
-// its last answer.
-var errStoreDown = errors.New("every sample of the batch failed: the store did not answer")
-
-// storeDown is errStoreDown, wrapping the store's error, when b (made)
-// is such a batch; nil otherwise.
-func storeDown(b *pipeline.Batch) error {
-	if b.N != 0 || len(b.Errors) == 0 {
-		return nil
-	}
-	for _, e := range b.Errors {
-		if errors.Is(e.Err, source.ErrUnavailable) {
-			return fmt.Errorf("%w: %s: %w", errStoreDown, e.Name, e.Err)
-		}
-	}
-	return nil
-}
-
 // storeWait names the store a lease's samples are read from when the lease
 // ran out of time (err wraps context.DeadlineExceeded) on a dataset in
 // object storage. A store that holds requests, answering nothing, fails a
@@ -50,5 +27,21 @@ func storeWait(ds pipeline.Dataset, err error) error {
 	}
 	return fmt.Errorf("%w: the batch's samples are read from %s, which gave no answer in time or is slow: "+
 		"is it up and reachable? (a store that holds requests fails a read only after --store-timeout × --store-attempts; "+
-		"keep that under --lease-timeout for its own error to reach the trainer)", err, url)
+		"keep that under --lease-timeout for its own error to reach the trainer)%s", err, url, resumeHint)
+}
+
+// resumeHint ends the error of a batch that failed by its store's fault:
+// the job that ends with it lost nothing, and the trainer can go on from
+// where it stopped once the store is back.
+const resumeHint = "; every batch delivered before is whole (nothing was padded for the store's failure): once the store answers, " +
+	"resume the epoch where it stopped (Python: loader.load_state_dict(state), with the state_dict() taken before the error; " +
+	"Go: client.WithResume)"
+
+// storeErr is err, a batch's failure, with resumeHint when its store was
+// at fault (source.IsStoreFault) or gave no answer in time (storeWait).
+func storeErr(ds pipeline.Dataset, err error) error {
+	if source.IsStoreFault(err) {
+		return fmt.Errorf("%w%s", err, resumeHint)
+	}
+	return storeWait(ds, err)
 }

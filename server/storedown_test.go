@@ -5,43 +5,41 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/source"
+	"github.com/stoker-dev/stoker/server/internal/coord"
 )
 
-// TestStoreDown: a batch fails (so its lease is tried again, and the job
-// ends UNAVAILABLE after maxAttempts) only when every sample failed and
-// the store was why; a batch with good samples, or whose samples are bad
-// data, goes out as ever.
-func TestStoreDown(t *testing.T) {
-	down := fmt.Errorf("%w: s3://bucket: a/1.jpg: gave up after 6 tries; last: SlowDown", source.ErrUnavailable)
-	corrupt := fmt.Errorf("%w: bad huffman code", pipeline.ErrCorrupt)
+// TestStoreFaultCodes: a batch that failed by its store's fault (the
+// pipeline's Fill error, wrapped by the coordinator's last attempt) ends
+// the job UNAVAILABLE, or PERMISSION_DENIED for refused credentials,
+// keeping the store's name and last answer; bad data keeps its own code.
+func TestStoreFaultCodes(t *testing.T) {
+	down := fmt.Errorf("1 of the batch's 2 samples could not be read from their store: %w",
+		fmt.Errorf("%w: s3://bucket: a/1.jpg: gave up after 6 tries; last: SlowDown", source.ErrUnavailable))
+	denied := fmt.Errorf("a/1.jpg: %w: InvalidAccessKeyId", source.ErrDenied)
 	for _, tc := range []struct {
-		name string
-		b    pipeline.Batch
-		fail bool
+		err  error
+		code codes.Code
 	}{
-		{"all failed, store down", pipeline.Batch{N: 0, Errors: []pipeline.SampleError{{Name: "a/1.jpg", Err: down}, {Name: "a/2.jpg", Err: down}}}, true},
-		{"all failed, one store down", pipeline.Batch{N: 0, Errors: []pipeline.SampleError{{Name: "a/1.jpg", Err: corrupt}, {Name: "a/2.jpg", Err: down}}}, true},
-		{"all failed, bad data", pipeline.Batch{N: 0, Errors: []pipeline.SampleError{{Name: "a/1.jpg", Err: corrupt}}}, false},
-		{"some made", pipeline.Batch{N: 1, Errors: []pipeline.SampleError{{Name: "a/2.jpg", Err: down}}}, false},
-		{"empty", pipeline.Batch{}, false},
+		{down, codes.Unavailable},
+		{fmt.Errorf("%w: batch 3 failed 8 times; last: %w", coord.ErrBatchFailed, down), codes.Unavailable},
+		{denied, codes.PermissionDenied},
+		{fmt.Errorf("%w: batch 3 failed 8 times; last: %w", coord.ErrBatchFailed, denied), codes.PermissionDenied},
+		{fmt.Errorf("%w: bad huffman code", pipeline.ErrCorrupt), codes.DataLoss},
 	} {
-		err := storeDown(&tc.b)
-		if (err != nil) != tc.fail {
-			t.Errorf("%s: %v", tc.name, err)
-			continue
+		st := toStatus(tc.err)
+		if got := codeOf(tc.err); got != tc.code {
+			t.Errorf("%v: code %v, want %v", tc.err, got, tc.code)
 		}
-		if err == nil {
-			continue
-		}
-		if !errors.Is(err, source.ErrUnavailable) || codeOf(err) != codes.Unavailable || !strings.Contains(err.Error(), "s3://bucket") ||
-			!strings.Contains(err.Error(), "SlowDown") {
-			t.Errorf("%s: %v (code %v): want UNAVAILABLE naming the store and its last answer", tc.name, err, codeOf(err))
+		if tc.code != codes.DataLoss && !strings.Contains(st.Error(), "a/1.jpg") {
+			t.Errorf("%v: the status lost the message", st)
 		}
 	}
 }
@@ -68,8 +66,15 @@ func TestStoreWait(t *testing.T) {
 	late := fmt.Errorf("lease: %w", context.DeadlineExceeded)
 	err := storeWait(storeOf{url: "s3://bucket/train"}, late)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "s3://bucket/train") ||
-		!strings.Contains(err.Error(), "--store-timeout") || !strings.Contains(err.Error(), "--lease-timeout") {
-		t.Errorf("a late lease on a bucket: %v; want the deadline, the store and the flags", err)
+		!strings.Contains(err.Error(), "--store-timeout") || !strings.Contains(err.Error(), "--lease-timeout") ||
+		!strings.Contains(err.Error(), "loader.load_state_dict(state)") {
+		t.Errorf("a late lease on a bucket: %v; want the deadline, the store, the flags and how to resume", err)
+	}
+	down := fmt.Errorf("%w: s3://bucket: a/1.jpg: gave up after 2 tries; last: connection reset", source.ErrUnavailable)
+	if err := storeErr(storeOf{url: "s3://bucket/train"}, down); !errors.Is(err, source.ErrUnavailable) ||
+		!strings.Contains(err.Error(), "connection reset; every batch delivered before is whole") ||
+		!strings.Contains(err.Error(), "loader.load_state_dict(state)") {
+		t.Errorf("a store fault: %v; want the store's error and how to resume", err)
 	}
 	for _, tc := range []struct {
 		name string
@@ -82,6 +87,63 @@ func TestStoreWait(t *testing.T) {
 	} {
 		if got := storeWait(tc.ds, tc.err); got != tc.err {
 			t.Errorf("%s: %v, want %v as it was", tc.name, got, tc.err)
+		}
+	}
+}
+
+// TestWorkStoreFaultNotDraining: a peer's lease that failed by its store's
+// fault reaches the coordinator as the lease's own failure (tried again,
+// counted), never as UNAVAILABLE, which on a Work stream says the worker
+// drains and takes it out of the pool for good; a closed executor still
+// says UNAVAILABLE.
+func TestWorkStoreFaultNotDraining(t *testing.T) {
+	var h workHost
+	down := fmt.Errorf("1 of the batch's 2 samples could not be read from their store: %w",
+		fmt.Errorf("%w: s3://bucket: a/1.jpg: gave up after 6 tries; last: connection refused", source.ErrUnavailable))
+	for _, tc := range []struct {
+		err  error
+		code codes.Code
+	}{
+		{down, codes.Unknown},
+		{fmt.Errorf("a/1.jpg: %w: InvalidAccessKeyId", source.ErrDenied), codes.PermissionDenied},
+		{pipeline.ErrClosed, codes.Unavailable},
+	} {
+		st, _ := status.FromError(h.Status(tc.err))
+		if st.Code() != tc.code || st.Message() != tc.err.Error() {
+			t.Errorf("%v: %v %q; want %v with the message kept", tc.err, st.Code(), st.Message(), tc.code)
+		}
+	}
+}
+
+// TestPeerStoreOutage: a peer whose store fails its first leases (the
+// store's fault, not the samples') is tried again and stays in the pool:
+// once its store answers, it makes the rest of the epoch, whole, with no
+// sample error. (Sent as UNAVAILABLE, a store fault would have marked the
+// peer draining, and the job would have lost its only maker.)
+func TestPeerStoreOutage(t *testing.T) {
+	root := makeDataset(t, []string{"a", "b", "c"}, 13, false)
+	var failed atomic.Int64
+	outage := func(_ pipeline.Dataset, _ int, make MakeFunc) MakeFunc {
+		return func(ctx context.Context, epoch uint64, indices []int64, place []int, b *pipeline.Batch) error {
+			if failed.Add(1) <= 3 {
+				return fmt.Errorf("1 of the batch's %d samples could not be read from their store: %w", len(indices),
+					fmt.Errorf("%w: s3://bkt: a/1.jpg: gave up after 6 tries; last: connection refused", source.ErrUnavailable))
+			}
+			return make(ctx, epoch, indices, place, b)
+		}
+	}
+	worker := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 1, Making: outage})
+	coord := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: worker.addr})
+	waitPeers(t, coord, 1)
+	want := startServer(t, Config{Datasets: map[string]string{"tiny": root}}).collect(t, smallJob("tiny", 4))
+	got := coord.collect(t, smallJob("tiny", 4))
+	if failed.Load() <= 3 {
+		t.Fatalf("the peer was asked %d times: the outage was not met", failed.Load())
+	}
+	sameBatches(t, "after the peer's store came back", want.batches, got.batches)
+	for _, b := range got.batches {
+		if len(b.hdr.GetErrors()) > 0 {
+			t.Errorf("batch %d: sample errors %v", b.hdr.GetNumber(), b.hdr.GetErrors())
 		}
 	}
 }

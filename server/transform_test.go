@@ -46,7 +46,7 @@ func TestNewTransform(t *testing.T) {
 		{name: "unknown preset", spec: &pb.TransformSpec{Preset: "nope"}, wantErr: "unknown transform preset"},
 		{name: "rrc size 0", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(0)}}, wantErr: "sides must be"},
 		{name: "resize shorter side alone", spec: &pb.TransformSpec{Ops: []*pb.Op{{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32}}}}}, wantErr: "varies per image"},
-		{name: "empty op", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {}}}, wantErr: "op 1 is empty"},
+		{name: "empty op", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {}}}, wantErr: "op 1: the op is empty"},
 		{name: "normalize short", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_Normalize{Normalize: &pb.Normalize{Mean: []float64{0.5}}}}}}, wantErr: "3 means"},
 		{name: "flip p 2", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), flipOp(proto.Float64(2))}}, wantErr: "p=2"},
 		{name: "bad layout", spec: &pb.TransformSpec{Preset: "imagenet-train"}, layout: 7, wantErr: "layout"},

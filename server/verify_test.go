@@ -212,8 +212,10 @@ func TestLyingPeerPadSlots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	job := smallJob("tiny", 4)
+	job.Job.MaxSampleErrors = &pb.SampleErrorLimit{Fraction: 1} // a quarter fail, by design
 	alone := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 2})
-	want := alone.collect(t, smallJob("tiny", 4))
+	want := alone.collect(t, job)
 	pl := &padLiar{leases: make(map[uint64][]int64), pads: make(map[uint64][]int), size: make(map[uint64]int)}
 	liar := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 1},
 		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
@@ -225,7 +227,7 @@ func TestLyingPeerPadSlots(t *testing.T) {
 	_, honest := peers(t, root, 1)
 	coord := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: liar.addr + "," + honest, VerifyFraction: 1})
 	waitPeers(t, coord, 2)
-	got := coord.collect(t, smallJob("tiny", 4))
+	got := coord.collect(t, job)
 	pads := 0
 	for _, b := range want.batches {
 		pads += len(b.hdr.GetErrors())

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"strconv"
 
 	"google.golang.org/grpc/codes"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/internal/work"
+	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/source"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -61,4 +64,20 @@ func (h workHost) Open(spec *stokerv1.JobSpec, name, client string) (work.JobQue
 func (h workHost) Refuse(policy, msg string, attrs ...any) {
 	h.s.refusals.refuse(policy, msg, attrs...)
 }
-func (h workHost) Status(err error) error { return toStatus(err) }
+
+// Status is the status a lease failed with, sent to its coordinator.
+// UNAVAILABLE there means this worker drains (its executor closed: the
+// coordinator sends it no more leases on the stream), so a lease that
+// failed by its store's fault, which toStatus calls UNAVAILABLE for a
+// trainer, goes as UNKNOWN (the store's error, message kept): a lease's
+// own failure, tried again and counted, the peer kept.
+func (h workHost) Status(err error) error {
+	if source.IsStoreFault(err) && !errors.Is(err, pipeline.ErrClosed) {
+		code := codes.Unknown
+		if errors.Is(err, source.ErrDenied) {
+			code = codes.PermissionDenied
+		}
+		return status.Error(code, err.Error())
+	}
+	return toStatus(err)
+}

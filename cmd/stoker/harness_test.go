@@ -571,6 +571,11 @@ type feedReader struct {
 }
 
 func openFeed(ctx context.Context, addr string, spec *stokerv1.JobSpec, epoch uint64, credits uint32) (*feedReader, error) {
+	return openFeedAt(ctx, addr, spec, epoch, credits, 0)
+}
+
+// openFeedAt is openFeed from batch start of the epoch (a resume).
+func openFeedAt(ctx context.Context, addr string, spec *stokerv1.JobSpec, epoch uint64, credits uint32, start uint64) (*feedReader, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, err
@@ -578,7 +583,7 @@ func openFeed(ctx context.Context, addr string, spec *stokerv1.JobSpec, epoch ui
 	r := &feedReader{conn: conn}
 	if r.stream, err = stokerv1.NewFeedServiceClient(conn).Feed(ctx); err == nil {
 		err = r.stream.Send(&stokerv1.FeedRequest{Msg: &stokerv1.FeedRequest_Open{Open: &stokerv1.OpenJob{
-			Job: spec, Epoch: epoch, Epochs: 1, Credits: credits,
+			Job: spec, Epoch: epoch, Epochs: 1, Credits: credits, StartBatch: start,
 		}}})
 	}
 	var first *stokerv1.FeedResponse
@@ -669,6 +674,7 @@ func (r *feedReader) next() (*feedBatch, error) {
 type consumeOpts struct {
 	credits  uint32        // default 4
 	epoch    uint64        // the epoch to run (the stream runs that one only)
+	start    uint64        // its first batch (a resume)
 	throttle time.Duration // slept after each batch taken
 	// after is called after the n-th batch (1-based) was taken, before the
 	// throttle; it may block (the trainer then takes nothing).
@@ -705,7 +711,7 @@ func runEpoch(ctx context.Context, addr string, spec *stokerv1.JobSpec, o consum
 		o.credits = 4
 	}
 	start := time.Now()
-	r, err := openFeed(ctx, addr, spec, o.epoch, o.credits)
+	r, err := openFeedAt(ctx, addr, spec, o.epoch, o.credits, o.start)
 	if err != nil {
 		return epochResult{}, fmt.Errorf("open the job on %s: %v", addr, err)
 	}

@@ -80,8 +80,9 @@ func index(ctx context.Context, src, out string, conc int, progressOut, result i
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(result, "wrote %s: %s, %d samples in %d objects, %d classes, %d bytes, fingerprint %s, in %v\n",
-		where, m.Layout, m.Len(), m.NumObjects(), len(m.Classes), buf.Len(), m.Fingerprint(), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(result, "wrote %s: %s, %s in %s, %s, %d bytes, fingerprint %s, in %v\n",
+		where, m.Layout, count(m.Len(), "sample"), count(m.NumObjects(), "object"), count(len(m.Classes), "class"),
+		buf.Len(), m.Fingerprint(), time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -137,4 +138,15 @@ func writeLocalManifest(path string, data []byte) (string, error) {
 		return "", err
 	}
 	return path, nil
+}
+
+// count is n and noun, made plural unless n is 1: "1 class", "3 classes".
+func count(n int, noun string) string {
+	switch {
+	case n == 1:
+		return "1 " + noun
+	case strings.HasSuffix(noun, "s"):
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

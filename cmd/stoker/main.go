@@ -8,8 +8,9 @@
 //	stoker bench load [--streams 8] [--slow 4] [--seconds 60] [--json]
 //	stoker bench backpressure [--scenario all] [--json]
 //	stoker bench   (lists the benchmarks)
-//	stoker preview --data DIR -o grid.png
+//	stoker preview --data DIR|URL -o grid.png
 //	stoker mkdata  --out DIR [--n 2000]
+//	stoker ops apply < cases.jsonl   (the ops after the geometry, alone: what the parity tests call)
 //	stoker status  ADDR
 //	stoker metrics [--format text|markdown|json]   (every metric serve exports)
 //	stoker drain   [--pid 1]   (a container's preStop: drain serve, wait for it to exit)
@@ -21,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"google.golang.org/grpc/experimental"
 
@@ -43,20 +45,54 @@ var commands = map[string]func(args []string) error{
 	"status":  runStatus,
 	"metrics": runMetrics,
 	"drain":   runDrain,
+	"ops":     runOps,
 }
 
-// topUsage is what stoker prints without a command: its first line names
-// every command (TestReference checks each has a section there).
-const topUsage = "usage: stoker serve|index|status|metrics|drain|bench|preview|mkdata [flags]\n" +
-	"  stoker CMD -h for a command's flags; stoker --version for the version\n"
+// summaries say what each command does, in the order the top-level usage
+// lists them.
+var summaries = []struct{ name, what string }{
+	{"serve", "serve datasets to trainers over gRPC, and lease batches to peers"},
+	{"index", "write a dataset's manifest, so that serve starts in seconds"},
+	{"status", "a server's jobs: images/s, stall, window, makers, advice (--watch to follow)"},
+	{"metrics", "every metric serve exports (text, markdown or json)"},
+	{"drain", "a container's preStop hook: drain a serve and wait for it to exit"},
+	{"bench", "the benchmarks: the pipeline against torchvision, scaling out, load, stores"},
+	{"preview", "a grid of augmented samples of a dataset, as the model will see them"},
+	{"mkdata", "write a synthetic ImageFolder of photo-sized JPEGs"},
+	{"ops", "the ops after the geometry, alone, on given pixels: what the parity tests call"},
+}
+
+// topUsage is what stoker prints for --help (to stdout), and without a
+// command or with an unknown one (to stderr, exit 2): its first line names
+// every command (TestReference checks each has a section there), then
+// what each does.
+func topUsage() string {
+	names := make([]string, len(summaries))
+	var b strings.Builder
+	for i, c := range summaries {
+		names[i] = c.name
+		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.what)
+	}
+	return "usage: stoker " + strings.Join(names, "|") + " [flags]\n\n" + b.String() +
+		"\nstoker CMD -h for a command's flags; stoker --version for the version\n"
+}
 
 func main() {
-	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "-version" || os.Args[1] == "version") {
-		fmt.Print(versionText())
-		return
+	if len(os.Args) == 2 {
+		switch os.Args[1] {
+		case "--version", "-version", "version":
+			fmt.Print(versionText())
+			return
+		case "--help", "-help", "-h", "help":
+			fmt.Print(topUsage())
+			return
+		}
 	}
 	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
-		fmt.Fprint(os.Stderr, topUsage)
+		if len(os.Args) >= 2 {
+			fmt.Fprintf(os.Stderr, "stoker: unknown command %q\n", os.Args[1])
+		}
+		fmt.Fprint(os.Stderr, topUsage())
 		os.Exit(2)
 	}
 	if err := commands[os.Args[1]](os.Args[2:]); err != nil {

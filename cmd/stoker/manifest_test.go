@@ -287,9 +287,14 @@ func TestServeStoreFailsAtStart(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"missing bucket", nil, []string{"--dataset", "ds=s3://nobucket/x"}, []string{"dataset ds", "s3://nobucket/x", "NoSuchBucket"}},
+		{"missing bucket", nil, []string{"--dataset", "ds=s3://nobucket/x"}, []string{"dataset ds", "s3://nobucket/x", "NoSuchBucket",
+			"there is no bucket nobucket at this endpoint: check the URL's bucket name, and AWS_ENDPOINT_URL and AWS_REGION"}},
 		{"wrong secret", []string{"AWS_SECRET_ACCESS_KEY=wrong-secret-value"}, []string{"--dataset", "ds=" + s.URL("bkt", "if/")},
-			[]string{"dataset ds", "s3://bkt/if/", "access denied"}},
+			[]string{"dataset ds", "s3://bkt/if/", "access denied", "check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"}},
+		{"no credentials", []string{"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY="}, []string{"--dataset", "ds=" + s.URL("bkt", "if/")},
+			[]string{"dataset ds", "s3://bkt/if/", "no AWS credentials were found", "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"}},
+		{"wrong endpoint port", []string{"AWS_ENDPOINT_URL=http://127.0.0.1:1"}, []string{"--dataset", "ds=" + s.URL("bkt", "if/")},
+			[]string{"dataset ds", "connection refused", "cannot reach the store at http://127.0.0.1:1 (AWS_ENDPOINT_URL"}},
 		{"another dataset's manifest", nil, []string{"--dataset", "ds=" + s.URL("bkt", "if/"), "--manifest", "ds=s3://bkt/other/.stoker/manifest"},
 			[]string{"dataset ds", "made of s3://bkt/other/", "stoker index"}},
 		{"corrupt manifest", nil, []string{"--dataset", "ds=" + s.URL("bkt", "if/"), "--manifest", "ds=" + corrupt},

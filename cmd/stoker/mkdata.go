@@ -33,6 +33,6 @@ func runMkdata(args []string) error {
 	if err := bench.WriteSyntheticSetProgress(cmdContext(), *out, *n, *classes, *seed, pr); err != nil {
 		return err
 	}
-	fmt.Printf("wrote %d images in %d classes to %s\n", *n, *classes, *out)
+	fmt.Printf("wrote %s in %s to %s\n", count(*n, "image"), count(*classes, "class"), *out)
 	return nil
 }

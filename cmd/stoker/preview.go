@@ -23,7 +23,7 @@ import (
 // sees what the model will see.
 func runPreview(args []string) error {
 	fs := flag.NewFlagSet("preview", flag.ExitOnError)
-	data := fs.String("data", "", "ImageFolder or WebDataset directory (required)")
+	data := fs.String("data", "", "the dataset: an ImageFolder or WebDataset directory, or an s3://, gs:// or azblob:// prefix (required)")
 	transform := fs.String("transform", "imagenet-train", "transform preset")
 	seed := fs.Uint64("seed", 0, "seed of the per-sample RNG")
 	epoch := fs.Uint64("epoch", 0, "epoch of the per-sample RNG")
@@ -34,7 +34,7 @@ func runPreview(args []string) error {
 	if *data == "" {
 		return errors.New("preview: --data is required")
 	}
-	ds, err := pipeline.Open(*data)
+	ds, err := pipeline.OpenSource(cmdContext(), *data)
 	if err != nil {
 		return err
 	}
@@ -57,6 +57,9 @@ func runPreview(args []string) error {
 	}
 	for _, e := range b.Errors {
 		fmt.Fprintf(os.Stderr, "preview: sample %d (%s): %s\n", e.Index, e.Name, e.Reason)
+	}
+	if b.N == 0 {
+		return fmt.Errorf("preview: none of the %d samples could be made (each is named above): nothing to draw", len(idx))
 	}
 	h, w := t.Size()
 	const label = 16

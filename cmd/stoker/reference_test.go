@@ -41,6 +41,7 @@ var referenceCommands = []struct {
 	{"stoker metrics", []string{"metrics", "--help"}, "Every metric stoker serve exports, from its registry (text, markdown or json)."},
 	{"stoker mkdata", []string{"mkdata", "--help"}, "Write a synthetic ImageFolder of photo-sized JPEGs."},
 	{"stoker preview", []string{"preview", "--help"}, "A grid of augmented samples, as the model will see them."},
+	{"stoker ops", []string{"ops", "--help"}, "The ops after the geometry, alone, on given pixels: what the parity tests call."},
 	{"stoker bench", []string{"bench", "--help"}, "The benchmarks (BENCHMARKS.md says what each measured)."},
 	{"stoker bench pipeline", []string{"bench", "pipeline", "--help"}, ""},
 	{"stoker bench scale", []string{"bench", "scale", "--help"}, ""},
@@ -99,7 +100,10 @@ func renderReference(t *testing.T) string {
 		fmt.Fprintf(&b, "- [%s](#%s)\n", c.heading, anchor(c.heading))
 	}
 	b.WriteString("- [Metrics](#metrics)\n\n## Commands\n\n```text\n")
-	_, usage := runHelp(t, bin)
+	code, usage := runHelp(t, bin, "--help")
+	if code != 0 {
+		t.Errorf("stoker --help exited %d, want 0", code)
+	}
 	checkHelpWidth(t, "stoker", usage)
 	checkUsageCommands(t, usage)
 	b.WriteString(usage)

@@ -166,7 +166,7 @@ func watchLines(addr string, st *stokerv1.StatusResponse, err error, now time.Ti
 	}
 	var lines []string
 	for _, j := range st.GetJobs() {
-		parts := []string{fmt.Sprintf("%s %s %s: %s", clock, j.GetId(), j.GetBottleneck(), j.GetVerdict()),
+		parts := []string{fmt.Sprintf("%s %s %s", clock, j.GetId(), verdictLine(j)),
 			trainerFigures(j), deliveryFigures(j)}
 		if ms := j.GetMaking(); ms != nil {
 			parts = append(parts, "making "+makingFigures(ms))
@@ -175,6 +175,17 @@ func watchLines(addr string, st *stokerv1.StatusResponse, err error, now time.Ti
 		lines = append(lines, strings.Join(parts, " | "))
 	}
 	return lines
+}
+
+// verdictLine is "bottleneck: verdict", the bottleneck first on every
+// line (for grep), once: a verdict that begins "bottleneck: " already
+// ("starting: no verdict ...") loses that.
+func verdictLine(j *stokerv1.JobStatus) string {
+	b, v := j.GetBottleneck(), j.GetVerdict()
+	if b == "" {
+		return v
+	}
+	return b + ": " + strings.TrimPrefix(v, b+": ")
 }
 
 // bar is a bar of width cells: a's share full, b's shaded, the rest

@@ -1,8 +1,8 @@
 // Package storetest runs real object stores on loopback for the tests and
 // benchmarks of reading datasets from buckets: versitygw serving a
-// directory as S3 (StartS3) and fake-gcs-server serving one as GCS
-// (StartGCS), both at the versions `make setup` installs into the
-// repository's .bin. A test that needs one and finds it missing fails
+// directory as S3 (StartS3), fake-gcs-server serving one as GCS
+// (StartGCS) and Azurite serving one as Azure Blob Storage (StartAzure),
+// at the versions `make setup` installs into the repository's .bin. A test that needs one and finds it missing fails
 // with "run make setup"; it never skips.
 //
 // What goes in: a directory for the store to keep its buckets in (the

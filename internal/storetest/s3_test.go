@@ -225,6 +225,7 @@ func TestPinnedVersionsMatchMakefile(t *testing.T) {
 	for name, want := range map[string]string{
 		"VERSITYGW_VERSION":       storetest.VersityGWVersion,
 		"FAKE_GCS_SERVER_VERSION": storetest.FakeGCSServerVersion,
+		"AZURITE_VERSION":         storetest.AzuriteVersion,
 	} {
 		m := regexp.MustCompile(`(?m)^` + name + `\s*:=\s*(\S+)$`).FindSubmatch(mk)
 		if m == nil || string(m[1]) != want {

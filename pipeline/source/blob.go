@@ -58,7 +58,7 @@ func openBlob(ctx context.Context, s string, o options) (*blobStore, error) {
 	})
 	if err != nil {
 		b.Close()
-		return nil, fmt.Errorf("%s: cannot list the store: %w", st.url, err)
+		return nil, explainOpen(u.Scheme, u.Host, fmt.Errorf("%s: cannot list the store: %w", st.url, err))
 	}
 	return st, nil
 }

@@ -2,7 +2,9 @@ package source
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/aws/smithy-go"
@@ -22,11 +24,12 @@ const (
 	kindNotFound       // 404
 	kindDenied         // 401, 403
 	kindInvalid        // another 4xx: retrying would not help
+	kindNoHost         // the store's host does not exist (DNS): not retried
 )
 
 // String is the kind's name in metrics (the outcome label).
 func (k kind) String() string {
-	return [...]string{"ok", "throttled", "error", "timeout", "changed", "not_found", "denied", "invalid"}[k]
+	return [...]string{"ok", "throttled", "error", "timeout", "changed", "not_found", "denied", "invalid", "no_host"}[k]
 }
 
 // throttleCodes are the error codes providers use for "slow down".
@@ -45,6 +48,18 @@ func classify(err error, timedOut bool) kind {
 		return kindChanged
 	case timedOut:
 		return kindTimeout
+	case credentialsMissing(err):
+		// No credential to sign with: the SDK's chain found none (the AWS
+		// SDK ends it at EC2 instance metadata, which may answer 403).
+		return kindDenied
+	}
+	if strings.Contains(err.Error(), "not permitted for non-TLS") {
+		return kindInvalid // Azure's token credentials over http: no retry mends that
+	}
+	if _, ok := noSuchHost(err); ok {
+		// Before the providers' codes: gocloud calls a DNS failure NotFound
+		// (an Azure account name that does not exist), which it is not.
+		return kindNoHost
 	}
 	if code, ok := providerCode(err); ok && throttleCodes[code] {
 		return kindThrottled
@@ -61,7 +76,8 @@ func classify(err error, timedOut bool) kind {
 			return kindNotFound
 		case status == http.StatusUnauthorized || status == http.StatusForbidden:
 			return kindDenied
-		case status >= 400 && status != http.StatusRequestTimeout:
+		case status >= 400 && status != http.StatusRequestTimeout,
+			status >= 300 && status < 400: // S3's 301: the bucket is in another region
 			return kindInvalid
 		}
 		return kindTransient
@@ -99,6 +115,30 @@ func httpStatus(err error) (int, bool) {
 		return ae.StatusCode, true
 	}
 	return 0, false
+}
+
+// described is an error whose message is describe's, unwrapping to the
+// provider's own.
+type described struct{ err error }
+
+func (d described) Error() string { return describe(d.err) }
+func (d described) Unwrap() error { return d.err }
+
+// describe is err's message, short: an Azure error's is its request, its
+// status and code, where the SDK's runs to a dozen lines with the
+// response's XML.
+func describe(err error) string {
+	var ae *azcore.ResponseError
+	if !errors.As(err, &ae) {
+		return err.Error()
+	}
+	s := fmt.Sprintf("HTTP %d %s", ae.StatusCode, ae.ErrorCode)
+	if r := ae.RawResponse; r != nil && r.Request != nil && r.Request.URL != nil {
+		u := *r.Request.URL
+		u.RawQuery = "" // a SAS token's signature goes no further
+		s += " (" + r.Request.Method + " " + u.String() + ")"
+	}
+	return s
 }
 
 // providerCode is a provider's error code ("SlowDown"), where it gives one.

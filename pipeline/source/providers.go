@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/storage"
@@ -101,20 +102,12 @@ func openS3(ctx context.Context, bucket string) (*gblob.Bucket, error) {
 	return s3blob.OpenBucket(ctx, client, bucket, nil)
 }
 
-// openAzure opens an Azure container as gocloud's azblob:// URL opener
-// does (the same variables: AZURE_STORAGE_ACCOUNT, AZURE_STORAGE_KEY,
-// AZURE_STORAGE_SAS_TOKEN, AZURE_STORAGE_CONNECTION_STRING, else Azure's
-// default credential chain; AZURE_STORAGE_DOMAIN, AZURE_STORAGE_PROTOCOL,
-// AZURE_STORAGE_IS_LOCAL_EMULATOR, AZURE_STORAGE_IS_CDN), but with a client
-// whose own retries are off: the opener's client would try each of our
-// tries up to 4 times, and the metrics would count one.
+// openAzure opens an Azure container with a client whose own retries
+// are off (the store's policy retries: the SDK's would try each of our
+// tries up to 4 times, and the metrics would count one). Which endpoint
+// and credential: azureContainer.
 func openAzure(ctx context.Context, containerName string) (*gblob.Bucket, error) {
-	o := azureblob.NewDefaultServiceURLOptions()
-	svc, err := azureblob.NewServiceURL(o)
-	if err != nil {
-		return nil, err
-	}
-	client, err := newAzureClient(string(svc), containerName, azureClientOptions())
+	client, err := azureContainer(containerName, azureClientOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -130,36 +123,84 @@ func azureClientOptions() *container.ClientOptions {
 	return o
 }
 
-// newAzureClient picks the credential as gocloud's opener does: a shared
-// key, else a SAS token (already in svcURL), else a connection string,
-// else azidentity's default chain.
-func newAzureClient(svcURL, containerName string, opts *container.ClientOptions) (*container.Client, error) {
-	account, key := os.Getenv("AZURE_STORAGE_ACCOUNT"), os.Getenv("AZURE_STORAGE_KEY")
-	conn := os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
+// azureContainer is the client of containerName, from the variables
+// gocloud.dev's azblob:// opener reads, in this order:
+//
+//  1. AZURE_STORAGE_CONNECTION_STRING (or AZURE_STORAGEBLOB_CONNECTIONSTRING):
+//     the endpoint (BlobEndpoint, or AccountName and EndpointSuffix) and
+//     the credential (AccountKey or SharedAccessSignature) together. Set
+//     beside AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN it is an error
+//     (which was meant?), not silently one or the other; beside an
+//     AZURE_STORAGE_ACCOUNT it must name the same account.
+//  2. AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY (a shared key), else
+//     with AZURE_STORAGE_SAS_TOKEN, else alone: Azure's default
+//     credential chain (environment, workload identity, managed identity,
+//     the az CLI's login). The endpoint is https://ACCOUNT.blob.core.windows.net,
+//     or AZURE_STORAGE_DOMAIN's (a sovereign cloud, a custom or private
+//     endpoint's domain), AZURE_STORAGE_PROTOCOL=http, and for an emulator
+//     (Azurite) AZURE_STORAGE_IS_LOCAL_EMULATOR=true with
+//     AZURE_STORAGE_DOMAIN=HOST:PORT: the account is then the URL's first
+//     path segment.
+func azureContainer(containerName string, opts *container.ClientOptions) (*container.Client, error) {
+	account, key, sas := os.Getenv("AZURE_STORAGE_ACCOUNT"), os.Getenv("AZURE_STORAGE_KEY"), os.Getenv("AZURE_STORAGE_SAS_TOKEN")
+	connVar, conn := "AZURE_STORAGE_CONNECTION_STRING", os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
 	if conn == "" {
-		conn = os.Getenv("AZURE_STORAGEBLOB_CONNECTIONSTRING")
+		connVar, conn = "AZURE_STORAGEBLOB_CONNECTIONSTRING", os.Getenv("AZURE_STORAGEBLOB_CONNECTIONSTRING")
 	}
-	containerURL, err := url.JoinPath(svcURL, containerName)
+	if conn != "" {
+		switch {
+		case key != "":
+			return nil, fmt.Errorf("both %s and AZURE_STORAGE_KEY are set: the connection string carries its own endpoint and credential; unset one", connVar)
+		case sas != "":
+			return nil, fmt.Errorf("both %s and AZURE_STORAGE_SAS_TOKEN are set: the connection string carries its own endpoint and credential; unset one", connVar)
+		}
+		if name := connAccount(conn); account != "" && name != "" && name != account {
+			return nil, fmt.Errorf("%s is for account %q but AZURE_STORAGE_ACCOUNT is %q: unset one", connVar, name, account)
+		}
+		c, err := container.NewClientFromConnectionString(conn, containerName, opts)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w (want AccountName=...;AccountKey=...;BlobEndpoint=https://...; the connection string is not shown)", connVar, err)
+		}
+		return c, nil
+	}
+	if account == "" {
+		return nil, fmt.Errorf("no Azure storage account: set AZURE_STORAGE_ACCOUNT (with AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN, " +
+			"or an Azure identity: workload or managed identity, az login), or AZURE_STORAGE_CONNECTION_STRING")
+	}
+	svc, err := azureblob.NewServiceURL(azureblob.NewDefaultServiceURLOptions())
+	if err != nil {
+		return nil, fmt.Errorf("Azure endpoint (AZURE_STORAGE_DOMAIN, AZURE_STORAGE_PROTOCOL): %w", err)
+	}
+	containerURL, err := url.JoinPath(string(svc), containerName)
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case account != "" && key != "":
+	case key != "":
 		cred, err := azblob.NewSharedKeyCredential(account, key)
 		if err != nil {
 			return nil, fmt.Errorf("AZURE_STORAGE_KEY: %w", err)
 		}
 		return container.NewClientWithSharedKeyCredential(containerURL, cred, opts)
-	case os.Getenv("AZURE_STORAGE_SAS_TOKEN") != "":
-		return container.NewClientWithNoCredential(containerURL, opts)
-	case conn != "":
-		return container.NewClientFromConnectionString(conn, containerName, opts)
+	case sas != "":
+		return container.NewClientWithNoCredential(containerURL, opts) // the token is in svc's query
 	}
 	cred, err := azidentity.NewDefaultAzureCredential(nil)
 	if err != nil {
-		return nil, fmt.Errorf("Azure credentials: %w", err)
+		return nil, fmt.Errorf("Azure credentials for account %s (AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN and "+
+			"AZURE_STORAGE_CONNECTION_STRING are unset, so Azure's default chain was tried): %w", account, err)
 	}
 	return container.NewClient(containerURL, cred, opts)
+}
+
+// connAccount is the AccountName a connection string names, if any.
+func connAccount(conn string) string {
+	for part := range strings.SplitSeq(conn, ";") {
+		if k, v, ok := strings.Cut(part, "="); ok && k == "AccountName" {
+			return v
+		}
+	}
+	return ""
 }
 
 // maxIdlePerHost is the idle connections kept per store host: above the
@@ -234,12 +275,22 @@ func (gcsProvider) precondition(as func(any) bool, version string) {
 	}
 }
 
+// azureProvider's version is the blob's ETag, unquoted: Azure (and
+// Azurite) list blobs with bare ETags (0x8DC...) but give them quoted
+// ("0x8DC...") from a download or the blob's properties, so the same
+// version would compare unequal as strings.
 type azureProvider struct{}
+
+// azureETag is etag as the provider's version: without its quotes (and
+// a weak validator's W/, which Azure does not send but HTTP allows).
+func azureETag(etag azcore.ETag) string {
+	return strings.Trim(strings.TrimPrefix(string(etag), "W/"), `"`)
+}
 
 func (azureProvider) listVersion(lo *gblob.ListObject) string {
 	var bi container.BlobItem
 	if lo.As(&bi) && bi.Properties != nil && bi.Properties.ETag != nil {
-		return string(*bi.Properties.ETag)
+		return azureETag(*bi.Properties.ETag)
 	}
 	return ""
 }
@@ -247,23 +298,25 @@ func (azureProvider) listVersion(lo *gblob.ListObject) string {
 func (azureProvider) attrVersion(a *gblob.Attributes) string {
 	var p blob.GetPropertiesResponse
 	if a.As(&p) && p.ETag != nil {
-		return string(*p.ETag)
+		return azureETag(*p.ETag)
 	}
-	return a.ETag
+	return azureETag(azcore.ETag(a.ETag))
 }
 
 func (azureProvider) readerVersion(rd *gblob.Reader) string {
 	var r azblob.DownloadStreamResponse
 	if rd.As(&r) && r.ETag != nil {
-		return string(*r.ETag)
+		return azureETag(*r.ETag)
 	}
 	return ""
 }
 
+// precondition asks for the version with If-Match, whose ETag HTTP wants
+// quoted.
 func (azureProvider) precondition(as func(any) bool, version string) {
 	var o *azblob.DownloadStreamOptions
 	if as(&o) {
-		etag := azcore.ETag(version)
+		etag := azcore.ETag(`"` + version + `"`)
 		if o.AccessConditions == nil {
 			o.AccessConditions = &azblob.AccessConditions{}
 		}

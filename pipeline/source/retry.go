@@ -166,13 +166,17 @@ func (r *retrier) do(ctx context.Context, op, what string, try func(ctx context.
 			}
 			return fmt.Errorf("%w: %s: %v", ErrChanged, what, err)
 		case kindNotFound:
-			return fmt.Errorf("%s: %w: %v", what, ErrNotExist, err)
+			return fmt.Errorf("%s: %w: %s", what, ErrNotExist, describe(err))
 		case kindDenied:
-			return fmt.Errorf("%s: %w: %v", what, ErrDenied, err)
+			return fmt.Errorf("%s: %w: %s", what, ErrDenied, describe(err))
 		case kindInvalid:
-			return fmt.Errorf("%s: %v", what, err)
+			// Wrapped (an answer, never a context error): explainOpen reads
+			// S3's region from it.
+			return fmt.Errorf("%s: %w", what, described{err})
+		case kindNoHost:
+			return fmt.Errorf("%w: %s: %s: %w", ErrUnavailable, r.store, what, err)
 		}
-		last = err
+		last = errors.New(describe(err))
 		if timedOut {
 			last = fmt.Errorf("no answer within %s: %w", r.p.RequestTimeout, err)
 		}

@@ -12,18 +12,20 @@
 
 The public surface: :class:`Loader`, :class:`Dataset` (a torch
 IterableDataset), :mod:`transforms`, :func:`normalize`, :class:`StokerError`,
-:func:`list_datasets` (of :class:`DatasetInfo`). ``torch`` is imported when batches are made, or when
+:func:`list_datasets` (of :class:`DatasetInfo`), :class:`Batch` (what a Loader yields). ``torch`` is imported when batches are made, or when
 ``stoker.Dataset`` is first used.
 """
 
 from typing import Any
 
 from stoker import transforms
+from stoker._batch import Batch
 from stoker.loader import DatasetInfo, Loader, LoaderStats, SampleError, StokerError, list_datasets
 from stoker.transforms import normalize
 
 __all__ = [
     "Loader",
+    "Batch",
     "Dataset",
     "transforms",
     "normalize",

@@ -17,7 +17,8 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-__all__ = ["integer", "boolean", "optional_boolean", "seconds", "string", "optional_path", "shuffle"]
+__all__ = ["integer", "boolean", "optional_boolean", "seconds", "string", "optional_path", "shuffle",
+           "sample_error_limit"]
 
 _U64 = (1 << 64) - 1
 
@@ -65,6 +66,24 @@ def shuffle(value: Any) -> Union[bool, str]:
     if value != "block":
         raise ValueError(f"shuffle must be True, False, 'global' or 'block', got {value!r}")
     return value
+
+
+def sample_error_limit(value: Any) -> Optional[Union[int, float]]:
+    """``max_sample_errors``: None (the server's default), an int count
+    (0..2**64-1) or a float fraction of the epoch's samples (0..1)."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"max_sample_errors must be an int (a count), a float (a fraction of the epoch) or None, got {_what(value)}")
+    if isinstance(value, numbers.Integral):
+        return integer("max_sample_errors", value, 0, _U64)
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"max_sample_errors must be an int (a count), a float (a fraction of the epoch) or None, got {_what(value)}")
+    v = float(value)
+    if not 0.0 <= v <= 1.0:  # NaN fails this too
+        raise ValueError(f"max_sample_errors as a float is a fraction of the epoch's samples, 0..1; got {value!r} "
+                         "(for a count, pass an int)")
+    return v
 
 
 def seconds(name: str, value: Any) -> Optional[float]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, List, Tuple
 import numpy as np
 
 from stoker._errors import StokerError
+from stoker._batch import Batch
 from stoker.v1 import stoker_pb2 as pb
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -116,15 +117,17 @@ class _Batch:
         return b
 
 
-def batch_tensors(b: _Batch, return_indices: bool, torch: Any) -> Tuple["torch.Tensor", ...]:
-    """The tensors of a whole batch: (images, labels[, indices]). The images
-    are a view of the batch's buffer, in its shape and dtype."""
+def batch_tensors(b: _Batch, return_indices: bool, torch: Any) -> Batch:
+    """The tensors of a whole batch as a stoker.Batch: (images, labels[,
+    indices]), with its indices, traces and numbers. The images are a view
+    of the batch's buffer, in its shape and dtype."""
     h = b.header
     images = b.buf
     if h.dtype == pb.DTYPE_FLOAT32:
         images = images.view(torch.float32)
     images = images.view([int(s) for s in h.shape])
     labels = torch.from_numpy(np.array(h.labels, dtype=np.int64))
-    if return_indices:
-        return images, labels, torch.from_numpy(np.array(h.indices, dtype=np.int64))
-    return images, labels
+    indices = torch.from_numpy(np.array(h.indices, dtype=np.int64))
+    items = (images, labels, indices) if return_indices else (images, labels)
+    return Batch(items, indices=indices, traces=list(h.traces) if len(h.traces) else None,
+                 epoch=int(h.epoch), number=int(h.number))

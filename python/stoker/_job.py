@@ -39,6 +39,10 @@ class Job:
     layout: str  # "NCHW" or "NHWC"
     fail_policy: str  # "pad" or "drop"
     shuffle_window: Optional[int] = None  # "block": shards per window; None: the server's default
+    # Failed samples an epoch tolerates: an int count, a float fraction of
+    # the epoch; None: the server's default.
+    max_sample_errors: Optional[Union[int, float]] = None
+    trace: bool = False  # report what each sample's ops drew (no pixel changes: not a param of the batches)
 
     def spec(self) -> pb.JobSpec:
         """The JobSpec of OpenJob and DescribeJob."""
@@ -55,7 +59,17 @@ class Job:
             drop_last=self.drop_last,
             layout=layout_enum(self.layout),
             fail_policy=FAIL_POLICIES[self.fail_policy],
+            max_sample_errors=self._error_limit(),
+            trace=self.trace,
         )
+
+    def _error_limit(self) -> Optional[pb.SampleErrorLimit]:
+        m = self.max_sample_errors
+        if m is None:
+            return None
+        if isinstance(m, float):
+            return pb.SampleErrorLimit(fraction=m)
+        return pb.SampleErrorLimit(count=m)
 
     def open_job(self, epoch: int, resume: Optional[Resume], credits: int, as_ready: bool,
                  shm: Optional[pb.ShmRequest] = None) -> pb.OpenJob:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import List, Sequence, Set, Tuple
+from typing import List, Set, Tuple
 
 from stoker._errors import SampleError
 from stoker.v1 import stoker_pb2 as pb
@@ -24,8 +24,14 @@ class LoaderStats:
     wait_seconds: float = 0.0
     #: Bytes of pixels received.
     bytes: int = 0
-    #: Samples reported undecodable (each occurrence, every epoch).
+    #: Samples that failed by their own fault (a file that does not decode,
+    #: is missing or changed), each occurrence, every epoch: padded or
+    #: dropped by the fail policy.
     sample_errors: int = 0
+    #: Batches yielded smaller than asked because the ``"drop"`` policy
+    #: left failed samples out (a rank's last batch, short by the epoch's
+    #: end, is not counted).
+    short_batches: int = 0
     #: Batches whose pixels came in a shared-memory slot (same-host
     #: delivery), not in gRPC chunks.
     shm_batches: int = 0
@@ -50,9 +56,12 @@ class Tally:
         if header.HasField("slot"):
             st.shm_batches += 1
         if header.errors:
-            self._errors(header.errors)
+            if self.fail_policy == "drop":
+                st.short_batches += 1
+            self._errors(header)
 
-    def _errors(self, errors: Sequence[pb.SampleError]) -> None:
+    def _errors(self, header: pb.BatchHeader) -> None:
+        errors = header.errors
         self.stats.sample_errors += len(errors)
         for e in errors:
             key = (int(e.index), e.name, e.reason)
@@ -62,10 +71,26 @@ class Tally:
         if not self._warned:
             self._warned = True
             e = errors[0]
+            n = int(header.shape[0]) if header.shape else 0
+            if self.fail_policy == "drop":
+                did = (f"the 'drop' policy left {_them(len(errors))} out: the batch has {n} samples, not "
+                       f"{n + len(errors)}")
+            else:
+                did = (f"the 'pad' policy filled {_their(len(errors))} with copies of good samples of the same batch "
+                       f"(their labels and indices too)")
             warnings.warn(
-                f"stoker: the server could not make sample {e.index} ({e.name}): {e.reason}; its slot was "
-                f"filled by the {self.fail_policy!r} policy. All such samples are listed in loader.sample_errors "
-                "(this warning is shown once)",
+                f"stoker: {len(errors)} of batch {header.number}'s samples could not be made, first sample "
+                f"{e.index} ({e.name}): {e.reason}; {did}. Every such sample is listed in loader.sample_errors and "
+                "counted in loader.stats (this warning is shown once); an epoch with more than max_sample_errors of "
+                "them fails",
                 RuntimeWarning,
                 stacklevel=4,  # the trainer's loop: _errors, batch, Loader._run, the loop
             )
+
+
+def _them(n: int) -> str:
+    return "it" if n == 1 else "them"
+
+
+def _their(n: int) -> str:
+    return "its slot" if n == 1 else "their slots"

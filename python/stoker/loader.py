@@ -71,8 +71,9 @@ class Loader:
 
     Each iteration is one epoch of this rank's share of the dataset, made by
     the server at ``target`` (``"host:port"``, or any gRPC target such as
-    ``"dns:///name:port"``), yielding ``(images, labels)`` or, with
-    ``return_indices``, ``(images, labels, indices)``:
+    ``"dns:///name:port"``), yielding a :class:`stoker.Batch` that unpacks as
+    ``(images, labels)`` or, with ``return_indices``, ``(images, labels,
+    indices)``, and carries ``.indices``, ``.trace`` and ``.fields``:
 
     - images: ``torch.uint8`` ``[B, 3, H, W]`` (``layout="NHWC"``:
       ``[B, H, W, 3]``), or ``torch.float32`` when the transform ends in
@@ -183,10 +184,27 @@ class Loader:
             Default: plaintext, unless a ``tls_*`` file is given.
         allow_insecure_token: send the token in plaintext to a remote host
             (a trusted network only: anyone on the path can read it).
-        fail_policy: ``"pad"`` (an undecodable sample's slot is filled with
-            a good sample of the same batch, so batches keep their size) or
-            ``"drop"`` (the batch is smaller). Either way the sample is listed
-            in :attr:`sample_errors`.
+        fail_policy: what takes the place of a sample that failed by its own
+            fault (a file that does not decode, is missing or changed):
+            ``"pad"`` (its slot is filled with a copy of a good sample of the
+            same batch, so batches keep their size) or ``"drop"`` (it is
+            left out: that batch is smaller, counted in
+            ``stats.short_batches``). Either way the sample is listed in
+            :attr:`sample_errors` and a RuntimeWarning (once) says what the
+            policy did. A batch every sample of which failed is never
+            yielded: the iteration raises StokerError("DATA_LOSS") naming
+            why. A sample whose store failed (unreachable, throttling past
+            its retries, credentials refused) is no fault of the sample:
+            it is never padded or dropped, and the iteration raises
+            StokerError("UNAVAILABLE") once the server's retries are spent
+            (:meth:`load_state_dict` resumes where it stopped).
+        max_sample_errors: how many samples of an epoch (this rank's
+            share) may fail before the iteration raises
+            StokerError("DATA_LOSS"), naming the commonest cause and how
+            many samples it hit: an int is a count, a float a fraction of
+            the epoch's samples (0..1). None (the default): 10, or 0.1% of
+            the epoch when that is more, so that a few corrupt files pass
+            and a broken dataset does not.
         tune_malloc: call :func:`stoker.loader.tune_malloc` on the first
             iteration (halves the trainer's receive CPU under glibc).
         shuffle_window: with ``shuffle="block"``, the shards in each
@@ -205,6 +223,11 @@ class Loader:
             in chunks); with ``pin_memory`` the pixels are copied into
             pinned memory and the slot given back at once. See
             :attr:`transport`.
+        trace: report what each sample's ops drew: each batch's
+            ``.trace`` lists, per sample, its ops with their arguments in
+            torchvision.transforms.v2.functional's names (geometry first),
+            which replay through torchvision. It changes no pixel; the
+            server refuses it for batches whose traces could pass 3 MiB.
 
     Every argument is checked when the loader is made: TypeError for a
     wrong type (integers must be ints, numpy's included, never floats or
@@ -253,6 +276,8 @@ class Loader:
         tune_malloc: bool = True,
         transport: str = "auto",
         shuffle_window: Optional[int] = None,
+        max_sample_errors: Optional[Union[int, float]] = None,
+        trace: bool = False,
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
@@ -287,7 +312,9 @@ class Loader:
         if _args.string("fail_policy", fail_policy) not in FAIL_POLICIES:
             raise ValueError(f"fail_policy must be 'pad' or 'drop', got {fail_policy!r}")
         self.fail_policy = fail_policy
+        self.max_sample_errors = _args.sample_error_limit(max_sample_errors)
         self.tune_malloc = _args.boolean("tune_malloc", tune_malloc)
+        self.trace = _args.boolean("trace", trace)
         if _args.string("transport", transport) not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(map(repr, TRANSPORTS))}, got {transport!r}")
         if transport == "shm" and shm_request("shm") is None:
@@ -435,7 +462,8 @@ class Loader:
 
     def _job(self) -> Job:
         return Job(self.dataset, self._spec, self.batch_size, self.seed, self.shuffle, self.rank, self.world_size,
-                   self.drop_last, self.layout, self.fail_policy, self.shuffle_window)
+                   self.drop_last, self.layout, self.fail_policy, self.shuffle_window, trace=self.trace,
+                   max_sample_errors=self.max_sample_errors)
 
     def state_dict(self) -> Dict[str, Any]:
         """The position to resume from, as plain Python values (fit for

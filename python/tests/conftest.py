@@ -96,6 +96,14 @@ def _make_broken(root: Path) -> None:
     (root / "b" / "zz_corrupt.jpg").write_bytes(b"this is not a JPEG\n" * 20)
 
 
+def _make_allbad(root: Path) -> None:
+    # Text files under images' names: every sample fails.
+    for i in range(20):
+        path = root / "ab"[i % 2] / f"{i:03d}.jpg"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"this is text, not a JPEG\n")
+
+
 def _make_odd(root: Path) -> None:
     rng = np.random.default_rng(3)
     for i in range(37):
@@ -128,12 +136,13 @@ def _make_shards(root: Path) -> None:
 def data_dirs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
     base = tmp_path_factory.mktemp("data")
     dirs = {"tiny": base / "tiny", "eval": base / "eval", "broken": base / "broken", "odd": base / "odd",
-            "shards": base / "shards"}
+            "shards": base / "shards", "allbad": base / "allbad"}
     _make_tiny(dirs["tiny"])
     _make_eval(dirs["eval"])
     _make_broken(dirs["broken"])
     _make_odd(dirs["odd"])
     _make_shards(dirs["shards"])
+    _make_allbad(dirs["allbad"])
     return dirs
 
 

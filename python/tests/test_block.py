@@ -81,6 +81,9 @@ def test_block_refused_without_shards(server: str) -> None:
     with pytest.raises(stoker.StokerError) as e:
         next(iter(ld))
     assert e.value.code == "INVALID_ARGUMENT" and want in e.value.message
+    # It says what to pass in Python's terms, not the wire's enum.
+    assert "use the global shuffle (Python: shuffle=True, not \"block\"" in e.value.message, e.value.message
+    assert "SHUFFLE_MODE" not in e.value.message, e.value.message
     ld.close()
 
 

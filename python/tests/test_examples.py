@@ -1,10 +1,11 @@
 """The examples in examples/, run as a user would (each in its own process,
 against the real `stoker serve` of the session, on the CPU): Lightning,
-torchrun DDP on 2 ranks, plain loops, Accelerate."""
+torchrun DDP on 2 ranks, plain loops, Accelerate, today's recipes."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from typing import Dict, List, Optional
 
 import pytest
 import torch
+from google.protobuf.json_format import MessageToDict
 
 from helpers import TINY_N, collect, indices, loader
 
@@ -141,3 +143,54 @@ def test_accelerate(server: str, tmp_path: Path) -> None:
     steps = json.loads((tmp_path / "a.json").read_text()) + json.loads((tmp_path / "b.json").read_text())
     want = [[e, ix] for e in range(3) for ix in epoch_indices(server, e, 8)]
     assert steps == want  # each epoch once, its own order, across the save and the resume
+
+
+def _recipe_views() -> Dict[str, Dict[str, list]]:
+    """Each recipe's views, as examples/recipes.py must build them: the
+    presets' ops (test_from_torchvision.PRESET_OPS)."""
+    from test_from_torchvision import PRESET_OPS
+
+    from stoker import transforms as T
+
+    dino_global2 = [*PRESET_OPS["dino-global"][:4], T.RandomApply([T.GaussianBlur(23, (0.1, 2.0))], p=0.1),
+                    T.RandomSolarize(128, p=0.2)]
+    views = {
+        "tv-resnet50-v2": {"image": PRESET_OPS["tv-resnet50-v2"]},
+        "deit": {"image": PRESET_OPS["deit"]},
+        "simclr": {"view1": PRESET_OPS["simclr"], "view2": PRESET_OPS["simclr"]},
+        "dino": {"global1": PRESET_OPS["dino-global"], "global2": dino_global2, "local": PRESET_OPS["dino-local"]},
+        "clip": {"image": PRESET_OPS["clip"]},
+    }
+    return {r: {v: _canon([MessageToDict(op) for op in T.to_spec(ops).ops]) for v, ops in vs.items()}
+            for r, vs in views.items()}
+
+
+def _canon(x):
+    """Wire ops (as JSON) with ColorJitter's numbers as the ranges they
+    mean: from_torchvision sends the ranges torchvision keeps."""
+    if isinstance(x, list):
+        return [_canon(v) for v in x]
+    if not isinstance(x, dict):
+        return x
+    x = {k: _canon(v) for k, v in x.items()}
+    for name in ("brightness", "contrast", "saturation", "hue"):
+        v = x.get("colorJitter", {}).pop(name, None)
+        if v is not None:
+            lo, hi = (-v, v) if name == "hue" else (max(1 - v, 0.0), 1 + v)
+            x["colorJitter"][name + "Range"] = {k: b for k, b in (("min", lo), ("max", hi)) if b != 0}
+    return x
+
+
+@pytest.mark.parametrize("recipe", ["tv-resnet50-v2", "deit", "simclr", "dino", "clip"])
+def test_recipes(server: str, tmp_path: Path, recipe: str) -> None:
+    run_example([str(EXAMPLES / "recipes.py"), "--target", server, "--dataset", "tiny", "--recipe", recipe,
+                 "--steps", "3", "--batch-size", "8", "--report", "r.json"], tmp_path)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["recipe"] == recipe and len(report["losses"]) == 3
+    assert all(math.isfinite(x) for x in report["losses"])
+    assert {v: _canon(r["ops"]) for v, r in report["views"].items()} == _recipe_views()[recipe]
+    imagenet = [[0.485, 0.456, 0.406], [0.229, 0.224, 0.225]]
+    norms = {v: r["normalize"] for v, r in report["views"].items()}
+    assert norms == {"simclr": {"view1": None, "view2": None},  # its recipe has no Normalize
+                     "clip": {"image": [[0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.26130258, 0.27577711]]},
+                     }.get(recipe, {v: imagenet for v in norms})

@@ -267,8 +267,11 @@ def test_forked_after_grpc_use_refuses_clearly(server: str) -> None:
 
 def test_corrupt_file_is_reported_and_batch_keeps_its_size(server: str) -> None:
     ld = loader(server, "broken", batch_size=4, shuffle=False, return_indices=True)
-    with pytest.warns(RuntimeWarning, match="zz_corrupt.jpg"):
+    with pytest.warns(RuntimeWarning, match="zz_corrupt.jpg") as w:
         batches = collect(ld)
+    msg = str(w[0].message)
+    assert "1 of batch 2's samples could not be made" in msg, msg
+    assert "the 'pad' policy filled its slot with copies of good samples of the same batch" in msg, msg
     assert [b[0].shape[0] for b in batches] == [4, 4, 3]
     assert len(ld.sample_errors) == 1
     err = ld.sample_errors[0]
@@ -284,6 +287,48 @@ def test_corrupt_file_is_reported_and_batch_keeps_its_size(server: str) -> None:
         warnings.simplefilter("error")
         collect(ld)
     assert len(ld.sample_errors) == 1 and ld.stats.sample_errors == 2
+    assert ld.stats.short_batches == 0
+
+
+def test_drop_makes_a_counted_smaller_batch(server: str) -> None:
+    ld = loader(server, "broken", batch_size=4, shuffle=False, fail_policy="drop")
+    with pytest.warns(RuntimeWarning) as w:
+        batches = collect(ld)
+    assert [b[0].shape[0] for b in batches] == [4, 4, 2]
+    msg = str(w[0].message)
+    assert "the 'drop' policy left it out: the batch has 2 samples, not 3" in msg, msg
+    assert ld.stats.short_batches == 1 and ld.stats.sample_errors == 1
+
+
+@pytest.mark.parametrize("policy", ["pad", "drop"])
+def test_all_bad_folder_raises_not_empty_batches(server: str, policy: str) -> None:
+    # 20 text files named .jpg: never a batch of 0 samples, but an error
+    # saying every sample failed and why.
+    ld = loader(server, "allbad", batch_size=8, fail_policy=policy)
+    got = []
+    with pytest.raises(stoker.StokerError) as e:
+        for images, labels in ld:
+            got.append(images.shape)
+    assert got == []
+    assert e.value.code == "DATA_LOSS", e.value
+    assert "every sample of batch 0 of epoch 0 failed (8 of 8)" in e.value.message, e.value
+    assert "not decodable (corrupt): 8 samples" in e.value.message, e.value
+
+
+def test_max_sample_errors(server: str) -> None:
+    ld = loader(server, "broken", batch_size=4, shuffle=False, max_sample_errors=0)
+    with pytest.raises(stoker.StokerError) as e:
+        collect(ld)
+    assert e.value.code == "DATA_LOSS", e.value
+    assert "1 of epoch 0's 11 samples failed, more than the job's max_sample_errors (0)" in e.value.message
+    assert "not decodable (corrupt): 1 sample (e.g. sample 10, b/zz_corrupt.jpg" in e.value.message
+    # A fraction: 1 of 11 is under a half.
+    with pytest.warns(RuntimeWarning):
+        assert len(collect(loader(server, "broken", batch_size=4, max_sample_errors=0.5))) == 3
+    with pytest.raises(ValueError, match="fraction of the epoch's samples, 0..1"):
+        loader(server, "broken", max_sample_errors=1.5)
+    with pytest.raises(TypeError, match="max_sample_errors must be"):
+        loader(server, "broken", max_sample_errors=True)
 
 
 # 8. normalize().

@@ -189,6 +189,63 @@ func (FailPolicy) EnumDescriptor() ([]byte, []int) {
 	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{2}
 }
 
+// Interpolation is torchvision's InterpolationMode.
+type Interpolation int32
+
+const (
+	// The op's own default (bilinear for the geometry; nearest for
+	// RandomRotation, RandomAffine and torchvision's policies, bilinear for
+	// AugMix; for TimmRandAugment, a random choice of bilinear and bicubic
+	// per op, as timm's).
+	Interpolation_INTERPOLATION_UNSPECIFIED Interpolation = 0
+	Interpolation_INTERPOLATION_NEAREST     Interpolation = 1
+	Interpolation_INTERPOLATION_BILINEAR    Interpolation = 2
+	Interpolation_INTERPOLATION_BICUBIC     Interpolation = 3
+)
+
+// Enum value maps for Interpolation.
+var (
+	Interpolation_name = map[int32]string{
+		0: "INTERPOLATION_UNSPECIFIED",
+		1: "INTERPOLATION_NEAREST",
+		2: "INTERPOLATION_BILINEAR",
+		3: "INTERPOLATION_BICUBIC",
+	}
+	Interpolation_value = map[string]int32{
+		"INTERPOLATION_UNSPECIFIED": 0,
+		"INTERPOLATION_NEAREST":     1,
+		"INTERPOLATION_BILINEAR":    2,
+		"INTERPOLATION_BICUBIC":     3,
+	}
+)
+
+func (x Interpolation) Enum() *Interpolation {
+	p := new(Interpolation)
+	*p = x
+	return p
+}
+
+func (x Interpolation) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Interpolation) Descriptor() protoreflect.EnumDescriptor {
+	return file_stoker_v1_stoker_proto_enumTypes[3].Descriptor()
+}
+
+func (Interpolation) Type() protoreflect.EnumType {
+	return &file_stoker_v1_stoker_proto_enumTypes[3]
+}
+
+func (x Interpolation) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Interpolation.Descriptor instead.
+func (Interpolation) EnumDescriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
+}
+
 // Dtype is the element type of a batch's pixels.
 type Dtype int32
 
@@ -225,11 +282,11 @@ func (x Dtype) String() string {
 }
 
 func (Dtype) Descriptor() protoreflect.EnumDescriptor {
-	return file_stoker_v1_stoker_proto_enumTypes[3].Descriptor()
+	return file_stoker_v1_stoker_proto_enumTypes[4].Descriptor()
 }
 
 func (Dtype) Type() protoreflect.EnumType {
-	return &file_stoker_v1_stoker_proto_enumTypes[3]
+	return &file_stoker_v1_stoker_proto_enumTypes[4]
 }
 
 func (x Dtype) Number() protoreflect.EnumNumber {
@@ -238,7 +295,7 @@ func (x Dtype) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Dtype.Descriptor instead.
 func (Dtype) EnumDescriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{4}
 }
 
 // FeedRequest is a message from the trainer on a Feed stream.
@@ -375,8 +432,18 @@ type JobSpec struct {
 	// a window of all the dataset's shards shuffles all samples together.
 	// Ignored by the other modes.
 	ShuffleWindow uint32 `protobuf:"varint,13,opt,name=shuffle_window,json=shuffleWindow,proto3" json:"shuffle_window,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Report what each sample's ops drew (BatchHeader.traces). It changes
+	// no pixel.
+	Trace bool `protobuf:"varint,20,opt,name=trace,proto3" json:"trace,omitempty"`
+	// The most samples of an epoch that may fail (files that do not decode,
+	// are missing or changed) before the job fails, naming the commonest
+	// cause and how many samples it hit. Unset: at most 10, or 0.1% of the
+	// epoch's samples when that is more, so that a few corrupt files pass
+	// and a broken dataset does not. A batch every sample of which failed
+	// fails the job whatever the limit.
+	MaxSampleErrors *SampleErrorLimit `protobuf:"bytes,21,opt,name=max_sample_errors,json=maxSampleErrors,proto3" json:"max_sample_errors,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -500,6 +567,76 @@ func (x *JobSpec) GetShuffleWindow() uint32 {
 	return 0
 }
 
+func (x *JobSpec) GetTrace() bool {
+	if x != nil {
+		return x.Trace
+	}
+	return false
+}
+
+func (x *JobSpec) GetMaxSampleErrors() *SampleErrorLimit {
+	if x != nil {
+		return x.MaxSampleErrors
+	}
+	return nil
+}
+
+// SampleErrorLimit bounds the failed samples of one epoch of a stream (its
+// rank's share): a job fails when they are more than count, and more than
+// fraction of the epoch's samples. Both 0: no failed sample is tolerated.
+type SampleErrorLimit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Count uint64                 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	// 0..1.
+	Fraction      float64 `protobuf:"fixed64,2,opt,name=fraction,proto3" json:"fraction,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SampleErrorLimit) Reset() {
+	*x = SampleErrorLimit{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SampleErrorLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SampleErrorLimit) ProtoMessage() {}
+
+func (x *SampleErrorLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SampleErrorLimit.ProtoReflect.Descriptor instead.
+func (*SampleErrorLimit) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SampleErrorLimit) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *SampleErrorLimit) GetFraction() float64 {
+	if x != nil {
+		return x.Fraction
+	}
+	return 0
+}
+
 // OpenJob opens a job on a Feed stream: the job, and what belongs to this
 // stream alone (where to start, credits, ordering).
 type OpenJob struct {
@@ -538,7 +675,7 @@ type OpenJob struct {
 
 func (x *OpenJob) Reset() {
 	*x = OpenJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[2]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -550,7 +687,7 @@ func (x *OpenJob) String() string {
 func (*OpenJob) ProtoMessage() {}
 
 func (x *OpenJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[2]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -563,7 +700,7 @@ func (x *OpenJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenJob.ProtoReflect.Descriptor instead.
 func (*OpenJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{2}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *OpenJob) GetJob() *JobSpec {
@@ -649,7 +786,7 @@ type ShmRequest struct {
 
 func (x *ShmRequest) Reset() {
 	*x = ShmRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +798,7 @@ func (x *ShmRequest) String() string {
 func (*ShmRequest) ProtoMessage() {}
 
 func (x *ShmRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +811,7 @@ func (x *ShmRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShmRequest.ProtoReflect.Descriptor instead.
 func (*ShmRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ShmRequest) GetBootId() string {
@@ -707,7 +844,7 @@ type ShmOffer struct {
 
 func (x *ShmOffer) Reset() {
 	*x = ShmOffer{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -719,7 +856,7 @@ func (x *ShmOffer) String() string {
 func (*ShmOffer) ProtoMessage() {}
 
 func (x *ShmOffer) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -732,7 +869,7 @@ func (x *ShmOffer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShmOffer.ProtoReflect.Descriptor instead.
 func (*ShmOffer) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{4}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ShmOffer) GetDeclined() string {
@@ -782,7 +919,7 @@ type ShmAccept struct {
 
 func (x *ShmAccept) Reset() {
 	*x = ShmAccept{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -794,7 +931,7 @@ func (x *ShmAccept) String() string {
 func (*ShmAccept) ProtoMessage() {}
 
 func (x *ShmAccept) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -807,7 +944,7 @@ func (x *ShmAccept) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShmAccept.ProtoReflect.Descriptor instead.
 func (*ShmAccept) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{5}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ShmAccept) GetOk() bool {
@@ -837,7 +974,7 @@ type DescribeJobRequest struct {
 
 func (x *DescribeJobRequest) Reset() {
 	*x = DescribeJobRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -849,7 +986,7 @@ func (x *DescribeJobRequest) String() string {
 func (*DescribeJobRequest) ProtoMessage() {}
 
 func (x *DescribeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -862,7 +999,7 @@ func (x *DescribeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeJobRequest.ProtoReflect.Descriptor instead.
 func (*DescribeJobRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{6}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DescribeJobRequest) GetJob() *JobSpec {
@@ -896,7 +1033,7 @@ type DescribeJobResponse struct {
 
 func (x *DescribeJobResponse) Reset() {
 	*x = DescribeJobResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +1045,7 @@ func (x *DescribeJobResponse) String() string {
 func (*DescribeJobResponse) ProtoMessage() {}
 
 func (x *DescribeJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +1058,7 @@ func (x *DescribeJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeJobResponse.ProtoReflect.Descriptor instead.
 func (*DescribeJobResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{7}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DescribeJobResponse) GetInfo() *JobInfo {
@@ -932,10 +1069,15 @@ func (x *DescribeJobResponse) GetInfo() *JobInfo {
 }
 
 // TransformSpec is a named preset or an op list, with torchvision's names and
-// semantics. Exactly one of the two is set.
+// semantics (torchvision.transforms.v2). Exactly one of the two is set. The
+// first op is the geometry (RandomResizedCrop, Resize, CenterCrop, or Resize
+// then CenterCrop), fused into the decode; every other op runs after it on
+// the output-sized image, in the order given; Normalize, if any, is last.
+// Unset fields take torchvision's defaults, as each message says.
 type TransformSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// "imagenet-train" or "imagenet-eval".
+	// A preset's name: imagenet-train, imagenet-eval, tv-resnet50-v2, deit,
+	// simclr, dino-global, dino-local, clip (docs/transforms.md).
 	Preset        string `protobuf:"bytes,1,opt,name=preset,proto3" json:"preset,omitempty"`
 	Ops           []*Op  `protobuf:"bytes,2,rep,name=ops,proto3" json:"ops,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -944,7 +1086,7 @@ type TransformSpec struct {
 
 func (x *TransformSpec) Reset() {
 	*x = TransformSpec{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -956,7 +1098,7 @@ func (x *TransformSpec) String() string {
 func (*TransformSpec) ProtoMessage() {}
 
 func (x *TransformSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -969,7 +1111,7 @@ func (x *TransformSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransformSpec.ProtoReflect.Descriptor instead.
 func (*TransformSpec) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{8}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TransformSpec) GetPreset() string {
@@ -997,6 +1139,27 @@ type Op struct {
 	//	*Op_RandomHorizontalFlip
 	//	*Op_ColorJitter
 	//	*Op_Normalize
+	//	*Op_RandomVerticalFlip
+	//	*Op_Grayscale
+	//	*Op_RandomGrayscale
+	//	*Op_GaussianBlur
+	//	*Op_RandomSolarize
+	//	*Op_RandomPosterize
+	//	*Op_RandomInvert
+	//	*Op_RandomEqualize
+	//	*Op_RandomAutocontrast
+	//	*Op_RandomAdjustSharpness
+	//	*Op_RandomRotation
+	//	*Op_RandomAffine
+	//	*Op_RandomErasing
+	//	*Op_RandomApply
+	//	*Op_RandomChoice
+	//	*Op_RandomOrder
+	//	*Op_TrivialAugmentWide
+	//	*Op_RandAugment
+	//	*Op_AutoAugment
+	//	*Op_AugMix
+	//	*Op_TimmRandAugment
 	Op            isOp_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1004,7 +1167,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1016,7 +1179,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1029,7 +1192,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{9}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Op) GetOp() isOp_Op {
@@ -1093,6 +1256,195 @@ func (x *Op) GetNormalize() *Normalize {
 	return nil
 }
 
+func (x *Op) GetRandomVerticalFlip() *RandomVerticalFlip {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomVerticalFlip); ok {
+			return x.RandomVerticalFlip
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetGrayscale() *Grayscale {
+	if x != nil {
+		if x, ok := x.Op.(*Op_Grayscale); ok {
+			return x.Grayscale
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetRandomGrayscale() *RandomGrayscale {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomGrayscale); ok {
+			return x.RandomGrayscale
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetGaussianBlur() *GaussianBlur {
+	if x != nil {
+		if x, ok := x.Op.(*Op_GaussianBlur); ok {
+			return x.GaussianBlur
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetRandomSolarize() *RandomSolarize {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomSolarize); ok {
+			return x.RandomSolarize
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetRandomPosterize() *RandomPosterize {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomPosterize); ok {
+			return x.RandomPosterize
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetRandomInvert() *RandomInvert {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomInvert); ok {
+			return x.RandomInvert
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetRandomEqualize() *RandomEqualize {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomEqualize); ok {
+			return x.RandomEqualize
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetRandomAutocontrast() *RandomAutocontrast {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomAutocontrast); ok {
+			return x.RandomAutocontrast
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetRandomAdjustSharpness() *RandomAdjustSharpness {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomAdjustSharpness); ok {
+			return x.RandomAdjustSharpness
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetRandomRotation() *RandomRotation {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomRotation); ok {
+			return x.RandomRotation
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetRandomAffine() *RandomAffine {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomAffine); ok {
+			return x.RandomAffine
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetRandomErasing() *RandomErasing {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomErasing); ok {
+			return x.RandomErasing
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetRandomApply() *RandomApply {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomApply); ok {
+			return x.RandomApply
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetRandomChoice() *RandomChoice {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomChoice); ok {
+			return x.RandomChoice
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetRandomOrder() *RandomOrder {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomOrder); ok {
+			return x.RandomOrder
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetTrivialAugmentWide() *TrivialAugmentWide {
+	if x != nil {
+		if x, ok := x.Op.(*Op_TrivialAugmentWide); ok {
+			return x.TrivialAugmentWide
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetRandAugment() *RandAugment {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandAugment); ok {
+			return x.RandAugment
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetAutoAugment() *AutoAugment {
+	if x != nil {
+		if x, ok := x.Op.(*Op_AutoAugment); ok {
+			return x.AutoAugment
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetAugMix() *AugMix {
+	if x != nil {
+		if x, ok := x.Op.(*Op_AugMix); ok {
+			return x.AugMix
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetTimmRandAugment() *TimmRandAugment {
+	if x != nil {
+		if x, ok := x.Op.(*Op_TimmRandAugment); ok {
+			return x.TimmRandAugment
+		}
+	}
+	return nil
+}
+
 type isOp_Op interface {
 	isOp_Op()
 }
@@ -1121,6 +1473,90 @@ type Op_Normalize struct {
 	Normalize *Normalize `protobuf:"bytes,6,opt,name=normalize,proto3,oneof"`
 }
 
+type Op_RandomVerticalFlip struct {
+	RandomVerticalFlip *RandomVerticalFlip `protobuf:"bytes,7,opt,name=random_vertical_flip,json=randomVerticalFlip,proto3,oneof"`
+}
+
+type Op_Grayscale struct {
+	Grayscale *Grayscale `protobuf:"bytes,8,opt,name=grayscale,proto3,oneof"`
+}
+
+type Op_RandomGrayscale struct {
+	RandomGrayscale *RandomGrayscale `protobuf:"bytes,9,opt,name=random_grayscale,json=randomGrayscale,proto3,oneof"`
+}
+
+type Op_GaussianBlur struct {
+	GaussianBlur *GaussianBlur `protobuf:"bytes,10,opt,name=gaussian_blur,json=gaussianBlur,proto3,oneof"`
+}
+
+type Op_RandomSolarize struct {
+	RandomSolarize *RandomSolarize `protobuf:"bytes,11,opt,name=random_solarize,json=randomSolarize,proto3,oneof"`
+}
+
+type Op_RandomPosterize struct {
+	RandomPosterize *RandomPosterize `protobuf:"bytes,12,opt,name=random_posterize,json=randomPosterize,proto3,oneof"`
+}
+
+type Op_RandomInvert struct {
+	RandomInvert *RandomInvert `protobuf:"bytes,13,opt,name=random_invert,json=randomInvert,proto3,oneof"`
+}
+
+type Op_RandomEqualize struct {
+	RandomEqualize *RandomEqualize `protobuf:"bytes,14,opt,name=random_equalize,json=randomEqualize,proto3,oneof"`
+}
+
+type Op_RandomAutocontrast struct {
+	RandomAutocontrast *RandomAutocontrast `protobuf:"bytes,15,opt,name=random_autocontrast,json=randomAutocontrast,proto3,oneof"`
+}
+
+type Op_RandomAdjustSharpness struct {
+	RandomAdjustSharpness *RandomAdjustSharpness `protobuf:"bytes,16,opt,name=random_adjust_sharpness,json=randomAdjustSharpness,proto3,oneof"`
+}
+
+type Op_RandomRotation struct {
+	RandomRotation *RandomRotation `protobuf:"bytes,17,opt,name=random_rotation,json=randomRotation,proto3,oneof"`
+}
+
+type Op_RandomAffine struct {
+	RandomAffine *RandomAffine `protobuf:"bytes,18,opt,name=random_affine,json=randomAffine,proto3,oneof"`
+}
+
+type Op_RandomErasing struct {
+	RandomErasing *RandomErasing `protobuf:"bytes,19,opt,name=random_erasing,json=randomErasing,proto3,oneof"`
+}
+
+type Op_RandomApply struct {
+	RandomApply *RandomApply `protobuf:"bytes,20,opt,name=random_apply,json=randomApply,proto3,oneof"`
+}
+
+type Op_RandomChoice struct {
+	RandomChoice *RandomChoice `protobuf:"bytes,21,opt,name=random_choice,json=randomChoice,proto3,oneof"`
+}
+
+type Op_RandomOrder struct {
+	RandomOrder *RandomOrder `protobuf:"bytes,22,opt,name=random_order,json=randomOrder,proto3,oneof"`
+}
+
+type Op_TrivialAugmentWide struct {
+	TrivialAugmentWide *TrivialAugmentWide `protobuf:"bytes,23,opt,name=trivial_augment_wide,json=trivialAugmentWide,proto3,oneof"`
+}
+
+type Op_RandAugment struct {
+	RandAugment *RandAugment `protobuf:"bytes,24,opt,name=rand_augment,json=randAugment,proto3,oneof"`
+}
+
+type Op_AutoAugment struct {
+	AutoAugment *AutoAugment `protobuf:"bytes,25,opt,name=auto_augment,json=autoAugment,proto3,oneof"`
+}
+
+type Op_AugMix struct {
+	AugMix *AugMix `protobuf:"bytes,26,opt,name=aug_mix,json=augMix,proto3,oneof"`
+}
+
+type Op_TimmRandAugment struct {
+	TimmRandAugment *TimmRandAugment `protobuf:"bytes,27,opt,name=timm_rand_augment,json=timmRandAugment,proto3,oneof"`
+}
+
 func (*Op_RandomResizedCrop) isOp_Op() {}
 
 func (*Op_Resize) isOp_Op() {}
@@ -1133,8 +1569,104 @@ func (*Op_ColorJitter) isOp_Op() {}
 
 func (*Op_Normalize) isOp_Op() {}
 
-// RandomResizedCrop(size, scale, ratio); zero scale and ratio take
-// torchvision's defaults (0.08, 1) and (3/4, 4/3). Width 0 means square.
+func (*Op_RandomVerticalFlip) isOp_Op() {}
+
+func (*Op_Grayscale) isOp_Op() {}
+
+func (*Op_RandomGrayscale) isOp_Op() {}
+
+func (*Op_GaussianBlur) isOp_Op() {}
+
+func (*Op_RandomSolarize) isOp_Op() {}
+
+func (*Op_RandomPosterize) isOp_Op() {}
+
+func (*Op_RandomInvert) isOp_Op() {}
+
+func (*Op_RandomEqualize) isOp_Op() {}
+
+func (*Op_RandomAutocontrast) isOp_Op() {}
+
+func (*Op_RandomAdjustSharpness) isOp_Op() {}
+
+func (*Op_RandomRotation) isOp_Op() {}
+
+func (*Op_RandomAffine) isOp_Op() {}
+
+func (*Op_RandomErasing) isOp_Op() {}
+
+func (*Op_RandomApply) isOp_Op() {}
+
+func (*Op_RandomChoice) isOp_Op() {}
+
+func (*Op_RandomOrder) isOp_Op() {}
+
+func (*Op_TrivialAugmentWide) isOp_Op() {}
+
+func (*Op_RandAugment) isOp_Op() {}
+
+func (*Op_AutoAugment) isOp_Op() {}
+
+func (*Op_AugMix) isOp_Op() {}
+
+func (*Op_TimmRandAugment) isOp_Op() {}
+
+// Range is a (min, max) pair.
+type Range struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Min           float64                `protobuf:"fixed64,1,opt,name=min,proto3" json:"min,omitempty"`
+	Max           float64                `protobuf:"fixed64,2,opt,name=max,proto3" json:"max,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Range) Reset() {
+	*x = Range{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Range) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Range) ProtoMessage() {}
+
+func (x *Range) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Range.ProtoReflect.Descriptor instead.
+func (*Range) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Range) GetMin() float64 {
+	if x != nil {
+		return x.Min
+	}
+	return 0
+}
+
+func (x *Range) GetMax() float64 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+// RandomResizedCrop(size, scale, ratio, interpolation, antialias); zero
+// scale and ratio take torchvision's defaults (0.08, 1) and (3/4, 4/3).
+// Width 0 means square. Unset antialias is True.
 type RandomResizedCrop struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Height        uint32                 `protobuf:"varint,1,opt,name=height,proto3" json:"height,omitempty"`
@@ -1143,13 +1675,15 @@ type RandomResizedCrop struct {
 	ScaleMax      float64                `protobuf:"fixed64,4,opt,name=scale_max,json=scaleMax,proto3" json:"scale_max,omitempty"`
 	RatioMin      float64                `protobuf:"fixed64,5,opt,name=ratio_min,json=ratioMin,proto3" json:"ratio_min,omitempty"`
 	RatioMax      float64                `protobuf:"fixed64,6,opt,name=ratio_max,json=ratioMax,proto3" json:"ratio_max,omitempty"`
+	Interpolation Interpolation          `protobuf:"varint,7,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
+	Antialias     *bool                  `protobuf:"varint,8,opt,name=antialias,proto3,oneof" json:"antialias,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RandomResizedCrop) Reset() {
 	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1161,7 +1695,7 @@ func (x *RandomResizedCrop) String() string {
 func (*RandomResizedCrop) ProtoMessage() {}
 
 func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1174,7 +1708,7 @@ func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
 func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{10}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RandomResizedCrop) GetHeight() uint32 {
@@ -1219,18 +1753,35 @@ func (x *RandomResizedCrop) GetRatioMax() float64 {
 	return 0
 }
 
+func (x *RandomResizedCrop) GetInterpolation() Interpolation {
+	if x != nil {
+		return x.Interpolation
+	}
+	return Interpolation_INTERPOLATION_UNSPECIFIED
+}
+
+func (x *RandomResizedCrop) GetAntialias() bool {
+	if x != nil && x.Antialias != nil {
+		return *x.Antialias
+	}
+	return false
+}
+
 // Resize to (height, width), or the shorter side to height when width is 0.
+// Unset antialias is True.
 type Resize struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Height        uint32                 `protobuf:"varint,1,opt,name=height,proto3" json:"height,omitempty"`
 	Width         uint32                 `protobuf:"varint,2,opt,name=width,proto3" json:"width,omitempty"`
+	Interpolation Interpolation          `protobuf:"varint,3,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
+	Antialias     *bool                  `protobuf:"varint,4,opt,name=antialias,proto3,oneof" json:"antialias,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Resize) Reset() {
 	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1242,7 +1793,7 @@ func (x *Resize) String() string {
 func (*Resize) ProtoMessage() {}
 
 func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1255,7 +1806,7 @@ func (x *Resize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resize.ProtoReflect.Descriptor instead.
 func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{11}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Resize) GetHeight() uint32 {
@@ -1272,6 +1823,20 @@ func (x *Resize) GetWidth() uint32 {
 	return 0
 }
 
+func (x *Resize) GetInterpolation() Interpolation {
+	if x != nil {
+		return x.Interpolation
+	}
+	return Interpolation_INTERPOLATION_UNSPECIFIED
+}
+
+func (x *Resize) GetAntialias() bool {
+	if x != nil && x.Antialias != nil {
+		return *x.Antialias
+	}
+	return false
+}
+
 // CenterCrop(height, width); width 0 means square.
 type CenterCrop struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1283,7 +1848,7 @@ type CenterCrop struct {
 
 func (x *CenterCrop) Reset() {
 	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1295,7 +1860,7 @@ func (x *CenterCrop) String() string {
 func (*CenterCrop) ProtoMessage() {}
 
 func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1308,7 +1873,7 @@ func (x *CenterCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
 func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{12}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CenterCrop) GetHeight() uint32 {
@@ -1335,7 +1900,7 @@ type RandomHorizontalFlip struct {
 
 func (x *RandomHorizontalFlip) Reset() {
 	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1347,7 +1912,7 @@ func (x *RandomHorizontalFlip) String() string {
 func (*RandomHorizontalFlip) ProtoMessage() {}
 
 func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1360,7 +1925,7 @@ func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
 func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{13}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RandomHorizontalFlip) GetP() float64 {
@@ -1370,19 +1935,72 @@ func (x *RandomHorizontalFlip) GetP() float64 {
 	return 0
 }
 
-// ColorJitter(brightness, contrast, saturation).
-type ColorJitter struct {
+// RandomVerticalFlip(p); unset p means 0.5.
+type RandomVerticalFlip struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Brightness    float64                `protobuf:"fixed64,1,opt,name=brightness,proto3" json:"brightness,omitempty"`
-	Contrast      float64                `protobuf:"fixed64,2,opt,name=contrast,proto3" json:"contrast,omitempty"`
-	Saturation    float64                `protobuf:"fixed64,3,opt,name=saturation,proto3" json:"saturation,omitempty"`
+	P             *float64               `protobuf:"fixed64,1,opt,name=p,proto3,oneof" json:"p,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
+func (x *RandomVerticalFlip) Reset() {
+	*x = RandomVerticalFlip{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomVerticalFlip) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomVerticalFlip) ProtoMessage() {}
+
+func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomVerticalFlip.ProtoReflect.Descriptor instead.
+func (*RandomVerticalFlip) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RandomVerticalFlip) GetP() float64 {
+	if x != nil && x.P != nil {
+		return *x.P
+	}
+	return 0
+}
+
+// ColorJitter(brightness, contrast, saturation, hue): a single number x is
+// the range [max(0, 1 - x), 1 + x] ([-x, x] for hue), 0 is None; a range,
+// when set, takes its place ((1, 1), (0, 0) for hue, is None). The four
+// adjustments run in a random order.
+type ColorJitter struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Brightness      float64                `protobuf:"fixed64,1,opt,name=brightness,proto3" json:"brightness,omitempty"`
+	Contrast        float64                `protobuf:"fixed64,2,opt,name=contrast,proto3" json:"contrast,omitempty"`
+	Saturation      float64                `protobuf:"fixed64,3,opt,name=saturation,proto3" json:"saturation,omitempty"`
+	Hue             float64                `protobuf:"fixed64,4,opt,name=hue,proto3" json:"hue,omitempty"`
+	BrightnessRange *Range                 `protobuf:"bytes,5,opt,name=brightness_range,json=brightnessRange,proto3" json:"brightness_range,omitempty"`
+	ContrastRange   *Range                 `protobuf:"bytes,6,opt,name=contrast_range,json=contrastRange,proto3" json:"contrast_range,omitempty"`
+	SaturationRange *Range                 `protobuf:"bytes,7,opt,name=saturation_range,json=saturationRange,proto3" json:"saturation_range,omitempty"`
+	HueRange        *Range                 `protobuf:"bytes,8,opt,name=hue_range,json=hueRange,proto3" json:"hue_range,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
 func (x *ColorJitter) Reset() {
 	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1394,7 +2012,7 @@ func (x *ColorJitter) String() string {
 func (*ColorJitter) ProtoMessage() {}
 
 func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1407,7 +2025,7 @@ func (x *ColorJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
 func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ColorJitter) GetBrightness() float64 {
@@ -1431,6 +2049,41 @@ func (x *ColorJitter) GetSaturation() float64 {
 	return 0
 }
 
+func (x *ColorJitter) GetHue() float64 {
+	if x != nil {
+		return x.Hue
+	}
+	return 0
+}
+
+func (x *ColorJitter) GetBrightnessRange() *Range {
+	if x != nil {
+		return x.BrightnessRange
+	}
+	return nil
+}
+
+func (x *ColorJitter) GetContrastRange() *Range {
+	if x != nil {
+		return x.ContrastRange
+	}
+	return nil
+}
+
+func (x *ColorJitter) GetSaturationRange() *Range {
+	if x != nil {
+		return x.SaturationRange
+	}
+	return nil
+}
+
+func (x *ColorJitter) GetHueRange() *Range {
+	if x != nil {
+		return x.HueRange
+	}
+	return nil
+}
+
 // Normalize(mean, std): the output becomes float32. Usually better done on
 // the GPU (stoker.normalize in Python); here for those who ask.
 type Normalize struct {
@@ -1443,7 +2096,7 @@ type Normalize struct {
 
 func (x *Normalize) Reset() {
 	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1455,7 +2108,7 @@ func (x *Normalize) String() string {
 func (*Normalize) ProtoMessage() {}
 
 func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1468,7 +2121,7 @@ func (x *Normalize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
 func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Normalize) GetMean() []float64 {
@@ -1481,6 +2134,1236 @@ func (x *Normalize) GetMean() []float64 {
 func (x *Normalize) GetStd() []float64 {
 	if x != nil {
 		return x.Std
+	}
+	return nil
+}
+
+// Grayscale(num_output_channels): 0 or 3 (a batch has 3 channels).
+type Grayscale struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	NumOutputChannels uint32                 `protobuf:"varint,1,opt,name=num_output_channels,json=numOutputChannels,proto3" json:"num_output_channels,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *Grayscale) Reset() {
+	*x = Grayscale{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Grayscale) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Grayscale) ProtoMessage() {}
+
+func (x *Grayscale) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Grayscale.ProtoReflect.Descriptor instead.
+func (*Grayscale) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Grayscale) GetNumOutputChannels() uint32 {
+	if x != nil {
+		return x.NumOutputChannels
+	}
+	return 0
+}
+
+// RandomGrayscale(p); unset p means 0.1.
+type RandomGrayscale struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	P             *float64               `protobuf:"fixed64,1,opt,name=p,proto3,oneof" json:"p,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomGrayscale) Reset() {
+	*x = RandomGrayscale{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomGrayscale) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomGrayscale) ProtoMessage() {}
+
+func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomGrayscale.ProtoReflect.Descriptor instead.
+func (*RandomGrayscale) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RandomGrayscale) GetP() float64 {
+	if x != nil && x.P != nil {
+		return *x.P
+	}
+	return 0
+}
+
+// GaussianBlur(kernel_size, sigma): odd kernel sides; sigma drawn uniformly
+// from (sigma_min, sigma_max), unset (0, 0) meaning (0.1, 2.0).
+type GaussianBlur struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	KernelX       uint32                 `protobuf:"varint,1,opt,name=kernel_x,json=kernelX,proto3" json:"kernel_x,omitempty"`
+	KernelY       uint32                 `protobuf:"varint,2,opt,name=kernel_y,json=kernelY,proto3" json:"kernel_y,omitempty"`
+	SigmaMin      float64                `protobuf:"fixed64,3,opt,name=sigma_min,json=sigmaMin,proto3" json:"sigma_min,omitempty"`
+	SigmaMax      float64                `protobuf:"fixed64,4,opt,name=sigma_max,json=sigmaMax,proto3" json:"sigma_max,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GaussianBlur) Reset() {
+	*x = GaussianBlur{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GaussianBlur) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GaussianBlur) ProtoMessage() {}
+
+func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GaussianBlur.ProtoReflect.Descriptor instead.
+func (*GaussianBlur) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *GaussianBlur) GetKernelX() uint32 {
+	if x != nil {
+		return x.KernelX
+	}
+	return 0
+}
+
+func (x *GaussianBlur) GetKernelY() uint32 {
+	if x != nil {
+		return x.KernelY
+	}
+	return 0
+}
+
+func (x *GaussianBlur) GetSigmaMin() float64 {
+	if x != nil {
+		return x.SigmaMin
+	}
+	return 0
+}
+
+func (x *GaussianBlur) GetSigmaMax() float64 {
+	if x != nil {
+		return x.SigmaMax
+	}
+	return 0
+}
+
+// RandomSolarize(threshold, p): threshold in 0..255; unset p means 0.5.
+type RandomSolarize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Threshold     float64                `protobuf:"fixed64,1,opt,name=threshold,proto3" json:"threshold,omitempty"`
+	P             *float64               `protobuf:"fixed64,2,opt,name=p,proto3,oneof" json:"p,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomSolarize) Reset() {
+	*x = RandomSolarize{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomSolarize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomSolarize) ProtoMessage() {}
+
+func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomSolarize.ProtoReflect.Descriptor instead.
+func (*RandomSolarize) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *RandomSolarize) GetThreshold() float64 {
+	if x != nil {
+		return x.Threshold
+	}
+	return 0
+}
+
+func (x *RandomSolarize) GetP() float64 {
+	if x != nil && x.P != nil {
+		return *x.P
+	}
+	return 0
+}
+
+// RandomPosterize(bits, p): bits 0..8; unset p means 0.5.
+type RandomPosterize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Bits          uint32                 `protobuf:"varint,1,opt,name=bits,proto3" json:"bits,omitempty"`
+	P             *float64               `protobuf:"fixed64,2,opt,name=p,proto3,oneof" json:"p,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomPosterize) Reset() {
+	*x = RandomPosterize{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomPosterize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomPosterize) ProtoMessage() {}
+
+func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomPosterize.ProtoReflect.Descriptor instead.
+func (*RandomPosterize) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *RandomPosterize) GetBits() uint32 {
+	if x != nil {
+		return x.Bits
+	}
+	return 0
+}
+
+func (x *RandomPosterize) GetP() float64 {
+	if x != nil && x.P != nil {
+		return *x.P
+	}
+	return 0
+}
+
+// RandomInvert(p); unset p means 0.5.
+type RandomInvert struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	P             *float64               `protobuf:"fixed64,1,opt,name=p,proto3,oneof" json:"p,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomInvert) Reset() {
+	*x = RandomInvert{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomInvert) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomInvert) ProtoMessage() {}
+
+func (x *RandomInvert) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomInvert.ProtoReflect.Descriptor instead.
+func (*RandomInvert) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *RandomInvert) GetP() float64 {
+	if x != nil && x.P != nil {
+		return *x.P
+	}
+	return 0
+}
+
+// RandomEqualize(p); unset p means 0.5.
+type RandomEqualize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	P             *float64               `protobuf:"fixed64,1,opt,name=p,proto3,oneof" json:"p,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomEqualize) Reset() {
+	*x = RandomEqualize{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomEqualize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomEqualize) ProtoMessage() {}
+
+func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomEqualize.ProtoReflect.Descriptor instead.
+func (*RandomEqualize) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *RandomEqualize) GetP() float64 {
+	if x != nil && x.P != nil {
+		return *x.P
+	}
+	return 0
+}
+
+// RandomAutocontrast(p); unset p means 0.5.
+type RandomAutocontrast struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	P             *float64               `protobuf:"fixed64,1,opt,name=p,proto3,oneof" json:"p,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomAutocontrast) Reset() {
+	*x = RandomAutocontrast{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomAutocontrast) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomAutocontrast) ProtoMessage() {}
+
+func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomAutocontrast.ProtoReflect.Descriptor instead.
+func (*RandomAutocontrast) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *RandomAutocontrast) GetP() float64 {
+	if x != nil && x.P != nil {
+		return *x.P
+	}
+	return 0
+}
+
+// RandomAdjustSharpness(sharpness_factor, p); unset p means 0.5.
+type RandomAdjustSharpness struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	SharpnessFactor float64                `protobuf:"fixed64,1,opt,name=sharpness_factor,json=sharpnessFactor,proto3" json:"sharpness_factor,omitempty"`
+	P               *float64               `protobuf:"fixed64,2,opt,name=p,proto3,oneof" json:"p,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *RandomAdjustSharpness) Reset() {
+	*x = RandomAdjustSharpness{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomAdjustSharpness) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomAdjustSharpness) ProtoMessage() {}
+
+func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomAdjustSharpness.ProtoReflect.Descriptor instead.
+func (*RandomAdjustSharpness) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *RandomAdjustSharpness) GetSharpnessFactor() float64 {
+	if x != nil {
+		return x.SharpnessFactor
+	}
+	return 0
+}
+
+func (x *RandomAdjustSharpness) GetP() float64 {
+	if x != nil && x.P != nil {
+		return *x.P
+	}
+	return 0
+}
+
+// RandomRotation(degrees, interpolation, expand=False, center, fill): the
+// angle drawn uniformly from degrees; interpolation nearest (the default)
+// or bilinear; fill 0, 1 or 3 values (none: 0); center none or (x, y).
+type RandomRotation struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Degrees       *Range                 `protobuf:"bytes,1,opt,name=degrees,proto3" json:"degrees,omitempty"`
+	Interpolation Interpolation          `protobuf:"varint,2,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
+	Fill          []float64              `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	Center        []float64              `protobuf:"fixed64,4,rep,packed,name=center,proto3" json:"center,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomRotation) Reset() {
+	*x = RandomRotation{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomRotation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomRotation) ProtoMessage() {}
+
+func (x *RandomRotation) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomRotation.ProtoReflect.Descriptor instead.
+func (*RandomRotation) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *RandomRotation) GetDegrees() *Range {
+	if x != nil {
+		return x.Degrees
+	}
+	return nil
+}
+
+func (x *RandomRotation) GetInterpolation() Interpolation {
+	if x != nil {
+		return x.Interpolation
+	}
+	return Interpolation_INTERPOLATION_UNSPECIFIED
+}
+
+func (x *RandomRotation) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
+}
+
+func (x *RandomRotation) GetCenter() []float64 {
+	if x != nil {
+		return x.Center
+	}
+	return nil
+}
+
+// RandomAffine(degrees, translate, scale, shear, interpolation, fill,
+// center): translate none or (max_dx, max_dy) fractions; scale unset is
+// None; shear none, (min_x, max_x) or (min_x, max_x, min_y, max_y).
+type RandomAffine struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Degrees       *Range                 `protobuf:"bytes,1,opt,name=degrees,proto3" json:"degrees,omitempty"`
+	Translate     []float64              `protobuf:"fixed64,2,rep,packed,name=translate,proto3" json:"translate,omitempty"`
+	Scale         *Range                 `protobuf:"bytes,3,opt,name=scale,proto3" json:"scale,omitempty"`
+	Shear         []float64              `protobuf:"fixed64,4,rep,packed,name=shear,proto3" json:"shear,omitempty"`
+	Interpolation Interpolation          `protobuf:"varint,5,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
+	Fill          []float64              `protobuf:"fixed64,6,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	Center        []float64              `protobuf:"fixed64,7,rep,packed,name=center,proto3" json:"center,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomAffine) Reset() {
+	*x = RandomAffine{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomAffine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomAffine) ProtoMessage() {}
+
+func (x *RandomAffine) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomAffine.ProtoReflect.Descriptor instead.
+func (*RandomAffine) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *RandomAffine) GetDegrees() *Range {
+	if x != nil {
+		return x.Degrees
+	}
+	return nil
+}
+
+func (x *RandomAffine) GetTranslate() []float64 {
+	if x != nil {
+		return x.Translate
+	}
+	return nil
+}
+
+func (x *RandomAffine) GetScale() *Range {
+	if x != nil {
+		return x.Scale
+	}
+	return nil
+}
+
+func (x *RandomAffine) GetShear() []float64 {
+	if x != nil {
+		return x.Shear
+	}
+	return nil
+}
+
+func (x *RandomAffine) GetInterpolation() Interpolation {
+	if x != nil {
+		return x.Interpolation
+	}
+	return Interpolation_INTERPOLATION_UNSPECIFIED
+}
+
+func (x *RandomAffine) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
+}
+
+func (x *RandomAffine) GetCenter() []float64 {
+	if x != nil {
+		return x.Center
+	}
+	return nil
+}
+
+// RandomErasing(p, scale, ratio, value) on uint8 pixels: value is 1 or 3
+// pixel values in 0..255 (none: 0), or random_value for noise: a standard
+// normal value per pixel after a Normalize of noise_mean and noise_std
+// (unset: ImageNet's), written as the uint8 pixel that normalizes to it.
+// Unset p means 0.5, scale (0.02, 0.33), ratio (0.3, 3.3).
+type RandomErasing struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	P             *float64               `protobuf:"fixed64,1,opt,name=p,proto3,oneof" json:"p,omitempty"`
+	Scale         *Range                 `protobuf:"bytes,2,opt,name=scale,proto3" json:"scale,omitempty"`
+	Ratio         *Range                 `protobuf:"bytes,3,opt,name=ratio,proto3" json:"ratio,omitempty"`
+	Value         []float64              `protobuf:"fixed64,4,rep,packed,name=value,proto3" json:"value,omitempty"`
+	RandomValue   bool                   `protobuf:"varint,5,opt,name=random_value,json=randomValue,proto3" json:"random_value,omitempty"`
+	NoiseMean     []float64              `protobuf:"fixed64,6,rep,packed,name=noise_mean,json=noiseMean,proto3" json:"noise_mean,omitempty"`
+	NoiseStd      []float64              `protobuf:"fixed64,7,rep,packed,name=noise_std,json=noiseStd,proto3" json:"noise_std,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomErasing) Reset() {
+	*x = RandomErasing{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomErasing) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomErasing) ProtoMessage() {}
+
+func (x *RandomErasing) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomErasing.ProtoReflect.Descriptor instead.
+func (*RandomErasing) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *RandomErasing) GetP() float64 {
+	if x != nil && x.P != nil {
+		return *x.P
+	}
+	return 0
+}
+
+func (x *RandomErasing) GetScale() *Range {
+	if x != nil {
+		return x.Scale
+	}
+	return nil
+}
+
+func (x *RandomErasing) GetRatio() *Range {
+	if x != nil {
+		return x.Ratio
+	}
+	return nil
+}
+
+func (x *RandomErasing) GetValue() []float64 {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *RandomErasing) GetRandomValue() bool {
+	if x != nil {
+		return x.RandomValue
+	}
+	return false
+}
+
+func (x *RandomErasing) GetNoiseMean() []float64 {
+	if x != nil {
+		return x.NoiseMean
+	}
+	return nil
+}
+
+func (x *RandomErasing) GetNoiseStd() []float64 {
+	if x != nil {
+		return x.NoiseStd
+	}
+	return nil
+}
+
+// RandomApply(ops, p): all of ops, or none; unset p means 0.5.
+type RandomApply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ops           []*Op                  `protobuf:"bytes,1,rep,name=ops,proto3" json:"ops,omitempty"`
+	P             *float64               `protobuf:"fixed64,2,opt,name=p,proto3,oneof" json:"p,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomApply) Reset() {
+	*x = RandomApply{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomApply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomApply) ProtoMessage() {}
+
+func (x *RandomApply) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomApply.ProtoReflect.Descriptor instead.
+func (*RandomApply) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *RandomApply) GetOps() []*Op {
+	if x != nil {
+		return x.Ops
+	}
+	return nil
+}
+
+func (x *RandomApply) GetP() float64 {
+	if x != nil && x.P != nil {
+		return *x.P
+	}
+	return 0
+}
+
+// RandomChoice(ops, p): one of ops, chosen with weights p (none: equal).
+type RandomChoice struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ops           []*Op                  `protobuf:"bytes,1,rep,name=ops,proto3" json:"ops,omitempty"`
+	P             []float64              `protobuf:"fixed64,2,rep,packed,name=p,proto3" json:"p,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomChoice) Reset() {
+	*x = RandomChoice{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomChoice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomChoice) ProtoMessage() {}
+
+func (x *RandomChoice) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomChoice.ProtoReflect.Descriptor instead.
+func (*RandomChoice) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *RandomChoice) GetOps() []*Op {
+	if x != nil {
+		return x.Ops
+	}
+	return nil
+}
+
+func (x *RandomChoice) GetP() []float64 {
+	if x != nil {
+		return x.P
+	}
+	return nil
+}
+
+// RandomOrder(ops): all of ops, in a random order.
+type RandomOrder struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ops           []*Op                  `protobuf:"bytes,1,rep,name=ops,proto3" json:"ops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomOrder) Reset() {
+	*x = RandomOrder{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomOrder) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomOrder) ProtoMessage() {}
+
+func (x *RandomOrder) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomOrder.ProtoReflect.Descriptor instead.
+func (*RandomOrder) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *RandomOrder) GetOps() []*Op {
+	if x != nil {
+		return x.Ops
+	}
+	return nil
+}
+
+// TrivialAugmentWide(num_magnitude_bins, interpolation, fill); unset bins
+// means 31.
+type TrivialAugmentWide struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	NumMagnitudeBins uint32                 `protobuf:"varint,1,opt,name=num_magnitude_bins,json=numMagnitudeBins,proto3" json:"num_magnitude_bins,omitempty"`
+	Interpolation    Interpolation          `protobuf:"varint,2,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
+	Fill             []float64              `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *TrivialAugmentWide) Reset() {
+	*x = TrivialAugmentWide{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrivialAugmentWide) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrivialAugmentWide) ProtoMessage() {}
+
+func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrivialAugmentWide.ProtoReflect.Descriptor instead.
+func (*TrivialAugmentWide) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *TrivialAugmentWide) GetNumMagnitudeBins() uint32 {
+	if x != nil {
+		return x.NumMagnitudeBins
+	}
+	return 0
+}
+
+func (x *TrivialAugmentWide) GetInterpolation() Interpolation {
+	if x != nil {
+		return x.Interpolation
+	}
+	return Interpolation_INTERPOLATION_UNSPECIFIED
+}
+
+func (x *TrivialAugmentWide) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
+}
+
+// RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation, fill);
+// unset means 2, 9 and 31.
+type RandAugment struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	NumOps           *uint32                `protobuf:"varint,1,opt,name=num_ops,json=numOps,proto3,oneof" json:"num_ops,omitempty"`
+	Magnitude        *uint32                `protobuf:"varint,2,opt,name=magnitude,proto3,oneof" json:"magnitude,omitempty"`
+	NumMagnitudeBins uint32                 `protobuf:"varint,3,opt,name=num_magnitude_bins,json=numMagnitudeBins,proto3" json:"num_magnitude_bins,omitempty"`
+	Interpolation    Interpolation          `protobuf:"varint,4,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
+	Fill             []float64              `protobuf:"fixed64,5,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *RandAugment) Reset() {
+	*x = RandAugment{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandAugment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandAugment) ProtoMessage() {}
+
+func (x *RandAugment) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandAugment.ProtoReflect.Descriptor instead.
+func (*RandAugment) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *RandAugment) GetNumOps() uint32 {
+	if x != nil && x.NumOps != nil {
+		return *x.NumOps
+	}
+	return 0
+}
+
+func (x *RandAugment) GetMagnitude() uint32 {
+	if x != nil && x.Magnitude != nil {
+		return *x.Magnitude
+	}
+	return 0
+}
+
+func (x *RandAugment) GetNumMagnitudeBins() uint32 {
+	if x != nil {
+		return x.NumMagnitudeBins
+	}
+	return 0
+}
+
+func (x *RandAugment) GetInterpolation() Interpolation {
+	if x != nil {
+		return x.Interpolation
+	}
+	return Interpolation_INTERPOLATION_UNSPECIFIED
+}
+
+func (x *RandAugment) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
+}
+
+// AutoAugment(policy, interpolation, fill): policy "imagenet" (the
+// default), "cifar10" or "svhn".
+type AutoAugment struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Policy        string                 `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
+	Interpolation Interpolation          `protobuf:"varint,2,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
+	Fill          []float64              `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AutoAugment) Reset() {
+	*x = AutoAugment{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AutoAugment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AutoAugment) ProtoMessage() {}
+
+func (x *AutoAugment) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AutoAugment.ProtoReflect.Descriptor instead.
+func (*AutoAugment) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *AutoAugment) GetPolicy() string {
+	if x != nil {
+		return x.Policy
+	}
+	return ""
+}
+
+func (x *AutoAugment) GetInterpolation() Interpolation {
+	if x != nil {
+		return x.Interpolation
+	}
+	return Interpolation_INTERPOLATION_UNSPECIFIED
+}
+
+func (x *AutoAugment) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
+}
+
+// AugMix(severity, mixture_width, chain_depth, alpha, all_ops,
+// interpolation, fill); unset means 3, 3, -1 (random 1..3), 1.0, True.
+type AugMix struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Severity      uint32                 `protobuf:"varint,1,opt,name=severity,proto3" json:"severity,omitempty"`
+	MixtureWidth  uint32                 `protobuf:"varint,2,opt,name=mixture_width,json=mixtureWidth,proto3" json:"mixture_width,omitempty"`
+	ChainDepth    *int32                 `protobuf:"varint,3,opt,name=chain_depth,json=chainDepth,proto3,oneof" json:"chain_depth,omitempty"`
+	Alpha         float64                `protobuf:"fixed64,4,opt,name=alpha,proto3" json:"alpha,omitempty"`
+	AllOps        *bool                  `protobuf:"varint,5,opt,name=all_ops,json=allOps,proto3,oneof" json:"all_ops,omitempty"`
+	Interpolation Interpolation          `protobuf:"varint,6,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
+	Fill          []float64              `protobuf:"fixed64,7,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AugMix) Reset() {
+	*x = AugMix{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AugMix) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AugMix) ProtoMessage() {}
+
+func (x *AugMix) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AugMix.ProtoReflect.Descriptor instead.
+func (*AugMix) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *AugMix) GetSeverity() uint32 {
+	if x != nil {
+		return x.Severity
+	}
+	return 0
+}
+
+func (x *AugMix) GetMixtureWidth() uint32 {
+	if x != nil {
+		return x.MixtureWidth
+	}
+	return 0
+}
+
+func (x *AugMix) GetChainDepth() int32 {
+	if x != nil && x.ChainDepth != nil {
+		return *x.ChainDepth
+	}
+	return 0
+}
+
+func (x *AugMix) GetAlpha() float64 {
+	if x != nil {
+		return x.Alpha
+	}
+	return 0
+}
+
+func (x *AugMix) GetAllOps() bool {
+	if x != nil && x.AllOps != nil {
+		return *x.AllOps
+	}
+	return false
+}
+
+func (x *AugMix) GetInterpolation() Interpolation {
+	if x != nil {
+		return x.Interpolation
+	}
+	return Interpolation_INTERPOLATION_UNSPECIFIED
+}
+
+func (x *AugMix) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
+}
+
+// TimmRandAugment: timm's RandAugment, a policy of its own (PIL's ops in
+// timm, torchvision's functional kernels here): config as timm's
+// rand_augment_transform ("rand-m9-mstd0.5-inc1"; m, n, mstd, mmax, inc);
+// fill none means (124, 116, 104) (ImageNet's mean colour, as timm's
+// create_transform passes it); interpolation bilinear or bicubic, or unset
+// for a random choice per op.
+type TimmRandAugment struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Config        string                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	Interpolation Interpolation          `protobuf:"varint,2,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
+	Fill          []float64              `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimmRandAugment) Reset() {
+	*x = TimmRandAugment{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimmRandAugment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimmRandAugment) ProtoMessage() {}
+
+func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimmRandAugment.ProtoReflect.Descriptor instead.
+func (*TimmRandAugment) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *TimmRandAugment) GetConfig() string {
+	if x != nil {
+		return x.Config
+	}
+	return ""
+}
+
+func (x *TimmRandAugment) GetInterpolation() Interpolation {
+	if x != nil {
+		return x.Interpolation
+	}
+	return Interpolation_INTERPOLATION_UNSPECIFIED
+}
+
+func (x *TimmRandAugment) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
 	}
 	return nil
 }
@@ -1506,7 +3389,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1518,7 +3401,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1531,7 +3414,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -1586,7 +3469,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1598,7 +3481,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1611,7 +3494,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -1724,7 +3607,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1736,7 +3619,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1749,7 +3632,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -1831,14 +3714,19 @@ type BatchHeader struct {
 	DataBytes uint64 `protobuf:"varint,8,opt,name=data_bytes,json=dataBytes,proto3" json:"data_bytes,omitempty"`
 	// Shared-memory delivery: the ring slot holding the pixels, from its
 	// first byte; no chunks follow.
-	Slot          *uint32 `protobuf:"varint,9,opt,name=slot,proto3,oneof" json:"slot,omitempty"`
+	Slot *uint32 `protobuf:"varint,9,opt,name=slot,proto3,oneof" json:"slot,omitempty"`
+	// JobSpec.trace: per sample, in batch order, what its ops drew: a JSON
+	// list of [op, {argument: value}] pairs in
+	// torchvision.transforms.v2.functional's names and arguments, geometry
+	// first (docs/transforms.md).
+	Traces        []string `protobuf:"bytes,20,rep,name=traces,proto3" json:"traces,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1850,7 +3738,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1863,7 +3751,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -1929,6 +3817,13 @@ func (x *BatchHeader) GetSlot() uint32 {
 	return 0
 }
 
+func (x *BatchHeader) GetTraces() []string {
+	if x != nil {
+		return x.Traces
+	}
+	return nil
+}
+
 // SampleError is a sample that could not be decoded or transformed.
 type SampleError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1942,7 +3837,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1954,7 +3849,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1967,7 +3862,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -2005,7 +3900,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2017,7 +3912,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2030,7 +3925,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -2067,7 +3962,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2079,7 +3974,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2092,7 +3987,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -2132,7 +4027,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2144,7 +4039,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2157,7 +4052,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -2170,7 +4065,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2182,7 +4077,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2195,7 +4090,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -2220,7 +4115,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2232,7 +4127,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2245,7 +4140,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -2300,7 +4195,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2312,7 +4207,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2325,7 +4220,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -2431,7 +4326,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2443,7 +4338,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2456,7 +4351,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -2475,7 +4370,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2487,7 +4382,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2500,7 +4395,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -2520,7 +4415,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2532,7 +4427,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2545,7 +4440,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -2585,7 +4480,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2597,7 +4492,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2610,7 +4505,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -2672,7 +4567,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2684,7 +4579,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2697,7 +4592,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -2723,7 +4618,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +4630,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +4643,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -2844,7 +4739,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2856,7 +4751,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2869,7 +4764,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -2941,7 +4836,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2953,7 +4848,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2966,7 +4861,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -3040,7 +4935,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3052,7 +4947,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3065,7 +4960,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -3111,7 +5006,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3123,7 +5018,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3136,7 +5031,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -3189,7 +5084,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3201,7 +5096,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3214,7 +5109,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -3247,7 +5142,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3259,7 +5154,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3272,7 +5167,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -3291,7 +5186,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3303,7 +5198,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3316,7 +5211,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -3415,7 +5310,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3427,7 +5322,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3440,7 +5335,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *JobStatus) GetId() string {
@@ -3648,7 +5543,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3660,7 +5555,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3673,7 +5568,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -3771,7 +5666,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3783,7 +5678,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3796,7 +5691,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -3885,7 +5780,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xdf\x03\n" +
+	"\x03msg\"\xbe\x04\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -3903,7 +5798,12 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\vfail_policy\x18\v \x01(\x0e2\x15.stoker.v1.FailPolicyR\n" +
 	"failPolicy\x129\n" +
 	"\fshuffle_mode\x18\f \x01(\x0e2\x16.stoker.v1.ShuffleModeR\vshuffleMode\x12%\n" +
-	"\x0eshuffle_window\x18\r \x01(\rR\rshuffleWindow\"\xc5\x02\n" +
+	"\x0eshuffle_window\x18\r \x01(\rR\rshuffleWindow\x12\x14\n" +
+	"\x05trace\x18\x14 \x01(\bR\x05trace\x12G\n" +
+	"\x11max_sample_errors\x18\x15 \x01(\v2\x1b.stoker.v1.SampleErrorLimitR\x0fmaxSampleErrors\"D\n" +
+	"\x10SampleErrorLimit\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x1a\n" +
+	"\bfraction\x18\x02 \x01(\x01R\bfraction\"\xc5\x02\n" +
 	"\aOpenJob\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.stoker.v1.JobSpecR\x03job\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x16\n" +
@@ -3938,7 +5838,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04info\x18\x01 \x01(\v2\x12.stoker.v1.JobInfoR\x04info\"H\n" +
 	"\rTransformSpec\x12\x16\n" +
 	"\x06preset\x18\x01 \x01(\tR\x06preset\x12\x1f\n" +
-	"\x03ops\x18\x02 \x03(\v2\r.stoker.v1.OpR\x03ops\"\x8d\x03\n" +
+	"\x03ops\x18\x02 \x03(\v2\r.stoker.v1.OpR\x03ops\"\xaa\x0e\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +
@@ -3946,25 +5846,61 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"centerCrop\x12W\n" +
 	"\x16random_horizontal_flip\x18\x04 \x01(\v2\x1f.stoker.v1.RandomHorizontalFlipH\x00R\x14randomHorizontalFlip\x12;\n" +
 	"\fcolor_jitter\x18\x05 \x01(\v2\x16.stoker.v1.ColorJitterH\x00R\vcolorJitter\x124\n" +
-	"\tnormalize\x18\x06 \x01(\v2\x14.stoker.v1.NormalizeH\x00R\tnormalizeB\x04\n" +
-	"\x02op\"\xb5\x01\n" +
+	"\tnormalize\x18\x06 \x01(\v2\x14.stoker.v1.NormalizeH\x00R\tnormalize\x12Q\n" +
+	"\x14random_vertical_flip\x18\a \x01(\v2\x1d.stoker.v1.RandomVerticalFlipH\x00R\x12randomVerticalFlip\x124\n" +
+	"\tgrayscale\x18\b \x01(\v2\x14.stoker.v1.GrayscaleH\x00R\tgrayscale\x12G\n" +
+	"\x10random_grayscale\x18\t \x01(\v2\x1a.stoker.v1.RandomGrayscaleH\x00R\x0frandomGrayscale\x12>\n" +
+	"\rgaussian_blur\x18\n" +
+	" \x01(\v2\x17.stoker.v1.GaussianBlurH\x00R\fgaussianBlur\x12D\n" +
+	"\x0frandom_solarize\x18\v \x01(\v2\x19.stoker.v1.RandomSolarizeH\x00R\x0erandomSolarize\x12G\n" +
+	"\x10random_posterize\x18\f \x01(\v2\x1a.stoker.v1.RandomPosterizeH\x00R\x0frandomPosterize\x12>\n" +
+	"\rrandom_invert\x18\r \x01(\v2\x17.stoker.v1.RandomInvertH\x00R\frandomInvert\x12D\n" +
+	"\x0frandom_equalize\x18\x0e \x01(\v2\x19.stoker.v1.RandomEqualizeH\x00R\x0erandomEqualize\x12P\n" +
+	"\x13random_autocontrast\x18\x0f \x01(\v2\x1d.stoker.v1.RandomAutocontrastH\x00R\x12randomAutocontrast\x12Z\n" +
+	"\x17random_adjust_sharpness\x18\x10 \x01(\v2 .stoker.v1.RandomAdjustSharpnessH\x00R\x15randomAdjustSharpness\x12D\n" +
+	"\x0frandom_rotation\x18\x11 \x01(\v2\x19.stoker.v1.RandomRotationH\x00R\x0erandomRotation\x12>\n" +
+	"\rrandom_affine\x18\x12 \x01(\v2\x17.stoker.v1.RandomAffineH\x00R\frandomAffine\x12A\n" +
+	"\x0erandom_erasing\x18\x13 \x01(\v2\x18.stoker.v1.RandomErasingH\x00R\rrandomErasing\x12;\n" +
+	"\frandom_apply\x18\x14 \x01(\v2\x16.stoker.v1.RandomApplyH\x00R\vrandomApply\x12>\n" +
+	"\rrandom_choice\x18\x15 \x01(\v2\x17.stoker.v1.RandomChoiceH\x00R\frandomChoice\x12;\n" +
+	"\frandom_order\x18\x16 \x01(\v2\x16.stoker.v1.RandomOrderH\x00R\vrandomOrder\x12Q\n" +
+	"\x14trivial_augment_wide\x18\x17 \x01(\v2\x1d.stoker.v1.TrivialAugmentWideH\x00R\x12trivialAugmentWide\x12;\n" +
+	"\frand_augment\x18\x18 \x01(\v2\x16.stoker.v1.RandAugmentH\x00R\vrandAugment\x12;\n" +
+	"\fauto_augment\x18\x19 \x01(\v2\x16.stoker.v1.AutoAugmentH\x00R\vautoAugment\x12,\n" +
+	"\aaug_mix\x18\x1a \x01(\v2\x11.stoker.v1.AugMixH\x00R\x06augMix\x12H\n" +
+	"\x11timm_rand_augment\x18\x1b \x01(\v2\x1a.stoker.v1.TimmRandAugmentH\x00R\x0ftimmRandAugmentB\x04\n" +
+	"\x02op\"+\n" +
+	"\x05Range\x12\x10\n" +
+	"\x03min\x18\x01 \x01(\x01R\x03min\x12\x10\n" +
+	"\x03max\x18\x02 \x01(\x01R\x03max\"\xa6\x02\n" +
 	"\x11RandomResizedCrop\x12\x16\n" +
 	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
 	"\x05width\x18\x02 \x01(\rR\x05width\x12\x1b\n" +
 	"\tscale_min\x18\x03 \x01(\x01R\bscaleMin\x12\x1b\n" +
 	"\tscale_max\x18\x04 \x01(\x01R\bscaleMax\x12\x1b\n" +
 	"\tratio_min\x18\x05 \x01(\x01R\bratioMin\x12\x1b\n" +
-	"\tratio_max\x18\x06 \x01(\x01R\bratioMax\"6\n" +
+	"\tratio_max\x18\x06 \x01(\x01R\bratioMax\x12>\n" +
+	"\rinterpolation\x18\a \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12!\n" +
+	"\tantialias\x18\b \x01(\bH\x00R\tantialias\x88\x01\x01B\f\n" +
+	"\n" +
+	"_antialias\"\xa7\x01\n" +
 	"\x06Resize\x12\x16\n" +
 	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
-	"\x05width\x18\x02 \x01(\rR\x05width\":\n" +
+	"\x05width\x18\x02 \x01(\rR\x05width\x12>\n" +
+	"\rinterpolation\x18\x03 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12!\n" +
+	"\tantialias\x18\x04 \x01(\bH\x00R\tantialias\x88\x01\x01B\f\n" +
+	"\n" +
+	"_antialias\":\n" +
 	"\n" +
 	"CenterCrop\x12\x16\n" +
 	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
 	"\x05width\x18\x02 \x01(\rR\x05width\"/\n" +
 	"\x14RandomHorizontalFlip\x12\x11\n" +
 	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\"i\n" +
+	"\x02_p\"-\n" +
+	"\x12RandomVerticalFlip\x12\x11\n" +
+	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
+	"\x02_p\"\xdd\x02\n" +
 	"\vColorJitter\x12\x1e\n" +
 	"\n" +
 	"brightness\x18\x01 \x01(\x01R\n" +
@@ -3972,10 +5908,112 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\bcontrast\x18\x02 \x01(\x01R\bcontrast\x12\x1e\n" +
 	"\n" +
 	"saturation\x18\x03 \x01(\x01R\n" +
-	"saturation\"1\n" +
+	"saturation\x12\x10\n" +
+	"\x03hue\x18\x04 \x01(\x01R\x03hue\x12;\n" +
+	"\x10brightness_range\x18\x05 \x01(\v2\x10.stoker.v1.RangeR\x0fbrightnessRange\x127\n" +
+	"\x0econtrast_range\x18\x06 \x01(\v2\x10.stoker.v1.RangeR\rcontrastRange\x12;\n" +
+	"\x10saturation_range\x18\a \x01(\v2\x10.stoker.v1.RangeR\x0fsaturationRange\x12-\n" +
+	"\thue_range\x18\b \x01(\v2\x10.stoker.v1.RangeR\bhueRange\"1\n" +
 	"\tNormalize\x12\x12\n" +
 	"\x04mean\x18\x01 \x03(\x01R\x04mean\x12\x10\n" +
-	"\x03std\x18\x02 \x03(\x01R\x03std\"\xa9\x01\n" +
+	"\x03std\x18\x02 \x03(\x01R\x03std\";\n" +
+	"\tGrayscale\x12.\n" +
+	"\x13num_output_channels\x18\x01 \x01(\rR\x11numOutputChannels\"*\n" +
+	"\x0fRandomGrayscale\x12\x11\n" +
+	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
+	"\x02_p\"~\n" +
+	"\fGaussianBlur\x12\x19\n" +
+	"\bkernel_x\x18\x01 \x01(\rR\akernelX\x12\x19\n" +
+	"\bkernel_y\x18\x02 \x01(\rR\akernelY\x12\x1b\n" +
+	"\tsigma_min\x18\x03 \x01(\x01R\bsigmaMin\x12\x1b\n" +
+	"\tsigma_max\x18\x04 \x01(\x01R\bsigmaMax\"G\n" +
+	"\x0eRandomSolarize\x12\x1c\n" +
+	"\tthreshold\x18\x01 \x01(\x01R\tthreshold\x12\x11\n" +
+	"\x01p\x18\x02 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
+	"\x02_p\">\n" +
+	"\x0fRandomPosterize\x12\x12\n" +
+	"\x04bits\x18\x01 \x01(\rR\x04bits\x12\x11\n" +
+	"\x01p\x18\x02 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
+	"\x02_p\"'\n" +
+	"\fRandomInvert\x12\x11\n" +
+	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
+	"\x02_p\")\n" +
+	"\x0eRandomEqualize\x12\x11\n" +
+	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
+	"\x02_p\"-\n" +
+	"\x12RandomAutocontrast\x12\x11\n" +
+	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
+	"\x02_p\"[\n" +
+	"\x15RandomAdjustSharpness\x12)\n" +
+	"\x10sharpness_factor\x18\x01 \x01(\x01R\x0fsharpnessFactor\x12\x11\n" +
+	"\x01p\x18\x02 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
+	"\x02_p\"\xa8\x01\n" +
+	"\x0eRandomRotation\x12*\n" +
+	"\adegrees\x18\x01 \x01(\v2\x10.stoker.v1.RangeR\adegrees\x12>\n" +
+	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
+	"\x04fill\x18\x03 \x03(\x01R\x04fill\x12\x16\n" +
+	"\x06center\x18\x04 \x03(\x01R\x06center\"\x82\x02\n" +
+	"\fRandomAffine\x12*\n" +
+	"\adegrees\x18\x01 \x01(\v2\x10.stoker.v1.RangeR\adegrees\x12\x1c\n" +
+	"\ttranslate\x18\x02 \x03(\x01R\ttranslate\x12&\n" +
+	"\x05scale\x18\x03 \x01(\v2\x10.stoker.v1.RangeR\x05scale\x12\x14\n" +
+	"\x05shear\x18\x04 \x03(\x01R\x05shear\x12>\n" +
+	"\rinterpolation\x18\x05 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
+	"\x04fill\x18\x06 \x03(\x01R\x04fill\x12\x16\n" +
+	"\x06center\x18\a \x03(\x01R\x06center\"\xed\x01\n" +
+	"\rRandomErasing\x12\x11\n" +
+	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01\x12&\n" +
+	"\x05scale\x18\x02 \x01(\v2\x10.stoker.v1.RangeR\x05scale\x12&\n" +
+	"\x05ratio\x18\x03 \x01(\v2\x10.stoker.v1.RangeR\x05ratio\x12\x14\n" +
+	"\x05value\x18\x04 \x03(\x01R\x05value\x12!\n" +
+	"\frandom_value\x18\x05 \x01(\bR\vrandomValue\x12\x1d\n" +
+	"\n" +
+	"noise_mean\x18\x06 \x03(\x01R\tnoiseMean\x12\x1b\n" +
+	"\tnoise_std\x18\a \x03(\x01R\bnoiseStdB\x04\n" +
+	"\x02_p\"G\n" +
+	"\vRandomApply\x12\x1f\n" +
+	"\x03ops\x18\x01 \x03(\v2\r.stoker.v1.OpR\x03ops\x12\x11\n" +
+	"\x01p\x18\x02 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
+	"\x02_p\"=\n" +
+	"\fRandomChoice\x12\x1f\n" +
+	"\x03ops\x18\x01 \x03(\v2\r.stoker.v1.OpR\x03ops\x12\f\n" +
+	"\x01p\x18\x02 \x03(\x01R\x01p\".\n" +
+	"\vRandomOrder\x12\x1f\n" +
+	"\x03ops\x18\x01 \x03(\v2\r.stoker.v1.OpR\x03ops\"\x96\x01\n" +
+	"\x12TrivialAugmentWide\x12,\n" +
+	"\x12num_magnitude_bins\x18\x01 \x01(\rR\x10numMagnitudeBins\x12>\n" +
+	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
+	"\x04fill\x18\x03 \x03(\x01R\x04fill\"\xea\x01\n" +
+	"\vRandAugment\x12\x1c\n" +
+	"\anum_ops\x18\x01 \x01(\rH\x00R\x06numOps\x88\x01\x01\x12!\n" +
+	"\tmagnitude\x18\x02 \x01(\rH\x01R\tmagnitude\x88\x01\x01\x12,\n" +
+	"\x12num_magnitude_bins\x18\x03 \x01(\rR\x10numMagnitudeBins\x12>\n" +
+	"\rinterpolation\x18\x04 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
+	"\x04fill\x18\x05 \x03(\x01R\x04fillB\n" +
+	"\n" +
+	"\b_num_opsB\f\n" +
+	"\n" +
+	"_magnitude\"y\n" +
+	"\vAutoAugment\x12\x16\n" +
+	"\x06policy\x18\x01 \x01(\tR\x06policy\x12>\n" +
+	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
+	"\x04fill\x18\x03 \x03(\x01R\x04fill\"\x93\x02\n" +
+	"\x06AugMix\x12\x1a\n" +
+	"\bseverity\x18\x01 \x01(\rR\bseverity\x12#\n" +
+	"\rmixture_width\x18\x02 \x01(\rR\fmixtureWidth\x12$\n" +
+	"\vchain_depth\x18\x03 \x01(\x05H\x00R\n" +
+	"chainDepth\x88\x01\x01\x12\x14\n" +
+	"\x05alpha\x18\x04 \x01(\x01R\x05alpha\x12\x1c\n" +
+	"\aall_ops\x18\x05 \x01(\bH\x01R\x06allOps\x88\x01\x01\x12>\n" +
+	"\rinterpolation\x18\x06 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
+	"\x04fill\x18\a \x03(\x01R\x04fillB\x0e\n" +
+	"\f_chain_depthB\n" +
+	"\n" +
+	"\b_all_ops\"}\n" +
+	"\x0fTimmRandAugment\x12\x16\n" +
+	"\x06config\x18\x01 \x01(\tR\x06config\x12>\n" +
+	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
+	"\x04fill\x18\x03 \x03(\x01R\x04fill\"\xa9\x01\n" +
 	"\x06Credit\x12\x18\n" +
 	"\acredits\x18\x01 \x01(\rR\acredits\x12!\n" +
 	"\fwait_seconds\x18\x02 \x01(\x01R\vwaitSeconds\x12\x18\n" +
@@ -3998,7 +6036,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\aclasses\x18\x06 \x03(\tR\aclasses\x12!\n" +
 	"\fsample_shape\x18\a \x03(\rR\vsampleShape\x12&\n" +
 	"\x05dtype\x18\b \x01(\x0e2\x10.stoker.v1.DtypeR\x05dtype\x12&\n" +
-	"\x0fmax_chunk_bytes\x18\t \x01(\rR\rmaxChunkBytes\"\x9c\x02\n" +
+	"\x0fmax_chunk_bytes\x18\t \x01(\rR\rmaxChunkBytes\"\xb4\x02\n" +
 	"\vBatchHeader\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x04R\x06number\x12\x14\n" +
@@ -4009,7 +6047,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06errors\x18\a \x03(\v2\x16.stoker.v1.SampleErrorR\x06errors\x12\x1d\n" +
 	"\n" +
 	"data_bytes\x18\b \x01(\x04R\tdataBytes\x12\x17\n" +
-	"\x04slot\x18\t \x01(\rH\x00R\x04slot\x88\x01\x01B\a\n" +
+	"\x04slot\x18\t \x01(\rH\x00R\x04slot\x88\x01\x01\x12\x16\n" +
+	"\x06traces\x18\x14 \x03(\tR\x06tracesB\a\n" +
 	"\x05_slot\"O\n" +
 	"\vSampleError\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x03R\x05index\x12\x12\n" +
@@ -4172,7 +6211,12 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"FailPolicy\x12\x1b\n" +
 	"\x17FAIL_POLICY_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fFAIL_POLICY_PAD\x10\x01\x12\x14\n" +
-	"\x10FAIL_POLICY_DROP\x10\x02*B\n" +
+	"\x10FAIL_POLICY_DROP\x10\x02*\x80\x01\n" +
+	"\rInterpolation\x12\x1d\n" +
+	"\x19INTERPOLATION_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15INTERPOLATION_NEAREST\x10\x01\x12\x1a\n" +
+	"\x16INTERPOLATION_BILINEAR\x10\x02\x12\x19\n" +
+	"\x15INTERPOLATION_BICUBIC\x10\x03*B\n" +
 	"\x05Dtype\x12\x15\n" +
 	"\x11DTYPE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vDTYPE_UINT8\x10\x01\x12\x11\n" +
@@ -4197,116 +6241,183 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 	return file_stoker_v1_stoker_proto_rawDescData
 }
 
-var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
 var file_stoker_v1_stoker_proto_goTypes = []any{
-	(ShuffleMode)(0),             // 0: stoker.v1.ShuffleMode
-	(Layout)(0),                  // 1: stoker.v1.Layout
-	(FailPolicy)(0),              // 2: stoker.v1.FailPolicy
-	(Dtype)(0),                   // 3: stoker.v1.Dtype
-	(*FeedRequest)(nil),          // 4: stoker.v1.FeedRequest
-	(*JobSpec)(nil),              // 5: stoker.v1.JobSpec
-	(*OpenJob)(nil),              // 6: stoker.v1.OpenJob
-	(*ShmRequest)(nil),           // 7: stoker.v1.ShmRequest
-	(*ShmOffer)(nil),             // 8: stoker.v1.ShmOffer
-	(*ShmAccept)(nil),            // 9: stoker.v1.ShmAccept
-	(*DescribeJobRequest)(nil),   // 10: stoker.v1.DescribeJobRequest
-	(*DescribeJobResponse)(nil),  // 11: stoker.v1.DescribeJobResponse
-	(*TransformSpec)(nil),        // 12: stoker.v1.TransformSpec
-	(*Op)(nil),                   // 13: stoker.v1.Op
-	(*RandomResizedCrop)(nil),    // 14: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),               // 15: stoker.v1.Resize
-	(*CenterCrop)(nil),           // 16: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil), // 17: stoker.v1.RandomHorizontalFlip
-	(*ColorJitter)(nil),          // 18: stoker.v1.ColorJitter
-	(*Normalize)(nil),            // 19: stoker.v1.Normalize
-	(*Credit)(nil),               // 20: stoker.v1.Credit
-	(*FeedResponse)(nil),         // 21: stoker.v1.FeedResponse
-	(*JobInfo)(nil),              // 22: stoker.v1.JobInfo
-	(*BatchHeader)(nil),          // 23: stoker.v1.BatchHeader
-	(*SampleError)(nil),          // 24: stoker.v1.SampleError
-	(*Chunk)(nil),                // 25: stoker.v1.Chunk
-	(*EpochEnd)(nil),             // 26: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),  // 27: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil), // 28: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),          // 29: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),          // 30: stoker.v1.WorkRequest
-	(*JobEnd)(nil),               // 31: stoker.v1.JobEnd
-	(*WorkPing)(nil),             // 32: stoker.v1.WorkPing
-	(*WorkJob)(nil),              // 33: stoker.v1.WorkJob
-	(*Lease)(nil),                // 34: stoker.v1.Lease
-	(*CancelLease)(nil),          // 35: stoker.v1.CancelLease
-	(*WorkResponse)(nil),         // 36: stoker.v1.WorkResponse
-	(*WorkerInfo)(nil),           // 37: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),      // 38: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),            // 39: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),            // 40: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),          // 41: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),        // 42: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),       // 43: stoker.v1.StatusResponse
-	(*JobStatus)(nil),            // 44: stoker.v1.JobStatus
-	(*MakingShares)(nil),         // 45: stoker.v1.MakingShares
-	(*MakerStatus)(nil),          // 46: stoker.v1.MakerStatus
+	(ShuffleMode)(0),              // 0: stoker.v1.ShuffleMode
+	(Layout)(0),                   // 1: stoker.v1.Layout
+	(FailPolicy)(0),               // 2: stoker.v1.FailPolicy
+	(Interpolation)(0),            // 3: stoker.v1.Interpolation
+	(Dtype)(0),                    // 4: stoker.v1.Dtype
+	(*FeedRequest)(nil),           // 5: stoker.v1.FeedRequest
+	(*JobSpec)(nil),               // 6: stoker.v1.JobSpec
+	(*SampleErrorLimit)(nil),      // 7: stoker.v1.SampleErrorLimit
+	(*OpenJob)(nil),               // 8: stoker.v1.OpenJob
+	(*ShmRequest)(nil),            // 9: stoker.v1.ShmRequest
+	(*ShmOffer)(nil),              // 10: stoker.v1.ShmOffer
+	(*ShmAccept)(nil),             // 11: stoker.v1.ShmAccept
+	(*DescribeJobRequest)(nil),    // 12: stoker.v1.DescribeJobRequest
+	(*DescribeJobResponse)(nil),   // 13: stoker.v1.DescribeJobResponse
+	(*TransformSpec)(nil),         // 14: stoker.v1.TransformSpec
+	(*Op)(nil),                    // 15: stoker.v1.Op
+	(*Range)(nil),                 // 16: stoker.v1.Range
+	(*RandomResizedCrop)(nil),     // 17: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),                // 18: stoker.v1.Resize
+	(*CenterCrop)(nil),            // 19: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil),  // 20: stoker.v1.RandomHorizontalFlip
+	(*RandomVerticalFlip)(nil),    // 21: stoker.v1.RandomVerticalFlip
+	(*ColorJitter)(nil),           // 22: stoker.v1.ColorJitter
+	(*Normalize)(nil),             // 23: stoker.v1.Normalize
+	(*Grayscale)(nil),             // 24: stoker.v1.Grayscale
+	(*RandomGrayscale)(nil),       // 25: stoker.v1.RandomGrayscale
+	(*GaussianBlur)(nil),          // 26: stoker.v1.GaussianBlur
+	(*RandomSolarize)(nil),        // 27: stoker.v1.RandomSolarize
+	(*RandomPosterize)(nil),       // 28: stoker.v1.RandomPosterize
+	(*RandomInvert)(nil),          // 29: stoker.v1.RandomInvert
+	(*RandomEqualize)(nil),        // 30: stoker.v1.RandomEqualize
+	(*RandomAutocontrast)(nil),    // 31: stoker.v1.RandomAutocontrast
+	(*RandomAdjustSharpness)(nil), // 32: stoker.v1.RandomAdjustSharpness
+	(*RandomRotation)(nil),        // 33: stoker.v1.RandomRotation
+	(*RandomAffine)(nil),          // 34: stoker.v1.RandomAffine
+	(*RandomErasing)(nil),         // 35: stoker.v1.RandomErasing
+	(*RandomApply)(nil),           // 36: stoker.v1.RandomApply
+	(*RandomChoice)(nil),          // 37: stoker.v1.RandomChoice
+	(*RandomOrder)(nil),           // 38: stoker.v1.RandomOrder
+	(*TrivialAugmentWide)(nil),    // 39: stoker.v1.TrivialAugmentWide
+	(*RandAugment)(nil),           // 40: stoker.v1.RandAugment
+	(*AutoAugment)(nil),           // 41: stoker.v1.AutoAugment
+	(*AugMix)(nil),                // 42: stoker.v1.AugMix
+	(*TimmRandAugment)(nil),       // 43: stoker.v1.TimmRandAugment
+	(*Credit)(nil),                // 44: stoker.v1.Credit
+	(*FeedResponse)(nil),          // 45: stoker.v1.FeedResponse
+	(*JobInfo)(nil),               // 46: stoker.v1.JobInfo
+	(*BatchHeader)(nil),           // 47: stoker.v1.BatchHeader
+	(*SampleError)(nil),           // 48: stoker.v1.SampleError
+	(*Chunk)(nil),                 // 49: stoker.v1.Chunk
+	(*EpochEnd)(nil),              // 50: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),   // 51: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),  // 52: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),           // 53: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),           // 54: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                // 55: stoker.v1.JobEnd
+	(*WorkPing)(nil),              // 56: stoker.v1.WorkPing
+	(*WorkJob)(nil),               // 57: stoker.v1.WorkJob
+	(*Lease)(nil),                 // 58: stoker.v1.Lease
+	(*CancelLease)(nil),           // 59: stoker.v1.CancelLease
+	(*WorkResponse)(nil),          // 60: stoker.v1.WorkResponse
+	(*WorkerInfo)(nil),            // 61: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),       // 62: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),             // 63: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),             // 64: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),           // 65: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),         // 66: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),        // 67: stoker.v1.StatusResponse
+	(*JobStatus)(nil),             // 68: stoker.v1.JobStatus
+	(*MakingShares)(nil),          // 69: stoker.v1.MakingShares
+	(*MakerStatus)(nil),           // 70: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
-	6,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	20, // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
-	9,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
-	12, // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
+	8,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
+	44, // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	11, // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
+	14, // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
 	1,  // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
 	2,  // 5: stoker.v1.JobSpec.fail_policy:type_name -> stoker.v1.FailPolicy
 	0,  // 6: stoker.v1.JobSpec.shuffle_mode:type_name -> stoker.v1.ShuffleMode
-	5,  // 7: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
-	7,  // 8: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
-	5,  // 9: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	22, // 10: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
-	13, // 11: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
-	14, // 12: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	15, // 13: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	16, // 14: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	17, // 15: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	18, // 16: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	19, // 17: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	22, // 18: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	23, // 19: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	25, // 20: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	26, // 21: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	8,  // 22: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	3,  // 23: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	3,  // 24: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	24, // 25: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	29, // 26: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	33, // 27: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	34, // 28: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	35, // 29: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	31, // 30: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	32, // 31: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	5,  // 32: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	37, // 33: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	39, // 34: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	25, // 35: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	41, // 36: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	38, // 37: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	23, // 38: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	40, // 39: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	44, // 40: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	46, // 41: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	45, // 42: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	4,  // 43: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	27, // 44: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	10, // 45: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	42, // 46: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	30, // 47: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	21, // 48: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	28, // 49: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	11, // 50: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	43, // 51: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	36, // 52: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	48, // [48:53] is the sub-list for method output_type
-	43, // [43:48] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	7,  // 7: stoker.v1.JobSpec.max_sample_errors:type_name -> stoker.v1.SampleErrorLimit
+	6,  // 8: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
+	9,  // 9: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
+	6,  // 10: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
+	46, // 11: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	15, // 12: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
+	17, // 13: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	18, // 14: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	19, // 15: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	20, // 16: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	22, // 17: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	23, // 18: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	21, // 19: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
+	24, // 20: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
+	25, // 21: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
+	26, // 22: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
+	27, // 23: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
+	28, // 24: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
+	29, // 25: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
+	30, // 26: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
+	31, // 27: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
+	32, // 28: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
+	33, // 29: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
+	34, // 30: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
+	35, // 31: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
+	36, // 32: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
+	37, // 33: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
+	38, // 34: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
+	39, // 35: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
+	40, // 36: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
+	41, // 37: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
+	42, // 38: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
+	43, // 39: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
+	3,  // 40: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	3,  // 41: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	16, // 42: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	16, // 43: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	16, // 44: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	16, // 45: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	16, // 46: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	3,  // 47: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	16, // 48: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	16, // 49: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	3,  // 50: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	16, // 51: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	16, // 52: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	15, // 53: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	15, // 54: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	15, // 55: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	3,  // 56: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	3,  // 57: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	3,  // 58: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	3,  // 59: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	3,  // 60: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	46, // 61: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	47, // 62: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	49, // 63: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	50, // 64: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	10, // 65: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	4,  // 66: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	4,  // 67: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	48, // 68: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	53, // 69: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	57, // 70: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	58, // 71: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	59, // 72: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	55, // 73: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	56, // 74: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	6,  // 75: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	61, // 76: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	63, // 77: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	49, // 78: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	65, // 79: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	62, // 80: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	47, // 81: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	64, // 82: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	68, // 83: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	70, // 84: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	69, // 85: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	5,  // 86: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	51, // 87: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	12, // 88: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	66, // 89: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	54, // 90: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	45, // 91: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	52, // 92: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	13, // 93: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	67, // 94: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	60, // 95: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	91, // [91:96] is the sub-list for method output_type
+	86, // [86:91] is the sub-list for method input_type
+	86, // [86:86] is the sub-list for extension type_name
+	86, // [86:86] is the sub-list for extension extendee
+	0,  // [0:86] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -4319,31 +6430,66 @@ func file_stoker_v1_stoker_proto_init() {
 		(*FeedRequest_Credit)(nil),
 		(*FeedRequest_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[9].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[10].OneofWrappers = []any{
 		(*Op_RandomResizedCrop)(nil),
 		(*Op_Resize)(nil),
 		(*Op_CenterCrop)(nil),
 		(*Op_RandomHorizontalFlip)(nil),
 		(*Op_ColorJitter)(nil),
 		(*Op_Normalize)(nil),
+		(*Op_RandomVerticalFlip)(nil),
+		(*Op_Grayscale)(nil),
+		(*Op_RandomGrayscale)(nil),
+		(*Op_GaussianBlur)(nil),
+		(*Op_RandomSolarize)(nil),
+		(*Op_RandomPosterize)(nil),
+		(*Op_RandomInvert)(nil),
+		(*Op_RandomEqualize)(nil),
+		(*Op_RandomAutocontrast)(nil),
+		(*Op_RandomAdjustSharpness)(nil),
+		(*Op_RandomRotation)(nil),
+		(*Op_RandomAffine)(nil),
+		(*Op_RandomErasing)(nil),
+		(*Op_RandomApply)(nil),
+		(*Op_RandomChoice)(nil),
+		(*Op_RandomOrder)(nil),
+		(*Op_TrivialAugmentWide)(nil),
+		(*Op_RandAugment)(nil),
+		(*Op_AutoAugment)(nil),
+		(*Op_AugMix)(nil),
+		(*Op_TimmRandAugment)(nil),
 	}
+	file_stoker_v1_stoker_proto_msgTypes[12].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[13].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[17].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[15].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[16].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[20].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[22].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[23].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[24].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[25].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[27].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[30].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[31].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[35].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[37].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[40].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[19].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[42].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[49].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[32].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[55].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -4354,8 +6500,8 @@ func file_stoker_v1_stoker_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   43,
+			NumEnums:      5,
+			NumMessages:   66,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -25,6 +25,13 @@ class FailPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FAIL_POLICY_PAD: _ClassVar[FailPolicy]
     FAIL_POLICY_DROP: _ClassVar[FailPolicy]
 
+class Interpolation(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INTERPOLATION_UNSPECIFIED: _ClassVar[Interpolation]
+    INTERPOLATION_NEAREST: _ClassVar[Interpolation]
+    INTERPOLATION_BILINEAR: _ClassVar[Interpolation]
+    INTERPOLATION_BICUBIC: _ClassVar[Interpolation]
+
 class Dtype(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     DTYPE_UNSPECIFIED: _ClassVar[Dtype]
@@ -39,6 +46,10 @@ LAYOUT_NHWC: Layout
 FAIL_POLICY_UNSPECIFIED: FailPolicy
 FAIL_POLICY_PAD: FailPolicy
 FAIL_POLICY_DROP: FailPolicy
+INTERPOLATION_UNSPECIFIED: Interpolation
+INTERPOLATION_NEAREST: Interpolation
+INTERPOLATION_BILINEAR: Interpolation
+INTERPOLATION_BICUBIC: Interpolation
 DTYPE_UNSPECIFIED: Dtype
 DTYPE_UINT8: Dtype
 DTYPE_FLOAT32: Dtype
@@ -54,7 +65,7 @@ class FeedRequest(_message.Message):
     def __init__(self, open: _Optional[_Union[OpenJob, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., shm: _Optional[_Union[ShmAccept, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy", "shuffle_mode", "shuffle_window")
+    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy", "shuffle_mode", "shuffle_window", "trace", "max_sample_errors")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     TRANSFORM_FIELD_NUMBER: _ClassVar[int]
@@ -68,6 +79,8 @@ class JobSpec(_message.Message):
     FAIL_POLICY_FIELD_NUMBER: _ClassVar[int]
     SHUFFLE_MODE_FIELD_NUMBER: _ClassVar[int]
     SHUFFLE_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    TRACE_FIELD_NUMBER: _ClassVar[int]
+    MAX_SAMPLE_ERRORS_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     fingerprint: str
     transform: TransformSpec
@@ -81,7 +94,17 @@ class JobSpec(_message.Message):
     fail_policy: FailPolicy
     shuffle_mode: ShuffleMode
     shuffle_window: int
-    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ..., shuffle_mode: _Optional[_Union[ShuffleMode, str]] = ..., shuffle_window: _Optional[int] = ...) -> None: ...
+    trace: bool
+    max_sample_errors: SampleErrorLimit
+    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ..., shuffle_mode: _Optional[_Union[ShuffleMode, str]] = ..., shuffle_window: _Optional[int] = ..., trace: _Optional[bool] = ..., max_sample_errors: _Optional[_Union[SampleErrorLimit, _Mapping]] = ...) -> None: ...
+
+class SampleErrorLimit(_message.Message):
+    __slots__ = ("count", "fraction")
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    FRACTION_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    fraction: float
+    def __init__(self, count: _Optional[int] = ..., fraction: _Optional[float] = ...) -> None: ...
 
 class OpenJob(_message.Message):
     __slots__ = ("job", "epoch", "epochs", "credits", "as_ready", "start_batch", "skip_batches", "consumed", "shm", "epoch_world_size")
@@ -160,44 +183,102 @@ class TransformSpec(_message.Message):
     def __init__(self, preset: _Optional[str] = ..., ops: _Optional[_Iterable[_Union[Op, _Mapping]]] = ...) -> None: ...
 
 class Op(_message.Message):
-    __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize")
+    __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize", "random_vertical_flip", "grayscale", "random_grayscale", "gaussian_blur", "random_solarize", "random_posterize", "random_invert", "random_equalize", "random_autocontrast", "random_adjust_sharpness", "random_rotation", "random_affine", "random_erasing", "random_apply", "random_choice", "random_order", "trivial_augment_wide", "rand_augment", "auto_augment", "aug_mix", "timm_rand_augment")
     RANDOM_RESIZED_CROP_FIELD_NUMBER: _ClassVar[int]
     RESIZE_FIELD_NUMBER: _ClassVar[int]
     CENTER_CROP_FIELD_NUMBER: _ClassVar[int]
     RANDOM_HORIZONTAL_FLIP_FIELD_NUMBER: _ClassVar[int]
     COLOR_JITTER_FIELD_NUMBER: _ClassVar[int]
     NORMALIZE_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_VERTICAL_FLIP_FIELD_NUMBER: _ClassVar[int]
+    GRAYSCALE_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_GRAYSCALE_FIELD_NUMBER: _ClassVar[int]
+    GAUSSIAN_BLUR_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_SOLARIZE_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_POSTERIZE_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_INVERT_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_EQUALIZE_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_AUTOCONTRAST_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_ADJUST_SHARPNESS_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_ROTATION_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_AFFINE_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_ERASING_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_APPLY_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_CHOICE_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_ORDER_FIELD_NUMBER: _ClassVar[int]
+    TRIVIAL_AUGMENT_WIDE_FIELD_NUMBER: _ClassVar[int]
+    RAND_AUGMENT_FIELD_NUMBER: _ClassVar[int]
+    AUTO_AUGMENT_FIELD_NUMBER: _ClassVar[int]
+    AUG_MIX_FIELD_NUMBER: _ClassVar[int]
+    TIMM_RAND_AUGMENT_FIELD_NUMBER: _ClassVar[int]
     random_resized_crop: RandomResizedCrop
     resize: Resize
     center_crop: CenterCrop
     random_horizontal_flip: RandomHorizontalFlip
     color_jitter: ColorJitter
     normalize: Normalize
-    def __init__(self, random_resized_crop: _Optional[_Union[RandomResizedCrop, _Mapping]] = ..., resize: _Optional[_Union[Resize, _Mapping]] = ..., center_crop: _Optional[_Union[CenterCrop, _Mapping]] = ..., random_horizontal_flip: _Optional[_Union[RandomHorizontalFlip, _Mapping]] = ..., color_jitter: _Optional[_Union[ColorJitter, _Mapping]] = ..., normalize: _Optional[_Union[Normalize, _Mapping]] = ...) -> None: ...
+    random_vertical_flip: RandomVerticalFlip
+    grayscale: Grayscale
+    random_grayscale: RandomGrayscale
+    gaussian_blur: GaussianBlur
+    random_solarize: RandomSolarize
+    random_posterize: RandomPosterize
+    random_invert: RandomInvert
+    random_equalize: RandomEqualize
+    random_autocontrast: RandomAutocontrast
+    random_adjust_sharpness: RandomAdjustSharpness
+    random_rotation: RandomRotation
+    random_affine: RandomAffine
+    random_erasing: RandomErasing
+    random_apply: RandomApply
+    random_choice: RandomChoice
+    random_order: RandomOrder
+    trivial_augment_wide: TrivialAugmentWide
+    rand_augment: RandAugment
+    auto_augment: AutoAugment
+    aug_mix: AugMix
+    timm_rand_augment: TimmRandAugment
+    def __init__(self, random_resized_crop: _Optional[_Union[RandomResizedCrop, _Mapping]] = ..., resize: _Optional[_Union[Resize, _Mapping]] = ..., center_crop: _Optional[_Union[CenterCrop, _Mapping]] = ..., random_horizontal_flip: _Optional[_Union[RandomHorizontalFlip, _Mapping]] = ..., color_jitter: _Optional[_Union[ColorJitter, _Mapping]] = ..., normalize: _Optional[_Union[Normalize, _Mapping]] = ..., random_vertical_flip: _Optional[_Union[RandomVerticalFlip, _Mapping]] = ..., grayscale: _Optional[_Union[Grayscale, _Mapping]] = ..., random_grayscale: _Optional[_Union[RandomGrayscale, _Mapping]] = ..., gaussian_blur: _Optional[_Union[GaussianBlur, _Mapping]] = ..., random_solarize: _Optional[_Union[RandomSolarize, _Mapping]] = ..., random_posterize: _Optional[_Union[RandomPosterize, _Mapping]] = ..., random_invert: _Optional[_Union[RandomInvert, _Mapping]] = ..., random_equalize: _Optional[_Union[RandomEqualize, _Mapping]] = ..., random_autocontrast: _Optional[_Union[RandomAutocontrast, _Mapping]] = ..., random_adjust_sharpness: _Optional[_Union[RandomAdjustSharpness, _Mapping]] = ..., random_rotation: _Optional[_Union[RandomRotation, _Mapping]] = ..., random_affine: _Optional[_Union[RandomAffine, _Mapping]] = ..., random_erasing: _Optional[_Union[RandomErasing, _Mapping]] = ..., random_apply: _Optional[_Union[RandomApply, _Mapping]] = ..., random_choice: _Optional[_Union[RandomChoice, _Mapping]] = ..., random_order: _Optional[_Union[RandomOrder, _Mapping]] = ..., trivial_augment_wide: _Optional[_Union[TrivialAugmentWide, _Mapping]] = ..., rand_augment: _Optional[_Union[RandAugment, _Mapping]] = ..., auto_augment: _Optional[_Union[AutoAugment, _Mapping]] = ..., aug_mix: _Optional[_Union[AugMix, _Mapping]] = ..., timm_rand_augment: _Optional[_Union[TimmRandAugment, _Mapping]] = ...) -> None: ...
+
+class Range(_message.Message):
+    __slots__ = ("min", "max")
+    MIN_FIELD_NUMBER: _ClassVar[int]
+    MAX_FIELD_NUMBER: _ClassVar[int]
+    min: float
+    max: float
+    def __init__(self, min: _Optional[float] = ..., max: _Optional[float] = ...) -> None: ...
 
 class RandomResizedCrop(_message.Message):
-    __slots__ = ("height", "width", "scale_min", "scale_max", "ratio_min", "ratio_max")
+    __slots__ = ("height", "width", "scale_min", "scale_max", "ratio_min", "ratio_max", "interpolation", "antialias")
     HEIGHT_FIELD_NUMBER: _ClassVar[int]
     WIDTH_FIELD_NUMBER: _ClassVar[int]
     SCALE_MIN_FIELD_NUMBER: _ClassVar[int]
     SCALE_MAX_FIELD_NUMBER: _ClassVar[int]
     RATIO_MIN_FIELD_NUMBER: _ClassVar[int]
     RATIO_MAX_FIELD_NUMBER: _ClassVar[int]
+    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
+    ANTIALIAS_FIELD_NUMBER: _ClassVar[int]
     height: int
     width: int
     scale_min: float
     scale_max: float
     ratio_min: float
     ratio_max: float
-    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ..., scale_min: _Optional[float] = ..., scale_max: _Optional[float] = ..., ratio_min: _Optional[float] = ..., ratio_max: _Optional[float] = ...) -> None: ...
+    interpolation: Interpolation
+    antialias: bool
+    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ..., scale_min: _Optional[float] = ..., scale_max: _Optional[float] = ..., ratio_min: _Optional[float] = ..., ratio_max: _Optional[float] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., antialias: _Optional[bool] = ...) -> None: ...
 
 class Resize(_message.Message):
-    __slots__ = ("height", "width")
+    __slots__ = ("height", "width", "interpolation", "antialias")
     HEIGHT_FIELD_NUMBER: _ClassVar[int]
     WIDTH_FIELD_NUMBER: _ClassVar[int]
+    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
+    ANTIALIAS_FIELD_NUMBER: _ClassVar[int]
     height: int
     width: int
-    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ...) -> None: ...
+    interpolation: Interpolation
+    antialias: bool
+    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., antialias: _Optional[bool] = ...) -> None: ...
 
 class CenterCrop(_message.Message):
     __slots__ = ("height", "width")
@@ -213,15 +294,31 @@ class RandomHorizontalFlip(_message.Message):
     p: float
     def __init__(self, p: _Optional[float] = ...) -> None: ...
 
+class RandomVerticalFlip(_message.Message):
+    __slots__ = ("p",)
+    P_FIELD_NUMBER: _ClassVar[int]
+    p: float
+    def __init__(self, p: _Optional[float] = ...) -> None: ...
+
 class ColorJitter(_message.Message):
-    __slots__ = ("brightness", "contrast", "saturation")
+    __slots__ = ("brightness", "contrast", "saturation", "hue", "brightness_range", "contrast_range", "saturation_range", "hue_range")
     BRIGHTNESS_FIELD_NUMBER: _ClassVar[int]
     CONTRAST_FIELD_NUMBER: _ClassVar[int]
     SATURATION_FIELD_NUMBER: _ClassVar[int]
+    HUE_FIELD_NUMBER: _ClassVar[int]
+    BRIGHTNESS_RANGE_FIELD_NUMBER: _ClassVar[int]
+    CONTRAST_RANGE_FIELD_NUMBER: _ClassVar[int]
+    SATURATION_RANGE_FIELD_NUMBER: _ClassVar[int]
+    HUE_RANGE_FIELD_NUMBER: _ClassVar[int]
     brightness: float
     contrast: float
     saturation: float
-    def __init__(self, brightness: _Optional[float] = ..., contrast: _Optional[float] = ..., saturation: _Optional[float] = ...) -> None: ...
+    hue: float
+    brightness_range: Range
+    contrast_range: Range
+    saturation_range: Range
+    hue_range: Range
+    def __init__(self, brightness: _Optional[float] = ..., contrast: _Optional[float] = ..., saturation: _Optional[float] = ..., hue: _Optional[float] = ..., brightness_range: _Optional[_Union[Range, _Mapping]] = ..., contrast_range: _Optional[_Union[Range, _Mapping]] = ..., saturation_range: _Optional[_Union[Range, _Mapping]] = ..., hue_range: _Optional[_Union[Range, _Mapping]] = ...) -> None: ...
 
 class Normalize(_message.Message):
     __slots__ = ("mean", "std")
@@ -230,6 +327,204 @@ class Normalize(_message.Message):
     mean: _containers.RepeatedScalarFieldContainer[float]
     std: _containers.RepeatedScalarFieldContainer[float]
     def __init__(self, mean: _Optional[_Iterable[float]] = ..., std: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class Grayscale(_message.Message):
+    __slots__ = ("num_output_channels",)
+    NUM_OUTPUT_CHANNELS_FIELD_NUMBER: _ClassVar[int]
+    num_output_channels: int
+    def __init__(self, num_output_channels: _Optional[int] = ...) -> None: ...
+
+class RandomGrayscale(_message.Message):
+    __slots__ = ("p",)
+    P_FIELD_NUMBER: _ClassVar[int]
+    p: float
+    def __init__(self, p: _Optional[float] = ...) -> None: ...
+
+class GaussianBlur(_message.Message):
+    __slots__ = ("kernel_x", "kernel_y", "sigma_min", "sigma_max")
+    KERNEL_X_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_Y_FIELD_NUMBER: _ClassVar[int]
+    SIGMA_MIN_FIELD_NUMBER: _ClassVar[int]
+    SIGMA_MAX_FIELD_NUMBER: _ClassVar[int]
+    kernel_x: int
+    kernel_y: int
+    sigma_min: float
+    sigma_max: float
+    def __init__(self, kernel_x: _Optional[int] = ..., kernel_y: _Optional[int] = ..., sigma_min: _Optional[float] = ..., sigma_max: _Optional[float] = ...) -> None: ...
+
+class RandomSolarize(_message.Message):
+    __slots__ = ("threshold", "p")
+    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    P_FIELD_NUMBER: _ClassVar[int]
+    threshold: float
+    p: float
+    def __init__(self, threshold: _Optional[float] = ..., p: _Optional[float] = ...) -> None: ...
+
+class RandomPosterize(_message.Message):
+    __slots__ = ("bits", "p")
+    BITS_FIELD_NUMBER: _ClassVar[int]
+    P_FIELD_NUMBER: _ClassVar[int]
+    bits: int
+    p: float
+    def __init__(self, bits: _Optional[int] = ..., p: _Optional[float] = ...) -> None: ...
+
+class RandomInvert(_message.Message):
+    __slots__ = ("p",)
+    P_FIELD_NUMBER: _ClassVar[int]
+    p: float
+    def __init__(self, p: _Optional[float] = ...) -> None: ...
+
+class RandomEqualize(_message.Message):
+    __slots__ = ("p",)
+    P_FIELD_NUMBER: _ClassVar[int]
+    p: float
+    def __init__(self, p: _Optional[float] = ...) -> None: ...
+
+class RandomAutocontrast(_message.Message):
+    __slots__ = ("p",)
+    P_FIELD_NUMBER: _ClassVar[int]
+    p: float
+    def __init__(self, p: _Optional[float] = ...) -> None: ...
+
+class RandomAdjustSharpness(_message.Message):
+    __slots__ = ("sharpness_factor", "p")
+    SHARPNESS_FACTOR_FIELD_NUMBER: _ClassVar[int]
+    P_FIELD_NUMBER: _ClassVar[int]
+    sharpness_factor: float
+    p: float
+    def __init__(self, sharpness_factor: _Optional[float] = ..., p: _Optional[float] = ...) -> None: ...
+
+class RandomRotation(_message.Message):
+    __slots__ = ("degrees", "interpolation", "fill", "center")
+    DEGREES_FIELD_NUMBER: _ClassVar[int]
+    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
+    FILL_FIELD_NUMBER: _ClassVar[int]
+    CENTER_FIELD_NUMBER: _ClassVar[int]
+    degrees: Range
+    interpolation: Interpolation
+    fill: _containers.RepeatedScalarFieldContainer[float]
+    center: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, degrees: _Optional[_Union[Range, _Mapping]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., center: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class RandomAffine(_message.Message):
+    __slots__ = ("degrees", "translate", "scale", "shear", "interpolation", "fill", "center")
+    DEGREES_FIELD_NUMBER: _ClassVar[int]
+    TRANSLATE_FIELD_NUMBER: _ClassVar[int]
+    SCALE_FIELD_NUMBER: _ClassVar[int]
+    SHEAR_FIELD_NUMBER: _ClassVar[int]
+    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
+    FILL_FIELD_NUMBER: _ClassVar[int]
+    CENTER_FIELD_NUMBER: _ClassVar[int]
+    degrees: Range
+    translate: _containers.RepeatedScalarFieldContainer[float]
+    scale: Range
+    shear: _containers.RepeatedScalarFieldContainer[float]
+    interpolation: Interpolation
+    fill: _containers.RepeatedScalarFieldContainer[float]
+    center: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, degrees: _Optional[_Union[Range, _Mapping]] = ..., translate: _Optional[_Iterable[float]] = ..., scale: _Optional[_Union[Range, _Mapping]] = ..., shear: _Optional[_Iterable[float]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., center: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class RandomErasing(_message.Message):
+    __slots__ = ("p", "scale", "ratio", "value", "random_value", "noise_mean", "noise_std")
+    P_FIELD_NUMBER: _ClassVar[int]
+    SCALE_FIELD_NUMBER: _ClassVar[int]
+    RATIO_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_VALUE_FIELD_NUMBER: _ClassVar[int]
+    NOISE_MEAN_FIELD_NUMBER: _ClassVar[int]
+    NOISE_STD_FIELD_NUMBER: _ClassVar[int]
+    p: float
+    scale: Range
+    ratio: Range
+    value: _containers.RepeatedScalarFieldContainer[float]
+    random_value: bool
+    noise_mean: _containers.RepeatedScalarFieldContainer[float]
+    noise_std: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, p: _Optional[float] = ..., scale: _Optional[_Union[Range, _Mapping]] = ..., ratio: _Optional[_Union[Range, _Mapping]] = ..., value: _Optional[_Iterable[float]] = ..., random_value: _Optional[bool] = ..., noise_mean: _Optional[_Iterable[float]] = ..., noise_std: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class RandomApply(_message.Message):
+    __slots__ = ("ops", "p")
+    OPS_FIELD_NUMBER: _ClassVar[int]
+    P_FIELD_NUMBER: _ClassVar[int]
+    ops: _containers.RepeatedCompositeFieldContainer[Op]
+    p: float
+    def __init__(self, ops: _Optional[_Iterable[_Union[Op, _Mapping]]] = ..., p: _Optional[float] = ...) -> None: ...
+
+class RandomChoice(_message.Message):
+    __slots__ = ("ops", "p")
+    OPS_FIELD_NUMBER: _ClassVar[int]
+    P_FIELD_NUMBER: _ClassVar[int]
+    ops: _containers.RepeatedCompositeFieldContainer[Op]
+    p: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, ops: _Optional[_Iterable[_Union[Op, _Mapping]]] = ..., p: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class RandomOrder(_message.Message):
+    __slots__ = ("ops",)
+    OPS_FIELD_NUMBER: _ClassVar[int]
+    ops: _containers.RepeatedCompositeFieldContainer[Op]
+    def __init__(self, ops: _Optional[_Iterable[_Union[Op, _Mapping]]] = ...) -> None: ...
+
+class TrivialAugmentWide(_message.Message):
+    __slots__ = ("num_magnitude_bins", "interpolation", "fill")
+    NUM_MAGNITUDE_BINS_FIELD_NUMBER: _ClassVar[int]
+    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
+    FILL_FIELD_NUMBER: _ClassVar[int]
+    num_magnitude_bins: int
+    interpolation: Interpolation
+    fill: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, num_magnitude_bins: _Optional[int] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class RandAugment(_message.Message):
+    __slots__ = ("num_ops", "magnitude", "num_magnitude_bins", "interpolation", "fill")
+    NUM_OPS_FIELD_NUMBER: _ClassVar[int]
+    MAGNITUDE_FIELD_NUMBER: _ClassVar[int]
+    NUM_MAGNITUDE_BINS_FIELD_NUMBER: _ClassVar[int]
+    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
+    FILL_FIELD_NUMBER: _ClassVar[int]
+    num_ops: int
+    magnitude: int
+    num_magnitude_bins: int
+    interpolation: Interpolation
+    fill: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, num_ops: _Optional[int] = ..., magnitude: _Optional[int] = ..., num_magnitude_bins: _Optional[int] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class AutoAugment(_message.Message):
+    __slots__ = ("policy", "interpolation", "fill")
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
+    FILL_FIELD_NUMBER: _ClassVar[int]
+    policy: str
+    interpolation: Interpolation
+    fill: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, policy: _Optional[str] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class AugMix(_message.Message):
+    __slots__ = ("severity", "mixture_width", "chain_depth", "alpha", "all_ops", "interpolation", "fill")
+    SEVERITY_FIELD_NUMBER: _ClassVar[int]
+    MIXTURE_WIDTH_FIELD_NUMBER: _ClassVar[int]
+    CHAIN_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    ALPHA_FIELD_NUMBER: _ClassVar[int]
+    ALL_OPS_FIELD_NUMBER: _ClassVar[int]
+    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
+    FILL_FIELD_NUMBER: _ClassVar[int]
+    severity: int
+    mixture_width: int
+    chain_depth: int
+    alpha: float
+    all_ops: bool
+    interpolation: Interpolation
+    fill: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, severity: _Optional[int] = ..., mixture_width: _Optional[int] = ..., chain_depth: _Optional[int] = ..., alpha: _Optional[float] = ..., all_ops: _Optional[bool] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class TimmRandAugment(_message.Message):
+    __slots__ = ("config", "interpolation", "fill")
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
+    FILL_FIELD_NUMBER: _ClassVar[int]
+    config: str
+    interpolation: Interpolation
+    fill: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, config: _Optional[str] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class Credit(_message.Message):
     __slots__ = ("credits", "wait_seconds", "batches", "step_seconds", "released_slots")
@@ -282,7 +577,7 @@ class JobInfo(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., batches: _Optional[int] = ..., samples: _Optional[int] = ..., dataset_size: _Optional[int] = ..., fingerprint: _Optional[str] = ..., classes: _Optional[_Iterable[str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., max_chunk_bytes: _Optional[int] = ...) -> None: ...
 
 class BatchHeader(_message.Message):
-    __slots__ = ("epoch", "number", "shape", "dtype", "labels", "indices", "errors", "data_bytes", "slot")
+    __slots__ = ("epoch", "number", "shape", "dtype", "labels", "indices", "errors", "data_bytes", "slot", "traces")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     NUMBER_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
@@ -292,6 +587,7 @@ class BatchHeader(_message.Message):
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     DATA_BYTES_FIELD_NUMBER: _ClassVar[int]
     SLOT_FIELD_NUMBER: _ClassVar[int]
+    TRACES_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     number: int
     shape: _containers.RepeatedScalarFieldContainer[int]
@@ -301,7 +597,8 @@ class BatchHeader(_message.Message):
     errors: _containers.RepeatedCompositeFieldContainer[SampleError]
     data_bytes: int
     slot: int
-    def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ..., slot: _Optional[int] = ...) -> None: ...
+    traces: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ..., slot: _Optional[int] = ..., traces: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SampleError(_message.Message):
     __slots__ = ("index", "name", "reason")

@@ -445,6 +445,9 @@ func assemble(b *pipeline.Batch, n int, parts []part, bufs []*pipeline.Batch) {
 	b.Indices = slices.Grow(b.Indices[:0], n)[:n]
 	b.Errors = b.Errors[:0]
 	b.Times = pipeline.StageTimes{}
+	// No sample traces: a peer's part carries none, and the buffer's
+	// from an earlier batch are not this one's.
+	b.Traces = b.Traces[:0]
 	for i, p := range parts {
 		pb := bufs[i]
 		for s, pos := range p.pos {

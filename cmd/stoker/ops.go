@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/stoker-dev/stoker/internal/opspec"
+	"github.com/stoker-dev/stoker/pipeline"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// runOps is `stoker ops apply`: the ops after the geometry, by themselves,
+// on pixels given on stdin, for the parity tests and for anyone who wants
+// to see what an op does without a server.
+func runOps(args []string) error {
+	fs := flag.NewFlagSet("ops", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: stoker ops apply < cases.jsonl > results.jsonl
+       stoker ops draw --spec JSON [--source WxH] [--n N] [--seed S] [--epoch E]
+
+apply runs the functional ops of a trace (torchvision.transforms.v2.functional's
+names and arguments, as stoker.Loader(trace=True) reports them) on images
+given on stdin, with no decode and no randomness. Each input line is
+  {"w": W, "h": H, "pix": "<base64 of 3*H*W uint8, CHW>",
+   "trace": [["adjust_hue", {"hue_factor": 0.1}], ...]}
+and each output line {"pix": "<base64>"} or {"error": "..."}, in order.
+
+draw prints the traces a transform draws for samples 0..N-1 of an epoch
+(one JSON list a line), without decoding anything: what the sampling tests
+count. --spec is a TransformSpec in protobuf's JSON ({"preset": "deit"} or
+{"ops": [...]}); every sample is a --source image.
+
+Flags of draw:
+`)
+		fs.PrintDefaults()
+	}
+	spec := fs.String("spec", "", "the transform: a TransformSpec as JSON")
+	source := fs.String("source", "500x375", "the source image's size, WxH")
+	n := fs.Int("n", 1000, "samples to draw, 1..10000000")
+	seed := fs.Uint64("seed", 0, "the job's seed")
+	epoch := fs.Uint64("epoch", 0, "the epoch")
+	if len(args) == 0 {
+		fs.Usage()
+		return usageError{fmt.Errorf("ops: want the subcommand apply or draw")}
+	}
+	switch args[0] {
+	case "apply":
+		if len(args) > 1 {
+			return usageError{fmt.Errorf("ops apply takes no arguments; it reads stdin")}
+		}
+		return opsApply(os.Stdin, os.Stdout)
+	case "draw":
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return opsDraw(*spec, *source, *n, *seed, *epoch, os.Stdout)
+	case "-h", "-help", "--help":
+		fs.Usage()
+		return flag.ErrHelp
+	}
+	fs.Usage()
+	return usageError{fmt.Errorf("ops: unknown subcommand %q: want apply or draw", args[0])}
+}
+
+// opsDraw prints n samples' traces of the transform spec (protojson).
+func opsDraw(spec, source string, n int, seed, epoch uint64, out io.Writer) error {
+	var ts stokerv1.TransformSpec
+	if err := protojson.Unmarshal([]byte(spec), &ts); err != nil {
+		return usageError{fmt.Errorf("ops draw --spec: %v", err)}
+	}
+	t, err := opspec.Transform(&ts, pipeline.CHW)
+	if err != nil {
+		return usageError{fmt.Errorf("ops draw --spec: %w", err)}
+	}
+	var w, h int
+	if _, err := fmt.Sscanf(source, "%dx%d", &w, &h); err != nil || w < 1 || h < 1 || w > 1<<16 || h > 1<<16 {
+		return usageError{fmt.Errorf("ops draw --source %q: want WxH, each 1..65536", source)}
+	}
+	if n < 1 || n > 10_000_000 {
+		return usageError{fmt.Errorf("ops draw --n %d: want 1..10000000", n)}
+	}
+	bw := bufio.NewWriter(out)
+	for i := range n {
+		js, err := t.Trace(w, h, pipeline.Key{Seed: seed, Epoch: epoch, Index: uint64(i)})
+		if err != nil {
+			return err
+		}
+		bw.Write(js)
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}
+
+// opsCase is one input line of stoker ops apply.
+type opsCase struct {
+	W, H  int
+	Pix   []byte
+	Trace json.RawMessage
+}
+
+type opsResult struct {
+	Pix   []byte `json:"pix,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+func opsApply(in io.Reader, out io.Writer) error {
+	dec := json.NewDecoder(bufio.NewReader(in))
+	w := bufio.NewWriter(out)
+	enc := json.NewEncoder(w)
+	for {
+		var c opsCase
+		if err := dec.Decode(&c); err == io.EOF {
+			break
+		} else if err != nil {
+			return fmt.Errorf("ops apply: reading a case: %w", err)
+		}
+		var r opsResult
+		steps, err := pipeline.ParseTrace(c.Trace)
+		if err == nil {
+			err = pipeline.ApplyTrace(c.Pix, c.W, c.H, steps)
+		}
+		if err != nil {
+			r.Error = err.Error()
+		} else {
+			r.Pix = c.Pix
+		}
+		if err := enc.Encode(&r); err != nil {
+			return err
+		}
+	}
+	return w.Flush()
+}

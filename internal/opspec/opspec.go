@@ -1,0 +1,380 @@
+// Package opspec turns the wire's transform spec (stokerv1.TransformSpec)
+// into the pipeline's ops, filling in torchvision's defaults where the wire
+// leaves a field unset. It is the one place that knows both: the server
+// compiles jobs with it, and `stoker ops` draws traces with it.
+//
+// Errors wrap pipeline.ErrUnsupported and name the op by its position
+// (through its containers) and the argument that is wrong.
+package opspec
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// MaxPresetName bounds a preset's name on the wire.
+const MaxPresetName = 256
+
+// Transform compiles a TransformSpec for layout: a preset name or an op
+// list, exactly one of the two.
+func Transform(spec *stokerv1.TransformSpec, layout pipeline.Layout) (*pipeline.Transform, error) {
+	hasPreset, hasOps := spec.GetPreset() != "", len(spec.GetOps()) > 0
+	if hasPreset == hasOps {
+		return nil, fmt.Errorf("%w: transform: set exactly one of preset and ops", pipeline.ErrUnsupported)
+	}
+	if hasPreset {
+		if p := spec.GetPreset(); len(p) > MaxPresetName {
+			return nil, fmt.Errorf("%w: transform preset name %q… of %d bytes: the limit is %d (known: %s)",
+				pipeline.ErrUnsupported, p[:64], len(p), MaxPresetName, strings.Join(pipeline.PresetNames(), ", "))
+		}
+		return pipeline.ParseTransform(spec.GetPreset(), layout)
+	}
+	ops, err := Ops(spec.GetOps())
+	if err != nil {
+		return nil, err
+	}
+	return pipeline.NewTransform(layout, ops...)
+}
+
+// Ops converts wire ops to pipeline ops, torchvision's defaults filled in.
+func Ops(in []*stokerv1.Op) ([]pipeline.Op, error) { return ops(in, "", 0) }
+
+// maxWireDepth bounds the containers' nesting before the pipeline sees it
+// (which refuses deeper than its own, smaller, bound with a clearer error).
+const maxWireDepth = 16
+
+func ops(in []*stokerv1.Op, path string, depth int) ([]pipeline.Op, error) {
+	if depth > maxWireDepth {
+		return nil, fmt.Errorf("%w: transform: %s: containers nested deeper than %d", pipeline.ErrUnsupported, path, maxWireDepth)
+	}
+	out := make([]pipeline.Op, 0, len(in))
+	for i, o := range in {
+		where := fmt.Sprintf("%sop %d", path, i)
+		op, err := convert(o, where, depth)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, op)
+	}
+	return out, nil
+}
+
+// p is an optional probability, def when unset.
+func p(v *float64, def float64) float64 {
+	if v == nil {
+		return def
+	}
+	return *v
+}
+
+// interp maps a wire interpolation, def when unspecified.
+func interp(i stokerv1.Interpolation, def pipeline.Interpolation, where string) (pipeline.Interpolation, error) {
+	switch i {
+	case stokerv1.Interpolation_INTERPOLATION_UNSPECIFIED:
+		return def, nil
+	case stokerv1.Interpolation_INTERPOLATION_NEAREST:
+		return pipeline.InterpNearest, nil
+	case stokerv1.Interpolation_INTERPOLATION_BILINEAR:
+		return pipeline.InterpBilinear, nil
+	case stokerv1.Interpolation_INTERPOLATION_BICUBIC:
+		return pipeline.InterpBicubic, nil
+	}
+	return 0, fmt.Errorf("%w: transform: %s: unknown interpolation %d", pipeline.ErrUnsupported, where, i)
+}
+
+// fill maps 0, 1 or 3 fill values (0: def).
+func fill(v []float64, def [3]float64, where, name string) ([3]float64, error) {
+	switch len(v) {
+	case 0:
+		return def, nil
+	case 1:
+		return [3]float64{v[0], v[0], v[0]}, nil
+	case 3:
+		return [3]float64(v), nil
+	}
+	return def, fmt.Errorf("%w: transform: %s: %s has %d values: want 1 or 3 (one per channel)", pipeline.ErrUnsupported, where, name, len(v))
+}
+
+// rng maps a wire Range ((0, 0) when unset).
+func rng(r *stokerv1.Range) [2]float64 { return [2]float64{r.GetMin(), r.GetMax()} }
+
+func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
+	bad := func(format string, a ...any) (pipeline.Op, error) {
+		return pipeline.Op{}, fmt.Errorf("%w: transform: %s: %s", pipeline.ErrUnsupported, where, fmt.Sprintf(format, a...))
+	}
+	var (
+		op  pipeline.Op
+		err error
+	)
+	switch x := o.GetOp().(type) {
+	case *stokerv1.Op_RandomResizedCrop:
+		r := x.RandomResizedCrop
+		op = pipeline.Op{Kind: pipeline.OpRandomResizedCrop, Size: [2]int{int(r.GetHeight()), int(r.GetWidth())},
+			Scale: [2]float64{r.GetScaleMin(), r.GetScaleMax()}, Ratio: [2]float64{r.GetRatioMin(), r.GetRatioMax()},
+			NoAntialias: r.Antialias != nil && !r.GetAntialias()}
+		op.Interp, err = interp(r.GetInterpolation(), pipeline.InterpBilinear, where)
+	case *stokerv1.Op_Resize:
+		r := x.Resize
+		op = pipeline.Op{Kind: pipeline.OpResize, Size: [2]int{int(r.GetHeight()), int(r.GetWidth())},
+			NoAntialias: r.Antialias != nil && !r.GetAntialias()}
+		op.Interp, err = interp(r.GetInterpolation(), pipeline.InterpBilinear, where)
+	case *stokerv1.Op_CenterCrop:
+		op = pipeline.Op{Kind: pipeline.OpCenterCrop, Size: [2]int{int(x.CenterCrop.GetHeight()), int(x.CenterCrop.GetWidth())}}
+	case *stokerv1.Op_RandomHorizontalFlip:
+		op = pipeline.Op{Kind: pipeline.OpRandomHorizontalFlip, P: p(x.RandomHorizontalFlip.P, 0.5)}
+	case *stokerv1.Op_RandomVerticalFlip:
+		op = pipeline.Op{Kind: pipeline.OpRandomVerticalFlip, P: p(x.RandomVerticalFlip.P, 0.5)}
+	case *stokerv1.Op_ColorJitter:
+		op, err = colorJitter(x.ColorJitter, where)
+	case *stokerv1.Op_Normalize:
+		n := x.Normalize
+		if len(n.GetMean()) != 3 || len(n.GetStd()) != 3 {
+			return bad("Normalize needs 3 means and 3 stds, got %d and %d", len(n.GetMean()), len(n.GetStd()))
+		}
+		op = pipeline.Op{Kind: pipeline.OpNormalize, Mean: [3]float64(n.GetMean()), Std: [3]float64(n.GetStd())}
+	case *stokerv1.Op_Grayscale:
+		if c := x.Grayscale.GetNumOutputChannels(); c != 0 && c != 3 {
+			return bad("Grayscale(num_output_channels=%d): stoker's batches have 3 channels; use num_output_channels=3", c)
+		}
+		op = pipeline.Op{Kind: pipeline.OpGrayscale}
+	case *stokerv1.Op_RandomGrayscale:
+		op = pipeline.Op{Kind: pipeline.OpRandomGrayscale, P: p(x.RandomGrayscale.P, 0.1)}
+	case *stokerv1.Op_GaussianBlur:
+		g := x.GaussianBlur
+		op = pipeline.Op{Kind: pipeline.OpGaussianBlur, KernelSize: [2]int{int(g.GetKernelX()), int(g.GetKernelY())},
+			Sigma: [2]float64{g.GetSigmaMin(), g.GetSigmaMax()}}
+		if op.KernelSize[1] == 0 {
+			op.KernelSize[1] = op.KernelSize[0]
+		}
+		if op.Sigma == [2]float64{} {
+			op.Sigma = [2]float64{0.1, 2.0}
+		}
+	case *stokerv1.Op_RandomSolarize:
+		op = pipeline.Op{Kind: pipeline.OpRandomSolarize, Threshold: x.RandomSolarize.GetThreshold(), P: p(x.RandomSolarize.P, 0.5)}
+	case *stokerv1.Op_RandomPosterize:
+		op = pipeline.Op{Kind: pipeline.OpRandomPosterize, Bits: int(min(x.RandomPosterize.GetBits(), 1<<10)), P: p(x.RandomPosterize.P, 0.5)}
+	case *stokerv1.Op_RandomInvert:
+		op = pipeline.Op{Kind: pipeline.OpRandomInvert, P: p(x.RandomInvert.P, 0.5)}
+	case *stokerv1.Op_RandomEqualize:
+		op = pipeline.Op{Kind: pipeline.OpRandomEqualize, P: p(x.RandomEqualize.P, 0.5)}
+	case *stokerv1.Op_RandomAutocontrast:
+		op = pipeline.Op{Kind: pipeline.OpRandomAutocontrast, P: p(x.RandomAutocontrast.P, 0.5)}
+	case *stokerv1.Op_RandomAdjustSharpness:
+		s := x.RandomAdjustSharpness
+		op = pipeline.Op{Kind: pipeline.OpRandomAdjustSharpness, Factor: s.GetSharpnessFactor(), P: p(s.P, 0.5)}
+	case *stokerv1.Op_RandomRotation:
+		op, err = rotation(x.RandomRotation, where)
+	case *stokerv1.Op_RandomAffine:
+		op, err = affine(x.RandomAffine, where)
+	case *stokerv1.Op_RandomErasing:
+		op, err = erasing(x.RandomErasing, where)
+	case *stokerv1.Op_RandomApply:
+		op = pipeline.Op{Kind: pipeline.OpRandomApply, P: p(x.RandomApply.P, 0.5)}
+		op.Ops, err = ops(x.RandomApply.GetOps(), where+" (RandomApply) > ", depth+1)
+	case *stokerv1.Op_RandomChoice:
+		op = pipeline.Op{Kind: pipeline.OpRandomChoice, Probs: x.RandomChoice.GetP()}
+		op.Ops, err = ops(x.RandomChoice.GetOps(), where+" (RandomChoice) > ", depth+1)
+	case *stokerv1.Op_RandomOrder:
+		op = pipeline.Op{Kind: pipeline.OpRandomOrder}
+		op.Ops, err = ops(x.RandomOrder.GetOps(), where+" (RandomOrder) > ", depth+1)
+	case *stokerv1.Op_TrivialAugmentWide, *stokerv1.Op_RandAugment, *stokerv1.Op_AutoAugment, *stokerv1.Op_AugMix, *stokerv1.Op_TimmRandAugment:
+		op, err = policy(o, where)
+	default:
+		return bad("the op is empty (a newer client's op this server does not know?)")
+	}
+	return op, err
+}
+
+func colorJitter(c *stokerv1.ColorJitter, where string) (pipeline.Op, error) {
+	op := pipeline.Op{Kind: pipeline.OpColorJitter, JitterRanges: true}
+	scalars := [4]float64{c.GetBrightness(), c.GetContrast(), c.GetSaturation(), c.GetHue()}
+	ranges := [4]*stokerv1.Range{c.GetBrightnessRange(), c.GetContrastRange(), c.GetSaturationRange(), c.GetHueRange()}
+	names := [4]string{"brightness", "contrast", "saturation", "hue"}
+	for i := range 4 {
+		x := scalars[i]
+		if !(x >= 0) || math.IsInf(x, 0) {
+			return op, fmt.Errorf("%w: transform: %s (ColorJitter): %s %v: a single number must be finite and >= 0",
+				pipeline.ErrUnsupported, where, names[i], x)
+		}
+		switch {
+		case ranges[i] != nil:
+			op.Jitter[i] = rng(ranges[i])
+		case i == 3:
+			op.Jitter[i] = [2]float64{-x, x}
+		default:
+			op.Jitter[i] = [2]float64{max(1-x, 0), 1 + x}
+		}
+	}
+	return op, nil
+}
+
+func rotation(r *stokerv1.RandomRotation, where string) (pipeline.Op, error) {
+	op := pipeline.Op{Kind: pipeline.OpRandomRotation, Degrees: rng(r.GetDegrees())}
+	var err error
+	if op.Interp, err = interp(r.GetInterpolation(), pipeline.InterpNearest, where); err != nil {
+		return op, err
+	}
+	if op.Fill, err = fill(r.GetFill(), [3]float64{}, where, "fill"); err != nil {
+		return op, err
+	}
+	op.Center, op.HasCenter, err = center(r.GetCenter(), where)
+	return op, err
+}
+
+func center(v []float64, where string) ([2]float64, bool, error) {
+	switch len(v) {
+	case 0:
+		return [2]float64{}, false, nil
+	case 2:
+		return [2]float64(v), true, nil
+	}
+	return [2]float64{}, false, fmt.Errorf("%w: transform: %s: center has %d values: want none or (x, y)", pipeline.ErrUnsupported, where, len(v))
+}
+
+func affine(a *stokerv1.RandomAffine, where string) (pipeline.Op, error) {
+	op := pipeline.Op{Kind: pipeline.OpRandomAffine, Degrees: rng(a.GetDegrees()), Scale: rng(a.GetScale())}
+	var err error
+	if op.Interp, err = interp(a.GetInterpolation(), pipeline.InterpNearest, where); err != nil {
+		return op, err
+	}
+	if op.Fill, err = fill(a.GetFill(), [3]float64{}, where, "fill"); err != nil {
+		return op, err
+	}
+	if op.Center, op.HasCenter, err = center(a.GetCenter(), where); err != nil {
+		return op, err
+	}
+	switch t := a.GetTranslate(); len(t) {
+	case 0:
+	case 2:
+		op.Translate, op.HasTranslate = [2]float64(t), true
+	default:
+		return op, fmt.Errorf("%w: transform: %s: translate has %d values: want none or (max_dx, max_dy)", pipeline.ErrUnsupported, where, len(t))
+	}
+	switch s := a.GetShear(); len(s) {
+	case 0:
+	case 2:
+		op.HasShear = true
+		copy(op.Shear[:], s)
+	case 4:
+		op.HasShear, op.ShearY = true, true
+		copy(op.Shear[:], s)
+	default:
+		return op, fmt.Errorf("%w: transform: %s: shear has %d values: want none, 2 or 4", pipeline.ErrUnsupported, where, len(s))
+	}
+	return op, nil
+}
+
+func erasing(e *stokerv1.RandomErasing, where string) (pipeline.Op, error) {
+	op := pipeline.Op{Kind: pipeline.OpRandomErasing, P: p(e.P, 0.5), Scale: rng(e.GetScale()), Ratio: rng(e.GetRatio()),
+		RandomValue: e.GetRandomValue()}
+	if e.Scale == nil {
+		op.Scale = [2]float64{0.02, 0.33}
+	}
+	if e.Ratio == nil {
+		op.Ratio = [2]float64{0.3, 3.3}
+	}
+	var err error
+	if op.Value, err = fill(e.GetValue(), [3]float64{}, where, "value"); err != nil {
+		return op, err
+	}
+	if op.RandomValue && len(e.GetValue()) > 0 {
+		return op, fmt.Errorf("%w: transform: %s: set value or random_value, not both", pipeline.ErrUnsupported, where)
+	}
+	m, s := e.GetNoiseMean(), e.GetNoiseStd()
+	if len(m) != len(s) || (len(m) != 0 && len(m) != 3) {
+		return op, fmt.Errorf("%w: transform: %s: noise_mean and noise_std: want 3 values each (or none: ImageNet's), got %d and %d",
+			pipeline.ErrUnsupported, where, len(m), len(s))
+	}
+	for i := range m {
+		if !(s[i] > 0 && s[i] < 1e3 && math.Abs(m[i]) < 1e3) {
+			return op, fmt.Errorf("%w: transform: %s: noise_mean %v and noise_std %v: want finite, std > 0", pipeline.ErrUnsupported, where, m, s)
+		}
+	}
+	if len(m) == 3 {
+		op.Mean, op.Std = [3]float64(m), [3]float64(s)
+	}
+	return op, nil
+}
+
+func policy(o *stokerv1.Op, where string) (pipeline.Op, error) {
+	var (
+		op       pipeline.Op
+		in       stokerv1.Interpolation
+		fillV    []float64
+		defInt   = pipeline.InterpNearest
+		defFill  [3]float64
+		bins     uint32
+		numBins  = func(b uint32) int { return int(min(b, 1<<20)) }
+		wireName string
+	)
+	switch x := o.GetOp().(type) {
+	case *stokerv1.Op_TrivialAugmentWide:
+		t := x.TrivialAugmentWide
+		op = pipeline.Op{Kind: pipeline.OpTrivialAugmentWide}
+		bins, in, fillV, wireName = t.GetNumMagnitudeBins(), t.GetInterpolation(), t.GetFill(), "TrivialAugmentWide"
+		if bins == 0 {
+			bins = 31
+		}
+		op.Bins = numBins(bins)
+	case *stokerv1.Op_RandAugment:
+		r := x.RandAugment
+		op = pipeline.Op{Kind: pipeline.OpRandAugment, NumOps: 2, Magnitude: 9}
+		if r.NumOps != nil {
+			op.NumOps = int(min(r.GetNumOps(), 1<<20))
+		}
+		if r.Magnitude != nil {
+			op.Magnitude = int(min(r.GetMagnitude(), 1<<20))
+		}
+		bins, in, fillV, wireName = r.GetNumMagnitudeBins(), r.GetInterpolation(), r.GetFill(), "RandAugment"
+		if bins == 0 {
+			bins = 31
+		}
+		op.Bins = numBins(bins)
+	case *stokerv1.Op_AutoAugment:
+		a := x.AutoAugment
+		op = pipeline.Op{Kind: pipeline.OpAutoAugment, Policy: a.GetPolicy()}
+		if op.Policy == "" {
+			op.Policy = "imagenet"
+		}
+		in, fillV, wireName = a.GetInterpolation(), a.GetFill(), "AutoAugment"
+	case *stokerv1.Op_AugMix:
+		a := x.AugMix
+		op = pipeline.Op{Kind: pipeline.OpAugMix, Severity: int(min(a.GetSeverity(), 1<<20)), MixtureWidth: int(min(a.GetMixtureWidth(), 1<<20)),
+			ChainDepth: -1, Alpha: a.GetAlpha(), PartialOps: a.AllOps != nil && !a.GetAllOps()}
+		if op.Severity == 0 {
+			op.Severity = 3
+		}
+		if op.MixtureWidth == 0 {
+			op.MixtureWidth = 3
+		}
+		if a.ChainDepth != nil && a.GetChainDepth() > 0 {
+			op.ChainDepth = int(a.GetChainDepth())
+		} else if a.ChainDepth != nil && a.GetChainDepth() == 0 {
+			return op, fmt.Errorf("%w: transform: %s: AugMix chain_depth 0: want -1 (random 1..3) or >= 1", pipeline.ErrUnsupported, where)
+		}
+		if op.Alpha == 0 {
+			op.Alpha = 1
+		}
+		in, fillV, wireName, defInt = a.GetInterpolation(), a.GetFill(), "AugMix", pipeline.InterpBilinear
+	case *stokerv1.Op_TimmRandAugment:
+		t := x.TimmRandAugment
+		op = pipeline.Op{Kind: pipeline.OpTimmRandAugment, Policy: t.GetConfig()}
+		in, fillV, wireName = t.GetInterpolation(), t.GetFill(), "TimmRandAugment"
+		defFill = [3]float64{124, 116, 104}
+		if in == stokerv1.Interpolation_INTERPOLATION_UNSPECIFIED {
+			op.RandomInterp = true
+		}
+	}
+	var err error
+	if op.Interp, err = interp(in, defInt, where); err != nil {
+		return op, err
+	}
+	if op.Fill, err = fill(fillV, defFill, where+" ("+wireName+")", "fill"); err != nil {
+		return op, err
+	}
+	return op, nil
+}

@@ -1,0 +1,54 @@
+package pipeline
+
+// mixer is AugMix's blending state in a Decoder's opScratch: the image as
+// FnMixBegin found it, the weighted sum so far (float32), and the weight
+// of the chain being applied.
+type mixer struct {
+	orig   []byte
+	acc    []float32
+	weight float32
+	open   bool
+}
+
+// begin keeps p's pixels as every chain's start and starts the sum with
+// weight times them.
+func (m *mixer) begin(p planes, weight float64) {
+	n := len(p.pix)
+	if cap(m.orig) < n {
+		m.orig, m.acc = make([]byte, n), make([]float32, n)
+	}
+	m.orig, m.acc = m.orig[:n], m.acc[:n]
+	copy(m.orig, p.pix)
+	w := float32(weight)
+	for i, v := range p.pix {
+		m.acc[i] = float32(w * float32(v))
+	}
+	m.open = false
+}
+
+// chain ends the chain in progress (adding p, its result, to the sum) and
+// starts one of the given weight from the kept image.
+func (m *mixer) chain(p planes, weight float64) {
+	m.add(p)
+	copy(p.pix, m.orig)
+	m.weight, m.open = float32(weight), true
+}
+
+// end adds the last chain and writes the sum into p, truncated to uint8 as
+// torchvision's AugMix converts its float mix back to the image's dtype.
+func (m *mixer) end(p planes) {
+	m.add(p)
+	for i, v := range m.acc {
+		p.pix[i] = byte(min(max(v, 0), 255))
+	}
+}
+
+func (m *mixer) add(p planes) {
+	if !m.open {
+		return
+	}
+	for i, v := range p.pix {
+		m.acc[i] += float32(m.weight * float32(v))
+	}
+	m.open = false
+}

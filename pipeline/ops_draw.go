@@ -1,0 +1,182 @@
+package pipeline
+
+// Floating point in this file: a sample's steps must be the same bits on
+// every machine, so every product that is added is wrapped in float64(...)
+// (no fused multiply-add), and exp and log are detExp and detLog.
+
+import "math"
+
+// drawer collects the steps a sample's ops draw, for an output of w x h.
+type drawer struct {
+	k     Key
+	w, h  int
+	steps []Step
+}
+
+func (d *drawer) emit(st Step) { d.steps = append(d.steps, st) }
+
+// drawSteps appends to buf the steps t's ops after the geometry draw for
+// key k, in the order they run, and returns it.
+func (t *Transform) drawSteps(k Key, buf []Step) []Step {
+	d := drawer{k: k, w: t.outW, h: t.outH, steps: buf}
+	for i := range t.post {
+		t.post[i].draw(&d)
+	}
+	return d.steps
+}
+
+// draw appends the node's steps for the sample, drawing from its stream,
+// with torchvision.transforms.v2's sampling.
+func (n *node) draw(d *drawer) {
+	op := n.op
+	r := d.k.Stream(n.stream)
+	switch op.Kind {
+	case OpRandomHorizontalFlip:
+		if r.Float64() < op.P {
+			d.emit(Step{Fn: FnHorizontalFlip})
+		}
+	case OpRandomVerticalFlip:
+		if r.Float64() < op.P {
+			d.emit(Step{Fn: FnVerticalFlip})
+		}
+	case OpRandomGrayscale:
+		if r.Float64() < op.P {
+			d.emit(Step{Fn: FnRGBToGrayscale, I: [6]int{3}})
+		}
+	case OpGrayscale:
+		d.emit(Step{Fn: FnRGBToGrayscale, I: [6]int{3}})
+	case OpRandomSolarize:
+		if r.Float64() < op.P {
+			d.emit(Step{Fn: FnSolarize, F: [6]float64{op.Threshold}})
+		}
+	case OpRandomPosterize:
+		if r.Float64() < op.P {
+			d.emit(Step{Fn: FnPosterize, I: [6]int{op.Bits}})
+		}
+	case OpRandomInvert:
+		if r.Float64() < op.P {
+			d.emit(Step{Fn: FnInvert})
+		}
+	case OpRandomEqualize:
+		if r.Float64() < op.P {
+			d.emit(Step{Fn: FnEqualize})
+		}
+	case OpRandomAutocontrast:
+		if r.Float64() < op.P {
+			d.emit(Step{Fn: FnAutocontrast})
+		}
+	case OpRandomAdjustSharpness:
+		if r.Float64() < op.P {
+			d.emit(Step{Fn: FnAdjustSharpness, F: [6]float64{op.Factor}})
+		}
+	case OpColorJitter:
+		n.drawJitter(&r, d)
+	case OpGaussianBlur:
+		s := r.Uniform(op.Sigma[0], op.Sigma[1])
+		d.emit(Step{Fn: FnGaussianBlur, I: [6]int{op.KernelSize[0], op.KernelSize[1]}, F: [6]float64{s, s}})
+	case OpRandomRotation:
+		d.emit(Step{Fn: FnRotate, F: [6]float64{r.Uniform(op.Degrees[0], op.Degrees[1])}, Interp: op.Interp,
+			Fill: op.Fill, Center: op.Center, HasCenter: op.HasCenter})
+	case OpRandomAffine:
+		n.drawAffine(&r, d)
+	case OpRandomErasing:
+		n.drawErasing(&r, d)
+	case OpRandomApply:
+		if r.Float64() < op.P {
+			for i := range n.kids {
+				n.kids[i].draw(d)
+			}
+		}
+	case OpRandomChoice:
+		u := r.Float64()
+		i := 0
+		for i < len(n.cum)-1 && u >= n.cum[i] {
+			i++
+		}
+		n.kids[i].draw(d)
+	case OpRandomOrder:
+		var perm [maxOps]int
+		p := perm[:len(n.kids)]
+		r.Perm(p)
+		for _, i := range p {
+			n.kids[i].draw(d)
+		}
+	default:
+		if n.pol != nil {
+			n.pol.draw(&r, d)
+		}
+	}
+}
+
+// drawJitter is ColorJitter's make_params and transform: a random order of
+// the four adjustments, each factor uniform in its range, None skipped.
+func (n *node) drawJitter(r *RNG, d *drawer) {
+	var order [4]int
+	r.Perm(order[:])
+	var f [4]float64
+	for i := range 4 {
+		if n.jitOn[i] {
+			f[i] = r.Uniform(n.jit[i][0], n.jit[i][1])
+		}
+	}
+	fns := [4]Fn{FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustHue}
+	for _, i := range order {
+		if n.jitOn[i] {
+			d.emit(Step{Fn: fns[i], F: [6]float64{f[i]}})
+		}
+	}
+}
+
+// drawAffine is RandomAffine's make_params.
+func (n *node) drawAffine(r *RNG, d *drawer) {
+	op := n.op
+	st := Step{Fn: FnAffine, Interp: op.Interp, Fill: op.Fill, Center: op.Center, HasCenter: op.HasCenter}
+	st.F[0] = r.Uniform(op.Degrees[0], op.Degrees[1])
+	if op.HasTranslate {
+		dx := float64(op.Translate[0] * float64(d.w))
+		dy := float64(op.Translate[1] * float64(d.h))
+		st.F[1] = math.RoundToEven(r.Uniform(-dx, dx))
+		st.F[2] = math.RoundToEven(r.Uniform(-dy, dy))
+	}
+	st.F[3] = 1
+	if op.Scale != [2]float64{} {
+		st.F[3] = r.Uniform(op.Scale[0], op.Scale[1])
+	}
+	if op.HasShear {
+		st.F[4] = r.Uniform(op.Shear[0], op.Shear[1])
+		if op.ShearY {
+			st.F[5] = r.Uniform(op.Shear[2], op.Shear[3])
+		}
+	}
+	d.emit(st)
+}
+
+// drawErasing is RandomErasing's forward and make_params: with
+// probability p, ten tries at a box of random area and log-uniform aspect
+// that fits; none fitting erases nothing, as torchvision's fallback (v
+// None) does.
+func (n *node) drawErasing(r *RNG, d *drawer) {
+	op := n.op
+	if !(r.Float64() < op.P) {
+		return
+	}
+	area := float64(d.w * d.h)
+	for range 10 {
+		ea := float64(area * r.Uniform(op.Scale[0], op.Scale[1]))
+		aspect := detExp(r.Uniform(n.logRatio[0], n.logRatio[1]))
+		h := int(math.RoundToEven(math.Sqrt(float64(ea * aspect))))
+		w := int(math.RoundToEven(math.Sqrt(ea / aspect)))
+		if !(h < d.h && w < d.w) {
+			continue
+		}
+		st := Step{Fn: FnErase, I: [6]int{0, 0, h, w}, Fill: op.Value}
+		if op.RandomValue {
+			st.Random, st.Seed = true, r.Uint64()
+			st.F = [6]float64{op.Mean[0], op.Mean[1], op.Mean[2], op.Std[0], op.Std[1], op.Std[2]}
+		}
+		st.I[0] = r.Intn(d.h - h + 1)
+		st.I[1] = r.Intn(d.w - w + 1)
+		d.emit(st)
+		return
+	}
+}

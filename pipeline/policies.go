@@ -1,0 +1,613 @@
+package pipeline
+
+// The augmentation policies: torchvision.transforms.v2's TrivialAugmentWide,
+// RandAugment, AutoAugment and AugMix (their augmentation spaces, magnitude
+// bins, signs, fills and default interpolations), and timm's RandAugment
+// ("rand-m9-mstd0.5-inc1" and the like) as a policy of its own name, never
+// mixed up with torchvision's. Each draws functional steps for the kernels,
+// so a policy costs no more than the ops it picks.
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// augOp is one operation of a policy's augmentation space.
+type augOp uint8
+
+const (
+	augIdentity augOp = iota
+	augShearX
+	augShearY
+	augTranslateX
+	augTranslateY
+	augRotate
+	augBrightness
+	augColor
+	augContrast
+	augSharpness
+	augPosterize
+	augSolarize
+	augAutoContrast
+	augEqualize
+	augInvert
+	augSolarizeAdd // timm's
+)
+
+// augEntry is one operation of a space with its magnitudes (nil: the
+// operation takes none) and whether a magnitude's sign is drawn.
+type augEntry struct {
+	op     augOp
+	mags   []float64
+	signed bool
+}
+
+// policy is a compiled policy.
+type policy struct {
+	kind     OpKind
+	space    []augEntry
+	interp   Interpolation
+	fill     [3]float64
+	maxSteps int
+	// RandAugment, TrivialAugmentWide.
+	numOps, magnitude, bins int
+	// AutoAugment: sub-policies of (op, probability, magnitude bin; -1
+	// none).
+	subs [][2]aaOp
+	// AugMix.
+	severity, width, depth int
+	alpha                  float64
+	// timm's RandAugment.
+	timm timmConfig
+}
+
+// aaOp is one operation of an AutoAugment sub-policy.
+type aaOp struct {
+	op  augOp
+	p   float64
+	bin int
+}
+
+// linspace32 is torch.linspace(start, end, n) in float32, as torch
+// computes it (from both ends towards the middle), widened to float64.
+func linspace32(start, end float32, n int) []float64 {
+	out := make([]float64, n)
+	if n == 1 {
+		out[0] = float64(start)
+		return out
+	}
+	step := (end - start) / float32(n-1)
+	for i := range n {
+		if i < n/2 {
+			out[i] = float64(start + float32(step*float32(i)))
+		} else {
+			out[i] = float64(end - float32(step*float32(n-1-i)))
+		}
+	}
+	return out
+}
+
+// posterizeBits is torchvision's posterize magnitudes:
+// (top - arange(n) / ((n - 1) / span)).round().int(), in float32.
+func posterizeBits(top, span float32, n int) []float64 {
+	out := make([]float64, n)
+	for i := range n {
+		div := float32(n-1) / span
+		v := top - float32(i)/div
+		if n == 1 {
+			v = top
+		}
+		out[i] = math.RoundToEven(float64(v))
+	}
+	return out
+}
+
+// tvSpace is torchvision's augmentation space of a policy for n bins on an
+// image of w x h.
+func tvSpace(kind OpKind, n, w, h int) []augEntry {
+	lin := func(hi float32) []float64 { return linspace32(0, hi, n) }
+	switch kind {
+	case OpTrivialAugmentWide:
+		return []augEntry{
+			{augIdentity, nil, false},
+			{augShearX, lin(0.99), true}, {augShearY, lin(0.99), true},
+			{augTranslateX, lin(32), true}, {augTranslateY, lin(32), true},
+			{augRotate, lin(135), true},
+			{augBrightness, lin(0.99), true}, {augColor, lin(0.99), true},
+			{augContrast, lin(0.99), true}, {augSharpness, lin(0.99), true},
+			{augPosterize, posterizeBits(8, 6, n), false},
+			{augSolarize, linspace32(1, 0, n), false},
+			{augAutoContrast, nil, false}, {augEqualize, nil, false},
+		}
+	case OpAugMix:
+		return []augEntry{
+			{augShearX, lin(0.3), true}, {augShearY, lin(0.3), true},
+			{augTranslateX, lin(float32(w) / 3), true}, {augTranslateY, lin(float32(h) / 3), true},
+			{augRotate, lin(30), true},
+			{augPosterize, posterizeBits(4, 4, n), false},
+			{augSolarize, linspace32(1, 0, n), false},
+			{augAutoContrast, nil, false}, {augEqualize, nil, false},
+			{augBrightness, lin(0.9), true}, {augColor, lin(0.9), true},
+			{augContrast, lin(0.9), true}, {augSharpness, lin(0.9), true},
+		}
+	}
+	// RandAugment (with Identity first) and AutoAugment (with Invert).
+	s := []augEntry{
+		{augShearX, lin(0.3), true}, {augShearY, lin(0.3), true},
+		{augTranslateX, lin(float32(float32(150.0/331.0) * float32(w))), true},
+		{augTranslateY, lin(float32(float32(150.0/331.0) * float32(h))), true},
+		{augRotate, lin(30), true},
+		{augBrightness, lin(0.9), true}, {augColor, lin(0.9), true},
+		{augContrast, lin(0.9), true}, {augSharpness, lin(0.9), true},
+		{augPosterize, posterizeBits(8, 4, n), false},
+		{augSolarize, linspace32(1, 0, n), false},
+		{augAutoContrast, nil, false}, {augEqualize, nil, false},
+	}
+	if kind == OpRandAugment {
+		return append([]augEntry{{augIdentity, nil, false}}, s...)
+	}
+	return append(s, augEntry{augInvert, nil, false})
+}
+
+// newPolicy compiles a policy op for an output of w x h.
+func newPolicy(op *Op, w, h int) (*policy, error) {
+	p := &policy{kind: op.Kind, interp: op.Interp, fill: op.Fill}
+	for _, v := range op.Fill {
+		if !(v >= 0 && v <= 255) {
+			return nil, fmt.Errorf("fill %v: want values in 0..255", op.Fill)
+		}
+	}
+	if op.Kind != OpTimmRandAugment && op.Interp != InterpNearest && op.Interp != InterpBilinear {
+		return nil, fmt.Errorf("interpolation %s: torchvision's policies rotate and shear tensors with nearest or bilinear", op.Interp)
+	}
+	switch op.Kind {
+	case OpTrivialAugmentWide:
+		if op.Bins < 2 || op.Bins > 1000 {
+			return nil, fmt.Errorf("num_magnitude_bins %d: want 2..1000", op.Bins)
+		}
+		p.bins, p.space, p.maxSteps = op.Bins, tvSpace(op.Kind, op.Bins, w, h), 1
+	case OpRandAugment:
+		if op.NumOps < 0 || op.NumOps > maxPolicyOp {
+			return nil, fmt.Errorf("num_ops %d: want 0..%d", op.NumOps, maxPolicyOp)
+		}
+		if op.Bins < 2 || op.Bins > 1000 {
+			return nil, fmt.Errorf("num_magnitude_bins %d: want 2..1000", op.Bins)
+		}
+		if op.Magnitude < 0 || op.Magnitude >= op.Bins {
+			return nil, fmt.Errorf("magnitude %d: want 0..num_magnitude_bins-1 (%d)", op.Magnitude, op.Bins-1)
+		}
+		p.numOps, p.magnitude, p.bins = op.NumOps, op.Magnitude, op.Bins
+		p.space, p.maxSteps = tvSpace(op.Kind, op.Bins, w, h), op.NumOps
+	case OpAutoAugment:
+		subs, ok := autoAugmentPolicies[op.Policy]
+		if !ok {
+			return nil, fmt.Errorf("policy %q: want imagenet, cifar10 or svhn", op.Policy)
+		}
+		p.subs, p.space, p.maxSteps = subs, tvSpace(op.Kind, 10, w, h), 2
+	case OpAugMix:
+		if op.Severity < 1 || op.Severity > 10 {
+			return nil, fmt.Errorf("severity %d: want 1..10", op.Severity)
+		}
+		if op.MixtureWidth < 1 || op.MixtureWidth > maxPolicyOp {
+			return nil, fmt.Errorf("mixture_width %d: want 1..%d", op.MixtureWidth, maxPolicyOp)
+		}
+		if op.ChainDepth > maxPolicyOp || op.ChainDepth == 0 {
+			return nil, fmt.Errorf("chain_depth %d: want -1 (random 1..3) or 1..%d", op.ChainDepth, maxPolicyOp)
+		}
+		if !(op.Alpha > 0 && op.Alpha <= 1e3) {
+			return nil, fmt.Errorf("alpha %v: want > 0", op.Alpha)
+		}
+		p.severity, p.width, p.depth, p.alpha = op.Severity, op.MixtureWidth, op.ChainDepth, op.Alpha
+		p.space = tvSpace(op.Kind, 10, w, h)
+		if op.PartialOps {
+			p.space = p.space[:9]
+		}
+		depth := op.ChainDepth
+		if depth < 0 {
+			depth = 3
+		}
+		p.maxSteps = 2 + op.MixtureWidth*(1+depth)
+	case OpTimmRandAugment:
+		cfg, err := parseTimmConfig(op.Policy)
+		if err != nil {
+			return nil, err
+		}
+		if op.Interp == InterpNearest && !op.RandomInterp {
+			return nil, fmt.Errorf("interpolation nearest: timm's RandAugment resamples with bilinear, bicubic or a random choice of the two")
+		}
+		cfg.random = op.RandomInterp
+		p.timm, p.space, p.maxSteps = cfg, timmSpace(cfg), cfg.n
+	default:
+		return nil, fmt.Errorf("not a policy: %s", op.Kind)
+	}
+	return p, nil
+}
+
+// draw appends the policy's steps for one sample.
+func (p *policy) draw(r *RNG, d *drawer) {
+	switch p.kind {
+	case OpTrivialAugmentWide:
+		e := &p.space[r.Intn(len(p.space))]
+		p.emit(d, e, p.magOf(r, e, r.Intn(p.bins)))
+	case OpRandAugment:
+		for range p.numOps {
+			e := &p.space[r.Intn(len(p.space))]
+			p.emit(d, e, p.magOf(r, e, p.magnitude))
+		}
+	case OpAutoAugment:
+		sub := p.subs[r.Intn(len(p.subs))]
+		for _, a := range sub {
+			if !(r.Float64() <= a.p) {
+				continue
+			}
+			e := p.entry(a.op)
+			p.emit(d, e, p.magOf(r, e, a.bin))
+		}
+	case OpAugMix:
+		p.drawAugMix(r, d)
+	case OpTimmRandAugment:
+		p.drawTimm(r, d)
+	}
+}
+
+// entry is the space's entry for op.
+func (p *policy) entry(op augOp) *augEntry {
+	for i := range p.space {
+		if p.space[i].op == op {
+			return &p.space[i]
+		}
+	}
+	panic("pipeline: policy op not in its space")
+}
+
+// magOf is the magnitude of bin in e's magnitudes, negated with
+// probability 1/2 (torch.rand(()) <= 0.5) when e is signed; 0 when e takes
+// none.
+func (p *policy) magOf(r *RNG, e *augEntry, bin int) float64 {
+	if e.mags == nil {
+		return 0
+	}
+	m := e.mags[bin]
+	if e.signed && r.Float64() <= 0.5 {
+		m = -m
+	}
+	return m
+}
+
+// emit appends the step of torchvision's _apply_image_or_video_transform
+// for e at magnitude m.
+func (p *policy) emit(d *drawer, e *augEntry, m float64) {
+	geo := Step{Fn: FnAffine, Interp: p.interp, Fill: p.fill, F: [6]float64{0, 0, 0, 1, 0, 0}}
+	switch e.op {
+	case augIdentity:
+	case augShearX:
+		geo.F[4] = math.Atan(m) * 180 / math.Pi
+		geo.HasCenter = true
+		d.emit(geo)
+	case augShearY:
+		geo.F[5] = math.Atan(m) * 180 / math.Pi
+		geo.HasCenter = true
+		d.emit(geo)
+	case augTranslateX:
+		geo.F[1] = math.Trunc(m)
+		d.emit(geo)
+	case augTranslateY:
+		geo.F[2] = math.Trunc(m)
+		d.emit(geo)
+	case augRotate:
+		d.emit(Step{Fn: FnRotate, F: [6]float64{m}, Interp: p.interp, Fill: p.fill})
+	case augBrightness:
+		d.emit(Step{Fn: FnAdjustBrightness, F: [6]float64{1 + m}})
+	case augColor:
+		d.emit(Step{Fn: FnAdjustSaturation, F: [6]float64{1 + m}})
+	case augContrast:
+		d.emit(Step{Fn: FnAdjustContrast, F: [6]float64{1 + m}})
+	case augSharpness:
+		d.emit(Step{Fn: FnAdjustSharpness, F: [6]float64{1 + m}})
+	case augPosterize:
+		d.emit(Step{Fn: FnPosterize, I: [6]int{int(m)}})
+	case augSolarize:
+		d.emit(Step{Fn: FnSolarize, F: [6]float64{float64(255 * m)}})
+	case augAutoContrast:
+		d.emit(Step{Fn: FnAutocontrast})
+	case augEqualize:
+		d.emit(Step{Fn: FnEqualize})
+	case augInvert:
+		d.emit(Step{Fn: FnInvert})
+	}
+}
+
+// drawAugMix is torchvision's AugMix.forward for one image: a Beta (as a
+// two-weight Dirichlet) between the image and the mix of mixture_width
+// chains, each of chain_depth (or 1..3) ops at a severity bin below
+// severity.
+func (p *policy) drawAugMix(r *RNG, d *drawer) {
+	var m [2]float64
+	r.Dirichlet(p.alpha, m[:])
+	var wbuf [maxPolicyOp]float64
+	ws := wbuf[:p.width]
+	r.Dirichlet(p.alpha, ws)
+	d.emit(Step{Fn: FnMixBegin, F: [6]float64{m[0]}})
+	for _, w := range ws {
+		d.emit(Step{Fn: FnMixChain, F: [6]float64{float64(w * m[1])}})
+		depth := p.depth
+		if depth <= 0 {
+			depth = 1 + r.Intn(3)
+		}
+		for range depth {
+			e := &p.space[r.Intn(len(p.space))]
+			p.emit(d, e, p.magOf(r, e, r.Intn(p.severity)))
+		}
+	}
+	d.emit(Step{Fn: FnMixEnd})
+}
+
+// autoAugmentPolicies are torchvision's AutoAugmentPolicy sub-policies:
+// (op, probability, magnitude bin of 10; -1 none).
+var autoAugmentPolicies = map[string][][2]aaOp{
+	"imagenet": {
+		{{augPosterize, 0.4, 8}, {augRotate, 0.6, 9}},
+		{{augSolarize, 0.6, 5}, {augAutoContrast, 0.6, -1}},
+		{{augEqualize, 0.8, -1}, {augEqualize, 0.6, -1}},
+		{{augPosterize, 0.6, 7}, {augPosterize, 0.6, 6}},
+		{{augEqualize, 0.4, -1}, {augSolarize, 0.2, 4}},
+		{{augEqualize, 0.4, -1}, {augRotate, 0.8, 8}},
+		{{augSolarize, 0.6, 3}, {augEqualize, 0.6, -1}},
+		{{augPosterize, 0.8, 5}, {augEqualize, 1.0, -1}},
+		{{augRotate, 0.2, 3}, {augSolarize, 0.6, 8}},
+		{{augEqualize, 0.6, -1}, {augPosterize, 0.4, 6}},
+		{{augRotate, 0.8, 8}, {augColor, 0.4, 0}},
+		{{augRotate, 0.4, 9}, {augEqualize, 0.6, -1}},
+		{{augEqualize, 0.0, -1}, {augEqualize, 0.8, -1}},
+		{{augInvert, 0.6, -1}, {augEqualize, 1.0, -1}},
+		{{augColor, 0.6, 4}, {augContrast, 1.0, 8}},
+		{{augRotate, 0.8, 8}, {augColor, 1.0, 2}},
+		{{augColor, 0.8, 8}, {augSolarize, 0.8, 7}},
+		{{augSharpness, 0.4, 7}, {augInvert, 0.6, -1}},
+		{{augShearX, 0.6, 5}, {augEqualize, 1.0, -1}},
+		{{augColor, 0.4, 0}, {augEqualize, 0.6, -1}},
+		{{augEqualize, 0.4, -1}, {augSolarize, 0.2, 4}},
+		{{augSolarize, 0.6, 5}, {augAutoContrast, 0.6, -1}},
+		{{augInvert, 0.6, -1}, {augEqualize, 1.0, -1}},
+		{{augColor, 0.6, 4}, {augContrast, 1.0, 8}},
+		{{augEqualize, 0.8, -1}, {augEqualize, 0.6, -1}},
+	},
+	"cifar10": {
+		{{augInvert, 0.1, -1}, {augContrast, 0.2, 6}},
+		{{augRotate, 0.7, 2}, {augTranslateX, 0.3, 9}},
+		{{augSharpness, 0.8, 1}, {augSharpness, 0.9, 3}},
+		{{augShearY, 0.5, 8}, {augTranslateY, 0.7, 9}},
+		{{augAutoContrast, 0.5, -1}, {augEqualize, 0.9, -1}},
+		{{augShearY, 0.2, 7}, {augPosterize, 0.3, 7}},
+		{{augColor, 0.4, 3}, {augBrightness, 0.6, 7}},
+		{{augSharpness, 0.3, 9}, {augBrightness, 0.7, 9}},
+		{{augEqualize, 0.6, -1}, {augEqualize, 0.5, -1}},
+		{{augContrast, 0.6, 7}, {augSharpness, 0.6, 5}},
+		{{augColor, 0.7, 7}, {augTranslateX, 0.5, 8}},
+		{{augEqualize, 0.3, -1}, {augAutoContrast, 0.4, -1}},
+		{{augTranslateY, 0.4, 3}, {augSharpness, 0.2, 6}},
+		{{augBrightness, 0.9, 6}, {augColor, 0.2, 8}},
+		{{augSolarize, 0.5, 2}, {augInvert, 0.0, -1}},
+		{{augEqualize, 0.2, -1}, {augAutoContrast, 0.6, -1}},
+		{{augEqualize, 0.2, -1}, {augEqualize, 0.6, -1}},
+		{{augColor, 0.9, 9}, {augEqualize, 0.6, -1}},
+		{{augAutoContrast, 0.8, -1}, {augSolarize, 0.2, 8}},
+		{{augBrightness, 0.1, 3}, {augColor, 0.7, 0}},
+		{{augSolarize, 0.4, 5}, {augAutoContrast, 0.9, -1}},
+		{{augTranslateY, 0.9, 9}, {augTranslateY, 0.7, 9}},
+		{{augAutoContrast, 0.9, -1}, {augSolarize, 0.8, 3}},
+		{{augEqualize, 0.8, -1}, {augInvert, 0.1, -1}},
+		{{augTranslateY, 0.7, 9}, {augAutoContrast, 0.9, -1}},
+	},
+	"svhn": {
+		{{augShearX, 0.9, 4}, {augInvert, 0.2, -1}},
+		{{augShearY, 0.9, 8}, {augInvert, 0.7, -1}},
+		{{augEqualize, 0.6, -1}, {augSolarize, 0.6, 6}},
+		{{augInvert, 0.9, -1}, {augEqualize, 0.6, -1}},
+		{{augEqualize, 0.6, -1}, {augRotate, 0.9, 3}},
+		{{augShearX, 0.9, 4}, {augAutoContrast, 0.8, -1}},
+		{{augShearY, 0.9, 8}, {augInvert, 0.4, -1}},
+		{{augShearY, 0.9, 5}, {augSolarize, 0.2, 6}},
+		{{augInvert, 0.9, -1}, {augAutoContrast, 0.8, -1}},
+		{{augEqualize, 0.6, -1}, {augRotate, 0.9, 3}},
+		{{augShearX, 0.9, 4}, {augSolarize, 0.3, 3}},
+		{{augShearY, 0.8, 8}, {augInvert, 0.7, -1}},
+		{{augEqualize, 0.9, -1}, {augTranslateY, 0.6, 6}},
+		{{augInvert, 0.9, -1}, {augEqualize, 0.6, -1}},
+		{{augContrast, 0.3, 3}, {augRotate, 0.8, 4}},
+		{{augInvert, 0.8, -1}, {augTranslateY, 0.0, 2}},
+		{{augShearY, 0.7, 6}, {augSolarize, 0.4, 8}},
+		{{augInvert, 0.6, -1}, {augRotate, 0.8, 4}},
+		{{augShearY, 0.3, 7}, {augTranslateX, 0.9, 3}},
+		{{augShearX, 0.1, 6}, {augInvert, 0.6, -1}},
+		{{augSolarize, 0.7, 2}, {augTranslateY, 0.6, 7}},
+		{{augShearY, 0.8, 4}, {augInvert, 0.8, -1}},
+		{{augShearX, 0.7, 9}, {augTranslateY, 0.8, 3}},
+		{{augShearY, 0.8, 5}, {augAutoContrast, 0.7, -1}},
+		{{augShearX, 0.7, 2}, {augInvert, 0.1, -1}},
+	},
+}
+
+// timmConfig is a timm RandAugment config string, parsed: "rand" and then
+// m (magnitude, default 10), n (ops per image, default 2), mstd
+// (magnitude noise; > 100: uniform), mmax (the magnitude's upper bound,
+// default 10), inc (the increasing variants), as timm's
+// rand_augment_transform. w (weighted choice) is not supported.
+type timmConfig struct {
+	text      string
+	m         float64
+	n         int
+	mstd      float64
+	mmax      float64
+	increase  bool
+	translate float64 // translate_pct, default 0.45
+	random    bool    // Op.RandomInterp
+}
+
+func parseTimmConfig(s string) (timmConfig, error) {
+	c := timmConfig{text: s, m: 10, n: 2, mmax: 10, translate: 0.45}
+	parts := strings.Split(s, "-")
+	if len(s) > 256 || parts[0] != "rand" {
+		return c, fmt.Errorf("timm RandAugment config %q: want \"rand-...\" (e.g. rand-m9-mstd0.5-inc1)", truncateString(s, 64))
+	}
+	for _, part := range parts[1:] {
+		i := strings.IndexAny(part, "0123456789")
+		if i <= 0 {
+			return c, fmt.Errorf("timm RandAugment config %q: section %q is not KEYVALUE", s, part)
+		}
+		key, val := part[:i], part[i:]
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return c, fmt.Errorf("timm RandAugment config %q: %s: %q is not a number", s, key, val)
+		}
+		switch key {
+		case "m":
+			if f < 0 || f > 30 || f != math.Trunc(f) {
+				return c, fmt.Errorf("timm RandAugment config %q: m%v: want an integer 0..30", s, val)
+			}
+			c.m = f
+		case "n":
+			if f < 0 || f > maxPolicyOp || f != math.Trunc(f) {
+				return c, fmt.Errorf("timm RandAugment config %q: n%v: want an integer 0..%d", s, val, maxPolicyOp)
+			}
+			c.n = int(f)
+		case "mstd":
+			if f < 0 {
+				return c, fmt.Errorf("timm RandAugment config %q: mstd%v: want >= 0", s, val)
+			}
+			c.mstd = f
+			if f > 100 {
+				c.mstd = math.Inf(1)
+			}
+		case "mmax":
+			if f < 0 || f > 30 || f != math.Trunc(f) {
+				return c, fmt.Errorf("timm RandAugment config %q: mmax%v: want an integer 0..30", s, val)
+			}
+			c.mmax = f
+		case "inc":
+			c.increase = f != 0
+		default:
+			return c, fmt.Errorf("timm RandAugment config %q: unknown section %q (stoker knows m, n, mstd, mmax, inc)", s, key)
+		}
+	}
+	return c, nil
+}
+
+// truncateString cuts s to n bytes, marking the cut.
+func truncateString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// timmSpace is timm's _RAND_TRANSFORMS, or _RAND_INCREASING_TRANSFORMS with
+// inc, in timm's order (the magnitudes are computed per draw).
+func timmSpace(c timmConfig) []augEntry {
+	ops := []augOp{augAutoContrast, augEqualize, augInvert, augRotate, augPosterize, augSolarize, augSolarizeAdd,
+		augColor, augContrast, augBrightness, augSharpness, augShearX, augShearY, augTranslateX, augTranslateY}
+	out := make([]augEntry, len(ops))
+	for i, op := range ops {
+		out[i] = augEntry{op: op}
+	}
+	return out
+}
+
+// drawTimm is timm's RandAugment.__call__: n ops chosen with replacement,
+// each applied with probability 0.5 at magnitude m (with gaussian noise of
+// mstd, or uniform in [0, m] when mstd is infinite), clipped to [0, mmax],
+// its argument from timm's level functions. Resampling is the policy's
+// interpolation; for bilinear-or-bicubic ("random" in the wire's terms)
+// each resampling op draws one, as timm's _interpolation does.
+func (p *policy) drawTimm(r *RNG, d *drawer) {
+	c := &p.timm
+	for range c.n {
+		e := &p.space[r.Intn(len(p.space))]
+		if r.Float64() > 0.5 {
+			continue
+		}
+		m := c.m
+		switch {
+		case math.IsInf(c.mstd, 1):
+			m = r.Uniform(0, m)
+		case c.mstd > 0:
+			m = float64(m + float64(c.mstd*r.Normal()))
+		}
+		m = math.Max(0, math.Min(m, c.mmax))
+		lvl := m / 10
+		negate := func(v float64) float64 {
+			if r.Float64() > 0.5 {
+				return -v
+			}
+			return v
+		}
+		interp := p.interp
+		if p.timmRandomInterp() {
+			interp = InterpBilinear
+			if r.Intn(2) == 1 {
+				interp = InterpBicubic
+			}
+		}
+		geo := Step{Fn: FnAffine, Interp: interp, Fill: p.fill, F: [6]float64{0, 0, 0, 1, 0, 0}}
+		enhance := func(fn Fn) {
+			f := float64(lvl*1.8) + 0.1
+			if c.increase {
+				f = math.Max(0.1, 1+negate(float64(lvl*0.9)))
+			}
+			d.emit(Step{Fn: fn, F: [6]float64{f}})
+		}
+		switch e.op {
+		case augAutoContrast:
+			d.emit(Step{Fn: FnAutocontrast})
+		case augEqualize:
+			d.emit(Step{Fn: FnEqualize})
+		case augInvert:
+			d.emit(Step{Fn: FnInvert})
+		case augRotate:
+			d.emit(Step{Fn: FnRotate, F: [6]float64{negate(float64(lvl * 30))}, Interp: interp, Fill: p.fill})
+		case augPosterize:
+			bits := int(float64(lvl * 4))
+			if c.increase {
+				bits = 4 - bits
+			}
+			if bits < 8 {
+				d.emit(Step{Fn: FnPosterize, I: [6]int{bits}})
+			}
+		case augSolarize:
+			thresh := int(float64(lvl * 256))
+			if c.increase {
+				thresh = 256 - thresh
+			}
+			if thresh <= 255 {
+				d.emit(Step{Fn: FnSolarize, F: [6]float64{float64(thresh)}})
+			}
+		case augSolarizeAdd:
+			d.emit(Step{Fn: FnSolarizeAdd, I: [6]int{int(float64(lvl * 110))}, F: [6]float64{128}})
+		case augColor:
+			enhance(FnAdjustSaturation)
+		case augContrast:
+			enhance(FnAdjustContrast)
+		case augBrightness:
+			enhance(FnAdjustBrightness)
+		case augSharpness:
+			enhance(FnAdjustSharpness)
+		case augShearX, augShearY:
+			f := negate(float64(lvl * 0.3))
+			geo.F[4+int(e.op-augShearX)] = math.Atan(f) * 180 / math.Pi
+			geo.HasCenter = true
+			d.emit(geo)
+		case augTranslateX:
+			geo.F[1] = -float64(negate(float64(lvl*c.translate)) * float64(d.w))
+			d.emit(geo)
+		case augTranslateY:
+			geo.F[2] = -float64(negate(float64(lvl*c.translate)) * float64(d.h))
+			d.emit(geo)
+		}
+	}
+}
+
+// timmRandomInterp reports whether the policy draws bilinear or bicubic
+// per resampling op (timm's default, _RANDOM_INTERPOLATION).
+func (p *policy) timmRandomInterp() bool { return p.timm.random }

@@ -1,0 +1,154 @@
+package pipeline
+
+import "fmt"
+
+// Fn names a functional op: what one step of a sample does to its pixels,
+// with torchvision.transforms.v2.functional's name and arguments. A
+// Transform's ops (the classes: RandomRotation, TrivialAugmentWide, …) only
+// draw a sample's Steps; the kernels (kernels_*.go) do the pixels. That
+// split is torchvision's, and it is what the trace records and what the
+// parity tests call directly.
+type Fn uint8
+
+// The functional ops. The geometry Fns (FnResizedCrop, FnResize,
+// FnCenterCrop) are fused into the decode: they appear in a trace, never
+// among the Steps run after it.
+const (
+	FnNone Fn = iota
+	FnResizedCrop
+	FnResize
+	FnCenterCrop
+	FnHorizontalFlip
+	FnVerticalFlip
+	FnAdjustBrightness
+	FnAdjustContrast
+	FnAdjustSaturation
+	FnAdjustHue
+	FnAdjustSharpness
+	FnRGBToGrayscale
+	FnGaussianBlur
+	FnSolarize
+	FnPosterize
+	FnInvert
+	FnEqualize
+	FnAutocontrast
+	FnRotate
+	FnAffine
+	FnErase
+	FnNormalize
+	// FnSolarizeAdd is timm's SolarizeAdd (add, clamped, to the pixels
+	// below the threshold): no torchvision functional has it.
+	FnSolarizeAdd
+	// FnMixBegin, FnMixChain and FnMixEnd are AugMix's blending: the
+	// steps between a FnMixChain and the next FnMixChain or FnMixEnd are
+	// one chain applied to the image as FnMixBegin found it.
+	FnMixBegin
+	FnMixChain
+	FnMixEnd
+	numFns
+)
+
+// Step is one functional op applied to one sample with its drawn arguments.
+// Which fields an Fn reads is in fnSpecs; the rest are zero.
+type Step struct {
+	Fn Fn
+	// I: top, left, height, width (resized_crop; erase's i, j, h, w),
+	// size or output_size (I[4], I[5]: height, width), kernel_size (I[0],
+	// I[1]: x, y), bits, num_output_channels, addition.
+	I [6]int
+	// F: the factor (adjust_*), threshold, angle, sigma (x, y), affine's
+	// angle, translate (x, y), scale, shear (x, y); normalize's mean and
+	// std.
+	F [6]float64
+	// Interp and Antialias: resampling (resized_crop, resize, rotate,
+	// affine).
+	Interp    Interpolation
+	Antialias bool
+	// Fill is rotate's, affine's and erase's fill, one value per channel.
+	Fill [3]float64
+	// Center is rotate's and affine's center (pixels from the top left;
+	// torchvision's `center`); HasCenter false is None: the image's center.
+	Center    [2]float64
+	HasCenter bool
+	// Random: erase writes random values (value="random"), from Seed.
+	Random bool
+	Seed   uint64
+}
+
+// arg says where a step's argument lives, for the trace.
+type arg struct {
+	name string
+	kind argKind
+	at   int // index into I or F
+	n    int // 2 for a pair (size, sigma, …); 3 for mean/std; 1 otherwise
+}
+
+type argKind uint8
+
+const (
+	argInt argKind = iota
+	argFloat
+	argInterp
+	argAntialias
+	argFill
+	argCenter
+	argEraseValue
+	argFalse // a constant False (rotate's expand)
+)
+
+// fnSpec is one Fn's name and arguments, in torchvision's words and order.
+type fnSpec struct {
+	name string
+	args []arg
+}
+
+var fnSpecs = [numFns]fnSpec{
+	FnResizedCrop: {"resized_crop", []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1},
+		{"size", argInt, 4, 2}, {"interpolation", argInterp, 0, 1}, {"antialias", argAntialias, 0, 1}}},
+	FnResize:           {"resize", []arg{{"size", argInt, 4, 2}, {"interpolation", argInterp, 0, 1}, {"antialias", argAntialias, 0, 1}}},
+	FnCenterCrop:       {"center_crop", []arg{{"output_size", argInt, 4, 2}}},
+	FnHorizontalFlip:   {"horizontal_flip", nil},
+	FnVerticalFlip:     {"vertical_flip", nil},
+	FnAdjustBrightness: {"adjust_brightness", []arg{{"brightness_factor", argFloat, 0, 1}}},
+	FnAdjustContrast:   {"adjust_contrast", []arg{{"contrast_factor", argFloat, 0, 1}}},
+	FnAdjustSaturation: {"adjust_saturation", []arg{{"saturation_factor", argFloat, 0, 1}}},
+	FnAdjustHue:        {"adjust_hue", []arg{{"hue_factor", argFloat, 0, 1}}},
+	FnAdjustSharpness:  {"adjust_sharpness", []arg{{"sharpness_factor", argFloat, 0, 1}}},
+	FnRGBToGrayscale:   {"rgb_to_grayscale", []arg{{"num_output_channels", argInt, 0, 1}}},
+	FnGaussianBlur:     {"gaussian_blur", []arg{{"kernel_size", argInt, 0, 2}, {"sigma", argFloat, 0, 2}}},
+	FnSolarize:         {"solarize", []arg{{"threshold", argFloat, 0, 1}}},
+	FnPosterize:        {"posterize", []arg{{"bits", argInt, 0, 1}}},
+	FnInvert:           {"invert", nil},
+	FnEqualize:         {"equalize", nil},
+	FnAutocontrast:     {"autocontrast", nil},
+	FnRotate: {"rotate", []arg{{"angle", argFloat, 0, 1}, {"interpolation", argInterp, 0, 1}, {"expand", argFalse, 0, 1},
+		{"center", argCenter, 0, 1}, {"fill", argFill, 0, 1}}},
+	FnAffine: {"affine", []arg{{"angle", argFloat, 0, 1}, {"translate", argFloat, 1, 2}, {"scale", argFloat, 3, 1}, {"shear", argFloat, 4, 2},
+		{"interpolation", argInterp, 0, 1}, {"fill", argFill, 0, 1}, {"center", argCenter, 0, 1}}},
+	FnErase:       {"erase", []arg{{"i", argInt, 0, 1}, {"j", argInt, 1, 1}, {"h", argInt, 2, 1}, {"w", argInt, 3, 1}, {"v", argEraseValue, 0, 1}}},
+	FnNormalize:   {"normalize", []arg{{"mean", argFloat, 0, 3}, {"std", argFloat, 3, 3}}},
+	FnSolarizeAdd: {"solarize_add", []arg{{"addition", argInt, 0, 1}, {"threshold", argFloat, 0, 1}}},
+	FnMixBegin:    {"augmix_begin", []arg{{"weight", argFloat, 0, 1}}},
+	FnMixChain:    {"augmix_chain", []arg{{"weight", argFloat, 0, 1}}},
+	FnMixEnd:      {"augmix_end", nil},
+}
+
+// String is the Fn's torchvision name.
+func (f Fn) String() string {
+	if f < numFns && fnSpecs[f].name != "" {
+		return fnSpecs[f].name
+	}
+	return fmt.Sprintf("Fn(%d)", uint8(f))
+}
+
+// fnByName maps torchvision's names to Fns.
+var fnByName = func() map[string]Fn {
+	m := make(map[string]Fn, numFns)
+	for f := Fn(1); f < numFns; f++ {
+		m[fnSpecs[f].name] = f
+	}
+	return m
+}()
+
+// geometry reports whether f is fused into the decode.
+func (f Fn) geometry() bool { return f == FnResizedCrop || f == FnResize || f == FnCenterCrop }

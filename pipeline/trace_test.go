@@ -1,0 +1,177 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// recipeOps is a transform with one op of every kind that draws, in
+// containers and policies too.
+func recipeOps() []Op {
+	return []Op{
+		{Kind: OpRandomResizedCrop, Size: [2]int{32, 24}, Interp: InterpBicubic},
+		{Kind: OpRandomHorizontalFlip, P: 0.5},
+		{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
+		{Kind: OpRandomGrayscale, P: 0.2},
+		{Kind: OpRandomChoice, Ops: []Op{
+			{Kind: OpGaussianBlur, KernelSize: [2]int{5, 5}, Sigma: [2]float64{0.1, 2}},
+			{Kind: OpRandomSolarize, P: 1, Threshold: 128},
+			{Kind: OpGrayscale},
+		}},
+		{Kind: OpRandomOrder, Ops: []Op{{Kind: OpRandomInvert, P: 0.5}, {Kind: OpRandomVerticalFlip, P: 0.5}}},
+		{Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}, Interp: InterpBilinear, Fill: [3]float64{1, 2, 3}},
+		{Kind: OpRandomAffine, Degrees: [2]float64{-5, 5}, HasTranslate: true, Translate: [2]float64{0.1, 0.1},
+			Scale: [2]float64{0.9, 1.1}, HasShear: true, ShearY: true, Shear: [4]float64{-5, 5, -3, 3}, HasCenter: true, Center: [2]float64{3, 4}},
+		{Kind: OpTrivialAugmentWide, Bins: 31},
+		{Kind: OpRandAugment, NumOps: 2, Magnitude: 9, Bins: 31},
+		{Kind: OpAutoAugment, Policy: "imagenet"},
+		{Kind: OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1},
+		{Kind: OpTimmRandAugment, Policy: "rand-m9-mstd0.5-inc1", RandomInterp: true, Fill: [3]float64{124, 116, 104}},
+		{Kind: OpRandomErasing, P: 0.5, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, RandomValue: true},
+		{Kind: OpRandomPosterize, P: 0.5, Bits: 3},
+		{Kind: OpRandomEqualize, P: 0.5}, {Kind: OpRandomAutocontrast, P: 0.5},
+		{Kind: OpRandomAdjustSharpness, P: 0.5, Factor: 2},
+		{Kind: OpNormalize, Mean: imagenetMean, Std: imagenetStd},
+	}
+}
+
+// TestTraceRoundTrip: a trace parses back into the steps it was made of,
+// for every step the recipe draws.
+func TestTraceRoundTrip(t *testing.T) {
+	tr := mustTransform(t, CHW, recipeOps()...)
+	seen := map[Fn]bool{}
+	for i := range uint64(300) {
+		steps := tr.drawSteps(Key{Seed: 1, Index: i}, nil)
+		js := AppendTrace(nil, steps)
+		if !json.Valid(js) {
+			t.Fatalf("key %d: invalid JSON %s", i, js)
+		}
+		back, err := ParseTrace(js)
+		if err != nil {
+			t.Fatalf("key %d: %v\n%s", i, err, js)
+		}
+		for j := range steps {
+			seen[steps[j].Fn] = true
+			// A random erase's noise seed and normalization are not in the
+			// trace ("v": "random").
+			if steps[j].Fn == FnErase && steps[j].Random {
+				steps[j].Seed, steps[j].F = 0, [6]float64{}
+			}
+		}
+		if !slices.Equal(back, steps) {
+			t.Fatalf("key %d: parsed %+v\nwant %+v\nfrom %s", i, back, steps, js)
+		}
+	}
+	for f := FnHorizontalFlip; f < numFns; f++ {
+		if f == FnNormalize || f == FnHorizontalFlip {
+			continue
+		}
+		if !seen[f] {
+			t.Errorf("300 samples of the recipe drew no %s", f)
+		}
+	}
+}
+
+// TestParseTraceRefuses: unknown ops and arguments, and arguments of the
+// wrong shape, are errors that say which.
+func TestParseTraceRefuses(t *testing.T) {
+	for _, tc := range []struct{ in, msg string }{
+		{`[["warp", {}]]`, `unknown op "warp"`},
+		{`[["adjust_hue", {"hue": 0.1}]]`, `unknown argument "hue"`},
+		{`[["gaussian_blur", {"kernel_size": [3, 3, 3]}]]`, "want 2 values"},
+		{`[["posterize", {"bits": 2.5}]]`, "not an integer"},
+		{`[["rotate", {"angle": 3, "expand": true}]]`, "only false"},
+		{`[["rotate", {"angle": 3, "interpolation": "lanczos"}]]`, "lanczos"},
+		{`{"op": 1}`, "trace"},
+	} {
+		if _, err := ParseTrace([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v, want an error saying %q", tc.in, err, tc.msg)
+		}
+	}
+}
+
+// TestDrawNoAlloc: drawing a sample's steps allocates nothing once the
+// buffer is big enough (the executor's hot path).
+func TestDrawNoAlloc(t *testing.T) {
+	tr := mustTransform(t, CHW, recipeOps()...)
+	buf := make([]Step, 0, tr.maxSteps)
+	i := uint64(0)
+	allocs := testing.AllocsPerRun(200, func() {
+		buf = tr.drawSteps(Key{Seed: 3, Index: i}, buf[:0])
+		i++
+	})
+	if allocs != 0 {
+		t.Errorf("drawSteps allocates %.1f times a sample", allocs)
+	}
+	if len(buf) > tr.maxSteps {
+		t.Errorf("drew %d steps, over the bound of %d", len(buf), tr.maxSteps)
+	}
+}
+
+// TestFillTraces: a batch asked for traces carries each sample's: the
+// geometry first (its crop and size), then the steps, then normalize; a
+// padded sample carries the trace of the sample it copies.
+func TestFillTraces(t *testing.T) {
+	files := goldenJPEGs()
+	files = append(files, []byte("not an image"))
+	ds := memDataset{files: files}
+	tr := mustTransform(t, CHW, recipeOps()...)
+	e := NewExecutor(2)
+	defer e.Close()
+	idx := make([]int64, len(files))
+	for i := range idx {
+		idx[i] = int64(i)
+	}
+	b := &Batch{Trace: true}
+	if err := e.Fill(context.Background(), ds, tr, 5, 0, idx, PadFromBatch, b); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Traces) != b.N || b.N != len(files) || len(b.Errors) != 1 {
+		t.Fatalf("%d traces, %d samples, %d errors", len(b.Traces), b.N, len(b.Errors))
+	}
+	for i, js := range b.Traces {
+		steps, err := ParseTrace(js)
+		if err != nil {
+			t.Fatalf("sample %d: %v\n%s", i, err, js)
+		}
+		if steps[0].Fn != FnResizedCrop || steps[0].I[4] != 32 || steps[0].I[5] != 24 || steps[0].Interp != InterpBicubic {
+			t.Errorf("sample %d: the trace starts with %+v, want resized_crop to 32x24 bicubic", i, steps[0])
+		}
+		if steps[len(steps)-1].Fn != FnNormalize {
+			t.Errorf("sample %d: the trace ends with %s, want normalize", i, steps[len(steps)-1].Fn)
+		}
+	}
+	bad := len(files) - 1
+	for i := range bad {
+		if b.Indices[i] == b.Indices[bad] && string(b.Traces[i]) != string(b.Traces[bad]) {
+			t.Errorf("the padded slot's trace differs from the sample it copies")
+		}
+	}
+	// Without Trace, no traces.
+	b2 := &Batch{}
+	if err := e.Fill(context.Background(), ds, tr, 5, 0, idx[:3], PadFromBatch, b2); err != nil || len(b2.Traces) != 0 {
+		t.Errorf("untraced batch: %v, %d traces", err, len(b2.Traces))
+	}
+}
+
+// TestStepJSONBound: no step's JSON is longer than maxStepJSON, whatever
+// its numbers, so MaxTraceBytes bounds a trace.
+func TestStepJSONBound(t *testing.T) {
+	long := -1.2345678901234567e-300
+	for f := Fn(1); f < numFns; f++ {
+		st := Step{Fn: f, Interp: InterpBilinear, HasCenter: true}
+		for i := range st.I {
+			st.I[i] = -1 << 30
+		}
+		for i := range st.F {
+			st.F[i] = long
+		}
+		st.Fill, st.Center = [3]float64{long, long, long}, [2]float64{long, long}
+		if n := len(st.appendJSON(nil)); n > maxStepJSON {
+			t.Errorf("%s: %d bytes of JSON, over maxStepJSON (%d)", f, n, maxStepJSON)
+		}
+	}
+}

@@ -1,0 +1,79 @@
+"""stoker.Batch: what a Loader yields. It unpacks as before
+(``images, labels`` or, with ``return_indices=True``, ``images, labels,
+indices``) and carries what else the server said of the batch."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+__all__ = ["Batch", "parse_trace"]
+
+#: One sample's trace: (functional op name, {argument: value}) pairs, in the
+#: order applied, geometry first.
+SampleTrace = List[Tuple[str, Dict[str, Any]]]
+
+
+def parse_trace(text: str) -> SampleTrace:
+    """Parses one sample's trace (the server's JSON: a list of ``[name,
+    {args}]`` pairs) into ``(name, args)`` tuples. Lists stay lists
+    (``size``, ``fill``...), as torchvision's functional ops take them."""
+    return [(str(name), dict(args)) for name, args in json.loads(text)]
+
+
+class Batch(tuple):
+    """A batch: a tuple ``(images, labels)``, or ``(images, labels,
+    indices)`` with ``return_indices=True``, so ``for images, labels in
+    loader`` works as it always did, with attributes:
+
+    - ``images``: uint8 ``[B, 3, H, W]`` (``[B, H, W, 3]`` for NHWC), or
+      float32 after a Normalize in the transform;
+    - ``labels``: int64 ``[B]``;
+    - ``indices``: int64 ``[B]``, the samples' dataset indices (always, even
+      without ``return_indices``);
+    - ``trace``: with ``Loader(trace=True)``, per sample, what its ops drew:
+      a list of ``(op, args)`` in torchvision.transforms.v2.functional's
+      names and arguments, geometry first, e.g. ``[("resized_crop", {"top":
+      10, "left": 4, "height": 180, "width": 200, "size": [224, 224],
+      "interpolation": "bilinear", "antialias": True}), ("horizontal_flip",
+      {})]``, so that ``getattr(F, op)(img, **args)`` replays it; ``None``
+      without;
+    - ``fields``: bytes that travel with the samples, by field name (empty
+      until a job asks for fields);
+    - ``epoch`` and ``number``: which batch of which epoch it is.
+
+    Built from a plain sequence (as some frameworks rebuild a batch after
+    moving it to a device), the attributes follow the items.
+    """
+
+    images: Any
+    labels: Any
+    indices: Any
+    fields: Dict[str, List[Optional[bytes]]]
+    epoch: Optional[int]
+    number: Optional[int]
+
+    def __new__(cls, items: Iterable[Any] = (), *, indices: Any = None, traces: Optional[Sequence[str]] = None,
+                fields: Optional[Dict[str, List[Optional[bytes]]]] = None, epoch: Optional[int] = None,
+                number: Optional[int] = None) -> "Batch":
+        self = super().__new__(cls, items)
+        self.images = self[0] if len(self) > 0 else None
+        self.labels = self[1] if len(self) > 1 else None
+        self.indices = indices if indices is not None else (self[2] if len(self) > 2 else None)
+        self._traces = list(traces) if traces is not None else None
+        self._trace: Optional[List[SampleTrace]] = None
+        self.fields = fields if fields is not None else {}
+        self.epoch, self.number = epoch, number
+        return self
+
+    @property
+    def trace(self) -> Optional[List[SampleTrace]]:
+        """Per sample, the ops it went through with their drawn arguments
+        (``Loader(trace=True)``); ``None`` when not asked for."""
+        if self._trace is None and self._traces is not None:
+            self._trace = [parse_trace(t) for t in self._traces]
+        return self._trace
+
+    def __repr__(self) -> str:
+        shape = tuple(getattr(self.images, "shape", ()))
+        return f"stoker.Batch(epoch={self.epoch}, number={self.number}, images={shape}, {len(self)} items)"

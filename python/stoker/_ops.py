@@ -1,0 +1,471 @@
+"""The single ops of stoker.transforms: the geometry, flips, photometric and
+geometric ops, RandomErasing and Normalize, with
+torchvision.transforms.v2's names, arguments, defaults and checks."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Sequence, Tuple, Union
+
+from stoker._ops_base import (
+    Fill,
+    Size,
+    Transform,
+    angle,
+    fill_list,
+    fill_values,
+    hw,
+    integer,
+    interp_name,
+    interp_pb,
+    min_max,
+    prob,
+    real,
+    seq,
+)
+from stoker.v1 import stoker_pb2 as pb
+
+_RESAMPLE = ("nearest", "bilinear", "bicubic")
+# torchvision rotates and shears tensors with these two only.
+_WARP = ("nearest", "bilinear")
+
+
+def _antialias(cls: str, v: Optional[bool]) -> bool:
+    if v is None:  # torchvision: True on PIL images, where recipes resize
+        return True
+    if not isinstance(v, bool):
+        raise TypeError(f"{cls}: antialias should be a bool, got {v!r}")
+    return v
+
+
+class RandomResizedCrop(Transform):
+    """A random crop of area ``scale`` and aspect ``ratio`` of the image,
+    resized to ``size`` with ``interpolation`` ("nearest", "bilinear" or
+    "bicubic"; antialiased unless ``antialias=False``; None is True, what
+    torchvision does on PIL images). It is fused into the decode: it must be
+    the first op."""
+
+    def __init__(
+        self,
+        size: Size,
+        scale: Tuple[float, float] = (0.08, 1.0),
+        ratio: Tuple[float, float] = (3.0 / 4.0, 4.0 / 3.0),
+        interpolation: Any = "bilinear",
+        antialias: Optional[bool] = True,
+    ) -> None:
+        cls = "RandomResizedCrop"
+        self.size = hw(cls, size)
+        self.scale = min_max(cls, "scale", scale, 0.0, 1.0)
+        if self.scale[0] <= 0:
+            raise ValueError(f"{cls}: scale should be of the form (min, max) with 0 < min, got {scale!r}")
+        self.ratio = min_max(cls, "ratio", ratio, 0.0)
+        if self.ratio[0] <= 0:
+            raise ValueError(f"{cls}: ratio should be of the form (min, max) with 0 < min, got {ratio!r}")
+        self.interpolation = interp_name(cls, interpolation, _RESAMPLE)
+        self.antialias = _antialias(cls, antialias)
+
+    def to_proto(self) -> pb.Op:
+        h, w = self.size
+        return pb.Op(
+            random_resized_crop=pb.RandomResizedCrop(
+                height=h, width=w, scale_min=self.scale[0], scale_max=self.scale[1], ratio_min=self.ratio[0],
+                ratio_max=self.ratio[1], interpolation=interp_pb(self.interpolation, "bilinear"),
+                antialias=None if self.antialias else False,
+            )
+        )
+
+
+class Resize(Transform):
+    """Resize to (h, w), or the shorter side to ``size`` when it is an int
+    (then a CenterCrop must follow: a batch's images have one size). Fused
+    into the decode: it must be the first op. ``max_size`` is not supported
+    (the size would vary per image)."""
+
+    def __init__(self, size: Size, interpolation: Any = "bilinear", max_size: Optional[int] = None,
+                 antialias: Optional[bool] = True) -> None:
+        cls = "Resize"
+        if hasattr(size, "__len__") and not isinstance(size, (str, bytes)) and len(size) == 1:
+            size = tuple(size)[0]
+        if hasattr(size, "__index__") and not isinstance(size, bool):
+            self.size: Union[int, Tuple[int, int]] = integer(cls, "size", size, 1, 1 << 30)
+        else:
+            self.size = hw(cls, size)
+        if max_size is not None:
+            raise ValueError(f"{cls}: max_size={max_size!r} is not supported by stoker: a batch's images have one "
+                             f"size (Resize then CenterCrop, or Resize((h, w)))")
+        self.interpolation = interp_name(cls, interpolation, _RESAMPLE)
+        self.antialias = _antialias(cls, antialias)
+
+    def to_proto(self) -> pb.Op:
+        h, w = (self.size, 0) if isinstance(self.size, int) else self.size
+        return pb.Op(resize=pb.Resize(height=h, width=w, interpolation=interp_pb(self.interpolation, "bilinear"),
+                                      antialias=None if self.antialias else False))
+
+
+class CenterCrop(Transform):
+    """The central (h, w) crop; an int size is square."""
+
+    def __init__(self, size: Size) -> None:
+        self.size = hw("CenterCrop", size)
+
+    def to_proto(self) -> pb.Op:
+        h, w = self.size
+        return pb.Op(center_crop=pb.CenterCrop(height=h, width=w))
+
+
+class RandomHorizontalFlip(Transform):
+    """Flip left-right with probability ``p``."""
+
+    def __init__(self, p: float = 0.5) -> None:
+        self.p = prob("RandomHorizontalFlip", p)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip(p=self.p))
+
+
+class RandomVerticalFlip(Transform):
+    """Flip upside down with probability ``p``."""
+
+    def __init__(self, p: float = 0.5) -> None:
+        self.p = prob("RandomVerticalFlip", p)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(random_vertical_flip=pb.RandomVerticalFlip(p=self.p))
+
+
+def _jitter(name: str, v: Any, center: float, bound: Tuple[float, float], clip: bool) -> Tuple[Any, Any]:
+    """torchvision's ColorJitter._check_input: returns (the range, or None
+    for no change; the wire's form: a number or a pair)."""
+    cls = "ColorJitter"
+    if v is None:
+        return None, 0.0
+    if hasattr(v, "__len__") and not isinstance(v, (str, bytes)):
+        if len(v) != 2:
+            raise TypeError(f"{cls}: {name}={v!r} should be a single number or a sequence with length 2.")
+        r = [real(cls, name, x) for x in v]
+        given: Any = tuple(r)
+    else:
+        x = real(cls, name, v)
+        if x < 0:
+            raise ValueError(f"{cls}: If {name} is a single number, it must be non negative, got {v!r}")
+        r = [center - x, center + x]
+        if clip:
+            r[0] = max(r[0], 0.0)
+        given = x
+    if not bound[0] <= r[0] <= r[1] <= bound[1]:
+        raise ValueError(f"{cls}: {name} values should be between {bound} and increasing, but got {r}.")
+    if name != "hue" and r[1] > 100:
+        raise ValueError(f"{cls}: {name} {r}: a factor over 100 makes every pixel 0 or 255 (stoker's bound)")
+    return (None if r[0] == r[1] == center else (r[0], r[1])), given
+
+
+class ColorJitter(Transform):
+    """Random brightness, contrast, saturation and hue, applied in a random
+    order. Each is None (no change), a number x (a factor drawn from
+    ``[max(0, 1 - x), 1 + x]``, hue from ``[-x, x]`` with x <= 0.5) or a
+    (min, max) range; as torchvision's, the attributes hold the ranges."""
+
+    def __init__(self, brightness: Any = None, contrast: Any = None, saturation: Any = None, hue: Any = None) -> None:
+        self.brightness, b = _jitter("brightness", brightness, 1.0, (0.0, math.inf), True)
+        self.contrast, c = _jitter("contrast", contrast, 1.0, (0.0, math.inf), True)
+        self.saturation, s = _jitter("saturation", saturation, 1.0, (0.0, math.inf), True)
+        self.hue, h = _jitter("hue", hue, 0.0, (-0.5, 0.5), False)
+        self._given = (b, c, s, h)
+
+    def to_proto(self) -> pb.Op:
+        m = pb.ColorJitter()
+        for name, v in zip(("brightness", "contrast", "saturation", "hue"), self._given):
+            if isinstance(v, tuple):  # a range as given; a number as the number
+                getattr(m, name + "_range").CopyFrom(pb.Range(min=v[0], max=v[1]))
+            else:
+                setattr(m, name, v)
+        return pb.Op(color_jitter=m)
+
+
+class Normalize(Transform):
+    """``(pixel / 255 - mean) / std`` per channel; the output becomes
+    float32. It must be the last op.
+
+    Four times the bytes on the wire: prefer uint8 batches and
+    :func:`stoker.normalize` on the GPU. ``inplace`` is accepted for
+    torchvision's signature and changes nothing.
+    """
+
+    def __init__(self, mean: Sequence[float], std: Sequence[float], inplace: bool = False) -> None:
+        cls = "Normalize"
+        m, s = list(seq(cls, "mean", mean, (1, 3))), list(seq(cls, "std", std, (1, 3)))
+        if not all(x > 0 for x in s):
+            raise ValueError(f"{cls}: std evaluated to zero or less, leading to division by zero: {std!r}")
+        self.mean = tuple(m * 3 if len(m) == 1 else m)
+        self.std = tuple(s * 3 if len(s) == 1 else s)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(normalize=pb.Normalize(mean=self.mean, std=self.std))
+
+
+class Grayscale(Transform):
+    """Convert to grayscale (ITU-R 601-2 luma), the grey value in all three
+    channels.
+
+    ``num_output_channels`` defaults to 3, not torchvision's 1: every batch
+    stoker makes has 3 channels (one shape for the whole batch, and one
+    layout for the GPU side), so a one-channel output cannot be expressed;
+    Grayscale(3) is what torchvision gives with ``num_output_channels=3``.
+    """
+
+    def __init__(self, num_output_channels: int = 3) -> None:
+        n = integer("Grayscale", "num_output_channels", num_output_channels, 1, 3)
+        if n != 3:
+            raise ValueError(f"Grayscale: num_output_channels={n} is not supported by stoker: its batches have 3 "
+                             f"channels; use num_output_channels=3 (the grey value in each)")
+        self.num_output_channels = n
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(grayscale=pb.Grayscale(num_output_channels=3))
+
+
+class RandomGrayscale(Transform):
+    """Grayscale (3 channels) with probability ``p``."""
+
+    def __init__(self, p: float = 0.1) -> None:
+        self.p = prob("RandomGrayscale", p)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(random_grayscale=pb.RandomGrayscale(p=self.p))
+
+
+class GaussianBlur(Transform):
+    """Blur with a Gaussian of ``kernel_size`` (odd; an int or (x, y)) and a
+    sigma drawn uniformly from ``sigma`` (a number or (min, max), > 0)."""
+
+    def __init__(self, kernel_size: Size, sigma: Any = (0.1, 2.0)) -> None:
+        cls = "GaussianBlur"
+        ks = hw(cls, kernel_size, "kernel_size")
+        if any(k % 2 == 0 for k in ks):
+            raise ValueError(f"{cls}: Kernel size value should be an odd and positive number, got {kernel_size!r}")
+        if hasattr(sigma, "__len__") and not isinstance(sigma, (str, bytes)):
+            sig = seq(cls, "sigma", sigma, (1, 2))
+            sig = (sig[0], sig[-1])
+        else:
+            s = real(cls, "sigma", sigma)
+            sig = (s, s)
+        if not 0.0 < sig[0] <= sig[1]:
+            raise ValueError(f"{cls}: sigma values should be positive and of the form (min, max). Got {sigma!r}")
+        self.kernel_size = ks
+        self.sigma = sig
+
+    def to_proto(self) -> pb.Op:
+        kx, ky = self.kernel_size
+        return pb.Op(gaussian_blur=pb.GaussianBlur(kernel_x=kx, kernel_y=ky, sigma_min=self.sigma[0],
+                                                   sigma_max=self.sigma[1]))
+
+
+class RandomSolarize(Transform):
+    """Invert every pixel value >= ``threshold`` (uint8 units: 0..255) with
+    probability ``p``."""
+
+    def __init__(self, threshold: float, p: float = 0.5) -> None:
+        t = real("RandomSolarize", "threshold", threshold)
+        if not 0 <= t <= 255:
+            raise ValueError(f"RandomSolarize: threshold {threshold!r}: stoker's images are uint8, so it should be "
+                             f"in 0..255")
+        self.threshold = t
+        self.p = prob("RandomSolarize", p)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(random_solarize=pb.RandomSolarize(threshold=self.threshold, p=self.p))
+
+
+class RandomPosterize(Transform):
+    """Keep ``bits`` (0..8) bits of each channel, with probability ``p``."""
+
+    def __init__(self, bits: int, p: float = 0.5) -> None:
+        self.bits = integer("RandomPosterize", "bits", bits, 0, 8)
+        self.p = prob("RandomPosterize", p)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(random_posterize=pb.RandomPosterize(bits=self.bits, p=self.p))
+
+
+class _RandomPointOp(Transform):
+    """An op with no argument but its probability ``p``."""
+
+    _field = ""
+
+    def __init__(self, p: float = 0.5) -> None:
+        self.p = prob(type(self).__name__, p)
+
+    def to_proto(self) -> pb.Op:
+        msg = getattr(pb, type(self).__name__)(p=self.p)
+        return pb.Op(**{self._field: msg})
+
+
+class RandomInvert(_RandomPointOp):
+    """Invert the colours (255 - x) with probability ``p``."""
+
+    _field = "random_invert"
+
+
+class RandomEqualize(_RandomPointOp):
+    """Equalize each channel's histogram with probability ``p``."""
+
+    _field = "random_equalize"
+
+
+class RandomAutocontrast(_RandomPointOp):
+    """Stretch each channel to 0..255 with probability ``p``."""
+
+    _field = "random_autocontrast"
+
+
+class RandomAdjustSharpness(Transform):
+    """Sharpen by ``sharpness_factor`` (0 blurs, 1 keeps, 2 doubles) with
+    probability ``p``."""
+
+    def __init__(self, sharpness_factor: float, p: float = 0.5) -> None:
+        f = real("RandomAdjustSharpness", "sharpness_factor", sharpness_factor)
+        if not 0 <= f <= 1000:
+            raise ValueError(f"RandomAdjustSharpness: sharpness_factor should be non-negative (at most 1000), got "
+                             f"{sharpness_factor!r}")
+        self.sharpness_factor = f
+        self.p = prob("RandomAdjustSharpness", p)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(random_adjust_sharpness=pb.RandomAdjustSharpness(sharpness_factor=self.sharpness_factor,
+                                                                      p=self.p))
+
+
+def _center(cls: str, v: Any) -> Optional[Tuple[float, ...]]:
+    return None if v is None else seq(cls, "center", v, (2,))
+
+
+class RandomRotation(Transform):
+    """Rotate by an angle drawn from ``degrees`` (x: (-x, x)), about
+    ``center`` (x, y) (None: the image's center), resampling with
+    "nearest" (the default) or "bilinear", filling uncovered pixels with
+    ``fill`` (uint8 units). ``expand=True`` is not supported: a batch's
+    images have one size."""
+
+    def __init__(self, degrees: Any, interpolation: Any = "nearest", expand: bool = False, center: Any = None,
+                 fill: Fill = 0) -> None:
+        cls = "RandomRotation"
+        self.degrees = angle(cls, "degrees", degrees)
+        self.interpolation = interpolation_warp(cls, interpolation)
+        if expand:
+            raise ValueError(f"{cls}: expand=True is not supported by stoker: a batch's images have one size "
+                             f"(the rotation keeps the image's size, as expand=False)")
+        self.expand = False
+        self.center = _center(cls, center)
+        self.fill = fill_values(cls, fill)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(random_rotation=pb.RandomRotation(
+            degrees=pb.Range(min=self.degrees[0], max=self.degrees[1]),
+            interpolation=interp_pb(self.interpolation, "nearest"), fill=fill_list(self.fill),
+            center=list(self.center or ())))
+
+
+def interpolation_warp(cls: str, v: Any) -> str:
+    """A rotation's or shear's interpolation: nearest or bilinear, what
+    torchvision's tensor kernels take."""
+    return interp_name(cls, v, _WARP)
+
+
+class RandomAffine(Transform):
+    """A random affine map keeping the center: a rotation from ``degrees``,
+    a translation up to ``translate`` (max_dx, max_dy) fractions of the
+    size, a scale from ``scale`` (min, max), a shear from ``shear`` (x:
+    (-x, x) along x; (min, max) along x; or (min_x, max_x, min_y, max_y));
+    resampled with "nearest" (the default) or "bilinear"; ``fill`` in uint8
+    units."""
+
+    def __init__(self, degrees: Any, translate: Optional[Sequence[float]] = None,
+                 scale: Optional[Sequence[float]] = None, shear: Any = None, interpolation: Any = "nearest",
+                 fill: Fill = 0, center: Any = None) -> None:
+        cls = "RandomAffine"
+        self.degrees = angle(cls, "degrees", degrees)
+        self.translate: Optional[Tuple[float, ...]] = None
+        if translate is not None:
+            self.translate = seq(cls, "translate", translate, (2,))
+            if not all(0.0 <= t <= 1.0 for t in self.translate):
+                raise ValueError(f"{cls}: translation values should be between 0 and 1, got {translate!r}")
+        self.scale: Optional[Tuple[float, ...]] = None
+        if scale is not None:
+            self.scale = seq(cls, "scale", scale, (2,))
+            if not all(s > 0 for s in self.scale):
+                raise ValueError(f"{cls}: scale values should be positive, got {scale!r}")
+            if self.scale[0] > self.scale[1]:
+                raise ValueError(f"{cls}: scale should be of the form (min, max), got {scale!r}")
+        self.shear = None if shear is None else angle(cls, "shear", shear, (2, 4))
+        self.interpolation = interpolation_warp(cls, interpolation)
+        self.fill = fill_values(cls, fill)
+        self.center = _center(cls, center)
+
+    def to_proto(self) -> pb.Op:
+        m = pb.RandomAffine(degrees=pb.Range(min=self.degrees[0], max=self.degrees[1]),
+                            translate=list(self.translate or ()), shear=list(self.shear or ()),
+                            interpolation=interp_pb(self.interpolation, "nearest"), fill=fill_list(self.fill),
+                            center=list(self.center or ()))
+        if self.scale is not None:
+            m.scale.CopyFrom(pb.Range(min=self.scale[0], max=self.scale[1]))
+        return pb.Op(random_affine=m)
+
+
+class RandomErasing(Transform):
+    """Erase a random rectangle (area ``scale``, aspect ``ratio`` of the
+    image) with probability ``p``, as torchvision's RandomErasing.
+
+    stoker erases the uint8 pixels, before any Normalize: ``value`` is in
+    pixel units (0..255; one value or one per channel), or ``"random"`` for
+    noise. torchvision's recipes erase after Normalize, where
+    ``value=0`` is the mean colour: to write what they write, give
+    ``255 * (mean + std * v)`` per channel (``(124, 116, 104)`` for 0 under
+    ImageNet's Normalize; :func:`from_torchvision` converts it for you).
+    ``"random"`` draws a standard normal value per pixel and channel as it
+    would be after a Normalize of ``noise_mean`` and ``noise_std`` (None:
+    ImageNet's), written as the pixel that normalizes to it.
+
+    What differs from erasing after Normalize: each value is rounded to the
+    nearest uint8 pixel (at most 0.5/255/std off, about 0.009 in normalized
+    units under ImageNet's std), and noise beyond the pixel range is clipped
+    to 0 or 255 (under ImageNet's Normalize, draws below -1.8 to -2.1 or
+    above 2.2 to 2.6 standard deviations, by channel: 3 to 4% of them); a
+    value whose pixel would fall outside 0..255 cannot be written at all.
+    """
+
+    def __init__(self, p: float = 0.5, scale: Sequence[float] = (0.02, 0.33), ratio: Sequence[float] = (0.3, 3.3),
+                 value: Any = 0, inplace: bool = False, *, noise_mean: Optional[Sequence[float]] = None,
+                 noise_std: Optional[Sequence[float]] = None) -> None:
+        cls = "RandomErasing"
+        self.p = prob(cls, p)
+        self.scale = min_max(cls, "scale", scale, 0.0, 1.0)
+        self.ratio = min_max(cls, "ratio", ratio, 0.0)
+        if self.ratio[0] <= 0:
+            raise ValueError(f"{cls}: ratio should be of the form (min, max) with 0 < min, got {ratio!r}")
+        if isinstance(value, str):
+            if value != "random":
+                raise ValueError(f"{cls}: If value is str, it should be 'random', got {value!r}")
+            self.value: Any = "random"
+        else:
+            self.value = fill_values(cls, value, "value")
+        self.noise_mean = self.noise_std = None
+        if (noise_mean is None) != (noise_std is None):
+            raise ValueError(f"{cls}: give noise_mean and noise_std together")
+        if noise_mean is not None:
+            if self.value != "random":
+                raise ValueError(f"{cls}: noise_mean and noise_std are for value='random'")
+            self.noise_mean = seq(cls, "noise_mean", noise_mean, (3,))
+            self.noise_std = seq(cls, "noise_std", noise_std, (3,))
+            if not all(s > 0 for s in self.noise_std):
+                raise ValueError(f"{cls}: noise_std should be > 0, got {noise_std!r}")
+
+    def to_proto(self) -> pb.Op:
+        m = pb.RandomErasing(p=self.p, scale=pb.Range(min=self.scale[0], max=self.scale[1]),
+                             ratio=pb.Range(min=self.ratio[0], max=self.ratio[1]))
+        if self.value == "random":
+            m.random_value = True
+            m.noise_mean.extend(self.noise_mean or ())
+            m.noise_std.extend(self.noise_std or ())
+        else:
+            m.value.extend(fill_list(self.value))
+        return pb.Op(random_erasing=m)

@@ -1,0 +1,185 @@
+"""The augmentation policies of stoker.transforms: torchvision's
+TrivialAugmentWide, RandAugment, AutoAugment and AugMix (their arguments,
+defaults, fill and default interpolation), and timm's RandAugment as a
+policy of its own name, TimmRandAugment (:func:`timm_rand_augment`), never
+mixed up with torchvision's.
+
+Their resampling ops (rotate, shear, translate) run as torchvision's tensor
+kernels do: nearest or bilinear (timm's: bilinear or bicubic)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from stoker._ops_base import Fill, Transform, fill_list, fill_values, integer, interp_name, interp_pb, real
+from stoker.v1 import stoker_pb2 as pb
+
+_WARP = ("nearest", "bilinear")
+_MAX_OPS = 16  # the server's bound on num_ops, mixture_width, chain_depth
+_MAX_BINS = 1000
+
+
+def _bins(cls: str, n: Any) -> int:
+    return integer(cls, "num_magnitude_bins", n, 2, _MAX_BINS)
+
+
+class TrivialAugmentWide(Transform):
+    """TrivialAugment Wide: one op of its space per image, at a uniformly
+    drawn magnitude bin of ``num_magnitude_bins``. ``fill`` in uint8 units
+    (None: 0)."""
+
+    def __init__(self, num_magnitude_bins: int = 31, interpolation: Any = "nearest", fill: Fill = None) -> None:
+        cls = "TrivialAugmentWide"
+        self.num_magnitude_bins = _bins(cls, num_magnitude_bins)
+        self.interpolation = interp_name(cls, interpolation, _WARP)
+        self.fill = fill_values(cls, fill)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(trivial_augment_wide=pb.TrivialAugmentWide(
+            num_magnitude_bins=self.num_magnitude_bins, interpolation=interp_pb(self.interpolation, "nearest"),
+            fill=fill_list(self.fill)))
+
+
+class RandAugment(Transform):
+    """torchvision's RandAugment: ``num_ops`` ops per image at bin
+    ``magnitude`` of ``num_magnitude_bins`` (for timm's
+    "rand-m9-mstd0.5-inc1", see :func:`timm_rand_augment`)."""
+
+    def __init__(self, num_ops: int = 2, magnitude: int = 9, num_magnitude_bins: int = 31,
+                 interpolation: Any = "nearest", fill: Fill = None) -> None:
+        cls = "RandAugment"
+        self.num_ops = integer(cls, "num_ops", num_ops, -(1 << 31), 1 << 31)
+        if self.num_ops < 0:
+            raise ValueError(f"{cls}: num_ops should be a non-negative integer, but got {num_ops} instead.")
+        if self.num_ops > _MAX_OPS:
+            raise ValueError(f"{cls}: num_ops should be at most {_MAX_OPS} (stoker's bound), got {num_ops}")
+        self.num_magnitude_bins = _bins(cls, num_magnitude_bins)
+        self.magnitude = integer(cls, "magnitude", magnitude, 0, self.num_magnitude_bins - 1)
+        self.interpolation = interp_name(cls, interpolation, _WARP)
+        self.fill = fill_values(cls, fill)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(rand_augment=pb.RandAugment(
+            num_ops=self.num_ops, magnitude=self.magnitude, num_magnitude_bins=self.num_magnitude_bins,
+            interpolation=interp_pb(self.interpolation, "nearest"), fill=fill_list(self.fill)))
+
+
+_AA_POLICIES = ("imagenet", "cifar10", "svhn")
+
+
+class AutoAugment(Transform):
+    """AutoAugment with a learned ``policy``: "imagenet" (the default),
+    "cifar10" or "svhn", as a str or torchvision's AutoAugmentPolicy."""
+
+    def __init__(self, policy: Any = "imagenet", interpolation: Any = "nearest", fill: Fill = None) -> None:
+        cls = "AutoAugment"
+        name = getattr(policy, "value", policy)  # AutoAugmentPolicy is an Enum of str values
+        if not isinstance(name, str) or name.lower() not in _AA_POLICIES:
+            raise ValueError(f"{cls}: The provided policy {policy!r} is not recognized: want "
+                             f"{', '.join(_AA_POLICIES)}")
+        self.policy = name.lower()
+        self.interpolation = interp_name(cls, interpolation, _WARP)
+        self.fill = fill_values(cls, fill)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(auto_augment=pb.AutoAugment(policy=self.policy,
+                                                 interpolation=interp_pb(self.interpolation, "nearest"),
+                                                 fill=fill_list(self.fill)))
+
+
+class AugMix(Transform):
+    """AugMix: ``mixture_width`` chains of ``chain_depth`` ops (-1: 1 to 3)
+    at ``severity`` (1..10), mixed with Dirichlet(``alpha``) weights and
+    the image with Beta(``alpha``, ``alpha``); ``all_ops=False`` leaves out
+    the colour ops."""
+
+    def __init__(self, severity: int = 3, mixture_width: int = 3, chain_depth: int = -1, alpha: float = 1.0,
+                 all_ops: bool = True, interpolation: Any = "bilinear", fill: Fill = None) -> None:
+        cls = "AugMix"
+        self.severity = integer(cls, "severity", severity, -(1 << 31), 1 << 31)
+        if not 1 <= self.severity <= 10:
+            raise ValueError(f"{cls}: The severity must be between [1, 10]. Got {severity} instead.")
+        self.mixture_width = integer(cls, "mixture_width", mixture_width, 1, _MAX_OPS)
+        self.chain_depth = integer(cls, "chain_depth", chain_depth, -1, _MAX_OPS)
+        if self.chain_depth == 0:
+            raise ValueError(f"{cls}: chain_depth should be -1 (1 to 3 at random) or 1..{_MAX_OPS}, got 0")
+        self.alpha = real(cls, "alpha", alpha)
+        if not 0 < self.alpha <= 1000:
+            raise ValueError(f"{cls}: alpha should be > 0 (at most 1000), got {alpha!r}")
+        if not isinstance(all_ops, bool):
+            raise TypeError(f"{cls}: all_ops should be a bool, got {all_ops!r}")
+        self.all_ops = all_ops
+        self.interpolation = interp_name(cls, interpolation, _WARP)
+        self.fill = fill_values(cls, fill)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(aug_mix=pb.AugMix(
+            severity=self.severity, mixture_width=self.mixture_width, chain_depth=self.chain_depth,
+            alpha=self.alpha, all_ops=self.all_ops, interpolation=interp_pb(self.interpolation, "bilinear"),
+            fill=fill_list(self.fill)))
+
+
+#: ImageNet's mean colour in uint8 pixels: timm's fill (img_mean).
+IMAGENET_MEAN_PIXELS = (124, 116, 104)
+
+_TIMM_KEYS = {"m": (0, 30, True), "n": (0, _MAX_OPS, True), "mstd": (0, float("inf"), False),
+              "mmax": (0, 30, True), "inc": (0, float("inf"), False)}
+
+
+def _check_timm_config(config: Any) -> str:
+    """timm's rand_augment_transform config: "rand" then -KEYVALUE sections
+    (m, n, mstd, mmax, inc), checked as the server checks it."""
+    cls = "TimmRandAugment"
+    if not isinstance(config, str):
+        raise TypeError(f"{cls}: config should be a str like 'rand-m9-mstd0.5-inc1', got {config!r}")
+    parts = config.split("-")
+    if len(config) > 256 or parts[0] != "rand":
+        raise ValueError(f"{cls}: config {config[:64]!r}: want 'rand-...' (e.g. 'rand-m9-mstd0.5-inc1')")
+    for part in parts[1:]:
+        m = re.fullmatch(r"([a-z]+)(\d+(?:\.\d*)?)", part)
+        if not m:
+            raise ValueError(f"{cls}: config {config!r}: section {part!r} is not KEYVALUE (e.g. m9)")
+        key, val = m.group(1), float(m.group(2))
+        if key not in _TIMM_KEYS:
+            raise ValueError(f"{cls}: config {config!r}: unknown section {part!r} (stoker knows m, n, mstd, mmax, "
+                             f"inc; timm's weighted choice w is not supported)")
+        lo, hi, whole = _TIMM_KEYS[key]
+        if not lo <= val <= hi or (whole and val != int(val)):
+            raise ValueError(f"{cls}: config {config!r}: {part}: want {key} an integer {lo}..{hi}" if whole else
+                             f"{cls}: config {config!r}: {part}: want {key} >= 0")
+    return config
+
+
+class TimmRandAugment(Transform):
+    """timm's RandAugment (``rand_augment_transform``), a policy of its own:
+    per-op probability, magnitude noise (mstd), the increasing variants
+    (inc1), SolarizeAdd, and a mean-colour fill. Its ops are PIL's in timm
+    and torchvision's functional kernels here. ``interpolation`` None draws
+    bilinear or bicubic per op, as timm does by default; or "bilinear" or
+    "bicubic". ``fill`` in uint8 units; None is the default, ImageNet's
+    mean colour. Made by :func:`timm_rand_augment`."""
+
+    def __init__(self, config: str = "rand-m9-mstd0.5-inc1", interpolation: Any = None,
+                 fill: Fill = IMAGENET_MEAN_PIXELS) -> None:
+        cls = "TimmRandAugment"
+        self.config = _check_timm_config(config)
+        self.interpolation: Optional[str] = None
+        if interpolation is not None:
+            self.interpolation = interp_name(cls, interpolation, ("bilinear", "bicubic"))
+        self.fill = fill_values(cls, IMAGENET_MEAN_PIXELS if fill is None else fill)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(timm_rand_augment=pb.TimmRandAugment(
+            config=self.config, interpolation=interp_pb(self.interpolation, None), fill=fill_list(self.fill)))
+
+
+def timm_rand_augment(config: str = "rand-m9-mstd0.5-inc1", interpolation: Any = None,
+                      fill: Fill = IMAGENET_MEAN_PIXELS) -> TimmRandAugment:
+    """timm's RandAugment for a config string as timm's
+    ``rand_augment_transform`` takes it ("rand-m9-mstd0.5-inc1": magnitude
+    9, noise std 0.5, increasing variants; n: ops per image, default 2;
+    mmax: the magnitude's upper bound, default 10). ``fill`` defaults to
+    ImageNet's mean colour, as timm's create_transform passes it. Not
+    torchvision's RandAugment: another op set, magnitudes and sampling."""
+    return TimmRandAugment(config, interpolation=interpolation, fill=fill)

@@ -1,0 +1,558 @@
+"""Parity, part 2: what stoker's ops draw, against torchvision's own sampling.
+
+stoker draws each sample's parameters in Go from its counter-based RNG;
+torchvision draws them with torch's generator. The two cannot give the same
+numbers, so the harness compares distributions: ``stoker ops draw`` prints
+the traces of N samples (no decode), torchvision's transforms are run N times
+with their pixel work replaced by a recorder (their own ``make_params``, or
+the policies' own choice of operation and magnitude), and the two samples are
+compared: a chi-square test of homogeneity on categorical outcomes (which op,
+which magnitude bin, whether p fired, in which order) and Kolmogorov-Smirnov
+on continuous draws (factors, angles, boxes). Each passes at 0.01 <= p <=
+0.99: a fit too good to be chance fails too. Seeds are fixed on both sides,
+so a run is reproducible; a comparison that falls outside the band by chance
+is run again with two other pairs of seeds, both of which must pass
+(stats.in_band).
+
+timm's RandAugment is compared with a transcription of timm's sampling
+(timm/data/auto_augment.py: RandAugment.__call__, AugmentOp.__call__ and the
+level functions; timm itself is not a dependency), in Python's ``random``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Sequence, Tuple
+
+import pytest
+import torch
+from google.protobuf import json_format
+from torchvision.transforms import v2 as T
+
+from stats import Checks, chi2_goodness, chi2_homogeneity, compare_values, in_band
+from stoker.v1 import stoker_pb2 as pb
+
+#: Draws per side. The issue's harness asks >= 10^5 for the categorical
+#: tests of the policies; continuous draws converge faster.
+N = 100_000
+N_CONT = 20_000
+SIDE = 224
+
+
+def op(**kw: Any) -> pb.Op:
+    return pb.Op(**kw)
+
+
+def center(side: int = SIDE, width: int = 0) -> pb.Op:
+    return op(center_crop=pb.CenterCrop(height=side, width=width or side))
+
+
+def stoker_traces(stoker_bin: Path, ops: Sequence[pb.Op], n: int, source: Tuple[int, int] = (SIDE, SIDE),
+                  seed: int = 0, skip_geometry: bool = True) -> List[List[Tuple[str, Dict[str, Any]]]]:
+    """The traces of samples 0..n-1 of epoch 0 (``stoker ops draw``), the
+    geometry's steps left out unless asked for."""
+    spec = json_format.MessageToJson(pb.TransformSpec(ops=list(ops)), indent=None)
+    r = subprocess.run([str(stoker_bin), "ops", "draw", "--spec", spec, "--n", str(n), "--seed", str(seed),
+                        "--source", f"{source[0]}x{source[1]}"], capture_output=True, text=True, timeout=600,
+                       stdin=subprocess.DEVNULL, check=True)
+    out = []
+    for line in r.stdout.splitlines():
+        steps = [(name, args) for name, args in json.loads(line)]
+        if skip_geometry:
+            steps = [s for s in steps if s[0] not in ("resized_crop", "resize", "center_crop")]
+        out.append(steps)
+    assert len(out) == n
+    return out
+
+
+def image(h: int = SIDE, w: int = SIDE) -> torch.Tensor:
+    return torch.zeros(3, h, w, dtype=torch.uint8)
+
+
+def r4(x: float) -> float:
+    """Rounds a magnitude for a category, -0.0 as 0."""
+    return round(float(x), 4) + 0.0
+
+
+# -- torchvision's policies: which operation at which magnitude ------------
+
+def tv_policy_record(t: Any, n: int, seed: int) -> List[Tuple[Tuple[str, float], ...]]:
+    """Runs policy t n times on a 224x224 image with its pixel work replaced
+    by a recorder: per call, the (transform_id, magnitude) it applied."""
+    torch.manual_seed(seed)
+    calls: List[Tuple[str, float]] = []
+
+    def rec(image: Any, transform_id: str, magnitude: float, interpolation: Any, fill: Any) -> Any:
+        calls.append((transform_id, float(magnitude)))
+        return image
+
+    t._apply_image_or_video_transform = rec
+    img = image()
+    out = []
+    for _ in range(n):
+        calls.clear()
+        t(img)
+        out.append(tuple(tv_category(i, m) for i, m in calls if i != "Identity"))
+    return out
+
+
+def tv_category(transform_id: str, m: float) -> Tuple[str, float]:
+    """A torchvision policy operation as a category: its id and magnitude,
+    with the shears and translations of magnitude 0 merged (stoker's trace
+    shows them as the same affine)."""
+    if transform_id in ("TranslateX", "TranslateY"):
+        # torchvision truncates a float32 linspace value whose last bit
+        # depends on torch's SIMD path (15.999999 for 16 on AVX2):
+        # stoker truncates the exact float32 value (docs/transforms.md).
+        m = int(m + (1e-4 if m > 0 else -1e-4))
+        if m == 0:
+            return ("Translate", 0.0)
+    if transform_id in ("ShearX", "ShearY") and m == 0:
+        return ("Shear", 0.0)
+    if transform_id == "Posterize":
+        m = int(m)
+    if m == 0 and transform_id in ("AutoContrast", "Equalize", "Invert"):
+        return (transform_id, 0.0)
+    return (transform_id, r4(m))
+
+
+def stoker_category(name: str, a: Dict[str, Any]) -> Tuple[str, float]:
+    """A step of a torchvision policy, mapped back to (transform_id,
+    magnitude) as torchvision's _apply_image_or_video_transform makes it."""
+    if name == "affine":
+        sx, sy = a["shear"]
+        tx, ty = a["translate"]
+        if a["center"] == [0.0, 0.0]:
+            if sx == 0 and sy == 0:
+                return ("Shear", 0.0)
+            return ("ShearX", r4(math.tan(math.radians(sx)))) if sx != 0 else ("ShearY", r4(math.tan(math.radians(sy))))
+        if tx == 0 and ty == 0:
+            return ("Translate", 0.0)
+        return ("TranslateX", r4(tx)) if tx != 0 else ("TranslateY", r4(ty))
+    simple = {"rotate": ("Rotate", "angle", 0), "adjust_brightness": ("Brightness", "brightness_factor", 1),
+              "adjust_saturation": ("Color", "saturation_factor", 1), "adjust_contrast": ("Contrast", "contrast_factor", 1),
+              "adjust_sharpness": ("Sharpness", "sharpness_factor", 1)}
+    if name in simple:
+        tid, key, base = simple[name]
+        return (tid, r4(a[key] - base))
+    if name == "posterize":
+        return ("Posterize", float(a["bits"]))
+    if name == "solarize":
+        return ("Solarize", r4(a["threshold"] / 255))
+    return ({"autocontrast": "AutoContrast", "equalize": "Equalize", "invert": "Invert"}[name], 0.0)
+
+
+POLICIES = {
+    "TrivialAugmentWide": (lambda: T.TrivialAugmentWide(), op(trivial_augment_wide=pb.TrivialAugmentWide())),
+    "RandAugment": (lambda: T.RandAugment(), op(rand_augment=pb.RandAugment())),
+    "RandAugment-n3-m5-b11": (lambda: T.RandAugment(num_ops=3, magnitude=5, num_magnitude_bins=11),
+                              op(rand_augment=pb.RandAugment(num_ops=3, magnitude=5, num_magnitude_bins=11))),
+    "AutoAugment-imagenet": (lambda: T.AutoAugment(T.AutoAugmentPolicy.IMAGENET), op(auto_augment=pb.AutoAugment())),
+    "AutoAugment-cifar10": (lambda: T.AutoAugment(T.AutoAugmentPolicy.CIFAR10),
+                            op(auto_augment=pb.AutoAugment(policy="cifar10"))),
+    "AutoAugment-svhn": (lambda: T.AutoAugment(T.AutoAugmentPolicy.SVHN), op(auto_augment=pb.AutoAugment(policy="svhn"))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_policy_choices(stoker_bin: Path, name: str) -> None:
+    """Each policy's operations and magnitudes, and for RandAugment and
+    AutoAugment their sequences per image, as torchvision draws them."""
+    make, spec = POLICIES[name]
+
+    def run(k: int) -> Checks:
+        c = Checks()
+        mine = [tuple(stoker_category(s, a) for s, a in steps)
+                for steps in stoker_traces(stoker_bin, [center(), spec], N, seed=k)]
+        theirs = tv_policy_record(make(), N, seed=1234 + k)
+        # The operations one by one (which op at which magnitude)...
+        flat_m = [x for seq in mine for x in seq]
+        flat_t = [x for seq in theirs for x in seq]
+        assert set(flat_m) <= set(flat_t) | {("Shear", 0.0), ("Translate", 0.0)}, \
+            f"stoker drew operations torchvision never does: {sorted(set(flat_m) - set(flat_t))[:10]}"
+        stat, p, df = chi2_homogeneity(flat_m, flat_t)
+        c.p(f"{name}: operations and magnitudes", p, f"(chi2 {stat:.1f}, df {df})")
+        # ...and the whole sequence applied to each image.
+        stat, p, df = chi2_homogeneity(mine, theirs)
+        c.p(f"{name}: per-image sequences", p, f"(chi2 {stat:.1f}, df {df})")
+        return c
+
+    in_band(run)
+
+
+def test_augmix(stoker_bin: Path) -> None:
+    """AugMix: the Beta weight of the original (KS), the chain depth (1..3,
+    one chain) and the operations at severity bins (chi-square)."""
+
+    def run(k: int) -> Checks:
+        traces = stoker_traces(stoker_bin, [center(), op(aug_mix=pb.AugMix(mixture_width=1))], N_CONT, seed=k)
+        m0, depth, ops_m = [], [], []
+        for steps in traces:
+            names = [s for s, _ in steps]
+            assert names[0] == "augmix_begin" and names[1] == "augmix_chain" and names[-1] == "augmix_end", names
+            m0.append(steps[0][1]["weight"])
+            assert abs(steps[0][1]["weight"] + steps[1][1]["weight"] - 1) < 1e-9, "one chain: its weight is 1 - m0"
+            depth.append(len(steps) - 3)
+            ops_m += [stoker_category(s, a) for s, a in steps[2:-1]]
+
+        torch.manual_seed(99 + k)
+        t = T.AugMix(mixture_width=1)
+        calls: List[Tuple[str, float]] = []
+        t._apply_image_or_video_transform = lambda img, tid, m, interpolation, fill: calls.append((tid, float(m))) or img
+        first: List[float] = []
+        orig = t._sample_dirichlet
+
+        def dirichlet(params: torch.Tensor) -> torch.Tensor:
+            out = orig(params)
+            if params.shape[-1] == 2:
+                first.append(float(out[0, 0]))
+            return out
+
+        t._sample_dirichlet = dirichlet
+        img = image()
+        t_depth, ops_t = [], []
+        for _ in range(N_CONT):
+            calls.clear()
+            t(img)
+            t_depth.append(len(calls))
+            ops_t += [tv_category(i, m) for i, m in calls]
+        c = Checks()
+        compare_values(c, "AugMix: the original's weight", m0, first)
+        stat, p, df = chi2_homogeneity(depth, t_depth)
+        c.p("AugMix: chain depth", p, f"(chi2 {stat:.1f}, df {df})")
+        stat, p, df = chi2_homogeneity(ops_m, ops_t)
+        c.p("AugMix: operations and severities", p, f"(chi2 {stat:.1f}, df {df})")
+        return c
+
+    in_band(run)
+
+
+# -- ops with their own make_params ----------------------------------------
+
+def test_color_jitter(stoker_bin: Path) -> None:
+    """ColorJitter with hue: the order of the four adjustments (a
+    permutation, chi-square) and each factor (KS)."""
+    names = ["adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue"]
+    keys = ["brightness_factor", "contrast_factor", "saturation_factor", "hue_factor"]
+
+    def run(k: int) -> Checks:
+        traces = stoker_traces(stoker_bin, [center(32), op(color_jitter=pb.ColorJitter(
+            brightness=0.4, contrast=0.3, saturation=0.2, hue=0.1))], N_CONT, source=(32, 32), seed=k)
+        orders, factors = [], {key: [] for key in keys}
+        for steps in traces:
+            orders.append(tuple(names.index(s) for s, _ in steps))
+            for (s, a) in steps:
+                key = keys[names.index(s)]
+                factors[key].append(a[key])
+        torch.manual_seed(5 + k)
+        t = T.ColorJitter(brightness=0.4, contrast=0.3, saturation=0.2, hue=0.1)
+        t_orders, t_factors = [], {key: [] for key in keys}
+        for _ in range(N_CONT):
+            prm = t.make_params([image(32, 32)])
+            t_orders.append(tuple(int(i) for i in prm["fn_idx"]))
+            for key in keys:
+                t_factors[key].append(prm[key])
+        c = Checks()
+        stat, p, df = chi2_homogeneity(orders, t_orders)
+        c.p("ColorJitter: order", p, f"(chi2 {stat:.1f}, df {df})")
+        for key in keys:
+            compare_values(c, f"ColorJitter: {key}", factors[key], t_factors[key])
+        return c
+
+    in_band(run)
+
+
+def continuous_case(stoker_bin: Path, spec: pb.Op, step: str, args: Callable[[Dict[str, Any]], Dict[str, float]],
+                    tv_params: Callable[[], Dict[str, float]], seed: int, source: Tuple[int, int] = (SIDE, SIDE),
+                    geometry: bool = False) -> None:
+    """Compares each argument of a step with torchvision's make_params (KS,
+    or chi-square for integers: compare_values) on a source of (w, h);
+    stoker's samples without the step count as the fallback (None) outcome,
+    compared by chi-square."""
+    ops = [spec] if geometry else [center(source[1], source[0]), spec]
+
+    def run(k: int) -> Checks:
+        traces = stoker_traces(stoker_bin, ops, N_CONT, source=source, skip_geometry=not geometry, seed=k)
+        mine: Dict[str, List[float]] = {}
+        fired = []
+        for steps in traces:
+            hit = [a for s, a in steps if s == step]
+            fired.append(bool(hit))
+            for key, v in (args(hit[0]) if hit else {}).items():
+                mine.setdefault(key, []).append(v)
+        torch.manual_seed(seed + 1000 * k)
+        theirs: Dict[str, List[float]] = {}
+        t_fired = []
+        for _ in range(N_CONT):
+            prm = tv_params()
+            t_fired.append(bool(prm))
+            for key, v in prm.items():
+                theirs.setdefault(key, []).append(v)
+        c = Checks()
+        if not all(fired) or not all(t_fired):
+            stat, p, df = chi2_homogeneity(fired, t_fired)
+            c.p(f"{step}: drawn or not", p, f"(chi2 {stat:.1f}, df {df})")
+        assert set(mine) == set(theirs), (sorted(mine), sorted(theirs))
+        for key in sorted(mine):
+            compare_values(c, f"{step}: {key}", mine[key], theirs[key])
+        return c
+
+    in_band(run)
+
+
+def test_random_resized_crop(stoker_bin: Path) -> None:
+    t = T.RandomResizedCrop(224)
+    img = image(375, 500)
+    continuous_case(stoker_bin, op(random_resized_crop=pb.RandomResizedCrop(height=224)), "resized_crop",
+                    lambda a: {k: a[k] for k in ("top", "left", "height", "width")},
+                    lambda: {k: float(v) for k, v in t.make_params([img]).items() if k in ("top", "left", "height", "width")},
+                    seed=11, source=(500, 375), geometry=True)
+
+
+def test_gaussian_blur_sigma(stoker_bin: Path) -> None:
+    t = T.GaussianBlur(23, sigma=(0.1, 2.0))
+    continuous_case(stoker_bin, op(gaussian_blur=pb.GaussianBlur(kernel_x=23, kernel_y=23, sigma_min=0.1, sigma_max=2)),
+                    "gaussian_blur", lambda a: {"sigma": a["sigma"][0]},
+                    lambda: {"sigma": t.make_params([image()])["sigma"][0]}, seed=12)
+
+
+def test_random_rotation(stoker_bin: Path) -> None:
+    t = T.RandomRotation((-30, 30))
+    continuous_case(stoker_bin, op(random_rotation=pb.RandomRotation(degrees=pb.Range(min=-30, max=30))), "rotate",
+                    lambda a: {"angle": a["angle"]}, lambda: {"angle": t.make_params([image()])["angle"]}, seed=13)
+
+
+def test_random_affine(stoker_bin: Path) -> None:
+    t = T.RandomAffine(degrees=10, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=(-5, 5, -3, 3))
+
+    def theirs() -> Dict[str, float]:
+        prm = t.make_params([image()])
+        return {"angle": prm["angle"], "tx": prm["translate"][0], "ty": prm["translate"][1], "scale": prm["scale"],
+                "shear_x": prm["shear"][0], "shear_y": prm["shear"][1]}
+
+    continuous_case(stoker_bin, op(random_affine=pb.RandomAffine(
+        degrees=pb.Range(min=-10, max=10), translate=[0.1, 0.2], scale=pb.Range(min=0.8, max=1.2), shear=[-5, 5, -3, 3])),
+        "affine", lambda a: {"angle": a["angle"], "tx": a["translate"][0], "ty": a["translate"][1], "scale": a["scale"],
+                             "shear_x": a["shear"][0], "shear_y": a["shear"][1]}, theirs, seed=14)
+
+
+def test_random_erasing(stoker_bin: Path) -> None:
+    """The erased box, and how often no box fits (a wide ratio range on a
+    small image makes torchvision's fallback frequent)."""
+    t = T.RandomErasing(p=1, scale=(0.02, 0.6), ratio=(0.2, 5))
+    img = image(40, 60)
+
+    def theirs() -> Dict[str, float]:
+        prm = t.make_params([img])
+        return {} if prm["v"] is None else {k: float(prm[k]) for k in ("i", "j", "h", "w")}
+
+    continuous_case(stoker_bin, op(random_erasing=pb.RandomErasing(p=1, scale=pb.Range(min=0.02, max=0.6),
+                                                                   ratio=pb.Range(min=0.2, max=5))),
+                    "erase", lambda a: {k: float(a[k]) for k in ("i", "j", "h", "w")}, theirs, seed=15, source=(60, 40))
+
+
+# -- probabilities and containers ------------------------------------------
+
+class Rec(torch.nn.Module):
+    """A transform that only records its name."""
+
+    def __init__(self, name: str, log: List[str]) -> None:
+        super().__init__()
+        self.name, self.log = name, log
+
+    def forward(self, x: Any) -> Any:
+        self.log.append(self.name)
+        return x
+
+
+def tv_sequences(make: Callable[[List[str]], Any], n: int, seed: int) -> List[Tuple[str, ...]]:
+    log: List[str] = []
+    t = make(log)
+    torch.manual_seed(seed)
+    img = image(8, 8)
+    out = []
+    for _ in range(n):
+        log.clear()
+        t(img)
+        out.append(tuple(log))
+    return out
+
+
+def invert() -> pb.Op:
+    return op(random_invert=pb.RandomInvert(p=1))
+
+
+def vflip() -> pb.Op:
+    return op(random_vertical_flip=pb.RandomVerticalFlip(p=1))
+
+
+def gray() -> pb.Op:
+    return op(grayscale=pb.Grayscale())
+
+
+NAMES = {"invert": "invert", "vertical_flip": "vflip", "rgb_to_grayscale": "gray", "solarize": "solarize",
+         "equalize": "equalize", "posterize": "posterize", "autocontrast": "autocontrast",
+         "adjust_sharpness": "sharpness", "horizontal_flip": "hflip"}
+
+CONTAINERS = {
+    "RandomApply": (op(random_apply=pb.RandomApply(ops=[invert(), vflip()], p=0.3)),
+                    lambda log: T.RandomApply([Rec("invert", log), Rec("vflip", log)], p=0.3)),
+    "RandomChoice": (op(random_choice=pb.RandomChoice(ops=[invert(), vflip(), gray()], p=[1, 2, 3])),
+                     lambda log: T.RandomChoice([Rec("invert", log), Rec("vflip", log), Rec("gray", log)], p=[1, 2, 3])),
+    "RandomChoice-uniform": (op(random_choice=pb.RandomChoice(ops=[invert(), vflip(), gray()])),
+                             lambda log: T.RandomChoice([Rec("invert", log), Rec("vflip", log), Rec("gray", log)])),
+    "RandomOrder": (op(random_order=pb.RandomOrder(ops=[invert(), vflip(), gray()])),
+                    lambda log: T.RandomOrder([Rec("invert", log), Rec("vflip", log), Rec("gray", log)])),
+    "nested": (op(random_apply=pb.RandomApply(p=0.7, ops=[
+        op(random_choice=pb.RandomChoice(ops=[invert(), op(random_order=pb.RandomOrder(ops=[vflip(), gray()]))]))])),
+               lambda log: T.RandomApply([T.RandomChoice([Rec("invert", log), T.RandomOrder([Rec("vflip", log),
+                                                                                         Rec("gray", log)])])], p=0.7)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTAINERS))
+def test_containers(stoker_bin: Path, name: str) -> None:
+    spec, make = CONTAINERS[name]
+
+    def run(k: int) -> Checks:
+        mine = [tuple(NAMES[s] for s, _ in steps)
+                for steps in stoker_traces(stoker_bin, [center(8), spec], N_CONT, source=(8, 8), seed=k)]
+        theirs = tv_sequences(make, N_CONT, seed=21 + k)
+        assert set(mine) == set(theirs), (sorted(set(mine)), sorted(set(theirs)))
+        c = Checks()
+        stat, p, df = chi2_homogeneity(mine, theirs)
+        c.p(f"{name}: outcomes", p, f"(chi2 {stat:.1f}, df {df})")
+        return c
+
+    in_band(run)
+
+
+def test_own_probabilities(stoker_bin: Path) -> None:
+    """The ops with a p of their own fire with probability p, as
+    torchvision's _RandomApplyTransform (torch.rand(1) >= p skips)."""
+    cases = [
+        (op(random_grayscale=pb.RandomGrayscale(p=0.2)), T.RandomGrayscale(p=0.2), "gray"),
+        (op(random_solarize=pb.RandomSolarize(threshold=100, p=0.3)), T.RandomSolarize(100, p=0.3), "solarize"),
+        (op(random_posterize=pb.RandomPosterize(bits=3, p=0.6)), T.RandomPosterize(3, p=0.6), "posterize"),
+        (op(random_equalize=pb.RandomEqualize(p=0.45)), T.RandomEqualize(p=0.45), "equalize"),
+        (op(random_autocontrast=pb.RandomAutocontrast(p=0.15)), T.RandomAutocontrast(p=0.15), "autocontrast"),
+        (op(random_adjust_sharpness=pb.RandomAdjustSharpness(sharpness_factor=2, p=0.7)),
+         T.RandomAdjustSharpness(2, p=0.7), "sharpness"),
+        (op(random_vertical_flip=pb.RandomVerticalFlip(p=0.25)), T.RandomVerticalFlip(p=0.25), "vflip"),
+        (op(random_invert=pb.RandomInvert(p=0.5)), T.RandomInvert(p=0.5), "invert"),
+    ]
+    for i, (spec, t, name) in enumerate(cases):
+        log: List[str] = []
+        t.transform = lambda inpt, params, _log=log, _name=name: _log.append(_name) or inpt
+
+        def run(k: int, spec: pb.Op = spec, t: Any = t, log: List[str] = log, i: int = i, name: str = name) -> Checks:
+            mine = [tuple(NAMES[s] for s, _ in steps) for steps in
+                    stoker_traces(stoker_bin, [center(8), spec], N_CONT, source=(8, 8), seed=10 * i + k)]
+            torch.manual_seed(30 + i + 1000 * k)
+            img = image(8, 8)
+            theirs = []
+            for _ in range(N_CONT):
+                log.clear()
+                t(img)
+                theirs.append(tuple(log))
+            c = Checks()
+            stat, p, df = chi2_homogeneity(mine, theirs)
+            c.p(f"{name}: fires with p", p, f"(chi2 {stat:.1f}, df {df})")
+            return c
+
+        in_band(run)
+
+
+# -- timm's RandAugment ------------------------------------------------------
+
+TIMM_INC = ["AutoContrast", "Equalize", "Invert", "Rotate", "PosterizeIncreasing", "SolarizeIncreasing",
+            "SolarizeAdd", "ColorIncreasing", "ContrastIncreasing", "BrightnessIncreasing", "SharpnessIncreasing",
+            "ShearX", "ShearY", "TranslateXRel", "TranslateYRel"]
+
+
+def timm_draw(rng: random.Random, m: float = 9, mstd: float = 0.5, n: int = 2) -> Tuple[Tuple[str, float], ...]:
+    """timm's RandAugment(rand_augment_ops(m, inc transforms), n) sampling,
+    transcribed: ops chosen with replacement, each applied with p 0.5 at
+    magnitude gauss(m, mstd) clipped to [0, 10]; its level argument, as
+    (op, argument) with stoker's trace's conventions."""
+    out = []
+    for name in [TIMM_INC[rng.randrange(len(TIMM_INC))] for _ in range(n)]:
+        if rng.random() > 0.5:
+            continue
+        mag = max(0.0, min(rng.gauss(m, mstd), 10.0))
+        lvl = mag / 10
+
+        def negate(v: float) -> float:
+            return -v if rng.random() > 0.5 else v
+
+        if name in ("AutoContrast", "Equalize", "Invert"):
+            out.append((name, 0.0))
+        elif name == "Rotate":
+            out.append((name, r4(negate(lvl * 30))))
+        elif name == "PosterizeIncreasing":
+            out.append(("Posterize", float(4 - int(lvl * 4))))
+        elif name == "SolarizeIncreasing":
+            thresh = 256 - int(lvl * 256)
+            if thresh <= 255:
+                out.append(("Solarize", float(thresh)))
+        elif name == "SolarizeAdd":
+            out.append(("SolarizeAdd", float(int(lvl * 110))))
+        elif name.endswith("Increasing"):
+            out.append((name[:-len("Increasing")], r4(max(0.1, 1.0 + negate(lvl * 0.9)))))
+        elif name in ("ShearX", "ShearY"):
+            out.append((name, r4(negate(lvl * 0.3))))
+        else:  # TranslateXRel, TranslateYRel: a fraction of the side
+            out.append((name[:-3], r4(negate(lvl * 0.45))))
+    return tuple(out)
+
+
+def timm_category(name: str, a: Dict[str, Any]) -> Tuple[str, float]:
+    if name == "affine":
+        sx, sy = a["shear"]
+        tx, ty = a["translate"]
+        if a["center"] == [0.0, 0.0]:
+            return ("ShearX", r4(math.tan(math.radians(sx)))) if sx != 0 else ("ShearY", r4(math.tan(math.radians(sy))))
+        return ("TranslateX", r4(-tx / SIDE)) if tx != 0 else ("TranslateY", r4(-ty / SIDE))
+    table = {"rotate": ("Rotate", "angle"), "posterize": ("Posterize", "bits"), "solarize": ("Solarize", "threshold"),
+             "solarize_add": ("SolarizeAdd", "addition"), "adjust_saturation": ("Color", "saturation_factor"),
+             "adjust_contrast": ("Contrast", "contrast_factor"), "adjust_brightness": ("Brightness", "brightness_factor"),
+             "adjust_sharpness": ("Sharpness", "sharpness_factor")}
+    if name in table:
+        tid, key = table[name]
+        return (tid, r4(a[key]))
+    return ({"autocontrast": "AutoContrast", "equalize": "Equalize", "invert": "Invert"}[name], 0.0)
+
+
+def test_timm_rand_augment(stoker_bin: Path) -> None:
+    """timm's rand-m9-mstd0.5-inc1: which ops apply per image (chi-square),
+    their arguments (KS, per op), and the random interpolation (half
+    bilinear, half bicubic)."""
+    def run(k: int) -> Checks:
+        traces = stoker_traces(stoker_bin, [center(), op(timm_rand_augment=pb.TimmRandAugment(
+            config="rand-m9-mstd0.5-inc1"))], N, seed=k)
+        mine = [tuple(timm_category(s, a) for s, a in steps) for steps in traces]
+        rng = random.Random(7 + k)
+        theirs = [timm_draw(rng) for _ in range(N)]
+        c = Checks()
+        stat, p, df = chi2_homogeneity([tuple(n for n, _ in seq) for seq in mine],
+                                       [tuple(n for n, _ in seq) for seq in theirs])
+        c.p("timm RandAugment: ops applied per image", p, f"(chi2 {stat:.1f}, df {df})")
+        by_m: Dict[str, List[float]] = {}
+        by_t: Dict[str, List[float]] = {}
+        for seq, into in ((mine, by_m), (theirs, by_t)):
+            for seq1 in seq:
+                for n, v in seq1:
+                    into.setdefault(n, []).append(v)
+        for name in sorted(by_t):
+            if len(set(by_t[name])) > 1:
+                compare_values(c, f"timm RandAugment: {name}'s argument", by_m[name], by_t[name])
+        interps = [a["interpolation"] for steps in traces for s, a in steps if s in ("rotate", "affine")]
+        stat, p, df = chi2_goodness({x: interps.count(x) for x in set(interps)}, {"bilinear": 0.5, "bicubic": 0.5})
+        c.p("timm RandAugment: random interpolation", p, f"(chi2 {stat:.1f})")
+        return c
+
+    in_band(run)

@@ -1,0 +1,134 @@
+"""The server's word on stoker.transforms' specs (the session's real
+`stoker serve`): every class's spec is accepted and runs, the recipes
+converted by from_torchvision make the presets' batches, and bad specs
+built directly as protobufs are refused with INVALID_ARGUMENT naming the op
+and the argument. The kernels are not asserted on here (their parity with
+torchvision is the Go side's)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_from_torchvision import PRESET_OPS, dino, open_clip, simclr, tv_resnet50_v2
+from test_transforms import SPECS
+from torchvision.transforms import v2 as tv2
+
+import stoker
+from helpers import assert_same_batches, loader
+from stoker import transforms as T
+from stoker.v1 import stoker_pb2 as pb
+
+pytestmark = pytest.mark.filterwarnings(r"ignore:The transform `ToTensor\(\)` is deprecated:UserWarning")
+
+SIZE = 16
+GEOMETRY = ("random_resized_crop", "resize", "center_crop", "normalize")
+
+
+def _after_geometry():
+    """Each op of test_transforms.SPECS that runs after the geometry."""
+    return [make() for make, want in SPECS if want.WhichOneof("op") not in GEOMETRY]
+
+
+def test_every_op_is_accepted(server: str) -> None:
+    ops = _after_geometry()
+    assert len(ops) > 35
+    for op in ops:
+        ld = loader(server, transform=[T.RandomResizedCrop(SIZE), op], batch_size=8)
+        assert len(ld) == 6, op  # DescribeJob: compiled by the server, nothing made
+    for geometry in ([T.RandomResizedCrop(SIZE, interpolation="bicubic", antialias=False)],
+                     [T.Resize((SIZE, 20), interpolation="nearest")],
+                     [T.Resize(20), T.CenterCrop(SIZE)], [T.CenterCrop(SIZE)],
+                     [T.CenterCrop(SIZE), T.Normalize([0.5], [0.2])]):
+        assert len(loader(server, transform=geometry, batch_size=8)) == 6, geometry
+
+
+def test_every_op_runs(server: str) -> None:
+    ops = _after_geometry()
+    # At most 32 ops after the geometry: two chains.
+    for chain in (ops[: len(ops) // 2], ops[len(ops) // 2:]):
+        with loader(server, transform=[T.RandomResizedCrop(SIZE), *chain, T.Normalize([0.5] * 3, [0.25] * 3)],
+                    batch_size=8) as ld:
+            images, labels = next(iter(ld))
+        assert images.shape == (8, 3, SIZE, SIZE) and images.dtype == torch.float32 and labels.shape == (8,)
+
+
+def test_presets_are_accepted(server: str) -> None:
+    for name in T.PRESETS:
+        assert len(loader(server, transform=name, batch_size=8)) == 6, name
+
+
+def _recipes():
+    g1, _, local = dino(tv2)
+    return {
+        "tv-resnet50-v2": T.from_torchvision(tv_resnet50_v2(tv2)),
+        "simclr": T.from_torchvision(simclr(tv2)),
+        "dino-global": T.from_torchvision(g1),
+        "dino-local": T.from_torchvision(local),
+        "clip": T.from_torchvision(open_clip(tv2)),
+        "deit": T.Compose(PRESET_OPS["deit"]),
+    }
+
+
+@pytest.mark.parametrize("preset", sorted(PRESET_OPS))
+def test_recipes_make_the_presets_batches(server: str, preset: str) -> None:
+    """The recipe, converted from torchvision's Compose (or built from
+    stoker's classes), is the preset: the same draws (the traces: every
+    parameter, interpolations included) and the same batches, seed for
+    seed."""
+    recipe = _recipes()[preset]
+    assert recipe.transforms == PRESET_OPS[preset]
+    kw = dict(batch_size=16, seed=7, return_indices=True, trace=True)
+    with loader(server, transform=preset, **kw) as a, loader(server, transform=recipe, **kw) as b:
+        (got, got_traces), (want, want_traces) = _take(b), _take(a)
+    assert got_traces == want_traces
+    assert all(s[0][0] == "resized_crop" for t in got_traces for s in t)
+    assert_same_batches(got, want)
+
+
+def _take(ld: stoker.Loader):
+    """An epoch's batches (copied: a loader reuses its buffers) and traces."""
+    batches, traces = [], []
+    for b in ld:
+        batches.append(tuple(t.clone() for t in b))
+        traces.append(b.trace)
+    return batches, traces
+
+
+def _op(**kw) -> pb.Op:
+    return pb.Op(**kw)
+
+
+RRC = _op(random_resized_crop=pb.RandomResizedCrop(height=SIZE))
+FLIP = _op(random_horizontal_flip=pb.RandomHorizontalFlip())
+
+BAD_SPECS = [
+    ([RRC, _op(random_solarize=pb.RandomSolarize(threshold=128, p=1.5))], ["op 1 (RandomSolarize)", "p=1.5"]),
+    ([RRC, FLIP, _op(random_grayscale=pb.RandomGrayscale(p=-0.5))], ["op 2 (RandomGrayscale)", "p=-0.5"]),
+    ([RRC, _op(random_apply=pb.RandomApply(ops=[_op(gaussian_blur=pb.GaussianBlur(kernel_x=4))]))],
+     ["op 1 (RandomApply) > op 0 (GaussianBlur)", "kernel_size [4 4]"]),
+    ([RRC, FLIP, _op(rand_augment=pb.RandAugment(magnitude=31))], ["op 2 (RandAugment)", "magnitude 31"]),
+    ([FLIP, RRC], ["op 0 is RandomHorizontalFlip", "the first op must be the geometry"]),
+    ([RRC, _op(auto_augment=pb.AutoAugment(policy="imagenet2"))], ["op 1 (AutoAugment)", 'policy "imagenet2"']),
+    ([RRC, _op(timm_rand_augment=pb.TimmRandAugment(config="rand-m9-x3"))],
+     ["op 1 (TimmRandAugment)", 'unknown section "x"']),
+    ([RRC, _op(timm_rand_augment=pb.TimmRandAugment(config="rand-m31"))], ["op 1 (TimmRandAugment)", "m31"]),
+    ([RRC, _op(random_erasing=pb.RandomErasing(value=[300]))], ["op 1 (RandomErasing)", "value [300 300 300]"]),
+    ([RRC, _op(random_rotation=pb.RandomRotation(interpolation=pb.INTERPOLATION_BICUBIC))],
+     ["op 1 (RandomRotation)", "interpolation bicubic"]),
+    ([RRC, _op(grayscale=pb.Grayscale(num_output_channels=1))], ["op 1", "Grayscale(num_output_channels=1)"]),
+    ([RRC, _op(random_choice=pb.RandomChoice(ops=[FLIP], p=[1, 2]))], ["op 1 (RandomChoice)", "2 values of p"]),
+]
+
+
+@pytest.mark.parametrize("ops,want", BAD_SPECS, ids=lambda x: None)
+def test_bad_specs_are_refused_naming_the_op_and_argument(server: str, ops, want) -> None:
+    spec = pb.TransformSpec(ops=ops)
+    with pytest.raises(stoker.StokerError) as e:
+        len(loader(server, transform=spec))
+    assert e.value.code == "INVALID_ARGUMENT", e.value
+    for fragment in want:
+        assert fragment in e.value.message, e.value.message
+    with pytest.raises(stoker.StokerError) as e:  # the stream too, before any decode
+        next(iter(loader(server, transform=spec)))
+    assert e.value.code == "INVALID_ARGUMENT" and want[0] in e.value.message
+    assert len(loader(server, transform="imagenet-train")) == 10  # still serving
