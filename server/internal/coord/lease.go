@@ -174,8 +174,15 @@ type whole struct {
 	st *makerStat
 }
 
-// wholeTo is the lessee of a lease of a whole batch to m.
-func (c *Coordinator) wholeTo(m Maker) *whole { return &whole{c: c, m: m, st: c.stat(m)} }
+// wholeTo is the lessee of a lease of a whole batch to m: one for all of
+// the job's (it keeps nothing of a lease).
+func (c *Coordinator) wholeTo(m Maker) *whole {
+	st := c.stat(m)
+	if st.whole == nil {
+		st.whole = &whole{c: c, m: m, st: st}
+	}
+	return st.whole
+}
 
 func (w *whole) lead() Maker       { return w.m }
 func (w *whole) waitsFor() []Maker { return []Maker{w.m} }

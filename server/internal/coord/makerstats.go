@@ -43,6 +43,9 @@ type makerStat struct {
 	// (zero when none is in flight).
 	busy      []interval
 	busySince time.Time
+	// whole is the lessee of the job's leases of whole batches to the
+	// maker (lease.go).
+	whole *whole
 }
 
 type interval struct{ from, to time.Time }

@@ -41,6 +41,10 @@ import (
 type partLoad struct {
 	mu sync.Mutex
 	on map[Maker]*partsOn
+	// spare are parts' batches kept for the next batches in parts: their
+	// labels, indices and errors (a part's pixels are its batch's, and a
+	// spare one holds none).
+	spare []*pipeline.Batch
 }
 
 // partsOn is a job's parts on one maker.
@@ -93,6 +97,33 @@ func (pl *partLoad) collected(m Maker) {
 func (pl *partLoad) drop(m Maker, o *partsOn) {
 	if o.leased == 0 && o.open == 0 {
 		delete(pl.on, m)
+	}
+}
+
+// batches are n part batches, spare ones first.
+func (pl *partLoad) batches(n int) []*pipeline.Batch {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	bs := make([]*pipeline.Batch, n)
+	for i := range bs {
+		if k := len(pl.spare); k > 0 {
+			bs[i], pl.spare = pl.spare[k-1], pl.spare[:k-1]
+		} else {
+			bs[i] = new(pipeline.Batch)
+		}
+	}
+	return bs
+}
+
+// spareAgain keeps the batches of parts of, done with, for the next.
+func (pl *partLoad) spareAgain(of []ofPart) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	for i := range of {
+		b := of[i].b
+		b.Data = nil // its batch's: not kept
+		pl.spare = append(pl.spare, b)
+		of[i].b = nil
 	}
 }
 
@@ -201,21 +232,31 @@ func (c *Coordinator) waitsOnStuck(rec *leaseRec) bool {
 // inParts is a batch leased in parts, as a lessee: each part a lease of
 // its own to its maker, made at its places in the batch's buffer.
 type inParts struct {
-	c     *Coordinator
-	parts []part
-	sts   []*makerStat // each part's maker's
-	// out: part i's maker has not answered yet (set as the lease is
-	// issued, cleared by make): a lease in parts waits for these makers.
-	out    []atomic.Bool
+	c      *Coordinator
+	parts  []part
+	of     []ofPart
 	leader Maker
+}
+
+// ofPart is what a lease in parts keeps of each part.
+type ofPart struct {
+	st *makerStat // its maker's
+	// out: its maker has not answered yet (set as the lease is issued,
+	// cleared by make): a lease in parts waits for these makers.
+	out atomic.Bool
+	// b is its batch: its own labels, indices and errors, the batch's
+	// pixels (from partLoad, as the lease is issued, given back as it
+	// ends); took how long its maker took.
+	b    *pipeline.Batch
+	took time.Duration
 }
 
 // newInParts leases parts of batch number k, its lead (whose stats the
 // lease counts in) the parts' makers in turn.
 func (c *Coordinator) newInParts(parts []part, k int) *inParts {
-	ip := &inParts{c: c, parts: parts, sts: make([]*makerStat, len(parts)), out: make([]atomic.Bool, len(parts)), leader: parts[k%len(parts)].m}
+	ip := &inParts{c: c, parts: parts, of: make([]ofPart, len(parts)), leader: parts[k%len(parts)].m}
 	for i, p := range parts {
-		ip.sts[i] = c.stat(p.m)
+		ip.of[i].st = c.stat(p.m)
 	}
 	return ip
 }
@@ -236,7 +277,7 @@ func (ip *inParts) String() string {
 func (ip *inParts) waitsFor() []Maker {
 	var ms []Maker
 	for i, p := range ip.parts {
-		if ip.out[i].Load() {
+		if ip.of[i].out.Load() {
 			ms = append(ms, p.m)
 		}
 	}
@@ -247,10 +288,13 @@ func (ip *inParts) waitsFor() []Maker {
 }
 
 func (ip *inParts) issued(now time.Time, _ *lease.Lease) {
+	bs := ip.c.parts.batches(len(ip.parts))
 	for i, p := range ip.parts {
-		ip.out[i].Store(true)
+		o := &ip.of[i]
+		o.out.Store(true)
+		o.b = bs[i]
 		ip.c.parts.leased(p.m, now)
-		ip.sts[i].starting.Add(1)
+		o.st.starting.Add(1)
 		ip.c.env.Metrics.Leases.WithLabelValues(p.m.Name()).Inc()
 	}
 }
@@ -259,6 +303,7 @@ func (ip *inParts) ended() {
 	for _, p := range ip.parts {
 		ip.c.parts.collected(p.m)
 	}
+	ip.c.parts.spareAgain(ip.of)
 }
 
 // make makes the parts of lease l and puts their labels and indices in
@@ -282,27 +327,26 @@ func (ip *inParts) make(ctx, lctx context.Context, l *lease.Lease, b *pipeline.B
 	// (lease.Lease.Place: a peer's pixels from gRPC's buffers, the local
 	// executor's from its decoders): no buffer of its own, no copy. Its
 	// labels and indices are its own, put in place by assemble.
-	bufs := make([]*pipeline.Batch, len(ip.parts))
-	took := make([]time.Duration, len(ip.parts))
 	size, n := c.j.SampleBytes(), len(l.Indices)
 	if cap(b.Data) < n*size {
 		b.Data = make([]byte, n*size)
 	}
 	b.Data = b.Data[:n*size]
 	for i, p := range ip.parts {
-		pb := &pipeline.Batch{Data: b.Data}
-		bufs[i] = pb
+		o := &ip.of[i]
+		pb := o.b
+		pb.Data = b.Data
 		pl := &lease.Lease{Epoch: l.Epoch, Number: l.Number, Indices: p.idx, Demand: l.Demand, Place: p.pos}
 		trusted := p.m.Trusted()
 		if !trusted {
 			pl.Keep = c.env.Verifier.Pick(p.m, len(p.idx), c.j.BatchSize())
 		}
 		go func() {
-			ip.sts[i].starting.Add(-1) // Make counts it from here
+			o.st.starting.Add(-1) // Make counts it from here
 			t0 := time.Now()
 			made, err := c.makePart(pctx, p.m, pl, pb)
-			took[i] = time.Since(t0)
-			ip.out[i].Store(false)
+			o.took = time.Since(t0)
+			o.out.Store(false)
 			c.parts.answer(p.m, time.Now())
 			cancelled := pctx.Err() != nil
 			ok := trusted
@@ -362,10 +406,10 @@ func (ip *inParts) make(ctx, lctx context.Context, l *lease.Lease, b *pipeline.B
 		// Outrun by the batch's other lease (or the job ended).
 		return made{err: fmt.Errorf("lease of batch %d cancelled: %w", l.Number, err)}
 	}
-	assemble(b, n, ip.parts, bufs)
+	assemble(b, n, ip.parts, ip.of)
 	rates := make([]sampleRate, len(ip.parts))
 	for i, p := range ip.parts {
-		rates[i] = sampleRate{p.m, len(p.idx), took[i]}
+		rates[i] = sampleRate{p.m, len(p.idx), ip.of[i].took}
 	}
 	return made{unchecked: unchecked, rates: rates}
 }
@@ -436,10 +480,10 @@ func failRank(err error) int {
 	return 1
 }
 
-// assemble puts the labels and indices of parts' batches (bufs) at their
+// assemble puts the labels and indices of parts' batches (of) at their
 // places in b, a batch of n samples whose pixels the parts made in place
 // (lease.Lease.Place), and adds up their stage times.
-func assemble(b *pipeline.Batch, n int, parts []part, bufs []*pipeline.Batch) {
+func assemble(b *pipeline.Batch, n int, parts []part, of []ofPart) {
 	b.N = n
 	b.Labels = slices.Grow(b.Labels[:0], n)[:n]
 	b.Indices = slices.Grow(b.Indices[:0], n)[:n]
@@ -449,7 +493,7 @@ func assemble(b *pipeline.Batch, n int, parts []part, bufs []*pipeline.Batch) {
 	// from an earlier batch are not this one's.
 	b.Traces = b.Traces[:0]
 	for i, p := range parts {
-		pb := bufs[i]
+		pb := of[i].b
 		for s, pos := range p.pos {
 			b.Labels[pos], b.Indices[pos] = pb.Labels[s], pb.Indices[s]
 		}
