@@ -82,7 +82,8 @@ type Output struct {
 // reorder buffer and the cursor), lease.go (issuing leases: lessees,
 // start), choose.go (which maker gets a whole batch), answer.go (a
 // lease's answer, the makers blamed), hedge.go (hedged leases),
-// router.go (routing by cache affinity), parts.go (a batch in parts),
+// router.go (routing by cache affinity), parts.go and partload.go (a
+// batch in parts, what is in flight in parts on each maker),
 // deliver.go (delivery, credits), pool.go (batch buffers, ring slots,
 // their memory), makerstats.go (what the job measured of each maker),
 // control.go (the window controller and the job's status), telemetry.go
