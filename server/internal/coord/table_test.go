@@ -18,7 +18,9 @@ import (
 // delivered once, in order, made by an answer of one of its current
 // leases and never by a quarantined peer unchecked; a stale answer is
 // dropped; a failure counts once, when it counts; the job fails when, and
-// only when, a batch's failures that count reach maxAttempts.
+// only when, a batch's lease fails alone (no hedge in flight) with its
+// failures that count at maxAttempts or more, which only failures a hedge
+// covered take past maxAttempts.
 
 // tableMakers are the makers a fuzzed table leases to: m0 the local
 // executor (never quarantined, its batches checked), the others peers.
@@ -61,6 +63,7 @@ type tableSim struct {
 	first       map[batchID]uint64
 	hedge       map[batchID]uint64
 	counted     map[batchID]int // failures that count, of first leases
+	covered     map[batchID]int // of those, failed while the batch had a hedge in flight
 	made        map[*pipeline.Batch]batchID
 	unchecked   map[batchID][]Maker
 	quarantined map[Maker]bool
@@ -92,7 +95,7 @@ func newTableSim(t *testing.T, cfg []byte) *tableSim {
 	}
 	s := &tableSim{
 		t: t, j: j, st: st, tab: newTable(j, st),
-		first: map[batchID]uint64{}, hedge: map[batchID]uint64{}, counted: map[batchID]int{},
+		first: map[batchID]uint64{}, hedge: map[batchID]uint64{}, counted: map[batchID]int{}, covered: map[batchID]int{},
 		made: map[*pipeline.Batch]batchID{}, unchecked: map[batchID][]Maker{},
 		quarantined: map[Maker]bool{}, delivered: map[batchID]int{},
 	}
@@ -232,6 +235,9 @@ func (s *tableSim) answer(arg, fail byte, stale bool) {
 		delete(s.first, l.id)
 		if counts {
 			s.counted[l.id]++
+			if s.hedge[l.id] != 0 {
+				s.covered[l.id]++
+			}
 		}
 		if s.hedge[l.id] != 0 {
 			s.first[l.id] = s.hedge[l.id]
@@ -241,8 +247,12 @@ func (s *tableSim) answer(arg, fail byte, stale bool) {
 			s.seen.requeued++
 		}
 	}
-	if c := s.counted[l.id]; c > maxAttempts || (o.err != nil) != (wasFirst && s.first[l.id] == 0 && c >= maxAttempts) {
-		s.t.Fatalf("batch %v: %d failures that count, its lease first %v, hedged %v: the job's end %v", l.id, c, wasFirst, s.first[l.id] != 0, o.err)
+	// The job ends at the first failure of a batch's lease alone (no
+	// hedge in flight) once its failures that count reach maxAttempts:
+	// only a failure a hedge covered takes it past.
+	if c := s.counted[l.id]; c > maxAttempts+s.covered[l.id] || (o.err != nil) != (wasFirst && s.first[l.id] == 0 && c >= maxAttempts) {
+		s.t.Fatalf("batch %v: %d failures that count (%d with a hedge in flight), its lease first %v, hedged %v: the job's end %v",
+			l.id, c, s.covered[l.id], wasFirst, s.first[l.id] != 0, o.err)
 	}
 	if o.err != nil {
 		if !errors.Is(o.err, ErrBatchFailed) {
