@@ -50,13 +50,16 @@ type Batch struct {
 	Traces [][]byte
 }
 
-// reset sizes b for n samples of size bytes each, reusing its buffers.
-func (b *Batch) reset(n, size int) {
+// reset sizes b for n samples of size bytes each, reusing its buffers;
+// placed (FillAt), its Data is the whole batch's and stays as it is.
+func (b *Batch) reset(n, size int, placed bool) {
 	b.N = n
-	if cap(b.Data) < n*size {
-		b.Data = make([]byte, n*size)
+	if !placed {
+		if cap(b.Data) < n*size {
+			b.Data = make([]byte, n*size)
+		}
+		b.Data = b.Data[:n*size]
 	}
-	b.Data = b.Data[:n*size]
 	b.Labels = slices.Grow(b.Labels[:0], n)[:n]
 	b.Indices = slices.Grow(b.Indices[:0], n)[:n]
 	b.Errors = b.Errors[:0]
@@ -164,13 +167,14 @@ func (e *Executor) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epo
 }
 
 // finishBatch lists r's failed samples in b.Errors and replaces them by
-// policy. Only a sample's own fault is replaced: when any sample failed
-// by its store's fault (source.IsStoreFault: the store unreachable,
-// throttling or timing out past its retries, credentials refused), the
-// batch fails with that error instead, however many of its samples were
-// made (from the byte cache, say), and b is not a batch. A batch whose
-// every sample failed has N == 0 under either policy: the caller must
-// not hand it on as data (the server ends the job, naming the cause).
+// policy, each sample's pixels where r put them (fillReq.at). Only a
+// sample's own fault is replaced: when any sample failed by its store's
+// fault (source.IsStoreFault: the store unreachable, throttling or timing
+// out past its retries, credentials refused), the batch fails with that
+// error instead, however many of its samples were made (from the byte
+// cache, say), and b is not a batch. A batch whose every sample failed has
+// N == 0 under either policy: the caller must not hand it on as data (the
+// server ends the job, naming the cause).
 func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 	failed := 0
 	for _, err := range r.errs {
@@ -185,6 +189,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 		return err
 	}
 	ds, indices, size := r.ds, r.indices, r.size
+	pix := func(i int) []byte { at := r.at(i); return b.Data[at*size : (at+1)*size] }
 	good := r.good[:0]
 	for i, err := range r.errs {
 		if err == nil {
@@ -194,21 +199,28 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 		b.Errors = append(b.Errors, SampleError{Index: indices[i], Name: ds.Name(int(indices[i])), Reason: err.Error(), Err: err})
 	}
 	r.good = good
+	placed := r.place != nil
 	if len(good) == 0 {
-		b.N, b.Data, b.Labels, b.Indices = 0, b.Data[:0], b.Labels[:0], b.Indices[:0]
+		b.N, b.Labels, b.Indices = 0, b.Labels[:0], b.Indices[:0]
+		if !placed {
+			b.Data = b.Data[:0]
+		}
 		b.Traces = b.Traces[:0]
 		return nil
 	}
 	if policy == Drop {
 		for n, i := range good {
-			copy(b.Data[n*size:(n+1)*size], b.Data[i*size:(i+1)*size])
+			copy(pix(n), pix(i))
 			b.Labels[n], b.Indices[n] = b.Labels[i], b.Indices[i]
 			if b.Trace {
 				b.Traces[n], b.Traces[i] = b.Traces[i], b.Traces[n]
 			}
 		}
 		n := len(good)
-		b.N, b.Data, b.Labels, b.Indices = n, b.Data[:n*size], b.Labels[:n], b.Indices[:n]
+		b.N, b.Labels, b.Indices = n, b.Labels[:n], b.Indices[:n]
+		if !placed {
+			b.Data = b.Data[:n*size]
+		}
 		if b.Trace {
 			b.Traces = b.Traces[:n]
 		}
@@ -221,7 +233,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 		}
 		g := good[k%len(good)]
 		k++
-		copy(b.Data[i*size:(i+1)*size], b.Data[g*size:(g+1)*size])
+		copy(pix(i), pix(g))
 		b.Labels[i], b.Indices[i] = b.Labels[g], b.Indices[g]
 		if b.Trace {
 			b.Traces[i] = append(b.Traces[i][:0], b.Traces[g]...)

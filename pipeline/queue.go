@@ -277,6 +277,7 @@ type fillReq struct {
 	indices     []int64
 	data        []byte
 	size        int
+	place       []int    // FillAt's: where each sample goes in data, in samples; nil: in order
 	errs        []error  // per sample, written by the worker that made it
 	traces      [][]byte // per sample when the batch asks for traces (Batch.Traces), else nil
 	good        []int    // finishBatch's scratch
@@ -306,6 +307,33 @@ var fillReqs = sync.Pool{New: func() any { return &fillReq{done: make(chan struc
 // failed has N == 0 under either policy: not data to hand on. A ds that is a Prefetcher is told
 // the indices before they are queued.
 func (q *Queue) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch uint64, indices []int64, policy FailPolicy, b *Batch) error {
+	return q.fill(ctx, ds, t, seed, epoch, indices, nil, policy, b)
+}
+
+// FillAt is Fill for a part of a batch made straight into the whole
+// batch's buffer: sample i goes to place[i] (in samples) in b.Data, whose
+// length is kept and which must hold every place; the places are
+// distinct, and the other bytes of b.Data are not touched. b's other
+// fields (N, Labels, Indices, Errors, Times) are the part's own, as Fill
+// makes them. A failed sample is replaced by policy within the part, as
+// if the part were made alone and then placed: a copy of one of the
+// part's good samples at its place (PadFromBatch), or the good samples
+// moved to the part's first places (Drop: its places past N hold no
+// sample then, and what is in them is unspecified).
+func (q *Queue) FillAt(ctx context.Context, ds Dataset, t *Transform, seed, epoch uint64, indices []int64, place []int, policy FailPolicy, b *Batch) error {
+	if len(place) != len(indices) {
+		return fmt.Errorf("%w: %d places for %d samples", ErrUnsupported, len(place), len(indices))
+	}
+	size := t.SampleBytes()
+	for _, at := range place {
+		if at < 0 || (at+1)*size > len(b.Data) {
+			return fmt.Errorf("%w: place %d is past the batch's %d bytes", ErrUnsupported, at, len(b.Data))
+		}
+	}
+	return q.fill(ctx, ds, t, seed, epoch, indices, place, policy, b)
+}
+
+func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch uint64, indices []int64, place []int, policy FailPolicy, b *Batch) error {
 	for _, idx := range indices {
 		if idx < 0 || idx >= int64(ds.Len()) {
 			return fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, idx, ds.Len())
@@ -321,12 +349,12 @@ func (q *Queue) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 	}
 	size := t.SampleBytes()
 	n := len(indices)
-	b.reset(n, size)
+	b.reset(n, size, place != nil)
 	for i, idx := range indices {
 		b.Indices[i], b.Labels[i] = idx, ds.Label(int(idx))
 	}
 	r := fillReqs.Get().(*fillReq)
-	r.q, r.ds, r.t, r.seed, r.epoch, r.indices, r.data, r.size = q, ds, t, seed, epoch, indices, b.Data, size
+	r.q, r.ds, r.t, r.seed, r.epoch, r.indices, r.data, r.size, r.place = q, ds, t, seed, epoch, indices, b.Data, size, place
 	r.errs = slices.Grow(r.errs[:0], n)[:n]
 	r.traces = nil
 	if b.Trace {
@@ -373,6 +401,14 @@ func (q *Queue) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 	}
 	r.release()
 	return nil
+}
+
+// at is where sample i of r goes in its data, in samples.
+func (r *fillReq) at(i int) int {
+	if r.place != nil {
+		return r.place[i]
+	}
+	return i
 }
 
 // release clears r's references and returns it to the pool. Only the Fill
@@ -566,7 +602,8 @@ func (e *Executor) run(d *Decoder) {
 		d.post = 0
 		if err == nil {
 			buf = data
-			err = d.Decode(data, r.t, Key{r.seed, r.epoch, uint64(idx)}, r.data[i*r.size:(i+1)*r.size])
+			at := r.at(i)
+			err = d.Decode(data, r.t, Key{r.seed, r.epoch, uint64(idx)}, r.data[at*r.size:(at+1)*r.size])
 		}
 		if e.stages != nil {
 			made := time.Since(t1)

@@ -285,8 +285,10 @@ type Config struct {
 }
 
 // MakeFunc makes one job's batch of the samples indices of epoch into b,
-// reusing b's buffers (Config.Making).
-type MakeFunc func(ctx context.Context, epoch uint64, indices []int64, b *pipeline.Batch) error
+// reusing b's buffers (Config.Making); given place (a part of a batch,
+// lease.Lease.Place), sample i goes to place[i] in b.Data, the whole
+// batch's.
+type MakeFunc func(ctx context.Context, epoch uint64, indices []int64, place []int, b *pipeline.Batch) error
 
 // acceptsWork is AcceptWork resolved.
 func (c Config) acceptsWork() bool {

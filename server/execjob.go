@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
@@ -85,14 +86,14 @@ func (e *execJob) demandNow() pipeline.JobDemand {
 
 // Fill makes lease l's batch into b, the lease's demand weighing the
 // job's queue from now on.
-func (e *execJob) Fill(ctx context.Context, l *work.Lease, b *pipeline.Batch) error {
-	d := l.Demand
-	e.demand.Store(&d)
-	return e.make(ctx, l.Epoch, l.Indices, b)
+func (e *execJob) Fill(ctx context.Context, l *lease.Lease, b *pipeline.Batch) error {
+	e.demand.Store(&pipeline.JobDemand{Stall: l.Demand.Stall, Work: l.Demand.Work})
+	return e.make(ctx, l.Epoch, l.Indices, l.Place, b)
 }
 
-// fill makes the samples indices of epoch into b on the job's queue.
-func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, b *pipeline.Batch) error {
+// fill makes the samples indices of epoch into b on the job's queue, at
+// their places in b.Data when place is set.
+func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, place []int, b *pipeline.Batch) error {
 	q, err := e.queue()
 	if err != nil {
 		return err
@@ -107,7 +108,12 @@ func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, b *pi
 	// A sample that failed by its store's fault fails the batch (Fill's
 	// error): its lease is tried again, on a maker whose store may answer,
 	// and after maxAttempts the job ends with UNAVAILABLE naming the store.
-	if err := q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b); err != nil {
+	if place != nil {
+		err = q.FillAt(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, place, j.policy, b)
+	} else {
+		err = q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b)
+	}
+	if err != nil {
 		return storeErr(j.ds, err)
 	}
 	return nil

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/stoker-dev/stoker/internal/work"
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
@@ -177,12 +177,12 @@ type gatedMaker struct {
 	release chan struct{}
 }
 
-func (m *gatedMaker) Make(ctx context.Context, j coord.Job, l *work.Lease, b *pipeline.Batch) error {
+func (m *gatedMaker) Make(ctx context.Context, j coord.Job, l *lease.Lease, b *pipeline.Batch) (lease.Made, error) {
 	if l.Number == 0 {
 		select {
 		case <-m.release:
 		case <-ctx.Done():
-			return ctx.Err()
+			return lease.Made{}, ctx.Err()
 		}
 	}
 	return m.Maker.Make(ctx, j, l, b)

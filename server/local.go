@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/stoker-dev/stoker/internal/work"
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 )
@@ -40,14 +40,15 @@ func (m *localMaker) queue(j coord.Job) *execJob {
 	return e
 }
 
-func (m *localMaker) Make(ctx context.Context, j coord.Job, l *work.Lease, b *pipeline.Batch) error {
-	return m.queue(j).Fill(ctx, l, b)
+func (m *localMaker) Make(ctx context.Context, j coord.Job, l *lease.Lease, b *pipeline.Batch) (lease.Made, error) {
+	return lease.Made{}, m.queue(j).Fill(ctx, l, b)
 }
 
-func (m *localMaker) Name() string { return "local" }
-func (m *localMaker) Local() bool  { return true }
-func (m *localMaker) Free() int    { return m.slots }
-func (m *localMaker) Ready() bool  { return true }
+func (m *localMaker) Name() string  { return "local" }
+func (m *localMaker) Trusted() bool { return true }
+func (m *localMaker) Remote() bool  { return false }
+func (m *localMaker) Free() int     { return m.slots }
+func (m *localMaker) Ready() bool   { return true }
 
 // Forget closes the job's queue: what it still has queued fails at once.
 func (m *localMaker) Forget(j coord.Job) {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server/internal/coord"
@@ -72,10 +73,11 @@ type peerMaker struct {
 
 var _ coord.Maker = (*peerMaker)(nil)
 
-func (m *peerMaker) Name() string { return m.p.Addr() }
-func (m *peerMaker) Local() bool  { return false }
-func (m *peerMaker) Free() int    { return m.p.Free() }
-func (m *peerMaker) Ready() bool  { return m.p.Ready() }
+func (m *peerMaker) Name() string  { return m.p.Addr() }
+func (m *peerMaker) Trusted() bool { return false }
+func (m *peerMaker) Remote() bool  { return true }
+func (m *peerMaker) Free() int     { return m.p.Free() }
+func (m *peerMaker) Ready() bool   { return m.p.Ready() }
 
 // Connection changes each time the peer's Work stream comes up: its
 // verification starts strict again (verify.go).
@@ -86,7 +88,7 @@ func (m *peerMaker) Connection() uint64 { return m.p.Streams() }
 // nil while it is Ready (and before its first attempt ended).
 func (m *peerMaker) Unavailable() error { return m.p.LastError() }
 
-func (m *peerMaker) Make(ctx context.Context, j coord.Job, l *work.Lease, b *pipeline.Batch) error {
+func (m *peerMaker) Make(ctx context.Context, j coord.Job, l *lease.Lease, b *pipeline.Batch) (lease.Made, error) {
 	return m.p.Make(ctx, m.forward(j), l, b)
 }
 

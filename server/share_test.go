@@ -106,7 +106,7 @@ func TestSharesDormant(t *testing.T) {
 	e := openExecJob(env.srv.exec, sh, nil, j, true, "10.0.0.1")
 	defer e.Close()
 	var b pipeline.Batch
-	if err := e.fill(context.Background(), 0, []int64{0, 1}, &b); err != nil {
+	if err := e.fill(context.Background(), 0, []int64{0, 1}, nil, &b); err != nil {
 		t.Fatal(err)
 	}
 	awake := func() int {
@@ -120,7 +120,7 @@ func TestSharesDormant(t *testing.T) {
 	if n := awake(); n != 0 {
 		t.Fatalf("%d queues awake after %d idle rebalances, want 0", n, dormantAfter+1)
 	}
-	if err := e.fill(context.Background(), 0, []int64{2, 3}, &b); err != nil {
+	if err := e.fill(context.Background(), 0, []int64{2, 3}, nil, &b); err != nil {
 		t.Fatal(err)
 	}
 	if n := awake(); n != 1 {

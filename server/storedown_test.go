@@ -124,12 +124,12 @@ func TestPeerStoreOutage(t *testing.T) {
 	root := makeDataset(t, []string{"a", "b", "c"}, 13, false)
 	var failed atomic.Int64
 	outage := func(_ pipeline.Dataset, _ int, make MakeFunc) MakeFunc {
-		return func(ctx context.Context, epoch uint64, indices []int64, b *pipeline.Batch) error {
+		return func(ctx context.Context, epoch uint64, indices []int64, place []int, b *pipeline.Batch) error {
 			if failed.Add(1) <= 3 {
 				return fmt.Errorf("1 of the batch's %d samples could not be read from their store: %w", len(indices),
 					fmt.Errorf("%w: s3://bkt: a/1.jpg: gave up after 6 tries; last: connection refused", source.ErrUnavailable))
 			}
-			return make(ctx, epoch, indices, b)
+			return make(ctx, epoch, indices, place, b)
 		}
 	}
 	worker := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 1, Making: outage})

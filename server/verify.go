@@ -10,7 +10,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/stoker-dev/stoker/internal/work"
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 )
@@ -170,7 +170,7 @@ func (v *verifier) rate(m coord.Maker, share float64) float64 {
 // now (strictRate). Slots, not samples: a pad copy of a sample is a slot
 // of its own, and can be chosen as any other. They are chosen before the
 // batch comes, so that the peer keeps their pixels aside as they arrive
-// (work.Lease.Keep): the batch itself may be made in a ring slot its
+// (lease.Lease.Keep): the batch itself may be made in a ring slot its
 // trainer can write.
 func (v *verifier) Pick(m coord.Maker, n, batch int) []int {
 	if v.fraction <= 0 {
@@ -190,9 +190,9 @@ func (v *verifier) Pick(m coord.Maker, n, batch int) []int {
 // labels exactly as the plan, the dataset and the fail policy make them
 // given the failures it reports; each failure it reports fails here too;
 // and the slots picked for the lease (l.Keep), their samples re-made here,
-// byte for byte with the pixels kept aside as they came (l.Kept). pixels
+// byte for byte with the pixels kept aside as they came (kept). pixels
 // reports whether every slot of the batch was compared byte for byte.
-func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *work.Lease, b *pipeline.Batch) (pixels bool, err error) {
+func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *pipeline.Batch, kept [][]byte) (pixels bool, err error) {
 	j := jobOf(cj)
 	if err := expectIndices(j, l, b); err != nil {
 		return false, err
@@ -217,8 +217,8 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *work.Lease, b *p
 	var slots []keptSlot
 	var check []int64
 	for i, slot := range l.Keep {
-		if i < len(l.Kept) && l.Kept[i] != nil && slot < b.N {
-			slots = append(slots, keptSlot{slot, l.Kept[i]})
+		if i < len(kept) && kept[i] != nil && slot < b.N {
+			slots = append(slots, keptSlot{slot, kept[i]})
 			if idx := b.Indices[slot]; !slices.Contains(check, idx) {
 				check = append(check, idx)
 			}
@@ -266,7 +266,7 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *work.Lease, b *p
 // order, as pipeline reports them): the plan's indices with the failed
 // ones left out (Drop), or replaced in turn by the batch's good ones
 // (PadFromBatch); each label the dataset's.
-func expectIndices(j *job, l *work.Lease, b *pipeline.Batch) error {
+func expectIndices(j *job, l *lease.Lease, b *pipeline.Batch) error {
 	failed := make([]bool, len(l.Indices))
 	p := 0
 	for _, e := range b.Errors {

@@ -19,8 +19,10 @@ import (
 )
 
 // MakeFunc makes one job's batch of the samples indices of epoch into b,
-// reusing b's buffers: the executor's way, or a wrapper's.
-type MakeFunc func(ctx context.Context, epoch uint64, indices []int64, b *pipeline.Batch) error
+// reusing b's buffers: the executor's way, or a wrapper's. Given place (a
+// part of a batch, leased by cache affinity), sample i goes to place[i]
+// in b.Data, the whole batch's.
+type MakeFunc func(ctx context.Context, epoch uint64, indices []int64, place []int, b *pipeline.Batch) error
 
 // Making is how the executor makes batches under the benchmark flags.
 type Making struct {
@@ -101,7 +103,7 @@ func (p *pacer) wait(ctx context.Context, share float64) error {
 // streams), is wrapped.
 func (m *Making) Wrap(ds pipeline.Dataset, batchSize int, make MakeFunc) MakeFunc {
 	var replayed atomic.Pointer[pipeline.Batch] // the job's largest batch made yet, up to a whole one
-	return func(ctx context.Context, epoch uint64, indices []int64, b *pipeline.Batch) error {
+	return func(ctx context.Context, epoch uint64, indices []int64, place []int, b *pipeline.Batch) error {
 		if m.pace != nil {
 			if err := m.pace.wait(ctx, float64(len(indices))/float64(max(batchSize, 1))); err != nil {
 				return err
@@ -109,14 +111,16 @@ func (m *Making) Wrap(ds pipeline.Dataset, batchSize int, make MakeFunc) MakeFun
 		}
 		if m.replay {
 			if r := replayed.Load(); r != nil && r.N >= len(indices) {
-				replayInto(b, r, ds, indices)
+				replayInto(b, r, ds, indices, place)
 				return nil
 			}
 		}
-		if err := make(ctx, epoch, indices, b); err != nil {
+		if err := make(ctx, epoch, indices, place, b); err != nil {
 			return err
 		}
-		if m.replay && len(b.Errors) == 0 {
+		// A part made at its places is not kept: its samples' size is not
+		// known here (a whole batch's is its bytes over its samples).
+		if m.replay && len(b.Errors) == 0 && place == nil {
 			// Parts of batches (cache affinity) are smaller than a batch:
 			// the largest made yet is kept, until a whole one is.
 			for r := replayed.Load(); (r == nil || r.N < b.N) && b.N <= batchSize; r = replayed.Load() {
@@ -137,14 +141,21 @@ func later(a, b time.Time) time.Time {
 }
 
 // replayInto makes b a batch of the samples idx carrying r's pixels
-// (--bench-replay): a copy, where a real batch is a decode. Its indices
-// and labels are the samples' own, so that a coordinator's checks of a
-// peer's batches (indices and labels against its plan and dataset) pass;
-// only a byte-for-byte check of its pixels would not (--verify-fraction).
-func replayInto(b, r *pipeline.Batch, ds pipeline.Dataset, idx []int64) {
+// (--bench-replay): a copy, where a real batch is a decode; given place,
+// each at its place in b.Data. Its indices and labels are the samples'
+// own, so that a coordinator's checks of a peer's batches (indices and
+// labels against its plan and dataset) pass; only a byte-for-byte check
+// of its pixels would not (--verify-fraction).
+func replayInto(b, r *pipeline.Batch, ds pipeline.Dataset, idx []int64, place []int) {
 	n, per := len(idx), len(r.Data)/r.N
 	b.N = n
-	b.Data = append(b.Data[:0], r.Data[:n*per]...)
+	if place != nil {
+		for i, at := range place {
+			copy(b.Data[at*per:(at+1)*per], r.Data[i*per:(i+1)*per])
+		}
+	} else {
+		b.Data = append(b.Data[:0], r.Data[:n*per]...)
+	}
 	b.Labels = b.Labels[:0]
 	for _, i := range idx {
 		b.Labels = append(b.Labels, ds.Label(int(i)))

@@ -83,15 +83,16 @@ func (d labels) Label(i int) int64 { return int64(i) * 10 }
 
 // TestReplay: under --bench-replay a job's first whole batch is made by
 // the executor, and every later batch carries its pixels with its own
-// indices and labels; a short or failed batch is not replayed, and each
-// job replays its own.
+// indices and labels (a part of a batch, at its places in the whole
+// batch's buffer); a short or failed batch is not replayed, and each job
+// replays its own.
 func TestReplay(t *testing.T) {
 	m, err := New(true, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	made := 0
-	executor := func(_ context.Context, epoch uint64, idx []int64, b *pipeline.Batch) error {
+	executor := func(_ context.Context, epoch uint64, idx []int64, _ []int, b *pipeline.Batch) error {
 		made++
 		b.N, b.Data, b.Indices, b.Labels, b.Errors = len(idx), b.Data[:0], append(b.Indices[:0], idx...), b.Labels[:0], b.Errors[:0]
 		for _, i := range idx {
@@ -107,7 +108,7 @@ func TestReplay(t *testing.T) {
 	job := m.Wrap(ds, 2, executor)
 	var b pipeline.Batch
 	for _, idx := range [][]int64{{99, 1}, {7}, {2, 3}, {4, 5}, {6}} { // failed, short, first whole, replayed, replayed short
-		if err := job(context.Background(), 0, idx, &b); err != nil {
+		if err := job(context.Background(), 0, idx, nil, &b); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(b.Indices, idx) || b.N != len(idx) || b.Labels[0] != idx[0]*10 {
@@ -117,8 +118,16 @@ func TestReplay(t *testing.T) {
 	if made != 3 || !bytes.Equal(b.Data, []byte{3, 2}) {
 		t.Errorf("the executor made %d batches, the last batch's pixels are %v; want 3 made, the last a copy of the first whole one's", made, b.Data)
 	}
+	whole := pipeline.Batch{Data: []byte{0xee, 0xee, 0xee, 0xee, 0xee, 0xee}}
+	if err := job(context.Background(), 0, []int64{5, 6}, []int{2, 0}, &whole); err != nil {
+		t.Fatal(err)
+	}
+	if made != 3 || !bytes.Equal(whole.Data, []byte{3, 3, 0xee, 0xee, 3, 2}) || !slices.Equal(whole.Indices, []int64{5, 6}) {
+		t.Errorf("a part replayed at places 2 and 0: made %d, buffer %v, indices %v; want a copy of the first whole batch's samples there, the rest untouched",
+			made, whole.Data, whole.Indices)
+	}
 	other := m.Wrap(ds, 2, executor)
-	if err := other(context.Background(), 0, []int64{8, 9}, &b); err != nil || made != 4 {
+	if err := other(context.Background(), 0, []int64{8, 9}, nil, &b); err != nil || made != 4 {
 		t.Errorf("another job's first batch: %v, made %d times; want it made (4)", err, made)
 	}
 	if _, err := New(false, -1); err == nil {
@@ -127,8 +136,8 @@ func TestReplay(t *testing.T) {
 	if m, err := New(false, 0); m != nil || err != nil {
 		t.Errorf("no flags: %v, %v; want none", m, err)
 	}
-	failing := m.Wrap(ds, 2, func(context.Context, uint64, []int64, *pipeline.Batch) error { return errors.New("disk") })
-	if err := failing(context.Background(), 0, []int64{1, 2}, &b); err == nil {
+	failing := m.Wrap(ds, 2, func(context.Context, uint64, []int64, []int, *pipeline.Batch) error { return errors.New("disk") })
+	if err := failing(context.Background(), 0, []int64{1, 2}, nil, &b); err == nil {
 		t.Error("the executor's error is lost")
 	}
 }

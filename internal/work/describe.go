@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
+
+	"github.com/stoker-dev/stoker/internal/lease"
 )
 
 // Why a peer is unavailable, in words a user can act on. gRPC reports a
@@ -75,7 +77,7 @@ func (c *watchedConn) Read(p []byte) (int, error) {
 // describe says err in words a user can act on, keeping the gRPC error's
 // message: "Unauthenticated: …", "TLS: x509: …", "decoder differs: …".
 func (p *Peer) describe(err error) error {
-	if err == nil || errors.Is(err, ErrDecoder) || errors.Is(err, ErrDraining) {
+	if err == nil || errors.Is(err, ErrDecoder) || errors.Is(err, lease.ErrDraining) {
 		return err
 	}
 	var se interface{ GRPCStatus() *status.Status }

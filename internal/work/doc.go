@@ -14,7 +14,8 @@
 // LeaseDone header and chunks, or a LeaseFailed whose status code says
 // whether the job is refused, the worker busy or draining.
 //
-// Lease is the one lease type, from a coordinator to any maker and from a
-// Work stream to the executor; leaseErrors is the one table from a
-// LeaseFailed's code to the sentinel errors Make returns.
+// A lease is internal/lease's Lease, the one lease type, from a
+// coordinator to any maker and from a Work stream to the executor;
+// leaseErrors is the one table from a LeaseFailed's code to the sentinel
+// errors (internal/lease's) that Make returns.
 package work

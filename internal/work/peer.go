@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
@@ -285,7 +286,7 @@ func (p *Peer) loop(ctx context.Context) {
 			p.receive(st)
 			report(st.err) // before the stream goes: LastError is never nil while not Ready
 			p.setStream(nil)
-			if !errors.Is(st.err, ErrDraining) {
+			if !errors.Is(st.err, lease.ErrDraining) {
 				continue // a stream that ran is retried at once: the worker may have restarted
 			}
 			// The worker drained: it is going away, and asking again at
@@ -385,32 +386,33 @@ func (p *Peer) open(ctx context.Context) (*peerStream, error) {
 }
 
 // Make sends lease l of job j to the worker and reassembles its batch
-// into b. It returns
-// ErrNotConnected when there is no stream, an error wrapping ErrRefused
+// into b (each sample at its place, with l.Place), answering the pixels
+// of l.Keep's slots as they arrived. It returns
+// ErrNotConnected when there is no stream, an error wrapping lease.ErrRefused
 // when the worker refuses the job, ctx's error when ctx ends first: the
 // lease is then cancelled at the worker (or never sent), whatever of it
 // still arrives is dropped, and the stream goes on, for the other leases
 // on it. Only a stream error or keepalive ends a stream.
-func (p *Peer) Make(ctx context.Context, j *Job, l *Lease, b *pipeline.Batch) error {
+func (p *Peer) Make(ctx context.Context, j *Job, l *lease.Lease, b *pipeline.Batch) (lease.Made, error) {
 	p.mu.Lock()
 	st := p.st
 	p.mu.Unlock()
 	if st == nil {
-		return fmt.Errorf("%w: peer %s", ErrNotConnected, p.addr)
+		return lease.Made{}, fmt.Errorf("%w: peer %s", ErrNotConnected, p.addr)
 	}
 	if st.draining.Load() {
-		return fmt.Errorf("%w: peer %s", ErrDraining, p.addr)
+		return lease.Made{}, fmt.Errorf("%w: peer %s", lease.ErrDraining, p.addr)
 	}
 	if p.inflight.Add(1) > p.limit() {
 		p.inflight.Add(-1)
-		return ErrBusy
+		return lease.Made{}, lease.ErrBusy
 	}
 	defer p.releasedLease()
 	pl := &pendingLease{j: j, l: l, b: b, want: -1, done: make(chan error, 1)}
 	st.mu.Lock()
 	if st.err != nil {
 		st.mu.Unlock()
-		return st.err
+		return lease.Made{}, st.err
 	}
 	// The job's registration and the lease are queued together: the send
 	// loop sends them in order, so a lease never overtakes its job.
@@ -431,7 +433,7 @@ func (p *Peer) Make(ctx context.Context, j *Job, l *Lease, b *pipeline.Batch) er
 	st.mu.Unlock()
 	select {
 	case err := <-pl.done:
-		return err
+		return pl.made(err)
 	case <-ctx.Done():
 	}
 	st.mu.Lock()
@@ -439,7 +441,7 @@ func (p *Peer) Make(ctx context.Context, j *Job, l *Lease, b *pipeline.Batch) er
 		// It finished just now; b is complete or failed, and no longer
 		// written to.
 		st.mu.Unlock()
-		return <-pl.done
+		return pl.made(<-pl.done)
 	}
 	delete(st.pending, id)
 	if pl.sent && st.err == nil {
@@ -448,7 +450,17 @@ func (p *Peer) Make(ctx context.Context, j *Job, l *Lease, b *pipeline.Batch) er
 		st.enqueue(outReq{req: &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Cancel{Cancel: &stokerv1.CancelLease{Id: id}}}})
 	}
 	st.mu.Unlock()
-	return fmt.Errorf("peer %s: lease of batch %d: %w", p.addr, l.Number, ctx.Err())
+	return lease.Made{}, fmt.Errorf("peer %s: lease of batch %d: %w", p.addr, l.Number, ctx.Err())
+}
+
+// made is Make's answer for a lease that finished with err: the pixels
+// kept aside, when it made its batch. They were written before done was
+// sent, and pl is no longer pending: nothing writes them any more.
+func (pl *pendingLease) made(err error) (lease.Made, error) {
+	if err != nil {
+		return lease.Made{}, err
+	}
+	return lease.Made{Kept: pl.kept}, nil
 }
 
 // releasedLease frees a lease's slot and tells whoever waits for one: the

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -21,7 +22,8 @@ import (
 // scriptedWorker is a WorkService on loopback that records every request
 // and answers leases as answer says: the protocol's other side, scripted,
 // so that a test can see exactly what a Peer sends (the real worker,
-// Worker, is tested against Peer in package server).
+// Worker, is tested against Peer in worker_test.go, and in package
+// server with a real executor).
 type scriptedWorker struct {
 	stokerv1.UnimplementedWorkServiceServer
 	info *stokerv1.WorkerInfo
@@ -213,8 +215,8 @@ func dialReady(t *testing.T, addr string, opts ...Option) *Peer {
 // job is spec as a coordinator registers it, with samples of sampleBytes.
 func job(spec *stokerv1.JobSpec) *Job { return &Job{Spec: spec, SampleBytes: sampleBytes} }
 
-func lease(k int) *Lease {
-	return &Lease{Number: k, Indices: []int64{int64(2 * k), int64(2*k + 1)}}
+func leaseK(k int) *lease.Lease {
+	return &lease.Lease{Number: k, Indices: []int64{int64(2 * k), int64(2*k + 1)}}
 }
 
 func kinds(reqs []*stokerv1.WorkRequest) string {
@@ -255,7 +257,7 @@ func TestLateLeaseCancelsItself(t *testing.T) {
 	p := dialReady(t, startWorker(t, w))
 	j := job(&stokerv1.JobSpec{Dataset: "d"})
 	var b pipeline.Batch
-	if err := p.Make(ctx, j, lease(0), &b); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := p.Make(ctx, j, leaseK(0), &b); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("hung lease: %v, want its deadline", err)
 	}
 	reqs := w.waitFor(t, "CancelLease", func(r []*stokerv1.WorkRequest) bool { return strings.HasSuffix(kinds(r), "cancel") })
@@ -265,7 +267,7 @@ func TestLateLeaseCancelsItself(t *testing.T) {
 	if c, l := reqs[3].GetCancel(), reqs[2].GetLease(); c.GetId() != l.GetId() {
 		t.Errorf("cancel of lease %d, the late lease is %d", c.GetId(), l.GetId())
 	}
-	if err := p.Make(context.Background(), j, lease(1), &b); err != nil || b.N != 2 || len(b.Data) != 2*sampleBytes {
+	if _, err := p.Make(context.Background(), j, leaseK(1), &b); err != nil || b.N != 2 || len(b.Data) != 2*sampleBytes {
 		t.Fatalf("next lease: %v, batch of %d samples and %d bytes", err, b.N, len(b.Data))
 	}
 	if n := w.streamsOpened(); n != 1 || !p.Ready() {
@@ -283,12 +285,12 @@ func TestForgetEndsJob(t *testing.T) {
 	p := dialReady(t, startWorker(t, w))
 	j := job(&stokerv1.JobSpec{Dataset: "d"})
 	var b pipeline.Batch
-	if err := p.Make(context.Background(), j, lease(0), &b); err != nil {
+	if _, err := p.Make(context.Background(), j, leaseK(0), &b); err != nil {
 		t.Fatal(err)
 	}
 	p.Forget(j)
 	p.Forget(j) // once is enough: nothing more is sent
-	if err := p.Make(context.Background(), j, lease(1), &b); err != nil {
+	if _, err := p.Make(context.Background(), j, leaseK(1), &b); err != nil {
 		t.Fatal(err)
 	}
 	reqs := w.waitFor(t, "the second lease", func(r []*stokerv1.WorkRequest) bool { return len(r) >= 6 })
@@ -302,7 +304,7 @@ func TestForgetEndsJob(t *testing.T) {
 }
 
 // TestAbortedRegistersAgain: a lease the worker answers with ABORTED (it
-// ended the job: no lease for a while) is no failure (ErrBusy), and the
+// ended the job: no lease for a while) is no failure (lease.ErrBusy), and the
 // job's next lease registers it again.
 func TestAbortedRegistersAgain(t *testing.T) {
 	var once sync.Once
@@ -322,10 +324,10 @@ func TestAbortedRegistersAgain(t *testing.T) {
 	p := dialReady(t, startWorker(t, w))
 	j := job(&stokerv1.JobSpec{Dataset: "d"})
 	var b pipeline.Batch
-	if err := p.Make(context.Background(), j, lease(0), &b); !errors.Is(err, ErrBusy) {
-		t.Fatalf("aborted lease: %v, want ErrBusy", err)
+	if _, err := p.Make(context.Background(), j, leaseK(0), &b); !errors.Is(err, lease.ErrBusy) {
+		t.Fatalf("aborted lease: %v, want lease.ErrBusy", err)
 	}
-	if err := p.Make(context.Background(), j, lease(0), &b); err != nil {
+	if _, err := p.Make(context.Background(), j, leaseK(0), &b); err != nil {
 		t.Fatal(err)
 	}
 	reqs := w.waitFor(t, "the second lease", func(r []*stokerv1.WorkRequest) bool { return len(r) >= 5 })
@@ -372,7 +374,7 @@ func TestDecoderRefused(t *testing.T) {
 	if p.Ready() || !errors.Is(p.LastError(), ErrDecoder) || !strings.HasPrefix(p.LastError().Error(), "decoder differs: output version") {
 		t.Errorf("ready %v, last error %v", p.Ready(), p.LastError())
 	}
-	if err := p.Make(context.Background(), job(&stokerv1.JobSpec{}), lease(0), &pipeline.Batch{}); !errors.Is(err, ErrNotConnected) {
+	if _, err := p.Make(context.Background(), job(&stokerv1.JobSpec{}), leaseK(0), &pipeline.Batch{}); !errors.Is(err, ErrNotConnected) {
 		t.Errorf("Make: %v, want ErrNotConnected", err)
 	}
 	p.Close()
@@ -415,10 +417,11 @@ func TestChunksLandInPlace(t *testing.T) {
 	w := &scriptedWorker{chunkBytes: 2} // samples of 3 bytes: most cross a chunk boundary
 	p := dialReady(t, startWorker(t, w))
 	j := job(&stokerv1.JobSpec{Dataset: "d"})
-	l := &Lease{Indices: []int64{10, 11, 12, 13}, Keep: []int{0, 2, 9}}
+	l := &lease.Lease{Indices: []int64{10, 11, 12, 13}, Keep: []int{0, 2, 9}}
 	slot := make([]byte, 0, 4*sampleBytes)
 	b := pipeline.Batch{Data: slot}
-	if err := p.Make(context.Background(), j, l, &b); err != nil {
+	made, err := p.Make(context.Background(), j, l, &b)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if len(b.Data) != 4*sampleBytes || &b.Data[0] != &slot[:1][0] {
@@ -430,12 +433,12 @@ func TestChunksLandInPlace(t *testing.T) {
 		}
 	}
 	for i, slot := range []int{0, 2} {
-		if got, want := l.Kept[i], b.Data[slot*sampleBytes:(slot+1)*sampleBytes]; !bytes.Equal(got, want) {
+		if got, want := made.Kept[i], b.Data[slot*sampleBytes:(slot+1)*sampleBytes]; !bytes.Equal(got, want) {
 			t.Errorf("kept slot %d: %v, want %v", slot, got, want)
 		}
 	}
-	if len(l.Kept) != 3 || l.Kept[2] != nil {
-		t.Errorf("kept %v, want slots 0 and 2 only", l.Kept)
+	if len(made.Kept) != 3 || made.Kept[2] != nil {
+		t.Errorf("kept %v, want slots 0 and 2 only", made.Kept)
 	}
 }
 
@@ -448,10 +451,11 @@ func TestChunksLandAtPlaces(t *testing.T) {
 	p := dialReady(t, startWorker(t, w))
 	j := job(&stokerv1.JobSpec{Dataset: "d"})
 	place := []int{4, 1, 2}
-	l := &Lease{Indices: []int64{10, 11, 12}, Keep: []int{1}, Place: place}
+	l := &lease.Lease{Indices: []int64{10, 11, 12}, Keep: []int{1}, Place: place}
 	whole := bytes.Repeat([]byte{0xee}, 6*sampleBytes)
 	b := pipeline.Batch{Data: whole}
-	if err := p.Make(context.Background(), j, l, &b); err != nil {
+	made, err := p.Make(context.Background(), j, l, &b)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if b.N != 3 || len(b.Data) != len(whole) || &b.Data[0] != &whole[0] {
@@ -466,14 +470,14 @@ func TestChunksLandAtPlaces(t *testing.T) {
 	if !bytes.Equal(whole, want) {
 		t.Errorf("the batch's buffer:\n%v, want\n%v", whole, want)
 	}
-	if got := l.Kept[0]; !bytes.Equal(got, want[place[1]*sampleBytes:(place[1]+1)*sampleBytes]) {
+	if got := made.Kept[0]; !bytes.Equal(got, want[place[1]*sampleBytes:(place[1]+1)*sampleBytes]) {
 		t.Errorf("kept slot 1: %v, want the part's second sample %v", got, want[place[1]*sampleBytes:(place[1]+1)*sampleBytes])
 	}
 
 	// A place past the buffer ends the stream as a protocol error, not
 	// a write out of bounds.
-	bad := &Lease{Indices: []int64{10}, Place: []int{6}}
-	if err := p.Make(context.Background(), j, bad, &pipeline.Batch{Data: make([]byte, 6*sampleBytes)}); err == nil {
+	bad := &lease.Lease{Indices: []int64{10}, Place: []int{6}}
+	if _, err := p.Make(context.Background(), j, bad, &pipeline.Batch{Data: make([]byte, 6*sampleBytes)}); err == nil {
 		t.Error("a place past the buffer: no error")
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
@@ -54,13 +55,16 @@ type outReq struct {
 // the stream's mu; b is written only while the lease is pending, so that
 // once Make removed it the buffer is the caller's again.
 type pendingLease struct {
-	j     *Job
-	l     *Lease
-	job   uint64 // the job's id on the stream
-	b     *pipeline.Batch
-	got   int // bytes received
-	want  int // -1 until LeaseDone
-	keep  []kept
+	j    *Job
+	l    *lease.Lease
+	job  uint64 // the job's id on the stream
+	b    *pipeline.Batch
+	got  int // bytes received
+	want int // -1 until LeaseDone
+	keep []kept
+	// kept are the pixels of l.Keep's slots, copied aside as they
+	// arrive: Make's answer (lease.Made.Kept).
+	kept  [][]byte
 	done  chan error
 	final bool
 	sent  bool // the send loop has sent it (a cancel must follow it)
@@ -87,7 +91,7 @@ func (p *Peer) receive(st *peerStream) {
 		// A worker ends a stream cleanly only when it drains, once it has
 		// answered every lease it took: what is still pending was sent
 		// after it stopped reading, and goes elsewhere.
-		st.err = fmt.Errorf("%w: %w: peer %s: the worker ended the stream (draining)", ErrNotConnected, ErrDraining, p.addr)
+		st.err = fmt.Errorf("%w: %w: peer %s: the worker ended the stream (draining)", ErrNotConnected, lease.ErrDraining, p.addr)
 	default:
 		st.err = fmt.Errorf("%w: peer %s: %w", ErrNotConnected, p.addr, err)
 	}
@@ -125,7 +129,7 @@ func (p *Peer) read(st *peerStream) error {
 			err = st.chunk(c.GetNumber(), c.GetOffset(), bytesPayload(c.GetData()))
 		case *stokerv1.WorkResponse_Failed:
 			if st.failed(m.Failed) {
-				p.setLastErr(fmt.Errorf("%w: the worker is draining (shutting down)", ErrDraining))
+				p.setLastErr(fmt.Errorf("%w: the worker is draining (shutting down)", lease.ErrDraining))
 				p.readyChanged() // no longer Ready
 			}
 		default:
@@ -185,12 +189,12 @@ func (st *peerStream) header(d *stokerv1.LeaseDone) error {
 	pl.want = size
 	pl.keep = pl.keep[:0]
 	if len(pl.l.Keep) > 0 {
-		pl.l.Kept = make([][]byte, len(pl.l.Keep))
+		pl.kept = make([][]byte, len(pl.l.Keep))
 	}
 	for i, slot := range pl.l.Keep {
 		if slot >= 0 && slot < n && (slot+1)*pl.j.SampleBytes <= size {
 			dst := make([]byte, pl.j.SampleBytes)
-			pl.l.Kept[i] = dst
+			pl.kept[i] = dst
 			pl.keep = append(pl.keep, kept{off: slot * pl.j.SampleBytes, dst: dst})
 		}
 	}

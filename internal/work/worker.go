@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
@@ -58,7 +59,7 @@ type Host interface {
 type JobQueue interface {
 	// Fill makes lease l's batch into b, reusing b's buffers; the lease's
 	// demand weighs the queue from now on.
-	Fill(ctx context.Context, l *Lease, b *pipeline.Batch) error
+	Fill(ctx context.Context, l *lease.Lease, b *pipeline.Batch) error
 	// Header is the BatchHeader of batch k of epoch, as made into b.
 	Header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHeader
 	// BatchSize is the job's batch size: a lease names at most that many

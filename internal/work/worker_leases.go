@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/internal/rpc"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -120,7 +121,7 @@ func (w *workStream) lease(ctx context.Context, l *stokerv1.Lease) error {
 	go func() {
 		defer w.wg.Done()
 		defer wj.leasing.Add(-1)
-		err := wj.q.Fill(lctx, &Lease{Epoch: l.GetEpoch(), Number: int(l.GetNumber()), Indices: l.GetIndices(),
+		err := wj.q.Fill(lctx, &lease.Lease{Epoch: l.GetEpoch(), Number: int(l.GetNumber()), Indices: l.GetIndices(),
 			Demand: claimed(l)}, &s.b)
 		w.mu.Lock()
 		delete(w.cancels, l.GetId())

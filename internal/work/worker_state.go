@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -124,15 +125,15 @@ func (w *workStream) releaseSlots() {
 // within 0..1 and GPU work per sample within 0..maxClaimedWork (NaN: 0,
 // unknown). The worker believes no more of it than it measures of the
 // client (the server's stall schedule caps it so).
-func claimed(l *stokerv1.Lease) pipeline.JobDemand {
-	d := pipeline.JobDemand{Stall: l.GetStall(), Work: l.GetWork()}
+func claimed(l *stokerv1.Lease) lease.Demand {
+	d := lease.Demand{Stall: l.GetStall(), Work: l.GetWork()}
 	if !(d.Stall >= 0) { // NaN too
 		d.Stall = 0
 	}
 	if !(d.Work >= 0) || math.IsInf(d.Work, 0) {
 		d.Work = 0
 	}
-	return pipeline.JobDemand{Stall: min(d.Stall, 1), Work: min(d.Work, maxClaimedWork)}
+	return lease.Demand{Stall: min(d.Stall, 1), Work: min(d.Work, maxClaimedWork)}
 }
 
 // jobList is a stream's jobs, the one a lease named longest ago first.

@@ -14,27 +14,30 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/stoker-dev/stoker/internal/work"
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 )
 
-// Cache affinity (affinity.go): each sample is made at its home maker, the
-// one of the makers the job can use with the highest rendezvous score for
-// its index; a batch is leased in parts, one per home among its samples,
-// and assembled in the plan's order. Against the scripted makers, on the
-// fake clock.
+// Cache affinity (router.go, parts.go): each sample is made at its home
+// maker, the one of the makers the job can use with the highest
+// rendezvous score for its index; a batch is leased in parts, one per home
+// among its samples, each made at its places in the batch. Against the
+// scripted makers, on the fake clock.
 
 // ranking ranks makers for a sample as the coordinator's rendezvous
-// hashing does (makerKey, score): a coordinator never run, for its keys.
-type ranking struct{ c *Coordinator }
+// hashing does (router.key, score): a router of its own, for its keys.
+type ranking struct{ r *router }
 
-func newRanking() ranking { return ranking{&Coordinator{keys: make(map[Maker]uint64)}} }
+func newRanking() ranking {
+	r := newRouter()
+	return ranking{&r}
+}
 
 // rank is among, highest score for sample idx first.
 func (r ranking) rank(idx int64, among ...Maker) []Maker {
 	ms := slices.Clone(among)
 	slices.SortFunc(ms, func(a, b Maker) int {
-		sa, sb := score(r.c.makerKey(a), idx), score(r.c.makerKey(b), idx)
+		sa, sb := score(r.r.key(a), idx), score(r.r.key(b), idx)
 		switch {
 		case sa > sb:
 			return -1
@@ -87,15 +90,32 @@ func perSample(d time.Duration) func(*call) {
 }
 
 // equalWeights checks that the job, over, kept its makers' routing
-// weights equal (affinity.go): where each sample goes is then its
+// weights equal (router.go): where each sample goes is then its
 // rendezvous score's doing alone, as ranking computes it.
 func equalWeights(t *testing.T, c *Coordinator) {
 	t.Helper()
-	for m, st := range c.stats {
-		if w := st.routeWeight(); w != 1 {
+	for m := range c.routing.weights {
+		if w := c.routing.weightOf(m); w != 1 {
 			t.Errorf("%s's routing weight %v: the test's makers were to be equally fast", m.Name(), w)
 		}
 	}
+}
+
+// setWeight sets m's routing weight (0: back to 1), as reweigh does.
+func setWeight(c *Coordinator, m Maker, w float64) {
+	if c.routing.weights[m] == nil {
+		c.routing.weights[m] = &weight{}
+	}
+	c.routing.weights[m].w = w
+	c.routing.last = nil
+}
+
+// setRate sets the rate m's parts were made at.
+func setRate(c *Coordinator, m Maker, rate float64) {
+	if c.routing.weights[m] == nil {
+		c.routing.weights[m] = &weight{}
+	}
+	c.routing.weights[m].rate = rate
 }
 
 // affinityEnv is testEnv with cache affinity on.
@@ -159,7 +179,7 @@ func partsOf(t *testing.T, j *fakeJob, e uint64, k int, at time.Time, ms ...*scr
 	return who
 }
 
-// TestAffinityRendezvous: split gives each sample to its highest-scoring
+// TestAffinityRendezvous: a job's route gives each sample to its highest-scoring
 // maker; a maker leaving the usable set moves only the samples whose home
 // it was (each to its next in rank), one joining takes only samples that
 // move to it, one whose routing weight halves loses only samples of its
@@ -185,16 +205,18 @@ func TestAffinityRendezvous(t *testing.T) {
 		var b Maker
 		var bs uint64
 		for _, m := range among {
-			if s := score(c.makerKey(m), idx); b == nil || s > bs {
+			if s := score(c.routing.key(m), idx); b == nil || s > bs {
 				b, bs = m, s
 			}
 		}
 		return b
 	}
+	// split is the job's route over among now.
+	split := func(among []Maker) ([]part, int) { return c.routeNow(among, time.Now()).Split(indices) }
 	// route is where split sends each sample, checking its parts.
 	route := func(among []Maker) (map[int64]Maker, int) {
 		t.Helper()
-		parts, home := c.split(among, indices)
+		parts, home := split(among)
 		where := make(map[int64]Maker, len(indices))
 		for _, p := range parts {
 			if len(p.pos) != len(p.idx) || !slices.IsSorted(p.pos) {
@@ -254,8 +276,8 @@ func TestAffinityRendezvous(t *testing.T) {
 	}
 	ms[1].ready.Store(false)
 	leave("not ready", ms[1], func() { ms[1].ready.Store(true) })
-	c.refused[ms[2]] = fmt.Errorf("%w: no such dataset", work.ErrRefused)
-	leave("refused", ms[2], func() { delete(c.refused, ms[2]) })
+	c.makers.refused[ms[2]] = fmt.Errorf("%w: no such dataset", lease.ErrRefused)
+	leave("refused", ms[2], func() { delete(c.makers.refused, ms[2]) })
 	v.Quarantine(ms[3], ErrMismatch)
 	leave("quarantined", ms[3], func() { delete(v.quarantined, ms[3]) })
 
@@ -277,7 +299,7 @@ func TestAffinityRendezvous(t *testing.T) {
 
 	// homeShare, a whole lease's count of samples at home, agrees.
 	for _, m := range four {
-		if got := c.homeShare(four, m, indices); got != count[m.Name()] {
+		if got := c.routeNow(four, time.Now()).HomeShare(m, indices); got != count[m.Name()] {
 			t.Errorf("homeShare of %s: %d, split gives it %d", m.Name(), got, count[m.Name()])
 		}
 	}
@@ -285,7 +307,7 @@ func TestAffinityRendezvous(t *testing.T) {
 	// A maker half as fast (routing weight 1/2) is home to half as many
 	// samples as each other, about 1/7 of them; those it loses are all
 	// that move.
-	c.stat(ms[0]).weight = 0.5
+	setWeight(c, ms[0], 0.5)
 	weighed, _ := route(four)
 	lost := 0
 	for _, idx := range indices {
@@ -305,10 +327,10 @@ func TestAffinityRendezvous(t *testing.T) {
 			n++
 		}
 	}
-	if got := c.homeShare(four, ms[1], indices); got != n {
+	if got := c.routeNow(four, time.Now()).HomeShare(ms[1], indices); got != n {
 		t.Errorf("homeShare of %s with weights: %d, split gives it %d", ms[1].Name(), got, n)
 	}
-	c.stat(ms[0]).weight = 0
+	setWeight(c, ms[0], 0)
 
 	// One backing off after a failure stays its samples' home, but they
 	// are made by the next of their ranking meanwhile, and not counted as
@@ -335,18 +357,20 @@ func TestAffinityRendezvous(t *testing.T) {
 	if back, _ := route(four); back[indices[slices.IndexFunc(indices, func(i int64) bool { return homes[i] == ms[0] })]] != ms[0] {
 		t.Error("a maker whose back-off ended took no part")
 	}
-	st.parts = 1
+	c.parts.leased(ms[0], time.Now()) // a part in flight, answered, not yet collected
+	c.parts.answer(ms[0], time.Now())
 	if back, _ := route(four); slices.ContainsFunc(indices, func(i int64) bool { return back[i] == ms[0] }) {
 		t.Error("a maker on trial with a part in flight took another")
 	}
-	st.fails, st.parts = 0, 0
+	c.parts.collected(ms[0])
+	st.fails = 0
 
 	// Fewer than two makers that can take a part: no parts.
-	if parts, _ := c.split(all[:1], indices); parts != nil {
+	if parts, _ := split(all[:1]); parts != nil {
 		t.Errorf("one maker: %d parts, want none (the batch whole)", len(parts))
 	}
 	st.fails, st.retryAt = 1, time.Now().Add(time.Hour)
-	if parts, _ := c.split(all[:2], indices); parts != nil {
+	if parts, _ := split(all[:2]); parts != nil {
 		t.Errorf("two makers, one backing off: %d parts, want none (the batch whole)", len(parts))
 	}
 }
@@ -589,7 +613,7 @@ func ifLeased(l gotLease) []gotLease {
 // policy when sample bad fails: the failure listed, its slot a copy of
 // the batch's first good sample (pixels, label and index), or the batch
 // empty when it has none.
-func fillFailing(l *work.Lease, b *pipeline.Batch, bad int64) {
+func fillFailing(l *lease.Lease, b *pipeline.Batch, bad int64) {
 	fill(l, b)
 	i := slices.Index(l.Indices, bad)
 	if i < 0 {
@@ -663,7 +687,7 @@ func TestAffinityFailedSample(t *testing.T) {
 			t.Fatalf("%d batches, %d EpochEnds; want %d, 1", len(tr.batches), len(tr.ends), plan.Batches())
 		}
 		for i, d := range tr.batches {
-			l := &work.Lease{Number: i, Indices: plan.Batch(i)}
+			l := &lease.Lease{Number: i, Indices: plan.Batch(i)}
 			var want pipeline.Batch
 			fillFailing(l, &want, bad)
 			if d.k != i || !bytes.Equal(d.data, want.Data) || !slices.Equal(d.idx, want.Indices) || len(d.errs) != len(want.Errors) {
@@ -753,7 +777,7 @@ func TestAffinityMismatch(t *testing.T) {
 			}
 			cl.answer <- nil
 		}
-		v := &fakeVerifier{check: func(l *work.Lease) bool { return l.Epoch == 0 && l.Number == target }}
+		v := &fakeVerifier{check: func(l *lease.Lease) bool { return l.Epoch == 0 && l.Number == target }}
 		env := affinityEnv(v, ms...)
 		co, tr := start(env, j, Stream{Epochs: 1, Credits: 0}) // made batches wait for the trainer's credit
 		wait := tr.run(t.Context())
@@ -915,7 +939,7 @@ func TestAffinityHedge(t *testing.T) {
 					batch := j.Plan(0, 0).Batch(target)
 					for _, m := range all {
 						m.auto = after(10 * time.Millisecond)
-						m.hold = func(l *work.Lease) bool {
+						m.hold = func(l *lease.Lease) bool {
 							return l.Number == target && (m == slow || len(l.Indices) == len(batch))
 						}
 					}
@@ -1039,39 +1063,40 @@ func TestReweigh(t *testing.T) {
 	env := affinityEnv(&fakeVerifier{}, a, b)
 	c := New(env, &fakeJob{n: 64, size: 8}, Stream{Epochs: 1}, "job", discard)
 	ms := []Maker{a, b}
-	c.stat(a).partRate, c.stat(b).partRate = 800, 800
-	c.reweigh(ms)
-	if w := c.stat(b).routeWeight(); w != 1 {
+	setRate(c, a, 800)
+	setRate(c, b, 800)
+	c.routing.reweigh(ms, c.usable)
+	if w := c.routing.weightOf(b); w != 1 {
 		t.Fatalf("equal rates: b's weight %v, want 1", w)
 	}
-	c.stat(b).partRate = 100 // an eighth
+	setRate(c, b, 100) // an eighth
 	for tick := range reweighTicks - 1 {
-		c.reweigh(ms)
-		if w := c.stat(b).routeWeight(); w != 1 {
+		c.routing.reweigh(ms, c.usable)
+		if w := c.routing.weightOf(b); w != 1 {
 			t.Fatalf("tick %d of b at an eighth: weight %v, want 1 until %d ticks in a row", tick+1, w, reweighTicks)
 		}
 	}
-	c.stat(b).partRate = 800 // the burst ends
-	c.reweigh(ms)
-	c.stat(b).partRate = 100
+	setRate(c, b, 800) // the burst ends
+	c.routing.reweigh(ms, c.usable)
+	setRate(c, b, 100)
 	for range reweighTicks - 1 {
-		c.reweigh(ms)
+		c.routing.reweigh(ms, c.usable)
 	}
-	if w := c.stat(b).routeWeight(); w != 1 {
+	if w := c.routing.weightOf(b); w != 1 {
 		t.Fatalf("b slow for %d ticks, a fast one between: weight %v, want 1", 2*reweighTicks-2, w)
 	}
-	c.reweigh(ms)
-	if w := c.stat(b).routeWeight(); w != 1.0/8 {
+	c.routing.reweigh(ms, c.usable)
+	if w := c.routing.weightOf(b); w != 1.0/8 {
 		t.Fatalf("b at an eighth for %d ticks in a row: weight %v, want 1/8", reweighTicks, w)
 	}
-	if w := c.stat(a).routeWeight(); w != 1 {
+	if w := c.routing.weightOf(a); w != 1 {
 		t.Errorf("a, the fastest: weight %v, want 1", w)
 	}
-	c.stat(b).partRate = 600 // within twice of 1: back to 1 after reweighTicks
+	setRate(c, b, 600) // within twice of 1: back to 1 after reweighTicks
 	for range reweighTicks {
-		c.reweigh(ms)
+		c.routing.reweigh(ms, c.usable)
 	}
-	if w := c.stat(b).routeWeight(); w != 1 {
+	if w := c.routing.weightOf(b); w != 1 {
 		t.Errorf("b back at 3/4 of a's rate for %d ticks: weight %v, want 1", reweighTicks, w)
 	}
 }
@@ -1089,7 +1114,7 @@ func TestAffinityBusyPart(t *testing.T) {
 		var turned atomic.Int32
 		b.auto = func(c *call) {
 			if turned.Add(1) == 1 {
-				c.answer <- fmt.Errorf("%w: b took another job's lease", work.ErrBusy)
+				c.answer <- fmt.Errorf("%w: b took another job's lease", lease.ErrBusy)
 				return
 			}
 			perSample(time.Millisecond)(c)
@@ -1103,7 +1128,7 @@ func TestAffinityBusyPart(t *testing.T) {
 		}
 		tr.exactlyOnce(t, j, 1)
 		bl := byStart(b)
-		if len(bl) < 2 || bl[0].err == nil || !errors.Is(bl[0].err, work.ErrBusy) {
+		if len(bl) < 2 || bl[0].err == nil || !errors.Is(bl[0].err, lease.ErrBusy) {
 			t.Fatalf("b's leases %v: want its first turned away as busy", bl)
 		}
 		if bl[1].number != bl[0].number || !slices.Equal(bl[1].indices, bl[0].indices) || bl[1].start.Sub(bl[0].start) != busyRetry {
@@ -1120,6 +1145,66 @@ func TestAffinityBusyPart(t *testing.T) {
 					t.Errorf("%s: %v lease failures (%s), want none", m, n, reason)
 				}
 			}
+		}
+	})
+}
+
+// noRoom is a stream's memory with no room beyond what the stream
+// reserved: every Try fails, and is counted.
+type noRoom struct{ tries atomic.Int64 }
+
+func (m *noRoom) Try(int64) bool { m.tries.Add(1); return false }
+func (m *noRoom) Release(int64)  {}
+
+// TestAffinityPartsInBudget: the parts of a batch take no memory beyond
+// the batch's buffer, whichever maker makes them: with no room in the
+// budget beyond the stream's reserved buffers, batches are still leased
+// in parts, and the local executor's part is made straight into its
+// places in the batch's buffer (lease.Lease.Place), as a peer's is. (A
+// part made in a buffer of its own, copied into the batch, is memory the
+// budget must pay for: without room, the batch went whole.)
+func TestAffinityPartsInBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		local, peer := newMaker("local", 8), newMaker("10.0.0.1:7070", 8)
+		local.local = true
+		j := &fakeJob{n: 8 * 20, size: 8}
+		var misplaced atomic.Int32
+		for _, m := range []*scriptedMaker{local, peer} {
+			m.auto = func(c *call) {
+				if whole := len(j.Plan(c.l.Epoch, 0).Batch(c.l.Number)) * sampleBytes; len(c.l.Indices) < j.size && (c.l.Place == nil || len(c.b.Data) != whole) {
+					misplaced.Add(1) // a part not made in the batch's buffer
+				}
+				perSample(time.Millisecond)(c)
+			}
+		}
+		env := affinityEnv(&fakeVerifier{}, local, peer)
+		mem := &noRoom{}
+		_, tr := start(env, j, Stream{Epochs: 1, Credits: 1000, Memory: mem})
+		if err := tr.run(t.Context())(); err != nil {
+			t.Fatal(err)
+		}
+		tr.exactlyOnce(t, j, 1)
+		r := newRanking()
+		ms := []Maker{local, peer}
+		for k := range j.Plan(0, 0).Batches() {
+			want := r.homesOf(j.Plan(0, 0).Batch(k), ms...)
+			var at time.Time
+			for _, m := range []*scriptedMaker{local, peer} {
+				for _, l := range m.leases() {
+					if l.number == k {
+						at = l.start
+					}
+				}
+			}
+			if who := partsOf(t, j, 0, k, at, local, peer); !slices.Equal(who, want) {
+				t.Errorf("batch %d leased to %v with no room in the budget, want a part on each of its homes %v", k, names(who), names(want))
+			}
+		}
+		if n := misplaced.Load(); n != 0 {
+			t.Errorf("%d parts made outside the batch's buffer", n)
+		}
+		if home, away := madeWhere(t, env, tr); away != 0 || home != float64(j.n) {
+			t.Errorf("%v samples made at home, %v away; want all %d at home", home, away, j.n)
 		}
 	})
 }

@@ -2,15 +2,94 @@ package coord
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/internal/lease"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // DefaultStallTarget is the starvation a window controller aims under
 // unless configured otherwise (--stall-target).
 const DefaultStallTarget = 0.02
+
+// DefaultWindow is the least window a job starts with, and the least
+// ceiling of an automatic window.
+const DefaultWindow = 4
+
+// MaxWindow bounds a job's window, configured or automatic.
+const MaxWindow = 1024
+
+// minWindow is the window's floor: one lease in flight.
+const minWindow = 1
+
+// window is how many leases the job may have in flight: what the
+// controller set, within its bounds. It starts at two per ready maker (at
+// least DefaultWindow).
+func (c *Coordinator) window(ms []Maker) int {
+	if c.ctl.win == 0 {
+		c.ctl.win = max(DefaultWindow, 2*readyMakers(ms))
+	}
+	return min(max(c.ctl.win, minWindow), c.env.windowCeiling(ms))
+}
+
+// windowCeiling is the most leases a job may have in flight: the
+// configured window, or four per ready maker (at least DefaultWindow).
+func (e *Env) windowCeiling(ms []Maker) int {
+	if w := e.Config.Window; w > 0 {
+		return w
+	}
+	return min(max(DefaultWindow, 4*readyMakers(ms)), MaxWindow)
+}
+
+// PoolCeiling is the most buffers a job granted credits at once would hold
+// with the makers ready now (its pool at the window's ceiling): what a
+// stream's ring is sized by.
+func (e *Env) PoolCeiling(credits int64) int {
+	ms, _ := e.Makers.Snapshot()
+	w := e.windowCeiling(ms)
+	return w + int(min(credits, int64(w)))
+}
+
+func readyMakers(ms []Maker) int {
+	n := 0
+	for _, m := range ms {
+		if m.Ready() {
+			n++
+		}
+	}
+	return n
+}
+
+// poolSize is how many batch buffers the job may hold: the window's
+// leases, and as many made batches waiting for (or in) delivery as the
+// trainer's first credits, at most the window again (PoolCeiling at the
+// ceiling).
+func (c *Coordinator) poolSize(window int) int {
+	return window + int(min(c.st.Credits, int64(window)))
+}
+
+// controller is the window controller's state, and what it publishes:
+// the job's window now (0 until the first lease sets it), the trainer's
+// measurements, the advisor's figures and the job's status. Owned by the
+// coordinator's goroutine, but for status and demand, read by any.
+type controller struct {
+	win int
+	tel *telemetry
+	// recommended is the advisor's last count of makers the trainer needs
+	// (NaN before it has one): the window is not narrowed below it.
+	recommended float64
+	estimates   medianFilter // the advisor's figures, smoothed
+	advised     stabilizer   // what is published of them
+	status      atomic.Pointer[stokerv1.JobStatus]
+	// stages is where the job's time went (stages.go); bottleneck the
+	// verdict its metric was last set to.
+	stages     stageLog
+	bottleneck string
+	// demand is the job's demand as the controller last measured it,
+	// which its leases carry.
+	demand atomic.Pointer[lease.Demand]
+}
 
 // control is the window controller's decision, every controlEvery: widen
 // while the job is starved above target (the GPU's idle share when a
@@ -23,8 +102,8 @@ const DefaultStallTarget = 0.02
 // job's status and metrics.
 func (c *Coordinator) control(now time.Time, ms []Maker) {
 	c.forgetGone(ms)
-	c.reweigh(ms)
-	snap := c.tel.snapshot(now)
+	c.routing.reweigh(ms, c.usable)
+	snap := c.ctl.tel.snapshot(now)
 	target := c.env.Config.StallTarget
 	lo, hi := minWindow, c.env.windowCeiling(ms)
 	old := c.window(ms)
@@ -37,33 +116,33 @@ func (c *Coordinator) control(now time.Time, ms []Maker) {
 	// The buffer stays full: ready batches waited for the trainer's credit
 	// most of the interval.
 	waited := c.creditWaitFor(now)
-	c.stages.creditWait(now, waited)
+	c.ctl.stages.creditWait(now, waited)
 	full := waited >= controlEvery/2
 	w := old
 	switch {
 	case starved > target:
 		w = min(hi, w+max(1, w/2))
-	case saturated && full && w-1 >= narrowFloor(c.recommended, readyMakers(ms)):
+	case saturated && full && w-1 >= narrowFloor(c.ctl.recommended, readyMakers(ms)):
 		w = max(lo, w-1)
 	}
 	if w != old {
-		c.win = w
+		c.ctl.win = w
 		decision := "widen"
 		if w < old {
 			decision = "narrow"
 		}
 		c.env.Metrics.WindowDecisions.WithLabelValues(decision).Inc()
 		c.log.Debug("window", "decision", decision, "from", old, "to", w, "starvation", round3(starved), "signal", signal,
-			"wait", round3(snap.stall), "recommended", c.recommended, "gpu_idle", gpuIdleOrNaN(idle, gpuOK), "buffer_full", full)
+			"wait", round3(snap.stall), "recommended", c.ctl.recommended, "gpu_idle", gpuIdleOrNaN(idle, gpuOK), "buffer_full", full)
 	}
 	c.pool.shrink(c.poolSize(c.window(ms)))
 	// Executors share their cores by this starvation too (the stall
 	// schedule), locally and, on workers, through the leases' demand.
-	d := pipeline.JobDemand{Stall: starved}
+	d := lease.Demand{Stall: starved}
 	if snap.stepPerBatch > 0 {
 		d.Work = snap.stepPerBatch / float64(c.j.BatchSize())
 	}
-	c.demand.Store(&d)
+	c.ctl.demand.Store(&d)
 	c.publish(now, snap, ms, idle, gpuOK)
 }
 
@@ -84,10 +163,10 @@ func (c *Coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idl
 	lo, hi := minWindow, c.env.windowCeiling(ms)
 	window := c.window(ms)
 	js := &stokerv1.JobStatus{
-		Id: c.name, Dataset: c.j.Dataset(), Rank: uint32(c.j.Rank()), WorldSize: uint32(c.j.World()), Epoch: c.cur.epoch,
+		Id: c.name, Dataset: c.j.Dataset(), Rank: uint32(c.j.Rank()), WorldSize: uint32(c.j.World()), Epoch: c.table.cur.epoch,
 		ImagesPerSecond: snap.imagesPerSec, BytesPerSecond: snap.bytesPerSec, InputStallRatio: snap.stall,
 		GpuIdleRatio: -1, Window: uint32(window), WindowMin: uint32(lo), WindowMax: uint32(hi),
-		Buffered: uint32(len(c.ready)), Shuffle: c.j.Shuffle(),
+		Buffered: uint32(len(c.table.ready)), Shuffle: c.j.Shuffle(),
 	}
 	if gpuOK {
 		js.GpuIdleRatio = idle
@@ -99,10 +178,10 @@ func (c *Coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idl
 	}
 	local := 0.0 // the coordinator's own executor, one of the makers counted
 	for _, m := range ms {
-		if m.Local() {
+		if !m.Remote() {
 			local = 1
 		}
-		st := c.stats[m]
+		st := c.makers.stats[m]
 		mst := &stokerv1.MakerStatus{Name: m.Name(), Ready: m.Ready()}
 		var share float64
 		if st != nil {
@@ -115,8 +194,8 @@ func (c *Coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idl
 			}
 		}
 		switch {
-		case c.refused[m] != nil:
-			mst.Unavailable = truncate("refused the job: "+c.refused[m].Error(), 256)
+		case c.makers.refused[m] != nil:
+			mst.Unavailable = truncate("refused the job: "+c.makers.refused[m].Error(), 256)
 		case c.env.Verifier.Why(m) != nil:
 			mst.Unavailable = truncate("quarantined: "+c.env.Verifier.Why(m).Error(), 256)
 		case !m.Ready():
@@ -131,17 +210,17 @@ func (c *Coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idl
 			in.busyShare += share
 			// A maker with room while leases were fewer than the window:
 			// the makers were not what held the trainer up.
-			in.spare = in.spare || m.Free() > 0 && len(c.leases) < window && len(c.ready) > 0
+			in.spare = in.spare || m.Free() > 0 && c.table.inFlight() < window && len(c.table.ready) > 0
 		}
 	}
 	if in.makers > 0 {
 		in.busyShare /= float64(in.makers)
 	}
 	raw, advice := advise(in)
-	js.WorkersRecommended, js.Advice = c.advised.add(now, c.estimates.add(now, raw)), advice
-	c.recommended = js.WorkersRecommended
+	js.WorkersRecommended, js.Advice = c.ctl.advised.add(now, c.ctl.estimates.add(now, raw)), advice
+	c.ctl.recommended = js.WorkersRecommended
 	c.judge(now, snap, js, ms, idle, gpuOK)
-	c.status.Store(js)
+	c.ctl.status.Store(js)
 	c.publishStages(js)
 
 	m := c.env.Metrics

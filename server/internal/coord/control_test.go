@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/stoker-dev/stoker/internal/work"
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 )
 
@@ -96,14 +96,15 @@ type fakeMaker struct {
 	local bool
 }
 
-func (m *fakeMaker) Make(context.Context, Job, *work.Lease, *pipeline.Batch) error {
-	return errors.New("fakeMaker makes nothing")
+func (m *fakeMaker) Make(context.Context, Job, *lease.Lease, *pipeline.Batch) (lease.Made, error) {
+	return lease.Made{}, errors.New("fakeMaker makes nothing")
 }
-func (m *fakeMaker) Name() string { return m.name }
-func (m *fakeMaker) Local() bool  { return m.local }
-func (m *fakeMaker) Free() int    { return m.free }
-func (m *fakeMaker) Ready() bool  { return m.ready }
-func (m *fakeMaker) Forget(Job)   {}
+func (m *fakeMaker) Name() string  { return m.name }
+func (m *fakeMaker) Trusted() bool { return m.local }
+func (m *fakeMaker) Remote() bool  { return !m.local }
+func (m *fakeMaker) Free() int     { return m.free }
+func (m *fakeMaker) Ready() bool   { return m.ready }
+func (m *fakeMaker) Forget(Job)    {}
 
 // controlled is a coordinator of a job of batches of 4 whose controller
 // the test drives with its own clock: no lease is issued, the test plays
@@ -112,8 +113,8 @@ func controlled(t *testing.T, window int) (*Coordinator, *Env) {
 	t.Helper()
 	env := testEnvWindow(window, &fakeVerifier{})
 	c := New(env, &fakeJob{n: 40, size: 4}, Stream{Credits: 2, Memory: &memory{}}, "tiny-r0-1", discard)
-	c.cur = c.newEpoch(0)
-	c.tel = newTelemetry(TelemetryWindow, time.Unix(1000, 0))
+	c.table = newTable(c.j, c.st)
+	c.ctl.tel = newTelemetry(TelemetryWindow, time.Unix(1000, 0))
 	return c, env
 }
 
@@ -124,18 +125,18 @@ func TestControllerNarrowsForASlowTrainer(t *testing.T) {
 	c, env := controlled(t, 8)
 	ms := []Maker{&fakeMaker{name: "m", free: 8, ready: true}}
 	now := time.Unix(1000, 0)
-	c.win = 8
-	c.creditWaitSince.Store(now.UnixNano()) // a made batch waits for a credit all along
+	c.ctl.win = 8
+	c.credit.waitSince.Store(now.UnixNano()) // a made batch waits for a credit all along
 	for range 20 {
 		for i := range 5 {
 			at := now.Add(time.Duration(i) * 100 * time.Millisecond)
-			c.tel.report(at, 0, 0.1, 1)
-			c.tel.delivered(at, 4, 4*3*32*32, 0)
+			c.ctl.tel.report(at, 0, 0.1, 1)
+			c.ctl.tel.delivered(at, 4, 4*3*32*32, 0)
 		}
 		now = now.Add(controlEvery)
 		c.control(now, ms)
 	}
-	js := c.status.Load()
+	js := c.ctl.status.Load()
 	if js.GetWindow() != 1 || js.GetStarvation() != 0 || js.GetStarvationSignal() != "trainer wait" {
 		t.Errorf("window %d, starvation %v (%s): a trainer slower than production should narrow the window to its floor", js.GetWindow(), js.GetStarvation(), js.GetStarvationSignal())
 	}
@@ -172,13 +173,13 @@ func TestControllerWidensForAStarvingTrainer(t *testing.T) {
 				st.end(at)
 				st.done(at, &leaseRec{n: 1}, controlEvery)
 				st.begin(at)
-				c.tel.report(at.Add(-controlEvery/2), 0.4, 0.1, 1)
-				c.tel.delivered(at.Add(-controlEvery/2), 4, 4*3*32*32, 0)
+				c.ctl.tel.report(at.Add(-controlEvery/2), 0.4, 0.1, 1)
+				c.ctl.tel.delivered(at.Add(-controlEvery/2), 4, 4*3*32*32, 0)
 				now = at
 				c.control(now, ms)
-				widths = append(widths, c.status.Load().GetWindow())
+				widths = append(widths, c.ctl.status.Load().GetWindow())
 			}
-			js := c.status.Load()
+			js := c.ctl.status.Load()
 			if widths[0] != 6 || js.GetWindow() != 6 {
 				t.Errorf("windows %v: a starving trainer should widen the window to its ceiling 6 at once", widths)
 			}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -16,10 +16,6 @@ import (
 // restarted worker to come back (its peer reconnects within 5 s), short
 // enough that a trainer learns of a configuration that cannot work.
 const noMakerLeaseTimeouts = 3
-
-// maxAttempts bounds how often one batch is leased before the job fails
-// with the last maker error: enough for several peers dying in a row.
-const maxAttempts = 8
 
 // TelemetryWindow is how far back the stall ratio and rates look: long
 // enough to span a few of a slow trainer's steps, short enough that the
@@ -75,12 +71,24 @@ type Output struct {
 // to send without holding up leasing, collecting or the controller. It
 // knows nothing of gRPC.
 //
-// The files: coordinator.go (the type, its loop), deliver.go (epochs,
-// reorder, delivery, credit wait), lease.go (leases, choosing makers,
-// results), pool.go (batch buffers, ring slots, their memory),
-// makerstats.go (what the job measured of each maker), control.go (the
-// window controller and the advisor's inputs), telemetry.go (the
-// trainer's reports), advisor.go (how many makers the job needs).
+// Its loop (Run) waits for an event (a maker's answer, a buffer back from
+// Out's reader, credits, room freed on a maker, the makers changing, a
+// timer, the controller's tick), steps the lease table with it, and
+// carries out what the table decided; then it delivers what it can,
+// hedges the leases that are late and issues new ones.
+//
+// The files: coordinator.go (the type, its loop), table.go (the lease
+// table: a pure state machine of leases, hedges, retries, attempts, the
+// reorder buffer and the cursor), lease.go (issuing leases: lessees,
+// start), choose.go (which maker gets a whole batch), answer.go (a
+// lease's answer, the makers blamed), hedge.go (hedged leases),
+// router.go (routing by cache affinity), parts.go and partload.go (a
+// batch in parts, what is in flight in parts on each maker),
+// deliver.go (delivery, credits), pool.go (batch buffers, ring slots,
+// their memory), makerstats.go (what the job measured of each maker),
+// control.go (the window controller and the job's status), telemetry.go
+// (the trainer's reports), advisor.go (how many makers the job needs),
+// stages.go and verdict.go (where its time goes).
 type Coordinator struct {
 	env  *Env
 	j    Job
@@ -88,66 +96,22 @@ type Coordinator struct {
 	log  *slog.Logger
 	name string // the job's name in metrics and Status: dataset-rRANK-STREAM
 
-	credits atomic.Int64
-	granted chan struct{} // size 1: "credits changed"
-	// creditWaitSince is when a ready batch began waiting for the
-	// trainer's credit (Unix ns), 0 when none waits: the idle watchdog
-	// reads it. creditWait adds up the time spent so, for the window
-	// controller.
-	creditWaitSince atomic.Int64
-	creditWait      time.Duration
-	lastCreditWait  time.Duration // creditWait at the controller's last decision
-
+	credit   credit
 	out      chan Output
 	recycled chan *pipeline.Batch // buffers back from out's reader
 	// wake (size 1) is poked when a maker the job waits for room on frees
 	// some (Makers.Freed).
-	wake chan struct{}
+	wake    chan struct{}
+	results chan result
 
-	// Owned by run's goroutine.
-	results  chan result
-	leases   map[batchID]*leaseRec // each batch's lease, hedges apart
-	hedging  hedging
-	retry    []batchID // failed leases, lowest first
-	attempts map[batchID]int
-	ready    map[batchID]*pipeline.Batch
-	// unchecked: ready batches made by a peer and not compared byte for
-	// byte, by maker: made again if it is quarantined before they go out.
-	unchecked map[batchID][]Maker
-	// whole: batches to lease whole, not in parts (a part of theirs
-	// had failed samples).
-	whole map[batchID]bool
-	// keys are the makers' rendezvous keys (affinity.go).
-	keys     map[Maker]uint64
-	pool     *pool
-	stats    map[Maker]*makerStat
-	leaseID  uint64
-	cur      *epochState // being delivered
-	nextE    *epochState // the next epoch, once leasing reached it
-	cursor   batchID     // the next batch to lease, after retries
-	leasing  bool        // cursor is valid: batches remain to lease
-	lastWarn time.Time
-	// noMakerSince is when the job last found no ready maker it could
-	// use, zero while it has one.
-	noMakerSince time.Time
-	// refused: the makers' refusals, for the job's error when all refuse.
-	refused map[Maker]error
-
-	// The window controller's: the job's window now (0 until the first
-	// lease sets it), the trainer's measurements, and the last status.
-	win int
-	tel *telemetry
-	// recommended is the advisor's last count of makers the trainer needs
-	// (NaN before it has one): the window is not narrowed below it.
-	recommended float64
-	estimates   medianFilter // the advisor's figures, smoothed
-	advised     stabilizer   // what is published of them
-	status      atomic.Pointer[stokerv1.JobStatus]
-	// stages is where the job's time went (stages.go); bottleneck the
-	// verdict its metric was last set to.
-	stages     stageLog
-	bottleneck string
-	demand     atomic.Pointer[pipeline.JobDemand]
+	// Owned by run's goroutine (parts also by the leases' goroutines).
+	table   *table // made by Run
+	hedging hedging
+	routing router
+	parts   *partLoad
+	pool    *pool
+	makers  makerBook
+	ctl     controller
 }
 
 // outputSlack is out's room beyond one item per buffer: the epoch markers
@@ -164,26 +128,23 @@ const maxBuffers = 2*MaxWindow + maxHedges + 1
 func New(env *Env, j Job, st Stream, name string, log *slog.Logger) *Coordinator {
 	c := &Coordinator{
 		env: env, j: j, st: st, log: log, name: name,
-		granted:   make(chan struct{}, 1),
-		out:       make(chan Output, maxBuffers+outputSlack),
-		recycled:  make(chan *pipeline.Batch, maxBuffers+outputSlack),
-		wake:      make(chan struct{}, 1),
-		leases:    make(map[batchID]*leaseRec),
-		hedging:   newHedging(),
-		attempts:  make(map[batchID]int),
-		ready:     make(map[batchID]*pipeline.Batch),
-		unchecked: make(map[batchID][]Maker),
-		whole:     make(map[batchID]bool),
-		keys:      make(map[Maker]uint64),
-		pool:      newPool(st.Memory, st.Ring, j.BatchBytes()),
-		stats:     make(map[Maker]*makerStat),
-		refused:   make(map[Maker]error),
-		tel:       newTelemetry(TelemetryWindow, time.Now()),
-		stages:    stageLog{window: TelemetryWindow},
-		advised:   stabilizer{window: env.Config.AdviseWindow, max: float64(env.Config.MaxRecommended)},
-		estimates: medianFilter{window: adviceSmoothing},
+		credit:   credit{granted: make(chan struct{}, 1)},
+		out:      make(chan Output, maxBuffers+outputSlack),
+		recycled: make(chan *pipeline.Batch, maxBuffers+outputSlack),
+		wake:     make(chan struct{}, 1),
+		hedging:  newHedging(),
+		routing:  newRouter(),
+		parts:    newPartLoad(),
+		pool:     newPool(st.Memory, st.Ring, j.BatchBytes()),
+		makers:   makerBook{stats: make(map[Maker]*makerStat), refused: make(map[Maker]error)},
+		ctl: controller{
+			tel:       newTelemetry(TelemetryWindow, time.Now()),
+			stages:    stageLog{window: TelemetryWindow},
+			advised:   stabilizer{window: env.Config.AdviseWindow, max: float64(env.Config.MaxRecommended)},
+			estimates: medianFilter{window: adviceSmoothing},
+		},
 	}
-	c.credits.Store(st.Credits)
+	c.credit.n.Store(st.Credits)
 	return c
 }
 
@@ -195,25 +156,25 @@ func (c *Coordinator) Out() <-chan Output { return c.out }
 
 // Status is the job's status as its controller last published it (every
 // controlEvery); nil before the first.
-func (c *Coordinator) Status() *stokerv1.JobStatus { return c.status.Load() }
+func (c *Coordinator) Status() *stokerv1.JobStatus { return c.ctl.status.Load() }
 
 // Report records a trainer's credit report: its wait for the batch, its
 // step's time, the batches it covers. Safe from any goroutine.
 func (c *Coordinator) Report(now time.Time, wait, step float64, batches uint32) {
-	c.tel.report(now, wait, step, batches)
+	c.ctl.tel.report(now, wait, step, batches)
 }
 
 // Delivered records a batch sent to the trainer, whose sending took send
 // (its header and chunks, or its copy into a ring slot). Safe from any
 // goroutine.
 func (c *Coordinator) Delivered(now time.Time, samples, bytes int, send time.Duration) {
-	c.tel.delivered(now, samples, bytes, send)
+	c.ctl.tel.delivered(now, samples, bytes, send)
 }
 
 // CreditWaitSince is when a ready batch began waiting for the trainer's
 // credit; zero when none waits. Safe from any goroutine.
 func (c *Coordinator) CreditWaitSince() time.Time {
-	if t := c.creditWaitSince.Load(); t != 0 {
+	if t := c.credit.waitSince.Load(); t != 0 {
 		return time.Unix(0, t)
 	}
 	return time.Time{}
@@ -221,9 +182,9 @@ func (c *Coordinator) CreditWaitSince() time.Time {
 
 // Grant gives the stream n more credits. Safe from any goroutine.
 func (c *Coordinator) Grant(n uint32) {
-	c.credits.Add(int64(n))
+	c.credit.n.Add(int64(n))
 	select {
-	case c.granted <- struct{}{}:
+	case c.credit.granted <- struct{}{}:
 	default:
 	}
 }
@@ -255,12 +216,10 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	// Results never block a maker's goroutine: at most one per buffer.
 	c.results = make(chan result, maxBuffers)
 
-	c.cur = c.newEpoch(c.st.Epoch)
-	if err := c.emit(ctx, Output{Info: c.j.Info(c.cur.epoch, c.cur.plan)}); err != nil {
+	c.table = newTable(c.j, c.st)
+	if err := c.emit(ctx, Output{Info: c.j.Info(c.table.cur.epoch, c.table.cur.plan)}); err != nil {
 		return err
 	}
-	c.cursor, c.leasing = batchID{c.cur.epoch, c.cur.next}, true
-	c.advanceCursor()
 	control := time.NewTicker(controlEvery)
 	defer control.Stop()
 	defer c.dropMetrics()
@@ -280,7 +239,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		}
 		if hedgeAt.IsZero() && c.hedging.perLease == 0 && c.env.Config.Affinity {
 			// Before the job's first batch, leases in parts are hedged
-			// when a maker is stuck (affinity.go): when they fall due is
+			// when a maker is stuck (parts.go): when they fall due is
 			// known once they are issued.
 			hedgeAt = c.hedge(ctx, &wg, ms)
 		}
@@ -304,10 +263,10 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			}
 		case b := <-c.recycled:
 			c.pool.takeBack(b)
-		case <-c.granted:
+		case <-c.credit.granted:
 		case <-c.wake:
 		case <-changed:
-			c.dropUnchecked() // a peer may have been quarantined
+			c.dropQuarantined() // a peer may have been quarantined
 		case <-retryC:
 		case now := <-control.C:
 			c.control(now, ms)
@@ -329,9 +288,9 @@ func (c *Coordinator) emit(ctx context.Context, o Output) error {
 
 // demandNow is the job's demand as its controller last measured it: its
 // input stall, and its trainer's GPU seconds per sample (0: unknown).
-func (c *Coordinator) demandNow() pipeline.JobDemand {
-	if d := c.demand.Load(); d != nil {
+func (c *Coordinator) demandNow() lease.Demand {
+	if d := c.ctl.demand.Load(); d != nil {
 		return *d
 	}
-	return pipeline.JobDemand{}
+	return lease.Demand{}
 }

@@ -20,8 +20,16 @@
 // does not match, and runs the window controller (how many leases in
 // flight) and the advisor (how many makers the trainer needs). It knows
 // nothing of gRPC or of the server: its output is read by the Feed
-// stream's send loop, its makers and verifier are the server's.
+// stream's send loop, its makers and verifier are the server's, and what
+// it says to a maker is internal/lease's.
+//
+// Its shape: a loop (Run) around the lease table (table.go), a state
+// machine of every batch's leases, failures and delivery that the loop
+// steps with each event and whose decisions it carries out; decisions
+// that are functions (choose, a route's Split); a lease given to a lessee,
+// one maker or a batch in parts, the same way.
 //
 // Time is the clock's: tests run a coordinator inside a testing/synctest
-// bubble, whose clock is fake, with makers that answer as the test says.
+// bubble, whose clock is fake, with makers that answer as the test says;
+// the table alone has no clock, and FuzzExactlyOnce drives it.
 package coord

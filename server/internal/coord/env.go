@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/stoker-dev/stoker/internal/work"
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -45,7 +45,7 @@ type Config struct {
 	AdviseWindow   time.Duration
 	MaxRecommended int
 	// Affinity leases each batch in parts, each sample to its home maker
-	// (affinity.go), so that the makers' caches hold disjoint shares of
+	// (router.go, parts.go), so that the makers' caches hold disjoint shares of
 	// the dataset.
 	Affinity bool
 	// Workers is the local executor's goroutines (0: none), as a verdict
@@ -107,11 +107,12 @@ type Verifier interface {
 	// Pick chooses the slots (places in the batch, 0..n-1, pad copies
 	// included) of a lease of n samples (of a batch of batch: a part of
 	// one counts as its share) to peer m that its batch will be compared
-	// by, byte for byte (work.Lease.Keep).
+	// by, byte for byte (lease.Lease.Keep).
 	Pick(m Maker, n, batch int) []int
-	// Verify checks a peer's batch b for lease l of job j; checked
-	// reports whether every sample was compared byte for byte.
-	Verify(ctx context.Context, j Job, l *work.Lease, b *pipeline.Batch) (checked bool, err error)
+	// Verify checks a peer's batch b for lease l of job j, kept the
+	// pixels of l.Keep's slots as the peer answered them (Made.Kept);
+	// checked reports whether every sample was compared byte for byte.
+	Verify(ctx context.Context, j Job, l *lease.Lease, b *pipeline.Batch, kept [][]byte) (checked bool, err error)
 	// Quarantine takes m out of every job's makers, for reason.
 	Quarantine(m Maker, reason error)
 	// Why is m's quarantine's reason; nil when it is not quarantined.

@@ -54,16 +54,13 @@ type hedging struct {
 	// tokens is the budget: hedgeFraction earned per lease, at most
 	// hedgeBurst kept; a hedge spends one.
 	tokens float64
-	// in are the hedges in flight, by batch; the batch's first lease is
-	// in the coordinator's leases.
-	in map[batchID]*leaseRec
 	// checkAt is when a lease next falls due for a hedge; zero: look at
 	// the next chance (one fell due and could not be hedged yet).
 	checkAt time.Time
 }
 
 func newHedging() hedging {
-	return hedging{tokens: hedgeBurst, in: make(map[batchID]*leaseRec)}
+	return hedging{tokens: hedgeBurst}
 }
 
 // made records a lease that made its batch in took, with n leases in
@@ -118,7 +115,7 @@ func (h *hedging) noteIssued(rec *leaseRec) {
 func (c *Coordinator) hedge(ctx context.Context, wg *sync.WaitGroup, ms []Maker) time.Time {
 	h := &c.hedging
 	now := time.Now()
-	if len(c.leases) == 0 {
+	if len(c.table.leases) == 0 {
 		return time.Time{}
 	}
 	if now.Before(h.checkAt) {
@@ -127,11 +124,11 @@ func (c *Coordinator) hedge(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 	var due []batchID
 	next := time.Time{}
 	unknown := false
-	for id, rec := range c.leases {
+	for id, rec := range c.table.leases {
 		d := h.delay(rec)
-		if d == 0 && rec.parts != nil {
+		if _, inParts := rec.by.(*inParts); d == 0 && inParts {
 			// Before the job's first batch, a lease in parts is hedged
-			// when a maker is stuck (affinity.go): one hung from the
+			// when a maker is stuck (parts.go): one hung from the
 			// job's start has a part of nearly every batch.
 			d = c.env.Config.LeaseTimeout / stuckShare
 		}
@@ -139,7 +136,7 @@ func (c *Coordinator) hedge(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 			unknown = true // too few leases made to know a delay: a made one brings the loop back
 			continue
 		}
-		if h.in[id] != nil || d >= c.env.Config.LeaseTimeout {
+		if c.table.hedges[id] != nil || d >= c.env.Config.LeaseTimeout {
 			continue // hedged already; or the lease timeout comes first
 		}
 		if at := rec.issued.Add(d); now.Before(at) {
@@ -172,45 +169,44 @@ func (c *Coordinator) hedge(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 // maker's back-off ends if that is what holds it up.
 func (c *Coordinator) hedgeOne(ctx context.Context, wg *sync.WaitGroup, ms []Maker, id batchID) (bool, time.Time) {
 	h := &c.hedging
-	first := c.leases[id]
+	first := c.table.leases[id]
 	// A probe's hedge is not charged to the budget: probes are one lease
 	// at a time per maker, each after a back-off twice the last.
 	// Nor is the hedge of a lease in parts that waits for a stuck maker
-	// (affinity.go): its other leases wait for it too.
-	if !first.probe && !c.waitsOnStuck(first) && h.tokens < 1 || len(h.in) >= maxHedges {
+	// (parts.go): its other leases wait for it too.
+	if !first.probe && !c.waitsOnStuck(first) && h.tokens < 1 || len(c.table.hedges) >= maxHedges {
 		return false, time.Time{}
 	}
-	m, retryAt, _ := c.choose(ms, waitsFor(first)...) // not the maker it waits for
-	if m == nil {
-		return false, retryAt
+	ch := c.chooseWaiting(ms, first.by.waitsFor()...) // not the maker it waits for
+	if ch.m == nil {
+		return false, ch.retryAt
 	}
-	b := c.pool.get(c.poolSize(c.window(ms)) + len(h.in) + 1)
+	b := c.pool.get(c.poolSize(c.window(ms)) + len(c.table.hedges) + 1)
 	if b == nil {
 		return false, time.Time{}
 	}
 	if !first.probe {
 		h.tokens--
 	}
-	c.start(ctx, wg, id, m, b, true, nil, 0)
-	h.in[id].probe = first.probe // a probe's hedge, not charged
-	c.log.Debug("lease hedged", "epoch", id.epoch, "batch", id.k, "slow", first.maker.Name(), "hedge", m.Name(),
+	c.start(ctx, wg, id, c.wholeTo(ch.m), b, true, 0)
+	c.table.hedges[id].probe = first.probe // a probe's hedge, not charged
+	c.log.Debug("lease hedged", "epoch", id.epoch, "batch", id.k, "slow", first.maker.Name(), "hedge", ch.m.Name(),
 		"after", time.Since(first.issued).Round(time.Millisecond))
 	return true, time.Time{}
 }
 
-// outrun ends lease loser of batch id, whose other lease just made the
-// batch: it is cancelled (its answer, if one still comes, is dropped).
-// A first lease outrun by its hedge counts against its maker as slow (in
-// parts, against the makers of the parts not answered yet).
+// outrun carries out the end of lease loser of batch id, whose other
+// lease just made the batch (the table forgot it): it is cancelled (its
+// answer, if one still comes, is dropped). A first lease outrun by its
+// hedge counts against its maker as slow (in parts, against the makers of
+// the parts not answered yet).
 func (c *Coordinator) outrun(id batchID, loser *leaseRec, now time.Time) {
-	slow := waitsFor(loser) // before the cancel answers its parts
+	slow := loser.by.waitsFor() // before the cancel answers its parts
 	loser.cancel()
 	if loser.hedge {
-		delete(c.hedging.in, id)
 		c.env.Metrics.Hedges.WithLabelValues("lost").Inc()
 		return
 	}
-	delete(c.leases, id)
 	c.env.Metrics.Hedges.WithLabelValues("won").Inc()
 	for _, m := range slow {
 		c.env.Metrics.LeaseFailures.WithLabelValues(m.Name(), "slow").Inc()
@@ -230,10 +226,3 @@ func (c *Coordinator) outrun(id batchID, loser *leaseRec, now time.Time) {
 // benchedWarning is the back-off from which a maker outrun by a hedge is
 // logged as a warning: one that keeps losing, not a tail lease.
 const benchedWarning = 5 * time.Second
-
-func cmpBatch(a, b batchID) int {
-	if a.epoch != b.epoch {
-		return cmpU(a.epoch, b.epoch)
-	}
-	return a.k - b.k
-}

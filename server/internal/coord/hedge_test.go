@@ -193,14 +193,14 @@ func TestLeaseSlowMakerBenched(t *testing.T) {
 	outrun := failures(env, "slow", "slow")
 	t.Logf("hedges won %v, lost %v, failed %v; the hung maker's leases: %v, outrun %v, timed out %v; its back-off at the end %v",
 		hedges(env, "won"), hedges(env, "lost"), hedges(env, "failed"), testutil.ToFloat64(env.Metrics.Leases.WithLabelValues("slow")),
-		outrun, failures(env, "slow", "timeout"), c.stats[findMaker(env, "slow")].retryAt.Sub(c.stats[findMaker(env, "slow")].failedAt))
+		outrun, failures(env, "slow", "timeout"), c.makers.stats[findMaker(env, "slow")].retryAt.Sub(c.makers.stats[findMaker(env, "slow")].failedAt))
 	if outrun < 5 || failures(env, "slow", "timeout") != 0 {
 		t.Errorf("the hung maker was outrun %v times and timed out %v; want >= 5 and none", outrun, failures(env, "slow", "timeout"))
 	}
 	if leased := testutil.ToFloat64(env.Metrics.Leases.WithLabelValues("slow")); leased > 20 {
 		t.Errorf("the hung maker got %v leases in %v: not backed off enough", leased, with)
 	}
-	if st := c.stats[findMaker(env, "slow")]; st.retryAt.Sub(st.failedAt) <= 5*time.Second {
+	if st := c.makers.stats[findMaker(env, "slow")]; st.retryAt.Sub(st.failedAt) <= 5*time.Second {
 		t.Errorf("the hung maker's last back-off %v, want past the old cap of 5 s", st.retryAt.Sub(st.failedAt))
 	}
 }

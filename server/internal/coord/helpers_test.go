@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stoker-dev/stoker/internal/work"
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -71,7 +71,7 @@ func pixels(idx int64) []byte {
 }
 
 // fill makes lease l's batch into b, as an honest maker does.
-func fill(l *work.Lease, b *pipeline.Batch) {
+func fill(l *lease.Lease, b *pipeline.Batch) {
 	b.N = len(l.Indices)
 	b.Labels, b.Indices, b.Errors = b.Labels[:0], b.Indices[:0], b.Errors[:0]
 	if l.Place == nil {
@@ -93,7 +93,7 @@ func fill(l *work.Lease, b *pipeline.Batch) {
 // call is one Make on a scriptedMaker, waiting for the script's answer.
 type call struct {
 	ctx    context.Context
-	l      *work.Lease
+	l      *lease.Lease
 	b      *pipeline.Batch
 	answer chan error
 }
@@ -118,7 +118,7 @@ type scriptedMaker struct {
 	// auto, when set, answers every call itself, at once; but those hold
 	// says to hold, which go to calls as without auto.
 	auto func(c *call)
-	hold func(l *work.Lease) bool
+	hold func(l *lease.Lease) bool
 
 	mu      sync.Mutex
 	forgot  int
@@ -152,11 +152,11 @@ func newMaker(name string, free int) *scriptedMaker {
 	return m
 }
 
-func (m *scriptedMaker) Make(ctx context.Context, _ Job, l *work.Lease, b *pipeline.Batch) (err error) {
+func (m *scriptedMaker) Make(ctx context.Context, _ Job, l *lease.Lease, b *pipeline.Batch) (_ lease.Made, err error) {
 	m.mu.Lock()
 	if int64(m.pending) >= m.capacity.Load() {
 		m.mu.Unlock()
-		return fmt.Errorf("%w: %s is full", work.ErrBusy, m.name)
+		return lease.Made{}, fmt.Errorf("%w: %s is full", lease.ErrBusy, m.name)
 	}
 	m.pending++
 	i := len(m.got)
@@ -171,19 +171,20 @@ func (m *scriptedMaker) Make(ctx context.Context, _ Job, l *work.Lease, b *pipel
 	c := &call{ctx: ctx, l: l, b: b, answer: make(chan error, 1)}
 	if m.auto != nil && (m.hold == nil || !m.hold(l)) {
 		m.auto(c)
-		return <-c.answer
+		return lease.Made{}, <-c.answer
 	}
 	m.calls <- c
 	select {
 	case err := <-c.answer:
-		return err
+		return lease.Made{}, err
 	case <-ctx.Done():
-		return ctx.Err()
+		return lease.Made{}, ctx.Err()
 	}
 }
 
-func (m *scriptedMaker) Name() string { return m.name }
-func (m *scriptedMaker) Local() bool  { return m.local }
+func (m *scriptedMaker) Name() string  { return m.name }
+func (m *scriptedMaker) Trusted() bool { return m.local }
+func (m *scriptedMaker) Remote() bool  { return !m.local }
 func (m *scriptedMaker) Free() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -214,7 +215,7 @@ func (m *scriptedMaker) next(t *testing.T) *call {
 // honest maker makes, when check says so for the lease (the batch is then
 // checked); otherwise nothing, as a verifier that picked no sample.
 type fakeVerifier struct {
-	check func(l *work.Lease) bool
+	check func(l *lease.Lease) bool
 
 	mu          sync.Mutex
 	quarantined map[Maker]error
@@ -223,7 +224,7 @@ type fakeVerifier struct {
 
 func (v *fakeVerifier) Pick(Maker, int, int) []int { return nil }
 
-func (v *fakeVerifier) Verify(_ context.Context, _ Job, l *work.Lease, b *pipeline.Batch) (bool, error) {
+func (v *fakeVerifier) Verify(_ context.Context, _ Job, l *lease.Lease, b *pipeline.Batch, _ [][]byte) (bool, error) {
 	v.mu.Lock()
 	v.verified++
 	v.mu.Unlock()
@@ -231,7 +232,7 @@ func (v *fakeVerifier) Verify(_ context.Context, _ Job, l *work.Lease, b *pipeli
 		return false, nil
 	}
 	var want pipeline.Batch
-	fill(&work.Lease{Indices: l.Indices}, &want)
+	fill(&lease.Lease{Indices: l.Indices}, &want)
 	got := b.Data
 	if l.Place != nil { // a part: its samples at their places
 		got = nil
@@ -342,7 +343,7 @@ func (tr *trainer) exactlyOnce(t *testing.T, j *fakeJob, epochs int) {
 	}
 	for i, d := range tr.batches {
 		e, k := uint64(i/plan.Batches()), i%plan.Batches()
-		l := &work.Lease{Epoch: e, Number: k, Indices: j.Plan(e, 0).Batch(k)}
+		l := &lease.Lease{Epoch: e, Number: k, Indices: j.Plan(e, 0).Batch(k)}
 		var want pipeline.Batch
 		fill(l, &want)
 		if d.epoch != e || d.k != k || !bytes.Equal(d.data, want.Data) {

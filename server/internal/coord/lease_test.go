@@ -11,10 +11,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/stoker-dev/stoker/internal/work"
+	"github.com/stoker-dev/stoker/internal/lease"
 )
 
-// The lease state machine (lease, collect, requeue, dropUnchecked), each
+// The lease state machine (the table, stepped by lease and collect), each
 // way a maker can answer, against makers the test scripts: a batch is
 // delivered once and only once, in order, with an honest maker's bytes,
 // whatever the makers do. Each runs in a synctest bubble: lease deadlines
@@ -86,8 +86,8 @@ func TestLeaseBusyAndDraining(t *testing.T) {
 		name, reason string
 		err          error
 	}{
-		{"busy", "busy", work.ErrBusy},
-		{"draining", "draining", work.ErrDraining},
+		{"busy", "busy", lease.ErrBusy},
+		{"draining", "draining", lease.ErrDraining},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -159,7 +159,7 @@ func TestLeaseMismatchedAndLate(t *testing.T) {
 		liar := newMaker("liar", 8)
 		honest := newMaker("honest", 8)
 		honest.ready.Store(false) // every first lease goes to the liar
-		v := &fakeVerifier{check: func(l *work.Lease) bool { return l.Number == 2 }}
+		v := &fakeVerifier{check: func(l *lease.Lease) bool { return l.Number == 2 }}
 		env := testEnv(v, liar, honest)
 		j := &fakeJob{n: 15, size: 3}
 		c, tr := start(env, j, Stream{Epochs: 1, Credits: 0}) // nothing goes out before the trainer grants
@@ -253,7 +253,7 @@ func TestLeaseDuplicateAnswers(t *testing.T) {
 func TestLeaseRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		picky := newMaker("picky", 8)
-		picky.auto = func(c *call) { c.answer <- fmt.Errorf("%w: unknown dataset", work.ErrRefused) }
+		picky.auto = func(c *call) { c.answer <- fmt.Errorf("%w: unknown dataset", lease.ErrRefused) }
 		willing := newMaker("willing", 8)
 		willing.auto = (*call).made
 		env := testEnvWindow(1, &fakeVerifier{}, picky, willing)
@@ -270,7 +270,7 @@ func TestLeaseRefused(t *testing.T) {
 		env = testEnv(&fakeVerifier{}, picky)
 		_, tr = start(env, j, Stream{Epochs: 1, Credits: 100})
 		err := tr.run(t.Context())()
-		if !errors.Is(err, ErrNoMaker) || !errors.Is(err, work.ErrRefused) || !strings.Contains(err.Error(), "picky: job refused: unknown dataset") {
+		if !errors.Is(err, ErrNoMaker) || !errors.Is(err, lease.ErrRefused) || !strings.Contains(err.Error(), "picky: job refused: unknown dataset") {
 			t.Errorf("every maker refusing: %v, want ErrNoMaker naming the refusal", err)
 		}
 		if len(tr.batches) != 0 {
@@ -309,6 +309,10 @@ func TestLeaseBatchFailsTheJob(t *testing.T) {
 	})
 }
 
+// errNotConnected is what a peer's leases in flight fail with when its
+// stream dies (internal/work's ErrNotConnected).
+var errNotConnected = errors.New("peer not connected")
+
 // A maker that vanishes (a peer whose stream died: it is no longer Ready,
 // its leases in flight fail with ErrNotConnected, and it leaves the set):
 // its batches go to the makers that remain.
@@ -332,7 +336,7 @@ func TestLeaseMakerVanishes(t *testing.T) {
 		stays.ready.Store(true)
 		env.Makers.Poke()
 		for _, c := range inFlight[1:] {
-			c.answer <- fmt.Errorf("%w: peer gone: stream reset", work.ErrNotConnected)
+			c.answer <- fmt.Errorf("%w: peer gone: stream reset", errNotConnected)
 		}
 		if err := wait(); err != nil {
 			t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/stoker-dev/stoker/internal/work"
+	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 )
 
@@ -13,24 +13,33 @@ import (
 // peer server another. Make is called concurrently, by many coordinators.
 type Maker interface {
 	// Make makes the batch l names of job j into b, reusing b's buffers;
-	// a peer given l.Place (a part of a batch, leased by cache affinity)
-	// puts each sample at its place in b.Data, the whole batch's.
-	// It returns when the batch is made, when it failed, or when ctx ends
-	// (the lease's deadline or the job's end), and after it returns it
-	// never touches b again. An error that is the job's fault, not the
-	// maker's (the maker refuses the job), wraps work.ErrRefused; one
-	// that says the maker is full wraps work.ErrBusy, and one that it is
-	// shutting down work.ErrDraining: neither is a failure.
-	Make(ctx context.Context, j Job, l *work.Lease, b *pipeline.Batch) error
+	// given l.Place (a part of a batch, leased by cache affinity) it puts
+	// each sample at its place in b.Data, the whole batch's. It returns
+	// when the batch is made, when it failed, or when ctx ends (the
+	// lease's deadline or the job's end), and after it returns it never
+	// touches b again. A peer answers the pixels of l.Keep's slots as
+	// they arrived (Made.Kept), for the Verifier. An error that is the
+	// job's fault, not the maker's (the maker refuses the job), wraps
+	// lease.ErrRefused; one that says the maker is full wraps
+	// lease.ErrBusy, and one that it is shutting down lease.ErrDraining:
+	// neither is a failure.
+	Make(ctx context.Context, j Job, l *lease.Lease, b *pipeline.Batch) (lease.Made, error)
 	// Name says which maker it is in logs and metrics: "local" or the
 	// peer's address.
 	Name() string
-	// Local reports whether the maker is the coordinator's own server's
-	// executor: its batches are not verified, and it is not one of the
-	// peers a pool must provide (stoker_peers_recommended).
-	Local() bool
+	// Trusted reports whether the maker's batches are taken as made: the
+	// coordinator's own server's executor. A batch of a maker not trusted
+	// (a peer) is verified (Verifier), slots of it kept aside for that
+	// (lease.Lease.Keep).
+	Trusted() bool
+	// Remote reports whether the maker is another server, reached over
+	// the network: its lease time includes the wire (where the job's time
+	// goes: peer and network, stages.go, rather than its samples' stage
+	// times), and it is one of the peers a pool must provide
+	// (stoker_peers_recommended).
+	Remote() bool
 	// Free is how many more leases the maker would take now, from all
-	// jobs together. A Make past it may fail with work.ErrBusy.
+	// jobs together. A Make past it may fail with lease.ErrBusy.
 	Free() int
 	// Ready reports whether the maker can take leases now (a peer that is
 	// not connected cannot).

@@ -5,23 +5,19 @@ import (
 	"time"
 )
 
+// makerBook is what a job knows of its makers: what it measured of each,
+// the refusals (for the job's error when all refuse), and since when it
+// found none it could use (zero while it has one), last warned of that.
+// Owned by the coordinator's goroutine.
+type makerBook struct {
+	stats                  map[Maker]*makerStat
+	refused                map[Maker]error
+	noMakerSince, lastWarn time.Time
+}
+
 // makerStat is what one job measured of one maker.
 type makerStat struct {
 	inflight int
-	// parts: parts of batches leased in parts (affinity.go) in flight on
-	// the maker.
-	parts int
-	// open is its parts in flight whose Make has not returned, answered
-	// when one last returned, or the first of those in flight was issued
-	// (Unix ns): whether it is stuck (affinity.go). Set by the parts'
-	// goroutines.
-	open     atomic.Int32
-	answered atomic.Int64
-	// partRate is the samples per second its parts were made at, EWMA;
-	// weight its routing weight (0: 1), from partRate (affinity.go).
-	partRate float64
-	weight   float64
-	drift    int // control ticks in a row its rate was out of its weight's band
 	// starting counts the job's leases given to the maker whose Make has
 	// not begun: Free does not count them yet (free).
 	starting atomic.Int32
@@ -47,6 +43,9 @@ type makerStat struct {
 	// (zero when none is in flight).
 	busy      []interval
 	busySince time.Time
+	// whole is the lessee of the job's leases of whole batches to the
+	// maker (lease.go).
+	whole *whole
 }
 
 type interval struct{ from, to time.Time }
@@ -177,10 +176,10 @@ func (st *makerStat) onTrial(now time.Time) bool { return st.known(now) == 0 || 
 
 // stat is what the job measured of m, created at first use.
 func (c *Coordinator) stat(m Maker) *makerStat {
-	st := c.stats[m]
+	st := c.makers.stats[m]
 	if st == nil {
 		st = &makerStat{}
-		c.stats[m] = st
+		c.makers.stats[m] = st
 	}
 	return st
 }
@@ -193,14 +192,15 @@ func (c *Coordinator) forgetGone(ms []Maker) {
 	for _, m := range ms {
 		present[m] = true
 	}
-	for m, st := range c.stats {
+	for m, st := range c.makers.stats {
 		if !present[m] && st.inflight == 0 {
-			delete(c.stats, m)
+			delete(c.makers.stats, m)
+			c.routing.forget(m)
 		}
 	}
-	for m := range c.refused {
+	for m := range c.makers.refused {
 		if !present[m] {
-			delete(c.refused, m)
+			delete(c.makers.refused, m)
 		}
 	}
 }

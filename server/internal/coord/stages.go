@@ -55,7 +55,7 @@ type timedWait struct {
 // times its maker measured.
 func (s *stageLog) madeBy(now time.Time, m Maker, took time.Duration, times pipeline.StageTimes) {
 	s.made = append(trimBefore(s.made, now.Add(-s.window), func(b madeBatch) time.Time { return b.at }),
-		madeBatch{at: now, maker: m, local: m.Local(), lease: max(took, 0), times: sane(times)})
+		madeBatch{at: now, maker: m, local: !m.Remote(), lease: max(took, 0), times: sane(times)})
 }
 
 // creditWait records the credit wait of the controller interval ending at
@@ -182,13 +182,13 @@ func (s *stageLog) creditWaitRatio(now time.Time, span float64) float64 {
 // judge fills the job's status with where its time went (the three
 // accounts) and its verdict.
 func (c *Coordinator) judge(now time.Time, snap telemetrySnap, js *stokerv1.JobStatus, ms []Maker, idle float64, gpuOK bool) {
-	mk := c.stages.shares(now)
+	mk := c.ctl.stages.shares(now)
 	js.TrainerStepRatio, js.SendRatio = snap.step, snap.sending
-	js.CreditWaitRatio = c.stages.creditWaitRatio(now, snap.span)
+	js.CreditWaitRatio = c.ctl.stages.creditWaitRatio(now, snap.span)
 	js.Making = mk.shares
 	in := verdictInput{
-		begun: snap.begun, starting: snap.starting, credit: c.credits.Load() > 0, delivered: snap.batches,
-		buffered: len(c.ready), target: c.env.Config.StallTarget, starved: js.Starvation, stall: snap.stall,
+		begun: snap.begun, starting: snap.starting, credit: c.credit.n.Load() > 0, delivered: snap.batches,
+		buffered: len(c.table.ready), target: c.env.Config.StallTarget, starved: js.Starvation, stall: snap.stall,
 		gpuIdle: idle, gpuOK: gpuOK, sending: snap.sending, waited: js.CreditWaitRatio, bytes: snap.bytesPerSec,
 		making: mk.shares, workers: c.env.Config.Workers,
 	}
@@ -200,11 +200,11 @@ func (c *Coordinator) judge(now time.Time, snap telemetrySnap, js *stokerv1.JobS
 		f, ok := mk.makers[m]
 		if i < len(js.Makers) { // publish made js.Makers in ms's order
 			js.Makers[i].LeaseSeconds, js.Makers[i].NetworkShare = f.meanLease(), f.networkShare()
-			if m.Local() {
+			if !m.Remote() {
 				js.Makers[i].NetworkShare = 0
 			}
 		}
-		if ok && !m.Local() && total > 0 {
+		if ok && m.Remote() && total > 0 {
 			in.makers = append(in.makers, makerFigures{name: m.Name(), share: f.lease.Seconds() / total.Seconds(),
 				lease: f.meanLease(), network: f.networkShare()})
 		}
@@ -235,12 +235,12 @@ func (c *Coordinator) publishStages(js *stokerv1.JobStatus) {
 		// No batch made in the window: no share, rather than the last.
 		m.MakingShare.DeletePartialMatch(prometheus.Labels{"stoker_job": c.name})
 	}
-	if js.Bottleneck != c.bottleneck {
-		if c.bottleneck != "" {
-			m.Bottleneck.DeleteLabelValues(c.name, c.bottleneck)
+	if js.Bottleneck != c.ctl.bottleneck {
+		if c.ctl.bottleneck != "" {
+			m.Bottleneck.DeleteLabelValues(c.name, c.ctl.bottleneck)
 		}
-		c.bottleneck = js.Bottleneck
-		m.Bottleneck.WithLabelValues(c.name, c.bottleneck).Set(1)
+		c.ctl.bottleneck = js.Bottleneck
+		m.Bottleneck.WithLabelValues(c.name, c.ctl.bottleneck).Set(1)
 	}
 }
 
