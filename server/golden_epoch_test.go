@@ -1,11 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"hash"
+	"slices"
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline"
@@ -106,5 +108,52 @@ func TestGoldenEpochs(t *testing.T) {
 			t.Errorf("3 peers: no sample made at its home peer (stoker_affinity_samples_total{made=\"home\"} 0): the batches were not leased in parts")
 		}
 		t.Logf("%d peers: %v samples made at home, %v away", n, home, testutil.ToFloat64(e.srv.m.coord.AffinitySamples.WithLabelValues("away")))
+	}
+}
+
+// TestTracedEpochsAnyTopology: a job with ops after the geometry and
+// traces is the same pixels and the same traces, sample for sample,
+// whether the server makes it alone or leases it to 1 peer or in parts to
+// 3 (cache affinity): a trace travels with its sample.
+func TestTracedEpochsAnyTopology(t *testing.T) {
+	const root = "../testdata/photos"
+	job := goldenEpochJob(1)
+	job.Job.Trace = true
+	job.Job.Transform = &pb.TransformSpec{Ops: []*pb.Op{
+		{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32, Interpolation: pb.Interpolation_INTERPOLATION_BICUBIC}}},
+		{Op: &pb.Op_RandomHorizontalFlip{RandomHorizontalFlip: &pb.RandomHorizontalFlip{}}},
+		{Op: &pb.Op_TrivialAugmentWide{TrivialAugmentWide: &pb.TrivialAugmentWide{}}},
+		{Op: &pb.Op_RandomErasing{RandomErasing: &pb.RandomErasing{RandomValue: true}}},
+	}}
+	var want epoch
+	for _, n := range []int{0, 1, 3} {
+		var e *testEnv
+		if n == 0 {
+			e = startServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 2})
+		} else {
+			_, addrs := peers(t, root, n)
+			e = startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: addrs})
+			waitPeers(t, e, n)
+		}
+		ep := e.collect(t, job)
+		for _, b := range ep.batches {
+			if got, samples := len(b.hdr.GetTraces()), len(b.hdr.GetLabels()); got != samples {
+				t.Fatalf("%d peers: batch %d has %d traces for %d samples", n, b.hdr.GetNumber(), got, samples)
+			}
+		}
+		if n == 0 {
+			want = ep
+			continue
+		}
+		if len(ep.batches) != len(want.batches) {
+			t.Fatalf("%d peers: %d batches, want %d", n, len(ep.batches), len(want.batches))
+		}
+		for i, b := range ep.batches {
+			w := want.batches[i]
+			if !slices.Equal(b.hdr.GetTraces(), w.hdr.GetTraces()) || !bytes.Equal(b.data, w.data) {
+				t.Errorf("%d peers: batch %d differs from the lone server's (traces equal: %v)", n, b.hdr.GetNumber(),
+					slices.Equal(b.hdr.GetTraces(), w.hdr.GetTraces()))
+			}
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -168,6 +169,17 @@ func (st *peerStream) header(d *stokerv1.LeaseDone) error {
 	b.Times = stageTimes(d.GetTimes())
 	for _, e := range h.GetErrors() {
 		b.Errors = append(b.Errors, pipeline.SampleError{Index: e.GetIndex(), Name: e.GetName(), Reason: e.GetReason()})
+	}
+	// The samples' traces, when the job asked for them (none: a buffer's
+	// from an earlier batch are not this one's).
+	tr := h.GetTraces()
+	if len(tr) != 0 && len(tr) != n {
+		return fmt.Errorf("lease %d: %d traces for %d samples", d.GetLease(), len(tr), n)
+	}
+	b.Trace = len(tr) > 0
+	b.Traces = slices.Grow(b.Traces[:0], len(tr))[:len(tr)]
+	for i, t := range tr {
+		b.Traces[i] = append(b.Traces[i][:0], t...)
 	}
 	size := int(h.GetDataBytes())
 	if place := pl.l.Place; place != nil {

@@ -375,13 +375,24 @@ func assemble(b *pipeline.Batch, n int, parts []part, of []ofPart) {
 	b.Indices = slices.Grow(b.Indices[:0], n)[:n]
 	b.Errors = b.Errors[:0]
 	b.Times = pipeline.StageTimes{}
-	// No sample traces: a peer's part carries none, and the buffer's
-	// from an earlier batch are not this one's.
+	// The samples' traces, where the parts carry them (the job asked):
+	// each at its sample's place.
+	traced := len(parts) > 0
+	for i := range parts {
+		traced = traced && len(of[i].b.Traces) == len(parts[i].pos)
+	}
+	b.Trace = traced
 	b.Traces = b.Traces[:0]
+	if traced {
+		b.Traces = slices.Grow(b.Traces, n)[:n]
+	}
 	for i, p := range parts {
 		pb := of[i].b
 		for s, pos := range p.pos {
 			b.Labels[pos], b.Indices[pos] = pb.Labels[s], pb.Indices[s]
+			if traced {
+				b.Traces[pos] = append(b.Traces[pos][:0], pb.Traces[s]...)
+			}
 		}
 		t := pb.Times
 		b.Times.Queue += t.Queue
