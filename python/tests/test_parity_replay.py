@@ -117,6 +117,12 @@ def make(server: str, spec: pb.TransformSpec, trace: bool, seed: int) -> List[st
 def tv_step(img: torch.Tensor, name: str, a: Dict[str, Any]) -> torch.Tensor:
     """torchvision's functional op for a traced step."""
     kw = dict(a)
+    if kw.get("interpolation") == "bicubic" and name in ("rotate", "affine"):
+        # torchvision refuses bicubic on tensors; timm's RandAugment draws it:
+        # torchvision's tensor path with that check lifted.
+        from test_parity_geometry_kernels import bicubic_reference
+
+        return bicubic_reference(img, name, a)
     if "interpolation" in kw:
         kw["interpolation"] = InterpolationMode(kw["interpolation"])
     if name == "rgb_to_grayscale":
@@ -201,4 +207,5 @@ def test_replay(server: str, stoker_bin: Path, recipe: str) -> None:
             else:
                 got = tv_step(torch.from_numpy(before.copy()), name, a).numpy()
                 check_step(where, name, a, got, after)
-    assert n_steps > 0, f"{recipe}: no steps drawn"
+    # clip is its geometry alone: the check is that it is the same bytes.
+    assert n_steps > 0 or recipe == "clip", f"{recipe}: no steps drawn"
