@@ -18,10 +18,23 @@ import (
 // multiply-adds); a change means the bytes trainers get changed, which
 // needs raising OutputVersion (identity.go) and pasting the new values
 // here (the failure prints them).
-var goldenPresets = map[string][2]string{}
+var goldenPresets = map[string][2]string{
+	"clip":           {"127ef4487ae3e941e2d45cf76490e39253a474b4a8478e42655012fad1b785e3", "e666dd6c24d1e99d0fdc309aa87b599f9d07b15ab60de07a272c602f568c83fa"},
+	"deit":           {"749bfa57bec99ddaca1b827140e38dbcc3c09ea475a96cc797c32989ef2778a0", "c21ae7aba028c86a44be2c1af0a0bd15f93cb34253d9477d5597ee6c6d6d86f2"},
+	"dino-global":    {"4d6c08aaa546d18cc6ba6f33e861bf8b9c4e45f085574fb90b41a31e7dcc7bdb", "1a7ec67b4b77ee1dcdf156f4c7f674d851034e60288efca1c88bc90d1ba554ad"},
+	"dino-local":     {"a0fca7faa7123249ffcecaae7c183244957ff383bf17ff84096db7c378453564", "1d658b660a40a38e5d06e568ff157713d8567dfbd016ee2791db4f5ad2e80dca"},
+	"imagenet-eval":  {"c5ea7ddfc82ebedb40a80587784f537a0a9a5af2b54f5a819c281b428bc81035", "c5ea7ddfc82ebedb40a80587784f537a0a9a5af2b54f5a819c281b428bc81035"},
+	"imagenet-train": {"e2a656de964d744a921ec02a85e8bcf66f37b831d2242c45b5e33862013a620f", "7415a3916b68063593004ad5d0160c44bc4a2587e329e4157b75318fd6333f91"},
+	"simclr":         {"a340a8fb9ac8fbbe56b88d028d872ff3d79e2be92043f0c5740351901b683ace", "16534a03a000d3e5f134fe28f6f9a2c5f794f265c270dc0b1a165343a23403ce"},
+	"tv-resnet50-v2": {"42f9d7673b6939b341176c37477d1f12a3e3757725c3bbbdca81ed67668c240c", "ffb377fc4740926a2f0a94e8514495c3fe530d94feebfdae8ed8c5b97f080b9e"},
+}
 
 // TestGoldenPresets checks every preset's batches against goldenPresets,
-// with the kernels' and the resampler's SIMD on and off.
+// with the resampler's SIMD on and off (the kernels' C and Go twins, which
+// the CPU chooses between, are compared byte for byte by their own tests:
+// TestColourKernelsCgoSameBytes and the geometric kernels'). imagenet-train's
+// first hash is TestGoldenBatchFast's: the ops after the geometry changed
+// nothing of it.
 func TestGoldenPresets(t *testing.T) {
 	files := memDataset{goldenJPEGs()}
 	for _, name := range PresetNames() {
