@@ -7,16 +7,12 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/stoker-dev/stoker/pipeline/batch"
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
-// SampleError reports a sample that could not be made.
-type SampleError struct {
-	Index  int64  // dataset index of the sample
-	Name   string // its file, relative to the dataset root
-	Reason string
-	Err    error // wraps ErrCorrupt, ErrTooLarge or ErrUnsupported (or an I/O error)
-}
+// SampleError reports a sample that could not be made (batch.SampleError).
+type SampleError = batch.SampleError
 
 // FailPolicy says what takes a failed sample's place in its batch.
 type FailPolicy int
@@ -30,29 +26,14 @@ const (
 	Drop
 )
 
-// Batch is samples packed back to back: Data holds N samples of
-// Transform.SampleBytes() each, in the transform's layout.
-type Batch struct {
-	N       int
-	Data    []byte
-	Labels  []int64
-	Indices []int64
-	Errors  []SampleError
-	// Times is where making the batch took its time, by stage, on an
-	// Executor that times its stages; a peer's batch carries what its
-	// worker reported. Zero when not timed.
-	Times StageTimes
-	// Trace asks Fill for each sample's trace (what its ops drew, as JSON:
-	// Decoder.AppendTrace) in Traces, in batch order; a failed sample's is
-	// empty, and a sample padded in its place carries the trace of the
-	// sample it copies. Traces' buffers are reused.
-	Trace  bool
-	Traces [][]byte
-}
+// Batch is samples packed back to back (batch.Batch): Data holds N
+// samples of Transform.SampleBytes() each, in the transform's layout.
+type Batch = batch.Batch
 
-// reset sizes b for n samples of size bytes each, reusing its buffers;
-// placed (FillAt), its Data is the whole batch's and stays as it is.
-func (b *Batch) reset(n, size int, placed bool) {
+// resetBatch sizes b for n samples of size bytes each, reusing its
+// buffers; placed (FillAt), its Data is the whole batch's and stays as it
+// is.
+func resetBatch(b *Batch, n, size int, placed bool) {
 	b.N = n
 	if !placed {
 		if cap(b.Data) < n*size {

@@ -349,7 +349,7 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 	}
 	size := t.SampleBytes()
 	n := len(indices)
-	b.reset(n, size, place != nil)
+	resetBatch(b, n, size, place != nil)
 	for i, idx := range indices {
 		b.Indices[i], b.Labels[i] = idx, ds.Label(int(idx))
 	}
@@ -557,7 +557,7 @@ func (e *Executor) rebase(c int) {
 // and a closed queue's Close when it was its last running. e.mu is held.
 func (e *Executor) finished(r *fillReq, st *StageTimes) {
 	q := r.q
-	r.times.add(st.Queue, st.Read, st.Decode, st.Transform)
+	r.times.Add(*st)
 	r.running--
 	q.running--
 	q.made.Add(1)

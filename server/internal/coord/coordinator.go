@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/lease"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -57,7 +57,7 @@ type Output struct {
 	End   *stokerv1.EpochEnd // an epoch ends
 	Epoch uint64
 	K     int
-	Batch *pipeline.Batch // batch K of Epoch
+	Batch *batch.Batch // batch K of Epoch
 	// Slot is the ring slot Batch's pixels were made in, when InSlot.
 	Slot   uint32
 	InSlot bool
@@ -98,7 +98,7 @@ type Coordinator struct {
 
 	credit   credit
 	out      chan Output
-	recycled chan *pipeline.Batch // buffers back from out's reader
+	recycled chan *batch.Batch // buffers back from out's reader
 	// wake (size 1) is poked when a maker the job waits for room on frees
 	// some (Makers.Freed).
 	wake    chan struct{}
@@ -130,7 +130,7 @@ func New(env *Env, j Job, st Stream, name string, log *slog.Logger) *Coordinator
 		env: env, j: j, st: st, log: log, name: name,
 		credit:   credit{granted: make(chan struct{}, 1)},
 		out:      make(chan Output, maxBuffers+outputSlack),
-		recycled: make(chan *pipeline.Batch, maxBuffers+outputSlack),
+		recycled: make(chan *batch.Batch, maxBuffers+outputSlack),
 		wake:     make(chan struct{}, 1),
 		hedging:  newHedging(),
 		routing:  newRouter(),
@@ -191,7 +191,7 @@ func (c *Coordinator) Grant(n uint32) {
 
 // Recycle gives back a batch buffer that Out's reader is done with. Safe
 // from any goroutine; never blocks (recycled has room for every buffer).
-func (c *Coordinator) Recycle(b *pipeline.Batch) {
+func (c *Coordinator) Recycle(b *batch.Batch) {
 	select {
 	case c.recycled <- b:
 	default:

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/lease"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -112,7 +112,7 @@ type Verifier interface {
 	// Verify checks a peer's batch b for lease l of job j, kept the
 	// pixels of l.Keep's slots as the peer answered them (Made.Kept);
 	// checked reports whether every sample was compared byte for byte.
-	Verify(ctx context.Context, j Job, l *lease.Lease, b *pipeline.Batch, kept [][]byte) (checked bool, err error)
+	Verify(ctx context.Context, j Job, l *lease.Lease, b *batch.Batch, kept [][]byte) (checked bool, err error)
 	// Quarantine takes m out of every job's makers, for reason.
 	Quarantine(m Maker, reason error)
 	// Why is m's quarantine's reason; nil when it is not quarantined.

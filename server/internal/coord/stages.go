@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -34,7 +34,7 @@ type madeBatch struct {
 	maker Maker
 	local bool
 	lease time.Duration
-	times pipeline.StageTimes
+	times batch.StageTimes
 }
 
 // stageLog is a job's record of its made batches and its credit waits over
@@ -53,7 +53,7 @@ type timedWait struct {
 
 // madeBy records batch made by m at now, leased for took, with the stage
 // times its maker measured.
-func (s *stageLog) madeBy(now time.Time, m Maker, took time.Duration, times pipeline.StageTimes) {
+func (s *stageLog) madeBy(now time.Time, m Maker, took time.Duration, times batch.StageTimes) {
 	s.made = append(trimBefore(s.made, now.Add(-s.window), func(b madeBatch) time.Time { return b.at }),
 		madeBatch{at: now, maker: m, local: !m.Remote(), lease: max(took, 0), times: sane(times)})
 }
@@ -75,7 +75,7 @@ func trimBefore[T any](xs []T, from time.Time, at func(T) time.Time) []T {
 
 // sane drops a stage time that cannot be one (a peer's report is not
 // trusted): negative, or more than a day.
-func sane(t pipeline.StageTimes) pipeline.StageTimes {
+func sane(t batch.StageTimes) batch.StageTimes {
 	for _, d := range []*time.Duration{&t.Queue, &t.Read, &t.Decode, &t.Transform, &t.Wall} {
 		if *d < 0 || *d > 24*time.Hour {
 			*d = 0
