@@ -8,7 +8,6 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline/batch"
-	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // noMakerLeaseTimeouts is how many lease timeouts a job waits for a maker
@@ -48,13 +47,13 @@ type Stream struct {
 }
 
 // Output is the coordinator's next item for its trainer, in order: an
-// epoch's JobInfo, its batches (in batch-number order, or as ready), its
-// EpochEnd; then the next epoch. A batch goes out where Place puts it (a
+// epoch's start (the server sends its JobInfo), its batches (in
+// batch-number order, or as ready), its end; then the next epoch. A batch goes out where Place puts it (a
 // ring slot, or chunks), and its buffer goes back with Recycle once it has
 // been sent.
 type Output struct {
-	Info  *stokerv1.JobInfo  // an epoch starts
-	End   *stokerv1.EpochEnd // an epoch ends
+	Start *EpochStart // an epoch starts
+	End   *EpochEnd   // an epoch ends
 	Epoch uint64
 	K     int
 	Batch *batch.Batch // batch K of Epoch
@@ -156,7 +155,7 @@ func (c *Coordinator) Out() <-chan Output { return c.out }
 
 // Status is the job's status as its controller last published it (every
 // controlEvery); nil before the first.
-func (c *Coordinator) Status() *stokerv1.JobStatus { return c.ctl.status.Load() }
+func (c *Coordinator) Status() *Status { return c.ctl.status.Load() }
 
 // Report records a trainer's credit report: its wait for the batch, its
 // step's time, the batches it covers. Safe from any goroutine.
@@ -217,7 +216,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.results = make(chan result, maxBuffers)
 
 	c.table = newTable(c.j, c.st)
-	if err := c.emit(ctx, Output{Info: c.j.Info(c.table.cur.epoch, c.table.cur.plan)}); err != nil {
+	if err := c.emit(ctx, Output{Start: &EpochStart{Epoch: c.table.cur.epoch, Plan: c.table.cur.plan}}); err != nil {
 		return err
 	}
 	control := time.NewTicker(controlEvery)

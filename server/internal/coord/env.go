@@ -7,7 +7,6 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline/batch"
-	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // The coordinator's errors. It knows nothing of gRPC: its server maps
@@ -88,8 +87,6 @@ type Job interface {
 	// Plan is the plan of epoch, after consumed positions (elastic
 	// resume; 0 normally).
 	Plan(epoch, consumed uint64) Plan
-	// Info is the JobInfo that opens epoch with plan p.
-	Info(epoch uint64, p Plan) *stokerv1.JobInfo
 }
 
 // Plan is one rank's share of one epoch, cut into batches.

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/stoker-dev/stoker/pipeline/batch"
-	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // The lease table: every batch of the epochs a stream runs, from the
@@ -101,11 +100,11 @@ func newTable(j planner, st Stream) *table {
 type epochState struct {
 	epoch uint64
 	plan  Plan
-	want  int                // batches to deliver
-	sent  int                // delivered
-	done  map[int]bool       // delivered or skipped, past next
-	next  int                // the lowest batch number not yet delivered or skipped
-	end   *stokerv1.EpochEnd // counts what went out; sent when the epoch ends
+	want  int          // batches to deliver
+	sent  int          // delivered
+	done  map[int]bool // delivered or skipped, past next
+	next  int          // the lowest batch number not yet delivered or skipped
+	end   *EpochEnd    // counts what went out; sent when the epoch ends
 }
 
 func (e *epochState) markDone(k int) {
@@ -121,7 +120,7 @@ func (e *epochState) isDone(k int) bool { return k < e.next || e.done[k] }
 // newEpoch sets up epoch e's delivery; the first epoch takes the stream's
 // resume point.
 func (t *table) newEpoch(e uint64) *epochState {
-	es := &epochState{epoch: e, done: make(map[int]bool), end: &stokerv1.EpochEnd{Epoch: e}}
+	es := &epochState{epoch: e, done: make(map[int]bool), end: &EpochEnd{Epoch: e}}
 	if e == t.st.Epoch {
 		es.plan = t.j.Plan(e, t.st.Consumed)
 		es.next = min(t.st.Start, es.plan.Batches())
