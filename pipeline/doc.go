@@ -151,8 +151,9 @@
 //	  indexing (size, ETag, generation,                 and saying to run stoker index again
 //	  or mtime differs)
 //	sample over the size cap              -           ErrTooLarge, not read
-//	store down after its retries, or      -           source.ErrUnavailable or source.ErrDenied:
-//	  credentials refused                               source.IsStoreFault, the store's fault, not
+//	store down after its retries,         -           source.ErrUnavailable, source.ErrDenied or
+//	  credentials refused, or an answer                 source.ErrProtocol: source.IsStoreFault,
+//	  outside the store's protocol                      the store's fault, not
 //	                                                    the sample's: Fill fails the whole batch,
 //	                                                    never pads or drops it
 package pipeline

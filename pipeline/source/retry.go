@@ -175,6 +175,8 @@ func (r *retrier) do(ctx context.Context, op, what string, try func(ctx context.
 			return fmt.Errorf("%s: %w", what, described{err})
 		case kindNoHost:
 			return fmt.Errorf("%w: %s: %s: %w", ErrUnavailable, r.store, what, err)
+		case kindProtocol:
+			return fmt.Errorf("%s: %s: %w", r.store, clip(what, 256), err)
 		}
 		last = errors.New(describe(err))
 		if timedOut {
