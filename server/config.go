@@ -235,13 +235,20 @@ type Config struct {
 	coefCache int64
 	// CacheDir keeps the byte cache of datasets in object storage on disk
 	// too: each range read from a store is written once (atomically, with
-	// a checksum checked at every read) and kept across restarts (keyed by
-	// the object's version). Empty: memory only. The memory tier and the
+	// a MAC under CacheKeyFile's key proven at every read) and kept across
+	// restarts (keyed by the object's version). Empty: memory only. The memory tier and the
 	// read-ahead take 1/8 and 1/16 of MemoryBudget on a server with a
 	// remote dataset.
 	CacheDir string
 	// CacheBudget bounds CacheDir's bytes; needed with CacheDir.
 	CacheBudget int64
+	// CacheKeyFile holds the key CacheDir's entries are proven with
+	// (source.LoadCacheKey: made on first use, 0600, never inside
+	// CacheDir). Empty: source.DefaultCacheKeyFile (the user's
+	// configuration directory), or, where that cannot be written, a key of
+	// this process alone (logged: an earlier run's entries are then read
+	// from the store again).
+	CacheKeyFile string
 	// StoreTimeout is the deadline of each try of a request to an object
 	// store, to its last byte, and StoreAttempts the most tries of one
 	// request (source.Policy's RequestTimeout and Attempts); 0: the
@@ -381,6 +388,9 @@ func (c Config) Validate() error {
 	}
 	if c.CacheBudget < 0 || c.CacheDir != "" && c.CacheBudget == 0 || c.CacheDir == "" && c.CacheBudget > 0 {
 		errs = append(errs, fmt.Errorf("cache dir %q, cache budget %d: give --cache-dir with --cache-budget, the bytes of disk it may fill, > 0", c.CacheDir, c.CacheBudget))
+	}
+	if c.CacheKeyFile != "" && c.CacheDir == "" {
+		errs = append(errs, errors.New("--cache-key-file is the key of --cache-dir's entries: give it with --cache-dir"))
 	}
 	if c.StoreTimeout < 0 || c.StoreAttempts < 0 {
 		errs = append(errs, fmt.Errorf("--store-timeout %v, --store-attempts %d: want > 0", c.StoreTimeout, c.StoreAttempts))
