@@ -150,10 +150,49 @@ func (m *Manifest) check() error {
 		}
 		prev = ob
 	}
+	if m.Layout == LayoutImageFolder {
+		if err := m.checkFolders(); err != nil {
+			return err
+		}
+	}
 	if m.Layout == LayoutWebDataset {
 		m.Classes = make([]string, 0, s.maxLabel+1)
 		for i := int64(0); i <= s.maxLabel; i++ {
 			m.Classes = append(m.Classes, strconv.FormatInt(i, 10))
+		}
+	}
+	return nil
+}
+
+// checkFolders holds an ImageFolder's labels to its keys, as
+// torchvision's ImageFolder makes them: the classes are the top folders,
+// sorted, each with an image, and a sample's label is its key's folder's
+// index among them. A manifest is outside input (its checksum is not
+// keyed): labels that say otherwise are refused, not trained on.
+func (m *Manifest) checkFolders() error {
+	for i, c := range m.Classes {
+		switch {
+		case c == "" || strings.ContainsRune(c, '/') || strings.HasPrefix(c, "."):
+			return fmt.Errorf("%w: class %d, %q, is not a folder name", ErrManifest, i, clipName(c, 64))
+		case i > 0 && m.Classes[i-1] >= c:
+			return fmt.Errorf("%w: classes %q and %q out of order: an ImageFolder's classes are its folders, sorted", ErrManifest,
+				clipName(m.Classes[i-1], 64), clipName(c, 64))
+		}
+	}
+	seen := make([]bool, len(m.Classes))
+	t := &m.samples
+	for i := range t.obj {
+		key, label := m.key(int(t.obj[i])), t.label[i]
+		folder, _, ok := strings.Cut(key, "/")
+		if !ok || folder != m.Classes[label] {
+			return fmt.Errorf("%w: sample %d, %s, has label %d (class %q), not its folder's class: an ImageFolder's label is the class folder its image is in",
+				ErrManifest, i, clipName(key, 256), label, clipName(m.Classes[label], 64))
+		}
+		seen[label] = true
+	}
+	for i, ok := range seen {
+		if !ok {
+			return fmt.Errorf("%w: class %q has no image: an ImageFolder's classes are the folders its images are in", ErrManifest, clipName(m.Classes[i], 64))
 		}
 	}
 	return nil

@@ -126,10 +126,17 @@ func (d *StoreDataset) Close() error {
 	return d.st.Close()
 }
 
-// rangeOf is sample i's bytes.
+// rangeOf is what is read of sample i: its bytes, and in a shard the
+// tar header before them too (tarBlock bytes), which Read holds to the
+// manifest's member name and size.
 func (d *StoreDataset) rangeOf(i int) source.Range {
 	t := &d.m.samples
-	return source.Range{Obj: d.m.Object(int(t.obj[i])), Off: t.off[i], Len: t.size[i]}
+	r := source.Range{Obj: d.m.Object(int(t.obj[i])), Off: t.off[i], Len: t.size[i]}
+	if d.m.Layout == LayoutWebDataset && r.Off >= tarBlock {
+		r.Off -= tarBlock
+		r.Len += tarBlock
+	}
+	return r
 }
 
 // Read implements Dataset. A sample over the size cap is refused before it
@@ -140,10 +147,11 @@ func (d *StoreDataset) Read(i int, buf []byte) ([]byte, error) {
 	if i < 0 || i >= d.m.Len() {
 		return nil, fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, i, d.m.Len())
 	}
-	r := d.rangeOf(i)
-	if r.Len > d.maxSize {
-		return nil, fmt.Errorf("%w: %s is %d bytes, over the %d-byte file cap", ErrTooLarge, d.Name(i), r.Len, d.maxSize)
+	size := d.m.samples.size[i]
+	if size > d.maxSize {
+		return nil, fmt.Errorf("%w: %s is %d bytes, over the %d-byte file cap", ErrTooLarge, d.Name(i), size, d.maxSize)
 	}
+	r := d.rangeOf(i)
 	data, err := d.rd.Read(d.ctx, r, buf)
 	if err != nil {
 		if errors.Is(err, source.ErrChanged) {
@@ -154,7 +162,21 @@ func (d *StoreDataset) Read(i int, buf []byte) ([]byte, error) {
 	if int64(len(data)) != r.Len {
 		return nil, fmt.Errorf("%w: %s: read %d bytes of %d", ErrCorrupt, d.Name(i), len(data), r.Len)
 	}
-	return data, nil
+	if d.m.Layout != LayoutWebDataset {
+		return data, nil
+	}
+	member := cut(&d.m.samples.mems, d.m.samples.memEnd, i)
+	if r.Len == size {
+		return nil, fmt.Errorf("%w: %w: %s starts at byte %d of its shard, where no member's data can", ErrCorrupt, ErrManifest, d.Name(i), r.Off)
+	}
+	if err := checkTarHeader(data[:tarBlock], member, size); err != nil {
+		return nil, fmt.Errorf("%w: %w: %s: the manifest gives it bytes [%d, +%d) of the shard, but %v: %s",
+			ErrCorrupt, ErrManifest, clipName(d.Name(i), 1024), r.Off+tarBlock, size, err, d.stale)
+	}
+	// The sample's bytes where its caller wants them: at the buffer's
+	// start (a copy of the sample, under a decode's cost).
+	n := copy(data, data[tarBlock:])
+	return data[:n], nil
 }
 
 // Prefetch implements Prefetcher: the samples at indices will be read
@@ -169,8 +191,8 @@ func (d *StoreDataset) Prefetch(indices []int64) {
 		if i < 0 || i >= int64(d.m.Len()) {
 			continue
 		}
-		if r := d.rangeOf(int(i)); r.Len <= d.maxSize {
-			rs = append(rs, r)
+		if d.m.samples.size[i] <= d.maxSize {
+			rs = append(rs, d.rangeOf(int(i)))
 		}
 	}
 	if len(rs) > 0 {
@@ -204,8 +226,8 @@ func (d *ShardedStoreDataset) PrefetchShards(indices []int64) {
 			end = d.starts[s+1]
 		}
 		for j := d.starts[s]; j < end; j++ {
-			if r := d.rangeOf(j); r.Len <= d.maxSize {
-				rs = append(rs, r)
+			if d.m.samples.size[j] <= d.maxSize {
+				rs = append(rs, d.rangeOf(j))
 			}
 		}
 	}
