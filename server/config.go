@@ -509,6 +509,31 @@ func DefaultCoefBudget(workers int) int64 {
 	return coefCacheBytes(0, defaultMemoryBudget(), workers)
 }
 
+// MinMemoryBudget is the smallest memory budget `stoker serve` takes (384
+// MiB). The budget divides what the server holds for its work (batch
+// buffers, caches, read-ahead); the process holds about 80 MiB besides
+// (its code, the runtime, gRPC and decoder state) and about a quarter of
+// the budget is in use at once, so that below about 300 MiB its RSS is
+// over the budget (238 MiB at 190, 264 at 256: two trainers of 224-pixel
+// crops of a bucket's 832-pixel photos), and at 384 under it (353-361).
+const MinMemoryBudget = 384 << 20
+
+// CheckMemoryFloor refuses a memory budget (0: the machine's default)
+// under MinMemoryBudget, naming both, for a server process whose RSS must
+// stay within its budget.
+func CheckMemoryFloor(budget int64) error {
+	what := "--memory-budget"
+	if budget == 0 {
+		budget, what = DefaultMemoryBudget(), "the default --memory-budget (half of this machine's or cgroup's memory)"
+	}
+	if budget < MinMemoryBudget {
+		return fmt.Errorf("%s %d (%d MiB) is under the floor of %d (%d MiB): the process holds about 80 MiB of its own beside what the budget "+
+			"divides, so under the floor its memory would pass the budget; give --memory-budget %d or more", what, budget, budget>>20,
+			MinMemoryBudget, MinMemoryBudget>>20, MinMemoryBudget)
+	}
+	return nil
+}
+
 // DefaultMemoryBudget is the --memory-budget a server on this machine has
 // when not given one (bench scale, to know whether the --coef-budget it
 // gives its workers fits in that).

@@ -87,7 +87,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.IntVar(&cfg.MaxWorkStreamsPerClient, "max-work-streams-per-client", server.DefaultMaxWorkStreamsPerClient, "open Work streams allowed per client host")
 	fs.Int64Var(&cfg.MaxWorkMemoryPerClient, "max-work-memory-per-client", 0, "bytes the Work streams of one client host may make this server keep (their jobs, leases and buffers), refused past it with RESOURCE_EXHAUSTED; 0: a quarter of what --memory-budget gives batches")
 	fs.DurationVar(&cfg.WorkIdleTimeout, "work-idle-timeout", server.DefaultWorkIdleTimeout, "end a Work stream that sends nothing this long while no lease of it is pending (coordinators ping within a third of it)")
-	fs.Int64Var(&cfg.MemoryBudget, "memory-budget", 0, "memory the server may use (Go's soft limit); with a dataset in object storage, 1/8 of it is the byte cache's memory and 1/16 the read-ahead's; batch buffers get 3/4 of what those and the coefficient cache (--coef-budget: a quarter by default) leave; 0: half of the machine's (or cgroup's) memory")
+	fs.Int64Var(&cfg.MemoryBudget, "memory-budget", 0, "memory the server may use (Go's soft limit); with a dataset in object storage, 1/8 of it is the byte cache's memory and 1/16 the read-ahead's; batch buffers get 3/4 of what those and the coefficient cache (--coef-budget: a quarter by default) leave; 0: half of the machine's (or cgroup's) memory; at least 384 MiB (402653184): under it the process's own memory would pass the budget")
 	fs.DurationVar(&cfg.FirstMessageTimeout, "first-message-timeout", 10*time.Second, "how long a new stream may take to send its first message")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "end a Feed stream whose trainer neither reads nor grants credit this long while a batch waits")
 	fs.BoolVar(&cfg.Shm, "shm", true, "offer trainers on this machine their batches through a shared-memory ring (Linux; trainers elsewhere get gRPC chunks)")
@@ -188,7 +188,7 @@ func runServe(args []string) error {
 		serveUsage(fs.Output(), fs, true)
 		return flag.ErrHelp
 	}
-	if err := errors.Join(cfg.Validate(), o.bench.validate()); err != nil {
+	if err := errors.Join(cfg.Validate(), server.CheckMemoryFloor(cfg.MemoryBudget), o.bench.validate()); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	cpu.SpareP(cfg.Workers)
