@@ -92,7 +92,7 @@ func (s *blobStore) List(ctx context.Context, prefix string, fn func(Object) err
 	for {
 		var page []*blob.ListObject
 		var next []byte
-		err := s.r.do(ctx, "list", "listing "+prefix, func(ctx context.Context) (int64, error) {
+		err := s.r.do(ctx, "list", strings.TrimSpace("listing "+prefix), func(ctx context.Context) (int64, error) {
 			return 0, noPanic("a listing", func() error {
 				var err error
 				page, next, err = s.bucket.ListPage(ctx, token, 1000, &blob.ListOptions{Prefix: prefix})
@@ -195,8 +195,8 @@ func (s *blobStore) openRange(ctx context.Context, obj Object, off, n int64) (*b
 func (s *blobStore) check(obj Object, rd *blob.Reader, off, n int64) error {
 	ver := s.prov.readerVersion(rd)
 	if ver == "" && obj.Version != "" {
-		return protocolf("%s: the store's answer to a GET carries no version (ETag or generation), though it listed one: "+
-			"it cannot be told from another version's bytes", clip(obj.Key, 256))
+		return protocolf("the store's answer to a GET carries no version (ETag or generation), though it listed one: " +
+			"it cannot be told from another version's bytes")
 	}
 	if err := checkSame(obj, Object{Key: obj.Key, Size: rd.Size(), ModTime: rd.ModTime(), Version: ver}); err != nil {
 		return err
@@ -209,11 +209,11 @@ func (s *blobStore) check(obj Object, rd *blob.Reader, off, n int64) error {
 	case sp.whole && off == 0 && sp.length == obj.Size:
 		return nil // the whole object, whose first n bytes are the range
 	case sp.whole:
-		return protocolf("%s: the store answered a GET of bytes [%d, %d) with the whole object (HTTP 200, no Content-Range, %d bytes): "+
-			"it ignores Range, and a sample cannot be read from it", clip(obj.Key, 256), off, off+n, sp.length)
+		return protocolf("the store answered a GET of bytes [%d, %d) with the whole object (HTTP 200, no Content-Range, %d bytes): "+
+			"it ignores Range, and a sample cannot be read from it", off, off+n, sp.length)
 	case sp.start != off || sp.length != n || sp.total != obj.Size:
-		return protocolf("%s: the store answered a GET of bytes [%d, %d) of %d with Content-Range %s, %d bytes",
-			clip(obj.Key, 256), off, off+n, obj.Size, clip(sp.raw, 64), sp.length)
+		return protocolf("the store answered a GET of bytes [%d, %d) of %d with Content-Range %q, %d bytes",
+			off, off+n, obj.Size, clip(sp.raw, 64), sp.length)
 	}
 	return nil
 }

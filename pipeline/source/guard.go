@@ -41,12 +41,12 @@ func guardClient(c *http.Client) *http.Client {
 	g.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		first := via[0].URL
 		if req.URL.Host != first.Host || req.URL.Scheme != first.Scheme {
-			return fmt.Errorf("%w: redirected to another host (%s), which is never followed: a store answers for its own objects "+
+			return protocolf("redirected to another host (%s), which is never followed: a store answers for its own objects "+
 				"(S3 redirects a request sent to another region than the bucket's: set AWS_REGION to the bucket's)",
-				ErrProtocol, clip(req.URL.Scheme+"://"+req.URL.Host, 128))
+				clip(req.URL.Scheme+"://"+req.URL.Host, 128))
 		}
 		if len(via) >= maxRedirects {
-			return fmt.Errorf("%w: redirected %d times", ErrProtocol, len(via))
+			return protocolf("redirected %d times", len(via))
 		}
 		if inner != nil {
 			return inner(req, via)
@@ -82,8 +82,8 @@ func (t guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if body == nil {
-		return nil, fmt.Errorf("%w: %s of over %d bytes (a page of 1,000 keys of at most 1 KiB is far less): "+
-			"refused before it was parsed", ErrProtocol, what, limit)
+		return nil, protocolf("%s of over %d bytes (a page of 1,000 keys of at most 1 KiB is far less): "+
+			"refused before it was parsed", what, limit)
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	resp.ContentLength = int64(len(body))
@@ -145,8 +145,16 @@ func keyTooLong(scheme, key string) bool {
 
 // protocolf is an ErrProtocol error.
 func protocolf(format string, a ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrProtocol}, a...)...)
+	return &protocolError{fmt.Sprintf(format, a...)}
 }
+
+// protocolError is what protocolf makes: an error of its own type, so
+// that the retrier can say it without the layers a provider's client
+// wraps around it (its operation, the request's URL).
+type protocolError struct{ msg string }
+
+func (e *protocolError) Error() string        { return ErrProtocol.Error() + ": " + e.msg }
+func (e *protocolError) Is(target error) bool { return target == ErrProtocol }
 
 // noPanic runs f, one call into a provider's client library, and turns a
 // panic there into an error: the library's parsers trust the store's

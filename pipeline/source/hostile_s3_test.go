@@ -61,6 +61,7 @@ func storeFault(t *testing.T, what string, err error, says ...string) {
 	if len(err.Error()) > 2048 {
 		t.Errorf("%s: a message of %d bytes", what, len(err.Error()))
 	}
+	t.Logf("%s: %v", what, err)
 }
 
 // allocated runs f and returns the bytes it allocated (every goroutine's:
