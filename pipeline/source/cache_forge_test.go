@@ -142,12 +142,13 @@ func forgeEntry(t *testing.T, b []byte) {
 	if string(b[:8]) != diskMagic {
 		t.Fatalf("an entry of magic %q", b[:8])
 	}
-	klen := int(binary.LittleEndian.Uint32(b[len(diskMagic)+macIDSize:]))
+	klen := int(binary.LittleEndian.Uint32(b[diskHeader-4:]))
 	dataAt := diskHeader + klen + 8
 	for i := dataAt; i < len(b)-macSize; i++ {
 		b[i] ^= 0x5a
 	}
-	copy(b[len(b)-macSize:], newMACKey([]byte("the forger's own key")).sum(b[:dataAt], b[dataAt:len(b)-macSize]))
+	nonceAt := len(diskMagic) + macIDSize
+	copy(b[len(b)-macSize:], newMACKey([]byte("the forger's own key")).sum(b[nonceAt:nonceAt+nonceSize], b[:len(b)-macSize]))
 }
 
 // testKey is the key of the tests' caches that outlive a restart.

@@ -27,7 +27,7 @@ import (
 //
 // The directory is not trusted: whoever can write it could change an
 // entry and recompute any checksum. So an entry carries its key and a MAC
-// (HMAC-SHA256) of key and bytes under a key that does not live in the
+// (AES-256-GMAC, cachekey.go) of key and bytes under a key that does not live in the
 // directory (WithDiskKey: a file elsewhere, or this process's own), and
 // is believed only when the MAC proves it; an entry that does not (its
 // bytes changed, cut short, another key's) is a miss, removed, and its
@@ -57,12 +57,12 @@ type diskTier struct {
 // diskName is a file's name: the SHA-256 of its key.
 type diskName [sha256.Size]byte
 
-// Entry layout: magic, the MAC key's ID (8 bytes), key length (uint32),
-// key, data length (uint64), data, HMAC-SHA256 of all that before it;
-// integers little-endian.
+// Entry layout: magic, the MAC key's ID (8 bytes), the MAC's nonce (12),
+// key length (uint32), key, data length (uint64), data, the MAC (16) of
+// all that before it; integers little-endian.
 const (
 	diskMagic  = "stokerB2"
-	diskHeader = len(diskMagic) + macIDSize + 4
+	diskHeader = len(diskMagic) + macIDSize + nonceSize + 4
 	diskTmp    = ".tmp"
 )
 
@@ -189,7 +189,8 @@ func (d *diskTier) get(k cacheKey, buf []byte) ([]byte, bool) {
 var errForged = errors.New("MAC mismatch")
 
 // readEntry reads the entry at rel, which must hold key enc and n bytes,
-// and proves it by its MAC.
+// and proves it by its MAC. The entry's head and data are read into buf
+// together (what the MAC covers), then the data moved to buf's start.
 func (d *diskTier) readEntry(rel string, enc []byte, n int64, buf []byte) ([]byte, error) {
 	f, err := d.root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -203,36 +204,31 @@ func (d *diskTier) readEntry(rel string, enc []byte, n int64, buf []byte) ([]byt
 	if !st.Mode().IsRegular() {
 		return nil, errors.New("not a regular file")
 	}
-	if want := int64(diskHeader+len(enc)+8) + n + macSize; st.Size() != want {
+	hlen := int64(diskHeader + len(enc) + 8)
+	if want := hlen + n + macSize; st.Size() != want {
 		return nil, fmt.Errorf("%d bytes, want %d", st.Size(), want)
 	}
-	head := make([]byte, diskHeader+len(enc)+8)
-	if _, err := io.ReadFull(f, head); err != nil {
-		return nil, err
-	}
-	id := d.mac.id()
-	switch {
-	case string(head[:len(diskMagic)]) != diskMagic:
-		return nil, errors.New("not an entry of this format")
-	case !bytes.Equal(head[len(diskMagic):len(diskMagic)+macIDSize], id[:]):
-		return nil, errors.New("written under another key") // an earlier run's, without --cache-key-file
-	case binary.LittleEndian.Uint32(head[len(diskMagic)+macIDSize:]) != uint32(len(enc)) ||
-		!bytes.Equal(head[diskHeader:diskHeader+len(enc)], enc) ||
-		binary.LittleEndian.Uint64(head[diskHeader+len(enc):]) != uint64(n):
-		return nil, fmt.Errorf("%w: not this key's entry", errForged)
-	}
-	buf = grow(buf, n)
-	var sum [macSize]byte
+	buf = grow(buf, hlen+n+macSize)
 	if _, err := io.ReadFull(f, buf); err != nil {
 		return nil, err
 	}
-	if _, err := io.ReadFull(f, sum[:]); err != nil {
-		return nil, err
-	}
-	if !d.mac.verify(sum[:], head, buf) {
+	head, tag := buf[:hlen], buf[hlen+n:]
+	id := d.mac.id()
+	const idAt, nonceAt, klenAt = len(diskMagic), len(diskMagic) + macIDSize, len(diskMagic) + macIDSize + nonceSize
+	switch {
+	case string(head[:idAt]) != diskMagic:
+		return nil, errors.New("not an entry of this format")
+	case !bytes.Equal(head[idAt:nonceAt], id[:]):
+		return nil, errors.New("written under another key") // an earlier run's, without --cache-key-file
+	case binary.LittleEndian.Uint32(head[klenAt:]) != uint32(len(enc)) ||
+		!bytes.Equal(head[diskHeader:diskHeader+len(enc)], enc) ||
+		binary.LittleEndian.Uint64(head[diskHeader+len(enc):]) != uint64(n):
+		return nil, fmt.Errorf("%w: not this key's entry", errForged)
+	case !d.mac.verify(head[nonceAt:klenAt], tag, buf[:hlen+n]):
 		return nil, errForged
 	}
-	return buf, nil
+	copy(buf, buf[hlen:hlen+n])
+	return buf[:n], nil
 }
 
 // remove drops a damaged entry, unless another put replaced it meanwhile.
@@ -304,19 +300,17 @@ func (d *diskTier) writeEntry(rel string, enc, data []byte) error {
 		return err
 	}
 	id := d.mac.id()
-	head := make([]byte, 0, diskHeader+len(enc)+8)
-	head = append(head, diskMagic...)
-	head = append(head, id[:]...)
-	head = binary.LittleEndian.AppendUint32(head, uint32(len(enc)))
-	head = append(head, enc...)
-	head = binary.LittleEndian.AppendUint64(head, uint64(len(data)))
-	_, err = f.Write(head)
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if err == nil {
-		_, err = f.Write(d.mac.sum(head, data))
-	}
+	msg := make([]byte, 0, diskHeader+len(enc)+8+len(data))
+	msg = append(msg, diskMagic...)
+	msg = append(msg, id[:]...)
+	nonce := make([]byte, nonceSize)
+	rand.Read(nonce)
+	msg = append(msg, nonce...)
+	msg = binary.LittleEndian.AppendUint32(msg, uint32(len(enc)))
+	msg = append(msg, enc...)
+	msg = binary.LittleEndian.AppendUint64(msg, uint64(len(data)))
+	msg = append(msg, data...)
+	_, err = f.Write(append(msg, d.mac.sum(nonce, msg)...))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
