@@ -149,7 +149,12 @@
 //	some of them gone or changed          warning     -
 //	object replaced or removed after      -           ErrCorrupt and source.ErrChanged, naming it
 //	  indexing (size, ETag, generation,                 and saying to run stoker index again
-//	  or mtime differs)
+//	  or mtime differs; a store's object
+//	  without a version: its SHA-256)
+//	a shard sample whose tar header       -           ErrCorrupt and ErrManifest, naming it
+//	  is not the member's (name, size)
+//	an ImageFolder label that is not      error       -
+//	  its key's class folder
 //	sample over the size cap              -           ErrTooLarge, not read
 //	store down after its retries,         -           source.ErrUnavailable, source.ErrDenied or
 //	  credentials refused, or an answer                 source.ErrProtocol: source.IsStoreFault,

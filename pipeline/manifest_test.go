@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -140,7 +141,7 @@ func sameManifest(t *testing.T, got, want *Manifest) {
 		}
 	}
 	for i := range want.Len() {
-		if g, w := got.Sample(i), want.Sample(i); g != w {
+		if g, w := got.Sample(i), want.Sample(i); !reflect.DeepEqual(g, w) {
 			t.Errorf("sample %d: %+v, want %+v", i, g, w)
 		}
 	}

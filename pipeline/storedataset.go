@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sort"
@@ -63,6 +65,9 @@ func NewStoreDataset(st source.Store, m *Manifest, rd source.Ranges) (Dataset, e
 	if m.Len() == 0 {
 		return nil, fmt.Errorf("%w: the manifest of %s lists no samples", ErrUnsupported, st)
 	}
+	if err := checkVersions(st, m); err != nil {
+		return nil, err
+	}
 	d := &StoreDataset{m: m, st: st, rd: rd, fp: m.Fingerprint(), maxSize: DefaultMaxFileSize,
 		stale: "the dataset changed since it was listed; restart to list it again, or run `stoker index " + st.String() + "` and start with its manifest"}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
@@ -78,6 +83,30 @@ func NewStoreDataset(st source.Store, m *Manifest, rd source.Ranges) (Dataset, e
 		}
 	}
 	return s, nil
+}
+
+// checkVersions refuses a manifest of a remote store with samples that
+// could be read unchecked: of an object without a version, and without a
+// content hash of their own (IndexStore hashes what a store lists without
+// one).
+func checkVersions(st source.Store, m *Manifest) error {
+	if !source.IsRemote(st.String()) {
+		return nil
+	}
+	n, first := 0, -1
+	for i := range m.Len() {
+		if m.Object(int(m.samples.obj[i])).Version == "" && m.hash(i) == nil {
+			if n++; first < 0 {
+				first = i
+			}
+		}
+	}
+	if n > 0 {
+		return fmt.Errorf("%w: %d samples of %s, the first %s, are of objects without a version (ETag or generation) and have no content hash: "+
+			"nothing would tell other bytes from theirs (run `stoker index %s` again: it hashes what the store gives no version for)",
+			ErrManifest, n, st, clipName(m.name(first), 256), st)
+	}
+	return nil
 }
 
 var (
@@ -163,7 +192,7 @@ func (d *StoreDataset) Read(i int, buf []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s: read %d bytes of %d", ErrCorrupt, d.Name(i), len(data), r.Len)
 	}
 	if d.m.Layout != LayoutWebDataset {
-		return data, nil
+		return data, d.checkHash(i, data)
 	}
 	member := cut(&d.m.samples.mems, d.m.samples.memEnd, i)
 	if r.Len == size {
@@ -176,7 +205,21 @@ func (d *StoreDataset) Read(i int, buf []byte) ([]byte, error) {
 	// The sample's bytes where its caller wants them: at the buffer's
 	// start (a copy of the sample, under a decode's cost).
 	n := copy(data, data[tarBlock:])
-	return data[:n], nil
+	return data[:n], d.checkHash(i, data[:n])
+}
+
+// checkHash checks sample i's bytes against its content hash, where it
+// has one (its object has no version).
+func (d *StoreDataset) checkHash(i int, data []byte) error {
+	want := d.m.hash(i)
+	if want == nil {
+		return nil
+	}
+	if got := sha256.Sum256(data); !bytes.Equal(got[:], want) {
+		return fmt.Errorf("%w: %w: %s: its bytes are not those indexed (their SHA-256 differs; the store gives it no version to ask for): %s",
+			ErrCorrupt, source.ErrChanged, clipName(d.Name(i), 1024), d.stale)
+	}
+	return nil
 }
 
 // Prefetch implements Prefetcher: the samples at indices will be read
