@@ -91,23 +91,42 @@ func (t guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // readBounded reads resp's body whole; nil, without an error, when it has
-// (or says it has) more than limit bytes.
+// (or says it has) more than limit bytes. It reads in pieces and joins
+// them once, so that what it allocates is about twice what it read, not
+// a doubling buffer's four times.
 func readBounded(resp *http.Response, limit int64) ([]byte, error) {
 	if resp.ContentLength > limit {
 		return nil, nil
 	}
-	var b bytes.Buffer
-	if resp.ContentLength > 0 {
-		b.Grow(int(resp.ContentLength))
+	if resp.ContentLength >= 0 {
+		b := make([]byte, resp.ContentLength+1)
+		n, err := io.ReadFull(resp.Body, b)
+		switch {
+		case int64(n) > resp.ContentLength:
+			return nil, nil
+		case int64(n) < resp.ContentLength:
+			return nil, fmt.Errorf("body cut short at %d of %d bytes: %w", n, resp.ContentLength, err)
+		}
+		return b[:n], nil
 	}
-	n, err := b.ReadFrom(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return nil, err
+	var pieces [][]byte
+	var total int64
+	for {
+		p := make([]byte, 256<<10)
+		n, err := io.ReadFull(resp.Body, p)
+		pieces = append(pieces, p[:n])
+		total += int64(n)
+		if total > limit {
+			return nil, nil
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	if n > limit {
-		return nil, nil
-	}
-	return b.Bytes(), nil
+	return bytes.Join(pieces, nil), nil
 }
 
 // isListing says whether req lists objects: S3's ListObjects (V2: a
