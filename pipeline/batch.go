@@ -12,7 +12,13 @@ import (
 )
 
 // SampleError reports a sample that could not be made (batch.SampleError).
+// Name and Reason are at most MaxSampleErrorText bytes each (cut, and
+// marked so): names come from outside input (a store's keys, a manifest's
+// strings), and a batch carries up to one per sample.
 type SampleError = batch.SampleError
+
+// MaxSampleErrorText bounds a SampleError's Name and its Reason, each.
+const MaxSampleErrorText = 1024
 
 // FailPolicy says what takes a failed sample's place in its batch.
 type FailPolicy int
@@ -177,7 +183,8 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 			good = append(good, i)
 			continue
 		}
-		b.Errors = append(b.Errors, SampleError{Index: indices[i], Name: ds.Name(int(indices[i])), Reason: err.Error(), Err: err})
+		b.Errors = append(b.Errors, SampleError{Index: indices[i], Name: clipName(ds.Name(int(indices[i])), MaxSampleErrorText),
+			Reason: clipName(err.Error(), MaxSampleErrorText), Err: err})
 	}
 	r.good = good
 	placed := r.place != nil

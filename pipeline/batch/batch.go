@@ -22,7 +22,10 @@ type Batch struct {
 	Traces [][]byte
 }
 
-// SampleError reports a sample that could not be made.
+// SampleError reports a sample that could not be made. pipeline cuts
+// Name and Reason to at most pipeline.MaxSampleErrorText bytes each:
+// names come from outside input (a store's keys, a manifest's strings),
+// and a batch carries up to one per sample.
 type SampleError struct {
 	Index  int64  // dataset index of the sample
 	Name   string // its file, relative to the dataset root
