@@ -8,7 +8,7 @@ ways PyTorch users do them.
        torchvision.transforms.v2's ops (antialias=True) on uint8 CHW tensors.
 
 --transform names the recipe, as stoker's presets do (docs/transforms.md):
-imagenet-train, imagenet-eval, tv-resnet50-v2, deit, simclr, dino-global,
+imagenet-train, imagenet-eval, tv-resnet50-v2, deit, simclr-view, dino-global,
 dino-local, clip; each is the same ops in torchvision v1 (pil) and v2
 (tv2). deit runs torchvision's RandAugment(9, bicubic) where timm would
 run its own (timm is no dependency here): the same work, op for op. A
@@ -41,7 +41,7 @@ def list_images(root: str) -> list[str]:
     return files
 
 
-RECIPES = ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr", "dino-global", "dino-local", "clip")
+RECIPES = ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global", "dino-local", "clip")
 
 
 def recipe(T, transform: str, tensor_ops: bool):
@@ -57,7 +57,7 @@ def recipe(T, transform: str, tensor_ops: bool):
                            T.TrivialAugmentWide(interpolation=bil)],
         "deit": [T.RandomResizedCrop(224, interpolation=bic, **aa), T.RandomHorizontalFlip(),
                  T.RandAugment(num_ops=2, magnitude=9, interpolation=bil, fill=[124, 116, 104])],
-        "simclr": [T.RandomResizedCrop(224, **aa), T.RandomHorizontalFlip(),
+        "simclr-view": [T.RandomResizedCrop(224, **aa), T.RandomHorizontalFlip(),
                    T.RandomApply([T.ColorJitter(0.8, 0.8, 0.8, 0.2)], p=0.8), T.RandomGrayscale(0.2),
                    T.RandomApply([T.GaussianBlur(23, (0.1, 2.0))], p=0.5)],
         "dino-global": [T.RandomResizedCrop(224, scale=(0.4, 1), interpolation=bic, **aa), *jitter,

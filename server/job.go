@@ -100,6 +100,9 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 	if j.t, err = newTransform(spec.GetTransform(), spec.GetLayout()); err != nil {
 		return nil, err
 	}
+	if j.t.Views() > 1 {
+		return nil, status.Errorf(codes.Unimplemented, "transform %s makes %d views: this server does not stream several views yet", j.t, j.t.Views())
+	}
 	if bytes := int64(bs) * int64(j.t.SampleBytes()); bytes > s.cfg.MaxBatchBytes {
 		return nil, status.Errorf(codes.ResourceExhausted, "a batch of %d samples of %d bytes is %d bytes, over this server's limit of %d bytes (--max-batch-bytes)", bs, j.t.SampleBytes(), bytes, s.cfg.MaxBatchBytes)
 	}

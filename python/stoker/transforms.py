@@ -107,7 +107,7 @@ __all__ = [
 
 #: Preset names the server knows, each a recipe documented op by op in
 #: docs/transforms.md.
-PRESETS = ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr", "dino-global", "dino-local", "clip")
+PRESETS = ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global", "dino-local", "clip")
 
 TransformLike = Union[str, Compose, Transform, Sequence[Transform], pb.TransformSpec]
 

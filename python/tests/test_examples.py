@@ -157,7 +157,7 @@ def _recipe_views() -> Dict[str, Dict[str, list]]:
     views = {
         "tv-resnet50-v2": {"image": PRESET_OPS["tv-resnet50-v2"]},
         "deit": {"image": PRESET_OPS["deit"]},
-        "simclr": {"view1": PRESET_OPS["simclr"], "view2": PRESET_OPS["simclr"]},
+        "simclr": {"view1": PRESET_OPS["simclr-view"], "view2": PRESET_OPS["simclr-view"]},
         "dino": {"global1": PRESET_OPS["dino-global"], "global2": dino_global2, "local": PRESET_OPS["dino-local"]},
         "clip": {"image": PRESET_OPS["clip"]},
     }
