@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -100,11 +101,13 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 	if j.t, err = newTransform(spec.GetTransform(), spec.GetLayout()); err != nil {
 		return nil, err
 	}
-	if j.t.Views() > 1 {
-		return nil, status.Errorf(codes.Unimplemented, "transform %s makes %d views: this server does not stream several views yet", j.t, j.t.Views())
-	}
 	if bytes := int64(bs) * int64(j.t.SampleBytes()); bytes > s.cfg.MaxBatchBytes {
-		return nil, status.Errorf(codes.ResourceExhausted, "a batch of %d samples of %d bytes is %d bytes, over this server's limit of %d bytes (--max-batch-bytes)", bs, j.t.SampleBytes(), bytes, s.cfg.MaxBatchBytes)
+		views := ""
+		if n := j.t.Views(); n > 1 {
+			views = fmt.Sprintf(" (%d views of each)", n)
+		}
+		return nil, status.Errorf(codes.ResourceExhausted, "a batch of %d samples of %d bytes%s is %d bytes, over this server's limit of %d bytes (--max-batch-bytes): at most %d samples a batch",
+			bs, j.t.SampleBytes(), views, bytes, s.cfg.MaxBatchBytes, s.cfg.MaxBatchBytes/int64(j.t.SampleBytes()))
 	}
 	j.dtype = stokerv1.Dtype_DTYPE_UINT8
 	if j.t.Float() {
@@ -168,7 +171,15 @@ func (j *job) plan(epoch, consumed uint64) Plan {
 // info is the JobInfo that opens epoch with plan p.
 func (j *job) info(epoch uint64, p coord.Plan) *stokerv1.JobInfo {
 	shape := j.t.Shape()
+	var views []*stokerv1.ViewInfo
+	if j.t.Views() > 1 {
+		for v := range j.t.Views() {
+			s := j.t.View(v).Shape()
+			views = append(views, &stokerv1.ViewInfo{Name: j.t.ViewName(v), SampleShape: []uint32{uint32(s[0]), uint32(s[1]), uint32(s[2])}})
+		}
+	}
 	return &stokerv1.JobInfo{
+		Views:         views,
 		Epoch:         epoch,
 		Batches:       uint64(p.Batches()),
 		Samples:       uint64(p.Samples()),
@@ -192,6 +203,12 @@ func (j *job) header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHead
 		Labels:    b.Labels,
 		Indices:   b.Indices,
 		DataBytes: uint64(len(b.Data)),
+	}
+	if j.t.Views() > 1 {
+		for v := range j.t.Views() {
+			s := j.t.View(v).Shape()
+			h.Views = append(h.Views, &stokerv1.Shape{Dims: []uint32{uint32(b.N), uint32(s[0]), uint32(s[1]), uint32(s[2])}})
+		}
 	}
 	for _, e := range b.Errors {
 		h.Errors = append(h.Errors, &stokerv1.SampleError{Index: e.Index, Name: e.Name, Reason: e.Reason})

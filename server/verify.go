@@ -243,14 +243,15 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 			return false, fmt.Errorf("%w: batch %d of epoch %d: the peer says sample %d failed; it decodes here", errMismatch, l.Number, l.Epoch, i)
 		}
 	}
-	size := j.t.SampleBytes()
+	// A sample's bytes, its views in order, as the Peer keeps a slot's.
+	layout := j.t.ViewLayout()
 	made := make(map[int64][]byte, len(check))
 	k := 0 // mine's sample for the next good one
 	for _, want := range check {
 		if failedHere[want] {
 			return false, fmt.Errorf("%w: batch %d of epoch %d: sample %d fails here, the peer made it", errMismatch, l.Number, l.Epoch, want)
 		}
-		made[want] = mine.Data[k*size : (k+1)*size]
+		made[want] = layout.AppendSample(nil, mine.Data, mine.N, k)
 		k++
 	}
 	for _, s := range slots {

@@ -80,6 +80,10 @@ class Loader:
       Normalize; in pinned memory when ``pin_memory`` (default: when CUDA is
       available). Normalize on the GPU with :func:`stoker.normalize`.
     - labels, indices: ``torch.int64`` ``[B]`` (indices into the dataset).
+    - with several views (``transform=stoker.transforms.MultiView(...)``, or
+      the presets ``simclr``, ``dino``, ``dinov2``), images is a list of one
+      tensor per view, in order, each as above (its own H, W), and
+      ``batch.views`` the named views by name.
 
     Every yielded tensor owns its memory: it stays valid after later batches.
 
@@ -130,8 +134,10 @@ class Loader:
             stoker's port, 7070 (``stoker serve``'s default ``--listen``),
             never gRPC's default 443: ``"gpu-box"`` is ``"gpu-box:7070"``.
         dataset: a dataset name the server serves (see :func:`list_datasets`).
-        transform: a preset name (``"imagenet-train"``, ``"imagenet-eval"``)
-            or a :class:`stoker.transforms.Compose` of ops.
+        transform: a preset name (``"imagenet-train"``, ``"imagenet-eval"``,
+            :data:`stoker.transforms.PRESETS`), a
+            :class:`stoker.transforms.Compose` of ops, or a
+            :class:`stoker.transforms.MultiView` of several views.
         batch_size: samples per batch, 1..65536.
         shuffle: True: shuffle the epoch's order (from ``seed`` and the
             epoch) as DataLoader's ``shuffle=True`` does, a random
@@ -644,6 +650,7 @@ class Loader:
             if kind != "job" or info.epoch != epoch:
                 raise StokerError("INTERNAL", f"epoch {epoch} opened with {kind!r}, not its JobInfo")
             self.job_info = info
+            view_names = [v.name for v in info.views]
             self._transport = ("shm", "") if stream.ring is not None else ("grpc", stream.shm_reason)
             consumed = min(resume.consumed, int(info.dataset_size)) if resume is not None else 0
             if progress is self._progress:  # the loader's current iteration
@@ -674,7 +681,7 @@ class Loader:
                     self.stats.wait_seconds += waited
                     if v.header.epoch != epoch:
                         raise StokerError("INTERNAL", f"batch of epoch {v.header.epoch} in epoch {epoch}")
-                    out = batch_tensors(v, self.return_indices, torch)
+                    out = batch_tensors(v, self.return_indices, torch, view_names)
                     self._tally.batch(v.header)
                     number = int(v.header.number)
                     v = None  # only the yielded tensors hold the buffer now
