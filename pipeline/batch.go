@@ -10,13 +10,19 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
-// SampleError reports a sample that could not be made.
+// SampleError reports a sample that could not be made. Name and Reason
+// are at most MaxSampleErrorText bytes each (cut, and marked so): names
+// come from outside input (a store's keys, a manifest's strings), and a
+// batch carries up to one per sample.
 type SampleError struct {
 	Index  int64  // dataset index of the sample
 	Name   string // its file, relative to the dataset root
 	Reason string
 	Err    error // wraps ErrCorrupt, ErrTooLarge or ErrUnsupported (or an I/O error)
 }
+
+// MaxSampleErrorText bounds a SampleError's Name and its Reason, each.
+const MaxSampleErrorText = 1024
 
 // FailPolicy says what takes a failed sample's place in its batch.
 type FailPolicy int
@@ -199,7 +205,8 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 			good = append(good, i)
 			continue
 		}
-		b.Errors = append(b.Errors, SampleError{Index: indices[i], Name: ds.Name(int(indices[i])), Reason: err.Error(), Err: err})
+		b.Errors = append(b.Errors, SampleError{Index: indices[i], Name: clipName(ds.Name(int(indices[i])), MaxSampleErrorText),
+			Reason: clipName(err.Error(), MaxSampleErrorText), Err: err})
 	}
 	r.good = good
 	placed := r.place != nil

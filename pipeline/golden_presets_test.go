@@ -20,7 +20,7 @@ import (
 // here (the failure prints them).
 var goldenPresets = map[string][2]string{
 	"clip":           {"127ef4487ae3e941e2d45cf76490e39253a474b4a8478e42655012fad1b785e3", "e666dd6c24d1e99d0fdc309aa87b599f9d07b15ab60de07a272c602f568c83fa"},
-	"deit":           {"749bfa57bec99ddaca1b827140e38dbcc3c09ea475a96cc797c32989ef2778a0", "c21ae7aba028c86a44be2c1af0a0bd15f93cb34253d9477d5597ee6c6d6d86f2"},
+	"deit":           {"0a527fbd7c42f59aecce5acdad3033e703022e33bba64d4e42796875daed77c7", "c21ae7aba028c86a44be2c1af0a0bd15f93cb34253d9477d5597ee6c6d6d86f2"},
 	"dino":           {"deb8d29e35e06140a86903e859eefd827fe73d95a59e947851ee7fd2d69daa6e", "3442d5c041304a7e597ce1f898ba332bbafe6cf98286393ee0ed58db35af2fef"},
 	"dino-global":    {"4d6c08aaa546d18cc6ba6f33e861bf8b9c4e45f085574fb90b41a31e7dcc7bdb", "1a7ec67b4b77ee1dcdf156f4c7f674d851034e60288efca1c88bc90d1ba554ad"},
 	"dino-local":     {"a0fca7faa7123249ffcecaae7c183244957ff383bf17ff84096db7c378453564", "1d658b660a40a38e5d06e568ff157713d8567dfbd016ee2791db4f5ad2e80dca"},

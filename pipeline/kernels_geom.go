@@ -105,36 +105,77 @@ func erase(p planes, i, j, h, w int, v [3]float64) {
 }
 
 // eraseRandom is erase with value="random", on uint8 pixels: each pixel of
-// the box gets a standard normal value z drawn from seed (the counter-based
-// RNG: the same bytes everywhere) and becomes the pixel that a Normalize of
-// mean and std (per channel, in [0, 1] units) turns into z,
+// the box becomes the pixel that a Normalize of mean and std (per channel,
+// in [0, 1] units) turns into a standard normal value z,
 // round(255 * (mean + std * z)) clamped to 0..255: the noise torchvision's
-// RandomErasing writes after Normalize, but for the clamp and the rounding.
-func eraseRandom(p planes, i, j, h, w int, seed uint64, mean, std [3]float64) {
+// RandomErasing writes after Normalize, but for the clamp and the
+// rounding. The pixel is drawn directly from that distribution: 16 bits of
+// the seed's counter-based stream index a table of its quantiles (the
+// same bytes everywhere), four pixels to a draw.
+func eraseRandom(p planes, i, j, h, w int, seed uint64, mean, std [3]float64, s *opScratch) {
 	i0, i1, j0, j1 := eraseBox(p, i, j, h, w)
 	if i0 >= i1 || j0 >= j1 {
 		return
 	}
+	if !(std[0] > 0 && std[1] > 0 && std[2] > 0) { // a parsed trace's: no Normalize given
+		mean, std = imagenetMean, imagenetStd
+	}
+	luts := s.noise.tables(mean, std)
 	rng := RNG{k: seed}
-	var z [2]float64
-	have := 0
+	var word uint64
+	left := 0
 	for c := range 3 {
-		pl := p.plane(c)
-		m, sd := float64(255*mean[c]), float64(255*std[c])
+		pl, lut := p.plane(c), &luts[c]
 		for r := i0; r < i1; r++ {
 			row := pl[r*p.w+j0 : r*p.w+j1]
 			for x := range row {
-				if have == 0 {
-					z[0], z[1] = rng.normalPair()
-					have = 2
+				if left == 0 {
+					word, left = rng.Uint64(), 4
 				}
-				have--
-				v := math.RoundToEven(m + float64(sd*z[have]))
-				row[x] = byte(min(max(v, 0), 255))
+				row[x] = lut[uint16(word)]
+				word >>= 16
+				left--
 			}
 		}
 	}
 }
+
+// noiseLUTs are eraseRandom's quantile tables for one (mean, std), kept
+// while the next erase asks the same (one op's samples all do).
+type noiseLUTs struct {
+	mean, std [3]float64
+	lut       *[3][1 << 16]byte
+}
+
+// tables returns the quantile tables of (mean, std): entry u of channel c
+// is the pixel v whose probability interval holds (u + 0.5) / 65536, the
+// probability of v being that of round(255 * (mean + std * z)) = v,
+// clamped, for z standard normal.
+func (n *noiseLUTs) tables(mean, std [3]float64) *[3][1 << 16]byte {
+	if n.lut != nil && n.mean == mean && n.std == std {
+		return n.lut
+	}
+	if n.lut == nil {
+		n.lut = new([3][1 << 16]byte)
+	}
+	n.mean, n.std = mean, std
+	for c := range 3 {
+		t := &n.lut[c]
+		v := 0
+		for u := range 1 << 16 {
+			q := (float64(u) + 0.5) / (1 << 16)
+			// The CDF of pixel v: P(255 (mean + std z) < v + 0.5).
+			for v < 255 && normalCDF(float64((float64(v)+0.5)/255-mean[c])/std[c]) <= q {
+				v++
+			}
+			t[u] = byte(v)
+		}
+	}
+	return n.lut
+}
+
+// normalCDF is the standard normal's distribution function.
+func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
 
 // eraseBox clips erase's box to the image.
 func eraseBox(p planes, i, j, h, w int) (i0, i1, j0, j1 int) {

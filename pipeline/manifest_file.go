@@ -29,6 +29,8 @@ import (
 //	classes: count, then each name
 //	objects: count, then each: key, size, version, mtime (Unix ns, 0: none)
 //	samples: count, then each: object, offset, size, label, member name
+//	hashes: count (0, or the samples'), then each sample's SHA-256, 32
+//	        bytes (all zeros: none); not in version 1
 //
 // A manifest is outside input. Nothing of it is parsed before the whole
 // body is read and its checksum verified; U may be at most maxInflate
@@ -37,7 +39,7 @@ import (
 // this process allocate is bounded by its size.
 const (
 	manifestMagic   = "STOKERMF"
-	manifestVersion = 1
+	manifestVersion = 2
 	manifestHeader  = 8 + 4 + 8 + 8 + sha256.Size
 	// DefaultMaxManifestSize bounds a manifest file read (1 GiB: tens of
 	// millions of samples).
@@ -89,6 +91,8 @@ func (m *Manifest) Encode(w io.Writer) error {
 		e.uint(uint64(s.label[i]))
 		e.str(cut(&s.mems, s.memEnd, i))
 	}
+	e.uint(uint64(len(s.hashes) / sha256.Size))
+	bw.Write(s.hashes)
 	if err := errors.Join(bw.Flush(), zw.Close()); err != nil {
 		return err
 	}
@@ -146,8 +150,9 @@ func DecodeManifest(r io.Reader, maxSize int64) (*Manifest, error) {
 	if string(hdr[:8]) != manifestMagic {
 		return nil, fmt.Errorf("%w: not a stoker manifest (magic %q)", ErrManifest, hdr[:8])
 	}
-	if v := binary.LittleEndian.Uint32(hdr[8:]); v != manifestVersion {
-		return nil, fmt.Errorf("%w: format version %d, this stoker reads %d (run stoker index again)", ErrManifest, v, manifestVersion)
+	version := binary.LittleEndian.Uint32(hdr[8:])
+	if version != manifestVersion && version != 1 {
+		return nil, fmt.Errorf("%w: format version %d, this stoker reads 1 and %d (run stoker index again)", ErrManifest, version, manifestVersion)
 	}
 	clen, ulen := binary.LittleEndian.Uint64(hdr[12:]), binary.LittleEndian.Uint64(hdr[20:])
 	if clen > uint64(maxSize-manifestHeader) {
@@ -175,7 +180,7 @@ func DecodeManifest(r io.Reader, maxSize int64) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: %v", ErrManifest, err)
 	}
 	zr.Multistream(false)
-	d := &decoder{r: bufio.NewReaderSize(io.LimitReader(zr, int64(ulen)), maxManifestString), left: int64(ulen)}
+	d := &decoder{r: bufio.NewReaderSize(io.LimitReader(zr, int64(ulen)), maxManifestString), left: int64(ulen), version: version}
 	m, err := d.manifest()
 	if err != nil {
 		return nil, err
@@ -194,9 +199,10 @@ func DecodeManifest(r io.Reader, maxSize int64) (*Manifest, error) {
 
 // decoder reads the body, counting what is left of its declared length.
 type decoder struct {
-	r    *bufio.Reader
-	left int64
-	err  error
+	r       *bufio.Reader
+	left    int64
+	err     error
+	version uint32
 }
 
 func (d *decoder) fail(format string, a ...any) {
@@ -320,8 +326,30 @@ func (d *decoder) manifest() (*Manifest, error) {
 		d.str(&s.mems)
 		s.memEnd = append(s.memEnd, uint32(s.mems.Len()))
 	}
+	if d.version >= 2 {
+		d.hashes(s, ns)
+	}
 	if d.err != nil {
 		return nil, d.err
 	}
 	return m, nil
+}
+
+// hashes reads the samples' hashes: none, or one for each of the ns
+// samples.
+func (d *decoder) hashes(s *sampleTable, ns int) {
+	nh := d.count("hashes", sha256.Size)
+	switch {
+	case d.err != nil || nh == 0:
+		return
+	case nh != ns:
+		d.fail("%d hashes for %d samples", nh, ns)
+		return
+	}
+	s.hashes = make([]byte, nh*sha256.Size)
+	if _, err := io.ReadFull(d.r, s.hashes); err != nil {
+		d.fail("body cut short: %v", err)
+		return
+	}
+	d.left -= int64(len(s.hashes))
 }

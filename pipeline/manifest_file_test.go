@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,20 +32,23 @@ func smallManifest() *Manifest {
 	b := m.AddObject(source.Object{Key: "b.tar", Size: 2048, ModTime: time.Unix(1700000000, 123)})
 	m.AddSample(ManifestSample{Object: a, Off: 512, Size: 100, Label: 1, Member: "x/1.jpg"})
 	m.AddSample(ManifestSample{Object: a, Off: 1536, Size: 100, Label: 0, Member: "x/2.jpg"})
-	m.AddSample(ManifestSample{Object: b, Off: 512, Size: 1536, Label: 3, Member: "3.png"})
+	m.AddSample(ManifestSample{Object: b, Off: 512, Size: 1536, Label: 3, Member: "3.png", Hash: bytes.Repeat([]byte{7}, 32)})
 	return m
 }
 
 // reframe is a manifest file of body (uncompressed), with a valid header:
 // a file `stoker index` could not have written, whose checksum holds.
-func reframe(body []byte, ulen uint64) []byte {
+func reframe(body []byte, ulen uint64) []byte { return reframeV(manifestVersion, body, ulen) }
+
+// reframeV is reframe with the format version given.
+func reframeV(version uint32, body []byte, ulen uint64) []byte {
 	var z bytes.Buffer
 	zw := gzip.NewWriter(&z)
 	zw.Write(body)
 	zw.Close()
 	hdr := make([]byte, manifestHeader)
 	copy(hdr, manifestMagic)
-	binary.LittleEndian.PutUint32(hdr[8:], manifestVersion)
+	binary.LittleEndian.PutUint32(hdr[8:], version)
 	binary.LittleEndian.PutUint64(hdr[12:], uint64(z.Len()))
 	binary.LittleEndian.PutUint64(hdr[20:], ulen)
 	sum := sha256.Sum256(z.Bytes())
@@ -101,7 +105,8 @@ func TestManifestCorrupt(t *testing.T) {
 		binary.LittleEndian.PutUint64(b[off:], v)
 		return b
 	}
-	okBody := uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 0, "m")
+	v1Body := uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 0, "m")
+	okBody := append(bytes.Clone(v1Body), 0) // no hashes
 	cases := map[string][]byte{
 		"empty":              nil,
 		"header cut short":   good[:manifestHeader-1],
@@ -129,9 +134,13 @@ func TestManifestCorrupt(t *testing.T) {
 		"layout":              reframe(uvarints("r", "tarball", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 0, "m"), 0),
 		"objects out of order": reframe(uvarints("r", "webdataset", 0, 2, "a.tar", 10, "", 0, "b.tar", 10, "", 0,
 			2, 1, 0, 10, 0, "m", 0, 0, 10, 0, "m"), 0),
-		"body left over": reframe(append(okBody, 7), 0),
+		"body left over":  reframe(append(okBody, 7), 0),
+		"hashes, too few": reframe(append(append(bytes.Clone(v1Body), 2), make([]byte, 64)...), 0),
+		"hashes cut":      reframe(append(append(bytes.Clone(v1Body), 1), make([]byte, 31)...), 0),
 	}
 	cases["valid"] = reframe(okBody, 0)
+	cases["valid, version 1"] = reframeV(1, v1Body, 0)
+	cases["valid, a hash"] = reframe(append(append(bytes.Clone(v1Body), 1), bytes.Repeat([]byte{9}, 32)...), 0)
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) {
 			// A reframe'd body declares its real length.
@@ -139,7 +148,7 @@ func TestManifestCorrupt(t *testing.T) {
 				b = fixUlen(t, b)
 			}
 			m, err := DecodeManifest(bytes.NewReader(b), 0)
-			if name == "valid" {
+			if strings.HasPrefix(name, "valid") {
 				if err != nil {
 					t.Fatalf("the control case fails: %v", err)
 				}

@@ -34,6 +34,8 @@ type node struct {
 	logRatio [2]float64
 	// pol: a policy's table.
 	pol *policy
+	// step: what an op whose only draw is whether it applies emits.
+	step Step
 	// maxSteps bounds the steps one draw emits.
 	maxSteps int
 }
@@ -66,6 +68,7 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 		}
 		return nil
 	}
+	n.step = fixedStep(op)
 	switch op.Kind {
 	case OpRandomResizedCrop, OpResize, OpCenterCrop:
 		if depth > 0 {
@@ -159,6 +162,32 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 		return bad("may draw %d steps per sample: the limit is %d", n.maxSteps, maxSteps)
 	}
 	return n, nil
+}
+
+// fixedStep is the step of an op that draws nothing but whether it
+// applies (the Random* ops with a p of their own, and Grayscale).
+func fixedStep(op *Op) Step {
+	switch op.Kind {
+	case OpRandomHorizontalFlip:
+		return Step{Fn: FnHorizontalFlip}
+	case OpRandomVerticalFlip:
+		return Step{Fn: FnVerticalFlip}
+	case OpRandomGrayscale, OpGrayscale:
+		return Step{Fn: FnRGBToGrayscale, I: [6]int{3}}
+	case OpRandomSolarize:
+		return Step{Fn: FnSolarize, F: [6]float64{op.Threshold}}
+	case OpRandomPosterize:
+		return Step{Fn: FnPosterize, I: [6]int{op.Bits}}
+	case OpRandomInvert:
+		return Step{Fn: FnInvert}
+	case OpRandomEqualize:
+		return Step{Fn: FnEqualize}
+	case OpRandomAutocontrast:
+		return Step{Fn: FnAutocontrast}
+	case OpRandomAdjustSharpness:
+		return Step{Fn: FnAdjustSharpness, F: [6]float64{op.Factor}}
+	}
+	return Step{}
 }
 
 // jitter compiles ColorJitter's ranges, as torchvision's _check_input.

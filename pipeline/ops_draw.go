@@ -31,44 +31,14 @@ func (n *node) draw(d *drawer) {
 	op := n.op
 	r := d.k.Stream(n.stream)
 	switch op.Kind {
-	case OpRandomHorizontalFlip:
+	case OpRandomHorizontalFlip, OpRandomVerticalFlip, OpRandomGrayscale, OpRandomSolarize, OpRandomPosterize,
+		OpRandomInvert, OpRandomEqualize, OpRandomAutocontrast, OpRandomAdjustSharpness:
+		// torchvision's _RandomApplyTransform: torch.rand(1) >= p skips.
 		if r.Float64() < op.P {
-			d.emit(Step{Fn: FnHorizontalFlip})
-		}
-	case OpRandomVerticalFlip:
-		if r.Float64() < op.P {
-			d.emit(Step{Fn: FnVerticalFlip})
-		}
-	case OpRandomGrayscale:
-		if r.Float64() < op.P {
-			d.emit(Step{Fn: FnRGBToGrayscale, I: [6]int{3}})
+			d.emit(n.step)
 		}
 	case OpGrayscale:
-		d.emit(Step{Fn: FnRGBToGrayscale, I: [6]int{3}})
-	case OpRandomSolarize:
-		if r.Float64() < op.P {
-			d.emit(Step{Fn: FnSolarize, F: [6]float64{op.Threshold}})
-		}
-	case OpRandomPosterize:
-		if r.Float64() < op.P {
-			d.emit(Step{Fn: FnPosterize, I: [6]int{op.Bits}})
-		}
-	case OpRandomInvert:
-		if r.Float64() < op.P {
-			d.emit(Step{Fn: FnInvert})
-		}
-	case OpRandomEqualize:
-		if r.Float64() < op.P {
-			d.emit(Step{Fn: FnEqualize})
-		}
-	case OpRandomAutocontrast:
-		if r.Float64() < op.P {
-			d.emit(Step{Fn: FnAutocontrast})
-		}
-	case OpRandomAdjustSharpness:
-		if r.Float64() < op.P {
-			d.emit(Step{Fn: FnAdjustSharpness, F: [6]float64{op.Factor}})
-		}
+		d.emit(n.step)
 	case OpColorJitter:
 		n.drawJitter(&r, d)
 	case OpGaussianBlur:

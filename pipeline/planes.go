@@ -20,10 +20,11 @@ func (p planes) plane(c int) []byte {
 // sample. Kernels ask for what they need by slot; two buffers of one kind
 // used at the same time take different slots.
 type opScratch struct {
-	b   [4][]byte
-	i32 [2][]int32
-	f32 [2][]float32
-	mix mixer // AugMix's blending (kernels_mix.go)
+	b     [4][]byte
+	i32   [2][]int32
+	f32   [2][]float32
+	mix   mixer     // AugMix's blending (kernels_mix.go)
+	noise noiseLUTs // erase's random values (kernels_geom.go)
 }
 
 // bytes returns byte buffer slot (0..3), n long; its contents are stale.

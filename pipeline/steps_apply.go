@@ -45,7 +45,7 @@ func applyStep(p planes, st *Step, s *opScratch) {
 	case FnErase:
 		if st.Random {
 			eraseRandom(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Seed,
-				[3]float64{st.F[0], st.F[1], st.F[2]}, [3]float64{st.F[3], st.F[4], st.F[5]})
+				[3]float64{st.F[0], st.F[1], st.F[2]}, [3]float64{st.F[3], st.F[4], st.F[5]}, s)
 		} else {
 			erase(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Fill)
 		}

@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sort"
@@ -63,6 +65,9 @@ func NewStoreDataset(st source.Store, m *Manifest, rd source.Ranges) (Dataset, e
 	if m.Len() == 0 {
 		return nil, fmt.Errorf("%w: the manifest of %s lists no samples", ErrUnsupported, st)
 	}
+	if err := checkVersions(st, m); err != nil {
+		return nil, err
+	}
 	d := &StoreDataset{m: m, st: st, rd: rd, fp: m.Fingerprint(), maxSize: DefaultMaxFileSize,
 		stale: "the dataset changed since it was listed; restart to list it again, or run `stoker index " + st.String() + "` and start with its manifest"}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
@@ -78,6 +83,30 @@ func NewStoreDataset(st source.Store, m *Manifest, rd source.Ranges) (Dataset, e
 		}
 	}
 	return s, nil
+}
+
+// checkVersions refuses a manifest of a remote store with samples that
+// could be read unchecked: of an object without a version, and without a
+// content hash of their own (IndexStore hashes what a store lists without
+// one).
+func checkVersions(st source.Store, m *Manifest) error {
+	if !source.IsRemote(st.String()) {
+		return nil
+	}
+	n, first := 0, -1
+	for i := range m.Len() {
+		if m.Object(int(m.samples.obj[i])).Version == "" && m.hash(i) == nil {
+			if n++; first < 0 {
+				first = i
+			}
+		}
+	}
+	if n > 0 {
+		return fmt.Errorf("%w: %d samples of %s, the first %s, are of objects without a version (ETag or generation) and have no content hash: "+
+			"nothing would tell other bytes from theirs (run `stoker index %s` again: it hashes what the store gives no version for)",
+			ErrManifest, n, st, clipName(m.name(first), 256), st)
+	}
+	return nil
 }
 
 var (
@@ -126,10 +155,17 @@ func (d *StoreDataset) Close() error {
 	return d.st.Close()
 }
 
-// rangeOf is sample i's bytes.
+// rangeOf is what is read of sample i: its bytes, and in a shard the
+// tar header before them too (tarBlock bytes), which Read holds to the
+// manifest's member name and size.
 func (d *StoreDataset) rangeOf(i int) source.Range {
 	t := &d.m.samples
-	return source.Range{Obj: d.m.Object(int(t.obj[i])), Off: t.off[i], Len: t.size[i]}
+	r := source.Range{Obj: d.m.Object(int(t.obj[i])), Off: t.off[i], Len: t.size[i]}
+	if d.m.Layout == LayoutWebDataset && r.Off >= tarBlock {
+		r.Off -= tarBlock
+		r.Len += tarBlock
+	}
+	return r
 }
 
 // Read implements Dataset. A sample over the size cap is refused before it
@@ -140,10 +176,11 @@ func (d *StoreDataset) Read(i int, buf []byte) ([]byte, error) {
 	if i < 0 || i >= d.m.Len() {
 		return nil, fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, i, d.m.Len())
 	}
-	r := d.rangeOf(i)
-	if r.Len > d.maxSize {
-		return nil, fmt.Errorf("%w: %s is %d bytes, over the %d-byte file cap", ErrTooLarge, d.Name(i), r.Len, d.maxSize)
+	size := d.m.samples.size[i]
+	if size > d.maxSize {
+		return nil, fmt.Errorf("%w: %s is %d bytes, over the %d-byte file cap", ErrTooLarge, d.Name(i), size, d.maxSize)
 	}
+	r := d.rangeOf(i)
 	data, err := d.rd.Read(d.ctx, r, buf)
 	if err != nil {
 		if errors.Is(err, source.ErrChanged) {
@@ -154,7 +191,35 @@ func (d *StoreDataset) Read(i int, buf []byte) ([]byte, error) {
 	if int64(len(data)) != r.Len {
 		return nil, fmt.Errorf("%w: %s: read %d bytes of %d", ErrCorrupt, d.Name(i), len(data), r.Len)
 	}
-	return data, nil
+	if d.m.Layout != LayoutWebDataset {
+		return data, d.checkHash(i, data)
+	}
+	member := cut(&d.m.samples.mems, d.m.samples.memEnd, i)
+	if r.Len == size {
+		return nil, fmt.Errorf("%w: %w: %s starts at byte %d of its shard, where no member's data can", ErrCorrupt, ErrManifest, d.Name(i), r.Off)
+	}
+	if err := checkTarHeader(data[:tarBlock], member, size); err != nil {
+		return nil, fmt.Errorf("%w: %w: %s: the manifest gives it bytes [%d, +%d) of the shard, but %v: %s",
+			ErrCorrupt, ErrManifest, clipName(d.Name(i), 1024), r.Off+tarBlock, size, err, d.stale)
+	}
+	// The sample's bytes where its caller wants them: at the buffer's
+	// start (a copy of the sample, under a decode's cost).
+	n := copy(data, data[tarBlock:])
+	return data[:n], d.checkHash(i, data[:n])
+}
+
+// checkHash checks sample i's bytes against its content hash, where it
+// has one (its object has no version).
+func (d *StoreDataset) checkHash(i int, data []byte) error {
+	want := d.m.hash(i)
+	if want == nil {
+		return nil
+	}
+	if got := sha256.Sum256(data); !bytes.Equal(got[:], want) {
+		return fmt.Errorf("%w: %w: %s: its bytes are not those indexed (their SHA-256 differs; the store gives it no version to ask for): %s",
+			ErrCorrupt, source.ErrChanged, clipName(d.Name(i), 1024), d.stale)
+	}
+	return nil
 }
 
 // Prefetch implements Prefetcher: the samples at indices will be read
@@ -169,8 +234,8 @@ func (d *StoreDataset) Prefetch(indices []int64) {
 		if i < 0 || i >= int64(d.m.Len()) {
 			continue
 		}
-		if r := d.rangeOf(int(i)); r.Len <= d.maxSize {
-			rs = append(rs, r)
+		if d.m.samples.size[i] <= d.maxSize {
+			rs = append(rs, d.rangeOf(int(i)))
 		}
 	}
 	if len(rs) > 0 {
@@ -204,8 +269,8 @@ func (d *ShardedStoreDataset) PrefetchShards(indices []int64) {
 			end = d.starts[s+1]
 		}
 		for j := d.starts[s]; j < end; j++ {
-			if r := d.rangeOf(j); r.Len <= d.maxSize {
-				rs = append(rs, r)
+			if d.m.samples.size[j] <= d.maxSize {
+				rs = append(rs, d.rangeOf(j))
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"io/fs"
@@ -44,6 +45,7 @@ type wdsSample struct {
 	offset int64
 	size   int64
 	name   string
+	hash   []byte // SHA-256 of its bytes, where the scan hashed them
 }
 
 // OpenWebDataset indexes the shard at path, or every *.tar in the directory
@@ -215,13 +217,15 @@ type shardReader interface {
 }
 
 func indexShard(f *os.File, si int32, shard string) ([]wdsSample, error) {
-	return scanShard(&posReader{f: f}, si, shard)
+	return scanShard(&posReader{f: f}, si, shard, false)
 }
 
 // scanShard finds the samples of the shard read by pr: the one tar-member
 // parser of local shards and of shards in object storage, so both take
-// the same members as samples, with the same labels and errors.
-func scanShard(pr shardReader, si int32, shard string) ([]wdsSample, error) {
+// the same members as samples, with the same labels and errors. With
+// hash, each image's bytes are hashed as they go by (a shard in a store
+// that gives it no version: the hashes stand for one).
+func scanShard(pr shardReader, si int32, shard string, hash bool) ([]wdsSample, error) {
 	type partial struct {
 		img    *wdsSample
 		label  int64
@@ -265,6 +269,13 @@ func scanShard(pr shardReader, si int32, shard string) ([]wdsSample, error) {
 				return nil, fmt.Errorf("%w: shard %s: %s is stored as a sparse file (tar --sparse), which cannot be read in place", ErrUnsupported, shard, hd.Name)
 			}
 			p.img = &wdsSample{shard: si, offset: pr.offset(), size: hd.Size, name: hd.Name}
+			if hash {
+				h := sha256.New()
+				if _, err := io.Copy(h, tr); err != nil {
+					return nil, fmt.Errorf("%w: shard %s: %s: %v", ErrCorrupt, shard, hd.Name, err)
+				}
+				p.img.hash = h.Sum(nil)
+			}
 		case "cls":
 			// A label that is not one is the dataset's fault, not an
 			// image's: ErrUnsupported, saying what a label must be.

@@ -175,6 +175,13 @@ func (r *retrier) do(ctx context.Context, op, what string, try func(ctx context.
 			return fmt.Errorf("%s: %w", what, described{err})
 		case kindNoHost:
 			return fmt.Errorf("%w: %s: %s: %w", ErrUnavailable, r.store, what, err)
+		case kindProtocol:
+			// Said without the provider's layers around it.
+			var pe *protocolError
+			if errors.As(err, &pe) {
+				err = pe
+			}
+			return fmt.Errorf("%s: %s: %w", r.store, clip(what, 256), err)
 		}
 		last = errors.New(describe(err))
 		if timedOut {
