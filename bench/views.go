@@ -30,6 +30,7 @@ func runViews(args []string) error {
 	rounds := fs.Int("rounds", 3, "rounds, each the views job then each separate job; medians are reported")
 	epochs := fs.Int("epochs", 2, "epochs of each job in each round; the figures are the epochs after the first")
 	batch := fs.Int("batch", 64, "samples per batch")
+	coefBudget := fs.Int64("coef-budget", 0, "memory for the coefficient cache (as stoker serve's --coef-budget); 0: serve's default here; -1: none (every decode entropy-decodes: a dataset larger than the cache)")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
 	fs.Parse(args)
 	if *data == "" {
@@ -66,9 +67,15 @@ func runViews(args []string) error {
 	}
 	run := func(tr *pipeline.Transform) float64 {
 		opts := []pipeline.Option{pipeline.WithIndex(pipeline.NewIndex(1 << 30))}
-		cc := pipeline.NewCoefCache(server.DefaultCoefBudget(*threads))
-		defer cc.Close()
-		opts = append(opts, pipeline.WithCoefCache(cc))
+		var cc *pipeline.CoefCache
+		if *coefBudget >= 0 {
+			if *coefBudget == 0 {
+				*coefBudget = server.DefaultCoefBudget(*threads)
+			}
+			cc = pipeline.NewCoefCache(*coefBudget)
+			defer cc.Close()
+			opts = append(opts, pipeline.WithCoefCache(cc))
+		}
 		ex := pipeline.NewExecutor(*threads, opts...)
 		defer ex.Close()
 		r := benchPipeline(ex, nil, cc, ds, tr, *batch, *epochs, 0)
@@ -76,6 +83,7 @@ func runViews(args []string) error {
 	}
 	var res viewsResult
 	res.Transform, res.Views, res.Threads, res.Dataset = *transform, t.Views(), *threads, *data
+	res.CoefCache = *coefBudget >= 0
 	var together, separate []float64
 	for range *rounds {
 		together = append(together, run(t))
@@ -89,7 +97,7 @@ func runViews(args []string) error {
 	res.Ratio = res.TogetherMs / res.SeparateMs
 	res.PerViewRatio = res.TogetherMs / (res.SeparateMs / float64(t.Views()))
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "stoker bench views\t%s (%d samples), %d threads, %d rounds, epochs >= 2\n", *data, ds.Len(), *threads, *rounds)
+	fmt.Fprintf(tw, "stoker bench views\t%s (%d samples), %d threads, %d rounds, epochs >= 2, coefficient cache %v\n", *data, ds.Len(), *threads, *rounds, res.CoefCache)
 	fmt.Fprintf(tw, "transform\t%s\n", t)
 	fmt.Fprintf(tw, "one job of %d views\t%.2f ms CPU per sample\n", t.Views(), res.TogetherMs)
 	fmt.Fprintf(tw, "%d one-view jobs\t%.2f ms CPU per sample (all views)\n", t.Views(), res.SeparateMs)
@@ -107,6 +115,7 @@ type viewsResult struct {
 	Transform  string  `json:"transform"`
 	Views      int     `json:"views"`
 	Threads    int     `json:"threads"`
+	CoefCache  bool    `json:"coef_cache"`
 	TogetherMs float64 `json:"together_ms_per_sample"`
 	SeparateMs float64 `json:"separate_ms_per_sample"`
 	// Ratio is together over separate; PerViewRatio together over one

@@ -73,6 +73,10 @@ type Decoder struct {
 	offs  []int
 	soffs []int
 	ops   opScratch
+	// admitNow: the sample has copies to come (repeated augmentation), so
+	// its file is admitted to the coefficient cache on this decode rather
+	// than its second. Set by the Executor per sample.
+	admitNow bool
 }
 
 // viewDraw is what one view of the last sample drew: its geometry's plan

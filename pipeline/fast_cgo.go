@@ -245,8 +245,10 @@ func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs) coef
 	blocks := int64((hd.w+15)/16*2) * int64((hd.h+15)/16*2) * int64(hd.comps)
 	// A file is admitted on its second decode where there is an index
 	// (it has one then): the first epoch stores nothing, so it runs as
-	// fast as without the cache.
-	admit := u.ix == nil || u.blob != nil
+	// fast as without the cache. A sample with copies to come (repeated
+	// augmentation) is admitted on its first: the copies are its next
+	// decodes, within the epoch.
+	admit := u.ix == nil || u.blob != nil || d.admitNow
 	ce, room := cc.checkout(u.key, blocks*200+4096, admit)
 	if ce == nil {
 		return coefUse{}

@@ -278,6 +278,7 @@ type fillReq struct {
 	data        []byte
 	size        int        // a sample's bytes: data holds len(data)/size samples
 	layout      ViewLayout // where each sample's views lie in data
+	copies      []uint32   // Batch.Copies: each sample's copy; nil: all 0
 	place       []int      // FillAt's: where each sample goes in data, in samples; nil: in order
 	errs        []error    // per sample, written by the worker that made it
 	traces      [][]byte   // per sample when the batch asks for traces (Batch.Traces), else nil
@@ -338,6 +339,9 @@ func (q *Queue) FillAt(ctx context.Context, ds Dataset, t *Transform, seed, epoc
 }
 
 func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch uint64, indices []int64, place []int, policy FailPolicy, b *Batch) error {
+	if b.Copies != nil && len(b.Copies) != len(indices) {
+		return fmt.Errorf("%w: %d copies for %d samples", ErrUnsupported, len(b.Copies), len(indices))
+	}
 	for _, idx := range indices {
 		if idx < 0 || idx >= int64(ds.Len()) {
 			return fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, idx, ds.Len())
@@ -360,6 +364,7 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 	r := fillReqs.Get().(*fillReq)
 	r.q, r.ds, r.t, r.seed, r.epoch, r.indices, r.data, r.size, r.place = q, ds, t, seed, epoch, indices, b.Data, size, place
 	r.layout = t.ViewLayout()
+	r.copies = b.Copies
 	r.errs = slices.Grow(r.errs[:0], n)[:n]
 	r.traces = nil
 	if b.Trace {
@@ -614,7 +619,12 @@ func (e *Executor) run(d *Decoder) {
 			for v := range r.layout.Views() {
 				d.offs = append(d.offs, r.layout.Offset(slots, v, at))
 			}
-			err = d.decodeAt(data, r.t, Key{Seed: r.seed, Epoch: r.epoch, Index: uint64(idx)}, r.data, d.offs)
+			k := Key{Seed: r.seed, Epoch: r.epoch, Index: uint64(idx)}
+			if r.copies != nil {
+				k.Copy = uint64(r.copies[i])
+			}
+			d.admitNow = r.copies != nil
+			err = d.decodeAt(data, r.t, k, r.data, d.offs)
 		}
 		if e.stages != nil {
 			made := time.Since(t1)

@@ -33,6 +33,9 @@ type job struct {
 	// epoch of an elastic resume; 0: world).
 	shuffle    shuffleChoice
 	epochWorld int
+	// repeats is JobSpec.repeats: every sample that many times an epoch
+	// (repeated augmentation); 1: off.
+	repeats int
 	// id names the job in queue names and metrics (its coordinator's
 	// name, or the Work stream's and its job id).
 	id string
@@ -96,6 +99,9 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 		return nil, err
 	}
 	if j.shuffle, err = shuffleOf(spec, j.name, j.ds); err != nil {
+		return nil, err
+	}
+	if j.repeats, err = repeatsOf(spec, j.ds.Len(), j.world, j.shuffle); err != nil {
 		return nil, err
 	}
 	if j.t, err = newTransform(spec.GetTransform(), spec.GetLayout()); err != nil {
@@ -165,6 +171,7 @@ func (j *job) plan(epoch, consumed uint64) Plan {
 		Size: j.ds.Len(), Seed: j.spec.GetSeed(), Epoch: epoch, Shuffle: j.shuffle.on,
 		Rank: j.rank, World: j.world, BatchSize: int(j.spec.GetBatchSize()), DropLast: j.spec.GetDropLast(),
 		Consumed: consumed, Window: j.shuffle.window, Shards: j.shuffle.starts, Spans: spans,
+		Repeats: j.repeats, EpochWorld: spans,
 	})
 }
 
@@ -256,4 +263,25 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// maxRepeats bounds JobSpec.repeats (torchvision's recipes take 4, DeiT 3).
+const maxRepeats = 64
+
+// repeatsOf validates spec's repeated augmentation for a dataset of size
+// samples and world ranks: 1 (off) when unset.
+func repeatsOf(spec *stokerv1.JobSpec, size, world int, sh shuffleChoice) (int, error) {
+	k := int(spec.GetRepeats())
+	switch {
+	case k <= 1:
+		return 1, nil
+	case k > maxRepeats:
+		return 0, status.Errorf(codes.InvalidArgument, "repeats %d: want 1..%d", k, maxRepeats)
+	case sh.starts != nil:
+		return 0, status.Errorf(codes.InvalidArgument, "repeats %d with the block shuffle: repeated augmentation spreads a sample's copies over the ranks, which read their own shards; use the global shuffle (Python: shuffle=True)", k)
+	case RepeatedLength(size, 0, world) == 0:
+		return 0, status.Errorf(codes.InvalidArgument, "repeats %d: RASampler's epoch of a dataset of %d samples over %d ranks, floor(%d // 256 * 256 / %d) samples a rank, is empty: repeated augmentation needs at least 256 samples, and at least one a rank of the multiple of 256 below the dataset's size",
+			k, size, world, size, world)
+	}
+	return k, nil
 }

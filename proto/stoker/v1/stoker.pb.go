@@ -442,8 +442,15 @@ type JobSpec struct {
 	// and a broken dataset does not. A batch every sample of which failed
 	// fails the job whatever the limit.
 	MaxSampleErrors *SampleErrorLimit `protobuf:"bytes,21,opt,name=max_sample_errors,json=maxSampleErrors,proto3" json:"max_sample_errors,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Repeated augmentation (torchvision's RASampler, DeiT's): every sample
+	// `repeats` times an epoch, each copy its own draw, the copies at
+	// consecutive positions of the epoch's order, so that they go to
+	// consecutive ranks; each rank's epoch is RASampler's:
+	// floor(dataset_size // 256 * 256 / world_size) samples. 0 or 1: off;
+	// at most 64. Not with the block shuffle.
+	Repeats       uint32 `protobuf:"varint,40,opt,name=repeats,proto3" json:"repeats,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -579,6 +586,13 @@ func (x *JobSpec) GetMaxSampleErrors() *SampleErrorLimit {
 		return x.MaxSampleErrors
 	}
 	return nil
+}
+
+func (x *JobSpec) GetRepeats() uint32 {
+	if x != nil {
+		return x.Repeats
+	}
+	return 0
 }
 
 // SampleErrorLimit bounds the failed samples of one epoch of a stream (its
@@ -4695,8 +4709,11 @@ type Lease struct {
 	// The job's input-stall ratio now (0..1) and its trainer's GPU seconds
 	// per sample (0: unknown): a worker serving several coordinators shares
 	// its cores by them (--schedule stall).
-	Stall         float64 `protobuf:"fixed64,6,opt,name=stall,proto3" json:"stall,omitempty"`
-	Work          float64 `protobuf:"fixed64,7,opt,name=work,proto3" json:"work,omitempty"`
+	Stall float64 `protobuf:"fixed64,6,opt,name=stall,proto3" json:"stall,omitempty"`
+	Work  float64 `protobuf:"fixed64,7,opt,name=work,proto3" json:"work,omitempty"`
+	// Repeated augmentation (JobSpec.repeats): which copy of its sample each
+	// of indices is, one per index; empty: every sample's first.
+	Copies        []uint32 `protobuf:"varint,40,rep,packed,name=copies,proto3" json:"copies,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4778,6 +4795,13 @@ func (x *Lease) GetWork() float64 {
 		return x.Work
 	}
 	return 0
+}
+
+func (x *Lease) GetCopies() []uint32 {
+	if x != nil {
+		return x.Copies
+	}
+	return nil
 }
 
 // CancelLease withdraws a lease.
@@ -6003,7 +6027,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xbe\x04\n" +
+	"\x03msg\"\xd8\x04\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -6023,7 +6047,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\fshuffle_mode\x18\f \x01(\x0e2\x16.stoker.v1.ShuffleModeR\vshuffleMode\x12%\n" +
 	"\x0eshuffle_window\x18\r \x01(\rR\rshuffleWindow\x12\x14\n" +
 	"\x05trace\x18\x14 \x01(\bR\x05trace\x12G\n" +
-	"\x11max_sample_errors\x18\x15 \x01(\v2\x1b.stoker.v1.SampleErrorLimitR\x0fmaxSampleErrors\"D\n" +
+	"\x11max_sample_errors\x18\x15 \x01(\v2\x1b.stoker.v1.SampleErrorLimitR\x0fmaxSampleErrors\x12\x18\n" +
+	"\arepeats\x18( \x01(\rR\arepeats\"D\n" +
 	"\x10SampleErrorLimit\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x1a\n" +
 	"\bfraction\x18\x02 \x01(\x01R\bfraction\"\xc5\x02\n" +
@@ -6322,7 +6347,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\bWorkPing\"A\n" +
 	"\aWorkJob\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12&\n" +
-	"\x04spec\x18\x02 \x01(\v2\x12.stoker.v1.JobSpecR\x04spec\"\x9b\x01\n" +
+	"\x04spec\x18\x02 \x01(\v2\x12.stoker.v1.JobSpecR\x04spec\"\xb3\x01\n" +
 	"\x05Lease\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\x04R\x03job\x12\x14\n" +
@@ -6330,7 +6355,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06number\x18\x04 \x01(\x04R\x06number\x12\x18\n" +
 	"\aindices\x18\x05 \x03(\x03R\aindices\x12\x14\n" +
 	"\x05stall\x18\x06 \x01(\x01R\x05stall\x12\x12\n" +
-	"\x04work\x18\a \x01(\x01R\x04work\"\x1d\n" +
+	"\x04work\x18\a \x01(\x01R\x04work\x12\x16\n" +
+	"\x06copies\x18( \x03(\rR\x06copies\"\x1d\n" +
 	"\vCancelLease\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\"\xce\x01\n" +
 	"\fWorkResponse\x12/\n" +

@@ -65,7 +65,7 @@ class FeedRequest(_message.Message):
     def __init__(self, open: _Optional[_Union[OpenJob, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., shm: _Optional[_Union[ShmAccept, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy", "shuffle_mode", "shuffle_window", "trace", "max_sample_errors")
+    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy", "shuffle_mode", "shuffle_window", "trace", "max_sample_errors", "repeats")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     TRANSFORM_FIELD_NUMBER: _ClassVar[int]
@@ -81,6 +81,7 @@ class JobSpec(_message.Message):
     SHUFFLE_WINDOW_FIELD_NUMBER: _ClassVar[int]
     TRACE_FIELD_NUMBER: _ClassVar[int]
     MAX_SAMPLE_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    REPEATS_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     fingerprint: str
     transform: TransformSpec
@@ -96,7 +97,8 @@ class JobSpec(_message.Message):
     shuffle_window: int
     trace: bool
     max_sample_errors: SampleErrorLimit
-    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ..., shuffle_mode: _Optional[_Union[ShuffleMode, str]] = ..., shuffle_window: _Optional[int] = ..., trace: _Optional[bool] = ..., max_sample_errors: _Optional[_Union[SampleErrorLimit, _Mapping]] = ...) -> None: ...
+    repeats: int
+    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ..., shuffle_mode: _Optional[_Union[ShuffleMode, str]] = ..., shuffle_window: _Optional[int] = ..., trace: _Optional[bool] = ..., max_sample_errors: _Optional[_Union[SampleErrorLimit, _Mapping]] = ..., repeats: _Optional[int] = ...) -> None: ...
 
 class SampleErrorLimit(_message.Message):
     __slots__ = ("count", "fraction")
@@ -723,7 +725,7 @@ class WorkJob(_message.Message):
     def __init__(self, id: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ...) -> None: ...
 
 class Lease(_message.Message):
-    __slots__ = ("id", "job", "epoch", "number", "indices", "stall", "work")
+    __slots__ = ("id", "job", "epoch", "number", "indices", "stall", "work", "copies")
     ID_FIELD_NUMBER: _ClassVar[int]
     JOB_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -731,6 +733,7 @@ class Lease(_message.Message):
     INDICES_FIELD_NUMBER: _ClassVar[int]
     STALL_FIELD_NUMBER: _ClassVar[int]
     WORK_FIELD_NUMBER: _ClassVar[int]
+    COPIES_FIELD_NUMBER: _ClassVar[int]
     id: int
     job: int
     epoch: int
@@ -738,7 +741,8 @@ class Lease(_message.Message):
     indices: _containers.RepeatedScalarFieldContainer[int]
     stall: float
     work: float
-    def __init__(self, id: _Optional[int] = ..., job: _Optional[int] = ..., epoch: _Optional[int] = ..., number: _Optional[int] = ..., indices: _Optional[_Iterable[int]] = ..., stall: _Optional[float] = ..., work: _Optional[float] = ...) -> None: ...
+    copies: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, id: _Optional[int] = ..., job: _Optional[int] = ..., epoch: _Optional[int] = ..., number: _Optional[int] = ..., indices: _Optional[_Iterable[int]] = ..., stall: _Optional[float] = ..., work: _Optional[float] = ..., copies: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class CancelLease(_message.Message):
     __slots__ = ("id",)
