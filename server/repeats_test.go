@@ -3,13 +3,16 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -123,4 +126,35 @@ func TestRepeatsCopiesDiffer(t *testing.T) {
 	if bytes.Equal(b.data[:size], b.data[size:2*size]) {
 		t.Error("sample 0's two copies are the same bytes: not their own draws")
 	}
+}
+
+// TestRepeatsUnderFailures: with a peer that fails every other lease it is
+// given, each rank of a job of repeats still gets every copy once, the
+// bytes a lone server makes: a failed lease is leased again with its
+// copies.
+func TestRepeatsUnderFailures(t *testing.T) {
+	root := makeDataset(t, []string{"a", "b", "c"}, 90, false)
+	var asked atomic.Int64
+	flaky := func(_ pipeline.Dataset, _ int, make MakeFunc) MakeFunc {
+		return func(ctx context.Context, epoch uint64, indices []int64, place []int, b *pipeline.Batch) error {
+			if asked.Add(1)%2 == 1 {
+				return errors.New("injected failure")
+			}
+			return make(ctx, epoch, indices, place, b)
+		}
+	}
+	bad := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 1, Making: flaky})
+	_, good := peers(t, root, 1)
+	coord := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: bad.addr + "," + good})
+	waitPeers(t, coord, 2)
+	alone := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 2})
+	for r := range uint32(3) {
+		want := alone.collect(t, repeatsJob(r))
+		got := coord.collect(t, repeatsJob(r))
+		sameBatches(t, fmt.Sprintf("rank %d with a flaky peer", r), want.batches, got.batches)
+	}
+	if asked.Load() < 2 {
+		t.Fatalf("the flaky peer was asked %d times: no failure was met", asked.Load())
+	}
+	t.Logf("the flaky peer was asked %d times", asked.Load())
 }
