@@ -8,9 +8,10 @@ ways PyTorch users do them.
        torchvision.transforms.v2's ops (antialias=True) on uint8 CHW tensors.
 
 --transform names the recipe, as stoker's presets do (docs/transforms.md):
-imagenet-train, imagenet-eval, tv-resnet50-v2, deit, simclr, dino-global,
-dino-local, clip; each is the same ops in torchvision v1 (pil) and v2
-(tv2). deit runs torchvision's RandAugment(9, bicubic) where timm would
+imagenet-train, imagenet-eval, tv-resnet50-v2, deit, simclr-view, dino-global,
+dino-local, clip, and the recipes of several views simclr, dino, dinov2 (the
+image decoded once, then each view's ops: "images" counts samples, each
+every view); each is the same ops in torchvision v1 (pil) and v2 (tv2). deit runs torchvision's RandAugment(9, bicubic) where timm would
 run its own (timm is no dependency here): the same work, op for op. A
 RandomErasing the recipes run after Normalize runs on the uint8 tensor.
 
@@ -41,7 +42,17 @@ def list_images(root: str) -> list[str]:
     return files
 
 
-RECIPES = ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr", "dino-global", "dino-local", "clip")
+#: The recipes of several views: each view's recipe and count. The image is
+#: decoded once and every view made from it, as a multi-crop Dataset's
+#: __getitem__ does (DINO's DataAugmentationDINO, SimCLR's two views).
+VIEW_RECIPES = {
+    "simclr": [("simclr-view", 2)],
+    "dino": [("dino-global", 1), ("dino-global2", 1), ("dino-local", 8)],
+    "dinov2": [("dinov2-global1", 1), ("dinov2-global2", 1), ("dinov2-local", 8)],
+}
+
+RECIPES = ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global", "dino-local",
+           "clip") + tuple(VIEW_RECIPES)
 
 
 def recipe(T, transform: str, tensor_ops: bool):
@@ -57,7 +68,7 @@ def recipe(T, transform: str, tensor_ops: bool):
                            T.TrivialAugmentWide(interpolation=bil)],
         "deit": [T.RandomResizedCrop(224, interpolation=bic, **aa), T.RandomHorizontalFlip(),
                  T.RandAugment(num_ops=2, magnitude=9, interpolation=bil, fill=[124, 116, 104])],
-        "simclr": [T.RandomResizedCrop(224, **aa), T.RandomHorizontalFlip(),
+        "simclr-view": [T.RandomResizedCrop(224, **aa), T.RandomHorizontalFlip(),
                    T.RandomApply([T.ColorJitter(0.8, 0.8, 0.8, 0.2)], p=0.8), T.RandomGrayscale(0.2),
                    T.RandomApply([T.GaussianBlur(23, (0.1, 2.0))], p=0.5)],
         "dino-global": [T.RandomResizedCrop(224, scale=(0.4, 1), interpolation=bic, **aa), *jitter,
@@ -65,6 +76,14 @@ def recipe(T, transform: str, tensor_ops: bool):
         "dino-local": [T.RandomResizedCrop(96, scale=(0.05, 0.4), interpolation=bic, **aa), *jitter,
                        T.RandomApply([T.GaussianBlur(9, (0.1, 2.0))], p=0.5)],
         "clip": [T.RandomResizedCrop(224, scale=(0.9, 1), interpolation=bic, **aa)],
+        "dino-global2": [T.RandomResizedCrop(224, scale=(0.4, 1), interpolation=bic, **aa), *jitter,
+                         T.RandomApply([T.GaussianBlur(23, (0.1, 2.0))], p=0.1), T.RandomSolarize(128, p=0.2)],
+        # DINOv2's views as released (its GaussianBlur(p) applies with 1 - p).
+        "dinov2-global1": [T.RandomResizedCrop(224, scale=(0.32, 1), interpolation=bic, **aa), *jitter],
+        "dinov2-global2": [T.RandomResizedCrop(224, scale=(0.32, 1), interpolation=bic, **aa), *jitter,
+                           T.RandomApply([T.GaussianBlur(9, (0.1, 2.0))], p=0.9), T.RandomSolarize(128, p=0.2)],
+        "dinov2-local": [T.RandomResizedCrop(96, scale=(0.05, 0.32), interpolation=bic, **aa), *jitter,
+                         T.RandomApply([T.GaussianBlur(9, (0.1, 2.0))], p=0.5)],
     }[transform]
     return ops
 
@@ -73,6 +92,8 @@ def make_fn(impl: str, transform: str):
     import torch
 
     torch.set_num_threads(1)
+    if transform in VIEW_RECIPES:
+        return views_fn(impl, transform)
     erase = {"tv-resnet50-v2": 0.1, "deit": 0.25}.get(transform)
     if impl == "pil":
         from PIL import Image
@@ -103,6 +124,34 @@ def make_fn(impl: str, transform: str):
 
         return fn
     sys.exit(f"baselines: unknown --impl {impl!r} (want pil or tv2)")
+
+
+def views_fn(impl: str, transform: str):
+    """A sample of several views: the file decoded once, then every view's
+    ops on the decoded image (a multi-crop transform's __call__)."""
+    views = [(name, n) for name, n in VIEW_RECIPES[transform]]
+    if impl == "pil":
+        from PIL import Image
+        import torchvision.transforms as T
+
+        tfs = [T.Compose(recipe(T, name, False) + [T.PILToTensor()]) for name, n in views for _ in range(n)]
+
+        def fn(path: str):
+            with open(path, "rb") as f:
+                img = Image.open(f).convert("RGB")
+            return [tf(img) for tf in tfs]
+
+        return fn
+    from torchvision.io import ImageReadMode, decode_jpeg, read_file
+    import torchvision.transforms.v2 as T2
+
+    tfs = [T2.Compose(recipe(T2, name, True)) for name, n in views for _ in range(n)]
+
+    def fn(path: str):
+        img = decode_jpeg(read_file(path), mode=ImageReadMode.RGB)
+        return [tf(img) for tf in tfs]
+
+    return fn
 
 
 def run(impl: str, transform: str, files: list[str], start: int, step: int, seconds: float, out) -> None:

@@ -14,6 +14,7 @@ var subcommands = []struct {
 }{
 	{"pipeline", "one machine's decode and augment rate per core (--data DIR --threads N)",
 		func(args []string) error { return runBench(append([]string{"pipeline"}, args...)) }},
+	{"views", "a sample of several views (--transform dinov2) made from one decode against its views as separate jobs: CPU per sample", runViews},
 	{"scale", "scale-out over stoker serve worker processes: images/s, CPU per image, protocol overhead", runScale},
 	{"load", "many trainer streams, half of them slow, against one server: memory and fairness", runLoad},
 	{"backpressure", "the window controller and the advisor against simulated trainers", runBackpressure},

@@ -45,8 +45,12 @@ type Batch struct {
 	Errors []*stokerv1.SampleError
 	// Traces, when the job asked for them (JobSpec.Trace), are each
 	// sample's trace in batch order: what its ops drew, as JSON (see
-	// Batch.Trace).
+	// Batch.Trace); of several views, a JSON list of each view's.
 	Traces []string
+	// Views, for a job of several views, are each view's shape and place
+	// in Data, in order (ViewData); Shape is then view 0's. Nil for one
+	// view.
+	Views []View
 
 	pool *bufPool
 }
@@ -60,22 +64,31 @@ type AppliedOp struct {
 }
 
 // Trace is sample i's trace, parsed: its ops in the order applied,
-// geometry first. It fails when the job asked for no traces.
+// geometry first. It fails when the job asked for no traces, and for a
+// job of several views (ViewTrace).
 func (b *Batch) Trace(i int) ([]AppliedOp, error) {
 	if i < 0 || i >= len(b.Traces) {
 		return nil, fmt.Errorf("stoker: batch %d has %d traces (ask for them with JobSpec.Trace)", b.Number, len(b.Traces))
 	}
+	if len(b.Views) > 0 {
+		return nil, fmt.Errorf("stoker: batch %d has %d views: each sample has a trace per view (ViewTrace)", b.Number, len(b.Views))
+	}
+	return parseTrace([]byte(b.Traces[i]), b.Number, i)
+}
+
+// parseTrace parses one view's trace, a list of [op, args] pairs.
+func parseTrace(raw []byte, number uint64, i int) ([]AppliedOp, error) {
 	var pairs [][2]json.RawMessage
-	if err := json.Unmarshal([]byte(b.Traces[i]), &pairs); err != nil {
-		return nil, fmt.Errorf("stoker: batch %d sample %d: trace: %w", b.Number, i, err)
+	if err := json.Unmarshal(raw, &pairs); err != nil {
+		return nil, fmt.Errorf("stoker: batch %d sample %d: trace: %w", number, i, err)
 	}
 	ops := make([]AppliedOp, len(pairs))
 	for k, p := range pairs {
 		if err := json.Unmarshal(p[0], &ops[k].Op); err != nil {
-			return nil, fmt.Errorf("stoker: batch %d sample %d: trace step %d: %w", b.Number, i, k, err)
+			return nil, fmt.Errorf("stoker: batch %d sample %d: trace step %d: %w", number, i, k, err)
 		}
 		if err := json.Unmarshal(p[1], &ops[k].Args); err != nil {
-			return nil, fmt.Errorf("stoker: batch %d sample %d: trace step %d: %w", b.Number, i, k, err)
+			return nil, fmt.Errorf("stoker: batch %d sample %d: trace step %d: %w", number, i, k, err)
 		}
 	}
 	return ops, nil
@@ -479,9 +492,9 @@ func (a *assembler) jobInfo(info *stokerv1.JobInfo) (*item, error) {
 	if len(shape) != 3 || elem == 0 {
 		return nil, protoErr("JobInfo with sample shape %v and dtype %v", shape, info.GetDtype())
 	}
-	size, ok := product(uint64(elem), uint64(shape[0]), uint64(shape[1]), uint64(shape[2]))
+	size, ok := infoViews(info, uint64(elem))
 	if _, fits := product(size, a.batchSize); !ok || !fits {
-		return nil, protoErr("JobInfo with sample shape %v and dtype %v for batches of %d", shape, info.GetDtype(), a.batchSize)
+		return nil, protoErr("JobInfo with sample shape %v, %d views and dtype %v for batches of %d", shape, len(info.GetViews()), info.GetDtype(), a.batchSize)
 	}
 	a.info, a.sampleB, a.received, a.seen = info, size, 0, a.seen[:0]
 	return &item{info: info}, nil
@@ -513,6 +526,10 @@ func (a *assembler) header(h *stokerv1.BatchHeader) (*item, error) {
 	if t := len(h.GetTraces()); t != 0 && uint64(t) != n {
 		return nil, protoErr("batch %d: %d traces for %d samples", h.GetNumber(), t, n)
 	}
+	views, ok := batchViews(a.info, h, n, uint64(dtypeSize(h.GetDtype())))
+	if !ok {
+		return nil, protoErr("batch %d: views %v; the job's are %v", h.GetNumber(), h.GetViews(), a.info.GetViews())
+	}
 	if h.Slot != nil {
 		i := h.GetSlot()
 		if a.ring == nil || i >= a.ring.Slots || h.GetDataBytes() > a.ring.SlotBytes {
@@ -523,7 +540,7 @@ func (a *assembler) header(h *stokerv1.BatchHeader) (*item, error) {
 		b := &Batch{
 			Epoch: h.GetEpoch(), Number: h.GetNumber(), Shape: shape, Dtype: h.GetDtype(),
 			Data:   append(a.l.pool.get(h.GetDataBytes()), a.ring.Slot(i, h.GetDataBytes())...),
-			Labels: h.GetLabels(), Indices: h.GetIndices(), Errors: h.GetErrors(), Traces: h.GetTraces(), pool: a.l.pool,
+			Labels: h.GetLabels(), Indices: h.GetIndices(), Errors: h.GetErrors(), Traces: h.GetTraces(), Views: views, pool: a.l.pool,
 		}
 		select {
 		case a.l.released <- i:
@@ -537,7 +554,7 @@ func (a *assembler) header(h *stokerv1.BatchHeader) (*item, error) {
 	b := &Batch{
 		Epoch: h.GetEpoch(), Number: h.GetNumber(), Shape: shape, Dtype: h.GetDtype(),
 		Data: a.l.pool.get(h.GetDataBytes()), Labels: h.GetLabels(), Indices: h.GetIndices(),
-		Errors: h.GetErrors(), Traces: h.GetTraces(), pool: a.l.pool,
+		Errors: h.GetErrors(), Traces: h.GetTraces(), Views: views, pool: a.l.pool,
 	}
 	if h.GetDataBytes() == 0 {
 		return &item{batch: b}, nil

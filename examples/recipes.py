@@ -16,7 +16,7 @@ Each recipe's augmentation is what its source writes, run by the server:
   RandomErasing 0.25 "pixel"), built from stoker's classes (timm's are not
   torchvision's), with timm's RandAugment as timm_rand_augment; MixUp/CutMix.
 - simclr: SimCLR's two views, from_torchvision of its Compose; NT-Xent loss.
-- dino: DINO's two global crops and a local one (main_dino.py, with
+- dino: DINO's two global crops and eight local ones (main_dino.py, with
   torchvision's GaussianBlur); a student, an EMA teacher and DINO's loss.
 - clip: open_clip's training transform (its convert-to-RGB step left out:
   stoker decodes to RGB); a CLIP-style loss against one learned embedding
@@ -24,9 +24,10 @@ Each recipe's augmentation is what its source writes, run by the server:
 
 from_torchvision drops the pipeline's Normalize and keeps its mean and std
 on the result: the trainer applies them with stoker.normalize (on the GPU
-in a real run). Several views of one image are several Loaders over the
-same order: shuffle=False and a seed per view, since a sample's
-augmentation is keyed by (seed, epoch, index).
+in a real run). Several views of one image are one Loader with
+stoker.transforms.MultiView: the server decodes each image once and makes
+every view, and the batch's images are the list of views (DINO's collate
+shape).
 """
 from __future__ import annotations
 
@@ -50,7 +51,11 @@ IMAGENET = (T.IMAGENET_MEAN, T.IMAGENET_STD)
 OPENAI = ((0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711))
 
 
-def tv_resnet50_v2() -> Dict[str, T.Compose]:
+#: A recipe's views: by name, how many views of which transform.
+Views = Dict[str, Tuple[int, T.Compose]]
+
+
+def tv_resnet50_v2() -> Views:
     """ClassificationPresetTrain(crop_size=176, auto_augment_policy="ta_wide",
     random_erase_prob=0.1, use_v2=True), as torchvision's train.py makes it."""
     tv = tv2.Compose([
@@ -63,10 +68,10 @@ def tv_resnet50_v2() -> Dict[str, T.Compose]:
         tv2.RandomErasing(p=0.1),  # value 0 after Normalize: the mean colour, in pixels
         tv2.ToPureTensor(),
     ])
-    return {"image": T.from_torchvision(tv)}
+    return {"image": (1, T.from_torchvision(tv))}
 
 
-def deit() -> Dict[str, T.Compose]:
+def deit() -> Views:
     """timm's create_transform(224, is_training=True, auto_augment=
     "rand-m9-mstd0.5-inc1", interpolation="bicubic", re_prob=0.25,
     re_mode="pixel")."""
@@ -78,10 +83,10 @@ def deit() -> Dict[str, T.Compose]:
         T.RandomErasing(p=0.25, scale=(0.02, 1 / 3), ratio=(0.3, 1 / 0.3), value="random"),
     ])
     c.normalize_mean, c.normalize_std = IMAGENET
-    return {"image": c}
+    return {"image": (1, c)}
 
 
-def simclr() -> Dict[str, T.Compose]:
+def simclr() -> Views:
     """SimCLR's view (s = 1, blur kernel 10% of 224, odd, p = 0.5)."""
     tv = tv1.Compose([
         tv1.RandomResizedCrop(size=224),
@@ -91,13 +96,12 @@ def simclr() -> Dict[str, T.Compose]:
         tv1.RandomApply([tv1.GaussianBlur(kernel_size=23, sigma=(0.1, 2.0))], p=0.5),
         tv1.ToTensor(),
     ])
-    view = T.from_torchvision(tv)
-    return {"view1": view, "view2": view}
+    return {"view": (2, T.from_torchvision(tv))}
 
 
-def dino() -> Dict[str, T.Compose]:
+def dino() -> Views:
     """DataAugmentationDINO (global_crops_scale (0.4, 1), local_crops_scale
-    (0.05, 0.4)), one local crop here (DINO takes 8 or 10)."""
+    (0.05, 0.4), local_crops_number 8)."""
     flip_and_color_jitter = tv1.Compose([
         tv1.RandomHorizontalFlip(p=0.5),
         tv1.RandomApply([tv1.ColorJitter(brightness=0.4, contrast=0.4, saturation=0.2, hue=0.1)], p=0.8),
@@ -106,16 +110,16 @@ def dino() -> Dict[str, T.Compose]:
     normalize = tv1.Compose([tv1.ToTensor(), tv1.Normalize(*IMAGENET)])
     bicubic = InterpolationMode.BICUBIC
     return {
-        "global1": T.from_torchvision(tv1.Compose([
+        "global1": (1, T.from_torchvision(tv1.Compose([
             tv1.RandomResizedCrop(224, scale=(0.4, 1.0), interpolation=bicubic), flip_and_color_jitter,
-            tv1.GaussianBlur(23, sigma=(0.1, 2.0)), normalize])),
-        "global2": T.from_torchvision(tv1.Compose([
+            tv1.GaussianBlur(23, sigma=(0.1, 2.0)), normalize]))),
+        "global2": (1, T.from_torchvision(tv1.Compose([
             tv1.RandomResizedCrop(224, scale=(0.4, 1.0), interpolation=bicubic), flip_and_color_jitter,
             tv1.RandomApply([tv1.GaussianBlur(23, sigma=(0.1, 2.0))], p=0.1), tv1.RandomSolarize(128, p=0.2),
-            normalize])),
-        "local": T.from_torchvision(tv1.Compose([
+            normalize]))),
+        "local": (8, T.from_torchvision(tv1.Compose([
             tv1.RandomResizedCrop(96, scale=(0.05, 0.4), interpolation=bicubic), flip_and_color_jitter,
-            tv1.RandomApply([tv1.GaussianBlur(9, sigma=(0.1, 2.0))], p=0.5), normalize])),
+            tv1.RandomApply([tv1.GaussianBlur(9, sigma=(0.1, 2.0))], p=0.5), normalize]))),
     }
 
 
@@ -123,16 +127,16 @@ def _convert_to_rgb(image):
     return image.convert("RGB")
 
 
-def clip() -> Dict[str, T.Compose]:
+def clip() -> Views:
     """open_clip's image_transform(224, is_train=True) with OpenAI's mean
     and std; from_torchvision refuses its _convert_to_rgb (a function it
     cannot see into), which stoker needs no more than the RGB it decodes."""
     ops = [tv1.RandomResizedCrop(224, scale=(0.9, 1.0), interpolation=InterpolationMode.BICUBIC), _convert_to_rgb,
            tv1.ToTensor(), tv1.Normalize(mean=OPENAI[0], std=OPENAI[1])]
-    return {"image": T.from_torchvision(tv1.Compose([t for t in ops if t is not _convert_to_rgb]))}
+    return {"image": (1, T.from_torchvision(tv1.Compose([t for t in ops if t is not _convert_to_rgb])))}
 
 
-RECIPES: Dict[str, Callable[[], Dict[str, T.Compose]]] = {
+RECIPES: Dict[str, Callable[[], Views]] = {
     "tv-resnet50-v2": tv_resnet50_v2, "deit": deit, "simclr": simclr, "dino": dino, "clip": clip}
 
 
@@ -227,12 +231,14 @@ def model_for(recipe: str, classes: int) -> nn.Module:
     return {"simclr": SimCLR, "dino": DINO}[recipe]() if recipe != "clip" else CLIPish(classes)
 
 
-def train(a: argparse.Namespace) -> Tuple[List[float], Dict[str, T.Compose]]:
+def train(a: argparse.Namespace) -> Tuple[List[float], Views]:
     views = RECIPES[a.recipe]()
-    several = len(views) > 1
-    loaders = [stoker.Loader(a.target, a.dataset, transform=view, batch_size=a.batch_size, seed=a.seed + i,
-                             shuffle=not several, return_indices=True, pin_memory=False)
-               for i, view in enumerate(views.values())]
+    # Each view's Compose, in the order of the batch's images.
+    per_view = [view for count, view in views.values() for _ in range(count)]
+    transform = (T.MultiView([(name, count, view) for name, (count, view) in views.items()])
+                 if len(per_view) > 1 else per_view[0])
+    loader = stoker.Loader(a.target, a.dataset, transform=transform, batch_size=a.batch_size, seed=a.seed,
+                           pin_memory=False)
     classes = max(len(next(d for d in stoker.list_datasets(a.target) if d.name == a.dataset).classes), 2)
     torch.manual_seed(0)
     model = model_for(a.recipe, classes)
@@ -240,11 +246,10 @@ def train(a: argparse.Namespace) -> Tuple[List[float], Dict[str, T.Compose]]:
     losses: List[float] = []
     try:
         while len(losses) < a.steps:
-            for batches in zip(*loaders):  # one epoch of every view, in step
-                if any(not torch.equal(b[2], batches[0][2]) for b in batches):
-                    raise RuntimeError("the views' batches hold different samples")
-                xs = [to_float(b[0], view) for b, view in zip(batches, views.values())]
-                loss = model.loss(xs, batches[0][1])
+            for images, labels in loader:  # images: one tensor, or the list of views
+                images = images if isinstance(images, list) else [images]
+                xs = [to_float(im, view) for im, view in zip(images, per_view)]
+                loss = model.loss(xs, labels)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -255,8 +260,7 @@ def train(a: argparse.Namespace) -> Tuple[List[float], Dict[str, T.Compose]]:
                 if len(losses) == a.steps:
                     break
     finally:
-        for ld in loaders:
-            ld.close()
+        loader.close()
     return losses, views
 
 
@@ -273,9 +277,9 @@ def main() -> None:
     losses, views = train(a)
     if a.report:
         report: Dict[str, object] = {"recipe": a.recipe, "losses": losses, "views": {
-            name: {"ops": [MessageToDict(op) for op in T.to_spec(view).ops],
+            name: {"count": count, "ops": [MessageToDict(op) for op in T.to_spec(view).ops],
                    "normalize": None if view.normalize_mean is None else [view.normalize_mean, view.normalize_std]}
-            for name, view in views.items()}}
+            for name, (count, view) in views.items()}}
         with open(a.report, "w") as f:
             json.dump(report, f)
 

@@ -33,7 +33,9 @@ const (
 )
 
 // Batch is samples packed back to back (batch.Batch): Data holds N
-// samples of Transform.SampleBytes() each, in the transform's layout.
+// samples of Transform.SampleBytes() each, in the transform's layout; of a
+// transform of several views, view after view, each view's N samples back
+// to back (Transform.ViewLayout).
 type Batch = batch.Batch
 
 // resetBatch sizes b for n samples of size bytes each, reusing its
@@ -175,8 +177,9 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 	if err := storeFault(r); err != nil {
 		return err
 	}
-	ds, indices, size := r.ds, r.indices, r.size
-	pix := func(i int) []byte { at := r.at(i); return b.Data[at*size : (at+1)*size] }
+	ds, indices, l := r.ds, r.indices, r.layout
+	slots := len(b.Data) / r.size // the buffer's samples: the batch's, or the whole batch's (placed)
+	move := func(to, from int) { l.CopySample(b.Data, slots, r.at(to), b.Data, slots, r.at(from)) }
 	good := r.good[:0]
 	for i, err := range r.errs {
 		if err == nil {
@@ -198,7 +201,9 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 	}
 	if policy == Drop {
 		for n, i := range good {
-			copy(pix(n), pix(i))
+			if n != i {
+				move(n, i)
+			}
 			b.Labels[n], b.Indices[n] = b.Labels[i], b.Indices[i]
 			if b.Trace {
 				b.Traces[n], b.Traces[i] = b.Traces[i], b.Traces[n]
@@ -207,7 +212,8 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 		n := len(good)
 		b.N, b.Labels, b.Indices = n, b.Labels[:n], b.Indices[:n]
 		if !placed {
-			b.Data = b.Data[:n*size]
+			l.Repack(b.Data, slots, n)
+			b.Data = b.Data[:n*r.size]
 		}
 		if b.Trace {
 			b.Traces = b.Traces[:n]
@@ -221,7 +227,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 		}
 		g := good[k%len(good)]
 		k++
-		copy(pix(i), pix(g))
+		move(i, g)
 		b.Labels[i], b.Indices[i] = b.Labels[g], b.Indices[g]
 		if b.Trace {
 			b.Traces[i] = append(b.Traces[i][:0], b.Traces[g]...)

@@ -55,7 +55,7 @@ func sampleOf(t *testing.T, ds Dataset, tr *Transform, seed, epoch uint64, idx i
 	d := NewDecoder()
 	defer d.Close()
 	out := make([]byte, tr.SampleBytes())
-	if err := d.Decode(data, tr, Key{seed, epoch, uint64(idx)}, out); err != nil {
+	if err := d.Decode(data, tr, Key{Seed: seed, Epoch: epoch, Index: uint64(idx)}, out); err != nil {
 		t.Fatalf("sample %d: %v", idx, err)
 	}
 	return out

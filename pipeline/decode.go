@@ -57,16 +57,33 @@ func WithDCTScaling(s DCTScaling) Option { return func(o *options) { o.scaling =
 type Decoder struct {
 	opts options
 	fast fastState
-	pix  []byte // uint8 pixels before Normalize, when the output is float
-	chw  []byte // a HWC sample's planes while its ops run
+	// pix holds the views' decoded pixels when they do not go straight to
+	// the output (float output, or HWC output with ops: the ops work on
+	// planes), chw one view's planes packed to HWC before Normalize.
+	pix []byte
+	chw []byte
 	// post is the last Decode's time in the ops after decoding (the
 	// steps, Normalize), measured when the Decoder times stages (an
 	// Executor's, with a StageObserver); 0 otherwise.
 	post time.Duration
-	// The last Decode's plan and steps (its trace), and the ops' scratch.
-	last  samplePlan
-	steps []Step
+	// The last Decode's views, each one's plan and steps (its trace); the
+	// plans and offsets handed to the decode; and the ops' scratch.
+	vd    []viewDraw
+	plans []samplePlan
+	offs  []int
+	soffs []int
 	ops   opScratch
+	// admitNow: the sample has copies to come (repeated augmentation), so
+	// its file is admitted to the coefficient cache on this decode rather
+	// than its second. Set by the Executor per sample.
+	admitNow bool
+}
+
+// viewDraw is what one view of the last sample drew: its geometry's plan
+// and its ops' steps.
+type viewDraw struct {
+	plan  samplePlan
+	steps []Step
 }
 
 // NewDecoder returns a Decoder with the given options.
@@ -85,12 +102,25 @@ func (d *Decoder) Close() { d.fast.free() }
 func Fast() bool { return haveFast }
 
 // Decode decodes data, applies t for key k and writes the sample into out,
-// which must be t.SampleBytes() long. On error out holds unspecified bytes
-// and the error wraps ErrCorrupt, ErrTooLarge or ErrUnsupported.
+// which must be t.SampleBytes() long: of a transform of several views, the
+// views back to back, in order. On error out holds unspecified bytes and
+// the error wraps ErrCorrupt, ErrTooLarge or ErrUnsupported.
 func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
 	if len(out) != t.SampleBytes() {
 		return fmt.Errorf("%w: output buffer is %d bytes, sample is %d", ErrUnsupported, len(out), t.SampleBytes())
 	}
+	d.offs = d.offs[:0]
+	off := 0
+	for v := range t.Views() {
+		d.offs = append(d.offs, off)
+		off += t.View(v).viewBytes()
+	}
+	return d.decodeAt(data, t, k, out, d.offs)
+}
+
+// decodeAt is Decode with view v going to out[offs[v]:], View(v)'s
+// sample size long: a sample's place in a batch buffer (ViewLayout).
+func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []int) error {
 	hd, err := parseHeader(data)
 	if err != nil {
 		return err
@@ -98,59 +128,39 @@ func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
 	if px := int64(hd.w) * int64(hd.h); px > d.opts.pixelBudget {
 		return fmt.Errorf("%w: %dx%d is %d pixels, over the budget of %d", ErrTooLarge, hd.w, hd.h, px, d.opts.pixelBudget)
 	}
-	p, err := t.plan(hd.w, hd.h, k)
+	direct, decLayout, err := d.draw(t, &hd, k)
 	if err != nil {
 		return err
 	}
-	// RandomResizedCrop's fallback (torchvision's formula) rounds a side
-	// to zero on images much thinner than its ratio range: (3, 4) on a
-	// 1x10 image, say. Neither path can resample an empty crop (the
-	// reference path would return a sample of stale bytes).
-	if p.cw < 1 || p.ch < 1 {
-		return fmt.Errorf("%w: the transform's crop of the %dx%d image is empty (%dx%d)", ErrUnsupported, hd.w, hd.h, p.cw, p.ch)
-	}
-	d.last = p
-	d.steps = d.steps[:0]
-	if len(t.post) > 0 {
-		if cap(d.steps) < t.maxSteps {
-			d.steps = make([]Step, 0, t.maxSteps)
+	// Where the decode writes: straight into out, or the views back to
+	// back in d.pix when they are not yet the output's bytes.
+	dst, doffs := out, offs
+	if !direct {
+		d.soffs = d.soffs[:0]
+		n := 0
+		for v := range t.Views() {
+			d.soffs = append(d.soffs, n)
+			n += t.View(v).pixelBytes()
 		}
-		d.steps = t.drawSteps(k, d.steps)
-	}
-	pix := out
-	if t.norm != nil {
-		if cap(d.pix) < t.pixelBytes() {
-			d.pix = make([]byte, t.pixelBytes())
+		if cap(d.pix) < n {
+			d.pix = make([]byte, n)
 		}
-		pix = d.pix[:t.pixelBytes()]
+		dst, doffs = d.pix[:n], d.soffs
 	}
-	// The ops after the geometry work on planes: a HWC sample with ops is
-	// decoded as planes and packed after them.
-	planar, layout := pix, t.layout
-	if len(d.steps) > 0 && layout == HWC {
-		if cap(d.chw) < len(pix) {
-			d.chw = make([]byte, len(pix))
-		}
-		planar, layout = d.chw[:len(pix)], CHW
-	}
-	if err := d.decodeGuarded(data, &hd, &p, layout, planar); err != nil {
+	if err := d.decodeGuarded(data, &hd, d.plans, decLayout, dst, doffs); err != nil {
 		return err
 	}
 	var t0 time.Time
-	timed := d.opts.stages != nil && (len(d.steps) > 0 || t.norm != nil)
+	timed := d.opts.stages != nil && !(direct && d.noSteps())
 	if timed {
 		t0 = time.Now()
 	}
-	if len(d.steps) > 0 {
-		if err := d.applyGuarded(planes{pix: planar, w: t.outW, h: t.outH}); err != nil {
+	for v := range t.Views() {
+		vt := t.View(v)
+		pix := dst[doffs[v]:][:vt.pixelBytes()]
+		if err := d.finishView(vt, &d.vd[v], pix, decLayout, direct, out[offs[v]:][:vt.viewBytes()]); err != nil {
 			return err
 		}
-		if t.layout == HWC {
-			chwToHWC(planar, pix)
-		}
-	}
-	if t.norm != nil {
-		normalize(pix, out, t.layout, t.norm)
 	}
 	if timed {
 		d.post = time.Since(t0)
@@ -158,18 +168,107 @@ func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
 	return nil
 }
 
-// applyGuarded runs the sample's steps under recover, as decodeGuarded
-// runs the decode: a kernel's bug is one sample's error, never a dead
-// server.
-func (d *Decoder) applyGuarded(p planes) (err error) {
+// draw plans each of t's views of a w x h image for key k (view v with
+// k.View + v: a batch's samples have View 0) and draws its steps, into d.vd and d.plans. It returns
+// whether the decode writes the output's bytes (uint8, and the layout the
+// ops need) and the layout it decodes to: planes for ops, which an HWC
+// output gets packed after them.
+func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout Layout, err error) {
+	nv := t.Views()
+	if cap(d.vd) < nv {
+		d.vd = append(d.vd[:cap(d.vd)], make([]viewDraw, nv-cap(d.vd))...)
+	}
+	d.vd, d.plans = d.vd[:nv], d.plans[:0]
+	direct, decLayout = true, t.layout
+	for v := range nv {
+		vt, kv := t.View(v), k
+		kv.View += uint64(v)
+		p, err := vt.plan(hd.w, hd.h, kv)
+		// RandomResizedCrop's fallback (torchvision's formula) rounds a
+		// side to zero on images much thinner than its ratio range: (3,
+		// 4) on a 1x10 image, say. Neither path can resample an empty
+		// crop (the reference path would return a sample of stale
+		// bytes).
+		if err == nil && (p.cw < 1 || p.ch < 1) {
+			err = fmt.Errorf("%w: the transform's crop of the %dx%d image is empty (%dx%d)", ErrUnsupported, hd.w, hd.h, p.cw, p.ch)
+		}
+		if err != nil {
+			if nv > 1 {
+				err = fmt.Errorf("view %d: %w", v, err)
+			}
+			return false, 0, err
+		}
+		vd := &d.vd[v]
+		vd.plan, vd.steps = p, vd.steps[:0]
+		if len(vt.post) > 0 {
+			if cap(vd.steps) < vt.maxSteps {
+				vd.steps = make([]Step, 0, vt.maxSteps)
+			}
+			vd.steps = vt.drawSteps(kv, vd.steps)
+		}
+		if vt.norm != nil {
+			direct = false
+		}
+		if len(vd.steps) > 0 && t.layout == HWC {
+			direct, decLayout = false, CHW
+		}
+		d.plans = append(d.plans, p)
+	}
+	return direct, decLayout, nil
+}
+
+// noSteps reports whether no view of the last sample drew a step.
+func (d *Decoder) noSteps() bool {
+	for i := range d.vd {
+		if len(d.vd[i].steps) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// finishView runs one view's steps on its decoded pixels pix (in
+// decLayout) and makes its output out: pix itself when the decode was
+// direct, else pix packed to the transform's layout, normalized or copied.
+func (d *Decoder) finishView(t *Transform, vd *viewDraw, pix []byte, decLayout Layout, direct bool, out []byte) error {
+	if len(vd.steps) > 0 {
+		if err := d.applyGuarded(vd.steps, planes{pix: pix, w: t.outW, h: t.outH}); err != nil {
+			return err
+		}
+	}
+	if direct {
+		return nil
+	}
+	if decLayout != t.layout { // planes to HWC
+		if t.norm == nil {
+			chwToHWC(pix, out)
+			return nil
+		}
+		if cap(d.chw) < len(pix) {
+			d.chw = make([]byte, len(pix))
+		}
+		chwToHWC(pix, d.chw[:len(pix)])
+		pix = d.chw[:len(pix)]
+	}
+	if t.norm != nil {
+		normalize(pix, out, t.layout, t.norm)
+	} else {
+		copy(out, pix)
+	}
+	return nil
+}
+
+// applyGuarded runs a view's steps under recover, as decodeGuarded runs
+// the decode: a kernel's bug is one sample's error, never a dead server.
+func (d *Decoder) applyGuarded(steps []Step, p planes) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			slog.Error("pipeline: an op panicked", "panic", r, "stack", string(debug.Stack()))
 			err = fmt.Errorf("%w: an op panicked: %v", ErrUnsupported, r)
 		}
 	}()
-	for i := range d.steps {
-		applyStep(p, &d.steps[i], &d.ops)
+	for i := range steps {
+		applyStep(p, &steps[i], &d.ops)
 	}
 	return nil
 }
@@ -183,9 +282,10 @@ func chwToHWC(chw, hwc []byte) {
 	}
 }
 
-// decodeGuarded runs the decode under recover: a decoder bug or a panic in
-// an image library on hostile input becomes ErrCorrupt, not a dead server.
-func (d *Decoder) decodeGuarded(data []byte, hd *header, p *samplePlan, layout Layout, out []byte) (err error) {
+// decodeGuarded runs the decode of the plans' views into out at offs
+// under recover: a decoder bug or a panic in an image library on hostile
+// input becomes ErrCorrupt, not a dead server.
+func (d *Decoder) decodeGuarded(data []byte, hd *header, ps []samplePlan, layout Layout, out []byte, offs []int) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			// The stack goes to the log, not into the error: the error
@@ -195,14 +295,14 @@ func (d *Decoder) decodeGuarded(data []byte, hd *header, p *samplePlan, layout L
 		}
 	}()
 	if haveFast && !d.opts.reference && hd.format == formatJPEG && hd.comps != 4 {
-		return d.decodeFast(data, hd, p, layout, out)
+		return d.decodeFastViews(data, hd, ps, layout, out, offs)
 	}
 	if hd.format == formatJPEG && hd.progressive {
 		if n := countScans(data); n > d.opts.maxScans {
 			return fmt.Errorf("%w: progressive jpeg has %d scans, over the cap of %d", ErrTooLarge, n, d.opts.maxScans)
 		}
 	}
-	return decodeRef(data, p, layout, out)
+	return decodeRefViews(data, ps, layout, out, offs)
 }
 
 // countScans counts a JPEG's scans by walking its segment structure, as a

@@ -92,22 +92,36 @@ func cbool(b bool) C.int {
 	return 0
 }
 
-// decodeFast decodes a 1- or 3-component JPEG through libjpeg-turbo and
-// writes the plan's sample into out (3*outH*outW bytes, uint8, in layout):
-// the job set up in C, with the file's decoder index and coefficient
-// cache when the Decoder has them, decoded once (twice when the index
-// disagrees with the file: indexFinish), and what the decode learned
-// kept.
+// decodeFast decodes the plan's one view into out (3*outH*outW bytes):
+// decodeFastViews with one view at 0.
 func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layout, out []byte) error {
+	if len(out) != 3*p.outW*p.outH {
+		return fmt.Errorf("%w: fast path: %d output bytes for %dx%d", ErrUnsupported, len(out), p.outW, p.outH)
+	}
+	return d.decodeFastViews(data, hd, []samplePlan{*p}, layout, out, []int{0})
+}
+
+// decodeFastViews decodes a 1- or 3-component JPEG through libjpeg-turbo and
+// writes each plan's view into out at offs[v] (3*outH*outW bytes, uint8, in
+// layout): the job set up in C, with the file's decoder index and
+// coefficient cache when the Decoder has them, decoded once (twice when the
+// index disagrees with the file: indexFinish), and what the decode learned
+// kept.
+func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layout Layout, out []byte, offs []int) error {
 	f := &d.fast
 	if err := f.open(d); err != nil {
 		return err
 	}
-	if len(data) == 0 || len(out) != 3*p.outW*p.outH {
-		return fmt.Errorf("%w: fast path: %d input bytes, %d output bytes for %dx%d", ErrUnsupported, len(data), len(out), p.outW, p.outH)
+	if len(ps) < 1 || len(ps) > C.STOKER_MAX_VIEWS || len(offs) != len(ps) {
+		return fmt.Errorf("%w: fast path: %d views at %d offsets: want 1..%d", ErrUnsupported, len(ps), len(offs), C.STOKER_MAX_VIEWS)
+	}
+	for v := range ps {
+		if n := 3 * ps[v].outW * ps[v].outH; len(data) == 0 || offs[v] < 0 || offs[v]+n > len(out) {
+			return fmt.Errorf("%w: fast path: %d input bytes, %d output bytes for view %d of %dx%d at %d", ErrUnsupported, len(data), len(out), v, ps[v].outW, ps[v].outH, offs[v])
+		}
 	}
 	k := d.knobs()
-	f.setJob(&d.opts, hd, p, layout, k)
+	f.setJob(&d.opts, hd, ps, offs, layout, k)
 	ix := d.indexFor(data, hd, k)
 	cc := d.coefsFor(data, hd, &ix, k)
 	rc := f.decode(data, out, ix.blob)
@@ -133,20 +147,26 @@ func (f *fastState) open(d *Decoder) error {
 	return nil
 }
 
-// setJob writes the decode's job into C: the plan's geometry, the
-// layout, the Decoder's options and bounds, and the knobs k.
-func (f *fastState) setJob(o *options, hd *header, p *samplePlan, layout Layout, k *fastKnobs) {
-	r := p.region()
+// setJob writes the decode's job into C: each plan's geometry and where
+// its view goes (offs), the layout, the Decoder's options and bounds, and
+// the knobs k.
+func (f *fastState) setJob(o *options, hd *header, ps []samplePlan, offs []int, layout Layout, k *fastKnobs) {
 	j := f.job
-	j.bx, j.by, j.bw, j.bh = C.double(r.bx), C.double(r.by), C.double(r.bw), C.double(r.bh)
-	j.x0, j.y0, j.x1, j.y1 = C.int(r.x0), C.int(r.y0), C.int(r.x1), C.int(r.y1)
+	j.nviews = C.int(len(ps))
+	for i := range ps {
+		p, v := &ps[i], &j.views[i]
+		r := p.region()
+		v.bx, v.by, v.bw, v.bh = C.double(r.bx), C.double(r.by), C.double(r.bw), C.double(r.bh)
+		v.x0, v.y0, v.x1, v.y1 = C.int(r.x0), C.int(r.y0), C.int(r.x1), C.int(r.y1)
+		v.out_w, v.out_h = C.int(p.outW), C.int(p.outH)
+		v.interp, v.antialias = C.int(p.interp), cbool(p.antialias)
+		sx, sy := p.spans()
+		v.sx = C.stoker_span{base: C.int(sx.base), in: C.int(sx.in), out: C.int(sx.out), off: C.int(sx.off)}
+		v.sy = C.stoker_span{base: C.int(sy.base), in: C.int(sy.in), out: C.int(sy.out), off: C.int(sy.off)}
+		v.flip = cbool(p.flip)
+		v.out_off = C.longlong(offs[i])
+	}
 	j.src_w, j.src_h, j.comps = C.int(hd.w), C.int(hd.h), C.int(hd.comps)
-	j.out_w, j.out_h = C.int(p.outW), C.int(p.outH)
-	j.interp, j.antialias = C.int(p.interp), cbool(p.antialias)
-	sx, sy := p.spans()
-	j.sx = C.stoker_span{base: C.int(sx.base), in: C.int(sx.in), out: C.int(sx.out), off: C.int(sx.off)}
-	j.sy = C.stoker_span{base: C.int(sy.base), in: C.int(sy.in), out: C.int(sy.out), off: C.int(sy.off)}
-	j.flip = cbool(p.flip)
 	j.hwc = cbool(layout == HWC)
 	switch o.scaling {
 	case ScaleOff:
@@ -225,8 +245,10 @@ func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs) coef
 	blocks := int64((hd.w+15)/16*2) * int64((hd.h+15)/16*2) * int64(hd.comps)
 	// A file is admitted on its second decode where there is an index
 	// (it has one then): the first epoch stores nothing, so it runs as
-	// fast as without the cache.
-	admit := u.ix == nil || u.blob != nil
+	// fast as without the cache. A sample with copies to come (repeated
+	// augmentation) is admitted on its first: the copies are its next
+	// decodes, within the epoch.
+	admit := u.ix == nil || u.blob != nil || d.admitNow
 	ce, room := cc.checkout(u.key, blocks*200+4096, admit)
 	if ce == nil {
 		return coefUse{}

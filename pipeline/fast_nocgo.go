@@ -15,6 +15,10 @@ func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layo
 	panic("unreachable: decodeFast without cgo")
 }
 
+func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layout Layout, out []byte, offs []int) error {
+	panic("unreachable: decodeFastViews without cgo")
+}
+
 // Without cgo no decode stores coefficients: a CoefCache stays empty.
 func coefsNew() unsafe.Pointer        { return nil }
 func coefsFree(unsafe.Pointer)        {}

@@ -140,7 +140,7 @@ func geomDecode(d *Decoder, j geomJob) ([]byte, geomResult) {
 		}
 	}
 	out := make([]byte, 3*p.outW*p.outH)
-	if err := d.decodeGuarded(data, &hd, &p, HWC, out); err != nil {
+	if err := d.decodeGuarded(data, &hd, []samplePlan{p}, HWC, out, []int{0}); err != nil {
 		return fail(err)
 	}
 	res := geomResult{H: p.outH, W: p.outW, ScaleM: 8}

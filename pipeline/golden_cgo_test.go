@@ -44,7 +44,7 @@ func TestGoldenBatchFast(t *testing.T) {
 		h := sha256.New()
 		out := make([]byte, tr.SampleBytes())
 		for _, idx := range goldenIndices {
-			if err := d.Decode(files[idx], tr, Key{7, 3, uint64(idx)}, out); err != nil {
+			if err := d.Decode(files[idx], tr, Key{Seed: 7, Epoch: 3, Index: uint64(idx)}, out); err != nil {
 				t.Fatal(err)
 			}
 			if d.fast.stats().simd != 0 {

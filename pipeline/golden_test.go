@@ -47,14 +47,14 @@ func TestGoldenPlans(t *testing.T) {
 		cx, cy, cw, ch int
 		flip           bool
 	}{
-		{500, 375, Key{7, 3, 0}, 148, 0, 324, 354, false},
-		{500, 375, Key{7, 3, 1}, 73, 16, 272, 334, true},
-		{375, 500, Key{7, 3, 2}, 22, 114, 332, 358, true},
-		{1600, 1200, Key{7, 3, 3}, 31, 95, 909, 695, false},
-		{97, 61, Key{7, 3, 4}, 31, 5, 61, 51, false},
-		{4000, 3000, Key{1, 0, 123456789}, 1264, 516, 2608, 2230, false},
-		{2000, 100, Key{7, 3, 5}, 933, 0, 133, 100, true}, // no try fits: the center fallback
-		{640, 480, Key{1 << 63, 1 << 40, 1<<64 - 2}, 258, 16, 331, 440, true},
+		{500, 375, Key{Seed: 7, Epoch: 3, Index: 0}, 148, 0, 324, 354, false},
+		{500, 375, Key{Seed: 7, Epoch: 3, Index: 1}, 73, 16, 272, 334, true},
+		{375, 500, Key{Seed: 7, Epoch: 3, Index: 2}, 22, 114, 332, 358, true},
+		{1600, 1200, Key{Seed: 7, Epoch: 3, Index: 3}, 31, 95, 909, 695, false},
+		{97, 61, Key{Seed: 7, Epoch: 3, Index: 4}, 31, 5, 61, 51, false},
+		{4000, 3000, Key{Seed: 1, Epoch: 0, Index: 123456789}, 1264, 516, 2608, 2230, false},
+		{2000, 100, Key{Seed: 7, Epoch: 3, Index: 5}, 933, 0, 133, 100, true}, // no try fits: the center fallback
+		{640, 480, Key{Seed: 1 << 63, Epoch: 1 << 40, Index: 1<<64 - 2}, 258, 16, 331, 440, true},
 	} {
 		p, err := tr.plan(tc.w, tc.h, tc.k)
 		if err != nil {

@@ -156,7 +156,7 @@ func TestGoldenInterpTorch(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := make([]byte, tr.pixelBytes())
-		if err := d.decodeGuarded(data, &hd, &p, CHW, out); err != nil {
+		if err := d.decodeGuarded(data, &hd, []samplePlan{p}, CHW, out, []int{0}); err != nil {
 			t.Fatal(err)
 		}
 		sum := sha256.Sum256(out)

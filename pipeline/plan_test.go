@@ -183,9 +183,9 @@ func TestPlanGolden(t *testing.T) {
 		cx, cy, cw, ch int
 		flip           bool
 	}{
-		{Key{42, 3, 1000}, 62, 17, 212, 186, false},
-		{Key{0, 0, 0}, 2, 58, 213, 264, false},
-		{Key{7, 1, 5}, 20, 4, 443, 349, true},
+		{Key{Seed: 42, Epoch: 3, Index: 1000}, 62, 17, 212, 186, false},
+		{Key{Seed: 0, Epoch: 0, Index: 0}, 2, 58, 213, 264, false},
+		{Key{Seed: 7, Epoch: 1, Index: 5}, 20, 4, 443, 349, true},
 	} {
 		p, err := tr.plan(500, 375, tc.k)
 		if err != nil {

@@ -276,14 +276,16 @@ type fillReq struct {
 	seed, epoch uint64
 	indices     []int64
 	data        []byte
-	size        int
-	place       []int    // FillAt's: where each sample goes in data, in samples; nil: in order
-	errs        []error  // per sample, written by the worker that made it
-	traces      [][]byte // per sample when the batch asks for traces (Batch.Traces), else nil
-	good        []int    // finishBatch's scratch
-	taken       int      // samples given to workers (or dropped): the next is indices[taken]
-	running     int      // of those, the ones being made now
-	dropped     error    // why samples were dropped: ctx.Err() or ErrClosed
+	size        int        // a sample's bytes: data holds len(data)/size samples
+	layout      ViewLayout // where each sample's views lie in data
+	copies      []uint32   // Batch.Copies: each sample's copy; nil: all 0
+	place       []int      // FillAt's: where each sample goes in data, in samples; nil: in order
+	errs        []error    // per sample, written by the worker that made it
+	traces      [][]byte   // per sample when the batch asks for traces (Batch.Traces), else nil
+	good        []int      // finishBatch's scratch
+	taken       int        // samples given to workers (or dropped): the next is indices[taken]
+	running     int        // of those, the ones being made now
+	dropped     error      // why samples were dropped: ctx.Err() or ErrClosed
 	done        chan struct{}
 	queued      time.Time  // when Fill queued it, with a StageObserver
 	times       StageTimes // its samples' stage times, summed (under e.mu)
@@ -325,6 +327,9 @@ func (q *Queue) FillAt(ctx context.Context, ds Dataset, t *Transform, seed, epoc
 		return fmt.Errorf("%w: %d places for %d samples", ErrUnsupported, len(place), len(indices))
 	}
 	size := t.SampleBytes()
+	if len(b.Data)%size != 0 {
+		return fmt.Errorf("%w: a batch buffer of %d bytes for samples of %d", ErrUnsupported, len(b.Data), size)
+	}
 	for _, at := range place {
 		if at < 0 || (at+1)*size > len(b.Data) {
 			return fmt.Errorf("%w: place %d is past the batch's %d bytes", ErrUnsupported, at, len(b.Data))
@@ -334,6 +339,9 @@ func (q *Queue) FillAt(ctx context.Context, ds Dataset, t *Transform, seed, epoc
 }
 
 func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch uint64, indices []int64, place []int, policy FailPolicy, b *Batch) error {
+	if b.Copies != nil && len(b.Copies) != len(indices) {
+		return fmt.Errorf("%w: %d copies for %d samples", ErrUnsupported, len(b.Copies), len(indices))
+	}
 	for _, idx := range indices {
 		if idx < 0 || idx >= int64(ds.Len()) {
 			return fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, idx, ds.Len())
@@ -355,6 +363,8 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 	}
 	r := fillReqs.Get().(*fillReq)
 	r.q, r.ds, r.t, r.seed, r.epoch, r.indices, r.data, r.size, r.place = q, ds, t, seed, epoch, indices, b.Data, size, place
+	r.layout = t.ViewLayout()
+	r.copies = b.Copies
 	r.errs = slices.Grow(r.errs[:0], n)[:n]
 	r.traces = nil
 	if b.Trace {
@@ -602,8 +612,19 @@ func (e *Executor) run(d *Decoder) {
 		d.post = 0
 		if err == nil {
 			buf = data
-			at := r.at(i)
-			err = d.Decode(data, r.t, Key{r.seed, r.epoch, uint64(idx)}, r.data[at*r.size:(at+1)*r.size])
+			// The sample's views, at its place in a buffer of
+			// len(r.data)/r.size samples.
+			at, slots := r.at(i), len(r.data)/r.size
+			d.offs = d.offs[:0]
+			for v := range r.layout.Views() {
+				d.offs = append(d.offs, r.layout.Offset(slots, v, at))
+			}
+			k := Key{Seed: r.seed, Epoch: r.epoch, Index: uint64(idx)}
+			if r.copies != nil {
+				k.Copy = uint64(r.copies[i])
+			}
+			d.admitNow = r.copies != nil
+			err = d.decodeAt(data, r.t, k, r.data, d.offs)
 		}
 		if e.stages != nil {
 			made := time.Since(t1)

@@ -24,14 +24,23 @@ import (
 // flag -gcflags=all=-d=fmahash=n turns fusion off. Non-JPEG images and CMYK
 // JPEGs take this path in every build, and all images without cgo.
 func decodeRef(data []byte, p *samplePlan, layout Layout, out []byte) error {
+	return decodeRefViews(data, []samplePlan{*p}, layout, out, []int{0})
+}
+
+// decodeRefViews is decodeRef of several views of one image: decoded
+// once, each plan's view resampled from it into out at offs[v].
+func decodeRefViews(data []byte, ps []samplePlan, layout Layout, out []byte, offs []int) error {
 	src, err := imaging.Decode(bytes.NewReader(data))
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	if b := src.Bounds(); b.Dx() != p.srcW || b.Dy() != p.srcH {
-		return fmt.Errorf("%w: decoded size %dx%d differs from the header's %dx%d", ErrCorrupt, b.Dx(), b.Dy(), p.srcW, p.srcH)
+	for v := range ps {
+		p := &ps[v]
+		if b := src.Bounds(); b.Dx() != p.srcW || b.Dy() != p.srcH {
+			return fmt.Errorf("%w: decoded size %dx%d differs from the header's %dx%d", ErrCorrupt, b.Dx(), b.Dy(), p.srcW, p.srcH)
+		}
+		resampleRef(src, p, layout, out[offs[v]:][:3*p.outW*p.outH])
 	}
-	resampleRef(src, p, layout, out)
 	return nil
 }
 

@@ -15,6 +15,13 @@ type Key struct {
 	Seed  uint64
 	Epoch uint64
 	Index uint64
+	// View is the view of a transform of several views (NewViews) the
+	// draws are for: 0 for the first view, and for a one-view transform.
+	View uint64
+	// Copy is which copy of the sample the draws are for, under repeated
+	// augmentation (each copy its own draw): 0 for the first, and without
+	// it.
+	Copy uint64
 }
 
 // RNG is a counter-based generator: value n of stream s is a hash of (key,
@@ -31,6 +38,14 @@ func (k Key) Stream(s uint64) RNG {
 	h := mix64(k.Seed ^ 0x243f6a8885a308d3)
 	h = mix64(h ^ k.Epoch*0x9e3779b97f4a7c15)
 	h = mix64(h ^ k.Index*0xbf58476d1ce4e5b9)
+	if k.View != 0 {
+		// Keyed in only when set, so that view 0 (and every one-view
+		// job) draws the numbers it always did.
+		h = mix64(h ^ k.View*0xd6e8feb86659fd93)
+	}
+	if k.Copy != 0 {
+		h = mix64(h ^ k.Copy*0xa0761d6478bd642f)
+	}
 	h = mix64(h ^ s*0x94d049bb133111eb)
 	return RNG{k: h}
 }

@@ -303,9 +303,25 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 }
 
 // AppendTrace appends the trace of the last sample d decoded with t (a
-// JSON list of [op, {arguments}] pairs: see AppendTrace) to b. It is only
-// meaningful after a Decode that succeeded.
+// JSON list of [op, {arguments}] pairs: see AppendTrace) to b; of a
+// transform of several views, a JSON list of each view's, in order. It is
+// only meaningful after a Decode that succeeded.
 func (d *Decoder) AppendTrace(b []byte, t *Transform) []byte {
+	if t.views == nil {
+		return d.vd[0].appendTrace(b, t)
+	}
+	b = append(b, '[')
+	for v := range t.views {
+		if v > 0 {
+			b = append(b, ',')
+		}
+		b = d.vd[v].appendTrace(b, t.views[v])
+	}
+	return append(b, ']')
+}
+
+// appendTrace appends one view's trace, as drawn for t, to b.
+func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
 	var geo [4]Step
 	b = append(b, '[')
 	n := 0
@@ -315,13 +331,13 @@ func (d *Decoder) AppendTrace(b []byte, t *Transform) []byte {
 		}
 		n++
 	}
-	for _, st := range t.geometrySteps(&d.last, geo[:0]) {
+	for _, st := range t.geometrySteps(&vd.plan, geo[:0]) {
 		sep()
 		b = st.appendJSON(b)
 	}
-	for i := range d.steps {
+	for i := range vd.steps {
 		sep()
-		b = d.steps[i].appendJSON(b)
+		b = vd.steps[i].appendJSON(b)
 	}
 	if t.norm != nil {
 		sep()
@@ -338,18 +354,27 @@ func (d *Decoder) AppendTrace(b []byte, t *Transform) []byte {
 const maxStepJSON = 400
 
 // MaxTraceBytes bounds one sample's trace: its geometry (two steps and a
-// flip), the steps its ops may draw, and a normalize.
-func (t *Transform) MaxTraceBytes() int { return (t.maxSteps+4)*maxStepJSON + 2 }
+// flip), the steps its ops may draw, and a normalize; of several views,
+// every view's and the list around them.
+func (t *Transform) MaxTraceBytes() int {
+	if t.views == nil {
+		return (t.maxSteps+4)*maxStepJSON + 2
+	}
+	n := 2
+	for _, v := range t.views {
+		n += v.MaxTraceBytes() + 1
+	}
+	return n
+}
 
 // Trace is the trace a w x h source image would get for key k, drawn
 // without decoding anything (what `stoker ops draw` prints, and what the
-// sampling tests count): the plan's geometry, the steps, normalize.
+// sampling tests count): the plan's geometry, the steps, normalize (of
+// several views, each view's).
 func (t *Transform) Trace(srcW, srcH int, k Key) ([]byte, error) {
-	p, err := t.plan(srcW, srcH, k)
-	if err != nil {
+	var d Decoder
+	if _, _, err := d.draw(t, &header{w: srcW, h: srcH}, k); err != nil {
 		return nil, err
 	}
-	d := Decoder{last: p}
-	d.steps = t.drawSteps(k, nil)
 	return d.AppendTrace(nil, t), nil
 }

@@ -190,6 +190,12 @@ type Transform struct {
 	outH     int
 	outW     int
 	layout   Layout
+	// views are a transform of several views' (NewViews), each a one-view
+	// transform, and their groups' names; nil for a one-view transform.
+	// outH, outW and norm are then view 0's.
+	views     []*Transform
+	viewNames []string
+	vlayout   ViewLayout
 }
 
 // RNG streams: the geometry draws from stream 1 and the op at position j
@@ -233,8 +239,9 @@ var presets = map[string][]Op{
 			Mean: imagenetMean, Std: imagenetStd},
 	},
 	// SimCLR's ImageNet augmentation (Chen et al. 2020, appendix A), one
-	// view: s = 1, blur kernel 10% of the side.
-	"simclr": {
+	// view: s = 1, blur kernel 10% of the side. The preset "simclr" is two
+	// of these views (presets_views.go).
+	"simclr-view": {
 		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}},
 		{Kind: OpRandomHorizontalFlip, P: 0.5},
 		{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.8, 0.8, 0.8, 0.2)}},
@@ -268,20 +275,27 @@ var presets = map[string][]Op{
 // RandomErasing(value=0) after Normalize writes, and timm's img_mean fill.
 var meanColour = [3]float64{124, 116, 104}
 
-// PresetNames lists the named presets, sorted.
+// PresetNames lists the named presets, sorted: one-view presets and
+// presets of several views (ViewPreset).
 func PresetNames() []string {
-	names := make([]string, 0, len(presets))
+	names := make([]string, 0, len(presets)+len(viewPresets))
 	for n := range presets {
+		names = append(names, n)
+	}
+	for n := range viewPresets {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	return names
 }
 
-// Preset returns the op list of a named preset.
+// Preset returns the op list of a named one-view preset.
 func Preset(name string) ([]Op, error) {
 	ops, ok := presets[name]
 	if !ok {
+		if _, views := viewPresets[name]; views {
+			return nil, fmt.Errorf("%w: transform preset %q makes several views: it is not one op list (ViewPreset)", ErrUnsupported, name)
+		}
 		return nil, fmt.Errorf("%w: unknown transform preset %q (known: %s)", ErrUnsupported, name, strings.Join(PresetNames(), ", "))
 	}
 	return cloneOps(ops), nil
@@ -397,6 +411,7 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		t.post[i] = nd
 		t.maxSteps += nd.maxSteps
 	}
+	t.setLayout()
 	return t, nil
 }
 
@@ -462,8 +477,12 @@ func checkSize(op *Op, shorterOK bool) error {
 	return nil
 }
 
-// ParseTransform returns a preset's transform.
+// ParseTransform returns a preset's transform (of several views for a
+// ViewPreset's name).
 func ParseTransform(preset string, layout Layout) (*Transform, error) {
+	if groups, ok := ViewPreset(preset); ok {
+		return NewViews(layout, groups...)
+	}
 	ops, err := Preset(preset)
 	if err != nil {
 		return nil, err
@@ -477,13 +496,14 @@ func (t *Transform) Ops() []Op { return append([]Op(nil), t.ops...) }
 // Layout returns the output layout.
 func (t *Transform) Layout() Layout { return t.layout }
 
-// Size returns the output height and width.
+// Size returns the output height and width (view 0's, of several views).
 func (t *Transform) Size() (h, w int) { return t.outH, t.outW }
 
 // Float reports whether samples are float32 (the transform ends in Normalize).
 func (t *Transform) Float() bool { return t.norm != nil }
 
-// Shape returns a sample's shape in its layout: [C, H, W] or [H, W, C].
+// Shape returns a sample's shape in its layout: [C, H, W] or [H, W, C]
+// (view 0's, of several views: View(v).Shape() is view v's).
 func (t *Transform) Shape() [3]int {
 	if t.layout == HWC {
 		return [3]int{t.outH, t.outW, 3}
@@ -491,11 +511,15 @@ func (t *Transform) Shape() [3]int {
 	return [3]int{3, t.outH, t.outW}
 }
 
-// SampleBytes is the size of one output sample.
+// SampleBytes is the size of one output sample: its views' sizes added
+// up.
 func (t *Transform) SampleBytes() int {
-	n := 3 * t.outH * t.outW
-	if t.norm != nil {
-		n *= 4
+	if t.views == nil {
+		return t.viewBytes()
+	}
+	n := 0
+	for _, v := range t.views {
+		n += v.viewBytes()
 	}
 	return n
 }
@@ -503,8 +527,31 @@ func (t *Transform) SampleBytes() int {
 // pixelBytes is the size of a sample's uint8 pixels, before Normalize.
 func (t *Transform) pixelBytes() int { return 3 * t.outH * t.outW }
 
-// String describes the op list in torchvision terms.
-func (t *Transform) String() string { return opsString(t.ops) }
+// String describes the op list in torchvision terms; a transform of
+// several views, each group's count and op list.
+func (t *Transform) String() string {
+	if t.views == nil {
+		return opsString(t.ops)
+	}
+	var b strings.Builder
+	b.WriteString("views[")
+	for v := 0; v < len(t.views); {
+		n := 1
+		for v+n < len(t.views) && t.views[v+n] == t.views[v] {
+			n++
+		}
+		if v > 0 {
+			b.WriteString("; ")
+		}
+		if name := t.viewNames[v]; name != "" {
+			fmt.Fprintf(&b, "%s: ", name)
+		}
+		fmt.Fprintf(&b, "%d x (%s)", n, opsString(t.views[v].ops))
+		v += n
+	}
+	b.WriteString("]")
+	return b.String()
+}
 
 func opsString(ops []Op) string {
 	var b strings.Builder

@@ -98,6 +98,17 @@ typedef struct {
   int prec; /* fractional bits of k */
 } axis;
 
+/* One view's state in a decode: its filters, its horizontally resampled
+ * rows (mid: the scaled rows [uy0, uy1) its vertical taps read) and the
+ * scaled pixels its taps use. */
+typedef struct {
+  axis ax, ay;
+  uint8_t *mid;
+  size_t mid_cap;
+  int mid_rows;
+  int ux0, ux1, uy0, uy1;
+} vstate;
+
 struct stoker_turbo {
   struct jpeg_decompress_struct cinfo; /* first: error hooks cast back */
   struct jpeg_error_mgr jerr;
@@ -107,12 +118,9 @@ struct stoker_turbo {
   int max_scans;
   char msg[JMSG_LENGTH_MAX + 96];
   stoker_job job;
-  axis ax, ay;
+  vstate vs[STOKER_MAX_VIEWS];
   uint8_t *row; /* one decoded scanline */
   size_t row_cap;
-  uint8_t *mid; /* horizontally resampled rows */
-  size_t mid_cap;
-  int mid_rows;
   int simd; /* this decode's SIMD level: 0 none, 1 SSE2, 2 SSSE3 */
   stoker_huff huff; /* the faster baseline Huffman decoder (huff.c) */
   const uint8_t **taps; /* vertical pass: row pointers of one output row */
@@ -213,13 +221,16 @@ static void free_axis(axis *a) {
 }
 
 void stoker_free(stoker_turbo *t) {
+  int v;
   if (!t)
     return;
   jpeg_destroy_decompress(&t->cinfo);
-  free_axis(&t->ax);
-  free_axis(&t->ay);
+  for (v = 0; v < STOKER_MAX_VIEWS; v++) {
+    free_axis(&t->vs[v].ax);
+    free_axis(&t->vs[v].ay);
+    free(t->vs[v].mid);
+  }
   free(t->row);
-  free(t->mid);
   free(t->taps);
   free(t->line);
   free(t->ixbuf);
@@ -762,13 +773,15 @@ static void vrow(const uint8_t *const *taps, size_t off, const int16_t *k,
   }
 }
 
-/* vpass resamples the mid rows vertically into the output. Mid rows are
- * laid out as the output wants them: planar rows for CHW, interleaved for
- * HWC, one plane for gray (copied to all three channels here). */
-static void vpass(stoker_turbo *t, int gray, uint8_t *out) {
+/* vpass resamples view v's mid rows vertically into its output. Mid rows
+ * are laid out as the output wants them: planar rows for CHW, interleaved
+ * for HWC, one plane for gray (copied to all three channels here). */
+static void vpass(stoker_turbo *t, int v, int gray, uint8_t *out) {
   const stoker_job *jb = &t->job;
-  const axis *a = &t->ay;
-  int W = jb->out_w, H = jb->out_h, rl = gray ? W : 3 * W, y, j, x;
+  const stoker_view *vw = &jb->views[v];
+  const vstate *s = &t->vs[v];
+  const axis *a = &s->ay;
+  int W = vw->out_w, H = vw->out_h, rl = gray ? W : 3 * W, y, j, x;
   int np = a->np, sc = t->simd;
   size_t plane = (size_t)W * H;
   for (y = 0; y < H; y++) {
@@ -779,7 +792,7 @@ static void vpass(stoker_turbo *t, int gray, uint8_t *out) {
       /* taps past the support (zero coefficients) may point past the last
        * mid row: keep them on it */
       int r = a->start[y] + j;
-      t->taps[j] = t->mid + (size_t)(r < t->mid_rows ? r : t->mid_rows - 1) * rl;
+      t->taps[j] = s->mid + (size_t)(r < s->mid_rows ? r : s->mid_rows - 1) * rl;
     }
     if (!gray) {
       if (jb->hwc) {
@@ -805,13 +818,13 @@ static void vpass(stoker_turbo *t, int gray, uint8_t *out) {
 /* choose_scale returns the DCT scale in eighths: the smallest allowed one
  * at which the box still covers the output on both sides. A scaled IDCT
  * averages pixels: only an antialiased filter may follow it. */
-static int choose_scale(const stoker_job *j) {
+static int choose_scale(const stoker_job *jb, const stoker_view *j) {
   static const int pow2[] = {1, 2, 4}, any[] = {1, 2, 3, 4, 5, 6, 7};
   const int *m;
   int n, i;
   if (j->interp == STOKER_NEAREST || !j->antialias)
     return 8;
-  switch (j->scaling) {
+  switch (jb->scaling) {
   case STOKER_SCALE_POW2:
     m = pow2, n = 3;
     break;
@@ -918,7 +931,7 @@ typedef struct {
   int gray, bpp;           /* grayscale; bytes per decoded pixel */
   int m;                   /* the scale: m/8 */
   int ow, oh;              /* the scaled image's size */
-  int ux0, ux1, uy0, uy1;  /* the scaled pixels the crop's taps use */
+  int ux0, ux1, uy0, uy1;  /* the scaled pixels the views' taps use */
   JDIMENSION xoff;         /* the first decoded column */
   int nrows;               /* rows read per call */
   size_t stride;           /* between them */
@@ -958,19 +971,29 @@ static int span_ok(const stoker_span *s, int n, int src) {
          s->off >= 0 && s->off <= s->out - n;
 }
 
+/* view_ok reports whether view v's geometry fits the job's source. */
+static int view_ok(const stoker_job *jb, const stoker_view *v) {
+  return v->out_w > 0 && v->out_h > 0 && v->bw > 0 && v->bh > 0 && v->x0 >= 0 &&
+         v->y0 >= 0 && v->x1 <= jb->src_w && v->y1 <= jb->src_h && v->x0 < v->x1 &&
+         v->y0 < v->y1 && span_ok(&v->sx, v->out_w, jb->src_w) &&
+         span_ok(&v->sy, v->out_h, jb->src_h) && v->interp >= STOKER_BILINEAR &&
+         v->interp <= STOKER_BICUBIC && v->out_off >= 0;
+}
+
 /* open_image checks the job's geometry and the file's header against it,
- * and starts decompressing at the job's scale. */
+ * and starts decompressing at the scale that serves every view: the
+ * finest any one of them needs. */
 static void open_image(stoker_turbo *t, const unsigned char *data, size_t len,
                        decode_geom *g) {
   j_decompress_ptr ci = &t->cinfo;
   stoker_job *jb = &t->job;
   size_t pos;
-  if (jb->out_w <= 0 || jb->out_h <= 0 || !(jb->bw > 0) || !(jb->bh > 0) ||
-      jb->x0 < 0 || jb->y0 < 0 || jb->x1 > jb->src_w || jb->y1 > jb->src_h ||
-      jb->x0 >= jb->x1 || jb->y0 >= jb->y1 || !span_ok(&jb->sx, jb->out_w, jb->src_w) ||
-      !span_ok(&jb->sy, jb->out_h, jb->src_h) || jb->interp < STOKER_BILINEAR ||
-      jb->interp > STOKER_BICUBIC)
-    fail(t, STOKER_UNSUPPORTED, "jpeg: bad geometry");
+  int v;
+  if (jb->nviews < 1 || jb->nviews > STOKER_MAX_VIEWS)
+    fail(t, STOKER_UNSUPPORTED, "jpeg: bad view count");
+  for (v = 0; v < jb->nviews; v++)
+    if (!view_ok(jb, &jb->views[v]))
+      fail(t, STOKER_UNSUPPORTED, "jpeg: bad geometry");
   ci->mem->max_memory_to_use = (long)jb->max_memory;
   jpeg_mem_src(ci, data, (unsigned long)len);
   jpeg_read_header(ci, TRUE);
@@ -986,7 +1009,12 @@ static void open_image(stoker_turbo *t, const unsigned char *data, size_t len,
   g->gray = ci->num_components == 1;
   g->bpp = g->gray ? 1 : 4;
   ci->out_color_space = g->gray ? JCS_GRAYSCALE : JCS_EXT_RGBX;
-  g->m = choose_scale(jb);
+  g->m = 1;
+  for (v = 0; v < jb->nviews; v++) {
+    int m = choose_scale(jb, &jb->views[v]);
+    if (m > g->m)
+      g->m = m;
+  }
   ci->scale_num = (unsigned int)g->m;
   ci->scale_denom = 8;
   ci->dct_method = jb->ifast ? JDCT_IFAST : JDCT_ISLOW;
@@ -1022,7 +1050,7 @@ static void attach_huff(stoker_turbo *t, const unsigned char *data, size_t len,
 static void crop_columns(stoker_turbo *t, decode_geom *g) {
   j_decompress_ptr ci = &t->cinfo;
   stoker_job *jb = &t->job;
-  int m = g->m, cx0, cx1, cy0, cy1, i;
+  int m = g->m, i, v;
   JDIMENSION w;
   double f;
   jb->scale_m = m;
@@ -1031,30 +1059,42 @@ static void crop_columns(stoker_turbo *t, decode_geom *g) {
   if (ci->output_components != g->bpp)
     fail(t, STOKER_UNSUPPORTED, "jpeg: unexpected output components");
 
-  /* The job in scaled pixels. A scaled pixel j covers source pixels
+  /* The views in scaled pixels. A scaled pixel j covers source pixels
    * [j*8/m, (j+1)*8/m): the scale is exactly m/8 (output_width rounds the
    * last, partial block up). */
   f = m / 8.0;
-  cx0 = (int)floor(jb->x0 * f);
-  cx1 = (int)ceil(jb->x1 * f);
-  cy0 = (int)floor(jb->y0 * f);
-  cy1 = (int)ceil(jb->y1 * f);
-  if (cx1 > g->ow)
-    cx1 = g->ow;
-  if (cy1 > g->oh)
-    cy1 = g->oh;
-  if (cx0 >= cx1 || cy0 >= cy1)
-    fail(t, STOKER_UNSUPPORTED, "jpeg: empty clip rectangle");
-  if (jb->interp == STOKER_BILINEAR && jb->antialias) {
-    coeffs(t, &t->ax, jb->bx * f, jb->bw * f, jb->out_w, cx0, cx1, jb->flip,
-           &g->ux0, &g->ux1);
-    coeffs(t, &t->ay, jb->by * f, jb->bh * f, jb->out_h, cy0, cy1, 0, &g->uy0,
-           &g->uy1);
-  } else {
-    torch_coeffs(t, &t->ax, &jb->sx, f, jb->out_w, jb->interp, jb->antialias,
-                 cx0, cx1, jb->flip, &g->ux0, &g->ux1);
-    torch_coeffs(t, &t->ay, &jb->sy, f, jb->out_h, jb->interp, jb->antialias,
-                 cy0, cy1, 0, &g->uy0, &g->uy1);
+  g->ux0 = g->uy0 = INT_MAX;
+  g->ux1 = g->uy1 = INT_MIN;
+  for (v = 0; v < jb->nviews; v++) {
+    const stoker_view *vw = &jb->views[v];
+    vstate *s = &t->vs[v];
+    int cx0 = (int)floor(vw->x0 * f), cx1 = (int)ceil(vw->x1 * f);
+    int cy0 = (int)floor(vw->y0 * f), cy1 = (int)ceil(vw->y1 * f);
+    if (cx1 > g->ow)
+      cx1 = g->ow;
+    if (cy1 > g->oh)
+      cy1 = g->oh;
+    if (cx0 >= cx1 || cy0 >= cy1)
+      fail(t, STOKER_UNSUPPORTED, "jpeg: empty clip rectangle");
+    if (vw->interp == STOKER_BILINEAR && vw->antialias) {
+      coeffs(t, &s->ax, vw->bx * f, vw->bw * f, vw->out_w, cx0, cx1, vw->flip,
+             &s->ux0, &s->ux1);
+      coeffs(t, &s->ay, vw->by * f, vw->bh * f, vw->out_h, cy0, cy1, 0, &s->uy0,
+             &s->uy1);
+    } else {
+      torch_coeffs(t, &s->ax, &vw->sx, f, vw->out_w, vw->interp, vw->antialias,
+                   cx0, cx1, vw->flip, &s->ux0, &s->ux1);
+      torch_coeffs(t, &s->ay, &vw->sy, f, vw->out_h, vw->interp, vw->antialias,
+                   cy0, cy1, 0, &s->uy0, &s->uy1);
+    }
+    if (s->ux0 < g->ux0)
+      g->ux0 = s->ux0;
+    if (s->ux1 > g->ux1)
+      g->ux1 = s->ux1;
+    if (s->uy0 < g->uy0)
+      g->uy0 = s->uy0;
+    if (s->uy1 > g->uy1)
+      g->uy1 = s->uy1;
   }
 
   /* Columns: one spare pixel each side, so that the pixels next to the crop
@@ -1077,10 +1117,15 @@ static void crop_columns(stoker_turbo *t, decode_geom *g) {
       jpeg_crop_scanline(ci, &g->xoff, &w);
     }
   }
-  for (i = 0; i < jb->out_w; i++)
-    t->ax.start[i] -= (int)g->xoff;
-  for (i = 0; i < jb->out_h; i++)
-    t->ay.start[i] -= g->uy0;
+  /* Each view's taps from its own first column and row: the decoded
+   * row's first pixel and its own first mid row. */
+  for (v = 0; v < jb->nviews; v++) {
+    vstate *s = &t->vs[v];
+    for (i = 0; i < jb->views[v].out_w; i++)
+      s->ax.start[i] -= (int)g->xoff;
+    for (i = 0; i < jb->views[v].out_h; i++)
+      s->ay.start[i] -= s->uy0;
+  }
   jb->cols_decoded = (int)ci->output_width;
   /* The MCU columns libjpeg inverse-transforms (jpeg_crop_scanline's
    * first_iMCU_col and last_iMCU_col, which it keeps where the API does
@@ -1097,13 +1142,21 @@ static void crop_columns(stoker_turbo *t, decode_geom *g) {
   }
 }
 
-/* row_buffers grows t's buffers for the decoded rows, the horizontal
- * pass's output (the mid rows) and the vertical pass's taps. */
+/* row_buffers grows t's buffers for the decoded rows, each view's
+ * horizontal pass output (its mid rows) and the vertical pass's taps. */
 static void row_buffers(stoker_turbo *t, decode_geom *g) {
   j_decompress_ptr ci = &t->cinfo;
   stoker_job *jb = &t->job;
-  int rl = g->gray ? jb->out_w : 3 * jb->out_w;
-  t->mid_rows = g->uy1 - g->uy0;
+  int v, np = 1, vnp = 1, wmax = 1;
+  for (v = 0; v < jb->nviews; v++) {
+    vstate *s = &t->vs[v];
+    int w = jb->views[v].out_w, rl = g->gray ? w : 3 * w;
+    s->mid_rows = s->uy1 - s->uy0;
+    grow(t, (void **)&s->mid, &s->mid_cap, (size_t)s->mid_rows * rl + 4, 1);
+    np = s->ax.np > np ? s->ax.np : np;
+    vnp = s->ay.np > vnp ? s->ay.np : vnp;
+    wmax = w > wmax ? w : wmax;
+  }
   /* Slack: taps past a support read up to 2*np pixels (and an 8-byte load)
    * past the decoded row; an interleaved mid row is written 4 bytes at a
    * time. */
@@ -1117,7 +1170,7 @@ static void row_buffers(stoker_turbo *t, decode_geom *g) {
    * bytes past a 64-byte boundary, so that they take its ordinary stores
    * and stay in cache (measured in BENCHMARKS.md). */
   {
-    size_t slack = (size_t)(2 * t->ax.np + 2) * g->bpp + 16;
+    size_t slack = (size_t)(2 * np + 2) * g->bpp + 16;
     size_t used = (size_t)ci->output_width * g->bpp;
     int r;
     g->stride = (used + slack + 63) & ~(size_t)63;
@@ -1127,10 +1180,8 @@ static void row_buffers(stoker_turbo *t, decode_geom *g) {
     for (r = 0; r < g->nrows; r++)
       memset(g->rowbase + g->stride * (size_t)r + used, 0, g->stride - used);
   }
-  grow(t, (void **)&t->mid, &t->mid_cap, (size_t)t->mid_rows * rl + 4, 1);
-  grow(t, (void **)&t->taps, &t->taps_cap, (size_t)2 * t->ay.np,
-       sizeof(const uint8_t *));
-  grow(t, (void **)&t->line, &t->line_cap, (size_t)jb->out_w, 1);
+  grow(t, (void **)&t->taps, &t->taps_cap, (size_t)2 * vnp, sizeof(const uint8_t *));
+  grow(t, (void **)&t->line, &t->line_cap, (size_t)wmax, 1);
 }
 
 /* read_rows decodes the rows the crop uses and runs the horizontal pass
@@ -1140,7 +1191,7 @@ static void row_buffers(stoker_turbo *t, decode_geom *g) {
 static void read_rows(stoker_turbo *t, const decode_geom *g) {
   j_decompress_ptr ci = &t->cinfo;
   stoker_job *jb = &t->job;
-  int rl = g->gray ? jb->out_w : 3 * jb->out_w, y;
+  int y, v;
   if (!jb->no_region) {
     int l = ci->max_v_samp_factor * MIN_DCT_V_SCALED(ci);
     JDIMENSION s = (JDIMENSION)((g->uy0 / l) * l);
@@ -1158,13 +1209,18 @@ static void read_rows(stoker_turbo *t, const decode_geom *g) {
       fail(t, STOKER_CORRUPT, "jpeg: no progress reading scanlines");
     for (r = 0; r < (int)got; r++, y++) {
       jb->rows_decoded++;
-      if (y < g->uy0)
-        continue;
-      if (g->gray)
-        hpass_gray(&t->ax, jb->out_w, rows[r], t->mid + (size_t)(y - g->uy0) * rl);
-      else
-        hpass_rgbx(&t->ax, jb->out_w, rows[r], t->mid + (size_t)(y - g->uy0) * rl,
-                   !jb->hwc, t->simd);
+      for (v = 0; v < jb->nviews; v++) {
+        const vstate *s = &t->vs[v];
+        int w = jb->views[v].out_w, rl = g->gray ? w : 3 * w;
+        uint8_t *mid;
+        if (y < s->uy0 || y >= s->uy1)
+          continue;
+        mid = s->mid + (size_t)(y - s->uy0) * rl;
+        if (g->gray)
+          hpass_gray(&s->ax, w, rows[r], mid);
+        else
+          hpass_rgbx(&s->ax, w, rows[r], mid, !jb->hwc, t->simd);
+      }
     }
   }
 }
@@ -1200,6 +1256,7 @@ static void end_scan(stoker_turbo *t) {
 int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
                   unsigned char *out, const unsigned char *ix, size_t ix_len) {
   decode_geom g;
+  int v;
   begin_decode(t);
   /* Every step fails by longjmp back here (fail), with t->code set. */
   if (setjmp(t->jb)) {
@@ -1213,6 +1270,7 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   read_rows(t, &g);
   end_scan(t);
   jpeg_abort_decompress(&t->cinfo);
-  vpass(t, g.gray, out);
+  for (v = 0; v < t->job.nviews; v++)
+    vpass(t, v, g.gray, out + t->job.views[v].out_off);
   return STOKER_OK;
 }

@@ -40,14 +40,16 @@ typedef struct {
   int base, in, out, off;
 } stoker_span;
 
-/* One image's job. Go fills it in (it lives in C memory, inside the scratch)
- * before each stoker_decode call, so that the call passes no Go struct. */
+/* The most views one decode makes (pipeline.MaxViews). */
+#define STOKER_MAX_VIEWS 32
+
+/* One output of a decode: a view's geometry, in source pixels (the box
+ * maps onto the output; the filter's support is clipped to
+ * [x0,x1) x [y0,y1)), and where its 3*out_w*out_h bytes go in the output
+ * buffer. */
 typedef struct {
-  /* Geometry, in source pixels: the box maps onto the output; the filter's
-   * support is clipped to [x0,x1) x [y0,y1). */
   double bx, by, bw, bh;
   int x0, y0, x1, y1;
-  int src_w, src_h, comps; /* what the Go header parser saw */
   int out_w, out_h;
   /* The filter (STOKER_BILINEAR ...) and whether it widens when
    * downscaling. Antialiased bilinear resamples the box above (PIL's
@@ -57,6 +59,18 @@ typedef struct {
   int interp, antialias;
   stoker_span sx, sy;
   int flip; /* mirror x */
+  long long out_off;
+} stoker_view;
+
+/* One image's job. Go fills it in (it lives in C memory, inside the scratch)
+ * before each stoker_decode call, so that the call passes no Go struct. One
+ * decode makes nviews views of the image: the union of their regions is
+ * decoded once, at the coarsest DCT scale that serves every view, and each
+ * view resampled from the same decoded rows. */
+typedef struct {
+  int nviews; /* 1..STOKER_MAX_VIEWS */
+  stoker_view views[STOKER_MAX_VIEWS];
+  int src_w, src_h, comps; /* what the Go header parser saw */
   int hwc;  /* 1: interleaved HWC, 0: planar CHW */
   int scaling;
   int max_scans;
@@ -103,7 +117,8 @@ void stoker_free(stoker_turbo *t);
 stoker_job *stoker_job_of(stoker_turbo *t);
 /* stoker_msg is the message of the last failed decode. */
 const char *stoker_msg(stoker_turbo *t);
-/* stoker_decode decodes data per the job into out (3*out_w*out_h bytes).
+/* stoker_decode decodes data per the job into out: each view's
+ * 3*out_w*out_h bytes at its out_off.
  * With job.index, ix (ix_len bytes, hindex.c's layout; NULL for none) is
  * the file's decoder index from an earlier decode: decoding starts at its
  * checkpoints, and adds the ones it passes to a copy, which

@@ -88,6 +88,7 @@ func (e *execJob) demandNow() pipeline.JobDemand {
 // job's queue from now on.
 func (e *execJob) Fill(ctx context.Context, l *lease.Lease, b *pipeline.Batch) error {
 	e.demand.Store(&pipeline.JobDemand{Stall: l.Demand.Stall, Work: l.Demand.Work})
+	b.Copies = l.Copies // each copy its own draw (repeated augmentation)
 	return e.make(ctx, l.Epoch, l.Indices, l.Place, b)
 }
 

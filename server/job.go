@@ -33,6 +33,9 @@ type job struct {
 	// epoch of an elastic resume; 0: world).
 	shuffle    shuffleChoice
 	epochWorld int
+	// repeats is JobSpec.repeats: every sample that many times an epoch
+	// (repeated augmentation); 1: off.
+	repeats int
 	// id names the job in queue names and metrics (its coordinator's
 	// name, or the Work stream's and its job id).
 	id string
@@ -98,11 +101,19 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 	if j.shuffle, err = shuffleOf(spec, j.name, j.ds); err != nil {
 		return nil, err
 	}
+	if j.repeats, err = repeatsOf(spec, j.ds.Len(), j.world, j.shuffle); err != nil {
+		return nil, err
+	}
 	if j.t, err = newTransform(spec.GetTransform(), spec.GetLayout()); err != nil {
 		return nil, err
 	}
 	if bytes := int64(bs) * int64(j.t.SampleBytes()); bytes > s.cfg.MaxBatchBytes {
-		return nil, status.Errorf(codes.ResourceExhausted, "a batch of %d samples of %d bytes is %d bytes, over this server's limit of %d bytes (--max-batch-bytes)", bs, j.t.SampleBytes(), bytes, s.cfg.MaxBatchBytes)
+		views := ""
+		if n := j.t.Views(); n > 1 {
+			views = fmt.Sprintf(" (%d views of each)", n)
+		}
+		return nil, status.Errorf(codes.ResourceExhausted, "a batch of %d samples of %d bytes%s is %d bytes, over this server's limit of %d bytes (--max-batch-bytes): at most %d samples a batch",
+			bs, j.t.SampleBytes(), views, bytes, s.cfg.MaxBatchBytes, s.cfg.MaxBatchBytes/int64(j.t.SampleBytes()))
 	}
 	j.dtype = stokerv1.Dtype_DTYPE_UINT8
 	if j.t.Float() {
@@ -160,13 +171,22 @@ func (j *job) plan(epoch, consumed uint64) Plan {
 		Size: j.ds.Len(), Seed: j.spec.GetSeed(), Epoch: epoch, Shuffle: j.shuffle.on,
 		Rank: j.rank, World: j.world, BatchSize: int(j.spec.GetBatchSize()), DropLast: j.spec.GetDropLast(),
 		Consumed: consumed, Window: j.shuffle.window, Shards: j.shuffle.starts, Spans: spans,
+		Repeats: j.repeats, EpochWorld: spans,
 	})
 }
 
 // info is the JobInfo that opens epoch with plan p.
 func (j *job) info(epoch uint64, p coord.Plan) *stokerv1.JobInfo {
 	shape := j.t.Shape()
+	var views []*stokerv1.ViewInfo
+	if j.t.Views() > 1 {
+		for v := range j.t.Views() {
+			s := j.t.View(v).Shape()
+			views = append(views, &stokerv1.ViewInfo{Name: j.t.ViewName(v), SampleShape: []uint32{uint32(s[0]), uint32(s[1]), uint32(s[2])}})
+		}
+	}
 	return &stokerv1.JobInfo{
+		Views:         views,
 		Epoch:         epoch,
 		Batches:       uint64(p.Batches()),
 		Samples:       uint64(p.Samples()),
@@ -190,6 +210,12 @@ func (j *job) header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHead
 		Labels:    b.Labels,
 		Indices:   b.Indices,
 		DataBytes: uint64(len(b.Data)),
+	}
+	if j.t.Views() > 1 {
+		for v := range j.t.Views() {
+			s := j.t.View(v).Shape()
+			h.Views = append(h.Views, &stokerv1.Shape{Dims: []uint32{uint32(b.N), uint32(s[0]), uint32(s[1]), uint32(s[2])}})
+		}
 	}
 	h.Errors = headerErrors(b.Errors)
 	if j.spec.GetTrace() {
@@ -237,4 +263,25 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// maxRepeats bounds JobSpec.repeats (torchvision's recipes take 4, DeiT 3).
+const maxRepeats = 64
+
+// repeatsOf validates spec's repeated augmentation for a dataset of size
+// samples and world ranks: 1 (off) when unset.
+func repeatsOf(spec *stokerv1.JobSpec, size, world int, sh shuffleChoice) (int, error) {
+	k := int(spec.GetRepeats())
+	switch {
+	case k <= 1:
+		return 1, nil
+	case k > maxRepeats:
+		return 0, status.Errorf(codes.InvalidArgument, "repeats %d: want 1..%d", k, maxRepeats)
+	case sh.starts != nil:
+		return 0, status.Errorf(codes.InvalidArgument, "repeats %d with the block shuffle: repeated augmentation spreads a sample's copies over the ranks, which read their own shards; use the global shuffle (Python: shuffle=True)", k)
+	case RepeatedLength(size, 0, world) == 0:
+		return 0, status.Errorf(codes.InvalidArgument, "repeats %d: RASampler's epoch of a dataset of %d samples over %d ranks, floor(%d // 256 * 256 / %d) samples a rank, is empty: repeated augmentation needs at least 256 samples, and at least one a rank of the multiple of 256 below the dataset's size",
+			k, size, world, size, world)
+	}
+	return k, nil
 }

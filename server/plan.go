@@ -53,10 +53,11 @@ type Plan struct {
 	perm      permutation
 	shuffle   bool
 	block     *blockOrder // the block shuffle's order; nil for the others
-	n         uint64
-	spans     uint64 // block shuffle: spans of the lockstep order
-	start     uint64 // positions consumed before the plan (Consumed, at most n)
-	rest      uint64 // positions left: n - start
+	n         uint64      // positions of the epoch's order
+	repeats   uint64      // repeated augmentation's copies of a sample (1: off)
+	spans     uint64      // block shuffle: spans of the lockstep order
+	start     uint64      // positions consumed before the plan (Consumed, at most n)
+	rest      uint64      // positions left: n - start
 	rank      uint64
 	world     uint64
 	samples   int // this rank's, after drop_last
@@ -86,6 +87,17 @@ type PlanSpec struct {
 	// Spans cuts the block shuffle's order for the ranks: the world size
 	// the epoch began with (elastic resume); 0 means World.
 	Spans int
+	// Repeats > 1 is repeated augmentation (RASampler's): the epoch's
+	// order is every sample Repeats times in a row (copies 0..Repeats-1 of
+	// the shuffled order's sample at position q are at Repeats*q ...),
+	// cut to RASampler's length, floor(Size//256*256 / W) positions a rank
+	// for the world W the epoch began with (EpochWorld), so that the
+	// copies of a sample go to consecutive ranks. Not with the block
+	// shuffle.
+	Repeats int
+	// EpochWorld is the world size the epoch began with (elastic resume;
+	// 0 means World): a repeated-augmentation epoch's length is its.
+	EpochWorld int
 }
 
 // NewPlan computes the plan of s. It panics on a spec that breaks the
@@ -95,7 +107,14 @@ func NewPlan(s PlanSpec) Plan {
 		panic("server: invalid PlanSpec")
 	}
 	n := uint64(s.Size)
-	p := Plan{shuffle: s.Shuffle, n: n, rank: uint64(s.Rank), world: uint64(s.World), batchSize: s.BatchSize}
+	p := Plan{shuffle: s.Shuffle, n: n, repeats: 1, rank: uint64(s.Rank), world: uint64(s.World), batchSize: s.BatchSize}
+	if s.Repeats > 1 {
+		if s.Window > 0 || s.EpochWorld < 0 {
+			panic("server: invalid PlanSpec")
+		}
+		p.repeats = uint64(s.Repeats)
+		p.n = RepeatedLength(s.Size, max(s.EpochWorld, 0), s.World)
+	}
 	switch {
 	case s.Shuffle && s.Window > 0:
 		if checkShardStarts(s.Shards, s.Size) != nil || s.Spans < 0 {
@@ -109,8 +128,8 @@ func NewPlan(s PlanSpec) Plan {
 	case s.Shuffle:
 		p.perm = newPermutation(n, s.Seed, s.Epoch)
 	}
-	p.start = min(s.Consumed, n)
-	p.rest = n - p.start
+	p.start = min(s.Consumed, p.n)
+	p.rest = p.n - p.start
 	if p.rest == 0 {
 		return p
 	}
@@ -133,6 +152,32 @@ func (p Plan) Batches() int { return p.batches }
 // Samples is how many samples the rank gets (after drop_last).
 func (p Plan) Samples() int { return p.samples }
 
+// RepeatedLength is a repeated-augmentation epoch's positions over a
+// dataset of size samples: RASampler's floor(size//256*256 / w) a rank for
+// the world w it began with (epochWorld; 0: world), times w.
+func RepeatedLength(size, epochWorld, world int) uint64 {
+	w := uint64(world)
+	if epochWorld > 0 {
+		w = uint64(epochWorld)
+	}
+	return uint64(size) / 256 * 256 / w * w
+}
+
+// Copies returns, under repeated augmentation, which copy of its sample
+// each of batch k's indices is; nil without it.
+func (p Plan) Copies(k int) []uint32 {
+	if p.repeats <= 1 {
+		return nil
+	}
+	lo := k * p.batchSize
+	hi := min(lo+p.batchSize, p.samples)
+	out := make([]uint32, 0, max(hi-lo, 0))
+	for j := lo; j < hi; j++ {
+		out = append(out, uint32(p.pos(uint64(j))%p.repeats))
+	}
+	return out
+}
+
 // Batch returns the dataset indices of batch k, 0 <= k < Batches(), in a
 // new slice.
 func (p Plan) Batch(k int) []int64 { return p.AppendBatch(nil, k) }
@@ -148,13 +193,21 @@ func (p Plan) AppendBatch(dst []int64, k int) []int64 {
 	return dst
 }
 
-// at is the dataset index of the rank's j-th sample; c caches the block
-// shuffle's window.
-func (p Plan) at(j uint64, c *windowPerm) uint64 {
+// pos is the position in the epoch's order of the rank's j-th sample.
+func (p Plan) pos(j uint64) uint64 {
 	// (rank + j*world) mod rest, without overflow for any size.
 	hi, lo := bits.Mul64(j%p.rest, p.world%p.rest)
 	off := (p.rank%p.rest + bits.Rem64(hi, lo, p.rest)) % p.rest
-	pos := p.start + off
+	return p.start + off
+}
+
+// at is the dataset index of the rank's j-th sample; c caches the block
+// shuffle's window.
+func (p Plan) at(j uint64, c *windowPerm) uint64 {
+	pos := p.pos(j)
+	if p.repeats > 1 {
+		pos /= p.repeats // a sample's copies are consecutive positions
+	}
 	switch {
 	case p.block != nil:
 		return p.block.at(spanned(pos, p.n, p.spans), c)

@@ -105,7 +105,7 @@ func TestLocalAndPeersSameBytes(t *testing.T) {
 }
 
 // waitPeers waits until e has n peers ready.
-func waitPeers(t *testing.T, e *testEnv, n int) {
+func waitPeers(t testing.TB, e *testEnv, n int) {
 	t.Helper()
 	waitUntilState(t, fmt.Sprintf("%d peers ready", n), func() string {
 		return fmt.Sprintf("%v ready", testutil.ToFloat64(e.srv.m.peersReady))

@@ -194,7 +194,8 @@ func (v *verifier) Pick(m coord.Maker, n, batch int) []int {
 // reports whether every slot of the batch was compared byte for byte.
 func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *pipeline.Batch, kept [][]byte) (pixels bool, err error) {
 	j := jobOf(cj)
-	if err := expectIndices(j, l, b); err != nil {
+	src, failed, err := expectIndices(j, l, b)
+	if err != nil {
 		return false, err
 	}
 	// What the trainer is told of a failure comes from here: the sample's
@@ -203,33 +204,40 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 		b.Errors[i].Name = j.ds.Name(int(b.Errors[i].Index))
 		b.Errors[i].Reason = truncate(b.Errors[i].Reason, maxPeerReason)
 	}
-	var claimed []int64
-	for _, e := range b.Errors {
-		claimed = append(claimed, e.Index)
-	}
 	// Slots to compare (the peer kept those the batch has), and the
-	// samples to re-make: each in them once, and every failure the peer
-	// reports (rare).
+	// samples to re-make, by their place in the lease (a sample's copies,
+	// under repeated augmentation, are places of their own): each in them
+	// once, and every failure the peer reports (rare).
 	type keptSlot struct {
 		slot int
 		pix  []byte
 	}
 	var slots []keptSlot
-	var check []int64
+	var check []int
 	for i, slot := range l.Keep {
 		if i < len(kept) && kept[i] != nil && slot < b.N {
 			slots = append(slots, keptSlot{slot, kept[i]})
-			if idx := b.Indices[slot]; !slices.Contains(check, idx) {
-				check = append(check, idx)
+			if !slices.Contains(check, src[slot]) {
+				check = append(check, src[slot])
 			}
 		}
 	}
 	pixels = len(slots) == b.N
-	if len(check) == 0 && len(claimed) == 0 {
+	if len(check) == 0 && len(failed) == 0 {
 		return pixels, nil
 	}
-	idx := append(slices.Clone(check), claimed...)
+	places := append(slices.Clone(check), failed...)
 	var mine pipeline.Batch
+	idx := make([]int64, len(places))
+	for i, p := range places {
+		idx[i] = l.Indices[p]
+	}
+	if l.Copies != nil {
+		mine.Copies = make([]uint32, len(places))
+		for i, p := range places {
+			mine.Copies[i] = l.Copies[p]
+		}
+	}
 	// Drop policy: each sample's bytes at a known place, failures left out.
 	if err := v.queue().Fill(ctx, j.ds, j.t, j.spec.GetSeed(), l.Epoch, idx, pipeline.Drop, &mine); err != nil {
 		return false, fmt.Errorf("re-making samples to verify: %w", err)
@@ -238,24 +246,25 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 	for _, e := range mine.Errors {
 		failedHere[e.Index] = true
 	}
-	for _, i := range claimed {
-		if !failedHere[i] {
-			return false, fmt.Errorf("%w: batch %d of epoch %d: the peer says sample %d failed; it decodes here", errMismatch, l.Number, l.Epoch, i)
+	for _, p := range failed {
+		if !failedHere[l.Indices[p]] {
+			return false, fmt.Errorf("%w: batch %d of epoch %d: the peer says sample %d failed; it decodes here", errMismatch, l.Number, l.Epoch, l.Indices[p])
 		}
 	}
-	size := j.t.SampleBytes()
-	made := make(map[int64][]byte, len(check))
+	// A sample's bytes, its views in order, as the Peer keeps a slot's.
+	layout := j.t.ViewLayout()
+	made := make(map[int][]byte, len(check))
 	k := 0 // mine's sample for the next good one
-	for _, want := range check {
-		if failedHere[want] {
-			return false, fmt.Errorf("%w: batch %d of epoch %d: sample %d fails here, the peer made it", errMismatch, l.Number, l.Epoch, want)
+	for _, p := range check {
+		if failedHere[l.Indices[p]] {
+			return false, fmt.Errorf("%w: batch %d of epoch %d: sample %d fails here, the peer made it", errMismatch, l.Number, l.Epoch, l.Indices[p])
 		}
-		made[want] = mine.Data[k*size : (k+1)*size]
+		made[p] = layout.AppendSample(nil, mine.Data, mine.N, k)
 		k++
 	}
 	for _, s := range slots {
-		if idx := b.Indices[s.slot]; !bytes.Equal(s.pix, made[idx]) {
-			return false, fmt.Errorf("%w: batch %d of epoch %d: slot %d (sample %d): its pixels differ from the ones made here", errMismatch, l.Number, l.Epoch, s.slot, idx)
+		if !bytes.Equal(s.pix, made[src[s.slot]]) {
+			return false, fmt.Errorf("%w: batch %d of epoch %d: slot %d (sample %d): its pixels differ from the ones made here", errMismatch, l.Number, l.Epoch, s.slot, b.Indices[s.slot])
 		}
 	}
 	return pixels, nil
@@ -265,8 +274,10 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 // give under j's fail policy, given the failures b reports (in the lease's
 // order, as pipeline reports them): the plan's indices with the failed
 // ones left out (Drop), or replaced in turn by the batch's good ones
-// (PadFromBatch); each label the dataset's.
-func expectIndices(j *job, l *lease.Lease, b *pipeline.Batch) error {
+// (PadFromBatch); each label the dataset's. It returns the place in the
+// lease each slot of b was made from (a pad copy's: the good sample's it
+// copies) and the places of the failures.
+func expectIndices(j *job, l *lease.Lease, b *pipeline.Batch) (src, failedAt []int, err error) {
 	failed := make([]bool, len(l.Indices))
 	p := 0
 	for _, e := range b.Errors {
@@ -274,38 +285,43 @@ func expectIndices(j *job, l *lease.Lease, b *pipeline.Batch) error {
 			p++
 		}
 		if p == len(l.Indices) {
-			return fmt.Errorf("%w: batch %d of epoch %d: a failure of sample %d, which the lease does not name (or out of order)", errMismatch, l.Number, l.Epoch, e.Index)
+			return nil, nil, fmt.Errorf("%w: batch %d of epoch %d: a failure of sample %d, which the lease does not name (or out of order)", errMismatch, l.Number, l.Epoch, e.Index)
 		}
 		failed[p] = true
+		failedAt = append(failedAt, p)
 		p++
 	}
-	var good []int64
-	for i, idx := range l.Indices {
+	var good []int
+	for i := range l.Indices {
 		if !failed[i] {
-			good = append(good, idx)
+			good = append(good, i)
 		}
 	}
-	want := good
+	src = good
 	if j.policy == pipeline.PadFromBatch && len(good) > 0 {
-		want = make([]int64, 0, len(l.Indices))
+		src = make([]int, 0, len(l.Indices))
 		k := 0
-		for i, idx := range l.Indices {
+		for i := range l.Indices {
 			if failed[i] {
-				idx = good[k%len(good)]
+				i = good[k%len(good)]
 				k++
 			}
-			want = append(want, idx)
+			src = append(src, i)
 		}
 	}
+	want := make([]int64, len(src))
+	for i, p := range src {
+		want[i] = l.Indices[p]
+	}
 	if !slices.Equal(b.Indices, want) {
-		return fmt.Errorf("%w: batch %d of epoch %d: indices %v, the plan gives %v", errMismatch, l.Number, l.Epoch, truncInts(b.Indices), truncInts(want))
+		return nil, nil, fmt.Errorf("%w: batch %d of epoch %d: indices %v, the plan gives %v", errMismatch, l.Number, l.Epoch, truncInts(b.Indices), truncInts(want))
 	}
 	for i, idx := range want {
 		if lab := j.ds.Label(int(idx)); b.Labels[i] != lab {
-			return fmt.Errorf("%w: batch %d of epoch %d: sample %d labelled %d, the dataset says %d", errMismatch, l.Number, l.Epoch, idx, b.Labels[i], lab)
+			return nil, nil, fmt.Errorf("%w: batch %d of epoch %d: sample %d labelled %d, the dataset says %d", errMismatch, l.Number, l.Epoch, idx, b.Labels[i], lab)
 		}
 	}
-	return nil
+	return src, failedAt, nil
 }
 
 // truncInts shortens a list of indices for a message.

@@ -61,7 +61,13 @@ func runPreview(args []string) error {
 	if b.N == 0 {
 		return fmt.Errorf("preview: none of the %d samples could be made (each is named above): nothing to draw", len(idx))
 	}
-	h, w := t.Size()
+	// A cell per sample: its views side by side.
+	l := t.ViewLayout()
+	w, h := -2, 0
+	for v := range t.Views() {
+		vh, vw := t.View(v).Size()
+		w, h = w+vw+2, max(h, vh)
+	}
 	const label = 16
 	cols := int(math.Ceil(math.Sqrt(float64(b.N))))
 	rows := (b.N + cols - 1) / cols
@@ -70,12 +76,17 @@ func runPreview(args []string) error {
 	classes := ds.Classes()
 	for i := 0; i < b.N; i++ {
 		x0, y0 := (i%cols)*(w+4)+2, (i/cols)*(h+label+4)+2
-		px := b.Data[i*t.SampleBytes() : (i+1)*t.SampleBytes()]
-		for y := 0; y < h; y++ {
-			for x := 0; x < w; x++ {
-				o := 3 * (y*w + x)
-				grid.SetRGBA(x0+x, y0+y, color.RGBA{px[o], px[o+1], px[o+2], 255})
+		vx := x0
+		for v := range t.Views() {
+			vh, vw := t.View(v).Size()
+			px := b.Data[l.Offset(b.N, v, i):][:l.Bytes(v)]
+			for y := 0; y < vh; y++ {
+				for x := 0; x < vw; x++ {
+					o := 3 * (y*vw + x)
+					grid.SetRGBA(vx+x, y0+y, color.RGBA{px[o], px[o+1], px[o+2], 255})
+				}
 			}
+			vx += vw + 2
 		}
 		name := fmt.Sprint(b.Labels[i])
 		if int(b.Labels[i]) < len(classes) {

@@ -45,3 +45,23 @@ func TestPreviewBucket(t *testing.T) {
 		t.Errorf("preview of files that are not images: %v\n%s\nwant an error naming them", err, errOut)
 	}
 }
+
+// TestPreviewViews: a preset of several views previews each sample as its
+// views side by side.
+func TestPreviewViews(t *testing.T) {
+	ctx := processTest(t, 2*time.Minute)
+	data := writeDataset(t, 4, 1, 0)
+	out := filepath.Join(t.TempDir(), "grid.png")
+	if _, errOut, err := runStoker(ctx, nil, "preview", "--data", data, "--transform", "dino", "-n", "1", "-o", out); err != nil {
+		t.Fatalf("preview of dino: %v\n%s", err, errOut)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if want := 2*224 + 8*96; err != nil || img.Bounds().Dx() < want || img.Bounds().Dy() < 224 {
+		t.Fatalf("preview wrote %v (%v), want one cell of dino's 10 views side by side (%d px wide)", img.Bounds(), err, want)
+	}
+}

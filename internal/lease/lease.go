@@ -18,6 +18,10 @@ type Lease struct {
 	// Indices are the batch's samples, as the plan has them; shared, not
 	// to be modified.
 	Indices []int64
+	// Copies, under repeated augmentation, is which copy of its sample
+	// each of Indices is (each copy its own draw); nil without it.
+	// Shared, not to be modified.
+	Copies []uint32
 	// Demand is the job's demand when leased, as its coordinator measured
 	// it: a worker serving several coordinators divides a coordinator's
 	// part of its cores among that coordinator's jobs by it (the stall

@@ -19,17 +19,28 @@ import (
 // MaxPresetName bounds a preset's name on the wire.
 const MaxPresetName = 256
 
-// Transform compiles a TransformSpec for layout: a preset name or an op
-// list, exactly one of the two.
+// Transform compiles a TransformSpec for layout: a preset name, an op
+// list, or view groups, exactly one of the three.
 func Transform(spec *stokerv1.TransformSpec, layout pipeline.Layout) (*pipeline.Transform, error) {
-	hasPreset, hasOps := spec.GetPreset() != "", len(spec.GetOps()) > 0
-	if hasPreset == hasOps {
-		return nil, fmt.Errorf("%w: transform: set exactly one of preset and ops", pipeline.ErrUnsupported)
+	set := 0
+	for _, has := range []bool{spec.GetPreset() != "", len(spec.GetOps()) > 0, len(spec.GetViews()) > 0} {
+		if has {
+			set++
+		}
 	}
-	if hasPreset {
-		if p := spec.GetPreset(); len(p) > MaxPresetName {
-			return nil, fmt.Errorf("%w: transform preset name %q… of %d bytes: the limit is %d (known: %s)",
-				pipeline.ErrUnsupported, p[:64], len(p), MaxPresetName, strings.Join(pipeline.PresetNames(), ", "))
+	if set != 1 {
+		return nil, fmt.Errorf("%w: transform: set exactly one of preset, ops and views", pipeline.ErrUnsupported)
+	}
+	if len(spec.GetViews()) > 0 {
+		groups, err := views(spec.GetViews())
+		if err != nil {
+			return nil, err
+		}
+		return pipeline.NewViews(layout, groups...)
+	}
+	if spec.GetPreset() != "" {
+		if err := presetName(spec.GetPreset()); err != nil {
+			return nil, err
 		}
 		return pipeline.ParseTransform(spec.GetPreset(), layout)
 	}
@@ -38,6 +49,67 @@ func Transform(spec *stokerv1.TransformSpec, layout pipeline.Layout) (*pipeline.
 		return nil, err
 	}
 	return pipeline.NewTransform(layout, ops...)
+}
+
+// presetName refuses a preset's name over MaxPresetName.
+func presetName(p string) error {
+	if len(p) > MaxPresetName {
+		return fmt.Errorf("%w: transform preset name %q… of %d bytes: the limit is %d (known: %s)",
+			pipeline.ErrUnsupported, p[:64], len(p), MaxPresetName, strings.Join(pipeline.PresetNames(), ", "))
+	}
+	return nil
+}
+
+// views converts the wire's view groups, each a one-view preset or an op
+// list. Counts are bounded before anything is made of them.
+func views(in []*stokerv1.ViewGroup) ([]pipeline.ViewGroup, error) {
+	if len(in) > pipeline.MaxViews {
+		return nil, fmt.Errorf("%w: transform: %d view groups: the limit is %d views", pipeline.ErrUnsupported, len(in), pipeline.MaxViews)
+	}
+	out := make([]pipeline.ViewGroup, len(in))
+	total := 0
+	for g, vg := range in {
+		where := fmt.Sprintf("view group %d", g)
+		if n := vg.GetName(); n != "" {
+			where += fmt.Sprintf(" (%q)", truncate(n, 64))
+		}
+		total += int(min(vg.GetCount(), pipeline.MaxViews+1))
+		if total > pipeline.MaxViews {
+			return nil, fmt.Errorf("%w: transform: %s: %d views or more: the limit is %d", pipeline.ErrUnsupported, where, total, pipeline.MaxViews)
+		}
+		t := vg.GetTransform()
+		out[g] = pipeline.ViewGroup{Name: vg.GetName(), Count: int(vg.GetCount())}
+		switch {
+		case len(t.GetViews()) > 0:
+			return nil, fmt.Errorf("%w: transform: %s: views inside a view: give each group a preset or ops", pipeline.ErrUnsupported, where)
+		case t.GetPreset() != "" && len(t.GetOps()) > 0, t.GetPreset() == "" && len(t.GetOps()) == 0:
+			return nil, fmt.Errorf("%w: transform: %s: set exactly one of preset and ops", pipeline.ErrUnsupported, where)
+		case t.GetPreset() != "":
+			if err := presetName(t.GetPreset()); err != nil {
+				return nil, err
+			}
+			ops, err := pipeline.Preset(t.GetPreset())
+			if err != nil {
+				return nil, fmt.Errorf("%w (%s)", err, where)
+			}
+			out[g].Ops = ops
+		default:
+			list, err := ops(t.GetOps(), where+": ", 0)
+			if err != nil {
+				return nil, err
+			}
+			out[g].Ops = list
+		}
+	}
+	return out, nil
+}
+
+// truncate shortens a client's string for a message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // Ops converts wire ops to pipeline ops, torchvision's defaults filled in.

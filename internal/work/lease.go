@@ -1,6 +1,7 @@
 package work
 
 import (
+	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -13,4 +14,15 @@ type Job struct {
 	// SampleBytes is one sample's size: a batch may not be larger than
 	// its lease's samples.
 	SampleBytes int
+	// Layout is where a sample's views lie in a batch (their sizes add
+	// up to SampleBytes); the zero Layout is one view.
+	Layout pipeline.ViewLayout
+}
+
+// layout is j's ViewLayout.
+func (j *Job) layout() pipeline.ViewLayout {
+	if j.Layout.Views() == 0 {
+		return pipeline.OneView(j.SampleBytes)
+	}
+	return j.Layout
 }

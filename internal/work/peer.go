@@ -428,7 +428,7 @@ func (p *Peer) Make(ctx context.Context, j *Job, l *lease.Lease, b *pipeline.Bat
 	pl.job = jobID
 	st.pending[id] = pl
 	st.enqueue(outReq{lease: pl, req: &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Lease{Lease: &stokerv1.Lease{
-		Id: id, Job: jobID, Epoch: l.Epoch, Number: uint64(l.Number), Indices: l.Indices, Stall: l.Demand.Stall, Work: l.Demand.Work,
+		Id: id, Job: jobID, Epoch: l.Epoch, Number: uint64(l.Number), Indices: l.Indices, Copies: l.Copies, Stall: l.Demand.Stall, Work: l.Demand.Work,
 	}}}})
 	st.mu.Unlock()
 	select {

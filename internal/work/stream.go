@@ -62,7 +62,12 @@ type pendingLease struct {
 	b    *pipeline.Batch
 	got  int // bytes received
 	want int // -1 until LeaseDone
-	keep []kept
+	// lay is where the batch's samples' views lie, n its samples (a
+	// part's, in the answer's pixels) and slots the samples of the
+	// buffer they are placed in (the whole batch's).
+	lay      pipeline.ViewLayout
+	n, slots int
+	keep     []kept
 	// kept are the pixels of l.Keep's slots, copied aside as they
 	// arrive: Make's answer (lease.Made.Kept).
 	kept  [][]byte
@@ -182,13 +187,19 @@ func (st *peerStream) header(d *stokerv1.LeaseDone) error {
 		b.Traces[i] = append(b.Traces[i][:0], t...)
 	}
 	size := int(h.GetDataBytes())
+	pl.lay, pl.n = pl.j.layout(), n
 	if place := pl.l.Place; place != nil {
-		// Its samples go to their places in the whole batch's buffer.
+		// Its samples go to their places in the whole batch's buffer,
+		// each view's to its place in the view's block.
 		if size != n*pl.j.SampleBytes || len(place) < n {
 			return fmt.Errorf("lease %d: a batch of %d samples and %d bytes, want %d bytes a sample", d.GetLease(), n, size, pl.j.SampleBytes)
 		}
+		if len(b.Data)%pl.j.SampleBytes != 0 {
+			return fmt.Errorf("lease %d: a batch buffer of %d bytes for samples of %d", d.GetLease(), len(b.Data), pl.j.SampleBytes)
+		}
+		pl.slots = len(b.Data) / pl.j.SampleBytes
 		for _, at := range place[:n] {
-			if (at+1)*pl.j.SampleBytes > len(b.Data) {
+			if at < 0 || at >= pl.slots {
 				return fmt.Errorf("lease %d: place %d is past the batch buffer's %d bytes", d.GetLease(), at, len(b.Data))
 			}
 		}
@@ -205,9 +216,13 @@ func (st *peerStream) header(d *stokerv1.LeaseDone) error {
 	}
 	for i, slot := range pl.l.Keep {
 		if slot >= 0 && slot < n && (slot+1)*pl.j.SampleBytes <= size {
+			// A slot's views, in order: the sample's bytes as the
+			// verifier makes them.
 			dst := make([]byte, pl.j.SampleBytes)
 			pl.kept[i] = dst
-			pl.keep = append(pl.keep, kept{off: slot * pl.j.SampleBytes, dst: dst})
+			pl.lay.Spans(n, slot, func(off, within, size int) {
+				pl.keep = append(pl.keep, kept{off: off, dst: dst[within:][:size]})
+			})
 		}
 	}
 	if size == 0 {
@@ -245,12 +260,17 @@ func (st *peerStream) chunk(number, offset uint64, data payload) error {
 		return fmt.Errorf("lease %d: chunk at %d of %d bytes, have %d of %d", number, offset, n, pl.got, pl.want)
 	}
 	if place := pl.l.Place; place != nil {
-		size := pl.j.SampleBytes
-		for done := 0; done < n; {
+		lay := pl.lay
+		for done, v := 0, 0; done < n; {
 			o := pl.got + done
-			s, within := o/size, o%size
+			for o >= pl.n*lay.Start(v+1) {
+				v++ // the view whose block o is in
+			}
+			size := lay.Bytes(v)
+			rel := o - pl.n*lay.Start(v)
+			s, within := rel/size, rel%size
 			k := min(size-within, n-done)
-			data.CopyTo(pl.b.Data[place[s]*size+within:][:k], done)
+			data.CopyTo(pl.b.Data[lay.Offset(pl.slots, v, place[s])+within:][:k], done)
 			done += k
 		}
 	} else {

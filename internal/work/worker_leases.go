@@ -97,6 +97,9 @@ func (w *workStream) lease(ctx context.Context, l *stokerv1.Lease) error {
 	case len(l.GetIndices()) == 0 || len(l.GetIndices()) > wj.q.BatchSize():
 		w.fail(l.GetId(), status.Errorf(codes.InvalidArgument, "lease %d has %d samples; the job's batch size is %d", l.GetId(), len(l.GetIndices()), wj.q.BatchSize()))
 		return nil
+	case len(l.GetCopies()) != 0 && len(l.GetCopies()) != len(l.GetIndices()):
+		w.fail(l.GetId(), status.Errorf(codes.InvalidArgument, "lease %d has %d copies for %d samples", l.GetId(), len(l.GetCopies()), len(l.GetIndices())))
+		return nil
 	}
 	var s *slot
 	select {
@@ -122,7 +125,7 @@ func (w *workStream) lease(ctx context.Context, l *stokerv1.Lease) error {
 		defer w.wg.Done()
 		defer wj.leasing.Add(-1)
 		err := wj.q.Fill(lctx, &lease.Lease{Epoch: l.GetEpoch(), Number: int(l.GetNumber()), Indices: l.GetIndices(),
-			Demand: claimed(l)}, &s.b)
+			Copies: copiesOf(l), Demand: claimed(l)}, &s.b)
 		w.mu.Lock()
 		delete(w.cancels, l.GetId())
 		w.mu.Unlock()
@@ -211,4 +214,12 @@ func (w *workStream) send(o workOut) error {
 		return err
 	}
 	return rpc.SendChunks(w.stream.SendMsg, pin, o.lease, b.Data, w.cfg.MaxChunkBytes)
+}
+
+// copiesOf is a lease's copies (repeated augmentation), nil without.
+func copiesOf(l *stokerv1.Lease) []uint32 {
+	if len(l.GetCopies()) == 0 {
+		return nil
+	}
+	return l.GetCopies()
 }

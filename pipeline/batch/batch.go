@@ -20,6 +20,12 @@ type Batch struct {
 	// sample it copies. Traces' buffers are reused.
 	Trace  bool
 	Traces [][]byte
+	// Copies, when set, is which copy of its sample each of Fill's
+	// indices is (repeated augmentation: each copy its own draw, Key.Copy),
+	// one per index; Fill reads it and leaves it as it is. Its samples'
+	// files are admitted to the coefficient cache on their first decode,
+	// for the copies that follow.
+	Copies []uint32
 }
 
 // SampleError reports a sample that could not be made. pipeline cuts

@@ -27,7 +27,12 @@ class Batch(tuple):
     loader`` works as it always did, with attributes:
 
     - ``images``: uint8 ``[B, 3, H, W]`` (``[B, H, W, 3]`` for NHWC), or
-      float32 after a Normalize in the transform;
+      float32 after a Normalize in the transform; with several views
+      (:class:`stoker.transforms.MultiView`, the presets ``simclr``,
+      ``dino``, ``dinov2``), a list of one such tensor per view, in order
+      (DINO's collate shape);
+    - ``views``: the named views' tensors by their group's name (a list
+      each); empty for one view;
     - ``labels``: int64 ``[B]``;
     - ``indices``: int64 ``[B]``, the samples' dataset indices (always, even
       without ``return_indices``);
@@ -36,7 +41,8 @@ class Batch(tuple):
       names and arguments, geometry first, e.g. ``[("resized_crop", {"top":
       10, "left": 4, "height": 180, "width": 200, "size": [224, 224],
       "interpolation": "bilinear", "antialias": True}), ("horizontal_flip",
-      {})]``, so that ``getattr(F, op)(img, **args)`` replays it; ``None``
+      {})]``, so that ``getattr(F, op)(img, **args)`` replays it; with
+      several views, per view as ``images`` is (``trace[v][i]``); ``None``
       without;
     - ``fields``: bytes that travel with the samples, by field name (empty
       until a job asks for fields);
@@ -49,13 +55,14 @@ class Batch(tuple):
     images: Any
     labels: Any
     indices: Any
+    views: Dict[str, List[Any]]
     fields: Dict[str, List[Optional[bytes]]]
     epoch: Optional[int]
     number: Optional[int]
 
     def __new__(cls, items: Iterable[Any] = (), *, indices: Any = None, traces: Optional[Sequence[str]] = None,
                 fields: Optional[Dict[str, List[Optional[bytes]]]] = None, epoch: Optional[int] = None,
-                number: Optional[int] = None) -> "Batch":
+                number: Optional[int] = None, views: Optional[Dict[str, List[Any]]] = None) -> "Batch":
         self = super().__new__(cls, items)
         self.images = self[0] if len(self) > 0 else None
         self.labels = self[1] if len(self) > 1 else None
@@ -63,6 +70,8 @@ class Batch(tuple):
         self._traces = list(traces) if traces is not None else None
         self._trace: Optional[List[SampleTrace]] = None
         self.fields = fields if fields is not None else {}
+        self.views = views if views is not None else {}
+        self._multi = views is not None
         self.epoch, self.number = epoch, number
         return self
 
@@ -71,9 +80,17 @@ class Batch(tuple):
         """Per sample, the ops it went through with their drawn arguments
         (``Loader(trace=True)``); ``None`` when not asked for."""
         if self._trace is None and self._traces is not None:
-            self._trace = [parse_trace(t) for t in self._traces]
+            if self._multi:  # each sample's a list of its views': view-major, as images
+                per = [json.loads(t) for t in self._traces]
+                nviews = len(self.images) if isinstance(self.images, list) else 0
+                self._trace = [[[(str(n), dict(a)) for n, a in p[v]] for p in per] for v in range(nviews)]
+            else:
+                self._trace = [parse_trace(t) for t in self._traces]
         return self._trace
 
     def __repr__(self) -> str:
-        shape = tuple(getattr(self.images, "shape", ()))
+        if isinstance(self.images, list):
+            shape: Any = [tuple(getattr(im, "shape", ())) for im in self.images]
+        else:
+            shape = tuple(getattr(self.images, "shape", ()))
         return f"stoker.Batch(epoch={self.epoch}, number={self.number}, images={shape}, {len(self)} items)"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, List, Tuple
+from typing import TYPE_CHECKING, Any, List, Sequence, Tuple
 
 import numpy as np
 
@@ -117,17 +117,39 @@ class _Batch:
         return b
 
 
-def batch_tensors(b: _Batch, return_indices: bool, torch: Any) -> Batch:
+def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[str] = ()) -> Batch:
     """The tensors of a whole batch as a stoker.Batch: (images, labels[,
     indices]), with its indices, traces and numbers. The images are a view
-    of the batch's buffer, in its shape and dtype."""
+    of the batch's buffer, in its shape and dtype; of a job of several views
+    (the header lists them, ``names`` their groups' names from JobInfo), a
+    list of each view's, in order: the buffer holds them back to back."""
     h = b.header
-    images = b.buf
-    if h.dtype == pb.DTYPE_FLOAT32:
-        images = images.view(torch.float32)
-    images = images.view([int(s) for s in h.shape])
+    elem = 4 if h.dtype == pb.DTYPE_FLOAT32 else 1
+
+    def view(buf: Any, shape: Sequence[int]) -> Any:
+        if elem == 4:
+            buf = buf.view(torch.float32)
+        return buf.view([int(s) for s in shape])
+
+    views = None
+    if len(h.views):
+        images, off = [], 0
+        for v in h.views:
+            n = elem
+            for d in v.dims:
+                n *= int(d)
+            images.append(view(b.buf[off:off + n], v.dims))
+            off += n
+        if off != b.buf.shape[0]:
+            raise StokerError("INTERNAL", f"batch {h.number}: views of {off} bytes in a batch of {b.buf.shape[0]}")
+        views = {}
+        for name, im in zip(names, images):
+            if name:
+                views.setdefault(name, []).append(im)
+    else:
+        images = view(b.buf, h.shape)
     labels = torch.from_numpy(np.array(h.labels, dtype=np.int64))
     indices = torch.from_numpy(np.array(h.indices, dtype=np.int64))
     items = (images, labels, indices) if return_indices else (images, labels)
     return Batch(items, indices=indices, traces=list(h.traces) if len(h.traces) else None,
-                 epoch=int(h.epoch), number=int(h.number))
+                 epoch=int(h.epoch), number=int(h.number), views=views)

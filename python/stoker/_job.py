@@ -43,6 +43,7 @@ class Job:
     # the epoch; None: the server's default.
     max_sample_errors: Optional[Union[int, float]] = None
     trace: bool = False  # report what each sample's ops drew (no pixel changes: not a param of the batches)
+    repeats: int = 1  # repeated augmentation: each sample this many times an epoch (RASampler)
 
     def spec(self) -> pb.JobSpec:
         """The JobSpec of OpenJob and DescribeJob."""
@@ -61,6 +62,7 @@ class Job:
             fail_policy=FAIL_POLICIES[self.fail_policy],
             max_sample_errors=self._error_limit(),
             trace=self.trace,
+            repeats=self.repeats if self.repeats > 1 else 0,
         )
 
     def _error_limit(self) -> Optional[pb.SampleErrorLimit]:
@@ -105,4 +107,5 @@ class Job:
             "world_size": self.world_size,
             "drop_last": self.drop_last,
             "layout": self.layout,
+            "repeats": self.repeats,
         }

@@ -64,6 +64,8 @@ MAX_PREFETCH = 1024
 #: The largest ``shuffle_window``, in shards (the server's bound): a maker
 #: reads about a window of shards' bytes ahead.
 MAX_SHUFFLE_WINDOW = 1024
+#: The most copies of a sample ``repeats`` asks for (the server's bound).
+MAX_REPEATS = 64
 
 
 class Loader:
@@ -80,6 +82,10 @@ class Loader:
       Normalize; in pinned memory when ``pin_memory`` (default: when CUDA is
       available). Normalize on the GPU with :func:`stoker.normalize`.
     - labels, indices: ``torch.int64`` ``[B]`` (indices into the dataset).
+    - with several views (``transform=stoker.transforms.MultiView(...)``, or
+      the presets ``simclr``, ``dino``, ``dinov2``), images is a list of one
+      tensor per view, in order, each as above (its own H, W), and
+      ``batch.views`` the named views by name.
 
     Every yielded tensor owns its memory: it stays valid after later batches.
 
@@ -130,8 +136,10 @@ class Loader:
             stoker's port, 7070 (``stoker serve``'s default ``--listen``),
             never gRPC's default 443: ``"gpu-box"`` is ``"gpu-box:7070"``.
         dataset: a dataset name the server serves (see :func:`list_datasets`).
-        transform: a preset name (``"imagenet-train"``, ``"imagenet-eval"``)
-            or a :class:`stoker.transforms.Compose` of ops.
+        transform: a preset name (``"imagenet-train"``, ``"imagenet-eval"``,
+            :data:`stoker.transforms.PRESETS`), a
+            :class:`stoker.transforms.Compose` of ops, or a
+            :class:`stoker.transforms.MultiView` of several views.
         batch_size: samples per batch, 1..65536.
         shuffle: True: shuffle the epoch's order (from ``seed`` and the
             epoch) as DataLoader's ``shuffle=True`` does, a random
@@ -228,6 +236,19 @@ class Loader:
             torchvision.transforms.v2.functional's names (geometry first),
             which replay through torchvision. It changes no pixel; the
             server refuses it for batches whose traces could pass 3 MiB.
+        repeats: repeated augmentation, as torchvision's RASampler
+            (``--ra-sampler --ra-reps K``) and DeiT's: every sample
+            ``repeats`` times an epoch, each copy its own augmentation, the
+            copies at consecutive positions of the epoch's order so that
+            they go to consecutive ranks; each rank's epoch is RASampler's,
+            ``floor(len(dataset) // 256 * 256 / world_size)`` samples (so
+            an epoch sees about ``1/repeats`` of the distinct images), and
+            ``len(loader)`` its batches. Exactly once per copy, resumable
+            (same or another world size) as without it. The copies of a
+            sample go to its home maker under cache affinity, whose
+            coefficient cache keeps the first copy's decode for the
+            others. 1 (the default): off; at most 64; the dataset must
+            have at least 256 samples, and not be block-shuffled.
 
     Every argument is checked when the loader is made: TypeError for a
     wrong type (integers must be ints, numpy's included, never floats or
@@ -278,6 +299,7 @@ class Loader:
         shuffle_window: Optional[int] = None,
         max_sample_errors: Optional[Union[int, float]] = None,
         trace: bool = False,
+        repeats: int = 1,
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
@@ -315,6 +337,10 @@ class Loader:
         self.max_sample_errors = _args.sample_error_limit(max_sample_errors)
         self.tune_malloc = _args.boolean("tune_malloc", tune_malloc)
         self.trace = _args.boolean("trace", trace)
+        self.repeats = _args.integer("repeats", repeats, 1, MAX_REPEATS)
+        if self.repeats > 1 and self.shuffle == "block":
+            raise ValueError("repeats > 1 spreads a sample's copies over the ranks: it needs shuffle=True (or "
+                             "False), not the block shuffle, whose ranks read their own shards")
         if _args.string("transport", transport) not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(map(repr, TRANSPORTS))}, got {transport!r}")
         if transport == "shm" and shm_request("shm") is None:
@@ -463,7 +489,7 @@ class Loader:
     def _job(self) -> Job:
         return Job(self.dataset, self._spec, self.batch_size, self.seed, self.shuffle, self.rank, self.world_size,
                    self.drop_last, self.layout, self.fail_policy, self.shuffle_window, trace=self.trace,
-                   max_sample_errors=self.max_sample_errors)
+                   max_sample_errors=self.max_sample_errors, repeats=self.repeats)
 
     def state_dict(self) -> Dict[str, Any]:
         """The position to resume from, as plain Python values (fit for
@@ -644,6 +670,7 @@ class Loader:
             if kind != "job" or info.epoch != epoch:
                 raise StokerError("INTERNAL", f"epoch {epoch} opened with {kind!r}, not its JobInfo")
             self.job_info = info
+            view_names = [v.name for v in info.views]
             self._transport = ("shm", "") if stream.ring is not None else ("grpc", stream.shm_reason)
             consumed = min(resume.consumed, int(info.dataset_size)) if resume is not None else 0
             if progress is self._progress:  # the loader's current iteration
@@ -674,7 +701,7 @@ class Loader:
                     self.stats.wait_seconds += waited
                     if v.header.epoch != epoch:
                         raise StokerError("INTERNAL", f"batch of epoch {v.header.epoch} in epoch {epoch}")
-                    out = batch_tensors(v, self.return_indices, torch)
+                    out = batch_tensors(v, self.return_indices, torch, view_names)
                     self._tally.batch(v.header)
                     number = int(v.header.number)
                     v = None  # only the yielded tensors hold the buffer now

@@ -3,7 +3,8 @@
 
 These classes do no image work in Python: each one describes an op, and the
 server runs the chain, the geometry fused into the decode. A transform is
-either a preset name (:data:`PRESETS`) or a :class:`Compose` of ops::
+either a preset name (:data:`PRESETS`), a :class:`Compose` of ops, or a
+:class:`MultiView` of several views of every image (SimCLR, DINO)::
 
     from stoker import transforms as T
     T.Compose([T.RandomResizedCrop(224, interpolation="bicubic"), T.RandomHorizontalFlip(),
@@ -59,6 +60,7 @@ from stoker._ops_policies import (
     TrivialAugmentWide,
     timm_rand_augment,
 )
+from stoker._views import MAX_VIEWS, VIEW_PRESETS, MultiView
 from stoker.v1 import stoker_pb2 as pb
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -95,6 +97,9 @@ __all__ = [
     "TimmRandAugment",
     "timm_rand_augment",
     "Normalize",
+    "MultiView",
+    "MAX_VIEWS",
+    "VIEW_PRESETS",
     "from_torchvision",
     "TORCHVISION_SUPPORTED",
     "PRESETS",
@@ -106,15 +111,20 @@ __all__ = [
 ]
 
 #: Preset names the server knows, each a recipe documented op by op in
-#: docs/transforms.md.
-PRESETS = ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr", "dino-global", "dino-local", "clip")
+#: docs/transforms.md: one-view presets, then :data:`VIEW_PRESETS`, whose
+#: batches carry a list of views.
+PRESETS = ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global", "dino-local",
+           "clip") + VIEW_PRESETS
 
-TransformLike = Union[str, Compose, Transform, Sequence[Transform], pb.TransformSpec]
+TransformLike = Union[str, Compose, Transform, Sequence[Transform], MultiView, pb.TransformSpec]
 
 
 def to_spec(transform: TransformLike) -> pb.TransformSpec:
     """Returns the wire's TransformSpec for a preset name, a Compose (nested
-    ones flattened), one op, a list of ops, or a TransformSpec (a copy)."""
+    ones flattened), one op, a list of ops, a :class:`MultiView`, or a
+    TransformSpec (a copy)."""
+    if isinstance(transform, MultiView):
+        return transform.to_spec()
     if isinstance(transform, pb.TransformSpec):
         spec = pb.TransformSpec()
         spec.CopyFrom(transform)

@@ -1,7 +1,7 @@
 """Fixtures: the real `stoker serve` over small datasets written here.
 
 The Go binary is built once per session from the repository (or taken from
-$STOKER_BIN). One server serves five datasets:
+$STOKER_BIN). One server serves these datasets:
 
 - ``tiny``: 48 JPEGs, 80-160 px, 3 classes (16 each): plan and determinism
   tests.
@@ -12,6 +12,8 @@ $STOKER_BIN). One server serves five datasets:
 - ``odd``: 37 small JPEGs (a prime count): elastic resume tests.
 - ``shards``: 36 small JPEGs in six WebDataset tar shards of uneven sizes
   (SHARD_SIZES): the block shuffle.
+- ``many``: 300 small JPEGs: repeated augmentation (RASampler's epoch is a
+  multiple of 256 samples).
 """
 
 from __future__ import annotations
@@ -104,6 +106,14 @@ def _make_allbad(root: Path) -> None:
         path.write_bytes(b"this is text, not a JPEG\n")
 
 
+def _make_many(root: Path) -> None:
+    """300 small images: enough for repeated augmentation (RASampler's
+    epoch rounds the dataset down to a multiple of 256)."""
+    rng = np.random.default_rng(4)
+    for i in range(300):
+        _write_jpeg(root / "abc"[i % 3] / f"{i:03d}.jpg", _image(rng, 24, 28))
+
+
 def _make_odd(root: Path) -> None:
     rng = np.random.default_rng(3)
     for i in range(37):
@@ -136,13 +146,14 @@ def _make_shards(root: Path) -> None:
 def data_dirs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
     base = tmp_path_factory.mktemp("data")
     dirs = {"tiny": base / "tiny", "eval": base / "eval", "broken": base / "broken", "odd": base / "odd",
-            "shards": base / "shards", "allbad": base / "allbad"}
+            "shards": base / "shards", "allbad": base / "allbad", "many": base / "many"}
     _make_tiny(dirs["tiny"])
     _make_eval(dirs["eval"])
     _make_broken(dirs["broken"])
     _make_odd(dirs["odd"])
     _make_shards(dirs["shards"])
     _make_allbad(dirs["allbad"])
+    _make_many(dirs["many"])
     return dirs
 
 

@@ -157,7 +157,7 @@ def _recipe_views() -> Dict[str, Dict[str, list]]:
     views = {
         "tv-resnet50-v2": {"image": PRESET_OPS["tv-resnet50-v2"]},
         "deit": {"image": PRESET_OPS["deit"]},
-        "simclr": {"view1": PRESET_OPS["simclr"], "view2": PRESET_OPS["simclr"]},
+        "simclr": {"view": PRESET_OPS["simclr-view"]},
         "dino": {"global1": PRESET_OPS["dino-global"], "global2": dino_global2, "local": PRESET_OPS["dino-local"]},
         "clip": {"image": PRESET_OPS["clip"]},
     }
@@ -189,8 +189,10 @@ def test_recipes(server: str, tmp_path: Path, recipe: str) -> None:
     assert report["recipe"] == recipe and len(report["losses"]) == 3
     assert all(math.isfinite(x) for x in report["losses"])
     assert {v: _canon(r["ops"]) for v, r in report["views"].items()} == _recipe_views()[recipe]
+    counts = {"simclr": {"view": 2}, "dino": {"global1": 1, "global2": 1, "local": 8}}
+    assert {v: r["count"] for v, r in report["views"].items()} == counts.get(recipe, {"image": 1})
     imagenet = [[0.485, 0.456, 0.406], [0.229, 0.224, 0.225]]
     norms = {v: r["normalize"] for v, r in report["views"].items()}
-    assert norms == {"simclr": {"view1": None, "view2": None},  # its recipe has no Normalize
+    assert norms == {"simclr": {"view": None},  # its recipe has no Normalize
                      "clip": {"image": [[0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.26130258, 0.27577711]]},
                      }.get(recipe, {v: imagenet for v in norms})

@@ -90,7 +90,7 @@ JITTER_DINO = T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8)
 PRESET_OPS = {
     "tv-resnet50-v2": [T.RandomResizedCrop(176), T.RandomHorizontalFlip(),
                        T.TrivialAugmentWide(interpolation="bilinear"), T.RandomErasing(p=0.1, value=(124, 116, 104))],
-    "simclr": [T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
+    "simclr-view": [T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
                T.RandomApply([T.ColorJitter(0.8, 0.8, 0.8, 0.2)], p=0.8), T.RandomGrayscale(0.2),
                T.RandomApply([T.GaussianBlur(23, (0.1, 2.0))], p=0.5)],
     "dino-global": [T.RandomResizedCrop(224, scale=(0.4, 1), interpolation="bicubic"), T.RandomHorizontalFlip(),
@@ -118,7 +118,7 @@ def test_tv_resnet50_v2(version, backend) -> None:
 @pytest.mark.parametrize("version", ["v1", "v2"])
 def test_simclr(version) -> None:
     got = T.from_torchvision(simclr(TV[version]))
-    assert got.transforms == PRESET_OPS["simclr"]
+    assert got.transforms == PRESET_OPS["simclr-view"]
     assert got.normalize_mean is None  # none in the recipe: uint8 out, or stoker.normalize as you like
 
 

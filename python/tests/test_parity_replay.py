@@ -83,7 +83,7 @@ POLICIES = [
 RECIPES: Dict[str, Any] = {
     "tv-resnet50-v2": "tv-resnet50-v2",
     "deit": "deit",
-    "simclr": "simclr",
+    "simclr-view": "simclr-view",
     "dino-global": "dino-global",
     "dino-local": "dino-local",
     "clip": "clip",
@@ -99,7 +99,7 @@ def first_op(name: str, spec: Any) -> pb.TransformSpec:
         from stoker import transforms as T
 
         presets = {"tv-resnet50-v2": (176, pb.INTERPOLATION_BILINEAR, (0.08, 1)), "deit": (224, pb.INTERPOLATION_BICUBIC, (0.08, 1)),
-                   "simclr": (224, pb.INTERPOLATION_BILINEAR, (0.08, 1)), "dino-global": (224, pb.INTERPOLATION_BICUBIC, (0.4, 1)),
+                   "simclr-view": (224, pb.INTERPOLATION_BILINEAR, (0.08, 1)), "dino-global": (224, pb.INTERPOLATION_BICUBIC, (0.4, 1)),
                    "dino-local": (96, pb.INTERPOLATION_BICUBIC, (0.05, 0.4)), "clip": (224, pb.INTERPOLATION_BICUBIC, (0.9, 1))}
         side, interp, scale = presets[name]
         return pb.TransformSpec(ops=[pb.Op(random_resized_crop=pb.RandomResizedCrop(

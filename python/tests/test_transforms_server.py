@@ -61,7 +61,7 @@ def _recipes():
     g1, _, local = dino(tv2)
     return {
         "tv-resnet50-v2": T.from_torchvision(tv_resnet50_v2(tv2)),
-        "simclr": T.from_torchvision(simclr(tv2)),
+        "simclr-view": T.from_torchvision(simclr(tv2)),
         "dino-global": T.from_torchvision(g1),
         "dino-local": T.from_torchvision(local),
         "clip": T.from_torchvision(open_clip(tv2)),

@@ -442,8 +442,15 @@ type JobSpec struct {
 	// and a broken dataset does not. A batch every sample of which failed
 	// fails the job whatever the limit.
 	MaxSampleErrors *SampleErrorLimit `protobuf:"bytes,21,opt,name=max_sample_errors,json=maxSampleErrors,proto3" json:"max_sample_errors,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Repeated augmentation (torchvision's RASampler, DeiT's): every sample
+	// `repeats` times an epoch, each copy its own draw, the copies at
+	// consecutive positions of the epoch's order, so that they go to
+	// consecutive ranks; each rank's epoch is RASampler's:
+	// floor(dataset_size // 256 * 256 / world_size) samples. 0 or 1: off;
+	// at most 64. Not with the block shuffle.
+	Repeats       uint32 `protobuf:"varint,40,opt,name=repeats,proto3" json:"repeats,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -579,6 +586,13 @@ func (x *JobSpec) GetMaxSampleErrors() *SampleErrorLimit {
 		return x.MaxSampleErrors
 	}
 	return nil
+}
+
+func (x *JobSpec) GetRepeats() uint32 {
+	if x != nil {
+		return x.Repeats
+	}
+	return 0
 }
 
 // SampleErrorLimit bounds the failed samples of one epoch of a stream (its
@@ -1068,18 +1082,26 @@ func (x *DescribeJobResponse) GetInfo() *JobInfo {
 	return nil
 }
 
-// TransformSpec is a named preset or an op list, with torchvision's names and
-// semantics (torchvision.transforms.v2). Exactly one of the two is set. The
-// first op is the geometry (RandomResizedCrop, Resize, CenterCrop, or Resize
-// then CenterCrop), fused into the decode; every other op runs after it on
-// the output-sized image, in the order given; Normalize, if any, is last.
-// Unset fields take torchvision's defaults, as each message says.
+// TransformSpec is a named preset, an op list, or several views, with
+// torchvision's names and semantics (torchvision.transforms.v2). Exactly one
+// of the three is set. The first op is the geometry (RandomResizedCrop,
+// Resize, CenterCrop, or Resize then CenterCrop), fused into the decode;
+// every other op runs after it on the output-sized image, in the order
+// given; Normalize, if any, is last. Unset fields take torchvision's
+// defaults, as each message says.
 type TransformSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// A preset's name: imagenet-train, imagenet-eval, tv-resnet50-v2, deit,
-	// simclr, dino-global, dino-local, clip (docs/transforms.md).
-	Preset        string `protobuf:"bytes,1,opt,name=preset,proto3" json:"preset,omitempty"`
-	Ops           []*Op  `protobuf:"bytes,2,rep,name=ops,proto3" json:"ops,omitempty"`
+	// simclr-view, dino-global, dino-local, clip, and the presets of several
+	// views simclr, dino, dinov2 (docs/transforms.md).
+	Preset string `protobuf:"bytes,1,opt,name=preset,proto3" json:"preset,omitempty"`
+	Ops    []*Op  `protobuf:"bytes,2,rep,name=ops,proto3" json:"ops,omitempty"`
+	// Several views of every sample (SimCLR's 2, DINO's 2 global and 8
+	// local crops): each sample is decoded once and made into every group's
+	// views, in order, each view with its own draws. At most 32 views in all.
+	// A batch then holds each view's samples back to back, view after view
+	// (JobInfo.views, BatchHeader.views).
+	Views         []*ViewGroup `protobuf:"bytes,40,rep,name=views,proto3" json:"views,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1128,6 +1150,78 @@ func (x *TransformSpec) GetOps() []*Op {
 	return nil
 }
 
+func (x *TransformSpec) GetViews() []*ViewGroup {
+	if x != nil {
+		return x.Views
+	}
+	return nil
+}
+
+// ViewGroup is count views of the same transform, each its own draw.
+type ViewGroup struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional: the name the trainer finds the group's views by; groups may
+	// share a name (DINO's two global crops).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// At least 1.
+	Count uint32 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	// A preset (of one view) or an op list; not views.
+	Transform     *TransformSpec `protobuf:"bytes,3,opt,name=transform,proto3" json:"transform,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ViewGroup) Reset() {
+	*x = ViewGroup{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ViewGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ViewGroup) ProtoMessage() {}
+
+func (x *ViewGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ViewGroup.ProtoReflect.Descriptor instead.
+func (*ViewGroup) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ViewGroup) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ViewGroup) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *ViewGroup) GetTransform() *TransformSpec {
+	if x != nil {
+		return x.Transform
+	}
+	return nil
+}
+
 // Op is one transform step.
 type Op struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1167,7 +1261,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1273,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1286,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{10}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Op) GetOp() isOp_Op {
@@ -1622,7 +1716,7 @@ type Range struct {
 
 func (x *Range) Reset() {
 	*x = Range{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1634,7 +1728,7 @@ func (x *Range) String() string {
 func (*Range) ProtoMessage() {}
 
 func (x *Range) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1647,7 +1741,7 @@ func (x *Range) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Range.ProtoReflect.Descriptor instead.
 func (*Range) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{11}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Range) GetMin() float64 {
@@ -1683,7 +1777,7 @@ type RandomResizedCrop struct {
 
 func (x *RandomResizedCrop) Reset() {
 	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1695,7 +1789,7 @@ func (x *RandomResizedCrop) String() string {
 func (*RandomResizedCrop) ProtoMessage() {}
 
 func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1708,7 +1802,7 @@ func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
 func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{12}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RandomResizedCrop) GetHeight() uint32 {
@@ -1781,7 +1875,7 @@ type Resize struct {
 
 func (x *Resize) Reset() {
 	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1793,7 +1887,7 @@ func (x *Resize) String() string {
 func (*Resize) ProtoMessage() {}
 
 func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1806,7 +1900,7 @@ func (x *Resize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resize.ProtoReflect.Descriptor instead.
 func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{13}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Resize) GetHeight() uint32 {
@@ -1848,7 +1942,7 @@ type CenterCrop struct {
 
 func (x *CenterCrop) Reset() {
 	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1860,7 +1954,7 @@ func (x *CenterCrop) String() string {
 func (*CenterCrop) ProtoMessage() {}
 
 func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1873,7 +1967,7 @@ func (x *CenterCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
 func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CenterCrop) GetHeight() uint32 {
@@ -1900,7 +1994,7 @@ type RandomHorizontalFlip struct {
 
 func (x *RandomHorizontalFlip) Reset() {
 	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1912,7 +2006,7 @@ func (x *RandomHorizontalFlip) String() string {
 func (*RandomHorizontalFlip) ProtoMessage() {}
 
 func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1925,7 +2019,7 @@ func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
 func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RandomHorizontalFlip) GetP() float64 {
@@ -1945,7 +2039,7 @@ type RandomVerticalFlip struct {
 
 func (x *RandomVerticalFlip) Reset() {
 	*x = RandomVerticalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1957,7 +2051,7 @@ func (x *RandomVerticalFlip) String() string {
 func (*RandomVerticalFlip) ProtoMessage() {}
 
 func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1970,7 +2064,7 @@ func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomVerticalFlip.ProtoReflect.Descriptor instead.
 func (*RandomVerticalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RandomVerticalFlip) GetP() float64 {
@@ -2000,7 +2094,7 @@ type ColorJitter struct {
 
 func (x *ColorJitter) Reset() {
 	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2012,7 +2106,7 @@ func (x *ColorJitter) String() string {
 func (*ColorJitter) ProtoMessage() {}
 
 func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2025,7 +2119,7 @@ func (x *ColorJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
 func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ColorJitter) GetBrightness() float64 {
@@ -2096,7 +2190,7 @@ type Normalize struct {
 
 func (x *Normalize) Reset() {
 	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2108,7 +2202,7 @@ func (x *Normalize) String() string {
 func (*Normalize) ProtoMessage() {}
 
 func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2121,7 +2215,7 @@ func (x *Normalize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
 func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Normalize) GetMean() []float64 {
@@ -2148,7 +2242,7 @@ type Grayscale struct {
 
 func (x *Grayscale) Reset() {
 	*x = Grayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2160,7 +2254,7 @@ func (x *Grayscale) String() string {
 func (*Grayscale) ProtoMessage() {}
 
 func (x *Grayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2173,7 +2267,7 @@ func (x *Grayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grayscale.ProtoReflect.Descriptor instead.
 func (*Grayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Grayscale) GetNumOutputChannels() uint32 {
@@ -2193,7 +2287,7 @@ type RandomGrayscale struct {
 
 func (x *RandomGrayscale) Reset() {
 	*x = RandomGrayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2205,7 +2299,7 @@ func (x *RandomGrayscale) String() string {
 func (*RandomGrayscale) ProtoMessage() {}
 
 func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2218,7 +2312,7 @@ func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomGrayscale.ProtoReflect.Descriptor instead.
 func (*RandomGrayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RandomGrayscale) GetP() float64 {
@@ -2242,7 +2336,7 @@ type GaussianBlur struct {
 
 func (x *GaussianBlur) Reset() {
 	*x = GaussianBlur{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2254,7 +2348,7 @@ func (x *GaussianBlur) String() string {
 func (*GaussianBlur) ProtoMessage() {}
 
 func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2267,7 +2361,7 @@ func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GaussianBlur.ProtoReflect.Descriptor instead.
 func (*GaussianBlur) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GaussianBlur) GetKernelX() uint32 {
@@ -2309,7 +2403,7 @@ type RandomSolarize struct {
 
 func (x *RandomSolarize) Reset() {
 	*x = RandomSolarize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2321,7 +2415,7 @@ func (x *RandomSolarize) String() string {
 func (*RandomSolarize) ProtoMessage() {}
 
 func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2334,7 +2428,7 @@ func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomSolarize.ProtoReflect.Descriptor instead.
 func (*RandomSolarize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RandomSolarize) GetThreshold() float64 {
@@ -2362,7 +2456,7 @@ type RandomPosterize struct {
 
 func (x *RandomPosterize) Reset() {
 	*x = RandomPosterize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2374,7 +2468,7 @@ func (x *RandomPosterize) String() string {
 func (*RandomPosterize) ProtoMessage() {}
 
 func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2387,7 +2481,7 @@ func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPosterize.ProtoReflect.Descriptor instead.
 func (*RandomPosterize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RandomPosterize) GetBits() uint32 {
@@ -2414,7 +2508,7 @@ type RandomInvert struct {
 
 func (x *RandomInvert) Reset() {
 	*x = RandomInvert{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2426,7 +2520,7 @@ func (x *RandomInvert) String() string {
 func (*RandomInvert) ProtoMessage() {}
 
 func (x *RandomInvert) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2439,7 +2533,7 @@ func (x *RandomInvert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomInvert.ProtoReflect.Descriptor instead.
 func (*RandomInvert) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RandomInvert) GetP() float64 {
@@ -2459,7 +2553,7 @@ type RandomEqualize struct {
 
 func (x *RandomEqualize) Reset() {
 	*x = RandomEqualize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2471,7 +2565,7 @@ func (x *RandomEqualize) String() string {
 func (*RandomEqualize) ProtoMessage() {}
 
 func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2484,7 +2578,7 @@ func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomEqualize.ProtoReflect.Descriptor instead.
 func (*RandomEqualize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RandomEqualize) GetP() float64 {
@@ -2504,7 +2598,7 @@ type RandomAutocontrast struct {
 
 func (x *RandomAutocontrast) Reset() {
 	*x = RandomAutocontrast{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2516,7 +2610,7 @@ func (x *RandomAutocontrast) String() string {
 func (*RandomAutocontrast) ProtoMessage() {}
 
 func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2529,7 +2623,7 @@ func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAutocontrast.ProtoReflect.Descriptor instead.
 func (*RandomAutocontrast) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RandomAutocontrast) GetP() float64 {
@@ -2550,7 +2644,7 @@ type RandomAdjustSharpness struct {
 
 func (x *RandomAdjustSharpness) Reset() {
 	*x = RandomAdjustSharpness{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2562,7 +2656,7 @@ func (x *RandomAdjustSharpness) String() string {
 func (*RandomAdjustSharpness) ProtoMessage() {}
 
 func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2575,7 +2669,7 @@ func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAdjustSharpness.ProtoReflect.Descriptor instead.
 func (*RandomAdjustSharpness) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RandomAdjustSharpness) GetSharpnessFactor() float64 {
@@ -2610,7 +2704,7 @@ type RandomRotation struct {
 
 func (x *RandomRotation) Reset() {
 	*x = RandomRotation{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2622,7 +2716,7 @@ func (x *RandomRotation) String() string {
 func (*RandomRotation) ProtoMessage() {}
 
 func (x *RandomRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2635,7 +2729,7 @@ func (x *RandomRotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomRotation.ProtoReflect.Descriptor instead.
 func (*RandomRotation) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RandomRotation) GetDegrees() *Range {
@@ -2693,7 +2787,7 @@ type RandomAffine struct {
 
 func (x *RandomAffine) Reset() {
 	*x = RandomAffine{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2705,7 +2799,7 @@ func (x *RandomAffine) String() string {
 func (*RandomAffine) ProtoMessage() {}
 
 func (x *RandomAffine) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2718,7 +2812,7 @@ func (x *RandomAffine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAffine.ProtoReflect.Descriptor instead.
 func (*RandomAffine) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RandomAffine) GetDegrees() *Range {
@@ -2797,7 +2891,7 @@ type RandomErasing struct {
 
 func (x *RandomErasing) Reset() {
 	*x = RandomErasing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2809,7 +2903,7 @@ func (x *RandomErasing) String() string {
 func (*RandomErasing) ProtoMessage() {}
 
 func (x *RandomErasing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2822,7 +2916,7 @@ func (x *RandomErasing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomErasing.ProtoReflect.Descriptor instead.
 func (*RandomErasing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RandomErasing) GetP() float64 {
@@ -2885,7 +2979,7 @@ type RandomApply struct {
 
 func (x *RandomApply) Reset() {
 	*x = RandomApply{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2897,7 +2991,7 @@ func (x *RandomApply) String() string {
 func (*RandomApply) ProtoMessage() {}
 
 func (x *RandomApply) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2910,7 +3004,7 @@ func (x *RandomApply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomApply.ProtoReflect.Descriptor instead.
 func (*RandomApply) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RandomApply) GetOps() []*Op {
@@ -2938,7 +3032,7 @@ type RandomChoice struct {
 
 func (x *RandomChoice) Reset() {
 	*x = RandomChoice{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2950,7 +3044,7 @@ func (x *RandomChoice) String() string {
 func (*RandomChoice) ProtoMessage() {}
 
 func (x *RandomChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2963,7 +3057,7 @@ func (x *RandomChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomChoice.ProtoReflect.Descriptor instead.
 func (*RandomChoice) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RandomChoice) GetOps() []*Op {
@@ -2990,7 +3084,7 @@ type RandomOrder struct {
 
 func (x *RandomOrder) Reset() {
 	*x = RandomOrder{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3002,7 +3096,7 @@ func (x *RandomOrder) String() string {
 func (*RandomOrder) ProtoMessage() {}
 
 func (x *RandomOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3015,7 +3109,7 @@ func (x *RandomOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomOrder.ProtoReflect.Descriptor instead.
 func (*RandomOrder) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RandomOrder) GetOps() []*Op {
@@ -3039,7 +3133,7 @@ type TrivialAugmentWide struct {
 
 func (x *TrivialAugmentWide) Reset() {
 	*x = TrivialAugmentWide{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3051,7 +3145,7 @@ func (x *TrivialAugmentWide) String() string {
 func (*TrivialAugmentWide) ProtoMessage() {}
 
 func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3064,7 +3158,7 @@ func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrivialAugmentWide.ProtoReflect.Descriptor instead.
 func (*TrivialAugmentWide) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TrivialAugmentWide) GetNumMagnitudeBins() uint32 {
@@ -3103,7 +3197,7 @@ type RandAugment struct {
 
 func (x *RandAugment) Reset() {
 	*x = RandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3115,7 +3209,7 @@ func (x *RandAugment) String() string {
 func (*RandAugment) ProtoMessage() {}
 
 func (x *RandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3128,7 +3222,7 @@ func (x *RandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandAugment.ProtoReflect.Descriptor instead.
 func (*RandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RandAugment) GetNumOps() uint32 {
@@ -3179,7 +3273,7 @@ type AutoAugment struct {
 
 func (x *AutoAugment) Reset() {
 	*x = AutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3191,7 +3285,7 @@ func (x *AutoAugment) String() string {
 func (*AutoAugment) ProtoMessage() {}
 
 func (x *AutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3204,7 +3298,7 @@ func (x *AutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoAugment.ProtoReflect.Descriptor instead.
 func (*AutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AutoAugment) GetPolicy() string {
@@ -3245,7 +3339,7 @@ type AugMix struct {
 
 func (x *AugMix) Reset() {
 	*x = AugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3257,7 +3351,7 @@ func (x *AugMix) String() string {
 func (*AugMix) ProtoMessage() {}
 
 func (x *AugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3270,7 +3364,7 @@ func (x *AugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AugMix.ProtoReflect.Descriptor instead.
 func (*AugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *AugMix) GetSeverity() uint32 {
@@ -3339,7 +3433,7 @@ type TimmRandAugment struct {
 
 func (x *TimmRandAugment) Reset() {
 	*x = TimmRandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3351,7 +3445,7 @@ func (x *TimmRandAugment) String() string {
 func (*TimmRandAugment) ProtoMessage() {}
 
 func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3364,7 +3458,7 @@ func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmRandAugment.ProtoReflect.Descriptor instead.
 func (*TimmRandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TimmRandAugment) GetConfig() string {
@@ -3409,7 +3503,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3421,7 +3515,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3434,7 +3528,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -3489,7 +3583,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3501,7 +3595,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3514,7 +3608,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -3621,13 +3715,17 @@ type JobInfo struct {
 	Dtype       Dtype    `protobuf:"varint,8,opt,name=dtype,proto3,enum=stoker.v1.Dtype" json:"dtype,omitempty"`
 	// The largest chunk the server sends.
 	MaxChunkBytes uint32 `protobuf:"varint,9,opt,name=max_chunk_bytes,json=maxChunkBytes,proto3" json:"max_chunk_bytes,omitempty"`
+	// A transform of several views (TransformSpec.views): each view, in
+	// order, one per view (a group of 8 lists 8); sample_shape is then view
+	// 0's, and a sample is every view's bytes.
+	Views         []*ViewInfo `protobuf:"bytes,40,rep,name=views,proto3" json:"views,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3639,7 +3737,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3652,7 +3750,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -3718,6 +3816,68 @@ func (x *JobInfo) GetMaxChunkBytes() uint32 {
 	return 0
 }
 
+func (x *JobInfo) GetViews() []*ViewInfo {
+	if x != nil {
+		return x.Views
+	}
+	return nil
+}
+
+// ViewInfo is one view of a job's samples.
+type ViewInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its group's name ("" when unnamed).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// One sample's shape in the layout: [3, H, W] or [H, W, 3].
+	SampleShape   []uint32 `protobuf:"varint,2,rep,packed,name=sample_shape,json=sampleShape,proto3" json:"sample_shape,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ViewInfo) Reset() {
+	*x = ViewInfo{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ViewInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ViewInfo) ProtoMessage() {}
+
+func (x *ViewInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ViewInfo.ProtoReflect.Descriptor instead.
+func (*ViewInfo) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ViewInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ViewInfo) GetSampleShape() []uint32 {
+	if x != nil {
+		return x.SampleShape
+	}
+	return nil
+}
+
 // BatchHeader describes a batch; its pixels follow in Chunks.
 type BatchHeader struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -3738,15 +3898,20 @@ type BatchHeader struct {
 	// JobSpec.trace: per sample, in batch order, what its ops drew: a JSON
 	// list of [op, {argument: value}] pairs in
 	// torchvision.transforms.v2.functional's names and arguments, geometry
-	// first (docs/transforms.md).
-	Traces        []string `protobuf:"bytes,20,rep,name=traces,proto3" json:"traces,omitempty"`
+	// first (docs/transforms.md). Of several views, per sample a JSON list
+	// of each view's trace, in view order.
+	Traces []string `protobuf:"bytes,20,rep,name=traces,proto3" json:"traces,omitempty"`
+	// A job of several views (JobInfo.views): each view's shape, [N, 3, H, W]
+	// or [N, H, W, 3], in order; the pixels are view after view, each view's
+	// N samples back to back (shape is then view 0's). Empty for one view.
+	Views         []*Shape `protobuf:"bytes,40,rep,name=views,proto3" json:"views,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3758,7 +3923,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3771,7 +3936,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -3844,6 +4009,58 @@ func (x *BatchHeader) GetTraces() []string {
 	return nil
 }
 
+func (x *BatchHeader) GetViews() []*Shape {
+	if x != nil {
+		return x.Views
+	}
+	return nil
+}
+
+// Shape is an array's shape.
+type Shape struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dims          []uint32               `protobuf:"varint,1,rep,packed,name=dims,proto3" json:"dims,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Shape) Reset() {
+	*x = Shape{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Shape) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Shape) ProtoMessage() {}
+
+func (x *Shape) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Shape.ProtoReflect.Descriptor instead.
+func (*Shape) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *Shape) GetDims() []uint32 {
+	if x != nil {
+		return x.Dims
+	}
+	return nil
+}
+
 // SampleError is a sample that could not be decoded or transformed.
 type SampleError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3857,7 +4074,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3869,7 +4086,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3882,7 +4099,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -3920,7 +4137,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3932,7 +4149,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3945,7 +4162,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -3982,7 +4199,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3994,7 +4211,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4007,7 +4224,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -4047,7 +4264,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4059,7 +4276,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4072,7 +4289,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -4085,7 +4302,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4097,7 +4314,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4110,7 +4327,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -4135,7 +4352,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4147,7 +4364,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4160,7 +4377,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -4215,7 +4432,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4227,7 +4444,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4240,7 +4457,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -4346,7 +4563,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4358,7 +4575,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4371,7 +4588,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -4390,7 +4607,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4402,7 +4619,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4415,7 +4632,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -4435,7 +4652,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4447,7 +4664,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4460,7 +4677,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -4492,15 +4709,18 @@ type Lease struct {
 	// The job's input-stall ratio now (0..1) and its trainer's GPU seconds
 	// per sample (0: unknown): a worker serving several coordinators shares
 	// its cores by them (--schedule stall).
-	Stall         float64 `protobuf:"fixed64,6,opt,name=stall,proto3" json:"stall,omitempty"`
-	Work          float64 `protobuf:"fixed64,7,opt,name=work,proto3" json:"work,omitempty"`
+	Stall float64 `protobuf:"fixed64,6,opt,name=stall,proto3" json:"stall,omitempty"`
+	Work  float64 `protobuf:"fixed64,7,opt,name=work,proto3" json:"work,omitempty"`
+	// Repeated augmentation (JobSpec.repeats): which copy of its sample each
+	// of indices is, one per index; empty: every sample's first.
+	Copies        []uint32 `protobuf:"varint,40,rep,packed,name=copies,proto3" json:"copies,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4512,7 +4732,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4525,7 +4745,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -4577,6 +4797,13 @@ func (x *Lease) GetWork() float64 {
 	return 0
 }
 
+func (x *Lease) GetCopies() []uint32 {
+	if x != nil {
+		return x.Copies
+	}
+	return nil
+}
+
 // CancelLease withdraws a lease.
 type CancelLease struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -4587,7 +4814,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4599,7 +4826,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4612,7 +4839,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -4638,7 +4865,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4650,7 +4877,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4663,7 +4890,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -4759,7 +4986,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4771,7 +4998,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4784,7 +5011,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -4856,7 +5083,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4868,7 +5095,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4881,7 +5108,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -4955,7 +5182,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4967,7 +5194,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4980,7 +5207,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -5026,7 +5253,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5038,7 +5265,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5051,7 +5278,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -5104,7 +5331,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5116,7 +5343,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5129,7 +5356,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -5162,7 +5389,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5174,7 +5401,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5187,7 +5414,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -5206,7 +5433,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5218,7 +5445,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5231,7 +5458,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -5330,7 +5557,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5342,7 +5569,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5355,7 +5582,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *JobStatus) GetId() string {
@@ -5563,7 +5790,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5575,7 +5802,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5588,7 +5815,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -5686,7 +5913,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5698,7 +5925,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5711,7 +5938,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -5800,7 +6027,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xbe\x04\n" +
+	"\x03msg\"\xd8\x04\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -5820,7 +6047,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\fshuffle_mode\x18\f \x01(\x0e2\x16.stoker.v1.ShuffleModeR\vshuffleMode\x12%\n" +
 	"\x0eshuffle_window\x18\r \x01(\rR\rshuffleWindow\x12\x14\n" +
 	"\x05trace\x18\x14 \x01(\bR\x05trace\x12G\n" +
-	"\x11max_sample_errors\x18\x15 \x01(\v2\x1b.stoker.v1.SampleErrorLimitR\x0fmaxSampleErrors\"D\n" +
+	"\x11max_sample_errors\x18\x15 \x01(\v2\x1b.stoker.v1.SampleErrorLimitR\x0fmaxSampleErrors\x12\x18\n" +
+	"\arepeats\x18( \x01(\rR\arepeats\"D\n" +
 	"\x10SampleErrorLimit\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x1a\n" +
 	"\bfraction\x18\x02 \x01(\x01R\bfraction\"\xc5\x02\n" +
@@ -5855,10 +6083,15 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
 	"\bconsumed\x18\x03 \x01(\x04R\bconsumed\"=\n" +
 	"\x13DescribeJobResponse\x12&\n" +
-	"\x04info\x18\x01 \x01(\v2\x12.stoker.v1.JobInfoR\x04info\"H\n" +
+	"\x04info\x18\x01 \x01(\v2\x12.stoker.v1.JobInfoR\x04info\"t\n" +
 	"\rTransformSpec\x12\x16\n" +
 	"\x06preset\x18\x01 \x01(\tR\x06preset\x12\x1f\n" +
-	"\x03ops\x18\x02 \x03(\v2\r.stoker.v1.OpR\x03ops\"\xaa\x0e\n" +
+	"\x03ops\x18\x02 \x03(\v2\r.stoker.v1.OpR\x03ops\x12*\n" +
+	"\x05views\x18( \x03(\v2\x14.stoker.v1.ViewGroupR\x05views\"m\n" +
+	"\tViewGroup\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
+	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xaa\x0e\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +
@@ -6048,7 +6281,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x05chunk\x18\x03 \x01(\v2\x10.stoker.v1.ChunkH\x00R\x05chunk\x12'\n" +
 	"\x03end\x18\x04 \x01(\v2\x13.stoker.v1.EpochEndH\x00R\x03end\x12'\n" +
 	"\x03shm\x18\x05 \x01(\v2\x13.stoker.v1.ShmOfferH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xa5\x02\n" +
+	"\x03msg\"\xd0\x02\n" +
 	"\aJobInfo\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\abatches\x18\x02 \x01(\x04R\abatches\x12\x18\n" +
@@ -6058,7 +6291,11 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\aclasses\x18\x06 \x03(\tR\aclasses\x12!\n" +
 	"\fsample_shape\x18\a \x03(\rR\vsampleShape\x12&\n" +
 	"\x05dtype\x18\b \x01(\x0e2\x10.stoker.v1.DtypeR\x05dtype\x12&\n" +
-	"\x0fmax_chunk_bytes\x18\t \x01(\rR\rmaxChunkBytes\"\xb4\x02\n" +
+	"\x0fmax_chunk_bytes\x18\t \x01(\rR\rmaxChunkBytes\x12)\n" +
+	"\x05views\x18( \x03(\v2\x13.stoker.v1.ViewInfoR\x05views\"A\n" +
+	"\bViewInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\fsample_shape\x18\x02 \x03(\rR\vsampleShape\"\xdc\x02\n" +
 	"\vBatchHeader\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x04R\x06number\x12\x14\n" +
@@ -6070,8 +6307,11 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\n" +
 	"data_bytes\x18\b \x01(\x04R\tdataBytes\x12\x17\n" +
 	"\x04slot\x18\t \x01(\rH\x00R\x04slot\x88\x01\x01\x12\x16\n" +
-	"\x06traces\x18\x14 \x03(\tR\x06tracesB\a\n" +
-	"\x05_slot\"O\n" +
+	"\x06traces\x18\x14 \x03(\tR\x06traces\x12&\n" +
+	"\x05views\x18( \x03(\v2\x10.stoker.v1.ShapeR\x05viewsB\a\n" +
+	"\x05_slot\"\x1b\n" +
+	"\x05Shape\x12\x12\n" +
+	"\x04dims\x18\x01 \x03(\rR\x04dims\"O\n" +
 	"\vSampleError\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x03R\x05index\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
@@ -6107,7 +6347,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\bWorkPing\"A\n" +
 	"\aWorkJob\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12&\n" +
-	"\x04spec\x18\x02 \x01(\v2\x12.stoker.v1.JobSpecR\x04spec\"\x9b\x01\n" +
+	"\x04spec\x18\x02 \x01(\v2\x12.stoker.v1.JobSpecR\x04spec\"\xb3\x01\n" +
 	"\x05Lease\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\x04R\x03job\x12\x14\n" +
@@ -6115,7 +6355,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06number\x18\x04 \x01(\x04R\x06number\x12\x18\n" +
 	"\aindices\x18\x05 \x03(\x03R\aindices\x12\x14\n" +
 	"\x05stall\x18\x06 \x01(\x01R\x05stall\x12\x12\n" +
-	"\x04work\x18\a \x01(\x01R\x04work\"\x1d\n" +
+	"\x04work\x18\a \x01(\x01R\x04work\x12\x16\n" +
+	"\x06copies\x18( \x03(\rR\x06copies\"\x1d\n" +
 	"\vCancelLease\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\"\xce\x01\n" +
 	"\fWorkResponse\x12/\n" +
@@ -6264,7 +6505,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(ShuffleMode)(0),              // 0: stoker.v1.ShuffleMode
 	(Layout)(0),                   // 1: stoker.v1.Layout
@@ -6281,66 +6522,69 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*DescribeJobRequest)(nil),    // 12: stoker.v1.DescribeJobRequest
 	(*DescribeJobResponse)(nil),   // 13: stoker.v1.DescribeJobResponse
 	(*TransformSpec)(nil),         // 14: stoker.v1.TransformSpec
-	(*Op)(nil),                    // 15: stoker.v1.Op
-	(*Range)(nil),                 // 16: stoker.v1.Range
-	(*RandomResizedCrop)(nil),     // 17: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),                // 18: stoker.v1.Resize
-	(*CenterCrop)(nil),            // 19: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil),  // 20: stoker.v1.RandomHorizontalFlip
-	(*RandomVerticalFlip)(nil),    // 21: stoker.v1.RandomVerticalFlip
-	(*ColorJitter)(nil),           // 22: stoker.v1.ColorJitter
-	(*Normalize)(nil),             // 23: stoker.v1.Normalize
-	(*Grayscale)(nil),             // 24: stoker.v1.Grayscale
-	(*RandomGrayscale)(nil),       // 25: stoker.v1.RandomGrayscale
-	(*GaussianBlur)(nil),          // 26: stoker.v1.GaussianBlur
-	(*RandomSolarize)(nil),        // 27: stoker.v1.RandomSolarize
-	(*RandomPosterize)(nil),       // 28: stoker.v1.RandomPosterize
-	(*RandomInvert)(nil),          // 29: stoker.v1.RandomInvert
-	(*RandomEqualize)(nil),        // 30: stoker.v1.RandomEqualize
-	(*RandomAutocontrast)(nil),    // 31: stoker.v1.RandomAutocontrast
-	(*RandomAdjustSharpness)(nil), // 32: stoker.v1.RandomAdjustSharpness
-	(*RandomRotation)(nil),        // 33: stoker.v1.RandomRotation
-	(*RandomAffine)(nil),          // 34: stoker.v1.RandomAffine
-	(*RandomErasing)(nil),         // 35: stoker.v1.RandomErasing
-	(*RandomApply)(nil),           // 36: stoker.v1.RandomApply
-	(*RandomChoice)(nil),          // 37: stoker.v1.RandomChoice
-	(*RandomOrder)(nil),           // 38: stoker.v1.RandomOrder
-	(*TrivialAugmentWide)(nil),    // 39: stoker.v1.TrivialAugmentWide
-	(*RandAugment)(nil),           // 40: stoker.v1.RandAugment
-	(*AutoAugment)(nil),           // 41: stoker.v1.AutoAugment
-	(*AugMix)(nil),                // 42: stoker.v1.AugMix
-	(*TimmRandAugment)(nil),       // 43: stoker.v1.TimmRandAugment
-	(*Credit)(nil),                // 44: stoker.v1.Credit
-	(*FeedResponse)(nil),          // 45: stoker.v1.FeedResponse
-	(*JobInfo)(nil),               // 46: stoker.v1.JobInfo
-	(*BatchHeader)(nil),           // 47: stoker.v1.BatchHeader
-	(*SampleError)(nil),           // 48: stoker.v1.SampleError
-	(*Chunk)(nil),                 // 49: stoker.v1.Chunk
-	(*EpochEnd)(nil),              // 50: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),   // 51: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),  // 52: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),           // 53: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),           // 54: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                // 55: stoker.v1.JobEnd
-	(*WorkPing)(nil),              // 56: stoker.v1.WorkPing
-	(*WorkJob)(nil),               // 57: stoker.v1.WorkJob
-	(*Lease)(nil),                 // 58: stoker.v1.Lease
-	(*CancelLease)(nil),           // 59: stoker.v1.CancelLease
-	(*WorkResponse)(nil),          // 60: stoker.v1.WorkResponse
-	(*WorkerInfo)(nil),            // 61: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),       // 62: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),             // 63: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),             // 64: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),           // 65: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),         // 66: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),        // 67: stoker.v1.StatusResponse
-	(*JobStatus)(nil),             // 68: stoker.v1.JobStatus
-	(*MakingShares)(nil),          // 69: stoker.v1.MakingShares
-	(*MakerStatus)(nil),           // 70: stoker.v1.MakerStatus
+	(*ViewGroup)(nil),             // 15: stoker.v1.ViewGroup
+	(*Op)(nil),                    // 16: stoker.v1.Op
+	(*Range)(nil),                 // 17: stoker.v1.Range
+	(*RandomResizedCrop)(nil),     // 18: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),                // 19: stoker.v1.Resize
+	(*CenterCrop)(nil),            // 20: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil),  // 21: stoker.v1.RandomHorizontalFlip
+	(*RandomVerticalFlip)(nil),    // 22: stoker.v1.RandomVerticalFlip
+	(*ColorJitter)(nil),           // 23: stoker.v1.ColorJitter
+	(*Normalize)(nil),             // 24: stoker.v1.Normalize
+	(*Grayscale)(nil),             // 25: stoker.v1.Grayscale
+	(*RandomGrayscale)(nil),       // 26: stoker.v1.RandomGrayscale
+	(*GaussianBlur)(nil),          // 27: stoker.v1.GaussianBlur
+	(*RandomSolarize)(nil),        // 28: stoker.v1.RandomSolarize
+	(*RandomPosterize)(nil),       // 29: stoker.v1.RandomPosterize
+	(*RandomInvert)(nil),          // 30: stoker.v1.RandomInvert
+	(*RandomEqualize)(nil),        // 31: stoker.v1.RandomEqualize
+	(*RandomAutocontrast)(nil),    // 32: stoker.v1.RandomAutocontrast
+	(*RandomAdjustSharpness)(nil), // 33: stoker.v1.RandomAdjustSharpness
+	(*RandomRotation)(nil),        // 34: stoker.v1.RandomRotation
+	(*RandomAffine)(nil),          // 35: stoker.v1.RandomAffine
+	(*RandomErasing)(nil),         // 36: stoker.v1.RandomErasing
+	(*RandomApply)(nil),           // 37: stoker.v1.RandomApply
+	(*RandomChoice)(nil),          // 38: stoker.v1.RandomChoice
+	(*RandomOrder)(nil),           // 39: stoker.v1.RandomOrder
+	(*TrivialAugmentWide)(nil),    // 40: stoker.v1.TrivialAugmentWide
+	(*RandAugment)(nil),           // 41: stoker.v1.RandAugment
+	(*AutoAugment)(nil),           // 42: stoker.v1.AutoAugment
+	(*AugMix)(nil),                // 43: stoker.v1.AugMix
+	(*TimmRandAugment)(nil),       // 44: stoker.v1.TimmRandAugment
+	(*Credit)(nil),                // 45: stoker.v1.Credit
+	(*FeedResponse)(nil),          // 46: stoker.v1.FeedResponse
+	(*JobInfo)(nil),               // 47: stoker.v1.JobInfo
+	(*ViewInfo)(nil),              // 48: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),           // 49: stoker.v1.BatchHeader
+	(*Shape)(nil),                 // 50: stoker.v1.Shape
+	(*SampleError)(nil),           // 51: stoker.v1.SampleError
+	(*Chunk)(nil),                 // 52: stoker.v1.Chunk
+	(*EpochEnd)(nil),              // 53: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),   // 54: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),  // 55: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),           // 56: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),           // 57: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                // 58: stoker.v1.JobEnd
+	(*WorkPing)(nil),              // 59: stoker.v1.WorkPing
+	(*WorkJob)(nil),               // 60: stoker.v1.WorkJob
+	(*Lease)(nil),                 // 61: stoker.v1.Lease
+	(*CancelLease)(nil),           // 62: stoker.v1.CancelLease
+	(*WorkResponse)(nil),          // 63: stoker.v1.WorkResponse
+	(*WorkerInfo)(nil),            // 64: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),       // 65: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),             // 66: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),             // 67: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),           // 68: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),         // 69: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),        // 70: stoker.v1.StatusResponse
+	(*JobStatus)(nil),             // 71: stoker.v1.JobStatus
+	(*MakingShares)(nil),          // 72: stoker.v1.MakingShares
+	(*MakerStatus)(nil),           // 73: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	8,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	44, // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	45, // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
 	11, // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
 	14, // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
 	1,  // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
@@ -6350,96 +6594,100 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	6,  // 8: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
 	9,  // 9: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
 	6,  // 10: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	46, // 11: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
-	15, // 12: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
-	17, // 13: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	18, // 14: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	19, // 15: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	20, // 16: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	22, // 17: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	23, // 18: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	21, // 19: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
-	24, // 20: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
-	25, // 21: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
-	26, // 22: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
-	27, // 23: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
-	28, // 24: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
-	29, // 25: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
-	30, // 26: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
-	31, // 27: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
-	32, // 28: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
-	33, // 29: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
-	34, // 30: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
-	35, // 31: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
-	36, // 32: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
-	37, // 33: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
-	38, // 34: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
-	39, // 35: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
-	40, // 36: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
-	41, // 37: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
-	42, // 38: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
-	43, // 39: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
-	3,  // 40: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 41: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	16, // 42: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	16, // 43: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	16, // 44: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	16, // 45: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	16, // 46: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	3,  // 47: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	16, // 48: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	16, // 49: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	3,  // 50: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	16, // 51: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	16, // 52: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	15, // 53: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	15, // 54: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	15, // 55: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	3,  // 56: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 57: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 58: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 59: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 60: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	46, // 61: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	47, // 62: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	49, // 63: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	50, // 64: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	10, // 65: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	4,  // 66: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	4,  // 67: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	48, // 68: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	53, // 69: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	57, // 70: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	58, // 71: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	59, // 72: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	55, // 73: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	56, // 74: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	6,  // 75: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	61, // 76: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	63, // 77: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	49, // 78: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	65, // 79: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	62, // 80: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	47, // 81: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	64, // 82: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	68, // 83: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	70, // 84: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	69, // 85: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	5,  // 86: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	51, // 87: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	12, // 88: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	66, // 89: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	54, // 90: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	45, // 91: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	52, // 92: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	13, // 93: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	67, // 94: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	60, // 95: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	91, // [91:96] is the sub-list for method output_type
-	86, // [86:91] is the sub-list for method input_type
-	86, // [86:86] is the sub-list for extension type_name
-	86, // [86:86] is the sub-list for extension extendee
-	0,  // [0:86] is the sub-list for field type_name
+	47, // 11: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	16, // 12: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
+	15, // 13: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
+	14, // 14: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
+	18, // 15: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	19, // 16: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	20, // 17: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	21, // 18: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	23, // 19: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	24, // 20: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	22, // 21: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
+	25, // 22: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
+	26, // 23: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
+	27, // 24: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
+	28, // 25: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
+	29, // 26: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
+	30, // 27: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
+	31, // 28: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
+	32, // 29: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
+	33, // 30: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
+	34, // 31: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
+	35, // 32: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
+	36, // 33: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
+	37, // 34: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
+	38, // 35: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
+	39, // 36: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
+	40, // 37: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
+	41, // 38: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
+	42, // 39: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
+	43, // 40: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
+	44, // 41: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
+	3,  // 42: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	3,  // 43: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	17, // 44: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	17, // 45: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	17, // 46: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	17, // 47: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	17, // 48: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	3,  // 49: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	17, // 50: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	17, // 51: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	3,  // 52: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	17, // 53: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	17, // 54: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	16, // 55: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	16, // 56: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	16, // 57: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	3,  // 58: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	3,  // 59: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	3,  // 60: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	3,  // 61: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	3,  // 62: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	47, // 63: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	49, // 64: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	52, // 65: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	53, // 66: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	10, // 67: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	4,  // 68: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	48, // 69: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	4,  // 70: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	51, // 71: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	50, // 72: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	56, // 73: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	60, // 74: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	61, // 75: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	62, // 76: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	58, // 77: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	59, // 78: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	6,  // 79: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	64, // 80: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	66, // 81: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	52, // 82: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	68, // 83: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	65, // 84: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	49, // 85: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	67, // 86: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	71, // 87: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	73, // 88: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	72, // 89: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	5,  // 90: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	54, // 91: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	12, // 92: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	69, // 93: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	57, // 94: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	46, // 95: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	55, // 96: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	13, // 97: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	70, // 98: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	63, // 99: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	95, // [95:100] is the sub-list for method output_type
+	90, // [90:95] is the sub-list for method input_type
+	90, // [90:90] is the sub-list for extension type_name
+	90, // [90:90] is the sub-list for extension extendee
+	0,  // [0:90] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -6452,7 +6700,7 @@ func file_stoker_v1_stoker_proto_init() {
 		(*FeedRequest_Credit)(nil),
 		(*FeedRequest_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[10].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[11].OneofWrappers = []any{
 		(*Op_RandomResizedCrop)(nil),
 		(*Op_Resize)(nil),
 		(*Op_CenterCrop)(nil),
@@ -6481,37 +6729,37 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_AugMix)(nil),
 		(*Op_TimmRandAugment)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[12].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[13].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[15].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[16].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[20].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[22].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[17].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[21].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[23].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[24].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[25].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[27].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[30].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[28].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[31].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[35].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[37].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[40].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[32].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[36].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[38].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[41].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[42].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[49].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[44].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[52].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[55].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[58].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -6523,7 +6771,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   66,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -65,7 +65,7 @@ class FeedRequest(_message.Message):
     def __init__(self, open: _Optional[_Union[OpenJob, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., shm: _Optional[_Union[ShmAccept, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy", "shuffle_mode", "shuffle_window", "trace", "max_sample_errors")
+    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy", "shuffle_mode", "shuffle_window", "trace", "max_sample_errors", "repeats")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     TRANSFORM_FIELD_NUMBER: _ClassVar[int]
@@ -81,6 +81,7 @@ class JobSpec(_message.Message):
     SHUFFLE_WINDOW_FIELD_NUMBER: _ClassVar[int]
     TRACE_FIELD_NUMBER: _ClassVar[int]
     MAX_SAMPLE_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    REPEATS_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     fingerprint: str
     transform: TransformSpec
@@ -96,7 +97,8 @@ class JobSpec(_message.Message):
     shuffle_window: int
     trace: bool
     max_sample_errors: SampleErrorLimit
-    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ..., shuffle_mode: _Optional[_Union[ShuffleMode, str]] = ..., shuffle_window: _Optional[int] = ..., trace: _Optional[bool] = ..., max_sample_errors: _Optional[_Union[SampleErrorLimit, _Mapping]] = ...) -> None: ...
+    repeats: int
+    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ..., shuffle_mode: _Optional[_Union[ShuffleMode, str]] = ..., shuffle_window: _Optional[int] = ..., trace: _Optional[bool] = ..., max_sample_errors: _Optional[_Union[SampleErrorLimit, _Mapping]] = ..., repeats: _Optional[int] = ...) -> None: ...
 
 class SampleErrorLimit(_message.Message):
     __slots__ = ("count", "fraction")
@@ -175,12 +177,24 @@ class DescribeJobResponse(_message.Message):
     def __init__(self, info: _Optional[_Union[JobInfo, _Mapping]] = ...) -> None: ...
 
 class TransformSpec(_message.Message):
-    __slots__ = ("preset", "ops")
+    __slots__ = ("preset", "ops", "views")
     PRESET_FIELD_NUMBER: _ClassVar[int]
     OPS_FIELD_NUMBER: _ClassVar[int]
+    VIEWS_FIELD_NUMBER: _ClassVar[int]
     preset: str
     ops: _containers.RepeatedCompositeFieldContainer[Op]
-    def __init__(self, preset: _Optional[str] = ..., ops: _Optional[_Iterable[_Union[Op, _Mapping]]] = ...) -> None: ...
+    views: _containers.RepeatedCompositeFieldContainer[ViewGroup]
+    def __init__(self, preset: _Optional[str] = ..., ops: _Optional[_Iterable[_Union[Op, _Mapping]]] = ..., views: _Optional[_Iterable[_Union[ViewGroup, _Mapping]]] = ...) -> None: ...
+
+class ViewGroup(_message.Message):
+    __slots__ = ("name", "count", "transform")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    TRANSFORM_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    count: int
+    transform: TransformSpec
+    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ...) -> None: ...
 
 class Op(_message.Message):
     __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize", "random_vertical_flip", "grayscale", "random_grayscale", "gaussian_blur", "random_solarize", "random_posterize", "random_invert", "random_equalize", "random_autocontrast", "random_adjust_sharpness", "random_rotation", "random_affine", "random_erasing", "random_apply", "random_choice", "random_order", "trivial_augment_wide", "rand_augment", "auto_augment", "aug_mix", "timm_rand_augment")
@@ -559,7 +573,7 @@ class FeedResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[JobInfo, _Mapping]] = ..., batch: _Optional[_Union[BatchHeader, _Mapping]] = ..., chunk: _Optional[_Union[Chunk, _Mapping]] = ..., end: _Optional[_Union[EpochEnd, _Mapping]] = ..., shm: _Optional[_Union[ShmOffer, _Mapping]] = ...) -> None: ...
 
 class JobInfo(_message.Message):
-    __slots__ = ("epoch", "batches", "samples", "dataset_size", "fingerprint", "classes", "sample_shape", "dtype", "max_chunk_bytes")
+    __slots__ = ("epoch", "batches", "samples", "dataset_size", "fingerprint", "classes", "sample_shape", "dtype", "max_chunk_bytes", "views")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     BATCHES_FIELD_NUMBER: _ClassVar[int]
     SAMPLES_FIELD_NUMBER: _ClassVar[int]
@@ -569,6 +583,7 @@ class JobInfo(_message.Message):
     SAMPLE_SHAPE_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     MAX_CHUNK_BYTES_FIELD_NUMBER: _ClassVar[int]
+    VIEWS_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     batches: int
     samples: int
@@ -578,10 +593,19 @@ class JobInfo(_message.Message):
     sample_shape: _containers.RepeatedScalarFieldContainer[int]
     dtype: Dtype
     max_chunk_bytes: int
-    def __init__(self, epoch: _Optional[int] = ..., batches: _Optional[int] = ..., samples: _Optional[int] = ..., dataset_size: _Optional[int] = ..., fingerprint: _Optional[str] = ..., classes: _Optional[_Iterable[str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., max_chunk_bytes: _Optional[int] = ...) -> None: ...
+    views: _containers.RepeatedCompositeFieldContainer[ViewInfo]
+    def __init__(self, epoch: _Optional[int] = ..., batches: _Optional[int] = ..., samples: _Optional[int] = ..., dataset_size: _Optional[int] = ..., fingerprint: _Optional[str] = ..., classes: _Optional[_Iterable[str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., max_chunk_bytes: _Optional[int] = ..., views: _Optional[_Iterable[_Union[ViewInfo, _Mapping]]] = ...) -> None: ...
+
+class ViewInfo(_message.Message):
+    __slots__ = ("name", "sample_shape")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_SHAPE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    sample_shape: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, name: _Optional[str] = ..., sample_shape: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class BatchHeader(_message.Message):
-    __slots__ = ("epoch", "number", "shape", "dtype", "labels", "indices", "errors", "data_bytes", "slot", "traces")
+    __slots__ = ("epoch", "number", "shape", "dtype", "labels", "indices", "errors", "data_bytes", "slot", "traces", "views")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     NUMBER_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
@@ -592,6 +616,7 @@ class BatchHeader(_message.Message):
     DATA_BYTES_FIELD_NUMBER: _ClassVar[int]
     SLOT_FIELD_NUMBER: _ClassVar[int]
     TRACES_FIELD_NUMBER: _ClassVar[int]
+    VIEWS_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     number: int
     shape: _containers.RepeatedScalarFieldContainer[int]
@@ -602,7 +627,14 @@ class BatchHeader(_message.Message):
     data_bytes: int
     slot: int
     traces: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ..., slot: _Optional[int] = ..., traces: _Optional[_Iterable[str]] = ...) -> None: ...
+    views: _containers.RepeatedCompositeFieldContainer[Shape]
+    def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ..., slot: _Optional[int] = ..., traces: _Optional[_Iterable[str]] = ..., views: _Optional[_Iterable[_Union[Shape, _Mapping]]] = ...) -> None: ...
+
+class Shape(_message.Message):
+    __slots__ = ("dims",)
+    DIMS_FIELD_NUMBER: _ClassVar[int]
+    dims: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, dims: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class SampleError(_message.Message):
     __slots__ = ("index", "name", "reason")
@@ -693,7 +725,7 @@ class WorkJob(_message.Message):
     def __init__(self, id: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ...) -> None: ...
 
 class Lease(_message.Message):
-    __slots__ = ("id", "job", "epoch", "number", "indices", "stall", "work")
+    __slots__ = ("id", "job", "epoch", "number", "indices", "stall", "work", "copies")
     ID_FIELD_NUMBER: _ClassVar[int]
     JOB_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -701,6 +733,7 @@ class Lease(_message.Message):
     INDICES_FIELD_NUMBER: _ClassVar[int]
     STALL_FIELD_NUMBER: _ClassVar[int]
     WORK_FIELD_NUMBER: _ClassVar[int]
+    COPIES_FIELD_NUMBER: _ClassVar[int]
     id: int
     job: int
     epoch: int
@@ -708,7 +741,8 @@ class Lease(_message.Message):
     indices: _containers.RepeatedScalarFieldContainer[int]
     stall: float
     work: float
-    def __init__(self, id: _Optional[int] = ..., job: _Optional[int] = ..., epoch: _Optional[int] = ..., number: _Optional[int] = ..., indices: _Optional[_Iterable[int]] = ..., stall: _Optional[float] = ..., work: _Optional[float] = ...) -> None: ...
+    copies: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, id: _Optional[int] = ..., job: _Optional[int] = ..., epoch: _Optional[int] = ..., number: _Optional[int] = ..., indices: _Optional[_Iterable[int]] = ..., stall: _Optional[float] = ..., work: _Optional[float] = ..., copies: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class CancelLease(_message.Message):
     __slots__ = ("id",)

@@ -98,6 +98,15 @@ type Plan interface {
 	Batch(k int) []int64
 }
 
+// CopyPlan is a Plan of repeated augmentation: each sample several times
+// an epoch, each copy its own draw.
+type CopyPlan interface {
+	Plan
+	// Copies is which copy of its sample each of batch k's indices is;
+	// nil when the plan repeats no sample.
+	Copies(k int) []uint32
+}
+
 // Verifier checks peers' batches and keeps the quarantine of the peers
 // whose batches did not match (their errors wrap ErrMismatch).
 type Verifier interface {

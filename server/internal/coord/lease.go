@@ -157,7 +157,7 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 		c.hedging.issued()
 	}
 	c.hedging.noteIssued(rec)
-	l := &lease.Lease{Epoch: id.epoch, Number: id.k, Indices: c.table.batch(id), Demand: c.demandNow()}
+	l := &lease.Lease{Epoch: id.epoch, Number: id.k, Indices: c.table.batch(id), Copies: c.table.copies(id), Demand: c.demandNow()}
 	by.issued(now, l)
 	wg.Add(1)
 	go func() {

@@ -223,6 +223,14 @@ func (ip *inParts) make(ctx, lctx context.Context, l *lease.Lease, b *batch.Batc
 		pb := o.b
 		pb.Data = b.Data
 		pl := &lease.Lease{Epoch: l.Epoch, Number: l.Number, Indices: p.idx, Demand: l.Demand, Place: p.pos}
+		if l.Copies != nil {
+			// A part's samples are at their places in the batch: the
+			// lease's order.
+			pl.Copies = make([]uint32, len(p.pos))
+			for i, at := range p.pos {
+				pl.Copies[i] = l.Copies[at]
+			}
+		}
 		trusted := p.m.Trusted()
 		if !trusted {
 			pl.Keep = c.env.Verifier.Pick(p.m, len(p.idx), c.j.BatchSize())

@@ -154,6 +154,15 @@ func (t *table) epochOf(e uint64) *epochState {
 // batch is batch id's sample indices.
 func (t *table) batch(id batchID) []int64 { return t.epochOf(id.epoch).plan.Batch(id.k) }
 
+// copies is batch id's samples' copies (repeated augmentation), nil
+// without.
+func (t *table) copies(id batchID) []uint32 {
+	if p, ok := t.epochOf(id.epoch).plan.(CopyPlan); ok {
+		return p.Copies(id.k)
+	}
+	return nil
+}
+
 // awaited is the batch delivery waits for.
 func (t *table) awaited() batchID { return batchID{t.cur.epoch, t.cur.next} }
 

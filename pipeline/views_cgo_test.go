@@ -1,0 +1,65 @@
+//go:build cgo
+
+package pipeline
+
+import (
+	"bytes"
+	"testing"
+)
+
+// TestViewsDecodeOnceAtTheFinestScale: the decode of several views is at
+// the DCT scale the view that needs the most pixels needs, and a view is
+// its one-view bytes whenever that is its own scale.
+func TestViewsDecodeOnceAtTheFinestScale(t *testing.T) {
+	files := goldenJPEGs()
+	groups := []ViewGroup{
+		{Count: 1, Ops: []Op{{Kind: OpRandomResizedCrop, Size: [2]int{16, 16}, Scale: [2]float64{0.9, 1}}}},
+		{Count: 2, Ops: []Op{{Kind: OpRandomResizedCrop, Size: [2]int{64, 64}, Scale: [2]float64{0.3, 1}}}},
+	}
+	tr, err := NewViews(CHW, groups...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	singles := singleViews(t, CHW, groups)
+	d, one := NewDecoder(), NewDecoder()
+	defer d.Close()
+	defer one.Close()
+	out := make([]byte, tr.SampleBytes())
+	same, scaled := 0, 0
+	for idx, data := range files {
+		k := Key{Seed: 5, Index: uint64(idx)}
+		if err := d.Decode(data, tr, k, out); err != nil {
+			t.Fatal(err)
+		}
+		got := d.fast.stats().scaleM
+		finest, off := 1, 0
+		var scales []int
+		for v, st := range singles {
+			want := make([]byte, st.SampleBytes())
+			kv := k
+			kv.View = uint64(v)
+			if err := one.Decode(data, st, kv, want); err != nil {
+				t.Fatal(err)
+			}
+			m := one.fast.stats().scaleM
+			scales = append(scales, m)
+			finest = max(finest, m)
+			if m == got {
+				same++
+				if !bytes.Equal(out[off:off+len(want)], want) {
+					t.Errorf("image %d view %d: decoded at its own scale %d/8, and its bytes differ from its one-view decode", idx, v, m)
+				}
+			}
+			off += len(want)
+		}
+		if got != finest {
+			t.Errorf("image %d: decoded at %d/8; the views' own scales are %v", idx, got, scales)
+		}
+		if finest < 8 {
+			scaled++
+		}
+	}
+	if same == 0 || scaled == 0 {
+		t.Errorf("%d views at their own scale, %d images decoded scaled: the test checks nothing", same, scaled)
+	}
+}

@@ -1,0 +1,309 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+// viewGroups are two groups of views unlike in every way a view can be:
+// size, filter, ops, a fused flip or none.
+func viewGroups(norm bool) []ViewGroup {
+	g := []ViewGroup{
+		{Name: "global", Count: 2, Ops: []Op{
+			{Kind: OpRandomResizedCrop, Size: [2]int{48, 40}, Scale: [2]float64{0.4, 1}, Interp: InterpBicubic},
+			{Kind: OpRandomHorizontalFlip, P: 0.5},
+			{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
+			{Kind: OpGaussianBlur, KernelSize: [2]int{5, 5}, Sigma: [2]float64{0.1, 2}},
+		}},
+		{Name: "local", Count: 3, Ops: []Op{
+			{Kind: OpRandomResizedCrop, Size: [2]int{24, 24}, Scale: [2]float64{0.05, 0.4}},
+			{Kind: OpRandomGrayscale, P: 0.5},
+		}},
+	}
+	if norm {
+		for i := range g {
+			g[i].Ops = append(g[i].Ops, Op{Kind: OpNormalize, Mean: imagenetMean, Std: imagenetStd})
+		}
+	}
+	return g
+}
+
+// singleViews is each view of groups as a one-view transform, in order.
+func singleViews(t *testing.T, layout Layout, groups []ViewGroup) []*Transform {
+	var out []*Transform
+	for _, g := range groups {
+		tr := mustTransform(t, layout, g.Ops...)
+		for range g.Count {
+			out = append(out, tr)
+		}
+	}
+	return out
+}
+
+// TestViewsAreSingleViews: each view of a sample of several views is the
+// bytes its own ops make as a one-view transform with the view's key
+// (Key.View), in both layouts, uint8 and float, on both decode paths, when
+// the decode is at full scale (ScaleOff): the decode is shared, nothing
+// else is.
+func TestViewsAreSingleViews(t *testing.T) {
+	files := goldenJPEGs()
+	for _, ref := range []bool{false, true} {
+		for _, layout := range []Layout{CHW, HWC} {
+			for _, norm := range []bool{false, true} {
+				groups := viewGroups(norm)
+				tr, err := NewViews(layout, groups...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				singles := singleViews(t, layout, groups)
+				if tr.Views() != 5 || len(singles) != 5 {
+					t.Fatalf("%d views", tr.Views())
+				}
+				d := NewDecoder(WithDCTScaling(ScaleOff), WithReference(ref))
+				one := NewDecoder(WithDCTScaling(ScaleOff), WithReference(ref))
+				out := make([]byte, tr.SampleBytes())
+				for idx, data := range files {
+					k := Key{Seed: 3, Epoch: 1, Index: uint64(idx)}
+					if err := d.Decode(data, tr, k, out); err != nil {
+						t.Fatal(err)
+					}
+					off := 0
+					for v, st := range singles {
+						want := make([]byte, st.SampleBytes())
+						kv := k
+						kv.View = uint64(v)
+						if err := one.Decode(data, st, kv, want); err != nil {
+							t.Fatal(err)
+						}
+						if got := out[off : off+len(want)]; !bytes.Equal(got, want) {
+							t.Errorf("ref %v %s norm %v: image %d view %d differs from its one-view decode", ref, layout, norm, idx, v)
+						}
+						off += len(want)
+					}
+				}
+				d.Close()
+				one.Close()
+			}
+		}
+	}
+}
+
+// TestViewsBatchLayout: a batch of several views is view after view, each
+// view's samples back to back, under both fail policies (a failed sample
+// padded or dropped in every view) and in parts made into their places.
+func TestViewsBatchLayout(t *testing.T) {
+	ds := mixedFolder(t)
+	tr, err := NewViews(CHW, viewGroups(false)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := tr.ViewLayout()
+	e := NewExecutor(2)
+	defer e.Close()
+	indices := []int64{0, 1, 2, 3, 6, 4}
+	sample := map[int64][]byte{}
+	for _, idx := range goodIdx {
+		sample[idx] = sampleOf(t, ds, tr, 9, 2, idx)
+	}
+	check := func(what string, b *Batch, want []int64) {
+		t.Helper()
+		if b.N != len(want) || len(b.Data) != b.N*tr.SampleBytes() {
+			t.Fatalf("%s: %d samples in %d bytes, want %d", what, b.N, len(b.Data), len(want))
+		}
+		for i, idx := range want {
+			if b.Indices[i] != idx {
+				t.Fatalf("%s: indices %v, want %v", what, b.Indices, want)
+			}
+			if got := l.AppendSample(nil, b.Data, b.N, i); !bytes.Equal(got, sample[idx]) {
+				t.Errorf("%s: slot %d (sample %d) differs from the sample made alone", what, i, idx)
+			}
+		}
+	}
+	for _, policy := range []FailPolicy{PadFromBatch, Drop} {
+		var b Batch
+		if err := e.Fill(context.Background(), ds, tr, 9, 2, indices, policy, &b); err != nil {
+			t.Fatal(err)
+		}
+		want := []int64{0, 2, 3, 6}
+		if policy == PadFromBatch {
+			want = []int64{0, 0, 2, 3, 6, 2}
+		}
+		check(fmt.Sprintf("policy %d", policy), &b, want)
+	}
+	// Two parts of a batch of 4 made into their places.
+	whole := Batch{Data: make([]byte, 4*tr.SampleBytes())}
+	for _, part := range []struct {
+		idx   []int64
+		place []int
+	}{{[]int64{6, 0}, []int{3, 0}}, {[]int64{3, 2}, []int{2, 1}}} {
+		pb := Batch{Data: whole.Data}
+		if err := e.Queue("").FillAt(context.Background(), ds, tr, 9, 2, part.idx, part.place, PadFromBatch, &pb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	whole.N, whole.Indices = 4, []int64{0, 2, 3, 6}
+	check("parts", &whole, whole.Indices)
+}
+
+// TestViewLayout: offsets, copies between buffers of other sizes, and the
+// repacking a dropped sample needs.
+func TestViewLayout(t *testing.T) {
+	l := LayoutOf(3, 1, 2)
+	if l.Views() != 3 || l.SampleBytes() != 6 || l.Offset(4, 2, 1) != 4*4+2 {
+		t.Fatalf("layout %v: %d views, %d bytes, offset %d", l, l.Views(), l.SampleBytes(), l.Offset(4, 2, 1))
+	}
+	// A buffer of 3 samples: sample i's view v bytes are 10*i+v.
+	const n = 3
+	buf := make([]byte, n*l.SampleBytes())
+	for i := range n {
+		for v := range l.Views() {
+			for b := range l.Bytes(v) {
+				buf[l.Offset(n, v, i)+b] = byte(10*i + v)
+			}
+		}
+	}
+	if got := l.AppendSample(nil, buf, n, 2); !bytes.Equal(got, []byte{20, 20, 20, 21, 22, 22}) {
+		t.Errorf("sample 2 is %v", got)
+	}
+	dst := make([]byte, 5*l.SampleBytes())
+	l.CopySample(dst, 5, 4, buf, n, 1)
+	if got := l.AppendSample(nil, dst, 5, 4); !bytes.Equal(got, []byte{10, 10, 10, 11, 12, 12}) {
+		t.Errorf("sample 1 copied into slot 4 of 5: %v", got)
+	}
+	// Keep samples 0 and 2 (moved to the first places), then repack.
+	l.CopySample(buf, n, 1, buf, n, 2)
+	l.Repack(buf, n, 2)
+	for i, want := range []int{0, 2} {
+		if got := l.AppendSample(nil, buf[:2*l.SampleBytes()], 2, i); got[0] != byte(10*want) || got[3] != byte(10*want+1) || got[5] != byte(10*want+2) {
+			t.Errorf("repacked slot %d: %v, want sample %d's", i, got, want)
+		}
+	}
+}
+
+// TestViewsRefused: bad view lists are refused before anything is made,
+// naming the group and what is wrong.
+func TestViewsRefused(t *testing.T) {
+	crop := []Op{{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}}}
+	norm := append(append([]Op(nil), crop...), Op{Kind: OpNormalize, Mean: imagenetMean, Std: imagenetStd})
+	for _, c := range []struct {
+		groups []ViewGroup
+		want   string
+	}{
+		{nil, "no views"},
+		{[]ViewGroup{{Count: 0, Ops: crop}}, "view group 0: count 0: want at least 1"},
+		{[]ViewGroup{{Count: 2, Ops: crop}, {Name: "local", Count: 1, Ops: []Op{{Kind: OpRandomHorizontalFlip, P: 0.5}}}}, `view group 1 ("local"): op 0 is RandomHorizontalFlip: the first op must be the geometry`},
+		{[]ViewGroup{{Count: 2, Ops: crop}, {Count: 1}}, "view group 1: no geometry op"},
+		{[]ViewGroup{{Count: 30, Ops: crop}, {Count: 3, Ops: crop}}, "33 views or more: the limit is 32"},
+		{[]ViewGroup{{Count: 1, Ops: crop}, {Count: 1, Ops: norm}}, "view group 1 ends in Normalize and view group 0 does not"},
+		{[]ViewGroup{{Name: strings.Repeat("n", 65), Count: 1, Ops: crop}}, "name of 65 bytes: the limit is 64"},
+	} {
+		_, err := NewViews(CHW, c.groups...)
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%d groups: %v, want an ErrUnsupported saying %q", len(c.groups), err, c.want)
+		}
+	}
+}
+
+// TestViewsTrace: a sample of several views traces each view, in order,
+// as the view's own one-view trace with its key.
+func TestViewsTrace(t *testing.T) {
+	groups := viewGroups(true)
+	tr, err := NewViews(CHW, groups...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	singles := singleViews(t, CHW, groups)
+	d := NewDecoder()
+	defer d.Close()
+	out := make([]byte, tr.SampleBytes())
+	for idx, data := range goldenJPEGs() {
+		k := Key{Seed: 1, Epoch: 4, Index: uint64(idx)}
+		if err := d.Decode(data, tr, k, out); err != nil {
+			t.Fatal(err)
+		}
+		var views []json.RawMessage
+		got := d.AppendTrace(nil, tr)
+		if err := json.Unmarshal(got, &views); err != nil || len(views) != len(singles) {
+			t.Fatalf("trace %s: %v, %d views", got, err, len(views))
+		}
+		if len(got) > tr.MaxTraceBytes() {
+			t.Errorf("trace of %d bytes over MaxTraceBytes %d", len(got), tr.MaxTraceBytes())
+		}
+		hd, _ := parseHeader(data)
+		for v, st := range singles {
+			kv := k
+			kv.View = uint64(v)
+			want, err := st.Trace(hd.w, hd.h, kv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(views[v], want) {
+				t.Errorf("image %d view %d: trace %s, want %s", idx, v, views[v], want)
+			}
+		}
+		if again, _ := tr.Trace(hd.w, hd.h, k); !bytes.Equal(again, got) {
+			t.Errorf("image %d: Transform.Trace %s, the decode's %s", idx, again, got)
+		}
+	}
+}
+
+// TestViewPresets: dino's and dinov2's 2 global and 8 local views, and the
+// blur rates DINOv2 was released with (global crop 1 never blurred, 2 with
+// p 0.9, the local ones with p 0.5), counted over traces.
+func TestViewPresets(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		sizes []int
+		blur  []float64 // per view: the share of samples blurred
+	}{
+		{"simclr", []int{224, 224}, []float64{0.5, 0.5}},
+		{"dino", []int{224, 224, 96, 96, 96, 96, 96, 96, 96, 96}, []float64{1, 0.1, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5}},
+		{"dinov2", []int{224, 224, 96, 96, 96, 96, 96, 96, 96, 96}, []float64{0, 0.9, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5}},
+	} {
+		tr, err := ParseTransform(c.name, CHW)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Views() != len(c.sizes) {
+			t.Fatalf("%s: %d views, want %d", c.name, tr.Views(), len(c.sizes))
+		}
+		for v, side := range c.sizes {
+			if h, w := tr.View(v).Size(); h != side || w != side {
+				t.Errorf("%s view %d: %dx%d, want %d", c.name, v, h, w, side)
+			}
+		}
+		const n = 4000
+		blurred := make([]int, tr.Views())
+		for i := range n {
+			js, err := tr.Trace(640, 480, Key{Seed: 2, Index: uint64(i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var views []json.RawMessage
+			if err := json.Unmarshal(js, &views); err != nil {
+				t.Fatal(err)
+			}
+			for v, vt := range views {
+				if bytes.Contains(vt, []byte(`"gaussian_blur"`)) {
+					blurred[v]++
+				}
+			}
+		}
+		for v, p := range c.blur {
+			// 5 standard deviations of a binomial share of n.
+			got, tol := float64(blurred[v])/n, 5*math.Sqrt(p*(1-p)/n)
+			if got < p-tol || got > p+tol {
+				t.Errorf("%s view %d: blurred in %.3f of %d samples, want %.2f", c.name, v, got, n, p)
+			}
+		}
+	}
+	if _, err := Preset("dino"); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "several views") {
+		t.Errorf("Preset(dino): %v", err)
+	}
+}
