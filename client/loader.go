@@ -47,6 +47,11 @@ type Batch struct {
 	// sample's trace in batch order: what its ops drew, as JSON (see
 	// Batch.Trace).
 	Traces []string
+	// Fields, when the job asked for them (JobSpec.Fields), are each
+	// field's values, one per sample in batch order: Fields["txt"][i] is
+	// sample i's, as the dataset holds it, nil where the sample has none
+	// (a present empty value is empty, not nil).
+	Fields map[string][][]byte
 
 	pool *bufPool
 }
@@ -513,6 +518,10 @@ func (a *assembler) header(h *stokerv1.BatchHeader) (*item, error) {
 	if t := len(h.GetTraces()); t != 0 && uint64(t) != n {
 		return nil, protoErr("batch %d: %d traces for %d samples", h.GetNumber(), t, n)
 	}
+	fields, err := batchFields(a.l.open.GetJob().GetFields(), h, int(n))
+	if err != nil {
+		return nil, err
+	}
 	if h.Slot != nil {
 		i := h.GetSlot()
 		if a.ring == nil || i >= a.ring.Slots || h.GetDataBytes() > a.ring.SlotBytes {
@@ -523,7 +532,7 @@ func (a *assembler) header(h *stokerv1.BatchHeader) (*item, error) {
 		b := &Batch{
 			Epoch: h.GetEpoch(), Number: h.GetNumber(), Shape: shape, Dtype: h.GetDtype(),
 			Data:   append(a.l.pool.get(h.GetDataBytes()), a.ring.Slot(i, h.GetDataBytes())...),
-			Labels: h.GetLabels(), Indices: h.GetIndices(), Errors: h.GetErrors(), Traces: h.GetTraces(), pool: a.l.pool,
+			Labels: h.GetLabels(), Indices: h.GetIndices(), Errors: h.GetErrors(), Traces: h.GetTraces(), Fields: fields, pool: a.l.pool,
 		}
 		select {
 		case a.l.released <- i:
@@ -537,7 +546,7 @@ func (a *assembler) header(h *stokerv1.BatchHeader) (*item, error) {
 	b := &Batch{
 		Epoch: h.GetEpoch(), Number: h.GetNumber(), Shape: shape, Dtype: h.GetDtype(),
 		Data: a.l.pool.get(h.GetDataBytes()), Labels: h.GetLabels(), Indices: h.GetIndices(),
-		Errors: h.GetErrors(), Traces: h.GetTraces(), pool: a.l.pool,
+		Errors: h.GetErrors(), Traces: h.GetTraces(), Fields: fields, pool: a.l.pool,
 	}
 	if h.GetDataBytes() == 0 {
 		return &item{batch: b}, nil

@@ -48,6 +48,56 @@ type Batch struct {
 	// sample it copies. Traces' buffers are reused.
 	Trace  bool
 	Traces [][]byte
+	// FieldSet asks Fill for each sample's fields (FieldSet.Names) in
+	// Fields, sample by sample in batch order: sample i's field f is
+	// Fields[i*FieldSet.Len()+f]. A failed sample's are empty, and a
+	// sample padded in its place carries the fields of the sample it
+	// copies. Fields' buffers are reused.
+	FieldSet *FieldSet
+	Fields   []Field
+}
+
+// SampleFields is sample i's fields, in FieldSet's order.
+func (b *Batch) SampleFields(i int) []Field {
+	n := b.FieldSet.Len()
+	return b.Fields[i*n : (i+1)*n]
+}
+
+// FieldBytes is what the batch's fields hold, in all.
+func (b *Batch) FieldBytes() int64 {
+	var n int64
+	for i := range b.Fields {
+		n += int64(len(b.Fields[i].Data))
+	}
+	return n
+}
+
+// SetFields sizes b.Fields for n samples of fs's fields, each none, their
+// buffers kept: how a batch made in parts or on a peer is filled in.
+func (b *Batch) SetFields(fs *FieldSet, n int) {
+	b.FieldSet = fs
+	k := n * fs.Len()
+	b.Fields = slices.Grow(b.Fields[:0], k)[:k]
+	for i := range b.Fields {
+		b.Fields[i].Data, b.Fields[i].Has = b.Fields[i].Data[:0], false
+	}
+}
+
+// swapFields swaps samples a's and c's fields (buffers and all).
+func (b *Batch) swapFields(a, c int) {
+	n := b.FieldSet.Len()
+	for f := range n {
+		b.Fields[a*n+f], b.Fields[c*n+f] = b.Fields[c*n+f], b.Fields[a*n+f]
+	}
+}
+
+// copyFields copies sample src's fields into sample dst's buffers.
+func (b *Batch) copyFields(dst, src int) {
+	n := b.FieldSet.Len()
+	for f := range n {
+		d, s := &b.Fields[dst*n+f], &b.Fields[src*n+f]
+		d.Data, d.Has = append(d.Data[:0], s.Data...), s.Has
+	}
 }
 
 // reset sizes b for n samples of size bytes each, reusing its buffers;
@@ -72,6 +122,7 @@ func (b *Batch) reset(n, size int, placed bool) {
 	} else {
 		b.Traces = b.Traces[:0]
 	}
+	b.SetFields(b.FieldSet, n)
 }
 
 // Executor decodes and transforms samples on a fixed pool of goroutines,
@@ -206,6 +257,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 			b.Data = b.Data[:0]
 		}
 		b.Traces = b.Traces[:0]
+		b.Fields = b.Fields[:0]
 		return nil
 	}
 	if policy == Drop {
@@ -215,6 +267,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 			if b.Trace {
 				b.Traces[n], b.Traces[i] = b.Traces[i], b.Traces[n]
 			}
+			b.swapFields(n, i)
 		}
 		n := len(good)
 		b.N, b.Labels, b.Indices = n, b.Labels[:n], b.Indices[:n]
@@ -224,6 +277,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 		if b.Trace {
 			b.Traces = b.Traces[:n]
 		}
+		b.Fields = b.Fields[:n*b.FieldSet.Len()]
 		return nil
 	}
 	k := 0
@@ -238,6 +292,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 		if b.Trace {
 			b.Traces[i] = append(b.Traces[i][:0], b.Traces[g]...)
 		}
+		b.copyFields(i, g)
 	}
 	return nil
 }

@@ -29,6 +29,15 @@ import (
 //	classes: count, then each name
 //	objects: count, then each: key, size, version, mtime (Unix ns, 0: none)
 //	samples: count, then each: object, offset, size, label, member name
+//	fields (version 2): the extensions: count, then each name; then for
+//	        each sample: its entries' count times 2, plus 1 when it has
+//	        no image, then each entry: extension (its index), offset
+//	        (zigzag, from the sample's), size
+//
+// In version 2 a label is written plus one (0: none, an unlabelled
+// WebDataset's). A version 1 manifest records no fields: a server reading
+// one serves its samples' keys and labels, and asks for a new index when
+// a job asks for other fields.
 //
 // A manifest is outside input. Nothing of it is parsed before the whole
 // body is read and its checksum verified; U may be at most maxInflate
@@ -37,7 +46,7 @@ import (
 // this process allocate is bounded by its size.
 const (
 	manifestMagic   = "STOKERMF"
-	manifestVersion = 1
+	manifestVersion = 2
 	manifestHeader  = 8 + 4 + 8 + 8 + sha256.Size
 	// DefaultMaxManifestSize bounds a manifest file read (1 GiB: tens of
 	// millions of samples).
@@ -86,9 +95,10 @@ func (m *Manifest) Encode(w io.Writer) error {
 		e.uint(uint64(s.obj[i]))
 		e.uint(uint64(s.off[i]))
 		e.uint(uint64(s.size[i]))
-		e.uint(uint64(s.label[i]))
+		e.uint(uint64(int64(s.label[i]) + 1))
 		e.str(cut(&s.mems, s.memEnd, i))
 	}
+	m.encodeFields(&e)
 	if err := errors.Join(bw.Flush(), zw.Close()); err != nil {
 		return err
 	}
@@ -146,8 +156,9 @@ func DecodeManifest(r io.Reader, maxSize int64) (*Manifest, error) {
 	if string(hdr[:8]) != manifestMagic {
 		return nil, fmt.Errorf("%w: not a stoker manifest (magic %q)", ErrManifest, hdr[:8])
 	}
-	if v := binary.LittleEndian.Uint32(hdr[8:]); v != manifestVersion {
-		return nil, fmt.Errorf("%w: format version %d, this stoker reads %d (run stoker index again)", ErrManifest, v, manifestVersion)
+	version := binary.LittleEndian.Uint32(hdr[8:])
+	if version != manifestVersion && version != 1 {
+		return nil, fmt.Errorf("%w: format version %d, this stoker reads 1 and %d (run stoker index again)", ErrManifest, version, manifestVersion)
 	}
 	clen, ulen := binary.LittleEndian.Uint64(hdr[12:]), binary.LittleEndian.Uint64(hdr[20:])
 	if clen > uint64(maxSize-manifestHeader) {
@@ -175,7 +186,7 @@ func DecodeManifest(r io.Reader, maxSize int64) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: %v", ErrManifest, err)
 	}
 	zr.Multistream(false)
-	d := &decoder{r: bufio.NewReaderSize(io.LimitReader(zr, int64(ulen)), maxManifestString), left: int64(ulen)}
+	d := &decoder{r: bufio.NewReaderSize(io.LimitReader(zr, int64(ulen)), maxManifestString), left: int64(ulen), version: version}
 	m, err := d.manifest()
 	if err != nil {
 		return nil, err
@@ -194,9 +205,10 @@ func DecodeManifest(r io.Reader, maxSize int64) (*Manifest, error) {
 
 // decoder reads the body, counting what is left of its declared length.
 type decoder struct {
-	r    *bufio.Reader
-	left int64
-	err  error
+	r       *bufio.Reader
+	left    int64
+	err     error
+	version uint32
 }
 
 func (d *decoder) fail(format string, a ...any) {
@@ -312,6 +324,12 @@ func (d *decoder) manifest() (*Manifest, error) {
 		off := d.int("offset", math.MaxInt64)
 		size := d.int("size", math.MaxInt64)
 		label := d.int("label", maxClasses-1)
+		if d.version >= 2 {
+			label-- // -1: none
+		}
+		if label < 0 {
+			s.unlabelled++
+		}
 		s.obj = append(s.obj, int32(ob))
 		s.off = append(s.off, off)
 		s.size = append(s.size, size)
@@ -320,8 +338,88 @@ func (d *decoder) manifest() (*Manifest, error) {
 		d.str(&s.mems)
 		s.memEnd = append(s.memEnd, uint32(s.mems.Len()))
 	}
+	if d.version >= 2 {
+		d.fields(m)
+	} else {
+		m.noFields = true
+		for range ns {
+			m.fields.next()
+		}
+	}
 	if d.err != nil {
 		return nil, d.err
 	}
 	return m, nil
 }
+
+// encodeFields writes the fields section (version 2).
+func (m *Manifest) encodeFields(e *encoder) {
+	t, s := &m.fields, &m.samples
+	e.uint(uint64(len(t.exts)))
+	for _, x := range t.exts {
+		e.str(x)
+	}
+	for i := range s.obj {
+		n := t.entries(i)
+		flag := uint64(0)
+		if s.noImage[int32(i)] {
+			flag = 1
+		}
+		e.uint(uint64(n)<<1 | flag)
+		if n == 0 {
+			continue
+		}
+		first := int(t.end[i]) - n
+		for k := first; k < int(t.end[i]); k++ {
+			e.uint(uint64(t.ext[k]))
+			e.uint(zigzag(t.off[k] - s.off[i]))
+			e.uint(uint64(t.size[k]))
+		}
+	}
+}
+
+// fields reads the fields section into m (version 2).
+func (d *decoder) fields(m *Manifest) {
+	t, s := &m.fields, &m.samples
+	nx := d.count("extensions", 1)
+	if d.err == nil && nx > maxFieldExts {
+		d.fail("%d extensions: the limit is %d", nx, maxFieldExts)
+	}
+	for i := 0; i < nx && d.err == nil; i++ {
+		if _, err := t.intern(d.string()); err != nil && d.err == nil {
+			d.fail("%v", err)
+		}
+	}
+	if d.err == nil && len(t.exts) != nx {
+		d.fail("an extension named twice")
+	}
+	for i := 0; i < len(s.obj) && d.err == nil; i++ {
+		v := d.int("fields", d.left*2+1)
+		if v>>1 > 0 && nx == 0 {
+			d.fail("sample %d has fields of no extension", i)
+		}
+		if v&1 != 0 {
+			if s.noImage == nil {
+				s.noImage = map[int32]bool{}
+			}
+			s.noImage[int32(i)] = true
+		}
+		for k := int64(0); k < v>>1 && d.err == nil; k++ {
+			ext := d.int("extension", int64(max(nx-1, 0)))
+			off := s.off[i] + unzigzag(d.uint())
+			size := d.int("field size", math.MaxInt64)
+			if d.err == nil {
+				if t.end == nil {
+					t.end = make([]uint32, t.n, t.n+1024)
+				}
+				t.ext = append(t.ext, uint16(ext))
+				t.off = append(t.off, off)
+				t.size = append(t.size, size)
+			}
+		}
+		t.next()
+	}
+}
+
+func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
+func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }

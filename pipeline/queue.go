@@ -277,13 +277,15 @@ type fillReq struct {
 	indices     []int64
 	data        []byte
 	size        int
-	place       []int    // FillAt's: where each sample goes in data, in samples; nil: in order
-	errs        []error  // per sample, written by the worker that made it
-	traces      [][]byte // per sample when the batch asks for traces (Batch.Traces), else nil
-	good        []int    // finishBatch's scratch
-	taken       int      // samples given to workers (or dropped): the next is indices[taken]
-	running     int      // of those, the ones being made now
-	dropped     error    // why samples were dropped: ctx.Err() or ErrClosed
+	place       []int     // FillAt's: where each sample goes in data, in samples; nil: in order
+	errs        []error   // per sample, written by the worker that made it
+	traces      [][]byte  // per sample when the batch asks for traces (Batch.Traces), else nil
+	fset        *FieldSet // the fields the batch asks for (Batch.FieldSet), else nil
+	fields      []Field   // Batch.Fields: sample i's are fields[i*fset.Len():]
+	good        []int     // finishBatch's scratch
+	taken       int       // samples given to workers (or dropped): the next is indices[taken]
+	running     int       // of those, the ones being made now
+	dropped     error     // why samples were dropped: ctx.Err() or ErrClosed
 	done        chan struct{}
 	queued      time.Time  // when Fill queued it, with a StageObserver
 	times       StageTimes // its samples' stage times, summed (under e.mu)
@@ -342,9 +344,11 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if p, ok := ds.(Prefetcher); ok {
-		// Before the samples are queued: their bytes are on their way
-		// while the batches queued ahead of this one are made.
+	// Before the samples are queued: their bytes are on their way while
+	// the batches queued ahead of this one are made.
+	if fp, ok := ds.(FieldPrefetcher); ok && b.FieldSet != nil {
+		fp.PrefetchFields(indices, b.FieldSet)
+	} else if p, ok := ds.(Prefetcher); ok {
 		p.Prefetch(indices)
 	}
 	size := t.SampleBytes()
@@ -359,6 +363,10 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 	r.traces = nil
 	if b.Trace {
 		r.traces = b.Traces
+	}
+	r.fset, r.fields = nil, nil
+	if b.FieldSet.Len() > 0 {
+		r.fset, r.fields = b.FieldSet, b.Fields
 	}
 	e := q.e
 	e.mu.Lock()
@@ -595,7 +603,20 @@ func (e *Executor) run(d *Decoder) {
 		if e.stages != nil {
 			t0 = time.Now()
 		}
-		data, err := r.ds.Read(int(idx), buf)
+		var data []byte
+		var err error
+		if r.fset != nil {
+			// A field over its bound fails the sample before anything
+			// of it is read (a 100 MB .json is never read).
+			err = r.fset.check(r.ds, int(idx))
+		}
+		if err == nil {
+			data, err = r.ds.Read(int(idx), buf)
+		}
+		if err == nil && r.fset != nil {
+			n := r.fset.Len()
+			err = r.fset.read(r.ds, int(idx), r.fields[i*n:(i+1)*n])
+		}
 		if e.stages != nil {
 			t1 = time.Now()
 		}

@@ -39,10 +39,17 @@ type ShardedStoreDataset struct {
 	starts []int
 
 	mu sync.Mutex
-	// hinted is when each shard was last hinted whole (PrefetchShards):
-	// a shard is hinted again only after rehint, so the batches of a
-	// window do not each hint its thousands of ranges.
-	hinted map[int]time.Time
+	// hinted is when each shard was last hinted whole (PrefetchShards),
+	// with the fields of the job that hinted it: a shard is hinted again
+	// only after rehint, so the batches of a window do not each hint its
+	// thousands of ranges.
+	hinted map[shardHint]time.Time
+}
+
+// shardHint is a shard hinted whole with some fields (FieldSet.key).
+type shardHint struct {
+	shard  int
+	fields string
 }
 
 // rehint is how long a shard hinted whole is not hinted again: about the
@@ -69,7 +76,7 @@ func NewStoreDataset(st source.Store, m *Manifest, rd source.Ranges) (Dataset, e
 	if m.Layout != LayoutWebDataset {
 		return d, nil
 	}
-	s := &ShardedStoreDataset{StoreDataset: d, hinted: map[int]time.Time{}}
+	s := &ShardedStoreDataset{StoreDataset: d, hinted: map[shardHint]time.Time{}}
 	prev := -1
 	for i, o := range m.samples.obj {
 		if int(o) != prev {
@@ -81,9 +88,12 @@ func NewStoreDataset(st source.Store, m *Manifest, rd source.Ranges) (Dataset, e
 }
 
 var (
-	_ Sharded         = (*ShardedStoreDataset)(nil)
-	_ Prefetcher      = (*StoreDataset)(nil)
-	_ ShardPrefetcher = (*ShardedStoreDataset)(nil)
+	_ Sharded              = (*ShardedStoreDataset)(nil)
+	_ Prefetcher           = (*StoreDataset)(nil)
+	_ ShardPrefetcher      = (*ShardedStoreDataset)(nil)
+	_ Fielded              = (*StoreDataset)(nil)
+	_ FieldPrefetcher      = (*StoreDataset)(nil)
+	_ ShardFieldPrefetcher = (*ShardedStoreDataset)(nil)
 )
 
 // ShardStarts implements Sharded: the first sample index of each shard
@@ -140,7 +150,19 @@ func (d *StoreDataset) Read(i int, buf []byte) ([]byte, error) {
 	if i < 0 || i >= d.m.Len() {
 		return nil, fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, i, d.m.Len())
 	}
-	r := d.rangeOf(i)
+	if d.m.samples.noImage[int32(i)] {
+		var exts []string
+		for k := range d.m.fields.entries(i) {
+			e, _, _ := d.m.fields.entry(i, k)
+			exts = append(exts, e)
+		}
+		return nil, errNoImage(d.Name(i), exts)
+	}
+	return d.readRange(i, d.rangeOf(i), buf)
+}
+
+// readRange reads r, sample i's image or one of its fields, checked.
+func (d *StoreDataset) readRange(i int, r source.Range, buf []byte) ([]byte, error) {
 	if r.Len > d.maxSize {
 		return nil, fmt.Errorf("%w: %s is %d bytes, over the %d-byte file cap", ErrTooLarge, d.Name(i), r.Len, d.maxSize)
 	}
@@ -160,7 +182,12 @@ func (d *StoreDataset) Read(i int, buf []byte) ([]byte, error) {
 // Prefetch implements Prefetcher: the samples at indices will be read
 // soon, in this order; their ranges go to the Ranges' Prefetch, which may
 // start reading them. The dataset keeps no reference to indices.
-func (d *StoreDataset) Prefetch(indices []int64) {
+func (d *StoreDataset) Prefetch(indices []int64) { d.PrefetchFields(indices, nil) }
+
+// PrefetchFields implements FieldPrefetcher: Prefetch, with the ranges of
+// the samples' fields of fs beside their images' (a WebDataset sample's
+// members lie together in its shard: one request reads them all).
+func (d *StoreDataset) PrefetchFields(indices []int64, fs *FieldSet) {
 	if _, direct := d.rd.(source.Direct); direct {
 		return // which ignores hints: spare the ranges
 	}
@@ -169,13 +196,28 @@ func (d *StoreDataset) Prefetch(indices []int64) {
 		if i < 0 || i >= int64(d.m.Len()) {
 			continue
 		}
-		if r := d.rangeOf(int(i)); r.Len <= d.maxSize {
-			rs = append(rs, r)
-		}
+		rs = d.appendRanges(rs, int(i), fs)
 	}
 	if len(rs) > 0 {
 		d.rd.Prefetch(rs)
 	}
+}
+
+// appendRanges appends the ranges of sample i (its image, and its fields
+// of fs) that are within the size cap.
+func (d *StoreDataset) appendRanges(rs []source.Range, i int, fs *FieldSet) []source.Range {
+	if r := d.rangeOf(i); r.Len <= d.maxSize && !d.m.samples.noImage[int32(i)] {
+		rs = append(rs, r)
+	}
+	if fs == nil || d.m.Layout != LayoutWebDataset {
+		return rs
+	}
+	for _, id := range fs.ids {
+		if r, ok := d.fieldRange(i, id); ok && r.Len <= min(d.maxSize, fs.max) && r.Off != d.m.samples.off[i] {
+			rs = append(rs, r)
+		}
+	}
+	return rs
 }
 
 // PrefetchShards implements ShardPrefetcher: every sample of the shards of
@@ -183,7 +225,11 @@ func (d *StoreDataset) Prefetch(indices []int64) {
 // that the Ranges (a source.Fetcher) coalesces each shard into a few long
 // reads; the samples of indices are among them. A shard hinted within
 // rehint is not hinted again.
-func (d *ShardedStoreDataset) PrefetchShards(indices []int64) {
+func (d *ShardedStoreDataset) PrefetchShards(indices []int64) { d.PrefetchShardFields(indices, nil) }
+
+// PrefetchShardFields implements ShardFieldPrefetcher: PrefetchShards,
+// with the fields of fs of every sample of the shards.
+func (d *ShardedStoreDataset) PrefetchShardFields(indices []int64, fs *FieldSet) {
 	if _, direct := d.rd.(source.Direct); direct {
 		return
 	}
@@ -195,29 +241,115 @@ func (d *ShardedStoreDataset) PrefetchShards(indices []int64) {
 			continue
 		}
 		s := d.shardOf(int(i))
-		if t, ok := d.hinted[s]; ok && now.Sub(t) < rehint {
+		h := shardHint{shard: s, fields: fs.key()}
+		if t, ok := d.hinted[h]; ok && now.Sub(t) < rehint {
 			continue
 		}
-		d.hinted[s] = now
+		d.hinted[h] = now
 		end := d.m.Len()
 		if s+1 < len(d.starts) {
 			end = d.starts[s+1]
 		}
 		for j := d.starts[s]; j < end; j++ {
-			if r := d.rangeOf(j); r.Len <= d.maxSize {
-				rs = append(rs, r)
-			}
+			rs = d.appendRanges(rs, j, fs)
 		}
 	}
-	for s, t := range d.hinted {
+	for h, t := range d.hinted {
 		if now.Sub(t) >= rehint {
-			delete(d.hinted, s)
+			delete(d.hinted, h)
 		}
 	}
 	d.mu.Unlock()
 	if len(rs) > 0 {
 		d.rd.Prefetch(rs)
 	}
+}
+
+// FieldID implements Fielded: an ImageFolder's "path" and "__key__"; a
+// WebDataset's members' extensions, "__key__" and, labelled, "cls". A
+// manifest of an older stoker records no members: only the image's own
+// extension, "__key__" and "cls" then.
+func (d *StoreDataset) FieldID(name string) (int, bool) {
+	if d.m.Layout == LayoutWebDataset {
+		return d.m.wfields.fieldID(name)
+	}
+	switch name {
+	case FieldKey:
+		return fieldIDKey, true
+	case FieldPath:
+		return fieldIDPath, true
+	}
+	return 0, false
+}
+
+// FieldNames implements Fielded.
+func (d *StoreDataset) FieldNames() []string {
+	if d.m.Layout == LayoutWebDataset {
+		return d.m.wfields.fieldNames()
+	}
+	return []string{FieldPath, FieldKey, FieldSource}
+}
+
+// FieldsNotIndexed says why a WebDataset's members are not fields: its
+// manifest was made by an older stoker ("" when they are).
+func (d *StoreDataset) FieldsNotIndexed() string {
+	if d.m.noFields && d.m.Layout == LayoutWebDataset {
+		return "the dataset's manifest was made by an older stoker and records no members but the images: run `stoker index " + d.st.String() + "` again for its fields"
+	}
+	return ""
+}
+
+// FieldSize implements Fielded.
+func (d *StoreDataset) FieldSize(i, id int) int64 {
+	t := &d.m.samples
+	if d.m.Layout == LayoutWebDataset {
+		return d.m.wfields.size(i, id, cut(&t.mems, t.memEnd, i), t.size[i], int64(t.label[i]))
+	}
+	switch key := d.m.key(int(t.obj[i])); id {
+	case fieldIDPath:
+		return int64(len(key))
+	case fieldIDKey:
+		return int64(len(keyOfPath(key)))
+	}
+	return -1
+}
+
+// ReadField implements Fielded: a member's bytes are read as an image's
+// are, through the Ranges (the byte cache, the read-ahead).
+func (d *StoreDataset) ReadField(i, id int, buf []byte) ([]byte, error) {
+	t := &d.m.samples
+	if d.m.Layout != LayoutWebDataset {
+		key := d.m.key(int(t.obj[i]))
+		switch id {
+		case fieldIDPath:
+			return append(buf[:0], key...), nil
+		case fieldIDKey:
+			return append(buf[:0], keyOfPath(key)...), nil
+		}
+		return nil, fmt.Errorf("%w: sample %s has no such field", ErrUnsupported, d.Name(i))
+	}
+	member := cut(&t.mems, t.memEnd, i)
+	if b, ok := d.m.wfields.inline(id, member, int64(t.label[i]), buf); ok {
+		return b, nil
+	}
+	r, ok := d.fieldRange(i, id)
+	if !ok {
+		return nil, fmt.Errorf("%w: sample %s has no such field", ErrUnsupported, d.Name(i))
+	}
+	return d.readRange(i, r, buf)
+}
+
+// fieldRange is the byte range of a WebDataset sample's member field.
+func (d *StoreDataset) fieldRange(i, id int) (source.Range, bool) {
+	t := &d.m.samples
+	if id < 0 && id > fieldIDImage {
+		return source.Range{}, false // not a member
+	}
+	off, size, ok := d.m.wfields.where(i, id, cut(&t.mems, t.memEnd, i), t.off[i], t.size[i])
+	if !ok {
+		return source.Range{}, false
+	}
+	return source.Range{Obj: d.m.Object(int(t.obj[i])), Off: off, Len: size}, true
 }
 
 // shardOf is the shard sample i is in.

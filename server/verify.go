@@ -197,6 +197,9 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 	if err := expectIndices(j, l, b); err != nil {
 		return false, err
 	}
+	if err := expectFields(j, l, b); err != nil {
+		return false, err
+	}
 	// What the trainer is told of a failure comes from here: the sample's
 	// name from this dataset, the peer's reason kept short.
 	for i := range b.Errors {
@@ -229,7 +232,7 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 		return pixels, nil
 	}
 	idx := append(slices.Clone(check), claimed...)
-	var mine pipeline.Batch
+	mine := pipeline.Batch{FieldSet: j.fields}
 	// Drop policy: each sample's bytes at a known place, failures left out.
 	if err := v.queue().Fill(ctx, j.ds, j.t, j.spec.GetSeed(), l.Epoch, idx, pipeline.Drop, &mine); err != nil {
 		return false, fmt.Errorf("re-making samples to verify: %w", err)
@@ -244,21 +247,51 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 		}
 	}
 	size := j.t.SampleBytes()
-	made := make(map[int64][]byte, len(check))
-	k := 0 // mine's sample for the next good one
+	made := make(map[int64]int, len(check)) // mine's sample of each index
+	k := 0                                  // mine's sample for the next good one
 	for _, want := range check {
 		if failedHere[want] {
 			return false, fmt.Errorf("%w: batch %d of epoch %d: sample %d fails here, the peer made it", errMismatch, l.Number, l.Epoch, want)
 		}
-		made[want] = mine.Data[k*size : (k+1)*size]
+		made[want] = k
 		k++
 	}
 	for _, s := range slots {
-		if idx := b.Indices[s.slot]; !bytes.Equal(s.pix, made[idx]) {
+		idx := b.Indices[s.slot]
+		if !bytes.Equal(s.pix, mine.Data[made[idx]*size:(made[idx]+1)*size]) {
 			return false, fmt.Errorf("%w: batch %d of epoch %d: slot %d (sample %d): its pixels differ from the ones made here", errMismatch, l.Number, l.Epoch, s.slot, idx)
+		}
+		if nf := j.fields.Len(); nf > 0 {
+			theirs, ours := b.SampleFields(s.slot), mine.SampleFields(made[idx])
+			for f := range nf {
+				if theirs[f].Has != ours[f].Has || !bytes.Equal(theirs[f].Data, ours[f].Data) {
+					return false, fmt.Errorf("%w: batch %d of epoch %d: slot %d (sample %d): its field %q differs from the one read here",
+						errMismatch, l.Number, l.Epoch, s.slot, idx, j.fields.Names()[f])
+				}
+			}
 		}
 	}
 	return pixels, nil
+}
+
+// expectFields checks every sample's fields in a peer's batch b against
+// what this server's index says of them (expectIndices checked its
+// indices): present as the sample has them, of their sizes, the names
+// byte for byte. Their bytes are compared where the sample is made again.
+func expectFields(j *job, l *lease.Lease, b *pipeline.Batch) error {
+	nf := j.fields.Len()
+	if nf == 0 {
+		return nil
+	}
+	if len(b.Fields) != b.N*nf {
+		return fmt.Errorf("%w: batch %d of epoch %d: %d fields for %d samples of %d fields", errMismatch, l.Number, l.Epoch, len(b.Fields), b.N, nf)
+	}
+	for i := range b.N {
+		if err := j.fields.Expect(j.ds, int(b.Indices[i]), b.SampleFields(i)); err != nil {
+			return fmt.Errorf("%w: batch %d of epoch %d: slot %d: %v", errMismatch, l.Number, l.Epoch, i, err)
+		}
+	}
+	return nil
 }
 
 // expectIndices checks b's indices and labels against what lease l must

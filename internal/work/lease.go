@@ -1,6 +1,7 @@
 package work
 
 import (
+	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -13,4 +14,7 @@ type Job struct {
 	// SampleBytes is one sample's size: a batch may not be larger than
 	// its lease's samples.
 	SampleBytes int
+	// Fields are the fields the job asks for (nil: none): a batch's
+	// header carries them, each value within their bound.
+	Fields *pipeline.FieldSet
 }

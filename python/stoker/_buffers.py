@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, List, Tuple
+from typing import TYPE_CHECKING, Any, List, Sequence, Tuple
 
 import numpy as np
 
 from stoker._errors import StokerError
-from stoker._batch import Batch
+from stoker._batch import Batch, fields_of
 from stoker.v1 import stoker_pb2 as pb
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -117,10 +117,10 @@ class _Batch:
         return b
 
 
-def batch_tensors(b: _Batch, return_indices: bool, torch: Any) -> Batch:
+def batch_tensors(b: _Batch, return_indices: bool, torch: Any, fields: Sequence[str] = ()) -> Batch:
     """The tensors of a whole batch as a stoker.Batch: (images, labels[,
-    indices]), with its indices, traces and numbers. The images are a view
-    of the batch's buffer, in its shape and dtype."""
+    indices]), with its indices, traces, fields (those named) and numbers.
+    The images are a view of the batch's buffer, in its shape and dtype."""
     h = b.header
     images = b.buf
     if h.dtype == pb.DTYPE_FLOAT32:
@@ -130,4 +130,4 @@ def batch_tensors(b: _Batch, return_indices: bool, torch: Any) -> Batch:
     indices = torch.from_numpy(np.array(h.indices, dtype=np.int64))
     items = (images, labels, indices) if return_indices else (images, labels)
     return Batch(items, indices=indices, traces=list(h.traces) if len(h.traces) else None,
-                 epoch=int(h.epoch), number=int(h.number))
+                 fields=fields_of(h, fields), epoch=int(h.epoch), number=int(h.number))

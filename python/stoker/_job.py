@@ -4,7 +4,7 @@ OpenJob, and as the plain values a state_dict records and checks."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 from stoker._state import Resume
 from stoker.v1 import stoker_pb2 as pb
@@ -43,6 +43,10 @@ class Job:
     # the epoch; None: the server's default.
     max_sample_errors: Optional[Union[int, float]] = None
     trace: bool = False  # report what each sample's ops drew (no pixel changes: not a param of the batches)
+    # Fields sent with each sample, and each one's bound (None: the
+    # server's default); neither changes a pixel or the order.
+    fields: Tuple[str, ...] = ()
+    max_field_bytes: Optional[int] = None
 
     def spec(self) -> pb.JobSpec:
         """The JobSpec of OpenJob and DescribeJob."""
@@ -61,6 +65,8 @@ class Job:
             fail_policy=FAIL_POLICIES[self.fail_policy],
             max_sample_errors=self._error_limit(),
             trace=self.trace,
+            fields=self.fields,
+            max_field_bytes=self.max_field_bytes or 0,
         )
 
     def _error_limit(self) -> Optional[pb.SampleErrorLimit]:

@@ -442,8 +442,24 @@ type JobSpec struct {
 	// and a broken dataset does not. A batch every sample of which failed
 	// fails the job whatever the limit.
 	MaxSampleErrors *SampleErrorLimit `protobuf:"bytes,21,opt,name=max_sample_errors,json=maxSampleErrors,proto3" json:"max_sample_errors,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Fields to send with every sample (BatchHeader.fields), in this
+	// order: a WebDataset sample's members by extension ("txt", "json", the
+	// image's own "jpg"; "cls" in a labelled one), an ImageFolder sample's
+	// "path" (relative to its root), and on any dataset "__key__" (the
+	// sample's key: a member's path up to the first dot of its name, a
+	// file's path without its extension) and "__source__" (the dataset's
+	// name). At most 16, each named at most once; a name no sample of the
+	// dataset has is refused, naming those it has. The bytes are the
+	// dataset's, as they are (no decoding, no UTF-8 check).
+	Fields []string `protobuf:"bytes,30,rep,name=fields,proto3" json:"fields,omitempty"`
+	// The most bytes of one field of one sample: a sample with a larger one
+	// fails (a sample error naming it and the field, padded or dropped by
+	// the fail policy) before the field is read. 0: 16 KiB, or less when
+	// batch_size x fields x 16 KiB would pass a batch's bound for fields,
+	// 32 MiB; set, batch_size x fields x max_field_bytes must be within it.
+	MaxFieldBytes uint32 `protobuf:"varint,31,opt,name=max_field_bytes,json=maxFieldBytes,proto3" json:"max_field_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -579,6 +595,20 @@ func (x *JobSpec) GetMaxSampleErrors() *SampleErrorLimit {
 		return x.MaxSampleErrors
 	}
 	return nil
+}
+
+func (x *JobSpec) GetFields() []string {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+func (x *JobSpec) GetMaxFieldBytes() uint32 {
+	if x != nil {
+		return x.MaxFieldBytes
+	}
+	return 0
 }
 
 // SampleErrorLimit bounds the failed samples of one epoch of a stream (its
@@ -3739,7 +3769,10 @@ type BatchHeader struct {
 	// list of [op, {argument: value}] pairs in
 	// torchvision.transforms.v2.functional's names and arguments, geometry
 	// first (docs/transforms.md).
-	Traces        []string `protobuf:"bytes,20,rep,name=traces,proto3" json:"traces,omitempty"`
+	Traces []string `protobuf:"bytes,20,rep,name=traces,proto3" json:"traces,omitempty"`
+	// JobSpec.fields, in its order: each field's value for every sample of
+	// the batch.
+	Fields        []*FieldValues `protobuf:"bytes,30,rep,name=fields,proto3" json:"fields,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3844,6 +3877,77 @@ func (x *BatchHeader) GetTraces() []string {
 	return nil
 }
 
+func (x *BatchHeader) GetFields() []*FieldValues {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+// FieldValues is one field of every sample of a batch.
+type FieldValues struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// One per sample, in batch order.
+	Values [][]byte `protobuf:"bytes,2,rep,name=values,proto3" json:"values,omitempty"`
+	// The samples (positions in the batch, ascending) without the field:
+	// their values are empty and mean none.
+	Missing       []uint32 `protobuf:"varint,3,rep,packed,name=missing,proto3" json:"missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FieldValues) Reset() {
+	*x = FieldValues{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FieldValues) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FieldValues) ProtoMessage() {}
+
+func (x *FieldValues) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
+func (*FieldValues) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *FieldValues) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *FieldValues) GetValues() [][]byte {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *FieldValues) GetMissing() []uint32 {
+	if x != nil {
+		return x.Missing
+	}
+	return nil
+}
+
 // SampleError is a sample that could not be decoded or transformed.
 type SampleError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3857,7 +3961,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3869,7 +3973,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3882,7 +3986,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -3920,7 +4024,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3932,7 +4036,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3945,7 +4049,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -3982,7 +4086,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3994,7 +4098,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4007,7 +4111,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -4047,7 +4151,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4059,7 +4163,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4072,7 +4176,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -4085,7 +4189,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4097,7 +4201,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4110,7 +4214,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -4128,14 +4232,17 @@ type DatasetInfo struct {
 	Classes     []string               `protobuf:"bytes,3,rep,name=classes,proto3" json:"classes,omitempty"`
 	Fingerprint string                 `protobuf:"bytes,4,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
 	// "imagefolder" or "webdataset".
-	Format        string `protobuf:"bytes,5,opt,name=format,proto3" json:"format,omitempty"`
+	Format string `protobuf:"bytes,5,opt,name=format,proto3" json:"format,omitempty"`
+	// The fields its samples may have (JobSpec.fields): its own, sorted,
+	// then __key__ and __source__.
+	Fields        []string `protobuf:"bytes,30,rep,name=fields,proto3" json:"fields,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4147,7 +4254,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4160,7 +4267,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -4198,6 +4305,13 @@ func (x *DatasetInfo) GetFormat() string {
 	return ""
 }
 
+func (x *DatasetInfo) GetFields() []string {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
 // WorkRequest is a message from a coordinator on a Work stream.
 type WorkRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4215,7 +4329,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4227,7 +4341,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4240,7 +4354,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -4346,7 +4460,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4358,7 +4472,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4371,7 +4485,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -4390,7 +4504,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4402,7 +4516,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4415,7 +4529,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -4435,7 +4549,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4447,7 +4561,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4460,7 +4574,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -4500,7 +4614,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4512,7 +4626,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4525,7 +4639,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -4587,7 +4701,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4599,7 +4713,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4612,7 +4726,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -4638,7 +4752,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4650,7 +4764,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4663,7 +4777,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -4759,7 +4873,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4771,7 +4885,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4784,7 +4898,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -4856,7 +4970,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4868,7 +4982,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4881,7 +4995,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -4955,7 +5069,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4967,7 +5081,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4980,7 +5094,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -5026,7 +5140,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5038,7 +5152,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5051,7 +5165,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -5104,7 +5218,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5116,7 +5230,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5129,7 +5243,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -5162,7 +5276,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5174,7 +5288,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5187,7 +5301,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -5206,7 +5320,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5218,7 +5332,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5231,7 +5345,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -5330,7 +5444,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5342,7 +5456,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5355,7 +5469,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *JobStatus) GetId() string {
@@ -5563,7 +5677,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5575,7 +5689,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5588,7 +5702,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -5686,7 +5800,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5698,7 +5812,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5711,7 +5825,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -5800,7 +5914,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xbe\x04\n" +
+	"\x03msg\"\xfe\x04\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -5820,7 +5934,9 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\fshuffle_mode\x18\f \x01(\x0e2\x16.stoker.v1.ShuffleModeR\vshuffleMode\x12%\n" +
 	"\x0eshuffle_window\x18\r \x01(\rR\rshuffleWindow\x12\x14\n" +
 	"\x05trace\x18\x14 \x01(\bR\x05trace\x12G\n" +
-	"\x11max_sample_errors\x18\x15 \x01(\v2\x1b.stoker.v1.SampleErrorLimitR\x0fmaxSampleErrors\"D\n" +
+	"\x11max_sample_errors\x18\x15 \x01(\v2\x1b.stoker.v1.SampleErrorLimitR\x0fmaxSampleErrors\x12\x16\n" +
+	"\x06fields\x18\x1e \x03(\tR\x06fields\x12&\n" +
+	"\x0fmax_field_bytes\x18\x1f \x01(\rR\rmaxFieldBytes\"D\n" +
 	"\x10SampleErrorLimit\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x1a\n" +
 	"\bfraction\x18\x02 \x01(\x01R\bfraction\"\xc5\x02\n" +
@@ -6058,7 +6174,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\aclasses\x18\x06 \x03(\tR\aclasses\x12!\n" +
 	"\fsample_shape\x18\a \x03(\rR\vsampleShape\x12&\n" +
 	"\x05dtype\x18\b \x01(\x0e2\x10.stoker.v1.DtypeR\x05dtype\x12&\n" +
-	"\x0fmax_chunk_bytes\x18\t \x01(\rR\rmaxChunkBytes\"\xb4\x02\n" +
+	"\x0fmax_chunk_bytes\x18\t \x01(\rR\rmaxChunkBytes\"\xe4\x02\n" +
 	"\vBatchHeader\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x04R\x06number\x12\x14\n" +
@@ -6070,8 +6186,13 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\n" +
 	"data_bytes\x18\b \x01(\x04R\tdataBytes\x12\x17\n" +
 	"\x04slot\x18\t \x01(\rH\x00R\x04slot\x88\x01\x01\x12\x16\n" +
-	"\x06traces\x18\x14 \x03(\tR\x06tracesB\a\n" +
-	"\x05_slot\"O\n" +
+	"\x06traces\x18\x14 \x03(\tR\x06traces\x12.\n" +
+	"\x06fields\x18\x1e \x03(\v2\x16.stoker.v1.FieldValuesR\x06fieldsB\a\n" +
+	"\x05_slot\"S\n" +
+	"\vFieldValues\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06values\x18\x02 \x03(\fR\x06values\x12\x18\n" +
+	"\amissing\x18\x03 \x03(\rR\amissing\"O\n" +
 	"\vSampleError\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x03R\x05index\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
@@ -6087,13 +6208,14 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\rsample_errors\x18\x04 \x01(\x04R\fsampleErrors\"\x15\n" +
 	"\x13ListDatasetsRequest\"J\n" +
 	"\x14ListDatasetsResponse\x122\n" +
-	"\bdatasets\x18\x01 \x03(\v2\x16.stoker.v1.DatasetInfoR\bdatasets\"\x89\x01\n" +
+	"\bdatasets\x18\x01 \x03(\v2\x16.stoker.v1.DatasetInfoR\bdatasets\"\xa1\x01\n" +
 	"\vDatasetInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x18\n" +
 	"\aclasses\x18\x03 \x03(\tR\aclasses\x12 \n" +
 	"\vfingerprint\x18\x04 \x01(\tR\vfingerprint\x12\x16\n" +
-	"\x06format\x18\x05 \x01(\tR\x06format\"\xea\x01\n" +
+	"\x06format\x18\x05 \x01(\tR\x06format\x12\x16\n" +
+	"\x06fields\x18\x1e \x03(\tR\x06fields\"\xea\x01\n" +
 	"\vWorkRequest\x12&\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.stoker.v1.WorkJobH\x00R\x03job\x12(\n" +
 	"\x05lease\x18\x02 \x01(\v2\x10.stoker.v1.LeaseH\x00R\x05lease\x120\n" +
@@ -6264,7 +6386,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(ShuffleMode)(0),              // 0: stoker.v1.ShuffleMode
 	(Layout)(0),                   // 1: stoker.v1.Layout
@@ -6314,29 +6436,30 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*FeedResponse)(nil),          // 45: stoker.v1.FeedResponse
 	(*JobInfo)(nil),               // 46: stoker.v1.JobInfo
 	(*BatchHeader)(nil),           // 47: stoker.v1.BatchHeader
-	(*SampleError)(nil),           // 48: stoker.v1.SampleError
-	(*Chunk)(nil),                 // 49: stoker.v1.Chunk
-	(*EpochEnd)(nil),              // 50: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),   // 51: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),  // 52: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),           // 53: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),           // 54: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                // 55: stoker.v1.JobEnd
-	(*WorkPing)(nil),              // 56: stoker.v1.WorkPing
-	(*WorkJob)(nil),               // 57: stoker.v1.WorkJob
-	(*Lease)(nil),                 // 58: stoker.v1.Lease
-	(*CancelLease)(nil),           // 59: stoker.v1.CancelLease
-	(*WorkResponse)(nil),          // 60: stoker.v1.WorkResponse
-	(*WorkerInfo)(nil),            // 61: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),       // 62: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),             // 63: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),             // 64: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),           // 65: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),         // 66: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),        // 67: stoker.v1.StatusResponse
-	(*JobStatus)(nil),             // 68: stoker.v1.JobStatus
-	(*MakingShares)(nil),          // 69: stoker.v1.MakingShares
-	(*MakerStatus)(nil),           // 70: stoker.v1.MakerStatus
+	(*FieldValues)(nil),           // 48: stoker.v1.FieldValues
+	(*SampleError)(nil),           // 49: stoker.v1.SampleError
+	(*Chunk)(nil),                 // 50: stoker.v1.Chunk
+	(*EpochEnd)(nil),              // 51: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),   // 52: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),  // 53: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),           // 54: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),           // 55: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                // 56: stoker.v1.JobEnd
+	(*WorkPing)(nil),              // 57: stoker.v1.WorkPing
+	(*WorkJob)(nil),               // 58: stoker.v1.WorkJob
+	(*Lease)(nil),                 // 59: stoker.v1.Lease
+	(*CancelLease)(nil),           // 60: stoker.v1.CancelLease
+	(*WorkResponse)(nil),          // 61: stoker.v1.WorkResponse
+	(*WorkerInfo)(nil),            // 62: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),       // 63: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),             // 64: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),             // 65: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),           // 66: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),         // 67: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),        // 68: stoker.v1.StatusResponse
+	(*JobStatus)(nil),             // 69: stoker.v1.JobStatus
+	(*MakingShares)(nil),          // 70: stoker.v1.MakingShares
+	(*MakerStatus)(nil),           // 71: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	8,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
@@ -6402,44 +6525,45 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	3,  // 60: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
 	46, // 61: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
 	47, // 62: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	49, // 63: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	50, // 64: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	50, // 63: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	51, // 64: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
 	10, // 65: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
 	4,  // 66: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
 	4,  // 67: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	48, // 68: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	53, // 69: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	57, // 70: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	58, // 71: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	59, // 72: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	55, // 73: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	56, // 74: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	6,  // 75: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	61, // 76: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	63, // 77: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	49, // 78: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	65, // 79: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	62, // 80: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	47, // 81: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	64, // 82: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	68, // 83: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	70, // 84: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	69, // 85: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	5,  // 86: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	51, // 87: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	12, // 88: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	66, // 89: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	54, // 90: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	45, // 91: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	52, // 92: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	13, // 93: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	67, // 94: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	60, // 95: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	91, // [91:96] is the sub-list for method output_type
-	86, // [86:91] is the sub-list for method input_type
-	86, // [86:86] is the sub-list for extension type_name
-	86, // [86:86] is the sub-list for extension extendee
-	0,  // [0:86] is the sub-list for field type_name
+	49, // 68: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	48, // 69: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	54, // 70: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	58, // 71: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	59, // 72: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	60, // 73: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	56, // 74: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	57, // 75: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	6,  // 76: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	62, // 77: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	64, // 78: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	50, // 79: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	66, // 80: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	63, // 81: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	47, // 82: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	65, // 83: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	69, // 84: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	71, // 85: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	70, // 86: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	5,  // 87: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	52, // 88: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	12, // 89: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	67, // 90: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	55, // 91: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	45, // 92: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	53, // 93: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	13, // 94: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	68, // 95: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	61, // 96: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	92, // [92:97] is the sub-list for method output_type
+	87, // [87:92] is the sub-list for method input_type
+	87, // [87:87] is the sub-list for extension type_name
+	87, // [87:87] is the sub-list for extension extendee
+	0,  // [0:87] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -6504,14 +6628,14 @@ func file_stoker_v1_stoker_proto_init() {
 		(*FeedResponse_Shm)(nil),
 	}
 	file_stoker_v1_stoker_proto_msgTypes[42].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[49].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[50].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[55].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[56].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -6523,7 +6647,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   66,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
