@@ -7,16 +7,18 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/stoker-dev/stoker/pipeline/batch"
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
-// SampleError reports a sample that could not be made.
-type SampleError struct {
-	Index  int64  // dataset index of the sample
-	Name   string // its file, relative to the dataset root
-	Reason string
-	Err    error // wraps ErrCorrupt, ErrTooLarge or ErrUnsupported (or an I/O error)
-}
+// SampleError reports a sample that could not be made (batch.SampleError).
+// Name and Reason are at most MaxSampleErrorText bytes each (cut, and
+// marked so): names come from outside input (a store's keys, a manifest's
+// strings), and a batch carries up to one per sample.
+type SampleError = batch.SampleError
+
+// MaxSampleErrorText bounds a SampleError's Name and its Reason, each.
+const MaxSampleErrorText = 1024
 
 // FailPolicy says what takes a failed sample's place in its batch.
 type FailPolicy int
@@ -30,79 +32,14 @@ const (
 	Drop
 )
 
-// Batch is samples packed back to back: Data holds N samples of
-// Transform.SampleBytes() each, in the transform's layout.
-type Batch struct {
-	N       int
-	Data    []byte
-	Labels  []int64
-	Indices []int64
-	Errors  []SampleError
-	// Times is where making the batch took its time, by stage, on an
-	// Executor that times its stages; a peer's batch carries what its
-	// worker reported. Zero when not timed.
-	Times StageTimes
-	// Trace asks Fill for each sample's trace (what its ops drew, as JSON:
-	// Decoder.AppendTrace) in Traces, in batch order; a failed sample's is
-	// empty, and a sample padded in its place carries the trace of the
-	// sample it copies. Traces' buffers are reused.
-	Trace  bool
-	Traces [][]byte
-	// FieldSet asks Fill for each sample's fields (FieldSet.Names) in
-	// Fields, sample by sample in batch order: sample i's field f is
-	// Fields[i*FieldSet.Len()+f]. A failed sample's are empty, and a
-	// sample padded in its place carries the fields of the sample it
-	// copies. Fields' buffers are reused.
-	FieldSet *FieldSet
-	Fields   []Field
-}
+// Batch is samples packed back to back (batch.Batch): Data holds N
+// samples of Transform.SampleBytes() each, in the transform's layout.
+type Batch = batch.Batch
 
-// SampleFields is sample i's fields, in FieldSet's order.
-func (b *Batch) SampleFields(i int) []Field {
-	n := b.FieldSet.Len()
-	return b.Fields[i*n : (i+1)*n]
-}
-
-// FieldBytes is what the batch's fields hold, in all.
-func (b *Batch) FieldBytes() int64 {
-	var n int64
-	for i := range b.Fields {
-		n += int64(len(b.Fields[i].Data))
-	}
-	return n
-}
-
-// SetFields sizes b.Fields for n samples of fs's fields, each none, their
-// buffers kept: how a batch made in parts or on a peer is filled in.
-func (b *Batch) SetFields(fs *FieldSet, n int) {
-	b.FieldSet = fs
-	k := n * fs.Len()
-	b.Fields = slices.Grow(b.Fields[:0], k)[:k]
-	for i := range b.Fields {
-		b.Fields[i].Data, b.Fields[i].Has = b.Fields[i].Data[:0], false
-	}
-}
-
-// swapFields swaps samples a's and c's fields (buffers and all).
-func (b *Batch) swapFields(a, c int) {
-	n := b.FieldSet.Len()
-	for f := range n {
-		b.Fields[a*n+f], b.Fields[c*n+f] = b.Fields[c*n+f], b.Fields[a*n+f]
-	}
-}
-
-// copyFields copies sample src's fields into sample dst's buffers.
-func (b *Batch) copyFields(dst, src int) {
-	n := b.FieldSet.Len()
-	for f := range n {
-		d, s := &b.Fields[dst*n+f], &b.Fields[src*n+f]
-		d.Data, d.Has = append(d.Data[:0], s.Data...), s.Has
-	}
-}
-
-// reset sizes b for n samples of size bytes each, reusing its buffers;
-// placed (FillAt), its Data is the whole batch's and stays as it is.
-func (b *Batch) reset(n, size int, placed bool) {
+// resetBatch sizes b for n samples of size bytes each, reusing its
+// buffers; placed (FillAt), its Data is the whole batch's and stays as it
+// is.
+func resetBatch(b *Batch, n, size int, placed bool) {
 	b.N = n
 	if !placed {
 		if cap(b.Data) < n*size {
@@ -247,7 +184,8 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 			good = append(good, i)
 			continue
 		}
-		b.Errors = append(b.Errors, SampleError{Index: indices[i], Name: ds.Name(int(indices[i])), Reason: err.Error(), Err: err})
+		b.Errors = append(b.Errors, SampleError{Index: indices[i], Name: clipName(ds.Name(int(indices[i])), MaxSampleErrorText),
+			Reason: clipName(err.Error(), MaxSampleErrorText), Err: err})
 	}
 	r.good = good
 	placed := r.place != nil
@@ -267,7 +205,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 			if b.Trace {
 				b.Traces[n], b.Traces[i] = b.Traces[i], b.Traces[n]
 			}
-			b.swapFields(n, i)
+			b.SwapFields(n, i)
 		}
 		n := len(good)
 		b.N, b.Labels, b.Indices = n, b.Labels[:n], b.Indices[:n]
@@ -277,7 +215,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 		if b.Trace {
 			b.Traces = b.Traces[:n]
 		}
-		b.Fields = b.Fields[:n*b.FieldSet.Len()]
+		b.Fields = b.Fields[:n*fieldCount(b)]
 		return nil
 	}
 	k := 0
@@ -292,7 +230,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 		if b.Trace {
 			b.Traces[i] = append(b.Traces[i][:0], b.Traces[g]...)
 		}
-		b.copyFields(i, g)
+		b.CopyFields(i, g)
 	}
 	return nil
 }
@@ -323,3 +261,9 @@ func storeFault(r *fillReq) error {
 func IsBadInput(err error) bool {
 	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrUnsupported)
 }
+
+// Field is one sample's value of one field (batch.Field).
+type Field = batch.Field
+
+// fieldCount is how many fields b asks for.
+func fieldCount(b *Batch) int { return batch.FieldCount(b.FieldSet) }

@@ -149,10 +149,16 @@
 //	some of them gone or changed          warning     -
 //	object replaced or removed after      -           ErrCorrupt and source.ErrChanged, naming it
 //	  indexing (size, ETag, generation,                 and saying to run stoker index again
-//	  or mtime differs)
+//	  or mtime differs; a store's object
+//	  without a version: its SHA-256)
+//	a shard sample whose tar header       -           ErrCorrupt and ErrManifest, naming it
+//	  is not the member's (name, size)
+//	an ImageFolder label that is not      error       -
+//	  its key's class folder
 //	sample over the size cap              -           ErrTooLarge, not read
-//	store down after its retries, or      -           source.ErrUnavailable or source.ErrDenied:
-//	  credentials refused                               source.IsStoreFault, the store's fault, not
+//	store down after its retries,         -           source.ErrUnavailable, source.ErrDenied or
+//	  credentials refused, or an answer                 source.ErrProtocol: source.IsStoreFault,
+//	  outside the store's protocol                      the store's fault, not
 //	                                                    the sample's: Fill fails the whole batch,
 //	                                                    never pads or drops it
 package pipeline

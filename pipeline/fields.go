@@ -70,13 +70,6 @@ type Sourced interface {
 	SourceOf(i int) string
 }
 
-// Field is one sample's value of one field: Data when Has; a sample
-// without the field has Has false (and Data empty).
-type Field struct {
-	Data []byte
-	Has  bool
-}
-
 // FieldSet is the fields a job asks of a dataset's samples, resolved
 // against it: a Batch with a FieldSet gets each sample's, in its order.
 type FieldSet struct {

@@ -195,3 +195,11 @@ func (w *wdsFields) where(i, id int, member string, imgOff, imgSize int64) (off,
 	}
 	return w.t.find(i, id)
 }
+
+// extOf is the extension of member field id.
+func (w *wdsFields) extOf(id int) string {
+	if id <= fieldIDImage {
+		id = fieldIDImage - id
+	}
+	return w.t.exts[id]
+}

@@ -77,7 +77,7 @@ func blurWeights(w []int32, sigma float64, t *blurTaps) {
 
 // reflect maps index i (-n < i < 2n, or anything when mirrored again) into
 // 0..n-1 as torch's reflect padding does, mirroring again beyond.
-func reflect(i, n int) int {
+func reflectIndex(i, n int) int {
 	if i >= 0 && i < n {
 		return i
 	}
@@ -120,8 +120,8 @@ func blurRowGo(row, pad []byte, m []int32, bx *blurTaps) {
 	w, r := len(row), bx.r
 	copy(pad[r:], row)
 	for j := range r {
-		pad[j] = row[reflect(j-r, w)]
-		pad[r+w+j] = row[reflect(w+j, w)]
+		pad[j] = row[reflectIndex(j-r, w)]
+		pad[r+w+j] = row[reflectIndex(w+j, w)]
 	}
 	wt := bx.w[:r+1]
 	for x := range m {
@@ -144,8 +144,8 @@ func blurColumnsGo(mid, acc []int32, out []byte, y, h int, by *blurTaps) {
 		acc[x] = w0 * m0[x]
 	}
 	for t := 1; t <= by.r; t++ {
-		a := mid[reflect(y-t, h)*w:][:w]
-		b := mid[reflect(y+t, h)*w:][:w]
+		a := mid[reflectIndex(y-t, h)*w:][:w]
+		b := mid[reflectIndex(y+t, h)*w:][:w]
 		wt := by.w[t]
 		for x := range acc {
 			acc[x] += wt * (a[x] + b[x])

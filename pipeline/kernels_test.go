@@ -208,13 +208,13 @@ func TestReflect(t *testing.T) {
 	// numpy.pad([0, 1, 2], 7, mode="reflect"), as indices.
 	want := []int{1, 2, 1, 0, 1, 2, 1, 0, 1, 2, 1, 0, 1, 2, 1, 0, 1}
 	for i, wnt := range want {
-		if got := reflect(i-7, 3); got != wnt {
-			t.Errorf("reflect(%d, 3) = %d, want %d", i-7, got, wnt)
+		if got := reflectIndex(i-7, 3); got != wnt {
+			t.Errorf("reflectIndex(%d, 3) = %d, want %d", i-7, got, wnt)
 		}
 	}
 	for i := -5; i < 6; i++ {
-		if got := reflect(i, 1); got != 0 {
-			t.Errorf("reflect(%d, 1) = %d", i, got)
+		if got := reflectIndex(i, 1); got != 0 {
+			t.Errorf("reflectIndex(%d, 1) = %d", i, got)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -59,6 +60,11 @@ type ManifestSample struct {
 	// Label is the class, or -1 in an unlabelled WebDataset (no .cls).
 	Label  int64
 	Member string
+	// Hash is the SHA-256 of the sample's bytes where its object has no
+	// version (a store that gives none: IndexStore reads and hashes what
+	// it lists without one), nil elsewhere: a read is then checked
+	// against it.
+	Hash []byte
 	// NoImage: a key of an unlabelled WebDataset that has members but no
 	// image (Member is the key, Off and Size 0); reading it fails.
 	NoImage bool
@@ -99,6 +105,9 @@ type sampleTable struct {
 	// without an image (nil: none).
 	unlabelled int
 	noImage    map[int32]bool
+	// hashes holds each sample's Hash, sha256.Size bytes a sample (zeros:
+	// none), or is nil when no sample has one.
+	hashes []byte
 }
 
 // maxStrings bounds the bytes of a table's strings (their ends are
@@ -149,6 +158,29 @@ func (m *Manifest) AddSample(s ManifestSample) {
 	t.mems.WriteString(s.Member)
 	t.memEnd = append(t.memEnd, uint32(t.mems.Len()))
 	t.maxLabel = max(t.maxLabel, s.Label)
+	switch {
+	case len(s.Hash) != 0 && len(s.Hash) != sha256.Size:
+		m.bad = true
+	case len(s.Hash) != 0 && t.hashes == nil:
+		t.hashes = make([]byte, sha256.Size*(len(t.obj)-1), sha256.Size*len(t.obj))
+		fallthrough
+	case t.hashes != nil:
+		t.hashes = append(t.hashes, make([]byte, sha256.Size)...)
+		copy(t.hashes[len(t.hashes)-sha256.Size:], s.Hash)
+	}
+}
+
+// hash is sample i's content hash, nil when it has none.
+func (m *Manifest) hash(i int) []byte {
+	t := &m.samples
+	if t.hashes == nil {
+		return nil
+	}
+	h := t.hashes[i*sha256.Size : (i+1)*sha256.Size]
+	if [sha256.Size]byte(h) == ([sha256.Size]byte{}) {
+		return nil
+	}
+	return h
 }
 
 // check says whether the manifest is one a dataset can be made of: every
@@ -161,7 +193,10 @@ func (m *Manifest) check() error {
 		return fmt.Errorf("%w: more than 4 GiB of names", ErrManifest)
 	}
 	if m.bad {
-		return fmt.Errorf("%w: a sample's object or label is out of range", ErrManifest)
+		return fmt.Errorf("%w: a sample's object or label is out of range, or its hash not a SHA-256", ErrManifest)
+	}
+	if s.hashes != nil && len(s.hashes) != sha256.Size*len(s.obj) {
+		return fmt.Errorf("%w: %d bytes of hashes for %d samples", ErrManifest, len(s.hashes), len(s.obj))
 	}
 	switch m.Layout {
 	case LayoutImageFolder:
@@ -196,7 +231,7 @@ func (m *Manifest) check() error {
 	if s.unlabelled > 0 || len(s.noImage) > 0 || m.fields.end != nil {
 		return fmt.Errorf("%w: an ImageFolder's samples are labelled images with no other members", ErrManifest)
 	}
-	return nil
+	return m.checkFolders()
 }
 
 // checkWebDataset checks a WebDataset's labels (all of them, or none)
@@ -248,6 +283,40 @@ func (m *Manifest) checkWebDataset() error {
 	return nil
 }
 
+// checkFolders holds an ImageFolder's labels to its keys, as
+// torchvision's ImageFolder makes them: the classes are the top folders,
+// sorted, each with an image, and a sample's label is its key's folder's
+// index among them. A manifest is outside input (its checksum is not
+// keyed): labels that say otherwise are refused, not trained on.
+func (m *Manifest) checkFolders() error {
+	for i, c := range m.Classes {
+		switch {
+		case c == "" || strings.ContainsRune(c, '/') || strings.HasPrefix(c, "."):
+			return fmt.Errorf("%w: class %d, %q, is not a folder name", ErrManifest, i, clipName(c, 64))
+		case i > 0 && m.Classes[i-1] >= c:
+			return fmt.Errorf("%w: classes %q and %q out of order: an ImageFolder's classes are its folders, sorted", ErrManifest,
+				clipName(m.Classes[i-1], 64), clipName(c, 64))
+		}
+	}
+	seen := make([]bool, len(m.Classes))
+	t := &m.samples
+	for i := range t.obj {
+		key, label := m.key(int(t.obj[i])), t.label[i]
+		folder, _, ok := strings.Cut(key, "/")
+		if !ok || folder != m.Classes[label] {
+			return fmt.Errorf("%w: sample %d, %s, has label %d (class %q), not its folder's class: an ImageFolder's label is the class folder its image is in",
+				ErrManifest, i, clipName(key, 256), label, clipName(m.Classes[label], 64))
+		}
+		seen[label] = true
+	}
+	for i, ok := range seen {
+		if !ok {
+			return fmt.Errorf("%w: class %q has no image: an ImageFolder's classes are the folders its images are in", ErrManifest, clipName(m.Classes[i], 64))
+		}
+	}
+	return nil
+}
+
 // NumObjects is the number of objects.
 func (m *Manifest) NumObjects() int { return len(m.objs.sizes) }
 
@@ -268,7 +337,7 @@ func (m *Manifest) Len() int { return len(m.samples.obj) }
 func (m *Manifest) Sample(i int) ManifestSample {
 	t := &m.samples
 	ms := ManifestSample{Object: int(t.obj[i]), Off: t.off[i], Size: t.size[i], Label: int64(t.label[i]),
-		Member: cut(&t.mems, t.memEnd, i), NoImage: t.noImage[int32(i)]}
+		Member: cut(&t.mems, t.memEnd, i), Hash: m.hash(i), NoImage: t.noImage[int32(i)]}
 	for k := range m.fields.entries(i) {
 		ext, off, size := m.fields.entry(i, k)
 		ms.Fields = append(ms.Fields, ManifestField{Ext: ext, Off: off, Size: size})

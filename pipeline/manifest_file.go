@@ -29,15 +29,17 @@ import (
 //	classes: count, then each name
 //	objects: count, then each: key, size, version, mtime (Unix ns, 0: none)
 //	samples: count, then each: object, offset, size, label, member name
-//	fields (version 2): the extensions: count, then each name; then for
+//	hashes: count (0, or the samples'), then each sample's SHA-256, 32
+//	        bytes (all zeros: none); not in version 1
+//	fields (version 3): the extensions: count, then each name; then for
 //	        each sample: its entries' count times 2, plus 1 when it has
 //	        no image, then each entry: extension (its index), offset
 //	        (zigzag, from the sample's), size
 //
-// In version 2 a label is written plus one (0: none, an unlabelled
-// WebDataset's). A version 1 manifest records no fields: a server reading
-// one serves its samples' keys and labels, and asks for a new index when
-// a job asks for other fields.
+// In version 3 a label is written plus one (0: none, an unlabelled
+// WebDataset's). A manifest of an earlier version records no fields: a
+// server reading one serves its samples' keys and labels, and asks for a
+// new index when a job asks for other fields.
 //
 // A manifest is outside input. Nothing of it is parsed before the whole
 // body is read and its checksum verified; U may be at most maxInflate
@@ -46,7 +48,7 @@ import (
 // this process allocate is bounded by its size.
 const (
 	manifestMagic   = "STOKERMF"
-	manifestVersion = 2
+	manifestVersion = 3
 	manifestHeader  = 8 + 4 + 8 + 8 + sha256.Size
 	// DefaultMaxManifestSize bounds a manifest file read (1 GiB: tens of
 	// millions of samples).
@@ -98,6 +100,8 @@ func (m *Manifest) Encode(w io.Writer) error {
 		e.uint(uint64(int64(s.label[i]) + 1))
 		e.str(cut(&s.mems, s.memEnd, i))
 	}
+	e.uint(uint64(len(s.hashes) / sha256.Size))
+	bw.Write(s.hashes)
 	m.encodeFields(&e)
 	if err := errors.Join(bw.Flush(), zw.Close()); err != nil {
 		return err
@@ -157,8 +161,8 @@ func DecodeManifest(r io.Reader, maxSize int64) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: not a stoker manifest (magic %q)", ErrManifest, hdr[:8])
 	}
 	version := binary.LittleEndian.Uint32(hdr[8:])
-	if version != manifestVersion && version != 1 {
-		return nil, fmt.Errorf("%w: format version %d, this stoker reads 1 and %d (run stoker index again)", ErrManifest, version, manifestVersion)
+	if version < 1 || version > manifestVersion {
+		return nil, fmt.Errorf("%w: format version %d, this stoker reads 1 to %d (run stoker index again)", ErrManifest, version, manifestVersion)
 	}
 	clen, ulen := binary.LittleEndian.Uint64(hdr[12:]), binary.LittleEndian.Uint64(hdr[20:])
 	if clen > uint64(maxSize-manifestHeader) {
@@ -324,7 +328,7 @@ func (d *decoder) manifest() (*Manifest, error) {
 		off := d.int("offset", math.MaxInt64)
 		size := d.int("size", math.MaxInt64)
 		label := d.int("label", maxClasses-1)
-		if d.version >= 2 {
+		if d.version >= 3 {
 			label-- // -1: none
 		}
 		if label < 0 {
@@ -339,6 +343,9 @@ func (d *decoder) manifest() (*Manifest, error) {
 		s.memEnd = append(s.memEnd, uint32(s.mems.Len()))
 	}
 	if d.version >= 2 {
+		d.hashes(s, ns)
+	}
+	if d.version >= 3 {
 		d.fields(m)
 	} else {
 		m.noFields = true
@@ -352,7 +359,26 @@ func (d *decoder) manifest() (*Manifest, error) {
 	return m, nil
 }
 
-// encodeFields writes the fields section (version 2).
+// hashes reads the samples' hashes: none, or one for each of the ns
+// samples.
+func (d *decoder) hashes(s *sampleTable, ns int) {
+	nh := d.count("hashes", sha256.Size)
+	switch {
+	case d.err != nil || nh == 0:
+		return
+	case nh != ns:
+		d.fail("%d hashes for %d samples", nh, ns)
+		return
+	}
+	s.hashes = make([]byte, nh*sha256.Size)
+	if _, err := io.ReadFull(d.r, s.hashes); err != nil {
+		d.fail("body cut short: %v", err)
+		return
+	}
+	d.left -= int64(len(s.hashes))
+}
+
+// encodeFields writes the fields section (version 3).
 func (m *Manifest) encodeFields(e *encoder) {
 	t, s := &m.fields, &m.samples
 	e.uint(uint64(len(t.exts)))
@@ -378,7 +404,7 @@ func (m *Manifest) encodeFields(e *encoder) {
 	}
 }
 
-// fields reads the fields section into m (version 2).
+// fields reads the fields section into m (version 3).
 func (d *decoder) fields(m *Manifest) {
 	t, s := &m.fields, &m.samples
 	nx := d.count("extensions", 1)

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,20 +32,23 @@ func smallManifest() *Manifest {
 	b := m.AddObject(source.Object{Key: "b.tar", Size: 2048, ModTime: time.Unix(1700000000, 123)})
 	m.AddSample(ManifestSample{Object: a, Off: 512, Size: 100, Label: 1, Member: "x/1.jpg"})
 	m.AddSample(ManifestSample{Object: a, Off: 1536, Size: 100, Label: 0, Member: "x/2.jpg"})
-	m.AddSample(ManifestSample{Object: b, Off: 512, Size: 1536, Label: 3, Member: "3.png"})
+	m.AddSample(ManifestSample{Object: b, Off: 512, Size: 1536, Label: 3, Member: "3.png", Hash: bytes.Repeat([]byte{7}, 32)})
 	return m
 }
 
 // reframe is a manifest file of body (uncompressed), with a valid header:
 // a file `stoker index` could not have written, whose checksum holds.
-func reframe(body []byte, ulen uint64) []byte {
+func reframe(body []byte, ulen uint64) []byte { return reframeV(manifestVersion, body, ulen) }
+
+// reframeV is reframe with the format version given.
+func reframeV(version uint32, body []byte, ulen uint64) []byte {
 	var z bytes.Buffer
 	zw := gzip.NewWriter(&z)
 	zw.Write(body)
 	zw.Close()
 	hdr := make([]byte, manifestHeader)
 	copy(hdr, manifestMagic)
-	binary.LittleEndian.PutUint32(hdr[8:], manifestVersion)
+	binary.LittleEndian.PutUint32(hdr[8:], version)
 	binary.LittleEndian.PutUint64(hdr[12:], uint64(z.Len()))
 	binary.LittleEndian.PutUint64(hdr[20:], ulen)
 	sum := sha256.Sum256(z.Bytes())
@@ -101,9 +105,11 @@ func TestManifestCorrupt(t *testing.T) {
 		binary.LittleEndian.PutUint64(b[off:], v)
 		return b
 	}
-	// Labels are written plus one (version 2), and the fields section
-	// follows the samples: no extensions, no fields for the one sample.
-	okBody := uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 1, "m", 0, 0)
+	v1Body := uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 0, "m")
+	v2Body := append(bytes.Clone(v1Body), 0) // no hashes
+	// Version 3: labels written plus one, and after the hashes (none) the
+	// fields section: no extensions, no fields for the one sample.
+	okBody := uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 1, "m", 0, 0, 0)
 	cases := map[string][]byte{
 		"empty":              nil,
 		"header cut short":   good[:manifestHeader-1],
@@ -123,25 +129,30 @@ func TestManifestCorrupt(t *testing.T) {
 		"count over body":     reframe(uvarints("r", "webdataset", 0, uint64(1)<<40), 0),
 		"string over body":    reframe(uvarints("r", "imagefolder", 1, uint64(1)<<20), 0),
 		"string over limit":   reframe(uvarints("r", "imagefolder", 1, uint64(1)<<30), 0),
-		"sample past object":  reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 5, 6, 1, "m", 0, 0), 0),
-		"object out of range": reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 1, 0, 10, 1, "m", 0, 0), 0),
-		"label over classes":  reframe(uvarints("r", "imagefolder", 1, "c", 1, "a", 10, "", 0, 1, 0, 0, 10, 2, "", 0, 0), 0),
-		"label over limit":    reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, maxClasses+1, "m", 0, 0), 0),
-		"classes in wds":      reframe(uvarints("r", "webdataset", 1, "c", 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 1, "m", 0, 0), 0),
-		"layout":              reframe(uvarints("r", "tarball", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 1, "m", 0, 0), 0),
+		"sample past object":  reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 5, 6, 1, "m", 0, 0, 0), 0),
+		"object out of range": reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 1, 0, 10, 1, "m", 0, 0, 0), 0),
+		"label over classes":  reframe(uvarints("r", "imagefolder", 1, "c", 1, "a", 10, "", 0, 1, 0, 0, 10, 2, "", 0, 0, 0), 0),
+		"label over limit":    reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, maxClasses+1, "m", 0, 0, 0), 0),
+		"classes in wds":      reframe(uvarints("r", "webdataset", 1, "c", 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 1, "m", 0, 0, 0), 0),
+		"layout":              reframe(uvarints("r", "tarball", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 1, "m", 0, 0, 0), 0),
 		"objects out of order": reframe(uvarints("r", "webdataset", 0, 2, "a.tar", 10, "", 0, "b.tar", 10, "", 0,
-			2, 1, 0, 10, 1, "m", 0, 0, 10, 1, "m", 0, 0, 0), 0),
-		"no label in a folder": reframe(uvarints("r", "imagefolder", 1, "c", 1, "c/a", 10, "", 0, 1, 0, 0, 10, 0, "", 0, 0), 0),
-		"labels of some":       reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 2, 0, 0, 4, 1, "m.jpg", 0, 4, 4, 0, "n.jpg", 0, 0, 0), 0),
+			2, 1, 0, 10, 1, "m", 0, 0, 10, 1, "m", 0, 0, 0, 0), 0),
+		"no label in a folder": reframe(uvarints("r", "imagefolder", 1, "c", 1, "c/a", 10, "", 0, 1, 0, 0, 10, 0, "", 0, 0, 0), 0),
+		"labels of some":       reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 2, 0, 0, 4, 1, "m.jpg", 0, 4, 4, 0, "n.jpg", 0, 0, 0, 0), 0),
 		"field past object": reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 4, 0, "m.jpg",
-			1, "txt", 2, 0, zigzagOf(4), 7), 0),
+			0, 1, "txt", 2, 0, zigzagOf(4), 7), 0),
 		"field of no extension": reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 4, 0, "m.jpg",
-			0, 2, 0, zigzagOf(4), 2), 0),
+			0, 0, 2, 0, zigzagOf(4), 2), 0),
 		"extension named twice": reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 4, 0, "m.jpg",
-			2, "txt", "txt", 0), 0),
-		"body left over": reframe(append(okBody, 7), 0),
+			0, 2, "txt", "txt", 0), 0),
+		"body left over":  reframe(append(okBody, 7), 0),
+		"hashes, too few": reframe(append(append(bytes.Clone(v1Body), 2), make([]byte, 64)...), 0),
+		"hashes cut":      reframe(append(append(bytes.Clone(v1Body), 1), make([]byte, 31)...), 0),
 	}
 	cases["valid"] = reframe(okBody, 0)
+	cases["valid, version 1"] = reframeV(1, v1Body, 0)
+	cases["valid, version 2"] = reframeV(2, v2Body, 0)
+	cases["valid, a hash"] = reframeV(2, append(append(bytes.Clone(v1Body), 1), bytes.Repeat([]byte{9}, 32)...), 0)
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) {
 			// A reframe'd body declares its real length.
@@ -149,7 +160,7 @@ func TestManifestCorrupt(t *testing.T) {
 				b = fixUlen(t, b)
 			}
 			m, err := DecodeManifest(bytes.NewReader(b), 0)
-			if name == "valid" {
+			if strings.HasPrefix(name, "valid") {
 				if err != nil {
 					t.Fatalf("the control case fails: %v", err)
 				}
@@ -194,7 +205,7 @@ func TestManifestSizeLimit(t *testing.T) {
 // a dataset.
 func FuzzManifest(f *testing.F) {
 	f.Add(encodeManifest(f, smallManifest()))
-	f.Add(reframe(uvarints("r", "imagefolder", 1, "c", 1, "c/a.jpg", 10, "", 0, 1, 0, 0, 10, 1, "", 0, 0), 43))
+	f.Add(reframe(uvarints("r", "imagefolder", 1, "c", 1, "c/a.jpg", 10, "", 0, 1, 0, 0, 10, 1, "", 0, 0, 0), 44))
 	f.Add(encodeManifest(f, fieldsManifest()))
 	f.Add([]byte(manifestMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {

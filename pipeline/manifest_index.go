@@ -3,7 +3,9 @@ package pipeline
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -106,7 +108,7 @@ func IndexStore(ctx context.Context, st source.Store, o IndexOptions) (*Manifest
 				return nil, err
 			}
 			defer rc.Close()
-			return scanShard(&streamReader{r: bufio.NewReaderSize(rc, 1<<20)}, si, obj.Key)
+			return scanShard(&streamReader{r: bufio.NewReaderSize(rc, 1<<20)}, si, obj.Key, needsHash(st, obj))
 		}); err != nil {
 			return nil, err
 		}
@@ -121,6 +123,9 @@ func IndexStore(ctx context.Context, st source.Store, o IndexOptions) (*Manifest
 		}
 		if len(empty) > 0 {
 			return nil, errEmptyClasses(st.String(), empty)
+		}
+		if err := hashObjects(ctx, st, m, o); err != nil {
+			return nil, err
 		}
 	}
 	if err := m.check(); err != nil {
@@ -256,7 +261,7 @@ func scanShards(ctx context.Context, m *Manifest, shards []source.Object, o Inde
 	}
 	// The samples as the local WebDataset takes them (labelled or not).
 	_, err := wdsSamples(results, names, m.Root, func(s *wdsScanned) error {
-		ms := ManifestSample{Object: objs[s.shard], Off: s.offset, Size: s.size, Label: s.label, Member: s.name, NoImage: s.noImage}
+		ms := ManifestSample{Object: objs[s.shard], Off: s.offset, Size: s.size, Label: s.label, Member: s.name, NoImage: s.noImage, Hash: s.hash}
 		for _, f := range s.members {
 			ms.Fields = append(ms.Fields, ManifestField{Ext: f.ext, Off: f.off, Size: f.size})
 		}
@@ -264,6 +269,67 @@ func scanShards(ctx context.Context, m *Manifest, shards []source.Object, o Inde
 		return nil
 	})
 	return err
+}
+
+// needsHash says whether obj, in st, has no version to be read by: an
+// object in a store that gives none (versitygw serving files it did not
+// write). Its samples are hashed when indexed, and read against the
+// hashes. A local directory's files are read by size and modification
+// time, as ever.
+func needsHash(st source.Store, obj source.Object) bool {
+	return obj.Version == "" && source.IsRemote(st.String())
+}
+
+// hashObjects reads and hashes the objects of m, an ImageFolder listed
+// from st, that have no version (needsHash), o.Concurrency at a time.
+func hashObjects(ctx context.Context, st source.Store, m *Manifest, o IndexOptions) error {
+	var todo []int
+	for i := range m.Len() {
+		if needsHash(st, m.Object(m.Sample(i).Object)) {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	hashes := make([][]byte, m.Len())
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(o.concurrency(), len(todo)) {
+		wg.Go(func() {
+			for {
+				j := int(next.Add(1) - 1)
+				if j >= len(todo) || ctx.Err() != nil {
+					return
+				}
+				i := todo[j]
+				obj := m.Object(m.Sample(i).Object)
+				rc, err := st.NewReader(ctx, obj, 0)
+				if err == nil {
+					h := sha256.New()
+					_, err = io.Copy(h, io.LimitReader(rc, obj.Size))
+					rc.Close()
+					hashes[i] = h.Sum(nil)
+				}
+				if err != nil {
+					cancel(fmt.Errorf("%s has no version in the store's listing, so it is hashed to be read by: %w", obj.Key, err))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	flat := make([]byte, sha256.Size*m.Len())
+	for i, h := range hashes {
+		copy(flat[i*sha256.Size:], h)
+	}
+	m.samples.hashes = flat
+	return nil
 }
 
 // IndexDir indexes the local dataset directory dir as Open would open it

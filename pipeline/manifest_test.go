@@ -254,7 +254,8 @@ type recordRanges struct {
 func (r *recordRanges) Prefetch(rs []source.Range) { r.hints = append(r.hints, slices.Clone(rs)) }
 
 // TestPrefetch: a dataset's Prefetch(indices) hands its Ranges the
-// samples' byte ranges (a member's inside its shard, the indexed object),
+// samples' byte ranges (a member's inside its shard with the tar header
+// before it, which a read checks; the indexed object),
 // in the order given, leaving out indices out of range and samples over
 // the size cap; reads go through the same Ranges.
 func TestPrefetch(t *testing.T) {
@@ -280,7 +281,7 @@ func TestPrefetch(t *testing.T) {
 	}
 	for j, i := range []int{4, 0, 2} {
 		r, s := rec.hints[0][j], m.Sample(i)
-		if r.Obj != m.Object(s.Object) || r.Off != s.Off || r.Len != s.Size {
+		if r.Obj != m.Object(s.Object) || r.Off != s.Off-tarBlock || r.Len != s.Size+tarBlock {
 			t.Errorf("hint %d: %+v, want sample %d's %+v in %+v", j, r, i, s, m.Object(s.Object))
 		}
 		data, err := ds.Read(i, nil)
@@ -290,7 +291,7 @@ func TestPrefetch(t *testing.T) {
 	}
 	ds.(interface{ SetMaxFileSize(int64) }).SetMaxFileSize(100)
 	p.Prefetch([]int64{0, 2}) // 0 is over 100 bytes, 2 is 100
-	if len(rec.hints) != 2 || len(rec.hints[1]) != 1 || rec.hints[1][0].Len != 100 {
+	if len(rec.hints) != 2 || len(rec.hints[1]) != 1 || rec.hints[1][0].Len != 100+tarBlock {
 		t.Errorf("with a cap of 100 bytes: hints %+v", rec.hints[1:])
 	}
 }
@@ -323,7 +324,7 @@ func TestPrefetchShards(t *testing.T) {
 			t.Fatalf("hinted %d ranges %+v, want samples %v", len(last), last, want)
 		}
 		for j, i := range want {
-			if s := m.Sample(i); last[j].Off != s.Off || last[j].Len != s.Size || last[j].Obj != m.Object(s.Object) {
+			if s := m.Sample(i); last[j].Off != s.Off-tarBlock || last[j].Len != s.Size+tarBlock || last[j].Obj != m.Object(s.Object) {
 				t.Errorf("range %d: %+v, want sample %d", j, last[j], i)
 			}
 		}

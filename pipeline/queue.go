@@ -346,14 +346,15 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 	}
 	// Before the samples are queued: their bytes are on their way while
 	// the batches queued ahead of this one are made.
-	if fp, ok := ds.(FieldPrefetcher); ok && b.FieldSet != nil {
-		fp.PrefetchFields(indices, b.FieldSet)
+	fs, _ := b.FieldSet.(*FieldSet)
+	if fp, ok := ds.(FieldPrefetcher); ok && fs.Len() > 0 {
+		fp.PrefetchFields(indices, fs)
 	} else if p, ok := ds.(Prefetcher); ok {
 		p.Prefetch(indices)
 	}
 	size := t.SampleBytes()
 	n := len(indices)
-	b.reset(n, size, place != nil)
+	resetBatch(b, n, size, place != nil)
 	for i, idx := range indices {
 		b.Indices[i], b.Labels[i] = idx, ds.Label(int(idx))
 	}
@@ -365,8 +366,8 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 		r.traces = b.Traces
 	}
 	r.fset, r.fields = nil, nil
-	if b.FieldSet.Len() > 0 {
-		r.fset, r.fields = b.FieldSet, b.Fields
+	if fs.Len() > 0 {
+		r.fset, r.fields = fs, b.Fields
 	}
 	e := q.e
 	e.mu.Lock()
@@ -565,7 +566,7 @@ func (e *Executor) rebase(c int) {
 // and a closed queue's Close when it was its last running. e.mu is held.
 func (e *Executor) finished(r *fillReq, st *StageTimes) {
 	q := r.q
-	r.times.add(st.Queue, st.Read, st.Decode, st.Transform)
+	r.times.Add(*st)
 	r.running--
 	q.running--
 	q.made.Add(1)

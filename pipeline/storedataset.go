@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sort"
@@ -70,6 +72,9 @@ func NewStoreDataset(st source.Store, m *Manifest, rd source.Ranges) (Dataset, e
 	if m.Len() == 0 {
 		return nil, fmt.Errorf("%w: the manifest of %s lists no samples", ErrUnsupported, st)
 	}
+	if err := checkVersions(st, m); err != nil {
+		return nil, err
+	}
 	d := &StoreDataset{m: m, st: st, rd: rd, fp: m.Fingerprint(), maxSize: DefaultMaxFileSize,
 		stale: "the dataset changed since it was listed; restart to list it again, or run `stoker index " + st.String() + "` and start with its manifest"}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
@@ -85,6 +90,30 @@ func NewStoreDataset(st source.Store, m *Manifest, rd source.Ranges) (Dataset, e
 		}
 	}
 	return s, nil
+}
+
+// checkVersions refuses a manifest of a remote store with samples that
+// could be read unchecked: of an object without a version, and without a
+// content hash of their own (IndexStore hashes what a store lists without
+// one).
+func checkVersions(st source.Store, m *Manifest) error {
+	if !source.IsRemote(st.String()) {
+		return nil
+	}
+	n, first := 0, -1
+	for i := range m.Len() {
+		if m.Object(int(m.samples.obj[i])).Version == "" && m.hash(i) == nil {
+			if n++; first < 0 {
+				first = i
+			}
+		}
+	}
+	if n > 0 {
+		return fmt.Errorf("%w: %d samples of %s, the first %s, are of objects without a version (ETag or generation) and have no content hash: "+
+			"nothing would tell other bytes from theirs (run `stoker index %s` again: it hashes what the store gives no version for)",
+			ErrManifest, n, st, clipName(m.name(first), 256), st)
+	}
+	return nil
 }
 
 var (
@@ -136,21 +165,36 @@ func (d *StoreDataset) Close() error {
 	return d.st.Close()
 }
 
-// rangeOf is sample i's bytes.
+// rangeOf is what is read of sample i: its bytes, and in a shard the
+// tar header before them too (tarBlock bytes), which Read holds to the
+// manifest's member name and size.
 func (d *StoreDataset) rangeOf(i int) source.Range {
 	t := &d.m.samples
-	return source.Range{Obj: d.m.Object(int(t.obj[i])), Off: t.off[i], Len: t.size[i]}
+	return d.memberRange(i, t.off[i], t.size[i])
+}
+
+// memberRange is what is read of bytes [off, off+size) of sample i's
+// object: in a shard, with the tar header before them.
+func (d *StoreDataset) memberRange(i int, off, size int64) source.Range {
+	r := source.Range{Obj: d.m.Object(int(d.m.samples.obj[i])), Off: off, Len: size}
+	if d.m.Layout == LayoutWebDataset && r.Off >= tarBlock {
+		r.Off -= tarBlock
+		r.Len += tarBlock
+	}
+	return r
 }
 
 // Read implements Dataset. A sample over the size cap is refused before it
 // is read; an object that is not the one indexed is an error wrapping
 // ErrCorrupt and source.ErrChanged; a store that did not answer within
-// its retry policy, one wrapping source.ErrUnavailable.
+// its retry policy, one wrapping source.ErrUnavailable. A key without an
+// image (an unlabelled WebDataset's) fails, naming what it has.
 func (d *StoreDataset) Read(i int, buf []byte) ([]byte, error) {
 	if i < 0 || i >= d.m.Len() {
 		return nil, fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, i, d.m.Len())
 	}
-	if d.m.samples.noImage[int32(i)] {
+	t := &d.m.samples
+	if t.noImage[int32(i)] {
 		var exts []string
 		for k := range d.m.fields.entries(i) {
 			e, _, _ := d.m.fields.entry(i, k)
@@ -158,14 +202,21 @@ func (d *StoreDataset) Read(i int, buf []byte) ([]byte, error) {
 		}
 		return nil, errNoImage(d.Name(i), exts)
 	}
-	return d.readRange(i, d.rangeOf(i), buf)
+	data, err := d.readMember(i, cut(&t.mems, t.memEnd, i), t.off[i], t.size[i], buf)
+	if err != nil {
+		return nil, err
+	}
+	return data, d.checkHash(i, data)
 }
 
-// readRange reads r, sample i's image or one of its fields, checked.
-func (d *StoreDataset) readRange(i int, r source.Range, buf []byte) ([]byte, error) {
-	if r.Len > d.maxSize {
-		return nil, fmt.Errorf("%w: %s is %d bytes, over the %d-byte file cap", ErrTooLarge, d.Name(i), r.Len, d.maxSize)
+// readMember reads bytes [off, off+size) of sample i's object, member
+// (its name in a shard; "" for an ImageFolder's whole object): a shard's
+// member with the tar header before it, which must name it and its size.
+func (d *StoreDataset) readMember(i int, member string, off, size int64, buf []byte) ([]byte, error) {
+	if size > d.maxSize {
+		return nil, fmt.Errorf("%w: %s is %d bytes, over the %d-byte file cap", ErrTooLarge, d.Name(i), size, d.maxSize)
 	}
+	r := d.memberRange(i, off, size)
 	data, err := d.rd.Read(d.ctx, r, buf)
 	if err != nil {
 		if errors.Is(err, source.ErrChanged) {
@@ -176,7 +227,34 @@ func (d *StoreDataset) readRange(i int, r source.Range, buf []byte) ([]byte, err
 	if int64(len(data)) != r.Len {
 		return nil, fmt.Errorf("%w: %s: read %d bytes of %d", ErrCorrupt, d.Name(i), len(data), r.Len)
 	}
-	return data, nil
+	if d.m.Layout != LayoutWebDataset {
+		return data, nil
+	}
+	if r.Len == size {
+		return nil, fmt.Errorf("%w: %w: %s starts at byte %d of its shard, where no member's data can", ErrCorrupt, ErrManifest, clipName(member, 1024), r.Off)
+	}
+	if err := checkTarHeader(data[:tarBlock], member, size); err != nil {
+		return nil, fmt.Errorf("%w: %w: %s: the manifest gives it bytes [%d, +%d) of the shard, but %v: %s",
+			ErrCorrupt, ErrManifest, clipName(d.m.key(int(d.m.samples.obj[i]))+"/"+member, 1024), r.Off+tarBlock, size, err, d.stale)
+	}
+	// The member's bytes where its caller wants them: at the buffer's
+	// start (a copy of the sample, under a decode's cost).
+	n := copy(data, data[tarBlock:])
+	return data[:n], nil
+}
+
+// checkHash checks sample i's bytes against its content hash, where it
+// has one (its object has no version).
+func (d *StoreDataset) checkHash(i int, data []byte) error {
+	want := d.m.hash(i)
+	if want == nil {
+		return nil
+	}
+	if got := sha256.Sum256(data); !bytes.Equal(got[:], want) {
+		return fmt.Errorf("%w: %w: %s: its bytes are not those indexed (their SHA-256 differs; the store gives it no version to ask for): %s",
+			ErrCorrupt, source.ErrChanged, clipName(d.Name(i), 1024), d.stale)
+	}
+	return nil
 }
 
 // Prefetch implements Prefetcher: the samples at indices will be read
@@ -206,15 +284,20 @@ func (d *StoreDataset) PrefetchFields(indices []int64, fs *FieldSet) {
 // appendRanges appends the ranges of sample i (its image, and its fields
 // of fs) that are within the size cap.
 func (d *StoreDataset) appendRanges(rs []source.Range, i int, fs *FieldSet) []source.Range {
-	if r := d.rangeOf(i); r.Len <= d.maxSize && !d.m.samples.noImage[int32(i)] {
-		rs = append(rs, r)
+	if d.m.samples.size[i] <= d.maxSize && !d.m.samples.noImage[int32(i)] {
+		rs = append(rs, d.rangeOf(i))
 	}
 	if fs == nil || d.m.Layout != LayoutWebDataset {
 		return rs
 	}
+	t := &d.m.samples
 	for _, id := range fs.ids {
-		if r, ok := d.fieldRange(i, id); ok && r.Len <= min(d.maxSize, fs.max) && r.Off != d.m.samples.off[i] {
-			rs = append(rs, r)
+		if id < 0 && id > fieldIDImage {
+			continue // not a member: nothing to read
+		}
+		off, size, ok := d.m.wfields.where(i, id, cut(&t.mems, t.memEnd, i), t.off[i], t.size[i])
+		if ok && size <= min(d.maxSize, fs.max) && off != t.off[i] {
+			rs = append(rs, d.memberRange(i, off, size))
 		}
 	}
 	return rs
@@ -332,24 +415,23 @@ func (d *StoreDataset) ReadField(i, id int, buf []byte) ([]byte, error) {
 	if b, ok := d.m.wfields.inline(id, member, int64(t.label[i]), buf); ok {
 		return b, nil
 	}
-	r, ok := d.fieldRange(i, id)
+	if id < 0 && id > fieldIDImage {
+		return nil, fmt.Errorf("%w: sample %s has no such field", ErrUnsupported, d.Name(i))
+	}
+	off, size, ok := d.m.wfields.where(i, id, member, t.off[i], t.size[i])
 	if !ok {
 		return nil, fmt.Errorf("%w: sample %s has no such field", ErrUnsupported, d.Name(i))
 	}
-	return d.readRange(i, r, buf)
-}
-
-// fieldRange is the byte range of a WebDataset sample's member field.
-func (d *StoreDataset) fieldRange(i, id int) (source.Range, bool) {
-	t := &d.m.samples
-	if id < 0 && id > fieldIDImage {
-		return source.Range{}, false // not a member
+	name := member
+	if off != t.off[i] {
+		// Another member of the key: its header names it so.
+		key, _, _ := keyOfMember(member)
+		if t.noImage[int32(i)] {
+			key = member
+		}
+		name = key + "." + d.m.wfields.extOf(id)
 	}
-	off, size, ok := d.m.wfields.where(i, id, cut(&t.mems, t.memEnd, i), t.off[i], t.size[i])
-	if !ok {
-		return source.Range{}, false
-	}
-	return source.Range{Obj: d.m.Object(int(t.obj[i])), Off: off, Len: size}, true
+	return d.readMember(i, name, off, size, buf)
 }
 
 // shardOf is the shard sample i is in.

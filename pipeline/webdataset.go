@@ -3,6 +3,7 @@ package pipeline
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"io/fs"
@@ -52,6 +53,7 @@ type wdsSample struct {
 	offset  int64
 	size    int64
 	name    string
+	hash    []byte // SHA-256 of its bytes, where the scan hashed them
 }
 
 // wdsScanned is a key of a shard as scanShard found it: its image (if
@@ -306,7 +308,7 @@ type shardReader interface {
 }
 
 func indexShard(f *os.File, si int32, shard string) ([]wdsScanned, error) {
-	return scanShard(&posReader{f: f}, si, shard)
+	return scanShard(&posReader{f: f}, si, shard, false)
 }
 
 // imageExt says whether a member's extension (lowercased) is an image's.
@@ -323,7 +325,9 @@ func imageExt(ext string) bool {
 // object storage, so both take the same members as samples, with the
 // same labels, fields and errors. A key's image is its last member with
 // an image's extension; its other members but its .cls are its fields.
-func scanShard(pr shardReader, si int32, shard string) ([]wdsScanned, error) {
+// With hash, each image's bytes are hashed as they go by (a shard in a
+// store that gives it no version: the hashes stand for one).
+func scanShard(pr shardReader, si int32, shard string, hash bool) ([]wdsScanned, error) {
 	byKey := map[string]int{}
 	var out []wdsScanned
 	tr := tar.NewReader(pr)
@@ -364,7 +368,14 @@ func scanShard(pr shardReader, si int32, shard string) ([]wdsScanned, error) {
 				_, e, _ := keyOfMember(p.name)
 				p.members = append(p.members, wdsMember{ext: e, off: p.offset, size: p.size})
 			}
-			p.noImage, p.offset, p.size, p.name = false, pr.offset(), hd.Size, hd.Name
+			p.noImage, p.offset, p.size, p.name, p.hash = false, pr.offset(), hd.Size, hd.Name, nil
+			if hash {
+				h := sha256.New()
+				if _, err := io.Copy(h, tr); err != nil {
+					return nil, fmt.Errorf("%w: shard %s: %s: %v", ErrCorrupt, shard, hd.Name, err)
+				}
+				p.hash = h.Sum(nil)
+			}
 		case lower == "cls":
 			// A label that is not one is the dataset's fault, not an
 			// image's: ErrUnsupported, saying what a label must be.

@@ -235,13 +235,20 @@ type Config struct {
 	coefCache int64
 	// CacheDir keeps the byte cache of datasets in object storage on disk
 	// too: each range read from a store is written once (atomically, with
-	// a checksum checked at every read) and kept across restarts (keyed by
-	// the object's version). Empty: memory only. The memory tier and the
+	// a MAC under CacheKeyFile's key proven at every read) and kept across
+	// restarts (keyed by the object's version). Empty: memory only. The memory tier and the
 	// read-ahead take 1/8 and 1/16 of MemoryBudget on a server with a
 	// remote dataset.
 	CacheDir string
 	// CacheBudget bounds CacheDir's bytes; needed with CacheDir.
 	CacheBudget int64
+	// CacheKeyFile holds the key CacheDir's entries are proven with
+	// (source.LoadCacheKey: made on first use, 0600, never inside
+	// CacheDir). Empty: source.DefaultCacheKeyFile (the user's
+	// configuration directory), or, where that cannot be written, a key of
+	// this process alone (logged: an earlier run's entries are then read
+	// from the store again).
+	CacheKeyFile string
 	// StoreTimeout is the deadline of each try of a request to an object
 	// store, to its last byte, and StoreAttempts the most tries of one
 	// request (source.Policy's RequestTimeout and Attempts); 0: the
@@ -384,6 +391,9 @@ func (c Config) Validate() error {
 	if c.CacheBudget < 0 || c.CacheDir != "" && c.CacheBudget == 0 || c.CacheDir == "" && c.CacheBudget > 0 {
 		errs = append(errs, fmt.Errorf("cache dir %q, cache budget %d: give --cache-dir with --cache-budget, the bytes of disk it may fill, > 0", c.CacheDir, c.CacheBudget))
 	}
+	if c.CacheKeyFile != "" && c.CacheDir == "" {
+		errs = append(errs, errors.New("--cache-key-file is the key of --cache-dir's entries: give it with --cache-dir"))
+	}
 	if c.StoreTimeout < 0 || c.StoreAttempts < 0 {
 		errs = append(errs, fmt.Errorf("--store-timeout %v, --store-attempts %d: want > 0", c.StoreTimeout, c.StoreAttempts))
 	}
@@ -499,6 +509,31 @@ const MinDefaultCoefBudget = 64 << 20
 // --memory-budget (bench pipeline's default, to measure what serve does).
 func DefaultCoefBudget(workers int) int64 {
 	return coefCacheBytes(0, defaultMemoryBudget(), workers)
+}
+
+// MinMemoryBudget is the smallest memory budget `stoker serve` takes (384
+// MiB). The budget divides what the server holds for its work (batch
+// buffers, caches, read-ahead); the process holds about 80 MiB besides
+// (its code, the runtime, gRPC and decoder state) and about a quarter of
+// the budget is in use at once, so that below about 300 MiB its RSS is
+// over the budget (238 MiB at 190, 264 at 256: two trainers of 224-pixel
+// crops of a bucket's 832-pixel photos), and at 384 under it (353-361).
+const MinMemoryBudget = 384 << 20
+
+// CheckMemoryFloor refuses a memory budget (0: the machine's default)
+// under MinMemoryBudget, naming both, for a server process whose RSS must
+// stay within its budget.
+func CheckMemoryFloor(budget int64) error {
+	what := "--memory-budget"
+	if budget == 0 {
+		budget, what = DefaultMemoryBudget(), "the default --memory-budget (half of this machine's or cgroup's memory)"
+	}
+	if budget < MinMemoryBudget {
+		return fmt.Errorf("%s %d (%d MiB) is under the floor of %d (%d MiB): the process holds about 80 MiB of its own beside what the budget "+
+			"divides, so under the floor its memory would pass the budget; give --memory-budget %d or more", what, budget, budget>>20,
+			MinMemoryBudget, MinMemoryBudget>>20, MinMemoryBudget)
+	}
+	return nil
 }
 
 // DefaultMemoryBudget is the --memory-budget a server on this machine has

@@ -31,6 +31,7 @@ var errorCodes = []struct {
 	{errSampleErrors, codes.DataLoss},
 	{source.ErrDenied, codes.PermissionDenied},
 	{source.ErrUnavailable, codes.Unavailable},
+	{source.ErrProtocol, codes.Unavailable},
 	{coord.ErrBatchFailed, codes.Unavailable},
 	{coord.ErrNoMakerReady, codes.Unavailable},
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/source"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 )
 
@@ -33,6 +34,8 @@ func TestToStatus(t *testing.T) {
 		{"batch failed", fmt.Errorf("%w: last: %w", coord.ErrBatchFailed, status.Error(codes.DataLoss, "x")), codes.Unavailable},
 		{"wrapped peer status", fmt.Errorf("peer a:1: %w", status.Error(codes.PermissionDenied, "no")), codes.PermissionDenied},
 		{"plain", errors.New("boom"), codes.Internal},
+		{"store unavailable", fmt.Errorf("s3://b: %w: gave up", source.ErrUnavailable), codes.Unavailable},
+		{"store lied", fmt.Errorf("s3://b: x: %w: no Content-Range", source.ErrProtocol), codes.Unavailable},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

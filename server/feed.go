@@ -299,11 +299,12 @@ func (f *feed) sendLoop(cancel context.CancelCauseFunc) error {
 
 func (f *feed) sendOne(o coord.Output) error {
 	switch {
-	case o.Info != nil:
-		f.errs.begin(o.Info)
-		return f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Job{Job: o.Info}})
+	case o.Start != nil:
+		info := f.j.info(o.Start.Epoch, o.Start.Plan)
+		f.errs.begin(info)
+		return f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Job{Job: info}})
 	case o.End != nil:
-		if err := f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_End{End: o.End}}); err != nil {
+		if err := f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_End{End: epochEnd(o.End)}}); err != nil {
 			return err
 		}
 		f.epochs.Add(1)

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -71,7 +72,7 @@ func (j *job) fieldBytes() int64 {
 // b's own bytes, not copied.
 func fieldValues(b *pipeline.Batch) []*stokerv1.FieldValues {
 	fs := b.FieldSet
-	nf := fs.Len()
+	nf := batch.FieldCount(fs)
 	if nf == 0 || len(b.Fields) != b.N*nf {
 		return nil
 	}

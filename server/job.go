@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -200,9 +201,7 @@ func (j *job) header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHead
 		Indices:   b.Indices,
 		DataBytes: uint64(len(b.Data)),
 	}
-	for _, e := range b.Errors {
-		h.Errors = append(h.Errors, &stokerv1.SampleError{Index: e.Index, Name: e.Name, Reason: e.Reason})
-	}
+	h.Errors = headerErrors(b.Errors)
 	if j.spec.GetTrace() {
 		h.Traces = make([]string, len(b.Traces))
 		for i, t := range b.Traces {
@@ -211,6 +210,36 @@ func (j *job) header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHead
 	}
 	h.Fields = fieldValues(b)
 	return h
+}
+
+// maxHeaderErrorText bounds the names and reasons of one batch header's
+// sample errors together: each is at most pipeline.MaxSampleErrorText,
+// and a batch of 65,536 samples may fail whole, which would be 128 MiB of
+// text (a trainer's gRPC refuses a message over 8 MiB: the issue's
+// "ResourceExhausted (31457650 vs. 8388608)").
+const maxHeaderErrorText = 256 << 10
+
+// headerErrors are errs as a batch header carries them: every index, and
+// names and reasons while they fit maxHeaderErrorText; the first error
+// past it says so, the rest have indices only (the server's log and
+// stoker_sample_errors_total have them all).
+func headerErrors(errs []pipeline.SampleError) []*stokerv1.SampleError {
+	out := make([]*stokerv1.SampleError, 0, len(errs))
+	text := 0
+	for i, e := range errs {
+		se := &stokerv1.SampleError{Index: e.Index}
+		switch n := len(e.Name) + len(e.Reason); {
+		case text+n <= maxHeaderErrorText:
+			se.Name, se.Reason = e.Name, e.Reason
+			text += n
+		case text <= maxHeaderErrorText:
+			se.Reason = fmt.Sprintf("this and %d more of the batch's failed samples come without name or reason: "+
+				"their text passed %d KiB (the server's log names each file)", len(errs)-i-1, maxHeaderErrorText>>10)
+			text = maxHeaderErrorText + 1
+		}
+		out = append(out, se)
+	}
+	return out
 }
 
 // truncate shortens a client-supplied string for messages and logs.

@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -9,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -67,5 +71,53 @@ func TestCapStatus(t *testing.T) {
 	}
 	if capStatus(nil) != nil {
 		t.Error("capStatus(nil) is not nil")
+	}
+}
+
+// TestSampleErrorsBounded: a batch of 1,500 failed samples whose names
+// are 4 KB each (deep folders: a manifest's or a bucket's keys may be
+// longer) reaches a trainer whose gRPC takes 4 MiB at most; before, the
+// header carried every name and reason whole (12 MB: the issue's
+// "ResourceExhausted (31457650 vs. 8388608)"). Every failed index is
+// there; names and reasons while they fit.
+func TestSampleErrorsBounded(t *testing.T) {
+	root := makeDataset(t, []string{"a"}, 1, false)
+	deep := filepath.Join(root, "a")
+	for range 15 {
+		deep = filepath.Join(deep, strings.Repeat("d", 250))
+	}
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const bad = 1500
+	for i := range bad {
+		if err := os.WriteFile(filepath.Join(deep, fmt.Sprintf("%0200d.jpg", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := startServer(t, Config{Datasets: map[string]string{"deep": root}})
+	open := smallJob("deep", 2048)
+	open.Job.Shuffle = false
+	open.Job.MaxSampleErrors = &pb.SampleErrorLimit{Count: bad}
+	ep := e.collect(t, open)
+	if len(ep.batches) != 1 {
+		t.Fatalf("%d batches, want 1", len(ep.batches))
+	}
+	h := ep.batches[0].hdr
+	if len(h.Errors) != bad {
+		t.Fatalf("%d errors, want %d", len(h.Errors), bad)
+	}
+	text := 0
+	for _, se := range h.Errors {
+		text += len(se.Name) + len(se.Reason)
+		if len(se.Name) > pipeline.MaxSampleErrorText+len("…") || len(se.Reason) > 1024 {
+			t.Fatalf("an error of %d + %d bytes", len(se.Name), len(se.Reason))
+		}
+	}
+	if h.Errors[0].Name == "" || !strings.HasSuffix(h.Errors[0].Name, "…") || text > maxHeaderErrorText+1024 {
+		t.Errorf("first name %.60q…, %d bytes of text in the header", h.Errors[0].Name, text)
+	}
+	if last := h.Errors[bad-1]; last.Index < 0 || last.Name != "" {
+		t.Errorf("last error %+v: want its index, without text", last)
 	}
 }

@@ -56,7 +56,14 @@ func newRemoteReads(cfg Config, log *slog.Logger) (*remoteReads, error) {
 	}
 	opts := []source.CacheOption{source.WithMemory(mem)}
 	if cfg.CacheDir != "" {
+		key, err := cacheKey(cfg, log)
+		if err != nil {
+			return nil, err
+		}
 		opts = append(opts, source.WithDisk(cfg.CacheDir, cfg.CacheBudget))
+		if key != nil {
+			opts = append(opts, source.WithDiskKey(key))
+		}
 	}
 	c, err := source.NewCache(opts...)
 	if err != nil {
@@ -66,6 +73,30 @@ func newRemoteReads(cfg Config, log *slog.Logger) (*remoteReads, error) {
 	log.Info("byte cache", "memory", mem, "read_ahead", ahead, "cache_dir", cfg.CacheDir,
 		"disk_budget", cfg.CacheBudget, "disk_bytes", st.DiskBytes, "disk_ranges", st.DiskRanges)
 	return &remoteReads{cache: c, budget: source.NewBudget(ahead)}, nil
+}
+
+// cacheKey is the key --cache-dir's entries are proven with: the
+// --cache-key-file's (an error when it cannot be read or made), else the
+// default file's, else nil (a key of this process alone), said in the
+// log: entries of an earlier run are then read from the store again.
+func cacheKey(cfg Config, log *slog.Logger) ([]byte, error) {
+	if cfg.CacheKeyFile != "" {
+		key, err := source.LoadCacheKey(cfg.CacheKeyFile, cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("--cache-key-file: %w", err)
+		}
+		return key, nil
+	}
+	file, err := source.DefaultCacheKeyFile()
+	if err == nil {
+		var key []byte
+		if key, err = source.LoadCacheKey(file, cfg.CacheDir); err == nil {
+			return key, nil
+		}
+	}
+	log.Warn("no key file for --cache-dir's entries: a key of this process proves them, so an earlier run's are read from the store again "+
+		"(give --cache-key-file, a file outside --cache-dir that only this user can read)", "err", err)
+	return nil, nil
 }
 
 // ranges is what a dataset opened on st reads its samples through
@@ -132,7 +163,8 @@ func (r *remoteReads) stats() (source.CacheStats, source.FetchStats) {
 type remoteCollector struct {
 	r                                    *remoteReads
 	hits, misses, bytes, ranges, refused *prometheus.Desc
-	evictions, aheadBytes, aheadReads    *prometheus.Desc
+	evictions, forged                    *prometheus.Desc
+	aheadBytes, aheadReads               *prometheus.Desc
 	aheadRequests, aheadDropped          *prometheus.Desc
 }
 
@@ -146,7 +178,8 @@ func newRemoteCollector(r *remoteReads) *remoteCollector {
 		bytes:         d("stoker_byte_cache_bytes", "Bytes the byte cache holds, by tier (memory: within --memory-budget; disk: within --cache-budget).", "tier"),
 		ranges:        d("stoker_byte_cache_ranges", "Sample ranges the byte cache holds, by tier.", "tier"),
 		refused:       d("stoker_byte_cache_refused_total", "Ranges read from a store and not admitted to a tier: it was full (admitted while there is room, then kept).", "tier"),
-		evictions:     d("stoker_byte_cache_evictions_total", "Disk-tier entries removed: found damaged when read, or over --cache-budget at start."),
+		evictions:     d("stoker_byte_cache_evictions_total", "Disk-tier entries removed: found damaged (or written under another key) when read, or over --cache-budget at start."),
+		forged:        d("stoker_byte_cache_forged_total", "Disk-tier entries whose MAC under the cache key was wrong when read (changed on disk since written: damaged, or forged by someone who can write --cache-dir): removed, their ranges read from the store again."),
 		aheadBytes:    d("stoker_read_ahead_bytes", "Bytes read ahead (or being read) for remote datasets and not yet consumed."),
 		aheadReads:    d("stoker_read_ahead_reads_total", "Reads of remote datasets' samples not answered by the byte cache, by outcome: ready (read ahead), waited (its read-ahead was in flight), missed (none: read from the store then).", "outcome"),
 		aheadRequests: d("stoker_read_ahead_requests_total", "Read-ahead requests sent to stores (coalesced: one may carry many samples)."),
@@ -155,7 +188,7 @@ func newRemoteCollector(r *remoteReads) *remoteCollector {
 }
 
 func (c *remoteCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.hits, c.misses, c.bytes, c.ranges, c.refused, c.evictions,
+	for _, d := range []*prometheus.Desc{c.hits, c.misses, c.bytes, c.ranges, c.refused, c.evictions, c.forged,
 		c.aheadBytes, c.aheadReads, c.aheadRequests, c.aheadDropped} {
 		ch <- d
 	}
@@ -179,6 +212,7 @@ func (c *remoteCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.refused, cs.MemoryRefused, "memory")
 	counter(c.refused, cs.DiskRefused, "disk")
 	counter(c.evictions, cs.DiskEvictions)
+	counter(c.forged, cs.DiskForged)
 	gauge(c.aheadBytes, fs.Held)
 	counter(c.aheadReads, fs.Ready, "ready")
 	counter(c.aheadReads, fs.Waited, "waited")

@@ -51,7 +51,8 @@ func TestRemoteReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	cacheDir := filepath.Join(t.TempDir(), "cache")
-	cfg := Config{Datasets: map[string]string{"b": "s3://bucket/b"}, MemoryBudget: 1 << 30, CacheDir: cacheDir, CacheBudget: 1 << 20}
+	cfg := Config{Datasets: map[string]string{"b": "s3://bucket/b"}, MemoryBudget: 1 << 30, CacheDir: cacheDir, CacheBudget: 1 << 20,
+		CacheKeyFile: filepath.Join(t.TempDir(), "key")}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r, err := newRemoteReads(cfg, log)
 	if err != nil {

@@ -61,12 +61,12 @@ func TestServeCoefBudget(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, hangGuard)
 	defer cancel()
 	out, err := exec.CommandContext(cctx, stokerBinary(t), "serve", "--listen", "127.0.0.1:0", "--dataset", "ds="+data,
-		"--memory-budget", "100000000", "--coef-budget", "60000000").CombinedOutput()
+		"--memory-budget", "500000000", "--coef-budget", "300000000").CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() == 0 || cctx.Err() != nil {
 		t.Fatalf("--coef-budget over half of --memory-budget: %v, want a non-zero exit at start\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "coef budget 60000000 is more than half of the memory budget 100000000") {
+	if !strings.Contains(string(out), "coef budget 300000000 is more than half of the memory budget 500000000") {
 		t.Errorf("the refusal does not say why:\n%s", out)
 	}
 }

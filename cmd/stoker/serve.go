@@ -87,7 +87,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.IntVar(&cfg.MaxWorkStreamsPerClient, "max-work-streams-per-client", server.DefaultMaxWorkStreamsPerClient, "open Work streams allowed per client host")
 	fs.Int64Var(&cfg.MaxWorkMemoryPerClient, "max-work-memory-per-client", 0, "bytes the Work streams of one client host may make this server keep (their jobs, leases and buffers), refused past it with RESOURCE_EXHAUSTED; 0: a quarter of what --memory-budget gives batches")
 	fs.DurationVar(&cfg.WorkIdleTimeout, "work-idle-timeout", server.DefaultWorkIdleTimeout, "end a Work stream that sends nothing this long while no lease of it is pending (coordinators ping within a third of it)")
-	fs.Int64Var(&cfg.MemoryBudget, "memory-budget", 0, "memory the server may use (Go's soft limit); with a dataset in object storage, 1/8 of it is the byte cache's memory and 1/16 the read-ahead's; batch buffers get 3/4 of what those and the coefficient cache (--coef-budget: a quarter by default) leave; 0: half of the machine's (or cgroup's) memory")
+	fs.Int64Var(&cfg.MemoryBudget, "memory-budget", 0, "memory the server may use (Go's soft limit); with a dataset in object storage, 1/8 of it is the byte cache's memory and 1/16 the read-ahead's; batch buffers get 3/4 of what those and the coefficient cache (--coef-budget: a quarter by default) leave; 0: half of the machine's (or cgroup's) memory; at least 384 MiB (402653184): under it the process's own memory would pass the budget")
 	fs.DurationVar(&cfg.FirstMessageTimeout, "first-message-timeout", 10*time.Second, "how long a new stream may take to send its first message")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "end a Feed stream whose trainer neither reads nor grants credit this long while a batch waits")
 	fs.BoolVar(&cfg.Shm, "shm", true, "offer trainers on this machine their batches through a shared-memory ring (Linux; trainers elsewhere get gRPC chunks)")
@@ -97,8 +97,9 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.Int64Var(&cfg.MaxFileSize, "max-file-size", pipeline.DefaultMaxFileSize, "refuse larger files")
 	fs.Int64Var(&cfg.IndexBudget, "index-budget", 0, "memory for the decoder index (entropy-decoder checkpoints of each baseline JPEG decoded, so that later epochs decode only their crops), least recently used files dropped first; 0: 1/16 of --memory-budget; -1: no index")
 	fs.Int64Var(&cfg.CoefBudget, "coef-budget", 0, "memory for the coefficient cache (each baseline JPEG's DCT coefficients, kept once decoded, so that later epochs copy them instead of entropy-decoding them: about 2-3x the JPEG's bytes per file, for datasets that fit), taken out of --memory-budget; files admitted on their second decode while it has room, then kept; 0: a quarter of --memory-budget where this server decodes (--workers > 0) and that is at least 64 MiB, else none; -1: none")
-	fs.StringVar(&cfg.CacheDir, "cache-dir", "", "keep the byte cache of datasets in object storage on disk here too (ranges written once, checked when read, kept across restarts, keyed by each object's version), within --cache-budget; empty: memory only")
+	fs.StringVar(&cfg.CacheDir, "cache-dir", "", "keep the byte cache of datasets in object storage on disk here too (ranges written once, proven by their MAC when read (--cache-key-file), kept across restarts, keyed by each object's version), within --cache-budget; empty: memory only")
 	fs.Int64Var(&cfg.CacheBudget, "cache-budget", 0, "bytes of --cache-dir the byte cache may fill: ranges are admitted while it has room, then kept (needed with --cache-dir)")
+	fs.StringVar(&cfg.CacheKeyFile, "cache-key-file", "", "the key --cache-dir's entries are proven with (a MAC, AES-256-GMAC; made on first use, mode 0600); keep it outside --cache-dir, readable by this user only: whoever can write the directory but not read the key cannot make the server serve other bytes; empty: stoker/cache-key in the user's configuration directory, else a key of this process (an earlier run's entries then read again)")
 	fs.DurationVar(&cfg.StoreTimeout, "store-timeout", source.DefaultPolicy().RequestTimeout, "deadline of each try of a request to an object store, to its last byte: a stalled try fails at it and is retried (with backoff, up to --store-attempts); a store that holds every request fails a sample's read after at most attempts×timeout + backoff (3m3.1s by default: 6×30s + 3.1s), twice that when its read-ahead failed first; a lease (--lease-timeout) that runs out before then fails with its own deadline, not the store's answer")
 	fs.IntVar(&cfg.StoreAttempts, "store-attempts", source.DefaultPolicy().Attempts, "most tries of one request to an object store (>= 1; throttling, 5xx, resets, cut bodies and stalls are retried, within a retry budget shared by the store's requests)")
 	fs.StringVar(&cfg.IndexDir, "index-dir", "", "keep the decoder index in this directory: confirmed checkpoints saved on shutdown, loaded at start as evidence only (each is checked against its JPEG and compared as decodes pass it, never decoded from until confirmed: a file that lies costs no pixels, and a restart's first epoch decodes as a cold one); empty: not kept")
@@ -187,7 +188,7 @@ func runServe(args []string) error {
 		serveUsage(fs.Output(), fs, true)
 		return flag.ErrHelp
 	}
-	if err := errors.Join(cfg.Validate(), o.bench.validate()); err != nil {
+	if err := errors.Join(cfg.Validate(), server.CheckMemoryFloor(cfg.MemoryBudget), o.bench.validate()); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	cpu.SpareP(cfg.Workers)

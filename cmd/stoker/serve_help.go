@@ -22,7 +22,7 @@ var serveGroups = []struct {
 }{
 	{"Serving", []string{"listen", "workers", "metrics", "health-listen", "addr-file", "shm", "grace", "log-format",
 		"log-level", "pprof"}},
-	{"Datasets", []string{"dataset", "manifest", "cache-dir", "cache-budget", "store-timeout", "store-attempts"}},
+	{"Datasets", []string{"dataset", "manifest", "cache-dir", "cache-budget", "cache-key-file", "store-timeout", "store-attempts"}},
 	{"Peers (scale-out: a coordinator leasing batches to workers)", []string{"peers", "peer-refresh", "accept-work",
 		"window", "lease-timeout", "verify-fraction", "cache-affinity"}},
 	{"Security", []string{"tls-cert", "tls-key", "tls-client-ca", "auth-tokens", "peer-token-file", "peer-ca",
@@ -42,7 +42,7 @@ var benchGroup = []string{"bench-replay", "bench-rate", "bench-gpu-idle-file"}
 // name ("string", "int") would say less.
 var argNames = map[string]string{
 	"listen": "ADDR", "metrics": "ADDR", "health-listen": "ADDR", "addr-file": "FILE", "log-format": "text|json",
-	"log-level": "LEVEL", "cache-dir": "DIR", "cache-budget": "BYTES", "peers": "ADDR,...|dns:///NAME:PORT",
+	"log-level": "LEVEL", "cache-dir": "DIR", "cache-budget": "BYTES", "cache-key-file": "FILE", "peers": "ADDR,...|dns:///NAME:PORT",
 	"tls-cert": "FILE", "tls-key": "FILE", "tls-client-ca": "FILE", "auth-tokens": "FILE", "peer-token-file": "FILE",
 	"peer-ca": "FILE", "peer-cert": "FILE", "peer-key": "FILE", "memory-budget": "BYTES", "max-batch-bytes": "BYTES",
 	"pixel-budget": "PIXELS", "max-file-size": "BYTES", "max-work-memory-per-client": "BYTES", "gpus": "all|none|0,1,...", "schedule": "stall|fifo",

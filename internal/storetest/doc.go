@@ -14,6 +14,11 @@
 // WebDataset tar shards, byte for byte the same on every run, so no
 // binary shards need be committed.
 //
+// StartLyingS3 is the odd one out: a small S3 of this process that lies as
+// told (oversized listings, entries without LastModified, ranges answered
+// whole, no ETags, ignored If-Match, redirects to another host), for the
+// tests of what a client believes of a store.
+//
 // Each server is a child process that dies with the test: it is killed
 // and waited for in t.Cleanup, and on Linux the kernel kills it should the
 // test binary die first (Pdeathsig).

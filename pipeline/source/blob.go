@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -18,6 +19,8 @@ import (
 // so that one policy (and one count) holds.
 type blobStore struct {
 	url    string // scheme://bucket/prefix, for messages
+	scheme string
+	prefix string // of every key in the bucket: "" or ending in "/"
 	prov   provider
 	bucket *blob.Bucket // prefixed: keys are relative to the prefix
 	r      *retrier
@@ -46,15 +49,17 @@ func openBlob(ctx context.Context, s string, o options) (*blobStore, error) {
 		b = blob.PrefixedBucket(b, prefix)
 	}
 	name := u.Scheme + "://" + u.Host
-	st := &blobStore{url: name + "/" + prefix, prov: prov, bucket: b, r: newRetrier(o.policy, o.metrics, name)}
+	st := &blobStore{url: name + "/" + prefix, scheme: u.Scheme, prefix: prefix, prov: prov, bucket: b, r: newRetrier(o.policy, o.metrics, name)}
 	// One listing request: a missing bucket or refused credentials fail
 	// here, at start, and not at the first sample.
 	err = st.r.do(ctx, "list", "listing", func(ctx context.Context) (int64, error) {
-		_, err := b.List(nil).Next(ctx)
-		if err == io.EOF {
-			return 0, nil
-		}
-		return 0, err
+		return 0, noPanic("a listing", func() error {
+			_, err := b.List(nil).Next(ctx)
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		})
 	})
 	if err != nil {
 		b.Close()
@@ -75,21 +80,35 @@ func (s *blobStore) String() string { return s.url }
 func (s *blobStore) Close() error { return s.bucket.Close() }
 
 // List lists page by page; each page is one request under the policy.
-// Keys with a component starting with a dot are left out.
+// Keys with a component starting with a dot are left out. What a page
+// says is checked before it is believed: its body within maxListBody (the
+// client's transport), every entry with a version, every key within the
+// store's limit (keys over it are counted and the listing fails at its
+// end, naming the count), and each page's token another than the last.
 func (s *blobStore) List(ctx context.Context, prefix string, fn func(Object) error) error {
 	token := blob.FirstPageToken
+	var long int
+	var firstLong string
 	for {
 		var page []*blob.ListObject
 		var next []byte
-		err := s.r.do(ctx, "list", "listing "+prefix, func(ctx context.Context) (int64, error) {
-			var err error
-			page, next, err = s.bucket.ListPage(ctx, token, 1000, &blob.ListOptions{Prefix: prefix})
-			return 0, err
+		err := s.r.do(ctx, "list", strings.TrimSpace("listing "+prefix), func(ctx context.Context) (int64, error) {
+			return 0, noPanic("a listing", func() error {
+				var err error
+				page, next, err = s.bucket.ListPage(ctx, token, 1000, &blob.ListOptions{Prefix: prefix})
+				return err
+			})
 		})
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.url, err)
 		}
 		for _, lo := range page {
+			if keyTooLong(s.scheme, s.prefix+lo.Key) {
+				if long++; long == 1 {
+					firstLong = lo.Key
+				}
+				continue
+			}
 			if lo.IsDir || hidden(lo.Key) {
 				continue
 			}
@@ -98,8 +117,15 @@ func (s *blobStore) List(ctx context.Context, prefix string, fn func(Object) err
 				return err
 			}
 		}
+		if long > 0 && len(next) == 0 {
+			return fmt.Errorf("%s: %w", s.url, protocolf("the listing has %d keys over the %d-byte key limit (the first: %q, %d bytes): "+
+				"no object of a real store has one, and none was listed", long, MaxKeyBytes, clip(firstLong, 64), len(firstLong)))
+		}
 		if len(next) == 0 {
 			return nil
+		}
+		if bytes.Equal(next, token) {
+			return fmt.Errorf("%s: %w", s.url, protocolf("the listing's next page is the page it just gave (the same continuation token): it would never end"))
 		}
 		token = next
 	}
@@ -115,18 +141,21 @@ func hidden(key string) bool {
 func (s *blobStore) Stat(ctx context.Context, key string) (Object, error) {
 	var o Object
 	err := s.r.do(ctx, "head", key, func(ctx context.Context) (int64, error) {
-		a, err := s.bucket.Attributes(ctx, key)
-		if err != nil {
-			return 0, err
-		}
-		o = Object{Key: key, Size: a.Size, ModTime: a.ModTime, Version: s.prov.attrVersion(a)}
-		return 0, nil
+		return 0, noPanic("a HEAD", func() error {
+			a, err := s.bucket.Attributes(ctx, key)
+			if err != nil {
+				return err
+			}
+			o = Object{Key: key, Size: a.Size, ModTime: a.ModTime, Version: s.prov.attrVersion(a)}
+			return nil
+		})
 	})
 	return o, err
 }
 
-// readerOptions asks the store for obj's version only, where the provider
-// has a precondition for it (S3 and Azure If-Match, a GCS generation).
+// readerOptions asks the store for obj's version only, where it has one,
+// with the provider's precondition (S3 and Azure If-Match, a GCS
+// generation).
 func (s *blobStore) readerOptions(obj Object) *blob.ReaderOptions {
 	if obj.Version == "" {
 		return nil
@@ -137,10 +166,56 @@ func (s *blobStore) readerOptions(obj Object) *blob.ReaderOptions {
 	}}
 }
 
-// check refuses a reader whose object is not obj, whether or not the
-// provider honoured the precondition.
-func (s *blobStore) check(obj Object, rd *blob.Reader) error {
-	return checkSame(obj, Object{Key: obj.Key, Size: rd.Size(), ModTime: rd.ModTime(), Version: s.prov.readerVersion(rd)})
+// openRange opens a reader of obj's bytes [off, off+n) and checks the
+// answer before a byte of it is believed (check).
+func (s *blobStore) openRange(ctx context.Context, obj Object, off, n int64) (*blob.Reader, error) {
+	var rd *blob.Reader
+	err := noPanic("a GET", func() error {
+		var err error
+		rd, err = s.bucket.NewRangeReader(ctx, obj.Key, off, n, s.readerOptions(obj))
+		if err != nil {
+			return err
+		}
+		if err = s.check(obj, rd, off, n); err != nil {
+			rd.Close()
+		}
+		return err
+	})
+	return rd, err
+}
+
+// check refuses a reader whose object is not obj or whose bytes are not
+// [off, off+n) of it: the object's size, and the version the answer must
+// name when obj has one, whether or not the store honoured the
+// precondition (a store that drops the ETag and ignores If-Match would
+// otherwise pass another version's bytes); the bytes by the answer's
+// status and Content-Range, or its length. An obj without a version (a
+// store that gives none) is checked by size and modification time here,
+// and by its content hash above (pipeline's StoreDataset).
+func (s *blobStore) check(obj Object, rd *blob.Reader, off, n int64) error {
+	ver := s.prov.readerVersion(rd)
+	if ver == "" && obj.Version != "" {
+		return protocolf("the store's answer to a GET carries no version (ETag or generation), though it listed one: " +
+			"it cannot be told from another version's bytes")
+	}
+	if err := checkSame(obj, Object{Key: obj.Key, Size: rd.Size(), ModTime: rd.ModTime(), Version: ver}); err != nil {
+		return err
+	}
+	sp, ok := s.prov.answered(rd)
+	if !ok {
+		return nil
+	}
+	switch {
+	case sp.whole && off == 0 && sp.length == obj.Size:
+		return nil // the whole object, whose first n bytes are the range
+	case sp.whole:
+		return protocolf("the store answered a GET of bytes [%d, %d) with the whole object (HTTP 200, no Content-Range, %d bytes): "+
+			"it ignores Range, and a sample cannot be read from it", off, off+n, sp.length)
+	case sp.start != off || sp.length != n || sp.total != obj.Size:
+		return protocolf("the store answered a GET of bytes [%d, %d) of %d with Content-Range %q, %d bytes",
+			off, off+n, obj.Size, clip(sp.raw, 64), sp.length)
+	}
+	return nil
 }
 
 func (s *blobStore) ReadRange(ctx context.Context, obj Object, off int64, p []byte) error {
@@ -151,14 +226,11 @@ func (s *blobStore) ReadRange(ctx context.Context, obj Object, off int64, p []by
 		return nil
 	}
 	return s.r.do(ctx, "get", obj.Key, func(ctx context.Context) (int64, error) {
-		rd, err := s.bucket.NewRangeReader(ctx, obj.Key, off, int64(len(p)), s.readerOptions(obj))
+		rd, err := s.openRange(ctx, obj, off, int64(len(p)))
 		if err != nil {
 			return 0, err
 		}
 		defer rd.Close()
-		if err := s.check(obj, rd); err != nil {
-			return 0, err
-		}
 		n, err := io.ReadFull(rd, p)
 		if err != nil {
 			return int64(n), fmt.Errorf("body cut short at %d of %d bytes: %w", n, len(p), err)
@@ -169,7 +241,7 @@ func (s *blobStore) ReadRange(ctx context.Context, obj Object, off int64, p []by
 
 func (s *blobStore) Put(ctx context.Context, key string, data []byte) error {
 	return s.r.do(ctx, "put", key, func(ctx context.Context) (int64, error) {
-		return 0, s.bucket.WriteAll(ctx, key, data, nil)
+		return 0, noPanic("a PUT", func() error { return s.bucket.WriteAll(ctx, key, data, nil) })
 	})
 }
 
@@ -207,13 +279,7 @@ func (r *streamReader) open() error {
 		// The reader outlives the try: its deadline is the watchdog's,
 		// which is re-armed at every byte that arrives.
 		rctx, cancel := context.WithCancel(r.ctx)
-		rd, err := r.s.bucket.NewRangeReader(rctx, r.obj.Key, r.pos, r.obj.Size-r.pos, r.s.readerOptions(r.obj))
-		if err == nil {
-			err = r.s.check(r.obj, rd)
-			if err != nil {
-				rd.Close()
-			}
-		}
+		rd, err := r.s.openRange(rctx, r.obj, r.pos, r.obj.Size-r.pos)
 		if err != nil {
 			cancel()
 			return 0, err

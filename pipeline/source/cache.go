@@ -1,6 +1,7 @@
 package source
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -64,6 +65,7 @@ type cacheOptions struct {
 	memory    int64
 	dir       string
 	dirBudget int64
+	key       []byte // the disk tier's MAC key; nil: random
 }
 
 // WithMemory gives the cache's memory tier budget bytes (default 0: no
@@ -78,7 +80,8 @@ func WithDisk(dir string, budget int64) CacheOption {
 }
 
 // NewCache returns a Cache. With a disk tier it reads the directory's
-// entries' names and sizes (not their bytes: each is checked when read).
+// entries' names and sizes (not their bytes: each is proven by its MAC
+// when read).
 func NewCache(opts ...CacheOption) (*Cache, error) {
 	var o cacheOptions
 	for _, f := range opts {
@@ -86,7 +89,14 @@ func NewCache(opts ...CacheOption) (*Cache, error) {
 	}
 	c := &Cache{budget: max(o.memory, 0), entries: map[cacheKey][]byte{}}
 	if o.dir != "" && o.dirBudget > 0 {
-		d, err := openDiskTier(o.dir, o.dirBudget)
+		mac := randomMACKey()
+		if o.key != nil {
+			if len(o.key) < minCacheKey {
+				return nil, fmt.Errorf("cache key of %d bytes: want at least %d", len(o.key), minCacheKey)
+			}
+			mac = newMACKey(o.key)
+		}
+		d, err := openDiskTier(o.dir, o.dirBudget, mac)
 		if err != nil {
 			return nil, err
 		}
@@ -180,9 +190,14 @@ type CacheStats struct {
 	// MemoryRefused and DiskRefused count ranges not admitted to a tier
 	// because it was full.
 	MemoryRefused, DiskRefused int64
-	// DiskEvictions counts disk entries removed: found corrupt when read,
-	// or the oldest when an earlier run's entries exceeded the budget.
+	// DiskEvictions counts disk entries removed: found damaged (or
+	// written under another key) when read, or the oldest when an earlier
+	// run's entries exceeded the budget.
 	DiskEvictions int64
+	// DiskForged counts disk entries, among the evictions, whose MAC under
+	// this cache's key was wrong: changed by someone without the key.
+	// Their ranges were read from the store again.
+	DiskForged int64
 }
 
 // Stats returns the Cache's counters.

@@ -126,10 +126,7 @@ func epoch(t *testing.T, f *Fetcher, rs []Range, contents map[string][]byte) {
 func TestCacheDiskRestart(t *testing.T) {
 	st, rs, contents := testShards(t, 2, 20, 1000, 24)
 	dir := t.TempDir()
-	c, err := NewCache(WithDisk(dir, 1<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newKeyedCache(t, dir)
 	f := NewFetcher(st, WithCache(c))
 	epoch(t, f, rs, contents)
 	f.Close()
@@ -137,10 +134,7 @@ func TestCacheDiskRestart(t *testing.T) {
 		t.Fatalf("stats %+v: want 40 ranges on disk", s)
 	}
 	written := st.getCount()
-	c2, err := NewCache(WithDisk(dir, 1<<20), WithMemory(1<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c2 := newKeyedCache(t, dir, WithMemory(1<<20))
 	if s := c2.Stats(); s.DiskRanges != 40 {
 		t.Fatalf("after a restart: stats %+v, want the 40 ranges", s)
 	}
@@ -161,7 +155,7 @@ func TestCacheDiskRestart(t *testing.T) {
 
 // TestCacheDiskCorrupt: an entry damaged on disk (a flipped byte, cut
 // short, or another key's) is a miss, and is removed; the next Put writes
-// it again.
+// it again. (A forged one: TestCacheDiskForged.)
 func TestCacheDiskCorrupt(t *testing.T) {
 	obj := Object{Key: "k", Version: "v", Size: 1 << 20}
 	r := Range{Obj: obj, Off: 100, Len: 5000}
@@ -181,13 +175,22 @@ func TestCacheDiskCorrupt(t *testing.T) {
 		{"cut short", func(p string) error { return os.Truncate(p, 100) }},
 		{"another key's", func(p string) error {
 			other := Range{Obj: Object{Key: "x", Version: "v", Size: 1 << 20}, Off: 100, Len: 5000}
-			return writeEntry(p, encodeKey(keyOf("s", other)), data)
+			c, err := NewCache(WithDisk(t.TempDir(), 1<<20), WithDiskKey(testKey))
+			if err != nil {
+				return err
+			}
+			c.Put("s", other, data)
+			b, err := os.ReadFile(entryPath(t, c.disk.dir))
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(p, b, 0o644)
 		}},
 		{"emptied", func(p string) error { return os.Truncate(p, 0) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			c, _ := NewCache(WithDisk(dir, 1<<20))
+			c := newKeyedCache(t, dir)
 			c.Put("s", r, data)
 			path := entryPath(t, dir)
 			if err := tc.damage(path); err != nil {
@@ -233,7 +236,7 @@ func TestCacheDiskBudget(t *testing.T) {
 	dir := t.TempDir()
 	obj := Object{Key: "k", Version: "v", Size: 1 << 20}
 	data := make([]byte, 1000)
-	c, _ := NewCache(WithDisk(dir, 5500))
+	c, _ := NewCache(WithDisk(dir, 5500), WithDiskKey(testKey))
 	for i := range int64(10) {
 		c.Put("s", Range{Obj: obj, Off: i * 1000, Len: 1000}, data)
 	}
@@ -253,7 +256,7 @@ func TestCacheDiskBudget(t *testing.T) {
 	tmp := filepath.Join(dir, "ab", "123.tmp")
 	os.MkdirAll(filepath.Dir(tmp), 0o755)
 	os.WriteFile(tmp, []byte("half"), 0o644)
-	c2, err := NewCache(WithDisk(dir, 3*per+per/2)) // entries differ by a few bytes
+	c2, err := NewCache(WithDisk(dir, 3*per+per/2), WithDiskKey(testKey)) // entries differ by a few bytes
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,11 +25,12 @@ const (
 	kindDenied         // 401, 403
 	kindInvalid        // another 4xx: retrying would not help
 	kindNoHost         // the store's host does not exist (DNS): not retried
+	kindProtocol       // the answer broke the store's protocol: not retried
 )
 
 // String is the kind's name in metrics (the outcome label).
 func (k kind) String() string {
-	return [...]string{"ok", "throttled", "error", "timeout", "changed", "not_found", "denied", "invalid", "no_host"}[k]
+	return [...]string{"ok", "throttled", "error", "timeout", "changed", "not_found", "denied", "invalid", "no_host", "protocol"}[k]
 }
 
 // throttleCodes are the error codes providers use for "slow down".
@@ -44,6 +45,8 @@ func classify(err error, timedOut bool) kind {
 	switch {
 	case err == nil:
 		return kindOK
+	case errors.Is(err, ErrProtocol):
+		return kindProtocol
 	case errors.Is(err, ErrChanged):
 		return kindChanged
 	case timedOut:

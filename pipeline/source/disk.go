@@ -2,65 +2,81 @@ package source
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
 // diskTier keeps ranges in files under a directory, one file per range,
 // named by a hash of its key and spread over 256 subdirectories. A file
 // is written whole under a temporary name and renamed into place, so a
-// reader never sees half of one; it carries its key and a checksum of key
-// and bytes, checked at every read, so a file damaged since (or a crash
-// mid-write that left a torn file) is a miss, and is removed. Keys
-// include the object's version, so entries from an earlier run are safe
-// to serve: they are kept across restarts.
+// reader never sees half of one.
+//
+// The directory is not trusted: whoever can write it could change an
+// entry and recompute any checksum. So an entry carries its key and a MAC
+// (AES-256-GMAC, cachekey.go) of key and bytes under a key that does not live in the
+// directory (WithDiskKey: a file elsewhere, or this process's own), and
+// is believed only when the MAC proves it; an entry that does not (its
+// bytes changed, cut short, another key's) is a miss, removed, and its
+// range read from the store again: a forged one (its MAC under this key
+// wrong) is counted apart. Keys include the object's version, so entries
+// from an earlier run under the same key are safe to serve: they are kept
+// across restarts. The directory is reached through an os.Root, walked
+// without following links, and written only through subdirectories that
+// are directories, not links: nothing outside it is read or written.
 //
 // Which ranges are on disk is kept in memory (a name and a size each), so
 // asking costs no system call.
 type diskTier struct {
 	dir    string
+	root   *os.Root
 	budget int64
+	mac    macKey
 
 	mu    sync.Mutex
 	used  int64              // files' sizes, those being written included
 	files map[diskName]int64 // size; -1 while being written
 	count int64              // files written (not being written)
 
-	refused, evicted atomic.Int64
+	refused, evicted, forged atomic.Int64
 }
 
 // diskName is a file's name: the SHA-256 of its key.
 type diskName [sha256.Size]byte
 
-// Entry layout: magic, key length (uint32), key, data length (uint64),
-// data, CRC-32C of key and data (uint32); integers little-endian.
+// Entry layout: magic, the MAC key's ID (8 bytes), the MAC's nonce (12),
+// key length (uint32), key, data length (uint64), data, the MAC (16) of
+// all that before it; integers little-endian.
 const (
-	diskMagic  = "stokerB1"
-	diskHeader = len(diskMagic) + 4
+	diskMagic  = "stokerB2"
+	diskHeader = len(diskMagic) + macIDSize + nonceSize + 4
 	diskTmp    = ".tmp"
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-func openDiskTier(dir string, budget int64) (*diskTier, error) {
+func openDiskTier(dir string, budget int64, mac macKey) (*diskTier, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("--cache-dir: %w", err)
 	}
-	d := &diskTier{dir: dir, budget: budget, files: map[diskName]int64{}}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--cache-dir: %w", err)
+	}
+	d := &diskTier{dir: dir, root: root, budget: budget, mac: mac, files: map[diskName]int64{}}
 	if err := d.load(); err != nil {
+		root.Close()
 		return nil, fmt.Errorf("--cache-dir %s: %w", dir, err)
 	}
 	return d, nil
@@ -68,7 +84,8 @@ func openDiskTier(dir string, budget int64) (*diskTier, error) {
 
 // load indexes the entries an earlier run left, removes its temporary
 // files, and the oldest entries while they exceed the budget (the budget
-// may have been lowered since).
+// may have been lowered since). The walk follows no link: a
+// subdirectory that is one is not entered, a file that is one not taken.
 func (d *diskTier) load() error {
 	type found struct {
 		name  diskName
@@ -76,7 +93,7 @@ func (d *diskTier) load() error {
 		mtime time.Time
 	}
 	var all []found
-	err := filepath.WalkDir(d.dir, func(p string, e fs.DirEntry, err error) error {
+	err := fs.WalkDir(d.root.FS(), ".", func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -84,11 +101,11 @@ func (d *diskTier) load() error {
 			return nil
 		}
 		if strings.HasSuffix(p, diskTmp) {
-			os.Remove(p)
+			d.root.Remove(p)
 			return nil
 		}
 		var n diskName
-		if b, err := hex.DecodeString(e.Name()); err != nil || len(b) != len(n) || filepath.Base(filepath.Dir(p)) != e.Name()[:2] {
+		if b, err := hex.DecodeString(e.Name()); err != nil || len(b) != len(n) || path.Dir(p) != e.Name()[:2] {
 			return nil // not ours: left alone
 		} else {
 			copy(n[:], b)
@@ -106,7 +123,7 @@ func (d *diskTier) load() error {
 	slices.SortFunc(all, func(a, b found) int { return b.mtime.Compare(a.mtime) }) // newest first
 	for _, f := range all {
 		if d.used+f.size > d.budget {
-			os.Remove(d.path(f.name))
+			d.root.Remove(d.path(f.name))
 			d.evicted.Add(1)
 			continue
 		}
@@ -117,9 +134,10 @@ func (d *diskTier) load() error {
 	return nil
 }
 
+// path is n's entry, relative to the directory.
 func (d *diskTier) path(n diskName) string {
 	h := hex.EncodeToString(n[:])
-	return filepath.Join(d.dir, h[:2], h)
+	return h[:2] + "/" + h
 }
 
 // encodeKey is the key as it is stored in an entry and hashed for its name:
@@ -144,8 +162,8 @@ func (d *diskTier) contains(k cacheKey) bool {
 	return ok && size >= 0
 }
 
-// get reads k's entry into buf and checks it; a damaged entry is removed
-// and is a miss.
+// get reads k's entry into buf and checks it; an entry that does not
+// prove itself is removed and is a miss.
 func (d *diskTier) get(k cacheKey, buf []byte) ([]byte, bool) {
 	enc := encodeKey(k)
 	n := diskName(sha256.Sum256(enc))
@@ -155,17 +173,26 @@ func (d *diskTier) get(k cacheKey, buf []byte) ([]byte, bool) {
 	if !ok || size < 0 {
 		return nil, false
 	}
-	buf, err := readEntry(d.path(n), enc, k.n, buf)
+	buf, err := d.readEntry(d.path(n), enc, k.n, buf)
 	if err != nil {
+		if errors.Is(err, errForged) {
+			d.forged.Add(1)
+		}
 		d.remove(n, size)
 		return nil, false
 	}
 	return buf, true
 }
 
-// readEntry reads the entry at path, which must hold key enc and n bytes.
-func readEntry(path string, enc []byte, n int64, buf []byte) ([]byte, error) {
-	f, err := os.Open(path)
+// errForged: an entry under this process's key whose MAC is wrong: its
+// bytes or key were changed by someone without the key.
+var errForged = errors.New("MAC mismatch")
+
+// readEntry reads the entry at rel, which must hold key enc and n bytes,
+// and proves it by its MAC. The entry's head and data are read into buf
+// together (what the MAC covers), then the data moved to buf's start.
+func (d *diskTier) readEntry(rel string, enc []byte, n int64, buf []byte) ([]byte, error) {
+	f, err := d.root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -174,32 +201,34 @@ func readEntry(path string, enc []byte, n int64, buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if want := int64(diskHeader+len(enc)+8) + n + 4; st.Size() != want {
+	if !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	hlen := int64(diskHeader + len(enc) + 8)
+	if want := hlen + n + macSize; st.Size() != want {
 		return nil, fmt.Errorf("%d bytes, want %d", st.Size(), want)
 	}
-	head := make([]byte, diskHeader+len(enc)+8)
-	if _, err := io.ReadFull(f, head); err != nil {
-		return nil, err
-	}
-	if string(head[:len(diskMagic)]) != diskMagic ||
-		binary.LittleEndian.Uint32(head[len(diskMagic):]) != uint32(len(enc)) ||
-		!bytes.Equal(head[diskHeader:diskHeader+len(enc)], enc) ||
-		binary.LittleEndian.Uint64(head[diskHeader+len(enc):]) != uint64(n) {
-		return nil, errors.New("not this key's entry")
-	}
-	buf = grow(buf, n)
-	var sum [4]byte
+	buf = grow(buf, hlen+n+macSize)
 	if _, err := io.ReadFull(f, buf); err != nil {
 		return nil, err
 	}
-	if _, err := io.ReadFull(f, sum[:]); err != nil {
-		return nil, err
+	head, tag := buf[:hlen], buf[hlen+n:]
+	id := d.mac.id()
+	const idAt, nonceAt, klenAt = len(diskMagic), len(diskMagic) + macIDSize, len(diskMagic) + macIDSize + nonceSize
+	switch {
+	case string(head[:idAt]) != diskMagic:
+		return nil, errors.New("not an entry of this format")
+	case !bytes.Equal(head[idAt:nonceAt], id[:]):
+		return nil, errors.New("written under another key") // an earlier run's, without --cache-key-file
+	case binary.LittleEndian.Uint32(head[klenAt:]) != uint32(len(enc)) ||
+		!bytes.Equal(head[diskHeader:diskHeader+len(enc)], enc) ||
+		binary.LittleEndian.Uint64(head[diskHeader+len(enc):]) != uint64(n):
+		return nil, fmt.Errorf("%w: not this key's entry", errForged)
+	case !d.mac.verify(head[nonceAt:klenAt], tag, buf[:hlen+n]):
+		return nil, errForged
 	}
-	crc := crc32.Update(crc32.Checksum(enc, castagnoli), castagnoli, buf)
-	if binary.LittleEndian.Uint32(sum[:]) != crc {
-		return nil, errors.New("checksum mismatch")
-	}
-	return buf, nil
+	copy(buf, buf[hlen:hlen+n])
+	return buf[:n], nil
 }
 
 // remove drops a damaged entry, unless another put replaced it meanwhile.
@@ -209,7 +238,7 @@ func (d *diskTier) remove(n diskName, size int64) {
 	if cur, ok := d.files[n]; !ok || cur != size {
 		return
 	}
-	os.Remove(d.path(n))
+	d.root.Remove(d.path(n))
 	delete(d.files, n)
 	d.used -= size
 	d.count--
@@ -222,7 +251,7 @@ func (d *diskTier) remove(n diskName, size int64) {
 func (d *diskTier) put(k cacheKey, data []byte) {
 	enc := encodeKey(k)
 	n := diskName(sha256.Sum256(enc))
-	size := int64(diskHeader+len(enc)+8+len(data)) + 4
+	size := int64(diskHeader+len(enc)+8+len(data)) + macSize
 	d.mu.Lock()
 	if _, ok := d.files[n]; ok {
 		d.mu.Unlock()
@@ -236,7 +265,7 @@ func (d *diskTier) put(k cacheKey, data []byte) {
 	d.files[n] = -1 // being written: neither read nor written by another
 	d.used += size
 	d.mu.Unlock()
-	err := writeEntry(d.path(n), enc, data)
+	err := d.writeEntry(d.path(n), enc, data)
 	d.mu.Lock()
 	if err != nil {
 		delete(d.files, n)
@@ -248,36 +277,48 @@ func (d *diskTier) put(k cacheKey, data []byte) {
 	d.mu.Unlock()
 }
 
-func writeEntry(path string, enc, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+// writeEntry writes the entry at rel through a temporary file renamed
+// into place, in a subdirectory that must be one (not a link).
+func (d *diskTier) writeEntry(rel string, enc, data []byte) error {
+	sub := path.Dir(rel)
+	st, err := d.root.Lstat(sub)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = d.root.Mkdir(sub, 0o755)
+		if errors.Is(err, fs.ErrExist) { // made meanwhile by another put
+			st, err = d.root.Lstat(sub)
+		}
 	}
-	f, err := os.CreateTemp(dir, "*"+diskTmp)
+	if err == nil && st != nil && !st.IsDir() {
+		err = fmt.Errorf("%s is not a directory (a link?): not written through", sub)
+	}
 	if err != nil {
 		return err
 	}
-	head := make([]byte, 0, diskHeader+len(enc)+8)
-	head = append(head, diskMagic...)
-	head = binary.LittleEndian.AppendUint32(head, uint32(len(enc)))
-	head = append(head, enc...)
-	head = binary.LittleEndian.AppendUint64(head, uint64(len(data)))
-	crc := crc32.Update(crc32.Checksum(enc, castagnoli), castagnoli, data)
-	_, err = f.Write(head)
-	if err == nil {
-		_, err = f.Write(data)
+	tmp := fmt.Sprintf("%s/%s%s", sub, rand.Text(), diskTmp)
+	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
 	}
-	if err == nil {
-		_, err = f.Write(binary.LittleEndian.AppendUint32(nil, crc))
-	}
+	id := d.mac.id()
+	msg := make([]byte, 0, diskHeader+len(enc)+8+len(data))
+	msg = append(msg, diskMagic...)
+	msg = append(msg, id[:]...)
+	nonce := make([]byte, nonceSize)
+	rand.Read(nonce)
+	msg = append(msg, nonce...)
+	msg = binary.LittleEndian.AppendUint32(msg, uint32(len(enc)))
+	msg = append(msg, enc...)
+	msg = binary.LittleEndian.AppendUint64(msg, uint64(len(data)))
+	msg = append(msg, data...)
+	_, err = f.Write(append(msg, d.mac.sum(nonce, msg)...))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), path)
+		err = d.root.Rename(tmp, rel)
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		d.root.Remove(tmp)
 	}
 	return err
 }
@@ -286,5 +327,5 @@ func (d *diskTier) stats(s *CacheStats) {
 	d.mu.Lock()
 	s.DiskBytes, s.DiskBudget, s.DiskRanges = d.used, d.budget, d.count
 	d.mu.Unlock()
-	s.DiskRefused, s.DiskEvictions = d.refused.Load(), d.evicted.Load()
+	s.DiskRefused, s.DiskEvictions, s.DiskForged = d.refused.Load(), d.evicted.Load(), d.forged.Load()
 }

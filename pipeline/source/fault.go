@@ -6,9 +6,12 @@ import "errors"
 // rather than the object's: the store did not answer usefully within the
 // retry policy (ErrUnavailable: unreachable, refusing connections,
 // throttling, 5xx or timing out on every try, or the retry budget spent),
-// or it refused the credentials (ErrDenied). Such a failure says nothing
-// about the sample: the same read succeeds once the store is back or the
-// credentials are fixed.
+// it refused the credentials (ErrDenied), or its answer broke the store's
+// protocol (ErrProtocol: a ranged read answered with the whole object, an
+// answer without a version, a malformed or oversized listing, a redirect
+// to another host). Such a failure says nothing about the sample: the
+// same read succeeds once the store is back, honest, or the credentials
+// are fixed.
 //
 // It is the one place that decides "the store's fault or the file's";
 // everything else is the file's (ErrChanged, ErrNotExist, a file that does
@@ -17,5 +20,5 @@ import "errors"
 // pipeline's fail policies), so that nothing is silently lost and a
 // resumed epoch is byte for byte a clean one.
 func IsStoreFault(err error) bool {
-	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrDenied)
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrDenied) || errors.Is(err, ErrProtocol)
 }

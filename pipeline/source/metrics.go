@@ -21,7 +21,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stoker_store_requests_total",
-			Help: "Requests to object stores, by store, operation (get, list, head, put) and outcome (ok, throttled, error, timeout, changed, not_found, denied, invalid, no_host).",
+			Help: "Requests to object stores, by store, operation (get, list, head, put) and outcome (ok, throttled, error, timeout, changed, not_found, denied, invalid, no_host, protocol).",
 		}, []string{"store", "op", "outcome"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stoker_store_retries_total",

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -36,6 +37,46 @@ type provider interface {
 	attrVersion(*gblob.Attributes) string
 	readerVersion(*gblob.Reader) string
 	precondition(as func(any) bool, version string)
+	// answered is which bytes a reader's answer says it carries; false when
+	// the provider's reader does not say.
+	answered(*gblob.Reader) (answer, bool)
+}
+
+// answer is what a GET's answer says its body is: bytes [start,
+// start+length) of an object of total bytes (its Content-Range), or, with
+// whole, the object itself (no Content-Range: HTTP 200), length bytes.
+type answer struct {
+	start, length, total int64
+	whole                bool
+	raw                  string // the Content-Range, for messages
+}
+
+// answerOf reads an answer's Content-Range ("bytes A-B/TOTAL") and
+// Content-Length; no Content-Range is the whole object.
+func answerOf(contentRange *string, contentLength *int64) answer {
+	n := int64(-1)
+	if contentLength != nil {
+		n = *contentLength
+	}
+	if contentRange == nil || *contentRange == "" {
+		return answer{start: 0, length: n, total: n, whole: true}
+	}
+	cr := *contentRange
+	sp := answer{start: -1, length: n, total: -1, raw: cr}
+	r, ok := strings.CutPrefix(cr, "bytes ")
+	ab, t, ok2 := strings.Cut(r, "/")
+	a, b, ok3 := strings.Cut(ab, "-")
+	if !ok || !ok2 || !ok3 {
+		return sp
+	}
+	start, err1 := strconv.ParseInt(a, 10, 64)
+	last, err2 := strconv.ParseInt(b, 10, 64)
+	total, err3 := strconv.ParseInt(t, 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || last < start || last-start+1 != n {
+		return sp // lengths that disagree: refused as another range
+	}
+	sp.start, sp.total = start, total
+	return sp
 }
 
 func openProvider(ctx context.Context, scheme, bucket string) (provider, *gblob.Bucket, error) {
@@ -86,11 +127,19 @@ func openS3(ctx context.Context, bucket string) (*gblob.Bucket, error) {
 	// each time.
 	// Idle ones are closed after 20 s, as S3 itself closes them about
 	// then: keeping them longer only keeps their goroutines.
-	cfg.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+	//
+	// The client is guarded (guardClient): listing and error bodies are
+	// read within bounds before the SDK parses them, and no redirect
+	// leaves the store's host.
+	hc, ok := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 		tr.MaxIdleConns = 2 * maxIdlePerHost
 		tr.MaxIdleConnsPerHost = maxIdlePerHost
 		tr.IdleConnTimeout = 20 * time.Second
-	})
+	}).Freeze().(*http.Client)
+	if !ok {
+		return nil, fmt.Errorf("AWS SDK: its HTTP client is no *http.Client")
+	}
+	cfg.HTTPClient = guardClient(hc)
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.Retryer = aws.NopRetryer{} // the store's policy retries
 		if endpoint || (o.BaseEndpoint != nil && *o.BaseEndpoint != "") {
@@ -115,9 +164,16 @@ func openAzure(ctx context.Context, containerName string) (*gblob.Bucket, error)
 }
 
 // azureClientOptions are the container client's options: one try per
-// request, the store's policy retries.
+// request, the store's policy retries; the HTTP client guarded
+// (guardClient), as S3's.
 func azureClientOptions() *container.ClientOptions {
 	o := &container.ClientOptions{}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 2 * maxIdlePerHost
+	tr.MaxIdleConnsPerHost = maxIdlePerHost
+	tr.IdleConnTimeout = 20 * time.Second
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	o.Transport = guardClient(&http.Client{Transport: tr})
 	o.Retry = policy.RetryOptions{MaxRetries: -1} // < 0: one try, no retries
 	o.Telemetry = policy.TelemetryOptions{ApplicationID: "stoker"}
 	return o
@@ -233,6 +289,14 @@ func (s3Provider) readerVersion(rd *gblob.Reader) string {
 	return ""
 }
 
+func (s3Provider) answered(rd *gblob.Reader) (answer, bool) {
+	var g s3.GetObjectOutput
+	if !rd.As(&g) {
+		return answer{}, false
+	}
+	return answerOf(g.ContentRange, g.ContentLength), true
+}
+
 func (s3Provider) precondition(as func(any) bool, version string) {
 	var in *s3.GetObjectInput
 	if as(&in) {
@@ -265,6 +329,18 @@ func (gcsProvider) readerVersion(rd *gblob.Reader) string {
 		return strconv.FormatInt(r.Attrs.Generation, 10)
 	}
 	return ""
+}
+
+// answered is what the GCS client says of its answer, which it has checked
+// itself: a range not starting where asked ("partial request not
+// satisfied") is its error.
+func (gcsProvider) answered(rd *gblob.Reader) (answer, bool) {
+	var r *storage.Reader
+	if !rd.As(&r) {
+		return answer{}, false
+	}
+	return answer{start: r.Attrs.StartOffset, length: r.Remain(), total: r.Attrs.Size,
+		raw: fmt.Sprintf("(GCS reader at %d, %d bytes)", r.Attrs.StartOffset, r.Remain())}, true
 }
 
 func (gcsProvider) precondition(as func(any) bool, version string) {
@@ -309,6 +385,14 @@ func (azureProvider) readerVersion(rd *gblob.Reader) string {
 		return azureETag(*r.ETag)
 	}
 	return ""
+}
+
+func (azureProvider) answered(rd *gblob.Reader) (answer, bool) {
+	var r azblob.DownloadStreamResponse
+	if !rd.As(&r) {
+		return answer{}, false
+	}
+	return answerOf(r.ContentRange, r.ContentLength), true
 }
 
 // precondition asks for the version with If-Match, whose ETag HTTP wants

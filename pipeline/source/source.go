@@ -68,7 +68,21 @@ var (
 	// ErrUnavailable: the store did not answer usefully within the retry
 	// policy (throttled, 5xx, resets, timeouts every time).
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrProtocol: the store answered, but not as its protocol says it
+	// must, so the answer cannot be believed: a listing over its size
+	// bound or with keys over the store's key limit, an entry or answer
+	// missing what it must carry (a modification time, a version), a
+	// ranged read answered with other bytes than those asked for, a
+	// redirect to another host. Not retried: a store that lies once lies
+	// again.
+	ErrProtocol = errors.New("store answered outside its protocol")
 )
+
+// MaxKeyBytes is the longest object key a store may list, prefix
+// included: S3's and GCS's limit (1,024 bytes of UTF-8; Azure's is 1,024
+// characters, which its listings are held to as well). A longer key is
+// no object of a real store, and is refused at listing, counted.
+const MaxKeyBytes = 1024
 
 // IsRemote says whether s names an object-storage URL rather than a local
 // path.

@@ -1,0 +1,189 @@
+package source
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Bounds on what a store's answer may make this process hold before it is
+// believed. A store is outside input: a hostile or broken one must not
+// take the server's memory through its SDK's parsers.
+const (
+	// maxListBody bounds a listing page's body (8 MiB): a page of 1,000
+	// keys of at most 1 KiB, each escaped and with its fields, is well
+	// under it (a real page is 100-400 KB).
+	maxListBody = 8 << 20
+	// maxErrorBody bounds the body of an answer that is not a success (an
+	// error document is a few hundred bytes).
+	maxErrorBody = 64 << 10
+	// maxRedirects is how many same-host redirects a request follows.
+	maxRedirects = 10
+)
+
+// guardClient returns a copy of c that believes nothing of a store it has
+// not bounded: a listing's body and an error's are read whole within
+// their bounds before any parser sees them (over it is ErrProtocol), and a
+// redirect to another host (or scheme) is never followed. c's own
+// redirect rules (the AWS SDK's: 307 and 308 only) apply within the host.
+func guardClient(c *http.Client) *http.Client {
+	g := *c
+	rt := g.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	g.Transport = guardTransport{rt}
+	inner := c.CheckRedirect
+	g.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		first := via[0].URL
+		if req.URL.Host != first.Host || req.URL.Scheme != first.Scheme {
+			return protocolf("redirected to another host (%s), which is never followed: a store answers for its own objects "+
+				"(S3 redirects a request sent to another region than the bucket's: set AWS_REGION to the bucket's)",
+				clip(req.URL.Scheme+"://"+req.URL.Host, 128))
+		}
+		if len(via) >= maxRedirects {
+			return protocolf("redirected %d times", len(via))
+		}
+		if inner != nil {
+			return inner(req, via)
+		}
+		return nil
+	}
+	return &g
+}
+
+// guardTransport reads the bodies a client parses (listings, errors)
+// within their bounds; an object's body passes through, read by the
+// caller to the length it asked for.
+type guardTransport struct{ rt http.RoundTripper }
+
+func (t guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(req)
+	if err != nil || req.Method == http.MethodHead {
+		return resp, err
+	}
+	var limit int64
+	var what string
+	switch {
+	case resp.StatusCode >= 300:
+		limit, what = maxErrorBody, "an answer of HTTP "+strconv.Itoa(resp.StatusCode)
+	case isListing(req):
+		limit, what = maxListBody, "a listing page"
+	default:
+		return resp, nil
+	}
+	body, err := readBounded(resp, limit)
+	resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if body == nil {
+		return nil, protocolf("%s of over %d bytes (a page of 1,000 keys of at most 1 KiB is far less): "+
+			"refused before it was parsed", what, limit)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	return resp, nil
+}
+
+// readBounded reads resp's body whole; nil, without an error, when it has
+// (or says it has) more than limit bytes. It reads in pieces and joins
+// them once, so that what it allocates is about twice what it read, not
+// a doubling buffer's four times.
+func readBounded(resp *http.Response, limit int64) ([]byte, error) {
+	if resp.ContentLength > limit {
+		return nil, nil
+	}
+	if resp.ContentLength >= 0 {
+		b := make([]byte, resp.ContentLength+1)
+		n, err := io.ReadFull(resp.Body, b)
+		switch {
+		case int64(n) > resp.ContentLength:
+			return nil, nil
+		case int64(n) < resp.ContentLength:
+			return nil, fmt.Errorf("body cut short at %d of %d bytes: %w", n, resp.ContentLength, err)
+		}
+		return b[:n], nil
+	}
+	var pieces [][]byte
+	var total int64
+	for {
+		p := make([]byte, 256<<10)
+		n, err := io.ReadFull(resp.Body, p)
+		pieces = append(pieces, p[:n])
+		total += int64(n)
+		if total > limit {
+			return nil, nil
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return bytes.Join(pieces, nil), nil
+}
+
+// isListing says whether req lists objects: S3's ListObjects (V2: a
+// list-type; V1: on the bucket, with a prefix or a marker), Azure's List
+// Blobs (comp=list).
+func isListing(req *http.Request) bool {
+	if req.Method != http.MethodGet {
+		return false
+	}
+	q := req.URL.Query()
+	return q.Has("list-type") || q.Get("comp") == "list" || q.Has("prefix") || q.Has("marker") || q.Has("delimiter")
+}
+
+// clip is s cut to at most n bytes (at a character's start), marked when
+// cut: for keys and hosts a store made up, in messages.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// keyTooLong says whether key (prefix included) is over the store's key
+// limit: MaxKeyBytes bytes for S3 and GCS, MaxKeyBytes characters (at
+// most 4 bytes each) for Azure.
+func keyTooLong(scheme, key string) bool {
+	if scheme == "azblob" {
+		return len(key) > 4*MaxKeyBytes || utf8.RuneCountInString(key) > MaxKeyBytes
+	}
+	return len(key) > MaxKeyBytes
+}
+
+// protocolf is an ErrProtocol error.
+func protocolf(format string, a ...any) error {
+	return &protocolError{fmt.Sprintf(format, a...)}
+}
+
+// protocolError is what protocolf makes: an error of its own type, so
+// that the retrier can say it without the layers a provider's client
+// wraps around it (its operation, the request's URL).
+type protocolError struct{ msg string }
+
+func (e *protocolError) Error() string        { return ErrProtocol.Error() + ": " + e.msg }
+func (e *protocolError) Is(target error) bool { return target == ErrProtocol }
+
+// noPanic runs f, one call into a provider's client library, and turns a
+// panic there into an error: the library's parsers trust the store's
+// answers more than this process does (gocloud's s3blob dereferences a
+// listing entry's LastModified, which a store may leave out).
+func noPanic(what string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = protocolf("the store's answer to %s is malformed: its client library failed on it (%s)", what, clip(strings.TrimSpace(fmt.Sprint(r)), 200))
+		}
+	}()
+	return f()
+}
