@@ -61,6 +61,7 @@ func resetBatch(b *Batch, n, size int, placed bool) {
 	} else {
 		b.Traces = b.Traces[:0]
 	}
+	b.SetFields(b.FieldSet, n)
 }
 
 // Executor decodes and transforms samples on a fixed pool of goroutines,
@@ -197,6 +198,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 			b.Data = b.Data[:0]
 		}
 		b.Traces = b.Traces[:0]
+		b.Fields = b.Fields[:0]
 		return nil
 	}
 	if policy == Drop {
@@ -208,6 +210,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 			if b.Trace {
 				b.Traces[n], b.Traces[i] = b.Traces[i], b.Traces[n]
 			}
+			b.SwapFields(n, i)
 		}
 		n := len(good)
 		b.N, b.Labels, b.Indices = n, b.Labels[:n], b.Indices[:n]
@@ -218,6 +221,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 		if b.Trace {
 			b.Traces = b.Traces[:n]
 		}
+		b.Fields = b.Fields[:n*fieldCount(b)]
 		return nil
 	}
 	k := 0
@@ -232,6 +236,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 		if b.Trace {
 			b.Traces[i] = append(b.Traces[i][:0], b.Traces[g]...)
 		}
+		b.CopyFields(i, g)
 	}
 	return nil
 }
@@ -262,3 +267,9 @@ func storeFault(r *fillReq) error {
 func IsBadInput(err error) bool {
 	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrUnsupported)
 }
+
+// Field is one sample's value of one field (batch.Field).
+type Field = batch.Field
+
+// fieldCount is how many fields b asks for.
+func fieldCount(b *Batch) int { return batch.FieldCount(b.FieldSet) }

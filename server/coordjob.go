@@ -13,7 +13,7 @@ func (j *job) Rank() int         { return j.rank }
 func (j *job) World() int        { return j.world }
 func (j *job) BatchSize() int    { return int(j.spec.GetBatchSize()) }
 func (j *job) SampleBytes() int  { return j.t.SampleBytes() }
-func (j *job) BatchBytes() int64 { return j.batchBytes() }
+func (j *job) BatchBytes() int64 { return j.memBytes() }
 func (j *job) Pads() bool        { return j.policy == pipeline.PadFromBatch }
 func (j *job) Shuffle() string   { return j.shuffle.String() }
 

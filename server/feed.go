@@ -94,7 +94,7 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	// The job needs at least two batch buffers (one being made, one being
 	// sent); more come out of the budget as the window grows.
 	batchBytes := j.batchBytes()
-	if err := mem.acquire(ctx, coord.ReservedBytes(batchBytes), 2*time.Second, "a job of "+strconv.FormatInt(batchBytes, 10)+"-byte batches"); err != nil {
+	if err := mem.acquire(ctx, coord.ReservedBytes(j.memBytes()), 2*time.Second, "a job of "+strconv.FormatInt(j.memBytes(), 10)+"-byte batches"); err != nil {
 		s.refusals.refuse("memory_budget", "job refused: memory budget", "job", id, "err", err)
 		return toStatus(err)
 	}

@@ -26,6 +26,13 @@ type Batch struct {
 	// files are admitted to the coefficient cache on their first decode,
 	// for the copies that follow.
 	Copies []uint32
+	// FieldSet asks Fill for each sample's fields (FieldSet.Names) in
+	// Fields, sample by sample in batch order: sample i's field f is
+	// Fields[i*FieldSet.Len()+f] (SampleFields). A failed sample's are
+	// empty, and a sample padded in its place carries the fields of the
+	// sample it copies. Fields' buffers are reused.
+	FieldSet FieldSpec
+	Fields   []Field
 }
 
 // SampleError reports a sample that could not be made. pipeline cuts

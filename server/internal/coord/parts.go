@@ -394,12 +394,28 @@ func assemble(b *batch.Batch, n int, parts []part, of []ofPart) {
 	if traced {
 		b.Traces = slices.Grow(b.Traces, n)[:n]
 	}
+	// The samples' fields likewise, each moved (not copied) from its
+	// part's batch, which takes the whole batch's buffers in exchange.
+	var fs batch.FieldSpec
+	if len(parts) > 0 {
+		fs = of[0].b.FieldSet
+	}
+	nf := batch.FieldCount(fs)
+	for i := range parts {
+		if of[i].b.FieldSet != fs || len(of[i].b.Fields) != len(parts[i].pos)*nf {
+			fs, nf = nil, 0 // not asked for (or a part without them: the header has none, and the client says so)
+		}
+	}
+	b.SetFields(fs, n)
 	for i, p := range parts {
 		pb := of[i].b
 		for s, pos := range p.pos {
 			b.Labels[pos], b.Indices[pos] = pb.Labels[s], pb.Indices[s]
 			if traced {
 				b.Traces[pos] = append(b.Traces[pos][:0], pb.Traces[s]...)
+			}
+			for f := range nf {
+				b.Fields[pos*nf+f], pb.Fields[s*nf+f] = pb.Fields[s*nf+f], b.Fields[pos*nf+f]
 			}
 		}
 		b.Times.Add(pb.Times)
