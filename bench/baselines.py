@@ -4,8 +4,9 @@ ways PyTorch users do them.
 
   pil: torchvision's classic transforms on PIL images: Image.open + convert
        ("RGB"), the recipe's ops, PILToTensor().
-  tv2: torchvision.io.decode_jpeg on the file's bytes, then
-       torchvision.transforms.v2's ops (antialias=True) on uint8 CHW tensors.
+  tv2: torchvision.io.decode_jpeg on the file's bytes (decode_image for
+       PNG and WebP files), then torchvision.transforms.v2's ops
+       (antialias=True) on uint8 CHW tensors.
 
 --transform names the recipe, as stoker's presets do (docs/transforms.md):
 imagenet-train, imagenet-eval, tv-resnet50-v2, deit, simclr-view, dino-global,
@@ -31,7 +32,7 @@ import time
 
 
 def list_images(root: str) -> list[str]:
-    exts = (".jpg", ".jpeg", ".png")
+    exts = (".jpg", ".jpeg", ".png", ".webp")
     classes = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)) and not d.startswith("."))
     files = []
     for c in classes:
@@ -88,6 +89,21 @@ def recipe(T, transform: str, tensor_ops: bool):
     return ops
 
 
+def tv_decoder():
+    """torchvision's decode for a file's bytes as a tv2 user writes it:
+    decode_jpeg for JPEG (what the JPEG figures have always used),
+    decode_image for the rest (PNG, WebP), both to RGB (alpha dropped)."""
+    from torchvision.io import ImageReadMode, decode_image, decode_jpeg, read_file
+
+    def decode(path: str):
+        data = read_file(path)
+        if path.lower().endswith((".jpg", ".jpeg")):
+            return decode_jpeg(data, mode=ImageReadMode.RGB)
+        return decode_image(data, mode=ImageReadMode.RGB)
+
+    return decode
+
+
 def make_fn(impl: str, transform: str):
     import torch
 
@@ -111,16 +127,16 @@ def make_fn(impl: str, transform: str):
 
         return fn
     if impl == "tv2":
-        from torchvision.io import ImageReadMode, decode_jpeg, read_file
         import torchvision.transforms.v2 as T2
 
+        decode = tv_decoder()
         ops = recipe(T2, transform, True)
         if erase:
             ops.append(T2.RandomErasing(p=erase, value=0))
         tf = T2.Compose(ops)
 
         def fn(path: str):
-            return tf(decode_jpeg(read_file(path), mode=ImageReadMode.RGB))
+            return tf(decode(path))
 
         return fn
     sys.exit(f"baselines: unknown --impl {impl!r} (want pil or tv2)")
@@ -142,13 +158,13 @@ def views_fn(impl: str, transform: str):
             return [tf(img) for tf in tfs]
 
         return fn
-    from torchvision.io import ImageReadMode, decode_jpeg, read_file
     import torchvision.transforms.v2 as T2
 
+    decode = tv_decoder()
     tfs = [T2.Compose(recipe(T2, name, True)) for name, n in views for _ in range(n)]
 
     def fn(path: str):
-        img = decode_jpeg(read_file(path), mode=ImageReadMode.RGB)
+        img = decode(path)
         return [tf(img) for tf in tfs]
 
     return fn
