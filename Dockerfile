@@ -14,7 +14,7 @@
 
 FROM golang:1.26.8-bookworm AS build
 RUN apt-get update -qq \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libjpeg62-turbo-dev make \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libjpeg62-turbo-dev libpng-dev libwebp-dev make \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY go.mod go.sum ./

@@ -48,7 +48,7 @@ FAKE_GCS_SERVER_VERSION := v1.56.1
 AZURITE_VERSION         := 3.35.0
 
 # Debian packages the build and tests need.
-APT_PKGS := gcc libc6-dev make pkg-config libjpeg62-turbo-dev python3 python3-venv python3-dev git ca-certificates strace
+APT_PKGS := gcc libc6-dev make pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev python3 python3-venv python3-dev git ca-certificates strace
 
 .PHONY: help setup apt venv tools stores build static gpuhost test test-go test-python lint check-generate generate bench demo clean
 

@@ -297,6 +297,9 @@ func (d *Decoder) decodeGuarded(data []byte, hd *header, ps []samplePlan, layout
 	if haveFast && !d.opts.reference && hd.format == formatJPEG && hd.comps != 4 {
 		return d.decodeFastViews(data, hd, ps, layout, out, offs)
 	}
+	if haveFast && !d.opts.reference && (hd.format == formatPNG || hd.format == formatWebP) {
+		return d.decodeFormatViews(data, hd, ps, layout, out, offs)
+	}
 	if hd.format == formatJPEG && hd.progressive {
 		if n := countScans(data); n > d.opts.maxScans {
 			return fmt.Errorf("%w: progressive jpeg has %d scans, over the cap of %d", ErrTooLarge, n, d.opts.maxScans)

@@ -23,3 +23,7 @@ func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layo
 func coefsNew() unsafe.Pointer        { return nil }
 func coefsFree(unsafe.Pointer)        {}
 func coefsBytes(unsafe.Pointer) int64 { return 0 }
+
+func (d *Decoder) decodeFormatViews(data []byte, hd *header, ps []samplePlan, layout Layout, out []byte, offs []int) error {
+	panic("unreachable: decodeFormatViews without cgo")
+}

@@ -13,6 +13,7 @@ const (
 	formatOther format = iota
 	formatJPEG
 	formatPNG
+	formatWebP
 )
 
 // header is what an image declares about itself before any pixel is decoded.
@@ -50,7 +51,11 @@ func parseHeader(data []byte) (header, error) {
 	if cfg.Width <= 0 || cfg.Height <= 0 {
 		return header{}, fmt.Errorf("%w: declared size %dx%d", ErrCorrupt, cfg.Width, cfg.Height)
 	}
-	return header{format: formatOther, w: cfg.Width, h: cfg.Height}, nil
+	f := formatOther
+	if len(data) >= 12 && string(data[:4]) == "RIFF" && string(data[8:12]) == "WEBP" {
+		f = formatWebP
+	}
+	return header{format: f, w: cfg.Width, h: cfg.Height}, nil
 }
 
 func parseJPEGHeader(data []byte) (header, error) {

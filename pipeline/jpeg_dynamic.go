@@ -2,9 +2,10 @@
 
 package pipeline
 
-// libjpeg-turbo from the system's shared library.
+// libjpeg-turbo, libpng and libwebp (formats.c) from the system's shared
+// libraries.
 
-// #cgo LDFLAGS: -ljpeg
+// #cgo LDFLAGS: -ljpeg -lpng16 -lz -lwebp
 import "C"
 
 // JPEGLinked says how libjpeg-turbo is linked: "static", "shared", or ""

@@ -5,9 +5,9 @@ package pipeline
 // libjpeg-turbo linked in from its archive (libjpeg62-turbo-dev's
 // libjpeg.a), for a binary that needs no libjpeg where it runs while
 // linking glibc dynamically (make gpuhost: NVML's dlopen needs a dynamic
-// glibc).
+// glibc). libpng (with zlib) and libwebp, for formats.c, likewise.
 
-// #cgo LDFLAGS: -l:libjpeg.a
+// #cgo LDFLAGS: -l:libjpeg.a -l:libpng16.a -l:libz.a -l:libwebp.a -lpthread -lm
 import "C"
 
 // JPEGLinked says how libjpeg-turbo is linked: "static", "shared", or ""

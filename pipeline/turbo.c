@@ -133,6 +133,7 @@ struct stoker_turbo {
   size_t ix_cap, ix_len;
   stoker_hix hix;
   stoker_coefbuf cbuf; /* MCUs to store in the coefficient cache */
+  int rows_gray; /* stoker_rows_*: the rows given are gray (else RGBX) */
 };
 
 static void fail(stoker_turbo *t, int code, const char *msg) {
@@ -1273,4 +1274,88 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   for (v = 0; v < t->job.nviews; v++)
     vpass(t, v, g.gray, out + t->job.views[v].out_off);
   return STOKER_OK;
+}
+
+/* The resampler for the formats decoded at full scale, row by row
+ * (formats.c: PNG through libpng, WebP through libwebp): the same
+ * filters, passes and views as a JPEG's, with the scale at 1 and the clip
+ * rectangle each view's own. */
+int stoker_rows_begin(stoker_turbo *t, int gray, stoker_need *nd) {
+  stoker_job *jb = &t->job;
+  int v, i, np = 1, vnp = 1, wmax = 1, bpp = gray ? 1 : 4;
+  begin_decode(t);
+  if (setjmp(t->jb))
+    return t->code;
+  if (jb->nviews < 1 || jb->nviews > STOKER_MAX_VIEWS)
+    fail(t, STOKER_UNSUPPORTED, "bad view count");
+  nd->x0 = nd->y0 = INT_MAX;
+  nd->x1 = nd->y1 = INT_MIN;
+  for (v = 0; v < jb->nviews; v++) {
+    const stoker_view *vw = &jb->views[v];
+    vstate *s = &t->vs[v];
+    if (!view_ok(jb, vw))
+      fail(t, STOKER_UNSUPPORTED, "bad geometry");
+    if (vw->interp == STOKER_BILINEAR && vw->antialias) {
+      coeffs(t, &s->ax, vw->bx, vw->bw, vw->out_w, vw->x0, vw->x1, vw->flip, &s->ux0, &s->ux1);
+      coeffs(t, &s->ay, vw->by, vw->bh, vw->out_h, vw->y0, vw->y1, 0, &s->uy0, &s->uy1);
+    } else {
+      torch_coeffs(t, &s->ax, &vw->sx, 1.0, vw->out_w, vw->interp, vw->antialias, vw->x0, vw->x1,
+                   vw->flip, &s->ux0, &s->ux1);
+      torch_coeffs(t, &s->ay, &vw->sy, 1.0, vw->out_h, vw->interp, vw->antialias, vw->y0, vw->y1, 0,
+                   &s->uy0, &s->uy1);
+    }
+    nd->x0 = s->ux0 < nd->x0 ? s->ux0 : nd->x0;
+    nd->x1 = s->ux1 > nd->x1 ? s->ux1 : nd->x1;
+    nd->y0 = s->uy0 < nd->y0 ? s->uy0 : nd->y0;
+    nd->y1 = s->uy1 > nd->y1 ? s->uy1 : nd->y1;
+  }
+  /* Taps from the first column given and each view's first mid row; the
+   * buffers as row_buffers grows them. */
+  for (v = 0; v < jb->nviews; v++) {
+    vstate *s = &t->vs[v];
+    int w = jb->views[v].out_w, rl = gray ? w : 3 * w;
+    for (i = 0; i < w; i++)
+      s->ax.start[i] -= nd->x0;
+    for (i = 0; i < jb->views[v].out_h; i++)
+      s->ay.start[i] -= s->uy0;
+    s->mid_rows = s->uy1 - s->uy0;
+    grow(t, (void **)&s->mid, &s->mid_cap, (size_t)s->mid_rows * rl + 4, 1);
+    np = s->ax.np > np ? s->ax.np : np;
+    vnp = s->ay.np > vnp ? s->ay.np : vnp;
+    wmax = w > wmax ? w : wmax;
+  }
+  grow(t, (void **)&t->taps, &t->taps_cap, (size_t)2 * vnp, sizeof(const uint8_t *));
+  grow(t, (void **)&t->line, &t->line_cap, (size_t)wmax, 1);
+  nd->slack = (2 * np + 2) * bpp + 16;
+  t->rows_gray = gray;
+  jb->cols_decoded = nd->x1 - nd->x0;
+  return STOKER_OK;
+}
+
+void stoker_rows_put(stoker_turbo *t, int y, const unsigned char *row) {
+  stoker_job *jb = &t->job;
+  int v;
+  for (v = 0; v < jb->nviews; v++) {
+    const vstate *s = &t->vs[v];
+    int w = jb->views[v].out_w, rl = t->rows_gray ? w : 3 * w;
+    uint8_t *mid;
+    if (y < s->uy0 || y >= s->uy1)
+      continue;
+    mid = s->mid + (size_t)(y - s->uy0) * rl;
+    if (t->rows_gray)
+      hpass_gray(&s->ax, w, row, mid);
+    else
+      hpass_rgbx(&s->ax, w, row, mid, !jb->hwc, t->simd);
+  }
+}
+
+void stoker_rows_end(stoker_turbo *t, unsigned char *out) {
+  int v;
+  for (v = 0; v < t->job.nviews; v++)
+    vpass(t, v, t->rows_gray, out + t->job.views[v].out_off);
+}
+
+void stoker_fail_msg(stoker_turbo *t, int code, const char *msg) {
+  t->code = code;
+  snprintf(t->msg, sizeof t->msg, "%s", msg);
 }

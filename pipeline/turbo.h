@@ -132,4 +132,37 @@ int stoker_simd_best(void);
  * and returns how many of its known checkpoints are not sure. */
 unsigned stoker_index_copy(stoker_turbo *t, unsigned char *dst);
 
+/* The rows a job's views read from an image decoded at full scale
+ * (stoker_rows_begin): columns [x0, x1) and rows [y0, y1), and the bytes
+ * of readable slack each row given must have after column x1's pixel
+ * (taps past a support have zero weights but are read). */
+typedef struct {
+  int x0, x1, y0, y1;
+  int slack;
+} stoker_need;
+
+/* The resampler for images decoded row by row at full scale (formats.c):
+ * stoker_rows_begin readies t for its job's views over rows of gray
+ * (1 byte) or RGBX (4 bytes) pixels and says what they need; then each row
+ * y in [y0, y1), in order, goes to stoker_rows_put from its column x0;
+ * stoker_rows_end writes the views into out. begin returns STOKER_OK or
+ * an error code (stoker_msg); stoker_fail_msg sets the message of a
+ * decode that failed outside them. */
+int stoker_rows_begin(stoker_turbo *t, int gray, stoker_need *nd);
+void stoker_rows_put(stoker_turbo *t, int y, const unsigned char *row);
+void stoker_rows_end(stoker_turbo *t, unsigned char *out);
+void stoker_fail_msg(stoker_turbo *t, int code, const char *msg);
+
+/* stoker_decode_png and stoker_decode_webp decode a PNG through libpng or
+ * a WebP through libwebp per the job into out, as stoker_decode does a
+ * JPEG: torchvision's decode_image pixels (ImageReadMode.RGB: alpha
+ * dropped, gray and palettes expanded, 16 bits cut to their high byte),
+ * only the rows (and, for WebP, the columns) the views read. */
+int stoker_decode_png(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out);
+int stoker_decode_webp(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out);
+/* stoker_png_rows is stoker_decode_png for 8-bit, non-interlaced gray,
+ * gray+alpha, RGB and RGBA without libpng (pngrows.c); it returns -1,
+ * having done nothing, for the files libpng is to decode. */
+int stoker_png_rows(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out);
+
 #endif

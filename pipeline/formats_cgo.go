@@ -1,0 +1,45 @@
+//go:build cgo
+
+package pipeline
+
+/*
+#include <stdlib.h>
+#include "turbo.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+)
+
+// decodeFormatViews decodes a PNG through libpng or a WebP through libwebp
+// (formats.c) and writes each plan's view into out at offs[v], as
+// decodeFastViews does a JPEG: the same job, the same resampler, the rows
+// handed to it as they are decoded, at full scale.
+func (d *Decoder) decodeFormatViews(data []byte, hd *header, ps []samplePlan, layout Layout, out []byte, offs []int) error {
+	f := &d.fast
+	if err := f.open(d); err != nil {
+		return err
+	}
+	if len(ps) < 1 || len(ps) > C.STOKER_MAX_VIEWS || len(offs) != len(ps) {
+		return fmt.Errorf("%w: fast path: %d views at %d offsets: want 1..%d", ErrUnsupported, len(ps), len(offs), C.STOKER_MAX_VIEWS)
+	}
+	for v := range ps {
+		if n := 3 * ps[v].outW * ps[v].outH; len(data) == 0 || offs[v] < 0 || offs[v]+n > len(out) {
+			return fmt.Errorf("%w: fast path: %d input bytes, %d output bytes for view %d of %dx%d at %d", ErrUnsupported, len(data), len(out), v, ps[v].outW, ps[v].outH, offs[v])
+		}
+	}
+	f.setJob(&d.opts, hd, ps, offs, layout, d.knobs())
+	f.job.index, f.job.coefs = 0, nil
+	src, dst := (*C.uchar)(unsafe.Pointer(&data[0])), (*C.uchar)(unsafe.Pointer(&out[0]))
+	var rc C.int
+	if hd.format == formatPNG {
+		rc = C.stoker_decode_png(f.t, src, C.size_t(len(data)), dst)
+	} else {
+		rc = C.stoker_decode_webp(f.t, src, C.size_t(len(data)), dst)
+	}
+	runtime.KeepAlive(f) // the Decoder's cleanup must not free f.t during the call
+	return f.err(rc)
+}
