@@ -40,8 +40,11 @@
 // file says. With a CoefCache
 // (WithCoefCache), for datasets that fit in memory, the MCUs decoded are
 // kept in a compact form and later crops copy them out instead of decoding
-// them. Everything
-// else (PNG, CMYK JPEG, builds with CGO_ENABLED=0) goes through the pure-Go
+// them. PNG and WebP take their own C path (formats.c, pngrows.c: libpng,
+// libwebp, and a row decoder for the common PNGs) into the same resampler,
+// decoding only down to the last row the crop reads, with torchvision's
+// decode_image pixels. Everything
+// else (BMP, TIFF, GIF, CMYK JPEG, builds with CGO_ENABLED=0) goes through the pure-Go
 // reference path built on github.com/disintegration/imaging, which follows
 // torchvision's op order literally and is what the fast path is tested
 // against.

@@ -21,8 +21,11 @@ import (
 // fuse multiply-adds: imaging's resampler is float code outside this module
 // that the compiler fuses on arm64, ppc64, s390x, riscv64 and amd64 with
 // GOAMD64=v3, which gives other bytes (seen on arm64). The compiler debug
-// flag -gcflags=all=-d=fmahash=n turns fusion off. Non-JPEG images and CMYK
-// JPEGs take this path in every build, and all images without cgo.
+// flag -gcflags=all=-d=fmahash=n turns fusion off. Images other than JPEG,
+// PNG and WebP, and CMYK JPEGs, take this path in every build, and all
+// images without cgo. Its WebP decoder (golang.org/x/image/webp) replicates
+// chroma where libwebp, and so torchvision, interpolates it: a few levels
+// apart on lossy files.
 func decodeRef(data []byte, p *samplePlan, layout Layout, out []byte) error {
 	return decodeRefViews(data, []samplePlan{*p}, layout, out, []int{0})
 }
