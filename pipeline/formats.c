@@ -128,18 +128,21 @@ static void png_rows(stoker_turbo *t, png_structp p, png_infop info, const stoke
   if (rb != (size_t)jb->src_w * bpp)
     png_error(p, "unexpected row size after transformations");
   if (png_get_interlace_type(p, info) != PNG_INTERLACE_NONE) {
+    /* one block, the row pointers first, so that a longjmp out of
+     * png_read_image leaks nothing: the caller frees *buf */
     png_bytep *rows;
-    *buf = calloc((size_t)h, stride);
-    rows = *buf ? malloc((size_t)h * sizeof *rows) : NULL;
-    if (!rows)
+    unsigned char *pix;
+    *buf = calloc((size_t)h, stride + sizeof *rows);
+    if (!*buf)
       png_error(p, "out of memory for an interlaced image");
+    rows = (png_bytep *)*buf;
+    pix = *buf + (size_t)h * sizeof *rows;
     for (y = 0; y < h; y++)
-      rows[y] = *buf + (size_t)y * stride;
+      rows[y] = pix + (size_t)y * stride;
     png_read_image(p, rows);
-    free(rows);
     jb->rows_decoded = h;
     for (y = nd->y0; y < nd->y1; y++)
-      stoker_rows_put(t, y, *buf + (size_t)y * stride + (size_t)nd->x0 * bpp);
+      stoker_rows_put(t, y, rows[y] + (size_t)nd->x0 * bpp);
     return;
   }
   *buf = calloc(1, stride);

@@ -41,6 +41,17 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add(encodeJPEG(testGray(9, 7), 50))
 	f.Add(encodePNG(testPaletted(5, 3)))
+	// PNG and WebP's C paths: the row decoder's kinds and filters, libwebp.
+	alpha, _ := testAlpha(9, 7)
+	f.Add(encodePNG(alpha))
+	f.Add(encodePNG(testGray(9, 7)))
+	for _, name := range []string{"lossy.webp", "lossless-alpha.webp", "animated.webp"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "formats", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	tr := smallTrain(f)
 	out := make([]byte, tr.SampleBytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
