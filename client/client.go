@@ -18,8 +18,9 @@ import (
 )
 
 // maxRecvMsgBytes is the client's receive limit: chunks are at most about
-// 4 MiB (server.MaxChunkBytes), headers are small.
-const maxRecvMsgBytes = 8 << 20
+// 4 MiB (server.MaxChunkBytes), and a header with its batch's fields at
+// most rpc.MaxHeaderBytes.
+const maxRecvMsgBytes = rpc.MaxHeaderBytes
 
 // Client is a trainer's connection to a stoker server's FeedService: one
 // gRPC connection, shared by its Loaders and calls. It is safe for

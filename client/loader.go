@@ -51,6 +51,11 @@ type Batch struct {
 	// in Data, in order (ViewData); Shape is then view 0's. Nil for one
 	// view.
 	Views []View
+	// Fields, when the job asked for them (JobSpec.Fields), are each
+	// field's values, one per sample in batch order: Fields["txt"][i] is
+	// sample i's, as the dataset holds it, nil where the sample has none
+	// (a present empty value is empty, not nil).
+	Fields map[string][][]byte
 
 	pool *bufPool
 }
@@ -530,6 +535,10 @@ func (a *assembler) header(h *stokerv1.BatchHeader) (*item, error) {
 	if !ok {
 		return nil, protoErr("batch %d: views %v; the job's are %v", h.GetNumber(), h.GetViews(), a.info.GetViews())
 	}
+	fields, err := batchFields(a.l.open.GetJob().GetFields(), h, int(n))
+	if err != nil {
+		return nil, err
+	}
 	if h.Slot != nil {
 		i := h.GetSlot()
 		if a.ring == nil || i >= a.ring.Slots || h.GetDataBytes() > a.ring.SlotBytes {
@@ -540,7 +549,7 @@ func (a *assembler) header(h *stokerv1.BatchHeader) (*item, error) {
 		b := &Batch{
 			Epoch: h.GetEpoch(), Number: h.GetNumber(), Shape: shape, Dtype: h.GetDtype(),
 			Data:   append(a.l.pool.get(h.GetDataBytes()), a.ring.Slot(i, h.GetDataBytes())...),
-			Labels: h.GetLabels(), Indices: h.GetIndices(), Errors: h.GetErrors(), Traces: h.GetTraces(), Views: views, pool: a.l.pool,
+			Labels: h.GetLabels(), Indices: h.GetIndices(), Errors: h.GetErrors(), Traces: h.GetTraces(), Views: views, Fields: fields, pool: a.l.pool,
 		}
 		select {
 		case a.l.released <- i:
@@ -554,7 +563,7 @@ func (a *assembler) header(h *stokerv1.BatchHeader) (*item, error) {
 	b := &Batch{
 		Epoch: h.GetEpoch(), Number: h.GetNumber(), Shape: shape, Dtype: h.GetDtype(),
 		Data: a.l.pool.get(h.GetDataBytes()), Labels: h.GetLabels(), Indices: h.GetIndices(),
-		Errors: h.GetErrors(), Traces: h.GetTraces(), Views: views, pool: a.l.pool,
+		Errors: h.GetErrors(), Traces: h.GetTraces(), Views: views, Fields: fields, pool: a.l.pool,
 	}
 	if h.GetDataBytes() == 0 {
 		return &item{batch: b}, nil

@@ -7,19 +7,15 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/stoker-dev/stoker/pipeline/batch"
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
-// SampleError reports a sample that could not be made. Name and Reason
-// are at most MaxSampleErrorText bytes each (cut, and marked so): names
-// come from outside input (a store's keys, a manifest's strings), and a
-// batch carries up to one per sample.
-type SampleError struct {
-	Index  int64  // dataset index of the sample
-	Name   string // its file, relative to the dataset root
-	Reason string
-	Err    error // wraps ErrCorrupt, ErrTooLarge or ErrUnsupported (or an I/O error)
-}
+// SampleError reports a sample that could not be made (batch.SampleError).
+// Name and Reason are at most MaxSampleErrorText bytes each (cut, and
+// marked so): names come from outside input (a store's keys, a manifest's
+// strings), and a batch carries up to one per sample.
+type SampleError = batch.SampleError
 
 // MaxSampleErrorText bounds a SampleError's Name and its Reason, each.
 const MaxSampleErrorText = 1024
@@ -36,37 +32,16 @@ const (
 	Drop
 )
 
-// Batch is samples packed back to back: Data holds N samples of
-// Transform.SampleBytes() each, in the transform's layout; of a transform
-// of several views, view after view, each view's N samples back to back
-// (Transform.ViewLayout).
-type Batch struct {
-	N       int
-	Data    []byte
-	Labels  []int64
-	Indices []int64
-	Errors  []SampleError
-	// Times is where making the batch took its time, by stage, on an
-	// Executor that times its stages; a peer's batch carries what its
-	// worker reported. Zero when not timed.
-	Times StageTimes
-	// Trace asks Fill for each sample's trace (what its ops drew, as JSON:
-	// Decoder.AppendTrace) in Traces, in batch order; a failed sample's is
-	// empty, and a sample padded in its place carries the trace of the
-	// sample it copies. Traces' buffers are reused.
-	Trace  bool
-	Traces [][]byte
-	// Copies, when set, is which copy of its sample each of Fill's
-	// indices is (repeated augmentation: each copy its own draw, Key.Copy),
-	// one per index; Fill reads it and leaves it as it is. Its samples'
-	// files are admitted to the coefficient cache on their first decode,
-	// for the copies that follow.
-	Copies []uint32
-}
+// Batch is samples packed back to back (batch.Batch): Data holds N
+// samples of Transform.SampleBytes() each, in the transform's layout; of a
+// transform of several views, view after view, each view's N samples back
+// to back (Transform.ViewLayout).
+type Batch = batch.Batch
 
-// reset sizes b for n samples of size bytes each, reusing its buffers;
-// placed (FillAt), its Data is the whole batch's and stays as it is.
-func (b *Batch) reset(n, size int, placed bool) {
+// resetBatch sizes b for n samples of size bytes each, reusing its
+// buffers; placed (FillAt), its Data is the whole batch's and stays as it
+// is.
+func resetBatch(b *Batch, n, size int, placed bool) {
 	b.N = n
 	if !placed {
 		if cap(b.Data) < n*size {
@@ -86,6 +61,7 @@ func (b *Batch) reset(n, size int, placed bool) {
 	} else {
 		b.Traces = b.Traces[:0]
 	}
+	b.SetFields(b.FieldSet, n)
 }
 
 // Executor decodes and transforms samples on a fixed pool of goroutines,
@@ -222,6 +198,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 			b.Data = b.Data[:0]
 		}
 		b.Traces = b.Traces[:0]
+		b.Fields = b.Fields[:0]
 		return nil
 	}
 	if policy == Drop {
@@ -233,6 +210,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 			if b.Trace {
 				b.Traces[n], b.Traces[i] = b.Traces[i], b.Traces[n]
 			}
+			b.SwapFields(n, i)
 		}
 		n := len(good)
 		b.N, b.Labels, b.Indices = n, b.Labels[:n], b.Indices[:n]
@@ -243,6 +221,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 		if b.Trace {
 			b.Traces = b.Traces[:n]
 		}
+		b.Fields = b.Fields[:n*fieldCount(b)]
 		return nil
 	}
 	k := 0
@@ -257,6 +236,7 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 		if b.Trace {
 			b.Traces[i] = append(b.Traces[i][:0], b.Traces[g]...)
 		}
+		b.CopyFields(i, g)
 	}
 	return nil
 }
@@ -287,3 +267,9 @@ func storeFault(r *fillReq) error {
 func IsBadInput(err error) bool {
 	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrUnsupported)
 }
+
+// Field is one sample's value of one field (batch.Field).
+type Field = batch.Field
+
+// fieldCount is how many fields b asks for.
+func fieldCount(b *Batch) int { return batch.FieldCount(b.FieldSet) }

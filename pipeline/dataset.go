@@ -71,6 +71,19 @@ type ShardPrefetcher interface {
 	PrefetchShards(indices []int64)
 }
 
+// FieldPrefetcher is a Prefetcher that reads samples' fields ahead with
+// their images: an Executor filling a Batch with a FieldSet calls it
+// instead of Prefetch.
+type FieldPrefetcher interface {
+	PrefetchFields(indices []int64, fs *FieldSet)
+}
+
+// ShardFieldPrefetcher is a ShardPrefetcher that reads the fields of fs
+// with the shards (nil: none).
+type ShardFieldPrefetcher interface {
+	PrefetchShardFields(indices []int64, fs *FieldSet)
+}
+
 // imageExts are the file extensions ImageFolder indexes: torchvision's
 // IMG_EXTENSIONS less .ppm and .pgm, which no decoder here reads (indexing
 // them would only turn each into a per-sample error).
@@ -409,3 +422,42 @@ func (h indexHash) add(name string, size, label int64) {
 }
 
 func (h indexHash) sum() string { return hex.EncodeToString(h.h.Sum(nil)[:16]) }
+
+var _ Fielded = (*ImageFolder)(nil)
+
+// FieldID implements Fielded: "path", the file relative to the root, and
+// "__key__", that path without its extension.
+func (d *ImageFolder) FieldID(name string) (int, bool) {
+	switch name {
+	case FieldPath:
+		return fieldIDPath, true
+	case FieldKey:
+		return fieldIDKey, true
+	}
+	return 0, false
+}
+
+// FieldNames implements Fielded.
+func (d *ImageFolder) FieldNames() []string { return []string{FieldPath, FieldKey, FieldSource} }
+
+// FieldSize implements Fielded.
+func (d *ImageFolder) FieldSize(i, id int) int64 {
+	switch id {
+	case fieldIDPath:
+		return int64(len(d.files[i]))
+	case fieldIDKey:
+		return int64(len(keyOfPath(d.files[i])))
+	}
+	return -1
+}
+
+// ReadField implements Fielded: names only, nothing is read.
+func (d *ImageFolder) ReadField(i, id int, buf []byte) ([]byte, error) {
+	switch id {
+	case fieldIDPath:
+		return append(buf[:0], d.files[i]...), nil
+	case fieldIDKey:
+		return append(buf[:0], keyOfPath(d.files[i])...), nil
+	}
+	return nil, fmt.Errorf("%w: sample %s has no such field", ErrUnsupported, d.files[i])
+}

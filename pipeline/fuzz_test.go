@@ -160,7 +160,8 @@ func FuzzWebDataset(f *testing.F) {
 	f.Add(tarOf([]tarMember{{"a.jpg", jpg}, {"a.cls", []byte("3")}, {"b.png", encodePNG(testPaletted(5, 3))}, {"b.cls", []byte(" 0\n")}}))
 	f.Add(tarOf([]tarMember{{"dir", nil}, {"dir/x.y.jpeg", jpg[:50]}, {"dir/x.cls", []byte("1")}, {long + ".jpg", jpg}, {long + ".cls", []byte("2")}}, tar.FormatGNU))
 	f.Add(tarOf([]tarMember{{long + ".jpg", jpg}, {long + ".cls", []byte("0")}, {"c.json", []byte("{}")}}, tar.FormatPAX))
-	f.Add(tarOf([]tarMember{{"a.jpg", jpg}}))                               // no label
+	f.Add(tarOf([]tarMember{{"a.jpg", jpg}})) // no label: unlabelled
+	f.Add(tarOf([]tarMember{{"a.jpg", jpg}, {"a.txt", []byte("a cat")}, {"a.json", []byte("{}")}, {"b.txt", []byte("no image")}}))
 	f.Add(tarOf([]tarMember{{"a.jpg", jpg}, {"a.cls", []byte("cat")}}))     // label not a number
 	f.Add(tarOf([]tarMember{{"a.jpg", jpg}, {"a.cls", []byte("1")}})[:700]) // truncated
 	// One file, rewritten by each exec (a worker runs them one at a time):
@@ -185,8 +186,27 @@ func FuzzWebDataset(f *testing.F) {
 			}
 			var buf []byte
 			for i := range d.Len() {
-				if l := d.Label(i); l < 0 || l >= int64(len(d.Classes())) {
+				if l := d.Label(i); l < 0 && (l != -1 || len(d.Classes()) != 0) || l >= int64(len(d.Classes())) {
 					t.Errorf("sample %d: label %d, %d classes", i, l, len(d.Classes()))
+				}
+				for _, name := range d.FieldNames() {
+					id, ok := d.FieldID(name)
+					if name == FieldSource {
+						continue
+					}
+					if !ok {
+						t.Errorf("field %q listed, not found", name)
+						continue
+					}
+					size := d.FieldSize(i, id)
+					got, err := d.ReadField(i, id, nil)
+					switch {
+					case size < 0:
+					case err != nil && !IsBadInput(err):
+						t.Errorf("sample %d's field %s: error wraps no sentinel: %v", i, name, err)
+					case err == nil && int64(len(got)) != size:
+						t.Errorf("sample %d's field %s: %d bytes, sized %d", i, name, len(got), size)
+					}
 				}
 				if !strings.HasPrefix(d.Name(i), "s.tar/") {
 					t.Errorf("sample %d: name %q", i, d.Name(i))

@@ -42,6 +42,13 @@ type Manifest struct {
 	objs    objectTable
 	samples sampleTable
 	bad     bool // a sample added out of range
+	// fields holds a WebDataset's samples' other members (AddSample's
+	// Fields); noFields says the manifest recorded none (a manifest of an
+	// older stoker: its samples' fields are not known). wfields answers
+	// for them once check has run.
+	fields   fieldTable
+	noFields bool
+	wfields  wdsFields
 }
 
 // ManifestSample is one sample: the bytes [Off, Off+Size) of an object
@@ -50,13 +57,27 @@ type Manifest struct {
 type ManifestSample struct {
 	Object    int
 	Off, Size int64
-	Label     int64
-	Member    string
+	// Label is the class, or -1 in an unlabelled WebDataset (no .cls).
+	Label  int64
+	Member string
 	// Hash is the SHA-256 of the sample's bytes where its object has no
 	// version (a store that gives none: IndexStore reads and hashes what
 	// it lists without one), nil elsewhere: a read is then checked
 	// against it.
 	Hash []byte
+	// NoImage: a key of an unlabelled WebDataset that has members but no
+	// image (Member is the key, Off and Size 0); reading it fails.
+	NoImage bool
+	// Fields are a WebDataset sample's other members (not its image or
+	// its .cls), each a range of the same shard.
+	Fields []ManifestField
+}
+
+// ManifestField is a member of a WebDataset sample's key: its extension
+// (the field's name) and its bytes in the shard.
+type ManifestField struct {
+	Ext       string
+	Off, Size int64
 }
 
 // objectTable holds objects column by column, their strings back to back
@@ -80,6 +101,10 @@ type sampleTable struct {
 	mems     strings.Builder
 	memEnd   []uint32
 	maxLabel int64
+	// unlabelled counts the samples of label -1; noImage holds those
+	// without an image (nil: none).
+	unlabelled int
+	noImage    map[int32]bool
 	// hashes holds each sample's Hash, sha256.Size bytes a sample (zeros:
 	// none), or is nil when no sample has one.
 	hashes []byte
@@ -108,9 +133,24 @@ func (m *Manifest) AddObject(o source.Object) int {
 // AddSample appends s.
 func (m *Manifest) AddSample(s ManifestSample) {
 	t := &m.samples
-	if s.Object < 0 || s.Object > math.MaxInt32 || s.Label < 0 || s.Label >= maxClasses {
+	if s.Object < 0 || s.Object > math.MaxInt32 || s.Label < -1 || s.Label >= maxClasses {
 		m.bad = true // and check says so
 	}
+	if s.Label < 0 {
+		t.unlabelled++
+	}
+	if s.NoImage {
+		if t.noImage == nil {
+			t.noImage = map[int32]bool{}
+		}
+		t.noImage[int32(len(t.obj))] = true
+	}
+	for _, f := range s.Fields {
+		if m.fields.add(f.Ext, f.Off, f.Size) != nil {
+			m.bad = true
+		}
+	}
+	m.fields.next()
 	t.obj = append(t.obj, int32(s.Object))
 	t.off = append(t.off, s.Off)
 	t.size = append(t.size, s.Size)
@@ -185,16 +225,60 @@ func (m *Manifest) check() error {
 		}
 		prev = ob
 	}
-	if m.Layout == LayoutImageFolder {
-		if err := m.checkFolders(); err != nil {
-			return err
+	if m.Layout == LayoutWebDataset {
+		return m.checkWebDataset()
+	}
+	if s.unlabelled > 0 || len(s.noImage) > 0 || m.fields.end != nil {
+		return fmt.Errorf("%w: an ImageFolder's samples are labelled images with no other members", ErrManifest)
+	}
+	return m.checkFolders()
+}
+
+// checkWebDataset checks a WebDataset's labels (all of them, or none)
+// and fields (each a range of its sample's shard), sets its classes,
+// "0".."max label", and readies its fields.
+func (m *Manifest) checkWebDataset() error {
+	s, t := &m.samples, &m.fields
+	n := len(s.obj)
+	if s.unlabelled != 0 && s.unlabelled != n {
+		return fmt.Errorf("%w: %d of %d samples have no label: a WebDataset's samples are all labelled or none", ErrManifest, s.unlabelled, n)
+	}
+	if s.unlabelled == 0 && len(s.noImage) > 0 {
+		return fmt.Errorf("%w: a labelled WebDataset's sample without an image", ErrManifest)
+	}
+	if t.n != n {
+		return fmt.Errorf("%w: fields of %d samples for %d", ErrManifest, t.n, n)
+	}
+	if t.end != nil {
+		for i := range n {
+			sz := m.objs.sizes[s.obj[i]]
+			for k := range t.entries(i) {
+				_, off, size := t.entry(i, k)
+				if off < 0 || size < 0 || off > sz-size {
+					return fmt.Errorf("%w: sample %d's field %d is bytes [%d, +%d) of an object of %d", ErrManifest, i, k, off, size, sz)
+				}
+			}
 		}
 	}
-	if m.Layout == LayoutWebDataset {
-		m.Classes = make([]string, 0, s.maxLabel+1)
-		for i := int64(0); i <= s.maxLabel; i++ {
-			m.Classes = append(m.Classes, strconv.FormatInt(i, 10))
+	m.wfields = wdsFields{t: t, labelled: s.unlabelled == 0, imageExts: map[string]bool{}}
+	for i := range n {
+		if s.noImage[int32(i)] {
+			continue
 		}
+		if _, ext, ok := keyOfMember(cut(&s.mems, s.memEnd, i)); ok && !m.wfields.imageExts[ext] {
+			if _, err := t.intern(ext); err != nil {
+				return fmt.Errorf("%w: %v", ErrManifest, err)
+			}
+			m.wfields.imageExts[ext] = true
+		}
+	}
+	m.Classes = []string{}
+	if s.unlabelled > 0 {
+		return nil // no classes
+	}
+	m.Classes = make([]string, 0, s.maxLabel+1)
+	for i := int64(0); i <= s.maxLabel; i++ {
+		m.Classes = append(m.Classes, strconv.FormatInt(i, 10))
 	}
 	return nil
 }
@@ -252,8 +336,13 @@ func (m *Manifest) Len() int { return len(m.samples.obj) }
 // Sample is sample i.
 func (m *Manifest) Sample(i int) ManifestSample {
 	t := &m.samples
-	return ManifestSample{Object: int(t.obj[i]), Off: t.off[i], Size: t.size[i], Label: int64(t.label[i]),
-		Member: cut(&t.mems, t.memEnd, i), Hash: m.hash(i)}
+	ms := ManifestSample{Object: int(t.obj[i]), Off: t.off[i], Size: t.size[i], Label: int64(t.label[i]),
+		Member: cut(&t.mems, t.memEnd, i), Hash: m.hash(i), NoImage: t.noImage[int32(i)]}
+	for k := range m.fields.entries(i) {
+		ext, off, size := m.fields.entry(i, k)
+		ms.Fields = append(ms.Fields, ManifestField{Ext: ext, Off: off, Size: size})
+	}
+	return ms
 }
 
 // name is sample i's name in messages and in the fingerprint: its

@@ -31,6 +31,15 @@ import (
 //	samples: count, then each: object, offset, size, label, member name
 //	hashes: count (0, or the samples'), then each sample's SHA-256, 32
 //	        bytes (all zeros: none); not in version 1
+//	fields (version 3): the extensions: count, then each name; then for
+//	        each sample: its entries' count times 2, plus 1 when it has
+//	        no image, then each entry: extension (its index), offset
+//	        (zigzag, from the sample's), size
+//
+// In version 3 a label is written plus one (0: none, an unlabelled
+// WebDataset's). A manifest of an earlier version records no fields: a
+// server reading one serves its samples' keys and labels, and asks for a
+// new index when a job asks for other fields.
 //
 // A manifest is outside input. Nothing of it is parsed before the whole
 // body is read and its checksum verified; U may be at most maxInflate
@@ -39,7 +48,7 @@ import (
 // this process allocate is bounded by its size.
 const (
 	manifestMagic   = "STOKERMF"
-	manifestVersion = 2
+	manifestVersion = 3
 	manifestHeader  = 8 + 4 + 8 + 8 + sha256.Size
 	// DefaultMaxManifestSize bounds a manifest file read (1 GiB: tens of
 	// millions of samples).
@@ -88,11 +97,12 @@ func (m *Manifest) Encode(w io.Writer) error {
 		e.uint(uint64(s.obj[i]))
 		e.uint(uint64(s.off[i]))
 		e.uint(uint64(s.size[i]))
-		e.uint(uint64(s.label[i]))
+		e.uint(uint64(int64(s.label[i]) + 1))
 		e.str(cut(&s.mems, s.memEnd, i))
 	}
 	e.uint(uint64(len(s.hashes) / sha256.Size))
 	bw.Write(s.hashes)
+	m.encodeFields(&e)
 	if err := errors.Join(bw.Flush(), zw.Close()); err != nil {
 		return err
 	}
@@ -151,8 +161,8 @@ func DecodeManifest(r io.Reader, maxSize int64) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: not a stoker manifest (magic %q)", ErrManifest, hdr[:8])
 	}
 	version := binary.LittleEndian.Uint32(hdr[8:])
-	if version != manifestVersion && version != 1 {
-		return nil, fmt.Errorf("%w: format version %d, this stoker reads 1 and %d (run stoker index again)", ErrManifest, version, manifestVersion)
+	if version < 1 || version > manifestVersion {
+		return nil, fmt.Errorf("%w: format version %d, this stoker reads 1 to %d (run stoker index again)", ErrManifest, version, manifestVersion)
 	}
 	clen, ulen := binary.LittleEndian.Uint64(hdr[12:]), binary.LittleEndian.Uint64(hdr[20:])
 	if clen > uint64(maxSize-manifestHeader) {
@@ -318,6 +328,12 @@ func (d *decoder) manifest() (*Manifest, error) {
 		off := d.int("offset", math.MaxInt64)
 		size := d.int("size", math.MaxInt64)
 		label := d.int("label", maxClasses-1)
+		if d.version >= 3 {
+			label-- // -1: none
+		}
+		if label < 0 {
+			s.unlabelled++
+		}
 		s.obj = append(s.obj, int32(ob))
 		s.off = append(s.off, off)
 		s.size = append(s.size, size)
@@ -328,6 +344,14 @@ func (d *decoder) manifest() (*Manifest, error) {
 	}
 	if d.version >= 2 {
 		d.hashes(s, ns)
+	}
+	if d.version >= 3 {
+		d.fields(m)
+	} else {
+		m.noFields = true
+		for range ns {
+			m.fields.next()
+		}
 	}
 	if d.err != nil {
 		return nil, d.err
@@ -353,3 +377,75 @@ func (d *decoder) hashes(s *sampleTable, ns int) {
 	}
 	d.left -= int64(len(s.hashes))
 }
+
+// encodeFields writes the fields section (version 3).
+func (m *Manifest) encodeFields(e *encoder) {
+	t, s := &m.fields, &m.samples
+	e.uint(uint64(len(t.exts)))
+	for _, x := range t.exts {
+		e.str(x)
+	}
+	for i := range s.obj {
+		n := t.entries(i)
+		flag := uint64(0)
+		if s.noImage[int32(i)] {
+			flag = 1
+		}
+		e.uint(uint64(n)<<1 | flag)
+		if n == 0 {
+			continue
+		}
+		first := int(t.end[i]) - n
+		for k := first; k < int(t.end[i]); k++ {
+			e.uint(uint64(t.ext[k]))
+			e.uint(zigzag(t.off[k] - s.off[i]))
+			e.uint(uint64(t.size[k]))
+		}
+	}
+}
+
+// fields reads the fields section into m (version 3).
+func (d *decoder) fields(m *Manifest) {
+	t, s := &m.fields, &m.samples
+	nx := d.count("extensions", 1)
+	if d.err == nil && nx > maxFieldExts {
+		d.fail("%d extensions: the limit is %d", nx, maxFieldExts)
+	}
+	for i := 0; i < nx && d.err == nil; i++ {
+		if _, err := t.intern(d.string()); err != nil && d.err == nil {
+			d.fail("%v", err)
+		}
+	}
+	if d.err == nil && len(t.exts) != nx {
+		d.fail("an extension named twice")
+	}
+	for i := 0; i < len(s.obj) && d.err == nil; i++ {
+		v := d.int("fields", d.left*2+1)
+		if v>>1 > 0 && nx == 0 {
+			d.fail("sample %d has fields of no extension", i)
+		}
+		if v&1 != 0 {
+			if s.noImage == nil {
+				s.noImage = map[int32]bool{}
+			}
+			s.noImage[int32(i)] = true
+		}
+		for k := int64(0); k < v>>1 && d.err == nil; k++ {
+			ext := d.int("extension", int64(max(nx-1, 0)))
+			off := s.off[i] + unzigzag(d.uint())
+			size := d.int("field size", math.MaxInt64)
+			if d.err == nil {
+				if t.end == nil {
+					t.end = make([]uint32, t.n, t.n+1024)
+				}
+				t.ext = append(t.ext, uint16(ext))
+				t.off = append(t.off, off)
+				t.size = append(t.size, size)
+			}
+		}
+		t.next()
+	}
+}
+
+func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
+func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }

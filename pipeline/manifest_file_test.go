@@ -106,7 +106,10 @@ func TestManifestCorrupt(t *testing.T) {
 		return b
 	}
 	v1Body := uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 0, "m")
-	okBody := append(bytes.Clone(v1Body), 0) // no hashes
+	v2Body := append(bytes.Clone(v1Body), 0) // no hashes
+	// Version 3: labels written plus one, and after the hashes (none) the
+	// fields section: no extensions, no fields for the one sample.
+	okBody := uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 1, "m", 0, 0, 0)
 	cases := map[string][]byte{
 		"empty":              nil,
 		"header cut short":   good[:manifestHeader-1],
@@ -126,21 +129,30 @@ func TestManifestCorrupt(t *testing.T) {
 		"count over body":     reframe(uvarints("r", "webdataset", 0, uint64(1)<<40), 0),
 		"string over body":    reframe(uvarints("r", "imagefolder", 1, uint64(1)<<20), 0),
 		"string over limit":   reframe(uvarints("r", "imagefolder", 1, uint64(1)<<30), 0),
-		"sample past object":  reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 5, 6, 0, "m"), 0),
-		"object out of range": reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 1, 0, 10, 0, "m"), 0),
-		"label over classes":  reframe(uvarints("r", "imagefolder", 1, "c", 1, "a", 10, "", 0, 1, 0, 0, 10, 1, ""), 0),
-		"label over limit":    reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, maxClasses, "m"), 0),
-		"classes in wds":      reframe(uvarints("r", "webdataset", 1, "c", 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 0, "m"), 0),
-		"layout":              reframe(uvarints("r", "tarball", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 0, "m"), 0),
+		"sample past object":  reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 5, 6, 1, "m", 0, 0, 0), 0),
+		"object out of range": reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 1, 0, 10, 1, "m", 0, 0, 0), 0),
+		"label over classes":  reframe(uvarints("r", "imagefolder", 1, "c", 1, "a", 10, "", 0, 1, 0, 0, 10, 2, "", 0, 0, 0), 0),
+		"label over limit":    reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, maxClasses+1, "m", 0, 0, 0), 0),
+		"classes in wds":      reframe(uvarints("r", "webdataset", 1, "c", 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 1, "m", 0, 0, 0), 0),
+		"layout":              reframe(uvarints("r", "tarball", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 1, "m", 0, 0, 0), 0),
 		"objects out of order": reframe(uvarints("r", "webdataset", 0, 2, "a.tar", 10, "", 0, "b.tar", 10, "", 0,
-			2, 1, 0, 10, 0, "m", 0, 0, 10, 0, "m"), 0),
+			2, 1, 0, 10, 1, "m", 0, 0, 10, 1, "m", 0, 0, 0, 0), 0),
+		"no label in a folder": reframe(uvarints("r", "imagefolder", 1, "c", 1, "c/a", 10, "", 0, 1, 0, 0, 10, 0, "", 0, 0, 0), 0),
+		"labels of some":       reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 2, 0, 0, 4, 1, "m.jpg", 0, 4, 4, 0, "n.jpg", 0, 0, 0, 0), 0),
+		"field past object": reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 4, 0, "m.jpg",
+			0, 1, "txt", 2, 0, zigzagOf(4), 7), 0),
+		"field of no extension": reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 4, 0, "m.jpg",
+			0, 0, 2, 0, zigzagOf(4), 2), 0),
+		"extension named twice": reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 4, 0, "m.jpg",
+			0, 2, "txt", "txt", 0), 0),
 		"body left over":  reframe(append(okBody, 7), 0),
 		"hashes, too few": reframe(append(append(bytes.Clone(v1Body), 2), make([]byte, 64)...), 0),
 		"hashes cut":      reframe(append(append(bytes.Clone(v1Body), 1), make([]byte, 31)...), 0),
 	}
 	cases["valid"] = reframe(okBody, 0)
 	cases["valid, version 1"] = reframeV(1, v1Body, 0)
-	cases["valid, a hash"] = reframe(append(append(bytes.Clone(v1Body), 1), bytes.Repeat([]byte{9}, 32)...), 0)
+	cases["valid, version 2"] = reframeV(2, v2Body, 0)
+	cases["valid, a hash"] = reframeV(2, append(append(bytes.Clone(v1Body), 1), bytes.Repeat([]byte{9}, 32)...), 0)
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) {
 			// A reframe'd body declares its real length.
@@ -193,7 +205,8 @@ func TestManifestSizeLimit(t *testing.T) {
 // a dataset.
 func FuzzManifest(f *testing.F) {
 	f.Add(encodeManifest(f, smallManifest()))
-	f.Add(reframe(uvarints("r", "imagefolder", 1, "c", 1, "c/a.jpg", 10, "", 0, 1, 0, 0, 10, 0, ""), 41))
+	f.Add(reframe(uvarints("r", "imagefolder", 1, "c", 1, "c/a.jpg", 10, "", 0, 1, 0, 0, 10, 1, "", 0, 0, 0), 44))
+	f.Add(encodeManifest(f, fieldsManifest()))
 	f.Add([]byte(manifestMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// The checksum would turn away nearly every mutation: fuzz the
@@ -235,4 +248,64 @@ func (nopStore) String() string { return "nop" }
 func (nopStore) Close() error   { return nil }
 func (nopStore) ReadRange(context.Context, source.Object, int64, []byte) error {
 	return source.ErrNotExist
+}
+
+func zigzagOf(v int64) uint64 { return zigzag(v) }
+
+// fieldsManifest is an unlabelled WebDataset manifest whose samples have
+// fields, one without an image.
+func fieldsManifest() *Manifest {
+	m := &Manifest{Root: "s3://bucket/clip/", Layout: LayoutWebDataset}
+	a := m.AddObject(source.Object{Key: "a.tar", Size: 8192, Version: `"etag-a"`})
+	m.AddSample(ManifestSample{Object: a, Off: 512, Size: 1000, Label: -1, Member: "k/1.jpg",
+		Fields: []ManifestField{{"txt", 2048, 40}, {"json", 3072, 300}}})
+	m.AddSample(ManifestSample{Object: a, Off: 4096, Size: 1000, Label: -1, Member: "k/2.webp",
+		Fields: []ManifestField{{"json", 5632, 10}}})
+	m.AddSample(ManifestSample{Object: a, Label: -1, Member: "k/3", NoImage: true,
+		Fields: []ManifestField{{"txt", 6144, 5}}})
+	return m
+}
+
+// TestManifestFieldsRoundTrip: an unlabelled manifest with fields, and a
+// sample without an image, encodes and decodes to itself; its dataset
+// answers the fields from its table.
+func TestManifestFieldsRoundTrip(t *testing.T) {
+	m := fieldsManifest()
+	if err := m.check(); err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeManifest(bytes.NewReader(encodeManifest(t, m)), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameManifest(t, back, m)
+	if len(back.Classes) != 0 {
+		t.Errorf("classes %v of an unlabelled dataset", back.Classes)
+	}
+	ds, err := NewStoreDataset(nopStore{}, back, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	fd := ds.(Fielded)
+	for _, c := range []struct {
+		name string
+		i    int
+		size int64
+	}{{"txt", 0, 40}, {"json", 0, 300}, {"json", 1, 10}, {"txt", 1, -1}, {"txt", 2, 5}, {"jpg", 0, 1000}, {"jpg", 1, -1},
+		{"webp", 1, 1000}, {FieldKey, 0, 3}, {FieldKey, 2, 3}} {
+		id, ok := fd.FieldID(c.name)
+		if !ok {
+			t.Fatalf("no field %q", c.name)
+		}
+		if got := fd.FieldSize(c.i, id); got != c.size {
+			t.Errorf("sample %d's %s: %d bytes, want %d", c.i, c.name, got, c.size)
+		}
+	}
+	if _, ok := fd.FieldID("cls"); ok {
+		t.Errorf("an unlabelled dataset has a cls field")
+	}
+	if _, err := ds.Read(2, nil); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("reading a sample without an image: %v", err)
+	}
 }

@@ -102,7 +102,7 @@ func IndexStore(ctx context.Context, st source.Store, o IndexOptions) (*Manifest
 				shards = append(shards, obj)
 			}
 		}
-		if err := scanShards(ctx, m, shards, o, func(ctx context.Context, obj source.Object, si int32) ([]wdsSample, error) {
+		if err := scanShards(ctx, m, shards, o, func(ctx context.Context, obj source.Object, si int32) ([]wdsScanned, error) {
 			rc, err := st.NewReader(ctx, obj, 0)
 			if err != nil {
 				return nil, err
@@ -209,10 +209,10 @@ func imageKey(rest string) bool {
 // o.Concurrency at once, and adds shards and samples to m in shard order.
 // The first error ends the scan.
 func scanShards(ctx context.Context, m *Manifest, shards []source.Object, o IndexOptions,
-	scan func(ctx context.Context, obj source.Object, si int32) ([]wdsSample, error)) error {
+	scan func(ctx context.Context, obj source.Object, si int32) ([]wdsScanned, error)) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	results := make([][]wdsSample, len(shards))
+	results := make([][]wdsScanned, len(shards))
 	var total int64
 	for _, s := range shards {
 		total += s.Size
@@ -253,13 +253,22 @@ func scanShards(ctx context.Context, m *Manifest, shards []source.Object, o Inde
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
-	for i, got := range results {
-		oi := m.AddObject(shards[i])
-		for _, s := range got {
-			m.AddSample(ManifestSample{Object: oi, Off: s.offset, Size: s.size, Label: s.label, Member: s.name, Hash: s.hash})
-		}
+	names := make([]string, len(shards))
+	objs := make([]int, len(shards))
+	for i, sh := range shards {
+		names[i] = sh.Key
+		objs[i] = m.AddObject(sh)
 	}
-	return nil
+	// The samples as the local WebDataset takes them (labelled or not).
+	_, err := wdsSamples(results, names, m.Root, func(s *wdsScanned) error {
+		ms := ManifestSample{Object: objs[s.shard], Off: s.offset, Size: s.size, Label: s.label, Member: s.name, NoImage: s.noImage, Hash: s.hash}
+		for _, f := range s.members {
+			ms.Fields = append(ms.Fields, ManifestField{Ext: f.ext, Off: f.off, Size: f.size})
+		}
+		m.AddSample(ms)
+		return nil
+	})
+	return err
 }
 
 // needsHash says whether obj, in st, has no version to be read by: an
@@ -393,7 +402,7 @@ func IndexDir(ctx context.Context, dir string, o IndexOptions) (*Manifest, error
 			}
 			objs[i] = source.Object{Key: name, Size: fi.Size(), ModTime: fi.ModTime()}
 		}
-		err := scanShards(ctx, m, objs, o, func(_ context.Context, obj source.Object, si int32) ([]wdsSample, error) {
+		err := scanShards(ctx, m, objs, o, func(_ context.Context, obj source.Object, si int32) ([]wdsScanned, error) {
 			f, err := root.OpenFile(obj.Key, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 			if err != nil {
 				return nil, openError(root, obj.Key, "dataset directory", err)

@@ -279,6 +279,8 @@ type fillReq struct {
 	size        int        // a sample's bytes: data holds len(data)/size samples
 	layout      ViewLayout // where each sample's views lie in data
 	copies      []uint32   // Batch.Copies: each sample's copy; nil: all 0
+	fset        *FieldSet  // the fields the batch asks for (Batch.FieldSet), else nil
+	fields      []Field    // Batch.Fields: sample i's are fields[i*fset.Len():]
 	place       []int      // FillAt's: where each sample goes in data, in samples; nil: in order
 	errs        []error    // per sample, written by the worker that made it
 	traces      [][]byte   // per sample when the batch asks for traces (Batch.Traces), else nil
@@ -350,14 +352,17 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if p, ok := ds.(Prefetcher); ok {
-		// Before the samples are queued: their bytes are on their way
-		// while the batches queued ahead of this one are made.
+	// Before the samples are queued: their bytes are on their way while
+	// the batches queued ahead of this one are made.
+	fs, _ := b.FieldSet.(*FieldSet)
+	if fp, ok := ds.(FieldPrefetcher); ok && fs.Len() > 0 {
+		fp.PrefetchFields(indices, fs)
+	} else if p, ok := ds.(Prefetcher); ok {
 		p.Prefetch(indices)
 	}
 	size := t.SampleBytes()
 	n := len(indices)
-	b.reset(n, size, place != nil)
+	resetBatch(b, n, size, place != nil)
 	for i, idx := range indices {
 		b.Indices[i], b.Labels[i] = idx, ds.Label(int(idx))
 	}
@@ -369,6 +374,10 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 	r.traces = nil
 	if b.Trace {
 		r.traces = b.Traces
+	}
+	r.fset, r.fields = nil, nil
+	if fs.Len() > 0 {
+		r.fset, r.fields = fs, b.Fields
 	}
 	e := q.e
 	e.mu.Lock()
@@ -567,7 +576,7 @@ func (e *Executor) rebase(c int) {
 // and a closed queue's Close when it was its last running. e.mu is held.
 func (e *Executor) finished(r *fillReq, st *StageTimes) {
 	q := r.q
-	r.times.add(st.Queue, st.Read, st.Decode, st.Transform)
+	r.times.Add(*st)
 	r.running--
 	q.running--
 	q.made.Add(1)
@@ -605,7 +614,20 @@ func (e *Executor) run(d *Decoder) {
 		if e.stages != nil {
 			t0 = time.Now()
 		}
-		data, err := r.ds.Read(int(idx), buf)
+		var data []byte
+		var err error
+		if r.fset != nil {
+			// A field over its bound fails the sample before anything
+			// of it is read (a 100 MB .json is never read).
+			err = r.fset.check(r.ds, int(idx))
+		}
+		if err == nil {
+			data, err = r.ds.Read(int(idx), buf)
+		}
+		if err == nil && r.fset != nil {
+			n := r.fset.Len()
+			err = r.fset.read(r.ds, int(idx), r.fields[i*n:(i+1)*n])
+		}
 		if e.stages != nil {
 			t1 = time.Now()
 		}

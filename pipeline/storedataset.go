@@ -41,10 +41,17 @@ type ShardedStoreDataset struct {
 	starts []int
 
 	mu sync.Mutex
-	// hinted is when each shard was last hinted whole (PrefetchShards):
-	// a shard is hinted again only after rehint, so the batches of a
-	// window do not each hint its thousands of ranges.
-	hinted map[int]time.Time
+	// hinted is when each shard was last hinted whole (PrefetchShards),
+	// with the fields of the job that hinted it: a shard is hinted again
+	// only after rehint, so the batches of a window do not each hint its
+	// thousands of ranges.
+	hinted map[shardHint]time.Time
+}
+
+// shardHint is a shard hinted whole with some fields (FieldSet.key).
+type shardHint struct {
+	shard  int
+	fields string
 }
 
 // rehint is how long a shard hinted whole is not hinted again: about the
@@ -74,7 +81,7 @@ func NewStoreDataset(st source.Store, m *Manifest, rd source.Ranges) (Dataset, e
 	if m.Layout != LayoutWebDataset {
 		return d, nil
 	}
-	s := &ShardedStoreDataset{StoreDataset: d, hinted: map[int]time.Time{}}
+	s := &ShardedStoreDataset{StoreDataset: d, hinted: map[shardHint]time.Time{}}
 	prev := -1
 	for i, o := range m.samples.obj {
 		if int(o) != prev {
@@ -110,9 +117,12 @@ func checkVersions(st source.Store, m *Manifest) error {
 }
 
 var (
-	_ Sharded         = (*ShardedStoreDataset)(nil)
-	_ Prefetcher      = (*StoreDataset)(nil)
-	_ ShardPrefetcher = (*ShardedStoreDataset)(nil)
+	_ Sharded              = (*ShardedStoreDataset)(nil)
+	_ Prefetcher           = (*StoreDataset)(nil)
+	_ ShardPrefetcher      = (*ShardedStoreDataset)(nil)
+	_ Fielded              = (*StoreDataset)(nil)
+	_ FieldPrefetcher      = (*StoreDataset)(nil)
+	_ ShardFieldPrefetcher = (*ShardedStoreDataset)(nil)
 )
 
 // ShardStarts implements Sharded: the first sample index of each shard
@@ -160,7 +170,13 @@ func (d *StoreDataset) Close() error {
 // manifest's member name and size.
 func (d *StoreDataset) rangeOf(i int) source.Range {
 	t := &d.m.samples
-	r := source.Range{Obj: d.m.Object(int(t.obj[i])), Off: t.off[i], Len: t.size[i]}
+	return d.memberRange(i, t.off[i], t.size[i])
+}
+
+// memberRange is what is read of bytes [off, off+size) of sample i's
+// object: in a shard, with the tar header before them.
+func (d *StoreDataset) memberRange(i int, off, size int64) source.Range {
+	r := source.Range{Obj: d.m.Object(int(d.m.samples.obj[i])), Off: off, Len: size}
 	if d.m.Layout == LayoutWebDataset && r.Off >= tarBlock {
 		r.Off -= tarBlock
 		r.Len += tarBlock
@@ -171,16 +187,36 @@ func (d *StoreDataset) rangeOf(i int) source.Range {
 // Read implements Dataset. A sample over the size cap is refused before it
 // is read; an object that is not the one indexed is an error wrapping
 // ErrCorrupt and source.ErrChanged; a store that did not answer within
-// its retry policy, one wrapping source.ErrUnavailable.
+// its retry policy, one wrapping source.ErrUnavailable. A key without an
+// image (an unlabelled WebDataset's) fails, naming what it has.
 func (d *StoreDataset) Read(i int, buf []byte) ([]byte, error) {
 	if i < 0 || i >= d.m.Len() {
 		return nil, fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, i, d.m.Len())
 	}
-	size := d.m.samples.size[i]
+	t := &d.m.samples
+	if t.noImage[int32(i)] {
+		var exts []string
+		for k := range d.m.fields.entries(i) {
+			e, _, _ := d.m.fields.entry(i, k)
+			exts = append(exts, e)
+		}
+		return nil, errNoImage(d.Name(i), exts)
+	}
+	data, err := d.readMember(i, cut(&t.mems, t.memEnd, i), t.off[i], t.size[i], buf)
+	if err != nil {
+		return nil, err
+	}
+	return data, d.checkHash(i, data)
+}
+
+// readMember reads bytes [off, off+size) of sample i's object, member
+// (its name in a shard; "" for an ImageFolder's whole object): a shard's
+// member with the tar header before it, which must name it and its size.
+func (d *StoreDataset) readMember(i int, member string, off, size int64, buf []byte) ([]byte, error) {
 	if size > d.maxSize {
 		return nil, fmt.Errorf("%w: %s is %d bytes, over the %d-byte file cap", ErrTooLarge, d.Name(i), size, d.maxSize)
 	}
-	r := d.rangeOf(i)
+	r := d.memberRange(i, off, size)
 	data, err := d.rd.Read(d.ctx, r, buf)
 	if err != nil {
 		if errors.Is(err, source.ErrChanged) {
@@ -192,20 +228,19 @@ func (d *StoreDataset) Read(i int, buf []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s: read %d bytes of %d", ErrCorrupt, d.Name(i), len(data), r.Len)
 	}
 	if d.m.Layout != LayoutWebDataset {
-		return data, d.checkHash(i, data)
+		return data, nil
 	}
-	member := cut(&d.m.samples.mems, d.m.samples.memEnd, i)
 	if r.Len == size {
-		return nil, fmt.Errorf("%w: %w: %s starts at byte %d of its shard, where no member's data can", ErrCorrupt, ErrManifest, d.Name(i), r.Off)
+		return nil, fmt.Errorf("%w: %w: %s starts at byte %d of its shard, where no member's data can", ErrCorrupt, ErrManifest, clipName(member, 1024), r.Off)
 	}
 	if err := checkTarHeader(data[:tarBlock], member, size); err != nil {
 		return nil, fmt.Errorf("%w: %w: %s: the manifest gives it bytes [%d, +%d) of the shard, but %v: %s",
-			ErrCorrupt, ErrManifest, clipName(d.Name(i), 1024), r.Off+tarBlock, size, err, d.stale)
+			ErrCorrupt, ErrManifest, clipName(d.m.key(int(d.m.samples.obj[i]))+"/"+member, 1024), r.Off+tarBlock, size, err, d.stale)
 	}
-	// The sample's bytes where its caller wants them: at the buffer's
+	// The member's bytes where its caller wants them: at the buffer's
 	// start (a copy of the sample, under a decode's cost).
 	n := copy(data, data[tarBlock:])
-	return data[:n], d.checkHash(i, data[:n])
+	return data[:n], nil
 }
 
 // checkHash checks sample i's bytes against its content hash, where it
@@ -225,7 +260,12 @@ func (d *StoreDataset) checkHash(i int, data []byte) error {
 // Prefetch implements Prefetcher: the samples at indices will be read
 // soon, in this order; their ranges go to the Ranges' Prefetch, which may
 // start reading them. The dataset keeps no reference to indices.
-func (d *StoreDataset) Prefetch(indices []int64) {
+func (d *StoreDataset) Prefetch(indices []int64) { d.PrefetchFields(indices, nil) }
+
+// PrefetchFields implements FieldPrefetcher: Prefetch, with the ranges of
+// the samples' fields of fs beside their images' (a WebDataset sample's
+// members lie together in its shard: one request reads them all).
+func (d *StoreDataset) PrefetchFields(indices []int64, fs *FieldSet) {
 	if _, direct := d.rd.(source.Direct); direct {
 		return // which ignores hints: spare the ranges
 	}
@@ -234,13 +274,33 @@ func (d *StoreDataset) Prefetch(indices []int64) {
 		if i < 0 || i >= int64(d.m.Len()) {
 			continue
 		}
-		if d.m.samples.size[i] <= d.maxSize {
-			rs = append(rs, d.rangeOf(int(i)))
-		}
+		rs = d.appendRanges(rs, int(i), fs)
 	}
 	if len(rs) > 0 {
 		d.rd.Prefetch(rs)
 	}
+}
+
+// appendRanges appends the ranges of sample i (its image, and its fields
+// of fs) that are within the size cap.
+func (d *StoreDataset) appendRanges(rs []source.Range, i int, fs *FieldSet) []source.Range {
+	if d.m.samples.size[i] <= d.maxSize && !d.m.samples.noImage[int32(i)] {
+		rs = append(rs, d.rangeOf(i))
+	}
+	if fs == nil || d.m.Layout != LayoutWebDataset {
+		return rs
+	}
+	t := &d.m.samples
+	for _, id := range fs.ids {
+		if id < 0 && id > fieldIDImage {
+			continue // not a member: nothing to read
+		}
+		off, size, ok := d.m.wfields.where(i, id, cut(&t.mems, t.memEnd, i), t.off[i], t.size[i])
+		if ok && size <= min(d.maxSize, fs.max) && off != t.off[i] {
+			rs = append(rs, d.memberRange(i, off, size))
+		}
+	}
+	return rs
 }
 
 // PrefetchShards implements ShardPrefetcher: every sample of the shards of
@@ -248,7 +308,11 @@ func (d *StoreDataset) Prefetch(indices []int64) {
 // that the Ranges (a source.Fetcher) coalesces each shard into a few long
 // reads; the samples of indices are among them. A shard hinted within
 // rehint is not hinted again.
-func (d *ShardedStoreDataset) PrefetchShards(indices []int64) {
+func (d *ShardedStoreDataset) PrefetchShards(indices []int64) { d.PrefetchShardFields(indices, nil) }
+
+// PrefetchShardFields implements ShardFieldPrefetcher: PrefetchShards,
+// with the fields of fs of every sample of the shards.
+func (d *ShardedStoreDataset) PrefetchShardFields(indices []int64, fs *FieldSet) {
 	if _, direct := d.rd.(source.Direct); direct {
 		return
 	}
@@ -260,29 +324,114 @@ func (d *ShardedStoreDataset) PrefetchShards(indices []int64) {
 			continue
 		}
 		s := d.shardOf(int(i))
-		if t, ok := d.hinted[s]; ok && now.Sub(t) < rehint {
+		h := shardHint{shard: s, fields: fs.key()}
+		if t, ok := d.hinted[h]; ok && now.Sub(t) < rehint {
 			continue
 		}
-		d.hinted[s] = now
+		d.hinted[h] = now
 		end := d.m.Len()
 		if s+1 < len(d.starts) {
 			end = d.starts[s+1]
 		}
 		for j := d.starts[s]; j < end; j++ {
-			if d.m.samples.size[j] <= d.maxSize {
-				rs = append(rs, d.rangeOf(j))
-			}
+			rs = d.appendRanges(rs, j, fs)
 		}
 	}
-	for s, t := range d.hinted {
+	for h, t := range d.hinted {
 		if now.Sub(t) >= rehint {
-			delete(d.hinted, s)
+			delete(d.hinted, h)
 		}
 	}
 	d.mu.Unlock()
 	if len(rs) > 0 {
 		d.rd.Prefetch(rs)
 	}
+}
+
+// FieldID implements Fielded: an ImageFolder's "path" and "__key__"; a
+// WebDataset's members' extensions, "__key__" and, labelled, "cls". A
+// manifest of an older stoker records no members: only the image's own
+// extension, "__key__" and "cls" then.
+func (d *StoreDataset) FieldID(name string) (int, bool) {
+	if d.m.Layout == LayoutWebDataset {
+		return d.m.wfields.fieldID(name)
+	}
+	switch name {
+	case FieldKey:
+		return fieldIDKey, true
+	case FieldPath:
+		return fieldIDPath, true
+	}
+	return 0, false
+}
+
+// FieldNames implements Fielded.
+func (d *StoreDataset) FieldNames() []string {
+	if d.m.Layout == LayoutWebDataset {
+		return d.m.wfields.fieldNames()
+	}
+	return []string{FieldPath, FieldKey, FieldSource}
+}
+
+// FieldsNotIndexed says why a WebDataset's members are not fields: its
+// manifest was made by an older stoker ("" when they are).
+func (d *StoreDataset) FieldsNotIndexed() string {
+	if d.m.noFields && d.m.Layout == LayoutWebDataset {
+		return "the dataset's manifest was made by an older stoker and records no members but the images: run `stoker index " + d.st.String() + "` again for its fields"
+	}
+	return ""
+}
+
+// FieldSize implements Fielded.
+func (d *StoreDataset) FieldSize(i, id int) int64 {
+	t := &d.m.samples
+	if d.m.Layout == LayoutWebDataset {
+		return d.m.wfields.size(i, id, cut(&t.mems, t.memEnd, i), t.size[i], int64(t.label[i]))
+	}
+	switch key := d.m.key(int(t.obj[i])); id {
+	case fieldIDPath:
+		return int64(len(key))
+	case fieldIDKey:
+		return int64(len(keyOfPath(key)))
+	}
+	return -1
+}
+
+// ReadField implements Fielded: a member's bytes are read as an image's
+// are, through the Ranges (the byte cache, the read-ahead).
+func (d *StoreDataset) ReadField(i, id int, buf []byte) ([]byte, error) {
+	t := &d.m.samples
+	if d.m.Layout != LayoutWebDataset {
+		key := d.m.key(int(t.obj[i]))
+		switch id {
+		case fieldIDPath:
+			return append(buf[:0], key...), nil
+		case fieldIDKey:
+			return append(buf[:0], keyOfPath(key)...), nil
+		}
+		return nil, fmt.Errorf("%w: sample %s has no such field", ErrUnsupported, d.Name(i))
+	}
+	member := cut(&t.mems, t.memEnd, i)
+	if b, ok := d.m.wfields.inline(id, member, int64(t.label[i]), buf); ok {
+		return b, nil
+	}
+	if id < 0 && id > fieldIDImage {
+		return nil, fmt.Errorf("%w: sample %s has no such field", ErrUnsupported, d.Name(i))
+	}
+	off, size, ok := d.m.wfields.where(i, id, member, t.off[i], t.size[i])
+	if !ok {
+		return nil, fmt.Errorf("%w: sample %s has no such field", ErrUnsupported, d.Name(i))
+	}
+	name := member
+	if off != t.off[i] {
+		// Another member of the key: its header names it so.
+		key, _, _ := keyOfMember(member)
+		if t.noImage[int32(i)] {
+			key = member
+		}
+		name = key + "." + d.m.wfields.extOf(id)
+	}
+	return d.readMember(i, name, off, size, buf)
 }
 
 // shardOf is the shard sample i is in.

@@ -16,17 +16,22 @@ import (
 
 // WebDataset is a set of tar shards in WebDataset layout: members that share
 // a key (the path up to the first dot of the file name) make one sample,
-// key.jpg|jpeg|png (the image) and key.cls (the label as decimal text).
+// key.jpg|jpeg|png|webp (the image), key.cls (the label as decimal text)
+// and any other members (key.txt, key.json: its fields, by extension).
 // Shards are taken in name order and samples in tar order; they are read in
 // place, never unpacked, so they must be plain tar files (compressed ones
 // are refused, saying why). Classes are the label values seen, "0".."max".
-// Every image needs its label: an image without a key.cls is refused.
+// A labelled dataset (any .cls) needs every image's label: an image
+// without a key.cls is refused, and a key without an image is no sample.
+// An unlabelled one (no .cls at all: captions) has every key as a sample,
+// label -1 and no classes; a key without an image fails when read.
 type WebDataset struct {
 	shards  []*os.File
 	names   []string // shard base names
 	samples []wdsSample
 	starts  []int // first sample of each shard with samples (ShardStarts)
 	classes []string
+	fields  wdsFields
 	maxSize int64
 	fp      string
 }
@@ -40,12 +45,30 @@ const clsForm = "a .cls member holds its sample's class index as decimal text, e
 const maxClasses = 1 << 20
 
 type wdsSample struct {
-	shard  int32
-	label  int64
-	offset int64
-	size   int64
-	name   string
-	hash   []byte // SHA-256 of its bytes, where the scan hashed them
+	shard int32
+	// noImage: a key of an unlabelled dataset without an image (name is
+	// the key); reading it fails, naming what it has.
+	noImage bool
+	label   int64
+	offset  int64
+	size    int64
+	name    string
+	hash    []byte // SHA-256 of its bytes, where the scan hashed them
+}
+
+// wdsScanned is a key of a shard as scanShard found it: its image (if
+// any), whether it has a label, and its other members.
+type wdsScanned struct {
+	wdsSample
+	hasCls  bool
+	members []wdsMember
+}
+
+// wdsMember is a member of a key that is not its image or its label: a
+// field.
+type wdsMember struct {
+	ext       string
+	off, size int64
 }
 
 // OpenWebDataset indexes the shard at path, or every *.tar in the directory
@@ -115,8 +138,7 @@ func openWebDataset(path string, progress func(IndexProgress)) (*WebDataset, err
 		return nil, fmt.Errorf("%w: no .tar shards in %s", ErrUnsupported, path)
 	}
 	d := &WebDataset{maxSize: DefaultMaxFileSize}
-	maxLabel := int64(-1)
-	h := newIndexHash("webdataset", nil)
+	var scans [][]wdsScanned
 	for si, name := range names {
 		f, err := open(name)
 		if err != nil {
@@ -135,27 +157,96 @@ func openWebDataset(path string, progress func(IndexProgress)) (*WebDataset, err
 			d.Close()
 			return nil, err
 		}
-		for _, s := range got {
-			maxLabel = max(maxLabel, s.label)
-			h.add(name+"/"+s.name, s.size, s.label)
-		}
-		if len(got) > 0 {
-			d.starts = append(d.starts, len(d.samples))
-		}
-		d.samples = append(d.samples, got...)
+		scans = append(scans, got)
 		if progress != nil {
 			progress(IndexProgress{Phase: "scan", Done: si + 1, Total: len(names)})
 		}
 	}
-	if len(d.samples) == 0 {
+	t := &fieldTable{}
+	ws := wdsFields{t: t, imageExts: map[string]bool{}}
+	labelled, err := wdsSamples(scans, d.names, path, func(s *wdsScanned) error {
+		if len(d.samples) == 0 || d.samples[len(d.samples)-1].shard != s.shard {
+			d.starts = append(d.starts, len(d.samples))
+		}
+		d.samples = append(d.samples, s.wdsSample)
+		if _, ext, ok := keyOfMember(s.name); ok && !s.noImage && !ws.imageExts[ext] {
+			if _, err := t.intern(ext); err != nil {
+				return err
+			}
+			ws.imageExts[ext] = true
+		}
+		for _, m := range s.members {
+			if err := t.add(m.ext, m.off, m.size); err != nil {
+				return err
+			}
+		}
+		t.next()
+		return nil
+	})
+	if err != nil {
 		d.Close()
-		return nil, fmt.Errorf("%w: no samples (key.jpg|png + key.cls) in %s", ErrUnsupported, path)
+		return nil, err
+	}
+	ws.labelled = labelled
+	d.fields = ws
+	h := newIndexHash("webdataset", nil)
+	maxLabel := int64(-1)
+	for _, s := range d.samples {
+		maxLabel = max(maxLabel, s.label)
+		h.add(d.names[s.shard]+"/"+s.name, s.size, s.label)
 	}
 	for i := int64(0); i <= maxLabel; i++ {
 		d.classes = append(d.classes, strconv.FormatInt(i, 10))
 	}
 	d.fp = h.sum()
 	return d, nil
+}
+
+// wdsSamples decides a WebDataset's samples from its shards' scans (in
+// shard order), calling add for each sample in index order: labelled
+// when any image has a .cls (every image must then have one, and a key
+// without an image is no sample, as it always was), unlabelled otherwise
+// (every key is a sample, label -1). A dataset without an image is
+// refused; what names it in that message.
+func wdsSamples(scans [][]wdsScanned, shards []string, what string, add func(*wdsScanned) error) (labelled bool, err error) {
+	images := 0
+	for _, sc := range scans {
+		for i := range sc {
+			if !sc[i].noImage {
+				images++
+				labelled = labelled || sc[i].hasCls
+			}
+		}
+	}
+	if images == 0 {
+		return false, fmt.Errorf("%w: no samples (key.jpg|jpeg|png|webp, with key.cls for a labelled dataset) in %s", ErrUnsupported, what)
+	}
+	for si, sc := range scans {
+		for i := range sc {
+			s := &sc[i]
+			switch {
+			case labelled && s.noImage:
+				continue
+			case labelled && !s.hasCls:
+				return labelled, errNoLabel(shards[si], s.key(), s.name)
+			case !labelled:
+				s.label = -1
+			}
+			if err := add(s); err != nil {
+				return labelled, err
+			}
+		}
+	}
+	return labelled, nil
+}
+
+// key is the sample's key.
+func (s *wdsSample) key() string {
+	if s.noImage {
+		return s.name
+	}
+	key, _, _ := keyOfMember(s.name)
+	return key
 }
 
 // posReader tracks the offset tar has read up to, so that each member's
@@ -216,23 +307,29 @@ type shardReader interface {
 	offset() int64
 }
 
-func indexShard(f *os.File, si int32, shard string) ([]wdsSample, error) {
+func indexShard(f *os.File, si int32, shard string) ([]wdsScanned, error) {
 	return scanShard(&posReader{f: f}, si, shard, false)
 }
 
-// scanShard finds the samples of the shard read by pr: the one tar-member
-// parser of local shards and of shards in object storage, so both take
-// the same members as samples, with the same labels and errors. With
-// hash, each image's bytes are hashed as they go by (a shard in a store
-// that gives it no version: the hashes stand for one).
-func scanShard(pr shardReader, si int32, shard string, hash bool) ([]wdsSample, error) {
-	type partial struct {
-		img    *wdsSample
-		label  int64
-		hasCls bool
+// imageExt says whether a member's extension (lowercased) is an image's.
+func imageExt(ext string) bool {
+	switch ext {
+	case "jpg", "jpeg", "png", "webp":
+		return true
 	}
-	byKey := map[string]*partial{}
-	var order []string
+	return false
+}
+
+// scanShard finds the keys of the shard read by pr, in the order they
+// first appear: the one tar-member parser of local shards and of shards in
+// object storage, so both take the same members as samples, with the
+// same labels, fields and errors. A key's image is its last member with
+// an image's extension; its other members but its .cls are its fields.
+// With hash, each image's bytes are hashed as they go by (a shard in a
+// store that gives it no version: the hashes stand for one).
+func scanShard(pr shardReader, si int32, shard string, hash bool) ([]wdsScanned, error) {
+	byKey := map[string]int{}
+	var out []wdsScanned
 	tr := tar.NewReader(pr)
 	for {
 		hd, err := tr.Next()
@@ -251,32 +348,35 @@ func scanShard(pr shardReader, si int32, shard string, hash bool) ([]wdsSample, 
 		if hd.Typeflag != tar.TypeReg && !sparse {
 			continue
 		}
-		dir, base := filepath.Split(hd.Name)
-		dot := strings.IndexByte(base, '.')
-		if dot <= 0 {
+		key, ext, ok := keyOfMember(hd.Name)
+		if !ok {
 			continue
 		}
-		key, ext := dir+base[:dot], strings.ToLower(base[dot+1:])
-		p := byKey[key]
-		if p == nil {
-			p = &partial{}
-			byKey[key] = p
-			order = append(order, key)
+		k, seen := byKey[key]
+		if !seen {
+			k = len(out)
+			byKey[key] = k
+			out = append(out, wdsScanned{wdsSample: wdsSample{shard: si, noImage: true, name: key}})
 		}
-		switch ext {
-		case "jpg", "jpeg", "png":
+		p := &out[k]
+		switch lower := strings.ToLower(ext); {
+		case imageExt(lower):
 			if sparse {
 				return nil, fmt.Errorf("%w: shard %s: %s is stored as a sparse file (tar --sparse), which cannot be read in place", ErrUnsupported, shard, hd.Name)
 			}
-			p.img = &wdsSample{shard: si, offset: pr.offset(), size: hd.Size, name: hd.Name}
+			if !p.noImage { // an earlier image of the key: a field now
+				_, e, _ := keyOfMember(p.name)
+				p.members = append(p.members, wdsMember{ext: e, off: p.offset, size: p.size})
+			}
+			p.noImage, p.offset, p.size, p.name, p.hash = false, pr.offset(), hd.Size, hd.Name, nil
 			if hash {
 				h := sha256.New()
 				if _, err := io.Copy(h, tr); err != nil {
 					return nil, fmt.Errorf("%w: shard %s: %s: %v", ErrCorrupt, shard, hd.Name, err)
 				}
-				p.img.hash = h.Sum(nil)
+				p.hash = h.Sum(nil)
 			}
-		case "cls":
+		case lower == "cls":
 			// A label that is not one is the dataset's fault, not an
 			// image's: ErrUnsupported, saying what a label must be.
 			if hd.Size > 32 {
@@ -294,19 +394,12 @@ func scanShard(pr shardReader, si int32, shard string, hash bool) ([]wdsSample, 
 				return nil, fmt.Errorf("%w: shard %s: %s: label %d is over the limit of %d classes", ErrUnsupported, shard, hd.Name, v, maxClasses)
 			}
 			p.label, p.hasCls = v, true
+		default:
+			if sparse {
+				continue // not read in place: no field
+			}
+			p.members = append(p.members, wdsMember{ext: ext, off: pr.offset(), size: hd.Size})
 		}
-	}
-	var out []wdsSample
-	for _, k := range order {
-		p := byKey[k]
-		if p.img == nil {
-			continue
-		}
-		if !p.hasCls {
-			return nil, errNoLabel(shard, k, p.img.name)
-		}
-		p.img.label = p.label
-		out = append(out, *p.img)
 	}
 	return out, nil
 }
@@ -340,7 +433,54 @@ func (d *WebDataset) Read(i int, buf []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, i, len(d.samples))
 	}
 	s := &d.samples[i]
+	if s.noImage {
+		return nil, d.errNoImage(i)
+	}
 	return readCapped(io.NewSectionReader(d.shards[s.shard], s.offset, s.size), s.size, d.maxSize, d.Name(i), buf)
+}
+
+// errNoImage is the error of reading a key without an image.
+func (d *WebDataset) errNoImage(i int) error {
+	var exts []string
+	for k := range d.fields.t.entries(i) {
+		e, _, _ := d.fields.t.entry(i, k)
+		exts = append(exts, e)
+	}
+	return errNoImage(d.Name(i), exts)
+}
+
+// errNoImage fails a sample that has members (exts) but no image.
+func errNoImage(name string, exts []string) error {
+	return fmt.Errorf("%w: sample %s has no image (.jpg, .jpeg, .png or .webp), only %s", ErrUnsupported, name, strings.Join(exts, ", "))
+}
+
+var _ Fielded = (*WebDataset)(nil)
+
+// FieldID implements Fielded: "__key__", the members' extensions
+// ("txt", "json", an image's own), and "cls" in a labelled dataset.
+func (d *WebDataset) FieldID(name string) (int, bool) { return d.fields.fieldID(name) }
+
+// FieldNames implements Fielded.
+func (d *WebDataset) FieldNames() []string { return d.fields.fieldNames() }
+
+// FieldSize implements Fielded.
+func (d *WebDataset) FieldSize(i, id int) int64 {
+	s := &d.samples[i]
+	return d.fields.size(i, id, s.name, s.size, s.label)
+}
+
+// ReadField implements Fielded: a member's bytes, read from its shard
+// (capped by the file cap, as an image is).
+func (d *WebDataset) ReadField(i, id int, buf []byte) ([]byte, error) {
+	s := &d.samples[i]
+	if b, ok := d.fields.inline(id, s.name, s.label, buf); ok {
+		return b, nil
+	}
+	off, size, ok := d.fields.where(i, id, s.name, s.offset, s.size)
+	if !ok {
+		return nil, fmt.Errorf("%w: sample %s has no such field", ErrUnsupported, d.Name(i))
+	}
+	return readCapped(io.NewSectionReader(d.shards[s.shard], off, size), size, d.maxSize, d.Name(i), buf)
 }
 
 // Close implements Dataset.
@@ -357,6 +497,7 @@ func (d *WebDataset) Close() error {
 func errNoLabel(shard, key, image string) error {
 	return fmt.Errorf("%w: shard %s: sample %s has an image (%s) but no label: a WebDataset sample's label is a "+
 		"member %s.cls beside it in the same shard, holding its class index as decimal text (e.g. 7); "+
-		"add a .cls member for every image (webdataset's TarWriter writes one from a sample's \"cls\" key)",
+		"add a .cls member for every image (webdataset's TarWriter writes one from a sample's \"cls\" key), "+
+		"or none at all for a dataset without classes (captions: its labels are then -1)",
 		ErrUnsupported, shard, key, image, key)
 }

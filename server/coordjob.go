@@ -2,7 +2,6 @@ package server
 
 import (
 	"github.com/stoker-dev/stoker/pipeline"
-	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 )
 
@@ -14,10 +13,8 @@ func (j *job) Rank() int         { return j.rank }
 func (j *job) World() int        { return j.world }
 func (j *job) BatchSize() int    { return int(j.spec.GetBatchSize()) }
 func (j *job) SampleBytes() int  { return j.t.SampleBytes() }
-func (j *job) BatchBytes() int64 { return j.batchBytes() }
+func (j *job) BatchBytes() int64 { return j.memBytes() }
 func (j *job) Pads() bool        { return j.policy == pipeline.PadFromBatch }
 func (j *job) Shuffle() string   { return j.shuffle.String() }
 
 func (j *job) Plan(epoch, consumed uint64) coord.Plan { return j.plan(epoch, consumed) }
-
-func (j *job) Info(epoch uint64, p coord.Plan) *stokerv1.JobInfo { return j.info(epoch, p) }

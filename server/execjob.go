@@ -100,12 +100,17 @@ func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, place
 		return err
 	}
 	j := e.j
-	if sp, ok := j.ds.(pipeline.ShardPrefetcher); ok && j.shuffle.starts != nil {
+	if j.shuffle.starts != nil {
 		// The block shuffle reads the window's shards whole over the
 		// next batches: read each ahead in a few long requests.
-		sp.PrefetchShards(indices)
+		if sp, ok := j.ds.(pipeline.ShardFieldPrefetcher); ok && j.fields != nil {
+			sp.PrefetchShardFields(indices, j.fields)
+		} else if sp, ok := j.ds.(pipeline.ShardPrefetcher); ok {
+			sp.PrefetchShards(indices)
+		}
 	}
 	b.Trace = j.spec.GetTrace()
+	b.FieldSet = j.fields
 	// A sample that failed by its store's fault fails the batch (Fill's
 	// error): its lease is tried again, on a maker whose store may answer,
 	// and after maxAttempts the job ends with UNAVAILABLE naming the store.
@@ -128,8 +133,11 @@ func (e *execJob) Header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.Batch
 // BatchSize is the job's batch size.
 func (e *execJob) BatchSize() int { return int(e.j.spec.GetBatchSize()) }
 
-// SampleBytes is one sample's size.
-func (e *execJob) SampleBytes() int { return e.j.t.SampleBytes() }
+// SampleBytes is what one sample of a lease may hold: its pixels, and
+// its fields at their bound.
+func (e *execJob) SampleBytes() int {
+	return e.j.t.SampleBytes() + e.j.fields.Len()*int(e.j.fields.MaxBytes())
+}
 
 // StateBytes is what the job holds while it lives: its spec as kept (its
 // known fields) and execJobBytes.

@@ -94,7 +94,7 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	// The job needs at least two batch buffers (one being made, one being
 	// sent); more come out of the budget as the window grows.
 	batchBytes := j.batchBytes()
-	if err := mem.acquire(ctx, coord.ReservedBytes(batchBytes), 2*time.Second, "a job of "+strconv.FormatInt(batchBytes, 10)+"-byte batches"); err != nil {
+	if err := mem.acquire(ctx, coord.ReservedBytes(j.memBytes()), 2*time.Second, "a job of "+strconv.FormatInt(j.memBytes(), 10)+"-byte batches"); err != nil {
 		s.refusals.refuse("memory_budget", "job refused: memory budget", "job", id, "err", err)
 		return toStatus(err)
 	}
@@ -299,11 +299,12 @@ func (f *feed) sendLoop(cancel context.CancelCauseFunc) error {
 
 func (f *feed) sendOne(o coord.Output) error {
 	switch {
-	case o.Info != nil:
-		f.errs.begin(o.Info)
-		return f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Job{Job: o.Info}})
+	case o.Start != nil:
+		info := f.j.info(o.Start.Epoch, o.Start.Plan)
+		f.errs.begin(info)
+		return f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Job{Job: info}})
 	case o.End != nil:
-		if err := f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_End{End: o.End}}); err != nil {
+		if err := f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_End{End: epochEnd(o.End)}}); err != nil {
 			return err
 		}
 		f.epochs.Add(1)

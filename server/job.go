@@ -36,6 +36,9 @@ type job struct {
 	// repeats is JobSpec.repeats: every sample that many times an epoch
 	// (repeated augmentation); 1: off.
 	repeats int
+	// fields are the fields the job sends with its samples (JobSpec
+	// fields), nil for none.
+	fields *pipeline.FieldSet
 	// id names the job in queue names and metrics (its coordinator's
 	// name, or the Work stream's and its job id).
 	id string
@@ -125,6 +128,9 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 				"trace a smaller batch (batch_size <= %d)", bs, most, maxTraceBytes, maxTraceBytes/int64(j.t.MaxTraceBytes()))
 		}
 	}
+	if j.fields, err = fieldsOf(spec, j.name, j.ds, bs); err != nil {
+		return nil, err
+	}
 	if n := proto.Size(spec); n > maxSpecBytes {
 		return nil, status.Errorf(codes.InvalidArgument, "job spec of %d bytes (its known fields): the limit is %d", n, maxSpecBytes)
 	}
@@ -150,6 +156,10 @@ func knownFields(spec *stokerv1.JobSpec) (*stokerv1.JobSpec, error) {
 func (j *job) batchBytes() int64 {
 	return int64(j.spec.GetBatchSize()) * int64(j.t.SampleBytes())
 }
+
+// memBytes is what one batch may hold: its pixels, and its fields at
+// their bound (fieldBytes), counted in the memory budget.
+func (j *job) memBytes() int64 { return j.batchBytes() + j.fieldBytes() }
 
 // forwardSpec is the job's spec as forwarded to peers: the trainer's, with
 // the dataset's fingerprint, so that a worker with other data refuses it.
@@ -224,6 +234,7 @@ func (j *job) header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHead
 			h.Traces[i] = string(t)
 		}
 	}
+	h.Fields = fieldValues(b)
 	return h
 }
 

@@ -101,7 +101,7 @@ func (m *peerMaker) forward(cj coord.Job) *work.Job {
 	f := m.forwards[cj]
 	if f == nil {
 		j := jobOf(cj)
-		f = &work.Job{Spec: j.forwardSpec(), SampleBytes: j.t.SampleBytes(), Layout: j.t.ViewLayout()}
+		f = &work.Job{Spec: j.forwardSpec(), SampleBytes: j.t.SampleBytes(), Layout: j.t.ViewLayout(), Fields: j.fields}
 		m.forwards[cj] = f
 	}
 	return f

@@ -157,6 +157,8 @@ func causes(m map[string]*cause) string {
 // alike.
 var sampleCauses = []struct{ says, cause string }{
 	{"changed since", "changed since indexed"},
+	{"bytes a field (max_field_bytes)", "a field over max_field_bytes"},
+	{"has no image", "no image (only other members)"},
 	{pipeline.ErrTooLarge.Error(), "too large"},
 	{pipeline.ErrCorrupt.Error(), "not decodable (corrupt)"},
 	{pipeline.ErrUnsupported.Error(), "unsupported"},

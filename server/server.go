@@ -329,6 +329,7 @@ func (s *Server) ListDatasets(context.Context, *stokerv1.ListDatasetsRequest) (*
 			Classes:     ds.Classes(),
 			Fingerprint: ds.Fingerprint(),
 			Format:      formatOf(ds),
+			Fields:      fieldNames(ds),
 		})
 	}
 	return resp, nil

@@ -198,6 +198,9 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 	if err != nil {
 		return false, err
 	}
+	if err := expectFields(j, l, b); err != nil {
+		return false, err
+	}
 	// What the trainer is told of a failure comes from here: the sample's
 	// name from this dataset, the peer's reason kept short.
 	for i := range b.Errors {
@@ -227,7 +230,7 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 		return pixels, nil
 	}
 	places := append(slices.Clone(check), failed...)
-	var mine pipeline.Batch
+	mine := pipeline.Batch{FieldSet: j.fields}
 	idx := make([]int64, len(places))
 	for i, p := range places {
 		idx[i] = l.Indices[p]
@@ -254,20 +257,51 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 	// A sample's bytes, its views in order, as the Peer keeps a slot's.
 	layout := j.t.ViewLayout()
 	made := make(map[int][]byte, len(check))
-	k := 0 // mine's sample for the next good one
+	at := make(map[int]int, len(check)) // mine's sample of each place
+	k := 0                              // mine's sample for the next good one
 	for _, p := range check {
 		if failedHere[l.Indices[p]] {
 			return false, fmt.Errorf("%w: batch %d of epoch %d: sample %d fails here, the peer made it", errMismatch, l.Number, l.Epoch, l.Indices[p])
 		}
 		made[p] = layout.AppendSample(nil, mine.Data, mine.N, k)
+		at[p] = k
 		k++
 	}
 	for _, s := range slots {
 		if !bytes.Equal(s.pix, made[src[s.slot]]) {
 			return false, fmt.Errorf("%w: batch %d of epoch %d: slot %d (sample %d): its pixels differ from the ones made here", errMismatch, l.Number, l.Epoch, s.slot, b.Indices[s.slot])
 		}
+		if nf := j.fields.Len(); nf > 0 {
+			theirs, ours := b.SampleFields(s.slot), mine.SampleFields(at[src[s.slot]])
+			for f := range nf {
+				if theirs[f].Has != ours[f].Has || !bytes.Equal(theirs[f].Data, ours[f].Data) {
+					return false, fmt.Errorf("%w: batch %d of epoch %d: slot %d (sample %d): its field %q differs from the one read here",
+						errMismatch, l.Number, l.Epoch, s.slot, b.Indices[s.slot], j.fields.Names()[f])
+				}
+			}
+		}
 	}
 	return pixels, nil
+}
+
+// expectFields checks every sample's fields in a peer's batch b against
+// what this server's index says of them (expectIndices checked its
+// indices): present as the sample has them, of their sizes, the names
+// byte for byte. Their bytes are compared where the sample is made again.
+func expectFields(j *job, l *lease.Lease, b *pipeline.Batch) error {
+	nf := j.fields.Len()
+	if nf == 0 {
+		return nil
+	}
+	if len(b.Fields) != b.N*nf {
+		return fmt.Errorf("%w: batch %d of epoch %d: %d fields for %d samples of %d fields", errMismatch, l.Number, l.Epoch, len(b.Fields), b.N, nf)
+	}
+	for i := range b.N {
+		if err := j.fields.Expect(j.ds, int(b.Indices[i]), b.SampleFields(i)); err != nil {
+			return fmt.Errorf("%w: batch %d of epoch %d: slot %d: %v", errMismatch, l.Number, l.Epoch, i, err)
+		}
+	}
+	return nil
 }
 
 // expectIndices checks b's indices and labels against what lease l must

@@ -46,6 +46,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if argv := os.Getenv(peakChildEnv); argv != "" {
+		os.Exit(peakTrampoline(argv))
+	}
 	code := m.Run()
 	for _, dir := range []string{binDir, baseDir} {
 		if dir != "" {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -16,12 +18,55 @@ import (
 
 // runPeak runs the stoker binary with args and env added, and returns its
 // output and its peak RSS (the kernel's ru_maxrss) in bytes.
+//
+// Not as this process's child: Go starts children with vfork, and Linux
+// counts a child's RSS before its exec (this test binary's, which other
+// tests may have made large) in its ru_maxrss. The test binary starts a
+// fresh copy of itself (peakTrampoline), which runs stoker and reports
+// stoker's peak: an upper bound, which counts the fresh copy's own RSS at
+// the start (about 60 MiB) in the same way.
 func runPeak(t *testing.T, ctx context.Context, env []string, args ...string) (string, int64, error) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, stokerBinary(t), args...)
-	cmd.Env = append(os.Environ(), env...)
+	argv, err := json.Marshal(append([]string{stokerBinary(t)}, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, os.Args[0])
+	cmd.Env = append(append(os.Environ(), env...), peakChildEnv+"="+string(argv))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	text := out.String()
+	i := strings.LastIndex(text, peakLine)
+	if i < 0 {
+		t.Fatalf("the peak trampoline reported no peak (%v):\n%.2000s", err, text)
+	}
+	peak, perr := strconv.ParseInt(strings.TrimSpace(text[i+len(peakLine):]), 10, 64)
+	if perr != nil {
+		t.Fatalf("the peak trampoline's report %q: %v", text[i:], perr)
+	}
+	return text[:i], peak, err
+}
+
+// peakChildEnv names the command (a JSON list) a test binary started as a
+// peak trampoline runs; peakLine is how it reports the peak.
+const (
+	peakChildEnv = "STOKER_TEST_PEAK_CHILD"
+	peakLine     = "\nstoker-test-peak-rss: "
+)
+
+// peakTrampoline runs argv (JSON) with this process's stdio, dying with
+// it, and reports its peak RSS; it returns the command's exit code.
+func peakTrampoline(argv string) int {
+	var args []string
+	if err := json.Unmarshal([]byte(argv), &args); err != nil || len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "peak trampoline: bad command:", err)
+		return 2
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
+	cmd.Env = os.Environ()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	err := cmd.Run()
 	var peak int64
 	if cmd.ProcessState != nil {
@@ -29,7 +74,12 @@ func runPeak(t *testing.T, ctx context.Context, env []string, args ...string) (s
 			peak = ru.Maxrss << 10 // KiB on Linux
 		}
 	}
-	return out.String(), peak, err
+	fmt.Fprintf(os.Stderr, "%s%d\n", peakLine, peak)
+	if cmd.ProcessState != nil {
+		return cmd.ProcessState.ExitCode()
+	}
+	fmt.Fprintln(os.Stderr, "peak trampoline:", err)
+	return 2
 }
 
 // TestServeLyingListing (issue 38, rows 1, 2 and 6, on real processes): a

@@ -35,3 +35,9 @@ func ClientHost(ctx context.Context) string {
 	}
 	return a
 }
+
+// MaxHeaderBytes is the receive limit of stoker's clients and Peers: a
+// batch's header carries its fields (a job's bound them to 32 MiB in
+// all) and traces (3 MiB), beside its labels and indices; chunks are at
+// most about 4 MiB.
+const MaxHeaderBytes = 48 << 20

@@ -219,6 +219,16 @@ func (a *Azure) put(container, name string, data []byte) (azcore.ETag, error) {
 	return *resp.ETag, nil
 }
 
+// Delete deletes the blob name in container.
+func (a *Azure) Delete(t T, container, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if _, err := a.client.DeleteBlob(ctx, container, name, nil); err != nil {
+		t.Fatalf("delete azblob://%s/%s: %v", container, name, err)
+	}
+}
+
 // PutTree copies every regular file under dir into container under
 // prefix, as PutTree of S3 does, and returns each blob's ETag by name.
 func (a *Azure) PutTree(t T, container, prefix, dir string) map[string]azcore.ETag {

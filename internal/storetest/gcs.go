@@ -169,6 +169,17 @@ func (g *GCS) put(bucket, name string, data []byte) (GCSObject, error) {
 	return GCSObject{Generation: gen, ETag: o.ETag, Size: size}, nil
 }
 
+// Delete deletes the object name in bucket through the JSON API.
+func (g *GCS) Delete(t T, bucket, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	p := "/storage/v1/b/" + url.PathEscape(bucket) + "/o/" + url.PathEscape(name)
+	if _, err := g.call(ctx, http.MethodDelete, p, "", nil); err != nil {
+		t.Fatalf("delete gs://%s/%s: %v", bucket, name, err)
+	}
+}
+
 // PutTree copies every regular file under dir into bucket, as PutTree of
 // S3 does, and returns what GCS says of each object by name.
 func (g *GCS) PutTree(t T, bucket, prefix, dir string) map[string]GCSObject {

@@ -57,6 +57,16 @@ func (s *S3) put(bucket, key string, data []byte) (string, error) {
 	return aws.ToString(out.ETag), nil
 }
 
+// Delete deletes bucket/key through the S3 API, as another writer would.
+func (s *S3) Delete(t T, bucket, key string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if _, err := s.helper.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err != nil {
+		t.Fatalf("delete s3://%s/%s: %v", bucket, key, err)
+	}
+}
+
 // PutTree copies every regular file under dir into bucket, the file
 // dir/a/b.jpg as the key prefix+"a/b.jpg" (prefix "" or ending in "/"),
 // and returns the keys with their ETags. Symbolic links and other

@@ -17,6 +17,9 @@ type Job struct {
 	// Layout is where a sample's views lie in a batch (their sizes add
 	// up to SampleBytes); the zero Layout is one view.
 	Layout pipeline.ViewLayout
+	// Fields are the fields the job asks for (nil: none): a batch's
+	// header carries them, each value within their bound.
+	Fields *pipeline.FieldSet
 }
 
 // layout is j's ViewLayout.

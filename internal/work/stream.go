@@ -186,6 +186,11 @@ func (st *peerStream) header(d *stokerv1.LeaseDone) error {
 	for i, t := range tr {
 		b.Traces[i] = append(b.Traces[i][:0], t...)
 	}
+	// The samples' fields, when the job asks for them: each value as
+	// protobuf parsed it, not copied again.
+	if err := takeFields(pl.j.Fields, h.GetFields(), n, b); err != nil {
+		return fmt.Errorf("lease %d: %v", d.GetLease(), err)
+	}
 	size := int(h.GetDataBytes())
 	pl.lay, pl.n = pl.j.layout(), n
 	if place := pl.l.Place; place != nil {

@@ -65,7 +65,9 @@ type JobQueue interface {
 	// BatchSize is the job's batch size: a lease names at most that many
 	// samples.
 	BatchSize() int
-	// SampleBytes is one sample's size.
+	// SampleBytes is what one sample of a lease may hold (its pixels,
+	// and its fields at their bound): what the stream's Memory is charged
+	// for each sample of a lease in flight.
 	SampleBytes() int
 	// StateBytes is the memory the job holds while it lives, whether or
 	// not a lease of it is being made (its spec as kept, its queue, its

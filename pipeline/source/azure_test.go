@@ -69,13 +69,14 @@ func azureEnv(t *testing.T, objs map[string][]byte) (*storetest.Azure, *faultpro
 	return a, p
 }
 
-// TestAzureStore is TestS3Store on Azurite: a listed blob reads at its
-// listed version (Azure lists ETags unquoted and downloads them quoted:
-// one version, compared as such), a stream reads it whole, a replaced
-// blob is refused, and a store that is down is named with its answer.
+// TestAzureStore is TestS3Store on Azurite (what every Store does is
+// TestStoreConformance's): Azure lists ETags unquoted, as versions are
+// compared, though it sends them quoted; throttled and truncated answers
+// are retried, a stream cut short resumes, and a store that is down is
+// named with its answer.
 func TestAzureStore(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
-	a, p := azureEnv(t, map[string][]byte{"a/1.jpg": []byte("one"), "b/2.jpg": []byte("second"), "big.tar": big})
+	_, p := azureEnv(t, map[string][]byte{"a/1.jpg": []byte("one"), "b/2.jpg": []byte("second"), "big.tar": big})
 	st, err := Open(t.Context(), "azblob://ctr/data", WithPolicy(fastPolicy()))
 	if err != nil {
 		t.Fatal(err)
@@ -85,25 +86,7 @@ func TestAzureStore(t *testing.T) {
 	if len(objs) != 3 || objs["a/1.jpg"].Size != 3 || objs["a/1.jpg"].Version == "" || strings.Contains(objs["a/1.jpg"].Version, `"`) {
 		t.Fatalf("List = %+v: want 3 blobs with sizes and unquoted ETags", objs)
 	}
-	if o, err := st.Stat(t.Context(), "b/2.jpg"); err != nil || o.Version != objs["b/2.jpg"].Version || o.Size != 6 {
-		t.Fatalf("Stat = %+v, %v; listed %+v", o, err, objs["b/2.jpg"])
-	}
 	buf := make([]byte, 4)
-	if err := st.ReadRange(t.Context(), objs["b/2.jpg"], 1, buf); err != nil || string(buf) != "econ" {
-		t.Fatalf("ReadRange = %q, %v", buf, err)
-	}
-	r, err := st.NewReader(t.Context(), objs["big.tar"], 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := io.ReadAll(r)
-	r.Close()
-	if err != nil || !bytes.Equal(got, big[100:]) {
-		t.Fatalf("stream: %d bytes, %v", len(got), err)
-	}
-	if err := st.Put(t.Context(), ".stoker/manifest", []byte("m")); err != nil {
-		t.Fatalf("Put: %v", err)
-	}
 
 	t.Run("throttled and truncated answers are retried", func(t *testing.T) {
 		p.SetPlan(faultproxy.Plan{Rates: map[faultproxy.Kind]float64{faultproxy.SlowDown: 0.15, faultproxy.TooManyRequests: 0.05,
@@ -142,17 +125,6 @@ func TestAzureStore(t *testing.T) {
 		r.Close()
 		if err != nil || !bytes.Equal(got, big[100:]) {
 			t.Fatalf("stream: %d bytes, %v", len(got), err)
-		}
-	})
-
-	t.Run("a replaced blob is refused", func(t *testing.T) {
-		a.Put(t, "ctr", "data/a/1.jpg", []byte("new"))
-		err := st.ReadRange(t.Context(), objs["a/1.jpg"], 0, make([]byte, 3))
-		if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "a/1.jpg") {
-			t.Fatalf("read of a replaced blob: %v; want ErrChanged naming it", err)
-		}
-		if _, err := st.NewReader(t.Context(), objs["a/1.jpg"], 0); !errors.Is(err, ErrChanged) {
-			t.Fatalf("stream of a replaced blob: %v; want ErrChanged", err)
 		}
 	})
 

@@ -8,7 +8,10 @@
 // indexed version of an object, or an error; never another version's
 // bytes. A read asks the store for the indexed version (If-Match, a GCS
 // generation) and checks what it got (size, version), so an object
-// replaced after indexing is an error wrapping ErrChanged that names it.
+// replaced or removed after indexing is an error wrapping ErrChanged that
+// names it. Every kind of Store keeps the same contract (source.go), and
+// one conformance suite, TestStoreConformance, holds each to it: a
+// directory, and S3, GCS and Azure on servers on loopback.
 //
 // Remote stores are reached through gocloud.dev/blob, with each
 // provider's standard credential chain (environment, shared config files,

@@ -166,6 +166,12 @@ func (r *retrier) do(ctx context.Context, op, what string, try func(ctx context.
 			}
 			return fmt.Errorf("%w: %s: %v", ErrChanged, what, err)
 		case kindNotFound:
+			if op == "get" {
+				// A read names an object as it was listed or indexed:
+				// gone since, it changed (Store.ReadRange), as a
+				// directory's says too.
+				return fmt.Errorf("%w: %s is gone: %s", ErrChanged, what, describe(err))
+			}
 			return fmt.Errorf("%s: %w: %s", what, ErrNotExist, describe(err))
 		case kindDenied:
 			return fmt.Errorf("%s: %w: %s", what, ErrDenied, describe(err))

@@ -140,7 +140,7 @@ func TestRetrier(t *testing.T) {
 		want error
 	}{
 		{"changed is final", s3Error(412, "PreconditionFailed"), ErrChanged},
-		{"not found is final", s3Error(404, "NoSuchKey"), ErrNotExist},
+		{"not found is final: a read's object changed", s3Error(404, "NoSuchKey"), ErrChanged},
 		{"denied is final", s3Error(403, "AccessDenied"), ErrDenied},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -152,6 +152,16 @@ func TestRetrier(t *testing.T) {
 			})
 		})
 	}
+	t.Run("not found is final: a head's object does not exist", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := newRetrier(pol, nil, "s3://b")
+			n := 0
+			err := r.do(t.Context(), "head", "k", func(context.Context) (int64, error) { n++; return 0, s3Error(404, "NoSuchKey") })
+			if n != 1 || !errors.Is(err, ErrNotExist) || errors.Is(err, ErrChanged) {
+				t.Fatalf("after %d tries: %v; want 1 try, ErrNotExist", n, err)
+			}
+		})
+	})
 	t.Run("budget spent fails at the first try", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			r := newRetrier(pol, nil, "s3://b")

@@ -53,9 +53,14 @@ func listAll(t *testing.T, st Store) map[string]Object {
 	return objs
 }
 
+// TestS3Store: S3's retries and faults, through a fault proxy (what every
+// Store does is TestStoreConformance's): throttled and truncated answers
+// are retried, a stream cut by a reset resumes where it stopped, a store
+// that is down is named with its last answer, and a stall ends at the
+// request deadline.
 func TestS3Store(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
-	s, p := s3Env(t, map[string][]byte{"a/1.jpg": []byte("one"), "b/2.jpg": []byte("second"), "big.tar": big})
+	_, p := s3Env(t, map[string][]byte{"a/1.jpg": []byte("one"), "b/2.jpg": []byte("second"), "big.tar": big})
 	reg := prometheus.NewRegistry()
 	m, _ := NewMetrics(reg)
 	st, err := Open(t.Context(), "s3://bkt/data", WithPolicy(fastPolicy()), WithMetrics(m))
@@ -67,16 +72,10 @@ func TestS3Store(t *testing.T) {
 		t.Errorf("String = %q", st.String())
 	}
 	objs := listAll(t, st)
-	if len(objs) != 3 || objs["a/1.jpg"].Size != 3 || objs["a/1.jpg"].Version == "" {
-		t.Fatalf("List = %+v: want 3 objects with sizes and ETags", objs)
-	}
-	if o, err := st.Stat(t.Context(), "b/2.jpg"); err != nil || o != objs["b/2.jpg"] && o.Version != objs["b/2.jpg"].Version {
-		t.Fatalf("Stat = %+v, %v; listed %+v", o, err, objs["b/2.jpg"])
+	if len(objs) != 3 {
+		t.Fatalf("List = %+v: want 3 objects", objs)
 	}
 	buf := make([]byte, 4)
-	if err := st.ReadRange(t.Context(), objs["b/2.jpg"], 1, buf); err != nil || string(buf) != "econ" {
-		t.Fatalf("ReadRange = %q, %v", buf, err)
-	}
 
 	t.Run("throttled and truncated answers are retried", func(t *testing.T) {
 		p.SetPlan(faultproxy.Plan{Rates: map[faultproxy.Kind]float64{faultproxy.SlowDown: 0.15, faultproxy.TooManyRequests: 0.05,
@@ -116,17 +115,6 @@ func TestS3Store(t *testing.T) {
 		r.Close()
 		if err != nil || !bytes.Equal(got, big[100:]) {
 			t.Fatalf("stream: %d bytes, %v", len(got), err)
-		}
-	})
-
-	t.Run("a replaced object is refused", func(t *testing.T) {
-		s.Put(t, "bkt", "data/a/1.jpg", []byte("new"))
-		err := st.ReadRange(t.Context(), objs["a/1.jpg"], 0, make([]byte, 3))
-		if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "a/1.jpg") {
-			t.Fatalf("read of a replaced object: %v; want ErrChanged naming it", err)
-		}
-		if _, err := st.NewReader(t.Context(), objs["a/1.jpg"], 0); !errors.Is(err, ErrChanged) {
-			t.Fatalf("stream of a replaced object: %v; want ErrChanged", err)
 		}
 	})
 

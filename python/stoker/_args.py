@@ -18,7 +18,12 @@ from typing import Any, Optional, Union
 import numpy as np
 
 __all__ = ["integer", "boolean", "optional_boolean", "seconds", "string", "optional_path", "shuffle",
-           "sample_error_limit"]
+           "sample_error_limit", "fields", "MAX_FIELDS", "MAX_FIELD_NAME"]
+
+#: The most fields a job asks for, and a field name's most bytes (the
+#: server's bounds: pipeline.MaxFields, MaxFieldName).
+MAX_FIELDS = 16
+MAX_FIELD_NAME = 64
 
 _U64 = (1 << 64) - 1
 
@@ -118,3 +123,25 @@ def optional_path(name: str, value: Any) -> Optional[str]:
     if not p:
         raise ValueError(f"{name} must not be empty")
     return p
+
+
+def fields(value: Any) -> "tuple[str, ...]":
+    """``fields``: names of the fields to send with each sample, as a
+    tuple (a str names one field): each non-empty, at most 64 bytes,
+    named once, at most 16 of them."""
+    if isinstance(value, str):
+        value = (value,)
+    try:
+        names = tuple(value)
+    except TypeError:
+        raise TypeError(f"fields must be a sequence of field names (e.g. ('txt', 'json')), got {_what(value)}") from None
+    if len(names) > MAX_FIELDS:
+        raise ValueError(f"fields: {len(names)} fields, the limit is {MAX_FIELDS}")
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"fields must be names (str), got {_what(n)}")
+        if not n or len(n.encode()) > MAX_FIELD_NAME:
+            raise ValueError(f"fields: a field name must be 1..{MAX_FIELD_NAME} bytes, got {n!r}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"fields: a field named twice in {names!r}")
+    return names

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-__all__ = ["Batch", "parse_trace"]
+__all__ = ["Batch", "parse_trace", "fields_of"]
 
 #: One sample's trace: (functional op name, {argument: value}) pairs, in the
 #: order applied, geometry first.
@@ -19,6 +19,35 @@ def parse_trace(text: str) -> SampleTrace:
     {args}]`` pairs) into ``(name, args)`` tuples. Lists stay lists
     (``size``, ``fill``...), as torchvision's functional ops take them."""
     return [(str(name), dict(args)) for name, args in json.loads(text)]
+
+
+def fields_of(header: Any, names: Sequence[str]) -> Dict[str, List[Optional[bytes]]]:
+    """A BatchHeader's fields as ``Batch.fields``: each field asked for
+    (``names``), a value per sample in batch order, None where a sample
+    has none. A header that lacks a field, or says otherwise, is the
+    server's error (StokerError("INTERNAL"))."""
+    from stoker._errors import StokerError
+
+    got = header.fields
+    if not names and not got:
+        return {}
+    n = int(header.shape[0]) if len(header.shape) else 0
+    if len(got) != len(names):
+        raise StokerError("INTERNAL", f"batch {header.number} has {len(got)} fields; the job asked for {len(names)}")
+    out: Dict[str, List[Optional[bytes]]] = {}
+    for name, fv in zip(names, got):
+        values: List[Optional[bytes]] = list(fv.values)
+        if fv.name != name or len(values) != n:
+            raise StokerError("INTERNAL", f"batch {header.number}: field {fv.name[:64]!r} with {len(values)} values; "
+                              f"the job asked for {name!r} of {n} samples")
+        prev = -1
+        for m in fv.missing:
+            if m <= prev or m >= n or values[m]:
+                raise StokerError("INTERNAL", f"batch {header.number}: field {name!r} lists sample {m} without it")
+            values[m] = None
+            prev = m
+        out[name] = values
+    return out
 
 
 class Batch(tuple):
@@ -44,8 +73,10 @@ class Batch(tuple):
       {})]``, so that ``getattr(F, op)(img, **args)`` replays it; with
       several views, per view as ``images`` is (``trace[v][i]``); ``None``
       without;
-    - ``fields``: bytes that travel with the samples, by field name (empty
-      until a job asks for fields);
+    - ``fields``: with ``Loader(fields=...)``, each field's values by
+      name, one per sample in batch order: ``bytes`` as the dataset holds
+      them (a caption is not decoded: ``.decode()`` it), None where a
+      sample has none (``{}`` without);
     - ``epoch`` and ``number``: which batch of which epoch it is.
 
     Built from a plain sequence (as some frameworks rebuild a batch after

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, List, Sequence, Tuple
 import numpy as np
 
 from stoker._errors import StokerError
-from stoker._batch import Batch
+from stoker._batch import Batch, fields_of
 from stoker.v1 import stoker_pb2 as pb
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -117,12 +117,13 @@ class _Batch:
         return b
 
 
-def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[str] = ()) -> Batch:
+def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[str] = (), fields: Sequence[str] = ()) -> Batch:
     """The tensors of a whole batch as a stoker.Batch: (images, labels[,
-    indices]), with its indices, traces and numbers. The images are a view
-    of the batch's buffer, in its shape and dtype; of a job of several views
-    (the header lists them, ``names`` their groups' names from JobInfo), a
-    list of each view's, in order: the buffer holds them back to back."""
+    indices]), with its indices, traces, fields (those named in ``fields``)
+    and numbers. The images are a view of the batch's buffer, in its shape
+    and dtype; of a job of several views (the header lists them, ``names``
+    their groups' names from JobInfo), a list of each view's, in order: the
+    buffer holds them back to back."""
     h = b.header
     elem = 4 if h.dtype == pb.DTYPE_FLOAT32 else 1
 
@@ -152,4 +153,4 @@ def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[s
     indices = torch.from_numpy(np.array(h.indices, dtype=np.int64))
     items = (images, labels, indices) if return_indices else (images, labels)
     return Batch(items, indices=indices, traces=list(h.traces) if len(h.traces) else None,
-                 epoch=int(h.epoch), number=int(h.number), views=views)
+                 fields=fields_of(h, fields), epoch=int(h.epoch), number=int(h.number), views=views)

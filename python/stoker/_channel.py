@@ -25,8 +25,10 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["MAX_RECEIVE_MESSAGE_BYTES", "KEEPALIVE_OPTIONS", "DEFAULT_PORT", "Endpoint", "Connection", "DatasetInfo",
            "is_loopback", "with_default_port", "speaks_tls", "list_datasets"]
 
-#: gRPC receive limit: chunks are at most ~4 MiB, headers are small.
-MAX_RECEIVE_MESSAGE_BYTES = 8 << 20
+#: gRPC receive limit: chunks are at most ~4 MiB, and a batch's header with
+#: its fields (a job bounds them to 32 MiB) and traces at most 48 MiB (the
+#: Go side's rpc.MaxHeaderBytes).
+MAX_RECEIVE_MESSAGE_BYTES = 48 << 20
 
 #: Keepalive: with no data from the server for 10 s the channel pings it,
 #: and a server that does not answer within 5 s is taken for dead, so the
@@ -363,16 +365,20 @@ class DatasetInfo:
     name: str
     #: Samples in the dataset.
     size: int
-    #: Class names, in label order (label ``i`` is ``classes[i]``).
+    #: Class names, in label order (label ``i`` is ``classes[i]``); empty
+    #: for a dataset without classes (a WebDataset without .cls members:
+    #: its labels are -1).
     classes: List[str]
     #: Identifies the dataset's content: it changes when files do.
     fingerprint: str
     #: ``"imagefolder"`` or ``"webdataset"``.
     format: str
+    #: The fields its samples may have (``Loader(fields=...)``).
+    fields: List[str] = field(default_factory=list)
 
     @classmethod
     def from_proto(cls, d: pb.DatasetInfo) -> "DatasetInfo":
-        return cls(d.name, int(d.size), list(d.classes), d.fingerprint, d.format)
+        return cls(d.name, int(d.size), list(d.classes), d.fingerprint, d.format, list(d.fields))
 
 
 def _channel(endpoint: Endpoint) -> "grpc.Channel":

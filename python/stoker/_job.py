@@ -4,7 +4,7 @@ OpenJob, and as the plain values a state_dict records and checks."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 from stoker._state import Resume
 from stoker.v1 import stoker_pb2 as pb
@@ -44,6 +44,10 @@ class Job:
     max_sample_errors: Optional[Union[int, float]] = None
     trace: bool = False  # report what each sample's ops drew (no pixel changes: not a param of the batches)
     repeats: int = 1  # repeated augmentation: each sample this many times an epoch (RASampler)
+    # Fields sent with each sample, and each one's bound (None: the
+    # server's default); neither changes a pixel or the order.
+    fields: Tuple[str, ...] = ()
+    max_field_bytes: Optional[int] = None
 
     def spec(self) -> pb.JobSpec:
         """The JobSpec of OpenJob and DescribeJob."""
@@ -63,6 +67,8 @@ class Job:
             max_sample_errors=self._error_limit(),
             trace=self.trace,
             repeats=self.repeats if self.repeats > 1 else 0,
+            fields=self.fields,
+            max_field_bytes=self.max_field_bytes or 0,
         )
 
     def _error_limit(self) -> Optional[pb.SampleErrorLimit]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from stoker import _args, _world
 from stoker import transforms as _transforms
@@ -249,6 +249,26 @@ class Loader:
             coefficient cache keeps the first copy's decode for the
             others. 1 (the default): off; at most 64; the dataset must
             have at least 256 samples, and not be block-shuffled.
+        fields: names of fields to send with every sample, as
+            ``batch.fields[name]``, a list of ``bytes`` per sample in
+            batch order (None where a sample has none): a WebDataset
+            sample's other members by extension (``("txt", "json")``: its
+            caption and metadata, as webdataset names them; ``"cls"`` in a
+            labelled one; the image's own ``"jpg"``, raw), an ImageFolder
+            sample's ``"path"`` (relative to its root), and on any dataset
+            ``"__key__"`` (the sample's key) and ``"__source__"`` (its
+            dataset's name; in a :class:`Mix`, the dataset it came from).
+            The bytes are the dataset's, as they are (decode a caption
+            yourself: ``b.decode("utf-8", "replace")``). A name the dataset
+            has no sample with is refused (StokerError("INVALID_ARGUMENT")
+            listing its fields). They change no pixel and no order.
+        max_field_bytes: the most bytes of one field of one sample: a
+            sample with a larger field fails by itself (a sample error
+            naming it and the field, before the field is read; the
+            ``fail_policy`` fills its place). None: 16 KiB, or less when
+            ``batch_size`` x fields x 16 KiB would pass a batch's bound
+            of 32 MiB of fields; set, ``batch_size`` x fields x
+            ``max_field_bytes`` must be within that bound.
 
     Every argument is checked when the loader is made: TypeError for a
     wrong type (integers must be ints, numpy's included, never floats or
@@ -300,6 +320,8 @@ class Loader:
         max_sample_errors: Optional[Union[int, float]] = None,
         trace: bool = False,
         repeats: int = 1,
+        fields: Union[str, Sequence[str]] = (),
+        max_field_bytes: Optional[int] = None,
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
@@ -341,6 +363,10 @@ class Loader:
         if self.repeats > 1 and self.shuffle == "block":
             raise ValueError("repeats > 1 spreads a sample's copies over the ranks: it needs shuffle=True (or "
                              "False), not the block shuffle, whose ranks read their own shards")
+        self.fields = _args.fields(fields)
+        self.max_field_bytes = None if max_field_bytes is None else _args.integer("max_field_bytes", max_field_bytes, 1, (1 << 32) - 1)
+        if self.max_field_bytes is not None and not self.fields:
+            raise ValueError("max_field_bytes bounds the fields asked for: it needs fields=...")
         if _args.string("transport", transport) not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(map(repr, TRANSPORTS))}, got {transport!r}")
         if transport == "shm" and shm_request("shm") is None:
@@ -489,7 +515,8 @@ class Loader:
     def _job(self) -> Job:
         return Job(self.dataset, self._spec, self.batch_size, self.seed, self.shuffle, self.rank, self.world_size,
                    self.drop_last, self.layout, self.fail_policy, self.shuffle_window, trace=self.trace,
-                   max_sample_errors=self.max_sample_errors, repeats=self.repeats)
+                   max_sample_errors=self.max_sample_errors, repeats=self.repeats, fields=self.fields,
+                   max_field_bytes=self.max_field_bytes)
 
     def state_dict(self) -> Dict[str, Any]:
         """The position to resume from, as plain Python values (fit for
@@ -701,7 +728,7 @@ class Loader:
                     self.stats.wait_seconds += waited
                     if v.header.epoch != epoch:
                         raise StokerError("INTERNAL", f"batch of epoch {v.header.epoch} in epoch {epoch}")
-                    out = batch_tensors(v, self.return_indices, torch, view_names)
+                    out = batch_tensors(v, self.return_indices, torch, view_names, self.fields)
                     self._tally.batch(v.header)
                     number = int(v.header.number)
                     v = None  # only the yielded tensors hold the buffer now

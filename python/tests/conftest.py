@@ -142,11 +142,47 @@ def _make_shards(root: Path) -> None:
                 i += 1
 
 
+#: The clip dataset: CLIP_SAMPLES image-text pairs in 3 shards (keys
+#: c{shard}/{i:03d}), each KEY.jpg beside KEY.txt and KEY.json, no .cls;
+#: sample 5's caption is not UTF-8, sample 9's .json is 100 KB (over the
+#: default bound of a field), and c1/999 has a caption and no image.
+CLIP_SAMPLES = 24
+
+
+def clip_caption(i: int) -> bytes:
+    return b"caf\xe9 \xff not utf-8" if i == 5 else f"a photo of thing {i}".encode()
+
+
+def _make_clip(root: Path) -> None:
+    from PIL import Image
+
+    rng = np.random.default_rng(5)
+    root.mkdir(parents=True)
+    tars = [tarfile.open(root / f"clip-{s}.tar", "w", format=tarfile.USTAR_FORMAT) for s in range(3)]
+
+    def add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+
+    for i in range(CLIP_SAMPLES):
+        key, tar = f"c{i % 3}/{i:03d}", tars[i % 3]
+        jpg = io.BytesIO()
+        Image.fromarray(_image(rng, 40, 48)).save(jpg, format="JPEG", quality=92)
+        meta = b'{"pad": "' + b"x" * 100_000 + b'"}' if i == 9 else f'{{"key": "{key}", "i": {i}}}'.encode()
+        for name, data in ((key + ".jpg", jpg.getvalue()), (key + ".txt", clip_caption(i)), (key + ".json", meta)):
+            add(tar, name, data)
+    add(tars[1], "c1/999.txt", b"a caption without its image")
+    for tar in tars:
+        tar.close()
+
+
 @pytest.fixture(scope="session")
 def data_dirs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
     base = tmp_path_factory.mktemp("data")
     dirs = {"tiny": base / "tiny", "eval": base / "eval", "broken": base / "broken", "odd": base / "odd",
-            "shards": base / "shards", "allbad": base / "allbad", "many": base / "many"}
+            "shards": base / "shards", "allbad": base / "allbad", "many": base / "many",
+            "clip": base / "clip"}
     _make_tiny(dirs["tiny"])
     _make_eval(dirs["eval"])
     _make_broken(dirs["broken"])
@@ -154,6 +190,7 @@ def data_dirs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
     _make_shards(dirs["shards"])
     _make_allbad(dirs["allbad"])
     _make_many(dirs["many"])
+    _make_clip(dirs["clip"])
     return dirs
 
 

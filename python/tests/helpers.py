@@ -26,7 +26,7 @@ def loader(server: str, dataset: str = "tiny", **kw) -> stoker.Loader:
     kw.setdefault("batch_size", 5)
     kw.setdefault("pin_memory", False)
     kw.setdefault("timeout", 60)
-    if dataset in ("odd", "shards"):
+    if dataset in ("odd", "shards", "clip"):
         kw.setdefault("transform", SMALL)
     return stoker.Loader(server, dataset, **kw)
 

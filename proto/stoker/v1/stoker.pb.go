@@ -448,7 +448,23 @@ type JobSpec struct {
 	// consecutive ranks; each rank's epoch is RASampler's:
 	// floor(dataset_size // 256 * 256 / world_size) samples. 0 or 1: off;
 	// at most 64. Not with the block shuffle.
-	Repeats       uint32 `protobuf:"varint,40,opt,name=repeats,proto3" json:"repeats,omitempty"`
+	Repeats uint32 `protobuf:"varint,40,opt,name=repeats,proto3" json:"repeats,omitempty"`
+	// Fields to send with every sample (BatchHeader.fields), in this
+	// order: a WebDataset sample's members by extension ("txt", "json", the
+	// image's own "jpg"; "cls" in a labelled one), an ImageFolder sample's
+	// "path" (relative to its root), and on any dataset "__key__" (the
+	// sample's key: a member's path up to the first dot of its name, a
+	// file's path without its extension) and "__source__" (the dataset's
+	// name). At most 16, each named at most once; a name no sample of the
+	// dataset has is refused, naming those it has. The bytes are the
+	// dataset's, as they are (no decoding, no UTF-8 check).
+	Fields []string `protobuf:"bytes,30,rep,name=fields,proto3" json:"fields,omitempty"`
+	// The most bytes of one field of one sample: a sample with a larger one
+	// fails (a sample error naming it and the field, padded or dropped by
+	// the fail policy) before the field is read. 0: 16 KiB, or less when
+	// batch_size x fields x 16 KiB would pass a batch's bound for fields,
+	// 32 MiB; set, batch_size x fields x max_field_bytes must be within it.
+	MaxFieldBytes uint32 `protobuf:"varint,31,opt,name=max_field_bytes,json=maxFieldBytes,proto3" json:"max_field_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -591,6 +607,20 @@ func (x *JobSpec) GetMaxSampleErrors() *SampleErrorLimit {
 func (x *JobSpec) GetRepeats() uint32 {
 	if x != nil {
 		return x.Repeats
+	}
+	return 0
+}
+
+func (x *JobSpec) GetFields() []string {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+func (x *JobSpec) GetMaxFieldBytes() uint32 {
+	if x != nil {
+		return x.MaxFieldBytes
 	}
 	return 0
 }
@@ -3904,7 +3934,10 @@ type BatchHeader struct {
 	// A job of several views (JobInfo.views): each view's shape, [N, 3, H, W]
 	// or [N, H, W, 3], in order; the pixels are view after view, each view's
 	// N samples back to back (shape is then view 0's). Empty for one view.
-	Views         []*Shape `protobuf:"bytes,40,rep,name=views,proto3" json:"views,omitempty"`
+	Views []*Shape `protobuf:"bytes,40,rep,name=views,proto3" json:"views,omitempty"`
+	// JobSpec.fields, in its order: each field's value for every sample of
+	// the batch.
+	Fields        []*FieldValues `protobuf:"bytes,30,rep,name=fields,proto3" json:"fields,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4016,6 +4049,13 @@ func (x *BatchHeader) GetViews() []*Shape {
 	return nil
 }
 
+func (x *BatchHeader) GetFields() []*FieldValues {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
 // Shape is an array's shape.
 type Shape struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -4061,6 +4101,70 @@ func (x *Shape) GetDims() []uint32 {
 	return nil
 }
 
+// FieldValues is one field of every sample of a batch.
+type FieldValues struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// One per sample, in batch order.
+	Values [][]byte `protobuf:"bytes,2,rep,name=values,proto3" json:"values,omitempty"`
+	// The samples (positions in the batch, ascending) without the field:
+	// their values are empty and mean none.
+	Missing       []uint32 `protobuf:"varint,3,rep,packed,name=missing,proto3" json:"missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FieldValues) Reset() {
+	*x = FieldValues{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FieldValues) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FieldValues) ProtoMessage() {}
+
+func (x *FieldValues) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
+func (*FieldValues) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *FieldValues) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *FieldValues) GetValues() [][]byte {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *FieldValues) GetMissing() []uint32 {
+	if x != nil {
+		return x.Missing
+	}
+	return nil
+}
+
 // SampleError is a sample that could not be decoded or transformed.
 type SampleError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4074,7 +4178,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4086,7 +4190,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4099,7 +4203,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -4137,7 +4241,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4149,7 +4253,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4162,7 +4266,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -4199,7 +4303,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4211,7 +4315,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4224,7 +4328,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -4264,7 +4368,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4276,7 +4380,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4289,7 +4393,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -4302,7 +4406,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4314,7 +4418,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4327,7 +4431,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -4345,14 +4449,17 @@ type DatasetInfo struct {
 	Classes     []string               `protobuf:"bytes,3,rep,name=classes,proto3" json:"classes,omitempty"`
 	Fingerprint string                 `protobuf:"bytes,4,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
 	// "imagefolder" or "webdataset".
-	Format        string `protobuf:"bytes,5,opt,name=format,proto3" json:"format,omitempty"`
+	Format string `protobuf:"bytes,5,opt,name=format,proto3" json:"format,omitempty"`
+	// The fields its samples may have (JobSpec.fields): its own, sorted,
+	// then __key__ and __source__.
+	Fields        []string `protobuf:"bytes,30,rep,name=fields,proto3" json:"fields,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4364,7 +4471,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4377,7 +4484,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -4415,6 +4522,13 @@ func (x *DatasetInfo) GetFormat() string {
 	return ""
 }
 
+func (x *DatasetInfo) GetFields() []string {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
 // WorkRequest is a message from a coordinator on a Work stream.
 type WorkRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4432,7 +4546,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4444,7 +4558,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4457,7 +4571,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -4563,7 +4677,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4575,7 +4689,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4588,7 +4702,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -4607,7 +4721,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4619,7 +4733,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4632,7 +4746,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -4652,7 +4766,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4664,7 +4778,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4677,7 +4791,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -4720,7 +4834,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4732,7 +4846,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4745,7 +4859,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -4814,7 +4928,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4826,7 +4940,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4839,7 +4953,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -4865,7 +4979,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4877,7 +4991,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4890,7 +5004,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -4986,7 +5100,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4998,7 +5112,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5011,7 +5125,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -5083,7 +5197,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5095,7 +5209,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5108,7 +5222,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -5182,7 +5296,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5194,7 +5308,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5207,7 +5321,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -5253,7 +5367,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5265,7 +5379,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5278,7 +5392,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -5331,7 +5445,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5343,7 +5457,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5356,7 +5470,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -5389,7 +5503,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5401,7 +5515,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5414,7 +5528,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -5433,7 +5547,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5445,7 +5559,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5458,7 +5572,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -5557,7 +5671,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5569,7 +5683,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5582,7 +5696,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *JobStatus) GetId() string {
@@ -5790,7 +5904,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5802,7 +5916,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5815,7 +5929,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -5913,7 +6027,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5925,7 +6039,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5938,7 +6052,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -6027,7 +6141,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xd8\x04\n" +
+	"\x03msg\"\x98\x05\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -6048,7 +6162,9 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x0eshuffle_window\x18\r \x01(\rR\rshuffleWindow\x12\x14\n" +
 	"\x05trace\x18\x14 \x01(\bR\x05trace\x12G\n" +
 	"\x11max_sample_errors\x18\x15 \x01(\v2\x1b.stoker.v1.SampleErrorLimitR\x0fmaxSampleErrors\x12\x18\n" +
-	"\arepeats\x18( \x01(\rR\arepeats\"D\n" +
+	"\arepeats\x18( \x01(\rR\arepeats\x12\x16\n" +
+	"\x06fields\x18\x1e \x03(\tR\x06fields\x12&\n" +
+	"\x0fmax_field_bytes\x18\x1f \x01(\rR\rmaxFieldBytes\"D\n" +
 	"\x10SampleErrorLimit\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x1a\n" +
 	"\bfraction\x18\x02 \x01(\x01R\bfraction\"\xc5\x02\n" +
@@ -6295,7 +6411,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x05views\x18( \x03(\v2\x13.stoker.v1.ViewInfoR\x05views\"A\n" +
 	"\bViewInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
-	"\fsample_shape\x18\x02 \x03(\rR\vsampleShape\"\xdc\x02\n" +
+	"\fsample_shape\x18\x02 \x03(\rR\vsampleShape\"\x8c\x03\n" +
 	"\vBatchHeader\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x04R\x06number\x12\x14\n" +
@@ -6308,10 +6424,15 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"data_bytes\x18\b \x01(\x04R\tdataBytes\x12\x17\n" +
 	"\x04slot\x18\t \x01(\rH\x00R\x04slot\x88\x01\x01\x12\x16\n" +
 	"\x06traces\x18\x14 \x03(\tR\x06traces\x12&\n" +
-	"\x05views\x18( \x03(\v2\x10.stoker.v1.ShapeR\x05viewsB\a\n" +
+	"\x05views\x18( \x03(\v2\x10.stoker.v1.ShapeR\x05views\x12.\n" +
+	"\x06fields\x18\x1e \x03(\v2\x16.stoker.v1.FieldValuesR\x06fieldsB\a\n" +
 	"\x05_slot\"\x1b\n" +
 	"\x05Shape\x12\x12\n" +
-	"\x04dims\x18\x01 \x03(\rR\x04dims\"O\n" +
+	"\x04dims\x18\x01 \x03(\rR\x04dims\"S\n" +
+	"\vFieldValues\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06values\x18\x02 \x03(\fR\x06values\x12\x18\n" +
+	"\amissing\x18\x03 \x03(\rR\amissing\"O\n" +
 	"\vSampleError\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x03R\x05index\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
@@ -6327,13 +6448,14 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\rsample_errors\x18\x04 \x01(\x04R\fsampleErrors\"\x15\n" +
 	"\x13ListDatasetsRequest\"J\n" +
 	"\x14ListDatasetsResponse\x122\n" +
-	"\bdatasets\x18\x01 \x03(\v2\x16.stoker.v1.DatasetInfoR\bdatasets\"\x89\x01\n" +
+	"\bdatasets\x18\x01 \x03(\v2\x16.stoker.v1.DatasetInfoR\bdatasets\"\xa1\x01\n" +
 	"\vDatasetInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x18\n" +
 	"\aclasses\x18\x03 \x03(\tR\aclasses\x12 \n" +
 	"\vfingerprint\x18\x04 \x01(\tR\vfingerprint\x12\x16\n" +
-	"\x06format\x18\x05 \x01(\tR\x06format\"\xea\x01\n" +
+	"\x06format\x18\x05 \x01(\tR\x06format\x12\x16\n" +
+	"\x06fields\x18\x1e \x03(\tR\x06fields\"\xea\x01\n" +
 	"\vWorkRequest\x12&\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.stoker.v1.WorkJobH\x00R\x03job\x12(\n" +
 	"\x05lease\x18\x02 \x01(\v2\x10.stoker.v1.LeaseH\x00R\x05lease\x120\n" +
@@ -6505,7 +6627,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(ShuffleMode)(0),              // 0: stoker.v1.ShuffleMode
 	(Layout)(0),                   // 1: stoker.v1.Layout
@@ -6558,29 +6680,30 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*ViewInfo)(nil),              // 48: stoker.v1.ViewInfo
 	(*BatchHeader)(nil),           // 49: stoker.v1.BatchHeader
 	(*Shape)(nil),                 // 50: stoker.v1.Shape
-	(*SampleError)(nil),           // 51: stoker.v1.SampleError
-	(*Chunk)(nil),                 // 52: stoker.v1.Chunk
-	(*EpochEnd)(nil),              // 53: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),   // 54: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),  // 55: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),           // 56: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),           // 57: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                // 58: stoker.v1.JobEnd
-	(*WorkPing)(nil),              // 59: stoker.v1.WorkPing
-	(*WorkJob)(nil),               // 60: stoker.v1.WorkJob
-	(*Lease)(nil),                 // 61: stoker.v1.Lease
-	(*CancelLease)(nil),           // 62: stoker.v1.CancelLease
-	(*WorkResponse)(nil),          // 63: stoker.v1.WorkResponse
-	(*WorkerInfo)(nil),            // 64: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),       // 65: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),             // 66: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),             // 67: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),           // 68: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),         // 69: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),        // 70: stoker.v1.StatusResponse
-	(*JobStatus)(nil),             // 71: stoker.v1.JobStatus
-	(*MakingShares)(nil),          // 72: stoker.v1.MakingShares
-	(*MakerStatus)(nil),           // 73: stoker.v1.MakerStatus
+	(*FieldValues)(nil),           // 51: stoker.v1.FieldValues
+	(*SampleError)(nil),           // 52: stoker.v1.SampleError
+	(*Chunk)(nil),                 // 53: stoker.v1.Chunk
+	(*EpochEnd)(nil),              // 54: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),   // 55: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),  // 56: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),           // 57: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),           // 58: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                // 59: stoker.v1.JobEnd
+	(*WorkPing)(nil),              // 60: stoker.v1.WorkPing
+	(*WorkJob)(nil),               // 61: stoker.v1.WorkJob
+	(*Lease)(nil),                 // 62: stoker.v1.Lease
+	(*CancelLease)(nil),           // 63: stoker.v1.CancelLease
+	(*WorkResponse)(nil),          // 64: stoker.v1.WorkResponse
+	(*WorkerInfo)(nil),            // 65: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),       // 66: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),             // 67: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),             // 68: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),           // 69: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),         // 70: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),        // 71: stoker.v1.StatusResponse
+	(*JobStatus)(nil),             // 72: stoker.v1.JobStatus
+	(*MakingShares)(nil),          // 73: stoker.v1.MakingShares
+	(*MakerStatus)(nil),           // 74: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	8,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
@@ -6648,46 +6771,47 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	3,  // 62: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
 	47, // 63: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
 	49, // 64: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	52, // 65: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	53, // 66: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	53, // 65: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	54, // 66: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
 	10, // 67: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
 	4,  // 68: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
 	48, // 69: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
 	4,  // 70: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	51, // 71: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	52, // 71: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
 	50, // 72: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	56, // 73: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	60, // 74: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	61, // 75: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	62, // 76: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	58, // 77: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	59, // 78: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	6,  // 79: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	64, // 80: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	66, // 81: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	52, // 82: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	68, // 83: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	65, // 84: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	49, // 85: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	67, // 86: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	71, // 87: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	73, // 88: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	72, // 89: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	5,  // 90: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	54, // 91: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	12, // 92: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	69, // 93: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	57, // 94: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	46, // 95: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	55, // 96: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	13, // 97: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	70, // 98: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	63, // 99: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	95, // [95:100] is the sub-list for method output_type
-	90, // [90:95] is the sub-list for method input_type
-	90, // [90:90] is the sub-list for extension type_name
-	90, // [90:90] is the sub-list for extension extendee
-	0,  // [0:90] is the sub-list for field type_name
+	51, // 73: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	57, // 74: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	61, // 75: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	62, // 76: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	63, // 77: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	59, // 78: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	60, // 79: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	6,  // 80: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	65, // 81: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	67, // 82: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	53, // 83: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	69, // 84: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	66, // 85: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	49, // 86: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	68, // 87: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	72, // 88: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	74, // 89: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	73, // 90: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	5,  // 91: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	55, // 92: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	12, // 93: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	70, // 94: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	58, // 95: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	46, // 96: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	56, // 97: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	13, // 98: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	71, // 99: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	64, // 100: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	96, // [96:101] is the sub-list for method output_type
+	91, // [91:96] is the sub-list for method input_type
+	91, // [91:91] is the sub-list for extension type_name
+	91, // [91:91] is the sub-list for extension extendee
+	0,  // [0:91] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -6752,14 +6876,14 @@ func file_stoker_v1_stoker_proto_init() {
 		(*FeedResponse_Shm)(nil),
 	}
 	file_stoker_v1_stoker_proto_msgTypes[44].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[52].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[53].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[58].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[59].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -6771,7 +6895,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   69,
+			NumMessages:   70,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

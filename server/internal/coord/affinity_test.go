@@ -697,7 +697,7 @@ func TestAffinityFailedSample(t *testing.T) {
 		if e := tr.batches[k].errs; len(e) != 1 || e[0].Index != bad {
 			t.Errorf("batch %d's errors %v, want sample %d's alone", k, e, bad)
 		}
-		if got := tr.ends[0].GetSampleErrors(); got != 1 {
+		if got := tr.ends[0].SampleErrors; got != 1 {
 			t.Errorf("the epoch reports %d sample errors, want 1", got)
 		}
 		// Batch k's leases: its parts, then one lease of the whole batch.

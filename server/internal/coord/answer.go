@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/lease"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 )
 
 // A lease's answer: a batch for the reorder buffer, or a failure blamed on
@@ -37,7 +37,7 @@ func blamesOf(err error, lead Maker) blames {
 
 // check verifies that a maker's batch has the shape its lease asks for, so
 // that a confused peer cannot hand the trainer a malformed batch.
-func (c *Coordinator) check(l *lease.Lease, b *pipeline.Batch) error {
+func (c *Coordinator) check(l *lease.Lease, b *batch.Batch) error {
 	size := c.j.SampleBytes()
 	switch {
 	case b.N < 0 || b.N > len(l.Indices):

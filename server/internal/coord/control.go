@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/lease"
-	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // DefaultStallTarget is the starvation a window controller aims under
@@ -81,7 +80,7 @@ type controller struct {
 	recommended float64
 	estimates   medianFilter // the advisor's figures, smoothed
 	advised     stabilizer   // what is published of them
-	status      atomic.Pointer[stokerv1.JobStatus]
+	status      atomic.Pointer[Status]
 	// stages is where the job's time went (stages.go); bottleneck the
 	// verdict its metric was last set to.
 	stages     stageLog
@@ -162,14 +161,14 @@ func narrowFloor(recommended float64, ready int) int {
 func (c *Coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idle float64, gpuOK bool) {
 	lo, hi := minWindow, c.env.windowCeiling(ms)
 	window := c.window(ms)
-	js := &stokerv1.JobStatus{
-		Id: c.name, Dataset: c.j.Dataset(), Rank: uint32(c.j.Rank()), WorldSize: uint32(c.j.World()), Epoch: c.table.cur.epoch,
+	js := &Status{
+		ID: c.name, Dataset: c.j.Dataset(), Rank: c.j.Rank(), WorldSize: c.j.World(), Epoch: c.table.cur.epoch,
 		ImagesPerSecond: snap.imagesPerSec, BytesPerSecond: snap.bytesPerSec, InputStallRatio: snap.stall,
-		GpuIdleRatio: -1, Window: uint32(window), WindowMin: uint32(lo), WindowMax: uint32(hi),
-		Buffered: uint32(len(c.table.ready)), Shuffle: c.j.Shuffle(),
+		GPUIdleRatio: -1, Window: window, WindowMin: lo, WindowMax: hi,
+		Buffered: len(c.table.ready), Shuffle: c.j.Shuffle(),
 	}
 	if gpuOK {
-		js.GpuIdleRatio = idle
+		js.GPUIdleRatio = idle
 	}
 	js.Starvation, js.StarvationSignal = starvation(snap.stall, idle, gpuOK)
 	in := adviceInput{
@@ -182,13 +181,13 @@ func (c *Coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idl
 			local = 1
 		}
 		st := c.makers.stats[m]
-		mst := &stokerv1.MakerStatus{Name: m.Name(), Ready: m.Ready()}
+		mst := MakerStatus{Name: m.Name(), Ready: m.Ready()}
 		var share float64
 		if st != nil {
-			mst.BatchesPerSecond, mst.InFlight = st.throughput(now), uint32(st.inflight)
+			mst.BatchesPerSecond, mst.InFlight = st.throughput(now), st.inflight
 			mst.BusyBatchesPerSecond, share = st.busyRate(now)
 			mst.BusyRatio = share
-			mst.FailuresInARow = uint32(st.fails)
+			mst.FailuresInARow = st.fails
 			if st.fails > 0 && st.retryAt.After(now) {
 				mst.BackoffSeconds = st.retryAt.Sub(now).Seconds()
 			}

@@ -137,8 +137,8 @@ func TestControllerNarrowsForASlowTrainer(t *testing.T) {
 		c.control(now, ms)
 	}
 	js := c.ctl.status.Load()
-	if js.GetWindow() != 1 || js.GetStarvation() != 0 || js.GetStarvationSignal() != "trainer wait" {
-		t.Errorf("window %d, starvation %v (%s): a trainer slower than production should narrow the window to its floor", js.GetWindow(), js.GetStarvation(), js.GetStarvationSignal())
+	if js.Window != 1 || js.Starvation != 0 || js.StarvationSignal != "trainer wait" {
+		t.Errorf("window %d, starvation %v (%s): a trainer slower than production should narrow the window to its floor", js.Window, js.Starvation, js.StarvationSignal)
 	}
 	if got := testutil.ToFloat64(env.Metrics.WindowDecisions.WithLabelValues("narrow")); got != 7 {
 		t.Errorf("%v narrow decisions counted, want 7 (8 to 1)", got)
@@ -165,7 +165,7 @@ func TestControllerWidensForAStarvingTrainer(t *testing.T) {
 			now := time.Unix(1000, 0)
 			st := c.stat(tc.maker)
 			st.begin(now)
-			var widths []uint32
+			var widths []int
 			for range 20 {
 				// Half a second: one batch made and delivered, the
 				// trainer waiting 0.4 s of it.
@@ -177,14 +177,14 @@ func TestControllerWidensForAStarvingTrainer(t *testing.T) {
 				c.ctl.tel.delivered(at.Add(-controlEvery/2), 4, 4*3*32*32, 0)
 				now = at
 				c.control(now, ms)
-				widths = append(widths, c.ctl.status.Load().GetWindow())
+				widths = append(widths, c.ctl.status.Load().Window)
 			}
 			js := c.ctl.status.Load()
-			if widths[0] != 6 || js.GetWindow() != 6 {
+			if widths[0] != 6 || js.Window != 6 {
 				t.Errorf("windows %v: a starving trainer should widen the window to its ceiling 6 at once", widths)
 			}
-			if js.GetWorkersRecommended() != 6 || !strings.HasPrefix(js.GetAdvice(), "needs about 5 more") {
-				t.Errorf("recommended %v, advice %q: want 6 makers (demand 2/s over the 0.2 not starved, with 5%% headroom, over a maker's 2/s when busy)", js.GetWorkersRecommended(), js.GetAdvice())
+			if js.WorkersRecommended != 6 || !strings.HasPrefix(js.Advice, "needs about 5 more") {
+				t.Errorf("recommended %v, advice %q: want 6 makers (demand 2/s over the 0.2 not starved, with 5%% headroom, over a maker's 2/s when busy)", js.WorkersRecommended, js.Advice)
 			}
 			if got := testutil.ToFloat64(env.Metrics.WorkersRecommended.WithLabelValues(c.name)); got != 6 {
 				t.Errorf("stoker_workers_recommended %v, want 6", got)

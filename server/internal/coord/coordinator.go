@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/lease"
-	"github.com/stoker-dev/stoker/pipeline"
-	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 )
 
 // noMakerLeaseTimeouts is how many lease timeouts a job waits for a maker
@@ -48,16 +47,16 @@ type Stream struct {
 }
 
 // Output is the coordinator's next item for its trainer, in order: an
-// epoch's JobInfo, its batches (in batch-number order, or as ready), its
-// EpochEnd; then the next epoch. A batch goes out where Place puts it (a
+// epoch's start (the server sends its JobInfo), its batches (in
+// batch-number order, or as ready), its end; then the next epoch. A batch goes out where Place puts it (a
 // ring slot, or chunks), and its buffer goes back with Recycle once it has
 // been sent.
 type Output struct {
-	Info  *stokerv1.JobInfo  // an epoch starts
-	End   *stokerv1.EpochEnd // an epoch ends
+	Start *EpochStart // an epoch starts
+	End   *EpochEnd   // an epoch ends
 	Epoch uint64
 	K     int
-	Batch *pipeline.Batch // batch K of Epoch
+	Batch *batch.Batch // batch K of Epoch
 	// Slot is the ring slot Batch's pixels were made in, when InSlot.
 	Slot   uint32
 	InSlot bool
@@ -98,7 +97,7 @@ type Coordinator struct {
 
 	credit   credit
 	out      chan Output
-	recycled chan *pipeline.Batch // buffers back from out's reader
+	recycled chan *batch.Batch // buffers back from out's reader
 	// wake (size 1) is poked when a maker the job waits for room on frees
 	// some (Makers.Freed).
 	wake    chan struct{}
@@ -130,7 +129,7 @@ func New(env *Env, j Job, st Stream, name string, log *slog.Logger) *Coordinator
 		env: env, j: j, st: st, log: log, name: name,
 		credit:   credit{granted: make(chan struct{}, 1)},
 		out:      make(chan Output, maxBuffers+outputSlack),
-		recycled: make(chan *pipeline.Batch, maxBuffers+outputSlack),
+		recycled: make(chan *batch.Batch, maxBuffers+outputSlack),
 		wake:     make(chan struct{}, 1),
 		hedging:  newHedging(),
 		routing:  newRouter(),
@@ -156,7 +155,7 @@ func (c *Coordinator) Out() <-chan Output { return c.out }
 
 // Status is the job's status as its controller last published it (every
 // controlEvery); nil before the first.
-func (c *Coordinator) Status() *stokerv1.JobStatus { return c.ctl.status.Load() }
+func (c *Coordinator) Status() *Status { return c.ctl.status.Load() }
 
 // Report records a trainer's credit report: its wait for the batch, its
 // step's time, the batches it covers. Safe from any goroutine.
@@ -191,7 +190,7 @@ func (c *Coordinator) Grant(n uint32) {
 
 // Recycle gives back a batch buffer that Out's reader is done with. Safe
 // from any goroutine; never blocks (recycled has room for every buffer).
-func (c *Coordinator) Recycle(b *pipeline.Batch) {
+func (c *Coordinator) Recycle(b *batch.Batch) {
 	select {
 	case c.recycled <- b:
 	default:
@@ -217,7 +216,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.results = make(chan result, maxBuffers)
 
 	c.table = newTable(c.j, c.st)
-	if err := c.emit(ctx, Output{Info: c.j.Info(c.table.cur.epoch, c.table.cur.plan)}); err != nil {
+	if err := c.emit(ctx, Output{Start: &EpochStart{Epoch: c.table.cur.epoch, Plan: c.table.cur.plan}}); err != nil {
 		return err
 	}
 	control := time.NewTicker(controlEvery)

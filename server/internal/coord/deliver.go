@@ -37,7 +37,7 @@ func (c *Coordinator) deliver(ctx context.Context) (done bool, err error) {
 				return true, nil
 			}
 			t.nextEpoch()
-			if err := c.emit(ctx, Output{Info: c.j.Info(t.cur.epoch, t.cur.plan)}); err != nil {
+			if err := c.emit(ctx, Output{Start: &EpochStart{Epoch: t.cur.epoch, Plan: t.cur.plan}}); err != nil {
 				return false, err
 			}
 			continue

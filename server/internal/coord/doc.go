@@ -8,8 +8,9 @@
 // ring), and an Env the server's coordinators share: the Makers, the
 // metrics, the GPU's idle share and the Verifier of peers' batches.
 //
-// What comes out, on Out: an epoch's JobInfo, its batches (by number, or
-// as they are ready), its EpochEnd; then the next epoch. Batch k of an
+// What comes out, on Out: an epoch's start (EpochStart: the server sends
+// its JobInfo), its batches (by number, or as they are ready), its
+// EpochEnd; then the next epoch. Batch k of an
 // epoch is delivered exactly once whatever the makers do: a result for a
 // lease that moved on, or for a batch already delivered, is dropped.
 //
@@ -19,7 +20,8 @@
 // (a failed batch before any new one), quarantines a peer whose batch
 // does not match, and runs the window controller (how many leases in
 // flight) and the advisor (how many makers the trainer needs). It knows
-// nothing of gRPC or of the server: its output is read by the Feed
+// nothing of gRPC, the wire or the server (what it emits is its own
+// types, status.go, which the server maps to the protocol's messages): its output is read by the Feed
 // stream's send loop, its makers and verifier are the server's, and what
 // it says to a maker is internal/lease's.
 //

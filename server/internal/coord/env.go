@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/lease"
-	"github.com/stoker-dev/stoker/pipeline"
-	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 )
 
 // The coordinator's errors. It knows nothing of gRPC: its server maps
@@ -88,8 +87,6 @@ type Job interface {
 	// Plan is the plan of epoch, after consumed positions (elastic
 	// resume; 0 normally).
 	Plan(epoch, consumed uint64) Plan
-	// Info is the JobInfo that opens epoch with plan p.
-	Info(epoch uint64, p Plan) *stokerv1.JobInfo
 }
 
 // Plan is one rank's share of one epoch, cut into batches.
@@ -121,7 +118,7 @@ type Verifier interface {
 	// Verify checks a peer's batch b for lease l of job j, kept the
 	// pixels of l.Keep's slots as the peer answered them (Made.Kept);
 	// checked reports whether every sample was compared byte for byte.
-	Verify(ctx context.Context, j Job, l *lease.Lease, b *pipeline.Batch, kept [][]byte) (checked bool, err error)
+	Verify(ctx context.Context, j Job, l *lease.Lease, b *batch.Batch, kept [][]byte) (checked bool, err error)
 	// Quarantine takes m out of every job's makers, for reason.
 	Quarantine(m Maker, reason error)
 	// Why is m's quarantine's reason; nil when it is not quarantined.

@@ -167,11 +167,11 @@ func TestLeaseSlowMakerBenched(t *testing.T) {
 				// The status at 15 s: the slow maker is backed off.
 				time.Sleep(15 * time.Second)
 				js := c.Status()
-				for _, m := range js.GetMakers() {
-					t.Logf("at 15 s: %s: %v", m.GetName(), m)
-					if m.GetName() == "slow" && (m.GetBackoffSeconds() <= 0 || m.GetFailuresInARow() < 5) {
+				for _, m := range js.Makers {
+					t.Logf("at 15 s: %s: %v", m.Name, m)
+					if m.Name == "slow" && (m.BackoffSeconds <= 0 || m.FailuresInARow < 5) {
 						t.Errorf("status of the hung maker: backed off %vs after %d failures in a row; want backed off, after 5 or more",
-							m.GetBackoffSeconds(), m.GetFailuresInARow())
+							m.BackoffSeconds, m.FailuresInARow)
 					}
 				}
 			}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
-	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // A coordinator read alone: a fake job with a trivial plan, makers whose
@@ -43,10 +42,6 @@ func (j *fakeJob) Shuffle() string   { return "sequential" }
 
 func (j *fakeJob) Plan(epoch, consumed uint64) Plan {
 	return fakePlan{epoch: epoch, n: j.n - int(consumed), size: j.size}
-}
-
-func (j *fakeJob) Info(epoch uint64, p Plan) *stokerv1.JobInfo {
-	return &stokerv1.JobInfo{Epoch: epoch, Batches: uint64(p.Batches()), Samples: uint64(p.Samples())}
 }
 
 type fakePlan struct {
@@ -292,8 +287,8 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 // batch when asked to.
 type trainer struct {
 	c       *Coordinator
-	infos   []*stokerv1.JobInfo
-	ends    []*stokerv1.EpochEnd
+	starts  []*EpochStart
+	ends    []*EpochEnd
 	batches []delivered
 }
 
@@ -315,8 +310,8 @@ func (tr *trainer) run(ctx context.Context) func() error {
 		defer close(read)
 		for o := range tr.c.Out() {
 			switch {
-			case o.Info != nil:
-				tr.infos = append(tr.infos, o.Info)
+			case o.Start != nil:
+				tr.starts = append(tr.starts, o.Start)
 			case o.End != nil:
 				tr.ends = append(tr.ends, o.End)
 			default:
@@ -338,8 +333,8 @@ func (tr *trainer) run(ctx context.Context) func() error {
 func (tr *trainer) exactlyOnce(t *testing.T, j *fakeJob, epochs int) {
 	t.Helper()
 	plan := j.Plan(0, 0)
-	if len(tr.infos) != epochs || len(tr.ends) != epochs || len(tr.batches) != epochs*plan.Batches() {
-		t.Fatalf("%d JobInfos, %d EpochEnds, %d batches; want %d, %d, %d", len(tr.infos), len(tr.ends), len(tr.batches), epochs, epochs, epochs*plan.Batches())
+	if len(tr.starts) != epochs || len(tr.ends) != epochs || len(tr.batches) != epochs*plan.Batches() {
+		t.Fatalf("%d EpochStarts, %d EpochEnds, %d batches; want %d, %d, %d", len(tr.starts), len(tr.ends), len(tr.batches), epochs, epochs, epochs*plan.Batches())
 	}
 	for i, d := range tr.batches {
 		e, k := uint64(i/plan.Batches()), i%plan.Batches()
@@ -351,7 +346,7 @@ func (tr *trainer) exactlyOnce(t *testing.T, j *fakeJob, epochs int) {
 		}
 	}
 	for e, end := range tr.ends {
-		if end.GetEpoch() != uint64(e) || end.GetBatches() != uint64(plan.Batches()) || end.GetSamples() != uint64(plan.Samples()) {
+		if end.Epoch != uint64(e) || end.Batches != uint64(plan.Batches()) || end.Samples != uint64(plan.Samples()) {
 			t.Errorf("EpochEnd %v, want epoch %d: %d batches, %d samples", end, e, plan.Batches(), plan.Samples())
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/lease"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 )
 
 // Leases: which batch goes to which maker, under what deadline, and what
@@ -49,7 +49,7 @@ type lessee interface {
 	// that is not trusted, by the Verifier), on the lease's goroutine:
 	// ctx is the job's, lctx the lease's. After it returns, nothing
 	// touches b.
-	make(ctx, lctx context.Context, l *lease.Lease, b *pipeline.Batch) made
+	make(ctx, lctx context.Context, l *lease.Lease, b *batch.Batch) made
 	// ended takes the lease out of its makers' load as its answer is
 	// collected, on the coordinator's goroutine.
 	ended()
@@ -79,7 +79,7 @@ type result struct {
 	id    batchID
 	lease uint64
 	by    lessee
-	b     *pipeline.Batch
+	b     *batch.Batch
 	made
 }
 
@@ -143,7 +143,7 @@ func (c *Coordinator) lease(ctx context.Context, wg *sync.WaitGroup, ms []Maker)
 
 // start leases batch id to by, or hedges it there (hedge.go): its makers
 // work under the lease's deadline and report to results.
-func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID, by lessee, b *pipeline.Batch, hedge bool, home int) {
+func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID, by lessee, b *batch.Batch, hedge bool, home int) {
 	m := by.lead()
 	st := c.stat(m)
 	now := time.Now()
@@ -198,7 +198,7 @@ func (w *whole) issued(_ time.Time, l *lease.Lease) {
 	w.st.starting.Add(1)
 }
 
-func (w *whole) make(ctx, lctx context.Context, l *lease.Lease, b *pipeline.Batch) made {
+func (w *whole) make(ctx, lctx context.Context, l *lease.Lease, b *batch.Batch) made {
 	c := w.c
 	w.st.starting.Add(-1) // Make counts it from here
 	answer, err := w.m.Make(lctx, c.j, l, b)

@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/stoker-dev/stoker/internal/lease"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 )
 
 // A Maker makes batches for coordinators: the local executor is one, each
@@ -23,7 +23,7 @@ type Maker interface {
 	// lease.ErrRefused; one that says the maker is full wraps
 	// lease.ErrBusy, and one that it is shutting down lease.ErrDraining:
 	// neither is a failure.
-	Make(ctx context.Context, j Job, l *lease.Lease, b *pipeline.Batch) (lease.Made, error)
+	Make(ctx context.Context, j Job, l *lease.Lease, b *batch.Batch) (lease.Made, error)
 	// Name says which maker it is in logs and metrics: "local" or the
 	// peer's address.
 	Name() string

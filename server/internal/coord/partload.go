@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 )
 
 // partLoad is what a job has in flight in parts on each maker: what says
@@ -16,7 +16,7 @@ type partLoad struct {
 	// spare are parts' batches kept for the next batches in parts: their
 	// labels, indices and errors (a part's pixels are its batch's, and a
 	// spare one holds none).
-	spare []*pipeline.Batch
+	spare []*batch.Batch
 }
 
 // partsOn is a job's parts on one maker.
@@ -73,15 +73,15 @@ func (pl *partLoad) drop(m Maker, o *partsOn) {
 }
 
 // batches are n part batches, spare ones first.
-func (pl *partLoad) batches(n int) []*pipeline.Batch {
+func (pl *partLoad) batches(n int) []*batch.Batch {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	bs := make([]*pipeline.Batch, n)
+	bs := make([]*batch.Batch, n)
 	for i := range bs {
 		if k := len(pl.spare); k > 0 {
 			bs[i], pl.spare = pl.spare[k-1], pl.spare[:k-1]
 		} else {
-			bs[i] = new(pipeline.Batch)
+			bs[i] = new(batch.Batch)
 		}
 	}
 	return bs

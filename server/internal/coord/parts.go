@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/lease"
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 )
 
 // A batch in parts. With cache affinity on (router.go), a batch is leased
@@ -133,7 +133,7 @@ type ofPart struct {
 	// b is its batch: its own labels, indices and errors, the batch's
 	// pixels (from partLoad, as the lease is issued, given back as it
 	// ends); took how long its maker took.
-	b    *pipeline.Batch
+	b    *batch.Batch
 	took time.Duration
 }
 
@@ -196,7 +196,7 @@ func (ip *inParts) ended() {
 // place in b: made, with the makers of the parts not compared byte for
 // byte and each part's rate; or failed, with the failed parts blamed on
 // their makers, worst first. ctx is the job's, lctx the lease's.
-func (ip *inParts) make(ctx, lctx context.Context, l *lease.Lease, b *pipeline.Batch) made {
+func (ip *inParts) make(ctx, lctx context.Context, l *lease.Lease, b *batch.Batch) made {
 	c := ip.c
 	pctx, cancel := context.WithCancel(lctx)
 	defer cancel()
@@ -323,7 +323,7 @@ var errSamplesFailed = errors.New("a part has failed samples: the batch is made 
 
 // checkPart is check for a part: it leaves its pixels in the whole batch
 // (lease.Lease.Place), its other fields its own.
-func (c *Coordinator) checkPart(l *lease.Lease, b *pipeline.Batch) error {
+func (c *Coordinator) checkPart(l *lease.Lease, b *batch.Batch) error {
 	if b.N < 0 || b.N > len(l.Indices) || len(b.Labels) != b.N || len(b.Indices) != b.N {
 		return fmt.Errorf("batch %d: a part of %d samples with %d labels and %d indices for %d samples", l.Number, b.N, len(b.Labels), len(b.Indices), len(l.Indices))
 	}
@@ -345,7 +345,7 @@ const (
 // instead would cancel its other parts, whose slots a worker frees only
 // when the cancellations reach it: the next parts sent would be turned
 // away in turn, and a pool of several jobs would spin.
-func (c *Coordinator) makePart(ctx context.Context, m Maker, l *lease.Lease, b *pipeline.Batch) (lease.Made, error) {
+func (c *Coordinator) makePart(ctx context.Context, m Maker, l *lease.Lease, b *batch.Batch) (lease.Made, error) {
 	giveUp := time.Now().Add(c.env.Config.LeaseTimeout / busyGiveUp)
 	for {
 		made, err := m.Make(ctx, c.j, l, b)
@@ -377,12 +377,12 @@ func failRank(err error) int {
 // assemble puts the labels and indices of parts' batches (of) at their
 // places in b, a batch of n samples whose pixels the parts made in place
 // (lease.Lease.Place), and adds up their stage times.
-func assemble(b *pipeline.Batch, n int, parts []part, of []ofPart) {
+func assemble(b *batch.Batch, n int, parts []part, of []ofPart) {
 	b.N = n
 	b.Labels = slices.Grow(b.Labels[:0], n)[:n]
 	b.Indices = slices.Grow(b.Indices[:0], n)[:n]
 	b.Errors = b.Errors[:0]
-	b.Times = pipeline.StageTimes{}
+	b.Times = batch.StageTimes{}
 	// The samples' traces, where the parts carry them (the job asked):
 	// each at its sample's place.
 	traced := len(parts) > 0
@@ -394,6 +394,19 @@ func assemble(b *pipeline.Batch, n int, parts []part, of []ofPart) {
 	if traced {
 		b.Traces = slices.Grow(b.Traces, n)[:n]
 	}
+	// The samples' fields likewise, each moved (not copied) from its
+	// part's batch, which takes the whole batch's buffers in exchange.
+	var fs batch.FieldSpec
+	if len(parts) > 0 {
+		fs = of[0].b.FieldSet
+	}
+	nf := batch.FieldCount(fs)
+	for i := range parts {
+		if of[i].b.FieldSet != fs || len(of[i].b.Fields) != len(parts[i].pos)*nf {
+			fs, nf = nil, 0 // not asked for (or a part without them: the header has none, and the client says so)
+		}
+	}
+	b.SetFields(fs, n)
 	for i, p := range parts {
 		pb := of[i].b
 		for s, pos := range p.pos {
@@ -401,12 +414,11 @@ func assemble(b *pipeline.Batch, n int, parts []part, of []ofPart) {
 			if traced {
 				b.Traces[pos] = append(b.Traces[pos][:0], pb.Traces[s]...)
 			}
+			for f := range nf {
+				b.Fields[pos*nf+f], pb.Fields[s*nf+f] = pb.Fields[s*nf+f], b.Fields[pos*nf+f]
+			}
 		}
-		t := pb.Times
-		b.Times.Queue += t.Queue
-		b.Times.Read += t.Read
-		b.Times.Decode += t.Decode
-		b.Times.Transform += t.Transform
-		b.Times.Wall = max(b.Times.Wall, t.Wall)
+		b.Times.Add(pb.Times)
+		b.Times.Wall = max(b.Times.Wall, pb.Times.Wall)
 	}
 }

@@ -3,7 +3,7 @@ package coord
 import (
 	"errors"
 
-	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 )
 
 // The buffer pool: a job's batch buffers, the ring slots they are made in,
@@ -45,18 +45,18 @@ type pool struct {
 	ring       Ring // nil when the stream has none
 	batchBytes int64
 
-	free    []*pipeline.Batch
+	free    []*batch.Batch
 	buffers int // allocated
 	// bufs is what is kept of buffers in a slot or with memory of their
 	// own; counted is how many of those have memory of their own counted,
 	// outOfRing how many are out of the free list, not in a slot.
-	bufs      map[*pipeline.Batch]*bufState
+	bufs      map[*batch.Batch]*bufState
 	counted   int
 	outOfRing int
 }
 
 func newPool(mem Memory, ring Ring, batchBytes int64) *pool {
-	return &pool{mem: mem, ring: ring, batchBytes: batchBytes, bufs: make(map[*pipeline.Batch]*bufState)}
+	return &pool{mem: mem, ring: ring, batchBytes: batchBytes, bufs: make(map[*batch.Batch]*bufState)}
 }
 
 // bufState is what the pool keeps of a buffer with a slot, or with
@@ -69,7 +69,7 @@ type bufState struct {
 }
 
 // state is b's state, made on first use.
-func (p *pool) state(b *pipeline.Batch) *bufState {
+func (p *pool) state(b *batch.Batch) *bufState {
 	s := p.bufs[b]
 	if s == nil {
 		s = &bufState{}
@@ -82,14 +82,14 @@ func (p *pool) state(b *pipeline.Batch) *bufState {
 // than size, ready for a lease: in a slot of the trainer's ring, or in
 // memory of its own if, past the reserved ones, the stream's memory has
 // room in the budget; nil when there is none.
-func (p *pool) get(size int) *pipeline.Batch {
-	var b *pipeline.Batch
+func (p *pool) get(size int) *batch.Batch {
+	var b *batch.Batch
 	if n := len(p.free); n > 0 {
 		b = p.free[n-1]
 		p.free = p.free[:n-1]
 	} else if p.buffers < size {
 		p.buffers++
-		b = new(pipeline.Batch)
+		b = new(batch.Batch)
 	} else {
 		return nil
 	}
@@ -103,7 +103,7 @@ func (p *pool) get(size int) *pipeline.Batch {
 // lease: in a free slot of the ring if it may have one, else in memory of
 // its own, counted; false when that does not fit in the budget (b is then
 // free again).
-func (p *pool) prepare(b *pipeline.Batch) bool {
+func (p *pool) prepare(b *batch.Batch) bool {
 	s := p.state(b)
 	if !s.inSlot && p.ring != nil && p.ring.Available() > p.outOfRing {
 		if i, ok := p.ring.Take(); ok {
@@ -129,7 +129,7 @@ func (p *pool) prepare(b *pipeline.Batch) bool {
 
 // release puts buffer b, back from a lease or from the batches ready, on
 // the free list; it keeps its slot.
-func (p *pool) release(b *pipeline.Batch) {
+func (p *pool) release(b *batch.Batch) {
 	if !p.state(b).inSlot {
 		p.outOfRing--
 	}
@@ -138,7 +138,7 @@ func (p *pool) release(b *pipeline.Batch) {
 
 // handOut is where batch b's pixels are as it goes out: in slot, when
 // inSlot; the slot is the trainer's from now on.
-func (p *pool) handOut(b *pipeline.Batch) (slot uint32, inSlot bool) {
+func (p *pool) handOut(b *batch.Batch) (slot uint32, inSlot bool) {
 	s := p.state(b)
 	if !s.inSlot {
 		p.outOfRing--
@@ -149,7 +149,7 @@ func (p *pool) handOut(b *pipeline.Batch) (slot uint32, inSlot bool) {
 
 // takeBack puts buffer b, back from out's reader, on the free list; one
 // that went out in a slot gets its own memory back, or none.
-func (p *pool) takeBack(b *pipeline.Batch) {
+func (p *pool) takeBack(b *batch.Batch) {
 	if s := p.state(b); s.inSlot {
 		b.Data, s.own, s.inSlot = s.own, nil, false
 	}
@@ -168,7 +168,7 @@ func (p *pool) shrink(size int) {
 
 // drop forgets free buffer b: its slot goes back to the ring, its memory
 // to the budget.
-func (p *pool) drop(b *pipeline.Batch) {
+func (p *pool) drop(b *batch.Batch) {
 	s := p.state(b)
 	delete(p.bufs, b)
 	if s.inSlot {

@@ -6,8 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/stoker-dev/stoker/pipeline"
-	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 )
 
 // Where a job's input stalls. Three accounts, each over the last
@@ -34,7 +33,7 @@ type madeBatch struct {
 	maker Maker
 	local bool
 	lease time.Duration
-	times pipeline.StageTimes
+	times batch.StageTimes
 }
 
 // stageLog is a job's record of its made batches and its credit waits over
@@ -53,7 +52,7 @@ type timedWait struct {
 
 // madeBy records batch made by m at now, leased for took, with the stage
 // times its maker measured.
-func (s *stageLog) madeBy(now time.Time, m Maker, took time.Duration, times pipeline.StageTimes) {
+func (s *stageLog) madeBy(now time.Time, m Maker, took time.Duration, times batch.StageTimes) {
 	s.made = append(trimBefore(s.made, now.Add(-s.window), func(b madeBatch) time.Time { return b.at }),
 		madeBatch{at: now, maker: m, local: !m.Remote(), lease: max(took, 0), times: sane(times)})
 }
@@ -75,7 +74,7 @@ func trimBefore[T any](xs []T, from time.Time, at func(T) time.Time) []T {
 
 // sane drops a stage time that cannot be one (a peer's report is not
 // trusted): negative, or more than a day.
-func sane(t pipeline.StageTimes) pipeline.StageTimes {
+func sane(t batch.StageTimes) batch.StageTimes {
 	for _, d := range []*time.Duration{&t.Queue, &t.Read, &t.Decode, &t.Transform, &t.Wall} {
 		if *d < 0 || *d > 24*time.Hour {
 			*d = 0
@@ -113,7 +112,7 @@ func (m makerShare) networkShare() float64 {
 // makingShares are the making account's figures: the shares (nil with no
 // batch to split), and each maker's.
 type makingShares struct {
-	shares *stokerv1.MakingShares
+	shares *MakingShares
 	makers map[Maker]makerShare
 }
 
@@ -158,9 +157,9 @@ func (s *stageLog) shares(now time.Time) makingShares {
 	if n == 0 || total <= 0 {
 		return out
 	}
-	out.shares = &stokerv1.MakingShares{
+	out.shares = &MakingShares{
 		Queue: queue / total, Read: read / total, Decode: decode / total, Transform: transform / total,
-		Peer: peer / total, Network: network / total, SecondsPerBatch: total / float64(n), Batches: uint32(n),
+		Peer: peer / total, Network: network / total, SecondsPerBatch: total / float64(n), Batches: n,
 	}
 	return out
 }
@@ -181,7 +180,7 @@ func (s *stageLog) creditWaitRatio(now time.Time, span float64) float64 {
 
 // judge fills the job's status with where its time went (the three
 // accounts) and its verdict.
-func (c *Coordinator) judge(now time.Time, snap telemetrySnap, js *stokerv1.JobStatus, ms []Maker, idle float64, gpuOK bool) {
+func (c *Coordinator) judge(now time.Time, snap telemetrySnap, js *Status, ms []Maker, idle float64, gpuOK bool) {
 	mk := c.ctl.stages.shares(now)
 	js.TrainerStepRatio, js.SendRatio = snap.step, snap.sending
 	js.CreditWaitRatio = c.ctl.stages.creditWaitRatio(now, snap.span)
@@ -216,18 +215,18 @@ func (c *Coordinator) judge(now time.Time, snap telemetrySnap, js *stokerv1.JobS
 var makingStages = []string{"queue", "read", "decode", "transform", "peer", "network"}
 
 // stageValues are ms's shares in makingStages' order.
-func stageValues(ms *stokerv1.MakingShares) []float64 {
-	return []float64{ms.GetQueue(), ms.GetRead(), ms.GetDecode(), ms.GetTransform(), ms.GetPeer(), ms.GetNetwork()}
+func stageValues(ms *MakingShares) []float64 {
+	return []float64{ms.Queue, ms.Read, ms.Decode, ms.Transform, ms.Peer, ms.Network}
 }
 
 // publishStages sets the job's stage metrics from its status.
-func (c *Coordinator) publishStages(js *stokerv1.JobStatus) {
+func (c *Coordinator) publishStages(js *Status) {
 	m := c.env.Metrics
 	m.Images.WithLabelValues(c.name).Set(js.ImagesPerSecond)
 	m.TrainerStep.WithLabelValues(c.name).Set(js.TrainerStepRatio)
 	m.SendRatio.WithLabelValues(c.name).Set(js.SendRatio)
 	m.CreditWait.WithLabelValues(c.name).Set(js.CreditWaitRatio)
-	if ms := js.GetMaking(); ms != nil {
+	if ms := js.Making; ms != nil {
 		for i, v := range stageValues(ms) {
 			m.MakingShare.WithLabelValues(c.name, makingStages[i]).Set(v)
 		}

@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/stoker-dev/stoker/pipeline"
-	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 )
 
 // The lease table: every batch of the epochs a stream runs, from the
@@ -72,7 +71,7 @@ type table struct {
 	// attempts counts each batch's failures that count (the batch's, not
 	// a hedge's, not a maker turning it away).
 	attempts map[batchID]int
-	ready    map[batchID]*pipeline.Batch
+	ready    map[batchID]*batch.Batch
 	// unchecked: ready batches made by peers and not compared byte for
 	// byte, by maker: made again if one is quarantined before they go out.
 	unchecked map[batchID][]Maker
@@ -87,7 +86,7 @@ func newTable(j planner, st Stream) *table {
 	t := &table{
 		j: j, st: st,
 		leases: make(map[batchID]*leaseRec), hedges: make(map[batchID]*leaseRec),
-		attempts: make(map[batchID]int), ready: make(map[batchID]*pipeline.Batch),
+		attempts: make(map[batchID]int), ready: make(map[batchID]*batch.Batch),
 		unchecked: make(map[batchID][]Maker), whole: make(map[batchID]bool),
 	}
 	t.cur = t.newEpoch(st.Epoch)
@@ -101,11 +100,11 @@ func newTable(j planner, st Stream) *table {
 type epochState struct {
 	epoch uint64
 	plan  Plan
-	want  int                // batches to deliver
-	sent  int                // delivered
-	done  map[int]bool       // delivered or skipped, past next
-	next  int                // the lowest batch number not yet delivered or skipped
-	end   *stokerv1.EpochEnd // counts what went out; sent when the epoch ends
+	want  int          // batches to deliver
+	sent  int          // delivered
+	done  map[int]bool // delivered or skipped, past next
+	next  int          // the lowest batch number not yet delivered or skipped
+	end   *EpochEnd    // counts what went out; sent when the epoch ends
 }
 
 func (e *epochState) markDone(k int) {
@@ -121,7 +120,7 @@ func (e *epochState) isDone(k int) bool { return k < e.next || e.done[k] }
 // newEpoch sets up epoch e's delivery; the first epoch takes the stream's
 // resume point.
 func (t *table) newEpoch(e uint64) *epochState {
-	es := &epochState{epoch: e, done: make(map[int]bool), end: &stokerv1.EpochEnd{Epoch: e}}
+	es := &epochState{epoch: e, done: make(map[int]bool), end: &EpochEnd{Epoch: e}}
 	if e == t.st.Epoch {
 		es.plan = t.j.Plan(e, t.st.Consumed)
 		es.next = min(t.st.Start, es.plan.Batches())
@@ -247,7 +246,7 @@ func (t *table) requeue(id batchID) {
 type answer struct {
 	id    batchID
 	lease uint64
-	b     *pipeline.Batch
+	b     *batch.Batch
 	// err is why it failed (nil: made); blames when makers other than
 	// lead are to blame.
 	err  error
@@ -361,7 +360,7 @@ func (t *table) promote(id batchID) {
 // delivered, and those still in flight (their answers will be dropped)
 // unless their other lease is on a maker not quarantined. It returns the
 // buffers of the batches made that it dropped.
-func (t *table) quarantined(quarantined func(Maker) bool) (drop []*pipeline.Batch) {
+func (t *table) quarantined(quarantined func(Maker) bool) (drop []*batch.Batch) {
 	for id, ms := range t.unchecked {
 		if !slices.ContainsFunc(ms, quarantined) {
 			continue

@@ -3,8 +3,6 @@ package coord
 import (
 	"fmt"
 	"math"
-
-	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // The verdict: what limits a job now, as a classification of the shares
@@ -67,7 +65,7 @@ type verdictInput struct {
 	sending   float64 // the send loop's share of wall time
 	waited    float64 // made batches' credit wait over wall time
 	bytes     float64 // bytes per second delivered
-	making    *stokerv1.MakingShares
+	making    *MakingShares
 	makers    []makerFigures // the peers that made batches in the window
 	workers   int            // the local executor's goroutines
 }
@@ -97,14 +95,14 @@ func verdict(in verdictInput) (bottleneck, line string) {
 		return bnMaking, "the trainer waits and no batch was made in the last seconds: makers stuck or failing (stoker_lease_failures_total)"
 	}
 	ms := in.making
-	if ms.GetPeer()+ms.GetNetwork() > majority {
+	if ms.Peer+ms.Network > majority {
 		return peerVerdict(in)
 	}
 	cores := fmt.Sprintf("%d local cores", in.workers)
 	if in.workers == 1 {
 		cores = "1 local core"
 	}
-	switch read, decode, transform := ms.GetRead(), ms.GetDecode(), ms.GetTransform(); {
+	switch read, decode, transform := ms.Read, ms.Decode, ms.Transform; {
 	case read > decode && read >= transform:
 		return bnRead, fmt.Sprintf("reading is slow: the store or disk (%s of the local work is reading)", pct(read/(read+decode+transform)))
 	case transform > decode:

@@ -4,8 +4,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-
-	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // TestVerdict: each rule of the verdict, from the figures that call for
@@ -17,10 +15,10 @@ func TestVerdict(t *testing.T) {
 		f(&in)
 		return in
 	}
-	local := func(queue, read, decode, transform float64) *stokerv1.MakingShares {
-		return &stokerv1.MakingShares{Queue: queue, Read: read, Decode: decode, Transform: transform, Batches: 5}
+	local := func(queue, read, decode, transform float64) *MakingShares {
+		return &MakingShares{Queue: queue, Read: read, Decode: decode, Transform: transform, Batches: 5}
 	}
-	onPeer := &stokerv1.MakingShares{Queue: 0.1, Decode: 0.1, Peer: 0.3, Network: 0.5, Batches: 5}
+	onPeer := &MakingShares{Queue: 0.1, Decode: 0.1, Peer: 0.3, Network: 0.5, Batches: 5}
 	for _, tc := range []struct {
 		name string
 		in   verdictInput

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// module is the module's import path.
+const module = "github.com/stoker-dev/stoker"
+
+// TestArrows: the layers docs/ARCHITECTURE.md draws hold, as `go list`
+// sees the packages (without their tests):
+//
+//   - the coordinator (server/internal/coord) links no gRPC, none of the
+//     protocol's generated code, no store client and nothing of the
+//     server's: it speaks internal/lease and pipeline/batch, and what it
+//     emits is its own types, which the server puts on the wire;
+//   - internal/lease and pipeline/batch are leaves: the standard library
+//     only;
+//   - pipeline (with its subpackages) imports no gRPC, and of the module
+//     only pipeline's packages and leaves of internal/ (the standard
+//     library only): no arrow back up into internal/work, the server or
+//     the protocol.
+func TestArrows(t *testing.T) {
+	coordDeps := goList(t, "-deps", "-f", "{{.ImportPath}}", "./server/internal/coord")
+	for _, banned := range []string{"google.golang.org/grpc", module + "/proto/", module + "/pipeline/source",
+		"cloud.google.com/", "github.com/aws/", "github.com/Azure/", "gocloud.dev/", module + "/internal/work", module + "/server"} {
+		for _, d := range coordDeps {
+			if strings.HasPrefix(d, banned) && d != module+"/server/internal/coord" {
+				t.Errorf("server/internal/coord links %s (%s...)", d, banned)
+				break
+			}
+		}
+	}
+	for _, leaf := range []string{"./internal/lease", "./pipeline/batch"} {
+		if notStd := nonStandardDeps(t, leaf); len(notStd) > 0 {
+			t.Errorf("%s is to be a leaf (the standard library only), but links %v", leaf, notStd)
+		}
+	}
+	for _, line := range goList(t, "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./pipeline/...") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		for _, imp := range strings.Fields(imports) {
+			switch {
+			case strings.HasPrefix(imp, "google.golang.org/grpc"):
+				t.Errorf("%s imports %s: pipeline never imports gRPC", pkg, imp)
+			case !strings.HasPrefix(imp, module+"/") || strings.HasPrefix(imp, module+"/pipeline"):
+			case strings.HasPrefix(imp, module+"/internal/"):
+				if notStd := nonStandardDeps(t, imp); len(notStd) > 0 {
+					t.Errorf("%s imports %s, which is not a leaf: it links %v", pkg, imp, notStd)
+				}
+			default:
+				t.Errorf("%s imports %s: an arrow back up, out of pipeline", pkg, imp)
+			}
+		}
+	}
+}
+
+// nonStandardDeps is what pkg links outside the standard library, itself
+// left out.
+func nonStandardDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	var out []string
+	lines := goList(t, "-deps", "-f", "{{.ImportPath}} {{.Standard}}", pkg)
+	for _, line := range lines[:len(lines)-1] { // -deps lists pkg itself last
+		if p, std, _ := strings.Cut(line, " "); std != "true" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// goList runs `go list args...` at the module's root: its output's lines.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list %v: %v\n%s", args, err, ee.Stderr)
+		}
+		t.Fatalf("go list %v: %v", args, err)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
