@@ -1,7 +1,8 @@
 """The pixel work of stoker.gpu: kernels that apply per-sample parameters
-already drawn (stoker.gpu's classes draw them), vectorized over the batch:
-no Python loop over samples, any device, a bounded number of passes over
-the batch (see each kernel).
+already drawn (stoker.gpu's classes draw them), on any device, vectorized
+over the batch: a fixed few passes over it, no Python loop over its
+samples; only erasing on CPU tensors writes box by box, which is faster
+there (see erase_strategy).
 
 Sample i's partner is sample i - 1 (the first's the last), as
 torchvision's ``roll(1, 0)`` has it; the kernels read the partner as a
@@ -86,33 +87,88 @@ def erase(images: Any, boxes: np.ndarray, value: Optional[Sequence[float]], gene
     """Each sample's box ``(i, j, h, w)`` (h or w 0: not erased) filled
     with ``value`` (1 or C numbers) or, value None, standard normal noise
     drawn from ``generator`` (float32, cast to the images' dtype); out of
-    place, the batch is copied first. The erased pixels are written by
-    one of two strategies, whichever touches less: the boxes' rows (an
-    indexed store over each box row's pixels, padded to the widest box:
-    for few or small boxes) or the batch's mask (masked writes over the
-    whole batch, a channel at a time)."""
-    b, c, h, w = images.shape
+    place, the batch is copied first. How the erased pixels are written is
+    :func:`erase_strategy`'s choice."""
     out = images if inplace else images.clone()
     sel = np.nonzero(boxes[:, 2] * boxes[:, 3] > 0)[0]
     if len(sel) == 0:
         return out
-    rows, widest = int(boxes[sel, 2].sum()), int(boxes[sel, 3].max())
-    if rows * widest * _ROWS_OVER_MASK * (2 if value is None else 1) < b * h * w:
-        _erase_rows(out, sel, boxes[sel], rows, widest, value, generator)
+    strategy = erase_strategy(out, boxes[sel], value is None)
+    if strategy == "loop":
+        _erase_loop(out, sel, boxes[sel], value, generator)
+    elif strategy == "rows":
+        _erase_rows(out, sel, boxes[sel], value, generator)
     else:
         _erase_masked(out, boxes, value, generator)
     return out
 
 
+#: Forces erase's strategy ("loop", "rows" or "mask") where not None: for
+#: the tests, which run every strategy on CPU, and bench/gpu_ops.py.
+STRATEGY: Optional[str] = None
+
 # A pixel of the box rows' indexed store costs about as much as this many
 # of the whole batch's masked writes (twice as many for noise, drawn for
 # each padded pixel and gathered); measured on one CPU core, where the
-# store is slow (about 7 ns an element). On a GPU both are cheap.
+# store is slow (about 7 ns an element).
 _ROWS_OVER_MASK = 10
 
 
-def _erase_rows(out: Any, sel: np.ndarray, boxes: np.ndarray, rows: int, widest: int,
-                value: Optional[Sequence[float]], generator: Any) -> None:
+def erase_strategy(images: Any, boxes: np.ndarray, noise: bool) -> str:
+    """How to write the erased pixels of ``boxes`` (the erased samples'):
+
+    - ``"loop"`` on CPU tensors: a slice write per box. On a CPU a box is a
+      few strided memsets, and the loop's cost is its pixels plus a few
+      microseconds a box; every vectorized store below costs more (an
+      index computed and followed per pixel, or the whole batch's mask
+      read): measured 0.5 ms against 10 to 40 ms for a batch of 256 at
+      p = 0.25 (bench/gpu_ops.py --strategy).
+    - ``"rows"`` elsewhere, for few or small boxes: one indexed store over
+      each box row's pixels, padded to the widest box.
+    - ``"mask"`` elsewhere, for many or large ones: masked writes over the
+      whole batch by the boxes' mask, a channel at a time.
+
+    The Python loop is over the erased samples and on CPU alone: on a GPU
+    each write would be a kernel launch, and the vectorized stores are a
+    fixed few."""
+    if STRATEGY is not None:
+        return STRATEGY
+    if images.device.type == "cpu":
+        return "loop"
+    b, _, h, w = images.shape
+    rows, widest = int(boxes[:, 2].sum()), int(boxes[:, 3].max())
+    return "rows" if rows * widest * _ROWS_OVER_MASK * (2 if noise else 1) < b * h * w else "mask"
+
+
+def _noise(out: Any, total: int, generator: Any) -> Any:
+    """[C, total] standard normals, drawn in float32, in out's dtype."""
+    import torch
+
+    c = out.shape[1]
+    return torch.randn((c, total), generator=generator, device=out.device, dtype=torch.float32).to(out.dtype)
+
+
+def _erase_loop(out: Any, sel: np.ndarray, boxes: np.ndarray, value: Optional[Sequence[float]],
+                generator: Any) -> None:
+    """A slice write per box (CPU tensors)."""
+    import torch
+
+    c = out.shape[1]
+    n = boxes[:, 2] * boxes[:, 3]
+    if value is None:
+        noise, at = _noise(out, int(n.sum()), generator), 0
+    else:
+        v = torch.tensor(value, dtype=torch.float32).to(dtype=out.dtype).view(c, 1, 1)
+    for s, (i, j, h, w) in zip(sel.tolist(), boxes.tolist()):
+        if value is None:
+            out[s, :, i:i + h, j:j + w] = noise[:, at:at + h * w].view(c, h, w)
+            at += h * w
+        else:
+            out[s, :, i:i + h, j:j + w] = v
+
+
+def _erase_rows(out: Any, sel: np.ndarray, boxes: np.ndarray, value: Optional[Sequence[float]],
+                generator: Any) -> None:
     """One indexed store of [rows, widest] pixels: box row r of sample s
     gets columns j .. j + widest - 1, those past the box's width pointing
     at its last column again with its value (a repeated index writes the
@@ -120,6 +176,7 @@ def _erase_rows(out: Any, sel: np.ndarray, boxes: np.ndarray, rows: int, widest:
     import torch
 
     dev, c = out.device, out.shape[1]
+    rows, widest = int(boxes[:, 2].sum()), int(boxes[:, 3].max())
     hs = boxes[:, 2]
     first = np.repeat(np.cumsum(hs) - hs, hs)
     pairs = np.stack([np.repeat(sel, hs), np.repeat(boxes[:, 0], hs) + np.arange(rows) - first,
@@ -144,9 +201,7 @@ def _erase_masked(out: Any, boxes: np.ndarray, value: Optional[Sequence[float]],
     if value is None:
         # The mask's pixels in order take the noise in order: iid normals,
         # so which goes where does not matter.
-        total = int((boxes[:, 2] * boxes[:, 3]).sum())
-        noise = torch.randn((c, total), generator=generator, device=out.device, dtype=torch.float32)
-        noise = noise.to(out.dtype)
+        noise = _noise(out, int((boxes[:, 2] * boxes[:, 3]).sum()), generator)
         for ch in range(c):
             out[:, ch].masked_scatter_(mask, noise[ch])
     elif len(set(value)) == 1:

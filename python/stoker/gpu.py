@@ -33,8 +33,9 @@ of the op's own calls.
 Images are ``[B, C, H, W]`` float tensors (after :func:`stoker.normalize`:
 the fast path) or uint8 (mixed in float32, rounded back). Labels are class
 indices ``[B]`` (int) or soft targets ``[B, K]`` (float); the mixing ops
-return float32 targets ``[B, K]``. The pixel work is a fixed number of
-passes over the batch, no Python loop over its samples
+return float32 targets ``[B, K]``. The pixel work is a fixed few
+vectorized passes over the batch, no Python loop over its samples; only
+RandomErasing on CPU tensors writes box by box, the faster way there
 (:mod:`stoker._gpu_kernels`).
 
 Bad arguments raise as the rest of stoker's API does: TypeError for a

@@ -204,21 +204,26 @@ def test_erasing_per_sample() -> None:
 
 @pytest.mark.parametrize("p", [0.05, 1.0])
 def test_erasing_strategies_agree(p: float, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The two ways of writing the erased pixels (the boxes' rows, for few
-    boxes; the batch's mask, for many) write the same boxes with the same
-    values; the rows' noise is standard normal too."""
+    """The three ways of writing the erased pixels (a slice write per box,
+    CPU's; the boxes' rows and the batch's mask, vectorized, for other
+    devices) write the same boxes with the same values, and standard
+    normal noise."""
     x, _ = batch(400, 40, 60)
     got = {}
-    for name, factor in (("rows", 0), ("mask", 10**12)):
-        monkeypatch.setattr(_gpu_kernels, "_ROWS_OVER_MASK", factor)
-        got[name] = (gpu.RandomErasing(p=p, value=(0.5, -1.0, 2.0))(x, key=(0, 4)),
-                     gpu.RandomErasing(p=p, value="random", inplace=True)(x.clone(), key=(0, 4)))
-    assert torch.equal(got["rows"][0], got["mask"][0])
-    assert (changed_boxes(got["rows"][0], x)[:, 2] > 0).any()
-    for name, (_, noisy) in got.items():
-        assert np.array_equal(changed_boxes(noisy, x), changed_boxes(got["rows"][0], x)), name
+    for strategy in ("loop", "rows", "mask"):
+        monkeypatch.setattr(_gpu_kernels, "STRATEGY", strategy)
+        got[strategy] = (gpu.RandomErasing(p=p, value=(0.5, -1.0, 2.0))(x, key=(0, 4)),
+                         gpu.RandomErasing(p=p, value="random", inplace=True)(x.clone(), key=(0, 4)))
+    boxes = changed_boxes(got["loop"][0], x)
+    assert (boxes[:, 2] > 0).any()
+    for strategy, (const, noisy) in got.items():
+        assert torch.equal(const, got["loop"][0]), strategy
+        assert np.array_equal(changed_boxes(noisy, x), boxes), strategy
         inside = noisy[noisy != x]
-        assert len(inside) > 1000 and abs(float(inside.mean())) < 0.1 and abs(float(inside.std()) - 1) < 0.1, name
+        assert len(inside) > 1000 and abs(float(inside.mean())) < 0.1 and abs(float(inside.std()) - 1) < 0.1, \
+            strategy
+    monkeypatch.setattr(_gpu_kernels, "STRATEGY", None)
+    assert _gpu_kernels.erase_strategy(x, np.array([[0, 0, 4, 4]]), False) == "loop"
 
 
 def test_erasing_is_torchvisions() -> None:
