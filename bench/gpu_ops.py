@@ -79,7 +79,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--reps", type=int, default=8, help="calls per op per side per round (the round's figure is their mean)")
+    ap.add_argument("--reps", type=int, default=8,
+                    help="calls per op per side per round (the round's figure is their mean)")
     ap.add_argument("--only", default="", help="run the ops whose names contain this")
     ap.add_argument("--strategy", choices=["auto", "loop", "rows", "mask"], default="auto",
                     help="how stoker's RandomErasing writes its boxes (auto: a loop on CPU, vectorized elsewhere)")
@@ -123,7 +124,8 @@ def main() -> None:
                 runs[name][side].append(timed(fn, k))
                 k += a.reps
     load1 = os.getloadavg()
-    res = {"device": str(dev), "strategy": a.strategy, "threads": a.threads, "batch": [a.batch, 3, a.size, a.size], "rounds": a.rounds,
+    res = {"device": str(dev), "strategy": a.strategy, "threads": a.threads,
+           "batch": [a.batch, 3, a.size, a.size], "rounds": a.rounds,
            "reps": a.reps, "loadavg_before": load0, "loadavg_after": load1, "ops": {}}
     print(f"{dev}, {a.threads} threads, [{a.batch}, 3, {a.size}, {a.size}] float32, medians of {a.rounds} rounds "
           f"of {a.reps} calls; ms a batch; erasing strategy {a.strategy}")

@@ -278,8 +278,9 @@ def test_soft_labels_and_edge_batches() -> None:
     samples (one sample's partner is itself)."""
     x, y = batch(16)
     soft = torch.nn.functional.one_hot(y, K).float()
-    assert torch.equal(gpu.CutMix(num_classes=K)(x, soft, key=(0, 0))[1], gpu.CutMix(num_classes=K)(x, y, key=(0, 0))[1])
-    assert torch.equal(gpu.CutMix()(x, soft, key=(0, 0))[1], gpu.CutMix(num_classes=K)(x, y, key=(0, 0))[1])
+    want = gpu.CutMix(num_classes=K)(x, y, key=(0, 0))[1]
+    assert torch.equal(gpu.CutMix(num_classes=K)(x, soft, key=(0, 0))[1], want)
+    assert torch.equal(gpu.CutMix()(x, soft, key=(0, 0))[1], want)
     for op in (gpu.MixUp(num_classes=K), gpu.CutMix(num_classes=K)):
         out, t = op(x[:1], y[:1], key=(0, 0))
         assert torch.allclose(out, x[:1]) and torch.allclose(t, soft[:1])
