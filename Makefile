@@ -16,6 +16,9 @@ THREADS  ?= 1
 # make bench's recipe: a preset (docs/transforms.md) that baselines.py runs
 # in torchvision too.
 TRANSFORM ?= imagenet-train
+# make bench's image format: jpeg, or png / webp (copies of the photos made
+# with PIL first: bench/compare.py --format).
+FORMAT   ?= jpeg
 ROUNDS   ?= 3
 SECONDS  ?= 8
 # make bench: stoker's coefficient cache in bytes (bench pipeline
@@ -174,13 +177,13 @@ test-python: venv build ## the Python client's tests and examples/, against bin/
 
 test: setup lint check-generate test-go test-python ## every test: lint, generated code, Go, Python
 
-bench: setup build ## stoker's pipeline vs torchvision (PIL, v2) on THREADS cores, interleaved rounds (PHOTOS=ImageFolder, else generated; TRANSFORM=recipe)
+bench: setup build ## stoker's pipeline vs torchvision (PIL, v2) on THREADS cores, interleaved rounds (PHOTOS=ImageFolder, else generated; TRANSFORM=recipe; FORMAT=png|webp)
 	@if [ -n "$(PHOTOS)" ] && [ ! -d "$(PHOTOS)" ]; then echo "PHOTOS=$(PHOTOS) is not a directory"; exit 1; fi
 	@if [ -z "$(PHOTOS)" ] && [ ! -d $(BENCH_DATA) ]; then \
 		echo "no PHOTOS given: generating 1200 photo-sized JPEGs in $(BENCH_DATA) (once)"; \
 		rm -rf $(BENCH_DATA).tmp && $(BIN) mkdata --out $(BENCH_DATA).tmp --n 1200 --classes 10 && mv $(BENCH_DATA).tmp $(BENCH_DATA); \
 	fi
-	$(PY) bench/compare.py --stoker $(BIN) --data $(or $(PHOTOS),$(BENCH_DATA)) --threads $(THREADS) --rounds $(ROUNDS) --seconds $(SECONDS) --coef-budget $(COEF_BUDGET) --transform $(TRANSFORM)
+	$(PY) bench/compare.py --stoker $(BIN) --data $(or $(PHOTOS),$(BENCH_DATA)) --threads $(THREADS) --rounds $(ROUNDS) --seconds $(SECONDS) --coef-budget $(COEF_BUDGET) --transform $(TRANSFORM) --format $(FORMAT)
 
 demo: setup build ## install what is missing, build, serve a demo dataset and train on it for 30 s (DATA=ImageFolder)
 	$(PY) python/demo.py --stoker $(BIN) $(if $(DATA),--data $(DATA))
