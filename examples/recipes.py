@@ -10,8 +10,8 @@ Each recipe's augmentation is what its source writes, run by the server:
 - tv-resnet50-v2: torchvision's ResNet-50 "v2" training preset
   (references/classification/presets.py, --train-crop-size 176
   --auto-augment ta_wide --random-erase 0.1), its torchvision Compose turned
-  into stoker's by from_torchvision; MixUp/CutMix (batch-level) on the
-  trainer's side with torchvision.transforms.v2.
+  into stoker's by from_torchvision; MixUp/CutMix on the trainer's side
+  with stoker.gpu (torchvision.transforms.v2's, drawn per sample).
 - deit: timm's create_transform for DeiT (rand-m9-mstd0.5-inc1, bicubic,
   RandomErasing 0.25 "pixel"), built from stoker's classes (timm's are not
   torchvision's), with timm's RandAugment as timm_rand_augment; MixUp/CutMix.
@@ -45,6 +45,7 @@ from torchvision.transforms import InterpolationMode
 from torchvision.transforms import v2 as tv2
 
 import stoker
+from stoker import gpu
 from stoker import transforms as T
 
 IMAGENET = (T.IMAGENET_MEAN, T.IMAGENET_STD)
@@ -155,17 +156,20 @@ def to_float(images: torch.Tensor, view: T.Compose) -> torch.Tensor:
 
 
 class Supervised(nn.Module):
-    """Classification with MixUp/CutMix on the batch (torchvision's v2)."""
+    """Classification with MixUp or CutMix, chosen and drawn for each
+    sample (stoker.gpu; torchvision's v2 draws one for the whole batch),
+    keyed by the batch so that a resumed epoch mixes as the first run did;
+    label smoothing 0.1 in the soft targets."""
 
     def __init__(self, classes: int, mixup: float, cutmix: float) -> None:
         super().__init__()
         self.net = encoder(classes)
-        self.mix = tv2.RandomChoice([tv2.MixUp(alpha=mixup, num_classes=classes),
-                                     tv2.CutMix(alpha=cutmix, num_classes=classes)])
+        self.mix = gpu.RandomChoice([gpu.MixUp(alpha=mixup, num_classes=classes, label_smoothing=0.1),
+                                     gpu.CutMix(alpha=cutmix, num_classes=classes, label_smoothing=0.1)])
 
-    def loss(self, views: List[torch.Tensor], labels: torch.Tensor) -> torch.Tensor:
-        images, soft = self.mix(views[0], labels)
-        return F.cross_entropy(self.net(images), soft, label_smoothing=0.1)
+    def loss(self, views: List[torch.Tensor], labels: torch.Tensor, batch: stoker.Batch) -> torch.Tensor:
+        images, soft = self.mix(views[0], labels, batch=batch)
+        return F.cross_entropy(self.net(images), soft)
 
 
 class SimCLR(nn.Module):
@@ -175,7 +179,7 @@ class SimCLR(nn.Module):
         super().__init__()
         self.net = encoder(32)
 
-    def loss(self, views: List[torch.Tensor], labels: torch.Tensor) -> torch.Tensor:
+    def loss(self, views: List[torch.Tensor], labels: torch.Tensor, batch: stoker.Batch) -> torch.Tensor:
         z = F.normalize(self.net(torch.cat(views)), dim=1)
         n = views[0].shape[0]
         sim = (z @ z.T / 0.5).fill_diagonal_(-math.inf)
@@ -194,7 +198,7 @@ class DINO(nn.Module):
         self.teacher.requires_grad_(False)
         self.register_buffer("center", torch.zeros(out))
 
-    def loss(self, views: List[torch.Tensor], labels: torch.Tensor) -> torch.Tensor:
+    def loss(self, views: List[torch.Tensor], labels: torch.Tensor, batch: stoker.Batch) -> torch.Tensor:
         with torch.no_grad():
             t_out = [self.teacher(v) for v in views[:2]]
             targets = [F.softmax((t - self.center) / 0.04, dim=1) for t in t_out]
@@ -217,7 +221,7 @@ class CLIPish(nn.Module):
         self.image, self.text = encoder(dim), nn.Embedding(classes, dim)
         self.logit_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))
 
-    def loss(self, views: List[torch.Tensor], labels: torch.Tensor) -> torch.Tensor:
+    def loss(self, views: List[torch.Tensor], labels: torch.Tensor, batch: stoker.Batch) -> torch.Tensor:
         img = F.normalize(self.image(views[0]), dim=1)
         txt = F.normalize(self.text.weight, dim=1)
         return F.cross_entropy(self.logit_scale.exp() * img @ txt.T, labels)
@@ -246,10 +250,11 @@ def train(a: argparse.Namespace) -> Tuple[List[float], Views]:
     losses: List[float] = []
     try:
         while len(losses) < a.steps:
-            for images, labels in loader:  # images: one tensor, or the list of views
+            for batch in loader:  # batch.images: one tensor, or the list of views
+                images, labels = batch.images, batch.labels
                 images = images if isinstance(images, list) else [images]
                 xs = [to_float(im, view) for im, view in zip(images, per_view)]
-                loss = model.loss(xs, labels)
+                loss = model.loss(xs, labels, batch)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
