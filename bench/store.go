@@ -26,6 +26,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/stoker-dev/stoker/client"
 	"github.com/stoker-dev/stoker/internal/faultproxy"
 	"github.com/stoker-dev/stoker/internal/helptext"
@@ -54,9 +56,14 @@ type storeOpts struct {
 	cpus      string
 	taskset   string
 	exe       string
+	// fields: with --fields, the job's fields; the shards are then
+	// image-text ones (store_captions.go) and every configuration runs
+	// with them and without (store_fields.go).
+	fields []string
+	peers  int // with --fields: peers behind a relaying coordinator (0: no relay)
 }
 
-const storeUsage = "usage: stoker bench store [--data DIR | --n 1000] [--layout imagefolder|webdataset] [--shuffle global|block] [--latency 30ms] [--workers 1] [--epochs 2] [--rounds 3] [--cpus 0] [--json]"
+const storeUsage = "usage: stoker bench store [--data DIR | --n 1000] [--layout imagefolder|webdataset] [--shuffle global|block] [--latency 30ms] [--workers 1] [--epochs 2] [--rounds 3] [--cpus 0] [--fields txt,json,__key__ [--peers 1]] [--json]"
 
 func runStore(args []string) error {
 	ctx := signalContext()
@@ -78,13 +85,22 @@ func runStore(args []string) error {
 	cpus := fs.String("cpus", "", "a taskset -c list the server runs on (default: not pinned)")
 	versitygw := fs.String("versitygw", "", "the versitygw binary (default: $STOKER_VERSITYGW, else .bin/versitygw of the checkout make setup installed it into)")
 	timeout := fs.Duration("timeout", 30*time.Minute, "bound on the whole benchmark")
+	fields := fs.String("fields", "", "compare a job with these fields (comma-separated, e.g. txt,json,__key__) against the same job without: the shards are written as image-text ones (each KEY.jpg beside a caption KEY.txt and metadata KEY.json, no .cls), the configurations are the bucket with and without the fields (and the relay's with --peers); needs --layout webdataset")
+	peers := fs.Int("peers", 0, "with --fields: also run each job through a coordinator (--workers 0) relaying the batches of this many peers, all reading the bucket")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
 	fs.Parse(args)
 
 	o := storeOpts{data: *data, n: *n, layout: *layout, perShard: *perShard, latency: *latency, workers: *workers,
 		epochs: *epochs, rounds: *rounds, batch: *batch, prefetch: *prefetch, shuffle: *shuffle, window: *window,
-		transform: *transform, cpus: *cpus}
+		transform: *transform, cpus: *cpus, peers: *peers}
+	if *fields != "" {
+		o.fields = strings.Split(*fields, ",")
+	}
 	switch {
+	case o.fields != nil && o.layout != "webdataset":
+		return errors.New("bench store: --fields needs --layout webdataset: the captions and metadata are members of tar shards")
+	case o.peers < 0 || o.peers > 16 || (o.peers > 0 && o.fields == nil):
+		return errors.New("bench store: --peers is 0..16, and needs --fields")
 	case o.rounds < 1 || o.workers < 1 || o.epochs < 1 || o.batch < 1 || o.prefetch < 1 || o.perShard < 1 || o.window < 0 || o.latency < 0:
 		return errors.New("bench store: --rounds, --workers, --epochs, --batch, --prefetch and --per-shard must be at least 1, --window and --latency at least 0\n" + storeUsage)
 	case o.layout != "imagefolder" && o.layout != "webdataset":
@@ -148,6 +164,10 @@ type storeConfig struct {
 	Name    string   `json:"name"`
 	Dataset string   `json:"dataset"` // --dataset's value
 	env     []string // the AWS variables, for a bucket
+	// Fields: the job asks for --fields; Peers: a coordinator relays
+	// the batches of this many peers (0: one server makes them).
+	Fields bool `json:"fields,omitempty"`
+	Peers  int  `json:"peers,omitempty"`
 }
 
 // setUp starts the S3 server and the proxies, puts the data into the
@@ -163,7 +183,11 @@ func (b *storeBench) setUp(ctx context.Context) ([]storeConfig, error) {
 	local := o.data
 	if o.layout == "webdataset" {
 		local = filepath.Join(tmp, "shards")
-		storetest.WriteShards(t, o.data, local, o.perShard)
+		if o.fields == nil {
+			storetest.WriteShards(t, o.data, local, o.perShard)
+		} else if _, err := writeCaptionShards(o.data, local, o.perShard); err != nil {
+			return nil, err
+		}
 	}
 	s3 := storetest.StartS3(t, filepath.Join(tmp, "s3"))
 	s3.CreateBucket(t, "bench")
@@ -186,6 +210,9 @@ func (b *storeBench) setUp(ctx context.Context) ([]storeConfig, error) {
 	idx.Env = append(os.Environ(), s3.Env()...)
 	if out, err := idx.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("stoker index %s: %v\n%s", url, err, out)
+	}
+	if o.fields != nil {
+		return fieldConfigs(url, s3.EnvFor(proxies[0].URL()), o.peers), nil
 	}
 	return []storeConfig{
 		{Name: "local disk", Dataset: local},
@@ -210,20 +237,21 @@ func (b *storeBench) run(ctx context.Context) (*storeReport, error) {
 	}
 	rep := &storeReport{Dataset: o.data, Synthetic: o.synthetic, Layout: o.layout, Shuffle: o.shuffle,
 		Window: o.window, Transform: o.transform, BatchSize: o.batch, Workers: o.workers, Epochs: o.epochs,
-		Rounds: o.rounds, Latency: o.latency.String(), CPUs: runtime.NumCPU(), Pinned: o.cpus, Configs: configs}
+		Rounds: o.rounds, Latency: o.latency.String(), CPUs: runtime.NumCPU(), Pinned: o.cpus, Configs: configs,
+		Fields: o.fields, Peers: o.peers}
 	// Each run's last line says how many are done, and when the rest
 	// should be, as bench scale's do.
 	start, total := time.Now(), o.rounds*len(configs)
 	for round := 1; round <= o.rounds; round++ {
-		for _, c := range configs {
+		for _, c := range b.roundOrder(configs, round) {
 			r, err := b.runOne(ctx, c, round)
 			if err != nil {
 				return nil, fmt.Errorf("round %d, %s: %w", round, c.Name, err)
 			}
 			rep.Runs = append(rep.Runs, r)
 			for e, ep := range r.Epochs {
-				fmt.Fprintf(os.Stderr, "round %d %-16s epoch %d %7.1f images/s %6.2f ms CPU/image %6.3f GETs/image\n",
-					round, c.Name, e+1, ep.imagesPerSec(), ep.cpuPerImage()*1e3, ep.getsPerImage())
+				fmt.Fprintf(os.Stderr, "round %d %-16s epoch %d %7.1f images/s %6.2f ms CPU/image %6.3f GETs/image %6.2f ms peers' CPU/image\n",
+					round, c.Name, e+1, ep.imagesPerSec(), ep.cpuPerImage()*1e3, ep.getsPerImage(), ep.peerCPUPerImage()*1e3)
 			}
 			fmt.Fprintf(os.Stderr, "[%s]\n", progress.Text(progress.Update{Phase: "runs", Unit: "runs",
 				Done: int64(len(rep.Runs)), Total: int64(total)}, time.Since(start)))
@@ -233,64 +261,97 @@ func (b *storeBench) run(ctx context.Context) (*storeReport, error) {
 	return rep, nil
 }
 
-// runOne starts the server of configuration c, runs the epochs, and stops
-// it.
+// runOne starts the server of configuration c (or its peers and their
+// coordinator), runs the epochs, and stops them.
 func (b *storeBench) runOne(ctx context.Context, c storeConfig, round int) (run storeRun, err error) {
 	run = storeRun{Config: c.Name, Round: round}
-	metricsAddr, err := freeLoopbackAddr()
-	if err != nil {
-		return run, err
-	}
-	p, err := startServe(ctx, serveProc{exe: b.o.exe, name: c.Name, cpus: b.o.cpus, taskset: b.o.taskset, env: c.env},
-		"--dataset", "bench="+c.Dataset, "--workers", strconv.Itoa(b.o.workers), "--metrics", metricsAddr)
-	if err != nil {
-		return run, err
-	}
-	procs := []*scaleProc{p}
+	var procs []*scaleProc // the peers, then the server the trainer reads
 	defer func() {
 		if serr := stopScaleProcs(procs); err == nil {
 			err = serr
 		}
 		if err != nil {
-			err = fmt.Errorf("%w\n--- server log (end) ---\n%s", err, p.log.String())
+			for _, p := range procs {
+				err = fmt.Errorf("%w\n--- %s log (end) ---\n%s", err, p.name, p.log.String())
+			}
 		}
 	}()
+	start := func(name string, args ...string) (*scaleProc, error) {
+		metricsAddr, err := freeLoopbackAddr()
+		if err != nil {
+			return nil, err
+		}
+		p, err := startServe(ctx, serveProc{exe: b.o.exe, name: name, cpus: b.o.cpus, taskset: b.o.taskset, env: c.env},
+			append([]string{"--dataset", "bench=" + c.Dataset, "--metrics", metricsAddr}, args...)...)
+		if p != nil {
+			p.metrics = metricsAddr
+			procs = append(procs, p)
+		}
+		return p, err
+	}
+	var addrs []string
+	for i := range c.Peers {
+		p, err := start(fmt.Sprintf("peer %d", i), "--workers", strconv.Itoa(b.o.workers))
+		if err != nil {
+			return run, err
+		}
+		addrs = append(addrs, p.addr)
+	}
+	var p *scaleProc
+	if c.Peers == 0 {
+		p, err = start("server", "--workers", strconv.Itoa(b.o.workers))
+	} else if p, err = start("coordinator", "--workers", "0", "--peers", strings.Join(addrs, ",")); err == nil {
+		err = waitScalePeers(ctx, p.metrics, c.Peers, 20*time.Second)
+	}
+	if err != nil {
+		return run, err
+	}
 	cl, err := client.New(p.addr)
 	if err != nil {
 		return run, err
 	}
 	defer cl.Close()
 	for e := 1; e <= b.o.epochs; e++ {
-		m0, err := ScrapeMetrics(ctx, metricsAddr)
-		if err != nil {
-			return run, err
-		}
-		cpu0, err := scaleCPU(procs)
+		s0, err := snapStore(ctx, procs)
 		if err != nil {
 			return run, err
 		}
 		start := time.Now()
-		ep, err := b.epoch(ctx, cl, uint64(e))
+		ep, err := b.epoch(ctx, cl, c, uint64(e))
 		ep.Seconds = time.Since(start).Seconds()
 		if err != nil {
 			return run, fmt.Errorf("epoch %d: %w", e, err)
 		}
-		cpu1, err := scaleCPU(procs)
+		s1, err := snapStore(ctx, procs)
 		if err != nil {
 			return run, err
 		}
-		m1, err := ScrapeMetrics(ctx, metricsAddr)
-		if err != nil {
-			return run, err
-		}
-		ep.CPU = (cpu1[0] - cpu0[0]).Seconds()
-		ep.GETs = sumSeries(m1, "stoker_store_requests_total{", `op="get"`) - sumSeries(m0, "stoker_store_requests_total{", `op="get"`)
-		ep.Bytes = sumSeries(m1, "stoker_store_bytes_total{", "") - sumSeries(m0, "stoker_store_bytes_total{", "")
-		ep.ReadAheadWaited = sumSeries(m1, "stoker_read_ahead_reads_total{", `outcome="waited"`) - sumSeries(m0, "stoker_read_ahead_reads_total{", `outcome="waited"`)
-		ep.ReadAheadMissed = sumSeries(m1, "stoker_read_ahead_reads_total{", `outcome="missed"`) - sumSeries(m0, "stoker_read_ahead_reads_total{", `outcome="missed"`)
+		ep.account(s0, s1)
 		run.Epochs = append(run.Epochs, ep)
 	}
 	return run, nil
+}
+
+// account fills ep's CPU (the last process's: the server the trainer
+// reads), its peers' CPU (the others'), and the store's figures (summed
+// over all) from the snapshots before and after it.
+func (ep *storeEpoch) account(s0, s1 storeSnap) {
+	last := len(s1.cpu) - 1
+	for i := range s1.cpu {
+		d := (s1.threads[i] - s0.threads[i]).Seconds()
+		if i == last {
+			ep.CPU = d
+			ep.CPUTicks = (s1.cpu[i] - s0.cpu[i]).Seconds()
+		} else {
+			ep.PeerCPU += d
+		}
+		m0, m1 := s0.metrics[i], s1.metrics[i]
+		diff := func(prefix, label string) float64 { return sumSeries(m1, prefix, label) - sumSeries(m0, prefix, label) }
+		ep.GETs += diff("stoker_store_requests_total{", `op="get"`)
+		ep.Bytes += diff("stoker_store_bytes_total{", "")
+		ep.ReadAheadWaited += diff("stoker_read_ahead_reads_total{", `outcome="waited"`)
+		ep.ReadAheadMissed += diff("stoker_read_ahead_reads_total{", `outcome="missed"`)
+	}
 }
 
 // sumSeries adds the values of the series whose names start with prefix
@@ -307,8 +368,13 @@ func sumSeries(m map[string]float64, prefix, label string) float64 {
 
 // epoch consumes epoch e whole through a Loader of its own, checking that
 // it delivers every index exactly once.
-func (b *storeBench) epoch(ctx context.Context, c *client.Client, e uint64) (ep storeEpoch, err error) {
-	l := c.Loader(b.spec, client.WithEpoch(e), client.WithEpochs(1), client.WithPrefetch(b.o.prefetch),
+func (b *storeBench) epoch(ctx context.Context, c *client.Client, cfg storeConfig, e uint64) (ep storeEpoch, err error) {
+	spec := b.spec
+	if cfg.Fields {
+		spec = proto.CloneOf(b.spec)
+		spec.Fields = b.o.fields
+	}
+	l := c.Loader(spec, client.WithEpoch(e), client.WithEpochs(1), client.WithPrefetch(b.o.prefetch),
 		client.WithTimeout(2*time.Minute))
 	defer l.Close()
 	var counts []uint32
@@ -329,6 +395,9 @@ func (b *storeBench) epoch(ctx context.Context, c *client.Client, e uint64) (ep 
 				return ep, fmt.Errorf("batch %d: index %d of a dataset of %d", bt.Number, idx, len(counts))
 			}
 			counts[idx]++
+		}
+		if err := checkBatchFields(bt, spec.GetFields()); err != nil {
+			return ep, err
 		}
 		for _, se := range bt.Errors {
 			errored = append(errored, se.GetIndex())

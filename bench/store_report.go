@@ -28,11 +28,15 @@ type storeReport struct {
 	CPUs      int           `json:"cpus"`
 	Pinned    string        `json:"pinned,omitempty"`
 	Configs   []storeConfig `json:"configs"`
+	Fields    []string      `json:"fields,omitempty"`
+	Peers     int           `json:"peers,omitempty"`
 	// Rows: per configuration and epoch, medians over the rounds.
 	Rows []storeRow `json:"rows"`
 	// Ratios: the issue's targets, each from the medians.
-	Ratios storeRatios `json:"ratios"`
-	Runs   []storeRun  `json:"runs"`
+	Ratios *storeRatios `json:"ratios,omitempty"`
+	// FieldRatios: with --fields, the fields' targets instead.
+	FieldRatios *fieldRatios `json:"field_ratios,omitempty"`
+	Runs        []storeRun   `json:"runs"`
 }
 
 // storeRun is one configuration's run in one round.
@@ -45,19 +49,25 @@ type storeRun struct {
 // storeEpoch is one measured epoch: what the trainer got, and what the
 // server spent on it (CPU seconds) and asked of the store.
 type storeEpoch struct {
-	Images          int64   `json:"images"`
-	SampleErrors    int64   `json:"sample_errors"`
-	Seconds         float64 `json:"seconds"`
-	CPU             float64 `json:"server_cpu_s"`
+	Images       int64   `json:"images"`
+	SampleErrors int64   `json:"sample_errors"`
+	Seconds      float64 `json:"seconds"`
+	CPU          float64 `json:"server_cpu_s"` // the server the trainer reads: with peers, their coordinator
+	PeerCPU      float64 `json:"peer_cpu_s,omitempty"`
+	// CPUTicks is CPU as /proc/PID/stat counts it, in 10 ms ticks (CPU
+	// is the threads' nanoseconds): a check on CPU, which misses a thread
+	// gone during the epoch.
+	CPUTicks        float64 `json:"server_cpu_ticks_s"`
 	GETs            float64 `json:"gets"`
 	Bytes           float64 `json:"bytes"`
 	ReadAheadWaited float64 `json:"read_ahead_waited"`
 	ReadAheadMissed float64 `json:"read_ahead_missed"`
 }
 
-func (e storeEpoch) imagesPerSec() float64 { return float64(e.Images) / e.Seconds }
-func (e storeEpoch) cpuPerImage() float64  { return e.CPU / float64(e.Images) }
-func (e storeEpoch) getsPerImage() float64 { return e.GETs / float64(e.Images) }
+func (e storeEpoch) imagesPerSec() float64    { return float64(e.Images) / e.Seconds }
+func (e storeEpoch) cpuPerImage() float64     { return e.CPU / float64(e.Images) }
+func (e storeEpoch) getsPerImage() float64    { return e.GETs / float64(e.Images) }
+func (e storeEpoch) peerCPUPerImage() float64 { return e.PeerCPU / float64(e.Images) }
 
 // storeRow is one configuration's epoch, medians over the rounds.
 type storeRow struct {
@@ -70,6 +80,8 @@ type storeRow struct {
 	// ReadAheadMissed: reads that found nothing read ahead and went to
 	// the store themselves (median count).
 	ReadAheadMissed float64 `json:"read_ahead_missed"`
+	// PeerCPUMsPerImage: with peers, theirs (summed) per image.
+	PeerCPUMsPerImage float64 `json:"peer_cpu_ms_per_image,omitempty"`
 }
 
 // storeRatios are the figures the object-storage targets are stated in.
@@ -103,14 +115,20 @@ func (r *storeReport) summarize() {
 		for e := range r.Epochs {
 			r.Rows = append(r.Rows, storeRow{
 				Config: c.Name, Epoch: e + 1,
-				ImagesPerSec:    cell(c.Name, e, storeEpoch.imagesPerSec),
-				CPUMsPerImage:   cell(c.Name, e, storeEpoch.cpuPerImage) * 1e3,
-				GETsPerImage:    cell(c.Name, e, storeEpoch.getsPerImage),
-				KBPerImage:      cell(c.Name, e, func(x storeEpoch) float64 { return x.Bytes / float64(x.Images) / 1e3 }),
-				ReadAheadMissed: cell(c.Name, e, func(x storeEpoch) float64 { return x.ReadAheadMissed }),
+				ImagesPerSec:      cell(c.Name, e, storeEpoch.imagesPerSec),
+				CPUMsPerImage:     cell(c.Name, e, storeEpoch.cpuPerImage) * 1e3,
+				GETsPerImage:      cell(c.Name, e, storeEpoch.getsPerImage),
+				KBPerImage:        cell(c.Name, e, func(x storeEpoch) float64 { return x.Bytes / float64(x.Images) / 1e3 }),
+				ReadAheadMissed:   cell(c.Name, e, func(x storeEpoch) float64 { return x.ReadAheadMissed }),
+				PeerCPUMsPerImage: cell(c.Name, e, storeEpoch.peerCPUPerImage) * 1e3,
 			})
 		}
 	}
+	if r.Fields != nil {
+		r.FieldRatios = r.fieldRatios(cell)
+		return
+	}
+	r.Ratios = &storeRatios{}
 	local, bucket, slow := r.Configs[0].Name, r.Configs[1].Name, r.Configs[2].Name
 	r.Ratios.CPUBucketOverLocal = cell(bucket, 0, storeEpoch.cpuPerImage) / cell(local, 0, storeEpoch.cpuPerImage)
 	for e := range r.Epochs {
@@ -127,12 +145,16 @@ func (r *storeReport) print(w io.Writer) {
 	fmt.Fprintf(w, "bench store: %s (%s, shuffle %s), batch %d, %d decode goroutines, %d rounds (medians), %d CPUs\n",
 		r.Dataset, r.Layout, r.Shuffle, r.BatchSize, r.Workers, r.Rounds, r.CPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "config\tepoch\timages/s\tserver CPU ms/image\tGETs/image\tKB read/image\treads not read ahead\t")
+	fmt.Fprintln(tw, "config\tepoch\timages/s\tserver CPU ms/image\tpeers' CPU ms/image\tGETs/image\tKB read/image\treads not read ahead\t")
 	for _, row := range r.Rows {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.3f\t%.3f\t%.1f\t%.0f\t\n", row.Config, row.Epoch, row.ImagesPerSec,
-			row.CPUMsPerImage, row.GETsPerImage, row.KBPerImage, row.ReadAheadMissed)
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.3f\t%.3f\t%.3f\t%.1f\t%.0f\t\n", row.Config, row.Epoch, row.ImagesPerSec,
+			row.CPUMsPerImage, row.PeerCPUMsPerImage, row.GETsPerImage, row.KBPerImage, row.ReadAheadMissed)
 	}
 	tw.Flush()
+	if r.FieldRatios != nil {
+		r.FieldRatios.print(w, r)
+		return
+	}
 	x := r.Ratios
 	fmt.Fprintf(w, "server CPU per image, bucket over local disk, epoch 1: %.2fx (target <= 1.10)\n", x.CPUBucketOverLocal)
 	for e, v := range x.LatencyOverNone {
