@@ -112,7 +112,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix=f"stoker-{a.format}-") as tmp:
             n = convert(a.data, tmp, a.format)
             size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tmp) for f in fs)
-            print(f"{n} {a.format.upper()} copies of {a.data} in {tmp}, mean {size / max(n, 1) / 1024:.0f} KiB", file=sys.stderr)
+            print(f"{n} {a.format.upper()} copies of {a.data} in {tmp}, mean {size / max(n, 1) / 1024:.0f} KiB",
+                  file=sys.stderr)
             a.data = tmp
             compare(a)
         return

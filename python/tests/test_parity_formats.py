@@ -13,6 +13,10 @@
   pixels, within the JPEG tests' full-scale bounds (test_parity_geometry:
   mean |diff| <= 0.5, max <= 2; PNG and WebP are never DCT-scaled).
 
+- Served: through `stoker serve` and the Python client, files named .JPEG
+  that are PNG or WebP decode by their bytes, and bad ones (animated WebP,
+  a PNG cut short) are per-sample errors naming the file.
+
 Files are made here with PIL from the repository's test photos, and with a
 small PNG writer for what PIL does not write (16-bit color, Adam7).
 """
@@ -144,3 +148,40 @@ def test_resized_crop_matches_torchvision(driver: Path, files: List[Path], tmp_p
         if d.mean() > MEAN or d.max() > MAX:
             failures.append(f"{Path(job['file']).name} {job}: mean |diff| {d.mean():.3f}, max {int(d.max())}")
     assert not failures, f"{len(failures)} of {len(jobs)} samples outside the bounds:\n" + "\n".join(failures[:20])
+
+
+def test_served_formats_sniffed_and_bad_ones_named(stoker_bin: Path, files: List[Path], tmp_path: Path) -> None:
+    """Through a real `stoker serve` and the Python client: PNGs and WebPs,
+    some named .JPEG, are decoded by their bytes (torchvision's resize of
+    decode_image's pixels, within the bounds above); an animated WebP and a
+    PNG cut before its IEND are per-sample errors naming the file and why,
+    and the job goes on."""
+    import torch
+    import torchvision.transforms.v2.functional as F
+
+    import stoker
+    from stoker import transforms as T
+    from stoker._local import LocalServer
+
+    by_name = {f.name: f.read_bytes() for f in files}
+    root = tmp_path / "formats"
+    (root / "a").mkdir(parents=True)
+    good = {"0.JPEG": by_name["rgb.png"], "1.png": by_name["gray16.png"], "2.webp": by_name["lossy.webp"],
+            "3.JPEG": by_name["lossless-alpha.webp"], "4.jpg": by_name["palette-trns.png"]}
+    animated = Path(__file__).resolve().parents[2] / "pipeline" / "testdata" / "formats" / "animated.webp"
+    bad = {"5.webp": animated.read_bytes(), "6.png": by_name["rgb.png"][:-12]}
+    for name, data in {**good, **bad}.items():
+        (root / "a" / name).write_bytes(data)
+    with LocalServer(str(stoker_bin), {"formats": str(root)}, workers=1, log_path=str(tmp_path / "log")) as srv:
+        ld = stoker.Loader(srv.addr, "formats", batch_size=7, shuffle=False, return_indices=True, pin_memory=False,
+                           timeout=60, transform=T.Compose([T.Resize((48, 64))]), fail_policy="drop")
+        with pytest.warns(RuntimeWarning, match="could not be made"):
+            (images, _, idx), = [tuple(t.clone() for t in b) for b in ld]
+    assert idx.tolist() == [0, 1, 2, 3, 4]
+    for i, name in enumerate(sorted(good)):
+        want = F.resize(_decoded(root / "a" / name), [48, 64], antialias=True)
+        d = (images[i].to(torch.int16) - want.to(torch.int16)).abs()
+        assert d.float().mean() <= MEAN and d.max() <= MAX, f"{name}: mean {d.float().mean():.3f}, max {d.max()}"
+    errs = {e.name: e.reason for e in ld.sample_errors}
+    assert set(errs) == {"a/5.webp", "a/6.png"}, errs
+    assert "animated" in errs["a/5.webp"] and "IEND" in errs["a/6.png"], errs
