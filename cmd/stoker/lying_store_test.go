@@ -110,28 +110,64 @@ func TestServeLyingListing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s.SetLies(tc.lies)
 			defer s.SetLies(storetest.Lies{})
-			for _, args := range [][]string{
-				{"serve", "--listen", "127.0.0.1:0", "--metrics", "", "--dataset", "ds=" + s.URL("ds/"), "--memory-budget", strconv.Itoa(budget)},
-				{"index", s.URL("ds/"), "--out", t.TempDir() + "/m"},
-			} {
-				cctx, cancel := context.WithTimeout(ctx, hangGuard)
-				out, peak, err := runPeak(t, cctx, s.Env(), args...)
-				timedOut := cctx.Err() != nil
-				cancel()
-				if err == nil || timedOut {
-					t.Fatalf("%s: %v, want a refusal at start\n%s", args[0], err, out)
-				}
-				if strings.Contains(out, "panic") || !strings.Contains(out, tc.says) || !strings.Contains(out, "store answered outside its protocol") {
-					t.Errorf("%s: the error does not say %q (or panicked):\n%.2000s", args[0], tc.says, out)
-				}
-				if len(out) > 16<<10 {
-					t.Errorf("%s: %d bytes of output", args[0], len(out))
-				}
-				t.Logf("%s: peak RSS %d MiB", args[0], peak>>20)
-				if peak > budget {
-					t.Errorf("%s: peak RSS %d MiB over the %d MiB budget", args[0], peak>>20, budget>>20)
-				}
-			}
+			refusedAtStart(t, ctx, s.Env(), s.URL("ds/"), tc.says, budget)
 		})
+	}
+}
+
+// TestServeLyingGCSListing: the same of a GCS whose listing carries one
+// 2 GB name (the JSON decoder's before the GCS client was guarded) or
+// entries without their generation (listed as version "0" before).
+func TestServeLyingGCSListing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs stoker processes")
+	}
+	ctx := processTest(t, 5*time.Minute)
+	s := storetest.StartLyingGCS(t, "gb")
+	s.PutTree(t, "ds/", writeDataset(t, 20, 2, 0))
+	const budget = 953 << 20
+	for _, tc := range []struct {
+		name string
+		lies storetest.GCSLies
+		says string
+	}{
+		{"a 2 GB name", storetest.GCSLies{LongNames: 1, LongNameBytes: 2 << 30}, "a listing page of over 8388608 bytes"},
+		{"no generation", storetest.GCSLies{NoGeneration: true}, "has no generation"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s.SetLies(tc.lies)
+			defer s.SetLies(storetest.GCSLies{})
+			refusedAtStart(t, ctx, s.Env(), s.URL("ds/"), tc.says, budget)
+		})
+	}
+}
+
+// refusedAtStart runs `stoker serve` and `stoker index` of the dataset at
+// url, with env, and fails t unless both refuse it at start as the
+// store's fault, saying says, without a panic and within budget bytes of
+// peak RSS.
+func refusedAtStart(t *testing.T, ctx context.Context, env []string, url, says string, budget int64) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"serve", "--listen", "127.0.0.1:0", "--metrics", "", "--dataset", "ds=" + url, "--memory-budget", strconv.FormatInt(budget, 10)},
+		{"index", url, "--out", t.TempDir() + "/m"},
+	} {
+		cctx, cancel := context.WithTimeout(ctx, hangGuard)
+		out, peak, err := runPeak(t, cctx, env, args...)
+		timedOut := cctx.Err() != nil
+		cancel()
+		if err == nil || timedOut {
+			t.Fatalf("%s: %v, want a refusal at start\n%s", args[0], err, out)
+		}
+		if strings.Contains(out, "panic") || !strings.Contains(out, says) || !strings.Contains(out, "store answered outside its protocol") {
+			t.Errorf("%s: the error does not say %q (or panicked):\n%.2000s", args[0], says, out)
+		}
+		if len(out) > 16<<10 {
+			t.Errorf("%s: %d bytes of output", args[0], len(out))
+		}
+		t.Logf("%s: peak RSS %d MiB", args[0], peak>>20)
+		if peak > budget {
+			t.Errorf("%s: peak RSS %d MiB over the %d MiB budget", args[0], peak>>20, budget>>20)
+		}
 	}
 }

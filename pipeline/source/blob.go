@@ -54,9 +54,14 @@ func openBlob(ctx context.Context, s string, o options) (*blobStore, error) {
 	// here, at start, and not at the first sample.
 	err = st.r.do(ctx, "list", "listing", func(ctx context.Context) (int64, error) {
 		return 0, noPanic("a listing", func() error {
-			_, err := b.List(nil).Next(ctx)
-			if err == io.EOF {
+			lo, err := b.List(nil).Next(ctx)
+			switch {
+			case err == io.EOF:
 				return nil
+			case err != nil:
+				return err
+			case !lo.IsDir:
+				_, err = prov.listVersion(lo) // a malformed entry, refused at start
 			}
 			return err
 		})
@@ -112,7 +117,11 @@ func (s *blobStore) List(ctx context.Context, prefix string, fn func(Object) err
 			if lo.IsDir || hidden(lo.Key) {
 				continue
 			}
-			o := Object{Key: lo.Key, Size: lo.Size, ModTime: lo.ModTime, Version: s.prov.listVersion(lo)}
+			ver, err := s.prov.listVersion(lo)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.url, err)
+			}
+			o := Object{Key: lo.Key, Size: lo.Size, ModTime: lo.ModTime, Version: ver}
 			if err := fn(o); err != nil {
 				return err
 			}
@@ -146,8 +155,9 @@ func (s *blobStore) Stat(ctx context.Context, key string) (Object, error) {
 			if err != nil {
 				return err
 			}
-			o = Object{Key: key, Size: a.Size, ModTime: a.ModTime, Version: s.prov.attrVersion(a)}
-			return nil
+			ver, err := s.prov.attrVersion(a)
+			o = Object{Key: key, Size: a.Size, ModTime: a.ModTime, Version: ver}
+			return err
 		})
 	})
 	return o, err
@@ -155,14 +165,13 @@ func (s *blobStore) Stat(ctx context.Context, key string) (Object, error) {
 
 // readerOptions asks the store for obj's version only, where it has one,
 // with the provider's precondition (S3 and Azure If-Match, a GCS
-// generation).
+// generation); a client library that would not take it fails the read.
 func (s *blobStore) readerOptions(obj Object) *blob.ReaderOptions {
 	if obj.Version == "" {
 		return nil
 	}
 	return &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error {
-		s.prov.precondition(as, obj.Version)
-		return nil
+		return s.prov.precondition(as, obj.Version)
 	}}
 }
 

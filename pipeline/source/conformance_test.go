@@ -20,8 +20,8 @@ import (
 
 // One conformance suite, run against every kind of Store, as gocloud.dev's
 // drivertest is against every driver: a local directory, S3 (versitygw),
-// GCS (fake-gcs-server) and Azure (Azurite), each on loopback
-// (internal/storetest). It checks what Store promises (source.go):
+// GCS (fake-gcs-server, and a LyingGCS telling no lie) and Azure
+// (Azurite), each on loopback (internal/storetest). It checks what Store promises (source.go):
 // listing, missing objects, objects changed after they were listed
 // (version pinning), ranges, streams and Put. Each subtest has a root of
 // its own, holding only what it put there. What one kind does of its own
@@ -69,6 +69,17 @@ var storeKinds = []storeKind{
 			return storeRoot{url: "gs://gb/" + name,
 				put: func(t *testing.T, key string, data []byte) { g.Put(t, "gb", name+"/"+key, data) },
 				del: func(t *testing.T, key string) { g.Delete(t, "gb", name+"/"+key) }}
+		}
+	}},
+	// The LyingGCS, honest: what its lies are told against
+	// (hostile_gcs_test.go) keeps every promise a Store makes of GCS.
+	{name: "gcs-liar", versioned: true, start: func(t *testing.T) func(string) storeRoot {
+		l := storetest.StartLyingGCS(t, "gb")
+		setEnv(t, l.Env())
+		return func(name string) storeRoot {
+			return storeRoot{url: "gs://gb/" + name,
+				put: func(t *testing.T, key string, data []byte) { l.Put(name+"/"+key, data) },
+				del: func(t *testing.T, key string) { l.Delete(name + "/" + key) }}
 		}
 	}},
 	{name: "azure", versioned: true, start: func(t *testing.T) func(string) storeRoot {

@@ -25,25 +25,69 @@ const (
 	maxRedirects = 10
 )
 
+// guard is what a provider's guarded client knows of its protocol: which
+// answers its client library parses, and so are read within a bound
+// first, and what else a media answer (an object's bytes) must say.
+type guard struct {
+	// answer says what the answer to req is.
+	answer func(req *http.Request) answerKind
+	// media, if set, checks a successful media answer before its body is
+	// read (GCS: its range and generation, which its client does not
+	// give back).
+	media func(req *http.Request, resp *http.Response) error
+	// redirectHint says why the provider's store might redirect to another
+	// host, and what to set then.
+	redirectHint string
+}
+
+// answerKind is what an answer's body is to a client.
+type answerKind int
+
+const (
+	mediaAnswer   answerKind = iota // an object's bytes: read by the caller to the length it asked for
+	listingAnswer                   // a listing page: parsed, read within maxListBody
+	otherAnswer                     // another answer the client parses (an object's metadata): read within maxListBody
+)
+
+// What S3's and Azure's clients parse of a successful answer is a
+// listing (HEAD and GET answers carry their metadata in headers).
+var (
+	s3Guard = guard{answer: listingOrMedia,
+		redirectHint: "S3 redirects a request sent to another region than the bucket's: set AWS_REGION to the bucket's"}
+	azureGuard = guard{answer: listingOrMedia}
+)
+
+func listingOrMedia(req *http.Request) answerKind {
+	if isListing(req) {
+		return listingAnswer
+	}
+	return mediaAnswer
+}
+
 // guardClient returns a copy of c that believes nothing of a store it has
-// not bounded: a listing's body and an error's are read whole within
-// their bounds before any parser sees them (over it is ErrProtocol), and a
-// redirect to another host (or scheme) is never followed. c's own
-// redirect rules (the AWS SDK's: 307 and 308 only) apply within the host.
-func guardClient(c *http.Client) *http.Client {
-	g := *c
-	rt := g.Transport
+// not bounded: the bodies its client library parses (g.answer's listings
+// and others, and every error's) are read whole within their bounds before
+// any parser sees them (over it is ErrProtocol), a media answer is
+// checked by g.media, and a redirect to another host (or scheme) is never
+// followed. c's own redirect rules (the AWS SDK's: 307 and 308 only)
+// apply within the host.
+func guardClient(c *http.Client, g guard) *http.Client {
+	gc := *c
+	rt := gc.Transport
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
-	g.Transport = guardTransport{rt}
+	gc.Transport = guardTransport{rt, g}
 	inner := c.CheckRedirect
-	g.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+	gc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		first := via[0].URL
 		if req.URL.Host != first.Host || req.URL.Scheme != first.Scheme {
-			return protocolf("redirected to another host (%s), which is never followed: a store answers for its own objects "+
-				"(S3 redirects a request sent to another region than the bucket's: set AWS_REGION to the bucket's)",
-				clip(req.URL.Scheme+"://"+req.URL.Host, 128))
+			hint := ""
+			if g.redirectHint != "" {
+				hint = " (" + g.redirectHint + ")"
+			}
+			return protocolf("redirected to another host (%s), which is never followed: a store answers for its own objects%s",
+				clip(req.URL.Scheme+"://"+req.URL.Host, 128), hint)
 		}
 		if len(via) >= maxRedirects {
 			return protocolf("redirected %d times", len(via))
@@ -53,13 +97,17 @@ func guardClient(c *http.Client) *http.Client {
 		}
 		return nil
 	}
-	return &g
+	return &gc
 }
 
-// guardTransport reads the bodies a client parses (listings, errors)
-// within their bounds; an object's body passes through, read by the
-// caller to the length it asked for.
-type guardTransport struct{ rt http.RoundTripper }
+// guardTransport reads the bodies a client parses (listings, errors,
+// metadata) within their bounds; an object's body passes through, read
+// by the caller to the length it asked for, once g.media has checked
+// what its answer says.
+type guardTransport struct {
+	rt http.RoundTripper
+	g  guard
+}
 
 func (t guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.rt.RoundTrip(req)
@@ -67,12 +115,21 @@ func (t guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	var limit int64
-	var what string
+	var what, why string
+	kind := t.g.answer(req)
 	switch {
 	case resp.StatusCode >= 300:
-		limit, what = maxErrorBody, "an answer of HTTP "+strconv.Itoa(resp.StatusCode)
-	case isListing(req):
-		limit, what = maxListBody, "a listing page"
+		limit, what, why = maxErrorBody, "an answer of HTTP "+strconv.Itoa(resp.StatusCode), "an error document is a few hundred bytes"
+	case kind == listingAnswer:
+		limit, what, why = maxListBody, "a listing page", "a page of 1,000 keys of at most 1 KiB is far less"
+	case kind == otherAnswer:
+		limit, what, why = maxListBody, "an answer (an object's metadata)", "an object's metadata is a few KiB"
+	case t.g.media != nil:
+		if err := t.g.media(req, resp); err != nil {
+			resp.Body.Close()
+			return nil, err
+		}
+		return resp, nil
 	default:
 		return resp, nil
 	}
@@ -82,8 +139,7 @@ func (t guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if body == nil {
-		return nil, protocolf("%s of over %d bytes (a page of 1,000 keys of at most 1 KiB is far less): "+
-			"refused before it was parsed", what, limit)
+		return nil, protocolf("%s of over %d bytes (%s): refused before it was parsed", what, limit, why)
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	resp.ContentLength = int64(len(body))
@@ -164,16 +220,25 @@ func keyTooLong(scheme, key string) bool {
 
 // protocolf is an ErrProtocol error.
 func protocolf(format string, a ...any) error {
-	return &protocolError{fmt.Sprintf(format, a...)}
+	return &answerError{ErrProtocol, fmt.Sprintf(format, a...)}
 }
 
-// protocolError is what protocolf makes: an error of its own type, so
-// that the retrier can say it without the layers a provider's client
-// wraps around it (its operation, the request's URL).
-type protocolError struct{ msg string }
+// changedf is an ErrChanged error found in a store's answer (another
+// version than the one asked for).
+func changedf(format string, a ...any) error {
+	return &answerError{ErrChanged, fmt.Sprintf(format, a...)}
+}
 
-func (e *protocolError) Error() string        { return ErrProtocol.Error() + ": " + e.msg }
-func (e *protocolError) Is(target error) bool { return target == ErrProtocol }
+// answerError is what protocolf and changedf make: an error of its own
+// type, so that the retrier can say it without the layers a provider's
+// client wraps around it (its operation, the request's URL).
+type answerError struct {
+	sentinel error // ErrProtocol or ErrChanged
+	msg      string
+}
+
+func (e *answerError) Error() string        { return e.sentinel.Error() + ": " + e.msg }
+func (e *answerError) Is(target error) bool { return target == e.sentinel }
 
 // noPanic runs f, one call into a provider's client library, and turns a
 // panic there into an error: the library's parsers trust the store's

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
@@ -25,18 +25,20 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	gblob "gocloud.dev/blob"
 	"gocloud.dev/blob/azureblob"
-	_ "gocloud.dev/blob/gcsblob" // gs:// through the URL opener: Application Default Credentials, STORAGE_EMULATOR_HOST
 	"gocloud.dev/blob/s3blob"
 )
 
 // provider is what differs between S3, GCS and Azure: how an object's
-// version is read from a listing, an attribute call and a reader, and how
-// a read asks for one version only.
+// version is read from a listing, an attribute call and a reader (a
+// listing's entry or an attribute answer without what the store's
+// protocol says it carries is an ErrProtocol error), and how a read asks
+// for one version only (an error if the client library would not take
+// it).
 type provider interface {
-	listVersion(*gblob.ListObject) string
-	attrVersion(*gblob.Attributes) string
+	listVersion(*gblob.ListObject) (string, error)
+	attrVersion(*gblob.Attributes) (string, error)
 	readerVersion(*gblob.Reader) string
-	precondition(as func(any) bool, version string)
+	precondition(as func(any) bool, version string) error
 	// answered is which bytes a reader's answer says it carries; false when
 	// the provider's reader does not say.
 	answered(*gblob.Reader) (answer, bool)
@@ -85,16 +87,8 @@ func openProvider(ctx context.Context, scheme, bucket string) (provider, *gblob.
 		b, err := openS3(ctx, bucket)
 		return s3Provider{}, b, err
 	case "gs":
-		b, err := gblob.OpenBucket(ctx, "gs://"+bucket)
-		if err != nil {
-			return nil, nil, err
-		}
-		// One retry policy, the store's: the client's own would multiply it.
-		var c *storage.Client
-		if b.As(&c) {
-			c.SetRetry(storage.WithPolicy(storage.RetryNever))
-		}
-		return gcsProvider{}, b, nil
+		b, err := openGCS(ctx, bucket)
+		return gcsProvider{}, b, err
 	case "azblob":
 		b, err := openAzure(ctx, bucket)
 		return azureProvider{}, b, err
@@ -139,7 +133,7 @@ func openS3(ctx context.Context, bucket string) (*gblob.Bucket, error) {
 	if !ok {
 		return nil, fmt.Errorf("AWS SDK: its HTTP client is no *http.Client")
 	}
-	cfg.HTTPClient = guardClient(hc)
+	cfg.HTTPClient = guardClient(hc, s3Guard)
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.Retryer = aws.NopRetryer{} // the store's policy retries
 		if endpoint || (o.BaseEndpoint != nil && *o.BaseEndpoint != "") {
@@ -168,12 +162,7 @@ func openAzure(ctx context.Context, containerName string) (*gblob.Bucket, error)
 // (guardClient), as S3's.
 func azureClientOptions() *container.ClientOptions {
 	o := &container.ClientOptions{}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns = 2 * maxIdlePerHost
-	tr.MaxIdleConnsPerHost = maxIdlePerHost
-	tr.IdleConnTimeout = 20 * time.Second
-	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	o.Transport = guardClient(&http.Client{Transport: tr})
+	o.Transport = guardClient(&http.Client{Transport: storeTransport()}, azureGuard)
 	o.Retry = policy.RetryOptions{MaxRetries: -1} // < 0: one try, no retries
 	o.Telemetry = policy.TelemetryOptions{ApplicationID: "stoker"}
 	return o
@@ -263,22 +252,38 @@ func connAccount(conn string) string {
 // read-ahead's requests in flight (WithMaxInFlight's default).
 const maxIdlePerHost = 256
 
-type s3Provider struct{}
-
-func (s3Provider) listVersion(lo *gblob.ListObject) string {
-	var o s3types.Object
-	if lo.As(&o) {
-		return aws.ToString(o.ETag)
-	}
-	return ""
+// storeTransport is the HTTP transport of Azure's and GCS's clients (the
+// AWS SDK builds its own alike): Go's default, keeping maxIdlePerHost idle
+// connections per host for the read-ahead's requests in flight (Go's
+// default keeps 2), closed after 20 s idle, and TLS 1.2 at least.
+func storeTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 2 * maxIdlePerHost
+	tr.MaxIdleConnsPerHost = maxIdlePerHost
+	tr.IdleConnTimeout = 20 * time.Second
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	return tr
 }
 
-func (s3Provider) attrVersion(a *gblob.Attributes) string {
+type s3Provider struct{}
+
+// listVersion is the entry's ETag; "" where the store gives none
+// (versitygw serving files it did not write), which content hashes
+// cover (pipeline's StoreDataset).
+func (s3Provider) listVersion(lo *gblob.ListObject) (string, error) {
+	var o s3types.Object
+	if lo.As(&o) {
+		return aws.ToString(o.ETag), nil
+	}
+	return "", nil
+}
+
+func (s3Provider) attrVersion(a *gblob.Attributes) (string, error) {
 	var h s3.HeadObjectOutput
 	if a.As(&h) {
-		return aws.ToString(h.ETag)
+		return aws.ToString(h.ETag), nil
 	}
-	return a.ETag
+	return a.ETag, nil
 }
 
 func (s3Provider) readerVersion(rd *gblob.Reader) string {
@@ -297,59 +302,19 @@ func (s3Provider) answered(rd *gblob.Reader) (answer, bool) {
 	return answerOf(g.ContentRange, g.ContentLength), true
 }
 
-func (s3Provider) precondition(as func(any) bool, version string) {
+func (s3Provider) precondition(as func(any) bool, version string) error {
 	var in *s3.GetObjectInput
-	if as(&in) {
-		in.IfMatch = aws.String(version)
+	if !as(&in) {
+		return errNoPrecondition
 	}
+	in.IfMatch = aws.String(version)
+	return nil
 }
 
-// gcsProvider's version is the object's generation.
-type gcsProvider struct{}
-
-func (gcsProvider) listVersion(lo *gblob.ListObject) string {
-	var a storage.ObjectAttrs
-	if lo.As(&a) {
-		return strconv.FormatInt(a.Generation, 10)
-	}
-	return ""
-}
-
-func (gcsProvider) attrVersion(a *gblob.Attributes) string {
-	var oa storage.ObjectAttrs
-	if a.As(&oa) {
-		return strconv.FormatInt(oa.Generation, 10)
-	}
-	return ""
-}
-
-func (gcsProvider) readerVersion(rd *gblob.Reader) string {
-	var r *storage.Reader
-	if rd.As(&r) {
-		return strconv.FormatInt(r.Attrs.Generation, 10)
-	}
-	return ""
-}
-
-// answered is what the GCS client says of its answer, which it has checked
-// itself: a range not starting where asked ("partial request not
-// satisfied") is its error.
-func (gcsProvider) answered(rd *gblob.Reader) (answer, bool) {
-	var r *storage.Reader
-	if !rd.As(&r) {
-		return answer{}, false
-	}
-	return answer{start: r.Attrs.StartOffset, length: r.Remain(), total: r.Attrs.Size,
-		raw: fmt.Sprintf("(GCS reader at %d, %d bytes)", r.Attrs.StartOffset, r.Remain())}, true
-}
-
-func (gcsProvider) precondition(as func(any) bool, version string) {
-	gen, err := strconv.ParseInt(version, 10, 64)
-	var oh *storage.ObjectHandle
-	if err == nil && as(&oh) {
-		*oh = *oh.Generation(gen)
-	}
-}
+// errNoPrecondition: a client library would not take a read's version
+// precondition (a change of its As types), and the read is not made
+// rather than made for any version.
+var errNoPrecondition = errors.New("the store's client library took no version precondition for a read")
 
 // azureProvider's version is the blob's ETag, unquoted: Azure (and
 // Azurite) list blobs with bare ETags (0x8DC...) but give them quoted
@@ -363,20 +328,20 @@ func azureETag(etag azcore.ETag) string {
 	return strings.Trim(strings.TrimPrefix(string(etag), "W/"), `"`)
 }
 
-func (azureProvider) listVersion(lo *gblob.ListObject) string {
+func (azureProvider) listVersion(lo *gblob.ListObject) (string, error) {
 	var bi container.BlobItem
 	if lo.As(&bi) && bi.Properties != nil && bi.Properties.ETag != nil {
-		return azureETag(*bi.Properties.ETag)
+		return azureETag(*bi.Properties.ETag), nil
 	}
-	return ""
+	return "", nil
 }
 
-func (azureProvider) attrVersion(a *gblob.Attributes) string {
+func (azureProvider) attrVersion(a *gblob.Attributes) (string, error) {
 	var p blob.GetPropertiesResponse
 	if a.As(&p) && p.ETag != nil {
-		return azureETag(*p.ETag)
+		return azureETag(*p.ETag), nil
 	}
-	return azureETag(azcore.ETag(a.ETag))
+	return azureETag(azcore.ETag(a.ETag)), nil
 }
 
 func (azureProvider) readerVersion(rd *gblob.Reader) string {
@@ -397,16 +362,18 @@ func (azureProvider) answered(rd *gblob.Reader) (answer, bool) {
 
 // precondition asks for the version with If-Match, whose ETag HTTP wants
 // quoted.
-func (azureProvider) precondition(as func(any) bool, version string) {
+func (azureProvider) precondition(as func(any) bool, version string) error {
 	var o *azblob.DownloadStreamOptions
-	if as(&o) {
-		etag := azcore.ETag(`"` + version + `"`)
-		if o.AccessConditions == nil {
-			o.AccessConditions = &azblob.AccessConditions{}
-		}
-		if o.AccessConditions.ModifiedAccessConditions == nil {
-			o.AccessConditions.ModifiedAccessConditions = &blob.ModifiedAccessConditions{}
-		}
-		o.AccessConditions.ModifiedAccessConditions.IfMatch = &etag
+	if !as(&o) {
+		return errNoPrecondition
 	}
+	etag := azcore.ETag(`"` + version + `"`)
+	if o.AccessConditions == nil {
+		o.AccessConditions = &azblob.AccessConditions{}
+	}
+	if o.AccessConditions.ModifiedAccessConditions == nil {
+		o.AccessConditions.ModifiedAccessConditions = &blob.ModifiedAccessConditions{}
+	}
+	o.AccessConditions.ModifiedAccessConditions.IfMatch = &etag
+	return nil
 }

@@ -161,6 +161,10 @@ func (r *retrier) do(ctx context.Context, op, what string, try func(ctx context.
 			r.budget.refund(1)
 			return nil
 		case kindChanged:
+			var ae *answerError
+			if errors.As(err, &ae) {
+				return fmt.Errorf("%s: %s: %w", r.store, clip(what, 256), ae) // without the provider's layers
+			}
 			if errors.Is(err, ErrChanged) {
 				return err
 			}
@@ -183,9 +187,9 @@ func (r *retrier) do(ctx context.Context, op, what string, try func(ctx context.
 			return fmt.Errorf("%w: %s: %s: %w", ErrUnavailable, r.store, what, err)
 		case kindProtocol:
 			// Said without the provider's layers around it.
-			var pe *protocolError
-			if errors.As(err, &pe) {
-				err = pe
+			var ae *answerError
+			if errors.As(err, &ae) {
+				err = ae
 			}
 			return fmt.Errorf("%s: %s: %w", r.store, clip(what, 256), err)
 		}
