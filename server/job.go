@@ -39,6 +39,9 @@ type job struct {
 	// fields are the fields the job sends with its samples (JobSpec
 	// fields), nil for none.
 	fields *pipeline.FieldSet
+	// mix is each dataset's share of an epoch when ds is a mix
+	// (JobSpec.mix); nil for one dataset.
+	mix []MixShare
 	// id names the job in queue names and metrics (its coordinator's
 	// name, or the Work stream's and its job id).
 	id string
@@ -71,9 +74,21 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 	if len(j.name) > maxDatasetName {
 		return nil, status.Errorf(codes.InvalidArgument, "dataset name of %d bytes: the limit is %d", len(j.name), maxDatasetName)
 	}
-	var ok bool
-	if j.ds, ok = s.datasets[j.name]; !ok {
-		return nil, status.Errorf(codes.NotFound, "unknown dataset %q; known: %s", truncate(j.name, 64), strings.Join(s.names, ", "))
+	if len(spec.GetMix()) > 0 {
+		sh := shuffleChoice{on: spec.GetShuffle(), window: int(spec.GetShuffleWindow())}
+		if spec.GetShuffleMode() == stokerv1.ShuffleMode_SHUFFLE_MODE_BLOCK {
+			sh.window = max(sh.window, 1)
+		}
+		mixed, shares, err := s.mixOf(spec, sh)
+		if err != nil {
+			return nil, err
+		}
+		j.name, j.ds, j.mix = mixName(spec), mixed, shares
+	} else {
+		var ok bool
+		if j.ds, ok = s.datasets[j.name]; !ok {
+			return nil, status.Errorf(codes.NotFound, "unknown dataset %q; known: %s", truncate(j.name, 64), strings.Join(s.names, ", "))
+		}
 	}
 	if fp := spec.GetFingerprint(); fp != "" && fp != j.ds.Fingerprint() {
 		return nil, status.Errorf(codes.FailedPrecondition, "dataset %q differs: the job expects fingerprint %s, this server has %s",
@@ -178,11 +193,24 @@ func (j *job) plan(epoch, consumed uint64) Plan {
 		spans = j.epochWorld
 	}
 	return NewPlan(PlanSpec{
-		Size: j.ds.Len(), Seed: j.spec.GetSeed(), Epoch: epoch, Shuffle: j.shuffle.on,
+		Size: j.epochSize(), Seed: j.spec.GetSeed(), Epoch: epoch, Shuffle: j.shuffle.on,
 		Rank: j.rank, World: j.world, BatchSize: int(j.spec.GetBatchSize()), DropLast: j.spec.GetDropLast(),
 		Consumed: consumed, Window: j.shuffle.window, Shards: j.shuffle.starts, Spans: spans,
-		Repeats: j.repeats, EpochWorld: spans,
+		Repeats: j.repeats, EpochWorld: spans, Mix: j.mix,
 	})
+}
+
+// epochSize is the positions of an epoch's order before repeats: the
+// dataset's samples, or a mix's draws.
+func (j *job) epochSize() int {
+	if j.mix == nil {
+		return j.ds.Len()
+	}
+	var n uint64
+	for _, m := range j.mix {
+		n += m.Quota
+	}
+	return int(n)
 }
 
 // info is the JobInfo that opens epoch with plan p.
@@ -200,7 +228,7 @@ func (j *job) info(epoch uint64, p coord.Plan) *stokerv1.JobInfo {
 		Epoch:         epoch,
 		Batches:       uint64(p.Batches()),
 		Samples:       uint64(p.Samples()),
-		DatasetSize:   uint64(j.ds.Len()),
+		DatasetSize:   uint64(j.epochSize()),
 		Fingerprint:   j.ds.Fingerprint(),
 		Classes:       j.ds.Classes(),
 		SampleShape:   []uint32{uint32(shape[0]), uint32(shape[1]), uint32(shape[2])},

@@ -3,6 +3,7 @@ package server
 import (
 	"math"
 	"math/bits"
+	"sort"
 
 	"github.com/stoker-dev/stoker/pipeline"
 )
@@ -53,6 +54,7 @@ type Plan struct {
 	perm      permutation
 	shuffle   bool
 	block     *blockOrder // the block shuffle's order; nil for the others
+	mix       *mixOrder   // a mix's draws from its datasets; nil for one dataset
 	n         uint64      // positions of the epoch's order
 	repeats   uint64      // repeated augmentation's copies of a sample (1: off)
 	spans     uint64      // block shuffle: spans of the lockstep order
@@ -98,6 +100,22 @@ type PlanSpec struct {
 	// EpochWorld is the world size the epoch began with (elastic resume;
 	// 0 means World): a repeated-augmentation epoch's length is its.
 	EpochWorld int
+	// Mix, when set, plans a mix of datasets (pipeline.Mixed; with
+	// Shuffle, not with Window or Repeats): Size is then the epoch's
+	// positions, the parts' quotas added up. The epoch's order is the
+	// global shuffle's permutation of Size draws, part p's Quota of them
+	// in a block; part p's j-th draw is its sample at position j mod
+	// Size of its own permutation for cycle j / Size (a fresh one each
+	// time a part is drawn past its size within an epoch, and each epoch).
+	Mix []MixShare
+}
+
+// MixShare is one dataset of a mix, as a plan sees it: its samples are
+// [Start, Start+Size) of the mix's indices, and an epoch draws Quota of
+// them.
+type MixShare struct {
+	Start, Size int
+	Quota       uint64
 }
 
 // NewPlan computes the plan of s. It panics on a spec that breaks the
@@ -114,6 +132,12 @@ func NewPlan(s PlanSpec) Plan {
 		}
 		p.repeats = uint64(s.Repeats)
 		p.n = RepeatedLength(s.Size, max(s.EpochWorld, 0), s.World)
+	}
+	if len(s.Mix) > 0 {
+		if !s.Shuffle || s.Window > 0 || s.Repeats > 1 {
+			panic("server: invalid PlanSpec")
+		}
+		p.mix = newMixOrder(s.Mix, s.Seed, s.Epoch, n)
 	}
 	switch {
 	case s.Shuffle && s.Window > 0:
@@ -211,10 +235,51 @@ func (p Plan) at(j uint64, c *windowPerm) uint64 {
 	switch {
 	case p.block != nil:
 		return p.block.at(spanned(pos, p.n, p.spans), c)
+	case p.mix != nil:
+		return p.mix.at(p.perm.at(pos))
 	case p.shuffle:
 		return p.perm.at(pos)
 	}
 	return pos
+}
+
+// mixOrder maps a mix's draws to its samples: draw v is part p's
+// (v - ends[p-1])-th, where ends are the quotas' running sums.
+type mixOrder struct {
+	ends, starts, sizes []uint64
+	seed, epoch         uint64
+}
+
+func newMixOrder(mix []MixShare, seed, epoch, n uint64) *mixOrder {
+	m := &mixOrder{seed: seed, epoch: epoch}
+	var end uint64
+	for _, s := range mix {
+		if s.Size <= 0 || s.Start < 0 {
+			panic("server: invalid PlanSpec")
+		}
+		end += s.Quota
+		m.ends = append(m.ends, end)
+		m.starts = append(m.starts, uint64(s.Start))
+		m.sizes = append(m.sizes, uint64(s.Size))
+	}
+	if end != n {
+		panic("server: invalid PlanSpec")
+	}
+	return m
+}
+
+// at is draw v's index in the mix. Part p's permutation for its cycle c
+// is keyed by (seed, epoch, an index no sample has, c): the same on every
+// machine, and unrelated to the epoch's order and to the other parts'.
+func (m *mixOrder) at(v uint64) uint64 {
+	p := sort.Search(len(m.ends), func(k int) bool { return m.ends[k] > v })
+	j := v
+	if p > 0 {
+		j -= m.ends[p-1]
+	}
+	c, r := j/m.sizes[p], j%m.sizes[p]
+	key := pipeline.Key{Seed: m.seed, Epoch: m.epoch, Index: math.MaxUint64 - 1 - uint64(p)}
+	return m.starts[p] + newPermutationFrom(m.sizes[p], key.Stream(c)).at(r)
 }
 
 // permutation is a keyed pseudorandom bijection of [0, n): a balanced

@@ -20,6 +20,7 @@ from typing import Any
 
 from stoker import transforms
 from stoker._batch import Batch
+from stoker._mix import Mix
 from stoker.loader import DatasetInfo, Loader, LoaderStats, SampleError, StokerError, list_datasets
 from stoker.transforms import normalize
 
@@ -27,6 +28,7 @@ __all__ = [
     "Loader",
     "Batch",
     "Dataset",
+    "Mix",
     "transforms",
     "normalize",
     "StokerError",

@@ -48,6 +48,8 @@ class Job:
     # server's default); neither changes a pixel or the order.
     fields: Tuple[str, ...] = ()
     max_field_bytes: Optional[int] = None
+    # A mix of datasets (stoker.Mix) instead of one: dataset is then "".
+    mix: Optional[Any] = None
 
     def spec(self) -> pb.JobSpec:
         """The JobSpec of OpenJob and DescribeJob."""
@@ -69,6 +71,8 @@ class Job:
             repeats=self.repeats if self.repeats > 1 else 0,
             fields=self.fields,
             max_field_bytes=self.max_field_bytes or 0,
+            mix=self.mix.to_proto() if self.mix is not None else None,
+            mix_samples=(self.mix.samples or 0) if self.mix is not None else 0,
         )
 
     def _error_limit(self) -> Optional[pb.SampleErrorLimit]:
@@ -103,7 +107,7 @@ class Job:
         from google.protobuf import json_format
 
         return {
-            "dataset": self.dataset,
+            "dataset": self.mix.key() if self.mix is not None else self.dataset,
             "transform": json_format.MessageToDict(self.transform),
             "batch_size": self.batch_size,
             "seed": self.seed,

@@ -31,6 +31,7 @@ from stoker import _args, _world
 from stoker import transforms as _transforms
 from stoker._buffers import _BufferPool, batch_tensors
 from stoker._channel import DatasetInfo, Endpoint, list_datasets
+from stoker._mix import Mix
 from stoker._errors import SampleError, StokerError
 from stoker._job import FAIL_POLICIES, Job, layout_enum
 from stoker._malloc import tune_malloc
@@ -135,7 +136,8 @@ class Loader:
         target: the server's address. A host without a port is on
             stoker's port, 7070 (``stoker serve``'s default ``--listen``),
             never gRPC's default 443: ``"gpu-box"`` is ``"gpu-box:7070"``.
-        dataset: a dataset name the server serves (see :func:`list_datasets`).
+        dataset: a dataset name the server serves (see :func:`list_datasets`),
+            or a :class:`stoker.Mix` of several, drawn by weight.
         transform: a preset name (``"imagenet-train"``, ``"imagenet-eval"``,
             :data:`stoker.transforms.PRESETS`), a
             :class:`stoker.transforms.Compose` of ops, or a
@@ -292,7 +294,7 @@ class Loader:
     def __init__(
         self,
         target: str,
-        dataset: str,
+        dataset: Union[str, Mix],
         transform: _transforms.TransformLike = "imagenet-train",
         batch_size: int = 256,
         shuffle: Union[bool, str] = True,
@@ -325,7 +327,13 @@ class Loader:
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
-        self.dataset = _args.string("dataset", dataset)
+        self.dataset: Union[str, Mix] = dataset if isinstance(dataset, Mix) else _args.string("dataset", dataset)
+        if isinstance(dataset, Mix):
+            if shuffle is not True:
+                raise ValueError("a Mix draws its samples in the global shuffle's order: it needs shuffle=True "
+                                 "(not False, nor the block shuffle: shard-level mixing is not supported yet)")
+            if repeats != 1:
+                raise ValueError("repeats with a Mix is not supported: mix first, or repeat one dataset")
         self.transform = transform
         self._spec = _transforms.to_spec(transform)  # TypeError unless a preset name or ops
         self.batch_size = _args.integer("batch_size", batch_size, 1, MAX_BATCH_SIZE)
@@ -513,10 +521,11 @@ class Loader:
         return EpochSetter(self)
 
     def _job(self) -> Job:
-        return Job(self.dataset, self._spec, self.batch_size, self.seed, self.shuffle, self.rank, self.world_size,
+        mix = self.dataset if isinstance(self.dataset, Mix) else None
+        return Job("" if mix is not None else self.dataset, self._spec, self.batch_size, self.seed, self.shuffle, self.rank, self.world_size,
                    self.drop_last, self.layout, self.fail_policy, self.shuffle_window, trace=self.trace,
                    max_sample_errors=self.max_sample_errors, repeats=self.repeats, fields=self.fields,
-                   max_field_bytes=self.max_field_bytes)
+                   max_field_bytes=self.max_field_bytes, mix=mix)
 
     def state_dict(self) -> Dict[str, Any]:
         """The position to resume from, as plain Python values (fit for

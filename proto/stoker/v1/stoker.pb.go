@@ -406,6 +406,7 @@ func (*FeedRequest_Shm) isFeedRequest_Msg() {}
 type JobSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// A dataset name the server knows (see ListDatasets); never a path.
+	// Empty for a mix (mix).
 	Dataset string `protobuf:"bytes,1,opt,name=dataset,proto3" json:"dataset,omitempty"`
 	// The dataset's fingerprint the job expects; empty: whatever the server
 	// has. Coordinators set it when they forward a job, so a worker with
@@ -465,6 +466,16 @@ type JobSpec struct {
 	// batch_size x fields x 16 KiB would pass a batch's bound for fields,
 	// 32 MiB; set, batch_size x fields x max_field_bytes must be within it.
 	MaxFieldBytes uint32 `protobuf:"varint,31,opt,name=max_field_bytes,json=maxFieldBytes,proto3" json:"max_field_bytes,omitempty"`
+	// A mix of datasets, instead of one (dataset left empty): 1..64
+	// datasets the server knows, each once, with weights > 0. An epoch has
+	// mix_samples positions (0: the datasets' sizes added up), split over
+	// the datasets in proportion to their weights (each within one of its
+	// exact share); a dataset drawn more often than it has samples goes
+	// round again in a fresh order. Needs the global shuffle; not with
+	// repeats. Each sample's labels are its own dataset's; its
+	// "__source__" field names it.
+	Mix           []*MixPart `protobuf:"bytes,32,rep,name=mix,proto3" json:"mix,omitempty"`
+	MixSamples    uint64     `protobuf:"varint,33,opt,name=mix_samples,json=mixSamples,proto3" json:"mix_samples,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -625,6 +636,73 @@ func (x *JobSpec) GetMaxFieldBytes() uint32 {
 	return 0
 }
 
+func (x *JobSpec) GetMix() []*MixPart {
+	if x != nil {
+		return x.Mix
+	}
+	return nil
+}
+
+func (x *JobSpec) GetMixSamples() uint64 {
+	if x != nil {
+		return x.MixSamples
+	}
+	return 0
+}
+
+// MixPart is one dataset of a mix and its weight.
+type MixPart struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dataset       string                 `protobuf:"bytes,1,opt,name=dataset,proto3" json:"dataset,omitempty"`
+	Weight        float64                `protobuf:"fixed64,2,opt,name=weight,proto3" json:"weight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MixPart) Reset() {
+	*x = MixPart{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MixPart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MixPart) ProtoMessage() {}
+
+func (x *MixPart) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MixPart.ProtoReflect.Descriptor instead.
+func (*MixPart) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *MixPart) GetDataset() string {
+	if x != nil {
+		return x.Dataset
+	}
+	return ""
+}
+
+func (x *MixPart) GetWeight() float64 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
 // SampleErrorLimit bounds the failed samples of one epoch of a stream (its
 // rank's share): a job fails when they are more than count, and more than
 // fraction of the epoch's samples. Both 0: no failed sample is tolerated.
@@ -639,7 +717,7 @@ type SampleErrorLimit struct {
 
 func (x *SampleErrorLimit) Reset() {
 	*x = SampleErrorLimit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[2]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +729,7 @@ func (x *SampleErrorLimit) String() string {
 func (*SampleErrorLimit) ProtoMessage() {}
 
 func (x *SampleErrorLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[2]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +742,7 @@ func (x *SampleErrorLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleErrorLimit.ProtoReflect.Descriptor instead.
 func (*SampleErrorLimit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{2}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SampleErrorLimit) GetCount() uint64 {
@@ -719,7 +797,7 @@ type OpenJob struct {
 
 func (x *OpenJob) Reset() {
 	*x = OpenJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -731,7 +809,7 @@ func (x *OpenJob) String() string {
 func (*OpenJob) ProtoMessage() {}
 
 func (x *OpenJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[3]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -744,7 +822,7 @@ func (x *OpenJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenJob.ProtoReflect.Descriptor instead.
 func (*OpenJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *OpenJob) GetJob() *JobSpec {
@@ -830,7 +908,7 @@ type ShmRequest struct {
 
 func (x *ShmRequest) Reset() {
 	*x = ShmRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -842,7 +920,7 @@ func (x *ShmRequest) String() string {
 func (*ShmRequest) ProtoMessage() {}
 
 func (x *ShmRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[4]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -855,7 +933,7 @@ func (x *ShmRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShmRequest.ProtoReflect.Descriptor instead.
 func (*ShmRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{4}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ShmRequest) GetBootId() string {
@@ -888,7 +966,7 @@ type ShmOffer struct {
 
 func (x *ShmOffer) Reset() {
 	*x = ShmOffer{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -900,7 +978,7 @@ func (x *ShmOffer) String() string {
 func (*ShmOffer) ProtoMessage() {}
 
 func (x *ShmOffer) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[5]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -913,7 +991,7 @@ func (x *ShmOffer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShmOffer.ProtoReflect.Descriptor instead.
 func (*ShmOffer) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{5}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ShmOffer) GetDeclined() string {
@@ -963,7 +1041,7 @@ type ShmAccept struct {
 
 func (x *ShmAccept) Reset() {
 	*x = ShmAccept{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1053,7 @@ func (x *ShmAccept) String() string {
 func (*ShmAccept) ProtoMessage() {}
 
 func (x *ShmAccept) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[6]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1066,7 @@ func (x *ShmAccept) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShmAccept.ProtoReflect.Descriptor instead.
 func (*ShmAccept) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{6}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ShmAccept) GetOk() bool {
@@ -1018,7 +1096,7 @@ type DescribeJobRequest struct {
 
 func (x *DescribeJobRequest) Reset() {
 	*x = DescribeJobRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1030,7 +1108,7 @@ func (x *DescribeJobRequest) String() string {
 func (*DescribeJobRequest) ProtoMessage() {}
 
 func (x *DescribeJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[7]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1043,7 +1121,7 @@ func (x *DescribeJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeJobRequest.ProtoReflect.Descriptor instead.
 func (*DescribeJobRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{7}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DescribeJobRequest) GetJob() *JobSpec {
@@ -1077,7 +1155,7 @@ type DescribeJobResponse struct {
 
 func (x *DescribeJobResponse) Reset() {
 	*x = DescribeJobResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1167,7 @@ func (x *DescribeJobResponse) String() string {
 func (*DescribeJobResponse) ProtoMessage() {}
 
 func (x *DescribeJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[8]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1180,7 @@ func (x *DescribeJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeJobResponse.ProtoReflect.Descriptor instead.
 func (*DescribeJobResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{8}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DescribeJobResponse) GetInfo() *JobInfo {
@@ -1138,7 +1216,7 @@ type TransformSpec struct {
 
 func (x *TransformSpec) Reset() {
 	*x = TransformSpec{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1150,7 +1228,7 @@ func (x *TransformSpec) String() string {
 func (*TransformSpec) ProtoMessage() {}
 
 func (x *TransformSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[9]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1163,7 +1241,7 @@ func (x *TransformSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransformSpec.ProtoReflect.Descriptor instead.
 func (*TransformSpec) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{9}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TransformSpec) GetPreset() string {
@@ -1203,7 +1281,7 @@ type ViewGroup struct {
 
 func (x *ViewGroup) Reset() {
 	*x = ViewGroup{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1215,7 +1293,7 @@ func (x *ViewGroup) String() string {
 func (*ViewGroup) ProtoMessage() {}
 
 func (x *ViewGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[10]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1228,7 +1306,7 @@ func (x *ViewGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewGroup.ProtoReflect.Descriptor instead.
 func (*ViewGroup) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{10}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ViewGroup) GetName() string {
@@ -1291,7 +1369,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1303,7 +1381,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[11]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1316,7 +1394,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{11}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Op) GetOp() isOp_Op {
@@ -1746,7 +1824,7 @@ type Range struct {
 
 func (x *Range) Reset() {
 	*x = Range{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1758,7 +1836,7 @@ func (x *Range) String() string {
 func (*Range) ProtoMessage() {}
 
 func (x *Range) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[12]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1771,7 +1849,7 @@ func (x *Range) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Range.ProtoReflect.Descriptor instead.
 func (*Range) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{12}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Range) GetMin() float64 {
@@ -1807,7 +1885,7 @@ type RandomResizedCrop struct {
 
 func (x *RandomResizedCrop) Reset() {
 	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1819,7 +1897,7 @@ func (x *RandomResizedCrop) String() string {
 func (*RandomResizedCrop) ProtoMessage() {}
 
 func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1832,7 +1910,7 @@ func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
 func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{13}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RandomResizedCrop) GetHeight() uint32 {
@@ -1905,7 +1983,7 @@ type Resize struct {
 
 func (x *Resize) Reset() {
 	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1917,7 +1995,7 @@ func (x *Resize) String() string {
 func (*Resize) ProtoMessage() {}
 
 func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1930,7 +2008,7 @@ func (x *Resize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resize.ProtoReflect.Descriptor instead.
 func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Resize) GetHeight() uint32 {
@@ -1972,7 +2050,7 @@ type CenterCrop struct {
 
 func (x *CenterCrop) Reset() {
 	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1984,7 +2062,7 @@ func (x *CenterCrop) String() string {
 func (*CenterCrop) ProtoMessage() {}
 
 func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1997,7 +2075,7 @@ func (x *CenterCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
 func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CenterCrop) GetHeight() uint32 {
@@ -2024,7 +2102,7 @@ type RandomHorizontalFlip struct {
 
 func (x *RandomHorizontalFlip) Reset() {
 	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2036,7 +2114,7 @@ func (x *RandomHorizontalFlip) String() string {
 func (*RandomHorizontalFlip) ProtoMessage() {}
 
 func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2049,7 +2127,7 @@ func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
 func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RandomHorizontalFlip) GetP() float64 {
@@ -2069,7 +2147,7 @@ type RandomVerticalFlip struct {
 
 func (x *RandomVerticalFlip) Reset() {
 	*x = RandomVerticalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2081,7 +2159,7 @@ func (x *RandomVerticalFlip) String() string {
 func (*RandomVerticalFlip) ProtoMessage() {}
 
 func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2094,7 +2172,7 @@ func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomVerticalFlip.ProtoReflect.Descriptor instead.
 func (*RandomVerticalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RandomVerticalFlip) GetP() float64 {
@@ -2124,7 +2202,7 @@ type ColorJitter struct {
 
 func (x *ColorJitter) Reset() {
 	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2136,7 +2214,7 @@ func (x *ColorJitter) String() string {
 func (*ColorJitter) ProtoMessage() {}
 
 func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2149,7 +2227,7 @@ func (x *ColorJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
 func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ColorJitter) GetBrightness() float64 {
@@ -2220,7 +2298,7 @@ type Normalize struct {
 
 func (x *Normalize) Reset() {
 	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2232,7 +2310,7 @@ func (x *Normalize) String() string {
 func (*Normalize) ProtoMessage() {}
 
 func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2245,7 +2323,7 @@ func (x *Normalize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
 func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Normalize) GetMean() []float64 {
@@ -2272,7 +2350,7 @@ type Grayscale struct {
 
 func (x *Grayscale) Reset() {
 	*x = Grayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2284,7 +2362,7 @@ func (x *Grayscale) String() string {
 func (*Grayscale) ProtoMessage() {}
 
 func (x *Grayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2297,7 +2375,7 @@ func (x *Grayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grayscale.ProtoReflect.Descriptor instead.
 func (*Grayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Grayscale) GetNumOutputChannels() uint32 {
@@ -2317,7 +2395,7 @@ type RandomGrayscale struct {
 
 func (x *RandomGrayscale) Reset() {
 	*x = RandomGrayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2329,7 +2407,7 @@ func (x *RandomGrayscale) String() string {
 func (*RandomGrayscale) ProtoMessage() {}
 
 func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2342,7 +2420,7 @@ func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomGrayscale.ProtoReflect.Descriptor instead.
 func (*RandomGrayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RandomGrayscale) GetP() float64 {
@@ -2366,7 +2444,7 @@ type GaussianBlur struct {
 
 func (x *GaussianBlur) Reset() {
 	*x = GaussianBlur{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2378,7 +2456,7 @@ func (x *GaussianBlur) String() string {
 func (*GaussianBlur) ProtoMessage() {}
 
 func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2391,7 +2469,7 @@ func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GaussianBlur.ProtoReflect.Descriptor instead.
 func (*GaussianBlur) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GaussianBlur) GetKernelX() uint32 {
@@ -2433,7 +2511,7 @@ type RandomSolarize struct {
 
 func (x *RandomSolarize) Reset() {
 	*x = RandomSolarize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2445,7 +2523,7 @@ func (x *RandomSolarize) String() string {
 func (*RandomSolarize) ProtoMessage() {}
 
 func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2458,7 +2536,7 @@ func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomSolarize.ProtoReflect.Descriptor instead.
 func (*RandomSolarize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RandomSolarize) GetThreshold() float64 {
@@ -2486,7 +2564,7 @@ type RandomPosterize struct {
 
 func (x *RandomPosterize) Reset() {
 	*x = RandomPosterize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2498,7 +2576,7 @@ func (x *RandomPosterize) String() string {
 func (*RandomPosterize) ProtoMessage() {}
 
 func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2511,7 +2589,7 @@ func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPosterize.ProtoReflect.Descriptor instead.
 func (*RandomPosterize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RandomPosterize) GetBits() uint32 {
@@ -2538,7 +2616,7 @@ type RandomInvert struct {
 
 func (x *RandomInvert) Reset() {
 	*x = RandomInvert{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2550,7 +2628,7 @@ func (x *RandomInvert) String() string {
 func (*RandomInvert) ProtoMessage() {}
 
 func (x *RandomInvert) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2563,7 +2641,7 @@ func (x *RandomInvert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomInvert.ProtoReflect.Descriptor instead.
 func (*RandomInvert) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RandomInvert) GetP() float64 {
@@ -2583,7 +2661,7 @@ type RandomEqualize struct {
 
 func (x *RandomEqualize) Reset() {
 	*x = RandomEqualize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2595,7 +2673,7 @@ func (x *RandomEqualize) String() string {
 func (*RandomEqualize) ProtoMessage() {}
 
 func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2608,7 +2686,7 @@ func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomEqualize.ProtoReflect.Descriptor instead.
 func (*RandomEqualize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RandomEqualize) GetP() float64 {
@@ -2628,7 +2706,7 @@ type RandomAutocontrast struct {
 
 func (x *RandomAutocontrast) Reset() {
 	*x = RandomAutocontrast{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2640,7 +2718,7 @@ func (x *RandomAutocontrast) String() string {
 func (*RandomAutocontrast) ProtoMessage() {}
 
 func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2653,7 +2731,7 @@ func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAutocontrast.ProtoReflect.Descriptor instead.
 func (*RandomAutocontrast) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RandomAutocontrast) GetP() float64 {
@@ -2674,7 +2752,7 @@ type RandomAdjustSharpness struct {
 
 func (x *RandomAdjustSharpness) Reset() {
 	*x = RandomAdjustSharpness{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2686,7 +2764,7 @@ func (x *RandomAdjustSharpness) String() string {
 func (*RandomAdjustSharpness) ProtoMessage() {}
 
 func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2699,7 +2777,7 @@ func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAdjustSharpness.ProtoReflect.Descriptor instead.
 func (*RandomAdjustSharpness) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RandomAdjustSharpness) GetSharpnessFactor() float64 {
@@ -2734,7 +2812,7 @@ type RandomRotation struct {
 
 func (x *RandomRotation) Reset() {
 	*x = RandomRotation{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2746,7 +2824,7 @@ func (x *RandomRotation) String() string {
 func (*RandomRotation) ProtoMessage() {}
 
 func (x *RandomRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2759,7 +2837,7 @@ func (x *RandomRotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomRotation.ProtoReflect.Descriptor instead.
 func (*RandomRotation) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RandomRotation) GetDegrees() *Range {
@@ -2817,7 +2895,7 @@ type RandomAffine struct {
 
 func (x *RandomAffine) Reset() {
 	*x = RandomAffine{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2829,7 +2907,7 @@ func (x *RandomAffine) String() string {
 func (*RandomAffine) ProtoMessage() {}
 
 func (x *RandomAffine) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2842,7 +2920,7 @@ func (x *RandomAffine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAffine.ProtoReflect.Descriptor instead.
 func (*RandomAffine) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RandomAffine) GetDegrees() *Range {
@@ -2921,7 +2999,7 @@ type RandomErasing struct {
 
 func (x *RandomErasing) Reset() {
 	*x = RandomErasing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2933,7 +3011,7 @@ func (x *RandomErasing) String() string {
 func (*RandomErasing) ProtoMessage() {}
 
 func (x *RandomErasing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2946,7 +3024,7 @@ func (x *RandomErasing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomErasing.ProtoReflect.Descriptor instead.
 func (*RandomErasing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RandomErasing) GetP() float64 {
@@ -3009,7 +3087,7 @@ type RandomApply struct {
 
 func (x *RandomApply) Reset() {
 	*x = RandomApply{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3021,7 +3099,7 @@ func (x *RandomApply) String() string {
 func (*RandomApply) ProtoMessage() {}
 
 func (x *RandomApply) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3034,7 +3112,7 @@ func (x *RandomApply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomApply.ProtoReflect.Descriptor instead.
 func (*RandomApply) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RandomApply) GetOps() []*Op {
@@ -3062,7 +3140,7 @@ type RandomChoice struct {
 
 func (x *RandomChoice) Reset() {
 	*x = RandomChoice{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3074,7 +3152,7 @@ func (x *RandomChoice) String() string {
 func (*RandomChoice) ProtoMessage() {}
 
 func (x *RandomChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3087,7 +3165,7 @@ func (x *RandomChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomChoice.ProtoReflect.Descriptor instead.
 func (*RandomChoice) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RandomChoice) GetOps() []*Op {
@@ -3114,7 +3192,7 @@ type RandomOrder struct {
 
 func (x *RandomOrder) Reset() {
 	*x = RandomOrder{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3126,7 +3204,7 @@ func (x *RandomOrder) String() string {
 func (*RandomOrder) ProtoMessage() {}
 
 func (x *RandomOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3139,7 +3217,7 @@ func (x *RandomOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomOrder.ProtoReflect.Descriptor instead.
 func (*RandomOrder) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RandomOrder) GetOps() []*Op {
@@ -3163,7 +3241,7 @@ type TrivialAugmentWide struct {
 
 func (x *TrivialAugmentWide) Reset() {
 	*x = TrivialAugmentWide{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3175,7 +3253,7 @@ func (x *TrivialAugmentWide) String() string {
 func (*TrivialAugmentWide) ProtoMessage() {}
 
 func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3188,7 +3266,7 @@ func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrivialAugmentWide.ProtoReflect.Descriptor instead.
 func (*TrivialAugmentWide) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TrivialAugmentWide) GetNumMagnitudeBins() uint32 {
@@ -3227,7 +3305,7 @@ type RandAugment struct {
 
 func (x *RandAugment) Reset() {
 	*x = RandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3239,7 +3317,7 @@ func (x *RandAugment) String() string {
 func (*RandAugment) ProtoMessage() {}
 
 func (x *RandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3252,7 +3330,7 @@ func (x *RandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandAugment.ProtoReflect.Descriptor instead.
 func (*RandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RandAugment) GetNumOps() uint32 {
@@ -3303,7 +3381,7 @@ type AutoAugment struct {
 
 func (x *AutoAugment) Reset() {
 	*x = AutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3315,7 +3393,7 @@ func (x *AutoAugment) String() string {
 func (*AutoAugment) ProtoMessage() {}
 
 func (x *AutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3328,7 +3406,7 @@ func (x *AutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoAugment.ProtoReflect.Descriptor instead.
 func (*AutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *AutoAugment) GetPolicy() string {
@@ -3369,7 +3447,7 @@ type AugMix struct {
 
 func (x *AugMix) Reset() {
 	*x = AugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3381,7 +3459,7 @@ func (x *AugMix) String() string {
 func (*AugMix) ProtoMessage() {}
 
 func (x *AugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3394,7 +3472,7 @@ func (x *AugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AugMix.ProtoReflect.Descriptor instead.
 func (*AugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *AugMix) GetSeverity() uint32 {
@@ -3463,7 +3541,7 @@ type TimmRandAugment struct {
 
 func (x *TimmRandAugment) Reset() {
 	*x = TimmRandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3475,7 +3553,7 @@ func (x *TimmRandAugment) String() string {
 func (*TimmRandAugment) ProtoMessage() {}
 
 func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3488,7 +3566,7 @@ func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmRandAugment.ProtoReflect.Descriptor instead.
 func (*TimmRandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *TimmRandAugment) GetConfig() string {
@@ -3533,7 +3611,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3545,7 +3623,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3558,7 +3636,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -3613,7 +3691,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3625,7 +3703,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3638,7 +3716,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -3736,7 +3814,9 @@ type JobInfo struct {
 	// Batches this rank gets this epoch (the same for every rank).
 	Batches uint64 `protobuf:"varint,2,opt,name=batches,proto3" json:"batches,omitempty"`
 	// Samples this rank gets this epoch.
-	Samples     uint64   `protobuf:"varint,3,opt,name=samples,proto3" json:"samples,omitempty"`
+	Samples uint64 `protobuf:"varint,3,opt,name=samples,proto3" json:"samples,omitempty"`
+	// Samples in the dataset; of a mix, the positions of its epoch
+	// (JobSpec.mix_samples).
 	DatasetSize uint64   `protobuf:"varint,4,opt,name=dataset_size,json=datasetSize,proto3" json:"dataset_size,omitempty"`
 	Fingerprint string   `protobuf:"bytes,5,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
 	Classes     []string `protobuf:"bytes,6,rep,name=classes,proto3" json:"classes,omitempty"`
@@ -3755,7 +3835,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3767,7 +3847,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3780,7 +3860,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -3866,7 +3946,7 @@ type ViewInfo struct {
 
 func (x *ViewInfo) Reset() {
 	*x = ViewInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3878,7 +3958,7 @@ func (x *ViewInfo) String() string {
 func (*ViewInfo) ProtoMessage() {}
 
 func (x *ViewInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3891,7 +3971,7 @@ func (x *ViewInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewInfo.ProtoReflect.Descriptor instead.
 func (*ViewInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ViewInfo) GetName() string {
@@ -3944,7 +4024,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3956,7 +4036,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3969,7 +4049,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -4066,7 +4146,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4078,7 +4158,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4091,7 +4171,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -4116,7 +4196,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4128,7 +4208,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4141,7 +4221,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *FieldValues) GetName() string {
@@ -4178,7 +4258,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4190,7 +4270,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4203,7 +4283,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -4241,7 +4321,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4253,7 +4333,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4266,7 +4346,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -4303,7 +4383,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4315,7 +4395,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4328,7 +4408,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -4368,7 +4448,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4380,7 +4460,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4393,7 +4473,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -4406,7 +4486,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4418,7 +4498,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4431,7 +4511,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -4459,7 +4539,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4471,7 +4551,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4484,7 +4564,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -4546,7 +4626,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4558,7 +4638,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4571,7 +4651,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -4677,7 +4757,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4689,7 +4769,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4702,7 +4782,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -4721,7 +4801,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4733,7 +4813,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4746,7 +4826,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -4766,7 +4846,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4778,7 +4858,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4791,7 +4871,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -4834,7 +4914,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4846,7 +4926,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4859,7 +4939,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -4928,7 +5008,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4940,7 +5020,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4953,7 +5033,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -4979,7 +5059,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4991,7 +5071,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5004,7 +5084,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -5100,7 +5180,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5112,7 +5192,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5125,7 +5205,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -5197,7 +5277,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5209,7 +5289,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5222,7 +5302,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -5296,7 +5376,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5308,7 +5388,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5321,7 +5401,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -5367,7 +5447,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5379,7 +5459,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5392,7 +5472,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -5445,7 +5525,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5457,7 +5537,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5470,7 +5550,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -5503,7 +5583,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5515,7 +5595,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5528,7 +5608,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -5547,7 +5627,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5559,7 +5639,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5572,7 +5652,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -5671,7 +5751,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5683,7 +5763,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5696,7 +5776,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *JobStatus) GetId() string {
@@ -5904,7 +5984,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5916,7 +5996,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5929,7 +6009,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -6027,7 +6107,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6039,7 +6119,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6052,7 +6132,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -6141,7 +6221,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\x98\x05\n" +
+	"\x03msg\"\xdf\x05\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -6164,7 +6244,13 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x11max_sample_errors\x18\x15 \x01(\v2\x1b.stoker.v1.SampleErrorLimitR\x0fmaxSampleErrors\x12\x18\n" +
 	"\arepeats\x18( \x01(\rR\arepeats\x12\x16\n" +
 	"\x06fields\x18\x1e \x03(\tR\x06fields\x12&\n" +
-	"\x0fmax_field_bytes\x18\x1f \x01(\rR\rmaxFieldBytes\"D\n" +
+	"\x0fmax_field_bytes\x18\x1f \x01(\rR\rmaxFieldBytes\x12$\n" +
+	"\x03mix\x18  \x03(\v2\x12.stoker.v1.MixPartR\x03mix\x12\x1f\n" +
+	"\vmix_samples\x18! \x01(\x04R\n" +
+	"mixSamples\";\n" +
+	"\aMixPart\x12\x18\n" +
+	"\adataset\x18\x01 \x01(\tR\adataset\x12\x16\n" +
+	"\x06weight\x18\x02 \x01(\x01R\x06weight\"D\n" +
 	"\x10SampleErrorLimit\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x1a\n" +
 	"\bfraction\x18\x02 \x01(\x01R\bfraction\"\xc5\x02\n" +
@@ -6627,7 +6713,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(ShuffleMode)(0),              // 0: stoker.v1.ShuffleMode
 	(Layout)(0),                   // 1: stoker.v1.Layout
@@ -6636,182 +6722,184 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Dtype)(0),                    // 4: stoker.v1.Dtype
 	(*FeedRequest)(nil),           // 5: stoker.v1.FeedRequest
 	(*JobSpec)(nil),               // 6: stoker.v1.JobSpec
-	(*SampleErrorLimit)(nil),      // 7: stoker.v1.SampleErrorLimit
-	(*OpenJob)(nil),               // 8: stoker.v1.OpenJob
-	(*ShmRequest)(nil),            // 9: stoker.v1.ShmRequest
-	(*ShmOffer)(nil),              // 10: stoker.v1.ShmOffer
-	(*ShmAccept)(nil),             // 11: stoker.v1.ShmAccept
-	(*DescribeJobRequest)(nil),    // 12: stoker.v1.DescribeJobRequest
-	(*DescribeJobResponse)(nil),   // 13: stoker.v1.DescribeJobResponse
-	(*TransformSpec)(nil),         // 14: stoker.v1.TransformSpec
-	(*ViewGroup)(nil),             // 15: stoker.v1.ViewGroup
-	(*Op)(nil),                    // 16: stoker.v1.Op
-	(*Range)(nil),                 // 17: stoker.v1.Range
-	(*RandomResizedCrop)(nil),     // 18: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),                // 19: stoker.v1.Resize
-	(*CenterCrop)(nil),            // 20: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil),  // 21: stoker.v1.RandomHorizontalFlip
-	(*RandomVerticalFlip)(nil),    // 22: stoker.v1.RandomVerticalFlip
-	(*ColorJitter)(nil),           // 23: stoker.v1.ColorJitter
-	(*Normalize)(nil),             // 24: stoker.v1.Normalize
-	(*Grayscale)(nil),             // 25: stoker.v1.Grayscale
-	(*RandomGrayscale)(nil),       // 26: stoker.v1.RandomGrayscale
-	(*GaussianBlur)(nil),          // 27: stoker.v1.GaussianBlur
-	(*RandomSolarize)(nil),        // 28: stoker.v1.RandomSolarize
-	(*RandomPosterize)(nil),       // 29: stoker.v1.RandomPosterize
-	(*RandomInvert)(nil),          // 30: stoker.v1.RandomInvert
-	(*RandomEqualize)(nil),        // 31: stoker.v1.RandomEqualize
-	(*RandomAutocontrast)(nil),    // 32: stoker.v1.RandomAutocontrast
-	(*RandomAdjustSharpness)(nil), // 33: stoker.v1.RandomAdjustSharpness
-	(*RandomRotation)(nil),        // 34: stoker.v1.RandomRotation
-	(*RandomAffine)(nil),          // 35: stoker.v1.RandomAffine
-	(*RandomErasing)(nil),         // 36: stoker.v1.RandomErasing
-	(*RandomApply)(nil),           // 37: stoker.v1.RandomApply
-	(*RandomChoice)(nil),          // 38: stoker.v1.RandomChoice
-	(*RandomOrder)(nil),           // 39: stoker.v1.RandomOrder
-	(*TrivialAugmentWide)(nil),    // 40: stoker.v1.TrivialAugmentWide
-	(*RandAugment)(nil),           // 41: stoker.v1.RandAugment
-	(*AutoAugment)(nil),           // 42: stoker.v1.AutoAugment
-	(*AugMix)(nil),                // 43: stoker.v1.AugMix
-	(*TimmRandAugment)(nil),       // 44: stoker.v1.TimmRandAugment
-	(*Credit)(nil),                // 45: stoker.v1.Credit
-	(*FeedResponse)(nil),          // 46: stoker.v1.FeedResponse
-	(*JobInfo)(nil),               // 47: stoker.v1.JobInfo
-	(*ViewInfo)(nil),              // 48: stoker.v1.ViewInfo
-	(*BatchHeader)(nil),           // 49: stoker.v1.BatchHeader
-	(*Shape)(nil),                 // 50: stoker.v1.Shape
-	(*FieldValues)(nil),           // 51: stoker.v1.FieldValues
-	(*SampleError)(nil),           // 52: stoker.v1.SampleError
-	(*Chunk)(nil),                 // 53: stoker.v1.Chunk
-	(*EpochEnd)(nil),              // 54: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),   // 55: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),  // 56: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),           // 57: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),           // 58: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                // 59: stoker.v1.JobEnd
-	(*WorkPing)(nil),              // 60: stoker.v1.WorkPing
-	(*WorkJob)(nil),               // 61: stoker.v1.WorkJob
-	(*Lease)(nil),                 // 62: stoker.v1.Lease
-	(*CancelLease)(nil),           // 63: stoker.v1.CancelLease
-	(*WorkResponse)(nil),          // 64: stoker.v1.WorkResponse
-	(*WorkerInfo)(nil),            // 65: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),       // 66: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),             // 67: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),             // 68: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),           // 69: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),         // 70: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),        // 71: stoker.v1.StatusResponse
-	(*JobStatus)(nil),             // 72: stoker.v1.JobStatus
-	(*MakingShares)(nil),          // 73: stoker.v1.MakingShares
-	(*MakerStatus)(nil),           // 74: stoker.v1.MakerStatus
+	(*MixPart)(nil),               // 7: stoker.v1.MixPart
+	(*SampleErrorLimit)(nil),      // 8: stoker.v1.SampleErrorLimit
+	(*OpenJob)(nil),               // 9: stoker.v1.OpenJob
+	(*ShmRequest)(nil),            // 10: stoker.v1.ShmRequest
+	(*ShmOffer)(nil),              // 11: stoker.v1.ShmOffer
+	(*ShmAccept)(nil),             // 12: stoker.v1.ShmAccept
+	(*DescribeJobRequest)(nil),    // 13: stoker.v1.DescribeJobRequest
+	(*DescribeJobResponse)(nil),   // 14: stoker.v1.DescribeJobResponse
+	(*TransformSpec)(nil),         // 15: stoker.v1.TransformSpec
+	(*ViewGroup)(nil),             // 16: stoker.v1.ViewGroup
+	(*Op)(nil),                    // 17: stoker.v1.Op
+	(*Range)(nil),                 // 18: stoker.v1.Range
+	(*RandomResizedCrop)(nil),     // 19: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),                // 20: stoker.v1.Resize
+	(*CenterCrop)(nil),            // 21: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil),  // 22: stoker.v1.RandomHorizontalFlip
+	(*RandomVerticalFlip)(nil),    // 23: stoker.v1.RandomVerticalFlip
+	(*ColorJitter)(nil),           // 24: stoker.v1.ColorJitter
+	(*Normalize)(nil),             // 25: stoker.v1.Normalize
+	(*Grayscale)(nil),             // 26: stoker.v1.Grayscale
+	(*RandomGrayscale)(nil),       // 27: stoker.v1.RandomGrayscale
+	(*GaussianBlur)(nil),          // 28: stoker.v1.GaussianBlur
+	(*RandomSolarize)(nil),        // 29: stoker.v1.RandomSolarize
+	(*RandomPosterize)(nil),       // 30: stoker.v1.RandomPosterize
+	(*RandomInvert)(nil),          // 31: stoker.v1.RandomInvert
+	(*RandomEqualize)(nil),        // 32: stoker.v1.RandomEqualize
+	(*RandomAutocontrast)(nil),    // 33: stoker.v1.RandomAutocontrast
+	(*RandomAdjustSharpness)(nil), // 34: stoker.v1.RandomAdjustSharpness
+	(*RandomRotation)(nil),        // 35: stoker.v1.RandomRotation
+	(*RandomAffine)(nil),          // 36: stoker.v1.RandomAffine
+	(*RandomErasing)(nil),         // 37: stoker.v1.RandomErasing
+	(*RandomApply)(nil),           // 38: stoker.v1.RandomApply
+	(*RandomChoice)(nil),          // 39: stoker.v1.RandomChoice
+	(*RandomOrder)(nil),           // 40: stoker.v1.RandomOrder
+	(*TrivialAugmentWide)(nil),    // 41: stoker.v1.TrivialAugmentWide
+	(*RandAugment)(nil),           // 42: stoker.v1.RandAugment
+	(*AutoAugment)(nil),           // 43: stoker.v1.AutoAugment
+	(*AugMix)(nil),                // 44: stoker.v1.AugMix
+	(*TimmRandAugment)(nil),       // 45: stoker.v1.TimmRandAugment
+	(*Credit)(nil),                // 46: stoker.v1.Credit
+	(*FeedResponse)(nil),          // 47: stoker.v1.FeedResponse
+	(*JobInfo)(nil),               // 48: stoker.v1.JobInfo
+	(*ViewInfo)(nil),              // 49: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),           // 50: stoker.v1.BatchHeader
+	(*Shape)(nil),                 // 51: stoker.v1.Shape
+	(*FieldValues)(nil),           // 52: stoker.v1.FieldValues
+	(*SampleError)(nil),           // 53: stoker.v1.SampleError
+	(*Chunk)(nil),                 // 54: stoker.v1.Chunk
+	(*EpochEnd)(nil),              // 55: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),   // 56: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),  // 57: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),           // 58: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),           // 59: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                // 60: stoker.v1.JobEnd
+	(*WorkPing)(nil),              // 61: stoker.v1.WorkPing
+	(*WorkJob)(nil),               // 62: stoker.v1.WorkJob
+	(*Lease)(nil),                 // 63: stoker.v1.Lease
+	(*CancelLease)(nil),           // 64: stoker.v1.CancelLease
+	(*WorkResponse)(nil),          // 65: stoker.v1.WorkResponse
+	(*WorkerInfo)(nil),            // 66: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),       // 67: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),             // 68: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),             // 69: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),           // 70: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),         // 71: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),        // 72: stoker.v1.StatusResponse
+	(*JobStatus)(nil),             // 73: stoker.v1.JobStatus
+	(*MakingShares)(nil),          // 74: stoker.v1.MakingShares
+	(*MakerStatus)(nil),           // 75: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
-	8,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	45, // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
-	11, // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
-	14, // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
+	9,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
+	46, // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	12, // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
+	15, // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
 	1,  // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
 	2,  // 5: stoker.v1.JobSpec.fail_policy:type_name -> stoker.v1.FailPolicy
 	0,  // 6: stoker.v1.JobSpec.shuffle_mode:type_name -> stoker.v1.ShuffleMode
-	7,  // 7: stoker.v1.JobSpec.max_sample_errors:type_name -> stoker.v1.SampleErrorLimit
-	6,  // 8: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
-	9,  // 9: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
-	6,  // 10: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	47, // 11: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
-	16, // 12: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
-	15, // 13: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
-	14, // 14: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
-	18, // 15: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	19, // 16: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	20, // 17: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	21, // 18: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	23, // 19: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	24, // 20: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	22, // 21: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
-	25, // 22: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
-	26, // 23: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
-	27, // 24: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
-	28, // 25: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
-	29, // 26: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
-	30, // 27: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
-	31, // 28: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
-	32, // 29: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
-	33, // 30: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
-	34, // 31: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
-	35, // 32: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
-	36, // 33: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
-	37, // 34: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
-	38, // 35: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
-	39, // 36: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
-	40, // 37: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
-	41, // 38: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
-	42, // 39: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
-	43, // 40: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
-	44, // 41: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
-	3,  // 42: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 43: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	17, // 44: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	17, // 45: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	17, // 46: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	17, // 47: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	17, // 48: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	3,  // 49: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	17, // 50: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	17, // 51: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	3,  // 52: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	17, // 53: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	17, // 54: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	16, // 55: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	16, // 56: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	16, // 57: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	3,  // 58: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 59: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 60: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 61: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 62: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	47, // 63: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	49, // 64: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	53, // 65: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	54, // 66: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	10, // 67: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	4,  // 68: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	48, // 69: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
-	4,  // 70: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	52, // 71: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	50, // 72: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	51, // 73: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	57, // 74: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	61, // 75: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	62, // 76: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	63, // 77: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	59, // 78: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	60, // 79: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	6,  // 80: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	65, // 81: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	67, // 82: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	53, // 83: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	69, // 84: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	66, // 85: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	49, // 86: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	68, // 87: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	72, // 88: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	74, // 89: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	73, // 90: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	5,  // 91: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	55, // 92: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	12, // 93: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	70, // 94: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	58, // 95: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	46, // 96: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	56, // 97: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	13, // 98: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	71, // 99: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	64, // 100: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	96, // [96:101] is the sub-list for method output_type
-	91, // [91:96] is the sub-list for method input_type
-	91, // [91:91] is the sub-list for extension type_name
-	91, // [91:91] is the sub-list for extension extendee
-	0,  // [0:91] is the sub-list for field type_name
+	8,  // 7: stoker.v1.JobSpec.max_sample_errors:type_name -> stoker.v1.SampleErrorLimit
+	7,  // 8: stoker.v1.JobSpec.mix:type_name -> stoker.v1.MixPart
+	6,  // 9: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
+	10, // 10: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
+	6,  // 11: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
+	48, // 12: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	17, // 13: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
+	16, // 14: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
+	15, // 15: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
+	19, // 16: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	20, // 17: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	21, // 18: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	22, // 19: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	24, // 20: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	25, // 21: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	23, // 22: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
+	26, // 23: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
+	27, // 24: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
+	28, // 25: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
+	29, // 26: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
+	30, // 27: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
+	31, // 28: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
+	32, // 29: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
+	33, // 30: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
+	34, // 31: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
+	35, // 32: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
+	36, // 33: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
+	37, // 34: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
+	38, // 35: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
+	39, // 36: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
+	40, // 37: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
+	41, // 38: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
+	42, // 39: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
+	43, // 40: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
+	44, // 41: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
+	45, // 42: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
+	3,  // 43: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	3,  // 44: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	18, // 45: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	18, // 46: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	18, // 47: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	18, // 48: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	18, // 49: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	3,  // 50: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	18, // 51: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	18, // 52: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	3,  // 53: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	18, // 54: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	18, // 55: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	17, // 56: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	17, // 57: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	17, // 58: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	3,  // 59: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	3,  // 60: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	3,  // 61: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	3,  // 62: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	3,  // 63: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	48, // 64: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	50, // 65: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	54, // 66: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	55, // 67: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	11, // 68: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	4,  // 69: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	49, // 70: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	4,  // 71: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	53, // 72: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	51, // 73: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	52, // 74: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	58, // 75: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	62, // 76: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	63, // 77: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	64, // 78: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	60, // 79: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	61, // 80: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	6,  // 81: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	66, // 82: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	68, // 83: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	54, // 84: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	70, // 85: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	67, // 86: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	50, // 87: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	69, // 88: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	73, // 89: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	75, // 90: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	74, // 91: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	5,  // 92: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	56, // 93: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	13, // 94: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	71, // 95: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	59, // 96: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	47, // 97: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	57, // 98: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	14, // 99: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	72, // 100: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	65, // 101: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	97, // [97:102] is the sub-list for method output_type
+	92, // [92:97] is the sub-list for method input_type
+	92, // [92:92] is the sub-list for extension type_name
+	92, // [92:92] is the sub-list for extension extendee
+	0,  // [0:92] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -6824,7 +6912,7 @@ func file_stoker_v1_stoker_proto_init() {
 		(*FeedRequest_Credit)(nil),
 		(*FeedRequest_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[11].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[12].OneofWrappers = []any{
 		(*Op_RandomResizedCrop)(nil),
 		(*Op_Resize)(nil),
 		(*Op_CenterCrop)(nil),
@@ -6853,37 +6941,37 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_AugMix)(nil),
 		(*Op_TimmRandAugment)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[13].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[16].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[15].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[17].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[21].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[23].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[18].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[22].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[24].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[25].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[27].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[28].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[31].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[29].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[32].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[36].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[38].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[41].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[33].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[37].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[39].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[42].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[44].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[53].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[45].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[54].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[59].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[60].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -6895,7 +6983,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   70,
+			NumMessages:   71,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

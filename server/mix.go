@@ -1,0 +1,86 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stoker-dev/stoker/pipeline"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// maxMixSamples bounds a mix's epoch (JobSpec.mix_samples): a trillion
+// positions is far more than any epoch, and keeps positions' arithmetic
+// far from overflowing.
+const maxMixSamples = 1 << 40
+
+// mixOf is spec's mix of the server's datasets (nil, nil when spec names
+// one dataset): the mixed dataset, and each part's share of an epoch.
+// Its errors are INVALID_ARGUMENT naming what is wrong.
+func (s *Server) mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice) (*pipeline.Mixed, []MixShare, error) {
+	mix := spec.GetMix()
+	if len(mix) == 0 {
+		return nil, nil, nil
+	}
+	switch {
+	case spec.GetDataset() != "":
+		return nil, nil, status.Errorf(codes.InvalidArgument, "the job names dataset %q and a mix of %d: name one dataset, or leave dataset empty for the mix",
+			truncate(spec.GetDataset(), 64), len(mix))
+	case len(mix) > pipeline.MaxMixParts:
+		return nil, nil, status.Errorf(codes.InvalidArgument, "a mix of %d datasets: the limit is %d", len(mix), pipeline.MaxMixParts)
+	case !shuffle.on || shuffle.window > 0:
+		return nil, nil, status.Error(codes.InvalidArgument, "a mix draws its samples in the global shuffle's order: it needs shuffle=True "+
+			"(not the block shuffle: shard-level mixing is not supported yet)")
+	case spec.GetRepeats() > 1:
+		return nil, nil, status.Error(codes.InvalidArgument, "repeats with a mix is not supported: mix first, or repeat one dataset")
+	case spec.GetMixSamples() > maxMixSamples:
+		return nil, nil, status.Errorf(codes.InvalidArgument, "mix_samples %d: the limit is %d", spec.GetMixSamples(), uint64(maxMixSamples))
+	}
+	parts := make([]pipeline.MixPart, len(mix))
+	for i, m := range mix {
+		name := m.GetDataset()
+		if len(name) > maxDatasetName {
+			return nil, nil, status.Errorf(codes.InvalidArgument, "dataset name of %d bytes in the mix: the limit is %d", len(name), maxDatasetName)
+		}
+		ds, ok := s.datasets[name]
+		if !ok {
+			return nil, nil, status.Errorf(codes.InvalidArgument, "the mix names unknown dataset %q; known: %s", truncate(name, 64), strings.Join(s.names, ", "))
+		}
+		parts[i] = pipeline.MixPart{Name: name, DS: ds, Weight: m.GetWeight()}
+	}
+	mixed, err := pipeline.NewMixed(parts)
+	if err != nil {
+		return nil, nil, status.Errorf(codes.InvalidArgument, "%v", strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
+	}
+	n := spec.GetMixSamples()
+	if n == 0 {
+		n = uint64(mixed.Len())
+	}
+	quotas := pipeline.MixQuotas(parts, n)
+	shares := make([]MixShare, len(parts))
+	starts := mixed.Starts()
+	for i := range parts {
+		shares[i] = MixShare{Start: starts[i], Size: starts[i+1] - starts[i], Quota: quotas[i]}
+	}
+	return mixed, shares, nil
+}
+
+// mixName is what a mix is called in logs and messages.
+func mixName(spec *stokerv1.JobSpec) string {
+	var b strings.Builder
+	b.WriteString("mix(")
+	for i, m := range spec.GetMix() {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, "%s:%g", truncate(m.GetDataset(), 32), m.GetWeight())
+		if b.Len() > 200 {
+			b.WriteString(",...")
+			break
+		}
+	}
+	b.WriteString(")")
+	return b.String()
+}

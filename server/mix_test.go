@@ -1,0 +1,238 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// mixPlan is the plan of a mix of parts of the given sizes and quotas.
+func mixPlan(sizes []int, quotas []uint64, epoch uint64, rank, world int) Plan {
+	var mix []MixShare
+	start := 0
+	var n uint64
+	for i, s := range sizes {
+		mix = append(mix, MixShare{Start: start, Size: s, Quota: quotas[i]})
+		start += s
+		n += quotas[i]
+	}
+	return NewPlan(PlanSpec{Size: int(n), Seed: 7, Epoch: epoch, Shuffle: true, Rank: rank, World: world, BatchSize: 64, Mix: mix})
+}
+
+// TestMixPlan: an epoch of a mix draws each part exactly its quota (so
+// the realized share is the weight's within one sample in 10^4); a part
+// drawn past its size goes round again, each sample once a round, each
+// round in another order; ranks are disjoint and cover the epoch; the
+// same spec gives the same order.
+func TestMixPlan(t *testing.T) {
+	sizes := []int{6000, 50}
+	quotas := []uint64{7000, 3000} // weights 0.7 and 0.3 over 10^4 positions
+	p := mixPlan(sizes, quotas, 3, 0, 1)
+	if p.Samples() != 10000 {
+		t.Fatalf("%d samples, want 10000", p.Samples())
+	}
+	var all []int64
+	for k := range p.Batches() {
+		all = p.AppendBatch(all, k)
+	}
+	count := [2]int{}
+	var small []int64 // part 1's draws, in the epoch's order
+	for _, i := range all {
+		switch {
+		case i < 0 || i >= 6050:
+			t.Fatalf("index %d outside the mix's 6050", i)
+		case i < 6000:
+			count[0]++
+		default:
+			count[1]++
+			small = append(small, i)
+		}
+	}
+	if count[0] != 7000 || count[1] != 3000 {
+		t.Fatalf("drew %v of the parts, want their quotas [7000 3000]", count)
+	}
+	if got := float64(count[0]) / 10000; math.Abs(got-0.7) > 0.01 {
+		t.Fatalf("share %.4f of part 0, want 0.7 within 0.01", got)
+	}
+	// Part 1's 3000 draws are 60 rounds of its 50 samples. The epoch's
+	// order interleaves the rounds, so count per sample: each 60 times.
+	per := map[int64]int{}
+	for _, i := range small {
+		per[i]++
+	}
+	for i := int64(6000); i < 6050; i++ {
+		if per[i] != 60 {
+			t.Fatalf("sample %d drawn %d times, want 60 (one a round)", i, per[i])
+		}
+	}
+	// Rounds in fresh orders: the mix's draw v of part 1 is its round
+	// v/50's permutation at v%50; two rounds' orders differ.
+	m := p.mix
+	round := func(c uint64) []uint64 {
+		var out []uint64
+		for r := range uint64(50) {
+			out = append(out, m.at(7000+c*50+r))
+		}
+		return out
+	}
+	if a, b := round(0), round(1); slicesEqual(a, b) {
+		t.Fatalf("rounds 0 and 1 of part 1 in the same order %v", a)
+	}
+	// Ranks: disjoint, covering the epoch's positions (world 4 divides it).
+	seen := map[int64]int{} // position -> count, through the index multiset
+	got := map[int64]int{}
+	for r := range 4 {
+		q := mixPlan(sizes, quotas, 3, r, 4)
+		for k := range q.Batches() {
+			for _, i := range q.Batch(k) {
+				got[i]++
+			}
+		}
+	}
+	for _, i := range all {
+		seen[i]++
+	}
+	for i, n := range seen {
+		if got[i] != n {
+			t.Fatalf("index %d: %d times over 4 ranks, %d times in the one-rank epoch", i, got[i], n)
+		}
+	}
+	// Deterministic, and another epoch another order.
+	if q := mixPlan(sizes, quotas, 3, 0, 1); !slicesEqual64(q.Batch(5), p.Batch(5)) {
+		t.Fatal("the same spec gave another batch 5")
+	}
+	if q := mixPlan(sizes, quotas, 4, 0, 1); slicesEqual64(q.Batch(5), p.Batch(5)) {
+		t.Fatal("epoch 4's batch 5 is epoch 3's")
+	}
+}
+
+func slicesEqual(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func slicesEqual64(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// mixJob is a job over a mix of "big" and "small" with their sources.
+func mixJob(samples uint64) *pb.OpenJob {
+	o := smallJob("", 16)
+	o.Job.Mix = []*pb.MixPart{{Dataset: "big", Weight: 0.7}, {Dataset: "small", Weight: 0.3}}
+	o.Job.MixSamples = samples
+	o.Job.Fields = []string{"__source__", "path"}
+	return o
+}
+
+// TestMixAnyTopology: a mix of two ImageFolders gives each its quota of
+// an epoch, every sample's __source__ and path its own dataset's, and the
+// same indices, fields and pixels alone and through 2 peers (which build
+// the same mix from the forwarded spec and are verified slot by slot).
+func TestMixAnyTopology(t *testing.T) {
+	big := makeDataset(t, []string{"a", "b", "c"}, 20, false) // 60
+	small := makeDataset(t, []string{"x", "y"}, 5, false)     // 10
+	sets := map[string]string{"big": big, "small": small}
+	var want epoch
+	for _, n := range []int{0, 2} {
+		var e *testEnv
+		if n == 0 {
+			e = startServer(t, Config{Datasets: sets, Workers: 2})
+		} else {
+			var addrs []string
+			for range n {
+				addrs = append(addrs, startServer(t, Config{Datasets: sets, Workers: 1}).addr)
+			}
+			e = startServer(t, Config{Datasets: sets, Peers: strings.Join(addrs, ","), VerifyFraction: 1})
+			waitPeers(t, e, n)
+		}
+		ep := e.collect(t, mixJob(200))
+		if ep.info.GetSamples() != 200 || ep.info.GetDatasetSize() != 200 {
+			t.Fatalf("%d peers: JobInfo samples %d, dataset_size %d: want the mix's 200", n, ep.info.GetSamples(), ep.info.GetDatasetSize())
+		}
+		count := map[string]int{}
+		for _, b := range ep.batches {
+			src, path := b.hdr.GetFields()[0], b.hdr.GetFields()[1]
+			for i, idx := range b.hdr.GetIndices() {
+				s := string(src.GetValues()[i])
+				count[s]++
+				wantSrc := "big"
+				if idx >= 60 {
+					wantSrc = "small"
+				}
+				if s != wantSrc {
+					t.Fatalf("%d peers: sample %d's __source__ %q, want %q", n, idx, s, wantSrc)
+				}
+				if p := string(path.GetValues()[i]); p == "" || (wantSrc == "small") != (p[0] == 'x' || p[0] == 'y') {
+					t.Fatalf("%d peers: sample %d of %s has path %q", n, idx, s, p)
+				}
+			}
+		}
+		if count["big"] != 140 || count["small"] != 60 {
+			t.Fatalf("%d peers: drew %v, want big 140 and small 60 (0.7 and 0.3 of 200)", n, count)
+		}
+		if n == 0 {
+			want = ep
+			continue
+		}
+		for k, b := range ep.batches {
+			w := want.batches[k]
+			if !slicesEqual64(b.hdr.GetIndices(), w.hdr.GetIndices()) || !bytes.Equal(b.data, w.data) {
+				t.Fatalf("%d peers: batch %d differs from the lone server's", n, k)
+			}
+		}
+	}
+}
+
+// TestMixRefused: each mistake in a mix is INVALID_ARGUMENT naming it.
+func TestMixRefused(t *testing.T) {
+	big := makeDataset(t, []string{"a"}, 4, false)
+	e := startServer(t, Config{Datasets: map[string]string{"big": big, "small": big}, Workers: 1})
+	cases := []struct {
+		name string
+		edit func(*pb.JobSpec)
+		want string
+	}{
+		{"unknown", func(j *pb.JobSpec) { j.Mix[1].Dataset = "laion" }, `unknown dataset "laion"`},
+		{"zero weight", func(j *pb.JobSpec) { j.Mix[1].Weight = 0 }, `dataset "small" has weight 0`},
+		{"negative weight", func(j *pb.JobSpec) { j.Mix[0].Weight = -1 }, `dataset "big" has weight -1`},
+		{"NaN weight", func(j *pb.JobSpec) { j.Mix[0].Weight = math.NaN() }, `weight NaN`},
+		{"twice", func(j *pb.JobSpec) { j.Mix[1].Dataset = "big" }, `named twice`},
+		{"and a dataset", func(j *pb.JobSpec) { j.Dataset = "big" }, `name one dataset`},
+		{"no shuffle", func(j *pb.JobSpec) { j.Shuffle = false }, `needs shuffle=True`},
+		{"block", func(j *pb.JobSpec) { j.ShuffleMode = pb.ShuffleMode_SHUFFLE_MODE_BLOCK }, `not the block shuffle`},
+		{"repeats", func(j *pb.JobSpec) { j.Repeats = 3 }, `repeats with a mix`},
+		{"too long", func(j *pb.JobSpec) { j.MixSamples = 1 << 41 }, `mix_samples`},
+	}
+	for _, c := range cases {
+		o := mixJob(0)
+		c.edit(o.Job)
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+		_, err := readEpoch(e.feedStream(t, ctx, o))
+		cancel()
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want INVALID_ARGUMENT saying %q", c.name, err, c.want)
+		}
+	}
+}
