@@ -42,7 +42,7 @@ func (s *Server) Feed(stream stokerv1.FeedService_FeedServer) error {
 		return status.Errorf(codes.InvalidArgument, "the first message on a Feed stream must be OpenJob, got %T", req.GetMsg())
 	}
 	id := strconv.FormatUint(s.streamID.Add(1), 10)
-	log := s.log.With("job", id, "dataset", truncate(o.GetJob().GetDataset(), 64), "client", rpc.ClientHost(ctx))
+	log := s.log.With("job", id, "dataset", specName(o.GetJob()), "client", rpc.ClientHost(ctx))
 	j, err := s.newJob(o.GetJob())
 	if err == nil {
 		var st coord.Stream
@@ -50,7 +50,7 @@ func (s *Server) Feed(stream stokerv1.FeedService_FeedServer) error {
 			return s.runJob(ctx, stream, j, st, o.GetShm(), id, log)
 		}
 	}
-	s.refusals.refuse("invalid_job", "job refused", "job", id, "dataset", truncate(o.GetJob().GetDataset(), 64), "client", rpc.ClientHost(ctx), "err", err)
+	s.refusals.refuse("invalid_job", "job refused", "job", id, "dataset", specName(o.GetJob()), "client", rpc.ClientHost(ctx), "err", err)
 	return err
 }
 

@@ -67,6 +67,15 @@ func (s *Server) mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice) (*pipeline
 	return mixed, shares, nil
 }
 
+// specName is what a job's data is called in logs: its dataset's name,
+// or its mix's.
+func specName(spec *stokerv1.JobSpec) string {
+	if len(spec.GetMix()) > 0 {
+		return mixName(spec)
+	}
+	return truncate(spec.GetDataset(), 64)
+}
+
 // mixName is what a mix is called in logs and messages.
 func mixName(spec *stokerv1.JobSpec) string {
 	var b strings.Builder
