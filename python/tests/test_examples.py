@@ -196,3 +196,23 @@ def test_recipes(server: str, tmp_path: Path, recipe: str) -> None:
     assert norms == {"simclr": {"view": None},  # its recipe has no Normalize
                      "clip": {"image": [[0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.26130258, 0.27577711]]},
                      }.get(recipe, {v: imagenet for v in norms})
+
+
+def test_clip_train(server: str, tmp_path: Path) -> None:
+    """examples/clip_train.py over the session's ``clip`` shards (captions
+    beside the images, no classes): every step's captions are its
+    samples' own (by key), both epochs take every sample once (the two
+    bad ones padded), and the loss is a number."""
+    from conftest import CLIP_SAMPLES, clip_caption
+
+    run_example([str(EXAMPLES / "clip_train.py"), "--target", server, "--dataset", "clip", "--epochs", "2",
+                 "--batch-size", "5", "--size", "32", "--report", "r.json"], tmp_path)
+    steps = json.loads((tmp_path / "r.json").read_text())
+    for epoch in range(2):
+        keys = [k for s in steps if s["epoch"] == epoch for k in s["keys"]]
+        assert len(keys) == CLIP_SAMPLES + 1  # the key without an image padded too
+        assert len(set(keys)) == CLIP_SAMPLES - 1  # the two bad samples' places hold others
+    for s in steps:
+        assert math.isfinite(s["loss"])
+        for key, cap in zip(s["keys"], s["captions"]):
+            assert bytes.fromhex(cap) == clip_caption(int(key.split("/")[1])), key
