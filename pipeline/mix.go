@@ -195,12 +195,28 @@ func (m *Mixed) ReadField(i, id int, buf []byte) ([]byte, error) {
 // Prefetch tells each part that prefetches of its samples among indices,
 // in their order (Prefetcher).
 func (m *Mixed) Prefetch(indices []int64) {
+	m.split(indices, func(ds Dataset, local []int64) {
+		if pf, ok := ds.(Prefetcher); ok {
+			pf.Prefetch(local)
+		}
+	})
+}
+
+// PrefetchShards tells each part that reads shards ahead which of its
+// samples' shards a block-shuffled job reads next (ShardPrefetcher).
+func (m *Mixed) PrefetchShards(indices []int64) {
+	m.split(indices, func(ds Dataset, local []int64) {
+		if sp, ok := ds.(ShardPrefetcher); ok {
+			sp.PrefetchShards(local)
+		}
+	})
+}
+
+// split calls f with each part that has samples among indices and their
+// indices in it, in indices' order (f keeps no reference to the slice).
+func (m *Mixed) split(indices []int64, f func(ds Dataset, local []int64)) {
 	var local []int64
 	for p, part := range m.parts {
-		pf, ok := part.DS.(Prefetcher)
-		if !ok {
-			continue
-		}
 		local = local[:0]
 		lo, hi := int64(m.starts[p]), int64(m.starts[p+1])
 		for _, i := range indices {
@@ -209,7 +225,7 @@ func (m *Mixed) Prefetch(indices []int64) {
 			}
 		}
 		if len(local) > 0 {
-			pf.Prefetch(local)
+			f(part.DS, local)
 		}
 	}
 }

@@ -67,7 +67,7 @@ func (c shuffleChoice) String() string {
 	switch {
 	case !c.on:
 		return "sequential"
-	case c.starts != nil:
+	case c.window > 0:
 		return fmt.Sprintf("block W=%d", c.window)
 	}
 	return "global"

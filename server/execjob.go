@@ -100,7 +100,7 @@ func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, place
 		return err
 	}
 	j := e.j
-	if j.shuffle.starts != nil {
+	if j.shuffle.window > 0 {
 		// The block shuffle reads the window's shards whole over the
 		// next batches: read each ahead in a few long requests.
 		if sp, ok := j.ds.(pipeline.ShardFieldPrefetcher); ok && j.fields != nil {

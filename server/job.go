@@ -75,9 +75,9 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 		return nil, status.Errorf(codes.InvalidArgument, "dataset name of %d bytes: the limit is %d", len(j.name), maxDatasetName)
 	}
 	if len(spec.GetMix()) > 0 {
-		sh := shuffleChoice{on: spec.GetShuffle(), window: int(spec.GetShuffleWindow())}
-		if spec.GetShuffleMode() == stokerv1.ShuffleMode_SHUFFLE_MODE_BLOCK {
-			sh.window = max(sh.window, 1)
+		sh, err := mixShuffleOf(spec)
+		if err != nil {
+			return nil, err
 		}
 		mixed, shares, err := s.mixOf(spec, sh)
 		if err != nil {
@@ -116,7 +116,9 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 	if j.errLimit, err = errorLimitOf(spec); err != nil {
 		return nil, err
 	}
-	if j.shuffle, err = shuffleOf(spec, j.name, j.ds); err != nil {
+	if j.mix != nil {
+		j.shuffle, _ = mixShuffleOf(spec)
+	} else if j.shuffle, err = shuffleOf(spec, j.name, j.ds); err != nil {
 		return nil, err
 	}
 	if j.repeats, err = repeatsOf(spec, j.ds.Len(), j.world, j.shuffle); err != nil {
@@ -193,24 +195,36 @@ func (j *job) plan(epoch, consumed uint64) Plan {
 		spans = j.epochWorld
 	}
 	return NewPlan(PlanSpec{
-		Size: j.epochSize(), Seed: j.spec.GetSeed(), Epoch: epoch, Shuffle: j.shuffle.on,
+		Size: j.planSize(), Seed: j.spec.GetSeed(), Epoch: epoch, Shuffle: j.shuffle.on,
 		Rank: j.rank, World: j.world, BatchSize: int(j.spec.GetBatchSize()), DropLast: j.spec.GetDropLast(),
 		Consumed: consumed, Window: j.shuffle.window, Shards: j.shuffle.starts, Spans: spans,
 		Repeats: j.repeats, EpochWorld: spans, Mix: j.mix,
 	})
 }
 
-// epochSize is the positions of an epoch's order before repeats: the
-// dataset's samples, or a mix's draws.
-func (j *job) epochSize() int {
-	if j.mix == nil {
+// planSize is PlanSpec.Size: the dataset's samples, or a mix's draws
+// (0 under the block shuffle, whose plan counts its drawn shards').
+func (j *job) planSize() int {
+	switch {
+	case j.mix == nil:
 		return j.ds.Len()
+	case j.shuffle.window > 0:
+		return 0
 	}
 	var n uint64
 	for _, m := range j.mix {
 		n += m.Quota
 	}
 	return int(n)
+}
+
+// datasetSize is JobInfo.dataset_size: the dataset's samples, or the
+// positions of a mix's epoch.
+func (j *job) datasetSize(epoch uint64) uint64 {
+	if j.mix == nil {
+		return uint64(j.ds.Len())
+	}
+	return j.plan(epoch, 0).Positions()
 }
 
 // info is the JobInfo that opens epoch with plan p.
@@ -228,7 +242,7 @@ func (j *job) info(epoch uint64, p coord.Plan) *stokerv1.JobInfo {
 		Epoch:         epoch,
 		Batches:       uint64(p.Batches()),
 		Samples:       uint64(p.Samples()),
-		DatasetSize:   uint64(j.epochSize()),
+		DatasetSize:   j.datasetSize(epoch),
 		Fingerprint:   j.ds.Fingerprint(),
 		Classes:       j.ds.Classes(),
 		SampleShape:   []uint32{uint32(shape[0]), uint32(shape[1]), uint32(shape[2])},

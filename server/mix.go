@@ -30,9 +30,9 @@ func (s *Server) mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice) (*pipeline
 			truncate(spec.GetDataset(), 64), len(mix))
 	case len(mix) > pipeline.MaxMixParts:
 		return nil, nil, status.Errorf(codes.InvalidArgument, "a mix of %d datasets: the limit is %d", len(mix), pipeline.MaxMixParts)
-	case !shuffle.on || shuffle.window > 0:
-		return nil, nil, status.Error(codes.InvalidArgument, "a mix draws its samples in the global shuffle's order: it needs shuffle=True "+
-			"(not the block shuffle: shard-level mixing is not supported yet)")
+	case !shuffle.on:
+		return nil, nil, status.Error(codes.InvalidArgument, "a mix draws its samples in a shuffled order: it needs shuffle=True "+
+			"(or the block shuffle, which mixes whole shards)")
 	case spec.GetRepeats() > 1:
 		return nil, nil, status.Error(codes.InvalidArgument, "repeats with a mix is not supported: mix first, or repeat one dataset")
 	case spec.GetMixSamples() > maxMixSamples:
@@ -54,18 +54,46 @@ func (s *Server) mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice) (*pipeline
 	if err != nil {
 		return nil, nil, status.Errorf(codes.InvalidArgument, "%v", strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
 	}
+	starts := mixed.Starts()
+	shares := make([]MixShare, len(parts))
+	for i := range parts {
+		shares[i] = MixShare{Start: starts[i], Size: starts[i+1] - starts[i]}
+	}
 	n := spec.GetMixSamples()
 	if n == 0 {
 		n = uint64(mixed.Len())
 	}
-	quotas := pipeline.MixQuotas(parts, n)
-	shares := make([]MixShare, len(parts))
-	starts := mixed.Starts()
-	for i := range parts {
-		shares[i] = MixShare{Start: starts[i], Size: starts[i+1] - starts[i], Quota: quotas[i]}
+	if shuffle.window > 0 {
+		// Shard-level mixing: the weights share the epoch's shards.
+		var shards uint64
+		for i, part := range parts {
+			sh, ok := part.DS.(pipeline.Sharded)
+			if !ok {
+				return nil, nil, status.Errorf(codes.InvalidArgument, "dataset %q of the mix is not sharded (each sample an object or a file of its own): "+
+					"the block shuffle mixes whole shards; mix it with the global shuffle (shuffle=True)", part.Name)
+			}
+			if err := checkShardStarts(sh.ShardStarts(), part.DS.Len()); err != nil {
+				return nil, nil, status.Errorf(codes.FailedPrecondition, "dataset %q: %v", part.Name, err)
+			}
+			shares[i].Shards = sh.ShardStarts()
+			shards += uint64(len(shares[i].Shards))
+		}
+		// mix_samples in shards: as many as hold about that many samples.
+		n = max(1, (n*shards+uint64(mixed.Len())/2)/uint64(mixed.Len()))
+		if n > maxMixShardDraws {
+			return nil, nil, status.Errorf(codes.InvalidArgument, "mix_samples %d draws %d shards under the block shuffle: the limit is %d",
+				spec.GetMixSamples(), n, maxMixShardDraws)
+		}
+	}
+	for i, q := range pipeline.MixQuotas(parts, n) {
+		shares[i].Quota = q
 	}
 	return mixed, shares, nil
 }
+
+// maxMixShardDraws bounds a block-shuffled mix's shard draws an epoch: an
+// epoch's plan holds two words a draw.
+const maxMixShardDraws = 1 << 24
 
 // specName is what a job's data is called in logs: its dataset's name,
 // or its mix's.
@@ -92,4 +120,29 @@ func mixName(spec *stokerv1.JobSpec) string {
 	}
 	b.WriteString(")")
 	return b.String()
+}
+
+// mixShuffleOf is a mix's shuffle: the global one, or the block shuffle
+// (shards of every dataset in windows of shuffle_window), with no shard
+// starts of its own (the plan lays out the drawn shards).
+func mixShuffleOf(spec *stokerv1.JobSpec) (shuffleChoice, error) {
+	c := shuffleChoice{on: spec.GetShuffle()}
+	switch spec.GetShuffleMode() {
+	case stokerv1.ShuffleMode_SHUFFLE_MODE_UNSPECIFIED, stokerv1.ShuffleMode_SHUFFLE_MODE_GLOBAL:
+		return c, nil
+	case stokerv1.ShuffleMode_SHUFFLE_MODE_BLOCK:
+	default:
+		return c, status.Errorf(codes.InvalidArgument, "unknown shuffle_mode %d", spec.GetShuffleMode())
+	}
+	w := int(spec.GetShuffleWindow())
+	if w == 0 {
+		w = defaultShuffleWindow
+	}
+	if w > maxShuffleWindow {
+		return c, status.Errorf(codes.InvalidArgument, "shuffle_window %d: want 1..%d shards (0: %d)", w, maxShuffleWindow, defaultShuffleWindow)
+	}
+	if c.on {
+		c.window = w
+	}
+	return c, nil
 }

@@ -221,7 +221,7 @@ func TestMixRefused(t *testing.T) {
 		{"twice", func(j *pb.JobSpec) { j.Mix[1].Dataset = "big" }, `named twice`},
 		{"and a dataset", func(j *pb.JobSpec) { j.Dataset = "big" }, `name one dataset`},
 		{"no shuffle", func(j *pb.JobSpec) { j.Shuffle = false }, `needs shuffle=True`},
-		{"block", func(j *pb.JobSpec) { j.ShuffleMode = pb.ShuffleMode_SHUFFLE_MODE_BLOCK }, `not the block shuffle`},
+		{"block, unsharded", func(j *pb.JobSpec) { j.ShuffleMode = pb.ShuffleMode_SHUFFLE_MODE_BLOCK }, `dataset "big" of the mix is not sharded`},
 		{"repeats", func(j *pb.JobSpec) { j.Repeats = 3 }, `repeats with a mix`},
 		{"too long", func(j *pb.JobSpec) { j.MixSamples = 1 << 41 }, `mix_samples`},
 	}
@@ -235,4 +235,128 @@ func TestMixRefused(t *testing.T) {
 			t.Errorf("%s: %v, want INVALID_ARGUMENT saying %q", c.name, err, c.want)
 		}
 	}
+}
+
+// TestMixBlockShuffle: under the block shuffle a mix draws whole shards by
+// weight (shard-level mixing): of two datasets of 6 shards each, weights 3
+// and 1 draw 9 and 3 shards; the first goes round once and a half (every
+// shard once, then 3 of them again), the second takes 3 whole shards;
+// every drawn shard's samples come whole, as many times as it was drawn;
+// the epoch is their samples; and the bytes are the same alone and
+// through 2 verified peers; 2 ranks together draw the epoch.
+func TestMixBlockShuffle(t *testing.T) {
+	shards := makeShards(t)
+	sets := map[string]string{"a": shards, "b": shards}
+	starts := []int{0}
+	for _, n := range shardSizes {
+		starts = append(starts, starts[len(starts)-1]+n)
+	}
+	shardOf := func(i int) int { // a local index's shard
+		for s := range shardSizes {
+			if i < starts[s+1] {
+				return s
+			}
+		}
+		t.Fatalf("index %d past the shards", i)
+		return -1
+	}
+	job := func(rank, world uint32) *pb.OpenJob {
+		o := smallJob("", 4)
+		o.Job.Mix = []*pb.MixPart{{Dataset: "a", Weight: 3}, {Dataset: "b", Weight: 1}}
+		o.Job.ShuffleMode, o.Job.ShuffleWindow = pb.ShuffleMode_SHUFFLE_MODE_BLOCK, 2
+		o.Job.Rank, o.Job.WorldSize = rank, world
+		return o
+	}
+	var want epoch
+	for _, n := range []int{0, 2} {
+		var e *testEnv
+		if n == 0 {
+			e = startServer(t, Config{Datasets: sets, Workers: 2})
+		} else {
+			var addrs []string
+			for range n {
+				addrs = append(addrs, startServer(t, Config{Datasets: sets, Workers: 1}).addr)
+			}
+			e = startServer(t, Config{Datasets: sets, Peers: strings.Join(addrs, ","), VerifyFraction: 1})
+			waitPeers(t, e, n)
+		}
+		ep := e.collect(t, job(0, 1))
+		times := [2]map[int]int{{}, {}} // per dataset, sample -> times drawn
+		total := 0
+		for _, b := range ep.batches {
+			for _, idx := range b.hdr.GetIndices() {
+				part, i := 0, int(idx)
+				if i >= starts[len(starts)-1] {
+					part, i = 1, i-starts[len(starts)-1]
+				}
+				times[part][i]++
+				total++
+			}
+		}
+		if uint64(total) != ep.info.GetDatasetSize() || uint64(total) != ep.info.GetSamples() {
+			t.Fatalf("%d peers: %d samples, JobInfo dataset_size %d and samples %d", n, total, ep.info.GetDatasetSize(), ep.info.GetSamples())
+		}
+		for part, wantDraws := range []int{9, 3} {
+			draws := map[int]int{} // shard -> times drawn
+			for i, k := range times[part] {
+				s := shardOf(i)
+				if d, ok := draws[s]; ok && d != k {
+					t.Fatalf("%d peers: dataset %d shard %d's samples drawn %d and %d times: not whole", n, part, s, d, k)
+				}
+				draws[s] = k
+			}
+			got := 0
+			for s, k := range draws {
+				got += k
+				for i := starts[s]; i < starts[s+1]; i++ {
+					if times[part][i] != k {
+						t.Fatalf("%d peers: dataset %d shard %d: sample %d drawn %d times, its shard %d", n, part, s, i, times[part][i], k)
+					}
+				}
+			}
+			if got != wantDraws || (part == 0 && len(draws) != 6) {
+				t.Fatalf("%d peers: dataset %d: %d shard draws over %d shards %v, want %d", n, part, got, len(draws), draws, wantDraws)
+			}
+		}
+		if n == 0 {
+			want = ep
+			var split []int64
+			for r := range uint32(2) {
+				for _, b := range e.collect(t, job(r, 2)).batches {
+					split = append(split, b.hdr.GetIndices()...)
+				}
+			}
+			var all []int64
+			for _, b := range ep.batches {
+				all = append(all, b.hdr.GetIndices()...)
+			}
+			// Each rank takes ceil(n/2) positions (DistributedSampler's
+			// padding wraps to the order's start): all of one rank's, and
+			// one more at most.
+			if len(split) != 2*((len(all)+1)/2) || !subMultiset(all, split) {
+				t.Fatalf("2 ranks drew %d samples, not the one rank's %d (padded to even)", len(split), len(all))
+			}
+			continue
+		}
+		for k, b := range ep.batches {
+			w := want.batches[k]
+			if !slicesEqual64(b.hdr.GetIndices(), w.hdr.GetIndices()) || !bytes.Equal(b.data, w.data) {
+				t.Fatalf("%d peers: batch %d differs from the lone server's", n, k)
+			}
+		}
+	}
+}
+
+// subMultiset says whether every element of a is in b as often.
+func subMultiset(a, b []int64) bool {
+	m := map[int64]int{}
+	for _, x := range b {
+		m[x]++
+	}
+	for _, x := range a {
+		if m[x]--; m[x] < 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -54,7 +54,8 @@ type Plan struct {
 	perm      permutation
 	shuffle   bool
 	block     *blockOrder // the block shuffle's order; nil for the others
-	mix       *mixOrder   // a mix's draws from its datasets; nil for one dataset
+	mix       *mixOrder   // a mix's draws from its datasets (global shuffle); nil for one dataset
+	mixBlocks *mixBlocks  // a mix's drawn shards (block shuffle); nil otherwise
 	n         uint64      // positions of the epoch's order
 	repeats   uint64      // repeated augmentation's copies of a sample (1: off)
 	spans     uint64      // block shuffle: spans of the lockstep order
@@ -101,12 +102,16 @@ type PlanSpec struct {
 	// 0 means World): a repeated-augmentation epoch's length is its.
 	EpochWorld int
 	// Mix, when set, plans a mix of datasets (pipeline.Mixed; with
-	// Shuffle, not with Window or Repeats): Size is then the epoch's
-	// positions, the parts' quotas added up. The epoch's order is the
-	// global shuffle's permutation of Size draws, part p's Quota of them
-	// in a block; part p's j-th draw is its sample at position j mod
-	// Size of its own permutation for cycle j / Size (a fresh one each
-	// time a part is drawn past its size within an epoch, and each epoch).
+	// Shuffle, not with Repeats). Under the global shuffle Size is the
+	// epoch's positions, the parts' quotas added up: the epoch's order is
+	// the global shuffle's permutation of Size draws, part p's Quota of
+	// them in a block; part p's j-th draw is its sample at position j mod
+	// its size of its own permutation for round j / its size (a fresh one
+	// each time a part is drawn past its size within an epoch, and each
+	// epoch). Under the block shuffle (Window > 0; Size 0, Shards unused)
+	// the draws are shards, drawn the same way, part p's Quota of them;
+	// the drawn shards, back to back, are the block shuffle's shards, and
+	// the epoch's positions their samples (mixBlocks).
 	Mix []MixShare
 }
 
@@ -116,12 +121,16 @@ type PlanSpec struct {
 type MixShare struct {
 	Start, Size int
 	Quota       uint64
+	// Shards are the dataset's shard starts (pipeline.Sharded), for the
+	// block shuffle: its Quota then counts shards, not samples.
+	Shards []int
 }
 
 // NewPlan computes the plan of s. It panics on a spec that breaks the
 // bounds stated on PlanSpec: the server validates requests first.
 func NewPlan(s PlanSpec) Plan {
-	if s.Size <= 0 || s.World < 1 || s.Rank < 0 || s.Rank >= s.World || s.BatchSize < 1 {
+	mixBlock := len(s.Mix) > 0 && s.Window > 0
+	if (s.Size <= 0) != mixBlock || s.World < 1 || s.Rank < 0 || s.Rank >= s.World || s.BatchSize < 1 {
 		panic("server: invalid PlanSpec")
 	}
 	n := uint64(s.Size)
@@ -134,12 +143,24 @@ func NewPlan(s PlanSpec) Plan {
 		p.n = RepeatedLength(s.Size, max(s.EpochWorld, 0), s.World)
 	}
 	if len(s.Mix) > 0 {
-		if !s.Shuffle || s.Window > 0 || s.Repeats > 1 {
+		if !s.Shuffle || s.Repeats > 1 || s.Spans < 0 {
 			panic("server: invalid PlanSpec")
 		}
-		p.mix = newMixOrder(s.Mix, s.Seed, s.Epoch, n)
+		if !mixBlock {
+			p.mix = newMixOrder(s.Mix, s.Seed, s.Epoch, n)
+		}
 	}
 	switch {
+	case mixBlock:
+		p.mixBlocks = newMixBlocks(s.Mix, s.Seed, s.Epoch)
+		p.n = p.mixBlocks.n
+		if p.n > 0 {
+			p.block = newBlockOrder(p.mixBlocks.vstarts, p.n, uint64(s.Window), s.Seed, s.Epoch)
+		}
+		p.spans = uint64(s.Spans)
+		if p.spans == 0 {
+			p.spans = p.world
+		}
 	case s.Shuffle && s.Window > 0:
 		if checkShardStarts(s.Shards, s.Size) != nil || s.Spans < 0 {
 			panic("server: invalid PlanSpec")
@@ -233,6 +254,8 @@ func (p Plan) at(j uint64, c *windowPerm) uint64 {
 		pos /= p.repeats // a sample's copies are consecutive positions
 	}
 	switch {
+	case p.mixBlocks != nil:
+		return p.mixBlocks.global(p.block.at(spanned(pos, p.n, p.spans), c))
 	case p.block != nil:
 		return p.block.at(spanned(pos, p.n, p.spans), c)
 	case p.mix != nil:
@@ -278,9 +301,64 @@ func (m *mixOrder) at(v uint64) uint64 {
 		j -= m.ends[p-1]
 	}
 	c, r := j/m.sizes[p], j%m.sizes[p]
-	key := pipeline.Key{Seed: m.seed, Epoch: m.epoch, Index: math.MaxUint64 - 1 - uint64(p)}
-	return m.starts[p] + newPermutationFrom(m.sizes[p], key.Stream(c)).at(r)
+	return m.starts[p] + newPermutationFrom(m.sizes[p], mixKey(m.seed, m.epoch, p).Stream(c)).at(r)
 }
+
+// mixKey keys part p's rounds: an index no sample has, nor the global and
+// block orders' keys (math.MaxUint64 down to math.MaxUint64-2).
+func mixKey(seed, epoch uint64, p int) pipeline.Key {
+	return pipeline.Key{Seed: seed, Epoch: epoch, Index: math.MaxUint64 - 16 - uint64(p)}
+}
+
+// mixBlocks is a mix's epoch under the block shuffle: part p's Quota
+// shard draws (its j-th draw its shard at j mod its shards of its own
+// permutation for round j / its shards, as mixOrder draws samples), part
+// after part, laid back to back as the shards of a virtual dataset of n
+// samples, which the block shuffle then orders as it orders one
+// dataset's shards (windows of shards from every part: shard-level
+// mixing). Building it costs O(draws) time and memory, never O(samples).
+type mixBlocks struct {
+	vstarts []int    // drawn shard k's first position in the virtual dataset
+	gstarts []uint64 // its first index in the mix
+	n       uint64
+}
+
+func newMixBlocks(mix []MixShare, seed, epoch uint64) *mixBlocks {
+	m := &mixBlocks{}
+	var v uint64
+	for p, s := range mix {
+		shards := uint64(len(s.Shards))
+		if shards == 0 || s.Shards[0] != 0 {
+			panic("server: invalid PlanSpec")
+		}
+		var perm permutation
+		round := ^uint64(0)
+		for j := range s.Quota {
+			if c := j / shards; c != round {
+				perm, round = newPermutationFrom(shards, mixKey(seed, epoch, p).Stream(c)), c
+			}
+			sh := perm.at(j % shards)
+			lo, hi := s.Shards[sh], s.Size
+			if sh+1 < shards {
+				hi = s.Shards[sh+1]
+			}
+			m.vstarts = append(m.vstarts, int(v))
+			m.gstarts = append(m.gstarts, uint64(s.Start+lo))
+			v += uint64(hi - lo)
+		}
+	}
+	m.n = v
+	return m
+}
+
+// global is the mix's index of position x of the virtual dataset.
+func (m *mixBlocks) global(x uint64) uint64 {
+	k := sort.Search(len(m.vstarts), func(i int) bool { return uint64(m.vstarts[i]) > x }) - 1
+	return m.gstarts[k] + x - uint64(m.vstarts[k])
+}
+
+// Positions is how many positions the epoch's order has.
+func (p Plan) Positions() uint64 { return p.n }
 
 // permutation is a keyed pseudorandom bijection of [0, n): a balanced
 // Feistel network of permRounds rounds on the smallest even number of bits

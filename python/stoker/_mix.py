@@ -19,8 +19,12 @@ class Mix:
     An epoch has ``samples`` positions (None: the datasets' sizes added
     up), split over the datasets in proportion to their weights, each
     dataset's count within one sample of its exact share; the global
-    shuffle (``shuffle=True``, required) interleaves them, so each batch
-    draws from every dataset by weight. A dataset drawn more often than it
+    shuffle (``shuffle=True``) interleaves them, so each batch draws from
+    every dataset by weight. Under the block shuffle (``shuffle="block"``,
+    sharded datasets) the weights share the epoch's shards instead, and
+    windows of shards from every dataset are mixed (shard-level mixing, as
+    open_clip's); the share of samples then follows the weights as far as
+    the datasets' shards hold as many samples. A dataset drawn more often than it
     has samples goes round again, each round in a fresh order; one drawn
     less often takes a different random subset each epoch. Deterministic
     from the seed: exactly once per epoch position, resumable, ranks
@@ -28,8 +32,8 @@ class Mix:
 
     Each sample's label is its own dataset's (mixing datasets of different
     label spaces is the caller's business); ``fields=("__source__",)``
-    gives each sample's dataset name. Not with the block shuffle or
-    ``repeats`` (yet).
+    gives each sample's dataset name. Not with ``repeats`` (yet), nor
+    ``shuffle=False``.
     """
 
     def __init__(self, weights: Union[Mapping[str, float], Sequence[Tuple[str, float]]],

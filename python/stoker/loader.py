@@ -329,9 +329,9 @@ class Loader:
         # rather than at the first batch, or silently (batch_size=8.5).
         self.dataset: Union[str, Mix] = dataset if isinstance(dataset, Mix) else _args.string("dataset", dataset)
         if isinstance(dataset, Mix):
-            if shuffle is not True:
-                raise ValueError("a Mix draws its samples in the global shuffle's order: it needs shuffle=True "
-                                 "(not False, nor the block shuffle: shard-level mixing is not supported yet)")
+            if shuffle not in (True, "block"):
+                raise ValueError("a Mix draws its samples in a shuffled order: it needs shuffle=True (samples mixed), "
+                                 "or shuffle=\"block\" (whole shards mixed, for sharded datasets)")
             if repeats != 1:
                 raise ValueError("repeats with a Mix is not supported: mix first, or repeat one dataset")
         self.transform = transform

@@ -121,7 +121,23 @@ def test_mix_refused(server: str) -> None:
             stoker.Mix(weights)
     with pytest.raises(ValueError, match="shuffle=True"):
         mixed(server, shuffle=False)
-    with pytest.raises(ValueError, match="shuffle=True"):
-        mixed(server, shuffle="block")
+    with mixed(server, shuffle="block") as ld:  # ImageFolders have no shards
+        with pytest.raises(stoker.StokerError) as e:
+            next(iter(ld))
+    assert e.value.code == "INVALID_ARGUMENT" and 'dataset "tiny" of the mix is not sharded' in str(e.value)
     with pytest.raises(ValueError, match="repeats"):
         mixed(server, repeats=2)
+
+
+def test_mix_block_shuffle(server: str) -> None:
+    """Shard-level mixing: the block shuffle over a mix of two sharded
+    datasets draws whole shards of both, each sample with its own
+    dataset's source, and the same epoch for the same seed."""
+    mix = stoker.Mix({"shards": 1.0, "clip": 1.0})
+    kw = dict(shuffle="block", shuffle_window=2, batch_size=4, fields=("__source__", "__key__"), seed=2)
+    with mixed(server, mix=mix, **kw) as ld:
+        first = [(s, k) for b in ld for s, k in zip(b.fields["__source__"], b.fields["__key__"])]
+    with mixed(server, mix=mix, **kw) as ld:
+        again = [(s, k) for b in ld for s, k in zip(b.fields["__source__"], b.fields["__key__"])]
+    assert first == again
+    assert {s for s, _ in first} == {b"shards", b"clip"}
