@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/storetest"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -359,4 +360,32 @@ func subMultiset(a, b []int64) bool {
 		}
 	}
 	return true
+}
+
+// TestMixLocalAndRemote: a mix of a local ImageFolder and one in an S3
+// bucket (versitygw on loopback) gives the same epoch, index for index
+// and byte for byte, as the mix of the same folder twice from disk: where
+// a dataset lives changes nothing of a mix.
+func TestMixLocalAndRemote(t *testing.T) {
+	big := makeDataset(t, []string{"a", "b", "c"}, 20, false)
+	small := makeDataset(t, []string{"x", "y"}, 5, false)
+	s := storetest.StartS3(t, t.TempDir())
+	s.CreateBucket(t, "mix")
+	s.PutTree(t, "mix", "small/", small)
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	local := startServer(t, Config{Datasets: map[string]string{"big": big, "small": small}, Workers: 2})
+	remote := startServer(t, Config{Datasets: map[string]string{"big": big, "small": s.URL("mix", "small/")}, Workers: 2})
+	want, got := local.collect(t, mixJob(200)), remote.collect(t, mixJob(200))
+	if len(got.batches) != len(want.batches) || len(got.batches) == 0 {
+		t.Fatalf("%d batches from the bucket's mix, %d from disk's", len(got.batches), len(want.batches))
+	}
+	for k, b := range got.batches {
+		w := want.batches[k]
+		if !slicesEqual64(b.hdr.GetIndices(), w.hdr.GetIndices()) || !bytes.Equal(b.data, w.data) || len(b.hdr.GetErrors()) != 0 {
+			t.Fatalf("batch %d: the bucket's mix differs from disk's (errors %v)", k, b.hdr.GetErrors())
+		}
+	}
 }
