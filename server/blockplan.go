@@ -32,20 +32,9 @@ type shuffleChoice struct {
 // shuffleOf validates spec's shuffle against ds.
 func shuffleOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset) (shuffleChoice, error) {
 	c := shuffleChoice{on: spec.GetShuffle()}
-	switch spec.GetShuffleMode() {
-	case stokerv1.ShuffleMode_SHUFFLE_MODE_UNSPECIFIED, stokerv1.ShuffleMode_SHUFFLE_MODE_GLOBAL:
-		return c, nil
-	case stokerv1.ShuffleMode_SHUFFLE_MODE_BLOCK:
-	default:
-		return c, status.Errorf(codes.InvalidArgument, "unknown shuffle_mode %d", spec.GetShuffleMode())
-	}
-	w := int(spec.GetShuffleWindow())
-	if w == 0 {
-		w = defaultShuffleWindow
-	}
-	if w > maxShuffleWindow {
-		return c, status.Errorf(codes.InvalidArgument, "shuffle_window %d: want 1..%d shards (0: %d); a window holds about that many shards' bytes in memory, and a window of all the shards shuffles like the global shuffle",
-			w, maxShuffleWindow, defaultShuffleWindow)
+	w, err := blockWindowOf(spec)
+	if w == 0 || err != nil {
+		return c, err
 	}
 	if !c.on {
 		return c, nil // shuffle_mode only says how a shuffled epoch is ordered
@@ -60,6 +49,27 @@ func shuffleOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset) (shuffl
 		return c, status.Errorf(codes.FailedPrecondition, "dataset %q: %v", name, err)
 	}
 	return c, nil
+}
+
+// blockWindowOf is spec's block shuffle's window in shards (its default
+// for 0), or 0 when spec's shuffle_mode is not the block shuffle.
+func blockWindowOf(spec *stokerv1.JobSpec) (int, error) {
+	switch spec.GetShuffleMode() {
+	case stokerv1.ShuffleMode_SHUFFLE_MODE_UNSPECIFIED, stokerv1.ShuffleMode_SHUFFLE_MODE_GLOBAL:
+		return 0, nil
+	case stokerv1.ShuffleMode_SHUFFLE_MODE_BLOCK:
+	default:
+		return 0, status.Errorf(codes.InvalidArgument, "unknown shuffle_mode %d", spec.GetShuffleMode())
+	}
+	w := int(spec.GetShuffleWindow())
+	if w == 0 {
+		w = defaultShuffleWindow
+	}
+	if w > maxShuffleWindow {
+		return 0, status.Errorf(codes.InvalidArgument, "shuffle_window %d: want 1..%d shards (0: %d); a window holds about that many shards' bytes in memory, and a window of all the shards shuffles like the global shuffle",
+			w, maxShuffleWindow, defaultShuffleWindow)
+	}
+	return w, nil
 }
 
 // String is how Status shows the shuffle.

@@ -127,22 +127,9 @@ func mixName(spec *stokerv1.JobSpec) string {
 // starts of its own (the plan lays out the drawn shards).
 func mixShuffleOf(spec *stokerv1.JobSpec) (shuffleChoice, error) {
 	c := shuffleChoice{on: spec.GetShuffle()}
-	switch spec.GetShuffleMode() {
-	case stokerv1.ShuffleMode_SHUFFLE_MODE_UNSPECIFIED, stokerv1.ShuffleMode_SHUFFLE_MODE_GLOBAL:
-		return c, nil
-	case stokerv1.ShuffleMode_SHUFFLE_MODE_BLOCK:
-	default:
-		return c, status.Errorf(codes.InvalidArgument, "unknown shuffle_mode %d", spec.GetShuffleMode())
-	}
-	w := int(spec.GetShuffleWindow())
-	if w == 0 {
-		w = defaultShuffleWindow
-	}
-	if w > maxShuffleWindow {
-		return c, status.Errorf(codes.InvalidArgument, "shuffle_window %d: want 1..%d shards (0: %d)", w, maxShuffleWindow, defaultShuffleWindow)
-	}
+	w, err := blockWindowOf(spec)
 	if c.on {
 		c.window = w
 	}
-	return c, nil
+	return c, err
 }

@@ -157,17 +157,7 @@ func TestMixAnyTopology(t *testing.T) {
 	sets := map[string]string{"big": big, "small": small}
 	var want epoch
 	for _, n := range []int{0, 2} {
-		var e *testEnv
-		if n == 0 {
-			e = startServer(t, Config{Datasets: sets, Workers: 2})
-		} else {
-			var addrs []string
-			for range n {
-				addrs = append(addrs, startServer(t, Config{Datasets: sets, Workers: 1}).addr)
-			}
-			e = startServer(t, Config{Datasets: sets, Peers: strings.Join(addrs, ","), VerifyFraction: 1})
-			waitPeers(t, e, n)
-		}
+		e := serveWithPeers(t, sets, n)
 		ep := e.collect(t, mixJob(200))
 		if ep.info.GetSamples() != 200 || ep.info.GetDatasetSize() != 200 {
 			t.Fatalf("%d peers: JobInfo samples %d, dataset_size %d: want the mix's 200", n, ep.info.GetSamples(), ep.info.GetDatasetSize())
@@ -270,17 +260,7 @@ func TestMixBlockShuffle(t *testing.T) {
 	}
 	var want epoch
 	for _, n := range []int{0, 2} {
-		var e *testEnv
-		if n == 0 {
-			e = startServer(t, Config{Datasets: sets, Workers: 2})
-		} else {
-			var addrs []string
-			for range n {
-				addrs = append(addrs, startServer(t, Config{Datasets: sets, Workers: 1}).addr)
-			}
-			e = startServer(t, Config{Datasets: sets, Peers: strings.Join(addrs, ","), VerifyFraction: 1})
-			waitPeers(t, e, n)
-		}
+		e := serveWithPeers(t, sets, n)
 		ep := e.collect(t, job(0, 1))
 		times := [2]map[int]int{{}, {}} // per dataset, sample -> times drawn
 		total := 0
@@ -388,4 +368,20 @@ func TestMixLocalAndRemote(t *testing.T) {
 			t.Fatalf("batch %d: the bucket's mix differs from disk's (errors %v)", k, b.hdr.GetErrors())
 		}
 	}
+}
+
+// serveWithPeers starts a server of sets that makes batches itself (n 0)
+// or leases them to n peers of the same datasets, verifying every slot.
+func serveWithPeers(t *testing.T, sets map[string]string, n int) *testEnv {
+	t.Helper()
+	if n == 0 {
+		return startServer(t, Config{Datasets: sets, Workers: 2})
+	}
+	var addrs []string
+	for range n {
+		addrs = append(addrs, startServer(t, Config{Datasets: sets, Workers: 1}).addr)
+	}
+	e := startServer(t, Config{Datasets: sets, Peers: strings.Join(addrs, ","), VerifyFraction: 1})
+	waitPeers(t, e, n)
+	return e
 }
