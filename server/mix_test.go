@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,7 +84,7 @@ func TestMixPlan(t *testing.T) {
 		}
 		return out
 	}
-	if a, b := round(0), round(1); slicesEqual(a, b) {
+	if a, b := round(0), round(1); slices.Equal(a, b) {
 		t.Fatalf("rounds 0 and 1 of part 1 in the same order %v", a)
 	}
 	// Ranks: disjoint, covering the epoch's positions (world 4 divides it).
@@ -106,36 +107,12 @@ func TestMixPlan(t *testing.T) {
 		}
 	}
 	// Deterministic, and another epoch another order.
-	if q := mixPlan(sizes, quotas, 3, 0, 1); !slicesEqual64(q.Batch(5), p.Batch(5)) {
+	if q := mixPlan(sizes, quotas, 3, 0, 1); !slices.Equal(q.Batch(5), p.Batch(5)) {
 		t.Fatal("the same spec gave another batch 5")
 	}
-	if q := mixPlan(sizes, quotas, 4, 0, 1); slicesEqual64(q.Batch(5), p.Batch(5)) {
+	if q := mixPlan(sizes, quotas, 4, 0, 1); slices.Equal(q.Batch(5), p.Batch(5)) {
 		t.Fatal("epoch 4's batch 5 is epoch 3's")
 	}
-}
-
-func slicesEqual(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func slicesEqual64(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // mixJob is a job over a mix of "big" and "small" with their sources.
@@ -189,7 +166,7 @@ func TestMixAnyTopology(t *testing.T) {
 		}
 		for k, b := range ep.batches {
 			w := want.batches[k]
-			if !slicesEqual64(b.hdr.GetIndices(), w.hdr.GetIndices()) || !bytes.Equal(b.data, w.data) {
+			if !slices.Equal(b.hdr.GetIndices(), w.hdr.GetIndices()) || !bytes.Equal(b.data, w.data) {
 				t.Fatalf("%d peers: batch %d differs from the lone server's", n, k)
 			}
 		}
@@ -321,7 +298,7 @@ func TestMixBlockShuffle(t *testing.T) {
 		}
 		for k, b := range ep.batches {
 			w := want.batches[k]
-			if !slicesEqual64(b.hdr.GetIndices(), w.hdr.GetIndices()) || !bytes.Equal(b.data, w.data) {
+			if !slices.Equal(b.hdr.GetIndices(), w.hdr.GetIndices()) || !bytes.Equal(b.data, w.data) {
 				t.Fatalf("%d peers: batch %d differs from the lone server's", n, k)
 			}
 		}
@@ -364,7 +341,7 @@ func TestMixLocalAndRemote(t *testing.T) {
 	}
 	for k, b := range got.batches {
 		w := want.batches[k]
-		if !slicesEqual64(b.hdr.GetIndices(), w.hdr.GetIndices()) || !bytes.Equal(b.data, w.data) || len(b.hdr.GetErrors()) != 0 {
+		if !slices.Equal(b.hdr.GetIndices(), w.hdr.GetIndices()) || !bytes.Equal(b.data, w.data) || len(b.hdr.GetErrors()) != 0 {
 			t.Fatalf("batch %d: the bucket's mix differs from disk's (errors %v)", k, b.hdr.GetErrors())
 		}
 	}
