@@ -471,7 +471,9 @@ type JobSpec struct {
 	// mix_samples positions (0: the datasets' sizes added up), split over
 	// the datasets in proportion to their weights (each within one of its
 	// exact share); a dataset drawn more often than it has samples goes
-	// round again in a fresh order. Needs the global shuffle; not with
+	// round again in a fresh order. Under the block shuffle the weights
+	// share whole shards instead (shard-level mixing; every dataset
+	// sharded), about mix_samples' worth. Needs a shuffle; not with
 	// repeats. Each sample's labels are its own dataset's; its
 	// "__source__" field names it.
 	Mix           []*MixPart `protobuf:"bytes,32,rep,name=mix,proto3" json:"mix,omitempty"`
