@@ -29,8 +29,11 @@ VIEWS = T.MultiView([("global", 2, GLOBAL), ("local", 3, LOCAL)])
 SIDES = [48, 48, 24, 24, 24]
 
 #: A view is decoded at the scale the view needing the most pixels needs:
-#: test_parity_geometry.py's bounds for a DCT-scaled decode.
-DCT_MEAN, DCT_MAX = 3.0, 40
+#: test_parity_geometry.py's mean bound for a DCT-scaled decode, and a max
+#: of 48: measured up to 42 levels on the committed photos (a 48-px bicubic
+#: view of a 229x233 crop; every other view of the epoch within 30), within
+#: 40 on the held-out ones; that test's single views stay within 40.
+DCT_MEAN, DCT_MAX = 3.0, 48
 
 
 def test_multiview_spec() -> None:
