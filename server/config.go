@@ -17,6 +17,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server/internal/coord"
+	"github.com/stoker-dev/stoker/server/internal/limits"
 )
 
 // Defaults for the zero values of Config's fields.
@@ -465,7 +466,7 @@ func (c Config) withDefaults() Config {
 		c.MaxStreams = DefaultMaxStreams
 	}
 	if c.MemoryBudget == 0 {
-		c.MemoryBudget = defaultMemoryBudget()
+		c.MemoryBudget = limits.DefaultMemoryBudget()
 	}
 	if c.FirstMessageTimeout == 0 {
 		c.FirstMessageTimeout = 10 * time.Second
@@ -508,7 +509,7 @@ const MinDefaultCoefBudget = 64 << 20
 // goroutines has on this machine with the default --coef-budget and
 // --memory-budget (bench pipeline's default, to measure what serve does).
 func DefaultCoefBudget(workers int) int64 {
-	return coefCacheBytes(0, defaultMemoryBudget(), workers)
+	return coefCacheBytes(0, limits.DefaultMemoryBudget(), workers)
 }
 
 // MinMemoryBudget is the smallest memory budget `stoker serve` takes (384
@@ -539,7 +540,7 @@ func CheckMemoryFloor(budget int64) error {
 // DefaultMemoryBudget is the --memory-budget a server on this machine has
 // when not given one (bench scale, to know whether the --coef-budget it
 // gives its workers fits in that).
-func DefaultMemoryBudget() int64 { return defaultMemoryBudget() }
+func DefaultMemoryBudget() int64 { return limits.DefaultMemoryBudget() }
 
 // coefCacheBytes is the coefficient cache a server with memoryBudget and
 // workers decode goroutines has for the configured budget: that budget

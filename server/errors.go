@@ -11,6 +11,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/source"
 	"github.com/stoker-dev/stoker/server/internal/coord"
+	"github.com/stoker-dev/stoker/server/internal/limits"
 )
 
 // errorCodes maps the errors the server's dependencies return to status
@@ -26,7 +27,7 @@ var errorCodes = []struct {
 	{pipeline.ErrTooLarge, codes.ResourceExhausted},
 	{pipeline.ErrCorrupt, codes.DataLoss},
 	{pipeline.ErrClosed, codes.Unavailable},
-	{errMemoryBudget, codes.ResourceExhausted},
+	{limits.ErrMemoryBudget, codes.ResourceExhausted},
 	{coord.ErrNoMaker, codes.FailedPrecondition},
 	{errSampleErrors, codes.DataLoss},
 	{source.ErrDenied, codes.PermissionDenied},

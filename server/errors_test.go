@@ -13,6 +13,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/source"
 	"github.com/stoker-dev/stoker/server/internal/coord"
+	"github.com/stoker-dev/stoker/server/internal/limits"
 )
 
 func TestToStatus(t *testing.T) {
@@ -29,7 +30,7 @@ func TestToStatus(t *testing.T) {
 		{"deadline", context.DeadlineExceeded, codes.DeadlineExceeded},
 		{"status passes through", status.Error(codes.NotFound, "nope"), codes.NotFound},
 		{"other", io.ErrUnexpectedEOF, codes.Internal},
-		{"memory budget", fmt.Errorf("%w: a job needs 9 bytes", errMemoryBudget), codes.ResourceExhausted},
+		{"memory budget", fmt.Errorf("%w: a job needs 9 bytes", limits.ErrMemoryBudget), codes.ResourceExhausted},
 		{"every maker refused", fmt.Errorf("%w: a:1: %w", coord.ErrNoMaker, status.Error(codes.NotFound, "unknown dataset")), codes.FailedPrecondition},
 		{"batch failed", fmt.Errorf("%w: last: %w", coord.ErrBatchFailed, status.Error(codes.DataLoss, "x")), codes.Unavailable},
 		{"wrapped peer status", fmt.Errorf("peer a:1: %w", status.Error(codes.PermissionDenied, "no")), codes.PermissionDenied},

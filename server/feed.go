@@ -17,6 +17,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/rpc"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
+	"github.com/stoker-dev/stoker/server/internal/limits"
 )
 
 // Feed implements stokerv1.FeedServiceServer: it validates the job the
@@ -90,11 +91,11 @@ func (s *Server) recvWithin(ctx context.Context, recv func() (*stokerv1.FeedRequ
 // the stream, and no other Send begins after the handler decided to return
 // (grpc-go forbids Send after the handler returned).
 func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedServer, j *job, st coord.Stream, shm *stokerv1.ShmRequest, id string, log *slog.Logger) error {
-	mem := newStreamMemory(s.budget)
+	mem := limits.NewStreamMemory(s.budget)
 	// The job needs at least two batch buffers (one being made, one being
 	// sent); more come out of the budget as the window grows.
 	batchBytes := j.batchBytes()
-	if err := mem.acquire(ctx, coord.ReservedBytes(j.memBytes()), 2*time.Second, "a job of "+strconv.FormatInt(j.memBytes(), 10)+"-byte batches"); err != nil {
+	if err := mem.Acquire(ctx, coord.ReservedBytes(j.memBytes()), 2*time.Second, "a job of "+strconv.FormatInt(j.memBytes(), 10)+"-byte batches"); err != nil {
 		s.refusals.refuse("memory_budget", "job refused: memory budget", "job", id, "err", err)
 		return toStatus(err)
 	}
@@ -106,7 +107,7 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	if shm != nil {
 		var err error
 		if r, err = s.shmHandshake(ctx, stream, shm, st.Credits, batchBytes, s.coord.PoolCeiling(st.Credits), mem, log); err != nil {
-			mem.close()
+			mem.Close()
 			return toStatus(err)
 		}
 	}
@@ -135,7 +136,7 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	sendDone := make(chan error, 1)
 	go func() {
 		defer s.jobs.Done()
-		defer mem.close()        // once nothing holds a buffer or the ring
+		defer mem.Close()        // once nothing holds a buffer or the ring
 		defer s.dropRing(r, mem) // once nothing fills it
 		sendDone <- f.sendLoop(cancel)
 	}()

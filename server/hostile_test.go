@@ -85,9 +85,9 @@ func TestHostileClients(t *testing.T) {
 		t.Log("garbage parsed as an empty request; covered by 'empty message'")
 	}
 	waitUntilState(t, "the streams' budget and goroutines freed", func() string {
-		return fmt.Sprintf("%d bytes of budget held, %d goroutines (%d before)", e.srv.budget.inUse()+quick.srv.budget.inUse(), runtime.NumGoroutine(), before)
+		return fmt.Sprintf("%d bytes of budget held, %d goroutines (%d before)", e.srv.budget.InUse()+quick.srv.budget.InUse(), runtime.NumGoroutine(), before)
 	}, func() bool {
-		return e.srv.budget.inUse() == 0 && quick.srv.budget.inUse() == 0 && runtime.NumGoroutine() <= before+2
+		return e.srv.budget.InUse() == 0 && quick.srv.budget.InUse() == 0 && runtime.NumGoroutine() <= before+2
 	})
 }
 

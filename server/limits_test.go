@@ -57,8 +57,8 @@ func TestIdleTimeout(t *testing.T) {
 	}
 	// Its coordinator, send loop, makers' calls and buffers go.
 	waitUntilState(t, "the stream's budget and goroutines freed", func() string {
-		return fmt.Sprintf("%d bytes of budget held, %d goroutines (%d before)", e.srv.budget.inUse(), runtime.NumGoroutine(), before)
-	}, func() bool { return e.srv.budget.inUse() == 0 && runtime.NumGoroutine() <= before+2 })
+		return fmt.Sprintf("%d bytes of budget held, %d goroutines (%d before)", e.srv.budget.InUse(), runtime.NumGoroutine(), before)
+	}, func() bool { return e.srv.budget.InUse() == 0 && runtime.NumGoroutine() <= before+2 })
 }
 
 func TestMemoryBudget(t *testing.T) {
@@ -79,7 +79,7 @@ func TestMemoryBudget(t *testing.T) {
 	}
 	cancel()
 	// Once the first is gone, a new job fits again.
-	waitUntil(t, "the first stream's budget freed", func() bool { return e.srv.budget.inUse() == 0 })
+	waitUntil(t, "the first stream's budget freed", func() bool { return e.srv.budget.InUse() == 0 })
 	if ep := e.collect(t, smallJob("tiny", 8)); len(ep.batches) != 5 {
 		t.Errorf("%d batches after the budget freed, want 5", len(ep.batches))
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/source"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
+	"github.com/stoker-dev/stoker/server/internal/limits"
 )
 
 // Server implements stokerv1.FeedService (trainers) and
@@ -45,7 +46,7 @@ type Server struct {
 	names    []string // sorted
 
 	tokens   tokens
-	budget   *budget
+	budget   *limits.Budget
 	workMem  *workClients // what Work streams hold of budget, by client host
 	peerDial func(addr string) []work.Option
 	jobs     sync.WaitGroup // coordinators and Work streams still running
@@ -127,11 +128,11 @@ func NewContext(ctx context.Context, cfg Config, log *slog.Logger, reg prometheu
 		datasets: make(map[string]pipeline.Dataset, len(cfg.Datasets)),
 		names:    slices.Sorted(maps.Keys(cfg.Datasets)),
 		draining: make(chan struct{}),
-		budget:   newBudget((cfg.MemoryBudget - cfg.coefCache - byteCache - readAhead) / 4 * 3),
+		budget:   limits.NewBudget((cfg.MemoryBudget - cfg.coefCache - byteCache - readAhead) / 4 * 3),
 		gpuIdle:  func() (float64, bool) { return 0, false },
 	}
 	s.refusals.log, s.refusals.m = log, m.refusals
-	s.workMem = newWorkClients(s.budget, workMemoryPerClient(cfg.MaxWorkMemoryPerClient, s.budget.limit), &s.refusals, m.workMemory)
+	s.workMem = newWorkClients(s.budget, workMemoryPerClient(cfg.MaxWorkMemoryPerClient, s.budget.Limit()), &s.refusals, m.workMemory)
 	if err := s.ReloadTokens(); err != nil {
 		return nil, err
 	}

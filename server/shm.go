@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/limits"
 )
 
 // Same-host delivery. A trainer on this machine asks for it in OpenJob.shm;
@@ -130,7 +131,7 @@ func (s *slots) Release(ids []uint32) error {
 // batches go through, or nil when they go in chunks (the server declined,
 // or the trainer could not map the ring: the reason is logged). An error
 // ends the stream.
-func (s *Server) shmHandshake(ctx context.Context, stream stokerv1.FeedService_FeedServer, req *stokerv1.ShmRequest, credits, batchBytes int64, pool int, mem *streamMemory, log *slog.Logger) (*ring, error) {
+func (s *Server) shmHandshake(ctx context.Context, stream stokerv1.FeedService_FeedServer, req *stokerv1.ShmRequest, credits, batchBytes int64, pool int, mem *limits.StreamMemory, log *slog.Logger) (*ring, error) {
 	offer, r := s.shmOffer(req, credits, batchBytes, pool, mem)
 	if err := stream.Send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Shm{Shm: offer}}); err != nil {
 		s.dropRing(r, mem)
@@ -169,7 +170,7 @@ func (s *Server) shmHandshake(ctx context.Context, stream stokerv1.FeedService_F
 // stream's memory (or, when that does not fit, for the credits alone: the
 // batches are then made outside the ring and copied into it), or the
 // reason there is none.
-func (s *Server) shmOffer(req *stokerv1.ShmRequest, credits, batchBytes int64, pool int, mem *streamMemory) (*stokerv1.ShmOffer, *ring) {
+func (s *Server) shmOffer(req *stokerv1.ShmRequest, credits, batchBytes int64, pool int, mem *limits.StreamMemory) (*stokerv1.ShmOffer, *ring) {
 	decline := func(format string, a ...any) (*stokerv1.ShmOffer, *ring) {
 		return &stokerv1.ShmOffer{Declined: fmt.Sprintf(format, a...)}, nil
 	}
@@ -200,7 +201,7 @@ func (s *Server) shmOffer(req *stokerv1.ShmRequest, credits, batchBytes int64, p
 
 // dropRing unmaps r, if any, and gives its bytes back to the stream's
 // memory.
-func (s *Server) dropRing(r *ring, mem *streamMemory) {
+func (s *Server) dropRing(r *ring, mem *limits.StreamMemory) {
 	if r == nil {
 		return
 	}

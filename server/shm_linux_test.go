@@ -367,7 +367,7 @@ func TestShmHostile(t *testing.T) {
 // mapped in the server, and its bytes back in the budget.
 func TestShmRingFreed(t *testing.T) {
 	e := newEnv(t, Config{Shm: true})
-	before := e.srv.budget.inUse()
+	before := e.srv.budget.InUse()
 	ctx, cancel := context.WithCancel(context.Background())
 	open := smallJob("tiny", 2)
 	open.Credits = 2
@@ -382,8 +382,8 @@ func TestShmRingFreed(t *testing.T) {
 	cancel()
 	waitRingsGone(t, e)
 	waitUntilState(t, "the stream's budget given back", func() string {
-		return fmt.Sprintf("budget in use %d after the stream, %d before", e.srv.budget.inUse(), before)
-	}, func() bool { return e.srv.budget.inUse() == before })
+		return fmt.Sprintf("budget in use %d after the stream, %d before", e.srv.budget.InUse(), before)
+	}, func() bool { return e.srv.budget.InUse() == before })
 }
 
 // countRingMaps counts this process's mappings of ring memfds.

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stoker-dev/stoker/internal/work"
+	"github.com/stoker-dev/stoker/server/internal/limits"
 )
 
 // workClients is the memory that Work streams make this server keep,
@@ -15,7 +16,7 @@ import (
 // (--max-work-memory-per-client), and all of it comes out of the server's
 // budget, beside the Feed streams' buffers.
 type workClients struct {
-	b        *budget
+	b        *limits.Budget
 	perHost  int64
 	refusals *refusalLog
 	gauge    prometheus.Gauge // stoker_work_memory_bytes
@@ -24,7 +25,7 @@ type workClients struct {
 	held map[string]int64
 }
 
-func newWorkClients(b *budget, perHost int64, refusals *refusalLog, gauge prometheus.Gauge) *workClients {
+func newWorkClients(b *limits.Budget, perHost int64, refusals *refusalLog, gauge prometheus.Gauge) *workClients {
 	return &workClients{b: b, perHost: perHost, refusals: refusals, gauge: gauge, held: make(map[string]int64)}
 }
 
@@ -58,11 +59,11 @@ func (c *workClients) take(host string, n int64, what string) error {
 		return status.Errorf(codes.ResourceExhausted, "client %s: %s needs %d bytes; its Work streams hold %d of the %d bytes a client may (--max-work-memory-per-client)",
 			host, what, n, held, c.perHost)
 	}
-	if !c.b.try(n) {
-		used := c.b.inUse()
+	if !c.b.Try(n) {
+		used := c.b.InUse()
 		c.refusals.refuse("memory_budget", "Work request refused: memory budget", "client", host, "what", what, "bytes", n, "in_use", used)
 		return status.Errorf(codes.ResourceExhausted, "memory budget: %s needs %d bytes; %d of the server's %d bytes are in use (--memory-budget)",
-			what, n, used, c.b.limit)
+			what, n, used, c.b.Limit())
 	}
 	c.held[host] += n
 	c.gauge.Add(float64(n))
@@ -80,7 +81,7 @@ func (c *workClients) release(host string, n int64) {
 	}
 	c.mu.Unlock()
 	c.gauge.Sub(float64(n))
-	c.b.release(n)
+	c.b.Release(n)
 }
 
 // workAccount is one Work stream's work.Memory: what it holds is its

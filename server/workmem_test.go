@@ -134,7 +134,7 @@ func TestWorkJobFlood(t *testing.T) {
 	a.CloseSend()
 	recvUntilErr(a)
 	waitUntil(t, "the client's memory given back", func() bool {
-		return e.srv.workMem.heldBy("127.0.0.1") == 0 && e.srv.budget.inUse() == 0 && e.workJobs() == 0 &&
+		return e.srv.workMem.heldBy("127.0.0.1") == 0 && e.srv.budget.InUse() == 0 && e.workJobs() == 0 &&
 			testutil.ToFloat64(e.srv.m.workMemory) == 0
 	})
 	// The client's side (this process) lets go of what it still had to
@@ -168,7 +168,7 @@ func TestWorkMemoryBudget(t *testing.T) {
 	t.Logf("host 2: %v", err)
 	a.CloseSend()
 	recvUntilErr(a)
-	waitUntil(t, "the clients' memory given back", func() bool { return e.srv.budget.inUse() == 0 && e.workJobs() == 0 })
+	waitUntil(t, "the clients' memory given back", func() bool { return e.srv.budget.InUse() == 0 && e.workJobs() == 0 })
 }
 
 // TestWorkBuffersCharged: the batch buffers a Work stream keeps for its

@@ -33,7 +33,7 @@ func TestArrows(t *testing.T) {
 			}
 		}
 	}
-	for _, leaf := range []string{"./internal/lease", "./pipeline/batch"} {
+	for _, leaf := range []string{"./internal/lease", "./pipeline/batch", "./server/internal/limits"} {
 		if notStd := nonStandardDeps(t, leaf); len(notStd) > 0 {
 			t.Errorf("%s is to be a leaf (the standard library only), but links %v", leaf, notStd)
 		}

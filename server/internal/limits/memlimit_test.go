@@ -1,4 +1,4 @@
-package server
+package limits
 
 import (
 	"os"
@@ -118,7 +118,7 @@ func TestMemoryBudgetOf(t *testing.T) {
 			t.Errorf("memoryBudgetOf(%d, %d) = %d, want %d", c.total, c.limit, got, c.want)
 		}
 	}
-	if b := defaultMemoryBudget(); b <= 0 {
-		t.Errorf("defaultMemoryBudget on this machine = %d", b)
+	if b := DefaultMemoryBudget(); b <= 0 {
+		t.Errorf("DefaultMemoryBudget on this machine = %d", b)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package limits
 
 import (
 	"context"
@@ -9,12 +9,12 @@ import (
 	"time"
 )
 
-// errMemoryBudget is the refusal of bytes the memory budget does not have.
-var errMemoryBudget = errors.New("memory budget")
+// ErrMemoryBudget is the refusal of bytes the memory budget does not have.
+var ErrMemoryBudget = errors.New("memory budget")
 
-// budget is the server-wide memory budget that batch buffers come out of:
+// Budget is the server-wide memory budget that batch buffers come out of:
 // every Feed job's reorder buffers and every Work lease.
-type budget struct {
+type Budget struct {
 	mu    sync.Mutex
 	limit int64
 	used  int64
@@ -24,12 +24,14 @@ type budget struct {
 	ret *memReturn
 }
 
-func newBudget(limit int64) *budget {
-	return &budget{limit: limit, freed: make(chan struct{}), ret: newMemReturn(freeOSMemory)}
+// NewBudget is a budget of limit bytes that gives memory back to the OS
+// when much of it is released after being used (memreturn.go).
+func NewBudget(limit int64) *Budget {
+	return &Budget{limit: limit, freed: make(chan struct{}), ret: newMemReturn(freeOSMemory)}
 }
 
-// try takes n bytes if they fit.
-func (b *budget) try(n int64) bool {
+// Try takes n bytes if they fit.
+func (b *Budget) Try(n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.used+n > b.limit {
@@ -40,9 +42,9 @@ func (b *budget) try(n int64) bool {
 	return true
 }
 
-// acquire takes n bytes, waiting up to wait for others to release them. Its
-// error wraps errMemoryBudget and gives the numbers.
-func (b *budget) acquire(ctx context.Context, n int64, wait time.Duration, what string) error {
+// Acquire takes n bytes, waiting up to wait for others to release them. Its
+// error wraps ErrMemoryBudget and gives the numbers.
+func (b *Budget) Acquire(ctx context.Context, n int64, wait time.Duration, what string) error {
 	deadline := time.Now().Add(wait)
 	for {
 		b.mu.Lock()
@@ -56,7 +58,7 @@ func (b *budget) acquire(ctx context.Context, n int64, wait time.Duration, what 
 		b.mu.Unlock()
 		left := time.Until(deadline)
 		if n > b.limit || left <= 0 {
-			return fmt.Errorf("%w: %s needs %d bytes; %d of the server's %d bytes are in use (--memory-budget)", errMemoryBudget, what, n, used, b.limit)
+			return fmt.Errorf("%w: %s needs %d bytes; %d of the server's %d bytes are in use (--memory-budget)", ErrMemoryBudget, what, n, used, b.limit)
 		}
 		select {
 		case <-freed:
@@ -67,8 +69,8 @@ func (b *budget) acquire(ctx context.Context, n int64, wait time.Duration, what 
 	}
 }
 
-// release gives n bytes back.
-func (b *budget) release(n int64) {
+// Release gives n bytes back.
+func (b *Budget) Release(n int64) {
 	if n == 0 {
 		return
 	}
@@ -80,16 +82,16 @@ func (b *budget) release(n int64) {
 	b.freed = make(chan struct{})
 }
 
-// inUse is the bytes taken.
-func (b *budget) inUse() int64 {
+// InUse is the bytes taken.
+func (b *Budget) InUse() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.used
 }
 
-// defaultMemoryBudget is half of the memory this process may use: the
+// DefaultMemoryBudget is half of the memory this process may use: the
 // machine's, or its cgroup's limit when lower (cgroup v2 or v1).
-func defaultMemoryBudget() int64 {
+func DefaultMemoryBudget() int64 {
 	var si syscall.Sysinfo_t
 	total := int64(8 << 30)
 	if syscall.Sysinfo(&si) == nil {
@@ -106,3 +108,9 @@ func memoryBudgetOf(total, cgroupLimit int64) int64 {
 	}
 	return total / 2
 }
+
+// Returns counts the times the budget gave memory back to the OS.
+func (b *Budget) Returns() int64 { return b.ret.returns.Load() }
+
+// Limit is the budget's bytes.
+func (b *Budget) Limit() int64 { return b.limit }
