@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/plan"
 )
 
 func writeFile(t *testing.T, name, data string) string {
@@ -200,7 +201,7 @@ func TestTLSAndMutualTLS(t *testing.T) {
 	worker := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 1, TLSCert: cert, TLSKey: key, TLSClientCA: ca, AuthTokens: tokens})
 	coord := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: worker.addr, PeerCA: ca, TLSCert: cert, TLSKey: key, PeerTokenFile: tokens})
 	ep := coord.collectTLS(t, withTLS(), smallJob("tiny", 8))
-	checkOnce(t, ep, NewPlan(PlanSpec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 8}))
+	checkOnce(t, ep, plan.New(plan.Spec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 8}))
 }
 
 // collectTLS is collect over a connection of its own.

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/plan"
 )
 
 // shardSizes are the samples of each shard makeShards writes: 48 in all.
@@ -98,7 +99,7 @@ func TestBlockShuffleJob(t *testing.T) {
 			want := alone.collect(t, blockJob(r, 2, e))
 			got := coord.collect(t, blockJob(r, 2, e))
 			sameBatches(t, fmt.Sprintf("epoch %d rank %d: a peer vs one server", e, r), want.batches, got.batches)
-			plan := NewPlan(PlanSpec{Size: n, Seed: 42, Epoch: e, Shuffle: true, Rank: int(r), World: 2, BatchSize: 4, Window: 2, Shards: starts})
+			plan := plan.New(plan.Spec{Size: n, Seed: 42, Epoch: e, Shuffle: true, Rank: int(r), World: 2, BatchSize: 4, Window: 2, Shards: starts})
 			if len(got.batches) != plan.Batches() || got.end.GetBatches() != uint64(plan.Batches()) {
 				t.Fatalf("epoch %d rank %d: %d batches, want %d", e, r, len(got.batches), plan.Batches())
 			}
@@ -220,4 +221,31 @@ func TestBlockShuffleStatus(t *testing.T) {
 	if got := jobs[0].GetShuffle(); got != "block W=2" {
 		t.Errorf("status shows shuffle %q, want %q", got, "block W=2")
 	}
+}
+
+// shardStarts is the ShardStarts of shards of the given sizes (a size 0 is
+// a shard with no samples), and the samples in all.
+func shardStarts(sizes ...int) ([]int, int) {
+	starts := make([]int, len(sizes))
+	n := 0
+	for s, z := range sizes {
+		starts[s] = n
+		n += z
+	}
+	return starts, n
+}
+
+// shardOf is the shard of each index, by starts.
+func shardOf(starts []int, n int) []int {
+	of := make([]int, n)
+	for s := range starts {
+		end := n
+		if s+1 < len(starts) {
+			end = starts[s+1]
+		}
+		for i := starts[s]; i < end; i++ {
+			of[i] = s
+		}
+	}
+	return of
 }

@@ -23,7 +23,7 @@
 // samples, sample errors); then the stream closes with OK.
 //
 // Batch k of an epoch is a pure function of (job, epoch, k): the sample
-// list comes from Plan, every random choice from pipeline's counter-based
+// list comes from plan.Plan, every random choice from pipeline's counter-based
 // RNG keyed by (seed, epoch, index). A resumed stream (start_batch > 0)
 // sends the same bytes the full epoch would have from there on, whichever
 // makers made them.

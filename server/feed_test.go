@@ -18,6 +18,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
+	"github.com/stoker-dev/stoker/server/internal/plan"
 )
 
 // The test dataset: classes a, b, c with 13 JPEGs each, and c/bad.jpg (zero
@@ -57,7 +58,7 @@ func TestFeedTwoRanks(t *testing.T) {
 		if !slices.Equal(ep.info.GetSampleShape(), []uint32{3, 32, 32}) || ep.info.GetDatasetSize() != dsSize || len(ep.info.GetClasses()) != 3 {
 			t.Errorf("rank %d: info %v", r, ep.info)
 		}
-		plan := NewPlan(PlanSpec{Size: dsSize, Seed: 42, Shuffle: true, Rank: int(r), World: world, BatchSize: bs})
+		plan := plan.New(plan.Spec{Size: dsSize, Seed: 42, Shuffle: true, Rank: int(r), World: world, BatchSize: bs})
 		distinct := make(map[int64]bool)
 		for k, b := range ep.batches {
 			h := b.hdr
@@ -505,7 +506,7 @@ func TestFeedChunking(t *testing.T) {
 	exec := pipeline.NewExecutor(2)
 	defer exec.Close()
 	var want pipeline.Batch
-	if err := exec.Fill(context.Background(), e.srv.datasets["tiny"], tr, 5, 0, NewPlan(PlanSpec{Size: dsSize, World: 1, BatchSize: 64}).Batch(0), pipeline.PadFromBatch, &want); err != nil {
+	if err := exec.Fill(context.Background(), e.srv.datasets["tiny"], tr, 5, 0, plan.New(plan.Spec{Size: dsSize, World: 1, BatchSize: 64}).Batch(0), pipeline.PadFromBatch, &want); err != nil {
 		t.Fatal(err)
 	}
 	if len(want.Data) <= 2*MaxChunkBytes {

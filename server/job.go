@@ -11,6 +11,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
+	"github.com/stoker-dev/stoker/server/internal/plan"
 )
 
 // job is a validated JobSpec: what every batch of every epoch of the job is
@@ -41,7 +42,7 @@ type job struct {
 	fields *pipeline.FieldSet
 	// mix is each dataset's share of an epoch when ds is a mix
 	// (JobSpec.mix); nil for one dataset.
-	mix []MixShare
+	mix []plan.MixShare
 	// id names the job in queue names and metrics (its coordinator's
 	// name, or the Work stream's and its job id).
 	id string
@@ -189,12 +190,12 @@ func (j *job) forwardSpec() *stokerv1.JobSpec {
 // plan is the job's plan of epoch, after consumed positions (elastic
 // resume; 0 normally). Only an epoch resumed with consumed positions keeps
 // the block shuffle's spans of the world it began with.
-func (j *job) plan(epoch, consumed uint64) Plan {
+func (j *job) plan(epoch, consumed uint64) plan.Plan {
 	spans := 0
 	if consumed > 0 {
 		spans = j.epochWorld
 	}
-	return NewPlan(PlanSpec{
+	return plan.New(plan.Spec{
 		Size: j.planSize(), Seed: j.spec.GetSeed(), Epoch: epoch, Shuffle: j.shuffle.on,
 		Rank: j.rank, World: j.world, BatchSize: int(j.spec.GetBatchSize()), DropLast: j.spec.GetDropLast(),
 		Consumed: consumed, Window: j.shuffle.window, Shards: j.shuffle.starts, Spans: spans,
@@ -202,7 +203,7 @@ func (j *job) plan(epoch, consumed uint64) Plan {
 	})
 }
 
-// planSize is PlanSpec.Size: the dataset's samples, or a mix's draws
+// planSize is plan.Spec.Size: the dataset's samples, or a mix's draws
 // (0 under the block shuffle, whose plan counts its drawn shards').
 func (j *job) planSize() int {
 	switch {
@@ -332,7 +333,7 @@ func repeatsOf(spec *stokerv1.JobSpec, size, world int, sh shuffleChoice) (int, 
 		return 0, status.Errorf(codes.InvalidArgument, "repeats %d: want 1..%d", k, maxRepeats)
 	case sh.starts != nil:
 		return 0, status.Errorf(codes.InvalidArgument, "repeats %d with the block shuffle: repeated augmentation spreads a sample's copies over the ranks, which read their own shards; use the global shuffle (Python: shuffle=True)", k)
-	case RepeatedLength(size, 0, world) == 0:
+	case plan.RepeatedLength(size, 0, world) == 0:
 		return 0, status.Errorf(codes.InvalidArgument, "repeats %d: RASampler's epoch of a dataset of %d samples over %d ranks, floor(%d // 256 * 256 / %d) samples a rank, is empty: repeated augmentation needs at least 256 samples, and at least one a rank of the multiple of 256 below the dataset's size",
 			k, size, world, size, world)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/server/internal/plan"
 )
 
 // peerMakerOf is e's peer maker for addr, nil when it has none.
@@ -63,7 +64,7 @@ func TestPeerDecoderRefused(t *testing.T) {
 	waitUntil(t, "the peer with other bytes counted as refused", func() bool {
 		return testutil.ToFloat64(coord.srv.m.coord.LeaseFailures.WithLabelValues(bad.addr, "decoder")) > 0
 	})
-	checkOnce(t, coord.collect(t, smallJob("tiny", 4)), NewPlan(PlanSpec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 4}))
+	checkOnce(t, coord.collect(t, smallJob("tiny", 4)), plan.New(plan.Spec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 4}))
 	if n := testutil.ToFloat64(coord.srv.m.coord.Leases.WithLabelValues(bad.addr)); n != 0 {
 		t.Errorf("%v leases to the peer with other bytes", n)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/plan"
 )
 
 // peers starts n worker servers over root and returns them and their
@@ -38,7 +39,7 @@ func peers(t *testing.T, root string, n int) ([]*testEnv, string) {
 
 // checkOnce checks that an epoch has batch numbers 0..n-1 in order and
 // every planned index exactly once.
-func checkOnce(t *testing.T, ep epoch, plan Plan) {
+func checkOnce(t *testing.T, ep epoch, plan plan.Plan) {
 	t.Helper()
 	if len(ep.batches) != plan.Batches() || ep.end == nil || ep.end.GetBatches() != uint64(plan.Batches()) {
 		t.Fatalf("%d batches, EpochEnd %v; want %d", len(ep.batches), ep.end, plan.Batches())
@@ -67,7 +68,7 @@ func TestPeersSameBytes(t *testing.T) {
 	open := smallJob("tiny", 4)
 	want := alone.collect(t, open)
 	got := coord.collect(t, open)
-	checkOnce(t, got, NewPlan(PlanSpec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 4}))
+	checkOnce(t, got, plan.New(plan.Spec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 4}))
 	sameBatches(t, "3 peers vs one server", want.batches, got.batches)
 	used := 0
 	for _, w := range ws {
@@ -94,7 +95,7 @@ func TestLocalAndPeersSameBytes(t *testing.T) {
 	open := smallJob("tiny", 8)
 	want := alone.collect(t, open)
 	got := coord.collect(t, open)
-	checkOnce(t, got, NewPlan(PlanSpec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 8}))
+	checkOnce(t, got, plan.New(plan.Spec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 8}))
 	sameBatches(t, "the local executor and 2 peers vs one server", want.batches, got.batches)
 	if n := testutil.ToFloat64(coord.srv.m.coord.Leases.WithLabelValues("local")); n == 0 {
 		t.Error("the coordinator's own executor made no part")
@@ -152,7 +153,7 @@ func TestPeerDiesMidEpoch(t *testing.T) {
 	root := makeDataset(t, []string{"a", "b", "c"}, 13, true)
 	ws, addrs := peers(t, root, 2)
 	coord := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: addrs, LeaseTimeout: 2 * time.Second})
-	plan := NewPlan(PlanSpec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 2})
+	plan := plan.New(plan.Spec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 2})
 	ep := slowCollect(t, coord, smallJob("tiny", 2), func(k int) {
 		time.Sleep(20 * time.Millisecond) // a trainer's step
 		if k == 5 {
@@ -201,7 +202,7 @@ func TestPeerHung(t *testing.T) {
 	waitPeers(t, coord, 2)
 	start := time.Now()
 	ep := coord.collect(t, smallJob("tiny", 4))
-	checkOnce(t, ep, NewPlan(PlanSpec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 4}))
+	checkOnce(t, ep, plan.New(plan.Spec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 4}))
 	// Its leases time out, or are outrun by their hedges first.
 	failures := coord.srv.m.coord.LeaseFailures
 	timedOut := testutil.ToFloat64(failures.WithLabelValues(lis.Addr().String(), "timeout"))
@@ -220,7 +221,7 @@ func TestPeerRefused(t *testing.T) {
 	_, good := peers(t, root, 1)
 	coord := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: stranger.addr + "," + good})
 	ep := coord.collect(t, smallJob("tiny", 4))
-	checkOnce(t, ep, NewPlan(PlanSpec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 4}))
+	checkOnce(t, ep, plan.New(plan.Spec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 4}))
 	if got := testutil.ToFloat64(coord.srv.m.coord.LeaseFailures.WithLabelValues(stranger.addr, "refused")); got == 0 {
 		t.Error("the peer with other data was not counted as refusing")
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/plan"
 )
 
 // waitUntil polls cond until it holds, failing the test after hangGuard
@@ -83,7 +84,7 @@ func TestWorkJobsEnd(t *testing.T) {
 	coord := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: addrs})
 	waitPeers(t, coord, 2)
 	for range 3 {
-		checkOnce(t, coord.collect(t, smallJob("tiny", 4)), NewPlan(PlanSpec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 4}))
+		checkOnce(t, coord.collect(t, smallJob("tiny", 4)), plan.New(plan.Spec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 4}))
 	}
 	for _, w := range ws {
 		if testutil.ToFloat64(w.srv.m.work.Leases.WithLabelValues("done")) == 0 {
@@ -238,7 +239,7 @@ func TestSilentWorkStreams(t *testing.T) {
 		t.Errorf("%d Work streams opened, %d refused; want %d and 1", opened, refused, n)
 	}
 	// A trainer is not locked out while they are open.
-	checkOnce(t, e.collect(t, smallJob("tiny", 8)), NewPlan(PlanSpec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 8}))
+	checkOnce(t, e.collect(t, smallJob("tiny", 8)), plan.New(plan.Spec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 8}))
 	e.srv.workStreams.mu.Lock()
 	open := e.srv.workStreams.n
 	e.srv.workStreams.mu.Unlock()

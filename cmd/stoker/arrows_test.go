@@ -33,6 +33,11 @@ func TestArrows(t *testing.T) {
 			}
 		}
 	}
+	for _, imp := range strings.Fields(strings.Join(goList(t, "-f", `{{join .Imports " "}}`, "./server/internal/plan"), " ")) {
+		if strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") && imp != module+"/pipeline" {
+			t.Errorf("server/internal/plan imports %s: the epoch plan is a pure function of the job (the standard library and pipeline's keyed RNG only)", imp)
+		}
+	}
 	for _, leaf := range []string{"./internal/lease", "./pipeline/batch", "./server/internal/limits"} {
 		if notStd := nonStandardDeps(t, leaf); len(notStd) > 0 {
 			t.Errorf("%s is to be a leaf (the standard library only), but links %v", leaf, notStd)

@@ -1,4 +1,4 @@
-package server
+package plan
 
 import (
 	"math"
@@ -10,7 +10,7 @@ import (
 
 // Plan is one rank's share of one epoch, cut into batches. It is a pure
 // function of its inputs: every machine that computes the plan of the same
-// PlanSpec gets the same batches.
+// Spec gets the same batches.
 //
 // The epoch's order is a permutation of 0..n-1 keyed by (seed, epoch, n)
 // when shuffling (the global shuffle), the identity otherwise. Rank r
@@ -68,8 +68,8 @@ type Plan struct {
 	batches   int
 }
 
-// PlanSpec is what a Plan is computed from.
-type PlanSpec struct {
+// Spec is what a Plan is computed from.
+type Spec struct {
 	Size      int // samples in the dataset, > 0
 	Seed      uint64
 	Epoch     uint64
@@ -84,7 +84,7 @@ type PlanSpec struct {
 	Consumed uint64
 	// Window > 0 selects the block shuffle (with Shuffle): shards per
 	// window, of the shards Shards starts (pipeline.Sharded's ShardStarts,
-	// valid for Size: checkShardStarts).
+	// valid for Size: CheckShardStarts).
 	Window int
 	Shards []int
 	// Spans cuts the block shuffle's order for the ranks: the world size
@@ -126,25 +126,25 @@ type MixShare struct {
 	Shards []int
 }
 
-// NewPlan computes the plan of s. It panics on a spec that breaks the
-// bounds stated on PlanSpec: the server validates requests first.
-func NewPlan(s PlanSpec) Plan {
+// New computes the plan of s. It panics on a spec that breaks the
+// bounds stated on Spec: the server validates requests first.
+func New(s Spec) Plan {
 	mixBlock := len(s.Mix) > 0 && s.Window > 0
 	if (s.Size <= 0) != mixBlock || s.World < 1 || s.Rank < 0 || s.Rank >= s.World || s.BatchSize < 1 {
-		panic("server: invalid PlanSpec")
+		panic("plan: invalid Spec")
 	}
 	n := uint64(s.Size)
 	p := Plan{shuffle: s.Shuffle, n: n, repeats: 1, rank: uint64(s.Rank), world: uint64(s.World), batchSize: s.BatchSize}
 	if s.Repeats > 1 {
 		if s.Window > 0 || s.EpochWorld < 0 {
-			panic("server: invalid PlanSpec")
+			panic("plan: invalid Spec")
 		}
 		p.repeats = uint64(s.Repeats)
 		p.n = RepeatedLength(s.Size, max(s.EpochWorld, 0), s.World)
 	}
 	if len(s.Mix) > 0 {
 		if !s.Shuffle || s.Repeats > 1 || s.Spans < 0 {
-			panic("server: invalid PlanSpec")
+			panic("plan: invalid Spec")
 		}
 		if !mixBlock {
 			p.mix = newMixOrder(s.Mix, s.Seed, s.Epoch, n)
@@ -162,8 +162,8 @@ func NewPlan(s PlanSpec) Plan {
 			p.spans = p.world
 		}
 	case s.Shuffle && s.Window > 0:
-		if checkShardStarts(s.Shards, s.Size) != nil || s.Spans < 0 {
-			panic("server: invalid PlanSpec")
+		if CheckShardStarts(s.Shards, s.Size) != nil || s.Spans < 0 {
+			panic("plan: invalid Spec")
 		}
 		p.block = newBlockOrder(s.Shards, n, uint64(s.Window), s.Seed, s.Epoch)
 		p.spans = uint64(s.Spans)
@@ -278,7 +278,7 @@ func newMixOrder(mix []MixShare, seed, epoch, n uint64) *mixOrder {
 	var end uint64
 	for _, s := range mix {
 		if s.Size <= 0 || s.Start < 0 {
-			panic("server: invalid PlanSpec")
+			panic("plan: invalid Spec")
 		}
 		end += s.Quota
 		m.ends = append(m.ends, end)
@@ -286,7 +286,7 @@ func newMixOrder(mix []MixShare, seed, epoch, n uint64) *mixOrder {
 		m.sizes = append(m.sizes, uint64(s.Size))
 	}
 	if end != n {
-		panic("server: invalid PlanSpec")
+		panic("plan: invalid Spec")
 	}
 	return m
 }
@@ -329,7 +329,7 @@ func newMixBlocks(mix []MixShare, seed, epoch uint64) *mixBlocks {
 	for p, s := range mix {
 		shards := uint64(len(s.Shards))
 		if shards == 0 || s.Shards[0] != 0 {
-			panic("server: invalid PlanSpec")
+			panic("plan: invalid Spec")
 		}
 		var perm permutation
 		round := ^uint64(0)

@@ -1,4 +1,4 @@
-package server
+package plan
 
 import (
 	"fmt"
@@ -50,7 +50,7 @@ func TestRepeatedPlanIsRASampler(t *testing.T) {
 					}
 					for r := range w {
 						want, wantCopies := raSampler(order, k, w, r)
-						p := NewPlan(PlanSpec{Size: n, Seed: 9, Epoch: 4, Shuffle: shuffle, Rank: r, World: w, BatchSize: 7, Repeats: k})
+						p := New(Spec{Size: n, Seed: 9, Epoch: 4, Shuffle: shuffle, Rank: r, World: w, BatchSize: 7, Repeats: k})
 						if p.Samples() != len(want) {
 							t.Fatalf("%s rank %d: %d samples, RASampler gives %d", name, r, p.Samples(), len(want))
 						}
@@ -68,7 +68,7 @@ func TestRepeatedPlanIsRASampler(t *testing.T) {
 			}
 		}
 	}
-	if p := NewPlan(PlanSpec{Size: 1000, Rank: 0, World: 1, BatchSize: 8}); p.Copies(0) != nil {
+	if p := New(Spec{Size: 1000, Rank: 0, World: 1, BatchSize: 8}); p.Copies(0) != nil {
 		t.Errorf("a plan without repeats has copies %v", p.Copies(0))
 	}
 }
@@ -83,18 +83,18 @@ func head[T any](xs []T) []T { return xs[:min(len(xs), 12)] }
 // lost.
 func TestRepeatedPlanElastic(t *testing.T) {
 	const n, k, batch = 1300, 3, 5
-	first := NewPlan(PlanSpec{Size: n, Rank: 0, World: 4, BatchSize: batch, Repeats: k, Shuffle: true, Seed: 2})
+	first := New(Spec{Size: n, Rank: 0, World: 4, BatchSize: batch, Repeats: k, Shuffle: true, Seed: 2})
 	epoch := 4 * first.Samples() // RASampler's epoch: every rank's samples
 	run := func(epochWorld bool) map[[2]int64]int {
 		seen := map[[2]int64]int{}
 		consumed := uint64(0)
 		for _, stage := range []struct{ world, batches int }{{4, 10}, {2, 9}, {3, -1}} {
 			for r := range stage.world {
-				s := PlanSpec{Size: n, Rank: r, World: stage.world, BatchSize: batch, Repeats: k, Shuffle: true, Seed: 2, Consumed: consumed}
+				s := Spec{Size: n, Rank: r, World: stage.world, BatchSize: batch, Repeats: k, Shuffle: true, Seed: 2, Consumed: consumed}
 				if epochWorld && consumed > 0 {
 					s.EpochWorld = 4
 				}
-				p := NewPlan(s)
+				p := New(s)
 				nb := stage.batches
 				if nb < 0 {
 					nb = p.Batches()

@@ -1,4 +1,4 @@
-package server
+package plan
 
 import (
 	"crypto/sha256"
@@ -35,8 +35,8 @@ func TestPlan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			seen := make(map[int64]int)
 			for r := range tc.world {
-				spec := PlanSpec{Size: tc.size, Seed: 3, Epoch: 1, Shuffle: tc.shuffle, Rank: r, World: tc.world, BatchSize: tc.batchSize, DropLast: tc.dropLast}
-				p := NewPlan(spec)
+				spec := Spec{Size: tc.size, Seed: 3, Epoch: 1, Shuffle: tc.shuffle, Rank: r, World: tc.world, BatchSize: tc.batchSize, DropLast: tc.dropLast}
+				p := New(spec)
 				if p.Batches() != tc.batches || p.Samples() != tc.samples {
 					t.Fatalf("rank %d: %d batches, %d samples; want %d, %d", r, p.Batches(), p.Samples(), tc.batches, tc.samples)
 				}
@@ -60,7 +60,7 @@ func TestPlan(t *testing.T) {
 				if n != p.Samples() {
 					t.Errorf("rank %d: batches hold %d samples, Samples() = %d", r, n, p.Samples())
 				}
-				if q := NewPlan(spec); !slices.Equal(allOf(p), allOf(q)) {
+				if q := New(spec); !slices.Equal(allOf(p), allOf(q)) {
 					t.Errorf("rank %d: same spec, different plan", r)
 				}
 			}
@@ -82,8 +82,8 @@ func TestPlan(t *testing.T) {
 }
 
 func TestPlanOrder(t *testing.T) {
-	base := PlanSpec{Size: 100, Seed: 1, Epoch: 0, Shuffle: true, World: 1, BatchSize: 100}
-	order := func(s PlanSpec) []int64 { return NewPlan(s).Batch(0) }
+	base := Spec{Size: 100, Seed: 1, Epoch: 0, Shuffle: true, World: 1, BatchSize: 100}
+	order := func(s Spec) []int64 { return New(s).Batch(0) }
 	identity := base
 	identity.Shuffle = false
 	for i, v := range order(identity) {
@@ -98,9 +98,9 @@ func TestPlanOrder(t *testing.T) {
 	if !slices.Equal(a, order(base)) {
 		t.Error("same seed and epoch, different order")
 	}
-	for _, change := range []func(*PlanSpec){
-		func(s *PlanSpec) { s.Epoch = 1 },
-		func(s *PlanSpec) { s.Seed = 2 },
+	for _, change := range []func(*Spec){
+		func(s *Spec) { s.Epoch = 1 },
+		func(s *Spec) { s.Seed = 2 },
 	} {
 		s := base
 		change(&s)
@@ -124,7 +124,7 @@ func TestPlanOrder(t *testing.T) {
 // for every job: change them only on purpose (the failure prints the new
 // values), and say why in the commit message.
 func TestPlanGolden(t *testing.T) {
-	p := NewPlan(PlanSpec{Size: 1000, Seed: 5, Epoch: 2, Shuffle: true, Rank: 1, World: 3, BatchSize: 16})
+	p := New(Spec{Size: 1000, Seed: 5, Epoch: 2, Shuffle: true, Rank: 1, World: 3, BatchSize: 16})
 	if p.Batches() != 21 || p.Samples() != 334 {
 		t.Fatalf("%d batches of %d samples, want 21 of 334", p.Batches(), p.Samples())
 	}
@@ -210,7 +210,7 @@ func TestPermutation(t *testing.T) {
 // permutation of a 100-million-sample dataset (a Plan holds no per-sample
 // state whatever the size).
 func BenchmarkPlanBatch(b *testing.B) {
-	p := NewPlan(PlanSpec{Size: 100_000_000, Seed: 1, Epoch: 3, Shuffle: true, Rank: 2, World: 8, BatchSize: 256})
+	p := New(Spec{Size: 100_000_000, Seed: 1, Epoch: 3, Shuffle: true, Rank: 2, World: 8, BatchSize: 256})
 	dst := make([]int64, 0, 256)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {

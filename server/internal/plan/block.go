@@ -1,90 +1,15 @@
-package server
+package plan
 
 import (
 	"fmt"
 	"math"
 	"sort"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/stoker-dev/stoker/pipeline"
-	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
-// The block shuffle's window, in shards (JobSpec.shuffle_window). A maker
-// reads about a window of shards' bytes ahead of its batches (a window's
-// samples are mixed, so its last batch may need any of them): 4 shards of
-// WebDataset's usual 100 MB to 1 GB keep that within a server's memory
-// budget while mixing thousands of samples.
-const (
-	defaultShuffleWindow = 4
-	maxShuffleWindow     = 1024
-)
-
-// shuffleChoice is a job's validated shuffle: how its epochs are ordered.
-type shuffleChoice struct {
-	on     bool
-	starts []int // block shuffle: the dataset's shard starts; nil for the global one
-	window int   // block shuffle: shards per window
-}
-
-// shuffleOf validates spec's shuffle against ds.
-func shuffleOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset) (shuffleChoice, error) {
-	c := shuffleChoice{on: spec.GetShuffle()}
-	w, err := blockWindowOf(spec)
-	if w == 0 || err != nil {
-		return c, err
-	}
-	if !c.on {
-		return c, nil // shuffle_mode only says how a shuffled epoch is ordered
-	}
-	sh, ok := ds.(pipeline.Sharded)
-	if !ok {
-		return c, status.Errorf(codes.InvalidArgument, "dataset %q is not sharded (%s): each sample is an object of its own, so the global shuffle reads no more objects than a block shuffle would; use the global shuffle (Python: shuffle=True, not \"block\"; a JobSpec: shuffle_mode left unset)",
-			name, formatOf(ds))
-	}
-	c.starts, c.window = sh.ShardStarts(), w
-	if err := checkShardStarts(c.starts, ds.Len()); err != nil {
-		return c, status.Errorf(codes.FailedPrecondition, "dataset %q: %v", name, err)
-	}
-	return c, nil
-}
-
-// blockWindowOf is spec's block shuffle's window in shards (its default
-// for 0), or 0 when spec's shuffle_mode is not the block shuffle.
-func blockWindowOf(spec *stokerv1.JobSpec) (int, error) {
-	switch spec.GetShuffleMode() {
-	case stokerv1.ShuffleMode_SHUFFLE_MODE_UNSPECIFIED, stokerv1.ShuffleMode_SHUFFLE_MODE_GLOBAL:
-		return 0, nil
-	case stokerv1.ShuffleMode_SHUFFLE_MODE_BLOCK:
-	default:
-		return 0, status.Errorf(codes.InvalidArgument, "unknown shuffle_mode %d", spec.GetShuffleMode())
-	}
-	w := int(spec.GetShuffleWindow())
-	if w == 0 {
-		w = defaultShuffleWindow
-	}
-	if w > maxShuffleWindow {
-		return 0, status.Errorf(codes.InvalidArgument, "shuffle_window %d: want 1..%d shards (0: %d); a window holds about that many shards' bytes in memory, and a window of all the shards shuffles like the global shuffle",
-			w, maxShuffleWindow, defaultShuffleWindow)
-	}
-	return w, nil
-}
-
-// String is how Status shows the shuffle.
-func (c shuffleChoice) String() string {
-	switch {
-	case !c.on:
-		return "sequential"
-	case c.window > 0:
-		return fmt.Sprintf("block W=%d", c.window)
-	}
-	return "global"
-}
-
-// checkShardStarts checks a dataset's pipeline.Sharded starts for n samples.
-func checkShardStarts(starts []int, n int) error {
+// CheckShardStarts checks a dataset's pipeline.Sharded starts for n samples.
+func CheckShardStarts(starts []int, n int) error {
 	if len(starts) == 0 {
 		return fmt.Errorf("its shard index names no shards")
 	}

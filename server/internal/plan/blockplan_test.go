@@ -1,4 +1,4 @@
-package server
+package plan
 
 import (
 	"crypto/sha256"
@@ -47,8 +47,8 @@ func unevenShards(count, lo, hi int) ([]int, int) {
 	return shardStarts(sizes...)
 }
 
-func blockSpec(starts []int, n, window, rank, world, batch int) PlanSpec {
-	return PlanSpec{Size: n, Seed: 9, Epoch: 1, Shuffle: true, Rank: rank, World: world, BatchSize: batch, Window: window, Shards: starts}
+func blockSpec(starts []int, n, window, rank, world, batch int) Spec {
+	return Spec{Size: n, Seed: 9, Epoch: 1, Shuffle: true, Rank: rank, World: world, BatchSize: batch, Window: window, Shards: starts}
 }
 
 // TestBlockPlanOnce checks the block shuffle's split: every rank gets
@@ -71,14 +71,14 @@ func TestBlockPlanOnce(t *testing.T) {
 		starts, n := shardStarts(l.sizes...)
 		for _, window := range []int{1, 2, 3, len(starts), len(starts) + 5} {
 			for _, world := range []int{1, 2, 3, 4, 7} {
-				full := allOf(NewPlan(blockSpec(starts, n, window, 0, 1, n)))
+				full := allOf(New(blockSpec(starts, n, window, 0, 1, n)))
 				if sorted := slices.Sorted(slices.Values(full)); !slices.Equal(sorted, iota64(n)) {
 					t.Fatalf("%s W=%d: the epoch's order is not a permutation: %v", l.name, window, full)
 				}
 				m := (n + world - 1) / world
 				seen := make([]int, n)
 				for r := range world {
-					p := NewPlan(blockSpec(starts, n, window, r, world, 3))
+					p := New(blockSpec(starts, n, window, r, world, 3))
 					share := allOf(p)
 					if len(share) != m || p.Samples() != m {
 						t.Fatalf("%s W=%d w=%d rank %d: %d samples, want %d", l.name, window, world, r, len(share), m)
@@ -126,7 +126,7 @@ func TestBlockPlanOrders(t *testing.T) {
 	starts, n := unevenShards(40, 5, 30)
 	of := shardOf(starts, n)
 	base := blockSpec(starts, n, 4, 0, 1, n)
-	order := func(s PlanSpec) []int64 { return NewPlan(s).Batch(0) }
+	order := func(s Spec) []int64 { return New(s).Batch(0) }
 	// shardSeq is the shards in the order they are first read.
 	shardSeq := func(o []int64) []int {
 		var seq []int
@@ -141,9 +141,9 @@ func TestBlockPlanOrders(t *testing.T) {
 	if slices.Equal(a, iota64(n)) {
 		t.Fatal("block order is the identity")
 	}
-	for _, change := range []func(*PlanSpec){
-		func(s *PlanSpec) { s.Epoch = 2 },
-		func(s *PlanSpec) { s.Seed = 10 },
+	for _, change := range []func(*Spec){
+		func(s *Spec) { s.Epoch = 2 },
+		func(s *Spec) { s.Seed = 10 },
 	} {
 		s := base
 		change(&s)
@@ -162,7 +162,7 @@ func TestBlockPlanOrders(t *testing.T) {
 func TestBlockPlanWindowOne(t *testing.T) {
 	starts, n := unevenShards(30, 3, 40)
 	of := shardOf(starts, n)
-	order := NewPlan(blockSpec(starts, n, 1, 0, 1, n)).Batch(0)
+	order := New(blockSpec(starts, n, 1, 0, 1, n)).Batch(0)
 	shuffled := 0
 	for lo := 0; lo < n; {
 		s := of[order[lo]]
@@ -197,7 +197,7 @@ func shardSize(starts []int, n, s int) int {
 func TestBlockPlanWholeWindow(t *testing.T) {
 	starts, n := unevenShards(50, 50, 150)
 	of := shardOf(starts, n)
-	order := NewPlan(blockSpec(starts, n, len(starts), 0, 1, n)).Batch(0)
+	order := New(blockSpec(starts, n, len(starts), 0, 1, n)).Batch(0)
 	var sumD2 float64
 	changes := 0
 	for i, v := range order {
@@ -226,7 +226,7 @@ func TestBlockPlanLocality(t *testing.T) {
 	for _, window := range []int{1, 2, 4, 8} {
 		for _, world := range []int{1, 4} {
 			const batch = 32
-			full := allOf(NewPlan(blockSpec(starts, n, window, 0, 1, n)))
+			full := allOf(New(blockSpec(starts, n, window, 0, 1, n)))
 			// The window of each index, by its position in the order.
 			windowOf := make([]int, n)
 			var firstShards []int // shards in the order they come
@@ -242,7 +242,7 @@ func TestBlockPlanLocality(t *testing.T) {
 			}
 			var batches, shardsRead, within, withinOne int
 			for r := range world {
-				p := NewPlan(blockSpec(starts, n, window, r, world, batch))
+				p := New(blockSpec(starts, n, window, r, world, batch))
 				windows := map[int]bool{}
 				for k := range p.Batches() {
 					b := p.Batch(k)
@@ -297,7 +297,7 @@ func TestBlockPlanElastic(t *testing.T) {
 			for r := range stage.world {
 				s := blockSpec(starts, n, 3, r, stage.world, batch)
 				s.Consumed, s.Spans = consumed, spans
-				p := NewPlan(s)
+				p := New(s)
 				k := stage.batches
 				if k < 0 {
 					k = p.Batches()
@@ -345,7 +345,7 @@ func TestBlockPlanCost(t *testing.T) {
 		for range 5 {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			p := NewPlan(blockSpec(starts, n, 4, 3, 8, 256))
+			p := New(blockSpec(starts, n, 4, 3, 8, 256))
 			p.Batch(p.Batches() - 1)
 			runtime.ReadMemStats(&after)
 			least = min(least, after.TotalAlloc-before.TotalAlloc)
@@ -366,7 +366,7 @@ func TestBlockPlanCost(t *testing.T) {
 // on purpose, and say why in the commit message.
 func TestBlockPlanGolden(t *testing.T) {
 	starts, n := unevenShards(25, 20, 60)
-	p := NewPlan(PlanSpec{Size: n, Seed: 5, Epoch: 2, Shuffle: true, Rank: 1, World: 3, BatchSize: 16, Window: 4, Shards: starts})
+	p := New(Spec{Size: n, Seed: 5, Epoch: 2, Shuffle: true, Rank: 1, World: 3, BatchSize: 16, Window: 4, Shards: starts})
 	if n != 969 || p.Batches() != 21 || p.Samples() != 323 {
 		t.Fatalf("%d samples: %d batches of %d samples, want 969: 21 of 323", n, p.Batches(), p.Samples())
 	}
@@ -391,7 +391,7 @@ func BenchmarkBlockPlanBatch(b *testing.B) {
 	for s := range starts {
 		starts[s] = s * 1000
 	}
-	p := NewPlan(blockSpec(starts, 100_000_000, 4, 2, 8, 256))
+	p := New(blockSpec(starts, 100_000_000, 4, 2, 8, 256))
 	dst := make([]int64, 0, 256)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {

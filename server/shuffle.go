@@ -9,7 +9,79 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/plan"
 )
+
+// The block shuffle's window, in shards (JobSpec.shuffle_window). A maker
+// reads about a window of shards' bytes ahead of its batches (a window's
+// samples are mixed, so its last batch may need any of them): 4 shards of
+// WebDataset's usual 100 MB to 1 GB keep that within a server's memory
+// budget while mixing thousands of samples.
+const (
+	defaultShuffleWindow = 4
+	maxShuffleWindow     = 1024
+)
+
+// shuffleChoice is a job's validated shuffle: how its epochs are ordered.
+type shuffleChoice struct {
+	on     bool
+	starts []int // block shuffle: the dataset's shard starts; nil for the global one
+	window int   // block shuffle: shards per window
+}
+
+// shuffleOf validates spec's shuffle against ds.
+func shuffleOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset) (shuffleChoice, error) {
+	c := shuffleChoice{on: spec.GetShuffle()}
+	w, err := blockWindowOf(spec)
+	if w == 0 || err != nil {
+		return c, err
+	}
+	if !c.on {
+		return c, nil // shuffle_mode only says how a shuffled epoch is ordered
+	}
+	sh, ok := ds.(pipeline.Sharded)
+	if !ok {
+		return c, status.Errorf(codes.InvalidArgument, "dataset %q is not sharded (%s): each sample is an object of its own, so the global shuffle reads no more objects than a block shuffle would; use the global shuffle (Python: shuffle=True, not \"block\"; a JobSpec: shuffle_mode left unset)",
+			name, formatOf(ds))
+	}
+	c.starts, c.window = sh.ShardStarts(), w
+	if err := plan.CheckShardStarts(c.starts, ds.Len()); err != nil {
+		return c, status.Errorf(codes.FailedPrecondition, "dataset %q: %v", name, err)
+	}
+	return c, nil
+}
+
+// blockWindowOf is spec's block shuffle's window in shards (its default
+// for 0), or 0 when spec's shuffle_mode is not the block shuffle.
+func blockWindowOf(spec *stokerv1.JobSpec) (int, error) {
+	switch spec.GetShuffleMode() {
+	case stokerv1.ShuffleMode_SHUFFLE_MODE_UNSPECIFIED, stokerv1.ShuffleMode_SHUFFLE_MODE_GLOBAL:
+		return 0, nil
+	case stokerv1.ShuffleMode_SHUFFLE_MODE_BLOCK:
+	default:
+		return 0, status.Errorf(codes.InvalidArgument, "unknown shuffle_mode %d", spec.GetShuffleMode())
+	}
+	w := int(spec.GetShuffleWindow())
+	if w == 0 {
+		w = defaultShuffleWindow
+	}
+	if w > maxShuffleWindow {
+		return 0, status.Errorf(codes.InvalidArgument, "shuffle_window %d: want 1..%d shards (0: %d); a window holds about that many shards' bytes in memory, and a window of all the shards shuffles like the global shuffle",
+			w, maxShuffleWindow, defaultShuffleWindow)
+	}
+	return w, nil
+}
+
+// String is how Status shows the shuffle.
+func (c shuffleChoice) String() string {
+	switch {
+	case !c.on:
+		return "sequential"
+	case c.window > 0:
+		return fmt.Sprintf("block W=%d", c.window)
+	}
+	return "global"
+}
 
 // maxMixSamples bounds a mix's epoch (JobSpec.mix_samples): a trillion
 // positions is far more than any epoch, and keeps positions' arithmetic
@@ -19,7 +91,7 @@ const maxMixSamples = 1 << 40
 // mixOf is spec's mix of the server's datasets (nil, nil when spec names
 // one dataset): the mixed dataset, and each part's share of an epoch.
 // Its errors are INVALID_ARGUMENT naming what is wrong.
-func (s *Server) mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice) (*pipeline.Mixed, []MixShare, error) {
+func (s *Server) mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice) (*pipeline.Mixed, []plan.MixShare, error) {
 	mix := spec.GetMix()
 	if len(mix) == 0 {
 		return nil, nil, nil
@@ -55,9 +127,9 @@ func (s *Server) mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice) (*pipeline
 		return nil, nil, status.Errorf(codes.InvalidArgument, "%v", strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
 	}
 	starts := mixed.Starts()
-	shares := make([]MixShare, len(parts))
+	shares := make([]plan.MixShare, len(parts))
 	for i := range parts {
-		shares[i] = MixShare{Start: starts[i], Size: starts[i+1] - starts[i]}
+		shares[i] = plan.MixShare{Start: starts[i], Size: starts[i+1] - starts[i]}
 	}
 	n := spec.GetMixSamples()
 	if n == 0 {
@@ -72,7 +144,7 @@ func (s *Server) mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice) (*pipeline
 				return nil, nil, status.Errorf(codes.InvalidArgument, "dataset %q of the mix is not sharded (each sample an object or a file of its own): "+
 					"the block shuffle mixes whole shards; mix it with the global shuffle (shuffle=True)", part.Name)
 			}
-			if err := checkShardStarts(sh.ShardStarts(), part.DS.Len()); err != nil {
+			if err := plan.CheckShardStarts(sh.ShardStarts(), part.DS.Len()); err != nil {
 				return nil, nil, status.Errorf(codes.FailedPrecondition, "dataset %q: %v", part.Name, err)
 			}
 			shares[i].Shards = sh.ShardStarts()
@@ -133,3 +205,13 @@ func mixShuffleOf(spec *stokerv1.JobSpec) (shuffleChoice, error) {
 	}
 	return c, err
 }
+
+// Plan and PlanSpec are the epoch plan's (server/internal/plan), for the
+// tests and tools outside server that check a stream against its plan.
+type (
+	Plan     = plan.Plan
+	PlanSpec = plan.Spec
+)
+
+// NewPlan is plan.New: the plan of s.
+func NewPlan(s PlanSpec) Plan { return plan.New(s) }
