@@ -90,8 +90,8 @@ func TestBlockShuffleJob(t *testing.T) {
 	alone := startServer(t, Config{Datasets: datasets, Workers: 2})
 	worker := startServer(t, Config{Datasets: datasets, Workers: 1})
 	coord := startServer(t, Config{Datasets: datasets, Peers: worker.addr})
-	starts, n := shardStarts(shardSizes...)
-	of := shardOf(starts, n)
+	starts, of := shardsOf(shardSizes)
+	n := len(of)
 	var orders [2][]int64
 	for e := range uint64(2) {
 		seen := make([]int, n)
@@ -135,8 +135,8 @@ func TestBlockShuffleJob(t *testing.T) {
 // world size: every sample exactly once over both runs.
 func TestBlockShuffleElastic(t *testing.T) {
 	e := startServer(t, Config{Datasets: map[string]string{"shards": makeShards(t)}, Workers: 2})
-	_, n := shardStarts(shardSizes...)
-	seen := make([]int, n)
+	_, of := shardsOf(shardSizes)
+	seen := make([]int, len(of))
 	for r := range uint32(2) {
 		for _, b := range e.collect(t, blockJob(r, 2, 0)).batches[:2] {
 			for _, i := range b.hdr.GetIndices() {
@@ -223,29 +223,12 @@ func TestBlockShuffleStatus(t *testing.T) {
 	}
 }
 
-// shardStarts is the ShardStarts of shards of the given sizes (a size 0 is
-// a shard with no samples), and the samples in all.
-func shardStarts(sizes ...int) ([]int, int) {
-	starts := make([]int, len(sizes))
-	n := 0
+// shardsOf is the ShardStarts of shards of the given sizes, and the shard
+// of each index.
+func shardsOf(sizes []int) (starts, of []int) {
 	for s, z := range sizes {
-		starts[s] = n
-		n += z
+		starts = append(starts, len(of))
+		of = append(of, slices.Repeat([]int{s}, z)...)
 	}
-	return starts, n
-}
-
-// shardOf is the shard of each index, by starts.
-func shardOf(starts []int, n int) []int {
-	of := make([]int, n)
-	for s := range starts {
-		end := n
-		if s+1 < len(starts) {
-			end = starts[s+1]
-		}
-		for i := starts[s]; i < end; i++ {
-			of[i] = s
-		}
-	}
-	return of
+	return starts, of
 }
