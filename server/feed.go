@@ -44,7 +44,7 @@ func (s *Server) Feed(stream stokerv1.FeedService_FeedServer) error {
 	}
 	id := strconv.FormatUint(s.streamID.Add(1), 10)
 	log := s.log.With("job", id, "dataset", specName(o.GetJob()), "client", rpc.ClientHost(ctx))
-	j, err := s.newJob(o.GetJob())
+	j, err := s.newJob(o.GetJob(), jobOrigin{stream: id, epochWorld: int(o.GetEpochWorldSize())})
 	if err == nil {
 		var st coord.Stream
 		if st, err = streamOf(o, j); err == nil {
@@ -115,7 +115,6 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	if r != nil {
 		st.Ring = r // batches are made in its slots
 	}
-	j.id = j.name + "-r" + strconv.Itoa(j.rank) + "-" + id
 	c := coord.New(s.coord, j, st, j.id, log)
 	f := &feed{s: s, j: j, c: c, stream: stream, begin: time.Now(), shm: r != nil, errs: sampleErrors{limit: j.errLimit}}
 	s.active.Store(c.Name(), c)
@@ -205,7 +204,6 @@ func streamOf(o *stokerv1.OpenJob, j *job) (coord.Stream, error) {
 		Epoch: o.GetEpoch(), Epochs: o.GetEpochs(), Consumed: o.GetConsumed(),
 		AsReady: o.GetAsReady(), Credits: int64(o.GetCredits()), Skip: o.GetSkipBatches(),
 	}
-	j.epochWorld = int(o.GetEpochWorldSize())
 	p := j.plan(st.Epoch, st.Consumed)
 	if o.GetStartBatch() > uint64(p.Batches()) {
 		return st, status.Errorf(codes.InvalidArgument, "start_batch %d is past the epoch's %d batches", o.GetStartBatch(), p.Batches())
@@ -425,7 +423,7 @@ func (f *feed) receive(c *coord.Coordinator, cancel context.CancelCauseFunc) {
 // DescribeJob implements stokerv1.FeedServiceServer: the JobInfo of one
 // epoch of a job, without making anything.
 func (s *Server) DescribeJob(_ context.Context, req *stokerv1.DescribeJobRequest) (*stokerv1.DescribeJobResponse, error) {
-	j, err := s.newJob(req.GetJob())
+	j, err := s.newJob(req.GetJob(), jobOrigin{})
 	if err != nil {
 		return nil, err
 	}

@@ -106,7 +106,7 @@ func FuzzJob(f *testing.F) {
 		if proto.Unmarshal(data, &o) != nil {
 			return
 		}
-		j, err := e.srv.newJob(o.GetJob())
+		j, err := e.srv.newJob(o.GetJob(), jobOrigin{stream: "1", epochWorld: int(o.GetEpochWorldSize())})
 		if err != nil {
 			if _, ok := status.FromError(err); !ok {
 				t.Fatalf("not a status error: %v", err)

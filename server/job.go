@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -16,7 +17,8 @@ import (
 
 // job is a validated JobSpec: what every batch of every epoch of the job is
 // made from. It is the same on a coordinator and on the workers it leases
-// batches to.
+// batches to. Nothing writes it after newJob made it: coordinators,
+// makers and the verifier share it without a lock.
 type job struct {
 	spec   *stokerv1.JobSpec
 	name   string
@@ -57,13 +59,27 @@ const maxSpecBytes = 16 << 10
 // stays well within any gRPC client's 4 MiB receive limit.
 const maxTraceBytes = 3 << 20
 
+// jobOrigin is what the stream that opens a job says of it, given to
+// newJob so that a job is never written after it is made: the name it
+// runs under, and the world its epoch began with.
+type jobOrigin struct {
+	// id names the job in queue names and metrics: a Work job's name as
+	// its coordinator gave it. Empty: stream's (below), or none.
+	id string
+	// stream is a Feed stream's id: the job's id is its dataset's name,
+	// its rank and the stream's id.
+	stream string
+	// epochWorld is the stream's OpenJob.epoch_world_size.
+	epochWorld int
+}
+
 // newJob validates spec against the server's datasets and limits. Its
 // errors are status errors whose messages say what was asked and what is
 // allowed. A spec that names a fingerprint must match the dataset's. The
 // job keeps a copy of spec's known fields alone: fields this server does
 // not know (a newer client's, or padding a hostile one sends) are neither
 // kept nor forwarded to peers, which would make the batch by them.
-func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
+func (s *Server) newJob(spec *stokerv1.JobSpec, o jobOrigin) (*job, error) {
 	if spec == nil {
 		return nil, status.Error(codes.InvalidArgument, "no job spec")
 	}
@@ -71,7 +87,7 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &job{spec: spec, name: spec.GetDataset()}
+	j := &job{spec: spec, name: spec.GetDataset(), id: o.id, epochWorld: o.epochWorld}
 	if len(j.name) > maxDatasetName {
 		return nil, status.Errorf(codes.InvalidArgument, "dataset name of %d bytes: the limit is %d", len(j.name), maxDatasetName)
 	}
@@ -105,6 +121,9 @@ func (s *Server) newJob(spec *stokerv1.JobSpec) (*job, error) {
 	j.world, j.rank = max(int(spec.GetWorldSize()), 1), int(spec.GetRank())
 	if j.rank >= j.world {
 		return nil, status.Errorf(codes.InvalidArgument, "rank %d: want 0..%d for world_size %d", j.rank, j.world-1, j.world)
+	}
+	if o.stream != "" {
+		j.id = j.name + "-r" + strconv.Itoa(j.rank) + "-" + o.stream
 	}
 	switch spec.GetFailPolicy() {
 	case stokerv1.FailPolicy_FAIL_POLICY_UNSPECIFIED, stokerv1.FailPolicy_FAIL_POLICY_PAD:

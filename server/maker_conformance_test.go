@@ -149,11 +149,10 @@ func newTestServer(t *testing.T, cfg Config) *Server {
 // conformanceJob is a job of batches of 4 of s's dataset "tiny".
 func conformanceJob(t *testing.T, s *Server) *job {
 	t.Helper()
-	j, err := s.newJob(smallJob("tiny", 4).GetJob())
+	j, err := s.newJob(smallJob("tiny", 4).GetJob(), jobOrigin{id: "conformance"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.id = "conformance"
 	return j
 }
 

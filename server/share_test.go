@@ -98,11 +98,10 @@ func TestSharesDormant(t *testing.T) {
 	env := newEnv(t, Config{Workers: 1})
 	samples := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "samples"}, []string{"stream"})
 	sh := newShares(-1, 0.02, 0, samples)
-	j, err := env.srv.newJob(smallJob("tiny", 2).GetJob())
+	j, err := env.srv.newJob(smallJob("tiny", 2).GetJob(), jobOrigin{id: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.id = "w"
 	e := openExecJob(env.srv.exec, sh, nil, j, true, "10.0.0.1")
 	defer e.Close()
 	var b pipeline.Batch

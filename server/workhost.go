@@ -53,11 +53,10 @@ type workHost struct{ s *Server }
 
 // Open validates a registered job and makes its handle on the executor.
 func (h workHost) Open(spec *stokerv1.JobSpec, name, client string) (work.JobQueue, error) {
-	j, err := h.s.newJob(spec)
+	j, err := h.s.newJob(spec, jobOrigin{id: name})
 	if err != nil {
 		return nil, err
 	}
-	j.id = name
 	return openExecJob(h.s.exec, h.s.shares, h.s.cfg.Making, j, true, client), nil
 }
 
