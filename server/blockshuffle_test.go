@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/job"
 	"github.com/stoker-dev/stoker/server/internal/plan"
 )
 
@@ -181,11 +182,11 @@ func TestBlockShuffleRefused(t *testing.T) {
 	}{
 		{"image folder", spec("tiny", func(*pb.JobSpec) {}), codes.InvalidArgument,
 			`dataset "tiny" is not sharded (imagefolder): each sample is an object of its own, so the global shuffle reads no more objects than a block shuffle would`},
-		{"window too large", spec("shards", func(s *pb.JobSpec) { s.ShuffleWindow = maxShuffleWindow + 1 }), codes.InvalidArgument,
+		{"window too large", spec("shards", func(s *pb.JobSpec) { s.ShuffleWindow = job.MaxShuffleWindow + 1 }), codes.InvalidArgument,
 			"shuffle_window 1025: want 1..1024 shards (0: 4)"},
 		{"unknown mode", spec("shards", func(s *pb.JobSpec) { s.ShuffleMode = 7 }), codes.InvalidArgument, "unknown shuffle_mode 7"},
 		{"not shuffled", spec("tiny", func(s *pb.JobSpec) { s.Shuffle = false }), codes.OK, ""},
-		{"largest window", spec("shards", func(s *pb.JobSpec) { s.ShuffleWindow = maxShuffleWindow }), codes.OK, ""},
+		{"largest window", spec("shards", func(s *pb.JobSpec) { s.ShuffleWindow = job.MaxShuffleWindow }), codes.OK, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server/internal/coord"
+	"github.com/stoker-dev/stoker/server/internal/job"
 	"github.com/stoker-dev/stoker/server/internal/limits"
 )
 
@@ -36,9 +37,6 @@ const (
 	// compared: about one sample in 200, a few percent of a core on a
 	// coordinator relaying thousands of images a second.
 	DefaultVerifyFraction = 0.005
-	// maxDatasetName bounds a dataset name a client may send (a preset's
-	// name: opspec.MaxPresetName).
-	maxDatasetName = 256
 	// maxStatusMessage bounds the message of any status the server
 	// returns: it travels in a header, and clients refuse large ones
 	// (grpc-go's limit is 16 KiB, Python's 8 KiB, after percent-encoding).
@@ -58,13 +56,8 @@ const (
 	// this long while no lease is pending (coordinators ping within a
 	// third of it).
 	DefaultWorkIdleTimeout = time.Minute
-	// maxBatchSize is the largest batch_size a job may ask for.
-	maxBatchSize = 65536
-	// MaxChunkBytes is the largest Chunk the server sends: batches go out
-	// in pieces of at most this many bytes (Python's grpcio slows down
-	// sharply on larger messages). 1 KiB under 4 MiB, so that a chunk with
-	// its framing fits the 4 MiB receive limit gRPC clients default to.
-	MaxChunkBytes = 4<<20 - 1<<10
+	// MaxChunkBytes is the largest Chunk the server sends (job.MaxChunkBytes).
+	MaxChunkBytes = job.MaxChunkBytes
 	// maxRecvMsgBytes bounds what a client may send: its messages are small.
 	maxRecvMsgBytes = 1 << 20
 )

@@ -11,6 +11,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/job"
 )
 
 // execJob is one job's queue on the local executor: the local maker keeps
@@ -20,7 +21,7 @@ import (
 // weighed (the stall schedule) by the demand the job's last lease carried,
 // and closed when the job ends, which drops its queued samples at once.
 type execJob struct {
-	j      *job
+	j      *job.Job
 	exec   *pipeline.Executor
 	demand atomic.Pointer[pipeline.JobDemand]
 	shares *shares // nil with the fifo schedule
@@ -45,14 +46,14 @@ var _ work.JobQueue = (*execJob)(nil)
 const execJobBytes = 4 << 10
 
 // openExecJob makes job j's handle on the executor, its queue named by
-// j.id; its batches are made as making (Config.Making) wraps the queue's
+// j.ID(); its batches are made as making (Config.Making) wraps the queue's
 // Fill, when set. A Work job's (work) is weighed as its coordinator's at
 // client.
-func openExecJob(exec *pipeline.Executor, sh *shares, making func(pipeline.Dataset, int, MakeFunc) MakeFunc, j *job, work bool, client string) *execJob {
+func openExecJob(exec *pipeline.Executor, sh *shares, making func(pipeline.Dataset, int, MakeFunc) MakeFunc, j *job.Job, work bool, client string) *execJob {
 	e := &execJob{j: j, exec: exec, shares: sh, work: work, client: client}
 	e.make = e.fill
 	if making != nil {
-		e.make = making(j.ds, int(j.spec.GetBatchSize()), e.make)
+		e.make = making(j.Data(), int(j.Spec().GetBatchSize()), e.make)
 	}
 	return e
 }
@@ -66,7 +67,7 @@ func (e *execJob) queue() (*pipeline.Queue, error) {
 	case e.closed:
 		return nil, pipeline.ErrClosed
 	case e.q == nil:
-		e.q = e.exec.Queue(e.j.id)
+		e.q = e.exec.Queue(e.j.ID())
 		if e.shares != nil {
 			e.shares.add(e.q, e.demandNow, e.work, e.client)
 		}
@@ -100,48 +101,48 @@ func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, place
 		return err
 	}
 	j := e.j
-	if j.shuffle.window > 0 {
+	if j.BlockWindow() > 0 {
 		// The block shuffle reads the window's shards whole over the
 		// next batches: read each ahead in a few long requests.
-		if sp, ok := j.ds.(pipeline.ShardFieldPrefetcher); ok && j.fields != nil {
-			sp.PrefetchShardFields(indices, j.fields)
-		} else if sp, ok := j.ds.(pipeline.ShardPrefetcher); ok {
+		if sp, ok := j.Data().(pipeline.ShardFieldPrefetcher); ok && j.Fields() != nil {
+			sp.PrefetchShardFields(indices, j.Fields())
+		} else if sp, ok := j.Data().(pipeline.ShardPrefetcher); ok {
 			sp.PrefetchShards(indices)
 		}
 	}
-	b.Trace = j.spec.GetTrace()
-	b.FieldSet = j.fields
+	b.Trace = j.Spec().GetTrace()
+	b.FieldSet = j.Fields()
 	// A sample that failed by its store's fault fails the batch (Fill's
 	// error): its lease is tried again, on a maker whose store may answer,
 	// and after maxAttempts the job ends with UNAVAILABLE naming the store.
 	if place != nil {
-		err = q.FillAt(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, place, j.policy, b)
+		err = q.FillAt(ctx, j.Data(), j.Transform(), j.Spec().GetSeed(), epoch, indices, place, j.Policy(), b)
 	} else {
-		err = q.Fill(ctx, j.ds, j.t, j.spec.GetSeed(), epoch, indices, j.policy, b)
+		err = q.Fill(ctx, j.Data(), j.Transform(), j.Spec().GetSeed(), epoch, indices, j.Policy(), b)
 	}
 	if err != nil {
-		return storeErr(j.ds, err)
+		return storeErr(j.Data(), err)
 	}
 	return nil
 }
 
 // Header is the BatchHeader of batch k of epoch, as made into b.
 func (e *execJob) Header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHeader {
-	return e.j.header(epoch, k, b)
+	return e.j.Header(epoch, k, b)
 }
 
 // BatchSize is the job's batch size.
-func (e *execJob) BatchSize() int { return int(e.j.spec.GetBatchSize()) }
+func (e *execJob) BatchSize() int { return int(e.j.Spec().GetBatchSize()) }
 
 // SampleBytes is what one sample of a lease may hold: its pixels, and
 // its fields at their bound.
 func (e *execJob) SampleBytes() int {
-	return e.j.t.SampleBytes() + e.j.fields.Len()*int(e.j.fields.MaxBytes())
+	return e.j.Transform().SampleBytes() + e.j.Fields().Len()*int(e.j.Fields().MaxBytes())
 }
 
 // StateBytes is what the job holds while it lives: its spec as kept (its
 // known fields) and execJobBytes.
-func (e *execJob) StateBytes() int64 { return execJobBytes + int64(proto.Size(e.j.spec)) }
+func (e *execJob) StateBytes() int64 { return execJobBytes + int64(proto.Size(e.j.Spec())) }
 
 // Close drops the job's queue; its queued samples fail at once, and a
 // later Fill with ErrClosed.

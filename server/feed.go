@@ -17,6 +17,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/rpc"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
+	"github.com/stoker-dev/stoker/server/internal/job"
 	"github.com/stoker-dev/stoker/server/internal/limits"
 )
 
@@ -43,15 +44,15 @@ func (s *Server) Feed(stream stokerv1.FeedService_FeedServer) error {
 		return status.Errorf(codes.InvalidArgument, "the first message on a Feed stream must be OpenJob, got %T", req.GetMsg())
 	}
 	id := strconv.FormatUint(s.streamID.Add(1), 10)
-	log := s.log.With("job", id, "dataset", specName(o.GetJob()), "client", rpc.ClientHost(ctx))
-	j, err := s.newJob(o.GetJob(), jobOrigin{stream: id, epochWorld: int(o.GetEpochWorldSize())})
+	log := s.log.With("job", id, "dataset", job.SpecName(o.GetJob()), "client", rpc.ClientHost(ctx))
+	j, err := s.newJob(o.GetJob(), job.Origin{Stream: id, EpochWorld: int(o.GetEpochWorldSize())})
 	if err == nil {
 		var st coord.Stream
 		if st, err = streamOf(o, j); err == nil {
 			return s.runJob(ctx, stream, j, st, o.GetShm(), id, log)
 		}
 	}
-	s.refusals.refuse("invalid_job", "job refused", "job", id, "dataset", specName(o.GetJob()), "client", rpc.ClientHost(ctx), "err", err)
+	s.refusals.refuse("invalid_job", "job refused", "job", id, "dataset", job.SpecName(o.GetJob()), "client", rpc.ClientHost(ctx), "err", err)
 	return err
 }
 
@@ -90,19 +91,19 @@ func (s *Server) recvWithin(ctx context.Context, recv func() (*stokerv1.FeedRequ
 // stuck on a trainer that stopped reading: that one is left to end with
 // the stream, and no other Send begins after the handler decided to return
 // (grpc-go forbids Send after the handler returned).
-func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedServer, j *job, st coord.Stream, shm *stokerv1.ShmRequest, id string, log *slog.Logger) error {
+func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedServer, j *job.Job, st coord.Stream, shm *stokerv1.ShmRequest, id string, log *slog.Logger) error {
 	mem := limits.NewStreamMemory(s.budget)
 	// The job needs at least two batch buffers (one being made, one being
 	// sent); more come out of the budget as the window grows.
-	batchBytes := j.batchBytes()
-	if err := mem.Acquire(ctx, coord.ReservedBytes(j.memBytes()), 2*time.Second, "a job of "+strconv.FormatInt(j.memBytes(), 10)+"-byte batches"); err != nil {
+	batchBytes := j.PixelBytes()
+	if err := mem.Acquire(ctx, coord.ReservedBytes(j.BatchBytes()), 2*time.Second, "a job of "+strconv.FormatInt(j.BatchBytes(), 10)+"-byte batches"); err != nil {
 		s.refusals.refuse("memory_budget", "job refused: memory budget", "job", id, "err", err)
 		return toStatus(err)
 	}
-	log = log.With("rank", j.rank, "world_size", j.world)
-	log.Info("job open", "epoch", st.Epoch, "epochs", st.Epochs, "batch_size", j.spec.GetBatchSize(),
-		"start_batch", st.Start, "skip", len(st.Skip), "consumed", st.Consumed, "transform", j.t.String(), "credits", st.Credits,
-		"shuffle", j.shuffle.String())
+	log = log.With("rank", j.Rank(), "world_size", j.World())
+	log.Info("job open", "epoch", st.Epoch, "epochs", st.Epochs, "batch_size", j.Spec().GetBatchSize(),
+		"start_batch", st.Start, "skip", len(st.Skip), "consumed", st.Consumed, "transform", j.Transform().String(), "credits", st.Credits,
+		"shuffle", j.Shuffle())
 	var r *ring
 	if shm != nil {
 		var err error
@@ -115,8 +116,8 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	if r != nil {
 		st.Ring = r // batches are made in its slots
 	}
-	c := coord.New(s.coord, j, st, j.id, log)
-	f := &feed{s: s, j: j, c: c, stream: stream, begin: time.Now(), shm: r != nil, errs: sampleErrors{limit: j.errLimit}}
+	c := coord.New(s.coord, j, st, j.ID(), log)
+	f := &feed{s: s, j: j, c: c, stream: stream, begin: time.Now(), shm: r != nil, errs: sampleErrors{limit: j.ErrorLimit()}}
 	s.active.Store(c.Name(), c)
 	defer s.active.Delete(c.Name())
 
@@ -199,12 +200,12 @@ func (s *Server) closedBy(streamCtx context.Context, err error) string {
 }
 
 // streamOf validates the stream part of o for job j.
-func streamOf(o *stokerv1.OpenJob, j *job) (coord.Stream, error) {
+func streamOf(o *stokerv1.OpenJob, j *job.Job) (coord.Stream, error) {
 	st := coord.Stream{
 		Epoch: o.GetEpoch(), Epochs: o.GetEpochs(), Consumed: o.GetConsumed(),
 		AsReady: o.GetAsReady(), Credits: int64(o.GetCredits()), Skip: o.GetSkipBatches(),
 	}
-	p := j.plan(st.Epoch, st.Consumed)
+	p := j.EpochPlan(st.Epoch, st.Consumed)
 	if o.GetStartBatch() > uint64(p.Batches()) {
 		return st, status.Errorf(codes.InvalidArgument, "start_batch %d is past the epoch's %d batches", o.GetStartBatch(), p.Batches())
 	}
@@ -220,7 +221,7 @@ func streamOf(o *stokerv1.OpenJob, j *job) (coord.Stream, error) {
 // credits.
 type feed struct {
 	s      *Server
-	j      *job
+	j      *job.Job
 	c      *coord.Coordinator
 	stream stokerv1.FeedService_FeedServer
 	begin  time.Time
@@ -299,7 +300,7 @@ func (f *feed) sendLoop(cancel context.CancelCauseFunc) error {
 func (f *feed) sendOne(o coord.Output) error {
 	switch {
 	case o.Start != nil:
-		info := f.j.info(o.Start.Epoch, o.Start.Plan)
+		info := f.j.Info(o.Start.Epoch, o.Start.Plan)
 		f.errs.begin(info)
 		return f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Job{Job: info}})
 	case o.End != nil:
@@ -351,19 +352,19 @@ func (f *feed) batch(o coord.Output) error {
 	pin := rpc.NewPin(func() { f.c.Recycle(b) })
 	defer pin.Done()
 	if err := f.errs.add(k, b); err != nil {
-		f.s.badFiles.note(f.s.log, j.name, b.Errors)
+		f.s.badFiles.note(f.s.log, j.Dataset(), b.Errors)
 		return err
 	}
-	h := j.header(epoch, k, b)
+	h := j.Header(epoch, k, b)
 	if f.shm {
 		via := "chunks"
 		if i, copied, ok := f.c.Place(o); ok {
 			if copied {
-				m.shmSlotCopies.WithLabelValues(j.name).Inc()
+				m.shmSlotCopies.WithLabelValues(j.Dataset()).Inc()
 			}
 			h.Slot, via = &i, "slot"
 		}
-		m.shmBatches.WithLabelValues(j.name, via).Inc()
+		m.shmBatches.WithLabelValues(j.Dataset(), via).Inc()
 	}
 	if err := f.send(&stokerv1.FeedResponse{Msg: &stokerv1.FeedResponse_Batch{Batch: h}}); err != nil {
 		return err
@@ -377,11 +378,11 @@ func (f *feed) batch(o coord.Output) error {
 	now := time.Now()
 	f.c.Delivered(now, b.N, len(b.Data), now.Sub(t0))
 	m.sendSeconds.Observe(now.Sub(t0).Seconds())
-	m.batchesSent.WithLabelValues(j.name).Inc()
-	m.samplesSent.WithLabelValues(j.name).Add(float64(b.N))
+	m.batchesSent.WithLabelValues(j.Dataset()).Inc()
+	m.samplesSent.WithLabelValues(j.Dataset()).Add(float64(b.N))
 	if len(b.Errors) > 0 {
-		m.sampleErrors.WithLabelValues(j.name).Add(float64(len(b.Errors)))
-		f.s.badFiles.note(f.s.log, j.name, b.Errors)
+		m.sampleErrors.WithLabelValues(j.Dataset()).Add(float64(len(b.Errors)))
+		f.s.badFiles.note(f.s.log, j.Dataset(), b.Errors)
 	}
 	return nil
 }
@@ -390,7 +391,7 @@ func (f *feed) batch(o coord.Output) error {
 // go to the coordinator, wait reports to the metrics. A protocol error
 // cancels the job with it; a half-close just means no more credits.
 func (f *feed) receive(c *coord.Coordinator, cancel context.CancelCauseFunc) {
-	wait := f.s.m.trainerWait.WithLabelValues(f.j.name)
+	wait := f.s.m.trainerWait.WithLabelValues(f.j.Dataset())
 	for {
 		req, err := f.stream.Recv()
 		if err != nil {
@@ -423,9 +424,9 @@ func (f *feed) receive(c *coord.Coordinator, cancel context.CancelCauseFunc) {
 // DescribeJob implements stokerv1.FeedServiceServer: the JobInfo of one
 // epoch of a job, without making anything.
 func (s *Server) DescribeJob(_ context.Context, req *stokerv1.DescribeJobRequest) (*stokerv1.DescribeJobResponse, error) {
-	j, err := s.newJob(req.GetJob(), jobOrigin{})
+	j, err := s.newJob(req.GetJob(), job.Origin{})
 	if err != nil {
 		return nil, err
 	}
-	return &stokerv1.DescribeJobResponse{Info: j.info(req.GetEpoch(), j.plan(req.GetEpoch(), req.GetConsumed()))}, nil
+	return &stokerv1.DescribeJobResponse{Info: j.Info(req.GetEpoch(), j.EpochPlan(req.GetEpoch(), req.GetConsumed()))}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/job"
 )
 
 // TestHostileClients: clients that send garbage, no OpenJob, two OpenJobs,
@@ -106,7 +107,7 @@ func FuzzJob(f *testing.F) {
 		if proto.Unmarshal(data, &o) != nil {
 			return
 		}
-		j, err := e.srv.newJob(o.GetJob(), jobOrigin{stream: "1", epochWorld: int(o.GetEpochWorldSize())})
+		j, err := e.srv.newJob(o.GetJob(), job.Origin{Stream: "1", EpochWorld: int(o.GetEpochWorldSize())})
 		if err != nil {
 			if _, ok := status.FromError(err); !ok {
 				t.Fatalf("not a status error: %v", err)
@@ -117,9 +118,9 @@ func FuzzJob(f *testing.F) {
 		if err != nil {
 			return
 		}
-		p := j.plan(st.Epoch, st.Consumed)
+		p := j.EpochPlan(st.Epoch, st.Consumed)
 		if p.Batches() > 0 {
-			_ = j.info(st.Epoch, p)
+			_ = j.Info(st.Epoch, p)
 			if n := len(p.Batch(p.Batches() - 1)); n < 1 || n > int(o.GetJob().GetBatchSize()) {
 				t.Fatalf("last batch of %d samples for batch size %d", n, o.GetJob().GetBatchSize())
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server/internal/coord"
+	"github.com/stoker-dev/stoker/server/internal/job"
 )
 
 // localMaker makes batches on this server's executor, for its own
@@ -64,4 +65,4 @@ func (m *localMaker) Forget(j coord.Job) {
 // jobOf is the server's job behind j: every job this server's
 // coordinators run, and so every job its makers and its verifier are
 // given, is one of its own.
-func jobOf(j coord.Job) *job { return j.(*job) }
+func jobOf(j coord.Job) *job.Job { return j.(*job.Job) }

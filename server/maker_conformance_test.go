@@ -19,6 +19,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/batch"
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/coord/makertest"
+	"github.com/stoker-dev/stoker/server/internal/job"
 )
 
 // TestMakerConformance runs the makers' conformance suite (package coord's
@@ -41,10 +42,12 @@ func TestMakerConformance(t *testing.T) {
 // with the job's reads held at the gate.
 func localSubject(t *testing.T, root string) makertest.Subject {
 	s := newTestServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 1})
-	j := conformanceJob(t, s)
 	g := &sampleGate{}
-	ref := reference(t, j)
-	j.ds = &heldDataset{Dataset: j.ds, g: g}
+	ref := reference(t, conformanceJob(t, s))
+	// The job the maker is given reads through the gate: a job is not
+	// written once made, so it is made again over the held dataset.
+	s.datasets["tiny"] = &heldDataset{Dataset: s.datasets["tiny"], g: g}
+	j := conformanceJob(t, s)
 	ms, _ := s.makers.Snapshot()
 	var lm *localMaker
 	for _, m := range ms {
@@ -56,7 +59,7 @@ func localSubject(t *testing.T, root string) makertest.Subject {
 		t.Fatal("the server has no local maker")
 	}
 	return makertest.Subject{
-		Maker: bound{lm, j}, Batch: func(k int) []int64 { return j.plan(0, 0).Batch(k) }, SampleBytes: j.t.SampleBytes(),
+		Maker: bound{lm, j}, Batch: func(k int) []int64 { return j.EpochPlan(0, 0).Batch(k) }, SampleBytes: j.Transform().SampleBytes(),
 		Want: ref, Hold: g.hold, Places: true,
 		// Cancelled, Fill drops the samples not started and waits for the
 		// one its goroutine started.
@@ -117,7 +120,7 @@ func peerSubject(t *testing.T, root string) makertest.Subject {
 	t.Cleanup(func() { m.p.Close() })
 	waitUntil(t, "the peer ready", m.Ready)
 	return makertest.Subject{
-		Maker: bound{m, j}, Batch: func(k int) []int64 { return j.plan(0, 0).Batch(k) }, SampleBytes: j.t.SampleBytes(),
+		Maker: bound{m, j}, Batch: func(k int) []int64 { return j.EpochPlan(0, 0).Batch(k) }, SampleBytes: j.Transform().SampleBytes(),
 		Want: reference(t, j), Hold: g.hold, Places: true,
 		// Cancelled, the Peer withdraws the lease and leaves the worker
 		// to it.
@@ -147,9 +150,9 @@ func newTestServer(t *testing.T, cfg Config) *Server {
 }
 
 // conformanceJob is a job of batches of 4 of s's dataset "tiny".
-func conformanceJob(t *testing.T, s *Server) *job {
+func conformanceJob(t *testing.T, s *Server) *job.Job {
 	t.Helper()
-	j, err := s.newJob(smallJob("tiny", 4).GetJob(), jobOrigin{id: "conformance"})
+	j, err := s.newJob(smallJob("tiny", 4).GetJob(), job.Origin{ID: "conformance"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,13 +160,13 @@ func conformanceJob(t *testing.T, s *Server) *job {
 }
 
 // reference makes a whole lease of j on an executor of its own, alone.
-func reference(t *testing.T, j *job) func(*testing.T, *lease.Lease) *batch.Batch {
+func reference(t *testing.T, j *job.Job) func(*testing.T, *lease.Lease) *batch.Batch {
 	exec := pipeline.NewExecutor(1)
 	t.Cleanup(exec.Close)
-	ds := j.ds
+	ds := j.Data()
 	return func(t *testing.T, l *lease.Lease) *batch.Batch {
 		var b pipeline.Batch
-		if err := exec.Fill(context.Background(), ds, j.t, j.spec.GetSeed(), l.Epoch, l.Indices, j.policy, &b); err != nil {
+		if err := exec.Fill(context.Background(), ds, j.Transform(), j.Spec().GetSeed(), l.Epoch, l.Indices, j.Policy(), &b); err != nil {
 			t.Fatal(err)
 		}
 		return &b

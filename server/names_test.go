@@ -14,6 +14,7 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/job"
 )
 
 // TestLongNamesEchoedShort: a client's 16–17 KB names (a preset, a
@@ -114,7 +115,7 @@ func TestSampleErrorsBounded(t *testing.T) {
 			t.Fatalf("an error of %d + %d bytes", len(se.Name), len(se.Reason))
 		}
 	}
-	if h.Errors[0].Name == "" || !strings.HasSuffix(h.Errors[0].Name, "…") || text > maxHeaderErrorText+1024 {
+	if h.Errors[0].Name == "" || !strings.HasSuffix(h.Errors[0].Name, "…") || text > job.MaxHeaderErrorText+1024 {
 		t.Errorf("first name %.60q…, %d bytes of text in the header", h.Errors[0].Name, text)
 	}
 	if last := h.Errors[bad-1]; last.Index < 0 || last.Name != "" {

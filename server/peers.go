@@ -101,7 +101,7 @@ func (m *peerMaker) forward(cj coord.Job) *work.Job {
 	f := m.forwards[cj]
 	if f == nil {
 		j := jobOf(cj)
-		f = &work.Job{Spec: j.forwardSpec(), SampleBytes: j.t.SampleBytes(), Layout: j.t.ViewLayout(), Fields: j.fields}
+		f = &work.Job{Spec: j.ForwardSpec(), SampleBytes: j.Transform().SampleBytes(), Layout: j.Transform().ViewLayout(), Fields: j.Fields()}
 		m.forwards[cj] = f
 	}
 	return f

@@ -3,15 +3,12 @@ package server
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/job"
 )
 
 // errSampleErrors ends a job whose samples failed past what it tolerates:
@@ -21,53 +18,11 @@ import (
 // are what they are.
 var errSampleErrors = errors.New("sample errors")
 
-// Defaults of JobSpec.max_sample_errors: a few corrupt files pass, a
-// broken dataset does not.
-const (
-	defaultMaxSampleErrors        = 10
-	defaultMaxSampleErrorFraction = 0.001
-)
-
-// errorLimit is a job's JobSpec.max_sample_errors, checked.
-type errorLimit struct {
-	count    uint64
-	fraction float64
-}
-
-// errorLimitOf checks spec's max_sample_errors (unset: the defaults).
-func errorLimitOf(spec *stokerv1.JobSpec) (errorLimit, error) {
-	l := spec.GetMaxSampleErrors()
-	if l == nil {
-		return errorLimit{defaultMaxSampleErrors, defaultMaxSampleErrorFraction}, nil
-	}
-	f := l.GetFraction()
-	if math.IsNaN(f) || f < 0 || f > 1 {
-		return errorLimit{}, status.Errorf(codes.InvalidArgument, "max_sample_errors.fraction %v: want 0..1 (a fraction of the epoch's samples)", f)
-	}
-	return errorLimit{l.GetCount(), f}, nil
-}
-
-// bound is the most failed samples an epoch of samples may have.
-func (l errorLimit) bound(samples uint64) uint64 {
-	return max(l.count, uint64(l.fraction*float64(samples)))
-}
-
-// String says the limit as a user sets it.
-func (l errorLimit) String() string {
-	switch {
-	case l.fraction == 0:
-		return fmt.Sprintf("%d", l.count)
-	case l.count == 0:
-		return fmt.Sprintf("%g of the epoch's samples", l.fraction)
-	}
-	return fmt.Sprintf("%d, or %g of the epoch's samples when more", l.count, l.fraction)
-}
-
 // sampleErrors counts a stream's failed samples, epoch by epoch, and
 // fails the job (errSampleErrors) at a batch that failed whole or once an
 // epoch's failures pass the job's limit. Only the send loop uses it.
 type sampleErrors struct {
-	limit   errorLimit
+	limit   job.ErrorLimit
 	epoch   uint64
 	samples uint64 // the epoch's samples on this stream (JobInfo.samples)
 	failed  uint64
@@ -111,7 +66,7 @@ func (s *sampleErrors) add(k int, b *pipeline.Batch) error {
 			"Is the dataset what it should be? (the server's log names every bad file once)",
 			errSampleErrors, k, s.epoch, len(b.Errors), len(b.Errors), causes(batch))
 	}
-	if bound := s.limit.bound(s.samples); s.failed > bound {
+	if bound := s.limit.Bound(s.samples); s.failed > bound {
 		return fmt.Errorf("%w: %d of epoch %d's %d samples failed, more than the job's max_sample_errors (%s): %s. "+
 			"Fix or remove those files (the server's log names each once), or raise max_sample_errors",
 			errSampleErrors, s.failed, s.epoch, s.samples, s.limit, causes(s.causes))
@@ -146,7 +101,7 @@ func causes(m map[string]*cause) string {
 		if m[c].n == 1 {
 			n = "1 sample"
 		}
-		fmt.Fprintf(&b, "%s: %s (e.g. sample %d, %s: %s)", c, n, e.Index, truncate(e.Name, 200), truncate(e.Reason, 300))
+		fmt.Fprintf(&b, "%s: %s (e.g. sample %d, %s: %s)", c, n, e.Index, job.Truncate(e.Name, 200), job.Truncate(e.Reason, 300))
 	}
 	return b.String()
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/job"
 )
 
 // TestSampleErrorsLimit: a batch whose every sample failed, and an epoch
@@ -46,7 +47,7 @@ func TestSampleErrorsLimit(t *testing.T) {
 			[]string{"3 of epoch 3's 4 samples failed", "(0.5 of the epoch's samples)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l, err := errorLimitOf(&pb.JobSpec{MaxSampleErrors: tc.limit})
+			l, err := job.ErrorLimitOf(&pb.JobSpec{MaxSampleErrors: tc.limit})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +82,7 @@ func TestSampleErrorsLimit(t *testing.T) {
 		})
 	}
 	for _, f := range []float64{-0.1, 1.5} {
-		if _, err := errorLimitOf(&pb.JobSpec{MaxSampleErrors: &pb.SampleErrorLimit{Fraction: f}}); status.Code(err) != codes.InvalidArgument {
+		if _, err := job.ErrorLimitOf(&pb.JobSpec{MaxSampleErrors: &pb.SampleErrorLimit{Fraction: f}}); status.Code(err) != codes.InvalidArgument {
 			t.Errorf("fraction %v: %v; want INVALID_ARGUMENT", f, err)
 		}
 	}

@@ -25,7 +25,9 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/source"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/coord"
+	"github.com/stoker-dev/stoker/server/internal/job"
 	"github.com/stoker-dev/stoker/server/internal/limits"
+	"github.com/stoker-dev/stoker/server/internal/plan"
 )
 
 // Server implements stokerv1.FeedService (trainers) and
@@ -159,7 +161,7 @@ func NewContext(ctx context.Context, cfg Config, log *slog.Logger, reg prometheu
 			capped.SetMaxFileSize(cfg.MaxFileSize)
 		}
 		s.datasets[name] = ds
-		log.Info("dataset open", "dataset", name, "format", formatOf(ds), "size", ds.Len(),
+		log.Info("dataset open", "dataset", name, "format", job.Format(ds), "size", ds.Len(),
 			"classes", len(ds.Classes()), "fingerprint", ds.Fingerprint())
 	}
 	s.makers = coord.NewMakers()
@@ -329,25 +331,32 @@ func (s *Server) ListDatasets(context.Context, *stokerv1.ListDatasetsRequest) (*
 			Size:        uint64(ds.Len()),
 			Classes:     ds.Classes(),
 			Fingerprint: ds.Fingerprint(),
-			Format:      formatOf(ds),
-			Fields:      fieldNames(ds),
+			Format:      job.Format(ds),
+			Fields:      job.FieldNames(ds),
 		})
 	}
 	return resp, nil
 }
 
-// formatOf names a dataset's on-disk format as DatasetInfo.format does.
-func formatOf(ds pipeline.Dataset) string {
-	switch d := ds.(type) {
-	case *pipeline.ImageFolder:
-		return "imagefolder"
-	case *pipeline.WebDataset:
-		return "webdataset"
-	case interface{ Layout() string }:
-		return d.Layout()
+// newJob validates spec against the server's datasets and limits
+// (job.New), its errors statuses by the server's error table.
+func (s *Server) newJob(spec *stokerv1.JobSpec, o job.Origin) (*job.Job, error) {
+	j, err := job.New(spec, job.Env{Datasets: s.datasets, Names: s.names, MaxBatchBytes: s.cfg.MaxBatchBytes}, o)
+	if err != nil {
+		return nil, toStatus(err)
 	}
-	return "unknown"
+	return j, nil
 }
+
+// Plan and PlanSpec are the epoch plan's (server/internal/plan), for the
+// tests and tools outside server that check a stream against its plan.
+type (
+	Plan     = plan.Plan
+	PlanSpec = plan.Spec
+)
+
+// NewPlan is plan.New: the plan of s.
+func NewPlan(s PlanSpec) Plan { return plan.New(s) }
 
 // acquireStream counts a stream against its service's limits: a Feed
 // stream (feed) against MaxStreams and MaxStreamsPerClient, a Work stream

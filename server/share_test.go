@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/server/internal/job"
 )
 
 // row is a shareRow for weights alone: a queue's kind, client, demand as
@@ -98,7 +99,7 @@ func TestSharesDormant(t *testing.T) {
 	env := newEnv(t, Config{Workers: 1})
 	samples := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "samples"}, []string{"stream"})
 	sh := newShares(-1, 0.02, 0, samples)
-	j, err := env.srv.newJob(smallJob("tiny", 2).GetJob(), jobOrigin{id: "w"})
+	j, err := env.srv.newJob(smallJob("tiny", 2).GetJob(), job.Origin{ID: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/job"
 	"github.com/stoker-dev/stoker/server/internal/limits"
 )
 
@@ -153,7 +154,7 @@ func (s *Server) shmHandshake(ctx context.Context, stream stokerv1.FeedService_F
 	handed, pid, uid := r.wasHanded()
 	switch a := m.GetShm(); {
 	case !a.GetOk():
-		log.Info("shared memory: the trainer could not map the ring: chunks", "reason", truncate(a.GetReason(), 256))
+		log.Info("shared memory: the trainer could not map the ring: chunks", "reason", job.Truncate(a.GetReason(), 256))
 	case !handed:
 		log.Warn("shared memory: the trainer accepted a ring it never fetched: chunks")
 	default:

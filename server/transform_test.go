@@ -10,6 +10,7 @@ import (
 
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/job"
 )
 
 func rrcOp(size uint32) *pb.Op {
@@ -53,7 +54,8 @@ func TestNewTransform(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tr, err := newTransform(tc.spec, tc.layout)
+			tr, err := job.NewTransform(tc.spec, tc.layout)
+			err = toStatus(err) // the server maps the pipeline's refusals
 			if tc.wantErr != "" {
 				if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want InvalidArgument containing %q", err, tc.wantErr)

@@ -13,6 +13,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server/internal/coord"
+	"github.com/stoker-dev/stoker/server/internal/job"
 )
 
 // Peers are verified, not trusted. An authenticated peer can still hand
@@ -204,8 +205,8 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 	// What the trainer is told of a failure comes from here: the sample's
 	// name from this dataset, the peer's reason kept short.
 	for i := range b.Errors {
-		b.Errors[i].Name = j.ds.Name(int(b.Errors[i].Index))
-		b.Errors[i].Reason = truncate(b.Errors[i].Reason, maxPeerReason)
+		b.Errors[i].Name = j.Data().Name(int(b.Errors[i].Index))
+		b.Errors[i].Reason = job.Truncate(b.Errors[i].Reason, maxPeerReason)
 	}
 	// Slots to compare (the peer kept those the batch has), and the
 	// samples to re-make, by their place in the lease (a sample's copies,
@@ -230,7 +231,7 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 		return pixels, nil
 	}
 	places := append(slices.Clone(check), failed...)
-	mine := pipeline.Batch{FieldSet: j.fields}
+	mine := pipeline.Batch{FieldSet: j.Fields()}
 	idx := make([]int64, len(places))
 	for i, p := range places {
 		idx[i] = l.Indices[p]
@@ -242,7 +243,7 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 		}
 	}
 	// Drop policy: each sample's bytes at a known place, failures left out.
-	if err := v.queue().Fill(ctx, j.ds, j.t, j.spec.GetSeed(), l.Epoch, idx, pipeline.Drop, &mine); err != nil {
+	if err := v.queue().Fill(ctx, j.Data(), j.Transform(), j.Spec().GetSeed(), l.Epoch, idx, pipeline.Drop, &mine); err != nil {
 		return false, fmt.Errorf("re-making samples to verify: %w", err)
 	}
 	failedHere := make(map[int64]bool)
@@ -255,7 +256,7 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 		}
 	}
 	// A sample's bytes, its views in order, as the Peer keeps a slot's.
-	layout := j.t.ViewLayout()
+	layout := j.Transform().ViewLayout()
 	made := make(map[int][]byte, len(check))
 	at := make(map[int]int, len(check)) // mine's sample of each place
 	k := 0                              // mine's sample for the next good one
@@ -271,12 +272,12 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 		if !bytes.Equal(s.pix, made[src[s.slot]]) {
 			return false, fmt.Errorf("%w: batch %d of epoch %d: slot %d (sample %d): its pixels differ from the ones made here", errMismatch, l.Number, l.Epoch, s.slot, b.Indices[s.slot])
 		}
-		if nf := j.fields.Len(); nf > 0 {
+		if nf := j.Fields().Len(); nf > 0 {
 			theirs, ours := b.SampleFields(s.slot), mine.SampleFields(at[src[s.slot]])
 			for f := range nf {
 				if theirs[f].Has != ours[f].Has || !bytes.Equal(theirs[f].Data, ours[f].Data) {
 					return false, fmt.Errorf("%w: batch %d of epoch %d: slot %d (sample %d): its field %q differs from the one read here",
-						errMismatch, l.Number, l.Epoch, s.slot, b.Indices[s.slot], j.fields.Names()[f])
+						errMismatch, l.Number, l.Epoch, s.slot, b.Indices[s.slot], j.Fields().Names()[f])
 				}
 			}
 		}
@@ -288,8 +289,8 @@ func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *
 // what this server's index says of them (expectIndices checked its
 // indices): present as the sample has them, of their sizes, the names
 // byte for byte. Their bytes are compared where the sample is made again.
-func expectFields(j *job, l *lease.Lease, b *pipeline.Batch) error {
-	nf := j.fields.Len()
+func expectFields(j *job.Job, l *lease.Lease, b *pipeline.Batch) error {
+	nf := j.Fields().Len()
 	if nf == 0 {
 		return nil
 	}
@@ -297,7 +298,7 @@ func expectFields(j *job, l *lease.Lease, b *pipeline.Batch) error {
 		return fmt.Errorf("%w: batch %d of epoch %d: %d fields for %d samples of %d fields", errMismatch, l.Number, l.Epoch, len(b.Fields), b.N, nf)
 	}
 	for i := range b.N {
-		if err := j.fields.Expect(j.ds, int(b.Indices[i]), b.SampleFields(i)); err != nil {
+		if err := j.Fields().Expect(j.Data(), int(b.Indices[i]), b.SampleFields(i)); err != nil {
 			return fmt.Errorf("%w: batch %d of epoch %d: slot %d: %v", errMismatch, l.Number, l.Epoch, i, err)
 		}
 	}
@@ -311,7 +312,7 @@ func expectFields(j *job, l *lease.Lease, b *pipeline.Batch) error {
 // (PadFromBatch); each label the dataset's. It returns the place in the
 // lease each slot of b was made from (a pad copy's: the good sample's it
 // copies) and the places of the failures.
-func expectIndices(j *job, l *lease.Lease, b *pipeline.Batch) (src, failedAt []int, err error) {
+func expectIndices(j *job.Job, l *lease.Lease, b *pipeline.Batch) (src, failedAt []int, err error) {
 	failed := make([]bool, len(l.Indices))
 	p := 0
 	for _, e := range b.Errors {
@@ -332,7 +333,7 @@ func expectIndices(j *job, l *lease.Lease, b *pipeline.Batch) (src, failedAt []i
 		}
 	}
 	src = good
-	if j.policy == pipeline.PadFromBatch && len(good) > 0 {
+	if j.Policy() == pipeline.PadFromBatch && len(good) > 0 {
 		src = make([]int, 0, len(l.Indices))
 		k := 0
 		for i := range l.Indices {
@@ -351,7 +352,7 @@ func expectIndices(j *job, l *lease.Lease, b *pipeline.Batch) (src, failedAt []i
 		return nil, nil, fmt.Errorf("%w: batch %d of epoch %d: indices %v, the plan gives %v", errMismatch, l.Number, l.Epoch, truncInts(b.Indices), truncInts(want))
 	}
 	for i, idx := range want {
-		if lab := j.ds.Label(int(idx)); b.Labels[i] != lab {
+		if lab := j.Data().Label(int(idx)); b.Labels[i] != lab {
 			return nil, nil, fmt.Errorf("%w: batch %d of epoch %d: sample %d labelled %d, the dataset says %d", errMismatch, l.Number, l.Epoch, idx, b.Labels[i], lab)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/source"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/job"
 )
 
 // Work implements stokerv1.WorkServiceServer: another server's coordinator
@@ -53,7 +54,7 @@ type workHost struct{ s *Server }
 
 // Open validates a registered job and makes its handle on the executor.
 func (h workHost) Open(spec *stokerv1.JobSpec, name, client string) (work.JobQueue, error) {
-	j, err := h.s.newJob(spec, jobOrigin{id: name})
+	j, err := h.s.newJob(spec, job.Origin{ID: name})
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package server
+package job
 
 import (
 	"fmt"
@@ -15,11 +15,11 @@ import (
 	"github.com/stoker-dev/stoker/server/internal/plan"
 )
 
-// job is a validated JobSpec: what every batch of every epoch of the job is
+// Job is a validated JobSpec: what every batch of every epoch of the job is
 // made from. It is the same on a coordinator and on the workers it leases
-// batches to. Nothing writes it after newJob made it: coordinators,
-// makers and the verifier share it without a lock.
-type job struct {
+// batches to. Nothing writes it after New made it: coordinators, makers
+// and the verifier share it without a lock.
+type Job struct {
 	spec   *stokerv1.JobSpec
 	name   string
 	ds     pipeline.Dataset
@@ -27,7 +27,7 @@ type job struct {
 	policy pipeline.FailPolicy
 	// errLimit is how many samples of an epoch may fail (JobSpec
 	// max_sample_errors).
-	errLimit errorLimit
+	errLimit ErrorLimit
 	rank     int
 	world    int
 	dtype    stokerv1.Dtype
@@ -50,6 +50,22 @@ type job struct {
 	id string
 }
 
+// Bounds of what a job may ask for.
+const (
+	// maxDatasetName bounds a dataset name a client may send (a preset's
+	// name: opspec.MaxPresetName).
+	maxDatasetName = 256
+	// maxBatchSize is the largest batch_size a job may ask for.
+	maxBatchSize = 65536
+)
+
+// MaxChunkBytes is the largest Chunk the server sends (JobInfo's
+// max_chunk_bytes): batches go out in pieces of at most this many bytes
+// (Python's grpcio slows down sharply on larger messages). 1 KiB under
+// 4 MiB, so that a chunk with its framing fits the 4 MiB receive limit
+// gRPC clients default to.
+const MaxChunkBytes = 4<<20 - 1<<10
+
 // maxSpecBytes bounds a job spec's known fields, as the server keeps it:
 // a real one is a few hundred bytes (a dataset name, a preset or a few
 // ops); the client's message may be larger only by what is dropped.
@@ -59,27 +75,39 @@ const maxSpecBytes = 16 << 10
 // stays well within any gRPC client's 4 MiB receive limit.
 const maxTraceBytes = 3 << 20
 
-// jobOrigin is what the stream that opens a job says of it, given to
-// newJob so that a job is never written after it is made: the name it
-// runs under, and the world its epoch began with.
-type jobOrigin struct {
-	// id names the job in queue names and metrics: a Work job's name as
-	// its coordinator gave it. Empty: stream's (below), or none.
-	id string
-	// stream is a Feed stream's id: the job's id is its dataset's name,
+// Origin is what the stream that opens a job says of it, given to New so
+// that a job is never written after it is made: the name it runs under,
+// and the world its epoch began with.
+type Origin struct {
+	// ID names the job in queue names and metrics: a Work job's name as
+	// its coordinator gave it. Empty: Stream's (below), or none.
+	ID string
+	// Stream is a Feed stream's id: the job's id is its dataset's name,
 	// its rank and the stream's id.
-	stream string
-	// epochWorld is the stream's OpenJob.epoch_world_size.
-	epochWorld int
+	Stream string
+	// EpochWorld is the stream's OpenJob.epoch_world_size.
+	EpochWorld int
 }
 
-// newJob validates spec against the server's datasets and limits. Its
-// errors are status errors whose messages say what was asked and what is
-// allowed. A spec that names a fingerprint must match the dataset's. The
+// Env is what New checks a spec against: the server's datasets and its
+// limit on a batch.
+type Env struct {
+	// Datasets are the server's datasets by name; Names, their names
+	// sorted, for messages.
+	Datasets map[string]pipeline.Dataset
+	Names    []string
+	// MaxBatchBytes is the server's --max-batch-bytes.
+	MaxBatchBytes int64
+}
+
+// New validates spec against env's datasets and limits. Its errors are
+// status errors whose messages say what was asked and what is allowed,
+// but for a transform the pipeline refuses: that one is the pipeline's
+// error, which the server maps to a status by its error table. A spec that names a fingerprint must match the dataset's. The
 // job keeps a copy of spec's known fields alone: fields this server does
 // not know (a newer client's, or padding a hostile one sends) are neither
 // kept nor forwarded to peers, which would make the batch by them.
-func (s *Server) newJob(spec *stokerv1.JobSpec, o jobOrigin) (*job, error) {
+func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	if spec == nil {
 		return nil, status.Error(codes.InvalidArgument, "no job spec")
 	}
@@ -87,7 +115,7 @@ func (s *Server) newJob(spec *stokerv1.JobSpec, o jobOrigin) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &job{spec: spec, name: spec.GetDataset(), id: o.id, epochWorld: o.epochWorld}
+	j := &Job{spec: spec, name: spec.GetDataset(), id: o.ID, epochWorld: o.EpochWorld}
 	if len(j.name) > maxDatasetName {
 		return nil, status.Errorf(codes.InvalidArgument, "dataset name of %d bytes: the limit is %d", len(j.name), maxDatasetName)
 	}
@@ -96,20 +124,20 @@ func (s *Server) newJob(spec *stokerv1.JobSpec, o jobOrigin) (*job, error) {
 		if err != nil {
 			return nil, err
 		}
-		mixed, shares, err := s.mixOf(spec, sh)
+		mixed, shares, err := mixOf(spec, sh, env)
 		if err != nil {
 			return nil, err
 		}
 		j.name, j.ds, j.mix = mixName(spec), mixed, shares
 	} else {
 		var ok bool
-		if j.ds, ok = s.datasets[j.name]; !ok {
-			return nil, status.Errorf(codes.NotFound, "unknown dataset %q; known: %s", truncate(j.name, 64), strings.Join(s.names, ", "))
+		if j.ds, ok = env.Datasets[j.name]; !ok {
+			return nil, status.Errorf(codes.NotFound, "unknown dataset %q; known: %s", Truncate(j.name, 64), strings.Join(env.Names, ", "))
 		}
 	}
 	if fp := spec.GetFingerprint(); fp != "" && fp != j.ds.Fingerprint() {
 		return nil, status.Errorf(codes.FailedPrecondition, "dataset %q differs: the job expects fingerprint %s, this server has %s",
-			j.name, truncate(fp, 64), j.ds.Fingerprint())
+			j.name, Truncate(fp, 64), j.ds.Fingerprint())
 	}
 	if j.ds.Len() == 0 {
 		return nil, status.Errorf(codes.FailedPrecondition, "dataset %q is empty", j.name)
@@ -122,8 +150,8 @@ func (s *Server) newJob(spec *stokerv1.JobSpec, o jobOrigin) (*job, error) {
 	if j.rank >= j.world {
 		return nil, status.Errorf(codes.InvalidArgument, "rank %d: want 0..%d for world_size %d", j.rank, j.world-1, j.world)
 	}
-	if o.stream != "" {
-		j.id = j.name + "-r" + strconv.Itoa(j.rank) + "-" + o.stream
+	if o.Stream != "" {
+		j.id = j.name + "-r" + strconv.Itoa(j.rank) + "-" + o.Stream
 	}
 	switch spec.GetFailPolicy() {
 	case stokerv1.FailPolicy_FAIL_POLICY_UNSPECIFIED, stokerv1.FailPolicy_FAIL_POLICY_PAD:
@@ -133,7 +161,7 @@ func (s *Server) newJob(spec *stokerv1.JobSpec, o jobOrigin) (*job, error) {
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "unknown fail_policy %d", spec.GetFailPolicy())
 	}
-	if j.errLimit, err = errorLimitOf(spec); err != nil {
+	if j.errLimit, err = ErrorLimitOf(spec); err != nil {
 		return nil, err
 	}
 	if j.mix != nil {
@@ -144,16 +172,16 @@ func (s *Server) newJob(spec *stokerv1.JobSpec, o jobOrigin) (*job, error) {
 	if j.repeats, err = repeatsOf(spec, j.ds.Len(), j.world, j.shuffle); err != nil {
 		return nil, err
 	}
-	if j.t, err = newTransform(spec.GetTransform(), spec.GetLayout()); err != nil {
+	if j.t, err = NewTransform(spec.GetTransform(), spec.GetLayout()); err != nil {
 		return nil, err
 	}
-	if bytes := int64(bs) * int64(j.t.SampleBytes()); bytes > s.cfg.MaxBatchBytes {
+	if bytes := int64(bs) * int64(j.t.SampleBytes()); bytes > env.MaxBatchBytes {
 		views := ""
 		if n := j.t.Views(); n > 1 {
 			views = fmt.Sprintf(" (%d views of each)", n)
 		}
 		return nil, status.Errorf(codes.ResourceExhausted, "a batch of %d samples of %d bytes%s is %d bytes, over this server's limit of %d bytes (--max-batch-bytes): at most %d samples a batch",
-			bs, j.t.SampleBytes(), views, bytes, s.cfg.MaxBatchBytes, s.cfg.MaxBatchBytes/int64(j.t.SampleBytes()))
+			bs, j.t.SampleBytes(), views, bytes, env.MaxBatchBytes, env.MaxBatchBytes/int64(j.t.SampleBytes()))
 	}
 	j.dtype = stokerv1.Dtype_DTYPE_UINT8
 	if j.t.Float() {
@@ -175,7 +203,7 @@ func (s *Server) newJob(spec *stokerv1.JobSpec, o jobOrigin) (*job, error) {
 }
 
 // knownFields is a copy of spec with its unknown fields dropped (in every
-// message it holds). newJob refuses it, last, when what is left is over
+// message it holds). New refuses it, last, when what is left is over
 // maxSpecBytes: a field's own limit says more.
 func knownFields(spec *stokerv1.JobSpec) (*stokerv1.JobSpec, error) {
 	b, err := proto.Marshal(spec)
@@ -189,27 +217,27 @@ func knownFields(spec *stokerv1.JobSpec) (*stokerv1.JobSpec, error) {
 	return out, nil
 }
 
-// batchBytes is the size of one whole batch's pixels.
-func (j *job) batchBytes() int64 {
+// PixelBytes is the size of one whole batch's pixels.
+func (j *Job) PixelBytes() int64 {
 	return int64(j.spec.GetBatchSize()) * int64(j.t.SampleBytes())
 }
 
 // memBytes is what one batch may hold: its pixels, and its fields at
 // their bound (fieldBytes), counted in the memory budget.
-func (j *job) memBytes() int64 { return j.batchBytes() + j.fieldBytes() }
+func (j *Job) memBytes() int64 { return j.PixelBytes() + j.fieldBytes() }
 
-// forwardSpec is the job's spec as forwarded to peers: the trainer's, with
+// ForwardSpec is the job's spec as forwarded to peers: the trainer's, with
 // the dataset's fingerprint, so that a worker with other data refuses it.
-func (j *job) forwardSpec() *stokerv1.JobSpec {
+func (j *Job) ForwardSpec() *stokerv1.JobSpec {
 	f := proto.CloneOf(j.spec)
 	f.Fingerprint = j.ds.Fingerprint()
 	return f
 }
 
-// plan is the job's plan of epoch, after consumed positions (elastic
+// EpochPlan is the job's plan of epoch, after consumed positions (elastic
 // resume; 0 normally). Only an epoch resumed with consumed positions keeps
 // the block shuffle's spans of the world it began with.
-func (j *job) plan(epoch, consumed uint64) plan.Plan {
+func (j *Job) EpochPlan(epoch, consumed uint64) plan.Plan {
 	spans := 0
 	if consumed > 0 {
 		spans = j.epochWorld
@@ -224,7 +252,7 @@ func (j *job) plan(epoch, consumed uint64) plan.Plan {
 
 // planSize is plan.Spec.Size: the dataset's samples, or a mix's draws
 // (0 under the block shuffle, whose plan counts its drawn shards').
-func (j *job) planSize() int {
+func (j *Job) planSize() int {
 	switch {
 	case j.mix == nil:
 		return j.ds.Len()
@@ -240,15 +268,15 @@ func (j *job) planSize() int {
 
 // datasetSize is JobInfo.dataset_size: the dataset's samples, or the
 // positions of a mix's epoch.
-func (j *job) datasetSize(epoch uint64) uint64 {
+func (j *Job) datasetSize(epoch uint64) uint64 {
 	if j.mix == nil {
 		return uint64(j.ds.Len())
 	}
-	return j.plan(epoch, 0).Positions()
+	return j.EpochPlan(epoch, 0).Positions()
 }
 
-// info is the JobInfo that opens epoch with plan p.
-func (j *job) info(epoch uint64, p coord.Plan) *stokerv1.JobInfo {
+// Info is the JobInfo that opens epoch with plan p.
+func (j *Job) Info(epoch uint64, p coord.Plan) *stokerv1.JobInfo {
 	shape := j.t.Shape()
 	var views []*stokerv1.ViewInfo
 	if j.t.Views() > 1 {
@@ -271,8 +299,8 @@ func (j *job) info(epoch uint64, p coord.Plan) *stokerv1.JobInfo {
 	}
 }
 
-// header is the BatchHeader of batch k of epoch, as made into b.
-func (j *job) header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHeader {
+// Header is the BatchHeader of batch k of epoch, as made into b.
+func (j *Job) Header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHeader {
 	shape := j.t.Shape()
 	h := &stokerv1.BatchHeader{
 		Epoch:     epoch,
@@ -300,15 +328,15 @@ func (j *job) header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHead
 	return h
 }
 
-// maxHeaderErrorText bounds the names and reasons of one batch header's
+// MaxHeaderErrorText bounds the names and reasons of one batch header's
 // sample errors together: each is at most pipeline.MaxSampleErrorText,
 // and a batch of 65,536 samples may fail whole, which would be 128 MiB of
 // text (a trainer's gRPC refuses a message over 8 MiB: the issue's
 // "ResourceExhausted (31457650 vs. 8388608)").
-const maxHeaderErrorText = 256 << 10
+const MaxHeaderErrorText = 256 << 10
 
 // headerErrors are errs as a batch header carries them: every index, and
-// names and reasons while they fit maxHeaderErrorText; the first error
+// names and reasons while they fit MaxHeaderErrorText; the first error
 // past it says so, the rest have indices only (the server's log and
 // stoker_sample_errors_total have them all).
 func headerErrors(errs []pipeline.SampleError) []*stokerv1.SampleError {
@@ -317,21 +345,21 @@ func headerErrors(errs []pipeline.SampleError) []*stokerv1.SampleError {
 	for i, e := range errs {
 		se := &stokerv1.SampleError{Index: e.Index}
 		switch n := len(e.Name) + len(e.Reason); {
-		case text+n <= maxHeaderErrorText:
+		case text+n <= MaxHeaderErrorText:
 			se.Name, se.Reason = e.Name, e.Reason
 			text += n
-		case text <= maxHeaderErrorText:
+		case text <= MaxHeaderErrorText:
 			se.Reason = fmt.Sprintf("this and %d more of the batch's failed samples come without name or reason: "+
-				"their text passed %d KiB (the server's log names each file)", len(errs)-i-1, maxHeaderErrorText>>10)
-			text = maxHeaderErrorText + 1
+				"their text passed %d KiB (the server's log names each file)", len(errs)-i-1, MaxHeaderErrorText>>10)
+			text = MaxHeaderErrorText + 1
 		}
 		out = append(out, se)
 	}
 	return out
 }
 
-// truncate shortens a client-supplied string for messages and logs.
-func truncate(s string, n int) string {
+// Truncate shortens a client-supplied string for messages and logs.
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -1,4 +1,4 @@
-package server
+package job
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ import (
 // budget while mixing thousands of samples.
 const (
 	defaultShuffleWindow = 4
-	maxShuffleWindow     = 1024
+	MaxShuffleWindow     = 1024
 )
 
 // shuffleChoice is a job's validated shuffle: how its epochs are ordered.
@@ -42,7 +42,7 @@ func shuffleOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset) (shuffl
 	sh, ok := ds.(pipeline.Sharded)
 	if !ok {
 		return c, status.Errorf(codes.InvalidArgument, "dataset %q is not sharded (%s): each sample is an object of its own, so the global shuffle reads no more objects than a block shuffle would; use the global shuffle (Python: shuffle=True, not \"block\"; a JobSpec: shuffle_mode left unset)",
-			name, formatOf(ds))
+			name, Format(ds))
 	}
 	c.starts, c.window = sh.ShardStarts(), w
 	if err := plan.CheckShardStarts(c.starts, ds.Len()); err != nil {
@@ -65,9 +65,9 @@ func blockWindowOf(spec *stokerv1.JobSpec) (int, error) {
 	if w == 0 {
 		w = defaultShuffleWindow
 	}
-	if w > maxShuffleWindow {
+	if w > MaxShuffleWindow {
 		return 0, status.Errorf(codes.InvalidArgument, "shuffle_window %d: want 1..%d shards (0: %d); a window holds about that many shards' bytes in memory, and a window of all the shards shuffles like the global shuffle",
-			w, maxShuffleWindow, defaultShuffleWindow)
+			w, MaxShuffleWindow, defaultShuffleWindow)
 	}
 	return w, nil
 }
@@ -88,10 +88,10 @@ func (c shuffleChoice) String() string {
 // far from overflowing.
 const maxMixSamples = 1 << 40
 
-// mixOf is spec's mix of the server's datasets (nil, nil when spec names
+// mixOf is spec's mix of env's datasets (nil, nil when spec names
 // one dataset): the mixed dataset, and each part's share of an epoch.
 // Its errors are INVALID_ARGUMENT naming what is wrong.
-func (s *Server) mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice) (*pipeline.Mixed, []plan.MixShare, error) {
+func mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice, env Env) (*pipeline.Mixed, []plan.MixShare, error) {
 	mix := spec.GetMix()
 	if len(mix) == 0 {
 		return nil, nil, nil
@@ -99,7 +99,7 @@ func (s *Server) mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice) (*pipeline
 	switch {
 	case spec.GetDataset() != "":
 		return nil, nil, status.Errorf(codes.InvalidArgument, "the job names dataset %q and a mix of %d: name one dataset, or leave dataset empty for the mix",
-			truncate(spec.GetDataset(), 64), len(mix))
+			Truncate(spec.GetDataset(), 64), len(mix))
 	case len(mix) > pipeline.MaxMixParts:
 		return nil, nil, status.Errorf(codes.InvalidArgument, "a mix of %d datasets: the limit is %d", len(mix), pipeline.MaxMixParts)
 	case !shuffle.on:
@@ -116,9 +116,9 @@ func (s *Server) mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice) (*pipeline
 		if len(name) > maxDatasetName {
 			return nil, nil, status.Errorf(codes.InvalidArgument, "dataset name of %d bytes in the mix: the limit is %d", len(name), maxDatasetName)
 		}
-		ds, ok := s.datasets[name]
+		ds, ok := env.Datasets[name]
 		if !ok {
-			return nil, nil, status.Errorf(codes.InvalidArgument, "the mix names unknown dataset %q; known: %s", truncate(name, 64), strings.Join(s.names, ", "))
+			return nil, nil, status.Errorf(codes.InvalidArgument, "the mix names unknown dataset %q; known: %s", Truncate(name, 64), strings.Join(env.Names, ", "))
 		}
 		parts[i] = pipeline.MixPart{Name: name, DS: ds, Weight: m.GetWeight()}
 	}
@@ -167,13 +167,13 @@ func (s *Server) mixOf(spec *stokerv1.JobSpec, shuffle shuffleChoice) (*pipeline
 // epoch's plan holds two words a draw.
 const maxMixShardDraws = 1 << 24
 
-// specName is what a job's data is called in logs: its dataset's name,
+// SpecName is what a job's data is called in logs: its dataset's name,
 // or its mix's.
-func specName(spec *stokerv1.JobSpec) string {
+func SpecName(spec *stokerv1.JobSpec) string {
 	if len(spec.GetMix()) > 0 {
 		return mixName(spec)
 	}
-	return truncate(spec.GetDataset(), 64)
+	return Truncate(spec.GetDataset(), 64)
 }
 
 // mixName is what a mix is called in logs and messages.
@@ -184,7 +184,7 @@ func mixName(spec *stokerv1.JobSpec) string {
 		if i > 0 {
 			b.WriteString(",")
 		}
-		fmt.Fprintf(&b, "%s:%g", truncate(m.GetDataset(), 32), m.GetWeight())
+		fmt.Fprintf(&b, "%s:%g", Truncate(m.GetDataset(), 32), m.GetWeight())
 		if b.Len() > 200 {
 			b.WriteString(",...")
 			break
@@ -206,12 +206,15 @@ func mixShuffleOf(spec *stokerv1.JobSpec) (shuffleChoice, error) {
 	return c, err
 }
 
-// Plan and PlanSpec are the epoch plan's (server/internal/plan), for the
-// tests and tools outside server that check a stream against its plan.
-type (
-	Plan     = plan.Plan
-	PlanSpec = plan.Spec
-)
-
-// NewPlan is plan.New: the plan of s.
-func NewPlan(s PlanSpec) Plan { return plan.New(s) }
+// Format names a dataset's on-disk format as DatasetInfo.format does.
+func Format(ds pipeline.Dataset) string {
+	switch d := ds.(type) {
+	case *pipeline.ImageFolder:
+		return "imagefolder"
+	case *pipeline.WebDataset:
+		return "webdataset"
+	case interface{ Layout() string }:
+		return d.Layout()
+	}
+	return "unknown"
+}

@@ -1,4 +1,4 @@
-package server
+package job
 
 import (
 	"strings"
@@ -57,13 +57,13 @@ func fieldsOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset, bs int) 
 	}
 	fs, err := pipeline.NewFieldSet(ds, names, per, name)
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "dataset %q: %s", truncate(name, 64), strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
+		return nil, status.Errorf(codes.InvalidArgument, "dataset %q: %s", Truncate(name, 64), strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
 	}
 	return fs, nil
 }
 
 // fieldBytes bounds what one batch's fields hold.
-func (j *job) fieldBytes() int64 {
+func (j *Job) fieldBytes() int64 {
 	fs := j.fields
 	return int64(j.spec.GetBatchSize()) * int64(fs.Len()) * fs.MaxBytes()
 }
@@ -91,8 +91,8 @@ func fieldValues(b *pipeline.Batch) []*stokerv1.FieldValues {
 	return out
 }
 
-// fieldNames is the fields ds's samples may have.
-func fieldNames(ds pipeline.Dataset) []string {
+// FieldNames is the fields ds's samples may have.
+func FieldNames(ds pipeline.Dataset) []string {
 	if fd, ok := ds.(pipeline.Fielded); ok {
 		return fd.FieldNames()
 	}

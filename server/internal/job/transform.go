@@ -1,4 +1,4 @@
-package server
+package job
 
 import (
 	"google.golang.org/grpc/codes"
@@ -9,10 +9,11 @@ import (
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
-// newTransform compiles a wire TransformSpec: a preset name or an op list,
-// exactly one of the two. Errors are status errors (InvalidArgument), with
-// the pipeline's message when it is the pipeline that refuses.
-func newTransform(spec *stokerv1.TransformSpec, layout stokerv1.Layout) (*pipeline.Transform, error) {
+// NewTransform compiles a wire TransformSpec: a preset name or an op list,
+// exactly one of the two. A bad layout is a status error
+// (InvalidArgument); a spec the pipeline refuses, the pipeline's error
+// (the server's error table maps it).
+func NewTransform(spec *stokerv1.TransformSpec, layout stokerv1.Layout) (*pipeline.Transform, error) {
 	var l pipeline.Layout
 	switch layout {
 	case stokerv1.Layout_LAYOUT_UNSPECIFIED, stokerv1.Layout_LAYOUT_NCHW:
@@ -22,6 +23,5 @@ func newTransform(spec *stokerv1.TransformSpec, layout stokerv1.Layout) (*pipeli
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "unknown layout %d", layout)
 	}
-	t, err := opspec.Transform(spec, l)
-	return t, toStatus(err)
+	return opspec.Transform(spec, l)
 }
