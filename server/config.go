@@ -19,6 +19,7 @@ import (
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/job"
 	"github.com/stoker-dev/stoker/server/internal/limits"
+	"github.com/stoker-dev/stoker/server/internal/makers"
 )
 
 // Defaults for the zero values of Config's fields.
@@ -34,9 +35,8 @@ const (
 	// DefaultMaxWorkersRecommended bounds the published recommendation.
 	DefaultMaxWorkersRecommended = 64
 	// DefaultVerifyFraction is the share of peers' samples re-made and
-	// compared: about one sample in 200, a few percent of a core on a
-	// coordinator relaying thousands of images a second.
-	DefaultVerifyFraction = 0.005
+	// compared (makers.DefaultVerifyFraction).
+	DefaultVerifyFraction = makers.DefaultVerifyFraction
 	// maxStatusMessage bounds the message of any status the server
 	// returns: it travels in a header, and clients refuse large ones
 	// (grpc-go's limit is 16 KiB, Python's 8 KiB, after percent-encoding).
@@ -285,11 +285,9 @@ type Config struct {
 	lookup func(ctx context.Context, host string) ([]string, error)
 }
 
-// MakeFunc makes one job's batch of the samples indices of epoch into b,
-// reusing b's buffers (Config.Making); given place (a part of a batch,
-// lease.Lease.Place), sample i goes to place[i] in b.Data, the whole
-// batch's.
-type MakeFunc func(ctx context.Context, epoch uint64, indices []int64, place []int, b *pipeline.Batch) error
+// MakeFunc makes one job's batch of the samples indices of epoch into b
+// (Config.Making; makers.MakeFunc).
+type MakeFunc = makers.MakeFunc
 
 // acceptsWork is AcceptWork resolved.
 func (c Config) acceptsWork() bool {

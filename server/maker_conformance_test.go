@@ -20,6 +20,7 @@ import (
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/coord/makertest"
 	"github.com/stoker-dev/stoker/server/internal/job"
+	"github.com/stoker-dev/stoker/server/internal/makers"
 )
 
 // TestMakerConformance runs the makers' conformance suite (package coord's
@@ -49,9 +50,9 @@ func localSubject(t *testing.T, root string) makertest.Subject {
 	s.datasets["tiny"] = &heldDataset{Dataset: s.datasets["tiny"], g: g}
 	j := conformanceJob(t, s)
 	ms, _ := s.makers.Snapshot()
-	var lm *localMaker
+	var lm *makers.Local
 	for _, m := range ms {
-		if l, ok := m.(*localMaker); ok {
+		if l, ok := m.(*makers.Local); ok {
 			lm = l
 		}
 	}
@@ -65,22 +66,10 @@ func localSubject(t *testing.T, root string) makertest.Subject {
 		// one its goroutine started.
 		ReturnsHeld: false,
 		Dropped: func() bool {
-			lm.mu.Lock()
-			e := lm.jobs[j]
-			lm.mu.Unlock()
-			if e == nil {
-				return false
-			}
-			e.mu.Lock()
-			q := e.q
-			e.mu.Unlock()
-			return q != nil && q.Pending() == 0
+			n, ok := lm.Pending(j)
+			return ok && n == 0
 		},
-		Kept: func() int {
-			lm.mu.Lock()
-			defer lm.mu.Unlock()
-			return len(lm.jobs)
-		},
+		Kept: lm.Jobs,
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server/internal/coord"
+	"github.com/stoker-dev/stoker/server/internal/makers"
 )
 
 // peerTarget is a parsed Config.Peers: a fixed list of addresses, or a DNS
@@ -100,7 +101,7 @@ func (m *peerMaker) forward(cj coord.Job) *work.Job {
 	defer m.mu.Unlock()
 	f := m.forwards[cj]
 	if f == nil {
-		j := jobOf(cj)
+		j := makers.JobOf(cj)
 		f = &work.Job{Spec: j.ForwardSpec(), SampleBytes: j.Transform().SampleBytes(), Layout: j.Transform().ViewLayout(), Fields: j.Fields()}
 		m.forwards[cj] = f
 	}
@@ -244,7 +245,7 @@ func (d *discovery) update(addrs []string) {
 		go func() {
 			defer d.retiring.Done()
 			n := m.p.Retire(s.cfg.LeaseTimeout, d.abort)
-			s.verify.forget(m) // a quarantine lasts while the peer is in the set
+			s.verify.Forget(m) // a quarantine lasts while the peer is in the set
 			s.log.Info("peer retired", "addr", a, "in_flight_at_removal", held, "unfinished", n)
 			d.mu.Lock()
 			d.gone[a] = time.Now()

@@ -27,6 +27,7 @@ import (
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/job"
 	"github.com/stoker-dev/stoker/server/internal/limits"
+	"github.com/stoker-dev/stoker/server/internal/makers"
 	"github.com/stoker-dev/stoker/server/internal/plan"
 )
 
@@ -56,13 +57,13 @@ type Server struct {
 	// (NVML); without a monitor, unknown.
 	gpuIdle  func() (float64, bool)
 	coord    *coord.Env          // what its coordinators share
-	verify   *verifier           // the coordinators' verifier of peers' batches
+	verify   *makers.Verifier    // the coordinators' verifier of peers' batches
 	worker   *work.Worker        // serves Work streams; nil with no executor
 	active   sync.Map            // job name -> *coord.Coordinator, for Status
 	gpu      gpu.Monitor         // nil without --gpus
 	shm      *shmHub             // nil when shared memory is off
 	shmOff   string              // why it is off
-	shares   *shares             // nil with the fifo schedule or no executor
+	shares   *makers.Shares      // nil with the fifo schedule or no executor
 	index    *decoderIndex       // nil with no executor or a negative IndexBudget
 	coefs    *pipeline.CoefCache // nil with no executor or no coefficient cache (CoefBudget)
 	remote   *remoteReads        // nil with no dataset in object storage
@@ -205,10 +206,10 @@ func NewContext(ctx context.Context, cfg Config, log *slog.Logger, reg prometheu
 			if floor == 0 {
 				floor = -1 // StallShares: 1/(2·jobs)
 			}
-			s.shares = newShares(floor, cfg.StallTarget, cfg.WorkShare, m.executorSamples)
-			go s.shares.run(s.stop)
+			s.shares = makers.NewShares(floor, cfg.StallTarget, cfg.WorkShare, m.executorSamples)
+			go s.shares.Run(s.stop)
 		}
-		s.makers.Add(newLocalMaker(s.exec, s.shares, cfg.Making, maxWindow))
+		s.makers.Add(makers.NewLocal(s.exec, s.shares, cfg.Making, maxWindow))
 	}
 	s.shmOff = "--shm=false"
 	if cfg.Shm {
@@ -233,7 +234,7 @@ func NewContext(ctx context.Context, cfg Config, log *slog.Logger, reg prometheu
 			return smp.IdleRatio, smp.Available && smp.IdleRatio >= 0
 		}
 	}
-	s.verify = newVerifier(max(cfg.VerifyFraction, 0), s.exec, log, s.makers.Poke)
+	s.verify = makers.NewVerifier(max(cfg.VerifyFraction, 0), s.exec, log, s.makers.Poke)
 	s.coord = &coord.Env{
 		Config: coord.Config{
 			Window: cfg.Window, LeaseTimeout: cfg.LeaseTimeout, StallTarget: cfg.StallTarget,
@@ -300,7 +301,7 @@ func (s *Server) Close() error {
 	if s.gpu != nil {
 		s.gpu.Close()
 	}
-	s.verify.close()
+	s.verify.Close()
 	if s.exec != nil {
 		close(s.stop)
 		s.exec.Close()

@@ -47,9 +47,8 @@ func (e *testEnv) workJobs() int { return int(testutil.ToFloat64(e.srv.m.work.Jo
 
 // sharesHeld is how many queues the stall schedule weighs.
 func (e *testEnv) sharesHeld() int {
-	e.srv.shares.mu.Lock()
-	defer e.srv.shares.mu.Unlock()
-	return len(e.srv.shares.all)
+	held, _ := e.srv.shares.Queues()
+	return held
 }
 
 // openWork opens a Work stream to e and reads its WorkerInfo.

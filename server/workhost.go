@@ -13,6 +13,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/source"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/job"
+	"github.com/stoker-dev/stoker/server/internal/makers"
 )
 
 // Work implements stokerv1.WorkServiceServer: another server's coordinator
@@ -58,7 +59,7 @@ func (h workHost) Open(spec *stokerv1.JobSpec, name, client string) (work.JobQue
 	if err != nil {
 		return nil, err
 	}
-	return openExecJob(h.s.exec, h.s.shares, h.s.cfg.Making, j, true, client), nil
+	return makers.OpenExecJob(h.s.exec, h.s.shares, h.s.cfg.Making, j, true, client), nil
 }
 
 func (h workHost) Refuse(policy, msg string, attrs ...any) {

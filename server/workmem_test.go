@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/makers"
 )
 
 // heapBytes is this process's live Go heap: what is left after two
@@ -99,8 +100,8 @@ func TestWorkJobFlood(t *testing.T) {
 	held := e.srv.workMem.heldBy("127.0.0.1")
 	grown := heapBytes() - base
 	t.Logf("%d jobs: %d bytes charged (%d a job), the heap grew %d bytes", kept, held, held/kept, grown)
-	if held > share || held < kept*execJobBytes {
-		t.Errorf("%d jobs charged %d bytes; want at least %d a job, within the share of %d", kept, held, execJobBytes, share)
+	if held > share || held < kept*makers.ExecJobBytes {
+		t.Errorf("%d jobs charged %d bytes; want at least %d a job, within the share of %d", kept, held, makers.ExecJobBytes, share)
 	}
 	// The heap's growth is what was charged, and a little of gRPC's:
 	// megabytes under what keeping the unknown fields would hold.
@@ -271,9 +272,8 @@ func TestWorkJobBytes(t *testing.T) {
 		t.Errorf("the heap grew %d bytes for %d jobs charged %d", grown, n, held)
 	}
 	waitUntil(t, "the idle jobs out of the rebalances", func() bool {
-		e.srv.shares.mu.Lock()
-		defer e.srv.shares.mu.Unlock()
-		return len(e.srv.shares.all) == n && len(e.srv.shares.awake) == 0
+		held, awake := e.srv.shares.Queues()
+		return held == n && awake == 0
 	})
 	if g := runtime.NumGoroutine(); g > goroutines+2 {
 		t.Errorf("%d goroutines with %d idle jobs, %d before", g, n, goroutines)

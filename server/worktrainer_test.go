@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -29,36 +30,18 @@ import (
 // Work jobs: stoker_executor_samples_total, and what the stall schedule's
 // queues made since it was last counted.
 func (e *testEnv) madeByKind() (feed, work uint64) {
-	sh := e.srv.shares
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	feed = uint64(testutil.ToFloat64(e.srv.m.executorSamples.WithLabelValues("feed")))
-	work = uint64(testutil.ToFloat64(e.srv.m.executorSamples.WithLabelValues("work")))
-	for q, se := range sh.all {
-		if se.work {
-			work += q.Made() - se.made
-		} else {
-			feed += q.Made() - se.made
-		}
+	counted := func() (feed, work uint64) {
+		return uint64(testutil.ToFloat64(e.srv.m.executorSamples.WithLabelValues("feed"))),
+			uint64(testutil.ToFloat64(e.srv.m.executorSamples.WithLabelValues("work")))
 	}
-	return feed, work
+	return e.srv.shares.ByKind(counted, func(q *pipeline.Queue, counted uint64) uint64 { return q.Made() - counted })
 }
 
 // contestedByKind is the samples the executor gave the queues the stall
 // schedule weighs now, of Feed jobs and of Work jobs, while a queue of the
 // other executor class had samples waiting (pipeline.Queue.Contested).
 func (e *testEnv) contestedByKind() (feed, work uint64) {
-	sh := e.srv.shares
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	for q, se := range sh.all {
-		if se.work {
-			work += q.Contested()
-		} else {
-			feed += q.Contested()
-		}
-	}
-	return feed, work
+	return e.srv.shares.ByKind(nil, func(q *pipeline.Queue, _ uint64) uint64 { return q.Contested() })
 }
 
 // makePhotos writes an ImageFolder of n 320x240 JPEGs of noisy content in

@@ -1,4 +1,4 @@
-package server
+package makers
 
 import (
 	"context"
@@ -14,17 +14,23 @@ import (
 	"github.com/stoker-dev/stoker/server/internal/job"
 )
 
-// execJob is one job's queue on the local executor: the local maker keeps
+// MakeFunc makes one job's batch of the samples indices of epoch into b,
+// reusing b's buffers (the server's Config.Making wraps it); given place (a part of a batch,
+// lease.Lease.Place), sample i goes to place[i] in b.Data, the whole
+// batch's.
+type MakeFunc func(ctx context.Context, epoch uint64, indices []int64, place []int, b *pipeline.Batch) error
+
+// ExecJob is one job's queue on the local executor: the local maker keeps
 // one per job of this server's coordinators, and a Work stream one per job
 // a remote coordinator registered (work.JobQueue). The queue is opened at
 // the job's first batch (a job registered and never leased holds none),
 // weighed (the stall schedule) by the demand the job's last lease carried,
 // and closed when the job ends, which drops its queued samples at once.
-type execJob struct {
+type ExecJob struct {
 	j      *job.Job
 	exec   *pipeline.Executor
 	demand atomic.Pointer[pipeline.JobDemand]
-	shares *shares // nil with the fifo schedule
+	shares *Shares // nil with the fifo schedule
 	// work and client: a Work job's, and its coordinator's host.
 	work   bool
 	client string
@@ -37,20 +43,20 @@ type execJob struct {
 	closed bool
 }
 
-var _ work.JobQueue = (*execJob)(nil)
+var _ work.JobQueue = (*ExecJob)(nil)
 
-// execJobBytes is what a job's state holds on this server beyond its
-// spec: the job and its transform, the execJob, its executor queue and
+// ExecJobBytes is what a job's state holds on this server beyond its
+// spec: the job and its transform, the ExecJob, its executor queue and
 // its place in the stall schedule's maps, rounded up (TestWorkJobBytes
 // measures it).
-const execJobBytes = 4 << 10
+const ExecJobBytes = 4 << 10
 
-// openExecJob makes job j's handle on the executor, its queue named by
+// OpenExecJob makes job j's handle on the executor, its queue named by
 // j.ID(); its batches are made as making (Config.Making) wraps the queue's
 // Fill, when set. A Work job's (work) is weighed as its coordinator's at
 // client.
-func openExecJob(exec *pipeline.Executor, sh *shares, making func(pipeline.Dataset, int, MakeFunc) MakeFunc, j *job.Job, work bool, client string) *execJob {
-	e := &execJob{j: j, exec: exec, shares: sh, work: work, client: client}
+func OpenExecJob(exec *pipeline.Executor, sh *Shares, making func(pipeline.Dataset, int, MakeFunc) MakeFunc, j *job.Job, work bool, client string) *ExecJob {
+	e := &ExecJob{j: j, exec: exec, shares: sh, work: work, client: client}
 	e.make = e.fill
 	if making != nil {
 		e.make = making(j.Data(), int(j.Spec().GetBatchSize()), e.make)
@@ -60,7 +66,7 @@ func openExecJob(exec *pipeline.Executor, sh *shares, making func(pipeline.Datas
 
 // queue is the job's queue, opened (and weighed from then on) at the
 // first call; ErrClosed once the job is closed.
-func (e *execJob) queue() (*pipeline.Queue, error) {
+func (e *ExecJob) queue() (*pipeline.Queue, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
@@ -78,7 +84,7 @@ func (e *execJob) queue() (*pipeline.Queue, error) {
 }
 
 // demandNow is what the job's last lease said of it.
-func (e *execJob) demandNow() pipeline.JobDemand {
+func (e *ExecJob) demandNow() pipeline.JobDemand {
 	if d := e.demand.Load(); d != nil {
 		return *d
 	}
@@ -87,7 +93,7 @@ func (e *execJob) demandNow() pipeline.JobDemand {
 
 // Fill makes lease l's batch into b, the lease's demand weighing the
 // job's queue from now on.
-func (e *execJob) Fill(ctx context.Context, l *lease.Lease, b *pipeline.Batch) error {
+func (e *ExecJob) Fill(ctx context.Context, l *lease.Lease, b *pipeline.Batch) error {
 	e.demand.Store(&pipeline.JobDemand{Stall: l.Demand.Stall, Work: l.Demand.Work})
 	b.Copies = l.Copies // each copy its own draw (repeated augmentation)
 	return e.make(ctx, l.Epoch, l.Indices, l.Place, b)
@@ -95,7 +101,7 @@ func (e *execJob) Fill(ctx context.Context, l *lease.Lease, b *pipeline.Batch) e
 
 // fill makes the samples indices of epoch into b on the job's queue, at
 // their places in b.Data when place is set.
-func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, place []int, b *pipeline.Batch) error {
+func (e *ExecJob) fill(ctx context.Context, epoch uint64, indices []int64, place []int, b *pipeline.Batch) error {
 	q, err := e.queue()
 	if err != nil {
 		return err
@@ -127,26 +133,26 @@ func (e *execJob) fill(ctx context.Context, epoch uint64, indices []int64, place
 }
 
 // Header is the BatchHeader of batch k of epoch, as made into b.
-func (e *execJob) Header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHeader {
+func (e *ExecJob) Header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHeader {
 	return e.j.Header(epoch, k, b)
 }
 
 // BatchSize is the job's batch size.
-func (e *execJob) BatchSize() int { return int(e.j.Spec().GetBatchSize()) }
+func (e *ExecJob) BatchSize() int { return int(e.j.Spec().GetBatchSize()) }
 
 // SampleBytes is what one sample of a lease may hold: its pixels, and
 // its fields at their bound.
-func (e *execJob) SampleBytes() int {
+func (e *ExecJob) SampleBytes() int {
 	return e.j.Transform().SampleBytes() + e.j.Fields().Len()*int(e.j.Fields().MaxBytes())
 }
 
 // StateBytes is what the job holds while it lives: its spec as kept (its
-// known fields) and execJobBytes.
-func (e *execJob) StateBytes() int64 { return execJobBytes + int64(proto.Size(e.j.Spec())) }
+// known fields) and ExecJobBytes.
+func (e *ExecJob) StateBytes() int64 { return ExecJobBytes + int64(proto.Size(e.j.Spec())) }
 
 // Close drops the job's queue; its queued samples fail at once, and a
 // later Fill with ErrClosed.
-func (e *execJob) Close() {
+func (e *ExecJob) Close() {
 	e.mu.Lock()
 	q := e.q
 	e.closed = true

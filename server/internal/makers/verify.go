@@ -1,4 +1,4 @@
-package server
+package makers
 
 import (
 	"bytes"
@@ -33,10 +33,15 @@ const maxPeerReason = 256
 // say it must be: the coordinator quarantines its peer.
 var errMismatch = coord.ErrMismatch
 
-// verifier re-makes samples of peers' batches on this server's executor (or
+// DefaultVerifyFraction is the share of peers' samples re-made and
+// compared: about one sample in 200, a few percent of a core on a
+// coordinator relaying thousands of images a second.
+const DefaultVerifyFraction = 0.005
+
+// Verifier re-makes samples of peers' batches on this server's executor (or
 // on one of its own with one goroutine when this server decodes nothing),
 // and keeps the server's quarantine: the coordinators' coord.Verifier.
-type verifier struct {
+type Verifier struct {
 	fraction float64
 	log      *slog.Logger
 
@@ -51,12 +56,15 @@ type verifier struct {
 	poke   func() // wakes the coordinators
 }
 
-func newVerifier(fraction float64, exec *pipeline.Executor, log *slog.Logger, poke func()) *verifier {
-	return &verifier{fraction: fraction, exec: exec, log: log, quarantined: make(map[coord.Maker]error), trusts: make(map[coord.Maker]*trust), poke: poke}
+// NewVerifier re-makes fraction of peers' samples on exec (nil: an
+// executor of its own, of one goroutine, at first use), logging to log;
+// poke wakes the coordinators when a maker is quarantined.
+func NewVerifier(fraction float64, exec *pipeline.Executor, log *slog.Logger, poke func()) *Verifier {
+	return &Verifier{fraction: fraction, exec: exec, log: log, quarantined: make(map[coord.Maker]error), trusts: make(map[coord.Maker]*trust), poke: poke}
 }
 
 // queue is the executor queue samples are re-made on, opened at first use.
-func (v *verifier) queue() *pipeline.Queue {
+func (v *Verifier) queue() *pipeline.Queue {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.q == nil {
@@ -68,7 +76,8 @@ func (v *verifier) queue() *pipeline.Queue {
 	return v.q
 }
 
-func (v *verifier) close() {
+// Close closes the verifier's queue (and its executor, when its own).
+func (v *Verifier) Close() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.q != nil {
@@ -79,10 +88,10 @@ func (v *verifier) close() {
 	}
 }
 
-var _ coord.Verifier = (*verifier)(nil)
+var _ coord.Verifier = (*Verifier)(nil)
 
 // Quarantine takes m out of every job's makers, for reason.
-func (v *verifier) Quarantine(m coord.Maker, reason error) {
+func (v *Verifier) Quarantine(m coord.Maker, reason error) {
 	v.mu.Lock()
 	_, already := v.quarantined[m]
 	if !already {
@@ -97,14 +106,14 @@ func (v *verifier) Quarantine(m coord.Maker, reason error) {
 }
 
 // Why is m's quarantine's reason, nil when it is not quarantined.
-func (v *verifier) Why(m coord.Maker) error {
+func (v *Verifier) Why(m coord.Maker) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.quarantined[m]
 }
 
-// forget drops what is kept of a maker that left the peer set.
-func (v *verifier) forget(m coord.Maker) {
+// Forget drops what is kept of a maker that left the peer set.
+func (v *Verifier) Forget(m coord.Maker) {
 	v.mu.Lock()
 	delete(v.quarantined, m)
 	delete(v.trusts, m)
@@ -148,7 +157,7 @@ type connected interface{ Connection() uint64 }
 
 // rate is the share of peer m's next lease's slots to compare, counting
 // the lease, share of a batch.
-func (v *verifier) rate(m coord.Maker, share float64) float64 {
+func (v *Verifier) rate(m coord.Maker, share float64) float64 {
 	var conn uint64
 	if c, ok := m.(connected); ok {
 		conn = c.Connection()
@@ -173,7 +182,7 @@ func (v *verifier) rate(m coord.Maker, share float64) float64 {
 // batch comes, so that the peer keeps their pixels aside as they arrive
 // (lease.Lease.Keep): the batch itself may be made in a ring slot its
 // trainer can write.
-func (v *verifier) Pick(m coord.Maker, n, batch int) []int {
+func (v *Verifier) Pick(m coord.Maker, n, batch int) []int {
 	if v.fraction <= 0 {
 		return nil
 	}
@@ -193,8 +202,8 @@ func (v *verifier) Pick(m coord.Maker, n, batch int) []int {
 // and the slots picked for the lease (l.Keep), their samples re-made here,
 // byte for byte with the pixels kept aside as they came (kept). pixels
 // reports whether every slot of the batch was compared byte for byte.
-func (v *verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *pipeline.Batch, kept [][]byte) (pixels bool, err error) {
-	j := jobOf(cj)
+func (v *Verifier) Verify(ctx context.Context, cj coord.Job, l *lease.Lease, b *pipeline.Batch, kept [][]byte) (pixels bool, err error) {
+	j := JobOf(cj)
 	src, failed, err := expectIndices(j, l, b)
 	if err != nil {
 		return false, err

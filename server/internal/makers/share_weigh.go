@@ -1,4 +1,4 @@
-package server
+package makers
 
 import (
 	"math"
@@ -10,7 +10,7 @@ import (
 // strictly between 0 and 1 both kinds are in the executor's foreground
 // and split its cores by it; with 0 or 1 the classes keep them apart,
 // and each kind's shares are its own.
-func (sh *shares) kindScale(work bool) float64 {
+func (sh *Shares) kindScale(work bool) float64 {
 	ws := sh.workShare
 	switch {
 	case ws == 0 || ws == 1:
@@ -25,7 +25,7 @@ func (sh *shares) kindScale(work bool) float64 {
 // their own demand; Work jobs first by client host, on what was measured
 // of each host, then within a host by its jobs' claims, each capped by
 // what was measured of the job; each kind scaled by kindScale.
-func (sh *shares) weights(rows []shareRow) []float64 {
+func (sh *Shares) weights(rows []shareRow) []float64 {
 	out := make([]float64, len(rows))
 	var feed []int
 	hosts := map[string][]int{}

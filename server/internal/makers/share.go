@@ -1,4 +1,4 @@
-package server
+package makers
 
 import (
 	"sync"
@@ -12,13 +12,13 @@ import (
 // shareEvery is how often the executor's per-job weights are recomputed.
 const shareEvery = 500 * time.Millisecond
 
-// dormantAfter is how many rebalances in a row a queue may make nothing
+// DormantAfter is how many rebalances in a row a queue may make nothing
 // and have nothing queued before rebalances leave it out (it is dormant)
 // until its next Fill: a job that stopped leasing costs no CPU, however
 // many there are.
-const dormantAfter = 2
+const DormantAfter = 2
 
-// shares keeps the local executor's per-job queues weighted by where
+// Shares keeps the local executor's per-job queues weighted by where
 // capacity buys the most GPU time (pipeline.StallShares), this server's
 // own trainers' jobs (Feed jobs) and other servers' leases (Work jobs)
 // apart: Work jobs take at most --work-share of the cores while Feed jobs
@@ -33,7 +33,7 @@ const dormantAfter = 2
 // client hosts the claims count for nothing, each host weighed by what
 // was measured of it alone (its jobs' wait, its use); a host's claims
 // only divide its own share among its jobs.
-type shares struct {
+type Shares struct {
 	floor, target, workShare float64
 	samples                  [2]prometheus.Counter // by kind: feed, work; nil: not counted
 
@@ -63,11 +63,11 @@ func (e *shareEntry) kind() int {
 	return 0
 }
 
-// newShares weighs queues with floor (negative: 1/(2·jobs) of a kind),
+// NewShares weighs queues with floor (negative: 1/(2·jobs) of a kind),
 // target and workShare (Config's); samples, when not nil, counts the
 // samples made by kind (stoker_executor_samples_total).
-func newShares(floor, target, workShare float64, samples *prometheus.CounterVec) *shares {
-	sh := &shares{
+func NewShares(floor, target, workShare float64, samples *prometheus.CounterVec) *Shares {
+	sh := &Shares{
 		floor: floor, target: target, workShare: workShare,
 		all: make(map[*pipeline.Queue]*shareEntry), awake: make(map[*pipeline.Queue]*shareEntry),
 		last: time.Now(),
@@ -80,7 +80,7 @@ func newShares(floor, target, workShare float64, samples *prometheus.CounterVec)
 
 // add weighs q by demand from now on: a Work job's of the coordinator at
 // client when work is set, one of this server's own Feed jobs otherwise.
-func (sh *shares) add(q *pipeline.Queue, demand func() pipeline.JobDemand, work bool, client string) {
+func (sh *Shares) add(q *pipeline.Queue, demand func() pipeline.JobDemand, work bool, client string) {
 	e := &shareEntry{demand: demand, work: work, client: client, made: q.Made(), waited: q.Waited()}
 	q.SetBackground(sh.background(work))
 	sh.mu.Lock()
@@ -92,7 +92,7 @@ func (sh *shares) add(q *pipeline.Queue, demand func() pipeline.JobDemand, work 
 // background says whether the queues of a kind are in the executor's
 // background class: Work jobs' under the default work share 0, Feed
 // jobs' under 1.
-func (sh *shares) background(work bool) bool {
+func (sh *Shares) background(work bool) bool {
 	switch sh.workShare {
 	case 0:
 		return work
@@ -104,7 +104,7 @@ func (sh *shares) background(work bool) bool {
 
 // wake puts q back among the queues rebalance weighs, if it was dormant:
 // called at each of its Fills.
-func (sh *shares) wake(q *pipeline.Queue) {
+func (sh *Shares) wake(q *pipeline.Queue) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if e := sh.all[q]; e != nil && !e.awake {
@@ -114,7 +114,7 @@ func (sh *shares) wake(q *pipeline.Queue) {
 
 // wakeLocked makes e awake, its weight an equal part of its kind's until
 // the next rebalance. sh.mu is held.
-func (sh *shares) wakeLocked(q *pipeline.Queue, e *shareEntry) {
+func (sh *Shares) wakeLocked(q *pipeline.Queue, e *shareEntry) {
 	e.awake, e.quiet = true, 0
 	sh.awake[q] = e
 	sh.byKind[e.kind()]++
@@ -122,14 +122,14 @@ func (sh *shares) wakeLocked(q *pipeline.Queue, e *shareEntry) {
 }
 
 // sleepLocked leaves e out of rebalances until it wakes. sh.mu is held.
-func (sh *shares) sleepLocked(q *pipeline.Queue, e *shareEntry) {
+func (sh *Shares) sleepLocked(q *pipeline.Queue, e *shareEntry) {
 	e.awake, e.used = false, 0
 	delete(sh.awake, q)
 	sh.byKind[e.kind()]--
 }
 
 // remove forgets q (its job ended).
-func (sh *shares) remove(q *pipeline.Queue) {
+func (sh *Shares) remove(q *pipeline.Queue) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e := sh.all[q]
@@ -144,7 +144,7 @@ func (sh *shares) remove(q *pipeline.Queue) {
 }
 
 // count adds n samples made to e's kind's counter.
-func (sh *shares) count(e *shareEntry, n uint64) {
+func (sh *Shares) count(e *shareEntry, n uint64) {
 	if c := sh.samples[e.kind()]; c != nil && n > 0 {
 		c.Add(float64(n))
 	}
@@ -159,9 +159,9 @@ type shareRow struct {
 	used     float64            // its smoothed share of the samples made
 }
 
-// rebalance sets every awake queue's weight to its share, and puts the
+// Rebalance sets every awake queue's weight to its share, and puts the
 // queues that made nothing and have nothing queued to sleep.
-func (sh *shares) rebalance() {
+func (sh *Shares) Rebalance() {
 	sh.mu.Lock()
 	now := time.Now()
 	dt := now.Sub(sh.last).Seconds()
@@ -175,7 +175,7 @@ func (sh *shares) rebalance() {
 		e.made, e.waited = m, w
 		sh.count(e, dm)
 		if dm == 0 && q.Pending() == 0 {
-			if e.quiet++; e.quiet >= dormantAfter {
+			if e.quiet++; e.quiet >= DormantAfter {
 				sh.sleepLocked(q, e)
 				continue
 			}
@@ -204,16 +204,47 @@ func (sh *shares) rebalance() {
 	}
 }
 
-// run rebalances every shareEvery until stop is closed.
-func (sh *shares) run(stop <-chan struct{}) {
+// Run rebalances every shareEvery until stop is closed.
+func (sh *Shares) Run(stop <-chan struct{}) {
 	t := time.NewTicker(shareEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
-			sh.rebalance()
+			sh.Rebalance()
 		case <-stop:
 			return
 		}
 	}
+}
+
+// Queues is how many queues the schedule holds, and how many of them it
+// weighs (awake): a job that ended holds none, a job that stopped leasing
+// only a dormant one.
+func (sh *Shares) Queues() (held, awake int) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return len(sh.all), len(sh.awake)
+}
+
+// ByKind sums what f says of each queue the schedule holds, of Feed jobs
+// and of Work jobs, from base's sums (nil: 0); f is given the queue and
+// its samples made when the schedule last counted them (in the samples
+// counter NewShares was given). base and f run under the schedule's
+// lock, so that what a rebalance counts is in one or the other, never in
+// both or neither.
+func (sh *Shares) ByKind(base func() (feed, work uint64), f func(q *pipeline.Queue, counted uint64) uint64) (feed, work uint64) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if base != nil {
+		feed, work = base()
+	}
+	for q, e := range sh.all {
+		if e.work {
+			work += f(q, e.made)
+		} else {
+			feed += f(q, e.made)
+		}
+	}
+	return feed, work
 }
