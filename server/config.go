@@ -5,15 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"strings"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/keepalive"
-
 	"github.com/stoker-dev/stoker/internal/gpu"
-	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server/internal/coord"
@@ -417,22 +412,6 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// remotePeers are the peers of t not on loopback, as the flag names them:
-// static addresses, or the dns:/// name unless it is localhost (or a
-// loopback IP).
-func remotePeers(t peerTarget) []string {
-	var out []string
-	if t.host != "" && !rpc.IsLoopback(net.JoinHostPort(t.host, t.port)) {
-		out = append(out, "dns:///"+net.JoinHostPort(t.host, t.port))
-	}
-	for _, a := range t.static {
-		if !rpc.IsLoopback(a) {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
 // withDefaults fills in the zero fields.
 func (c Config) withDefaults() Config {
 	if c.LeaseTimeout == 0 {
@@ -483,101 +462,27 @@ func (c Config) withDefaults() Config {
 	if c.workJobIdle == 0 {
 		c.workJobIdle = work.DefaultJobIdle
 	}
-	c.coefCache = coefCacheBytes(c.CoefBudget, c.MemoryBudget, c.Workers)
+	c.coefCache = limits.CoefCacheBytes(c.CoefBudget, c.MemoryBudget, c.Workers)
 	return c
 }
 
-// DefaultCoefShare is the share of the memory budget the coefficient cache
-// takes by default: 1/DefaultCoefShare.
-const DefaultCoefShare = 4
-
-// MinDefaultCoefBudget is the least coefficient cache the default gives:
-// under it (a memory budget under 256 MiB) there is none, as a cache of a
-// few hundred photos is not worth the budget it takes from batches.
-const MinDefaultCoefBudget = 64 << 20
+// The memory budget's floor and the coefficient cache's default share of
+// it, as the tools outside server name them (server/internal/limits).
+const (
+	DefaultCoefShare     = limits.DefaultCoefShare
+	MinDefaultCoefBudget = limits.MinDefaultCoefBudget
+	MinMemoryBudget      = limits.MinMemoryBudget
+)
 
 // DefaultCoefBudget is the coefficient cache a server with workers decode
-// goroutines has on this machine with the default --coef-budget and
-// --memory-budget (bench pipeline's default, to measure what serve does).
-func DefaultCoefBudget(workers int) int64 {
-	return coefCacheBytes(0, limits.DefaultMemoryBudget(), workers)
-}
-
-// MinMemoryBudget is the smallest memory budget `stoker serve` takes (384
-// MiB). The budget divides what the server holds for its work (batch
-// buffers, caches, read-ahead); the process holds about 80 MiB besides
-// (its code, the runtime, gRPC and decoder state) and about a quarter of
-// the budget is in use at once, so that below about 300 MiB its RSS is
-// over the budget (238 MiB at 190, 264 at 256: two trainers of 224-pixel
-// crops of a bucket's 832-pixel photos), and at 384 under it (353-361).
-const MinMemoryBudget = 384 << 20
+// goroutines has on this machine by default (limits.DefaultCoefBudget).
+func DefaultCoefBudget(workers int) int64 { return limits.DefaultCoefBudget(workers) }
 
 // CheckMemoryFloor refuses a memory budget (0: the machine's default)
-// under MinMemoryBudget, naming both, for a server process whose RSS must
-// stay within its budget.
-func CheckMemoryFloor(budget int64) error {
-	what := "--memory-budget"
-	if budget == 0 {
-		budget, what = DefaultMemoryBudget(), "the default --memory-budget (half of this machine's or cgroup's memory)"
-	}
-	if budget < MinMemoryBudget {
-		return fmt.Errorf("%s %d (%d MiB) is under the floor of %d (%d MiB): the process holds about 80 MiB of its own beside what the budget "+
-			"divides, so under the floor its memory would pass the budget; give --memory-budget %d or more", what, budget, budget>>20,
-			MinMemoryBudget, MinMemoryBudget>>20, MinMemoryBudget)
-	}
-	return nil
-}
+// under MinMemoryBudget (limits.CheckMemoryFloor).
+func CheckMemoryFloor(budget int64) error { return limits.CheckMemoryFloor(budget) }
 
 // DefaultMemoryBudget is the --memory-budget a server on this machine has
 // when not given one (bench scale, to know whether the --coef-budget it
 // gives its workers fits in that).
 func DefaultMemoryBudget() int64 { return limits.DefaultMemoryBudget() }
-
-// coefCacheBytes is the coefficient cache a server with memoryBudget and
-// workers decode goroutines has for the configured budget: that budget
-// when positive, none when negative, and for 0 (the default) a quarter of
-// memoryBudget on a server that decodes, if that is at least
-// MinDefaultCoefBudget.
-func coefCacheBytes(budget, memoryBudget int64, workers int) int64 {
-	switch {
-	case budget > 0:
-		return budget
-	case budget < 0 || workers <= 0:
-		return 0
-	}
-	if share := memoryBudget / DefaultCoefShare; share >= MinDefaultCoefBudget {
-		return share
-	}
-	return 0
-}
-
-// grpcOptions are the grpc.Server options the Feed service is meant to run
-// under: keepalive enforcement, a small receive limit, Stop waiting for
-// handlers, and flow-control windows sized for multi-megabyte batches.
-func grpcOptions() []grpc.ServerOption {
-	return append(rpc.ServerBuffers(),
-		// Batches' pixels are sent without being copied into protobuf
-		// messages (rpc.OutChunk); every other message is protobuf's.
-		grpc.ForceServerCodecV2(rpc.Codec),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
-			MinTime:             10 * time.Second,
-			PermitWithoutStream: true,
-		}),
-		// Ping idle connections so a trainer that vanished without a FIN
-		// releases its streams (and its per-client slots) within a minute.
-		grpc.KeepaliveParams(keepalive.ServerParameters{
-			Time:    30 * time.Second,
-			Timeout: 20 * time.Second,
-		}),
-		grpc.MaxRecvMsgSize(maxRecvMsgBytes),
-		// Stop waits for Feed handlers to return, so that Server.Close
-		// after it never pulls the executor from under a running stream.
-		grpc.WaitForHandlers(true),
-		// Starting values, not yet measured: a window of two chunks per
-		// stream and several streams per connection, so that one round
-		// trip of latency does not throttle a multi-megabyte batch.
-		// Setting them also turns off BDP estimation.
-		grpc.InitialWindowSize(8<<20),
-		grpc.InitialConnWindowSize(32<<20),
-	)
-}

@@ -5,13 +5,16 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/stoker-dev/stoker/internal/rpc"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -87,4 +90,35 @@ func certPool(file string) (*x509.CertPool, error) {
 		return nil, fmt.Errorf("tls: no PEM certificate in %s", file)
 	}
 	return pool, nil
+}
+
+// grpcOptions are the grpc.Server options the Feed service is meant to run
+// under: keepalive enforcement, a small receive limit, Stop waiting for
+// handlers, and flow-control windows sized for multi-megabyte batches.
+func grpcOptions() []grpc.ServerOption {
+	return append(rpc.ServerBuffers(),
+		// Batches' pixels are sent without being copied into protobuf
+		// messages (rpc.OutChunk); every other message is protobuf's.
+		grpc.ForceServerCodecV2(rpc.Codec),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
+			MinTime:             10 * time.Second,
+			PermitWithoutStream: true,
+		}),
+		// Ping idle connections so a trainer that vanished without a FIN
+		// releases its streams (and its per-client slots) within a minute.
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			Time:    30 * time.Second,
+			Timeout: 20 * time.Second,
+		}),
+		grpc.MaxRecvMsgSize(maxRecvMsgBytes),
+		// Stop waits for Feed handlers to return, so that Server.Close
+		// after it never pulls the executor from under a running stream.
+		grpc.WaitForHandlers(true),
+		// Starting values, not yet measured: a window of two chunks per
+		// stream and several streams per connection, so that one round
+		// trip of latency does not throttle a multi-megabyte batch.
+		// Setting them also turns off BDP estimation.
+		grpc.InitialWindowSize(8<<20),
+		grpc.InitialConnWindowSize(32<<20),
+	)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/lease"
+	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/internal/work"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/server/internal/coord"
@@ -278,4 +279,20 @@ func (d *discovery) close() {
 	close(d.abort)
 	d.update(nil)
 	d.retiring.Wait()
+}
+
+// remotePeers are the peers of t not on loopback, as the flag names them:
+// static addresses, or the dns:/// name unless it is localhost (or a
+// loopback IP).
+func remotePeers(t peerTarget) []string {
+	var out []string
+	if t.host != "" && !rpc.IsLoopback(net.JoinHostPort(t.host, t.port)) {
+		out = append(out, "dns:///"+net.JoinHostPort(t.host, t.port))
+	}
+	for _, a := range t.static {
+		if !rpc.IsLoopback(a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -1,0 +1,62 @@
+package limits
+
+import "fmt"
+
+// DefaultCoefShare is the share of the memory budget the coefficient cache
+// takes by default: 1/DefaultCoefShare.
+const DefaultCoefShare = 4
+
+// MinDefaultCoefBudget is the least coefficient cache the default gives:
+// under it (a memory budget under 256 MiB) there is none, as a cache of a
+// few hundred photos is not worth the budget it takes from batches.
+const MinDefaultCoefBudget = 64 << 20
+
+// DefaultCoefBudget is the coefficient cache a server with workers decode
+// goroutines has on this machine with the default --coef-budget and
+// --memory-budget (bench pipeline's default, to measure what serve does).
+func DefaultCoefBudget(workers int) int64 {
+	return CoefCacheBytes(0, DefaultMemoryBudget(), workers)
+}
+
+// MinMemoryBudget is the smallest memory budget `stoker serve` takes (384
+// MiB). The budget divides what the server holds for its work (batch
+// buffers, caches, read-ahead); the process holds about 80 MiB besides
+// (its code, the runtime, gRPC and decoder state) and about a quarter of
+// the budget is in use at once, so that below about 300 MiB its RSS is
+// over the budget (238 MiB at 190, 264 at 256: two trainers of 224-pixel
+// crops of a bucket's 832-pixel photos), and at 384 under it (353-361).
+const MinMemoryBudget = 384 << 20
+
+// CheckMemoryFloor refuses a memory budget (0: the machine's default)
+// under MinMemoryBudget, naming both, for a server process whose RSS must
+// stay within its budget.
+func CheckMemoryFloor(budget int64) error {
+	what := "--memory-budget"
+	if budget == 0 {
+		budget, what = DefaultMemoryBudget(), "the default --memory-budget (half of this machine's or cgroup's memory)"
+	}
+	if budget < MinMemoryBudget {
+		return fmt.Errorf("%s %d (%d MiB) is under the floor of %d (%d MiB): the process holds about 80 MiB of its own beside what the budget "+
+			"divides, so under the floor its memory would pass the budget; give --memory-budget %d or more", what, budget, budget>>20,
+			MinMemoryBudget, MinMemoryBudget>>20, MinMemoryBudget)
+	}
+	return nil
+}
+
+// CoefCacheBytes is the coefficient cache a server with memoryBudget and
+// workers decode goroutines has for the configured budget: that budget
+// when positive, none when negative, and for 0 (the default) a quarter of
+// memoryBudget on a server that decodes, if that is at least
+// MinDefaultCoefBudget.
+func CoefCacheBytes(budget, memoryBudget int64, workers int) int64 {
+	switch {
+	case budget > 0:
+		return budget
+	case budget < 0 || workers <= 0:
+		return 0
+	}
+	if share := memoryBudget / DefaultCoefShare; share >= MinDefaultCoefBudget {
+		return share
+	}
+	return 0
+}
