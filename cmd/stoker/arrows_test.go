@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -88,4 +91,54 @@ func goList(t *testing.T, args ...string) []string {
 		t.Fatalf("go list %v: %v", args, err)
 	}
 	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// Bounds of server/'s top level (issue 36): its rooms (the job, the
+// makers, the plan, the limits, the coordinator) are packages of their
+// own under server/internal, and what is left is files of one concern.
+const (
+	maxServerFiles     = 20  // non-test .go files, of every build
+	maxServerFileLines = 500 // lines of each
+)
+
+// TestLayout: server/'s top level holds at most maxServerFiles non-test
+// files, none over maxServerFileLines lines; and no package under it
+// (server/internal/...) nor below it (internal/..., pipeline/...) links
+// the server package: every arrow into server comes from cmd, bench or
+// a test.
+func TestLayout(t *testing.T) {
+	files, err := filepath.Glob("../../server/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		n++
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines := bytes.Count(b, []byte("\n")); lines > maxServerFileLines {
+			t.Errorf("%s: %d lines, over %d: split it by concern, or move a room of it under server/internal", filepath.Base(f), lines, maxServerFileLines)
+		}
+	}
+	if n == 0 || n > maxServerFiles {
+		t.Errorf("server/ has %d non-test .go files at its top level; want 1..%d", n, maxServerFiles)
+	}
+	below := goList(t, "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./server/internal/...", "./internal/...", "./pipeline/...")
+	for _, line := range below {
+		pkg, imports, _ := strings.Cut(line, " ")
+		if pkg == module+"/server" {
+			t.Errorf("the server package is linked by one of server/internal/..., internal/... or pipeline/... (go list -deps lists it)")
+			continue
+		}
+		for _, imp := range strings.Fields(imports) {
+			if imp == module+"/server" {
+				t.Errorf("%s imports %s: an arrow back up into the server", pkg, imp)
+			}
+		}
+	}
 }
