@@ -3,8 +3,12 @@ package server
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync"
+	"time"
 	"unicode/utf8"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -104,3 +108,38 @@ type sentinelStatus struct {
 func (e *sentinelStatus) Error() string              { return e.st.Err().Error() }
 func (e *sentinelStatus) GRPCStatus() *status.Status { return e.st }
 func (e *sentinelStatus) Is(target error) bool       { return target == e.is }
+
+// refusalLog logs and counts what the server refuses, by policy. A flood
+// of refusals is logged at most once a second per policy, with the count
+// of those not logged.
+type refusalLog struct {
+	log *slog.Logger
+	m   *prometheus.CounterVec
+
+	mu    sync.Mutex
+	last  map[string]time.Time
+	quiet map[string]int
+}
+
+func (r *refusalLog) refuse(policy, msg string, attrs ...any) {
+	r.m.WithLabelValues(policy).Inc()
+	r.mu.Lock()
+	if r.last == nil {
+		r.last, r.quiet = make(map[string]time.Time), make(map[string]int)
+	}
+	now := time.Now()
+	if now.Sub(r.last[policy]) < time.Second {
+		r.quiet[policy]++
+		r.mu.Unlock()
+		return
+	}
+	r.last[policy] = now
+	n := r.quiet[policy]
+	r.quiet[policy] = 0
+	r.mu.Unlock()
+	attrs = append(attrs, "policy", policy)
+	if n > 0 {
+		attrs = append(attrs, "not_logged_since_last", n)
+	}
+	r.log.Warn(msg, attrs...)
+}

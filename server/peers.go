@@ -11,6 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
 	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/internal/work"
@@ -295,4 +298,41 @@ func remotePeers(t peerTarget) []string {
 		}
 	}
 	return out
+}
+
+// peerDialer returns the options a peer at addr is dialed with: TLS with
+// the peers' CA (and this server's certificate) when PeerCA is set, and
+// the peer token when PeerTokenFile is.
+func peerDialer(cfg Config) (func(addr string) []work.Option, error) {
+	var base []work.Option
+	if cfg.PeerCA != "" {
+		cert, key := cfg.PeerCert, cfg.PeerKey
+		if cert == "" {
+			cert, key = cfg.TLSCert, cfg.TLSKey
+		}
+		tc, err := peerTLS(cfg.PeerCA, cert, key)
+		if err != nil {
+			return nil, fmt.Errorf("peers: %w", err)
+		}
+		// A dns:/// target's addresses are what its name resolves to (pod
+		// IPs, which no certificate made ahead of time can name): the
+		// workers' certificates are checked against the name instead.
+		if t, _ := parsePeers(cfg.Peers); t.host != "" {
+			tc.ServerName = strings.TrimSuffix(t.host, ".")
+		}
+		base = append(base, work.WithCredentials(credentials.NewTLS(tc)))
+	}
+	token := ""
+	if cfg.PeerTokenFile != "" {
+		var err error
+		if token, err = ReadToken(cfg.PeerTokenFile); err != nil {
+			return nil, fmt.Errorf("peers: %w", err)
+		}
+	}
+	return func(addr string) []work.Option {
+		if token == "" {
+			return slices.Clip(base)
+		}
+		return append(slices.Clip(base), work.WithDialOptions(grpc.WithPerRPCCredentials(rpc.TokenCredentials(token, addr, cfg.PeerInsecureToken))))
+	}, nil
 }

@@ -7,15 +7,12 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
 	"github.com/stoker-dev/stoker/internal/gpu"
@@ -107,8 +104,49 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 }
 
 // NewContext is New, with ctx bounding the opening of the datasets (the
-// listing of a bucket without a manifest may take minutes).
+// listing of a bucket without a manifest may take minutes). It builds the
+// server in steps, each of which may refuse cfg: the server's state and
+// its memory budget, its credentials, its datasets, its executor and
+// local maker, shared memory and the GPU monitor, and last what its
+// coordinators share and peer discovery.
 func NewContext(ctx context.Context, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, error) {
+	s, err := newServer(cfg, log, reg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.dialing(reg); err != nil {
+		return nil, err
+	}
+	if err := s.openDatasets(ctx, reg); err != nil {
+		s.closeDatasets()
+		return nil, err
+	}
+	s.makers = coord.NewMakers()
+	if s.cfg.Workers > 0 {
+		if err := s.startExecutor(reg); err != nil {
+			s.closeDatasets()
+			return nil, err
+		}
+	}
+	s.startShm()
+	s.startGPU()
+	s.startCoordination()
+	if err := s.m.registerPeersReady(reg, s.peersReady); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	// Last: discovery's peers use the coordinators' environment.
+	if t, _ := parsePeers(s.cfg.Peers); t.static != nil || t.host != "" {
+		s.disc = s.startDiscovery(t)
+	}
+	return s, nil
+}
+
+// newServer is the Server of cfg (validated, its defaults filled in) with
+// its metrics registered on reg and its memory budget divided: what the
+// coefficient cache and the remote stores' byte cache and read-ahead take
+// is set apart, and batches have three quarters of the rest.
+func newServer(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -136,105 +174,141 @@ func NewContext(ctx context.Context, cfg Config, log *slog.Logger, reg prometheu
 	}
 	s.refusals.log, s.refusals.m = log, m.refusals
 	s.workMem = newWorkClients(s.budget, workMemoryPerClient(cfg.MaxWorkMemoryPerClient, s.budget.Limit()), &s.refusals, m.workMemory)
+	return s, nil
+}
+
+// dialing loads the server's tokens, how it dials its peers and the
+// remote stores' reads (their metrics registered on reg).
+func (s *Server) dialing(reg prometheus.Registerer) error {
 	if err := s.ReloadTokens(); err != nil {
-		return nil, err
+		return err
 	}
-	if s.peerDial, err = peerDialer(cfg); err != nil {
-		return nil, err
+	var err error
+	if s.peerDial, err = peerDialer(s.cfg); err != nil {
+		return err
 	}
-	if s.remote, err = newRemoteReads(cfg, log); err != nil {
-		return nil, err
+	if s.remote, err = newRemoteReads(s.cfg, s.log); err != nil {
+		return err
 	}
 	if err := reg.Register(newRemoteCollector(s.remote)); err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
+		return fmt.Errorf("metrics: %w", err)
 	}
+	return nil
+}
+
+// openDatasets opens the configured datasets, within ctx. The caller
+// closes those opened when it fails.
+func (s *Server) openDatasets(ctx context.Context, reg prometheus.Registerer) error {
 	storeMetrics, err := source.NewMetrics(reg)
 	if err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
+		return fmt.Errorf("metrics: %w", err)
 	}
 	for _, name := range s.names {
-		ds, err := openDataset(ctx, cfg, name, storeMetrics, s.remote.ranges, log)
+		ds, err := openDataset(ctx, s.cfg, name, storeMetrics, s.remote.ranges, s.log)
 		if err != nil {
-			s.closeDatasets()
-			return nil, fmt.Errorf("dataset %s: %w", name, err)
+			return fmt.Errorf("dataset %s: %w", name, err)
 		}
-		if capped, ok := ds.(interface{ SetMaxFileSize(int64) }); ok && cfg.MaxFileSize > 0 {
-			capped.SetMaxFileSize(cfg.MaxFileSize)
+		if capped, ok := ds.(interface{ SetMaxFileSize(int64) }); ok && s.cfg.MaxFileSize > 0 {
+			capped.SetMaxFileSize(s.cfg.MaxFileSize)
 		}
 		s.datasets[name] = ds
-		log.Info("dataset open", "dataset", name, "format", job.Format(ds), "size", ds.Len(),
+		s.log.Info("dataset open", "dataset", name, "format", job.Format(ds), "size", ds.Len(),
 			"classes", len(ds.Classes()), "fingerprint", ds.Fingerprint())
 	}
-	s.makers = coord.NewMakers()
-	if cfg.Workers > 0 {
-		var opts []pipeline.Option
-		if cfg.PixelBudget > 0 {
-			opts = append(opts, pipeline.WithPixelBudget(cfg.PixelBudget))
-		}
-		if cfg.MaxScans > 0 {
-			opts = append(opts, pipeline.WithMaxScans(cfg.MaxScans))
-		}
-		sched := pipeline.ScheduleWeighted
-		if cfg.Schedule != "" {
-			sched, _ = pipeline.ParseSchedule(cfg.Schedule)
-		}
-		if s.index, err = openIndex(cfg, s.datasets, log, reg); err != nil {
-			s.closeDatasets()
-			return nil, err
-		}
-		if s.index != nil {
-			opts = append(opts, pipeline.WithIndex(s.index.ix))
-		}
-		if cfg.coefCache > 0 {
-			s.coefs = pipeline.NewCoefCache(cfg.coefCache)
-			if err := registerCoefMetrics(reg, s.coefs); err != nil {
-				s.closeDatasets()
-				return nil, fmt.Errorf("metrics: %w", err)
-			}
-			opts = append(opts, pipeline.WithCoefCache(s.coefs))
-		}
-		queued, read, decode := m.sampleStages.WithLabelValues("queue"), m.sampleStages.WithLabelValues("read"), m.sampleStages.WithLabelValues("decode")
-		opts = append(opts, pipeline.WithSchedule(sched), pipeline.WithStageObserver(func(q, r, d time.Duration) {
-			queued.Observe(q.Seconds())
-			read.Observe(r.Seconds())
-			decode.Observe(d.Seconds())
-		}))
-		s.exec = pipeline.NewExecutor(cfg.Workers, opts...)
-		s.stop = make(chan struct{})
-		if sched == pipeline.ScheduleWeighted {
-			floor := cfg.ShareFloor
-			if floor == 0 {
-				floor = -1 // StallShares: 1/(2·jobs)
-			}
-			s.shares = makers.NewShares(floor, cfg.StallTarget, cfg.WorkShare, m.executorSamples)
-			go s.shares.Run(s.stop)
-		}
-		s.makers.Add(makers.NewLocal(s.exec, s.shares, cfg.Making, maxWindow))
+	return nil
+}
+
+// startExecutor starts the executor of cfg.Workers decode goroutines
+// (with its decoder index and coefficient cache), the stall schedule
+// that shares it, and the local maker on it.
+func (s *Server) startExecutor(reg prometheus.Registerer) error {
+	cfg := s.cfg
+	var opts []pipeline.Option
+	if cfg.PixelBudget > 0 {
+		opts = append(opts, pipeline.WithPixelBudget(cfg.PixelBudget))
 	}
+	if cfg.MaxScans > 0 {
+		opts = append(opts, pipeline.WithMaxScans(cfg.MaxScans))
+	}
+	sched := pipeline.ScheduleWeighted
+	if cfg.Schedule != "" {
+		sched, _ = pipeline.ParseSchedule(cfg.Schedule)
+	}
+	var err error
+	if s.index, err = openIndex(cfg, s.datasets, s.log, reg); err != nil {
+		return err
+	}
+	if s.index != nil {
+		opts = append(opts, pipeline.WithIndex(s.index.ix))
+	}
+	if cfg.coefCache > 0 {
+		s.coefs = pipeline.NewCoefCache(cfg.coefCache)
+		if err := registerCoefMetrics(reg, s.coefs); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		opts = append(opts, pipeline.WithCoefCache(s.coefs))
+	}
+	queued, read, decode := s.m.sampleStages.WithLabelValues("queue"), s.m.sampleStages.WithLabelValues("read"), s.m.sampleStages.WithLabelValues("decode")
+	opts = append(opts, pipeline.WithSchedule(sched), pipeline.WithStageObserver(func(q, r, d time.Duration) {
+		queued.Observe(q.Seconds())
+		read.Observe(r.Seconds())
+		decode.Observe(d.Seconds())
+	}))
+	s.exec = pipeline.NewExecutor(cfg.Workers, opts...)
+	s.stop = make(chan struct{})
+	if sched == pipeline.ScheduleWeighted {
+		floor := cfg.ShareFloor
+		if floor == 0 {
+			floor = -1 // StallShares: 1/(2·jobs)
+		}
+		s.shares = makers.NewShares(floor, cfg.StallTarget, cfg.WorkShare, s.m.executorSamples)
+		go s.shares.Run(s.stop)
+	}
+	s.makers.Add(makers.NewLocal(s.exec, s.shares, cfg.Making, maxWindow))
+	return nil
+}
+
+// startShm opens shared-memory delivery when cfg.Shm asks for it; when it
+// is off, shmOff says why.
+func (s *Server) startShm() {
 	s.shmOff = "--shm=false"
-	if cfg.Shm {
-		if s.shm, err = newShmHub(log, s.refusals.refuse); err != nil {
+	if s.cfg.Shm {
+		var err error
+		if s.shm, err = newShmHub(s.log, s.refusals.refuse); err != nil {
 			s.shmOff = err.Error()
-			log.Info("shared-memory delivery off", "reason", err)
+			s.log.Info("shared-memory delivery off", "reason", err)
 		}
 	}
-	sel, _ := gpu.ParseSelection(cfg.GPUs)
+}
+
+// startGPU starts the GPU monitor cfg names, if any, and reads the GPUs'
+// idle share from it.
+func (s *Server) startGPU() {
+	sel, _ := gpu.ParseSelection(s.cfg.GPUs)
 	switch {
-	case cfg.GPU != nil:
-		s.gpu = cfg.GPU
-	case cfg.GPUs != "" && !sel.None():
+	case s.cfg.GPU != nil:
+		s.gpu = s.cfg.GPU
+	case s.cfg.GPUs != "" && !sel.None():
 		s.gpu = gpu.NewMonitor(sel, coord.TelemetryWindow)
 	}
-	if s.gpu != nil {
-		if smp := s.gpu.Sample(); !smp.Available {
-			log.Info("GPU monitor unavailable: the trainer's wait alone drives the window", "reason", smp.Reason)
-		}
-		s.gpuIdle = func() (float64, bool) {
-			smp := s.gpu.Sample()
-			return smp.IdleRatio, smp.Available && smp.IdleRatio >= 0
-		}
+	if s.gpu == nil {
+		return
 	}
-	s.verify = makers.NewVerifier(max(cfg.VerifyFraction, 0), s.exec, log, s.makers.Poke)
+	if smp := s.gpu.Sample(); !smp.Available {
+		s.log.Info("GPU monitor unavailable: the trainer's wait alone drives the window", "reason", smp.Reason)
+	}
+	s.gpuIdle = func() (float64, bool) {
+		smp := s.gpu.Sample()
+		return smp.IdleRatio, smp.Available && smp.IdleRatio >= 0
+	}
+}
+
+// startCoordination makes what the server's coordinators share (their
+// configuration, makers, metrics and the verifier) and, on a server that
+// decodes, the worker that serves Work streams.
+func (s *Server) startCoordination() {
+	cfg := s.cfg
+	s.verify = makers.NewVerifier(max(cfg.VerifyFraction, 0), s.exec, s.log, s.makers.Poke)
 	s.coord = &coord.Env{
 		Config: coord.Config{
 			Window: cfg.Window, LeaseTimeout: cfg.LeaseTimeout, StallTarget: cfg.StallTarget,
@@ -245,19 +319,8 @@ func NewContext(ctx context.Context, cfg Config, log *slog.Logger, reg prometheu
 	}
 	if s.exec != nil {
 		s.coord.Config.Workers = s.exec.Workers()
-	}
-	if s.exec != nil {
 		s.worker = s.newWorker()
 	}
-	if err := m.registerPeersReady(reg, s.peersReady); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("metrics: %w", err)
-	}
-	// Last: discovery's peers use the coordinators' environment.
-	if t, _ := parsePeers(cfg.Peers); t.static != nil || t.host != "" {
-		s.disc = s.startDiscovery(t)
-	}
-	return s, nil
 }
 
 // MemoryBudget is the server's memory budget, its default resolved.
@@ -394,76 +457,4 @@ func (s *Server) acquireStream(ctx context.Context, feed bool) (release func(), 
 			delete(c.perHost, host)
 		}
 	}, nil
-}
-
-// peerDialer returns the options a peer at addr is dialed with: TLS with
-// the peers' CA (and this server's certificate) when PeerCA is set, and
-// the peer token when PeerTokenFile is.
-func peerDialer(cfg Config) (func(addr string) []work.Option, error) {
-	var base []work.Option
-	if cfg.PeerCA != "" {
-		cert, key := cfg.PeerCert, cfg.PeerKey
-		if cert == "" {
-			cert, key = cfg.TLSCert, cfg.TLSKey
-		}
-		tc, err := peerTLS(cfg.PeerCA, cert, key)
-		if err != nil {
-			return nil, fmt.Errorf("peers: %w", err)
-		}
-		// A dns:/// target's addresses are what its name resolves to (pod
-		// IPs, which no certificate made ahead of time can name): the
-		// workers' certificates are checked against the name instead.
-		if t, _ := parsePeers(cfg.Peers); t.host != "" {
-			tc.ServerName = strings.TrimSuffix(t.host, ".")
-		}
-		base = append(base, work.WithCredentials(credentials.NewTLS(tc)))
-	}
-	token := ""
-	if cfg.PeerTokenFile != "" {
-		var err error
-		if token, err = ReadToken(cfg.PeerTokenFile); err != nil {
-			return nil, fmt.Errorf("peers: %w", err)
-		}
-	}
-	return func(addr string) []work.Option {
-		if token == "" {
-			return slices.Clip(base)
-		}
-		return append(slices.Clip(base), work.WithDialOptions(grpc.WithPerRPCCredentials(rpc.TokenCredentials(token, addr, cfg.PeerInsecureToken))))
-	}, nil
-}
-
-// refusalLog logs and counts what the server refuses, by policy. A flood
-// of refusals is logged at most once a second per policy, with the count
-// of those not logged.
-type refusalLog struct {
-	log *slog.Logger
-	m   *prometheus.CounterVec
-
-	mu    sync.Mutex
-	last  map[string]time.Time
-	quiet map[string]int
-}
-
-func (r *refusalLog) refuse(policy, msg string, attrs ...any) {
-	r.m.WithLabelValues(policy).Inc()
-	r.mu.Lock()
-	if r.last == nil {
-		r.last, r.quiet = make(map[string]time.Time), make(map[string]int)
-	}
-	now := time.Now()
-	if now.Sub(r.last[policy]) < time.Second {
-		r.quiet[policy]++
-		r.mu.Unlock()
-		return
-	}
-	r.last[policy] = now
-	n := r.quiet[policy]
-	r.quiet[policy] = 0
-	r.mu.Unlock()
-	attrs = append(attrs, "policy", policy)
-	if n > 0 {
-		attrs = append(attrs, "not_logged_since_last", n)
-	}
-	r.log.Warn(msg, attrs...)
 }
