@@ -19,7 +19,7 @@ import (
 // what the clients take (stoker's raise gRPC's receive limit for it), the
 // bound is the same on every maker (a peer's batch is the bytes this
 // server's would be), and the memory budget counts each batch buffer's
-// fields at the bound (job.memBytes), whatever the dataset holds.
+// fields at the bound (Job.BatchBytes), whatever the dataset holds.
 const (
 	// defaultMaxFieldBytes is a field's bound when the job sets none: a
 	// caption or a sample's metadata (LAION's .json is about 1 KB).

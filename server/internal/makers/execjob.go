@@ -15,9 +15,9 @@ import (
 )
 
 // MakeFunc makes one job's batch of the samples indices of epoch into b,
-// reusing b's buffers (the server's Config.Making wraps it); given place (a part of a batch,
-// lease.Lease.Place), sample i goes to place[i] in b.Data, the whole
-// batch's.
+// reusing b's buffers (the server's Config.Making wraps it); given place
+// (a part of a batch, lease.Lease.Place), sample i goes to place[i] in
+// b.Data, the whole batch's.
 type MakeFunc func(ctx context.Context, epoch uint64, indices []int64, place []int, b *pipeline.Batch) error
 
 // ExecJob is one job's queue on the local executor: the local maker keeps

@@ -46,7 +46,7 @@ type Verifier struct {
 	log      *slog.Logger
 
 	mu   sync.Mutex
-	exec *pipeline.Executor // the server's, or own (closed by close)
+	exec *pipeline.Executor // the server's, or own (closed by Close)
 	own  bool
 	q    *pipeline.Queue
 	// quarantined: makers whose batches did not match, and why.
