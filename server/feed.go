@@ -19,6 +19,7 @@ import (
 	"github.com/stoker-dev/stoker/server/internal/coord"
 	"github.com/stoker-dev/stoker/server/internal/job"
 	"github.com/stoker-dev/stoker/server/internal/limits"
+	"github.com/stoker-dev/stoker/server/internal/shm"
 )
 
 // Feed implements stokerv1.FeedServiceServer: it validates the job the
@@ -91,7 +92,7 @@ func (s *Server) recvWithin(ctx context.Context, recv func() (*stokerv1.FeedRequ
 // stuck on a trainer that stopped reading: that one is left to end with
 // the stream, and no other Send begins after the handler decided to return
 // (grpc-go forbids Send after the handler returned).
-func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedServer, j *job.Job, st coord.Stream, shm *stokerv1.ShmRequest, id string, log *slog.Logger) error {
+func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedServer, j *job.Job, st coord.Stream, shmReq *stokerv1.ShmRequest, id string, log *slog.Logger) error {
 	mem := limits.NewStreamMemory(s.budget)
 	// The job needs at least two batch buffers (one being made, one being
 	// sent); more come out of the budget as the window grows.
@@ -104,10 +105,10 @@ func (s *Server) runJob(ctx context.Context, stream stokerv1.FeedService_FeedSer
 	log.Info("job open", "epoch", st.Epoch, "epochs", st.Epochs, "batch_size", j.Spec().GetBatchSize(),
 		"start_batch", st.Start, "skip", len(st.Skip), "consumed", st.Consumed, "transform", j.Transform().String(), "credits", st.Credits,
 		"shuffle", j.Shuffle())
-	var r *ring
-	if shm != nil {
+	var r *shm.Ring
+	if shmReq != nil {
 		var err error
-		if r, err = s.shmHandshake(ctx, stream, shm, st.Credits, batchBytes, s.coord.PoolCeiling(st.Credits), mem, log); err != nil {
+		if r, err = s.shmHandshake(ctx, stream, shmReq, st.Credits, batchBytes, s.coord.PoolCeiling(st.Credits), mem, log); err != nil {
 			mem.Close()
 			return toStatus(err)
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/stoker-dev/stoker/server/internal/limits"
 	"github.com/stoker-dev/stoker/server/internal/makers"
 	"github.com/stoker-dev/stoker/server/internal/plan"
+	"github.com/stoker-dev/stoker/server/internal/shm"
 )
 
 // Server implements stokerv1.FeedService (trainers) and
@@ -58,7 +59,7 @@ type Server struct {
 	worker   *work.Worker        // serves Work streams; nil with no executor
 	active   sync.Map            // job name -> *coord.Coordinator, for Status
 	gpu      gpu.Monitor         // nil without --gpus
-	shm      *shmHub             // nil when shared memory is off
+	shm      *shm.Hub            // nil when shared memory is off
 	shmOff   string              // why it is off
 	shares   *makers.Shares      // nil with the fifo schedule or no executor
 	index    *decoderIndex       // nil with no executor or a negative IndexBudget
@@ -274,7 +275,7 @@ func (s *Server) startShm() {
 	s.shmOff = "--shm=false"
 	if s.cfg.Shm {
 		var err error
-		if s.shm, err = newShmHub(s.log, s.refusals.refuse); err != nil {
+		if s.shm, err = shm.NewHub(s.log, s.refusals.refuse); err != nil {
 			s.shmOff = err.Error()
 			s.log.Info("shared-memory delivery off", "reason", err)
 		}
@@ -356,7 +357,7 @@ func (s *Server) isDraining() bool {
 func (s *Server) Close() error {
 	s.jobs.Wait() // a stream cut by a timeout may still be winding down
 	if s.shm != nil {
-		s.shm.close()
+		s.shm.Close()
 	}
 	if s.disc != nil {
 		s.disc.close()

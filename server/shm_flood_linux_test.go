@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	trainerring "github.com/stoker-dev/stoker/internal/ring"
+	"github.com/stoker-dev/stoker/server/internal/shm"
 )
 
 // floodEnv, set in a child's environment to "SOCKET:N", makes this test
@@ -149,7 +150,7 @@ func TestShmNeighborFlood(t *testing.T) {
 // pool to wait (not after a guess at how long that takes: the pool's path
 // is taken however slow the machine, and the token comes well within the
 // hub's read timeout from then).
-func (st *shmTrainer) acceptSlowly(t *testing.T, h *shmHub) {
+func (st *shmTrainer) acceptSlowly(t *testing.T, h *shm.Hub) {
 	t.Helper()
 	o := st.offer
 	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: "@" + o.GetSocket(), Net: "unix"})
@@ -157,7 +158,7 @@ func (st *shmTrainer) acceptSlowly(t *testing.T, h *shmHub) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	waitUntil(t, "the slow trainer's connection waiting in the hub's pool", func() bool { return h.waitingFrom(int32(os.Getpid())) })
+	waitUntil(t, "the slow trainer's connection waiting in the hub's pool", func() bool { return h.WaitingFrom(int32(os.Getpid())) })
 	if _, err := c.Write(o.GetToken()); err != nil {
 		t.Fatal(err)
 	}
@@ -181,104 +182,4 @@ func (st *shmTrainer) acceptSlowly(t *testing.T, h *shmHub) {
 		t.Fatalf("rights: %v", err)
 	}
 	st.mapAndAccept(t, fds[0])
-}
-
-// waitingFrom says whether a connection of process pid waits in h's pool
-// for its token.
-func (h *shmHub) waitingFrom(pid int32) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for c := range h.waiting.conns {
-		if c.peer.pid == pid {
-			return true
-		}
-	}
-	return false
-}
-
-// TestShmWaitPool: the pool of connections waiting for their token is
-// shared by process and user: a process past its bound is refused, and a
-// newcomer at a full user or pool takes the place of the oldest
-// connection of the process (user) with the most.
-func TestShmWaitPool(t *testing.T) {
-	type peer struct {
-		pid int32
-		uid uint32
-	}
-	fill := func(p *waitPool, peers ...peer) []*waitConn {
-		var out []*waitConn
-		for _, pr := range peers {
-			w := &waitConn{peer: shmPeer{pid: pr.pid, uid: pr.uid}}
-			if ev, ok := p.admit(w); !ok || ev != nil {
-				t.Fatalf("filling: %v admitted %v, evicted %v", pr, ok, ev)
-			}
-			out = append(out, w)
-		}
-		return out
-	}
-	times := func(n int, pr peer) []peer {
-		out := make([]peer, n)
-		for i := range out {
-			out[i] = pr
-		}
-		return out
-	}
-	newPool := func() *waitPool { return &waitPool{conns: map[*waitConn]struct{}{}} }
-
-	t.Run("per process", func(t *testing.T) {
-		p := newPool()
-		fill(p, times(shmWaitingPerPID, peer{1, 100})...)
-		if ev, ok := p.admit(&waitConn{peer: shmPeer{1, 100}}); ok || ev != nil {
-			t.Errorf("a process past its bound: admitted %v, evicted %v", ok, ev)
-		}
-		if _, ok := p.admit(&waitConn{peer: shmPeer{2, 100}}); !ok {
-			t.Error("another process of the same user refused")
-		}
-	})
-	t.Run("per user: the process with most makes room", func(t *testing.T) {
-		p := newPool()
-		old := fill(p, times(3, peer{1, 100})...) // the oldest, but fewest
-		var big []*waitConn
-		for pid := int32(2); pid <= 4; pid++ {
-			big = append(big, fill(p, times(shmWaitingPerPID, peer{pid, 100})...)...)
-		}
-		fill(p, times(shmWaitingPerUID-3-3*shmWaitingPerPID, peer{5, 100})...)
-		w := &waitConn{peer: shmPeer{6, 100}}
-		ev, ok := p.admit(w)
-		if !ok || ev != big[0] {
-			t.Errorf("admitted %v, evicted %+v; want pid 2's oldest, not pid 1's %+v", ok, ev, old[0])
-		}
-		if len(p.conns) != shmWaitingPerUID {
-			t.Errorf("%d waiting, want %d", len(p.conns), shmWaitingPerUID)
-		}
-	})
-	t.Run("pool: the user with most makes room", func(t *testing.T) {
-		p := newPool()
-		var first *waitConn
-		for uid := uint32(100); len(p.conns) < shmWaiting; uid++ {
-			for pid := int32(uid * 10); len(p.conns) < shmWaiting && pid < int32(uid*10)+4; pid++ {
-				ws := fill(p, times(shmWaitingPerPID, peer{pid, uid})...)
-				if first == nil {
-					first = ws[0]
-				}
-			}
-		}
-		ev, ok := p.admit(&waitConn{peer: shmPeer{1, 999}})
-		if !ok || ev != first {
-			t.Errorf("a new user at a full pool: admitted %v, evicted %+v; want the oldest of the largest user %+v", ok, ev, first)
-		}
-		if !p.remove(p.anyOf(999)) || p.remove(ev) {
-			t.Error("remove: the newcomer not there, or the evicted one still there")
-		}
-	})
-}
-
-// anyOf is a waiting connection of user uid, nil if none.
-func (p *waitPool) anyOf(uid uint32) *waitConn {
-	for c := range p.conns {
-		if c.peer.uid == uid {
-			return c
-		}
-	}
-	return nil
 }

@@ -21,6 +21,7 @@ import (
 
 	trainerring "github.com/stoker-dev/stoker/internal/ring"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/shm"
 )
 
 // shmTrainer is the trainer's side of shared-memory delivery, as the
@@ -179,7 +180,7 @@ func TestShmSameBytes(t *testing.T) {
 			open := smallJob("tiny", 8)
 			open.Credits, open.AsReady = tc.credits, tc.asReady
 			st := e.shmOpen(t, ctx, open, bootID(t))
-			if want := uint32(ringSlots(int64(tc.credits), e.srv.coord.PoolCeiling(int64(tc.credits)))); st.offer.GetSlots() != want {
+			if want := uint32(shm.RingSlots(int64(tc.credits), e.srv.coord.PoolCeiling(int64(tc.credits)))); st.offer.GetSlots() != want {
 				t.Fatalf("ring of %d slots for %d credits, want %d", st.offer.GetSlots(), tc.credits, want)
 			}
 			st.accept(t)
@@ -341,7 +342,7 @@ func TestShmHostile(t *testing.T) {
 		// hub still serves.
 		st := e.shmOpen(t, ctx, smallJob("tiny", 8), bootID(t))
 		var idle []*net.UnixConn
-		for range shmWaitingPerPID + 4 {
+		for range shm.WaitingPerPID + 4 {
 			c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: "@" + st.offer.GetSocket(), Net: "unix"})
 			if err != nil {
 				t.Fatal(err)
@@ -350,7 +351,7 @@ func TestShmHostile(t *testing.T) {
 			idle = append(idle, c)
 		}
 		for _, c := range idle {
-			c.SetReadDeadline(time.Now().Add(5 * shmReadTimeout))
+			c.SetReadDeadline(time.Now().Add(5 * shm.ReadTimeout))
 			// EOF, or a reset where the hub closed it unread (too many).
 			if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !errors.Is(err, unix.ECONNRESET) {
 				t.Errorf("an idle handshake: %v, want it closed by the hub", err)

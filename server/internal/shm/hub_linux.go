@@ -1,4 +1,4 @@
-package server
+package shm
 
 import (
 	"crypto/rand"
@@ -21,28 +21,28 @@ import (
 // soon as it connects, so a connection whose token is already there when
 // it is accepted is answered at once, on the accept loop: it holds nothing
 // and waits for nothing. The others wait for their token in a bounded
-// pool, each for shmReadTimeout, and the pool is shared by the connecting
+// pool, each for ReadTimeout, and the pool is shared by the connecting
 // processes' credentials (SO_PEERCRED): one process may have
-// shmWaitingPerPID connections waiting (more are closed at once), and
+// WaitingPerPID connections waiting (more are closed at once), and
 // when a user's or the pool's bound is reached, the oldest waiting
 // connection of the process (or user) that has the most makes room. A
 // trainer whose connection was cut anyway connects again while its token
 // is valid (internal/ring, python/stoker/_shm.py).
 const (
-	shmReadTimeout    = time.Second
+	ReadTimeout       = time.Second
 	shmWaiting        = 64
 	shmWaitingPerUID  = 32
-	shmWaitingPerPID  = 8
+	WaitingPerPID     = 8
 	shmAnswerDeadline = time.Second
 )
 
-// shmHub hands rings' memfds to trainers on this machine. It listens on an
+// Hub hands rings' memfds to trainers on this machine. It listens on an
 // abstract Unix socket: no file to clean up, and one that only processes in
 // the server's network namespace reach (a trainer in a container of its own
 // falls back to chunks). A connection writes an offer's token and gets the
 // ring's memfd back (SCM_RIGHTS) with the byte 1, or the byte 0 for a token
 // that is unknown or used.
-type shmHub struct {
+type Hub struct {
 	ln     *net.UnixListener
 	name   string // the socket's abstract name, without its leading NUL
 	bootID string
@@ -51,13 +51,13 @@ type shmHub struct {
 	refuse func(policy, msg string, attrs ...any)
 
 	mu      sync.Mutex
-	pending map[string]*ring // by token; an offer not yet answered
+	pending map[string]*Ring // by token; an offer not yet answered
 	waiting waitPool         // guarded by mu
 	wg      sync.WaitGroup
 }
 
-// newShmHub listens on a fresh abstract socket.
-func newShmHub(log *slog.Logger, refuse func(policy, msg string, attrs ...any)) (*shmHub, error) {
+// NewHub listens on a fresh abstract socket.
+func NewHub(log *slog.Logger, refuse func(policy, msg string, attrs ...any)) (*Hub, error) {
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return nil, fmt.Errorf("shared memory: the boot id: %w", err)
@@ -69,16 +69,16 @@ func newShmHub(log *slog.Logger, refuse func(policy, msg string, attrs ...any)) 
 	if err != nil {
 		return nil, fmt.Errorf("shared memory: %w", err)
 	}
-	h := &shmHub{
+	h := &Hub{
 		ln: ln, name: name, bootID: strings.TrimSpace(string(boot)), log: log, refuse: refuse,
-		pending: make(map[string]*ring), waiting: waitPool{conns: make(map[*waitConn]struct{})},
+		pending: make(map[string]*Ring), waiting: waitPool{conns: make(map[*waitConn]struct{})},
 	}
 	h.wg.Add(1)
 	go h.serve()
 	return h, nil
 }
 
-func (h *shmHub) serve() {
+func (h *Hub) serve() {
 	defer h.wg.Done()
 	for {
 		c, err := h.ln.AcceptUnix()
@@ -116,7 +116,7 @@ func peerOf(c *net.UnixConn) shmPeer {
 
 // accepted answers c at once when its token is already there, or puts it
 // in the waiting pool.
-func (h *shmHub) accepted(c *net.UnixConn) {
+func (h *Hub) accepted(c *net.UnixConn) {
 	w := &waitConn{c: c, peer: peerOf(c)}
 	var n int
 	if rc, err := c.SyscallConn(); err == nil {
@@ -142,14 +142,14 @@ func (h *shmHub) accepted(c *net.UnixConn) {
 	if !ok {
 		c.Close()
 		h.refuse("shm_flood", "shared memory: a process has too many connections waiting for their token: closed",
-			"pid", w.peer.pid, "uid", w.peer.uid, "limit", shmWaitingPerPID)
+			"pid", w.peer.pid, "uid", w.peer.uid, "limit", WaitingPerPID)
 		return
 	}
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
 		defer c.Close()
-		c.SetReadDeadline(time.Now().Add(shmReadTimeout))
+		c.SetReadDeadline(time.Now().Add(ReadTimeout))
 		_, err := io.ReadFull(c, w.tok[n:])
 		h.mu.Lock()
 		was := h.waiting.remove(w)
@@ -159,13 +159,13 @@ func (h *shmHub) accepted(c *net.UnixConn) {
 			h.answer(w)
 		case was && errors.Is(err, os.ErrDeadlineExceeded):
 			h.refuse("shm_silent", "shared memory: a connection sent no token in time: cut",
-				"pid", w.peer.pid, "uid", w.peer.uid, "timeout", shmReadTimeout)
+				"pid", w.peer.pid, "uid", w.peer.uid, "timeout", ReadTimeout)
 		}
 	}()
 }
 
 // answer hands the ring of w's token to w, or says 0.
-func (h *shmHub) answer(w *waitConn) {
+func (h *Hub) answer(w *waitConn) {
 	c := w.c
 	c.SetWriteDeadline(time.Now().Add(shmAnswerDeadline))
 	h.mu.Lock()
@@ -208,7 +208,7 @@ type waitPool struct {
 	seq   uint64
 }
 
-// admit adds w unless its process already has shmWaitingPerPID waiting.
+// admit adds w unless its process already has WaitingPerPID waiting.
 // When w's user, or the pool, is at its bound, the oldest connection of
 // the process (or user) with the most waiting is taken out to make room,
 // and returned for closing: a flood from one process or user can never
@@ -224,7 +224,7 @@ func (p *waitPool) admit(w *waitConn) (evicted *waitConn, ok bool) {
 		}
 	}
 	switch {
-	case pidN >= shmWaitingPerPID:
+	case pidN >= WaitingPerPID:
 		return nil, false
 	case uidN >= shmWaitingPerUID:
 		evicted = p.oldestOfLargest(func(c *waitConn) bool { return c.peer.uid == w.peer.uid }, func(c *waitConn) int64 { return int64(c.peer.pid) })
@@ -269,9 +269,9 @@ func (p *waitPool) remove(w *waitConn) bool {
 	return ok
 }
 
-// offer makes a ring of n slots of size bytes and registers it under a
-// new token until withdraw.
-func (h *shmHub) offer(n int, size int64) (*ring, error) {
+// Offer makes a ring of n slots of size bytes and registers it under a
+// new token until Withdraw.
+func (h *Hub) Offer(n int, size int64) (*Ring, error) {
 	r, err := newRing(n, size)
 	if err != nil {
 		return nil, err
@@ -283,16 +283,16 @@ func (h *shmHub) offer(n int, size int64) (*ring, error) {
 	return r, nil
 }
 
-// withdraw forgets r's token: the handshake is over, whatever its outcome.
-func (h *shmHub) withdraw(r *ring) {
+// Withdraw forgets r's token: the handshake is over, whatever its outcome.
+func (h *Hub) Withdraw(r *Ring) {
 	h.mu.Lock()
 	delete(h.pending, string(r.token[:]))
 	h.mu.Unlock()
 }
 
-// close stops the hub, cuts the connections waiting for their token and
+// Close stops the hub, cuts the connections waiting for their token and
 // waits for their goroutines.
-func (h *shmHub) close() {
+func (h *Hub) Close() {
 	h.ln.Close()
 	h.mu.Lock()
 	for w := range h.waiting.conns {
@@ -302,9 +302,9 @@ func (h *shmHub) close() {
 	h.wg.Wait()
 }
 
-// ring is one stream's shared memory: slots slots of size bytes in a
+// Ring is one stream's shared memory: slots slots of size bytes in a
 // sealed memfd, mapped here until close.
-type ring struct {
+type Ring struct {
 	*slots
 	mem   []byte
 	size  int64
@@ -319,13 +319,13 @@ type ring struct {
 // newRing makes the memfd, sized and sealed, and maps it. Sealing matters:
 // a trainer that could shrink the file would make the server's next write
 // to the mapping a SIGBUS.
-func newRing(n int, size int64) (*ring, error) {
+func newRing(n int, size int64) (*Ring, error) {
 	total := int64(n) * size
 	fd, err := unix.MemfdCreate("stoker-ring", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil, fmt.Errorf("memfd_create: %w", err)
 	}
-	fail := func(what string, err error) (*ring, error) {
+	fail := func(what string, err error) (*Ring, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -339,26 +339,26 @@ func newRing(n int, size int64) (*ring, error) {
 	if err != nil {
 		return fail("mmap", err)
 	}
-	return &ring{slots: newSlots(n), mem: mem, size: size, fd: fd}, nil
+	return &Ring{slots: newSlots(n), mem: mem, size: size, fd: fd}, nil
 }
 
-// slot is slot i's memory.
-func (r *ring) Slot(i uint32) []byte {
+// Slot is slot i's memory.
+func (r *Ring) Slot(i uint32) []byte {
 	off := int64(i) * r.size
 	return r.mem[off : off+r.size : off+r.size]
 }
 
-// wasHanded reports whether a trainer received the memfd, and the pid and
+// WasHanded reports whether a trainer received the memfd, and the pid and
 // uid of the process that did.
-func (r *ring) wasHanded() (ok bool, pid int32, uid uint32) {
+func (r *Ring) WasHanded() (ok bool, pid int32, uid uint32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.handed, r.peer.pid, r.peer.uid
 }
 
-// close unmaps the ring and closes the memfd if it is still here. The
+// Close unmaps the ring and closes the memfd if it is still here. The
 // memory goes once the trainer's mapping and descriptor go too.
-func (r *ring) close() {
+func (r *Ring) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fd >= 0 {
@@ -369,4 +369,17 @@ func (r *ring) close() {
 		unix.Munmap(r.mem)
 		r.mem = nil
 	}
+}
+
+// WaitingFrom says whether a connection of process pid waits in the pool
+// for its token (tests wait for it rather than guess how long that takes).
+func (h *Hub) WaitingFrom(pid int32) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.waiting.conns {
+		if c.peer.pid == pid {
+			return true
+		}
+	}
+	return false
 }
