@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -92,12 +91,7 @@ func (b *Budget) InUse() int64 {
 // DefaultMemoryBudget is half of the memory this process may use: the
 // machine's, or its cgroup's limit when lower (cgroup v2 or v1).
 func DefaultMemoryBudget() int64 {
-	var si syscall.Sysinfo_t
-	total := int64(8 << 30)
-	if syscall.Sysinfo(&si) == nil {
-		total = int64(si.Totalram) * int64(si.Unit)
-	}
-	return memoryBudgetOf(total, cgroupMemoryLimit("/"))
+	return memoryBudgetOf(machineMemory(), cgroupMemoryLimit("/"))
 }
 
 // memoryBudgetOf is half of the machine's total memory, or of the cgroup's
