@@ -220,6 +220,9 @@ func TestPeerRefused(t *testing.T) {
 	stranger := startServer(t, Config{Datasets: map[string]string{"tiny": other}, Workers: 1})
 	_, good := peers(t, root, 1)
 	coord := startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: stranger.addr + "," + good})
+	// Static peers connect one after another: a job begun before the
+	// stranger is ready could be made without ever asking it.
+	waitPeers(t, coord, 2)
 	ep := coord.collect(t, smallJob("tiny", 4))
 	checkOnce(t, ep, plan.New(plan.Spec{Size: dsSize, Seed: 42, Shuffle: true, World: 1, BatchSize: 4}))
 	if got := testutil.ToFloat64(coord.srv.m.coord.LeaseFailures.WithLabelValues(stranger.addr, "refused")); got == 0 {

@@ -397,6 +397,12 @@ func (p *Peer) open(ctx context.Context) (*peerStream, error) {
 // still arrives is dropped, and the stream goes on, for the other leases
 // on it. Only a stream error or keepalive ends a stream.
 func (p *Peer) Make(ctx context.Context, j *Job, l *lease.Lease, b *pipeline.Batch) (lease.Made, error) {
+	// A context already done sends nothing: otherwise a fast worker's
+	// answer could race the cancellation in the select below and a lease
+	// its caller gave up on would count as made.
+	if err := ctx.Err(); err != nil {
+		return lease.Made{}, fmt.Errorf("peer %s: lease of batch %d: %w", p.addr, l.Number, err)
+	}
 	p.mu.Lock()
 	st := p.st
 	p.mu.Unlock()
