@@ -73,6 +73,7 @@
 #endif
 #if defined(__x86_64__) || defined(__i386__)
 #include <tmmintrin.h>
+#include <immintrin.h>
 #endif
 
 /* Filter coefficients are fixed point, Q14 for antialiased bilinear (PREC)
@@ -121,7 +122,7 @@ struct stoker_turbo {
   vstate vs[STOKER_MAX_VIEWS];
   uint8_t *row; /* one decoded scanline */
   size_t row_cap;
-  int simd; /* this decode's SIMD level: 0 none, 1 SSE2, 2 SSSE3 */
+  int simd; /* this decode's SIMD level: 0 none, 1 SSE2, 2 SSSE3, 3 AVX2 */
   stoker_huff huff; /* the faster baseline Huffman decoder (huff.c) */
   const uint8_t **taps; /* vertical pass: row pointers of one output row */
   size_t taps_cap;
@@ -678,6 +679,106 @@ hpass_rgbx_ssse3(const axis *a, int n, const uint8_t *src, uint8_t *dst,
     return;
   }
 }
+
+/* hsum2_avx2 is hsum_ssse3 for two outputs at once, one in each 128-bit
+ * lane: output 0 from p0 with coefficients k0, output 1 from p1 with k1
+ * (pshufb and pmaddwd work within lanes, so each lane is hsum_ssse3's
+ * arithmetic, in the same order: the same sums). */
+__attribute__((target("avx2"))) static inline __attribute__((always_inline)) __m256i
+hsum2_avx2(const uint8_t *p0, const uint8_t *p1, const __m128i *k0,
+           const __m128i *k1, const int np, __m256i lo, __m256i hi,
+           __m256i half, __m128i sh) {
+  __m256i acc = half, w;
+  int j;
+  for (j = 0; j + 2 <= np; j += 2) {
+    w = _mm256_loadu2_m128i((const __m128i *)(p1 + 8 * j), (const __m128i *)(p0 + 8 * j));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(w, lo),
+                                                  _mm256_loadu2_m128i(k1 + j, k0 + j)));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(w, hi),
+                                                  _mm256_loadu2_m128i(k1 + j + 1, k0 + j + 1)));
+  }
+  if (j < np) {
+    w = _mm256_set_m128i(_mm_loadl_epi64((const __m128i *)(p1 + 8 * j)),
+                         _mm_loadl_epi64((const __m128i *)(p0 + 8 * j)));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(w, lo),
+                                                  _mm256_loadu2_m128i(k1 + j, k0 + j)));
+  }
+  return _mm256_sra_epi32(acc, sh);
+}
+
+/* hrgbx_avx2 is hrgbx_ssse3 two outputs to a register. Four outputs
+ * packed to bytes come out as r0 g0 b0 x0 r2 ... x2 r1 ... x1 r3 ... x3
+ * (the packs work within lanes), so the shuffles to planar or RGB take
+ * that order. The outputs past the last four are hrgbx_ssse3's. */
+__attribute__((target("avx2"))) static inline __attribute__((always_inline)) void
+hrgbx_avx2(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar,
+           const int np) {
+  const __m256i lo = _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1,
+                                      0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1);
+  const __m256i hi = _mm256_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1,
+                                      8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
+  const __m128i to_planar = _mm_setr_epi8(0, 8, 4, 12, 1, 9, 5, 13, 2, 10, 6, 14, 3, 11, 7, 15);
+  const __m128i to_rgb = _mm_setr_epi8(0, 1, 2, 8, 9, 10, 4, 5, 6, 12, 13, 14, -1, -1, -1, -1);
+  const __m256i half = _mm256_set1_epi32(1 << (a->prec - 1));
+  const __m128i sh = _mm_cvtsi32_si128(a->prec);
+  const __m128i *kv = (const __m128i *)a->kv;
+  const int *st = a->start;
+  int i = 0;
+  for (; i + 4 <= n; i += 4, kv += 4 * np) {
+    __m256i s01 = hsum2_avx2(src + (size_t)st[i] * 4, src + (size_t)st[i + 1] * 4, kv, kv + np,
+                             np, lo, hi, half, sh);
+    __m256i s23 = hsum2_avx2(src + (size_t)st[i + 2] * 4, src + (size_t)st[i + 3] * 4,
+                             kv + 2 * np, kv + 3 * np, np, lo, hi, half, sh);
+    __m256i p = _mm256_packs_epi32(s01, s23); /* s0 s2 | s1 s3 */
+    __m128i v = _mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+    if (planar) {
+      uint32_t r, g, b;
+      v = _mm_shuffle_epi8(v, to_planar);
+      r = (uint32_t)_mm_cvtsi128_si32(v);
+      g = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 4));
+      b = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 8));
+      memcpy(dst + i, &r, 4);
+      memcpy(dst + n + i, &g, 4);
+      memcpy(dst + 2 * n + i, &b, 4);
+    } else {
+      _mm_storeu_si128((__m128i *)(dst + 3 * i), _mm_shuffle_epi8(v, to_rgb));
+    }
+  }
+  if (i < n) {
+    axis rest = *a;
+    rest.start = a->start + i;
+    rest.kv = a->kv + (size_t)i * np * 4;
+    if (planar) {
+      /* three planes of n bytes, of which the last n - i of each */
+      uint8_t tail[3 * 4];
+      hrgbx_ssse3(&rest, n - i, src, tail, 1, np);
+      memcpy(dst + i, tail, (size_t)(n - i));
+      memcpy(dst + n + i, tail + (n - i), (size_t)(n - i));
+      memcpy(dst + 2 * n + i, tail + 2 * (n - i), (size_t)(n - i));
+    } else {
+      hrgbx_ssse3(&rest, n - i, src, dst + 3 * i, 0, np);
+    }
+  }
+}
+
+__attribute__((target("avx2"))) static void
+hpass_rgbx_avx2(const axis *a, int n, const uint8_t *src, uint8_t *dst,
+                int planar) {
+  switch (a->np) {
+  case 1:
+    hrgbx_avx2(a, n, src, dst, planar, 1);
+    return;
+  case 2:
+    hrgbx_avx2(a, n, src, dst, planar, 2);
+    return;
+  case 3:
+    hrgbx_avx2(a, n, src, dst, planar, 3);
+    return;
+  default:
+    hrgbx_avx2(a, n, src, dst, planar, a->np);
+    return;
+  }
+}
 #endif
 
 /* hpass_rgbx resamples one decoded RGBX row into dst: interleaved RGB (with
@@ -688,6 +789,10 @@ static void hpass_rgbx(const axis *a, int n, const uint8_t *src, uint8_t *dst,
                        int planar, int simd) {
   int i, j;
 #if defined(__x86_64__) || defined(__i386__)
+  if (simd >= 3) {
+    hpass_rgbx_avx2(a, n, src, dst, planar);
+    return;
+  }
   if (simd >= 2) {
     hpass_rgbx_ssse3(a, n, src, dst, planar);
     return;
@@ -731,10 +836,51 @@ static void hpass_gray(const axis *a, int n, const uint8_t *src,
 /* vrow computes n bytes of one output row from bytes [off, off+n) of the
  * rows taps[0..2*np), with coefficients k (prec fractional bits) and kv
  * (broadcast pairs). */
+#if defined(__x86_64__) || defined(__i386__)
+/* vrow_avx2 is vrow's SSE2 loop 32 bytes at a time (n >= 32). The unpacks
+ * and packs work within 128-bit lanes, and undo each other's order: each
+ * byte's sum is the SSE2 loop's. */
+__attribute__((target("avx2"))) static void
+vrow_avx2(const uint8_t *const *taps, size_t off, const int32_t *kv, int np,
+          int prec, int n, uint8_t *dst) {
+  const __m256i zero = _mm256_setzero_si256(), half = _mm256_set1_epi32(1 << (prec - 1));
+  const __m128i sh = _mm_cvtsi32_si128(prec);
+  const __m128i *kp = (const __m128i *)kv;
+  int x = 0, j;
+  for (;;) {
+    __m256i a0 = half, a1 = half, a2 = half, a3 = half;
+    if (x > n - 32)
+      x = n - 32; /* the last block overlaps the one before */
+    for (j = 0; j < np; j++) {
+      __m256i va = _mm256_loadu_si256((const __m256i *)(taps[2 * j] + off + x));
+      __m256i vb = _mm256_loadu_si256((const __m256i *)(taps[2 * j + 1] + off + x));
+      __m256i kk = _mm256_broadcastsi128_si256(_mm_loadu_si128(kp + j));
+      __m256i lo = _mm256_unpacklo_epi8(va, vb), hi = _mm256_unpackhi_epi8(va, vb);
+      a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), kk));
+      a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), kk));
+      a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), kk));
+      a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), kk));
+    }
+    a0 = _mm256_packs_epi32(_mm256_sra_epi32(a0, sh), _mm256_sra_epi32(a1, sh));
+    a2 = _mm256_packs_epi32(_mm256_sra_epi32(a2, sh), _mm256_sra_epi32(a3, sh));
+    _mm256_storeu_si256((__m256i *)(dst + x), _mm256_packus_epi16(a0, a2));
+    x += 32;
+    if (x >= n)
+      return;
+  }
+}
+#endif
+
 static void vrow(const uint8_t *const *taps, size_t off, const int16_t *k,
                  const int32_t *kv, int np, int prec, int n, uint8_t *dst,
                  int simd) {
   int x = 0, j;
+#if defined(__x86_64__) || defined(__i386__)
+  if (n >= 32 && simd >= 3) {
+    vrow_avx2(taps, off, kv, np, prec, n, dst);
+    return;
+  }
+#endif
 #if defined(__SSE2__)
   if (n >= 16 && simd >= 1) {
     const __m128i zero = _mm_setzero_si128(), half = _mm_set1_epi32(1 << (prec - 1));
@@ -897,15 +1043,17 @@ static void ix_open(stoker_turbo *t, const uint8_t *data, size_t len,
   t->huff.ix = h;
 }
 
-/* cpu_ssse3 is whether the CPU has SSSE3 (0 off x86): the horizontal
- * pass and the coefficient cache's packing use it, at the decode's SIMD
+/* cpu_ssse3 and cpu_avx2 are whether the CPU has SSSE3 and AVX2 (0 off
+ * x86): the horizontal pass and the coefficient cache's packing use
+ * SSSE3, the horizontal and vertical passes AVX2, at the decode's SIMD
  * level. */
-static int cpu_ssse3;
+static int cpu_ssse3, cpu_avx2;
 
 __attribute__((constructor)) static void cpu_init(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   cpu_ssse3 = __builtin_cpu_supports("ssse3");
+  cpu_avx2 = __builtin_cpu_supports("avx2");
 #endif
 }
 
@@ -916,6 +1064,8 @@ int stoker_simd_best(void) {
 #endif
   if (simd && cpu_ssse3)
     simd = 2;
+  if (simd == 2 && cpu_avx2)
+    simd = 3;
   return simd;
 }
 
