@@ -610,12 +610,31 @@ hsum_ssse3(const uint8_t *p, const __m128i *kv, const int np, __m128i lo,
   return _mm_sra_epi32(acc, sh);
 }
 
+/* put4_ssse3 stores outputs i..i+3, packed to the 16 bytes v, as planar
+ * (three planes of n bytes) or interleaved RGB (one 16-byte store, whose
+ * last 4 bytes the next group or the row's slack takes), after shuffling
+ * them by to_planar or to_rgb, which also undo the order they were packed
+ * in. */
+__attribute__((target("ssse3"))) static inline __attribute__((always_inline)) void
+put4_ssse3(__m128i v, uint8_t *dst, int i, int n, int planar, __m128i to_planar, __m128i to_rgb) {
+  if (planar) {
+    uint32_t r, g, b;
+    v = _mm_shuffle_epi8(v, to_planar);
+    r = (uint32_t)_mm_cvtsi128_si32(v);
+    g = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 4));
+    b = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 8));
+    memcpy(dst + i, &r, 4);
+    memcpy(dst + n + i, &g, 4);
+    memcpy(dst + 2 * n + i, &b, 4);
+  } else {
+    _mm_storeu_si128((__m128i *)(dst + 3 * i), _mm_shuffle_epi8(v, to_rgb));
+  }
+}
+
 /* hrgbx_ssse3 is hpass_rgbx with SSSE3, np pairs of taps per output; np is
  * a constant where it is inlined, so that the tap loop unrolls. Four
  * outputs at a time are packed to bytes r0 g0 b0 x0 r1 ... and shuffled
- * into r0 r1 r2 r3 g0 ... b3 (planar: three 4-byte stores) or r0 g0 b0 r1
- * ... b3 (interleaved: one 16-byte store, whose last 4 bytes the next group
- * or the row's slack takes). */
+ * into r0 r1 r2 r3 g0 ... b3 (planar) or r0 g0 b0 r1 ... b3 (interleaved). */
 __attribute__((target("ssse3"))) static inline __attribute__((always_inline)) void
 hrgbx_ssse3(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar,
             const int np) {
@@ -632,19 +651,8 @@ hrgbx_ssse3(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar,
     __m128i s1 = hsum_ssse3(src + (size_t)st[i + 1] * 4, kv + np, np, lo, hi, half, sh);
     __m128i s2 = hsum_ssse3(src + (size_t)st[i + 2] * 4, kv + 2 * np, np, lo, hi, half, sh);
     __m128i s3 = hsum_ssse3(src + (size_t)st[i + 3] * 4, kv + 3 * np, np, lo, hi, half, sh);
-    __m128i v = _mm_packus_epi16(_mm_packs_epi32(s0, s1), _mm_packs_epi32(s2, s3));
-    if (planar) {
-      uint32_t r, g, b;
-      v = _mm_shuffle_epi8(v, to_planar);
-      r = (uint32_t)_mm_cvtsi128_si32(v);
-      g = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 4));
-      b = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 8));
-      memcpy(dst + i, &r, 4);
-      memcpy(dst + n + i, &g, 4);
-      memcpy(dst + 2 * n + i, &b, 4);
-    } else {
-      _mm_storeu_si128((__m128i *)(dst + 3 * i), _mm_shuffle_epi8(v, to_rgb));
-    }
+    put4_ssse3(_mm_packus_epi16(_mm_packs_epi32(s0, s1), _mm_packs_epi32(s2, s3)), dst, i, n, planar,
+               to_planar, to_rgb);
   }
   for (; i < n; i++, kv += np) {
     __m128i s = hsum_ssse3(src + (size_t)st[i] * 4, kv, np, lo, hi, half, sh);
@@ -661,23 +669,28 @@ hrgbx_ssse3(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar,
   }
 }
 
+/* BY_NP calls f with np a constant for the common tap counts (1 to 3
+ * pairs: bilinear and bicubic at most 1.5x down), so their loops unroll. */
+#define BY_NP(f, a, n, src, dst, planar)                                                           \
+  switch ((a)->np) {                                                                               \
+  case 1:                                                                                          \
+    f(a, n, src, dst, planar, 1);                                                                  \
+    return;                                                                                        \
+  case 2:                                                                                          \
+    f(a, n, src, dst, planar, 2);                                                                  \
+    return;                                                                                        \
+  case 3:                                                                                          \
+    f(a, n, src, dst, planar, 3);                                                                  \
+    return;                                                                                        \
+  default:                                                                                         \
+    f(a, n, src, dst, planar, (a)->np);                                                            \
+    return;                                                                                        \
+  }
+
 __attribute__((target("ssse3"))) static void
 hpass_rgbx_ssse3(const axis *a, int n, const uint8_t *src, uint8_t *dst,
                  int planar) {
-  switch (a->np) {
-  case 1:
-    hrgbx_ssse3(a, n, src, dst, planar, 1);
-    return;
-  case 2:
-    hrgbx_ssse3(a, n, src, dst, planar, 2);
-    return;
-  case 3:
-    hrgbx_ssse3(a, n, src, dst, planar, 3);
-    return;
-  default:
-    hrgbx_ssse3(a, n, src, dst, planar, a->np);
-    return;
-  }
+  BY_NP(hrgbx_ssse3, a, n, src, dst, planar)
 }
 
 /* hsum2_avx2 is hsum_ssse3 for two outputs at once, one in each 128-bit
@@ -730,19 +743,8 @@ hrgbx_avx2(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar,
     __m256i s23 = hsum2_avx2(src + (size_t)st[i + 2] * 4, src + (size_t)st[i + 3] * 4,
                              kv + 2 * np, kv + 3 * np, np, lo, hi, half, sh);
     __m256i p = _mm256_packs_epi32(s01, s23); /* s0 s2 | s1 s3 */
-    __m128i v = _mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-    if (planar) {
-      uint32_t r, g, b;
-      v = _mm_shuffle_epi8(v, to_planar);
-      r = (uint32_t)_mm_cvtsi128_si32(v);
-      g = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 4));
-      b = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 8));
-      memcpy(dst + i, &r, 4);
-      memcpy(dst + n + i, &g, 4);
-      memcpy(dst + 2 * n + i, &b, 4);
-    } else {
-      _mm_storeu_si128((__m128i *)(dst + 3 * i), _mm_shuffle_epi8(v, to_rgb));
-    }
+    put4_ssse3(_mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1)), dst, i, n,
+               planar, to_planar, to_rgb);
   }
   if (i < n) {
     axis rest = *a;
@@ -764,20 +766,7 @@ hrgbx_avx2(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar,
 __attribute__((target("avx2"))) static void
 hpass_rgbx_avx2(const axis *a, int n, const uint8_t *src, uint8_t *dst,
                 int planar) {
-  switch (a->np) {
-  case 1:
-    hrgbx_avx2(a, n, src, dst, planar, 1);
-    return;
-  case 2:
-    hrgbx_avx2(a, n, src, dst, planar, 2);
-    return;
-  case 3:
-    hrgbx_avx2(a, n, src, dst, planar, 3);
-    return;
-  default:
-    hrgbx_avx2(a, n, src, dst, planar, a->np);
-    return;
-  }
+  BY_NP(hrgbx_avx2, a, n, src, dst, planar)
 }
 #endif
 
