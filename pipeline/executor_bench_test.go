@@ -94,3 +94,35 @@ func BenchmarkExecutorFill(b *testing.B) {
 		b.ReportMetric(float64(benchCPUTime()-start)/samples, "cpu-ns/sample")
 	})
 }
+
+// BenchmarkExecutorViews runs Executor.Fill on one worker over batches of
+// 50 of up to 200 photos, for presets of several views and their one-view
+// parts: cpu-ns/sample is a sample's CPU with all its views, what `perf
+// record` over it divides among the kernels (BENCHMARKS.md, "Many views
+// from one decode").
+func BenchmarkExecutorViews(b *testing.B) {
+	_, _, files := benchPhotos(b, 200)
+	for _, preset := range []string{"dinov2", "simclr", "simclr-view"} {
+		b.Run(preset, func(b *testing.B) {
+			tr, err := ParseTransform(preset, CHW)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e := NewExecutor(1)
+			defer e.Close()
+			indices := make([]int64, 50)
+			var batch Batch
+			n, start := 0, benchCPUTime()
+			for b.Loop() {
+				for i := range indices {
+					indices[i] = int64((n*len(indices) + i) % len(files))
+				}
+				if err := e.Fill(context.Background(), memDataset{files}, tr, 1, uint64(n), indices, PadFromBatch, &batch); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			b.ReportMetric(float64(benchCPUTime()-start)/float64(n*len(indices)), "cpu-ns/sample")
+		})
+	}
+}
