@@ -40,5 +40,12 @@ void stoker_xor_avx2(uint8_t *p, int n, uint8_t m);
 void stoker_and_avx2(uint8_t *p, int n, uint8_t m);
 void stoker_solarize_avx2(uint8_t *p, int n, int k);           /* invert v >= k */
 void stoker_add_below_avx2(uint8_t *p, int n, int k, int a);   /* v < k: v + a, saturated */
+/* Table lookups with AVX-512 VBMI, where stoker_cpu_vbmi says the CPU has
+ * it: each byte of p replaced by lut[byte]. */
+typedef struct {
+  uint8_t b[256];
+} stoker_lut; /* by value, so that Go's table stays on its stack */
+void stoker_lut_vbmi(uint8_t *p, int n, stoker_lut lut);
+int stoker_cpu_vbmi(void);
 
 #endif

@@ -137,6 +137,9 @@ func TestColourKernelsCgoSameBytes(t *testing.T) {
 		cmp(fmt.Sprintf("blend %v with %v (float64)", f, c), few,
 			func(r, _, _ []byte) { blendConstC64(r, float32(f), c) },
 			func(r, _, _ []byte) { blendConstGo(r, float32(f), c) })
+		cmp(fmt.Sprintf("blend %v with %v (as dispatched)", f, c), few,
+			func(r, _, _ []byte) { blendConst(r, float32(f), c) },
+			func(r, _, _ []byte) { blendConstGo(r, float32(f), c) })
 		if ok {
 			cmp(fmt.Sprintf("blend %v with %v (float32 %v)", f, c, c32), few,
 				func(r, _, _ []byte) { blendConstC32(r, float32(f), c32) },
@@ -235,4 +238,40 @@ func BenchmarkBlurLevels(b *testing.B) {
 			run(fmt.Sprintf("c%d", simd), func() { blurPlanesC(p, &bx, &by, &s, simd) })
 		}
 	}
+}
+
+// TestLookupVBMI: the AVX-512 VBMI table lookup gives applyLUT's bytes, at
+// every length around its 64-byte steps and its masked tail, with tables
+// of every kind (random, identity, constant, reversed).
+func TestLookupVBMI(t *testing.T) {
+	if !lutVBMI {
+		t.Skip("this CPU has no AVX-512 VBMI: lookup is applyLUT here, and stoker_lut_vbmi cannot run")
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	var luts [4][256]byte
+	for v := range 256 {
+		luts[0][v] = byte(r.IntN(256))
+		luts[1][v] = byte(v)
+		luts[2][v] = 77
+		luts[3][v] = byte(255 - v)
+	}
+	n := 0
+	for _, size := range []int{1, 2, 63, 64, 65, 127, 128, 129, 191, 200, 4096 + 17, 96 * 96} {
+		for k := range luts {
+			pix := make([]byte, size)
+			for i := range pix {
+				pix[i] = byte(r.IntN(256))
+			}
+			want := bytes.Clone(pix)
+			applyLUT(want, &luts[k])
+			// a guard byte past the end: the masked tail must not write it
+			buf := append(bytes.Clone(pix), 0xA5)
+			lookupVBMI(buf[:size], &luts[k])
+			if !bytes.Equal(buf[:size], want) || buf[size] != 0xA5 {
+				t.Fatalf("table %d, %d bytes: VBMI lookup differs from applyLUT (or wrote past the end: %#x)", k, size, buf[size])
+			}
+			n++
+		}
+	}
+	t.Logf("%d lookups the same as applyLUT", n)
 }

@@ -380,9 +380,40 @@ AVX2 void stoker_and_avx2(uint8_t *p, int n, uint8_t m) {
     p[i] &= m;
 }
 
+/* stoker_lut_vbmi maps each of the n bytes at p through the 256-byte lut,
+ * 64 bytes a step: vpermi2b looks a byte up in 128 entries (two
+ * registers), once in each half of the table, and the byte's top bit picks
+ * between the two. The last bytes go through masked loads and stores. */
+#define VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+
+VBMI static inline __m512i lut64(__m512i v, __m512i t0, __m512i t1, __m512i t2, __m512i t3) {
+  __m512i a = _mm512_permutex2var_epi8(t0, v, t1), b = _mm512_permutex2var_epi8(t2, v, t3);
+  return _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), a, b);
+}
+
+VBMI void stoker_lut_vbmi(uint8_t *p, int n, stoker_lut lut) {
+  const __m512i t0 = _mm512_loadu_si512(lut.b), t1 = _mm512_loadu_si512(lut.b + 64);
+  const __m512i t2 = _mm512_loadu_si512(lut.b + 128), t3 = _mm512_loadu_si512(lut.b + 192);
+  int i = 0;
+  for (; i + 64 <= n; i += 64)
+    _mm512_storeu_si512(p + i, lut64(_mm512_loadu_si512(p + i), t0, t1, t2, t3));
+  if (i < n) {
+    __mmask64 k = _cvtu64_mask64((1ULL << (n - i)) - 1); /* n - i is 1..63 */
+    _mm512_mask_storeu_epi8(p + i, k, lut64(_mm512_maskz_loadu_epi8(k, p + i), t0, t1, t2, t3));
+  }
+}
+
+int stoker_cpu_vbmi(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vbmi");
+}
+
 #else
 
 /* Without x86 there is no AVX2 version: kernelsSIMD < 2 and Go runs. */
+void stoker_lut_vbmi(uint8_t *p, int n, stoker_lut lut) {}
+int stoker_cpu_vbmi(void) { return 0; }
 void stoker_gray_avx2(uint8_t *r, uint8_t *g, uint8_t *b, int n) {}
 int64_t stoker_gray_sum_avx2(const uint8_t *r, const uint8_t *g, const uint8_t *b, int n) { return 0; }
 void stoker_blend_const_avx2(uint8_t *p, int n, float ratio, double c) {}

@@ -6,6 +6,7 @@ package pipeline
 
 func blurPlanes(p planes, bx, by *blurTaps, s *opScratch) { blurPlanesGo(p, bx, by, s) }
 func blendConst(pix []byte, ratio float32, c float64)     { blendConstGo(pix, ratio, c) }
+func lookup(pix []byte, lut *[256]byte)                   { applyLUT(pix, lut) }
 func saturate(r, g, b []byte, ratio float32, alpha float64) {
 	saturateGo(r, g, b, ratio, alpha)
 }

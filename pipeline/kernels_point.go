@@ -120,7 +120,7 @@ func equalize(p planes, s *opScratch) {
 			cum += hist[k-1]
 			lut[k] = byte(min((cum+step/2)/step, 255))
 		}
-		applyLUT(pl, &lut)
+		lookup(pl, &lut)
 	}
 }
 
@@ -160,7 +160,7 @@ func autocontrast(p planes) {
 		for v := range lut {
 			lut[v] = clampTrunc(float32(float32(v)-float32(lo)) / inv)
 		}
-		applyLUT(pl, &lut)
+		lookup(pl, &lut)
 	}
 }
 
