@@ -1,6 +1,6 @@
 /* The photometric kernels' C versions, twins of kernels_*.go: integer
  * math only, so each gives its Go twin's bytes (TestKernelsCgoSameBytes),
- * with SSE2 (every x86-64) or AVX2 where the CPU has it. */
+ * with SSE2 (every x86-64), AVX2 or AVX-512 where the CPU has it. */
 #include "kernels.h"
 
 #include <stdlib.h>
@@ -134,6 +134,18 @@ BLUR_SIMD(avx2, AVX2, __m256i, 16, AVX_LOAD, AVX_STORE16, _mm256_add_epi16, _mm2
           _mm256_srai_epi32, _mm256_packs_epi32, _mm256_setzero_si256(), AVX_STORE8)
 #endif
 
+#if defined(STOKER_X86)
+/* AVX-512 (F, BW): 32 lanes. The store clamps to 0..255 as packus does. */
+#define AVX512_LOAD(p) _mm512_loadu_si512((const void *)(p))
+#define AVX512_STORE16(p, v) _mm512_storeu_si512((void *)(p), v)
+#define AVX512_STORE8(p, v)                                                                                  \
+  _mm256_storeu_si256((__m256i *)(p), _mm512_cvtusepi16_epi8(_mm512_max_epi16(v, _mm512_setzero_si512())))
+#define AVX512 __attribute__((target("avx2,avx512f,avx512bw")))
+BLUR_SIMD(avx512, AVX512, __m512i, 32, AVX512_LOAD, AVX512_STORE16, _mm512_add_epi16, _mm512_add_epi32,
+          _mm512_madd_epi16, _mm512_unpacklo_epi16, _mm512_unpackhi_epi16, _mm512_set1_epi32,
+          _mm512_srai_epi32, _mm512_packs_epi32, _mm512_setzero_si512(), AVX512_STORE8)
+#endif
+
 int stoker_kernels_simd(void) {
   int simd = 0;
 #if defined(__SSE2__)
@@ -143,13 +155,21 @@ int stoker_kernels_simd(void) {
   __builtin_cpu_init();
   if (simd && __builtin_cpu_supports("avx2"))
     simd = 2;
+  if (simd == 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
+    simd = 3;
 #endif
   return simd;
 }
 
+/* hpass and vpass run the widest vector pass the level allows, then the
+ * next narrower one on what is left, and return where they stopped. */
 static int hpass(int simd, const int16_t *pad, int w, const int32_t *kp, int r, int16_t *out) {
   (void)pad, (void)w, (void)kp, (void)r, (void)out;
 #if defined(STOKER_X86)
+  if (simd >= 3) {
+    int x = hpass_avx512(pad, w, kp, r, out);
+    return x + hpass_avx2(pad + x, w - x, kp, r, out + x);
+  }
   if (simd >= 2)
     return hpass_avx2(pad, w, kp, r, out);
 #endif
@@ -163,6 +183,10 @@ static int hpass(int simd, const int16_t *pad, int w, const int32_t *kp, int r, 
 static int vpass(int simd, const int16_t *c, int w, const int32_t *wy, int r, const int32_t *off, uint8_t *out) {
   (void)c, (void)w, (void)wy, (void)r, (void)off, (void)out;
 #if defined(STOKER_X86)
+  if (simd >= 3) {
+    int x = vpass_avx512(c, w, wy, r, off, out);
+    return x + vpass_avx2(c + x, w - x, wy, r, off, out + x);
+  }
   if (simd >= 2)
     return vpass_avx2(c, w, wy, r, off, out);
 #endif

@@ -11,7 +11,7 @@ import "C"
 import "unsafe"
 
 // kernelsSIMD is the SIMD level kernels.c and kernels_color.c use: the
-// best this CPU has (0 none, 1 SSE2, 2 AVX2). The blur has every level;
+// best this CPU has (0 none, 1 SSE2, 2 AVX2, 3 AVX-512). The blur has every level;
 // the colour kernels run in C with AVX2 and in Go below it. Tests compare
 // every level with the Go versions (kernels_cgo_test.go).
 var kernelsSIMD = int(C.stoker_kernels_simd())
@@ -88,12 +88,34 @@ func blendConstC64(pix []byte, ratio float32, c float64) {
 	C.stoker_blend_const_avx2(u8(pix), C.int(len(pix)), C.float(ratio), C.double(c))
 }
 
-func saturate(r, g, b []byte, ratio float32, alpha float64) {
-	if kernelsSIMD < 2 {
-		saturateGo(r, g, b, ratio, alpha)
-		return
+// colourAVX512 is whether saturate and hueRotate run their AVX-512
+// versions: the CPU has AVX-512 F, DQ, BW and VL.
+var colourAVX512 = C.stoker_cpu_avx512() != 0
+
+// colourLevel is the level saturateC and hueRotateC run at here: 3 with
+// AVX-512, 2 with AVX2, else 0 (Go).
+func colourLevel() int {
+	if colourAVX512 {
+		return 3
 	}
-	C.stoker_saturate_avx2(u8(r), u8(g), u8(b), C.int(len(r)), C.float(ratio), C.double(alpha))
+	return min(kernelsSIMD, 2) &^ 1
+}
+
+func saturate(r, g, b []byte, ratio float32, alpha float64) {
+	saturateC(colourLevel(), r, g, b, ratio, alpha)
+}
+
+// saturateC is saturate at a level colourLevel allows: 3 AVX-512, 2 AVX2,
+// else Go.
+func saturateC(level int, r, g, b []byte, ratio float32, alpha float64) {
+	switch {
+	case level >= 3:
+		C.stoker_saturate_avx512(u8(r), u8(g), u8(b), C.int(len(r)), C.float(ratio), C.double(alpha))
+	case level == 2:
+		C.stoker_saturate_avx2(u8(r), u8(g), u8(b), C.int(len(r)), C.float(ratio), C.double(alpha))
+	default:
+		saturateGo(r, g, b, ratio, alpha)
+	}
 }
 
 func grayPlanes(r, g, b []byte) {
@@ -111,12 +133,18 @@ func graySum(r, g, b []byte) int64 {
 	return int64(C.stoker_gray_sum_avx2(u8(r), u8(g), u8(b), C.int(len(r))))
 }
 
-func hueRotate(r, g, b []byte, shift int32) {
-	if kernelsSIMD < 2 {
+func hueRotate(r, g, b []byte, shift int32) { hueRotateC(colourLevel(), r, g, b, shift) }
+
+// hueRotateC is hueRotate at a level colourLevel allows, as saturateC.
+func hueRotateC(level int, r, g, b []byte, shift int32) {
+	switch {
+	case level >= 3:
+		C.stoker_hue_avx512(u8(r), u8(g), u8(b), C.int(len(r)), C.int32_t(shift))
+	case level == 2:
+		C.stoker_hue_avx2(u8(r), u8(g), u8(b), C.int(len(r)), C.int32_t(shift))
+	default:
 		hueRotateGo(r, g, b, shift)
-		return
 	}
-	C.stoker_hue_avx2(u8(r), u8(g), u8(b), C.int(len(r)), C.int32_t(shift))
 }
 
 func sharpenPlane(pl []byte, w, h int, alpha float64, prev, cur []byte, dl *[511]float64) {

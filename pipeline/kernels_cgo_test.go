@@ -10,13 +10,14 @@ import (
 )
 
 // TestBlurCgoSameBytes checks the C blur (kernels.c) against its Go twin,
-// at every SIMD level this CPU has (scalar, SSE2, AVX2): the same bytes on
-// sizes around the vector widths, thin images, and kernels narrower and
+// at every SIMD level this CPU has (scalar, SSE2, AVX2, AVX-512, whose
+// rows end in the AVX2 pass): the same bytes on sizes around the vector
+// widths, thin images, and kernels narrower and
 // wider than the image.
 func TestBlurCgoSameBytes(t *testing.T) {
 	r := rand.New(rand.NewPCG(35, 1))
 	sizes := [][2]int{{1, 1}, {1, 9}, {9, 1}, {7, 3}, {8, 8}, {15, 4}, {16, 16}, {17, 5}, {31, 2}, {32, 7},
-		{33, 33}, {47, 13}, {64, 1}, {97, 131}, {224, 224}}
+		{33, 33}, {47, 13}, {49, 5}, {63, 3}, {64, 1}, {96, 96}, {97, 131}, {224, 224}}
 	kernels := [][2]int{{1, 3}, {3, 3}, {5, 9}, {9, 9}, {23, 23}, {23, 1}, {41, 7}, {101, 3}}
 	sigmas := [][2]float64{{0.1, 0.1}, {1, 1}, {2.5, 0.7}, {5, 5}, {40, 1e6}}
 	n := 0
@@ -98,17 +99,26 @@ func TestColourKernelsCgoSameBytes(t *testing.T) {
 	if a, b := graySum(all[:n], all[n:2*n], all[2*n:]), graySumGo(all[:n], all[n:2*n], all[2*n:]); a != b {
 		t.Errorf("gray sum: C %d, Go %d", a, b)
 	}
-	for i, f := range []float64{0.6, 0, 1.4, 5, -3} {
-		ratio, alpha := float32(f), float64(float32(1-f))
-		cmp(fmt.Sprintf("saturation %v", f), [][]byte{all, some}[min(i, 1)],
-			func(r, g, b []byte) { saturate(r, g, b, ratio, alpha) },
-			func(r, g, b []byte) { saturateGo(r, g, b, ratio, alpha) })
+	// Saturation and hue at each level this CPU has: AVX2, and AVX-512.
+	levels := []int{2}
+	if colourLevel() >= 3 {
+		levels = append(levels, 3)
+	} else {
+		t.Log("no AVX-512 on this CPU: saturation and hue compared at the AVX2 level alone")
 	}
-	for i, sh := range []int32{hueShiftOf(0.1), -3 << hueFrac, 1, -1, 3<<hueFrac - 1, hueShiftOf(0.5),
-		hueShiftOf(-0.3), hueShiftOf(1.0 / 6)} {
-		cmp(fmt.Sprintf("hue shift %d", sh), [][]byte{all, some}[min(i/2, 1)],
-			func(r, g, b []byte) { hueRotate(r, g, b, sh) },
-			func(r, g, b []byte) { hueRotateGo(r, g, b, sh) })
+	for _, level := range levels {
+		for i, f := range []float64{0.6, 0, 1.4, 5, -3} {
+			ratio, alpha := float32(f), float64(float32(1-f))
+			cmp(fmt.Sprintf("saturation %v (level %d)", f, level), [][]byte{all, some}[min(i, 1)],
+				func(r, g, b []byte) { saturateC(level, r, g, b, ratio, alpha) },
+				func(r, g, b []byte) { saturateGo(r, g, b, ratio, alpha) })
+		}
+		for i, sh := range []int32{hueShiftOf(0.1), -3 << hueFrac, 1, -1, 3<<hueFrac - 1, hueShiftOf(0.5),
+			hueShiftOf(-0.3), hueShiftOf(1.0 / 6)} {
+			cmp(fmt.Sprintf("hue shift %d (level %d)", sh, level), [][]byte{all, some}[min(i/2, 1)],
+				func(r, g, b []byte) { hueRotateC(level, r, g, b, sh) },
+				func(r, g, b []byte) { hueRotateGo(r, g, b, sh) })
+		}
 	}
 	// The byte ops, on every byte value at every position mod 32 (3 planes
 	// of 256*33+7 bytes).
