@@ -40,7 +40,7 @@ type fastKnobs struct {
 	libHuff  bool // libjpeg's own Huffman decoder instead of huff.c's
 	// simdMax bounds the SIMD level of the resampler and the coefficient
 	// cache's packing: 0 the best the CPU has; n > 0 at most n (1: SSE2,
-	// no SSSE3; 2: SSSE3, no AVX2); -1 none.
+	// no SSSE3; 2: SSSE3, no AVX2; 3: AVX2, no AVX-512); -1 none.
 	simdMax int
 	ixPx    int // decoder index checkpoint spacing in pixels; 0: the default
 	// forceIx, when set, is the decoder index every decode is given
@@ -72,7 +72,7 @@ func coefsFree(p unsafe.Pointer)        { C.stoker_coefs_free((*C.stoker_coefs)(
 func coefsBytes(p unsafe.Pointer) int64 { return int64(C.stoker_coefs_bytes((*C.stoker_coefs)(p))) }
 
 // simdBest is the best SIMD level the resampler uses on this CPU (0 none,
-// 1 SSE2, 2 SSSE3, 3 AVX2).
+// 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512).
 func simdBest() int { return int(C.stoker_simd_best()) }
 
 // free releases the scratch; it is idempotent.
@@ -300,7 +300,7 @@ func (f *fastState) decode(data, out, blob []byte) C.int {
 // fastStats is what the last fast decode did, for tests and benchmarks.
 type fastStats struct {
 	scaleM, rows, cols int
-	simd               int  // 0 none, 1 SSE2, 2 SSSE3, 3 AVX2
+	simd               int  // 0 none, 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512
 	rowSkew            int  // where decoded rows start, modulo 64 bytes
 	huff               bool // huff.c decoded the entropy-coded data
 	ixState            int  // C.STOKER_IX_*

@@ -368,11 +368,11 @@ func fastSynthAndPhotos(t *testing.T, n int) []fastSynthJPEG {
 	return imgs
 }
 
-// TestFastSIMDSame: the AVX2, SSSE3, SSE2 and scalar resamplers give the
-// same bytes (other architectures run the scalar code).
+// TestFastSIMDSame: the AVX-512, AVX2, SSSE3, SSE2 and scalar resamplers
+// give the same bytes (other architectures run the scalar code).
 func TestFastSIMDSame(t *testing.T) {
 	imgs := fastSynthAndPhotos(t, 4)
-	levels := []int{0, 2, 1, -1} // the best the CPU has, at most SSSE3, at most SSE2, none
+	levels := []int{0, 3, 2, 1, -1} // the best the CPU has, at most AVX2, SSSE3, SSE2, none
 	decs := make([]*Decoder, len(levels))
 	for i, l := range levels {
 		decs[i] = NewDecoder()
@@ -405,7 +405,7 @@ func TestFastSIMDSame(t *testing.T) {
 			n++
 		}
 	}
-	t.Logf("%d decodes identical at every SIMD level (levels run: %v; 1 is SSE2, 2 SSSE3, 3 AVX2)", n, used)
+	t.Logf("%d decodes identical at every SIMD level (levels run: %v; 1 is SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512)", n, used)
 	// Every x86-64 has SSE2, and all but the oldest SSSE3, so the SIMD code
 	// must have run there; otherwise this test compares the scalar code
 	// with itself.
@@ -417,6 +417,9 @@ func TestFastSIMDSame(t *testing.T) {
 	}
 	if simdBest() >= 3 && !used[3] {
 		t.Errorf("AVX2 code never ran on a CPU that has it (levels run: %v)", used)
+	}
+	if simdBest() >= 4 && !used[4] {
+		t.Errorf("AVX-512 code never ran on a CPU that has it (levels run: %v)", used)
 	}
 	if !used[0] {
 		t.Errorf("scalar code never ran (levels run: %v)", used)
