@@ -279,15 +279,20 @@ static void pack_pairs(stoker_turbo *t, axis *a, int n, int maxc) {
       kv[4 * j] = kv[4 * j + 1] = kv[4 * j + 2] = kv[4 * j + 3] = pair;
     }
   }
-  if (t->simd >= 4 && n >= 4) {
-    int g;
-    grow(t, (void **)&a->kv4, &a->kv4_cap, (size_t)(n / 4) * a->np * 16, sizeof(int32_t));
-    for (g = 0; g < n / 4; g++)
-      for (j = 0; j < a->np; j++)
-        for (i = 0; i < 4; i++)
-          memcpy(a->kv4 + (((size_t)g * a->np + j) * 4 + i) * 4,
-                 a->kv + ((size_t)(4 * g + i) * a->np + j) * 4, 4 * sizeof(int32_t));
-  }
+}
+
+/* pack_quads fills the horizontal axis a's kv4 from its kv, for its n
+ * outputs, where the decode's horizontal pass uses it (AVX-512). */
+static void pack_quads(stoker_turbo *t, axis *a, int n) {
+  int g, i, j;
+  if (t->simd < 4 || n < 4)
+    return;
+  grow(t, (void **)&a->kv4, &a->kv4_cap, (size_t)(n / 4) * a->np * 16, sizeof(int32_t));
+  for (g = 0; g < n / 4; g++)
+    for (j = 0; j < a->np; j++)
+      for (i = 0; i < 4; i++)
+        memcpy(a->kv4 + (((size_t)g * a->np + j) * 4 + i) * 4,
+               a->kv + ((size_t)(4 * g + i) * a->np + j) * 4, 4 * sizeof(int32_t));
 }
 
 /* coeffs fills a with the filter mapping source box [b0, b0+bsize) onto n
@@ -1364,6 +1369,7 @@ static void crop_columns(stoker_turbo *t, decode_geom *g) {
       torch_coeffs(t, &s->ay, &vw->sy, f, vw->out_h, vw->interp, vw->antialias,
                    cy0, cy1, 0, &s->uy0, &s->uy1);
     }
+    pack_quads(t, &s->ax, vw->out_w);
     if (s->ux0 < g->ux0)
       g->ux0 = s->ux0;
     if (s->ux1 > g->ux1)
@@ -1580,6 +1586,7 @@ int stoker_rows_begin(stoker_turbo *t, int gray, stoker_need *nd) {
       torch_coeffs(t, &s->ay, &vw->sy, 1.0, vw->out_h, vw->interp, vw->antialias, vw->y0, vw->y1, 0,
                    &s->uy0, &s->uy1);
     }
+    pack_quads(t, &s->ax, vw->out_w);
     nd->x0 = s->ux0 < nd->x0 ? s->ux0 : nd->x0;
     nd->x1 = s->ux1 > nd->x1 ? s->ux1 : nd->x1;
     nd->y0 = s->uy0 < nd->y0 ? s->uy0 : nd->y0;
