@@ -929,70 +929,43 @@ static void hpass_gray(const axis *a, int n, const uint8_t *src,
  * rows taps[0..2*np), with coefficients k (prec fractional bits) and kv
  * (broadcast pairs). */
 #if defined(__x86_64__) || defined(__i386__)
-/* vrow_avx2 is vrow's SSE2 loop 32 bytes at a time (n >= 32). The unpacks
- * and packs work within 128-bit lanes, and undo each other's order: each
+/* VROW_SIMD defines vrow_SFX, vrow's SSE2 loop B bytes at a time (n >= B)
+ * with the vector type V: AVX2 (32) and AVX-512 (64). The unpacks and
+ * packs work within 128-bit lanes and undo each other's order, so each
  * byte's sum is the SSE2 loop's. */
-__attribute__((target("avx2"))) static void
-vrow_avx2(const uint8_t *const *taps, size_t off, const int32_t *kv, int np,
-          int prec, int n, uint8_t *dst) {
-  const __m256i zero = _mm256_setzero_si256(), half = _mm256_set1_epi32(1 << (prec - 1));
-  const __m128i sh = _mm_cvtsi32_si128(prec);
-  const __m128i *kp = (const __m128i *)kv;
-  int x = 0, j;
-  for (;;) {
-    __m256i a0 = half, a1 = half, a2 = half, a3 = half;
-    if (x > n - 32)
-      x = n - 32; /* the last block overlaps the one before */
-    for (j = 0; j < np; j++) {
-      __m256i va = _mm256_loadu_si256((const __m256i *)(taps[2 * j] + off + x));
-      __m256i vb = _mm256_loadu_si256((const __m256i *)(taps[2 * j + 1] + off + x));
-      __m256i kk = _mm256_broadcastsi128_si256(_mm_loadu_si128(kp + j));
-      __m256i lo = _mm256_unpacklo_epi8(va, vb), hi = _mm256_unpackhi_epi8(va, vb);
-      a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), kk));
-      a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), kk));
-      a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), kk));
-      a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), kk));
-    }
-    a0 = _mm256_packs_epi32(_mm256_sra_epi32(a0, sh), _mm256_sra_epi32(a1, sh));
-    a2 = _mm256_packs_epi32(_mm256_sra_epi32(a2, sh), _mm256_sra_epi32(a3, sh));
-    _mm256_storeu_si256((__m256i *)(dst + x), _mm256_packus_epi16(a0, a2));
-    x += 32;
-    if (x >= n)
-      return;
+#define VROW_SIMD(SFX, TARGET, V, B, P, SI, BCAST)                                                   \
+  __attribute__((target(TARGET))) static void vrow_##SFX(const uint8_t *const *taps, size_t off,   \
+                                                         const int32_t *kv, int np, int prec, int n, \
+                                                         uint8_t *dst) {                            \
+    const V zero = P##_setzero_##SI(), half = P##_set1_epi32(1 << (prec - 1));                  \
+    const __m128i sh = _mm_cvtsi32_si128(prec);                                                      \
+    const __m128i *kp = (const __m128i *)kv;                                                         \
+    int x = 0, j;                                                                                    \
+    for (;;) {                                                                                       \
+      V a0 = half, a1 = half, a2 = half, a3 = half;                                                  \
+      if (x > n - B)                                                                             \
+        x = n - B; /* the last block overlaps the one before */                                  \
+      for (j = 0; j < np; j++) {                                                                     \
+        V va = P##_loadu_##SI((const void *)(taps[2 * j] + off + x));                           \
+        V vb = P##_loadu_##SI((const void *)(taps[2 * j + 1] + off + x));                       \
+        V kk = BCAST(_mm_loadu_si128(kp + j));                                            \
+        V lo = P##_unpacklo_epi8(va, vb), hi = P##_unpackhi_epi8(va, vb);                            \
+        a0 = P##_add_epi32(a0, P##_madd_epi16(P##_unpacklo_epi8(lo, zero), kk));                     \
+        a1 = P##_add_epi32(a1, P##_madd_epi16(P##_unpackhi_epi8(lo, zero), kk));                     \
+        a2 = P##_add_epi32(a2, P##_madd_epi16(P##_unpacklo_epi8(hi, zero), kk));                     \
+        a3 = P##_add_epi32(a3, P##_madd_epi16(P##_unpackhi_epi8(hi, zero), kk));                     \
+      }                                                                                              \
+      a0 = P##_packs_epi32(P##_sra_epi32(a0, sh), P##_sra_epi32(a1, sh));                            \
+      a2 = P##_packs_epi32(P##_sra_epi32(a2, sh), P##_sra_epi32(a3, sh));                            \
+      P##_storeu_##SI((void *)(dst + x), P##_packus_epi16(a0, a2));                             \
+      x += B;                                                                                    \
+      if (x >= n)                                                                                    \
+        return;                                                                                      \
+    }                                                                                                \
   }
-}
+VROW_SIMD(avx2, "avx2", __m256i, 32, _mm256, si256, _mm256_broadcastsi128_si256)
+VROW_SIMD(avx512, "avx2,avx512f,avx512bw", __m512i, 64, _mm512, si512, _mm512_broadcast_i32x4)
 #endif
-
-/* vrow_avx512 is vrow_avx2 64 bytes at a time (n >= 64). */
-__attribute__((target("avx2,avx512f,avx512bw"))) static void
-vrow_avx512(const uint8_t *const *taps, size_t off, const int32_t *kv, int np,
-            int prec, int n, uint8_t *dst) {
-  const __m512i zero = _mm512_setzero_si512(), half = _mm512_set1_epi32(1 << (prec - 1));
-  const __m128i sh = _mm_cvtsi32_si128(prec);
-  const __m128i *kp = (const __m128i *)kv;
-  int x = 0, j;
-  for (;;) {
-    __m512i a0 = half, a1 = half, a2 = half, a3 = half;
-    if (x > n - 64)
-      x = n - 64; /* the last block overlaps the one before */
-    for (j = 0; j < np; j++) {
-      __m512i va = _mm512_loadu_si512((const void *)(taps[2 * j] + off + x));
-      __m512i vb = _mm512_loadu_si512((const void *)(taps[2 * j + 1] + off + x));
-      __m512i kk = _mm512_broadcast_i32x4(_mm_loadu_si128(kp + j));
-      __m512i lo = _mm512_unpacklo_epi8(va, vb), hi = _mm512_unpackhi_epi8(va, vb);
-      a0 = _mm512_add_epi32(a0, _mm512_madd_epi16(_mm512_unpacklo_epi8(lo, zero), kk));
-      a1 = _mm512_add_epi32(a1, _mm512_madd_epi16(_mm512_unpackhi_epi8(lo, zero), kk));
-      a2 = _mm512_add_epi32(a2, _mm512_madd_epi16(_mm512_unpacklo_epi8(hi, zero), kk));
-      a3 = _mm512_add_epi32(a3, _mm512_madd_epi16(_mm512_unpackhi_epi8(hi, zero), kk));
-    }
-    a0 = _mm512_packs_epi32(_mm512_sra_epi32(a0, sh), _mm512_sra_epi32(a1, sh));
-    a2 = _mm512_packs_epi32(_mm512_sra_epi32(a2, sh), _mm512_sra_epi32(a3, sh));
-    _mm512_storeu_si512((void *)(dst + x), _mm512_packus_epi16(a0, a2));
-    x += 64;
-    if (x >= n)
-      return;
-  }
-}
 
 static void vrow(const uint8_t *const *taps, size_t off, const int16_t *k,
                  const int32_t *kv, int np, int prec, int n, uint8_t *dst,
