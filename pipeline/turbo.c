@@ -712,6 +712,24 @@ hpass_rgbx_ssse3(const axis *a, int n, const uint8_t *src, uint8_t *dst,
   BY_NP(hrgbx_ssse3, a, n, src, dst, planar)
 }
 
+/* hrgbx_tail is the outputs from i to n (fewer than four) of a wider
+ * pass, through hrgbx_ssse3: planar, into three planes of n bytes. */
+__attribute__((target("ssse3"))) static inline __attribute__((always_inline)) void
+hrgbx_tail(const axis *a, int i, int n, const uint8_t *src, uint8_t *dst, int planar, const int np) {
+  axis rest = *a;
+  rest.start = a->start + i;
+  rest.kv = a->kv + (size_t)i * np * 4;
+  if (planar) {
+    uint8_t tail[3 * 4];
+    hrgbx_ssse3(&rest, n - i, src, tail, 1, np);
+    memcpy(dst + i, tail, (size_t)(n - i));
+    memcpy(dst + n + i, tail + (n - i), (size_t)(n - i));
+    memcpy(dst + 2 * n + i, tail + 2 * (n - i), (size_t)(n - i));
+  } else {
+    hrgbx_ssse3(&rest, n - i, src, dst + 3 * i, 0, np);
+  }
+}
+
 /* hsum2_avx2 is hsum_ssse3 for two outputs at once, one in each 128-bit
  * lane: output 0 from p0 with coefficients k0, output 1 from p1 with k1
  * (pshufb and pmaddwd work within lanes, so each lane is hsum_ssse3's
@@ -765,21 +783,8 @@ hrgbx_avx2(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar,
     put4_ssse3(_mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1)), dst, i, n,
                planar, to_planar, to_rgb);
   }
-  if (i < n) {
-    axis rest = *a;
-    rest.start = a->start + i;
-    rest.kv = a->kv + (size_t)i * np * 4;
-    if (planar) {
-      /* three planes of n bytes, of which the last n - i of each */
-      uint8_t tail[3 * 4];
-      hrgbx_ssse3(&rest, n - i, src, tail, 1, np);
-      memcpy(dst + i, tail, (size_t)(n - i));
-      memcpy(dst + n + i, tail + (n - i), (size_t)(n - i));
-      memcpy(dst + 2 * n + i, tail + 2 * (n - i), (size_t)(n - i));
-    } else {
-      hrgbx_ssse3(&rest, n - i, src, dst + 3 * i, 0, np);
-    }
-  }
+  if (i < n)
+    hrgbx_tail(a, i, n, src, dst, planar, np);
 }
 
 __attribute__((target("avx2"))) static void
@@ -846,20 +851,8 @@ hrgbx_avx512(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar,
                              src + (size_t)st[i + 3] * 4, k4, np, lo, hi, half, sh);
     put4_ssse3(_mm512_cvtusepi32_epi8(_mm512_max_epi32(s, zero)), dst, i, n, planar, to_planar, to_rgb);
   }
-  if (i < n) {
-    axis rest = *a;
-    rest.start = a->start + i;
-    rest.kv = a->kv + (size_t)i * np * 4;
-    if (planar) {
-      uint8_t tail[3 * 4];
-      hrgbx_ssse3(&rest, n - i, src, tail, 1, np);
-      memcpy(dst + i, tail, (size_t)(n - i));
-      memcpy(dst + n + i, tail + (n - i), (size_t)(n - i));
-      memcpy(dst + 2 * n + i, tail + 2 * (n - i), (size_t)(n - i));
-    } else {
-      hrgbx_ssse3(&rest, n - i, src, dst + 3 * i, 0, np);
-    }
-  }
+  if (i < n)
+    hrgbx_tail(a, i, n, src, dst, planar, np);
 }
 
 AVX512RS static void
