@@ -155,7 +155,9 @@ int stoker_kernels_simd(void) {
   __builtin_cpu_init();
   if (simd && __builtin_cpu_supports("avx2"))
     simd = 2;
-  if (simd == 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
+  /* 3: the blur's passes need F and BW, saturation and hue DQ and VL too */
+  if (simd == 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
     simd = 3;
 #endif
   return simd;

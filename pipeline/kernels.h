@@ -42,11 +42,10 @@ void stoker_solarize_avx2(uint8_t *p, int n, int k);           /* invert v >= k 
 void stoker_add_below_avx2(uint8_t *p, int n, int k, int a);   /* v < k: v + a, saturated */
 /* Table lookups with AVX-512 VBMI, where stoker_cpu_vbmi says the CPU has
  * it: each byte of p replaced by lut[byte]. */
-/* Saturation and hue with AVX-512 (F, DQ, BW, VL), where stoker_cpu_avx512
- * says the CPU has it: the same bytes as the AVX2 versions. */
+/* Saturation and hue with AVX-512 (F, DQ, BW, VL), where
+ * stoker_kernels_simd is 3: the same bytes as the AVX2 versions. */
 void stoker_saturate_avx512(uint8_t *r, uint8_t *g, uint8_t *b, int n, float ratio, double alpha);
 void stoker_hue_avx512(uint8_t *r, uint8_t *g, uint8_t *b, int n, int32_t shift);
-int stoker_cpu_avx512(void);
 typedef struct {
   uint8_t b[256];
 } stoker_lut; /* by value, so that Go's table stays on its stack */

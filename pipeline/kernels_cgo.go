@@ -88,25 +88,12 @@ func blendConstC64(pix []byte, ratio float32, c float64) {
 	C.stoker_blend_const_avx2(u8(pix), C.int(len(pix)), C.float(ratio), C.double(c))
 }
 
-// colourAVX512 is whether saturate and hueRotate run their AVX-512
-// versions: the CPU has AVX-512 F, DQ, BW and VL.
-var colourAVX512 = C.stoker_cpu_avx512() != 0
-
-// colourLevel is the level saturateC and hueRotateC run at here: 3 with
-// AVX-512, 2 with AVX2, else 0 (Go).
-func colourLevel() int {
-	if colourAVX512 {
-		return 3
-	}
-	return min(kernelsSIMD, 2) &^ 1
-}
-
 func saturate(r, g, b []byte, ratio float32, alpha float64) {
-	saturateC(colourLevel(), r, g, b, ratio, alpha)
+	saturateC(kernelsSIMD, r, g, b, ratio, alpha)
 }
 
-// saturateC is saturate at a level colourLevel allows: 3 AVX-512, 2 AVX2,
-// else Go.
+// saturateC is saturate at a SIMD level the CPU has: 3 AVX-512, 2 AVX2,
+// below that Go.
 func saturateC(level int, r, g, b []byte, ratio float32, alpha float64) {
 	switch {
 	case level >= 3:
@@ -133,9 +120,9 @@ func graySum(r, g, b []byte) int64 {
 	return int64(C.stoker_gray_sum_avx2(u8(r), u8(g), u8(b), C.int(len(r))))
 }
 
-func hueRotate(r, g, b []byte, shift int32) { hueRotateC(colourLevel(), r, g, b, shift) }
+func hueRotate(r, g, b []byte, shift int32) { hueRotateC(kernelsSIMD, r, g, b, shift) }
 
-// hueRotateC is hueRotate at a level colourLevel allows, as saturateC.
+// hueRotateC is hueRotate at a SIMD level the CPU has, as saturateC.
 func hueRotateC(level int, r, g, b []byte, shift int32) {
 	switch {
 	case level >= 3:

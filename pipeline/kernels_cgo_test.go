@@ -101,7 +101,7 @@ func TestColourKernelsCgoSameBytes(t *testing.T) {
 	}
 	// Saturation and hue at each level this CPU has: AVX2, and AVX-512.
 	levels := []int{2}
-	if colourLevel() >= 3 {
+	if kernelsSIMD >= 3 {
 		levels = append(levels, 3)
 	} else {
 		t.Log("no AVX-512 on this CPU: saturation and hue compared at the AVX2 level alone")

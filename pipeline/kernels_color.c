@@ -380,7 +380,8 @@ AVX2 void stoker_and_avx2(uint8_t *p, int n, uint8_t m) {
     p[i] &= m;
 }
 
-/* The saturation and hue kernels with AVX-512 (F, DQ, BW, VL), 16 pixels a
+/* The saturation and hue kernels with AVX-512 (F, DQ, BW, VL: kernels.c's
+ * level 3), 16 pixels a
  * step: saturate8 and hue8 lane for lane, their compares as masks and
  * their blends as masked moves. The same operations in the same order on
  * each pixel, so the same bytes (the test runs both against Go). */
@@ -471,12 +472,6 @@ AVX512 void stoker_hue_avx512(uint8_t *r, uint8_t *g, uint8_t *b, int n, int32_t
   PLANES3(16, n, r, g, b, hue16(pr, pg, pb, sv));
 }
 
-int stoker_cpu_avx512(void) {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl");
-}
 
 /* stoker_lut_vbmi maps each of the n bytes at p through the 256-byte lut,
  * 64 bytes a step: vpermi2b looks a byte up in 128 entries (two
@@ -513,7 +508,6 @@ int stoker_cpu_vbmi(void) {
 void stoker_lut_vbmi(uint8_t *p, int n, stoker_lut lut) {}
 void stoker_saturate_avx512(uint8_t *r, uint8_t *g, uint8_t *b, int n, float ratio, double alpha) {}
 void stoker_hue_avx512(uint8_t *r, uint8_t *g, uint8_t *b, int n, int32_t shift) {}
-int stoker_cpu_avx512(void) { return 0; }
 int stoker_cpu_vbmi(void) { return 0; }
 void stoker_gray_avx2(uint8_t *r, uint8_t *g, uint8_t *b, int n) {}
 int64_t stoker_gray_sum_avx2(const uint8_t *r, const uint8_t *g, const uint8_t *b, int n) { return 0; }
