@@ -11,9 +11,10 @@ import "C"
 import "unsafe"
 
 // kernelsSIMD is the SIMD level kernels.c and kernels_color.c use: the
-// best this CPU has (0 none, 1 SSE2, 2 AVX2, 3 AVX-512). The blur has every level;
-// the colour kernels run in C with AVX2 and in Go below it. Tests compare
-// every level with the Go versions (kernels_cgo_test.go).
+// best this CPU has (0 none, 1 SSE2, 2 AVX2, 3 AVX-512). The blur has every
+// level; the colour kernels run in C with AVX2 (saturation and hue with
+// AVX-512 too) and in Go below it. Tests compare every level with the Go
+// versions (kernels_cgo_test.go).
 var kernelsSIMD = int(C.stoker_kernels_simd())
 
 // The kernels' inner loops, in C where it pays: the same bytes as their Go
