@@ -50,10 +50,13 @@ FAKE_GCS_SERVER_VERSION := v1.56.1
 # the last that runs on Debian 12's node 18 (3.36 wants node 21).
 AZURITE_VERSION         := 3.35.0
 
-# Debian packages the build and tests need.
-APT_PKGS := gcc libc6-dev make pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev python3 python3-venv python3-dev git ca-certificates strace
+# Debian packages the build and the demo need; the tests add strace, and
+# node and npm for Azurite (APT_TEST=1: make setup sets it).
+APT_PKGS := gcc libc6-dev make pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev python3 python3-venv python3-dev git ca-certificates
+APT_TEST_PKGS := strace
+APT_TEST ?=
 
-.PHONY: help setup apt venv tools stores build static gpuhost test test-go test-python lint check-generate generate bench demo clean
+.PHONY: help setup apt apt-test venv venv-run tools stores build static gpuhost test test-go test-python lint check-generate generate bench demo clean
 
 # Every target has a `## what it does` comment on its line: make help lists
 # them all (python/tests/test_repo.py checks it against .PHONY).
@@ -61,15 +64,18 @@ help: ## this list
 	@sed -n 's/^\([a-z-]*\):.*## \(.*\)/\1\t\2/p' $(MAKEFILE_LIST) | \
 		while IFS=$$'\t' read -r t d; do printf 'make %-15s %s\n' "$$t" "$$d"; done
 
-setup: apt tools stores venv ## install system packages, Go tools, the test object stores and the Python venv (.venv)
+setup: apt-test tools stores venv ## install system packages, Go tools, the test object stores and the Python venv (.venv)
 
 # System packages, only those missing (apt-get update first, as a fresh
 # machine's lists may be empty).
-apt: ## install the Debian packages the build and tests need (only those missing)
-	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+apt-test: ## install the Debian packages the build and the tests need (only those missing)
+	@$(MAKE) --no-print-directory apt APT_TEST=1
+
+apt: ## install the Debian packages the build and the demo need (only those missing)
+	@missing=$$(for p in $(APT_PKGS) $(if $(APT_TEST),$(APT_TEST_PKGS)); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if ! command -v go >/dev/null; then missing="$$missing golang-go"; fi; \
-	if ! command -v node >/dev/null; then missing="$$missing nodejs"; fi; \
-	if ! command -v npm >/dev/null; then missing="$$missing npm"; fi; \
+	if [ -n "$(APT_TEST)" ] && ! command -v node >/dev/null; then missing="$$missing nodejs"; fi; \
+	if [ -n "$(APT_TEST)" ] && ! command -v npm >/dev/null; then missing="$$missing npm"; fi; \
 	if [ -n "$$missing" ]; then \
 		echo "apt-get install:$$missing"; \
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -105,14 +111,23 @@ stores: $(TOOLS)/.stamp-stores-$(VERSITYGW_VERSION)-$(FAKE_GCS_SERVER_VERSION)-$
 
 # The venv is rebuilt only when the pinned requirements change; torch brings
 # its CUDA libraries (a few GB): pip's cache makes a second install quick.
-$(VENV)/.stamp: python/requirements.txt python/pyproject.toml
+# Two stamps: what the demo runs on (requirements.txt: torch, the client)
+# and, on top, what the tests, the generator and the examples need
+# (requirements-dev.txt), so that make demo installs only the first.
+$(VENV)/.stamp-run: python/requirements.txt python/pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r python/requirements.txt
 	$(PY) -m pip install -q --no-deps -e ./python
 	touch $@
 
-venv: $(VENV)/.stamp ## the Python venv (.venv) with python/requirements.txt and the client (editable)
+$(VENV)/.stamp: $(VENV)/.stamp-run python/requirements-dev.txt
+	$(PY) -m pip install -q -r python/requirements-dev.txt
+	touch $@
+
+venv-run: $(VENV)/.stamp-run ## the Python venv (.venv) with what the demo needs: python/requirements.txt and the client (editable)
+
+venv: $(VENV)/.stamp ## the Python venv (.venv) with python/requirements-dev.txt too: pytest, the generator, the examples' frameworks
 
 build: ## bin/stoker, its version stamped from git (git describe; a plain `go build` says devel-<commit>)
 	go build -ldflags '$(VERSION_LDFLAG)' -o $(BIN) ./cmd/stoker
@@ -185,7 +200,7 @@ bench: setup build ## stoker's pipeline vs torchvision (PIL, v2) on THREADS core
 	fi
 	$(PY) bench/compare.py --stoker $(BIN) --data $(or $(PHOTOS),$(BENCH_DATA)) --threads $(THREADS) --rounds $(ROUNDS) --seconds $(SECONDS) --coef-budget $(COEF_BUDGET) --transform $(TRANSFORM) --format $(FORMAT)
 
-demo: setup build ## install what is missing, build, serve a demo dataset and train on it for 30 s (DATA=ImageFolder)
+demo: apt venv-run build ## install what the demo needs (not the tests' object stores and tools), build, serve a demo dataset and train on it for 30 s (DATA=ImageFolder)
 	$(PY) python/demo.py --stoker $(BIN) $(if $(DATA),--data $(DATA))
 
 clean: ## remove bin/
