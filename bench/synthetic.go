@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"image"
-	"image/color"
 	"image/jpeg"
 	"math"
 	"os"
@@ -23,17 +22,47 @@ func writeSynthetic(root string, i, class int, seed uint64) error {
 	phase := r.Float64() * 2 * math.Pi
 	bx, by, br := r.Uniform(0.2, 0.8)*float64(w), r.Uniform(0.2, 0.8)*float64(h), r.Uniform(30, 120)
 	ca, sa := math.Cos(angle), math.Sin(angle)
+	// Colours from tables, not per pixel: the stripe's level t in 256 steps
+	// (its sine from a table too), the blob's (t, v) in 64 x 64. Writing a
+	// set is then the JPEG encoder's time, not the colour maths'.
+	var stripe [256][3]float64
+	for i := range stripe {
+		t := float64(i) / 255
+		stripe[i][0], stripe[i][1], stripe[i][2] = hsv(hue+0.1*t, 0.55, 0.35+0.5*t)
+	}
+	var blob [64][64][3]float64
+	for i := range blob {
+		for j := range blob[i] {
+			t, v := float64(i)/63, 1-0.6*float64(j)/63
+			blob[i][j][0], blob[i][j][1], blob[i][j][2] = hsv(hue+0.1*t, 0.55, v)
+		}
+	}
+	const sinSteps = 4096
+	var sine [sinSteps]uint8 // t = 0.5 + 0.5 sin, in 0..255
+	for i := range sine {
+		sine[i] = uint8(math.Round(255 * (0.5 + 0.5*math.Sin(2*math.Pi*float64(i)/sinSteps))))
+	}
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	step := freq * ca * sinSteps / (2 * math.Pi)
+	var noise uint64
 	for y := 0; y < h; y++ {
+		row := img.Pix[y*img.Stride : y*img.Stride+4*w]
+		at := (freq*sa*float64(y) + phase) * sinSteps / (2 * math.Pi)
+		dy := float64(y) - by
 		for x := 0; x < w; x++ {
-			t := 0.5 + 0.5*math.Sin(freq*(ca*float64(x)+sa*float64(y))+phase)
-			v := 0.35 + 0.5*t
-			if d := math.Hypot(float64(x)-bx, float64(y)-by); d < br {
-				v = 1 - 0.6*d/br
+			ti := sine[int(math.Floor(at+step*float64(x)))&(sinSteps-1)]
+			c := &stripe[ti]
+			if dx := float64(x) - bx; dx*dx+dy*dy < br*br {
+				d := math.Sqrt(dx*dx+dy*dy) / br
+				c = &blob[ti>>2][int(d*63)]
 			}
-			cr, cg, cb := hsv(hue+0.1*t, 0.55, v)
-			noise := float64(int(r.Uint64()%17) - 8)
-			img.SetRGBA(x, y, color.RGBA{clamp8(cr*255 + noise), clamp8(cg*255 + noise), clamp8(cb*255 + noise), 255})
+			// Sensor-like noise, -8..8: four pixels' worth from one draw.
+			if x&3 == 0 {
+				noise = r.Uint64()
+			}
+			n := float64(int((noise>>(16*(x&3)))&0xffff%17) - 8)
+			p := row[4*x : 4*x+4 : 4*x+4]
+			p[0], p[1], p[2], p[3] = clamp8(c[0]*255+n), clamp8(c[1]*255+n), clamp8(c[2]*255+n), 255
 		}
 	}
 	dir := filepath.Join(root, fmt.Sprintf("class%02d", class))
