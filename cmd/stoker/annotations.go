@@ -62,7 +62,7 @@ or {"image_id": ID, "error": "..."} for a malformed sample.
 		}
 	}
 	fmt.Printf("%s: %s, %s, %s; %d bytes in memory; %s malformed\n", args[1], count(c.Len(), "image"),
-		count(c.Annotations(), "annotation"), count(len(c.Categories()), "category"), c.Bytes(), count(bad, "sample"))
+		count(c.Annotations(), "annotation"), categories(len(c.Categories())), c.Bytes(), count(bad, "sample"))
 	if bad > 0 {
 		return fmt.Errorf("%s malformed", count(bad, "sample"))
 	}
@@ -106,4 +106,11 @@ func annotationMasks(c *annot.COCO) error {
 		}
 	}
 	return nil
+}
+
+func categories(n int) string {
+	if n == 1 {
+		return "1 category"
+	}
+	return fmt.Sprintf("%d categories", n)
 }
