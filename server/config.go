@@ -71,6 +71,11 @@ type Config struct {
 	// without one here uses the manifest beside its data when there is
 	// one, else is listed (and its shards read) at start.
 	Manifests map[string]string
+	// Annotations names the COCO annotations file of some of the
+	// Datasets, by dataset name: that dataset is the directory of images
+	// the file names (pipeline.OpenCOCO), each sample's annotations its
+	// field "coco". A file that is not COCO is refused at start.
+	Annotations map[string]string
 	// Workers is the local executor's goroutine count, shared by all
 	// streams and by the peers that lease batches here. 0 means no local
 	// executor: the server only coordinates (its jobs' batches are all made
@@ -320,6 +325,19 @@ func (c Config) Validate() error {
 		}
 		if loc == "" {
 			errs = append(errs, fmt.Errorf("manifest for %q: empty path", name))
+		}
+	}
+	for name, loc := range c.Annotations {
+		path, ok := c.Datasets[name]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("annotations for %q: no such dataset (give --dataset %s=DIR too, the directory of its images)", name, name))
+		case loc == "":
+			errs = append(errs, fmt.Errorf("annotations for %q: empty path", name))
+		case strings.Contains(path, "://") || strings.Contains(loc, "://"):
+			errs = append(errs, fmt.Errorf("annotations for %q: a dataset with annotations is a local directory and a local file for now, not a URL", name))
+		case c.Manifests[name] != "":
+			errs = append(errs, fmt.Errorf("dataset %q: --manifest and --annotations: a COCO dataset is indexed from its annotations file, give only that", name))
 		}
 	}
 	if c.Workers < 0 {
