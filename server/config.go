@@ -327,19 +327,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("manifest for %q: empty path", name))
 		}
 	}
-	for name, loc := range c.Annotations {
-		path, ok := c.Datasets[name]
-		switch {
-		case !ok:
-			errs = append(errs, fmt.Errorf("annotations for %q: no such dataset (give --dataset %s=DIR too, the directory of its images)", name, name))
-		case loc == "":
-			errs = append(errs, fmt.Errorf("annotations for %q: empty path", name))
-		case strings.Contains(path, "://") || strings.Contains(loc, "://"):
-			errs = append(errs, fmt.Errorf("annotations for %q: a dataset with annotations is a local directory and a local file for now, not a URL", name))
-		case c.Manifests[name] != "":
-			errs = append(errs, fmt.Errorf("dataset %q: --manifest and --annotations: a COCO dataset is indexed from its annotations file, give only that", name))
-		}
-	}
+	errs = append(errs, c.annotationErrors()...)
 	if c.Workers < 0 {
 		errs = append(errs, fmt.Errorf("workers %d: want >= 0 (0: no local decoding, peers make every batch)", c.Workers))
 	}

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/stoker-dev/stoker/internal/progress"
 	"github.com/stoker-dev/stoker/pipeline"
@@ -57,4 +59,24 @@ func (c Config) storePolicy() source.Policy {
 		p.Attempts = c.StoreAttempts
 	}
 	return p
+}
+
+// annotationErrors is what is wrong with Config.Annotations: each names a
+// local dataset of the same name, without a manifest.
+func (c Config) annotationErrors() []error {
+	var errs []error
+	for name, loc := range c.Annotations {
+		path, ok := c.Datasets[name]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("annotations for %q: no such dataset (give --dataset %s=DIR too, the directory of its images)", name, name))
+		case loc == "":
+			errs = append(errs, fmt.Errorf("annotations for %q: empty path", name))
+		case strings.Contains(path, "://") || strings.Contains(loc, "://"):
+			errs = append(errs, fmt.Errorf("annotations for %q: a dataset with annotations is a local directory and a local file for now, not a URL", name))
+		case c.Manifests[name] != "":
+			errs = append(errs, fmt.Errorf("dataset %q: --manifest and --annotations: a COCO dataset is indexed from its annotations file, give only that", name))
+		}
+	}
+	return errs
 }
