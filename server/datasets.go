@@ -34,12 +34,12 @@ func openDataset(ctx context.Context, cfg Config, name string, m *source.Metrics
 		pipeline.WithIndexOptions(pipeline.IndexOptions{Progress: func(p pipeline.IndexProgress) { pr.Report(p.Update()) }}),
 	}
 	if ann := cfg.Annotations[name]; ann != "" {
-		ds, err := pipeline.OpenCOCO(cfg.Datasets[name], ann)
+		ds, err := pipeline.OpenAnnotated(cfg.Datasets[name], ann)
 		if err != nil {
 			return nil, err
 		}
-		log.Info("annotations read", "file", ann, "images", ds.Len(), "annotations", ds.Annotations().Annotations(),
-			"categories", len(ds.Classes()), "bytes", ds.AnnotationBytes())
+		log.Info("annotations read", "file", ann, "images", ds.Len(), "classes", len(ds.Classes()),
+			"bytes", ds.(interface{ AnnotationBytes() int64 }).AnnotationBytes())
 		return ds, nil
 	}
 	if loc := cfg.Manifests[name]; loc != "" {
