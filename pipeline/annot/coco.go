@@ -269,7 +269,9 @@ func ReadCOCO(name string, r io.Reader) (*COCO, error) {
 	}
 	c.insts = make([][]Instance, len(c.images))
 	c.errs = make([]error, len(c.images))
-	for n, a := range anns {
+	for n := range anns {
+		a := anns[n]
+		anns[n] = rawAnn{} // its bytes go as its instance is made: the file is held about once
 		id, err1 := a.ID.Int64()
 		imID, err2 := a.ImageID.Int64()
 		if err1 != nil || err2 != nil {
@@ -354,7 +356,7 @@ func (c *COCO) instance(id int64, im Image, catID json.Number, bbox, area, crowd
 		if _, err := parseSegmentation(segm, im.Height, im.Width); err != nil {
 			return in, bad("segmentation", "%v", err)
 		}
-		in.Segmentation = slices.Clip(bytes.Clone(compactJSON(segm)))
+		in.Segmentation = compactJSON(segm)
 	}
 	if len(kps) > 0 && string(kps) != "null" {
 		var k []float64
@@ -621,12 +623,14 @@ func describe(tok json.Token) string {
 // turns NaN and the infinities into 1e999, which float64 refuses.
 func decodeNumbers(b []byte, v any) error { return json.Unmarshal(b, v) }
 
+// compactJSON is b without its spaces, in a slice of its own length (b
+// itself when it has none).
 func compactJSON(b []byte) []byte {
 	var buf bytes.Buffer
-	if json.Compact(&buf, b) != nil {
+	if json.Compact(&buf, b) != nil || buf.Len() == len(b) {
 		return b
 	}
-	return buf.Bytes()
+	return bytes.Clone(buf.Bytes())
 }
 
 // short is b for a message, cut to 80 bytes.
