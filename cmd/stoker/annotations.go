@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
+	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/annot"
 )
 
@@ -19,13 +21,15 @@ func runAnnotations(args []string) error {
 	fs := flag.NewFlagSet("annotations", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: stoker annotations check FILE.json
+       stoker annotations check data.yaml IMAGES_DIR
        stoker annotations masks FILE.json > masks.jsonl
 
 check reads a COCO annotations file (instances or keypoints) as stoker serve
 --annotations does and prints what it holds: images, annotations, categories,
 the memory they take, and each sample whose annotations are malformed, with
 the file, the annotation and the field. It exits 1 when the file is not COCO
-or a sample is malformed.
+or a sample is malformed. With a YOLO dataset YAML and the images' directory,
+it reads every image's label file as serve --annotations NAME=data.yaml does.
 
 masks prints, a line per annotation with a segmentation, in the order of the
 samples (images by id) and of the file within each,
@@ -42,6 +46,9 @@ or {"image_id": ID, "error": "..."} for a malformed sample.
 			return usageError{errors.New("annotations: want the subcommand check or masks")}
 		}
 		return flag.ErrHelp
+	}
+	if len(args) == 3 && args[0] == "check" && (strings.HasSuffix(args[1], ".yaml") || strings.HasSuffix(args[1], ".yml")) {
+		return checkYOLO(args[1], args[2])
 	}
 	if len(args) != 2 || (args[0] != "check" && args[0] != "masks") {
 		fs.Usage()
@@ -113,4 +120,28 @@ func categories(n int) string {
 		return "1 category"
 	}
 	return fmt.Sprintf("%d categories", n)
+}
+
+// checkYOLO is `stoker annotations check data.yaml DIR`.
+func checkYOLO(yaml, dir string) error {
+	d, err := pipeline.OpenYOLO(dir, yaml)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	bad, labels := 0, 0
+	for i := range d.Len() {
+		ins, err := d.Labels(i)
+		if err != nil {
+			bad++
+			fmt.Println(err)
+		}
+		labels += len(ins)
+	}
+	fmt.Printf("%s: %s, %s, %d classes; %d bytes in memory; %s malformed\n", yaml, count(d.Len(), "image"),
+		count(labels, "label"), len(d.Config().Names), d.AnnotationBytes(), count(bad, "sample"))
+	if bad > 0 {
+		return fmt.Errorf("%s malformed", count(bad, "sample"))
+	}
+	return nil
 }
