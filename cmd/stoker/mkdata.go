@@ -17,7 +17,7 @@ import (
 func runMkdata(args []string) error {
 	fs := flag.NewFlagSet("mkdata", flag.ExitOnError)
 	out := fs.String("out", "", "directory to create (required)")
-	n := fs.Int("n", 2000, "number of images")
+	n := fs.Int("n", 2000, "number of images (with --coco: 200 unless given)")
 	classes := fs.Int("classes", 10, "number of classes")
 	fs.Usage = helptext.Usage(fs, "")
 	seed := fs.Uint64("seed", 1, "seed")
@@ -28,6 +28,11 @@ func runMkdata(args []string) error {
 		return err
 	}
 	if *coco {
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == "n" })
+		if !given {
+			*n = 200 // a detection image costs more to make: seconds, not minutes
+		}
 		if *out == "" || *n <= 0 || fs.NArg() > 0 {
 			return usageError{errors.New("usage: stoker mkdata --coco --out DIR [--n 2000] [--yolo] [--backgrounds DIR]")}
 		}
