@@ -71,6 +71,11 @@ type Config struct {
 	// without one here uses the manifest beside its data when there is
 	// one, else is listed (and its shards read) at start.
 	Manifests map[string]string
+	// Annotations names the COCO annotations file of some of the
+	// Datasets, by dataset name: that dataset is the directory of images
+	// the file names (pipeline.OpenCOCO), each sample's annotations its
+	// field "coco". A file that is not COCO is refused at start.
+	Annotations map[string]string
 	// Workers is the local executor's goroutine count, shared by all
 	// streams and by the peers that lease batches here. 0 means no local
 	// executor: the server only coordinates (its jobs' batches are all made
@@ -322,6 +327,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("manifest for %q: empty path", name))
 		}
 	}
+	errs = append(errs, c.annotationErrors()...)
 	if c.Workers < 0 {
 		errs = append(errs, fmt.Errorf("workers %d: want >= 0 (0: no local decoding, peers make every batch)", c.Workers))
 	}

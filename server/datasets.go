@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/stoker-dev/stoker/internal/progress"
 	"github.com/stoker-dev/stoker/pipeline"
@@ -31,6 +33,15 @@ func openDataset(ctx context.Context, cfg Config, name string, m *source.Metrics
 		pipeline.WithLog(log),
 		pipeline.WithIndexOptions(pipeline.IndexOptions{Progress: func(p pipeline.IndexProgress) { pr.Report(p.Update()) }}),
 	}
+	if ann := cfg.Annotations[name]; ann != "" {
+		ds, err := pipeline.OpenAnnotated(cfg.Datasets[name], ann)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("annotations read", "file", ann, "images", ds.Len(), "classes", len(ds.Classes()),
+			"bytes", ds.(interface{ AnnotationBytes() int64 }).AnnotationBytes())
+		return ds, nil
+	}
 	if loc := cfg.Manifests[name]; loc != "" {
 		opts = append(opts, pipeline.WithManifest(loc))
 	}
@@ -48,4 +59,24 @@ func (c Config) storePolicy() source.Policy {
 		p.Attempts = c.StoreAttempts
 	}
 	return p
+}
+
+// annotationErrors is what is wrong with Config.Annotations: each names a
+// local dataset of the same name, without a manifest.
+func (c Config) annotationErrors() []error {
+	var errs []error
+	for name, loc := range c.Annotations {
+		path, ok := c.Datasets[name]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("annotations for %q: no such dataset (give --dataset %s=DIR too, the directory of its images)", name, name))
+		case loc == "":
+			errs = append(errs, fmt.Errorf("annotations for %q: empty path", name))
+		case strings.Contains(path, "://") || strings.Contains(loc, "://"):
+			errs = append(errs, fmt.Errorf("annotations for %q: a dataset with annotations is a local directory and a local file for now, not a URL", name))
+		case c.Manifests[name] != "":
+			errs = append(errs, fmt.Errorf("dataset %q: --manifest and --annotations: a COCO dataset is indexed from its annotations file, give only that", name))
+		}
+	}
+	return errs
 }

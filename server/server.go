@@ -209,6 +209,14 @@ func (s *Server) openDatasets(ctx context.Context, reg prometheus.Registerer) er
 		if err != nil {
 			return fmt.Errorf("dataset %s: %w", name, err)
 		}
+		if a, ok := ds.(interface{ AnnotationBytes() int64 }); ok {
+			// The parsed annotations live as long as the server: taken out
+			// of the batch budget for good.
+			if n := a.AnnotationBytes(); !s.budget.Try(n) {
+				ds.Close()
+				return fmt.Errorf("dataset %s: its annotations take %d bytes in memory, more than the batch budget has (%d): raise --memory-budget", name, n, s.budget.Limit()-s.budget.InUse())
+			}
+		}
 		if capped, ok := ds.(interface{ SetMaxFileSize(int64) }); ok && s.cfg.MaxFileSize > 0 {
 			capped.SetMaxFileSize(s.cfg.MaxFileSize)
 		}

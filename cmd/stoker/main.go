@@ -11,6 +11,7 @@
 //	stoker preview --data DIR|URL -o grid.png
 //	stoker mkdata  --out DIR [--n 2000]
 //	stoker ops apply < cases.jsonl   (the ops after the geometry, alone: what the parity tests call)
+//	stoker annotations check|masks FILE.json   (a COCO file as serve reads it; its masks as pycocotools makes them)
 //	stoker status  ADDR
 //	stoker metrics [--format text|markdown|json]   (every metric serve exports)
 //	stoker drain   [--pid 1]   (a container's preStop: drain serve, wait for it to exit)
@@ -37,15 +38,16 @@ import (
 func init() { experimental.SetDefaultBufferPool(rpc.BufferPool) }
 
 var commands = map[string]func(args []string) error{
-	"serve":   runServe,
-	"index":   runIndex,
-	"bench":   bench.Run,
-	"preview": runPreview,
-	"mkdata":  runMkdata,
-	"status":  runStatus,
-	"metrics": runMetrics,
-	"drain":   runDrain,
-	"ops":     runOps,
+	"serve":       runServe,
+	"index":       runIndex,
+	"bench":       bench.Run,
+	"preview":     runPreview,
+	"mkdata":      runMkdata,
+	"status":      runStatus,
+	"metrics":     runMetrics,
+	"drain":       runDrain,
+	"ops":         runOps,
+	"annotations": runAnnotations,
 }
 
 // summaries say what each command does, in the order the top-level usage
@@ -60,6 +62,7 @@ var summaries = []struct{ name, what string }{
 	{"preview", "a grid of augmented samples of a dataset, as the model will see them"},
 	{"mkdata", "write a synthetic ImageFolder of photo-sized JPEGs"},
 	{"ops", "the ops after the geometry, alone, on given pixels: what the parity tests call"},
+	{"annotations", "what stoker reads of a COCO annotations file: check it, print its masks"},
 }
 
 // topUsage is what stoker prints for --help (to stdout), and without a
@@ -68,10 +71,14 @@ var summaries = []struct{ name, what string }{
 // what each does.
 func topUsage() string {
 	names := make([]string, len(summaries))
-	var b strings.Builder
+	width := 0
 	for i, c := range summaries {
 		names[i] = c.name
-		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.what)
+		width = max(width, len(c.name))
+	}
+	var b strings.Builder
+	for _, c := range summaries {
+		fmt.Fprintf(&b, "  %-*s %s\n", width, c.name, c.what)
 	}
 	return "usage: stoker " + strings.Join(names, "|") + " [flags]\n\n" + b.String() +
 		"\nstoker CMD -h for a command's flags; stoker --version for the version\n"

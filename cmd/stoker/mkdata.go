@@ -17,12 +17,35 @@ import (
 func runMkdata(args []string) error {
 	fs := flag.NewFlagSet("mkdata", flag.ExitOnError)
 	out := fs.String("out", "", "directory to create (required)")
-	n := fs.Int("n", 2000, "number of images")
+	n := fs.Int("n", 2000, "number of images (with --coco: 200 unless given)")
 	classes := fs.Int("classes", 10, "number of classes")
 	fs.Usage = helptext.Usage(fs, "")
 	seed := fs.Uint64("seed", 1, "seed")
+	coco := fs.Bool("coco", false, "write a detection set instead: shapes pasted on backgrounds, with exact polygons, boxes and keypoints (stars' tips) and a crowd every fifth image, as DIR/images/train/*.jpg and a COCO instances file DIR/annotations/instances.json")
+	yolo := fs.Bool("yolo", false, "with --coco: the YOLO layout too (DIR/labels/train/*.txt, a polygon a line, and DIR/data.yaml)")
+	backgrounds := fs.String("backgrounds", "", "with --coco: crop backgrounds from the JPEGs under this directory (testdata/photos, say); default: generated ones")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *coco {
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == "n" })
+		if !given {
+			*n = 200 // a detection image costs more to make: seconds, not minutes
+		}
+		if *out == "" || *n <= 0 || fs.NArg() > 0 {
+			return usageError{errors.New("usage: stoker mkdata --coco --out DIR [--n 2000] [--yolo] [--backgrounds DIR]")}
+		}
+		set, err := bench.WriteDetectionSet(cmdContext(), *out, *n, *seed, *yolo, *backgrounds)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("wrote %s with %s to %s; serve it with --dataset NAME=%s --annotations NAME=%s\n", count(set.NumImages, "image"),
+			count(set.NumAnns, "annotation"), *out, set.Images, set.Annotations)
+		return nil
+	}
+	if *yolo || *backgrounds != "" {
+		return usageError{errors.New("--yolo and --backgrounds go with --coco")}
 	}
 	if *out == "" || *n <= 0 || *classes <= 0 || fs.NArg() > 0 {
 		return usageError{errors.New("usage: stoker mkdata --out DIR [--n 2000] [--classes 10]")}

@@ -42,6 +42,7 @@ var referenceCommands = []struct {
 	{"stoker mkdata", []string{"mkdata", "--help"}, "Write a synthetic ImageFolder of photo-sized JPEGs."},
 	{"stoker preview", []string{"preview", "--help"}, "A grid of augmented samples, as the model will see them."},
 	{"stoker ops", []string{"ops", "--help"}, "The ops after the geometry, alone, on given pixels: what the parity tests call."},
+	{"stoker annotations", []string{"annotations", "--help"}, "A COCO annotations file as serve reads it: what is malformed, and its masks as pycocotools makes them."},
 	{"stoker bench", []string{"bench", "--help"}, "The benchmarks (BENCHMARKS.md says what each measured)."},
 	{"stoker bench pipeline", []string{"bench", "pipeline", "--help"}, ""},
 	{"stoker bench scale", []string{"bench", "scale", "--help"}, ""},

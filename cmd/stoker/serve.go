@@ -46,6 +46,20 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 		cfg.Datasets[name] = path
 		return nil
 	})
+	fs.Func("annotations", "NAME=FILE: dataset NAME's annotations (repeatable; local files only). A COCO file (instances_*.json, person_keypoints_*.json): the dataset is the images in the --dataset directory that it names, sorted by image id, each sample's annotations its field \"coco\" (JSON: the image and its annotations, each with \"label\", its category's contiguous label); a file that is not COCO, or that names images not in the directory, is refused at start. A YOLO dataset YAML (.yaml, .yml: names, kpt_shape): the dataset is the images under the directory, sorted by path, each with its label file (images/SPLIT/x.jpg: labels/SPLIT/x.txt) as its field \"yolo\". A malformed annotation fails its sample, naming the file, the annotation or line, and the field", func(v string) error {
+		name, loc, ok := strings.Cut(v, "=")
+		if !ok || name == "" || loc == "" {
+			return fmt.Errorf("want NAME=FILE, a --dataset's name and its COCO annotations (--annotations coco=/data/coco/annotations/instances_train2017.json)")
+		}
+		if prev, dup := cfg.Annotations[name]; dup {
+			return fmt.Errorf("duplicate annotations for dataset %q (already %s): give each dataset one", name, prev)
+		}
+		if cfg.Annotations == nil {
+			cfg.Annotations = map[string]string{}
+		}
+		cfg.Annotations[name] = loc
+		return nil
+	})
 	fs.Func("manifest", "NAME=PATH|URL: dataset NAME's manifest, written by stoker index --out (repeatable); default: the one beside the data (ROOT/.stoker/manifest) when there is one, else the dataset is listed and its shards read at start", func(v string) error {
 		name, loc, ok := strings.Cut(v, "=")
 		if !ok || name == "" || loc == "" {

@@ -22,7 +22,7 @@ var serveGroups = []struct {
 }{
 	{"Serving", []string{"listen", "workers", "metrics", "health-listen", "addr-file", "shm", "grace", "log-format",
 		"log-level", "pprof"}},
-	{"Datasets", []string{"dataset", "manifest", "cache-dir", "cache-budget", "cache-key-file", "store-timeout", "store-attempts"}},
+	{"Datasets", []string{"dataset", "annotations", "manifest", "cache-dir", "cache-budget", "cache-key-file", "store-timeout", "store-attempts"}},
 	{"Peers (scale-out: a coordinator leasing batches to workers)", []string{"peers", "peer-refresh", "accept-work",
 		"window", "lease-timeout", "verify-fraction", "cache-affinity"}},
 	{"Security", []string{"tls-cert", "tls-key", "tls-client-ca", "auth-tokens", "peer-token-file", "peer-ca",
