@@ -361,6 +361,14 @@ def test_dinov2_object_is_its_views(server: str) -> None:
     with loader(server, transform=got, batch_size=4) as ld:
         views, labels = next(iter(ld))
     assert [tuple(v.shape) for v in views] == [(4, 3, 224, 224)] * 2 + [(4, 3, 96, 96)] * 8
+    # It is the dinov2 preset: the same views, seed for seed.
+    kw = dict(batch_size=4, seed=3, trace=True)
+    with loader(server, transform="dinov2", **kw) as a, loader(server, transform=got, **kw) as b:
+        want, mine = next(iter(a)), next(iter(b))
+        assert mine.trace == want.trace and mine.trace
+        assert len(mine[0]) == len(want[0]) == 10
+        for x, y in zip(mine[0], want[0]):
+            assert torch.equal(x, y)
 
 
 # -- every object runs on the server -----------------------------------------------
