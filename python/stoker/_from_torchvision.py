@@ -352,10 +352,11 @@ def _timm_rrc(cv: _Converter, t: Any, where: str) -> Transform:
     """timm's RandomResizedCropAndInterpolation: torchvision's crop
     sampling (in Python's random), resized on PIL (antialiased)."""
     interp = t.interpolation
-    if isinstance(interp, (list, tuple)):
-        raise ValueError(f"{where}: interpolation 'random' (bilinear or bicubic drawn per image) is not supported "
-                         f"by stoker's RandomResizedCrop: pass interpolation='bilinear' or 'bicubic' to "
-                         f"create_transform")
+    if isinstance(interp, (list, tuple)):  # interpolation="random": random.choice of these per image
+        names = [getattr(i, "value", i) for i in interp]
+        if sorted(str(n).lower() for n in names) != ["bicubic", "bilinear"]:
+            raise ValueError(f"{where}: a random choice of {names}: stoker draws bilinear or bicubic only")
+        interp = "random"
     return O.RandomResizedCrop(t.size, t.scale, t.ratio, interp, _resize_aa(cv, t))
 
 
@@ -548,8 +549,7 @@ def from_torchvision(tv_transform: Any) -> Any:
     container: ``"op 1 (Compose) > op 2 (...)"``); MixUp and CutMix point
     to :mod:`stoker.gpu`. So is an argument it cannot honour
     (``RandomRotation(expand=True)``, ``Grayscale(1)``, a bicubic
-    RandomRotation or RandomAffine, timm's ``interpolation='random'`` crop
-    or ``re_mode='rand'``).
+    RandomRotation or RandomAffine, timm's ``re_mode='rand'``).
 
     ToTensor, PILToTensor, ToImage, ToDtype, ConvertImageDtype,
     ToPureTensor and RGB (and timm's, open_clip's and DINOv2's

@@ -170,6 +170,36 @@ def test_timm_train_converts_unchanged() -> None:
                                                     fill=(123, 117, 104))
 
 
+def test_timm_random_interpolation(server: str, stoker_bin: Path) -> None:
+    """interpolation='random': timm's crop draws bilinear or bicubic per
+    image (random.choice), and its RandAugment per op. Converted, each
+    sample's crop is the fixed-interpolation crop's, in the interpolation
+    its trace names, about half of each."""
+    got = T.from_torchvision(create_transform(16, is_training=True, interpolation="random",
+                                              auto_augment="rand-m9-mstd0.5-inc1"))
+    assert got.transforms[0] == T.RandomResizedCrop(16, interpolation="random")
+    assert got.transforms[2] == T.timm_rand_augment("rand-m9-mstd0.5-inc1", interpolation=None)
+    traces = stoker_traces(stoker_bin, [got.transforms[0].to_proto()], 20_000, source=(500, 375),
+                           skip_geometry=False)
+    interps = [steps[0][1]["interpolation"] for steps in traces]
+    stat, p, df = chi2_goodness({x: interps.count(x) for x in set(interps)}, {"bilinear": 0.5, "bicubic": 0.5})
+    assert 0.001 < p, (stat, p)  # fixed seeds: the same counts every run
+    kw = dict(batch_size=8, seed=11, trace=True, return_indices=True)
+    rnd = [T.RandomResizedCrop(16, interpolation="random")]
+    with loader(server, transform=rnd, **kw) as a, \
+            loader(server, transform=[T.RandomResizedCrop(16)], **kw) as b, \
+            loader(server, transform=[T.RandomResizedCrop(16, interpolation="bicubic")], **kw) as c:
+        seen = set()
+        for ra, rb, rc in zip(a, b, c):
+            for i, steps in enumerate(ra.trace):
+                interp = steps[0][1]["interpolation"]
+                seen.add(interp)
+                want = rb if interp == "bilinear" else rc
+                assert steps[0][1]["top"] == want.trace[i][0][1]["top"]
+                assert torch.equal(ra[0][i], want[0][i]), (i, interp)
+    assert seen == {"bilinear", "bicubic"}
+
+
 @pytest.mark.parametrize("crop_pct,want", [(None, 256), (0.95, 235), (1.0, 224)])
 def test_timm_eval_converts_unchanged(crop_pct, want) -> None:
     got = T.from_torchvision(create_transform(224, crop_pct=crop_pct, interpolation="bicubic"))
@@ -390,9 +420,6 @@ REFUSALS = [
     (lambda: [tv2.RandomResizedCrop(8), tv2.CutMix(num_classes=10)], r"^op 1 \(CutMix\) .*stoker\.gpu\.CutMix"),
     (lambda: [tv2.RandomResizedCrop(8), tv2.RandomChoice([tv2.MixUp(num_classes=10), tv2.CutMix(num_classes=10)])],
      r"^op 1 \(RandomChoice\) of MixUp, CutMix .*stoker\.gpu\.RandomChoice\(\[stoker\.gpu\.MixUp"),
-    (lambda: create_transform(224, is_training=True, interpolation="random"),
-     r"^op 0 \(RandomResizedCropAndInterpolation\): interpolation 'random' .* pass interpolation='bilinear' or "
-     r"'bicubic' to create_transform$"),
     (lambda: create_transform(224, is_training=True, auto_augment="augmix-m5-w4-d2"),
      r"^op 2 \(AugMixAugment\): timm's AugMix .* use auto_augment='rand-\.\.\.'"),
     (lambda: create_transform(224, is_training=True, auto_augment="v0"),
