@@ -465,3 +465,25 @@ def test_normalize_on_pixels_is_refused() -> None:
     out = stoker.normalize(x, got.normalize_mean, got.normalize_std)
     assert torch.allclose(out, want, atol=1e-5), (out[0, :, 0, 0], want[0, :, 0, 0])
     assert math.isclose(float(out[0, 0, 0, 0]), 0.0, abs_tol=1e-6)
+
+
+# -- the converted objects' samples replayed through torchvision ---------------------
+
+@pytest.mark.parametrize("name", ["timm-train", "bicubic-policies"])
+def test_replay(server: str, stoker_bin: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """test_parity_replay's harness on the converted objects: each sample's
+    trace, run by stoker's kernels, is the sample; each step, run by
+    torchvision's functional op (bicubic warps: torchvision's tensor path
+    with its check lifted, as for timm's RandAugment), is stoker's step
+    within the kernels' tolerance."""
+    import test_parity_replay as R
+
+    if name == "timm-train":
+        ops = T.to_spec(T.from_torchvision(create_transform(96, **TIMM_TRAIN))).ops
+    else:
+        ops = [T.RandomResizedCrop(64, interpolation="bicubic").to_proto()]
+        ops += [T.from_torchvision(ClassificationPresetTrain(crop_size=64, interpolation=BICUBIC,
+                                                             auto_augment_policy=p)).transforms[2].to_proto()
+                for p in ("ta_wide", "ra", "imagenet", "augmix")]
+    monkeypatch.setitem(R.RECIPES, name, list(ops))
+    R.test_replay(server, stoker_bin, name)
