@@ -45,10 +45,15 @@ type region struct {
 // for a fixed crop (padding is not supported).
 func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 	p := samplePlan{geom: t.geom, srcW: srcW, srcH: srcH, outW: t.outW, outH: t.outH}
+	bicubic := false
 	switch {
 	case t.rrc != nil:
 		r := k.Stream(streamCrop)
 		p.cx, p.cy, p.cw, p.ch = rrcParams(&r, srcW, srcH, t.rrc.Scale, t.rrc.Ratio)
+		if t.rrc.RandomInterp {
+			// timm's random.choice((BILINEAR, BICUBIC)), after the crop.
+			bicubic = r.Float64() >= 0.5
+		}
 	case t.resize != nil:
 		p.rw, p.rh = resizedSize(srcW, srcH, t.resize.Size)
 		p.cw, p.ch = p.rw, p.rh
@@ -62,6 +67,9 @@ func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 	}
 	if err := t.geomInterp(&p); err != nil {
 		return p, err
+	}
+	if bicubic {
+		p.interp = InterpBicubic
 	}
 	w, h := srcW, srcH
 	if p.geom == resizeCrop {

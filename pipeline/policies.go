@@ -160,8 +160,13 @@ func newPolicy(op *Op, w, h int) (*policy, error) {
 			return nil, fmt.Errorf("fill %v: want values in 0..255", op.Fill)
 		}
 	}
-	if op.Kind != OpTimmRandAugment && op.Interp != InterpNearest && op.Interp != InterpBilinear {
-		return nil, fmt.Errorf("interpolation %s: torchvision's policies rotate and shear tensors with nearest or bilinear", op.Interp)
+	// torchvision's policies take nearest, bilinear and bicubic on PIL
+	// images (ClassificationPresetTrain's --interpolation bicubic); its
+	// tensor kernels refuse bicubic. A bicubic rotate or shear here is the
+	// warp kernel timm's RandAugment uses (kernels_bicubic.go: torch's
+	// grid_sample cubic), not PIL's fixed-point bicubic (docs/transforms.md).
+	if !op.Interp.valid() {
+		return nil, fmt.Errorf("interpolation %s: want nearest, bilinear or bicubic", op.Interp)
 	}
 	switch op.Kind {
 	case OpTrivialAugmentWide:

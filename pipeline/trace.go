@@ -283,7 +283,8 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 	}
 	switch {
 	case t.rrc != nil:
-		st := aa(t.rrc)
+		// The plan's filter: RandomInterp draws it per sample.
+		st := Step{Interp: p.interp, Antialias: p.antialias}
 		st.Fn, st.I = FnResizedCrop, [6]int{p.cy, p.cx, p.ch, p.cw, p.outH, p.outW}
 		buf = append(buf, st)
 	default:

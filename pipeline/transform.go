@@ -132,7 +132,10 @@ type Op struct {
 	Alpha                              float64
 	PartialOps                         bool
 	// RandomInterp: TimmRandAugment draws bilinear or bicubic for each
-	// resampling op (timm's default when no interpolation is set).
+	// resampling op (timm's default when no interpolation is set);
+	// RandomResizedCrop draws one of the two per sample, after its crop
+	// (timm's RandomResizedCropAndInterpolation(interpolation="random")),
+	// Interp then bilinear.
 	RandomInterp bool
 }
 
@@ -446,6 +449,9 @@ func checkP(op *Op, pos int) error {
 
 // checkInterp checks a geometry op's interpolation.
 func checkInterp(op *Op, geometry bool) error {
+	if op.RandomInterp && (op.Kind != OpRandomResizedCrop || op.Interp != InterpBilinear) {
+		return fmt.Errorf("%w: transform: %s: a random interpolation is RandomResizedCrop's, drawing bilinear or bicubic (Interp bilinear), got %s", ErrUnsupported, op.Kind, op.Interp)
+	}
 	switch op.Interp {
 	case InterpBilinear, InterpBicubic, InterpNearest:
 		return nil

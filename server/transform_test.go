@@ -51,6 +51,17 @@ func TestNewTransform(t *testing.T) {
 		{name: "normalize short", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_Normalize{Normalize: &pb.Normalize{Mean: []float64{0.5}}}}}}, wantErr: "3 means"},
 		{name: "flip p 2", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), flipOp(proto.Float64(2))}}, wantErr: "p=2"},
 		{name: "bad layout", spec: &pb.TransformSpec{Preset: "imagenet-train"}, layout: 7, wantErr: "layout"},
+		{name: "rrc random interpolation", spec: &pb.TransformSpec{Ops: []*pb.Op{
+			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32, RandomInterpolation: true}}},
+		}}, shape: [3]int{3, 32, 32}},
+		{name: "rrc random and bicubic", spec: &pb.TransformSpec{Ops: []*pb.Op{
+			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32, RandomInterpolation: true,
+				Interpolation: pb.Interpolation_INTERPOLATION_BICUBIC}}},
+		}}, wantErr: "random_interpolation draws bilinear or bicubic"},
+		{name: "policy bicubic", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32),
+			{Op: &pb.Op_TrivialAugmentWide{TrivialAugmentWide: &pb.TrivialAugmentWide{NumMagnitudeBins: 31,
+				Interpolation: pb.Interpolation_INTERPOLATION_BICUBIC}}},
+		}}, shape: [3]int{3, 32, 32}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -187,8 +187,11 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 		r := x.RandomResizedCrop
 		op = pipeline.Op{Kind: pipeline.OpRandomResizedCrop, Size: [2]int{int(r.GetHeight()), int(r.GetWidth())},
 			Scale: [2]float64{r.GetScaleMin(), r.GetScaleMax()}, Ratio: [2]float64{r.GetRatioMin(), r.GetRatioMax()},
-			NoAntialias: r.Antialias != nil && !r.GetAntialias()}
+			NoAntialias: r.Antialias != nil && !r.GetAntialias(), RandomInterp: r.GetRandomInterpolation()}
 		op.Interp, err = interp(r.GetInterpolation(), pipeline.InterpBilinear, where)
+		if err == nil && op.RandomInterp && r.GetInterpolation() != stokerv1.Interpolation_INTERPOLATION_UNSPECIFIED {
+			err = fmt.Errorf("%w: transform: %s: random_interpolation draws bilinear or bicubic: leave interpolation unset (got %s)", pipeline.ErrUnsupported, where, op.Interp)
+		}
 	case *stokerv1.Op_Resize:
 		r := x.Resize
 		op = pipeline.Op{Kind: pipeline.OpResize, Size: [2]int{int(r.GetHeight()), int(r.GetWidth())},

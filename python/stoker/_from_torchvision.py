@@ -11,10 +11,21 @@ image holds pixels (0..255); after ToTensor, ConvertImageDtype(float) or
 ToDtype(float, scale=True) it holds pixel / 255, so a fill or a solarize
 threshold given there is scaled to pixels; after Normalize it holds
 normalized values, and only RandomErasing may follow (its value written
-as the pixel that normalizes to it)."""
+as the pixel that normalizes to it). A Normalize on pixels (a PIL or uint8
+image) is refused, as torchvision refuses it.
+
+Beside torchvision's classes, the objects users hold are taken as they
+are: timm's create_transform output (its RandomResizedCropAndInterpolation,
+RandAugment, RandomErasing and MaybeToTensor, recognized by module and
+name), open_clip's image_transform output (its _convert_to_rgb,
+MaybeConvertMode, MaybeToTensor, color_jitter and gray_scale), torchvision's
+references' ClassificationPresetTrain/Eval (their ``.transforms``) and
+DINOv2's DataAugmentationDINO (a MultiView of its crops)."""
 
 from __future__ import annotations
 
+import math
+import struct
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from stoker import _ops as O
@@ -24,18 +35,45 @@ from stoker._ops_base import Transform
 
 _BEHAVIOUR = ("forward", "__call__", "transform", "_transform", "make_params", "_get_params", "get_params",
               "_apply_image_or_video_transform")
-_GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop")
+_GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "timm.RandomResizedCropAndInterpolation")
 #: Conversions the Loader already does (decode to RGB uint8): dropped.
 _DROPPED = ("ToTensor", "PILToTensor", "ToImage", "ToDtype", "ConvertImageDtype", "ToPureTensor", "ToPILImage",
-            "RGB", "Identity")
+            "RGB", "Identity", "timm.ToTensor", "open_clip.MaybeConvertMode")
+
+
+#: Other libraries' transforms, by (module, name): the name the converter
+#: handles them as. timm's (timm.data), open_clip's (open_clip.transform)
+#: and DINOv2's (dinov2.data.transforms).
+_FOREIGN = {
+    ("timm.data.transforms", "RandomResizedCropAndInterpolation"): "timm.RandomResizedCropAndInterpolation",
+    ("timm.data.transforms", "MaybeToTensor"): "ToTensor",
+    ("timm.data.transforms", "MaybePILToTensor"): "PILToTensor",
+    ("timm.data.transforms", "ToNumpy"): "PILToTensor",
+    ("timm.data.transforms", "ToTensor"): "timm.ToTensor",
+    ("timm.data.auto_augment", "RandAugment"): "timm.RandAugment",
+    ("timm.data.auto_augment", "AutoAugment"): "timm.AutoAugment",
+    ("timm.data.auto_augment", "AugMixAugment"): "timm.AugMixAugment",
+    ("timm.data.random_erasing", "RandomErasing"): "timm.RandomErasing",
+    ("open_clip.transform", "_convert_to_rgb"): "RGB",
+    ("open_clip.transform", "MaybeConvertMode"): "open_clip.MaybeConvertMode",
+    ("open_clip.transform", "MaybeToTensor"): "ToTensor",
+    ("open_clip.transform", "color_jitter"): "open_clip.color_jitter",
+    ("open_clip.transform", "gray_scale"): "open_clip.gray_scale",
+    ("dinov2.data.transforms", "MaybeToTensor"): "ToTensor",
+}
 
 
 def _tv_name(t: Any) -> Tuple[Optional[str], str]:
-    """(the torchvision class t is, or None; the name to call it by)."""
+    """(the torchvision class t is, or the name of the other library's
+    transform it is, or None; the name to call it by)."""
     if t is None or isinstance(t, (str, bytes, int, float)):
         return None, repr(t)
     cls = type(t)
     own = cls.__name__ if cls.__name__ != "function" else getattr(t, "__name__", "function")
+    key = (getattr(t, "__module__", None), getattr(t, "__name__", None)) if cls.__name__ == "function" else \
+        (cls.__module__, cls.__name__)
+    if key in _FOREIGN:
+        return _FOREIGN[key], own
     for i, k in enumerate(cls.__mro__):
         if k.__module__.startswith("torchvision.transforms"):
             if i == 0:
@@ -89,8 +127,9 @@ class _Converter:
                 self.top(_members(t), where + " > ")
                 continue
             if name is None or (name not in _CONVERT and name not in _DROPPED and name != "Normalize"):
-                raise _unsupported(where)
-            if self.norm is not None and name not in ("RandomErasing", "ToPureTensor", "Identity"):
+                raise _unsupported(where, name)
+            if self.norm is not None and name not in ("RandomErasing", "timm.RandomErasing", "ToPureTensor",
+                                                      "Identity"):
                 raise ValueError(f"{where} comes after Normalize: stoker normalizes last, on the GPU "
                                  f"(stoker.normalize), so only RandomErasing may follow it")
             if name in _DROPPED:
@@ -112,7 +151,7 @@ class _Converter:
                 raise ValueError(f"{where} inside a container is not supported by stoker: the geometry comes "
                                  f"first, conversions and Normalize outside any container")
             elif name is None or name not in _CONVERT:
-                raise _unsupported(where)
+                raise _unsupported(where, name)
             else:
                 out.append(self.convert(name, t, where))
         return out
@@ -122,7 +161,7 @@ class _Converter:
             return _CONVERT[name](self, t, where)
         except (ValueError, TypeError) as e:
             msg = str(e)
-            if msg.startswith(where + " > "):  # a container's op, located already
+            if msg.startswith(where):  # located already (a container's op, or by its converter)
                 raise
             for prefix in (f"{name}: ", f"{name} "):
                 if msg.startswith(prefix):
@@ -142,6 +181,11 @@ class _Converter:
             self.pil, self.floating, self.unit = True, False, 1.0
         elif name in ("ConvertImageDtype", "ToDtype"):
             self.retype(_dtype(t.dtype), name == "ConvertImageDtype" or bool(getattr(t, "scale", False)), where)
+        elif name == "timm.ToTensor":  # timm's ToTensor(dtype): pil_to_tensor, then a cast that keeps 0..255
+            self.pil, self.floating, self.unit = False, False, 1.0
+            self.retype(t.dtype, False, where)
+        elif name == "open_clip.MaybeConvertMode" and getattr(t, "mode", "RGB") != "RGB":
+            raise ValueError(f"{where}: mode {t.mode!r}: stoker decodes every image to RGB; use mode='RGB'")
 
     def retype(self, dtype: Any, scale: bool, where: str) -> None:
         if dtype is None:
@@ -167,8 +211,12 @@ class _Converter:
         return float(v) * self.unit
 
     def normalize(self, t: Any, where: str) -> None:
+        if not self.floating:
+            img = "a PIL image" if self.pil else "a uint8 tensor"
+            raise ValueError(f"{where} would act on {img} (torchvision refuses it: Normalize wants floats): put "
+                             f"ToTensor, or ToDtype(torch.float32, scale=True), before it")
         try:
-            n = O.Normalize(t.mean, t.std)
+            n = O.Normalize(_short(t.mean), _short(t.std))
         except (ValueError, TypeError) as e:
             raise type(e)(f"{where}: {str(e).removeprefix('Normalize: ')}") from None
         k = self.unit / 255.0  # image values -> [0, 1] units
@@ -230,12 +278,53 @@ class _Converter:
         return out
 
 
-def _unsupported(where: str) -> ValueError:
-    hint = ""
-    if "Lambda" in where or "rgb" in where.lower():
-        hint = " (stoker decodes every image to 3-channel RGB: leave out a conversion to RGB)"
-    return ValueError(f"{where} is not supported by stoker{hint}; supported: {', '.join(SUPPORTED)}; dropped "
-                      f"(the Loader does them): {', '.join(_DROPPED)}")
+_MIXES = ("MixUp", "CutMix")
+
+
+def _short(v: Any) -> Any:
+    """Values of a float32 tensor (timm's Normalize holds torch.tensor(mean))
+    as the shortest decimals that are those float32 values: 0.485, not
+    0.48500001430511475."""
+    if getattr(v, "dtype", None) is None or str(v.dtype) != "torch.float32":
+        return v
+    out = []
+    for x in v.tolist():
+        f32 = struct.unpack("f", struct.pack("f", x))[0]
+        for digits in range(1, 10):
+            y = float(f"{f32:.{digits}g}")
+            if struct.unpack("f", struct.pack("f", y))[0] == f32:
+                break
+        out.append(y)
+    return out
+
+
+def _unsupported(where: str, name: Optional[str] = None) -> ValueError:
+    """The refusal of an op, in one line, with what to do instead."""
+    own = where.rsplit("(", 1)[-1].rstrip(")")
+    if name in _MIXES:
+        return ValueError(f"{where} mixes samples of a batch: stoker's batches are mixed on the GPU, with "
+                          f"stoker.gpu.{name} (leave it out here)")
+    if name == "timm.AutoAugment":
+        return ValueError(f"{where}: timm's AutoAugment policies ('original', 'v0', ...) are not stoker's: use "
+                          f"auto_augment='rand-...' (timm's RandAugment, which stoker has) or torchvision's "
+                          f"AutoAugment")
+    if name == "timm.AugMixAugment":
+        return ValueError(f"{where}: timm's AugMix ('augmix-...') is not stoker's: use auto_augment='rand-...' "
+                          f"(timm's RandAugment, which stoker has) or torchvision's AugMix")
+    if "Lambda" in where or "rgb" in own.lower():
+        return ValueError(f"{where} is not supported by stoker: stoker decodes every image to 3-channel RGB, so leave "
+                          f"out a conversion to RGB")
+    return ValueError(f"{where} is not supported by stoker: stoker.transforms.TORCHVISION_SUPPORTED lists what "
+                      f"from_torchvision converts; write the step with stoker.transforms' ops or leave it out")
+
+
+def _random_choice(cv: "_Converter", t: Any, where: str) -> Transform:
+    names = [_tv_name(x)[0] for x in t.transforms]
+    if names and all(n in _MIXES for n in names):
+        raise ValueError(f"{where} of {', '.join(str(n) for n in names)} mixes samples of a batch: stoker's batches "
+                         f"are mixed on the GPU, with stoker.gpu.RandomChoice([stoker.gpu.MixUp(...), "
+                         f"stoker.gpu.CutMix(...)]) (leave it out here)")
+    return C.RandomChoice(cv.inner(t.transforms, where + " > "), _weights(t.p))
 
 
 def _resize_aa(cv: _Converter, t: Any) -> bool:
@@ -257,6 +346,100 @@ def _resize(cv: _Converter, t: Any, where: str) -> Transform:
 def _erasing(cv: _Converter, t: Any, where: str) -> Transform:
     value, noise = cv.erase_value(t.value)
     return O.RandomErasing(t.p, t.scale, t.ratio, value, **noise)
+
+
+def _timm_rrc(cv: _Converter, t: Any, where: str) -> Transform:
+    """timm's RandomResizedCropAndInterpolation: torchvision's crop
+    sampling (in Python's random), resized on PIL (antialiased)."""
+    interp = t.interpolation
+    if isinstance(interp, (list, tuple)):  # interpolation="random": random.choice of these per image
+        names = [getattr(i, "value", i) for i in interp]
+        if sorted(str(n).lower() for n in names) != ["bicubic", "bilinear"]:
+            raise ValueError(f"{where}: a random choice of {names}: stoker draws bilinear or bicubic only")
+        interp = "random"
+    return O.RandomResizedCrop(t.size, t.scale, t.ratio, interp, _resize_aa(cv, t))
+
+
+#: timm's RandAugment op lists (timm.data.auto_augment): _RAND_TRANSFORMS,
+#: and _RAND_INCREASING_TRANSFORMS (inc1).
+_TIMM_RAND = ("AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "Solarize", "SolarizeAdd", "Color",
+              "Contrast", "Brightness", "Sharpness", "ShearX", "ShearY", "TranslateXRel", "TranslateYRel")
+_TIMM_INC = {"Posterize", "Solarize", "Color", "Contrast", "Brightness", "Sharpness"}
+_TIMM_RAND_INC = tuple(n + "Increasing" if n in _TIMM_INC else n for n in _TIMM_RAND)
+#: The hparams timm's create_transform passes, and their values that
+#: stoker's TimmRandAugment runs (others refused).
+_TIMM_HPARAMS = ("translate_const", "img_mean", "interpolation", "magnitude_std", "magnitude_max", "translate_pct")
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x) == int(x) else repr(float(x))
+
+
+def _timm_rand_augment(cv: _Converter, t: Any, where: str) -> Transform:
+    """timm's RandAugment object as the config string that made it:
+    "rand-m{m}[-n..][-mstd..][-mmax..][-p..][-inc1]"."""
+    if getattr(t, "choice_weights", None) is not None:
+        raise ValueError(f"{where}: a weighted op choice (a 'w' or weighted 't' section) is not supported by "
+                         f"stoker's TimmRandAugment: use timm's default op choice")
+    ops = list(t.ops)
+    names = tuple(op.name for op in ops)
+    if names not in (_TIMM_RAND, _TIMM_RAND_INC):
+        raise ValueError(f"{where}: the op set {list(names)} is not timm's default RandAugment set (with or without "
+                         f"inc1): stoker's TimmRandAugment runs those two only")
+    first = ops[0]
+    for op in ops:
+        if (op.magnitude, op.prob, op.hparams) != (first.magnitude, first.prob, first.hparams):
+            raise ValueError(f"{where}: ops with different magnitudes, probabilities or hparams: stoker's "
+                             f"TimmRandAugment is one config string for all its ops")
+    hp = first.hparams
+    extra = sorted(set(hp) - set(_TIMM_HPARAMS))
+    if extra or hp.get("translate_pct", 0.45) != 0.45:
+        raise ValueError(f"{where}: hparams {extra or ['translate_pct']} are not supported by stoker's "
+                         f"TimmRandAugment (it takes img_mean, interpolation, magnitude_std, magnitude_max)")
+    cfg = f"rand-m{_num(first.magnitude)}" + (f"-n{int(t.num_layers)}" if int(t.num_layers) != 2 else "")
+    mstd = float(hp.get("magnitude_std", 0))
+    if mstd > 0:
+        cfg += "-mstd101" if mstd == float("inf") else f"-mstd{_num(mstd)}"
+    if hp.get("magnitude_max") is not None:
+        cfg += f"-mmax{_num(hp['magnitude_max'])}"
+    if float(first.prob) != 0.5:
+        cfg += f"-p{_num(first.prob)}"
+    if names == _TIMM_RAND_INC:
+        cfg += "-inc1"
+    interp = hp.get("interpolation")  # none: bilinear or bicubic drawn per op
+    if isinstance(interp, (list, tuple)):
+        interp = None
+    fill = hp.get("img_mean", (128, 128, 128))
+    try:
+        return P.TimmRandAugment(cfg, interpolation=interp, fill=fill)
+    except (ValueError, TypeError) as e:
+        raise type(e)(f"{where}: {str(e).removeprefix('TimmRandAugment: ')}") from None
+
+
+def _timm_erasing(cv: _Converter, t: Any, where: str) -> Transform:
+    """timm's RandomErasing: torchvision's box sampling (in Python's
+    random); mode 'const' erases with 0 and 'pixel' with per-pixel normal
+    noise, both after Normalize; 'rand' (one normal colour per box) and
+    more than one box are not stoker's."""
+    if (t.min_count, t.max_count) != (1, 1):
+        raise ValueError(f"{where}: count ({t.min_count}, {t.max_count}): stoker erases at most one box; use "
+                         f"re_count=1")
+    if t.num_splits and t.num_splits > 1:
+        raise ValueError(f"{where}: num_splits={t.num_splits} (augmentation splits) is not supported by stoker; "
+                         f"use re_split=False")
+    if t.mode == "rand":
+        raise ValueError(f"{where}: mode 'rand' (one random colour per box) is not supported by stoker's "
+                         f"RandomErasing: use re_mode='pixel' (per-pixel noise) or 'const'")
+    if t.mode not in ("const", "pixel"):
+        raise ValueError(f"{where}: mode {t.mode!r}: want 'const' or 'pixel'")
+    value, noise = cv.erase_value("random" if t.mode == "pixel" else 0)
+    # timm keeps log(min_aspect), log(max_aspect or 1 / min_aspect): the
+    # ratios it was given, to the last bit where exp(log(x)) is not x.
+    lo = float(f"{math.exp(t.log_aspect_ratio[0]):.12g}")
+    hi = math.exp(t.log_aspect_ratio[1])
+    hi = 1 / lo if math.isclose(hi, 1 / lo, rel_tol=1e-12) else float(f"{hi:.12g}")
+    ratio = (lo, hi)
+    return O.RandomErasing(t.probability, (t.min_area, t.max_area), ratio, value, **noise)
 
 
 def _weights(p: Any) -> Any:
@@ -290,8 +473,13 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "RandomAffine": lambda cv, t, where: O.RandomAffine(t.degrees, t.translate, t.scale, t.shear, t.interpolation,
                                                         cv.pixels(_fill_of(t)), t.center),
     "RandomErasing": _erasing,
+    "timm.RandomResizedCropAndInterpolation": _timm_rrc,
+    "timm.RandAugment": _timm_rand_augment,
+    "timm.RandomErasing": _timm_erasing,
+    "open_clip.color_jitter": lambda cv, t, where: C.RandomApply([_CONVERT["ColorJitter"](cv, t.transf, where)], t.p),
+    "open_clip.gray_scale": lambda cv, t, where: O.RandomGrayscale(t.p),
     "RandomApply": lambda cv, t, where: C.RandomApply(cv.inner(t.transforms, where + " > "), t.p),
-    "RandomChoice": lambda cv, t, where: C.RandomChoice(cv.inner(t.transforms, where + " > "), _weights(t.p)),
+    "RandomChoice": _random_choice,
     "RandomOrder": lambda cv, t, where: C.RandomOrder(cv.inner(t.transforms, where + " > ")),
     "TrivialAugmentWide": lambda cv, t, where: P.TrivialAugmentWide(t.num_magnitude_bins, t.interpolation,
                                                                     cv.pixels(_fill_of(t))),
@@ -304,33 +492,84 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
 
 #: torchvision's classes from_torchvision converts (Normalize is kept on
 #: the result, for stoker.normalize).
-SUPPORTED = ("Compose", *_CONVERT, "Normalize")
+SUPPORTED = ("Compose", *(n for n in _CONVERT if "." not in n), "Normalize")
+
+#: Objects that hold their pipeline as ``.transforms`` and call it:
+#: torchvision's references/classification/presets.py.
+_HOLDERS = ("ClassificationPresetTrain", "ClassificationPresetEval")
+#: DataAugmentationDINO's attributes (dinov2/data/augmentations.py): the
+#: global crops' geometry and each one's ops, the local crops'.
+_DINO = ("geometric_augmentation_global", "global_transfo1", "global_transfo2", "geometric_augmentation_local",
+         "local_transfo", "local_crops_number")
 
 
-def from_torchvision(tv_transform: Any) -> C.Compose:
-    """Returns a torchvision pipeline as a stoker :class:`Compose`.
+def _dino(t: Any) -> Any:
+    """DINOv2's DataAugmentationDINO as the MultiView of its crops: two
+    global views (each its own ops) and local_crops_number local ones, in
+    the order its __call__ makes them (global_crops, then local_crops)."""
+    from stoker._views import MultiView
+
+    views = []
+    norms = set()
+    for name, geom, ops, count in (("global", t.geometric_augmentation_global, t.global_transfo1, 1),
+                                   ("global", t.geometric_augmentation_global, t.global_transfo2, 1),
+                                   ("local", t.geometric_augmentation_local, t.local_transfo, t.local_crops_number)):
+        where = f"{type(t).__name__}'s {name} crop > "
+        cv = _Converter()
+        cv.top(_members(geom) + _members(ops), where)
+        view = cv.result()
+        norms.add((view.normalize_mean, view.normalize_std))
+        if count > 0:
+            views.append((name, int(count), view))
+    out = MultiView(views)
+    # The views share one Normalize (DINOv2's make_normalize_transform).
+    if len(norms) == 1:
+        out.normalize_mean, out.normalize_std = norms.pop()  # type: ignore[attr-defined]
+    return out
+
+
+
+def from_torchvision(tv_transform: Any) -> Any:
+    """Returns a torchvision pipeline as a stoker :class:`Compose` (a
+    :class:`MultiView` for DINOv2's DataAugmentationDINO).
 
     ``tv_transform`` is a torchvision.transforms (v1) or
     torchvision.transforms.v2 Compose (nested ones are flattened), an
     ``nn.Sequential`` or a list of them, or a single transform, of the ops
     stoker supports, with their arguments (defaults included) read as each
-    version stores them. The first op stoker cannot run is refused by its
-    position and name, ``ValueError("op 3 (Lambda) is not supported by
-    stoker; supported: ...")`` (inside a nested Compose or a container:
-    ``"op 1 (Compose) > op 2 (...)"``), and so is an argument it cannot
-    honour (``RandomRotation(expand=True)``, ``Grayscale(1)``, a bicubic
-    rotation, a policy that resamples with bicubic).
+    version stores them. Also taken as they are: timm's
+    ``create_transform(...)`` output, open_clip's ``image_transform(...)``
+    output, torchvision's references' ``ClassificationPresetTrain`` and
+    ``ClassificationPresetEval`` objects, and DINOv2's
+    ``DataAugmentationDINO``.
+
+    The first op stoker cannot run is refused in one line, by its position
+    and name and with what to do instead: ``ValueError("op 3 (Lambda) is
+    not supported by stoker: ...")`` (inside a nested Compose or a
+    container: ``"op 1 (Compose) > op 2 (...)"``); MixUp and CutMix point
+    to :mod:`stoker.gpu`. So is an argument it cannot honour
+    (``RandomRotation(expand=True)``, ``Grayscale(1)``, a bicubic
+    RandomRotation or RandomAffine, timm's ``re_mode='rand'``).
 
     ToTensor, PILToTensor, ToImage, ToDtype, ConvertImageDtype,
-    ToPureTensor and RGB are dropped: the Loader decodes to RGB uint8 and
-    hands over tensors. A Normalize is dropped too, and its mean and std,
-    in [0, 1] units, are kept as the result's ``normalize_mean`` and
-    ``normalize_std``: pass them to :func:`stoker.normalize` on the GPU.
-    Only RandomErasing may follow the Normalize: its value ``v`` becomes
-    the pixel ``round(255 * (mean + std * v))`` per channel, and
-    ``value="random"`` noise drawn for that Normalize. Fills and solarize
-    thresholds given on float images ([0, 1]) are scaled to pixels.
+    ToPureTensor and RGB (and timm's, open_clip's and DINOv2's
+    MaybeToTensor, open_clip's convert to RGB) are dropped: the Loader
+    decodes to RGB uint8 and hands over tensors. A Normalize is dropped
+    too, and its mean and std, in [0, 1] units, are kept as the result's
+    ``normalize_mean`` and ``normalize_std``: pass them to
+    :func:`stoker.normalize` on the GPU. A Normalize on pixels (a PIL or
+    uint8 image: no ToTensor or ToDtype(float, scale=True) before it) is
+    refused, as torchvision refuses it. Only RandomErasing may follow the
+    Normalize: its value ``v`` becomes the pixel ``round(255 * (mean +
+    std * v))`` per channel, and ``value="random"`` noise drawn for that
+    Normalize. Fills and solarize thresholds given on float images
+    ([0, 1]) are scaled to pixels.
     """
+    cls = type(tv_transform).__name__
+    if cls in _HOLDERS and hasattr(tv_transform, "transforms"):
+        return from_torchvision(tv_transform.transforms)
+    if cls == "DataAugmentationDINO" and all(hasattr(tv_transform, a) for a in _DINO):
+        return _dino(tv_transform)
     name, own = _tv_name(tv_transform)
     if name == "Compose" or isinstance(tv_transform, (list, tuple)):
         items = _members(tv_transform)

@@ -41,9 +41,11 @@ def _antialias(cls: str, v: Optional[bool]) -> bool:
 class RandomResizedCrop(Transform):
     """A random crop of area ``scale`` and aspect ``ratio`` of the image,
     resized to ``size`` with ``interpolation`` ("nearest", "bilinear" or
-    "bicubic"; antialiased unless ``antialias=False``; None is True, what
-    torchvision does on PIL images). It is fused into the decode: it must be
-    the first op."""
+    "bicubic"; or "random": bilinear or bicubic drawn per image, timm's
+    ``RandomResizedCropAndInterpolation(interpolation="random")``;
+    antialiased unless ``antialias=False``; None is True, what torchvision
+    does on PIL images). It is fused into the decode: it must be the first
+    op."""
 
     def __init__(
         self,
@@ -61,16 +63,20 @@ class RandomResizedCrop(Transform):
         self.ratio = min_max(cls, "ratio", ratio, 0.0)
         if self.ratio[0] <= 0:
             raise ValueError(f"{cls}: ratio should be of the form (min, max) with 0 < min, got {ratio!r}")
-        self.interpolation = interp_name(cls, interpolation, _RESAMPLE)
+        if isinstance(interpolation, str) and interpolation == "random":
+            self.interpolation = "random"
+        else:
+            self.interpolation = interp_name(cls, interpolation, _RESAMPLE)
         self.antialias = _antialias(cls, antialias)
 
     def to_proto(self) -> pb.Op:
         h, w = self.size
+        rand = self.interpolation == "random"
         return pb.Op(
             random_resized_crop=pb.RandomResizedCrop(
                 height=h, width=w, scale_min=self.scale[0], scale_max=self.scale[1], ratio_min=self.ratio[0],
-                ratio_max=self.ratio[1], interpolation=interp_pb(self.interpolation, "bilinear"),
-                antialias=None if self.antialias else False,
+                ratio_max=self.ratio[1], interpolation=interp_pb(None if rand else self.interpolation, "bilinear"),
+                antialias=None if self.antialias else False, random_interpolation=rand,
             )
         )
 

@@ -5,7 +5,8 @@ policy of its own name, TimmRandAugment (:func:`timm_rand_augment`), never
 mixed up with torchvision's.
 
 Their resampling ops (rotate, shear, translate) run as torchvision's tensor
-kernels do: nearest or bilinear (timm's: bilinear or bicubic)."""
+kernels do: nearest or bilinear; bicubic (which torchvision takes on PIL
+images only, and timm's RandAugment draws) with torch's grid_sample cubic."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from typing import Any, Optional
 from stoker._ops_base import Fill, Transform, fill_list, fill_values, integer, interp_name, interp_pb, real
 from stoker.v1 import stoker_pb2 as pb
 
-_WARP = ("nearest", "bilinear")
+# torchvision's policies take bicubic on PIL images (its tensor kernels
+# refuse it); stoker resamples it with the bicubic warp timm's RandAugment
+# uses (docs/transforms.md).
+_WARP = ("nearest", "bilinear", "bicubic")
 _MAX_OPS = 16  # the server's bound on num_ops, mixture_width, chain_depth
 _MAX_BINS = 1000
 

@@ -4,7 +4,7 @@ geometry and ops drawn apart."""
 
 from __future__ import annotations
 
-from typing import Any, List, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from stoker.v1 import stoker_pb2 as pb
 
@@ -40,6 +40,12 @@ class MultiView:
     :data:`MAX_VIEWS` views; every view's transform must start with its
     geometry, and all or none end in Normalize.
     """
+
+    #: The Normalize the views shared, in [0, 1] units, when
+    #: :func:`~stoker.transforms.from_torchvision` made the MultiView (pass
+    #: them to :func:`stoker.normalize`); None otherwise.
+    normalize_mean: Optional[Tuple[float, float, float]] = None
+    normalize_std: Optional[Tuple[float, float, float]] = None
 
     def __init__(self, groups: Sequence[Union[Tuple[int, Any], Tuple[str, int, Any]]]) -> None:
         from stoker.transforms import to_spec

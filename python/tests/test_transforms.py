@@ -401,7 +401,7 @@ BAD = [
     (lambda: T.TrivialAugmentWide(num_magnitude_bins=1), ValueError, "num_magnitude_bins"),
     (lambda: T.RandAugment(num_ops=-1), ValueError, "non-negative"),
     (lambda: T.RandAugment(magnitude=31), ValueError, "magnitude"),
-    (lambda: T.RandAugment(interpolation="bicubic"), ValueError, "'bicubic'"),
+    (lambda: T.RandAugment(interpolation="lanczos"), ValueError, "'lanczos'"),
     (lambda: T.AutoAugment("imagenet2"), ValueError, "not recognized"),
     (lambda: T.AugMix(severity=11), ValueError, "severity"),
     (lambda: T.AugMix(chain_depth=0), ValueError, "chain_depth"),

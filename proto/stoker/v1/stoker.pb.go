@@ -1881,8 +1881,12 @@ type RandomResizedCrop struct {
 	RatioMax      float64                `protobuf:"fixed64,6,opt,name=ratio_max,json=ratioMax,proto3" json:"ratio_max,omitempty"`
 	Interpolation Interpolation          `protobuf:"varint,7,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
 	Antialias     *bool                  `protobuf:"varint,8,opt,name=antialias,proto3,oneof" json:"antialias,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// timm's RandomResizedCropAndInterpolation(interpolation="random"):
+	// bilinear or bicubic, drawn per sample with even odds after the crop
+	// (interpolation is then unset).
+	RandomInterpolation bool `protobuf:"varint,80,opt,name=random_interpolation,json=randomInterpolation,proto3" json:"random_interpolation,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *RandomResizedCrop) Reset() {
@@ -1967,6 +1971,13 @@ func (x *RandomResizedCrop) GetInterpolation() Interpolation {
 func (x *RandomResizedCrop) GetAntialias() bool {
 	if x != nil && x.Antialias != nil {
 		return *x.Antialias
+	}
+	return false
+}
+
+func (x *RandomResizedCrop) GetRandomInterpolation() bool {
+	if x != nil {
+		return x.RandomInterpolation
 	}
 	return false
 }
@@ -6329,7 +6340,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x02op\"+\n" +
 	"\x05Range\x12\x10\n" +
 	"\x03min\x18\x01 \x01(\x01R\x03min\x12\x10\n" +
-	"\x03max\x18\x02 \x01(\x01R\x03max\"\xa6\x02\n" +
+	"\x03max\x18\x02 \x01(\x01R\x03max\"\xd9\x02\n" +
 	"\x11RandomResizedCrop\x12\x16\n" +
 	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
 	"\x05width\x18\x02 \x01(\rR\x05width\x12\x1b\n" +
@@ -6338,7 +6349,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\tratio_min\x18\x05 \x01(\x01R\bratioMin\x12\x1b\n" +
 	"\tratio_max\x18\x06 \x01(\x01R\bratioMax\x12>\n" +
 	"\rinterpolation\x18\a \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12!\n" +
-	"\tantialias\x18\b \x01(\bH\x00R\tantialias\x88\x01\x01B\f\n" +
+	"\tantialias\x18\b \x01(\bH\x00R\tantialias\x88\x01\x01\x121\n" +
+	"\x14random_interpolation\x18P \x01(\bR\x13randomInterpolationB\f\n" +
 	"\n" +
 	"_antialias\"\xa7\x01\n" +
 	"\x06Resize\x12\x16\n" +

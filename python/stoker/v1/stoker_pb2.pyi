@@ -279,7 +279,7 @@ class Range(_message.Message):
     def __init__(self, min: _Optional[float] = ..., max: _Optional[float] = ...) -> None: ...
 
 class RandomResizedCrop(_message.Message):
-    __slots__ = ("height", "width", "scale_min", "scale_max", "ratio_min", "ratio_max", "interpolation", "antialias")
+    __slots__ = ("height", "width", "scale_min", "scale_max", "ratio_min", "ratio_max", "interpolation", "antialias", "random_interpolation")
     HEIGHT_FIELD_NUMBER: _ClassVar[int]
     WIDTH_FIELD_NUMBER: _ClassVar[int]
     SCALE_MIN_FIELD_NUMBER: _ClassVar[int]
@@ -288,6 +288,7 @@ class RandomResizedCrop(_message.Message):
     RATIO_MAX_FIELD_NUMBER: _ClassVar[int]
     INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
     ANTIALIAS_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
     height: int
     width: int
     scale_min: float
@@ -296,7 +297,8 @@ class RandomResizedCrop(_message.Message):
     ratio_max: float
     interpolation: Interpolation
     antialias: bool
-    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ..., scale_min: _Optional[float] = ..., scale_max: _Optional[float] = ..., ratio_min: _Optional[float] = ..., ratio_max: _Optional[float] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., antialias: _Optional[bool] = ...) -> None: ...
+    random_interpolation: bool
+    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ..., scale_min: _Optional[float] = ..., scale_max: _Optional[float] = ..., ratio_min: _Optional[float] = ..., ratio_max: _Optional[float] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., antialias: _Optional[bool] = ..., random_interpolation: _Optional[bool] = ...) -> None: ...
 
 class Resize(_message.Message):
     __slots__ = ("height", "width", "interpolation", "antialias")

@@ -1,0 +1,56 @@
+package pipeline
+
+import (
+	"testing"
+)
+
+// TestRandomResizedCropRandomInterp: RandomInterp (timm's
+// RandomResizedCropAndInterpolation(interpolation="random")) draws bilinear
+// or bicubic per sample after the crop, so the crops are the bilinear
+// RandomResizedCrop's, key for key; about half of each; the trace's
+// resized_crop says which; antialiased either way.
+func TestRandomResizedCropRandomInterp(t *testing.T) {
+	base := Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}}
+	rnd := base
+	rnd.RandomInterp = true
+	trBase, trRand := mustTransform(t, CHW, base), mustTransform(t, CHW, rnd)
+	const n = 2000
+	bicubic := 0
+	for i := range uint64(n) {
+		k := Key{Seed: 9, Index: i}
+		a, err := trBase.plan(500, 375, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := trRand.plan(500, 375, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if [4]int{a.cx, a.cy, a.cw, a.ch} != [4]int{b.cx, b.cy, b.cw, b.ch} {
+			t.Fatalf("key %d: crop %v, the bilinear op's %v", i, [4]int{b.cx, b.cy, b.cw, b.ch}, [4]int{a.cx, a.cy, a.cw, a.ch})
+		}
+		if !b.antialias || (b.interp != InterpBilinear && b.interp != InterpBicubic) {
+			t.Fatalf("key %d: %s antialias %v", i, b.interp, b.antialias)
+		}
+		if b.interp == InterpBicubic {
+			bicubic++
+		}
+		st := trRand.geometrySteps(&b, nil)
+		if st[0].Fn != FnResizedCrop || st[0].Interp != b.interp || !st[0].Antialias {
+			t.Fatalf("key %d: trace step %+v for a %s plan", i, st[0], b.interp)
+		}
+	}
+	// Binomial(2000, 1/2): sd 22; the seeds are fixed.
+	if bicubic < n/2-150 || bicubic > n/2+150 {
+		t.Fatalf("%d of %d samples bicubic, want about half", bicubic, n)
+	}
+	// Only RandomResizedCrop draws it, and only with Interp bilinear.
+	for _, bad := range []Op{
+		{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Interp: InterpBicubic, RandomInterp: true},
+		{Kind: OpResize, Size: [2]int{32, 32}, RandomInterp: true},
+	} {
+		if _, err := NewTransform(CHW, bad); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
