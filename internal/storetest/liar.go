@@ -51,6 +51,12 @@ type Lies struct {
 	// goes and never held: a listing body of any size.
 	LongKeys     int
 	LongKeyBytes int64
+	// ManyKeys lists this many made-up objects instead of the bucket's,
+	// 1,000 a page as S3 pages them (continuation tokens and all), each
+	// key ManyKeyBytes bytes long (at least 16): a listing of any length,
+	// written as it goes and never held. The objects cannot be read.
+	ManyKeys     int
+	ManyKeyBytes int
 	// ListPadding pads every listing body with this many bytes of
 	// whitespace between its elements (valid XML, of any size).
 	ListPadding int64
@@ -278,6 +284,10 @@ func (s *LyingS3) list(w http.ResponseWriter, r *http.Request, lies Lies) {
 	if v, err := strconv.Atoi(q.Get("max-keys")); err == nil && v > 0 && v < maxKeys {
 		maxKeys = v
 	}
+	if lies.ManyKeys > 0 {
+		s.listMany(w, r, prefix, after, maxKeys, lies)
+		return
+	}
 	s.mu.Lock()
 	var keys []string
 	for k := range s.objs {
@@ -323,6 +333,38 @@ func (s *LyingS3) list(w http.ResponseWriter, r *http.Request, lies Lies) {
 			bw.str("<ETag>" + escapeXML(o.etag) + "</ETag>")
 		}
 		bw.str(fmt.Sprintf("<Size>%d</Size><StorageClass>STANDARD</StorageClass></Contents>", len(o.data)))
+	}
+	bw.str("</ListBucketResult>")
+}
+
+// listMany answers a listing page of Lies.ManyKeys: keys prefix +
+// "many/" + an 8-digit number + 'k's, the page after the continuation
+// token (the last number listed).
+func (s *LyingS3) listMany(w http.ResponseWriter, r *http.Request, prefix, after string, maxKeys int, lies Lies) {
+	start := 0
+	if after != "" {
+		n, err := strconv.Atoi(after)
+		if err != nil {
+			s3Fail(w, r, http.StatusBadRequest, "InvalidArgument", "continuation token")
+			return
+		}
+		start = n + 1
+	}
+	end := min(start+maxKeys, lies.ManyKeys)
+	pad := max(lies.ManyKeyBytes-len(prefix)-len("many/")-8, 0)
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(http.StatusOK)
+	bw := &errWriter{w: w}
+	bw.str(xml.Header + `<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">`)
+	bw.str("<Name>" + escapeXML(s.Bucket) + "</Name><Prefix>" + escapeXML(prefix) + "</Prefix>")
+	bw.str(fmt.Sprintf("<KeyCount>%d</KeyCount><MaxKeys>%d</MaxKeys><IsTruncated>%t</IsTruncated>", end-start, maxKeys, end < lies.ManyKeys))
+	if end < lies.ManyKeys {
+		bw.str(fmt.Sprintf("<NextContinuationToken>%d</NextContinuationToken>", end-1))
+	}
+	for i := start; i < end; i++ {
+		bw.str(fmt.Sprintf("<Contents><Key>%smany/%08d", escapeXML(prefix), i))
+		bw.pad(int64(pad), 'k')
+		bw.str(fmt.Sprintf("</Key><LastModified>2026-01-01T00:00:00.000Z</LastModified><ETag>&quot;%08d&quot;</ETag><Size>1000</Size></Contents>", i))
 	}
 	bw.str("</ListBucketResult>")
 }
