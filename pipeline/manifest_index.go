@@ -307,6 +307,9 @@ func scanShards(ctx context.Context, m *Manifest, shards []source.Object, o Inde
 	// The samples as the local WebDataset takes them (labelled or not).
 	_, err := wdsSamples(results, names, m.Root, func(s *wdsScanned) error {
 		ms := ManifestSample{Object: objs[s.shard], Off: s.offset, Size: s.size, Label: s.label, Member: s.name, NoImage: s.noImage, Hash: s.hash}
+		if s.hasCls {
+			ms.ClsOff, ms.ClsSize = s.clsOff, s.clsSize
+		}
 		for _, f := range s.members {
 			ms.Fields = append(ms.Fields, ManifestField{Ext: f.ext, Off: f.off, Size: f.size})
 		}
