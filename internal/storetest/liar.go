@@ -57,6 +57,14 @@ type Lies struct {
 	// written as it goes and never held. The objects cannot be read.
 	ManyKeys     int
 	ManyKeyBytes int
+	// ListBody, if set, is every listing's whole answer (200, text/html):
+	// a page that is not a listing (a proxy's or a captive portal's HTML,
+	// plain text).
+	ListBody string
+	// EndlessGET answers every GET with its status and Content-Range (if
+	// ranged) but no Content-Length, and a body that never ends: the
+	// object's bytes, then more, until the client hangs up.
+	EndlessGET bool
 	// ListPadding pads every listing body with this many bytes of
 	// whitespace between its elements (valid XML, of any size).
 	ListPadding int64
@@ -243,6 +251,15 @@ func (s *LyingS3) get(w http.ResponseWriter, r *http.Request, key string, lies L
 	} else {
 		start, end = 0, size
 	}
+	if lies.EndlessGET && r.Method == http.MethodGet {
+		w.WriteHeader(status) // no Content-Length: chunked, for ever
+		bw := &errWriter{w: w}
+		bw.str(string(o.data[start:end]))
+		for bw.err == nil && r.Context().Err() == nil {
+			bw.pad(64<<10, 'z')
+		}
+		return
+	}
 	h.Set("Content-Length", strconv.FormatInt(end-start, 10))
 	w.WriteHeader(status)
 	if r.Method == http.MethodGet {
@@ -286,6 +303,12 @@ func (s *LyingS3) list(w http.ResponseWriter, r *http.Request, lies Lies) {
 	}
 	if lies.ManyKeys > 0 {
 		s.listMany(w, r, prefix, after, maxKeys, lies)
+		return
+	}
+	if lies.ListBody != "" {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, lies.ListBody)
 		return
 	}
 	s.mu.Lock()
