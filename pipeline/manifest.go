@@ -71,6 +71,11 @@ type ManifestSample struct {
 	// Fields are a WebDataset sample's other members (not its image or
 	// its .cls), each a range of the same shard.
 	Fields []ManifestField
+	// ClsOff and ClsSize are a labelled WebDataset sample's .cls member:
+	// its bytes in the same shard, read beside the image and checked
+	// against Label, so that a manifest cannot relabel a sample (ClsSize
+	// 0: none).
+	ClsOff, ClsSize int64
 }
 
 // ManifestField is a member of a WebDataset sample's key: its extension
@@ -108,6 +113,9 @@ type sampleTable struct {
 	// hashes holds each sample's Hash, sha256.Size bytes a sample (zeros:
 	// none), or is nil when no sample has one.
 	hashes []byte
+	// clsOff and clsSize are each sample's .cls member (size 0: none), or
+	// nil when no sample has one.
+	clsOff, clsSize []int64
 }
 
 // maxStrings bounds the bytes of a table's strings (their ends are
@@ -158,6 +166,12 @@ func (m *Manifest) AddSample(s ManifestSample) {
 	t.mems.WriteString(s.Member)
 	t.memEnd = append(t.memEnd, uint32(t.mems.Len()))
 	t.maxLabel = max(t.maxLabel, s.Label)
+	if s.ClsSize != 0 && t.clsSize == nil {
+		t.clsOff, t.clsSize = make([]int64, len(t.obj)-1, len(t.obj)), make([]int64, len(t.obj)-1, len(t.obj))
+	}
+	if t.clsSize != nil {
+		t.clsOff, t.clsSize = append(t.clsOff, s.ClsOff), append(t.clsSize, s.ClsSize)
+	}
 	switch {
 	case len(s.Hash) != 0 && len(s.Hash) != sha256.Size:
 		m.bad = true
@@ -168,6 +182,15 @@ func (m *Manifest) AddSample(s ManifestSample) {
 		t.hashes = append(t.hashes, make([]byte, sha256.Size)...)
 		copy(t.hashes[len(t.hashes)-sha256.Size:], s.Hash)
 	}
+}
+
+// cls is sample i's .cls member (size 0: none).
+func (m *Manifest) cls(i int) (off, size int64) {
+	t := &m.samples
+	if t.clsSize == nil {
+		return 0, 0
+	}
+	return t.clsOff[i], t.clsSize[i]
 }
 
 // hash is sample i's content hash, nil when it has none.
@@ -248,6 +271,20 @@ func (m *Manifest) checkWebDataset() error {
 	}
 	if t.n != n {
 		return fmt.Errorf("%w: fields of %d samples for %d", ErrManifest, t.n, n)
+	}
+	if s.unlabelled == 0 && n > 0 {
+		// Each label is checked against its sample's .cls as it is read:
+		// a manifest without their places (an older stoker's) would be
+		// believed alone.
+		if s.clsSize == nil {
+			return fmt.Errorf("%w: it gives no .cls member for its WebDataset samples, so their labels could not be checked against the shards (a manifest of an older stoker): run `stoker index` again", ErrManifest)
+		}
+		for i := range n {
+			sz := m.objs.sizes[s.obj[i]]
+			if off, size := s.clsOff[i], s.clsSize[i]; size <= 0 || size > maxClsBytes || off < tarBlock || off > sz-size {
+				return fmt.Errorf("%w: sample %d's .cls member is bytes [%d, +%d) of an object of %d", ErrManifest, i, off, size, sz)
+			}
+		}
 	}
 	if t.end != nil {
 		for i := range n {
@@ -338,6 +375,7 @@ func (m *Manifest) Sample(i int) ManifestSample {
 	t := &m.samples
 	ms := ManifestSample{Object: int(t.obj[i]), Off: t.off[i], Size: t.size[i], Label: int64(t.label[i]),
 		Member: cut(&t.mems, t.memEnd, i), Hash: m.hash(i), NoImage: t.noImage[int32(i)]}
+	ms.ClsOff, ms.ClsSize = m.cls(i)
 	for k := range m.fields.entries(i) {
 		ext, off, size := m.fields.entry(i, k)
 		ms.Fields = append(ms.Fields, ManifestField{Ext: ext, Off: off, Size: size})

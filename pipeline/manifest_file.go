@@ -35,6 +35,8 @@ import (
 //	        each sample: its entries' count times 2, plus 1 when it has
 //	        no image, then each entry: extension (its index), offset
 //	        (zigzag, from the sample's), size
+//	cls (version 4): count (0, or the samples'), then each sample's .cls
+//	        member: offset (zigzag, from the sample's), size (0: none)
 //
 // In version 3 a label is written plus one (0: none, an unlabelled
 // WebDataset's). A manifest of an earlier version records no fields: a
@@ -48,7 +50,7 @@ import (
 // this process allocate is bounded by its size.
 const (
 	manifestMagic   = "STOKERMF"
-	manifestVersion = 3
+	manifestVersion = 4
 	manifestHeader  = 8 + 4 + 8 + 8 + sha256.Size
 	// DefaultMaxManifestSize bounds a manifest file read (1 GiB: tens of
 	// millions of samples).
@@ -103,6 +105,11 @@ func (m *Manifest) Encode(w io.Writer) error {
 	e.uint(uint64(len(s.hashes) / sha256.Size))
 	bw.Write(s.hashes)
 	m.encodeFields(&e)
+	e.uint(uint64(len(s.clsSize)))
+	for i := range s.clsSize {
+		e.uint(zigzag(s.clsOff[i] - s.off[i]))
+		e.uint(uint64(s.clsSize[i]))
+	}
 	if err := errors.Join(bw.Flush(), zw.Close()); err != nil {
 		return err
 	}
@@ -353,6 +360,9 @@ func (d *decoder) manifest() (*Manifest, error) {
 			m.fields.next()
 		}
 	}
+	if d.version >= 4 {
+		d.cls(s, ns)
+	}
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -376,6 +386,24 @@ func (d *decoder) hashes(s *sampleTable, ns int) {
 		return
 	}
 	d.left -= int64(len(s.hashes))
+}
+
+// cls reads the samples' .cls members (version 4): none, or one (size 0:
+// none) for each of the ns samples.
+func (d *decoder) cls(s *sampleTable, ns int) {
+	nc := d.count("cls members", 2)
+	switch {
+	case d.err != nil || nc == 0:
+		return
+	case nc != ns:
+		d.fail("%d .cls members for %d samples", nc, ns)
+		return
+	}
+	s.clsOff, s.clsSize = make([]int64, 0, ns), make([]int64, 0, ns)
+	for i := 0; i < ns && d.err == nil; i++ {
+		s.clsOff = append(s.clsOff, s.off[i]+unzigzag(d.uint()))
+		s.clsSize = append(s.clsSize, d.int("cls size", maxClsBytes))
+	}
 }
 
 // encodeFields writes the fields section (version 3).

@@ -30,9 +30,9 @@ func smallManifest() *Manifest {
 	m := &Manifest{Root: "s3://bucket/prefix/", Layout: LayoutWebDataset}
 	a := m.AddObject(source.Object{Key: "a.tar", Size: 4096, Version: `"etag-a"`})
 	b := m.AddObject(source.Object{Key: "b.tar", Size: 2048, ModTime: time.Unix(1700000000, 123)})
-	m.AddSample(ManifestSample{Object: a, Off: 512, Size: 100, Label: 1, Member: "x/1.jpg"})
-	m.AddSample(ManifestSample{Object: a, Off: 1536, Size: 100, Label: 0, Member: "x/2.jpg"})
-	m.AddSample(ManifestSample{Object: b, Off: 512, Size: 1536, Label: 3, Member: "3.png", Hash: bytes.Repeat([]byte{7}, 32)})
+	m.AddSample(ManifestSample{Object: a, Off: 512, Size: 100, Label: 1, Member: "x/1.jpg", ClsOff: 1024, ClsSize: 1})
+	m.AddSample(ManifestSample{Object: a, Off: 1536, Size: 100, Label: 0, Member: "x/2.jpg", ClsOff: 2560, ClsSize: 2})
+	m.AddSample(ManifestSample{Object: b, Off: 512, Size: 1024, Label: 3, Member: "3.png", Hash: bytes.Repeat([]byte{7}, 32), ClsOff: 2047, ClsSize: 1})
 	return m
 }
 
@@ -109,7 +109,10 @@ func TestManifestCorrupt(t *testing.T) {
 	v2Body := append(bytes.Clone(v1Body), 0) // no hashes
 	// Version 3: labels written plus one, and after the hashes (none) the
 	// fields section: no extensions, no fields for the one sample.
-	okBody := uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 1, "m", 0, 0, 0)
+	v3Body := uvarints("r", "webdataset", 0, 1, "a.tar", 10, "", 0, 1, 0, 0, 10, 1, "m", 0, 0, 0)
+	// Version 4: then each sample's .cls member (its offset from the
+	// sample's, zigzag; its size).
+	okBody := uvarints("r", "webdataset", 0, 1, "a.tar", 2048, "", 0, 1, 0, 512, 10, 1, "m", 0, 0, 0, 1, zigzagOf(1024), 1)
 	cases := map[string][]byte{
 		"empty":              nil,
 		"header cut short":   good[:manifestHeader-1],
@@ -150,9 +153,16 @@ func TestManifestCorrupt(t *testing.T) {
 		"hashes cut":      reframe(append(append(bytes.Clone(v1Body), 1), make([]byte, 31)...), 0),
 	}
 	cases["valid"] = reframe(okBody, 0)
-	cases["valid, version 1"] = reframeV(1, v1Body, 0)
-	cases["valid, version 2"] = reframeV(2, v2Body, 0)
-	cases["valid, a hash"] = reframeV(2, append(append(bytes.Clone(v1Body), 1), bytes.Repeat([]byte{9}, 32)...), 0)
+	// A labelled WebDataset's manifest of an earlier version gives no
+	// .cls members: its labels could not be checked, and it is refused.
+	cases["labels unchecked, version 1"] = reframeV(1, v1Body, 0)
+	cases["labels unchecked, version 2"] = reframeV(2, v2Body, 0)
+	cases["labels unchecked, version 3"] = reframeV(3, v3Body, 0)
+	cases["labels unchecked, a hash"] = reframeV(2, append(append(bytes.Clone(v1Body), 1), bytes.Repeat([]byte{9}, 32)...), 0)
+	cases["no .cls in version 4"] = reframe(append(bytes.Clone(v3Body), 0), 0)
+	cases["cls in the header"] = reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 2048, "", 0, 1, 0, 512, 10, 1, "m", 0, 0, 0, 1, zigzagOf(-500), 1), 0)
+	cases["cls too long"] = reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 2048, "", 0, 1, 0, 512, 10, 1, "m", 0, 0, 0, 1, zigzagOf(1024), 33), 0)
+	cases["cls of some"] = reframe(uvarints("r", "webdataset", 0, 1, "a.tar", 2048, "", 0, 1, 0, 512, 10, 1, "m", 0, 0, 0, 2, zigzagOf(1024), 1, 0, 1), 0)
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) {
 			// A reframe'd body declares its real length.

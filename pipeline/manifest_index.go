@@ -28,6 +28,41 @@ type IndexOptions struct {
 	// Progress, when set, is called as the work goes (from one goroutine
 	// at a time, often: it should be cheap).
 	Progress func(IndexProgress)
+	// MaxBytes bounds the memory the index may hold while it is built
+	// (the listing's keys and versions, the shards' members found, the
+	// manifest made of them), counted as they grow; past it the index
+	// fails saying so, and OverHint, what to do instead. 0: no bound.
+	MaxBytes int64
+	OverHint string
+}
+
+// heldBytes counts what an index being built holds, against MaxBytes.
+type heldBytes struct {
+	n     atomic.Int64
+	items atomic.Int64
+	o     *IndexOptions
+	what  string
+}
+
+// Per listed object or found sample: its struct in the listing (or the
+// scan's results) and its columns in the manifest, beside its strings,
+// which are held twice (the listing's, then the manifest's copy).
+const heldPerItem = 128
+
+// add counts an item whose strings are n bytes; an error once the total
+// is over MaxBytes.
+func (h *heldBytes) add(n int) error {
+	total := h.n.Add(int64(2*n + heldPerItem))
+	items := h.items.Add(1)
+	if h.o.MaxBytes <= 0 || total <= h.o.MaxBytes {
+		return nil
+	}
+	hint := ""
+	if h.o.OverHint != "" {
+		hint = ": " + h.o.OverHint
+	}
+	return fmt.Errorf("indexing %s: the listing and the index built from it hold %.1f MiB after %d entries (keys and members), over the %.1f MiB it may take%s",
+		h.what, float64(total)/(1<<20), items, float64(h.o.MaxBytes)/(1<<20), hint)
 }
 
 // IndexProgress is how far an index has come.
@@ -71,8 +106,12 @@ func (o IndexOptions) progress(p IndexProgress) {
 // without an image refused, compressed shards refused).
 func IndexStore(ctx context.Context, st source.Store, o IndexOptions) (*Manifest, error) {
 	var objs []source.Object
+	held := &heldBytes{o: &o, what: st.String()}
 	last := time.Now()
 	err := st.List(ctx, "", func(obj source.Object) error {
+		if err := held.add(len(obj.Key) + len(obj.Version)); err != nil {
+			return err
+		}
 		objs = append(objs, obj)
 		if time.Since(last) > 100*time.Millisecond {
 			last = time.Now()
@@ -108,7 +147,13 @@ func IndexStore(ctx context.Context, st source.Store, o IndexOptions) (*Manifest
 				return nil, err
 			}
 			defer rc.Close()
-			return scanShard(&streamReader{r: bufio.NewReaderSize(rc, 1<<20)}, si, obj.Key, needsHash(st, obj))
+			got, err := scanShard(&streamReader{r: bufio.NewReaderSize(rc, 1<<20)}, si, obj.Key, needsHash(st, obj))
+			for i := range got {
+				if err == nil {
+					err = held.add(len(got[i].name) + 32*len(got[i].members))
+				}
+			}
+			return got, err
 		}); err != nil {
 			return nil, err
 		}
@@ -262,6 +307,9 @@ func scanShards(ctx context.Context, m *Manifest, shards []source.Object, o Inde
 	// The samples as the local WebDataset takes them (labelled or not).
 	_, err := wdsSamples(results, names, m.Root, func(s *wdsScanned) error {
 		ms := ManifestSample{Object: objs[s.shard], Off: s.offset, Size: s.size, Label: s.label, Member: s.name, NoImage: s.noImage, Hash: s.hash}
+		if s.hasCls {
+			ms.ClsOff, ms.ClsSize = s.clsOff, s.clsSize
+		}
 		for _, f := range s.members {
 			ms.Fields = append(ms.Fields, ManifestField{Ext: f.ext, Off: f.off, Size: f.size})
 		}

@@ -138,3 +138,72 @@ func TestManifestTarHeaders(t *testing.T) {
 		t.Errorf("the long-named sample: %.1q, %v", got, err)
 	}
 }
+
+// TestManifestWebDatasetLabels (issue 47): a WebDataset manifest whose
+// labels are shifted (50/50 wrong labels, silently, before) gets no wrong
+// label to a trainer: each sample's .cls member is read beside its image
+// and the label checked against it, and a sample whose label the shard
+// does not say is a per-sample error naming both. A manifest that points
+// a sample's .cls at another key's .cls, or at its image, fails the same
+// way (the tar header before it must name the key's .cls); the honest one
+// reads every sample.
+func TestManifestWebDatasetLabels(t *testing.T) {
+	dir := t.TempDir()
+	var members []tarMember
+	const n = 50
+	for i := range n {
+		members = append(members,
+			tarMember{fmt.Sprintf("s%02d.cls", i), []byte(fmt.Sprint(i % 5))},
+			tarMember{fmt.Sprintf("s%02d.jpg", i), bytes.Repeat([]byte{byte('a' + i%26)}, 600)})
+	}
+	writeShard(t, filepath.Join(dir, "a.tar"), members, tar.FormatPAX)
+	m, err := IndexDir(t.Context(), dir, IndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth := func(ds Dataset, i int) int64 {
+		var k int
+		fmt.Sscanf(ds.Name(i), "a.tar/s%02d.jpg", &k)
+		return int64(k % 5)
+	}
+	putManifest(t, dir, m)
+	honest, err := openSource(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range honest.Len() {
+		if _, err := honest.Read(i, nil); err != nil || honest.Label(i) != truth(honest, i) {
+			t.Errorf("honest sample %d (%s): label %d, %v", i, honest.Name(i), honest.Label(i), err)
+		}
+	}
+	for name, tc := range map[string]struct {
+		f    func(i int, s *ManifestSample)
+		says string
+	}{
+		"labels shifted":     {func(_ int, s *ManifestSample) { s.Label = (s.Label + 1) % 5 }, "the manifest labels it"},
+		"cls of another key": {func(i int, s *ManifestSample) { s.ClsOff = m.Sample((i + 1) % n).ClsOff; s.Label = (s.Label + 1) % 5 }, `names "s`},
+		"cls at the image":   {func(_ int, s *ManifestSample) { s.ClsOff, s.ClsSize = s.Off, 1 }, "the manifest gives its label bytes"},
+	} {
+		putManifest(t, dir, rewrite(m, nil, tc.f))
+		ds, err := openSource(t, dir)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		wrong, refused := 0, 0
+		for i := range ds.Len() {
+			_, err := ds.Read(i, nil)
+			switch {
+			case err == nil && ds.Label(i) != truth(ds, i):
+				wrong++
+			case err != nil:
+				refused++
+				if !errors.Is(err, ErrManifest) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), ds.Name(i)) {
+					t.Errorf("%s: sample %d: %v: want ErrManifest naming the sample and saying %q", name, i, err, tc.says)
+				}
+			}
+		}
+		if wrong != 0 || refused != n {
+			t.Errorf("%s: %d wrong labels delivered, %d of %d samples refused; want 0 wrong, all refused", name, wrong, refused, n)
+		}
+	}
+}

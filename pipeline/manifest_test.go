@@ -276,13 +276,17 @@ func TestPrefetch(t *testing.T) {
 		t.Fatalf("%T has no Prefetch", ds)
 	}
 	p.Prefetch([]int64{4, 0, -1, 99, 2})
-	if len(rec.hints) != 1 || len(rec.hints[0]) != 3 {
-		t.Fatalf("hints %+v, want one of 3 ranges", rec.hints)
+	// Each sample's image, then its .cls (read to check its label).
+	if len(rec.hints) != 1 || len(rec.hints[0]) != 6 {
+		t.Fatalf("hints %+v, want one of 6 ranges", rec.hints)
 	}
 	for j, i := range []int{4, 0, 2} {
-		r, s := rec.hints[0][j], m.Sample(i)
+		r, c, s := rec.hints[0][2*j], rec.hints[0][2*j+1], m.Sample(i)
 		if r.Obj != m.Object(s.Object) || r.Off != s.Off-tarBlock || r.Len != s.Size+tarBlock {
 			t.Errorf("hint %d: %+v, want sample %d's %+v in %+v", j, r, i, s, m.Object(s.Object))
+		}
+		if c.Obj != r.Obj || c.Off != s.ClsOff-tarBlock || c.Len != s.ClsSize+tarBlock || s.ClsSize == 0 {
+			t.Errorf("hint %d's .cls: %+v, want sample %d's [%d, +%d)", j, c, i, s.ClsOff, s.ClsSize)
 		}
 		data, err := ds.Read(i, nil)
 		if err != nil || int64(len(data)) != s.Size {
@@ -291,7 +295,7 @@ func TestPrefetch(t *testing.T) {
 	}
 	ds.(interface{ SetMaxFileSize(int64) }).SetMaxFileSize(100)
 	p.Prefetch([]int64{0, 2}) // 0 is over 100 bytes, 2 is 100
-	if len(rec.hints) != 2 || len(rec.hints[1]) != 1 || rec.hints[1][0].Len != 100+tarBlock {
+	if len(rec.hints) != 2 || len(rec.hints[1]) != 2 || rec.hints[1][0].Len != 100+tarBlock {
 		t.Errorf("with a cap of 100 bytes: hints %+v", rec.hints[1:])
 	}
 }
@@ -320,12 +324,16 @@ func TestPrefetchShards(t *testing.T) {
 	hinted := func(want ...int) {
 		t.Helper()
 		last := rec.hints[len(rec.hints)-1]
-		if len(last) != len(want) {
+		if len(last) != 2*len(want) { // each image, then its .cls
 			t.Fatalf("hinted %d ranges %+v, want samples %v", len(last), last, want)
 		}
 		for j, i := range want {
-			if s := m.Sample(i); last[j].Off != s.Off-tarBlock || last[j].Len != s.Size+tarBlock || last[j].Obj != m.Object(s.Object) {
-				t.Errorf("range %d: %+v, want sample %d", j, last[j], i)
+			s := m.Sample(i)
+			if r := last[2*j]; r.Off != s.Off-tarBlock || r.Len != s.Size+tarBlock || r.Obj != m.Object(s.Object) {
+				t.Errorf("range %d: %+v, want sample %d", 2*j, r, i)
+			}
+			if c := last[2*j+1]; c.Off != s.ClsOff-tarBlock || c.Len != s.ClsSize+tarBlock || c.Obj != m.Object(s.Object) {
+				t.Errorf("range %d: %+v, want sample %d's .cls", 2*j+1, c, i)
 			}
 		}
 	}

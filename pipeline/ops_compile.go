@@ -10,7 +10,7 @@ import (
 // unbounded time or memory per sample.
 const (
 	maxOps      = 32 // ops in one list (after the geometry, or in a container)
-	maxDepth    = 4  // containers inside containers
+	maxDepth    = MaxNesting
 	maxNodes    = 128
 	maxSteps    = 256 // steps one sample may draw
 	maxPolicyOp = 16  // RandAugment's num_ops, AugMix's mixture_width
@@ -18,6 +18,10 @@ const (
 	// multiply-adds per pixel (twice).
 	maxKernel = 1023
 )
+
+// MaxNesting is how deep a transform's containers (RandomApply,
+// RandomChoice, RandomOrder) may nest inside one another.
+const MaxNesting = 4
 
 // node is a compiled op after the geometry: what it draws from, and what
 // it needs precomputed (a policy's magnitudes, say). Nodes are immutable.

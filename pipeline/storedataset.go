@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -202,11 +203,56 @@ func (d *StoreDataset) Read(i int, buf []byte) ([]byte, error) {
 		}
 		return nil, errNoImage(d.Name(i), exts)
 	}
-	data, err := d.readMember(i, cut(&t.mems, t.memEnd, i), t.off[i], t.size[i], buf)
+	member := cut(&t.mems, t.memEnd, i)
+	data, err := d.readMember(i, member, t.off[i], t.size[i], buf)
 	if err != nil {
 		return nil, err
 	}
+	if err := d.checkLabel(i, member); err != nil {
+		return nil, err
+	}
 	return data, d.checkHash(i, data)
+}
+
+// checkLabel reads labelled WebDataset sample i's .cls member (the tar
+// header before it must name the key's .cls, of its size) and checks the
+// manifest's label against it: a manifest is believed for where a label
+// is, never for what it is.
+func (d *StoreDataset) checkLabel(i int, image string) error {
+	off, size := d.m.cls(i)
+	if size == 0 {
+		return nil
+	}
+	key, _, _ := keyOfMember(image)
+	cls := key + ".cls"
+	r := d.memberRange(i, off, size)
+	var b [tarBlock + maxClsBytes]byte
+	data, err := d.rd.Read(d.ctx, r, b[:r.Len])
+	if err != nil {
+		if errors.Is(err, source.ErrChanged) {
+			return fmt.Errorf("%w: %w: %s", ErrCorrupt, err, d.stale)
+		}
+		return err
+	}
+	if int64(len(data)) != r.Len || r.Len != tarBlock+size {
+		return fmt.Errorf("%w: %w: %s: its .cls at bytes [%d, +%d) of the shard, where no member's data can be", ErrCorrupt, ErrManifest, clipName(d.Name(i), 1024), off, size)
+	}
+	if n := tarName(data[:tarBlock]); strings.EqualFold(n, cls) {
+		cls = n // .CLS is a label too, as the scan takes it
+	}
+	if err := checkTarHeader(data[:tarBlock], cls, size); err != nil {
+		return fmt.Errorf("%w: %w: %s: the manifest gives its label bytes [%d, +%d) of the shard, but %v: %s",
+			ErrCorrupt, ErrManifest, clipName(d.Name(i), 1024), off, size, err, d.stale)
+	}
+	got, err := parseCls(data[tarBlock:])
+	if err != nil {
+		return fmt.Errorf("%w: %s: %s: %v", ErrUnsupported, clipName(d.Name(i), 1024), clipName(cls, 1024), err)
+	}
+	if want := d.Label(i); got != want {
+		return fmt.Errorf("%w: %w: %s: the manifest labels it %d, but its shard's %s says %d: the manifest was not made from these shards (stale, or made up): %s",
+			ErrCorrupt, ErrManifest, clipName(d.Name(i), 1024), want, clipName(cls, 1024), got, d.stale)
+	}
+	return nil
 }
 
 // readMember reads bytes [off, off+size) of sample i's object, member
@@ -286,6 +332,9 @@ func (d *StoreDataset) PrefetchFields(indices []int64, fs *FieldSet) {
 func (d *StoreDataset) appendRanges(rs []source.Range, i int, fs *FieldSet) []source.Range {
 	if d.m.samples.size[i] <= d.maxSize && !d.m.samples.noImage[int32(i)] {
 		rs = append(rs, d.rangeOf(i))
+		if off, size := d.m.cls(i); size > 0 { // read beside the image, to check its label
+			rs = append(rs, d.memberRange(i, off, size))
+		}
 	}
 	if fs == nil || d.m.Layout != LayoutWebDataset {
 		return rs

@@ -436,8 +436,20 @@ func checkRRC(op *Op) error {
 	if !(op.Ratio[0] > 0 && op.Ratio[0] <= op.Ratio[1]) || math.IsInf(op.Ratio[1], 0) {
 		return fmt.Errorf("%w: transform: RandomResizedCrop ratio %v: want 0 < lo <= hi, finite", ErrUnsupported, op.Ratio)
 	}
+	// When no drawn crop fits, torchvision's fallback crops the whole
+	// height at width height*hi (or the whole width at height width/lo):
+	// a range that makes that side round to 0 for every image a decoder
+	// takes would fail every sample as an empty crop.
+	if op.Ratio[1]*maxImageSide < 0.5 || maxImageSide/op.Ratio[0] < 0.5 {
+		return fmt.Errorf("%w: transform: RandomResizedCrop ratio %v: every crop would be empty (a side of 0 pixels) on any image up to %d pixels a side; want a range that meets [1/%d, %d]",
+			ErrUnsupported, op.Ratio, maxImageSide, maxImageSide, maxImageSide)
+	}
 	return checkSize(op, false)
 }
+
+// maxImageSide is the longest side of an image a JPEG can declare, the
+// bound checkRRC takes for "any image".
+const maxImageSide = 65535
 
 // checkP checks a RandomHorizontalFlip fused into the decode (op pos).
 func checkP(op *Op, pos int) error {
@@ -459,14 +471,24 @@ func checkInterp(op *Op, geometry bool) error {
 	return fmt.Errorf("%w: transform: %s: interpolation %s: want nearest, bilinear or bicubic", ErrUnsupported, op.Kind, op.Interp)
 }
 
+// checkNormalize refuses a std whose outputs are not all finite float32s:
+// 0, NaN, infinite, or so small (1e-300) that (1 + |mean|) / std, the
+// largest output's size, is over maxNormalized. stoker.normalize and
+// stoker.transforms.Normalize refuse the same.
 func checkNormalize(op *Op) error {
 	for c := 0; c < 3; c++ {
-		if !(op.Std[c] > 0) || math.IsInf(op.Std[c], 0) || math.IsNaN(op.Mean[c]) || math.IsInf(op.Mean[c], 0) {
-			return fmt.Errorf("%w: transform: Normalize mean %v std %v: want finite mean and finite std > 0", ErrUnsupported, op.Mean, op.Std)
+		if !(op.Std[c] > 0) || math.IsInf(op.Std[c], 0) || math.IsNaN(op.Mean[c]) || math.IsInf(op.Mean[c], 0) ||
+			!((1+math.Abs(op.Mean[c]))/op.Std[c] <= maxNormalized) {
+			return fmt.Errorf("%w: transform: Normalize mean %v std %v: want finite mean and finite std > 0, with (1 + |mean|) / std at most %g (float32 outputs that stay finite)",
+				ErrUnsupported, op.Mean, op.Std, maxNormalized)
 		}
 	}
 	return nil
 }
+
+// maxNormalized bounds a normalized value's size: float32's largest
+// finite value less room for the rounding of scale and bias.
+const maxNormalized = 1e38
 
 // maxSide bounds output sides so a request cannot ask for absurd buffers.
 const maxSide = 4096

@@ -39,6 +39,21 @@ type WebDataset struct {
 // clsForm says what a .cls member holds, for the messages that refuse one.
 const clsForm = "a .cls member holds its sample's class index as decimal text, e.g. 7"
 
+// maxClsBytes bounds a .cls member: a label is a few digits.
+const maxClsBytes = 32
+
+// parseCls is a .cls member's label, or an error saying what is wrong.
+func parseCls(b []byte) (int64, error) {
+	v, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("label %q is not a non-negative integer (%s)", b, clsForm)
+	}
+	if v >= maxClasses {
+		return 0, fmt.Errorf("label %d is over the limit of %d classes", v, maxClasses)
+	}
+	return v, nil
+}
+
 // maxClasses bounds WebDataset labels: the classes are "0".."max", one
 // string each, so a label of 10^11 in a .cls would otherwise cost a
 // hundred billion of them at Open.
@@ -60,8 +75,10 @@ type wdsSample struct {
 // any), whether it has a label, and its other members.
 type wdsScanned struct {
 	wdsSample
-	hasCls  bool
-	members []wdsMember
+	hasCls bool
+	// clsOff and clsSize are its .cls member's bytes in the shard.
+	clsOff, clsSize int64
+	members         []wdsMember
 }
 
 // wdsMember is a member of a key that is not its image or its label: a
@@ -379,9 +396,10 @@ func scanShard(pr shardReader, si int32, shard string, hash bool) ([]wdsScanned,
 		case lower == "cls":
 			// A label that is not one is the dataset's fault, not an
 			// image's: ErrUnsupported, saying what a label must be.
-			if hd.Size > 32 {
+			if hd.Size > maxClsBytes {
 				return nil, fmt.Errorf("%w: shard %s: %s is %d bytes, not a label (%s)", ErrUnsupported, shard, hd.Name, hd.Size, clsForm)
 			}
+			p.clsOff, p.clsSize = pr.offset(), hd.Size
 			b, err := io.ReadAll(tr)
 			if err != nil {
 				return nil, fmt.Errorf("%w: shard %s: %s: %v", ErrCorrupt, shard, hd.Name, err)

@@ -19,8 +19,12 @@ import (
 // fails (a missing bucket, refused credentials, a manifest that does not
 // check) names the URL and the store's answer; serve exits with it. A
 // long listing or scan logs its progress.
+//
+// A listing (and the index built from it) may hold listBytes of memory,
+// counted as it grows: past it the open fails, naming the size and
+// suggesting a manifest made by `stoker index`.
 func openDataset(ctx context.Context, cfg Config, name string, m *source.Metrics, ranges func(source.Store) source.Ranges,
-	log *slog.Logger) (pipeline.Dataset, error) {
+	listBytes int64, log *slog.Logger) (pipeline.Dataset, error) {
 	log = log.With("dataset", name)
 	// A start without a manifest lists the dataset and reads its shards:
 	// minutes for a large one, said every few seconds with the rate and
@@ -31,7 +35,11 @@ func openDataset(ctx context.Context, cfg Config, name string, m *source.Metrics
 		pipeline.WithStoreOptions(source.WithMetrics(m), source.WithPolicy(cfg.storePolicy())),
 		pipeline.WithRanges(ranges),
 		pipeline.WithLog(log),
-		pipeline.WithIndexOptions(pipeline.IndexOptions{Progress: func(p pipeline.IndexProgress) { pr.Report(p.Update()) }}),
+		pipeline.WithIndexOptions(pipeline.IndexOptions{Progress: func(p pipeline.IndexProgress) { pr.Report(p.Update()) },
+			MaxBytes: listBytes,
+			OverHint: fmt.Sprintf("the share of --memory-budget (%d) a listing may take; index it once with `stoker index %s` "+
+				"(or `--out FILE` for a read-only bucket, then serve with --manifest %s=FILE): a server that opens a dataset from its manifest does not list it",
+				cfg.MemoryBudget, cfg.Datasets[name], name)}),
 	}
 	if ann := cfg.Annotations[name]; ann != "" {
 		ds, err := pipeline.OpenAnnotated(cfg.Datasets[name], ann)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,4 +189,37 @@ func spoilRanges(t *testing.T, describe func([]*pb.Op) error, opField protorefle
 		}
 	}
 	return checked
+}
+
+// TestDegenerateRangesRefused: finite values that leave nothing to make (an
+// RRC ratio whose every crop rounds to 0 pixels, a Normalize std whose
+// outputs are all infinite) are refused when the job opens, with
+// INVALID_ARGUMENT saying why, not accepted and then failed sample by
+// sample.
+func TestDegenerateRangesRefused(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	for _, tc := range []struct {
+		name string
+		ops  []*pb.Op
+		want string
+	}{
+		{"rrc ratio tiny", []*pb.Op{{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32, RatioMin: 1e-300, RatioMax: 1e-299}}}},
+			"every crop would be empty"},
+		{"rrc ratio huge", []*pb.Op{{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32, RatioMin: 1e299, RatioMax: 1e300}}}},
+			"every crop would be empty"},
+		{"normalize std 1e-300", []*pb.Op{rrcOp(32), {Op: &pb.Op_Normalize{Normalize: &pb.Normalize{Mean: []float64{0.5, 0.5, 0.5}, Std: []float64{0.2, 1e-300, 0.2}}}}},
+			"(1 + |mean|) / std at most"},
+	} {
+		open := smallJob("tiny", 8)
+		open.Job.Transform.Ops = tc.ops
+		_, err := e.client.DescribeJob(ctx, &pb.DescribeJobRequest{Job: open.Job})
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s, DescribeJob: got %v; want InvalidArgument saying %q", tc.name, err, tc.want)
+		}
+		if err := recvErr(e.feedStream(t, ctx, open)); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s, Feed: got %v; want InvalidArgument saying %q", tc.name, err, tc.want)
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/stoker-dev/stoker/internal/rpc"
+	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -34,8 +35,10 @@ func (s *Server) GRPCServer(extra ...grpc.ServerOption) (*grpc.Server, *health.S
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tc)))
 	}
 	gs := grpc.NewServer(append(opts, extra...)...)
-	stokerv1.RegisterFeedServiceServer(gs, s)
-	stokerv1.RegisterWorkServiceServer(gs, s)
+	// A transform nested thousands deep is refused as the client's error
+	// (INVALID_ARGUMENT), not the codec's INTERNAL.
+	gs.RegisterService(rpc.MapDecodeErrors(&stokerv1.FeedService_ServiceDesc, depthHint), s)
+	gs.RegisterService(rpc.MapDecodeErrors(&stokerv1.WorkService_ServiceDesc, depthHint), s)
 	hs := health.NewServer() // SERVING for "": the datasets are open
 	hs.SetServingStatus(stokerv1.FeedService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(stokerv1.WorkService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
@@ -43,6 +46,10 @@ func (s *Server) GRPCServer(extra ...grpc.ServerOption) (*grpc.Server, *health.S
 	reflection.Register(gs)
 	return gs, hs, nil
 }
+
+// depthHint is what a client whose request is nested too deep to decode
+// is told to keep to.
+var depthHint = fmt.Sprintf("a transform's containers (RandomApply, RandomChoice, RandomOrder) nest at most %d deep", pipeline.MaxNesting)
 
 // serverTLS loads the server's certificate and, for mutual TLS, the CA its
 // clients' certificates must chain to.

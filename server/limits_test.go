@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
 	"runtime"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -109,5 +111,61 @@ func TestDatasetNameLimit(t *testing.T) {
 	err := recvErr(e.feedStream(t, ctx, open))
 	if status.Code(err) != codes.InvalidArgument || len(err.Error()) > 500 {
 		t.Errorf("got %d-byte error %.200v; want a short InvalidArgument", len(err.Error()), err)
+	}
+}
+
+// TestDeepNesting: a transform nested thousands of containers deep is the
+// client's error (INVALID_ARGUMENT naming the nesting limit), on a Feed
+// stream, a Work stream and DescribeJob alike, whether protobuf's decoder
+// (its recursion limit) or the transform's own check finds it; the server
+// serves on.
+func TestDeepNesting(t *testing.T) {
+	e := newEnv(t, Config{})
+	nest := func(depth int) *pb.JobSpec {
+		op := flipOp(nil)
+		for range depth {
+			op = &pb.Op{Op: &pb.Op_RandomApply{RandomApply: &pb.RandomApply{Ops: []*pb.Op{op}}}}
+		}
+		spec := smallJob("tiny", 8).GetJob()
+		spec.Transform.Ops = append(spec.Transform.Ops, op)
+		return spec
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	conn := dial(t, e.addr)
+	for _, depth := range []int{5, 100, 10000, 100000} {
+		want := fmt.Sprintf("nest at most %d deep", pipeline.MaxNesting)
+		if depth < 10000 {
+			want = "nested deeper than"
+		}
+		spec := nest(depth)
+		check := func(how string, err error) {
+			t.Helper()
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), want) || len(err.Error()) > 500 {
+				t.Errorf("depth %d, %s: got %.300v; want a short InvalidArgument saying %q", depth, how, err, want)
+			}
+		}
+		_, err := e.client.DescribeJob(ctx, &pb.DescribeJobRequest{Job: spec})
+		check("DescribeJob", err)
+		open := smallJob("tiny", 8)
+		open.Job = spec
+		check("Feed", recvErr(e.feedStream(t, ctx, open)))
+		w, err := pb.NewWorkServiceClient(conn).Work(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Send(&pb.WorkRequest{Msg: &pb.WorkRequest_Job{Job: &pb.WorkJob{Id: 1, Spec: spec}}}); err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		if depth >= 10000 { // a job the worker can decode is refused when leased
+			for err == nil {
+				_, err = w.Recv()
+			}
+			check("Work", err)
+		}
+		w.CloseSend()
+	}
+	if got := e.collect(t, smallJob("tiny", 8)); got.end == nil {
+		t.Errorf("after the deep specs, an ordinary job got no EpochEnd")
 	}
 }

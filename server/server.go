@@ -205,7 +205,9 @@ func (s *Server) openDatasets(ctx context.Context, reg prometheus.Registerer) er
 		return fmt.Errorf("metrics: %w", err)
 	}
 	for _, name := range s.names {
-		ds, err := openDataset(ctx, s.cfg, name, storeMetrics, s.remote.ranges, s.log)
+		// A listing may take what batches leave of the budget (the
+		// process's own quarter): it is done before any batch is made.
+		ds, err := openDataset(ctx, s.cfg, name, storeMetrics, s.remote.ranges, s.budget.Limit()/3, s.log)
 		if err != nil {
 			return fmt.Errorf("dataset %s: %w", name, err)
 		}

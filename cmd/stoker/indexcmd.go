@@ -16,9 +16,10 @@ import (
 	"github.com/stoker-dev/stoker/internal/progress"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/source"
+	"github.com/stoker-dev/stoker/server"
 )
 
-const indexUsage = "usage: stoker index URL|DIR [--out PATH|URL] [--concurrency N]"
+const indexUsage = "usage: stoker index URL|DIR [--out PATH|URL] [--concurrency N] [--memory-budget BYTES]"
 
 // runIndex is `stoker index`: it lists a dataset (reading each WebDataset
 // shard once, as a stream) and writes its manifest beside the data
@@ -29,6 +30,7 @@ func runIndex(args []string) error {
 	fs := flag.NewFlagSet("index", flag.ExitOnError)
 	out := fs.String("out", "", "write the manifest to this path or s3://, gs://, azblob:// URL (for a read-only bucket; serve then takes --manifest NAME=it); default ROOT/.stoker/manifest, beside the data")
 	conc := fs.Int("concurrency", 8, "WebDataset shards read at once")
+	budget := fs.Int64("memory-budget", 0, "memory the listing and the index built from it may hold, counted as they grow (half of it: the manifest is encoded from the other half); past it the index fails saying so; 0: half of the machine's (or cgroup's) memory")
 	fs.Usage = helptext.Usage(fs, indexUsage)
 	// Flags may come before or after the dataset.
 	if err := parseFlags(fs, args); err != nil {
@@ -41,19 +43,24 @@ func runIndex(args []string) error {
 	if err := parseFlags(fs, fs.Args()[1:]); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 || *conc < 1 {
+	if fs.NArg() > 0 || *conc < 1 || *budget < 0 {
 		return usageError{errors.New(indexUsage)}
 	}
-	return index(ctx, src, *out, *conc, os.Stderr, os.Stdout)
+	if *budget == 0 {
+		*budget = server.DefaultMemoryBudget()
+	}
+	return index(ctx, src, *out, *conc, *budget, os.Stderr, os.Stdout)
 }
 
 // index indexes src and writes its manifest, reporting progress on
 // progressOut (rewriting one line when it is a terminal) and what it wrote
 // on result.
-func index(ctx context.Context, src, out string, conc int, progressOut, result io.Writer) error {
+func index(ctx context.Context, src, out string, conc int, budget int64, progressOut, result io.Writer) error {
 	start := time.Now()
 	pr := progress.New(progressOut, "stoker index")
-	opts := pipeline.IndexOptions{Concurrency: conc, Progress: func(p pipeline.IndexProgress) { pr.Report(p.Update()) }}
+	opts := pipeline.IndexOptions{Concurrency: conc, Progress: func(p pipeline.IndexProgress) { pr.Report(p.Update()) },
+		MaxBytes: budget / 2,
+		OverHint: fmt.Sprintf("half of --memory-budget (%d): give it more where the machine has it, or index the dataset's prefixes apart", budget)}
 	var (
 		m   *pipeline.Manifest
 		st  source.Store

@@ -171,3 +171,49 @@ func refusedAtStart(t *testing.T, ctx context.Context, env []string, url, says s
 		}
 	}
 }
+
+// TestServeLongListing (issue 47): a listing of 400,000 keys of 1,000 bytes,
+// each page under 8 MiB and each key under 1 KiB, took `serve` and `index`
+// to 2.4 GB at a 953 MiB budget. What a listing holds (keys, versions, the
+// index built from them) is counted as it grows: against a 400 MiB
+// --memory-budget both fail at start with a message that names the size
+// and the way out (`stoker index` and a manifest for serve, more budget
+// for index), and their peak RSS stays within the budget.
+func TestServeLongListing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs stoker processes")
+	}
+	ctx := processTest(t, 5*time.Minute)
+	s := storetest.StartLyingS3(t, "bkt")
+	s.SetLies(storetest.Lies{ManyKeys: 400_000, ManyKeyBytes: 1000})
+	const budget = 400 << 20
+	for _, tc := range []struct {
+		args []string
+		says []string
+	}{
+		{[]string{"serve", "--listen", "127.0.0.1:0", "--metrics", "", "--dataset", "big=" + s.URL("ds/"), "--memory-budget", strconv.Itoa(budget)},
+			[]string{"the listing and the index built from it hold", "over the", "--memory-budget (419430400)", "stoker index " + s.URL("ds/"), "--manifest big=FILE"}},
+		{[]string{"index", s.URL("ds/"), "--out", t.TempDir() + "/m", "--memory-budget", strconv.Itoa(budget)},
+			[]string{"the listing and the index built from it hold", "half of --memory-budget (419430400)"}},
+	} {
+		cctx, cancel := context.WithTimeout(ctx, hangGuard)
+		out, peak, err := runPeak(t, cctx, s.Env(), tc.args...)
+		timedOut := cctx.Err() != nil
+		cancel()
+		if err == nil || timedOut {
+			t.Fatalf("%s: %v, want a refusal at start\n%.3000s", tc.args[0], err, out)
+		}
+		for _, w := range tc.says {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: the error does not say %q:\n%.3000s", tc.args[0], w, out)
+			}
+		}
+		t.Logf("%s: peak RSS %d MiB; %.600s", tc.args[0], peak>>20, out[max(0, strings.Index(out, "indexing")):])
+		if peak > budget {
+			t.Errorf("%s: peak RSS %d MiB over the %d MiB budget", tc.args[0], peak>>20, budget>>20)
+		}
+	}
+	if st := s.Stats(); st.Lists >= 400 {
+		t.Errorf("%d listing pages read: the listing was not stopped when it passed its bound", st.Lists)
+	}
+}

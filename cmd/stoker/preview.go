@@ -34,6 +34,9 @@ func runPreview(args []string) error {
 	if *data == "" {
 		return errors.New("preview: --data is required")
 	}
+	if *n < 1 {
+		return fmt.Errorf("preview: -n %d: want at least 1 sample", *n)
+	}
 	ds, err := pipeline.OpenSource(cmdContext(), *data)
 	if err != nil {
 		return err
@@ -43,7 +46,7 @@ func runPreview(args []string) error {
 	if err != nil {
 		return err
 	}
-	*n = min(max(*n, 1), ds.Len())
+	*n = min(*n, ds.Len())
 	// Spread the samples over the dataset so several classes show.
 	idx := make([]int64, *n)
 	for i := range idx {

@@ -46,6 +46,23 @@ func TestPreviewBucket(t *testing.T) {
 	}
 }
 
+// TestPreviewNoSamples: -n 0 (or less) is an error saying so, exit 1, and
+// no picture, not an empty grid written with exit 0.
+func TestPreviewNoSamples(t *testing.T) {
+	ctx := processTest(t, time.Minute)
+	data := writeDataset(t, 4, 1, 0)
+	for _, n := range []string{"0", "-3"} {
+		out := filepath.Join(t.TempDir(), "grid.png")
+		_, errOut, err := runStoker(ctx, nil, "preview", "--data", data, "-n", n, "-o", out)
+		if err == nil || !strings.Contains(errOut, "-n "+n+": want at least 1 sample") {
+			t.Errorf("preview -n %s: %v\n%s\nwant an error saying -n wants at least 1", n, err, errOut)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("preview -n %s wrote %s", n, out)
+		}
+	}
+}
+
 // TestPreviewViews: a preset of several views previews each sample as its
 // views side by side.
 func TestPreviewViews(t *testing.T) {

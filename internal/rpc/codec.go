@@ -42,7 +42,7 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	r, ok := v.(*Received)
 	if !ok {
-		return c.base.Unmarshal(data, v)
+		return noteTooDeep(v, v, c.base.Unmarshal(data, v))
 	}
 	r.Free()
 	r.Chunk, r.Number, r.Offset = false, 0, 0
@@ -55,7 +55,7 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 		return errors.New("rpc.Received: no Msg to parse a response into")
 	}
 	proto.Reset(r.Msg)
-	return c.base.Unmarshal(data, r.Msg)
+	return noteTooDeep(r, r.Msg, c.base.Unmarshal(data, r.Msg))
 }
 
 // OutChunk is a Chunk sent as field ChunkField of its stream's response,

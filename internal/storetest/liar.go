@@ -51,6 +51,20 @@ type Lies struct {
 	// goes and never held: a listing body of any size.
 	LongKeys     int
 	LongKeyBytes int64
+	// ManyKeys lists this many made-up objects instead of the bucket's,
+	// 1,000 a page as S3 pages them (continuation tokens and all), each
+	// key ManyKeyBytes bytes long (at least 16): a listing of any length,
+	// written as it goes and never held. The objects cannot be read.
+	ManyKeys     int
+	ManyKeyBytes int
+	// ListBody, if set, is every listing's whole answer (200, text/html):
+	// a page that is not a listing (a proxy's or a captive portal's HTML,
+	// plain text).
+	ListBody string
+	// EndlessGET answers every GET with its status and Content-Range (if
+	// ranged) but no Content-Length, and a body that never ends: the
+	// object's bytes, then more, until the client hangs up.
+	EndlessGET bool
 	// ListPadding pads every listing body with this many bytes of
 	// whitespace between its elements (valid XML, of any size).
 	ListPadding int64
@@ -237,6 +251,15 @@ func (s *LyingS3) get(w http.ResponseWriter, r *http.Request, key string, lies L
 	} else {
 		start, end = 0, size
 	}
+	if lies.EndlessGET && r.Method == http.MethodGet {
+		w.WriteHeader(status) // no Content-Length: chunked, for ever
+		bw := &errWriter{w: w}
+		bw.str(string(o.data[start:end]))
+		for bw.err == nil && r.Context().Err() == nil {
+			bw.pad(64<<10, 'z')
+		}
+		return
+	}
 	h.Set("Content-Length", strconv.FormatInt(end-start, 10))
 	w.WriteHeader(status)
 	if r.Method == http.MethodGet {
@@ -277,6 +300,16 @@ func (s *LyingS3) list(w http.ResponseWriter, r *http.Request, lies Lies) {
 	maxKeys := 1000
 	if v, err := strconv.Atoi(q.Get("max-keys")); err == nil && v > 0 && v < maxKeys {
 		maxKeys = v
+	}
+	if lies.ManyKeys > 0 {
+		s.listMany(w, r, prefix, after, maxKeys, lies)
+		return
+	}
+	if lies.ListBody != "" {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, lies.ListBody)
+		return
 	}
 	s.mu.Lock()
 	var keys []string
@@ -323,6 +356,38 @@ func (s *LyingS3) list(w http.ResponseWriter, r *http.Request, lies Lies) {
 			bw.str("<ETag>" + escapeXML(o.etag) + "</ETag>")
 		}
 		bw.str(fmt.Sprintf("<Size>%d</Size><StorageClass>STANDARD</StorageClass></Contents>", len(o.data)))
+	}
+	bw.str("</ListBucketResult>")
+}
+
+// listMany answers a listing page of Lies.ManyKeys: keys prefix +
+// "many/" + an 8-digit number + 'k's, the page after the continuation
+// token (the last number listed).
+func (s *LyingS3) listMany(w http.ResponseWriter, r *http.Request, prefix, after string, maxKeys int, lies Lies) {
+	start := 0
+	if after != "" {
+		n, err := strconv.Atoi(after)
+		if err != nil {
+			s3Fail(w, r, http.StatusBadRequest, "InvalidArgument", "continuation token")
+			return
+		}
+		start = n + 1
+	}
+	end := min(start+maxKeys, lies.ManyKeys)
+	pad := max(lies.ManyKeyBytes-len(prefix)-len("many/")-8, 0)
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(http.StatusOK)
+	bw := &errWriter{w: w}
+	bw.str(xml.Header + `<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">`)
+	bw.str("<Name>" + escapeXML(s.Bucket) + "</Name><Prefix>" + escapeXML(prefix) + "</Prefix>")
+	bw.str(fmt.Sprintf("<KeyCount>%d</KeyCount><MaxKeys>%d</MaxKeys><IsTruncated>%t</IsTruncated>", end-start, maxKeys, end < lies.ManyKeys))
+	if end < lies.ManyKeys {
+		bw.str(fmt.Sprintf("<NextContinuationToken>%d</NextContinuationToken>", end-1))
+	}
+	for i := start; i < end; i++ {
+		bw.str(fmt.Sprintf("<Contents><Key>%smany/%08d", escapeXML(prefix), i))
+		bw.pad(int64(pad), 'k')
+		bw.str(fmt.Sprintf("</Key><LastModified>2026-01-01T00:00:00.000Z</LastModified><ETag>&quot;%08d&quot;</ETag><Size>1000</Size></Contents>", i))
 	}
 	bw.str("</ListBucketResult>")
 }

@@ -202,6 +202,12 @@ func (s *blobStore) openRange(ctx context.Context, obj Object, off, n int64) (*b
 // store that gives none) is checked by size and modification time here,
 // and by its content hash above (pipeline's StoreDataset).
 func (s *blobStore) check(obj Object, rd *blob.Reader, off, n int64) error {
+	// First the answer's length: without one (no Content-Length: a body
+	// that may never end) the client library takes the object's size for
+	// 0, which would read as an object changed since it was indexed.
+	if sp, ok := s.prov.answered(rd); ok && sp.length < 0 {
+		return protocolf("the store's answer to a GET of bytes [%d, %d) declares no length (no Content-Length): its body may never end, and it is not read", off, off+n)
+	}
 	ver := s.prov.readerVersion(rd)
 	if ver == "" && obj.Version != "" {
 		return protocolf("the store's answer to a GET carries no version (ETag or generation), though it listed one: " +

@@ -2,9 +2,11 @@ package source
 
 import (
 	"bytes"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -38,6 +40,11 @@ type guard struct {
 	// redirectHint says why the provider's store might redirect to another
 	// host, and what to set then.
 	redirectHint string
+	// listRoots are the root elements of its XML listings: a successful
+	// listing answer whose body is not XML with one of them is refused
+	// (its client library would take an HTML page for an empty listing,
+	// and other bytes for a transient error, retried).
+	listRoots []string
 }
 
 // answerKind is what an answer's body is to a client.
@@ -52,9 +59,9 @@ const (
 // What S3's and Azure's clients parse of a successful answer is a
 // listing (HEAD and GET answers carry their metadata in headers).
 var (
-	s3Guard = guard{answer: listingOrMedia,
+	s3Guard = guard{answer: listingOrMedia, listRoots: []string{"ListBucketResult", "ListVersionsResult"},
 		redirectHint: "S3 redirects a request sent to another region than the bucket's: set AWS_REGION to the bucket's"}
-	azureGuard = guard{answer: listingOrMedia}
+	azureGuard = guard{answer: listingOrMedia, listRoots: []string{"EnumerationResults"}}
 )
 
 func listingOrMedia(req *http.Request) answerKind {
@@ -141,9 +148,40 @@ func (t guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if body == nil {
 		return nil, protocolf("%s of over %d bytes (%s): refused before it was parsed", what, limit, why)
 	}
+	if kind == listingAnswer && resp.StatusCode < 300 && len(t.g.listRoots) > 0 {
+		if err := checkListingXML(body, t.g.listRoots); err != nil {
+			return nil, err
+		}
+	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	resp.ContentLength = int64(len(body))
 	return resp, nil
+}
+
+// checkListingXML refuses a listing page that is not an XML document
+// whose root element is one of roots: what a proxy or captive portal
+// answers (an HTML page), or any other bytes.
+func checkListingXML(body []byte, roots []string) error {
+	d := xml.NewDecoder(bytes.NewReader(body))
+	d.Strict = false // an HTML page's root is named, not a syntax error
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return protocolf("a listing page that is not XML (it begins %q): the store, or something between, answered outside its protocol", clip(string(body), 64))
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			if slices.Contains(roots, tok.Name.Local) {
+				return nil
+			}
+			return protocolf("a listing page whose XML is <%s>, not <%s> (it begins %q): the store, or something between, answered outside its protocol",
+				clip(tok.Name.Local, 64), strings.Join(roots, "> or <"), clip(string(body), 64))
+		case xml.CharData:
+			if len(bytes.TrimSpace(tok)) > 0 {
+				return protocolf("a listing page that is not XML (it begins %q): the store, or something between, answered outside its protocol", clip(string(body), 64))
+			}
+		}
+	}
 }
 
 // readBounded reads resp's body whole; nil, without an error, when it has

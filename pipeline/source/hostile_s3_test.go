@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -236,5 +237,59 @@ func TestLiarRedirect(t *testing.T) {
 	storeFault(t, "Open", err, "redirect")
 	if n := other.Load(); n != 0 {
 		t.Errorf("the other host got %d requests", n)
+	}
+}
+
+// TestLiarMessagesNameTheCause (issue 47): a GET whose body never ends
+// (no length declared, bytes for ever) was reported as the object changed
+// ("the manifest is stale"), and a listing that is not XML was retried six
+// times and reported as a store that cannot be reached. Each is the
+// store's protocol broken, said as such, at once.
+func TestLiarMessagesNameTheCause(t *testing.T) {
+	data := bytes.Repeat([]byte("x"), 4096)
+	s := liarEnv(t, map[string][]byte{"a.bin": data})
+	st := openLiar(t)
+	obj, err := st.Stat(t.Context(), "a.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, r := range [][2]int64{{100, 1000}, {0, int64(len(data))}} { // a range, the whole object
+		// With its Content-Range, and without (a 200 of the whole object).
+		s.SetLies(storetest.Lies{EndlessGET: true, IgnoreRange: r[0] == 0})
+		before := s.Stats().Gets
+		err = st.ReadRange(t.Context(), obj, r[0], make([]byte, r[1]))
+		storeFault(t, fmt.Sprintf("an endless GET body, bytes [%d, +%d)", r[0], r[1]), err, "declares no length")
+		if errors.Is(err, ErrChanged) || strings.Contains(err.Error(), "changed") {
+			t.Errorf("an endless GET body: %v: reported as the object changed", err)
+		}
+		if n := s.Stats().Gets - before; n != 1 {
+			t.Errorf("an endless GET body: %d GETs, want 1 (the store's fault is not retried)", n)
+		}
+	}
+
+	for body, says := range map[string]string{
+		"<!DOCTYPE html>\n<html><body>Please log in to the network</body></html>\n": "whose XML is <html>, not <ListBucketResult>",
+		"503 upstream connect error or disconnect/reset before headers\n":           "not XML",
+		"": "", // (the zero Lies: honest)
+	} {
+		if body == "" {
+			continue
+		}
+		s.SetLies(storetest.Lies{ListBody: body})
+		before := s.Stats().Lists
+		err = st.List(t.Context(), "", func(Object) error { return nil })
+		storeFault(t, "a listing that is not XML", err, says, `it begins "`+body[:9])
+		if errors.Is(err, ErrUnavailable) {
+			t.Errorf("a listing that is not XML: %v: reported as a store that cannot be reached", err)
+		}
+		if n := s.Stats().Lists - before; n != 1 {
+			t.Errorf("a listing that is not XML: %d listings, want 1 (not retried)", n)
+		}
+	}
+
+	s.SetLies(storetest.Lies{})
+	if err := st.ReadRange(t.Context(), obj, 100, make([]byte, 1000)); err != nil {
+		t.Errorf("honest again: %v", err)
 	}
 }

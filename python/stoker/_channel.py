@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import threading
+import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Tuple
 
 from stoker import _args
 from stoker._errors import StokerError, rpc_error
@@ -404,6 +406,29 @@ def _channel(endpoint: Endpoint) -> "grpc.Channel":
     return grpc.insecure_channel(endpoint.target, options=options)
 
 
+#: How long closing a channel (or a stream) waits for the threads it
+#: started to end: they end within milliseconds once their calls are
+#: cancelled, unless the machine is too busy to run them; one still running
+#: after this long is left running, so that a close never hangs for good.
+THREAD_JOIN_SECONDS = 60.0
+
+
+def _is_grpc_thread(t: threading.Thread) -> bool:
+    """Whether ``t`` runs gRPC's code (its targets come from its Cython
+    module, wrapped there)."""
+    target = getattr(t, "_target", None)
+    return target is not None and getattr(target, "__module__", "").startswith("grpc")
+
+
+def join_threads(threads: Sequence[threading.Thread], timeout: float = THREAD_JOIN_SECONDS) -> None:
+    """Joins ``threads`` (but the calling one) within ``timeout`` seconds
+    in all."""
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        if t is not threading.current_thread():
+            t.join(max(0.0, deadline - time.monotonic()))
+
+
 def _metadata(token: Optional[str]) -> Optional[List[Tuple[str, str]]]:
     return [("authorization", f"Bearer {token}")] if token else None
 
@@ -422,6 +447,11 @@ class Connection:
         self.pid = os.getpid()
         self.metadata = _metadata(endpoint.token)
         self._closed = False
+        #: The threads gRPC started for this channel's streaming calls (its
+        #: channel spin thread, each call's request consumer): joined by
+        #: close, so that none is still inside gRPC's C++ when the
+        #: interpreter exits (see close).
+        self._grpc_threads: List[threading.Thread] = []
 
     def owned(self) -> bool:
         """Whether this process made the channel (and may use or close it)."""
@@ -439,7 +469,10 @@ class Connection:
             request_serializer=pb.FeedRequest.SerializeToString,
             response_deserializer=_parse_response,
         )
-        return call(requests, metadata=self.metadata)
+        before = set(threading.enumerate())
+        started = call(requests, metadata=self.metadata)
+        self._grpc_threads += [t for t in threading.enumerate() if t not in before and _is_grpc_thread(t)]
+        return started
 
     def describe_job(self, job: pb.JobSpec, epoch: int, consumed: int, timeout: float) -> pb.JobInfo:
         """The JobInfo of ``epoch`` of ``job`` (DescribeJob): nothing is made."""
@@ -472,13 +505,25 @@ class Connection:
         return [DatasetInfo.from_proto(d) for d in resp.datasets]
 
     def close(self) -> None:
-        """Closes the channel, cancelling its calls; in a forked child only
-        forgets it. Safe to call twice."""
+        """Closes the channel, cancelling its calls, and waits (at most
+        :data:`THREAD_JOIN_SECONDS`) for the threads gRPC started for them
+        to end; in a forked child only forgets it. Safe to call twice.
+
+        gRPC's threads are daemons, and its channel spin thread waits for
+        the calls' last events inside gRPC's C++ with the GIL released. Left
+        running when the interpreter exits (a busy machine schedules it
+        late), it wakes into a finalizing interpreter, which ends it with
+        pthread_exit: the unwinding that starts through gRPC's C++ frames
+        calls std::terminate, and the process dies of SIGABRT ("terminate
+        called without an active exception") after the script's last line.
+        """
         if self._closed:
             return
         self._closed = True
         if self.owned():
             self.channel.close()
+            join_threads(self._grpc_threads)
+        self._grpc_threads = []
 
 
 def list_datasets(

@@ -18,6 +18,7 @@ from stoker._ops_base import (
     integer,
     interp_name,
     interp_pb,
+    mean_std,
     min_max,
     prob,
     real,
@@ -198,12 +199,7 @@ class Normalize(Transform):
     """
 
     def __init__(self, mean: Sequence[float], std: Sequence[float], inplace: bool = False) -> None:
-        cls = "Normalize"
-        m, s = list(seq(cls, "mean", mean, (1, 3))), list(seq(cls, "std", std, (1, 3)))
-        if not all(x > 0 for x in s):
-            raise ValueError(f"{cls}: std evaluated to zero or less, leading to division by zero: {std!r}")
-        self.mean = tuple(m * 3 if len(m) == 1 else m)
-        self.std = tuple(s * 3 if len(s) == 1 else s)
+        self.mean, self.std = mean_std("Normalize", mean, std)
 
     def to_proto(self) -> pb.Op:
         return pb.Op(normalize=pb.Normalize(mean=self.mean, std=self.std))

@@ -77,6 +77,28 @@ def seq(cls: str, name: str, v: Any, sizes: Tuple[int, ...]) -> Tuple[float, ...
     return tuple(real(cls, name, x) for x in v)
 
 
+#: The largest ``(1 + |mean|) / std`` a Normalize takes, the server's
+#: bound: its float32 outputs stay finite (a std of 1e-300 makes them all
+#: inf).
+MAX_NORMALIZED = 1e38
+
+
+def mean_std(cls: str, mean: Any, std: Any, sizes: Tuple[int, ...] = (1, 3)) -> Tuple[Tuple[float, ...], Tuple[float, ...]]:
+    """Normalize's mean and std, three of each, refused as the server
+    refuses them: not finite, a std of 0 or less, or one so small that
+    ``(1 + |mean|) / std`` is over :data:`MAX_NORMALIZED`."""
+    m, s = list(seq(cls, "mean", mean, sizes)), list(seq(cls, "std", std, sizes))
+    if not all(x > 0 for x in s):
+        raise ValueError(f"{cls}: std evaluated to zero or less, leading to division by zero: {std!r}")
+    m, s = (m * 3 if len(m) == 1 else m), (s * 3 if len(s) == 1 else s)
+    if len(m) != len(s):
+        raise ValueError(f"{cls}: mean and std need as many values, got {mean!r} and {std!r}")
+    if not all((1 + abs(a)) / b <= MAX_NORMALIZED for a, b in zip(m, s)):
+        raise ValueError(f"{cls}: std {std!r} with mean {mean!r}: (1 + |mean|) / std is over {MAX_NORMALIZED:g}, so "
+                         f"every float32 output would be inf or NaN (the server refuses it too)")
+    return tuple(m), tuple(s)
+
+
 def min_max(cls: str, name: str, v: Any, lo: float = -math.inf, hi: float = math.inf) -> Tuple[float, float]:
     """A (min, max) pair with lo <= min <= max <= hi."""
     a, b = seq(cls, name, v, (2,))

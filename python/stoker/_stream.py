@@ -24,7 +24,7 @@ import warnings
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 from stoker._buffers import _Batch, _BufferPool
-from stoker._channel import Connection, Endpoint
+from stoker._channel import Connection, Endpoint, join_threads
 from stoker._errors import StokerError
 from stoker._shm import Ring
 from stoker._wire import _Chunk
@@ -230,8 +230,11 @@ class _FeedStream:
         self._call.cancel()
         # Closed from the reader thread itself when a garbage collection run
         # there finalizes an abandoned iterator: it ends on its own.
+        # It is joined (within THREAD_JOIN_SECONDS, whatever the load) so
+        # that it is not left in the middle of the call's code when the
+        # interpreter exits (see Connection.close).
         if threading.current_thread() is not self._thread:
-            self._thread.join(timeout=5)
+            join_threads([self._thread])
         # Let the call go now, while gRPC's threads run: it is freed here
         # (the reader, if still running, keeps its own reference until it
         # ends). Its __del__ takes the call's lock. Run at interpreter exit

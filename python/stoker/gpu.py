@@ -31,7 +31,10 @@ drawn on the CPU with numpy, the same on every device; only
 of the op's own calls.
 
 Images are ``[B, C, H, W]`` float tensors (after :func:`stoker.normalize`:
-the fast path) or uint8 (mixed in float32, rounded back). Labels are class
+the fast path) or uint8 (mixed in float32, rounded back); a channels-last
+batch ``[B, H, W, 3]`` (``Loader(layout="NHWC")``) is refused with a
+ValueError, not mixed over the wrong axes: pass ``images.permute(0, 3, 1,
+2)``. Labels are class
 indices ``[B]`` (int) or soft targets ``[B, K]`` (float); the mixing ops
 return float32 targets ``[B, K]``. The pixel work is a fixed few
 vectorized passes over the batch, no Python loop over its samples; only
@@ -93,7 +96,13 @@ def _check_images(images: Any) -> Tuple[int, int, int]:
                         f"{tuple(getattr(images, 'shape', ()))}")
     if not (images.is_floating_point() or images.dtype == torch.uint8):
         raise TypeError(f"images must be float or uint8, got {images.dtype}")
-    b, _, h, w = images.shape
+    b, c, h, w = images.shape
+    if w == 3 and c not in (1, 3):
+        # What Loader(layout="NHWC") yields: mixed as [B, C, H, W], its
+        # rows would be taken for channels and its channels for columns.
+        raise ValueError(f"images of shape {tuple(images.shape)} are channels-last [B, H, W, 3] (Loader(layout=\"NHWC\")); "
+                         f"stoker.gpu's ops take [B, C, H, W]: pass images.permute(0, 3, 1, 2), a view (no copy), "
+                         f"and permute the result back if you want it channels-last")
     return int(b), int(h), int(w)
 
 
@@ -252,9 +261,10 @@ class RandomChoice(_Seeded):
         if not isinstance(p, (tuple, list)) or len(p) != len(self.transforms):
             raise ValueError(f"p must be {len(self.transforms)} weights, one per op, got {p!r}")
         weights = [_real("p", x) for x in p]
-        if any(x < 0 for x in weights) or sum(weights) <= 0:
+        total = sum(weights)  # once: p is normalized in O(n)
+        if any(x < 0 for x in weights) or total <= 0:
             raise ValueError(f"p must be non-negative weights, not all 0, got {p!r}")
-        self.p = [x / sum(weights) for x in weights]
+        self.p = [x / total for x in weights]
         classes = {t.num_classes for t in self.transforms}
         smoothing = {t.label_smoothing for t in self.transforms}
         if len(classes) > 1 or len(smoothing) > 1:

@@ -49,7 +49,7 @@ from stoker._ops import (
     RandomVerticalFlip,
     Resize,
 )
-from stoker._ops_base import Transform
+from stoker._ops_base import Transform, mean_std
 from stoker._ops_containers import Compose, RandomApply, RandomChoice, RandomOrder, flatten
 from stoker._ops_policies import (
     IMAGENET_MEAN_PIXELS,
@@ -162,28 +162,32 @@ def normalize(
     ``images`` is ``[B, 3, H, W]`` or ``[3, H, W]`` (``layout="NCHW"``), or
     ``[B, H, W, 3]`` or ``[H, W, 3]`` (``layout="NHWC"``); move it to the GPU
     first (``images.cuda(non_blocking=True)``) so the work happens there.
-    The input is never modified.
+    The input is never modified. The arithmetic is the server's
+    ``Normalize``'s, so the two give the same floats; a mean and std the
+    server refuses (a std of 0, NaN, inf, or so small that every output
+    would be inf: 1e-300) raise ValueError here too.
     """
     import torch
 
     layout = layout.upper()
     if layout not in ("NCHW", "NHWC"):
         raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
-    key = (tuple(float(m) for m in mean), tuple(float(s) for s in std), layout, images.device)
+    m, s = mean_std("normalize", mean, std, (3,))
+    key = (m, s, layout, images.device)
     consts = _norm_cache.get(key)
     if consts is None:
-        m = torch.tensor(key[0], dtype=torch.float32)
-        s = torch.tensor(key[1], dtype=torch.float32)
-        if m.numel() != 3 or s.numel() != 3:
-            raise ValueError("mean and std need 3 values (RGB)")
         shape = (3, 1, 1) if layout == "NCHW" else (3,)
-        # (x/255 - m) / s == (x - 255 m) * (1 / (255 s))
-        consts = ((m * 255).view(shape).to(images.device), (1.0 / (s * 255)).view(shape).to(images.device))
+        # (x/255 - m) / s == x * (1 / (255 s)) - m / s, the scale and bias
+        # in float64 and then rounded to float32, as the server does.
+        mul = torch.tensor([1 / (255 * v) for v in s], dtype=torch.float32).view(shape).to(images.device)
+        add = torch.tensor([-a / b for a, b in zip(m, s)], dtype=torch.float32).view(shape).to(images.device)
+        consts = (mul, add)
         _norm_cache[key] = consts
-    sub, mul = consts
+    mul, add = consts
     c = images.shape[-3] if layout == "NCHW" else images.shape[-1]
     if images.dim() < 3 or c != 3:
         raise ValueError(f"images of shape {tuple(images.shape)} have no 3-channel axis for layout {layout}")
     # A fresh float32 tensor (a copy even when images already are float32),
-    # then two in-place ops: one allocation for the whole batch.
-    return images.to(torch.float32, copy=True).sub_(sub).mul_(mul)
+    # then two in-place ops, each rounding to float32 as the server's do:
+    # one allocation for the whole batch.
+    return images.to(torch.float32, copy=True).mul_(mul).add_(add)

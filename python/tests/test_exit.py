@@ -148,3 +148,72 @@ def test_close_frees_the_feed_call(server: str, how: str) -> None:
         )
     finally:
         gc.enable()
+
+
+# Every exit clean beside a CPU hog. A process that ended its loader (or
+# left it to the interpreter's exit) must exit 0, not die of SIGABRT: gRPC's
+# daemon threads wait for their calls' events inside gRPC's C++ with the GIL
+# released, and one still there when the interpreter finalizes is ended
+# with pthread_exit, whose unwinding through those frames calls
+# std::terminate ("terminate called without an active exception", exit
+# -6: examples/accelerate_train.py --resume under `make test`'s load).
+# Closing joins them; each child checks that after close() no thread but
+# its own is left, and exits.
+
+EXIT_CASES: Dict[str, str] = {
+    # What the examples do at their end: epochs run, close(), exit.
+    "close": "for e in range(2):\n    for b in ld:\n        pass\nld.close()\n",
+    # A resumed epoch (the Accelerate example's --resume), then close().
+    "resume_close": (
+        "it = iter(ld)\nnext(it)\nnext(it)\nstate = ld.state_dict()\nld.close()\n"
+        "ld = stoker.Loader({addr!r}, 'tiny', transform=T.Compose([T.Resize((32, 32))]), batch_size=4, prefetch=2,\n"
+        "                   pin_memory=False, timeout=60)\n"
+        "ld.load_state_dict(state)\nfor b in ld:\n    pass\nld.close()\n"
+    ),
+    # Mid-epoch: a break, then close().
+    "break_close": "for i, b in enumerate(ld):\n    if i == 2:\n        break\nld.close()\n",
+}
+
+EXIT_CHECK = """
+left = [t.name for t in threading.enumerate() if t is not threading.current_thread()]
+assert not left, f"threads left after close(): {left}"
+print("CLEAN", flush=True)
+"""
+
+# Left to the interpreter's exit (the Loader's finalizer closes it then).
+EXIT_NO_CLOSE = "for i, b in enumerate(ld):\n    if i == 2:\n        break\nprint('CLEAN', flush=True)\n"
+
+#: Children run, and at most this many at once (each beside the hog).
+EXIT_RUNS, EXIT_PARALLEL = 20, 2
+
+
+def test_exits_clean_beside_a_cpu_hog(server: str) -> None:
+    import concurrent.futures
+    import os
+
+    codes = [PRELUDE.format(pydir=PYDIR, addr=server) + body.format(addr=server) + EXIT_CHECK
+             for body in EXIT_CASES.values()]
+    codes.append(PRELUDE.format(pydir=PYDIR, addr=server) + EXIT_NO_CLOSE)
+    names = [*EXIT_CASES, "no_close"]
+    hog = [subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
+           for _ in range(os.cpu_count() or 1)]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+
+    def run(i: int) -> Tuple[str, subprocess.CompletedProcess]:
+        k = i % len(codes)
+        # Each child's timeout turns a hang into a failure, and bounds the
+        # test (20 children two at a time: about two minutes on a loaded
+        # 2-core machine, at most ten rounds of the timeout).
+        return names[k], subprocess.run([sys.executable, "-c", codes[k]], stdin=subprocess.DEVNULL, env=env,
+                                        capture_output=True, text=True, timeout=120)
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(EXIT_PARALLEL) as pool:
+            results = list(pool.map(run, range(EXIT_RUNS)))
+    finally:
+        for p in hog:
+            p.kill()
+            p.wait()
+    bad = [(name, r.returncode, r.stderr[-2000:]) for name, r in results
+           if r.returncode != 0 or "CLEAN" not in r.stdout or "terminate called" in r.stderr]
+    assert not bad, f"{len(bad)} of {EXIT_RUNS} exits not clean: {bad}"

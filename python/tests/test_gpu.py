@@ -374,3 +374,48 @@ def test_cuda_draws_what_cpu_draws() -> None:
     noise = gpu.RandomErasing(p=0.5, value="random", seed=3)
     a, b = noise(xc, key=(0, 1)), noise(xc, key=(0, 1))
     assert torch.equal(a, b) and np.array_equal(changed_boxes(a, xc), changed_boxes(er(x, key=(0, 1)), x))
+
+
+def test_channels_last_refused() -> None:
+    """A channels-last batch ([B, H, W, 3], what Loader(layout="NHWC")
+    yields) is refused by every op, naming the layout and the permute that
+    fixes it, not mixed over its rows; the permuted view gives what the
+    NCHW batch gives."""
+    x, y = batch(16)
+    nhwc = x.permute(0, 2, 3, 1).contiguous()
+    ops = [
+        lambda im: gpu.MixUp(alpha=0.8, num_classes=K)(im, y, key=(0, 3)),
+        lambda im: gpu.CutMix(alpha=1.0, num_classes=K)(im, y, key=(0, 3)),
+        lambda im: gpu.RandomChoice([gpu.MixUp(num_classes=K), gpu.CutMix(num_classes=K)])(im, y, key=(0, 3)),
+        lambda im: gpu.RandomErasing(p=1.0, value=0.5)(im, key=(0, 3)),
+    ]
+    for op in ops:
+        for im in (nhwc, (nhwc * 255).to(torch.uint8)):
+            with pytest.raises(ValueError, match=r"channels-last \[B, H, W, 3\].*permute\(0, 3, 1, 2\)"):
+                op(im)
+        got, want = op(nhwc.permute(0, 3, 1, 2)), op(x)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert torch.equal(g, w)
+
+
+def test_random_choice_many_ops_normalized_in_linear_time() -> None:
+    """p is normalized in one pass: 300,000 ops build in a second (the
+    quadratic normalization took 11.8 s for 30,000, so about 20 minutes
+    for these; the subprocess's timeout turns that into a failure), and p
+    is torchvision's normalization (each weight over their sum)."""
+    import os
+    import subprocess
+    import sys
+
+    code = """
+from stoker import gpu
+n = 300_000
+w = [float(i % 7 + 1) for i in range(n)]
+rc = gpu.RandomChoice([gpu.MixUp(num_classes=10)] * n, p=w)
+total = sum(w)
+assert rc.p == [x / total for x in w], "p is not each weight over the sum"
+print("ok", len(rc.p))
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "ok 300000", r.stderr

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 from typing import Dict
 
+import grpc
 import pytest
 import torch
 
 import stoker
 from stoker import transforms as T
+from stoker.v1 import stoker_pb2 as pb
+from stoker.v1.stoker_pb2_grpc import FeedServiceStub
 
 from helpers import TINY_N, assert_same_batches, collect, loader
 
@@ -358,7 +362,29 @@ def test_server_normalize_gives_float32(server: str) -> None:
     f32 = collect(loader(server, seed=2, transform=T.Compose(ops + [T.Normalize(mean, std)])))
     for (a, _), (b, _) in zip(u8, f32):
         assert b.dtype == torch.float32 and b.shape == a.shape
-        torch.testing.assert_close(b, stoker.normalize(a, mean, std), atol=1e-4, rtol=1e-4)
+        assert torch.equal(b, stoker.normalize(a, mean, std))  # the server's arithmetic, float for float
+
+
+@pytest.mark.parametrize("std", [0.0, -0.2, math.nan, math.inf, 1e-300, 5e-324])
+def test_normalize_refuses_what_the_server_refuses(server: str, std: float) -> None:
+    """A std that makes every output inf or NaN is refused by stoker.normalize
+    and by transforms.Normalize (ValueError), as the server refuses it
+    (INVALID_ARGUMENT), never turned into a batch of inf."""
+    stds = (0.229, std, 0.225)
+    images = torch.zeros(2, 3, 4, 4, dtype=torch.uint8)
+    with pytest.raises(ValueError, match="std"):
+        stoker.normalize(images, T.IMAGENET_MEAN, stds)
+    with pytest.raises(ValueError, match="std"):
+        T.Normalize(T.IMAGENET_MEAN, stds)
+    op = pb.Op(normalize=pb.Normalize(mean=T.IMAGENET_MEAN, std=stds))
+    spec = pb.JobSpec(dataset="tiny", batch_size=4, transform=pb.TransformSpec(ops=[T.RandomResizedCrop(32).to_proto(), op]))
+    with grpc.insecure_channel(server) as ch:
+        with pytest.raises(grpc.RpcError) as e:
+            FeedServiceStub(ch).DescribeJob(pb.DescribeJobRequest(job=spec), timeout=30)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "std" in e.value.details()
+    # The smallest std both take: every output finite.
+    ok = stoker.normalize(torch.full((1, 3, 2, 2), 255, dtype=torch.uint8), (0.0, 0.0, 0.0), (1e-36, 1e-36, 1e-36))
+    assert torch.isfinite(ok).all()
 
 
 def test_custom_ops_and_stats(server: str) -> None:
