@@ -104,6 +104,22 @@ type Executor struct {
 	// abandoned counts samples told to stop while running; returned,
 	// those of them whose worker came back from them (Abandoned).
 	abandoned, returned atomic.Int64
+	// made counts the samples made, of every queue: a batch's progress
+	// while it waits for a worker (batch.Progress.Queued).
+	made atomic.Uint64
+}
+
+// Running is how many samples the workers are making now.
+func (e *Executor) Running() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, r := range e.cur {
+		if r != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // Abandoned is how many samples were told to stop while a worker was on

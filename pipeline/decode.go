@@ -275,6 +275,9 @@ func (d *Decoder) applyGuarded(steps []Step, p planes) (err error) {
 			return errAbandoned
 		}
 		applyStep(p, &steps[i], &d.ops)
+		if d.ops.progress != nil {
+			d.ops.progress.Add()
+		}
 	}
 	if d.ops.stopped() {
 		return errAbandoned // the last step may have stopped half made

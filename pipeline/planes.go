@@ -3,6 +3,8 @@ package pipeline
 import (
 	"errors"
 	"sync/atomic"
+
+	"github.com/stoker-dev/stoker/pipeline/batch"
 )
 
 // planes is a sample's uint8 pixels as the ops after the geometry see them:
@@ -36,6 +38,8 @@ type opScratch struct {
 	// steps' loop between steps, and a sample whose flag is set ends with
 	// errAbandoned. Only atomic loads and stores touch it.
 	stop *int32
+	// progress is told of each step made (nil: no one asks).
+	progress *batch.Progress
 }
 
 // errAbandoned is the error of a sample whose work was abandoned (its

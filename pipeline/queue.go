@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stoker-dev/stoker/pipeline/batch"
 )
 
 // Schedule says how an Executor's workers choose the next sample among the
@@ -301,6 +303,9 @@ type fillReq struct {
 	// stop is set (atomically) when the samples running are abandoned:
 	// the kernels they run poll it (opScratch.stop) and return.
 	stop *int32
+	// progress is told of its work (batch.ProgressOf the Fill's ctx;
+	// nil: no one asks).
+	progress *batch.Progress
 }
 
 // fillReqs recycles fillReqs with their errs and done channel, so a Fill
@@ -391,6 +396,9 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 		r.fset, r.fields = fs, b.Fields
 	}
 	e := q.e
+	if r.progress = batch.ProgressOf(ctx); r.progress != nil {
+		r.progress.Queued(&e.made) // until a sample of it starts
+	}
 	e.mu.Lock()
 	if e.closed || q.closed {
 		e.mu.Unlock()
@@ -611,6 +619,7 @@ func (e *Executor) finished(r *fillReq, st *StageTimes) {
 	r.running--
 	q.running--
 	q.made.Add(1)
+	e.made.Add(1)
 	if r.running == 0 && r.taken == len(r.indices) {
 		r.done <- struct{}{}
 	}
@@ -639,8 +648,11 @@ func (e *Executor) run(d *Decoder, w int) {
 		}
 		r, i := e.take(q)
 		e.cur[w] = r
-		d.ops.stop = r.stop
+		d.ops.stop, d.ops.progress = r.stop, r.progress
 		e.mu.Unlock()
+		if r.progress != nil {
+			r.progress.Start()
+		}
 		idx := r.indices[i]
 		var t0, t1 time.Time
 		var st StageTimes
@@ -695,7 +707,10 @@ func (e *Executor) run(d *Decoder, w int) {
 			e.returned.Add(1) // an abandoned sample's worker is back
 		}
 		e.cur[w] = nil
-		d.ops.stop = nil
+		d.ops.stop, d.ops.progress = nil, nil
+		if r.progress != nil {
+			r.progress.Add()
+		}
 		e.finished(r, &st)
 	}
 	e.mu.Unlock()
