@@ -123,3 +123,30 @@ func TestSlowBatchNotReleased(t *testing.T) {
 		t.Errorf("%v leases, %v failed; want 2 leases, none failed (a lease made twice)", leases, failed)
 	}
 }
+
+// TestSlowBatchNotReleasedOnPeer: the same batches made by a peer with one
+// worker for a coordinator with --workers 0 and --lease-timeout 1s: the
+// peer reports each lease's progress on the Work stream (LeaseProgress),
+// so each batch is leased once, and the peer makes each once, none
+// cancelled. (Whole batches: --cache-affinity=false.)
+func TestSlowBatchNotReleasedOnPeer(t *testing.T) {
+	ctx := processTest(t, 3*time.Minute)
+	ds := writeDataset(t, 24, 2, 0)
+	peer := startPeers(t, ctx, 1, ds)[0]
+	coord := startServe(t, ctx, serveConfig{name: "coordinator", dataset: ds, peers: peerList(peer),
+		args: []string{"--lease-timeout", "1s", "--cache-affinity=false"}})
+	waitPeersReady(t, ctx, coord, 1)
+	spec := slowJob()
+	start := time.Now()
+	res := consumeEpoch(t, ctx, coord.addr, spec, consumeOpts{})
+	took := time.Since(start)
+	if len(res.batches) != 2 {
+		t.Fatalf("%d batches, want 2", len(res.batches))
+	}
+	leases, failed := coord.metric(t, ctx, "stoker_leases_total"), coord.metric(t, ctx, "stoker_lease_failures_total")
+	done, cancelled := peer.metric(t, ctx, "stoker_work_leases_total", `outcome="done"`), peer.metric(t, ctx, "stoker_work_leases_total", `outcome="cancelled"`)
+	t.Logf("epoch of 2 batches in %v: %v leases, %v failed; the peer made %v, %v cancelled", took.Round(time.Millisecond), leases, failed, done, cancelled)
+	if leases != 2 || failed != 0 || done != 2 || cancelled != 0 {
+		t.Errorf("%v leases (%v failed), the peer made %v (%v cancelled); want 2 leases made once each", leases, failed, done, cancelled)
+	}
+}

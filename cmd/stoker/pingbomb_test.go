@@ -12,7 +12,7 @@ import (
 // (python/stoker/_channel.py: grpc.keepalive_timeout_ms and
 // grpc.http2.ping_timeout_ms): a ping unanswered that long drops the
 // trainer's stream.
-const clientPingTimeout = 5 * time.Second
+const clientPingTimeout = 15 * time.Second
 
 // TestPingsAnsweredInsideBomb: with every worker of the server inside the
 // blur bomb (as many workers as this machine has cores, all in cgo), the

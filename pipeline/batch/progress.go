@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"sync/atomic"
+	"time"
 )
 
 // Progress is a batch's work as its maker reports it, for a lease whose
@@ -12,6 +13,10 @@ import (
 // done, so that a batch waiting behind others on a working maker is not
 // taken for a hung one. Safe for concurrent use; the zero value is ready.
 type Progress struct {
+	// Every is how often a maker that reports over the network (a peer)
+	// is asked to (Lease.progress_ms); set before the Progress is shared.
+	Every time.Duration
+
 	own     atomic.Uint64
 	started atomic.Bool
 	pool    atomic.Pointer[atomic.Uint64]

@@ -4909,7 +4909,13 @@ type Lease struct {
 	Work  float64 `protobuf:"fixed64,7,opt,name=work,proto3" json:"work,omitempty"`
 	// Repeated augmentation (JobSpec.repeats): which copy of its sample each
 	// of indices is, one per index; empty: every sample's first.
-	Copies        []uint32 `protobuf:"varint,40,rep,packed,name=copies,proto3" json:"copies,omitempty"`
+	Copies []uint32 `protobuf:"varint,40,rep,packed,name=copies,proto3" json:"copies,omitempty"`
+	// When not 0, the worker sends a LeaseProgress for this lease at most
+	// this often while its making moves on (a sample begun or finished, a
+	// step of one; before any began, its executor making anything): the
+	// coordinator's lease deadline follows the work, not the clock. 0 (an
+	// older coordinator): none is sent.
+	ProgressMs    uint32 `protobuf:"varint,60,opt,name=progress_ms,json=progressMs,proto3" json:"progress_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5000,6 +5006,13 @@ func (x *Lease) GetCopies() []uint32 {
 	return nil
 }
 
+func (x *Lease) GetProgressMs() uint32 {
+	if x != nil {
+		return x.ProgressMs
+	}
+	return 0
+}
+
 // CancelLease withdraws a lease.
 type CancelLease struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -5054,6 +5067,7 @@ type WorkResponse struct {
 	//	*WorkResponse_Done
 	//	*WorkResponse_Chunk
 	//	*WorkResponse_Failed
+	//	*WorkResponse_Progress
 	Msg           isWorkResponse_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -5132,6 +5146,15 @@ func (x *WorkResponse) GetFailed() *LeaseFailed {
 	return nil
 }
 
+func (x *WorkResponse) GetProgress() *LeaseProgress {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkResponse_Progress); ok {
+			return x.Progress
+		}
+	}
+	return nil
+}
+
 type isWorkResponse_Msg interface {
 	isWorkResponse_Msg()
 }
@@ -5154,6 +5177,11 @@ type WorkResponse_Failed struct {
 	Failed *LeaseFailed `protobuf:"bytes,4,opt,name=failed,proto3,oneof"`
 }
 
+type WorkResponse_Progress struct {
+	// The lease's making moved on since the last (Lease.progress_ms).
+	Progress *LeaseProgress `protobuf:"bytes,60,opt,name=progress,proto3,oneof"`
+}
+
 func (*WorkResponse_Worker) isWorkResponse_Msg() {}
 
 func (*WorkResponse_Done) isWorkResponse_Msg() {}
@@ -5161,6 +5189,55 @@ func (*WorkResponse_Done) isWorkResponse_Msg() {}
 func (*WorkResponse_Chunk) isWorkResponse_Msg() {}
 
 func (*WorkResponse_Failed) isWorkResponse_Msg() {}
+
+func (*WorkResponse_Progress) isWorkResponse_Msg() {}
+
+// LeaseProgress says a lease's making moved on: sent only for a lease
+// that asked (Lease.progress_ms), and possibly after its answer (a
+// coordinator ignores one for a lease it no longer waits for).
+type LeaseProgress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lease         uint64                 `protobuf:"varint,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseProgress) Reset() {
+	*x = LeaseProgress{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseProgress) ProtoMessage() {}
+
+func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
+func (*LeaseProgress) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *LeaseProgress) GetLease() uint64 {
+	if x != nil {
+		return x.Lease
+	}
+	return 0
+}
 
 // WorkerInfo describes a worker.
 type WorkerInfo struct {
@@ -5182,7 +5259,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5194,7 +5271,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5207,7 +5284,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -5279,7 +5356,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5291,7 +5368,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5304,7 +5381,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -5378,7 +5455,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5390,7 +5467,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5403,7 +5480,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -5449,7 +5526,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5461,7 +5538,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5474,7 +5551,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -5527,7 +5604,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5539,7 +5616,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5552,7 +5629,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -5585,7 +5662,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5597,7 +5674,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5610,7 +5687,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -5629,7 +5706,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5641,7 +5718,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5654,7 +5731,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -5753,7 +5830,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5765,7 +5842,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5778,7 +5855,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *JobStatus) GetId() string {
@@ -5986,7 +6063,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5998,7 +6075,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6011,7 +6088,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -6109,7 +6186,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6121,7 +6198,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6134,7 +6211,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -6557,7 +6634,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\bWorkPing\"A\n" +
 	"\aWorkJob\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12&\n" +
-	"\x04spec\x18\x02 \x01(\v2\x12.stoker.v1.JobSpecR\x04spec\"\xb3\x01\n" +
+	"\x04spec\x18\x02 \x01(\v2\x12.stoker.v1.JobSpecR\x04spec\"\xd4\x01\n" +
 	"\x05Lease\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\x04R\x03job\x12\x14\n" +
@@ -6566,15 +6643,20 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\aindices\x18\x05 \x03(\x03R\aindices\x12\x14\n" +
 	"\x05stall\x18\x06 \x01(\x01R\x05stall\x12\x12\n" +
 	"\x04work\x18\a \x01(\x01R\x04work\x12\x16\n" +
-	"\x06copies\x18( \x03(\rR\x06copies\"\x1d\n" +
+	"\x06copies\x18( \x03(\rR\x06copies\x12\x1f\n" +
+	"\vprogress_ms\x18< \x01(\rR\n" +
+	"progressMs\"\x1d\n" +
 	"\vCancelLease\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\x04R\x02id\"\xce\x01\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\"\x86\x02\n" +
 	"\fWorkResponse\x12/\n" +
 	"\x06worker\x18\x01 \x01(\v2\x15.stoker.v1.WorkerInfoH\x00R\x06worker\x12*\n" +
 	"\x04done\x18\x02 \x01(\v2\x14.stoker.v1.LeaseDoneH\x00R\x04done\x12(\n" +
 	"\x05chunk\x18\x03 \x01(\v2\x10.stoker.v1.ChunkH\x00R\x05chunk\x120\n" +
-	"\x06failed\x18\x04 \x01(\v2\x16.stoker.v1.LeaseFailedH\x00R\x06failedB\x05\n" +
-	"\x03msg\"\xcb\x01\n" +
+	"\x06failed\x18\x04 \x01(\v2\x16.stoker.v1.LeaseFailedH\x00R\x06failed\x126\n" +
+	"\bprogress\x18< \x01(\v2\x18.stoker.v1.LeaseProgressH\x00R\bprogressB\x05\n" +
+	"\x03msg\"%\n" +
+	"\rLeaseProgress\x12\x14\n" +
+	"\x05lease\x18\x01 \x01(\x04R\x05lease\"\xcb\x01\n" +
 	"\n" +
 	"WorkerInfo\x12\x18\n" +
 	"\aworkers\x18\x01 \x01(\rR\aworkers\x12\x1d\n" +
@@ -6715,7 +6797,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(ShuffleMode)(0),              // 0: stoker.v1.ShuffleMode
 	(Layout)(0),                   // 1: stoker.v1.Layout
@@ -6783,16 +6865,17 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*Lease)(nil),                 // 63: stoker.v1.Lease
 	(*CancelLease)(nil),           // 64: stoker.v1.CancelLease
 	(*WorkResponse)(nil),          // 65: stoker.v1.WorkResponse
-	(*WorkerInfo)(nil),            // 66: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),       // 67: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),             // 68: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),             // 69: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),           // 70: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),         // 71: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),        // 72: stoker.v1.StatusResponse
-	(*JobStatus)(nil),             // 73: stoker.v1.JobStatus
-	(*MakingShares)(nil),          // 74: stoker.v1.MakingShares
-	(*MakerStatus)(nil),           // 75: stoker.v1.MakerStatus
+	(*LeaseProgress)(nil),         // 66: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),            // 67: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),       // 68: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),             // 69: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),             // 70: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),           // 71: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),         // 72: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),        // 73: stoker.v1.StatusResponse
+	(*JobStatus)(nil),             // 74: stoker.v1.JobStatus
+	(*MakingShares)(nil),          // 75: stoker.v1.MakingShares
+	(*MakerStatus)(nil),           // 76: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	9,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
@@ -6877,31 +6960,32 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	60, // 79: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
 	61, // 80: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
 	6,  // 81: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	66, // 82: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	68, // 83: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	67, // 82: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	69, // 83: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
 	54, // 84: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	70, // 85: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	67, // 86: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	50, // 87: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	69, // 88: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	73, // 89: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	75, // 90: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	74, // 91: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	5,  // 92: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	56, // 93: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	13, // 94: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	71, // 95: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	59, // 96: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	47, // 97: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	57, // 98: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	14, // 99: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	72, // 100: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	65, // 101: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	97, // [97:102] is the sub-list for method output_type
-	92, // [92:97] is the sub-list for method input_type
-	92, // [92:92] is the sub-list for extension type_name
-	92, // [92:92] is the sub-list for extension extendee
-	0,  // [0:92] is the sub-list for field type_name
+	71, // 85: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	66, // 86: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	68, // 87: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	50, // 88: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	70, // 89: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	74, // 90: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	76, // 91: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	75, // 92: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	5,  // 93: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	56, // 94: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	13, // 95: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	72, // 96: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	59, // 97: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	47, // 98: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	57, // 99: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	14, // 100: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	73, // 101: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	65, // 102: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	98, // [98:103] is the sub-list for method output_type
+	93, // [93:98] is the sub-list for method input_type
+	93, // [93:93] is the sub-list for extension type_name
+	93, // [93:93] is the sub-list for extension extendee
+	0,  // [0:93] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -6978,6 +7062,7 @@ func file_stoker_v1_stoker_proto_init() {
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
 		(*WorkResponse_Failed)(nil),
+		(*WorkResponse_Progress)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -6985,7 +7070,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   71,
+			NumMessages:   72,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

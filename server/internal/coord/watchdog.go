@@ -39,7 +39,7 @@ func (c *leaseCtx) Err() error {
 // without any; cancel ends it and stops the watchdog.
 func watchLease(ctx context.Context, timeout time.Duration) (lctx context.Context, cancel context.CancelFunc) {
 	inner, stop := context.WithCancel(ctx)
-	p := new(batch.Progress)
+	p := &batch.Progress{Every: max(timeout/4, time.Millisecond)}
 	lc := &leaseCtx{Context: batch.WithProgress(inner, p)}
 	var seen atomic.Uint64
 	var t *time.Timer
