@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/stoker-dev/stoker/pipeline/batch"
 	"github.com/stoker-dev/stoker/pipeline/source"
@@ -97,6 +98,36 @@ type Executor struct {
 	sleeping int
 	wg       sync.WaitGroup
 	workers  int
+	// cur is the request each worker is making a sample of (nil: none),
+	// under mu: Queue.Close abandons its queue's.
+	cur []*fillReq
+	// abandoned counts samples told to stop while running; returned,
+	// those of them whose worker came back from them (Abandoned).
+	abandoned, returned atomic.Int64
+	// made counts the samples made, of every queue: a batch's progress
+	// while it waits for a worker (batch.Progress.Queued).
+	made atomic.Uint64
+}
+
+// Running is how many samples the workers are making now.
+func (e *Executor) Running() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, r := range e.cur {
+		if r != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Abandoned is how many samples were told to stop while a worker was on
+// them (their Fill's ctx ended or their queue closed), and how many of
+// those the workers have come back from: equal when no core works on for
+// a batch no one waits for.
+func (e *Executor) Abandoned() (told, returned int64) {
+	return e.abandoned.Load(), e.returned.Load()
 }
 
 // ErrClosed is returned by Fill on a closed Executor or Queue, and by a Fill
@@ -121,11 +152,11 @@ func NewExecutor(workers int, opts ...Option) *Executor {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	e := &Executor{workers: workers, sched: o.schedule, queues: map[string]*Queue{}, stages: o.stages}
+	e := &Executor{workers: workers, sched: o.schedule, queues: map[string]*Queue{}, stages: o.stages, cur: make([]*fillReq, workers)}
 	e.work.L = &e.mu
-	for range workers {
+	for w := range workers {
 		e.wg.Add(1)
-		go e.run(NewDecoder(opts...))
+		go e.run(NewDecoder(opts...), w)
 	}
 	return e
 }

@@ -150,6 +150,9 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 	if err := d.decodeGuarded(data, &hd, d.plans, decLayout, dst, doffs); err != nil {
 		return err
 	}
+	if d.ops.stopped() {
+		return errAbandoned // the resampler stopped with the rows half made
+	}
 	var t0 time.Time
 	timed := d.opts.stages != nil && !(direct && d.noSteps())
 	if timed {
@@ -268,7 +271,16 @@ func (d *Decoder) applyGuarded(steps []Step, p planes) (err error) {
 		}
 	}()
 	for i := range steps {
+		if d.ops.stopped() {
+			return errAbandoned
+		}
 		applyStep(p, &steps[i], &d.ops)
+		if d.ops.progress != nil {
+			d.ops.progress.Add()
+		}
+	}
+	if d.ops.stopped() {
+		return errAbandoned // the last step may have stopped half made
 	}
 	return nil
 }

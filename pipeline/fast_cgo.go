@@ -27,6 +27,9 @@ type fastState struct {
 	t       *C.stoker_turbo
 	job     *C.stoker_job // inside t: Go writes the job there, not in Go memory
 	cleanup runtime.Cleanup
+	// stop is the Decoder's sample's abandoned flag (opScratch.stop),
+	// handed to each decode call.
+	stop *int32
 }
 
 // fastKnobs are the fast path's options for tests and benchmarks, which
@@ -121,6 +124,7 @@ func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layo
 		}
 	}
 	k := d.knobs()
+	f.stop = d.ops.stop
 	f.setJob(&d.opts, hd, ps, offs, layout, k)
 	ix := d.indexFor(data, hd, k)
 	cc := d.coefsFor(data, hd, &ix, k)
@@ -128,6 +132,9 @@ func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layo
 	cc.checkin(f, rc == C.STOKER_OK)
 	if ix.on {
 		rc = d.indexFinish(rc, data, out, ix)
+	}
+	if rc != C.STOKER_OK && d.ops.stopped() {
+		return errAbandoned
 	}
 	return f.err(rc)
 }
@@ -292,7 +299,8 @@ func (f *fastState) decode(data, out, blob []byte) C.int {
 	if len(blob) > 0 {
 		ip = (*C.uchar)(unsafe.Pointer(&blob[0]))
 	}
-	rc := C.stoker_decode(f.t, (*C.uchar)(unsafe.Pointer(&data[0])), C.size_t(len(data)), (*C.uchar)(unsafe.Pointer(&out[0])), ip, C.size_t(len(blob)))
+	rc := C.stoker_decode(f.t, (*C.uchar)(unsafe.Pointer(&data[0])), C.size_t(len(data)), (*C.uchar)(unsafe.Pointer(&out[0])), ip, C.size_t(len(blob)),
+		(*C.int)(unsafe.Pointer(f.stop)))
 	runtime.KeepAlive(f) // the Decoder's cleanup must not free f.t during the call
 	return rc
 }

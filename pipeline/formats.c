@@ -149,6 +149,8 @@ static void png_rows(stoker_turbo *t, png_structp p, png_infop info, const stoke
   if (!*buf)
     png_error(p, "out of memory for a row");
   for (y = 0; y < nd->y1; y++) {
+    if (stoker_stopped(t))
+      png_error(p, "png: the sample's work was abandoned");
     png_read_row(p, *buf, NULL);
     if (y >= nd->y0)
       stoker_rows_put(t, y, *buf + (size_t)nd->x0 * bpp);
@@ -156,7 +158,7 @@ static void png_rows(stoker_turbo *t, png_structp p, png_infop info, const stoke
   jb->rows_decoded = nd->y1;
 }
 
-int stoker_decode_png(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out) {
+static int decode_png(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out) {
   stoker_job *jb = stoker_job_of(t);
   png_src src = {data, len, 0, {0}};
   png_structp p;
@@ -239,7 +241,7 @@ static int webp_code(VP8StatusCode st) {
   }
 }
 
-int stoker_decode_webp(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out) {
+static int decode_webp(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out) {
   stoker_job *jb = stoker_job_of(t);
   WebPDecoderConfig cfg;
   VP8StatusCode st;
@@ -306,4 +308,24 @@ int stoker_decode_webp(stoker_turbo *t, const unsigned char *data, size_t len, u
   free(buf);
   stoker_rows_end(t, out);
   return STOKER_OK;
+}
+
+/* The entry points: stop is the sample's abandoned flag for the call
+ * (turbo.h); libwebp's decode is one call, not polled inside. */
+int stoker_decode_png(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out,
+                      const volatile int *stop) {
+  int rc;
+  stoker_set_stop(t, stop);
+  rc = decode_png(t, data, len, out);
+  stoker_set_stop(t, NULL);
+  return rc;
+}
+
+int stoker_decode_webp(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out,
+                       const volatile int *stop) {
+  int rc;
+  stoker_set_stop(t, stop);
+  rc = decode_webp(t, data, len, out);
+  stoker_set_stop(t, NULL);
+  return rc;
 }

@@ -298,7 +298,8 @@ __attribute__((target("avx2,fma"))) static inline void bicubic8(const grid *g, c
 }
 
 __attribute__((target("avx2,fma"))) static void affine_avx2(const uint32_t *rgbx, uint8_t *pix, int w, int h,
-                                                              const float *prm, int nofill, int mode) {
+                                                              const float *prm, int nofill, int mode,
+                                                              const volatile int *stop) {
   const int n = w * h;
   const float cx = (float)((w - 1) * 0.5), cy = (float)((h - 1) * 0.5); /* exact */
   grid g = {
@@ -321,6 +322,8 @@ __attribute__((target("avx2,fma"))) static void affine_avx2(const uint32_t *rgbx
   const __m256i fillw = _mm256_set1_epi32((int)fw);
   for (int y = 0; y < h; y++) {
     float Y = (float)y - cy; /* exact */
+    if (stop && *stop)
+      return;
     float rx = Y * prm[1], ry = Y * prm[4];
     g.rx = _mm256_set1_ps(rx);
     g.ry = _mm256_set1_ps(ry);
@@ -336,9 +339,10 @@ __attribute__((target("avx2,fma"))) static void affine_avx2(const uint32_t *rgbx
   }
 }
 
-void stoker_affine(uint32_t *rgbx, uint8_t *pix, int w, int h, const float *prm, int nofill, int mode) {
+void stoker_affine(uint32_t *rgbx, uint8_t *pix, int w, int h, const float *prm, int nofill, int mode,
+                   const volatile int *stop) {
   interleave(pix, rgbx, w * h);
-  affine_avx2(rgbx, pix, w, h, prm, nofill, mode);
+  affine_avx2(rgbx, pix, w, h, prm, nofill, mode, stop);
 }
 
 #else
@@ -349,8 +353,9 @@ int stoker_reverse_ok(void) { return 0; }
 
 void stoker_reverse_rows(uint8_t *pix, int w, int rows) { (void)pix, (void)w, (void)rows; }
 
-void stoker_affine(uint32_t *rgbx, uint8_t *pix, int w, int h, const float *prm, int nofill, int mode) {
-  (void)rgbx, (void)pix, (void)w, (void)h, (void)prm, (void)nofill, (void)mode;
+void stoker_affine(uint32_t *rgbx, uint8_t *pix, int w, int h, const float *prm, int nofill, int mode,
+                   const volatile int *stop) {
+  (void)rgbx, (void)pix, (void)w, (void)h, (void)prm, (void)nofill, (void)mode, (void)stop;
 }
 
 #endif

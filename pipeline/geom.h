@@ -14,8 +14,11 @@ enum { STOKER_BILINEAR = 0, STOKER_NEAREST = 1, STOKER_BICUBIC = 2 };
 
 /* stoker_affine resamples pix, three w x h planes, in place: prm holds the
  * grid (r0x, r1x, r2x, r0y, r1y, r2y: kernels_affine.go's affineGrid) and
- * the fill (three values, 0..255); rgbx is scratch of w*h words. */
-void stoker_affine(uint32_t *rgbx, uint8_t *pix, int w, int h, const float *prm, int nofill, int mode);
+ * the fill (three values, 0..255); rgbx is scratch of w*h words. stop
+ * (NULL: none) is polled once a row: set, the call returns with pix half
+ * made (the sample's work was abandoned). */
+void stoker_affine(uint32_t *rgbx, uint8_t *pix, int w, int h, const float *prm, int nofill, int mode,
+                   const volatile int *stop);
 
 /* stoker_reverse_ok reports whether stoker_reverse_rows runs here (x86-64
  * with SSSE3). */

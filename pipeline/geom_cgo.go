@@ -28,7 +28,7 @@ func affineC(p planes, g *affineGrid, interp Interpolation, f [3]float32, noFill
 	prm := s.float32s(0, 9) // in scratch, not on the stack: cgo would move it to the heap
 	copy(prm, []float32{g.r0x, g.r1x, g.r2x, g.r0y, g.r1y, g.r2y, f[0], f[1], f[2]})
 	C.stoker_affine((*C.uint32_t)(unsafe.Pointer(&rgbx[0])), (*C.uint8_t)(unsafe.Pointer(&p.pix[0])), C.int(p.w), C.int(p.h),
-		(*C.float)(unsafe.Pointer(&prm[0])), cbool(noFill), C.int(mode))
+		(*C.float)(unsafe.Pointer(&prm[0])), cbool(noFill), C.int(mode), (*C.int)(unsafe.Pointer(s.stop)))
 	return true
 }
 

@@ -200,7 +200,7 @@ static int vpass(int simd, const int16_t *c, int w, const int32_t *wy, int r, co
 }
 
 void stoker_blur(uint8_t *pix, int w, int h, const int32_t *wx, int rx, const int32_t *wy, int ry,
-                 int16_t *mid, int16_t *pad, int32_t *ints, int simd) {
+                 int16_t *mid, int16_t *pad, int32_t *ints, int simd, const volatile int *stop) {
   int32_t *kp = ints, *off = ints + rx / 2 + 2;
   size_t n = (size_t)w * h;
   int c, x, y, t;
@@ -212,6 +212,8 @@ void stoker_blur(uint8_t *pix, int w, int h, const int32_t *wx, int rx, const in
     uint8_t *pl = pix + c * n;
     for (y = 0; y < h; y++) {
       int16_t *m = mid + (size_t)y * w;
+      if (stop && *stop)
+        return;
       blur_pad(pl + (size_t)y * w, w, rx, pad);
       for (x = hpass(simd, pad, w, kp, rx, m); x < w; x++)
         m[x] = hsum(pad + rx + 1 + x, wx, rx);
@@ -219,6 +221,8 @@ void stoker_blur(uint8_t *pix, int w, int h, const int32_t *wx, int rx, const in
     for (y = 0; y < h; y++) {
       const int16_t *cy = mid + (size_t)y * w;
       uint8_t *o = pl + (size_t)y * w;
+      if (stop && *stop)
+        return;
       for (t = -ry; t <= ry; t++)
         off[t + ry] = (reflect(y + t, h) - y) * w;
       for (x = vpass(simd, cy, w, wy, ry, off, o); x < w; x++)

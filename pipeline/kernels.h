@@ -11,10 +11,12 @@
  * reflecting at the borders, as blurPlanesGo does. Scratch: mid, w*h
  * int16 (the Q7 pass between the two); pad, stoker_blur_pad(w, rx)
  * int16; ints, stoker_blur_ints(rx, ry) int32. simd: 0 scalar, else the
- * best the build and the CPU have. */
+ * best the build and the CPU have. stop (NULL: none) is polled once a row:
+ * when it is set the blur returns at once, its planes half made (the
+ * sample's work was abandoned: the caller throws them away). */
 void stoker_blur(uint8_t *pix, int w, int h, const int32_t *wx, int rx,
                  const int32_t *wy, int ry, int16_t *mid, int16_t *pad,
-                 int32_t *ints, int simd);
+                 int32_t *ints, int simd, const volatile int *stop);
 
 /* Scratch sizes for stoker_blur. */
 static inline int stoker_blur_pad(int w, int rx) { return w + 2 * rx + 32; }

@@ -106,9 +106,15 @@ func blurPlanesGo(p planes, bx, by *blurTaps, s *opScratch) {
 	for c := range 3 {
 		pl := p.plane(c)
 		for y := range h {
+			if s.stopped() {
+				return // abandoned, as stoker_blur polls once a row
+			}
 			blurRowGo(pl[y*w:(y+1)*w], pad, mid[y*w:(y+1)*w], bx)
 		}
 		for y := range h {
+			if s.stopped() {
+				return
+			}
 			blurColumnsGo(mid, acc, pl[y*w:(y+1)*w], y, h, by)
 		}
 	}

@@ -31,8 +31,11 @@ func blurPlanesC(p planes, bx, by *blurTaps, s *opScratch, simd int) {
 	C.stoker_blur(u8(p.pix), C.int(w), C.int(h),
 		(*C.int32_t)(&bx.w[0]), C.int(bx.r), (*C.int32_t)(&by.w[0]), C.int(by.r),
 		(*C.int16_t)(unsafe.Pointer(&mid[0])), (*C.int16_t)(unsafe.Pointer(&pad[0])),
-		(*C.int32_t)(&ints[0]), C.int(simd))
+		(*C.int32_t)(&ints[0]), C.int(simd), s.cstop())
 }
+
+// cstop is the sample's abandoned flag for C (NULL: none).
+func (s *opScratch) cstop() *C.int { return (*C.int)(unsafe.Pointer(s.stop)) }
 
 // u8 is b's first byte for C; b is not empty.
 func u8(b []byte) *C.uint8_t { return (*C.uint8_t)(&b[0]) }

@@ -280,6 +280,8 @@ int stoker_png_rows(stoker_turbo *t, const unsigned char *data, size_t len, unsi
     const unsigned char *row;
     unsigned char *tmp;
     int ok;
+    if (stoker_stopped(t))
+      return fail(t, &j, STOKER_CORRUPT, "png: the sample's work was abandoned");
     if (!inflate_row(&j, &c, cur, rb + 1))
       return fail(t, &j, STOKER_CORRUPT, "png: corrupt or truncated image data");
 #if defined(__SSE2__)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stoker-dev/stoker/pipeline/batch"
 )
 
 // Schedule says how an Executor's workers choose the next sample among the
@@ -250,6 +252,12 @@ func (q *Queue) Close() {
 		for q.head != nil {
 			e.drop(q.head, ErrClosed)
 		}
+		// Its samples running stop too: nothing of the job is wanted.
+		for _, r := range e.cur {
+			if r != nil && r.q == q {
+				e.abandon(r, ErrClosed)
+			}
+		}
 	}
 	var drained chan struct{}
 	if q.running > 0 {
@@ -291,11 +299,18 @@ type fillReq struct {
 	done        chan struct{}
 	queued      time.Time  // when Fill queued it, with a StageObserver
 	times       StageTimes // its samples' stage times, summed (under e.mu)
+
+	// stop is set (atomically) when the samples running are abandoned:
+	// the kernels they run poll it (opScratch.stop) and return.
+	stop *int32
+	// progress is told of its work (batch.ProgressOf the Fill's ctx;
+	// nil: no one asks).
+	progress *batch.Progress
 }
 
 // fillReqs recycles fillReqs with their errs and done channel, so a Fill
 // allocates nothing of its own once warm.
-var fillReqs = sync.Pool{New: func() any { return &fillReq{done: make(chan struct{}, 1)} }}
+var fillReqs = sync.Pool{New: func() any { return &fillReq{done: make(chan struct{}, 1), stop: new(int32)} }}
 
 // Fill makes the batch of ds's samples at indices for (seed, epoch) into b,
 // reusing b's buffers. Samples that fail by their own fault are listed in
@@ -304,10 +319,11 @@ var fillReqs = sync.Pool{New: func() any { return &fillReq{done: make(chan struc
 // fault (source.IsStoreFault: the error wraps the store's; no sample is
 // padded or dropped for it), when the Executor or the queue is closed (ErrClosed: a queue
 // closed while the batch waits drops it at once), or ctx ends before the
-// batch is made: then its samples not yet started are dropped at once, and
-// Fill returns ctx.Err() as soon as those already started are done (at most
-// one per worker), so b is the caller's again (a batch whose samples had
-// all started is finished and returned whole). A batch whose every sample
+// batch is made: then its samples not yet started are dropped at once,
+// those already started (at most one per worker) are abandoned (their
+// kernels poll a flag once a row or a step and return), and Fill returns
+// ctx.Err() as soon as they have returned, so b is the caller's again and
+// no core works on for a batch no one waits for. A batch whose every sample
 // failed has N == 0 under either policy: not data to hand on. A ds that is a Prefetcher is told
 // the indices before they are queued.
 func (q *Queue) Fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch uint64, indices []int64, policy FailPolicy, b *Batch) error {
@@ -380,6 +396,9 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 		r.fset, r.fields = fs, b.Fields
 	}
 	e := q.e
+	if r.progress = batch.ProgressOf(ctx); r.progress != nil {
+		r.progress.Queued(&e.made) // until a sample of it starts
+	}
 	e.mu.Lock()
 	if e.closed || q.closed {
 		e.mu.Unlock()
@@ -434,7 +453,8 @@ func (r *fillReq) at(i int) int {
 // that owns r calls it, after done: no worker holds r then.
 func (r *fillReq) release() {
 	clear(r.errs)
-	*r = fillReq{errs: r.errs[:0], good: r.good[:0], done: r.done}
+	*r.stop = 0 // no worker holds r: done was received
+	*r = fillReq{errs: r.errs[:0], good: r.good[:0], done: r.done, stop: r.stop}
 	fillReqs.Put(r)
 }
 
@@ -489,12 +509,15 @@ func (e *Executor) unlink(r *fillReq) {
 	}
 }
 
-// drop drops r's samples not yet started, for err, and signals its Fill if
-// none of the others is still running. It does nothing if every sample was
-// already started. e.mu is held.
+// drop drops r's samples not yet started and abandons those running, for
+// err, and signals its Fill if none is running. It does nothing once the
+// batch is made (every sample started and none running). e.mu is held.
 func (e *Executor) drop(r *fillReq, err error) {
 	n := len(r.indices)
 	if r.taken == n {
+		if r.running > 0 {
+			e.abandon(r, err)
+		}
 		return
 	}
 	r.q.pending -= n - r.taken
@@ -503,6 +526,22 @@ func (e *Executor) drop(r *fillReq, err error) {
 	e.unlink(r)
 	if r.running == 0 {
 		r.done <- struct{}{}
+	} else {
+		e.abandon(r, err)
+	}
+}
+
+// abandon tells r's running samples to stop, for err: their kernels see
+// the flag within a row or a step, and r's Fill returns err (its buffer's
+// bytes are no batch). The Fill is signalled by the last of them to
+// finish, as ever. e.mu is held.
+func (e *Executor) abandon(r *fillReq, err error) {
+	if r.dropped == nil {
+		r.dropped = err
+	}
+	if atomic.LoadInt32(r.stop) == 0 {
+		atomic.StoreInt32(r.stop, 1)
+		e.abandoned.Add(int64(r.running))
 	}
 }
 
@@ -580,6 +619,7 @@ func (e *Executor) finished(r *fillReq, st *StageTimes) {
 	r.running--
 	q.running--
 	q.made.Add(1)
+	e.made.Add(1)
 	if r.running == 0 && r.taken == len(r.indices) {
 		r.done <- struct{}{}
 	}
@@ -591,7 +631,7 @@ func (e *Executor) finished(r *fillReq, st *StageTimes) {
 
 // run is a worker: it takes samples by the schedule until the Executor is
 // closed and no queue has any left.
-func (e *Executor) run(d *Decoder) {
+func (e *Executor) run(d *Decoder, w int) {
 	defer e.wg.Done()
 	defer d.Close()
 	var buf []byte
@@ -607,7 +647,12 @@ func (e *Executor) run(d *Decoder) {
 			continue
 		}
 		r, i := e.take(q)
+		e.cur[w] = r
+		d.ops.stop, d.ops.progress = r.stop, r.progress
 		e.mu.Unlock()
+		if r.progress != nil {
+			r.progress.Start()
+		}
 		idx := r.indices[i]
 		var t0, t1 time.Time
 		var st StageTimes
@@ -658,6 +703,14 @@ func (e *Executor) run(d *Decoder) {
 			r.traces[i] = d.AppendTrace(r.traces[i][:0], r.t)
 		}
 		e.mu.Lock()
+		if atomic.LoadInt32(r.stop) != 0 {
+			e.returned.Add(1) // an abandoned sample's worker is back
+		}
+		e.cur[w] = nil
+		d.ops.stop, d.ops.progress = nil, nil
+		if r.progress != nil {
+			r.progress.Add()
+		}
 		e.finished(r, &st)
 	}
 	e.mu.Unlock()

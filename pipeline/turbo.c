@@ -139,7 +139,13 @@ struct stoker_turbo {
   stoker_hix hix;
   stoker_coefbuf cbuf; /* MCUs to store in the coefficient cache */
   int rows_gray; /* stoker_rows_*: the rows given are gray (else RGBX) */
+  /* The sample's abandoned flag, for one call (stoker_decode's stop). */
+  const volatile int *stop;
 };
+
+int stoker_stopped(const stoker_turbo *t) { return t->stop && *t->stop; }
+
+void stoker_set_stop(stoker_turbo *t, const volatile int *stop) { t->stop = stop; }
 
 static void fail(stoker_turbo *t, int code, const char *msg) {
   t->code = code;
@@ -192,6 +198,8 @@ static void on_output(j_common_ptr c) { (void)c; }
 static void on_progress(j_common_ptr c) {
   stoker_turbo *t = (stoker_turbo *)c;
   j_decompress_ptr d = (j_decompress_ptr)c;
+  if (stoker_stopped(t))
+    fail(t, STOKER_CORRUPT, "jpeg: the sample's work was abandoned");
   if (d->progressive_mode && d->input_scan_number > t->max_scans) {
     t->code = STOKER_TOO_LARGE;
     snprintf(t->msg, sizeof t->msg,
@@ -1026,6 +1034,8 @@ static void vpass(stoker_turbo *t, int v, int gray, uint8_t *out) {
   size_t plane = (size_t)W * H;
   for (y = 0; y < H; y++) {
     const int16_t *k = a->k + (size_t)y * a->ks;
+    if (stoker_stopped(t))
+      return; /* no longjmp: stoker_rows_end runs outside any setjmp */
     const int32_t *kv = a->kv + (size_t)y * np * 4;
     uint8_t *row0 = out + (size_t)y * W;
     for (j = 0; j < 2 * np; j++) {
@@ -1449,6 +1459,8 @@ static void read_rows(stoker_turbo *t, const decode_geom *g) {
   }
   while ((y = (int)ci->output_scanline) < g->uy1) {
     JSAMPROW rows[4];
+    if (stoker_stopped(t))
+      fail(t, STOKER_CORRUPT, "jpeg: the sample's work was abandoned");
     int r, want = g->uy1 - y < g->nrows ? g->uy1 - y : g->nrows;
     JDIMENSION got;
     for (r = 0; r < want; r++)
@@ -1502,8 +1514,8 @@ static void end_scan(stoker_turbo *t) {
     jb->coefs_stored = 0;
 }
 
-int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
-                  unsigned char *out, const unsigned char *ix, size_t ix_len) {
+static int decode_jpeg(stoker_turbo *t, const unsigned char *data, size_t len,
+                       unsigned char *out, const unsigned char *ix, size_t ix_len) {
   decode_geom g;
   int v;
   begin_decode(t);
@@ -1522,6 +1534,16 @@ int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
   for (v = 0; v < t->job.nviews; v++)
     vpass(t, v, g.gray, out + t->job.views[v].out_off);
   return STOKER_OK;
+}
+
+int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
+                  unsigned char *out, const unsigned char *ix, size_t ix_len,
+                  const volatile int *stop) {
+  int rc;
+  t->stop = stop;
+  rc = decode_jpeg(t, data, len, out, ix, ix_len);
+  t->stop = NULL; /* a Go pointer: not kept past the call */
+  return rc;
 }
 
 /* The resampler for the formats decoded at full scale, row by row
@@ -1584,6 +1606,8 @@ int stoker_rows_begin(stoker_turbo *t, int gray, stoker_need *nd) {
 void stoker_rows_put(stoker_turbo *t, int y, const unsigned char *row) {
   stoker_job *jb = &t->job;
   int v;
+  if (stoker_stopped(t))
+    return;
   for (v = 0; v < jb->nviews; v++) {
     const vstate *s = &t->vs[v];
     int w = jb->views[v].out_w, rl = t->rows_gray ? w : 3 * w;

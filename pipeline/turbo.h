@@ -124,7 +124,15 @@ const char *stoker_msg(stoker_turbo *t);
  * checkpoints, and adds the ones it passes to a copy, which
  * stoker_index_copy returns when job.ix_changed. */
 int stoker_decode(stoker_turbo *t, const unsigned char *data, size_t len,
-                  unsigned char *out, const unsigned char *ix, size_t ix_len);
+                  unsigned char *out, const unsigned char *ix, size_t ix_len,
+                  const volatile int *stop);
+/* stop (NULL: none), given to stoker_decode, stoker_decode_png and
+ * stoker_decode_webp, is the sample's flag that its work was abandoned:
+ * polled while scans are read (once an iMCU row), once a row decoded or
+ * resampled, and when set the call returns early with an error, its output
+ * half made. It is kept only for the call. stoker_stopped says whether the
+ * current call's flag is set (formats.c, pngrows.c poll it). */
+int stoker_stopped(const stoker_turbo *t);
 /* stoker_simd_best is the SIMD level stoker_decode uses by default on this
  * CPU (stoker_job.simd_used). */
 int stoker_simd_best(void);
@@ -158,8 +166,13 @@ void stoker_fail_msg(stoker_turbo *t, int code, const char *msg);
  * JPEG: torchvision's decode_image pixels (ImageReadMode.RGB: alpha
  * dropped, gray and palettes expanded, 16 bits cut to their high byte),
  * only the rows (and, for WebP, the columns) the views read. */
-int stoker_decode_png(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out);
-int stoker_decode_webp(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out);
+int stoker_decode_png(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out,
+                      const volatile int *stop);
+int stoker_decode_webp(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out,
+                       const volatile int *stop);
+/* stoker_set_stop sets the flag stoker_stopped reads (formats.c, for the
+ * length of one call; NULL after it). */
+void stoker_set_stop(stoker_turbo *t, const volatile int *stop);
 /* stoker_png_rows is stoker_decode_png for 8-bit, non-interlaced gray,
  * gray+alpha, RGB and RGBA without libpng (pngrows.c); it returns -1,
  * having done nothing, for the files libpng is to decode. */

@@ -134,8 +134,9 @@ type Config struct {
 	// are always checked). 0 means DefaultVerifyFraction; negative turns
 	// the byte comparison off.
 	VerifyFraction float64
-	// LeaseTimeout is how long a maker may take for one batch before its
-	// lease goes to another. Default DefaultLeaseTimeout.
+	// LeaseTimeout is how long a maker may go without progress on a batch
+	// (batch.Progress) before its lease goes to another. Default
+	// DefaultLeaseTimeout.
 	LeaseTimeout time.Duration
 	// MaxBatchBytes refuses jobs whose batches would be larger. Default
 	// DefaultMaxBatchBytes (256 MiB).

@@ -266,6 +266,20 @@ func (s *Server) startExecutor(reg prometheus.Registerer) error {
 		decode.Observe(d.Seconds())
 	}))
 	s.exec = pipeline.NewExecutor(cfg.Workers, opts...)
+	exec := s.exec
+	if err := registerAll(reg, []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_samples_abandoned_total",
+			Help: "Samples told to stop while a worker was making them: their batch's lease was cancelled or timed out, its stream ended, or its job closed."},
+			func() float64 { told, _ := exec.Abandoned(); return float64(told) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_samples_abandoned_returned_total",
+			Help: "Of stoker_samples_abandoned_total, those whose worker came back from them: the two are equal when no core works on for a batch no one waits for."},
+			func() float64 { _, back := exec.Abandoned(); return float64(back) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_samples_running",
+			Help: "Samples the executor's workers are making now."},
+			func() float64 { return float64(exec.Running()) }),
+	}); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	s.stop = make(chan struct{})
 	if sched == pipeline.ScheduleWeighted {
 		floor := cfg.ShareFloor

@@ -91,7 +91,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.DurationVar(&cfg.AdviseWindow, "advise-window", server.DefaultAdviseWindow, "how long the advisor's worker recommendation must have been lower before stoker_workers_recommended falls (rises at once): an autoscaler on it does not flap")
 	fs.IntVar(&cfg.MaxWorkersRecommended, "max-workers-recommended", server.DefaultMaxWorkersRecommended, "the most workers stoker_workers_recommended ever says")
 	fs.Float64Var(&cfg.VerifyFraction, "verify-fraction", server.DefaultVerifyFraction, "share of peers' samples this coordinator makes again itself and compares byte for byte (peers' labels and indices are always checked); a peer that does not match is quarantined; negative: off")
-	fs.DurationVar(&cfg.LeaseTimeout, "lease-timeout", server.DefaultLeaseTimeout, "how long a maker may take for one batch before its lease goes to another")
+	fs.DurationVar(&cfg.LeaseTimeout, "lease-timeout", server.DefaultLeaseTimeout, "how long a maker may go without progress on a batch (no sample of it begun or finished, no step of one; before any began, its executor making nothing) before its lease goes to another: the deadline follows the work, so a slow maker that keeps working is never raced by copies of its own lease")
 	fs.DurationVar(&cfg.PeerRefresh, "peer-refresh", 5*time.Second, "how often a dns:/// --peers name is resolved again")
 	fs.Int64Var(&cfg.MaxBatchBytes, "max-batch-bytes", server.DefaultMaxBatchBytes, "refuse jobs whose batches are larger")
 	fs.IntVar(&cfg.MaxStreamsPerClient, "max-streams-per-client", server.DefaultMaxStreamsPerClient, "open Feed streams allowed per client host")

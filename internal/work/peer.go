@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -417,7 +419,11 @@ func (p *Peer) Make(ctx context.Context, j *Job, l *lease.Lease, b *pipeline.Bat
 		return lease.Made{}, lease.ErrBusy
 	}
 	defer p.releasedLease()
-	pl := &pendingLease{j: j, l: l, b: b, want: -1, done: make(chan error, 1)}
+	pl := &pendingLease{j: j, l: l, b: b, want: -1, done: make(chan error, 1), progress: batch.ProgressOf(ctx)}
+	var progressMs uint32
+	if pl.progress != nil {
+		progressMs = uint32(min(max(pl.progress.Every.Milliseconds(), 1), math.MaxUint32))
+	}
 	st.mu.Lock()
 	if st.err != nil {
 		st.mu.Unlock()
@@ -438,6 +444,7 @@ func (p *Peer) Make(ctx context.Context, j *Job, l *lease.Lease, b *pipeline.Bat
 	st.pending[id] = pl
 	st.enqueue(outReq{lease: pl, req: &stokerv1.WorkRequest{Msg: &stokerv1.WorkRequest_Lease{Lease: &stokerv1.Lease{
 		Id: id, Job: jobID, Epoch: l.Epoch, Number: uint64(l.Number), Indices: l.Indices, Copies: l.Copies, Stall: l.Demand.Stall, Work: l.Demand.Work,
+		ProgressMs: progressMs,
 	}}}})
 	st.mu.Unlock()
 	select {

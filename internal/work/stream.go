@@ -15,6 +15,7 @@ import (
 	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/internal/rpc"
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -74,6 +75,9 @@ type pendingLease struct {
 	done  chan error
 	final bool
 	sent  bool // the send loop has sent it (a cancel must follow it)
+	// progress is told of each LeaseProgress (nil: the caller asked for
+	// none).
+	progress *batch.Progress
 }
 
 // kept is a slot of Lease.Keep: its place in the batch's pixels, and
@@ -133,6 +137,8 @@ func (p *Peer) read(st *peerStream) error {
 		case *stokerv1.WorkResponse_Chunk: // encoded in a way the codec left to protobuf
 			c := m.Chunk
 			err = st.chunk(c.GetNumber(), c.GetOffset(), bytesPayload(c.GetData()))
+		case *stokerv1.WorkResponse_Progress:
+			st.progressed(m.Progress.GetLease())
 		case *stokerv1.WorkResponse_Failed:
 			if st.failed(m.Failed) {
 				p.setLastErr(fmt.Errorf("%w: the worker is draining (shutting down)", lease.ErrDraining))
@@ -144,6 +150,16 @@ func (p *Peer) read(st *peerStream) error {
 		if err != nil {
 			return err // a protocol error: the stream cannot be trusted
 		}
+	}
+}
+
+// progressed tells a pending lease's caller that the worker's making of
+// it moved on; one for a lease no longer pending is ignored.
+func (st *peerStream) progressed(id uint64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if pl := st.pending[id]; pl != nil && pl.progress != nil {
+		pl.progress.Start()
 	}
 }
 

@@ -260,11 +260,13 @@ type workJob struct {
 // workOut is a finished lease for the send loop.
 type workOut struct {
 	lease uint64
-	epoch uint64
-	k     int
-	q     JobQueue
-	s     *slot // nil when failed
-	err   error
+	// progress: a LeaseProgress, not an answer (Lease.progress_ms).
+	progress bool
+	epoch    uint64
+	k        int
+	q        JobQueue
+	s        *slot // nil when failed
+	err      error
 }
 
 // wait returns when the stream is to end: with receive's error when the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/internal/rpc"
+	"github.com/stoker-dev/stoker/pipeline/batch"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -124,8 +125,10 @@ func (w *workStream) lease(ctx context.Context, l *stokerv1.Lease) error {
 	go func() {
 		defer w.wg.Done()
 		defer wj.leasing.Add(-1)
-		err := wj.q.Fill(lctx, &lease.Lease{Epoch: l.GetEpoch(), Number: int(l.GetNumber()), Indices: l.GetIndices(),
+		fctx, stopProgress := w.reportProgress(lctx, l)
+		err := wj.q.Fill(fctx, &lease.Lease{Epoch: l.GetEpoch(), Number: int(l.GetNumber()), Indices: l.GetIndices(),
 			Copies: copiesOf(l), Demand: claimed(l)}, &s.b)
+		stopProgress()
 		w.mu.Lock()
 		delete(w.cancels, l.GetId())
 		w.mu.Unlock()
@@ -144,6 +147,44 @@ func (w *workStream) lease(ctx context.Context, l *stokerv1.Lease) error {
 		}
 	}()
 	return nil
+}
+
+// reportProgress is ctx with a batch.Progress the lease's making reports
+// to, and a goroutine that sends a LeaseProgress at most every
+// l.progress_ms while it moves on, when the coordinator asked for them;
+// stop ends it (before the lease's answer is queued).
+func (w *workStream) reportProgress(ctx context.Context, l *stokerv1.Lease) (context.Context, func()) {
+	every := time.Duration(l.GetProgressMs()) * time.Millisecond
+	if every <= 0 {
+		return ctx, func() {}
+	}
+	p := new(batch.Progress)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		var seen uint64
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+			if n := p.Count(); n != seen {
+				seen = n
+				select {
+				case w.out <- workOut{lease: l.GetId(), progress: true}:
+				case <-quit:
+					return
+				}
+			}
+		}
+	}()
+	return batch.WithProgress(ctx, p), func() {
+		close(quit)
+		<-done
+	}
 }
 
 // fail queues a LeaseFailed answer.
@@ -176,6 +217,15 @@ const maxFailing = 256
 func (w *workStream) sendLoop(cancel context.CancelFunc) error {
 	var sendErr error
 	for o := range w.out {
+		if o.progress {
+			if sendErr == nil {
+				sendErr = w.stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Progress{Progress: &stokerv1.LeaseProgress{Lease: o.lease}}})
+				if sendErr != nil {
+					cancel()
+				}
+			}
+			continue // not an answer: the lease is still pending
+		}
 		if sendErr == nil {
 			sendErr = w.send(o)
 			if sendErr != nil {

@@ -4920,7 +4920,13 @@ type Lease struct {
 	Work  float64 `protobuf:"fixed64,7,opt,name=work,proto3" json:"work,omitempty"`
 	// Repeated augmentation (JobSpec.repeats): which copy of its sample each
 	// of indices is, one per index; empty: every sample's first.
-	Copies        []uint32 `protobuf:"varint,40,rep,packed,name=copies,proto3" json:"copies,omitempty"`
+	Copies []uint32 `protobuf:"varint,40,rep,packed,name=copies,proto3" json:"copies,omitempty"`
+	// When not 0, the worker sends a LeaseProgress for this lease at most
+	// this often while its making moves on (a sample begun or finished, a
+	// step of one; before any began, its executor making anything): the
+	// coordinator's lease deadline follows the work, not the clock. 0 (an
+	// older coordinator): none is sent.
+	ProgressMs    uint32 `protobuf:"varint,60,opt,name=progress_ms,json=progressMs,proto3" json:"progress_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5011,6 +5017,13 @@ func (x *Lease) GetCopies() []uint32 {
 	return nil
 }
 
+func (x *Lease) GetProgressMs() uint32 {
+	if x != nil {
+		return x.ProgressMs
+	}
+	return 0
+}
+
 // CancelLease withdraws a lease.
 type CancelLease struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -5065,6 +5078,7 @@ type WorkResponse struct {
 	//	*WorkResponse_Done
 	//	*WorkResponse_Chunk
 	//	*WorkResponse_Failed
+	//	*WorkResponse_Progress
 	Msg           isWorkResponse_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -5143,6 +5157,15 @@ func (x *WorkResponse) GetFailed() *LeaseFailed {
 	return nil
 }
 
+func (x *WorkResponse) GetProgress() *LeaseProgress {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkResponse_Progress); ok {
+			return x.Progress
+		}
+	}
+	return nil
+}
+
 type isWorkResponse_Msg interface {
 	isWorkResponse_Msg()
 }
@@ -5165,6 +5188,11 @@ type WorkResponse_Failed struct {
 	Failed *LeaseFailed `protobuf:"bytes,4,opt,name=failed,proto3,oneof"`
 }
 
+type WorkResponse_Progress struct {
+	// The lease's making moved on since the last (Lease.progress_ms).
+	Progress *LeaseProgress `protobuf:"bytes,60,opt,name=progress,proto3,oneof"`
+}
+
 func (*WorkResponse_Worker) isWorkResponse_Msg() {}
 
 func (*WorkResponse_Done) isWorkResponse_Msg() {}
@@ -5172,6 +5200,55 @@ func (*WorkResponse_Done) isWorkResponse_Msg() {}
 func (*WorkResponse_Chunk) isWorkResponse_Msg() {}
 
 func (*WorkResponse_Failed) isWorkResponse_Msg() {}
+
+func (*WorkResponse_Progress) isWorkResponse_Msg() {}
+
+// LeaseProgress says a lease's making moved on: sent only for a lease
+// that asked (Lease.progress_ms), and possibly after its answer (a
+// coordinator ignores one for a lease it no longer waits for).
+type LeaseProgress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lease         uint64                 `protobuf:"varint,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseProgress) Reset() {
+	*x = LeaseProgress{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseProgress) ProtoMessage() {}
+
+func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
+func (*LeaseProgress) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *LeaseProgress) GetLease() uint64 {
+	if x != nil {
+		return x.Lease
+	}
+	return 0
+}
 
 // WorkerInfo describes a worker.
 type WorkerInfo struct {
@@ -5193,7 +5270,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5205,7 +5282,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5218,7 +5295,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -5290,7 +5367,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5302,7 +5379,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5315,7 +5392,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -5389,7 +5466,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5401,7 +5478,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5414,7 +5491,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -5460,7 +5537,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5472,7 +5549,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5485,7 +5562,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -5538,7 +5615,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5550,7 +5627,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5563,7 +5640,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -5596,7 +5673,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5608,7 +5685,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5621,7 +5698,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -5640,7 +5717,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5652,7 +5729,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5665,7 +5742,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -5764,7 +5841,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5776,7 +5853,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5789,7 +5866,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *JobStatus) GetId() string {
@@ -5997,7 +6074,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6009,7 +6086,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6022,7 +6099,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -6120,7 +6197,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6132,7 +6209,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6145,7 +6222,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -6569,7 +6646,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\bWorkPing\"A\n" +
 	"\aWorkJob\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12&\n" +
-	"\x04spec\x18\x02 \x01(\v2\x12.stoker.v1.JobSpecR\x04spec\"\xb3\x01\n" +
+	"\x04spec\x18\x02 \x01(\v2\x12.stoker.v1.JobSpecR\x04spec\"\xd4\x01\n" +
 	"\x05Lease\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\x04R\x03job\x12\x14\n" +
@@ -6578,15 +6655,20 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\aindices\x18\x05 \x03(\x03R\aindices\x12\x14\n" +
 	"\x05stall\x18\x06 \x01(\x01R\x05stall\x12\x12\n" +
 	"\x04work\x18\a \x01(\x01R\x04work\x12\x16\n" +
-	"\x06copies\x18( \x03(\rR\x06copies\"\x1d\n" +
+	"\x06copies\x18( \x03(\rR\x06copies\x12\x1f\n" +
+	"\vprogress_ms\x18< \x01(\rR\n" +
+	"progressMs\"\x1d\n" +
 	"\vCancelLease\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\x04R\x02id\"\xce\x01\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\"\x86\x02\n" +
 	"\fWorkResponse\x12/\n" +
 	"\x06worker\x18\x01 \x01(\v2\x15.stoker.v1.WorkerInfoH\x00R\x06worker\x12*\n" +
 	"\x04done\x18\x02 \x01(\v2\x14.stoker.v1.LeaseDoneH\x00R\x04done\x12(\n" +
 	"\x05chunk\x18\x03 \x01(\v2\x10.stoker.v1.ChunkH\x00R\x05chunk\x120\n" +
-	"\x06failed\x18\x04 \x01(\v2\x16.stoker.v1.LeaseFailedH\x00R\x06failedB\x05\n" +
-	"\x03msg\"\xcb\x01\n" +
+	"\x06failed\x18\x04 \x01(\v2\x16.stoker.v1.LeaseFailedH\x00R\x06failed\x126\n" +
+	"\bprogress\x18< \x01(\v2\x18.stoker.v1.LeaseProgressH\x00R\bprogressB\x05\n" +
+	"\x03msg\"%\n" +
+	"\rLeaseProgress\x12\x14\n" +
+	"\x05lease\x18\x01 \x01(\x04R\x05lease\"\xcb\x01\n" +
 	"\n" +
 	"WorkerInfo\x12\x18\n" +
 	"\aworkers\x18\x01 \x01(\rR\aworkers\x12\x1d\n" +
@@ -6727,7 +6809,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(ShuffleMode)(0),              // 0: stoker.v1.ShuffleMode
 	(Layout)(0),                   // 1: stoker.v1.Layout
@@ -6795,16 +6877,17 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*Lease)(nil),                 // 63: stoker.v1.Lease
 	(*CancelLease)(nil),           // 64: stoker.v1.CancelLease
 	(*WorkResponse)(nil),          // 65: stoker.v1.WorkResponse
-	(*WorkerInfo)(nil),            // 66: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),       // 67: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),             // 68: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),             // 69: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),           // 70: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),         // 71: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),        // 72: stoker.v1.StatusResponse
-	(*JobStatus)(nil),             // 73: stoker.v1.JobStatus
-	(*MakingShares)(nil),          // 74: stoker.v1.MakingShares
-	(*MakerStatus)(nil),           // 75: stoker.v1.MakerStatus
+	(*LeaseProgress)(nil),         // 66: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),            // 67: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),       // 68: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),             // 69: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),             // 70: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),           // 71: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),         // 72: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),        // 73: stoker.v1.StatusResponse
+	(*JobStatus)(nil),             // 74: stoker.v1.JobStatus
+	(*MakingShares)(nil),          // 75: stoker.v1.MakingShares
+	(*MakerStatus)(nil),           // 76: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	9,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
@@ -6889,31 +6972,32 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	60, // 79: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
 	61, // 80: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
 	6,  // 81: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	66, // 82: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	68, // 83: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	67, // 82: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	69, // 83: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
 	54, // 84: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	70, // 85: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	67, // 86: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	50, // 87: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	69, // 88: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	73, // 89: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	75, // 90: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	74, // 91: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	5,  // 92: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	56, // 93: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	13, // 94: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	71, // 95: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	59, // 96: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	47, // 97: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	57, // 98: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	14, // 99: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	72, // 100: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	65, // 101: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	97, // [97:102] is the sub-list for method output_type
-	92, // [92:97] is the sub-list for method input_type
-	92, // [92:92] is the sub-list for extension type_name
-	92, // [92:92] is the sub-list for extension extendee
-	0,  // [0:92] is the sub-list for field type_name
+	71, // 85: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	66, // 86: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	68, // 87: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	50, // 88: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	70, // 89: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	74, // 90: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	76, // 91: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	75, // 92: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	5,  // 93: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	56, // 94: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	13, // 95: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	72, // 96: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	59, // 97: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	47, // 98: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	57, // 99: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	14, // 100: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	73, // 101: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	65, // 102: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	98, // [98:103] is the sub-list for method output_type
+	93, // [93:98] is the sub-list for method input_type
+	93, // [93:93] is the sub-list for extension type_name
+	93, // [93:93] is the sub-list for extension extendee
+	0,  // [0:93] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -6990,6 +7074,7 @@ func file_stoker_v1_stoker_proto_init() {
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
 		(*WorkResponse_Failed)(nil),
+		(*WorkResponse_Progress)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -6997,7 +7082,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   71,
+			NumMessages:   72,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

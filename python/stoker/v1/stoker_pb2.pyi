@@ -757,7 +757,7 @@ class WorkJob(_message.Message):
     def __init__(self, id: _Optional[int] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ...) -> None: ...
 
 class Lease(_message.Message):
-    __slots__ = ("id", "job", "epoch", "number", "indices", "stall", "work", "copies")
+    __slots__ = ("id", "job", "epoch", "number", "indices", "stall", "work", "copies", "progress_ms")
     ID_FIELD_NUMBER: _ClassVar[int]
     JOB_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -766,6 +766,7 @@ class Lease(_message.Message):
     STALL_FIELD_NUMBER: _ClassVar[int]
     WORK_FIELD_NUMBER: _ClassVar[int]
     COPIES_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_MS_FIELD_NUMBER: _ClassVar[int]
     id: int
     job: int
     epoch: int
@@ -774,7 +775,8 @@ class Lease(_message.Message):
     stall: float
     work: float
     copies: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, id: _Optional[int] = ..., job: _Optional[int] = ..., epoch: _Optional[int] = ..., number: _Optional[int] = ..., indices: _Optional[_Iterable[int]] = ..., stall: _Optional[float] = ..., work: _Optional[float] = ..., copies: _Optional[_Iterable[int]] = ...) -> None: ...
+    progress_ms: int
+    def __init__(self, id: _Optional[int] = ..., job: _Optional[int] = ..., epoch: _Optional[int] = ..., number: _Optional[int] = ..., indices: _Optional[_Iterable[int]] = ..., stall: _Optional[float] = ..., work: _Optional[float] = ..., copies: _Optional[_Iterable[int]] = ..., progress_ms: _Optional[int] = ...) -> None: ...
 
 class CancelLease(_message.Message):
     __slots__ = ("id",)
@@ -783,16 +785,24 @@ class CancelLease(_message.Message):
     def __init__(self, id: _Optional[int] = ...) -> None: ...
 
 class WorkResponse(_message.Message):
-    __slots__ = ("worker", "done", "chunk", "failed")
+    __slots__ = ("worker", "done", "chunk", "failed", "progress")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     DONE_FIELD_NUMBER: _ClassVar[int]
     CHUNK_FIELD_NUMBER: _ClassVar[int]
     FAILED_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
     worker: WorkerInfo
     done: LeaseDone
     chunk: Chunk
     failed: LeaseFailed
-    def __init__(self, worker: _Optional[_Union[WorkerInfo, _Mapping]] = ..., done: _Optional[_Union[LeaseDone, _Mapping]] = ..., chunk: _Optional[_Union[Chunk, _Mapping]] = ..., failed: _Optional[_Union[LeaseFailed, _Mapping]] = ...) -> None: ...
+    progress: LeaseProgress
+    def __init__(self, worker: _Optional[_Union[WorkerInfo, _Mapping]] = ..., done: _Optional[_Union[LeaseDone, _Mapping]] = ..., chunk: _Optional[_Union[Chunk, _Mapping]] = ..., failed: _Optional[_Union[LeaseFailed, _Mapping]] = ..., progress: _Optional[_Union[LeaseProgress, _Mapping]] = ...) -> None: ...
+
+class LeaseProgress(_message.Message):
+    __slots__ = ("lease",)
+    LEASE_FIELD_NUMBER: _ClassVar[int]
+    lease: int
+    def __init__(self, lease: _Optional[int] = ...) -> None: ...
 
 class WorkerInfo(_message.Message):
     __slots__ = ("workers", "max_leases", "max_chunk_bytes", "decoder", "idle_timeout_ms")

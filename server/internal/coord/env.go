@@ -35,7 +35,8 @@ type Config struct {
 	// Window is how many leases a job has in flight; 0: automatic (two
 	// per ready maker to start, between 1 and four per ready maker).
 	Window int
-	// LeaseTimeout is how long a maker may take for one batch.
+	// LeaseTimeout is how long a maker may go without progress on a
+	// batch (watchdog.go).
 	LeaseTimeout time.Duration
 	// StallTarget is the starvation the window controller aims under.
 	StallTarget float64

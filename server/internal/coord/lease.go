@@ -148,7 +148,7 @@ func (c *Coordinator) start(ctx context.Context, wg *sync.WaitGroup, id batchID,
 	st := c.stat(m)
 	now := time.Now()
 	st.begin(now)
-	lctx, cancel := context.WithTimeout(ctx, c.env.Config.LeaseTimeout)
+	lctx, cancel := watchLease(ctx, c.env.Config.LeaseTimeout)
 	rec := &leaseRec{maker: m, by: by, issued: now, n: st.inflight, probe: !hedge && st.fails > 0, cancel: cancel, home: home}
 	if hedge {
 		c.table.hedge(id, rec)

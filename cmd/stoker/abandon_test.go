@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// bombJob is issue 47's blur bomb: RandomResizedCrop(side) then 32 x
+// GaussianBlur(kernel 1023, sigma 1000), batch 1; at 4096 each sample is
+// many minutes of one core.
+func bombJob(side uint32) *stokerv1.JobSpec {
+	ops := []*stokerv1.Op{{Op: &stokerv1.Op_RandomResizedCrop{RandomResizedCrop: &stokerv1.RandomResizedCrop{Height: side}}}}
+	for range 32 {
+		ops = append(ops, &stokerv1.Op{Op: &stokerv1.Op_GaussianBlur{GaussianBlur: &stokerv1.GaussianBlur{KernelX: 1023, KernelY: 1023, SigmaMin: 1000, SigmaMax: 1000}}})
+	}
+	return &stokerv1.JobSpec{Dataset: "ds", Transform: &stokerv1.TransformSpec{Ops: ops}, BatchSize: 1, Seed: 7}
+}
+
+// startBomb opens the bomb's stream on p and waits until both of its
+// workers are inside it.
+func startBomb(t *testing.T, ctx context.Context, p *serveProc) *feedReader {
+	t.Helper()
+	r, err := openFeed(ctx, p.addr, bombJob(4096), 0, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, time.Minute, "both workers in the bomb", func() bool {
+		return p.metric(t, ctx, "stoker_samples_running") == 2
+	})
+	return r
+}
+
+// TestBombAbandonedOnDisconnect: a trainer opens the blur bomb on a server
+// of 2 workers and goes away; the samples its workers were inside are
+// abandoned and every worker comes back from them (the server's metrics
+// say so), and a victim's epoch on the same server is then made whole.
+func TestBombAbandonedOnDisconnect(t *testing.T) {
+	ctx := processTest(t, 3*time.Minute)
+	ds := writeDataset(t, 16, 2, 0)
+	p := startServe(t, ctx, serveConfig{name: "serve", dataset: ds, workers: 2})
+	r := startBomb(t, ctx, p)
+	r.Close()
+	waitFor(t, ctx, time.Minute, "the bomb's samples abandoned and their workers back", func() bool {
+		ms, err := p.metrics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		told, back := sumSeries(ms, "stoker_samples_abandoned_total"), sumSeries(ms, "stoker_samples_abandoned_returned_total")
+		return told >= 2 && back == told && sumSeries(ms, "stoker_samples_running") == 0
+	})
+	spec := testJob(4, 1)
+	res := consumeEpoch(t, ctx, p.addr, spec, consumeOpts{})
+	checkEpoch(t, res, spec, 16)
+}
+
+// TestSIGTERMDuringBomb: a real SIGTERM to a `stoker serve` whose workers
+// are both inside the bomb, its trainer still connected: the server cuts
+// the stream at the end of its grace, abandons the samples and exits 0
+// (before this, it ran on for minutes).
+func TestSIGTERMDuringBomb(t *testing.T) {
+	ctx := processTest(t, 3*time.Minute)
+	ds := writeDataset(t, 4, 2, 0)
+	p := startServe(t, ctx, serveConfig{name: "serve", dataset: ds, workers: 2, args: []string{"--grace", "2s"}})
+	r := startBomb(t, ctx, p)
+	defer r.Close()
+	sent := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+		if p.waitErr != nil {
+			t.Fatalf("exit after SIGTERM: %v, want 0", p.waitErr)
+		}
+	case <-time.After(hangGuard):
+		t.Fatalf("still running %v after SIGTERM, inside the bomb", hangGuard)
+	}
+	t.Logf("exited %v after SIGTERM (grace 2s)", time.Since(sent).Round(time.Millisecond))
+	if len(p.findLogs("grace period over, closing open streams", nil)) != 1 || len(p.findLogs("stopped", nil)) != 1 {
+		t.Errorf("want the grace to run out and the server to stop, in its log")
+	}
+}
+
+// slowJob is a batch of 12 whose samples take a few blurs each: a batch
+// takes several lease timeouts of 1s on one worker.
+func slowJob() *stokerv1.JobSpec {
+	ops := []*stokerv1.Op{{Op: &stokerv1.Op_RandomResizedCrop{RandomResizedCrop: &stokerv1.RandomResizedCrop{Height: 1024}}}}
+	for range 4 {
+		ops = append(ops, &stokerv1.Op{Op: &stokerv1.Op_GaussianBlur{GaussianBlur: &stokerv1.GaussianBlur{KernelX: 101, KernelY: 101, SigmaMin: 50, SigmaMax: 50}}})
+	}
+	return &stokerv1.JobSpec{Dataset: "ds", Transform: &stokerv1.TransformSpec{Ops: ops}, BatchSize: 12, Seed: 3, Shuffle: true}
+}
+
+// TestSlowBatchNotReleased: --workers 1 and --lease-timeout 1s, batches
+// that take several timeouts to make (and a second batch queued behind
+// the first): the epoch completes with each batch leased once, none
+// failed, because a lease's deadline follows its maker's progress.
+func TestSlowBatchNotReleased(t *testing.T) {
+	ctx := processTest(t, 3*time.Minute)
+	ds := writeDataset(t, 24, 2, 0)
+	p := startServe(t, ctx, serveConfig{name: "serve", dataset: ds, workers: 1, args: []string{"--lease-timeout", "1s"}})
+	spec := slowJob()
+	start := time.Now()
+	res := consumeEpoch(t, ctx, p.addr, spec, consumeOpts{})
+	took := time.Since(start)
+	if len(res.batches) != 2 {
+		t.Fatalf("%d batches, want 2", len(res.batches))
+	}
+	ms, err := p.metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, failed := sumSeries(ms, "stoker_leases_total"), sumSeries(ms, "stoker_lease_failures_total")
+	t.Logf("epoch of 2 batches in %v: %v leases, %v failed", took.Round(time.Millisecond), leases, failed)
+	if took < 2*time.Second {
+		t.Logf("note: the epoch took under two lease timeouts; the test shows less than it could on this machine")
+	}
+	if leases != 2 || failed != 0 {
+		t.Errorf("%v leases, %v failed; want 2 leases, none failed (a lease made twice)", leases, failed)
+	}
+}
+
+// TestSlowBatchNotReleasedOnPeer: the same batches made by a peer with one
+// worker for a coordinator with --workers 0 and --lease-timeout 1s: the
+// peer reports each lease's progress on the Work stream (LeaseProgress),
+// so each batch is leased once, and the peer makes each once, none
+// cancelled. (Whole batches: --cache-affinity=false.)
+func TestSlowBatchNotReleasedOnPeer(t *testing.T) {
+	ctx := processTest(t, 3*time.Minute)
+	ds := writeDataset(t, 24, 2, 0)
+	peer := startPeers(t, ctx, 1, ds)[0]
+	coord := startServe(t, ctx, serveConfig{name: "coordinator", dataset: ds, peers: peerList(peer),
+		args: []string{"--lease-timeout", "1s", "--cache-affinity=false"}})
+	waitPeersReady(t, ctx, coord, 1)
+	spec := slowJob()
+	start := time.Now()
+	res := consumeEpoch(t, ctx, coord.addr, spec, consumeOpts{})
+	took := time.Since(start)
+	if len(res.batches) != 2 {
+		t.Fatalf("%d batches, want 2", len(res.batches))
+	}
+	leases, failed := coord.metric(t, ctx, "stoker_leases_total"), coord.metric(t, ctx, "stoker_lease_failures_total")
+	done, cancelled := peer.metric(t, ctx, "stoker_work_leases_total", `outcome="done"`), peer.metric(t, ctx, "stoker_work_leases_total", `outcome="cancelled"`)
+	t.Logf("epoch of 2 batches in %v: %v leases, %v failed; the peer made %v, %v cancelled", took.Round(time.Millisecond), leases, failed, done, cancelled)
+	if leases != 2 || failed != 0 || done != 2 || cancelled != 0 {
+		t.Errorf("%v leases (%v failed), the peer made %v (%v cancelled); want 2 leases made once each", leases, failed, done, cancelled)
+	}
+}
