@@ -76,6 +76,9 @@ type Executor struct {
 	work   sync.Cond
 	sched  Schedule
 	stages StageObserver // nil: none
+	// cpu is the per-thread clock samples are charged by (WithCPUClock);
+	// nil: one cpuUnit a sample.
+	cpu CPUClock
 	// closed: no more Fills; the workers leave once the queues are empty.
 	closed bool
 	// queues are the open queues by name.
@@ -121,7 +124,7 @@ func NewExecutor(workers int, opts ...Option) *Executor {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	e := &Executor{workers: workers, sched: o.schedule, queues: map[string]*Queue{}, stages: o.stages}
+	e := &Executor{workers: workers, sched: o.schedule, queues: map[string]*Queue{}, stages: o.stages, cpu: o.cpu}
 	e.work.L = &e.mu
 	for range workers {
 		e.wg.Add(1)
