@@ -250,6 +250,9 @@ func (s *Server) startExecutor(reg prometheus.Registerer) error {
 		opts = append(opts, pipeline.WithCoefCache(s.coefs))
 	}
 	queued, read, decode := s.m.sampleStages.WithLabelValues("queue"), s.m.sampleStages.WithLabelValues("read"), s.m.sampleStages.WithLabelValues("decode")
+	// The weighted schedule shares the cores by the CPU each job's
+	// samples take (a thread clock around each sample), not by samples.
+	opts = append(opts, pipeline.WithCPUClock(pipeline.ThreadCPUClock))
 	opts = append(opts, pipeline.WithSchedule(sched), pipeline.WithStageObserver(func(q, r, d time.Duration) {
 		queued.Observe(q.Seconds())
 		read.Observe(r.Seconds())
