@@ -135,6 +135,10 @@ type Config struct {
 	// MaxBatchBytes refuses jobs whose batches would be larger. Default
 	// DefaultMaxBatchBytes (256 MiB).
 	MaxBatchBytes int64
+	// MaxSampleCPU refuses, at open, jobs whose worst sample the cost
+	// model predicts at more CPU (pipeline.Transform.Cost). Default
+	// pipeline.DefaultMaxSampleCPU (250 ms); negative: no limit.
+	MaxSampleCPU time.Duration
 	// MaxStreamsPerClient bounds the open Feed streams per client host.
 	// Default DefaultMaxStreamsPerClient.
 	MaxStreamsPerClient int
@@ -446,6 +450,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBatchBytes == 0 {
 		c.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if c.MaxSampleCPU == 0 {
+		c.MaxSampleCPU = pipeline.DefaultMaxSampleCPU
 	}
 	if c.MaxStreamsPerClient == 0 {
 		c.MaxStreamsPerClient = DefaultMaxStreamsPerClient

@@ -5746,9 +5746,17 @@ type JobStatus struct {
 	// trainer takes no batches).
 	Bottleneck string `protobuf:"bytes,24,opt,name=bottleneck,proto3" json:"bottleneck,omitempty"`
 	// The bottleneck in one line, with what to do about it.
-	Verdict       string `protobuf:"bytes,25,opt,name=verdict,proto3" json:"verdict,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Verdict string `protobuf:"bytes,25,opt,name=verdict,proto3" json:"verdict,omitempty"`
+	// The cost model's CPU seconds per sample of the job's transform: the
+	// mean, and the worst sample (what --max-sample-cpu bounds).
+	PredictedCpuSecondsPerSample float64 `protobuf:"fixed64,50,opt,name=predicted_cpu_seconds_per_sample,json=predictedCpuSecondsPerSample,proto3" json:"predicted_cpu_seconds_per_sample,omitempty"`
+	WorstCpuSecondsPerSample     float64 `protobuf:"fixed64,51,opt,name=worst_cpu_seconds_per_sample,json=worstCpuSecondsPerSample,proto3" json:"worst_cpu_seconds_per_sample,omitempty"`
+	// The CPU seconds per sample the job's samples took on this server's
+	// executor, measured (a thread CPU clock around each sample), since the
+	// job opened; 0 before any is made here.
+	CpuSecondsPerSample float64 `protobuf:"fixed64,52,opt,name=cpu_seconds_per_sample,json=cpuSecondsPerSample,proto3" json:"cpu_seconds_per_sample,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
@@ -5954,6 +5962,27 @@ func (x *JobStatus) GetVerdict() string {
 		return x.Verdict
 	}
 	return ""
+}
+
+func (x *JobStatus) GetPredictedCpuSecondsPerSample() float64 {
+	if x != nil {
+		return x.PredictedCpuSecondsPerSample
+	}
+	return 0
+}
+
+func (x *JobStatus) GetWorstCpuSecondsPerSample() float64 {
+	if x != nil {
+		return x.WorstCpuSecondsPerSample
+	}
+	return 0
+}
+
+func (x *JobStatus) GetCpuSecondsPerSample() float64 {
+	if x != nil {
+		return x.CpuSecondsPerSample
+	}
+	return 0
 }
 
 // MakingShares splits the time the job's batches spent being made (from
@@ -6613,7 +6642,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\aworkers\x18\x02 \x01(\rR\aworkers\x12\x1f\n" +
 	"\vpeers_ready\x18\x03 \x01(\rR\n" +
 	"peersReady\x12\x18\n" +
-	"\aversion\x18\x04 \x01(\tR\aversion\"\xdc\x06\n" +
+	"\aversion\x18\x04 \x01(\tR\aversion\"\x99\b\n" +
 	"\tJobStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\adataset\x18\x02 \x01(\tR\adataset\x12\x12\n" +
@@ -6648,7 +6677,10 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\n" +
 	"bottleneck\x18\x18 \x01(\tR\n" +
 	"bottleneck\x12\x18\n" +
-	"\averdict\x18\x19 \x01(\tR\averdict\"\xe2\x01\n" +
+	"\averdict\x18\x19 \x01(\tR\averdict\x12F\n" +
+	" predicted_cpu_seconds_per_sample\x182 \x01(\x01R\x1cpredictedCpuSecondsPerSample\x12>\n" +
+	"\x1cworst_cpu_seconds_per_sample\x183 \x01(\x01R\x18worstCpuSecondsPerSample\x123\n" +
+	"\x16cpu_seconds_per_sample\x184 \x01(\x01R\x13cpuSecondsPerSample\"\xe2\x01\n" +
 	"\fMakingShares\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\x01R\x05queue\x12\x12\n" +
 	"\x04read\x18\x02 \x01(\x01R\x04read\x12\x16\n" +
