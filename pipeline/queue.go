@@ -167,6 +167,17 @@ func (e *Executor) Queue(name string) *Queue {
 	return q
 }
 
+// Queues are the Executor's open queues, in no order.
+func (e *Executor) Queues() []*Queue {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]*Queue, 0, len(e.queues))
+	for _, q := range e.queues {
+		out = append(out, q)
+	}
+	return out
+}
+
 // Made is how many samples the workers have made for the queue.
 func (q *Queue) Made() uint64 { return q.made.Load() }
 
