@@ -476,8 +476,14 @@ type JobSpec struct {
 	// sharded), about mix_samples' worth. Needs a shuffle; not with
 	// repeats. Each sample's labels are its own dataset's; its
 	// "__source__" field names it.
-	Mix           []*MixPart `protobuf:"bytes,32,rep,name=mix,proto3" json:"mix,omitempty"`
-	MixSamples    uint64     `protobuf:"varint,33,opt,name=mix_samples,json=mixSamples,proto3" json:"mix_samples,omitempty"`
+	Mix        []*MixPart `protobuf:"bytes,32,rep,name=mix,proto3" json:"mix,omitempty"`
+	MixSamples uint64     `protobuf:"varint,33,opt,name=mix_samples,json=mixSamples,proto3" json:"mix_samples,omitempty"`
+	// The job's weight in the executor's share of the cores, which is by CPU
+	// time: a job of weight 2 gets twice the CPU of one of weight 1 while
+	// both have samples waiting. 0 (unset) means 1. The server clamps it to
+	// [1/--max-cpu-weight, --max-cpu-weight] (default 1: a client may not
+	// raise its share unless the operator allows it).
+	CpuWeight     float64 `protobuf:"fixed64,50,opt,name=cpu_weight,json=cpuWeight,proto3" json:"cpu_weight,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -648,6 +654,13 @@ func (x *JobSpec) GetMix() []*MixPart {
 func (x *JobSpec) GetMixSamples() uint64 {
 	if x != nil {
 		return x.MixSamples
+	}
+	return 0
+}
+
+func (x *JobSpec) GetCpuWeight() float64 {
+	if x != nil {
+		return x.CpuWeight
 	}
 	return 0
 }
@@ -6252,7 +6265,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xdf\x05\n" +
+	"\x03msg\"\xfe\x05\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -6278,7 +6291,9 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x0fmax_field_bytes\x18\x1f \x01(\rR\rmaxFieldBytes\x12$\n" +
 	"\x03mix\x18  \x03(\v2\x12.stoker.v1.MixPartR\x03mix\x12\x1f\n" +
 	"\vmix_samples\x18! \x01(\x04R\n" +
-	"mixSamples\";\n" +
+	"mixSamples\x12\x1d\n" +
+	"\n" +
+	"cpu_weight\x182 \x01(\x01R\tcpuWeight\";\n" +
 	"\aMixPart\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12\x16\n" +
 	"\x06weight\x18\x02 \x01(\x01R\x06weight\"D\n" +

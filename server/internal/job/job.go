@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -30,7 +31,9 @@ type Job struct {
 	// cpuSrc measures it (SetCPUSource).
 	cost   pipeline.Cost
 	cpuSrc atomic.Pointer[CPUSource]
-	policy pipeline.FailPolicy
+	// cpuWeight is its weight in the executor's CPU share.
+	cpuWeight float64
+	policy    pipeline.FailPolicy
 	// errLimit is how many samples of an epoch may fail (JobSpec
 	// max_sample_errors).
 	errLimit ErrorLimit
@@ -104,6 +107,9 @@ type Env struct {
 	Names    []string
 	// MaxBatchBytes is the server's --max-batch-bytes.
 	MaxBatchBytes int64
+	// MaxCPUWeight is the server's --max-cpu-weight: a job's cpu_weight
+	// is clamped to [1/MaxCPUWeight, MaxCPUWeight]; 0: 1.
+	MaxCPUWeight float64
 	// MaxSampleCPU is the server's --max-sample-cpu: the most CPU a
 	// job's worst sample may be predicted to cost (Transform.Cost's Max);
 	// 0: no limit.
@@ -189,6 +195,9 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	if err := checkCost(j.cost, env.MaxSampleCPU); err != nil {
 		return nil, err
 	}
+	if j.cpuWeight, err = cpuWeightOf(spec.GetCpuWeight(), env.MaxCPUWeight); err != nil {
+		return nil, err
+	}
 	if bytes := int64(bs) * int64(j.t.SampleBytes()); bytes > env.MaxBatchBytes {
 		views := ""
 		if n := j.t.Views(); n > 1 {
@@ -237,6 +246,23 @@ func costRound(d time.Duration) time.Duration {
 	}
 	return d
 }
+
+// cpuWeightOf is a spec's cpu_weight (0: 1) clamped to [1/most, most]
+// (most <= 0: 1).
+func cpuWeightOf(w, most float64) (float64, error) {
+	if w == 0 {
+		w = 1
+	}
+	if !(w > 0) || math.IsInf(w, 0) {
+		return 0, status.Errorf(codes.InvalidArgument, "cpu_weight %v: want a finite number > 0 (0: 1)", w)
+	}
+	most = max(most, 1)
+	return min(max(w, 1/most), most), nil
+}
+
+// CPUWeight is the job's weight in the executor's share of the cores
+// (JobSpec.cpu_weight, clamped by --max-cpu-weight).
+func (j *Job) CPUWeight() float64 { return j.cpuWeight }
 
 // Cost is the job's transform's predicted CPU per sample.
 func (j *Job) Cost() pipeline.Cost { return j.cost }

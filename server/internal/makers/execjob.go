@@ -79,7 +79,7 @@ func (e *ExecJob) queue() (*pipeline.Queue, error) {
 		e.q.SetCost(e.j.Cost().Mean)
 		e.j.SetCPUSource(e.q)
 		if e.shares != nil {
-			e.shares.add(e.q, e.demandNow, e.work, e.client)
+			e.shares.add(e.q, e.demandNow, e.work, e.client, e.j.CPUWeight())
 		}
 	case e.shares != nil:
 		e.shares.wake(e.q)

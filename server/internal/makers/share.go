@@ -59,6 +59,9 @@ type shareEntry struct {
 	waited time.Duration // Waited at the last rebalance
 	quiet  int           // rebalances in a row with nothing made or queued
 	awake  bool
+	// weight is the job's own (JobSpec.cpu_weight): its schedule
+	// weight is its share times it.
+	weight float64
 }
 
 func (e *shareEntry) kind() int {
@@ -85,8 +88,12 @@ func NewShares(floor, target, workShare float64, samples *prometheus.CounterVec)
 
 // add weighs q by demand from now on: a Work job's of the coordinator at
 // client when work is set, one of this server's own Feed jobs otherwise.
-func (sh *Shares) add(q *pipeline.Queue, demand func() pipeline.JobDemand, work bool, client string) {
-	e := &shareEntry{demand: demand, work: work, client: client, made: q.Made(), cpu: q.Charged(), waited: q.Waited()}
+// Its share is multiplied by weight (the job's cpu_weight; <= 0: 1).
+func (sh *Shares) add(q *pipeline.Queue, demand func() pipeline.JobDemand, work bool, client string, weight float64) {
+	if !(weight > 0) {
+		weight = 1
+	}
+	e := &shareEntry{demand: demand, work: work, client: client, made: q.Made(), cpu: q.Charged(), waited: q.Waited(), weight: weight}
 	q.SetBackground(sh.background(work))
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -123,7 +130,7 @@ func (sh *Shares) wakeLocked(q *pipeline.Queue, e *shareEntry) {
 	e.awake, e.quiet = true, 0
 	sh.awake[q] = e
 	sh.byKind[e.kind()]++
-	q.SetWeight(sh.kindScale(e.work) / float64(sh.byKind[e.kind()]))
+	q.SetWeight(e.weight * sh.kindScale(e.work) / float64(sh.byKind[e.kind()]))
 }
 
 // sleepLocked leaves e out of rebalances until it wakes. sh.mu is held.
@@ -214,7 +221,7 @@ func (sh *Shares) Rebalance() {
 	}
 	sh.mu.Unlock()
 	for i, w := range sh.weights(rows) {
-		rows[i].q.SetWeight(w)
+		rows[i].q.SetWeight(w * rows[i].e.weight)
 	}
 }
 
