@@ -198,6 +198,24 @@ func runCost(args []string) error {
 		}
 		ts = append(ts, named{p.name, t})
 	}
+	// Larger outputs and kernels than any preset's, to check the model's
+	// extrapolation (the blur's taps, the resampling's pixels).
+	for _, x := range []struct {
+		name   string
+		side   int
+		kernel int
+		blurs  int
+	}{{"RRC(1024) + GaussianBlur(255)", 1024, 255, 1}, {"RRC(512) + 4 x GaussianBlur(101)", 512, 101, 4}} {
+		ops := []pipeline.Op{{Kind: pipeline.OpRandomResizedCrop, Size: [2]int{x.side, x.side}}}
+		for range x.blurs {
+			ops = append(ops, pipeline.Op{Kind: pipeline.OpGaussianBlur, KernelSize: [2]int{x.kernel, x.kernel}, Sigma: [2]float64{50, 50}})
+		}
+		t, err := pipeline.NewTransform(pipeline.CHW, ops...)
+		if err != nil {
+			return err
+		}
+		ts = append(ts, named{x.name, t})
+	}
 	for _, nt := range ts {
 		c := nt.t.Cost()
 		got := measure(nt.t)

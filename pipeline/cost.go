@@ -21,11 +21,13 @@ import (
 // not known at open) and the resampling to each view's output.
 
 // Calibration: nanoseconds of one core, measured by `stoker bench cost`
-// (bench/cost.go) on the build machine (an AMD EPYC 9B14 core, AVX-512,
-// libjpeg-turbo; 2026-11-24), which prints this table. A pixel is one
-// RGB pixel of the step's image.
+// (bench/cost.go) on the 2-core build machine (an Intel Xeon at 2.6 GHz
+// with AVX-512, libjpeg-turbo; 2026-11-24, load ~10), which prints this
+// table (BENCHMARKS.md, "The cost model"). A pixel is one RGB pixel of
+// the step's image.
 //
-//	go build -o bin/stoker ./cmd/stoker && bin/stoker bench cost testdata/photos
+//	go build -o bin/stoker ./cmd/stoker
+//	bin/stoker bench cost --data /work/shared/data/photos --samples 300 --reps 200
 var fnNs = [numFns]float64{
 	FnHorizontalFlip:   0.062,
 	FnVerticalFlip:     0.069,

@@ -198,8 +198,8 @@ func TestCPUShareVictim(t *testing.T) {
 			// then between its batches (its trainer's leases come and
 			// go), and a worker that took an attacker's sample then
 			// keeps it for its 7 ms: the schedule is not preemptive.
-			// (By samples, as the executor scheduled before, the victim
-			// got under 2% of the CPU here.)
+			// (By samples, as the executor scheduled before, equal
+			// samples at 0.13 ms against 7.4 ms would give it 2%.)
 			if share < 0.8*fair {
 				t.Errorf("the victim got %.3f of the CPU beside %d attackers, want its fair %.3f (at least 0.8 of it)", share, n, fair)
 			}
