@@ -186,6 +186,16 @@ func TestCPUShareVictim(t *testing.T) {
 				return a-a0 >= window
 			})
 			v1, a1, vs1, as1 := cpu()
+			// Every job's predicted and measured CPU per sample are
+			// metrics (published with its status, every 500 ms).
+			waitUntil(t, "every job's CPU metrics", func() bool {
+				return len(positiveSeries(t, e, "stoker_predicted_cpu_seconds_per_sample")) == n+1 &&
+					len(positiveSeries(t, e, "stoker_cpu_seconds_per_sample")) == n+1
+			})
+			pred, meas := positiveSeries(t, e, "stoker_predicted_cpu_seconds_per_sample"), positiveSeries(t, e, "stoker_cpu_seconds_per_sample")
+			for job, p := range pred {
+				t.Logf("%s: predicted %.3f ms a sample, measured %.3f ms", job, 1e3*p, 1e3*meas[job])
+			}
 			rate := float64(vs1-vs0) / time.Since(t1).Seconds()
 			// For the log alone: wall-clock rates on a shared machine
 			// are no test.
@@ -205,4 +215,29 @@ func TestCPUShareVictim(t *testing.T) {
 			}
 		})
 	}
+}
+
+// positiveSeries are the metric's series of value > 0, by stoker_job.
+func positiveSeries(t *testing.T, e *testEnv, name string) map[string]float64 {
+	t.Helper()
+	fams, err := e.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if v := m.GetGauge().GetValue(); v > 0 {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "stoker_job" {
+						out[l.GetValue()] = v
+					}
+				}
+			}
+		}
+	}
+	return out
 }
