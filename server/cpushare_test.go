@@ -114,7 +114,9 @@ func starvedTrainer(ctx context.Context, t *testing.T, e *testEnv, open *pb.Open
 
 // TestCPUShareVictim: a victim trainer with a cheap recipe beside n
 // trainers of an expensive one (AugMix 10/16/14, a hundred times its CPU
-// per sample), all starved, on one server with two decode workers. The
+// per sample), all starved, on one server with one decode worker (the
+// machine's other core left to the trainers' delivery, which would
+// otherwise compete with the workers for it, not with the schedule). The
 // executor shares the cores by CPU time: by its own accounting (the
 // thread CPU each queue's samples took), the victim gets about its fair
 // part, 1/(n+1), of the CPU the jobs used: beside one attacker, about
@@ -125,19 +127,19 @@ func TestCPUShareVictim(t *testing.T) {
 	for _, n := range []int{1, 3} {
 		t.Run(map[int]string{1: "one attacker", 3: "three attackers"}[n], func(t *testing.T) {
 			// Real photos (0.13 MP): the victim's cost is its decode,
-			// on the executor, not its delivery.
+			// on the executor, more than its delivery.
 			ds, err := filepath.Abs("../testdata/photos")
 			if err != nil {
 				t.Fatal(err)
 			}
-			e := startServer(t, Config{Workers: 2, Datasets: map[string]string{"victim": ds, "bomb": ds}})
+			e := startServer(t, Config{Workers: 1, Datasets: map[string]string{"victim": ds, "bomb": ds}})
 			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 			var wg sync.WaitGroup
 			defer func() {
 				cancel()
 				wg.Wait()
 			}()
-			victimJob := smallJob("victim", 32)
+			victimJob := smallJob("victim", 128)
 			victimJob.Job.Transform.Ops[0] = rrcOp(64)
 			wg.Go(func() { starvedTrainer(ctx, t, e, victimJob) })
 			var vq *pipeline.Queue
@@ -204,17 +206,17 @@ func TestCPUShareVictim(t *testing.T) {
 			share, fair := dv/(dv+da), 1/float64(n+1)
 			t.Logf("victim: %.3f s of CPU, %d samples (%.2f ms each); %d attackers: %.3f s, %d samples (%.1f ms each); the victim's share %.3f, fair %.3f",
 				dv, vs1-vs0, 1e3*dv/float64(vs1-vs0), n, da, as1-as0, 1e3*da/float64(as1-as0), share, fair)
-			// At least half of fair. The rest is not the schedule's to
+			// At least 3/4 of fair. The rest is not the schedule's to
 			// give: the victim's queue is empty now and then between its
-			// batches (its leases come and go, and its delivery competes
-			// with the workers for the machine's two cores), and a worker
-			// that took an attacker's sample then keeps it for its 7 ms
-			// (38 ms under -race): the schedule is not preemptive. Its
-			// share is 0.44-0.49 beside one attacker here, 0.33 under
-			// -race; by samples, as the executor scheduled before, equal
-			// samples at 0.13 ms against 7.4 ms would give it 2%.
-			if share < 0.5*fair {
-				t.Errorf("the victim got %.3f of the CPU beside %d attackers, want at least half its fair %.3f", share, n, fair)
+			// batches (its leases come and go), and the worker that took
+			// an attacker's sample then keeps it for its 7 ms (38 ms
+			// under -race): the schedule is not preemptive. Its share was
+			// 0.45-0.46 beside one attacker, 0.24-0.27 beside three, with
+			// and without -race; by samples, as the executor scheduled
+			// before, equal samples at 0.12 ms against 7.1 ms would give
+			// it 2%.
+			if share < 0.75*fair {
+				t.Errorf("the victim got %.3f of the CPU beside %d attackers, want at least 3/4 of its fair %.3f", share, n, fair)
 			}
 		})
 	}
