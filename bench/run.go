@@ -18,6 +18,7 @@ var subcommands = []struct {
 	{"scale", "scale-out over stoker serve worker processes: images/s, CPU per image, protocol overhead", runScale},
 	{"load", "many trainer streams, half of them slow, against one server: memory and fairness", runLoad},
 	{"backpressure", "the window controller and the advisor against simulated trainers", runBackpressure},
+	{"cost", "the cost model's calibration: each kernel family's ns per pixel, the decode's per source pixel, every preset's CPU per sample against the prediction (--data DIR)", runCost},
 	{"store", "a dataset in object storage (a real S3 server on loopback, latency added) against local disk: CPU, GETs and bytes per image", runStore},
 }
 

@@ -77,6 +77,9 @@ type Executor struct {
 	work   sync.Cond
 	sched  Schedule
 	stages StageObserver // nil: none
+	// cpu is the per-thread clock samples are charged by (WithCPUClock);
+	// nil: one cpuUnit a sample.
+	cpu CPUClock
 	// closed: no more Fills; the workers leave once the queues are empty.
 	closed bool
 	// queues are the open queues by name.
@@ -152,7 +155,7 @@ func NewExecutor(workers int, opts ...Option) *Executor {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	e := &Executor{workers: workers, sched: o.schedule, queues: map[string]*Queue{}, stages: o.stages, cur: make([]*fillReq, workers)}
+	e := &Executor{workers: workers, sched: o.schedule, queues: map[string]*Queue{}, stages: o.stages, cur: make([]*fillReq, workers), cpu: o.cpu}
 	e.work.L = &e.mu
 	for w := range workers {
 		e.wg.Add(1)

@@ -29,6 +29,7 @@ type options struct {
 	scaling     DCTScaling
 	schedule    Schedule // read by NewExecutor only (WithSchedule)
 	stages      StageObserver
+	cpu         CPUClock   // read by NewExecutor only (WithCPUClock)
 	index       *Index     // WithIndex
 	coefs       *CoefCache // WithCoefCache
 }

@@ -41,19 +41,24 @@ func BenchmarkExecutorFill(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	indices := make([]int64, 48)
+	indices := make([]int64, len(files)) // 48, or the 42 of testdata/photos
 	for i := range indices {
 		indices[i] = int64(i)
 	}
+	// The -cpuclock variants charge each sample its thread CPU time, as
+	// the server does (WithCPUClock): what that costs.
 	for _, c := range []struct {
 		name string
 		ds   Dataset
+		opts []Option
 	}{
-		{"photos", memDataset{files}},
-		{"empty", failDataset{48}},
+		{"photos", memDataset{files}, nil},
+		{"photos-cpuclock", memDataset{files}, []Option{WithCPUClock(ThreadCPUClock)}},
+		{"empty", failDataset{48}, nil},
+		{"empty-cpuclock", failDataset{48}, []Option{WithCPUClock(ThreadCPUClock)}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			e := NewExecutor(2)
+			e := NewExecutor(2, c.opts...)
 			defer e.Close()
 			var batch Batch
 			ctx := context.Background()

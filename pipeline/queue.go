@@ -22,8 +22,15 @@ const (
 	// ScheduleWeighted (the default) shares the workers among the queues
 	// that have samples waiting in proportion to their weights (SetWeight):
 	// start-time fair queuing, as stride scheduling does it. Each queue has
-	// a virtual time that advances by 1/weight for each sample it is given;
-	// a worker takes the next sample of the queue with the smallest (ties:
+	// a virtual time that advances by c/weight for each sample it is given,
+	// c being what the sample costs: with a CPUClock (WithCPUClock) the CPU
+	// time it took, in cpuUnits, so that the queues share the cores' time,
+	// not samples (a job whose samples cost 100 times more gets a hundredth
+	// of the samples at the same weight); without one, 1. A sample's cost
+	// is known only once it is made: the queue is charged its estimate
+	// (the moving mean of its samples' costs, at first the hint SetCost
+	// gave) when a worker takes it, and the difference when it is done. A
+	// worker takes the next sample of the queue with the smallest (ties:
 	// the earliest queued Fill). A queue that was empty starts again at
 	// max(its virtual time, the executor's), the executor's being the start
 	// time of the sample taken last, so a job that was idle does not bank
@@ -102,6 +109,10 @@ type Queue struct {
 	e    *Executor
 	name string
 	made atomic.Uint64 // samples made, for the server's shares
+	// cpu is the CPU time its samples took, in ns (with a CPUClock);
+	// charged is what the schedule charged it, in cpuUnits.
+	cpu     atomic.Int64
+	charged atomic.Uint64 // math.Float64bits
 	// contested counts the samples the queue was given while a queue of
 	// the other class had one waiting.
 	contested atomic.Uint64
@@ -110,6 +121,12 @@ type Queue struct {
 	weight float64
 	// vtime is the virtual start time of the queue's next sample.
 	vtime float64
+	// est is what a sample of the queue is charged when taken, in
+	// cpuUnits: 1 without a CPUClock; with one, the hint (SetCost) until
+	// samples are measured, then their moving mean. measured counts
+	// those samples.
+	est      float64
+	measured uint64
 	// head and tail are its Fills with samples not yet started, oldest
 	// first.
 	head, tail *fillReq
@@ -143,13 +160,24 @@ func (e *Executor) Queue(name string) *Queue {
 	if q := e.queues[name]; q != nil {
 		return q
 	}
-	q := &Queue{e: e, name: name, weight: 1, slot: -1}
+	q := &Queue{e: e, name: name, weight: 1, est: 1, slot: -1}
 	if e.closed {
 		q.closed = true
 		return q
 	}
 	e.queues[name] = q
 	return q
+}
+
+// Queues are the Executor's open queues, in no order.
+func (e *Executor) Queues() []*Queue {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]*Queue, 0, len(e.queues))
+	for _, q := range e.queues {
+		out = append(out, q)
+	}
+	return out
 }
 
 // Made is how many samples the workers have made for the queue.
@@ -160,6 +188,30 @@ func (q *Queue) Made() uint64 { return q.made.Load() }
 // made, counted. A background queue's is always 0 under
 // ScheduleWeighted.
 func (q *Queue) Contested() uint64 { return q.contested.Load() }
+
+// CPU is the CPU time the queue's samples took, as the Executor's
+// CPUClock read it (0 without one).
+func (q *Queue) CPU() time.Duration { return time.Duration(q.cpu.Load()) }
+
+// Charged is what the schedule has charged the queue for its samples
+// made, in cpuUnits (ms of CPU with a CPUClock; samples without one): the
+// quantity the weights share.
+func (q *Queue) Charged() float64 { return math.Float64frombits(q.charged.Load()) }
+
+// SetCost gives the schedule the CPU time a sample of the queue is
+// expected to take (the cost model's prediction), charged for its samples
+// until some are measured; without a CPUClock it is ignored. d <= 0 is
+// ignored.
+func (q *Queue) SetCost(d time.Duration) {
+	if d <= 0 || q.e.cpu == nil {
+		return
+	}
+	q.e.mu.Lock()
+	if q.measured == 0 {
+		q.est = float64(d) / float64(cpuUnit)
+	}
+	q.e.mu.Unlock()
+}
 
 // Name is the name the queue was made with.
 func (q *Queue) Name() string { return q.name }
@@ -574,9 +626,13 @@ func (e *Executor) pick() *Queue {
 	return best
 }
 
-// take gives the next sample of q (active) to the calling worker: r and the
-// sample's position in it. e.mu is held.
-func (e *Executor) take(q *Queue) (*fillReq, int) {
+// charge is what a taken sample was charged: its estimated cost est (in
+// cpuUnits) over the queue's weight w then.
+type charge struct{ est, w float64 }
+
+// take gives the next sample of q (active) to the calling worker: r, the
+// sample's position in it and what q was charged for it. e.mu is held.
+func (e *Executor) take(q *Queue) (*fillReq, int, charge) {
 	r := q.head
 	i := r.taken
 	r.taken++
@@ -585,14 +641,47 @@ func (e *Executor) take(q *Queue) (*fillReq, int) {
 	q.pending--
 	c := q.class()
 	e.vnow[c] = q.vtime
-	q.vtime += 1 / q.weight
+	ch := charge{est: q.est, w: q.weight}
+	q.vtime += ch.est / ch.w
 	if e.vnow[c] >= rebaseAt {
 		e.rebase(c)
 	}
 	if r.taken == len(r.indices) {
 		e.unlink(r)
 	}
-	return r, i
+	return r, i, ch
+}
+
+// maxCharge bounds what one sample is charged, in cpuUnits (a minute of
+// CPU): a clock that jumps cannot push a queue out of the schedule for
+// good.
+const maxCharge = float64(time.Minute / cpuUnit)
+
+// settle charges q the sample's measured cost: the difference from the
+// estimate it was charged at take, and the estimate moves toward it (the
+// first measurement replaces the hint; then a mean over about 8
+// samples). cost < 0: not measured (no CPUClock), the sample stays at its
+// estimate. e.mu is held.
+func (e *Executor) settle(q *Queue, ch charge, cost float64) {
+	if cost < 0 {
+		q.addCharged(ch.est)
+		return
+	}
+	cost = min(cost, maxCharge)
+	q.vtime += (cost - ch.est) / ch.w
+	q.addCharged(cost)
+	if q.measured == 0 {
+		q.est = cost
+	} else {
+		q.est += (cost - q.est) / 8
+	}
+	q.est = max(q.est, 1e-6) // a queue is never free
+	q.measured++
+}
+
+// addCharged adds x to q's Charged. e.mu is held (no other writer).
+func (q *Queue) addCharged(x float64) {
+	q.charged.Store(math.Float64bits(q.Charged() + x))
 }
 
 // rebase shifts the virtual time of every queue of class c and the
@@ -611,10 +700,11 @@ func (e *Executor) rebase(c int) {
 }
 
 // finished records that the worker made r's sample, which took st (zero
-// without a StageObserver): r's Fill is signalled when it was the last,
+// without a StageObserver) and cost cost cpuUnits (< 0: not measured): r's Fill is signalled when it was the last,
 // and a closed queue's Close when it was its last running. e.mu is held.
-func (e *Executor) finished(r *fillReq, st *StageTimes) {
+func (e *Executor) finished(r *fillReq, st *StageTimes, ch charge, cost float64) {
 	q := r.q
+	e.settle(q, ch, cost)
 	r.times.Add(*st)
 	r.running--
 	q.running--
@@ -634,6 +724,7 @@ func (e *Executor) finished(r *fillReq, st *StageTimes) {
 func (e *Executor) run(d *Decoder, w int) {
 	defer e.wg.Done()
 	defer d.Close()
+	e.lockThread()
 	var buf []byte
 	e.mu.Lock()
 	for {
@@ -646,12 +737,17 @@ func (e *Executor) run(d *Decoder, w int) {
 			e.work.Wait()
 			continue
 		}
-		r, i := e.take(q)
+		r, i, ch := e.take(q)
 		e.cur[w] = r
 		d.ops.stop, d.ops.progress = r.stop, r.progress
 		e.mu.Unlock()
 		if r.progress != nil {
 			r.progress.Start()
+		}
+		cost := -1.0
+		var c0 time.Duration
+		if e.cpu != nil {
+			c0 = e.cpu()
 		}
 		idx := r.indices[i]
 		var t0, t1 time.Time
@@ -702,6 +798,11 @@ func (e *Executor) run(d *Decoder, w int) {
 		if err == nil && r.traces != nil {
 			r.traces[i] = d.AppendTrace(r.traces[i][:0], r.t)
 		}
+		if e.cpu != nil {
+			used := e.cpu() - c0
+			q.cpu.Add(int64(used))
+			cost = max(float64(used), 0) / float64(cpuUnit)
+		}
 		e.mu.Lock()
 		if atomic.LoadInt32(r.stop) != 0 {
 			e.returned.Add(1) // an abandoned sample's worker is back
@@ -711,7 +812,7 @@ func (e *Executor) run(d *Decoder, w int) {
 		if r.progress != nil {
 			r.progress.Add()
 		}
-		e.finished(r, &st)
+		e.finished(r, &st, ch, cost)
 	}
 	e.mu.Unlock()
 }

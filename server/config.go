@@ -141,6 +141,14 @@ type Config struct {
 	// MaxBatchBytes refuses jobs whose batches would be larger. Default
 	// DefaultMaxBatchBytes (256 MiB).
 	MaxBatchBytes int64
+	// MaxSampleCPU refuses, at open, jobs whose worst sample the cost
+	// model predicts at more CPU (pipeline.Transform.Cost). Default
+	// pipeline.DefaultMaxSampleCPU (250 ms); negative: no limit.
+	MaxSampleCPU time.Duration
+	// MaxCPUWeight bounds what a job's JobSpec.cpu_weight may ask: it is
+	// clamped to [1/MaxCPUWeight, MaxCPUWeight]. Default (0) and 1: every
+	// job weighs 1 (a client cannot raise its share).
+	MaxCPUWeight float64
 	// MaxStreamsPerClient bounds the open Feed streams per client host.
 	// Default DefaultMaxStreamsPerClient.
 	MaxStreamsPerClient int
@@ -406,6 +414,9 @@ func (c Config) Validate() error {
 	if c.PeerRefresh < 0 {
 		errs = append(errs, fmt.Errorf("peer refresh %v: want > 0", c.PeerRefresh))
 	}
+	if !(c.MaxCPUWeight == 0 || c.MaxCPUWeight >= 1 && c.MaxCPUWeight <= 1e3) {
+		errs = append(errs, fmt.Errorf("max cpu weight %v: want 1..1000 (0 means 1)", c.MaxCPUWeight))
+	}
 	if c.MaxBatchBytes < 0 {
 		errs = append(errs, fmt.Errorf("max batch bytes %d: want >= 0 (0 means %d)", c.MaxBatchBytes, DefaultMaxBatchBytes))
 	}
@@ -453,6 +464,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBatchBytes == 0 {
 		c.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if c.MaxSampleCPU == 0 {
+		c.MaxSampleCPU = pipeline.DefaultMaxSampleCPU
 	}
 	if c.MaxStreamsPerClient == 0 {
 		c.MaxStreamsPerClient = DefaultMaxStreamsPerClient

@@ -260,6 +260,9 @@ func (s *Server) startExecutor(reg prometheus.Registerer) error {
 		opts = append(opts, pipeline.WithCoefCache(s.coefs))
 	}
 	queued, read, decode := s.m.sampleStages.WithLabelValues("queue"), s.m.sampleStages.WithLabelValues("read"), s.m.sampleStages.WithLabelValues("decode")
+	// The weighted schedule shares the cores by the CPU each job's
+	// samples take (a thread clock around each sample), not by samples.
+	opts = append(opts, pipeline.WithCPUClock(pipeline.ThreadCPUClock))
 	opts = append(opts, pipeline.WithSchedule(sched), pipeline.WithStageObserver(func(q, r, d time.Duration) {
 		queued.Observe(q.Seconds())
 		read.Observe(r.Seconds())
@@ -430,7 +433,7 @@ func (s *Server) ListDatasets(context.Context, *stokerv1.ListDatasetsRequest) (*
 // newJob validates spec against the server's datasets and limits
 // (job.New), its errors statuses by the server's error table.
 func (s *Server) newJob(spec *stokerv1.JobSpec, o job.Origin) (*job.Job, error) {
-	j, err := job.New(spec, job.Env{Datasets: s.datasets, Names: s.names, MaxBatchBytes: s.cfg.MaxBatchBytes}, o)
+	j, err := job.New(spec, job.Env{Datasets: s.datasets, Names: s.names, MaxBatchBytes: s.cfg.MaxBatchBytes, MaxSampleCPU: s.cfg.MaxSampleCPU, MaxCPUWeight: s.cfg.MaxCPUWeight}, o)
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -51,6 +51,7 @@ func jobStatus(s *coord.Status) *stokerv1.JobStatus {
 		StarvationSignal: s.StarvationSignal, Starvation: s.Starvation, Shuffle: s.Shuffle,
 		TrainerStepRatio: s.TrainerStepRatio, SendRatio: s.SendRatio, CreditWaitRatio: s.CreditWaitRatio,
 		Bottleneck: s.Bottleneck, Verdict: s.Verdict,
+		PredictedCpuSecondsPerSample: s.PredictedCPU, WorstCpuSecondsPerSample: s.WorstCPU, CpuSecondsPerSample: s.MeasuredCPU,
 	}
 	for _, m := range s.Makers {
 		js.Makers = append(js.Makers, &stokerv1.MakerStatus{

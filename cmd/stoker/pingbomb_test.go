@@ -24,7 +24,7 @@ const clientPingTimeout = 15 * time.Second
 func TestPingsAnsweredInsideBomb(t *testing.T) {
 	ctx := processTest(t, 3*time.Minute)
 	ds := writeDataset(t, 4, 2, 0)
-	p := startServe(t, ctx, serveConfig{name: "serve", dataset: ds, workers: 2})
+	p := startServe(t, ctx, serveConfig{name: "serve", dataset: ds, workers: 2, args: noCostLimit})
 	r := startBomb(t, ctx, p)
 	defer r.Close()
 	conn, err := net.Dial("tcp", p.addr)

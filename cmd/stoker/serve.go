@@ -94,6 +94,8 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	fs.DurationVar(&cfg.LeaseTimeout, "lease-timeout", server.DefaultLeaseTimeout, "how long a maker may go without progress on a batch (no sample of it begun or finished, no step of one; before any began, its executor making nothing) before its lease goes to another: the deadline follows the work, so a slow maker that keeps working is never raced by copies of its own lease")
 	fs.DurationVar(&cfg.PeerRefresh, "peer-refresh", 5*time.Second, "how often a dns:/// --peers name is resolved again")
 	fs.Int64Var(&cfg.MaxBatchBytes, "max-batch-bytes", server.DefaultMaxBatchBytes, "refuse jobs whose batches are larger")
+	fs.Float64Var(&cfg.MaxCPUWeight, "max-cpu-weight", 1, "the most a job's cpu_weight (its weight in the executor's share of the cores, which is by CPU time) may ask, and 1/this the least; 1: every job weighs alike")
+	fs.DurationVar(&cfg.MaxSampleCPU, "max-sample-cpu", pipeline.DefaultMaxSampleCPU, "refuse, when a job opens, a transform whose worst sample the cost model predicts at more CPU than this (every preset is under 10 ms); negative (-1s): no limit")
 	fs.IntVar(&cfg.MaxStreamsPerClient, "max-streams-per-client", server.DefaultMaxStreamsPerClient, "open Feed streams allowed per client host")
 	fs.IntVar(&cfg.MaxStreams, "max-streams", server.DefaultMaxStreams, "open Feed (trainer) streams allowed in all; Work streams are counted apart (--max-work-streams)")
 	fs.Var(acceptWork{&cfg.AcceptWork}, "accept-work", "make batches for other servers' coordinators (Work streams); default true, but false on a server given --peers (a coordinator: its cores are its trainer's)")

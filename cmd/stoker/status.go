@@ -136,7 +136,7 @@ func printStatus(w io.Writer, addr string, st *stokerv1.StatusResponse) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "job\tdataset\tshuffle\trank\tepoch\timages/s\tMB/s\twait\tgpu idle\tstarved (signal)\twindow\tbuffered\tmakers (batches/s, in flight, batches/s when busy, busy)\trecommended\tadvice")
+	fmt.Fprintln(tw, "job\tdataset\tshuffle\trank\tepoch\timages/s\tMB/s\twait\tgpu idle\tstarved (signal)\twindow\tbuffered\tcpu/sample (model, worst, measured)\tmakers (batches/s, in flight, batches/s when busy, busy)\trecommended\tadvice")
 	for _, j := range st.GetJobs() {
 		var makers []string
 		for _, m := range j.GetMakers() {
@@ -161,13 +161,37 @@ func printStatus(w io.Writer, addr string, st *stokerv1.StatusResponse) {
 		if shuffle == "" {
 			shuffle = "-" // a server that does not say
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\t%s\t%s (%s)\t%d [%d..%d]\t%d\t%s\t%s\t%s\n",
+		cpu := "-" // a server that does not say
+		if p := j.GetPredictedCpuSecondsPerSample(); p > 0 {
+			measured := "—"
+			if m := j.GetCpuSecondsPerSample(); m > 0 {
+				measured = cpuFigure(m)
+			}
+			cpu = fmt.Sprintf("%s, %s, %s", cpuFigure(p), cpuFigure(j.GetWorstCpuSecondsPerSample()), measured)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\t%s\t%s (%s)\t%d [%d..%d]\t%d\t%s\t%s\t%s\t%s\n",
 			j.GetId(), j.GetDataset(), shuffle, j.GetRank(), j.GetWorldSize(), j.GetEpoch(), figure("%.0f", j.GetImagesPerSecond()),
 			figure("%.0f", j.GetBytesPerSecond()/1e6), figure("%.1f%%", 100*j.GetInputStallRatio()), gpu,
 			figure("%.1f%%", 100*j.GetStarvation()), j.GetStarvationSignal(), j.GetWindow(), j.GetWindowMin(), j.GetWindowMax(),
-			j.GetBuffered(), strings.Join(makers, ", "), figure("%.0f", j.GetWorkersRecommended()), j.GetAdvice())
+			j.GetBuffered(), cpu, strings.Join(makers, ", "), figure("%.0f", j.GetWorkersRecommended()), j.GetAdvice())
 	}
 	tw.Flush()
+}
+
+// cpuFigure is seconds of CPU as status shows them: milliseconds, 3
+// significant digits.
+func cpuFigure(sec float64) string {
+	if math.IsNaN(sec) || math.IsInf(sec, 0) {
+		return "—"
+	}
+	ms := sec * 1e3
+	switch {
+	case ms >= 100:
+		return fmt.Sprintf("%.0fms", ms)
+	case ms >= 10:
+		return fmt.Sprintf("%.1fms", ms)
+	}
+	return fmt.Sprintf("%.2fms", ms)
 }
 
 // figure formats v, or "—" while there is no figure yet: the server

@@ -68,6 +68,7 @@ func TestStatusCommand(t *testing.T) {
 	// hang into a failure.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	var job *stokerv1.JobStatus
 	for published := false; !published; {
 		b, err := l.Next(ctx)
 		if err != nil {
@@ -80,7 +81,14 @@ func TestStatusCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 		jobs := st.GetJobs()
-		published = len(jobs) == 1 && jobs[0].GetAdvice() != "" && jobs[0].GetStarvationSignal() != ""
+		// Published with advice, and with the CPU its samples took.
+		published = len(jobs) == 1 && jobs[0].GetAdvice() != "" && jobs[0].GetStarvationSignal() != "" && jobs[0].GetCpuSecondsPerSample() > 0
+		if published {
+			job = jobs[0]
+		}
+	}
+	if p, w := job.GetPredictedCpuSecondsPerSample(), job.GetWorstCpuSecondsPerSample(); !(p > 0 && w >= p && p < 0.01) {
+		t.Errorf("imagenet-eval's predicted CPU per sample %v s, worst %v s: want 0 < predicted <= worst, under 10 ms", p, w)
 	}
 	out := filepath.Join(dir, "out")
 	f, err := os.Create(out)
@@ -92,7 +100,8 @@ func TestStatusCommand(t *testing.T) {
 	}
 	f.Close()
 	text, _ := os.ReadFile(out)
-	for _, want := range []string{"2 local decode goroutines", "1 jobs", "pets-r0-", "local ", "advice", "(trainer wait)", " sequential "} {
+	cpu := cpuFigure(job.GetPredictedCpuSecondsPerSample()) + ", " + cpuFigure(job.GetWorstCpuSecondsPerSample()) + ", "
+	for _, want := range []string{"2 local decode goroutines", "1 jobs", "pets-r0-", "local ", "advice", "(trainer wait)", " sequential ", "cpu/sample (model, worst, measured)", cpu} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("status output lacks %q:\n%s", want, text)
 		}

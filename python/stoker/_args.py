@@ -103,6 +103,16 @@ def seconds(name: str, value: Any) -> Optional[float]:
     return v
 
 
+def weight(name: str, value: Any) -> float:
+    """A positive, finite number (a share's weight)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {_what(value)}")
+    v = float(value)
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f"{name} must be a positive, finite number, got {value!r}")
+    return v
+
+
 def string(name: str, value: Any, *, empty: bool = False) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, got {_what(value)}")

@@ -50,6 +50,9 @@ class Job:
     max_field_bytes: Optional[int] = None
     # A mix of datasets (stoker.Mix) instead of one: dataset is then "".
     mix: Optional[Any] = None
+    # The job's weight in the server's share of its cores (by CPU time),
+    # within what the server's --max-cpu-weight allows.
+    cpu_weight: float = 1.0
 
     def spec(self) -> pb.JobSpec:
         """The JobSpec of OpenJob and DescribeJob."""
@@ -73,6 +76,7 @@ class Job:
             max_field_bytes=self.max_field_bytes or 0,
             mix=self.mix.to_proto() if self.mix is not None else None,
             mix_samples=(self.mix.samples or 0) if self.mix is not None else 0,
+            cpu_weight=self.cpu_weight if self.cpu_weight != 1 else 0,
         )
 
     def _error_limit(self) -> Optional[pb.SampleErrorLimit]:

@@ -271,6 +271,11 @@ class Loader:
             ``batch_size`` x fields x 16 KiB would pass a batch's bound
             of 32 MiB of fields; set, ``batch_size`` x fields x
             ``max_field_bytes`` must be within that bound.
+        cpu_weight: the job's weight in the server's share of its cores,
+            which is by CPU time: a job of weight 2 gets twice the CPU of
+            one of weight 1 while both wait for samples. The server clamps
+            it to ``[1/--max-cpu-weight, --max-cpu-weight]``; its default
+            of 1 makes every job weigh alike, whatever this says.
 
     Every argument is checked when the loader is made: TypeError for a
     wrong type (integers must be ints, numpy's included, never floats or
@@ -324,6 +329,7 @@ class Loader:
         repeats: int = 1,
         fields: Union[str, Sequence[str]] = (),
         max_field_bytes: Optional[int] = None,
+        cpu_weight: float = 1.0,
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
@@ -372,6 +378,7 @@ class Loader:
             raise ValueError("repeats > 1 spreads a sample's copies over the ranks: it needs shuffle=True (or "
                              "False), not the block shuffle, whose ranks read their own shards")
         self.fields = _args.fields(fields)
+        self.cpu_weight = _args.weight("cpu_weight", cpu_weight)
         self.max_field_bytes = None if max_field_bytes is None else _args.integer("max_field_bytes", max_field_bytes, 1, (1 << 32) - 1)
         if self.max_field_bytes is not None and not self.fields:
             raise ValueError("max_field_bytes bounds the fields asked for: it needs fields=...")
@@ -525,7 +532,7 @@ class Loader:
         return Job("" if mix is not None else self.dataset, self._spec, self.batch_size, self.seed, self.shuffle, self.rank, self.world_size,
                    self.drop_last, self.layout, self.fail_policy, self.shuffle_window, trace=self.trace,
                    max_sample_errors=self.max_sample_errors, repeats=self.repeats, fields=self.fields,
-                   max_field_bytes=self.max_field_bytes, mix=mix)
+                   max_field_bytes=self.max_field_bytes, mix=mix, cpu_weight=self.cpu_weight)
 
     def state_dict(self) -> Dict[str, Any]:
         """The position to resume from, as plain Python values (fit for

@@ -82,6 +82,13 @@ def make(**kw) -> stoker.Loader:
         ({"layout": "CHW"}, ValueError),
         ({"fail_policy": None}, TypeError),
         ({"fail_policy": "skip"}, ValueError),
+        # A CPU weight: a positive, finite number.
+        ({"cpu_weight": 0}, ValueError),
+        ({"cpu_weight": -2}, ValueError),
+        ({"cpu_weight": math.inf}, ValueError),
+        ({"cpu_weight": math.nan}, ValueError),
+        ({"cpu_weight": "2"}, TypeError),
+        ({"cpu_weight": True}, TypeError),
         # A transform is a preset name or stoker.transforms ops.
         ({"transform": None}, TypeError),
         ({"transform": 42}, TypeError),
@@ -120,6 +127,9 @@ def test_good_arguments_are_normalized() -> None:
     assert ld.layout == "NHWC"
     assert make(timeout=7).timeout == 7.0 and make(timeout=None).timeout is None
     assert make(prefetch=1).prefetch == 1 and make(batch_size=65536).batch_size == 65536
+    # cpu_weight goes into the JobSpec (1, the default, as unset).
+    assert make(cpu_weight=np.float32(2.5))._job().spec().cpu_weight == 2.5
+    assert make()._job().spec().cpu_weight == 0
     # Other transform forms: one op, a list of ops.
     make(transform=T.CenterCrop(8))
     make(transform=[T.CenterCrop(8), T.RandomHorizontalFlip()])

@@ -476,8 +476,14 @@ type JobSpec struct {
 	// sharded), about mix_samples' worth. Needs a shuffle; not with
 	// repeats. Each sample's labels are its own dataset's; its
 	// "__source__" field names it.
-	Mix           []*MixPart `protobuf:"bytes,32,rep,name=mix,proto3" json:"mix,omitempty"`
-	MixSamples    uint64     `protobuf:"varint,33,opt,name=mix_samples,json=mixSamples,proto3" json:"mix_samples,omitempty"`
+	Mix        []*MixPart `protobuf:"bytes,32,rep,name=mix,proto3" json:"mix,omitempty"`
+	MixSamples uint64     `protobuf:"varint,33,opt,name=mix_samples,json=mixSamples,proto3" json:"mix_samples,omitempty"`
+	// The job's weight in the executor's share of the cores, which is by CPU
+	// time: a job of weight 2 gets twice the CPU of one of weight 1 while
+	// both have samples waiting. 0 (unset) means 1. The server clamps it to
+	// [1/--max-cpu-weight, --max-cpu-weight] (default 1: a client may not
+	// raise its share unless the operator allows it).
+	CpuWeight     float64 `protobuf:"fixed64,50,opt,name=cpu_weight,json=cpuWeight,proto3" json:"cpu_weight,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -648,6 +654,13 @@ func (x *JobSpec) GetMix() []*MixPart {
 func (x *JobSpec) GetMixSamples() uint64 {
 	if x != nil {
 		return x.MixSamples
+	}
+	return 0
+}
+
+func (x *JobSpec) GetCpuWeight() float64 {
+	if x != nil {
+		return x.CpuWeight
 	}
 	return 0
 }
@@ -5834,9 +5847,17 @@ type JobStatus struct {
 	// trainer takes no batches).
 	Bottleneck string `protobuf:"bytes,24,opt,name=bottleneck,proto3" json:"bottleneck,omitempty"`
 	// The bottleneck in one line, with what to do about it.
-	Verdict       string `protobuf:"bytes,25,opt,name=verdict,proto3" json:"verdict,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Verdict string `protobuf:"bytes,25,opt,name=verdict,proto3" json:"verdict,omitempty"`
+	// The cost model's CPU seconds per sample of the job's transform: the
+	// mean, and the worst sample (what --max-sample-cpu bounds).
+	PredictedCpuSecondsPerSample float64 `protobuf:"fixed64,50,opt,name=predicted_cpu_seconds_per_sample,json=predictedCpuSecondsPerSample,proto3" json:"predicted_cpu_seconds_per_sample,omitempty"`
+	WorstCpuSecondsPerSample     float64 `protobuf:"fixed64,51,opt,name=worst_cpu_seconds_per_sample,json=worstCpuSecondsPerSample,proto3" json:"worst_cpu_seconds_per_sample,omitempty"`
+	// The CPU seconds per sample the job's samples took on this server's
+	// executor, measured (a thread CPU clock around each sample), since the
+	// job opened; 0 before any is made here.
+	CpuSecondsPerSample float64 `protobuf:"fixed64,52,opt,name=cpu_seconds_per_sample,json=cpuSecondsPerSample,proto3" json:"cpu_seconds_per_sample,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
@@ -6042,6 +6063,27 @@ func (x *JobStatus) GetVerdict() string {
 		return x.Verdict
 	}
 	return ""
+}
+
+func (x *JobStatus) GetPredictedCpuSecondsPerSample() float64 {
+	if x != nil {
+		return x.PredictedCpuSecondsPerSample
+	}
+	return 0
+}
+
+func (x *JobStatus) GetWorstCpuSecondsPerSample() float64 {
+	if x != nil {
+		return x.WorstCpuSecondsPerSample
+	}
+	return 0
+}
+
+func (x *JobStatus) GetCpuSecondsPerSample() float64 {
+	if x != nil {
+		return x.CpuSecondsPerSample
+	}
+	return 0
 }
 
 // MakingShares splits the time the job's batches spent being made (from
@@ -6311,7 +6353,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xdf\x05\n" +
+	"\x03msg\"\xfe\x05\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -6337,7 +6379,9 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x0fmax_field_bytes\x18\x1f \x01(\rR\rmaxFieldBytes\x12$\n" +
 	"\x03mix\x18  \x03(\v2\x12.stoker.v1.MixPartR\x03mix\x12\x1f\n" +
 	"\vmix_samples\x18! \x01(\x04R\n" +
-	"mixSamples\";\n" +
+	"mixSamples\x12\x1d\n" +
+	"\n" +
+	"cpu_weight\x182 \x01(\x01R\tcpuWeight\";\n" +
 	"\aMixPart\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12\x16\n" +
 	"\x06weight\x18\x02 \x01(\x01R\x06weight\"D\n" +
@@ -6707,7 +6751,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\aworkers\x18\x02 \x01(\rR\aworkers\x12\x1f\n" +
 	"\vpeers_ready\x18\x03 \x01(\rR\n" +
 	"peersReady\x12\x18\n" +
-	"\aversion\x18\x04 \x01(\tR\aversion\"\xdc\x06\n" +
+	"\aversion\x18\x04 \x01(\tR\aversion\"\x99\b\n" +
 	"\tJobStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\adataset\x18\x02 \x01(\tR\adataset\x12\x12\n" +
@@ -6742,7 +6786,10 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\n" +
 	"bottleneck\x18\x18 \x01(\tR\n" +
 	"bottleneck\x12\x18\n" +
-	"\averdict\x18\x19 \x01(\tR\averdict\"\xe2\x01\n" +
+	"\averdict\x18\x19 \x01(\tR\averdict\x12F\n" +
+	" predicted_cpu_seconds_per_sample\x182 \x01(\x01R\x1cpredictedCpuSecondsPerSample\x12>\n" +
+	"\x1cworst_cpu_seconds_per_sample\x183 \x01(\x01R\x18worstCpuSecondsPerSample\x123\n" +
+	"\x16cpu_seconds_per_sample\x184 \x01(\x01R\x13cpuSecondsPerSample\"\xe2\x01\n" +
 	"\fMakingShares\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\x01R\x05queue\x12\x12\n" +
 	"\x04read\x18\x02 \x01(\x01R\x04read\x12\x16\n" +

@@ -170,6 +170,9 @@ func (c *Coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idl
 	if gpuOK {
 		js.GPUIdleRatio = idle
 	}
+	if cc, ok := c.j.(CPUCoster); ok {
+		js.PredictedCPU, js.WorstCPU, js.MeasuredCPU = cc.CPUPerSample()
+	}
 	js.Starvation, js.StarvationSignal = starvation(snap.stall, idle, gpuOK)
 	in := adviceInput{
 		target: c.env.Config.StallTarget, starved: js.Starvation, delivered: snap.batchesPerSec,
@@ -226,6 +229,12 @@ func (c *Coordinator) publish(now time.Time, snap telemetrySnap, ms []Maker, idl
 	m.StallRatio.WithLabelValues(c.j.Dataset(), c.name).Set(snap.stall)
 	m.Window.WithLabelValues(c.name).Set(float64(js.Window))
 	m.Buffered.WithLabelValues(c.name).Set(float64(js.Buffered))
+	if _, ok := c.j.(CPUCoster); ok {
+		m.PredictedCPU.WithLabelValues(c.name).Set(js.PredictedCPU)
+		if js.MeasuredCPU > 0 {
+			m.MeasuredCPU.WithLabelValues(c.name).Set(js.MeasuredCPU)
+		}
+	}
 	if gpuOK {
 		m.GPUIdle.WithLabelValues(c.name).Set(idle)
 	} else {
@@ -243,6 +252,8 @@ func (c *Coordinator) dropMetrics() {
 	m.StallRatio.DeleteLabelValues(c.j.Dataset(), c.name)
 	m.Window.DeleteLabelValues(c.name)
 	m.Buffered.DeleteLabelValues(c.name)
+	m.PredictedCPU.DeleteLabelValues(c.name)
+	m.MeasuredCPU.DeleteLabelValues(c.name)
 	m.GPUIdle.DeleteLabelValues(c.name)
 	m.WorkersRecommended.DeleteLabelValues(c.name)
 	m.PeersRecommended.DeleteLabelValues(c.name)

@@ -14,6 +14,8 @@ type Metrics struct {
 	Hedges             *prometheus.CounterVec   // stoker_lease_hedges_total
 	Window             *prometheus.GaugeVec     // stoker_window
 	Buffered           *prometheus.GaugeVec     // stoker_buffered_batches
+	PredictedCPU       *prometheus.GaugeVec     // stoker_predicted_cpu_seconds_per_sample
+	MeasuredCPU        *prometheus.GaugeVec     // stoker_cpu_seconds_per_sample
 	GPUIdle            *prometheus.GaugeVec     // stoker_gpu_idle_ratio
 	WorkersRecommended *prometheus.GaugeVec     // stoker_workers_recommended
 	PeersRecommended   *prometheus.GaugeVec     // stoker_peers_recommended
@@ -68,6 +70,14 @@ func NewMetrics() *Metrics {
 			Name: "stoker_buffered_batches",
 			Help: "Per job: batches made and waiting to be sent to the trainer.",
 		}, []string{"stoker_job"}),
+		PredictedCPU: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stoker_predicted_cpu_seconds_per_sample",
+			Help: "Per job: the cost model's CPU seconds per sample of its transform, the mean (--max-sample-cpu bounds the worst sample, stoker status shows both).",
+		}, []string{"stoker_job"}),
+		MeasuredCPU: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stoker_cpu_seconds_per_sample",
+			Help: "Per job: CPU seconds per sample its samples took on this server's executor (a thread CPU clock around each sample), since it opened; absent before one is made here.",
+		}, []string{"stoker_job"}),
 		GPUIdle: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "stoker_gpu_idle_ratio",
 			Help: "Per job: the share of the last few seconds the trainer's GPUs were idle (NVML); absent without a GPU monitor.",
@@ -114,7 +124,7 @@ func NewMetrics() *Metrics {
 // Collectors are the metrics, to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.StallRatio, m.BatchSeconds, m.Leases, m.LeaseFailures, m.ResultsDropped, m.Hedges,
-		m.Window, m.Buffered, m.GPUIdle, m.WorkersRecommended, m.PeersRecommended, m.WindowDecisions, m.AffinitySamples,
+		m.Window, m.Buffered, m.PredictedCPU, m.MeasuredCPU, m.GPUIdle, m.WorkersRecommended, m.PeersRecommended, m.WindowDecisions, m.AffinitySamples,
 		m.Images, m.TrainerStep, m.SendRatio, m.CreditWait, m.MakingShare, m.Bottleneck}
 }
 

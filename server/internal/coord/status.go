@@ -47,6 +47,17 @@ type Status struct {
 	CreditWaitRatio float64
 	Bottleneck      string
 	Verdict         string
+	// The transform's CPU per sample, in seconds: the cost model's mean
+	// and worst, and as measured on this server's executor (0: none
+	// yet). Zero for a job that does not say (CPUCoster).
+	PredictedCPU, WorstCPU, MeasuredCPU float64
+}
+
+// CPUCoster is a Job that knows what its samples cost in CPU: the cost
+// model's mean and worst per sample, and what this server measured (0
+// before any sample is made here), in seconds.
+type CPUCoster interface {
+	CPUPerSample() (predicted, worst, measured float64)
 }
 
 // MakingShares is where the time of making the job's batches went

@@ -2,8 +2,11 @@ package job
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -20,11 +23,17 @@ import (
 // batches to. Nothing writes it after New made it: coordinators, makers
 // and the verifier share it without a lock.
 type Job struct {
-	spec   *stokerv1.JobSpec
-	name   string
-	ds     pipeline.Dataset
-	t      *pipeline.Transform
-	policy pipeline.FailPolicy
+	spec *stokerv1.JobSpec
+	name string
+	ds   pipeline.Dataset
+	t    *pipeline.Transform
+	// cost is t's predicted CPU per sample (pipeline's cost model);
+	// cpuSrc measures it (SetCPUSource).
+	cost   pipeline.Cost
+	cpuSrc atomic.Pointer[CPUSource]
+	// cpuWeight is its weight in the executor's CPU share.
+	cpuWeight float64
+	policy    pipeline.FailPolicy
 	// errLimit is how many samples of an epoch may fail (JobSpec
 	// max_sample_errors).
 	errLimit ErrorLimit
@@ -98,6 +107,13 @@ type Env struct {
 	Names    []string
 	// MaxBatchBytes is the server's --max-batch-bytes.
 	MaxBatchBytes int64
+	// MaxCPUWeight is the server's --max-cpu-weight: a job's cpu_weight
+	// is clamped to [1/MaxCPUWeight, MaxCPUWeight]; 0: 1.
+	MaxCPUWeight float64
+	// MaxSampleCPU is the server's --max-sample-cpu: the most CPU a
+	// job's worst sample may be predicted to cost (Transform.Cost's Max);
+	// 0: no limit.
+	MaxSampleCPU time.Duration
 }
 
 // New validates spec against env's datasets and limits. Its errors are
@@ -175,6 +191,13 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	if j.t, err = NewTransform(spec.GetTransform(), spec.GetLayout()); err != nil {
 		return nil, err
 	}
+	j.cost = j.t.Cost()
+	if err := checkCost(j.cost, env.MaxSampleCPU); err != nil {
+		return nil, err
+	}
+	if j.cpuWeight, err = cpuWeightOf(spec.GetCpuWeight(), env.MaxCPUWeight); err != nil {
+		return nil, err
+	}
 	if bytes := int64(bs) * int64(j.t.SampleBytes()); bytes > env.MaxBatchBytes {
 		views := ""
 		if n := j.t.Views(); n > 1 {
@@ -200,6 +223,72 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 		return nil, status.Errorf(codes.InvalidArgument, "job spec of %d bytes (its known fields): the limit is %d", n, maxSpecBytes)
 	}
 	return j, nil
+}
+
+// checkCost refuses a transform whose worst sample is predicted over
+// limit (0: none), before anything of the job is read or decoded: with
+// the prediction, the limit, the op that dominates and the flag.
+func checkCost(c pipeline.Cost, limit time.Duration) error {
+	if limit <= 0 || c.Max <= limit {
+		return nil
+	}
+	return status.Errorf(codes.InvalidArgument, "the transform is predicted to cost %v of CPU per sample at worst (%v on average), over this server's limit of %v (--max-sample-cpu); "+
+		"most of it is %s, %v at worst: make that op cheaper (a smaller kernel or output, fewer steps) or ask the server's operator to raise --max-sample-cpu",
+		costRound(c.Max), costRound(c.Mean), limit, c.Dominant, costRound(c.DominantMax))
+}
+
+// costRound is d rounded for a message: 3 significant digits.
+func costRound(d time.Duration) time.Duration {
+	for r := time.Hour; r >= time.Nanosecond; r /= 10 {
+		if d >= 100*r {
+			return d.Round(r)
+		}
+	}
+	return d
+}
+
+// cpuWeightOf is a spec's cpu_weight (0: 1) clamped to [1/most, most]
+// (most <= 0: 1).
+func cpuWeightOf(w, most float64) (float64, error) {
+	if w == 0 {
+		w = 1
+	}
+	if !(w > 0) || math.IsInf(w, 0) {
+		return 0, status.Errorf(codes.InvalidArgument, "cpu_weight %v: want a finite number > 0 (0: 1)", w)
+	}
+	most = max(most, 1)
+	return min(max(w, 1/most), most), nil
+}
+
+// CPUWeight is the job's weight in the executor's share of the cores
+// (JobSpec.cpu_weight, clamped by --max-cpu-weight).
+func (j *Job) CPUWeight() float64 { return j.cpuWeight }
+
+// Cost is the job's transform's predicted CPU per sample.
+func (j *Job) Cost() pipeline.Cost { return j.cost }
+
+// CPUSource is what measures a job's samples' CPU on this server: its
+// executor queue.
+type CPUSource interface {
+	CPU() time.Duration
+	Made() uint64
+}
+
+// SetCPUSource has the job's measured CPU per sample read from src (its
+// queue on the local executor, once opened).
+func (j *Job) SetCPUSource(src CPUSource) { j.cpuSrc.Store(&src) }
+
+// CPUPerSample is the cost model's mean and worst CPU per sample and the
+// CPU per sample measured on this server's executor (0 before a sample
+// is made here), in seconds (coord.CPUCoster).
+func (j *Job) CPUPerSample() (predicted, worst, measured float64) {
+	predicted, worst = j.cost.Mean.Seconds(), j.cost.Max.Seconds()
+	if p := j.cpuSrc.Load(); p != nil {
+		if n := (*p).Made(); n > 0 {
+			measured = (*p).CPU().Seconds() / float64(n)
+		}
+	}
+	return predicted, worst, measured
 }
 
 // knownFields is a copy of spec with its unknown fields dropped (in every

@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -83,12 +84,35 @@ func TestNewRefused(t *testing.T) {
 		{"rank past the world", func(s *pb.JobSpec) { s.Rank = 2 }, codes.InvalidArgument, "rank 2: want 0..1 for world_size 2"},
 		{"batch too large", func(s *pb.JobSpec) { s.BatchSize = maxBatchSize + 1 }, codes.InvalidArgument, "batch_size 65537"},
 		{"another dataset", func(s *pb.JobSpec) { s.Fingerprint = "other" }, codes.FailedPrecondition, "differs"},
+		{"negative cpu weight", func(s *pb.JobSpec) { s.CpuWeight = -1 }, codes.InvalidArgument, "cpu_weight -1: want a finite number > 0"},
+		{"NaN cpu weight", func(s *pb.JobSpec) { s.CpuWeight = math.NaN() }, codes.InvalidArgument, "cpu_weight NaN"},
 	} {
 		s := spec(0, 2)
 		tc.edit(s)
 		_, err := New(s, env(), Origin{})
 		if status.Code(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want %v saying %q", tc.name, err, tc.code, tc.want)
+		}
+	}
+}
+
+// TestCPUWeight: a job's cpu_weight (0: 1) is clamped to what the
+// server's --max-cpu-weight allows: by default a client cannot raise or
+// lower its share.
+func TestCPUWeight(t *testing.T) {
+	for _, tc := range []struct{ asked, most, want float64 }{
+		{0, 0, 1}, {4, 0, 1}, {0.25, 1, 1}, {4, 8, 4}, {100, 8, 8}, {0.01, 8, 0.125}, {0, 8, 1},
+	} {
+		e := env()
+		e.MaxCPUWeight = tc.most
+		s := spec(0, 2)
+		s.CpuWeight = tc.asked
+		j, err := New(s, e, Origin{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := j.CPUWeight(); got != tc.want {
+			t.Errorf("cpu_weight %v under --max-cpu-weight %v: %v, want %v", tc.asked, tc.most, got, tc.want)
 		}
 	}
 }

@@ -74,8 +74,12 @@ func (e *ExecJob) queue() (*pipeline.Queue, error) {
 		return nil, pipeline.ErrClosed
 	case e.q == nil:
 		e.q = e.exec.Queue(e.j.ID())
+		// The cost model's mean is what its samples are charged until
+		// the executor has measured some.
+		e.q.SetCost(e.j.Cost().Mean)
+		e.j.SetCPUSource(e.q)
 		if e.shares != nil {
-			e.shares.add(e.q, e.demandNow, e.work, e.client)
+			e.shares.add(e.q, e.demandNow, e.work, e.client, e.j.CPUWeight())
 		}
 	case e.shares != nil:
 		e.shares.wake(e.q)

@@ -27,7 +27,8 @@ const DormantAfter = 2
 //
 // A Feed job's demand is its input stall and its trainer's GPU seconds
 // per sample as its coordinator measured them, and the share of the
-// samples it took lately. A Work job's is what its leases claim, believed
+// executor's CPU it took lately (the executor shares CPU time, not
+// samples: pipeline.WithCPUClock). A Work job's is what its leases claim, believed
 // no further than what this server measures of it: its stall is at most
 // the share of the time its samples waited for a core here, and between
 // client hosts the claims count for nothing, each host weighed by what
@@ -47,13 +48,20 @@ type Shares struct {
 // shareEntry is one queue's place in the schedule.
 type shareEntry struct {
 	demand func() pipeline.JobDemand
-	work   bool   // a Work job's (kind 1); a Feed job's otherwise
-	client string // a Work job's client host
-	made   uint64 // Made at the last rebalance
+	work   bool    // a Work job's (kind 1); a Feed job's otherwise
+	client string  // a Work job's client host
+	made   uint64  // Made at the last rebalance
+	cpu    float64 // Charged at the last rebalance
+	// cps is the CPU (in the executor's cpuUnits) its samples were
+	// charged lately, a mean over about two periods; 0: none measured.
+	cps    float64
 	used   float64
 	waited time.Duration // Waited at the last rebalance
 	quiet  int           // rebalances in a row with nothing made or queued
 	awake  bool
+	// weight is the job's own (JobSpec.cpu_weight): its schedule
+	// weight is its share times it.
+	weight float64
 }
 
 func (e *shareEntry) kind() int {
@@ -80,8 +88,12 @@ func NewShares(floor, target, workShare float64, samples *prometheus.CounterVec)
 
 // add weighs q by demand from now on: a Work job's of the coordinator at
 // client when work is set, one of this server's own Feed jobs otherwise.
-func (sh *Shares) add(q *pipeline.Queue, demand func() pipeline.JobDemand, work bool, client string) {
-	e := &shareEntry{demand: demand, work: work, client: client, made: q.Made(), waited: q.Waited()}
+// Its share is multiplied by weight (the job's cpu_weight; <= 0: 1).
+func (sh *Shares) add(q *pipeline.Queue, demand func() pipeline.JobDemand, work bool, client string, weight float64) {
+	if !(weight > 0) {
+		weight = 1
+	}
+	e := &shareEntry{demand: demand, work: work, client: client, made: q.Made(), cpu: q.Charged(), waited: q.Waited(), weight: weight}
 	q.SetBackground(sh.background(work))
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -118,7 +130,7 @@ func (sh *Shares) wakeLocked(q *pipeline.Queue, e *shareEntry) {
 	e.awake, e.quiet = true, 0
 	sh.awake[q] = e
 	sh.byKind[e.kind()]++
-	q.SetWeight(sh.kindScale(e.work) / float64(sh.byKind[e.kind()]))
+	q.SetWeight(e.weight * sh.kindScale(e.work) / float64(sh.byKind[e.kind()]))
 }
 
 // sleepLocked leaves e out of rebalances until it wakes. sh.mu is held.
@@ -167,12 +179,19 @@ func (sh *Shares) Rebalance() {
 	dt := now.Sub(sh.last).Seconds()
 	sh.last = now
 	rows := make([]shareRow, 0, len(sh.awake))
-	made := make([]uint64, 0, len(sh.awake))
-	total := uint64(0)
+	used := make([]float64, 0, len(sh.awake))
+	total := 0.0
 	for q, e := range sh.awake {
-		m, w := q.Made(), q.Waited()
-		dm, dw := m-e.made, w-e.waited
-		e.made, e.waited = m, w
+		m, w, c := q.Made(), q.Waited(), q.Charged()
+		dm, dw, dc := m-e.made, w-e.waited, max(c-e.cpu, 0)
+		e.made, e.waited, e.cpu = m, w, c
+		if dm > 0 {
+			if x := dc / float64(dm); e.cps == 0 {
+				e.cps = x
+			} else {
+				e.cps = 0.5*e.cps + 0.5*x
+			}
+		}
 		sh.count(e, dm)
 		if dm == 0 && q.Pending() == 0 {
 			if e.quiet++; e.quiet >= DormantAfter {
@@ -187,20 +206,22 @@ func (sh *Shares) Rebalance() {
 			r.measured = min(dw.Seconds()/dt, 1)
 		}
 		rows = append(rows, r)
-		made = append(made, dm)
-		total += dm
+		used = append(used, dc)
+		total += dc
 	}
 	for i, r := range rows {
 		if total > 0 {
 			// Smoothed over about two periods: use moves with the
-			// shares, not with one period's noise.
-			r.e.used = 0.5*r.e.used + 0.5*float64(made[i])/float64(total)
+			// shares, not with one period's noise. Use is the CPU the
+			// schedule charged (samples without a CPU clock), the
+			// quantity the weights share.
+			r.e.used = 0.5*r.e.used + 0.5*used[i]/total
 		}
 		rows[i].d, rows[i].used = r.e.demand(), r.e.used
 	}
 	sh.mu.Unlock()
 	for i, w := range sh.weights(rows) {
-		rows[i].q.SetWeight(w)
+		rows[i].q.SetWeight(w * rows[i].e.weight)
 	}
 }
 

@@ -85,3 +85,23 @@ func TestSharesWorkJobs(t *testing.T) {
 		t.Errorf("a job claiming stall 1 that never waited %.3f, one that waited all the time %.3f: want 0.25 and 0.75", w[0], w[1])
 	}
 }
+
+// TestSharesJobWeight: a job's own cpu_weight multiplies its share, when
+// it wakes and at every rebalance: two alike stalled jobs of weights 3
+// and 1 share 3:1.
+func TestSharesJobWeight(t *testing.T) {
+	ex := pipeline.NewExecutor(1)
+	defer ex.Close()
+	sh := NewShares(-1, 0.02, 0, nil)
+	qa, qb := ex.Queue("a"), ex.Queue("b")
+	demand := func() pipeline.JobDemand { return pipeline.JobDemand{Stall: 0.5, Work: 1} }
+	sh.add(qa, demand, false, "", 3)
+	if qa.Weight() != 3 {
+		t.Errorf("alone, after add: weight %v, want 3", qa.Weight())
+	}
+	sh.add(qb, demand, false, "", 0) // 0: 1
+	sh.Rebalance()
+	if r := qa.Weight() / qb.Weight(); math.Abs(r-3) > 1e-9 {
+		t.Errorf("after a rebalance: weights %v and %v, want 3:1", qa.Weight(), qb.Weight())
+	}
+}

@@ -45,7 +45,7 @@ func (sh *Shares) weights(rows []shareRow) []float64 {
 		used := usedOf(rows, feed)
 		for k, i := range feed {
 			d := rows[i].d
-			ds[k] = pipeline.JobDemand{Stall: clamp01(d.Stall), Work: d.Work, Used: used[k]}
+			ds[k] = pipeline.JobDemand{Stall: clamp01(d.Stall), Work: perCPU(d.Work, rows[i].e.cps), Used: used[k]}
 		}
 		for k, s := range pipeline.StallShares(ds, sh.target, sh.floor) {
 			out[feed[k]] = s * sh.kindScale(false)
@@ -78,13 +78,25 @@ func (sh *Shares) weights(rows []shareRow) []float64 {
 		used := usedOf(rows, jobs)
 		for k, i := range jobs {
 			d := rows[i].d
-			ds[k] = pipeline.JobDemand{Stall: min(clamp01(d.Stall), rows[i].measured), Work: d.Work, Used: used[k]}
+			ds[k] = pipeline.JobDemand{Stall: min(clamp01(d.Stall), rows[i].measured), Work: perCPU(d.Work, rows[i].e.cps), Used: used[k]}
 		}
 		for k, js := range pipeline.StallShares(ds, sh.target, sh.floor) {
 			out[jobs[k]] = hs * js * sh.kindScale(true)
 		}
 	}
 	return out
+}
+
+// perCPU is what a unit of the executor's CPU buys a job whose trainer
+// spends work GPU seconds a sample and whose samples cost cps cpuUnits:
+// the shares are of CPU time, so a job whose samples cost ten times more
+// buys a tenth as much GPU time with each. Unknown either way: work as
+// it is (StallShares counts an unknown Work as the mean).
+func perCPU(work, cps float64) float64 {
+	if !(work > 0) || math.IsInf(work, 0) || !(cps > 0) {
+		return work
+	}
+	return work / cps
 }
 
 // usedOf is each of the rows idx's share of the samples the rows idx

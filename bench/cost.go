@@ -1,0 +1,286 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"image"
+	_ "image/jpeg" // DecodeConfig of the photos
+	_ "image/png"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"text/tabwriter"
+	"time"
+
+	"github.com/stoker-dev/stoker/internal/helptext"
+	"github.com/stoker-dev/stoker/pipeline"
+)
+
+// runCost is `stoker bench cost`: the cost model's calibration and its
+// check. On one thread locked to its OS thread, with the thread's CPU
+// clock, it measures
+//   - each kernel family's ns per pixel (ns per pixel per tap for the
+//     blur) on a 224 px image: pipeline's fnNs table, printed as Go;
+//   - the decode's ns per source pixel and the resampling's per output
+//     pixel, fitted from a 224 px and a 448 px RandomResizedCrop of the
+//     photos (decodeNs, resampleNs);
+//   - every preset's (and torchvision's policies') CPU per sample on the
+//     photos, beside what the model predicts (Transform.Cost's mean), and
+//     the ratio: BENCHMARKS.md's table.
+func runCost(args []string) error {
+	fs := flag.NewFlagSet("bench cost", flag.ExitOnError)
+	fs.Usage = helptext.Usage(fs, "")
+	data := fs.String("data", "", "ImageFolder or WebDataset directory of photos (required)")
+	samples := fs.Int("samples", 300, "photos each transform makes (the first ones of the dataset), after one warm-up pass")
+	reps := fs.Int("reps", 200, "kernel runs per family, on a 224x224 image")
+	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
+	fs.Parse(args)
+	if *data == "" {
+		return errors.New("bench cost: --data is required")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ds, err := pipeline.Open(*data)
+	if err != nil {
+		return err
+	}
+	defer ds.Close()
+	n := min(*samples, ds.Len())
+	if n == 0 {
+		return fmt.Errorf("bench cost: %s has no samples", *data)
+	}
+	var res costResult
+	res.Dataset, res.Samples = *data, n
+	photos := make([][]byte, n)
+	var srcPx float64
+	for i := range photos {
+		if photos[i], err = ds.Read(i, nil); err != nil {
+			return fmt.Errorf("bench cost: sample %d: %w", i, err)
+		}
+		photos[i] = append([]byte(nil), photos[i]...)
+		cfg, _, err := image.DecodeConfig(bytes.NewReader(photos[i]))
+		if err != nil {
+			return fmt.Errorf("bench cost: sample %d (%s): %w", i, ds.Name(i), err)
+		}
+		srcPx += float64(cfg.Width * cfg.Height)
+	}
+	res.MeanSourcePx = srcPx / float64(n)
+
+	// The kernels.
+	const w, h = 224, 224
+	pix := make([]byte, 3*w*h)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range pix {
+		pix[i] = byte(rng.IntN(256))
+	}
+	work := make([]byte, len(pix))
+	kernel := func(steps []pipeline.Step, units float64) float64 {
+		run := func() {
+			copy(work, pix)
+			if err := pipeline.ApplyTrace(work, w, h, steps); err != nil {
+				panic(err)
+			}
+		}
+		run()
+		c0 := pipeline.ThreadCPUClock()
+		for range *reps {
+			run()
+		}
+		return float64(pipeline.ThreadCPUClock()-c0) / float64(*reps) / units
+	}
+	const px = w * h
+	fn := func(st pipeline.Step) []pipeline.Step { return []pipeline.Step{st} }
+	mix := func(chains int) []pipeline.Step {
+		s := []pipeline.Step{{Fn: pipeline.FnMixBegin, F: [6]float64{0.5}}}
+		for range chains {
+			s = append(s, pipeline.Step{Fn: pipeline.FnMixChain, F: [6]float64{0.5 / float64(chains)}})
+		}
+		return append(s, pipeline.Step{Fn: pipeline.FnMixEnd})
+	}
+	geo := func(f pipeline.Fn) pipeline.Step {
+		return pipeline.Step{Fn: f, Interp: pipeline.InterpBilinear, F: [6]float64{17, 3, 2, 1, 5, 0}, FillNone: true}
+	}
+	copyNs := kernel(nil, px)
+	for _, k := range []struct {
+		name  string
+		steps []pipeline.Step
+		units float64
+	}{
+		{"FnHorizontalFlip", fn(pipeline.Step{Fn: pipeline.FnHorizontalFlip}), px},
+		{"FnVerticalFlip", fn(pipeline.Step{Fn: pipeline.FnVerticalFlip}), px},
+		{"FnAdjustBrightness", fn(pipeline.Step{Fn: pipeline.FnAdjustBrightness, F: [6]float64{1.3}}), px},
+		{"FnAdjustContrast", fn(pipeline.Step{Fn: pipeline.FnAdjustContrast, F: [6]float64{1.3}}), px},
+		{"FnAdjustSaturation", fn(pipeline.Step{Fn: pipeline.FnAdjustSaturation, F: [6]float64{1.3}}), px},
+		{"FnAdjustHue", fn(pipeline.Step{Fn: pipeline.FnAdjustHue, F: [6]float64{0.1}}), px},
+		{"FnAdjustSharpness", fn(pipeline.Step{Fn: pipeline.FnAdjustSharpness, F: [6]float64{1.5}}), px},
+		{"FnRGBToGrayscale", fn(pipeline.Step{Fn: pipeline.FnRGBToGrayscale, I: [6]int{3}}), px},
+		{"FnGaussianBlur", fn(pipeline.Step{Fn: pipeline.FnGaussianBlur, I: [6]int{23, 23}, F: [6]float64{1.5, 1.5}}), px * 46},
+		{"FnSolarize", fn(pipeline.Step{Fn: pipeline.FnSolarize, F: [6]float64{128}}), px},
+		{"FnPosterize", fn(pipeline.Step{Fn: pipeline.FnPosterize, I: [6]int{4}}), px},
+		{"FnInvert", fn(pipeline.Step{Fn: pipeline.FnInvert}), px},
+		{"FnEqualize", fn(pipeline.Step{Fn: pipeline.FnEqualize}), px},
+		{"FnAutocontrast", fn(pipeline.Step{Fn: pipeline.FnAutocontrast}), px},
+		{"FnRotate", fn(pipeline.Step{Fn: pipeline.FnRotate, F: [6]float64{17}, Interp: pipeline.InterpBilinear, FillNone: true}), px},
+		{"FnAffine", fn(geo(pipeline.FnAffine)), px},
+		{"FnRotate nearest", fn(pipeline.Step{Fn: pipeline.FnRotate, F: [6]float64{17}, Interp: pipeline.InterpNearest, FillNone: true}), px},
+		{"FnAffine bicubic", fn(pipeline.Step{Fn: pipeline.FnAffine, Interp: pipeline.InterpBicubic, F: [6]float64{17, 3, 2, 1, 5, 0}, Fill: [3]float64{124, 116, 104}}), px},
+		{"FnErase", fn(pipeline.Step{Fn: pipeline.FnErase, I: [6]int{0, 0, h, w}}), px},
+		{"FnSolarizeAdd", fn(pipeline.Step{Fn: pipeline.FnSolarizeAdd, I: [6]int{30}, F: [6]float64{128}}), px},
+		{"FnMixChain", nil, 0}, // from two mixes' difference, below
+	} {
+		var ns float64
+		if k.steps != nil {
+			ns = kernel(k.steps, k.units) - copyNs*px/k.units
+		} else {
+			two, one := kernel(mix(2), px), kernel(mix(1), px)
+			ns = two - one
+			res.Kernels = append(res.Kernels, costKernel{"FnMixBegin", max((one-ns-copyNs)/2, 0)})
+			res.Kernels = append(res.Kernels, costKernel{"FnMixEnd", max((one-ns-copyNs)/2, 0)})
+		}
+		res.Kernels = append(res.Kernels, costKernel{k.name, max(ns, 0)})
+	}
+
+	// The geometry and the presets: thread CPU per sample, after a pass
+	// that warms the caches.
+	measure := func(t *pipeline.Transform) float64 {
+		d := pipeline.NewDecoder()
+		defer d.Close()
+		out := make([]byte, t.SampleBytes())
+		pass := func(epoch uint64) {
+			for i, p := range photos {
+				if err := d.Decode(p, t, pipeline.Key{Seed: 1, Epoch: epoch, Index: uint64(i)}, out); err != nil {
+					panic(fmt.Sprintf("sample %d: %v", i, err))
+				}
+			}
+		}
+		pass(0)
+		c0 := pipeline.ThreadCPUClock()
+		pass(1)
+		return float64(pipeline.ThreadCPUClock()-c0) / float64(len(photos))
+	}
+	rrc := func(s int) *pipeline.Transform {
+		t, err := pipeline.NewTransform(pipeline.CHW, pipeline.Op{Kind: pipeline.OpRandomResizedCrop, Size: [2]int{s, s}})
+		if err != nil {
+			panic(err)
+		}
+		return t
+	}
+	c224, c448 := measure(rrc(224)), measure(rrc(448))
+	res.ResampleNs = (c448 - c224) / (448*448 - 224*224)
+	res.DecodeNs = (c224 - res.ResampleNs*224*224) / res.MeanSourcePx
+	norm, err := pipeline.NewTransform(pipeline.CHW, pipeline.Op{Kind: pipeline.OpRandomResizedCrop, Size: [2]int{224, 224}},
+		pipeline.Op{Kind: pipeline.OpNormalize, Mean: [3]float64{0.485, 0.456, 0.406}, Std: [3]float64{0.229, 0.224, 0.225}})
+	if err != nil {
+		return err
+	}
+	res.NormalizeNs = (measure(norm) - c224) / (224 * 224)
+
+	type named struct {
+		name string
+		t    *pipeline.Transform
+	}
+	var ts []named
+	for _, p := range pipeline.PresetNames() {
+		t, err := pipeline.ParseTransform(p, pipeline.CHW)
+		if err != nil {
+			return err
+		}
+		ts = append(ts, named{p, t})
+	}
+	for _, p := range costPolicies() {
+		t, err := pipeline.NewTransform(pipeline.CHW, pipeline.Op{Kind: pipeline.OpRandomResizedCrop, Size: [2]int{224, 224}},
+			pipeline.Op{Kind: pipeline.OpRandomHorizontalFlip, P: 0.5}, p.op)
+		if err != nil {
+			return err
+		}
+		ts = append(ts, named{p.name, t})
+	}
+	// Larger outputs and kernels than any preset's, to check the model's
+	// extrapolation (the blur's taps, the resampling's pixels).
+	for _, x := range []struct {
+		name   string
+		side   int
+		kernel int
+		blurs  int
+	}{{"RRC(1024) + GaussianBlur(255)", 1024, 255, 1}, {"RRC(512) + 4 x GaussianBlur(101)", 512, 101, 4}} {
+		ops := []pipeline.Op{{Kind: pipeline.OpRandomResizedCrop, Size: [2]int{x.side, x.side}}}
+		for range x.blurs {
+			ops = append(ops, pipeline.Op{Kind: pipeline.OpGaussianBlur, KernelSize: [2]int{x.kernel, x.kernel}, Sigma: [2]float64{50, 50}})
+		}
+		t, err := pipeline.NewTransform(pipeline.CHW, ops...)
+		if err != nil {
+			return err
+		}
+		ts = append(ts, named{x.name, t})
+	}
+	for _, nt := range ts {
+		c := nt.t.Cost()
+		got := measure(nt.t)
+		res.Transforms = append(res.Transforms, costRow{nt.name, float64(c.Mean) / 1e6, float64(c.Max) / 1e6, got / 1e6, float64(c.Mean) / got})
+	}
+
+	fmt.Printf("stoker bench cost: %s, %d photos (%.0f px on average), one thread, %s\n", *data, n, res.MeanSourcePx, time.Now().UTC().Format("2006-01-02"))
+	fmt.Println("// ns per pixel (the blur: per pixel per tap), over a copy of the image:")
+	for _, k := range res.Kernels {
+		fmt.Printf("\t%s: %.3g,\n", k.Fn, k.Ns)
+	}
+	fmt.Printf("\tFnNormalize: %.3g, // per output pixel, from a decode with and without it\n", res.NormalizeNs)
+	fmt.Printf("\tdecodeNs = %.3g // per source pixel\n\tresampleNs = %.3g // per output pixel\n", res.DecodeNs, res.ResampleNs)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "transform\tpredicted ms\tworst ms\tmeasured ms\tpredicted/measured\t")
+	for _, r := range res.Transforms {
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t\n", r.Name, r.PredictedMs, r.WorstMs, r.MeasuredMs, r.Ratio)
+	}
+	tw.Flush()
+	if *asJSON {
+		return json.NewEncoder(os.Stdout).Encode(res)
+	}
+	return nil
+}
+
+// costPolicies are torchvision's policies at their defaults, and AugMix at
+// its largest severity and a width and depth near the bounds (the issue's
+// expensive recipe), each after a 224 px crop and a flip.
+func costPolicies() []struct {
+	name string
+	op   pipeline.Op
+} {
+	return []struct {
+		name string
+		op   pipeline.Op
+	}{
+		{"tv AugMix()", pipeline.Op{Kind: pipeline.OpAugMix, Severity: 3, MixtureWidth: 3, ChainDepth: -1, Alpha: 1}},
+		{"tv TrivialAugmentWide()", pipeline.Op{Kind: pipeline.OpTrivialAugmentWide, Bins: 31, Interp: pipeline.InterpNearest}},
+		{"tv RandAugment()", pipeline.Op{Kind: pipeline.OpRandAugment, NumOps: 2, Magnitude: 9, Bins: 31, Interp: pipeline.InterpNearest}},
+		{"tv AutoAugment()", pipeline.Op{Kind: pipeline.OpAutoAugment, Policy: "imagenet", Interp: pipeline.InterpNearest}},
+		{"AugMix(10, 16, 14)", pipeline.Op{Kind: pipeline.OpAugMix, Severity: 10, MixtureWidth: 16, ChainDepth: 14, Alpha: 1}},
+	}
+}
+
+// costResult is `stoker bench cost --json`'s line.
+type costResult struct {
+	Dataset      string       `json:"dataset"`
+	Samples      int          `json:"samples"`
+	MeanSourcePx float64      `json:"mean_source_px"`
+	Kernels      []costKernel `json:"kernels"`
+	DecodeNs     float64      `json:"decode_ns_per_source_px"`
+	ResampleNs   float64      `json:"resample_ns_per_output_px"`
+	NormalizeNs  float64      `json:"normalize_ns_per_output_px"`
+	Transforms   []costRow    `json:"transforms"`
+}
+
+type costKernel struct {
+	Fn string  `json:"fn"`
+	Ns float64 `json:"ns_per_px"`
+}
+
+type costRow struct {
+	Name        string  `json:"name"`
+	PredictedMs float64 `json:"predicted_ms"`
+	WorstMs     float64 `json:"worst_ms"`
+	MeasuredMs  float64 `json:"measured_ms"`
+	Ratio       float64 `json:"predicted_over_measured"`
+}
