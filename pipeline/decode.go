@@ -48,7 +48,10 @@ func WithMaxScans(n int) Option { return func(o *options) { o.maxScans = n } }
 // false: JPEGs take the libjpeg-turbo path where cgo is available.
 func WithReference(on bool) Option { return func(o *options) { o.reference = on } }
 
-// WithDCTScaling sets the DCT scales the fast path may use. Default ScalePow2.
+// WithDCTScaling sets the DCT scales the fast path may use for transforms
+// that decode in DecodeFast (Transform.WithDecode). Default ScalePow2. A
+// transform in DecodeExact, the default, decodes at full scale whatever
+// this says.
 func WithDCTScaling(s DCTScaling) Option { return func(o *options) { o.scaling = s } }
 
 // Decoder turns encoded images into transformed samples. It holds reusable
@@ -198,6 +201,7 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 			}
 			return false, 0, err
 		}
+		p.exact = t.decode == DecodeExact
 		vd := &d.vd[v]
 		vd.plan, vd.steps = p, vd.steps[:0]
 		if len(vt.post) > 0 {

@@ -20,8 +20,11 @@ import (
 // what tells). Servers of different stoker versions make the same bytes
 // when their OutputVersions (and the rest of their Identity) agree.
 // Version 3: the preset "simclr" makes two views (its one view is
-// "simclr-view"), and transforms of several views exist.
-const OutputVersion = 3
+// "simclr-view"), and transforms of several views exist. Version 4: a
+// transform decodes its JPEGs at full scale unless it asks for DecodeFast
+// (Transform.WithDecode), so the default's bytes changed where a crop was
+// twice the output.
+const OutputVersion = 4
 
 // Decode paths, as Identity.Path names them.
 const (

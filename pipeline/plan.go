@@ -31,6 +31,10 @@ type samplePlan struct {
 	// antialiased bilinear: false is torch's non-antialiased kernel.
 	interp    Interpolation
 	antialias bool
+	// exact: the transform decodes in DecodeExact (its default), so the
+	// fast path decodes at full scale (dctScalable). A plan made by hand
+	// (tests) leaves it false: the Decoder's DCT scaling applies.
+	exact bool
 }
 
 // region is the fused form of a plan's geometry: the source rectangle box

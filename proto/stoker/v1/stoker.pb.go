@@ -24,6 +24,60 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Decode is how a job decodes its JPEGs (JobSpec.decode).
+type Decode int32
+
+const (
+	// The server's default (stoker serve --decode).
+	Decode_DECODE_UNSPECIFIED Decode = 0
+	// Full scale: decode_jpeg's pixels, resampled as torchvision does.
+	Decode_DECODE_EXACT Decode = 1
+	// A DCT scale where the crop is large enough: faster on large photos,
+	// not torchvision's bytes.
+	Decode_DECODE_FAST Decode = 2
+)
+
+// Enum value maps for Decode.
+var (
+	Decode_name = map[int32]string{
+		0: "DECODE_UNSPECIFIED",
+		1: "DECODE_EXACT",
+		2: "DECODE_FAST",
+	}
+	Decode_value = map[string]int32{
+		"DECODE_UNSPECIFIED": 0,
+		"DECODE_EXACT":       1,
+		"DECODE_FAST":        2,
+	}
+)
+
+func (x Decode) Enum() *Decode {
+	p := new(Decode)
+	*p = x
+	return p
+}
+
+func (x Decode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Decode) Descriptor() protoreflect.EnumDescriptor {
+	return file_stoker_v1_stoker_proto_enumTypes[0].Descriptor()
+}
+
+func (Decode) Type() protoreflect.EnumType {
+	return &file_stoker_v1_stoker_proto_enumTypes[0]
+}
+
+func (x Decode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Decode.Descriptor instead.
+func (Decode) EnumDescriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{0}
+}
+
 // ShuffleMode is how a shuffled epoch's order is made (Plan in
 // server/plan.go). Both keep batch k of epoch e a pure function of
 // (JobSpec, e, k).
@@ -68,11 +122,11 @@ func (x ShuffleMode) String() string {
 }
 
 func (ShuffleMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_stoker_v1_stoker_proto_enumTypes[0].Descriptor()
+	return file_stoker_v1_stoker_proto_enumTypes[1].Descriptor()
 }
 
 func (ShuffleMode) Type() protoreflect.EnumType {
-	return &file_stoker_v1_stoker_proto_enumTypes[0]
+	return &file_stoker_v1_stoker_proto_enumTypes[1]
 }
 
 func (x ShuffleMode) Number() protoreflect.EnumNumber {
@@ -81,7 +135,7 @@ func (x ShuffleMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ShuffleMode.Descriptor instead.
 func (ShuffleMode) EnumDescriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{0}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{1}
 }
 
 // Layout is the axis order of a batch of images.
@@ -119,11 +173,11 @@ func (x Layout) String() string {
 }
 
 func (Layout) Descriptor() protoreflect.EnumDescriptor {
-	return file_stoker_v1_stoker_proto_enumTypes[1].Descriptor()
+	return file_stoker_v1_stoker_proto_enumTypes[2].Descriptor()
 }
 
 func (Layout) Type() protoreflect.EnumType {
-	return &file_stoker_v1_stoker_proto_enumTypes[1]
+	return &file_stoker_v1_stoker_proto_enumTypes[2]
 }
 
 func (x Layout) Number() protoreflect.EnumNumber {
@@ -132,7 +186,7 @@ func (x Layout) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Layout.Descriptor instead.
 func (Layout) EnumDescriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{1}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{2}
 }
 
 // FailPolicy says what takes an undecodable sample's place. Either way the
@@ -173,11 +227,11 @@ func (x FailPolicy) String() string {
 }
 
 func (FailPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_stoker_v1_stoker_proto_enumTypes[2].Descriptor()
+	return file_stoker_v1_stoker_proto_enumTypes[3].Descriptor()
 }
 
 func (FailPolicy) Type() protoreflect.EnumType {
-	return &file_stoker_v1_stoker_proto_enumTypes[2]
+	return &file_stoker_v1_stoker_proto_enumTypes[3]
 }
 
 func (x FailPolicy) Number() protoreflect.EnumNumber {
@@ -186,7 +240,7 @@ func (x FailPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FailPolicy.Descriptor instead.
 func (FailPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{2}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
 }
 
 // Interpolation is torchvision's InterpolationMode.
@@ -230,11 +284,11 @@ func (x Interpolation) String() string {
 }
 
 func (Interpolation) Descriptor() protoreflect.EnumDescriptor {
-	return file_stoker_v1_stoker_proto_enumTypes[3].Descriptor()
+	return file_stoker_v1_stoker_proto_enumTypes[4].Descriptor()
 }
 
 func (Interpolation) Type() protoreflect.EnumType {
-	return &file_stoker_v1_stoker_proto_enumTypes[3]
+	return &file_stoker_v1_stoker_proto_enumTypes[4]
 }
 
 func (x Interpolation) Number() protoreflect.EnumNumber {
@@ -243,7 +297,7 @@ func (x Interpolation) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Interpolation.Descriptor instead.
 func (Interpolation) EnumDescriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{4}
 }
 
 // Dtype is the element type of a batch's pixels.
@@ -282,11 +336,11 @@ func (x Dtype) String() string {
 }
 
 func (Dtype) Descriptor() protoreflect.EnumDescriptor {
-	return file_stoker_v1_stoker_proto_enumTypes[4].Descriptor()
+	return file_stoker_v1_stoker_proto_enumTypes[5].Descriptor()
 }
 
 func (Dtype) Type() protoreflect.EnumType {
-	return &file_stoker_v1_stoker_proto_enumTypes[4]
+	return &file_stoker_v1_stoker_proto_enumTypes[5]
 }
 
 func (x Dtype) Number() protoreflect.EnumNumber {
@@ -295,7 +349,7 @@ func (x Dtype) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Dtype.Descriptor instead.
 func (Dtype) EnumDescriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{4}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{5}
 }
 
 // FeedRequest is a message from the trainer on a Feed stream.
@@ -476,8 +530,15 @@ type JobSpec struct {
 	// sharded), about mix_samples' worth. Needs a shuffle; not with
 	// repeats. Each sample's labels are its own dataset's; its
 	// "__source__" field names it.
-	Mix           []*MixPart `protobuf:"bytes,32,rep,name=mix,proto3" json:"mix,omitempty"`
-	MixSamples    uint64     `protobuf:"varint,33,opt,name=mix_samples,json=mixSamples,proto3" json:"mix_samples,omitempty"`
+	Mix        []*MixPart `protobuf:"bytes,32,rep,name=mix,proto3" json:"mix,omitempty"`
+	MixSamples uint64     `protobuf:"varint,33,opt,name=mix_samples,json=mixSamples,proto3" json:"mix_samples,omitempty"`
+	// How JPEGs are decoded before the geometry: DECODE_EXACT at full scale,
+	// torchvision's pixels; DECODE_FAST may decode at a DCT scale (1/2, 1/4,
+	// 1/8) where the crop is at least that many times the output and an
+	// antialiased filter follows (docs/transforms.md gives its bound).
+	// Unspecified: the server's default (stoker serve --decode, exact unless
+	// set), which the server writes here before it forwards the job.
+	Decode        Decode `protobuf:"varint,90,opt,name=decode,proto3,enum=stoker.v1.Decode" json:"decode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -650,6 +711,13 @@ func (x *JobSpec) GetMixSamples() uint64 {
 		return x.MixSamples
 	}
 	return 0
+}
+
+func (x *JobSpec) GetDecode() Decode {
+	if x != nil {
+		return x.Decode
+	}
+	return Decode_DECODE_UNSPECIFIED
 }
 
 // MixPart is one dataset of a mix and its weight.
@@ -3830,7 +3898,10 @@ type JobInfo struct {
 	// A transform of several views (TransformSpec.views): each view, in
 	// order, one per view (a group of 8 lists 8); sample_shape is then view
 	// 0's, and a sample is every view's bytes.
-	Views         []*ViewInfo `protobuf:"bytes,40,rep,name=views,proto3" json:"views,omitempty"`
+	Views []*ViewInfo `protobuf:"bytes,40,rep,name=views,proto3" json:"views,omitempty"`
+	// How the job's JPEGs are decoded (JobSpec.decode, the server's default
+	// filled in): DECODE_EXACT or DECODE_FAST.
+	Decode        Decode `protobuf:"varint,90,opt,name=decode,proto3,enum=stoker.v1.Decode" json:"decode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3935,6 +4006,13 @@ func (x *JobInfo) GetViews() []*ViewInfo {
 	return nil
 }
 
+func (x *JobInfo) GetDecode() Decode {
+	if x != nil {
+		return x.Decode
+	}
+	return Decode_DECODE_UNSPECIFIED
+}
+
 // ViewInfo is one view of a job's samples.
 type ViewInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4013,6 +4091,10 @@ type BatchHeader struct {
 	// first (docs/transforms.md). Of several views, per sample a JSON list
 	// of each view's trace, in view order.
 	Traces []string `protobuf:"bytes,20,rep,name=traces,proto3" json:"traces,omitempty"`
+	// With traces: how the job decoded its JPEGs (JobInfo.decode), which
+	// the traced geometry ran after: DECODE_EXACT (at full scale, as
+	// torchvision's decode_jpeg) or DECODE_FAST (possibly at a DCT scale).
+	Decode Decode `protobuf:"varint,90,opt,name=decode,proto3,enum=stoker.v1.Decode" json:"decode,omitempty"`
 	// A job of several views (JobInfo.views): each view's shape, [N, 3, H, W]
 	// or [N, H, W, 3], in order; the pixels are view after view, each view's
 	// N samples back to back (shape is then view 0's). Empty for one view.
@@ -4122,6 +4204,13 @@ func (x *BatchHeader) GetTraces() []string {
 		return x.Traces
 	}
 	return nil
+}
+
+func (x *BatchHeader) GetDecode() Decode {
+	if x != nil {
+		return x.Decode
+	}
+	return Decode_DECODE_UNSPECIFIED
 }
 
 func (x *BatchHeader) GetViews() []*Shape {
@@ -6223,7 +6312,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xdf\x05\n" +
+	"\x03msg\"\x8a\x06\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -6249,7 +6338,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x0fmax_field_bytes\x18\x1f \x01(\rR\rmaxFieldBytes\x12$\n" +
 	"\x03mix\x18  \x03(\v2\x12.stoker.v1.MixPartR\x03mix\x12\x1f\n" +
 	"\vmix_samples\x18! \x01(\x04R\n" +
-	"mixSamples\";\n" +
+	"mixSamples\x12)\n" +
+	"\x06decode\x18Z \x01(\x0e2\x11.stoker.v1.DecodeR\x06decode\";\n" +
 	"\aMixPart\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12\x16\n" +
 	"\x06weight\x18\x02 \x01(\x01R\x06weight\"D\n" +
@@ -6485,7 +6575,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x05chunk\x18\x03 \x01(\v2\x10.stoker.v1.ChunkH\x00R\x05chunk\x12'\n" +
 	"\x03end\x18\x04 \x01(\v2\x13.stoker.v1.EpochEndH\x00R\x03end\x12'\n" +
 	"\x03shm\x18\x05 \x01(\v2\x13.stoker.v1.ShmOfferH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xd0\x02\n" +
+	"\x03msg\"\xfb\x02\n" +
 	"\aJobInfo\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\abatches\x18\x02 \x01(\x04R\abatches\x12\x18\n" +
@@ -6496,10 +6586,11 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\fsample_shape\x18\a \x03(\rR\vsampleShape\x12&\n" +
 	"\x05dtype\x18\b \x01(\x0e2\x10.stoker.v1.DtypeR\x05dtype\x12&\n" +
 	"\x0fmax_chunk_bytes\x18\t \x01(\rR\rmaxChunkBytes\x12)\n" +
-	"\x05views\x18( \x03(\v2\x13.stoker.v1.ViewInfoR\x05views\"A\n" +
+	"\x05views\x18( \x03(\v2\x13.stoker.v1.ViewInfoR\x05views\x12)\n" +
+	"\x06decode\x18Z \x01(\x0e2\x11.stoker.v1.DecodeR\x06decode\"A\n" +
 	"\bViewInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
-	"\fsample_shape\x18\x02 \x03(\rR\vsampleShape\"\x8c\x03\n" +
+	"\fsample_shape\x18\x02 \x03(\rR\vsampleShape\"\xb7\x03\n" +
 	"\vBatchHeader\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x04R\x06number\x12\x14\n" +
@@ -6511,7 +6602,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\n" +
 	"data_bytes\x18\b \x01(\x04R\tdataBytes\x12\x17\n" +
 	"\x04slot\x18\t \x01(\rH\x00R\x04slot\x88\x01\x01\x12\x16\n" +
-	"\x06traces\x18\x14 \x03(\tR\x06traces\x12&\n" +
+	"\x06traces\x18\x14 \x03(\tR\x06traces\x12)\n" +
+	"\x06decode\x18Z \x01(\x0e2\x11.stoker.v1.DecodeR\x06decode\x12&\n" +
 	"\x05views\x18( \x03(\v2\x10.stoker.v1.ShapeR\x05views\x12.\n" +
 	"\x06fields\x18\x1e \x03(\v2\x16.stoker.v1.FieldValuesR\x06fieldsB\a\n" +
 	"\x05_slot\"\x1b\n" +
@@ -6671,7 +6763,11 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x11failures_in_a_row\x18\t \x01(\rR\x0efailuresInARow\x12#\n" +
 	"\rlease_seconds\x18\n" +
 	" \x01(\x01R\fleaseSeconds\x12#\n" +
-	"\rnetwork_share\x18\v \x01(\x01R\fnetworkShare*\\\n" +
+	"\rnetwork_share\x18\v \x01(\x01R\fnetworkShare*C\n" +
+	"\x06Decode\x12\x16\n" +
+	"\x12DECODE_UNSPECIFIED\x10\x00\x12\x10\n" +
+	"\fDECODE_EXACT\x10\x01\x12\x0f\n" +
+	"\vDECODE_FAST\x10\x02*\\\n" +
 	"\vShuffleMode\x12\x1c\n" +
 	"\x18SHUFFLE_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13SHUFFLE_MODE_GLOBAL\x10\x01\x12\x16\n" +
@@ -6714,194 +6810,198 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 	return file_stoker_v1_stoker_proto_rawDescData
 }
 
-var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
 var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
 var file_stoker_v1_stoker_proto_goTypes = []any{
-	(ShuffleMode)(0),              // 0: stoker.v1.ShuffleMode
-	(Layout)(0),                   // 1: stoker.v1.Layout
-	(FailPolicy)(0),               // 2: stoker.v1.FailPolicy
-	(Interpolation)(0),            // 3: stoker.v1.Interpolation
-	(Dtype)(0),                    // 4: stoker.v1.Dtype
-	(*FeedRequest)(nil),           // 5: stoker.v1.FeedRequest
-	(*JobSpec)(nil),               // 6: stoker.v1.JobSpec
-	(*MixPart)(nil),               // 7: stoker.v1.MixPart
-	(*SampleErrorLimit)(nil),      // 8: stoker.v1.SampleErrorLimit
-	(*OpenJob)(nil),               // 9: stoker.v1.OpenJob
-	(*ShmRequest)(nil),            // 10: stoker.v1.ShmRequest
-	(*ShmOffer)(nil),              // 11: stoker.v1.ShmOffer
-	(*ShmAccept)(nil),             // 12: stoker.v1.ShmAccept
-	(*DescribeJobRequest)(nil),    // 13: stoker.v1.DescribeJobRequest
-	(*DescribeJobResponse)(nil),   // 14: stoker.v1.DescribeJobResponse
-	(*TransformSpec)(nil),         // 15: stoker.v1.TransformSpec
-	(*ViewGroup)(nil),             // 16: stoker.v1.ViewGroup
-	(*Op)(nil),                    // 17: stoker.v1.Op
-	(*Range)(nil),                 // 18: stoker.v1.Range
-	(*RandomResizedCrop)(nil),     // 19: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),                // 20: stoker.v1.Resize
-	(*CenterCrop)(nil),            // 21: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil),  // 22: stoker.v1.RandomHorizontalFlip
-	(*RandomVerticalFlip)(nil),    // 23: stoker.v1.RandomVerticalFlip
-	(*ColorJitter)(nil),           // 24: stoker.v1.ColorJitter
-	(*Normalize)(nil),             // 25: stoker.v1.Normalize
-	(*Grayscale)(nil),             // 26: stoker.v1.Grayscale
-	(*RandomGrayscale)(nil),       // 27: stoker.v1.RandomGrayscale
-	(*GaussianBlur)(nil),          // 28: stoker.v1.GaussianBlur
-	(*RandomSolarize)(nil),        // 29: stoker.v1.RandomSolarize
-	(*RandomPosterize)(nil),       // 30: stoker.v1.RandomPosterize
-	(*RandomInvert)(nil),          // 31: stoker.v1.RandomInvert
-	(*RandomEqualize)(nil),        // 32: stoker.v1.RandomEqualize
-	(*RandomAutocontrast)(nil),    // 33: stoker.v1.RandomAutocontrast
-	(*RandomAdjustSharpness)(nil), // 34: stoker.v1.RandomAdjustSharpness
-	(*RandomRotation)(nil),        // 35: stoker.v1.RandomRotation
-	(*RandomAffine)(nil),          // 36: stoker.v1.RandomAffine
-	(*RandomErasing)(nil),         // 37: stoker.v1.RandomErasing
-	(*RandomApply)(nil),           // 38: stoker.v1.RandomApply
-	(*RandomChoice)(nil),          // 39: stoker.v1.RandomChoice
-	(*RandomOrder)(nil),           // 40: stoker.v1.RandomOrder
-	(*TrivialAugmentWide)(nil),    // 41: stoker.v1.TrivialAugmentWide
-	(*RandAugment)(nil),           // 42: stoker.v1.RandAugment
-	(*AutoAugment)(nil),           // 43: stoker.v1.AutoAugment
-	(*AugMix)(nil),                // 44: stoker.v1.AugMix
-	(*TimmRandAugment)(nil),       // 45: stoker.v1.TimmRandAugment
-	(*Credit)(nil),                // 46: stoker.v1.Credit
-	(*FeedResponse)(nil),          // 47: stoker.v1.FeedResponse
-	(*JobInfo)(nil),               // 48: stoker.v1.JobInfo
-	(*ViewInfo)(nil),              // 49: stoker.v1.ViewInfo
-	(*BatchHeader)(nil),           // 50: stoker.v1.BatchHeader
-	(*Shape)(nil),                 // 51: stoker.v1.Shape
-	(*FieldValues)(nil),           // 52: stoker.v1.FieldValues
-	(*SampleError)(nil),           // 53: stoker.v1.SampleError
-	(*Chunk)(nil),                 // 54: stoker.v1.Chunk
-	(*EpochEnd)(nil),              // 55: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),   // 56: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),  // 57: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),           // 58: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),           // 59: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                // 60: stoker.v1.JobEnd
-	(*WorkPing)(nil),              // 61: stoker.v1.WorkPing
-	(*WorkJob)(nil),               // 62: stoker.v1.WorkJob
-	(*Lease)(nil),                 // 63: stoker.v1.Lease
-	(*CancelLease)(nil),           // 64: stoker.v1.CancelLease
-	(*WorkResponse)(nil),          // 65: stoker.v1.WorkResponse
-	(*WorkerInfo)(nil),            // 66: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),       // 67: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),             // 68: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),             // 69: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),           // 70: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),         // 71: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),        // 72: stoker.v1.StatusResponse
-	(*JobStatus)(nil),             // 73: stoker.v1.JobStatus
-	(*MakingShares)(nil),          // 74: stoker.v1.MakingShares
-	(*MakerStatus)(nil),           // 75: stoker.v1.MakerStatus
+	(Decode)(0),                   // 0: stoker.v1.Decode
+	(ShuffleMode)(0),              // 1: stoker.v1.ShuffleMode
+	(Layout)(0),                   // 2: stoker.v1.Layout
+	(FailPolicy)(0),               // 3: stoker.v1.FailPolicy
+	(Interpolation)(0),            // 4: stoker.v1.Interpolation
+	(Dtype)(0),                    // 5: stoker.v1.Dtype
+	(*FeedRequest)(nil),           // 6: stoker.v1.FeedRequest
+	(*JobSpec)(nil),               // 7: stoker.v1.JobSpec
+	(*MixPart)(nil),               // 8: stoker.v1.MixPart
+	(*SampleErrorLimit)(nil),      // 9: stoker.v1.SampleErrorLimit
+	(*OpenJob)(nil),               // 10: stoker.v1.OpenJob
+	(*ShmRequest)(nil),            // 11: stoker.v1.ShmRequest
+	(*ShmOffer)(nil),              // 12: stoker.v1.ShmOffer
+	(*ShmAccept)(nil),             // 13: stoker.v1.ShmAccept
+	(*DescribeJobRequest)(nil),    // 14: stoker.v1.DescribeJobRequest
+	(*DescribeJobResponse)(nil),   // 15: stoker.v1.DescribeJobResponse
+	(*TransformSpec)(nil),         // 16: stoker.v1.TransformSpec
+	(*ViewGroup)(nil),             // 17: stoker.v1.ViewGroup
+	(*Op)(nil),                    // 18: stoker.v1.Op
+	(*Range)(nil),                 // 19: stoker.v1.Range
+	(*RandomResizedCrop)(nil),     // 20: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),                // 21: stoker.v1.Resize
+	(*CenterCrop)(nil),            // 22: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil),  // 23: stoker.v1.RandomHorizontalFlip
+	(*RandomVerticalFlip)(nil),    // 24: stoker.v1.RandomVerticalFlip
+	(*ColorJitter)(nil),           // 25: stoker.v1.ColorJitter
+	(*Normalize)(nil),             // 26: stoker.v1.Normalize
+	(*Grayscale)(nil),             // 27: stoker.v1.Grayscale
+	(*RandomGrayscale)(nil),       // 28: stoker.v1.RandomGrayscale
+	(*GaussianBlur)(nil),          // 29: stoker.v1.GaussianBlur
+	(*RandomSolarize)(nil),        // 30: stoker.v1.RandomSolarize
+	(*RandomPosterize)(nil),       // 31: stoker.v1.RandomPosterize
+	(*RandomInvert)(nil),          // 32: stoker.v1.RandomInvert
+	(*RandomEqualize)(nil),        // 33: stoker.v1.RandomEqualize
+	(*RandomAutocontrast)(nil),    // 34: stoker.v1.RandomAutocontrast
+	(*RandomAdjustSharpness)(nil), // 35: stoker.v1.RandomAdjustSharpness
+	(*RandomRotation)(nil),        // 36: stoker.v1.RandomRotation
+	(*RandomAffine)(nil),          // 37: stoker.v1.RandomAffine
+	(*RandomErasing)(nil),         // 38: stoker.v1.RandomErasing
+	(*RandomApply)(nil),           // 39: stoker.v1.RandomApply
+	(*RandomChoice)(nil),          // 40: stoker.v1.RandomChoice
+	(*RandomOrder)(nil),           // 41: stoker.v1.RandomOrder
+	(*TrivialAugmentWide)(nil),    // 42: stoker.v1.TrivialAugmentWide
+	(*RandAugment)(nil),           // 43: stoker.v1.RandAugment
+	(*AutoAugment)(nil),           // 44: stoker.v1.AutoAugment
+	(*AugMix)(nil),                // 45: stoker.v1.AugMix
+	(*TimmRandAugment)(nil),       // 46: stoker.v1.TimmRandAugment
+	(*Credit)(nil),                // 47: stoker.v1.Credit
+	(*FeedResponse)(nil),          // 48: stoker.v1.FeedResponse
+	(*JobInfo)(nil),               // 49: stoker.v1.JobInfo
+	(*ViewInfo)(nil),              // 50: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),           // 51: stoker.v1.BatchHeader
+	(*Shape)(nil),                 // 52: stoker.v1.Shape
+	(*FieldValues)(nil),           // 53: stoker.v1.FieldValues
+	(*SampleError)(nil),           // 54: stoker.v1.SampleError
+	(*Chunk)(nil),                 // 55: stoker.v1.Chunk
+	(*EpochEnd)(nil),              // 56: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),   // 57: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),  // 58: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),           // 59: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),           // 60: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                // 61: stoker.v1.JobEnd
+	(*WorkPing)(nil),              // 62: stoker.v1.WorkPing
+	(*WorkJob)(nil),               // 63: stoker.v1.WorkJob
+	(*Lease)(nil),                 // 64: stoker.v1.Lease
+	(*CancelLease)(nil),           // 65: stoker.v1.CancelLease
+	(*WorkResponse)(nil),          // 66: stoker.v1.WorkResponse
+	(*WorkerInfo)(nil),            // 67: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),       // 68: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),             // 69: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),             // 70: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),           // 71: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),         // 72: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),        // 73: stoker.v1.StatusResponse
+	(*JobStatus)(nil),             // 74: stoker.v1.JobStatus
+	(*MakingShares)(nil),          // 75: stoker.v1.MakingShares
+	(*MakerStatus)(nil),           // 76: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
-	9,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	46, // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
-	12, // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
-	15, // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
-	1,  // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
-	2,  // 5: stoker.v1.JobSpec.fail_policy:type_name -> stoker.v1.FailPolicy
-	0,  // 6: stoker.v1.JobSpec.shuffle_mode:type_name -> stoker.v1.ShuffleMode
-	8,  // 7: stoker.v1.JobSpec.max_sample_errors:type_name -> stoker.v1.SampleErrorLimit
-	7,  // 8: stoker.v1.JobSpec.mix:type_name -> stoker.v1.MixPart
-	6,  // 9: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
-	10, // 10: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
-	6,  // 11: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	48, // 12: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
-	17, // 13: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
-	16, // 14: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
-	15, // 15: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
-	19, // 16: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	20, // 17: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	21, // 18: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	22, // 19: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	24, // 20: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	25, // 21: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	23, // 22: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
-	26, // 23: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
-	27, // 24: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
-	28, // 25: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
-	29, // 26: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
-	30, // 27: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
-	31, // 28: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
-	32, // 29: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
-	33, // 30: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
-	34, // 31: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
-	35, // 32: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
-	36, // 33: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
-	37, // 34: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
-	38, // 35: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
-	39, // 36: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
-	40, // 37: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
-	41, // 38: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
-	42, // 39: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
-	43, // 40: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
-	44, // 41: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
-	45, // 42: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
-	3,  // 43: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 44: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	18, // 45: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	18, // 46: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	18, // 47: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	18, // 48: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	18, // 49: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	3,  // 50: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	18, // 51: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	18, // 52: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	3,  // 53: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	18, // 54: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	18, // 55: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	17, // 56: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	17, // 57: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	17, // 58: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	3,  // 59: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 60: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 61: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 62: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 63: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	48, // 64: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	50, // 65: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	54, // 66: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	55, // 67: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	11, // 68: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	4,  // 69: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	49, // 70: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
-	4,  // 71: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	53, // 72: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	51, // 73: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	52, // 74: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	58, // 75: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	62, // 76: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	63, // 77: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	64, // 78: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	60, // 79: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	61, // 80: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	6,  // 81: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	66, // 82: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	68, // 83: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	54, // 84: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	70, // 85: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	67, // 86: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	50, // 87: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	69, // 88: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	73, // 89: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	75, // 90: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	74, // 91: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	5,  // 92: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	56, // 93: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	13, // 94: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	71, // 95: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	59, // 96: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	47, // 97: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	57, // 98: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	14, // 99: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	72, // 100: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	65, // 101: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	97, // [97:102] is the sub-list for method output_type
-	92, // [92:97] is the sub-list for method input_type
-	92, // [92:92] is the sub-list for extension type_name
-	92, // [92:92] is the sub-list for extension extendee
-	0,  // [0:92] is the sub-list for field type_name
+	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
+	47,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	13,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
+	16,  // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
+	2,   // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
+	3,   // 5: stoker.v1.JobSpec.fail_policy:type_name -> stoker.v1.FailPolicy
+	1,   // 6: stoker.v1.JobSpec.shuffle_mode:type_name -> stoker.v1.ShuffleMode
+	9,   // 7: stoker.v1.JobSpec.max_sample_errors:type_name -> stoker.v1.SampleErrorLimit
+	8,   // 8: stoker.v1.JobSpec.mix:type_name -> stoker.v1.MixPart
+	0,   // 9: stoker.v1.JobSpec.decode:type_name -> stoker.v1.Decode
+	7,   // 10: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
+	11,  // 11: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
+	7,   // 12: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
+	49,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	18,  // 14: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
+	17,  // 15: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
+	16,  // 16: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
+	20,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	21,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	22,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	23,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	25,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	26,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	24,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
+	27,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
+	28,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
+	29,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
+	30,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
+	31,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
+	32,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
+	33,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
+	34,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
+	35,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
+	36,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
+	37,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
+	38,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
+	39,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
+	40,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
+	41,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
+	42,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
+	43,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
+	44,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
+	45,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
+	46,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
+	4,   // 44: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 45: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	19,  // 46: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	19,  // 47: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	19,  // 48: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	19,  // 49: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	19,  // 50: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	4,   // 51: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	19,  // 52: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	19,  // 53: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	4,   // 54: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	19,  // 55: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	19,  // 56: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	18,  // 57: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	18,  // 58: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	18,  // 59: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	4,   // 60: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 61: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 62: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 63: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 64: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	49,  // 65: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	51,  // 66: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	55,  // 67: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	56,  // 68: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	12,  // 69: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	5,   // 70: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	50,  // 71: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	0,   // 72: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
+	5,   // 73: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	54,  // 74: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	0,   // 75: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
+	52,  // 76: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	53,  // 77: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	59,  // 78: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	63,  // 79: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	64,  // 80: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	65,  // 81: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	61,  // 82: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	62,  // 83: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 84: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	67,  // 85: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	69,  // 86: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	55,  // 87: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	71,  // 88: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	68,  // 89: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	51,  // 90: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	70,  // 91: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	74,  // 92: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	76,  // 93: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	75,  // 94: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 95: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	57,  // 96: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 97: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	72,  // 98: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	60,  // 99: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	48,  // 100: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	58,  // 101: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 102: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	73,  // 103: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	66,  // 104: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	100, // [100:105] is the sub-list for method output_type
+	95,  // [95:100] is the sub-list for method input_type
+	95,  // [95:95] is the sub-list for extension type_name
+	95,  // [95:95] is the sub-list for extension extendee
+	0,   // [0:95] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -6984,7 +7084,7 @@ func file_stoker_v1_stoker_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
-			NumEnums:      5,
+			NumEnums:      6,
 			NumMessages:   71,
 			NumExtensions: 0,
 			NumServices:   2,

@@ -7,6 +7,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class Decode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DECODE_UNSPECIFIED: _ClassVar[Decode]
+    DECODE_EXACT: _ClassVar[Decode]
+    DECODE_FAST: _ClassVar[Decode]
+
 class ShuffleMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     SHUFFLE_MODE_UNSPECIFIED: _ClassVar[ShuffleMode]
@@ -37,6 +43,9 @@ class Dtype(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DTYPE_UNSPECIFIED: _ClassVar[Dtype]
     DTYPE_UINT8: _ClassVar[Dtype]
     DTYPE_FLOAT32: _ClassVar[Dtype]
+DECODE_UNSPECIFIED: Decode
+DECODE_EXACT: Decode
+DECODE_FAST: Decode
 SHUFFLE_MODE_UNSPECIFIED: ShuffleMode
 SHUFFLE_MODE_GLOBAL: ShuffleMode
 SHUFFLE_MODE_BLOCK: ShuffleMode
@@ -65,7 +74,7 @@ class FeedRequest(_message.Message):
     def __init__(self, open: _Optional[_Union[OpenJob, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., shm: _Optional[_Union[ShmAccept, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy", "shuffle_mode", "shuffle_window", "trace", "max_sample_errors", "repeats", "fields", "max_field_bytes", "mix", "mix_samples")
+    __slots__ = ("dataset", "fingerprint", "transform", "batch_size", "seed", "shuffle", "rank", "world_size", "drop_last", "layout", "fail_policy", "shuffle_mode", "shuffle_window", "trace", "max_sample_errors", "repeats", "fields", "max_field_bytes", "mix", "mix_samples", "decode")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     TRANSFORM_FIELD_NUMBER: _ClassVar[int]
@@ -86,6 +95,7 @@ class JobSpec(_message.Message):
     MAX_FIELD_BYTES_FIELD_NUMBER: _ClassVar[int]
     MIX_FIELD_NUMBER: _ClassVar[int]
     MIX_SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    DECODE_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     fingerprint: str
     transform: TransformSpec
@@ -106,7 +116,8 @@ class JobSpec(_message.Message):
     max_field_bytes: int
     mix: _containers.RepeatedCompositeFieldContainer[MixPart]
     mix_samples: int
-    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ..., shuffle_mode: _Optional[_Union[ShuffleMode, str]] = ..., shuffle_window: _Optional[int] = ..., trace: _Optional[bool] = ..., max_sample_errors: _Optional[_Union[SampleErrorLimit, _Mapping]] = ..., repeats: _Optional[int] = ..., fields: _Optional[_Iterable[str]] = ..., max_field_bytes: _Optional[int] = ..., mix: _Optional[_Iterable[_Union[MixPart, _Mapping]]] = ..., mix_samples: _Optional[int] = ...) -> None: ...
+    decode: Decode
+    def __init__(self, dataset: _Optional[str] = ..., fingerprint: _Optional[str] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., shuffle: _Optional[bool] = ..., rank: _Optional[int] = ..., world_size: _Optional[int] = ..., drop_last: _Optional[bool] = ..., layout: _Optional[_Union[Layout, str]] = ..., fail_policy: _Optional[_Union[FailPolicy, str]] = ..., shuffle_mode: _Optional[_Union[ShuffleMode, str]] = ..., shuffle_window: _Optional[int] = ..., trace: _Optional[bool] = ..., max_sample_errors: _Optional[_Union[SampleErrorLimit, _Mapping]] = ..., repeats: _Optional[int] = ..., fields: _Optional[_Iterable[str]] = ..., max_field_bytes: _Optional[int] = ..., mix: _Optional[_Iterable[_Union[MixPart, _Mapping]]] = ..., mix_samples: _Optional[int] = ..., decode: _Optional[_Union[Decode, str]] = ...) -> None: ...
 
 class MixPart(_message.Message):
     __slots__ = ("dataset", "weight")
@@ -589,7 +600,7 @@ class FeedResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[JobInfo, _Mapping]] = ..., batch: _Optional[_Union[BatchHeader, _Mapping]] = ..., chunk: _Optional[_Union[Chunk, _Mapping]] = ..., end: _Optional[_Union[EpochEnd, _Mapping]] = ..., shm: _Optional[_Union[ShmOffer, _Mapping]] = ...) -> None: ...
 
 class JobInfo(_message.Message):
-    __slots__ = ("epoch", "batches", "samples", "dataset_size", "fingerprint", "classes", "sample_shape", "dtype", "max_chunk_bytes", "views")
+    __slots__ = ("epoch", "batches", "samples", "dataset_size", "fingerprint", "classes", "sample_shape", "dtype", "max_chunk_bytes", "views", "decode")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     BATCHES_FIELD_NUMBER: _ClassVar[int]
     SAMPLES_FIELD_NUMBER: _ClassVar[int]
@@ -600,6 +611,7 @@ class JobInfo(_message.Message):
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     MAX_CHUNK_BYTES_FIELD_NUMBER: _ClassVar[int]
     VIEWS_FIELD_NUMBER: _ClassVar[int]
+    DECODE_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     batches: int
     samples: int
@@ -610,7 +622,8 @@ class JobInfo(_message.Message):
     dtype: Dtype
     max_chunk_bytes: int
     views: _containers.RepeatedCompositeFieldContainer[ViewInfo]
-    def __init__(self, epoch: _Optional[int] = ..., batches: _Optional[int] = ..., samples: _Optional[int] = ..., dataset_size: _Optional[int] = ..., fingerprint: _Optional[str] = ..., classes: _Optional[_Iterable[str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., max_chunk_bytes: _Optional[int] = ..., views: _Optional[_Iterable[_Union[ViewInfo, _Mapping]]] = ...) -> None: ...
+    decode: Decode
+    def __init__(self, epoch: _Optional[int] = ..., batches: _Optional[int] = ..., samples: _Optional[int] = ..., dataset_size: _Optional[int] = ..., fingerprint: _Optional[str] = ..., classes: _Optional[_Iterable[str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., max_chunk_bytes: _Optional[int] = ..., views: _Optional[_Iterable[_Union[ViewInfo, _Mapping]]] = ..., decode: _Optional[_Union[Decode, str]] = ...) -> None: ...
 
 class ViewInfo(_message.Message):
     __slots__ = ("name", "sample_shape")
@@ -621,7 +634,7 @@ class ViewInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., sample_shape: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class BatchHeader(_message.Message):
-    __slots__ = ("epoch", "number", "shape", "dtype", "labels", "indices", "errors", "data_bytes", "slot", "traces", "views", "fields")
+    __slots__ = ("epoch", "number", "shape", "dtype", "labels", "indices", "errors", "data_bytes", "slot", "traces", "decode", "views", "fields")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     NUMBER_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
@@ -632,6 +645,7 @@ class BatchHeader(_message.Message):
     DATA_BYTES_FIELD_NUMBER: _ClassVar[int]
     SLOT_FIELD_NUMBER: _ClassVar[int]
     TRACES_FIELD_NUMBER: _ClassVar[int]
+    DECODE_FIELD_NUMBER: _ClassVar[int]
     VIEWS_FIELD_NUMBER: _ClassVar[int]
     FIELDS_FIELD_NUMBER: _ClassVar[int]
     epoch: int
@@ -644,9 +658,10 @@ class BatchHeader(_message.Message):
     data_bytes: int
     slot: int
     traces: _containers.RepeatedScalarFieldContainer[str]
+    decode: Decode
     views: _containers.RepeatedCompositeFieldContainer[Shape]
     fields: _containers.RepeatedCompositeFieldContainer[FieldValues]
-    def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ..., slot: _Optional[int] = ..., traces: _Optional[_Iterable[str]] = ..., views: _Optional[_Iterable[_Union[Shape, _Mapping]]] = ..., fields: _Optional[_Iterable[_Union[FieldValues, _Mapping]]] = ...) -> None: ...
+    def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ..., slot: _Optional[int] = ..., traces: _Optional[_Iterable[str]] = ..., decode: _Optional[_Union[Decode, str]] = ..., views: _Optional[_Iterable[_Union[Shape, _Mapping]]] = ..., fields: _Optional[_Iterable[_Union[FieldValues, _Mapping]]] = ...) -> None: ...
 
 class Shape(_message.Message):
     __slots__ = ("dims",)

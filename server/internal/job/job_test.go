@@ -83,12 +83,50 @@ func TestNewRefused(t *testing.T) {
 		{"rank past the world", func(s *pb.JobSpec) { s.Rank = 2 }, codes.InvalidArgument, "rank 2: want 0..1 for world_size 2"},
 		{"batch too large", func(s *pb.JobSpec) { s.BatchSize = maxBatchSize + 1 }, codes.InvalidArgument, "batch_size 65537"},
 		{"another dataset", func(s *pb.JobSpec) { s.Fingerprint = "other" }, codes.FailedPrecondition, "differs"},
+		{"unknown decode", func(s *pb.JobSpec) { s.Decode = 7 }, codes.InvalidArgument, "unknown decode 7: want DECODE_EXACT"},
 	} {
 		s := spec(0, 2)
 		tc.edit(s)
 		_, err := New(s, env(), Origin{})
 		if status.Code(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want %v saying %q", tc.name, err, tc.code, tc.want)
+		}
+	}
+}
+
+// TestNewDecode: a job's decode is its own where it says, else the
+// server's default, written into the spec it forwards; the transform
+// decodes that way.
+func TestNewDecode(t *testing.T) {
+	for _, tc := range []struct {
+		job  pb.Decode
+		def  pipeline.DecodeMode
+		want pb.Decode
+	}{
+		{pb.Decode_DECODE_UNSPECIFIED, pipeline.DecodeExact, pb.Decode_DECODE_EXACT},
+		{pb.Decode_DECODE_UNSPECIFIED, pipeline.DecodeFast, pb.Decode_DECODE_FAST},
+		{pb.Decode_DECODE_EXACT, pipeline.DecodeFast, pb.Decode_DECODE_EXACT},
+		{pb.Decode_DECODE_FAST, pipeline.DecodeExact, pb.Decode_DECODE_FAST},
+	} {
+		s := spec(0, 1)
+		s.Decode = tc.job
+		e := env()
+		e.Decode = tc.def
+		j, err := New(s, e, Origin{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := j.ForwardSpec().GetDecode(); got != tc.want {
+			t.Errorf("job %s, server default %s: forwarded %s, want %s", tc.job, tc.def, got, tc.want)
+		}
+		if got := j.Transform().DecodeMode(); got != DecodeMode(tc.want) {
+			t.Errorf("job %s, server default %s: the transform decodes %s", tc.job, tc.def, got)
+		}
+		if got := j.Info(0, j.EpochPlan(0, 0)).GetDecode(); got != tc.want {
+			t.Errorf("job %s, server default %s: JobInfo.decode %s, want %s", tc.job, tc.def, got, tc.want)
+		}
+		if s.GetDecode() != tc.job {
+			t.Errorf("New wrote the caller's spec: decode %s, was %s", s.GetDecode(), tc.job)
 		}
 	}
 }
