@@ -480,8 +480,11 @@ func checkRRC(op *Op) error {
 	if op.Ratio == [2]float64{} {
 		op.Ratio = [2]float64{3.0 / 4, 4.0 / 3}
 	}
-	if !(op.Scale[0] > 0 && op.Scale[0] <= op.Scale[1] && op.Scale[1] <= 1) {
-		return fmt.Errorf("%w: transform: RandomResizedCrop scale %v: want 0 < lo <= hi <= 1", ErrUnsupported, op.Scale)
+	// torchvision takes a lower bound of 0 (scale=(0.0, 1.0)): a draw of
+	// an empty area fails the try, as one too large for the image does,
+	// and the ten failed tries fall back to the center crop.
+	if !(op.Scale[0] >= 0 && op.Scale[0] <= op.Scale[1] && op.Scale[1] <= 1) {
+		return fmt.Errorf("%w: transform: RandomResizedCrop scale %v: want 0 <= lo <= hi <= 1", ErrUnsupported, op.Scale)
 	}
 	if !(op.Ratio[0] > 0 && op.Ratio[0] <= op.Ratio[1]) || math.IsInf(op.Ratio[1], 0) {
 		return fmt.Errorf("%w: transform: RandomResizedCrop ratio %v: want 0 < lo <= hi, finite", ErrUnsupported, op.Ratio)

@@ -55,9 +55,14 @@ class RandomResizedCrop(Transform):
     ) -> None:
         cls = "RandomResizedCrop"
         self.size = hw(cls, size)
+        # 0 <= min <= max <= 1; torchvision takes scale=(0.0, 1.0) (an empty
+        # area drawn fails the try, and ten failures fall back to the
+        # center crop)
         self.scale = min_max(cls, "scale", scale, 0.0, 1.0)
-        if self.scale[0] <= 0:
-            raise ValueError(f"{cls}: scale should be of the form (min, max) with 0 < min, got {scale!r}")
+        if self.scale[1] == 0:
+            # the wire's (0, 0) is "unset" (the default, (0.08, 1.0))
+            raise ValueError(f"{cls}: scale={scale!r} draws an empty area every try, so every crop is torchvision's "
+                             f"fallback, the center crop: use CenterCrop, or a scale with max > 0")
         self.ratio = min_max(cls, "ratio", ratio, 0.0)
         if self.ratio[0] <= 0:
             raise ValueError(f"{cls}: ratio should be of the form (min, max) with 0 < min, got {ratio!r}")
@@ -439,6 +444,10 @@ class RandomErasing(Transform):
         cls = "RandomErasing"
         self.p = prob(cls, p)
         self.scale = min_max(cls, "scale", scale, 0.0, 1.0)
+        if self.scale[1] == 0:
+            # the wire's (0, 0) is "unset" (the default, (0.08, 1.0))
+            raise ValueError(f"{cls}: scale={scale!r} draws an empty area every try, so every crop is torchvision's "
+                             f"fallback, the center crop: use CenterCrop, or a scale with max > 0")
         self.ratio = min_max(cls, "ratio", ratio, 0.0)
         if self.ratio[0] <= 0:
             raise ValueError(f"{cls}: ratio should be of the form (min, max) with 0 < min, got {ratio!r}")

@@ -304,10 +304,16 @@ def continuous_case(stoker_bin: Path, spec: pb.Op, step: str, args: Callable[[Di
     in_band(run)
 
 
-def test_random_resized_crop(stoker_bin: Path) -> None:
-    t = T.RandomResizedCrop(224)
+@pytest.mark.parametrize("scale", [(0.08, 1.0), (0.0, 1.0), (0.0, 2e-6)])
+def test_random_resized_crop(stoker_bin: Path, scale: Tuple[float, float]) -> None:
+    """torchvision's default scale; scale=(0.0, 1.0), which torchvision
+    takes (an empty area fails a try); and areas of at most 0.375 px, whose
+    sides round to 0 or 1: most tries fail, and many samples fall back to
+    the center crop."""
+    t = T.RandomResizedCrop(224, scale=scale)
     img = image(375, 500)
-    continuous_case(stoker_bin, op(random_resized_crop=pb.RandomResizedCrop(height=224)), "resized_crop",
+    spec = pb.RandomResizedCrop(height=224, scale_min=scale[0], scale_max=scale[1])
+    continuous_case(stoker_bin, op(random_resized_crop=spec), "resized_crop",
                     lambda a: {k: a[k] for k in ("top", "left", "height", "width")},
                     lambda: {k: float(v) for k, v in t.make_params([img]).items() if k in ("top", "left", "height", "width")},
                     seed=11, source=(500, 375), geometry=True)
