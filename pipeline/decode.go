@@ -75,7 +75,11 @@ type Decoder struct {
 	plans []samplePlan
 	offs  []int
 	soffs []int
-	ops   opScratch
+	// A padded CenterCrop's decode: each view's plan as decoded (its
+	// visible part) and where it is decoded to in d.pix.
+	dplans []samplePlan
+	voffs  []int
+	ops    opScratch
 	// admitNow: the sample has copies to come (repeated augmentation), so
 	// its file is admitted to the coefficient cache on this decode rather
 	// than its second. Set by the Executor per sample.
@@ -135,9 +139,17 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 	if err != nil {
 		return err
 	}
+	// A CenterCrop larger than the image decodes its visible part into
+	// room after the views', then is padded into its place: never
+	// straight into out.
+	padded := false
+	for i := range d.plans {
+		padded = padded || d.plans[i].padded
+	}
+	direct = direct && !padded
 	// Where the decode writes: straight into out, or the views back to
 	// back in d.pix when they are not yet the output's bytes.
-	dst, doffs := out, offs
+	dst, doffs, plans := out, offs, d.plans
 	if !direct {
 		d.soffs = d.soffs[:0]
 		n := 0
@@ -145,13 +157,40 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 			d.soffs = append(d.soffs, n)
 			n += t.View(v).pixelBytes()
 		}
+		d.voffs = d.voffs[:0]
+		if padded {
+			d.dplans = append(d.dplans[:0], d.plans...)
+			for v := range d.dplans {
+				if p := &d.plans[v]; p.padded {
+					d.dplans[v] = p.visible()
+					d.voffs = append(d.voffs, n)
+					n += 3 * d.dplans[v].outW * d.dplans[v].outH
+				} else {
+					d.voffs = append(d.voffs, d.soffs[v])
+				}
+			}
+			plans = d.dplans
+		}
 		if cap(d.pix) < n {
 			d.pix = make([]byte, n)
 		}
 		dst, doffs = d.pix[:n], d.soffs
+		if padded {
+			doffs = d.voffs
+		}
 	}
-	if err := d.decodeGuarded(data, &hd, d.plans, decLayout, dst, doffs); err != nil {
+	if err := d.decodeGuarded(data, &hd, plans, decLayout, dst, doffs); err != nil {
 		return err
+	}
+	if padded {
+		for v := range d.plans {
+			if p := &d.plans[v]; p.padded {
+				vp := &d.dplans[v]
+				x, y := p.padAt()
+				padInto(dst[d.soffs[v]:][:3*p.outW*p.outH], p.outW, p.outH, dst[d.voffs[v]:][:3*vp.outW*vp.outH], vp.outW, vp.outH, x, y, decLayout)
+			}
+		}
+		doffs = d.soffs
 	}
 	var t0 time.Time
 	timed := d.opts.stages != nil && !(direct && d.noSteps())
@@ -275,6 +314,24 @@ func (d *Decoder) applyGuarded(steps []Step, p planes) (err error) {
 		applyStep(p, &steps[i], &d.ops)
 	}
 	return nil
+}
+
+// padInto writes the w x h image whose visible part, vw x vh in src, has
+// its top-left pixel at (x, y), into dst, zeros elsewhere (torchvision's
+// padding of a CenterCrop larger than the image: fill 0), in layout.
+func padInto(dst []byte, w, h int, src []byte, vw, vh, x, y int, layout Layout) {
+	clear(dst)
+	if layout == HWC {
+		for r := range vh {
+			copy(dst[3*((y+r)*w+x):][:3*vw], src[3*r*vw:][:3*vw])
+		}
+		return
+	}
+	for c := range 3 {
+		for r := range vh {
+			copy(dst[c*w*h+(y+r)*w+x:][:vw], src[c*vw*vh+r*vw:][:vw])
+		}
+	}
 }
 
 // chwToHWC packs three planes into interleaved pixels.

@@ -270,10 +270,6 @@ func TestDecodeRequestErrors(t *testing.T) {
 	if err := d.Decode(data, tr, Key{}, make([]byte, tr.SampleBytes()-1)); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("short output buffer: %v, want ErrUnsupported", err)
 	}
-	big := mustTransform(t, CHW, Op{Kind: OpCenterCrop, Size: [2]int{100, 100}})
-	if err := d.Decode(data, big, Key{}, make([]byte, big.SampleBytes())); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("image smaller than the crop: %v, want ErrUnsupported", err)
-	}
 	for _, budget := range []int64{64*48 - 1, 0} {
 		small := NewDecoder(WithPixelBudget(budget))
 		err := small.Decode(data, tr, Key{}, make([]byte, tr.SampleBytes()))
@@ -373,4 +369,98 @@ func TestGrayFlat(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCenterCropPads: a CenterCrop larger than the image, alone or after
+// Resize, on one side or both, is torchvision's F.center_crop of it: the
+// image padded with zeros, (crop - size) // 2 before and the rest after,
+// then cropped; flipped after, as horizontal_flip of that. Checked against
+// a padding done here of the same decode at full size, on both paths and
+// layouts, several views included.
+func TestCenterCropPads(t *testing.T) {
+	src := testPicture(61, 40) // odd width: the paddings differ by one
+	for _, enc := range []struct {
+		name string
+		data []byte
+	}{{"png", encodePNG(src)}, {"jpeg", encodeJPEG(src, 95)}} {
+		for _, ref := range []bool{false, true} {
+			d := NewDecoder(WithReference(ref))
+			for _, layout := range []Layout{CHW, HWC} {
+				whole := mustTransform(t, layout, Op{Kind: OpCenterCrop, Size: [2]int{40, 61}})
+				full := make([]byte, whole.SampleBytes())
+				if err := d.Decode(enc.data, whole, Key{}, full); err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range []struct {
+					ops    []Op
+					h, w   int // the crop
+					vh, vw int // the visible part: the image, or its middle
+				}{
+					{[]Op{{Kind: OpCenterCrop, Size: [2]int{100, 90}}}, 100, 90, 40, 61},
+					{[]Op{{Kind: OpCenterCrop, Size: [2]int{44, 30}}}, 44, 30, 40, 30},
+					{[]Op{{Kind: OpCenterCrop, Size: [2]int{20, 64}}}, 20, 64, 20, 61},
+					{[]Op{{Kind: OpResize, Size: [2]int{40, 61}}, {Kind: OpCenterCrop, Size: [2]int{45, 66}}}, 45, 66, 40, 61},
+					{[]Op{{Kind: OpCenterCrop, Size: [2]int{43, 64}}, {Kind: OpRandomHorizontalFlip, P: 1}}, 43, 64, 40, 61},
+				} {
+					tr := mustTransform(t, layout, c.ops...)
+					got := make([]byte, tr.SampleBytes())
+					if err := d.Decode(enc.data, tr, Key{}, got); err != nil {
+						t.Fatalf("%v: %v", c.ops, err)
+					}
+					flip := len(c.ops) > 1 && c.ops[1].Kind == OpRandomHorizontalFlip
+					want := padReference(full, 61, 40, c.w, c.h, c.vw, c.vh, flip, layout)
+					if !bytes.Equal(got, want) {
+						t.Errorf("%s ref=%v %s %v: not the zero-padded crop", enc.name, ref, layout, c.ops)
+					}
+					tr2, err := NewViews(layout, ViewGroup{Count: 2, Ops: c.ops}, ViewGroup{Count: 1, Ops: []Op{{Kind: OpCenterCrop, Size: [2]int{40, 61}}}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got2 := make([]byte, tr2.SampleBytes())
+					if err := d.Decode(enc.data, tr2, Key{}, got2); err != nil {
+						t.Fatal(err)
+					}
+					n := len(want)
+					if !bytes.Equal(got2[:n], want) || !bytes.Equal(got2[n:2*n], want) || !bytes.Equal(got2[2*n:], full) {
+						t.Errorf("%s ref=%v %s %v: several views: not each view's padded crop", enc.name, ref, layout, c.ops)
+					}
+				}
+			}
+			d.Close()
+		}
+	}
+}
+
+// padReference is torchvision's center_crop of a w x h image (full, in
+// layout) to cw x ch where it pads: the image's centre vw x vh pixels at
+// ((cw - w) // 2, (ch - h) // 2) where the crop is wider (taller), zeros
+// around; flipped horizontally if asked.
+func padReference(full []byte, w, h, cw, ch, vw, vh int, flip bool, layout Layout) []byte {
+	out := make([]byte, 3*cw*ch)
+	ox, oy := max(cw-w, 0)/2, max(ch-h, 0)/2
+	sx, sy := centerOffset(w, vw), centerOffset(h, vh)
+	if vw == w {
+		sx = 0
+	}
+	if vh == h {
+		sy = 0
+	}
+	at := func(l Layout, c, x, y, w, h int) int {
+		if l == HWC {
+			return 3*(y*w+x) + c
+		}
+		return c*w*h + y*w + x
+	}
+	for c := range 3 {
+		for y := range vh {
+			for x := range vw {
+				dx := ox + x
+				if flip {
+					dx = cw - 1 - dx
+				}
+				out[at(layout, c, dx, oy+y, cw, ch)] = full[at(layout, c, sx+x, sy+y, w, h)]
+			}
+		}
+	}
+	return out
 }

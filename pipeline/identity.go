@@ -23,7 +23,10 @@ import (
 // "simclr-view"), and transforms of several views exist. Version 4: a
 // transform decodes its JPEGs at full scale unless it asks for DecodeFast
 // (Transform.WithDecode), so the default's bytes changed where a crop was
-// twice the output.
+// twice the output; torchvision's policies' magnitude bins are torch's
+// linspace rounded once (TrivialAugmentWide's translation bin 15 of 31 is
+// 15 px); timm's magnitudes past m10 are clamped as timm's; a CenterCrop
+// larger than the image is padded (it failed before).
 const OutputVersion = 4
 
 // Decode paths, as Identity.Path names them.

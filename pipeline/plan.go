@@ -35,6 +35,44 @@ type samplePlan struct {
 	// fast path decodes at full scale (dctScalable). A plan made by hand
 	// (tests) leaves it false: the Decoder's DCT scaling applies.
 	exact bool
+	// padded: a CenterCrop larger than the image (or the resized image)
+	// on a side, which torchvision pads with zeros (F.center_crop: left
+	// and top (crop - size) // 2, the rest right and bottom). cx, cy, cw,
+	// ch stay the crop as asked (the trace's center_crop); visible() is
+	// what is decoded, and padL, padT where its top-left pixel goes in
+	// the unflipped output.
+	padded     bool
+	padL, padT int
+}
+
+// visible is the plan of what a padded plan decodes: the crop clipped to
+// the image, output at its own size (a CenterCrop does not resample).
+func (p *samplePlan) visible() samplePlan {
+	v := *p
+	w, h := p.srcW, p.srcH
+	if p.geom == resizeCrop {
+		w, h = p.rw, p.rh
+	}
+	if p.cw > w {
+		v.cx, v.cw, v.outW = 0, w, w
+	}
+	if p.ch > h {
+		v.cy, v.ch, v.outH = 0, h, h
+	}
+	v.padded = false
+	return v
+}
+
+// padAt is where the visible part's top-left pixel goes in the output:
+// (padL, padT), or, flipped, the right padding's width from the left (the
+// flip of the padded crop).
+func (p *samplePlan) padAt() (x, y int) {
+	x, y = p.padL, p.padT
+	if p.flip {
+		vw := p.visible().outW
+		x = p.outW - vw - p.padL
+	}
+	return x, y
 }
 
 // region is the fused form of a plan's geometry: the source rectangle box
@@ -45,8 +83,8 @@ type region struct {
 	x0, y0, x1, y1 int
 }
 
-// plan computes a sample's plan. It fails only when the image is too small
-// for a fixed crop (padding is not supported).
+// plan computes a sample's plan. A CenterCrop larger than the image is
+// padded with zeros, as torchvision pads it (samplePlan.padded).
 func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 	p := samplePlan{geom: t.geom, srcW: srcW, srcH: srcH, outW: t.outW, outH: t.outH}
 	switch {
@@ -72,7 +110,18 @@ func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 		w, h = p.rw, p.rh
 	}
 	if p.cx < 0 || p.cy < 0 || p.cx+p.cw > w || p.cy+p.ch > h {
-		return p, fmt.Errorf("%w: image %dx%d is smaller than the %dx%d crop (padding is not supported)", ErrUnsupported, srcW, srcH, p.cw, p.ch)
+		// Only a CenterCrop can pass the image (RandomResizedCrop's box is
+		// inside it): torchvision pads it with zeros.
+		if t.rrc != nil || t.center == nil {
+			return p, fmt.Errorf("%w: image %dx%d: crop %d,%d %dx%d outside it", ErrUnsupported, srcW, srcH, p.cx, p.cy, p.cw, p.ch)
+		}
+		p.padded = true
+		if p.cw > w {
+			p.padL = (p.cw - w) / 2
+		}
+		if p.ch > h {
+			p.padT = (p.ch - h) / 2
+		}
 	}
 	if t.flip > 0 {
 		r := k.Stream(streamFlip)
