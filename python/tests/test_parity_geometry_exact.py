@@ -152,3 +152,18 @@ def test_fast_takes_the_dct_path(server: str, large: Path, geometry: str) -> Non
 def test_decode_argument_is_checked() -> None:
     with pytest.raises(ValueError, match="decode must be 'exact'"):
         stoker.Loader("127.0.0.1:1", "large", batch_size=1, decode="scaled")
+
+
+def test_server_default_fast(stoker_bin: Path, large: Path, tmp_path: Path) -> None:
+    """stoker serve --decode fast: jobs that do not say decode fast (the
+    batches say so, and DCT-scaled samples are off torchvision's); a job
+    that asks for exact gets torchvision's pixels all the same."""
+    with LocalServer(str(stoker_bin), {"large": str(large)}, workers=2, args=["--decode", "fast"],
+                     log_path=str(tmp_path / "server.log")) as srv:
+        spec = GEOMETRIES["dino-local"]
+        fast, modes = _diffs(srv.addr, large, spec, range(2))
+        assert modes == {"fast"}
+        assert any(m > 0 for _, m in fast), "a default job on a --decode fast server decoded every sample at full scale"
+        exact, modes = _diffs(srv.addr, large, spec, range(2), decode="exact")
+        assert modes == {"exact"}
+        assert max(m for _, m in exact) == 0, "decode='exact' on a --decode fast server is not torchvision's bicubic"
