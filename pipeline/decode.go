@@ -187,7 +187,11 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 			if p := &d.plans[v]; p.padded {
 				vp := &d.dplans[v]
 				x, y := p.padAt()
-				padInto(dst[d.soffs[v]:][:3*p.outW*p.outH], p.outW, p.outH, dst[d.voffs[v]:][:3*vp.outW*vp.outH], vp.outW, vp.outH, x, y, decLayout)
+				vw, vh := vp.outW, vp.outH
+				if p.vis && (p.vw < 1 || p.vh < 1) {
+					vw, vh = 0, 0 // all padding
+				}
+				padInto(dst[d.soffs[v]:][:3*p.outW*p.outH], p.outW, p.outH, dst[d.voffs[v]:][:3*vp.outW*vp.outH], vw, vh, x, y, p.rcFill, decLayout)
 			}
 		}
 		doffs = d.soffs
@@ -317,10 +321,24 @@ func (d *Decoder) applyGuarded(steps []Step, p planes) (err error) {
 }
 
 // padInto writes the w x h image whose visible part, vw x vh in src, has
-// its top-left pixel at (x, y), into dst, zeros elsewhere (torchvision's
-// padding of a CenterCrop larger than the image: fill 0), in layout.
-func padInto(dst []byte, w, h int, src []byte, vw, vh, x, y int, layout Layout) {
-	clear(dst)
+// its top-left pixel at (x, y), into dst, fill elsewhere (torchvision's
+// padding: a CenterCrop larger than the image's zeros, RandomCrop's
+// constant fill), in layout.
+func padInto(dst []byte, w, h int, src []byte, vw, vh, x, y int, fill [3]float64, layout Layout) {
+	if fill == [3]float64{} {
+		clear(dst)
+	} else if layout == HWC {
+		for i := 0; i < len(dst); i += 3 {
+			dst[i], dst[i+1], dst[i+2] = byte(fill[0]), byte(fill[1]), byte(fill[2])
+		}
+	} else {
+		for c := range 3 {
+			pl := dst[c*w*h:][:w*h]
+			for i := range pl {
+				pl[i] = byte(fill[c])
+			}
+		}
+	}
 	if layout == HWC {
 		for r := range vh {
 			copy(dst[3*((y+r)*w+x):][:3*vw], src[3*r*vw:][:3*vw])

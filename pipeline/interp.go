@@ -64,6 +64,8 @@ func (i Interpolation) valid() bool { return int(i) < len(interpNames) }
 func (t *Transform) geomInterp(p *samplePlan) error {
 	op := t.center
 	switch {
+	case t.rcrop != nil:
+		op = t.rcrop
 	case t.rrc != nil:
 		op = t.rrc
 	case t.resize != nil:

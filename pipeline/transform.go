@@ -45,6 +45,7 @@ const (
 	OpAutoAugment        OpKind = "AutoAugment"
 	OpAugMix             OpKind = "AugMix"
 	OpTimmRandAugment    OpKind = "TimmRandAugment"
+	OpRandomCrop         OpKind = "RandomCrop"
 	// Last, if at all: the output becomes float32.
 	OpNormalize OpKind = "Normalize"
 )
@@ -58,8 +59,12 @@ const (
 // ratio, like Resize(int).
 type Op struct {
 	Kind OpKind
-	// Size: RandomResizedCrop, Resize, CenterCrop.
+	// Size: RandomResizedCrop, Resize, CenterCrop, RandomCrop.
 	Size [2]int
+	// Padding: RandomCrop's padding (left, top, right, bottom), and
+	// PadIfNeeded its pad_if_needed; its fill is Fill (constant mode).
+	Padding     [4]int
+	PadIfNeeded bool
 	// Scale: RandomResizedCrop's and RandomErasing's area range;
 	// RandomAffine's scale range ((0, 0): None).
 	Scale [2]float64
@@ -176,6 +181,7 @@ type Transform struct {
 	ops    []Op
 	geom   geomKind
 	rrc    *Op // RandomResizedCrop, if any
+	rcrop  *Op // RandomCrop, if any
 	resize *Op // Resize, if any
 	center *Op // CenterCrop, if any
 	// flip is the p of a RandomHorizontalFlip right after the geometry:
@@ -382,6 +388,24 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	for n < len(t.ops) && geometryKind(t.ops[n].Kind) {
 		op := &t.ops[n]
 		switch op.Kind {
+		case OpRandomCrop:
+			if n > 0 {
+				return bad("RandomCrop must be the only geometry op and come first")
+			}
+			if err := checkSize(op, false); err != nil {
+				return nil, err
+			}
+			for _, v := range op.Padding {
+				if v < 0 || v > maxSide {
+					return bad("RandomCrop padding %v: want 0..%d a side", op.Padding, maxSide)
+				}
+			}
+			for _, v := range op.Fill {
+				if !(v >= 0 && v <= 255) || v != math.Trunc(v) {
+					return bad("RandomCrop fill %v: want integers 0..255 (uint8 pixels)", op.Fill)
+				}
+			}
+			t.rcrop = op
 		case OpRandomResizedCrop:
 			if n > 0 {
 				return bad("RandomResizedCrop must be the only geometry op and come first")
@@ -399,7 +423,7 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			}
 			t.resize = op
 		case OpCenterCrop:
-			if t.rrc != nil || t.center != nil {
+			if t.rrc != nil || t.rcrop != nil || t.center != nil {
 				return bad("CenterCrop must follow Resize (if any) and come before the other ops")
 			}
 			if err := checkSize(op, false); err != nil {
@@ -413,6 +437,8 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		n++
 	}
 	switch {
+	case t.rcrop != nil:
+		t.geom, t.outH, t.outW = cropResize, t.rcrop.Size[0], t.rcrop.Size[1]
 	case t.rrc != nil:
 		t.geom, t.outH, t.outW = cropResize, t.rrc.Size[0], t.rrc.Size[1]
 	case t.center != nil:
@@ -470,7 +496,7 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 
 // geometryKind reports whether k is a geometry op.
 func geometryKind(k OpKind) bool {
-	return k == OpRandomResizedCrop || k == OpResize || k == OpCenterCrop
+	return k == OpRandomResizedCrop || k == OpResize || k == OpCenterCrop || k == OpRandomCrop
 }
 
 func checkRRC(op *Op) error {
@@ -634,6 +660,9 @@ func opsString(ops []Op) string {
 			continue
 		case OpRandAugment:
 			fmt.Fprintf(&b, "(num_ops=%d, magnitude=%d)", op.NumOps, op.Magnitude)
+			continue
+		case OpRandomCrop:
+			fmt.Fprintf(&b, "(%dx%d, padding=%v, pad_if_needed=%v, fill=%v)", op.Size[0], op.Size[1], op.Padding, op.PadIfNeeded, op.Fill)
 			continue
 		case OpAutoAugment, OpTimmRandAugment:
 			fmt.Fprintf(&b, "(%s)", op.Policy)
