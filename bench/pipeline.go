@@ -22,7 +22,7 @@ import (
 
 func runBench(args []string) error {
 	if len(args) == 0 || args[0] != "pipeline" {
-		return errors.New("usage: stoker bench pipeline --data DIR [--threads N] [--transform NAME] [--epochs N] [--seconds S] [--index-budget BYTES] [--coef-budget BYTES] [--json]")
+		return errors.New("usage: stoker bench pipeline --data DIR [--threads N] [--transform NAME] [--epochs N] [--seconds S] [--decode exact|fast] [--index-budget BYTES] [--coef-budget BYTES] [--json]")
 	}
 	fs := flag.NewFlagSet("bench pipeline", flag.ExitOnError)
 	fs.Usage = helptext.Usage(fs, "")
@@ -33,7 +33,8 @@ func runBench(args []string) error {
 	seconds := fs.Float64("seconds", 10, "with --epochs 0, how long to measure the epochs after the first")
 	batch := fs.Int("batch", 64, "samples per batch")
 	reference := fs.Bool("reference", false, "force the pure-Go reference path")
-	scaling := fs.String("dct-scaling", "pow2", "fast path DCT scaling: pow2, any or off")
+	decode := fs.String("decode", "exact", "how JPEGs are decoded (as stoker serve's --decode): exact (full scale, torchvision's pixels) or fast (a DCT scale where the crop allows, as --dct-scaling says)")
+	scaling := fs.String("dct-scaling", "pow2", "with --decode fast, the DCT scales the fast path may use: pow2, any or off")
 	indexBudget := fs.Int64("index-budget", 1<<30, "memory for the decoder index (as stoker serve's --index-budget); -1: no index")
 	coefBudget := fs.Int64("coef-budget", 0, "memory for the coefficient cache (as stoker serve's --coef-budget); 0: serve's default here, a quarter of its default --memory-budget; -1: none")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
@@ -44,6 +45,10 @@ func runBench(args []string) error {
 	sc, ok := map[string]pipeline.DCTScaling{"pow2": pipeline.ScalePow2, "any": pipeline.ScaleAny, "off": pipeline.ScaleOff}[*scaling]
 	if !ok {
 		return fmt.Errorf("bench pipeline: --dct-scaling %q: want pow2, any or off", *scaling)
+	}
+	mode, err := pipeline.ParseDecodeMode(*decode)
+	if err != nil {
+		return fmt.Errorf("bench pipeline: --decode %q: want exact or fast", *decode)
 	}
 	runtime.GOMAXPROCS(max(*threads, 1))
 	cpu.SpareP(*threads)
@@ -56,6 +61,7 @@ func runBench(args []string) error {
 	if err != nil {
 		return err
 	}
+	t = t.WithDecode(mode)
 	opts := []pipeline.Option{pipeline.WithReference(*reference), pipeline.WithDCTScaling(sc)}
 	var ix *pipeline.Index
 	if *indexBudget >= 0 {
@@ -75,12 +81,13 @@ func runBench(args []string) error {
 	defer ex.Close()
 
 	r := benchPipeline(ex, ix, cc, ds, t, *batch, *epochs, time.Duration(*seconds*float64(time.Second)))
-	r.Threads, r.Transform, r.Fast = *threads, *transform, pipeline.Fast() && !*reference
+	r.Threads, r.Transform, r.Fast, r.Decode = *threads, *transform, pipeline.Fast() && !*reference, mode.String()
 	r.Dataset = *data
 
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "stoker bench pipeline\t%s (%d samples)\n", *data, ds.Len())
 	fmt.Fprintf(tw, "transform\t%s (fast path: %v)\n", t, r.Fast)
+	fmt.Fprintf(tw, "decode\t%s\n", mode)
 	fmt.Fprintf(tw, "threads\t%d\n", r.Threads)
 	if ix == nil {
 		fmt.Fprintf(tw, "decoder index\toff\n")
@@ -113,6 +120,7 @@ type benchResult struct {
 	Dataset      string  `json:"dataset"`
 	Transform    string  `json:"transform"`
 	Fast         bool    `json:"fast_path"`
+	Decode       string  `json:"decode"`
 	Threads      int     `json:"threads"`
 	Images       int64   `json:"images"`
 	Errors       int64   `json:"errors"`

@@ -49,7 +49,10 @@ func WithMaxScans(n int) Option { return func(o *options) { o.maxScans = n } }
 // false: JPEGs take the libjpeg-turbo path where cgo is available.
 func WithReference(on bool) Option { return func(o *options) { o.reference = on } }
 
-// WithDCTScaling sets the DCT scales the fast path may use. Default ScalePow2.
+// WithDCTScaling sets the DCT scales the fast path may use for transforms
+// that decode in DecodeFast (Transform.WithDecode). Default ScalePow2. A
+// transform in DecodeExact, the default, decodes at full scale whatever
+// this says.
 func WithDCTScaling(s DCTScaling) Option { return func(o *options) { o.scaling = s } }
 
 // Decoder turns encoded images into transformed samples. It holds reusable
@@ -73,7 +76,11 @@ type Decoder struct {
 	plans []samplePlan
 	offs  []int
 	soffs []int
-	ops   opScratch
+	// A padded CenterCrop's decode: each view's plan as decoded (its
+	// visible part) and where it is decoded to in d.pix.
+	dplans []samplePlan
+	voffs  []int
+	ops    opScratch
 	// admitNow: the sample has copies to come (repeated augmentation), so
 	// its file is admitted to the coefficient cache on this decode rather
 	// than its second. Set by the Executor per sample.
@@ -133,9 +140,17 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 	if err != nil {
 		return err
 	}
+	// A CenterCrop larger than the image decodes its visible part into
+	// room after the views', then is padded into its place: never
+	// straight into out.
+	padded := false
+	for i := range d.plans {
+		padded = padded || d.plans[i].padded
+	}
+	direct = direct && !padded
 	// Where the decode writes: straight into out, or the views back to
 	// back in d.pix when they are not yet the output's bytes.
-	dst, doffs := out, offs
+	dst, doffs, plans := out, offs, d.plans
 	if !direct {
 		d.soffs = d.soffs[:0]
 		n := 0
@@ -143,16 +158,47 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 			d.soffs = append(d.soffs, n)
 			n += t.View(v).pixelBytes()
 		}
+		d.voffs = d.voffs[:0]
+		if padded {
+			d.dplans = append(d.dplans[:0], d.plans...)
+			for v := range d.dplans {
+				if p := &d.plans[v]; p.padded {
+					d.dplans[v] = p.visible()
+					d.voffs = append(d.voffs, n)
+					n += 3 * d.dplans[v].outW * d.dplans[v].outH
+				} else {
+					d.voffs = append(d.voffs, d.soffs[v])
+				}
+			}
+			plans = d.dplans
+		}
 		if cap(d.pix) < n {
 			d.pix = make([]byte, n)
 		}
 		dst, doffs = d.pix[:n], d.soffs
+		if padded {
+			doffs = d.voffs
+		}
 	}
-	if err := d.decodeGuarded(data, &hd, d.plans, decLayout, dst, doffs); err != nil {
+	if err := d.decodeGuarded(data, &hd, plans, decLayout, dst, doffs); err != nil {
 		return err
 	}
 	if d.ops.stopped() {
 		return errAbandoned // the resampler stopped with the rows half made
+	}
+	if padded {
+		for v := range d.plans {
+			if p := &d.plans[v]; p.padded {
+				vp := &d.dplans[v]
+				x, y := p.padAt()
+				vw, vh := vp.outW, vp.outH
+				if p.vis && (p.vw < 1 || p.vh < 1) {
+					vw, vh = 0, 0 // all padding
+				}
+				padInto(dst[d.soffs[v]:][:3*p.outW*p.outH], p.outW, p.outH, dst[d.voffs[v]:][:3*vp.outW*vp.outH], vw, vh, x, y, p.rcFill, decLayout)
+			}
+		}
+		doffs = d.soffs
 	}
 	var t0 time.Time
 	timed := d.opts.stages != nil && !(direct && d.noSteps())
@@ -202,6 +248,7 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 			}
 			return false, 0, err
 		}
+		p.exact = t.decode == DecodeExact
 		vd := &d.vd[v]
 		vd.plan, vd.steps = p, vd.steps[:0]
 		if len(vt.post) > 0 {
@@ -284,6 +331,38 @@ func (d *Decoder) applyGuarded(steps []Step, p planes) (err error) {
 		return errAbandoned // the last step may have stopped half made
 	}
 	return nil
+}
+
+// padInto writes the w x h image whose visible part, vw x vh in src, has
+// its top-left pixel at (x, y), into dst, fill elsewhere (torchvision's
+// padding: a CenterCrop larger than the image's zeros, RandomCrop's
+// constant fill), in layout.
+func padInto(dst []byte, w, h int, src []byte, vw, vh, x, y int, fill [3]float64, layout Layout) {
+	if fill == [3]float64{} {
+		clear(dst)
+	} else if layout == HWC {
+		for i := 0; i < len(dst); i += 3 {
+			dst[i], dst[i+1], dst[i+2] = byte(fill[0]), byte(fill[1]), byte(fill[2])
+		}
+	} else {
+		for c := range 3 {
+			pl := dst[c*w*h:][:w*h]
+			for i := range pl {
+				pl[i] = byte(fill[c])
+			}
+		}
+	}
+	if layout == HWC {
+		for r := range vh {
+			copy(dst[3*((y+r)*w+x):][:3*vw], src[3*r*vw:][:3*vw])
+		}
+		return
+	}
+	for c := range 3 {
+		for r := range vh {
+			copy(dst[c*w*h+(y+r)*w+x:][:vw], src[c*vw*vh+r*vw:][:vw])
+		}
+	}
 }
 
 // chwToHWC packs three planes into interleaved pixels.

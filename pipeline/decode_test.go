@@ -270,10 +270,6 @@ func TestDecodeRequestErrors(t *testing.T) {
 	if err := d.Decode(data, tr, Key{}, make([]byte, tr.SampleBytes()-1)); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("short output buffer: %v, want ErrUnsupported", err)
 	}
-	big := mustTransform(t, CHW, Op{Kind: OpCenterCrop, Size: [2]int{100, 100}})
-	if err := d.Decode(data, big, Key{}, make([]byte, big.SampleBytes())); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("image smaller than the crop: %v, want ErrUnsupported", err)
-	}
 	for _, budget := range []int64{64*48 - 1, 0} {
 		small := NewDecoder(WithPixelBudget(budget))
 		err := small.Decode(data, tr, Key{}, make([]byte, tr.SampleBytes()))
@@ -373,4 +369,230 @@ func TestGrayFlat(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCenterCropPads: a CenterCrop larger than the image, alone or after
+// Resize, on one side or both, is torchvision's F.center_crop of it: the
+// image padded with zeros, (crop - size) // 2 before and the rest after,
+// then cropped; flipped after, as horizontal_flip of that. Checked against
+// a padding done here of the same decode at full size, on both paths and
+// layouts, several views included.
+func TestCenterCropPads(t *testing.T) {
+	src := testPicture(61, 40) // odd width: the paddings differ by one
+	for _, enc := range []struct {
+		name string
+		data []byte
+	}{{"png", encodePNG(src)}, {"jpeg", encodeJPEG(src, 95)}} {
+		for _, ref := range []bool{false, true} {
+			d := NewDecoder(WithReference(ref))
+			for _, layout := range []Layout{CHW, HWC} {
+				whole := mustTransform(t, layout, Op{Kind: OpCenterCrop, Size: [2]int{40, 61}})
+				full := make([]byte, whole.SampleBytes())
+				if err := d.Decode(enc.data, whole, Key{}, full); err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range []struct {
+					ops    []Op
+					h, w   int // the crop
+					vh, vw int // the visible part: the image, or its middle
+				}{
+					{[]Op{{Kind: OpCenterCrop, Size: [2]int{100, 90}}}, 100, 90, 40, 61},
+					{[]Op{{Kind: OpCenterCrop, Size: [2]int{44, 30}}}, 44, 30, 40, 30},
+					{[]Op{{Kind: OpCenterCrop, Size: [2]int{20, 64}}}, 20, 64, 20, 61},
+					{[]Op{{Kind: OpResize, Size: [2]int{40, 61}}, {Kind: OpCenterCrop, Size: [2]int{45, 66}}}, 45, 66, 40, 61},
+					{[]Op{{Kind: OpCenterCrop, Size: [2]int{43, 64}}, {Kind: OpRandomHorizontalFlip, P: 1}}, 43, 64, 40, 61},
+				} {
+					tr := mustTransform(t, layout, c.ops...)
+					got := make([]byte, tr.SampleBytes())
+					if err := d.Decode(enc.data, tr, Key{}, got); err != nil {
+						t.Fatalf("%v: %v", c.ops, err)
+					}
+					flip := len(c.ops) > 1 && c.ops[1].Kind == OpRandomHorizontalFlip
+					want := padReference(full, 61, 40, c.w, c.h, c.vw, c.vh, flip, layout)
+					if !bytes.Equal(got, want) {
+						t.Errorf("%s ref=%v %s %v: not the zero-padded crop", enc.name, ref, layout, c.ops)
+					}
+					tr2, err := NewViews(layout, ViewGroup{Count: 2, Ops: c.ops}, ViewGroup{Count: 1, Ops: []Op{{Kind: OpCenterCrop, Size: [2]int{40, 61}}}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got2 := make([]byte, tr2.SampleBytes())
+					if err := d.Decode(enc.data, tr2, Key{}, got2); err != nil {
+						t.Fatal(err)
+					}
+					n := len(want)
+					if !bytes.Equal(got2[:n], want) || !bytes.Equal(got2[n:2*n], want) || !bytes.Equal(got2[2*n:], full) {
+						t.Errorf("%s ref=%v %s %v: several views: not each view's padded crop", enc.name, ref, layout, c.ops)
+					}
+				}
+			}
+			d.Close()
+		}
+	}
+}
+
+// padReference is torchvision's center_crop of a w x h image (full, in
+// layout) to cw x ch where it pads: the image's centre vw x vh pixels at
+// ((cw - w) // 2, (ch - h) // 2) where the crop is wider (taller), zeros
+// around; flipped horizontally if asked.
+func padReference(full []byte, w, h, cw, ch, vw, vh int, flip bool, layout Layout) []byte {
+	out := make([]byte, 3*cw*ch)
+	ox, oy := max(cw-w, 0)/2, max(ch-h, 0)/2
+	sx, sy := centerOffset(w, vw), centerOffset(h, vh)
+	if vw == w {
+		sx = 0
+	}
+	if vh == h {
+		sy = 0
+	}
+	at := func(l Layout, c, x, y, w, h int) int {
+		if l == HWC {
+			return 3*(y*w+x) + c
+		}
+		return c*w*h + y*w + x
+	}
+	for c := range 3 {
+		for y := range vh {
+			for x := range vw {
+				dx := ox + x
+				if flip {
+					dx = cw - 1 - dx
+				}
+				out[at(layout, c, dx, oy+y, cw, ch)] = full[at(layout, c, sx+x, sy+y, w, h)]
+			}
+		}
+	}
+	return out
+}
+
+// TestRandomCrop: RandomCrop's samples are torchvision's pad (constant
+// fill) then crop at the traced top and left, of the whole decode, for
+// crops inside the image, padded, pad_if_needed on one side or both, all
+// padding, flipped after; on both paths and layouts. The positions cover
+// every possible top and left.
+func TestRandomCrop(t *testing.T) {
+	src := testPicture(61, 40)
+	fill := [3]float64{10, 20, 30}
+	for _, enc := range []struct {
+		name string
+		data []byte
+	}{{"png", encodePNG(src)}, {"jpeg", encodeJPEG(src, 95)}} {
+		for _, ref := range []bool{false, true} {
+			d := NewDecoder(WithReference(ref))
+			for _, layout := range []Layout{CHW, HWC} {
+				whole := mustTransform(t, layout, Op{Kind: OpCenterCrop, Size: [2]int{40, 61}})
+				full := make([]byte, whole.SampleBytes())
+				if err := d.Decode(enc.data, whole, Key{}, full); err != nil {
+					t.Fatal(err)
+				}
+				for _, op := range []Op{
+					{Kind: OpRandomCrop, Size: [2]int{32, 32}},
+					{Kind: OpRandomCrop, Size: [2]int{40, 40}, Padding: [4]int{4, 4, 4, 4}, Fill: fill},
+					{Kind: OpRandomCrop, Size: [2]int{50, 70}, PadIfNeeded: true, Fill: fill},
+					{Kind: OpRandomCrop, Size: [2]int{44, 30}, Padding: [4]int{1, 0, 2, 0}, PadIfNeeded: true},
+					{Kind: OpRandomCrop, Size: [2]int{20, 20}, Padding: [4]int{90, 3, 0, 5}, Fill: fill},
+				} {
+					for _, flip := range []bool{false, true} {
+						ops := []Op{op}
+						if flip {
+							ops = append(ops, Op{Kind: OpRandomHorizontalFlip, P: 0.5})
+						}
+						tr := mustTransform(t, layout, ops...)
+						tops, lefts := map[int]bool{}, map[int]bool{}
+						for i := range 600 {
+							k := Key{Seed: 9, Index: uint64(i)}
+							got := make([]byte, tr.SampleBytes())
+							if err := d.Decode(enc.data, tr, k, got); err != nil {
+								t.Fatalf("%v %v: %v", op.Size, op.Padding, err)
+							}
+							steps, err := ParseTrace(d.AppendTrace(nil, tr))
+							if err != nil {
+								t.Fatal(err)
+							}
+							want, top, left := padCropReference(full, 61, 40, steps, layout)
+							tops[top], lefts[left] = true, true
+							if !bytes.Equal(got, want) {
+								t.Fatalf("%s ref=%v %s %v %v flip=%v sample %d: not the padded crop of the trace %s", enc.name, ref, layout, op.Size, op.Padding, flip, i, d.AppendTrace(nil, tr))
+							}
+						}
+						pw := 61 + op.Padding[0] + op.Padding[2]
+						ph := 40 + op.Padding[1] + op.Padding[3]
+						if op.PadIfNeeded {
+							pw, ph = max(pw, 2*op.Size[1]-pw), max(ph, 2*op.Size[0]-ph)
+						}
+						// every position where there are few (132 lefts in
+						// 600 draws: most)
+						covered := func(n, want int) bool { return n == want || want > 60 && n*10 >= want*9 }
+						if !covered(len(tops), ph-op.Size[0]+1) || !covered(len(lefts), pw-op.Size[1]+1) {
+							t.Errorf("%s: %d tops and %d lefts drawn in 600 samples, of %d and %d", op.Kind, len(tops), len(lefts), ph-op.Size[0]+1, pw-op.Size[1]+1)
+						}
+					}
+				}
+			}
+			d.Close()
+		}
+	}
+	if _, err := NewTransform(CHW, Op{Kind: OpRandomCrop, Size: [2]int{8, 8}, Fill: [3]float64{1.5}}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("fill 1.5: %v, want refused", err)
+	}
+	tr := mustTransform(t, CHW, Op{Kind: OpRandomCrop, Size: [2]int{100, 100}})
+	if err := NewDecoder().Decode(encodePNG(src), tr, Key{}, make([]byte, tr.SampleBytes())); err == nil || !strings.Contains(err.Error(), "pad_if_needed=True") {
+		t.Errorf("a crop larger than the image without pad_if_needed: %v, want torchvision's refusal", err)
+	}
+}
+
+// padCropReference applies a trace's pad, crop and horizontal_flip to the
+// w x h image full, as torchvision's functional ops do; it returns the
+// result and the crop's top and left (0 without a crop).
+func padCropReference(full []byte, w, h int, steps []Step, layout Layout) ([]byte, int, int) {
+	at := func(c, x, y, w, h int) int {
+		if layout == HWC {
+			return 3*(y*w+x) + c
+		}
+		return c*w*h + y*w + x
+	}
+	img, top, left := full, 0, 0
+	for _, st := range steps {
+		switch st.Fn {
+		case FnPad:
+			l, t, r, b := st.I[0], st.I[1], st.I[2], st.I[3]
+			nw, nh := w+l+r, h+t+b
+			out := make([]byte, 3*nw*nh)
+			for c := range 3 {
+				for y := range nh {
+					for x := range nw {
+						v := byte(st.Fill[c])
+						if sx, sy := x-l, y-t; sx >= 0 && sx < w && sy >= 0 && sy < h {
+							v = img[at(c, sx, sy, w, h)]
+						}
+						out[at(c, x, y, nw, nh)] = v
+					}
+				}
+			}
+			img, w, h = out, nw, nh
+		case FnCrop:
+			top, left = st.I[0], st.I[1]
+			cw, ch := st.I[3], st.I[2]
+			out := make([]byte, 3*cw*ch)
+			for c := range 3 {
+				for y := range ch {
+					for x := range cw {
+						out[at(c, x, y, cw, ch)] = img[at(c, left+x, top+y, w, h)]
+					}
+				}
+			}
+			img, w, h = out, cw, ch
+		case FnHorizontalFlip:
+			out := make([]byte, len(img))
+			for c := range 3 {
+				for y := range h {
+					for x := range w {
+						out[at(c, x, y, w, h)] = img[at(c, w-1-x, y, w, h)]
+					}
+				}
+			}
+			img = out
+		}
+	}
+	return img, top, left
 }

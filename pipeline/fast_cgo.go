@@ -175,10 +175,14 @@ func (f *fastState) setJob(o *options, hd *header, ps []samplePlan, offs []int, 
 	}
 	j.src_w, j.src_h, j.comps = C.int(hd.w), C.int(hd.h), C.int(hd.comps)
 	j.hwc = cbool(layout == HWC)
-	switch o.scaling {
-	case ScaleOff:
+	scalable := false
+	for i := range ps {
+		scalable = scalable || ps[i].dctScalable()
+	}
+	switch {
+	case !scalable || o.scaling == ScaleOff:
 		j.scaling = C.STOKER_SCALE_OFF
-	case ScaleAny:
+	case o.scaling == ScaleAny:
 		j.scaling = C.STOKER_SCALE_ANY
 	default:
 		j.scaling = C.STOKER_SCALE_POW2

@@ -264,12 +264,14 @@ func TestFastMatchesReference(t *testing.T) {
 				d := NewDecoder(WithDCTScaling(v.s))
 				defer d.Close()
 				knobsOf(d).merged = v.merged
+				// The DCT scalings apply to transforms that ask for them.
+				tr := tc.t.WithDecode(DecodeFast)
 				got := make([]byte, tc.t.SampleBytes())
 				var maxMAD, sumMAD [2]float64 // photos, synthetic
 				var worst [2]string
 				scaled := 0
 				for i, data := range files {
-					if err := d.Decode(data, tc.t, Key{Seed: 1, Index: uint64(i)}, got); err != nil {
+					if err := d.Decode(data, tr, Key{Seed: 1, Index: uint64(i)}, got); err != nil {
 						t.Fatalf("fast %s: %v", names[i], err)
 					}
 					synth := i >= photos
@@ -479,6 +481,7 @@ func TestFastSIMDSamePhotos(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					tr = tr.WithDecode(DecodeFast) // the scalings apply to DecodeFast alone
 					k := Key{Seed: 11, Epoch: uint64(j), Index: uint64(i)}
 					a, b := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
 					if err := simd.Decode(data, tr, k, a); err != nil {
@@ -760,5 +763,61 @@ func TestFastDCTScaleChoice(t *testing.T) {
 			t.Errorf("crop %v mode %d: scale %d/8, want %d/8", c.crop, c.s, st.scaleM, c.wantM)
 		}
 		d.Close()
+	}
+}
+
+// TestFastDecodeMode: a transform decodes at full scale unless it asks for
+// DecodeFast, whatever the Decoder's DCT scaling; with DecodeFast the same
+// samples take a DCT scale where the crop is at least twice the output
+// (dino-local's 96 px crops of the photos), and the draws are the same.
+// (The Python parity test test_parity_geometry_exact.py checks the default's
+// pixels against torchvision's on photos of 1080p and more.)
+func TestFastDecodeMode(t *testing.T) {
+	names, photos := fastPhotos(t, 8)
+	for _, preset := range []string{"dino-local", "imagenet-eval", "dinov2"} {
+		exact, err := ParseTransform(preset, CHW)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if exact.DecodeMode() != DecodeExact {
+			t.Fatalf("%s: a new transform decodes %s, want exact", preset, exact.DecodeMode())
+		}
+		fast := exact.WithDecode(DecodeFast)
+		if exact.DecodeMode() != DecodeExact || fast.DecodeMode() != DecodeFast {
+			t.Fatalf("WithDecode changed its receiver or did not take: %s, %s", exact.DecodeMode(), fast.DecodeMode())
+		}
+		for _, s := range []DCTScaling{ScalePow2, ScaleAny} {
+			d := NewDecoder(WithDCTScaling(s))
+			a, b := make([]byte, exact.SampleBytes()), make([]byte, exact.SampleBytes())
+			scaled := 0
+			for i, data := range photos {
+				k := Key{Seed: 3, Index: uint64(i)}
+				if err := d.Decode(data, exact, k, a); err != nil {
+					t.Fatal(err)
+				}
+				if m := d.fast.stats().scaleM; m != 8 {
+					t.Errorf("%s %s: decode exact took a DCT scale of %d/8", preset, names[i], m)
+				}
+				ta := d.AppendTrace(nil, exact)
+				if err := d.Decode(data, fast, k, b); err != nil {
+					t.Fatal(err)
+				}
+				if d.fast.stats().scaleM != 8 {
+					scaled++
+					if bytes.Equal(a, b) {
+						t.Errorf("%s %s: DCT-scaled and full-scale decodes gave the same bytes", preset, names[i])
+					}
+				}
+				if tb := d.AppendTrace(nil, fast); !bytes.Equal(ta, tb) {
+					t.Errorf("%s %s: the decode mode changed the draws:\n%s\n%s", preset, names[i], ta, tb)
+				}
+			}
+			// dinov2's global views need more than half of these small
+			// photos: its decode of every view's union stays at full scale.
+			if preset == "dino-local" && scaled == 0 {
+				t.Errorf("%s, scaling %d: no photo was DCT-scaled with DecodeFast", preset, s)
+			}
+			d.Close()
+		}
 	}
 }

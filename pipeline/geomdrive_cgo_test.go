@@ -140,7 +140,13 @@ func geomDecode(d *Decoder, j geomJob) ([]byte, geomResult) {
 		}
 	}
 	out := make([]byte, 3*p.outW*p.outH)
-	if err := d.decodeGuarded(data, &hd, []samplePlan{p}, HWC, out, []int{0}); err != nil {
+	if p.padded {
+		// A center_crop larger than the image: the Decoder pads it (no
+		// box of the job's to put in: its geometry is the transform's).
+		if err := d.Decode(data, t, Key{}, out); err != nil {
+			return fail(err)
+		}
+	} else if err := d.decodeGuarded(data, &hd, []samplePlan{p}, HWC, out, []int{0}); err != nil {
 		return fail(err)
 	}
 	res := geomResult{H: p.outH, W: p.outW, ScaleM: 8}

@@ -20,6 +20,10 @@ import (
 // The batch is also made sample by sample with the resampler's SIMD off,
 // to the same hash: the SSE2 and scalar passes (what other architectures
 // run) must agree to the bit.
+//
+// Both decode modes: the default, DecodeExact (full scale: these hashes
+// changed with OutputVersion 4), and DecodeFast (DCT scaling where the crop
+// allows: the bytes the default made before, unchanged).
 func TestGoldenBatchFast(t *testing.T) {
 	if !Fast() {
 		t.Fatal("cgo build without the fast path")
@@ -27,18 +31,22 @@ func TestGoldenBatchFast(t *testing.T) {
 	files := goldenJPEGs()
 	for _, tc := range []struct {
 		layout Layout
+		mode   DecodeMode
 		want   string
 	}{
-		{CHW, "e2a656de964d744a921ec02a85e8bcf66f37b831d2242c45b5e33862013a620f"},
-		{HWC, "830970ff81d369ea3951352b9d252601e3d5e5c16c100b2ecfb7a84e01185174"},
+		{CHW, DecodeExact, "431426c9b55bb5b59d87231e61c72ae1af90cdb58367e613e994252514fab269"},
+		{HWC, DecodeExact, "f1786ee7d5bb2aca21716b5648c13454ea376dbff945fe6b166893077cd6664b"},
+		{CHW, DecodeFast, "e2a656de964d744a921ec02a85e8bcf66f37b831d2242c45b5e33862013a620f"},
+		{HWC, DecodeFast, "830970ff81d369ea3951352b9d252601e3d5e5c16c100b2ecfb7a84e01185174"},
 	} {
-		if got := goldenBatchHash(t, tc.layout); got != tc.want {
-			t.Errorf("fast path, %s: batch SHA-256 %s, want %s", tc.layout, got, tc.want)
+		if got := goldenBatchHashMode(t, tc.layout, tc.mode); got != tc.want {
+			t.Errorf("fast path, %s, decode %s: batch SHA-256 %s, want %s", tc.layout, tc.mode, got, tc.want)
 		}
 		tr, err := ParseTransform("imagenet-train", tc.layout)
 		if err != nil {
 			t.Fatal(err)
 		}
+		tr = tr.WithDecode(tc.mode)
 		d := NewDecoder()
 		knobsOf(d).simdMax = -1
 		h := sha256.New()
@@ -54,7 +62,7 @@ func TestGoldenBatchFast(t *testing.T) {
 		}
 		d.Close()
 		if got := hex.EncodeToString(h.Sum(nil)); got != tc.want {
-			t.Errorf("fast path without SIMD, %s: batch SHA-256 %s, want %s", tc.layout, got, tc.want)
+			t.Errorf("fast path without SIMD, %s, decode %s: batch SHA-256 %s, want %s", tc.layout, tc.mode, got, tc.want)
 		}
 	}
 }

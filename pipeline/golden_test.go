@@ -148,10 +148,18 @@ var goldenIndices = []int64{5, 2, 7, 0, 8, 3, 6, 1, 4}
 // SHA-256 of its bytes.
 func goldenBatchHash(t *testing.T, layout Layout, opts ...Option) string {
 	t.Helper()
+	return goldenBatchHashMode(t, layout, DecodeExact, opts...)
+}
+
+// goldenBatchHashMode is goldenBatchHash with the transform decoding in
+// mode.
+func goldenBatchHashMode(t *testing.T, layout Layout, mode DecodeMode, opts ...Option) string {
+	t.Helper()
 	tr, err := ParseTransform("imagenet-train", layout)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tr = tr.WithDecode(mode)
 	e := NewExecutor(2, opts...)
 	defer e.Close()
 	var b Batch

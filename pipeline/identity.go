@@ -20,8 +20,14 @@ import (
 // what tells). Servers of different stoker versions make the same bytes
 // when their OutputVersions (and the rest of their Identity) agree.
 // Version 3: the preset "simclr" makes two views (its one view is
-// "simclr-view"), and transforms of several views exist.
-const OutputVersion = 3
+// "simclr-view"), and transforms of several views exist. Version 4: a
+// transform decodes its JPEGs at full scale unless it asks for DecodeFast
+// (Transform.WithDecode), so the default's bytes changed where a crop was
+// twice the output; torchvision's policies' magnitude bins are torch's
+// linspace rounded once (TrivialAugmentWide's translation bin 15 of 31 is
+// 15 px); timm's magnitudes past m10 are clamped as timm's; a CenterCrop
+// larger than the image is padded (it failed before).
+const OutputVersion = 4
 
 // Decode paths, as Identity.Path names them.
 const (

@@ -64,6 +64,8 @@ func (i Interpolation) valid() bool { return int(i) < len(interpNames) }
 func (t *Transform) geomInterp(p *samplePlan) error {
 	op := t.center
 	switch {
+	case t.rcrop != nil:
+		op = t.rcrop
 	case t.rrc != nil:
 		op = t.rrc
 	case t.resize != nil:
@@ -84,12 +86,13 @@ func (t *Transform) geomInterp(p *samplePlan) error {
 // through spans.
 func (p *samplePlan) legacyFilter() bool { return p.interp == InterpBilinear && p.antialias }
 
-// dctScalable reports whether the plan may decode at a DCT scale. A scaled
-// IDCT averages pixels, a low-pass: right before an antialiased filter,
-// wrong before nearest (which must pick pixels) or a filter that is not
-// widened (torch's non-antialiased kernels alias, and are asked for as
-// such).
-func (p *samplePlan) dctScalable() bool { return p.antialias }
+// dctScalable reports whether the plan may decode at a DCT scale: only when
+// its transform asks for DecodeFast (the default, DecodeExact, decodes at
+// full scale, as torchvision does). A scaled IDCT averages pixels, a
+// low-pass: right before an antialiased filter, wrong before nearest
+// (which must pick pixels) or a filter that is not widened (torch's
+// non-antialiased kernels alias, and are asked for as such).
+func (p *samplePlan) dctScalable() bool { return !p.exact && p.antialias }
 
 // span is one axis of torch's resize as the plan does it: source pixels
 // [base, base+in) are resized to out pixels, of which [off, off+n) are

@@ -31,6 +31,66 @@ type samplePlan struct {
 	// antialiased bilinear: false is torch's non-antialiased kernel.
 	interp    Interpolation
 	antialias bool
+	// exact: the transform decodes in DecodeExact (its default), so the
+	// fast path decodes at full scale (dctScalable). A plan made by hand
+	// (tests) leaves it false: the Decoder's DCT scaling applies.
+	exact bool
+	// padded: a CenterCrop larger than the image (or the resized image)
+	// on a side, which torchvision pads with zeros (F.center_crop: left
+	// and top (crop - size) // 2, the rest right and bottom). cx, cy, cw,
+	// ch stay the crop as asked (the trace's center_crop); visible() is
+	// what is decoded, and padL, padT where its top-left pixel goes in
+	// the unflipped output.
+	padded     bool
+	padL, padT int
+	// RandomCrop: its padding (left, top, right, bottom, pad_if_needed's
+	// included), fill, and whether it crops (the trace's pad and crop);
+	// the part of the source that shows (vx, vy, vw, vh: vis, empty when
+	// the crop is all padding) and where (padL, padT).
+	rcPad          [4]int
+	rcFill         [3]float64
+	rcCrop         bool
+	rcTop, rcLeft  int
+	vis            bool
+	vx, vy, vw, vh int
+}
+
+// visible is the plan of what a padded plan decodes: the crop clipped to
+// the image, output at its own size (a CenterCrop does not resample).
+func (p *samplePlan) visible() samplePlan {
+	v := *p
+	if p.vis {
+		v.cx, v.cy, v.cw, v.ch, v.outW, v.outH = p.vx, p.vy, p.vw, p.vh, p.vw, p.vh
+		if p.vw < 1 || p.vh < 1 { // all padding: decode one pixel, shown nowhere
+			v.cx, v.cy, v.cw, v.ch, v.outW, v.outH = 0, 0, 1, 1, 1, 1
+		}
+		v.padded, v.vis = false, false
+		return v
+	}
+	w, h := p.srcW, p.srcH
+	if p.geom == resizeCrop {
+		w, h = p.rw, p.rh
+	}
+	if p.cw > w {
+		v.cx, v.cw, v.outW = 0, w, w
+	}
+	if p.ch > h {
+		v.cy, v.ch, v.outH = 0, h, h
+	}
+	v.padded = false
+	return v
+}
+
+// padAt is where the visible part's top-left pixel goes in the output:
+// (padL, padT), or, flipped, the right padding's width from the left (the
+// flip of the padded crop).
+func (p *samplePlan) padAt() (x, y int) {
+	x, y = p.padL, p.padT
+	if p.flip {
+		vw := p.visible().outW
+		x = p.outW - vw - p.padL
+	}
+	return x, y
 }
 
 // region is the fused form of a plan's geometry: the source rectangle box
@@ -41,12 +101,16 @@ type region struct {
 	x0, y0, x1, y1 int
 }
 
-// plan computes a sample's plan. It fails only when the image is too small
-// for a fixed crop (padding is not supported).
+// plan computes a sample's plan. A CenterCrop larger than the image is
+// padded with zeros, as torchvision pads it (samplePlan.padded).
 func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 	p := samplePlan{geom: t.geom, srcW: srcW, srcH: srcH, outW: t.outW, outH: t.outH}
 	bicubic := false
 	switch {
+	case t.rcrop != nil:
+		if err := t.randomCrop(&p, k); err != nil {
+			return p, err
+		}
 	case t.rrc != nil:
 		r := k.Stream(streamCrop)
 		p.cx, p.cy, p.cw, p.ch = rrcParams(&r, srcW, srcH, t.rrc.Scale, t.rrc.Ratio)
@@ -75,8 +139,19 @@ func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 	if p.geom == resizeCrop {
 		w, h = p.rw, p.rh
 	}
-	if p.cx < 0 || p.cy < 0 || p.cx+p.cw > w || p.cy+p.ch > h {
-		return p, fmt.Errorf("%w: image %dx%d is smaller than the %dx%d crop (padding is not supported)", ErrUnsupported, srcW, srcH, p.cw, p.ch)
+	if !p.vis && (p.cx < 0 || p.cy < 0 || p.cx+p.cw > w || p.cy+p.ch > h) {
+		// Only a CenterCrop can pass the image (RandomResizedCrop's box is
+		// inside it): torchvision pads it with zeros.
+		if t.rrc != nil || t.center == nil {
+			return p, fmt.Errorf("%w: image %dx%d: crop %d,%d %dx%d outside it", ErrUnsupported, srcW, srcH, p.cx, p.cy, p.cw, p.ch)
+		}
+		p.padded = true
+		if p.cw > w {
+			p.padL = (p.cw - w) / 2
+		}
+		if p.ch > h {
+			p.padT = (p.ch - h) / 2
+		}
 	}
 	if t.flip > 0 {
 		r := k.Stream(streamFlip)
@@ -154,4 +229,52 @@ func (p *samplePlan) region() region {
 	g.x1 = min(p.srcW, int(math.Ceil(g.bx+g.bw+mx)))
 	g.y1 = min(p.srcH, int(math.Ceil(g.by+g.bh+my)))
 	return g
+}
+
+// randomCrop is torchvision.transforms.v2's RandomCrop: the image padded
+// (padding, then pad_if_needed's difference on both sides of a side still
+// short of the crop), then a crop of Size at a uniform top, then left,
+// where the padded image is larger. The plan decodes the part of the
+// source inside the crop (a copy: no resampling) and pads it with the
+// fill into place.
+func (t *Transform) randomCrop(p *samplePlan, k Key) error {
+	op := t.rcrop
+	ch, cw := op.Size[0], op.Size[1]
+	l, tp, r, b := op.Padding[0], op.Padding[1], op.Padding[2], op.Padding[3]
+	ph, pw := p.srcH+tp+b, p.srcW+l+r
+	if op.PadIfNeeded {
+		if ph < ch {
+			d := ch - ph
+			tp, b, ph = tp+d, b+d, ph+2*d
+		}
+		if pw < cw {
+			d := cw - pw
+			l, r, pw = l+d, r+d, pw+2*d
+		}
+	}
+	if ph < ch || pw < cw {
+		return fmt.Errorf("%w: image %dx%d, padded to %dx%d, is smaller than the %dx%d crop (RandomCrop: pad_if_needed=True pads it, as torchvision's)",
+			ErrUnsupported, p.srcW, p.srcH, pw, ph, cw, ch)
+	}
+	rng := k.Stream(streamCrop)
+	top, left := 0, 0
+	if ph > ch {
+		top = rng.Intn(ph - ch + 1)
+	}
+	if pw > cw {
+		left = rng.Intn(pw - cw + 1)
+	}
+	p.rcPad, p.rcFill, p.rcCrop, p.rcTop, p.rcLeft = [4]int{l, tp, r, b}, op.Fill, ph > ch || pw > cw, top, left
+	// The crop in source coordinates, and what of it the source covers.
+	sx, sy := left-l, top-tp
+	x0, y0 := max(sx, 0), max(sy, 0)
+	x1, y1 := min(sx+cw, p.srcW), min(sy+ch, p.srcH)
+	p.cx, p.cy, p.cw, p.ch = sx, sy, cw, ch
+	if x0 == sx && y0 == sy && x1 == sx+cw && y1 == sy+ch {
+		return nil // inside the image: a plain crop
+	}
+	p.padded, p.vis = true, true
+	p.vx, p.vy, p.vw, p.vh = x0, y0, max(x1-x0, 0), max(y1-y0, 0)
+	p.padL, p.padT = x0-sx, y0-sy
+	return nil
 }

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"errors"
 	"math"
 	"slices"
 	"testing"
@@ -168,9 +167,15 @@ func TestPlanGeometry(t *testing.T) {
 			}
 		})
 	}
-	// No padding: an image smaller than a fixed crop is refused.
-	if _, err := center.plan(100, 300, Key{}); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("100x300 under CenterCrop(224): %v, want ErrUnsupported", err)
+	// An image narrower than a CenterCrop is padded, as torchvision pads
+	// it: (224 - 100) // 2 columns of zeros on the left; the rows are
+	// cropped from the middle (TestCenterCropPads checks the pixels).
+	p, err := center.plan(100, 300, Key{})
+	if err != nil || !p.padded || p.padL != 62 || p.padT != 0 {
+		t.Errorf("100x300 under CenterCrop(224): %+v, %v; want padded 62 columns on the left", p, err)
+	}
+	if v := p.visible(); v.cx != 0 || v.cw != 100 || v.outW != 100 || v.cy != 38 || v.ch != 224 || v.outH != 224 {
+		t.Errorf("100x300 under CenterCrop(224): decodes %+v, want the 100x224 middle", v)
 	}
 }
 

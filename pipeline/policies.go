@@ -71,8 +71,15 @@ type aaOp struct {
 	bin int
 }
 
-// linspace32 is torch.linspace(start, end, n) in float32, as torch
-// computes it (from both ends towards the middle), widened to float64.
+// linspace32 is torch.linspace(start, end, n) in float32 as torch computes
+// it on x86-64 CPUs with AVX2 (its vectorized kernels, compiled with
+// fused multiply-adds): from both ends towards the middle, each value
+// start + step*i (or end - step*(n-1-i)) rounded once, not the product
+// and then the sum; widened to float64. The products and sums are exact
+// in float64 here (a float32 times an index under 2^16, added to a
+// float32 within a few binades of it), so rounding the float64 result to
+// float32 rounds once. docs/transforms.md says where torch rounds twice
+// (its default kernels, without AVX2) and which bins that moves.
 func linspace32(start, end float32, n int) []float64 {
 	out := make([]float64, n)
 	if n == 1 {
@@ -82,9 +89,9 @@ func linspace32(start, end float32, n int) []float64 {
 	step := (end - start) / float32(n-1)
 	for i := range n {
 		if i < n/2 {
-			out[i] = float64(start + float32(step*float32(i)))
+			out[i] = float64(float32(math.FMA(float64(step), float64(i), float64(start))))
 		} else {
-			out[i] = float64(end - float32(step*float32(n-1-i)))
+			out[i] = float64(float32(math.FMA(-float64(step), float64(n-1-i), float64(end))))
 		}
 	}
 	return out
@@ -436,29 +443,53 @@ var autoAugmentPolicies = map[string][][2]aaOp{
 	},
 }
 
-// timmConfig is a timm RandAugment config string, parsed: "rand" and then
-// m (magnitude, default 10), n (ops per image, default 2), mstd
-// (magnitude noise; > 100: uniform), mmax (the magnitude's upper bound,
-// default 10), inc (the increasing variants), as timm's
-// rand_augment_transform. w (weighted choice) is not supported.
+// timmConfig is a timm RandAugment config string, parsed as timm's
+// rand_augment_transform parses it (timm/data/auto_augment.py): "rand" and
+// then m (magnitude, default 10; the last one given counts), n (ops per
+// image, default 2), p (each op's probability, default 0.5), mstd
+// (magnitude noise; > 100: uniform; the first one given counts, as timm's
+// hparams.setdefault), mmax (the magnitude's upper bound, default and for
+// mmax0 10, _LEVEL_DENOM, as timm's `magnitude_max or _LEVEL_DENOM`; the
+// first one counts), inc (the increasing variants: timm tests bool() of
+// the string, so inc0 turns them on too) and t (the transform set, the
+// first one counts: "weights" is timm's _RAND_WEIGHTED_0, chosen by weight
+// without replacement; "3a" and "3aw" are refused, their Desaturate and
+// GaussianBlur have no kernel here; any other name is the default set, as
+// timm's rand_augment_choices).
 type timmConfig struct {
 	text      string
 	m         float64
 	n         int
+	p         float64
 	mstd      float64
 	mmax      float64
 	increase  bool
+	weighted  bool    // t "weights"
 	translate float64 // translate_pct, default 0.45
 	random    bool    // Op.RandomInterp
 }
 
 func parseTimmConfig(s string) (timmConfig, error) {
-	c := timmConfig{text: s, m: 10, n: 2, mmax: 10, translate: 0.45}
+	c := timmConfig{text: s, m: 10, n: 2, p: 0.5, mmax: 10, translate: 0.45}
 	parts := strings.Split(s, "-")
 	if len(s) > 256 || parts[0] != "rand" {
 		return c, fmt.Errorf("timm RandAugment config %q: want \"rand-...\" (e.g. rand-m9-mstd0.5-inc1)", truncateString(s, 64))
 	}
+	var haveStd, haveMax, haveT bool
 	for _, part := range parts[1:] {
+		if strings.HasPrefix(part, "t") {
+			if haveT {
+				continue
+			}
+			haveT = true
+			switch part[1:] {
+			case "weights":
+				c.weighted = true
+			case "3a", "3aw":
+				return c, fmt.Errorf("timm RandAugment config %q: transform set %q is not supported (its Desaturate and GaussianBlur ops have no kernel here); stoker runs timm's default set (no t section, or any other name) and tweights", s, part[1:])
+			}
+			continue
+		}
 		i := strings.IndexAny(part, "0123456789")
 		if i <= 0 {
 			return c, fmt.Errorf("timm RandAugment config %q: section %q is not KEYVALUE", s, part)
@@ -479,26 +510,53 @@ func parseTimmConfig(s string) (timmConfig, error) {
 				return c, fmt.Errorf("timm RandAugment config %q: n%v: want an integer 0..%d", s, val, maxPolicyOp)
 			}
 			c.n = int(f)
-		case "mstd":
-			if f < 0 {
-				return c, fmt.Errorf("timm RandAugment config %q: mstd%v: want >= 0", s, val)
+		case "p":
+			if f > 1 {
+				return c, fmt.Errorf("timm RandAugment config %q: p%v: want a probability 0..1", s, val)
 			}
+			c.p = f
+		case "mstd":
+			if haveStd {
+				continue
+			}
+			haveStd = true
 			c.mstd = f
 			if f > 100 {
 				c.mstd = math.Inf(1)
 			}
 		case "mmax":
-			if f < 0 || f > 30 || f != math.Trunc(f) {
+			if haveMax {
+				continue
+			}
+			haveMax = true
+			if f > 30 || f != math.Trunc(f) {
 				return c, fmt.Errorf("timm RandAugment config %q: mmax%v: want an integer 0..30", s, val)
 			}
 			c.mmax = f
+			if f == 0 {
+				c.mmax = 10 // timm: magnitude_max or _LEVEL_DENOM
+			}
 		case "inc":
-			c.increase = f != 0
+			c.increase = true // timm: bool(val) of the string
 		default:
-			return c, fmt.Errorf("timm RandAugment config %q: unknown section %q (stoker knows m, n, mstd, mmax, inc)", s, key)
+			return c, fmt.Errorf("timm RandAugment config %q: unknown section %q (stoker knows m, n, p, mstd, mmax, inc and t)", s, key)
 		}
 	}
+	if c.weighted && c.n > len(timmWeights) {
+		return c, fmt.Errorf("timm RandAugment config %q: n%d with tweights: timm chooses without replacement from %d ops", s, c.n, len(timmWeights))
+	}
 	return c, nil
+}
+
+// timmWeights is timm's _RAND_WEIGHTED_0, in its order: the ops (their
+// increasing variants where there are two) and their weights.
+var timmWeights = []struct {
+	op augOp
+	w  float64
+}{
+	{augRotate, 3}, {augShearX, 2}, {augShearY, 2}, {augTranslateX, 1}, {augTranslateY, 1},
+	{augColor, .25}, {augSharpness, 0.25}, {augAutoContrast, 0.25}, {augSolarize, .05}, {augSolarizeAdd, .05},
+	{augContrast, .05}, {augBrightness, .05}, {augEqualize, .05}, {augPosterize, 0.05}, {augInvert, 0.05},
 }
 
 // truncateString cuts s to n bytes, marking the cut.
@@ -512,6 +570,13 @@ func truncateString(s string, n int) string {
 // timmSpace is timm's _RAND_TRANSFORMS, or _RAND_INCREASING_TRANSFORMS with
 // inc, in timm's order (the magnitudes are computed per draw).
 func timmSpace(c timmConfig) []augEntry {
+	if c.weighted {
+		out := make([]augEntry, len(timmWeights))
+		for i, e := range timmWeights {
+			out[i] = augEntry{op: e.op}
+		}
+		return out
+	}
 	ops := []augOp{augAutoContrast, augEqualize, augInvert, augRotate, augPosterize, augSolarize, augSolarizeAdd,
 		augColor, augContrast, augBrightness, augSharpness, augShearX, augShearY, augTranslateX, augTranslateY}
 	out := make([]augEntry, len(ops))
@@ -529,9 +594,19 @@ func timmSpace(c timmConfig) []augEntry {
 // each resampling op draws one, as timm's _interpolation does.
 func (p *policy) drawTimm(r *RNG, d *drawer) {
 	c := &p.timm
-	for range c.n {
-		e := &p.space[r.Intn(len(p.space))]
-		if r.Float64() > 0.5 {
+	var chosen [maxPolicyOp]int
+	if c.weighted {
+		timmChoose(r, chosen[:c.n])
+	}
+	inc := c.increase || c.weighted // _RAND_WEIGHTED_0 names the increasing variants
+	for k := range c.n {
+		var e *augEntry
+		if c.weighted {
+			e = &p.space[chosen[k]]
+		} else {
+			e = &p.space[r.Intn(len(p.space))]
+		}
+		if c.p < 1 && r.Float64() > c.p {
 			continue
 		}
 		m := c.m
@@ -559,7 +634,7 @@ func (p *policy) drawTimm(r *RNG, d *drawer) {
 		geo := Step{Fn: FnAffine, Interp: interp, Fill: p.fill, FillNone: p.fillNone, F: [6]float64{0, 0, 0, 1, 0, 0}}
 		enhance := func(fn Fn) {
 			f := float64(lvl*1.8) + 0.1
-			if c.increase {
+			if inc {
 				f = math.Max(0.1, 1+negate(float64(lvl*0.9)))
 			}
 			d.emit(Step{Fn: fn, F: [6]float64{f}})
@@ -575,22 +650,25 @@ func (p *policy) drawTimm(r *RNG, d *drawer) {
 			d.emit(Step{Fn: FnRotate, F: [6]float64{negate(float64(lvl * 30))}, Interp: interp, Fill: p.fill, FillNone: p.fillNone})
 		case augPosterize:
 			bits := int(float64(lvl * 4))
-			if c.increase {
-				bits = 4 - bits
+			if inc {
+				// 4 - int(level * 4): negative past m10 (mmax > 10),
+				// which PIL refuses (13: bits must be 1..8) or, before
+				// it, made black, as 0 bits do
+				bits = max(4-bits, 0)
 			}
 			if bits < 8 {
 				d.emit(Step{Fn: FnPosterize, I: [6]int{bits}})
 			}
 		case augSolarize:
-			thresh := int(float64(lvl * 256))
-			if c.increase {
+			thresh := min(256, int(float64(lvl*256))) // timm's min(256, ...)
+			if inc {
 				thresh = 256 - thresh
 			}
 			if thresh <= 255 {
 				d.emit(Step{Fn: FnSolarize, F: [6]float64{float64(thresh)}})
 			}
 		case augSolarizeAdd:
-			d.emit(Step{Fn: FnSolarizeAdd, I: [6]int{int(float64(lvl * 110))}, F: [6]float64{128}})
+			d.emit(Step{Fn: FnSolarizeAdd, I: [6]int{min(128, int(float64(lvl*110)))}, F: [6]float64{128}}) // timm's min(128, ...)
 		case augColor:
 			enhance(FnAdjustSaturation)
 		case augContrast:
@@ -611,6 +689,34 @@ func (p *policy) drawTimm(r *RNG, d *drawer) {
 			geo.F[2] = -float64(negate(float64(lvl*c.translate)) * float64(d.h))
 			d.emit(geo)
 		}
+	}
+}
+
+// timmChoose is numpy's choice(len(timmWeights), len(out), replace=False,
+// p=weights), as timm's RandAugment with weights calls it, in distribution:
+// one index at a time by its weight among those not yet chosen (numpy
+// draws them in rounds and keeps the first of each, which gives each
+// ordered choice the same probability).
+func timmChoose(r *RNG, out []int) {
+	var taken [16]bool
+	for k := range out {
+		total := 0.0
+		for i, e := range timmWeights {
+			if !taken[i] {
+				total += e.w
+			}
+		}
+		x, pick := r.Float64()*total, -1
+		for i, e := range timmWeights {
+			if taken[i] {
+				continue
+			}
+			pick = i
+			if x -= e.w; x < 0 {
+				break
+			}
+		}
+		taken[pick], out[k] = true, pick
 	}
 }
 

@@ -45,6 +45,10 @@ const (
 	FnMixBegin
 	FnMixChain
 	FnMixEnd
+	// FnPad and FnCrop are RandomCrop's geometry (torchvision's pad, with
+	// a constant fill, then crop), fused into the decode as the others.
+	FnPad
+	FnCrop
 	numFns
 )
 
@@ -137,6 +141,8 @@ var fnSpecs = [numFns]fnSpec{
 	FnMixBegin:    {"augmix_begin", []arg{{"weight", argFloat, 0, 1}}},
 	FnMixChain:    {"augmix_chain", []arg{{"weight", argFloat, 0, 1}}},
 	FnMixEnd:      {"augmix_end", nil},
+	FnPad:         {"pad", []arg{{"padding", argInt, 0, 4}, {"fill", argFill, 0, 1}}},
+	FnCrop:        {"crop", []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}}},
 }
 
 // String is the Fn's torchvision name.
@@ -157,4 +163,6 @@ var fnByName = func() map[string]Fn {
 }()
 
 // geometry reports whether f is fused into the decode.
-func (f Fn) geometry() bool { return f == FnResizedCrop || f == FnResize || f == FnCenterCrop }
+func (f Fn) geometry() bool {
+	return f == FnResizedCrop || f == FnResize || f == FnCenterCrop || f == FnPad || f == FnCrop
+}

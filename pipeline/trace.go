@@ -282,6 +282,13 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 		return Step{Interp: op.Interp, Antialias: !op.NoAntialias && op.Interp != InterpNearest}
 	}
 	switch {
+	case t.rcrop != nil:
+		if p.rcPad != [4]int{} {
+			buf = append(buf, Step{Fn: FnPad, I: [6]int{p.rcPad[0], p.rcPad[1], p.rcPad[2], p.rcPad[3]}, Fill: p.rcFill})
+		}
+		if p.rcCrop {
+			buf = append(buf, Step{Fn: FnCrop, I: [6]int{p.rcTop, p.rcLeft, p.outH, p.outW}})
+		}
 	case t.rrc != nil:
 		// The plan's filter: RandomInterp draws it per sample.
 		st := Step{Interp: p.interp, Antialias: p.antialias}

@@ -45,6 +45,7 @@ const (
 	OpAutoAugment        OpKind = "AutoAugment"
 	OpAugMix             OpKind = "AugMix"
 	OpTimmRandAugment    OpKind = "TimmRandAugment"
+	OpRandomCrop         OpKind = "RandomCrop"
 	// Last, if at all: the output becomes float32.
 	OpNormalize OpKind = "Normalize"
 )
@@ -58,8 +59,12 @@ const (
 // ratio, like Resize(int).
 type Op struct {
 	Kind OpKind
-	// Size: RandomResizedCrop, Resize, CenterCrop.
+	// Size: RandomResizedCrop, Resize, CenterCrop, RandomCrop.
 	Size [2]int
+	// Padding: RandomCrop's padding (left, top, right, bottom), and
+	// PadIfNeeded its pad_if_needed; its fill is Fill (constant mode).
+	Padding     [4]int
+	PadIfNeeded bool
 	// Scale: RandomResizedCrop's and RandomErasing's area range;
 	// RandomAffine's scale range ((0, 0): None).
 	Scale [2]float64
@@ -179,6 +184,7 @@ type Transform struct {
 	ops    []Op
 	geom   geomKind
 	rrc    *Op // RandomResizedCrop, if any
+	rcrop  *Op // RandomCrop, if any
 	resize *Op // Resize, if any
 	center *Op // CenterCrop, if any
 	// flip is the p of a RandomHorizontalFlip right after the geometry:
@@ -199,7 +205,60 @@ type Transform struct {
 	views     []*Transform
 	viewNames []string
 	vlayout   ViewLayout
+	// decode is how the fast path decodes a JPEG before the geometry
+	// (WithDecode): DecodeExact, the zero value, or DecodeFast.
+	decode DecodeMode
 }
+
+// DecodeMode says whether a JPEG may be decoded at a DCT scale before the
+// geometry resamples it. The zero value is DecodeExact.
+type DecodeMode uint8
+
+const (
+	// DecodeExact decodes every JPEG at full scale and resamples it as
+	// torchvision's decode_jpeg and resized_crop (or resize and
+	// center_crop) do: torchvision's pixels. The default.
+	DecodeExact DecodeMode = iota
+	// DecodeFast lets the libjpeg-turbo path decode at 1/2, 1/4 or 1/8
+	// scale (the Decoder's WithDCTScaling) when the crop is at least 2, 4
+	// or 8 times the output on both sides and an antialiased filter
+	// follows: a scaled IDCT averages pixels, close to what the widened
+	// filter would have done, but not the same bytes (docs/transforms.md
+	// gives the measured bound). The reference path and PNG and WebP
+	// files always decode at full scale.
+	DecodeFast
+)
+
+var decodeNames = [...]string{DecodeExact: "exact", DecodeFast: "fast"}
+
+// String is the mode's name: "exact" or "fast".
+func (m DecodeMode) String() string {
+	if int(m) < len(decodeNames) {
+		return decodeNames[m]
+	}
+	return fmt.Sprintf("DecodeMode(%d)", uint8(m))
+}
+
+// ParseDecodeMode parses "exact" or "fast".
+func ParseDecodeMode(s string) (DecodeMode, error) {
+	for i, n := range decodeNames {
+		if s == n {
+			return DecodeMode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: decode %q: want exact or fast", ErrUnsupported, s)
+}
+
+// WithDecode returns t decoding its JPEGs in mode m (the same ops, the same
+// draws; only the decode's scale may differ). t itself is unchanged.
+func (t *Transform) WithDecode(m DecodeMode) *Transform {
+	c := *t
+	c.decode = m
+	return &c
+}
+
+// DecodeMode is how t decodes its JPEGs (WithDecode).
+func (t *Transform) DecodeMode() DecodeMode { return t.decode }
 
 // RNG streams: the geometry draws from stream 1 and the op at position j
 // after it (a fused flip is position 1) from stream 1+j, so that ops never
@@ -332,6 +391,24 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	for n < len(t.ops) && geometryKind(t.ops[n].Kind) {
 		op := &t.ops[n]
 		switch op.Kind {
+		case OpRandomCrop:
+			if n > 0 {
+				return bad("RandomCrop must be the only geometry op and come first")
+			}
+			if err := checkSize(op, false); err != nil {
+				return nil, err
+			}
+			for _, v := range op.Padding {
+				if v < 0 || v > maxSide {
+					return bad("RandomCrop padding %v: want 0..%d a side", op.Padding, maxSide)
+				}
+			}
+			for _, v := range op.Fill {
+				if !(v >= 0 && v <= 255) || v != math.Trunc(v) {
+					return bad("RandomCrop fill %v: want integers 0..255 (uint8 pixels)", op.Fill)
+				}
+			}
+			t.rcrop = op
 		case OpRandomResizedCrop:
 			if n > 0 {
 				return bad("RandomResizedCrop must be the only geometry op and come first")
@@ -349,7 +426,7 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			}
 			t.resize = op
 		case OpCenterCrop:
-			if t.rrc != nil || t.center != nil {
+			if t.rrc != nil || t.rcrop != nil || t.center != nil {
 				return bad("CenterCrop must follow Resize (if any) and come before the other ops")
 			}
 			if err := checkSize(op, false); err != nil {
@@ -363,6 +440,8 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		n++
 	}
 	switch {
+	case t.rcrop != nil:
+		t.geom, t.outH, t.outW = cropResize, t.rcrop.Size[0], t.rcrop.Size[1]
 	case t.rrc != nil:
 		t.geom, t.outH, t.outW = cropResize, t.rrc.Size[0], t.rrc.Size[1]
 	case t.center != nil:
@@ -420,7 +499,7 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 
 // geometryKind reports whether k is a geometry op.
 func geometryKind(k OpKind) bool {
-	return k == OpRandomResizedCrop || k == OpResize || k == OpCenterCrop
+	return k == OpRandomResizedCrop || k == OpResize || k == OpCenterCrop || k == OpRandomCrop
 }
 
 func checkRRC(op *Op) error {
@@ -430,8 +509,11 @@ func checkRRC(op *Op) error {
 	if op.Ratio == [2]float64{} {
 		op.Ratio = [2]float64{3.0 / 4, 4.0 / 3}
 	}
-	if !(op.Scale[0] > 0 && op.Scale[0] <= op.Scale[1] && op.Scale[1] <= 1) {
-		return fmt.Errorf("%w: transform: RandomResizedCrop scale %v: want 0 < lo <= hi <= 1", ErrUnsupported, op.Scale)
+	// torchvision takes a lower bound of 0 (scale=(0.0, 1.0)): a draw of
+	// an empty area fails the try, as one too large for the image does,
+	// and the ten failed tries fall back to the center crop.
+	if !(op.Scale[0] >= 0 && op.Scale[0] <= op.Scale[1] && op.Scale[1] <= 1) {
+		return fmt.Errorf("%w: transform: RandomResizedCrop scale %v: want 0 <= lo <= hi <= 1", ErrUnsupported, op.Scale)
 	}
 	if !(op.Ratio[0] > 0 && op.Ratio[0] <= op.Ratio[1]) || math.IsInf(op.Ratio[1], 0) {
 		return fmt.Errorf("%w: transform: RandomResizedCrop ratio %v: want 0 < lo <= hi, finite", ErrUnsupported, op.Ratio)
@@ -606,6 +688,9 @@ func opsString(ops []Op) string {
 			continue
 		case OpRandAugment:
 			fmt.Fprintf(&b, "(num_ops=%d, magnitude=%d)", op.NumOps, op.Magnitude)
+			continue
+		case OpRandomCrop:
+			fmt.Fprintf(&b, "(%dx%d, padding=%v, pad_if_needed=%v, fill=%v)", op.Size[0], op.Size[1], op.Padding, op.PadIfNeeded, op.Fill)
 			continue
 		case OpAutoAugment, OpTimmRandAugment:
 			fmt.Fprintf(&b, "(%s)", op.Policy)

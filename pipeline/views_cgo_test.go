@@ -9,7 +9,8 @@ import (
 
 // TestViewsDecodeOnceAtTheFinestScale: the decode of several views is at
 // the DCT scale the view that needs the most pixels needs, and a view is
-// its one-view bytes whenever that is its own scale.
+// its one-view bytes whenever that is its own scale (DecodeFast: the
+// default decodes every view at full scale).
 func TestViewsDecodeOnceAtTheFinestScale(t *testing.T) {
 	files := goldenJPEGs()
 	groups := []ViewGroup{
@@ -20,7 +21,11 @@ func TestViewsDecodeOnceAtTheFinestScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tr = tr.WithDecode(DecodeFast)
 	singles := singleViews(t, CHW, groups)
+	for i := range singles {
+		singles[i] = singles[i].WithDecode(DecodeFast)
+	}
 	d, one := NewDecoder(), NewDecoder()
 	defer d.Close()
 	defer one.Close()

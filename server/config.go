@@ -213,6 +213,13 @@ type Config struct {
 	PixelBudget int64
 	// MaxScans refuses progressive JPEGs with more scans. Default 100.
 	MaxScans int
+	// Decode is how jobs that leave JobSpec.decode unspecified decode
+	// their JPEGs: "exact" (the default, also ""), at full scale as
+	// torchvision does, or "fast", at a DCT scale where the crop is at
+	// least twice the output (pipeline.DecodeFast).
+	Decode string
+	// decode is Decode parsed (withDefaults).
+	decode pipeline.DecodeMode
 	// MaxFileSize refuses larger files. Default pipeline.DefaultMaxFileSize.
 	MaxFileSize int64
 	// IndexBudget bounds the local executor's decoder index (checkpoints
@@ -399,6 +406,11 @@ func (c Config) Validate() error {
 	if c.StoreTimeout < 0 || c.StoreAttempts < 0 {
 		errs = append(errs, fmt.Errorf("--store-timeout %v, --store-attempts %d: want > 0", c.StoreTimeout, c.StoreAttempts))
 	}
+	if c.Decode != "" {
+		if _, err := pipeline.ParseDecodeMode(c.Decode); err != nil {
+			errs = append(errs, fmt.Errorf("--decode %q: want exact (full scale, torchvision's pixels) or fast (DCT scaling where the crop is at least twice the output)", c.Decode))
+		}
+	}
 	if c.PixelBudget < 0 || c.MaxScans < 0 || c.MaxFileSize < 0 {
 		errs = append(errs, fmt.Errorf("pixel budget %d, max scans %d, max file size %d: want >= 0 (0: the default)", c.PixelBudget, c.MaxScans, c.MaxFileSize))
 	}
@@ -484,6 +496,10 @@ func (c Config) withDefaults() Config {
 		c.workJobIdle = work.DefaultJobIdle
 	}
 	c.coefCache = limits.CoefCacheBytes(c.CoefBudget, c.MemoryBudget, c.Workers)
+	c.decode, _ = pipeline.ParseDecodeMode(c.Decode)
+	if c.Decode == "" {
+		c.decode = pipeline.DecodeExact
+	}
 	return c
 }
 

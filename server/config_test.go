@@ -47,6 +47,9 @@ func TestConfigValidate(t *testing.T) {
 		{"store policy", Config{Datasets: ok, Workers: 1, StoreTimeout: time.Second, StoreAttempts: 2}, nil},
 		{"negative store policy", Config{Datasets: ok, Workers: 1, StoreTimeout: -time.Second, StoreAttempts: -1}, []string{"--store-timeout -1s, --store-attempts -1"}},
 		{"peer certificate without CA", Config{Datasets: ok, Workers: 1, PeerCert: "c.pem", PeerKey: "k.pem"}, []string{"with --peer-ca"}},
+		{"decode fast", Config{Datasets: ok, Workers: 1, Decode: "fast"}, nil},
+		{"decode exact", Config{Datasets: ok, Workers: 1, Decode: "exact"}, nil},
+		{"unknown decode", Config{Datasets: ok, Workers: 1, Decode: "scaled"}, []string{`--decode "scaled": want exact`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,8 +26,18 @@ import (
 // unchanged on every architecture (the Go path's except where it fuses
 // multiply-adds, whose resampling rounds differently: skipped); a change
 // means the bytes a trainer gets changed, which needs raising
-// pipeline.OutputVersion.
+// pipeline.OutputVersion. These are the default's, decode exact: the
+// libjpeg-turbo path's changed with OutputVersion 4 (its 32 px crops had
+// been DCT-scaled); goldenEpochsFast are the same epochs with decode fast,
+// the bytes of before.
 var goldenEpochs = map[string]string{
+	pipeline.PathTurbo: "7f4ab3cb08b4140b0a746d11d43d5ee8f3a363f0111d3ca53741b61391215058",
+	pipeline.PathGo:    "aa20bcb22d5f15160289f9387eb8cdfcefd0e55e30bf83976651e920fe26e44f",
+}
+
+// goldenEpochsFast are goldenEpochs' epochs made with decode fast: the Go
+// path never DCT-scales, so its hash is the exact one.
+var goldenEpochsFast = map[string]string{
 	pipeline.PathTurbo: "2f3e657b9eee778711d61f8e242a46fb6228ace7b89c3fe981a5d237ffd19650",
 	pipeline.PathGo:    "aa20bcb22d5f15160289f9387eb8cdfcefd0e55e30bf83976651e920fe26e44f",
 }
@@ -70,10 +80,27 @@ func hashEpoch(h hash.Hash, ep epoch) {
 
 // TestGoldenEpochs checks that epochs 0 and 1 of a fixed job are the same
 // bytes, pinned, whether the server makes them itself (0 peers) or a
-// coordinator that makes nothing itself leases them to 1 or 3 peers.
+// coordinator that makes nothing itself leases them to 1 or 3 peers; in
+// both decode modes. Decode fast is asked for by the job (JobSpec.decode),
+// or left to the server's default (--decode fast) on a coordinator whose
+// peers' default is exact: the coordinator forwards the mode it resolved.
 func TestGoldenEpochs(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		job, serve string // JobSpec.decode, the coordinator's --decode
+		golden     map[string]string
+	}{
+		{"exact", "", "", goldenEpochs},
+		{"fast-job", "fast", "", goldenEpochsFast},
+		{"fast-server", "", "fast", goldenEpochsFast},
+	} {
+		t.Run(c.name, func(t *testing.T) { testGoldenEpochs(t, c.job, c.serve, c.golden) })
+	}
+}
+
+func testGoldenEpochs(t *testing.T, jobDecode, serveDecode string, golden map[string]string) {
 	id := pipeline.LocalIdentity()
-	want, ok := goldenEpochs[id.Path]
+	want, ok := golden[id.Path]
 	switch {
 	case !ok:
 		t.Fatalf("no golden hash for decode path %q", id.Path)
@@ -84,15 +111,24 @@ func TestGoldenEpochs(t *testing.T) {
 	for _, n := range []int{0, 1, 3} {
 		var e *testEnv
 		if n == 0 {
-			e = startServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 2})
+			e = startServer(t, Config{Datasets: map[string]string{"tiny": root}, Workers: 2, Decode: serveDecode})
 		} else {
 			_, addrs := peers(t, root, n)
-			e = startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: addrs})
+			e = startServer(t, Config{Datasets: map[string]string{"tiny": root}, Peers: addrs, Decode: serveDecode})
 			waitPeers(t, e, n)
 		}
 		h := sha256.New()
 		for k := range uint64(2) {
-			ep := e.collect(t, goldenEpochJob(k))
+			job := goldenEpochJob(k)
+			job.Job.Decode = map[string]pb.Decode{"": pb.Decode_DECODE_UNSPECIFIED, "fast": pb.Decode_DECODE_FAST}[jobDecode]
+			ep := e.collect(t, job)
+			wantDecode := pb.Decode_DECODE_EXACT
+			if jobDecode == "fast" || serveDecode == "fast" {
+				wantDecode = pb.Decode_DECODE_FAST
+			}
+			if got := ep.info.GetDecode(); got != wantDecode {
+				t.Fatalf("%d peers: JobInfo.decode %s, want %s", n, got, wantDecode)
+			}
 			if ep.end.GetSamples() != goldenPhotos || ep.end.GetSampleErrors() != 0 {
 				t.Fatalf("%d peers, epoch %d: %d samples, %d errors; want %d, 0", n, k, ep.end.GetSamples(), ep.end.GetSampleErrors(), goldenPhotos)
 			}
@@ -139,6 +175,9 @@ func TestTracedEpochsAnyTopology(t *testing.T) {
 		for _, b := range ep.batches {
 			if got, samples := len(b.hdr.GetTraces()), len(b.hdr.GetLabels()); got != samples {
 				t.Fatalf("%d peers: batch %d has %d traces for %d samples", n, b.hdr.GetNumber(), got, samples)
+			}
+			if d := b.hdr.GetDecode(); d != pb.Decode_DECODE_EXACT {
+				t.Fatalf("%d peers: batch %d's traces say decode %s, want the default, DECODE_EXACT", n, b.hdr.GetNumber(), d)
 			}
 		}
 		if n == 0 {

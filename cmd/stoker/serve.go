@@ -110,6 +110,7 @@ func serveFlags(cfg *server.Config) (*flag.FlagSet, *serveOpts) {
 	o.bench.flags(fs)
 	fs.Int64Var(&cfg.PixelBudget, "pixel-budget", 64<<20, "refuse images with more pixels (from the header, before decoding)")
 	fs.IntVar(&cfg.MaxScans, "max-scans", 100, "refuse progressive JPEGs with more scans")
+	fs.StringVar(&cfg.Decode, "decode", "exact", "how jobs that do not say (JobSpec.decode, Loader(decode=...)) decode their JPEGs: exact (full scale, then torchvision's resampling: its pixels) or fast (a DCT scale of 1/2, 1/4 or 1/8 where the crop is at least that many times the output: faster on large photos, not torchvision's bytes)")
 	fs.Int64Var(&cfg.MaxFileSize, "max-file-size", pipeline.DefaultMaxFileSize, "refuse larger files")
 	fs.Int64Var(&cfg.IndexBudget, "index-budget", 0, "memory for the decoder index (entropy-decoder checkpoints of each baseline JPEG decoded, so that later epochs decode only their crops), least recently used files dropped first; 0: 1/16 of --memory-budget; -1: no index")
 	fs.Int64Var(&cfg.CoefBudget, "coef-budget", 0, "memory for the coefficient cache (each baseline JPEG's DCT coefficients, kept once decoded, so that later epochs copy them instead of entropy-decoding them: about 2-3x the JPEG's bytes per file, for datasets that fit), taken out of --memory-budget; files admitted on their second decode while it has room, then kept; 0: a quarter of --memory-budget where this server decodes (--workers > 0) and that is at least 64 MiB, else none; -1: none")

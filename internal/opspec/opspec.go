@@ -199,6 +199,8 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 		op.Interp, err = interp(r.GetInterpolation(), pipeline.InterpBilinear, where)
 	case *stokerv1.Op_CenterCrop:
 		op = pipeline.Op{Kind: pipeline.OpCenterCrop, Size: [2]int{int(x.CenterCrop.GetHeight()), int(x.CenterCrop.GetWidth())}}
+	case *stokerv1.Op_RandomCrop:
+		op, err = randomCrop(x.RandomCrop, where)
 	case *stokerv1.Op_RandomHorizontalFlip:
 		op = pipeline.Op{Kind: pipeline.OpRandomHorizontalFlip, P: p(x.RandomHorizontalFlip.P, 0.5)}
 	case *stokerv1.Op_RandomVerticalFlip:
@@ -459,5 +461,37 @@ func policy(o *stokerv1.Op, where string) (pipeline.Op, error) {
 	}
 	// torchvision's policies' fill=None; timm's default is its mean colour.
 	op.FillNone = len(fillV) == 0 && op.Kind != pipeline.OpTimmRandAugment
+	return op, nil
+}
+
+// randomCrop is a wire RandomCrop: torchvision's padding forms (1, 2 or 4
+// values) as (left, top, right, bottom), its fill (1 or 3 values), and
+// the constant padding mode, the one stoker has.
+func randomCrop(r *stokerv1.RandomCrop, where string) (pipeline.Op, error) {
+	op := pipeline.Op{Kind: pipeline.OpRandomCrop, Size: [2]int{int(r.GetHeight()), int(r.GetWidth())}, PadIfNeeded: r.GetPadIfNeeded()}
+	if m := r.GetPaddingMode(); m != "" && m != "constant" {
+		return op, fmt.Errorf("%w: %s: RandomCrop padding_mode %q: stoker pads with a constant fill only (padding_mode=\"constant\")", pipeline.ErrUnsupported, where, truncate(m, 32))
+	}
+	pad := r.GetPadding()
+	switch len(pad) {
+	case 0:
+	case 1:
+		op.Padding = [4]int{int(pad[0]), int(pad[0]), int(pad[0]), int(pad[0])}
+	case 2:
+		op.Padding = [4]int{int(pad[0]), int(pad[1]), int(pad[0]), int(pad[1])}
+	case 4:
+		op.Padding = [4]int{int(pad[0]), int(pad[1]), int(pad[2]), int(pad[3])}
+	default:
+		return op, fmt.Errorf("%w: %s: RandomCrop padding of %d values: want 1, 2 or 4", pipeline.ErrUnsupported, where, len(pad))
+	}
+	switch f := r.GetFill(); len(f) {
+	case 0:
+	case 1:
+		op.Fill = [3]float64{f[0], f[0], f[0]}
+	case 3:
+		op.Fill = [3]float64{f[0], f[1], f[2]}
+	default:
+		return op, fmt.Errorf("%w: %s: RandomCrop fill of %d values: want 1 or 3", pipeline.ErrUnsupported, where, len(f))
+	}
 	return op, nil
 }

@@ -73,6 +73,11 @@ class Batch(tuple):
       {})]``, so that ``getattr(F, op)(img, **args)`` replays it; with
       several views, per view as ``images`` is (``trace[v][i]``); ``None``
       without;
+    - ``decode``: with ``Loader(trace=True)``, how the server decoded the
+      batch's JPEGs before the traced geometry: ``"exact"`` (full scale,
+      as torchvision's ``decode_jpeg``: the trace replays to its pixels)
+      or ``"fast"`` (a DCT scale where the crop allowed); ``None``
+      without traces;
     - ``fields``: with ``Loader(fields=...)``, each field's values by
       name, one per sample in batch order: ``bytes`` as the dataset holds
       them (a caption is not decoded: ``.decode()`` it), None where a
@@ -90,10 +95,12 @@ class Batch(tuple):
     fields: Dict[str, List[Optional[bytes]]]
     epoch: Optional[int]
     number: Optional[int]
+    decode: Optional[str]
 
     def __new__(cls, items: Iterable[Any] = (), *, indices: Any = None, traces: Optional[Sequence[str]] = None,
                 fields: Optional[Dict[str, List[Optional[bytes]]]] = None, epoch: Optional[int] = None,
-                number: Optional[int] = None, views: Optional[Dict[str, List[Any]]] = None) -> "Batch":
+                number: Optional[int] = None, views: Optional[Dict[str, List[Any]]] = None,
+                decode: Optional[str] = None) -> "Batch":
         self = super().__new__(cls, items)
         self.images = self[0] if len(self) > 0 else None
         self.labels = self[1] if len(self) > 1 else None
@@ -104,6 +111,7 @@ class Batch(tuple):
         self.views = views if views is not None else {}
         self._multi = views is not None
         self.epoch, self.number = epoch, number
+        self.decode = decode
         return self
 
     @property

@@ -15,6 +15,7 @@ import numpy as np
 
 from stoker._errors import StokerError
 from stoker._batch import Batch, fields_of
+from stoker._job import DECODE_NAMES
 from stoker.v1 import stoker_pb2 as pb
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -153,4 +154,5 @@ def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[s
     indices = torch.from_numpy(np.array(h.indices, dtype=np.int64))
     items = (images, labels, indices) if return_indices else (images, labels)
     return Batch(items, indices=indices, traces=list(h.traces) if len(h.traces) else None,
-                 fields=fields_of(h, fields), epoch=int(h.epoch), number=int(h.number), views=views)
+                 fields=fields_of(h, fields), epoch=int(h.epoch), number=int(h.number), views=views,
+                 decode=DECODE_NAMES.get(h.decode) if len(h.traces) else None)

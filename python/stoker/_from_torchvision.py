@@ -35,7 +35,7 @@ from stoker._ops_base import Transform
 
 _BEHAVIOUR = ("forward", "__call__", "transform", "_transform", "make_params", "_get_params", "get_params",
               "_apply_image_or_video_transform")
-_GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "timm.RandomResizedCropAndInterpolation")
+_GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "timm.RandomResizedCropAndInterpolation")
 #: Conversions the Loader already does (decode to RGB uint8): dropped.
 _DROPPED = ("ToTensor", "PILToTensor", "ToImage", "ToDtype", "ConvertImageDtype", "ToPureTensor", "ToPILImage",
             "RGB", "Identity", "timm.ToTensor", "open_clip.MaybeConvertMode")
@@ -343,6 +343,15 @@ def _resize(cv: _Converter, t: Any, where: str) -> Transform:
     return O.Resize(t.size, t.interpolation, t.max_size, _resize_aa(cv, t))
 
 
+def _random_crop(t: Any) -> Transform:
+    """RandomCrop, v1 (padding as given: torchvision's pad forms) or v2
+    (padding parsed to [left, right, top, bottom])."""
+    pad = t.padding
+    if pad is not None and type(t).__module__.startswith("torchvision.transforms.v2"):
+        pad = (pad[0], pad[2], pad[1], pad[3])  # to pad's (left, top, right, bottom)
+    return O.RandomCrop(t.size, pad, t.pad_if_needed, t.fill, t.padding_mode)
+
+
 def _erasing(cv: _Converter, t: Any, where: str) -> Transform:
     value, noise = cv.erase_value(t.value)
     return O.RandomErasing(t.p, t.scale, t.ratio, value, **noise)
@@ -456,6 +465,7 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "RandomResizedCrop": _rrc,
     "Resize": _resize,
     "CenterCrop": lambda cv, t, where: O.CenterCrop(t.size),
+    "RandomCrop": lambda cv, t, where: _random_crop(t),
     "RandomHorizontalFlip": _p(O.RandomHorizontalFlip),
     "RandomVerticalFlip": _p(O.RandomVerticalFlip),
     "ColorJitter": lambda cv, t, where: O.ColorJitter(t.brightness, t.contrast, t.saturation, t.hue),

@@ -13,6 +13,10 @@ __all__ = ["Job", "layout_enum", "FAIL_POLICIES"]
 
 _LAYOUTS = {"NCHW": pb.LAYOUT_NCHW, "NHWC": pb.LAYOUT_NHWC}
 FAIL_POLICIES = {"pad": pb.FAIL_POLICY_PAD, "drop": pb.FAIL_POLICY_DROP}
+#: Loader(decode=...): None leaves it to the server (stoker serve --decode).
+DECODES = {None: pb.DECODE_UNSPECIFIED, "exact": pb.DECODE_EXACT, "fast": pb.DECODE_FAST}
+#: JobInfo.decode and BatchHeader.decode back to their names.
+DECODE_NAMES = {pb.DECODE_EXACT: "exact", pb.DECODE_FAST: "fast"}
 
 
 def layout_enum(layout: str) -> int:
@@ -53,6 +57,9 @@ class Job:
     # The job's weight in the server's share of its cores (by CPU time),
     # within what the server's --max-cpu-weight allows.
     cpu_weight: float = 1.0
+    # How JPEGs are decoded: "exact" (full scale, torchvision's pixels),
+    # "fast" (a DCT scale where the crop allows); None: the server's default.
+    decode: Optional[str] = None
 
     def spec(self) -> pb.JobSpec:
         """The JobSpec of OpenJob and DescribeJob."""
@@ -77,6 +84,7 @@ class Job:
             mix=self.mix.to_proto() if self.mix is not None else None,
             mix_samples=(self.mix.samples or 0) if self.mix is not None else 0,
             cpu_weight=self.cpu_weight if self.cpu_weight != 1 else 0,
+            decode=DECODES[self.decode],
         )
 
     def _error_limit(self) -> Optional[pb.SampleErrorLimit]:

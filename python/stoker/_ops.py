@@ -58,9 +58,14 @@ class RandomResizedCrop(Transform):
     ) -> None:
         cls = "RandomResizedCrop"
         self.size = hw(cls, size)
+        # 0 <= min <= max <= 1; torchvision takes scale=(0.0, 1.0) (an empty
+        # area drawn fails the try, and ten failures fall back to the
+        # center crop)
         self.scale = min_max(cls, "scale", scale, 0.0, 1.0)
-        if self.scale[0] <= 0:
-            raise ValueError(f"{cls}: scale should be of the form (min, max) with 0 < min, got {scale!r}")
+        if self.scale[1] == 0:
+            # the wire's (0, 0) is "unset" (the default, (0.08, 1.0))
+            raise ValueError(f"{cls}: scale={scale!r} draws an empty area every try, so every crop is torchvision's "
+                             f"fallback, the center crop: use CenterCrop, or a scale with max > 0")
         self.ratio = min_max(cls, "ratio", ratio, 0.0)
         if self.ratio[0] <= 0:
             raise ValueError(f"{cls}: ratio should be of the form (min, max) with 0 < min, got {ratio!r}")
@@ -118,6 +123,43 @@ class CenterCrop(Transform):
     def to_proto(self) -> pb.Op:
         h, w = self.size
         return pb.Op(center_crop=pb.CenterCrop(height=h, width=w))
+
+
+class RandomCrop(Transform):
+    """torchvision's RandomCrop: a (h, w) crop (an int is square) at a
+    uniform position of the image padded by ``padding`` (an int for every
+    side, (left/right, top/bottom), or (left, top, right, bottom), as
+    torchvision's pad) and, with ``pad_if_needed``, by what a side still
+    lacks on both ends; the padding is ``fill`` (uint8 pixels: one value or
+    one per channel), ``padding_mode="constant"`` only. It is the geometry:
+    the first op, fused into the decode."""
+
+    def __init__(self, size: Size, padding: Any = None, pad_if_needed: bool = False, fill: Any = 0,
+                 padding_mode: str = "constant") -> None:
+        cls = "RandomCrop"
+        self.size = hw(cls, size)
+        if padding is None or padding == 0:
+            pad: Tuple[int, ...] = ()
+        else:
+            vals = list(padding) if hasattr(padding, "__len__") and not isinstance(padding, str) else [padding]
+            if len(vals) not in (1, 2, 4):
+                raise ValueError(f"{cls}: padding {padding!r}: give 1, 2 or 4 values, as torchvision's pad")
+            pad = tuple(integer(cls, "padding", v, 0, 4096) for v in vals)
+        self.padding = pad
+        self.pad_if_needed = bool(pad_if_needed)
+        fv = fill_values(cls, fill)
+        if fv is not None and any(v != int(v) for v in fv):
+            raise ValueError(f"{cls}: fill {fill!r}: stoker's images are uint8, so each value should be an integer")
+        self.fill = fv
+        if padding_mode != "constant":
+            raise ValueError(f"{cls}: padding_mode={padding_mode!r} is not supported by stoker: it pads with a "
+                             f"constant fill only (padding_mode='constant')")
+        self.padding_mode = padding_mode
+
+    def to_proto(self) -> pb.Op:
+        h, w = self.size
+        return pb.Op(random_crop=pb.RandomCrop(height=h, width=w, padding=list(self.padding),
+                                               pad_if_needed=self.pad_if_needed, fill=fill_list(self.fill)))
 
 
 class RandomHorizontalFlip(Transform):
@@ -441,6 +483,10 @@ class RandomErasing(Transform):
         cls = "RandomErasing"
         self.p = prob(cls, p)
         self.scale = min_max(cls, "scale", scale, 0.0, 1.0)
+        if self.scale[1] == 0:
+            # the wire's (0, 0) is "unset" (the default, (0.08, 1.0))
+            raise ValueError(f"{cls}: scale={scale!r} draws an empty area every try, so every crop is torchvision's "
+                             f"fallback, the center crop: use CenterCrop, or a scale with max > 0")
         self.ratio = min_max(cls, "ratio", ratio, 0.0)
         if self.ratio[0] <= 0:
             raise ValueError(f"{cls}: ratio should be of the form (min, max) with 0 < min, got {ratio!r}")

@@ -10,6 +10,7 @@ images only, and timm's RandAugment draws) with torch's grid_sample cubic."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Optional
 
@@ -127,31 +128,46 @@ class AugMix(Transform):
 #: ImageNet's mean colour in uint8 pixels: timm's fill (img_mean).
 IMAGENET_MEAN_PIXELS = (124, 116, 104)
 
-_TIMM_KEYS = {"m": (0, 30, True), "n": (0, _MAX_OPS, True), "mstd": (0, float("inf"), False),
+_TIMM_KEYS = {"m": (0, 30, True), "n": (0, _MAX_OPS, True), "p": (0, 1, False), "mstd": (0, float("inf"), False),
               "mmax": (0, 30, True), "inc": (0, float("inf"), False)}
 
 
 def _check_timm_config(config: Any) -> str:
     """timm's rand_augment_transform config: "rand" then -KEYVALUE sections
-    (m, n, mstd, mmax, inc), checked as the server checks it."""
+    (m, n, p, mstd, mmax, inc) and a transform set (t...), checked as the
+    server checks it."""
     cls = "TimmRandAugment"
     if not isinstance(config, str):
         raise TypeError(f"{cls}: config should be a str like 'rand-m9-mstd0.5-inc1', got {config!r}")
     parts = config.split("-")
     if len(config) > 256 or parts[0] != "rand":
         raise ValueError(f"{cls}: config {config[:64]!r}: want 'rand-...' (e.g. 'rand-m9-mstd0.5-inc1')")
+    n, weighted, have_t = 2, False, False
     for part in parts[1:]:
+        if part.startswith("t"):  # timm's transform set: the first one counts
+            if not have_t and part[1:] in ("3a", "3aw"):
+                raise ValueError(f"{cls}: config {config!r}: transform set {part[1:]!r} is not supported (its "
+                                 f"Desaturate and GaussianBlur ops have no kernel here); stoker runs timm's default "
+                                 f"set (no t section, or any other name) and 'tweights'")
+            weighted = weighted or (not have_t and part[1:] == "weights")
+            have_t = True
+            continue
         m = re.fullmatch(r"([a-z]+)(\d+(?:\.\d*)?)", part)
         if not m:
             raise ValueError(f"{cls}: config {config!r}: section {part!r} is not KEYVALUE (e.g. m9)")
         key, val = m.group(1), float(m.group(2))
         if key not in _TIMM_KEYS:
-            raise ValueError(f"{cls}: config {config!r}: unknown section {part!r} (stoker knows m, n, mstd, mmax, "
-                             f"inc; timm's weighted choice w is not supported)")
+            raise ValueError(f"{cls}: config {config!r}: unknown section {part!r} (stoker knows m, n, p, mstd, mmax, "
+                             f"inc and t, as timm's rand_augment_transform)")
         lo, hi, whole = _TIMM_KEYS[key]
         if not lo <= val <= hi or (whole and val != int(val)):
             raise ValueError(f"{cls}: config {config!r}: {part}: want {key} an integer {lo}..{hi}" if whole else
+                             f"{cls}: config {config!r}: {part}: want {key} {lo}..{hi}" if math.isfinite(hi) else
                              f"{cls}: config {config!r}: {part}: want {key} >= 0")
+        if key == "n":
+            n = int(val)
+    if weighted and n > 15:
+        raise ValueError(f"{cls}: config {config!r}: n{n} with tweights: timm chooses without replacement from 15 ops")
     return config
 
 

@@ -248,9 +248,8 @@ def _where(version: str):
                                                                     r"uint8 image"),
         ([rrc, *tensor, tv.RandomErasing(value=10)],
          r"op 3 \(RandomErasing\): value \[?10(\.0)?\]? is the pixel .*, outside 0..255"),
-        ([tv.RandomCrop(224, padding=4)], r"op 0 \(RandomCrop\) is not supported by stoker: "
-                                          r"stoker.transforms.TORCHVISION_SUPPORTED lists what from_torchvision "
-                                          r"converts; write the step with stoker.transforms' ops or leave it out$"),
+        ([tv.RandomCrop(224, padding=4, padding_mode="reflect")],
+         r"op 0 \(RandomCrop\): padding_mode='reflect' is not supported by stoker: it pads with a constant fill only"),
         ([rrc, MyFlip()], r"op 1 \(MyFlip, a subclass of torchvision's RandomHorizontalFlip that overrides forward\) "
                           r"is not supported"),
         ([rrc, tv.RandomApply([Solarization()], p=0.2)], r"op 1 \(RandomApply\) > op 0 \(Solarization\) is not "

@@ -266,5 +266,13 @@ def test_resize_and_center_crop_match_torchvision(driver: Path, corpus: List[Pat
                 jobs.append(_job(path, interp, aa, op="resize", size=[max(1, h // 3), max(1, w * 2 // 5)],
                                  scaling=scaling))
         jobs.append(_job(path, "bilinear", True, op="center_crop", size=[max(1, h // 2), max(1, w - 3)]))
+        # larger than the image on both sides, on one (odd margins: the
+        # padding before is (crop - size) // 2), and after a resize:
+        # torchvision pads with zeros
+        jobs.append(_job(path, "bilinear", True, op="center_crop", size=[h + 7, w + 10]))
+        jobs.append(_job(path, "bilinear", True, op="center_crop", size=[max(1, h // 2), w + 3]))
+        jobs.append(_job(path, "bilinear", True, op="center_crop", size=[h + 1, max(1, w // 3)]))
+        if min(h, w) >= 8:
+            jobs.append(_job(path, "bilinear", True, op="resize", size=[64], crop=[72, 70]))
     stats = _check(_run(driver, jobs, tmp_path), jobs)
     print(json.dumps(stats))

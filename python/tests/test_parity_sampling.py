@@ -28,6 +28,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
+import numpy as np
 import pytest
 import torch
 from google.protobuf import json_format
@@ -105,10 +106,10 @@ def tv_category(transform_id: str, m: float) -> Tuple[str, float]:
     with the shears and translations of magnitude 0 merged (stoker's trace
     shows them as the same affine)."""
     if transform_id in ("TranslateX", "TranslateY"):
-        # torchvision truncates a float32 linspace value whose last bit
-        # depends on torch's SIMD path (15.999999 for 16 on AVX2):
-        # stoker truncates the exact float32 value (docs/transforms.md).
-        m = int(m + (1e-4 if m > 0 else -1e-4))
+        # torchvision truncates the float32 linspace value (15.999999 for
+        # 16 at bin 15 of 31), as stoker does with the same bins
+        # (test_trivial_augment_bins_are_torchs).
+        m = int(m)
         if m == 0:
             return ("Translate", 0.0)
     if transform_id in ("ShearX", "ShearY") and m == 0:
@@ -304,10 +305,16 @@ def continuous_case(stoker_bin: Path, spec: pb.Op, step: str, args: Callable[[Di
     in_band(run)
 
 
-def test_random_resized_crop(stoker_bin: Path) -> None:
-    t = T.RandomResizedCrop(224)
+@pytest.mark.parametrize("scale", [(0.08, 1.0), (0.0, 1.0), (0.0, 2e-6)])
+def test_random_resized_crop(stoker_bin: Path, scale: Tuple[float, float]) -> None:
+    """torchvision's default scale; scale=(0.0, 1.0), which torchvision
+    takes (an empty area fails a try); and areas of at most 0.375 px, whose
+    sides round to 0 or 1: most tries fail, and many samples fall back to
+    the center crop."""
+    t = T.RandomResizedCrop(224, scale=scale)
     img = image(375, 500)
-    continuous_case(stoker_bin, op(random_resized_crop=pb.RandomResizedCrop(height=224)), "resized_crop",
+    spec = pb.RandomResizedCrop(height=224, scale_min=scale[0], scale_max=scale[1])
+    continuous_case(stoker_bin, op(random_resized_crop=spec), "resized_crop",
                     lambda a: {k: a[k] for k in ("top", "left", "height", "width")},
                     lambda: {k: float(v) for k, v in t.make_params([img]).items() if k in ("top", "left", "height", "width")},
                     seed=11, source=(500, 375), geometry=True)
@@ -474,16 +481,36 @@ TIMM_INC = ["AutoContrast", "Equalize", "Invert", "Rotate", "PosterizeIncreasing
             "ShearX", "ShearY", "TranslateXRel", "TranslateYRel"]
 
 
-def timm_draw(rng: random.Random, m: float = 9, mstd: float = 0.5, n: int = 2) -> Tuple[Tuple[str, float], ...]:
-    """timm's RandAugment(rand_augment_ops(m, inc transforms), n) sampling,
-    transcribed: ops chosen with replacement, each applied with p 0.5 at
-    magnitude gauss(m, mstd) clipped to [0, 10]; its level argument, as
-    (op, argument) with stoker's trace's conventions."""
+TIMM_PLAIN = [n[:-len("Increasing")] if n.endswith("Increasing") else n for n in TIMM_INC]
+#: timm's _RAND_WEIGHTED_0 (its order and weights).
+TIMM_WEIGHTED = {"Rotate": 3, "ShearX": 2, "ShearY": 2, "TranslateXRel": 1, "TranslateYRel": 1,
+                 "ColorIncreasing": .25, "SharpnessIncreasing": 0.25, "AutoContrast": 0.25, "SolarizeIncreasing": .05,
+                 "SolarizeAdd": .05, "ContrastIncreasing": .05, "BrightnessIncreasing": .05, "Equalize": .05,
+                 "PosterizeIncreasing": 0.05, "Invert": 0.05}
+
+
+def timm_draw(rng: random.Random, m: float = 9, mstd: float = 0.5, n: int = 2, mmax: float = 0, p: float = 0.5,
+              inc: bool = True, weighted: Any = None) -> Tuple[Tuple[str, float], ...]:
+    """timm's RandAugment(rand_augment_ops(m, p, transforms), n) sampling,
+    transcribed from timm/data/auto_augment.py (RandAugment.__call__,
+    AugmentOp.__call__ and the level functions, their clamps included): ops
+    chosen with replacement (with ``weighted``, a numpy RandomState: timm's
+    np.random.choice by _RAND_WEIGHTED_0 without replacement), each
+    applied with probability p at magnitude gauss(m, mstd) clipped to
+    [0, mmax or 10]; its level argument, as (op, argument) with stoker's
+    trace's conventions."""
     out = []
-    for name in [TIMM_INC[rng.randrange(len(TIMM_INC))] for _ in range(n)]:
-        if rng.random() > 0.5:
+    if weighted is not None:
+        names = list(TIMM_WEIGHTED)
+        w = np.array([TIMM_WEIGHTED[k] for k in names])
+        names = [names[i] for i in weighted.choice(len(names), n, replace=False, p=w / w.sum())]
+    else:
+        space = TIMM_INC if inc else TIMM_PLAIN
+        names = [space[rng.randrange(len(space))] for _ in range(n)]
+    for name in names:
+        if p < 1.0 and rng.random() > p:
             continue
-        mag = max(0.0, min(rng.gauss(m, mstd), 10.0))
+        mag = max(0.0, min(rng.gauss(m, mstd) if mstd > 0 else m, mmax or 10.0))
         lvl = mag / 10
 
         def negate(v: float) -> float:
@@ -493,16 +520,26 @@ def timm_draw(rng: random.Random, m: float = 9, mstd: float = 0.5, n: int = 2) -
             out.append((name, 0.0))
         elif name == "Rotate":
             out.append((name, r4(negate(lvl * 30))))
+        elif name == "Posterize":
+            bits = int(lvl * 4)
+            if bits < 8:
+                out.append(("Posterize", float(bits)))
         elif name == "PosterizeIncreasing":
-            out.append(("Posterize", float(4 - int(lvl * 4))))
-        elif name == "SolarizeIncreasing":
-            thresh = 256 - int(lvl * 256)
+            # timm gives 4 - int(lvl * 4), negative past m10, which PIL 13
+            # refuses and PIL before it made black, as 0 bits do
+            out.append(("Posterize", float(max(0, 4 - int(lvl * 4)))))
+        elif name in ("Solarize", "SolarizeIncreasing"):
+            thresh = min(256, int(lvl * 256))
+            if name == "SolarizeIncreasing":
+                thresh = 256 - thresh
             if thresh <= 255:
                 out.append(("Solarize", float(thresh)))
         elif name == "SolarizeAdd":
-            out.append(("SolarizeAdd", float(int(lvl * 110))))
+            out.append(("SolarizeAdd", float(min(128, int(lvl * 110)))))
         elif name.endswith("Increasing"):
             out.append((name[:-len("Increasing")], r4(max(0.1, 1.0 + negate(lvl * 0.9)))))
+        elif name in ("Color", "Contrast", "Brightness", "Sharpness"):
+            out.append((name, r4(lvl * 1.8 + 0.1)))
         elif name in ("ShearX", "ShearY"):
             out.append((name, r4(negate(lvl * 0.3))))
         else:  # TranslateXRel, TranslateYRel: a fraction of the side
@@ -527,16 +564,45 @@ def timm_category(name: str, a: Dict[str, Any]) -> Tuple[str, float]:
     return ({"autocontrast": "AutoContrast", "equalize": "Equalize", "invert": "Invert"}[name], 0.0)
 
 
-def test_timm_rand_augment(stoker_bin: Path) -> None:
-    """timm's rand-m9-mstd0.5-inc1: which ops apply per image (chi-square),
-    their arguments (KS, per op), and the random interpolation (half
-    bilinear, half bicubic)."""
+TIMM_CONFIGS = {
+    "rand-m9-mstd0.5-inc1": {},
+    # magnitudes past 10 (mmax): timm's clamps of Solarize, SolarizeAdd
+    # and the increasing Posterize
+    "rand-m12-mmax15-mstd0.5-inc1": dict(m=12, mmax=15),
+    "rand-m14-mmax20-mstd2": dict(m=14, mmax=20, mstd=2, inc=False),
+    # mmax0 is timm's default bound (magnitude_max or 10); p; inc0 is
+    # increasing in timm (bool of the string "0")
+    "rand-m9-mmax0-mstd1-p0.8-n3-inc0": dict(mmax=0, mstd=1, p=0.8, n=3),
+    # the transform set: weighted without replacement; any other name is
+    # the default set
+    "rand-m9-mstd0.5-n3-tweights": dict(n=3, weighted=True),
+    "rand-m7-mstd0-p1-tother": dict(m=7, mstd=0, p=1.0, inc=False),
+}
+
+
+@pytest.mark.parametrize("config", list(TIMM_CONFIGS))
+def test_timm_rand_augment(stoker_bin: Path, config: str) -> None:
+    """timm's config strings: which ops apply per image (chi-square), their
+    arguments (KS, per op), and the random interpolation (half bilinear,
+    half bicubic); every argument within what timm's level functions give
+    (SolarizeAdd <= 128, thresholds and bits >= 0)."""
+    kw = dict(TIMM_CONFIGS[config])
+    weighted = kw.pop("weighted", False)
+    base = 100 * list(TIMM_CONFIGS).index(config)  # each config its own seeds (the first keeps 0, 1, 2)
+
     def run(k: int) -> Checks:
+        k += base
         traces = stoker_traces(stoker_bin, [center(), op(timm_rand_augment=pb.TimmRandAugment(
-            config="rand-m9-mstd0.5-inc1"))], N, seed=k)
+            config=config))], N, seed=k)
+        for steps in traces:
+            for s, a in steps:
+                assert s != "solarize_add" or 0 <= a["addition"] <= 128, (config, s, a)
+                assert s != "solarize" or 0 <= a["threshold"] <= 255, (config, s, a)
+                assert s != "posterize" or 0 <= a["bits"] <= 7, (config, s, a)
         mine = [tuple(timm_category(s, a) for s, a in steps) for steps in traces]
         rng = random.Random(7 + k)
-        theirs = [timm_draw(rng) for _ in range(N)]
+        npr = np.random.RandomState(17 + k) if weighted else None
+        theirs = [timm_draw(rng, weighted=npr, **kw) for _ in range(N)]
         c = Checks()
         stat, p, df = chi2_homogeneity([tuple(n for n, _ in seq) for seq in mine],
                                        [tuple(n for n, _ in seq) for seq in theirs])
@@ -556,3 +622,91 @@ def test_timm_rand_augment(stoker_bin: Path) -> None:
         return c
 
     in_band(run)
+
+
+# -- torchvision's policies: the magnitude bins, exactly ---------------------
+
+def _tv_calls(t: Any, n_bins: int) -> set:
+    """Every functional call policy ``t``'s _apply_image_or_video_transform
+    makes for each operation, bin and sign of its augmentation space, as
+    the torch in .venv computes the bins (torch.linspace on this CPU) and
+    torchvision maps them (int() of a translation, 255 * a solarize
+    threshold, degrees(atan()) of a shear): (op, arguments) keys."""
+    import torchvision.transforms.v2._auto_augment as aa
+
+    calls: List[Tuple[str, Any]] = []
+
+    def recorder(name: str) -> Callable[..., Any]:
+        def rec(img: Any, *args: Any, **kw: Any) -> Any:
+            calls.append(_call_key(name, dict(zip(("bits",) if name == "posterize" else (), args), **kw)))
+            return img
+        return rec
+
+    names = ["affine", "rotate", "adjust_brightness", "adjust_saturation", "adjust_contrast", "adjust_sharpness",
+             "posterize", "solarize", "autocontrast", "equalize"]
+    saved = {n: getattr(aa.F, n) for n in names}
+    try:
+        for n in names:
+            setattr(aa.F, n, recorder(n))
+        img = image()
+        space = t._AUGMENTATION_SPACE
+        for tid, (mags_fn, signed) in space.items():
+            mags = mags_fn(n_bins, SIDE, SIDE)
+            values = [float(m) for m in mags] if mags is not None and mags.ndim > 0 else [0.0]
+            for m in values:
+                for sign in ((1.0, -1.0) if signed else (1.0,)):
+                    t._apply_image_or_video_transform(img, tid, m * sign, T.InterpolationMode.NEAREST, t._fill)
+    finally:
+        for n, f in saved.items():
+            setattr(aa.F, n, f)
+    return set(calls)
+
+
+def _call_key(name: str, a: Dict[str, Any]) -> Tuple[str, Any]:
+    """An op's call as a comparable key: its numeric arguments as floats."""
+    keys = {"affine": ("angle", "translate", "scale", "shear", "center"), "rotate": ("angle",),
+            "adjust_brightness": ("brightness_factor",), "adjust_saturation": ("saturation_factor",),
+            "adjust_contrast": ("contrast_factor",), "adjust_sharpness": ("sharpness_factor",),
+            "posterize": ("bits",), "solarize": ("threshold",), "autocontrast": (), "equalize": ()}[name]
+
+    def val(v: Any) -> Any:
+        if v is None:
+            return None
+        if isinstance(v, (list, tuple)):
+            return tuple(float(x) for x in v)
+        return float(v)
+    return name, tuple(val(a.get(k)) for k in keys)
+
+
+def _shear_to(want: set, key: Tuple[str, Any]) -> Tuple[str, Any]:
+    """A traced shear as torchvision's call for the same bin: the bins are
+    torch's to the bit, but the shear's degrees(atan(magnitude)) is Go's
+    atan and x * 180 / pi where torchvision takes libm's atan and CPython's
+    x / (pi / 180): within 2 ulp (checked here), not always the same last
+    bit. Other keys are as they are."""
+    name, a = key
+    if name != "affine" or a[3] == (0.0, 0.0):
+        return key
+    for w in want:
+        if w[0] == "affine" and w[1][:3] == a[:3] and w[1][4] == a[4] and all(
+                x == y or (x * y > 0 and abs(x - y) <= 2 * math.ulp(y)) for x, y in zip(a[3], w[1][3])):
+            return w
+    return key
+
+
+@pytest.mark.parametrize("bins", [31, 11, 7])
+def test_trivial_augment_bins_are_torchs(stoker_bin: Path, bins: int) -> None:
+    """TrivialAugmentWide's traced arguments are the calls torchvision's own
+    TrivialAugmentWide makes with the bins the torch in .venv computes, to
+    the bit: every traced call is one of them, and every one of them is
+    drawn (the translation bins that torch's linspace puts a last bit under
+    an integer, 15.999999 for 16 at bin 15 of 31, truncate as torchvision
+    truncates them)."""
+    want = _tv_calls(T.TrivialAugmentWide(num_magnitude_bins=bins), bins)
+    traces = stoker_traces(stoker_bin, [center(), op(trivial_augment_wide=pb.TrivialAugmentWide(
+        num_magnitude_bins=bins))], 40 * len(want), seed=3)
+    got = {_shear_to(want, _call_key(s, a)) for steps in traces for s, a in steps}
+    assert got - want == set(), f"{len(got - want)} traced calls torchvision's TrivialAugmentWide never makes: {sorted(got - want)[:8]}"
+    # the shear and translation of magnitude 0 are one affine either way
+    missing = want - got
+    assert missing == set(), f"{len(missing)} of torchvision's calls never drawn: {sorted(missing)[:8]}"

@@ -153,6 +153,10 @@ def _interp_modes():
 
 
 SPECS = [
+    (lambda: T.RandomCrop(32, padding=4),
+     pb.Op(random_crop=pb.RandomCrop(height=32, width=32, padding=[4], fill=[0]))),
+    (lambda: T.RandomCrop((30, 40), padding=(1, 2), pad_if_needed=True, fill=(1, 2, 3)),
+     pb.Op(random_crop=pb.RandomCrop(height=30, width=40, padding=[1, 2], pad_if_needed=True, fill=[1, 2, 3]))),
     (lambda: T.RandomResizedCrop(224),
      pb.Op(random_resized_crop=pb.RandomResizedCrop(height=224, width=224, scale_min=0.08, scale_max=1,
                                                     ratio_min=3 / 4, ratio_max=4 / 3))),
@@ -293,7 +297,7 @@ def test_signatures_are_torchvisions() -> None:
             want = own.get((name, arg), norm(p.default))
             assert norm(ours[arg].default) == want, (name, arg)
         checked += 1
-    assert checked == 27
+    assert checked == 28
 
 
 def _tv(version: str):

@@ -24,6 +24,60 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Decode is how a job decodes its JPEGs (JobSpec.decode).
+type Decode int32
+
+const (
+	// The server's default (stoker serve --decode).
+	Decode_DECODE_UNSPECIFIED Decode = 0
+	// Full scale: decode_jpeg's pixels, resampled as torchvision does.
+	Decode_DECODE_EXACT Decode = 1
+	// A DCT scale where the crop is large enough: faster on large photos,
+	// not torchvision's bytes.
+	Decode_DECODE_FAST Decode = 2
+)
+
+// Enum value maps for Decode.
+var (
+	Decode_name = map[int32]string{
+		0: "DECODE_UNSPECIFIED",
+		1: "DECODE_EXACT",
+		2: "DECODE_FAST",
+	}
+	Decode_value = map[string]int32{
+		"DECODE_UNSPECIFIED": 0,
+		"DECODE_EXACT":       1,
+		"DECODE_FAST":        2,
+	}
+)
+
+func (x Decode) Enum() *Decode {
+	p := new(Decode)
+	*p = x
+	return p
+}
+
+func (x Decode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Decode) Descriptor() protoreflect.EnumDescriptor {
+	return file_stoker_v1_stoker_proto_enumTypes[0].Descriptor()
+}
+
+func (Decode) Type() protoreflect.EnumType {
+	return &file_stoker_v1_stoker_proto_enumTypes[0]
+}
+
+func (x Decode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Decode.Descriptor instead.
+func (Decode) EnumDescriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{0}
+}
+
 // ShuffleMode is how a shuffled epoch's order is made (Plan in
 // server/plan.go). Both keep batch k of epoch e a pure function of
 // (JobSpec, e, k).
@@ -68,11 +122,11 @@ func (x ShuffleMode) String() string {
 }
 
 func (ShuffleMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_stoker_v1_stoker_proto_enumTypes[0].Descriptor()
+	return file_stoker_v1_stoker_proto_enumTypes[1].Descriptor()
 }
 
 func (ShuffleMode) Type() protoreflect.EnumType {
-	return &file_stoker_v1_stoker_proto_enumTypes[0]
+	return &file_stoker_v1_stoker_proto_enumTypes[1]
 }
 
 func (x ShuffleMode) Number() protoreflect.EnumNumber {
@@ -81,7 +135,7 @@ func (x ShuffleMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ShuffleMode.Descriptor instead.
 func (ShuffleMode) EnumDescriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{0}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{1}
 }
 
 // Layout is the axis order of a batch of images.
@@ -119,11 +173,11 @@ func (x Layout) String() string {
 }
 
 func (Layout) Descriptor() protoreflect.EnumDescriptor {
-	return file_stoker_v1_stoker_proto_enumTypes[1].Descriptor()
+	return file_stoker_v1_stoker_proto_enumTypes[2].Descriptor()
 }
 
 func (Layout) Type() protoreflect.EnumType {
-	return &file_stoker_v1_stoker_proto_enumTypes[1]
+	return &file_stoker_v1_stoker_proto_enumTypes[2]
 }
 
 func (x Layout) Number() protoreflect.EnumNumber {
@@ -132,7 +186,7 @@ func (x Layout) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Layout.Descriptor instead.
 func (Layout) EnumDescriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{1}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{2}
 }
 
 // FailPolicy says what takes an undecodable sample's place. Either way the
@@ -173,11 +227,11 @@ func (x FailPolicy) String() string {
 }
 
 func (FailPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_stoker_v1_stoker_proto_enumTypes[2].Descriptor()
+	return file_stoker_v1_stoker_proto_enumTypes[3].Descriptor()
 }
 
 func (FailPolicy) Type() protoreflect.EnumType {
-	return &file_stoker_v1_stoker_proto_enumTypes[2]
+	return &file_stoker_v1_stoker_proto_enumTypes[3]
 }
 
 func (x FailPolicy) Number() protoreflect.EnumNumber {
@@ -186,7 +240,7 @@ func (x FailPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FailPolicy.Descriptor instead.
 func (FailPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{2}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
 }
 
 // Interpolation is torchvision's InterpolationMode.
@@ -230,11 +284,11 @@ func (x Interpolation) String() string {
 }
 
 func (Interpolation) Descriptor() protoreflect.EnumDescriptor {
-	return file_stoker_v1_stoker_proto_enumTypes[3].Descriptor()
+	return file_stoker_v1_stoker_proto_enumTypes[4].Descriptor()
 }
 
 func (Interpolation) Type() protoreflect.EnumType {
-	return &file_stoker_v1_stoker_proto_enumTypes[3]
+	return &file_stoker_v1_stoker_proto_enumTypes[4]
 }
 
 func (x Interpolation) Number() protoreflect.EnumNumber {
@@ -243,7 +297,7 @@ func (x Interpolation) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Interpolation.Descriptor instead.
 func (Interpolation) EnumDescriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{3}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{4}
 }
 
 // Dtype is the element type of a batch's pixels.
@@ -282,11 +336,11 @@ func (x Dtype) String() string {
 }
 
 func (Dtype) Descriptor() protoreflect.EnumDescriptor {
-	return file_stoker_v1_stoker_proto_enumTypes[4].Descriptor()
+	return file_stoker_v1_stoker_proto_enumTypes[5].Descriptor()
 }
 
 func (Dtype) Type() protoreflect.EnumType {
-	return &file_stoker_v1_stoker_proto_enumTypes[4]
+	return &file_stoker_v1_stoker_proto_enumTypes[5]
 }
 
 func (x Dtype) Number() protoreflect.EnumNumber {
@@ -295,7 +349,7 @@ func (x Dtype) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Dtype.Descriptor instead.
 func (Dtype) EnumDescriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{4}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{5}
 }
 
 // FeedRequest is a message from the trainer on a Feed stream.
@@ -483,7 +537,14 @@ type JobSpec struct {
 	// both have samples waiting. 0 (unset) means 1. The server clamps it to
 	// [1/--max-cpu-weight, --max-cpu-weight] (default 1: a client may not
 	// raise its share unless the operator allows it).
-	CpuWeight     float64 `protobuf:"fixed64,50,opt,name=cpu_weight,json=cpuWeight,proto3" json:"cpu_weight,omitempty"`
+	CpuWeight float64 `protobuf:"fixed64,50,opt,name=cpu_weight,json=cpuWeight,proto3" json:"cpu_weight,omitempty"`
+	// How JPEGs are decoded before the geometry: DECODE_EXACT at full scale,
+	// torchvision's pixels; DECODE_FAST may decode at a DCT scale (1/2, 1/4,
+	// 1/8) where the crop is at least that many times the output and an
+	// antialiased filter follows (docs/transforms.md gives its bound).
+	// Unspecified: the server's default (stoker serve --decode, exact unless
+	// set), which the server writes here before it forwards the job.
+	Decode        Decode `protobuf:"varint,90,opt,name=decode,proto3,enum=stoker.v1.Decode" json:"decode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -663,6 +724,13 @@ func (x *JobSpec) GetCpuWeight() float64 {
 		return x.CpuWeight
 	}
 	return 0
+}
+
+func (x *JobSpec) GetDecode() Decode {
+	if x != nil {
+		return x.Decode
+	}
+	return Decode_DECODE_UNSPECIFIED
 }
 
 // MixPart is one dataset of a mix and its weight.
@@ -1377,6 +1445,7 @@ type Op struct {
 	//	*Op_AutoAugment
 	//	*Op_AugMix
 	//	*Op_TimmRandAugment
+	//	*Op_RandomCrop
 	Op            isOp_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1662,6 +1731,15 @@ func (x *Op) GetTimmRandAugment() *TimmRandAugment {
 	return nil
 }
 
+func (x *Op) GetRandomCrop() *RandomCrop {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomCrop); ok {
+			return x.RandomCrop
+		}
+	}
+	return nil
+}
+
 type isOp_Op interface {
 	isOp_Op()
 }
@@ -1774,6 +1852,10 @@ type Op_TimmRandAugment struct {
 	TimmRandAugment *TimmRandAugment `protobuf:"bytes,27,opt,name=timm_rand_augment,json=timmRandAugment,proto3,oneof"`
 }
 
+type Op_RandomCrop struct {
+	RandomCrop *RandomCrop `protobuf:"bytes,90,opt,name=random_crop,json=randomCrop,proto3,oneof"`
+}
+
 func (*Op_RandomResizedCrop) isOp_Op() {}
 
 func (*Op_Resize) isOp_Op() {}
@@ -1828,6 +1910,103 @@ func (*Op_AugMix) isOp_Op() {}
 
 func (*Op_TimmRandAugment) isOp_Op() {}
 
+func (*Op_RandomCrop) isOp_Op() {}
+
+// RandomCrop is torchvision's RandomCrop: the image padded (padding, then
+// with pad_if_needed each side still short of the crop by its difference
+// on both ends), then a crop of height x width at a uniform position. A
+// geometry op (first, alone). padding_mode "constant" only.
+type RandomCrop struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Height uint32                 `protobuf:"varint,1,opt,name=height,proto3" json:"height,omitempty"`
+	// 0: height.
+	Width uint32 `protobuf:"varint,2,opt,name=width,proto3" json:"width,omitempty"`
+	// torchvision's padding: empty (None), 1 value (every side), 2 (left and
+	// right, top and bottom) or 4 (left, top, right, bottom).
+	Padding     []uint32 `protobuf:"varint,3,rep,packed,name=padding,proto3" json:"padding,omitempty"`
+	PadIfNeeded bool     `protobuf:"varint,4,opt,name=pad_if_needed,json=padIfNeeded,proto3" json:"pad_if_needed,omitempty"`
+	// The constant fill: 1 value or 3 (per channel), integers 0..255;
+	// empty: 0.
+	Fill []float64 `protobuf:"fixed64,5,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	// "" or "constant"; torchvision's edge, reflect and symmetric are
+	// refused.
+	PaddingMode   string `protobuf:"bytes,6,opt,name=padding_mode,json=paddingMode,proto3" json:"padding_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomCrop) Reset() {
+	*x = RandomCrop{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomCrop) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomCrop) ProtoMessage() {}
+
+func (x *RandomCrop) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomCrop.ProtoReflect.Descriptor instead.
+func (*RandomCrop) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *RandomCrop) GetHeight() uint32 {
+	if x != nil {
+		return x.Height
+	}
+	return 0
+}
+
+func (x *RandomCrop) GetWidth() uint32 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+func (x *RandomCrop) GetPadding() []uint32 {
+	if x != nil {
+		return x.Padding
+	}
+	return nil
+}
+
+func (x *RandomCrop) GetPadIfNeeded() bool {
+	if x != nil {
+		return x.PadIfNeeded
+	}
+	return false
+}
+
+func (x *RandomCrop) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
+}
+
+func (x *RandomCrop) GetPaddingMode() string {
+	if x != nil {
+		return x.PaddingMode
+	}
+	return ""
+}
+
 // Range is a (min, max) pair.
 type Range struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1839,7 +2018,7 @@ type Range struct {
 
 func (x *Range) Reset() {
 	*x = Range{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1851,7 +2030,7 @@ func (x *Range) String() string {
 func (*Range) ProtoMessage() {}
 
 func (x *Range) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1864,7 +2043,7 @@ func (x *Range) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Range.ProtoReflect.Descriptor instead.
 func (*Range) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{13}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Range) GetMin() float64 {
@@ -1904,7 +2083,7 @@ type RandomResizedCrop struct {
 
 func (x *RandomResizedCrop) Reset() {
 	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1916,7 +2095,7 @@ func (x *RandomResizedCrop) String() string {
 func (*RandomResizedCrop) ProtoMessage() {}
 
 func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1929,7 +2108,7 @@ func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
 func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RandomResizedCrop) GetHeight() uint32 {
@@ -2009,7 +2188,7 @@ type Resize struct {
 
 func (x *Resize) Reset() {
 	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2021,7 +2200,7 @@ func (x *Resize) String() string {
 func (*Resize) ProtoMessage() {}
 
 func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2034,7 +2213,7 @@ func (x *Resize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resize.ProtoReflect.Descriptor instead.
 func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Resize) GetHeight() uint32 {
@@ -2076,7 +2255,7 @@ type CenterCrop struct {
 
 func (x *CenterCrop) Reset() {
 	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2088,7 +2267,7 @@ func (x *CenterCrop) String() string {
 func (*CenterCrop) ProtoMessage() {}
 
 func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2101,7 +2280,7 @@ func (x *CenterCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
 func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CenterCrop) GetHeight() uint32 {
@@ -2128,7 +2307,7 @@ type RandomHorizontalFlip struct {
 
 func (x *RandomHorizontalFlip) Reset() {
 	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2140,7 +2319,7 @@ func (x *RandomHorizontalFlip) String() string {
 func (*RandomHorizontalFlip) ProtoMessage() {}
 
 func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2153,7 +2332,7 @@ func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
 func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RandomHorizontalFlip) GetP() float64 {
@@ -2173,7 +2352,7 @@ type RandomVerticalFlip struct {
 
 func (x *RandomVerticalFlip) Reset() {
 	*x = RandomVerticalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2185,7 +2364,7 @@ func (x *RandomVerticalFlip) String() string {
 func (*RandomVerticalFlip) ProtoMessage() {}
 
 func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2198,7 +2377,7 @@ func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomVerticalFlip.ProtoReflect.Descriptor instead.
 func (*RandomVerticalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RandomVerticalFlip) GetP() float64 {
@@ -2228,7 +2407,7 @@ type ColorJitter struct {
 
 func (x *ColorJitter) Reset() {
 	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2240,7 +2419,7 @@ func (x *ColorJitter) String() string {
 func (*ColorJitter) ProtoMessage() {}
 
 func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2253,7 +2432,7 @@ func (x *ColorJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
 func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ColorJitter) GetBrightness() float64 {
@@ -2324,7 +2503,7 @@ type Normalize struct {
 
 func (x *Normalize) Reset() {
 	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2515,7 @@ func (x *Normalize) String() string {
 func (*Normalize) ProtoMessage() {}
 
 func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2528,7 @@ func (x *Normalize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
 func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Normalize) GetMean() []float64 {
@@ -2376,7 +2555,7 @@ type Grayscale struct {
 
 func (x *Grayscale) Reset() {
 	*x = Grayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2388,7 +2567,7 @@ func (x *Grayscale) String() string {
 func (*Grayscale) ProtoMessage() {}
 
 func (x *Grayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2401,7 +2580,7 @@ func (x *Grayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grayscale.ProtoReflect.Descriptor instead.
 func (*Grayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Grayscale) GetNumOutputChannels() uint32 {
@@ -2421,7 +2600,7 @@ type RandomGrayscale struct {
 
 func (x *RandomGrayscale) Reset() {
 	*x = RandomGrayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2433,7 +2612,7 @@ func (x *RandomGrayscale) String() string {
 func (*RandomGrayscale) ProtoMessage() {}
 
 func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2446,7 +2625,7 @@ func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomGrayscale.ProtoReflect.Descriptor instead.
 func (*RandomGrayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RandomGrayscale) GetP() float64 {
@@ -2470,7 +2649,7 @@ type GaussianBlur struct {
 
 func (x *GaussianBlur) Reset() {
 	*x = GaussianBlur{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2482,7 +2661,7 @@ func (x *GaussianBlur) String() string {
 func (*GaussianBlur) ProtoMessage() {}
 
 func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2495,7 +2674,7 @@ func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GaussianBlur.ProtoReflect.Descriptor instead.
 func (*GaussianBlur) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GaussianBlur) GetKernelX() uint32 {
@@ -2537,7 +2716,7 @@ type RandomSolarize struct {
 
 func (x *RandomSolarize) Reset() {
 	*x = RandomSolarize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2549,7 +2728,7 @@ func (x *RandomSolarize) String() string {
 func (*RandomSolarize) ProtoMessage() {}
 
 func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2562,7 +2741,7 @@ func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomSolarize.ProtoReflect.Descriptor instead.
 func (*RandomSolarize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RandomSolarize) GetThreshold() float64 {
@@ -2590,7 +2769,7 @@ type RandomPosterize struct {
 
 func (x *RandomPosterize) Reset() {
 	*x = RandomPosterize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2602,7 +2781,7 @@ func (x *RandomPosterize) String() string {
 func (*RandomPosterize) ProtoMessage() {}
 
 func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2615,7 +2794,7 @@ func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPosterize.ProtoReflect.Descriptor instead.
 func (*RandomPosterize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RandomPosterize) GetBits() uint32 {
@@ -2642,7 +2821,7 @@ type RandomInvert struct {
 
 func (x *RandomInvert) Reset() {
 	*x = RandomInvert{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2654,7 +2833,7 @@ func (x *RandomInvert) String() string {
 func (*RandomInvert) ProtoMessage() {}
 
 func (x *RandomInvert) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2667,7 +2846,7 @@ func (x *RandomInvert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomInvert.ProtoReflect.Descriptor instead.
 func (*RandomInvert) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RandomInvert) GetP() float64 {
@@ -2687,7 +2866,7 @@ type RandomEqualize struct {
 
 func (x *RandomEqualize) Reset() {
 	*x = RandomEqualize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2699,7 +2878,7 @@ func (x *RandomEqualize) String() string {
 func (*RandomEqualize) ProtoMessage() {}
 
 func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2712,7 +2891,7 @@ func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomEqualize.ProtoReflect.Descriptor instead.
 func (*RandomEqualize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RandomEqualize) GetP() float64 {
@@ -2732,7 +2911,7 @@ type RandomAutocontrast struct {
 
 func (x *RandomAutocontrast) Reset() {
 	*x = RandomAutocontrast{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2744,7 +2923,7 @@ func (x *RandomAutocontrast) String() string {
 func (*RandomAutocontrast) ProtoMessage() {}
 
 func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2757,7 +2936,7 @@ func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAutocontrast.ProtoReflect.Descriptor instead.
 func (*RandomAutocontrast) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RandomAutocontrast) GetP() float64 {
@@ -2778,7 +2957,7 @@ type RandomAdjustSharpness struct {
 
 func (x *RandomAdjustSharpness) Reset() {
 	*x = RandomAdjustSharpness{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2790,7 +2969,7 @@ func (x *RandomAdjustSharpness) String() string {
 func (*RandomAdjustSharpness) ProtoMessage() {}
 
 func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2803,7 +2982,7 @@ func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAdjustSharpness.ProtoReflect.Descriptor instead.
 func (*RandomAdjustSharpness) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RandomAdjustSharpness) GetSharpnessFactor() float64 {
@@ -2838,7 +3017,7 @@ type RandomRotation struct {
 
 func (x *RandomRotation) Reset() {
 	*x = RandomRotation{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2850,7 +3029,7 @@ func (x *RandomRotation) String() string {
 func (*RandomRotation) ProtoMessage() {}
 
 func (x *RandomRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2863,7 +3042,7 @@ func (x *RandomRotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomRotation.ProtoReflect.Descriptor instead.
 func (*RandomRotation) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RandomRotation) GetDegrees() *Range {
@@ -2921,7 +3100,7 @@ type RandomAffine struct {
 
 func (x *RandomAffine) Reset() {
 	*x = RandomAffine{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2933,7 +3112,7 @@ func (x *RandomAffine) String() string {
 func (*RandomAffine) ProtoMessage() {}
 
 func (x *RandomAffine) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2946,7 +3125,7 @@ func (x *RandomAffine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAffine.ProtoReflect.Descriptor instead.
 func (*RandomAffine) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RandomAffine) GetDegrees() *Range {
@@ -3025,7 +3204,7 @@ type RandomErasing struct {
 
 func (x *RandomErasing) Reset() {
 	*x = RandomErasing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3037,7 +3216,7 @@ func (x *RandomErasing) String() string {
 func (*RandomErasing) ProtoMessage() {}
 
 func (x *RandomErasing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3050,7 +3229,7 @@ func (x *RandomErasing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomErasing.ProtoReflect.Descriptor instead.
 func (*RandomErasing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RandomErasing) GetP() float64 {
@@ -3113,7 +3292,7 @@ type RandomApply struct {
 
 func (x *RandomApply) Reset() {
 	*x = RandomApply{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3125,7 +3304,7 @@ func (x *RandomApply) String() string {
 func (*RandomApply) ProtoMessage() {}
 
 func (x *RandomApply) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3138,7 +3317,7 @@ func (x *RandomApply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomApply.ProtoReflect.Descriptor instead.
 func (*RandomApply) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RandomApply) GetOps() []*Op {
@@ -3166,7 +3345,7 @@ type RandomChoice struct {
 
 func (x *RandomChoice) Reset() {
 	*x = RandomChoice{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3178,7 +3357,7 @@ func (x *RandomChoice) String() string {
 func (*RandomChoice) ProtoMessage() {}
 
 func (x *RandomChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3191,7 +3370,7 @@ func (x *RandomChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomChoice.ProtoReflect.Descriptor instead.
 func (*RandomChoice) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RandomChoice) GetOps() []*Op {
@@ -3218,7 +3397,7 @@ type RandomOrder struct {
 
 func (x *RandomOrder) Reset() {
 	*x = RandomOrder{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3230,7 +3409,7 @@ func (x *RandomOrder) String() string {
 func (*RandomOrder) ProtoMessage() {}
 
 func (x *RandomOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3243,7 +3422,7 @@ func (x *RandomOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomOrder.ProtoReflect.Descriptor instead.
 func (*RandomOrder) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RandomOrder) GetOps() []*Op {
@@ -3267,7 +3446,7 @@ type TrivialAugmentWide struct {
 
 func (x *TrivialAugmentWide) Reset() {
 	*x = TrivialAugmentWide{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3279,7 +3458,7 @@ func (x *TrivialAugmentWide) String() string {
 func (*TrivialAugmentWide) ProtoMessage() {}
 
 func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3292,7 +3471,7 @@ func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrivialAugmentWide.ProtoReflect.Descriptor instead.
 func (*TrivialAugmentWide) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *TrivialAugmentWide) GetNumMagnitudeBins() uint32 {
@@ -3331,7 +3510,7 @@ type RandAugment struct {
 
 func (x *RandAugment) Reset() {
 	*x = RandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3343,7 +3522,7 @@ func (x *RandAugment) String() string {
 func (*RandAugment) ProtoMessage() {}
 
 func (x *RandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3356,7 +3535,7 @@ func (x *RandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandAugment.ProtoReflect.Descriptor instead.
 func (*RandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RandAugment) GetNumOps() uint32 {
@@ -3407,7 +3586,7 @@ type AutoAugment struct {
 
 func (x *AutoAugment) Reset() {
 	*x = AutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3419,7 +3598,7 @@ func (x *AutoAugment) String() string {
 func (*AutoAugment) ProtoMessage() {}
 
 func (x *AutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3432,7 +3611,7 @@ func (x *AutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoAugment.ProtoReflect.Descriptor instead.
 func (*AutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *AutoAugment) GetPolicy() string {
@@ -3473,7 +3652,7 @@ type AugMix struct {
 
 func (x *AugMix) Reset() {
 	*x = AugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3485,7 +3664,7 @@ func (x *AugMix) String() string {
 func (*AugMix) ProtoMessage() {}
 
 func (x *AugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3498,7 +3677,7 @@ func (x *AugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AugMix.ProtoReflect.Descriptor instead.
 func (*AugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *AugMix) GetSeverity() uint32 {
@@ -3567,7 +3746,7 @@ type TimmRandAugment struct {
 
 func (x *TimmRandAugment) Reset() {
 	*x = TimmRandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3579,7 +3758,7 @@ func (x *TimmRandAugment) String() string {
 func (*TimmRandAugment) ProtoMessage() {}
 
 func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3592,7 +3771,7 @@ func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmRandAugment.ProtoReflect.Descriptor instead.
 func (*TimmRandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TimmRandAugment) GetConfig() string {
@@ -3637,7 +3816,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3649,7 +3828,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3662,7 +3841,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -3717,7 +3896,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3729,7 +3908,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3742,7 +3921,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -3854,14 +4033,17 @@ type JobInfo struct {
 	// A transform of several views (TransformSpec.views): each view, in
 	// order, one per view (a group of 8 lists 8); sample_shape is then view
 	// 0's, and a sample is every view's bytes.
-	Views         []*ViewInfo `protobuf:"bytes,40,rep,name=views,proto3" json:"views,omitempty"`
+	Views []*ViewInfo `protobuf:"bytes,40,rep,name=views,proto3" json:"views,omitempty"`
+	// How the job's JPEGs are decoded (JobSpec.decode, the server's default
+	// filled in): DECODE_EXACT or DECODE_FAST.
+	Decode        Decode `protobuf:"varint,90,opt,name=decode,proto3,enum=stoker.v1.Decode" json:"decode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3873,7 +4055,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3886,7 +4068,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -3959,6 +4141,13 @@ func (x *JobInfo) GetViews() []*ViewInfo {
 	return nil
 }
 
+func (x *JobInfo) GetDecode() Decode {
+	if x != nil {
+		return x.Decode
+	}
+	return Decode_DECODE_UNSPECIFIED
+}
+
 // ViewInfo is one view of a job's samples.
 type ViewInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3972,7 +4161,7 @@ type ViewInfo struct {
 
 func (x *ViewInfo) Reset() {
 	*x = ViewInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3984,7 +4173,7 @@ func (x *ViewInfo) String() string {
 func (*ViewInfo) ProtoMessage() {}
 
 func (x *ViewInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3997,7 +4186,7 @@ func (x *ViewInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewInfo.ProtoReflect.Descriptor instead.
 func (*ViewInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ViewInfo) GetName() string {
@@ -4037,6 +4226,10 @@ type BatchHeader struct {
 	// first (docs/transforms.md). Of several views, per sample a JSON list
 	// of each view's trace, in view order.
 	Traces []string `protobuf:"bytes,20,rep,name=traces,proto3" json:"traces,omitempty"`
+	// With traces: how the job decoded its JPEGs (JobInfo.decode), which
+	// the traced geometry ran after: DECODE_EXACT (at full scale, as
+	// torchvision's decode_jpeg) or DECODE_FAST (possibly at a DCT scale).
+	Decode Decode `protobuf:"varint,90,opt,name=decode,proto3,enum=stoker.v1.Decode" json:"decode,omitempty"`
 	// A job of several views (JobInfo.views): each view's shape, [N, 3, H, W]
 	// or [N, H, W, 3], in order; the pixels are view after view, each view's
 	// N samples back to back (shape is then view 0's). Empty for one view.
@@ -4050,7 +4243,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4062,7 +4255,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4075,7 +4268,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -4148,6 +4341,13 @@ func (x *BatchHeader) GetTraces() []string {
 	return nil
 }
 
+func (x *BatchHeader) GetDecode() Decode {
+	if x != nil {
+		return x.Decode
+	}
+	return Decode_DECODE_UNSPECIFIED
+}
+
 func (x *BatchHeader) GetViews() []*Shape {
 	if x != nil {
 		return x.Views
@@ -4172,7 +4372,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4184,7 +4384,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4197,7 +4397,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -4222,7 +4422,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4234,7 +4434,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4247,7 +4447,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *FieldValues) GetName() string {
@@ -4284,7 +4484,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4296,7 +4496,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4309,7 +4509,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -4347,7 +4547,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4359,7 +4559,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4372,7 +4572,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -4409,7 +4609,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4421,7 +4621,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4434,7 +4634,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -4474,7 +4674,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4486,7 +4686,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4499,7 +4699,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -4512,7 +4712,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4524,7 +4724,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4537,7 +4737,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -4565,7 +4765,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4577,7 +4777,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4590,7 +4790,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -4652,7 +4852,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4664,7 +4864,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4677,7 +4877,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -4783,7 +4983,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4795,7 +4995,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4808,7 +5008,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -4827,7 +5027,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4839,7 +5039,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4852,7 +5052,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -4872,7 +5072,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4884,7 +5084,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4897,7 +5097,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -4946,7 +5146,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4958,7 +5158,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4971,7 +5171,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -5047,7 +5247,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5059,7 +5259,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5072,7 +5272,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -5099,7 +5299,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5111,7 +5311,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5124,7 +5324,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -5228,7 +5428,7 @@ type LeaseProgress struct {
 
 func (x *LeaseProgress) Reset() {
 	*x = LeaseProgress{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5240,7 +5440,7 @@ func (x *LeaseProgress) String() string {
 func (*LeaseProgress) ProtoMessage() {}
 
 func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5253,7 +5453,7 @@ func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
 func (*LeaseProgress) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *LeaseProgress) GetLease() uint64 {
@@ -5283,7 +5483,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5295,7 +5495,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5308,7 +5508,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -5380,7 +5580,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5392,7 +5592,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5405,7 +5605,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -5479,7 +5679,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5491,7 +5691,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5504,7 +5704,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -5550,7 +5750,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5562,7 +5762,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5575,7 +5775,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -5628,7 +5828,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5640,7 +5840,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5653,7 +5853,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -5686,7 +5886,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5698,7 +5898,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5711,7 +5911,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -5730,7 +5930,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5742,7 +5942,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5755,7 +5955,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -5862,7 +6062,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5874,7 +6074,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5887,7 +6087,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *JobStatus) GetId() string {
@@ -6116,7 +6316,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6128,7 +6328,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6141,7 +6341,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -6239,7 +6439,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6251,7 +6451,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6264,7 +6464,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -6353,7 +6553,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xfe\x05\n" +
+	"\x03msg\"\xa9\x06\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -6381,7 +6581,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\vmix_samples\x18! \x01(\x04R\n" +
 	"mixSamples\x12\x1d\n" +
 	"\n" +
-	"cpu_weight\x182 \x01(\x01R\tcpuWeight\";\n" +
+	"cpu_weight\x182 \x01(\x01R\tcpuWeight\x12)\n" +
+	"\x06decode\x18Z \x01(\x0e2\x11.stoker.v1.DecodeR\x06decode\";\n" +
 	"\aMixPart\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12\x16\n" +
 	"\x06weight\x18\x02 \x01(\x01R\x06weight\"D\n" +
@@ -6427,7 +6628,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\tViewGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
-	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xaa\x0e\n" +
+	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xe4\x0e\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +
@@ -6457,8 +6658,18 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\frand_augment\x18\x18 \x01(\v2\x16.stoker.v1.RandAugmentH\x00R\vrandAugment\x12;\n" +
 	"\fauto_augment\x18\x19 \x01(\v2\x16.stoker.v1.AutoAugmentH\x00R\vautoAugment\x12,\n" +
 	"\aaug_mix\x18\x1a \x01(\v2\x11.stoker.v1.AugMixH\x00R\x06augMix\x12H\n" +
-	"\x11timm_rand_augment\x18\x1b \x01(\v2\x1a.stoker.v1.TimmRandAugmentH\x00R\x0ftimmRandAugmentB\x04\n" +
-	"\x02op\"+\n" +
+	"\x11timm_rand_augment\x18\x1b \x01(\v2\x1a.stoker.v1.TimmRandAugmentH\x00R\x0ftimmRandAugment\x128\n" +
+	"\vrandom_crop\x18Z \x01(\v2\x15.stoker.v1.RandomCropH\x00R\n" +
+	"randomCropB\x04\n" +
+	"\x02op\"\xaf\x01\n" +
+	"\n" +
+	"RandomCrop\x12\x16\n" +
+	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
+	"\x05width\x18\x02 \x01(\rR\x05width\x12\x18\n" +
+	"\apadding\x18\x03 \x03(\rR\apadding\x12\"\n" +
+	"\rpad_if_needed\x18\x04 \x01(\bR\vpadIfNeeded\x12\x12\n" +
+	"\x04fill\x18\x05 \x03(\x01R\x04fill\x12!\n" +
+	"\fpadding_mode\x18\x06 \x01(\tR\vpaddingMode\"+\n" +
 	"\x05Range\x12\x10\n" +
 	"\x03min\x18\x01 \x01(\x01R\x03min\x12\x10\n" +
 	"\x03max\x18\x02 \x01(\x01R\x03max\"\xd9\x02\n" +
@@ -6618,7 +6829,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x05chunk\x18\x03 \x01(\v2\x10.stoker.v1.ChunkH\x00R\x05chunk\x12'\n" +
 	"\x03end\x18\x04 \x01(\v2\x13.stoker.v1.EpochEndH\x00R\x03end\x12'\n" +
 	"\x03shm\x18\x05 \x01(\v2\x13.stoker.v1.ShmOfferH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xd0\x02\n" +
+	"\x03msg\"\xfb\x02\n" +
 	"\aJobInfo\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\abatches\x18\x02 \x01(\x04R\abatches\x12\x18\n" +
@@ -6629,10 +6840,11 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\fsample_shape\x18\a \x03(\rR\vsampleShape\x12&\n" +
 	"\x05dtype\x18\b \x01(\x0e2\x10.stoker.v1.DtypeR\x05dtype\x12&\n" +
 	"\x0fmax_chunk_bytes\x18\t \x01(\rR\rmaxChunkBytes\x12)\n" +
-	"\x05views\x18( \x03(\v2\x13.stoker.v1.ViewInfoR\x05views\"A\n" +
+	"\x05views\x18( \x03(\v2\x13.stoker.v1.ViewInfoR\x05views\x12)\n" +
+	"\x06decode\x18Z \x01(\x0e2\x11.stoker.v1.DecodeR\x06decode\"A\n" +
 	"\bViewInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
-	"\fsample_shape\x18\x02 \x03(\rR\vsampleShape\"\x8c\x03\n" +
+	"\fsample_shape\x18\x02 \x03(\rR\vsampleShape\"\xb7\x03\n" +
 	"\vBatchHeader\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x04R\x06number\x12\x14\n" +
@@ -6644,7 +6856,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\n" +
 	"data_bytes\x18\b \x01(\x04R\tdataBytes\x12\x17\n" +
 	"\x04slot\x18\t \x01(\rH\x00R\x04slot\x88\x01\x01\x12\x16\n" +
-	"\x06traces\x18\x14 \x03(\tR\x06traces\x12&\n" +
+	"\x06traces\x18\x14 \x03(\tR\x06traces\x12)\n" +
+	"\x06decode\x18Z \x01(\x0e2\x11.stoker.v1.DecodeR\x06decode\x12&\n" +
 	"\x05views\x18( \x03(\v2\x10.stoker.v1.ShapeR\x05views\x12.\n" +
 	"\x06fields\x18\x1e \x03(\v2\x16.stoker.v1.FieldValuesR\x06fieldsB\a\n" +
 	"\x05_slot\"\x1b\n" +
@@ -6812,7 +7025,11 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x11failures_in_a_row\x18\t \x01(\rR\x0efailuresInARow\x12#\n" +
 	"\rlease_seconds\x18\n" +
 	" \x01(\x01R\fleaseSeconds\x12#\n" +
-	"\rnetwork_share\x18\v \x01(\x01R\fnetworkShare*\\\n" +
+	"\rnetwork_share\x18\v \x01(\x01R\fnetworkShare*C\n" +
+	"\x06Decode\x12\x16\n" +
+	"\x12DECODE_UNSPECIFIED\x10\x00\x12\x10\n" +
+	"\fDECODE_EXACT\x10\x01\x12\x0f\n" +
+	"\vDECODE_FAST\x10\x02*\\\n" +
 	"\vShuffleMode\x12\x1c\n" +
 	"\x18SHUFFLE_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13SHUFFLE_MODE_GLOBAL\x10\x01\x12\x16\n" +
@@ -6855,196 +7072,202 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 	return file_stoker_v1_stoker_proto_rawDescData
 }
 
-var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
+var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
 var file_stoker_v1_stoker_proto_goTypes = []any{
-	(ShuffleMode)(0),              // 0: stoker.v1.ShuffleMode
-	(Layout)(0),                   // 1: stoker.v1.Layout
-	(FailPolicy)(0),               // 2: stoker.v1.FailPolicy
-	(Interpolation)(0),            // 3: stoker.v1.Interpolation
-	(Dtype)(0),                    // 4: stoker.v1.Dtype
-	(*FeedRequest)(nil),           // 5: stoker.v1.FeedRequest
-	(*JobSpec)(nil),               // 6: stoker.v1.JobSpec
-	(*MixPart)(nil),               // 7: stoker.v1.MixPart
-	(*SampleErrorLimit)(nil),      // 8: stoker.v1.SampleErrorLimit
-	(*OpenJob)(nil),               // 9: stoker.v1.OpenJob
-	(*ShmRequest)(nil),            // 10: stoker.v1.ShmRequest
-	(*ShmOffer)(nil),              // 11: stoker.v1.ShmOffer
-	(*ShmAccept)(nil),             // 12: stoker.v1.ShmAccept
-	(*DescribeJobRequest)(nil),    // 13: stoker.v1.DescribeJobRequest
-	(*DescribeJobResponse)(nil),   // 14: stoker.v1.DescribeJobResponse
-	(*TransformSpec)(nil),         // 15: stoker.v1.TransformSpec
-	(*ViewGroup)(nil),             // 16: stoker.v1.ViewGroup
-	(*Op)(nil),                    // 17: stoker.v1.Op
-	(*Range)(nil),                 // 18: stoker.v1.Range
-	(*RandomResizedCrop)(nil),     // 19: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),                // 20: stoker.v1.Resize
-	(*CenterCrop)(nil),            // 21: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil),  // 22: stoker.v1.RandomHorizontalFlip
-	(*RandomVerticalFlip)(nil),    // 23: stoker.v1.RandomVerticalFlip
-	(*ColorJitter)(nil),           // 24: stoker.v1.ColorJitter
-	(*Normalize)(nil),             // 25: stoker.v1.Normalize
-	(*Grayscale)(nil),             // 26: stoker.v1.Grayscale
-	(*RandomGrayscale)(nil),       // 27: stoker.v1.RandomGrayscale
-	(*GaussianBlur)(nil),          // 28: stoker.v1.GaussianBlur
-	(*RandomSolarize)(nil),        // 29: stoker.v1.RandomSolarize
-	(*RandomPosterize)(nil),       // 30: stoker.v1.RandomPosterize
-	(*RandomInvert)(nil),          // 31: stoker.v1.RandomInvert
-	(*RandomEqualize)(nil),        // 32: stoker.v1.RandomEqualize
-	(*RandomAutocontrast)(nil),    // 33: stoker.v1.RandomAutocontrast
-	(*RandomAdjustSharpness)(nil), // 34: stoker.v1.RandomAdjustSharpness
-	(*RandomRotation)(nil),        // 35: stoker.v1.RandomRotation
-	(*RandomAffine)(nil),          // 36: stoker.v1.RandomAffine
-	(*RandomErasing)(nil),         // 37: stoker.v1.RandomErasing
-	(*RandomApply)(nil),           // 38: stoker.v1.RandomApply
-	(*RandomChoice)(nil),          // 39: stoker.v1.RandomChoice
-	(*RandomOrder)(nil),           // 40: stoker.v1.RandomOrder
-	(*TrivialAugmentWide)(nil),    // 41: stoker.v1.TrivialAugmentWide
-	(*RandAugment)(nil),           // 42: stoker.v1.RandAugment
-	(*AutoAugment)(nil),           // 43: stoker.v1.AutoAugment
-	(*AugMix)(nil),                // 44: stoker.v1.AugMix
-	(*TimmRandAugment)(nil),       // 45: stoker.v1.TimmRandAugment
-	(*Credit)(nil),                // 46: stoker.v1.Credit
-	(*FeedResponse)(nil),          // 47: stoker.v1.FeedResponse
-	(*JobInfo)(nil),               // 48: stoker.v1.JobInfo
-	(*ViewInfo)(nil),              // 49: stoker.v1.ViewInfo
-	(*BatchHeader)(nil),           // 50: stoker.v1.BatchHeader
-	(*Shape)(nil),                 // 51: stoker.v1.Shape
-	(*FieldValues)(nil),           // 52: stoker.v1.FieldValues
-	(*SampleError)(nil),           // 53: stoker.v1.SampleError
-	(*Chunk)(nil),                 // 54: stoker.v1.Chunk
-	(*EpochEnd)(nil),              // 55: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),   // 56: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),  // 57: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),           // 58: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),           // 59: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                // 60: stoker.v1.JobEnd
-	(*WorkPing)(nil),              // 61: stoker.v1.WorkPing
-	(*WorkJob)(nil),               // 62: stoker.v1.WorkJob
-	(*Lease)(nil),                 // 63: stoker.v1.Lease
-	(*CancelLease)(nil),           // 64: stoker.v1.CancelLease
-	(*WorkResponse)(nil),          // 65: stoker.v1.WorkResponse
-	(*LeaseProgress)(nil),         // 66: stoker.v1.LeaseProgress
-	(*WorkerInfo)(nil),            // 67: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),       // 68: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),             // 69: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),             // 70: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),           // 71: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),         // 72: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),        // 73: stoker.v1.StatusResponse
-	(*JobStatus)(nil),             // 74: stoker.v1.JobStatus
-	(*MakingShares)(nil),          // 75: stoker.v1.MakingShares
-	(*MakerStatus)(nil),           // 76: stoker.v1.MakerStatus
+	(Decode)(0),                   // 0: stoker.v1.Decode
+	(ShuffleMode)(0),              // 1: stoker.v1.ShuffleMode
+	(Layout)(0),                   // 2: stoker.v1.Layout
+	(FailPolicy)(0),               // 3: stoker.v1.FailPolicy
+	(Interpolation)(0),            // 4: stoker.v1.Interpolation
+	(Dtype)(0),                    // 5: stoker.v1.Dtype
+	(*FeedRequest)(nil),           // 6: stoker.v1.FeedRequest
+	(*JobSpec)(nil),               // 7: stoker.v1.JobSpec
+	(*MixPart)(nil),               // 8: stoker.v1.MixPart
+	(*SampleErrorLimit)(nil),      // 9: stoker.v1.SampleErrorLimit
+	(*OpenJob)(nil),               // 10: stoker.v1.OpenJob
+	(*ShmRequest)(nil),            // 11: stoker.v1.ShmRequest
+	(*ShmOffer)(nil),              // 12: stoker.v1.ShmOffer
+	(*ShmAccept)(nil),             // 13: stoker.v1.ShmAccept
+	(*DescribeJobRequest)(nil),    // 14: stoker.v1.DescribeJobRequest
+	(*DescribeJobResponse)(nil),   // 15: stoker.v1.DescribeJobResponse
+	(*TransformSpec)(nil),         // 16: stoker.v1.TransformSpec
+	(*ViewGroup)(nil),             // 17: stoker.v1.ViewGroup
+	(*Op)(nil),                    // 18: stoker.v1.Op
+	(*RandomCrop)(nil),            // 19: stoker.v1.RandomCrop
+	(*Range)(nil),                 // 20: stoker.v1.Range
+	(*RandomResizedCrop)(nil),     // 21: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),                // 22: stoker.v1.Resize
+	(*CenterCrop)(nil),            // 23: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil),  // 24: stoker.v1.RandomHorizontalFlip
+	(*RandomVerticalFlip)(nil),    // 25: stoker.v1.RandomVerticalFlip
+	(*ColorJitter)(nil),           // 26: stoker.v1.ColorJitter
+	(*Normalize)(nil),             // 27: stoker.v1.Normalize
+	(*Grayscale)(nil),             // 28: stoker.v1.Grayscale
+	(*RandomGrayscale)(nil),       // 29: stoker.v1.RandomGrayscale
+	(*GaussianBlur)(nil),          // 30: stoker.v1.GaussianBlur
+	(*RandomSolarize)(nil),        // 31: stoker.v1.RandomSolarize
+	(*RandomPosterize)(nil),       // 32: stoker.v1.RandomPosterize
+	(*RandomInvert)(nil),          // 33: stoker.v1.RandomInvert
+	(*RandomEqualize)(nil),        // 34: stoker.v1.RandomEqualize
+	(*RandomAutocontrast)(nil),    // 35: stoker.v1.RandomAutocontrast
+	(*RandomAdjustSharpness)(nil), // 36: stoker.v1.RandomAdjustSharpness
+	(*RandomRotation)(nil),        // 37: stoker.v1.RandomRotation
+	(*RandomAffine)(nil),          // 38: stoker.v1.RandomAffine
+	(*RandomErasing)(nil),         // 39: stoker.v1.RandomErasing
+	(*RandomApply)(nil),           // 40: stoker.v1.RandomApply
+	(*RandomChoice)(nil),          // 41: stoker.v1.RandomChoice
+	(*RandomOrder)(nil),           // 42: stoker.v1.RandomOrder
+	(*TrivialAugmentWide)(nil),    // 43: stoker.v1.TrivialAugmentWide
+	(*RandAugment)(nil),           // 44: stoker.v1.RandAugment
+	(*AutoAugment)(nil),           // 45: stoker.v1.AutoAugment
+	(*AugMix)(nil),                // 46: stoker.v1.AugMix
+	(*TimmRandAugment)(nil),       // 47: stoker.v1.TimmRandAugment
+	(*Credit)(nil),                // 48: stoker.v1.Credit
+	(*FeedResponse)(nil),          // 49: stoker.v1.FeedResponse
+	(*JobInfo)(nil),               // 50: stoker.v1.JobInfo
+	(*ViewInfo)(nil),              // 51: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),           // 52: stoker.v1.BatchHeader
+	(*Shape)(nil),                 // 53: stoker.v1.Shape
+	(*FieldValues)(nil),           // 54: stoker.v1.FieldValues
+	(*SampleError)(nil),           // 55: stoker.v1.SampleError
+	(*Chunk)(nil),                 // 56: stoker.v1.Chunk
+	(*EpochEnd)(nil),              // 57: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),   // 58: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),  // 59: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),           // 60: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),           // 61: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                // 62: stoker.v1.JobEnd
+	(*WorkPing)(nil),              // 63: stoker.v1.WorkPing
+	(*WorkJob)(nil),               // 64: stoker.v1.WorkJob
+	(*Lease)(nil),                 // 65: stoker.v1.Lease
+	(*CancelLease)(nil),           // 66: stoker.v1.CancelLease
+	(*WorkResponse)(nil),          // 67: stoker.v1.WorkResponse
+	(*LeaseProgress)(nil),         // 68: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),            // 69: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),       // 70: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),             // 71: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),             // 72: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),           // 73: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),         // 74: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),        // 75: stoker.v1.StatusResponse
+	(*JobStatus)(nil),             // 76: stoker.v1.JobStatus
+	(*MakingShares)(nil),          // 77: stoker.v1.MakingShares
+	(*MakerStatus)(nil),           // 78: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
-	9,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	46, // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
-	12, // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
-	15, // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
-	1,  // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
-	2,  // 5: stoker.v1.JobSpec.fail_policy:type_name -> stoker.v1.FailPolicy
-	0,  // 6: stoker.v1.JobSpec.shuffle_mode:type_name -> stoker.v1.ShuffleMode
-	8,  // 7: stoker.v1.JobSpec.max_sample_errors:type_name -> stoker.v1.SampleErrorLimit
-	7,  // 8: stoker.v1.JobSpec.mix:type_name -> stoker.v1.MixPart
-	6,  // 9: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
-	10, // 10: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
-	6,  // 11: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	48, // 12: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
-	17, // 13: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
-	16, // 14: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
-	15, // 15: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
-	19, // 16: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	20, // 17: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	21, // 18: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	22, // 19: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	24, // 20: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	25, // 21: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	23, // 22: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
-	26, // 23: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
-	27, // 24: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
-	28, // 25: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
-	29, // 26: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
-	30, // 27: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
-	31, // 28: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
-	32, // 29: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
-	33, // 30: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
-	34, // 31: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
-	35, // 32: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
-	36, // 33: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
-	37, // 34: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
-	38, // 35: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
-	39, // 36: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
-	40, // 37: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
-	41, // 38: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
-	42, // 39: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
-	43, // 40: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
-	44, // 41: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
-	45, // 42: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
-	3,  // 43: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 44: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	18, // 45: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	18, // 46: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	18, // 47: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	18, // 48: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	18, // 49: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	3,  // 50: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	18, // 51: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	18, // 52: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	3,  // 53: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	18, // 54: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	18, // 55: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	17, // 56: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	17, // 57: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	17, // 58: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	3,  // 59: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 60: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 61: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 62: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	3,  // 63: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	48, // 64: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	50, // 65: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	54, // 66: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	55, // 67: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	11, // 68: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	4,  // 69: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	49, // 70: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
-	4,  // 71: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	53, // 72: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	51, // 73: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	52, // 74: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	58, // 75: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	62, // 76: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	63, // 77: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	64, // 78: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	60, // 79: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	61, // 80: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	6,  // 81: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	67, // 82: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	69, // 83: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	54, // 84: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	71, // 85: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	66, // 86: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	68, // 87: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	50, // 88: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	70, // 89: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	74, // 90: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	76, // 91: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	75, // 92: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	5,  // 93: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	56, // 94: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	13, // 95: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	72, // 96: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	59, // 97: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	47, // 98: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	57, // 99: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	14, // 100: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	73, // 101: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	65, // 102: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	98, // [98:103] is the sub-list for method output_type
-	93, // [93:98] is the sub-list for method input_type
-	93, // [93:93] is the sub-list for extension type_name
-	93, // [93:93] is the sub-list for extension extendee
-	0,  // [0:93] is the sub-list for field type_name
+	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
+	48,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	13,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
+	16,  // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
+	2,   // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
+	3,   // 5: stoker.v1.JobSpec.fail_policy:type_name -> stoker.v1.FailPolicy
+	1,   // 6: stoker.v1.JobSpec.shuffle_mode:type_name -> stoker.v1.ShuffleMode
+	9,   // 7: stoker.v1.JobSpec.max_sample_errors:type_name -> stoker.v1.SampleErrorLimit
+	8,   // 8: stoker.v1.JobSpec.mix:type_name -> stoker.v1.MixPart
+	0,   // 9: stoker.v1.JobSpec.decode:type_name -> stoker.v1.Decode
+	7,   // 10: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
+	11,  // 11: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
+	7,   // 12: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
+	50,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	18,  // 14: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
+	17,  // 15: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
+	16,  // 16: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
+	21,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	22,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	23,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	24,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	26,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	27,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	25,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
+	28,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
+	29,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
+	30,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
+	31,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
+	32,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
+	33,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
+	34,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
+	35,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
+	36,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
+	37,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
+	38,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
+	39,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
+	40,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
+	41,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
+	42,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
+	43,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
+	44,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
+	45,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
+	46,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
+	47,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
+	19,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
+	4,   // 45: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 46: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	20,  // 47: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	20,  // 48: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	20,  // 49: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	20,  // 50: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	20,  // 51: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	4,   // 52: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	20,  // 53: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	20,  // 54: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	4,   // 55: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	20,  // 56: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	20,  // 57: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	18,  // 58: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	18,  // 59: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	18,  // 60: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	4,   // 61: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 62: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 63: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 64: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 65: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	50,  // 66: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	52,  // 67: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	56,  // 68: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	57,  // 69: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	12,  // 70: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	5,   // 71: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	51,  // 72: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	0,   // 73: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
+	5,   // 74: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	55,  // 75: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	0,   // 76: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
+	53,  // 77: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	54,  // 78: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	60,  // 79: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	64,  // 80: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	65,  // 81: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	66,  // 82: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	62,  // 83: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	63,  // 84: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 85: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	69,  // 86: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	71,  // 87: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	56,  // 88: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	73,  // 89: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	68,  // 90: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	70,  // 91: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	52,  // 92: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	72,  // 93: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	76,  // 94: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	78,  // 95: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	77,  // 96: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 97: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	58,  // 98: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 99: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	74,  // 100: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	61,  // 101: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	49,  // 102: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	59,  // 103: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 104: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	75,  // 105: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	67,  // 106: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	102, // [102:107] is the sub-list for method output_type
+	97,  // [97:102] is the sub-list for method input_type
+	97,  // [97:97] is the sub-list for extension type_name
+	97,  // [97:97] is the sub-list for extension extendee
+	0,   // [0:97] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -7085,38 +7308,39 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_AutoAugment)(nil),
 		(*Op_AugMix)(nil),
 		(*Op_TimmRandAugment)(nil),
+		(*Op_RandomCrop)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[15].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[17].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[16].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[18].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[22].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[24].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[19].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[23].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[25].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[27].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[28].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[29].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[32].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[30].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[33].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[37].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[39].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[42].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[34].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[38].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[40].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[43].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[45].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[54].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[46].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[55].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[60].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[61].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -7128,8 +7352,8 @@ func file_stoker_v1_stoker_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   72,
+			NumEnums:      6,
+			NumMessages:   73,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

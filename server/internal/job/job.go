@@ -114,6 +114,9 @@ type Env struct {
 	// job's worst sample may be predicted to cost (Transform.Cost's Max);
 	// 0: no limit.
 	MaxSampleCPU time.Duration
+	// Decode is the server's --decode: how a job that leaves
+	// JobSpec.decode unspecified decodes its JPEGs.
+	Decode pipeline.DecodeMode
 }
 
 // New validates spec against env's datasets and limits. Its errors are
@@ -191,6 +194,10 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	if j.t, err = NewTransform(spec.GetTransform(), spec.GetLayout()); err != nil {
 		return nil, err
 	}
+	if err := decodeOf(spec, env.Decode); err != nil {
+		return nil, err
+	}
+	j.t = j.t.WithDecode(DecodeMode(spec.GetDecode()))
 	j.cost = j.t.Cost()
 	if err := checkCost(j.cost, env.MaxSampleCPU); err != nil {
 		return nil, err
@@ -291,6 +298,37 @@ func (j *Job) CPUPerSample() (predicted, worst, measured float64) {
 	return predicted, worst, measured
 }
 
+// decodeOf checks spec's decode and fills the server's default (def) in
+// where it is unspecified: the job's spec then says what its batches are
+// made with, and a peer it is forwarded to makes them the same way
+// whatever its own default.
+func decodeOf(spec *stokerv1.JobSpec, def pipeline.DecodeMode) error {
+	switch spec.GetDecode() {
+	case stokerv1.Decode_DECODE_UNSPECIFIED:
+		spec.Decode = DecodeProto(def)
+	case stokerv1.Decode_DECODE_EXACT, stokerv1.Decode_DECODE_FAST:
+	default:
+		return status.Errorf(codes.InvalidArgument, "unknown decode %d: want DECODE_EXACT (full scale, torchvision's pixels) or DECODE_FAST (DCT scaling)", spec.GetDecode())
+	}
+	return nil
+}
+
+// DecodeMode is the pipeline's mode of a resolved wire Decode.
+func DecodeMode(d stokerv1.Decode) pipeline.DecodeMode {
+	if d == stokerv1.Decode_DECODE_FAST {
+		return pipeline.DecodeFast
+	}
+	return pipeline.DecodeExact
+}
+
+// DecodeProto is the wire Decode of a pipeline mode.
+func DecodeProto(m pipeline.DecodeMode) stokerv1.Decode {
+	if m == pipeline.DecodeFast {
+		return stokerv1.Decode_DECODE_FAST
+	}
+	return stokerv1.Decode_DECODE_EXACT
+}
+
 // knownFields is a copy of spec with its unknown fields dropped (in every
 // message it holds). New refuses it, last, when what is left is over
 // maxSpecBytes: a field's own limit says more.
@@ -385,6 +423,7 @@ func (j *Job) Info(epoch uint64, p coord.Plan) *stokerv1.JobInfo {
 		SampleShape:   []uint32{uint32(shape[0]), uint32(shape[1]), uint32(shape[2])},
 		Dtype:         j.dtype,
 		MaxChunkBytes: MaxChunkBytes,
+		Decode:        j.spec.GetDecode(),
 	}
 }
 
@@ -412,6 +451,7 @@ func (j *Job) Header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHead
 		for i, t := range b.Traces {
 			h.Traces[i] = string(t)
 		}
+		h.Decode = j.spec.GetDecode()
 	}
 	h.Fields = fieldValues(b)
 	return h

@@ -86,6 +86,7 @@ func TestNewRefused(t *testing.T) {
 		{"another dataset", func(s *pb.JobSpec) { s.Fingerprint = "other" }, codes.FailedPrecondition, "differs"},
 		{"negative cpu weight", func(s *pb.JobSpec) { s.CpuWeight = -1 }, codes.InvalidArgument, "cpu_weight -1: want a finite number > 0"},
 		{"NaN cpu weight", func(s *pb.JobSpec) { s.CpuWeight = math.NaN() }, codes.InvalidArgument, "cpu_weight NaN"},
+		{"unknown decode", func(s *pb.JobSpec) { s.Decode = 7 }, codes.InvalidArgument, "unknown decode 7: want DECODE_EXACT"},
 	} {
 		s := spec(0, 2)
 		tc.edit(s)
@@ -113,6 +114,43 @@ func TestCPUWeight(t *testing.T) {
 		}
 		if got := j.CPUWeight(); got != tc.want {
 			t.Errorf("cpu_weight %v under --max-cpu-weight %v: %v, want %v", tc.asked, tc.most, got, tc.want)
+		}
+	}
+}
+
+// TestNewDecode: a job's decode is its own where it says, else the
+// server's default, written into the spec it forwards; the transform
+// decodes that way.
+func TestNewDecode(t *testing.T) {
+	for _, tc := range []struct {
+		job  pb.Decode
+		def  pipeline.DecodeMode
+		want pb.Decode
+	}{
+		{pb.Decode_DECODE_UNSPECIFIED, pipeline.DecodeExact, pb.Decode_DECODE_EXACT},
+		{pb.Decode_DECODE_UNSPECIFIED, pipeline.DecodeFast, pb.Decode_DECODE_FAST},
+		{pb.Decode_DECODE_EXACT, pipeline.DecodeFast, pb.Decode_DECODE_EXACT},
+		{pb.Decode_DECODE_FAST, pipeline.DecodeExact, pb.Decode_DECODE_FAST},
+	} {
+		s := spec(0, 1)
+		s.Decode = tc.job
+		e := env()
+		e.Decode = tc.def
+		j, err := New(s, e, Origin{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := j.ForwardSpec().GetDecode(); got != tc.want {
+			t.Errorf("job %s, server default %s: forwarded %s, want %s", tc.job, tc.def, got, tc.want)
+		}
+		if got := j.Transform().DecodeMode(); got != DecodeMode(tc.want) {
+			t.Errorf("job %s, server default %s: the transform decodes %s", tc.job, tc.def, got)
+		}
+		if got := j.Info(0, j.EpochPlan(0, 0)).GetDecode(); got != tc.want {
+			t.Errorf("job %s, server default %s: JobInfo.decode %s, want %s", tc.job, tc.def, got, tc.want)
+		}
+		if s.GetDecode() != tc.job {
+			t.Errorf("New wrote the caller's spec: decode %s, was %s", s.GetDecode(), tc.job)
 		}
 	}
 }

@@ -1,0 +1,105 @@
+package pipeline
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestTimmConfigSections: timm's rand_augment_transform's sections as timm
+// reads them (timm/data/auto_augment.py): the first mstd and mmax count
+// (hparams.setdefault), the last m, n and p; mmax0 is the default bound 10
+// (magnitude_max or _LEVEL_DENOM); inc is on for any value (bool of the
+// string); the first t names the set, "weights" the weighted one; and
+// what stoker cannot run is refused naming what it can.
+func TestTimmConfigSections(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want timmConfig
+	}{
+		{"rand-m9-mstd0.5-inc1", timmConfig{m: 9, n: 2, p: 0.5, mstd: 0.5, mmax: 10, increase: true}},
+		{"rand-m12-mmax15", timmConfig{m: 12, n: 2, p: 0.5, mmax: 15}},
+		{"rand-mmax0-m7", timmConfig{m: 7, n: 2, p: 0.5, mmax: 10}},
+		{"rand-mmax12-mmax20-mstd1-mstd2-m3-m4", timmConfig{m: 4, n: 2, p: 0.5, mstd: 1, mmax: 12}},
+		{"rand-p0.8-p1-n3", timmConfig{m: 10, n: 3, p: 1, mmax: 10}},
+		{"rand-inc0", timmConfig{m: 10, n: 2, p: 0.5, mmax: 10, increase: true}},
+		{"rand-mstd101", timmConfig{m: 10, n: 2, p: 0.5, mstd: math.Inf(1), mmax: 10}},
+		{"rand-tweights-m9", timmConfig{m: 9, n: 2, p: 0.5, mmax: 10, weighted: true}},
+		{"rand-tother-tweights", timmConfig{m: 10, n: 2, p: 0.5, mmax: 10}},
+	} {
+		got, err := parseTimmConfig(tc.s)
+		if err != nil {
+			t.Errorf("%s: %v", tc.s, err)
+			continue
+		}
+		tc.want.text, tc.want.translate = tc.s, 0.45
+		if got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.s, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ s, want string }{
+		{"rand-t3a", `transform set "3a" is not supported`},
+		{"rand-m9-t3aw", "stoker runs timm's default set (no t section, or any other name) and tweights"},
+		{"rand-w0", "stoker knows m, n, p, mstd, mmax, inc and t"},
+		{"rand-p1.5", "p1.5: want a probability 0..1"},
+		{"rand-mmax31", "mmax31: want an integer 0..30"},
+		{"rand-n16-tweights", "without replacement from 15 ops"},
+	} {
+		_, err := parseTimmConfig(tc.s)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error saying %q", tc.s, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), " w ") {
+			t.Errorf("%s: %v names timm's removed w key", tc.s, err)
+		}
+	}
+}
+
+// TestTimmMagnitudeClamps: past m10 (mmax > 10) every argument is what
+// timm's level functions give, clamps included: SolarizeAdd's addition at
+// most 128 (min(128, ...)), Solarize's threshold min(256, ...) so the
+// increasing one's never negative, and the increasing Posterize's bits
+// never negative; the magnitude itself within [0, mmax].
+func TestTimmMagnitudeClamps(t *testing.T) {
+	for _, cfg := range []string{"rand-m15-mmax15-inc1", "rand-m30-mmax30", "rand-m12-mmax15-mstd0.5-inc1", "rand-m30-mmax30-tweights-n15"} {
+		tr, err := NewTransform(CHW, Op{Kind: OpCenterCrop, Size: [2]int{16, 16}}, Op{Kind: OpTimmRandAugment, Policy: cfg, Interp: InterpBilinear})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[Fn]bool{}
+		for i := range 4000 {
+			var d Decoder
+			if _, _, err := d.draw(tr, &header{w: 16, h: 16}, Key{Seed: 1, Index: uint64(i)}); err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range d.vd[0].steps {
+				seen[st.Fn] = true
+				switch st.Fn {
+				case FnSolarizeAdd:
+					if st.I[0] < 0 || st.I[0] > 128 {
+						t.Fatalf("%s: solarize_add addition %d: timm's is min(128, level * 110)", cfg, st.I[0])
+					}
+				case FnSolarize:
+					if st.F[0] < 0 || st.F[0] > 255 {
+						t.Fatalf("%s: solarize threshold %v", cfg, st.F[0])
+					}
+				case FnPosterize:
+					if st.I[0] < 0 || st.I[0] > 7 {
+						t.Fatalf("%s: posterize bits %d", cfg, st.I[0])
+					}
+				case FnRotate:
+					if limit := 30 * 3.0; math.Abs(st.F[0]) > limit {
+						t.Fatalf("%s: rotate %v past %v", cfg, st.F[0], limit)
+					}
+				}
+			}
+		}
+		for _, fn := range []Fn{FnSolarizeAdd, FnPosterize, FnRotate} {
+			// Posterize at m30 keeps int(3 * 4) >= 8 bits: timm returns the
+			// image as it is, and no step is drawn.
+			if !seen[fn] && !(fn == FnPosterize && cfg == "rand-m30-mmax30") {
+				t.Errorf("%s: no %s drawn in 4000 samples", cfg, fnSpecs[fn].name)
+			}
+		}
+	}
+}

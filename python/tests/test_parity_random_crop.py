@@ -1,0 +1,79 @@
+"""RandomCrop and a CenterCrop larger than the image against torchvision:
+the samples the server makes of the eval photos are, byte for byte,
+torchvision's ``F.pad`` (constant fill) then ``F.crop`` (or ``F.center_crop``,
+which pads with zeros) of ``decode_jpeg``'s pixels at the traced
+arguments, flipped after where traced; and RandomCrop's positions are drawn
+as torchvision's ``make_params`` draws them (test_parity_sampling.py's
+chi-square on top and left)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+import torch
+from torchvision.io import ImageReadMode, decode_jpeg, read_file
+from torchvision.transforms import v2 as T
+from torchvision.transforms.v2 import functional as F
+
+from helpers import loader
+from stoker.v1 import stoker_pb2 as pb
+from test_parity_sampling import continuous_case, image
+
+CASES: Dict[str, List[pb.Op]] = {
+    # CIFAR's recipe on photos: a crop inside, 4 px of zeros around
+    "padding": [pb.Op(random_crop=pb.RandomCrop(height=224, padding=[4]))],
+    # crops larger than the photos (300-500 px): pad_if_needed, a fill per
+    # channel, uneven padding, flipped after
+    "pad-if-needed": [pb.Op(random_crop=pb.RandomCrop(height=520, width=480, padding=[3, 0, 9, 2], pad_if_needed=True,
+                                                      fill=[10, 200, 30])),
+                      pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip())],
+    "center-crop-larger": [pb.Op(center_crop=pb.CenterCrop(height=515, width=520))],
+    # bicubic: torch's kernel to the byte (antialiased bilinear is within 1)
+    "resize-center-crop-larger": [pb.Op(resize=pb.Resize(height=200, interpolation=pb.INTERPOLATION_BICUBIC)),
+                                  pb.Op(center_crop=pb.CenterCrop(height=230))],
+}
+
+
+def _replay(img: torch.Tensor, trace: List) -> torch.Tensor:
+    for name, a in trace:
+        kw: Dict[str, Any] = dict(a)
+        if "interpolation" in kw:
+            kw["interpolation"] = T.InterpolationMode(kw["interpolation"])
+        img = getattr(F, name)(img, **kw)
+    return img
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_pixels_are_torchvisions(server: str, data_dirs: Dict[str, Path], case: str) -> None:
+    files = sorted(p for p in data_dirs["eval"].rglob("*.jpg"))
+    decoded = [decode_jpeg(read_file(str(f)), mode=ImageReadMode.RGB) for f in files]
+    n, padded = 0, 0
+    for seed in range(3):
+        with loader(server, "eval", batch_size=4, shuffle=False, seed=seed, trace=True) as ld:
+            ld._spec = pb.TransformSpec(ops=CASES[case])
+            for b in ld:
+                for img, idx, tr in zip(b.images, b.indices.tolist(), b.trace):
+                    want = _replay(decoded[idx], tr)
+                    assert torch.equal(img, want), f"{case} sample {idx}: not torchvision's {tr}"
+                    n += 1
+                    size = list(decoded[idx].shape[-2:])
+                    for s, a in tr:
+                        if s == "resize":
+                            size = a["size"]
+                        padded += s == "pad" or (s == "center_crop" and (a["output_size"][0] > size[0] or
+                                                                           a["output_size"][1] > size[1]))
+    assert n > 0 and padded > 0, f"{case}: {n} samples, {padded} of them padded"
+
+
+@pytest.mark.parametrize("spec, tv", [
+    (pb.RandomCrop(height=300, width=360, padding=[5, 7]), lambda: T.RandomCrop((300, 360), padding=[5, 7])),
+    (pb.RandomCrop(height=400, width=520, pad_if_needed=True), lambda: T.RandomCrop((400, 520), pad_if_needed=True)),
+])
+def test_positions_are_torchvisions(stoker_bin: Path, spec: pb.RandomCrop, tv: Any) -> None:
+    t = tv()
+    img = image(375, 500)
+    continuous_case(stoker_bin, pb.Op(random_crop=spec), "crop", lambda a: {"top": a["top"], "left": a["left"]},
+                    lambda: {k: float(v) for k, v in t.make_params([img]).items() if k in ("top", "left")},
+                    seed=21, source=(500, 375), geometry=True)
