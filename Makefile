@@ -56,7 +56,7 @@ APT_PKGS := gcc libc6-dev make pkg-config libjpeg62-turbo-dev libpng-dev libwebp
 APT_TEST_PKGS := strace
 APT_TEST ?=
 
-.PHONY: help setup apt apt-test venv venv-run tools stores build static gpuhost test test-go test-python lint check-generate generate bench demo clean
+.PHONY: help setup apt apt-test venv venv-run tools stores build static gpuhost test test-go test-asan test-python lint check-generate generate bench demo clean
 
 # Every target has a `## what it does` comment on its line: make help lists
 # them all (python/tests/test_repo.py checks it against .PHONY).
@@ -180,12 +180,47 @@ lint: tools ## gofmt, go vet (cgo and pure Go), buf lint
 # hang into a failure, it is no measure of speed.
 GO_TEST_TIMEOUT ?= 30m
 
+# The pipeline's exactness tests: arithmetic on one goroutine (a fast path
+# against its reference, bytes against bytes, huge-file checksums), where
+# the race detector has nothing to find and costs 10 to 100 times the time.
+# Each calls exactTest(t) first (pipeline/helpers_test.go), which skips it
+# under -race; test-go runs them once more, without -race: every test runs
+# once.
+EXACT_AWK := /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /^\texactTest[(]t[)]/ { print n }
+EXACT_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/*_test.go | paste -sd'|')
+
+# The pipeline's pure-Go build (CGO_ENABLED=0: the _nocgo.go files, Go's
+# decoders and kernels in place of the C) runs the pipeline package's tests
+# that compile without cgo, less those whose code and checks are the same
+# without cgo, which the -race run has run: the tests of the files named in
+# NOCGO_SAME (the executor's scheduling, datasets, manifests, index files,
+# fields, the RNG: no decoded pixel checked). Its subpackages (source,
+# annot, batch) have no cgo code: not run again.
+NOCGO_SAME := queue queue_class stages progress shares manifest manifest_file manifest_lie \
+	manifest_s3 dataset dataset_unix webdataset opensource liar_versionless cocodataset \
+	yolodataset compressed shipping fields header index_file_huge rng detmath
+TEST_NAMES_AWK := /^func Test/ { n = $$2; sub(/[(].*/, "", n); print n }
+NOCGO_SKIP = $(shell awk '$(TEST_NAMES_AWK)' $(NOCGO_SAME:%=pipeline/%_test.go) | paste -sd'|')
+
 # deploy/ is a module of its own (its tests need the Kubernetes modules,
 # which the binary's module does not require): ./... does not reach it.
-test-go: stores ## Go tests (-race) of the module and of deploy/, and the pipeline's pure-Go tests
+test-go: stores ## Go tests (-race) of the module and of deploy/, the pipeline's exactness tests without -race, and its pure-Go tests
 	go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
 	cd deploy && go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
-	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) ./pipeline/... </dev/null
+	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_TESTS))$$' ./pipeline/ </dev/null
+	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '^($(NOCGO_SKIP))$$' ./pipeline/ </dev/null
+
+# The pipeline's C (turbo.c, huff.c, coefs.c, hindex.c, pngrows.c,
+# formats.c, the kernels) under AddressSanitizer (go test -asan: Go's
+# allocations too) and UndefinedBehaviorSanitizer (CGO_CFLAGS), in its
+# tests, the fuzz targets' seeds among them: any report ends the test
+# binary with an error (UBSan: -fno-sanitize-recover). The system's
+# libjpeg-turbo, libpng, libwebp and zlib are not instrumented. Slow: not
+# part of make test.
+ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=undefined -fno-sanitize-recover=undefined
+test-asan: stores ## the pipeline's tests with its C under AddressSanitizer and UndefinedBehaviorSanitizer (go test -asan)
+	CGO_ENABLED=1 CGO_CFLAGS='$(ASAN_CFLAGS)' CGO_LDFLAGS='-fsanitize=undefined' ASAN_OPTIONS=halt_on_error=1 \
+		go test -asan -count=1 -timeout $(GO_TEST_TIMEOUT) ./pipeline/ </dev/null
 
 test-python: venv build ## the Python client's tests and examples/, against bin/stoker
 	STOKER_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q python/tests </dev/null

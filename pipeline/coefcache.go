@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"hash/maphash"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,11 @@ import (
 // otherwise: with an index, the first epoch stores nothing and runs as
 // fast as without the cache; the second pays for storing what it decodes.
 //
-// Entries are keyed like the index's, by content. Memory is bounded by the
+// Entries are keyed like the index's, by content (xxhash64 and size),
+// and each holds a second hash of the file's bytes, independent of the
+// first (hash/maphash, seeded per cache), checked on every hit: a file
+// whose key collides with a stored one's decodes without the cache rather
+// than with the other file's coefficients (Collisions counts them). Memory is bounded by the
 // budget: files are admitted while it has room and then kept; none is
 // dropped for another. Epochs visit every file once in a new order, so a
 // least-recently-used cache smaller than the dataset would drop each entry
@@ -38,8 +43,9 @@ type CoefCache struct {
 	t *coefTable
 	// hits etc. are counted outside the table's lock.
 	mcusWanted, mcusHit, mcusStored atomic.Int64
-	refused                         atomic.Int64
+	refused, collisions             atomic.Int64
 	cleanup                         runtime.Cleanup
+	seed                            maphash.Seed // of the entries' check hashes
 }
 
 // coefTable is the part of a CoefCache that its cleanup frees.
@@ -53,6 +59,7 @@ type coefTable struct {
 
 type coefEntry struct {
 	p     unsafe.Pointer // the C side's stoker_coefs
+	check uint64         // the file's check hash (CoefCache.check)
 	bytes int64          // its memory at the last check-in, overhead included
 	busy  bool
 }
@@ -64,7 +71,7 @@ const coefOverhead = 128
 // NewCoefCache returns an empty CoefCache that holds at most budget bytes.
 func NewCoefCache(budget int64) *CoefCache {
 	t := &coefTable{budget: max(budget, 0), entries: map[indexKey]*coefEntry{}}
-	c := &CoefCache{t: t}
+	c := &CoefCache{t: t, seed: maphash.MakeSeed()}
 	c.cleanup = runtime.AddCleanup(c, func(t *coefTable) { t.free() }, t)
 	return c
 }
@@ -84,6 +91,10 @@ type CoefStats struct {
 	MCUsWanted, MCUsHit, MCUsStored int64
 	// Refused counts decodes of files not admitted (the budget was spent).
 	Refused int64
+	// Collisions counts decodes of files whose key was a stored file's
+	// but whose bytes were not (the check hash differed): decoded without
+	// the cache.
+	Collisions int64
 }
 
 // Stats returns the CoefCache's counters.
@@ -94,7 +105,7 @@ func (c *CoefCache) Stats() CoefStats {
 	t.mu.Unlock()
 	return CoefStats{Entries: n, Bytes: used, Budget: t.budget,
 		MCUsWanted: c.mcusWanted.Load(), MCUsHit: c.mcusHit.Load(), MCUsStored: c.mcusStored.Load(),
-		Refused: c.refused.Load()}
+		Refused: c.refused.Load(), Collisions: c.collisions.Load()}
 }
 
 // Clear drops every entry and frees its memory (the counters stay).
@@ -118,11 +129,15 @@ func (t *coefTable) free() {
 	t.used, t.reserved = 0, 0
 }
 
+// check is the hash of a file's bytes that its entry holds beside its key,
+// to tell a colliding file from it.
+func (c *CoefCache) check(data []byte) uint64 { return maphash.Bytes(c.seed, data) }
+
 // checkout returns k's entry for one decode's exclusive use, made if k is
 // new, admit says so and the budget has room, and the bytes the decode may
 // add to it (reserved until checkin; at most most). nil: decode without
-// the cache.
-func (c *CoefCache) checkout(k indexKey, most int64, admit bool) (*coefEntry, int64) {
+// the cache, as for a file whose check hash (check) is not the entry's.
+func (c *CoefCache) checkout(k indexKey, check uint64, most int64, admit bool) (*coefEntry, int64) {
 	t := c.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -130,6 +145,9 @@ func (c *CoefCache) checkout(k indexKey, most int64, admit bool) (*coefEntry, in
 	e := t.entries[k]
 	switch {
 	case e != nil && e.busy, e == nil && !admit:
+		return nil, 0
+	case e != nil && e.check != check:
+		c.collisions.Add(1)
 		return nil, 0
 	case e == nil && room < coefOverhead:
 		c.refused.Add(1)
@@ -139,7 +157,7 @@ func (c *CoefCache) checkout(k indexKey, most int64, admit bool) (*coefEntry, in
 		if p == nil {
 			return nil, 0
 		}
-		e = &coefEntry{p: p, bytes: coefOverhead + coefsBytes(p)}
+		e = &coefEntry{p: p, check: check, bytes: coefOverhead + coefsBytes(p)}
 		t.entries[k] = e
 		t.used += e.bytes
 		room = max(room-e.bytes, 0)

@@ -22,6 +22,7 @@
  * at most its "room" of bytes, and past that stores nothing more. */
 #include "huff.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,14 +103,21 @@ int coefs_attach(stoker_coefs *c, stoker_coefbuf *b, long nmcu, int blocks,
 }
 
 /* grow makes *p hold at least need elements of size bytes (*cap now),
- * doubling. */
+ * doubling; 0 when out of memory or when want * size would not fit a
+ * size_t (the doubling or the product wrapping round to a small buffer). */
 static int grow(void **p, size_t *cap, size_t need, size_t size) {
   size_t want = *cap ? *cap : 4096 / size;
   void *q;
   if (need <= *cap)
     return 1;
+  if (size == 0 || need > SIZE_MAX / size)
+    return 0;
+  if (want < 1)
+    want = 1;
   while (want < need)
-    want *= 2;
+    want = want > SIZE_MAX / 2 ? need : want * 2;
+  if (want > SIZE_MAX / size)
+    want = need;
   q = realloc(*p, want * size);
   if (!q)
     return 0;
@@ -264,8 +272,10 @@ int coefs_put(stoker_coefbuf *b, long mcu, int blocks, JBLOCKROW *data,
   size_t need = (size_t)blocks * BLOCK_MAX;
   uint8_t *p;
   int blk;
-  /* a stored MCU is at most need bytes: stop while that still fits */
-  if (b->len + need + SEG_SLACK > *room) {
+  /* a stored MCU is at most need bytes: stop while that still fits (the
+   * sum cannot wrap: len is at most *room, need small) */
+  if (blocks < 1 || blocks > D_MAX_BLOCKS_IN_MCU || b->len > *room ||
+      need + SEG_SLACK > *room - b->len) {
     *room = 0;
     return 0;
   }

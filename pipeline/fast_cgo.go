@@ -125,7 +125,7 @@ func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layo
 	}
 	k := d.knobs()
 	f.stop = d.ops.stop
-	f.setJob(&d.opts, hd, ps, offs, layout, k)
+	f.setJob(&d.opts, hd, ps, offs, len(out), layout, k)
 	ix := d.indexFor(data, hd, k)
 	cc := d.coefsFor(data, hd, &ix, k)
 	rc := f.decode(data, out, ix.blob)
@@ -155,10 +155,11 @@ func (f *fastState) open(d *Decoder) error {
 }
 
 // setJob writes the decode's job into C: each plan's geometry and where
-// its view goes (offs), the layout, the Decoder's options and bounds, and
-// the knobs k.
-func (f *fastState) setJob(o *options, hd *header, ps []samplePlan, offs []int, layout Layout, k *fastKnobs) {
+// its view goes (offs, in an output buffer of outLen bytes, which C checks
+// again), the layout, the Decoder's options and bounds, and the knobs k.
+func (f *fastState) setJob(o *options, hd *header, ps []samplePlan, offs []int, outLen int, layout Layout, k *fastKnobs) {
 	j := f.job
+	j.out_len = C.longlong(outLen)
 	j.nviews = C.int(len(ps))
 	for i := range ps {
 		p, v := &ps[i], &j.views[i]
@@ -260,7 +261,7 @@ func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs) coef
 	// augmentation) is admitted on its first: the copies are its next
 	// decodes, within the epoch.
 	admit := u.ix == nil || u.blob != nil || d.admitNow
-	ce, room := cc.checkout(u.key, blocks*200+4096, admit)
+	ce, room := cc.checkout(u.key, cc.check(data), blocks*200+4096, admit)
 	if ce == nil {
 		return coefUse{}
 	}

@@ -236,6 +236,7 @@ const (
 // TestFastMatchesReference decodes photos and generated JPEGs through both
 // paths with the same keys and bounds their per-image difference.
 func TestFastMatchesReference(t *testing.T) {
+	exactTest(t)
 	n := 48
 	if testing.Short() {
 		n = 12
@@ -310,6 +311,7 @@ func TestFastMatchesReference(t *testing.T) {
 // progressive files, DCT scales, both upsamplers, and crops touching every
 // edge.
 func TestFastRegionExact(t *testing.T) {
+	exactTest(t)
 	imgs := fastSynthAndPhotos(t, 4)
 	for _, knobs := range []struct {
 		name          string
@@ -373,6 +375,7 @@ func fastSynthAndPhotos(t *testing.T, n int) []fastSynthJPEG {
 // TestFastSIMDSame: the AVX-512, AVX2, SSSE3, SSE2 and scalar resamplers
 // give the same bytes (other architectures run the scalar code).
 func TestFastSIMDSame(t *testing.T) {
+	exactTest(t)
 	imgs := fastSynthAndPhotos(t, 4)
 	levels := []int{0, 3, 2, 1, -1} // the best the CPU has, at most AVX2, SSSE3, SSE2, none
 	decs := make([]*Decoder, len(levels))
@@ -434,6 +437,7 @@ func TestFastSIMDSame(t *testing.T) {
 // pass reads it: the same bytes, about 12% slower (BENCHMARKS.md). Nothing
 // but this test would notice the skew being lost.
 func TestFastRowsSkewed(t *testing.T) {
+	exactTest(t)
 	imgs := fastSynthAndPhotos(t, 4)
 	d := NewDecoder()
 	defer d.Close()
@@ -464,6 +468,7 @@ func TestFastRowsSkewed(t *testing.T) {
 // the scalar code: this is what keeps their batches the same bytes as
 // x86-64's.
 func TestFastSIMDSamePhotos(t *testing.T) {
+	exactTest(t)
 	names, photos := fastPhotos(t, 32)
 	trs := fastTransforms(t)
 	n := 0

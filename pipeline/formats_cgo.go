@@ -31,7 +31,7 @@ func (d *Decoder) decodeFormatViews(data []byte, hd *header, ps []samplePlan, la
 			return fmt.Errorf("%w: fast path: %d input bytes, %d output bytes for view %d of %dx%d at %d", ErrUnsupported, len(data), len(out), v, ps[v].outW, ps[v].outH, offs[v])
 		}
 	}
-	f.setJob(&d.opts, hd, ps, offs, layout, d.knobs())
+	f.setJob(&d.opts, hd, ps, offs, len(out), layout, d.knobs())
 	f.job.index, f.job.coefs = 0, nil
 	src, dst := (*C.uchar)(unsafe.Pointer(&data[0])), (*C.uchar)(unsafe.Pointer(&out[0]))
 	var rc C.int

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stoker-dev/stoker/internal/racebuild"
 )
 
 // decoderKinds are the two ways a Decoder can be made: the default (the
@@ -82,5 +84,19 @@ func writeTree(t testing.TB, root string, files map[string][]byte) {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// exactTest marks t as an exactness or bounds test: arithmetic on one
+// goroutine (a fast path against its reference, bytes against bytes over
+// many decodes, huge-file checksums), where the race detector has nothing
+// to find and multiplies the time by 10 to 100. Under -race it skips; make
+// test-go runs it once without -race (the Makefile's EXACT_TESTS lists the
+// tests that call it, and nothing else must go between the test's opening
+// line and this call).
+func exactTest(t *testing.T) {
+	t.Helper()
+	if racebuild.Enabled {
+		t.Skip("an exactness test: make test-go runs it without -race (EXACT_TESTS)")
 	}
 }

@@ -39,6 +39,7 @@
  * (huff.h, stoker_hix). */
 #include "huff.h"
 
+#include <limits.h>
 #include <string.h>
 
 #define HIX_MAGIC 0x31584953u /* "SIX1" */
@@ -61,6 +62,9 @@ size_t hix_geometry(stoker_hix *ix, j_decompress_ptr ci, int stride) {
   ix->ncomp = ci->comps_in_scan;
   ix->stride = stride;
   ix->cpr = (int)((mpr + stride - 1) / stride);
+  /* rows x cpr is up to 65535 x 65535: more than an int holds */
+  if ((long long)ix->rows * ix->cpr > INT_MAX)
+    return 0;
   ix->n = ix->rows * ix->cpr;
   return HIX_HEADER + (size_t)ix->n * (4 + 2 * (size_t)ix->ncomp);
 }

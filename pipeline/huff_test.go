@@ -15,6 +15,7 @@ import (
 // every edge and for training crops, in both layouts. Progressive files
 // must fall back to libjpeg's decoder.
 func TestHuffmanExact(t *testing.T) {
+	exactTest(t)
 	imgs := fastSynthJPEGs(t)
 	names, photos := fastPhotos(t, 24)
 	for i, p := range photos {

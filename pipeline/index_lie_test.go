@@ -207,6 +207,7 @@ func lieRun(t *testing.T, files [][]byte, raw []byte, epochs int, coefs bool) (i
 // passes gets the whole file dropped (its honest entries too), counted
 // once, reported once; what is saved afterwards holds nothing of it.
 func TestIndexFileLies(t *testing.T) {
+	exactTest(t)
 	_, files := fastPhotos(t, 0)
 	honest := warmIndex(t, files, 1<<30)
 	epochs := 3

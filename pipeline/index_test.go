@@ -47,6 +47,7 @@ func randomPlans(r *rand.Rand, w, h, n int) []samplePlan {
 // upsamplers and DCT scaling. The index must also be used: later decodes
 // entropy-decode fewer MCUs.
 func TestIndexExact(t *testing.T) {
+	exactTest(t)
 	imgs := indexImages(t)
 	for _, knobs := range []struct {
 		name    string
@@ -376,6 +377,7 @@ func TestIndexForeign(t *testing.T) {
 // and read the same form: the first two epochs run with one, the last two
 // with the other.
 func TestCoefCacheExact(t *testing.T) {
+	exactTest(t)
 	_, files := fastPhotos(t, 0)
 	t.Logf("SSSE3 packing available: %v", simdBest() >= 2)
 	for _, withIx := range []bool{true, false} {

@@ -46,6 +46,7 @@ func identityNRGBA(t *testing.T, d *Decoder, data []byte, hd *header) *image.NRG
 // whose region clip must hold the filter's support. The nearest and
 // non-antialiased filters are never DCT-scaled, whatever the scaling.
 func TestTorchFiltersFastMatchGo(t *testing.T) {
+	exactTest(t)
 	imgs := fastSynthAndPhotos(t, 2)
 	full := NewDecoder(WithDCTScaling(ScaleOff))
 	pow2 := NewDecoder()
@@ -92,6 +93,7 @@ func TestTorchFiltersFastMatchGo(t *testing.T) {
 // weights are negative, at full scale and at DCT scales (ScaleAny's:
 // antialiased bicubic takes them where the crop is large enough).
 func TestFastSIMDSameFilters(t *testing.T) {
+	exactTest(t)
 	imgs := fastSynthAndPhotos(t, 1)
 	n, scaled := 0, 0
 	for _, scaling := range []DCTScaling{ScaleAny} {
@@ -142,6 +144,7 @@ func TestFastSIMDSameFilters(t *testing.T) {
 // whole-row decode for the torch filters too (their supports are not the
 // triangle's: the region must hold every tap).
 func TestFastRegionExactFilters(t *testing.T) {
+	exactTest(t)
 	imgs := fastSynthAndPhotos(t, 2)
 	region, whole := NewDecoder(WithDCTScaling(ScaleAny)), NewDecoder(WithDCTScaling(ScaleAny))
 	defer region.Close()

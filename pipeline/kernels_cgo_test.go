@@ -15,6 +15,7 @@ import (
 // widths, thin images, and kernels narrower and
 // wider than the image.
 func TestBlurCgoSameBytes(t *testing.T) {
+	exactTest(t)
 	r := rand.New(rand.NewPCG(35, 1))
 	sizes := [][2]int{{1, 1}, {1, 9}, {9, 1}, {7, 3}, {8, 8}, {15, 4}, {16, 16}, {17, 5}, {31, 2}, {32, 7},
 		{33, 33}, {47, 13}, {49, 5}, {63, 3}, {64, 1}, {96, 96}, {97, 131}, {224, 224}}
@@ -71,6 +72,7 @@ func everyColour() []byte {
 // million colours at others), on every byte for those that read one byte,
 // and on images of many sizes for sharpness.
 func TestColourKernelsCgoSameBytes(t *testing.T) {
+	exactTest(t)
 	if kernelsSIMD < 2 {
 		t.Skip("this CPU has no AVX2: the colour kernels run in Go here, and there is no C version to compare")
 	}

@@ -12,6 +12,7 @@
  * after the rows a crop stops at (libpng cannot check it then either). */
 #include "turbo.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +230,10 @@ int stoker_png_rows(stoker_turbo *t, const unsigned char *data, size_t len, unsi
   unsigned char *cur, *prev, *rec;
   if (len < 33 || be32(data + 8) != 13 || memcmp(data + 12, "IHDR", 4) != 0 ||
       crc32(0, data + 12, 17) != be32(data + 29))
+    return -1;
+  /* PNG sides are 1 to 2^31-1 (a larger one reads as negative here):
+   * checked here, not trusted to the caller's parse */
+  if (be32(ih) < 1 || be32(ih) > INT_MAX || be32(ih + 4) < 1 || be32(ih + 4) > INT_MAX)
     return -1;
   w = (int)be32(ih);
   h = (int)be32(ih + 4);

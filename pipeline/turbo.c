@@ -1229,13 +1229,15 @@ static int span_ok(const stoker_span *s, int n, int src) {
          s->off >= 0 && s->off <= s->out - n;
 }
 
-/* view_ok reports whether view v's geometry fits the job's source. */
+/* view_ok reports whether view v's geometry fits the job's source, and
+ * its output the job's output buffer. */
 static int view_ok(const stoker_job *jb, const stoker_view *v) {
   return v->out_w > 0 && v->out_h > 0 && v->bw > 0 && v->bh > 0 && v->x0 >= 0 &&
          v->y0 >= 0 && v->x1 <= jb->src_w && v->y1 <= jb->src_h && v->x0 < v->x1 &&
          v->y0 < v->y1 && span_ok(&v->sx, v->out_w, jb->src_w) &&
          span_ok(&v->sy, v->out_h, jb->src_h) && v->interp >= STOKER_BILINEAR &&
-         v->interp <= STOKER_BICUBIC && v->out_off >= 0;
+         v->interp <= STOKER_BICUBIC && v->out_off >= 0 && v->out_off <= jb->out_len &&
+         3LL * v->out_w * v->out_h <= jb->out_len - v->out_off;
 }
 
 /* open_image checks the job's geometry and the file's header against it,

@@ -75,6 +75,8 @@ typedef struct {
   int scaling;
   int max_scans;
   long long max_memory; /* libjpeg's max_memory_to_use */
+  long long out_len;    /* the output buffer's bytes: each view's
+                           3*out_w*out_h at out_off must fit in them */
   /* Tuning and test knobs; all 0 by default. */
   int fancy;     /* do_fancy_upsampling = TRUE (triangle chroma upsampling) */
   int ifast;     /* dct_method = JDCT_IFAST */

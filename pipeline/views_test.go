@@ -52,6 +52,7 @@ func singleViews(t *testing.T, layout Layout, groups []ViewGroup) []*Transform {
 // the decode is at full scale (ScaleOff): the decode is shared, nothing
 // else is.
 func TestViewsAreSingleViews(t *testing.T) {
+	exactTest(t)
 	files := goldenJPEGs()
 	for _, ref := range []bool{false, true} {
 		for _, layout := range []Layout{CHW, HWC} {

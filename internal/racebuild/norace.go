@@ -1,0 +1,6 @@
+//go:build !race
+
+package racebuild
+
+// Enabled is false: this is not a -race build.
+const Enabled = false
