@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/stoker-dev/stoker/internal/gpu"
@@ -327,22 +326,7 @@ func (c Config) Validate() error {
 	if len(c.Datasets) == 0 {
 		errs = append(errs, errors.New("no datasets: give at least one NAME=PATH"))
 	}
-	for name, path := range c.Datasets {
-		if name == "" || strings.ContainsAny(name, "=/\\ \t\n") {
-			errs = append(errs, fmt.Errorf("dataset name %q: want a non-empty name without '=', '/', '\\' or spaces", name))
-		}
-		if path == "" {
-			errs = append(errs, fmt.Errorf("dataset %q: empty path", name))
-		}
-	}
-	for name, loc := range c.Manifests {
-		if _, ok := c.Datasets[name]; !ok {
-			errs = append(errs, fmt.Errorf("manifest for %q: no such dataset (give --dataset %s=PATH|URL too)", name, name))
-		}
-		if loc == "" {
-			errs = append(errs, fmt.Errorf("manifest for %q: empty path", name))
-		}
-	}
+	errs = append(errs, c.datasetErrors()...)
 	errs = append(errs, c.annotationErrors()...)
 	if c.Workers < 0 {
 		errs = append(errs, fmt.Errorf("workers %d: want >= 0 (0: no local decoding, peers make every batch)", c.Workers))
@@ -350,14 +334,7 @@ func (c Config) Validate() error {
 	if c.Window < 0 || c.Window > maxWindow {
 		errs = append(errs, fmt.Errorf("window %d: want 0..%d (0 means automatic)", c.Window, maxWindow))
 	}
-	if t, err := parsePeers(c.Peers); err != nil {
-		errs = append(errs, err)
-	} else if remote := remotePeers(t); c.PeerTokenFile != "" && c.PeerCA == "" && !c.PeerInsecureToken && len(remote) > 0 {
-		// Every call to these peers would be refused by the token
-		// credentials, and the trainer would wait for batches no peer makes.
-		errs = append(errs, fmt.Errorf("peers: the --peer-token-file token would go in plaintext to %s (not loopback), which is refused at every call: "+
-			"add --peer-ca (TLS to the peers) or, on a network you trust, --peer-insecure-token", strings.Join(remote, ", ")))
-	}
+	errs = append(errs, c.peerErrors()...)
 	if c.Workers == 0 && c.Peers == "" {
 		errs = append(errs, errors.New("workers 0 and no peers: nothing would make batches"))
 	}
@@ -414,18 +391,7 @@ func (c Config) Validate() error {
 	if c.PixelBudget < 0 || c.MaxScans < 0 || c.MaxFileSize < 0 {
 		errs = append(errs, fmt.Errorf("pixel budget %d, max scans %d, max file size %d: want >= 0 (0: the default)", c.PixelBudget, c.MaxScans, c.MaxFileSize))
 	}
-	if (c.TLSCert == "") != (c.TLSKey == "") {
-		errs = append(errs, errors.New("tls: give both --tls-cert and --tls-key, or neither"))
-	}
-	if c.TLSClientCA != "" && c.TLSCert == "" {
-		errs = append(errs, errors.New("tls: --tls-client-ca (mutual TLS) needs --tls-cert and --tls-key"))
-	}
-	if (c.PeerCert == "") != (c.PeerKey == "") || c.PeerCert != "" && c.PeerCA == "" {
-		errs = append(errs, errors.New("tls: --peer-cert and --peer-key go together, with --peer-ca"))
-	}
-	if c.PeerRefresh < 0 {
-		errs = append(errs, fmt.Errorf("peer refresh %v: want > 0", c.PeerRefresh))
-	}
+	errs = append(errs, c.tlsErrors()...)
 	if !(c.MaxCPUWeight == 0 || c.MaxCPUWeight >= 1 && c.MaxCPUWeight <= 1e3) {
 		errs = append(errs, fmt.Errorf("max cpu weight %v: want 1..1000 (0 means 1)", c.MaxCPUWeight))
 	}

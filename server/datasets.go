@@ -88,3 +88,26 @@ func (c Config) annotationErrors() []error {
 	}
 	return errs
 }
+
+// datasetErrors is what Validate finds wrong with the datasets' names and
+// paths and the manifests given for them.
+func (c Config) datasetErrors() []error {
+	var errs []error
+	for name, path := range c.Datasets {
+		if name == "" || strings.ContainsAny(name, "=/\\ \t\n") {
+			errs = append(errs, fmt.Errorf("dataset name %q: want a non-empty name without '=', '/', '\\' or spaces", name))
+		}
+		if path == "" {
+			errs = append(errs, fmt.Errorf("dataset %q: empty path", name))
+		}
+	}
+	for name, loc := range c.Manifests {
+		if _, ok := c.Datasets[name]; !ok {
+			errs = append(errs, fmt.Errorf("manifest for %q: no such dataset (give --dataset %s=PATH|URL too)", name, name))
+		}
+		if loc == "" {
+			errs = append(errs, fmt.Errorf("manifest for %q: empty path", name))
+		}
+	}
+	return errs
+}

@@ -336,3 +336,36 @@ func peerDialer(cfg Config) (func(addr string) []work.Option, error) {
 		return append(slices.Clip(base), work.WithDialOptions(grpc.WithPerRPCCredentials(rpc.TokenCredentials(token, addr, cfg.PeerInsecureToken))))
 	}, nil
 }
+
+// peerErrors is what Validate finds wrong with --peers and its token.
+func (c Config) peerErrors() []error {
+	var errs []error
+	if t, err := parsePeers(c.Peers); err != nil {
+		errs = append(errs, err)
+	} else if remote := remotePeers(t); c.PeerTokenFile != "" && c.PeerCA == "" && !c.PeerInsecureToken && len(remote) > 0 {
+		// Every call to these peers would be refused by the token
+		// credentials, and the trainer would wait for batches no peer makes.
+		errs = append(errs, fmt.Errorf("peers: the --peer-token-file token would go in plaintext to %s (not loopback), which is refused at every call: "+
+			"add --peer-ca (TLS to the peers) or, on a network you trust, --peer-insecure-token", strings.Join(remote, ", ")))
+	}
+	return errs
+}
+
+// tlsErrors is what Validate finds wrong with the TLS flags, the
+// trainers' side and the peers', and the peers' refresh.
+func (c Config) tlsErrors() []error {
+	var errs []error
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("tls: give both --tls-cert and --tls-key, or neither"))
+	}
+	if c.TLSClientCA != "" && c.TLSCert == "" {
+		errs = append(errs, errors.New("tls: --tls-client-ca (mutual TLS) needs --tls-cert and --tls-key"))
+	}
+	if (c.PeerCert == "") != (c.PeerKey == "") || c.PeerCert != "" && c.PeerCA == "" {
+		errs = append(errs, errors.New("tls: --peer-cert and --peer-key go together, with --peer-ca"))
+	}
+	if c.PeerRefresh < 0 {
+		errs = append(errs, fmt.Errorf("peer refresh %v: want > 0", c.PeerRefresh))
+	}
+	return errs
+}

@@ -40,6 +40,11 @@ func viewsSpec() *pb.TransformSpec {
 // testdata/photos, as hashEpoch hashes them (each batch's views back to
 // back), per decode path, as goldenEpochs.
 var goldenViewEpochs = map[string]string{
+	pipeline.PathTurbo: "416e73dc61cdbd8571916e8d0af421ec51a9e44b35ad7468cbefc48f16a51fa4",
+	pipeline.PathGo:    "657b0ffdd6fef6be0fa7818472e6d1d2b6173f576ebf7eb37ed1a7c1e6ef8f23",
+}
+
+var goldenViewEpochsFast = map[string]string{
 	pipeline.PathTurbo: "a274ec3956a9c1e5bbb958464344473726204d39e4007e3dfe1d357f4daaeff8",
 	pipeline.PathGo:    "657b0ffdd6fef6be0fa7818472e6d1d2b6173f576ebf7eb37ed1a7c1e6ef8f23",
 }
@@ -89,6 +94,15 @@ func TestViewEpochsAnyTopology(t *testing.T) {
 		}
 		if n == 0 {
 			want = eps
+			fast := sha256.New()
+			for k := range uint64(2) {
+				o := viewsJob(k)
+				o.Job.Decode = pb.Decode_DECODE_FAST
+				hashEpoch(fast, e.collect(t, o))
+			}
+			if got := hex.EncodeToString(fast.Sum(nil)); got != goldenViewEpochsFast[id.Path] {
+				t.Errorf("decode fast, %s path: epochs 0 and 1 of views hash to %s, want %s", id.Path, got, goldenViewEpochsFast[id.Path])
+			}
 			continue
 		}
 		for k := range eps {
