@@ -18,7 +18,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stoker-dev/stoker/internal/racebuild"
 	"github.com/stoker-dev/stoker/pipeline/internal/jpegenc"
 )
 
@@ -600,9 +599,7 @@ func TestFastDeterministic(t *testing.T) {
 // TestFastZeroAllocs: a JPEG decode on the fast path allocates nothing in
 // Go once the Decoder's scratch exists.
 func TestFastZeroAllocs(t *testing.T) {
-	if racebuild.ASan {
-		t.Skip("under -asan cgo calls allocate: the count is the instrumentation's")
-	}
+	allocTest(t)
 	_, files := fastPhotos(t, 8)
 	for _, tc := range fastTransforms(t) {
 		d := NewDecoder()

@@ -8,8 +8,6 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
-
-	"github.com/stoker-dev/stoker/internal/racebuild"
 )
 
 // indexImages are the index tests' files: the repository's photos (4:2:0,
@@ -309,9 +307,7 @@ func TestIndexChangedFile(t *testing.T) {
 // TestIndexZeroAllocs: once a file's index is complete (a whole-image
 // decode records every checkpoint), later decodes of it allocate nothing.
 func TestIndexZeroAllocs(t *testing.T) {
-	if racebuild.ASan {
-		t.Skip("under -asan cgo calls allocate: the count is the instrumentation's")
-	}
+	allocTest(t)
 	_, files := fastPhotos(t, 8)
 	ix := NewIndex(1 << 30)
 	d := NewDecoder(WithIndex(ix))

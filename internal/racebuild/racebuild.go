@@ -6,6 +6,6 @@
 // race detector has nothing to find and costs 10 to 100 times the time:
 // they skip themselves under -race, and make test-go runs them once
 // without it. ASan says the same of AddressSanitizer (go build -asan, make
-// test-asan), under which cgo calls allocate: the zero-allocation tests
-// skip.
+// test-asan), under which allocation counts are the instrumentation's:
+// the zero-allocation tests skip.
 package racebuild
