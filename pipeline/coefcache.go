@@ -133,6 +133,13 @@ func (t *coefTable) free() {
 // to tell a colliding file from it.
 func (c *CoefCache) check(data []byte) uint64 { return maphash.Bytes(c.seed, data) }
 
+// has reports whether the cache holds an entry keyed k.
+func (c *CoefCache) has(k indexKey) bool {
+	c.t.mu.Lock()
+	defer c.t.mu.Unlock()
+	return c.t.entries[k] != nil
+}
+
 // checkout returns k's entry for one decode's exclusive use, made if k is
 // new, admit says so and the budget has room, and the bytes the decode may
 // add to it (reserved until checkin; at most most). nil: decode without

@@ -261,6 +261,11 @@ func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs) coef
 	// augmentation) is admitted on its first: the copies are its next
 	// decodes, within the epoch.
 	admit := u.ix == nil || u.blob != nil || d.admitNow
+	// The check hash is paid only by a decode that may use an entry: one
+	// admitted, or one of a file the cache holds.
+	if !admit && !cc.has(u.key) {
+		return coefUse{}
+	}
 	ce, room := cc.checkout(u.key, cc.check(data), blocks*200+4096, admit)
 	if ce == nil {
 		return coefUse{}

@@ -602,6 +602,7 @@ func TestFastDeterministic(t *testing.T) {
 // TestFastZeroAllocs: a JPEG decode on the fast path allocates nothing in
 // Go once the Decoder's scratch exists.
 func TestFastZeroAllocs(t *testing.T) {
+	allocTest(t)
 	_, files := fastPhotos(t, 8)
 	for _, tc := range fastTransforms(t) {
 		d := NewDecoder()

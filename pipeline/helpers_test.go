@@ -100,3 +100,13 @@ func exactTest(t *testing.T) {
 		t.Skip("an exactness test: make test-go runs it without -race (EXACT_TESTS)")
 	}
 }
+
+// allocTest marks t as counting allocations, which under -asan (make
+// test-asan) are the instrumentation's: Go's escape analysis and cgo calls
+// allocate differently there. It skips under -asan.
+func allocTest(t *testing.T) {
+	t.Helper()
+	if racebuild.ASan {
+		t.Skip("counts allocations: under -asan they are the instrumentation's")
+	}
+}

@@ -307,6 +307,7 @@ func TestIndexChangedFile(t *testing.T) {
 // TestIndexZeroAllocs: once a file's index is complete (a whole-image
 // decode records every checkpoint), later decodes of it allocate nothing.
 func TestIndexZeroAllocs(t *testing.T) {
+	allocTest(t)
 	_, files := fastPhotos(t, 8)
 	ix := NewIndex(1 << 30)
 	d := NewDecoder(WithIndex(ix))

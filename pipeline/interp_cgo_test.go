@@ -180,6 +180,7 @@ func TestFastRegionExactFilters(t *testing.T) {
 // TestFastZeroAllocsFilters: the torch filters allocate nothing in Go
 // either.
 func TestFastZeroAllocsFilters(t *testing.T) {
+	allocTest(t)
 	_, files := fastPhotos(t, 8)
 	for _, f := range torchFilters {
 		tr, err := NewTransform(CHW, Op{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: f.interp, NoAntialias: !f.aa})

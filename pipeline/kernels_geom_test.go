@@ -335,6 +335,7 @@ func TestGeomGolden(t *testing.T) {
 
 // TestGeomNoAlloc: once the scratch is warm, no kernel allocates.
 func TestGeomNoAlloc(t *testing.T) {
+	allocTest(t)
 	const w, h = 61, 47
 	pix := geomNoise(w, h, 13)
 	p := planes{pix: pix, w: w, h: h}

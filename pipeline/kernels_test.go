@@ -128,6 +128,7 @@ var kernelGoldens = [...]string{
 // TestKernelsNoAlloc checks that no kernel allocates once its scratch is
 // warm.
 func TestKernelsNoAlloc(t *testing.T) {
+	allocTest(t)
 	const w, h = 224, 224
 	src := noiseImage(w, h, 2)
 	pix := bytes.Clone(src)

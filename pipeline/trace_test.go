@@ -98,6 +98,7 @@ func TestParseTraceRefuses(t *testing.T) {
 // TestDrawNoAlloc: drawing a sample's steps allocates nothing once the
 // buffer is big enough (the executor's hot path).
 func TestDrawNoAlloc(t *testing.T) {
+	allocTest(t)
 	tr := mustTransform(t, CHW, recipeOps()...)
 	buf := make([]Step, 0, tr.maxSteps)
 	i := uint64(0)
