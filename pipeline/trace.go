@@ -283,6 +283,9 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 	}
 	switch {
 	case t.rcrop != nil:
+		if t.pad != nil {
+			buf = append(buf, t.padStep())
+		}
 		if p.rcPad != [4]int{} {
 			buf = append(buf, Step{Fn: FnPad, I: [6]int{p.rcPad[0], p.rcPad[1], p.rcPad[2], p.rcPad[3]}, Fill: p.rcFill})
 		}
@@ -300,6 +303,9 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 			st.Fn, st.I = FnResize, [6]int{4: p.rh, 5: p.rw}
 			buf = append(buf, st)
 		}
+		if t.pad != nil {
+			buf = append(buf, t.padStep())
+		}
 		if t.center != nil {
 			buf = append(buf, Step{Fn: FnCenterCrop, I: [6]int{4: p.ch, 5: p.cw}})
 		}
@@ -308,6 +314,12 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 		buf = append(buf, Step{Fn: FnHorizontalFlip})
 	}
 	return buf
+}
+
+// padStep is a Pad's step: torchvision's pad with its padding and fill.
+func (t *Transform) padStep() Step {
+	pd := t.pad.Padding
+	return Step{Fn: FnPad, I: [6]int{pd[0], pd[1], pd[2], pd[3]}, Fill: t.pad.Fill}
 }
 
 // AppendTrace appends the trace of the last sample d decoded with t (a
