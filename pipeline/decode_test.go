@@ -541,11 +541,11 @@ func TestRandomCrop(t *testing.T) {
 	}
 }
 
-// TestPad: a Pad (constant fill) before a RandomCrop or a CenterCrop:
-// every sample is torchvision's pad, then pad and crop or center_crop, of
-// the whole decode at the traced arguments (padCropReference), flipped
-// after where traced, on both paths and layouts; Pad elsewhere is refused
-// with what is supported.
+// TestPad: a Pad (constant fill) before a RandomCrop or a CenterCrop, or
+// after one: every sample is torchvision's pad, then pad and crop or
+// center_crop (then pad), of the whole decode at the traced arguments
+// (padCropReference), flipped after where traced, on both paths and
+// layouts; Pad elsewhere is refused with what is supported.
 func TestPad(t *testing.T) {
 	src := testPicture(61, 40)
 	fill := [3]float64{10, 20, 30}
@@ -560,6 +560,14 @@ func TestPad(t *testing.T) {
 		{pad(5, 6, 7, 8, fill), {Kind: OpCenterCrop, Size: [2]int{30, 50}}},         // inside the image
 		{pad(5, 6, 7, 8, fill), {Kind: OpCenterCrop, Size: [2]int{52, 71}}},         // into the padding
 		{pad(1, 0, 2, 0, [3]float64{}), {Kind: OpCenterCrop, Size: [2]int{47, 70}}}, // past it: zeros
+		// after the crop: a crop inside the image, one padded with the
+		// same fill, a CenterCrop past the image (zeros) then Pad(0)
+		{{Kind: OpRandomCrop, Size: [2]int{30, 30}}, pad(2, 3, 4, 5, fill)},
+		{{Kind: OpRandomCrop, Size: [2]int{44, 30}, Padding: [4]int{1, 0, 2, 0}, PadIfNeeded: true, Fill: fill}, pad(6, 0, 1, 7, fill)},
+		{{Kind: OpCenterCrop, Size: [2]int{30, 50}}, pad(3, 3, 3, 3, fill)},
+		{{Kind: OpCenterCrop, Size: [2]int{47, 70}}, pad(1, 2, 3, 4, [3]float64{})},
+		// both sides of the crop
+		{pad(5, 6, 7, 8, fill), {Kind: OpCenterCrop, Size: [2]int{52, 71}}, pad(2, 2, 2, 2, fill)},
 	}
 	for _, enc := range []struct {
 		name string
@@ -577,7 +585,7 @@ func TestPad(t *testing.T) {
 					for _, flip := range []bool{false, true} {
 						ops := ops
 						if flip {
-							ops = append(ops[:2:2], Op{Kind: OpRandomHorizontalFlip, P: 0.5})
+							ops = append(ops[:len(ops):len(ops)], Op{Kind: OpRandomHorizontalFlip, P: 0.5})
 						}
 						tr := mustTransform(t, layout, ops...)
 						padded := 0
@@ -592,7 +600,7 @@ func TestPad(t *testing.T) {
 							if err != nil {
 								t.Fatal(err)
 							}
-							if steps[0].Fn != FnPad || [4]int(steps[0].I[:4]) != ops[0].Padding || steps[0].Fill != ops[0].Fill {
+							if p := ops[0]; p.Kind == OpPad && (steps[0].Fn != FnPad || [4]int(steps[0].I[:4]) != p.Padding || steps[0].Fill != p.Fill) {
 								t.Fatalf("%s: trace %s does not start with the Pad", opsString(ops), trace)
 							}
 							want, _, _ := padCropReference(full, 61, 40, steps, layout)
@@ -603,7 +611,7 @@ func TestPad(t *testing.T) {
 								padded++
 							}
 						}
-						if inside := ops[1].Size == [2]int{30, 50}; (padded == 0) == !inside {
+						if inside := ops[0].Kind == OpPad && ops[1].Size == [2]int{30, 50} && (len(ops) == 2 || ops[2].Kind != OpPad); (padded == 0) == !inside {
 							t.Errorf("%s: %d of 100 samples padded", opsString(ops), padded)
 						}
 					}
@@ -619,7 +627,9 @@ func TestPad(t *testing.T) {
 		{[]Op{pad(1, 1, 1, 1, fill)}, "Pad alone gives a size that varies per image"},
 		{[]Op{pad(1, 1, 1, 1, fill), {Kind: OpRandomResizedCrop, Size: [2]int{8, 8}}}, "Pad before RandomResizedCrop is not supported"},
 		{[]Op{pad(1, 1, 1, 1, fill), {Kind: OpResize, Size: [2]int{8, 8}}}, "Pad before Resize is not supported"},
-		{[]Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, pad(1, 1, 1, 1, fill)}, "Pad after the geometry is not supported"},
+		{[]Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}}, pad(1, 1, 1, 1, fill)}, "Pad after a resampling geometry"},
+		{[]Op{{Kind: OpResize, Size: [2]int{8, 8}}, {Kind: OpCenterCrop, Size: [2]int{8, 8}}, pad(1, 1, 1, 1, fill)}, "Pad after a resampling geometry"},
+		{[]Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, pad(1, 1, 1, 1, fill), pad(1, 1, 1, 1, fill)}, "twice after the crop is not supported"},
 		{[]Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, {Kind: OpRandomInvert, P: 0.5}, pad(1, 1, 1, 1, fill)}, "Pad after other ops is not supported"},
 		{[]Op{pad(1, 1, 1, 1, fill), {Kind: OpRandomCrop, Size: [2]int{8, 8}, Padding: [4]int{2, 2, 2, 2}}}, "padding of two fills in one crop is not supported"},
 		{[]Op{pad(1, 1, 1, 1, [3]float64{300}), {Kind: OpRandomCrop, Size: [2]int{8, 8}}}, "Pad fill [300 0 0]: want integers 0..255"},
@@ -627,6 +637,11 @@ func TestPad(t *testing.T) {
 		if _, err := NewTransform(CHW, c.ops...); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", opsString(c.ops), err, c.want)
 		}
+	}
+	// A CenterCrop past the image (zeros) then a Pad of another fill.
+	tr0 := mustTransform(t, CHW, Op{Kind: OpCenterCrop, Size: [2]int{50, 50}}, pad(1, 1, 1, 1, fill))
+	if err := NewDecoder().Decode(encodePNG(src), tr0, Key{}, make([]byte, tr0.SampleBytes())); err == nil || !strings.Contains(err.Error(), "two fills in one sample are not supported") {
+		t.Errorf("a CenterCrop past the image then Pad of fill %v: %v, want refused", fill, err)
 	}
 	// A crop past the padded image after a Pad of a fill other than 0:
 	// center_crop's zeros beside the Pad's fill, refused per sample.

@@ -79,7 +79,7 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 			return bad("a geometry op inside a container: the geometry is the transform's first op, fused into the decode")
 		}
 		if op.Kind == OpPad {
-			return bad("Pad after other ops is not supported: Pad comes first, before a RandomCrop or CenterCrop (or give RandomCrop its padding)")
+			return bad("Pad after other ops is not supported: Pad comes right before or right after a RandomCrop or CenterCrop (or give RandomCrop its padding)")
 		}
 		return bad("a geometry op after other ops: the geometry must be the first op (one RandomResizedCrop, RandomCrop, or Resize then CenterCrop), fused into the decode")
 	case OpNormalize:

@@ -159,6 +159,11 @@ func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 			p.padT = (p.ch - h) / 2
 		}
 	}
+	if t.padAfter != nil {
+		if err := t.padCropped(&p); err != nil {
+			return p, err
+		}
+	}
 	if t.flip > 0 {
 		r := k.Stream(streamFlip)
 		p.flip = r.Float64() < t.flip
@@ -298,6 +303,34 @@ func (p *samplePlan) padCrop(l, tp, cw, ch, top, left int) {
 	p.padded, p.vis = true, true
 	p.vx, p.vy, p.vw, p.vh = x0, y0, max(x1-x0, 0), max(y1-y0, 0)
 	p.padL, p.padT = x0-sx, y0-sy
+}
+
+// padCropped is a Pad after a RandomCrop or CenterCrop (no resampling):
+// the part of the image the crop shows, where it shows it, moved by the
+// Pad's left and top padding into the larger output, the rest the Pad's
+// fill. One fill per sample: a crop that padded with another fill (a
+// RandomCrop's, a CenterCrop's zeros) is refused.
+func (t *Transform) padCropped(p *samplePlan) error {
+	op := t.padAfter
+	if !p.vis {
+		// A plain crop, or a CenterCrop past the image on a side (padded,
+		// padL or padT set): what of the image it shows.
+		x0, y0, x1, y1 := p.cx, p.cy, p.cx+p.cw, p.cy+p.ch
+		if p.cw > p.srcW {
+			x0, x1 = 0, p.srcW
+		}
+		if p.ch > p.srcH {
+			y0, y1 = 0, p.srcH
+		}
+		p.vx, p.vy, p.vw, p.vh = x0, y0, x1-x0, y1-y0
+	}
+	if p.padded && p.rcFill != op.Fill {
+		return fmt.Errorf("%w: image %dx%d: the %dx%d crop pads it with %v, then Pad with %v: two fills in one sample are not supported (give both the same fill; a CenterCrop's is 0)",
+			ErrUnsupported, p.srcW, p.srcH, p.cw, p.ch, p.rcFill, op.Fill)
+	}
+	p.padded, p.vis, p.rcFill = true, true, op.Fill
+	p.padL, p.padT = p.padL+op.Padding[0], p.padT+op.Padding[1]
+	return nil
 }
 
 // padCenterCrop is torchvision's pad (a Pad's constant fill) then

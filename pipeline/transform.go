@@ -183,13 +183,16 @@ const (
 // Transform is a compiled, validated op list. It is immutable and safe for
 // concurrent use.
 type Transform struct {
-	ops    []Op
-	geom   geomKind
-	rrc    *Op // RandomResizedCrop, if any
-	rcrop  *Op // RandomCrop, if any
-	pad    *Op // Pad, if any: first, before a RandomCrop or CenterCrop
-	resize *Op // Resize, if any
-	center *Op // CenterCrop, if any
+	ops   []Op
+	geom  geomKind
+	rrc   *Op // RandomResizedCrop, if any
+	rcrop *Op // RandomCrop, if any
+	pad   *Op // Pad, if any: first, before a RandomCrop or CenterCrop
+	// padAfter is a Pad right after a RandomCrop or a CenterCrop (not
+	// resized), if any: the crop padded into a larger output.
+	padAfter *Op
+	resize   *Op // Resize, if any
+	center   *Op // CenterCrop, if any
 	// flip is the p of a RandomHorizontalFlip right after the geometry:
 	// fused into the decode (the resampler's coefficients run backwards).
 	flip    float64
@@ -378,7 +381,8 @@ func cloneOps(ops []Op) []Op {
 
 // NewTransform validates ops and compiles them. The geometry comes first
 // (one RandomResizedCrop, or Resize and/or CenterCrop, in that order, or
-// a RandomCrop; a Pad may come before a RandomCrop or a CenterCrop) and
+// a RandomCrop; a Pad may come right before a RandomCrop or a CenterCrop,
+// or right after one that is not resized) and
 // is fused into the decode; every other op follows it, in the order given,
 // on the output-sized crop (a RandomHorizontalFlip right after the
 // geometry is fused too); Normalize, if any, comes last. The output size
@@ -396,15 +400,19 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		op := &t.ops[n]
 		switch op.Kind {
 		case OpPad:
-			if n > 0 {
-				return bad("Pad after the geometry is not supported: Pad comes first, before a RandomCrop or CenterCrop (or give RandomCrop its padding)")
+			if n > 0 && (t.padAfter != nil || t.rrc != nil || t.resize != nil || (t.rcrop == nil && t.center == nil)) {
+				return bad("Pad after a resampling geometry (RandomResizedCrop, Resize) or twice after the crop is not supported: Pad comes first, or right after a RandomCrop or CenterCrop")
 			}
 			if err := checkPadding(op); err != nil {
 				return nil, err
 			}
-			t.pad = op
+			if n == 0 {
+				t.pad = op
+			} else {
+				t.padAfter = op
+			}
 		case OpRandomCrop:
-			if n > 0 && (n > 1 || t.pad == nil) {
+			if n > 0 && (n > 1 || t.pad == nil || t.padAfter != nil) {
 				return bad("RandomCrop must be the only geometry op (after a Pad, if any) and come first")
 			}
 			if err := checkSize(op, false); err != nil {
@@ -440,7 +448,7 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			}
 			t.resize = op
 		case OpCenterCrop:
-			if t.rrc != nil || t.rcrop != nil || t.center != nil {
+			if t.rrc != nil || t.rcrop != nil || t.center != nil || t.padAfter != nil {
 				return bad("CenterCrop must follow Resize or Pad (if any) and come before the other ops")
 			}
 			if err := checkSize(op, false); err != nil {
@@ -474,6 +482,15 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		return bad("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size", t.ops[0].Kind)
 	default:
 		return bad("no geometry op: a batch needs a fixed size (RandomResizedCrop, Resize(h, w) or CenterCrop)")
+	}
+	if t.padAfter != nil {
+		pd := t.padAfter.Padding
+		if t.outW += pd[0] + pd[2]; t.outW > maxSide {
+			return bad("Pad after the crop: width %d is more than %d", t.outW, maxSide)
+		}
+		if t.outH += pd[1] + pd[3]; t.outH > maxSide {
+			return bad("Pad after the crop: height %d is more than %d", t.outH, maxSide)
+		}
 	}
 	rest := t.ops[n:]
 	if k := len(rest) - 1; k >= 0 && rest[k].Kind == OpNormalize {

@@ -251,8 +251,8 @@ class _Converter:
 
     def check_geometry(self) -> None:
         """The first op is the geometry (one RandomResizedCrop, or Resize
-        and/or CenterCrop, or RandomCrop, or Pad then RandomCrop or
-        CenterCrop), fused into the decode; no geometry op later."""
+        and/or CenterCrop, or RandomCrop, a Pad before or after a RandomCrop
+        or CenterCrop), fused into the decode; no geometry op later."""
         if not self.ops:
             raise ValueError("no op stoker runs: a batch needs a fixed size; start the pipeline with "
                              "RandomResizedCrop, Resize((h, w)), or Resize then CenterCrop")
@@ -271,6 +271,10 @@ class _Converter:
         elif name == "Resize" and isinstance(op.size, int):
             raise ValueError(f"{where}: Resize({op.size}) of the shorter side gives a size that varies per image: "
                              f"add CenterCrop right after it, or give Resize both sides")
+        # A Pad right after an unresized RandomCrop or CenterCrop pads the crop.
+        if self.ops[n - 1][1] in ("RandomCrop", "CenterCrop") and (n == 1 or self.ops[0][1] == "Pad") \
+                and len(self.ops) > n and self.ops[n][1] == "Pad":
+            n += 1
         for where, name, _ in self.ops[n:]:
             if name in _GEOMETRY:
                 raise ValueError(f"{where}: a geometry op after other ops: stoker's geometry is the first op (one "

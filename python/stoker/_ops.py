@@ -174,9 +174,9 @@ class Pad(Transform):
     """torchvision's Pad: the image padded by ``padding`` (an int for every
     side, (left/right, top/bottom), or (left, top, right, bottom)) with a
     constant ``fill`` (uint8 pixels: one value or one per channel),
-    ``padding_mode="constant"`` only. Part of the geometry: first, followed
-    by a ``RandomCrop`` or a ``CenterCrop`` (which fix the batch's size),
-    fused into the decode."""
+    ``padding_mode="constant"`` only. Part of the geometry, fused into the
+    decode: right before a ``RandomCrop`` or a ``CenterCrop`` (which fix
+    the batch's size), or right after one that is not resized."""
 
     def __init__(self, padding: Any, fill: Any = 0, padding_mode: str = "constant") -> None:
         cls = "Pad"

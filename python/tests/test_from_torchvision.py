@@ -161,6 +161,11 @@ def test_pad(version) -> None:
     got = T.from_torchvision(tv.Compose([tv.Pad([1, 2, 3, 4], fill=(9, 8, 7)), tv.CenterCrop(40)]))
     assert got.transforms == [T.Pad([1, 2, 3, 4], fill=(9, 8, 7)), T.CenterCrop(40)]
     assert [op.to_proto() for op in got.transforms][0].pad.padding == [1, 2, 3, 4]
+    # after the crop (not resized), and on both sides of it
+    got = T.from_torchvision(tv.Compose([tv.RandomCrop(28), tv.Pad(2), tv.RandomHorizontalFlip()]))
+    assert got.transforms == [T.RandomCrop(28), T.Pad(2), T.RandomHorizontalFlip()]
+    got = T.from_torchvision(tv.Compose([tv.Pad(1), tv.CenterCrop(30), tv.Pad((1, 2))]))
+    assert got.transforms == [T.Pad(1), T.CenterCrop(30), T.Pad((1, 2))]
 
 
 def test_dinov2_blur_subclass() -> None:
@@ -266,6 +271,7 @@ def _where(version: str):
          r"op 0 \(Pad\): padding_mode='edge' is not supported by stoker: it pads with a constant fill only"),
         ([tv.Pad(4), tv.ToTensor()], r"op 0 \(Pad\): Pad needs a RandomCrop or CenterCrop right after it"),
         ([rrc, tv.Pad(4)], r"op 1 \(Pad\): a geometry op after other ops"),
+        ([tv.CenterCrop(8), tv.Pad(4), tv.Pad(4)], r"op 2 \(Pad\): a geometry op after other ops"),
         ([rrc, MyFlip()], r"op 1 \(MyFlip, a subclass of torchvision's RandomHorizontalFlip that overrides forward\) "
                           r"is not supported"),
         ([rrc, tv.RandomApply([Solarization()], p=0.2)], r"op 1 \(RandomApply\) > op 0 \(Solarization\) is not "

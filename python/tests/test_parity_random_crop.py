@@ -1,4 +1,4 @@
-"""RandomCrop, Pad (before a RandomCrop or a CenterCrop) and a CenterCrop
+"""RandomCrop, Pad (before or after a RandomCrop or a CenterCrop) and a CenterCrop
 larger than the image against torchvision:
 the samples the server makes of the eval photos are, byte for byte,
 torchvision's ``F.pad`` (constant fill; a Pad's, then RandomCrop's) then ``F.crop`` (or ``F.center_crop``,
@@ -44,6 +44,14 @@ CASES: Dict[str, List[pb.Op]] = {
                         pb.Op(center_crop=pb.CenterCrop(height=500, width=540))],
     "pad-center-crop-larger": [pb.Op(pad=pb.Pad(padding=[5, 0, 1, 3])),
                                pb.Op(center_crop=pb.CenterCrop(height=515, width=520))],
+    # Pad after the crop: CIFAR's recipe's crop padded again (a fill per
+    # channel), and a CenterCrop past the photos (zeros) then Pad(0),
+    # flipped after
+    "random-crop-pad": [pb.Op(random_crop=pb.RandomCrop(height=200, padding=[4], fill=[10, 200, 30])),
+                        pb.Op(pad=pb.Pad(padding=[3, 0, 9, 2], fill=[10, 200, 30]))],
+    "center-crop-larger-pad": [pb.Op(center_crop=pb.CenterCrop(height=515, width=520)),
+                               pb.Op(pad=pb.Pad(padding=[1, 2])),
+                               pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip())],
     # bicubic: torch's kernel to the byte (antialiased bilinear is within 1)
     "resize-center-crop-larger": [pb.Op(resize=pb.Resize(height=200, interpolation=pb.INTERPOLATION_BICUBIC)),
                                   pb.Op(center_crop=pb.CenterCrop(height=230))],

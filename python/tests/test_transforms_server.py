@@ -41,7 +41,7 @@ def test_every_op_is_accepted(server: str) -> None:
                      [T.CenterCrop(SIZE), T.Normalize([0.5], [0.2])],
                      [T.RandomCrop(SIZE, padding=4, pad_if_needed=True, fill=(1, 2, 3))],
                      [T.Pad(4, fill=(1, 2, 3)), T.RandomCrop(SIZE, pad_if_needed=True, fill=(1, 2, 3))],
-                     [T.Pad((2, 3)), T.CenterCrop(SIZE)]):
+                     [T.Pad((2, 3)), T.CenterCrop(SIZE)], [T.CenterCrop(SIZE - 4), T.Pad(2)]):
         assert len(loader(server, transform=geometry, batch_size=8)) == 6, geometry
 
 

@@ -1929,8 +1929,9 @@ func (*Op_RandomCrop) isOp_Op() {}
 func (*Op_Pad) isOp_Op() {}
 
 // Pad is torchvision's Pad with padding_mode "constant": the image padded
-// by padding with a constant fill. A geometry op: first, followed by a
-// RandomCrop or a CenterCrop (which fix the batch's size).
+// by padding with a constant fill. A geometry op: right before a
+// RandomCrop or a CenterCrop (which fix the batch's size), or right after
+// one that is not resized.
 type Pad struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// torchvision's padding: 1 value (every side), 2 (left and right, top
