@@ -7,5 +7,6 @@
 // cost starts real `stoker serve` processes of the running executable
 // (cost runs the pipeline on one locked thread); each measures side by
 // side in one run and prints a table and, with --json, one JSON line.
-// The PyTorch baselines (compare.py, e2e.py, baselines.py) live beside it.
+// The PyTorch baselines (compare.py, e2e.py, baselines.py) live beside it,
+// and timm_geometry.py (stoker's timm geometric ops against timm's PIL ones).
 package bench

@@ -541,6 +541,116 @@ func TestRandomCrop(t *testing.T) {
 	}
 }
 
+// TestPad: a Pad (constant fill) before a RandomCrop or a CenterCrop, or
+// after one: every sample is torchvision's pad, then pad and crop or
+// center_crop (then pad), of the whole decode at the traced arguments
+// (padCropReference), flipped after where traced, on both paths and
+// layouts; Pad elsewhere is refused with what is supported.
+func TestPad(t *testing.T) {
+	src := testPicture(61, 40)
+	fill := [3]float64{10, 20, 30}
+	pad := func(l, t, r, b int, f [3]float64) Op {
+		return Op{Kind: OpPad, Padding: [4]int{l, t, r, b}, Fill: f}
+	}
+	cases := [][]Op{
+		// CIFAR's recipe: Pad(4), RandomCrop(32)
+		{pad(4, 4, 4, 4, [3]float64{}), {Kind: OpRandomCrop, Size: [2]int{40, 40}}},
+		{pad(3, 0, 9, 2, fill), {Kind: OpRandomCrop, Size: [2]int{50, 70}, PadIfNeeded: true, Fill: fill}},
+		{pad(90, 3, 0, 5, fill), {Kind: OpRandomCrop, Size: [2]int{20, 20}}},
+		{pad(5, 6, 7, 8, fill), {Kind: OpCenterCrop, Size: [2]int{30, 50}}},         // inside the image
+		{pad(5, 6, 7, 8, fill), {Kind: OpCenterCrop, Size: [2]int{52, 71}}},         // into the padding
+		{pad(1, 0, 2, 0, [3]float64{}), {Kind: OpCenterCrop, Size: [2]int{47, 70}}}, // past it: zeros
+		// after the crop: a crop inside the image, one padded with the
+		// same fill, a CenterCrop past the image (zeros) then Pad(0)
+		{{Kind: OpRandomCrop, Size: [2]int{30, 30}}, pad(2, 3, 4, 5, fill)},
+		{{Kind: OpRandomCrop, Size: [2]int{44, 30}, Padding: [4]int{1, 0, 2, 0}, PadIfNeeded: true, Fill: fill}, pad(6, 0, 1, 7, fill)},
+		{{Kind: OpCenterCrop, Size: [2]int{30, 50}}, pad(3, 3, 3, 3, fill)},
+		{{Kind: OpCenterCrop, Size: [2]int{47, 70}}, pad(1, 2, 3, 4, [3]float64{})},
+		// both sides of the crop
+		{pad(5, 6, 7, 8, fill), {Kind: OpCenterCrop, Size: [2]int{52, 71}}, pad(2, 2, 2, 2, fill)},
+	}
+	for _, enc := range []struct {
+		name string
+		data []byte
+	}{{"png", encodePNG(src)}, {"jpeg", encodeJPEG(src, 95)}} {
+		for _, ref := range []bool{false, true} {
+			d := NewDecoder(WithReference(ref))
+			for _, layout := range []Layout{CHW, HWC} {
+				whole := mustTransform(t, layout, Op{Kind: OpCenterCrop, Size: [2]int{40, 61}})
+				full := make([]byte, whole.SampleBytes())
+				if err := d.Decode(enc.data, whole, Key{}, full); err != nil {
+					t.Fatal(err)
+				}
+				for _, ops := range cases {
+					for _, flip := range []bool{false, true} {
+						ops := ops
+						if flip {
+							ops = append(ops[:len(ops):len(ops)], Op{Kind: OpRandomHorizontalFlip, P: 0.5})
+						}
+						tr := mustTransform(t, layout, ops...)
+						padded := 0
+						for i := range 100 {
+							k := Key{Seed: 3, Index: uint64(i)}
+							got := make([]byte, tr.SampleBytes())
+							if err := d.Decode(enc.data, tr, k, got); err != nil {
+								t.Fatalf("%s: %v", opsString(ops), err)
+							}
+							trace := d.AppendTrace(nil, tr)
+							steps, err := ParseTrace(trace)
+							if err != nil {
+								t.Fatal(err)
+							}
+							if p := ops[0]; p.Kind == OpPad && (steps[0].Fn != FnPad || [4]int(steps[0].I[:4]) != p.Padding || steps[0].Fill != p.Fill) {
+								t.Fatalf("%s: trace %s does not start with the Pad", opsString(ops), trace)
+							}
+							want, _, _ := padCropReference(full, 61, 40, steps, layout)
+							if !bytes.Equal(got, want) {
+								t.Fatalf("%s ref=%v %s %s sample %d: not torchvision's ops of the trace %s", enc.name, ref, layout, opsString(ops), i, trace)
+							}
+							if d.plans[0].padded {
+								padded++
+							}
+						}
+						if inside := ops[0].Kind == OpPad && ops[1].Size == [2]int{30, 50} && (len(ops) == 2 || ops[2].Kind != OpPad); (padded == 0) == !inside {
+							t.Errorf("%s: %d of 100 samples padded", opsString(ops), padded)
+						}
+					}
+				}
+			}
+			d.Close()
+		}
+	}
+	for _, c := range []struct {
+		ops  []Op
+		want string
+	}{
+		{[]Op{pad(1, 1, 1, 1, fill)}, "Pad alone gives a size that varies per image"},
+		{[]Op{pad(1, 1, 1, 1, fill), {Kind: OpRandomResizedCrop, Size: [2]int{8, 8}}}, "Pad before RandomResizedCrop is not supported"},
+		{[]Op{pad(1, 1, 1, 1, fill), {Kind: OpResize, Size: [2]int{8, 8}}}, "Pad before Resize is not supported"},
+		{[]Op{{Kind: OpRandomResizedCrop, Size: [2]int{8, 8}}, pad(1, 1, 1, 1, fill)}, "Pad after a resampling geometry"},
+		{[]Op{{Kind: OpResize, Size: [2]int{8, 8}}, {Kind: OpCenterCrop, Size: [2]int{8, 8}}, pad(1, 1, 1, 1, fill)}, "Pad after a resampling geometry"},
+		{[]Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, pad(1, 1, 1, 1, fill), pad(1, 1, 1, 1, fill)}, "twice after the crop is not supported"},
+		{[]Op{{Kind: OpCenterCrop, Size: [2]int{8, 8}}, {Kind: OpRandomInvert, P: 0.5}, pad(1, 1, 1, 1, fill)}, "Pad after other ops is not supported"},
+		{[]Op{pad(1, 1, 1, 1, fill), {Kind: OpRandomCrop, Size: [2]int{8, 8}, Padding: [4]int{2, 2, 2, 2}}}, "padding of two fills in one crop is not supported"},
+		{[]Op{pad(1, 1, 1, 1, [3]float64{300}), {Kind: OpRandomCrop, Size: [2]int{8, 8}}}, "Pad fill [300 0 0]: want integers 0..255"},
+	} {
+		if _, err := NewTransform(CHW, c.ops...); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", opsString(c.ops), err, c.want)
+		}
+	}
+	// A CenterCrop past the image (zeros) then a Pad of another fill.
+	tr0 := mustTransform(t, CHW, Op{Kind: OpCenterCrop, Size: [2]int{50, 50}}, pad(1, 1, 1, 1, fill))
+	if err := NewDecoder().Decode(encodePNG(src), tr0, Key{}, make([]byte, tr0.SampleBytes())); err == nil || !strings.Contains(err.Error(), "two fills in one sample are not supported") {
+		t.Errorf("a CenterCrop past the image then Pad of fill %v: %v, want refused", fill, err)
+	}
+	// A crop past the padded image after a Pad of a fill other than 0:
+	// center_crop's zeros beside the Pad's fill, refused per sample.
+	tr := mustTransform(t, CHW, pad(1, 1, 1, 1, fill), Op{Kind: OpCenterCrop, Size: [2]int{50, 50}})
+	if err := NewDecoder().Decode(encodePNG(src), tr, Key{}, make([]byte, tr.SampleBytes())); err == nil || !strings.Contains(err.Error(), "not supported (Pad with fill 0") {
+		t.Errorf("Pad of fill %v then a larger CenterCrop: %v, want refused", fill, err)
+	}
+}
+
 // padCropReference applies a trace's pad, crop and horizontal_flip to the
 // w x h image full, as torchvision's functional ops do; it returns the
 // result and the crop's top and left (0 without a crop).
@@ -570,6 +680,26 @@ func padCropReference(full []byte, w, h int, steps []Step, layout Layout) ([]byt
 				}
 			}
 			img, w, h = out, nw, nh
+		case FnCenterCrop: // torchvision's center_crop: zeros where the crop passes the image
+			ch, cw := st.I[4], st.I[5]
+			anchor := func(size, crop int) int {
+				if crop > size {
+					return -((crop - size) / 2)
+				}
+				return int(math.RoundToEven(float64(size-crop) / 2))
+			}
+			top, left = anchor(h, ch), anchor(w, cw)
+			out := make([]byte, 3*cw*ch)
+			for c := range 3 {
+				for y := range ch {
+					for x := range cw {
+						if sx, sy := left+x, top+y; sx >= 0 && sx < w && sy >= 0 && sy < h {
+							out[at(c, x, y, cw, ch)] = img[at(c, sx, sy, w, h)]
+						}
+					}
+				}
+			}
+			img, w, h = out, cw, ch
 		case FnCrop:
 			top, left = st.I[0], st.I[1]
 			cw, ch := st.I[3], st.I[2]

@@ -74,11 +74,14 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 	}
 	n.step = fixedStep(op)
 	switch op.Kind {
-	case OpRandomResizedCrop, OpResize, OpCenterCrop:
+	case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad:
 		if depth > 0 {
 			return bad("a geometry op inside a container: the geometry is the transform's first op, fused into the decode")
 		}
-		return bad("a geometry op after other ops: the geometry must be the first op (one RandomResizedCrop, or Resize then CenterCrop), fused into the decode")
+		if op.Kind == OpPad {
+			return bad("Pad after other ops is not supported: Pad comes right before or right after a RandomCrop or CenterCrop (or give RandomCrop its padding)")
+		}
+		return bad("a geometry op after other ops: the geometry must be the first op (one RandomResizedCrop, RandomCrop, or Resize then CenterCrop), fused into the decode")
 	case OpNormalize:
 		return bad("Normalize must come once, last (and not inside a container)")
 	case OpRandomHorizontalFlip, OpRandomVerticalFlip, OpRandomGrayscale, OpRandomInvert, OpRandomEqualize, OpRandomAutocontrast:

@@ -44,9 +44,11 @@ type samplePlan struct {
 	padded     bool
 	padL, padT int
 	// RandomCrop: its padding (left, top, right, bottom, pad_if_needed's
-	// included), fill, and whether it crops (the trace's pad and crop);
+	// included; a Pad before it is not in it), fill (a Pad's fill when
+	// only the Pad pads), and whether it crops (the trace's pad and crop);
 	// the part of the source that shows (vx, vy, vw, vh: vis, empty when
-	// the crop is all padding) and where (padL, padT).
+	// the crop is all padding) and where (padL, padT). A Pad then
+	// CenterCrop is planned the same way (padCrop).
 	rcPad          [4]int
 	rcFill         [3]float64
 	rcCrop         bool
@@ -118,6 +120,10 @@ func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 			// timm's random.choice((BILINEAR, BICUBIC)), after the crop.
 			bicubic = r.Float64() >= 0.5
 		}
+	case t.pad != nil: // Pad then CenterCrop
+		if err := t.padCenterCrop(&p); err != nil {
+			return p, err
+		}
 	case t.resize != nil:
 		p.rw, p.rh = resizedSize(srcW, srcH, t.resize.Size)
 		p.cw, p.ch = p.rw, p.rh
@@ -151,6 +157,11 @@ func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 		}
 		if p.ch > h {
 			p.padT = (p.ch - h) / 2
+		}
+	}
+	if t.padAfter != nil {
+		if err := t.padCropped(&p); err != nil {
+			return p, err
 		}
 	}
 	if t.flip > 0 {
@@ -232,16 +243,20 @@ func (p *samplePlan) region() region {
 }
 
 // randomCrop is torchvision.transforms.v2's RandomCrop: the image padded
-// (padding, then pad_if_needed's difference on both sides of a side still
-// short of the crop), then a crop of Size at a uniform top, then left,
-// where the padded image is larger. The plan decodes the part of the
-// source inside the crop (a copy: no resampling) and pads it with the
-// fill into place.
+// (by a Pad before it, if any, then padding, then pad_if_needed's
+// difference on both sides of a side still short of the crop), then a
+// crop of Size at a uniform top, then left, where the padded image is
+// larger. The plan decodes the part of the source inside the crop (a
+// copy: no resampling) and pads it with the fill into place (padCrop).
 func (t *Transform) randomCrop(p *samplePlan, k Key) error {
 	op := t.rcrop
 	ch, cw := op.Size[0], op.Size[1]
+	var pre [4]int // the Pad's
+	if t.pad != nil {
+		pre = t.pad.Padding
+	}
 	l, tp, r, b := op.Padding[0], op.Padding[1], op.Padding[2], op.Padding[3]
-	ph, pw := p.srcH+tp+b, p.srcW+l+r
+	ph, pw := p.srcH+pre[1]+pre[3]+tp+b, p.srcW+pre[0]+pre[2]+l+r
 	if op.PadIfNeeded {
 		if ph < ch {
 			d := ch - ph
@@ -265,16 +280,79 @@ func (t *Transform) randomCrop(p *samplePlan, k Key) error {
 		left = rng.Intn(pw - cw + 1)
 	}
 	p.rcPad, p.rcFill, p.rcCrop, p.rcTop, p.rcLeft = [4]int{l, tp, r, b}, op.Fill, ph > ch || pw > cw, top, left
+	if t.pad != nil && p.rcPad == [4]int{} {
+		p.rcFill = t.pad.Fill // only the Pad pads (NewTransform: else the fills are equal)
+	}
+	p.padCrop(pre[0]+l, pre[1]+tp, cw, ch, top, left)
+	return nil
+}
+
+// padCrop plans the crop of cw x ch at (top, left) of the source padded
+// by l on the left and tp on the top (and enough on the right and bottom):
+// a plain crop of the source when it is inside it, else the part of the
+// source inside the crop (vis), padded into place with p.rcFill.
+func (p *samplePlan) padCrop(l, tp, cw, ch, top, left int) {
 	// The crop in source coordinates, and what of it the source covers.
 	sx, sy := left-l, top-tp
 	x0, y0 := max(sx, 0), max(sy, 0)
 	x1, y1 := min(sx+cw, p.srcW), min(sy+ch, p.srcH)
 	p.cx, p.cy, p.cw, p.ch = sx, sy, cw, ch
 	if x0 == sx && y0 == sy && x1 == sx+cw && y1 == sy+ch {
-		return nil // inside the image: a plain crop
+		return // inside the image: a plain crop
 	}
 	p.padded, p.vis = true, true
 	p.vx, p.vy, p.vw, p.vh = x0, y0, max(x1-x0, 0), max(y1-y0, 0)
 	p.padL, p.padT = x0-sx, y0-sy
+}
+
+// padCropped is a Pad after a RandomCrop or CenterCrop (no resampling):
+// the part of the image the crop shows, where it shows it, moved by the
+// Pad's left and top padding into the larger output, the rest the Pad's
+// fill. One fill per sample: a crop that padded with another fill (a
+// RandomCrop's, a CenterCrop's zeros) is refused.
+func (t *Transform) padCropped(p *samplePlan) error {
+	op := t.padAfter
+	if !p.vis {
+		// A plain crop, or a CenterCrop past the image on a side (padded,
+		// padL or padT set): what of the image it shows.
+		x0, y0, x1, y1 := p.cx, p.cy, p.cx+p.cw, p.cy+p.ch
+		if p.cw > p.srcW {
+			x0, x1 = 0, p.srcW
+		}
+		if p.ch > p.srcH {
+			y0, y1 = 0, p.srcH
+		}
+		p.vx, p.vy, p.vw, p.vh = x0, y0, x1-x0, y1-y0
+	}
+	if p.padded && p.rcFill != op.Fill {
+		return fmt.Errorf("%w: image %dx%d: the %dx%d crop pads it with %v, then Pad with %v: two fills in one sample are not supported (give both the same fill; a CenterCrop's is 0)",
+			ErrUnsupported, p.srcW, p.srcH, p.cw, p.ch, p.rcFill, op.Fill)
+	}
+	p.padded, p.vis, p.rcFill = true, true, op.Fill
+	p.padL, p.padT = p.padL+op.Padding[0], p.padT+op.Padding[1]
+	return nil
+}
+
+// padCenterCrop is torchvision's pad (a Pad's constant fill) then
+// center_crop of the padded image, which pads a side shorter than the
+// crop with zeros ((crop - size) // 2 before) and crops the rest at
+// round((size - crop) / 2). One fill per sample: a crop larger than the
+// padded image after a Pad of a fill other than 0 is refused.
+func (t *Transform) padCenterCrop(p *samplePlan) error {
+	pad, ch, cw := t.pad.Padding, t.center.Size[0], t.center.Size[1]
+	ph, pw := p.srcH+pad[1]+pad[3], p.srcW+pad[0]+pad[2]
+	if (ch > ph || cw > pw) && t.pad.Fill != [3]float64{} {
+		return fmt.Errorf("%w: image %dx%d, padded by Pad to %dx%d, is smaller than the %dx%d CenterCrop, which pads it with zeros: "+
+			"Pad's fill %v and CenterCrop's zeros in one sample are not supported (Pad with fill 0, or pad more)",
+			ErrUnsupported, p.srcW, p.srcH, pw, ph, cw, ch, t.pad.Fill)
+	}
+	anchor := func(size, crop int) int {
+		if crop > size {
+			return -((crop - size) / 2)
+		}
+		return centerOffset(size, crop)
+	}
+	p.rcFill = t.pad.Fill
+	p.padCrop(pad[0], pad[1], cw, ch, anchor(ph, ch), anchor(pw, cw))
 	return nil
 }

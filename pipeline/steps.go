@@ -45,7 +45,7 @@ const (
 	FnMixBegin
 	FnMixChain
 	FnMixEnd
-	// FnPad and FnCrop are RandomCrop's geometry (torchvision's pad, with
+	// FnPad and FnCrop are RandomCrop's and Pad's geometry (torchvision's pad, with
 	// a constant fill, then crop), fused into the decode as the others.
 	FnPad
 	FnCrop

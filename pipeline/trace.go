@@ -283,11 +283,14 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 	}
 	switch {
 	case t.rcrop != nil:
+		if t.pad != nil {
+			buf = append(buf, padStep(t.pad))
+		}
 		if p.rcPad != [4]int{} {
 			buf = append(buf, Step{Fn: FnPad, I: [6]int{p.rcPad[0], p.rcPad[1], p.rcPad[2], p.rcPad[3]}, Fill: p.rcFill})
 		}
 		if p.rcCrop {
-			buf = append(buf, Step{Fn: FnCrop, I: [6]int{p.rcTop, p.rcLeft, p.outH, p.outW}})
+			buf = append(buf, Step{Fn: FnCrop, I: [6]int{p.rcTop, p.rcLeft, t.rcrop.Size[0], t.rcrop.Size[1]}})
 		}
 	case t.rrc != nil:
 		// The plan's filter: RandomInterp draws it per sample.
@@ -300,14 +303,26 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 			st.Fn, st.I = FnResize, [6]int{4: p.rh, 5: p.rw}
 			buf = append(buf, st)
 		}
+		if t.pad != nil {
+			buf = append(buf, padStep(t.pad))
+		}
 		if t.center != nil {
 			buf = append(buf, Step{Fn: FnCenterCrop, I: [6]int{4: p.ch, 5: p.cw}})
 		}
+	}
+	if t.padAfter != nil {
+		buf = append(buf, padStep(t.padAfter))
 	}
 	if p.flip {
 		buf = append(buf, Step{Fn: FnHorizontalFlip})
 	}
 	return buf
+}
+
+// padStep is a Pad's step: torchvision's pad with its padding and fill.
+func padStep(op *Op) Step {
+	pd := op.Padding
+	return Step{Fn: FnPad, I: [6]int{pd[0], pd[1], pd[2], pd[3]}, Fill: op.Fill}
 }
 
 // AppendTrace appends the trace of the last sample d decoded with t (a

@@ -46,6 +46,7 @@ const (
 	OpAugMix             OpKind = "AugMix"
 	OpTimmRandAugment    OpKind = "TimmRandAugment"
 	OpRandomCrop         OpKind = "RandomCrop"
+	OpPad                OpKind = "Pad"
 	// Last, if at all: the output becomes float32.
 	OpNormalize OpKind = "Normalize"
 )
@@ -61,8 +62,9 @@ type Op struct {
 	Kind OpKind
 	// Size: RandomResizedCrop, Resize, CenterCrop, RandomCrop.
 	Size [2]int
-	// Padding: RandomCrop's padding (left, top, right, bottom), and
-	// PadIfNeeded its pad_if_needed; its fill is Fill (constant mode).
+	// Padding: RandomCrop's and Pad's padding (left, top, right,
+	// bottom), and PadIfNeeded RandomCrop's pad_if_needed; their fill is
+	// Fill (constant mode).
 	Padding     [4]int
 	PadIfNeeded bool
 	// Scale: RandomResizedCrop's and RandomErasing's area range;
@@ -181,12 +183,16 @@ const (
 // Transform is a compiled, validated op list. It is immutable and safe for
 // concurrent use.
 type Transform struct {
-	ops    []Op
-	geom   geomKind
-	rrc    *Op // RandomResizedCrop, if any
-	rcrop  *Op // RandomCrop, if any
-	resize *Op // Resize, if any
-	center *Op // CenterCrop, if any
+	ops   []Op
+	geom  geomKind
+	rrc   *Op // RandomResizedCrop, if any
+	rcrop *Op // RandomCrop, if any
+	pad   *Op // Pad, if any: first, before a RandomCrop or CenterCrop
+	// padAfter is a Pad right after a RandomCrop or a CenterCrop (not
+	// resized), if any: the crop padded into a larger output.
+	padAfter *Op
+	resize   *Op // Resize, if any
+	center   *Op // CenterCrop, if any
 	// flip is the p of a RandomHorizontalFlip right after the geometry:
 	// fused into the decode (the resampler's coefficients run backwards).
 	flip    float64
@@ -374,7 +380,9 @@ func cloneOps(ops []Op) []Op {
 }
 
 // NewTransform validates ops and compiles them. The geometry comes first
-// (one RandomResizedCrop, or Resize and/or CenterCrop, in that order) and
+// (one RandomResizedCrop, or Resize and/or CenterCrop, in that order, or
+// a RandomCrop; a Pad may come right before a RandomCrop or a CenterCrop,
+// or right after one that is not resized) and
 // is fused into the decode; every other op follows it, in the order given,
 // on the output-sized crop (a RandomHorizontalFlip right after the
 // geometry is fused too); Normalize, if any, comes last. The output size
@@ -391,25 +399,36 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	for n < len(t.ops) && geometryKind(t.ops[n].Kind) {
 		op := &t.ops[n]
 		switch op.Kind {
+		case OpPad:
+			if n > 0 && (t.padAfter != nil || t.rrc != nil || t.resize != nil || (t.rcrop == nil && t.center == nil)) {
+				return bad("Pad after a resampling geometry (RandomResizedCrop, Resize) or twice after the crop is not supported: Pad comes first, or right after a RandomCrop or CenterCrop")
+			}
+			if err := checkPadding(op); err != nil {
+				return nil, err
+			}
+			if n == 0 {
+				t.pad = op
+			} else {
+				t.padAfter = op
+			}
 		case OpRandomCrop:
-			if n > 0 {
-				return bad("RandomCrop must be the only geometry op and come first")
+			if n > 0 && (n > 1 || t.pad == nil || t.padAfter != nil) {
+				return bad("RandomCrop must be the only geometry op (after a Pad, if any) and come first")
 			}
 			if err := checkSize(op, false); err != nil {
 				return nil, err
 			}
-			for _, v := range op.Padding {
-				if v < 0 || v > maxSide {
-					return bad("RandomCrop padding %v: want 0..%d a side", op.Padding, maxSide)
-				}
+			if err := checkPadding(op); err != nil {
+				return nil, err
 			}
-			for _, v := range op.Fill {
-				if !(v >= 0 && v <= 255) || v != math.Trunc(v) {
-					return bad("RandomCrop fill %v: want integers 0..255 (uint8 pixels)", op.Fill)
-				}
+			if t.pad != nil && (op.Padding != [4]int{} || op.PadIfNeeded) && op.Fill != t.pad.Fill {
+				return bad("Pad fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", t.pad.Fill, op.Fill)
 			}
 			t.rcrop = op
 		case OpRandomResizedCrop:
+			if t.pad != nil {
+				return bad("Pad before RandomResizedCrop is not supported: Pad may come before a RandomCrop or CenterCrop only")
+			}
 			if n > 0 {
 				return bad("RandomResizedCrop must be the only geometry op and come first")
 			}
@@ -418,6 +437,9 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			}
 			t.rrc = op
 		case OpResize:
+			if t.pad != nil {
+				return bad("Pad before Resize is not supported: Pad may come before a RandomCrop or CenterCrop only")
+			}
 			if n > 0 {
 				return bad("Resize must come first, before CenterCrop")
 			}
@@ -426,8 +448,8 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			}
 			t.resize = op
 		case OpCenterCrop:
-			if t.rrc != nil || t.rcrop != nil || t.center != nil {
-				return bad("CenterCrop must follow Resize (if any) and come before the other ops")
+			if t.rrc != nil || t.rcrop != nil || t.center != nil || t.padAfter != nil {
+				return bad("CenterCrop must follow Resize or Pad (if any) and come before the other ops")
 			}
 			if err := checkSize(op, false); err != nil {
 				return nil, err
@@ -438,6 +460,9 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			return nil, err
 		}
 		n++
+	}
+	if t.pad != nil && t.rcrop == nil && t.center == nil {
+		return bad("Pad alone gives a size that varies per image: follow it with a RandomCrop or CenterCrop, which fix the batch's size")
 	}
 	switch {
 	case t.rcrop != nil:
@@ -457,6 +482,15 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		return bad("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size", t.ops[0].Kind)
 	default:
 		return bad("no geometry op: a batch needs a fixed size (RandomResizedCrop, Resize(h, w) or CenterCrop)")
+	}
+	if t.padAfter != nil {
+		pd := t.padAfter.Padding
+		if t.outW += pd[0] + pd[2]; t.outW > maxSide {
+			return bad("Pad after the crop: width %d is more than %d", t.outW, maxSide)
+		}
+		if t.outH += pd[1] + pd[3]; t.outH > maxSide {
+			return bad("Pad after the crop: height %d is more than %d", t.outH, maxSide)
+		}
 	}
 	rest := t.ops[n:]
 	if k := len(rest) - 1; k >= 0 && rest[k].Kind == OpNormalize {
@@ -499,7 +533,22 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 
 // geometryKind reports whether k is a geometry op.
 func geometryKind(k OpKind) bool {
-	return k == OpRandomResizedCrop || k == OpResize || k == OpCenterCrop || k == OpRandomCrop
+	return k == OpRandomResizedCrop || k == OpResize || k == OpCenterCrop || k == OpRandomCrop || k == OpPad
+}
+
+// checkPadding checks a RandomCrop's or Pad's padding and constant fill.
+func checkPadding(op *Op) error {
+	for _, v := range op.Padding {
+		if v < 0 || v > maxSide {
+			return fmt.Errorf("%w: transform: %s padding %v: want 0..%d a side", ErrUnsupported, op.Kind, op.Padding, maxSide)
+		}
+	}
+	for _, v := range op.Fill {
+		if !(v >= 0 && v <= 255) || v != math.Trunc(v) {
+			return fmt.Errorf("%w: transform: %s fill %v: want integers 0..255 (uint8 pixels)", ErrUnsupported, op.Kind, op.Fill)
+		}
+	}
+	return nil
 }
 
 func checkRRC(op *Op) error {
@@ -691,6 +740,9 @@ func opsString(ops []Op) string {
 			continue
 		case OpRandomCrop:
 			fmt.Fprintf(&b, "(%dx%d, padding=%v, pad_if_needed=%v, fill=%v)", op.Size[0], op.Size[1], op.Padding, op.PadIfNeeded, op.Fill)
+			continue
+		case OpPad:
+			fmt.Fprintf(&b, "(padding=%v, fill=%v)", op.Padding, op.Fill)
 			continue
 		case OpAutoAugment, OpTimmRandAugment:
 			fmt.Fprintf(&b, "(%s)", op.Policy)

@@ -61,7 +61,8 @@ func validOpLists() [][]*pb.Op {
 			{Op: &pb.Op_TimmRandAugment{TimmRandAugment: &pb.TimmRandAugment{Config: "rand-m9-mstd0.5-inc1", Fill: []float64{1, 2, 3}}}},
 		},
 		{
-			{Op: &pb.Op_RandomCrop{RandomCrop: &pb.RandomCrop{Height: 32, Padding: []uint32{4}, PadIfNeeded: true, Fill: []float64{1, 2, 3}}}},
+			{Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}, Fill: []float64{1, 2, 3}}}},
+			{Op: &pb.Op_RandomCrop{RandomCrop: &pb.RandomCrop{Height: 32, Padding: []uint32{2}, PadIfNeeded: true, Fill: []float64{1, 2, 3}}}},
 		},
 	}
 }

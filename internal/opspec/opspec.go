@@ -201,6 +201,8 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 		op = pipeline.Op{Kind: pipeline.OpCenterCrop, Size: [2]int{int(x.CenterCrop.GetHeight()), int(x.CenterCrop.GetWidth())}}
 	case *stokerv1.Op_RandomCrop:
 		op, err = randomCrop(x.RandomCrop, where)
+	case *stokerv1.Op_Pad:
+		op, err = padOp(x.Pad, where)
 	case *stokerv1.Op_RandomHorizontalFlip:
 		op = pipeline.Op{Kind: pipeline.OpRandomHorizontalFlip, P: p(x.RandomHorizontalFlip.P, 0.5)}
 	case *stokerv1.Op_RandomVerticalFlip:
@@ -469,10 +471,27 @@ func policy(o *stokerv1.Op, where string) (pipeline.Op, error) {
 // the constant padding mode, the one stoker has.
 func randomCrop(r *stokerv1.RandomCrop, where string) (pipeline.Op, error) {
 	op := pipeline.Op{Kind: pipeline.OpRandomCrop, Size: [2]int{int(r.GetHeight()), int(r.GetWidth())}, PadIfNeeded: r.GetPadIfNeeded()}
-	if m := r.GetPaddingMode(); m != "" && m != "constant" {
-		return op, fmt.Errorf("%w: %s: RandomCrop padding_mode %q: stoker pads with a constant fill only (padding_mode=\"constant\")", pipeline.ErrUnsupported, where, truncate(m, 32))
+	err := padding(&op, r.GetPadding(), r.GetFill(), r.GetPaddingMode(), where)
+	return op, err
+}
+
+// padOp is a wire Pad: RandomCrop's padding forms, fill and mode, the
+// padding required (torchvision's Pad has no default).
+func padOp(r *stokerv1.Pad, where string) (pipeline.Op, error) {
+	op := pipeline.Op{Kind: pipeline.OpPad}
+	if len(r.GetPadding()) == 0 {
+		return op, fmt.Errorf("%w: %s: Pad without padding: want 1, 2 or 4 values", pipeline.ErrUnsupported, where)
 	}
-	pad := r.GetPadding()
+	err := padding(&op, r.GetPadding(), r.GetFill(), r.GetPaddingMode(), where)
+	return op, err
+}
+
+// padding sets op's Padding (torchvision's pad forms, as (left, top,
+// right, bottom)) and Fill, refusing a padding mode other than constant.
+func padding(op *pipeline.Op, pad []uint32, fill []float64, mode, where string) error {
+	if mode != "" && mode != "constant" {
+		return fmt.Errorf("%w: %s: %s padding_mode %q: stoker pads with a constant fill only (padding_mode=\"constant\")", pipeline.ErrUnsupported, where, op.Kind, truncate(mode, 32))
+	}
 	switch len(pad) {
 	case 0:
 	case 1:
@@ -482,16 +501,16 @@ func randomCrop(r *stokerv1.RandomCrop, where string) (pipeline.Op, error) {
 	case 4:
 		op.Padding = [4]int{int(pad[0]), int(pad[1]), int(pad[2]), int(pad[3])}
 	default:
-		return op, fmt.Errorf("%w: %s: RandomCrop padding of %d values: want 1, 2 or 4", pipeline.ErrUnsupported, where, len(pad))
+		return fmt.Errorf("%w: %s: %s padding of %d values: want 1, 2 or 4", pipeline.ErrUnsupported, where, op.Kind, len(pad))
 	}
-	switch f := r.GetFill(); len(f) {
+	switch len(fill) {
 	case 0:
 	case 1:
-		op.Fill = [3]float64{f[0], f[0], f[0]}
+		op.Fill = [3]float64{fill[0], fill[0], fill[0]}
 	case 3:
-		op.Fill = [3]float64{f[0], f[1], f[2]}
+		op.Fill = [3]float64{fill[0], fill[1], fill[2]}
 	default:
-		return op, fmt.Errorf("%w: %s: RandomCrop fill of %d values: want 1 or 3", pipeline.ErrUnsupported, where, len(f))
+		return fmt.Errorf("%w: %s: %s fill of %d values: want 1 or 3", pipeline.ErrUnsupported, where, op.Kind, len(fill))
 	}
-	return op, nil
+	return nil
 }

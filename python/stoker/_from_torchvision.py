@@ -35,7 +35,7 @@ from stoker._ops_base import Transform
 
 _BEHAVIOUR = ("forward", "__call__", "transform", "_transform", "make_params", "_get_params", "get_params",
               "_apply_image_or_video_transform")
-_GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "timm.RandomResizedCropAndInterpolation")
+_GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "Pad", "timm.RandomResizedCropAndInterpolation")
 #: Conversions the Loader already does (decode to RGB uint8): dropped.
 _DROPPED = ("ToTensor", "PILToTensor", "ToImage", "ToDtype", "ConvertImageDtype", "ToPureTensor", "ToPILImage",
             "RGB", "Identity", "timm.ToTensor", "open_clip.MaybeConvertMode")
@@ -251,7 +251,8 @@ class _Converter:
 
     def check_geometry(self) -> None:
         """The first op is the geometry (one RandomResizedCrop, or Resize
-        and/or CenterCrop), fused into the decode; no geometry op later."""
+        and/or CenterCrop, or RandomCrop, a Pad before or after a RandomCrop
+        or CenterCrop), fused into the decode; no geometry op later."""
         if not self.ops:
             raise ValueError("no op stoker runs: a batch needs a fixed size; start the pipeline with "
                              "RandomResizedCrop, Resize((h, w)), or Resize then CenterCrop")
@@ -262,9 +263,18 @@ class _Converter:
         n = 1
         if name == "Resize" and len(self.ops) > 1 and self.ops[1][1] == "CenterCrop":
             n = 2
+        elif name == "Pad":
+            if len(self.ops) < 2 or self.ops[1][1] not in ("RandomCrop", "CenterCrop"):
+                raise ValueError(f"{where}: Pad needs a RandomCrop or CenterCrop right after it (stoker's Pad is part "
+                                 f"of the geometry; alone its size would vary per image)")
+            n = 2
         elif name == "Resize" and isinstance(op.size, int):
             raise ValueError(f"{where}: Resize({op.size}) of the shorter side gives a size that varies per image: "
                              f"add CenterCrop right after it, or give Resize both sides")
+        # A Pad right after an unresized RandomCrop or CenterCrop pads the crop.
+        if self.ops[n - 1][1] in ("RandomCrop", "CenterCrop") and (n == 1 or self.ops[0][1] == "Pad") \
+                and len(self.ops) > n and self.ops[n][1] == "Pad":
+            n += 1
         for where, name, _ in self.ops[n:]:
             if name in _GEOMETRY:
                 raise ValueError(f"{where}: a geometry op after other ops: stoker's geometry is the first op (one "
@@ -466,6 +476,8 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "Resize": _resize,
     "CenterCrop": lambda cv, t, where: O.CenterCrop(t.size),
     "RandomCrop": lambda cv, t, where: _random_crop(t),
+    # v1 and v2 keep Pad's padding as given (torchvision's pad forms)
+    "Pad": lambda cv, t, where: O.Pad(t.padding, t.fill, t.padding_mode),
     "RandomHorizontalFlip": _p(O.RandomHorizontalFlip),
     "RandomVerticalFlip": _p(O.RandomVerticalFlip),
     "ColorJitter": lambda cv, t, where: O.ColorJitter(t.brightness, t.contrast, t.saturation, t.hue),

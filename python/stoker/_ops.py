@@ -125,6 +125,27 @@ class CenterCrop(Transform):
         return pb.Op(center_crop=pb.CenterCrop(height=h, width=w))
 
 
+def _padding(cls: str, padding: Any) -> Tuple[int, ...]:
+    """torchvision's pad forms: an int for every side, (left/right,
+    top/bottom), or (left, top, right, bottom)."""
+    vals = list(padding) if hasattr(padding, "__len__") and not isinstance(padding, str) else [padding]
+    if len(vals) not in (1, 2, 4):
+        raise ValueError(f"{cls}: padding {padding!r}: give 1, 2 or 4 values, as torchvision's pad")
+    return tuple(integer(cls, "padding", v, 0, 4096) for v in vals)
+
+
+def _constant_fill(cls: str, fill: Any, padding_mode: str) -> Optional[Tuple[float, ...]]:
+    """A constant padding's fill (uint8 integers, one or per channel); a
+    padding_mode other than constant refused."""
+    if padding_mode != "constant":
+        raise ValueError(f"{cls}: padding_mode={padding_mode!r} is not supported by stoker: it pads with a "
+                         f"constant fill only (padding_mode='constant')")
+    fv = fill_values(cls, fill)
+    if fv is not None and any(v != int(v) for v in fv):
+        raise ValueError(f"{cls}: fill {fill!r}: stoker's images are uint8, so each value should be an integer")
+    return fv
+
+
 class RandomCrop(Transform):
     """torchvision's RandomCrop: a (h, w) crop (an int is square) at a
     uniform position of the image padded by ``padding`` (an int for every
@@ -132,34 +153,39 @@ class RandomCrop(Transform):
     torchvision's pad) and, with ``pad_if_needed``, by what a side still
     lacks on both ends; the padding is ``fill`` (uint8 pixels: one value or
     one per channel), ``padding_mode="constant"`` only. It is the geometry:
-    the first op, fused into the decode."""
+    the first op (after a ``Pad``, if any), fused into the decode."""
 
     def __init__(self, size: Size, padding: Any = None, pad_if_needed: bool = False, fill: Any = 0,
                  padding_mode: str = "constant") -> None:
         cls = "RandomCrop"
         self.size = hw(cls, size)
-        if padding is None or padding == 0:
-            pad: Tuple[int, ...] = ()
-        else:
-            vals = list(padding) if hasattr(padding, "__len__") and not isinstance(padding, str) else [padding]
-            if len(vals) not in (1, 2, 4):
-                raise ValueError(f"{cls}: padding {padding!r}: give 1, 2 or 4 values, as torchvision's pad")
-            pad = tuple(integer(cls, "padding", v, 0, 4096) for v in vals)
-        self.padding = pad
+        self.padding = () if padding is None or padding == 0 else _padding(cls, padding)
         self.pad_if_needed = bool(pad_if_needed)
-        fv = fill_values(cls, fill)
-        if fv is not None and any(v != int(v) for v in fv):
-            raise ValueError(f"{cls}: fill {fill!r}: stoker's images are uint8, so each value should be an integer")
-        self.fill = fv
-        if padding_mode != "constant":
-            raise ValueError(f"{cls}: padding_mode={padding_mode!r} is not supported by stoker: it pads with a "
-                             f"constant fill only (padding_mode='constant')")
+        self.fill = _constant_fill(cls, fill, padding_mode)
         self.padding_mode = padding_mode
 
     def to_proto(self) -> pb.Op:
         h, w = self.size
         return pb.Op(random_crop=pb.RandomCrop(height=h, width=w, padding=list(self.padding),
                                                pad_if_needed=self.pad_if_needed, fill=fill_list(self.fill)))
+
+
+class Pad(Transform):
+    """torchvision's Pad: the image padded by ``padding`` (an int for every
+    side, (left/right, top/bottom), or (left, top, right, bottom)) with a
+    constant ``fill`` (uint8 pixels: one value or one per channel),
+    ``padding_mode="constant"`` only. Part of the geometry, fused into the
+    decode: right before a ``RandomCrop`` or a ``CenterCrop`` (which fix
+    the batch's size), or right after one that is not resized."""
+
+    def __init__(self, padding: Any, fill: Any = 0, padding_mode: str = "constant") -> None:
+        cls = "Pad"
+        self.padding = _padding(cls, padding)
+        self.fill = _constant_fill(cls, fill, padding_mode)
+        self.padding_mode = padding_mode
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(pad=pb.Pad(padding=list(self.padding), fill=fill_list(self.fill)))
 
 
 class RandomHorizontalFlip(Transform):

@@ -151,6 +151,23 @@ def test_open_clip(version) -> None:
         assert (got.normalize_mean, got.normalize_std) == OPENAI
 
 
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_pad(version) -> None:
+    """Pad (constant) before a RandomCrop or CenterCrop: CIFAR's recipe
+    written with Pad, and a Pad of 4 values and a fill per channel."""
+    tv = TV[version]
+    got = T.from_torchvision(tv.Compose([tv.Pad(4), tv.RandomCrop(32), tv.RandomHorizontalFlip(), tv.ToTensor()]))
+    assert got.transforms == [T.Pad(4), T.RandomCrop(32), T.RandomHorizontalFlip()]
+    got = T.from_torchvision(tv.Compose([tv.Pad([1, 2, 3, 4], fill=(9, 8, 7)), tv.CenterCrop(40)]))
+    assert got.transforms == [T.Pad([1, 2, 3, 4], fill=(9, 8, 7)), T.CenterCrop(40)]
+    assert [op.to_proto() for op in got.transforms][0].pad.padding == [1, 2, 3, 4]
+    # after the crop (not resized), and on both sides of it
+    got = T.from_torchvision(tv.Compose([tv.RandomCrop(28), tv.Pad(2), tv.RandomHorizontalFlip()]))
+    assert got.transforms == [T.RandomCrop(28), T.Pad(2), T.RandomHorizontalFlip()]
+    got = T.from_torchvision(tv.Compose([tv.Pad(1), tv.CenterCrop(30), tv.Pad((1, 2))]))
+    assert got.transforms == [T.Pad(1), T.CenterCrop(30), T.Pad((1, 2))]
+
+
 def test_dinov2_blur_subclass() -> None:
     """A subclass that only sets other defaults is its torchvision base
     (dinov2/data/transforms.py's GaussianBlur)."""
@@ -250,6 +267,11 @@ def _where(version: str):
          r"op 3 \(RandomErasing\): value \[?10(\.0)?\]? is the pixel .*, outside 0..255"),
         ([tv.RandomCrop(224, padding=4, padding_mode="reflect")],
          r"op 0 \(RandomCrop\): padding_mode='reflect' is not supported by stoker: it pads with a constant fill only"),
+        ([tv.Pad(4, padding_mode="edge"), tv.RandomCrop(8)],
+         r"op 0 \(Pad\): padding_mode='edge' is not supported by stoker: it pads with a constant fill only"),
+        ([tv.Pad(4), tv.ToTensor()], r"op 0 \(Pad\): Pad needs a RandomCrop or CenterCrop right after it"),
+        ([rrc, tv.Pad(4)], r"op 1 \(Pad\): a geometry op after other ops"),
+        ([tv.CenterCrop(8), tv.Pad(4), tv.Pad(4)], r"op 2 \(Pad\): a geometry op after other ops"),
         ([rrc, MyFlip()], r"op 1 \(MyFlip, a subclass of torchvision's RandomHorizontalFlip that overrides forward\) "
                           r"is not supported"),
         ([rrc, tv.RandomApply([Solarization()], p=0.2)], r"op 1 \(RandomApply\) > op 0 \(Solarization\) is not "

@@ -1,6 +1,7 @@
-"""RandomCrop and a CenterCrop larger than the image against torchvision:
+"""RandomCrop, Pad (before or after a RandomCrop or a CenterCrop) and a CenterCrop
+larger than the image against torchvision:
 the samples the server makes of the eval photos are, byte for byte,
-torchvision's ``F.pad`` (constant fill) then ``F.crop`` (or ``F.center_crop``,
+torchvision's ``F.pad`` (constant fill; a Pad's, then RandomCrop's) then ``F.crop`` (or ``F.center_crop``,
 which pads with zeros) of ``decode_jpeg``'s pixels at the traced
 arguments, flipped after where traced; and RandomCrop's positions are drawn
 as torchvision's ``make_params`` draws them (test_parity_sampling.py's
@@ -30,6 +31,27 @@ CASES: Dict[str, List[pb.Op]] = {
                                                       fill=[10, 200, 30])),
                       pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip())],
     "center-crop-larger": [pb.Op(center_crop=pb.CenterCrop(height=515, width=520))],
+    # Pad: CIFAR's recipe written with Pad (the crop reaches into it), a
+    # fill per channel; then RandomCrop's own padding of the same fill
+    "pad-random-crop": [pb.Op(pad=pb.Pad(padding=[4])), pb.Op(random_crop=pb.RandomCrop(height=224))],
+    "pad-random-crop-fill": [pb.Op(pad=pb.Pad(padding=[2, 50, 7, 1], fill=[10, 200, 30])),
+                             pb.Op(random_crop=pb.RandomCrop(height=520, width=480, padding=[3], pad_if_needed=True,
+                                                             fill=[10, 200, 30])),
+                             pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip())],
+    # Pad then CenterCrop: into the Pad's fill (photos of 213-500 px), and
+    # past the padded image (center_crop's zeros beside a Pad of 0)
+    "pad-center-crop": [pb.Op(pad=pb.Pad(padding=[300, 300], fill=[7, 8, 9])),
+                        pb.Op(center_crop=pb.CenterCrop(height=500, width=540))],
+    "pad-center-crop-larger": [pb.Op(pad=pb.Pad(padding=[5, 0, 1, 3])),
+                               pb.Op(center_crop=pb.CenterCrop(height=515, width=520))],
+    # Pad after the crop: CIFAR's recipe's crop padded again (a fill per
+    # channel), and a CenterCrop past the photos (zeros) then Pad(0),
+    # flipped after
+    "random-crop-pad": [pb.Op(random_crop=pb.RandomCrop(height=200, padding=[4], fill=[10, 200, 30])),
+                        pb.Op(pad=pb.Pad(padding=[3, 0, 9, 2], fill=[10, 200, 30]))],
+    "center-crop-larger-pad": [pb.Op(center_crop=pb.CenterCrop(height=515, width=520)),
+                               pb.Op(pad=pb.Pad(padding=[1, 2])),
+                               pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip())],
     # bicubic: torch's kernel to the byte (antialiased bilinear is within 1)
     "resize-center-crop-larger": [pb.Op(resize=pb.Resize(height=200, interpolation=pb.INTERPOLATION_BICUBIC)),
                                   pb.Op(center_crop=pb.CenterCrop(height=230))],

@@ -157,6 +157,8 @@ SPECS = [
      pb.Op(random_crop=pb.RandomCrop(height=32, width=32, padding=[4], fill=[0]))),
     (lambda: T.RandomCrop((30, 40), padding=(1, 2), pad_if_needed=True, fill=(1, 2, 3)),
      pb.Op(random_crop=pb.RandomCrop(height=30, width=40, padding=[1, 2], pad_if_needed=True, fill=[1, 2, 3]))),
+    (lambda: T.Pad(4), pb.Op(pad=pb.Pad(padding=[4], fill=[0]))),
+    (lambda: T.Pad((1, 2, 3, 4), fill=(1, 2, 3)), pb.Op(pad=pb.Pad(padding=[1, 2, 3, 4], fill=[1, 2, 3]))),
     (lambda: T.RandomResizedCrop(224),
      pb.Op(random_resized_crop=pb.RandomResizedCrop(height=224, width=224, scale_min=0.08, scale_max=1,
                                                     ratio_min=3 / 4, ratio_max=4 / 3))),
@@ -297,7 +299,7 @@ def test_signatures_are_torchvisions() -> None:
             want = own.get((name, arg), norm(p.default))
             assert norm(ours[arg].default) == want, (name, arg)
         checked += 1
-    assert checked == 28
+    assert checked == 29
 
 
 def _tv(version: str):

@@ -21,7 +21,7 @@ from stoker.v1 import stoker_pb2 as pb
 pytestmark = pytest.mark.filterwarnings(r"ignore:The transform `ToTensor\(\)` is deprecated:UserWarning")
 
 SIZE = 16
-GEOMETRY = ("random_resized_crop", "resize", "center_crop", "random_crop", "normalize")
+GEOMETRY = ("random_resized_crop", "resize", "center_crop", "random_crop", "pad", "normalize")
 
 
 def _after_geometry():
@@ -39,7 +39,9 @@ def test_every_op_is_accepted(server: str) -> None:
                      [T.Resize((SIZE, 20), interpolation="nearest")],
                      [T.Resize(20), T.CenterCrop(SIZE)], [T.CenterCrop(SIZE)],
                      [T.CenterCrop(SIZE), T.Normalize([0.5], [0.2])],
-                     [T.RandomCrop(SIZE, padding=4, pad_if_needed=True, fill=(1, 2, 3))]):
+                     [T.RandomCrop(SIZE, padding=4, pad_if_needed=True, fill=(1, 2, 3))],
+                     [T.Pad(4, fill=(1, 2, 3)), T.RandomCrop(SIZE, pad_if_needed=True, fill=(1, 2, 3))],
+                     [T.Pad((2, 3)), T.CenterCrop(SIZE)], [T.CenterCrop(SIZE - 4), T.Pad(2)]):
         assert len(loader(server, transform=geometry, batch_size=8)) == 6, geometry
 
 
