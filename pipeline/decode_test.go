@@ -379,56 +379,42 @@ func TestGrayFlat(t *testing.T) {
 // layouts, several views included.
 func TestCenterCropPads(t *testing.T) {
 	src := testPicture(61, 40) // odd width: the paddings differ by one
-	for _, enc := range []struct {
-		name string
-		data []byte
-	}{{"png", encodePNG(src)}, {"jpeg", encodeJPEG(src, 95)}} {
-		for _, ref := range []bool{false, true} {
-			d := NewDecoder(WithReference(ref))
-			for _, layout := range []Layout{CHW, HWC} {
-				whole := mustTransform(t, layout, Op{Kind: OpCenterCrop, Size: [2]int{40, 61}})
-				full := make([]byte, whole.SampleBytes())
-				if err := d.Decode(enc.data, whole, Key{}, full); err != nil {
-					t.Fatal(err)
-				}
-				for _, c := range []struct {
-					ops    []Op
-					h, w   int // the crop
-					vh, vw int // the visible part: the image, or its middle
-				}{
-					{[]Op{{Kind: OpCenterCrop, Size: [2]int{100, 90}}}, 100, 90, 40, 61},
-					{[]Op{{Kind: OpCenterCrop, Size: [2]int{44, 30}}}, 44, 30, 40, 30},
-					{[]Op{{Kind: OpCenterCrop, Size: [2]int{20, 64}}}, 20, 64, 20, 61},
-					{[]Op{{Kind: OpResize, Size: [2]int{40, 61}}, {Kind: OpCenterCrop, Size: [2]int{45, 66}}}, 45, 66, 40, 61},
-					{[]Op{{Kind: OpCenterCrop, Size: [2]int{43, 64}}, {Kind: OpRandomHorizontalFlip, P: 1}}, 43, 64, 40, 61},
-				} {
-					tr := mustTransform(t, layout, c.ops...)
-					got := make([]byte, tr.SampleBytes())
-					if err := d.Decode(enc.data, tr, Key{}, got); err != nil {
-						t.Fatalf("%v: %v", c.ops, err)
-					}
-					flip := len(c.ops) > 1 && c.ops[1].Kind == OpRandomHorizontalFlip
-					want := padReference(full, 61, 40, c.w, c.h, c.vw, c.vh, flip, layout)
-					if !bytes.Equal(got, want) {
-						t.Errorf("%s ref=%v %s %v: not the zero-padded crop", enc.name, ref, layout, c.ops)
-					}
-					tr2, err := NewViews(layout, ViewGroup{Count: 2, Ops: c.ops}, ViewGroup{Count: 1, Ops: []Op{{Kind: OpCenterCrop, Size: [2]int{40, 61}}}})
-					if err != nil {
-						t.Fatal(err)
-					}
-					got2 := make([]byte, tr2.SampleBytes())
-					if err := d.Decode(enc.data, tr2, Key{}, got2); err != nil {
-						t.Fatal(err)
-					}
-					n := len(want)
-					if !bytes.Equal(got2[:n], want) || !bytes.Equal(got2[n:2*n], want) || !bytes.Equal(got2[2*n:], full) {
-						t.Errorf("%s ref=%v %s %v: several views: not each view's padded crop", enc.name, ref, layout, c.ops)
-					}
-				}
+	padTestDecodes(t, src, func(enc string, data []byte, ref bool, d *Decoder, layout Layout, full []byte) {
+		for _, c := range []struct {
+			ops    []Op
+			h, w   int // the crop
+			vh, vw int // the visible part: the image, or its middle
+		}{
+			{[]Op{{Kind: OpCenterCrop, Size: [2]int{100, 90}}}, 100, 90, 40, 61},
+			{[]Op{{Kind: OpCenterCrop, Size: [2]int{44, 30}}}, 44, 30, 40, 30},
+			{[]Op{{Kind: OpCenterCrop, Size: [2]int{20, 64}}}, 20, 64, 20, 61},
+			{[]Op{{Kind: OpResize, Size: [2]int{40, 61}}, {Kind: OpCenterCrop, Size: [2]int{45, 66}}}, 45, 66, 40, 61},
+			{[]Op{{Kind: OpCenterCrop, Size: [2]int{43, 64}}, {Kind: OpRandomHorizontalFlip, P: 1}}, 43, 64, 40, 61},
+		} {
+			tr := mustTransform(t, layout, c.ops...)
+			got := make([]byte, tr.SampleBytes())
+			if err := d.Decode(data, tr, Key{}, got); err != nil {
+				t.Fatalf("%v: %v", c.ops, err)
 			}
-			d.Close()
+			flip := len(c.ops) > 1 && c.ops[1].Kind == OpRandomHorizontalFlip
+			want := padReference(full, 61, 40, c.w, c.h, c.vw, c.vh, flip, layout)
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s ref=%v %s %v: not the zero-padded crop", enc, ref, layout, c.ops)
+			}
+			tr2, err := NewViews(layout, ViewGroup{Count: 2, Ops: c.ops}, ViewGroup{Count: 1, Ops: []Op{{Kind: OpCenterCrop, Size: [2]int{40, 61}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got2 := make([]byte, tr2.SampleBytes())
+			if err := d.Decode(data, tr2, Key{}, got2); err != nil {
+				t.Fatal(err)
+			}
+			n := len(want)
+			if !bytes.Equal(got2[:n], want) || !bytes.Equal(got2[n:2*n], want) || !bytes.Equal(got2[2*n:], full) {
+				t.Errorf("%s ref=%v %s %v: several views: not each view's padded crop", enc, ref, layout, c.ops)
+			}
 		}
-	}
+	})
 }
 
 // padReference is torchvision's center_crop of a w x h image (full, in
@@ -473,65 +459,51 @@ func padReference(full []byte, w, h, cw, ch, vw, vh int, flip bool, layout Layou
 func TestRandomCrop(t *testing.T) {
 	src := testPicture(61, 40)
 	fill := [3]float64{10, 20, 30}
-	for _, enc := range []struct {
-		name string
-		data []byte
-	}{{"png", encodePNG(src)}, {"jpeg", encodeJPEG(src, 95)}} {
-		for _, ref := range []bool{false, true} {
-			d := NewDecoder(WithReference(ref))
-			for _, layout := range []Layout{CHW, HWC} {
-				whole := mustTransform(t, layout, Op{Kind: OpCenterCrop, Size: [2]int{40, 61}})
-				full := make([]byte, whole.SampleBytes())
-				if err := d.Decode(enc.data, whole, Key{}, full); err != nil {
-					t.Fatal(err)
+	padTestDecodes(t, src, func(enc string, data []byte, ref bool, d *Decoder, layout Layout, full []byte) {
+		for _, op := range []Op{
+			{Kind: OpRandomCrop, Size: [2]int{32, 32}},
+			{Kind: OpRandomCrop, Size: [2]int{40, 40}, Padding: [4]int{4, 4, 4, 4}, Fill: fill},
+			{Kind: OpRandomCrop, Size: [2]int{50, 70}, PadIfNeeded: true, Fill: fill},
+			{Kind: OpRandomCrop, Size: [2]int{44, 30}, Padding: [4]int{1, 0, 2, 0}, PadIfNeeded: true},
+			{Kind: OpRandomCrop, Size: [2]int{20, 20}, Padding: [4]int{90, 3, 0, 5}, Fill: fill},
+		} {
+			for _, flip := range []bool{false, true} {
+				ops := []Op{op}
+				if flip {
+					ops = append(ops, Op{Kind: OpRandomHorizontalFlip, P: 0.5})
 				}
-				for _, op := range []Op{
-					{Kind: OpRandomCrop, Size: [2]int{32, 32}},
-					{Kind: OpRandomCrop, Size: [2]int{40, 40}, Padding: [4]int{4, 4, 4, 4}, Fill: fill},
-					{Kind: OpRandomCrop, Size: [2]int{50, 70}, PadIfNeeded: true, Fill: fill},
-					{Kind: OpRandomCrop, Size: [2]int{44, 30}, Padding: [4]int{1, 0, 2, 0}, PadIfNeeded: true},
-					{Kind: OpRandomCrop, Size: [2]int{20, 20}, Padding: [4]int{90, 3, 0, 5}, Fill: fill},
-				} {
-					for _, flip := range []bool{false, true} {
-						ops := []Op{op}
-						if flip {
-							ops = append(ops, Op{Kind: OpRandomHorizontalFlip, P: 0.5})
-						}
-						tr := mustTransform(t, layout, ops...)
-						tops, lefts := map[int]bool{}, map[int]bool{}
-						for i := range 600 {
-							k := Key{Seed: 9, Index: uint64(i)}
-							got := make([]byte, tr.SampleBytes())
-							if err := d.Decode(enc.data, tr, k, got); err != nil {
-								t.Fatalf("%v %v: %v", op.Size, op.Padding, err)
-							}
-							steps, err := ParseTrace(d.AppendTrace(nil, tr))
-							if err != nil {
-								t.Fatal(err)
-							}
-							want, top, left := padCropReference(full, 61, 40, steps, layout)
-							tops[top], lefts[left] = true, true
-							if !bytes.Equal(got, want) {
-								t.Fatalf("%s ref=%v %s %v %v flip=%v sample %d: not the padded crop of the trace %s", enc.name, ref, layout, op.Size, op.Padding, flip, i, d.AppendTrace(nil, tr))
-							}
-						}
-						pw := 61 + op.Padding[0] + op.Padding[2]
-						ph := 40 + op.Padding[1] + op.Padding[3]
-						if op.PadIfNeeded {
-							pw, ph = max(pw, 2*op.Size[1]-pw), max(ph, 2*op.Size[0]-ph)
-						}
-						// every position where there are few (132 lefts in
-						// 600 draws: most)
-						covered := func(n, want int) bool { return n == want || want > 60 && n*10 >= want*9 }
-						if !covered(len(tops), ph-op.Size[0]+1) || !covered(len(lefts), pw-op.Size[1]+1) {
-							t.Errorf("%s: %d tops and %d lefts drawn in 600 samples, of %d and %d", op.Kind, len(tops), len(lefts), ph-op.Size[0]+1, pw-op.Size[1]+1)
-						}
+				tr := mustTransform(t, layout, ops...)
+				tops, lefts := map[int]bool{}, map[int]bool{}
+				for i := range 600 {
+					k := Key{Seed: 9, Index: uint64(i)}
+					got := make([]byte, tr.SampleBytes())
+					if err := d.Decode(data, tr, k, got); err != nil {
+						t.Fatalf("%v %v: %v", op.Size, op.Padding, err)
+					}
+					steps, err := ParseTrace(d.AppendTrace(nil, tr))
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, top, left := padCropReference(full, 61, 40, steps, layout)
+					tops[top], lefts[left] = true, true
+					if !bytes.Equal(got, want) {
+						t.Fatalf("%s ref=%v %s %v %v flip=%v sample %d: not the padded crop of the trace %s", enc, ref, layout, op.Size, op.Padding, flip, i, d.AppendTrace(nil, tr))
 					}
 				}
+				pw := 61 + op.Padding[0] + op.Padding[2]
+				ph := 40 + op.Padding[1] + op.Padding[3]
+				if op.PadIfNeeded {
+					pw, ph = max(pw, 2*op.Size[1]-pw), max(ph, 2*op.Size[0]-ph)
+				}
+				// every position where there are few (132 lefts in
+				// 600 draws: most)
+				covered := func(n, want int) bool { return n == want || want > 60 && n*10 >= want*9 }
+				if !covered(len(tops), ph-op.Size[0]+1) || !covered(len(lefts), pw-op.Size[1]+1) {
+					t.Errorf("%s: %d tops and %d lefts drawn in 600 samples, of %d and %d", op.Kind, len(tops), len(lefts), ph-op.Size[0]+1, pw-op.Size[1]+1)
+				}
 			}
-			d.Close()
 		}
-	}
+	})
 	if _, err := NewTransform(CHW, Op{Kind: OpRandomCrop, Size: [2]int{8, 8}, Fill: [3]float64{1.5}}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("fill 1.5: %v, want refused", err)
 	}
@@ -569,57 +541,43 @@ func TestPad(t *testing.T) {
 		// both sides of the crop
 		{pad(5, 6, 7, 8, fill), {Kind: OpCenterCrop, Size: [2]int{52, 71}}, pad(2, 2, 2, 2, fill)},
 	}
-	for _, enc := range []struct {
-		name string
-		data []byte
-	}{{"png", encodePNG(src)}, {"jpeg", encodeJPEG(src, 95)}} {
-		for _, ref := range []bool{false, true} {
-			d := NewDecoder(WithReference(ref))
-			for _, layout := range []Layout{CHW, HWC} {
-				whole := mustTransform(t, layout, Op{Kind: OpCenterCrop, Size: [2]int{40, 61}})
-				full := make([]byte, whole.SampleBytes())
-				if err := d.Decode(enc.data, whole, Key{}, full); err != nil {
-					t.Fatal(err)
+	padTestDecodes(t, src, func(enc string, data []byte, ref bool, d *Decoder, layout Layout, full []byte) {
+		for _, ops := range cases {
+			for _, flip := range []bool{false, true} {
+				ops := ops
+				if flip {
+					ops = append(ops[:len(ops):len(ops)], Op{Kind: OpRandomHorizontalFlip, P: 0.5})
 				}
-				for _, ops := range cases {
-					for _, flip := range []bool{false, true} {
-						ops := ops
-						if flip {
-							ops = append(ops[:len(ops):len(ops)], Op{Kind: OpRandomHorizontalFlip, P: 0.5})
-						}
-						tr := mustTransform(t, layout, ops...)
-						padded := 0
-						for i := range 100 {
-							k := Key{Seed: 3, Index: uint64(i)}
-							got := make([]byte, tr.SampleBytes())
-							if err := d.Decode(enc.data, tr, k, got); err != nil {
-								t.Fatalf("%s: %v", opsString(ops), err)
-							}
-							trace := d.AppendTrace(nil, tr)
-							steps, err := ParseTrace(trace)
-							if err != nil {
-								t.Fatal(err)
-							}
-							if p := ops[0]; p.Kind == OpPad && (steps[0].Fn != FnPad || [4]int(steps[0].I[:4]) != p.Padding || steps[0].Fill != p.Fill) {
-								t.Fatalf("%s: trace %s does not start with the Pad", opsString(ops), trace)
-							}
-							want, _, _ := padCropReference(full, 61, 40, steps, layout)
-							if !bytes.Equal(got, want) {
-								t.Fatalf("%s ref=%v %s %s sample %d: not torchvision's ops of the trace %s", enc.name, ref, layout, opsString(ops), i, trace)
-							}
-							if d.plans[0].padded {
-								padded++
-							}
-						}
-						if inside := ops[0].Kind == OpPad && ops[1].Size == [2]int{30, 50} && (len(ops) == 2 || ops[2].Kind != OpPad); (padded == 0) == !inside {
-							t.Errorf("%s: %d of 100 samples padded", opsString(ops), padded)
-						}
+				tr := mustTransform(t, layout, ops...)
+				padded := 0
+				for i := range 100 {
+					k := Key{Seed: 3, Index: uint64(i)}
+					got := make([]byte, tr.SampleBytes())
+					if err := d.Decode(data, tr, k, got); err != nil {
+						t.Fatalf("%s: %v", opsString(ops), err)
+					}
+					trace := d.AppendTrace(nil, tr)
+					steps, err := ParseTrace(trace)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if p := ops[0]; p.Kind == OpPad && (steps[0].Fn != FnPad || [4]int(steps[0].I[:4]) != p.Padding || steps[0].Fill != p.Fill) {
+						t.Fatalf("%s: trace %s does not start with the Pad", opsString(ops), trace)
+					}
+					want, _, _ := padCropReference(full, 61, 40, steps, layout)
+					if !bytes.Equal(got, want) {
+						t.Fatalf("%s ref=%v %s %s sample %d: not torchvision's ops of the trace %s", enc, ref, layout, opsString(ops), i, trace)
+					}
+					if d.plans[0].padded {
+						padded++
 					}
 				}
+				if inside := ops[0].Kind == OpPad && ops[1].Size == [2]int{30, 50} && (len(ops) == 2 || ops[2].Kind != OpPad); (padded == 0) == !inside {
+					t.Errorf("%s: %d of 100 samples padded", opsString(ops), padded)
+				}
 			}
-			d.Close()
 		}
-	}
+	})
 	for _, c := range []struct {
 		ops  []Op
 		want string
@@ -725,4 +683,30 @@ func padCropReference(full []byte, w, h int, steps []Step, layout Layout) ([]byt
 		}
 	}
 	return img, top, left
+}
+
+// padTestDecodes calls f for src encoded as PNG and as JPEG (quality 95),
+// on both decode paths (ref: the reference) and both layouts, with the
+// decoder and the whole image decoded at full size: what the padding
+// tests (CenterCrop, RandomCrop, Pad) cut their expected samples from.
+func padTestDecodes(t *testing.T, src image.Image, f func(enc string, data []byte, ref bool, d *Decoder, layout Layout, full []byte)) {
+	t.Helper()
+	b := src.Bounds()
+	for _, enc := range []struct {
+		name string
+		data []byte
+	}{{"png", encodePNG(src)}, {"jpeg", encodeJPEG(src, 95)}} {
+		for _, ref := range []bool{false, true} {
+			d := NewDecoder(WithReference(ref))
+			for _, layout := range []Layout{CHW, HWC} {
+				whole := mustTransform(t, layout, Op{Kind: OpCenterCrop, Size: [2]int{b.Dy(), b.Dx()}})
+				full := make([]byte, whole.SampleBytes())
+				if err := d.Decode(enc.data, whole, Key{}, full); err != nil {
+					t.Fatal(err)
+				}
+				f(enc.name, enc.data, ref, d, layout, full)
+			}
+			d.Close()
+		}
+	}
 }
