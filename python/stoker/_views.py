@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
+from stoker._spec import one_view_spec
 from stoker.v1 import stoker_pb2 as pb
 
 __all__ = ["MultiView", "MAX_VIEWS", "VIEW_PRESETS"]
@@ -48,8 +49,6 @@ class MultiView:
     normalize_std: Optional[Tuple[float, float, float]] = None
 
     def __init__(self, groups: Sequence[Union[Tuple[int, Any], Tuple[str, int, Any]]]) -> None:
-        from stoker.transforms import to_spec
-
         if isinstance(groups, (str, bytes)) or not isinstance(groups, Sequence):
             raise TypeError(f"MultiView takes a list of (count, transform) or (name, count, transform), got {groups!r}")
         if len(groups) == 0:
@@ -73,7 +72,7 @@ class MultiView:
                 raise TypeError(f"MultiView: group {g} is itself a MultiView: give each group one view's transform")
             if isinstance(transform, str) and transform in VIEW_PRESETS:
                 raise ValueError(f"MultiView: group {g}: preset {transform!r} makes several views itself")
-            self.groups.append((name, count, to_spec(transform)))
+            self.groups.append((name, count, one_view_spec(transform)))
 
     @property
     def views(self) -> int:

@@ -53,6 +53,7 @@ from stoker._ops import (
 )
 from stoker._ops_base import Transform, mean_std
 from stoker._ops_containers import Compose, RandomApply, RandomChoice, RandomOrder, flatten
+from stoker._spec import one_view_spec
 from stoker._ops_policies import (
     IMAGENET_MEAN_PIXELS,
     AugMix,
@@ -129,21 +130,7 @@ def to_spec(transform: TransformLike) -> pb.TransformSpec:
     TransformSpec (a copy)."""
     if isinstance(transform, MultiView):
         return transform.to_spec()
-    if isinstance(transform, pb.TransformSpec):
-        spec = pb.TransformSpec()
-        spec.CopyFrom(transform)
-        return spec
-    if isinstance(transform, str):
-        return pb.TransformSpec(preset=transform)
-    if isinstance(transform, Transform):
-        ops = flatten([transform])
-    elif isinstance(transform, (list, tuple)):
-        ops = flatten(Compose(transform).transforms)
-    else:
-        hint = (" (for torchvision's, use stoker.transforms.from_torchvision)"
-                if type(transform).__module__.startswith("torchvision") else "")
-        raise TypeError(f"transform must be a preset name or stoker.transforms ops, got {transform!r}{hint}")
-    return pb.TransformSpec(ops=[op.to_proto() for op in ops])
+    return one_view_spec(transform)
 
 
 #: ImageNet's per-channel mean and std, in [0, 1] units.
