@@ -39,19 +39,11 @@ func waitFill(t *testing.T, done <-chan error) error {
 // waitRunning waits until a worker of e is making a sample of q.
 func waitRunning(t *testing.T, e *Executor, q *Queue) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	waitFor(t, time.Minute, "a worker taking the sample", func() bool {
 		e.mu.Lock()
-		running := q.running
-		e.mu.Unlock()
-		if running > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no worker took the sample")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer e.mu.Unlock()
+		return q.running > 0
+	})
 }
 
 // TestFillCancelAbandonsRunning: a sample inside the blur bomb is abandoned

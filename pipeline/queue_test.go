@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stoker-dev/stoker/internal/waitfor"
 )
 
 // probeDataset is a Dataset whose samples are never images: each Read
@@ -90,13 +92,9 @@ const hangGuard = time.Minute
 // waitPending waits until q has n samples queued.
 func waitPending(t *testing.T, q *Queue, n int) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for q.Pending() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("queue %q: %d samples pending, want %d", q.Name(), q.Pending(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	pending := func() string { return fmt.Sprintf("%d pending", q.Pending()) }
+	waitfor.Wait{Within: hangGuard, State: pending, Every: time.Millisecond}.Until(t,
+		fmt.Sprintf("queue %q with %d samples pending", q.Name(), n), func() bool { return q.Pending() == n })
 }
 
 // fillAsync runs q.Fill on its own goroutine; the error comes on the channel.
@@ -454,13 +452,9 @@ func TestExecutorCloseDrainsNoLeak(t *testing.T) {
 // waitPendingAtLeast waits until q has at least n samples queued.
 func waitPendingAtLeast(t *testing.T, q *Queue, n int) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for q.Pending() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("queue %q: %d samples pending, want at least %d", q.Name(), q.Pending(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	pending := func() string { return fmt.Sprintf("%d pending", q.Pending()) }
+	waitfor.Wait{Within: hangGuard, State: pending, Every: time.Millisecond}.Until(t,
+		fmt.Sprintf("queue %q with at least %d samples pending", q.Name(), n), func() bool { return q.Pending() >= n })
 }
 
 // TestVirtualTimeRebase: a long run of a tiny-weight queue pushes virtual
@@ -577,13 +571,7 @@ func TestStageObserver(t *testing.T) {
 // turned into a failure; no assertion rests on the time it takes).
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v", what, d)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitfor.Wait{Within: d, Every: time.Millisecond}.Until(t, what, cond)
 }
 
 // prefetchDataset is a probeDataset that is a Prefetcher: it logs the hints

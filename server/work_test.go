@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/waitfor"
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/plan"
@@ -28,18 +28,7 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 // waitUntilState is waitUntil saying, when it fails, what state says then.
 func waitUntilState(t testing.TB, what string, state func() string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			if state != nil {
-				what += ": " + state()
-			}
-			var stacks strings.Builder
-			pprof.Lookup("goroutine").WriteTo(&stacks, 1)
-			t.Fatalf("after %v: %s\n%s", hangGuard, what, stacks.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitfor.Wait{Within: hangGuard, State: state, Stacks: true, Every: 10 * time.Millisecond}.Until(t, what, cond)
 }
 
 // workJobs is how many jobs e holds state for as a worker, by its gauge.

@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/stoker-dev/stoker/bench"
+	"github.com/stoker-dev/stoker/internal/waitfor"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server"
 )
@@ -508,22 +509,11 @@ func sumSeries(ms map[string]float64, name string, labels ...string) float64 {
 	return sum
 }
 
-// waitFor polls cond every 20 ms until it holds, failing the test after d
-// or when ctx ends.
+// waitFor polls cond (at most 20 ms apart) until it holds, failing the
+// test after d or when ctx ends.
 func waitFor(t testing.TB, ctx context.Context, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("%s: not after %v", what, d)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %v", what, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return time.Since(start)
+	return waitfor.Wait{Within: d, Ctx: ctx}.Until(t, what, cond)
 }
 
 // waitPeersReady waits until the coordinator has n peers connected.

@@ -18,19 +18,14 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/faultproxy"
 	"github.com/stoker-dev/stoker/internal/storetest"
+	"github.com/stoker-dev/stoker/internal/waitfor"
 )
 
 // waitFor polls cond until it holds; a minute without it fails the test,
 // naming what did not happen.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("a minute passed and %s did not happen", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitfor.Wait{Within: time.Minute, Every: 5 * time.Millisecond}.Until(t, what, cond)
 }
 
 // heldGET starts a GET of obj that the proxy will hold, and returns its

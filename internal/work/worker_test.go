@@ -23,6 +23,7 @@ import (
 
 	"github.com/stoker-dev/stoker/internal/lease"
 	"github.com/stoker-dev/stoker/internal/rpc"
+	"github.com/stoker-dev/stoker/internal/waitfor"
 	"github.com/stoker-dev/stoker/pipeline"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
@@ -259,13 +260,7 @@ func (s *workerScene) leases(outcome string) float64 {
 // hangGuard.
 func eventually(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v", what, hangGuard)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitfor.Wait{Within: hangGuard, Every: time.Millisecond}.Until(t, what, ok)
 }
 
 // made checks that b is the fake queue's batch of l's samples.
