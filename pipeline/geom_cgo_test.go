@@ -5,6 +5,8 @@ package pipeline
 import (
 	"bytes"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
 )
 
 // TestAffineCMatchesGo: the C resampling (AVX2 and FMA) and the Go one
@@ -17,7 +19,7 @@ func TestAffineCMatchesGo(t *testing.T) {
 	if !affineCAvailable() {
 		t.Skip("this CPU has no AVX2 and FMA: the C resampling never runs here")
 	}
-	r := RNG{k: 15}
+	r := det.Seeded(15)
 	sizes := append(append([][2]int(nil), geomSizes...), [2]int{224, 224}, [2]int{100, 1}, [2]int{1, 100})
 	var sc, sg opScratch
 	cases := 0

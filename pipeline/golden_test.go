@@ -32,6 +32,8 @@ import (
 	"image"
 	"image/color"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
 )
 
 // TestGoldenPlans pins imagenet-train's crop box and flip for a few image
@@ -76,7 +78,7 @@ func goldenPicture(w, h int, seed uint64) *image.NRGBA {
 	img := image.NewNRGBA(image.Rect(0, 0, w, h))
 	for y := range h {
 		for x := range w {
-			n := mix64(seed<<32 ^ uint64(y*w+x))
+			n := det.Mix64(seed<<32 ^ uint64(y*w+x))
 			dx, dy := x-w/3, y-h/2
 			disc := 0
 			if dx*dx+dy*dy < w*h/10 {

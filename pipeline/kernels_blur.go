@@ -1,6 +1,10 @@
 package pipeline
 
-import "math"
+import (
+	"math"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+)
 
 // The convolution kernels: gaussian_blur and adjust_sharpness.
 
@@ -49,7 +53,7 @@ type blurTaps struct {
 // gains.
 func blurWeights(w []int32, sigma float64, t *blurTaps) {
 	half := len(w) - 1
-	weight := func(k int) float64 { return detExp(-float64(k*k) / float64(2*sigma*sigma)) }
+	weight := func(k int) float64 { return det.Exp(-float64(k*k) / float64(2*sigma*sigma)) }
 	total := weight(0)
 	for k := 1; k <= half; k++ {
 		total += 2 * weight(k)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
 )
 
 // The geometric kernels after the fused crop: torchvision.transforms.v2's
@@ -121,7 +123,7 @@ func eraseRandom(p planes, i, j, h, w int, seed uint64, mean, std [3]float64, s 
 		mean, std = imagenetMean, imagenetStd
 	}
 	luts := s.noise.tables(mean, std)
-	rng := RNG{k: seed}
+	rng := det.Seeded(seed)
 	var word uint64
 	left := 0
 	for c := range 3 {
@@ -276,7 +278,7 @@ const degToRad float64 = math.Pi / 180
 // of w x h: the matrix taking an output pixel (from the image's center) to
 // the point it samples, as its float64 arithmetic computes it (the same
 // operations in the same order, every product rounded, sin, cos and tan
-// from dettrig.go). center is the pivot from the top left, or the image's
+// from pipeline/internal/det). center is the pivot from the top left, or the image's
 // center unless hasCenter.
 func inverseAffine(w, h int, center [2]float64, hasCenter bool, angle float64, translate [2]float64, scale float64, shear [2]float64) [6]float64 {
 	var cx, cy float64
@@ -284,20 +286,20 @@ func inverseAffine(w, h int, center [2]float64, hasCenter bool, angle float64, t
 		cx, cy = center[0]-float64(w)*0.5, center[1]-float64(h)*0.5
 	}
 	rot, sx, sy := radians(angle), radians(shear[0]), radians(shear[1])
-	cosSy, tanSx := detCos(sy), detTan(sx)
+	cosSy, tanSx := det.Cos(sy), det.Tan(sx)
 	rotMinusSy := rot - sy
 	cxt, cyt := cx+translate[0], cy+translate[1]
-	a := detCos(rotMinusSy) / cosSy
-	b := -(float64(a*tanSx) + detSin(rot))
-	c := detSin(rotMinusSy) / cosSy
-	d := detCos(rot) - float64(c*tanSx)
+	a := det.Cos(rotMinusSy) / cosSy
+	b := -(float64(a*tanSx) + det.Sin(rot))
+	c := det.Sin(rotMinusSy) / cosSy
+	d := det.Cos(rot) - float64(c*tanSx)
 	m := [6]float64{d / scale, -b / scale, 0, -c / scale, a / scale, 0}
 	m[2] += (cx - float64(m[0]*cxt)) - float64(m[1]*cyt)
 	m[5] += (cy - float64(m[3]*cxt)) - float64(m[4]*cyt)
 	return m
 }
 
-// radians is math.radians, with an angle beyond what detSin takes reduced
+// radians is math.radians, with an angle beyond what det.Sin takes reduced
 // modulo 360 degrees first (exactly; torchvision never sees such angles:
 // checkStep refuses them).
 func radians(deg float64) float64 {

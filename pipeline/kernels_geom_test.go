@@ -9,12 +9,14 @@ import (
 	"math/big"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
 )
 
 // geomNoise is a w x h image (three planes) of pseudo-random bytes from
 // seed: the same on every machine.
 func geomNoise(w, h int, seed uint64) []byte {
-	r := RNG{k: seed}
+	r := det.Seeded(seed)
 	pix := make([]byte, 3*w*h)
 	for i := range pix {
 		pix[i] = byte(r.Uint64() >> 56)
@@ -278,7 +280,7 @@ func TestFma32(t *testing.T) {
 		f, _ := x.Float32()
 		return f
 	}
-	r := RNG{k: 11}
+	r := det.Seeded(11)
 	f32 := func() float32 { return float32(r.Float64()*512 - 256) }
 	type abc struct{ a, b, c float32 }
 	// (1+2^-23) + (1+2^-23)(1-2^-23)2^-24 is 1 + 3*2^-24 - 2^-70: just

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
 )
 
 // Bounds on what a transform may ask, so that a spec cannot cost the server
@@ -151,7 +153,7 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 				return node{}, err
 			}
 		}
-		n.logRatio = [2]float64{detLog(op.Ratio[0]), detLog(op.Ratio[1])}
+		n.logRatio = [2]float64{det.Log(op.Ratio[0]), det.Log(op.Ratio[1])}
 	case OpRandomApply, OpRandomChoice, OpRandomOrder:
 		if err := c.container(&n, where, depth, path, pos); err != nil {
 			return node{}, err

@@ -2,9 +2,13 @@ package pipeline
 
 // Floating point in this file: a sample's steps must be the same bits on
 // every machine, so every product that is added is wrapped in float64(...)
-// (no fused multiply-add), and exp and log are detExp and detLog.
+// (no fused multiply-add), and exp and log are det.Exp and det.Log.
 
-import "math"
+import (
+	"math"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+)
 
 // drawer collects the steps a sample's ops draw, for an output of w x h.
 type drawer struct {
@@ -133,7 +137,7 @@ func (n *node) drawErasing(r *RNG, d *drawer) {
 	area := float64(d.w * d.h)
 	for range 10 {
 		ea := float64(area * r.Uniform(op.Scale[0], op.Scale[1]))
-		aspect := detExp(r.Uniform(n.logRatio[0], n.logRatio[1]))
+		aspect := det.Exp(r.Uniform(n.logRatio[0], n.logRatio[1]))
 		h := int(math.RoundToEven(math.Sqrt(float64(ea * aspect))))
 		w := int(math.RoundToEven(math.Sqrt(ea / aspect)))
 		if !(h < d.h && w < d.w) {

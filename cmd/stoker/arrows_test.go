@@ -41,7 +41,7 @@ func TestArrows(t *testing.T) {
 			t.Errorf("server/internal/plan imports %s: the epoch plan is a pure function of the job (the standard library and pipeline's keyed RNG only)", imp)
 		}
 	}
-	for _, leaf := range []string{"./internal/lease", "./pipeline/batch", "./server/internal/limits"} {
+	for _, leaf := range []string{"./internal/lease", "./pipeline/batch", "./pipeline/internal/det", "./server/internal/limits"} {
 		if notStd := nonStandardDeps(t, leaf); len(notStd) > 0 {
 			t.Errorf("%s is to be a leaf (the standard library only), but links %v", leaf, notStd)
 		}

@@ -1,6 +1,6 @@
 //go:build amd64 && !amd64.v3
 
-package pipeline
+package det
 
 import (
 	"math"
@@ -9,13 +9,13 @@ import (
 
 // TestDetTrigMatchesMath: on amd64 without FMA (GOAMD64 v1, v2) math's
 // sin, cos and tan are the same Go code, unfused, so they must give the
-// same bits as detSin, detCos and detTan.
+// same bits as Sin, Cos and Tan.
 func TestDetTrigMatchesMath(t *testing.T) {
-	for _, x := range detTrigArgs() {
+	for _, x := range trigArgs() {
 		for _, c := range []struct {
 			name      string
 			got, want float64
-		}{{"sin", detSin(x), math.Sin(x)}, {"cos", detCos(x), math.Cos(x)}, {"tan", detTan(x), math.Tan(x)}} {
+		}{{"sin", Sin(x), math.Sin(x)}, {"cos", Cos(x), math.Cos(x)}, {"tan", Tan(x), math.Tan(x)}} {
 			if math.Float64bits(c.got) != math.Float64bits(c.want) {
 				t.Fatalf("%s(%v) = %v, math's %v", c.name, x, c.got, c.want)
 			}

@@ -1,7 +1,7 @@
-package pipeline
+package det
 
-// Floating point in this file: as rng.go (no fused multiply-adds; detLog
-// and detExp, never math's).
+// Floating point in this file: as rng.go (no fused multiply-adds; Log
+// and Exp, never math's).
 
 import "math"
 
@@ -21,7 +21,7 @@ func (r *RNG) normalPair() (float64, float64) {
 		v := float64(2*r.Float64()) - 1
 		s := float64(u*u) + float64(v*v)
 		if s > 0 && s < 1 {
-			f := math.Sqrt(float64(-2*detLog(s)) / s)
+			f := math.Sqrt(float64(-2*Log(s)) / s)
 			return float64(u * f), float64(v * f)
 		}
 	}
@@ -35,7 +35,7 @@ func (r *RNG) Gamma(alpha float64) float64 {
 		for u == 0 {
 			u = r.Float64()
 		}
-		return float64(r.Gamma(alpha+1) * detExp(detLog(u)/alpha))
+		return float64(r.Gamma(alpha+1) * Exp(Log(u)/alpha))
 	}
 	d := alpha - 1.0/3
 	c := 1 / math.Sqrt(float64(9*d))
@@ -51,7 +51,7 @@ func (r *RNG) Gamma(alpha float64) float64 {
 			continue
 		}
 		x2 := float64(x * x)
-		if u < 1-float64(0.0331*float64(x2*x2)) || detLog(u) < float64(0.5*x2)+float64(d*(1-v+detLog(v))) {
+		if u < 1-float64(0.0331*float64(x2*x2)) || Log(u) < float64(0.5*x2)+float64(d*(1-v+Log(v))) {
 			return float64(d * v)
 		}
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package det
 
 import (
 	"math"
@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// TestDetMathGolden pins detExp and detLog to the bit: they feed every
+// TestDetMathGolden pins Exp and Log to the bit: they feed every
 // RandomResizedCrop aspect ratio, and must give the same bits on every
 // machine. The values are math.Exp's and math.Log's on an x86-64 CPU with
 // FMA (see TestDetMathMatchesAmd64), except log of a subnormal, where
-// amd64's assembly is wrong and detLog is not.
+// amd64's assembly is wrong and Log is not.
 func TestDetMathGolden(t *testing.T) {
 	for _, tc := range []struct {
 		x    float64
@@ -35,8 +35,8 @@ func TestDetMathGolden(t *testing.T) {
 		{709.78, 0x7ff0000000000000}, // +Inf a little early, as amd64's math.Exp
 		{math.Inf(-1), 0},
 	} {
-		if got := math.Float64bits(detExp(tc.x)); got != tc.bits {
-			t.Errorf("detExp(%v) = %#016x, want %#016x", tc.x, got, tc.bits)
+		if got := math.Float64bits(Exp(tc.x)); got != tc.bits {
+			t.Errorf("Exp(%v) = %#016x, want %#016x", tc.x, got, tc.bits)
 		}
 	}
 	for _, tc := range []struct {
@@ -54,20 +54,20 @@ func TestDetMathGolden(t *testing.T) {
 		{123.456, 0x401343774f3e2362},
 		{5e-324, 0xc0874385446d71c3},
 	} {
-		if got := math.Float64bits(detLog(tc.x)); got != tc.bits {
-			t.Errorf("detLog(%v) = %#016x, want %#016x", tc.x, got, tc.bits)
+		if got := math.Float64bits(Log(tc.x)); got != tc.bits {
+			t.Errorf("Log(%v) = %#016x, want %#016x", tc.x, got, tc.bits)
 		}
 	}
 	for _, x := range []float64{math.NaN(), math.Inf(1)} {
-		if got := detExp(x); math.Float64bits(got) != math.Float64bits(x) {
-			t.Errorf("detExp(%v) = %v", x, got)
+		if got := Exp(x); math.Float64bits(got) != math.Float64bits(x) {
+			t.Errorf("Exp(%v) = %v", x, got)
 		}
-		if got := detLog(x); math.Float64bits(got) != math.Float64bits(x) {
-			t.Errorf("detLog(%v) = %v", x, got)
+		if got := Log(x); math.Float64bits(got) != math.Float64bits(x) {
+			t.Errorf("Log(%v) = %v", x, got)
 		}
 	}
-	if !math.IsInf(detLog(0), -1) || !math.IsNaN(detLog(-1)) {
-		t.Errorf("detLog(0) = %v, detLog(-1) = %v", detLog(0), detLog(-1))
+	if !math.IsInf(Log(0), -1) || !math.IsNaN(Log(-1)) {
+		t.Errorf("Log(0) = %v, Log(-1) = %v", Log(0), Log(-1))
 	}
 }
 
@@ -80,17 +80,17 @@ func ulps(a, b float64) uint64 {
 	return y - x
 }
 
-// TestDetMathMatchesAmd64: detExp and detLog are within 2 ulps of math's
+// TestDetMathMatchesAmd64: Exp and Log are within 2 ulps of math's
 // everywhere (amd64's exp assembly is off by up to about 1.2 ulps, other
 // machines' math.Exp by under one, in either direction), and on amd64,
-// where math.Exp is the assembly detExp transcribes, the very same bits:
-// detExp for CPUs with FMA (the assembly's other branch differs at 0.01),
-// detLog for normal numbers always.
+// where math.Exp is the assembly Exp transcribes, the very same bits:
+// Exp for CPUs with FMA (the assembly's other branch differs at 0.01),
+// Log for normal numbers always.
 func TestDetMathMatchesAmd64(t *testing.T) {
 	exact := runtime.GOARCH == "amd64"
-	exactExp := exact && math.Exp(0.01) == detExp(0.01)
+	exactExp := exact && math.Exp(0.01) == Exp(0.01)
 	if exact && !exactExp {
-		t.Logf("math.Exp takes amd64's non-FMA branch on this CPU: detExp is checked to within 2 ulps only")
+		t.Logf("math.Exp takes amd64's non-FMA branch on this CPU: Exp is checked to within 2 ulps only")
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 200000 {
@@ -103,14 +103,14 @@ func TestDetMathMatchesAmd64(t *testing.T) {
 		default:
 			x = (r.Float64() - 0.5) * 8
 		}
-		got, want := detExp(x), math.Exp(x)
+		got, want := Exp(x), math.Exp(x)
 		if exactExp && got != want || ulps(got, want) > 2 {
-			t.Fatalf("detExp(%v) = %v, math.Exp = %v", x, got, want)
+			t.Fatalf("Exp(%v) = %v, math.Exp = %v", x, got, want)
 		}
 		y := math.Ldexp(1+r.Float64(), r.IntN(2000)-1000)
-		got, want = detLog(y), math.Log(y)
+		got, want = Log(y), math.Log(y)
 		if exact && got != want || ulps(got, want) > 2 {
-			t.Fatalf("detLog(%v) = %v, math.Log = %v", y, got, want)
+			t.Fatalf("Log(%v) = %v, math.Log = %v", y, got, want)
 		}
 	}
 }

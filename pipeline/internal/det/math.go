@@ -1,4 +1,4 @@
-package pipeline
+package det
 
 import "math"
 
@@ -10,15 +10,15 @@ import "math"
 // compiler does it on arm64, ppc64, s390x, riscv64 and amd64 with
 // GOAMD64=v3).
 
-// detExp is e**x, the same bits on every machine. math.Exp is not: on amd64
+// Exp is e**x, the same bits on every machine. math.Exp is not: on amd64
 // it is assembly that takes a different instruction sequence when the CPU
 // has FMA (the results differ in the last bit for about 9% of arguments),
 // arm64 and s390x have assemblies of their own, and elsewhere it is Go code
-// the compiler may fuse. detExp transcribes the amd64 assembly's FMA branch
+// the compiler may fuse. Exp transcribes the amd64 assembly's FMA branch
 // (Shibata's method, from SLEEF) with math.FMA, so it gives the bits
 // math.Exp gives on x86-64 CPUs with FMA: the plans made before it existed,
 // on such machines, are unchanged.
-func detExp(x float64) float64 {
+func Exp(x float64) float64 {
 	const (
 		log2e    = 1.4426950408889634073599246810018920        // 1/ln(2)
 		ln2U     = 0.69314718055966295651160180568695068359375 // ln(2), upper part
@@ -71,11 +71,11 @@ func detExp(x float64) float64 {
 	return e * math.Float64frombits(uint64(k)<<52)
 }
 
-// detLog is the natural logarithm, the same bits on every machine: Go's
+// Log is the natural logarithm, the same bits on every machine: Go's
 // pure-Go math.log (FreeBSD's e_log.c) with no fused operations, which is
 // what amd64's assembly computes too (same steps, same order), so on amd64
 // it gives math.Log's bits.
-func detLog(x float64) float64 {
+func Log(x float64) float64 {
 	const (
 		ln2Hi = 6.93147180369123816490e-01 // 3fe62e42 fee00000
 		ln2Lo = 1.90821492927058770002e-10 // 3dea39ef 35793c76

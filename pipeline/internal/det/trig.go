@@ -1,4 +1,4 @@
-package pipeline
+package det
 
 import "math"
 
@@ -12,17 +12,17 @@ import "math"
 // math/sin.go and math/tan.go with every such product wrapped in
 // float64(...), so they give math's bits wherever math does not fuse (amd64
 // with the default GOAMD64=v1: TestDetTrigMatchesMath). Arguments must be
-// below detTrigMax in magnitude (Go's Payne-Hanek reduction for larger ones
+// below TrigMax in magnitude (Go's Payne-Hanek reduction for larger ones
 // is left out; the callers reduce degrees first).
 
-// detTrigMax bounds the arguments of detSin, detCos and detTan: Go's
+// TrigMax bounds the arguments of Sin, Cos and Tan: Go's
 // Cody-Waite reduction (reduceThreshold in math/trig_reduce.go) is exact
 // below it.
-const detTrigMax = 1 << 29
+const TrigMax = 1 << 29
 
 // The coefficients, from math/sin.go and math/tan.go (Cephes).
 var (
-	detSinC = [...]float64{
+	sinC = [...]float64{
 		1.58962301576546568060e-10, // 0x3de5d8fd1fd19ccd
 		-2.50507477628578072866e-8, // 0xbe5ae5e5a9291f5d
 		2.75573136213857245213e-6,  // 0x3ec71de3567d48a1
@@ -30,7 +30,7 @@ var (
 		8.33333333332211858878e-3,  // 0x3f8111111110f7d0
 		-1.66666666666666307295e-1, // 0xbfc5555555555548
 	}
-	detCosC = [...]float64{
+	cosC = [...]float64{
 		-1.13585365213876817300e-11, // 0xbda8fa49a0861a9b
 		2.08757008419747316778e-9,   // 0x3e21ee9d7b4e3f05
 		-2.75573141792967388112e-7,  // 0xbe927e4f7eac4bc6
@@ -38,12 +38,12 @@ var (
 		-1.38888888888730564116e-3,  // 0xbf56c16c16c14f91
 		4.16666666666665929218e-2,   // 0x3fa555555555554b
 	}
-	detTanP = [...]float64{
+	tanP = [...]float64{
 		-1.30936939181383777646e4, // 0xc0c992d8d24f3f38
 		1.15351664838587416140e6,  // 0x413199eca5fc9ddd
 		-1.79565251976484877988e7, // 0xc1711fead3299176
 	}
-	detTanQ = [...]float64{
+	tanQ = [...]float64{
 		1.00000000000000000000e0,
 		1.36812963470692954678e4,  // 0x40cab8a5eeb36572
 		-1.32089234440210967447e6, // 0xc13427bc582abc96
@@ -52,9 +52,9 @@ var (
 	}
 )
 
-// detOctant reduces x >= 0 to z in [-Pi/4, Pi/4] and its octant j (0..7,
+// octant reduces x >= 0 to z in [-Pi/4, Pi/4] and its octant j (0..7,
 // even), as math's Cody-Waite reduction.
-func detOctant(x float64) (j uint64, z float64) {
+func octant(x float64) (j uint64, z float64) {
 	const (
 		pi4A = 7.85398125648498535156e-1  // 0x3fe921fb40000000, Pi/4 split into three parts
 		pi4B = 3.77489470793079817668e-8  // 0x3e64442d00000000,
@@ -69,9 +69,9 @@ func detOctant(x float64) (j uint64, z float64) {
 	return j, ((x - float64(y*pi4A)) - float64(y*pi4B)) - float64(y*pi4C)
 }
 
-// detSinPoly is sin(z) for |z| <= Pi/4; detCosPoly is cos(z).
-func detSinPoly(z float64) float64 {
-	c := &detSinC
+// sinPoly is sin(z) for |z| <= Pi/4; cosPoly is cos(z).
+func sinPoly(z float64) float64 {
+	c := &sinC
 	zz := float64(z * z)
 	p := float64(c[0] * zz)
 	for _, k := range c[1:5] {
@@ -80,8 +80,8 @@ func detSinPoly(z float64) float64 {
 	return z + float64(float64(z*zz)*(p+c[5]))
 }
 
-func detCosPoly(z float64) float64 {
-	c := &detCosC
+func cosPoly(z float64) float64 {
+	c := &cosC
 	zz := float64(z * z)
 	p := float64(c[0] * zz)
 	for _, k := range c[1:5] {
@@ -90,19 +90,19 @@ func detCosPoly(z float64) float64 {
 	return 1.0 - float64(0.5*zz) + float64(float64(zz*zz)*(p+c[5]))
 }
 
-// detSin is math.Sin with no fused operations.
-func detSin(x float64) float64 {
+// Sin is math.Sin with no fused operations.
+func Sin(x float64) float64 {
 	switch {
 	case x == 0 || math.IsNaN(x):
 		return x
-	case math.IsInf(x, 0) || math.Abs(x) >= detTrigMax:
+	case math.IsInf(x, 0) || math.Abs(x) >= TrigMax:
 		return math.NaN()
 	}
 	sign := false
 	if x < 0 {
 		x, sign = -x, true
 	}
-	j, z := detOctant(x)
+	j, z := octant(x)
 	j &= 7
 	if j > 3 { // reflect in x axis
 		sign = !sign
@@ -110,9 +110,9 @@ func detSin(x float64) float64 {
 	}
 	var y float64
 	if j == 1 || j == 2 {
-		y = detCosPoly(z)
+		y = cosPoly(z)
 	} else {
-		y = detSinPoly(z)
+		y = sinPoly(z)
 	}
 	if sign {
 		y = -y
@@ -120,13 +120,13 @@ func detSin(x float64) float64 {
 	return y
 }
 
-// detCos is math.Cos with no fused operations.
-func detCos(x float64) float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) >= detTrigMax {
+// Cos is math.Cos with no fused operations.
+func Cos(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) >= TrigMax {
 		return math.NaN()
 	}
 	x = math.Abs(x)
-	j, z := detOctant(x)
+	j, z := octant(x)
 	j &= 7
 	sign := false
 	if j > 3 {
@@ -138,9 +138,9 @@ func detCos(x float64) float64 {
 	}
 	var y float64
 	if j == 1 || j == 2 {
-		y = detSinPoly(z)
+		y = sinPoly(z)
 	} else {
-		y = detCosPoly(z)
+		y = cosPoly(z)
 	}
 	if sign {
 		y = -y
@@ -148,23 +148,23 @@ func detCos(x float64) float64 {
 	return y
 }
 
-// detTan is math.Tan with no fused operations.
-func detTan(x float64) float64 {
+// Tan is math.Tan with no fused operations.
+func Tan(x float64) float64 {
 	switch {
 	case x == 0 || math.IsNaN(x):
 		return x
-	case math.IsInf(x, 0) || math.Abs(x) >= detTrigMax:
+	case math.IsInf(x, 0) || math.Abs(x) >= TrigMax:
 		return math.NaN()
 	}
 	sign := false
 	if x < 0 {
 		x, sign = -x, true
 	}
-	j, z := detOctant(x)
+	j, z := octant(x)
 	zz := float64(z * z)
 	y := z
 	if zz > 1e-14 {
-		p, q := &detTanP, &detTanQ
+		p, q := &tanP, &tanQ
 		num := float64(zz * (float64((float64(float64(p[0]*zz)+p[1]))*zz) + p[2]))
 		den := float64((float64((float64((zz+q[1])*zz)+q[2])*zz)+q[3])*zz) + q[4]
 		y = z + float64(z*(num/den))
