@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,6 +140,84 @@ func TestLayout(t *testing.T) {
 			if imp == module+"/server" {
 				t.Errorf("%s imports %s: an arrow back up into the server", pkg, imp)
 			}
+		}
+	}
+}
+
+// Bounds of pipeline/'s files: a Go file of at most pipelineGoLines
+// lines, a C file of at most pipelineCLines. pipelineOversize lists the
+// files still over them, each at most the lines it has now: they are to be
+// cut along their seams as the pipeline's rooms are carved (codec, ops,
+// datasets), and none may grow meanwhile; an entry whose file is back
+// under the bound must go.
+const (
+	pipelineGoLines = 500
+	pipelineCLines  = 1000
+)
+
+var pipelineOversize = map[string]int{
+	"pipeline/transform.go":  763,
+	"pipeline/queue.go":      818,
+	"pipeline/policies.go":   725,
+	"pipeline/turbo.c":       1636,
+	"pipeline/annot/coco.go": 722,
+}
+
+// TestPipelineRooms: no package under pipeline/ imports pipeline itself
+// (the rooms are below the executor, never above it), and pipeline/'s
+// files keep to their bounds.
+func TestPipelineRooms(t *testing.T) {
+	for _, line := range goList(t, "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./pipeline/...") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		for _, imp := range strings.Fields(imports) {
+			if imp == module+"/pipeline" {
+				t.Errorf("%s imports %s: an arrow up into the pipeline's root", pkg, imp)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	err := filepath.WalkDir("../../pipeline", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			if d != nil && d.IsDir() && d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		name := strings.TrimPrefix(filepath.ToSlash(path), "../../")
+		limit := 0
+		switch {
+		case strings.HasSuffix(name, "_test.go"):
+		case strings.HasSuffix(name, ".go"):
+			limit = pipelineGoLines
+		case strings.HasSuffix(name, ".c"):
+			limit = pipelineCLines
+		}
+		if limit == 0 {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		lines := bytes.Count(b, []byte("\n"))
+		if most, ok := pipelineOversize[name]; ok {
+			seen[name] = true
+			if lines > most {
+				t.Errorf("%s: %d lines, more than the %d it had: cut it along a seam instead of growing it", name, lines, most)
+			} else if lines <= limit {
+				t.Errorf("%s: %d lines, within the bound of %d now: drop its entry from pipelineOversize", name, lines, limit)
+			}
+		} else if lines > limit {
+			t.Errorf("%s: %d lines, over %d: split it by concern", name, lines, limit)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range pipelineOversize {
+		if !seen[name] {
+			t.Errorf("pipelineOversize lists %s, which is gone: drop its entry", name)
 		}
 	}
 }
