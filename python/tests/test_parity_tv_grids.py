@@ -51,7 +51,10 @@ How each point runs:
   their samples drawn by ``stoker ops draw`` (indices 0..4 for torchvision's
   seeds 0..4), each traced argument checked against the transform's range,
   and the pixels replayed through ``ops apply`` against torchvision's
-  functional at the traced arguments.
+  functional at the traced arguments;
+- the bounds torchvision's ``test_transform_get_params_bounds`` and
+  ``test__get_params`` assert (RandomAffine, RandomRotation, GaussianBlur):
+  every draw of samples 0..9 of every transform of their grids.
 
 A point stoker does not support (adjust_gamma, NEAREST_EXACT, max_size,
 expand=True, num_output_channels=1, padding modes other than constant, a
@@ -592,8 +595,8 @@ def _resized_crop_jobs(driver: Path, points: List[Decoded], tmp: Path) -> None:
 SEEDS = 5  # torchvision's seeds 0..4: stoker's samples 0..4
 
 
-def draws(stoker_bin: Path, tv: Any, size: Tuple[int, int] = (17, 11)) -> Tuple[List[List[Any]], str]:
-    """stoker's traces of samples 0..SEEDS-1 (``stoker ops draw``) of
+def draws(stoker_bin: Path, tv: Any, size: Tuple[int, int] = (17, 11), n: int = SEEDS) -> Tuple[List[List[Any]], str]:
+    """stoker's traces of samples 0..n-1 (``stoker ops draw``) of
     from_torchvision(CenterCrop(size) then tv) on a size image, the
     CenterCrop (which crops nothing: stoker's batches need a geometry op
     first) left out; or the converter's refusal."""
@@ -601,7 +604,7 @@ def draws(stoker_bin: Path, tv: Any, size: Tuple[int, int] = (17, 11)) -> Tuple[
     if spec is None:
         return [], err
     js = json_format.MessageToJson(spec, indent=None)
-    r = subprocess.run([str(stoker_bin), "ops", "draw", "--spec", js, "--n", str(SEEDS), "--source",
+    r = subprocess.run([str(stoker_bin), "ops", "draw", "--spec", js, "--n", str(n), "--source",
                         f"{size[1]}x{size[0]}"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     if r.returncode != 0:
         return [], r.stderr.strip()
@@ -756,3 +759,67 @@ def test_sampling_decode(driver: Path, tmp_path: Path) -> None:  # noqa: F811
                 off.append(f"{p.kernel} {p.label}: {n} {a} is not a draw of {p.tv}")
     assert not off, f"{len(off)} draws out of range:\n  " + "\n  ".join(off[:30])
     settle(pts, "sampling (decoded)")
+
+
+def test_draw_bounds(stoker_bin: Path) -> None:
+    """TestAffine and TestRotate.test_transform_get_params_bounds (seeds
+    0..9: samples 0..9) and TestGaussianBlur.test__get_params: every draw
+    within the bounds those tests assert, for every transform of their
+    grids."""
+    off: List[str] = []
+    n_draws = 0
+    img_w = 11  # make_image(): 17x11
+    for degrees in (30, (-15, 20)):
+        lo_hi = (-degrees, degrees) if isinstance(degrees, int) else degrees
+        for translate in (None, (0.5, 0.5)):
+            for scale in (None, (0.75, 1.25)):
+                for shear in (None, (12, 30, -17, 5), 10, (-5, 12)):
+                    tv = T.RandomAffine(degrees=degrees, translate=translate, scale=scale, shear=shear)
+                    traces, err = draws(stoker_bin, tv, n=10)
+                    assert not err, f"{tv}: {err}"
+                    for k, tr in enumerate(traces):
+                        n_draws += 1
+                        (name, a), = tr
+                        tx, ty = a["translate"]
+                        sx, sy = a["shear"]
+                        ok = name == "affine" and in_range(a["angle"], lo_hi)
+                        if translate is not None:
+                            wm, hm = int(round(translate[0] * img_w)), int(round(translate[1] * 17))
+                            ok = ok and -wm <= tx <= wm and -hm <= ty <= hm
+                        else:
+                            ok = ok and (tx, ty) == (0, 0)
+                        ok = ok and (in_range(a["scale"], scale) if scale else a["scale"] == 1.0)
+                        if shear is None:
+                            ok = ok and (sx, sy) == (0, 0)
+                        elif isinstance(shear, int):
+                            ok = ok and in_range(sx, (-shear, shear)) and sy == 0
+                        elif len(shear) == 2:
+                            ok = ok and in_range(sx, shear) and sy == 0
+                        else:
+                            ok = ok and in_range(sx, shear[:2]) and in_range(sy, shear[2:])
+                        if not ok:
+                            off.append(f"{tv} seed {k}: {a}")
+        tv = T.RandomRotation(degrees=degrees)
+        traces, err = draws(stoker_bin, tv, n=10)
+        assert not err, f"{tv}: {err}"
+        for k, tr in enumerate(traces):
+            n_draws += 1
+            (name, a), = tr
+            if not (name == "rotate" and in_range(a["angle"], lo_hi)):
+                off.append(f"{tv} seed {k}: {a}")
+    for sigma in (10.0, [10.0, 12.0], (10, 12.0), [10]):
+        tv = T.GaussianBlur(3, sigma=sigma)
+        traces, err = draws(stoker_bin, tv, n=10)
+        assert not err, f"{tv}: {err}"
+        for k, tr in enumerate(traces):
+            n_draws += 1
+            (name, a), = tr
+            s0, s1 = a["sigma"]
+            if isinstance(sigma, float) or len(sigma) == 1:
+                ok = s0 == s1 == float(sigma if isinstance(sigma, float) else sigma[0])
+            else:
+                ok = in_range(s0, sigma) and in_range(s1, sigma) and s0 == s1
+            if not (ok and name == "gaussian_blur" and a["kernel_size"] == [3, 3]):
+                off.append(f"{tv} seed {k}: {a}")
+    print(f"draw bounds: {n_draws} draws of {32 + 2 + 4} transforms, {len(off)} out of bounds")
+    assert not off, f"{len(off)} draws out of torchvision's bounds:\n  " + "\n  ".join(off[:30])
