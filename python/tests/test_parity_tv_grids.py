@@ -198,7 +198,7 @@ def settle(points: Sequence[Point], title: str) -> Dict[str, Tally]:
     lines = [f"{title}: torchvision's grids ({TV_FILE} at {TV_COMMIT[:12]})"]
     for k, t in tally.items():
         lines.append(f"  {k}: {t.points} points, {t.identical} identical, {t.refused} refused; worst max |diff| "
-                     f"{t.worst_max}, worst mean {t.worst_mean:.4f}" + (f" ({t.worst})" if t.worst_max else ""))
+                     f"{t.worst_max}, worst mean {t.worst_mean:.3g}" + (f" ({t.worst})" if t.worst_max else ""))
         lines += [f"    refused: {r}" for r in t.refusals]
     report = "\n".join(lines)
     print(report)
@@ -356,9 +356,10 @@ def test_geometry_kernels(stoker_bin: Path) -> None:
                 for interp in interps:
                     for fill in (None, 0.5, [1, 0, 1], [0.1, 0.2, 0.3]):
                         args = {**aa_affine(tid, mag), "interpolation": interp, "fill": fill3(fill)}
-                        want = (lambda img=img, tid=tid, mag=mag, interp=interp, fill=fill: aa._apply_image_or_video_transform(
-                            img, transform_id=tid, magnitude=mag, interpolation=InterpolationMode(interp),
-                            fill={type(img): fill}))
+                        want = (lambda img=img, tid=tid, mag=mag, interp=interp, fill=fill:
+                                aa._apply_image_or_video_transform(img, transform_id=tid, magnitude=mag,
+                                                                   interpolation=InterpolationMode(interp),
+                                                                   fill={type(img): fill}))
                         tol: Tol = ("mae", 12 if interp == "nearest" else 5) if "Shear" in tid else ATOL1
                         pts.append(step(f"AutoAugment {tid[:-1]}", f"{tid} magnitude={mag:g} {interp} fill={fill} on "
                                         f"{iname}", img, "affine", args, tol, want))
@@ -432,42 +433,54 @@ def convert(tv: Any) -> Tuple[Optional[pb.TransformSpec], str]:
         return None, str(e)
 
 
-def decode_all(driver: Path, points: Sequence[Decoded], tmp: Path) -> None:
-    """Runs the points through the pipeline's decode (the geometry driver):
-    each image a PNG, each point a "transform" job of its ops."""
-    from PIL import Image
-
-    files: Dict[int, str] = {}
-    jobs, run = [], []
-    for p in points:
-        if p.error:
-            continue  # refused before the decode (from_torchvision)
-        key = id(p.img)
-        if key not in files:
-            files[key] = str(tmp / f"img{len(files)}.png")
-            Image.fromarray(p.img.permute(1, 2, 0).contiguous().numpy()).save(files[key])
-        job = {"file": files[key], "op": "transform", "interpolation": "bilinear", "antialias": True, "ops": p.ops,
-               "index": p.index, "scaling": "off"}
-        if p.want_crop is not None:
-            job["want_crop"] = p.want_crop
-        jobs.append(job)
-        run.append(p)
+def run_driver(driver: Path, jobs: List[Dict[str, Any]], tmp: Path) -> List[Tuple[dict, Optional[torch.Tensor]]]:
+    """Runs the geometry driver's jobs: each one's report and sample (CHW;
+    None where the report is an error)."""
     (tmp / "jobs.json").write_text(json.dumps(jobs))
     env = dict(os.environ, STOKER_GEOMETRY_JOBS=str(tmp / "jobs.json"), STOKER_GEOMETRY_OUT=str(tmp / "out.bin"))
     r = subprocess.run([str(driver)], env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert r.returncode == 0, f"geometry driver failed:\n{r.stderr}"
     reports = [json.loads(line) for line in r.stdout.splitlines()]
     assert len(reports) == len(jobs)
-    raw, off = (tmp / "out.bin").read_bytes(), 0
-    for p, rep in zip(run, reports):
+    raw, off, out = (tmp / "out.bin").read_bytes(), 0, []
+    for rep in reports:
         if rep.get("error"):
-            p.error = rep["error"]
+            out.append((rep, None))
             continue
         n = rep["h"] * rep["w"] * 3
-        p.got = torch.from_numpy(np.frombuffer(raw, np.uint8, n, off).reshape(rep["h"], rep["w"], 3).copy()).permute(2, 0, 1)
-        p.trace = rep["trace"]
+        out.append((rep, torch.from_numpy(np.frombuffer(raw, np.uint8, n, off).copy()).reshape(rep["h"], rep["w"], 3)
+                    .permute(2, 0, 1)))
         off += n
     assert off == len(raw)
+    return out
+
+
+def png(img: torch.Tensor, path: Path) -> str:
+    from PIL import Image
+
+    Image.fromarray(img.permute(1, 2, 0).contiguous().numpy()).save(path)
+    return str(path)
+
+
+def decode_all(driver: Path, points: Sequence[Decoded], tmp: Path) -> None:
+    """Runs the points through the pipeline's decode (the geometry driver):
+    each image a PNG, each point a "transform" job of its ops (a point
+    refused by from_torchvision is not run)."""
+    files: Dict[int, str] = {}
+    jobs, run = [], []
+    for p in points:
+        if p.error:
+            continue
+        if id(p.img) not in files:
+            files[id(p.img)] = png(p.img, tmp / f"img{len(files)}.png")
+        job = {"file": files[id(p.img)], "op": "transform", "interpolation": "bilinear", "antialias": True,
+               "ops": p.ops, "index": p.index, "scaling": "off"}
+        if p.want_crop is not None:
+            job["want_crop"] = p.want_crop
+        jobs.append(job)
+        run.append(p)
+    for p, (rep, got) in zip(run, run_driver(driver, jobs, tmp)):
+        p.error, p.got, p.trace = rep.get("error", ""), got, rep.get("trace", [])
 
 
 def replay(img: torch.Tensor, trace: List[Any]) -> torch.Tensor:
@@ -566,28 +579,11 @@ def test_geometry_decode(driver: Path, tmp_path: Path) -> None:  # noqa: F811
 
 def _resized_crop_jobs(driver: Path, points: List[Decoded], tmp: Path) -> None:
     """resized_crop at TestResizedCrop's box: the driver's explicit job."""
-    from PIL import Image
-
-    path = tmp / "rc.png"
-    Image.fromarray(points[0].img.permute(1, 2, 0).contiguous().numpy()).save(path)
-    jobs = []
-    for p in points:
-        mode = p.tv.interpolation.value
-        jobs.append({"file": str(path), "op": "resized_crop", "top": 2, "left": 2, "height": 5, "width": 7,
-                     "size": [19, 32], "interpolation": mode, "antialias": p.tv.antialias, "scaling": "off"})
-    (tmp / "rc.json").write_text(json.dumps(jobs))
-    env = dict(os.environ, STOKER_GEOMETRY_JOBS=str(tmp / "rc.json"), STOKER_GEOMETRY_OUT=str(tmp / "rc.bin"))
-    r = subprocess.run([str(driver)], env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
-    assert r.returncode == 0, f"geometry driver failed:\n{r.stderr}"
-    raw, off = (tmp / "rc.bin").read_bytes(), 0
-    for p, line in zip(points, r.stdout.splitlines()):
-        rep = json.loads(line)
-        if rep.get("error"):
-            p.error = rep["error"]
-            continue
-        n = rep["h"] * rep["w"] * 3
-        p.got = torch.from_numpy(np.frombuffer(raw, np.uint8, n, off).reshape(rep["h"], rep["w"], 3).copy()).permute(2, 0, 1)
-        off += n
+    path = png(points[0].img, tmp / "rc.png")
+    jobs = [{"file": path, "op": "resized_crop", "top": 2, "left": 2, "height": 5, "width": 7, "size": [19, 32],
+             "interpolation": p.tv.interpolation.value, "antialias": p.tv.antialias, "scaling": "off"} for p in points]
+    for p, (rep, got) in zip(points, run_driver(driver, jobs, tmp)):
+        p.error, p.got = rep.get("error", ""), got
 
 
 # -- the draws torchvision's tests check -------------------------------------------
@@ -710,7 +706,8 @@ def test_sampling(stoker_bin: Path) -> None:
                         if not (n == "rotate" and in_range(a["angle"], (-30, 30)) and a["center"] == center
                                 and a["interpolation"] == mode.value and a["fill"] == fill3(fill)):
                             off.append(f"RandomRotation {label} seed {k}: {n} {a} is not a draw of {tv}")
-                        replayed("RandomRotation", f"{label} seed {k}", tr, ("mae", 1 if mode.value == "nearest" else 6))
+                        replayed("RandomRotation", f"{label} seed {k}", tr,
+                                 ("mae", 1 if mode.value == "nearest" else 6))
     apply_all(stoker_bin, [p for p in pts if not p.error])
     assert not off, f"{len(off)} draws out of range:\n  " + "\n  ".join(off[:30])
     settle(pts, "sampling (draws replayed)")
