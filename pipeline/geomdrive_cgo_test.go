@@ -31,7 +31,10 @@ func TestMain(m *testing.M) {
 
 // geomJob is one decode: Op is "resized_crop" (Top, Left, Height, Width,
 // Size), "resize" (Size: [h, w], or [s] for the shorter side; Crop, when
-// given, a center_crop after it) or "center_crop" (Size).
+// given, a center_crop after it), "center_crop" (Size) or "transform"
+// (Ops, the pipeline's own, decoded for the sample Key{Seed, Index}; with
+// WantCrop [top, left] the first index from Index whose RandomCrop is at
+// that position: an explicit crop, F.crop's, as RandomCrop draws it).
 type geomJob struct {
 	File          string `json:"file"`
 	Op            string `json:"op"`
@@ -45,6 +48,10 @@ type geomJob struct {
 	Antialias     bool   `json:"antialias"`
 	Path          string `json:"path"`    // "fast" (the default) or "ref"
 	Scaling       string `json:"scaling"` // "pow2" (the default), "any", "off"
+	Ops           []Op   `json:"ops"`
+	Seed          uint64 `json:"seed"`
+	Index         uint64 `json:"index"`
+	WantCrop      []int  `json:"want_crop"`
 }
 
 // geomResult is the line written for each job.
@@ -53,6 +60,9 @@ type geomResult struct {
 	W      int    `json:"w"`
 	ScaleM int    `json:"scale_m"` // the DCT scale in eighths (8: none)
 	Error  string `json:"error,omitempty"`
+	// A "transform" job's sample: its trace and index.
+	Trace json.RawMessage `json:"trace,omitempty"`
+	Index uint64          `json:"index,omitempty"`
 }
 
 func geomDrive(jobsPath, outPath string) error {
@@ -106,6 +116,9 @@ func geomDecode(d *Decoder, j geomJob) ([]byte, geomResult) {
 		copy(v[:], s)
 		return v
 	}
+	if j.Op == "transform" {
+		return geomTransform(d, j, data)
+	}
 	op := Op{Size: size(j.Size), Interp: interp, NoAntialias: !j.Antialias}
 	ops := []Op{op}
 	switch j.Op {
@@ -154,4 +167,39 @@ func geomDecode(d *Decoder, j geomJob) ([]byte, geomResult) {
 		res.ScaleM = d.fast.stats().scaleM
 	}
 	return out, res
+}
+
+// geomTransform runs a "transform" job: the job's ops, as the server would
+// run them, for one sample, with the trace that replays it.
+func geomTransform(d *Decoder, j geomJob, data []byte) ([]byte, geomResult) {
+	fail := func(err error) ([]byte, geomResult) { return nil, geomResult{Error: err.Error()} }
+	t, err := NewTransform(HWC, j.Ops...)
+	if err != nil {
+		return fail(err)
+	}
+	hd, err := parseHeader(data)
+	if err != nil {
+		return fail(err)
+	}
+	k := Key{Seed: j.Seed, Index: j.Index}
+	p, err := t.plan(hd.w, hd.h, k)
+	if err != nil {
+		return fail(err)
+	}
+	if len(j.WantCrop) == 2 {
+		for ; p.rcTop != j.WantCrop[0] || p.rcLeft != j.WantCrop[1]; p, err = t.plan(hd.w, hd.h, k) {
+			if k.Index++; err != nil || k.Index > j.Index+1_000_000 {
+				return fail(fmt.Errorf("no RandomCrop at %v in a million samples (%v)", j.WantCrop, err))
+			}
+		}
+	}
+	out := make([]byte, t.SampleBytes())
+	if err := d.Decode(data, t, k, out); err != nil {
+		return fail(err)
+	}
+	tr, err := t.Trace(hd.w, hd.h, k)
+	if err != nil {
+		return fail(err)
+	}
+	return out, geomResult{H: p.outH, W: p.outW, ScaleM: 8, Trace: tr, Index: k.Index}
 }

@@ -239,6 +239,12 @@ class _Converter:
             m, s = self.norm
             vals = vals * 3 if len(vals) == 1 else vals
             px = [255.0 * (m[c] + s[c] * vals[c]) for c in range(3)]
+        elif not self.floating and not self.pil:
+            # A uint8 tensor: torchvision writes the value (a float32
+            # tensor) into it with torch's cast, which truncates toward
+            # zero (0.5 and -0.2 are 0, 127.9 is 127); out of -1..256 the
+            # cast is undefined, left outside 0..255 to be refused.
+            px = [float(math.trunc(struct.unpack("f", struct.pack("f", v))[0])) if -1 < v < 256 else v for v in vals]
         else:
             px = [v * self.unit for v in vals]
         px = [float(int(p + 0.5)) if p >= 0 else p for p in px]  # the nearest uint8 pixel

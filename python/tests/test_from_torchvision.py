@@ -209,6 +209,11 @@ def test_values_follow_the_image_unit() -> None:
                               T.RandomAffine(0, fill=(0, 255, 51)), T.TrivialAugmentWide(fill=255),
                               T.RandomErasing(value=128),  # 127.5 rounded half up
                               T.RandomErasing(value="random", noise_mean=(0, 0, 0), noise_std=(1, 1, 1))]
+    # On a uint8 tensor torchvision's cast truncates the value toward zero.
+    got = T.from_torchvision([tv2.RandomResizedCrop(8), tv2.PILToTensor(), tv2.RandomErasing(value=0.5),
+                              tv2.RandomErasing(value=[-0.2, 0.0, 1.3]), tv2.RandomErasing(value=127.9)])
+    assert got.transforms[1:] == [T.RandomErasing(value=0), T.RandomErasing(value=(0, 0, 1)),
+                                  T.RandomErasing(value=127)]
     # Normalize in pixel units (ToDtype without scale): [0, 1] units on the result.
     got = T.from_torchvision([tv2.RandomResizedCrop(8), tv2.PILToTensor(), tv2.ToDtype(torch.float32),
                               tv2.Normalize([123.675, 116.28, 103.53], [58.395, 57.12, 57.375]),
