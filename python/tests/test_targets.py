@@ -189,13 +189,16 @@ def yolo_sources(det: Path, server: str) -> Dict[int, Dict[str, Any]]:
     return out
 
 
-@pytest.mark.parametrize("name", ["rrc-hflip-jitter", "pad-randomcrop", "centercrop-past"])
-def test_yolo_targets_are_torchvisions(server: str, det: Path, name: str) -> None:
+@pytest.mark.parametrize("name,transport", [("rrc-hflip-jitter", "grpc"), ("rrc-hflip-jitter", "shm"),
+                                            ("pad-randomcrop", "auto"), ("centercrop-past", "auto")])
+def test_yolo_targets_are_torchvisions(server: str, det: Path, name: str, transport: str) -> None:
+    """Through both transports: the targets are a field of the batch's
+    header, in gRPC chunks or beside a shared-memory slot."""
     want = yolo_sources(det, server)
     assert len(want) == N
     seen = 0
     with stoker.Loader(server, "yolo", batch_size=6, transform=T.Compose(TRANSFORMS[name]), targets=True, trace=True,
-                       return_indices=True, pin_memory=False, timeout=60, seed=3) as ld:
+                       return_indices=True, pin_memory=False, timeout=60, seed=3, transport=transport) as ld:
         for b in ld:
             images, targets, indices = b
             for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
@@ -231,6 +234,36 @@ def test_refused(server: str, ops: List[Any], dataset: str, what: str) -> None:
     assert what in str(e.value), e.value
     if dataset != "plain":
         assert "targets do not support it yet" in str(e.value), e.value
+
+
+def test_refused_on_a_mix(server: str) -> None:
+    with stoker.Loader(server, stoker.Mix({"coco": 0.5, "yolo": 0.5}, samples=20), batch_size=4,
+                       transform=T.Compose([T.Resize((32, 32))]), targets=True, pin_memory=False, timeout=60) as ld:
+        with pytest.raises(StokerError) as e:
+            next(iter(ld))
+    assert e.value.code == "INVALID_ARGUMENT" and "mix" in str(e.value), e.value
+
+
+@pytest.mark.filterwarnings("ignore:stoker.*could not be made:RuntimeWarning")
+def test_malformed_annotation_fails_its_sample(stoker_bin: Path, det: Path, tmp_path: Path) -> None:
+    """A malformed annotation fails its image alone when targets are asked
+    for, naming the file, the annotation and the field; the others come."""
+    doc = json.loads((det / "annotations" / "instances.json").read_text())
+    broken = doc["annotations"][3]
+    broken["bbox"][3] = float("nan")
+    ann = tmp_path / "instances.json"
+    ann.write_text(json.dumps(doc))
+    srv = LocalServer(str(stoker_bin), {"coco": str(det / "images" / "train")}, workers=1,
+                      args=["--grace", "1s", "--annotations", f"coco={ann}"], log_path=str(tmp_path / "log"))
+    with srv:
+        with stoker.Loader(srv.addr, "coco", batch_size=4, transform=T.Compose([T.Resize((32, 32))]), targets=True,
+                           pin_memory=False, timeout=60, shuffle=False, fail_policy="drop") as ld:
+            ids = [t["image_id"] for _, targets in ld for t in targets]
+            errors = list(ld.sample_errors)
+    assert len(errors) == 1, errors
+    reason = errors[0].reason
+    assert "targets" in reason and f"annotation {broken['id']}" in reason and "field bbox" in reason, reason
+    assert sorted(ids) == sorted(im["id"] for im in doc["images"] if im["id"] != broken["image_id"])
 
 
 def test_targets_not_a_field() -> None:
