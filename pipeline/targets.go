@@ -210,9 +210,13 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int) ([]b
 	if err := ds.SourceTargets(i, vd.plan.srcW, vd.plan.srcH, tg); err != nil {
 		return b, err
 	}
+	// The geometry's steps, then the ops' (the trace's order), in two
+	// calls: no list of both is made.
 	var geo [6]Step
-	steps := append(t.geometrySteps(&vd.plan, geo[:0]), vd.steps...)
-	w, h, err := MoveBoxes(tg.Boxes, vd.plan.srcW, vd.plan.srcH, steps)
+	w, h, err := MoveBoxes(tg.Boxes, vd.plan.srcW, vd.plan.srcH, t.geometrySteps(&vd.plan, geo[:0]))
+	if err == nil {
+		w, h, err = MoveBoxes(tg.Boxes, w, h, vd.steps)
+	}
 	if err != nil {
 		return b, err
 	}
