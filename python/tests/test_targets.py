@@ -11,7 +11,9 @@ A job whose transform has another geometric op is refused, naming it."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -269,3 +271,17 @@ def test_malformed_annotation_fails_its_sample(stoker_bin: Path, det: Path, tmp_
 def test_targets_not_a_field() -> None:
     with pytest.raises(ValueError, match="targets=True"):
         stoker.Loader("127.0.0.1:1", "coco", fields=("targets",), targets=True)
+
+
+def test_detection_example(server: str) -> None:
+    """examples/detection_train.py, as a user runs it: torchvision's Faster
+    R-CNN trained 3 steps on the targets (CPU), every loss finite."""
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(repo / "python"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    r = subprocess.run([sys.executable, str(repo / "examples" / "detection_train.py"), "--target", server, "--dataset",
+                        "coco", "--steps", "3"], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "trained 3 steps" in r.stdout, r.stdout
+    assert r.stdout.count(" boxes in 2 images)") == 3, r.stdout
