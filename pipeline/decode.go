@@ -85,6 +85,8 @@ type Decoder struct {
 	// its file is admitted to the coefficient cache on this decode rather
 	// than its second. Set by the Executor per sample.
 	admitNow bool
+	// targets is appendTargets' scratch.
+	targets Targets
 }
 
 // viewDraw is what one view of the last sample drew: its geometry's plan

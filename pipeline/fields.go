@@ -77,6 +77,9 @@ type FieldSet struct {
 	ids    []int
 	max    int64
 	source string
+	// targets is the index of FieldTargets among the names, -1 without:
+	// made by the worker after the image (Decoder.appendTargets).
+	targets int
 }
 
 // NewFieldSet resolves names against ds, each field of a sample at most
@@ -92,7 +95,7 @@ func NewFieldSet(ds Dataset, names []string, maxBytes int64, source string) (*Fi
 		return nil, fmt.Errorf("%w: a field's bound is %d bytes: want > 0", ErrUnsupported, maxBytes)
 	}
 	fd, _ := ds.(Fielded)
-	s := &FieldSet{max: maxBytes, source: source}
+	s := &FieldSet{max: maxBytes, source: source, targets: -1}
 	for _, n := range names {
 		switch {
 		case n == "":
@@ -106,6 +109,12 @@ func NewFieldSet(ds Dataset, names []string, maxBytes int64, source string) (*Fi
 		switch {
 		case n == FieldSource:
 			id = fieldIDSource
+		case n == FieldTargets:
+			id = fieldIDTargets
+			if _, ok = ds.(Targeted); !ok {
+				return nil, fmt.Errorf("%w: targets: the dataset has no annotations (serve it with --annotations)", ErrUnsupported)
+			}
+			s.targets = len(s.names)
 		case fd != nil:
 			id, ok = fd.FieldID(n)
 		default:
@@ -222,6 +231,8 @@ func (s *FieldSet) read(ds Dataset, i int, dst []Field) error {
 			}
 			f.Data = append(f.Data, src...)
 			continue
+		case id == fieldIDTargets:
+			continue // made after the image: targetsInto
 		case fd.FieldSize(i, id) < 0:
 			f.Has = false
 			continue
@@ -235,6 +246,25 @@ func (s *FieldSet) read(ds Dataset, i int, dst []Field) error {
 		}
 		f.Data = data
 	}
+	return nil
+}
+
+// targetsInto makes sample i's FieldTargets in dst (the sample's fields,
+// one per field), from the geometry and steps d drew for it with t; a
+// set without it does nothing. Bounded as any field.
+func (s *FieldSet) targetsInto(d *Decoder, t *Transform, ds Dataset, i int, dst []Field) error {
+	if s == nil || s.targets < 0 {
+		return nil
+	}
+	f := &dst[s.targets]
+	data, err := d.appendTargets(f.Data[:0], t, ds.(Targeted), i)
+	if err != nil {
+		return fmt.Errorf("field %q: %w", FieldTargets, err)
+	}
+	if int64(len(data)) > s.max {
+		return s.errTooLarge(s.targets, int64(len(data)))
+	}
+	f.Data, f.Has = data, true
 	return nil
 }
 
@@ -296,6 +326,12 @@ func (s *FieldSet) Expect(ds Dataset, i int, got []Field) error {
 			}
 			want = append(want[:0], src...)
 			size = int64(len(want))
+		case id == fieldIDTargets:
+			// Made with the image: its size is known only once made.
+			if !g.Has || int64(len(g.Data)) < targetsHeader {
+				return fmt.Errorf("sample %d's field %q comes missing or short", i, s.names[k])
+			}
+			continue
 		case fd == nil:
 			size = -1
 		default:

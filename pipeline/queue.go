@@ -788,6 +788,10 @@ func (e *Executor) run(d *Decoder, w int) {
 			}
 			d.admitNow = r.copies != nil
 			err = d.decodeAt(data, r.t, k, r.data, d.offs)
+			if err == nil && r.fset != nil {
+				n := r.fset.Len()
+				err = r.fset.targetsInto(d, r.t, r.ds, int(idx), r.fields[i*n:(i+1)*n])
+			}
 		}
 		if e.stages != nil {
 			made := time.Since(t1)

@@ -82,6 +82,14 @@ class Batch(tuple):
       name, one per sample in batch order: ``bytes`` as the dataset holds
       them (a caption is not decoded: ``.decode()`` it), None where a
       sample has none (``{}`` without);
+    - ``targets``: with ``Loader(targets=True)``, per sample, its boxes
+      and labels moved through its geometry as torchvision.transforms.v2
+      moves them: a dict of ``"boxes"`` (``tv_tensors.BoundingBoxes``
+      ``[K, 4]``, XYXY, ``canvas_size`` the output's ``(H, W)``),
+      ``"labels"`` (int64 ``[K]``), ``"iscrowd"`` (int64 ``[K]``) and
+      ``"image_id"``; the batch then unpacks as ``(images, targets[,
+      indices])`` (``labels`` is still the dataset's labels); ``None``
+      without;
     - ``epoch`` and ``number``: which batch of which epoch it is.
 
     Built from a plain sequence (as some frameworks rebuild a batch after
@@ -112,6 +120,7 @@ class Batch(tuple):
         self._multi = views is not None
         self.epoch, self.number = epoch, number
         self.decode = decode
+        self.targets: Optional[List[Dict[str, Any]]] = None
         return self
 
     @property

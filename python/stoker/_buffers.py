@@ -16,6 +16,7 @@ import numpy as np
 from stoker._errors import StokerError
 from stoker._batch import Batch, fields_of
 from stoker._job import DECODE_NAMES
+from stoker._targets import targets_of
 from stoker.v1 import stoker_pb2 as pb
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -118,7 +119,8 @@ class _Batch:
         return b
 
 
-def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[str] = (), fields: Sequence[str] = ()) -> Batch:
+def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[str] = (), fields: Sequence[str] = (),
+                  targets: bool = False) -> Batch:
     """The tensors of a whole batch as a stoker.Batch: (images, labels[,
     indices]), with its indices, traces, fields (those named in ``fields``)
     and numbers. The images are a view of the batch's buffer, in its shape
@@ -152,7 +154,14 @@ def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[s
         images = view(b.buf, h.shape)
     labels = torch.from_numpy(np.array(h.labels, dtype=np.int64))
     indices = torch.from_numpy(np.array(h.indices, dtype=np.int64))
-    items = (images, labels, indices) if return_indices else (images, labels)
-    return Batch(items, indices=indices, traces=list(h.traces) if len(h.traces) else None,
-                 fields=fields_of(h, fields), epoch=int(h.epoch), number=int(h.number), views=views,
-                 decode=DECODE_NAMES.get(h.decode) if len(h.traces) else None)
+    got = fields_of(h, tuple(fields) + ("targets",) if targets else fields)
+    second: Any = labels
+    if targets:  # (images, targets[, indices]): the server's field "targets", last
+        second = targets_of(got.pop("targets"), torch)
+    items = (images, second, indices) if return_indices else (images, second)
+    out = Batch(items, indices=indices, traces=list(h.traces) if len(h.traces) else None,
+                fields=got, epoch=int(h.epoch), number=int(h.number), views=views,
+                decode=DECODE_NAMES.get(h.decode) if len(h.traces) else None)
+    if targets:
+        out.labels, out.targets = labels, second
+    return out

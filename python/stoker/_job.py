@@ -60,6 +60,9 @@ class Job:
     # How JPEGs are decoded: "exact" (full scale, torchvision's pixels),
     # "fast" (a DCT scale where the crop allows); None: the server's default.
     decode: Optional[str] = None
+    # Each sample's boxes and labels moved with its pixels (the server's
+    # field "targets", after the fields above).
+    targets: bool = False
 
     def spec(self) -> pb.JobSpec:
         """The JobSpec of OpenJob and DescribeJob."""
@@ -85,6 +88,7 @@ class Job:
             mix_samples=(self.mix.samples or 0) if self.mix is not None else 0,
             cpu_weight=self.cpu_weight if self.cpu_weight != 1 else 0,
             decode=DECODES[self.decode],
+            targets=self.targets,
         )
 
     def _error_limit(self) -> Optional[pb.SampleErrorLimit]:

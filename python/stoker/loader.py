@@ -283,6 +283,19 @@ class Loader:
             ``batch_size`` x fields x 16 KiB would pass a batch's bound
             of 32 MiB of fields; set, ``batch_size`` x fields x
             ``max_field_bytes`` must be within that bound.
+        targets: with a dataset served with ``--annotations`` (COCO or
+            YOLO), yield ``(images, targets[, indices])``: ``targets`` a
+            list of one dict per sample, ``"boxes"`` a
+            ``tv_tensors.BoundingBoxes`` ``[K, 4]`` XYXY with
+            ``canvas_size=(H, W)``, ``"labels"`` int64 ``[K]`` (the
+            contiguous labels), ``"iscrowd"``, ``"image_id"``; the boxes
+            moved through the sample's geometry (RandomResizedCrop, Resize,
+            CenterCrop, RandomCrop, Pad, the flips) exactly as
+            torchvision.transforms.v2 moves them. A transform with another
+            geometric op (rotation, affine, a policy, views), a mix or a
+            dataset without annotations is refused
+            (StokerError("INVALID_ARGUMENT")). They travel as a field,
+            bounded by ``max_field_bytes`` (25 bytes an instance and 24).
         cpu_weight: the job's weight in the server's share of its cores,
             which is by CPU time: a job of weight 2 gets twice the CPU of
             one of weight 1 while both wait for samples. The server clamps
@@ -343,6 +356,7 @@ class Loader:
         max_field_bytes: Optional[int] = None,
         cpu_weight: float = 1.0,
         decode: Optional[str] = None,
+        targets: bool = False,
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
@@ -395,9 +409,12 @@ class Loader:
                              f"the crop is at least twice the output), or None for the server's default; got {decode!r}")
         self.decode: Optional[str] = decode
         self.fields = _args.fields(fields)
+        self.targets = _args.boolean("targets", targets)
+        if "targets" in self.fields:
+            raise ValueError("fields: 'targets' is asked for with targets=True, not as a field")
         self.cpu_weight = _args.weight("cpu_weight", cpu_weight)
         self.max_field_bytes = None if max_field_bytes is None else _args.integer("max_field_bytes", max_field_bytes, 1, (1 << 32) - 1)
-        if self.max_field_bytes is not None and not self.fields:
+        if self.max_field_bytes is not None and not self.fields and not self.targets:
             raise ValueError("max_field_bytes bounds the fields asked for: it needs fields=...")
         if _args.string("transport", transport) not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(map(repr, TRANSPORTS))}, got {transport!r}")
@@ -549,7 +566,8 @@ class Loader:
         return Job("" if mix is not None else self.dataset, self._spec, self.batch_size, self.seed, self.shuffle, self.rank, self.world_size,
                    self.drop_last, self.layout, self.fail_policy, self.shuffle_window, trace=self.trace,
                    max_sample_errors=self.max_sample_errors, repeats=self.repeats, fields=self.fields,
-                   max_field_bytes=self.max_field_bytes, mix=mix, cpu_weight=self.cpu_weight, decode=self.decode)
+                   max_field_bytes=self.max_field_bytes, mix=mix, cpu_weight=self.cpu_weight, decode=self.decode,
+                   targets=self.targets)
 
     def state_dict(self) -> Dict[str, Any]:
         """The position to resume from, as plain Python values (fit for
@@ -761,7 +779,7 @@ class Loader:
                     self.stats.wait_seconds += waited
                     if v.header.epoch != epoch:
                         raise StokerError("INTERNAL", f"batch of epoch {v.header.epoch} in epoch {epoch}")
-                    out = batch_tensors(v, self.return_indices, torch, view_names, self.fields)
+                    out = batch_tensors(v, self.return_indices, torch, view_names, self.fields, self.targets)
                     self._tally.batch(v.header)
                     number = int(v.header.number)
                     v = None  # only the yielded tensors hold the buffer now

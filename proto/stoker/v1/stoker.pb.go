@@ -544,7 +544,15 @@ type JobSpec struct {
 	// antialiased filter follows (docs/transforms.md gives its bound).
 	// Unspecified: the server's default (stoker serve --decode, exact unless
 	// set), which the server writes here before it forwards the job.
-	Decode        Decode `protobuf:"varint,90,opt,name=decode,proto3,enum=stoker.v1.Decode" json:"decode,omitempty"`
+	Decode Decode `protobuf:"varint,90,opt,name=decode,proto3,enum=stoker.v1.Decode" json:"decode,omitempty"`
+	// Each sample's boxes and labels (a dataset served with --annotations),
+	// moved through the sample's geometry as torchvision.transforms.v2 moves
+	// a tv_tensors.BoundingBoxes with the image, as the per-sample field
+	// "targets" (its binary layout: docs/detection.md). A transform with an
+	// op targets do not support yet (rotation, affine, the policies, views),
+	// a dataset without annotations, a mix, or "targets" among fields is
+	// refused (INVALID_ARGUMENT).
+	Targets       bool `protobuf:"varint,150,opt,name=targets,proto3" json:"targets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -731,6 +739,13 @@ func (x *JobSpec) GetDecode() Decode {
 		return x.Decode
 	}
 	return Decode_DECODE_UNSPECIFIED
+}
+
+func (x *JobSpec) GetTargets() bool {
+	if x != nil {
+		return x.Targets
+	}
+	return false
 }
 
 // MixPart is one dataset of a mix and its weight.
@@ -6639,7 +6654,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xa9\x06\n" +
+	"\x03msg\"\xc4\x06\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -6668,7 +6683,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"mixSamples\x12\x1d\n" +
 	"\n" +
 	"cpu_weight\x182 \x01(\x01R\tcpuWeight\x12)\n" +
-	"\x06decode\x18Z \x01(\x0e2\x11.stoker.v1.DecodeR\x06decode\";\n" +
+	"\x06decode\x18Z \x01(\x0e2\x11.stoker.v1.DecodeR\x06decode\x12\x19\n" +
+	"\atargets\x18\x96\x01 \x01(\bR\atargets\";\n" +
 	"\aMixPart\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12\x16\n" +
 	"\x06weight\x18\x02 \x01(\x01R\x06weight\"D\n" +

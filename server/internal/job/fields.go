@@ -1,6 +1,7 @@
 package job
 
 import (
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -32,6 +33,13 @@ const (
 // batches of bs samples.
 func fieldsOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset, bs int) (*pipeline.FieldSet, error) {
 	names := spec.GetFields()
+	if slices.Contains(names, pipeline.FieldTargets) {
+		return nil, status.Errorf(codes.InvalidArgument, "field %q: ask for targets with targets=true (JobSpec.targets), which checks the transform", pipeline.FieldTargets)
+	}
+	if spec.GetTargets() {
+		// The targets travel as a field, last, bounded as the others.
+		names = append(slices.Clip(names), pipeline.FieldTargets)
+	}
 	if len(names) == 0 {
 		if spec.GetMaxFieldBytes() != 0 {
 			return nil, status.Errorf(codes.InvalidArgument, "max_field_bytes %d without fields: it bounds the fields a job asks for", spec.GetMaxFieldBytes())

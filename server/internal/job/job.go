@@ -223,6 +223,9 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 				"trace a smaller batch (batch_size <= %d)", bs, most, maxTraceBytes, maxTraceBytes/int64(j.t.MaxTraceBytes()))
 		}
 	}
+	if err := targetsOf(spec, j); err != nil {
+		return nil, err
+	}
 	if j.fields, err = fieldsOf(spec, j.name, j.ds, bs); err != nil {
 		return nil, err
 	}
@@ -514,4 +517,23 @@ func repeatsOf(spec *stokerv1.JobSpec, size, world int, sh shuffleChoice) (int, 
 			k, size, world, size, world)
 	}
 	return k, nil
+}
+
+// targetsOf refuses a job asking for targets (JobSpec.targets) that cannot
+// have them: a mix, a dataset without annotations, a transform with an op
+// targets do not support yet (named).
+func targetsOf(spec *stokerv1.JobSpec, j *Job) error {
+	if !spec.GetTargets() {
+		return nil
+	}
+	if j.mix != nil {
+		return status.Error(codes.InvalidArgument, "targets: a mix of datasets does not support targets yet")
+	}
+	if _, ok := j.ds.(pipeline.Targeted); !ok {
+		return status.Errorf(codes.InvalidArgument, "targets: dataset %q has no annotations (serve it with --annotations %s=FILE)", Truncate(j.name, 64), Truncate(j.name, 64))
+	}
+	if err := pipeline.CheckTargets(j.t); err != nil {
+		return status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
+	}
+	return nil
 }

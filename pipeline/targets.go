@@ -1,0 +1,290 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// Targets are a detection sample's boxes and labels moved through the
+// sample's geometry, as torchvision.transforms.v2 moves a
+// tv_tensors.BoundingBoxes (XYXY, float32, clamping_mode "soft") with the
+// image: the same functional ops (the sample's trace) applied to the boxes
+// by torchvision's box kernels, in float32 as they compute. A job asks for
+// them with JobSpec.targets; they travel as the per-sample field
+// FieldTargets (AppendTargets gives the layout).
+const FieldTargets = "targets"
+
+// fieldIDTargets is FieldTargets' id: made by the worker after the image
+// (it needs the sample's drawn geometry), never read from the dataset.
+const fieldIDTargets = -4
+
+// targetsHeader is the bytes of an encoded Targets before its boxes.
+const targetsHeader = 24
+
+// Targeted is a Dataset whose samples have boxes and labels (COCO, YOLO).
+type Targeted interface {
+	// SourceTargets sets t to sample i's instances, reusing its slices:
+	// boxes XYXY in the pixels of the source image, which is w x h; an
+	// error when the sample's annotations are malformed.
+	SourceTargets(i, w, h int, t *Targets) error
+}
+
+// Targets are one sample's instances: Boxes XYXY in pixels of a canvas of
+// W x H, Labels the contiguous labels, Crowd 1 for a COCO crowd
+// annotation (kept, as torchvision's CocoDetection wrapper keeps it).
+type Targets struct {
+	ImageID int64
+	W, H    int
+	Boxes   [][4]float32
+	Labels  []int64
+	Crowd   []uint8
+}
+
+func (t *Targets) reset() {
+	t.ImageID, t.W, t.H = 0, 0, 0
+	t.Boxes, t.Labels, t.Crowd = t.Boxes[:0], t.Labels[:0], t.Crowd[:0]
+}
+
+// add appends an instance.
+func (t *Targets) add(box [4]float32, label int64, crowd bool) {
+	c := uint8(0)
+	if crowd {
+		c = 1
+	}
+	t.Boxes, t.Labels, t.Crowd = append(t.Boxes, box), append(t.Labels, label), append(t.Crowd, c)
+}
+
+// xywhToXYXY is torchvision's XYWH to XYXY of a box made from Python
+// floats (torch.tensor: float32): x2 = x1 + w in float32.
+func xywhToXYXY(b [4]float64) [4]float32 {
+	x, y := float32(b[0]), float32(b[1])
+	return [4]float32{x, y, x + float32(b[2]), y + float32(b[3])}
+}
+
+// yoloToXYXY is a YOLO box (normalized cx, cy, w, h, float32) in pixels of
+// a w x h image: each scaled in float32 (cx*W, cy*H, w*W, h*H), then
+// torchvision's CXCYWH to XYXY (x1 = cx - w/2, x2 = x1 + w, in float32).
+func yoloToXYXY(b [4]float32, w, h int) [4]float32 {
+	fw, fh := float32(w), float32(h)
+	// Each product converted: no multiply-add fused across them.
+	cx, cy, bw, bh := float32(b[0]*fw), float32(b[1]*fh), float32(b[2]*fw), float32(b[3]*fh)
+	x1, y1 := cx-bw/2, cy-bh/2
+	return [4]float32{x1, y1, x1 + bw, y1 + bh}
+}
+
+// MoveBoxes applies steps to boxes on a canvas of w x h, as torchvision's
+// box kernels do, and returns the canvas after them: crop (and
+// center_crop, resized_crop's first half) subtracts the offset and clamps
+// to the new canvas; pad adds the left and top padding and clamps; resize
+// scales by float32(new/old) without clamping (and leaves boxes alone when
+// the size does not change); the flips mirror. Ops on pixels alone leave
+// the boxes. An op that moves pixels by another geometry (rotate, affine,
+// AugMix's chains) is an error: targets do not support it.
+func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
+	for i := range steps {
+		st := &steps[i]
+		switch st.Fn {
+		case FnResizedCrop:
+			cropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
+			w, h = resizeBoxes(boxes, st.I[3], st.I[2], st.I[5], st.I[4])
+		case FnResize:
+			w, h = resizeBoxes(boxes, w, h, st.I[5], st.I[4])
+		case FnCenterCrop:
+			ch, cw := st.I[4], st.I[5]
+			top := int(math.RoundToEven(float64(h-ch) / 2))
+			left := int(math.RoundToEven(float64(w-cw) / 2))
+			w, h = cropBoxes(boxes, top, left, ch, cw)
+		case FnCrop:
+			w, h = cropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
+		case FnPad:
+			l, t, r, b := st.I[0], st.I[1], st.I[2], st.I[3]
+			w, h = w+l+r, h+t+b
+			fl, ft := float32(l), float32(t)
+			for k := range boxes {
+				bx := &boxes[k]
+				bx[0], bx[1], bx[2], bx[3] = bx[0]+fl, bx[1]+ft, bx[2]+fl, bx[3]+ft
+				clampBox(bx, w, h)
+			}
+		case FnHorizontalFlip:
+			fw := float32(w)
+			for k := range boxes {
+				bx := &boxes[k]
+				bx[0], bx[2] = -(bx[2] - fw), -(bx[0] - fw)
+			}
+		case FnVerticalFlip:
+			fh := float32(h)
+			for k := range boxes {
+				bx := &boxes[k]
+				bx[1], bx[3] = -(bx[3] - fh), -(bx[1] - fh)
+			}
+		case FnRotate, FnAffine, FnMixBegin, FnMixChain, FnMixEnd:
+			return w, h, fmt.Errorf("%w: targets do not support %s yet", ErrUnsupported, fnSpecs[st.Fn].name)
+		}
+		// Every other op (color, blur, erase, normalize) leaves the boxes:
+		// torchvision passes a BoundingBoxes through it (erase warns).
+	}
+	return w, h, nil
+}
+
+// cropBoxes is torchvision's crop_bounding_boxes: the boxes less (left,
+// top), clamped to the height x width canvas it returns (as w, h).
+func cropBoxes(boxes [][4]float32, top, left, height, width int) (int, int) {
+	fl, ft := float32(left), float32(top)
+	for k := range boxes {
+		bx := &boxes[k]
+		bx[0], bx[1], bx[2], bx[3] = bx[0]-fl, bx[1]-ft, bx[2]-fl, bx[3]-ft
+		clampBox(bx, width, height)
+	}
+	return width, height
+}
+
+// resizeBoxes is torchvision's resize_bounding_boxes from w x h to nw x
+// nh: unchanged when the size is, else each coordinate times the ratio
+// rounded to float32 (torch.tensor of Python floats), not clamped.
+func resizeBoxes(boxes [][4]float32, w, h, nw, nh int) (int, int) {
+	if nw == w && nh == h {
+		return w, h
+	}
+	rx, ry := float32(float64(nw)/float64(w)), float32(float64(nh)/float64(h))
+	for k := range boxes {
+		bx := &boxes[k]
+		bx[0], bx[1], bx[2], bx[3] = float32(bx[0]*rx), float32(bx[1]*ry), float32(bx[2]*rx), float32(bx[3]*ry)
+	}
+	return nw, nh
+}
+
+// clampBox is torchvision's _clamp_bounding_boxes for XYXY (soft and hard
+// are the same for unrotated boxes): x within [0, w], y within [0, h]
+// (torch.clamp: a NaN stays NaN).
+func clampBox(bx *[4]float32, w, h int) {
+	fw, fh := float32(w), float32(h)
+	for k := range bx {
+		m := fw
+		if k%2 == 1 {
+			m = fh
+		}
+		if bx[k] < 0 {
+			bx[k] = 0
+		} else if bx[k] > m {
+			bx[k] = m
+		}
+	}
+}
+
+// AppendTargets appends t's encoding, little-endian: u32 H, u32 W (the
+// canvas), i64 image id, u32 K, u32 0, then K x 4 float32 boxes (x1, y1,
+// x2, y2), K int64 labels, K uint8 crowd flags. The header is 24 bytes,
+// so the boxes and labels are 8-byte aligned within it.
+func AppendTargets(b []byte, t *Targets) []byte {
+	le := binary.LittleEndian
+	k := len(t.Boxes)
+	b = le.AppendUint32(b, uint32(t.H))
+	b = le.AppendUint32(b, uint32(t.W))
+	b = le.AppendUint64(b, uint64(t.ImageID))
+	b = le.AppendUint32(b, uint32(k))
+	b = le.AppendUint32(b, 0)
+	for _, bx := range t.Boxes {
+		for _, v := range bx {
+			b = le.AppendUint32(b, math.Float32bits(v))
+		}
+	}
+	for _, l := range t.Labels {
+		b = le.AppendUint64(b, uint64(l))
+	}
+	return append(b, t.Crowd...)
+}
+
+// TargetsSize is the bytes AppendTargets writes for k instances.
+func TargetsSize(k int) int64 { return targetsHeader + int64(k)*(16+8+1) }
+
+// appendTargets appends sample i's targets (of ds), moved through the
+// geometry and steps d drew for its last sample with t, to b.
+func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int) ([]byte, error) {
+	if t.views != nil {
+		return b, fmt.Errorf("%w: targets do not support views yet", ErrUnsupported)
+	}
+	vd := &d.vd[0]
+	tg := &d.targets
+	tg.reset()
+	if err := ds.SourceTargets(i, vd.plan.srcW, vd.plan.srcH, tg); err != nil {
+		return b, err
+	}
+	// The geometry's steps, then the ops' (the trace's order), in two
+	// calls: no list of both is made.
+	var geo [6]Step
+	w, h, err := MoveBoxes(tg.Boxes, vd.plan.srcW, vd.plan.srcH, t.geometrySteps(&vd.plan, geo[:0]))
+	if err == nil {
+		w, h, err = MoveBoxes(tg.Boxes, w, h, vd.steps)
+	}
+	if err != nil {
+		return b, err
+	}
+	tg.W, tg.H = w, h
+	return AppendTargets(b, tg), nil
+}
+
+// SourceTargets implements Targeted: the image's annotations, bbox XYWH
+// to XYXY as torchvision's CocoDetection wrapper converts it (float32),
+// crowds kept; the image id is COCO's.
+func (d *COCODataset) SourceTargets(i, w, h int, t *Targets) error {
+	s, err := d.ann.Sample(i)
+	if err != nil {
+		return &annotationError{err}
+	}
+	t.ImageID = s.Image.ID
+	for k := range s.Instances {
+		in := &s.Instances[k]
+		t.add(xywhToXYXY(in.BBox), int64(in.Label), in.IsCrowd)
+	}
+	return nil
+}
+
+// SourceTargets implements Targeted: each label's box (normalized cx, cy,
+// w, h) in pixels of the w x h image (yoloToXYXY), its class the label;
+// the image id is the sample's index. YOLO has no crowds.
+func (d *YOLODataset) SourceTargets(i, w, h int, t *Targets) error {
+	ls, err := d.Labels(i)
+	if err != nil {
+		return err // an annotationError already
+	}
+	t.ImageID = int64(i)
+	for k := range ls {
+		t.add(yoloToXYXY(ls[k].Box, w, h), int64(ls[k].Class), false)
+	}
+	return nil
+}
+
+// CheckTargets refuses a transform whose ops targets do not support yet:
+// one that moves pixels other than by the decode's geometry (RandomResizedCrop,
+// Resize, CenterCrop, RandomCrop, Pad) and the flips, naming the op. Ops
+// on pixels alone are fine. Several views are refused, and the policies
+// (AutoAugment, RandAugment, TrivialAugmentWide, AugMix, timm's
+// RandAugment): torchvision's refuse a BoundingBoxes.
+func CheckTargets(t *Transform) error {
+	if t.views != nil {
+		return fmt.Errorf("%w: targets do not support views (multi-crop) yet", ErrUnsupported)
+	}
+	return checkTargetOps(t.ops, "")
+}
+
+func checkTargetOps(ops []Op, at string) error {
+	for i := range ops {
+		op := &ops[i]
+		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
+		switch op.Kind {
+		case OpRandomApply, OpRandomChoice, OpRandomOrder:
+			if err := checkTargetOps(op.Ops, where+": "); err != nil {
+				return err
+			}
+		case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomHorizontalFlip, OpRandomVerticalFlip:
+			// Moves the boxes: MoveBoxes.
+		case OpRandomGrayscale, OpRandomSolarize, OpRandomPosterize, OpRandomInvert, OpRandomEqualize, OpRandomAutocontrast,
+			OpRandomAdjustSharpness, OpRandomErasing, OpColorJitter, OpGrayscale, OpGaussianBlur, OpNormalize:
+			// Pixels alone: the boxes stay.
+		default:
+			return fmt.Errorf("%w: transform: %s: targets do not support it yet (boxes move only through RandomResizedCrop, Resize, CenterCrop, RandomCrop, Pad and the flips)", ErrUnsupported, where)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestMoveBoxes checks the box kernels one by one against their
+// definitions in torchvision's functional ops (each in float32); the
+// Python test (test_targets.py) checks whole samples against torchvision.
+func TestMoveBoxes(t *testing.T) {
+	src := [][4]float32{{10.5, 20.25, 110.75, 90}, {-3, 5, 30, 400}, {0, 0, 200, 100}}
+	clamp := func(v float32, m int) float32 { return min(max(v, 0), float32(m)) }
+	for _, tc := range []struct {
+		name   string
+		steps  []Step
+		w, h   int
+		expect func(b [4]float32) [4]float32
+	}{
+		{"crop", []Step{{Fn: FnCrop, I: [6]int{15, 7, 60, 80}}}, 80, 60, func(b [4]float32) [4]float32 {
+			return [4]float32{clamp(b[0]-7, 80), clamp(b[1]-15, 60), clamp(b[2]-7, 80), clamp(b[3]-15, 60)}
+		}},
+		{"crop past the image", []Step{{Fn: FnCrop, I: [6]int{-10, -20, 300, 300}}}, 300, 300, func(b [4]float32) [4]float32 {
+			return [4]float32{clamp(b[0]+20, 300), clamp(b[1]+10, 300), clamp(b[2]+20, 300), clamp(b[3]+10, 300)}
+		}},
+		{"pad", []Step{{Fn: FnPad, I: [6]int{3, 4, 5, 6}}}, 208, 110, func(b [4]float32) [4]float32 {
+			return [4]float32{clamp(b[0]+3, 208), clamp(b[1]+4, 110), clamp(b[2]+3, 208), clamp(b[3]+4, 110)}
+		}},
+		{"resize", []Step{{Fn: FnResize, I: [6]int{4: 33, 5: 70}}}, 70, 33, func(b [4]float32) [4]float32 {
+			rx, ry := float32(70.0/200), float32(33.0/100)
+			return [4]float32{b[0] * rx, b[1] * ry, b[2] * rx, b[3] * ry} // not clamped
+		}},
+		{"resize to the same size", []Step{{Fn: FnResize, I: [6]int{4: 100, 5: 200}}}, 200, 100, func(b [4]float32) [4]float32 { return b }},
+		{"hflip", []Step{{Fn: FnHorizontalFlip}}, 200, 100, func(b [4]float32) [4]float32 {
+			return [4]float32{200 - b[2], b[1], 200 - b[0], b[3]}
+		}},
+		{"vflip", []Step{{Fn: FnVerticalFlip}}, 200, 100, func(b [4]float32) [4]float32 {
+			return [4]float32{b[0], 100 - b[3], b[2], 100 - b[1]}
+		}},
+		{"center_crop", []Step{{Fn: FnCenterCrop, I: [6]int{4: 51, 5: 121}}}, 121, 51, func(b [4]float32) [4]float32 {
+			// round((100-51)/2) = 24 (half to even), round((200-121)/2) = 40
+			return [4]float32{clamp(b[0]-40, 121), clamp(b[1]-24, 51), clamp(b[2]-40, 121), clamp(b[3]-24, 51)}
+		}},
+		{"resized_crop", []Step{{Fn: FnResizedCrop, I: [6]int{10, 20, 50, 100, 64, 64}}}, 64, 64, func(b [4]float32) [4]float32 {
+			r := float32(64.0 / 100)
+			q := float32(64.0 / 50)
+			return [4]float32{clamp(b[0]-20, 100) * r, clamp(b[1]-10, 50) * q, clamp(b[2]-20, 100) * r, clamp(b[3]-10, 50) * q}
+		}},
+		{"photometric", []Step{{Fn: FnAdjustBrightness, F: [6]float64{1.3}}, {Fn: FnErase, I: [6]int{1, 2, 3, 4}}, {Fn: FnNormalize}}, 200, 100,
+			func(b [4]float32) [4]float32 { return b }},
+	} {
+		boxes := append([][4]float32(nil), src...)
+		w, h, err := MoveBoxes(boxes, 200, 100, tc.steps)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if w != tc.w || h != tc.h {
+			t.Errorf("%s: canvas %dx%d, want %dx%d", tc.name, w, h, tc.w, tc.h)
+		}
+		for k := range src {
+			if want := tc.expect(src[k]); boxes[k] != want {
+				t.Errorf("%s: box %v became %v, want %v", tc.name, src[k], boxes[k], want)
+			}
+		}
+	}
+	// A flip twice is the identity, on any canvas.
+	boxes := append([][4]float32(nil), src...)
+	if _, _, err := MoveBoxes(boxes, 200, 100, []Step{{Fn: FnHorizontalFlip}, {Fn: FnVerticalFlip}, {Fn: FnHorizontalFlip}, {Fn: FnVerticalFlip}}); err != nil || boxes[0] != src[0] {
+		t.Errorf("four flips: %v %v", boxes, err)
+	}
+	for _, fn := range []Fn{FnRotate, FnAffine, FnMixBegin} {
+		_, _, err := MoveBoxes(boxes, 200, 100, []Step{{Fn: fn}})
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), fnSpecs[fn].name) {
+			t.Errorf("%s: %v, want it refused by name", fnSpecs[fn].name, err)
+		}
+	}
+}
+
+// TestSourceBoxes checks the conversions of the files' boxes to XYXY
+// pixels: COCO's XYWH as float32 then x + w; YOLO's normalized CXCYWH
+// scaled, then cx - w/2 and x1 + w.
+func TestSourceBoxes(t *testing.T) {
+	got := xywhToXYXY([4]float64{0.1, 0.2, 0.3, 1e8 + 1})
+	x, y := float32(0.1), float32(0.2)
+	if want := [4]float32{x, y, x + float32(0.3), y + float32(1e8+1)}; got != want {
+		t.Errorf("xywh: %v, want %v", got, want)
+	}
+	yb := yoloToXYXY([4]float32{0.5, 0.25, 0.1, 0.3}, 333, 250)
+	cx, cy, w, h := float32(0.5)*333, float32(0.25)*250, float32(0.1)*333, float32(0.3)*250
+	if want := [4]float32{cx - w/2, cy - h/2, cx - w/2 + w, cy - h/2 + h}; yb != want {
+		t.Errorf("yolo: %v, want %v", yb, want)
+	}
+}
+
+// TestAppendTargets checks the wire layout docs/detection.md gives.
+func TestAppendTargets(t *testing.T) {
+	tg := Targets{ImageID: -7, W: 640, H: 480}
+	tg.add([4]float32{1, 2, 3, 4}, 5, false)
+	tg.add([4]float32{float32(math.Inf(1)), -0.5, 6, 7}, 1<<40, true)
+	b := AppendTargets(nil, &tg)
+	le := binary.LittleEndian
+	if int64(len(b)) != TargetsSize(2) || len(b) != 24+2*25 {
+		t.Fatalf("%d bytes", len(b))
+	}
+	if le.Uint32(b) != 480 || le.Uint32(b[4:]) != 640 || int64(le.Uint64(b[8:])) != -7 || le.Uint32(b[16:]) != 2 || le.Uint32(b[20:]) != 0 {
+		t.Errorf("header % x", b[:24])
+	}
+	for k, bx := range tg.Boxes {
+		for c := range 4 {
+			if v := math.Float32frombits(le.Uint32(b[24+16*k+4*c:])); v != bx[c] {
+				t.Errorf("box %d %d: %v", k, c, v)
+			}
+		}
+		if l := int64(le.Uint64(b[24+32+8*k:])); l != tg.Labels[k] {
+			t.Errorf("label %d: %d", k, l)
+		}
+		if c := b[24+48+k]; c != tg.Crowd[k] {
+			t.Errorf("crowd %d: %d", k, c)
+		}
+	}
+}
+
+// TestCheckTargets refuses the ops targets do not support yet, naming
+// them, wherever they are; the rest pass.
+func TestCheckTargets(t *testing.T) {
+	rrc := Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Scale: [2]float64{0.08, 1}, Ratio: [2]float64{3.0 / 4, 4.0 / 3}}
+	ok, err := NewTransform(CHW, rrc, Op{Kind: OpRandomHorizontalFlip, P: 0.5}, Op{Kind: OpRandomVerticalFlip, P: 0.5},
+		Op{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.4, 0.4, 0.4, 0.1)}}, Op{Kind: OpRandomGrayscale, P: 0.2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckTargets(ok); err != nil {
+		t.Errorf("%v", err)
+	}
+	for _, tc := range []struct {
+		op   Op
+		name string
+	}{
+		{Op{Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}}, "RandomRotation"},
+		{Op{Kind: OpRandomApply, P: 0.5, Ops: []Op{{Kind: OpRandomAffine, Degrees: [2]float64{-10, 10}}}}, "RandomApply (op 1): RandomAffine"},
+		{Op{Kind: OpTrivialAugmentWide, Bins: 31}, "TrivialAugmentWide"},
+	} {
+		tr, err := NewTransform(CHW, rrc, tc.op)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		err = CheckTargets(tr)
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), tc.name) || !strings.Contains(err.Error(), "targets do not support it yet") {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}
+
+// BenchmarkTargets is one sample's targets of 20 boxes through a
+// RandomResizedCrop, a flip and a color op, encoded.
+func BenchmarkTargets(b *testing.B) {
+	src := make([][4]float32, 20)
+	for k := range src {
+		f := float32(k)
+		src[k] = [4]float32{f * 10, f * 5, f*10 + 40, f*5 + 30}
+	}
+	steps := []Step{{Fn: FnResizedCrop, I: [6]int{10, 20, 300, 280, 224, 224}}, {Fn: FnHorizontalFlip}, {Fn: FnAdjustBrightness}}
+	tg := Targets{Boxes: make([][4]float32, 20), Labels: make([]int64, 20), Crowd: make([]uint8, 20)}
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		copy(tg.Boxes, src)
+		tg.W, tg.H, _ = MoveBoxes(tg.Boxes, 640, 480, steps)
+		buf = AppendTargets(buf[:0], &tg)
+	}
+}

@@ -1,0 +1,287 @@
+"""Loader(targets=True): each sample's boxes and labels moved through its
+geometry by the server, checked against torchvision itself. For every
+sample, torchvision's CocoDetection wrapper (wrap_dataset_for_transforms_v2)
+gives the source BoundingBoxes (YOLO: the label file's boxes as
+tv_tensors.BoundingBoxes, CXCYWH in pixels, converted to XYXY), and the
+sample's trace (Loader(trace=True): the ops it drew, with their arguments) is
+replayed on them through torchvision.transforms.v2.functional; the boxes
+must be the same float32 bits, the canvas the same, the labels the same.
+A job whose transform has another geometric op is refused, naming it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+import torch
+from PIL import Image
+from torchvision import tv_tensors
+from torchvision.datasets import CocoDetection, wrap_dataset_for_transforms_v2
+from torchvision.transforms.v2 import InterpolationMode
+from torchvision.transforms.v2 import functional as F
+
+import stoker
+from stoker import transforms as T
+from stoker._errors import StokerError
+from stoker._local import LocalServer
+
+N = 24
+
+# The trace's ops that move boxes, and those that leave them (torchvision
+# passes a BoundingBoxes through them).
+GEOMETRY = {"resized_crop", "resize", "center_crop", "pad", "crop", "horizontal_flip", "vertical_flip"}
+PIXELS = {"adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "rgb_to_grayscale",
+          "gaussian_blur", "solarize", "posterize", "invert", "equalize", "autocontrast", "adjust_sharpness",
+          "erase", "normalize"}
+
+# Transforms through every geometry the targets support: a crop inside the
+# image, one past it (CenterCrop larger than the image pads; RandomCrop with
+# padding and pad_if_needed), Pad before and after, both flips, and ops on
+# pixels alone between them. mkdata's images are 320 to 480 pixels a side.
+TRANSFORMS = {
+    "rrc-hflip-jitter": [T.RandomResizedCrop(64, scale=(0.2, 1.0)), T.RandomHorizontalFlip(),
+                         T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomVerticalFlip()],
+    "resize-center-vflip": [T.Resize(72), T.CenterCrop((56, 80)), T.RandomVerticalFlip(), T.RandomGrayscale(0.5)],
+    "resize-hw": [T.Resize((50, 70)), T.RandomHorizontalFlip(0.5)],
+    "pad-randomcrop": [T.Pad((3, 5, 7, 2)), T.RandomCrop((300, 350), padding=(10, 20), pad_if_needed=True),
+                       T.RandomHorizontalFlip()],
+    "randomcrop-padded": [T.RandomCrop((400, 460), pad_if_needed=True), T.RandomVerticalFlip(),
+                          T.RandomErasing(p=0.5)],
+    "centercrop-past": [T.CenterCrop((431, 401)), T.Pad(4), T.RandomHorizontalFlip()],
+    "center-pad-crop": [T.Pad((6, 2)), T.CenterCrop((300, 500))],
+}
+
+# The ops each transform's traces show (each flip drawn on some sample).
+GEOMETRY_OF = {
+    "rrc-hflip-jitter": {"resized_crop", "horizontal_flip", "vertical_flip", "adjust_brightness"},
+    "resize-center-vflip": {"resize", "center_crop", "vertical_flip", "rgb_to_grayscale"},
+    "resize-hw": {"resize", "horizontal_flip"},
+    "pad-randomcrop": {"pad", "crop", "horizontal_flip"},
+    "randomcrop-padded": {"pad", "crop", "vertical_flip", "erase"},
+    "centercrop-past": {"center_crop", "pad", "horizontal_flip"},
+    "center-pad-crop": {"pad", "center_crop"},
+}
+
+
+@pytest.fixture(scope="module")
+def det(stoker_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("det")
+    r = subprocess.run([str(stoker_bin), "mkdata", "--coco", "--yolo", "--out", str(out), "--n", str(N), "--seed", "7"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(stoker_bin: Path, det: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    log = tmp_path_factory.mktemp("log") / "server.log"
+    images = str(det / "images" / "train")
+    srv = LocalServer(str(stoker_bin), {"coco": images, "yolo": images, "plain": str(det / "images")}, workers=2,
+                      args=["--grace", "1s", "--annotations", f"coco={det / 'annotations' / 'instances.json'}",
+                            "--annotations", f"yolo={det / 'data.yaml'}"], log_path=str(log))
+    with srv:
+        yield srv.addr
+
+
+def replay(boxes: tv_tensors.BoundingBoxes, trace: List[Any]) -> tv_tensors.BoundingBoxes:
+    """torchvision's functional ops of a sample's trace, on its boxes."""
+    for name, args in trace:
+        if name in PIXELS:
+            continue
+        assert name in GEOMETRY, f"an op the targets do not support in the trace: {name}"
+        kw = dict(args)
+        if "interpolation" in kw:
+            kw["interpolation"] = InterpolationMode(kw["interpolation"])
+        kw.pop("fill", None)  # the pixels' fill: boxes have none
+        boxes = getattr(F, name)(boxes, **kw)
+    return boxes
+
+
+def coco_sources(det: Path) -> Dict[int, Dict[str, Any]]:
+    """Per sample index, what torchvision's CocoDetection wrapper gives:
+    boxes XYXY float32 (from the file's XYWH), contiguous labels, iscrowd,
+    image_id."""
+    ds = wrap_dataset_for_transforms_v2(
+        CocoDetection(str(det / "images" / "train"), str(det / "annotations" / "instances.json")),
+        target_keys=("boxes", "labels", "iscrowd", "image_id"))
+    cats = sorted(ds.coco.cats)
+    out = {}
+    for i in range(len(ds)):
+        img, t = ds[i]
+        h, w = F.get_size(img)
+        if "boxes" not in t:  # an image without annotations
+            t = {"image_id": t["image_id"], "boxes": tv_tensors.BoundingBoxes(torch.zeros(0, 4), format="XYXY", canvas_size=(h, w)),
+                 "labels": torch.zeros(0, dtype=torch.int64), "iscrowd": torch.zeros(0, dtype=torch.int64)}
+        else:
+            t["labels"] = torch.tensor([cats.index(int(c)) for c in t["labels"]], dtype=torch.int64)
+            t["iscrowd"] = torch.tensor(t["iscrowd"], dtype=torch.int64)
+        out[i] = t
+    return out
+
+
+def check(got: Dict[str, Any], want: Dict[str, Any], trace: List[Any], image: torch.Tensor, where: str) -> int:
+    """Checks one sample's targets; returns how many of its box
+    coordinates lie on the canvas' edge (clamped, or there already)."""
+    moved = replay(want["boxes"], trace)
+    assert isinstance(got["boxes"], tv_tensors.BoundingBoxes), where
+    assert got["boxes"].format == tv_tensors.BoundingBoxFormat.XYXY, where
+    assert tuple(got["boxes"].canvas_size) == tuple(moved.canvas_size) == tuple(image.shape[-2:]), where
+    g, m = got["boxes"].as_subclass(torch.Tensor), moved.as_subclass(torch.Tensor)
+    assert g.dtype == m.dtype == torch.float32, where
+    # The same float32 bits: torchvision computes them in float32, and so
+    # does the server, op for op.
+    assert torch.equal(g, m), f"{where}: {trace}\n{g}\n{m}"
+    assert torch.equal(got["labels"], want["labels"]), where
+    assert torch.equal(got["iscrowd"], want["iscrowd"]), where
+    assert got["image_id"] == want["image_id"], where
+    h, w = image.shape[-2:]
+    return int((g == 0).sum() + (g[:, 0::2] == w).sum() + (g[:, 1::2] == h).sum())
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMS))
+def test_coco_targets_are_torchvisions(server: str, det: Path, name: str) -> None:
+    want = coco_sources(det)
+    seen, instances, crowds, edges, ops = 0, 0, 0, 0, set()
+    for seed in (1, 2):
+        with stoker.Loader(server, "coco", batch_size=5, transform=T.Compose(TRANSFORMS[name]), targets=True,
+                           trace=True, return_indices=True, pin_memory=False, timeout=60, seed=seed) as ld:
+            for b in ld:
+                images, targets, indices = b
+                assert len(targets) == images.shape[0] and b.targets is targets
+                assert b.labels.tolist() == [-1] * images.shape[0] and b.fields == {}
+                for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
+                    edges += check(t, want[idx], b.trace[i], images[i], f"{name} seed {seed} sample {idx}")
+                    ops.update(op for op, _ in b.trace[i])
+                    seen += 1
+                    instances += len(t["labels"])
+                    crowds += int(t["iscrowd"].sum())
+            assert not list(ld.sample_errors)
+    assert seen == 2 * N and instances > 2 * N and crowds > 0
+    # Some boxes were clamped to the canvas' edge (a resize alone clamps
+    # none; a Pad last moves the edge's boxes off it).
+    assert edges > 0 or name in ("resize-hw", "centercrop-past")
+    # Every op of the transform was drawn on some sample (the flips too).
+    assert GEOMETRY_OF[name] <= ops, ops
+
+
+def yolo_sources(det: Path, server: str) -> Dict[int, Dict[str, Any]]:
+    """Per sample index, the label file's boxes (the field "yolo", as the
+    file gives them: normalized cx, cy, w, h) in pixels as torchvision
+    converts them: BoundingBoxes CXCYWH of the float32 boxes times (W, H),
+    to XYXY."""
+    out = {}
+    with stoker.Loader(server, "yolo", batch_size=8, transform=T.Compose([T.Resize((8, 8))]), fields=("yolo", "path"),
+                       shuffle=False, return_indices=True, pin_memory=False, timeout=60) as ld:
+        for b in ld:
+            for raw, path, idx in zip(b.fields["yolo"], b.fields["path"], b.indices.tolist()):
+                labels = json.loads(raw)["labels"]
+                with Image.open(det / "images" / "train" / path.decode()) as im:
+                    w, h = im.size
+                box = torch.tensor([lb["box"] for lb in labels], dtype=torch.float32).reshape(-1, 4)
+                box = box * torch.tensor([w, h, w, h], dtype=torch.float32)
+                cxcywh = tv_tensors.BoundingBoxes(box, format="CXCYWH", canvas_size=(h, w))
+                out[idx] = {"boxes": F.convert_bounding_box_format(cxcywh, new_format="XYXY"),
+                            "labels": torch.tensor([lb["class"] for lb in labels], dtype=torch.int64).reshape(-1),
+                            "iscrowd": torch.zeros(len(labels), dtype=torch.int64), "image_id": idx}
+    return out
+
+
+@pytest.mark.parametrize("name,transport", [("rrc-hflip-jitter", "grpc"), ("rrc-hflip-jitter", "shm"),
+                                            ("pad-randomcrop", "auto"), ("centercrop-past", "auto")])
+def test_yolo_targets_are_torchvisions(server: str, det: Path, name: str, transport: str) -> None:
+    """Through both transports: the targets are a field of the batch's
+    header, in gRPC chunks or beside a shared-memory slot."""
+    want = yolo_sources(det, server)
+    assert len(want) == N
+    seen = 0
+    with stoker.Loader(server, "yolo", batch_size=6, transform=T.Compose(TRANSFORMS[name]), targets=True, trace=True,
+                       return_indices=True, pin_memory=False, timeout=60, seed=3, transport=transport) as ld:
+        for b in ld:
+            images, targets, indices = b
+            for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
+                check(t, want[idx], b.trace[i], images[i], f"yolo {name} sample {idx}")
+                seen += 1
+    assert seen == N
+
+
+def test_without_targets_nothing_changes(server: str) -> None:
+    """Without targets=True a batch is (images, labels) as before."""
+    with stoker.Loader(server, "coco", batch_size=6, transform=T.Compose([T.Resize((16, 16))]), pin_memory=False,
+                       timeout=60) as ld:
+        b = next(iter(ld))
+    images, labels = b
+    assert b.targets is None and labels.tolist() == [-1] * 6
+
+
+@pytest.mark.parametrize("ops,dataset,what", [
+    ([T.Resize((32, 32)), T.RandomRotation(10)], "coco", "RandomRotation"),
+    ([T.RandomResizedCrop(32), T.RandomAffine(0, translate=(0.1, 0.1))], "coco", "RandomAffine"),
+    ([T.Resize((32, 32)), T.TrivialAugmentWide()], "yolo", "TrivialAugmentWide"),
+    ([T.Resize((32, 32)), T.RandomApply([T.RandomRotation(5)], p=0.5)], "coco", "RandomRotation"),
+    ([T.Resize((32, 32))], "plain", "no annotations"),
+])
+def test_refused(server: str, ops: List[Any], dataset: str, what: str) -> None:
+    """A job with targets and an op they do not support yet (or a dataset
+    without annotations) is refused at open, naming it."""
+    with stoker.Loader(server, dataset, batch_size=4, transform=T.Compose(ops), targets=True, pin_memory=False,
+                       timeout=60) as ld:
+        with pytest.raises(StokerError) as e:
+            next(iter(ld))
+    assert e.value.code == "INVALID_ARGUMENT", e.value
+    assert what in str(e.value), e.value
+    if dataset != "plain":
+        assert "targets do not support it yet" in str(e.value), e.value
+
+
+def test_refused_on_a_mix(server: str) -> None:
+    with stoker.Loader(server, stoker.Mix({"coco": 0.5, "yolo": 0.5}, samples=20), batch_size=4,
+                       transform=T.Compose([T.Resize((32, 32))]), targets=True, pin_memory=False, timeout=60) as ld:
+        with pytest.raises(StokerError) as e:
+            next(iter(ld))
+    assert e.value.code == "INVALID_ARGUMENT" and "mix" in str(e.value), e.value
+
+
+@pytest.mark.filterwarnings("ignore:stoker.*could not be made:RuntimeWarning")
+def test_malformed_annotation_fails_its_sample(stoker_bin: Path, det: Path, tmp_path: Path) -> None:
+    """A malformed annotation fails its image alone when targets are asked
+    for, naming the file, the annotation and the field; the others come."""
+    doc = json.loads((det / "annotations" / "instances.json").read_text())
+    broken = doc["annotations"][3]
+    broken["bbox"][3] = float("nan")
+    ann = tmp_path / "instances.json"
+    ann.write_text(json.dumps(doc))
+    srv = LocalServer(str(stoker_bin), {"coco": str(det / "images" / "train")}, workers=1,
+                      args=["--grace", "1s", "--annotations", f"coco={ann}"], log_path=str(tmp_path / "log"))
+    with srv:
+        with stoker.Loader(srv.addr, "coco", batch_size=4, transform=T.Compose([T.Resize((32, 32))]), targets=True,
+                           pin_memory=False, timeout=60, shuffle=False, fail_policy="drop") as ld:
+            ids = [t["image_id"] for _, targets in ld for t in targets]
+            errors = list(ld.sample_errors)
+    assert len(errors) == 1, errors
+    reason = errors[0].reason
+    assert "targets" in reason and f"annotation {broken['id']}" in reason and "field bbox" in reason, reason
+    assert sorted(ids) == sorted(im["id"] for im in doc["images"] if im["id"] != broken["image_id"])
+
+
+def test_targets_not_a_field() -> None:
+    with pytest.raises(ValueError, match="targets=True"):
+        stoker.Loader("127.0.0.1:1", "coco", fields=("targets",), targets=True)
+
+
+def test_detection_example(server: str) -> None:
+    """examples/detection_train.py, as a user runs it: torchvision's Faster
+    R-CNN trained 3 steps on the targets (CPU), every loss finite."""
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(repo / "python"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    r = subprocess.run([sys.executable, str(repo / "examples" / "detection_train.py"), "--target", server, "--dataset",
+                        "coco", "--steps", "3"], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "trained 3 steps" in r.stdout, r.stdout
+    assert r.stdout.count(" boxes in 2 images)") == 3, r.stdout

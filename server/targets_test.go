@@ -1,0 +1,194 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"image"
+	_ "image/jpeg"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// photosCOCO writes a COCO annotations file over testdata/photos's JPEGs:
+// image i has i%4 boxes (categories 1 and 3, the first of every third image
+// a crowd). It returns the file and each image's count of boxes, by the
+// sample's index (the images sorted by id).
+func photosCOCO(t *testing.T) (string, []int) {
+	t.Helper()
+	photos, err := filepath.Glob("../testdata/photos/*/*.jpg")
+	if err != nil || len(photos) == 0 {
+		t.Fatalf("photos: %v", err)
+	}
+	slices.Sort(photos)
+	type img struct {
+		ID       int    `json:"id"`
+		FileName string `json:"file_name"`
+		Width    int    `json:"width"`
+		Height   int    `json:"height"`
+	}
+	var images []img
+	var anns []map[string]any
+	var counts []int
+	for i, p := range photos {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, _, err := image.DecodeConfig(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		rel, _ := filepath.Rel("../testdata/photos", p)
+		images = append(images, img{ID: i + 1, FileName: filepath.ToSlash(rel), Width: cfg.Width, Height: cfg.Height})
+		for k := range i % 4 {
+			w, h := float64(cfg.Width), float64(cfg.Height)
+			anns = append(anns, map[string]any{
+				"id": len(anns) + 1, "image_id": i + 1, "category_id": 1 + 2*(k%2), "iscrowd": btoi(k == 0 && i%3 == 0),
+				"bbox": []float64{w * 0.1 * float64(k+1), h * 0.07 * float64(k+2), w * 0.33, h * 0.41}, "area": 10.0,
+			})
+		}
+		counts = append(counts, i%4)
+	}
+	doc := map[string]any{"images": images, "annotations": anns,
+		"categories": []map[string]any{{"id": 1, "name": "a"}, {"id": 3, "name": "b"}}}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "instances.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, counts
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestTargetsAnyTopology: a job with targets gets each sample's boxes and
+// labels as the field "targets" (its layout: docs/detection.md), the
+// canvas the output's, the boxes within it, as many as the image has;
+// the same bytes whether the server makes the batches alone or, making
+// none itself, leases them to 3 peers with every slot verified.
+func TestTargetsAnyTopology(t *testing.T) {
+	ann, counts := photosCOCO(t)
+	cfg := func() Config {
+		return Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1}
+	}
+	job := smallJob("det", 8)
+	job.Job.Targets = true
+	var alone epoch
+	for _, n := range []int{0, 3} {
+		var e *testEnv
+		if n == 0 {
+			e = startServer(t, cfg())
+		} else {
+			var addrs []string
+			for range n {
+				addrs = append(addrs, startServer(t, cfg()).addr)
+			}
+			c := cfg()
+			c.Peers, c.VerifyFraction, c.Workers = strings.Join(addrs, ","), 1, 0
+			e = startServer(t, c)
+			waitPeers(t, e, n)
+		}
+		ep := e.collect(t, job)
+		seen, boxes := 0, 0
+		for _, b := range ep.batches {
+			h := b.hdr
+			fs := h.GetFields()
+			if len(fs) != 1 || fs[0].GetName() != "targets" || len(fs[0].GetMissing()) != 0 {
+				t.Fatalf("%d peers: batch %d: fields %v", n, h.GetNumber(), fs)
+			}
+			for i, v := range fs[0].GetValues() {
+				le := binary.LittleEndian
+				k := int(le.Uint32(v[16:]))
+				idx := h.GetIndices()[i]
+				if le.Uint32(v) != 32 || le.Uint32(v[4:]) != 32 || int64(le.Uint64(v[8:])) != idx+1 || k != counts[idx] || len(v) != 24+25*k {
+					t.Errorf("%d peers: sample %d: header % x, %d bytes; want 32x32, image %d, %d boxes", n, idx, v[:min(len(v), 24)], len(v), idx+1, counts[idx])
+					continue
+				}
+				for c := range 4 * k {
+					if x := math.Float32frombits(le.Uint32(v[24+4*c:])); !(x >= 0 && x <= 32) {
+						t.Errorf("%d peers: sample %d: coordinate %d is %v, outside the 32x32 canvas", n, idx, c, x)
+					}
+				}
+				for c := range k {
+					if l := int64(le.Uint64(v[24+16*k+8*c:])); l != int64(c%2) {
+						t.Errorf("%d peers: sample %d: label %d is %d, want %d", n, idx, c, l, c%2)
+					}
+				}
+				seen++
+				boxes += k
+			}
+		}
+		if seen != len(counts) || boxes == 0 {
+			t.Errorf("%d peers: %d samples, %d boxes; want %d samples", n, seen, boxes, len(counts))
+		}
+		if n == 0 {
+			alone = ep
+			continue
+		}
+		if len(ep.batches) != len(alone.batches) {
+			t.Fatalf("%d peers: %d batches, want %d", n, len(ep.batches), len(alone.batches))
+		}
+		for i, b := range ep.batches {
+			if !sameFields(b.hdr, alone.batches[i].hdr) || !bytes.Equal(b.data, alone.batches[i].data) {
+				t.Errorf("%d peers: batch %d differs from the lone server's", n, i)
+			}
+		}
+		if q := testQuarantined(e); q != 0 {
+			t.Errorf("%d peers: %d quarantined with every slot verified: a peer's targets differed from another's", n, q)
+		}
+	}
+}
+
+// TestTargetsRefused: targets on a dataset without annotations, with an op
+// they do not support, or asked as a field, are refused at open, saying
+// which.
+func TestTargetsRefused(t *testing.T) {
+	ann, _ := photosCOCO(t)
+	e := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos", "tiny": "../testdata/photos"},
+		Annotations: map[string]string{"det": ann}, Workers: 1})
+	rot := &pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -10, Max: 10}}}}
+	for _, c := range []struct {
+		name    string
+		dataset string
+		ops     []*pb.Op
+		fields  []string
+		want    string
+	}{
+		{"no annotations", "tiny", nil, nil, `dataset "tiny" has no annotations`},
+		{"rotation", "det", []*pb.Op{rrcOp(32), rot}, nil, "RandomRotation (op 1): targets do not support it yet"},
+		{"as a field", "det", nil, []string{"targets"}, "targets=true"},
+	} {
+		job := smallJob(c.dataset, 4)
+		job.Job.Targets = true
+		if c.ops != nil {
+			job.Job.Transform.Ops = c.ops
+		}
+		job.Job.Fields = c.fields
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+		_, err := readEpoch(e.feedStream(t, ctx, job))
+		cancel()
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want INVALID_ARGUMENT saying %q", c.name, err, c.want)
+		}
+	}
+}
