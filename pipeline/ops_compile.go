@@ -91,6 +91,10 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 			return node{}, err
 		}
 	case OpGrayscale:
+	case OpSanitizeBoundingBoxes:
+		if !(op.MinSize >= 1 && op.MinSize <= 1e9) || !(op.MinArea >= 1 && op.MinArea <= 1e9) {
+			return bad("min_size %v, min_area %v: each must be at least 1 (torchvision's bound) and at most 1e9", op.MinSize, op.MinArea)
+		}
 	case OpRandomSolarize:
 		if err := prob(); err != nil {
 			return node{}, err
@@ -195,6 +199,8 @@ func fixedStep(op *Op) Step {
 		return Step{Fn: FnAutocontrast}
 	case OpRandomAdjustSharpness:
 		return Step{Fn: FnAdjustSharpness, F: [6]float64{op.Factor}}
+	case OpSanitizeBoundingBoxes:
+		return Step{Fn: FnSanitizeBoxes, F: [6]float64{op.MinSize, op.MinArea}}
 	}
 	return Step{}
 }

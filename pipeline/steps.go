@@ -49,6 +49,9 @@ const (
 	// a constant fill, then crop), fused into the decode as the others.
 	FnPad
 	FnCrop
+	// FnSanitizeBoxes is SanitizeBoundingBoxes': a job's targets lose
+	// their degenerate boxes (MoveBoxes); no kernel.
+	FnSanitizeBoxes
 	numFns
 )
 
@@ -135,14 +138,15 @@ var fnSpecs = [numFns]fnSpec{
 		{"center", argCenter, 0, 1}, {"fill", argFill, 0, 1}}},
 	FnAffine: {"affine", []arg{{"angle", argFloat, 0, 1}, {"translate", argFloat, 1, 2}, {"scale", argFloat, 3, 1}, {"shear", argFloat, 4, 2},
 		{"interpolation", argInterp, 0, 1}, {"fill", argFill, 0, 1}, {"center", argCenter, 0, 1}}},
-	FnErase:       {"erase", []arg{{"i", argInt, 0, 1}, {"j", argInt, 1, 1}, {"h", argInt, 2, 1}, {"w", argInt, 3, 1}, {"v", argEraseValue, 0, 1}}},
-	FnNormalize:   {"normalize", []arg{{"mean", argFloat, 0, 3}, {"std", argFloat, 3, 3}}},
-	FnSolarizeAdd: {"solarize_add", []arg{{"addition", argInt, 0, 1}, {"threshold", argFloat, 0, 1}}},
-	FnMixBegin:    {"augmix_begin", []arg{{"weight", argFloat, 0, 1}}},
-	FnMixChain:    {"augmix_chain", []arg{{"weight", argFloat, 0, 1}}},
-	FnMixEnd:      {"augmix_end", nil},
-	FnPad:         {"pad", []arg{{"padding", argInt, 0, 4}, {"fill", argFill, 0, 1}}},
-	FnCrop:        {"crop", []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}}},
+	FnErase:         {"erase", []arg{{"i", argInt, 0, 1}, {"j", argInt, 1, 1}, {"h", argInt, 2, 1}, {"w", argInt, 3, 1}, {"v", argEraseValue, 0, 1}}},
+	FnNormalize:     {"normalize", []arg{{"mean", argFloat, 0, 3}, {"std", argFloat, 3, 3}}},
+	FnSolarizeAdd:   {"solarize_add", []arg{{"addition", argInt, 0, 1}, {"threshold", argFloat, 0, 1}}},
+	FnMixBegin:      {"augmix_begin", []arg{{"weight", argFloat, 0, 1}}},
+	FnMixChain:      {"augmix_chain", []arg{{"weight", argFloat, 0, 1}}},
+	FnMixEnd:        {"augmix_end", nil},
+	FnPad:           {"pad", []arg{{"padding", argInt, 0, 4}, {"fill", argFill, 0, 1}}},
+	FnCrop:          {"crop", []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}}},
+	FnSanitizeBoxes: {"sanitize_bounding_boxes", []arg{{"min_size", argFloat, 0, 1}, {"min_area", argFloat, 1, 1}}},
 }
 
 // String is the Fn's torchvision name.

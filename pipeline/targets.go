@@ -120,11 +120,54 @@ func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 			}
 		case FnRotate, FnAffine, FnMixBegin, FnMixChain, FnMixEnd:
 			return w, h, fmt.Errorf("%w: targets do not support %s yet", ErrUnsupported, fnSpecs[st.Fn].name)
+		case FnSanitizeBoxes:
+			return w, h, fmt.Errorf("%w: %s drops boxes with their labels: Targets.Move, not MoveBoxes", ErrUnsupported, fnSpecs[st.Fn].name)
 		}
 		// Every other op (color, blur, erase, normalize) leaves the boxes:
 		// torchvision passes a BoundingBoxes through it (erase warns).
 	}
 	return w, h, nil
+}
+
+// Move applies steps to t's instances on a canvas of w x h, as MoveBoxes
+// does, and at each sanitize_bounding_boxes step drops the instances
+// SanitizeBoundingBoxes would (sanitize); it returns the canvas after them.
+func (t *Targets) Move(w, h int, steps []Step) (int, int, error) {
+	from := 0
+	for i := range steps {
+		if steps[i].Fn != FnSanitizeBoxes {
+			continue
+		}
+		var err error
+		if w, h, err = MoveBoxes(t.Boxes, w, h, steps[from:i]); err != nil {
+			return w, h, err
+		}
+		t.sanitize(w, h, steps[i].F[0], steps[i].F[1])
+		from = i + 1
+	}
+	return MoveBoxes(t.Boxes, w, h, steps[from:])
+}
+
+// sanitize keeps the instances torchvision's SanitizeBoundingBoxes keeps
+// on a canvas of w x h (its _get_sanitize_bounding_boxes_mask for XYXY, in
+// float32 as torch computes on a float32 tensor, the bounds rounded to
+// float32 as torch rounds a Python float against one): width and height
+// at least minSize, their product at least minArea, every coordinate at
+// least 0, x1 and x2 at most w, y1 and y2 at most h. A NaN fails them all.
+func (t *Targets) sanitize(w, h int, minSize, minArea float64) {
+	ms, ma, fw, fh := float32(minSize), float32(minArea), float32(w), float32(h)
+	n := 0
+	for k, b := range t.Boxes {
+		bw, bh := b[2]-b[0], b[3]-b[1]
+		ok := bw >= ms && bh >= ms && float32(bw*bh) >= ma &&
+			b[0] >= 0 && b[1] >= 0 && b[2] >= 0 && b[3] >= 0 &&
+			b[0] <= fw && b[2] <= fw && b[1] <= fh && b[3] <= fh
+		if ok {
+			t.Boxes[n], t.Labels[n], t.Crowd[n] = b, t.Labels[k], t.Crowd[k]
+			n++
+		}
+	}
+	t.Boxes, t.Labels, t.Crowd = t.Boxes[:n], t.Labels[:n], t.Crowd[:n]
 }
 
 // cropBoxes is torchvision's crop_bounding_boxes: the boxes less (left,
@@ -213,9 +256,9 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int) ([]b
 	// The geometry's steps, then the ops' (the trace's order), in two
 	// calls: no list of both is made.
 	var geo [6]Step
-	w, h, err := MoveBoxes(tg.Boxes, vd.plan.srcW, vd.plan.srcH, t.geometrySteps(&vd.plan, geo[:0]))
+	w, h, err := tg.Move(vd.plan.srcW, vd.plan.srcH, t.geometrySteps(&vd.plan, geo[:0]))
 	if err == nil {
-		w, h, err = MoveBoxes(tg.Boxes, w, h, vd.steps)
+		w, h, err = tg.Move(w, h, vd.steps)
 	}
 	if err != nil {
 		return b, err
@@ -268,6 +311,35 @@ func CheckTargets(t *Transform) error {
 	return checkTargetOps(t.ops, "")
 }
 
+// NeedsTargets names the first op of t that acts on targets alone
+// (SanitizeBoundingBoxes), "" if none: a job without targets refuses it,
+// as torchvision's fails when it is given no boxes.
+func NeedsTargets(t *Transform) string {
+	if t.views != nil {
+		for _, v := range t.views {
+			if s := NeedsTargets(v); s != "" {
+				return s
+			}
+		}
+		return ""
+	}
+	return needsTargets(t.ops, "")
+}
+
+func needsTargets(ops []Op, at string) string {
+	for i := range ops {
+		op := &ops[i]
+		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
+		if op.Kind == OpSanitizeBoundingBoxes {
+			return where
+		}
+		if s := needsTargets(op.Ops, where+": "); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
 func checkTargetOps(ops []Op, at string) error {
 	for i := range ops {
 		op := &ops[i]
@@ -279,6 +351,8 @@ func checkTargetOps(ops []Op, at string) error {
 			}
 		case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomHorizontalFlip, OpRandomVerticalFlip:
 			// Moves the boxes: MoveBoxes.
+		case OpSanitizeBoundingBoxes:
+			// Drops boxes: Targets.Move.
 		case OpRandomGrayscale, OpRandomSolarize, OpRandomPosterize, OpRandomInvert, OpRandomEqualize, OpRandomAutocontrast,
 			OpRandomAdjustSharpness, OpRandomErasing, OpColorJitter, OpGrayscale, OpGaussianBlur, OpNormalize:
 			// Pixels alone: the boxes stay.

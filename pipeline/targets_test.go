@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -170,5 +171,48 @@ func BenchmarkTargets(b *testing.B) {
 		copy(tg.Boxes, src)
 		tg.W, tg.H, _ = MoveBoxes(tg.Boxes, 640, 480, steps)
 		buf = AppendTargets(buf[:0], &tg)
+	}
+}
+
+// TestSanitize: Targets.Move drops, at a sanitize_bounding_boxes step and
+// with their labels and crowd flags, the boxes torchvision's
+// SanitizeBoundingBoxes drops (its _get_sanitize_bounding_boxes_mask):
+// narrower or lower than min_size, smaller than min_area, a coordinate
+// below 0 or past the canvas, NaN; and judges them where the step is, not
+// after the steps that follow it.
+func TestSanitize(t *testing.T) {
+	nan := float32(math.NaN())
+	tg := Targets{
+		Boxes: [][4]float32{
+			{10, 10, 20, 20},      // kept
+			{10, 10, 10.5, 30},    // 0.5 wide: dropped
+			{10, 10, 30, 10.9},    // 0.9 high: dropped
+			{0, 0, 1, 1},          // 1x1, area 1: kept at min_area 1
+			{-1, 0, 5, 5},         // x1 < 0: dropped
+			{0, 0, 200.5, 5},      // past the 200-wide canvas: dropped
+			{nan, 0, 5, 5},        // NaN: dropped
+			{30, 40, 31.25, 41.5}, // 1.25 x 1.5: kept
+		},
+		Labels: []int64{0, 1, 2, 3, 4, 5, 6, 7},
+		Crowd:  []uint8{1, 0, 0, 1, 0, 0, 0, 1},
+	}
+	w, h, err := tg.Move(200, 100, []Step{{Fn: FnSanitizeBoxes, F: [6]float64{1, 1}}})
+	if err != nil || w != 200 || h != 100 {
+		t.Fatalf("Move: %dx%d, %v", w, h, err)
+	}
+	if want := []int64{0, 3, 7}; !slices.Equal(tg.Labels, want) || !slices.Equal(tg.Crowd, []uint8{1, 1, 1}) || len(tg.Boxes) != 3 ||
+		tg.Boxes[2] != [4]float32{30, 40, 31.25, 41.5} {
+		t.Errorf("kept labels %v crowd %v boxes %v; want labels %v", tg.Labels, tg.Crowd, tg.Boxes, want)
+	}
+	// min_area 2 drops the 1x1 box and the 1.875 one; then a resize by
+	// 1/4 after the sanitize leaves the survivor's box at 2.5 wide, which a
+	// sanitize there would have dropped at min_size 3.
+	tg2 := Targets{Boxes: [][4]float32{{0, 0, 1, 1}, {30, 40, 31.25, 41.5}, {0, 0, 10, 40}}, Labels: []int64{1, 2, 3}, Crowd: []uint8{0, 0, 0}}
+	w, h, err = tg2.Move(200, 100, []Step{{Fn: FnSanitizeBoxes, F: [6]float64{1, 2}}, {Fn: FnResize, I: [6]int{4: 25, 5: 50}}})
+	if err != nil || w != 50 || h != 25 || !slices.Equal(tg2.Labels, []int64{3}) || tg2.Boxes[0] != [4]float32{0, 0, 2.5, 10} {
+		t.Errorf("sanitize then resize: %dx%d %v labels %v boxes %v", w, h, err, tg2.Labels, tg2.Boxes)
+	}
+	if _, _, err := MoveBoxes(tg.Boxes, 200, 100, []Step{{Fn: FnSanitizeBoxes, F: [6]float64{1, 1}}}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("MoveBoxes of a sanitize step: %v, want ErrUnsupported (it cannot drop labels)", err)
 	}
 }

@@ -34,6 +34,7 @@ func recipeOps() []Op {
 		{Kind: OpRandomPosterize, P: 0.5, Bits: 3},
 		{Kind: OpRandomEqualize, P: 0.5}, {Kind: OpRandomAutocontrast, P: 0.5},
 		{Kind: OpRandomAdjustSharpness, P: 0.5, Factor: 2},
+		{Kind: OpSanitizeBoundingBoxes, MinSize: 1.5, MinArea: 2},
 		{Kind: OpNormalize, Mean: imagenetMean, Std: imagenetStd},
 	}
 }

@@ -49,6 +49,9 @@ const (
 	OpPad                OpKind = "Pad"
 	// Last, if at all: the output becomes float32.
 	OpNormalize OpKind = "Normalize"
+	// OpSanitizeBoundingBoxes drops a job's degenerate target boxes
+	// (targets.go); the pixels are untouched.
+	OpSanitizeBoundingBoxes OpKind = "SanitizeBoundingBoxes"
 )
 
 // Op is one step of a transform, with torchvision's arguments. Each kind
@@ -119,6 +122,8 @@ type Op struct {
 	Threshold float64
 	Bits      int
 	Factor    float64
+	// MinSize and MinArea: SanitizeBoundingBoxes' bounds (each >= 1).
+	MinSize, MinArea float64
 	// Value: RandomErasing's fill, per channel in pixel units (0..255);
 	// RandomValue is value="random".
 	Value       [3]float64
@@ -746,6 +751,9 @@ func opsString(ops []Op) string {
 			continue
 		case OpAutoAugment, OpTimmRandAugment:
 			fmt.Fprintf(&b, "(%s)", op.Policy)
+			continue
+		case OpSanitizeBoundingBoxes:
+			fmt.Fprintf(&b, "(min_size=%g, min_area=%g)", op.MinSize, op.MinArea)
 			continue
 		case OpNormalize, OpColorJitter, OpGrayscale, OpGaussianBlur, OpRandomRotation, OpRandomAffine,
 			OpTrivialAugmentWide, OpAugMix:

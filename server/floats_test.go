@@ -64,7 +64,22 @@ func validOpLists() [][]*pb.Op {
 			{Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}, Fill: []float64{1, 2, 3}}}},
 			{Op: &pb.Op_RandomCrop{RandomCrop: &pb.RandomCrop{Height: 32, Padding: []uint32{2}, PadIfNeeded: true, Fill: []float64{1, 2, 3}}}},
 		},
+		{ // a job with targets (describe's "det")
+			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32}}},
+			{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{MinSize: proto.Float64(2), MinArea: proto.Float64(3)}}},
+		},
 	}
+}
+
+// targetsOnly says whether ops act on targets (SanitizeBoundingBoxes): a
+// job of them needs an annotated dataset and JobSpec.targets.
+func targetsOnly(ops []*pb.Op) bool {
+	for _, op := range ops {
+		if op.GetSanitizeBoundingBoxes() != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // TestOpFloatsRefuseNonFinite: NaN, +Inf or -Inf in any float field of any
@@ -73,13 +88,17 @@ func validOpLists() [][]*pb.Op {
 // float field is covered without editing this test; an op with float
 // fields that validOpLists lacks fails it.
 func TestOpFloatsRefuseNonFinite(t *testing.T) {
-	e := newEnv(t, Config{})
+	ann, _ := photosCOCO(t)
+	e := newEnv(t, Config{Datasets: map[string]string{"tiny": makeDataset(t, []string{"a", "b", "c"}, 13, true), "det": "../testdata/photos"},
+		Annotations: map[string]string{"det": ann}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	describe := func(ops []*pb.Op) error {
-		_, err := e.client.DescribeJob(ctx, &pb.DescribeJobRequest{Job: &pb.JobSpec{
-			Dataset: "tiny", BatchSize: 4, Transform: &pb.TransformSpec{Ops: ops},
-		}})
+		job := &pb.JobSpec{Dataset: "tiny", BatchSize: 4, Transform: &pb.TransformSpec{Ops: ops}}
+		if targetsOnly(ops) {
+			job.Dataset, job.Targets = "det", true
+		}
+		_, err := e.client.DescribeJob(ctx, &pb.DescribeJobRequest{Job: job})
 		return err
 	}
 	for _, ops := range validOpLists() {

@@ -160,13 +160,14 @@ func TestTargetsAnyTopology(t *testing.T) {
 }
 
 // TestTargetsRefused: targets on a dataset without annotations, with an op
-// they do not support, or asked as a field, are refused at open, saying
-// which.
+// they do not support, or asked as a field, and SanitizeBoundingBoxes in a
+// job without targets, are refused at open, saying which.
 func TestTargetsRefused(t *testing.T) {
 	ann, _ := photosCOCO(t)
 	e := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos", "tiny": "../testdata/photos"},
 		Annotations: map[string]string{"det": ann}, Workers: 1})
 	rot := &pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -10, Max: 10}}}}
+	sanitize := &pb.Op{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{}}}
 	for _, c := range []struct {
 		name    string
 		dataset string
@@ -177,9 +178,11 @@ func TestTargetsRefused(t *testing.T) {
 		{"no annotations", "tiny", nil, nil, `dataset "tiny" has no annotations`},
 		{"rotation", "det", []*pb.Op{rrcOp(32), rot}, nil, "RandomRotation (op 1): targets do not support it yet"},
 		{"as a field", "det", nil, []string{"targets"}, "targets=true"},
+		{"sanitize without targets", "tiny", []*pb.Op{rrcOp(32), sanitize}, nil,
+			"SanitizeBoundingBoxes (op 1) acts on targets, and the job asks for none"},
 	} {
 		job := smallJob(c.dataset, 4)
-		job.Job.Targets = true
+		job.Job.Targets = c.name != "sanitize without targets"
 		if c.ops != nil {
 			job.Job.Transform.Ops = c.ops
 		}

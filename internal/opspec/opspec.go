@@ -203,6 +203,9 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 		op, err = randomCrop(x.RandomCrop, where)
 	case *stokerv1.Op_Pad:
 		op, err = padOp(x.Pad, where)
+	case *stokerv1.Op_SanitizeBoundingBoxes:
+		s := x.SanitizeBoundingBoxes
+		op = pipeline.Op{Kind: pipeline.OpSanitizeBoundingBoxes, MinSize: p(s.MinSize, 1), MinArea: p(s.MinArea, 1)}
 	case *stokerv1.Op_RandomHorizontalFlip:
 		op = pipeline.Op{Kind: pipeline.OpRandomHorizontalFlip, P: p(x.RandomHorizontalFlip.P, 0.5)}
 	case *stokerv1.Op_RandomVerticalFlip:

@@ -477,6 +477,15 @@ def _p(cls: Callable[..., Transform]) -> Callable[[_Converter, Any, str], Transf
     return lambda cv, t, where: cls(t.p)
 
 
+def _sanitize(t: Any, where: str) -> Transform:
+    """v2.SanitizeBoundingBoxes: its bounds; the labels are always the
+    targets' own (labels_getter "default"), dropped with their boxes."""
+    if getattr(t, "labels_getter", "default") != "default":
+        raise ValueError(f"{where}: labels_getter={t.labels_getter!r}: stoker's targets drop each box's label with it "
+                         f"(labels_getter='default')")
+    return O.SanitizeBoundingBoxes(t.min_size, t.min_area)
+
+
 _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "RandomResizedCrop": _rrc,
     "Resize": _resize,
@@ -486,6 +495,7 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "Pad": lambda cv, t, where: O.Pad(t.padding, t.fill, t.padding_mode),
     "RandomHorizontalFlip": _p(O.RandomHorizontalFlip),
     "RandomVerticalFlip": _p(O.RandomVerticalFlip),
+    "SanitizeBoundingBoxes": lambda cv, t, where: _sanitize(t, where),
     "ColorJitter": lambda cv, t, where: O.ColorJitter(t.brightness, t.contrast, t.saturation, t.hue),
     "Grayscale": lambda cv, t, where: O.Grayscale(t.num_output_channels),
     "RandomGrayscale": _p(O.RandomGrayscale),

@@ -208,6 +208,26 @@ class RandomVerticalFlip(Transform):
         return pb.Op(random_vertical_flip=pb.RandomVerticalFlip(p=self.p))
 
 
+class SanitizeBoundingBoxes(Transform):
+    """torchvision.transforms.v2's SanitizeBoundingBoxes, on the job's
+    targets (``Loader(targets=True)``): drops the boxes narrower or lower
+    than ``min_size``, smaller in area than ``min_area``, or outside the
+    canvas, with their labels, where it stands among the ops; the pixels are
+    untouched. A job without targets is refused, as torchvision's fails
+    when it finds no boxes."""
+
+    def __init__(self, min_size: float = 1.0, min_area: float = 1.0) -> None:
+        self.min_size = real("SanitizeBoundingBoxes", "min_size", min_size)
+        self.min_area = real("SanitizeBoundingBoxes", "min_area", min_area)
+        if self.min_size < 1:
+            raise ValueError(f"SanitizeBoundingBoxes: min_size must be >= 1, got {min_size}.")
+        if self.min_area < 1:
+            raise ValueError(f"SanitizeBoundingBoxes: min_area must be >= 1, got {min_area}.")
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=self.min_size, min_area=self.min_area))
+
+
 def _jitter(name: str, v: Any, center: float, bound: Tuple[float, float], clip: bool) -> Tuple[Any, Any]:
     """torchvision's ColorJitter._check_input: returns (the range, or None
     for no change; the wire's form: a number or a pair)."""

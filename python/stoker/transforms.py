@@ -49,6 +49,7 @@ from stoker._ops import (
     RandomRotation,
     RandomSolarize,
     RandomVerticalFlip,
+    SanitizeBoundingBoxes,
     Resize,
 )
 from stoker._ops_base import Transform, mean_std
@@ -79,6 +80,7 @@ __all__ = [
     "Pad",
     "RandomHorizontalFlip",
     "RandomVerticalFlip",
+    "SanitizeBoundingBoxes",
     "ColorJitter",
     "Grayscale",
     "RandomGrayscale",

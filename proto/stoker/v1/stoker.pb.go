@@ -1462,6 +1462,7 @@ type Op struct {
 	//	*Op_TimmRandAugment
 	//	*Op_RandomCrop
 	//	*Op_Pad
+	//	*Op_SanitizeBoundingBoxes
 	Op            isOp_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1765,6 +1766,15 @@ func (x *Op) GetPad() *Pad {
 	return nil
 }
 
+func (x *Op) GetSanitizeBoundingBoxes() *SanitizeBoundingBoxes {
+	if x != nil {
+		if x, ok := x.Op.(*Op_SanitizeBoundingBoxes); ok {
+			return x.SanitizeBoundingBoxes
+		}
+	}
+	return nil
+}
+
 type isOp_Op interface {
 	isOp_Op()
 }
@@ -1885,6 +1895,10 @@ type Op_Pad struct {
 	Pad *Pad `protobuf:"bytes,120,opt,name=pad,proto3,oneof"`
 }
 
+type Op_SanitizeBoundingBoxes struct {
+	SanitizeBoundingBoxes *SanitizeBoundingBoxes `protobuf:"bytes,160,opt,name=sanitize_bounding_boxes,json=sanitizeBoundingBoxes,proto3,oneof"`
+}
+
 func (*Op_RandomResizedCrop) isOp_Op() {}
 
 func (*Op_Resize) isOp_Op() {}
@@ -1942,6 +1956,8 @@ func (*Op_TimmRandAugment) isOp_Op() {}
 func (*Op_RandomCrop) isOp_Op() {}
 
 func (*Op_Pad) isOp_Op() {}
+
+func (*Op_SanitizeBoundingBoxes) isOp_Op() {}
 
 // Pad is torchvision's Pad with padding_mode "constant": the image padded
 // by padding with a constant fill. A geometry op: right before a
@@ -2013,6 +2029,65 @@ func (x *Pad) GetPaddingMode() string {
 	return ""
 }
 
+// SanitizeBoundingBoxes is torchvision.transforms.v2's: a job's targets
+// (JobSpec.targets) lose the boxes narrower or lower than min_size, smaller
+// in area than min_area, or outside the canvas, with their labels, at its
+// place among the ops. The pixels are untouched. Refused in a job without
+// targets (torchvision's fails when no boxes are given).
+type SanitizeBoundingBoxes struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At least 1; unset: 1.
+	MinSize *float64 `protobuf:"fixed64,1,opt,name=min_size,json=minSize,proto3,oneof" json:"min_size,omitempty"`
+	// At least 1; unset: 1.
+	MinArea       *float64 `protobuf:"fixed64,2,opt,name=min_area,json=minArea,proto3,oneof" json:"min_area,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SanitizeBoundingBoxes) Reset() {
+	*x = SanitizeBoundingBoxes{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SanitizeBoundingBoxes) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SanitizeBoundingBoxes) ProtoMessage() {}
+
+func (x *SanitizeBoundingBoxes) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SanitizeBoundingBoxes.ProtoReflect.Descriptor instead.
+func (*SanitizeBoundingBoxes) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SanitizeBoundingBoxes) GetMinSize() float64 {
+	if x != nil && x.MinSize != nil {
+		return *x.MinSize
+	}
+	return 0
+}
+
+func (x *SanitizeBoundingBoxes) GetMinArea() float64 {
+	if x != nil && x.MinArea != nil {
+		return *x.MinArea
+	}
+	return 0
+}
+
 // RandomCrop is torchvision's RandomCrop: the image padded (padding, then
 // with pad_if_needed each side still short of the crop by its difference
 // on both ends), then a crop of height x width at a uniform position. A
@@ -2038,7 +2113,7 @@ type RandomCrop struct {
 
 func (x *RandomCrop) Reset() {
 	*x = RandomCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2050,7 +2125,7 @@ func (x *RandomCrop) String() string {
 func (*RandomCrop) ProtoMessage() {}
 
 func (x *RandomCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2063,7 +2138,7 @@ func (x *RandomCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomCrop.ProtoReflect.Descriptor instead.
 func (*RandomCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RandomCrop) GetHeight() uint32 {
@@ -2119,7 +2194,7 @@ type Range struct {
 
 func (x *Range) Reset() {
 	*x = Range{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2131,7 +2206,7 @@ func (x *Range) String() string {
 func (*Range) ProtoMessage() {}
 
 func (x *Range) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2144,7 +2219,7 @@ func (x *Range) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Range.ProtoReflect.Descriptor instead.
 func (*Range) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Range) GetMin() float64 {
@@ -2184,7 +2259,7 @@ type RandomResizedCrop struct {
 
 func (x *RandomResizedCrop) Reset() {
 	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2196,7 +2271,7 @@ func (x *RandomResizedCrop) String() string {
 func (*RandomResizedCrop) ProtoMessage() {}
 
 func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2209,7 +2284,7 @@ func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
 func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RandomResizedCrop) GetHeight() uint32 {
@@ -2289,7 +2364,7 @@ type Resize struct {
 
 func (x *Resize) Reset() {
 	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2301,7 +2376,7 @@ func (x *Resize) String() string {
 func (*Resize) ProtoMessage() {}
 
 func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2314,7 +2389,7 @@ func (x *Resize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resize.ProtoReflect.Descriptor instead.
 func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Resize) GetHeight() uint32 {
@@ -2356,7 +2431,7 @@ type CenterCrop struct {
 
 func (x *CenterCrop) Reset() {
 	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2368,7 +2443,7 @@ func (x *CenterCrop) String() string {
 func (*CenterCrop) ProtoMessage() {}
 
 func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2381,7 +2456,7 @@ func (x *CenterCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
 func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CenterCrop) GetHeight() uint32 {
@@ -2408,7 +2483,7 @@ type RandomHorizontalFlip struct {
 
 func (x *RandomHorizontalFlip) Reset() {
 	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2420,7 +2495,7 @@ func (x *RandomHorizontalFlip) String() string {
 func (*RandomHorizontalFlip) ProtoMessage() {}
 
 func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2433,7 +2508,7 @@ func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
 func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RandomHorizontalFlip) GetP() float64 {
@@ -2453,7 +2528,7 @@ type RandomVerticalFlip struct {
 
 func (x *RandomVerticalFlip) Reset() {
 	*x = RandomVerticalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2465,7 +2540,7 @@ func (x *RandomVerticalFlip) String() string {
 func (*RandomVerticalFlip) ProtoMessage() {}
 
 func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2478,7 +2553,7 @@ func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomVerticalFlip.ProtoReflect.Descriptor instead.
 func (*RandomVerticalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RandomVerticalFlip) GetP() float64 {
@@ -2508,7 +2583,7 @@ type ColorJitter struct {
 
 func (x *ColorJitter) Reset() {
 	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2520,7 +2595,7 @@ func (x *ColorJitter) String() string {
 func (*ColorJitter) ProtoMessage() {}
 
 func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2533,7 +2608,7 @@ func (x *ColorJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
 func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ColorJitter) GetBrightness() float64 {
@@ -2604,7 +2679,7 @@ type Normalize struct {
 
 func (x *Normalize) Reset() {
 	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2616,7 +2691,7 @@ func (x *Normalize) String() string {
 func (*Normalize) ProtoMessage() {}
 
 func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2629,7 +2704,7 @@ func (x *Normalize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
 func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Normalize) GetMean() []float64 {
@@ -2656,7 +2731,7 @@ type Grayscale struct {
 
 func (x *Grayscale) Reset() {
 	*x = Grayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2668,7 +2743,7 @@ func (x *Grayscale) String() string {
 func (*Grayscale) ProtoMessage() {}
 
 func (x *Grayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2681,7 +2756,7 @@ func (x *Grayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grayscale.ProtoReflect.Descriptor instead.
 func (*Grayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Grayscale) GetNumOutputChannels() uint32 {
@@ -2701,7 +2776,7 @@ type RandomGrayscale struct {
 
 func (x *RandomGrayscale) Reset() {
 	*x = RandomGrayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2713,7 +2788,7 @@ func (x *RandomGrayscale) String() string {
 func (*RandomGrayscale) ProtoMessage() {}
 
 func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2726,7 +2801,7 @@ func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomGrayscale.ProtoReflect.Descriptor instead.
 func (*RandomGrayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RandomGrayscale) GetP() float64 {
@@ -2750,7 +2825,7 @@ type GaussianBlur struct {
 
 func (x *GaussianBlur) Reset() {
 	*x = GaussianBlur{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2762,7 +2837,7 @@ func (x *GaussianBlur) String() string {
 func (*GaussianBlur) ProtoMessage() {}
 
 func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2775,7 +2850,7 @@ func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GaussianBlur.ProtoReflect.Descriptor instead.
 func (*GaussianBlur) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GaussianBlur) GetKernelX() uint32 {
@@ -2817,7 +2892,7 @@ type RandomSolarize struct {
 
 func (x *RandomSolarize) Reset() {
 	*x = RandomSolarize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2829,7 +2904,7 @@ func (x *RandomSolarize) String() string {
 func (*RandomSolarize) ProtoMessage() {}
 
 func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2842,7 +2917,7 @@ func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomSolarize.ProtoReflect.Descriptor instead.
 func (*RandomSolarize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RandomSolarize) GetThreshold() float64 {
@@ -2870,7 +2945,7 @@ type RandomPosterize struct {
 
 func (x *RandomPosterize) Reset() {
 	*x = RandomPosterize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2882,7 +2957,7 @@ func (x *RandomPosterize) String() string {
 func (*RandomPosterize) ProtoMessage() {}
 
 func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2895,7 +2970,7 @@ func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPosterize.ProtoReflect.Descriptor instead.
 func (*RandomPosterize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RandomPosterize) GetBits() uint32 {
@@ -2922,7 +2997,7 @@ type RandomInvert struct {
 
 func (x *RandomInvert) Reset() {
 	*x = RandomInvert{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2934,7 +3009,7 @@ func (x *RandomInvert) String() string {
 func (*RandomInvert) ProtoMessage() {}
 
 func (x *RandomInvert) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2947,7 +3022,7 @@ func (x *RandomInvert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomInvert.ProtoReflect.Descriptor instead.
 func (*RandomInvert) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RandomInvert) GetP() float64 {
@@ -2967,7 +3042,7 @@ type RandomEqualize struct {
 
 func (x *RandomEqualize) Reset() {
 	*x = RandomEqualize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2979,7 +3054,7 @@ func (x *RandomEqualize) String() string {
 func (*RandomEqualize) ProtoMessage() {}
 
 func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2992,7 +3067,7 @@ func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomEqualize.ProtoReflect.Descriptor instead.
 func (*RandomEqualize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RandomEqualize) GetP() float64 {
@@ -3012,7 +3087,7 @@ type RandomAutocontrast struct {
 
 func (x *RandomAutocontrast) Reset() {
 	*x = RandomAutocontrast{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3024,7 +3099,7 @@ func (x *RandomAutocontrast) String() string {
 func (*RandomAutocontrast) ProtoMessage() {}
 
 func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3037,7 +3112,7 @@ func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAutocontrast.ProtoReflect.Descriptor instead.
 func (*RandomAutocontrast) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RandomAutocontrast) GetP() float64 {
@@ -3058,7 +3133,7 @@ type RandomAdjustSharpness struct {
 
 func (x *RandomAdjustSharpness) Reset() {
 	*x = RandomAdjustSharpness{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3070,7 +3145,7 @@ func (x *RandomAdjustSharpness) String() string {
 func (*RandomAdjustSharpness) ProtoMessage() {}
 
 func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3083,7 +3158,7 @@ func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAdjustSharpness.ProtoReflect.Descriptor instead.
 func (*RandomAdjustSharpness) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RandomAdjustSharpness) GetSharpnessFactor() float64 {
@@ -3118,7 +3193,7 @@ type RandomRotation struct {
 
 func (x *RandomRotation) Reset() {
 	*x = RandomRotation{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3130,7 +3205,7 @@ func (x *RandomRotation) String() string {
 func (*RandomRotation) ProtoMessage() {}
 
 func (x *RandomRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3143,7 +3218,7 @@ func (x *RandomRotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomRotation.ProtoReflect.Descriptor instead.
 func (*RandomRotation) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RandomRotation) GetDegrees() *Range {
@@ -3201,7 +3276,7 @@ type RandomAffine struct {
 
 func (x *RandomAffine) Reset() {
 	*x = RandomAffine{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3213,7 +3288,7 @@ func (x *RandomAffine) String() string {
 func (*RandomAffine) ProtoMessage() {}
 
 func (x *RandomAffine) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3226,7 +3301,7 @@ func (x *RandomAffine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAffine.ProtoReflect.Descriptor instead.
 func (*RandomAffine) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RandomAffine) GetDegrees() *Range {
@@ -3305,7 +3380,7 @@ type RandomErasing struct {
 
 func (x *RandomErasing) Reset() {
 	*x = RandomErasing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3317,7 +3392,7 @@ func (x *RandomErasing) String() string {
 func (*RandomErasing) ProtoMessage() {}
 
 func (x *RandomErasing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3330,7 +3405,7 @@ func (x *RandomErasing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomErasing.ProtoReflect.Descriptor instead.
 func (*RandomErasing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RandomErasing) GetP() float64 {
@@ -3393,7 +3468,7 @@ type RandomApply struct {
 
 func (x *RandomApply) Reset() {
 	*x = RandomApply{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3405,7 +3480,7 @@ func (x *RandomApply) String() string {
 func (*RandomApply) ProtoMessage() {}
 
 func (x *RandomApply) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3418,7 +3493,7 @@ func (x *RandomApply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomApply.ProtoReflect.Descriptor instead.
 func (*RandomApply) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RandomApply) GetOps() []*Op {
@@ -3446,7 +3521,7 @@ type RandomChoice struct {
 
 func (x *RandomChoice) Reset() {
 	*x = RandomChoice{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3458,7 +3533,7 @@ func (x *RandomChoice) String() string {
 func (*RandomChoice) ProtoMessage() {}
 
 func (x *RandomChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3471,7 +3546,7 @@ func (x *RandomChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomChoice.ProtoReflect.Descriptor instead.
 func (*RandomChoice) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RandomChoice) GetOps() []*Op {
@@ -3498,7 +3573,7 @@ type RandomOrder struct {
 
 func (x *RandomOrder) Reset() {
 	*x = RandomOrder{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3510,7 +3585,7 @@ func (x *RandomOrder) String() string {
 func (*RandomOrder) ProtoMessage() {}
 
 func (x *RandomOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3523,7 +3598,7 @@ func (x *RandomOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomOrder.ProtoReflect.Descriptor instead.
 func (*RandomOrder) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RandomOrder) GetOps() []*Op {
@@ -3547,7 +3622,7 @@ type TrivialAugmentWide struct {
 
 func (x *TrivialAugmentWide) Reset() {
 	*x = TrivialAugmentWide{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3559,7 +3634,7 @@ func (x *TrivialAugmentWide) String() string {
 func (*TrivialAugmentWide) ProtoMessage() {}
 
 func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3572,7 +3647,7 @@ func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrivialAugmentWide.ProtoReflect.Descriptor instead.
 func (*TrivialAugmentWide) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TrivialAugmentWide) GetNumMagnitudeBins() uint32 {
@@ -3611,7 +3686,7 @@ type RandAugment struct {
 
 func (x *RandAugment) Reset() {
 	*x = RandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3623,7 +3698,7 @@ func (x *RandAugment) String() string {
 func (*RandAugment) ProtoMessage() {}
 
 func (x *RandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3636,7 +3711,7 @@ func (x *RandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandAugment.ProtoReflect.Descriptor instead.
 func (*RandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RandAugment) GetNumOps() uint32 {
@@ -3687,7 +3762,7 @@ type AutoAugment struct {
 
 func (x *AutoAugment) Reset() {
 	*x = AutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3699,7 +3774,7 @@ func (x *AutoAugment) String() string {
 func (*AutoAugment) ProtoMessage() {}
 
 func (x *AutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3712,7 +3787,7 @@ func (x *AutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoAugment.ProtoReflect.Descriptor instead.
 func (*AutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *AutoAugment) GetPolicy() string {
@@ -3753,7 +3828,7 @@ type AugMix struct {
 
 func (x *AugMix) Reset() {
 	*x = AugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3765,7 +3840,7 @@ func (x *AugMix) String() string {
 func (*AugMix) ProtoMessage() {}
 
 func (x *AugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3778,7 +3853,7 @@ func (x *AugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AugMix.ProtoReflect.Descriptor instead.
 func (*AugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *AugMix) GetSeverity() uint32 {
@@ -3847,7 +3922,7 @@ type TimmRandAugment struct {
 
 func (x *TimmRandAugment) Reset() {
 	*x = TimmRandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3859,7 +3934,7 @@ func (x *TimmRandAugment) String() string {
 func (*TimmRandAugment) ProtoMessage() {}
 
 func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3872,7 +3947,7 @@ func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmRandAugment.ProtoReflect.Descriptor instead.
 func (*TimmRandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *TimmRandAugment) GetConfig() string {
@@ -3917,7 +3992,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3929,7 +4004,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3942,7 +4017,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -3997,7 +4072,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4009,7 +4084,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4022,7 +4097,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -4144,7 +4219,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4156,7 +4231,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4169,7 +4244,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -4262,7 +4337,7 @@ type ViewInfo struct {
 
 func (x *ViewInfo) Reset() {
 	*x = ViewInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4274,7 +4349,7 @@ func (x *ViewInfo) String() string {
 func (*ViewInfo) ProtoMessage() {}
 
 func (x *ViewInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4287,7 +4362,7 @@ func (x *ViewInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewInfo.ProtoReflect.Descriptor instead.
 func (*ViewInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ViewInfo) GetName() string {
@@ -4344,7 +4419,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4356,7 +4431,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4369,7 +4444,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -4473,7 +4548,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4485,7 +4560,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4498,7 +4573,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -4523,7 +4598,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4535,7 +4610,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4548,7 +4623,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *FieldValues) GetName() string {
@@ -4585,7 +4660,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4597,7 +4672,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4610,7 +4685,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -4648,7 +4723,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4660,7 +4735,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4673,7 +4748,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -4710,7 +4785,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4722,7 +4797,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4735,7 +4810,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -4775,7 +4850,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4787,7 +4862,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4800,7 +4875,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -4813,7 +4888,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4825,7 +4900,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4838,7 +4913,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -4866,7 +4941,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4878,7 +4953,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4891,7 +4966,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -4953,7 +5028,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4965,7 +5040,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4978,7 +5053,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -5084,7 +5159,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5096,7 +5171,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5109,7 +5184,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -5128,7 +5203,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5140,7 +5215,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5153,7 +5228,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -5173,7 +5248,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5185,7 +5260,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5198,7 +5273,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -5247,7 +5322,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5259,7 +5334,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5272,7 +5347,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -5348,7 +5423,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5360,7 +5435,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5373,7 +5448,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -5400,7 +5475,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5412,7 +5487,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5425,7 +5500,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -5529,7 +5604,7 @@ type LeaseProgress struct {
 
 func (x *LeaseProgress) Reset() {
 	*x = LeaseProgress{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5541,7 +5616,7 @@ func (x *LeaseProgress) String() string {
 func (*LeaseProgress) ProtoMessage() {}
 
 func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5554,7 +5629,7 @@ func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
 func (*LeaseProgress) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *LeaseProgress) GetLease() uint64 {
@@ -5584,7 +5659,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5596,7 +5671,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5609,7 +5684,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -5681,7 +5756,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5693,7 +5768,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5706,7 +5781,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -5780,7 +5855,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5792,7 +5867,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5805,7 +5880,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -5851,7 +5926,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5863,7 +5938,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5876,7 +5951,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -5929,7 +6004,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5941,7 +6016,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5954,7 +6029,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -5987,7 +6062,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5999,7 +6074,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6012,7 +6087,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -6031,7 +6106,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6043,7 +6118,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6056,7 +6131,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -6163,7 +6238,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6175,7 +6250,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6188,7 +6263,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *JobStatus) GetId() string {
@@ -6417,7 +6492,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6429,7 +6504,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6442,7 +6517,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -6540,7 +6615,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6552,7 +6627,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6565,7 +6640,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -6730,7 +6805,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\tViewGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
-	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\x88\x0f\n" +
+	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xe5\x0f\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +
@@ -6763,12 +6838,18 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x11timm_rand_augment\x18\x1b \x01(\v2\x1a.stoker.v1.TimmRandAugmentH\x00R\x0ftimmRandAugment\x128\n" +
 	"\vrandom_crop\x18Z \x01(\v2\x15.stoker.v1.RandomCropH\x00R\n" +
 	"randomCrop\x12\"\n" +
-	"\x03pad\x18x \x01(\v2\x0e.stoker.v1.PadH\x00R\x03padB\x04\n" +
+	"\x03pad\x18x \x01(\v2\x0e.stoker.v1.PadH\x00R\x03pad\x12[\n" +
+	"\x17sanitize_bounding_boxes\x18\xa0\x01 \x01(\v2 .stoker.v1.SanitizeBoundingBoxesH\x00R\x15sanitizeBoundingBoxesB\x04\n" +
 	"\x02op\"V\n" +
 	"\x03Pad\x12\x18\n" +
 	"\apadding\x18\x01 \x03(\rR\apadding\x12\x12\n" +
 	"\x04fill\x18\x02 \x03(\x01R\x04fill\x12!\n" +
-	"\fpadding_mode\x18\x03 \x01(\tR\vpaddingMode\"\xaf\x01\n" +
+	"\fpadding_mode\x18\x03 \x01(\tR\vpaddingMode\"q\n" +
+	"\x15SanitizeBoundingBoxes\x12\x1e\n" +
+	"\bmin_size\x18\x01 \x01(\x01H\x00R\aminSize\x88\x01\x01\x12\x1e\n" +
+	"\bmin_area\x18\x02 \x01(\x01H\x01R\aminArea\x88\x01\x01B\v\n" +
+	"\t_min_sizeB\v\n" +
+	"\t_min_area\"\xaf\x01\n" +
 	"\n" +
 	"RandomCrop\x12\x16\n" +
 	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
@@ -7180,7 +7261,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Decode)(0),                   // 0: stoker.v1.Decode
 	(ShuffleMode)(0),              // 1: stoker.v1.ShuffleMode
@@ -7202,70 +7283,71 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*ViewGroup)(nil),             // 17: stoker.v1.ViewGroup
 	(*Op)(nil),                    // 18: stoker.v1.Op
 	(*Pad)(nil),                   // 19: stoker.v1.Pad
-	(*RandomCrop)(nil),            // 20: stoker.v1.RandomCrop
-	(*Range)(nil),                 // 21: stoker.v1.Range
-	(*RandomResizedCrop)(nil),     // 22: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),                // 23: stoker.v1.Resize
-	(*CenterCrop)(nil),            // 24: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil),  // 25: stoker.v1.RandomHorizontalFlip
-	(*RandomVerticalFlip)(nil),    // 26: stoker.v1.RandomVerticalFlip
-	(*ColorJitter)(nil),           // 27: stoker.v1.ColorJitter
-	(*Normalize)(nil),             // 28: stoker.v1.Normalize
-	(*Grayscale)(nil),             // 29: stoker.v1.Grayscale
-	(*RandomGrayscale)(nil),       // 30: stoker.v1.RandomGrayscale
-	(*GaussianBlur)(nil),          // 31: stoker.v1.GaussianBlur
-	(*RandomSolarize)(nil),        // 32: stoker.v1.RandomSolarize
-	(*RandomPosterize)(nil),       // 33: stoker.v1.RandomPosterize
-	(*RandomInvert)(nil),          // 34: stoker.v1.RandomInvert
-	(*RandomEqualize)(nil),        // 35: stoker.v1.RandomEqualize
-	(*RandomAutocontrast)(nil),    // 36: stoker.v1.RandomAutocontrast
-	(*RandomAdjustSharpness)(nil), // 37: stoker.v1.RandomAdjustSharpness
-	(*RandomRotation)(nil),        // 38: stoker.v1.RandomRotation
-	(*RandomAffine)(nil),          // 39: stoker.v1.RandomAffine
-	(*RandomErasing)(nil),         // 40: stoker.v1.RandomErasing
-	(*RandomApply)(nil),           // 41: stoker.v1.RandomApply
-	(*RandomChoice)(nil),          // 42: stoker.v1.RandomChoice
-	(*RandomOrder)(nil),           // 43: stoker.v1.RandomOrder
-	(*TrivialAugmentWide)(nil),    // 44: stoker.v1.TrivialAugmentWide
-	(*RandAugment)(nil),           // 45: stoker.v1.RandAugment
-	(*AutoAugment)(nil),           // 46: stoker.v1.AutoAugment
-	(*AugMix)(nil),                // 47: stoker.v1.AugMix
-	(*TimmRandAugment)(nil),       // 48: stoker.v1.TimmRandAugment
-	(*Credit)(nil),                // 49: stoker.v1.Credit
-	(*FeedResponse)(nil),          // 50: stoker.v1.FeedResponse
-	(*JobInfo)(nil),               // 51: stoker.v1.JobInfo
-	(*ViewInfo)(nil),              // 52: stoker.v1.ViewInfo
-	(*BatchHeader)(nil),           // 53: stoker.v1.BatchHeader
-	(*Shape)(nil),                 // 54: stoker.v1.Shape
-	(*FieldValues)(nil),           // 55: stoker.v1.FieldValues
-	(*SampleError)(nil),           // 56: stoker.v1.SampleError
-	(*Chunk)(nil),                 // 57: stoker.v1.Chunk
-	(*EpochEnd)(nil),              // 58: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),   // 59: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),  // 60: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),           // 61: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),           // 62: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                // 63: stoker.v1.JobEnd
-	(*WorkPing)(nil),              // 64: stoker.v1.WorkPing
-	(*WorkJob)(nil),               // 65: stoker.v1.WorkJob
-	(*Lease)(nil),                 // 66: stoker.v1.Lease
-	(*CancelLease)(nil),           // 67: stoker.v1.CancelLease
-	(*WorkResponse)(nil),          // 68: stoker.v1.WorkResponse
-	(*LeaseProgress)(nil),         // 69: stoker.v1.LeaseProgress
-	(*WorkerInfo)(nil),            // 70: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),       // 71: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),             // 72: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),             // 73: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),           // 74: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),         // 75: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),        // 76: stoker.v1.StatusResponse
-	(*JobStatus)(nil),             // 77: stoker.v1.JobStatus
-	(*MakingShares)(nil),          // 78: stoker.v1.MakingShares
-	(*MakerStatus)(nil),           // 79: stoker.v1.MakerStatus
+	(*SanitizeBoundingBoxes)(nil), // 20: stoker.v1.SanitizeBoundingBoxes
+	(*RandomCrop)(nil),            // 21: stoker.v1.RandomCrop
+	(*Range)(nil),                 // 22: stoker.v1.Range
+	(*RandomResizedCrop)(nil),     // 23: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),                // 24: stoker.v1.Resize
+	(*CenterCrop)(nil),            // 25: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil),  // 26: stoker.v1.RandomHorizontalFlip
+	(*RandomVerticalFlip)(nil),    // 27: stoker.v1.RandomVerticalFlip
+	(*ColorJitter)(nil),           // 28: stoker.v1.ColorJitter
+	(*Normalize)(nil),             // 29: stoker.v1.Normalize
+	(*Grayscale)(nil),             // 30: stoker.v1.Grayscale
+	(*RandomGrayscale)(nil),       // 31: stoker.v1.RandomGrayscale
+	(*GaussianBlur)(nil),          // 32: stoker.v1.GaussianBlur
+	(*RandomSolarize)(nil),        // 33: stoker.v1.RandomSolarize
+	(*RandomPosterize)(nil),       // 34: stoker.v1.RandomPosterize
+	(*RandomInvert)(nil),          // 35: stoker.v1.RandomInvert
+	(*RandomEqualize)(nil),        // 36: stoker.v1.RandomEqualize
+	(*RandomAutocontrast)(nil),    // 37: stoker.v1.RandomAutocontrast
+	(*RandomAdjustSharpness)(nil), // 38: stoker.v1.RandomAdjustSharpness
+	(*RandomRotation)(nil),        // 39: stoker.v1.RandomRotation
+	(*RandomAffine)(nil),          // 40: stoker.v1.RandomAffine
+	(*RandomErasing)(nil),         // 41: stoker.v1.RandomErasing
+	(*RandomApply)(nil),           // 42: stoker.v1.RandomApply
+	(*RandomChoice)(nil),          // 43: stoker.v1.RandomChoice
+	(*RandomOrder)(nil),           // 44: stoker.v1.RandomOrder
+	(*TrivialAugmentWide)(nil),    // 45: stoker.v1.TrivialAugmentWide
+	(*RandAugment)(nil),           // 46: stoker.v1.RandAugment
+	(*AutoAugment)(nil),           // 47: stoker.v1.AutoAugment
+	(*AugMix)(nil),                // 48: stoker.v1.AugMix
+	(*TimmRandAugment)(nil),       // 49: stoker.v1.TimmRandAugment
+	(*Credit)(nil),                // 50: stoker.v1.Credit
+	(*FeedResponse)(nil),          // 51: stoker.v1.FeedResponse
+	(*JobInfo)(nil),               // 52: stoker.v1.JobInfo
+	(*ViewInfo)(nil),              // 53: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),           // 54: stoker.v1.BatchHeader
+	(*Shape)(nil),                 // 55: stoker.v1.Shape
+	(*FieldValues)(nil),           // 56: stoker.v1.FieldValues
+	(*SampleError)(nil),           // 57: stoker.v1.SampleError
+	(*Chunk)(nil),                 // 58: stoker.v1.Chunk
+	(*EpochEnd)(nil),              // 59: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),   // 60: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),  // 61: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),           // 62: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),           // 63: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                // 64: stoker.v1.JobEnd
+	(*WorkPing)(nil),              // 65: stoker.v1.WorkPing
+	(*WorkJob)(nil),               // 66: stoker.v1.WorkJob
+	(*Lease)(nil),                 // 67: stoker.v1.Lease
+	(*CancelLease)(nil),           // 68: stoker.v1.CancelLease
+	(*WorkResponse)(nil),          // 69: stoker.v1.WorkResponse
+	(*LeaseProgress)(nil),         // 70: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),            // 71: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),       // 72: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),             // 73: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),             // 74: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),           // 75: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),         // 76: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),        // 77: stoker.v1.StatusResponse
+	(*JobStatus)(nil),             // 78: stoker.v1.JobStatus
+	(*MakingShares)(nil),          // 79: stoker.v1.MakingShares
+	(*MakerStatus)(nil),           // 80: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	49,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	50,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
 	13,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
 	16,  // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
 	2,   // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
@@ -7277,106 +7359,107 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	7,   // 10: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
 	11,  // 11: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
 	7,   // 12: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	51,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	52,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
 	18,  // 14: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
 	17,  // 15: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
 	16,  // 16: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
-	22,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	23,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	24,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	25,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	27,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	28,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	26,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
-	29,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
-	30,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
-	31,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
-	32,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
-	33,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
-	34,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
-	35,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
-	36,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
-	37,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
-	38,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
-	39,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
-	40,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
-	41,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
-	42,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
-	43,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
-	44,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
-	45,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
-	46,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
-	47,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
-	48,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
-	20,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
+	23,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	24,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	25,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	26,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	28,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	29,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	27,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
+	30,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
+	31,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
+	32,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
+	33,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
+	34,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
+	35,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
+	36,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
+	37,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
+	38,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
+	39,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
+	40,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
+	41,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
+	42,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
+	43,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
+	44,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
+	45,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
+	46,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
+	47,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
+	48,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
+	49,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
+	21,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
 	19,  // 45: stoker.v1.Op.pad:type_name -> stoker.v1.Pad
-	4,   // 46: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 47: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	21,  // 48: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	21,  // 49: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	21,  // 50: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	21,  // 51: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	21,  // 52: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	4,   // 53: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	21,  // 54: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	21,  // 55: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	4,   // 56: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	21,  // 57: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	21,  // 58: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	18,  // 59: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	18,  // 60: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	18,  // 61: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	4,   // 62: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 63: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 64: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 65: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 66: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	51,  // 67: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	53,  // 68: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	57,  // 69: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	58,  // 70: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	12,  // 71: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	5,   // 72: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	52,  // 73: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
-	0,   // 74: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
-	5,   // 75: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	56,  // 76: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	0,   // 77: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
-	54,  // 78: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	55,  // 79: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	61,  // 80: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	65,  // 81: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	66,  // 82: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	67,  // 83: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	63,  // 84: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	64,  // 85: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 86: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	70,  // 87: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	72,  // 88: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	57,  // 89: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	74,  // 90: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	69,  // 91: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	71,  // 92: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	53,  // 93: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	73,  // 94: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	77,  // 95: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	79,  // 96: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	78,  // 97: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 98: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	59,  // 99: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 100: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	75,  // 101: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	62,  // 102: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	50,  // 103: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	60,  // 104: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 105: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	76,  // 106: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	68,  // 107: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	103, // [103:108] is the sub-list for method output_type
-	98,  // [98:103] is the sub-list for method input_type
-	98,  // [98:98] is the sub-list for extension type_name
-	98,  // [98:98] is the sub-list for extension extendee
-	0,   // [0:98] is the sub-list for field type_name
+	20,  // 46: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
+	4,   // 47: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 48: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	22,  // 49: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	22,  // 50: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	22,  // 51: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	22,  // 52: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	22,  // 53: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	4,   // 54: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	22,  // 55: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	22,  // 56: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	4,   // 57: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	22,  // 58: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	22,  // 59: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	18,  // 60: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	18,  // 61: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	18,  // 62: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	4,   // 63: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 64: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 65: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 66: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 67: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	52,  // 68: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	54,  // 69: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	58,  // 70: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	59,  // 71: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	12,  // 72: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	5,   // 73: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	53,  // 74: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	0,   // 75: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
+	5,   // 76: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	57,  // 77: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	0,   // 78: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
+	55,  // 79: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	56,  // 80: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	62,  // 81: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	66,  // 82: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	67,  // 83: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	68,  // 84: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	64,  // 85: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	65,  // 86: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 87: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	71,  // 88: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	73,  // 89: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	58,  // 90: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	75,  // 91: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	70,  // 92: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	72,  // 93: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	54,  // 94: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	74,  // 95: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	78,  // 96: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	80,  // 97: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	79,  // 98: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 99: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	60,  // 100: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 101: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	76,  // 102: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	63,  // 103: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	51,  // 104: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	61,  // 105: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 106: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	77,  // 107: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	69,  // 108: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	104, // [104:109] is the sub-list for method output_type
+	99,  // [99:104] is the sub-list for method input_type
+	99,  // [99:99] is the sub-list for extension type_name
+	99,  // [99:99] is the sub-list for extension extendee
+	0,   // [0:99] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -7419,38 +7502,40 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_TimmRandAugment)(nil),
 		(*Op_RandomCrop)(nil),
 		(*Op_Pad)(nil),
+		(*Op_SanitizeBoundingBoxes)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[16].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[17].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[19].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[18].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[20].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[24].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[21].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[25].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[27].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[28].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[29].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[30].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[31].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[34].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[32].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[35].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[39].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[41].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[44].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[36].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[40].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[42].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[45].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[47].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[56].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[48].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[57].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[62].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[63].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -7463,7 +7548,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   74,
+			NumMessages:   75,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -524,6 +524,9 @@ func repeatsOf(spec *stokerv1.JobSpec, size, world int, sh shuffleChoice) (int, 
 // targets do not support yet (named).
 func targetsOf(spec *stokerv1.JobSpec, j *Job) error {
 	if !spec.GetTargets() {
+		if where := pipeline.NeedsTargets(j.t); where != "" {
+			return status.Errorf(codes.InvalidArgument, "transform: %s acts on targets, and the job asks for none (JobSpec.targets; Loader(targets=True))", where)
+		}
 		return nil
 	}
 	if j.mix != nil {
