@@ -8,13 +8,13 @@ import (
 	"testing"
 )
 
-// torchFilters are the filters that follow torch's kernels (every one but
-// antialiased bilinear, the legacy filter).
+// torchFilters are the filters, every one torch's kernel.
 var torchFilters = []struct {
 	name   string
 	interp Interpolation
 	aa     bool
 }{
+	{"bilinear", InterpBilinear, true},
 	{"nearest", InterpNearest, false},
 	{"bilinear-noaa", InterpBilinear, false},
 	{"bicubic", InterpBicubic, true},
