@@ -48,11 +48,29 @@ func pyRoundHalf(x int) int {
 	return q
 }
 
+// torchResizeNRGBA is torchvision's resize of a whole image to w x h,
+// bilinear with antialias, by torch's uint8 kernels (resampleTorch: their
+// bytes are pinned to torchvision's by TestGoldenInterpTorch), as an image:
+// the reference tests' first step, done without the plan's fused geometry.
+func torchResizeNRGBA(src *image.NRGBA, w, h int) *image.NRGBA {
+	b := src.Bounds()
+	p := samplePlan{geom: cropResize, srcW: b.Dx(), srcH: b.Dy(), cw: b.Dx(), ch: b.Dy(), outW: w, outH: h, antialias: true}
+	rgb := make([]byte, 3*w*h)
+	resampleTorch(src, &p, HWC, rgb)
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for i := range w * h {
+		copy(img.Pix[4*i:], rgb[3*i:3*i+3])
+		img.Pix[4*i+3] = 255
+	}
+	return img
+}
+
 // TestReferenceEval checks the reference path's imagenet-eval output on real
-// photos against torchvision's steps done by hand with imaging: Resize(256)
-// of the shorter side, the longer one int(256 * long / short) (integer
-// arithmetic here), bilinear with antialias; then CenterCrop(224) at
-// round((size - 224) / 2).
+// photos against torchvision's steps done one at a time: Resize(256) of the
+// whole image, the shorter side to 256, the longer one int(256 * long /
+// short) (integer arithmetic here), bilinear with antialias; then
+// CenterCrop(224) at round((size - 224) / 2), cut from the resized image.
+// The reference path resizes only the kept outputs, from the crop's span.
 func TestReferenceEval(t *testing.T) {
 	eval, _ := ParseTransform("imagenet-eval", CHW)
 	d := NewDecoder(WithReference(true))
@@ -70,7 +88,7 @@ func TestReferenceEval(t *testing.T) {
 			rw = 256 * W / H
 		}
 		x0, y0 := pyRoundHalf(rw-224), pyRoundHalf(rh-224)
-		img := imaging.Crop(imaging.Resize(src, rw, rh, imaging.Linear), image.Rect(x0, y0, x0+224, y0+224))
+		img := imaging.Crop(torchResizeNRGBA(imaging.Clone(src), rw, rh), image.Rect(x0, y0, x0+224, y0+224))
 		want := make([]byte, eval.SampleBytes())
 		packNRGBA(img, CHW, want)
 		got := make([]byte, eval.SampleBytes())
@@ -102,7 +120,7 @@ func TestReferenceTrain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		img := imaging.Resize(imaging.Crop(src, image.Rect(p.cx, p.cy, p.cx+p.cw, p.cy+p.ch)), 224, 224, imaging.Linear)
+		img := torchResizeNRGBA(imaging.Crop(src, image.Rect(p.cx, p.cy, p.cx+p.cw, p.cy+p.ch)), 224, 224)
 		if p.flip {
 			img = imaging.FlipH(img)
 			flips++

@@ -45,9 +45,10 @@
 // decoding only down to the last row the crop reads, with torchvision's
 // decode_image pixels. Everything
 // else (BMP, TIFF, GIF, CMYK JPEG, builds with CGO_ENABLED=0) goes through the pure-Go
-// reference path built on github.com/disintegration/imaging, which follows
-// torchvision's op order literally and is what the fast path is tested
-// against.
+// reference path: Go's image decoders (through
+// github.com/disintegration/imaging), then torch's resize kernels in Go
+// (resample.go), following torchvision's op order literally; it is what
+// the fast path is tested against.
 //
 // Bad input is an error, never a crash: sizes are checked from the header
 // against a pixel budget before any pixel is decoded, progressive JPEG scans

@@ -19,7 +19,9 @@ import (
 // needs raising OutputVersion (identity.go) and pasting the new values
 // here (the failure prints them). These are the default's bytes,
 // DecodeExact (every JPEG decoded at full scale): OutputVersion 4 changed
-// them from goldenPresetsFast's wherever a crop had been DCT-scaled.
+// them from goldenPresetsFast's wherever a crop had been DCT-scaled, and
+// OutputVersion 5 those of the presets with a bilinear geometry
+// (imagenet-*, simclr*, tv-resnet50-v2), whose filter became torch's.
 var goldenPresets = map[string][2]string{
 	"clip":           {"fe4b1beab4dcd14c057f348e325f49b02b8143e8a0ce5da979418adf81f119db", "ed96c86c3e7dac049be9c473b8b5cc728dba8450ae96020239048f4a559be3b2"},
 	"deit":           {"37e9c876215412d6901b6530e470f1d18c13f81ee36038c094368cba43fc2a2b", "2210e0a70523dd3d8f522313c75dcf62321760aa26678682eecd94a1428831db"},
@@ -27,18 +29,19 @@ var goldenPresets = map[string][2]string{
 	"dino-global":    {"bf48f6640e43f7e27da0215fe8de354b1f499fbcd43c649f2298178ac43e4401", "65813f1d58c52c6318826f7fab347fbcb693c06244fc5e4644b7d051df772594"},
 	"dino-local":     {"ca5f119003a105d1f3998ed2bb681d3b873b1d3521e6f08f4504274e69cdfc6b", "ab802f72d810a7c83f67ae563538d738507be9d2b1af56ad49430e81b039efd7"},
 	"dinov2":         {"d157b044407058332fef65eb90b15759775eeb4fdaa63094869408de01e5efca", "83d11eb4f9c3c4f484aec5639dd939dda99bedf1cbd782ca6efc426ea4d6cbca"},
-	"imagenet-eval":  {"4dcc3895099378421f0e30c42404e03b29150046756a8779a4ef7d68c64bca4b", "4dcc3895099378421f0e30c42404e03b29150046756a8779a4ef7d68c64bca4b"},
-	"imagenet-train": {"431426c9b55bb5b59d87231e61c72ae1af90cdb58367e613e994252514fab269", "5a0b3cbbda0fcd93f0a54a519a0b9e9b0941c5e7fedc2052572cebe7ae2dd5bc"},
-	"simclr":         {"cee4a6285c21d6c80dbc172cafbf83d9d3f861e41dbfa73ea91304207b2226d5", "253612ccd462b909b6b8b35a8821e1ee4d961dccea8472254ea291ce3de95cc8"},
-	"simclr-view":    {"622c7cd405d185469bebb10a8c5c16b248a5b295296a10fcd504f092d1c5a5b7", "e800dc3aff8e3522dc75c6fd0ac851b346a254a0e803cffe3d79cc67349103db"},
-	"tv-resnet50-v2": {"da144160eabdd2ac26e07bc8c0e139e25910bca0a77c2fc919c87821c32015ae", "da6ccc04cd07bc0ede2be95237d5224ec6fa238dfa29964bc10009de3ed96507"},
+	"imagenet-eval":  {"db219745dedc9beaf600ce7665331c995ffc7427a4b3541cac7919cfea1e2bae", "db219745dedc9beaf600ce7665331c995ffc7427a4b3541cac7919cfea1e2bae"},
+	"imagenet-train": {"baa70f7c79b8fdd9171f2052b5b242e410aa47a147d672463862943a48b71d55", "ff8b47e0f576dd3438ed06f5827fde35dd26c73f6b2ed4a8f9c126cbf5f77379"},
+	"simclr":         {"bc9b6fdd591500eec00681e0a781bacfdacc913b7c719848f166dfccddbf05e5", "6b0c075314f164928e2d859aac5ae61b39d7fdd565f4e69d79b4e17c1af3c283"},
+	"simclr-view":    {"70cce4b1741c0f59df5a2b68e40bb121f206704a37c079255b2b67a1a89fe7f2", "fe5de1dc02a6834b2ad8f651021dbf53447445cea824d429b662a8a850b328f3"},
+	"tv-resnet50-v2": {"9078ffc17fcb2c200d11f7ed42bf45a1d852556d8c0efc5a3f7a1a960d293c25", "3eab75ac59d6259ac81a85e2256174251512d8b999ac2583f338654bb6ad5baf"},
 }
 
 // goldenPresetsFast are the same batches made with DecodeFast (a DCT scale
 // where the crop is at least twice the output): the bytes every preset
-// made by default before OutputVersion 4, unchanged. Where a preset's pair
-// equals goldenPresets' (simclr's first seed, say) no crop of those
-// samples was large enough to scale.
+// made by default before OutputVersion 4 (the bilinear ones changed with
+// OutputVersion 5, as goldenPresets'). Where a preset's pair equals
+// goldenPresets' (simclr's first seed, say) no crop of those samples was
+// large enough to scale.
 var goldenPresetsFast = map[string][2]string{
 	"clip":           {"127ef4487ae3e941e2d45cf76490e39253a474b4a8478e42655012fad1b785e3", "e666dd6c24d1e99d0fdc309aa87b599f9d07b15ab60de07a272c602f568c83fa"},
 	"deit":           {"0a527fbd7c42f59aecce5acdad3033e703022e33bba64d4e42796875daed77c7", "c21ae7aba028c86a44be2c1af0a0bd15f93cb34253d9477d5597ee6c6d6d86f2"},
@@ -46,11 +49,11 @@ var goldenPresetsFast = map[string][2]string{
 	"dino-global":    {"4d6c08aaa546d18cc6ba6f33e861bf8b9c4e45f085574fb90b41a31e7dcc7bdb", "1a7ec67b4b77ee1dcdf156f4c7f674d851034e60288efca1c88bc90d1ba554ad"},
 	"dino-local":     {"a0fca7faa7123249ffcecaae7c183244957ff383bf17ff84096db7c378453564", "1d658b660a40a38e5d06e568ff157713d8567dfbd016ee2791db4f5ad2e80dca"},
 	"dinov2":         {"df84b1834c4189393d1a7db0c7d052e41f5647497481bdecf878f06942f20950", "04ea14024940c289429a8309989df59b518111303a3cef1d0c6c48f58314eea3"},
-	"imagenet-eval":  {"c5ea7ddfc82ebedb40a80587784f537a0a9a5af2b54f5a819c281b428bc81035", "c5ea7ddfc82ebedb40a80587784f537a0a9a5af2b54f5a819c281b428bc81035"},
-	"imagenet-train": {"e2a656de964d744a921ec02a85e8bcf66f37b831d2242c45b5e33862013a620f", "7415a3916b68063593004ad5d0160c44bc4a2587e329e4157b75318fd6333f91"},
-	"simclr":         {"cee4a6285c21d6c80dbc172cafbf83d9d3f861e41dbfa73ea91304207b2226d5", "f9f8371cacd7f105cf94d13f60a30b16548b40b7ff3ff7e472a85ec013868f22"},
-	"simclr-view":    {"a340a8fb9ac8fbbe56b88d028d872ff3d79e2be92043f0c5740351901b683ace", "16534a03a000d3e5f134fe28f6f9a2c5f794f265c270dc0b1a165343a23403ce"},
-	"tv-resnet50-v2": {"42f9d7673b6939b341176c37477d1f12a3e3757725c3bbbdca81ed67668c240c", "ffb377fc4740926a2f0a94e8514495c3fe530d94feebfdae8ed8c5b97f080b9e"},
+	"imagenet-eval":  {"2b67e2d594a4679c45cadee4dfd5bdb76bd9ddb0401ec2009961beb930787f92", "2b67e2d594a4679c45cadee4dfd5bdb76bd9ddb0401ec2009961beb930787f92"},
+	"imagenet-train": {"bf1c283ea96f3b2573c547e6cfb8a55fa8a95f89053fcd8d67dbe0b463759fab", "66e6c08a16dc2d0568d7705b86b7f5452ec65ab4bc42dd7fe92b543b24536dde"},
+	"simclr":         {"bc9b6fdd591500eec00681e0a781bacfdacc913b7c719848f166dfccddbf05e5", "c970510d961f16884aa691ed8a9c1c451fb17e624def34c9b8cb75e44c63e3ee"},
+	"simclr-view":    {"ed384ad7639e6017c5891fea4e9c4c39aa0f426043ce1f7009e4d2ccf02bc5b8", "5c5a3189cd87c719b3b783efefb22bd28b867fb2149d22c7007440cae4942e6e"},
+	"tv-resnet50-v2": {"0313ce0e95d26b5f11c329ff908ae9d14a064e6c18a4fe98b321ff5fcf6c1894", "e2d7c8bcecc87cad51eca82b00df6691819573d02b7c264221c40cbc23fa0499"},
 }
 
 // TestGoldenPresets checks every preset's batches against goldenPresets,

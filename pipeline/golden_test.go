@@ -6,9 +6,9 @@ package pipeline
 //
 // Every constant here must pass unchanged on every architecture (amd64,
 // arm64, ...) and in both builds (cgo and CGO_ENABLED=0) where the test
-// runs; they were checked on amd64 and on arm64 under qemu-user. (The one
-// exception, the reference path's resampling in a build that fuses
-// multiply-adds, is skipped: see TestGoldenBatchReference.) A failure
+// runs; they were checked on amd64 and on arm64 under qemu-user (the
+// values of OutputVersion 5 on amd64 only, with and without fused
+// multiply-adds: GOAMD64=v3). A failure
 // means batches changed: on one machine only, it is a portability bug (a
 // fused multiply-add, an architecture-specific math function, a different
 // libjpeg-turbo); everywhere, someone changed what the seed semantics
@@ -176,25 +176,19 @@ func goldenBatchHashMode(t *testing.T, layout Layout, mode DecodeMode, opts ...O
 }
 
 // TestGoldenBatchReference pins the bytes of a batch made by the pure-Go
-// reference path (image/jpeg, then imaging's crop and resize), in both
-// builds.
-//
-// Known limit: imaging's resampler is float code we do not control, and a
-// build that fuses multiply-adds rounds it differently (measured: arm64
-// gives other bytes, for JPEG and for PNG, which always takes this path).
-// Such a build skips this test rather than fail for it; building with
-// -gcflags=all=-d=fmahash=n turns fusion off everywhere, and then the
-// arm64 bytes match these (checked under qemu-user).
+// reference path (image/jpeg, then torch's kernels in resample.go), in both
+// builds, with or without fused multiply-adds: the resampling is integer
+// sums after a weight setup that rounds every product (checked with
+// GOAMD64=v3, which fuses). Until OutputVersion 5 this path resampled
+// bilinear with imaging's float code, which a fusing build (arm64)
+// rounded differently.
 func TestGoldenBatchReference(t *testing.T) {
-	if fusesMultiplyAdd() {
-		t.Skip("this build fuses multiply-adds: the reference path's resampling (imaging) rounds differently; build with -gcflags=all=-d=fmahash=n to check it")
-	}
 	for _, tc := range []struct {
 		layout Layout
 		want   string
 	}{
-		{CHW, "de4b9c85622831837f96e3b2005e19a756a90d53a8b7a2d1823862bc1bdcd53c"},
-		{HWC, "6f9ee9b630f312532c3c4c8d7d131e62e3d4536238af04c6cbab6ba1b47be0ac"},
+		{CHW, "ef7f8203315d90f10c40deb7bd658a951f6cc5c76332357834eb7103d8c7cc4b"},
+		{HWC, "ab38af4b0f708a98c3ac266e667336c05f9251a9dfc9c55d21edb30d9f89a08a"},
 	} {
 		if got := goldenBatchHash(t, tc.layout, WithReference(true)); got != tc.want {
 			t.Errorf("reference path, %s: batch SHA-256 %s, want %s", tc.layout, got, tc.want)

@@ -26,8 +26,12 @@ import (
 // twice the output; torchvision's policies' magnitude bins are torch's
 // linspace rounded once (TrivialAugmentWide's translation bin 15 of 31 is
 // 15 px); timm's magnitudes past m10 are clamped as timm's; a CenterCrop
-// larger than the image is padded (it failed before).
-const OutputVersion = 4
+// larger than the image is padded (it failed before). Version 5:
+// antialiased bilinear is torch's uint8 kernel (its int16 weights and
+// precision), as every other filter was, where it was PIL's filter in Q14
+// (within one level of torch's): the bytes of every bilinear sample
+// changed, in both decode modes and on the Go path.
+const OutputVersion = 5
 
 // Decode paths, as Identity.Path names them.
 const (
@@ -52,8 +56,10 @@ type Identity struct {
 	Arch string
 	// FMA says whether this build's Go code fuses x*y+z into one rounding
 	// (arm64, ppc64, s390x, riscv64, amd64 with GOAMD64=v3; never with
-	// -gcflags=all=-d=fmahash=n): the Go path's resampler (imaging) then
-	// rounds differently.
+	// -gcflags=all=-d=fmahash=n). Until OutputVersion 5 the Go path's
+	// bilinear resampler (imaging's) rounded differently then; every float
+	// that decides a byte now rounds each product (the golden tests pass
+	// with GOAMD64=v3), but SameOutput still compares it.
 	FMA bool
 	// Path is PathTurbo or PathGo.
 	Path string

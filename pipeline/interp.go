@@ -79,13 +79,6 @@ func (t *Transform) geomInterp(p *samplePlan) error {
 	return nil
 }
 
-// legacyFilter reports whether the plan resamples with turbo.c's original
-// filter (antialiased bilinear through the region's box, PIL's
-// ImagingResample): the bytes of imagenet-train and imagenet-eval, pinned
-// by the golden tests. Every other filter follows torch's uint8 kernels
-// through spans.
-func (p *samplePlan) legacyFilter() bool { return p.interp == InterpBilinear && p.antialias }
-
 // dctScalable reports whether the plan may decode at a DCT scale: only when
 // its transform asks for DecodeFast (the default, DecodeExact, decodes at
 // full scale, as torchvision does). A scaled IDCT averages pixels, a
@@ -111,8 +104,8 @@ func (p *samplePlan) spans() (x, y span) {
 
 // clipMargin is how far, in source pixels, the plan's filter reaches past a
 // box whose side is s times its output's: the radius of the support plus
-// one pixel of slack for rounding. Bilinear keeps the margin its golden
-// bytes were made with.
+// one pixel of slack for rounding (bilinear's support is 1, bicubic's 2,
+// widened by s when antialiased and s > 1).
 func (p *samplePlan) clipMargin(s float64) float64 {
 	if p.interp == InterpBicubic {
 		return 2*math.Max(s, 1) + 1

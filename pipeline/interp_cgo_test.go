@@ -8,13 +8,13 @@ import (
 	"testing"
 )
 
-// torchFilters are the filters that follow torch's kernels (every one but
-// antialiased bilinear, the legacy filter).
+// torchFilters are the filters, every one torch's kernel.
 var torchFilters = []struct {
 	name   string
 	interp Interpolation
 	aa     bool
 }{
+	{"bilinear", InterpBilinear, true},
 	{"nearest", InterpNearest, false},
 	{"bilinear-noaa", InterpBilinear, false},
 	{"bicubic", InterpBicubic, true},
@@ -91,7 +91,7 @@ func TestTorchFiltersFastMatchGo(t *testing.T) {
 // TestFastSIMDSameFilters: the SIMD and scalar passes agree on the torch
 // filters, whose precision varies (14 to 22 bits) and whose bicubic
 // weights are negative, at full scale and at DCT scales (ScaleAny's:
-// antialiased bicubic takes them where the crop is large enough).
+// the antialiased filters take them where the crop is large enough).
 func TestFastSIMDSameFilters(t *testing.T) {
 	exactTest(t)
 	imgs := fastSynthAndPhotos(t, 1)
@@ -136,7 +136,7 @@ func TestFastSIMDSameFilters(t *testing.T) {
 	}
 	t.Logf("%d decodes identical at every SIMD level, %d of them DCT-scaled", n, scaled)
 	if scaled == 0 {
-		t.Error("no decode was DCT-scaled: the scaled bicubic path went untested")
+		t.Error("no decode was DCT-scaled: the scaled antialiased filters went untested")
 	}
 }
 

@@ -10,22 +10,15 @@ import (
 )
 
 // decodeRef is the reference path: it decodes with Go's image decoders and
-// follows torchvision's ops step by step with imaging (crop, then antialiased
-// bilinear resize; or resize, then crop), then flips and packs. The other
-// filters are torch's uint8 kernels (resampleTorch): imaging's differ from
-// torch's (its nearest picks centers, its filters always widen when
-// downscaling, its sums are float). It allocates per image; the fast path is
-// tested against it.
-//
-// Its bytes are the same on every machine only where the build does not
-// fuse multiply-adds: imaging's resampler is float code outside this module
-// that the compiler fuses on arm64, ppc64, s390x, riscv64 and amd64 with
-// GOAMD64=v3, which gives other bytes (seen on arm64). The compiler debug
-// flag -gcflags=all=-d=fmahash=n turns fusion off. Images other than JPEG,
-// PNG and WebP, and CMYK JPEGs, take this path in every build, and all
-// images without cgo. Its WebP decoder (golang.org/x/image/webp) replicates
-// chroma where libwebp, and so torchvision, interpolates it: a few levels
-// apart on lossy files.
+// follows torchvision's ops step by step: the crop (resized_crop) or the
+// whole image (resize, then the crop of it) resampled by torch's uint8
+// kernels (resampleTorch: integer sums after a weight setup that fuses no
+// multiply-add, so the same bytes on every machine), then flips and packs.
+// It allocates per image; the fast path is tested against it. Images other
+// than JPEG, PNG and WebP, and CMYK JPEGs, take this path in every build,
+// and all images without cgo. Its WebP decoder (golang.org/x/image/webp)
+// replicates chroma where libwebp, and so torchvision, interpolates it: a
+// few levels apart on lossy files.
 func decodeRef(data []byte, p *samplePlan, layout Layout, out []byte) error {
 	return decodeRefViews(data, []samplePlan{*p}, layout, out, []int{0})
 }
@@ -48,34 +41,17 @@ func decodeRefViews(data []byte, ps []samplePlan, layout Layout, out []byte, off
 }
 
 // resampleRef is the reference path's geometry: the plan's crop and resize
-// of the decoded image src, flipped and packed into out.
+// of the decoded image src, by torch's kernels on the crop's pixels
+// (resized_crop) or the whole image's (resize, then the crop of it),
+// flipped and packed into out.
 func resampleRef(src image.Image, p *samplePlan, layout Layout, out []byte) {
 	var img *image.NRGBA
-	crop := image.Rect(p.cx, p.cy, p.cx+p.cw, p.cy+p.ch)
-	if !p.legacyFilter() {
-		// torch's kernels, on the crop's pixels (resized_crop) or the
-		// whole image's (resize, then the crop of it).
-		if p.geom == cropResize {
-			img = imaging.Crop(src, crop.Add(src.Bounds().Min))
-		} else {
-			img = imaging.Clone(src)
-		}
-		resampleTorch(img, p, layout, out)
-		return
-	}
 	if p.geom == cropResize {
-		img = imaging.Crop(src, crop.Add(src.Bounds().Min))
-		if p.cw != p.outW || p.ch != p.outH {
-			img = imaging.Resize(img, p.outW, p.outH, imaging.Linear)
-		}
+		img = imaging.Crop(src, image.Rect(p.cx, p.cy, p.cx+p.cw, p.cy+p.ch).Add(src.Bounds().Min))
 	} else {
-		img = imaging.Resize(src, p.rw, p.rh, imaging.Linear)
-		img = imaging.Crop(img, crop)
+		img = imaging.Clone(src)
 	}
-	if p.flip {
-		img = imaging.FlipH(img)
-	}
-	packNRGBA(img, layout, out)
+	resampleTorch(img, p, layout, out)
 }
 
 // packNRGBA writes an image's RGB (alpha dropped, as PIL's convert("RGB")

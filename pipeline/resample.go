@@ -227,9 +227,9 @@ func cubic2(x, a float64) float64 {
 	return float64(v*x) - float64(4*a)
 }
 
-// resampleTorch is the reference path's resampling for every filter but
-// antialiased bilinear: torch's uint8 kernels, the horizontal pass first
-// and rounded to 8 bits, then the vertical. src holds the spans' source
+// resampleTorch is the reference path's resampling, every filter: torch's
+// uint8 kernels, the horizontal pass first and rounded to 8 bits, then the
+// vertical. src holds the spans' source
 // pixels from its origin (the crop, or the whole image); the output is
 // flipped if the plan says so and packed into out.
 func resampleTorch(src *image.NRGBA, p *samplePlan, layout Layout, out []byte) {

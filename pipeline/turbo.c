@@ -7,18 +7,19 @@
  * resamples vertically into the caller's buffer in CHW or HWC order. The
  * horizontal flip is folded into the horizontal filter's coefficient table.
  *
- * Resampling is PIL's ImagingResample with the triangle (bilinear) filter:
- * for output pixel i, center = box0 + (i + 0.5) * scale and source pixel j
- * weighs tri((j + 0.5 - center) / max(scale, 1)), normalized over the
- * support, which is clipped to the job's clip rectangle; coefficients are
- * Q14 fixed point with rounding, and the pass between the two directions is
- * rounded to 8 bits, as in PIL. The other filters (nearest, bicubic, and
- * bilinear without antialias) are torch's uint8 kernels (torch_coeffs):
- * its tap ranges and weights, in fixed point with its precision (14 to 22
- * bits, by the largest weight), so that they give torch's bytes. The
- * vertical pass uses SSE2 where the compiler targets it (every x86-64),
- * the horizontal pass SSSE3 where the CPU has it, and plain C otherwise,
- * with identical results.
+ * Resampling is torch's uint8 resize kernels (aten's UpSampleKernel.cpp and
+ * UpSampleKernelAVXAntialias.h, which torchvision's resize and resized_crop
+ * run on uint8 tensors): for every filter (nearest, bilinear, bicubic, with
+ * or without antialias) torch_coeffs computes torch's tap ranges and
+ * weights, in the same order of double operations, and puts them in int16
+ * fixed point with torch's precision (14 to 22 fractional bits, the most
+ * that keep the axis' largest weight under 2^15; each axis its own). As
+ * torch does, the horizontal pass comes first and is rounded and clamped to
+ * 8 bits, then the vertical pass reads those rows; each sum starts at half
+ * and is shifted back arithmetically. So the bytes are torch's, at full
+ * scale. The vertical pass uses SSE2 where the compiler targets it (every
+ * x86-64), AVX2 and AVX-512 where the CPU has them, the horizontal pass
+ * SSSE3, AVX2 and AVX-512, and plain C otherwise, with identical results.
  *
  * Chroma is upsampled as libjpeg does by default ("fancy", triangle), which
  * is what PIL and so torchvision get: stoker's output then matches
@@ -76,12 +77,11 @@
 #include <immintrin.h>
 #endif
 
-/* Filter coefficients are fixed point, Q14 for antialiased bilinear (PREC)
- * and torch's precision for the others (an axis' prec), so that a pixel
- * times a coefficient fits in 16x16->32-bit multiplies (pmaddwd) and a sum
- * of them in 32 bits. The scalar code computes the same sums: output is
- * the same bytes with or without SIMD. */
-#define PREC 14
+/* Filter coefficients are fixed point with an axis' prec fractional bits
+ * (torch's precision, at most 22 with int16 weights), so that a pixel times
+ * a coefficient fits in 16x16->32-bit multiplies (pmaddwd) and a sum of
+ * them in 32 bits. The scalar code computes the same sums: output is the
+ * same bytes with or without SIMD. */
 
 /* One axis' filter: output i reads 2*np source pixels from start[i], with
  * coefficients k[i*ks ...] (prec fractional bits; zero past the support)
@@ -301,76 +301,6 @@ static void pack_quads(stoker_turbo *t, axis *a, int n) {
       for (i = 0; i < 4; i++)
         memcpy(a->kv4 + (((size_t)g * a->np + j) * 4 + i) * 4,
                a->kv + ((size_t)(4 * g + i) * a->np + j) * 4, 4 * sizeof(int32_t));
-}
-
-/* coeffs fills a with the filter mapping source box [b0, b0+bsize) onto n
- * outputs, support clipped to [c0, c1), output order reversed when flip.
- * *lo, *hi receive the union of the supports. This is antialiased
- * bilinear, PIL's; torch_coeffs does the other filters. */
-static void coeffs(stoker_turbo *t, axis *a, double b0, double bsize, int n,
-                   int c0, int c1, int flip, int *lo, int *hi) {
-  double scale = bsize / n;
-  double fs = scale < 1 ? 1 : scale; /* filter scale: antialias downscales */
-  double support = fs;               /* the triangle's support is 1 */
-  double sup_ceil = ceil(2 * support);
-  int ks, i, j, maxc = 1;
-  if (!(sup_ceil < 1e6))
-    fail(t, STOKER_TOO_LARGE, "jpeg: resampling support is too large");
-  ks = ((int)sup_ceil + 4) & ~1;
-  grow(t, (void **)&a->start, &a->s_cap, (size_t)n, sizeof(int));
-  grow(t, (void **)&a->k, &a->k_cap, (size_t)n * ks, sizeof(int16_t));
-  grow(t, (void **)&a->w, &a->w_cap, (size_t)ks, sizeof(double));
-  a->ks = ks;
-  *lo = INT_MAX;
-  *hi = INT_MIN;
-  for (i = 0; i < n; i++) {
-    double center = b0 + (i + 0.5) * scale;
-    double sum = 0;
-    int j0 = (int)floor(center - support - 0.5);
-    int j1 = (int)ceil(center + support - 0.5);
-    int first = -1, last = -1, o = flip ? n - 1 - i : i;
-    int16_t *kk = a->k + (size_t)o * ks;
-    if (j0 < c0)
-      j0 = c0;
-    if (j1 > c1 - 1)
-      j1 = c1 - 1;
-    for (j = j0; j <= j1; j++) {
-      double x = (j + 0.5 - center) / fs;
-      double v = 1 - fabs(x);
-      if (v < 0)
-        v = 0;
-      a->w[j - j0] = v;
-      sum += v;
-      if (v > 0) {
-        if (first < 0)
-          first = j;
-        last = j;
-      }
-    }
-    if (first < 0) {
-      /* No source pixel in reach (cannot happen for boxes inside the clip
-       * rectangle): take the nearest one. */
-      int jn = (int)floor(center);
-      if (jn < c0)
-        jn = c0;
-      if (jn > c1 - 1)
-        jn = c1 - 1;
-      j0 = first = last = jn;
-      a->w[0] = sum = 1;
-    }
-    a->start[o] = first;
-    if (last - first + 1 > maxc)
-      maxc = last - first + 1;
-    memset(kk, 0, (size_t)ks * sizeof *kk);
-    for (j = first; j <= last; j++)
-      kk[j - first] = (int16_t)(a->w[j - j0] / sum * (1 << PREC) + 0.5);
-    if (first < *lo)
-      *lo = first;
-    if (last + 1 > *hi)
-      *hi = last + 1;
-  }
-  a->prec = PREC;
-  pack_pairs(t, a, n, maxc);
 }
 
 /* The filters of torch's uint8 resize kernels (aten UpSampleKernel.cpp:
@@ -1336,17 +1266,10 @@ static void crop_columns(stoker_turbo *t, decode_geom *g) {
       cy1 = g->oh;
     if (cx0 >= cx1 || cy0 >= cy1)
       fail(t, STOKER_UNSUPPORTED, "jpeg: empty clip rectangle");
-    if (vw->interp == STOKER_BILINEAR && vw->antialias) {
-      coeffs(t, &s->ax, vw->bx * f, vw->bw * f, vw->out_w, cx0, cx1, vw->flip,
-             &s->ux0, &s->ux1);
-      coeffs(t, &s->ay, vw->by * f, vw->bh * f, vw->out_h, cy0, cy1, 0, &s->uy0,
-             &s->uy1);
-    } else {
-      torch_coeffs(t, &s->ax, &vw->sx, f, vw->out_w, vw->interp, vw->antialias,
-                   cx0, cx1, vw->flip, &s->ux0, &s->ux1);
-      torch_coeffs(t, &s->ay, &vw->sy, f, vw->out_h, vw->interp, vw->antialias,
-                   cy0, cy1, 0, &s->uy0, &s->uy1);
-    }
+    torch_coeffs(t, &s->ax, &vw->sx, f, vw->out_w, vw->interp, vw->antialias,
+                 cx0, cx1, vw->flip, &s->ux0, &s->ux1);
+    torch_coeffs(t, &s->ay, &vw->sy, f, vw->out_h, vw->interp, vw->antialias,
+                 cy0, cy1, 0, &s->uy0, &s->uy1);
     pack_quads(t, &s->ax, vw->out_w);
     if (s->ux0 < g->ux0)
       g->ux0 = s->ux0;
@@ -1567,15 +1490,10 @@ int stoker_rows_begin(stoker_turbo *t, int gray, stoker_need *nd) {
     vstate *s = &t->vs[v];
     if (!view_ok(jb, vw))
       fail(t, STOKER_UNSUPPORTED, "bad geometry");
-    if (vw->interp == STOKER_BILINEAR && vw->antialias) {
-      coeffs(t, &s->ax, vw->bx, vw->bw, vw->out_w, vw->x0, vw->x1, vw->flip, &s->ux0, &s->ux1);
-      coeffs(t, &s->ay, vw->by, vw->bh, vw->out_h, vw->y0, vw->y1, 0, &s->uy0, &s->uy1);
-    } else {
-      torch_coeffs(t, &s->ax, &vw->sx, 1.0, vw->out_w, vw->interp, vw->antialias, vw->x0, vw->x1,
-                   vw->flip, &s->ux0, &s->ux1);
-      torch_coeffs(t, &s->ay, &vw->sy, 1.0, vw->out_h, vw->interp, vw->antialias, vw->y0, vw->y1, 0,
-                   &s->uy0, &s->uy1);
-    }
+    torch_coeffs(t, &s->ax, &vw->sx, 1.0, vw->out_w, vw->interp, vw->antialias, vw->x0, vw->x1,
+                 vw->flip, &s->ux0, &s->ux1);
+    torch_coeffs(t, &s->ay, &vw->sy, 1.0, vw->out_h, vw->interp, vw->antialias, vw->y0, vw->y1, 0,
+                 &s->uy0, &s->uy1);
     pack_quads(t, &s->ax, vw->out_w);
     nd->x0 = s->ux0 < nd->x0 ? s->ux0 : nd->x0;
     nd->x1 = s->ux1 > nd->x1 ? s->ux1 : nd->x1;

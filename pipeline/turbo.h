@@ -52,10 +52,8 @@ typedef struct {
   int x0, y0, x1, y1;
   int out_w, out_h;
   /* The filter (STOKER_BILINEAR ...) and whether it widens when
-   * downscaling. Antialiased bilinear resamples the box above (PIL's
-   * ImagingResample: the bytes the golden tests pin); every other filter
-   * is torch's uint8 kernel on the spans sx, sy, never at a DCT scale
-   * unless antialiased. */
+   * downscaling: torch's uint8 kernel on the spans sx, sy, never at a DCT
+   * scale unless antialiased (the box above then chooses the scale). */
   int interp, antialias;
   stoker_span sx, sy;
   int flip; /* mirror x */

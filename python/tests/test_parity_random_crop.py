@@ -52,9 +52,12 @@ CASES: Dict[str, List[pb.Op]] = {
     "center-crop-larger-pad": [pb.Op(center_crop=pb.CenterCrop(height=515, width=520)),
                                pb.Op(pad=pb.Pad(padding=[1, 2])),
                                pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip())],
-    # bicubic: torch's kernel to the byte (antialiased bilinear is within 1)
+    # a resize before the padded crop: torch's kernels to the byte, bicubic
+    # and (the default) antialiased bilinear
     "resize-center-crop-larger": [pb.Op(resize=pb.Resize(height=200, interpolation=pb.INTERPOLATION_BICUBIC)),
                                   pb.Op(center_crop=pb.CenterCrop(height=230))],
+    "resize-center-crop-larger-bilinear": [pb.Op(resize=pb.Resize(height=200)),
+                                           pb.Op(center_crop=pb.CenterCrop(height=230))],
 }
 
 
