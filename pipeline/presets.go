@@ -1,0 +1,123 @@
+package pipeline
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Presets by name: each documented op by op, with its source recipe, in
+// docs/transforms.md. Ops that torchvision's recipes run after Normalize
+// (RandomErasing) erase uint8 pixels here: value 0 after Normalize is the
+// mean colour (124, 116, 104) before it.
+var presets = map[string][]Op{
+	"imagenet-train": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}},
+		{Kind: OpRandomHorizontalFlip, P: 0.5},
+	},
+	"imagenet-eval": {
+		{Kind: OpResize, Size: [2]int{256, 0}},
+		{Kind: OpCenterCrop, Size: [2]int{224, 224}},
+	},
+	// torchvision's ResNet-50 "v2" recipe (references/classification,
+	// --train-crop-size 176 --auto-augment ta_wide --random-erase 0.1).
+	"tv-resnet50-v2": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{176, 176}},
+		{Kind: OpRandomHorizontalFlip, P: 0.5},
+		{Kind: OpTrivialAugmentWide, Bins: 31, Interp: InterpBilinear, FillNone: true},
+		{Kind: OpRandomErasing, P: 0.1, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, Value: meanColour},
+	},
+	// DeiT (timm's create_transform with --aa rand-m9-mstd0.5-inc1
+	// --reprob 0.25 --remode pixel, bicubic).
+	"deit": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Interp: InterpBicubic},
+		{Kind: OpRandomHorizontalFlip, P: 0.5},
+		{Kind: OpTimmRandAugment, Policy: "rand-m9-mstd0.5-inc1", Interp: InterpBicubic, Fill: meanColour},
+		{Kind: OpRandomErasing, P: 0.25, Scale: [2]float64{0.02, 1.0 / 3}, Ratio: [2]float64{0.3, 1 / 0.3}, RandomValue: true,
+			Mean: imagenetMean, Std: imagenetStd},
+	},
+	// SimCLR's ImageNet augmentation (Chen et al. 2020, appendix A), one
+	// view: s = 1, blur kernel 10% of the side. The preset "simclr" is two
+	// of these views (presets_views.go).
+	"simclr-view": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}},
+		{Kind: OpRandomHorizontalFlip, P: 0.5},
+		{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.8, 0.8, 0.8, 0.2)}},
+		{Kind: OpRandomGrayscale, P: 0.2},
+		{Kind: OpRandomApply, P: 0.5, Ops: []Op{{Kind: OpGaussianBlur, KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}}}},
+	},
+	// DINO's first global crop (main_dino.py DataAugmentationDINO,
+	// global_crops_scale (0.4, 1)): always blurred.
+	"dino-global": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Scale: [2]float64{0.4, 1}, Interp: InterpBicubic},
+		{Kind: OpRandomHorizontalFlip, P: 0.5},
+		{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
+		{Kind: OpRandomGrayscale, P: 0.2},
+		{Kind: OpGaussianBlur, KernelSize: [2]int{23, 23}, Sigma: [2]float64{0.1, 2.0}},
+	},
+	// DINO's local crops (local_crops_scale (0.05, 0.4), 96 px).
+	"dino-local": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{96, 96}, Scale: [2]float64{0.05, 0.4}, Interp: InterpBicubic},
+		{Kind: OpRandomHorizontalFlip, P: 0.5},
+		{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.4, 0.4, 0.2, 0.1)}},
+		{Kind: OpRandomGrayscale, P: 0.2},
+		{Kind: OpRandomApply, P: 0.5, Ops: []Op{{Kind: OpGaussianBlur, KernelSize: [2]int{9, 9}, Sigma: [2]float64{0.1, 2.0}}}},
+	},
+	// open_clip's training transform (image_transform, is_train=True).
+	"clip": {
+		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Scale: [2]float64{0.9, 1}, Interp: InterpBicubic},
+	},
+}
+
+// meanColour is ImageNet's mean as uint8 pixels: what torchvision's
+// RandomErasing(value=0) after Normalize writes, and timm's img_mean fill.
+var meanColour = [3]float64{124, 116, 104}
+
+// PresetNames lists the named presets, sorted: one-view presets and
+// presets of several views (ViewPreset).
+func PresetNames() []string {
+	names := make([]string, 0, len(presets)+len(viewPresets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	for n := range viewPresets {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Preset returns the op list of a named one-view preset.
+func Preset(name string) ([]Op, error) {
+	ops, ok := presets[name]
+	if !ok {
+		if _, views := viewPresets[name]; views {
+			return nil, fmt.Errorf("%w: transform preset %q makes several views: it is not one op list (ViewPreset)", ErrUnsupported, name)
+		}
+		return nil, fmt.Errorf("%w: unknown transform preset %q (known: %s)", ErrUnsupported, name, strings.Join(PresetNames(), ", "))
+	}
+	return cloneOps(ops), nil
+}
+
+// cloneOps copies ops deeply (containers' Ops and Probs too).
+func cloneOps(ops []Op) []Op {
+	out := append([]Op(nil), ops...)
+	for i := range out {
+		out[i].Ops = cloneOps(out[i].Ops)
+		out[i].Probs = append([]float64(nil), out[i].Probs...)
+	}
+	return out
+}
+
+// ParseTransform returns a preset's transform (of several views for a
+// ViewPreset's name).
+func ParseTransform(preset string, layout Layout) (*Transform, error) {
+	if groups, ok := ViewPreset(preset); ok {
+		return NewViews(layout, groups...)
+	}
+	ops, err := Preset(preset)
+	if err != nil {
+		return nil, err
+	}
+	return NewTransform(layout, ops...)
+}

@@ -1,0 +1,114 @@
+package pipeline
+
+// The checks NewTransform runs on each op's arguments, as torchvision's
+// constructors check them.
+
+import (
+	"fmt"
+	"math"
+)
+
+// geometryKind reports whether k is a geometry op.
+func geometryKind(k OpKind) bool {
+	return k == OpRandomResizedCrop || k == OpResize || k == OpCenterCrop || k == OpRandomCrop || k == OpPad
+}
+
+// checkPadding checks a RandomCrop's or Pad's padding and constant fill.
+func checkPadding(op *Op) error {
+	for _, v := range op.Padding {
+		if v < 0 || v > maxSide {
+			return fmt.Errorf("%w: transform: %s padding %v: want 0..%d a side", ErrUnsupported, op.Kind, op.Padding, maxSide)
+		}
+	}
+	for _, v := range op.Fill {
+		if !(v >= 0 && v <= 255) || v != math.Trunc(v) {
+			return fmt.Errorf("%w: transform: %s fill %v: want integers 0..255 (uint8 pixels)", ErrUnsupported, op.Kind, op.Fill)
+		}
+	}
+	return nil
+}
+
+func checkRRC(op *Op) error {
+	if op.Scale == [2]float64{} {
+		op.Scale = [2]float64{0.08, 1}
+	}
+	if op.Ratio == [2]float64{} {
+		op.Ratio = [2]float64{3.0 / 4, 4.0 / 3}
+	}
+	// torchvision takes a lower bound of 0 (scale=(0.0, 1.0)): a draw of
+	// an empty area fails the try, as one too large for the image does,
+	// and the ten failed tries fall back to the center crop.
+	if !(op.Scale[0] >= 0 && op.Scale[0] <= op.Scale[1] && op.Scale[1] <= 1) {
+		return fmt.Errorf("%w: transform: RandomResizedCrop scale %v: want 0 <= lo <= hi <= 1", ErrUnsupported, op.Scale)
+	}
+	if !(op.Ratio[0] > 0 && op.Ratio[0] <= op.Ratio[1]) || math.IsInf(op.Ratio[1], 0) {
+		return fmt.Errorf("%w: transform: RandomResizedCrop ratio %v: want 0 < lo <= hi, finite", ErrUnsupported, op.Ratio)
+	}
+	// When no drawn crop fits, torchvision's fallback crops the whole
+	// height at width height*hi (or the whole width at height width/lo):
+	// a range that makes that side round to 0 for every image a decoder
+	// takes would fail every sample as an empty crop.
+	if op.Ratio[1]*maxImageSide < 0.5 || maxImageSide/op.Ratio[0] < 0.5 {
+		return fmt.Errorf("%w: transform: RandomResizedCrop ratio %v: every crop would be empty (a side of 0 pixels) on any image up to %d pixels a side; want a range that meets [1/%d, %d]",
+			ErrUnsupported, op.Ratio, maxImageSide, maxImageSide, maxImageSide)
+	}
+	return checkSize(op, false)
+}
+
+// maxImageSide is the longest side of an image a JPEG can declare, the
+// bound checkRRC takes for "any image".
+const maxImageSide = 65535
+
+// checkP checks a RandomHorizontalFlip fused into the decode (op pos).
+func checkP(op *Op, pos int) error {
+	if !(op.P >= 0 && op.P <= 1) { // NaN too
+		return opError(fmt.Sprintf("op %d (%s)", pos, op.Kind), "p=%v: want 0 <= p <= 1", op.P)
+	}
+	return nil
+}
+
+// checkInterp checks a geometry op's interpolation.
+func checkInterp(op *Op, geometry bool) error {
+	if op.RandomInterp && (op.Kind != OpRandomResizedCrop || op.Interp != InterpBilinear) {
+		return fmt.Errorf("%w: transform: %s: a random interpolation is RandomResizedCrop's, drawing bilinear or bicubic (Interp bilinear), got %s", ErrUnsupported, op.Kind, op.Interp)
+	}
+	switch op.Interp {
+	case InterpBilinear, InterpBicubic, InterpNearest:
+		return nil
+	}
+	return fmt.Errorf("%w: transform: %s: interpolation %s: want nearest, bilinear or bicubic", ErrUnsupported, op.Kind, op.Interp)
+}
+
+// checkNormalize refuses a std whose outputs are not all finite float32s:
+// 0, NaN, infinite, or so small (1e-300) that (1 + |mean|) / std, the
+// largest output's size, is over maxNormalized. stoker.normalize and
+// stoker.transforms.Normalize refuse the same.
+func checkNormalize(op *Op) error {
+	for c := 0; c < 3; c++ {
+		if !(op.Std[c] > 0) || math.IsInf(op.Std[c], 0) || math.IsNaN(op.Mean[c]) || math.IsInf(op.Mean[c], 0) ||
+			!((1+math.Abs(op.Mean[c]))/op.Std[c] <= maxNormalized) {
+			return fmt.Errorf("%w: transform: Normalize mean %v std %v: want finite mean and finite std > 0, with (1 + |mean|) / std at most %g (float32 outputs that stay finite)",
+				ErrUnsupported, op.Mean, op.Std, maxNormalized)
+		}
+	}
+	return nil
+}
+
+// maxNormalized bounds a normalized value's size: float32's largest
+// finite value less room for the rounding of scale and bias.
+const maxNormalized = 1e38
+
+// maxSide bounds output sides so a request cannot ask for absurd buffers.
+const maxSide = 4096
+
+func checkSize(op *Op, shorterOK bool) error {
+	h, w := op.Size[0], op.Size[1]
+	if w == 0 && !shorterOK {
+		w = h
+		op.Size[1] = w
+	}
+	if h <= 0 || h > maxSide || w < 0 || w > maxSide {
+		return fmt.Errorf("%w: transform: %s size %v: sides must be in 1..%d", ErrUnsupported, op.Kind, op.Size, maxSide)
+	}
+	return nil
+}
