@@ -98,11 +98,13 @@ def availability(a: argparse.Namespace) -> dict[str, str]:
     """Each wanted peer: '' when it can run, else why not."""
     venv = os.path.dirname(os.path.dirname(a.peers_python))
     why = {}
+    tv = None
     for peer in a.peers:
         if peer == "stoker":
             why[peer] = "" if os.access(a.stoker, os.X_OK) else f"{a.stoker} not found (make build)"
         elif peer in ("tv2", "pil"):
-            why[peer] = probe_python(sys.executable, "torchvision", "torchvision")
+            tv = probe_python(sys.executable, "torchvision", "torchvision") if tv is None else tv
+            why[peer] = tv
         else:
             module, dist = {"pillow-simd": ("PIL", "pillow-simd"), "dali": ("nvidia.dali", "nvidia-dali-cuda120"),
                             "spdl": ("spdl.io", "spdl")}[peer]
@@ -110,7 +112,8 @@ def availability(a: argparse.Namespace) -> dict[str, str]:
             why[peer] = f"{dist} did not install: {failed}" if failed else probe_python(a.peers_python, module, dist)
             if not why[peer] and peer == "spdl":
                 # spdl.io loads the system's FFmpeg libraries on first use.
-                code = "import spdl.io.lib as l; l._libspdl.__doc__"
+                # (Any attribute of its lazy _libspdl but a dunder loads them.)
+                code = "from spdl.io.lib import _libspdl; _libspdl.make_demuxer"
                 r = subprocess.run([a.peers_python, "-c", code], capture_output=True, text=True, timeout=300,
                                    stdin=subprocess.DEVNULL)
                 if r.returncode != 0:
@@ -317,17 +320,19 @@ def main() -> None:
             data = tmp
             print(f"{n} of {a.data}'s images (copies in {tmp})", file=sys.stderr)
         command = a.command or shlex.join(["bench/peers.py", *sys.argv[1:]])
+        shown = os.path.relpath(a.data, REPO)
         if not os.path.abspath(a.data).startswith(REPO + os.sep):
-            # A path of this machine's, outside the repository: named by
-            # its last component only (a clone has no such path).
-            command = command.replace(a.data, "PHOTOS")
+            # A path of this machine's, outside the repository (a clone
+            # has no such path): DIR, said to be a directory of that name.
+            command = command.replace(a.data, "DIR")
+            shown = f"DIR (a directory named {os.path.basename(os.path.normpath(a.data))})"
         header = {
             "command": command,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": machine(),
             "commit": commit(),
-            "data": f"{os.path.basename(os.path.normpath(a.data))}"
-                    + (f" (the first {a.limit})" if a.limit > 0 else "") + f": {describe_data(data)}",
+            "data": shown + (f", the first {a.limit} of its images" if a.limit > 0 else "")
+                    + f": {describe_data(data)}",
         }
         why = availability(a)
         for p, w in why.items():
