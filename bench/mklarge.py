@@ -2,12 +2,12 @@
 """Large photos for `make bench-peers LARGE=1`, made from the committed
 photos (testdata/photos), so that a clone can run it: each image is a camera
 or wallpaper size of 8 to 20 MP (SIZES), tiled with upscaled crops of the
-committed photos (bicubic, 2-6x) and sensor-like noise, so that its bytes
+committed photos (bicubic, 1.5-3x) and sensor-like noise, so that its bytes
 per pixel are a real photo's, not a smooth upscale's. Every second image is
 progressive (PIL's progressive JPEG), the others baseline; 4:2:0 at quality
-85-95. An ImageFolder: OUT/<class>/<n>.jpg, the class that of the photo the
-first tile came from. Deterministic given --seed (the same bytes from the
-same Pillow).
+90-97 (0.2-0.5 bytes a pixel, as a phone's photos). An ImageFolder:
+OUT/<class>/<n>.jpg, the class that of the photo the first tile came from.
+Deterministic given --seed (the same bytes from the same Pillow).
 
 usage: bench/mklarge.py OUT [--n 12] [--seed 0] [--src testdata/photos]
        (Pillow and numpy: .venv has them)
@@ -53,8 +53,8 @@ def make(photos: list[tuple[str, Image.Image]], w: int, h: int, rnd: random.Rand
             tw = min(w - x, rnd.randint(w // 4, w // 2))
             cls, im = photos[rnd.randrange(len(photos))]
             first = first or cls
-            # A crop of the photo 2-6x smaller than the tile, upscaled.
-            f = rnd.uniform(2, 6)
+            # A crop of the photo 1.5-3x smaller than the tile, upscaled.
+            f = rnd.uniform(1.5, 3)
             cw, ch = max(8, min(im.width, round(tw / f))), max(8, min(im.height, round(th / f)))
             cx, cy = rnd.randint(0, im.width - cw), rnd.randint(0, im.height - ch)
             tile = im.crop((cx, cy, cx + cw, cy + ch)).resize((tw, th), Image.BICUBIC)
@@ -64,7 +64,7 @@ def make(photos: list[tuple[str, Image.Image]], w: int, h: int, rnd: random.Rand
             x += tw
         y += th
     a = np.asarray(canvas, dtype=np.int16)
-    noise = rng.normal(0, rnd.uniform(2, 6), a.shape).astype(np.int16)
+    noise = rng.normal(0, rnd.uniform(4, 10), a.shape).astype(np.int16)
     return first, Image.fromarray(np.clip(a + noise, 0, 255).astype(np.uint8))
 
 
@@ -87,7 +87,7 @@ def main() -> None:
         os.makedirs(d, exist_ok=True)
         progressive = i % 2 == 1
         p = os.path.join(d, f"{i:04d}{'-progressive' if progressive else ''}.jpg")
-        im.save(p, "JPEG", quality=rnd.randint(85, 95), subsampling=2, progressive=progressive, optimize=progressive)
+        im.save(p, "JPEG", quality=rnd.randint(90, 97), subsampling=2, progressive=progressive, optimize=progressive)
         total += os.path.getsize(p)
         print(f"{p}: {w}x{h} ({w * h / 1e6:.1f} MP), {'progressive' if progressive else 'baseline'}, "
               f"{os.path.getsize(p) / 1e6:.1f} MB")

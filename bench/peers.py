@@ -240,6 +240,13 @@ def measure(a: argparse.Namespace, data: str, why: dict[str, str]) -> dict:
     return res
 
 
+def fmt(x: float, median: bool = False) -> str:
+    """A run's figure to about three significant digits (large photos make
+    single-digit images per CPU-second); a median of 100 or more with one
+    decimal."""
+    return f"{x:.{1 if median and x >= 100 else 0 if x >= 100 else 1 if x >= 10 else 2}f}"
+
+
 def table(a: argparse.Namespace, res: dict, header: dict) -> str:
     """The Markdown written between the markers."""
     lines = [
@@ -259,17 +266,17 @@ def table(a: argparse.Namespace, res: dict, header: dict) -> str:
             if "skipped" in q:
                 lines.append(f"| {t} | {p} | skipped: {q['skipped'].replace('|', '/')} | | | |")
                 continue
-            runs = ", ".join(f"{x:.0f}" for x in q["runs"])
+            runs = ", ".join(fmt(x) for x in q["runs"])
             if p == "stoker":
-                lines.append(f"| {t} | stoker epoch 1 | {q['median_epoch1']:.1f} | "
-                             + ", ".join(f"{x:.0f}" for x in q["runs_epoch1"]) + " | | |")
-                lines.append(f"| {t} | stoker epochs >= 2 | {q['median']:.1f} | {runs} | | |")
+                lines.append(f"| {t} | stoker epoch 1 | {fmt(q['median_epoch1'], True)} | "
+                             + ", ".join(fmt(x) for x in q["runs_epoch1"]) + " | | |")
+                lines.append(f"| {t} | stoker epochs >= 2 | {fmt(q['median'], True)} | {runs} | | |")
                 continue
             r1 = r2 = ""
             if "median" in st:
                 r1, r2 = f"{st['median_epoch1'] / q['median']:.2f}x", f"{st['median'] / q['median']:.2f}x"
             note = f" ({q['note']})" if q.get("note") else ""
-            lines.append(f"| {t} | {p}{note} | {q['median']:.1f} | {runs} | {r1} | {r2} |")
+            lines.append(f"| {t} | {p}{note} | {fmt(q['median'], True)} | {runs} | {r1} | {r2} |")
     return "\n".join(lines) + "\n"
 
 
