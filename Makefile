@@ -56,7 +56,7 @@ APT_PKGS := gcc libc6-dev make pkg-config libjpeg62-turbo-dev libpng-dev libwebp
 APT_TEST_PKGS := strace
 APT_TEST ?=
 
-.PHONY: help setup apt apt-test venv venv-run tools stores build static gpuhost test test-go test-asan test-python lint check-generate generate bench demo clean
+.PHONY: help setup apt apt-test venv venv-run tools stores build static gpuhost test test-go test-asan test-python lint check-generate generate bench bench-peers peers-venv demo clean
 
 # Every target has a `## what it does` comment on its line: make help lists
 # them all (python/tests/test_repo.py checks it against .PHONY).
@@ -234,6 +234,63 @@ bench: setup build ## stoker's pipeline vs torchvision (PIL, v2) on THREADS core
 		rm -rf $(BENCH_DATA).tmp && $(BIN) mkdata --out $(BENCH_DATA).tmp --n 1200 --classes 10 && mv $(BENCH_DATA).tmp $(BENCH_DATA); \
 	fi
 	$(PY) bench/compare.py --stoker $(BIN) --data $(or $(PHOTOS),$(BENCH_DATA)) --threads $(THREADS) --rounds $(ROUNDS) --seconds $(SECONDS) --coef-budget $(COEF_BUDGET) --transform $(TRANSFORM) --format $(FORMAT)
+
+# make bench-peers: stoker against the pipelines a user would pick instead
+# (bench/peers.py): torchvision v2 and Pillow from .venv; pillow-simd, NVIDIA
+# DALI's CPU pipeline and Meta's SPDL from their own venv, $(PEERS_VENV),
+# pinned in python/requirements-peers.txt. That venv sees .venv's torch,
+# torchvision and numpy through a .pth file (no second torch), and
+# pillow-simd's PIL, in its own site-packages, comes before .venv's Pillow.
+# Each peer installs on its own: one that does not (pillow-simd builds from
+# source, with AVX2 where the CPU has it) leaves its reason in
+# $(PEERS_VENV)/failed/, and bench/peers.py skips it, saying why. SPDL
+# decodes with the system's FFmpeg libraries (Debian's ffmpeg brings them).
+# PHOTOS: an ImageFolder (LIMIT=N: only N of its images); LARGE=1: large
+# photos made from testdata/photos by bench/mklarge.py (LARGE_N of them,
+# >= 8 MP, every second one progressive); neither: testdata/photos.
+PEERS_VENV := out/peers-venv
+PEERS_PY   := $(PEERS_VENV)/bin/python
+PEERS_TRANSFORMS ?= imagenet-train,imagenet-eval,tv-resnet50-v2
+LIMIT      ?= 0
+LARGE      ?=
+LARGE_N    ?= 12
+LARGE_SEED ?= 0
+LARGE_DATA := out/bench-large-$(LARGE_N)-$(LARGE_SEED)
+PEERS_DATA  = $(if $(LARGE),$(LARGE_DATA),$(or $(PHOTOS),testdata/photos))
+APT_PEERS_PKGS := ffmpeg
+
+$(PEERS_VENV)/.stamp: python/requirements-peers.txt
+	@missing=$$(for p in $(APT_PEERS_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "apt-get install:$$missing"; \
+		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing || \
+			echo "could not install$$missing: bench-peers will skip SPDL"; \
+	fi
+	rm -rf $(PEERS_VENV) && $(PY) -m venv $(PEERS_VENV)
+	$(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > \
+		"$$($(PEERS_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/stoker-base.pth"
+	mkdir -p $(PEERS_VENV)/failed $(PEERS_VENV)/logs
+	@grep -v '^#' python/requirements-peers.txt | grep . | while read -r req; do \
+		name=$${req%%=*}; cc=; nocache=; \
+		if [ "$$name" = pillow-simd ]; then nocache=--no-cache-dir; grep -qw avx2 /proc/cpuinfo && cc="cc -mavx2"; fi; \
+		echo "pip install $$req$${cc:+ (CC=$$cc)}"; \
+		if ! env $${cc:+CC="$$cc"} $(PEERS_PY) -m pip install -q $$nocache "$$req" > $(PEERS_VENV)/logs/$$name.log 2>&1; then \
+			tail -n 5 $(PEERS_VENV)/logs/$$name.log > $(PEERS_VENV)/failed/$$name.txt; \
+			echo "$$req did not install: bench-peers will skip it ($(PEERS_VENV)/logs/$$name.log)"; \
+		fi; \
+	done
+	touch $@
+
+peers-venv: venv-run $(PEERS_VENV)/.stamp ## the peers' venv of make bench-peers (out/peers-venv): pillow-simd, DALI, SPDL, pinned; each that does not install is skipped
+
+$(LARGE_DATA):
+	rm -rf $@.tmp && $(PY) bench/mklarge.py $@.tmp --n $(LARGE_N) --seed $(LARGE_SEED) && mv $@.tmp $@
+
+bench-peers: venv-run build peers-venv $(if $(LARGE),$(LARGE_DATA)) ## stoker vs torchvision v2, Pillow, pillow-simd, DALI (CPU), SPDL: one core each, images per CPU-second, into BENCHMARKS.md (PHOTOS=, LIMIT=N, LARGE=1)
+	@if [ -z "$(LARGE)" ] && [ -n "$(PHOTOS)" ] && [ ! -d "$(PHOTOS)" ]; then echo "PHOTOS=$(PHOTOS) is not a directory"; exit 1; fi
+	$(PY) bench/peers.py --stoker $(BIN) --data $(PEERS_DATA) --limit $(LIMIT) --transforms $(PEERS_TRANSFORMS) \
+		--rounds $(ROUNDS) --seconds $(SECONDS) --coef-budget $(COEF_BUDGET) --peers-python $(PEERS_PY) --write BENCHMARKS.md \
+		--command 'make bench-peers$(if $(LARGE), LARGE=1 LARGE_N=$(LARGE_N) LARGE_SEED=$(LARGE_SEED),$(if $(PHOTOS), PHOTOS=$(PHOTOS)))$(if $(filter-out 0,$(LIMIT)), LIMIT=$(LIMIT)) ROUNDS=$(ROUNDS) SECONDS=$(SECONDS)'
 
 demo: apt venv-run build ## install what the demo needs (not the tests' object stores and tools), build, serve a demo dataset and train on it for 30 s (DATA=ImageFolder)
 	$(PY) python/demo.py --stoker $(BIN) $(if $(DATA),--data $(DATA))
