@@ -120,9 +120,13 @@ type Op struct {
 	Bits      int
 	Factor    float64
 	// Value: RandomErasing's fill, per channel in pixel units (0..255);
-	// RandomValue is value="random".
-	Value       [3]float64
-	RandomValue bool
+	// RandomValue is value="random", RandomColor with it one random colour
+	// per box (timm's mode "rand"). MinCount and MaxCount: timm's count of
+	// boxes (0: 1; MaxCount 0: MinCount), each box's area divided by it.
+	Value              [3]float64
+	RandomValue        bool
+	RandomColor        bool
+	MinCount, MaxCount int
 	// Ops: RandomApply's, RandomChoice's and RandomOrder's ops; Probs:
 	// RandomChoice's p (nil: uniform).
 	Ops   []Op

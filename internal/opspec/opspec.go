@@ -382,6 +382,19 @@ func erasing(e *stokerv1.RandomErasing, where string) (pipeline.Op, error) {
 	if len(m) == 3 {
 		op.Mean, op.Std = [3]float64(m), [3]float64(s)
 	}
+	if e.GetRandomColor() && !op.RandomValue {
+		return op, fmt.Errorf("%w: transform: %s: random_color (one random colour per box) needs random_value", pipeline.ErrUnsupported, where)
+	}
+	op.RandomColor = e.GetRandomColor()
+	lo, hi := max(e.GetMinCount(), 1), e.GetMaxCount()
+	if hi == 0 {
+		hi = lo
+	}
+	if lo > hi || hi > pipeline.MaxEraseCount {
+		return op, fmt.Errorf("%w: transform: %s: min_count %d, max_count %d: want 1 <= min_count <= max_count <= %d (0: 1, and max_count 0: min_count)",
+			pipeline.ErrUnsupported, where, e.GetMinCount(), e.GetMaxCount(), pipeline.MaxEraseCount)
+	}
+	op.MinCount, op.MaxCount = int(lo), int(hi)
 	return op, nil
 }
 

@@ -437,28 +437,25 @@ def _timm_rand_augment(cv: _Converter, t: Any, where: str) -> Transform:
 
 def _timm_erasing(cv: _Converter, t: Any, where: str) -> Transform:
     """timm's RandomErasing: torchvision's box sampling (in Python's
-    random); mode 'const' erases with 0 and 'pixel' with per-pixel normal
-    noise, both after Normalize; 'rand' (one normal colour per box) and
-    more than one box are not stoker's."""
-    if (t.min_count, t.max_count) != (1, 1):
-        raise ValueError(f"{where}: count ({t.min_count}, {t.max_count}): stoker erases at most one box; use "
-                         f"re_count=1")
-    if t.num_splits and t.num_splits > 1:
-        raise ValueError(f"{where}: num_splits={t.num_splits} (augmentation splits) is not supported by stoker; "
-                         f"use re_split=False")
-    if t.mode == "rand":
-        raise ValueError(f"{where}: mode 'rand' (one random colour per box) is not supported by stoker's "
-                         f"RandomErasing: use re_mode='pixel' (per-pixel noise) or 'const'")
-    if t.mode not in ("const", "pixel"):
-        raise ValueError(f"{where}: mode {t.mode!r}: want 'const' or 'pixel'")
-    value, noise = cv.erase_value("random" if t.mode == "pixel" else 0)
+    random) after Normalize; mode 'const' erases with 0, 'pixel' with
+    per-pixel normal noise and 'rand' with one normal colour per box;
+    re_count boxes (or a uniform number of min_count..max_count), each
+    box's area divided by the count. num_splits skips a batch's first
+    images only: on the one image create_transform's pipeline gives it
+    (a 3-D tensor), timm ignores it, and so does stoker."""
+    if t.mode not in ("const", "pixel", "rand"):
+        raise ValueError(f"{where}: mode {t.mode!r}: want 'const', 'pixel' or 'rand'")
+    lo, hi = int(t.min_count), int(t.max_count)
+    if not 1 <= lo <= hi <= 16:
+        raise ValueError(f"{where}: count ({lo}, {hi}): stoker erases 1 <= min_count <= max_count <= 16 boxes")
+    value, noise = cv.erase_value("random" if t.mode in ("pixel", "rand") else 0)
     # timm keeps log(min_aspect), log(max_aspect or 1 / min_aspect): the
     # ratios it was given, to the last bit where exp(log(x)) is not x.
-    lo = float(f"{math.exp(t.log_aspect_ratio[0]):.12g}")
-    hi = math.exp(t.log_aspect_ratio[1])
-    hi = 1 / lo if math.isclose(hi, 1 / lo, rel_tol=1e-12) else float(f"{hi:.12g}")
-    ratio = (lo, hi)
-    return O.RandomErasing(t.probability, (t.min_area, t.max_area), ratio, value, **noise)
+    lo_r = float(f"{math.exp(t.log_aspect_ratio[0]):.12g}")
+    hi_r = math.exp(t.log_aspect_ratio[1])
+    hi_r = 1 / lo_r if math.isclose(hi_r, 1 / lo_r, rel_tol=1e-12) else float(f"{hi_r:.12g}")
+    return O.RandomErasing(t.probability, (t.min_area, t.max_area), (lo_r, hi_r), value, per_box=t.mode == "rand",
+                           count=(lo, hi), **noise)
 
 
 def _weights(p: Any) -> Any:

@@ -317,6 +317,77 @@ def test_timm_train_draws(stoker_bin: Path, monkeypatch: pytest.MonkeyPatch) -> 
                     lambda a: {k: float(a[k]) for k in ("i", "j", "h", "w")}, timm_box, seed=32, source=(60, 40))
 
 
+ERASING = [("rand", 1), ("rand", 4), ("const", 3), ("pixel", 2)]
+
+
+@pytest.mark.parametrize("mode,count", ERASING)
+def test_timm_erasing_draws(stoker_bin: Path, monkeypatch: pytest.MonkeyPatch, mode: str, count: int) -> None:
+    """timm's RandomErasing with re_mode and re_count as its own object
+    draws it: how many boxes per image (timm: randint(1, re_count)), each
+    box's top, left, height and width (each box its own ten tries at an
+    area divided by the count), and for mode 'rand' each box's colour per
+    channel, timm's normal value as the pixel that normalizes to it
+    (round(255 * (mean + std * z)), clamped); 'const' writes the mean
+    colour, 'pixel' per-pixel noise."""
+    tt = create_transform(SIDE, is_training=True, re_prob=0.7, re_mode=mode, re_count=count)
+    erase = tt.transforms[-1]
+    got = T.from_torchvision(tt).transforms[-1]
+    assert (got.count, got.per_box) == ((1, count) if count > 1 else 1, mode == "rand")
+    assert got.value == ("random" if mode != "const" else (124, 116, 104))
+    import timm.data.random_erasing as re_mod
+    real = re_mod._get_pixels
+    colours: List[List[float]] = []
+
+    def pixels(per_pixel: bool, rand_color: bool, size: Any, dtype: Any = None, device: Any = None) -> Any:
+        v = real(per_pixel, rand_color, size, dtype=dtype, device="cpu")
+        if rand_color:
+            colours.append([min(255.0, max(0.0, math.floor(255 * (m + s * float(z)) + 0.5)))
+                            for m, s, z in zip(IMAGENET[0], IMAGENET[1], v.flatten().tolist())])
+        return v
+    monkeypatch.setattr(re_mod, "_get_pixels", pixels)
+
+    class Boxes:
+        """An image that records where timm writes."""
+
+        def __init__(self) -> None:
+            self.boxes: List[Tuple[int, int, int, int]] = []
+
+        def __setitem__(self, key: Any, value: Any) -> None:
+            _, rows, cols = key
+            self.boxes.append((rows.start, cols.start, rows.stop - rows.start, cols.stop - cols.start))
+
+    w, h = 60, 40
+    n = 20_000
+
+    def run(k: int) -> Checks:
+        traces = stoker_traces(stoker_bin, [center(h, w), got.to_proto()], n, source=(w, h), seed=k)
+        random.seed(555 + k)
+        torch.manual_seed(555 + k)
+        colours.clear()
+        theirs = []
+        for _ in range(n):
+            img = Boxes()
+            erase._erase(img, 3, h, w, torch.float32)
+            theirs.append(img.boxes)
+        c = Checks()
+        mine = [[a for s, a in steps if s == "erase"] for steps in traces]
+        stat, p, df = chi2_homogeneity([len(b) for b in mine], [len(b) for b in theirs])
+        c.p("boxes per image", p, f"(chi2 {stat:.1f}, df {df})")
+        for x, key in enumerate(("i", "j", "h", "w")):
+            compare_values(c, f"box {key}", [float(a[key]) for b in mine for a in b],
+                           [float(t[x]) for b in theirs for t in b])
+        values = [a["v"] for b in mine for a in b]
+        if mode == "rand":
+            assert len(colours) == sum(len(b) for b in theirs)
+            for ch in range(3):
+                compare_values(c, f"colour channel {ch}", [float(v[ch]) for v in values], [v[ch] for v in colours])
+        else:
+            assert {str(v) for v in values} == {"random" if mode == "pixel" else "[124.0, 116.0, 104.0]"}, set(map(str, values))
+        return c
+
+    in_band(run)
+
+
 def _reseeding():
     """Seeds Python's random from torch's seed whenever continuous_case
     sets a new one (timm draws with random, torchvision with torch)."""
@@ -424,10 +495,8 @@ REFUSALS = [
      r"^op 2 \(AugMixAugment\): timm's AugMix .* use auto_augment='rand-\.\.\.'"),
     (lambda: create_transform(224, is_training=True, auto_augment="v0"),
      r"^op 2 \(AutoAugment\): timm's AutoAugment policies .* use auto_augment='rand-\.\.\.'"),
-    (lambda: create_transform(224, is_training=True, re_prob=0.25, re_mode="rand"),
-     r"^op 5 \(RandomErasing\): mode 'rand' .* use re_mode='pixel'"),
-    (lambda: create_transform(224, is_training=True, re_prob=0.25, re_count=2),
-     r"^op 5 \(RandomErasing\): count \(1, 2\): stoker erases at most one box; use re_count=1$"),
+    (lambda: create_transform(224, is_training=True, re_prob=0.25, re_count=17),
+     r"^op 5 \(RandomErasing\): count \(1, 17\): stoker erases 1 <= min_count <= max_count <= 16 boxes$"),
     (lambda: create_transform(224, is_training=True, auto_augment="rand-m9-tweights"),
      r"^op 2 \(RandAugment\): a weighted op choice"),
     (lambda: create_transform(224, is_training=True, auto_augment="rand-m9-t3a"),
@@ -469,7 +538,7 @@ def test_normalize_on_pixels_is_refused() -> None:
 
 # -- the converted objects' samples replayed through torchvision ---------------------
 
-@pytest.mark.parametrize("name", ["timm-train", "bicubic-policies"])
+@pytest.mark.parametrize("name", ["timm-train", "timm-erasing", "bicubic-policies"])
 def test_replay(server: str, stoker_bin: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """test_parity_replay's harness on the converted objects: each sample's
     trace, run by stoker's kernels, is the sample; each step, run by
@@ -480,6 +549,9 @@ def test_replay(server: str, stoker_bin: Path, monkeypatch: pytest.MonkeyPatch, 
 
     if name == "timm-train":
         ops = T.to_spec(T.from_torchvision(create_transform(96, **TIMM_TRAIN))).ops
+    elif name == "timm-erasing":  # re_mode 'rand': each box's colour is in its trace, replayed exactly
+        ops = T.to_spec(T.from_torchvision(create_transform(96, is_training=True, re_prob=0.9, re_mode="rand",
+                                                            re_count=3))).ops
     else:
         ops = [T.RandomResizedCrop(64, interpolation="bicubic").to_proto()]
         ops += [T.from_torchvision(ClassificationPresetTrain(crop_size=64, interpolation=BICUBIC,

@@ -1447,6 +1447,7 @@ type Op struct {
 	//	*Op_TimmRandAugment
 	//	*Op_RandomCrop
 	//	*Op_Pad
+	//	*Op_TimmAutoAugment
 	Op            isOp_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1750,6 +1751,15 @@ func (x *Op) GetPad() *Pad {
 	return nil
 }
 
+func (x *Op) GetTimmAutoAugment() *TimmAutoAugment {
+	if x != nil {
+		if x, ok := x.Op.(*Op_TimmAutoAugment); ok {
+			return x.TimmAutoAugment
+		}
+	}
+	return nil
+}
+
 type isOp_Op interface {
 	isOp_Op()
 }
@@ -1870,6 +1880,10 @@ type Op_Pad struct {
 	Pad *Pad `protobuf:"bytes,120,opt,name=pad,proto3,oneof"`
 }
 
+type Op_TimmAutoAugment struct {
+	TimmAutoAugment *TimmAutoAugment `protobuf:"bytes,133,opt,name=timm_auto_augment,json=timmAutoAugment,proto3,oneof"`
+}
+
 func (*Op_RandomResizedCrop) isOp_Op() {}
 
 func (*Op_Resize) isOp_Op() {}
@@ -1927,6 +1941,8 @@ func (*Op_TimmRandAugment) isOp_Op() {}
 func (*Op_RandomCrop) isOp_Op() {}
 
 func (*Op_Pad) isOp_Op() {}
+
+func (*Op_TimmAutoAugment) isOp_Op() {}
 
 // Pad is torchvision's Pad with padding_mode "constant": the image padded
 // by padding with a constant fill. A geometry op: right before a
@@ -3276,14 +3292,23 @@ func (x *RandomAffine) GetFillNone() bool {
 // (unset: ImageNet's), written as the uint8 pixel that normalizes to it.
 // Unset p means 0.5, scale (0.02, 0.33), ratio (0.3, 3.3).
 type RandomErasing struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	P             *float64               `protobuf:"fixed64,1,opt,name=p,proto3,oneof" json:"p,omitempty"`
-	Scale         *Range                 `protobuf:"bytes,2,opt,name=scale,proto3" json:"scale,omitempty"`
-	Ratio         *Range                 `protobuf:"bytes,3,opt,name=ratio,proto3" json:"ratio,omitempty"`
-	Value         []float64              `protobuf:"fixed64,4,rep,packed,name=value,proto3" json:"value,omitempty"`
-	RandomValue   bool                   `protobuf:"varint,5,opt,name=random_value,json=randomValue,proto3" json:"random_value,omitempty"`
-	NoiseMean     []float64              `protobuf:"fixed64,6,rep,packed,name=noise_mean,json=noiseMean,proto3" json:"noise_mean,omitempty"`
-	NoiseStd      []float64              `protobuf:"fixed64,7,rep,packed,name=noise_std,json=noiseStd,proto3" json:"noise_std,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	P           *float64               `protobuf:"fixed64,1,opt,name=p,proto3,oneof" json:"p,omitempty"`
+	Scale       *Range                 `protobuf:"bytes,2,opt,name=scale,proto3" json:"scale,omitempty"`
+	Ratio       *Range                 `protobuf:"bytes,3,opt,name=ratio,proto3" json:"ratio,omitempty"`
+	Value       []float64              `protobuf:"fixed64,4,rep,packed,name=value,proto3" json:"value,omitempty"`
+	RandomValue bool                   `protobuf:"varint,5,opt,name=random_value,json=randomValue,proto3" json:"random_value,omitempty"`
+	NoiseMean   []float64              `protobuf:"fixed64,6,rep,packed,name=noise_mean,json=noiseMean,proto3" json:"noise_mean,omitempty"`
+	NoiseStd    []float64              `protobuf:"fixed64,7,rep,packed,name=noise_std,json=noiseStd,proto3" json:"noise_std,omitempty"`
+	// With random_value: one standard normal value per channel for the
+	// whole box (timm's RandomErasing mode "rand"), not one per pixel.
+	RandomColor bool `protobuf:"varint,130,opt,name=random_color,json=randomColor,proto3" json:"random_color,omitempty"`
+	// timm's RandomErasing count: min_count boxes (unset: 1), or when
+	// max_count is larger a uniform number of min_count..max_count, each
+	// box's area range divided by that number (each box its own ten tries).
+	// Unset max_count is min_count. At most 16.
+	MinCount      uint32 `protobuf:"varint,131,opt,name=min_count,json=minCount,proto3" json:"min_count,omitempty"`
+	MaxCount      uint32 `protobuf:"varint,132,opt,name=max_count,json=maxCount,proto3" json:"max_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3365,6 +3390,27 @@ func (x *RandomErasing) GetNoiseStd() []float64 {
 		return x.NoiseStd
 	}
 	return nil
+}
+
+func (x *RandomErasing) GetRandomColor() bool {
+	if x != nil {
+		return x.RandomColor
+	}
+	return false
+}
+
+func (x *RandomErasing) GetMinCount() uint32 {
+	if x != nil {
+		return x.MinCount
+	}
+	return 0
+}
+
+func (x *RandomErasing) GetMaxCount() uint32 {
+	if x != nil {
+		return x.MaxCount
+	}
+	return 0
 }
 
 // RandomApply(ops, p): all of ops, or none; unset p means 0.5.
@@ -3881,6 +3927,72 @@ func (x *TimmRandAugment) GetFill() []float64 {
 	return nil
 }
 
+// TimmAutoAugment: timm's AutoAugment (auto_augment_transform), a policy
+// of its own: config as timm's ("original", "originalr", "v0", "v0r" or
+// "3a", then an optional mstd section: "v0r-mstd0.5"), a uniformly chosen
+// sub-policy of (op, probability, magnitude) run with timm's level
+// functions; fill none means (124, 116, 104) as for TimmRandAugment;
+// interpolation bilinear or bicubic, or unset for a random choice per op.
+type TimmAutoAugment struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Config        string                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	Interpolation Interpolation          `protobuf:"varint,2,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
+	Fill          []float64              `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimmAutoAugment) Reset() {
+	*x = TimmAutoAugment{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimmAutoAugment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimmAutoAugment) ProtoMessage() {}
+
+func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimmAutoAugment.ProtoReflect.Descriptor instead.
+func (*TimmAutoAugment) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *TimmAutoAugment) GetConfig() string {
+	if x != nil {
+		return x.Config
+	}
+	return ""
+}
+
+func (x *TimmAutoAugment) GetInterpolation() Interpolation {
+	if x != nil {
+		return x.Interpolation
+	}
+	return Interpolation_INTERPOLATION_UNSPECIFIED
+}
+
+func (x *TimmAutoAugment) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
+}
+
 // Credit grants more batches and reports the trainer's waiting.
 type Credit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3902,7 +4014,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3914,7 +4026,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3927,7 +4039,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -3982,7 +4094,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3994,7 +4106,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4007,7 +4119,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -4129,7 +4241,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4141,7 +4253,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4154,7 +4266,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -4247,7 +4359,7 @@ type ViewInfo struct {
 
 func (x *ViewInfo) Reset() {
 	*x = ViewInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4259,7 +4371,7 @@ func (x *ViewInfo) String() string {
 func (*ViewInfo) ProtoMessage() {}
 
 func (x *ViewInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4272,7 +4384,7 @@ func (x *ViewInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewInfo.ProtoReflect.Descriptor instead.
 func (*ViewInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ViewInfo) GetName() string {
@@ -4329,7 +4441,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4341,7 +4453,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4354,7 +4466,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -4458,7 +4570,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4470,7 +4582,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4483,7 +4595,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -4508,7 +4620,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4520,7 +4632,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4533,7 +4645,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *FieldValues) GetName() string {
@@ -4570,7 +4682,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4582,7 +4694,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4595,7 +4707,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -4633,7 +4745,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4645,7 +4757,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4658,7 +4770,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -4695,7 +4807,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4707,7 +4819,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4720,7 +4832,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -4760,7 +4872,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4772,7 +4884,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4785,7 +4897,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -4798,7 +4910,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4810,7 +4922,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4823,7 +4935,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -4851,7 +4963,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4863,7 +4975,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4876,7 +4988,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -4938,7 +5050,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4950,7 +5062,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4963,7 +5075,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -5069,7 +5181,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5081,7 +5193,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5094,7 +5206,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -5113,7 +5225,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5125,7 +5237,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5138,7 +5250,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -5158,7 +5270,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5170,7 +5282,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5183,7 +5295,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -5232,7 +5344,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5244,7 +5356,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5257,7 +5369,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -5333,7 +5445,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5345,7 +5457,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5358,7 +5470,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -5385,7 +5497,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5397,7 +5509,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5410,7 +5522,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -5514,7 +5626,7 @@ type LeaseProgress struct {
 
 func (x *LeaseProgress) Reset() {
 	*x = LeaseProgress{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5526,7 +5638,7 @@ func (x *LeaseProgress) String() string {
 func (*LeaseProgress) ProtoMessage() {}
 
 func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5539,7 +5651,7 @@ func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
 func (*LeaseProgress) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *LeaseProgress) GetLease() uint64 {
@@ -5569,7 +5681,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5581,7 +5693,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5594,7 +5706,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -5666,7 +5778,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5678,7 +5790,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5691,7 +5803,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -5765,7 +5877,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5777,7 +5889,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5790,7 +5902,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -5836,7 +5948,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5848,7 +5960,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5861,7 +5973,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -5914,7 +6026,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5926,7 +6038,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5939,7 +6051,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -5972,7 +6084,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5984,7 +6096,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5997,7 +6109,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -6016,7 +6128,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6028,7 +6140,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6041,7 +6153,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -6148,7 +6260,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6160,7 +6272,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6173,7 +6285,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *JobStatus) GetId() string {
@@ -6402,7 +6514,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6414,7 +6526,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6427,7 +6539,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -6525,7 +6637,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6537,7 +6649,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6550,7 +6662,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -6714,7 +6826,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\tViewGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
-	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\x88\x0f\n" +
+	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xd3\x0f\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +
@@ -6747,7 +6859,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x11timm_rand_augment\x18\x1b \x01(\v2\x1a.stoker.v1.TimmRandAugmentH\x00R\x0ftimmRandAugment\x128\n" +
 	"\vrandom_crop\x18Z \x01(\v2\x15.stoker.v1.RandomCropH\x00R\n" +
 	"randomCrop\x12\"\n" +
-	"\x03pad\x18x \x01(\v2\x0e.stoker.v1.PadH\x00R\x03padB\x04\n" +
+	"\x03pad\x18x \x01(\v2\x0e.stoker.v1.PadH\x00R\x03pad\x12I\n" +
+	"\x11timm_auto_augment\x18\x85\x01 \x01(\v2\x1a.stoker.v1.TimmAutoAugmentH\x00R\x0ftimmAutoAugmentB\x04\n" +
 	"\x02op\"V\n" +
 	"\x03Pad\x12\x18\n" +
 	"\apadding\x18\x01 \x03(\rR\apadding\x12\x12\n" +
@@ -6854,7 +6967,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\rinterpolation\x18\x05 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
 	"\x04fill\x18\x06 \x03(\x01R\x04fill\x12\x16\n" +
 	"\x06center\x18\a \x03(\x01R\x06center\x12\x1b\n" +
-	"\tfill_none\x18\b \x01(\bR\bfillNone\"\xed\x01\n" +
+	"\tfill_none\x18\b \x01(\bR\bfillNone\"\xcd\x02\n" +
 	"\rRandomErasing\x12\x11\n" +
 	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01\x12&\n" +
 	"\x05scale\x18\x02 \x01(\v2\x10.stoker.v1.RangeR\x05scale\x12&\n" +
@@ -6863,7 +6976,10 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\frandom_value\x18\x05 \x01(\bR\vrandomValue\x12\x1d\n" +
 	"\n" +
 	"noise_mean\x18\x06 \x03(\x01R\tnoiseMean\x12\x1b\n" +
-	"\tnoise_std\x18\a \x03(\x01R\bnoiseStdB\x04\n" +
+	"\tnoise_std\x18\a \x03(\x01R\bnoiseStd\x12\"\n" +
+	"\frandom_color\x18\x82\x01 \x01(\bR\vrandomColor\x12\x1c\n" +
+	"\tmin_count\x18\x83\x01 \x01(\rR\bminCount\x12\x1c\n" +
+	"\tmax_count\x18\x84\x01 \x01(\rR\bmaxCountB\x04\n" +
 	"\x02_p\"G\n" +
 	"\vRandomApply\x12\x1f\n" +
 	"\x03ops\x18\x01 \x03(\v2\r.stoker.v1.OpR\x03ops\x12\x11\n" +
@@ -6905,6 +7021,10 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\n" +
 	"\b_all_ops\"}\n" +
 	"\x0fTimmRandAugment\x12\x16\n" +
+	"\x06config\x18\x01 \x01(\tR\x06config\x12>\n" +
+	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
+	"\x04fill\x18\x03 \x03(\x01R\x04fill\"}\n" +
+	"\x0fTimmAutoAugment\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\tR\x06config\x12>\n" +
 	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
 	"\x04fill\x18\x03 \x03(\x01R\x04fill\"\xa9\x01\n" +
@@ -7164,7 +7284,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Decode)(0),                   // 0: stoker.v1.Decode
 	(ShuffleMode)(0),              // 1: stoker.v1.ShuffleMode
@@ -7215,41 +7335,42 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*AutoAugment)(nil),           // 46: stoker.v1.AutoAugment
 	(*AugMix)(nil),                // 47: stoker.v1.AugMix
 	(*TimmRandAugment)(nil),       // 48: stoker.v1.TimmRandAugment
-	(*Credit)(nil),                // 49: stoker.v1.Credit
-	(*FeedResponse)(nil),          // 50: stoker.v1.FeedResponse
-	(*JobInfo)(nil),               // 51: stoker.v1.JobInfo
-	(*ViewInfo)(nil),              // 52: stoker.v1.ViewInfo
-	(*BatchHeader)(nil),           // 53: stoker.v1.BatchHeader
-	(*Shape)(nil),                 // 54: stoker.v1.Shape
-	(*FieldValues)(nil),           // 55: stoker.v1.FieldValues
-	(*SampleError)(nil),           // 56: stoker.v1.SampleError
-	(*Chunk)(nil),                 // 57: stoker.v1.Chunk
-	(*EpochEnd)(nil),              // 58: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),   // 59: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),  // 60: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),           // 61: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),           // 62: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                // 63: stoker.v1.JobEnd
-	(*WorkPing)(nil),              // 64: stoker.v1.WorkPing
-	(*WorkJob)(nil),               // 65: stoker.v1.WorkJob
-	(*Lease)(nil),                 // 66: stoker.v1.Lease
-	(*CancelLease)(nil),           // 67: stoker.v1.CancelLease
-	(*WorkResponse)(nil),          // 68: stoker.v1.WorkResponse
-	(*LeaseProgress)(nil),         // 69: stoker.v1.LeaseProgress
-	(*WorkerInfo)(nil),            // 70: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),       // 71: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),             // 72: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),             // 73: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),           // 74: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),         // 75: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),        // 76: stoker.v1.StatusResponse
-	(*JobStatus)(nil),             // 77: stoker.v1.JobStatus
-	(*MakingShares)(nil),          // 78: stoker.v1.MakingShares
-	(*MakerStatus)(nil),           // 79: stoker.v1.MakerStatus
+	(*TimmAutoAugment)(nil),       // 49: stoker.v1.TimmAutoAugment
+	(*Credit)(nil),                // 50: stoker.v1.Credit
+	(*FeedResponse)(nil),          // 51: stoker.v1.FeedResponse
+	(*JobInfo)(nil),               // 52: stoker.v1.JobInfo
+	(*ViewInfo)(nil),              // 53: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),           // 54: stoker.v1.BatchHeader
+	(*Shape)(nil),                 // 55: stoker.v1.Shape
+	(*FieldValues)(nil),           // 56: stoker.v1.FieldValues
+	(*SampleError)(nil),           // 57: stoker.v1.SampleError
+	(*Chunk)(nil),                 // 58: stoker.v1.Chunk
+	(*EpochEnd)(nil),              // 59: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),   // 60: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),  // 61: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),           // 62: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),           // 63: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                // 64: stoker.v1.JobEnd
+	(*WorkPing)(nil),              // 65: stoker.v1.WorkPing
+	(*WorkJob)(nil),               // 66: stoker.v1.WorkJob
+	(*Lease)(nil),                 // 67: stoker.v1.Lease
+	(*CancelLease)(nil),           // 68: stoker.v1.CancelLease
+	(*WorkResponse)(nil),          // 69: stoker.v1.WorkResponse
+	(*LeaseProgress)(nil),         // 70: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),            // 71: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),       // 72: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),             // 73: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),             // 74: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),           // 75: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),         // 76: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),        // 77: stoker.v1.StatusResponse
+	(*JobStatus)(nil),             // 78: stoker.v1.JobStatus
+	(*MakingShares)(nil),          // 79: stoker.v1.MakingShares
+	(*MakerStatus)(nil),           // 80: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	49,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	50,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
 	13,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
 	16,  // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
 	2,   // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
@@ -7261,7 +7382,7 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	7,   // 10: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
 	11,  // 11: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
 	7,   // 12: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	51,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	52,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
 	18,  // 14: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
 	17,  // 15: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
 	16,  // 16: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
@@ -7294,73 +7415,75 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	48,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
 	20,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
 	19,  // 45: stoker.v1.Op.pad:type_name -> stoker.v1.Pad
-	4,   // 46: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 47: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	21,  // 48: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	21,  // 49: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	21,  // 50: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	21,  // 51: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	21,  // 52: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	4,   // 53: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	21,  // 54: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	21,  // 55: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	4,   // 56: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	21,  // 57: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	21,  // 58: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	18,  // 59: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	18,  // 60: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	18,  // 61: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	4,   // 62: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 63: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 64: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 65: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 66: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	51,  // 67: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	53,  // 68: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	57,  // 69: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	58,  // 70: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	12,  // 71: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	5,   // 72: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	52,  // 73: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
-	0,   // 74: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
-	5,   // 75: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	56,  // 76: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	0,   // 77: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
-	54,  // 78: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	55,  // 79: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	61,  // 80: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	65,  // 81: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	66,  // 82: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	67,  // 83: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	63,  // 84: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	64,  // 85: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 86: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	70,  // 87: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	72,  // 88: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	57,  // 89: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	74,  // 90: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	69,  // 91: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	71,  // 92: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	53,  // 93: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	73,  // 94: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	77,  // 95: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	79,  // 96: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	78,  // 97: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 98: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	59,  // 99: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 100: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	75,  // 101: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	62,  // 102: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	50,  // 103: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	60,  // 104: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 105: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	76,  // 106: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	68,  // 107: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	103, // [103:108] is the sub-list for method output_type
-	98,  // [98:103] is the sub-list for method input_type
-	98,  // [98:98] is the sub-list for extension type_name
-	98,  // [98:98] is the sub-list for extension extendee
-	0,   // [0:98] is the sub-list for field type_name
+	49,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
+	4,   // 47: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 48: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	21,  // 49: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	21,  // 50: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	21,  // 51: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	21,  // 52: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	21,  // 53: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	4,   // 54: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	21,  // 55: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	21,  // 56: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	4,   // 57: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	21,  // 58: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	21,  // 59: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	18,  // 60: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	18,  // 61: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	18,  // 62: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	4,   // 63: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 64: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 65: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 66: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 67: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 68: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	52,  // 69: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	54,  // 70: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	58,  // 71: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	59,  // 72: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	12,  // 73: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	5,   // 74: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	53,  // 75: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	0,   // 76: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
+	5,   // 77: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	57,  // 78: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	0,   // 79: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
+	55,  // 80: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	56,  // 81: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	62,  // 82: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	66,  // 83: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	67,  // 84: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	68,  // 85: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	64,  // 86: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	65,  // 87: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 88: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	71,  // 89: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	73,  // 90: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	58,  // 91: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	75,  // 92: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	70,  // 93: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	72,  // 94: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	54,  // 95: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	74,  // 96: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	78,  // 97: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	80,  // 98: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	79,  // 99: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 100: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	60,  // 101: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 102: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	76,  // 103: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	63,  // 104: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	51,  // 105: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	61,  // 106: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 107: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	77,  // 108: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	69,  // 109: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	105, // [105:110] is the sub-list for method output_type
+	100, // [100:105] is the sub-list for method input_type
+	100, // [100:100] is the sub-list for extension type_name
+	100, // [100:100] is the sub-list for extension extendee
+	0,   // [0:100] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -7403,6 +7526,7 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_TimmRandAugment)(nil),
 		(*Op_RandomCrop)(nil),
 		(*Op_Pad)(nil),
+		(*Op_TimmAutoAugment)(nil),
 	}
 	file_stoker_v1_stoker_proto_msgTypes[16].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[17].OneofWrappers = []any{}
@@ -7419,22 +7543,22 @@ func file_stoker_v1_stoker_proto_init() {
 	file_stoker_v1_stoker_proto_msgTypes[35].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[39].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[41].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[44].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[45].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[47].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[56].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[48].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[57].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[62].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[63].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -7447,7 +7571,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   74,
+			NumMessages:   75,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
