@@ -261,7 +261,7 @@ func (n *node) maxNs(w, h int) float64 {
 // (AugMix's blends counted as such steps).
 func (p *policy) maxNs(w, h int) float64 {
 	interp := p.interp
-	if p.kind == OpTimmRandAugment && p.timmRandomInterp() {
+	if (p.kind == OpTimmRandAugment || p.kind == OpTimmAutoAugment) && p.timmRandomInterp() {
 		interp = InterpBicubic
 	}
 	var most float64

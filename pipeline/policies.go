@@ -10,6 +10,7 @@ package pipeline
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -232,6 +233,24 @@ func newPolicy(op *Op, w, h int) (*policy, error) {
 		}
 		cfg.random = op.RandomInterp
 		p.timm, p.space, p.maxSteps = cfg, timmSpace(cfg), cfg.n
+	case OpTimmAutoAugment:
+		cfg, err := parseTimmAAConfig(op.Policy)
+		if err != nil {
+			return nil, err
+		}
+		if op.Interp == InterpNearest && !op.RandomInterp {
+			return nil, fmt.Errorf("interpolation nearest: timm's AutoAugment resamples with bilinear, bicubic or a random choice of the two")
+		}
+		cfg.random = op.RandomInterp
+		p.timm, p.space = cfg, nil
+		for _, sub := range cfg.aa {
+			p.maxSteps = max(p.maxSteps, len(sub))
+			for _, a := range sub {
+				if !slices.ContainsFunc(p.space, func(e augEntry) bool { return e.op == a.op }) {
+					p.space = append(p.space, augEntry{op: a.op})
+				}
+			}
+		}
 	default:
 		return nil, fmt.Errorf("not a policy: %s", op.Kind)
 	}
@@ -262,6 +281,15 @@ func (p *policy) draw(r *RNG, d *drawer) {
 		p.drawAugMix(r, d)
 	case OpTimmRandAugment:
 		p.drawTimm(r, d)
+	case OpTimmAutoAugment:
+		// timm's AutoAugment.__call__: random.choice of a sub-policy, each
+		// op applied with its probability (AugmentOp: random() > prob skips).
+		for _, a := range p.timm.aa[r.Intn(len(p.timm.aa))] {
+			if a.p < 1 && r.Float64() > a.p {
+				continue
+			}
+			p.timmStep(r, d, a.op, a.variant, a.m)
+		}
 	}
 }
 
@@ -467,6 +495,178 @@ type timmConfig struct {
 	weighted  bool    // t "weights"
 	translate float64 // translate_pct, default 0.45
 	random    bool    // Op.RandomInterp
+	// aa: timm's AutoAugment sub-policies (TimmAutoAugment), its config's
+	// policy name first.
+	aa [][]timmAAOp
+}
+
+// timmVariant is which of timm's level functions an op takes: the plain
+// one, the increasing one ("...Increasing") or PosterizeOriginal's.
+type timmVariant uint8
+
+const (
+	timmPlain timmVariant = iota
+	timmIncreasing
+	timmOriginal
+)
+
+// timmAAOp is one op of a timm AutoAugment sub-policy.
+type timmAAOp struct {
+	op      augOp
+	variant timmVariant
+	p, m    float64
+}
+
+// parseTimmAAConfig parses a timm AutoAugment config as timm's
+// auto_augment_transform does: the policy's name, then sections split on
+// "-" of a key and a value starting at the first digit, where a section
+// without a digit is skipped and only mstd (the first counts, as timm's
+// hparams.setdefault) is known. Its magnitudes are bounded by 10 (timm's
+// _LEVEL_DENOM; AutoAugment has no mmax).
+func parseTimmAAConfig(s string) (timmConfig, error) {
+	c := timmConfig{text: s, mmax: 10, translate: 0.45}
+	parts := strings.Split(s, "-")
+	subs, ok := timmAutoAugmentPolicies[parts[0]]
+	if len(s) > 256 || !ok {
+		if parts[0] == "3a" {
+			return c, fmt.Errorf("timm AutoAugment config %q: policy \"3a\" is not supported (its Desaturate and GaussianBlurRand, PIL's box-blur approximation, have no kernel here); stoker runs original, originalr, v0 and v0r", truncateString(s, 64))
+		}
+		return c, fmt.Errorf("timm AutoAugment config %q: want original, originalr, v0 or v0r, then -mstd sections (e.g. v0r-mstd0.5)", truncateString(s, 64))
+	}
+	c.aa = subs
+	haveStd := false
+	for _, part := range parts[1:] {
+		i := strings.IndexAny(part, "0123456789")
+		if i < 0 {
+			continue // timm: re.split finds no digit, the section is skipped
+		}
+		key, val := part[:i], part[i:]
+		if key != "mstd" {
+			return c, fmt.Errorf("timm AutoAugment config %q: unknown section %q (timm's AutoAugment knows mstd only)", s, part)
+		}
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f > 1e3 {
+			return c, fmt.Errorf("timm AutoAugment config %q: mstd: %q is not a number up to 1000", s, val)
+		}
+		if !haveStd {
+			haveStd, c.mstd = true, f
+		}
+	}
+	return c, nil
+}
+
+// timmAutoAugmentPolicies are timm's auto_augment_policy sub-policies
+// (timm/data/auto_augment.py, timm 1.0.31): (op, variant, probability,
+// magnitude).
+var timmAutoAugmentPolicies = map[string][][]timmAAOp{
+	"original": {
+		{{augPosterize, timmOriginal, 0.4, 8}, {augRotate, timmPlain, 0.6, 9}},
+		{{augSolarize, timmPlain, 0.6, 5}, {augAutoContrast, timmPlain, 0.6, 5}},
+		{{augEqualize, timmPlain, 0.8, 8}, {augEqualize, timmPlain, 0.6, 3}},
+		{{augPosterize, timmOriginal, 0.6, 7}, {augPosterize, timmOriginal, 0.6, 6}},
+		{{augEqualize, timmPlain, 0.4, 7}, {augSolarize, timmPlain, 0.2, 4}},
+		{{augEqualize, timmPlain, 0.4, 4}, {augRotate, timmPlain, 0.8, 8}},
+		{{augSolarize, timmPlain, 0.6, 3}, {augEqualize, timmPlain, 0.6, 7}},
+		{{augPosterize, timmOriginal, 0.8, 5}, {augEqualize, timmPlain, 1.0, 2}},
+		{{augRotate, timmPlain, 0.2, 3}, {augSolarize, timmPlain, 0.6, 8}},
+		{{augEqualize, timmPlain, 0.6, 8}, {augPosterize, timmOriginal, 0.4, 6}},
+		{{augRotate, timmPlain, 0.8, 8}, {augColor, timmPlain, 0.4, 0}},
+		{{augRotate, timmPlain, 0.4, 9}, {augEqualize, timmPlain, 0.6, 2}},
+		{{augEqualize, timmPlain, 0.0, 7}, {augEqualize, timmPlain, 0.8, 8}},
+		{{augInvert, timmPlain, 0.6, 4}, {augEqualize, timmPlain, 1.0, 8}},
+		{{augColor, timmPlain, 0.6, 4}, {augContrast, timmPlain, 1.0, 8}},
+		{{augRotate, timmPlain, 0.8, 8}, {augColor, timmPlain, 1.0, 2}},
+		{{augColor, timmPlain, 0.8, 8}, {augSolarize, timmPlain, 0.8, 7}},
+		{{augSharpness, timmPlain, 0.4, 7}, {augInvert, timmPlain, 0.6, 8}},
+		{{augShearX, timmPlain, 0.6, 5}, {augEqualize, timmPlain, 1.0, 9}},
+		{{augColor, timmPlain, 0.4, 0}, {augEqualize, timmPlain, 0.6, 3}},
+		{{augEqualize, timmPlain, 0.4, 7}, {augSolarize, timmPlain, 0.2, 4}},
+		{{augSolarize, timmPlain, 0.6, 5}, {augAutoContrast, timmPlain, 0.6, 5}},
+		{{augInvert, timmPlain, 0.6, 4}, {augEqualize, timmPlain, 1.0, 8}},
+		{{augColor, timmPlain, 0.6, 4}, {augContrast, timmPlain, 1.0, 8}},
+		{{augEqualize, timmPlain, 0.8, 8}, {augEqualize, timmPlain, 0.6, 3}},
+	},
+	"originalr": {
+		{{augPosterize, timmIncreasing, 0.4, 8}, {augRotate, timmPlain, 0.6, 9}},
+		{{augSolarize, timmPlain, 0.6, 5}, {augAutoContrast, timmPlain, 0.6, 5}},
+		{{augEqualize, timmPlain, 0.8, 8}, {augEqualize, timmPlain, 0.6, 3}},
+		{{augPosterize, timmIncreasing, 0.6, 7}, {augPosterize, timmIncreasing, 0.6, 6}},
+		{{augEqualize, timmPlain, 0.4, 7}, {augSolarize, timmPlain, 0.2, 4}},
+		{{augEqualize, timmPlain, 0.4, 4}, {augRotate, timmPlain, 0.8, 8}},
+		{{augSolarize, timmPlain, 0.6, 3}, {augEqualize, timmPlain, 0.6, 7}},
+		{{augPosterize, timmIncreasing, 0.8, 5}, {augEqualize, timmPlain, 1.0, 2}},
+		{{augRotate, timmPlain, 0.2, 3}, {augSolarize, timmPlain, 0.6, 8}},
+		{{augEqualize, timmPlain, 0.6, 8}, {augPosterize, timmIncreasing, 0.4, 6}},
+		{{augRotate, timmPlain, 0.8, 8}, {augColor, timmPlain, 0.4, 0}},
+		{{augRotate, timmPlain, 0.4, 9}, {augEqualize, timmPlain, 0.6, 2}},
+		{{augEqualize, timmPlain, 0.0, 7}, {augEqualize, timmPlain, 0.8, 8}},
+		{{augInvert, timmPlain, 0.6, 4}, {augEqualize, timmPlain, 1.0, 8}},
+		{{augColor, timmPlain, 0.6, 4}, {augContrast, timmPlain, 1.0, 8}},
+		{{augRotate, timmPlain, 0.8, 8}, {augColor, timmPlain, 1.0, 2}},
+		{{augColor, timmPlain, 0.8, 8}, {augSolarize, timmPlain, 0.8, 7}},
+		{{augSharpness, timmPlain, 0.4, 7}, {augInvert, timmPlain, 0.6, 8}},
+		{{augShearX, timmPlain, 0.6, 5}, {augEqualize, timmPlain, 1.0, 9}},
+		{{augColor, timmPlain, 0.4, 0}, {augEqualize, timmPlain, 0.6, 3}},
+		{{augEqualize, timmPlain, 0.4, 7}, {augSolarize, timmPlain, 0.2, 4}},
+		{{augSolarize, timmPlain, 0.6, 5}, {augAutoContrast, timmPlain, 0.6, 5}},
+		{{augInvert, timmPlain, 0.6, 4}, {augEqualize, timmPlain, 1.0, 8}},
+		{{augColor, timmPlain, 0.6, 4}, {augContrast, timmPlain, 1.0, 8}},
+		{{augEqualize, timmPlain, 0.8, 8}, {augEqualize, timmPlain, 0.6, 3}},
+	},
+	"v0": {
+		{{augEqualize, timmPlain, 0.8, 1}, {augShearY, timmPlain, 0.8, 4}},
+		{{augColor, timmPlain, 0.4, 9}, {augEqualize, timmPlain, 0.6, 3}},
+		{{augColor, timmPlain, 0.4, 1}, {augRotate, timmPlain, 0.6, 8}},
+		{{augSolarize, timmPlain, 0.8, 3}, {augEqualize, timmPlain, 0.4, 7}},
+		{{augSolarize, timmPlain, 0.4, 2}, {augSolarize, timmPlain, 0.6, 2}},
+		{{augColor, timmPlain, 0.2, 0}, {augEqualize, timmPlain, 0.8, 8}},
+		{{augEqualize, timmPlain, 0.4, 8}, {augSolarizeAdd, timmPlain, 0.8, 3}},
+		{{augShearX, timmPlain, 0.2, 9}, {augRotate, timmPlain, 0.6, 8}},
+		{{augColor, timmPlain, 0.6, 1}, {augEqualize, timmPlain, 1.0, 2}},
+		{{augInvert, timmPlain, 0.4, 9}, {augRotate, timmPlain, 0.6, 0}},
+		{{augEqualize, timmPlain, 1.0, 9}, {augShearY, timmPlain, 0.6, 3}},
+		{{augColor, timmPlain, 0.4, 7}, {augEqualize, timmPlain, 0.6, 0}},
+		{{augPosterize, timmPlain, 0.4, 6}, {augAutoContrast, timmPlain, 0.4, 7}},
+		{{augSolarize, timmPlain, 0.6, 8}, {augColor, timmPlain, 0.6, 9}},
+		{{augSolarize, timmPlain, 0.2, 4}, {augRotate, timmPlain, 0.8, 9}},
+		{{augRotate, timmPlain, 1.0, 7}, {augTranslateY, timmPlain, 0.8, 9}},
+		{{augShearX, timmPlain, 0.0, 0}, {augSolarize, timmPlain, 0.8, 4}},
+		{{augShearY, timmPlain, 0.8, 0}, {augColor, timmPlain, 0.6, 4}},
+		{{augColor, timmPlain, 1.0, 0}, {augRotate, timmPlain, 0.6, 2}},
+		{{augEqualize, timmPlain, 0.8, 4}, {augEqualize, timmPlain, 0.0, 8}},
+		{{augEqualize, timmPlain, 1.0, 4}, {augAutoContrast, timmPlain, 0.6, 2}},
+		{{augShearY, timmPlain, 0.4, 7}, {augSolarizeAdd, timmPlain, 0.6, 7}},
+		{{augPosterize, timmPlain, 0.8, 2}, {augSolarize, timmPlain, 0.6, 10}},
+		{{augSolarize, timmPlain, 0.6, 8}, {augEqualize, timmPlain, 0.6, 1}},
+		{{augColor, timmPlain, 0.8, 6}, {augRotate, timmPlain, 0.4, 5}},
+	},
+	"v0r": {
+		{{augEqualize, timmPlain, 0.8, 1}, {augShearY, timmPlain, 0.8, 4}},
+		{{augColor, timmPlain, 0.4, 9}, {augEqualize, timmPlain, 0.6, 3}},
+		{{augColor, timmPlain, 0.4, 1}, {augRotate, timmPlain, 0.6, 8}},
+		{{augSolarize, timmPlain, 0.8, 3}, {augEqualize, timmPlain, 0.4, 7}},
+		{{augSolarize, timmPlain, 0.4, 2}, {augSolarize, timmPlain, 0.6, 2}},
+		{{augColor, timmPlain, 0.2, 0}, {augEqualize, timmPlain, 0.8, 8}},
+		{{augEqualize, timmPlain, 0.4, 8}, {augSolarizeAdd, timmPlain, 0.8, 3}},
+		{{augShearX, timmPlain, 0.2, 9}, {augRotate, timmPlain, 0.6, 8}},
+		{{augColor, timmPlain, 0.6, 1}, {augEqualize, timmPlain, 1.0, 2}},
+		{{augInvert, timmPlain, 0.4, 9}, {augRotate, timmPlain, 0.6, 0}},
+		{{augEqualize, timmPlain, 1.0, 9}, {augShearY, timmPlain, 0.6, 3}},
+		{{augColor, timmPlain, 0.4, 7}, {augEqualize, timmPlain, 0.6, 0}},
+		{{augPosterize, timmIncreasing, 0.4, 6}, {augAutoContrast, timmPlain, 0.4, 7}},
+		{{augSolarize, timmPlain, 0.6, 8}, {augColor, timmPlain, 0.6, 9}},
+		{{augSolarize, timmPlain, 0.2, 4}, {augRotate, timmPlain, 0.8, 9}},
+		{{augRotate, timmPlain, 1.0, 7}, {augTranslateY, timmPlain, 0.8, 9}},
+		{{augShearX, timmPlain, 0.0, 0}, {augSolarize, timmPlain, 0.8, 4}},
+		{{augShearY, timmPlain, 0.8, 0}, {augColor, timmPlain, 0.6, 4}},
+		{{augColor, timmPlain, 1.0, 0}, {augRotate, timmPlain, 0.6, 2}},
+		{{augEqualize, timmPlain, 0.8, 4}, {augEqualize, timmPlain, 0.0, 8}},
+		{{augEqualize, timmPlain, 1.0, 4}, {augAutoContrast, timmPlain, 0.6, 2}},
+		{{augShearY, timmPlain, 0.4, 7}, {augSolarizeAdd, timmPlain, 0.6, 7}},
+		{{augPosterize, timmIncreasing, 0.8, 2}, {augSolarize, timmPlain, 0.6, 10}},
+		{{augSolarize, timmPlain, 0.6, 8}, {augEqualize, timmPlain, 0.6, 1}},
+		{{augColor, timmPlain, 0.8, 6}, {augRotate, timmPlain, 0.4, 5}},
+	},
 }
 
 func parseTimmConfig(s string) (timmConfig, error) {
@@ -587,18 +787,17 @@ func timmSpace(c timmConfig) []augEntry {
 }
 
 // drawTimm is timm's RandAugment.__call__: n ops chosen with replacement,
-// each applied with probability 0.5 at magnitude m (with gaussian noise of
-// mstd, or uniform in [0, m] when mstd is infinite), clipped to [0, mmax],
-// its argument from timm's level functions. Resampling is the policy's
-// interpolation; for bilinear-or-bicubic ("random" in the wire's terms)
-// each resampling op draws one, as timm's _interpolation does.
+// each applied with probability 0.5 at magnitude m (timmStep).
 func (p *policy) drawTimm(r *RNG, d *drawer) {
 	c := &p.timm
 	var chosen [maxPolicyOp]int
 	if c.weighted {
 		timmChoose(r, chosen[:c.n])
 	}
-	inc := c.increase || c.weighted // _RAND_WEIGHTED_0 names the increasing variants
+	variant := timmPlain
+	if c.increase || c.weighted { // _RAND_WEIGHTED_0 names the increasing variants
+		variant = timmIncreasing
+	}
 	for k := range c.n {
 		var e *augEntry
 		if c.weighted {
@@ -609,86 +808,100 @@ func (p *policy) drawTimm(r *RNG, d *drawer) {
 		if c.p < 1 && r.Float64() > c.p {
 			continue
 		}
-		m := c.m
-		switch {
-		case math.IsInf(c.mstd, 1):
-			m = r.Uniform(0, m)
-		case c.mstd > 0:
-			m = float64(m + float64(c.mstd*r.Normal()))
+		p.timmStep(r, d, e.op, variant, c.m)
+	}
+}
+
+// timmStep is timm's AugmentOp.__call__ once its probability has passed:
+// the magnitude m (with gaussian noise of mstd, or uniform in [0, m] when
+// mstd is infinite), clipped to [0, mmax], its argument from timm's level
+// function for the op's variant. Resampling is the policy's
+// interpolation; for bilinear-or-bicubic ("random" in the wire's terms)
+// each op draws one, as timm's _interpolation does.
+func (p *policy) timmStep(r *RNG, d *drawer, op augOp, variant timmVariant, m float64) {
+	c := &p.timm
+	switch {
+	case math.IsInf(c.mstd, 1):
+		m = r.Uniform(0, m)
+	case c.mstd > 0:
+		m = float64(m + float64(c.mstd*r.Normal()))
+	}
+	m = math.Max(0, math.Min(m, c.mmax))
+	lvl := m / 10
+	negate := func(v float64) float64 {
+		if r.Float64() > 0.5 {
+			return -v
 		}
-		m = math.Max(0, math.Min(m, c.mmax))
-		lvl := m / 10
-		negate := func(v float64) float64 {
-			if r.Float64() > 0.5 {
-				return -v
-			}
-			return v
+		return v
+	}
+	interp := p.interp
+	if p.timmRandomInterp() {
+		interp = InterpBilinear
+		if r.Intn(2) == 1 {
+			interp = InterpBicubic
 		}
-		interp := p.interp
-		if p.timmRandomInterp() {
-			interp = InterpBilinear
-			if r.Intn(2) == 1 {
-				interp = InterpBicubic
-			}
+	}
+	inc := variant == timmIncreasing
+	geo := Step{Fn: FnAffine, Interp: interp, Fill: p.fill, FillNone: p.fillNone, F: [6]float64{0, 0, 0, 1, 0, 0}}
+	enhance := func(fn Fn) {
+		f := float64(lvl*1.8) + 0.1
+		if inc {
+			f = math.Max(0.1, 1+negate(float64(lvl*0.9)))
 		}
-		geo := Step{Fn: FnAffine, Interp: interp, Fill: p.fill, FillNone: p.fillNone, F: [6]float64{0, 0, 0, 1, 0, 0}}
-		enhance := func(fn Fn) {
-			f := float64(lvl*1.8) + 0.1
-			if inc {
-				f = math.Max(0.1, 1+negate(float64(lvl*0.9)))
-			}
-			d.emit(Step{Fn: fn, F: [6]float64{f}})
+		d.emit(Step{Fn: fn, F: [6]float64{f}})
+	}
+	switch op {
+	case augAutoContrast:
+		d.emit(Step{Fn: FnAutocontrast})
+	case augEqualize:
+		d.emit(Step{Fn: FnEqualize})
+	case augInvert:
+		d.emit(Step{Fn: FnInvert})
+	case augRotate:
+		d.emit(Step{Fn: FnRotate, F: [6]float64{negate(float64(lvl * 30))}, Interp: interp, Fill: p.fill, FillNone: p.fillNone})
+	case augPosterize:
+		bits := int(float64(lvl * 4))
+		switch variant {
+		case timmIncreasing:
+			// 4 - int(level * 4): negative past m10 (mmax > 10),
+			// which PIL refuses (13: bits must be 1..8) or, before
+			// it, made black, as 0 bits do
+			bits = max(4-bits, 0)
+		case timmOriginal:
+			bits += 4 // _posterize_original_level_to_arg: 4..8
 		}
-		switch e.op {
-		case augAutoContrast:
-			d.emit(Step{Fn: FnAutocontrast})
-		case augEqualize:
-			d.emit(Step{Fn: FnEqualize})
-		case augInvert:
-			d.emit(Step{Fn: FnInvert})
-		case augRotate:
-			d.emit(Step{Fn: FnRotate, F: [6]float64{negate(float64(lvl * 30))}, Interp: interp, Fill: p.fill, FillNone: p.fillNone})
-		case augPosterize:
-			bits := int(float64(lvl * 4))
-			if inc {
-				// 4 - int(level * 4): negative past m10 (mmax > 10),
-				// which PIL refuses (13: bits must be 1..8) or, before
-				// it, made black, as 0 bits do
-				bits = max(4-bits, 0)
-			}
-			if bits < 8 {
-				d.emit(Step{Fn: FnPosterize, I: [6]int{bits}})
-			}
-		case augSolarize:
-			thresh := min(256, int(float64(lvl*256))) // timm's min(256, ...)
-			if inc {
-				thresh = 256 - thresh
-			}
-			if thresh <= 255 {
-				d.emit(Step{Fn: FnSolarize, F: [6]float64{float64(thresh)}})
-			}
-		case augSolarizeAdd:
-			d.emit(Step{Fn: FnSolarizeAdd, I: [6]int{min(128, int(float64(lvl*110)))}, F: [6]float64{128}}) // timm's min(128, ...)
-		case augColor:
-			enhance(FnAdjustSaturation)
-		case augContrast:
-			enhance(FnAdjustContrast)
-		case augBrightness:
-			enhance(FnAdjustBrightness)
-		case augSharpness:
-			enhance(FnAdjustSharpness)
-		case augShearX, augShearY:
-			f := negate(float64(lvl * 0.3))
-			geo.F[4+int(e.op-augShearX)] = math.Atan(f) * 180 / math.Pi
-			geo.HasCenter = true
-			d.emit(geo)
-		case augTranslateX:
-			geo.F[1] = -float64(negate(float64(lvl*c.translate)) * float64(d.w))
-			d.emit(geo)
-		case augTranslateY:
-			geo.F[2] = -float64(negate(float64(lvl*c.translate)) * float64(d.h))
-			d.emit(geo)
+		if bits < 8 {
+			d.emit(Step{Fn: FnPosterize, I: [6]int{bits}})
 		}
+	case augSolarize:
+		thresh := min(256, int(float64(lvl*256))) // timm's min(256, ...)
+		if inc {
+			thresh = 256 - thresh
+		}
+		if thresh <= 255 {
+			d.emit(Step{Fn: FnSolarize, F: [6]float64{float64(thresh)}})
+		}
+	case augSolarizeAdd:
+		d.emit(Step{Fn: FnSolarizeAdd, I: [6]int{min(128, int(float64(lvl*110)))}, F: [6]float64{128}}) // timm's min(128, ...)
+	case augColor:
+		enhance(FnAdjustSaturation)
+	case augContrast:
+		enhance(FnAdjustContrast)
+	case augBrightness:
+		enhance(FnAdjustBrightness)
+	case augSharpness:
+		enhance(FnAdjustSharpness)
+	case augShearX, augShearY:
+		f := negate(float64(lvl * 0.3))
+		geo.F[4+int(op-augShearX)] = math.Atan(f) * 180 / math.Pi
+		geo.HasCenter = true
+		d.emit(geo)
+	case augTranslateX:
+		geo.F[1] = -float64(negate(float64(lvl*c.translate)) * float64(d.w))
+		d.emit(geo)
+	case augTranslateY:
+		geo.F[2] = -float64(negate(float64(lvl*c.translate)) * float64(d.h))
+		d.emit(geo)
 	}
 }
 

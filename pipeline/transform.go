@@ -45,6 +45,7 @@ const (
 	OpAutoAugment        OpKind = "AutoAugment"
 	OpAugMix             OpKind = "AugMix"
 	OpTimmRandAugment    OpKind = "TimmRandAugment"
+	OpTimmAutoAugment    OpKind = "TimmAutoAugment"
 	OpRandomCrop         OpKind = "RandomCrop"
 	OpPad                OpKind = "Pad"
 	// Last, if at all: the output becomes float32.
@@ -748,7 +749,7 @@ func opsString(ops []Op) string {
 		case OpPad:
 			fmt.Fprintf(&b, "(padding=%v, fill=%v)", op.Padding, op.Fill)
 			continue
-		case OpAutoAugment, OpTimmRandAugment:
+		case OpAutoAugment, OpTimmRandAugment, OpTimmAutoAugment:
 			fmt.Fprintf(&b, "(%s)", op.Policy)
 			continue
 		case OpNormalize, OpColorJitter, OpGrayscale, OpGaussianBlur, OpRandomRotation, OpRandomAffine,

@@ -260,7 +260,8 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 	case *stokerv1.Op_RandomOrder:
 		op = pipeline.Op{Kind: pipeline.OpRandomOrder}
 		op.Ops, err = ops(x.RandomOrder.GetOps(), where+" (RandomOrder) > ", depth+1)
-	case *stokerv1.Op_TrivialAugmentWide, *stokerv1.Op_RandAugment, *stokerv1.Op_AutoAugment, *stokerv1.Op_AugMix, *stokerv1.Op_TimmRandAugment:
+	case *stokerv1.Op_TrivialAugmentWide, *stokerv1.Op_RandAugment, *stokerv1.Op_AutoAugment, *stokerv1.Op_AugMix, *stokerv1.Op_TimmRandAugment,
+		*stokerv1.Op_TimmAutoAugment:
 		op, err = policy(o, where)
 	default:
 		return bad("the op is empty (a newer client's op this server does not know?)")
@@ -466,6 +467,14 @@ func policy(o *stokerv1.Op, where string) (pipeline.Op, error) {
 		if in == stokerv1.Interpolation_INTERPOLATION_UNSPECIFIED {
 			op.RandomInterp = true
 		}
+	case *stokerv1.Op_TimmAutoAugment:
+		t := x.TimmAutoAugment
+		op = pipeline.Op{Kind: pipeline.OpTimmAutoAugment, Policy: t.GetConfig()}
+		in, fillV, wireName = t.GetInterpolation(), t.GetFill(), "TimmAutoAugment"
+		defFill = [3]float64{124, 116, 104}
+		if in == stokerv1.Interpolation_INTERPOLATION_UNSPECIFIED {
+			op.RandomInterp = true
+		}
 	}
 	var err error
 	if op.Interp, err = interp(in, defInt, where); err != nil {
@@ -475,7 +484,7 @@ func policy(o *stokerv1.Op, where string) (pipeline.Op, error) {
 		return op, err
 	}
 	// torchvision's policies' fill=None; timm's default is its mean colour.
-	op.FillNone = len(fillV) == 0 && op.Kind != pipeline.OpTimmRandAugment
+	op.FillNone = len(fillV) == 0 && op.Kind != pipeline.OpTimmRandAugment && op.Kind != pipeline.OpTimmAutoAugment
 	return op, nil
 }
 

@@ -16,8 +16,8 @@ image) is refused, as torchvision refuses it.
 
 Beside torchvision's classes, the objects users hold are taken as they
 are: timm's create_transform output (its RandomResizedCropAndInterpolation,
-RandAugment, RandomErasing and MaybeToTensor, recognized by module and
-name), open_clip's image_transform output (its _convert_to_rgb,
+RandAugment, AutoAugment, RandomErasing and MaybeToTensor, recognized by
+module and name), open_clip's image_transform output (its _convert_to_rgb,
 MaybeConvertMode, MaybeToTensor, color_jitter and gray_scale), torchvision's
 references' ClassificationPresetTrain/Eval (their ``.transforms``) and
 DINOv2's DataAugmentationDINO (a MultiView of its crops)."""
@@ -314,10 +314,6 @@ def _unsupported(where: str, name: Optional[str] = None) -> ValueError:
     if name in _MIXES:
         return ValueError(f"{where} mixes samples of a batch: stoker's batches are mixed on the GPU, with "
                           f"stoker.gpu.{name} (leave it out here)")
-    if name == "timm.AutoAugment":
-        return ValueError(f"{where}: timm's AutoAugment policies ('original', 'v0', ...) are not stoker's: use "
-                          f"auto_augment='rand-...' (timm's RandAugment, which stoker has) or torchvision's "
-                          f"AutoAugment")
     if name == "timm.AugMixAugment":
         return ValueError(f"{where}: timm's AugMix ('augmix-...') is not stoker's: use auto_augment='rand-...' "
                           f"(timm's RandAugment, which stoker has) or torchvision's AugMix")
@@ -435,6 +431,55 @@ def _timm_rand_augment(cv: _Converter, t: Any, where: str) -> Transform:
         raise type(e)(f"{where}: {str(e).removeprefix('TimmRandAugment: ')}") from None
 
 
+def _timm_auto_augment(cv: _Converter, t: Any, where: str) -> Transform:
+    """timm's AutoAugment object as the config string that made it
+    ("original", "originalr", "v0" or "v0r", "-mstd.." with magnitude
+    noise): its sub-policies compared with timm's own (timm is importable
+    where its object is)."""
+    from timm.data import auto_augment as taa
+
+    ops = [op for sub in t.policy for op in sub]
+    if not ops:
+        raise ValueError(f"{where}: an AutoAugment without sub-policies")
+    first = ops[0]
+    for op in ops:
+        if (op.hparams, op.magnitude_std, op.magnitude_max) != (first.hparams, first.magnitude_std, first.magnitude_max):
+            raise ValueError(f"{where}: ops with different hparams: stoker's TimmAutoAugment is one config string "
+                             f"for all its ops")
+    hp = first.hparams
+    extra = sorted(set(hp) - {"translate_const", "img_mean", "interpolation", "magnitude_std"})
+    if extra or first.magnitude_max is not None:
+        raise ValueError(f"{where}: hparams {extra or ['magnitude_max']} are not supported by stoker's "
+                         f"TimmAutoAugment (it takes img_mean, interpolation, magnitude_std)")
+    mine = [[(op.name, float(op.prob), float(op.magnitude)) for op in sub] for sub in t.policy]
+    name = None
+    for cand in (*P.TIMM_AA_POLICIES, "3a"):
+        theirs = [[(op.name, float(op.prob), float(op.magnitude)) for op in sub]
+                  for sub in taa.auto_augment_policy(cand, dict(hp))]
+        if mine == theirs:
+            name = cand
+            break
+    if name is None:
+        raise ValueError(f"{where}: sub-policies that are none of timm's {', '.join(P.TIMM_AA_POLICIES)}: stoker's "
+                         f"TimmAutoAugment runs those")
+    if name == "3a":
+        raise ValueError(f"{where}: timm's AutoAugment '3a' is not supported (its Desaturate and GaussianBlurRand, "
+                         f"PIL's box-blur approximation, have no kernel here): use 'original', 'v0' (or their 'r' "
+                         f"variants) or auto_augment='rand-...'")
+    mstd = float(first.magnitude_std or 0)
+    if mstd == float("inf"):
+        raise ValueError(f"{where}: magnitude_std inf (uniform magnitudes) is not a timm AutoAugment config; stoker's "
+                         f"TimmAutoAugment takes a finite mstd")
+    cfg = name + (f"-mstd{_num(mstd)}" if mstd > 0 else "")
+    interp = hp.get("interpolation")  # none: bilinear or bicubic drawn per op
+    if isinstance(interp, (list, tuple)):
+        interp = None
+    try:
+        return P.TimmAutoAugment(cfg, interpolation=interp, fill=hp.get("img_mean", (128, 128, 128)))
+    except (ValueError, TypeError) as e:
+        raise type(e)(f"{where}: {str(e).removeprefix('TimmAutoAugment: ')}") from None
+
+
 def _timm_erasing(cv: _Converter, t: Any, where: str) -> Transform:
     """timm's RandomErasing: torchvision's box sampling (in Python's
     random) after Normalize; mode 'const' erases with 0, 'pixel' with
@@ -494,6 +539,7 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "RandomErasing": _erasing,
     "timm.RandomResizedCropAndInterpolation": _timm_rrc,
     "timm.RandAugment": _timm_rand_augment,
+    "timm.AutoAugment": _timm_auto_augment,
     "timm.RandomErasing": _timm_erasing,
     "open_clip.color_jitter": lambda cv, t, where: C.RandomApply([_CONVERT["ColorJitter"](cv, t.transf, where)], t.p),
     "open_clip.gray_scale": lambda cv, t, where: O.RandomGrayscale(t.p),
@@ -568,7 +614,7 @@ def from_torchvision(tv_transform: Any) -> Any:
     container: ``"op 1 (Compose) > op 2 (...)"``); MixUp and CutMix point
     to :mod:`stoker.gpu`. So is an argument it cannot honour
     (``RandomRotation(expand=True)``, ``Grayscale(1)``, a bicubic
-    RandomRotation or RandomAffine, timm's ``re_mode='rand'``).
+    RandomRotation or RandomAffine, timm's AutoAugment ``'3a'``).
 
     ToTensor, PILToTensor, ToImage, ToDtype, ConvertImageDtype,
     ToPureTensor and RGB (and timm's, open_clip's and DINOv2's

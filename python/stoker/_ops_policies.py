@@ -203,3 +203,75 @@ def timm_rand_augment(config: str = "rand-m9-mstd0.5-inc1", interpolation: Any =
     ImageNet's mean colour, as timm's create_transform passes it. Not
     torchvision's RandAugment: another op set, magnitudes and sampling."""
     return TimmRandAugment(config, interpolation=interpolation, fill=fill)
+
+
+#: timm's AutoAugment policies (auto_augment_transform) stoker runs.
+TIMM_AA_POLICIES = ("original", "originalr", "v0", "v0r")
+
+
+def _check_timm_aa_config(config: Any) -> str:
+    """timm's auto_augment_transform config: a policy's name then -KEYVALUE
+    sections, of which timm knows mstd only (a section without a digit is
+    skipped, as timm skips it), checked as the server checks it."""
+    cls = "TimmAutoAugment"
+    if not isinstance(config, str):
+        raise TypeError(f"{cls}: config should be a str like 'v0r-mstd0.5', got {config!r}")
+    parts = config.split("-")
+    if parts[0] == "3a":
+        raise ValueError(f"{cls}: config {config!r}: policy '3a' is not supported (its Desaturate and "
+                         f"GaussianBlurRand, PIL's box-blur approximation, have no kernel here); stoker runs "
+                         f"{', '.join(TIMM_AA_POLICIES)}")
+    if len(config) > 256 or parts[0] not in TIMM_AA_POLICIES:
+        raise ValueError(f"{cls}: config {config[:64]!r}: want one of {', '.join(TIMM_AA_POLICIES)}, then -mstd "
+                         f"sections (e.g. 'v0r-mstd0.5')")
+    for part in parts[1:]:
+        digit = re.search(r"\d", part)
+        if digit is None:
+            continue  # timm: no digit, the section is skipped
+        key, val = part[:digit.start()], part[digit.start():]
+        if key != "mstd":
+            raise ValueError(f"{cls}: config {config!r}: unknown section {part!r} (timm's AutoAugment knows mstd only)")
+        try:
+            f = float(val)
+        except ValueError:
+            raise ValueError(f"{cls}: config {config!r}: mstd: {val!r} is not a number") from None
+        if not f <= 1e3:
+            raise ValueError(f"{cls}: config {config!r}: mstd: {val!r} is not a number up to 1000")
+    return config
+
+
+class TimmAutoAugment(Transform):
+    """timm's AutoAugment (``auto_augment_transform``), a policy of its own:
+    one of timm's sub-policies chosen uniformly per image, each of its
+    (op, probability, magnitude) applied with that probability at that
+    magnitude (with gaussian noise of mstd, clipped to [0, 10]) through
+    timm's level functions (random sign, PosterizeOriginal's 4..8 bits and
+    the increasing Posterize of the 'r' policies). Its ops are PIL's in timm
+    and torchvision's functional kernels here. ``interpolation`` None draws
+    bilinear or bicubic per op, as timm does by default; or "bilinear" or
+    "bicubic". ``fill`` in uint8 units; None is ImageNet's mean colour.
+    Made by :func:`timm_auto_augment`."""
+
+    def __init__(self, config: str = "original", interpolation: Any = None,
+                 fill: Fill = IMAGENET_MEAN_PIXELS) -> None:
+        cls = "TimmAutoAugment"
+        self.config = _check_timm_aa_config(config)
+        self.interpolation: Optional[str] = None
+        if interpolation is not None:
+            self.interpolation = interp_name(cls, interpolation, ("bilinear", "bicubic"))
+        self.fill = fill_values(cls, IMAGENET_MEAN_PIXELS if fill is None else fill)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(timm_auto_augment=pb.TimmAutoAugment(
+            config=self.config, interpolation=interp_pb(self.interpolation, None), fill=fill_list(self.fill)))
+
+
+def timm_auto_augment(config: str = "original", interpolation: Any = None,
+                      fill: Fill = IMAGENET_MEAN_PIXELS) -> TimmAutoAugment:
+    """timm's AutoAugment for a config string as timm's
+    ``auto_augment_transform`` (and ``create_transform(auto_augment=...)``)
+    takes it: "original", "originalr", "v0" or "v0r", with an optional
+    magnitude noise section ("v0r-mstd0.5"). ``fill`` defaults to
+    ImageNet's mean colour, as timm's create_transform passes it. Not
+    torchvision's AutoAugment: other sub-policies, magnitudes and ops."""
+    return TimmAutoAugment(config, interpolation=interpolation, fill=fill)

@@ -19,7 +19,8 @@ checks the chain and refuses what it cannot run with INVALID_ARGUMENT,
 naming the op and the argument.
 
 :func:`from_torchvision` turns a torchvision pipeline into a Compose;
-:func:`timm_rand_augment` is timm's RandAugment, a policy of its own.
+:func:`timm_rand_augment` is timm's RandAugment, a policy of its own, and
+:func:`timm_auto_augment` timm's AutoAugment.
 """
 
 from __future__ import annotations
@@ -58,8 +59,10 @@ from stoker._ops_policies import (
     AugMix,
     AutoAugment,
     RandAugment,
+    TimmAutoAugment,
     TimmRandAugment,
     TrivialAugmentWide,
+    timm_auto_augment,
     timm_rand_augment,
 )
 from stoker._views import MAX_VIEWS, VIEW_PRESETS, MultiView
@@ -100,6 +103,8 @@ __all__ = [
     "AugMix",
     "TimmRandAugment",
     "timm_rand_augment",
+    "TimmAutoAugment",
+    "timm_auto_augment",
     "Normalize",
     "MultiView",
     "MAX_VIEWS",

@@ -168,6 +168,11 @@ def test_timm_train_converts_unchanged() -> None:
                                               mean=OPENAI[0], std=OPENAI[1], interpolation="bicubic"))
     assert got.transforms[2] == T.timm_rand_augment("rand-m7-n3-mstd1-mmax10", interpolation="bicubic",
                                                     fill=(123, 117, 104))
+    # timm's AutoAugment policies, by the config that made them; the 3a one is refused (below).
+    for aa in ("original", "originalr", "v0", "v0r", "v0r-mstd0.5", "original-mstd1-x"):
+        got = T.from_torchvision(create_transform(224, is_training=True, auto_augment=aa, mean=OPENAI[0], std=OPENAI[1]))
+        want = aa.removesuffix("-x")  # a section without a digit: timm skips it
+        assert got.transforms[2] == T.timm_auto_augment(want, interpolation="bilinear", fill=(123, 117, 104)), aa
 
 
 def test_timm_random_interpolation(server: str, stoker_bin: Path) -> None:
@@ -315,6 +320,76 @@ def test_timm_train_draws(stoker_bin: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
     continuous_case(stoker_bin, got.transforms[3].to_proto(), "erase",
                     lambda a: {k: float(a[k]) for k in ("i", "j", "h", "w")}, timm_box, seed=32, source=(60, 40))
+
+
+def _timm_aa_record(aa: Any, n: int, seed: int) -> List[Tuple[Tuple[str, float], ...]]:
+    """timm's own AutoAugment object run n times, each op's pixel work
+    replaced by a recorder of its name and level arguments."""
+    calls: List[Tuple[str, float]] = []
+    for sub in aa.policy:
+        for aop in sub:
+            def rec(img: Any, *args: Any, _name: str = aop.name, **kw: Any) -> Any:
+                calls.append((_name, float(args[0]) if args else 0.0))
+                return img
+            aop.aug_fn = rec
+    random.seed(seed)
+    out = []
+    for _ in range(n):
+        calls.clear()
+        aa(None)
+        seq = []
+        for name, v in calls:
+            base = name.removesuffix("Increasing").removesuffix("Original").removesuffix("Rel")
+            if (base == "Solarize" and v > 255) or (base == "Posterize" and v >= 8):
+                continue  # no change in timm; stoker draws no step
+            if base in ("AutoContrast", "Equalize", "Invert"):
+                v = 0.0
+            seq.append((base, r4(v)))
+        out.append(tuple(seq))
+    return out
+
+
+@pytest.mark.parametrize("config,interp", [("original", "bilinear"), ("originalr", "bicubic"), ("v0", "bilinear"),
+                                           ("v0r-mstd0.5", "random")])
+def test_timm_auto_augment_draws(stoker_bin: Path, config: str, interp: str) -> None:
+    """timm's AutoAugment from create_transform, converted to
+    TimmAutoAugment with the config that made it, draws as timm's own object
+    does: per image, the sequence of ops applied with their arguments
+    (chi-square; with mstd, the sequence of ops and then each op's argument,
+    KS or chi-square), its resampling as timm's (a random choice of
+    bilinear and bicubic per op for 'random')."""
+    tt = create_transform(SIDE, is_training=True, auto_augment=config, interpolation=interp)
+    aa = tt.transforms[2]
+    got = T.from_torchvision(tt).transforms[2]
+    assert got == T.timm_auto_augment(config, interpolation=None if interp == "random" else interp)
+    n = 20_000
+
+    def run(k: int) -> Checks:
+        traces = stoker_traces(stoker_bin, [center(), got.to_proto()], n, seed=k)
+        interps = {a["interpolation"] for t in traces for s, a in t if s in ("rotate", "affine")}
+        assert interps == ({"bilinear", "bicubic"} if interp == "random" else {interp}), interps
+        mine = [tuple(timm_category(s, a) for s, a in steps) for steps in traces]
+        theirs = _timm_aa_record(aa, n, 71 + k)
+        c = Checks()
+        if "mstd" not in config:
+            stat, p, df = chi2_homogeneity(mine, theirs)
+            c.p(f"timm AutoAugment {config}: per-image sequences", p, f"(chi2 {stat:.1f}, df {df})")
+            return c
+        stat, p, df = chi2_homogeneity([tuple(x for x, _ in s) for s in mine], [tuple(x for x, _ in s) for s in theirs])
+        c.p(f"timm AutoAugment {config}: ops applied per image", p, f"(chi2 {stat:.1f}, df {df})")
+        by_m: Dict[str, List[float]] = {}
+        by_t: Dict[str, List[float]] = {}
+        for seqs, into in ((mine, by_m), (theirs, by_t)):
+            for s in seqs:
+                for name, v in s:
+                    into.setdefault(name, []).append(v)
+        assert set(by_m) == set(by_t), (sorted(by_m), sorted(by_t))
+        for name in sorted(by_t):
+            if len(set(by_t[name])) > 1:
+                compare_values(c, f"timm AutoAugment {config}: {name}'s argument", by_m[name], by_t[name])
+        return c
+
+    in_band(run)
 
 
 ERASING = [("rand", 1), ("rand", 4), ("const", 3), ("pixel", 2)]
@@ -476,7 +551,8 @@ def test_dinov2_object_is_its_views(server: str) -> None:
 
 def test_objects_run(server: str) -> None:
     objs = [ClassificationPresetTrain(crop_size=16, interpolation=BICUBIC, auto_augment_policy=p) for p in POLICIES]
-    objs += [create_transform(16, **TIMM_TRAIN), create_transform(16), image_transform(16, is_train=True)]
+    objs += [create_transform(16, **TIMM_TRAIN), create_transform(16), image_transform(16, is_train=True),
+             create_transform(16, is_training=True, auto_augment="v0r-mstd0.5", re_prob=0.5, re_mode="rand", re_count=3)]
     for obj in objs:
         with loader(server, transform=T.from_torchvision(obj), batch_size=8) as ld:
             images, labels = next(iter(ld))
@@ -493,8 +569,8 @@ REFUSALS = [
      r"^op 1 \(RandomChoice\) of MixUp, CutMix .*stoker\.gpu\.RandomChoice\(\[stoker\.gpu\.MixUp"),
     (lambda: create_transform(224, is_training=True, auto_augment="augmix-m5-w4-d2"),
      r"^op 2 \(AugMixAugment\): timm's AugMix .* use auto_augment='rand-\.\.\.'"),
-    (lambda: create_transform(224, is_training=True, auto_augment="v0"),
-     r"^op 2 \(AutoAugment\): timm's AutoAugment policies .* use auto_augment='rand-\.\.\.'"),
+    (lambda: create_transform(224, is_training=True, auto_augment="3a"),
+     r"^op 2 \(AutoAugment\): timm's AutoAugment '3a' is not supported .* or auto_augment='rand-\.\.\.'$"),
     (lambda: create_transform(224, is_training=True, re_prob=0.25, re_count=17),
      r"^op 5 \(RandomErasing\): count \(1, 17\): stoker erases 1 <= min_count <= max_count <= 16 boxes$"),
     (lambda: create_transform(224, is_training=True, auto_augment="rand-m9-tweights"),
@@ -538,7 +614,7 @@ def test_normalize_on_pixels_is_refused() -> None:
 
 # -- the converted objects' samples replayed through torchvision ---------------------
 
-@pytest.mark.parametrize("name", ["timm-train", "timm-erasing", "bicubic-policies"])
+@pytest.mark.parametrize("name", ["timm-train", "timm-erasing", "timm-autoaugment", "bicubic-policies"])
 def test_replay(server: str, stoker_bin: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """test_parity_replay's harness on the converted objects: each sample's
     trace, run by stoker's kernels, is the sample; each step, run by
@@ -549,6 +625,11 @@ def test_replay(server: str, stoker_bin: Path, monkeypatch: pytest.MonkeyPatch, 
 
     if name == "timm-train":
         ops = T.to_spec(T.from_torchvision(create_transform(96, **TIMM_TRAIN))).ops
+    elif name == "timm-autoaugment":  # every AutoAugment policy, one after another
+        ops = [T.RandomResizedCrop(96, interpolation="bicubic").to_proto()]
+        ops += [T.from_torchvision(create_transform(96, is_training=True, auto_augment=aa, interpolation=i)).transforms[2]
+                .to_proto() for aa, i in (("original", "bilinear"), ("originalr", "random"), ("v0-mstd0.5", "bicubic"),
+                                          ("v0r", "bilinear"))]
     elif name == "timm-erasing":  # re_mode 'rand': each box's colour is in its trace, replayed exactly
         ops = T.to_spec(T.from_torchvision(create_transform(96, is_training=True, re_prob=0.9, re_mode="rand",
                                                             re_count=3))).ops
