@@ -51,6 +51,7 @@ var fnNs = [numFns]float64{
 	FnMixBegin:         2.73,
 	FnMixChain:         2.78,
 	FnMixEnd:           2.73,
+	FnMixBlend:         2.73,
 }
 
 // interpNs scales a resampling step's fnNs by its interpolation (bench
@@ -261,14 +262,14 @@ func (n *node) maxNs(w, h int) float64 {
 // (AugMix's blends counted as such steps).
 func (p *policy) maxNs(w, h int) float64 {
 	interp := p.interp
-	if (p.kind == OpTimmRandAugment || p.kind == OpTimmAutoAugment) && p.timmRandomInterp() {
+	if (p.kind == OpTimmRandAugment || p.kind == OpTimmAutoAugment || p.kind == OpTimmAugMix) && p.timmRandomInterp() {
 		interp = InterpBicubic
 	}
 	var most float64
 	for _, e := range p.space {
 		most = max(most, stepNs(Step{Fn: augFn(e.op), Interp: interp}, w, h))
 	}
-	if p.kind == OpAugMix {
+	if p.kind == OpAugMix || p.kind == OpTimmAugMix {
 		most = max(most, stepNs(Step{Fn: FnMixChain}, w, h))
 	}
 	return float64(p.maxSteps) * most

@@ -43,6 +43,18 @@ func (m *mixer) end(p planes) {
 	}
 }
 
+// blend is PIL's Image.blend(orig, p, weight), as timm's AugMix ends: in
+// float32, orig + weight * (p - orig), truncated (PIL's ImagingBlend for
+// a weight in [0, 1]).
+func (m *mixer) blend(p planes, weight float64) {
+	a := float32(weight)
+	n := min(len(p.pix), len(m.orig)) // a parsed trace may blend without a begin
+	for i := range n {
+		o := float32(m.orig[i])
+		p.pix[i] = byte(float32(o + float32(a*float32(float32(p.pix[i])-o))))
+	}
+}
+
 func (m *mixer) add(p planes) {
 	if !m.open {
 		return

@@ -166,7 +166,7 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 		if err := c.container(&n, where, depth, path, pos); err != nil {
 			return node{}, err
 		}
-	case OpTrivialAugmentWide, OpRandAugment, OpAutoAugment, OpAugMix, OpTimmRandAugment, OpTimmAutoAugment:
+	case OpTrivialAugmentWide, OpRandAugment, OpAutoAugment, OpAugMix, OpTimmRandAugment, OpTimmAutoAugment, OpTimmAugMix:
 		pol, err := newPolicy(op, c.w, c.h)
 		if err != nil {
 			return bad("%v", err)

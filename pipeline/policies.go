@@ -233,6 +233,24 @@ func newPolicy(op *Op, w, h int) (*policy, error) {
 		}
 		cfg.random = op.RandomInterp
 		p.timm, p.space, p.maxSteps = cfg, timmSpace(cfg), cfg.n
+	case OpTimmAugMix:
+		cfg, err := parseTimmAugMixConfig(op.Policy)
+		if err != nil {
+			return nil, err
+		}
+		if op.Interp == InterpNearest && !op.RandomInterp {
+			return nil, fmt.Errorf("interpolation nearest: timm's AugMix resamples with bilinear, bicubic or a random choice of the two")
+		}
+		cfg.random = op.RandomInterp
+		p.timm, p.space = cfg, make([]augEntry, len(timmAugMixOps))
+		for i, o := range timmAugMixOps {
+			p.space[i] = augEntry{op: o}
+		}
+		depth := cfg.depth
+		if depth <= 0 {
+			depth = 3
+		}
+		p.maxSteps = 3 + cfg.width*(1+depth)
 	case OpTimmAutoAugment:
 		cfg, err := parseTimmAAConfig(op.Policy)
 		if err != nil {
@@ -281,6 +299,8 @@ func (p *policy) draw(r *RNG, d *drawer) {
 		p.drawAugMix(r, d)
 	case OpTimmRandAugment:
 		p.drawTimm(r, d)
+	case OpTimmAugMix:
+		p.drawTimmAugMix(r, d)
 	case OpTimmAutoAugment:
 		// timm's AutoAugment.__call__: random.choice of a sub-policy, each
 		// op applied with its probability (AugmentOp: random() > prob skips).
@@ -498,6 +518,111 @@ type timmConfig struct {
 	// aa: timm's AutoAugment sub-policies (TimmAutoAugment), its config's
 	// policy name first.
 	aa [][]timmAAOp
+	// TimmAugMix: width chains of depth ops (<= 0: 1..3 per chain), the
+	// Dirichlet's and the Beta's alpha; m is its severity.
+	width, depth int
+	alpha        float64
+}
+
+// timmAugMixOps is timm's _AUGMIX_TRANSFORMS, in its order, each the
+// increasing variant where there are two.
+var timmAugMixOps = []augOp{augAutoContrast, augColor, augContrast, augBrightness, augSharpness, augEqualize, augRotate,
+	augPosterize, augSolarize, augShearX, augShearY, augTranslateX, augTranslateY}
+
+// parseTimmAugMixConfig parses a timm AugMix config as timm's
+// augment_and_mix_transform does: "augmix", then sections of a key and a
+// value starting at the first digit (a section without one skipped): m
+// severity (3), w width (3), d depth (-1), a alpha (1.0), b blended (0),
+// mstd (the first counts; default infinite, uniform magnitudes in
+// [0, m]). Blended ("b1", timm's "not well tested" mode) is refused.
+// translate_pct is create_transform's 0.3.
+func parseTimmAugMixConfig(s string) (timmConfig, error) {
+	c := timmConfig{text: s, m: 3, width: 3, depth: -1, alpha: 1, mstd: math.Inf(1), mmax: 10, translate: 0.3}
+	parts := strings.Split(s, "-")
+	if len(s) > 256 || parts[0] != "augmix" {
+		return c, fmt.Errorf("timm AugMix config %q: want \"augmix-...\" (e.g. augmix-m5-w4-d2)", truncateString(s, 64))
+	}
+	haveStd := false
+	for _, part := range parts[1:] {
+		i := strings.IndexAny(part, "0123456789")
+		if i < 0 {
+			continue // timm: re.split finds no digit, the section is skipped
+		}
+		key, val := part[:i], part[i:]
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return c, fmt.Errorf("timm AugMix config %q: %s: %q is not a number", s, key, val)
+		}
+		whole := f == math.Trunc(f) && !strings.ContainsAny(val, ".eE") // timm's int(val)
+		switch key {
+		case "m":
+			if !whole || f > 30 {
+				return c, fmt.Errorf("timm AugMix config %q: m%s: want an integer 0..30", s, val)
+			}
+			c.m = f
+		case "w":
+			if !whole || f < 1 || f > maxPolicyOp {
+				return c, fmt.Errorf("timm AugMix config %q: w%s: want an integer 1..%d", s, val, maxPolicyOp)
+			}
+			c.width = int(f)
+		case "d":
+			if !whole || f > maxPolicyOp {
+				return c, fmt.Errorf("timm AugMix config %q: d%s: want an integer 0..%d (0: 1..3 per chain)", s, val, maxPolicyOp)
+			}
+			c.depth = int(f)
+		case "a":
+			if !(f > 0 && f <= 1e3) {
+				return c, fmt.Errorf("timm AugMix config %q: a%s: want 0 < alpha <= 1000", s, val)
+			}
+			c.alpha = f
+		case "b":
+			if !whole {
+				return c, fmt.Errorf("timm AugMix config %q: b%s: want an integer", s, val)
+			}
+			if f != 0 {
+				return c, fmt.Errorf("timm AugMix config %q: b%s: the blended mode (one PIL blend per chain, timm's \"not well tested\") is not supported; stoker runs b0, the default", s, val)
+			}
+		case "mstd":
+			if f > 1e3 {
+				return c, fmt.Errorf("timm AugMix config %q: mstd%s: want at most 1000", s, val)
+			}
+			if !haveStd {
+				haveStd, c.mstd = true, f
+			}
+		default:
+			return c, fmt.Errorf("timm AugMix config %q: unknown section %q (timm's AugMix knows m, w, d, a, b and mstd)", s, part)
+		}
+	}
+	return c, nil
+}
+
+// drawTimmAugMix is timm's AugMixAugment.__call__ (not blended): float32
+// Dirichlet weights of the chains and a float32 Beta weight m; each chain
+// depth ops (or 1..3) chosen with replacement from the image, each at the
+// severity through timmStep (probability 1); the chains' float32 sum
+// (augmix_begin of weight 0, as timm's zeros, and a chain per weight),
+// clipped and truncated to uint8 (augmix_end); then PIL's blend of the
+// image with it by m (augmix_blend).
+func (p *policy) drawTimmAugMix(r *RNG, d *drawer) {
+	c := &p.timm
+	var wbuf [maxPolicyOp]float64
+	ws := wbuf[:c.width]
+	r.Dirichlet(c.alpha, ws)
+	var m [2]float64
+	r.Dirichlet(c.alpha, m[:])
+	d.emit(Step{Fn: FnMixBegin})
+	for _, w := range ws {
+		d.emit(Step{Fn: FnMixChain, F: [6]float64{float64(float32(w))}})
+		depth := c.depth
+		if depth <= 0 {
+			depth = 1 + r.Intn(3)
+		}
+		for range depth {
+			p.timmStep(r, d, p.space[r.Intn(len(p.space))].op, timmIncreasing, c.m)
+		}
+	}
+	d.emit(Step{Fn: FnMixEnd})
+	d.emit(Step{Fn: FnMixBlend, F: [6]float64{float64(float32(m[0]))}})
 }
 
 // timmVariant is which of timm's level functions an op takes: the plain

@@ -49,6 +49,9 @@ const (
 	// a constant fill, then crop), fused into the decode as the others.
 	FnPad
 	FnCrop
+	// FnMixBlend is timm's AugMix's last step: PIL's Image.blend of the
+	// image FnMixBegin found with the mix, by its weight.
+	FnMixBlend
 	numFns
 )
 
@@ -141,6 +144,7 @@ var fnSpecs = [numFns]fnSpec{
 	FnMixBegin:    {"augmix_begin", []arg{{"weight", argFloat, 0, 1}}},
 	FnMixChain:    {"augmix_chain", []arg{{"weight", argFloat, 0, 1}}},
 	FnMixEnd:      {"augmix_end", nil},
+	FnMixBlend:    {"augmix_blend", []arg{{"weight", argFloat, 0, 1}}},
 	FnPad:         {"pad", []arg{{"padding", argInt, 0, 4}, {"fill", argFill, 0, 1}}},
 	FnCrop:        {"crop", []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}}},
 }

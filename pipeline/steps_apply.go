@@ -55,6 +55,8 @@ func applyStep(p planes, st *Step, s *opScratch) {
 		s.mix.chain(p, st.F[0])
 	case FnMixEnd:
 		s.mix.end(p)
+	case FnMixBlend:
+		s.mix.blend(p, st.F[0])
 	}
 }
 
@@ -77,6 +79,10 @@ func checkStep(st *Step, w, h int) error {
 	case FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustSharpness:
 		if !(st.F[0] >= 0) {
 			return bad("factor %v: want >= 0", st.F[0])
+		}
+	case FnMixBlend:
+		if !(st.F[0] >= 0 && st.F[0] <= 1) {
+			return bad("weight %v: want 0..1 (PIL's blend between the two images)", st.F[0])
 		}
 	case FnAdjustHue:
 		if !(st.F[0] >= -0.5 && st.F[0] <= 0.5) {

@@ -46,6 +46,7 @@ const (
 	OpAugMix             OpKind = "AugMix"
 	OpTimmRandAugment    OpKind = "TimmRandAugment"
 	OpTimmAutoAugment    OpKind = "TimmAutoAugment"
+	OpTimmAugMix         OpKind = "TimmAugMix"
 	OpRandomCrop         OpKind = "RandomCrop"
 	OpPad                OpKind = "Pad"
 	// Last, if at all: the output becomes float32.
@@ -749,7 +750,7 @@ func opsString(ops []Op) string {
 		case OpPad:
 			fmt.Fprintf(&b, "(padding=%v, fill=%v)", op.Padding, op.Fill)
 			continue
-		case OpAutoAugment, OpTimmRandAugment, OpTimmAutoAugment:
+		case OpAutoAugment, OpTimmRandAugment, OpTimmAutoAugment, OpTimmAugMix:
 			fmt.Fprintf(&b, "(%s)", op.Policy)
 			continue
 		case OpNormalize, OpColorJitter, OpGrayscale, OpGaussianBlur, OpRandomRotation, OpRandomAffine,

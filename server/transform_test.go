@@ -68,6 +68,10 @@ func TestNewTransform(t *testing.T) {
 		{name: "timm autoaugment v0r", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAutoAugment{TimmAutoAugment: &pb.TimmAutoAugment{Config: "v0r-mstd0.5"}}}}}, shape: [3]int{3, 32, 32}},
 		{name: "timm autoaugment 3a", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAutoAugment{TimmAutoAugment: &pb.TimmAutoAugment{Config: "3a"}}}}}, wantErr: `policy "3a" is not supported`},
 		{name: "timm autoaugment nearest", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAutoAugment{TimmAutoAugment: &pb.TimmAutoAugment{Config: "v0", Interpolation: pb.Interpolation_INTERPOLATION_NEAREST}}}}}, wantErr: "interpolation nearest: timm's AutoAugment resamples with bilinear, bicubic"},
+		// timm's AugMix: its config strings; blended refused
+		{name: "timm augmix", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAugMix{TimmAugMix: &pb.TimmAugMix{Config: "augmix-m5-w4-d2-a0.5"}}}}}, shape: [3]int{3, 32, 32}},
+		{name: "timm augmix blended", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAugMix{TimmAugMix: &pb.TimmAugMix{Config: "augmix-b1"}}}}}, wantErr: "the blended mode"},
+		{name: "timm augmix width 17", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAugMix{TimmAugMix: &pb.TimmAugMix{Config: "augmix-w17"}}}}}, wantErr: "w17: want an integer 1..16"},
 		// Pad's wire forms: 1, 2 or 4 values (torchvision's), before or after the crop
 		{name: "pad 1 then crop", spec: &pb.TransformSpec{Ops: []*pb.Op{{Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}}}}, {Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 32, Width: 24}}}}}, shape: [3]int{3, 32, 24}},
 		{name: "crop then pad 2", spec: &pb.TransformSpec{Ops: []*pb.Op{{Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 32, Width: 24}}}, {Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{1, 2}, Fill: []float64{5}}}}}}, shape: [3]int{3, 32 + 2*2, 24 + 2*1}},

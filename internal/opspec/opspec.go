@@ -261,7 +261,7 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 		op = pipeline.Op{Kind: pipeline.OpRandomOrder}
 		op.Ops, err = ops(x.RandomOrder.GetOps(), where+" (RandomOrder) > ", depth+1)
 	case *stokerv1.Op_TrivialAugmentWide, *stokerv1.Op_RandAugment, *stokerv1.Op_AutoAugment, *stokerv1.Op_AugMix, *stokerv1.Op_TimmRandAugment,
-		*stokerv1.Op_TimmAutoAugment:
+		*stokerv1.Op_TimmAutoAugment, *stokerv1.Op_TimmAugMix:
 		op, err = policy(o, where)
 	default:
 		return bad("the op is empty (a newer client's op this server does not know?)")
@@ -475,6 +475,14 @@ func policy(o *stokerv1.Op, where string) (pipeline.Op, error) {
 		if in == stokerv1.Interpolation_INTERPOLATION_UNSPECIFIED {
 			op.RandomInterp = true
 		}
+	case *stokerv1.Op_TimmAugMix:
+		t := x.TimmAugMix
+		op = pipeline.Op{Kind: pipeline.OpTimmAugMix, Policy: t.GetConfig()}
+		in, fillV, wireName = t.GetInterpolation(), t.GetFill(), "TimmAugMix"
+		defFill = [3]float64{124, 116, 104}
+		if in == stokerv1.Interpolation_INTERPOLATION_UNSPECIFIED {
+			op.RandomInterp = true
+		}
 	}
 	var err error
 	if op.Interp, err = interp(in, defInt, where); err != nil {
@@ -484,7 +492,8 @@ func policy(o *stokerv1.Op, where string) (pipeline.Op, error) {
 		return op, err
 	}
 	// torchvision's policies' fill=None; timm's default is its mean colour.
-	op.FillNone = len(fillV) == 0 && op.Kind != pipeline.OpTimmRandAugment && op.Kind != pipeline.OpTimmAutoAugment
+	op.FillNone = len(fillV) == 0 && op.Kind != pipeline.OpTimmRandAugment && op.Kind != pipeline.OpTimmAutoAugment &&
+		op.Kind != pipeline.OpTimmAugMix
 	return op, nil
 }
 

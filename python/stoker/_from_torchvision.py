@@ -16,8 +16,8 @@ image) is refused, as torchvision refuses it.
 
 Beside torchvision's classes, the objects users hold are taken as they
 are: timm's create_transform output (its RandomResizedCropAndInterpolation,
-RandAugment, AutoAugment, RandomErasing and MaybeToTensor, recognized by
-module and name), open_clip's image_transform output (its _convert_to_rgb,
+RandAugment, AutoAugment, AugMixAugment, RandomErasing and MaybeToTensor,
+recognized by module and name), open_clip's image_transform output (its _convert_to_rgb,
 MaybeConvertMode, MaybeToTensor, color_jitter and gray_scale), torchvision's
 references' ClassificationPresetTrain/Eval (their ``.transforms``) and
 DINOv2's DataAugmentationDINO (a MultiView of its crops)."""
@@ -314,9 +314,6 @@ def _unsupported(where: str, name: Optional[str] = None) -> ValueError:
     if name in _MIXES:
         return ValueError(f"{where} mixes samples of a batch: stoker's batches are mixed on the GPU, with "
                           f"stoker.gpu.{name} (leave it out here)")
-    if name == "timm.AugMixAugment":
-        return ValueError(f"{where}: timm's AugMix ('augmix-...') is not stoker's: use auto_augment='rand-...' "
-                          f"(timm's RandAugment, which stoker has) or torchvision's AugMix")
     if "Lambda" in where or "rgb" in own.lower():
         return ValueError(f"{where} is not supported by stoker: stoker decodes every image to 3-channel RGB, so leave "
                           f"out a conversion to RGB")
@@ -480,6 +477,50 @@ def _timm_auto_augment(cv: _Converter, t: Any, where: str) -> Transform:
         raise type(e)(f"{where}: {str(e).removeprefix('TimmAutoAugment: ')}") from None
 
 
+#: timm's _AUGMIX_TRANSFORMS.
+_TIMM_AUGMIX = ("AutoContrast", "ColorIncreasing", "ContrastIncreasing", "BrightnessIncreasing", "SharpnessIncreasing",
+                "Equalize", "Rotate", "PosterizeIncreasing", "SolarizeIncreasing", "ShearX", "ShearY", "TranslateXRel",
+                "TranslateYRel")
+
+
+def _timm_aug_mix(cv: _Converter, t: Any, where: str) -> Transform:
+    """timm's AugMixAugment object as the config string that made it
+    ("augmix-m{severity}-w{width}[-d{depth}][-a{alpha}][-mstd..]")."""
+    ops = list(t.ops)
+    if tuple(op.name for op in ops) != _TIMM_AUGMIX:
+        raise ValueError(f"{where}: the op set {[op.name for op in ops]} is not timm's AugMix set: stoker's "
+                         f"TimmAugMix runs that one")
+    first = ops[0]
+    for op in ops:
+        if (op.magnitude, op.prob, op.hparams) != (first.magnitude, 1.0, first.hparams):
+            raise ValueError(f"{where}: ops with different magnitudes, probabilities or hparams: stoker's TimmAugMix "
+                             f"is one config string for all its ops")
+    if t.blended:
+        raise ValueError(f"{where}: blended=True (one PIL blend per chain, timm's 'not well tested' mode) is not "
+                         f"supported by stoker's TimmAugMix: use the default, b0")
+    hp = first.hparams
+    extra = sorted(set(hp) - {"translate_const", "img_mean", "interpolation", "magnitude_std", "translate_pct"})
+    if extra or first.magnitude_max is not None or hp.get("translate_pct", 0.45) != 0.3:
+        raise ValueError(f"{where}: hparams {extra or ['magnitude_max' if first.magnitude_max is not None else 'translate_pct']} "
+                         f"are not supported by stoker's TimmAugMix (it takes img_mean, interpolation, magnitude_std, "
+                         f"and create_transform's translate_pct 0.3)")
+    if int(first.magnitude) != first.magnitude:
+        raise ValueError(f"{where}: magnitude {first.magnitude}: timm's AugMix config takes an integer severity")
+    cfg = f"augmix-m{int(first.magnitude)}-w{int(t.width)}" + (f"-d{int(t.depth)}" if t.depth > 0 else "")
+    if float(t.alpha) != 1.0:
+        cfg += f"-a{_num(t.alpha)}"
+    mstd = float(first.magnitude_std)
+    if mstd != float("inf"):
+        cfg += f"-mstd{_num(mstd)}"
+    interp = hp.get("interpolation")  # none: bilinear or bicubic drawn per op
+    if isinstance(interp, (list, tuple)):
+        interp = None
+    try:
+        return P.TimmAugMix(cfg, interpolation=interp, fill=hp.get("img_mean", (128, 128, 128)))
+    except (ValueError, TypeError) as e:
+        raise type(e)(f"{where}: {str(e).removeprefix('TimmAugMix: ')}") from None
+
+
 def _timm_erasing(cv: _Converter, t: Any, where: str) -> Transform:
     """timm's RandomErasing: torchvision's box sampling (in Python's
     random) after Normalize; mode 'const' erases with 0, 'pixel' with
@@ -540,6 +581,7 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "timm.RandomResizedCropAndInterpolation": _timm_rrc,
     "timm.RandAugment": _timm_rand_augment,
     "timm.AutoAugment": _timm_auto_augment,
+    "timm.AugMixAugment": _timm_aug_mix,
     "timm.RandomErasing": _timm_erasing,
     "open_clip.color_jitter": lambda cv, t, where: C.RandomApply([_CONVERT["ColorJitter"](cv, t.transf, where)], t.p),
     "open_clip.gray_scale": lambda cv, t, where: O.RandomGrayscale(t.p),

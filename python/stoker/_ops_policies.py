@@ -275,3 +275,77 @@ def timm_auto_augment(config: str = "original", interpolation: Any = None,
     ImageNet's mean colour, as timm's create_transform passes it. Not
     torchvision's AutoAugment: other sub-policies, magnitudes and ops."""
     return TimmAutoAugment(config, interpolation=interpolation, fill=fill)
+
+
+_TIMM_AUGMIX_KEYS = {"m": (0, 30, True), "w": (1, _MAX_OPS, True), "d": (-1e9, _MAX_OPS, True), "a": (0, 1e3, False),
+                     "b": (0, 0, True), "mstd": (0, 1e3, False)}
+
+
+def _check_timm_augmix_config(config: Any) -> str:
+    """timm's augment_and_mix_transform config: "augmix" then -KEYVALUE
+    sections (m, w, d, a, b, mstd; a section without a digit is skipped, as
+    timm skips it), checked as the server checks it."""
+    cls = "TimmAugMix"
+    if not isinstance(config, str):
+        raise TypeError(f"{cls}: config should be a str like 'augmix-m5-w4-d2', got {config!r}")
+    parts = config.split("-")
+    if len(config) > 256 or parts[0] != "augmix":
+        raise ValueError(f"{cls}: config {config[:64]!r}: want 'augmix-...' (e.g. 'augmix-m5-w4-d2')")
+    for part in parts[1:]:
+        digit = re.search(r"\d", part)
+        if digit is None:
+            continue  # timm: no digit, the section is skipped
+        key, val = part[:digit.start()], part[digit.start():]
+        if key not in _TIMM_AUGMIX_KEYS:
+            raise ValueError(f"{cls}: config {config!r}: unknown section {part!r} (timm's AugMix knows m, w, d, a, b "
+                             f"and mstd)")
+        try:
+            f = float(val)
+        except ValueError:
+            raise ValueError(f"{cls}: config {config!r}: {key}: {val!r} is not a number") from None
+        lo, hi, whole = _TIMM_AUGMIX_KEYS[key]
+        if key == "b" and f != 0:
+            raise ValueError(f"{cls}: config {config!r}: {part}: the blended mode (one PIL blend per chain, timm's "
+                             f"'not well tested') is not supported; stoker runs b0, the default")
+        if (whole and not re.fullmatch(r"\d+", val)) or not (lo < f <= hi if key == "a" else lo <= f <= hi):
+            raise ValueError(f"{cls}: config {config!r}: {part}: want {key} "
+                             + (f"an integer {max(lo, 0):g}..{hi:g}" if whole else f"{lo:g}..{hi:g}"))
+    return config
+
+
+class TimmAugMix(Transform):
+    """timm's AugMix (``augment_and_mix_transform``), a policy of its own:
+    ``width`` chains of ``depth`` (or 1..3) of timm's AugMix ops from the
+    image, each at a uniform magnitude in [0, m] (or m with gaussian noise
+    of mstd) through timm's level functions, summed in float32 by Dirichlet
+    weights and truncated to uint8, then blended with the image by a Beta
+    weight as PIL's Image.blend computes it. Its ops are PIL's in timm and
+    torchvision's functional kernels here. ``interpolation`` None draws
+    bilinear or bicubic per op, as timm does by default; or "bilinear" or
+    "bicubic". ``fill`` in uint8 units; None is ImageNet's mean colour.
+    Made by :func:`timm_aug_mix`."""
+
+    def __init__(self, config: str = "augmix-m3-w3", interpolation: Any = None,
+                 fill: Fill = IMAGENET_MEAN_PIXELS) -> None:
+        cls = "TimmAugMix"
+        self.config = _check_timm_augmix_config(config)
+        self.interpolation: Optional[str] = None
+        if interpolation is not None:
+            self.interpolation = interp_name(cls, interpolation, ("bilinear", "bicubic"))
+        self.fill = fill_values(cls, IMAGENET_MEAN_PIXELS if fill is None else fill)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(timm_aug_mix=pb.TimmAugMix(
+            config=self.config, interpolation=interp_pb(self.interpolation, None), fill=fill_list(self.fill)))
+
+
+def timm_aug_mix(config: str = "augmix-m3-w3", interpolation: Any = None,
+                 fill: Fill = IMAGENET_MEAN_PIXELS) -> TimmAugMix:
+    """timm's AugMix for a config string as timm's
+    ``augment_and_mix_transform`` (and ``create_transform(auto_augment=...)``)
+    takes it: "augmix-m5-w4-d2" (severity 5, width 4, depth 2; a: alpha,
+    mstd: magnitude noise instead of uniform magnitudes; b1, blended, is
+    refused), with create_transform's translate_pct of 0.3. ``fill``
+    defaults to ImageNet's mean colour, as timm's create_transform passes
+    it. Not torchvision's AugMix: other ops, magnitudes and blend."""
+    return TimmAugMix(config, interpolation=interpolation, fill=fill)

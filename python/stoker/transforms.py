@@ -20,7 +20,8 @@ naming the op and the argument.
 
 :func:`from_torchvision` turns a torchvision pipeline into a Compose;
 :func:`timm_rand_augment` is timm's RandAugment, a policy of its own, and
-:func:`timm_auto_augment` timm's AutoAugment.
+:func:`timm_auto_augment` timm's AutoAugment and :func:`timm_aug_mix` its
+AugMix.
 """
 
 from __future__ import annotations
@@ -59,9 +60,11 @@ from stoker._ops_policies import (
     AugMix,
     AutoAugment,
     RandAugment,
+    TimmAugMix,
     TimmAutoAugment,
     TimmRandAugment,
     TrivialAugmentWide,
+    timm_aug_mix,
     timm_auto_augment,
     timm_rand_augment,
 )
@@ -105,6 +108,8 @@ __all__ = [
     "timm_rand_augment",
     "TimmAutoAugment",
     "timm_auto_augment",
+    "TimmAugMix",
+    "timm_aug_mix",
     "Normalize",
     "MultiView",
     "MAX_VIEWS",

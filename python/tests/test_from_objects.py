@@ -173,6 +173,11 @@ def test_timm_train_converts_unchanged() -> None:
         got = T.from_torchvision(create_transform(224, is_training=True, auto_augment=aa, mean=OPENAI[0], std=OPENAI[1]))
         want = aa.removesuffix("-x")  # a section without a digit: timm skips it
         assert got.transforms[2] == T.timm_auto_augment(want, interpolation="bilinear", fill=(123, 117, 104)), aa
+    # timm's AugMix, by the config that made it (depth -1 and alpha 1 are its defaults).
+    for aa, want in (("augmix-m5-w4-d2", "augmix-m5-w4-d2"), ("augmix", "augmix-m3-w3"),
+                     ("augmix-a0.5-mstd0.5-x", "augmix-m3-w3-a0.5-mstd0.5")):
+        got = T.from_torchvision(create_transform(224, is_training=True, auto_augment=aa, interpolation="random"))
+        assert got.transforms[2] == T.timm_aug_mix(want), aa
 
 
 def test_timm_random_interpolation(server: str, stoker_bin: Path) -> None:
@@ -392,6 +397,108 @@ def test_timm_auto_augment_draws(stoker_bin: Path, config: str, interp: str) -> 
     in_band(run)
 
 
+def _timm_augmix_record(t: Any, n: int, seed: int) -> Tuple[List[Tuple[str, float]], List[int], List[float], List[float]]:
+    """timm's own AugMixAugment object run n times on a 4 px image, each
+    op's pixel work replaced by a recorder: the ops applied with their
+    arguments, the ops per chain (a chain starts where an op is given the
+    image itself), the first chain's weight and the blend's m."""
+    from PIL import Image
+
+    img = Image.new("RGB", (4, 4))
+    calls: List[Tuple[str, float]] = []
+    chains: List[int] = []
+    for aop in t.ops:
+        def rec(x: Any, *args: Any, _name: str = aop.name, **kw: Any) -> Any:
+            if x is img:
+                chains.append(0)
+            base = _name.removesuffix("Increasing").removesuffix("Rel")
+            v = float(args[0]) if args else 0.0
+            if not ((base == "Solarize" and v > 255) or (base == "Posterize" and v >= 8)):
+                calls.append((base, 0.0 if base in ("AutoContrast", "Equalize") else r4(v)))
+                chains[-1] += 1
+            return x.copy()
+        aop.aug_fn = rec
+    weights: List[float] = []
+    ms: List[float] = []
+    basic = t._apply_basic
+
+    def apply(x: Any, mw: Any, m: Any) -> Any:
+        weights.append(float(mw[0]))
+        ms.append(float(m))
+        return basic(x, mw, m)
+    t._apply_basic = apply
+    random.seed(seed)
+    import numpy as np
+    np.random.seed(seed)
+    for _ in range(n):
+        t(img)
+    return calls, chains, weights, ms
+
+
+@pytest.mark.parametrize("config,interp", [("augmix-m5-w4-d2", "bilinear"), ("augmix", "random"),
+                                           ("augmix-m9-w2-a0.5-mstd1", "bicubic")])
+def test_timm_aug_mix_draws(stoker_bin: Path, config: str, interp: str) -> None:
+    """timm's AugMix from create_transform, converted to TimmAugMix with the
+    config that made it, draws as timm's own object does: the ops applied
+    and each one's argument (uniform magnitudes in [0, m] by default, or m
+    with mstd noise), the ops per chain (d, or 1..3), the Dirichlet weight
+    of a chain and the Beta weight of the blend (KS), and its resampling.
+    translate_pct is create_transform's 0.3 for AugMix: TranslateX's
+    argument says so."""
+    tt = create_transform(SIDE, is_training=True, auto_augment=config, interpolation=interp)
+    t = tt.transforms[2]
+    got = T.from_torchvision(tt).transforms[2]
+    assert got == T.timm_aug_mix(config if config != "augmix" else "augmix-m3-w3",
+                                 interpolation=None if interp == "random" else interp)
+    n = 5_000
+
+    def run(k: int) -> Checks:
+        traces = stoker_traces(stoker_bin, [center(), got.to_proto()], n, seed=k)
+        interps = {a["interpolation"] for tr in traces for s, a in tr if s in ("rotate", "affine")}
+        assert interps == ({"bilinear", "bicubic"} if interp == "random" else {interp}), interps
+        mine: List[Tuple[str, float]] = []
+        chains: List[int] = []
+        weights: List[float] = []
+        ms: List[float] = []
+        for steps in traces:
+            assert steps[0] == ("augmix_begin", {"weight": 0.0}) and steps[-2][0] == "augmix_end", steps
+            assert steps[-1][0] == "augmix_blend", steps
+            ms.append(steps[-1][1]["weight"])
+            first = True
+            for s, a in steps[1:-2]:
+                if s == "augmix_chain":
+                    chains.append(0)
+                    if first:
+                        weights.append(a["weight"])
+                        first = False
+                    continue
+                x = timm_category(s, a)
+                mine.append(("Translate" + x[0][-1], x[1]) if x[0].startswith("Translate") else x)
+                chains[-1] += 1
+        theirs, t_chains, t_weights, t_ms = _timm_augmix_record(t, n, 77 + k)
+        c = Checks()
+        stat, p, df = chi2_homogeneity([x for x, _ in mine], [x for x, _ in theirs])
+        c.p(f"timm AugMix {config}: ops", p, f"(chi2 {stat:.1f}, df {df})")
+        stat, p, df = chi2_homogeneity(chains, t_chains)
+        c.p(f"timm AugMix {config}: ops per chain", p, f"(chi2 {stat:.1f}, df {df})")
+        by_m: Dict[str, List[float]] = {}
+        by_t: Dict[str, List[float]] = {}
+        for seq, into in ((mine, by_m), (theirs, by_t)):
+            for name, v in seq:
+                into.setdefault(name, []).append(v)
+        assert set(by_m) == set(by_t), (sorted(by_m), sorted(by_t))
+        # One op of each level function (the others share them, compared
+        # for RandAugment and AutoAugment above): fewer checks, fewer
+        # p-values out of the band by chance.
+        for name in ("Rotate", "Posterize", "Solarize", "Color", "TranslateX"):
+            compare_values(c, f"timm AugMix {config}: {name}'s argument", by_m[name], by_t[name])
+        compare_values(c, f"timm AugMix {config}: a chain's weight", weights, t_weights)
+        compare_values(c, f"timm AugMix {config}: the blend's m", ms, t_ms)
+        return c
+
+    in_band(run)
+
+
 ERASING = [("rand", 1), ("rand", 4), ("const", 3), ("pixel", 2)]
 
 
@@ -552,7 +659,8 @@ def test_dinov2_object_is_its_views(server: str) -> None:
 def test_objects_run(server: str) -> None:
     objs = [ClassificationPresetTrain(crop_size=16, interpolation=BICUBIC, auto_augment_policy=p) for p in POLICIES]
     objs += [create_transform(16, **TIMM_TRAIN), create_transform(16), image_transform(16, is_train=True),
-             create_transform(16, is_training=True, auto_augment="v0r-mstd0.5", re_prob=0.5, re_mode="rand", re_count=3)]
+             create_transform(16, is_training=True, auto_augment="v0r-mstd0.5", re_prob=0.5, re_mode="rand", re_count=3),
+             create_transform(16, is_training=True, auto_augment="augmix-m5-w4-d2")]
     for obj in objs:
         with loader(server, transform=T.from_torchvision(obj), batch_size=8) as ld:
             images, labels = next(iter(ld))
@@ -567,8 +675,9 @@ REFUSALS = [
     (lambda: [tv2.RandomResizedCrop(8), tv2.CutMix(num_classes=10)], r"^op 1 \(CutMix\) .*stoker\.gpu\.CutMix"),
     (lambda: [tv2.RandomResizedCrop(8), tv2.RandomChoice([tv2.MixUp(num_classes=10), tv2.CutMix(num_classes=10)])],
      r"^op 1 \(RandomChoice\) of MixUp, CutMix .*stoker\.gpu\.RandomChoice\(\[stoker\.gpu\.MixUp"),
-    (lambda: create_transform(224, is_training=True, auto_augment="augmix-m5-w4-d2"),
-     r"^op 2 \(AugMixAugment\): timm's AugMix .* use auto_augment='rand-\.\.\.'"),
+    (lambda: create_transform(224, is_training=True, auto_augment="augmix-m5-w4-d2-b1"),
+     r"^op 2 \(AugMixAugment\): blended=True \(one PIL blend per chain, .*\) is not supported by stoker's "
+     r"TimmAugMix: use the default, b0$"),
     (lambda: create_transform(224, is_training=True, auto_augment="3a"),
      r"^op 2 \(AutoAugment\): timm's AutoAugment '3a' is not supported .* or auto_augment='rand-\.\.\.'$"),
     (lambda: create_transform(224, is_training=True, re_prob=0.25, re_count=17),
@@ -614,7 +723,7 @@ def test_normalize_on_pixels_is_refused() -> None:
 
 # -- the converted objects' samples replayed through torchvision ---------------------
 
-@pytest.mark.parametrize("name", ["timm-train", "timm-erasing", "timm-autoaugment", "bicubic-policies"])
+@pytest.mark.parametrize("name", ["timm-train", "timm-erasing", "timm-autoaugment", "timm-augmix", "bicubic-policies"])
 def test_replay(server: str, stoker_bin: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """test_parity_replay's harness on the converted objects: each sample's
     trace, run by stoker's kernels, is the sample; each step, run by
@@ -630,6 +739,9 @@ def test_replay(server: str, stoker_bin: Path, monkeypatch: pytest.MonkeyPatch, 
         ops += [T.from_torchvision(create_transform(96, is_training=True, auto_augment=aa, interpolation=i)).transforms[2]
                 .to_proto() for aa, i in (("original", "bilinear"), ("originalr", "random"), ("v0-mstd0.5", "bicubic"),
                                           ("v0r", "bilinear"))]
+    elif name == "timm-augmix":
+        ops = T.to_spec(T.from_torchvision(create_transform(96, is_training=True, auto_augment="augmix-m5-w4-d2",
+                                                            interpolation="bilinear"))).ops
     elif name == "timm-erasing":  # re_mode 'rand': each box's colour is in its trace, replayed exactly
         ops = T.to_spec(T.from_torchvision(create_transform(96, is_training=True, re_prob=0.9, re_mode="rand",
                                                             re_count=3))).ops

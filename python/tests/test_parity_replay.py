@@ -16,7 +16,8 @@ alone (the same crop: the geometry draws from a stream of its own). Then:
    posterize, an equalize, a solarize's threshold), which says nothing of
    either side's ops;
 3. AugMix's blend, from the chains stoker made, is the weighted sum
-   truncated to uint8, as torchvision's AugMix computes it.
+   truncated to uint8, as torchvision's AugMix computes it; timm's AugMix's
+   last step (augmix_blend) is PIL's Image.blend of the image with it.
 
 A random erase (value="random") is checked outside its box only: torchvision
 would write other noise.
@@ -200,6 +201,11 @@ def test_replay(server: str, stoker_bin: Path, recipe: str) -> None:
                     want_mix = np.clip(mix["acc"], 0, 255).astype(np.uint8)
                     d = np.abs(want_mix.astype(np.int32) - after.astype(np.int32))
                     assert d.max() <= 1, f"{where}: AugMix's blend: max |diff| {d.max()}"
+            elif name == "augmix_blend":  # timm's AugMix: PIL's Image.blend of the image with the mix
+                from PIL import Image
+                hwc = lambda x: Image.fromarray(np.ascontiguousarray(x.transpose(1, 2, 0)))  # noqa: E731
+                want_b = np.asarray(Image.blend(hwc(mix["orig"]), hwc(before), np.float32(a["weight"]))).transpose(2, 0, 1)
+                assert np.array_equal(want_b, after), f"{where}: timm's AugMix blend is not PIL's Image.blend"
             elif name == "erase" and a["v"] == "random":
                 box = np.zeros(before.shape[1:], bool)
                 box[a["i"]:a["i"] + a["h"], a["j"]:a["j"] + a["w"]] = True

@@ -1448,6 +1448,7 @@ type Op struct {
 	//	*Op_RandomCrop
 	//	*Op_Pad
 	//	*Op_TimmAutoAugment
+	//	*Op_TimmAugMix
 	Op            isOp_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1760,6 +1761,15 @@ func (x *Op) GetTimmAutoAugment() *TimmAutoAugment {
 	return nil
 }
 
+func (x *Op) GetTimmAugMix() *TimmAugMix {
+	if x != nil {
+		if x, ok := x.Op.(*Op_TimmAugMix); ok {
+			return x.TimmAugMix
+		}
+	}
+	return nil
+}
+
 type isOp_Op interface {
 	isOp_Op()
 }
@@ -1884,6 +1894,10 @@ type Op_TimmAutoAugment struct {
 	TimmAutoAugment *TimmAutoAugment `protobuf:"bytes,133,opt,name=timm_auto_augment,json=timmAutoAugment,proto3,oneof"`
 }
 
+type Op_TimmAugMix struct {
+	TimmAugMix *TimmAugMix `protobuf:"bytes,134,opt,name=timm_aug_mix,json=timmAugMix,proto3,oneof"`
+}
+
 func (*Op_RandomResizedCrop) isOp_Op() {}
 
 func (*Op_Resize) isOp_Op() {}
@@ -1943,6 +1957,8 @@ func (*Op_RandomCrop) isOp_Op() {}
 func (*Op_Pad) isOp_Op() {}
 
 func (*Op_TimmAutoAugment) isOp_Op() {}
+
+func (*Op_TimmAugMix) isOp_Op() {}
 
 // Pad is torchvision's Pad with padding_mode "constant": the image padded
 // by padding with a constant fill. A geometry op: right before a
@@ -3993,6 +4009,75 @@ func (x *TimmAutoAugment) GetFill() []float64 {
 	return nil
 }
 
+// TimmAugMix: timm's AugMix (augment_and_mix_transform), a policy of its
+// own: config as timm's ("augmix", then m severity (3), w width (3), d
+// depth (-1: 1..3 per chain), a alpha (1), b blended (0; 1 is refused),
+// mstd magnitude noise (default: uniform in [0, m]); "augmix-m5-w4-d2"):
+// width chains of timm's AugMix ops from the image, their float32 sum by
+// Dirichlet weights truncated to uint8, then PIL's blend with the image
+// by a Beta weight. translate_pct is timm's create_transform's 0.3; fill
+// none means (124, 116, 104); interpolation bilinear or bicubic, or unset
+// for a random choice per op.
+type TimmAugMix struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Config        string                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	Interpolation Interpolation          `protobuf:"varint,2,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
+	Fill          []float64              `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimmAugMix) Reset() {
+	*x = TimmAugMix{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimmAugMix) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimmAugMix) ProtoMessage() {}
+
+func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimmAugMix.ProtoReflect.Descriptor instead.
+func (*TimmAugMix) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *TimmAugMix) GetConfig() string {
+	if x != nil {
+		return x.Config
+	}
+	return ""
+}
+
+func (x *TimmAugMix) GetInterpolation() Interpolation {
+	if x != nil {
+		return x.Interpolation
+	}
+	return Interpolation_INTERPOLATION_UNSPECIFIED
+}
+
+func (x *TimmAugMix) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
+}
+
 // Credit grants more batches and reports the trainer's waiting.
 type Credit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4014,7 +4099,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4026,7 +4111,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4039,7 +4124,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -4094,7 +4179,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4106,7 +4191,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4119,7 +4204,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -4241,7 +4326,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4253,7 +4338,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4266,7 +4351,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -4359,7 +4444,7 @@ type ViewInfo struct {
 
 func (x *ViewInfo) Reset() {
 	*x = ViewInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4371,7 +4456,7 @@ func (x *ViewInfo) String() string {
 func (*ViewInfo) ProtoMessage() {}
 
 func (x *ViewInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4384,7 +4469,7 @@ func (x *ViewInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewInfo.ProtoReflect.Descriptor instead.
 func (*ViewInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ViewInfo) GetName() string {
@@ -4441,7 +4526,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4453,7 +4538,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4466,7 +4551,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -4570,7 +4655,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4582,7 +4667,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4595,7 +4680,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -4620,7 +4705,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4632,7 +4717,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4645,7 +4730,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *FieldValues) GetName() string {
@@ -4682,7 +4767,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4694,7 +4779,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4707,7 +4792,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -4745,7 +4830,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4757,7 +4842,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4770,7 +4855,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -4807,7 +4892,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4819,7 +4904,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4832,7 +4917,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -4872,7 +4957,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4884,7 +4969,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4897,7 +4982,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -4910,7 +4995,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4922,7 +5007,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4935,7 +5020,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -4963,7 +5048,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4975,7 +5060,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4988,7 +5073,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -5050,7 +5135,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5062,7 +5147,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5075,7 +5160,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -5181,7 +5266,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5193,7 +5278,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5206,7 +5291,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -5225,7 +5310,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5237,7 +5322,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5250,7 +5335,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -5270,7 +5355,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5282,7 +5367,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5295,7 +5380,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -5344,7 +5429,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5356,7 +5441,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5369,7 +5454,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -5445,7 +5530,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5457,7 +5542,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5470,7 +5555,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -5497,7 +5582,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5509,7 +5594,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5522,7 +5607,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -5626,7 +5711,7 @@ type LeaseProgress struct {
 
 func (x *LeaseProgress) Reset() {
 	*x = LeaseProgress{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5638,7 +5723,7 @@ func (x *LeaseProgress) String() string {
 func (*LeaseProgress) ProtoMessage() {}
 
 func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5651,7 +5736,7 @@ func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
 func (*LeaseProgress) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *LeaseProgress) GetLease() uint64 {
@@ -5681,7 +5766,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5693,7 +5778,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5706,7 +5791,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -5778,7 +5863,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5790,7 +5875,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5803,7 +5888,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -5877,7 +5962,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5889,7 +5974,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5902,7 +5987,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -5948,7 +6033,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5960,7 +6045,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5973,7 +6058,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -6026,7 +6111,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6038,7 +6123,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6051,7 +6136,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -6084,7 +6169,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6096,7 +6181,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6109,7 +6194,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -6128,7 +6213,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6140,7 +6225,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6153,7 +6238,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -6260,7 +6345,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6272,7 +6357,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6285,7 +6370,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *JobStatus) GetId() string {
@@ -6514,7 +6599,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6526,7 +6611,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6539,7 +6624,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -6637,7 +6722,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6649,7 +6734,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6662,7 +6747,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -6826,7 +6911,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\tViewGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
-	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xd3\x0f\n" +
+	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\x8f\x10\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +
@@ -6860,7 +6945,9 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\vrandom_crop\x18Z \x01(\v2\x15.stoker.v1.RandomCropH\x00R\n" +
 	"randomCrop\x12\"\n" +
 	"\x03pad\x18x \x01(\v2\x0e.stoker.v1.PadH\x00R\x03pad\x12I\n" +
-	"\x11timm_auto_augment\x18\x85\x01 \x01(\v2\x1a.stoker.v1.TimmAutoAugmentH\x00R\x0ftimmAutoAugmentB\x04\n" +
+	"\x11timm_auto_augment\x18\x85\x01 \x01(\v2\x1a.stoker.v1.TimmAutoAugmentH\x00R\x0ftimmAutoAugment\x12:\n" +
+	"\ftimm_aug_mix\x18\x86\x01 \x01(\v2\x15.stoker.v1.TimmAugMixH\x00R\n" +
+	"timmAugMixB\x04\n" +
 	"\x02op\"V\n" +
 	"\x03Pad\x12\x18\n" +
 	"\apadding\x18\x01 \x03(\rR\apadding\x12\x12\n" +
@@ -7025,6 +7112,11 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
 	"\x04fill\x18\x03 \x03(\x01R\x04fill\"}\n" +
 	"\x0fTimmAutoAugment\x12\x16\n" +
+	"\x06config\x18\x01 \x01(\tR\x06config\x12>\n" +
+	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
+	"\x04fill\x18\x03 \x03(\x01R\x04fill\"x\n" +
+	"\n" +
+	"TimmAugMix\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\tR\x06config\x12>\n" +
 	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
 	"\x04fill\x18\x03 \x03(\x01R\x04fill\"\xa9\x01\n" +
@@ -7284,7 +7376,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Decode)(0),                   // 0: stoker.v1.Decode
 	(ShuffleMode)(0),              // 1: stoker.v1.ShuffleMode
@@ -7336,41 +7428,42 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*AugMix)(nil),                // 47: stoker.v1.AugMix
 	(*TimmRandAugment)(nil),       // 48: stoker.v1.TimmRandAugment
 	(*TimmAutoAugment)(nil),       // 49: stoker.v1.TimmAutoAugment
-	(*Credit)(nil),                // 50: stoker.v1.Credit
-	(*FeedResponse)(nil),          // 51: stoker.v1.FeedResponse
-	(*JobInfo)(nil),               // 52: stoker.v1.JobInfo
-	(*ViewInfo)(nil),              // 53: stoker.v1.ViewInfo
-	(*BatchHeader)(nil),           // 54: stoker.v1.BatchHeader
-	(*Shape)(nil),                 // 55: stoker.v1.Shape
-	(*FieldValues)(nil),           // 56: stoker.v1.FieldValues
-	(*SampleError)(nil),           // 57: stoker.v1.SampleError
-	(*Chunk)(nil),                 // 58: stoker.v1.Chunk
-	(*EpochEnd)(nil),              // 59: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),   // 60: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),  // 61: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),           // 62: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),           // 63: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                // 64: stoker.v1.JobEnd
-	(*WorkPing)(nil),              // 65: stoker.v1.WorkPing
-	(*WorkJob)(nil),               // 66: stoker.v1.WorkJob
-	(*Lease)(nil),                 // 67: stoker.v1.Lease
-	(*CancelLease)(nil),           // 68: stoker.v1.CancelLease
-	(*WorkResponse)(nil),          // 69: stoker.v1.WorkResponse
-	(*LeaseProgress)(nil),         // 70: stoker.v1.LeaseProgress
-	(*WorkerInfo)(nil),            // 71: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),       // 72: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),             // 73: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),             // 74: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),           // 75: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),         // 76: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),        // 77: stoker.v1.StatusResponse
-	(*JobStatus)(nil),             // 78: stoker.v1.JobStatus
-	(*MakingShares)(nil),          // 79: stoker.v1.MakingShares
-	(*MakerStatus)(nil),           // 80: stoker.v1.MakerStatus
+	(*TimmAugMix)(nil),            // 50: stoker.v1.TimmAugMix
+	(*Credit)(nil),                // 51: stoker.v1.Credit
+	(*FeedResponse)(nil),          // 52: stoker.v1.FeedResponse
+	(*JobInfo)(nil),               // 53: stoker.v1.JobInfo
+	(*ViewInfo)(nil),              // 54: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),           // 55: stoker.v1.BatchHeader
+	(*Shape)(nil),                 // 56: stoker.v1.Shape
+	(*FieldValues)(nil),           // 57: stoker.v1.FieldValues
+	(*SampleError)(nil),           // 58: stoker.v1.SampleError
+	(*Chunk)(nil),                 // 59: stoker.v1.Chunk
+	(*EpochEnd)(nil),              // 60: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),   // 61: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),  // 62: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),           // 63: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),           // 64: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                // 65: stoker.v1.JobEnd
+	(*WorkPing)(nil),              // 66: stoker.v1.WorkPing
+	(*WorkJob)(nil),               // 67: stoker.v1.WorkJob
+	(*Lease)(nil),                 // 68: stoker.v1.Lease
+	(*CancelLease)(nil),           // 69: stoker.v1.CancelLease
+	(*WorkResponse)(nil),          // 70: stoker.v1.WorkResponse
+	(*LeaseProgress)(nil),         // 71: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),            // 72: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),       // 73: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),             // 74: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),             // 75: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),           // 76: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),         // 77: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),        // 78: stoker.v1.StatusResponse
+	(*JobStatus)(nil),             // 79: stoker.v1.JobStatus
+	(*MakingShares)(nil),          // 80: stoker.v1.MakingShares
+	(*MakerStatus)(nil),           // 81: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	50,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	51,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
 	13,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
 	16,  // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
 	2,   // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
@@ -7382,7 +7475,7 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	7,   // 10: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
 	11,  // 11: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
 	7,   // 12: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	52,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	53,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
 	18,  // 14: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
 	17,  // 15: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
 	16,  // 16: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
@@ -7416,74 +7509,76 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	20,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
 	19,  // 45: stoker.v1.Op.pad:type_name -> stoker.v1.Pad
 	49,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
-	4,   // 47: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 48: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	21,  // 49: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	21,  // 50: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	21,  // 51: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	21,  // 52: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	21,  // 53: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	4,   // 54: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	21,  // 55: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	21,  // 56: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	4,   // 57: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	21,  // 58: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	21,  // 59: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	18,  // 60: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	18,  // 61: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	18,  // 62: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	4,   // 63: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 64: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 65: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 66: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 67: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 68: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	52,  // 69: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	54,  // 70: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	58,  // 71: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	59,  // 72: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	12,  // 73: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	5,   // 74: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	53,  // 75: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
-	0,   // 76: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
-	5,   // 77: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	57,  // 78: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	0,   // 79: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
-	55,  // 80: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	56,  // 81: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	62,  // 82: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	66,  // 83: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	67,  // 84: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	68,  // 85: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	64,  // 86: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	65,  // 87: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 88: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	71,  // 89: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	73,  // 90: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	58,  // 91: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	75,  // 92: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	70,  // 93: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	72,  // 94: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	54,  // 95: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	74,  // 96: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	78,  // 97: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	80,  // 98: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	79,  // 99: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 100: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	60,  // 101: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 102: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	76,  // 103: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	63,  // 104: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	51,  // 105: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	61,  // 106: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 107: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	77,  // 108: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	69,  // 109: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	105, // [105:110] is the sub-list for method output_type
-	100, // [100:105] is the sub-list for method input_type
-	100, // [100:100] is the sub-list for extension type_name
-	100, // [100:100] is the sub-list for extension extendee
-	0,   // [0:100] is the sub-list for field type_name
+	50,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
+	4,   // 48: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 49: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	21,  // 50: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	21,  // 51: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	21,  // 52: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	21,  // 53: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	21,  // 54: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	4,   // 55: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	21,  // 56: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	21,  // 57: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	4,   // 58: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	21,  // 59: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	21,  // 60: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	18,  // 61: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	18,  // 62: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	18,  // 63: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	4,   // 64: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 65: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 66: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 67: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 68: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 69: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 70: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
+	53,  // 71: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	55,  // 72: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	59,  // 73: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	60,  // 74: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	12,  // 75: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	5,   // 76: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	54,  // 77: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	0,   // 78: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
+	5,   // 79: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	58,  // 80: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	0,   // 81: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
+	56,  // 82: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	57,  // 83: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	63,  // 84: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	67,  // 85: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	68,  // 86: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	69,  // 87: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	65,  // 88: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	66,  // 89: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 90: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	72,  // 91: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	74,  // 92: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	59,  // 93: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	76,  // 94: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	71,  // 95: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	73,  // 96: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	55,  // 97: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	75,  // 98: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	79,  // 99: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	81,  // 100: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	80,  // 101: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 102: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	61,  // 103: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 104: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	77,  // 105: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	64,  // 106: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	52,  // 107: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	62,  // 108: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 109: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	78,  // 110: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	70,  // 111: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	107, // [107:112] is the sub-list for method output_type
+	102, // [102:107] is the sub-list for method input_type
+	102, // [102:102] is the sub-list for extension type_name
+	102, // [102:102] is the sub-list for extension extendee
+	0,   // [0:102] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -7527,6 +7622,7 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_RandomCrop)(nil),
 		(*Op_Pad)(nil),
 		(*Op_TimmAutoAugment)(nil),
+		(*Op_TimmAugMix)(nil),
 	}
 	file_stoker_v1_stoker_proto_msgTypes[16].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[17].OneofWrappers = []any{}
@@ -7543,22 +7639,22 @@ func file_stoker_v1_stoker_proto_init() {
 	file_stoker_v1_stoker_proto_msgTypes[35].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[39].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[41].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[45].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[46].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[48].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[57].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[49].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[58].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[63].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[64].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -7571,7 +7667,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   75,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -226,7 +226,7 @@ class ViewGroup(_message.Message):
     def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ...) -> None: ...
 
 class Op(_message.Message):
-    __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize", "random_vertical_flip", "grayscale", "random_grayscale", "gaussian_blur", "random_solarize", "random_posterize", "random_invert", "random_equalize", "random_autocontrast", "random_adjust_sharpness", "random_rotation", "random_affine", "random_erasing", "random_apply", "random_choice", "random_order", "trivial_augment_wide", "rand_augment", "auto_augment", "aug_mix", "timm_rand_augment", "random_crop", "pad", "timm_auto_augment")
+    __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize", "random_vertical_flip", "grayscale", "random_grayscale", "gaussian_blur", "random_solarize", "random_posterize", "random_invert", "random_equalize", "random_autocontrast", "random_adjust_sharpness", "random_rotation", "random_affine", "random_erasing", "random_apply", "random_choice", "random_order", "trivial_augment_wide", "rand_augment", "auto_augment", "aug_mix", "timm_rand_augment", "random_crop", "pad", "timm_auto_augment", "timm_aug_mix")
     RANDOM_RESIZED_CROP_FIELD_NUMBER: _ClassVar[int]
     RESIZE_FIELD_NUMBER: _ClassVar[int]
     CENTER_CROP_FIELD_NUMBER: _ClassVar[int]
@@ -257,6 +257,7 @@ class Op(_message.Message):
     RANDOM_CROP_FIELD_NUMBER: _ClassVar[int]
     PAD_FIELD_NUMBER: _ClassVar[int]
     TIMM_AUTO_AUGMENT_FIELD_NUMBER: _ClassVar[int]
+    TIMM_AUG_MIX_FIELD_NUMBER: _ClassVar[int]
     random_resized_crop: RandomResizedCrop
     resize: Resize
     center_crop: CenterCrop
@@ -287,7 +288,8 @@ class Op(_message.Message):
     random_crop: RandomCrop
     pad: Pad
     timm_auto_augment: TimmAutoAugment
-    def __init__(self, random_resized_crop: _Optional[_Union[RandomResizedCrop, _Mapping]] = ..., resize: _Optional[_Union[Resize, _Mapping]] = ..., center_crop: _Optional[_Union[CenterCrop, _Mapping]] = ..., random_horizontal_flip: _Optional[_Union[RandomHorizontalFlip, _Mapping]] = ..., color_jitter: _Optional[_Union[ColorJitter, _Mapping]] = ..., normalize: _Optional[_Union[Normalize, _Mapping]] = ..., random_vertical_flip: _Optional[_Union[RandomVerticalFlip, _Mapping]] = ..., grayscale: _Optional[_Union[Grayscale, _Mapping]] = ..., random_grayscale: _Optional[_Union[RandomGrayscale, _Mapping]] = ..., gaussian_blur: _Optional[_Union[GaussianBlur, _Mapping]] = ..., random_solarize: _Optional[_Union[RandomSolarize, _Mapping]] = ..., random_posterize: _Optional[_Union[RandomPosterize, _Mapping]] = ..., random_invert: _Optional[_Union[RandomInvert, _Mapping]] = ..., random_equalize: _Optional[_Union[RandomEqualize, _Mapping]] = ..., random_autocontrast: _Optional[_Union[RandomAutocontrast, _Mapping]] = ..., random_adjust_sharpness: _Optional[_Union[RandomAdjustSharpness, _Mapping]] = ..., random_rotation: _Optional[_Union[RandomRotation, _Mapping]] = ..., random_affine: _Optional[_Union[RandomAffine, _Mapping]] = ..., random_erasing: _Optional[_Union[RandomErasing, _Mapping]] = ..., random_apply: _Optional[_Union[RandomApply, _Mapping]] = ..., random_choice: _Optional[_Union[RandomChoice, _Mapping]] = ..., random_order: _Optional[_Union[RandomOrder, _Mapping]] = ..., trivial_augment_wide: _Optional[_Union[TrivialAugmentWide, _Mapping]] = ..., rand_augment: _Optional[_Union[RandAugment, _Mapping]] = ..., auto_augment: _Optional[_Union[AutoAugment, _Mapping]] = ..., aug_mix: _Optional[_Union[AugMix, _Mapping]] = ..., timm_rand_augment: _Optional[_Union[TimmRandAugment, _Mapping]] = ..., random_crop: _Optional[_Union[RandomCrop, _Mapping]] = ..., pad: _Optional[_Union[Pad, _Mapping]] = ..., timm_auto_augment: _Optional[_Union[TimmAutoAugment, _Mapping]] = ...) -> None: ...
+    timm_aug_mix: TimmAugMix
+    def __init__(self, random_resized_crop: _Optional[_Union[RandomResizedCrop, _Mapping]] = ..., resize: _Optional[_Union[Resize, _Mapping]] = ..., center_crop: _Optional[_Union[CenterCrop, _Mapping]] = ..., random_horizontal_flip: _Optional[_Union[RandomHorizontalFlip, _Mapping]] = ..., color_jitter: _Optional[_Union[ColorJitter, _Mapping]] = ..., normalize: _Optional[_Union[Normalize, _Mapping]] = ..., random_vertical_flip: _Optional[_Union[RandomVerticalFlip, _Mapping]] = ..., grayscale: _Optional[_Union[Grayscale, _Mapping]] = ..., random_grayscale: _Optional[_Union[RandomGrayscale, _Mapping]] = ..., gaussian_blur: _Optional[_Union[GaussianBlur, _Mapping]] = ..., random_solarize: _Optional[_Union[RandomSolarize, _Mapping]] = ..., random_posterize: _Optional[_Union[RandomPosterize, _Mapping]] = ..., random_invert: _Optional[_Union[RandomInvert, _Mapping]] = ..., random_equalize: _Optional[_Union[RandomEqualize, _Mapping]] = ..., random_autocontrast: _Optional[_Union[RandomAutocontrast, _Mapping]] = ..., random_adjust_sharpness: _Optional[_Union[RandomAdjustSharpness, _Mapping]] = ..., random_rotation: _Optional[_Union[RandomRotation, _Mapping]] = ..., random_affine: _Optional[_Union[RandomAffine, _Mapping]] = ..., random_erasing: _Optional[_Union[RandomErasing, _Mapping]] = ..., random_apply: _Optional[_Union[RandomApply, _Mapping]] = ..., random_choice: _Optional[_Union[RandomChoice, _Mapping]] = ..., random_order: _Optional[_Union[RandomOrder, _Mapping]] = ..., trivial_augment_wide: _Optional[_Union[TrivialAugmentWide, _Mapping]] = ..., rand_augment: _Optional[_Union[RandAugment, _Mapping]] = ..., auto_augment: _Optional[_Union[AutoAugment, _Mapping]] = ..., aug_mix: _Optional[_Union[AugMix, _Mapping]] = ..., timm_rand_augment: _Optional[_Union[TimmRandAugment, _Mapping]] = ..., random_crop: _Optional[_Union[RandomCrop, _Mapping]] = ..., pad: _Optional[_Union[Pad, _Mapping]] = ..., timm_auto_augment: _Optional[_Union[TimmAutoAugment, _Mapping]] = ..., timm_aug_mix: _Optional[_Union[TimmAugMix, _Mapping]] = ...) -> None: ...
 
 class Pad(_message.Message):
     __slots__ = ("padding", "fill", "padding_mode")
@@ -614,6 +616,16 @@ class TimmRandAugment(_message.Message):
     def __init__(self, config: _Optional[str] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class TimmAutoAugment(_message.Message):
+    __slots__ = ("config", "interpolation", "fill")
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
+    FILL_FIELD_NUMBER: _ClassVar[int]
+    config: str
+    interpolation: Interpolation
+    fill: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, config: _Optional[str] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class TimmAugMix(_message.Message):
     __slots__ = ("config", "interpolation", "fill")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
