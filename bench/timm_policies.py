@@ -41,7 +41,7 @@ from stoker.v1 import stoker_pb2 as pb  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 FILL = (124, 116, 104)  # timm's IMAGENET_DEFAULT_MEAN as create_transform passes it
 SIZE = 224
-POLICIES = [("original", "bilinear"), ("v0r-mstd0.5", "bicubic"), ("augmix-m3-w3", "bilinear"),
+POLICIES = [("original", "bilinear"), ("v0r-mstd0.5", "bicubic"), ("3a", "bilinear"), ("augmix-m3-w3", "bilinear"),
             ("augmix-m5-w4-d2", "bicubic")]
 RESAMPLE = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC}
 
@@ -76,6 +76,9 @@ def timm_step(img: Image.Image, name: str, a: dict) -> Image.Image:
     if name in simple:
         fn, key = simple[name]
         return fn(img, a[key])
+    if name == "gaussian_blur":  # 3a's GaussianBlurRand: PIL's GaussianBlur of that radius
+        from PIL import ImageFilter
+        return img.filter(ImageFilter.GaussianBlur(radius=a["sigma"][0]))
     if name == "solarize_add":
         return aa.solarize_add(img, a["addition"], thresh=a["threshold"])
     return {"autocontrast": aa.auto_contrast, "equalize": aa.equalize, "invert": aa.invert}[name](img)
@@ -152,6 +155,25 @@ def main() -> None:
         print(f"{config:<18} {interp:<9} {100 * gt2 / total:6.2f}% {100 * float(np.median(shares)):6.2f}% "
               f"{100 * max(shares):6.2f}% {100 * gt16 / total:6.2f}% {dsum / dvals:6.3f} {dmax:4d} "
               f"{100 * sum(x == 0 for x in shares) / len(shares):4.0f}%")
+
+    # 3a's GaussianBlurRand alone: PIL's GaussianBlur (box blurs, edges
+    # extended) against stoker's gaussian_blur (reflected edges).
+    print(f"\n{'blur radius':<12} {'taps':>4} {'px >2':>7} {'max':>4} {'inside max':>10}")
+    for radius in (0.1, 0.3, 0.5, 1.0, 1.5, 2.0):
+        k = 2 * math.ceil(3 * radius) + 1
+        lines = [json.dumps({"w": SIZE, "h": SIZE, "trace": [["gaussian_blur", {"kernel_size": [k, k],
+                                                                                "sigma": [radius, radius]}]],
+                             "pix": base64.b64encode(np.ascontiguousarray(np.asarray(im).transpose(2, 0, 1))
+                                                     .tobytes()).decode()}) for im in imgs]
+        r = subprocess.run([args.stoker, "ops", "apply"], input="\n".join(lines) + "\n", capture_output=True,
+                           text=True, check=True)
+        ds = []
+        for im, line in zip(imgs, r.stdout.splitlines()):
+            px = np.frombuffer(base64.b64decode(json.loads(line)["pix"]), np.uint8).reshape(3, SIZE, SIZE)
+            want = np.asarray(timm_step(im, "gaussian_blur", {"sigma": [radius, radius]}))
+            ds.append(np.abs(px.transpose(1, 2, 0).astype(np.int16) - want.astype(np.int16)).max(axis=2))
+        d = np.stack(ds)
+        print(f"{radius:<12g} {k:>4} {100 * (d > 2).mean():6.2f}% {int(d.max()):4d} {int(d[:, k:-k, k:-k].max()):10d}")
 
 
 if __name__ == "__main__":

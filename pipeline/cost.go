@@ -267,7 +267,11 @@ func (p *policy) maxNs(w, h int) float64 {
 	}
 	var most float64
 	for _, e := range p.space {
-		most = max(most, stepNs(Step{Fn: augFn(e.op), Interp: interp}, w, h))
+		st := Step{Fn: augFn(e.op), Interp: interp}
+		if e.op == augBlurRand {
+			st.I = [6]int{13, 13} // 2*ceil(3 * 2)+1 at timm's largest radius
+		}
+		most = max(most, stepNs(st, w, h))
 	}
 	if p.kind == OpAugMix || p.kind == OpTimmAugMix {
 		most = max(most, stepNs(Step{Fn: FnMixChain}, w, h))
@@ -281,7 +285,8 @@ func augFn(op augOp) Fn {
 		augIdentity: FnNone, augShearX: FnAffine, augShearY: FnAffine, augTranslateX: FnAffine, augTranslateY: FnAffine,
 		augRotate: FnRotate, augBrightness: FnAdjustBrightness, augColor: FnAdjustSaturation, augContrast: FnAdjustContrast,
 		augSharpness: FnAdjustSharpness, augPosterize: FnPosterize, augSolarize: FnSolarize, augAutoContrast: FnAutocontrast,
-		augEqualize: FnEqualize, augInvert: FnInvert, augSolarizeAdd: FnSolarizeAdd,
+		augEqualize: FnEqualize, augInvert: FnInvert, augSolarizeAdd: FnSolarizeAdd, augDesaturate: FnAdjustSaturation,
+		augBlurRand: FnGaussianBlur,
 	}[op]
 }
 

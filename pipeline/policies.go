@@ -35,6 +35,8 @@ const (
 	augEqualize
 	augInvert
 	augSolarizeAdd // timm's
+	augDesaturate  // timm's AutoAugment 3a: ImageEnhance.Color(1 - level)
+	augBlurRand    // timm's AutoAugment 3a: PIL's GaussianBlur of a random radius
 )
 
 // augEntry is one operation of a space with its magnitudes (nil: the
@@ -501,9 +503,9 @@ var autoAugmentPolicies = map[string][][2]aaOp{
 // first one counts), inc (the increasing variants: timm tests bool() of
 // the string, so inc0 turns them on too) and t (the transform set, the
 // first one counts: "weights" is timm's _RAND_WEIGHTED_0, chosen by weight
-// without replacement; "3a" and "3aw" are refused, their Desaturate and
-// GaussianBlur have no kernel here; any other name is the default set, as
-// timm's rand_augment_choices).
+// without replacement; "3a" and "3aw" are refused, stoker's RandAugment
+// has not their op sets (timm's AutoAugment "3a" is TimmAutoAugment's);
+// any other name is the default set, as timm's rand_augment_choices).
 type timmConfig struct {
 	text      string
 	m         float64
@@ -653,10 +655,7 @@ func parseTimmAAConfig(s string) (timmConfig, error) {
 	parts := strings.Split(s, "-")
 	subs, ok := timmAutoAugmentPolicies[parts[0]]
 	if len(s) > 256 || !ok {
-		if parts[0] == "3a" {
-			return c, fmt.Errorf("timm AutoAugment config %q: policy \"3a\" is not supported (its Desaturate and GaussianBlurRand, PIL's box-blur approximation, have no kernel here); stoker runs original, originalr, v0 and v0r", truncateString(s, 64))
-		}
-		return c, fmt.Errorf("timm AutoAugment config %q: want original, originalr, v0 or v0r, then -mstd sections (e.g. v0r-mstd0.5)", truncateString(s, 64))
+		return c, fmt.Errorf("timm AutoAugment config %q: want original, originalr, v0, v0r or 3a, then -mstd sections (e.g. v0r-mstd0.5)", truncateString(s, 64))
 	}
 	c.aa = subs
 	haveStd := false
@@ -792,6 +791,11 @@ var timmAutoAugmentPolicies = map[string][][]timmAAOp{
 		{{augSolarize, timmPlain, 0.6, 8}, {augEqualize, timmPlain, 0.6, 1}},
 		{{augColor, timmPlain, 0.8, 6}, {augRotate, timmPlain, 0.4, 5}},
 	},
+	"3a": {
+		{{augSolarize, timmPlain, 1.0, 5}},
+		{{augDesaturate, timmPlain, 1.0, 10}},
+		{{augBlurRand, timmPlain, 1.0, 10}},
+	},
 }
 
 func parseTimmConfig(s string) (timmConfig, error) {
@@ -811,7 +815,7 @@ func parseTimmConfig(s string) (timmConfig, error) {
 			case "weights":
 				c.weighted = true
 			case "3a", "3aw":
-				return c, fmt.Errorf("timm RandAugment config %q: transform set %q is not supported (its Desaturate and GaussianBlur ops have no kernel here); stoker runs timm's default set (no t section, or any other name) and tweights", s, part[1:])
+				return c, fmt.Errorf("timm RandAugment config %q: transform set %q is not supported (timm's AutoAugment 3a is TimmAutoAugment's); stoker runs timm's default set (no t section, or any other name) and tweights", s, part[1:])
 			}
 			continue
 		}
@@ -1027,6 +1031,19 @@ func (p *policy) timmStep(r *RNG, d *drawer, op augOp, variant timmVariant, m fl
 	case augTranslateY:
 		geo.F[2] = -float64(negate(float64(lvl*c.translate)) * float64(d.h))
 		d.emit(geo)
+	case augDesaturate:
+		// _minmax_level_to_arg(min 0.5, max 1), then desaturate's
+		// ImageEnhance.Color(min(1, max(0, 1 - level)))
+		l := math.Max(0.5, math.Min(1, float64(0.5+float64(0.5*lvl))))
+		d.emit(Step{Fn: FnAdjustSaturation, F: [6]float64{math.Min(1, math.Max(0, 1-l))}})
+	case augBlurRand:
+		// gaussian_blur_rand: PIL's GaussianBlur of radius
+		// uniform(0.1, 2 * level), as torchvision's gaussian_blur of that
+		// sigma over 2*ceil(3 sigma)+1 taps (at most the image allows)
+		sigma := r.Uniform(0.1, float64(2*math.Max(0, math.Min(1, lvl))))
+		k := 2*int(math.Ceil(float64(3*sigma))) + 1
+		k = min(k, 2*(min(d.w, d.h)-1)+1)
+		d.emit(Step{Fn: FnGaussianBlur, I: [6]int{k, k}, F: [6]float64{sigma, sigma}})
 	}
 }
 

@@ -64,9 +64,10 @@ func TestNewTransform(t *testing.T) {
 		{name: "erasing colour without random", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), eraseOp(&pb.RandomErasing{RandomColor: true})}}, wantErr: "random_color (one random colour per box) needs random_value"},
 		{name: "erasing count 17", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), eraseOp(&pb.RandomErasing{MaxCount: 17})}}, wantErr: "min_count 0, max_count 17: want 1 <= min_count <= max_count <= 16"},
 		{name: "erasing count 3..2", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), eraseOp(&pb.RandomErasing{MinCount: 3, MaxCount: 2})}}, wantErr: "min_count 3, max_count 2"},
-		// timm's AutoAugment: its config strings; 3a and nearest refused
+		// timm's AutoAugment: its config strings; nearest refused
 		{name: "timm autoaugment v0r", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAutoAugment{TimmAutoAugment: &pb.TimmAutoAugment{Config: "v0r-mstd0.5"}}}}}, shape: [3]int{3, 32, 32}},
-		{name: "timm autoaugment 3a", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAutoAugment{TimmAutoAugment: &pb.TimmAutoAugment{Config: "3a"}}}}}, wantErr: `policy "3a" is not supported`},
+		{name: "timm autoaugment 3a", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAutoAugment{TimmAutoAugment: &pb.TimmAutoAugment{Config: "3a-mstd1"}}}}}, shape: [3]int{3, 32, 32}},
+		{name: "timm autoaugment v1", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAutoAugment{TimmAutoAugment: &pb.TimmAutoAugment{Config: "v1"}}}}}, wantErr: "want original, originalr, v0, v0r or 3a"},
 		{name: "timm autoaugment nearest", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAutoAugment{TimmAutoAugment: &pb.TimmAutoAugment{Config: "v0", Interpolation: pb.Interpolation_INTERPOLATION_NEAREST}}}}}, wantErr: "interpolation nearest: timm's AutoAugment resamples with bilinear, bicubic"},
 		// timm's AugMix: its config strings; blended refused
 		{name: "timm augmix", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAugMix{TimmAugMix: &pb.TimmAugMix{Config: "augmix-m5-w4-d2-a0.5"}}}}}, shape: [3]int{3, 32, 32}},

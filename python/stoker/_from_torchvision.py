@@ -430,7 +430,7 @@ def _timm_rand_augment(cv: _Converter, t: Any, where: str) -> Transform:
 
 def _timm_auto_augment(cv: _Converter, t: Any, where: str) -> Transform:
     """timm's AutoAugment object as the config string that made it
-    ("original", "originalr", "v0" or "v0r", "-mstd.." with magnitude
+    ("original", "originalr", "v0", "v0r" or "3a", "-mstd.." with magnitude
     noise): its sub-policies compared with timm's own (timm is importable
     where its object is)."""
     from timm.data import auto_augment as taa
@@ -450,7 +450,7 @@ def _timm_auto_augment(cv: _Converter, t: Any, where: str) -> Transform:
                          f"TimmAutoAugment (it takes img_mean, interpolation, magnitude_std)")
     mine = [[(op.name, float(op.prob), float(op.magnitude)) for op in sub] for sub in t.policy]
     name = None
-    for cand in (*P.TIMM_AA_POLICIES, "3a"):
+    for cand in P.TIMM_AA_POLICIES:
         theirs = [[(op.name, float(op.prob), float(op.magnitude)) for op in sub]
                   for sub in taa.auto_augment_policy(cand, dict(hp))]
         if mine == theirs:
@@ -459,10 +459,6 @@ def _timm_auto_augment(cv: _Converter, t: Any, where: str) -> Transform:
     if name is None:
         raise ValueError(f"{where}: sub-policies that are none of timm's {', '.join(P.TIMM_AA_POLICIES)}: stoker's "
                          f"TimmAutoAugment runs those")
-    if name == "3a":
-        raise ValueError(f"{where}: timm's AutoAugment '3a' is not supported (its Desaturate and GaussianBlurRand, "
-                         f"PIL's box-blur approximation, have no kernel here): use 'original', 'v0' (or their 'r' "
-                         f"variants) or auto_augment='rand-...'")
     mstd = float(first.magnitude_std or 0)
     if mstd == float("inf"):
         raise ValueError(f"{where}: magnitude_std inf (uniform magnitudes) is not a timm AutoAugment config; stoker's "
@@ -656,7 +652,7 @@ def from_torchvision(tv_transform: Any) -> Any:
     container: ``"op 1 (Compose) > op 2 (...)"``); MixUp and CutMix point
     to :mod:`stoker.gpu`. So is an argument it cannot honour
     (``RandomRotation(expand=True)``, ``Grayscale(1)``, a bicubic
-    RandomRotation or RandomAffine, timm's AutoAugment ``'3a'``).
+    RandomRotation or RandomAffine, timm's blended AugMix).
 
     ToTensor, PILToTensor, ToImage, ToDtype, ConvertImageDtype,
     ToPureTensor and RGB (and timm's, open_clip's and DINOv2's

@@ -146,9 +146,9 @@ def _check_timm_config(config: Any) -> str:
     for part in parts[1:]:
         if part.startswith("t"):  # timm's transform set: the first one counts
             if not have_t and part[1:] in ("3a", "3aw"):
-                raise ValueError(f"{cls}: config {config!r}: transform set {part[1:]!r} is not supported (its "
-                                 f"Desaturate and GaussianBlur ops have no kernel here); stoker runs timm's default "
-                                 f"set (no t section, or any other name) and 'tweights'")
+                raise ValueError(f"{cls}: config {config!r}: transform set {part[1:]!r} is not supported (timm's "
+                                 f"AutoAugment '3a' is timm_auto_augment's); stoker runs timm's default set (no t "
+                                 f"section, or any other name) and 'tweights'")
             weighted = weighted or (not have_t and part[1:] == "weights")
             have_t = True
             continue
@@ -206,7 +206,7 @@ def timm_rand_augment(config: str = "rand-m9-mstd0.5-inc1", interpolation: Any =
 
 
 #: timm's AutoAugment policies (auto_augment_transform) stoker runs.
-TIMM_AA_POLICIES = ("original", "originalr", "v0", "v0r")
+TIMM_AA_POLICIES = ("original", "originalr", "v0", "v0r", "3a")
 
 
 def _check_timm_aa_config(config: Any) -> str:
@@ -217,10 +217,6 @@ def _check_timm_aa_config(config: Any) -> str:
     if not isinstance(config, str):
         raise TypeError(f"{cls}: config should be a str like 'v0r-mstd0.5', got {config!r}")
     parts = config.split("-")
-    if parts[0] == "3a":
-        raise ValueError(f"{cls}: config {config!r}: policy '3a' is not supported (its Desaturate and "
-                         f"GaussianBlurRand, PIL's box-blur approximation, have no kernel here); stoker runs "
-                         f"{', '.join(TIMM_AA_POLICIES)}")
     if len(config) > 256 or parts[0] not in TIMM_AA_POLICIES:
         raise ValueError(f"{cls}: config {config[:64]!r}: want one of {', '.join(TIMM_AA_POLICIES)}, then -mstd "
                          f"sections (e.g. 'v0r-mstd0.5')")
@@ -246,8 +242,10 @@ class TimmAutoAugment(Transform):
     (op, probability, magnitude) applied with that probability at that
     magnitude (with gaussian noise of mstd, clipped to [0, 10]) through
     timm's level functions (random sign, PosterizeOriginal's 4..8 bits and
-    the increasing Posterize of the 'r' policies). Its ops are PIL's in timm
-    and torchvision's functional kernels here. ``interpolation`` None draws
+    the increasing Posterize of the 'r' policies; 3a's Desaturate as
+    adjust_saturation and its GaussianBlurRand, PIL's box-blur GaussianBlur
+    of a random radius, as torchvision's gaussian_blur of that sigma). Its
+    ops are PIL's in timm and torchvision's functional kernels here. ``interpolation`` None draws
     bilinear or bicubic per op, as timm does by default; or "bilinear" or
     "bicubic". ``fill`` in uint8 units; None is ImageNet's mean colour.
     Made by :func:`timm_auto_augment`."""
@@ -270,7 +268,7 @@ def timm_auto_augment(config: str = "original", interpolation: Any = None,
                       fill: Fill = IMAGENET_MEAN_PIXELS) -> TimmAutoAugment:
     """timm's AutoAugment for a config string as timm's
     ``auto_augment_transform`` (and ``create_transform(auto_augment=...)``)
-    takes it: "original", "originalr", "v0" or "v0r", with an optional
+    takes it: "original", "originalr", "v0", "v0r" or "3a", with an optional
     magnitude noise section ("v0r-mstd0.5"). ``fill`` defaults to
     ImageNet's mean colour, as timm's create_transform passes it. Not
     torchvision's AutoAugment: other sub-policies, magnitudes and ops."""

@@ -168,8 +168,8 @@ def test_timm_train_converts_unchanged() -> None:
                                               mean=OPENAI[0], std=OPENAI[1], interpolation="bicubic"))
     assert got.transforms[2] == T.timm_rand_augment("rand-m7-n3-mstd1-mmax10", interpolation="bicubic",
                                                     fill=(123, 117, 104))
-    # timm's AutoAugment policies, by the config that made them; the 3a one is refused (below).
-    for aa in ("original", "originalr", "v0", "v0r", "v0r-mstd0.5", "original-mstd1-x"):
+    # timm's AutoAugment policies, by the config that made them.
+    for aa in ("original", "originalr", "v0", "v0r", "v0r-mstd0.5", "original-mstd1-x", "3a"):
         got = T.from_torchvision(create_transform(224, is_training=True, auto_augment=aa, mean=OPENAI[0], std=OPENAI[1]))
         want = aa.removesuffix("-x")  # a section without a digit: timm skips it
         assert got.transforms[2] == T.timm_auto_augment(want, interpolation="bilinear", fill=(123, 117, 104)), aa
@@ -330,11 +330,35 @@ def test_timm_train_draws(stoker_bin: Path, monkeypatch: pytest.MonkeyPatch) -> 
 def _timm_aa_record(aa: Any, n: int, seed: int) -> List[Tuple[Tuple[str, float], ...]]:
     """timm's own AutoAugment object run n times, each op's pixel work
     replaced by a recorder of its name and level arguments."""
+    from PIL import Image
+    import timm.data.auto_augment as taa
+
     calls: List[Tuple[str, float]] = []
+    tiny = Image.new("RGB", (4, 4))
+    radii: List[float] = []
+    # GaussianBlurRand draws its radius inside its op: timm's own function,
+    # on a tiny image, with PIL's GaussianBlur recording the radius.
+    pil_filter = taa.ImageFilter
+
+    class Filters:
+        @staticmethod
+        def GaussianBlur(radius: float) -> Any:
+            radii.append(radius)
+            return pil_filter.GaussianBlur(radius)
     for sub in aa.policy:
         for aop in sub:
             def rec(img: Any, *args: Any, _name: str = aop.name, **kw: Any) -> Any:
-                calls.append((_name, float(args[0]) if args else 0.0))
+                if _name == "GaussianBlurRand":
+                    taa.ImageFilter = Filters
+                    try:
+                        taa.gaussian_blur_rand(tiny, *args)
+                    finally:
+                        taa.ImageFilter = pil_filter
+                    calls.append((_name, radii[-1]))
+                elif _name == "Desaturate":  # desaturate's ImageEnhance.Color factor
+                    calls.append(("Color", min(1.0, max(0.0, 1.0 - float(args[0])))))
+                else:
+                    calls.append((_name, float(args[0]) if args else 0.0))
                 return img
             aop.aug_fn = rec
     random.seed(seed)
@@ -355,7 +379,7 @@ def _timm_aa_record(aa: Any, n: int, seed: int) -> List[Tuple[Tuple[str, float],
 
 
 @pytest.mark.parametrize("config,interp", [("original", "bilinear"), ("originalr", "bicubic"), ("v0", "bilinear"),
-                                           ("v0r-mstd0.5", "random")])
+                                           ("v0r-mstd0.5", "random"), ("3a", "bilinear"), ("3a-mstd1", "bilinear")])
 def test_timm_auto_augment_draws(stoker_bin: Path, config: str, interp: str) -> None:
     """timm's AutoAugment from create_transform, converted to
     TimmAutoAugment with the config that made it, draws as timm's own object
@@ -372,11 +396,13 @@ def test_timm_auto_augment_draws(stoker_bin: Path, config: str, interp: str) -> 
     def run(k: int) -> Checks:
         traces = stoker_traces(stoker_bin, [center(), got.to_proto()], n, seed=k)
         interps = {a["interpolation"] for t in traces for s, a in t if s in ("rotate", "affine")}
-        assert interps == ({"bilinear", "bicubic"} if interp == "random" else {interp}), interps
-        mine = [tuple(timm_category(s, a) for s, a in steps) for steps in traces]
+        assert interps == ({"bilinear", "bicubic"} if interp == "random" else {interp} if "3a" not in config
+                           else set()), interps
+        mine = [tuple(("GaussianBlurRand", r4(a["sigma"][0])) if s == "gaussian_blur" else timm_category(s, a)
+                      for s, a in steps) for steps in traces]
         theirs = _timm_aa_record(aa, n, 71 + k)
         c = Checks()
-        if "mstd" not in config:
+        if "mstd" not in config and config != "3a":  # 3a's blur radius is continuous
             stat, p, df = chi2_homogeneity(mine, theirs)
             c.p(f"timm AutoAugment {config}: per-image sequences", p, f"(chi2 {stat:.1f}, df {df})")
             return c
@@ -678,8 +704,6 @@ REFUSALS = [
     (lambda: create_transform(224, is_training=True, auto_augment="augmix-m5-w4-d2-b1"),
      r"^op 2 \(AugMixAugment\): blended=True \(one PIL blend per chain, .*\) is not supported by stoker's "
      r"TimmAugMix: use the default, b0$"),
-    (lambda: create_transform(224, is_training=True, auto_augment="3a"),
-     r"^op 2 \(AutoAugment\): timm's AutoAugment '3a' is not supported .* or auto_augment='rand-\.\.\.'$"),
     (lambda: create_transform(224, is_training=True, re_prob=0.25, re_count=17),
      r"^op 5 \(RandomErasing\): count \(1, 17\): stoker erases 1 <= min_count <= max_count <= 16 boxes$"),
     (lambda: create_transform(224, is_training=True, auto_augment="rand-m9-tweights"),
@@ -738,7 +762,7 @@ def test_replay(server: str, stoker_bin: Path, monkeypatch: pytest.MonkeyPatch, 
         ops = [T.RandomResizedCrop(96, interpolation="bicubic").to_proto()]
         ops += [T.from_torchvision(create_transform(96, is_training=True, auto_augment=aa, interpolation=i)).transforms[2]
                 .to_proto() for aa, i in (("original", "bilinear"), ("originalr", "random"), ("v0-mstd0.5", "bicubic"),
-                                          ("v0r", "bilinear"))]
+                                          ("v0r", "bilinear"), ("3a-mstd1", "bilinear"))]
     elif name == "timm-augmix":
         ops = T.to_spec(T.from_torchvision(create_transform(96, is_training=True, auto_augment="augmix-m5-w4-d2",
                                                             interpolation="bilinear"))).ops
