@@ -496,10 +496,12 @@ def _timm_aug_mix(cv: _Converter, t: Any, where: str) -> Transform:
                          f"supported by stoker's TimmAugMix: use the default, b0")
     hp = first.hparams
     extra = sorted(set(hp) - {"translate_const", "img_mean", "interpolation", "magnitude_std", "translate_pct"})
-    if extra or first.magnitude_max is not None or hp.get("translate_pct", 0.45) != 0.3:
-        raise ValueError(f"{where}: hparams {extra or ['magnitude_max' if first.magnitude_max is not None else 'translate_pct']} "
-                         f"are not supported by stoker's TimmAugMix (it takes img_mean, interpolation, magnitude_std, "
-                         f"and create_transform's translate_pct 0.3)")
+    if first.magnitude_max is not None:
+        extra = extra or ["magnitude_max"]
+    if extra or hp.get("translate_pct", 0.45) != 0.3:
+        raise ValueError(f"{where}: hparams {extra or ['translate_pct']} are not supported by stoker's TimmAugMix "
+                         f"(it takes img_mean, interpolation, magnitude_std, and create_transform's translate_pct "
+                         f"0.3)")
     if int(first.magnitude) != first.magnitude:
         raise ValueError(f"{where}: magnitude {first.magnitude}: timm's AugMix config takes an integer severity")
     cfg = f"augmix-m{int(first.magnitude)}-w{int(t.width)}" + (f"-d{int(t.depth)}" if t.depth > 0 else "")
