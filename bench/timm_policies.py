@@ -9,7 +9,8 @@ traces stoker draws (`stoker ops draw`) for the committed photos
 kernels (`stoker ops apply`) and with timm's own op functions
 (timm.data.auto_augment: each traced step as the PIL op timm applies for
 it; AugMix's sum in float32 numpy and its PIL Image.blend, as timm's
-AugMixAugment._apply_basic), and prints per policy the share of pixels with
+AugMixAugment._apply_basic, or _apply_blended's blend per chain), and
+prints per policy the share of pixels with
 a channel off by more than 2 and by more than 16 levels (and that share
 on the worst sample), the mean absolute difference and the largest.
 
@@ -42,7 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 FILL = (124, 116, 104)  # timm's IMAGENET_DEFAULT_MEAN as create_transform passes it
 SIZE = 224
 POLICIES = [("original", "bilinear"), ("v0r-mstd0.5", "bicubic"), ("3a", "bilinear"), ("augmix-m3-w3", "bilinear"),
-            ("augmix-m5-w4-d2", "bicubic")]
+            ("augmix-m5-w4-d2", "bicubic"), ("augmix-m3-w3-b1", "bilinear")]
 RESAMPLE = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC}
 
 
@@ -86,10 +87,12 @@ def timm_step(img: Image.Image, name: str, a: dict) -> Image.Image:
 
 def timm_replay(img: Image.Image, steps: list) -> np.ndarray:
     """A trace run with timm's ops and AugMix's arithmetic."""
-    orig, mixed, weight = img, None, None
+    orig, mixed, weight, run = img, None, None, None
     for name, a in steps:
         if name == "augmix_begin":
-            orig, mixed, weight = img, np.zeros((SIZE, SIZE, 3), np.float32), None
+            orig, mixed, weight, run = img, np.zeros((SIZE, SIZE, 3), np.float32), None, img
+        elif name == "augmix_fold":  # blended: _apply_blended's Image.blend per chain
+            run = img = Image.blend(run, img, np.float32(a["weight"]))
         elif name in ("augmix_chain", "augmix_end"):
             if weight is not None:
                 mixed += weight * np.asarray(img, dtype=np.float32)

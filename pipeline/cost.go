@@ -52,6 +52,7 @@ var fnNs = [numFns]float64{
 	FnMixChain:         2.78,
 	FnMixEnd:           2.73,
 	FnMixBlend:         2.73,
+	FnMixFold:          2.73,
 }
 
 // interpNs scales a resampling step's fnNs by its interpolation (bench

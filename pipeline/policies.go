@@ -252,7 +252,7 @@ func newPolicy(op *Op, w, h int) (*policy, error) {
 		if depth <= 0 {
 			depth = 3
 		}
-		p.maxSteps = 3 + cfg.width*(1+depth)
+		p.maxSteps = 3 + cfg.width*(2+depth) // blended: a fold per chain
 	case OpTimmAutoAugment:
 		cfg, err := parseTimmAAConfig(op.Policy)
 		if err != nil {
@@ -524,6 +524,7 @@ type timmConfig struct {
 	// Dirichlet's and the Beta's alpha; m is its severity.
 	width, depth int
 	alpha        float64
+	blended      bool // b1: one PIL blend per chain (augmix_fold)
 }
 
 // timmAugMixOps is timm's _AUGMIX_TRANSFORMS, in its order, each the
@@ -536,8 +537,7 @@ var timmAugMixOps = []augOp{augAutoContrast, augColor, augContrast, augBrightnes
 // value starting at the first digit (a section without one skipped): m
 // severity (3), w width (3), d depth (-1), a alpha (1.0), b blended (0),
 // mstd (the first counts; default infinite, uniform magnitudes in
-// [0, m]). Blended ("b1", timm's "not well tested" mode) is refused.
-// translate_pct is create_transform's 0.3.
+// [0, m]). translate_pct is create_transform's 0.3.
 func parseTimmAugMixConfig(s string) (timmConfig, error) {
 	c := timmConfig{text: s, m: 3, width: 3, depth: -1, alpha: 1, mstd: math.Inf(1), mmax: 10, translate: 0.3}
 	parts := strings.Split(s, "-")
@@ -581,9 +581,7 @@ func parseTimmAugMixConfig(s string) (timmConfig, error) {
 			if !whole {
 				return c, fmt.Errorf("timm AugMix config %q: b%s: want an integer", s, val)
 			}
-			if f != 0 {
-				return c, fmt.Errorf("timm AugMix config %q: b%s: the blended mode (one PIL blend per chain, timm's \"not well tested\") is not supported; stoker runs b0, the default", s, val)
-			}
+			c.blended = f != 0 // timm: bool(int(val))
 		case "mstd":
 			if f > 1e3 {
 				return c, fmt.Errorf("timm AugMix config %q: mstd%s: want at most 1000", s, val)
@@ -598,13 +596,15 @@ func parseTimmAugMixConfig(s string) (timmConfig, error) {
 	return c, nil
 }
 
-// drawTimmAugMix is timm's AugMixAugment.__call__ (not blended): float32
+// drawTimmAugMix is timm's AugMixAugment.__call__: float32
 // Dirichlet weights of the chains and a float32 Beta weight m; each chain
 // depth ops (or 1..3) chosen with replacement from the image, each at the
 // severity through timmStep (probability 1); the chains' float32 sum
 // (augmix_begin of weight 0, as timm's zeros, and a chain per weight),
 // clipped and truncated to uint8 (augmix_end); then PIL's blend of the
-// image with it by m (augmix_blend).
+// image with it by m (augmix_blend). Blended (b1, _apply_blended): each
+// chain's result blended into the image so far by timm's blended weights
+// (augmix_fold), the chains' sum unused.
 func (p *policy) drawTimmAugMix(r *RNG, d *drawer) {
 	c := &p.timm
 	var wbuf [maxPolicyOp]float64
@@ -613,8 +613,24 @@ func (p *policy) drawTimmAugMix(r *RNG, d *drawer) {
 	var m [2]float64
 	r.Dirichlet(c.alpha, m[:])
 	d.emit(Step{Fn: FnMixBegin})
-	for _, w := range ws {
-		d.emit(Step{Fn: FnMixChain, F: [6]float64{float64(float32(w))}})
+	var folds [maxPolicyOp]float32
+	if c.blended {
+		// _calc_blended_weights, in float32 as numpy computes it: each
+		// chain's weight times m, from the last, over what the later
+		// blends leave of it.
+		mf, cump := float32(m[0]), float32(1)
+		for i := len(ws) - 1; i >= 0; i-- {
+			a := float32(float32(float32(ws[i])*mf) / cump)
+			cump = float32(cump * float32(1-a))
+			folds[i] = a
+		}
+	}
+	for i, w := range ws {
+		if c.blended {
+			d.emit(Step{Fn: FnMixChain}) // from the image; the sum is not used
+		} else {
+			d.emit(Step{Fn: FnMixChain, F: [6]float64{float64(float32(w))}})
+		}
 		depth := c.depth
 		if depth <= 0 {
 			depth = 1 + r.Intn(3)
@@ -622,9 +638,14 @@ func (p *policy) drawTimmAugMix(r *RNG, d *drawer) {
 		for range depth {
 			p.timmStep(r, d, p.space[r.Intn(len(p.space))].op, timmIncreasing, c.m)
 		}
+		if c.blended {
+			d.emit(Step{Fn: FnMixFold, F: [6]float64{float64(folds[i])}})
+		}
 	}
-	d.emit(Step{Fn: FnMixEnd})
-	d.emit(Step{Fn: FnMixBlend, F: [6]float64{float64(float32(m[0]))}})
+	if !c.blended {
+		d.emit(Step{Fn: FnMixEnd})
+		d.emit(Step{Fn: FnMixBlend, F: [6]float64{float64(float32(m[0]))}})
+	}
 }
 
 // timmVariant is which of timm's level functions an op takes: the plain

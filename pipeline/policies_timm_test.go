@@ -157,8 +157,9 @@ func TestTimmAutoAugmentConfig(t *testing.T) {
 
 // TestTimmAugMixConfig: timm's augment_and_mix_transform's config as timm
 // reads it: defaults m3, w3, d-1, a1, uniform magnitudes (mstd infinite),
-// the first mstd, sections without a digit skipped; blended and what timm
-// would fail on refused; create_transform's translate_pct 0.3.
+// the first mstd, sections without a digit skipped, b any integer (timm's
+// bool(int(val))); what timm would fail on refused; create_transform's
+// translate_pct 0.3.
 func TestTimmAugMixConfig(t *testing.T) {
 	for _, tc := range []struct {
 		s    string
@@ -167,6 +168,7 @@ func TestTimmAugMixConfig(t *testing.T) {
 		{"augmix", timmConfig{m: 3, width: 3, depth: -1, alpha: 1, mstd: math.Inf(1)}},
 		{"augmix-m5-w4-d2", timmConfig{m: 5, width: 4, depth: 2, alpha: 1, mstd: math.Inf(1)}},
 		{"augmix-a0.5-mstd1-mstd2-x-b0", timmConfig{m: 3, width: 3, depth: -1, alpha: 0.5, mstd: 1}},
+		{"augmix-b2-w2", timmConfig{m: 3, width: 2, depth: -1, alpha: 1, mstd: math.Inf(1), blended: true}},
 	} {
 		got, err := parseTimmAugMixConfig(tc.s)
 		if err != nil {
@@ -179,7 +181,6 @@ func TestTimmAugMixConfig(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ s, want string }{
-		{"augmix-b1", "the blended mode"},
 		{"augmix-m5.5", "m5.5: want an integer 0..30"},
 		{"augmix-w0", "w0: want an integer 1..16"},
 		{"augmix-a0", "a0: want 0 < alpha <= 1000"},

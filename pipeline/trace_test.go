@@ -33,6 +33,7 @@ func recipeOps() []Op {
 		{Kind: OpRandomErasing, P: 0.5, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, RandomValue: true},
 		{Kind: OpTimmAutoAugment, Policy: "v0r-mstd0.5", Interp: InterpBilinear, Fill: [3]float64{124, 116, 104}},
 		{Kind: OpTimmAugMix, Policy: "augmix-m5-w2-d1", RandomInterp: true, Fill: [3]float64{124, 116, 104}},
+		{Kind: OpTimmAugMix, Policy: "augmix-m3-w2-d1-b1", Interp: InterpBilinear, Fill: [3]float64{124, 116, 104}},
 		{Kind: OpRandomErasing, P: 0.5, Scale: [2]float64{0.02, 0.33}, Ratio: [2]float64{0.3, 3.3}, RandomValue: true, RandomColor: true,
 			MinCount: 1, MaxCount: 3},
 		{Kind: OpRandomPosterize, P: 0.5, Bits: 3},

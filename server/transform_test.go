@@ -69,9 +69,9 @@ func TestNewTransform(t *testing.T) {
 		{name: "timm autoaugment 3a", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAutoAugment{TimmAutoAugment: &pb.TimmAutoAugment{Config: "3a-mstd1"}}}}}, shape: [3]int{3, 32, 32}},
 		{name: "timm autoaugment v1", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAutoAugment{TimmAutoAugment: &pb.TimmAutoAugment{Config: "v1"}}}}}, wantErr: "want original, originalr, v0, v0r or 3a"},
 		{name: "timm autoaugment nearest", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAutoAugment{TimmAutoAugment: &pb.TimmAutoAugment{Config: "v0", Interpolation: pb.Interpolation_INTERPOLATION_NEAREST}}}}}, wantErr: "interpolation nearest: timm's AutoAugment resamples with bilinear, bicubic"},
-		// timm's AugMix: its config strings; blended refused
+		// timm's AugMix: its config strings, blended too
 		{name: "timm augmix", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAugMix{TimmAugMix: &pb.TimmAugMix{Config: "augmix-m5-w4-d2-a0.5"}}}}}, shape: [3]int{3, 32, 32}},
-		{name: "timm augmix blended", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAugMix{TimmAugMix: &pb.TimmAugMix{Config: "augmix-b1"}}}}}, wantErr: "the blended mode"},
+		{name: "timm augmix blended", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAugMix{TimmAugMix: &pb.TimmAugMix{Config: "augmix-b1"}}}}}, shape: [3]int{3, 32, 32}},
 		{name: "timm augmix width 17", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAugMix{TimmAugMix: &pb.TimmAugMix{Config: "augmix-w17"}}}}}, wantErr: "w17: want an integer 1..16"},
 		// Pad's wire forms: 1, 2 or 4 values (torchvision's), before or after the crop
 		{name: "pad 1 then crop", spec: &pb.TransformSpec{Ops: []*pb.Op{{Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}}}}, {Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 32, Width: 24}}}}}, shape: [3]int{3, 32, 24}},

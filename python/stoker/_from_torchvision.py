@@ -491,9 +491,6 @@ def _timm_aug_mix(cv: _Converter, t: Any, where: str) -> Transform:
         if (op.magnitude, op.prob, op.hparams) != (first.magnitude, 1.0, first.hparams):
             raise ValueError(f"{where}: ops with different magnitudes, probabilities or hparams: stoker's TimmAugMix "
                              f"is one config string for all its ops")
-    if t.blended:
-        raise ValueError(f"{where}: blended=True (one PIL blend per chain, timm's 'not well tested' mode) is not "
-                         f"supported by stoker's TimmAugMix: use the default, b0")
     hp = first.hparams
     extra = sorted(set(hp) - {"translate_const", "img_mean", "interpolation", "magnitude_std", "translate_pct"})
     if first.magnitude_max is not None:
@@ -507,6 +504,8 @@ def _timm_aug_mix(cv: _Converter, t: Any, where: str) -> Transform:
     cfg = f"augmix-m{int(first.magnitude)}-w{int(t.width)}" + (f"-d{int(t.depth)}" if t.depth > 0 else "")
     if float(t.alpha) != 1.0:
         cfg += f"-a{_num(t.alpha)}"
+    if t.blended:
+        cfg += "-b1"
     mstd = float(first.magnitude_std)
     if mstd != float("inf"):
         cfg += f"-mstd{_num(mstd)}"
@@ -654,7 +653,7 @@ def from_torchvision(tv_transform: Any) -> Any:
     container: ``"op 1 (Compose) > op 2 (...)"``); MixUp and CutMix point
     to :mod:`stoker.gpu`. So is an argument it cannot honour
     (``RandomRotation(expand=True)``, ``Grayscale(1)``, a bicubic
-    RandomRotation or RandomAffine, timm's blended AugMix).
+    RandomRotation or RandomAffine, timm's RandAugment ``t3a``).
 
     ToTensor, PILToTensor, ToImage, ToDtype, ConvertImageDtype,
     ToPureTensor and RGB (and timm's, open_clip's and DINOv2's

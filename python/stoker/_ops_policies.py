@@ -276,7 +276,7 @@ def timm_auto_augment(config: str = "original", interpolation: Any = None,
 
 
 _TIMM_AUGMIX_KEYS = {"m": (0, 30, True), "w": (1, _MAX_OPS, True), "d": (-1e9, _MAX_OPS, True), "a": (0, 1e3, False),
-                     "b": (0, 0, True), "mstd": (0, 1e3, False)}
+                     "b": (0, 1e9, True), "mstd": (0, 1e3, False)}
 
 
 def _check_timm_augmix_config(config: Any) -> str:
@@ -302,12 +302,10 @@ def _check_timm_augmix_config(config: Any) -> str:
         except ValueError:
             raise ValueError(f"{cls}: config {config!r}: {key}: {val!r} is not a number") from None
         lo, hi, whole = _TIMM_AUGMIX_KEYS[key]
-        if key == "b" and f != 0:
-            raise ValueError(f"{cls}: config {config!r}: {part}: the blended mode (one PIL blend per chain, timm's "
-                             f"'not well tested') is not supported; stoker runs b0, the default")
         if (whole and not re.fullmatch(r"\d+", val)) or not (lo < f <= hi if key == "a" else lo <= f <= hi):
             raise ValueError(f"{cls}: config {config!r}: {part}: want {key} "
-                             + (f"an integer {max(lo, 0):g}..{hi:g}" if whole else f"{lo:g}..{hi:g}"))
+                             + ("an integer >= 0" if hi >= 1e9 else f"an integer {max(lo, 0):g}..{hi:g}" if whole
+                                else f"{lo:g}..{hi:g}"))
     return config
 
 
@@ -317,7 +315,9 @@ class TimmAugMix(Transform):
     image, each at a uniform magnitude in [0, m] (or m with gaussian noise
     of mstd) through timm's level functions, summed in float32 by Dirichlet
     weights and truncated to uint8, then blended with the image by a Beta
-    weight as PIL's Image.blend computes it. Its ops are PIL's in timm and
+    weight as PIL's Image.blend computes it (b1, blended: each chain's
+    result blended into the image so far, one PIL blend per chain, by
+    timm's blended weights). Its ops are PIL's in timm and
     torchvision's functional kernels here. ``interpolation`` None draws
     bilinear or bicubic per op, as timm does by default; or "bilinear" or
     "bicubic". ``fill`` in uint8 units; None is ImageNet's mean colour.
@@ -342,8 +342,8 @@ def timm_aug_mix(config: str = "augmix-m3-w3", interpolation: Any = None,
     """timm's AugMix for a config string as timm's
     ``augment_and_mix_transform`` (and ``create_transform(auto_augment=...)``)
     takes it: "augmix-m5-w4-d2" (severity 5, width 4, depth 2; a: alpha,
-    mstd: magnitude noise instead of uniform magnitudes; b1, blended, is
-    refused), with create_transform's translate_pct of 0.3. ``fill``
+    mstd: magnitude noise instead of uniform magnitudes; b1: blended),
+    with create_transform's translate_pct of 0.3. ``fill``
     defaults to ImageNet's mean colour, as timm's create_transform passes
     it. Not torchvision's AugMix: other ops, magnitudes and blend."""
     return TimmAugMix(config, interpolation=interpolation, fill=fill)

@@ -174,7 +174,7 @@ def test_timm_train_converts_unchanged() -> None:
         want = aa.removesuffix("-x")  # a section without a digit: timm skips it
         assert got.transforms[2] == T.timm_auto_augment(want, interpolation="bilinear", fill=(123, 117, 104)), aa
     # timm's AugMix, by the config that made it (depth -1 and alpha 1 are its defaults).
-    for aa, want in (("augmix-m5-w4-d2", "augmix-m5-w4-d2"), ("augmix", "augmix-m3-w3"),
+    for aa, want in (("augmix-m5-w4-d2", "augmix-m5-w4-d2"), ("augmix", "augmix-m3-w3"), ("augmix-b1", "augmix-m3-w3-b1"),
                      ("augmix-a0.5-mstd0.5-x", "augmix-m3-w3-a0.5-mstd0.5")):
         got = T.from_torchvision(create_transform(224, is_training=True, auto_augment=aa, interpolation="random"))
         assert got.transforms[2] == T.timm_aug_mix(want), aa
@@ -426,23 +426,26 @@ def test_timm_auto_augment_draws(stoker_bin: Path, config: str, interp: str) -> 
 def _timm_augmix_record(t: Any, n: int, seed: int) -> Tuple[List[Tuple[str, float]], List[int], List[float], List[float]]:
     """timm's own AugMixAugment object run n times on a 4 px image, each
     op's pixel work replaced by a recorder: the ops applied with their
-    arguments, the ops per chain (a chain starts where an op is given the
-    image itself), the first chain's weight and the blend's m."""
+    arguments, the ops per chain (a chain starts where an op is given
+    another image than the last op's result), the first chain's weight
+    (blended: its blend's, _calc_blended_weights') and the blend's m."""
     from PIL import Image
 
     img = Image.new("RGB", (4, 4))
     calls: List[Tuple[str, float]] = []
     chains: List[int] = []
+    last: List[Any] = [None]
     for aop in t.ops:
         def rec(x: Any, *args: Any, _name: str = aop.name, **kw: Any) -> Any:
-            if x is img:
+            if x is not last[0]:
                 chains.append(0)
             base = _name.removesuffix("Increasing").removesuffix("Rel")
             v = float(args[0]) if args else 0.0
             if not ((base == "Solarize" and v > 255) or (base == "Posterize" and v >= 8)):
                 calls.append((base, 0.0 if base in ("AutoContrast", "Equalize") else r4(v)))
                 chains[-1] += 1
-            return x.copy()
+            last[0] = x.copy()
+            return last[0]
         aop.aug_fn = rec
     weights: List[float] = []
     ms: List[float] = []
@@ -453,6 +456,14 @@ def _timm_augmix_record(t: Any, n: int, seed: int) -> Tuple[List[Tuple[str, floa
         ms.append(float(m))
         return basic(x, mw, m)
     t._apply_basic = apply
+    blended = t._calc_blended_weights
+
+    def folds(mw: Any, m: Any) -> Any:
+        out = blended(mw, m)
+        weights.append(float(out[0]))
+        ms.append(float(m))
+        return out
+    t._calc_blended_weights = folds
     random.seed(seed)
     import numpy as np
     np.random.seed(seed)
@@ -462,7 +473,7 @@ def _timm_augmix_record(t: Any, n: int, seed: int) -> Tuple[List[Tuple[str, floa
 
 
 @pytest.mark.parametrize("config,interp", [("augmix-m5-w4-d2", "bilinear"), ("augmix", "random"),
-                                           ("augmix-m9-w2-a0.5-mstd1", "bicubic")])
+                                           ("augmix-m9-w2-a0.5-mstd1", "bicubic"), ("augmix-m3-w3-b1", "bilinear")])
 def test_timm_aug_mix_draws(stoker_bin: Path, config: str, interp: str) -> None:
     """timm's AugMix from create_transform, converted to TimmAugMix with the
     config that made it, draws as timm's own object does: the ops applied
@@ -476,6 +487,7 @@ def test_timm_aug_mix_draws(stoker_bin: Path, config: str, interp: str) -> None:
     got = T.from_torchvision(tt).transforms[2]
     assert got == T.timm_aug_mix(config if config != "augmix" else "augmix-m3-w3",
                                  interpolation=None if interp == "random" else interp)
+    blended = config.endswith("-b1")
     n = 5_000
 
     def run(k: int) -> Checks:
@@ -487,14 +499,22 @@ def test_timm_aug_mix_draws(stoker_bin: Path, config: str, interp: str) -> None:
         weights: List[float] = []
         ms: List[float] = []
         for steps in traces:
-            assert steps[0] == ("augmix_begin", {"weight": 0.0}) and steps[-2][0] == "augmix_end", steps
-            assert steps[-1][0] == "augmix_blend", steps
-            ms.append(steps[-1][1]["weight"])
+            assert steps[0] == ("augmix_begin", {"weight": 0.0}), steps
+            if blended:  # a fold after each chain, the first one's weight compared
+                assert steps[-1][0] == "augmix_fold", steps
+                weights.append(next(a["weight"] for s, a in steps if s == "augmix_fold"))
+                body = steps[1:]
+            else:
+                assert steps[-2][0] == "augmix_end" and steps[-1][0] == "augmix_blend", steps
+                ms.append(steps[-1][1]["weight"])
+                body = steps[1:-2]
             first = True
-            for s, a in steps[1:-2]:
+            for s, a in body:
+                if s == "augmix_fold":
+                    continue
                 if s == "augmix_chain":
                     chains.append(0)
-                    if first:
+                    if first and not blended:
                         weights.append(a["weight"])
                         first = False
                     continue
@@ -519,7 +539,8 @@ def test_timm_aug_mix_draws(stoker_bin: Path, config: str, interp: str) -> None:
         for name in ("Rotate", "Posterize", "Solarize", "Color", "TranslateX"):
             compare_values(c, f"timm AugMix {config}: {name}'s argument", by_m[name], by_t[name])
         compare_values(c, f"timm AugMix {config}: a chain's weight", weights, t_weights)
-        compare_values(c, f"timm AugMix {config}: the blend's m", ms, t_ms)
+        if not blended:  # blended, m is in the folds' weights
+            compare_values(c, f"timm AugMix {config}: the blend's m", ms, t_ms)
         return c
 
     in_band(run)
@@ -701,9 +722,8 @@ REFUSALS = [
     (lambda: [tv2.RandomResizedCrop(8), tv2.CutMix(num_classes=10)], r"^op 1 \(CutMix\) .*stoker\.gpu\.CutMix"),
     (lambda: [tv2.RandomResizedCrop(8), tv2.RandomChoice([tv2.MixUp(num_classes=10), tv2.CutMix(num_classes=10)])],
      r"^op 1 \(RandomChoice\) of MixUp, CutMix .*stoker\.gpu\.RandomChoice\(\[stoker\.gpu\.MixUp"),
-    (lambda: create_transform(224, is_training=True, auto_augment="augmix-m5-w4-d2-b1"),
-     r"^op 2 \(AugMixAugment\): blended=True \(one PIL blend per chain, .*\) is not supported by stoker's "
-     r"TimmAugMix: use the default, b0$"),
+    (lambda: create_transform(224, is_training=True, auto_augment="augmix-m5-w17"),
+     r"^op 2 \(AugMixAugment\): config 'augmix-m5-w17': w17: want w an integer 1\.\.16$"),
     (lambda: create_transform(224, is_training=True, re_prob=0.25, re_count=17),
      r"^op 5 \(RandomErasing\): count \(1, 17\): stoker erases 1 <= min_count <= max_count <= 16 boxes$"),
     (lambda: create_transform(224, is_training=True, auto_augment="rand-m9-tweights"),
@@ -764,8 +784,9 @@ def test_replay(server: str, stoker_bin: Path, monkeypatch: pytest.MonkeyPatch, 
                 .to_proto() for aa, i in (("original", "bilinear"), ("originalr", "random"), ("v0-mstd0.5", "bicubic"),
                                           ("v0r", "bilinear"), ("3a-mstd1", "bilinear"))]
     elif name == "timm-augmix":
-        ops = T.to_spec(T.from_torchvision(create_transform(96, is_training=True, auto_augment="augmix-m5-w4-d2",
-                                                            interpolation="bilinear"))).ops
+        ops = [T.RandomResizedCrop(96).to_proto()]
+        ops += [T.from_torchvision(create_transform(96, is_training=True, auto_augment=aa, interpolation="bilinear"))
+                .transforms[2].to_proto() for aa in ("augmix-m5-w4-d2", "augmix-m3-w3-b1")]
     elif name == "timm-erasing":  # re_mode 'rand': each box's colour is in its trace, replayed exactly
         ops = T.to_spec(T.from_torchvision(create_transform(96, is_training=True, re_prob=0.9, re_mode="rand",
                                                             re_count=3))).ops

@@ -431,7 +431,7 @@ BAD = [
     (lambda: T.timm_rand_augment("rand-w0-m9"), ValueError, "'w0'"),
     (lambda: T.timm_rand_augment("rand-m9", interpolation="nearest"), ValueError, "'nearest'"),
     (lambda: T.timm_auto_augment("v1"), ValueError, "want one of original, originalr, v0, v0r, 3a"),
-    (lambda: T.timm_aug_mix("augmix-b1"), ValueError, "the blended mode"),
+    (lambda: T.timm_aug_mix("augmix-b0.5"), ValueError, "b0.5: want b an integer"),
     (lambda: T.timm_aug_mix("augmix-m9-x1"), ValueError, "unknown section 'x1'"),
     (lambda: T.timm_auto_augment("v0-m9"), ValueError, "unknown section 'm9'"),
     (lambda: T.timm_auto_augment("v0", interpolation="nearest"), ValueError, "'nearest'"),
