@@ -51,6 +51,8 @@ var fnNs = [numFns]float64{
 	FnMixBegin:         2.73,
 	FnMixChain:         2.78,
 	FnMixEnd:           2.73,
+	FnMixBlend:         2.73,
+	FnMixFold:          2.73,
 }
 
 // interpNs scales a resampling step's fnNs by its interpolation (bench
@@ -261,14 +263,18 @@ func (n *node) maxNs(w, h int) float64 {
 // (AugMix's blends counted as such steps).
 func (p *policy) maxNs(w, h int) float64 {
 	interp := p.interp
-	if p.kind == OpTimmRandAugment && p.timmRandomInterp() {
+	if (p.kind == OpTimmRandAugment || p.kind == OpTimmAutoAugment || p.kind == OpTimmAugMix) && p.timmRandomInterp() {
 		interp = InterpBicubic
 	}
 	var most float64
 	for _, e := range p.space {
-		most = max(most, stepNs(Step{Fn: augFn(e.op), Interp: interp}, w, h))
+		st := Step{Fn: augFn(e.op), Interp: interp}
+		if e.op == augBlurRand {
+			st.I = [6]int{13, 13} // 2*ceil(3 * 2)+1 at timm's largest radius
+		}
+		most = max(most, stepNs(st, w, h))
 	}
-	if p.kind == OpAugMix {
+	if p.kind == OpAugMix || p.kind == OpTimmAugMix {
 		most = max(most, stepNs(Step{Fn: FnMixChain}, w, h))
 	}
 	return float64(p.maxSteps) * most
@@ -280,7 +286,8 @@ func augFn(op augOp) Fn {
 		augIdentity: FnNone, augShearX: FnAffine, augShearY: FnAffine, augTranslateX: FnAffine, augTranslateY: FnAffine,
 		augRotate: FnRotate, augBrightness: FnAdjustBrightness, augColor: FnAdjustSaturation, augContrast: FnAdjustContrast,
 		augSharpness: FnAdjustSharpness, augPosterize: FnPosterize, augSolarize: FnSolarize, augAutoContrast: FnAutocontrast,
-		augEqualize: FnEqualize, augInvert: FnInvert, augSolarizeAdd: FnSolarizeAdd,
+		augEqualize: FnEqualize, augInvert: FnInvert, augSolarizeAdd: FnSolarizeAdd, augDesaturate: FnAdjustSaturation,
+		augBlurRand: FnGaussianBlur,
 	}[op]
 }
 

@@ -5,6 +5,7 @@ package pipeline
 // of the chain being applied.
 type mixer struct {
 	orig   []byte
+	run    []byte // timm's blended AugMix: the image so far
 	acc    []float32
 	weight float32
 	open   bool
@@ -19,6 +20,7 @@ func (m *mixer) begin(p planes, weight float64) {
 	}
 	m.orig, m.acc = m.orig[:n], m.acc[:n]
 	copy(m.orig, p.pix)
+	m.run = m.run[:0] // fold starts from orig
 	w := float32(weight)
 	for i, v := range p.pix {
 		m.acc[i] = float32(w * float32(v))
@@ -40,6 +42,37 @@ func (m *mixer) end(p planes) {
 	m.add(p)
 	for i, v := range m.acc {
 		p.pix[i] = byte(min(max(v, 0), 255))
+	}
+}
+
+// blend is PIL's Image.blend(orig, p, weight), as timm's AugMix ends: in
+// float32, orig + weight * (p - orig), truncated (PIL's ImagingBlend for
+// a weight in [0, 1]).
+func (m *mixer) blend(p planes, weight float64) {
+	n := min(len(p.pix), len(m.orig)) // a parsed trace may blend without a begin
+	pilBlend(p.pix[:n], m.orig[:n], p.pix[:n], float32(weight))
+}
+
+// fold is timm's blended AugMix after a chain: the image so far (orig at
+// first) blended with p, the chain's result, by weight as PIL's
+// Image.blend; p becomes that image.
+func (m *mixer) fold(p planes, weight float64) {
+	if len(m.run) == 0 {
+		m.run = append(m.run[:0], m.orig...)
+	}
+	n := min(len(p.pix), len(m.run))
+	pilBlend(m.run[:n], m.run[:n], p.pix[:n], float32(weight))
+	copy(p.pix, m.run[:n])
+}
+
+// pilBlend is PIL's ImagingBlend(a, b, alpha) into out: in float32,
+// a + alpha * (b - a), clipped to 0..255 (PIL's extrapolation, alpha
+// outside [0, 1]) and truncated.
+func pilBlend(out, a, b []byte, alpha float32) {
+	for i := range out {
+		o := float32(a[i])
+		v := float32(o + float32(alpha*float32(float32(b[i])-o)))
+		out[i] = byte(min(max(v, 0), 255))
 	}
 }
 

@@ -16,6 +16,9 @@ const (
 	maxNodes    = 128
 	maxSteps    = 256 // steps one sample may draw
 	maxPolicyOp = 16  // RandAugment's num_ops, AugMix's mixture_width
+	// MaxEraseCount bounds RandomErasing's boxes per sample (timm's
+	// max_count).
+	MaxEraseCount = 16
 	// maxKernel bounds a blur's side: a sample's blur costs its side in
 	// multiply-adds per pixel (twice).
 	maxKernel = 1023
@@ -156,13 +159,20 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 			if err := checkNoiseNormalize(op, where); err != nil {
 				return node{}, err
 			}
+		} else if op.RandomColor {
+			return bad("RandomColor (one random colour per box) needs RandomValue")
 		}
+		lo, hi := max(op.MinCount, 1), max(op.MaxCount, op.MinCount, 1)
+		if lo > hi || hi > MaxEraseCount {
+			return bad("count %d..%d: want 1 <= min <= max <= %d", op.MinCount, op.MaxCount, MaxEraseCount)
+		}
+		n.maxSteps = hi
 		n.logRatio = [2]float64{det.Log(op.Ratio[0]), det.Log(op.Ratio[1])}
 	case OpRandomApply, OpRandomChoice, OpRandomOrder:
 		if err := c.container(&n, where, depth, path, pos); err != nil {
 			return node{}, err
 		}
-	case OpTrivialAugmentWide, OpRandAugment, OpAutoAugment, OpAugMix, OpTimmRandAugment:
+	case OpTrivialAugmentWide, OpRandAugment, OpAutoAugment, OpAugMix, OpTimmRandAugment, OpTimmAutoAugment, OpTimmAugMix:
 		pol, err := newPolicy(op, c.w, c.h)
 		if err != nil {
 			return bad("%v", err)

@@ -128,15 +128,33 @@ func (n *node) drawAffine(r *RNG, d *drawer) {
 // drawErasing is RandomErasing's forward and make_params: with
 // probability p, ten tries at a box of random area and log-uniform aspect
 // that fits; none fitting erases nothing, as torchvision's fallback (v
-// None) does.
+// None) does. With a count (timm's RandomErasing), that many boxes (or a
+// uniform number of MinCount..MaxCount), each its own ten tries at an area
+// divided by the count; with RandomColor each box one colour, drawn as
+// the pixel a standard normal value per channel is after the Normalize.
 func (n *node) drawErasing(r *RNG, d *drawer) {
 	op := n.op
 	if !(r.Float64() < op.P) {
 		return
 	}
+	count := max(op.MinCount, 1)
+	if op.MaxCount > count {
+		count += r.Intn(op.MaxCount - count + 1)
+	}
 	area := float64(d.w * d.h)
+	for range count {
+		n.eraseBox(r, d, area, count)
+	}
+}
+
+// eraseBox is one box of drawErasing: ten tries at one that fits.
+func (n *node) eraseBox(r *RNG, d *drawer, area float64, count int) {
+	op := n.op
 	for range 10 {
 		ea := float64(area * r.Uniform(op.Scale[0], op.Scale[1]))
+		if count > 1 {
+			ea /= float64(count) // timm's uniform(min_area, max_area) * area / count
+		}
 		aspect := det.Exp(r.Uniform(n.logRatio[0], n.logRatio[1]))
 		h := int(math.RoundToEven(math.Sqrt(float64(ea * aspect))))
 		w := int(math.RoundToEven(math.Sqrt(ea / aspect)))
@@ -144,13 +162,26 @@ func (n *node) drawErasing(r *RNG, d *drawer) {
 			continue
 		}
 		st := Step{Fn: FnErase, I: [6]int{0, 0, h, w}, Fill: op.Value}
-		if op.RandomValue {
+		if op.RandomValue && !op.RandomColor {
 			st.Random, st.Seed = true, r.Uint64()
 			st.F = [6]float64{op.Mean[0], op.Mean[1], op.Mean[2], op.Std[0], op.Std[1], op.Std[2]}
 		}
 		st.I[0] = r.Intn(d.h - h + 1)
 		st.I[1] = r.Intn(d.w - w + 1)
+		if op.RandomColor {
+			for c := range 3 {
+				st.Fill[c] = normalPixel(r.Normal(), op.Mean[c], op.Std[c])
+			}
+		}
 		d.emit(st)
 		return
 	}
+}
+
+// normalPixel is the uint8 pixel a Normalize of mean and std (in [0, 1]
+// units) turns into about z: round(255 * (mean + std * z)), clamped to
+// 0..255, as eraseRandom's tables draw it.
+func normalPixel(z, mean, std float64) float64 {
+	v := math.Floor(float64(255*float64(mean+float64(std*z))) + 0.5)
+	return math.Max(0, math.Min(255, v))
 }

@@ -10,6 +10,7 @@ package pipeline
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -34,6 +35,8 @@ const (
 	augEqualize
 	augInvert
 	augSolarizeAdd // timm's
+	augDesaturate  // timm's AutoAugment 3a: ImageEnhance.Color(1 - level)
+	augBlurRand    // timm's AutoAugment 3a: PIL's GaussianBlur of a random radius
 )
 
 // augEntry is one operation of a space with its magnitudes (nil: the
@@ -232,6 +235,42 @@ func newPolicy(op *Op, w, h int) (*policy, error) {
 		}
 		cfg.random = op.RandomInterp
 		p.timm, p.space, p.maxSteps = cfg, timmSpace(cfg), cfg.n
+	case OpTimmAugMix:
+		cfg, err := parseTimmAugMixConfig(op.Policy)
+		if err != nil {
+			return nil, err
+		}
+		if op.Interp == InterpNearest && !op.RandomInterp {
+			return nil, fmt.Errorf("interpolation nearest: timm's AugMix resamples with bilinear, bicubic or a random choice of the two")
+		}
+		cfg.random = op.RandomInterp
+		p.timm, p.space = cfg, make([]augEntry, len(timmAugMixOps))
+		for i, o := range timmAugMixOps {
+			p.space[i] = augEntry{op: o}
+		}
+		depth := cfg.depth
+		if depth <= 0 {
+			depth = 3
+		}
+		p.maxSteps = 3 + cfg.width*(2+depth) // blended: a fold per chain
+	case OpTimmAutoAugment:
+		cfg, err := parseTimmAAConfig(op.Policy)
+		if err != nil {
+			return nil, err
+		}
+		if op.Interp == InterpNearest && !op.RandomInterp {
+			return nil, fmt.Errorf("interpolation nearest: timm's AutoAugment resamples with bilinear, bicubic or a random choice of the two")
+		}
+		cfg.random = op.RandomInterp
+		p.timm, p.space = cfg, nil
+		for _, sub := range cfg.aa {
+			p.maxSteps = max(p.maxSteps, len(sub))
+			for _, a := range sub {
+				if !slices.ContainsFunc(p.space, func(e augEntry) bool { return e.op == a.op }) {
+					p.space = append(p.space, augEntry{op: a.op})
+				}
+			}
+		}
 	default:
 		return nil, fmt.Errorf("not a policy: %s", op.Kind)
 	}
@@ -262,6 +301,17 @@ func (p *policy) draw(r *RNG, d *drawer) {
 		p.drawAugMix(r, d)
 	case OpTimmRandAugment:
 		p.drawTimm(r, d)
+	case OpTimmAugMix:
+		p.drawTimmAugMix(r, d)
+	case OpTimmAutoAugment:
+		// timm's AutoAugment.__call__: random.choice of a sub-policy, each
+		// op applied with its probability (AugmentOp: random() > prob skips).
+		for _, a := range p.timm.aa[r.Intn(len(p.timm.aa))] {
+			if a.p < 1 && r.Float64() > a.p {
+				continue
+			}
+			p.timmStep(r, d, a.op, a.variant, a.m)
+		}
 	}
 }
 
@@ -453,9 +503,9 @@ var autoAugmentPolicies = map[string][][2]aaOp{
 // first one counts), inc (the increasing variants: timm tests bool() of
 // the string, so inc0 turns them on too) and t (the transform set, the
 // first one counts: "weights" is timm's _RAND_WEIGHTED_0, chosen by weight
-// without replacement; "3a" and "3aw" are refused, their Desaturate and
-// GaussianBlur have no kernel here; any other name is the default set, as
-// timm's rand_augment_choices).
+// without replacement; "3a" and "3aw" are refused, stoker's RandAugment
+// has not their op sets (timm's AutoAugment "3a" is TimmAutoAugment's);
+// any other name is the default set, as timm's rand_augment_choices).
 type timmConfig struct {
 	text      string
 	m         float64
@@ -467,6 +517,306 @@ type timmConfig struct {
 	weighted  bool    // t "weights"
 	translate float64 // translate_pct, default 0.45
 	random    bool    // Op.RandomInterp
+	// aa: timm's AutoAugment sub-policies (TimmAutoAugment), its config's
+	// policy name first.
+	aa [][]timmAAOp
+	// TimmAugMix: width chains of depth ops (<= 0: 1..3 per chain), the
+	// Dirichlet's and the Beta's alpha; m is its severity.
+	width, depth int
+	alpha        float64
+	blended      bool // b1: one PIL blend per chain (augmix_fold)
+}
+
+// timmAugMixOps is timm's _AUGMIX_TRANSFORMS, in its order, each the
+// increasing variant where there are two.
+var timmAugMixOps = []augOp{augAutoContrast, augColor, augContrast, augBrightness, augSharpness, augEqualize, augRotate,
+	augPosterize, augSolarize, augShearX, augShearY, augTranslateX, augTranslateY}
+
+// parseTimmAugMixConfig parses a timm AugMix config as timm's
+// augment_and_mix_transform does: "augmix", then sections of a key and a
+// value starting at the first digit (a section without one skipped): m
+// severity (3), w width (3), d depth (-1), a alpha (1.0), b blended (0),
+// mstd (the first counts; default infinite, uniform magnitudes in
+// [0, m]). translate_pct is create_transform's 0.3.
+func parseTimmAugMixConfig(s string) (timmConfig, error) {
+	c := timmConfig{text: s, m: 3, width: 3, depth: -1, alpha: 1, mstd: math.Inf(1), mmax: 10, translate: 0.3}
+	parts := strings.Split(s, "-")
+	if len(s) > 256 || parts[0] != "augmix" {
+		return c, fmt.Errorf("timm AugMix config %q: want \"augmix-...\" (e.g. augmix-m5-w4-d2)", truncateString(s, 64))
+	}
+	haveStd := false
+	for _, part := range parts[1:] {
+		i := strings.IndexAny(part, "0123456789")
+		if i < 0 {
+			continue // timm: re.split finds no digit, the section is skipped
+		}
+		key, val := part[:i], part[i:]
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return c, fmt.Errorf("timm AugMix config %q: %s: %q is not a number", s, key, val)
+		}
+		whole := f == math.Trunc(f) && !strings.ContainsAny(val, ".eE") // timm's int(val)
+		switch key {
+		case "m":
+			if !whole || f > 30 {
+				return c, fmt.Errorf("timm AugMix config %q: m%s: want an integer 0..30", s, val)
+			}
+			c.m = f
+		case "w":
+			if !whole || f < 1 || f > maxPolicyOp {
+				return c, fmt.Errorf("timm AugMix config %q: w%s: want an integer 1..%d", s, val, maxPolicyOp)
+			}
+			c.width = int(f)
+		case "d":
+			if !whole || f > maxPolicyOp {
+				return c, fmt.Errorf("timm AugMix config %q: d%s: want an integer 0..%d (0: 1..3 per chain)", s, val, maxPolicyOp)
+			}
+			c.depth = int(f)
+		case "a":
+			if !(f > 0 && f <= 1e3) {
+				return c, fmt.Errorf("timm AugMix config %q: a%s: want 0 < alpha <= 1000", s, val)
+			}
+			c.alpha = f
+		case "b":
+			if !whole {
+				return c, fmt.Errorf("timm AugMix config %q: b%s: want an integer", s, val)
+			}
+			c.blended = f != 0 // timm: bool(int(val))
+		case "mstd":
+			if f > 1e3 {
+				return c, fmt.Errorf("timm AugMix config %q: mstd%s: want at most 1000", s, val)
+			}
+			if !haveStd {
+				haveStd, c.mstd = true, f
+			}
+		default:
+			return c, fmt.Errorf("timm AugMix config %q: unknown section %q (timm's AugMix knows m, w, d, a, b and mstd)", s, part)
+		}
+	}
+	return c, nil
+}
+
+// drawTimmAugMix is timm's AugMixAugment.__call__: float32
+// Dirichlet weights of the chains and a float32 Beta weight m; each chain
+// depth ops (or 1..3) chosen with replacement from the image, each at the
+// severity through timmStep (probability 1); the chains' float32 sum
+// (augmix_begin of weight 0, as timm's zeros, and a chain per weight),
+// clipped and truncated to uint8 (augmix_end); then PIL's blend of the
+// image with it by m (augmix_blend). Blended (b1, _apply_blended): each
+// chain's result blended into the image so far by timm's blended weights
+// (augmix_fold), the chains' sum unused.
+func (p *policy) drawTimmAugMix(r *RNG, d *drawer) {
+	c := &p.timm
+	var wbuf [maxPolicyOp]float64
+	ws := wbuf[:c.width]
+	r.Dirichlet(c.alpha, ws)
+	var m [2]float64
+	r.Dirichlet(c.alpha, m[:])
+	d.emit(Step{Fn: FnMixBegin})
+	var folds [maxPolicyOp]float32
+	if c.blended {
+		// _calc_blended_weights, in float32 as numpy computes it: each
+		// chain's weight times m, from the last, over what the later
+		// blends leave of it.
+		mf, cump := float32(m[0]), float32(1)
+		for i := len(ws) - 1; i >= 0; i-- {
+			a := float32(float32(float32(ws[i])*mf) / cump)
+			cump = float32(cump * float32(1-a))
+			folds[i] = a
+		}
+	}
+	for i, w := range ws {
+		if c.blended {
+			d.emit(Step{Fn: FnMixChain}) // from the image; the sum is not used
+		} else {
+			d.emit(Step{Fn: FnMixChain, F: [6]float64{float64(float32(w))}})
+		}
+		depth := c.depth
+		if depth <= 0 {
+			depth = 1 + r.Intn(3)
+		}
+		for range depth {
+			p.timmStep(r, d, p.space[r.Intn(len(p.space))].op, timmIncreasing, c.m)
+		}
+		if c.blended {
+			d.emit(Step{Fn: FnMixFold, F: [6]float64{float64(folds[i])}})
+		}
+	}
+	if !c.blended {
+		d.emit(Step{Fn: FnMixEnd})
+		d.emit(Step{Fn: FnMixBlend, F: [6]float64{float64(float32(m[0]))}})
+	}
+}
+
+// timmVariant is which of timm's level functions an op takes: the plain
+// one, the increasing one ("...Increasing") or PosterizeOriginal's.
+type timmVariant uint8
+
+const (
+	timmPlain timmVariant = iota
+	timmIncreasing
+	timmOriginal
+)
+
+// timmAAOp is one op of a timm AutoAugment sub-policy.
+type timmAAOp struct {
+	op      augOp
+	variant timmVariant
+	p, m    float64
+}
+
+// parseTimmAAConfig parses a timm AutoAugment config as timm's
+// auto_augment_transform does: the policy's name, then sections split on
+// "-" of a key and a value starting at the first digit, where a section
+// without a digit is skipped and only mstd (the first counts, as timm's
+// hparams.setdefault) is known. Its magnitudes are bounded by 10 (timm's
+// _LEVEL_DENOM; AutoAugment has no mmax).
+func parseTimmAAConfig(s string) (timmConfig, error) {
+	c := timmConfig{text: s, mmax: 10, translate: 0.45}
+	parts := strings.Split(s, "-")
+	subs, ok := timmAutoAugmentPolicies[parts[0]]
+	if len(s) > 256 || !ok {
+		return c, fmt.Errorf("timm AutoAugment config %q: want original, originalr, v0, v0r or 3a, then -mstd sections (e.g. v0r-mstd0.5)", truncateString(s, 64))
+	}
+	c.aa = subs
+	haveStd := false
+	for _, part := range parts[1:] {
+		i := strings.IndexAny(part, "0123456789")
+		if i < 0 {
+			continue // timm: re.split finds no digit, the section is skipped
+		}
+		key, val := part[:i], part[i:]
+		if key != "mstd" {
+			return c, fmt.Errorf("timm AutoAugment config %q: unknown section %q (timm's AutoAugment knows mstd only)", s, part)
+		}
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f > 1e3 {
+			return c, fmt.Errorf("timm AutoAugment config %q: mstd: %q is not a number up to 1000", s, val)
+		}
+		if !haveStd {
+			haveStd, c.mstd = true, f
+		}
+	}
+	return c, nil
+}
+
+// timmAutoAugmentPolicies are timm's auto_augment_policy sub-policies
+// (timm/data/auto_augment.py, timm 1.0.31): (op, variant, probability,
+// magnitude).
+var timmAutoAugmentPolicies = map[string][][]timmAAOp{
+	"original": {
+		{{augPosterize, timmOriginal, 0.4, 8}, {augRotate, timmPlain, 0.6, 9}},
+		{{augSolarize, timmPlain, 0.6, 5}, {augAutoContrast, timmPlain, 0.6, 5}},
+		{{augEqualize, timmPlain, 0.8, 8}, {augEqualize, timmPlain, 0.6, 3}},
+		{{augPosterize, timmOriginal, 0.6, 7}, {augPosterize, timmOriginal, 0.6, 6}},
+		{{augEqualize, timmPlain, 0.4, 7}, {augSolarize, timmPlain, 0.2, 4}},
+		{{augEqualize, timmPlain, 0.4, 4}, {augRotate, timmPlain, 0.8, 8}},
+		{{augSolarize, timmPlain, 0.6, 3}, {augEqualize, timmPlain, 0.6, 7}},
+		{{augPosterize, timmOriginal, 0.8, 5}, {augEqualize, timmPlain, 1.0, 2}},
+		{{augRotate, timmPlain, 0.2, 3}, {augSolarize, timmPlain, 0.6, 8}},
+		{{augEqualize, timmPlain, 0.6, 8}, {augPosterize, timmOriginal, 0.4, 6}},
+		{{augRotate, timmPlain, 0.8, 8}, {augColor, timmPlain, 0.4, 0}},
+		{{augRotate, timmPlain, 0.4, 9}, {augEqualize, timmPlain, 0.6, 2}},
+		{{augEqualize, timmPlain, 0.0, 7}, {augEqualize, timmPlain, 0.8, 8}},
+		{{augInvert, timmPlain, 0.6, 4}, {augEqualize, timmPlain, 1.0, 8}},
+		{{augColor, timmPlain, 0.6, 4}, {augContrast, timmPlain, 1.0, 8}},
+		{{augRotate, timmPlain, 0.8, 8}, {augColor, timmPlain, 1.0, 2}},
+		{{augColor, timmPlain, 0.8, 8}, {augSolarize, timmPlain, 0.8, 7}},
+		{{augSharpness, timmPlain, 0.4, 7}, {augInvert, timmPlain, 0.6, 8}},
+		{{augShearX, timmPlain, 0.6, 5}, {augEqualize, timmPlain, 1.0, 9}},
+		{{augColor, timmPlain, 0.4, 0}, {augEqualize, timmPlain, 0.6, 3}},
+		{{augEqualize, timmPlain, 0.4, 7}, {augSolarize, timmPlain, 0.2, 4}},
+		{{augSolarize, timmPlain, 0.6, 5}, {augAutoContrast, timmPlain, 0.6, 5}},
+		{{augInvert, timmPlain, 0.6, 4}, {augEqualize, timmPlain, 1.0, 8}},
+		{{augColor, timmPlain, 0.6, 4}, {augContrast, timmPlain, 1.0, 8}},
+		{{augEqualize, timmPlain, 0.8, 8}, {augEqualize, timmPlain, 0.6, 3}},
+	},
+	"originalr": {
+		{{augPosterize, timmIncreasing, 0.4, 8}, {augRotate, timmPlain, 0.6, 9}},
+		{{augSolarize, timmPlain, 0.6, 5}, {augAutoContrast, timmPlain, 0.6, 5}},
+		{{augEqualize, timmPlain, 0.8, 8}, {augEqualize, timmPlain, 0.6, 3}},
+		{{augPosterize, timmIncreasing, 0.6, 7}, {augPosterize, timmIncreasing, 0.6, 6}},
+		{{augEqualize, timmPlain, 0.4, 7}, {augSolarize, timmPlain, 0.2, 4}},
+		{{augEqualize, timmPlain, 0.4, 4}, {augRotate, timmPlain, 0.8, 8}},
+		{{augSolarize, timmPlain, 0.6, 3}, {augEqualize, timmPlain, 0.6, 7}},
+		{{augPosterize, timmIncreasing, 0.8, 5}, {augEqualize, timmPlain, 1.0, 2}},
+		{{augRotate, timmPlain, 0.2, 3}, {augSolarize, timmPlain, 0.6, 8}},
+		{{augEqualize, timmPlain, 0.6, 8}, {augPosterize, timmIncreasing, 0.4, 6}},
+		{{augRotate, timmPlain, 0.8, 8}, {augColor, timmPlain, 0.4, 0}},
+		{{augRotate, timmPlain, 0.4, 9}, {augEqualize, timmPlain, 0.6, 2}},
+		{{augEqualize, timmPlain, 0.0, 7}, {augEqualize, timmPlain, 0.8, 8}},
+		{{augInvert, timmPlain, 0.6, 4}, {augEqualize, timmPlain, 1.0, 8}},
+		{{augColor, timmPlain, 0.6, 4}, {augContrast, timmPlain, 1.0, 8}},
+		{{augRotate, timmPlain, 0.8, 8}, {augColor, timmPlain, 1.0, 2}},
+		{{augColor, timmPlain, 0.8, 8}, {augSolarize, timmPlain, 0.8, 7}},
+		{{augSharpness, timmPlain, 0.4, 7}, {augInvert, timmPlain, 0.6, 8}},
+		{{augShearX, timmPlain, 0.6, 5}, {augEqualize, timmPlain, 1.0, 9}},
+		{{augColor, timmPlain, 0.4, 0}, {augEqualize, timmPlain, 0.6, 3}},
+		{{augEqualize, timmPlain, 0.4, 7}, {augSolarize, timmPlain, 0.2, 4}},
+		{{augSolarize, timmPlain, 0.6, 5}, {augAutoContrast, timmPlain, 0.6, 5}},
+		{{augInvert, timmPlain, 0.6, 4}, {augEqualize, timmPlain, 1.0, 8}},
+		{{augColor, timmPlain, 0.6, 4}, {augContrast, timmPlain, 1.0, 8}},
+		{{augEqualize, timmPlain, 0.8, 8}, {augEqualize, timmPlain, 0.6, 3}},
+	},
+	"v0": {
+		{{augEqualize, timmPlain, 0.8, 1}, {augShearY, timmPlain, 0.8, 4}},
+		{{augColor, timmPlain, 0.4, 9}, {augEqualize, timmPlain, 0.6, 3}},
+		{{augColor, timmPlain, 0.4, 1}, {augRotate, timmPlain, 0.6, 8}},
+		{{augSolarize, timmPlain, 0.8, 3}, {augEqualize, timmPlain, 0.4, 7}},
+		{{augSolarize, timmPlain, 0.4, 2}, {augSolarize, timmPlain, 0.6, 2}},
+		{{augColor, timmPlain, 0.2, 0}, {augEqualize, timmPlain, 0.8, 8}},
+		{{augEqualize, timmPlain, 0.4, 8}, {augSolarizeAdd, timmPlain, 0.8, 3}},
+		{{augShearX, timmPlain, 0.2, 9}, {augRotate, timmPlain, 0.6, 8}},
+		{{augColor, timmPlain, 0.6, 1}, {augEqualize, timmPlain, 1.0, 2}},
+		{{augInvert, timmPlain, 0.4, 9}, {augRotate, timmPlain, 0.6, 0}},
+		{{augEqualize, timmPlain, 1.0, 9}, {augShearY, timmPlain, 0.6, 3}},
+		{{augColor, timmPlain, 0.4, 7}, {augEqualize, timmPlain, 0.6, 0}},
+		{{augPosterize, timmPlain, 0.4, 6}, {augAutoContrast, timmPlain, 0.4, 7}},
+		{{augSolarize, timmPlain, 0.6, 8}, {augColor, timmPlain, 0.6, 9}},
+		{{augSolarize, timmPlain, 0.2, 4}, {augRotate, timmPlain, 0.8, 9}},
+		{{augRotate, timmPlain, 1.0, 7}, {augTranslateY, timmPlain, 0.8, 9}},
+		{{augShearX, timmPlain, 0.0, 0}, {augSolarize, timmPlain, 0.8, 4}},
+		{{augShearY, timmPlain, 0.8, 0}, {augColor, timmPlain, 0.6, 4}},
+		{{augColor, timmPlain, 1.0, 0}, {augRotate, timmPlain, 0.6, 2}},
+		{{augEqualize, timmPlain, 0.8, 4}, {augEqualize, timmPlain, 0.0, 8}},
+		{{augEqualize, timmPlain, 1.0, 4}, {augAutoContrast, timmPlain, 0.6, 2}},
+		{{augShearY, timmPlain, 0.4, 7}, {augSolarizeAdd, timmPlain, 0.6, 7}},
+		{{augPosterize, timmPlain, 0.8, 2}, {augSolarize, timmPlain, 0.6, 10}},
+		{{augSolarize, timmPlain, 0.6, 8}, {augEqualize, timmPlain, 0.6, 1}},
+		{{augColor, timmPlain, 0.8, 6}, {augRotate, timmPlain, 0.4, 5}},
+	},
+	"v0r": {
+		{{augEqualize, timmPlain, 0.8, 1}, {augShearY, timmPlain, 0.8, 4}},
+		{{augColor, timmPlain, 0.4, 9}, {augEqualize, timmPlain, 0.6, 3}},
+		{{augColor, timmPlain, 0.4, 1}, {augRotate, timmPlain, 0.6, 8}},
+		{{augSolarize, timmPlain, 0.8, 3}, {augEqualize, timmPlain, 0.4, 7}},
+		{{augSolarize, timmPlain, 0.4, 2}, {augSolarize, timmPlain, 0.6, 2}},
+		{{augColor, timmPlain, 0.2, 0}, {augEqualize, timmPlain, 0.8, 8}},
+		{{augEqualize, timmPlain, 0.4, 8}, {augSolarizeAdd, timmPlain, 0.8, 3}},
+		{{augShearX, timmPlain, 0.2, 9}, {augRotate, timmPlain, 0.6, 8}},
+		{{augColor, timmPlain, 0.6, 1}, {augEqualize, timmPlain, 1.0, 2}},
+		{{augInvert, timmPlain, 0.4, 9}, {augRotate, timmPlain, 0.6, 0}},
+		{{augEqualize, timmPlain, 1.0, 9}, {augShearY, timmPlain, 0.6, 3}},
+		{{augColor, timmPlain, 0.4, 7}, {augEqualize, timmPlain, 0.6, 0}},
+		{{augPosterize, timmIncreasing, 0.4, 6}, {augAutoContrast, timmPlain, 0.4, 7}},
+		{{augSolarize, timmPlain, 0.6, 8}, {augColor, timmPlain, 0.6, 9}},
+		{{augSolarize, timmPlain, 0.2, 4}, {augRotate, timmPlain, 0.8, 9}},
+		{{augRotate, timmPlain, 1.0, 7}, {augTranslateY, timmPlain, 0.8, 9}},
+		{{augShearX, timmPlain, 0.0, 0}, {augSolarize, timmPlain, 0.8, 4}},
+		{{augShearY, timmPlain, 0.8, 0}, {augColor, timmPlain, 0.6, 4}},
+		{{augColor, timmPlain, 1.0, 0}, {augRotate, timmPlain, 0.6, 2}},
+		{{augEqualize, timmPlain, 0.8, 4}, {augEqualize, timmPlain, 0.0, 8}},
+		{{augEqualize, timmPlain, 1.0, 4}, {augAutoContrast, timmPlain, 0.6, 2}},
+		{{augShearY, timmPlain, 0.4, 7}, {augSolarizeAdd, timmPlain, 0.6, 7}},
+		{{augPosterize, timmIncreasing, 0.8, 2}, {augSolarize, timmPlain, 0.6, 10}},
+		{{augSolarize, timmPlain, 0.6, 8}, {augEqualize, timmPlain, 0.6, 1}},
+		{{augColor, timmPlain, 0.8, 6}, {augRotate, timmPlain, 0.4, 5}},
+	},
+	"3a": {
+		{{augSolarize, timmPlain, 1.0, 5}},
+		{{augDesaturate, timmPlain, 1.0, 10}},
+		{{augBlurRand, timmPlain, 1.0, 10}},
+	},
 }
 
 func parseTimmConfig(s string) (timmConfig, error) {
@@ -486,7 +836,7 @@ func parseTimmConfig(s string) (timmConfig, error) {
 			case "weights":
 				c.weighted = true
 			case "3a", "3aw":
-				return c, fmt.Errorf("timm RandAugment config %q: transform set %q is not supported (its Desaturate and GaussianBlur ops have no kernel here); stoker runs timm's default set (no t section, or any other name) and tweights", s, part[1:])
+				return c, fmt.Errorf("timm RandAugment config %q: transform set %q is not supported (timm's AutoAugment 3a is TimmAutoAugment's); stoker runs timm's default set (no t section, or any other name) and tweights", s, part[1:])
 			}
 			continue
 		}
@@ -587,18 +937,17 @@ func timmSpace(c timmConfig) []augEntry {
 }
 
 // drawTimm is timm's RandAugment.__call__: n ops chosen with replacement,
-// each applied with probability 0.5 at magnitude m (with gaussian noise of
-// mstd, or uniform in [0, m] when mstd is infinite), clipped to [0, mmax],
-// its argument from timm's level functions. Resampling is the policy's
-// interpolation; for bilinear-or-bicubic ("random" in the wire's terms)
-// each resampling op draws one, as timm's _interpolation does.
+// each applied with probability 0.5 at magnitude m (timmStep).
 func (p *policy) drawTimm(r *RNG, d *drawer) {
 	c := &p.timm
 	var chosen [maxPolicyOp]int
 	if c.weighted {
 		timmChoose(r, chosen[:c.n])
 	}
-	inc := c.increase || c.weighted // _RAND_WEIGHTED_0 names the increasing variants
+	variant := timmPlain
+	if c.increase || c.weighted { // _RAND_WEIGHTED_0 names the increasing variants
+		variant = timmIncreasing
+	}
 	for k := range c.n {
 		var e *augEntry
 		if c.weighted {
@@ -609,86 +958,113 @@ func (p *policy) drawTimm(r *RNG, d *drawer) {
 		if c.p < 1 && r.Float64() > c.p {
 			continue
 		}
-		m := c.m
-		switch {
-		case math.IsInf(c.mstd, 1):
-			m = r.Uniform(0, m)
-		case c.mstd > 0:
-			m = float64(m + float64(c.mstd*r.Normal()))
+		p.timmStep(r, d, e.op, variant, c.m)
+	}
+}
+
+// timmStep is timm's AugmentOp.__call__ once its probability has passed:
+// the magnitude m (with gaussian noise of mstd, or uniform in [0, m] when
+// mstd is infinite), clipped to [0, mmax], its argument from timm's level
+// function for the op's variant. Resampling is the policy's
+// interpolation; for bilinear-or-bicubic ("random" in the wire's terms)
+// each op draws one, as timm's _interpolation does.
+func (p *policy) timmStep(r *RNG, d *drawer, op augOp, variant timmVariant, m float64) {
+	c := &p.timm
+	switch {
+	case math.IsInf(c.mstd, 1):
+		m = r.Uniform(0, m)
+	case c.mstd > 0:
+		m = float64(m + float64(c.mstd*r.Normal()))
+	}
+	m = math.Max(0, math.Min(m, c.mmax))
+	lvl := m / 10
+	negate := func(v float64) float64 {
+		if r.Float64() > 0.5 {
+			return -v
 		}
-		m = math.Max(0, math.Min(m, c.mmax))
-		lvl := m / 10
-		negate := func(v float64) float64 {
-			if r.Float64() > 0.5 {
-				return -v
-			}
-			return v
+		return v
+	}
+	interp := p.interp
+	if p.timmRandomInterp() {
+		interp = InterpBilinear
+		if r.Intn(2) == 1 {
+			interp = InterpBicubic
 		}
-		interp := p.interp
-		if p.timmRandomInterp() {
-			interp = InterpBilinear
-			if r.Intn(2) == 1 {
-				interp = InterpBicubic
-			}
+	}
+	inc := variant == timmIncreasing
+	geo := Step{Fn: FnAffine, Interp: interp, Fill: p.fill, FillNone: p.fillNone, F: [6]float64{0, 0, 0, 1, 0, 0}}
+	enhance := func(fn Fn) {
+		f := float64(lvl*1.8) + 0.1
+		if inc {
+			f = math.Max(0.1, 1+negate(float64(lvl*0.9)))
 		}
-		geo := Step{Fn: FnAffine, Interp: interp, Fill: p.fill, FillNone: p.fillNone, F: [6]float64{0, 0, 0, 1, 0, 0}}
-		enhance := func(fn Fn) {
-			f := float64(lvl*1.8) + 0.1
-			if inc {
-				f = math.Max(0.1, 1+negate(float64(lvl*0.9)))
-			}
-			d.emit(Step{Fn: fn, F: [6]float64{f}})
+		d.emit(Step{Fn: fn, F: [6]float64{f}})
+	}
+	switch op {
+	case augAutoContrast:
+		d.emit(Step{Fn: FnAutocontrast})
+	case augEqualize:
+		d.emit(Step{Fn: FnEqualize})
+	case augInvert:
+		d.emit(Step{Fn: FnInvert})
+	case augRotate:
+		d.emit(Step{Fn: FnRotate, F: [6]float64{negate(float64(lvl * 30))}, Interp: interp, Fill: p.fill, FillNone: p.fillNone})
+	case augPosterize:
+		bits := int(float64(lvl * 4))
+		switch variant {
+		case timmIncreasing:
+			// 4 - int(level * 4): negative past m10 (mmax > 10),
+			// which PIL refuses (13: bits must be 1..8) or, before
+			// it, made black, as 0 bits do
+			bits = max(4-bits, 0)
+		case timmOriginal:
+			bits += 4 // _posterize_original_level_to_arg: 4..8
 		}
-		switch e.op {
-		case augAutoContrast:
-			d.emit(Step{Fn: FnAutocontrast})
-		case augEqualize:
-			d.emit(Step{Fn: FnEqualize})
-		case augInvert:
-			d.emit(Step{Fn: FnInvert})
-		case augRotate:
-			d.emit(Step{Fn: FnRotate, F: [6]float64{negate(float64(lvl * 30))}, Interp: interp, Fill: p.fill, FillNone: p.fillNone})
-		case augPosterize:
-			bits := int(float64(lvl * 4))
-			if inc {
-				// 4 - int(level * 4): negative past m10 (mmax > 10),
-				// which PIL refuses (13: bits must be 1..8) or, before
-				// it, made black, as 0 bits do
-				bits = max(4-bits, 0)
-			}
-			if bits < 8 {
-				d.emit(Step{Fn: FnPosterize, I: [6]int{bits}})
-			}
-		case augSolarize:
-			thresh := min(256, int(float64(lvl*256))) // timm's min(256, ...)
-			if inc {
-				thresh = 256 - thresh
-			}
-			if thresh <= 255 {
-				d.emit(Step{Fn: FnSolarize, F: [6]float64{float64(thresh)}})
-			}
-		case augSolarizeAdd:
-			d.emit(Step{Fn: FnSolarizeAdd, I: [6]int{min(128, int(float64(lvl*110)))}, F: [6]float64{128}}) // timm's min(128, ...)
-		case augColor:
-			enhance(FnAdjustSaturation)
-		case augContrast:
-			enhance(FnAdjustContrast)
-		case augBrightness:
-			enhance(FnAdjustBrightness)
-		case augSharpness:
-			enhance(FnAdjustSharpness)
-		case augShearX, augShearY:
-			f := negate(float64(lvl * 0.3))
-			geo.F[4+int(e.op-augShearX)] = math.Atan(f) * 180 / math.Pi
-			geo.HasCenter = true
-			d.emit(geo)
-		case augTranslateX:
-			geo.F[1] = -float64(negate(float64(lvl*c.translate)) * float64(d.w))
-			d.emit(geo)
-		case augTranslateY:
-			geo.F[2] = -float64(negate(float64(lvl*c.translate)) * float64(d.h))
-			d.emit(geo)
+		if bits < 8 {
+			d.emit(Step{Fn: FnPosterize, I: [6]int{bits}})
 		}
+	case augSolarize:
+		thresh := min(256, int(float64(lvl*256))) // timm's min(256, ...)
+		if inc {
+			thresh = 256 - thresh
+		}
+		if thresh <= 255 {
+			d.emit(Step{Fn: FnSolarize, F: [6]float64{float64(thresh)}})
+		}
+	case augSolarizeAdd:
+		d.emit(Step{Fn: FnSolarizeAdd, I: [6]int{min(128, int(float64(lvl*110)))}, F: [6]float64{128}}) // timm's min(128, ...)
+	case augColor:
+		enhance(FnAdjustSaturation)
+	case augContrast:
+		enhance(FnAdjustContrast)
+	case augBrightness:
+		enhance(FnAdjustBrightness)
+	case augSharpness:
+		enhance(FnAdjustSharpness)
+	case augShearX, augShearY:
+		f := negate(float64(lvl * 0.3))
+		geo.F[4+int(op-augShearX)] = math.Atan(f) * 180 / math.Pi
+		geo.HasCenter = true
+		d.emit(geo)
+	case augTranslateX:
+		geo.F[1] = -float64(negate(float64(lvl*c.translate)) * float64(d.w))
+		d.emit(geo)
+	case augTranslateY:
+		geo.F[2] = -float64(negate(float64(lvl*c.translate)) * float64(d.h))
+		d.emit(geo)
+	case augDesaturate:
+		// _minmax_level_to_arg(min 0.5, max 1), then desaturate's
+		// ImageEnhance.Color(min(1, max(0, 1 - level)))
+		l := math.Max(0.5, math.Min(1, float64(0.5+float64(0.5*lvl))))
+		d.emit(Step{Fn: FnAdjustSaturation, F: [6]float64{math.Min(1, math.Max(0, 1-l))}})
+	case augBlurRand:
+		// gaussian_blur_rand: PIL's GaussianBlur of radius
+		// uniform(0.1, 2 * level), as torchvision's gaussian_blur of that
+		// sigma over 2*ceil(3 sigma)+1 taps (at most the image allows)
+		sigma := r.Uniform(0.1, float64(2*math.Max(0, math.Min(1, lvl))))
+		k := 2*int(math.Ceil(float64(3*sigma))) + 1
+		k = min(k, 2*(min(d.w, d.h)-1)+1)
+		d.emit(Step{Fn: FnGaussianBlur, I: [6]int{k, k}, F: [6]float64{sigma, sigma}})
 	}
 }
 

@@ -49,6 +49,14 @@ const (
 	// a constant fill, then crop), fused into the decode as the others.
 	FnPad
 	FnCrop
+	// FnMixBlend is timm's AugMix's last step: PIL's Image.blend of the
+	// image FnMixBegin found with the mix, by its weight.
+	FnMixBlend
+	// FnMixFold is timm's blended AugMix's step after each chain: PIL's
+	// Image.blend of the image so far (the image FnMixBegin found, at
+	// first) with the chain's result, by its weight; the image then is
+	// that blend.
+	FnMixFold
 	// FnSanitizeBoxes is SanitizeBoundingBoxes': a job's targets lose
 	// their degenerate boxes (MoveBoxes); no kernel.
 	FnSanitizeBoxes
@@ -144,6 +152,8 @@ var fnSpecs = [numFns]fnSpec{
 	FnMixBegin:      {"augmix_begin", []arg{{"weight", argFloat, 0, 1}}},
 	FnMixChain:      {"augmix_chain", []arg{{"weight", argFloat, 0, 1}}},
 	FnMixEnd:        {"augmix_end", nil},
+	FnMixBlend:      {"augmix_blend", []arg{{"weight", argFloat, 0, 1}}},
+	FnMixFold:       {"augmix_fold", []arg{{"weight", argFloat, 0, 1}}},
 	FnPad:           {"pad", []arg{{"padding", argInt, 0, 4}, {"fill", argFill, 0, 1}}},
 	FnCrop:          {"crop", []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}}},
 	FnSanitizeBoxes: {"sanitize_bounding_boxes", []arg{{"min_size", argFloat, 0, 1}, {"min_area", argFloat, 1, 1}}},

@@ -55,6 +55,10 @@ func applyStep(p planes, st *Step, s *opScratch) {
 		s.mix.chain(p, st.F[0])
 	case FnMixEnd:
 		s.mix.end(p)
+	case FnMixBlend:
+		s.mix.blend(p, st.F[0])
+	case FnMixFold:
+		s.mix.fold(p, st.F[0])
 	}
 }
 
@@ -77,6 +81,14 @@ func checkStep(st *Step, w, h int) error {
 	case FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustSharpness:
 		if !(st.F[0] >= 0) {
 			return bad("factor %v: want >= 0", st.F[0])
+		}
+	case FnMixBlend:
+		if !(st.F[0] >= 0 && st.F[0] <= 1) {
+			return bad("weight %v: want 0..1 (PIL's blend between the two images)", st.F[0])
+		}
+	case FnMixFold:
+		if !(st.F[0] >= 0 && st.F[0] <= 2) {
+			return bad("weight %v: want 0..2 (PIL's blend, a little past 1 where timm's float32 weights round up)", st.F[0])
 		}
 	case FnAdjustHue:
 		if !(st.F[0] >= -0.5 && st.F[0] <= 0.5) {

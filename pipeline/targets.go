@@ -118,7 +118,7 @@ func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 				bx := &boxes[k]
 				bx[1], bx[3] = -(bx[3] - fh), -(bx[1] - fh)
 			}
-		case FnRotate, FnAffine, FnMixBegin, FnMixChain, FnMixEnd:
+		case FnRotate, FnAffine, FnMixBegin, FnMixChain, FnMixEnd, FnMixBlend, FnMixFold:
 			return w, h, fmt.Errorf("%w: targets do not support %s yet", ErrUnsupported, fnSpecs[st.Fn].name)
 		case FnSanitizeBoxes:
 			return w, h, fmt.Errorf("%w: %s drops boxes with their labels: Targets.Move, not MoveBoxes", ErrUnsupported, fnSpecs[st.Fn].name)

@@ -43,6 +43,8 @@ const (
 	OpAutoAugment        OpKind = "AutoAugment"
 	OpAugMix             OpKind = "AugMix"
 	OpTimmRandAugment    OpKind = "TimmRandAugment"
+	OpTimmAutoAugment    OpKind = "TimmAutoAugment"
+	OpTimmAugMix         OpKind = "TimmAugMix"
 	OpRandomCrop         OpKind = "RandomCrop"
 	OpPad                OpKind = "Pad"
 	// Last, if at all: the output becomes float32.
@@ -123,9 +125,13 @@ type Op struct {
 	// MinSize and MinArea: SanitizeBoundingBoxes' bounds (each >= 1).
 	MinSize, MinArea float64
 	// Value: RandomErasing's fill, per channel in pixel units (0..255);
-	// RandomValue is value="random".
-	Value       [3]float64
-	RandomValue bool
+	// RandomValue is value="random", RandomColor with it one random colour
+	// per box (timm's mode "rand"). MinCount and MaxCount: timm's count of
+	// boxes (0: 1; MaxCount 0: MinCount), each box's area divided by it.
+	Value              [3]float64
+	RandomValue        bool
+	RandomColor        bool
+	MinCount, MaxCount int
 	// Ops: RandomApply's, RandomChoice's and RandomOrder's ops; Probs:
 	// RandomChoice's p (nil: uniform).
 	Ops   []Op
@@ -526,7 +532,7 @@ func opsString(ops []Op) string {
 		case OpPad:
 			fmt.Fprintf(&b, "(padding=%v, fill=%v)", op.Padding, op.Fill)
 			continue
-		case OpAutoAugment, OpTimmRandAugment:
+		case OpAutoAugment, OpTimmRandAugment, OpTimmAutoAugment, OpTimmAugMix:
 			fmt.Fprintf(&b, "(%s)", op.Policy)
 			continue
 		case OpSanitizeBoundingBoxes:

@@ -59,6 +59,8 @@ func validOpLists() [][]*pb.Op {
 			{Op: &pb.Op_AutoAugment{AutoAugment: &pb.AutoAugment{Fill: []float64{1, 2, 3}}}},
 			{Op: &pb.Op_AugMix{AugMix: &pb.AugMix{Alpha: 1, Fill: []float64{1, 2, 3}}}},
 			{Op: &pb.Op_TimmRandAugment{TimmRandAugment: &pb.TimmRandAugment{Config: "rand-m9-mstd0.5-inc1", Fill: []float64{1, 2, 3}}}},
+			{Op: &pb.Op_TimmAutoAugment{TimmAutoAugment: &pb.TimmAutoAugment{Config: "v0r-mstd0.5", Fill: []float64{1, 2, 3}}}},
+			{Op: &pb.Op_TimmAugMix{TimmAugMix: &pb.TimmAugMix{Config: "augmix-m5-w4-d2", Fill: []float64{1, 2, 3}}}},
 		},
 		{
 			{Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}, Fill: []float64{1, 2, 3}}}},

@@ -58,6 +58,21 @@ func TestNewTransform(t *testing.T) {
 			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32, RandomInterpolation: true,
 				Interpolation: pb.Interpolation_INTERPOLATION_BICUBIC}}},
 		}}, wantErr: "random_interpolation draws bilinear or bicubic"},
+		// timm's RandomErasing: a colour per box (with random_value) and counts of 1..16
+		{name: "erasing colour per box, 1..3 boxes", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), eraseOp(&pb.RandomErasing{RandomValue: true, RandomColor: true, MinCount: 1, MaxCount: 3})}}, shape: [3]int{3, 32, 32}},
+		{name: "erasing 16 boxes", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), eraseOp(&pb.RandomErasing{MinCount: 16})}}, shape: [3]int{3, 32, 32}},
+		{name: "erasing colour without random", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), eraseOp(&pb.RandomErasing{RandomColor: true})}}, wantErr: "random_color (one random colour per box) needs random_value"},
+		{name: "erasing count 17", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), eraseOp(&pb.RandomErasing{MaxCount: 17})}}, wantErr: "min_count 0, max_count 17: want 1 <= min_count <= max_count <= 16"},
+		{name: "erasing count 3..2", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), eraseOp(&pb.RandomErasing{MinCount: 3, MaxCount: 2})}}, wantErr: "min_count 3, max_count 2"},
+		// timm's AutoAugment: its config strings; nearest refused
+		{name: "timm autoaugment v0r", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAutoAugment{TimmAutoAugment: &pb.TimmAutoAugment{Config: "v0r-mstd0.5"}}}}}, shape: [3]int{3, 32, 32}},
+		{name: "timm autoaugment 3a", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAutoAugment{TimmAutoAugment: &pb.TimmAutoAugment{Config: "3a-mstd1"}}}}}, shape: [3]int{3, 32, 32}},
+		{name: "timm autoaugment v1", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAutoAugment{TimmAutoAugment: &pb.TimmAutoAugment{Config: "v1"}}}}}, wantErr: "want original, originalr, v0, v0r or 3a"},
+		{name: "timm autoaugment nearest", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAutoAugment{TimmAutoAugment: &pb.TimmAutoAugment{Config: "v0", Interpolation: pb.Interpolation_INTERPOLATION_NEAREST}}}}}, wantErr: "interpolation nearest: timm's AutoAugment resamples with bilinear, bicubic"},
+		// timm's AugMix: its config strings, blended too
+		{name: "timm augmix", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAugMix{TimmAugMix: &pb.TimmAugMix{Config: "augmix-m5-w4-d2-a0.5"}}}}}, shape: [3]int{3, 32, 32}},
+		{name: "timm augmix blended", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAugMix{TimmAugMix: &pb.TimmAugMix{Config: "augmix-b1"}}}}}, shape: [3]int{3, 32, 32}},
+		{name: "timm augmix width 17", spec: &pb.TransformSpec{Ops: []*pb.Op{rrcOp(32), {Op: &pb.Op_TimmAugMix{TimmAugMix: &pb.TimmAugMix{Config: "augmix-w17"}}}}}, wantErr: "w17: want an integer 1..16"},
 		// Pad's wire forms: 1, 2 or 4 values (torchvision's), before or after the crop
 		{name: "pad 1 then crop", spec: &pb.TransformSpec{Ops: []*pb.Op{{Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}}}}, {Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 32, Width: 24}}}}}, shape: [3]int{3, 32, 24}},
 		{name: "crop then pad 2", spec: &pb.TransformSpec{Ops: []*pb.Op{{Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 32, Width: 24}}}, {Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{1, 2}, Fill: []float64{5}}}}}}, shape: [3]int{3, 32 + 2*2, 24 + 2*1}},
@@ -96,3 +111,5 @@ func TestNewTransform(t *testing.T) {
 		})
 	}
 }
+
+func eraseOp(e *pb.RandomErasing) *pb.Op { return &pb.Op{Op: &pb.Op_RandomErasing{RandomErasing: e}} }

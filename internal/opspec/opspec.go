@@ -263,7 +263,8 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 	case *stokerv1.Op_RandomOrder:
 		op = pipeline.Op{Kind: pipeline.OpRandomOrder}
 		op.Ops, err = ops(x.RandomOrder.GetOps(), where+" (RandomOrder) > ", depth+1)
-	case *stokerv1.Op_TrivialAugmentWide, *stokerv1.Op_RandAugment, *stokerv1.Op_AutoAugment, *stokerv1.Op_AugMix, *stokerv1.Op_TimmRandAugment:
+	case *stokerv1.Op_TrivialAugmentWide, *stokerv1.Op_RandAugment, *stokerv1.Op_AutoAugment, *stokerv1.Op_AugMix, *stokerv1.Op_TimmRandAugment,
+		*stokerv1.Op_TimmAutoAugment, *stokerv1.Op_TimmAugMix:
 		op, err = policy(o, where)
 	default:
 		return bad("the op is empty (a newer client's op this server does not know?)")
@@ -385,6 +386,19 @@ func erasing(e *stokerv1.RandomErasing, where string) (pipeline.Op, error) {
 	if len(m) == 3 {
 		op.Mean, op.Std = [3]float64(m), [3]float64(s)
 	}
+	if e.GetRandomColor() && !op.RandomValue {
+		return op, fmt.Errorf("%w: transform: %s: random_color (one random colour per box) needs random_value", pipeline.ErrUnsupported, where)
+	}
+	op.RandomColor = e.GetRandomColor()
+	lo, hi := max(e.GetMinCount(), 1), e.GetMaxCount()
+	if hi == 0 {
+		hi = lo
+	}
+	if lo > hi || hi > pipeline.MaxEraseCount {
+		return op, fmt.Errorf("%w: transform: %s: min_count %d, max_count %d: want 1 <= min_count <= max_count <= %d (0: 1, and max_count 0: min_count)",
+			pipeline.ErrUnsupported, where, e.GetMinCount(), e.GetMaxCount(), pipeline.MaxEraseCount)
+	}
+	op.MinCount, op.MaxCount = int(lo), int(hi)
 	return op, nil
 }
 
@@ -456,6 +470,22 @@ func policy(o *stokerv1.Op, where string) (pipeline.Op, error) {
 		if in == stokerv1.Interpolation_INTERPOLATION_UNSPECIFIED {
 			op.RandomInterp = true
 		}
+	case *stokerv1.Op_TimmAutoAugment:
+		t := x.TimmAutoAugment
+		op = pipeline.Op{Kind: pipeline.OpTimmAutoAugment, Policy: t.GetConfig()}
+		in, fillV, wireName = t.GetInterpolation(), t.GetFill(), "TimmAutoAugment"
+		defFill = [3]float64{124, 116, 104}
+		if in == stokerv1.Interpolation_INTERPOLATION_UNSPECIFIED {
+			op.RandomInterp = true
+		}
+	case *stokerv1.Op_TimmAugMix:
+		t := x.TimmAugMix
+		op = pipeline.Op{Kind: pipeline.OpTimmAugMix, Policy: t.GetConfig()}
+		in, fillV, wireName = t.GetInterpolation(), t.GetFill(), "TimmAugMix"
+		defFill = [3]float64{124, 116, 104}
+		if in == stokerv1.Interpolation_INTERPOLATION_UNSPECIFIED {
+			op.RandomInterp = true
+		}
 	}
 	var err error
 	if op.Interp, err = interp(in, defInt, where); err != nil {
@@ -465,7 +495,8 @@ func policy(o *stokerv1.Op, where string) (pipeline.Op, error) {
 		return op, err
 	}
 	// torchvision's policies' fill=None; timm's default is its mean colour.
-	op.FillNone = len(fillV) == 0 && op.Kind != pipeline.OpTimmRandAugment
+	op.FillNone = len(fillV) == 0 && op.Kind != pipeline.OpTimmRandAugment && op.Kind != pipeline.OpTimmAutoAugment &&
+		op.Kind != pipeline.OpTimmAugMix
 	return op, nil
 }
 

@@ -16,8 +16,8 @@ image) is refused, as torchvision refuses it.
 
 Beside torchvision's classes, the objects users hold are taken as they
 are: timm's create_transform output (its RandomResizedCropAndInterpolation,
-RandAugment, RandomErasing and MaybeToTensor, recognized by module and
-name), open_clip's image_transform output (its _convert_to_rgb,
+RandAugment, AutoAugment, AugMixAugment, RandomErasing and MaybeToTensor,
+recognized by module and name), open_clip's image_transform output (its _convert_to_rgb,
 MaybeConvertMode, MaybeToTensor, color_jitter and gray_scale), torchvision's
 references' ClassificationPresetTrain/Eval (their ``.transforms``) and
 DINOv2's DataAugmentationDINO (a MultiView of its crops)."""
@@ -320,13 +320,6 @@ def _unsupported(where: str, name: Optional[str] = None) -> ValueError:
     if name in _MIXES:
         return ValueError(f"{where} mixes samples of a batch: stoker's batches are mixed on the GPU, with "
                           f"stoker.gpu.{name} (leave it out here)")
-    if name == "timm.AutoAugment":
-        return ValueError(f"{where}: timm's AutoAugment policies ('original', 'v0', ...) are not stoker's: use "
-                          f"auto_augment='rand-...' (timm's RandAugment, which stoker has) or torchvision's "
-                          f"AutoAugment")
-    if name == "timm.AugMixAugment":
-        return ValueError(f"{where}: timm's AugMix ('augmix-...') is not stoker's: use auto_augment='rand-...' "
-                          f"(timm's RandAugment, which stoker has) or torchvision's AugMix")
     if "Lambda" in where or "rgb" in own.lower():
         return ValueError(f"{where} is not supported by stoker: stoker decodes every image to 3-channel RGB, so leave "
                           f"out a conversion to RGB")
@@ -441,30 +434,117 @@ def _timm_rand_augment(cv: _Converter, t: Any, where: str) -> Transform:
         raise type(e)(f"{where}: {str(e).removeprefix('TimmRandAugment: ')}") from None
 
 
+def _timm_auto_augment(cv: _Converter, t: Any, where: str) -> Transform:
+    """timm's AutoAugment object as the config string that made it
+    ("original", "originalr", "v0", "v0r" or "3a", "-mstd.." with magnitude
+    noise): its sub-policies compared with timm's own (timm is importable
+    where its object is)."""
+    from timm.data import auto_augment as taa
+
+    ops = [op for sub in t.policy for op in sub]
+    if not ops:
+        raise ValueError(f"{where}: an AutoAugment without sub-policies")
+    first = ops[0]
+    for op in ops:
+        if (op.hparams, op.magnitude_std, op.magnitude_max) != (first.hparams, first.magnitude_std, first.magnitude_max):
+            raise ValueError(f"{where}: ops with different hparams: stoker's TimmAutoAugment is one config string "
+                             f"for all its ops")
+    hp = first.hparams
+    extra = sorted(set(hp) - {"translate_const", "img_mean", "interpolation", "magnitude_std"})
+    if extra or first.magnitude_max is not None:
+        raise ValueError(f"{where}: hparams {extra or ['magnitude_max']} are not supported by stoker's "
+                         f"TimmAutoAugment (it takes img_mean, interpolation, magnitude_std)")
+    mine = [[(op.name, float(op.prob), float(op.magnitude)) for op in sub] for sub in t.policy]
+    name = None
+    for cand in P.TIMM_AA_POLICIES:
+        theirs = [[(op.name, float(op.prob), float(op.magnitude)) for op in sub]
+                  for sub in taa.auto_augment_policy(cand, dict(hp))]
+        if mine == theirs:
+            name = cand
+            break
+    if name is None:
+        raise ValueError(f"{where}: sub-policies that are none of timm's {', '.join(P.TIMM_AA_POLICIES)}: stoker's "
+                         f"TimmAutoAugment runs those")
+    mstd = float(first.magnitude_std or 0)
+    if mstd == float("inf"):
+        raise ValueError(f"{where}: magnitude_std inf (uniform magnitudes) is not a timm AutoAugment config; stoker's "
+                         f"TimmAutoAugment takes a finite mstd")
+    cfg = name + (f"-mstd{_num(mstd)}" if mstd > 0 else "")
+    interp = hp.get("interpolation")  # none: bilinear or bicubic drawn per op
+    if isinstance(interp, (list, tuple)):
+        interp = None
+    try:
+        return P.TimmAutoAugment(cfg, interpolation=interp, fill=hp.get("img_mean", (128, 128, 128)))
+    except (ValueError, TypeError) as e:
+        raise type(e)(f"{where}: {str(e).removeprefix('TimmAutoAugment: ')}") from None
+
+
+#: timm's _AUGMIX_TRANSFORMS.
+_TIMM_AUGMIX = ("AutoContrast", "ColorIncreasing", "ContrastIncreasing", "BrightnessIncreasing", "SharpnessIncreasing",
+                "Equalize", "Rotate", "PosterizeIncreasing", "SolarizeIncreasing", "ShearX", "ShearY", "TranslateXRel",
+                "TranslateYRel")
+
+
+def _timm_aug_mix(cv: _Converter, t: Any, where: str) -> Transform:
+    """timm's AugMixAugment object as the config string that made it
+    ("augmix-m{severity}-w{width}[-d{depth}][-a{alpha}][-mstd..]")."""
+    ops = list(t.ops)
+    if tuple(op.name for op in ops) != _TIMM_AUGMIX:
+        raise ValueError(f"{where}: the op set {[op.name for op in ops]} is not timm's AugMix set: stoker's "
+                         f"TimmAugMix runs that one")
+    first = ops[0]
+    for op in ops:
+        if (op.magnitude, op.prob, op.hparams) != (first.magnitude, 1.0, first.hparams):
+            raise ValueError(f"{where}: ops with different magnitudes, probabilities or hparams: stoker's TimmAugMix "
+                             f"is one config string for all its ops")
+    hp = first.hparams
+    extra = sorted(set(hp) - {"translate_const", "img_mean", "interpolation", "magnitude_std", "translate_pct"})
+    if first.magnitude_max is not None:
+        extra = extra or ["magnitude_max"]
+    if extra or hp.get("translate_pct", 0.45) != 0.3:
+        raise ValueError(f"{where}: hparams {extra or ['translate_pct']} are not supported by stoker's TimmAugMix "
+                         f"(it takes img_mean, interpolation, magnitude_std, and create_transform's translate_pct "
+                         f"0.3)")
+    if int(first.magnitude) != first.magnitude:
+        raise ValueError(f"{where}: magnitude {first.magnitude}: timm's AugMix config takes an integer severity")
+    cfg = f"augmix-m{int(first.magnitude)}-w{int(t.width)}" + (f"-d{int(t.depth)}" if t.depth > 0 else "")
+    if float(t.alpha) != 1.0:
+        cfg += f"-a{_num(t.alpha)}"
+    if t.blended:
+        cfg += "-b1"
+    mstd = float(first.magnitude_std)
+    if mstd != float("inf"):
+        cfg += f"-mstd{_num(mstd)}"
+    interp = hp.get("interpolation")  # none: bilinear or bicubic drawn per op
+    if isinstance(interp, (list, tuple)):
+        interp = None
+    try:
+        return P.TimmAugMix(cfg, interpolation=interp, fill=hp.get("img_mean", (128, 128, 128)))
+    except (ValueError, TypeError) as e:
+        raise type(e)(f"{where}: {str(e).removeprefix('TimmAugMix: ')}") from None
+
+
 def _timm_erasing(cv: _Converter, t: Any, where: str) -> Transform:
     """timm's RandomErasing: torchvision's box sampling (in Python's
-    random); mode 'const' erases with 0 and 'pixel' with per-pixel normal
-    noise, both after Normalize; 'rand' (one normal colour per box) and
-    more than one box are not stoker's."""
-    if (t.min_count, t.max_count) != (1, 1):
-        raise ValueError(f"{where}: count ({t.min_count}, {t.max_count}): stoker erases at most one box; use "
-                         f"re_count=1")
-    if t.num_splits and t.num_splits > 1:
-        raise ValueError(f"{where}: num_splits={t.num_splits} (augmentation splits) is not supported by stoker; "
-                         f"use re_split=False")
-    if t.mode == "rand":
-        raise ValueError(f"{where}: mode 'rand' (one random colour per box) is not supported by stoker's "
-                         f"RandomErasing: use re_mode='pixel' (per-pixel noise) or 'const'")
-    if t.mode not in ("const", "pixel"):
-        raise ValueError(f"{where}: mode {t.mode!r}: want 'const' or 'pixel'")
-    value, noise = cv.erase_value("random" if t.mode == "pixel" else 0)
+    random) after Normalize; mode 'const' erases with 0, 'pixel' with
+    per-pixel normal noise and 'rand' with one normal colour per box;
+    re_count boxes (or a uniform number of min_count..max_count), each
+    box's area divided by the count. num_splits skips a batch's first
+    images only: on the one image create_transform's pipeline gives it
+    (a 3-D tensor), timm ignores it, and so does stoker."""
+    if t.mode not in ("const", "pixel", "rand"):
+        raise ValueError(f"{where}: mode {t.mode!r}: want 'const', 'pixel' or 'rand'")
+    lo, hi = int(t.min_count), int(t.max_count)
+    if not 1 <= lo <= hi <= 16:
+        raise ValueError(f"{where}: count ({lo}, {hi}): stoker erases 1 <= min_count <= max_count <= 16 boxes")
+    value, noise = cv.erase_value("random" if t.mode in ("pixel", "rand") else 0)
     # timm keeps log(min_aspect), log(max_aspect or 1 / min_aspect): the
     # ratios it was given, to the last bit where exp(log(x)) is not x.
-    lo = float(f"{math.exp(t.log_aspect_ratio[0]):.12g}")
-    hi = math.exp(t.log_aspect_ratio[1])
-    hi = 1 / lo if math.isclose(hi, 1 / lo, rel_tol=1e-12) else float(f"{hi:.12g}")
-    ratio = (lo, hi)
-    return O.RandomErasing(t.probability, (t.min_area, t.max_area), ratio, value, **noise)
+    lo_r = float(f"{math.exp(t.log_aspect_ratio[0]):.12g}")
+    hi_r = math.exp(t.log_aspect_ratio[1])
+    hi_r = 1 / lo_r if math.isclose(hi_r, 1 / lo_r, rel_tol=1e-12) else float(f"{hi_r:.12g}")
+    return O.RandomErasing(t.probability, (t.min_area, t.max_area), (lo_r, hi_r), value, per_box=t.mode == "rand",
+                           count=(lo, hi), **noise)
 
 
 def _weights(p: Any) -> Any:
@@ -513,6 +593,8 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "RandomErasing": _erasing,
     "timm.RandomResizedCropAndInterpolation": _timm_rrc,
     "timm.RandAugment": _timm_rand_augment,
+    "timm.AutoAugment": _timm_auto_augment,
+    "timm.AugMixAugment": _timm_aug_mix,
     "timm.RandomErasing": _timm_erasing,
     "open_clip.color_jitter": lambda cv, t, where: C.RandomApply([_CONVERT["ColorJitter"](cv, t.transf, where)], t.p),
     "open_clip.gray_scale": lambda cv, t, where: O.RandomGrayscale(t.p),
@@ -587,7 +669,7 @@ def from_torchvision(tv_transform: Any) -> Any:
     container: ``"op 1 (Compose) > op 2 (...)"``); MixUp and CutMix point
     to :mod:`stoker.gpu`. So is an argument it cannot honour
     (``RandomRotation(expand=True)``, ``Grayscale(1)``, a bicubic
-    RandomRotation or RandomAffine, timm's ``re_mode='rand'``).
+    RandomRotation or RandomAffine, timm's RandAugment ``t3a``).
 
     ToTensor, PILToTensor, ToImage, ToDtype, ConvertImageDtype,
     ToPureTensor and RGB (and timm's, open_clip's and DINOv2's

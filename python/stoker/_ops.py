@@ -521,11 +521,19 @@ class RandomErasing(Transform):
     to 0 or 255 (under ImageNet's Normalize, draws below -1.8 to -2.1 or
     above 2.2 to 2.6 standard deviations, by channel: 3 to 4% of them); a
     value whose pixel would fall outside 0..255 cannot be written at all.
+
+    Beyond torchvision's, timm's RandomErasing: ``per_box=True`` with
+    ``value="random"`` draws one standard normal value per channel for the
+    whole box (timm's ``mode='rand'``) instead of one per pixel; ``count``
+    is timm's number of boxes, an int or ``(min_count, max_count)`` for a
+    uniform number of them (at most 16), each box's area range divided by
+    that number and each its own ten tries.
     """
 
     def __init__(self, p: float = 0.5, scale: Sequence[float] = (0.02, 0.33), ratio: Sequence[float] = (0.3, 3.3),
                  value: Any = 0, inplace: bool = False, *, noise_mean: Optional[Sequence[float]] = None,
-                 noise_std: Optional[Sequence[float]] = None) -> None:
+                 noise_std: Optional[Sequence[float]] = None, per_box: bool = False,
+                 count: Union[int, Sequence[int]] = 1) -> None:
         cls = "RandomErasing"
         self.p = prob(cls, p)
         self.scale = min_max(cls, "scale", scale, 0.0, 1.0)
@@ -552,14 +560,32 @@ class RandomErasing(Transform):
             self.noise_std = seq(cls, "noise_std", noise_std, (3,))
             if not all(s > 0 for s in self.noise_std):
                 raise ValueError(f"{cls}: noise_std should be > 0, got {noise_std!r}")
+        if not isinstance(per_box, bool):
+            raise TypeError(f"{cls}: per_box should be a bool, got {per_box!r}")
+        if per_box and self.value != "random":
+            raise ValueError(f"{cls}: per_box (one random colour per box) is for value='random'")
+        self.per_box = per_box
+        if hasattr(count, "__len__"):
+            if len(count) != 2:
+                raise ValueError(f"{cls}: count should be an int or (min_count, max_count), got {count!r}")
+            lo, hi = integer(cls, "min_count", count[0], 1, 16), integer(cls, "max_count", count[1], 1, 16)
+            if lo > hi:
+                raise ValueError(f"{cls}: count should be (min_count, max_count) with min <= max, got {count!r}")
+            self.count: Any = lo if lo == hi else (lo, hi)
+        else:
+            self.count = integer(cls, "count", count, 1, 16)
 
     def to_proto(self) -> pb.Op:
         m = pb.RandomErasing(p=self.p, scale=pb.Range(min=self.scale[0], max=self.scale[1]),
                              ratio=pb.Range(min=self.ratio[0], max=self.ratio[1]))
         if self.value == "random":
             m.random_value = True
+            m.random_color = self.per_box
             m.noise_mean.extend(self.noise_mean or ())
             m.noise_std.extend(self.noise_std or ())
         else:
             m.value.extend(fill_list(self.value))
+        lo, hi = self.count if isinstance(self.count, tuple) else (self.count, self.count)
+        if hi > 1:
+            m.min_count, m.max_count = lo, hi
         return pb.Op(random_erasing=m)

@@ -146,9 +146,9 @@ def _check_timm_config(config: Any) -> str:
     for part in parts[1:]:
         if part.startswith("t"):  # timm's transform set: the first one counts
             if not have_t and part[1:] in ("3a", "3aw"):
-                raise ValueError(f"{cls}: config {config!r}: transform set {part[1:]!r} is not supported (its "
-                                 f"Desaturate and GaussianBlur ops have no kernel here); stoker runs timm's default "
-                                 f"set (no t section, or any other name) and 'tweights'")
+                raise ValueError(f"{cls}: config {config!r}: transform set {part[1:]!r} is not supported (timm's "
+                                 f"AutoAugment '3a' is timm_auto_augment's); stoker runs timm's default set (no t "
+                                 f"section, or any other name) and 'tweights'")
             weighted = weighted or (not have_t and part[1:] == "weights")
             have_t = True
             continue
@@ -203,3 +203,147 @@ def timm_rand_augment(config: str = "rand-m9-mstd0.5-inc1", interpolation: Any =
     ImageNet's mean colour, as timm's create_transform passes it. Not
     torchvision's RandAugment: another op set, magnitudes and sampling."""
     return TimmRandAugment(config, interpolation=interpolation, fill=fill)
+
+
+#: timm's AutoAugment policies (auto_augment_transform) stoker runs.
+TIMM_AA_POLICIES = ("original", "originalr", "v0", "v0r", "3a")
+
+
+def _check_timm_aa_config(config: Any) -> str:
+    """timm's auto_augment_transform config: a policy's name then -KEYVALUE
+    sections, of which timm knows mstd only (a section without a digit is
+    skipped, as timm skips it), checked as the server checks it."""
+    cls = "TimmAutoAugment"
+    if not isinstance(config, str):
+        raise TypeError(f"{cls}: config should be a str like 'v0r-mstd0.5', got {config!r}")
+    parts = config.split("-")
+    if len(config) > 256 or parts[0] not in TIMM_AA_POLICIES:
+        raise ValueError(f"{cls}: config {config[:64]!r}: want one of {', '.join(TIMM_AA_POLICIES)}, then -mstd "
+                         f"sections (e.g. 'v0r-mstd0.5')")
+    for part in parts[1:]:
+        digit = re.search(r"\d", part)
+        if digit is None:
+            continue  # timm: no digit, the section is skipped
+        key, val = part[:digit.start()], part[digit.start():]
+        if key != "mstd":
+            raise ValueError(f"{cls}: config {config!r}: unknown section {part!r} (timm's AutoAugment knows mstd only)")
+        try:
+            f = float(val)
+        except ValueError:
+            raise ValueError(f"{cls}: config {config!r}: mstd: {val!r} is not a number") from None
+        if not f <= 1e3:
+            raise ValueError(f"{cls}: config {config!r}: mstd: {val!r} is not a number up to 1000")
+    return config
+
+
+class TimmAutoAugment(Transform):
+    """timm's AutoAugment (``auto_augment_transform``), a policy of its own:
+    one of timm's sub-policies chosen uniformly per image, each of its
+    (op, probability, magnitude) applied with that probability at that
+    magnitude (with gaussian noise of mstd, clipped to [0, 10]) through
+    timm's level functions (random sign, PosterizeOriginal's 4..8 bits and
+    the increasing Posterize of the 'r' policies; 3a's Desaturate as
+    adjust_saturation and its GaussianBlurRand, PIL's box-blur GaussianBlur
+    of a random radius, as torchvision's gaussian_blur of that sigma). Its
+    ops are PIL's in timm and torchvision's functional kernels here. ``interpolation`` None draws
+    bilinear or bicubic per op, as timm does by default; or "bilinear" or
+    "bicubic". ``fill`` in uint8 units; None is ImageNet's mean colour.
+    Made by :func:`timm_auto_augment`."""
+
+    def __init__(self, config: str = "original", interpolation: Any = None,
+                 fill: Fill = IMAGENET_MEAN_PIXELS) -> None:
+        cls = "TimmAutoAugment"
+        self.config = _check_timm_aa_config(config)
+        self.interpolation: Optional[str] = None
+        if interpolation is not None:
+            self.interpolation = interp_name(cls, interpolation, ("bilinear", "bicubic"))
+        self.fill = fill_values(cls, IMAGENET_MEAN_PIXELS if fill is None else fill)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(timm_auto_augment=pb.TimmAutoAugment(
+            config=self.config, interpolation=interp_pb(self.interpolation, None), fill=fill_list(self.fill)))
+
+
+def timm_auto_augment(config: str = "original", interpolation: Any = None,
+                      fill: Fill = IMAGENET_MEAN_PIXELS) -> TimmAutoAugment:
+    """timm's AutoAugment for a config string as timm's
+    ``auto_augment_transform`` (and ``create_transform(auto_augment=...)``)
+    takes it: "original", "originalr", "v0", "v0r" or "3a", with an optional
+    magnitude noise section ("v0r-mstd0.5"). ``fill`` defaults to
+    ImageNet's mean colour, as timm's create_transform passes it. Not
+    torchvision's AutoAugment: other sub-policies, magnitudes and ops."""
+    return TimmAutoAugment(config, interpolation=interpolation, fill=fill)
+
+
+_TIMM_AUGMIX_KEYS = {"m": (0, 30, True), "w": (1, _MAX_OPS, True), "d": (-1e9, _MAX_OPS, True), "a": (0, 1e3, False),
+                     "b": (0, 1e9, True), "mstd": (0, 1e3, False)}
+
+
+def _check_timm_augmix_config(config: Any) -> str:
+    """timm's augment_and_mix_transform config: "augmix" then -KEYVALUE
+    sections (m, w, d, a, b, mstd; a section without a digit is skipped, as
+    timm skips it), checked as the server checks it."""
+    cls = "TimmAugMix"
+    if not isinstance(config, str):
+        raise TypeError(f"{cls}: config should be a str like 'augmix-m5-w4-d2', got {config!r}")
+    parts = config.split("-")
+    if len(config) > 256 or parts[0] != "augmix":
+        raise ValueError(f"{cls}: config {config[:64]!r}: want 'augmix-...' (e.g. 'augmix-m5-w4-d2')")
+    for part in parts[1:]:
+        digit = re.search(r"\d", part)
+        if digit is None:
+            continue  # timm: no digit, the section is skipped
+        key, val = part[:digit.start()], part[digit.start():]
+        if key not in _TIMM_AUGMIX_KEYS:
+            raise ValueError(f"{cls}: config {config!r}: unknown section {part!r} (timm's AugMix knows m, w, d, a, b "
+                             f"and mstd)")
+        try:
+            f = float(val)
+        except ValueError:
+            raise ValueError(f"{cls}: config {config!r}: {key}: {val!r} is not a number") from None
+        lo, hi, whole = _TIMM_AUGMIX_KEYS[key]
+        if (whole and not re.fullmatch(r"\d+", val)) or not (lo < f <= hi if key == "a" else lo <= f <= hi):
+            raise ValueError(f"{cls}: config {config!r}: {part}: want {key} "
+                             + ("an integer >= 0" if hi >= 1e9 else f"an integer {max(lo, 0):g}..{hi:g}" if whole
+                                else f"{lo:g}..{hi:g}"))
+    return config
+
+
+class TimmAugMix(Transform):
+    """timm's AugMix (``augment_and_mix_transform``), a policy of its own:
+    ``width`` chains of ``depth`` (or 1..3) of timm's AugMix ops from the
+    image, each at a uniform magnitude in [0, m] (or m with gaussian noise
+    of mstd) through timm's level functions, summed in float32 by Dirichlet
+    weights and truncated to uint8, then blended with the image by a Beta
+    weight as PIL's Image.blend computes it (b1, blended: each chain's
+    result blended into the image so far, one PIL blend per chain, by
+    timm's blended weights). Its ops are PIL's in timm and
+    torchvision's functional kernels here. ``interpolation`` None draws
+    bilinear or bicubic per op, as timm does by default; or "bilinear" or
+    "bicubic". ``fill`` in uint8 units; None is ImageNet's mean colour.
+    Made by :func:`timm_aug_mix`."""
+
+    def __init__(self, config: str = "augmix-m3-w3", interpolation: Any = None,
+                 fill: Fill = IMAGENET_MEAN_PIXELS) -> None:
+        cls = "TimmAugMix"
+        self.config = _check_timm_augmix_config(config)
+        self.interpolation: Optional[str] = None
+        if interpolation is not None:
+            self.interpolation = interp_name(cls, interpolation, ("bilinear", "bicubic"))
+        self.fill = fill_values(cls, IMAGENET_MEAN_PIXELS if fill is None else fill)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(timm_aug_mix=pb.TimmAugMix(
+            config=self.config, interpolation=interp_pb(self.interpolation, None), fill=fill_list(self.fill)))
+
+
+def timm_aug_mix(config: str = "augmix-m3-w3", interpolation: Any = None,
+                 fill: Fill = IMAGENET_MEAN_PIXELS) -> TimmAugMix:
+    """timm's AugMix for a config string as timm's
+    ``augment_and_mix_transform`` (and ``create_transform(auto_augment=...)``)
+    takes it: "augmix-m5-w4-d2" (severity 5, width 4, depth 2; a: alpha,
+    mstd: magnitude noise instead of uniform magnitudes; b1: blended),
+    with create_transform's translate_pct of 0.3. ``fill``
+    defaults to ImageNet's mean colour, as timm's create_transform passes
+    it. Not torchvision's AugMix: other ops, magnitudes and blend."""
+    return TimmAugMix(config, interpolation=interpolation, fill=fill)

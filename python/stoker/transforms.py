@@ -19,7 +19,9 @@ checks the chain and refuses what it cannot run with INVALID_ARGUMENT,
 naming the op and the argument.
 
 :func:`from_torchvision` turns a torchvision pipeline into a Compose;
-:func:`timm_rand_augment` is timm's RandAugment, a policy of its own.
+:func:`timm_rand_augment` is timm's RandAugment, a policy of its own, and
+:func:`timm_auto_augment` timm's AutoAugment and :func:`timm_aug_mix` its
+AugMix.
 """
 
 from __future__ import annotations
@@ -60,8 +62,12 @@ from stoker._ops_policies import (
     AugMix,
     AutoAugment,
     RandAugment,
+    TimmAugMix,
+    TimmAutoAugment,
     TimmRandAugment,
     TrivialAugmentWide,
+    timm_aug_mix,
+    timm_auto_augment,
     timm_rand_augment,
 )
 from stoker._views import MAX_VIEWS, VIEW_PRESETS, MultiView
@@ -103,6 +109,10 @@ __all__ = [
     "AugMix",
     "TimmRandAugment",
     "timm_rand_augment",
+    "TimmAutoAugment",
+    "timm_auto_augment",
+    "TimmAugMix",
+    "timm_aug_mix",
     "Normalize",
     "MultiView",
     "MAX_VIEWS",

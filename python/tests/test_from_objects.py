@@ -168,6 +168,16 @@ def test_timm_train_converts_unchanged() -> None:
                                               mean=OPENAI[0], std=OPENAI[1], interpolation="bicubic"))
     assert got.transforms[2] == T.timm_rand_augment("rand-m7-n3-mstd1-mmax10", interpolation="bicubic",
                                                     fill=(123, 117, 104))
+    # timm's AutoAugment policies, by the config that made them.
+    for aa in ("original", "originalr", "v0", "v0r", "v0r-mstd0.5", "original-mstd1-x", "3a"):
+        got = T.from_torchvision(create_transform(224, is_training=True, auto_augment=aa, mean=OPENAI[0], std=OPENAI[1]))
+        want = aa.removesuffix("-x")  # a section without a digit: timm skips it
+        assert got.transforms[2] == T.timm_auto_augment(want, interpolation="bilinear", fill=(123, 117, 104)), aa
+    # timm's AugMix, by the config that made it (depth -1 and alpha 1 are its defaults).
+    for aa, want in (("augmix-m5-w4-d2", "augmix-m5-w4-d2"), ("augmix", "augmix-m3-w3"), ("augmix-b1", "augmix-m3-w3-b1"),
+                     ("augmix-a0.5-mstd0.5-x", "augmix-m3-w3-a0.5-mstd0.5")):
+        got = T.from_torchvision(create_transform(224, is_training=True, auto_augment=aa, interpolation="random"))
+        assert got.transforms[2] == T.timm_aug_mix(want), aa
 
 
 def test_timm_random_interpolation(server: str, stoker_bin: Path) -> None:
@@ -317,6 +327,296 @@ def test_timm_train_draws(stoker_bin: Path, monkeypatch: pytest.MonkeyPatch) -> 
                     lambda a: {k: float(a[k]) for k in ("i", "j", "h", "w")}, timm_box, seed=32, source=(60, 40))
 
 
+def _timm_aa_record(aa: Any, n: int, seed: int) -> List[Tuple[Tuple[str, float], ...]]:
+    """timm's own AutoAugment object run n times, each op's pixel work
+    replaced by a recorder of its name and level arguments."""
+    from PIL import Image
+    import timm.data.auto_augment as taa
+
+    calls: List[Tuple[str, float]] = []
+    tiny = Image.new("RGB", (4, 4))
+    radii: List[float] = []
+    # GaussianBlurRand draws its radius inside its op: timm's own function,
+    # on a tiny image, with PIL's GaussianBlur recording the radius.
+    pil_filter = taa.ImageFilter
+
+    class Filters:
+        @staticmethod
+        def GaussianBlur(radius: float) -> Any:
+            radii.append(radius)
+            return pil_filter.GaussianBlur(radius)
+    for sub in aa.policy:
+        for aop in sub:
+            def rec(img: Any, *args: Any, _name: str = aop.name, **kw: Any) -> Any:
+                if _name == "GaussianBlurRand":
+                    taa.ImageFilter = Filters
+                    try:
+                        taa.gaussian_blur_rand(tiny, *args)
+                    finally:
+                        taa.ImageFilter = pil_filter
+                    calls.append((_name, radii[-1]))
+                elif _name == "Desaturate":  # desaturate's ImageEnhance.Color factor
+                    calls.append(("Color", min(1.0, max(0.0, 1.0 - float(args[0])))))
+                else:
+                    calls.append((_name, float(args[0]) if args else 0.0))
+                return img
+            aop.aug_fn = rec
+    random.seed(seed)
+    out = []
+    for _ in range(n):
+        calls.clear()
+        aa(None)
+        seq = []
+        for name, v in calls:
+            base = name.removesuffix("Increasing").removesuffix("Original").removesuffix("Rel")
+            if (base == "Solarize" and v > 255) or (base == "Posterize" and v >= 8):
+                continue  # no change in timm; stoker draws no step
+            if base in ("AutoContrast", "Equalize", "Invert"):
+                v = 0.0
+            seq.append((base, r4(v)))
+        out.append(tuple(seq))
+    return out
+
+
+@pytest.mark.parametrize("config,interp", [("original", "bilinear"), ("originalr", "bicubic"), ("v0", "bilinear"),
+                                           ("v0r-mstd0.5", "random"), ("3a", "bilinear"), ("3a-mstd1", "bilinear")])
+def test_timm_auto_augment_draws(stoker_bin: Path, config: str, interp: str) -> None:
+    """timm's AutoAugment from create_transform, converted to
+    TimmAutoAugment with the config that made it, draws as timm's own object
+    does: per image, the sequence of ops applied with their arguments
+    (chi-square; with mstd, the sequence of ops and then each op's argument,
+    KS or chi-square), its resampling as timm's (a random choice of
+    bilinear and bicubic per op for 'random')."""
+    tt = create_transform(SIDE, is_training=True, auto_augment=config, interpolation=interp)
+    aa = tt.transforms[2]
+    got = T.from_torchvision(tt).transforms[2]
+    assert got == T.timm_auto_augment(config, interpolation=None if interp == "random" else interp)
+    n = 20_000
+
+    def run(k: int) -> Checks:
+        traces = stoker_traces(stoker_bin, [center(), got.to_proto()], n, seed=k)
+        interps = {a["interpolation"] for t in traces for s, a in t if s in ("rotate", "affine")}
+        assert interps == ({"bilinear", "bicubic"} if interp == "random" else {interp} if "3a" not in config
+                           else set()), interps
+        mine = [tuple(("GaussianBlurRand", r4(a["sigma"][0])) if s == "gaussian_blur" else timm_category(s, a)
+                      for s, a in steps) for steps in traces]
+        theirs = _timm_aa_record(aa, n, 71 + k)
+        c = Checks()
+        if "mstd" not in config and config != "3a":  # 3a's blur radius is continuous
+            stat, p, df = chi2_homogeneity(mine, theirs)
+            c.p(f"timm AutoAugment {config}: per-image sequences", p, f"(chi2 {stat:.1f}, df {df})")
+            return c
+        stat, p, df = chi2_homogeneity([tuple(x for x, _ in s) for s in mine], [tuple(x for x, _ in s) for s in theirs])
+        c.p(f"timm AutoAugment {config}: ops applied per image", p, f"(chi2 {stat:.1f}, df {df})")
+        by_m: Dict[str, List[float]] = {}
+        by_t: Dict[str, List[float]] = {}
+        for seqs, into in ((mine, by_m), (theirs, by_t)):
+            for s in seqs:
+                for name, v in s:
+                    into.setdefault(name, []).append(v)
+        assert set(by_m) == set(by_t), (sorted(by_m), sorted(by_t))
+        for name in sorted(by_t):
+            if len(set(by_t[name])) > 1:
+                compare_values(c, f"timm AutoAugment {config}: {name}'s argument", by_m[name], by_t[name])
+        return c
+
+    in_band(run)
+
+
+def _timm_augmix_record(t: Any, n: int, seed: int) -> Tuple[List[Tuple[str, float]], List[int], List[float], List[float]]:
+    """timm's own AugMixAugment object run n times on a 4 px image, each
+    op's pixel work replaced by a recorder: the ops applied with their
+    arguments, the ops per chain (a chain starts where an op is given
+    another image than the last op's result), the first chain's weight
+    (blended: its blend's, _calc_blended_weights') and the blend's m."""
+    from PIL import Image
+
+    img = Image.new("RGB", (4, 4))
+    calls: List[Tuple[str, float]] = []
+    chains: List[int] = []
+    last: List[Any] = [None]
+    for aop in t.ops:
+        def rec(x: Any, *args: Any, _name: str = aop.name, **kw: Any) -> Any:
+            if x is not last[0]:
+                chains.append(0)
+            base = _name.removesuffix("Increasing").removesuffix("Rel")
+            v = float(args[0]) if args else 0.0
+            if not ((base == "Solarize" and v > 255) or (base == "Posterize" and v >= 8)):
+                calls.append((base, 0.0 if base in ("AutoContrast", "Equalize") else r4(v)))
+                chains[-1] += 1
+            last[0] = x.copy()
+            return last[0]
+        aop.aug_fn = rec
+    weights: List[float] = []
+    ms: List[float] = []
+    basic = t._apply_basic
+
+    def apply(x: Any, mw: Any, m: Any) -> Any:
+        weights.append(float(mw[0]))
+        ms.append(float(m))
+        return basic(x, mw, m)
+    t._apply_basic = apply
+    blended = t._calc_blended_weights
+
+    def folds(mw: Any, m: Any) -> Any:
+        out = blended(mw, m)
+        weights.append(float(out[0]))
+        ms.append(float(m))
+        return out
+    t._calc_blended_weights = folds
+    random.seed(seed)
+    import numpy as np
+    np.random.seed(seed)
+    for _ in range(n):
+        t(img)
+    return calls, chains, weights, ms
+
+
+@pytest.mark.parametrize("config,interp", [("augmix-m5-w4-d2", "bilinear"), ("augmix", "random"),
+                                           ("augmix-m9-w2-a0.5-mstd1", "bicubic"), ("augmix-m3-w3-b1", "bilinear")])
+def test_timm_aug_mix_draws(stoker_bin: Path, config: str, interp: str) -> None:
+    """timm's AugMix from create_transform, converted to TimmAugMix with the
+    config that made it, draws as timm's own object does: the ops applied
+    and each one's argument (uniform magnitudes in [0, m] by default, or m
+    with mstd noise), the ops per chain (d, or 1..3), the Dirichlet weight
+    of a chain and the Beta weight of the blend (KS), and its resampling.
+    translate_pct is create_transform's 0.3 for AugMix: TranslateX's
+    argument says so."""
+    tt = create_transform(SIDE, is_training=True, auto_augment=config, interpolation=interp)
+    t = tt.transforms[2]
+    got = T.from_torchvision(tt).transforms[2]
+    assert got == T.timm_aug_mix(config if config != "augmix" else "augmix-m3-w3",
+                                 interpolation=None if interp == "random" else interp)
+    blended = config.endswith("-b1")
+    n = 5_000
+
+    def run(k: int) -> Checks:
+        traces = stoker_traces(stoker_bin, [center(), got.to_proto()], n, seed=k)
+        interps = {a["interpolation"] for tr in traces for s, a in tr if s in ("rotate", "affine")}
+        assert interps == ({"bilinear", "bicubic"} if interp == "random" else {interp}), interps
+        mine: List[Tuple[str, float]] = []
+        chains: List[int] = []
+        weights: List[float] = []
+        ms: List[float] = []
+        for steps in traces:
+            assert steps[0] == ("augmix_begin", {"weight": 0.0}), steps
+            if blended:  # a fold after each chain, the first one's weight compared
+                assert steps[-1][0] == "augmix_fold", steps
+                weights.append(next(a["weight"] for s, a in steps if s == "augmix_fold"))
+                body = steps[1:]
+            else:
+                assert steps[-2][0] == "augmix_end" and steps[-1][0] == "augmix_blend", steps
+                ms.append(steps[-1][1]["weight"])
+                body = steps[1:-2]
+            first = True
+            for s, a in body:
+                if s == "augmix_fold":
+                    continue
+                if s == "augmix_chain":
+                    chains.append(0)
+                    if first and not blended:
+                        weights.append(a["weight"])
+                        first = False
+                    continue
+                x = timm_category(s, a)
+                mine.append(("Translate" + x[0][-1], x[1]) if x[0].startswith("Translate") else x)
+                chains[-1] += 1
+        theirs, t_chains, t_weights, t_ms = _timm_augmix_record(t, n, 77 + k)
+        c = Checks()
+        stat, p, df = chi2_homogeneity([x for x, _ in mine], [x for x, _ in theirs])
+        c.p(f"timm AugMix {config}: ops", p, f"(chi2 {stat:.1f}, df {df})")
+        stat, p, df = chi2_homogeneity(chains, t_chains)
+        c.p(f"timm AugMix {config}: ops per chain", p, f"(chi2 {stat:.1f}, df {df})")
+        by_m: Dict[str, List[float]] = {}
+        by_t: Dict[str, List[float]] = {}
+        for seq, into in ((mine, by_m), (theirs, by_t)):
+            for name, v in seq:
+                into.setdefault(name, []).append(v)
+        assert set(by_m) == set(by_t), (sorted(by_m), sorted(by_t))
+        # One op of each level function (the others share them, compared
+        # for RandAugment and AutoAugment above): fewer checks, fewer
+        # p-values out of the band by chance.
+        for name in ("Rotate", "Posterize", "Solarize", "Color", "TranslateX"):
+            compare_values(c, f"timm AugMix {config}: {name}'s argument", by_m[name], by_t[name])
+        compare_values(c, f"timm AugMix {config}: a chain's weight", weights, t_weights)
+        if not blended:  # blended, m is in the folds' weights
+            compare_values(c, f"timm AugMix {config}: the blend's m", ms, t_ms)
+        return c
+
+    in_band(run)
+
+
+ERASING = [("rand", 1), ("rand", 4), ("const", 3), ("pixel", 2)]
+
+
+@pytest.mark.parametrize("mode,count", ERASING)
+def test_timm_erasing_draws(stoker_bin: Path, monkeypatch: pytest.MonkeyPatch, mode: str, count: int) -> None:
+    """timm's RandomErasing with re_mode and re_count as its own object
+    draws it: how many boxes per image (timm: randint(1, re_count)), each
+    box's top, left, height and width (each box its own ten tries at an
+    area divided by the count), and for mode 'rand' each box's colour per
+    channel, timm's normal value as the pixel that normalizes to it
+    (round(255 * (mean + std * z)), clamped); 'const' writes the mean
+    colour, 'pixel' per-pixel noise."""
+    tt = create_transform(SIDE, is_training=True, re_prob=0.7, re_mode=mode, re_count=count)
+    erase = tt.transforms[-1]
+    got = T.from_torchvision(tt).transforms[-1]
+    assert (got.count, got.per_box) == ((1, count) if count > 1 else 1, mode == "rand")
+    assert got.value == ("random" if mode != "const" else (124, 116, 104))
+    import timm.data.random_erasing as re_mod
+    real = re_mod._get_pixels
+    colours: List[List[float]] = []
+
+    def pixels(per_pixel: bool, rand_color: bool, size: Any, dtype: Any = None, device: Any = None) -> Any:
+        v = real(per_pixel, rand_color, size, dtype=dtype, device="cpu")
+        if rand_color:
+            colours.append([min(255.0, max(0.0, math.floor(255 * (m + s * float(z)) + 0.5)))
+                            for m, s, z in zip(IMAGENET[0], IMAGENET[1], v.flatten().tolist())])
+        return v
+    monkeypatch.setattr(re_mod, "_get_pixels", pixels)
+
+    class Boxes:
+        """An image that records where timm writes."""
+
+        def __init__(self) -> None:
+            self.boxes: List[Tuple[int, int, int, int]] = []
+
+        def __setitem__(self, key: Any, value: Any) -> None:
+            _, rows, cols = key
+            self.boxes.append((rows.start, cols.start, rows.stop - rows.start, cols.stop - cols.start))
+
+    w, h = 60, 40
+    n = 20_000
+
+    def run(k: int) -> Checks:
+        traces = stoker_traces(stoker_bin, [center(h, w), got.to_proto()], n, source=(w, h), seed=k)
+        random.seed(555 + k)
+        torch.manual_seed(555 + k)
+        colours.clear()
+        theirs = []
+        for _ in range(n):
+            img = Boxes()
+            erase._erase(img, 3, h, w, torch.float32)
+            theirs.append(img.boxes)
+        c = Checks()
+        mine = [[a for s, a in steps if s == "erase"] for steps in traces]
+        stat, p, df = chi2_homogeneity([len(b) for b in mine], [len(b) for b in theirs])
+        c.p("boxes per image", p, f"(chi2 {stat:.1f}, df {df})")
+        for x, key in enumerate(("i", "j", "h", "w")):
+            compare_values(c, f"box {key}", [float(a[key]) for b in mine for a in b],
+                           [float(t[x]) for b in theirs for t in b])
+        values = [a["v"] for b in mine for a in b]
+        if mode == "rand":
+            assert len(colours) == sum(len(b) for b in theirs)
+            for ch in range(3):
+                compare_values(c, f"colour channel {ch}", [float(v[ch]) for v in values], [v[ch] for v in colours])
+        else:
+            assert {str(v) for v in values} == {"random" if mode == "pixel" else "[124.0, 116.0, 104.0]"}, set(map(str, values))
+        return c
+
+    in_band(run)
+
+
 def _reseeding():
     """Seeds Python's random from torch's seed whenever continuous_case
     sets a new one (timm draws with random, torchvision with torch)."""
@@ -405,7 +705,9 @@ def test_dinov2_object_is_its_views(server: str) -> None:
 
 def test_objects_run(server: str) -> None:
     objs = [ClassificationPresetTrain(crop_size=16, interpolation=BICUBIC, auto_augment_policy=p) for p in POLICIES]
-    objs += [create_transform(16, **TIMM_TRAIN), create_transform(16), image_transform(16, is_train=True)]
+    objs += [create_transform(16, **TIMM_TRAIN), create_transform(16), image_transform(16, is_train=True),
+             create_transform(16, is_training=True, auto_augment="v0r-mstd0.5", re_prob=0.5, re_mode="rand", re_count=3),
+             create_transform(16, is_training=True, auto_augment="augmix-m5-w4-d2")]
     for obj in objs:
         with loader(server, transform=T.from_torchvision(obj), batch_size=8) as ld:
             images, labels = next(iter(ld))
@@ -420,14 +722,10 @@ REFUSALS = [
     (lambda: [tv2.RandomResizedCrop(8), tv2.CutMix(num_classes=10)], r"^op 1 \(CutMix\) .*stoker\.gpu\.CutMix"),
     (lambda: [tv2.RandomResizedCrop(8), tv2.RandomChoice([tv2.MixUp(num_classes=10), tv2.CutMix(num_classes=10)])],
      r"^op 1 \(RandomChoice\) of MixUp, CutMix .*stoker\.gpu\.RandomChoice\(\[stoker\.gpu\.MixUp"),
-    (lambda: create_transform(224, is_training=True, auto_augment="augmix-m5-w4-d2"),
-     r"^op 2 \(AugMixAugment\): timm's AugMix .* use auto_augment='rand-\.\.\.'"),
-    (lambda: create_transform(224, is_training=True, auto_augment="v0"),
-     r"^op 2 \(AutoAugment\): timm's AutoAugment policies .* use auto_augment='rand-\.\.\.'"),
-    (lambda: create_transform(224, is_training=True, re_prob=0.25, re_mode="rand"),
-     r"^op 5 \(RandomErasing\): mode 'rand' .* use re_mode='pixel'"),
-    (lambda: create_transform(224, is_training=True, re_prob=0.25, re_count=2),
-     r"^op 5 \(RandomErasing\): count \(1, 2\): stoker erases at most one box; use re_count=1$"),
+    (lambda: create_transform(224, is_training=True, auto_augment="augmix-m5-w17"),
+     r"^op 2 \(AugMixAugment\): config 'augmix-m5-w17': w17: want w an integer 1\.\.16$"),
+    (lambda: create_transform(224, is_training=True, re_prob=0.25, re_count=17),
+     r"^op 5 \(RandomErasing\): count \(1, 17\): stoker erases 1 <= min_count <= max_count <= 16 boxes$"),
     (lambda: create_transform(224, is_training=True, auto_augment="rand-m9-tweights"),
      r"^op 2 \(RandAugment\): a weighted op choice"),
     (lambda: create_transform(224, is_training=True, auto_augment="rand-m9-t3a"),
@@ -469,7 +767,7 @@ def test_normalize_on_pixels_is_refused() -> None:
 
 # -- the converted objects' samples replayed through torchvision ---------------------
 
-@pytest.mark.parametrize("name", ["timm-train", "bicubic-policies"])
+@pytest.mark.parametrize("name", ["timm-train", "timm-erasing", "timm-autoaugment", "timm-augmix", "bicubic-policies"])
 def test_replay(server: str, stoker_bin: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """test_parity_replay's harness on the converted objects: each sample's
     trace, run by stoker's kernels, is the sample; each step, run by
@@ -480,6 +778,18 @@ def test_replay(server: str, stoker_bin: Path, monkeypatch: pytest.MonkeyPatch, 
 
     if name == "timm-train":
         ops = T.to_spec(T.from_torchvision(create_transform(96, **TIMM_TRAIN))).ops
+    elif name == "timm-autoaugment":  # every AutoAugment policy, one after another
+        ops = [T.RandomResizedCrop(96, interpolation="bicubic").to_proto()]
+        ops += [T.from_torchvision(create_transform(96, is_training=True, auto_augment=aa, interpolation=i)).transforms[2]
+                .to_proto() for aa, i in (("original", "bilinear"), ("originalr", "random"), ("v0-mstd0.5", "bicubic"),
+                                          ("v0r", "bilinear"), ("3a-mstd1", "bilinear"))]
+    elif name == "timm-augmix":
+        ops = [T.RandomResizedCrop(96).to_proto()]
+        ops += [T.from_torchvision(create_transform(96, is_training=True, auto_augment=aa, interpolation="bilinear"))
+                .transforms[2].to_proto() for aa in ("augmix-m5-w4-d2", "augmix-m3-w3-b1")]
+    elif name == "timm-erasing":  # re_mode 'rand': each box's colour is in its trace, replayed exactly
+        ops = T.to_spec(T.from_torchvision(create_transform(96, is_training=True, re_prob=0.9, re_mode="rand",
+                                                            re_count=3))).ops
     else:
         ops = [T.RandomResizedCrop(64, interpolation="bicubic").to_proto()]
         ops += [T.from_torchvision(ClassificationPresetTrain(crop_size=64, interpolation=BICUBIC,

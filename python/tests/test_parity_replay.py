@@ -16,7 +16,10 @@ alone (the same crop: the geometry draws from a stream of its own). Then:
    posterize, an equalize, a solarize's threshold), which says nothing of
    either side's ops;
 3. AugMix's blend, from the chains stoker made, is the weighted sum
-   truncated to uint8, as torchvision's AugMix computes it.
+   truncated to uint8, as torchvision's AugMix computes it; timm's AugMix's
+   last step (augmix_blend) is PIL's Image.blend of the image with it, and
+   its blended mode's step per chain (augmix_fold) PIL's Image.blend of
+   the image so far with the chain's result.
 
 A random erase (value="random") is checked outside its box only: torchvision
 would write other noise.
@@ -188,7 +191,8 @@ def test_replay(server: str, stoker_bin: Path, recipe: str) -> None:
             where = f"{recipe} sample {s} step {k}"
             n_steps += 1
             if name == "augmix_begin":
-                mix = {"orig": before.copy(), "acc": np.float32(a["weight"]) * before.astype(np.float32), "w": None}
+                mix = {"orig": before.copy(), "acc": np.float32(a["weight"]) * before.astype(np.float32), "w": None,
+                       "run": before.copy()}
                 assert np.array_equal(after, before), where
             elif name in ("augmix_chain", "augmix_end"):
                 if mix["w"] is not None:
@@ -200,6 +204,17 @@ def test_replay(server: str, stoker_bin: Path, recipe: str) -> None:
                     want_mix = np.clip(mix["acc"], 0, 255).astype(np.uint8)
                     d = np.abs(want_mix.astype(np.int32) - after.astype(np.int32))
                     assert d.max() <= 1, f"{where}: AugMix's blend: max |diff| {d.max()}"
+            elif name == "augmix_fold":  # timm's blended AugMix: the image so far blended with the chain
+                from PIL import Image
+                hwc = lambda x: Image.fromarray(np.ascontiguousarray(x.transpose(1, 2, 0)))  # noqa: E731
+                mix["run"] = np.asarray(Image.blend(hwc(mix["run"]), hwc(before),
+                                                    np.float32(a["weight"]))).transpose(2, 0, 1)
+                assert np.array_equal(mix["run"], after), f"{where}: timm's blended AugMix fold is not PIL's Image.blend"
+            elif name == "augmix_blend":  # timm's AugMix: PIL's Image.blend of the image with the mix
+                from PIL import Image
+                hwc = lambda x: Image.fromarray(np.ascontiguousarray(x.transpose(1, 2, 0)))  # noqa: E731
+                want_b = np.asarray(Image.blend(hwc(mix["orig"]), hwc(before), np.float32(a["weight"]))).transpose(2, 0, 1)
+                assert np.array_equal(want_b, after), f"{where}: timm's AugMix blend is not PIL's Image.blend"
             elif name == "erase" and a["v"] == "random":
                 box = np.zeros(before.shape[1:], bool)
                 box[a["i"]:a["i"] + a["h"], a["j"]:a["j"] + a["w"]] = True

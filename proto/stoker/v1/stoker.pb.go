@@ -1462,6 +1462,8 @@ type Op struct {
 	//	*Op_TimmRandAugment
 	//	*Op_RandomCrop
 	//	*Op_Pad
+	//	*Op_TimmAutoAugment
+	//	*Op_TimmAugMix
 	//	*Op_SanitizeBoundingBoxes
 	Op            isOp_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
@@ -1766,6 +1768,24 @@ func (x *Op) GetPad() *Pad {
 	return nil
 }
 
+func (x *Op) GetTimmAutoAugment() *TimmAutoAugment {
+	if x != nil {
+		if x, ok := x.Op.(*Op_TimmAutoAugment); ok {
+			return x.TimmAutoAugment
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetTimmAugMix() *TimmAugMix {
+	if x != nil {
+		if x, ok := x.Op.(*Op_TimmAugMix); ok {
+			return x.TimmAugMix
+		}
+	}
+	return nil
+}
+
 func (x *Op) GetSanitizeBoundingBoxes() *SanitizeBoundingBoxes {
 	if x != nil {
 		if x, ok := x.Op.(*Op_SanitizeBoundingBoxes); ok {
@@ -1895,6 +1915,14 @@ type Op_Pad struct {
 	Pad *Pad `protobuf:"bytes,120,opt,name=pad,proto3,oneof"`
 }
 
+type Op_TimmAutoAugment struct {
+	TimmAutoAugment *TimmAutoAugment `protobuf:"bytes,133,opt,name=timm_auto_augment,json=timmAutoAugment,proto3,oneof"`
+}
+
+type Op_TimmAugMix struct {
+	TimmAugMix *TimmAugMix `protobuf:"bytes,134,opt,name=timm_aug_mix,json=timmAugMix,proto3,oneof"`
+}
+
 type Op_SanitizeBoundingBoxes struct {
 	SanitizeBoundingBoxes *SanitizeBoundingBoxes `protobuf:"bytes,160,opt,name=sanitize_bounding_boxes,json=sanitizeBoundingBoxes,proto3,oneof"`
 }
@@ -1956,6 +1984,10 @@ func (*Op_TimmRandAugment) isOp_Op() {}
 func (*Op_RandomCrop) isOp_Op() {}
 
 func (*Op_Pad) isOp_Op() {}
+
+func (*Op_TimmAutoAugment) isOp_Op() {}
+
+func (*Op_TimmAugMix) isOp_Op() {}
 
 func (*Op_SanitizeBoundingBoxes) isOp_Op() {}
 
@@ -3366,14 +3398,23 @@ func (x *RandomAffine) GetFillNone() bool {
 // (unset: ImageNet's), written as the uint8 pixel that normalizes to it.
 // Unset p means 0.5, scale (0.02, 0.33), ratio (0.3, 3.3).
 type RandomErasing struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	P             *float64               `protobuf:"fixed64,1,opt,name=p,proto3,oneof" json:"p,omitempty"`
-	Scale         *Range                 `protobuf:"bytes,2,opt,name=scale,proto3" json:"scale,omitempty"`
-	Ratio         *Range                 `protobuf:"bytes,3,opt,name=ratio,proto3" json:"ratio,omitempty"`
-	Value         []float64              `protobuf:"fixed64,4,rep,packed,name=value,proto3" json:"value,omitempty"`
-	RandomValue   bool                   `protobuf:"varint,5,opt,name=random_value,json=randomValue,proto3" json:"random_value,omitempty"`
-	NoiseMean     []float64              `protobuf:"fixed64,6,rep,packed,name=noise_mean,json=noiseMean,proto3" json:"noise_mean,omitempty"`
-	NoiseStd      []float64              `protobuf:"fixed64,7,rep,packed,name=noise_std,json=noiseStd,proto3" json:"noise_std,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	P           *float64               `protobuf:"fixed64,1,opt,name=p,proto3,oneof" json:"p,omitempty"`
+	Scale       *Range                 `protobuf:"bytes,2,opt,name=scale,proto3" json:"scale,omitempty"`
+	Ratio       *Range                 `protobuf:"bytes,3,opt,name=ratio,proto3" json:"ratio,omitempty"`
+	Value       []float64              `protobuf:"fixed64,4,rep,packed,name=value,proto3" json:"value,omitempty"`
+	RandomValue bool                   `protobuf:"varint,5,opt,name=random_value,json=randomValue,proto3" json:"random_value,omitempty"`
+	NoiseMean   []float64              `protobuf:"fixed64,6,rep,packed,name=noise_mean,json=noiseMean,proto3" json:"noise_mean,omitempty"`
+	NoiseStd    []float64              `protobuf:"fixed64,7,rep,packed,name=noise_std,json=noiseStd,proto3" json:"noise_std,omitempty"`
+	// With random_value: one standard normal value per channel for the
+	// whole box (timm's RandomErasing mode "rand"), not one per pixel.
+	RandomColor bool `protobuf:"varint,130,opt,name=random_color,json=randomColor,proto3" json:"random_color,omitempty"`
+	// timm's RandomErasing count: min_count boxes (unset: 1), or when
+	// max_count is larger a uniform number of min_count..max_count, each
+	// box's area range divided by that number (each box its own ten tries).
+	// Unset max_count is min_count. At most 16.
+	MinCount      uint32 `protobuf:"varint,131,opt,name=min_count,json=minCount,proto3" json:"min_count,omitempty"`
+	MaxCount      uint32 `protobuf:"varint,132,opt,name=max_count,json=maxCount,proto3" json:"max_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3455,6 +3496,27 @@ func (x *RandomErasing) GetNoiseStd() []float64 {
 		return x.NoiseStd
 	}
 	return nil
+}
+
+func (x *RandomErasing) GetRandomColor() bool {
+	if x != nil {
+		return x.RandomColor
+	}
+	return false
+}
+
+func (x *RandomErasing) GetMinCount() uint32 {
+	if x != nil {
+		return x.MinCount
+	}
+	return 0
+}
+
+func (x *RandomErasing) GetMaxCount() uint32 {
+	if x != nil {
+		return x.MaxCount
+	}
+	return 0
 }
 
 // RandomApply(ops, p): all of ops, or none; unset p means 0.5.
@@ -3971,6 +4033,141 @@ func (x *TimmRandAugment) GetFill() []float64 {
 	return nil
 }
 
+// TimmAutoAugment: timm's AutoAugment (auto_augment_transform), a policy
+// of its own: config as timm's ("original", "originalr", "v0", "v0r" or
+// "3a", then an optional mstd section: "v0r-mstd0.5"), a uniformly chosen
+// sub-policy of (op, probability, magnitude) run with timm's level
+// functions; fill none means (124, 116, 104) as for TimmRandAugment;
+// interpolation bilinear or bicubic, or unset for a random choice per op.
+type TimmAutoAugment struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Config        string                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	Interpolation Interpolation          `protobuf:"varint,2,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
+	Fill          []float64              `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimmAutoAugment) Reset() {
+	*x = TimmAutoAugment{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimmAutoAugment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimmAutoAugment) ProtoMessage() {}
+
+func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimmAutoAugment.ProtoReflect.Descriptor instead.
+func (*TimmAutoAugment) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *TimmAutoAugment) GetConfig() string {
+	if x != nil {
+		return x.Config
+	}
+	return ""
+}
+
+func (x *TimmAutoAugment) GetInterpolation() Interpolation {
+	if x != nil {
+		return x.Interpolation
+	}
+	return Interpolation_INTERPOLATION_UNSPECIFIED
+}
+
+func (x *TimmAutoAugment) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
+}
+
+// TimmAugMix: timm's AugMix (augment_and_mix_transform), a policy of its
+// own: config as timm's ("augmix", then m severity (3), w width (3), d
+// depth (-1: 1..3 per chain), a alpha (1), b blended (0; 1 is refused),
+// mstd magnitude noise (default: uniform in [0, m]); "augmix-m5-w4-d2"):
+// width chains of timm's AugMix ops from the image, their float32 sum by
+// Dirichlet weights truncated to uint8, then PIL's blend with the image
+// by a Beta weight. translate_pct is timm's create_transform's 0.3; fill
+// none means (124, 116, 104); interpolation bilinear or bicubic, or unset
+// for a random choice per op.
+type TimmAugMix struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Config        string                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	Interpolation Interpolation          `protobuf:"varint,2,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
+	Fill          []float64              `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimmAugMix) Reset() {
+	*x = TimmAugMix{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimmAugMix) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimmAugMix) ProtoMessage() {}
+
+func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimmAugMix.ProtoReflect.Descriptor instead.
+func (*TimmAugMix) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *TimmAugMix) GetConfig() string {
+	if x != nil {
+		return x.Config
+	}
+	return ""
+}
+
+func (x *TimmAugMix) GetInterpolation() Interpolation {
+	if x != nil {
+		return x.Interpolation
+	}
+	return Interpolation_INTERPOLATION_UNSPECIFIED
+}
+
+func (x *TimmAugMix) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
+}
+
 // Credit grants more batches and reports the trainer's waiting.
 type Credit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3992,7 +4189,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4004,7 +4201,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4017,7 +4214,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -4072,7 +4269,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4084,7 +4281,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4097,7 +4294,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -4219,7 +4416,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4231,7 +4428,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4244,7 +4441,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -4337,7 +4534,7 @@ type ViewInfo struct {
 
 func (x *ViewInfo) Reset() {
 	*x = ViewInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4349,7 +4546,7 @@ func (x *ViewInfo) String() string {
 func (*ViewInfo) ProtoMessage() {}
 
 func (x *ViewInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4362,7 +4559,7 @@ func (x *ViewInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewInfo.ProtoReflect.Descriptor instead.
 func (*ViewInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ViewInfo) GetName() string {
@@ -4419,7 +4616,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4431,7 +4628,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4444,7 +4641,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -4548,7 +4745,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4560,7 +4757,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4573,7 +4770,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -4598,7 +4795,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4610,7 +4807,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4623,7 +4820,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *FieldValues) GetName() string {
@@ -4660,7 +4857,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4672,7 +4869,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4685,7 +4882,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -4723,7 +4920,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4735,7 +4932,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4748,7 +4945,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -4785,7 +4982,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4797,7 +4994,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4810,7 +5007,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -4850,7 +5047,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4862,7 +5059,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4875,7 +5072,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -4888,7 +5085,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4900,7 +5097,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4913,7 +5110,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -4941,7 +5138,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4953,7 +5150,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4966,7 +5163,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -5028,7 +5225,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5040,7 +5237,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5053,7 +5250,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -5159,7 +5356,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5171,7 +5368,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5184,7 +5381,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -5203,7 +5400,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5215,7 +5412,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5228,7 +5425,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -5248,7 +5445,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5260,7 +5457,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5273,7 +5470,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -5322,7 +5519,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5334,7 +5531,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5347,7 +5544,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -5423,7 +5620,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5435,7 +5632,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5448,7 +5645,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -5475,7 +5672,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5487,7 +5684,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5500,7 +5697,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -5604,7 +5801,7 @@ type LeaseProgress struct {
 
 func (x *LeaseProgress) Reset() {
 	*x = LeaseProgress{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5616,7 +5813,7 @@ func (x *LeaseProgress) String() string {
 func (*LeaseProgress) ProtoMessage() {}
 
 func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5629,7 +5826,7 @@ func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
 func (*LeaseProgress) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *LeaseProgress) GetLease() uint64 {
@@ -5659,7 +5856,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5671,7 +5868,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5684,7 +5881,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -5756,7 +5953,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5768,7 +5965,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5781,7 +5978,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -5855,7 +6052,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5867,7 +6064,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5880,7 +6077,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -5926,7 +6123,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5938,7 +6135,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5951,7 +6148,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -6004,7 +6201,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6016,7 +6213,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6029,7 +6226,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -6062,7 +6259,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6074,7 +6271,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6087,7 +6284,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -6106,7 +6303,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6118,7 +6315,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6131,7 +6328,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -6238,7 +6435,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6250,7 +6447,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6263,7 +6460,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *JobStatus) GetId() string {
@@ -6492,7 +6689,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6504,7 +6701,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6517,7 +6714,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -6615,7 +6812,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6627,7 +6824,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6640,7 +6837,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -6805,7 +7002,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\tViewGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
-	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xe5\x0f\n" +
+	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xec\x10\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +
@@ -6838,7 +7035,10 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x11timm_rand_augment\x18\x1b \x01(\v2\x1a.stoker.v1.TimmRandAugmentH\x00R\x0ftimmRandAugment\x128\n" +
 	"\vrandom_crop\x18Z \x01(\v2\x15.stoker.v1.RandomCropH\x00R\n" +
 	"randomCrop\x12\"\n" +
-	"\x03pad\x18x \x01(\v2\x0e.stoker.v1.PadH\x00R\x03pad\x12[\n" +
+	"\x03pad\x18x \x01(\v2\x0e.stoker.v1.PadH\x00R\x03pad\x12I\n" +
+	"\x11timm_auto_augment\x18\x85\x01 \x01(\v2\x1a.stoker.v1.TimmAutoAugmentH\x00R\x0ftimmAutoAugment\x12:\n" +
+	"\ftimm_aug_mix\x18\x86\x01 \x01(\v2\x15.stoker.v1.TimmAugMixH\x00R\n" +
+	"timmAugMix\x12[\n" +
 	"\x17sanitize_bounding_boxes\x18\xa0\x01 \x01(\v2 .stoker.v1.SanitizeBoundingBoxesH\x00R\x15sanitizeBoundingBoxesB\x04\n" +
 	"\x02op\"V\n" +
 	"\x03Pad\x12\x18\n" +
@@ -6951,7 +7151,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\rinterpolation\x18\x05 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
 	"\x04fill\x18\x06 \x03(\x01R\x04fill\x12\x16\n" +
 	"\x06center\x18\a \x03(\x01R\x06center\x12\x1b\n" +
-	"\tfill_none\x18\b \x01(\bR\bfillNone\"\xed\x01\n" +
+	"\tfill_none\x18\b \x01(\bR\bfillNone\"\xcd\x02\n" +
 	"\rRandomErasing\x12\x11\n" +
 	"\x01p\x18\x01 \x01(\x01H\x00R\x01p\x88\x01\x01\x12&\n" +
 	"\x05scale\x18\x02 \x01(\v2\x10.stoker.v1.RangeR\x05scale\x12&\n" +
@@ -6960,7 +7160,10 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\frandom_value\x18\x05 \x01(\bR\vrandomValue\x12\x1d\n" +
 	"\n" +
 	"noise_mean\x18\x06 \x03(\x01R\tnoiseMean\x12\x1b\n" +
-	"\tnoise_std\x18\a \x03(\x01R\bnoiseStdB\x04\n" +
+	"\tnoise_std\x18\a \x03(\x01R\bnoiseStd\x12\"\n" +
+	"\frandom_color\x18\x82\x01 \x01(\bR\vrandomColor\x12\x1c\n" +
+	"\tmin_count\x18\x83\x01 \x01(\rR\bminCount\x12\x1c\n" +
+	"\tmax_count\x18\x84\x01 \x01(\rR\bmaxCountB\x04\n" +
 	"\x02_p\"G\n" +
 	"\vRandomApply\x12\x1f\n" +
 	"\x03ops\x18\x01 \x03(\v2\r.stoker.v1.OpR\x03ops\x12\x11\n" +
@@ -7002,6 +7205,15 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\n" +
 	"\b_all_ops\"}\n" +
 	"\x0fTimmRandAugment\x12\x16\n" +
+	"\x06config\x18\x01 \x01(\tR\x06config\x12>\n" +
+	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
+	"\x04fill\x18\x03 \x03(\x01R\x04fill\"}\n" +
+	"\x0fTimmAutoAugment\x12\x16\n" +
+	"\x06config\x18\x01 \x01(\tR\x06config\x12>\n" +
+	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
+	"\x04fill\x18\x03 \x03(\x01R\x04fill\"x\n" +
+	"\n" +
+	"TimmAugMix\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\tR\x06config\x12>\n" +
 	"\rinterpolation\x18\x02 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
 	"\x04fill\x18\x03 \x03(\x01R\x04fill\"\xa9\x01\n" +
@@ -7261,7 +7473,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Decode)(0),                   // 0: stoker.v1.Decode
 	(ShuffleMode)(0),              // 1: stoker.v1.ShuffleMode
@@ -7313,41 +7525,43 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*AutoAugment)(nil),           // 47: stoker.v1.AutoAugment
 	(*AugMix)(nil),                // 48: stoker.v1.AugMix
 	(*TimmRandAugment)(nil),       // 49: stoker.v1.TimmRandAugment
-	(*Credit)(nil),                // 50: stoker.v1.Credit
-	(*FeedResponse)(nil),          // 51: stoker.v1.FeedResponse
-	(*JobInfo)(nil),               // 52: stoker.v1.JobInfo
-	(*ViewInfo)(nil),              // 53: stoker.v1.ViewInfo
-	(*BatchHeader)(nil),           // 54: stoker.v1.BatchHeader
-	(*Shape)(nil),                 // 55: stoker.v1.Shape
-	(*FieldValues)(nil),           // 56: stoker.v1.FieldValues
-	(*SampleError)(nil),           // 57: stoker.v1.SampleError
-	(*Chunk)(nil),                 // 58: stoker.v1.Chunk
-	(*EpochEnd)(nil),              // 59: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),   // 60: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),  // 61: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),           // 62: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),           // 63: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                // 64: stoker.v1.JobEnd
-	(*WorkPing)(nil),              // 65: stoker.v1.WorkPing
-	(*WorkJob)(nil),               // 66: stoker.v1.WorkJob
-	(*Lease)(nil),                 // 67: stoker.v1.Lease
-	(*CancelLease)(nil),           // 68: stoker.v1.CancelLease
-	(*WorkResponse)(nil),          // 69: stoker.v1.WorkResponse
-	(*LeaseProgress)(nil),         // 70: stoker.v1.LeaseProgress
-	(*WorkerInfo)(nil),            // 71: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),       // 72: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),             // 73: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),             // 74: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),           // 75: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),         // 76: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),        // 77: stoker.v1.StatusResponse
-	(*JobStatus)(nil),             // 78: stoker.v1.JobStatus
-	(*MakingShares)(nil),          // 79: stoker.v1.MakingShares
-	(*MakerStatus)(nil),           // 80: stoker.v1.MakerStatus
+	(*TimmAutoAugment)(nil),       // 50: stoker.v1.TimmAutoAugment
+	(*TimmAugMix)(nil),            // 51: stoker.v1.TimmAugMix
+	(*Credit)(nil),                // 52: stoker.v1.Credit
+	(*FeedResponse)(nil),          // 53: stoker.v1.FeedResponse
+	(*JobInfo)(nil),               // 54: stoker.v1.JobInfo
+	(*ViewInfo)(nil),              // 55: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),           // 56: stoker.v1.BatchHeader
+	(*Shape)(nil),                 // 57: stoker.v1.Shape
+	(*FieldValues)(nil),           // 58: stoker.v1.FieldValues
+	(*SampleError)(nil),           // 59: stoker.v1.SampleError
+	(*Chunk)(nil),                 // 60: stoker.v1.Chunk
+	(*EpochEnd)(nil),              // 61: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),   // 62: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),  // 63: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),           // 64: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),           // 65: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                // 66: stoker.v1.JobEnd
+	(*WorkPing)(nil),              // 67: stoker.v1.WorkPing
+	(*WorkJob)(nil),               // 68: stoker.v1.WorkJob
+	(*Lease)(nil),                 // 69: stoker.v1.Lease
+	(*CancelLease)(nil),           // 70: stoker.v1.CancelLease
+	(*WorkResponse)(nil),          // 71: stoker.v1.WorkResponse
+	(*LeaseProgress)(nil),         // 72: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),            // 73: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),       // 74: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),             // 75: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),             // 76: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),           // 77: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),         // 78: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),        // 79: stoker.v1.StatusResponse
+	(*JobStatus)(nil),             // 80: stoker.v1.JobStatus
+	(*MakingShares)(nil),          // 81: stoker.v1.MakingShares
+	(*MakerStatus)(nil),           // 82: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	50,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	52,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
 	13,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
 	16,  // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
 	2,   // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
@@ -7359,7 +7573,7 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	7,   // 10: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
 	11,  // 11: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
 	7,   // 12: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	52,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	54,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
 	18,  // 14: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
 	17,  // 15: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
 	16,  // 16: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
@@ -7392,74 +7606,78 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	49,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
 	21,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
 	19,  // 45: stoker.v1.Op.pad:type_name -> stoker.v1.Pad
-	20,  // 46: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
-	4,   // 47: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 48: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	22,  // 49: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	22,  // 50: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	22,  // 51: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	22,  // 52: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	22,  // 53: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	4,   // 54: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	22,  // 55: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	22,  // 56: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	4,   // 57: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	22,  // 58: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	22,  // 59: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	18,  // 60: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	18,  // 61: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	18,  // 62: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	4,   // 63: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 64: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 65: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 66: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 67: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	52,  // 68: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	54,  // 69: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	58,  // 70: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	59,  // 71: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	12,  // 72: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	5,   // 73: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	53,  // 74: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
-	0,   // 75: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
-	5,   // 76: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	57,  // 77: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	0,   // 78: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
-	55,  // 79: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	56,  // 80: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	62,  // 81: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	66,  // 82: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	67,  // 83: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	68,  // 84: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	64,  // 85: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	65,  // 86: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 87: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	71,  // 88: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	73,  // 89: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	58,  // 90: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	75,  // 91: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	70,  // 92: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	72,  // 93: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	54,  // 94: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	74,  // 95: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	78,  // 96: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	80,  // 97: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	79,  // 98: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 99: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	60,  // 100: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 101: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	76,  // 102: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	63,  // 103: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	51,  // 104: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	61,  // 105: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 106: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	77,  // 107: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	69,  // 108: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	104, // [104:109] is the sub-list for method output_type
-	99,  // [99:104] is the sub-list for method input_type
-	99,  // [99:99] is the sub-list for extension type_name
-	99,  // [99:99] is the sub-list for extension extendee
-	0,   // [0:99] is the sub-list for field type_name
+	50,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
+	51,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
+	20,  // 48: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
+	4,   // 49: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 50: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	22,  // 51: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	22,  // 52: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	22,  // 53: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	22,  // 54: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	22,  // 55: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	4,   // 56: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	22,  // 57: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	22,  // 58: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	4,   // 59: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	22,  // 60: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	22,  // 61: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	18,  // 62: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	18,  // 63: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	18,  // 64: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	4,   // 65: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 66: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 67: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 68: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 69: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 70: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 71: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
+	54,  // 72: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	56,  // 73: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	60,  // 74: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	61,  // 75: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	12,  // 76: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	5,   // 77: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	55,  // 78: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	0,   // 79: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
+	5,   // 80: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	59,  // 81: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	0,   // 82: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
+	57,  // 83: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	58,  // 84: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	64,  // 85: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	68,  // 86: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	69,  // 87: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	70,  // 88: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	66,  // 89: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	67,  // 90: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 91: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	73,  // 92: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	75,  // 93: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	60,  // 94: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	77,  // 95: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	72,  // 96: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	74,  // 97: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	56,  // 98: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	76,  // 99: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	80,  // 100: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	82,  // 101: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	81,  // 102: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 103: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	62,  // 104: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 105: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	78,  // 106: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	65,  // 107: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	53,  // 108: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	63,  // 109: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 110: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	79,  // 111: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	71,  // 112: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	108, // [108:113] is the sub-list for method output_type
+	103, // [103:108] is the sub-list for method input_type
+	103, // [103:103] is the sub-list for extension type_name
+	103, // [103:103] is the sub-list for extension extendee
+	0,   // [0:103] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -7502,6 +7720,8 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_TimmRandAugment)(nil),
 		(*Op_RandomCrop)(nil),
 		(*Op_Pad)(nil),
+		(*Op_TimmAutoAugment)(nil),
+		(*Op_TimmAugMix)(nil),
 		(*Op_SanitizeBoundingBoxes)(nil),
 	}
 	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{}
@@ -7520,22 +7740,22 @@ func file_stoker_v1_stoker_proto_init() {
 	file_stoker_v1_stoker_proto_msgTypes[36].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[40].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[42].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[45].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[47].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[48].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[57].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[50].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[59].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[63].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[65].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -7548,7 +7768,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   75,
+			NumMessages:   77,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

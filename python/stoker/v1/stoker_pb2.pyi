@@ -228,7 +228,7 @@ class ViewGroup(_message.Message):
     def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ...) -> None: ...
 
 class Op(_message.Message):
-    __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize", "random_vertical_flip", "grayscale", "random_grayscale", "gaussian_blur", "random_solarize", "random_posterize", "random_invert", "random_equalize", "random_autocontrast", "random_adjust_sharpness", "random_rotation", "random_affine", "random_erasing", "random_apply", "random_choice", "random_order", "trivial_augment_wide", "rand_augment", "auto_augment", "aug_mix", "timm_rand_augment", "random_crop", "pad", "sanitize_bounding_boxes")
+    __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize", "random_vertical_flip", "grayscale", "random_grayscale", "gaussian_blur", "random_solarize", "random_posterize", "random_invert", "random_equalize", "random_autocontrast", "random_adjust_sharpness", "random_rotation", "random_affine", "random_erasing", "random_apply", "random_choice", "random_order", "trivial_augment_wide", "rand_augment", "auto_augment", "aug_mix", "timm_rand_augment", "random_crop", "pad", "timm_auto_augment", "timm_aug_mix", "sanitize_bounding_boxes")
     RANDOM_RESIZED_CROP_FIELD_NUMBER: _ClassVar[int]
     RESIZE_FIELD_NUMBER: _ClassVar[int]
     CENTER_CROP_FIELD_NUMBER: _ClassVar[int]
@@ -258,6 +258,8 @@ class Op(_message.Message):
     TIMM_RAND_AUGMENT_FIELD_NUMBER: _ClassVar[int]
     RANDOM_CROP_FIELD_NUMBER: _ClassVar[int]
     PAD_FIELD_NUMBER: _ClassVar[int]
+    TIMM_AUTO_AUGMENT_FIELD_NUMBER: _ClassVar[int]
+    TIMM_AUG_MIX_FIELD_NUMBER: _ClassVar[int]
     SANITIZE_BOUNDING_BOXES_FIELD_NUMBER: _ClassVar[int]
     random_resized_crop: RandomResizedCrop
     resize: Resize
@@ -288,8 +290,10 @@ class Op(_message.Message):
     timm_rand_augment: TimmRandAugment
     random_crop: RandomCrop
     pad: Pad
+    timm_auto_augment: TimmAutoAugment
+    timm_aug_mix: TimmAugMix
     sanitize_bounding_boxes: SanitizeBoundingBoxes
-    def __init__(self, random_resized_crop: _Optional[_Union[RandomResizedCrop, _Mapping]] = ..., resize: _Optional[_Union[Resize, _Mapping]] = ..., center_crop: _Optional[_Union[CenterCrop, _Mapping]] = ..., random_horizontal_flip: _Optional[_Union[RandomHorizontalFlip, _Mapping]] = ..., color_jitter: _Optional[_Union[ColorJitter, _Mapping]] = ..., normalize: _Optional[_Union[Normalize, _Mapping]] = ..., random_vertical_flip: _Optional[_Union[RandomVerticalFlip, _Mapping]] = ..., grayscale: _Optional[_Union[Grayscale, _Mapping]] = ..., random_grayscale: _Optional[_Union[RandomGrayscale, _Mapping]] = ..., gaussian_blur: _Optional[_Union[GaussianBlur, _Mapping]] = ..., random_solarize: _Optional[_Union[RandomSolarize, _Mapping]] = ..., random_posterize: _Optional[_Union[RandomPosterize, _Mapping]] = ..., random_invert: _Optional[_Union[RandomInvert, _Mapping]] = ..., random_equalize: _Optional[_Union[RandomEqualize, _Mapping]] = ..., random_autocontrast: _Optional[_Union[RandomAutocontrast, _Mapping]] = ..., random_adjust_sharpness: _Optional[_Union[RandomAdjustSharpness, _Mapping]] = ..., random_rotation: _Optional[_Union[RandomRotation, _Mapping]] = ..., random_affine: _Optional[_Union[RandomAffine, _Mapping]] = ..., random_erasing: _Optional[_Union[RandomErasing, _Mapping]] = ..., random_apply: _Optional[_Union[RandomApply, _Mapping]] = ..., random_choice: _Optional[_Union[RandomChoice, _Mapping]] = ..., random_order: _Optional[_Union[RandomOrder, _Mapping]] = ..., trivial_augment_wide: _Optional[_Union[TrivialAugmentWide, _Mapping]] = ..., rand_augment: _Optional[_Union[RandAugment, _Mapping]] = ..., auto_augment: _Optional[_Union[AutoAugment, _Mapping]] = ..., aug_mix: _Optional[_Union[AugMix, _Mapping]] = ..., timm_rand_augment: _Optional[_Union[TimmRandAugment, _Mapping]] = ..., random_crop: _Optional[_Union[RandomCrop, _Mapping]] = ..., pad: _Optional[_Union[Pad, _Mapping]] = ..., sanitize_bounding_boxes: _Optional[_Union[SanitizeBoundingBoxes, _Mapping]] = ...) -> None: ...
+    def __init__(self, random_resized_crop: _Optional[_Union[RandomResizedCrop, _Mapping]] = ..., resize: _Optional[_Union[Resize, _Mapping]] = ..., center_crop: _Optional[_Union[CenterCrop, _Mapping]] = ..., random_horizontal_flip: _Optional[_Union[RandomHorizontalFlip, _Mapping]] = ..., color_jitter: _Optional[_Union[ColorJitter, _Mapping]] = ..., normalize: _Optional[_Union[Normalize, _Mapping]] = ..., random_vertical_flip: _Optional[_Union[RandomVerticalFlip, _Mapping]] = ..., grayscale: _Optional[_Union[Grayscale, _Mapping]] = ..., random_grayscale: _Optional[_Union[RandomGrayscale, _Mapping]] = ..., gaussian_blur: _Optional[_Union[GaussianBlur, _Mapping]] = ..., random_solarize: _Optional[_Union[RandomSolarize, _Mapping]] = ..., random_posterize: _Optional[_Union[RandomPosterize, _Mapping]] = ..., random_invert: _Optional[_Union[RandomInvert, _Mapping]] = ..., random_equalize: _Optional[_Union[RandomEqualize, _Mapping]] = ..., random_autocontrast: _Optional[_Union[RandomAutocontrast, _Mapping]] = ..., random_adjust_sharpness: _Optional[_Union[RandomAdjustSharpness, _Mapping]] = ..., random_rotation: _Optional[_Union[RandomRotation, _Mapping]] = ..., random_affine: _Optional[_Union[RandomAffine, _Mapping]] = ..., random_erasing: _Optional[_Union[RandomErasing, _Mapping]] = ..., random_apply: _Optional[_Union[RandomApply, _Mapping]] = ..., random_choice: _Optional[_Union[RandomChoice, _Mapping]] = ..., random_order: _Optional[_Union[RandomOrder, _Mapping]] = ..., trivial_augment_wide: _Optional[_Union[TrivialAugmentWide, _Mapping]] = ..., rand_augment: _Optional[_Union[RandAugment, _Mapping]] = ..., auto_augment: _Optional[_Union[AutoAugment, _Mapping]] = ..., aug_mix: _Optional[_Union[AugMix, _Mapping]] = ..., timm_rand_augment: _Optional[_Union[TimmRandAugment, _Mapping]] = ..., random_crop: _Optional[_Union[RandomCrop, _Mapping]] = ..., pad: _Optional[_Union[Pad, _Mapping]] = ..., timm_auto_augment: _Optional[_Union[TimmAutoAugment, _Mapping]] = ..., timm_aug_mix: _Optional[_Union[TimmAugMix, _Mapping]] = ..., sanitize_bounding_boxes: _Optional[_Union[SanitizeBoundingBoxes, _Mapping]] = ...) -> None: ...
 
 class Pad(_message.Message):
     __slots__ = ("padding", "fill", "padding_mode")
@@ -516,7 +520,7 @@ class RandomAffine(_message.Message):
     def __init__(self, degrees: _Optional[_Union[Range, _Mapping]] = ..., translate: _Optional[_Iterable[float]] = ..., scale: _Optional[_Union[Range, _Mapping]] = ..., shear: _Optional[_Iterable[float]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ..., center: _Optional[_Iterable[float]] = ..., fill_none: _Optional[bool] = ...) -> None: ...
 
 class RandomErasing(_message.Message):
-    __slots__ = ("p", "scale", "ratio", "value", "random_value", "noise_mean", "noise_std")
+    __slots__ = ("p", "scale", "ratio", "value", "random_value", "noise_mean", "noise_std", "random_color", "min_count", "max_count")
     P_FIELD_NUMBER: _ClassVar[int]
     SCALE_FIELD_NUMBER: _ClassVar[int]
     RATIO_FIELD_NUMBER: _ClassVar[int]
@@ -524,6 +528,9 @@ class RandomErasing(_message.Message):
     RANDOM_VALUE_FIELD_NUMBER: _ClassVar[int]
     NOISE_MEAN_FIELD_NUMBER: _ClassVar[int]
     NOISE_STD_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_COLOR_FIELD_NUMBER: _ClassVar[int]
+    MIN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    MAX_COUNT_FIELD_NUMBER: _ClassVar[int]
     p: float
     scale: Range
     ratio: Range
@@ -531,7 +538,10 @@ class RandomErasing(_message.Message):
     random_value: bool
     noise_mean: _containers.RepeatedScalarFieldContainer[float]
     noise_std: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, p: _Optional[float] = ..., scale: _Optional[_Union[Range, _Mapping]] = ..., ratio: _Optional[_Union[Range, _Mapping]] = ..., value: _Optional[_Iterable[float]] = ..., random_value: _Optional[bool] = ..., noise_mean: _Optional[_Iterable[float]] = ..., noise_std: _Optional[_Iterable[float]] = ...) -> None: ...
+    random_color: bool
+    min_count: int
+    max_count: int
+    def __init__(self, p: _Optional[float] = ..., scale: _Optional[_Union[Range, _Mapping]] = ..., ratio: _Optional[_Union[Range, _Mapping]] = ..., value: _Optional[_Iterable[float]] = ..., random_value: _Optional[bool] = ..., noise_mean: _Optional[_Iterable[float]] = ..., noise_std: _Optional[_Iterable[float]] = ..., random_color: _Optional[bool] = ..., min_count: _Optional[int] = ..., max_count: _Optional[int] = ...) -> None: ...
 
 class RandomApply(_message.Message):
     __slots__ = ("ops", "p")
@@ -608,6 +618,26 @@ class AugMix(_message.Message):
     def __init__(self, severity: _Optional[int] = ..., mixture_width: _Optional[int] = ..., chain_depth: _Optional[int] = ..., alpha: _Optional[float] = ..., all_ops: _Optional[bool] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class TimmRandAugment(_message.Message):
+    __slots__ = ("config", "interpolation", "fill")
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
+    FILL_FIELD_NUMBER: _ClassVar[int]
+    config: str
+    interpolation: Interpolation
+    fill: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, config: _Optional[str] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class TimmAutoAugment(_message.Message):
+    __slots__ = ("config", "interpolation", "fill")
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
+    FILL_FIELD_NUMBER: _ClassVar[int]
+    config: str
+    interpolation: Interpolation
+    fill: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, config: _Optional[str] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., fill: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class TimmAugMix(_message.Message):
     __slots__ = ("config", "interpolation", "fill")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
