@@ -296,11 +296,11 @@ func (p *policy) emit(d *drawer, e *augEntry, m float64) {
 	switch e.op {
 	case augIdentity:
 	case augShearX:
-		geo.F[4] = math.Atan(m) * 180 / math.Pi
+		geo.F[4] = detAtan(m) * 180 / math.Pi
 		geo.HasCenter = true
 		d.emit(geo)
 	case augShearY:
-		geo.F[5] = math.Atan(m) * 180 / math.Pi
+		geo.F[5] = detAtan(m) * 180 / math.Pi
 		geo.HasCenter = true
 		d.emit(geo)
 	case augTranslateX:
@@ -679,7 +679,7 @@ func (p *policy) drawTimm(r *RNG, d *drawer) {
 			enhance(FnAdjustSharpness)
 		case augShearX, augShearY:
 			f := negate(float64(lvl * 0.3))
-			geo.F[4+int(e.op-augShearX)] = math.Atan(f) * 180 / math.Pi
+			geo.F[4+int(e.op-augShearX)] = detAtan(f) * 180 / math.Pi
 			geo.HasCenter = true
 			d.emit(geo)
 		case augTranslateX:
