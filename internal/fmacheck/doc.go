@@ -16,6 +16,10 @@
 //     links the same way, and, on a CPU that runs v3 code, run the
 //     pipeline's golden tests in that build: the same hashes as the
 //     default (v1) build's;
+//   - run the pipeline's golden tests compiled for arm64 (pure Go) under
+//     qemu-aarch64 (qemu-user, which make apt-test installs), where arm64's
+//     fused instructions are computed as the hardware does: the same
+//     hashes;
 //   - compile each of the pipeline's C files with -mfma and check that the
 //     object is the one -ffp-contract=off gives: their pragmas keep GCC
 //     from contracting, which it does by default wherever the target has

@@ -273,25 +273,67 @@ func TestAMD64v3SameBytes(t *testing.T) {
 		return
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-test.run", "^("+goldenTests+")$", "-test.count=1", "-test.v")
-	cmd.Dir = filepath.Join(root(t), "pipeline")
-	out, err := cmd.CombinedOutput()
-	if bytes.Contains(out, []byte("v3 microarchitecture support")) {
+	out, ran := runGoldens(t, "the GOAMD64=v3 build", nil, bin)
+	if !ran {
 		t.Skipf("the listing is checked; this CPU does not run GOAMD64=v3 code, so the golden tests did not run in that build: %s", bytes.TrimSpace(out))
 	}
-	if err != nil {
-		t.Fatalf("the pipeline's golden tests built with GOAMD64=v3: %v\n%s", err, out)
+}
+
+// runGoldens runs the golden tests that test binary bin (run through
+// runner, if any) holds, in the pipeline's directory, and fails the test
+// unless each passes (fusedReference may skip). ran is false when the
+// binary could not run on this CPU (the runtime's message for a GOAMD64
+// level it lacks).
+func runGoldens(t *testing.T, what string, runner []string, bin string) (out []byte, ran bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	argv := append(append(append([]string{}, runner...), bin), "-test.run", "^("+goldenTests+")$", "-test.count=1", "-test.v")
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = filepath.Join(root(t), "pipeline")
+	out, err := cmd.CombinedOutput()
+	if bytes.Contains(out, []byte("microarchitecture support")) {
+		return out, false
 	}
-	for _, name := range strings.Split(goldenTests, "|") {
+	if err != nil {
+		t.Fatalf("the pipeline's golden tests in %s: %v\n%s", what, err, out)
+	}
+	list, err := exec.CommandContext(ctx, argv[0], append(argv[1:len(argv)-4], "-test.list", "^("+goldenTests+")$")...).Output()
+	if err != nil {
+		t.Fatalf("%s -test.list: %v", bin, err)
+	}
+	names := strings.Fields(string(list))
+	if len(names) < 5 {
+		t.Fatalf("%s holds only %d of the golden tests (%s)", bin, len(names), list)
+	}
+	for _, name := range names {
 		if name == fusedReference && bytes.Contains(out, []byte("--- SKIP: "+name+" ")) {
-			t.Logf("%s skipped, as it does in every build that fuses: its bytes are imaging's (a dependency), which fuses", name)
+			t.Logf("%s: %s skipped, as it does in every build that fuses: its bytes are imaging's (a dependency), which fuses", what, name)
 			continue
 		}
 		if !bytes.Contains(out, []byte("--- PASS: "+name+" ")) {
-			t.Errorf("%s did not pass in the GOAMD64=v3 build (skipped or absent):\n%s", name, out)
+			t.Errorf("%s did not pass in %s (skipped or absent):\n%s", name, what, out)
 		}
+	}
+	t.Logf("%s: %d golden tests: %s", what, len(names), strings.Join(names, " "))
+	return out, true
+}
+
+// TestARM64GoldenUnderQemu runs the pipeline's golden tests compiled for
+// arm64 (pure Go: the _nocgo.go twins of the C) under qemu-user
+// (qemu-aarch64, which computes arm64's fused multiply-adds as the
+// hardware does): the hashes of the default amd64 build. Without
+// qemu-aarch64 (make apt-test installs qemu-user) it skips and says so.
+// The cgo build is not run under qemu here.
+func TestARM64GoldenUnderQemu(t *testing.T) {
+	qemu, err := exec.LookPath("qemu-aarch64")
+	if err != nil {
+		t.Skip("no qemu-aarch64 (Debian's qemu-user, which make apt-test installs): the arm64 golden tests did not run")
+	}
+	bin := filepath.Join(t.TempDir(), "pipeline.test")
+	goCmd(t, root(t), []string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0"}, "test", "-c", "-o", bin, "./pipeline/")
+	if _, ran := runGoldens(t, "arm64 under qemu", []string{qemu}, bin); !ran {
+		t.Fatal("the arm64 test binary did not run under qemu")
 	}
 }
 
