@@ -60,7 +60,7 @@ APT_TEST ?=
 # libraries the pipeline's C links (Debian multiarch: make apt-arm64 adds
 # the arm64 architecture to dpkg first).
 APT_ARM64_PKGS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross libjpeg62-turbo-dev:arm64 libpng-dev:arm64 \
-	libwebp-dev:arm64 zlib1g-dev:arm64
+	libwebp-dev:arm64 zlib1g-dev:arm64 qemu-user
 
 .PHONY: help setup apt apt-test apt-arm64 cross-arm64 venv venv-run tools stores build static gpuhost test test-go test-asan test-python lint check-generate generate bench demo clean
 
@@ -227,15 +227,18 @@ test-go: stores ## Go tests (-race) of the module and of deploy/, the pipeline's
 
 # The arm64 build with cgo: the pipeline's C cross-compiled with
 # aarch64-linux-gnu-gcc and linked against Debian's arm64 libjpeg-turbo,
-# libpng and libwebp (make apt-arm64). Not part of make test: its apt step
+# libpng and libwebp (make apt-arm64), and the pipeline's golden tests in
+# that build, linked statically, under qemu-aarch64
+# (TestARM64CgoGoldenUnderQemu). Not part of make test: its apt step
 # adds a foreign architecture to the machine's dpkg, which make setup does
 # not do to a developer's machine, and it compiles every package once more.
 # make test-go builds arm64 without cgo, and internal/fmacheck reads the
 # arm64 assembly.
 ARM64_BIN ?= bin/stoker-linux-arm64
-cross-arm64: apt-arm64 ## the arm64 build with cgo (the C cross-compiled, arm64 libjpeg-turbo): go build ./... and bin/stoker-linux-arm64 (ARM64_BIN=path)
+cross-arm64: apt-arm64 ## the arm64 build with cgo (the C cross-compiled, arm64 libjpeg-turbo): go build ./..., bin/stoker-linux-arm64 (ARM64_BIN=path), its golden tests under qemu
 	CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=aarch64-linux-gnu-gcc go build ./...
 	CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=aarch64-linux-gnu-gcc go build -ldflags '$(VERSION_LDFLAG)' -o $(ARM64_BIN) ./cmd/stoker
+	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestARM64CgoGoldenUnderQemu$$' -v ./internal/fmacheck/ </dev/null
 
 # The pipeline's C (turbo.c, huff.c, coefs.c, hindex.c, pngrows.c,
 # formats.c, the kernels) under AddressSanitizer (go test -asan: Go's

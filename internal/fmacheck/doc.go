@@ -19,7 +19,9 @@
 //   - run the pipeline's golden tests compiled for arm64 (pure Go) under
 //     qemu-aarch64 (qemu-user, which make apt-test installs), where arm64's
 //     fused instructions are computed as the hardware does: the same
-//     hashes;
+//     hashes; and, where make apt-arm64's cross compiler and arm64
+//     libraries are, the same in the arm64 build with cgo, linked
+//     statically;
 //   - compile each of the pipeline's C files with -mfma and check that the
 //     object is the one -ffp-contract=off gives: their pragmas keep GCC
 //     from contracting, which it does by default wherever the target has

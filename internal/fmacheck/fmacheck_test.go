@@ -394,3 +394,28 @@ func TestCNoContraction(t *testing.T) {
 		}
 	}
 }
+
+// TestARM64CgoGoldenUnderQemu runs the pipeline's golden tests in the
+// arm64 build with cgo (the C cross-compiled by aarch64-linux-gnu-gcc,
+// Debian's arm64 libjpeg-turbo with its NEON code, linked statically as
+// make static links: qemu-user hangs in a dynamically linked cgo binary)
+// under qemu-aarch64: the hashes of the amd64 build. It needs make
+// apt-arm64's packages, which make test does not install (make
+// cross-arm64 runs it): without them it skips and says so.
+func TestARM64CgoGoldenUnderQemu(t *testing.T) {
+	qemu, err := exec.LookPath("qemu-aarch64")
+	if err != nil {
+		t.Skip("no qemu-aarch64 (Debian's qemu-user: make apt-test, make apt-arm64): the arm64 cgo golden tests did not run")
+	}
+	const cc = "aarch64-linux-gnu-gcc"
+	if _, err := exec.LookPath(cc); err != nil {
+		t.Skipf("no %s (make apt-arm64 installs it and the arm64 libraries; make cross-arm64 runs this test): the arm64 cgo golden tests did not run", cc)
+	}
+	bin := filepath.Join(t.TempDir(), "pipeline.test")
+	goCmd(t, root(t), []string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=1", "CC=" + cc},
+		"test", "-c", "-o", bin, "-tags", "jpegstatic netgo osusergo nonvml",
+		"-ldflags", "-linkmode external -extldflags -static", "./pipeline/")
+	if _, ran := runGoldens(t, "arm64 with cgo under qemu", []string{qemu}, bin); !ran {
+		t.Fatal("the arm64 test binary did not run under qemu")
+	}
+}
