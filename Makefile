@@ -50,18 +50,24 @@ FAKE_GCS_SERVER_VERSION := v1.56.1
 # the last that runs on Debian 12's node 18 (3.36 wants node 21).
 AZURITE_VERSION         := 3.35.0
 
-# Debian packages the build and the demo need; the tests add strace, and
-# node and npm for Azurite (APT_TEST=1: make setup sets it).
+# Debian packages the build and the demo need; the tests add strace,
+# qemu-user (internal/fmacheck runs arm64 test binaries with qemu-aarch64),
+# and node and npm for Azurite (APT_TEST=1: make setup sets it).
 APT_PKGS := gcc libc6-dev make pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev python3 python3-venv python3-dev git ca-certificates
-APT_TEST_PKGS := strace
+APT_TEST_PKGS := strace qemu-user
 APT_TEST ?=
+# make cross-arm64's: the aarch64 cross compiler and the arm64 builds of the
+# libraries the pipeline's C links (Debian multiarch: make apt-arm64 adds
+# the arm64 architecture to dpkg first).
+APT_ARM64_PKGS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross libjpeg62-turbo-dev:arm64 libpng-dev:arm64 \
+	libwebp-dev:arm64 zlib1g-dev:arm64 qemu-user
 
-.PHONY: help setup apt apt-test venv venv-run tools stores build static gpuhost test test-go test-asan test-python lint check-generate generate bench bench-peers peers-venv demo clean
+.PHONY: help setup apt apt-test apt-arm64 cross-arm64 venv venv-run tools stores build static gpuhost test test-go test-asan test-python lint check-generate generate bench bench-peers peers-venv demo clean
 
 # Every target has a `## what it does` comment on its line: make help lists
 # them all (python/tests/test_repo.py checks it against .PHONY).
 help: ## this list
-	@sed -n 's/^\([a-z-]*\):.*## \(.*\)/\1\t\2/p' $(MAKEFILE_LIST) | \
+	@sed -n 's/^\([a-z0-9-]*\):.*## \(.*\)/\1\t\2/p' $(MAKEFILE_LIST) | \
 		while IFS=$$'\t' read -r t d; do printf 'make %-15s %s\n' "$$t" "$$d"; done
 
 setup: apt-test tools stores venv ## install system packages, Go tools, the test object stores and the Python venv (.venv)
@@ -87,6 +93,14 @@ apt: ## install the Debian packages the build and the demo need (only those miss
 		exit 1; \
 	fi
 	go version
+
+apt-arm64: ## install the aarch64 cross compiler and arm64 libjpeg-turbo, libpng, libwebp, zlib (dpkg --add-architecture arm64) for make cross-arm64
+	@dpkg --print-foreign-architectures | grep -qx arm64 || { echo "dpkg --add-architecture arm64"; $(SUDO) dpkg --add-architecture arm64; }
+	@missing=$$(for p in $(APT_ARM64_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "apt-get install:$$missing"; \
+		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
 
 $(TOOLS)/.stamp-$(BUF_VERSION)-$(PROTOC_GEN_GO_VERSION)-$(PROTOC_GEN_GO_GRPC_VERSION):
 	GOBIN=$(CURDIR)/$(TOOLS) go install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
@@ -204,11 +218,27 @@ NOCGO_SKIP = $(shell awk '$(TEST_NAMES_AWK)' $(NOCGO_SAME:%=pipeline/%_test.go) 
 
 # deploy/ is a module of its own (its tests need the Kubernetes modules,
 # which the binary's module does not require): ./... does not reach it.
-test-go: stores ## Go tests (-race) of the module and of deploy/, the pipeline's exactness tests without -race, and its pure-Go tests
+test-go: stores ## Go tests (-race) of the module and of deploy/, the pipeline's exactness tests without -race, its pure-Go tests, and the arm64 build (pure Go)
 	go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
 	cd deploy && go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_TESTS))$$' ./pipeline/ </dev/null
 	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '^($(NOCGO_SKIP))$$' ./pipeline/ </dev/null
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build ./...
+
+# The arm64 build with cgo: the pipeline's C cross-compiled with
+# aarch64-linux-gnu-gcc and linked against Debian's arm64 libjpeg-turbo,
+# libpng and libwebp (make apt-arm64), and the pipeline's golden tests in
+# that build, linked statically, under qemu-aarch64
+# (TestARM64CgoGoldenUnderQemu). Not part of make test: its apt step
+# adds a foreign architecture to the machine's dpkg, which make setup does
+# not do to a developer's machine, and it compiles every package once more.
+# make test-go builds arm64 without cgo, and internal/fmacheck reads the
+# arm64 assembly.
+ARM64_BIN ?= bin/stoker-linux-arm64
+cross-arm64: apt-arm64 ## the arm64 build with cgo (the C cross-compiled, arm64 libjpeg-turbo): go build ./..., bin/stoker-linux-arm64 (ARM64_BIN=path), its golden tests under qemu
+	CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=aarch64-linux-gnu-gcc go build ./...
+	CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=aarch64-linux-gnu-gcc go build -ldflags '$(VERSION_LDFLAG)' -o $(ARM64_BIN) ./cmd/stoker
+	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestARM64CgoGoldenUnderQemu$$' -v ./internal/fmacheck/ </dev/null
 
 # The pipeline's C (turbo.c, huff.c, coefs.c, hindex.c, pngrows.c,
 # formats.c, the kernels) under AddressSanitizer (go test -asan: Go's

@@ -127,7 +127,7 @@ func (t *Transform) Cost() Cost {
 	for _, v := range views {
 		srcPx = max(srcPx, float64(v.outW*v.outH))
 	}
-	mean = sampleNs + decodeNs*srcPx
+	mean = sampleNs + float64(decodeNs*srcPx)
 	worst = mean
 	dominant, domNs := "the decode", mean
 	var buf []Step
@@ -138,9 +138,9 @@ func (t *Transform) Cost() Cost {
 		}
 		w, h := v.outW, v.outH
 		px := float64(w * h)
-		geo := resampleNs * px * v.geomInterpNs()
+		geo := float64(resampleNs * px * v.geomInterpNs())
 		if v.norm != nil {
-			geo += fnNs[FnNormalize] * px
+			geo += float64(fnNs[FnNormalize] * px)
 		}
 		mean += geo
 		worst += geo
@@ -155,7 +155,7 @@ func (t *Transform) Cost() Cost {
 				sum += stepNs(st, w, h)
 			}
 		}
-		mean += sum / costDraws
+		mean += float64(sum / costDraws)
 		first := 1 + len(v.ops) - len(v.post) // the position of post[0] in ops
 		if v.norm != nil {
 			first--

@@ -177,7 +177,7 @@ func (n *noiseLUTs) tables(mean, std [3]float64) *[3][1 << 16]byte {
 }
 
 // normalCDF is the standard normal's distribution function.
-func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
+func normalCDF(x float64) float64 { return 0.5 * det.Erfc(-x/math.Sqrt2) }
 
 // eraseBox clips erase's box to the image.
 func eraseBox(p planes, i, j, h, w int) (i0, i1, j0, j1 int) {
@@ -283,7 +283,7 @@ const degToRad float64 = math.Pi / 180
 func inverseAffine(w, h int, center [2]float64, hasCenter bool, angle float64, translate [2]float64, scale float64, shear [2]float64) [6]float64 {
 	var cx, cy float64
 	if hasCenter {
-		cx, cy = center[0]-float64(w)*0.5, center[1]-float64(h)*0.5
+		cx, cy = center[0]-float64(float64(w)*0.5), center[1]-float64(float64(h)*0.5)
 	}
 	rot, sx, sy := radians(angle), radians(shear[0]), radians(shear[1])
 	cosSy, tanSx := det.Cos(sy), det.Tan(sx)
@@ -306,7 +306,7 @@ func radians(deg float64) float64 {
 	if math.Abs(deg) > 1e9 {
 		deg = math.Mod(deg, 360)
 	}
-	return deg * degToRad
+	return float64(deg * degToRad)
 }
 
 // checkGeom checks a geometric step's arguments as torchvision's kernels

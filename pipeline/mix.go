@@ -244,7 +244,7 @@ func MixQuotas(parts []MixPart, n uint64) []uint64 {
 	rem := make([]float64, len(parts))
 	var given uint64
 	for i, p := range parts {
-		exact := float64(n) * (p.Weight / sum)
+		exact := float64(float64(n) * (p.Weight / sum))
 		q[i] = min(uint64(exact), n-given)
 		rem[i] = exact - float64(q[i])
 		given += q[i]

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
 )
 
 // augOp is one operation of a policy's augmentation space.
@@ -346,11 +348,11 @@ func (p *policy) emit(d *drawer, e *augEntry, m float64) {
 	switch e.op {
 	case augIdentity:
 	case augShearX:
-		geo.F[4] = math.Atan(m) * 180 / math.Pi
+		geo.F[4] = det.Atan(m) * 180 / math.Pi
 		geo.HasCenter = true
 		d.emit(geo)
 	case augShearY:
-		geo.F[5] = math.Atan(m) * 180 / math.Pi
+		geo.F[5] = det.Atan(m) * 180 / math.Pi
 		geo.HasCenter = true
 		d.emit(geo)
 	case augTranslateX:
@@ -1043,7 +1045,7 @@ func (p *policy) timmStep(r *RNG, d *drawer, op augOp, variant timmVariant, m fl
 		enhance(FnAdjustSharpness)
 	case augShearX, augShearY:
 		f := negate(float64(lvl * 0.3))
-		geo.F[4+int(op-augShearX)] = math.Atan(f) * 180 / math.Pi
+		geo.F[4+int(op-augShearX)] = det.Atan(f) * 180 / math.Pi
 		geo.HasCenter = true
 		d.emit(geo)
 	case augTranslateX:

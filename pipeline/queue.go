@@ -673,7 +673,7 @@ func (e *Executor) settle(q *Queue, ch charge, cost float64) {
 	if q.measured == 0 {
 		q.est = cost
 	} else {
-		q.est += (cost - q.est) / 8
+		q.est += float64((cost - q.est) / 8)
 	}
 	q.est = max(q.est, 1e-6) // a queue is never free
 	q.measured++

@@ -136,7 +136,7 @@ func (f *torchFilter) weights(i int, w []float64, wmax *float64) (x0, n int) {
 		return f.weightsNoAA(i, w, wmax)
 	}
 	// torch's _compute_indices_min_size_weights_aa
-	center := f.scale * (float64(i) + 0.5)
+	center := float64(f.scale * (float64(i) + 0.5))
 	x0 = max(int(center-f.support+0.5), 0)
 	n = min(int(center+f.support+0.5), f.in) - x0
 	n = min(max(n, 0), f.maxTaps)

@@ -95,8 +95,8 @@ func FromPolygon(xy []float64, h, w int) (RLE, error) {
 	x := make([]int, k+1)
 	y := make([]int, k+1)
 	for j := range k {
-		x[j] = int(scale*xy[2*j] + .5) // truncation toward zero, as C's (int)
-		y[j] = int(scale*xy[2*j+1] + .5)
+		x[j] = int(float64(scale*xy[2*j]) + .5) // truncation toward zero, as C's (int)
+		y[j] = int(float64(scale*xy[2*j+1]) + .5)
 	}
 	x[k], y[k] = x[0], y[0]
 	m := 0
@@ -129,7 +129,7 @@ func FromPolygon(xy []float64, h, w int) (RLE, error) {
 					t = dx - d
 				}
 				u = append(u, int32(t+xs))
-				v = append(v, int32(float64(ys)+s*float64(t)+.5))
+				v = append(v, int32(float64(ys)+float64(s*float64(t))+.5))
 			}
 		} else {
 			for d := 0; d <= dy; d++ {
@@ -138,7 +138,7 @@ func FromPolygon(xy []float64, h, w int) (RLE, error) {
 					t = dy - d
 				}
 				v = append(v, int32(t+ys))
-				u = append(u, int32(float64(xs)+s*float64(t)+.5))
+				u = append(u, int32(float64(xs)+float64(s*float64(t))+.5))
 			}
 		}
 	}

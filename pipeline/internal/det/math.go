@@ -111,3 +111,94 @@ func Log(x float64) float64 {
 	hfsq := float64(0.5 * f * f)
 	return float64(k*ln2Hi) - ((hfsq - (float64(s*(hfsq+R)) + float64(k*ln2Lo))) - f)
 }
+
+// Erfc is the complementary error function, the same bits on every
+// machine: Go's math/erf.go (FreeBSD's s_erf.c) with every product that is
+// added wrapped in float64(...) and Exp for math.Exp, so it gives
+// math.Erfc's bits on x86-64 CPUs with FMA (where math.Exp is Exp) with
+// the default GOAMD64 (TestDetTrigMatchesMath). math.Erfc's polynomials
+// fuse on arm64 and under GOAMD64=v3. GaussianNoise's quantile tables come
+// from it.
+func Erfc(x float64) float64 {
+	const tiny = 1.0 / (1 << 56) // 2**-56
+	switch {
+	case math.IsNaN(x):
+		return math.NaN()
+	case math.IsInf(x, 1):
+		return 0
+	case math.IsInf(x, -1):
+		return 2
+	}
+	sign := false
+	if x < 0 {
+		x = -x
+		sign = true
+	}
+	if x < 0.84375 { // |x| < 0.84375
+		var temp float64
+		if x < tiny {
+			temp = x
+		} else {
+			z := x * x
+			r := horner(z, 1.28379167095512558561e-01, -3.25042107247001499370e-01,
+				-2.84817495755985104766e-02, -5.77027029648944159157e-03, -2.37630166566501626084e-05)
+			s := horner(z, 1, 3.97917223959155352819e-01, 6.50222499887672944485e-02,
+				5.08130628187576562776e-03, 1.32494738004321644526e-04, -3.96022827877536812320e-06)
+			y := r / s
+			if x < 0.25 {
+				temp = x + float64(x*y)
+			} else {
+				temp = 0.5 + (float64(x*y) + (x - 0.5))
+			}
+		}
+		if sign {
+			return 1 + temp
+		}
+		return 1 - temp
+	}
+	const erx = 8.45062911510467529297e-01
+	if x < 1.25 { // 0.84375 <= |x| < 1.25
+		s := x - 1
+		p := horner(s, -2.36211856075265944077e-03, 4.14856118683748331666e-01, -3.72207876035701323847e-01,
+			3.18346619901161753674e-01, -1.10894694282396677476e-01, 3.54783043256182359371e-02,
+			-2.16637559486879084300e-03)
+		q := horner(s, 1, 1.06420880400844228286e-01, 5.40397917702171048937e-01, 7.18286544141962662868e-02,
+			1.26171219808761642112e-01, 1.36370839120290507362e-02, 1.19844998467991074170e-02)
+		if sign {
+			return 1 + erx + p/q
+		}
+		return 1 - erx - p/q
+	}
+	if x < 28 { // |x| < 28
+		s := 1 / (x * x)
+		var r, q float64
+		if x < 1/0.35 { // |x| < 1/0.35 ~ 2.857143
+			r = horner(s, -9.86494403484714822705e-03, -6.93858572707181764372e-01, -1.05586262253232909814e+01,
+				-6.23753324503260060396e+01, -1.62396669462573470355e+02, -1.84605092906711035994e+02,
+				-8.12874355063065934246e+01, -9.81432934416914548592e+00)
+			q = horner(s, 1, 1.96512716674392571292e+01, 1.37657754143519042600e+02, 4.34565877475229228821e+02,
+				6.45387271733267880336e+02, 4.29008140027567833386e+02, 1.08635005541779435134e+02,
+				6.57024977031928170135e+00, -6.04244152148580987438e-02)
+		} else { // |x| >= 1/0.35 ~ 2.857143
+			if sign && x > 6 {
+				return 2 // x < -6
+			}
+			r = horner(s, -9.86494292470009928597e-03, -7.99283237680523006574e-01, -1.77579549177547519889e+01,
+				-1.60636384855821916062e+02, -6.37566443368389627722e+02, -1.02509513161107724954e+03,
+				-4.83519191608651397019e+02)
+			q = horner(s, 1, 3.03380607434824582924e+01, 3.25792512996573918826e+02, 1.53672958608443695994e+03,
+				3.19985821950859553908e+03, 2.55305040643316442583e+03, 4.74528541206955367215e+02,
+				-2.24409524465858183362e+01)
+		}
+		z := math.Float64frombits(math.Float64bits(x) & 0xffffffff00000000) // pseudo-single (20-bit) precision x
+		e := Exp(float64(-z*z)-0.5625) * Exp(float64((z-x)*(z+x))+r/q)
+		if sign {
+			return 2 - e/x
+		}
+		return e / x
+	}
+	if sign {
+		return 2
+	}
+	return 0
+}

@@ -177,3 +177,67 @@ func Tan(x float64) float64 {
 	}
 	return y
 }
+
+// Atan is the arctangent, the same bits on every machine: Go's
+// math/atan.go (Cephes) with every product that is added wrapped in
+// float64(...), so it gives math.Atan's bits wherever math does not fuse
+// (amd64 with GOAMD64 v1 or v2: TestDetTrigMatchesMath); math.Atan's
+// polynomials fuse on arm64 and under GOAMD64=v3, and s390x has assembly.
+// The affine ops' shear angles of the policies come from it.
+func Atan(x float64) float64 {
+	switch {
+	case x == 0:
+		return x
+	case x > 0:
+		return detSatan(x)
+	}
+	return -detSatan(-x)
+}
+
+// detSatan is math's satan: x > 0 reduced to [0, 0.66] for detXatan.
+func detSatan(x float64) float64 {
+	const (
+		morebits = 6.123233995736765886130e-17 // pi/2 = Pi/2 + morebits
+		tan3pio8 = 2.41421356237309504880      // tan(3*pi/8)
+	)
+	if x <= 0.66 {
+		return detXatan(x)
+	}
+	if x > tan3pio8 {
+		return math.Pi/2 - detXatan(1/x) + morebits
+	}
+	return math.Pi/4 + detXatan((x-1)/(x+1)) + 0.5*morebits
+}
+
+// detXatan is math's xatan, the series on [0, 0.66]: its
+// ((((P0 z + P1) z + P2) z + P3) z + P4) is horner's with the
+// coefficients the other way round, the same operations in the same order
+// (a product and a sum of two doubles do not depend on their operands'
+// order).
+func detXatan(x float64) float64 {
+	const (
+		p0 = -8.750608600031904122785e-01
+		p1 = -1.615753718733365076637e+01
+		p2 = -7.500855792314704667340e+01
+		p3 = -1.228866684490136173410e+02
+		p4 = -6.485021904942025371773e+01
+		q0 = +2.485846490142306297962e+01
+		q1 = +1.650270098316988542046e+02
+		q2 = +4.328810604912902668951e+02
+		q3 = +4.853903996359136964868e+02
+		q4 = +1.945506571482613964425e+02
+	)
+	z := x * x
+	z = z * horner(z, p4, p3, p2, p1, p0) / horner(z, q4, q3, q2, q1, q0, 1)
+	return float64(x*z) + x
+}
+
+// horner is c[0] + x (c[1] + x (c[2] + ...)), every product rounded
+// before it is added (float64(...): never fused into a multiply-add).
+func horner(x float64, c ...float64) float64 {
+	acc := c[len(c)-1]
+	for i := len(c) - 2; i >= 0; i-- {
+		acc = c[i] + float64(x*acc)
+	}
+	return acc
+}
