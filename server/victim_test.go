@@ -254,14 +254,17 @@ func TestVictimUnderAttack(t *testing.T) {
 			t.Logf("disconnect: the attackers' work stopped within %.3f s of the workers' time (%.3f s of it the attackers' CPU; %d samples abandoned running)",
 				(stop.cpu + stop.idle).Seconds(), stop.attackerCPU.Seconds(), told1-told0)
 			t.Logf("after: %d samples in %.3f s: %.0f a second, %.2fx", after.victim, (after.cpu + after.idle).Seconds(), after.rate(), after.rate()/alone.rate())
-			// Beside the blur bomb the victim's share is 0.50 in about
-			// two runs of three and 0.16-0.37 in the third: there its
-			// queue holds one batch at a time (84 of its 128 samples
-			// waiting at every poll, its weight 0.5 as the bomb's), so
-			// it empties while each bomb sample (95 ms) runs and the
-			// schedule gives what it would have taken to the bomb. Not
-			// the executor's weights; the cause, in how the victim's
-			// leases come, is not found yet, and so not asserted here.
+			// Beside the blur bomb the victim's share was 0.46-0.50 in 7
+			// runs of 12 and 0.19-0.37 in the other 5: there its
+			// queue holds less than a batch at a time (84 of its 128
+			// samples waiting at every poll; its coordinator has 2 leases
+			// in flight of its window of 4; both weights 0.5), so it
+			// empties after each of its batches (25-50 ms of CPU), the
+			// worker takes the bomb's next sample (95 ms) and the victim's
+			// lag grows past the one sample a queue that empties may keep
+			// (lagBound). Not the weights; why the window is not filled
+			// (not the memory budget: the same at 4 GiB) is not found, and
+			// so this case's rate is logged, not asserted.
 			if r := during.rate() / alone.rate(); tc.during && r < 0.5 {
 				t.Errorf("during the attack the victim kept %.2fx its rate alone, want at least 0.5x", r)
 			}
