@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -39,6 +41,37 @@ func blurBomb(dataset string, px uint32) *pb.OpenJob {
 		ops = append(ops, &pb.Op{Op: &pb.Op_GaussianBlur{GaussianBlur: &pb.GaussianBlur{KernelX: k, KernelY: k, SigmaMin: 1000, SigmaMax: 1000}}})
 	}
 	return &pb.OpenJob{Job: &pb.JobSpec{Dataset: dataset, Transform: &pb.TransformSpec{Ops: ops}, BatchSize: 1, Seed: 1, Shuffle: true}, Credits: 4}
+}
+
+// victimCopies is how many copies of each photo the victim's dataset
+// holds (manyPhotos): 1008 samples.
+const victimCopies = 24
+
+// manyPhotos is a dataset of copies (hard links) of the photos under
+// dir, each copies times: an epoch of many batches, as a trainer's is. A
+// coordinator leases at most one epoch ahead, so on the 42 photos alone
+// (an epoch of one batch of 42) the victim would have 2 batches in
+// flight, 84 samples, about 20 ms of CPU: less than one sample of the
+// attack, so its queue would empty while each of those runs.
+func manyPhotos(t *testing.T, dir string, copies int) string {
+	t.Helper()
+	root := t.TempDir()
+	files, err := filepath.Glob(filepath.Join(dir, "*", "*.jpg"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("photos under %s: %v %v", dir, files, err)
+	}
+	for _, f := range files {
+		class := filepath.Join(root, filepath.Base(filepath.Dir(f)))
+		if err := os.MkdirAll(class, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for k := range copies {
+			if err := os.Link(f, filepath.Join(class, fmt.Sprintf("%02d-%s", k, filepath.Base(f)))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return root
 }
 
 // largestAllowed is mk at the largest crop side whose job the server
@@ -120,26 +153,33 @@ func (c capacity) sub(o capacity) capacity {
 // rate is the victim's samples per second of the workers' time.
 func (c capacity) rate() float64 { return float64(c.victim) / (c.cpu + c.idle).Seconds() }
 
-// TestVictimUnderAttack is the proof: a victim trainer, and on
-// the same server (one decode worker) an attacker on a connection of its
-// own: the blur bomb at the largest size the cost model lets open, or 8
-// jobs of AugMix 10/16/14 at the largest crop it lets open (the next
-// size up of either is refused before anything is decoded). The
-// victim's rate is counted in samples per second of the executor's
-// workers' own time, by the executor's accounting (the thread CPU of
-// every sample, and the time the workers had no sample: Capacity), not
-// of the wall clock, which the host's other load would stretch:
+// part is the victim's CPU over the workers' time.
+func (c capacity) part() float64 { return c.vcpu.Seconds() / (c.cpu + c.idle).Seconds() }
+
+// TestVictimUnderAttack: a victim trainer, and on the same server (one
+// decode worker) an attacker on a connection of its own: the blur bomb
+// at the largest size the cost model lets open, or 8 jobs of AugMix
+// 10/16/14 at the largest crop it lets open (the next size up of either
+// is refused before anything is decoded). What the victim gets is
+// counted in the executor's workers' own time, by the executor's
+// accounting (the thread CPU of every sample, and the time the workers
+// had no sample: Capacity), not in the wall clock, which the host's
+// other load would stretch: its part is the CPU its samples took over
+// that time (its samples per second of it are logged too; they also
+// move with what each sample happened to cost):
 //
-//   - alone, it is its rate with the workers to itself;
-//   - during the attack it keeps at least half of that: the executor
-//     shares the cores by client first (this connection against the
-//     attacker's), then among each client's jobs, so 8 jobs take no more
-//     than one (asserted beside the 8 AugMix jobs; beside the blur bomb
-//     only logged, see below);
+//   - alone (after its first, cold epoch), the workers are all its own;
+//   - during the attack it keeps its half: the executor shares the cores
+//     by client first (this connection against the attacker's), then
+//     among each client's jobs, so 8 jobs take no more than one. A
+//     victim that alone keeps the worker busy, as this one does, gets
+//     exactly half beside one other client: the test asks for 0.45, the
+//     rest being the schedule's grain (a worker keeps a sample it took,
+//     here up to 100 ms);
 //   - once the attacker disconnects its work stops (its queues closed,
 //     every sample it had running back, by the executor's events) within
-//     2 s of the workers' time, and the victim is back to 0.9x its rate
-//     alone.
+//     2 s of the workers' time, and the victim is back to 0.9 of its
+//     part alone.
 func TestVictimUnderAttack(t *testing.T) {
 	ds, err := filepath.Abs("../testdata/photos")
 	if err != nil {
@@ -149,15 +189,13 @@ func TestVictimUnderAttack(t *testing.T) {
 		name string
 		jobs int
 		mk   func(px uint32) *pb.OpenJob
-		// during: the victim's rate during the attack is checked (see
-		// below for the blur bomb's, which is not).
-		during bool
 	}{
-		{"blur bomb", 1, func(px uint32) *pb.OpenJob { return blurBomb("bomb", px) }, false},
-		{"8 AugMix jobs", 8, func(px uint32) *pb.OpenJob { return augMixJob("bomb", px, 4) }, true},
+		{"blur bomb", 1, func(px uint32) *pb.OpenJob { return blurBomb("bomb", px) }},
+		{"8 AugMix jobs", 8, func(px uint32) *pb.OpenJob { return augMixJob("bomb", px, 4) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := startServer(t, Config{Workers: 1, MaxSampleCPU: victimLimit, Datasets: map[string]string{"victim": ds, "bomb": ds}})
+			e := startServer(t, Config{Workers: 1, MaxSampleCPU: victimLimit, Datasets: map[string]string{"victim": manyPhotos(t, ds, victimCopies), "bomb": ds}})
+			victimSize := e.srv.datasets["victim"].Len()
 			attack, over := largestAllowed(t, e.srv, tc.mk)
 			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 			var wg sync.WaitGroup
@@ -198,6 +236,10 @@ func TestVictimUnderAttack(t *testing.T) {
 				}
 				return c
 			}
+			// Its first epoch is cold (files read, no decoder index or
+			// coefficient cache yet): its rate alone is the second's.
+			epoch := uint64(victimSize)
+			waitUntil(t, "the victim's first epoch", func() bool { return victim.Made() >= epoch })
 			c0 := now()
 			waitUntil(t, "the victim alone making 1000 samples", func() bool { return victim.Made()-c0.victim >= 1000 })
 			alone := now().sub(c0)
@@ -254,25 +296,16 @@ func TestVictimUnderAttack(t *testing.T) {
 			t.Logf("disconnect: the attackers' work stopped within %.3f s of the workers' time (%.3f s of it the attackers' CPU; %d samples abandoned running)",
 				(stop.cpu + stop.idle).Seconds(), stop.attackerCPU.Seconds(), told1-told0)
 			t.Logf("after: %d samples in %.3f s: %.0f a second, %.2fx", after.victim, (after.cpu + after.idle).Seconds(), after.rate(), after.rate()/alone.rate())
-			// Beside the blur bomb the victim's share was 0.46-0.50 in 7
-			// runs of 12 and 0.19-0.37 in the other 5: there its
-			// queue holds less than a batch at a time (84 of its 128
-			// samples waiting at every poll; its coordinator has 2 leases
-			// in flight of its window of 4; both weights 0.5), so it
-			// empties after each of its batches (25-50 ms of CPU), the
-			// worker takes the bomb's next sample (95 ms) and the victim's
-			// lag grows past the one sample a queue that empties may keep
-			// (lagBound). Not the weights; why the window is not filled
-			// (not the memory budget: the same at 4 GiB) is not found, and
-			// so this case's rate is logged, not asserted.
-			if r := during.rate() / alone.rate(); tc.during && r < 0.5 {
-				t.Errorf("during the attack the victim kept %.2fx its rate alone, want at least 0.5x", r)
+			t.Logf("the victim's part of the workers' time: alone %.3f, during %.3f (%.2fx), after %.3f (%.2fx)",
+				alone.part(), during.part(), during.part()/alone.part(), after.part(), after.part()/alone.part())
+			if r := during.part() / alone.part(); r < 0.45 {
+				t.Errorf("during the attack the victim kept %.2fx its part of the workers alone, want its half (at least 0.45x)", r)
 			}
 			if d := stop.cpu + stop.idle; d > 2*time.Second {
 				t.Errorf("the attackers' work stopped %v of the workers' time after they disconnected, want within 2 s", d)
 			}
-			if r := after.rate() / alone.rate(); r < 0.9 {
-				t.Errorf("after the attack the victim is back to %.2fx its rate alone, want at least 0.9x", r)
+			if r := after.part() / alone.part(); r < 0.9 {
+				t.Errorf("after the attack the victim is back to %.2fx its part of the workers alone, want at least 0.9x", r)
 			}
 		})
 	}
