@@ -662,7 +662,10 @@ func (e *Executor) take(q *Queue) (*fillReq, int, charge) {
 	q.running++
 	q.pending--
 	c := q.class()
-	e.vnow[c] = q.vtime
+	// Never back: a queue that came back with lag (lagBound) starts its
+	// sample behind the clock, and a clock it pulled back would give the
+	// next queue to come back that much more.
+	e.vnow[c] = max(e.vnow[c], q.vtime)
 	ch := charge{est: q.est, w: q.weight}
 	q.vtime += ch.est / ch.w
 	if e.vnow[c] >= rebaseAt {
