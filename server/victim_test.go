@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
@@ -100,6 +101,7 @@ func largestAllowed(t *testing.T, s *Server, mk func(px uint32) *pb.OpenJob) (ok
 // trainerOn is starvedTrainer on a connection of its own (client): a
 // trainer that takes every batch as it comes, until ctx ends.
 func trainerOn(ctx context.Context, t *testing.T, client pb.FeedServiceClient, open *pb.OpenJob) {
+	open = proto.Clone(open).(*pb.OpenJob) // open may be shared by several trainers
 	open.Epochs = 0
 	s, err := client.Feed(ctx)
 	if err != nil {
@@ -241,7 +243,7 @@ func TestVictimUnderAttack(t *testing.T) {
 			epoch := uint64(victimSize)
 			waitUntil(t, "the victim's first epoch", func() bool { return victim.Made() >= epoch })
 			c0 := now()
-			waitUntil(t, "the victim alone making 1000 samples", func() bool { return victim.Made()-c0.victim >= 1000 })
+			waitUntil(t, "the victim alone making 2000 samples", func() bool { return victim.Made()-c0.victim >= 2000 })
 			alone := now().sub(c0)
 
 			actx, disconnect := context.WithCancel(ctx)
@@ -284,7 +286,7 @@ func TestVictimUnderAttack(t *testing.T) {
 			told1, _ := e.srv.exec.Abandoned()
 			stop := now().sub(gone0)
 			r0 := now()
-			waitUntil(t, "the victim making 1000 samples after the attack", func() bool { return victim.Made()-r0.victim >= 1000 })
+			waitUntil(t, "the victim making 2000 samples after the attack", func() bool { return victim.Made()-r0.victim >= 2000 })
 			after := now().sub(r0)
 
 			t.Logf("the attack: %s (predicted %v a sample at worst; one size up refused)", attack.GetJob().GetTransform().GetOps()[0], costOf(t, e.srv, attack))
