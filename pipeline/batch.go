@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/batch"
 	"github.com/stoker-dev/stoker/pipeline/source"
@@ -110,6 +111,24 @@ type Executor struct {
 	// made counts the samples made, of every queue: a batch's progress
 	// while it waits for a worker (batch.Progress.Queued).
 	made atomic.Uint64
+	// cpuUsed is the CPU time of every sample made, as the CPUClock read
+	// it, in ns; idle is the wall time the workers slept with no sample
+	// to take, in ns (Capacity).
+	cpuUsed, idle atomic.Int64
+}
+
+// Capacity is what the workers have given out since the Executor
+// started: cpu, the CPU time their samples took (as its CPUClock read it;
+// 0 without one), of every queue, closed ones too; and idle, the wall
+// time they slept with no sample to take (summed over the workers). Time
+// the host gave a worker's thread to other work while it had a sample is
+// in neither: cpu + idle is the workers' time as the executor's load
+// alone would have left it, so a queue's samples per second of it is its
+// rate whatever else the host runs (the thread CPU clock counts only the
+// time the thread ran). What the idle part counts is still wall time:
+// a worker woken on a loaded host is counted idle until it runs.
+func (e *Executor) Capacity() (cpu, idle time.Duration) {
+	return time.Duration(e.cpuUsed.Load()), time.Duration(e.idle.Load())
 }
 
 // Running is how many samples the workers are making now.

@@ -32,9 +32,12 @@ const (
 	// gave) when a worker takes it, and the difference when it is done. A
 	// worker takes the next sample of the queue with the smallest (ties:
 	// the earliest queued Fill). A queue that was empty starts again at
-	// max(its virtual time, the executor's), the executor's being the start
-	// time of the sample taken last, so a job that was idle does not bank
-	// credit and then take the pool for a burst. Over any stretch where two
+	// max(its virtual time, the executor's less one sample of the costliest
+	// queue active), the executor's being the start time of the sample
+	// taken last, so a job that was idle does not bank credit and then
+	// take the pool for a burst beyond that one sample's worth, which a
+	// job whose batches are smaller than another's samples would otherwise
+	// lose every time it empties while such a sample runs (lagBound). Over any stretch where two
 	// queues both have work, their samples taken differ from the weights'
 	// ratio by at most about one sample each. Within a queue, Fills are
 	// served in arrival order. Queues are of two classes (SetBackground):
@@ -519,7 +522,7 @@ func (e *Executor) enqueue(r *fillReq) {
 	r.seq = e.seq
 	if q.head == nil {
 		q.head, q.tail = r, r
-		q.vtime = max(q.vtime, e.vnow[q.class()])
+		q.vtime = max(q.vtime, e.vnow[q.class()]-e.lagBound(q.class()))
 		q.waitSince = time.Now()
 		q.slot = len(e.active)
 		e.active = append(e.active, q)
@@ -533,6 +536,25 @@ func (e *Executor) enqueue(r *fillReq) {
 	for range k {
 		e.work.Signal()
 	}
+}
+
+// lagBound is how far behind its class's virtual time a queue that was
+// empty may start again: one sample of the costliest queue active in the
+// class (its estimate over its weight). A worker keeps a sample it took
+// until it is made, so a queue whose work comes in bursts smaller than
+// another's samples (a cheap recipe's batch beside a blur of 100 ms a
+// sample) empties while that one runs, and would lose, every time, the
+// share the sample took; it keeps that much, and no more: what it may
+// take in one burst on its return is one such sample's worth. e.mu is
+// held.
+func (e *Executor) lagBound(class int) float64 {
+	b := 0.0
+	for _, q := range e.active {
+		if q.class() == class {
+			b = max(b, q.est/q.weight)
+		}
+	}
+	return b
 }
 
 // unlink takes r, which has no samples left to start, off its queue's list;
@@ -640,7 +662,10 @@ func (e *Executor) take(q *Queue) (*fillReq, int, charge) {
 	q.running++
 	q.pending--
 	c := q.class()
-	e.vnow[c] = q.vtime
+	// Never back: a queue that came back with lag (lagBound) starts its
+	// sample behind the clock, and a clock it pulled back would give the
+	// next queue to come back that much more.
+	e.vnow[c] = max(e.vnow[c], q.vtime)
 	ch := charge{est: q.est, w: q.weight}
 	q.vtime += ch.est / ch.w
 	if e.vnow[c] >= rebaseAt {
@@ -734,7 +759,9 @@ func (e *Executor) run(d *Decoder, w int) {
 				break
 			}
 			e.sleeping++
+			slept := time.Now()
 			e.work.Wait()
+			e.idle.Add(int64(time.Since(slept)))
 			continue
 		}
 		r, i, ch := e.take(q)
@@ -805,6 +832,7 @@ func (e *Executor) run(d *Decoder, w int) {
 		if e.cpu != nil {
 			used := e.cpu() - c0
 			q.cpu.Add(int64(used))
+			e.cpuUsed.Add(int64(used))
 			cost = max(float64(used), 0) / float64(cpuUnit)
 		}
 		e.mu.Lock()

@@ -180,3 +180,47 @@ func TestQueueSetCostCharged(t *testing.T) {
 		t.Errorf("no CPU clock: estimate %v after SetCost, want 1", est)
 	}
 }
+
+// TestEmptiedQueueKeepsOneSampleOfLag: a queue that empties and comes
+// back starts at most one sample of the costliest active queue behind the
+// executor's virtual time (lagBound), not at it. One worker, a cheap
+// queue (1 ms a sample) idle while an expensive one (100 ms) made three
+// samples alone: back, with both queued, the cheap one gets 200 samples
+// (the 100 ms of the expensive one's sample in progress when it came,
+// and one sample's worth of lag) before the expensive one's next, not
+// 100 (no lag, as before) nor 300 (all it missed: banking).
+func TestEmptiedQueueKeepsOneSampleOfLag(t *testing.T) {
+	var v virtualCPU
+	e := NewExecutor(1, WithCPUClock(v.clock))
+	defer e.Close()
+	var log readLog
+	cheap, dear := e.Queue("cheap"), e.Queue("dear")
+	var b Batch
+	if err := cheap.Fill(context.Background(), &probeDataset{name: "cheap", n: 1, onRead: v.costRead(&log, time.Millisecond)}, smallTrain(t), 0, 0, seq(1), Drop, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := dear.Fill(context.Background(), &probeDataset{name: "dear", n: 3, onRead: v.costRead(&log, 100*time.Millisecond)}, smallTrain(t), 0, 0, seq(3), Drop, &b); err != nil {
+		t.Fatal(err)
+	}
+	g := holdWorker(t, e)
+	dd := fillAsync(context.Background(), t, dear, &probeDataset{name: "dear", n: 50, onRead: v.costRead(&log, 100*time.Millisecond)}, 50)
+	waitPending(t, dear, 50)
+	dc := fillAsync(context.Background(), t, cheap, &probeDataset{name: "cheap", n: 400, onRead: v.costRead(&log, time.Millisecond)}, 400)
+	waitPending(t, cheap, 400)
+	close(g.release)
+	for _, c := range []<-chan error{g.done, dd, dc} {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for _, name := range log.names[4:] { // after the first 4 samples, made alone
+		if name != "cheap" {
+			break
+		}
+		n++
+	}
+	if n != 200 {
+		t.Errorf("back from idle, the cheap queue got %d samples before the expensive one's next, want 200", n)
+	}
+}

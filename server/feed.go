@@ -46,7 +46,7 @@ func (s *Server) Feed(stream stokerv1.FeedService_FeedServer) error {
 	}
 	id := strconv.FormatUint(s.streamID.Add(1), 10)
 	log := s.log.With("job", id, "dataset", job.SpecName(o.GetJob()), "client", rpc.ClientHost(ctx))
-	j, err := s.newJob(o.GetJob(), job.Origin{Stream: id, EpochWorld: int(o.GetEpochWorldSize())})
+	j, err := s.newJob(o.GetJob(), job.Origin{Stream: id, EpochWorld: int(o.GetEpochWorldSize()), Client: rpc.ClientID(ctx)})
 	if err == nil {
 		var st coord.Stream
 		if st, err = streamOf(o, j); err == nil {

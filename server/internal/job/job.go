@@ -45,6 +45,8 @@ type Job struct {
 	// epoch of an elastic resume; 0: world).
 	shuffle    shuffleChoice
 	epochWorld int
+	// client is Origin.Client.
+	client string
 	// repeats is JobSpec.repeats: every sample that many times an epoch
 	// (repeated augmentation); 1: off.
 	repeats int
@@ -96,6 +98,10 @@ type Origin struct {
 	Stream string
 	// EpochWorld is the stream's OpenJob.epoch_world_size.
 	EpochWorld int
+	// Client is who opened a Feed job (rpc.ClientID): the executor
+	// shares its cores between clients first, then among each client's
+	// jobs. Empty: one client of its own per job.
+	Client string
 }
 
 // Env is what New checks a spec against: the server's datasets and its
@@ -134,7 +140,7 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &Job{spec: spec, name: spec.GetDataset(), id: o.ID, epochWorld: o.EpochWorld}
+	j := &Job{spec: spec, name: spec.GetDataset(), id: o.ID, epochWorld: o.EpochWorld, client: o.Client}
 	if len(j.name) > maxDatasetName {
 		return nil, status.Errorf(codes.InvalidArgument, "dataset name of %d bytes: the limit is %d", len(j.name), maxDatasetName)
 	}
@@ -273,6 +279,10 @@ func cpuWeightOf(w, most float64) (float64, error) {
 // CPUWeight is the job's weight in the executor's share of the cores
 // (JobSpec.cpu_weight, clamped by --max-cpu-weight).
 func (j *Job) CPUWeight() float64 { return j.cpuWeight }
+
+// Client is who opened the job (Origin.Client): "" for one not opened on
+// a Feed stream.
+func (j *Job) Client() string { return j.client }
 
 // Cost is the job's transform's predicted CPU per sample.
 func (j *Job) Cost() pipeline.Cost { return j.cost }

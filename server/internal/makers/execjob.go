@@ -31,7 +31,8 @@ type ExecJob struct {
 	exec   *pipeline.Executor
 	demand atomic.Pointer[pipeline.JobDemand]
 	shares *Shares // nil with the fifo schedule
-	// work and client: a Work job's, and its coordinator's host.
+	// work: a Work job's; client: its coordinator's host, or a Feed
+	// job's client (rpc.ClientID; "": a client of its own).
 	work   bool
 	client string
 	// make makes the job's batches: the queue's Fill, or what
@@ -54,7 +55,8 @@ const ExecJobBytes = 4 << 10
 // OpenExecJob makes job j's handle on the executor, its queue named by
 // j.ID(); its batches are made as making (Config.Making) wraps the queue's
 // Fill, when set. A Work job's (work) is weighed as its coordinator's at
-// client.
+// client, a Feed job's as one of client's (rpc.ClientID; "": a client of
+// its own).
 func OpenExecJob(exec *pipeline.Executor, sh *Shares, making func(pipeline.Dataset, int, MakeFunc) MakeFunc, j *job.Job, work bool, client string) *ExecJob {
 	e := &ExecJob{j: j, exec: exec, shares: sh, work: work, client: client}
 	e.make = e.fill

@@ -38,7 +38,8 @@ func (m *Local) queue(j coord.Job) *ExecJob {
 	defer m.mu.Unlock()
 	e := m.jobs[j]
 	if e == nil {
-		e = OpenExecJob(m.exec, m.shares, m.making, JobOf(j), false, "")
+		jj := JobOf(j)
+		e = OpenExecJob(m.exec, m.shares, m.making, jj, false, jj.Client())
 		m.jobs[j] = e
 	}
 	return e

@@ -25,6 +25,9 @@ const DormantAfter = 2
 // have samples waiting (with the default 0, only what Feed jobs leave:
 // their queues are in the executor's background class).
 //
+// Feed jobs are shared by client first (rpc.ClientID: a verified client
+// certificate's subject, else a connection), then among each client's
+// jobs, so a client that opens more jobs does not take more of the cores.
 // A Feed job's demand is its input stall and its trainer's GPU seconds
 // per sample as its coordinator measured them, and the share of the
 // executor's CPU it took lately (the executor shares CPU time, not
@@ -48,8 +51,10 @@ type Shares struct {
 // shareEntry is one queue's place in the schedule.
 type shareEntry struct {
 	demand func() pipeline.JobDemand
-	work   bool    // a Work job's (kind 1); a Feed job's otherwise
-	client string  // a Work job's client host
+	work   bool // a Work job's (kind 1); a Feed job's otherwise
+	// client is a Work job's client host, a Feed job's client
+	// (rpc.ClientID; "": a client of its own).
+	client string
 	made   uint64  // Made at the last rebalance
 	cpu    float64 // Charged at the last rebalance
 	// cps is the CPU (in the executor's cpuUnits) its samples were
@@ -87,7 +92,8 @@ func NewShares(floor, target, workShare float64, samples *prometheus.CounterVec)
 }
 
 // add weighs q by demand from now on: a Work job's of the coordinator at
-// client when work is set, one of this server's own Feed jobs otherwise.
+// client when work is set, otherwise one of this server's own Feed jobs,
+// opened by client ("": a client of its own).
 // Its share is multiplied by weight (the job's cpu_weight; <= 0: 1).
 func (sh *Shares) add(q *pipeline.Queue, demand func() pipeline.JobDemand, work bool, client string, weight float64) {
 	if !(weight > 0) {
@@ -268,4 +274,19 @@ func (sh *Shares) ByKind(base func() (feed, work uint64), f func(q *pipeline.Que
 		}
 	}
 	return feed, work
+}
+
+// FeedClients is how many Feed jobs' queues the schedule holds for each
+// client (rpc.ClientID; "" for jobs of no client): the clients among
+// which it shares the cores first.
+func (sh *Shares) FeedClients() map[string]int {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	out := map[string]int{}
+	for _, e := range sh.all {
+		if !e.work {
+			out[e.client]++
+		}
+	}
+	return out
 }

@@ -105,3 +105,62 @@ func TestSharesJobWeight(t *testing.T) {
 		t.Errorf("after a rebalance: weights %v and %v, want 3:1", qa.Weight(), qb.Weight())
 	}
 }
+
+// TestSharesFeedClients: Feed jobs are shared by client first. A client
+// of 8 starved jobs weighs, all together, as much as another client's
+// one starved job (its jobs split its half alike); a client of one job
+// weighs as that job did before clients were counted; and jobs of no
+// client ("") are each a client of their own.
+func TestSharesFeedClients(t *testing.T) {
+	starved := pipeline.JobDemand{Stall: 1}
+	rows := []shareRow{row(false, "conn 127.0.0.1:5001", starved, 0, 0.5)}
+	for range 8 {
+		rows = append(rows, row(false, "conn 127.0.0.1:5002", starved, 0, 0.5/8))
+	}
+	sh := NewShares(-1, 0.02, 0, nil)
+	w := sh.weights(rows)
+	if math.Abs(w[0]-0.5) > 1e-9 || math.Abs(sum(w[1:])-0.5) > 1e-9 {
+		t.Errorf("one job of a client %.3f, 8 jobs of another %.3f in all: want 0.5 and 0.5", w[0], sum(w[1:]))
+	}
+	for k := 2; k < len(w); k++ {
+		if math.Abs(w[k]-w[1]) > 1e-9 {
+			t.Errorf("the 8 jobs' weights %v: want them alike", w[1:])
+			break
+		}
+	}
+
+	// The same 9 jobs with no client: 9 clients, each 1/9.
+	for i := range rows {
+		rows[i].e.client = ""
+	}
+	for i, x := range sh.weights(rows) {
+		if math.Abs(x-1.0/9) > 1e-9 {
+			t.Errorf("job %d of no client: weight %.3f, want 1/9", i, x)
+		}
+	}
+
+	// A client's jobs divide its share by the stall schedule, as jobs
+	// did before: of client b's two, the stalled one with 3x the other's
+	// work gets most of b's half; a client's work is its jobs' mean (2
+	// for b, as much as a's one job says), so a keeps its half.
+	w = sh.weights([]shareRow{
+		row(false, "a", pipeline.JobDemand{Stall: 0.5, Work: 2}, 0, 0),
+		row(false, "b", pipeline.JobDemand{Stall: 0.5, Work: 1}, 0, 0),
+		row(false, "b", pipeline.JobDemand{Stall: 0.5, Work: 3}, 0, 0),
+	})
+	if math.Abs(w[0]-0.5) > 1e-9 || math.Abs(w[1]+w[2]-0.5) > 1e-9 || !(w[2] > w[1]) {
+		t.Errorf("a %.3f, b's %.3f and %.3f: want a 0.5, b's summing to 0.5, the one of more work more", w[0], w[1], w[2])
+	}
+
+	// A job whose trainer reports no stall (its reports come when a
+	// batch reaches it, so a starved one reports late) but whose samples
+	// waited for a core all the period is stalled: it is not weighed
+	// down to what it got.
+	w = sh.weights([]shareRow{
+		row(false, "a", pipeline.JobDemand{}, 1, 0.1),
+		row(false, "b", pipeline.JobDemand{Stall: 1}, 0, 0.9),
+	})
+	if math.Abs(w[0]-0.5) > 1e-9 {
+		t.Errorf("a job that waited for a core all along, saying no stall: %.3f, want 0.5", w[0])
+	}
+}

@@ -2,6 +2,7 @@ package makers
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/stoker-dev/stoker/pipeline"
 )
@@ -21,8 +22,9 @@ func (sh *Shares) kindScale(work bool) float64 {
 	return 1 - ws
 }
 
-// weights are the rows' queue weights: Feed jobs by the stall schedule on
-// their own demand; Work jobs first by client host, on what was measured
+// weights are the rows' queue weights: Feed jobs by the stall schedule,
+// first by client on its jobs' demand, then within a client by each
+// job's (feedWeights); Work jobs first by client host, on what was measured
 // of each host, then within a host by its jobs' claims, each capped by
 // what was measured of the job; each kind scaled by kindScale.
 func (sh *Shares) weights(rows []shareRow) []float64 {
@@ -41,14 +43,8 @@ func (sh *Shares) weights(rows []shareRow) []float64 {
 		hosts[r.e.client] = append(hosts[r.e.client], i)
 	}
 	if len(feed) > 0 {
-		ds := make([]pipeline.JobDemand, len(feed))
-		used := usedOf(rows, feed)
-		for k, i := range feed {
-			d := rows[i].d
-			ds[k] = pipeline.JobDemand{Stall: clamp01(d.Stall), Work: perCPU(d.Work, rows[i].e.cps), Used: used[k]}
-		}
-		for k, s := range pipeline.StallShares(ds, sh.target, sh.floor) {
-			out[feed[k]] = s * sh.kindScale(false)
+		for i, s := range sh.feedWeights(rows, feed) {
+			out[i] = s * sh.kindScale(false)
 		}
 	}
 	if len(order) == 0 {
@@ -82,6 +78,75 @@ func (sh *Shares) weights(rows []shareRow) []float64 {
 		}
 		for k, js := range pipeline.StallShares(ds, sh.target, sh.floor) {
 			out[jobs[k]] = hs * js * sh.kindScale(true)
+		}
+	}
+	return out
+}
+
+// feedWeights are the Feed rows' (feed, indexes into rows) shares, by
+// row, summing to 1: the stall schedule over the clients, then over each
+// client's jobs. A job's stall is the larger of its trainer's and the
+// share of the period its samples waited for a core here. A client's
+// demand is its jobs': stalled if any of them is, the mean GPU work per CPU of those that say theirs, and what they
+// used together; so one client of one job weighs as that job did, and a
+// client of many jobs as one (its jobs divide its share). A row of no
+// client ("") is a client of its own.
+func (sh *Shares) feedWeights(rows []shareRow, feed []int) map[int]float64 {
+	clients := map[string][]int{}
+	var order []string
+	for _, i := range feed {
+		c := rows[i].e.client
+		if c == "" {
+			c = "job " + strconv.Itoa(i)
+		}
+		if _, ok := clients[c]; !ok {
+			order = append(order, c)
+		}
+		clients[c] = append(clients[c], i)
+	}
+	work := func(i int) float64 { return perCPU(rows[i].d.Work, rows[i].e.cps) }
+	// A job is stalled as its trainer says, or as this executor measured:
+	// its samples waited for a core. The trainer's word comes late (it
+	// reports its wait when a batch reaches it), so a job the executor
+	// starves would otherwise report less and less stall, count as fed,
+	// and be weighed down further.
+	stall := func(i int) float64 { return max(clamp01(rows[i].d.Stall), rows[i].measured) }
+	cds := make([]pipeline.JobDemand, len(order))
+	for c, name := range order {
+		known, sum := 0, 0.0
+		for _, i := range clients[name] {
+			cds[c].Stall = max(cds[c].Stall, stall(i))
+			cds[c].Used += rows[i].used
+			if w := work(i); w > 0 && !math.IsInf(w, 0) {
+				known++
+				sum += w
+			}
+		}
+		if known > 0 {
+			cds[c].Work = sum / float64(known)
+		}
+	}
+	total := 0.0
+	for _, d := range cds {
+		total += d.Used
+	}
+	for c := range cds {
+		if total > 0 {
+			cds[c].Used /= total
+		} else {
+			cds[c].Used = 0
+		}
+	}
+	out := make(map[int]float64, len(feed))
+	for c, cs := range pipeline.StallShares(cds, sh.target, sh.floor) {
+		jobs := clients[order[c]]
+		ds := make([]pipeline.JobDemand, len(jobs))
+		used := usedOf(rows, jobs)
+		for k, i := range jobs {
+			ds[k] = pipeline.JobDemand{Stall: stall(i), Work: work(i), Used: used[k]}
+		}
+		for k, js := range pipeline.StallShares(ds, sh.target, sh.floor) {
+			out[jobs[k]] = cs * js
 		}
 	}
 	return out

@@ -1,0 +1,388 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stoker-dev/stoker/pipeline"
+	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+	"github.com/stoker-dev/stoker/server/internal/job"
+)
+
+// victimLimit is the --max-sample-cpu of the victim tests' server: the
+// attackers' jobs are the costliest it lets open. Lower than the default
+// (250ms) so that a window of a few seconds of CPU holds tens of the
+// attackers' samples (a worker keeps a sample it took until it is made:
+// the share is counted in whole samples); the schedule is the same at any
+// limit.
+const victimLimit = 50 * time.Millisecond
+
+// blurBomb is the bomb scaled to a crop of side px: 32 blurs of
+// the largest odd kernel under px (at most 1023), sigma 1000, batch 1.
+func blurBomb(dataset string, px uint32) *pb.OpenJob {
+	k := min(px-1, 1023)
+	if k%2 == 0 {
+		k--
+	}
+	ops := []*pb.Op{rrcOp(px)}
+	for range 32 {
+		ops = append(ops, &pb.Op{Op: &pb.Op_GaussianBlur{GaussianBlur: &pb.GaussianBlur{KernelX: k, KernelY: k, SigmaMin: 1000, SigmaMax: 1000}}})
+	}
+	return &pb.OpenJob{Job: &pb.JobSpec{Dataset: dataset, Transform: &pb.TransformSpec{Ops: ops}, BatchSize: 1, Seed: 1, Shuffle: true}, Credits: 4}
+}
+
+// victimCopies is how many copies of each photo the victim's dataset
+// holds (manyPhotos): 1008 samples.
+const victimCopies = 24
+
+// manyPhotos is a dataset of copies (hard links) of the photos under
+// dir, each copies times: an epoch of many batches, as a trainer's is. A
+// coordinator leases at most one epoch ahead, so on the 42 photos alone
+// (an epoch of one batch of 42) the victim would have 2 batches in
+// flight, 84 samples, about 20 ms of CPU: less than one sample of the
+// attack, so its queue would empty while each of those runs.
+func manyPhotos(t *testing.T, dir string, copies int) string {
+	t.Helper()
+	root := t.TempDir()
+	files, err := filepath.Glob(filepath.Join(dir, "*", "*.jpg"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("photos under %s: %v %v", dir, files, err)
+	}
+	for _, f := range files {
+		class := filepath.Join(root, filepath.Base(filepath.Dir(f)))
+		if err := os.MkdirAll(class, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for k := range copies {
+			if err := os.Link(f, filepath.Join(class, fmt.Sprintf("%02d-%s", k, filepath.Base(f)))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return root
+}
+
+// largestAllowed is mk at the largest crop side whose job the server
+// opens (its predicted worst sample within --max-sample-cpu), and the
+// job at the next side up, which it refuses.
+func largestAllowed(t *testing.T, s *Server, mk func(px uint32) *pb.OpenJob) (ok, over *pb.OpenJob) {
+	t.Helper()
+	opens := func(px uint32) bool {
+		_, err := s.newJob(mk(px).GetJob(), job.Origin{})
+		return err == nil
+	}
+	lo, hi := uint32(16), uint32(4096) // opens(lo), !opens(hi)
+	if !opens(lo) || opens(hi) {
+		t.Fatalf("want a job of side %d to open and one of %d refused", lo, hi)
+	}
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; opens(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return mk(lo), mk(hi)
+}
+
+// trainerOn is starvedTrainer on a connection of its own (client): a
+// trainer that takes every batch as it comes, until ctx ends.
+func trainerOn(ctx context.Context, t *testing.T, client pb.FeedServiceClient, open *pb.OpenJob) {
+	open = proto.Clone(open).(*pb.OpenJob) // open may be shared by several trainers
+	open.Epochs = 0
+	s, err := client.Feed(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			t.Errorf("Feed: %v", err)
+		}
+		return
+	}
+	s.Send(&pb.FeedRequest{Msg: &pb.FeedRequest_Open{Open: open}})
+	var want, got uint64
+	asked := time.Now()
+	for {
+		m, err := s.Recv()
+		if err != nil {
+			if ctx.Err() == nil {
+				t.Errorf("%s: %v", open.GetJob().GetDataset(), err)
+			}
+			return
+		}
+		switch {
+		case m.GetBatch() != nil:
+			want, got = m.GetBatch().GetDataBytes(), 0
+			continue
+		case m.GetChunk() != nil:
+			got += uint64(len(m.GetChunk().GetData()))
+			if got < want {
+				continue
+			}
+		default:
+			continue
+		}
+		wait := time.Since(asked)
+		asked = time.Now()
+		s.Send(&pb.FeedRequest{Msg: &pb.FeedRequest_Credit{Credit: &pb.Credit{Credits: 1, Batches: 1, WaitSeconds: wait.Seconds()}}})
+	}
+}
+
+// capacity is the executor's workers' time so far (pipeline's
+// Executor.Capacity): the CPU of its samples and the time it had none.
+type capacity struct {
+	victim      uint64        // the victim's samples made
+	vcpu, cpu   time.Duration // the victim's CPU, every queue's
+	idle        time.Duration
+	attackerCPU time.Duration
+}
+
+func (c capacity) sub(o capacity) capacity {
+	return capacity{victim: c.victim - o.victim, vcpu: c.vcpu - o.vcpu, cpu: c.cpu - o.cpu, idle: c.idle - o.idle, attackerCPU: c.attackerCPU - o.attackerCPU}
+}
+
+// rate is the victim's samples per second of the workers' time.
+func (c capacity) rate() float64 { return float64(c.victim) / (c.cpu + c.idle).Seconds() }
+
+// part is the victim's CPU over the workers' time.
+func (c capacity) part() float64 { return c.vcpu.Seconds() / (c.cpu + c.idle).Seconds() }
+
+// TestVictimUnderAttack: a victim trainer, and on the same server (one
+// decode worker) an attacker on a connection of its own: the blur bomb
+// at the largest size the cost model lets open, or 8 jobs of AugMix
+// 10/16/14 at the largest crop it lets open (the next size up of either
+// is refused before anything is decoded). What the victim gets is
+// counted in the executor's workers' own time, by the executor's
+// accounting (the thread CPU of every sample, and the time the workers
+// had no sample: Capacity), not in the wall clock, which the host's
+// other load would stretch: its part is the CPU its samples took over
+// that time (its samples per second of it are logged too; they also
+// move with what each sample happened to cost):
+//
+//   - alone (after its first, cold epoch), the workers are all its own;
+//   - during the attack it keeps its half: the executor shares the cores
+//     by client first (this connection against the attacker's), then
+//     among each client's jobs, so 8 jobs take no more than one. A
+//     victim that alone keeps the worker busy, as this one does, gets
+//     exactly half beside one other client: the test asks for 0.45, the
+//     rest being the schedule's grain (a worker keeps a sample it took,
+//     here up to 100 ms);
+//   - once the attacker disconnects its work stops (its queues closed,
+//     every sample it had running back, by the executor's events) within
+//     2 s of the workers' time, and the victim is back to 0.9 of its
+//     part alone.
+func TestVictimUnderAttack(t *testing.T) {
+	ds, err := filepath.Abs("../testdata/photos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		jobs int
+		mk   func(px uint32) *pb.OpenJob
+	}{
+		{"blur bomb", 1, func(px uint32) *pb.OpenJob { return blurBomb("bomb", px) }},
+		{"8 AugMix jobs", 8, func(px uint32) *pb.OpenJob { return augMixJob("bomb", px, 4) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := startServer(t, Config{Workers: 1, MaxSampleCPU: victimLimit, Datasets: map[string]string{"victim": manyPhotos(t, ds, victimCopies), "bomb": ds}})
+			victimSize := e.srv.datasets["victim"].Len()
+			attack, over := largestAllowed(t, e.srv, tc.mk)
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+			var wg sync.WaitGroup
+			defer func() {
+				cancel()
+				wg.Wait()
+			}()
+			attacker := dial(t, e.addr) // a connection, and so a client, of its own
+			_, err := pb.NewFeedServiceClient(attacker).DescribeJob(ctx, &pb.DescribeJobRequest{Job: over.GetJob()})
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "--max-sample-cpu") {
+				t.Fatalf("the attack one size up: %v; want INVALID_ARGUMENT naming --max-sample-cpu", err)
+			}
+
+			// A training recipe (RandomResizedCrop 224 and a flip), batch
+			// 128: a batch is more CPU than one of the attackers'
+			// samples, as a trainer's is (a worker keeps a sample it
+			// took: a victim whose whole window of batches were less
+			// than one such sample would leave the worker to it between
+			// its batches).
+			victimJob := smallJob("victim", 128)
+			victimJob.Job.Transform.Ops[0] = rrcOp(224)
+			wg.Go(func() { trainerOn(ctx, t, e.client, victimJob) })
+			var victim *pipeline.Queue
+			waitUntil(t, "the victim's queue", func() bool {
+				for _, q := range e.srv.exec.Queues() {
+					if strings.Contains(q.Name(), "victim") && q.Made() > 0 {
+						victim = q
+					}
+				}
+				return victim != nil
+			})
+			var attackers []*pipeline.Queue
+			now := func() capacity {
+				c := capacity{victim: victim.Made(), vcpu: victim.CPU()}
+				c.cpu, c.idle = e.srv.exec.Capacity()
+				for _, q := range attackers {
+					c.attackerCPU += q.CPU()
+				}
+				return c
+			}
+			// Its first epoch is cold (files read, no decoder index or
+			// coefficient cache yet): its rate alone is the second's.
+			epoch := uint64(victimSize)
+			waitUntil(t, "the victim's first epoch", func() bool { return victim.Made() >= epoch })
+			c0 := now()
+			waitUntil(t, "the victim alone making 2000 samples", func() bool { return victim.Made()-c0.victim >= 2000 })
+			alone := now().sub(c0)
+
+			actx, disconnect := context.WithCancel(ctx)
+			var awg sync.WaitGroup
+			for range tc.jobs {
+				awg.Go(func() { trainerOn(actx, t, pb.NewFeedServiceClient(attacker), attack) })
+			}
+			waitUntil(t, "every attacking job's queue making samples", func() bool {
+				attackers = nil
+				for _, q := range e.srv.exec.Queues() {
+					if strings.Contains(q.Name(), "bomb") && q.Made() > 0 {
+						attackers = append(attackers, q)
+					}
+				}
+				return len(attackers) == tc.jobs
+			})
+			// The two clients' shares are set at the schedule's next
+			// rebalance (every 500 ms): from the attackers' first 0.5 s
+			// of CPU on.
+			a0 := now()
+			waitUntil(t, "the attackers using 0.5 s of CPU", func() bool { return now().attackerCPU-a0.attackerCPU >= 500*time.Millisecond })
+			d0 := now()
+			waitUntil(t, "the attackers using 3 s of CPU", func() bool { return now().attackerCPU-d0.attackerCPU >= 3*time.Second })
+			during := now().sub(d0)
+
+			gone0 := now()
+			told0, _ := e.srv.exec.Abandoned()
+			disconnect()
+			attacker.Close()
+			waitUntil(t, "the attackers' queues closed and their samples running back", func() bool {
+				for _, q := range e.srv.exec.Queues() {
+					if strings.Contains(q.Name(), "bomb") {
+						return false
+					}
+				}
+				told, back := e.srv.exec.Abandoned()
+				return told == back
+			})
+			awg.Wait()
+			told1, _ := e.srv.exec.Abandoned()
+			stop := now().sub(gone0)
+			r0 := now()
+			waitUntil(t, "the victim making 2000 samples after the attack", func() bool { return victim.Made()-r0.victim >= 2000 })
+			after := now().sub(r0)
+
+			t.Logf("the attack: %s (predicted %v a sample at worst; one size up refused)", attack.GetJob().GetTransform().GetOps()[0], costOf(t, e.srv, attack))
+			t.Logf("victim alone: %d samples in %.3f s of the workers' time (%.3f s CPU, %.3f s idle): %.0f a second",
+				alone.victim, (alone.cpu + alone.idle).Seconds(), alone.cpu.Seconds(), alone.idle.Seconds(), alone.rate())
+			t.Logf("during: %d samples in %.3f s (the victim's CPU %.3f s, the attackers' %.3f s: its share %.3f; idle %.3f s): %.0f a second, %.2fx",
+				during.victim, (during.cpu + during.idle).Seconds(), during.vcpu.Seconds(), during.attackerCPU.Seconds(),
+				during.vcpu.Seconds()/during.cpu.Seconds(), during.idle.Seconds(), during.rate(), during.rate()/alone.rate())
+			t.Logf("disconnect: the attackers' work stopped within %.3f s of the workers' time (%.3f s of it the attackers' CPU; %d samples abandoned running)",
+				(stop.cpu + stop.idle).Seconds(), stop.attackerCPU.Seconds(), told1-told0)
+			t.Logf("after: %d samples in %.3f s: %.0f a second, %.2fx", after.victim, (after.cpu + after.idle).Seconds(), after.rate(), after.rate()/alone.rate())
+			t.Logf("the victim's part of the workers' time: alone %.3f, during %.3f (%.2fx), after %.3f (%.2fx)",
+				alone.part(), during.part(), during.part()/alone.part(), after.part(), after.part()/alone.part())
+			if r := during.part() / alone.part(); r < 0.45 {
+				t.Errorf("during the attack the victim kept %.2fx its part of the workers alone, want its half (at least 0.45x)", r)
+			}
+			if d := stop.cpu + stop.idle; d > 2*time.Second {
+				t.Errorf("the attackers' work stopped %v of the workers' time after they disconnected, want within 2 s", d)
+			}
+			if r := after.part() / alone.part(); r < 0.9 {
+				t.Errorf("after the attack the victim is back to %.2fx its part of the workers alone, want at least 0.9x", r)
+			}
+		})
+	}
+}
+
+// costOf is the predicted worst CPU of a sample of open's job.
+func costOf(t *testing.T, s *Server, open *pb.OpenJob) time.Duration {
+	j, err := s.newJob(open.GetJob(), job.Origin{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j.Cost().Max
+}
+
+// TestClientIdentity: the executor shares the cores by client first, and
+// a client is a connection, or with mutual TLS the subject of its
+// certificate: jobs opened on one connection are one client however many
+// they are, two connections are two clients; over mutual TLS two
+// connections with one certificate are one client.
+func TestClientIdentity(t *testing.T) {
+	ds, err := filepath.Abs("../testdata/photos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(ctx context.Context, wg *sync.WaitGroup, client pb.FeedServiceClient) {
+		o := smallJob("photos", 4)
+		wg.Go(func() { trainerOn(ctx, t, client, o) })
+	}
+	clients := func(e *testEnv, want int) map[string]int {
+		var got map[string]int
+		waitUntil(t, "the jobs' queues in the schedule", func() bool {
+			got = e.srv.shares.FeedClients()
+			n := 0
+			for _, k := range got {
+				n += k
+			}
+			return n == want
+		})
+		return got
+	}
+
+	e := startServer(t, Config{Workers: 1, Datasets: map[string]string{"photos": ds}})
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	var wg sync.WaitGroup
+	second := pb.NewFeedServiceClient(dial(t, e.addr))
+	for range 3 {
+		open(ctx, &wg, e.client)
+	}
+	open(ctx, &wg, second)
+	got := clients(e, 4)
+	if len(got) != 2 {
+		t.Errorf("3 jobs on one connection and 1 on another: clients %v, want 2", got)
+	}
+	for id, n := range got {
+		if !strings.HasPrefix(id, "conn 127.0.0.1:") || n != 3 && n != 1 {
+			t.Errorf("client %q with %d jobs: want conn 127.0.0.1:port, of 3 or 1", id, n)
+		}
+	}
+	cancel()
+	wg.Wait()
+
+	ca, cert, key := testCA(t)
+	pool, _ := certPool(ca)
+	clientCert, _ := tls.LoadX509KeyPair(cert, key)
+	withCert := grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{clientCert}}))
+	m := startServer(t, Config{Workers: 1, Datasets: map[string]string{"photos": ds}, TLSCert: cert, TLSKey: key, TLSClientCA: ca})
+	ctx, cancel = context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	for range 2 {
+		open(ctx, &wg, pb.NewFeedServiceClient(dial(t, m.addr, withCert)))
+	}
+	got = clients(m, 2)
+	if len(got) != 1 || got["cert CN=stoker"] != 2 {
+		t.Errorf("2 connections of one client certificate: clients %v, want one, \"cert CN=stoker\" with 2 jobs", got)
+	}
+	cancel()
+	wg.Wait()
+}
