@@ -1,0 +1,346 @@
+package pipeline
+
+// The executor's scheduler (weighted fair queueing on the CPU each queue's
+// samples cost, by class) and its workers' loop.
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// enqueue appends r to its queue, which becomes active (at the executor's
+// virtual time, if it was behind) if it was empty, and wakes as many
+// sleeping workers as r has samples. e.mu is held.
+func (e *Executor) enqueue(r *fillReq) {
+	q := r.q
+	e.seq++
+	r.seq = e.seq
+	if q.head == nil {
+		q.head, q.tail = r, r
+		q.vtime = max(q.vtime, e.vnow[q.class()]-e.lagBound(q.class()))
+		q.waitSince = time.Now()
+		q.slot = len(e.active)
+		e.active = append(e.active, q)
+	} else {
+		r.prev, q.tail.next, q.tail = q.tail, r, r
+	}
+	n := len(r.indices)
+	q.pending += n
+	k := min(n, e.sleeping)
+	e.sleeping -= k
+	for range k {
+		e.work.Signal()
+	}
+}
+
+// lagBound is how far behind its class's virtual time a queue that was
+// empty may start again: one sample of the costliest queue active in the
+// class (its estimate over its weight). A worker keeps a sample it took
+// until it is made, so a queue whose work comes in bursts smaller than
+// another's samples (a cheap recipe's batch beside a blur of 100 ms a
+// sample) empties while that one runs, and would lose, every time, the
+// share the sample took; it keeps that much, and no more: what it may
+// take in one burst on its return is one such sample's worth. e.mu is
+// held.
+func (e *Executor) lagBound(class int) float64 {
+	b := 0.0
+	for _, q := range e.active {
+		if q.class() == class {
+			b = max(b, q.est/q.weight)
+		}
+	}
+	return b
+}
+
+// unlink takes r, which has no samples left to start, off its queue's list;
+// the queue leaves e.active when that empties it. e.mu is held.
+func (e *Executor) unlink(r *fillReq) {
+	q := r.q
+	if r.prev != nil {
+		r.prev.next = r.next
+	} else {
+		q.head = r.next
+	}
+	if r.next != nil {
+		r.next.prev = r.prev
+	} else {
+		q.tail = r.prev
+	}
+	r.prev, r.next = nil, nil
+	if q.head == nil {
+		last := e.active[len(e.active)-1]
+		e.active[q.slot], last.slot = last, q.slot
+		e.active[len(e.active)-1] = nil
+		e.active = e.active[:len(e.active)-1]
+		q.slot = -1
+		q.waited += time.Since(q.waitSince)
+		q.waitSince = time.Time{}
+	}
+}
+
+// drop drops r's samples not yet started and abandons those running, for
+// err, and signals its Fill if none is running. It does nothing once the
+// batch is made (every sample started and none running). e.mu is held.
+func (e *Executor) drop(r *fillReq, err error) {
+	n := len(r.indices)
+	if r.taken == n {
+		if r.running > 0 {
+			e.abandon(r, err)
+		}
+		return
+	}
+	r.q.pending -= n - r.taken
+	r.taken = n
+	r.dropped = err
+	e.unlink(r)
+	if r.running == 0 {
+		r.done <- struct{}{}
+	} else {
+		e.abandon(r, err)
+	}
+}
+
+// abandon tells r's running samples to stop, for err: their kernels see
+// the flag within a row or a step, and r's Fill returns err (its buffer's
+// bytes are no batch). The Fill is signalled by the last of them to
+// finish, as ever. e.mu is held.
+func (e *Executor) abandon(r *fillReq, err error) {
+	if r.dropped == nil {
+		r.dropped = err
+	}
+	if atomic.LoadInt32(r.stop) == 0 {
+		atomic.StoreInt32(r.stop, 1)
+		e.abandoned.Add(int64(r.running))
+	}
+}
+
+// pick returns the active queue whose sample goes next, or nil when none
+// has one, counting the sample contested when both classes have one
+// waiting. e.mu is held.
+func (e *Executor) pick() *Queue {
+	var best *Queue
+	var classes [2]bool // the classes of the active queues
+	for _, q := range e.active {
+		classes[q.class()] = true
+		switch {
+		case best == nil:
+			best = q
+		case e.sched == ScheduleFIFO:
+			if q.head.seq < best.head.seq {
+				best = q
+			}
+		case q.background != best.background:
+			if !q.background {
+				best = q
+			}
+		case q.vtime < best.vtime || q.vtime == best.vtime && q.head.seq < best.head.seq:
+			best = q
+		}
+	}
+	if classes[0] && classes[1] {
+		best.contested.Add(1)
+	}
+	return best
+}
+
+// charge is what a taken sample was charged: its estimated cost est (in
+// cpuUnits) over the queue's weight w then.
+type charge struct{ est, w float64 }
+
+// take gives the next sample of q (active) to the calling worker: r, the
+// sample's position in it and what q was charged for it. e.mu is held.
+func (e *Executor) take(q *Queue) (*fillReq, int, charge) {
+	r := q.head
+	i := r.taken
+	r.taken++
+	r.running++
+	q.running++
+	q.pending--
+	c := q.class()
+	// Never back: a queue that came back with lag (lagBound) starts its
+	// sample behind the clock, and a clock it pulled back would give the
+	// next queue to come back that much more.
+	e.vnow[c] = max(e.vnow[c], q.vtime)
+	ch := charge{est: q.est, w: q.weight}
+	q.vtime += ch.est / ch.w
+	if e.vnow[c] >= rebaseAt {
+		e.rebase(c)
+	}
+	if r.taken == len(r.indices) {
+		e.unlink(r)
+	}
+	return r, i, ch
+}
+
+// maxCharge bounds what one sample is charged, in cpuUnits (a minute of
+// CPU): a clock that jumps cannot push a queue out of the schedule for
+// good.
+const maxCharge = float64(time.Minute / cpuUnit)
+
+// settle charges q the sample's measured cost: the difference from the
+// estimate it was charged at take, and the estimate moves toward it (the
+// first measurement replaces the hint; then a mean over about 8
+// samples). cost < 0: not measured (no CPUClock), the sample stays at its
+// estimate. e.mu is held.
+func (e *Executor) settle(q *Queue, ch charge, cost float64) {
+	if cost < 0 {
+		q.addCharged(ch.est)
+		return
+	}
+	cost = min(cost, maxCharge)
+	q.vtime += (cost - ch.est) / ch.w
+	q.addCharged(cost)
+	if q.measured == 0 {
+		q.est = cost
+	} else {
+		q.est += float64((cost - q.est) / 8)
+	}
+	q.est = max(q.est, 1e-6) // a queue is never free
+	q.measured++
+}
+
+// addCharged adds x to q's Charged. e.mu is held (no other writer).
+func (q *Queue) addCharged(x float64) {
+	q.charged.Store(math.Float64bits(q.Charged() + x))
+}
+
+// rebase shifts the virtual time of every queue of class c and the
+// class's clock back by the clock: only differences and the max(vtime,
+// vnow) of a queue that becomes active matter, and both stay as they were.
+// Every queue that can be active is in e.queues (a queue leaves it when
+// closed, and a closed queue has no samples left). e.mu is held.
+func (e *Executor) rebase(c int) {
+	shift := e.vnow[c]
+	for _, q := range e.queues {
+		if q.class() == c {
+			q.vtime -= shift
+		}
+	}
+	e.vnow[c] = 0
+}
+
+// finished records that the worker made r's sample, which took st (zero
+// without a StageObserver) and cost cost cpuUnits (< 0: not measured): r's Fill is signalled when it was the last,
+// and a closed queue's Close when it was its last running. e.mu is held.
+func (e *Executor) finished(r *fillReq, st *StageTimes, ch charge, cost float64) {
+	q := r.q
+	e.settle(q, ch, cost)
+	r.times.Add(*st)
+	r.running--
+	q.running--
+	q.made.Add(1)
+	e.made.Add(1)
+	if r.running == 0 && r.taken == len(r.indices) {
+		r.done <- struct{}{}
+	}
+	if q.running == 0 && q.drained != nil {
+		close(q.drained)
+		q.drained = nil
+	}
+}
+
+// run is a worker: it takes samples by the schedule until the Executor is
+// closed and no queue has any left.
+func (e *Executor) run(d *Decoder, w int) {
+	defer e.wg.Done()
+	defer d.Close()
+	e.lockThread()
+	var buf []byte
+	e.mu.Lock()
+	for {
+		q := e.pick()
+		if q == nil {
+			if e.closed {
+				break
+			}
+			e.sleeping++
+			slept := time.Now()
+			e.work.Wait()
+			e.idle.Add(int64(time.Since(slept)))
+			continue
+		}
+		r, i, ch := e.take(q)
+		e.cur[w] = r
+		d.ops.stop, d.ops.progress = r.stop, r.progress
+		e.mu.Unlock()
+		if r.progress != nil {
+			r.progress.Start()
+		}
+		cost := -1.0
+		var c0 time.Duration
+		if e.cpu != nil {
+			c0 = e.cpu()
+		}
+		idx := r.indices[i]
+		var t0, t1 time.Time
+		var st StageTimes
+		if e.stages != nil {
+			t0 = time.Now()
+		}
+		var data []byte
+		var err error
+		if r.fset != nil {
+			// A field over its bound fails the sample before anything
+			// of it is read (a 100 MB .json is never read).
+			err = r.fset.check(r.ds, int(idx))
+		}
+		if err == nil {
+			data, err = r.ds.Read(int(idx), buf)
+		}
+		if err == nil && r.fset != nil {
+			n := r.fset.Len()
+			err = r.fset.read(r.ds, int(idx), r.fields[i*n:(i+1)*n])
+		}
+		if e.stages != nil {
+			t1 = time.Now()
+		}
+		d.post = 0
+		if err == nil {
+			buf = data
+			// The sample's views, at its place in a buffer of
+			// len(r.data)/r.size samples.
+			at, slots := r.at(i), len(r.data)/r.size
+			d.offs = d.offs[:0]
+			for v := range r.layout.Views() {
+				d.offs = append(d.offs, r.layout.Offset(slots, v, at))
+			}
+			k := Key{Seed: r.seed, Epoch: r.epoch, Index: uint64(idx)}
+			if r.copies != nil {
+				k.Copy = uint64(r.copies[i])
+			}
+			d.admitNow = r.copies != nil
+			err = d.decodeAt(data, r.t, k, r.data, d.offs)
+			if err == nil && r.fset != nil {
+				n := r.fset.Len()
+				err = r.fset.targetsInto(d, r.t, r.ds, int(idx), r.fields[i*n:(i+1)*n])
+			}
+		}
+		if e.stages != nil {
+			made := time.Since(t1)
+			st = StageTimes{Queue: t0.Sub(r.queued), Read: t1.Sub(t0), Decode: max(made-d.post, 0), Transform: min(d.post, made)}
+			e.stages(st.Queue, st.Read, made)
+		}
+		r.errs[i] = err
+		if err == nil && r.traces != nil {
+			r.traces[i] = d.AppendTrace(r.traces[i][:0], r.t)
+		}
+		if e.cpu != nil {
+			used := e.cpu() - c0
+			q.cpu.Add(int64(used))
+			e.cpuUsed.Add(int64(used))
+			cost = max(float64(used), 0) / float64(cpuUnit)
+		}
+		e.mu.Lock()
+		if atomic.LoadInt32(r.stop) != 0 {
+			e.returned.Add(1) // an abandoned sample's worker is back
+		}
+		e.cur[w] = nil
+		d.ops.stop, d.ops.progress = nil, nil
+		if r.progress != nil {
+			r.progress.Add()
+		}
+		e.finished(r, &st, ch, cost)
+	}
+	e.mu.Unlock()
+}
