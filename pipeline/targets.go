@@ -69,7 +69,7 @@ func yoloToXYXY(b [4]float32, w, h int) [4]float32 {
 	fw, fh := float32(w), float32(h)
 	// Each product converted: no multiply-add fused across them.
 	cx, cy, bw, bh := float32(b[0]*fw), float32(b[1]*fh), float32(b[2]*fw), float32(b[3]*fh)
-	x1, y1 := cx-bw/2, cy-bh/2
+	x1, y1 := cx-float32(bw/2), cy-float32(bh/2) // bw/2 is bw*0.5: rounded, not fused
 	return [4]float32{x1, y1, x1 + bw, y1 + bh}
 }
 
