@@ -50,6 +50,9 @@ type fastKnobs struct {
 	// instead of the Index's (an index of other bytes), and nothing is
 	// learned from it.
 	forceIx []byte
+	// noTranscode decodes progressive files as progressive even with a
+	// coefficient cache (transcode.go).
+	noTranscode bool
 }
 
 // defaults are the knobs of every decode in production, never written.
@@ -125,6 +128,20 @@ func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layo
 	}
 	k := d.knobs()
 	f.stop = d.ops.stop
+	sdata, shd, tc := d.sequential(data, hd, k)
+	err := d.decodeFastJob(sdata, shd, ps, offs, layout, out, k)
+	if err != nil && tc.on && err != errAbandoned {
+		// A transcode that fails to decode is not trusted: the file is
+		// decoded as it is, now and from now on.
+		d.opts.coefs.tcDrop(tc.key)
+		err = d.decodeFastJob(data, hd, ps, offs, layout, out, k)
+	}
+	return err
+}
+
+// decodeFastJob is decodeFastViews's decode of data (hd), checked.
+func (d *Decoder) decodeFastJob(data []byte, hd *header, ps []samplePlan, offs []int, layout Layout, out []byte, k *fastKnobs) error {
+	f := &d.fast
 	f.setJob(&d.opts, hd, ps, offs, len(out), layout, k)
 	ix := d.indexFor(data, hd, k)
 	cc := d.coefsFor(data, hd, &ix, k)
