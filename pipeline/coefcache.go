@@ -185,6 +185,12 @@ func (c *CoefCache) checkout(k indexKey, check uint64, most int64, admit bool) (
 		if p == nil {
 			return nil, 0
 		}
+		if b := coefOverhead + coefsBytes(p); b > room {
+			// The overhead fitted, the empty entry does not.
+			coefsFree(p)
+			c.refused.Add(1)
+			return nil, 0
+		}
 		e = &coefEntry{p: p, check: check, bytes: coefOverhead + coefsBytes(p)}
 		t.entries[k] = e
 		t.used += e.bytes
