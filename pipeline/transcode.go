@@ -6,7 +6,7 @@ package pipeline
 // sequential files). So the CoefCache also keeps, for the progressive
 // files a Decoder decodes, the file rewritten losslessly as a sequential
 // JPEG (transcode.c: the same quantized coefficients, quantization tables,
-// sampling and color space, one Huffman-coded scan with optimal tables),
+// sampling and color space, one scan with the standard Huffman tables),
 // and later decodes of the file decode those bytes through the fast path,
 // where the index, crop-only decoding and the coefficient cache apply. The
 // pixels are the same: libjpeg makes them from the same coefficients the
