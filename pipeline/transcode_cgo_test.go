@@ -4,6 +4,7 @@ package pipeline
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"image"
 	"image/draw"
@@ -272,5 +273,91 @@ func TestTranscodeBounds(t *testing.T) {
 		}
 		d.Close()
 		cc.Close()
+	}
+}
+
+// TestTranscodeScanCap: a progressive file over the scan cap is refused
+// with the same error with a coefficient cache as without (its transcode
+// stops at the cap too: counted, not stored).
+func TestTranscodeScanCap(t *testing.T) {
+	files, _ := progressiveJPEGs(t)
+	data := files[1].data
+	tr, err := ParseTransform("imagenet-train", CHW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, tr.SampleBytes())
+	plain := NewDecoder(WithMaxScans(3))
+	defer plain.Close()
+	cc := NewCoefCache(1 << 30)
+	defer cc.Close()
+	d := NewDecoder(WithMaxScans(3), WithCoefCache(cc))
+	defer d.Close()
+	for e := range 2 {
+		werr := plain.Decode(data, tr, Key{Epoch: uint64(e)}, out)
+		gerr := d.Decode(data, tr, Key{Epoch: uint64(e)}, out)
+		if !errors.Is(werr, ErrTooLarge) || gerr == nil || gerr.Error() != werr.Error() {
+			t.Fatalf("decode %d: %v with the cache, %v without; want the same ErrTooLarge", e, gerr, werr)
+		}
+	}
+	if s := cc.Stats(); s.TranscodedFiles != 0 || s.TranscodeFallbacks != 1 {
+		t.Fatalf("over the scan cap: %+v", s)
+	}
+}
+
+// TestTranscodeConcurrent: Decoders sharing a coefficient cache transcode
+// and decode the same progressive files at once (run it with -race): the
+// same bytes as a plain decode, each file transcoded once at most.
+func TestTranscodeConcurrent(t *testing.T) {
+	all, _ := progressiveJPEGs(t)
+	var files [][]byte
+	for i := 0; i < len(all) && len(files) < 12; i += 7 {
+		files = append(files, all[i].data)
+	}
+	tr, err := ParseTransform("imagenet-train", CHW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := NewDecoder()
+	defer plain.Close()
+	want := make([][]byte, len(files))
+	for i, f := range files {
+		want[i] = make([]byte, tr.SampleBytes())
+		if err := plain.Decode(f, tr, Key{Index: uint64(i)}, want[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cc := NewCoefCache(1 << 30)
+	defer cc.Close()
+	ix := NewIndex(16 << 20)
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			d := NewDecoder(WithCoefCache(cc), WithIndex(ix))
+			defer d.Close()
+			out := make([]byte, tr.SampleBytes())
+			for r := range 3 {
+				for j := range files {
+					i := (j + g*3 + r) % len(files)
+					if err := d.Decode(files[i], tr, Key{Index: uint64(i)}, out); err != nil {
+						errs <- err
+						return
+					}
+					if !bytes.Equal(out, want[i]) {
+						errs <- fmt.Errorf("decoder %d, file %d: bytes differ", g, i)
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := cc.Stats(); s.TranscodedFiles != len(files) || s.TranscodeHits == 0 {
+		t.Fatalf("%d files: %+v", len(files), s)
 	}
 }
