@@ -26,6 +26,9 @@ import (
 // (the index having an entry for it says it was seen), on its first
 // otherwise: with an index, the first epoch stores nothing and runs as
 // fast as without the cache; the second pays for storing what it decodes.
+// A progressive file's sequential transcode, which the cache also holds
+// (transcode.go), is admitted on its own first decode, the file's second
+// or later.
 //
 // Entries are keyed like the index's, by content (xxhash64 and size),
 // and each holds a second hash of the file's bytes, independent of the

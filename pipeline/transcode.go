@@ -23,7 +23,9 @@ package pipeline
 // A file is transcoded when the coefficient cache would admit it: on its
 // second decode when the Decoder has an Index (its first decode marks it
 // seen, so the first epoch runs as it did), on its first otherwise or when
-// the sample has copies to come. A transcode is refused for a file whose
+// the sample has copies to come. The transcode's own coefficients are
+// admitted to the cache on its first decode (the file's second or later).
+// A transcode is refused for a file whose
 // sequential form would be over twice its size plus 64 KiB, or over the
 // budget's room; libjpeg's memory is bounded as the decoder's is (by the
 // pixel budget) and its work by the scan cap (WithMaxScans). A file whose
