@@ -361,3 +361,43 @@ func TestTranscodeConcurrent(t *testing.T) {
 		t.Fatalf("%d files: %+v", len(files), s)
 	}
 }
+
+// TestTranscodeOutputBound: a small progressive file of a large flat image
+// (a few bits a block in its DC scan, end-of-band runs for the rest) would
+// take more than twice its bytes plus 64 KiB as one sequential scan (an end
+// of block per block): its transcode stops at the bound, it decodes as
+// progressive (the same bytes), counted, and is not tried again.
+func TestTranscodeOutputBound(t *testing.T) {
+	const w, h = 6144, 6144
+	pix := make([]byte, w*h)
+	for i := range pix {
+		pix[i] = 128
+	}
+	data, err := encodeTurbo(pix, w, h, 1, 75, 1, 1, true, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ParseTransform("imagenet-train", CHW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
+	plain := NewDecoder()
+	defer plain.Close()
+	cc := NewCoefCache(1 << 30)
+	defer cc.Close()
+	d := NewDecoder(WithCoefCache(cc))
+	defer d.Close()
+	for e := range 2 {
+		k := Key{Epoch: uint64(e)}
+		if err := plain.Decode(data, tr, k, want); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Decode(data, tr, k, got); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("decode %d: %v, or the bytes differ", e, err)
+		}
+	}
+	if s := cc.Stats(); s.TranscodedFiles != 0 || s.TranscodeFallbacks != 1 || s.Bytes > tcOverhead {
+		t.Fatalf("a %d-byte file of %dx%d: %+v", len(data), w, h, s)
+	}
+}
