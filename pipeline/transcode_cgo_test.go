@@ -145,6 +145,7 @@ func scanStarts(data []byte) []int {
 // second; then the index and the coefficient cache apply to the
 // transcode): the same bytes, or the same error, every time.
 func TestTranscodeSameBytes(t *testing.T) {
+	exactTest(t)
 	files, incomplete := progressiveJPEGs(t)
 	var trs []*Transform
 	var trNames []string
@@ -368,6 +369,7 @@ func TestTranscodeConcurrent(t *testing.T) {
 // of block per block): its transcode stops at the bound, it decodes as
 // progressive (the same bytes), counted, and is not tried again.
 func TestTranscodeOutputBound(t *testing.T) {
+	exactTest(t)
 	const w, h = 6144, 6144
 	pix := make([]byte, w*h)
 	for i := range pix {
