@@ -50,9 +50,6 @@ type fastKnobs struct {
 	// instead of the Index's (an index of other bytes), and nothing is
 	// learned from it.
 	forceIx []byte
-	// noTranscode decodes progressive files as progressive even with a
-	// coefficient cache (transcode.go).
-	noTranscode bool
 }
 
 // defaults are the knobs of every decode in production, never written.

@@ -24,7 +24,7 @@ type tcUse struct {
 // with it; otherwise data and hd.
 func (d *Decoder) sequential(data []byte, hd *header, k *fastKnobs) ([]byte, *header, tcUse) {
 	cc := d.opts.coefs
-	if cc == nil || !hd.progressive || k.libHuff || k.noTranscode {
+	if cc == nil || !hd.progressive || k.libHuff {
 		return data, hd, tcUse{}
 	}
 	key := keyOf(data)
