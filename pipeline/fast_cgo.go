@@ -128,10 +128,12 @@ func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layo
 	sdata, shd, tc := d.sequential(data, hd, k)
 	err := d.decodeFastJob(sdata, shd, ps, offs, layout, out, k, tc.on)
 	if err != nil && tc.on && err != errAbandoned {
-		// A transcode that fails to decode is not trusted: the file is
-		// decoded as it is, now and from now on.
-		d.opts.coefs.tcDrop(tc.key)
-		err = d.decodeFastJob(data, hd, ps, offs, layout, out, k, false)
+		// The file is decoded again as it is: a good sample is never
+		// failed for its transcode. If that succeeds, the transcode was
+		// wrong (a bug): dropped, the file decoded as it is from now on.
+		if err = d.decodeFastJob(data, hd, ps, offs, layout, out, k, false); err == nil {
+			d.opts.coefs.tcDrop(tc.key)
+		}
 	}
 	return err
 }

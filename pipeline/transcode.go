@@ -30,7 +30,10 @@ package pipeline
 // budget's room; libjpeg's memory is bounded as the decoder's is (by the
 // pixel budget) and its work by the scan cap (WithMaxScans). A file whose
 // transcode fails or is refused is remembered and decoded as progressive
-// from then on (TranscodeFallbacks counts them). Entries are keyed by
+// from then on (TranscodeFallbacks counts them), as is one whose
+// transcode failed to decode where the file itself did not (a bug: the
+// sample is decoded again from the file, never failed for its
+// transcode). Entries are keyed by
 // content like the coefficients', and a hit is checked against the file's
 // second hash: a colliding file decodes as itself.
 

@@ -403,3 +403,42 @@ func TestTranscodeOutputBound(t *testing.T) {
 		t.Fatalf("a %d-byte file of %dx%d: %+v", len(data), w, h, s)
 	}
 }
+
+// TestTranscodeWrong: a transcode that fails to decode (here one cut short
+// in the cache, standing for a bug) costs no sample: the file is decoded
+// again as it is, the same bytes, and the transcode dropped (counted).
+func TestTranscodeWrong(t *testing.T) {
+	files, _ := progressiveJPEGs(t)
+	data := files[0].data
+	tr, err := ParseTransform("imagenet-train", CHW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
+	plain := NewDecoder()
+	defer plain.Close()
+	cc := NewCoefCache(1 << 30)
+	defer cc.Close()
+	d := NewDecoder(WithCoefCache(cc))
+	defer d.Close()
+	if err := d.Decode(data, tr, Key{}, got); err != nil {
+		t.Fatal(err)
+	}
+	e := cc.t.tc[keyOf(data)]
+	if e == nil || e.seq == nil {
+		t.Fatalf("not transcoded: %+v", cc.Stats())
+	}
+	e.seq = e.seq[:len(e.seq)/2]
+	for ep := 1; ep < 3; ep++ {
+		k := Key{Epoch: uint64(ep)}
+		if err := plain.Decode(data, tr, k, want); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Decode(data, tr, k, got); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("epoch %d: %v, or the bytes differ", ep, err)
+		}
+	}
+	if s := cc.Stats(); s.TranscodedFiles != 0 || s.TranscodeFallbacks != 1 || s.TranscodeHits != 1 {
+		t.Fatalf("after a transcode that failed to decode: %+v", s)
+	}
+}
