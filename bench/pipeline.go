@@ -98,6 +98,7 @@ func runBench(args []string) error {
 		fmt.Fprintf(tw, "coefficient cache\toff\n")
 	} else {
 		fmt.Fprintf(tw, "coefficient cache\t%d files, %.0f bytes per file (budget %d)\n", r.Coefs.Files, r.Coefs.BytesPerFile, *coefBudget)
+		fmt.Fprintf(tw, "progressive transcodes\t%d files, %d bytes, %d decodes from them, %d decoded as progressive\n", r.Transcodes.Files, r.Transcodes.Bytes, r.Transcodes.Hits, r.Transcodes.Fallbacks)
 	}
 	fmt.Fprintf(tw, "\nepoch\timages\tseconds\timages/s\tper CPU-s\tindex hits\tMCUs decoded\tMCUs from the coefficient cache\n")
 	for _, e := range r.Epochs {
@@ -134,6 +135,9 @@ type benchResult struct {
 	Epochs          []benchEpoch `json:"epochs"`
 	Index           benchIndex   `json:"index"`
 	Coefs           benchIndex   `json:"coefs"` // the coefficient cache (evicted: 0)
+	// Transcodes is the coefficient cache's progressive files held as
+	// their sequential transcode, and those decoded as progressive.
+	Transcodes benchTranscodes `json:"transcodes"`
 }
 
 // benchPart sums some epochs.
@@ -158,6 +162,14 @@ type benchEpoch struct {
 	// CoefHitRate is the share of the MCUs inverse-transformed whose
 	// coefficients came from the coefficient cache.
 	CoefHitRate float64 `json:"coef_hit_rate"`
+}
+
+// benchTranscodes is the coefficient cache's transcodes at the end.
+type benchTranscodes struct {
+	Files     int   `json:"files"`
+	Bytes     int64 `json:"bytes"`
+	Hits      int64 `json:"hits"`
+	Fallbacks int64 `json:"fallbacks"`
 }
 
 // benchIndex is the decoder index at the end.
@@ -231,6 +243,7 @@ func benchPipeline(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefC
 	if cc != nil {
 		s := cc.Stats()
 		r.Coefs = benchIndex{Files: s.Entries, Bytes: s.Bytes}
+		r.Transcodes = benchTranscodes{Files: s.TranscodedFiles, Bytes: s.TranscodedBytes, Hits: s.TranscodeHits, Fallbacks: s.TranscodeFallbacks}
 		if s.Entries > 0 {
 			r.Coefs.BytesPerFile = float64(s.Bytes) / float64(s.Entries)
 		}

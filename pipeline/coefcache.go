@@ -26,6 +26,9 @@ import (
 // (the index having an entry for it says it was seen), on its first
 // otherwise: with an index, the first epoch stores nothing and runs as
 // fast as without the cache; the second pays for storing what it decodes.
+// A progressive file's sequential transcode, which the cache also holds
+// (transcode.go), is admitted on its own first decode, the file's second
+// or later.
 //
 // Entries are keyed like the index's, by content (xxhash64 and size),
 // and each holds a second hash of the file's bytes, independent of the
@@ -44,8 +47,11 @@ type CoefCache struct {
 	// hits etc. are counted outside the table's lock.
 	mcusWanted, mcusHit, mcusStored atomic.Int64
 	refused, collisions             atomic.Int64
-	cleanup                         runtime.Cleanup
-	seed                            maphash.Seed // of the entries' check hashes
+	// Progressive files: decodes served from a transcode, transcodes that
+	// failed or were refused.
+	tcHits, tcFallbacks atomic.Int64
+	cleanup             runtime.Cleanup
+	seed                maphash.Seed // of the entries' check hashes
 }
 
 // coefTable is the part of a CoefCache that its cleanup frees.
@@ -55,6 +61,12 @@ type coefTable struct {
 	used     int64 // entries' bytes and reservations of decodes under way
 	entries  map[indexKey]*coefEntry
 	reserved int64
+	// tc holds progressive files' sequential transcodes (transcode.go),
+	// and the files seen once or not transcoded; tcBytes their memory,
+	// which used counts too.
+	tc      map[indexKey]*tcEntry
+	tcBytes int64
+	tcFiles int // entries of tc that hold a transcode
 }
 
 type coefEntry struct {
@@ -70,7 +82,7 @@ const coefOverhead = 128
 
 // NewCoefCache returns an empty CoefCache that holds at most budget bytes.
 func NewCoefCache(budget int64) *CoefCache {
-	t := &coefTable{budget: max(budget, 0), entries: map[indexKey]*coefEntry{}}
+	t := &coefTable{budget: max(budget, 0), entries: map[indexKey]*coefEntry{}, tc: map[indexKey]*tcEntry{}}
 	c := &CoefCache{t: t, seed: maphash.MakeSeed()}
 	c.cleanup = runtime.AddCleanup(c, func(t *coefTable) { t.free() }, t)
 	return c
@@ -95,17 +107,28 @@ type CoefStats struct {
 	// but whose bytes were not (the check hash differed): decoded without
 	// the cache.
 	Collisions int64
+	// TranscodedFiles counts the progressive files held as their
+	// sequential transcode, TranscodedBytes the memory of those transcodes
+	// (included in Bytes); TranscodeHits the decodes made from them,
+	// TranscodeFallbacks the files decoded as progressive because their
+	// transcode failed or was refused (their coefficients not all coded to
+	// full precision, or the transcode over its bound): see transcode.go.
+	TranscodedFiles                   int
+	TranscodedBytes                   int64
+	TranscodeHits, TranscodeFallbacks int64
 }
 
 // Stats returns the CoefCache's counters.
 func (c *CoefCache) Stats() CoefStats {
 	t := c.t
 	t.mu.Lock()
-	n, used := len(t.entries), t.used-t.reserved
+	n, used, tcb, tcn := len(t.entries), t.used-t.reserved, t.tcBytes, t.tcFiles
 	t.mu.Unlock()
 	return CoefStats{Entries: n, Bytes: used, Budget: t.budget,
 		MCUsWanted: c.mcusWanted.Load(), MCUsHit: c.mcusHit.Load(), MCUsStored: c.mcusStored.Load(),
-		Refused: c.refused.Load(), Collisions: c.collisions.Load()}
+		Refused: c.refused.Load(), Collisions: c.collisions.Load(),
+		TranscodedFiles: tcn, TranscodedBytes: tcb,
+		TranscodeHits: c.tcHits.Load(), TranscodeFallbacks: c.tcFallbacks.Load()}
 }
 
 // Clear drops every entry and frees its memory (the counters stay).
@@ -126,7 +149,8 @@ func (t *coefTable) free() {
 		}
 		delete(t.entries, k)
 	}
-	t.used, t.reserved = 0, 0
+	clear(t.tc)
+	t.used, t.reserved, t.tcBytes, t.tcFiles = 0, 0, 0, 0
 }
 
 // check is the hash of a file's bytes that its entry holds beside its key,
@@ -162,6 +186,12 @@ func (c *CoefCache) checkout(k indexKey, check uint64, most int64, admit bool) (
 	case e == nil:
 		p := coefsNew()
 		if p == nil {
+			return nil, 0
+		}
+		if b := coefOverhead + coefsBytes(p); b > room {
+			// The overhead fitted, the empty entry does not.
+			coefsFree(p)
+			c.refused.Add(1)
 			return nil, 0
 		}
 		e = &coefEntry{p: p, check: check, bytes: coefOverhead + coefsBytes(p)}

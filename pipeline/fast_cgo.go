@@ -125,9 +125,26 @@ func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layo
 	}
 	k := d.knobs()
 	f.stop = d.ops.stop
+	sdata, shd, tc := d.sequential(data, hd, k)
+	err := d.decodeFastJob(sdata, shd, ps, offs, layout, out, k, tc.on)
+	if err != nil && tc.on && err != errAbandoned {
+		// The file is decoded again as it is: a good sample is never
+		// failed for its transcode. If that succeeds, the transcode was
+		// wrong (a bug): dropped, the file decoded as it is from now on.
+		if err = d.decodeFastJob(data, hd, ps, offs, layout, out, k, false); err == nil {
+			d.opts.coefs.tcDrop(tc.key)
+		}
+	}
+	return err
+}
+
+// decodeFastJob is decodeFastViews's decode of data (hd), checked; seen
+// says the file was decoded before (a progressive file's transcode).
+func (d *Decoder) decodeFastJob(data []byte, hd *header, ps []samplePlan, offs []int, layout Layout, out []byte, k *fastKnobs, seen bool) error {
+	f := &d.fast
 	f.setJob(&d.opts, hd, ps, offs, len(out), layout, k)
 	ix := d.indexFor(data, hd, k)
-	cc := d.coefsFor(data, hd, &ix, k)
+	cc := d.coefsFor(data, hd, &ix, k, seen)
 	rc := f.decode(data, out, ix.blob)
 	cc.checkin(f, rc == C.STOKER_OK)
 	if ix.on {
@@ -240,7 +257,7 @@ type coefUse struct {
 // for baseline JPEGs decoded by huff.c, when the Decoder has a cache. A
 // decode that fails leaves nothing in it (the entry is dropped), and the
 // retry without the index goes without it.
-func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs) coefUse {
+func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs, seen bool) coefUse {
 	f := &d.fast
 	j := f.job
 	j.coefs, j.coefs_room = nil, 0
@@ -260,7 +277,9 @@ func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs) coef
 	// fast as without the cache. A sample with copies to come (repeated
 	// augmentation) is admitted on its first: the copies are its next
 	// decodes, within the epoch.
-	admit := u.ix == nil || u.blob != nil || d.admitNow
+	// A progressive file's transcode (seen) is decoded first on the
+	// file's second decode or later: admitted too.
+	admit := u.ix == nil || u.blob != nil || d.admitNow || seen
 	// The check hash is paid only by a decode that may use an entry: one
 	// admitted, or one of a file the cache holds.
 	if !admit && !cc.has(u.key) {

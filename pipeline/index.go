@@ -29,8 +29,9 @@ import (
 // the file it came from (counted in FilesDropped; see OnFileDropped). Entries are keyed by the file's content (its length
 // and a 64-bit hash of its bytes), so a file that changed, whatever its
 // name or modification time says, never meets an index of its old bytes;
-// a WebDataset member is keyed like any file. Progressive JPEGs and other
-// formats have none and decode as without an Index.
+// a WebDataset member is keyed like any file. Progressive JPEGs have
+// none, but for their sequential transcodes where a CoefCache holds them
+// (transcode.go); other formats have none and decode as without an Index.
 //
 // Memory is bounded: entries (about 1 to 2 KB for a 400x400 photo) are
 // dropped least recently used first to stay under the budget. An Index is

@@ -233,8 +233,9 @@ type Config struct {
 	// CoefBudget is memory for the local executor's coefficient cache
 	// (each baseline JPEG's quantized DCT coefficients, kept once decoded,
 	// so that later epochs copy them instead of entropy-decoding them;
-	// pipeline.CoefCache), taken out of MemoryBudget. About two to three
-	// times a JPEG's bytes per file. 0, the default: a quarter of
+	// and each progressive JPEG's lossless sequential transcode, so that
+	// it gets the same; pipeline.CoefCache), taken out of MemoryBudget.
+	// About two to three times a JPEG's bytes per file. 0, the default: a quarter of
 	// MemoryBudget (DefaultCoefShare) on a server that decodes (Workers >
 	// 0), where that is at least MinDefaultCoefBudget (less holds too few
 	// files to pay for itself); negative: none.

@@ -119,6 +119,14 @@ func registerCoefMetrics(reg prometheus.Registerer, c *pipeline.CoefCache) error
 			stat(func(s pipeline.CoefStats) float64 { return float64(s.MCUsHit) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_coef_cache_refused_total", Help: "Decodes of files not admitted to the coefficient cache: --coef-budget was spent."},
 			stat(func(s pipeline.CoefStats) float64 { return float64(s.Refused) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_coef_cache_transcoded_files", Help: "Progressive JPEGs the coefficient cache holds as their lossless sequential transcode (decoded through the fast path from then on)."},
+			stat(func(s pipeline.CoefStats) float64 { return float64(s.TranscodedFiles) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_coef_cache_transcoded_bytes", Help: "Memory of those transcodes (part of stoker_coef_cache_bytes)."},
+			stat(func(s pipeline.CoefStats) float64 { return float64(s.TranscodedBytes) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_coef_cache_transcode_hits_total", Help: "Decodes of progressive JPEGs made from their transcode."},
+			stat(func(s pipeline.CoefStats) float64 { return float64(s.TranscodeHits) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_coef_cache_transcode_fallbacks_total", Help: "Progressive JPEGs not transcoded (the transcode failed, or their coefficients are not all coded to full precision, or it was over its bound or the budget): decoded as progressive."},
+			stat(func(s pipeline.CoefStats) float64 { return float64(s.TranscodeFallbacks) })),
 	})
 }
 

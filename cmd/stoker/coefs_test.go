@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +71,73 @@ func TestServeCoefBudget(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "coef budget 300000000 is more than half of the memory budget 500000000") {
 		t.Errorf("the refusal does not say why:\n%s", out)
+	}
+}
+
+// TestServeTranscodes runs a real server over progressive JPEGs (the
+// photo set's progressive photo, each copy told apart by a comment
+// segment, so each is a file of its own) beside baseline ones: the
+// coefficient cache transcodes each progressive file by its second epoch
+// (stoker_coef_cache_transcoded_files, _bytes), the third decodes them from
+// the transcodes (stoker_coef_cache_transcode_hits_total), and its batches
+// are the very batches of a server without a cache (--coef-budget -1).
+func TestServeTranscodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs stoker serve processes")
+	}
+	ctx := processTest(t, 5*time.Minute)
+	prog, err := os.ReadFile("../../testdata/photos/bythewater/000001-progressive.jpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := filepath.Glob("../../testdata/photos/*/00000[2-9].jpg")
+	if err != nil || len(base) < 4 {
+		t.Fatalf("baseline photos: %v, %d", err, len(base))
+	}
+	root := t.TempDir()
+	const nprog = 6
+	for c, files := range map[string]int{"prog": nprog, "base": 4} {
+		dir := filepath.Join(root, c)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i := range files {
+			var b []byte
+			if c == "prog" {
+				com := fmt.Sprintf("copy %d", i)
+				b = append([]byte{0xFF, 0xD8, 0xFF, 0xFE, 0, byte(2 + len(com))}, com...)
+				b = append(b, prog[2:]...)
+			} else if b, err = os.ReadFile(base[i]); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.jpg", i)), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cached := startServe(t, ctx, serveConfig{name: "coefs", dataset: root, workers: 2, args: []string{"--memory-budget", "1073741824"}})
+	consumeEpoch(t, ctx, cached.addr, testJob(4, 1), consumeOpts{})
+	consumeEpoch(t, ctx, cached.addr, testJob(4, 2), consumeOpts{})
+	if f, b := cached.metric(t, ctx, "stoker_coef_cache_transcoded_files"), cached.metric(t, ctx, "stoker_coef_cache_transcoded_bytes"); f != nprog || b < nprog*float64(len(prog))/2 || b > cached.metric(t, ctx, "stoker_coef_cache_bytes") {
+		t.Errorf("after a second epoch: %v files transcoded, %v bytes; want %d files of about %d bytes each", f, b, nprog, len(prog))
+	}
+	if f := cached.metric(t, ctx, "stoker_coef_cache_transcode_fallbacks_total"); f != 0 {
+		t.Errorf("%v transcodes refused", f)
+	}
+	hits0 := cached.metric(t, ctx, "stoker_coef_cache_transcode_hits_total")
+	got := consumeEpoch(t, ctx, cached.addr, testJob(4, 3), consumeOpts{})
+	if hits := cached.metric(t, ctx, "stoker_coef_cache_transcode_hits_total"); hits < hits0+nprog {
+		t.Errorf("third epoch: %v decodes from transcodes (before it %v), want %d more", hits, hits0, nprog)
+	}
+
+	none := startServe(t, ctx, serveConfig{name: "no-coefs", dataset: root, workers: 2, args: []string{"--coef-budget", "-1"}})
+	want := consumeEpoch(t, ctx, none.addr, testJob(4, 3), consumeOpts{})
+	if len(got.batches) != len(want.batches) {
+		t.Fatalf("%d batches with the cache, %d without", len(got.batches), len(want.batches))
+	}
+	for i := range want.batches {
+		if got.batches[i].sum() != want.batches[i].sum() {
+			t.Errorf("batch %d differs with the transcodes", i)
+		}
 	}
 }

@@ -1,0 +1,203 @@
+/* Lossless transcoding of progressive JPEGs to sequential ones: the
+ * quantized DCT coefficients are read whole (jpeg_read_coefficients) and
+ * written again as one interleaved Huffman-coded scan
+ * (jpeg_copy_critical_parameters + jpeg_write_coefficients), as jpegtran
+ * does. The decoder then sees the same coefficients, quantization tables,
+ * sampling factors and color space, so it makes the same pixels, with one
+ * exception refused here: libjpeg smooths the blocks of a progressive file
+ * whose coefficients were not all coded to full precision (block
+ * smoothing, jdcoefct.c), and would not smooth them in a sequential one.
+ *
+ * Memory is bounded three ways: libjpeg's own allocations (the whole
+ * image's coefficients, 128 bytes per block) by max_memory, the output by
+ * max_out, and the work by the scan cap. libjpeg errors and corrupt-data
+ * warnings longjmp back here, never across Go frames. */
+#include "transcode.h"
+
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+
+typedef struct {
+  struct jpeg_error_mgr pub;
+  struct jpeg_progress_mgr prog;
+  jmp_buf jb;
+  int code;
+  int max_scans;
+  const int *stop;
+  char *msg;
+  size_t msg_len;
+} tc_err;
+
+/* The output: a malloc'd buffer grown by doubling, never past max. */
+typedef struct {
+  struct jpeg_destination_mgr pub;
+  unsigned char *buf;
+  size_t cap, max, len;
+  tc_err *err;
+} tc_dest;
+
+static void tc_fail(tc_err *e, int code, const char *msg) {
+  e->code = code;
+  snprintf(e->msg, e->msg_len, "%s", msg);
+  longjmp(e->jb, 1);
+}
+
+static void tc_error(j_common_ptr c) {
+  tc_err *e = (tc_err *)c->err;
+  char buf[JMSG_LENGTH_MAX];
+  (*c->err->format_message)(c, buf);
+  tc_fail(e, STOKER_TC_FAILED, buf);
+}
+
+/* Level -1 is a corrupt-data warning: the decoder (turbo.c) fails on it,
+ * so the transcode does too. Levels >= 0 are traces. */
+static void tc_emit(j_common_ptr c, int level) {
+  if (level < 0)
+    tc_error(c);
+}
+
+static void tc_output(j_common_ptr c) { (void)c; }
+
+static void tc_progress(j_common_ptr c) {
+  tc_err *e = (tc_err *)c->err;
+  if (e->stop && __atomic_load_n(e->stop, __ATOMIC_RELAXED))
+    tc_fail(e, STOKER_TC_STOPPED, "the sample's work was abandoned");
+  if (!c->is_decompressor)
+    return;
+  j_decompress_ptr d = (j_decompress_ptr)c;
+  if (d->input_scan_number > e->max_scans)
+    tc_fail(e, STOKER_TC_FAILED, "more scans than the cap");
+}
+
+static void dest_init(j_compress_ptr c) {
+  tc_dest *d = (tc_dest *)c->dest;
+  d->pub.next_output_byte = d->buf;
+  d->pub.free_in_buffer = d->cap;
+}
+
+static boolean dest_grow(j_compress_ptr c) {
+  tc_dest *d = (tc_dest *)c->dest;
+  size_t ncap;
+  unsigned char *nb;
+  if (d->cap >= d->max)
+    tc_fail(d->err, STOKER_TC_TOO_BIG, "the sequential file would pass its bound");
+  ncap = d->cap * 2 < d->max ? d->cap * 2 : d->max;
+  nb = realloc(d->buf, ncap);
+  if (!nb)
+    tc_fail(d->err, STOKER_TC_FAILED, "out of memory");
+  d->buf = nb;
+  d->pub.next_output_byte = nb + d->cap;
+  d->pub.free_in_buffer = ncap - d->cap;
+  d->cap = ncap;
+  return TRUE;
+}
+
+static void dest_term(j_compress_ptr c) {
+  tc_dest *d = (tc_dest *)c->dest;
+  d->len = d->cap - d->pub.free_in_buffer;
+}
+
+/* complete reports whether every coefficient of every component was coded
+ * to full precision (coef_bits all 0): then libjpeg does not smooth. */
+static int complete(j_decompress_ptr s) {
+  int ci, k;
+  if (!s->coef_bits)
+    return 0;
+  for (ci = 0; ci < s->num_components; ci++)
+    for (k = 0; k < DCTSIZE2; k++)
+      if (s->coef_bits[ci][k] != 0)
+        return 0;
+  return 1;
+}
+
+int stoker_transcode(const unsigned char *data, size_t len, int max_scans,
+                     long long max_memory, size_t max_out, const int *stop,
+                     unsigned char **out, size_t *out_len, char *msg,
+                     size_t msg_len) {
+  struct jpeg_decompress_struct s;
+  struct jpeg_compress_struct c;
+  /* volatile: read after a longjmp */
+  volatile int have_s = 0, have_c = 0;
+  tc_err e;
+  tc_dest d;
+  jvirt_barray_ptr *coefs;
+
+  *out = NULL;
+  *out_len = 0;
+  if (msg_len)
+    msg[0] = 0;
+  memset(&e, 0, sizeof e);
+  memset(&d, 0, sizeof d);
+  e.code = STOKER_TC_FAILED;
+  e.max_scans = max_scans;
+  e.stop = stop;
+  e.msg = msg;
+  e.msg_len = msg_len;
+  e.prog.progress_monitor = tc_progress;
+  d.err = &e;
+  d.max = max_out;
+  if (setjmp(e.jb)) {
+    if (have_c)
+      jpeg_destroy_compress(&c);
+    if (have_s)
+      jpeg_destroy_decompress(&s);
+    free(d.buf);
+    return e.code;
+  }
+  s.err = jpeg_std_error(&e.pub);
+  e.pub.error_exit = tc_error;
+  e.pub.emit_message = tc_emit;
+  e.pub.output_message = tc_output;
+  jpeg_create_decompress(&s);
+  have_s = 1;
+  s.progress = &e.prog;
+  s.mem->max_memory_to_use = (long)max_memory;
+  jpeg_mem_src(&s, data, (unsigned long)len);
+  jpeg_read_header(&s, TRUE);
+  if (!s.progressive_mode)
+    tc_fail(&e, STOKER_TC_NOT_PROGRESSIVE, "not a progressive jpeg");
+  coefs = jpeg_read_coefficients(&s);
+  if (!complete(&s))
+    tc_fail(&e, STOKER_TC_INCOMPLETE,
+            "some coefficients not coded to full precision (block smoothing)");
+
+  c.err = &e.pub;
+  jpeg_create_compress(&c);
+  have_c = 1;
+  c.progress = &e.prog;
+  c.mem->max_memory_to_use = (long)max_memory;
+  d.cap = len + 4096 < max_out ? len + 4096 : max_out;
+  if (d.cap < 1024) {
+    d.cap = 1024;
+    if (d.cap > max_out)
+      tc_fail(&e, STOKER_TC_TOO_BIG, "the sequential file would pass its bound");
+  }
+  d.buf = malloc(d.cap);
+  if (!d.buf)
+    tc_fail(&e, STOKER_TC_FAILED, "out of memory");
+  d.pub.init_destination = dest_init;
+  d.pub.empty_output_buffer = dest_grow;
+  d.pub.term_destination = dest_term;
+  c.dest = &d.pub;
+  jpeg_copy_critical_parameters(&s, &c);
+  /* The standard Huffman tables, not optimal ones: on photos (PIL's
+   * progressive files of 8 to 18 MP) the transcode is 0.4% larger with
+   * them, and the optimizing pass over the coefficients made the epoch
+   * that transcodes 30% dearer (BENCHMARKS.md). */
+  c.optimize_coding = FALSE;
+  jpeg_write_coefficients(&c, coefs);
+  jpeg_finish_compress(&c);
+  jpeg_destroy_compress(&c);
+  have_c = 0;
+  jpeg_destroy_decompress(&s);
+  have_s = 0;
+  *out = d.buf;
+  *out_len = d.len;
+  return STOKER_TC_OK;
+}
+
+void stoker_transcode_free(unsigned char *p) { free(p); }
