@@ -208,11 +208,11 @@ EXACT_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/*_test.go | paste -sd'|')
 # that compile without cgo, less those whose code and checks are the same
 # without cgo, which the -race run has run: the tests of the files named in
 # NOCGO_SAME (the executor's scheduling, datasets, manifests, index files,
-# fields, the RNG: no decoded pixel checked). Its subpackages (source,
-# annot, batch) have no cgo code: not run again.
+# fields: no decoded pixel checked). Its subpackages (source, annot,
+# batch, internal/det) have no cgo code: not run again.
 NOCGO_SAME := queue queue_class stages progress shares manifest manifest_file manifest_lie \
 	manifest_s3 dataset dataset_unix webdataset opensource liar_versionless cocodataset \
-	yolodataset compressed shipping fields header index_file_huge rng detmath
+	yolodataset compressed shipping fields header index_file_huge
 TEST_NAMES_AWK := /^func Test/ { n = $$2; sub(/[(].*/, "", n); print n }
 NOCGO_SKIP = $(shell awk '$(TEST_NAMES_AWK)' $(NOCGO_SAME:%=pipeline/%_test.go) | paste -sd'|')
 
