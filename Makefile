@@ -202,6 +202,11 @@ GO_TEST_TIMEOUT ?= 30m
 # once.
 EXACT_AWK := /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /^\texactTest[(]t[)]/ { print n }
 EXACT_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/*_test.go | paste -sd'|')
+# The server's CPU share measurements (shareTest: the race detector slows
+# the Go between a trainer's batches, not the attacks' C) run once, without
+# -race.
+SHARE_AWK := /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /^\tshareTest[(]t[)]/ { print n }
+SHARE_TESTS = $(shell awk '$(SHARE_AWK)' server/*_test.go | paste -sd'|')
 
 # The pipeline's pure-Go build (CGO_ENABLED=0: the _nocgo.go files, Go's
 # decoders and kernels in place of the C) runs the pipeline package's tests
@@ -222,6 +227,7 @@ test-go: stores ## Go tests (-race) of the module and of deploy/, the pipeline's
 	go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
 	cd deploy && go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_TESTS))$$' ./pipeline/ </dev/null
+	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(SHARE_TESTS))$$' ./server/ </dev/null
 	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '^($(NOCGO_SKIP))$$' ./pipeline/ </dev/null
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build ./...
 

@@ -17,10 +17,25 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stoker-dev/stoker/internal/racebuild"
 	"github.com/stoker-dev/stoker/pipeline"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 	"github.com/stoker-dev/stoker/server/internal/job"
 )
+
+// shareTest marks t as measuring the executor's shares of the CPU: it
+// skips under -race, where the Go between a trainer's batches (leasing,
+// assembling, sending) runs many times slower and the C kernels of the
+// attacks do not, so a victim's queue empties between its batches and the
+// share measures the race detector, not the schedule (a loaded CI machine
+// gave 0.42x there, the same test 0.50x without it); make test-go runs it
+// once without -race (SHARE_TESTS).
+func shareTest(t *testing.T) {
+	t.Helper()
+	if racebuild.Enabled {
+		t.Skip("a CPU share measurement: make test-go runs it without -race (SHARE_TESTS)")
+	}
+}
 
 // victimLimit is the --max-sample-cpu of the victim tests' server: the
 // attackers' jobs are the costliest it lets open. Lower than the default
@@ -183,6 +198,7 @@ func (c capacity) part() float64 { return c.vcpu.Seconds() / (c.cpu + c.idle).Se
 //     2 s of the workers' time, and the victim is back to 0.9 of its
 //     part alone.
 func TestVictimUnderAttack(t *testing.T) {
+	shareTest(t)
 	ds, err := filepath.Abs("../testdata/photos")
 	if err != nil {
 		t.Fatal(err)
