@@ -560,8 +560,9 @@ def _p(cls: Callable[..., Transform]) -> Callable[[_Converter, Any, str], Transf
 def _sanitize(t: Any, where: str) -> Transform:
     """v2.SanitizeBoundingBoxes: its bounds; the labels are always the
     targets' own (labels_getter "default"), dropped with their boxes."""
-    if getattr(t, "labels_getter", "default") != "default":
-        raise ValueError(f"{where}: labels_getter={t.labels_getter!r}: stoker's targets drop each box's label with it "
+    lg = getattr(t, "labels_getter", "default")
+    if not (isinstance(lg, str) and lg == "default"):
+        raise ValueError(f"{where}: labels_getter={lg!r}: stoker's targets drop each box's label with it "
                          f"(labels_getter='default')")
     return O.SanitizeBoundingBoxes(t.min_size, t.min_area)
 

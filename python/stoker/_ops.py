@@ -214,9 +214,13 @@ class SanitizeBoundingBoxes(Transform):
     than ``min_size``, smaller in area than ``min_area``, or outside the
     canvas, with their labels, where it stands among the ops; the pixels are
     untouched. A job without targets is refused, as torchvision's fails
-    when it finds no boxes."""
+    when it finds no boxes. ``labels_getter`` is torchvision's; only its
+    default is taken: the labels always go with their boxes."""
 
-    def __init__(self, min_size: float = 1.0, min_area: float = 1.0) -> None:
+    def __init__(self, min_size: float = 1.0, min_area: float = 1.0, labels_getter: Any = "default") -> None:
+        if not (isinstance(labels_getter, str) and labels_getter == "default"):
+            raise ValueError(f"SanitizeBoundingBoxes: labels_getter={labels_getter!r}: stoker's targets drop each box's "
+                             f"label with it (labels_getter='default')")
         self.min_size = real("SanitizeBoundingBoxes", "min_size", min_size)
         self.min_area = real("SanitizeBoundingBoxes", "min_area", min_area)
         if self.min_size < 1:

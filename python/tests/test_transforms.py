@@ -176,6 +176,9 @@ SPECS = [
     (lambda: T.RandomHorizontalFlip(), pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip(p=0.5))),
     (lambda: T.RandomVerticalFlip(), pb.Op(random_vertical_flip=pb.RandomVerticalFlip(p=0.5))),
     (lambda: T.RandomVerticalFlip(0.0), pb.Op(random_vertical_flip=pb.RandomVerticalFlip(p=0.0))),
+    (lambda: T.SanitizeBoundingBoxes(), pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=1, min_area=1))),
+    (lambda: T.SanitizeBoundingBoxes(2, min_area=3.5),
+     pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=2, min_area=3.5))),
     (lambda: T.ColorJitter(), pb.Op(color_jitter=pb.ColorJitter())),
     (lambda: T.ColorJitter(0.4, 0.4, 0.2, 0.1),
      pb.Op(color_jitter=pb.ColorJitter(brightness=0.4, contrast=0.4, saturation=0.2, hue=0.1))),
@@ -313,7 +316,7 @@ def test_signatures_are_torchvisions() -> None:
             want = own.get((name, arg), norm(p.default))
             assert norm(ours[arg].default) == want, (name, arg)
         checked += 1
-    assert checked == 29
+    assert checked == 30
 
 
 def _tv(version: str):
