@@ -379,17 +379,8 @@ func TestTranscodeOutputBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := ParseTransform("imagenet-train", CHW)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, plain, d, cc := transcodeRig(t)
 	want, got := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
-	plain := NewDecoder()
-	defer plain.Close()
-	cc := NewCoefCache(1 << 30)
-	defer cc.Close()
-	d := NewDecoder(WithCoefCache(cc))
-	defer d.Close()
 	for e := range 2 {
 		k := Key{Epoch: uint64(e)}
 		if err := plain.Decode(data, tr, k, want); err != nil {
@@ -410,17 +401,8 @@ func TestTranscodeOutputBound(t *testing.T) {
 func TestTranscodeWrong(t *testing.T) {
 	files, _ := progressiveJPEGs(t)
 	data := files[0].data
-	tr, err := ParseTransform("imagenet-train", CHW)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, plain, d, cc := transcodeRig(t)
 	want, got := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
-	plain := NewDecoder()
-	defer plain.Close()
-	cc := NewCoefCache(1 << 30)
-	defer cc.Close()
-	d := NewDecoder(WithCoefCache(cc))
-	defer d.Close()
 	if err := d.Decode(data, tr, Key{}, got); err != nil {
 		t.Fatal(err)
 	}
@@ -441,4 +423,23 @@ func TestTranscodeWrong(t *testing.T) {
 	if s := cc.Stats(); s.TranscodedFiles != 0 || s.TranscodeFallbacks != 1 || s.TranscodeHits != 1 {
 		t.Fatalf("after a transcode that failed to decode: %+v", s)
 	}
+}
+
+// transcodeRig is imagenet-train and two Decoders for it, one plain and
+// one with a coefficient cache (which transcodes), closed at t's end.
+func transcodeRig(t *testing.T) (*Transform, *Decoder, *Decoder, *CoefCache) {
+	t.Helper()
+	tr, err := ParseTransform("imagenet-train", CHW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := NewDecoder()
+	cc := NewCoefCache(1 << 30)
+	d := NewDecoder(WithCoefCache(cc))
+	t.Cleanup(func() {
+		d.Close()
+		cc.Close()
+		plain.Close()
+	})
+	return tr, plain, d, cc
 }

@@ -82,34 +82,7 @@ func TestCostBombRefused(t *testing.T) {
 // every batch as it comes and grants a credit for each, a trainer that
 // is always waiting for input (its step is nothing).
 func starvedTrainer(ctx context.Context, t *testing.T, e *testEnv, open *pb.OpenJob) {
-	open.Epochs = 0 // until the stream ends
-	s := e.feedStream(t, ctx, open)
-	var want, got uint64
-	asked := time.Now()
-	for {
-		m, err := s.Recv()
-		if err != nil {
-			if ctx.Err() == nil {
-				t.Errorf("%s: %v", open.GetJob().GetDataset(), err)
-			}
-			return
-		}
-		switch {
-		case m.GetBatch() != nil:
-			want, got = m.GetBatch().GetDataBytes(), 0
-			continue
-		case m.GetChunk() != nil:
-			got += uint64(len(m.GetChunk().GetData()))
-			if got < want {
-				continue
-			}
-		default:
-			continue
-		}
-		wait := time.Since(asked)
-		asked = time.Now()
-		s.Send(&pb.FeedRequest{Msg: &pb.FeedRequest_Credit{Credit: &pb.Credit{Credits: 1, Batches: 1, WaitSeconds: wait.Seconds()}}})
-	}
+	trainerOn(ctx, t, e.client, open)
 }
 
 // TestCPUShareVictim: a victim trainer with a cheap recipe beside n

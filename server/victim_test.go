@@ -113,8 +113,10 @@ func largestAllowed(t *testing.T, s *Server, mk func(px uint32) *pb.OpenJob) (ok
 	return mk(lo), mk(hi)
 }
 
-// trainerOn is starvedTrainer on a connection of its own (client): a
-// trainer that takes every batch as it comes, until ctx ends.
+// trainerOn runs a Feed stream for open on client's connection until ctx
+// ends: it takes every batch as it comes and grants a credit for each, a
+// trainer always waiting for input (starvedTrainer, on the test server's
+// own client).
 func trainerOn(ctx context.Context, t *testing.T, client pb.FeedServiceClient, open *pb.OpenJob) {
 	open = proto.Clone(open).(*pb.OpenJob) // open may be shared by several trainers
 	open.Epochs = 0
