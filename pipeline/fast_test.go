@@ -377,7 +377,7 @@ func fastSynthAndPhotos(t *testing.T, n int) []fastSynthJPEG {
 func TestFastSIMDSame(t *testing.T) {
 	exactTest(t)
 	imgs := fastSynthAndPhotos(t, 4)
-	levels := []int{0, 3, 2, 1, -1} // the best the CPU has, at most AVX2, SSSE3, SSE2, none
+	levels := []int{0, 4, 3, 2, 1, -1} // the best the CPU has, at most AVX-512 (without VBMI), AVX2, SSSE3, SSE2, none
 	decs := make([]*Decoder, len(levels))
 	for i, l := range levels {
 		decs[i] = NewDecoder()
@@ -410,7 +410,7 @@ func TestFastSIMDSame(t *testing.T) {
 			n++
 		}
 	}
-	t.Logf("%d decodes identical at every SIMD level (levels run: %v; 1 is SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512)", n, used)
+	t.Logf("%d decodes identical at every SIMD level (levels run: %v; 1 is SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512, 5 AVX-512 VBMI)", n, used)
 	// Every x86-64 has SSE2, and all but the oldest SSSE3, so the SIMD code
 	// must have run there; otherwise this test compares the scalar code
 	// with itself.
@@ -425,6 +425,9 @@ func TestFastSIMDSame(t *testing.T) {
 	}
 	if simdBest() >= 4 && !used[4] {
 		t.Errorf("AVX-512 code never ran on a CPU that has it (levels run: %v)", used)
+	}
+	if simdBest() >= 5 && !used[5] {
+		t.Errorf("AVX-512 VBMI code never ran on a CPU that has it (levels run: %v)", used)
 	}
 	if !used[0] {
 		t.Errorf("scalar code never ran (levels run: %v)", used)

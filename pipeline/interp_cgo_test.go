@@ -97,7 +97,7 @@ func TestFastSIMDSameFilters(t *testing.T) {
 	imgs := fastSynthAndPhotos(t, 1)
 	n, scaled := 0, 0
 	for _, scaling := range []DCTScaling{ScaleAny} {
-		levels := []int{0, 3, 2, 1, -1}
+		levels := []int{0, 4, 3, 2, 1, -1}
 		decs := make([]*Decoder, len(levels))
 		for i, l := range levels {
 			decs[i] = NewDecoder(WithDCTScaling(scaling))

@@ -97,8 +97,15 @@ typedef struct {
    * outputs 4g..4g+3, pair j at kv4[((g*np + j)*4 + o)*4 ...], so that one
    * 512-bit load holds a pair for each of them (whole groups only). */
   int32_t *kv4;
+  /* kv4buf, px4buf: what kv4 and px4 lie in, each at its first 64-byte
+   * boundary: a 64-byte load that straddles two cache lines costs two. */
+  void *kv4buf, *px4buf;
+  /* px4: with AVX-512 VBMI, for each group of four outputs, the byte
+   * permutation that takes one pair of taps for each of them out of one
+   * 64-byte load at its first output's start (hrgbx_vbmi). */
+  uint8_t *px4;
   double *w;
-  size_t s_cap, k_cap, kv_cap, kv4_cap, w_cap;
+  size_t s_cap, k_cap, kv_cap, kv4_cap, px4_cap, w_cap;
   int ks, np;
   int prec; /* fractional bits of k */
 } axis;
@@ -126,7 +133,7 @@ struct stoker_turbo {
   vstate vs[STOKER_MAX_VIEWS];
   uint8_t *row; /* one decoded scanline */
   size_t row_cap;
-  int simd; /* this decode's SIMD level: 0 none, 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512 */
+  int simd; /* this decode's SIMD level: 0 none, 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512, 5 AVX-512 VBMI */
   stoker_huff huff; /* the faster baseline Huffman decoder (huff.c) */
   const uint8_t **taps; /* vertical pass: row pointers of one output row */
   size_t taps_cap;
@@ -231,7 +238,8 @@ static void free_axis(axis *a) {
   free(a->start);
   free(a->k);
   free(a->kv);
-  free(a->kv4);
+  free(a->kv4buf);
+  free(a->px4buf);
   free(a->w);
 }
 
@@ -295,12 +303,36 @@ static void pack_quads(stoker_turbo *t, axis *a, int n) {
   int g, i, j;
   if (t->simd < 4 || n < 4)
     return;
-  grow(t, (void **)&a->kv4, &a->kv4_cap, (size_t)(n / 4) * a->np * 16, sizeof(int32_t));
+  grow(t, &a->kv4buf, &a->kv4_cap, (size_t)(n / 4) * a->np * 16 + 16, sizeof(int32_t));
+  a->kv4 = (int32_t *)(((uintptr_t)a->kv4buf + 63) & ~(uintptr_t)63);
   for (g = 0; g < n / 4; g++)
     for (j = 0; j < a->np; j++)
       for (i = 0; i < 4; i++)
         memcpy(a->kv4 + (((size_t)g * a->np + j) * 4 + i) * 4,
                a->kv + ((size_t)(4 * g + i) * a->np + j) * 4, 4 * sizeof(int32_t));
+  if (t->simd < 5)
+    return;
+  /* Output i of the group reads its pair from byte 4*(start[i] - the
+   * group's least start) of the load (the first output's start, or the
+   * last's when the view is flipped), as r0 r1 g0 g1 b0 b1 x0 x1 (16-bit
+   * lanes; the high bytes are zeroed by the mask, so byte 1 says whether
+   * the group fits). Groups spread wider than a load holds (more than 14
+   * pixels) take hrgbx_avx512's loads instead. */
+  grow(t, &a->px4buf, &a->px4_cap, (size_t)(n / 4) * 64 + 64, 1);
+  a->px4 = (uint8_t *)(((uintptr_t)a->px4buf + 63) & ~(uintptr_t)63);
+  for (g = 0; g < n / 4; g++) {
+    const int *st = a->start + 4 * g;
+    int lo = st[0] < st[3] ? st[0] : st[3], fits = 1;
+    uint8_t *px = a->px4 + (size_t)g * 64;
+    for (i = 0; i < 4; i++)
+      fits &= st[i] >= lo && st[i] - lo <= 14;
+    for (i = 0; i < 4; i++)
+      for (j = 0; j < 8; j++) {
+        px[16 * i + 2 * j] = (uint8_t)(fits ? 4 * (st[i] - lo + (j & 1)) + (j >> 1) : 0);
+        px[16 * i + 2 * j + 1] = 0;
+      }
+    px[1] = (uint8_t)fits;
+  }
 }
 
 /* The filters of torch's uint8 resize kernels (aten UpSampleKernel.cpp:
@@ -798,6 +830,97 @@ hpass_rgbx_avx512(const axis *a, int n, const uint8_t *src, uint8_t *dst,
                   int planar) {
   BY_NP(hrgbx_avx512, a, n, src, dst, planar)
 }
+
+#define VBMIRS __attribute__((target("avx2,avx512f,avx512bw,avx512vbmi")))
+
+/* hrgbx_vbmi is hrgbx_avx512 with one load and one byte permutation (vpermb,
+ * which zero-extends through its mask) per pair of taps for four outputs,
+ * where hsum4_avx512 takes four loads, three inserts and a shuffle: the
+ * group's outputs start within 14 pixels of each other whenever the filter
+ * scales by less than about 4.5, so one 64-byte load holds a pair of taps
+ * for all four. The coefficients are kv4's and the sums are formed lane for
+ * lane as there: the same bytes. A group spread wider takes hsum4_avx512. */
+/* hsum4_vbmi is hsum4_avx512's sums for the group of four outputs at i:
+ * one load and one vpermb per pair of taps where the group fits in a load
+ * (px[1]), hsum4_avx512's loads where it does not. */
+VBMIRS static inline __attribute__((always_inline)) __m512i
+hsum4_vbmi(const axis *a, int i, const uint8_t *src, const __m512i *k4, const uint8_t *px,
+           const int np, __m512i lo, __m512i hi, __m512i half, __m128i sh) {
+  const int *st = a->start;
+  __m512i acc = half;
+  int j;
+  if (px[1]) {
+    const uint8_t *p = src + (size_t)(st[i] < st[i + 3] ? st[i] : st[i + 3]) * 4;
+    const __m512i perm = _mm512_load_si512((const void *)px);
+    for (j = 0; j < np; j++)
+      acc = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maskz_permutexvar_epi8(0x5555555555555555ull, perm,
+                                                                                   _mm512_loadu_si512((const void *)(p + 8 * j))),
+                                                    _mm512_load_si512(k4 + j)));
+    return _mm512_sra_epi32(acc, sh);
+  }
+  return hsum4_avx512(src + (size_t)st[i] * 4, src + (size_t)st[i + 1] * 4, src + (size_t)st[i + 2] * 4,
+                      src + (size_t)st[i + 3] * 4, k4, np, lo, hi, half, sh);
+}
+
+/* hrgbx_vbmi is hrgbx_avx512 with hsum4_vbmi, eight outputs a step: the two
+ * groups' sums are narrowed together (packs then packus: the same clamping
+ * to 0..255) and put in order by one more vpermb, planar r0..r7 g0..g7
+ * b0..b7 or interleaved r0 g0 b0 r1 ... b7. The coefficients are kv4's
+ * and the sums are formed lane for lane as hsum4_avx512 forms them: the
+ * same bytes. */
+VBMIRS static inline __attribute__((always_inline)) void
+hrgbx_vbmi(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar, const int np) {
+  const __m512i lo = _mm512_broadcast_i32x4(_mm_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1));
+  const __m512i hi = _mm512_broadcast_i32x4(_mm_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1));
+  const __m128i to_planar = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m128i to_rgb = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  const __m512i half = _mm512_set1_epi32(1 << (a->prec - 1)), zero = _mm512_setzero_si512();
+  const __m128i sh = _mm_cvtsi32_si128(a->prec);
+  /* After packs and packus, lane k's 16 bytes hold group A's output k
+   * (r g b x) in bytes 0-3 and group B's (output 4 + k) in bytes 4-7 (the
+   * rest repeat them): output o, channel c is at byte 16*(o%4) + 4*(o/4)
+   * + c. */
+#define OB(o, c) (16 * ((o) % 4) + 4 * ((o) / 4) + (c))
+#define PL(c) OB(0, c), OB(1, c), OB(2, c), OB(3, c), OB(4, c), OB(5, c), OB(6, c), OB(7, c)
+#define IL(o) OB(o, 0), OB(o, 1), OB(o, 2)
+  const __m512i order_planar = _mm512_castsi256_si512(_mm256_setr_epi8(PL(0), PL(1), PL(2), PL(0)));
+  const __m512i order_rgb = _mm512_castsi256_si512(_mm256_setr_epi8(IL(0), IL(1), IL(2), IL(3), IL(4), IL(5), IL(6),
+                                                                    IL(7), 0, 0, 0, 0, 0, 0, 0, 0));
+#undef IL
+#undef PL
+#undef OB
+  const __m512i *k4 = (const __m512i *)a->kv4;
+  const uint8_t *px = a->px4;
+  int i = 0;
+  for (; i + 8 <= n; i += 8, k4 += 2 * np, px += 128) {
+    __m512i sa = hsum4_vbmi(a, i, src, k4, px, np, lo, hi, half, sh);
+    __m512i sb = hsum4_vbmi(a, i + 4, src, k4 + np, px + 64, np, lo, hi, half, sh);
+    __m512i p = _mm512_packus_epi16(_mm512_packs_epi32(sa, sb), zero);
+    if (planar) {
+      __m256i v = _mm512_castsi512_si256(_mm512_permutexvar_epi8(order_planar, p));
+      __m128i rg = _mm256_castsi256_si128(v);
+      _mm_storel_epi64((__m128i *)(void *)(dst + i), rg);
+      _mm_storeh_pd((double *)(void *)(dst + n + i), _mm_castsi128_pd(rg));
+      _mm_storel_epi64((__m128i *)(void *)(dst + 2 * n + i), _mm256_extracti128_si256(v, 1));
+    } else {
+      __m256i v = _mm512_castsi512_si256(_mm512_permutexvar_epi8(order_rgb, p));
+      _mm_storeu_si128((__m128i *)(void *)(dst + 3 * i), _mm256_castsi256_si128(v));
+      _mm_storel_epi64((__m128i *)(void *)(dst + 3 * i + 16), _mm256_extracti128_si256(v, 1));
+    }
+  }
+  if (i + 4 <= n) {
+    __m512i s = hsum4_vbmi(a, i, src, k4, px, np, lo, hi, half, sh);
+    put4_ssse3(_mm512_cvtusepi32_epi8(_mm512_max_epi32(s, zero)), dst, i, n, planar, to_planar, to_rgb);
+    i += 4;
+  }
+  if (i < n)
+    hrgbx_tail(a, i, n, src, dst, planar, np);
+}
+
+VBMIRS static void
+hpass_rgbx_vbmi(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar) {
+  BY_NP(hrgbx_vbmi, a, n, src, dst, planar)
+}
 #endif
 
 /* hpass_rgbx resamples one decoded RGBX row into dst: interleaved RGB (with
@@ -808,6 +931,10 @@ static void hpass_rgbx(const axis *a, int n, const uint8_t *src, uint8_t *dst,
                        int planar, int simd) {
   int i, j;
 #if defined(__x86_64__) || defined(__i386__)
+  if (simd >= 5 && n >= 4) {
+    hpass_rgbx_vbmi(a, n, src, dst, planar);
+    return;
+  }
   if (simd >= 4 && n >= 4) {
     hpass_rgbx_avx512(a, n, src, dst, planar);
     return;
@@ -1080,7 +1207,7 @@ static void ix_open(stoker_turbo *t, const uint8_t *data, size_t len,
  * and AVX-512 F and BW (0 off x86): the horizontal pass and the
  * coefficient cache's packing use SSSE3, the horizontal and vertical
  * passes AVX2 and AVX-512, at the decode's SIMD level. */
-static int cpu_ssse3, cpu_avx2, cpu_avx512;
+static int cpu_ssse3, cpu_avx2, cpu_avx512, cpu_vbmi;
 
 __attribute__((constructor)) static void cpu_init(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -1088,6 +1215,7 @@ __attribute__((constructor)) static void cpu_init(void) {
   cpu_ssse3 = __builtin_cpu_supports("ssse3");
   cpu_avx2 = __builtin_cpu_supports("avx2");
   cpu_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  cpu_vbmi = cpu_avx512 && __builtin_cpu_supports("avx512vbmi");
 #endif
 }
 
@@ -1102,6 +1230,8 @@ int stoker_simd_best(void) {
     simd = 3;
   if (simd == 3 && cpu_avx512)
     simd = 4;
+  if (simd == 4 && cpu_vbmi)
+    simd = 5;
   return simd;
 }
 
@@ -1128,8 +1258,9 @@ typedef struct {
 /* begin_decode readies t for the job: its SIMD level (0 none, 1 SSE2: the
  * vertical pass, 2 SSSE3: the horizontal pass and the coefficient packing
  * too, 3 AVX2: both passes, two outputs or 32 bytes a step, 4 AVX-512:
- * four outputs or 64 bytes; each measured faster than the level below on a
- * Zen 5 EPYC, BENCHMARKS.md), and its reports zeroed. */
+ * four outputs or 64 bytes, 5 AVX-512 VBMI: the horizontal pass with one
+ * load and a byte permutation per pair of taps; each measured faster than
+ * the level below, BENCHMARKS.md), and its reports zeroed. */
 static void begin_decode(stoker_turbo *t) {
   stoker_job *jb = &t->job;
   int simd = stoker_simd_best();
@@ -1342,8 +1473,8 @@ static void row_buffers(stoker_turbo *t, decode_geom *g) {
     wmax = w > wmax ? w : wmax;
   }
   /* Slack: taps past a support read up to 2*np pixels (and an 8-byte load)
-   * past the decoded row; an interleaved mid row is written 4 bytes at a
-   * time. */
+   * past the decoded row, hrgbx_vbmi's 64-byte loads 56 bytes more; an
+   * interleaved mid row is written 4 bytes at a time. */
   /* Rows are read rec_outbuf_height at a time (2 for h2v2 merged
    * upsampling), so that libjpeg need not copy a spare row per call. */
   g->nrows = ci->rec_outbuf_height < 1 ? 1 : ci->rec_outbuf_height > 4 ? 4 : ci->rec_outbuf_height;
@@ -1354,7 +1485,7 @@ static void row_buffers(stoker_turbo *t, decode_geom *g) {
    * bytes past a 64-byte boundary, so that they take its ordinary stores
    * and stay in cache (measured in BENCHMARKS.md). */
   {
-    size_t slack = (size_t)(2 * np + 2) * g->bpp + 16;
+    size_t slack = (size_t)(2 * np + 2) * g->bpp + 16 + 64;
     size_t used = (size_t)ci->output_width * g->bpp;
     int r;
     g->stride = (used + slack + 63) & ~(size_t)63;
@@ -1517,7 +1648,7 @@ int stoker_rows_begin(stoker_turbo *t, int gray, stoker_need *nd) {
   }
   grow(t, (void **)&t->taps, &t->taps_cap, (size_t)2 * vnp, sizeof(const uint8_t *));
   grow(t, (void **)&t->line, &t->line_cap, (size_t)wmax, 1);
-  nd->slack = (2 * np + 2) * bpp + 16;
+  nd->slack = (2 * np + 2) * bpp + 16 + 64; /* as the decode's row slack */
   t->rows_gray = gray;
   jb->cols_decoded = nd->x1 - nd->x0;
   return STOKER_OK;
