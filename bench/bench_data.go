@@ -75,8 +75,9 @@ func WriteSyntheticSetProgress(ctx context.Context, dir string, n, classes int, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var scratch synthScratch
 			for i := range jobs {
-				if err := writeSynthetic(dir, i, i%classes, seed); err != nil {
+				if err := writeSynthetic(dir, i, i%classes, seed, &scratch); err != nil {
 					select {
 					case errs <- err:
 					default:

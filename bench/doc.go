@@ -9,4 +9,10 @@
 // side in one run and prints a table and, with --json, one JSON line.
 // The PyTorch baselines (compare.py, e2e.py, baselines.py) live beside it,
 // and timm_geometry.py (stoker's timm geometric ops against timm's PIL ones).
+//
+// The synthetic ImageFolder of stoker mkdata and of the harnesses run
+// without --data (WriteSyntheticSet) is drawn in YCbCr at the JPEG's own
+// resolutions and written by a baseline 4:2:0 JPEG writer of its own
+// (synthjpeg.go: the standard's tables, libjpeg's integer DCT), with
+// about a third of image/jpeg's CPU for the same files.
 package bench

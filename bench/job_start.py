@@ -1,7 +1,9 @@
 """What a job's start costs: wall time from `stoker.Loader(...)` to its first
-batch in the trainer, and the server's CPU time for the whole job, with a
-batch of one sample (so the job's own set-up shows, not its decodes) and of
-32 (issue 48, BENCHMARKS.md "A job that starts at once").
+batch in the trainer, and the server's CPU time from the Loader to that
+batch and for the whole job (the first batch, what the server made ahead
+for the trainer's credits, the stream's close), with a batch of one sample
+(so the job's own set-up shows, not its decodes), and of 32 and the demo's
+64 (BENCHMARKS.md "A job that starts at once").
 
 The trainer imports torch before it times anything, as a training script
 does before it makes a loader: the first loader's first batch otherwise pays
@@ -9,9 +11,13 @@ torch's import (about 1 s), which the client defers until a batch needs it.
 
 The server's CPU is the sum of its threads' run time from
 /proc/PID/task/*/schedstat (nanoseconds; /proc/PID/stat counts 10 ms ticks),
-read before the Loader and again after close() once the server is idle.
+read before the Loader (once the server is idle), as the first batch
+arrives, and again after close() once the server is idle. Medians (and the
+worst) of --rounds rounds, each with its own seed, so that no round
+repeats the last one's samples.
 
-    .venv/bin/python bench/job_start.py --stoker bin/stoker --data PHOTOS
+    bin/stoker mkdata --out out/demo-data      # the demo's data, as make demo makes it
+    .venv/bin/python bench/job_start.py --stoker bin/stoker --data out/demo-data
 """
 import argparse
 import glob
@@ -58,25 +64,34 @@ def main() -> None:
     ap.add_argument("--data", required=True, help="an ImageFolder")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--transform", default="imagenet-train")
+    ap.add_argument("--batch-sizes", default="1,32,64", help="comma-separated")
+    ap.add_argument("--prefetch", type=int, default=1, help="the Loader's prefetch (credits)")
     a = ap.parse_args()
+    sizes = [int(b) for b in a.batch_sizes.split(",")]
     with LocalServer(a.stoker, {"d": a.data}, args=["--log-level", "warn"]) as srv:
         pid = srv.proc.pid
-        for transport in ("auto", "grpc"):
-            for bs in (1, 32):
-                walls, cpus = [], []
-                for r in range(a.rounds):
-                    c0 = settle(pid)
-                    t0 = time.perf_counter()
-                    loader = stoker.Loader(srv.addr, "d", transform=a.transform, batch_size=bs, seed=r,
-                                           prefetch=1, transport=transport)
-                    next(iter(loader))
-                    walls.append(time.perf_counter() - t0)
-                    loader.close()
-                    cpus.append(settle(pid) - c0)
-                print(f"transport={transport:5s} batch={bs:3d}: first batch {1e3 * statistics.median(walls):6.1f} ms wall "
-                      f"(max {1e3 * max(walls):6.1f}), server CPU for the job {1e-6 * statistics.median(cpus):6.1f} ms "
-                      f"(max {1e-6 * max(cpus):6.1f}), medians of {a.rounds}", flush=True)
+        configs = [(t, bs) for t in ("auto", "grpc") for bs in sizes]
+        walls, firsts, cpus = ({c: [] for c in configs} for _ in range(3))
+        # Interleaved: each round runs every configuration once, so a
+        # change in the machine's load falls on all of them alike.
+        for r in range(a.rounds):
+            for transport, bs in configs:
+                c0 = settle(pid)
+                t0 = time.perf_counter()
+                loader = stoker.Loader(srv.addr, "d", transform=a.transform, batch_size=bs, seed=r,
+                                       prefetch=a.prefetch, transport=transport)
+                next(iter(loader))
+                walls[transport, bs].append(time.perf_counter() - t0)
+                firsts[transport, bs].append(1e-9 * (server_cpu_ns(pid) - c0))
+                loader.close()
+                cpus[transport, bs].append(1e-9 * (settle(pid) - c0))
 
+        def ms(v):
+            return f"{1e3 * statistics.median(v):6.1f} (max {1e3 * max(v):6.1f})"
+
+        for c in configs:
+            print(f"transport={c[0]:5s} batch={c[1]:3d}: first batch {ms(walls[c])} ms wall; "
+                  f"server CPU to it {ms(firsts[c])} ms, for the job {ms(cpus[c])} ms; medians of {a.rounds}")
 
 if __name__ == "__main__":
     main()
