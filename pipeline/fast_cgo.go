@@ -337,7 +337,7 @@ func (f *fastState) decode(data, out, blob []byte) C.int {
 // fastStats is what the last fast decode did, for tests and benchmarks.
 type fastStats struct {
 	scaleM, rows, cols int
-	simd               int  // 0 none, 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512, 5 AVX-512 VBMI
+	simd               int  // 0 none, 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512, 5 AVX-512 VBMI and VNNI
 	rowSkew            int  // where decoded rows start, modulo 64 bytes
 	huff               bool // huff.c decoded the entropy-coded data
 	ixState            int  // C.STOKER_IX_*

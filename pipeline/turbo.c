@@ -133,7 +133,7 @@ struct stoker_turbo {
   vstate vs[STOKER_MAX_VIEWS];
   uint8_t *row; /* one decoded scanline */
   size_t row_cap;
-  int simd; /* this decode's SIMD level: 0 none, 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512, 5 AVX-512 VBMI */
+  int simd; /* this decode's SIMD level: 0 none, 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512, 5 AVX-512 VBMI and VNNI */
   stoker_huff huff; /* the faster baseline Huffman decoder (huff.c) */
   const uint8_t **taps; /* vertical pass: row pointers of one output row */
   size_t taps_cap;
@@ -831,7 +831,7 @@ hpass_rgbx_avx512(const axis *a, int n, const uint8_t *src, uint8_t *dst,
   BY_NP(hrgbx_avx512, a, n, src, dst, planar)
 }
 
-#define VBMIRS __attribute__((target("avx2,avx512f,avx512bw,avx512vbmi")))
+#define VBMIRS __attribute__((target("avx2,avx512f,avx512bw,avx512vbmi,avx512vnni")))
 
 /* hrgbx_vbmi is hrgbx_avx512 with one load and one byte permutation (vpermb,
  * which zero-extends through its mask) per pair of taps for four outputs,
@@ -853,9 +853,9 @@ hsum4_vbmi(const axis *a, int i, const uint8_t *src, const __m512i *k4, const ui
     const uint8_t *p = src + (size_t)(st[i] < st[i + 3] ? st[i] : st[i + 3]) * 4;
     const __m512i perm = _mm512_load_si512((const void *)px);
     for (j = 0; j < np; j++)
-      acc = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maskz_permutexvar_epi8(0x5555555555555555ull, perm,
-                                                                                   _mm512_loadu_si512((const void *)(p + 8 * j))),
-                                                    _mm512_load_si512(k4 + j)));
+      acc = _mm512_dpwssd_epi32(acc, _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, perm,
+                                                                   _mm512_loadu_si512((const void *)(p + 8 * j))),
+                                _mm512_load_si512(k4 + j));
     return _mm512_sra_epi32(acc, sh);
   }
   return hsum4_avx512(src + (size_t)st[i] * 4, src + (size_t)st[i + 1] * 4, src + (size_t)st[i + 2] * 4,
@@ -959,7 +959,9 @@ static void hpass_gray(const axis *a, int n, const uint8_t *src,
  * with the vector type V: AVX2 (32) and AVX-512 (64). The unpacks and
  * packs work within 128-bit lanes and undo each other's order, so each
  * byte's sum is the SSE2 loop's. */
-#define VROW_SIMD(SFX, TARGET, V, B, P, SI, BCAST)                                                   \
+#define VROW_ACC_MADD(P, acc, a, k) P##_add_epi32(acc, P##_madd_epi16(a, k))
+#define VROW_ACC_VNNI(P, acc, a, k) P##_dpwssd_epi32(acc, a, k)
+#define VROW_SIMD(SFX, TARGET, V, B, P, SI, BCAST, ACC)                                                   \
   __attribute__((target(TARGET))) static void vrow_##SFX(const uint8_t *const *taps, size_t off,   \
                                                          const int32_t *kv, int np, int prec, int n, \
                                                          uint8_t *dst) {                            \
@@ -976,10 +978,10 @@ static void hpass_gray(const axis *a, int n, const uint8_t *src,
         V vb = P##_loadu_##SI((const void *)(taps[2 * j + 1] + off + x));                       \
         V kk = BCAST(_mm_loadu_si128(kp + j));                                            \
         V lo = P##_unpacklo_epi8(va, vb), hi = P##_unpackhi_epi8(va, vb);                            \
-        a0 = P##_add_epi32(a0, P##_madd_epi16(P##_unpacklo_epi8(lo, zero), kk));                     \
-        a1 = P##_add_epi32(a1, P##_madd_epi16(P##_unpackhi_epi8(lo, zero), kk));                     \
-        a2 = P##_add_epi32(a2, P##_madd_epi16(P##_unpacklo_epi8(hi, zero), kk));                     \
-        a3 = P##_add_epi32(a3, P##_madd_epi16(P##_unpackhi_epi8(hi, zero), kk));                     \
+        a0 = ACC(P, a0, P##_unpacklo_epi8(lo, zero), kk);                                             \
+        a1 = ACC(P, a1, P##_unpackhi_epi8(lo, zero), kk);                                             \
+        a2 = ACC(P, a2, P##_unpacklo_epi8(hi, zero), kk);                                             \
+        a3 = ACC(P, a3, P##_unpackhi_epi8(hi, zero), kk);                                             \
       }                                                                                              \
       a0 = P##_packs_epi32(P##_sra_epi32(a0, sh), P##_sra_epi32(a1, sh));                            \
       a2 = P##_packs_epi32(P##_sra_epi32(a2, sh), P##_sra_epi32(a3, sh));                            \
@@ -989,8 +991,13 @@ static void hpass_gray(const axis *a, int n, const uint8_t *src,
         return;                                                                                      \
     }                                                                                                \
   }
-VROW_SIMD(avx2, "avx2", __m256i, 32, _mm256, si256, _mm256_broadcastsi128_si256)
-VROW_SIMD(avx512, "avx2,avx512f,avx512bw", __m512i, 64, _mm512, si512, _mm512_broadcast_i32x4)
+VROW_SIMD(avx2, "avx2", __m256i, 32, _mm256, si256, _mm256_broadcastsi128_si256, VROW_ACC_MADD)
+VROW_SIMD(avx512, "avx2,avx512f,avx512bw", __m512i, 64, _mm512, si512, _mm512_broadcast_i32x4, VROW_ACC_MADD)
+/* vrow_vnni: vrow_avx512 with each multiply-add and its sum in one vpdpwssd
+ * (the same 32-bit sums: no pair of products here comes near the one input,
+ * -32768 * -32768 twice, where pmaddwd wraps) */
+VROW_SIMD(vnni, "avx2,avx512f,avx512bw,avx512vnni", __m512i, 64, _mm512, si512, _mm512_broadcast_i32x4,
+          VROW_ACC_VNNI)
 #endif
 
 static void vrow(const uint8_t *const *taps, size_t off, const int16_t *k,
@@ -998,6 +1005,10 @@ static void vrow(const uint8_t *const *taps, size_t off, const int16_t *k,
                  int simd) {
   int x = 0, j;
 #if defined(__x86_64__) || defined(__i386__)
+  if (n >= 64 && simd >= 5) {
+    vrow_vnni(taps, off, kv, np, prec, n, dst);
+    return;
+  }
   if (n >= 64 && simd >= 4) {
     vrow_avx512(taps, off, kv, np, prec, n, dst);
     return;
@@ -1183,7 +1194,7 @@ __attribute__((constructor)) static void cpu_init(void) {
   cpu_ssse3 = __builtin_cpu_supports("ssse3");
   cpu_avx2 = __builtin_cpu_supports("avx2");
   cpu_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  cpu_vbmi = cpu_avx512 && __builtin_cpu_supports("avx512vbmi");
+  cpu_vbmi = cpu_avx512 && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vnni");
 #endif
 }
 
@@ -1226,8 +1237,9 @@ typedef struct {
 /* begin_decode readies t for the job: its SIMD level (0 none, 1 SSE2: the
  * vertical pass, 2 SSSE3: the horizontal pass and the coefficient packing
  * too, 3 AVX2: both passes, two outputs or 32 bytes a step, 4 AVX-512:
- * four outputs or 64 bytes, 5 AVX-512 VBMI: the horizontal pass with one
- * load and a byte permutation per pair of taps; each measured faster than
+ * four outputs or 64 bytes, 5 AVX-512 VBMI and VNNI: the horizontal pass
+ * with one load and a byte permutation per pair of taps, both passes
+ * multiplying and adding in one instruction; each measured faster than
  * the level below, BENCHMARKS.md), and its reports zeroed. */
 static void begin_decode(stoker_turbo *t) {
   stoker_job *jb = &t->job;
