@@ -1,11 +1,17 @@
 package pipeline
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/binary"
 	"hash/maphash"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // CoefCache keeps, for the baseline JPEGs a Decoder decodes, their
@@ -30,11 +36,19 @@ import (
 // (transcode.go), is admitted on its own first decode, the file's second
 // or later.
 //
-// Entries are keyed like the index's, by content (xxhash64 and size),
-// and each holds a second hash of the file's bytes, independent of the
-// first (hash/maphash, seeded per cache), checked on every hit: a file
-// whose key collides with a stored one's decodes without the cache rather
-// than with the other file's coefficients (Collisions counts them). Memory is bounded by the
+// Entries are keyed by content: the file's size and a 128-bit MAC of its
+// bytes under a key drawn per cache (AES-GCM's GMAC: GHASH, a polynomial
+// over GF(2^128) evaluated at a secret point), one pass over the file.
+// Its first 64 bits and the size find the entry; the other 64 are the
+// check, compared on every hit: a file whose key collides with a stored
+// one's decodes without the cache rather than with the other file's
+// coefficients (Collisions counts them). For any two files of one size
+// and n 16-byte blocks, fixed before the key is drawn (crafted ones
+// included), the whole tag matches with probability at most (n+1)/2^128
+// (2^-115 for a 100 KB file). A hit then takes the file's decoder-index
+// key (xxhash64, which index files are written by) from its entry rather
+// than hashing the file again: a cached sample's file is hashed once.
+// Memory is bounded by the
 // budget: files are admitted while it has room and then kept; none is
 // dropped for another. Epochs visit every file once in a new order, so a
 // least-recently-used cache smaller than the dataset would drop each entry
@@ -51,7 +65,29 @@ type CoefCache struct {
 	// failed or were refused.
 	tcHits, tcFallbacks atomic.Int64
 	cleanup             runtime.Cleanup
-	seed                maphash.Seed // of the entries' check hashes
+	mac                 cipher.AEAD  // the files' MACs (id); nil: seed
+	seed                maphash.Seed // id's fallback where GCM is refused
+}
+
+// coefKey finds a file's entry: its size and the first 64 bits of its MAC
+// (CoefCache.id). The other 64 bits are the entry's check.
+type coefKey struct {
+	sum  uint64
+	size int64
+}
+
+// fileKeys is what one decode knows of its file's identities, each
+// computed at most once: its coefficient-cache key and check (cid, check)
+// and its decoder-index key (xx, from a cache entry on a hit), and hint
+// (coefHint), which says whether the cache may hold it at all.
+type fileKeys struct {
+	cid    coefKey
+	check  uint64
+	hint   uint64
+	xx     indexKey
+	cidOK  bool
+	hintOK bool
+	xxOK   bool
 }
 
 // coefTable is the part of a CoefCache that its cleanup frees.
@@ -59,31 +95,44 @@ type coefTable struct {
 	mu       sync.Mutex
 	budget   int64
 	used     int64 // entries' bytes and reservations of decodes under way
-	entries  map[indexKey]*coefEntry
+	entries  map[coefKey]*coefEntry
 	reserved int64
+	// hints counts the entries by coefHint: a file whose hint is not
+	// here has no entry, and its decode need not compute its MAC.
+	hints map[uint64]int32
 	// tc holds progressive files' sequential transcodes (transcode.go),
 	// and the files seen once or not transcoded; tcBytes their memory,
 	// which used counts too.
-	tc      map[indexKey]*tcEntry
+	tc      map[coefKey]*tcEntry
 	tcBytes int64
 	tcFiles int // entries of tc that hold a transcode
 }
 
 type coefEntry struct {
 	p     unsafe.Pointer // the C side's stoker_coefs
-	check uint64         // the file's check hash (CoefCache.check)
-	bytes int64          // its memory at the last check-in, overhead included
+	check uint64         // the second half of the file's MAC (CoefCache.id)
+	hint  uint64         // the file's coefHint
+	xx    indexKey       // the file's decoder-index key, where xxOK
+	xxOK  bool
+	bytes int64 // its memory at the last check-in, overhead included
 	busy  bool
 }
 
-// coefOverhead is what an entry costs beside its C memory: the entry, its
-// map slot, the C struct's malloc header.
-const coefOverhead = 128
+// coefOverhead is what an entry costs beside its C memory: the entry (64
+// bytes), its map slot, its hint's slot, the C struct's malloc header.
+const coefOverhead = 160
 
 // NewCoefCache returns an empty CoefCache that holds at most budget bytes.
 func NewCoefCache(budget int64) *CoefCache {
-	t := &coefTable{budget: max(budget, 0), entries: map[indexKey]*coefEntry{}, tc: map[indexKey]*tcEntry{}}
+	t := &coefTable{budget: max(budget, 0), entries: map[coefKey]*coefEntry{}, hints: map[uint64]int32{}, tc: map[coefKey]*tcEntry{}}
 	c := &CoefCache{t: t, seed: maphash.MakeSeed()}
+	var key [16]byte
+	rand.Read(key[:])
+	if b, err := aes.NewCipher(key[:]); err == nil {
+		// NewGCM refuses in FIPS 140-only mode (a fixed nonce): id then
+		// falls back to two 64-bit hashes.
+		c.mac, _ = cipher.NewGCM(b)
+	}
 	c.cleanup = runtime.AddCleanup(c, func(t *coefTable) { t.free() }, t)
 	return c
 }
@@ -104,8 +153,8 @@ type CoefStats struct {
 	// Refused counts decodes of files not admitted (the budget was spent).
 	Refused int64
 	// Collisions counts decodes of files whose key was a stored file's
-	// but whose bytes were not (the check hash differed): decoded without
-	// the cache.
+	// but whose bytes were not (the check, the second half of the MAC,
+	// differed): decoded without the cache.
 	Collisions int64
 	// TranscodedFiles counts the progressive files held as their
 	// sequential transcode, TranscodedBytes the memory of those transcodes
@@ -149,26 +198,70 @@ func (t *coefTable) free() {
 		}
 		delete(t.entries, k)
 	}
+	clear(t.hints)
 	clear(t.tc)
 	t.used, t.reserved, t.tcBytes, t.tcFiles = 0, 0, 0, 0
 }
 
-// check is the hash of a file's bytes that its entry holds beside its key,
-// to tell a colliding file from it.
-func (c *CoefCache) check(data []byte) uint64 { return maphash.Bytes(c.seed, data) }
-
-// has reports whether the cache holds an entry keyed k.
-func (c *CoefCache) has(k indexKey) bool {
-	c.t.mu.Lock()
-	defer c.t.mu.Unlock()
-	return c.t.entries[k] != nil
+// id is a file's key and check: its size and its MAC, one pass over its
+// bytes. The MAC is GMAC under the cache's key with a fixed nonce: the
+// tag is GHASH_H(data) xor E_K(nonce), H and K secret, so two files of
+// one size collide only where H is a root of the nonzero polynomial their
+// difference makes (degree n+1 for n blocks). Where GCM was refused, the
+// key is a seeded maphash and the check an xxhash64 (two passes).
+// The tag is made in scratch (the calling Decoder's: none allocated).
+func (c *CoefCache) id(data []byte, scratch *[16]byte) (coefKey, uint64) {
+	if c.mac == nil {
+		return coefKey{sum: maphash.Bytes(c.seed, data), size: int64(len(data))}, xxhash.Sum64(data)
+	}
+	t := c.mac.Seal(scratch[:0], coefNonce[:], nil, data)
+	return coefKey{sum: binary.LittleEndian.Uint64(t[:8]), size: int64(len(data))}, binary.LittleEndian.Uint64(t[8:16])
 }
 
-// checkout returns k's entry for one decode's exclusive use, made if k is
-// new, admit says so and the budget has room, and the bytes the decode may
-// add to it (reserved until checkin; at most most). nil: decode without
-// the cache, as for a file whose check hash (check) is not the entry's.
-func (c *CoefCache) checkout(k indexKey, check uint64, most int64, admit bool) (*coefEntry, int64) {
+// coefNonce is the MACs' nonce: fixed, as a MAC of the data alone needs
+// (nothing is encrypted under it).
+var coefNonce [12]byte
+
+// coefHint routes a decode, without reading the whole file: its size and
+// three 32-byte windows of it. A file whose hint no entry has is not in
+// the cache (the same bytes give the same hint), so its decode skips the
+// MAC unless it is to be admitted; two files with one hint only cost the
+// second a MAC that finds nothing.
+func coefHint(data []byte) uint64 {
+	var b [8 + 3*32]byte
+	n := len(data)
+	binary.LittleEndian.PutUint64(b[:8], uint64(n))
+	for i, at := range [3]int{n / 4, n / 2, 3 * n / 4} {
+		copy(b[8+32*i:8+32*(i+1)], data[at:])
+	}
+	return xxhash.Sum64(b[:])
+}
+
+// mayHold says whether the cache may hold a file of hint h.
+func (c *CoefCache) mayHold(h uint64) bool {
+	c.t.mu.Lock()
+	defer c.t.mu.Unlock()
+	return c.t.hints[h] > 0
+}
+
+// indexKeyOf returns the decoder-index key of the file the entry of k
+// holds, where the entry is there, its check is check and it knows it.
+func (c *CoefCache) indexKeyOf(k coefKey, check uint64) (indexKey, bool) {
+	c.t.mu.Lock()
+	defer c.t.mu.Unlock()
+	if e := c.t.entries[k]; e != nil && e.check == check && e.xxOK {
+		return e.xx, true
+	}
+	return indexKey{}, false
+}
+
+// checkout returns the entry of the file fk names for one decode's
+// exclusive use, made if it is new, admit says so and the budget has
+// room, and the bytes the decode may add to it (reserved until checkin; at
+// most most). nil: decode without the cache, as for a file whose check
+// (the second half of its MAC) is not the entry's.
+func (c *CoefCache) checkout(fk *fileKeys, most int64, admit bool) (*coefEntry, int64) {
+	k, check := fk.cid, fk.check
 	t := c.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -194,10 +287,14 @@ func (c *CoefCache) checkout(k indexKey, check uint64, most int64, admit bool) (
 			c.refused.Add(1)
 			return nil, 0
 		}
-		e = &coefEntry{p: p, check: check, bytes: coefOverhead + coefsBytes(p)}
+		e = &coefEntry{p: p, check: check, hint: fk.hint, bytes: coefOverhead + coefsBytes(p)}
 		t.entries[k] = e
+		t.hints[e.hint]++
 		t.used += e.bytes
 		room = max(room-e.bytes, 0)
+	}
+	if fk.xxOK && !e.xxOK {
+		e.xx, e.xxOK = fk.xx, true
 	}
 	e.busy = true
 	t.used += room
@@ -208,7 +305,7 @@ func (c *CoefCache) checkout(k indexKey, check uint64, most int64, admit bool) (
 // checkin ends a decode's use of e (checked out with room): ok says the
 // decode succeeded; otherwise what it stored is not trusted and the entry
 // is dropped.
-func (c *CoefCache) checkin(k indexKey, e *coefEntry, room int64, ok bool) {
+func (c *CoefCache) checkin(k coefKey, e *coefEntry, room int64, ok bool) {
 	t := c.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -221,6 +318,9 @@ func (c *CoefCache) checkin(k indexKey, e *coefEntry, room int64, ok bool) {
 	t.reserved -= room
 	if !ok {
 		delete(t.entries, k)
+		if t.hints[e.hint]--; t.hints[e.hint] <= 0 {
+			delete(t.hints, e.hint)
+		}
 		t.used -= e.bytes
 		coefsFree(e.p)
 		return

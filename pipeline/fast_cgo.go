@@ -30,6 +30,8 @@ type fastState struct {
 	// stop is the Decoder's sample's abandoned flag (opScratch.stop),
 	// handed to each decode call.
 	stop *int32
+	// tag is CoefCache.id's scratch.
+	tag [16]byte
 }
 
 // fastKnobs are the fast path's options for tests and benchmarks, which
@@ -126,12 +128,12 @@ func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layo
 	k := d.knobs()
 	f.stop = d.ops.stop
 	sdata, shd, tc := d.sequential(data, hd, k)
-	err := d.decodeFastJob(sdata, shd, ps, offs, layout, out, k, tc.on)
+	err := d.decodeFastJob(sdata, shd, ps, offs, layout, out, k, tc.on, &tc.keys)
 	if err != nil && tc.on && err != errAbandoned {
 		// The file is decoded again as it is: a good sample is never
 		// failed for its transcode. If that succeeds, the transcode was
 		// wrong (a bug): dropped, the file decoded as it is from now on.
-		if err = d.decodeFastJob(data, hd, ps, offs, layout, out, k, false); err == nil {
+		if err = d.decodeFastJob(data, hd, ps, offs, layout, out, k, false, &fileKeys{}); err == nil {
 			d.opts.coefs.tcDrop(tc.key)
 		}
 	}
@@ -139,12 +141,17 @@ func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layo
 }
 
 // decodeFastJob is decodeFastViews's decode of data (hd), checked; seen
-// says the file was decoded before (a progressive file's transcode).
-func (d *Decoder) decodeFastJob(data []byte, hd *header, ps []samplePlan, offs []int, layout Layout, out []byte, k *fastKnobs, seen bool) error {
+// says the file was decoded before (a progressive file's transcode), fk
+// what is known of its identities (a transcode's, from its entry). The
+// file is hashed at most once for the coefficient cache and once for the
+// decoder index, and on a cache hit only once: coefProbe, then the index
+// key from the entry.
+func (d *Decoder) decodeFastJob(data []byte, hd *header, ps []samplePlan, offs []int, layout Layout, out []byte, k *fastKnobs, seen bool, fk *fileKeys) error {
 	f := &d.fast
 	f.setJob(&d.opts, hd, ps, offs, len(out), layout, k)
-	ix := d.indexFor(data, hd, k)
-	cc := d.coefsFor(data, hd, &ix, k, seen)
+	d.coefProbe(data, hd, k, fk)
+	ix := d.indexFor(data, hd, k, fk)
+	cc := d.coefsFor(data, hd, &ix, k, seen, fk)
 	rc := f.decode(data, out, ix.blob)
 	cc.checkin(f, rc == C.STOKER_OK)
 	if ix.on {
@@ -227,8 +234,10 @@ type ixUse struct {
 }
 
 // indexFor is the decode's use of the decoder index: for baseline JPEGs
-// decoded by huff.c, when the Decoder has an Index (or k forces one).
-func (d *Decoder) indexFor(data []byte, hd *header, k *fastKnobs) ixUse {
+// decoded by huff.c, when the Decoder has an Index (or k forces one). The
+// file's key is fk's where known (a coefficient-cache hit's), computed
+// otherwise.
+func (d *Decoder) indexFor(data []byte, hd *header, k *fastKnobs, fk *fileKeys) ixUse {
 	f := &d.fast
 	var u ixUse
 	switch {
@@ -237,7 +246,10 @@ func (d *Decoder) indexFor(data []byte, hd *header, k *fastKnobs) ixUse {
 		u.on, u.blob = true, k.forceIx
 	case d.opts.index != nil:
 		u.on, u.ix = true, d.opts.index
-		u.key, u.keyed = keyOf(data), true
+		if !fk.xxOK {
+			fk.xx, fk.xxOK = keyOf(data), true
+		}
+		u.key, u.keyed = fk.xx, true
 		u.blob, u.origin = u.ix.lookup(u.key)
 	}
 	f.job.index = cbool(u.on)
@@ -249,24 +261,45 @@ func (d *Decoder) indexFor(data []byte, hd *header, k *fastKnobs) ixUse {
 type coefUse struct {
 	cc   *CoefCache
 	ce   *coefEntry
-	key  indexKey
+	key  coefKey
 	room int64
+}
+
+// coefProbe fills in fk, for a decode that may use the coefficient cache,
+// what the cache knows: the file's hint, and where an entry may hold the
+// file, its MAC (CoefCache.id) and, from a matching entry, its decoder-index
+// key, which then need not be hashed.
+func (d *Decoder) coefProbe(data []byte, hd *header, k *fastKnobs, fk *fileKeys) {
+	cc := d.opts.coefs
+	if cc == nil || hd.progressive || k.libHuff {
+		return
+	}
+	if !fk.hintOK {
+		fk.hint, fk.hintOK = coefHint(data), true
+	}
+	if !fk.cidOK {
+		if !cc.mayHold(fk.hint) {
+			return
+		}
+		fk.cid, fk.check = cc.id(data, &d.fast.tag)
+		fk.cidOK = true
+	}
+	if !fk.xxOK {
+		fk.xx, fk.xxOK = cc.indexKeyOf(fk.cid, fk.check)
+	}
 }
 
 // coefsFor checks the file's coefficient-cache entry out for the decode,
 // for baseline JPEGs decoded by huff.c, when the Decoder has a cache. A
 // decode that fails leaves nothing in it (the entry is dropped), and the
 // retry without the index goes without it.
-func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs, seen bool) coefUse {
+func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs, seen bool, fk *fileKeys) coefUse {
 	f := &d.fast
 	j := f.job
 	j.coefs, j.coefs_room = nil, 0
 	cc := d.opts.coefs
 	if cc == nil || hd.progressive || k.libHuff {
 		return coefUse{}
-	}
-	if !u.keyed {
-		u.key, u.keyed = keyOf(data), true
 	}
 	// The most a decode can add: every block of the file (4:4:4 at the
 	// file's size in whole MCUs, or 4:2:0's larger rounding) at its
@@ -280,17 +313,22 @@ func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs, seen
 	// A progressive file's transcode (seen) is decoded first on the
 	// file's second decode or later: admitted too.
 	admit := u.ix == nil || u.blob != nil || d.admitNow || seen
-	// The check hash is paid only by a decode that may use an entry: one
-	// admitted, or one of a file the cache holds.
-	if !admit && !cc.has(u.key) {
-		return coefUse{}
+	// The MAC is paid only by a decode that may use an entry: one
+	// admitted, or one of a file the cache may hold (coefProbe computed
+	// it then).
+	if !fk.cidOK {
+		if !admit {
+			return coefUse{}
+		}
+		fk.cid, fk.check = cc.id(data, &d.fast.tag)
+		fk.cidOK = true
 	}
-	ce, room := cc.checkout(u.key, cc.check(data), blocks*200+4096, admit)
+	ce, room := cc.checkout(fk, blocks*200+4096, admit)
 	if ce == nil {
 		return coefUse{}
 	}
 	j.coefs, j.coefs_room = ce.p, C.longlong(room)
-	return coefUse{cc: cc, ce: ce, key: u.key, room: room}
+	return coefUse{cc: cc, ce: ce, key: fk.cid, room: room}
 }
 
 // checkin gives the entry back, with what the decode stored when it

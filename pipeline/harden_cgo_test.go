@@ -8,12 +8,16 @@ import (
 	"testing"
 )
 
-// TestCoefCacheCollision: a file whose key (xxhash64 and size) is a stored
-// file's (a hash collision, made here by filing the stored entry under the
-// second file's key) decodes as it does without the cache, not with the
-// other file's coefficients: the entry's check hash of the bytes tells
-// them apart. With the check hash forged too, the same decode does take the
-// other file's coefficients: what the check prevents.
+// TestCoefCacheCollision: a file whose key (its size and the first half
+// of its MAC) is a stored file's (a collision, made here by filing the
+// stored entry under the second file's key and hint) decodes as it does
+// without the cache, not with the other file's coefficients, and does not
+// take the other file's decoder-index key from the entry either: the
+// entry's check, the MAC's other half, tells them apart. With the check
+// forged too, the same decode does take the other file's coefficients:
+// what the check prevents. With and without a decoder index (with one,
+// a hit takes the file's index key from the entry instead of hashing it),
+// and with the two-hash identity used where GCM is refused.
 func TestCoefCacheCollision(t *testing.T) {
 	pic := testPicture(96, 72)
 	rgb := make([]byte, 0, 96*72*3)
@@ -37,37 +41,111 @@ func TestCoefCacheCollision(t *testing.T) {
 		t.Fatal(err)
 	}
 	whole := mustTransform(t, CHW, Op{Kind: OpResize, Size: [2]int{32, 32}})
-	for _, forge := range []bool{false, true} {
-		cc := NewCoefCache(1 << 24)
-		d := NewDecoder(WithCoefCache(cc))
-		if err := d.Decode(a, whole, Key{}, make([]byte, whole.SampleBytes())); err != nil {
-			t.Fatal(err)
-		}
-		cc.t.mu.Lock()
-		e := cc.t.entries[keyOf(a)]
-		if e == nil || d.fast.job.coefs_stored == 0 {
+	for _, v := range []struct{ withIndex, fallback bool }{{false, false}, {true, false}, {true, true}} {
+		withIndex := v.withIndex
+		for _, forge := range []bool{false, true} {
+			cc := NewCoefCache(1 << 24)
+			if v.fallback {
+				cc.mac = nil // as where GCM is refused (FIPS 140-only mode)
+			}
+			opts := []Option{WithCoefCache(cc)}
+			var ix *Index
+			if withIndex {
+				ix = NewIndex(1 << 24)
+				opts = append(opts, WithIndex(ix))
+			}
+			d := NewDecoder(opts...)
+			// With an index, a's second decode is the one admitted.
+			n := 1
+			if withIndex {
+				n = 2
+			}
+			for range n {
+				if err := d.Decode(a, whole, Key{}, make([]byte, whole.SampleBytes())); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ka, _ := cc.id(a, new([16]byte))
+			kb, checkB := cc.id(b, new([16]byte))
+			ha, hb := coefHint(a), coefHint(b)
+			cc.t.mu.Lock()
+			e := cc.t.entries[ka]
+			if e == nil || d.fast.job.coefs_stored == 0 || withIndex && !e.xxOK {
+				cc.t.mu.Unlock()
+				t.Fatalf("index %v: a's decode stored nothing (%d MCUs), or no index key: %+v", withIndex, d.fast.job.coefs_stored, e)
+			}
+			delete(cc.t.entries, ka)
+			cc.t.entries[kb] = e
+			cc.t.hints[ha]--
+			cc.t.hints[hb]++
+			e.hint = hb
+			if forge {
+				e.check = checkB
+			}
 			cc.t.mu.Unlock()
-			t.Fatalf("a's decode stored nothing (%d MCUs)", d.fast.job.coefs_stored)
+			got := make([]byte, tr.SampleBytes())
+			if err := d.Decode(b, tr, k, got); err != nil {
+				t.Fatal(err)
+			}
+			hits, coll := d.fast.job.coefs_hits, cc.Stats().Collisions
+			switch {
+			case !forge && (hits != 0 || coll != 1 || !bytes.Equal(got, want)):
+				t.Errorf("index %v, a collision: %d MCUs from the other file's entry, %d collisions counted, same bytes as without the cache: %v", withIndex, hits, coll, bytes.Equal(got, want))
+			case forge && (hits == 0 || bytes.Equal(got, want)):
+				t.Errorf("index %v, check forged: %d MCUs from the other file's entry, same bytes as without the cache: %v; the test shows nothing", withIndex, hits, bytes.Equal(got, want))
+			}
+			if withIndex && !forge {
+				// b's index entry is b's own: its key was hashed, not
+				// taken from a's entry.
+				if blob, _ := ix.lookup(keyOf(b)); blob == nil {
+					t.Errorf("b has no index entry under its own key after its decode")
+				}
+			}
+			d.Close()
+			cc.Close()
 		}
-		delete(cc.t.entries, keyOf(a))
-		cc.t.entries[keyOf(b)] = e
-		if forge {
-			e.check = cc.check(b)
-		}
-		cc.t.mu.Unlock()
-		got := make([]byte, tr.SampleBytes())
-		if err := d.Decode(b, tr, k, got); err != nil {
+	}
+}
+
+// TestTranscodeCollision: a progressive file whose key is the key of
+// another progressive file's transcode entry (filed there by hand) is
+// decoded as itself, from its own bytes, and the collision counted; the
+// transcode of the other file is not used for it.
+func TestTranscodeCollision(t *testing.T) {
+	files, _ := progressiveJPEGs(t)
+	if len(files) < 2 {
+		t.Skip("fewer than two progressive files")
+	}
+	a, b := files[0].data, files[1].data
+	tr, plain, d, cc := transcodeRig(t)
+	out := make([]byte, tr.SampleBytes())
+	for range 2 { // the second decode transcodes
+		if err := d.Decode(a, tr, Key{}, out); err != nil {
 			t.Fatal(err)
 		}
-		hits, coll := d.fast.job.coefs_hits, cc.Stats().Collisions
-		switch {
-		case !forge && (hits != 0 || coll != 1 || !bytes.Equal(got, want)):
-			t.Errorf("a collision: %d MCUs from the other file's entry, %d collisions counted, same bytes as without the cache: %v", hits, coll, bytes.Equal(got, want))
-		case forge && (hits == 0 || bytes.Equal(got, want)):
-			t.Errorf("check hash forged: %d MCUs from the other file's entry, same bytes as without the cache: %v; the test shows nothing", hits, bytes.Equal(got, want))
-		}
-		d.Close()
-		cc.Close()
+	}
+	ka, _ := cc.id(a, new([16]byte))
+	kb, _ := cc.id(b, new([16]byte))
+	cc.t.mu.Lock()
+	e := cc.t.tc[ka]
+	if e == nil || e.seq == nil {
+		cc.t.mu.Unlock()
+		t.Fatalf("a was not transcoded: %+v", cc.Stats())
+	}
+	delete(cc.t.tc, ka)
+	cc.t.tc[kb] = e
+	cc.t.mu.Unlock()
+	want, got := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
+	if err := plain.Decode(b, tr, Key{Epoch: 1}, want); err != nil {
+		t.Fatal(err)
+	}
+	hits := cc.Stats().TranscodeHits
+	if err := d.Decode(b, tr, Key{Epoch: 1}, got); err != nil {
+		t.Fatal(err)
+	}
+	if s := cc.Stats(); s.Collisions != 1 || s.TranscodeHits != hits || !bytes.Equal(got, want) {
+		t.Errorf("b under a's transcode entry: %d collisions, %d transcode hits (was %d), same bytes as without the cache: %v",
+			s.Collisions, s.TranscodeHits, hits, bytes.Equal(got, want))
 	}
 }
 

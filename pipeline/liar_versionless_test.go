@@ -102,3 +102,100 @@ func flipped(b []byte, i int) []byte {
 	b[i] ^= 0xff
 	return b
 }
+
+// TestVersionlessStoreCached: read through a byte cache (a Fetcher with a
+// memory tier), a versionless store's sample is hashed once, when read from
+// the store: bytes served from memory again are the ones that matched, even
+// after the object is replaced by others of its size. Bytes that do not
+// match are refused as without the cache and never cached: once the object
+// is put back, the sample reads.
+func TestVersionlessStoreCached(t *testing.T) {
+	s := storetest.StartLyingS3(t, "bkt")
+	s.PutTree(t, "if/", photosDir)
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	s.SetLies(storetest.Lies{NoETag: true})
+	ds, err := OpenSource(t.Context(), s.URL("if/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := storeDatasetOf(ds).Manifest()
+	ds.Close()
+	st, err := source.Open(t.Context(), s.URL("if/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cache, err := source.NewCache(source.WithMemory(64 << 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := source.NewFetcher(st, source.WithCache(cache))
+	defer f.Close()
+	cached, err := NewStoreDataset(st, m, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cached.Close()
+
+	key := func(i int) string { return "if/" + cached.Name(i) }
+	first, err := cached.Read(3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, _ := s.Get(key(3))
+	s.Put(key(3), flipped(orig, len(orig)/2))
+	if again, err := cached.Read(3, nil); err != nil || !bytes.Equal(again, first) {
+		t.Errorf("sample 3 from memory after its object changed: %v, same bytes as first read: %v", err, bytes.Equal(again, first))
+	}
+
+	orig5, _ := s.Get(key(5))
+	s.Put(key(5), flipped(orig5, len(orig5)/2))
+	if _, err := cached.Read(5, nil); !errors.Is(err, ErrCorrupt) || !errors.Is(err, source.ErrChanged) {
+		t.Fatalf("sample 5 replaced before its first read: %v, want ErrCorrupt and source.ErrChanged", err)
+	}
+	s.Put(key(5), orig5)
+	if got, err := cached.Read(5, nil); err != nil || !bytes.Equal(got, orig5) {
+		t.Errorf("sample 5 put back: %v (its refused bytes must not have been cached)", err)
+	}
+
+	// A WebDataset's member is checked without its tar header, which is
+	// read (and checked) with it: its samples read, twice, through the
+	// cache as they do without it.
+	shards := t.TempDir()
+	storetest.WriteShards(t, photosDir, shards, 7)
+	s.PutTree(t, "wds/", shards)
+	plain, err := OpenSource(t.Context(), s.URL("wds/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	wst, err := source.Open(t.Context(), s.URL("wds/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wst.Close()
+	wf := source.NewFetcher(wst, source.WithCache(cache))
+	defer wf.Close()
+	wds, err := NewStoreDataset(wst, storeDatasetOf(plain).Manifest(), wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wds.Close()
+	for i := range min(wds.Len(), 10) {
+		if storeDatasetOf(plain).Manifest().hash(i) == nil {
+			t.Fatalf("WebDataset sample %d has no content hash: the check is not exercised", i)
+		}
+		want, err := plain.Read(i, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if got, err := wds.Read(i, nil); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("WebDataset sample %d through the cache: %v, same bytes: %v", i, err, bytes.Equal(got, want))
+			}
+		}
+	}
+}

@@ -204,15 +204,58 @@ func (d *StoreDataset) Read(i int, buf []byte) ([]byte, error) {
 		return nil, errNoImage(d.Name(i), exts)
 	}
 	member := cut(&t.mems, t.memEnd, i)
-	data, err := d.readMember(i, member, t.off[i], t.size[i], buf)
+	data, checked, err := d.readHashed(i, member, buf)
 	if err != nil {
 		return nil, err
 	}
 	if err := d.checkLabel(i, member); err != nil {
 		return nil, err
 	}
+	if checked {
+		return data, nil
+	}
 	return data, d.checkHash(i, data)
 }
+
+// readHashed is readMember for sample i's image. Where the sample has a
+// content hash and the dataset reads through a byte cache
+// (source.CheckedRanges), the cache checks it: bytes are hashed once,
+// when read from the store (or first served from the cache), and those
+// served from memory again are not hashed again; bytes whose hash is not
+// the manifest's are never cached. checked says it did.
+func (d *StoreDataset) readHashed(i int, member string, buf []byte) (data []byte, checked bool, err error) {
+	t := &d.m.samples
+	want := d.m.hash(i)
+	cr, ok := d.rd.(source.CheckedRanges)
+	if want == nil || !ok {
+		data, err = d.readMember(i, member, t.off[i], t.size[i], buf)
+		return data, false, err
+	}
+	size := t.size[i]
+	check := func(b []byte) error {
+		if int64(len(b)) > size && d.m.Layout == LayoutWebDataset {
+			b = b[len(b)-int(size):] // after the tar header
+		}
+		if int64(len(b)) != size {
+			return errNotIndexed
+		}
+		if got := sha256.Sum256(b); !bytes.Equal(got[:], want) {
+			return errNotIndexed
+		}
+		return nil
+	}
+	read := func(ctx context.Context, r source.Range, buf []byte) ([]byte, error) {
+		return cr.ReadChecked(ctx, r, buf, check)
+	}
+	data, err = d.readMemberWith(read, i, member, t.off[i], size, buf)
+	if errors.Is(err, errNotIndexed) {
+		return nil, false, d.notIndexed(i)
+	}
+	return data, err == nil, err
+}
+
+// errNotIndexed is readHashed's check refusing a sample's bytes.
+var errNotIndexed = errors.New("bytes not those indexed")
 
 // checkLabel reads labelled WebDataset sample i's .cls member (the tar
 // header before it must name the key's .cls, of its size) and checks the
@@ -259,11 +302,23 @@ func (d *StoreDataset) checkLabel(i int, image string) error {
 // (its name in a shard; "" for an ImageFolder's whole object): a shard's
 // member with the tar header before it, which must name it and its size.
 func (d *StoreDataset) readMember(i int, member string, off, size int64, buf []byte) ([]byte, error) {
+	return d.readMemberWith(nil, i, member, off, size, buf)
+}
+
+// readMemberWith is readMember reading through read (nil: the dataset's
+// Ranges' Read).
+func (d *StoreDataset) readMemberWith(read func(context.Context, source.Range, []byte) ([]byte, error), i int, member string, off, size int64, buf []byte) ([]byte, error) {
 	if size > d.maxSize {
 		return nil, fmt.Errorf("%w: %s is %d bytes, over the %d-byte file cap", ErrTooLarge, d.Name(i), size, d.maxSize)
 	}
 	r := d.memberRange(i, off, size)
-	data, err := d.rd.Read(d.ctx, r, buf)
+	var data []byte
+	var err error
+	if read == nil {
+		data, err = d.rd.Read(d.ctx, r, buf)
+	} else {
+		data, err = read(d.ctx, r, buf)
+	}
 	if err != nil {
 		if errors.Is(err, source.ErrChanged) {
 			return nil, fmt.Errorf("%w: %w: %s", ErrCorrupt, err, d.stale)
@@ -297,10 +352,16 @@ func (d *StoreDataset) checkHash(i int, data []byte) error {
 		return nil
 	}
 	if got := sha256.Sum256(data); !bytes.Equal(got[:], want) {
-		return fmt.Errorf("%w: %w: %s: its bytes are not those indexed (their SHA-256 differs; the store gives it no version to ask for): %s",
-			ErrCorrupt, source.ErrChanged, clipName(d.Name(i), 1024), d.stale)
+		return d.notIndexed(i)
 	}
 	return nil
+}
+
+// notIndexed is the error of sample i whose bytes' SHA-256 is not its
+// manifest's.
+func (d *StoreDataset) notIndexed(i int) error {
+	return fmt.Errorf("%w: %w: %s: its bytes are not those indexed (their SHA-256 differs; the store gives it no version to ask for): %s",
+		ErrCorrupt, source.ErrChanged, clipName(d.Name(i), 1024), d.stale)
 }
 
 // Prefetch implements Prefetcher: the samples at indices will be read

@@ -40,19 +40,22 @@ package pipeline
 // tcEntry is a progressive file's state in the transcode table: seen once
 // (nothing else), refused, or transcoded (seq).
 type tcEntry struct {
-	check   uint64 // the file's check hash, for a transcoded one
-	seq     []byte // the sequential file; never changed once stored
+	check   uint64   // the second half of the file's MAC, for a transcoded one
+	seq     []byte   // the sequential file; never changed once stored
+	keys    fileKeys // seq's identities
 	refused bool
 }
 
 // tcOverhead is what a transcode table entry costs beside its bytes: the
-// entry, its map slot, the key.
-const tcOverhead = 96
+// entry (96 bytes, the transcode's identities included), its map slot,
+// the key.
+const tcOverhead = 144
 
-// tcLookup returns k's transcode (nil: none) and whether to transcode the
-// file now: it is not refused and admit says so or it was seen before.
-// A file neither is marked seen, if the budget has room.
-func (c *CoefCache) tcLookup(k indexKey, data []byte, admit bool) (seq []byte, try bool) {
+// tcLookup returns the transcode of the file of key k and check (nil:
+// none), with its identities, and whether to transcode the file now: it is
+// not refused and admit says so or it was seen before. A file neither is
+// marked seen, if the budget has room.
+func (c *CoefCache) tcLookup(k coefKey, check uint64, admit bool) (seq []byte, keys fileKeys, try bool) {
 	t := c.t
 	t.mu.Lock()
 	e := t.tc[k]
@@ -63,30 +66,30 @@ func (c *CoefCache) tcLookup(k indexKey, data []byte, admit bool) (seq []byte, t
 			t.used += tcOverhead
 		}
 		t.mu.Unlock()
-		return nil, false
+		return nil, fileKeys{}, false
 	case e == nil:
 		t.mu.Unlock()
-		return nil, true
+		return nil, fileKeys{}, true
 	case e.refused:
 		t.mu.Unlock()
-		return nil, false
+		return nil, fileKeys{}, false
 	case e.seq == nil:
 		t.mu.Unlock()
-		return nil, true
+		return nil, fileKeys{}, true
 	}
-	seq, check := e.seq, e.check
+	seq, keys, stored := e.seq, e.keys, e.check
 	t.mu.Unlock()
-	if c.check(data) != check {
+	if stored != check {
 		c.collisions.Add(1)
-		return nil, false
+		return nil, fileKeys{}, false
 	}
 	c.tcHits.Add(1)
-	return seq, false
+	return seq, keys, false
 }
 
 // tcRoom is the most bytes a transcode of k may take now: the budget's
 // room less the entry's overhead, if k has no entry yet.
-func (c *CoefCache) tcRoom(k indexKey) int64 {
+func (c *CoefCache) tcRoom(k coefKey) int64 {
 	t := c.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -97,10 +100,11 @@ func (c *CoefCache) tcRoom(k indexKey) int64 {
 	return max(room, 0)
 }
 
-// tcStore keeps seq as the transcode of k (a file whose check hash is
-// check), if the budget has room; it reports whether it did. A file
-// transcoded meanwhile by another Decoder keeps that transcode.
-func (c *CoefCache) tcStore(k indexKey, check uint64, seq []byte) bool {
+// tcStore keeps seq, whose identities are keys, as the transcode of the
+// file of key k and check, if the budget has room; it reports whether it
+// did. A file transcoded meanwhile by another Decoder keeps that
+// transcode.
+func (c *CoefCache) tcStore(k coefKey, check uint64, seq []byte, keys fileKeys) bool {
 	t := c.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -119,7 +123,7 @@ func (c *CoefCache) tcStore(k indexKey, check uint64, seq []byte) bool {
 		e = &tcEntry{}
 		t.tc[k] = e
 	}
-	e.seq, e.check = seq, check
+	e.seq, e.check, e.keys = seq, check, keys
 	t.used += need
 	t.tcBytes += int64(len(seq))
 	t.tcFiles++
@@ -129,7 +133,7 @@ func (c *CoefCache) tcStore(k indexKey, check uint64, seq []byte) bool {
 // tcRefuse remembers k as a file decoded as progressive from now on (its
 // transcode failed or was refused), if the budget has room for that, and
 // counts it.
-func (c *CoefCache) tcRefuse(k indexKey) {
+func (c *CoefCache) tcRefuse(k coefKey) {
 	c.tcFallbacks.Add(1)
 	t := c.t
 	t.mu.Lock()
@@ -145,7 +149,7 @@ func (c *CoefCache) tcRefuse(k indexKey) {
 
 // tcDrop forgets k's transcode (a decode of it failed where the original
 // may not) and remembers k as refused.
-func (c *CoefCache) tcDrop(k indexKey) {
+func (c *CoefCache) tcDrop(k coefKey) {
 	t := c.t
 	t.mu.Lock()
 	if e := t.tc[k]; e != nil && e.seq != nil {

@@ -12,10 +12,13 @@ import (
 	"unsafe"
 )
 
-// tcUse is one decode's use of a progressive file's transcode.
+// tcUse is one decode's use of a progressive file's transcode: the
+// file's key in the cache, and what is known of the transcode's own
+// identities (from its entry: the transcode is never hashed again).
 type tcUse struct {
-	on  bool // data and hd are the transcode's
-	key indexKey
+	on   bool // data and hd are the transcode's
+	key  coefKey
+	keys fileKeys
 }
 
 // sequential returns what to decode a JPEG from: for a progressive file
@@ -27,29 +30,33 @@ func (d *Decoder) sequential(data []byte, hd *header, k *fastKnobs) ([]byte, *he
 	if cc == nil || !hd.progressive || k.libHuff {
 		return data, hd, tcUse{}
 	}
-	key := keyOf(data)
-	seq, try := cc.tcLookup(key, data, d.opts.index == nil || d.admitNow)
+	key, check := cc.id(data, &d.fast.tag)
+	seq, keys, try := cc.tcLookup(key, check, d.opts.index == nil || d.admitNow)
 	if try {
-		seq = d.transcode(cc, key, data)
+		seq, keys = d.transcode(cc, key, check, data)
 	}
 	if seq == nil {
 		return data, hd, tcUse{}
 	}
+	if keys.cid.size != int64(len(seq)) {
+		keys = fileKeys{} // not seq's: hashed again by the decode
+	}
 	h := *hd
 	h.progressive = false
-	return seq, &h, tcUse{on: true, key: key}
+	return seq, &h, tcUse{on: true, key: key, keys: keys}
 }
 
-// transcode makes data's sequential transcode and stores it in cc; nil
-// when it failed or was refused, the budget's room included (remembered:
-// the file is decoded as progressive from now on), or the budget has no
-// room for even half the file (not remembered: tried again next time).
-func (d *Decoder) transcode(cc *CoefCache, key indexKey, data []byte) []byte {
+// transcode makes data's sequential transcode and stores it in cc, with
+// its identities (hashed here, once); nil when it failed or was refused,
+// the budget's room included (remembered: the file is decoded as
+// progressive from now on), or the budget has no room for even half the
+// file (not remembered: tried again next time).
+func (d *Decoder) transcode(cc *CoefCache, key coefKey, check uint64, data []byte) ([]byte, fileKeys) {
 	room := cc.tcRoom(key)
 	bound := min(2*int64(len(data))+64<<10, room)
 	if bound < int64(len(data))/2 {
 		cc.refused.Add(1) // the budget is spent: try again next time
-		return nil
+		return nil, fileKeys{}
 	}
 	o := &d.opts
 	var out *C.uchar
@@ -60,20 +67,25 @@ func (d *Decoder) transcode(cc *CoefCache, key indexKey, data []byte) []byte {
 		C.size_t(bound), (*C.int)(unsafe.Pointer(d.ops.stop)), &out, &n, &msg[0], C.size_t(len(msg)))
 	switch {
 	case rc == C.STOKER_TC_STOPPED:
-		return nil
+		return nil, fileKeys{}
 	case rc != C.STOKER_TC_OK:
 		cc.tcRefuse(key)
-		return nil
+		return nil, fileKeys{}
 	}
 	seq := C.GoBytes(unsafe.Pointer(out), C.int(n))
 	C.stoker_transcode_free(out)
 	if hd, err := parseJPEGHeader(seq); err != nil || hd.progressive {
 		cc.tcRefuse(key)
-		return nil
+		return nil, fileKeys{}
 	}
-	if !cc.tcStore(key, cc.check(data), seq) {
+	keys := fileKeys{hint: coefHint(seq), hintOK: true, cidOK: true}
+	keys.cid, keys.check = cc.id(seq, &d.fast.tag)
+	if o.index != nil {
+		keys.xx, keys.xxOK = keyOf(seq), true
+	}
+	if !cc.tcStore(key, check, seq, keys) {
 		cc.tcRefuse(key)
-		return nil
+		return nil, fileKeys{}
 	}
-	return seq
+	return seq, keys
 }

@@ -406,7 +406,8 @@ func TestTranscodeWrong(t *testing.T) {
 	if err := d.Decode(data, tr, Key{}, got); err != nil {
 		t.Fatal(err)
 	}
-	e := cc.t.tc[keyOf(data)]
+	key, _ := cc.id(data, new([16]byte))
+	e := cc.t.tc[key]
 	if e == nil || e.seq == nil {
 		t.Fatalf("not transcoded: %+v", cc.Stats())
 	}

@@ -138,6 +138,23 @@ func TestAuthEveryMethod(t *testing.T) {
 // by servers and clients. It returns the PEM files.
 func testCA(t *testing.T) (caFile, certFile, keyFile string) {
 	t.Helper()
+	ca := newTestPKI(t)
+	certFile, keyFile = ca.issue("stoker")
+	return ca.file, certFile, keyFile
+}
+
+// testPKI is a test CA: file is its certificate's PEM file; issue signs
+// certificates for 127.0.0.1, usable by servers and clients.
+type testPKI struct {
+	t      *testing.T
+	key    *ecdsa.PrivateKey
+	cert   *x509.Certificate
+	file   string
+	serial int64
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "stoker test CA"},
@@ -149,23 +166,32 @@ func testCA(t *testing.T) (caFile, certFile, keyFile string) {
 		t.Fatal(err)
 	}
 	ca, _ := x509.ParseCertificate(caDER)
+	return &testPKI{t: t, key: caKey, cert: ca, serial: 1,
+		file: writeFile(t, "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})))}
+}
+
+// issue makes a certificate of subject CN=cn signed by the CA and returns
+// its PEM files.
+func (p *testPKI) issue(cn string) (certFile, keyFile string) {
+	t := p.t
+	t.Helper()
+	p.serial++
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "stoker"},
+		SerialNumber: big.NewInt(p.serial), Subject: pkix.Name{CommonName: cn},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &key.PublicKey, p.key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	keyDER, _ := x509.MarshalECPrivateKey(key)
-	caFile = writeFile(t, "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})))
-	certFile = writeFile(t, "cert.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	keyFile = writeFile(t, "key.pem", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
-	return caFile, certFile, keyFile
+	certFile = writeFile(t, cn+".pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	keyFile = writeFile(t, cn+".key", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
+	return certFile, keyFile
 }
 
 func TestTLSAndMutualTLS(t *testing.T) {

@@ -148,8 +148,10 @@ type Config struct {
 	// clamped to [1/MaxCPUWeight, MaxCPUWeight]. Default (0) and 1: every
 	// job weighs 1 (a client cannot raise its share).
 	MaxCPUWeight float64
-	// MaxStreamsPerClient bounds the open Feed streams per client host.
-	// Default DefaultMaxStreamsPerClient.
+	// MaxStreamsPerClient bounds the open Feed streams per client: the
+	// subject of its verified certificate over mutual TLS, else its host
+	// (rpc.LimitID; never its connection). Default
+	// DefaultMaxStreamsPerClient.
 	MaxStreamsPerClient int
 	// MaxStreams bounds the open Feed streams in all (Work streams are
 	// counted apart: MaxWorkStreams). Default DefaultMaxStreams.
@@ -160,13 +162,14 @@ type Config struct {
 	// A server with Workers 0 refuses Work streams whatever it says.
 	AcceptWork *bool
 	// MaxWorkStreams and MaxWorkStreamsPerClient bound the open Work
-	// streams, in all and per client host, apart from Feed streams: so
+	// streams, in all and per client (as MaxStreamsPerClient counts
+	// one), apart from Feed streams: so
 	// that coordinators can never starve trainers of streams, or the
 	// reverse. Defaults DefaultMaxWorkStreams and
 	// DefaultMaxWorkStreamsPerClient.
 	MaxWorkStreams, MaxWorkStreamsPerClient int
 	// MaxWorkMemoryPerClient bounds the memory the Work streams of one
-	// client host make this server keep (their jobs' state, their
+	// client (as MaxStreamsPerClient counts one) make this server keep (their jobs' state, their
 	// leases' batches, the buffers kept for their next leases), within
 	// the batch budget all of them share (MemoryBudget): past it a lease
 	// is refused, and a job's registration ends its stream, with

@@ -90,7 +90,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	})
 	m.workMemory = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "stoker_work_memory_bytes",
-		Help: "Bytes of the memory budget that Work streams make this server keep: their jobs' state, their leases' batches and the buffers kept for their next leases (each client host within --max-work-memory-per-client).",
+		Help: "Bytes of the memory budget that Work streams make this server keep: their jobs' state, their leases' batches and the buffers kept for their next leases (each client within --max-work-memory-per-client).",
 	})
 	m.executorSamples = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "stoker_executor_samples_total",

@@ -48,7 +48,7 @@ type Server struct {
 
 	tokens   tokens
 	budget   *limits.Budget
-	workMem  *workClients // what Work streams hold of budget, by client host
+	workMem  *workClients // what Work streams hold of budget, by client (rpc.LimitID)
 	peerDial func(addr string) []work.Option
 	jobs     sync.WaitGroup // coordinators and Work streams still running
 	// gpuIdle is the trainer's GPUs' idle share, and whether it is known
@@ -85,11 +85,11 @@ type Server struct {
 }
 
 // streamCount is the open streams of one service, in all and by client
-// host.
+// (rpc.LimitID: its certificate's subject, else its host).
 type streamCount struct {
-	mu      sync.Mutex
-	n       int
-	perHost map[string]int
+	mu        sync.Mutex
+	n         int
+	perClient map[string]int
 }
 
 var (
@@ -452,7 +452,9 @@ func NewPlan(s PlanSpec) Plan { return plan.New(s) }
 
 // acquireStream counts a stream against its service's limits: a Feed
 // stream (feed) against MaxStreams and MaxStreamsPerClient, a Work stream
-// against MaxWorkStreams and MaxWorkStreamsPerClient. The returned
+// against MaxWorkStreams and MaxWorkStreamsPerClient. A client is
+// rpc.LimitID: the subject of its verified certificate, else its host
+// (not its connection, which a client multiplies at will). The returned
 // function releases it.
 func (s *Server) acquireStream(ctx context.Context, feed bool) (release func(), err error) {
 	c, limit, perClient := &s.workStreams, s.cfg.MaxWorkStreams, s.cfg.MaxWorkStreamsPerClient
@@ -461,28 +463,29 @@ func (s *Server) acquireStream(ctx context.Context, feed bool) (release func(), 
 		c, limit, perClient = &s.feedStreams, s.cfg.MaxStreams, s.cfg.MaxStreamsPerClient
 		what, flag, flagPer, policy = "Feed", "--max-streams", "--max-streams-per-client", "max_streams"
 	}
-	host := rpc.ClientHost(ctx)
+	client := rpc.LimitID(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.n >= limit {
-		s.refusals.refuse(policy, "stream refused: server stream limit", "client", host, "service", what, "limit", limit)
+		s.refusals.refuse(policy, "stream refused: server stream limit", "client", client, "service", what, "limit", limit)
 		return nil, status.Errorf(codes.ResourceExhausted, "the server has %d open %s streams, the limit is %d (%s)", c.n, what, limit, flag)
 	}
-	if n := c.perHost[host]; n >= perClient {
-		s.refusals.refuse(policy+"_per_client", "stream refused: per-client stream limit", "client", host, "service", what, "limit", perClient)
-		return nil, status.Errorf(codes.ResourceExhausted, "client %s has %d open %s streams, the limit is %d (%s)", host, n, what, perClient, flagPer)
+	if n := c.perClient[client]; n >= perClient {
+		s.refusals.refuse(policy+"_per_client", "stream refused: per-client stream limit", "client", client, "service", what, "limit", perClient)
+		return nil, status.Errorf(codes.ResourceExhausted, "client %s has %d open %s streams, the limit is %d per client (%s; a client is its certificate's subject over mutual TLS, else its host)",
+			client, n, what, perClient, flagPer)
 	}
-	if c.perHost == nil {
-		c.perHost = make(map[string]int)
+	if c.perClient == nil {
+		c.perClient = make(map[string]int)
 	}
 	c.n++
-	c.perHost[host]++
+	c.perClient[client]++
 	return func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.n--
-		if c.perHost[host]--; c.perHost[host] <= 0 {
-			delete(c.perHost, host)
+		if c.perClient[client]--; c.perClient[client] <= 0 {
+			delete(c.perClient, client)
 		}
 	}, nil
 }

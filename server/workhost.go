@@ -34,7 +34,7 @@ func (s *Server) Work(stream stokerv1.WorkService_WorkServer) error {
 		return err
 	}
 	defer release()
-	mem := s.workMem.open(rpc.ClientHost(stream.Context()))
+	mem := s.workMem.open(rpc.LimitID(stream.Context()))
 	defer mem.close()
 	return s.worker.Serve(stream, "work-"+strconv.FormatUint(s.streamID.Add(1), 10), mem)
 }

@@ -12,21 +12,22 @@ import (
 )
 
 // workClients is the memory that Work streams make this server keep,
-// by client host: each host's is bounded by its share
+// by client (rpc.LimitID: its certificate's subject, else its host):
+// each client's is bounded by its share
 // (--max-work-memory-per-client), and all of it comes out of the server's
 // budget, beside the Feed streams' buffers.
 type workClients struct {
-	b        *limits.Budget
-	perHost  int64
-	refusals *refusalLog
-	gauge    prometheus.Gauge // stoker_work_memory_bytes
+	b         *limits.Budget
+	perClient int64
+	refusals  *refusalLog
+	gauge     prometheus.Gauge // stoker_work_memory_bytes
 
 	mu   sync.Mutex
 	held map[string]int64
 }
 
-func newWorkClients(b *limits.Budget, perHost int64, refusals *refusalLog, gauge prometheus.Gauge) *workClients {
-	return &workClients{b: b, perHost: perHost, refusals: refusals, gauge: gauge, held: make(map[string]int64)}
+func newWorkClients(b *limits.Budget, perClient int64, refusals *refusalLog, gauge prometheus.Gauge) *workClients {
+	return &workClients{b: b, perClient: perClient, refusals: refusals, gauge: gauge, held: make(map[string]int64)}
 }
 
 // workMemoryPerClient is MaxWorkMemoryPerClient resolved against the
@@ -38,46 +39,46 @@ func workMemoryPerClient(configured, batchBudget int64) int64 {
 	return min(configured, batchBudget)
 }
 
-// open is one Work stream's account, of the client at host.
-func (c *workClients) open(host string) *workAccount {
-	return &workAccount{c: c, host: host}
+// open is one Work stream's account, of client.
+func (c *workClients) open(client string) *workAccount {
+	return &workAccount{c: c, client: client}
 }
 
-// heldBy is what host's Work streams hold.
-func (c *workClients) heldBy(host string) int64 {
+// heldBy is what client's Work streams hold.
+func (c *workClients) heldBy(client string) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.held[host]
+	return c.held[client]
 }
 
-// take takes n bytes for host, within its share and the server's budget.
-func (c *workClients) take(host string, n int64, what string) error {
+// take takes n bytes for client, within its share and the server's budget.
+func (c *workClients) take(client string, n int64, what string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if held := c.held[host]; held+n > c.perHost {
-		c.refusals.refuse("work_memory_per_client", "Work request refused: the client's memory share", "client", host, "what", what, "bytes", n, "held", held, "limit", c.perHost)
+	if held := c.held[client]; held+n > c.perClient {
+		c.refusals.refuse("work_memory_per_client", "Work request refused: the client's memory share", "client", client, "what", what, "bytes", n, "held", held, "limit", c.perClient)
 		return status.Errorf(codes.ResourceExhausted, "client %s: %s needs %d bytes; its Work streams hold %d of the %d bytes a client may (--max-work-memory-per-client)",
-			host, what, n, held, c.perHost)
+			client, what, n, held, c.perClient)
 	}
 	if !c.b.Try(n) {
 		used := c.b.InUse()
-		c.refusals.refuse("memory_budget", "Work request refused: memory budget", "client", host, "what", what, "bytes", n, "in_use", used)
+		c.refusals.refuse("memory_budget", "Work request refused: memory budget", "client", client, "what", what, "bytes", n, "in_use", used)
 		return status.Errorf(codes.ResourceExhausted, "memory budget: %s needs %d bytes; %d of the server's %d bytes are in use (--memory-budget)",
 			what, n, used, c.b.Limit())
 	}
-	c.held[host] += n
+	c.held[client] += n
 	c.gauge.Add(float64(n))
 	return nil
 }
 
-// release gives n of host's bytes back.
-func (c *workClients) release(host string, n int64) {
+// release gives n of client's bytes back.
+func (c *workClients) release(client string, n int64) {
 	if n <= 0 {
 		return
 	}
 	c.mu.Lock()
-	if c.held[host] -= n; c.held[host] <= 0 {
-		delete(c.held, host)
+	if c.held[client] -= n; c.held[client] <= 0 {
+		delete(c.held, client)
 	}
 	c.mu.Unlock()
 	c.gauge.Sub(float64(n))
@@ -88,8 +89,8 @@ func (c *workClients) release(host string, n int64) {
 // client's and the server's. close gives back what the stream still
 // holds when it ends.
 type workAccount struct {
-	c    *workClients
-	host string
+	c      *workClients
+	client string
 
 	mu   sync.Mutex
 	held int64
@@ -102,7 +103,7 @@ func (a *workAccount) Take(n int64, what string) error {
 	if n <= 0 {
 		return nil
 	}
-	if err := a.c.take(a.host, n, what); err != nil {
+	if err := a.c.take(a.client, n, what); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -117,7 +118,7 @@ func (a *workAccount) Release(n int64) {
 	n = min(n, a.held)
 	a.held -= n
 	a.mu.Unlock()
-	a.c.release(a.host, n)
+	a.c.release(a.client, n)
 }
 
 // close gives back everything still held.
@@ -126,5 +127,5 @@ func (a *workAccount) close() {
 	n := a.held
 	a.held = 0
 	a.mu.Unlock()
-	a.c.release(a.host, n)
+	a.c.release(a.client, n)
 }

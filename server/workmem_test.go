@@ -97,7 +97,7 @@ func TestWorkJobFlood(t *testing.T) {
 	const kept = 80 // 80 × 0.9 MB = 72 MB if the unknown fields were kept
 	register(a, 1, kept, spec)
 	waitUntil(t, "the jobs registered", func() bool { return e.workJobs() == kept })
-	held := e.srv.workMem.heldBy("127.0.0.1")
+	held := e.srv.workMem.heldBy("host 127.0.0.1")
 	grown := heapBytes() - base
 	t.Logf("%d jobs: %d bytes charged (%d a job), the heap grew %d bytes", kept, held, held/kept, grown)
 	if held > share || held < kept*makers.ExecJobBytes {
@@ -118,7 +118,7 @@ func TestWorkJobFlood(t *testing.T) {
 		t.Fatalf("registering past the client's share (%d sent): %v; want RESOURCE_EXHAUSTED naming the flag and the bytes", sent, err)
 	}
 	t.Logf("second stream: %v", err)
-	if held := e.srv.workMem.heldBy("127.0.0.1"); held > share {
+	if held := e.srv.workMem.heldBy("host 127.0.0.1"); held > share {
 		t.Errorf("the client holds %d bytes, over its share of %d", held, share)
 	}
 	if got := testutil.ToFloat64(e.srv.m.refusals.WithLabelValues("work_memory_per_client")); got < 1 {
@@ -127,7 +127,7 @@ func TestWorkJobFlood(t *testing.T) {
 
 	// The first stream is unharmed: once the second one's jobs are given
 	// back, a lease of its jobs is made.
-	waitUntil(t, "the second stream's jobs given back", func() bool { return e.srv.workMem.heldBy("127.0.0.1") == held })
+	waitUntil(t, "the second stream's jobs given back", func() bool { return e.srv.workMem.heldBy("host 127.0.0.1") == held })
 	a.Send(&pb.WorkRequest{Msg: &pb.WorkRequest_Lease{Lease: &pb.Lease{Id: 1000, Job: kept, Indices: []int64{0, 1}}}})
 	if m, err := a.Recv(); err != nil || m.GetDone().GetLease() != 1000 {
 		t.Fatalf("a lease on the first stream: %v, %v", m, err)
@@ -135,7 +135,7 @@ func TestWorkJobFlood(t *testing.T) {
 	a.CloseSend()
 	recvUntilErr(a)
 	waitUntil(t, "the client's memory given back", func() bool {
-		return e.srv.workMem.heldBy("127.0.0.1") == 0 && e.srv.budget.InUse() == 0 && e.workJobs() == 0 &&
+		return e.srv.workMem.heldBy("host 127.0.0.1") == 0 && e.srv.budget.InUse() == 0 && e.workJobs() == 0 &&
 			testutil.ToFloat64(e.srv.m.workMemory) == 0
 	})
 	// The client's side (this process) lets go of what it still had to
@@ -190,7 +190,7 @@ func TestWorkBuffersCharged(t *testing.T) {
 	spec := smallJob("tiny", 8).GetJob() // 32x32x3 a sample
 	s.Send(&pb.WorkRequest{Msg: &pb.WorkRequest_Job{Job: &pb.WorkJob{Id: 1, Spec: spec}}})
 	waitUntil(t, "the job registered", func() bool { return e.workJobs() == 1 })
-	job := e.srv.workMem.heldBy("127.0.0.1")
+	job := e.srv.workMem.heldBy("host 127.0.0.1")
 	s.Send(&pb.WorkRequest{Msg: &pb.WorkRequest_Lease{Lease: &pb.Lease{Id: 2, Job: 1, Indices: []int64{0, 1, 2, 3}}}})
 	if m, err := s.Recv(); err != nil || m.GetDone().GetLease() != 2 {
 		t.Fatalf("lease 2: %v, %v", m, err)
@@ -198,10 +198,10 @@ func TestWorkBuffersCharged(t *testing.T) {
 	if _, err := s.Recv(); err != nil { // its chunk
 		t.Fatal(err)
 	}
-	if held := e.srv.workMem.heldBy("127.0.0.1"); held < job+4*32*32*3 {
+	if held := e.srv.workMem.heldBy("host 127.0.0.1"); held < job+4*32*32*3 {
 		t.Errorf("%d bytes held with a 4-sample buffer kept, want at least %d", held, job+4*32*32*3)
 	}
-	waitUntil(t, "the idle stream's buffers dropped", func() bool { return e.srv.workMem.heldBy("127.0.0.1") == job })
+	waitUntil(t, "the idle stream's buffers dropped", func() bool { return e.srv.workMem.heldBy("host 127.0.0.1") == job })
 	// Batches of 8 samples of 3 KiB: with the jobs' state, two leases of
 	// them in flight fit the 64 KiB share (each in a buffer of its own),
 	// a third does not.
@@ -224,7 +224,7 @@ func TestWorkBuffersCharged(t *testing.T) {
 	if status.Code(refused) != codes.ResourceExhausted || !strings.Contains(refused.Error(), "--max-work-memory-per-client") || !strings.Contains(refused.Error(), "batch of 8 samples") {
 		t.Errorf("a lease past the share: %v", refused)
 	}
-	if held := e.srv.workMem.heldBy("127.0.0.1"); held > share {
+	if held := e.srv.workMem.heldBy("host 127.0.0.1"); held > share {
 		t.Errorf("%d bytes held, over the share of %d", held, share)
 	}
 }
@@ -265,7 +265,7 @@ func TestWorkJobBytes(t *testing.T) {
 			}
 		}
 	}
-	held := e.srv.workMem.heldBy("127.0.0.1")
+	held := e.srv.workMem.heldBy("host 127.0.0.1")
 	grown := heapBytes() - base
 	t.Logf("%d jobs leased once: %d bytes charged (%d a job), the heap grew %d (%d a job)", n, held, held/n, grown, grown/n)
 	if grown > held {

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,9 @@ type Cache struct {
 	budget  int64
 	used    int64 // entries' bytes, overhead included
 	entries map[cacheKey][]byte
+	// checked are the memory entries a reader's check accepted
+	// (GetChecked, PutChecked): served again without it.
+	checked map[cacheKey]bool
 
 	disk *diskTier // nil: memory only
 
@@ -87,7 +91,7 @@ func NewCache(opts ...CacheOption) (*Cache, error) {
 	for _, f := range opts {
 		f(&o)
 	}
-	c := &Cache{budget: max(o.memory, 0), entries: map[cacheKey][]byte{}}
+	c := &Cache{budget: max(o.memory, 0), entries: map[cacheKey][]byte{}, checked: map[cacheKey]bool{}}
 	if o.dir != "" && o.dirBudget > 0 {
 		mac := randomMACKey()
 		if o.key != nil {
@@ -126,7 +130,7 @@ func (c *Cache) Get(store string, r Range, buf []byte) ([]byte, bool) {
 	if c.disk != nil {
 		if buf, ok = c.disk.get(k, buf); ok {
 			c.diskHits.Add(1)
-			c.admitMemory(k, buf)
+			c.admitMemory(k, buf, false)
 			return buf, true
 		}
 	}
@@ -153,17 +157,73 @@ func (c *Cache) Put(store string, r Range, data []byte) {
 		return
 	}
 	k := keyOf(store, r)
-	c.admitMemory(k, data)
+	c.admitMemory(k, data, false)
 	if c.disk != nil {
 		c.disk.put(k, data)
 	}
 }
 
-func (c *Cache) admitMemory(k cacheKey, data []byte) {
+// GetChecked is Get for a reader whose bytes check must accept (say,
+// against a content hash of the range): bytes from memory that check
+// accepted before are returned without it (entries never change); others,
+// from memory or disk, are checked now, and remembered as checked where
+// memory holds them (or has room for them). A range whose bytes check
+// refuses is a miss: read from the store again.
+func (c *Cache) GetChecked(store string, r Range, buf []byte, check func([]byte) error) ([]byte, bool) {
+	if c == nil {
+		return nil, false
+	}
+	k := keyOf(store, r)
+	c.mu.RLock()
+	data, ok := c.entries[k]
+	checked := c.checked[k]
+	c.mu.RUnlock()
+	if ok {
+		buf = grow(buf, r.Len)
+		copy(buf, data)
+		if checked {
+			c.memHits.Add(1)
+			return buf, true
+		}
+		if check(buf) == nil {
+			c.memHits.Add(1)
+			c.admitMemory(k, buf, true)
+			return buf, true
+		}
+	} else if c.disk != nil {
+		if buf, ok = c.disk.get(k, buf); ok && check(buf) == nil {
+			c.diskHits.Add(1)
+			c.admitMemory(k, buf, true)
+			return buf, true
+		}
+	}
+	c.misses.Add(1)
+	return nil, false
+}
+
+// PutChecked is Put for bytes a reader's check accepted (GetChecked).
+func (c *Cache) PutChecked(store string, r Range, data []byte) {
+	if c == nil || int64(len(data)) != r.Len {
+		return
+	}
+	k := keyOf(store, r)
+	c.admitMemory(k, data, true)
+	if c.disk != nil {
+		c.disk.put(k, data)
+	}
+}
+
+// admitMemory keeps data as k's memory entry while memory has room;
+// checked says a reader's check accepted it, which an entry already
+// there takes only if it holds the same bytes.
+func (c *Cache) admitMemory(k cacheKey, data []byte, checked bool) {
 	cost := int64(len(data)) + entryOverhead + int64(len(k.store)+len(k.key)+len(k.version))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.entries[k]; ok {
+	if old, ok := c.entries[k]; ok {
+		if checked && !c.checked[k] && bytes.Equal(old, data) {
+			c.checked[k] = true
+		}
 		return
 	}
 	if c.used+cost > c.budget {
@@ -173,6 +233,9 @@ func (c *Cache) admitMemory(k cacheKey, data []byte) {
 		return
 	}
 	c.entries[k] = append([]byte(nil), data...)
+	if checked {
+		c.checked[k] = true
+	}
 	c.used += cost
 }
 
@@ -221,6 +284,7 @@ func (c *Cache) Stats() CacheStats {
 func (c *Cache) Clear() {
 	c.mu.Lock()
 	clear(c.entries)
+	clear(c.checked)
 	c.used = 0
 	c.mu.Unlock()
 }

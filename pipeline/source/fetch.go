@@ -132,6 +132,34 @@ func (f *Fetcher) Read(ctx context.Context, r Range, buf []byte) ([]byte, error)
 	return out, nil
 }
 
+// ReadChecked is Read for bytes that check must accept (say, against a
+// content hash of the range): bytes from the cache are checked once, when
+// first served or stored, and served again without it; bytes check
+// refuses are never cached, and its error is returned.
+func (f *Fetcher) ReadChecked(ctx context.Context, r Range, buf []byte, check func([]byte) error) ([]byte, error) {
+	if r.Off < 0 || r.Len < 0 || r.Off+r.Len > r.Obj.Size {
+		return nil, fmt.Errorf("%s: range [%d, %d) outside its %d bytes", r.Obj.Key, r.Off, r.Off+r.Len, r.Obj.Size)
+	}
+	if out, ok := f.cache.GetChecked(f.name, r, buf, check); ok {
+		return out, nil
+	}
+	out, ok, err := f.readAhead(ctx, r, buf)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		out = grow(buf, r.Len)
+		if err := f.st.ReadRange(ctx, r.Obj, r.Off, out); err != nil {
+			return nil, err
+		}
+	}
+	if err := check(out); err != nil {
+		return nil, err
+	}
+	f.cache.PutChecked(f.name, r, out)
+	return out, nil
+}
+
 // readAhead answers r from a read-ahead, waiting for one in flight; ok
 // false: there is none (or it failed), read directly.
 func (f *Fetcher) readAhead(ctx context.Context, r Range, buf []byte) (out []byte, ok bool, err error) {

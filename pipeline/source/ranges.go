@@ -21,6 +21,16 @@ type Ranges interface {
 	Prefetch(rs []Range)
 }
 
+// CheckedRanges is a Ranges that can check what it reads and remember
+// that it did (a Fetcher: ReadChecked), so bytes it caches are checked
+// once rather than on every read.
+type CheckedRanges interface {
+	Ranges
+	// ReadChecked is Read for bytes that check must accept; check's error
+	// is returned for bytes it refuses.
+	ReadChecked(ctx context.Context, r Range, buf []byte, check func([]byte) error) ([]byte, error)
+}
+
 // Direct reads every range from its store when asked, with no cache and
 // no read-ahead.
 type Direct struct{ Store Store }
