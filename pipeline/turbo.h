@@ -92,7 +92,7 @@ typedef struct {
   int scale_m;      /* the DCT scale used, in eighths */
   int rows_decoded; /* scanlines read (not skipped) */
   int cols_decoded; /* width of each scanline read */
-  int simd_used;    /* 0 none, 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512, 5 VBMI (turbo.c) */
+  int simd_used;    /* 0 none, 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512, 5 VBMI+VNNI (turbo.c) */
   int row_skew;     /* where decoded rows start, modulo 64 bytes */
   int huff_used;    /* 1: huff.c decoded the entropy-coded data */
   int ix_state;     /* STOKER_IX_* */
