@@ -801,18 +801,24 @@ hsum4_avx512(const uint8_t *p0, const uint8_t *p1, const uint8_t *p2, const uint
   return _mm512_sra_epi32(acc, sh);
 }
 
+/* HRGBX512_CONSTS declares the AVX-512 horizontal passes' constants for
+ * axis a: hsum4_avx512's shuffles (lo, hi), put4_ssse3's orders
+ * (to_planar, to_rgb), the rounding half, zero and the shift sh. */
+#define HRGBX512_CONSTS(a)                                                                                        \
+  const __m512i lo = _mm512_broadcast_i32x4(_mm_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1));   \
+  const __m512i hi = _mm512_broadcast_i32x4(_mm_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1)); \
+  const __m128i to_planar = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);                      \
+  const __m128i to_rgb = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);                       \
+  const __m512i half = _mm512_set1_epi32(1 << ((a)->prec - 1)), zero = _mm512_setzero_si512();                       \
+  const __m128i sh = _mm_cvtsi32_si128((a)->prec)
+
 /* hrgbx_avx512 is hrgbx_ssse3 four outputs to a register: the sums clamped
  * to 0..255 (as packs then packus do) and narrowed in order, r0 g0 b0 x0 r1
  * ... x3, as hrgbx_ssse3 packs them. The outputs past the last four are
  * hrgbx_avx2's. */
 AVX512RS static inline __attribute__((always_inline)) void
 hrgbx_avx512(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar, const int np) {
-  const __m512i lo = _mm512_broadcast_i32x4(_mm_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1));
-  const __m512i hi = _mm512_broadcast_i32x4(_mm_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1));
-  const __m128i to_planar = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const __m128i to_rgb = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
-  const __m512i half = _mm512_set1_epi32(1 << (a->prec - 1)), zero = _mm512_setzero_si512();
-  const __m128i sh = _mm_cvtsi32_si128(a->prec);
+  HRGBX512_CONSTS(a);
   const __m512i *k4 = (const __m512i *)a->kv4;
   const int *st = a->start;
   int i = 0;
@@ -868,12 +874,7 @@ hsum4_vbmi(const axis *a, int i, const uint8_t *src, const __m512i *k4, const ui
  * no faster.) */
 VBMIRS static inline __attribute__((always_inline)) void
 hrgbx_vbmi(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar, const int np) {
-  const __m512i lo = _mm512_broadcast_i32x4(_mm_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1));
-  const __m512i hi = _mm512_broadcast_i32x4(_mm_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1));
-  const __m128i to_planar = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const __m128i to_rgb = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
-  const __m512i half = _mm512_set1_epi32(1 << (a->prec - 1)), zero = _mm512_setzero_si512();
-  const __m128i sh = _mm_cvtsi32_si128(a->prec);
+  HRGBX512_CONSTS(a);
   const __m512i *k4 = (const __m512i *)a->kv4;
   const uint8_t *px = a->px4;
   int i = 0;

@@ -112,24 +112,7 @@ func NewFetcher(st Store, opts ...FetchOption) *Fetcher {
 
 // Read implements Ranges.
 func (f *Fetcher) Read(ctx context.Context, r Range, buf []byte) ([]byte, error) {
-	if r.Off < 0 || r.Len < 0 || r.Off+r.Len > r.Obj.Size {
-		return nil, fmt.Errorf("%s: range [%d, %d) outside its %d bytes", r.Obj.Key, r.Off, r.Off+r.Len, r.Obj.Size)
-	}
-	if out, ok := f.cache.Get(f.name, r, buf); ok {
-		return out, nil
-	}
-	out, ok, err := f.readAhead(ctx, r, buf)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		out = grow(buf, r.Len)
-		if err := f.st.ReadRange(ctx, r.Obj, r.Off, out); err != nil {
-			return nil, err
-		}
-	}
-	f.cache.Put(f.name, r, out)
-	return out, nil
+	return f.readCached(ctx, r, buf, nil)
 }
 
 // ReadChecked is Read for bytes that check must accept (say, against a
@@ -137,10 +120,22 @@ func (f *Fetcher) Read(ctx context.Context, r Range, buf []byte) ([]byte, error)
 // first served or stored, and served again without it; bytes check
 // refuses are never cached, and its error is returned.
 func (f *Fetcher) ReadChecked(ctx context.Context, r Range, buf []byte, check func([]byte) error) ([]byte, error) {
+	return f.readCached(ctx, r, buf, check)
+}
+
+// readCached is Read (check nil) and ReadChecked.
+func (f *Fetcher) readCached(ctx context.Context, r Range, buf []byte, check func([]byte) error) ([]byte, error) {
 	if r.Off < 0 || r.Len < 0 || r.Off+r.Len > r.Obj.Size {
 		return nil, fmt.Errorf("%s: range [%d, %d) outside its %d bytes", r.Obj.Key, r.Off, r.Off+r.Len, r.Obj.Size)
 	}
-	if out, ok := f.cache.GetChecked(f.name, r, buf, check); ok {
+	var out []byte
+	var ok bool
+	if check == nil {
+		out, ok = f.cache.Get(f.name, r, buf)
+	} else {
+		out, ok = f.cache.GetChecked(f.name, r, buf, check)
+	}
+	if ok {
 		return out, nil
 	}
 	out, ok, err := f.readAhead(ctx, r, buf)
@@ -152,6 +147,10 @@ func (f *Fetcher) ReadChecked(ctx context.Context, r Range, buf []byte, check fu
 		if err := f.st.ReadRange(ctx, r.Obj, r.Off, out); err != nil {
 			return nil, err
 		}
+	}
+	if check == nil {
+		f.cache.Put(f.name, r, out)
+		return out, nil
 	}
 	if err := check(out); err != nil {
 		return nil, err
