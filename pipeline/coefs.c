@@ -30,6 +30,9 @@
 #include <emmintrin.h>
 #include <tmmintrin.h> /* SSSE3, for functions built for it (run if the CPU has it) */
 #endif
+#if defined(__x86_64__)
+#include <immintrin.h> /* AVX-512 VBMI2, likewise */
+#endif
 
 /* The most bytes one block can take: its DC, its mask, 63 wide values,
  * and the 8 bytes an SSSE3 store writes past what it keeps. */
@@ -43,6 +46,8 @@
  * spreads the first count_tab[m] bytes back to them (0x80: a zero). */
 static uint64_t compact_tab[256], expand_tab[256];
 static uint8_t count_tab[256];
+/* The CPU has AVX-512 VBMI2 (vpcompressb, vpexpandb). */
+static int cpu_vbmi2;
 
 __attribute__((constructor)) static void coefs_init(void) {
   int m, j, n;
@@ -59,6 +64,11 @@ __attribute__((constructor)) static void coefs_init(void) {
     expand_tab[m] = e;
     count_tab[m] = (uint8_t)n;
   }
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  cpu_vbmi2 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+              __builtin_cpu_supports("avx512vbmi2");
+#endif
 }
 
 stoker_coefs *stoker_coefs_new(void) { return calloc(1, sizeof(stoker_coefs)); }
@@ -86,9 +96,9 @@ void stoker_coefbuf_free(stoker_coefbuf *b) {
 }
 
 int coefs_attach(stoker_coefs *c, stoker_coefbuf *b, long nmcu, int blocks,
-                 int ssse3, size_t *room) {
+                 int simd, size_t *room) {
   b->len = b->n = 0;
-  b->ssse3 = ssse3;
+  b->simd = simd >= 5 && cpu_vbmi2 ? 5 : simd >= 2 ? 2 : 0;
   if (c->at)
     return c->nmcu == nmcu && c->blocks == blocks;
   if (nmcu <= 0 || blocks <= 0 || (size_t)nmcu * sizeof *c->at > *room)
@@ -202,9 +212,39 @@ __attribute__((target("ssse3"))) static const uint8_t *get_narrow_ssse3(const ui
 }
 #endif
 
-/* put_block appends c's form at p and returns the end; with ssse3 (the
- * decode's SIMD level has it), by byte shuffles. */
-static inline uint8_t *put_block(uint8_t *p, const JCOEF *c, int ssse3) {
+#if defined(__x86_64__)
+#define VBMI2 __attribute__((target("popcnt,avx2,avx512f,avx512bw,avx512vbmi2")))
+
+/* low_bytes is a mask of the first n bytes (n < 64). */
+VBMI2 static inline __mmask64 low_bytes(int n) { return n ? ~0ull >> (64 - n) : 0; }
+
+/* put_narrow_vbmi2 is put_narrow_ssse3 for the whole block at once: its
+ * 64 coefficients narrowed to bytes (they fit: the block is not wide), the
+ * nonzero ones gathered by one vpcompressb, stored in a masked store of
+ * just their bytes. */
+VBMI2 static uint8_t *put_narrow_vbmi2(uint8_t *p, const JCOEF *c, uint64_t m) {
+  int n = __builtin_popcountll(m);
+  __m512i b = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(_mm512_loadu_si512((const void *)c))),
+                                 _mm512_cvtepi16_epi8(_mm512_loadu_si512((const void *)(c + 32))), 1);
+  _mm512_mask_storeu_epi8(p, low_bytes(n), _mm512_maskz_compress_epi8(m, b));
+  return p + n;
+}
+
+/* get_narrow_vbmi2 is get_narrow_ssse3 for the whole block at once: a
+ * masked load of its n bytes, one vpexpandb to their places (zeros
+ * elsewhere), sign-extended to 16 bits. */
+VBMI2 static const uint8_t *get_narrow_vbmi2(const uint8_t *p, JCOEF *c, uint64_t m) {
+  int n = __builtin_popcountll(m);
+  __m512i x = _mm512_maskz_expand_epi8(m, _mm512_maskz_loadu_epi8(low_bytes(n), p));
+  _mm512_storeu_si512((void *)c, _mm512_cvtepi8_epi16(_mm512_castsi512_si256(x)));
+  _mm512_storeu_si512((void *)(c + 32), _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(x, 1)));
+  return p + n;
+}
+#endif
+
+/* put_block appends c's form at p and returns the end; at SIMD level 2 or
+ * more (coefs_attach), by byte shuffles, at 5 by compressing bytes. */
+static inline uint8_t *put_block(uint8_t *p, const JCOEF *c, int simd) {
   uint64_t m = nonzero(c) & ~WIDE, k;
   int16_t dc = c[0];
   int w = wide(c);
@@ -221,8 +261,12 @@ static inline uint8_t *put_block(uint8_t *p, const JCOEF *c, int ssse3) {
     }
     return p;
   }
+#if defined(__x86_64__)
+  if (simd >= 5)
+    return put_narrow_vbmi2(p, c, m);
+#endif
 #if defined(__SSE2__)
-  if (ssse3)
+  if (simd >= 2)
     return put_narrow_ssse3(p, c, m);
 #endif
   while (m) {
@@ -233,9 +277,9 @@ static inline uint8_t *put_block(uint8_t *p, const JCOEF *c, int ssse3) {
 }
 
 /* get_block writes the block stored at p into c (zeroed by libjpeg) and
- * returns the end of its form; with ssse3, by byte shuffles (both ways
- * read and write the same form). */
-static inline const uint8_t *get_block(const uint8_t *p, JCOEF *c, int ssse3) {
+ * returns the end of its form; at SIMD level 2 or more, by byte shuffles,
+ * at 5 by expanding bytes (every way reads and writes the same form). */
+static inline const uint8_t *get_block(const uint8_t *p, JCOEF *c, int simd) {
   uint64_t m;
   int16_t dc;
   memcpy(&dc, p, 2);
@@ -251,8 +295,15 @@ static inline const uint8_t *get_block(const uint8_t *p, JCOEF *c, int ssse3) {
       m &= m - 1;
     }
   } else {
+#if defined(__x86_64__)
+    if (simd >= 5) {
+      p = get_narrow_vbmi2(p, c, m);
+      c[0] = dc;
+      return p;
+    }
+#endif
 #if defined(__SSE2__)
-    if (ssse3) {
+    if (simd >= 2) {
       p = get_narrow_ssse3(p, c, m);
       c[0] = dc;
       return p;
@@ -286,7 +337,7 @@ int coefs_put(stoker_coefbuf *b, long mcu, int blocks, JBLOCKROW *data,
   }
   p = b->buf + b->len;
   for (blk = 0; blk < blocks; blk++)
-    p = put_block(p, data[blk][0], b->ssse3);
+    p = put_block(p, data[blk][0], b->simd);
   b->mcu[b->n].m = mcu;
   b->mcu[b->n].off = b->len;
   b->n++;
@@ -299,7 +350,7 @@ void coefs_get(const stoker_coefs *c, const stoker_coefbuf *b, long mcu,
   const uint8_t *p = c->at[mcu];
   int blk;
   for (blk = 0; blk < c->blocks; blk++)
-    p = get_block(p, data[blk][0], b->ssse3);
+    p = get_block(p, data[blk][0], b->simd);
 }
 
 int coefs_commit(stoker_coefs *c, stoker_coefbuf *b) {

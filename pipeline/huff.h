@@ -84,7 +84,8 @@ typedef struct {
     size_t off;
   } *mcu;
   size_t n, mcap;
-  int ssse3; /* pack and unpack with SSSE3: the decode's SIMD level */
+  int simd; /* the decode's SIMD level (turbo.c): SSSE3 packs and unpacks
+             * from 2, AVX-512 VBMI2's compress and expand from 5 */
 } stoker_coefbuf;
 
 stoker_coefs *stoker_coefs_new(void);
@@ -94,10 +95,10 @@ size_t stoker_coefs_bytes(const stoker_coefs *c);
 void stoker_coefbuf_free(stoker_coefbuf *b);
 /* coefs_attach sets c up for a scan of nmcu MCUs of blocks blocks (taking
  * its table from room), or checks that it is set up for one, and empties
- * b, which packs with SSSE3 when ssse3 (the decode's SIMD level has it;
- * both ways make the same form); 0: c cannot serve this scan. */
+ * b, which packs by the decode's SIMD level simd (every way makes the same
+ * form); 0: c cannot serve this scan. */
 int coefs_attach(stoker_coefs *c, stoker_coefbuf *b, long nmcu, int blocks,
-                 int ssse3, size_t *room);
+                 int simd, size_t *room);
 /* coefs_put encodes an MCU's blocks into b if they fit in room (bytes the
  * decode may still add); 1: stored. When they do not, room becomes 0. */
 int coefs_put(stoker_coefbuf *b, long mcu, int blocks, JBLOCKROW *data,

@@ -1338,7 +1338,7 @@ static void attach_huff(stoker_turbo *t, const unsigned char *data, size_t len,
     size_t room = jb->coefs_room > 0 ? (size_t)jb->coefs_room : 0;
     if (coefs_attach((stoker_coefs *)jb->coefs, &t->cbuf,
                      (long)ci->MCUs_per_row * (long)ci->MCU_rows_in_scan,
-                     ci->blocks_in_MCU, t->simd >= 2, &room)) {
+                     ci->blocks_in_MCU, t->simd, &room)) {
       t->huff.cc = (stoker_coefs *)jb->coefs;
       t->huff.cb = &t->cbuf;
       t->huff.cc_room = room;
