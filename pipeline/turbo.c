@@ -890,6 +890,70 @@ VBMIRS static void
 hpass_rgbx_vbmi(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar) {
   BY_NP(hrgbx_vbmi, a, n, src, dst, planar)
 }
+
+/* hrgbx2_vbmi is hrgbx_vbmi for two rows at once, src0 into dst0 and src1
+ * into dst1: each group's permutation and each pair's coefficients are
+ * loaded once for both (the loads were the pass's bound). The same sums
+ * row by row. Groups that do not fit a load go row by row through
+ * hsum4_vbmi. */
+VBMIRS static inline __attribute__((always_inline)) void
+hrgbx2_vbmi(const axis *a, int n, const uint8_t *src0, const uint8_t *src1, uint8_t *dst0, uint8_t *dst1,
+            int planar, const int np) {
+  HRGBX512_CONSTS(a);
+  const __m512i *k4 = (const __m512i *)a->kv4;
+  const uint8_t *px = a->px4;
+  const int *st = a->start;
+  int i = 0, j;
+  for (; i + 4 <= n; i += 4, k4 += np, px += 64) {
+    __m512i s0, s1;
+    if (px[1]) {
+      size_t o = (size_t)(st[i] < st[i + 3] ? st[i] : st[i + 3]) * 4;
+      const uint8_t *p0 = src0 + o, *p1 = src1 + o;
+      const __m512i perm = _mm512_load_si512((const void *)px);
+      s0 = s1 = half;
+      for (j = 0; j < np; j++) {
+        const __m512i k = _mm512_load_si512(k4 + j);
+        s0 = _mm512_dpwssd_epi32(s0, _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, perm,
+                                                                   _mm512_loadu_si512((const void *)(p0 + 8 * j))), k);
+        s1 = _mm512_dpwssd_epi32(s1, _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, perm,
+                                                                   _mm512_loadu_si512((const void *)(p1 + 8 * j))), k);
+      }
+      s0 = _mm512_sra_epi32(s0, sh);
+      s1 = _mm512_sra_epi32(s1, sh);
+    } else {
+      s0 = hsum4_vbmi(a, i, src0, k4, px, np, lo, hi, half, sh);
+      s1 = hsum4_vbmi(a, i, src1, k4, px, np, lo, hi, half, sh);
+    }
+    put4_ssse3(_mm512_cvtusepi32_epi8(_mm512_max_epi32(s0, zero)), dst0, i, n, planar, to_planar, to_rgb);
+    put4_ssse3(_mm512_cvtusepi32_epi8(_mm512_max_epi32(s1, zero)), dst1, i, n, planar, to_planar, to_rgb);
+  }
+  if (i < n) {
+    hrgbx_tail(a, i, n, src0, dst0, planar, np);
+    hrgbx_tail(a, i, n, src1, dst1, planar, np);
+  }
+}
+
+#define BY_NP2(f, a, n, s0, s1, d0, d1, planar)                                                    \
+  switch ((a)->np) {                                                                               \
+  case 1:                                                                                          \
+    f(a, n, s0, s1, d0, d1, planar, 1);                                                            \
+    return;                                                                                        \
+  case 2:                                                                                          \
+    f(a, n, s0, s1, d0, d1, planar, 2);                                                            \
+    return;                                                                                        \
+  case 3:                                                                                          \
+    f(a, n, s0, s1, d0, d1, planar, 3);                                                            \
+    return;                                                                                        \
+  default:                                                                                         \
+    f(a, n, s0, s1, d0, d1, planar, (a)->np);                                                      \
+    return;                                                                                        \
+  }
+
+VBMIRS static void
+hpass2_rgbx_vbmi(const axis *a, int n, const uint8_t *s0, const uint8_t *s1, uint8_t *d0, uint8_t *d1,
+                 int planar) {
+  BY_NP2(hrgbx2_vbmi, a, n, s0, s1, d0, d1, planar)
+}
 #endif
 
 /* hpass_rgbx resamples one decoded RGBX row into dst: interleaved RGB (with
@@ -937,6 +1001,22 @@ static void hpass_rgbx(const axis *a, int n, const uint8_t *src, uint8_t *dst,
       dst[3 * i + 2] = clip8(b, a->prec);
     }
   }
+}
+
+/* hpass_rgbx2 is hpass_rgbx for two rows, in one pass where the SIMD
+ * level has one for two (VBMI) and the rows are planar, else one row after
+ * the other (an interleaved row's last store reaches 4 bytes into the
+ * next, which must come after it). */
+static void hpass_rgbx2(const axis *a, int n, const uint8_t *src0, const uint8_t *src1, uint8_t *dst0,
+                        uint8_t *dst1, int planar, int simd) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (simd >= 5 && n >= 4 && planar) {
+    hpass2_rgbx_vbmi(a, n, src0, src1, dst0, dst1, planar);
+    return;
+  }
+#endif
+  hpass_rgbx(a, n, src0, dst0, planar, simd);
+  hpass_rgbx(a, n, src1, dst1, planar, simd);
 }
 
 static void hpass_gray(const axis *a, int n, const uint8_t *src,
@@ -1459,6 +1539,9 @@ static void row_buffers(stoker_turbo *t, decode_geom *g) {
   /* Rows are read rec_outbuf_height at a time (2 for h2v2 merged
    * upsampling), so that libjpeg need not copy a spare row per call. */
   g->nrows = ci->rec_outbuf_height < 1 ? 1 : ci->rec_outbuf_height > 4 ? 4 : ci->rec_outbuf_height;
+  /* Two at least where the horizontal pass takes two rows at once. */
+  if (t->simd >= 5 && !g->gray && g->nrows < 2)
+    g->nrows = 2;
   /* Where rows go: libjpeg-turbo's SIMD color conversion stores an output
    * row with non-temporal (cache-bypassing) stores when the row is 16-byte
    * aligned (32 with AVX2), and ends with sfence; the row would then go out
@@ -1505,21 +1588,26 @@ static void read_rows(stoker_turbo *t, const decode_geom *g) {
     got = jpeg_read_scanlines(ci, rows, (JDIMENSION)want);
     if (got == 0)
       fail(t, STOKER_CORRUPT, "jpeg: no progress reading scanlines");
-    for (r = 0; r < (int)got; r++, y++) {
-      jb->rows_decoded++;
-      for (v = 0; v < jb->nviews; v++) {
-        const vstate *s = &t->vs[v];
-        int w = jb->views[v].out_w, rl = g->gray ? w : 3 * w;
+    jb->rows_decoded += (int)got;
+    for (v = 0; v < jb->nviews; v++) {
+      const vstate *s = &t->vs[v];
+      int w = jb->views[v].out_w, rl = g->gray ? w : 3 * w, yr = y;
+      for (r = 0; r < (int)got; r++, yr++) {
         uint8_t *mid;
-        if (y < s->uy0 || y >= s->uy1)
+        if (yr < s->uy0 || yr >= s->uy1)
           continue;
-        mid = s->mid + (size_t)(y - s->uy0) * rl;
-        if (g->gray)
+        mid = s->mid + (size_t)(yr - s->uy0) * rl;
+        if (g->gray) {
           hpass_gray(&s->ax, w, rows[r], mid);
-        else
+        } else if (r + 1 < (int)got && yr + 1 < s->uy1) {
+          hpass_rgbx2(&s->ax, w, rows[r], rows[r + 1], mid, mid + rl, !jb->hwc, t->simd);
+          r++, yr++;
+        } else {
           hpass_rgbx(&s->ax, w, rows[r], mid, !jb->hwc, t->simd);
+        }
       }
     }
+    y += (int)got;
   }
 }
 
