@@ -72,6 +72,10 @@ const (
 	// ImageNet photo (the datasets' photos average 0.13 MP), or the
 	// output's size if larger (an upsampled source is the exception).
 	nominalSourcePx = 160_000
+	// zoomCanvasNs is one canvas pixel of a RandomZoomOut before a
+	// Resize: the canvas filled and resized in Go (resizeCanvas;
+	// BenchmarkZoomOutResize: 15 ms more for a canvas of ~0.6 MP).
+	zoomCanvasNs = 25
 	// sampleNs is each sample's fixed cost: its read from a local file,
 	// the header, the plan, the draws.
 	sampleNs = 10_000
@@ -146,6 +150,17 @@ func (t *Transform) Cost() Cost {
 		worst += geo
 		if geo > domNs {
 			dominant, domNs = where+fmt.Sprintf("op 0 (%s): the resampling to %dx%d", v.ops[0].Kind, w, h), geo
+		}
+		if z := v.zoom; z != nil && v.resize != nil {
+			// The canvas, r*r times the source, r uniform in side_range.
+			lo, hi := z.SideRange[0], z.SideRange[1]
+			canvas := float64(zoomCanvasNs * srcPx)
+			mean += float64(z.P*canvas) * float64(float64(lo*lo)+float64(lo*hi)+float64(hi*hi)) / 3
+			x := float64(canvas * float64(hi*hi))
+			worst += x
+			if x > domNs {
+				dominant, domNs = where+fmt.Sprintf("op 0 (RandomZoomOut): its canvas, up to %gx%g the image, resized", hi, hi), x
+			}
 		}
 		// The mean: the steps of costDraws samples, as drawn.
 		var sum float64

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/binary"
 	"fmt"
+	"image"
 	"log/slog"
 	"runtime/debug"
 	"time"
@@ -87,6 +88,8 @@ type Decoder struct {
 	admitNow bool
 	// targets is appendTargets' scratch.
 	targets Targets
+	// canvas is a RandomZoomOut canvas' RGBA scratch (resizeCanvas).
+	canvas []byte
 }
 
 // viewDraw is what one view of the last sample drew: its geometry's plan
@@ -145,9 +148,16 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 	// A CenterCrop larger than the image decodes its visible part into
 	// room after the views', then is padded into its place: never
 	// straight into out.
+	// So does a RandomZoomOut's canvas before a Resize: the image is
+	// decoded at its own size, padded onto the canvas and resized.
 	padded := false
 	for i := range d.plans {
-		padded = padded || d.plans[i].padded
+		p := &d.plans[i]
+		padded = padded || p.padded || p.canvas
+		if px := int64(p.zoomW) * int64(p.zoomH); p.canvas && px > d.opts.pixelBudget {
+			return fmt.Errorf("%w: RandomZoomOut's canvas of the %dx%d image is %dx%d, %d pixels, over the budget of %d",
+				ErrTooLarge, p.srcW, p.srcH, p.zoomW, p.zoomH, px, d.opts.pixelBudget)
+		}
 	}
 	direct = direct && !padded
 	// Where the decode writes: straight into out, or the views back to
@@ -164,7 +174,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 		if padded {
 			d.dplans = append(d.dplans[:0], d.plans...)
 			for v := range d.dplans {
-				if p := &d.plans[v]; p.padded {
+				if p := &d.plans[v]; p.padded || p.canvas {
 					d.dplans[v] = p.visible()
 					d.voffs = append(d.voffs, n)
 					n += 3 * d.dplans[v].outW * d.dplans[v].outH
@@ -190,7 +200,10 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 	}
 	if padded {
 		for v := range d.plans {
-			if p := &d.plans[v]; p.padded {
+			if p := &d.plans[v]; p.canvas {
+				vp := &d.dplans[v]
+				d.resizeCanvas(dst[d.soffs[v]:][:3*p.outW*p.outH], p, dst[d.voffs[v]:][:3*vp.outW*vp.outH], decLayout)
+			} else if p.padded {
 				vp := &d.dplans[v]
 				x, y := p.padAt()
 				vw, vh := vp.outW, vp.outH
@@ -365,6 +378,37 @@ func padInto(dst []byte, w, h int, src []byte, vw, vh, x, y int, fill [3]float64
 			copy(dst[c*w*h+(y+r)*w+x:][:vw], src[c*vw*vh+r*vw:][:vw])
 		}
 	}
+}
+
+// resizeCanvas is a RandomZoomOut's canvas resized (torchvision's pad,
+// then resize): the image src, decoded at its own size in layout, put at
+// (zoomPad[0], zoomPad[1]) on a zoomW x zoomH canvas of p.rcFill, which
+// torch's kernels (resampleTorch) resize, and flip if p says so, into dst.
+func (d *Decoder) resizeCanvas(dst []byte, p *samplePlan, src []byte, layout Layout) {
+	cw, ch, w, h := p.zoomW, p.zoomH, p.srcW, p.srcH
+	n := 4 * cw * ch
+	if cap(d.canvas) < n {
+		d.canvas = make([]byte, n)
+	}
+	c, f := d.canvas[:n], p.rcFill
+	for i := 0; i < n; i += 4 {
+		c[i], c[i+1], c[i+2], c[i+3] = byte(f[0]), byte(f[1]), byte(f[2]), 255
+	}
+	plane := w * h
+	for y := range h {
+		row := c[4*((p.zoomPad[1]+y)*cw+p.zoomPad[0]):][:4*w]
+		for x := range w {
+			o := y*w + x
+			if layout == HWC {
+				row[4*x], row[4*x+1], row[4*x+2] = src[3*o], src[3*o+1], src[3*o+2]
+			} else {
+				row[4*x], row[4*x+1], row[4*x+2] = src[o], src[plane+o], src[2*plane+o]
+			}
+		}
+	}
+	cp := *p
+	cp.geom, cp.srcW, cp.srcH, cp.cx, cp.cy, cp.cw, cp.ch = cropResize, cw, ch, 0, 0, cw, ch
+	resampleTorch(&image.NRGBA{Pix: c, Stride: 4 * cw, Rect: image.Rect(0, 0, cw, ch)}, &cp, layout, dst)
 }
 
 // chwToHWC packs three planes into interleaved pixels.

@@ -79,9 +79,12 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 	}
 	n.step = fixedStep(op)
 	switch op.Kind {
-	case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad:
+	case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomZoomOut:
 		if depth > 0 {
 			return bad("a geometry op inside a container: the geometry is the transform's first op, fused into the decode")
+		}
+		if op.Kind == OpRandomZoomOut {
+			return bad("RandomZoomOut after other ops is not supported: it is the first op (then Resize(h, w), RandomCrop or CenterCrop), fused into the decode")
 		}
 		if op.Kind == OpPad {
 			return bad("Pad after other ops is not supported: Pad comes right before or right after a RandomCrop or CenterCrop (or give RandomCrop its padding)")

@@ -55,12 +55,27 @@ type samplePlan struct {
 	rcTop, rcLeft  int
 	vis            bool
 	vx, vy, vw, vh int
+	// RandomZoomOut: zoomed when it was drawn (its p), zoomPad its padding
+	// (left, top, right, bottom), the image on a canvas of zoomW x zoomH.
+	// Before a RandomCrop or CenterCrop it is their padding (padCrop);
+	// before a Resize, canvas: the canvas is resized (rw, rh the output),
+	// which the decode makes from the image decoded at its own size
+	// (visible) padded with rcFill into it (resizeCanvas).
+	zoomed       bool
+	zoomPad      [4]int
+	zoomW, zoomH int
+	canvas       bool
 }
 
 // visible is the plan of what a padded plan decodes: the crop clipped to
 // the image, output at its own size (a CenterCrop does not resample).
 func (p *samplePlan) visible() samplePlan {
 	v := *p
+	if p.canvas { // the whole image, at its own size, unflipped
+		v.geom, v.cx, v.cy, v.cw, v.ch, v.outW, v.outH = cropResize, 0, 0, p.srcW, p.srcH, p.srcW, p.srcH
+		v.padded, v.vis, v.canvas, v.flip = false, false, false, false
+		return v
+	}
 	if p.vis {
 		v.cx, v.cy, v.cw, v.ch, v.outW, v.outH = p.vx, p.vy, p.vw, p.vh, p.vw, p.vh
 		if p.vw < 1 || p.vh < 1 { // all padding: decode one pixel, shown nowhere
@@ -108,6 +123,9 @@ type region struct {
 func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 	p := samplePlan{geom: t.geom, srcW: srcW, srcH: srcH, outW: t.outW, outH: t.outH}
 	bicubic := false
+	if t.zoom != nil {
+		t.zoomOut(&p, k)
+	}
 	switch {
 	case t.rcrop != nil:
 		if err := t.randomCrop(&p, k); err != nil {
@@ -120,13 +138,16 @@ func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 			// timm's random.choice((BILINEAR, BICUBIC)), after the crop.
 			bicubic = r.Float64() >= 0.5
 		}
-	case t.pad != nil: // Pad then CenterCrop
+	case t.pad != nil || (t.zoom != nil && t.resize == nil): // Pad or RandomZoomOut, then CenterCrop
 		if err := t.padCenterCrop(&p); err != nil {
 			return p, err
 		}
 	case t.resize != nil:
 		p.rw, p.rh = resizedSize(srcW, srcH, t.resize.Size)
 		p.cw, p.ch = p.rw, p.rh
+		if p.zoomed { // RandomZoomOut then Resize(h, w): the canvas resized
+			p.canvas, p.rcFill = true, t.zoom.Fill
+		}
 		if t.center != nil {
 			p.cw, p.ch = t.center.Size[1], t.center.Size[0]
 			p.cx, p.cy = centerOffset(p.rw, p.cw), centerOffset(p.rh, p.ch)
@@ -251,10 +272,7 @@ func (p *samplePlan) region() region {
 func (t *Transform) randomCrop(p *samplePlan, k Key) error {
 	op := t.rcrop
 	ch, cw := op.Size[0], op.Size[1]
-	var pre [4]int // the Pad's
-	if t.pad != nil {
-		pre = t.pad.Padding
-	}
+	pre, _ := t.prePad(p) // the Pad's or the RandomZoomOut's
 	l, tp, r, b := op.Padding[0], op.Padding[1], op.Padding[2], op.Padding[3]
 	ph, pw := p.srcH+pre[1]+pre[3]+tp+b, p.srcW+pre[0]+pre[2]+l+r
 	if op.PadIfNeeded {
@@ -280,8 +298,8 @@ func (t *Transform) randomCrop(p *samplePlan, k Key) error {
 		left = rng.Intn(pw - cw + 1)
 	}
 	p.rcPad, p.rcFill, p.rcCrop, p.rcTop, p.rcLeft = [4]int{l, tp, r, b}, op.Fill, ph > ch || pw > cw, top, left
-	if t.pad != nil && p.rcPad == [4]int{} {
-		p.rcFill = t.pad.Fill // only the Pad pads (NewTransform: else the fills are equal)
+	if _, fill := t.prePad(p); (t.pad != nil || p.zoomed) && p.rcPad == [4]int{} {
+		p.rcFill = fill // only the Pad or zoom pads (NewTransform: else the fills are equal)
 	}
 	p.padCrop(pre[0]+l, pre[1]+tp, cw, ch, top, left)
 	return nil
@@ -339,12 +357,17 @@ func (t *Transform) padCropped(p *samplePlan) error {
 // round((size - crop) / 2). One fill per sample: a crop larger than the
 // padded image after a Pad of a fill other than 0 is refused.
 func (t *Transform) padCenterCrop(p *samplePlan) error {
-	pad, ch, cw := t.pad.Padding, t.center.Size[0], t.center.Size[1]
+	pad, fill := t.prePad(p)
+	ch, cw := t.center.Size[0], t.center.Size[1]
 	ph, pw := p.srcH+pad[1]+pad[3], p.srcW+pad[0]+pad[2]
-	if (ch > ph || cw > pw) && t.pad.Fill != [3]float64{} {
-		return fmt.Errorf("%w: image %dx%d, padded by Pad to %dx%d, is smaller than the %dx%d CenterCrop, which pads it with zeros: "+
-			"Pad's fill %v and CenterCrop's zeros in one sample are not supported (Pad with fill 0, or pad more)",
-			ErrUnsupported, p.srcW, p.srcH, pw, ph, cw, ch, t.pad.Fill)
+	if (ch > ph || cw > pw) && fill != [3]float64{} {
+		name := "Pad"
+		if t.zoom != nil {
+			name = "RandomZoomOut"
+		}
+		return fmt.Errorf("%w: image %dx%d, padded by %s to %dx%d, is smaller than the %dx%d CenterCrop, which pads it with zeros: "+
+			"%s's fill %v and CenterCrop's zeros in one sample are not supported (%s with fill 0, or pad more)",
+			ErrUnsupported, p.srcW, p.srcH, name, pw, ph, cw, ch, name, fill, name)
 	}
 	anchor := func(size, crop int) int {
 		if crop > size {
@@ -352,7 +375,44 @@ func (t *Transform) padCenterCrop(p *samplePlan) error {
 		}
 		return centerOffset(size, crop)
 	}
-	p.rcFill = t.pad.Fill
+	p.rcFill = fill
 	p.padCrop(pad[0], pad[1], cw, ch, anchor(ph, ch), anchor(pw, cw))
 	return nil
+}
+
+// streamZoom is RandomZoomOut's RNG stream: a child of the geometry's
+// stream as a container's children are (stream*64 + 1 + i), which no op
+// uses (the geometry is no container), so that the crop after it keeps
+// stream 1's numbers.
+const streamZoom = streamCrop*64 + 1
+
+// zoomOut is torchvision's RandomZoomOut: with probability p (a draw >= p
+// leaves the image), r uniform in side_range and the canvas int(side * r)
+// a side, the image at (int((canvas_w - w) * u), int((canvas_h - h) *
+// v)). Drawn in float32 from 24-bit uniforms, as torch.rand draws
+// float32s and multiplies a Python number with them in float32.
+func (t *Transform) zoomOut(p *samplePlan, k Key) {
+	r := k.Stream(streamZoom)
+	u := func() float32 { return float32(r.Uint64()>>40) / (1 << 24) }
+	if float64(u()) >= t.zoom.P {
+		return
+	}
+	lo, hi := t.zoom.SideRange[0], t.zoom.SideRange[1]
+	s := float32(lo) + float32(u()*float32(hi-lo))
+	cw, ch := int(float32(p.srcW)*s), int(float32(p.srcH)*s)
+	left, top := int(float32(cw-p.srcW)*u()), int(float32(ch-p.srcH)*u())
+	p.zoomed, p.zoomW, p.zoomH = true, cw, ch
+	p.zoomPad = [4]int{left, top, cw - (left + p.srcW), ch - (top + p.srcH)}
+}
+
+// prePad is the padding before a RandomCrop or CenterCrop and its fill: a
+// Pad's, or a RandomZoomOut's as drawn for p (none when it was not).
+func (t *Transform) prePad(p *samplePlan) ([4]int, [3]float64) {
+	switch {
+	case t.pad != nil:
+		return t.pad.Padding, t.pad.Fill
+	case p.zoomed:
+		return p.zoomPad, t.zoom.Fill
+	}
+	return [4]int{}, [3]float64{}
 }

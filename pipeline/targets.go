@@ -349,7 +349,7 @@ func checkTargetOps(ops []Op, at string) error {
 			if err := checkTargetOps(op.Ops, where+": "); err != nil {
 				return err
 			}
-		case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomHorizontalFlip, OpRandomVerticalFlip:
+		case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomZoomOut, OpRandomHorizontalFlip, OpRandomVerticalFlip:
 			// Moves the boxes: MoveBoxes.
 		case OpSanitizeBoundingBoxes:
 			// Drops boxes: Targets.Move.

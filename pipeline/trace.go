@@ -281,6 +281,10 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 	aa := func(op *Op) Step {
 		return Step{Interp: op.Interp, Antialias: !op.NoAntialias && op.Interp != InterpNearest}
 	}
+	if p.zoomed { // RandomZoomOut: torchvision's pad of its drawn padding
+		zp := p.zoomPad
+		buf = append(buf, Step{Fn: FnPad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}, Fill: t.zoom.Fill})
+	}
 	switch {
 	case t.rcrop != nil:
 		if t.pad != nil {
@@ -345,7 +349,7 @@ func (d *Decoder) AppendTrace(b []byte, t *Transform) []byte {
 
 // appendTrace appends one view's trace, as drawn for t, to b.
 func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
-	var geo [4]Step
+	var geo [6]Step
 	b = append(b, '[')
 	n := 0
 	sep := func() {

@@ -51,6 +51,10 @@ const (
 	// OpSanitizeBoundingBoxes drops a job's degenerate target boxes
 	// (targets.go); the pixels are untouched.
 	OpSanitizeBoundingBoxes OpKind = "SanitizeBoundingBoxes"
+	// OpRandomZoomOut pads the image onto a random larger canvas (SSD's
+	// zoom out); a geometry op, first, before Resize(h, w), RandomCrop or
+	// CenterCrop.
+	OpRandomZoomOut OpKind = "RandomZoomOut"
 )
 
 // Op is one step of a transform, with torchvision's arguments. Each kind
@@ -123,6 +127,8 @@ type Op struct {
 	Factor    float64
 	// MinSize and MinArea: SanitizeBoundingBoxes' bounds (each >= 1).
 	MinSize, MinArea float64
+	// SideRange: RandomZoomOut's side_range (min, max), its fill Fill.
+	SideRange [2]float64
 	// Value: RandomErasing's fill, per channel in pixel units (0..255);
 	// RandomValue is value="random", RandomColor with it one random colour
 	// per box (timm's mode "rand"). MinCount and MaxCount: timm's count of
@@ -196,6 +202,9 @@ type Transform struct {
 	rrc   *Op // RandomResizedCrop, if any
 	rcrop *Op // RandomCrop, if any
 	pad   *Op // Pad, if any: first, before a RandomCrop or CenterCrop
+	// zoom is a RandomZoomOut, if any: first, before a Resize(h, w), a
+	// RandomCrop or a CenterCrop; its padding is drawn per sample.
+	zoom *Op
 	// padAfter is a Pad right after a RandomCrop or a CenterCrop (not
 	// resized), if any: the crop padded into a larger output.
 	padAfter *Op
@@ -287,7 +296,8 @@ const (
 // NewTransform validates ops and compiles them. The geometry comes first
 // (one RandomResizedCrop, or Resize and/or CenterCrop, in that order, or
 // a RandomCrop; a Pad may come right before a RandomCrop or a CenterCrop,
-// or right after one that is not resized) and
+// or right after one that is not resized; a RandomZoomOut right before a
+// Resize(h, w), a RandomCrop or a CenterCrop) and
 // is fused into the decode; every other op follows it, in the order given,
 // on the output-sized crop (a RandomHorizontalFlip right after the
 // geometry is fused too); Normalize, if any, comes last. The output size
@@ -303,7 +313,12 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	n := 0 // ops of the geometry
 	for n < len(t.ops) && geometryKind(t.ops[n].Kind) {
 		op := &t.ops[n]
+		if err := t.checkZoomOut(op, n); err != nil {
+			return nil, err
+		}
 		switch op.Kind {
+		case OpRandomZoomOut:
+			t.zoom = op
 		case OpPad:
 			if n > 0 && (t.padAfter != nil || t.rrc != nil || t.resize != nil || (t.rcrop == nil && t.center == nil)) {
 				return bad("Pad after a resampling geometry (RandomResizedCrop, Resize) or twice after the crop is not supported: Pad comes first, or right after a RandomCrop or CenterCrop")
@@ -317,8 +332,8 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 				t.padAfter = op
 			}
 		case OpRandomCrop:
-			if n > 0 && (n > 1 || t.pad == nil || t.padAfter != nil) {
-				return bad("RandomCrop must be the only geometry op (after a Pad, if any) and come first")
+			if n > 0 && (n > 1 || (t.pad == nil && t.zoom == nil) || t.padAfter != nil) {
+				return bad("RandomCrop must be the only geometry op (after a Pad or a RandomZoomOut, if any) and come first")
 			}
 			if err := checkSize(op, false); err != nil {
 				return nil, err
@@ -345,8 +360,8 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			if t.pad != nil {
 				return bad("Pad before Resize is not supported: Pad may come before a RandomCrop or CenterCrop only")
 			}
-			if n > 0 {
-				return bad("Resize must come first, before CenterCrop")
+			if n > 0 && !(t.zoom != nil && n == 1) {
+				return bad("Resize must come first (after a RandomZoomOut, if any), before CenterCrop")
 			}
 			if err := checkSize(op, true); err != nil {
 				return nil, err
@@ -365,6 +380,9 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			return nil, err
 		}
 		n++
+	}
+	if t.zoom != nil && t.rcrop == nil && t.center == nil && t.resize == nil {
+		return bad("RandomZoomOut alone gives a size that varies per image: follow it with Resize(h, w), RandomCrop or CenterCrop, which fix the batch's size")
 	}
 	if t.pad != nil && t.rcrop == nil && t.center == nil {
 		return bad("Pad alone gives a size that varies per image: follow it with a RandomCrop or CenterCrop, which fix the batch's size")

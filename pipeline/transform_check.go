@@ -10,7 +10,44 @@ import (
 
 // geometryKind reports whether k is a geometry op.
 func geometryKind(k OpKind) bool {
-	return k == OpRandomResizedCrop || k == OpResize || k == OpCenterCrop || k == OpRandomCrop || k == OpPad
+	return k == OpRandomResizedCrop || k == OpResize || k == OpCenterCrop || k == OpRandomCrop || k == OpPad || k == OpRandomZoomOut
+}
+
+// maxZoom bounds RandomZoomOut's side_range: a canvas at most 16 times the
+// image a side (torchvision's default is 4).
+const maxZoom = 16
+
+// checkZoomOut checks op, the geometry's op n, against a RandomZoomOut:
+// its own arguments (first, p, side_range, fill), and, after it, one
+// Resize(h, w), RandomCrop (its padding of the same fill) or CenterCrop.
+func (t *Transform) checkZoomOut(op *Op, n int) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: transform: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case op.Kind == OpRandomZoomOut && n > 0:
+		return bad("RandomZoomOut must be the first op (then Resize(h, w), RandomCrop or CenterCrop)")
+	case op.Kind == OpRandomZoomOut:
+	case t.zoom == nil:
+		return nil
+	case op.Kind == OpPad || op.Kind == OpRandomResizedCrop:
+		return bad("%s after RandomZoomOut is not supported: follow RandomZoomOut with Resize(h, w), RandomCrop or CenterCrop", op.Kind)
+	case op.Kind == OpResize && op.Size[1] == 0:
+		return bad("Resize(%d) of the shorter side after RandomZoomOut is not supported: give Resize both sides, (h, w)", op.Size[0])
+	case op.Kind == OpCenterCrop && t.resize != nil:
+		return bad("RandomZoomOut, Resize then CenterCrop is not supported: after RandomZoomOut, Resize(h, w), RandomCrop or CenterCrop alone")
+	case op.Kind == OpRandomCrop && (op.Padding != [4]int{} || op.PadIfNeeded) && op.Fill != t.zoom.Fill:
+		return bad("RandomZoomOut fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", t.zoom.Fill, op.Fill)
+	default:
+		return nil
+	}
+	if !(op.P >= 0 && op.P <= 1) {
+		return fmt.Errorf("%w: transform: RandomZoomOut p=%v: want 0 <= p <= 1", ErrUnsupported, op.P)
+	}
+	if sr := op.SideRange; !(sr[0] >= 1 && sr[0] <= sr[1] && sr[1] <= maxZoom) {
+		return fmt.Errorf("%w: transform: RandomZoomOut side_range %v: want 1 <= min <= max <= %d (torchvision's: min >= 1, min <= max)", ErrUnsupported, sr, maxZoom)
+	}
+	return checkPadding(op)
 }
 
 // checkPadding checks a RandomCrop's or Pad's padding and constant fill.

@@ -63,6 +63,9 @@ func opsString(ops []Op) string {
 		case OpPad:
 			fmt.Fprintf(&b, "(padding=%v, fill=%v)", op.Padding, op.Fill)
 			continue
+		case OpRandomZoomOut:
+			fmt.Fprintf(&b, "(fill=%v, side_range=%v, p=%g)", op.Fill, op.SideRange, op.P)
+			continue
 		case OpAutoAugment, OpTimmRandAugment, OpTimmAutoAugment, OpTimmAugMix:
 			fmt.Fprintf(&b, "(%s)", op.Policy)
 			continue

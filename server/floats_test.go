@@ -66,6 +66,10 @@ func validOpLists() [][]*pb.Op {
 			{Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}, Fill: []float64{1, 2, 3}}}},
 			{Op: &pb.Op_RandomCrop{RandomCrop: &pb.RandomCrop{Height: 32, Padding: []uint32{2}, PadIfNeeded: true, Fill: []float64{1, 2, 3}}}},
 		},
+		{
+			{Op: &pb.Op_RandomZoomOut{RandomZoomOut: &pb.RandomZoomOut{Fill: []float64{1, 2, 3}, SideRange: &pb.Range{Min: 1, Max: 2}, P: proto.Float64(0.5)}}},
+			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}},
+		},
 		{ // a job with targets (describe's "det")
 			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32}}},
 			{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{MinSize: proto.Float64(2), MinArea: proto.Float64(3)}}},

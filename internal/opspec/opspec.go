@@ -203,6 +203,13 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 		op, err = randomCrop(x.RandomCrop, where)
 	case *stokerv1.Op_Pad:
 		op, err = padOp(x.Pad, where)
+	case *stokerv1.Op_RandomZoomOut:
+		z := x.RandomZoomOut
+		op = pipeline.Op{Kind: pipeline.OpRandomZoomOut, P: p(z.P, 0.5), SideRange: [2]float64{1, 4}}
+		if z.SideRange != nil {
+			op.SideRange = rng(z.SideRange)
+		}
+		op.Fill, err = fill(z.GetFill(), [3]float64{}, where, "fill")
 	case *stokerv1.Op_SanitizeBoundingBoxes:
 		s := x.SanitizeBoundingBoxes
 		op = pipeline.Op{Kind: pipeline.OpSanitizeBoundingBoxes, MinSize: p(s.MinSize, 1), MinArea: p(s.MinArea, 1)}

@@ -35,7 +35,8 @@ from stoker._ops_base import Transform
 
 _BEHAVIOUR = ("forward", "__call__", "transform", "_transform", "make_params", "_get_params", "get_params",
               "_apply_image_or_video_transform")
-_GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "Pad", "timm.RandomResizedCropAndInterpolation")
+_GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "Pad", "RandomZoomOut",
+             "timm.RandomResizedCropAndInterpolation")
 #: Conversions the Loader already does (decode to RGB uint8): dropped.
 _DROPPED = ("ToTensor", "PILToTensor", "ToImage", "ToDtype", "ConvertImageDtype", "ToPureTensor", "ToPILImage",
             "RGB", "Identity", "timm.ToTensor", "open_clip.MaybeConvertMode")
@@ -274,11 +275,19 @@ class _Converter:
                 raise ValueError(f"{where}: Pad needs a RandomCrop or CenterCrop right after it (stoker's Pad is part "
                                  f"of the geometry; alone its size would vary per image)")
             n = 2
+        elif name == "RandomZoomOut":
+            nxt = self.ops[1] if len(self.ops) > 1 else None
+            if nxt is None or nxt[1] not in ("Resize", "RandomCrop", "CenterCrop") or \
+                    (nxt[1] == "Resize" and isinstance(nxt[2].size, int)):
+                raise ValueError(f"{where}: RandomZoomOut needs Resize((h, w)), a RandomCrop or a CenterCrop right "
+                                 f"after it (stoker's RandomZoomOut is part of the geometry; alone its size would "
+                                 f"vary per image)")
+            n = 2
         elif name == "Resize" and isinstance(op.size, int):
             raise ValueError(f"{where}: Resize({op.size}) of the shorter side gives a size that varies per image: "
                              f"add CenterCrop right after it, or give Resize both sides")
         # A Pad right after an unresized RandomCrop or CenterCrop pads the crop.
-        if self.ops[n - 1][1] in ("RandomCrop", "CenterCrop") and (n == 1 or self.ops[0][1] == "Pad") \
+        if self.ops[n - 1][1] in ("RandomCrop", "CenterCrop") and (n == 1 or self.ops[0][1] in ("Pad", "RandomZoomOut")) \
                 and len(self.ops) > n and self.ops[n][1] == "Pad":
             n += 1
         for where, name, _ in self.ops[n:]:
@@ -557,6 +566,13 @@ def _p(cls: Callable[..., Transform]) -> Callable[[_Converter, Any, str], Transf
     return lambda cv, t, where: cls(t.p)
 
 
+def _zoom_out(cv: _Converter, t: Any) -> Transform:
+    """v2.RandomZoomOut: its fill (of a fill per type, the Image's or
+    "others"; none is 0, as F.pad's), side_range and p."""
+    fill = cv.pixels(_fill_of(t))
+    return O.RandomZoomOut(0 if fill is None else fill, tuple(t.side_range), t.p)
+
+
 def _sanitize(t: Any, where: str) -> Transform:
     """v2.SanitizeBoundingBoxes: its bounds; the labels are always the
     targets' own (labels_getter "default"), dropped with their boxes."""
@@ -574,6 +590,7 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "RandomCrop": lambda cv, t, where: _random_crop(t),
     # v1 and v2 keep Pad's padding as given (torchvision's pad forms)
     "Pad": lambda cv, t, where: O.Pad(t.padding, t.fill, t.padding_mode),
+    "RandomZoomOut": lambda cv, t, where: _zoom_out(cv, t),
     "RandomHorizontalFlip": _p(O.RandomHorizontalFlip),
     "RandomVerticalFlip": _p(O.RandomVerticalFlip),
     "SanitizeBoundingBoxes": lambda cv, t, where: _sanitize(t, where),

@@ -188,6 +188,33 @@ class Pad(Transform):
         return pb.Op(pad=pb.Pad(padding=list(self.padding), fill=fill_list(self.fill)))
 
 
+class RandomZoomOut(Transform):
+    """torchvision.transforms.v2's RandomZoomOut (SSD's zoom out): with
+    probability ``p``, the image padded with a constant ``fill`` onto a
+    canvas ``r`` times its size (``r`` uniform in ``side_range``), at a
+    uniform position; a job's target boxes move with it. Part of the
+    geometry, fused into the decode: first, then ``Resize((h, w))`` (the
+    canvas resized), a ``RandomCrop`` or a ``CenterCrop``, which fix the
+    batch's size."""
+
+    def __init__(self, fill: Any = 0, side_range: Sequence[float] = (1.0, 4.0), p: float = 0.5) -> None:
+        cls = "RandomZoomOut"
+        self.fill = _constant_fill(cls, fill, "constant")
+        lo, hi = seq(cls, "side_range", side_range, (2,))
+        if lo < 1.0 or lo > hi:
+            raise ValueError(f"Invalid side range provided {tuple(side_range)}.")
+        if hi > 16:
+            raise ValueError(f"{cls}: side_range {tuple(side_range)}: stoker's canvas is at most 16 times the image "
+                             f"a side")
+        self.side_range = (lo, hi)
+        self.p = prob(cls, p)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(random_zoom_out=pb.RandomZoomOut(fill=fill_list(self.fill), p=self.p,
+                                                      side_range=pb.Range(min=self.side_range[0],
+                                                                          max=self.side_range[1])))
+
+
 class RandomHorizontalFlip(Transform):
     """Flip left-right with probability ``p``."""
 

@@ -51,6 +51,7 @@ from stoker._ops import (
     RandomRotation,
     RandomSolarize,
     RandomVerticalFlip,
+    RandomZoomOut,
     SanitizeBoundingBoxes,
     Resize,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "Pad",
     "RandomHorizontalFlip",
     "RandomVerticalFlip",
+    "RandomZoomOut",
     "SanitizeBoundingBoxes",
     "ColorJitter",
     "Grayscale",

@@ -168,6 +168,29 @@ def test_pad(version) -> None:
     assert got.transforms == [T.Pad(1), T.CenterCrop(30), T.Pad((1, 2))]
 
 
+def test_random_zoom_out() -> None:
+    """v2.RandomZoomOut (fill, side_range, p; of a fill per type, the
+    Image's) before Resize((h, w)), RandomCrop or CenterCrop; alone, before
+    another geometry or after other ops it is refused, saying why."""
+    got = T.from_torchvision(tv2.Compose([tv2.RandomZoomOut(), tv2.Resize((640, 640)), tv2.RandomHorizontalFlip()]))
+    assert got.transforms == [T.RandomZoomOut(0, (1.0, 4.0), 0.5), T.Resize((640, 640)), T.RandomHorizontalFlip()]
+    got = T.from_torchvision(tv2.Compose([tv2.RandomZoomOut(fill={tv_tensors.Image: (1, 2, 3), tv_tensors.Mask: 0},
+                                                            side_range=(1.5, 2), p=1), tv2.RandomCrop(300)]))
+    assert got.transforms == [T.RandomZoomOut((1, 2, 3), (1.5, 2), 1), T.RandomCrop(300)]
+    assert got.transforms[0].to_proto().random_zoom_out.side_range.max == 2
+    got = T.from_torchvision(tv2.Compose([tv2.RandomZoomOut(fill=7), tv2.CenterCrop(64)]))
+    assert got.transforms == [T.RandomZoomOut(7), T.CenterCrop(64)]
+    for bad, want in [([tv2.RandomZoomOut()], "RandomZoomOut needs Resize"),
+                      ([tv2.RandomZoomOut(), tv2.Resize(640)], "RandomZoomOut needs Resize"),
+                      ([tv2.RandomZoomOut(), tv2.RandomResizedCrop(64)], "RandomZoomOut needs Resize"),
+                      ([tv2.RandomResizedCrop(64), tv2.RandomZoomOut()], "a geometry op after other ops"),
+]:
+        with pytest.raises(ValueError, match=want):
+            T.from_torchvision(tv2.Compose(bad))
+    with pytest.raises(ValueError, match="Invalid side range"):
+        T.RandomZoomOut(side_range=(0.5, 2))
+
+
 def test_dinov2_blur_subclass() -> None:
     """A subclass that only sets other defaults is its torchvision base
     (dinov2/data/transforms.py's GaussianBlur)."""

@@ -60,6 +60,12 @@ TRANSFORMS = {
     "rrc-sanitize": [T.RandomResizedCrop(48, scale=(0.02, 0.2)), T.SanitizeBoundingBoxes(min_size=2, min_area=6),
                      T.RandomHorizontalFlip(), T.SanitizeBoundingBoxes()],
     "resize-sanitize": [T.Resize((40, 40)), T.SanitizeBoundingBoxes(min_size=3.5, min_area=20)],
+    # RandomZoomOut: the boxes padded with the image, then the canvas
+    # resized (flipped after), or cropped and sanitized.
+    "zoom-resize": [T.RandomZoomOut(fill=(10, 20, 30), side_range=(1, 3), p=0.7), T.Resize((64, 80)),
+                    T.RandomHorizontalFlip()],
+    "zoom-randomcrop": [T.RandomZoomOut(side_range=(1.5, 2.5), p=0.8), T.RandomCrop((300, 300)),
+                        T.SanitizeBoundingBoxes()],
 }
 
 # The ops each transform's traces show (each flip drawn on some sample).
@@ -73,6 +79,8 @@ GEOMETRY_OF = {
     "center-pad-crop": {"pad", "center_crop"},
     "rrc-sanitize": {"resized_crop", "sanitize_bounding_boxes", "horizontal_flip"},
     "resize-sanitize": {"resize", "sanitize_bounding_boxes"},
+    "zoom-resize": {"pad", "resize", "horizontal_flip"},
+    "zoom-randomcrop": {"pad", "crop", "sanitize_bounding_boxes"},
 }
 
 
@@ -160,7 +168,7 @@ def check(got: Dict[str, Any], want: Dict[str, Any], trace: List[Any], image: to
 
 
 #: The transforms with a SanitizeBoundingBoxes.
-SANITIZED = {"rrc-sanitize", "resize-sanitize"}
+SANITIZED = {"rrc-sanitize", "resize-sanitize", "zoom-randomcrop"}
 
 
 @pytest.mark.parametrize("name", sorted(TRANSFORMS))
@@ -186,7 +194,7 @@ def test_coco_targets_are_torchvisions(server: str, det: Path, name: str) -> Non
         assert 0 < instances < sum(len(want[i]["labels"]) for i in want) * 2, instances
     # Some boxes were clamped to the canvas' edge (a resize alone clamps
     # none; a Pad last moves the edge's boxes off it).
-    assert edges > 0 or name in ("resize-hw", "centercrop-past", "resize-sanitize")
+    assert edges > 0 or name in ("resize-hw", "centercrop-past", "resize-sanitize", "zoom-resize")
     # Every op of the transform was drawn on some sample (the flips too).
     assert GEOMETRY_OF[name] <= ops, ops
 

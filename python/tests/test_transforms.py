@@ -176,6 +176,9 @@ SPECS = [
     (lambda: T.RandomHorizontalFlip(), pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip(p=0.5))),
     (lambda: T.RandomVerticalFlip(), pb.Op(random_vertical_flip=pb.RandomVerticalFlip(p=0.5))),
     (lambda: T.RandomVerticalFlip(0.0), pb.Op(random_vertical_flip=pb.RandomVerticalFlip(p=0.0))),
+    (lambda: T.RandomZoomOut(), pb.Op(random_zoom_out=pb.RandomZoomOut(fill=[0], p=0.5, side_range=pb.Range(min=1, max=4)))),
+    (lambda: T.RandomZoomOut((1, 2, 3), side_range=[1.5, 2], p=1),
+     pb.Op(random_zoom_out=pb.RandomZoomOut(fill=[1, 2, 3], p=1, side_range=pb.Range(min=1.5, max=2)))),
     (lambda: T.SanitizeBoundingBoxes(), pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=1, min_area=1))),
     (lambda: T.SanitizeBoundingBoxes(2, min_area=3.5),
      pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=2, min_area=3.5))),
@@ -316,7 +319,7 @@ def test_signatures_are_torchvisions() -> None:
             want = own.get((name, arg), norm(p.default))
             assert norm(ours[arg].default) == want, (name, arg)
         checked += 1
-    assert checked == 30
+    assert checked == 31
 
 
 def _tv(version: str):

@@ -21,7 +21,7 @@ from stoker.v1 import stoker_pb2 as pb
 pytestmark = pytest.mark.filterwarnings(r"ignore:The transform `ToTensor\(\)` is deprecated:UserWarning")
 
 SIZE = 16
-GEOMETRY = ("random_resized_crop", "resize", "center_crop", "random_crop", "pad", "normalize")
+GEOMETRY = ("random_resized_crop", "resize", "center_crop", "random_crop", "pad", "random_zoom_out", "normalize")
 
 
 #: Ops that act on a job's targets alone: refused in these jobs, which
@@ -47,7 +47,9 @@ def test_every_op_is_accepted(server: str) -> None:
                      [T.CenterCrop(SIZE), T.Normalize([0.5], [0.2])],
                      [T.RandomCrop(SIZE, padding=4, pad_if_needed=True, fill=(1, 2, 3))],
                      [T.Pad(4, fill=(1, 2, 3)), T.RandomCrop(SIZE, pad_if_needed=True, fill=(1, 2, 3))],
-                     [T.Pad((2, 3)), T.CenterCrop(SIZE)], [T.CenterCrop(SIZE - 4), T.Pad(2)]):
+                     [T.Pad((2, 3)), T.CenterCrop(SIZE)], [T.CenterCrop(SIZE - 4), T.Pad(2)],
+                     [T.RandomZoomOut(fill=(1, 2, 3)), T.Resize((SIZE, 20))], [T.RandomZoomOut(), T.CenterCrop(SIZE)],
+                     [T.RandomZoomOut(side_range=(1, 2), p=1), T.RandomCrop(SIZE)]):
         assert len(loader(server, transform=geometry, batch_size=8)) == 6, geometry
 
 
