@@ -161,6 +161,11 @@ func (t *Transform) Cost() Cost {
 			if x > domNs {
 				dominant, domNs = where+fmt.Sprintf("op 0 (RandomZoomOut): its canvas, up to %gx%g the image, resized", hi, hi), x
 			}
+		} else if v.iou != nil && v.preFlip > 0 {
+			// A flip before the resize: the image's canvas, resized.
+			x := float64(zoomCanvasNs * srcPx)
+			mean += float64(v.preFlip * x)
+			worst += x
 		}
 		// The mean: the steps of costDraws samples, as drawn.
 		var sum float64

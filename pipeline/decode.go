@@ -3,7 +3,6 @@ package pipeline
 import (
 	"encoding/binary"
 	"fmt"
-	"image"
 	"log/slog"
 	"runtime/debug"
 	"time"
@@ -90,13 +89,12 @@ type Decoder struct {
 	targets Targets
 	// canvas is a RandomZoomOut canvas' RGBA scratch (resizeCanvas).
 	canvas []byte
-}
-
-// viewDraw is what one view of the last sample drew: its geometry's plan
-// and its ops' steps.
-type viewDraw struct {
-	plan  samplePlan
-	steps []Step
+	// boxSrc and boxIdx: where the sample's source boxes are, for a
+	// RandomIoUCrop's draw (SetBoxSource); boxes and boxRoom its scratch.
+	boxSrc  Targeted
+	boxIdx  int
+	boxes   Targets
+	boxRoom [][4]float32
 }
 
 // NewDecoder returns a Decoder with the given options.
@@ -248,7 +246,15 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 	for v := range nv {
 		vt, kv := t.View(v), k
 		kv.View += uint64(v)
-		p, err := vt.plan(hd.w, hd.h, kv)
+		var src *Targets
+		if vt.iou != nil && d.boxSrc != nil {
+			src = &d.boxes
+			src.reset()
+			if err := d.boxSrc.SourceTargets(d.boxIdx, hd.w, hd.h, src); err != nil {
+				return false, 0, fmt.Errorf("targets: %w", err)
+			}
+		}
+		p, err := vt.planBoxes(hd.w, hd.h, kv, src, &d.boxRoom)
 		// RandomResizedCrop's fallback (torchvision's formula) rounds a
 		// side to zero on images much thinner than its ratio range: (3,
 		// 4) on a 1x10 image, say. Neither path can resample an empty
@@ -378,37 +384,6 @@ func padInto(dst []byte, w, h int, src []byte, vw, vh, x, y int, fill [3]float64
 			copy(dst[c*w*h+(y+r)*w+x:][:vw], src[c*vw*vh+r*vw:][:vw])
 		}
 	}
-}
-
-// resizeCanvas is a RandomZoomOut's canvas resized (torchvision's pad,
-// then resize): the image src, decoded at its own size in layout, put at
-// (zoomPad[0], zoomPad[1]) on a zoomW x zoomH canvas of p.rcFill, which
-// torch's kernels (resampleTorch) resize, and flip if p says so, into dst.
-func (d *Decoder) resizeCanvas(dst []byte, p *samplePlan, src []byte, layout Layout) {
-	cw, ch, w, h := p.zoomW, p.zoomH, p.srcW, p.srcH
-	n := 4 * cw * ch
-	if cap(d.canvas) < n {
-		d.canvas = make([]byte, n)
-	}
-	c, f := d.canvas[:n], p.rcFill
-	for i := 0; i < n; i += 4 {
-		c[i], c[i+1], c[i+2], c[i+3] = byte(f[0]), byte(f[1]), byte(f[2]), 255
-	}
-	plane := w * h
-	for y := range h {
-		row := c[4*((p.zoomPad[1]+y)*cw+p.zoomPad[0]):][:4*w]
-		for x := range w {
-			o := y*w + x
-			if layout == HWC {
-				row[4*x], row[4*x+1], row[4*x+2] = src[3*o], src[3*o+1], src[3*o+2]
-			} else {
-				row[4*x], row[4*x+1], row[4*x+2] = src[o], src[plane+o], src[2*plane+o]
-			}
-		}
-	}
-	cp := *p
-	cp.geom, cp.srcW, cp.srcH, cp.cx, cp.cy, cp.cw, cp.ch = cropResize, cw, ch, 0, 0, cw, ch
-	resampleTorch(&image.NRGBA{Pix: c, Stride: 4 * cw, Rect: image.Rect(0, 0, cw, ch)}, &cp, layout, dst)
 }
 
 // chwToHWC packs three planes into interleaved pixels.

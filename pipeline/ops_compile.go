@@ -79,12 +79,15 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 	}
 	n.step = fixedStep(op)
 	switch op.Kind {
-	case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomZoomOut:
+	case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomZoomOut, OpRandomIoUCrop:
 		if depth > 0 {
 			return bad("a geometry op inside a container: the geometry is the transform's first op, fused into the decode")
 		}
 		if op.Kind == OpRandomZoomOut {
 			return bad("RandomZoomOut after other ops is not supported: it is the first op (then Resize(h, w), RandomCrop or CenterCrop), fused into the decode")
+		}
+		if op.Kind == OpRandomIoUCrop {
+			return bad("RandomIoUCrop after other ops is not supported: it is the first op, or right after a RandomZoomOut (then Resize(h, w)), fused into the decode")
 		}
 		if op.Kind == OpPad {
 			return bad("Pad after other ops is not supported: Pad comes right before or right after a RandomCrop or CenterCrop (or give RandomCrop its padding)")
@@ -98,8 +101,8 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 		}
 	case OpGrayscale:
 	case OpSanitizeBoundingBoxes:
-		if !(op.MinSize >= 1 && op.MinSize <= 1e9) || !(op.MinArea >= 1 && op.MinArea <= 1e9) {
-			return bad("min_size %v, min_area %v: each must be at least 1 (torchvision's bound) and at most 1e9", op.MinSize, op.MinArea)
+		if err := checkSanitize(op); err != nil {
+			return bad("%v", err)
 		}
 	case OpRandomSolarize:
 		if err := prob(); err != nil {

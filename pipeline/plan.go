@@ -65,6 +65,13 @@ type samplePlan struct {
 	zoomPad      [4]int
 	zoomW, zoomH int
 	canvas       bool
+	// kx, ky, kw, kh: the part of the canvas (zoomW x zoomH; the image
+	// when not zoomed) a canvas plan resizes: all of it, or the IoU crop.
+	kx, ky, kw, kh int
+	// RandomIoUCrop: iou when it cropped (cx, cy, cw, ch: its crop of the
+	// canvas), preFlip when the RandomHorizontalFlip before the Resize
+	// was drawn; either with a zoom, or preFlip, makes a canvas plan.
+	iou, preFlip bool
 }
 
 // visible is the plan of what a padded plan decodes: the crop clipped to
@@ -121,12 +128,22 @@ type region struct {
 // plan computes a sample's plan. A CenterCrop larger than the image is
 // padded with zeros, as torchvision pads it (samplePlan.padded).
 func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
+	return t.planBoxes(srcW, srcH, k, nil, nil)
+}
+
+// planBoxes is plan for a sample whose boxes are src (nil: none known;
+// RandomIoUCrop draws against them), scratch the room it may use.
+func (t *Transform) planBoxes(srcW, srcH int, k Key, src *Targets, scratch *[][4]float32) (samplePlan, error) {
 	p := samplePlan{geom: t.geom, srcW: srcW, srcH: srcH, outW: t.outW, outH: t.outH}
 	bicubic := false
 	if t.zoom != nil {
 		t.zoomOut(&p, k)
 	}
 	switch {
+	case t.iou != nil:
+		if err := t.iouPlan(&p, k, src, scratch); err != nil {
+			return p, err
+		}
 	case t.rcrop != nil:
 		if err := t.randomCrop(&p, k); err != nil {
 			return p, err
@@ -147,6 +164,7 @@ func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 		p.cw, p.ch = p.rw, p.rh
 		if p.zoomed { // RandomZoomOut then Resize(h, w): the canvas resized
 			p.canvas, p.rcFill = true, t.zoom.Fill
+			p.kw, p.kh = p.zoomW, p.zoomH
 		}
 		if t.center != nil {
 			p.cw, p.ch = t.center.Size[1], t.center.Size[0]
@@ -166,7 +184,7 @@ func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 	if p.geom == resizeCrop {
 		w, h = p.rw, p.rh
 	}
-	if !p.vis && (p.cx < 0 || p.cy < 0 || p.cx+p.cw > w || p.cy+p.ch > h) {
+	if !p.vis && !p.canvas && (p.cx < 0 || p.cy < 0 || p.cx+p.cw > w || p.cy+p.ch > h) {
 		// Only a CenterCrop can pass the image (RandomResizedCrop's box is
 		// inside it): torchvision pads it with zeros.
 		if t.rrc != nil || t.center == nil {
@@ -378,41 +396,4 @@ func (t *Transform) padCenterCrop(p *samplePlan) error {
 	p.rcFill = fill
 	p.padCrop(pad[0], pad[1], cw, ch, anchor(ph, ch), anchor(pw, cw))
 	return nil
-}
-
-// streamZoom is RandomZoomOut's RNG stream: a child of the geometry's
-// stream as a container's children are (stream*64 + 1 + i), which no op
-// uses (the geometry is no container), so that the crop after it keeps
-// stream 1's numbers.
-const streamZoom = streamCrop*64 + 1
-
-// zoomOut is torchvision's RandomZoomOut: with probability p (a draw >= p
-// leaves the image), r uniform in side_range and the canvas int(side * r)
-// a side, the image at (int((canvas_w - w) * u), int((canvas_h - h) *
-// v)). Drawn in float32 from 24-bit uniforms, as torch.rand draws
-// float32s and multiplies a Python number with them in float32.
-func (t *Transform) zoomOut(p *samplePlan, k Key) {
-	r := k.Stream(streamZoom)
-	u := func() float32 { return float32(r.Uint64()>>40) / (1 << 24) }
-	if float64(u()) >= t.zoom.P {
-		return
-	}
-	lo, hi := t.zoom.SideRange[0], t.zoom.SideRange[1]
-	s := float32(lo) + float32(u()*float32(hi-lo))
-	cw, ch := int(float32(p.srcW)*s), int(float32(p.srcH)*s)
-	left, top := int(float32(cw-p.srcW)*u()), int(float32(ch-p.srcH)*u())
-	p.zoomed, p.zoomW, p.zoomH = true, cw, ch
-	p.zoomPad = [4]int{left, top, cw - (left + p.srcW), ch - (top + p.srcH)}
-}
-
-// prePad is the padding before a RandomCrop or CenterCrop and its fill: a
-// Pad's, or a RandomZoomOut's as drawn for p (none when it was not).
-func (t *Transform) prePad(p *samplePlan) ([4]int, [3]float64) {
-	switch {
-	case t.pad != nil:
-		return t.pad.Padding, t.pad.Fill
-	case p.zoomed:
-		return p.zoomPad, t.zoom.Fill
-	}
-	return [4]int{}, [3]float64{}
 }

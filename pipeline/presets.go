@@ -105,6 +105,7 @@ func cloneOps(ops []Op) []Op {
 	for i := range out {
 		out[i].Ops = cloneOps(out[i].Ops)
 		out[i].Probs = append([]float64(nil), out[i].Probs...)
+		out[i].Options = append([]float64(nil), out[i].Options...)
 	}
 	return out
 }

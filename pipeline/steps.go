@@ -60,6 +60,10 @@ const (
 	// FnSanitizeBoxes is SanitizeBoundingBoxes': a job's targets lose
 	// their degenerate boxes (MoveBoxes); no kernel.
 	FnSanitizeBoxes
+	// FnIoUCrop is RandomIoUCrop's crop: torchvision's crop, then the
+	// boxes whose centre was outside it set to 0 (RandomIoUCrop.transform);
+	// fused into the decode as the other geometry.
+	FnIoUCrop
 	numFns
 )
 
@@ -157,6 +161,7 @@ var fnSpecs = [numFns]fnSpec{
 	FnPad:           {"pad", []arg{{"padding", argInt, 0, 4}, {"fill", argFill, 0, 1}}},
 	FnCrop:          {"crop", []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}}},
 	FnSanitizeBoxes: {"sanitize_bounding_boxes", []arg{{"min_size", argFloat, 0, 1}, {"min_area", argFloat, 1, 1}}},
+	FnIoUCrop:       {"iou_crop", []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}}},
 }
 
 // String is the Fn's torchvision name.
@@ -178,5 +183,5 @@ var fnByName = func() map[string]Fn {
 
 // geometry reports whether f is fused into the decode.
 func (f Fn) geometry() bool {
-	return f == FnResizedCrop || f == FnResize || f == FnCenterCrop || f == FnPad || f == FnCrop
+	return f == FnResizedCrop || f == FnResize || f == FnCenterCrop || f == FnPad || f == FnCrop || f == FnIoUCrop
 }

@@ -120,6 +120,8 @@ func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 			}
 		case FnRotate, FnAffine, FnMixBegin, FnMixChain, FnMixEnd, FnMixBlend, FnMixFold:
 			return w, h, fmt.Errorf("%w: targets do not support %s yet", ErrUnsupported, fnSpecs[st.Fn].name)
+		case FnIoUCrop:
+			w, h = iouCropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
 		case FnSanitizeBoxes:
 			return w, h, fmt.Errorf("%w: %s drops boxes with their labels: Targets.Move, not MoveBoxes", ErrUnsupported, fnSpecs[st.Fn].name)
 		}
@@ -180,6 +182,29 @@ func cropBoxes(boxes [][4]float32, top, left, height, width int) (int, int) {
 		clampBox(bx, width, height)
 	}
 	return width, height
+}
+
+// iouCropBoxes is RandomIoUCrop.transform on boxes: torchvision's crop
+// (cropBoxes), then every box whose centre, before the crop, was not
+// strictly inside it set to (0, 0, 0, 0), which a SanitizeBoundingBoxes
+// after it drops (make_params' is_within_crop_area, in float32).
+func iouCropBoxes(boxes [][4]float32, top, left, height, width int) (int, int) {
+	for k := range boxes {
+		bx := &boxes[k]
+		in := boxWithin(bx, top, left, height, width)
+		cropBoxes(boxes[k:k+1], top, left, height, width)
+		if !in {
+			*bx = [4]float32{}
+		}
+	}
+	return width, height
+}
+
+// boxWithin is make_params' is_within_crop_area for one XYXY box:
+// its centre 0.5 * (x1 + x2), 0.5 * (y1 + y2) strictly inside the crop.
+func boxWithin(bx *[4]float32, top, left, height, width int) bool {
+	cx, cy := float32(0.5)*float32(bx[0]+bx[2]), float32(0.5)*float32(bx[1]+bx[3])
+	return float32(left) < cx && cx < float32(left+width) && float32(top) < cy && cy < float32(top+height)
 }
 
 // resizeBoxes is torchvision's resize_bounding_boxes from w x h to nw x
@@ -312,8 +337,9 @@ func CheckTargets(t *Transform) error {
 }
 
 // NeedsTargets names the first op of t that acts on targets alone
-// (SanitizeBoundingBoxes), "" if none: a job without targets refuses it,
-// as torchvision's fails when it is given no boxes.
+// (SanitizeBoundingBoxes) or draws against them (RandomIoUCrop), "" if
+// none: a job without targets refuses it, as torchvision's fails when it
+// is given no boxes.
 func NeedsTargets(t *Transform) string {
 	if t.views != nil {
 		for _, v := range t.views {
@@ -330,7 +356,7 @@ func needsTargets(ops []Op, at string) string {
 	for i := range ops {
 		op := &ops[i]
 		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
-		if op.Kind == OpSanitizeBoundingBoxes {
+		if op.Kind == OpSanitizeBoundingBoxes || op.Kind == OpRandomIoUCrop {
 			return where
 		}
 		if s := needsTargets(op.Ops, where+": "); s != "" {
@@ -349,7 +375,7 @@ func checkTargetOps(ops []Op, at string) error {
 			if err := checkTargetOps(op.Ops, where+": "); err != nil {
 				return err
 			}
-		case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomZoomOut, OpRandomHorizontalFlip, OpRandomVerticalFlip:
+		case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomZoomOut, OpRandomIoUCrop, OpRandomHorizontalFlip, OpRandomVerticalFlip:
 			// Moves the boxes: MoveBoxes.
 		case OpSanitizeBoundingBoxes:
 			// Drops boxes: Targets.Move.

@@ -286,6 +286,18 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 		buf = append(buf, Step{Fn: FnPad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}, Fill: t.zoom.Fill})
 	}
 	switch {
+	case t.iou != nil:
+		if p.iou {
+			buf = append(buf, Step{Fn: FnIoUCrop, I: [6]int{p.cy, p.cx, p.ch, p.cw}})
+		}
+		for _, st := range t.iouMid {
+			if st.Fn != FnHorizontalFlip || p.preFlip {
+				buf = append(buf, st)
+			}
+		}
+		st := aa(t.resize)
+		st.Fn, st.I = FnResize, [6]int{4: p.outH, 5: p.outW}
+		buf = append(buf, st)
 	case t.rcrop != nil:
 		if t.pad != nil {
 			buf = append(buf, padStep(t.pad))
@@ -327,6 +339,16 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 func padStep(op *Op) Step {
 	pd := op.Padding
 	return Step{Fn: FnPad, I: [6]int{pd[0], pd[1], pd[2], pd[3]}, Fill: op.Fill}
+}
+
+// fixedBoxes is a Targeted of one sample's boxes, label 0 each.
+type fixedBoxes [][4]float32
+
+func (b fixedBoxes) SourceTargets(i, w, h int, t *Targets) error {
+	for _, bx := range b {
+		t.add(bx, 0, false)
+	}
+	return nil
 }
 
 // AppendTrace appends the trace of the last sample d decoded with t (a
@@ -399,7 +421,17 @@ func (t *Transform) MaxTraceBytes() int {
 // sampling tests count): the plan's geometry, the steps, normalize (of
 // several views, each view's).
 func (t *Transform) Trace(srcW, srcH int, k Key) ([]byte, error) {
+	return t.TraceBoxes(srcW, srcH, k, nil)
+}
+
+// TraceBoxes is Trace for a source whose boxes (XYXY, in its pixels) are
+// boxes: what a RandomIoUCrop draws against (nil: none, and a transform
+// with one fails).
+func (t *Transform) TraceBoxes(srcW, srcH int, k Key, boxes [][4]float32) ([]byte, error) {
 	var d Decoder
+	if boxes != nil {
+		d.SetBoxSource(fixedBoxes(boxes), 0)
+	}
 	if _, _, err := d.draw(t, &header{w: srcW, h: srcH}, k); err != nil {
 		return nil, err
 	}

@@ -55,6 +55,10 @@ const (
 	// zoom out); a geometry op, first, before Resize(h, w), RandomCrop or
 	// CenterCrop.
 	OpRandomZoomOut OpKind = "RandomZoomOut"
+	// OpRandomIoUCrop is SSD's IoU crop, drawn against the sample's boxes
+	// (a job with targets only); a geometry op, first or after a
+	// RandomZoomOut, then Resize(h, w).
+	OpRandomIoUCrop OpKind = "RandomIoUCrop"
 )
 
 // Op is one step of a transform, with torchvision's arguments. Each kind
@@ -129,6 +133,11 @@ type Op struct {
 	MinSize, MinArea float64
 	// SideRange: RandomZoomOut's side_range (min, max), its fill Fill.
 	SideRange [2]float64
+	// RandomIoUCrop: Scale (min_scale, max_scale), Ratio
+	// (min_aspect_ratio, max_aspect_ratio), Options its sampler_options
+	// (the minimal IoUs; one >= 1 leaves the image), Trials its trials.
+	Options []float64
+	Trials  int
 	// Value: RandomErasing's fill, per channel in pixel units (0..255);
 	// RandomValue is value="random", RandomColor with it one random colour
 	// per box (timm's mode "rand"). MinCount and MaxCount: timm's count of
@@ -205,6 +214,13 @@ type Transform struct {
 	// zoom is a RandomZoomOut, if any: first, before a Resize(h, w), a
 	// RandomCrop or a CenterCrop; its padding is drawn per sample.
 	zoom *Op
+	// iou is a RandomIoUCrop, if any: first or after a RandomZoomOut,
+	// then Resize(h, w); iouMid the SanitizeBoundingBoxes steps and at
+	// most one RandomHorizontalFlip (FnHorizontalFlip, drawn at preFlip)
+	// between them, in order.
+	iou     *Op
+	iouMid  []Step
+	preFlip float64
 	// padAfter is a Pad right after a RandomCrop or a CenterCrop (not
 	// resized), if any: the crop padded into a larger output.
 	padAfter *Op
@@ -232,56 +248,6 @@ type Transform struct {
 	// (WithDecode): DecodeExact, the zero value, or DecodeFast.
 	decode DecodeMode
 }
-
-// DecodeMode says whether a JPEG may be decoded at a DCT scale before the
-// geometry resamples it. The zero value is DecodeExact.
-type DecodeMode uint8
-
-const (
-	// DecodeExact decodes every JPEG at full scale and resamples it as
-	// torchvision's decode_jpeg and resized_crop (or resize and
-	// center_crop) do: torchvision's pixels. The default.
-	DecodeExact DecodeMode = iota
-	// DecodeFast lets the libjpeg-turbo path decode at 1/2, 1/4 or 1/8
-	// scale (the Decoder's WithDCTScaling) when the crop is at least 2, 4
-	// or 8 times the output on both sides and an antialiased filter
-	// follows: a scaled IDCT averages pixels, close to what the widened
-	// filter would have done, but not the same bytes (docs/transforms.md
-	// gives the measured bound). The reference path and PNG and WebP
-	// files always decode at full scale.
-	DecodeFast
-)
-
-var decodeNames = [...]string{DecodeExact: "exact", DecodeFast: "fast"}
-
-// String is the mode's name: "exact" or "fast".
-func (m DecodeMode) String() string {
-	if int(m) < len(decodeNames) {
-		return decodeNames[m]
-	}
-	return fmt.Sprintf("DecodeMode(%d)", uint8(m))
-}
-
-// ParseDecodeMode parses "exact" or "fast".
-func ParseDecodeMode(s string) (DecodeMode, error) {
-	for i, n := range decodeNames {
-		if s == n {
-			return DecodeMode(i), nil
-		}
-	}
-	return 0, fmt.Errorf("%w: decode %q: want exact or fast", ErrUnsupported, s)
-}
-
-// WithDecode returns t decoding its JPEGs in mode m (the same ops, the same
-// draws; only the decode's scale may differ). t itself is unchanged.
-func (t *Transform) WithDecode(m DecodeMode) *Transform {
-	c := *t
-	c.decode = m
-	return &c
-}
-
-// DecodeMode is how t decodes its JPEGs (WithDecode).
-func (t *Transform) DecodeMode() DecodeMode { return t.decode }
 
 // RNG streams: the geometry draws from stream 1 and the op at position j
 // after it (a fused flip is position 1) from stream 1+j, so that ops never
@@ -319,6 +285,13 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		switch op.Kind {
 		case OpRandomZoomOut:
 			t.zoom = op
+		case OpRandomIoUCrop:
+			k, err := t.iouCrop(op, n)
+			if err != nil {
+				return nil, err
+			}
+			n = k // the Resize after it is next
+			continue
 		case OpPad:
 			if n > 0 && (t.padAfter != nil || t.rrc != nil || t.resize != nil || (t.rcrop == nil && t.center == nil)) {
 				return bad("Pad after a resampling geometry (RandomResizedCrop, Resize) or twice after the crop is not supported: Pad comes first, or right after a RandomCrop or CenterCrop")
@@ -360,7 +333,7 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			if t.pad != nil {
 				return bad("Pad before Resize is not supported: Pad may come before a RandomCrop or CenterCrop only")
 			}
-			if n > 0 && !(t.zoom != nil && n == 1) {
+			if n > 0 && !(t.zoom != nil && n == 1) && t.iou == nil {
 				return bad("Resize must come first (after a RandomZoomOut, if any), before CenterCrop")
 			}
 			if err := checkSize(op, true); err != nil {

@@ -63,6 +63,9 @@ func opsString(ops []Op) string {
 		case OpPad:
 			fmt.Fprintf(&b, "(padding=%v, fill=%v)", op.Padding, op.Fill)
 			continue
+		case OpRandomIoUCrop:
+			fmt.Fprintf(&b, "(scale=%v, aspect_ratio=%v, sampler_options=%v, trials=%d)", op.Scale, op.Ratio, op.Options, op.Trials)
+			continue
 		case OpRandomZoomOut:
 			fmt.Fprintf(&b, "(fill=%v, side_range=%v, p=%g)", op.Fill, op.SideRange, op.P)
 			continue

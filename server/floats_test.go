@@ -74,14 +74,20 @@ func validOpLists() [][]*pb.Op {
 			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32}}},
 			{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{MinSize: proto.Float64(2), MinArea: proto.Float64(3)}}},
 		},
+		{ // the DETR recipes' geometry (targets)
+			{Op: &pb.Op_RandomIouCrop{RandomIouCrop: &pb.RandomIoUCrop{MinScale: proto.Float64(0.3), MaxScale: proto.Float64(1),
+				MinAspectRatio: proto.Float64(0.5), MaxAspectRatio: proto.Float64(2), SamplerOptions: []float64{0, 0.5, 1}}}},
+			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}},
+		},
 	}
 }
 
-// targetsOnly says whether ops act on targets (SanitizeBoundingBoxes): a
+// targetsOnly says whether ops act on targets (SanitizeBoundingBoxes,
+// RandomIoUCrop): a
 // job of them needs an annotated dataset and JobSpec.targets.
 func targetsOnly(ops []*pb.Op) bool {
 	for _, op := range ops {
-		if op.GetSanitizeBoundingBoxes() != nil {
+		if op.GetSanitizeBoundingBoxes() != nil || op.GetRandomIouCrop() != nil {
 			return true
 		}
 	}

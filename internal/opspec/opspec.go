@@ -210,6 +210,17 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 			op.SideRange = rng(z.SideRange)
 		}
 		op.Fill, err = fill(z.GetFill(), [3]float64{}, where, "fill")
+	case *stokerv1.Op_RandomIouCrop:
+		c := x.RandomIouCrop
+		op = pipeline.Op{Kind: pipeline.OpRandomIoUCrop, Scale: [2]float64{p(c.MinScale, 0.3), p(c.MaxScale, 1)},
+			Ratio: [2]float64{p(c.MinAspectRatio, 0.5), p(c.MaxAspectRatio, 2)}, Trials: 40,
+			Options: append([]float64(nil), c.GetSamplerOptions()...)}
+		if len(op.Options) == 0 {
+			op.Options = []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}
+		}
+		if c.Trials != nil {
+			op.Trials = int(min(c.GetTrials(), 1<<20))
+		}
 	case *stokerv1.Op_SanitizeBoundingBoxes:
 		s := x.SanitizeBoundingBoxes
 		op = pipeline.Op{Kind: pipeline.OpSanitizeBoundingBoxes, MinSize: p(s.MinSize, 1), MinArea: p(s.MinArea, 1)}

@@ -35,7 +35,7 @@ from stoker._ops_base import Transform
 
 _BEHAVIOUR = ("forward", "__call__", "transform", "_transform", "make_params", "_get_params", "get_params",
               "_apply_image_or_video_transform")
-_GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "Pad", "RandomZoomOut",
+_GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "Pad", "RandomZoomOut", "RandomIoUCrop",
              "timm.RandomResizedCropAndInterpolation")
 #: Conversions the Loader already does (decode to RGB uint8): dropped.
 _DROPPED = ("ToTensor", "PILToTensor", "ToImage", "ToDtype", "ConvertImageDtype", "ToPureTensor", "ToPILImage",
@@ -275,13 +275,17 @@ class _Converter:
                 raise ValueError(f"{where}: Pad needs a RandomCrop or CenterCrop right after it (stoker's Pad is part "
                                  f"of the geometry; alone its size would vary per image)")
             n = 2
+        elif name == "RandomZoomOut" and len(self.ops) > 1 and self.ops[1][1] == "RandomIoUCrop":
+            n = self._iou_crop(1)
+        elif name == "RandomIoUCrop":
+            n = self._iou_crop(0)
         elif name == "RandomZoomOut":
             nxt = self.ops[1] if len(self.ops) > 1 else None
             if nxt is None or nxt[1] not in ("Resize", "RandomCrop", "CenterCrop") or \
                     (nxt[1] == "Resize" and isinstance(nxt[2].size, int)):
-                raise ValueError(f"{where}: RandomZoomOut needs Resize((h, w)), a RandomCrop or a CenterCrop right "
-                                 f"after it (stoker's RandomZoomOut is part of the geometry; alone its size would "
-                                 f"vary per image)")
+                raise ValueError(f"{where}: RandomZoomOut needs Resize((h, w)), a RandomCrop, a CenterCrop or a "
+                                 f"RandomIoUCrop right after it (stoker's RandomZoomOut is part of the geometry; alone "
+                                 f"its size would vary per image)")
             n = 2
         elif name == "Resize" and isinstance(op.size, int):
             raise ValueError(f"{where}: Resize({op.size}) of the shorter side gives a size that varies per image: "
@@ -294,6 +298,21 @@ class _Converter:
             if name in _GEOMETRY:
                 raise ValueError(f"{where}: a geometry op after other ops: stoker's geometry is the first op (one "
                                  f"RandomResizedCrop, or Resize then CenterCrop), fused into the decode")
+
+    def _iou_crop(self, i: int) -> int:
+        """The geometry's ops from the RandomIoUCrop at i to the Resize((h,
+        w)) it needs (SanitizeBoundingBoxes and one RandomHorizontalFlip
+        between them); returns how many ops the geometry has."""
+        j, flip = i + 1, False
+        while j < len(self.ops) and (self.ops[j][1] == "SanitizeBoundingBoxes" or
+                                     (self.ops[j][1] == "RandomHorizontalFlip" and not flip)):
+            flip = flip or self.ops[j][1] == "RandomHorizontalFlip"
+            j += 1
+        if j == len(self.ops) or self.ops[j][1] != "Resize" or isinstance(self.ops[j][2].size, int):
+            raise ValueError(f"{self.ops[i][0]}: RandomIoUCrop needs Resize((h, w)) after it (after "
+                             f"SanitizeBoundingBoxes and one RandomHorizontalFlip, if any): its crop's size varies "
+                             f"per sample")
+        return j + 1
 
     def result(self) -> C.Compose:
         self.check_geometry()
@@ -591,6 +610,8 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     # v1 and v2 keep Pad's padding as given (torchvision's pad forms)
     "Pad": lambda cv, t, where: O.Pad(t.padding, t.fill, t.padding_mode),
     "RandomZoomOut": lambda cv, t, where: _zoom_out(cv, t),
+    "RandomIoUCrop": lambda cv, t, where: O.RandomIoUCrop(t.min_scale, t.max_scale, t.min_aspect_ratio,
+                                                          t.max_aspect_ratio, t.options, t.trials),
     "RandomHorizontalFlip": _p(O.RandomHorizontalFlip),
     "RandomVerticalFlip": _p(O.RandomVerticalFlip),
     "SanitizeBoundingBoxes": lambda cv, t, where: _sanitize(t, where),

@@ -215,6 +215,45 @@ class RandomZoomOut(Transform):
                                                                           max=self.side_range[1])))
 
 
+class RandomIoUCrop(Transform):
+    """torchvision.transforms.v2's RandomIoUCrop (SSD's IoU crop), on a job
+    with targets (``Loader(targets=True)``): its crop is drawn against the
+    sample's boxes (an option of ``sampler_options`` as the minimal IoU,
+    one >= 1 leaving the image; ``trials`` crops of each side times a scale
+    in [``min_scale``, ``max_scale``] with an aspect in
+    [``min_aspect_ratio``, ``max_aspect_ratio``]), and the boxes whose
+    centre falls outside it become (0, 0, 0, 0), which a
+    ``SanitizeBoundingBoxes`` after it drops. Part of the geometry, fused
+    into the decode: first, or right after a ``RandomZoomOut``, then
+    ``Resize((h, w))`` (after ``SanitizeBoundingBoxes`` and one
+    ``RandomHorizontalFlip``, if any). A job without targets is refused."""
+
+    def __init__(self, min_scale: float = 0.3, max_scale: float = 1.0, min_aspect_ratio: float = 0.5,
+                 max_aspect_ratio: float = 2.0, sampler_options: Optional[Sequence[float]] = None,
+                 trials: int = 40) -> None:
+        cls = "RandomIoUCrop"
+        self.min_scale = real(cls, "min_scale", min_scale)
+        self.max_scale = real(cls, "max_scale", max_scale)
+        if not 0 < self.min_scale <= self.max_scale <= 1:
+            raise ValueError(f"{cls}: min_scale {min_scale}, max_scale {max_scale}: want 0 < min_scale <= max_scale <= 1")
+        self.min_aspect_ratio = real(cls, "min_aspect_ratio", min_aspect_ratio)
+        self.max_aspect_ratio = real(cls, "max_aspect_ratio", max_aspect_ratio)
+        if not 0 < self.min_aspect_ratio <= self.max_aspect_ratio:
+            raise ValueError(f"{cls}: min_aspect_ratio {min_aspect_ratio}, max_aspect_ratio {max_aspect_ratio}: want "
+                             f"0 < min <= max")
+        opts = [0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0] if sampler_options is None else \
+            [real(cls, "sampler_options", v) for v in sampler_options]
+        if not 1 <= len(opts) <= 64 or any(v < 0 for v in opts):
+            raise ValueError(f"{cls}: sampler_options {sampler_options!r}: want 1 to 64 minimal IoUs >= 0")
+        self.sampler_options = tuple(opts)
+        self.trials = integer(cls, "trials", trials, 1, 1000)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(random_iou_crop=pb.RandomIoUCrop(
+            min_scale=self.min_scale, max_scale=self.max_scale, min_aspect_ratio=self.min_aspect_ratio,
+            max_aspect_ratio=self.max_aspect_ratio, sampler_options=list(self.sampler_options), trials=self.trials))
+
+
 class RandomHorizontalFlip(Transform):
     """Flip left-right with probability ``p``."""
 

@@ -191,6 +191,21 @@ def test_random_zoom_out() -> None:
         T.RandomZoomOut(side_range=(0.5, 2))
 
 
+def test_random_iou_crop() -> None:
+    """v2.RandomIoUCrop (its arguments; sampler_options None is its
+    default list) first or after RandomZoomOut, then Resize((h, w)) after
+    SanitizeBoundingBoxes and one RandomHorizontalFlip: the DETR recipes'
+    geometry."""
+    got = T.from_torchvision(tv2.Compose([tv2.RandomZoomOut(fill=0), tv2.RandomIoUCrop(),
+                                          tv2.SanitizeBoundingBoxes(min_size=1), tv2.RandomHorizontalFlip(),
+                                          tv2.Resize((640, 640)), tv2.SanitizeBoundingBoxes()]))
+    assert got.transforms == [T.RandomZoomOut(0), T.RandomIoUCrop(), T.SanitizeBoundingBoxes(min_size=1),
+                   T.RandomHorizontalFlip(), T.Resize((640, 640)), T.SanitizeBoundingBoxes()]
+    got = T.from_torchvision(tv2.Compose([tv2.RandomIoUCrop(0.5, 0.9, 0.75, 1.5, [0.3, 1], 7), tv2.Resize((64, 48))]))
+    assert got.transforms == [T.RandomIoUCrop(0.5, 0.9, 0.75, 1.5, [0.3, 1], 7), T.Resize((64, 48))]
+    assert list(got.transforms[0].to_proto().random_iou_crop.sampler_options) == [0.3, 1]
+
+
 def test_dinov2_blur_subclass() -> None:
     """A subclass that only sets other defaults is its torchvision base
     (dinov2/data/transforms.py's GaussianBlur)."""

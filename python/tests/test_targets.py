@@ -22,6 +22,7 @@ import torch
 from PIL import Image
 from torchvision import tv_tensors
 from torchvision.datasets import CocoDetection, wrap_dataset_for_transforms_v2
+from torchvision.transforms import v2 as tv2
 from torchvision.transforms.v2 import InterpolationMode
 from torchvision.transforms.v2 import functional as F
 
@@ -35,7 +36,7 @@ N = 24
 # The trace's ops that move boxes, and those that leave them (torchvision
 # passes a BoundingBoxes through them).
 GEOMETRY = {"resized_crop", "resize", "center_crop", "pad", "crop", "horizontal_flip", "vertical_flip",
-            "sanitize_bounding_boxes"}
+            "sanitize_bounding_boxes", "iou_crop"}
 PIXELS = {"adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "rgb_to_grayscale",
           "gaussian_blur", "solarize", "posterize", "invert", "equalize", "autocontrast", "adjust_sharpness",
           "erase", "normalize"}
@@ -66,6 +67,14 @@ TRANSFORMS = {
                     T.RandomHorizontalFlip()],
     "zoom-randomcrop": [T.RandomZoomOut(side_range=(1.5, 2.5), p=0.8), T.RandomCrop((300, 300)),
                         T.SanitizeBoundingBoxes()],
+    # RandomIoUCrop: the boxes whose centre it leaves out come as (0, 0, 0,
+    # 0), moved by the ops after it (the flip makes them (W, 0, W, 0)) until
+    # a SanitizeBoundingBoxes drops them; the DETR recipes' geometry.
+    "iou-resize": [T.RandomIoUCrop(), T.Resize((96, 80))],
+    "iou-flip": [T.RandomIoUCrop(sampler_options=[0.1, 0.3, 0.5], trials=10), T.RandomHorizontalFlip(),
+                 T.Resize((64, 64))],
+    "detr": [T.RandomZoomOut(p=0.6), T.RandomIoUCrop(), T.SanitizeBoundingBoxes(min_size=1), T.RandomHorizontalFlip(),
+             T.Resize((80, 80)), T.SanitizeBoundingBoxes()],
 }
 
 # The ops each transform's traces show (each flip drawn on some sample).
@@ -81,6 +90,9 @@ GEOMETRY_OF = {
     "resize-sanitize": {"resize", "sanitize_bounding_boxes"},
     "zoom-resize": {"pad", "resize", "horizontal_flip"},
     "zoom-randomcrop": {"pad", "crop", "sanitize_bounding_boxes"},
+    "iou-resize": {"iou_crop", "resize"},
+    "iou-flip": {"iou_crop", "horizontal_flip", "resize"},
+    "detr": {"pad", "iou_crop", "sanitize_bounding_boxes", "horizontal_flip", "resize"},
 }
 
 
@@ -119,11 +131,22 @@ def replay(boxes: tv_tensors.BoundingBoxes, trace: List[Any]) -> Tuple[tv_tensor
             left = keep.nonzero().flatten()
             keep[left[~valid]] = False
             continue
+        if name == "iou_crop":  # RandomIoUCrop.transform, its make_params' is_within_crop_area
+            boxes = tv2.RandomIoUCrop().transform(boxes, dict(kw, is_within_crop_area=iou_within(boxes, **kw)))
+            continue
         if "interpolation" in kw:
             kw["interpolation"] = InterpolationMode(kw["interpolation"])
         kw.pop("fill", None)  # the pixels' fill: boxes have none
         boxes = getattr(F, name)(boxes, **kw)
     return boxes, keep
+
+
+def iou_within(boxes: tv_tensors.BoundingBoxes, top: int, left: int, height: int, width: int) -> torch.Tensor:
+    """RandomIoUCrop.make_params' is_within_crop_area for its crop: the
+    boxes whose centre is strictly inside it."""
+    xyxy = F.convert_bounding_box_format(boxes.as_subclass(torch.Tensor), boxes.format, tv_tensors.BoundingBoxFormat.XYXY)
+    cx, cy = 0.5 * (xyxy[..., 0] + xyxy[..., 2]), 0.5 * (xyxy[..., 1] + xyxy[..., 3])
+    return (left < cx) & (cx < left + width) & (top < cy) & (cy < top + height)
 
 
 def coco_sources(det: Path) -> Dict[int, Dict[str, Any]]:
@@ -168,13 +191,13 @@ def check(got: Dict[str, Any], want: Dict[str, Any], trace: List[Any], image: to
 
 
 #: The transforms with a SanitizeBoundingBoxes.
-SANITIZED = {"rrc-sanitize", "resize-sanitize", "zoom-randomcrop"}
+SANITIZED = {"rrc-sanitize", "resize-sanitize", "zoom-randomcrop", "detr"}
 
 
 @pytest.mark.parametrize("name", sorted(TRANSFORMS))
 def test_coco_targets_are_torchvisions(server: str, det: Path, name: str) -> None:
     want = coco_sources(det)
-    seen, instances, crowds, edges, ops = 0, 0, 0, 0, set()
+    seen, instances, crowds, edges, ops, marked = 0, 0, 0, 0, set(), 0
     for seed in (1, 2):
         with stoker.Loader(server, "coco", batch_size=5, transform=T.Compose(TRANSFORMS[name]), targets=True,
                            trace=True, return_indices=True, pin_memory=False, timeout=60, seed=seed) as ld:
@@ -188,6 +211,8 @@ def test_coco_targets_are_torchvisions(server: str, det: Path, name: str) -> Non
                     seen += 1
                     instances += len(t["labels"])
                     crowds += int(t["iscrowd"].sum())
+                    b4 = t["boxes"]  # a box RandomIoUCrop left out: (0, 0, 0, 0), flipped (W, 0, W, 0)
+                    marked += int(((b4[:, 0] == b4[:, 2]) & (b4[:, 1] == 0) & (b4[:, 3] == 0)).sum())
             assert not list(ld.sample_errors)
     assert seen == 2 * N and instances > 2 * N * (name not in SANITIZED) and crowds > 0
     if name in SANITIZED:  # some instances were dropped, and some kept
@@ -195,6 +220,9 @@ def test_coco_targets_are_torchvisions(server: str, det: Path, name: str) -> Non
     # Some boxes were clamped to the canvas' edge (a resize alone clamps
     # none; a Pad last moves the edge's boxes off it).
     assert edges > 0 or name in ("resize-hw", "centercrop-past", "resize-sanitize", "zoom-resize")
+    # RandomIoUCrop left some boxes out, which no SanitizeBoundingBoxes
+    # dropped.
+    assert marked > 0 or not name.startswith("iou-"), marked
     # Every op of the transform was drawn on some sample (the flips too).
     assert GEOMETRY_OF[name] <= ops, ops
 

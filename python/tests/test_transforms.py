@@ -179,6 +179,11 @@ SPECS = [
     (lambda: T.RandomZoomOut(), pb.Op(random_zoom_out=pb.RandomZoomOut(fill=[0], p=0.5, side_range=pb.Range(min=1, max=4)))),
     (lambda: T.RandomZoomOut((1, 2, 3), side_range=[1.5, 2], p=1),
      pb.Op(random_zoom_out=pb.RandomZoomOut(fill=[1, 2, 3], p=1, side_range=pb.Range(min=1.5, max=2)))),
+    (lambda: T.RandomIoUCrop(), pb.Op(random_iou_crop=pb.RandomIoUCrop(
+        min_scale=0.3, max_scale=1, min_aspect_ratio=0.5, max_aspect_ratio=2, sampler_options=[0, 0.1, 0.3, 0.5, 0.7, 0.9, 1],
+        trials=40))),
+    (lambda: T.RandomIoUCrop(0.5, 0.9, 0.75, 1.5, [0.3, 1], trials=7), pb.Op(random_iou_crop=pb.RandomIoUCrop(
+        min_scale=0.5, max_scale=0.9, min_aspect_ratio=0.75, max_aspect_ratio=1.5, sampler_options=[0.3, 1], trials=7))),
     (lambda: T.SanitizeBoundingBoxes(), pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=1, min_area=1))),
     (lambda: T.SanitizeBoundingBoxes(2, min_area=3.5),
      pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=2, min_area=3.5))),
@@ -319,7 +324,7 @@ def test_signatures_are_torchvisions() -> None:
             want = own.get((name, arg), norm(p.default))
             assert norm(ours[arg].default) == want, (name, arg)
         checked += 1
-    assert checked == 31
+    assert checked == 32
 
 
 def _tv(version: str):

@@ -21,12 +21,13 @@ from stoker.v1 import stoker_pb2 as pb
 pytestmark = pytest.mark.filterwarnings(r"ignore:The transform `ToTensor\(\)` is deprecated:UserWarning")
 
 SIZE = 16
-GEOMETRY = ("random_resized_crop", "resize", "center_crop", "random_crop", "pad", "random_zoom_out", "normalize")
+GEOMETRY = ("random_resized_crop", "resize", "center_crop", "random_crop", "pad", "random_zoom_out", "random_iou_crop",
+            "normalize")
 
 
 #: Ops that act on a job's targets alone: refused in these jobs, which
 #: have none (test_targets.py runs them, and checks that refusal).
-TARGETS_ONLY = {"sanitize_bounding_boxes"}
+TARGETS_ONLY = {"sanitize_bounding_boxes", "random_iou_crop"}
 
 
 def _after_geometry():

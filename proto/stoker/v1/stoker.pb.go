@@ -1466,6 +1466,7 @@ type Op struct {
 	//	*Op_TimmAugMix
 	//	*Op_SanitizeBoundingBoxes
 	//	*Op_RandomZoomOut
+	//	*Op_RandomIouCrop
 	Op            isOp_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1805,6 +1806,15 @@ func (x *Op) GetRandomZoomOut() *RandomZoomOut {
 	return nil
 }
 
+func (x *Op) GetRandomIouCrop() *RandomIoUCrop {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomIouCrop); ok {
+			return x.RandomIouCrop
+		}
+	}
+	return nil
+}
+
 type isOp_Op interface {
 	isOp_Op()
 }
@@ -1941,6 +1951,10 @@ type Op_RandomZoomOut struct {
 	RandomZoomOut *RandomZoomOut `protobuf:"bytes,161,opt,name=random_zoom_out,json=randomZoomOut,proto3,oneof"`
 }
 
+type Op_RandomIouCrop struct {
+	RandomIouCrop *RandomIoUCrop `protobuf:"bytes,162,opt,name=random_iou_crop,json=randomIouCrop,proto3,oneof"`
+}
+
 func (*Op_RandomResizedCrop) isOp_Op() {}
 
 func (*Op_Resize) isOp_Op() {}
@@ -2006,6 +2020,8 @@ func (*Op_TimmAugMix) isOp_Op() {}
 func (*Op_SanitizeBoundingBoxes) isOp_Op() {}
 
 func (*Op_RandomZoomOut) isOp_Op() {}
+
+func (*Op_RandomIouCrop) isOp_Op() {}
 
 // Pad is torchvision's Pad with padding_mode "constant": the image padded
 // by padding with a constant fill. A geometry op: right before a
@@ -2147,6 +2163,105 @@ func (x *RandomZoomOut) GetP() float64 {
 	return 0
 }
 
+// RandomIoUCrop is torchvision.transforms.v2's RandomIoUCrop (SSD's IoU
+// crop): rounds of a uniform option of sampler_options (a minimal IoU; one
+// >= 1 leaves the image) and trials of a crop (each side times a scale in
+// [min_scale, max_scale], its aspect within [min_aspect_ratio,
+// max_aspect_ratio]) until a crop holds a box's centre and overlaps one
+// such box by at least the option; the boxes whose centre is outside it
+// are set to 0, which a SanitizeBoundingBoxes after it drops. A job with
+// targets only (its draw needs the boxes). A geometry op: first or right
+// after a RandomZoomOut, then Resize(h, w) (after SanitizeBoundingBoxes
+// and one RandomHorizontalFlip, if any). A sample no crop can serve within
+// 1000 rounds fails (torchvision's loops on).
+type RandomIoUCrop struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 0 < min_scale <= max_scale <= 1; unset: 0.3 and 1.
+	MinScale *float64 `protobuf:"fixed64,1,opt,name=min_scale,json=minScale,proto3,oneof" json:"min_scale,omitempty"`
+	MaxScale *float64 `protobuf:"fixed64,2,opt,name=max_scale,json=maxScale,proto3,oneof" json:"max_scale,omitempty"`
+	// 0 < min <= max; unset: 0.5 and 2.
+	MinAspectRatio *float64 `protobuf:"fixed64,3,opt,name=min_aspect_ratio,json=minAspectRatio,proto3,oneof" json:"min_aspect_ratio,omitempty"`
+	MaxAspectRatio *float64 `protobuf:"fixed64,4,opt,name=max_aspect_ratio,json=maxAspectRatio,proto3,oneof" json:"max_aspect_ratio,omitempty"`
+	// 1 to 64 values >= 0; empty: [0, 0.1, 0.3, 0.5, 0.7, 0.9, 1].
+	SamplerOptions []float64 `protobuf:"fixed64,5,rep,packed,name=sampler_options,json=samplerOptions,proto3" json:"sampler_options,omitempty"`
+	// 1 to 1000; unset: 40.
+	Trials        *uint32 `protobuf:"varint,6,opt,name=trials,proto3,oneof" json:"trials,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomIoUCrop) Reset() {
+	*x = RandomIoUCrop{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomIoUCrop) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomIoUCrop) ProtoMessage() {}
+
+func (x *RandomIoUCrop) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomIoUCrop.ProtoReflect.Descriptor instead.
+func (*RandomIoUCrop) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RandomIoUCrop) GetMinScale() float64 {
+	if x != nil && x.MinScale != nil {
+		return *x.MinScale
+	}
+	return 0
+}
+
+func (x *RandomIoUCrop) GetMaxScale() float64 {
+	if x != nil && x.MaxScale != nil {
+		return *x.MaxScale
+	}
+	return 0
+}
+
+func (x *RandomIoUCrop) GetMinAspectRatio() float64 {
+	if x != nil && x.MinAspectRatio != nil {
+		return *x.MinAspectRatio
+	}
+	return 0
+}
+
+func (x *RandomIoUCrop) GetMaxAspectRatio() float64 {
+	if x != nil && x.MaxAspectRatio != nil {
+		return *x.MaxAspectRatio
+	}
+	return 0
+}
+
+func (x *RandomIoUCrop) GetSamplerOptions() []float64 {
+	if x != nil {
+		return x.SamplerOptions
+	}
+	return nil
+}
+
+func (x *RandomIoUCrop) GetTrials() uint32 {
+	if x != nil && x.Trials != nil {
+		return *x.Trials
+	}
+	return 0
+}
+
 // SanitizeBoundingBoxes is torchvision.transforms.v2's: a job's targets
 // (JobSpec.targets) lose the boxes narrower or lower than min_size, smaller
 // in area than min_area, or outside the canvas, with their labels, at its
@@ -2164,7 +2279,7 @@ type SanitizeBoundingBoxes struct {
 
 func (x *SanitizeBoundingBoxes) Reset() {
 	*x = SanitizeBoundingBoxes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2176,7 +2291,7 @@ func (x *SanitizeBoundingBoxes) String() string {
 func (*SanitizeBoundingBoxes) ProtoMessage() {}
 
 func (x *SanitizeBoundingBoxes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2189,7 +2304,7 @@ func (x *SanitizeBoundingBoxes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SanitizeBoundingBoxes.ProtoReflect.Descriptor instead.
 func (*SanitizeBoundingBoxes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SanitizeBoundingBoxes) GetMinSize() float64 {
@@ -2231,7 +2346,7 @@ type RandomCrop struct {
 
 func (x *RandomCrop) Reset() {
 	*x = RandomCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2243,7 +2358,7 @@ func (x *RandomCrop) String() string {
 func (*RandomCrop) ProtoMessage() {}
 
 func (x *RandomCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2256,7 +2371,7 @@ func (x *RandomCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomCrop.ProtoReflect.Descriptor instead.
 func (*RandomCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RandomCrop) GetHeight() uint32 {
@@ -2312,7 +2427,7 @@ type Range struct {
 
 func (x *Range) Reset() {
 	*x = Range{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2324,7 +2439,7 @@ func (x *Range) String() string {
 func (*Range) ProtoMessage() {}
 
 func (x *Range) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2337,7 +2452,7 @@ func (x *Range) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Range.ProtoReflect.Descriptor instead.
 func (*Range) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Range) GetMin() float64 {
@@ -2377,7 +2492,7 @@ type RandomResizedCrop struct {
 
 func (x *RandomResizedCrop) Reset() {
 	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2389,7 +2504,7 @@ func (x *RandomResizedCrop) String() string {
 func (*RandomResizedCrop) ProtoMessage() {}
 
 func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2402,7 +2517,7 @@ func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
 func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RandomResizedCrop) GetHeight() uint32 {
@@ -2482,7 +2597,7 @@ type Resize struct {
 
 func (x *Resize) Reset() {
 	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2494,7 +2609,7 @@ func (x *Resize) String() string {
 func (*Resize) ProtoMessage() {}
 
 func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2507,7 +2622,7 @@ func (x *Resize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resize.ProtoReflect.Descriptor instead.
 func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Resize) GetHeight() uint32 {
@@ -2549,7 +2664,7 @@ type CenterCrop struct {
 
 func (x *CenterCrop) Reset() {
 	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2561,7 +2676,7 @@ func (x *CenterCrop) String() string {
 func (*CenterCrop) ProtoMessage() {}
 
 func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2574,7 +2689,7 @@ func (x *CenterCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
 func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CenterCrop) GetHeight() uint32 {
@@ -2601,7 +2716,7 @@ type RandomHorizontalFlip struct {
 
 func (x *RandomHorizontalFlip) Reset() {
 	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2613,7 +2728,7 @@ func (x *RandomHorizontalFlip) String() string {
 func (*RandomHorizontalFlip) ProtoMessage() {}
 
 func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2626,7 +2741,7 @@ func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
 func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RandomHorizontalFlip) GetP() float64 {
@@ -2646,7 +2761,7 @@ type RandomVerticalFlip struct {
 
 func (x *RandomVerticalFlip) Reset() {
 	*x = RandomVerticalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2658,7 +2773,7 @@ func (x *RandomVerticalFlip) String() string {
 func (*RandomVerticalFlip) ProtoMessage() {}
 
 func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2671,7 +2786,7 @@ func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomVerticalFlip.ProtoReflect.Descriptor instead.
 func (*RandomVerticalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RandomVerticalFlip) GetP() float64 {
@@ -2701,7 +2816,7 @@ type ColorJitter struct {
 
 func (x *ColorJitter) Reset() {
 	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2713,7 +2828,7 @@ func (x *ColorJitter) String() string {
 func (*ColorJitter) ProtoMessage() {}
 
 func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2726,7 +2841,7 @@ func (x *ColorJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
 func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ColorJitter) GetBrightness() float64 {
@@ -2797,7 +2912,7 @@ type Normalize struct {
 
 func (x *Normalize) Reset() {
 	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2809,7 +2924,7 @@ func (x *Normalize) String() string {
 func (*Normalize) ProtoMessage() {}
 
 func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2822,7 +2937,7 @@ func (x *Normalize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
 func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Normalize) GetMean() []float64 {
@@ -2849,7 +2964,7 @@ type Grayscale struct {
 
 func (x *Grayscale) Reset() {
 	*x = Grayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2861,7 +2976,7 @@ func (x *Grayscale) String() string {
 func (*Grayscale) ProtoMessage() {}
 
 func (x *Grayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2874,7 +2989,7 @@ func (x *Grayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grayscale.ProtoReflect.Descriptor instead.
 func (*Grayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Grayscale) GetNumOutputChannels() uint32 {
@@ -2894,7 +3009,7 @@ type RandomGrayscale struct {
 
 func (x *RandomGrayscale) Reset() {
 	*x = RandomGrayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2906,7 +3021,7 @@ func (x *RandomGrayscale) String() string {
 func (*RandomGrayscale) ProtoMessage() {}
 
 func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2919,7 +3034,7 @@ func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomGrayscale.ProtoReflect.Descriptor instead.
 func (*RandomGrayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RandomGrayscale) GetP() float64 {
@@ -2943,7 +3058,7 @@ type GaussianBlur struct {
 
 func (x *GaussianBlur) Reset() {
 	*x = GaussianBlur{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2955,7 +3070,7 @@ func (x *GaussianBlur) String() string {
 func (*GaussianBlur) ProtoMessage() {}
 
 func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2968,7 +3083,7 @@ func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GaussianBlur.ProtoReflect.Descriptor instead.
 func (*GaussianBlur) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GaussianBlur) GetKernelX() uint32 {
@@ -3010,7 +3125,7 @@ type RandomSolarize struct {
 
 func (x *RandomSolarize) Reset() {
 	*x = RandomSolarize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3022,7 +3137,7 @@ func (x *RandomSolarize) String() string {
 func (*RandomSolarize) ProtoMessage() {}
 
 func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3035,7 +3150,7 @@ func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomSolarize.ProtoReflect.Descriptor instead.
 func (*RandomSolarize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RandomSolarize) GetThreshold() float64 {
@@ -3063,7 +3178,7 @@ type RandomPosterize struct {
 
 func (x *RandomPosterize) Reset() {
 	*x = RandomPosterize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3075,7 +3190,7 @@ func (x *RandomPosterize) String() string {
 func (*RandomPosterize) ProtoMessage() {}
 
 func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3088,7 +3203,7 @@ func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPosterize.ProtoReflect.Descriptor instead.
 func (*RandomPosterize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RandomPosterize) GetBits() uint32 {
@@ -3115,7 +3230,7 @@ type RandomInvert struct {
 
 func (x *RandomInvert) Reset() {
 	*x = RandomInvert{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3127,7 +3242,7 @@ func (x *RandomInvert) String() string {
 func (*RandomInvert) ProtoMessage() {}
 
 func (x *RandomInvert) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3140,7 +3255,7 @@ func (x *RandomInvert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomInvert.ProtoReflect.Descriptor instead.
 func (*RandomInvert) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RandomInvert) GetP() float64 {
@@ -3160,7 +3275,7 @@ type RandomEqualize struct {
 
 func (x *RandomEqualize) Reset() {
 	*x = RandomEqualize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3172,7 +3287,7 @@ func (x *RandomEqualize) String() string {
 func (*RandomEqualize) ProtoMessage() {}
 
 func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3185,7 +3300,7 @@ func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomEqualize.ProtoReflect.Descriptor instead.
 func (*RandomEqualize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RandomEqualize) GetP() float64 {
@@ -3205,7 +3320,7 @@ type RandomAutocontrast struct {
 
 func (x *RandomAutocontrast) Reset() {
 	*x = RandomAutocontrast{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3217,7 +3332,7 @@ func (x *RandomAutocontrast) String() string {
 func (*RandomAutocontrast) ProtoMessage() {}
 
 func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3230,7 +3345,7 @@ func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAutocontrast.ProtoReflect.Descriptor instead.
 func (*RandomAutocontrast) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RandomAutocontrast) GetP() float64 {
@@ -3251,7 +3366,7 @@ type RandomAdjustSharpness struct {
 
 func (x *RandomAdjustSharpness) Reset() {
 	*x = RandomAdjustSharpness{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3263,7 +3378,7 @@ func (x *RandomAdjustSharpness) String() string {
 func (*RandomAdjustSharpness) ProtoMessage() {}
 
 func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3276,7 +3391,7 @@ func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAdjustSharpness.ProtoReflect.Descriptor instead.
 func (*RandomAdjustSharpness) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RandomAdjustSharpness) GetSharpnessFactor() float64 {
@@ -3311,7 +3426,7 @@ type RandomRotation struct {
 
 func (x *RandomRotation) Reset() {
 	*x = RandomRotation{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3323,7 +3438,7 @@ func (x *RandomRotation) String() string {
 func (*RandomRotation) ProtoMessage() {}
 
 func (x *RandomRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3336,7 +3451,7 @@ func (x *RandomRotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomRotation.ProtoReflect.Descriptor instead.
 func (*RandomRotation) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RandomRotation) GetDegrees() *Range {
@@ -3394,7 +3509,7 @@ type RandomAffine struct {
 
 func (x *RandomAffine) Reset() {
 	*x = RandomAffine{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3406,7 +3521,7 @@ func (x *RandomAffine) String() string {
 func (*RandomAffine) ProtoMessage() {}
 
 func (x *RandomAffine) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3419,7 +3534,7 @@ func (x *RandomAffine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAffine.ProtoReflect.Descriptor instead.
 func (*RandomAffine) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RandomAffine) GetDegrees() *Range {
@@ -3507,7 +3622,7 @@ type RandomErasing struct {
 
 func (x *RandomErasing) Reset() {
 	*x = RandomErasing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3519,7 +3634,7 @@ func (x *RandomErasing) String() string {
 func (*RandomErasing) ProtoMessage() {}
 
 func (x *RandomErasing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3532,7 +3647,7 @@ func (x *RandomErasing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomErasing.ProtoReflect.Descriptor instead.
 func (*RandomErasing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RandomErasing) GetP() float64 {
@@ -3616,7 +3731,7 @@ type RandomApply struct {
 
 func (x *RandomApply) Reset() {
 	*x = RandomApply{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3628,7 +3743,7 @@ func (x *RandomApply) String() string {
 func (*RandomApply) ProtoMessage() {}
 
 func (x *RandomApply) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3641,7 +3756,7 @@ func (x *RandomApply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomApply.ProtoReflect.Descriptor instead.
 func (*RandomApply) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RandomApply) GetOps() []*Op {
@@ -3669,7 +3784,7 @@ type RandomChoice struct {
 
 func (x *RandomChoice) Reset() {
 	*x = RandomChoice{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3681,7 +3796,7 @@ func (x *RandomChoice) String() string {
 func (*RandomChoice) ProtoMessage() {}
 
 func (x *RandomChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3694,7 +3809,7 @@ func (x *RandomChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomChoice.ProtoReflect.Descriptor instead.
 func (*RandomChoice) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RandomChoice) GetOps() []*Op {
@@ -3721,7 +3836,7 @@ type RandomOrder struct {
 
 func (x *RandomOrder) Reset() {
 	*x = RandomOrder{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3733,7 +3848,7 @@ func (x *RandomOrder) String() string {
 func (*RandomOrder) ProtoMessage() {}
 
 func (x *RandomOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3746,7 +3861,7 @@ func (x *RandomOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomOrder.ProtoReflect.Descriptor instead.
 func (*RandomOrder) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RandomOrder) GetOps() []*Op {
@@ -3770,7 +3885,7 @@ type TrivialAugmentWide struct {
 
 func (x *TrivialAugmentWide) Reset() {
 	*x = TrivialAugmentWide{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3782,7 +3897,7 @@ func (x *TrivialAugmentWide) String() string {
 func (*TrivialAugmentWide) ProtoMessage() {}
 
 func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3795,7 +3910,7 @@ func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrivialAugmentWide.ProtoReflect.Descriptor instead.
 func (*TrivialAugmentWide) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TrivialAugmentWide) GetNumMagnitudeBins() uint32 {
@@ -3834,7 +3949,7 @@ type RandAugment struct {
 
 func (x *RandAugment) Reset() {
 	*x = RandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3846,7 +3961,7 @@ func (x *RandAugment) String() string {
 func (*RandAugment) ProtoMessage() {}
 
 func (x *RandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3859,7 +3974,7 @@ func (x *RandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandAugment.ProtoReflect.Descriptor instead.
 func (*RandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RandAugment) GetNumOps() uint32 {
@@ -3910,7 +4025,7 @@ type AutoAugment struct {
 
 func (x *AutoAugment) Reset() {
 	*x = AutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3922,7 +4037,7 @@ func (x *AutoAugment) String() string {
 func (*AutoAugment) ProtoMessage() {}
 
 func (x *AutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3935,7 +4050,7 @@ func (x *AutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoAugment.ProtoReflect.Descriptor instead.
 func (*AutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AutoAugment) GetPolicy() string {
@@ -3976,7 +4091,7 @@ type AugMix struct {
 
 func (x *AugMix) Reset() {
 	*x = AugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3988,7 +4103,7 @@ func (x *AugMix) String() string {
 func (*AugMix) ProtoMessage() {}
 
 func (x *AugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4001,7 +4116,7 @@ func (x *AugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AugMix.ProtoReflect.Descriptor instead.
 func (*AugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AugMix) GetSeverity() uint32 {
@@ -4070,7 +4185,7 @@ type TimmRandAugment struct {
 
 func (x *TimmRandAugment) Reset() {
 	*x = TimmRandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4082,7 +4197,7 @@ func (x *TimmRandAugment) String() string {
 func (*TimmRandAugment) ProtoMessage() {}
 
 func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4095,7 +4210,7 @@ func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmRandAugment.ProtoReflect.Descriptor instead.
 func (*TimmRandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TimmRandAugment) GetConfig() string {
@@ -4136,7 +4251,7 @@ type TimmAutoAugment struct {
 
 func (x *TimmAutoAugment) Reset() {
 	*x = TimmAutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4148,7 +4263,7 @@ func (x *TimmAutoAugment) String() string {
 func (*TimmAutoAugment) ProtoMessage() {}
 
 func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4161,7 +4276,7 @@ func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAutoAugment.ProtoReflect.Descriptor instead.
 func (*TimmAutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *TimmAutoAugment) GetConfig() string {
@@ -4205,7 +4320,7 @@ type TimmAugMix struct {
 
 func (x *TimmAugMix) Reset() {
 	*x = TimmAugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4217,7 +4332,7 @@ func (x *TimmAugMix) String() string {
 func (*TimmAugMix) ProtoMessage() {}
 
 func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4230,7 +4345,7 @@ func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAugMix.ProtoReflect.Descriptor instead.
 func (*TimmAugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *TimmAugMix) GetConfig() string {
@@ -4275,7 +4390,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4287,7 +4402,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4300,7 +4415,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -4355,7 +4470,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4367,7 +4482,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4380,7 +4495,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -4502,7 +4617,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4514,7 +4629,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4527,7 +4642,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -4620,7 +4735,7 @@ type ViewInfo struct {
 
 func (x *ViewInfo) Reset() {
 	*x = ViewInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4632,7 +4747,7 @@ func (x *ViewInfo) String() string {
 func (*ViewInfo) ProtoMessage() {}
 
 func (x *ViewInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4645,7 +4760,7 @@ func (x *ViewInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewInfo.ProtoReflect.Descriptor instead.
 func (*ViewInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ViewInfo) GetName() string {
@@ -4702,7 +4817,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4714,7 +4829,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4727,7 +4842,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -4831,7 +4946,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4843,7 +4958,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4856,7 +4971,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -4881,7 +4996,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4893,7 +5008,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4906,7 +5021,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *FieldValues) GetName() string {
@@ -4943,7 +5058,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4955,7 +5070,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4968,7 +5083,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -5006,7 +5121,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5018,7 +5133,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5031,7 +5146,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -5068,7 +5183,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5080,7 +5195,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5093,7 +5208,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -5133,7 +5248,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5145,7 +5260,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5158,7 +5273,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -5171,7 +5286,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5183,7 +5298,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5196,7 +5311,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -5224,7 +5339,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5236,7 +5351,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5249,7 +5364,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -5311,7 +5426,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5323,7 +5438,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5336,7 +5451,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -5442,7 +5557,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5454,7 +5569,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5467,7 +5582,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -5486,7 +5601,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5498,7 +5613,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5511,7 +5626,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -5531,7 +5646,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5543,7 +5658,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5556,7 +5671,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -5605,7 +5720,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5617,7 +5732,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5630,7 +5745,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -5706,7 +5821,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5718,7 +5833,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5731,7 +5846,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -5758,7 +5873,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5770,7 +5885,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5783,7 +5898,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -5887,7 +6002,7 @@ type LeaseProgress struct {
 
 func (x *LeaseProgress) Reset() {
 	*x = LeaseProgress{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5899,7 +6014,7 @@ func (x *LeaseProgress) String() string {
 func (*LeaseProgress) ProtoMessage() {}
 
 func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5912,7 +6027,7 @@ func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
 func (*LeaseProgress) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *LeaseProgress) GetLease() uint64 {
@@ -5942,7 +6057,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5954,7 +6069,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5967,7 +6082,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -6039,7 +6154,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6051,7 +6166,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6064,7 +6179,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -6138,7 +6253,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6150,7 +6265,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6163,7 +6278,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -6209,7 +6324,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6221,7 +6336,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6234,7 +6349,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -6287,7 +6402,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6299,7 +6414,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6312,7 +6427,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -6345,7 +6460,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6357,7 +6472,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6370,7 +6485,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -6389,7 +6504,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6401,7 +6516,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6414,7 +6529,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -6521,7 +6636,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6533,7 +6648,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6546,7 +6661,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *JobStatus) GetId() string {
@@ -6775,7 +6890,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6787,7 +6902,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6800,7 +6915,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -6898,7 +7013,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6910,7 +7025,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6923,7 +7038,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -7088,7 +7203,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\tViewGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
-	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xb1\x11\n" +
+	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xf6\x11\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +
@@ -7126,7 +7241,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\ftimm_aug_mix\x18\x86\x01 \x01(\v2\x15.stoker.v1.TimmAugMixH\x00R\n" +
 	"timmAugMix\x12[\n" +
 	"\x17sanitize_bounding_boxes\x18\xa0\x01 \x01(\v2 .stoker.v1.SanitizeBoundingBoxesH\x00R\x15sanitizeBoundingBoxes\x12C\n" +
-	"\x0frandom_zoom_out\x18\xa1\x01 \x01(\v2\x18.stoker.v1.RandomZoomOutH\x00R\rrandomZoomOutB\x04\n" +
+	"\x0frandom_zoom_out\x18\xa1\x01 \x01(\v2\x18.stoker.v1.RandomZoomOutH\x00R\rrandomZoomOut\x12C\n" +
+	"\x0frandom_iou_crop\x18\xa2\x01 \x01(\v2\x18.stoker.v1.RandomIoUCropH\x00R\rrandomIouCropB\x04\n" +
 	"\x02op\"V\n" +
 	"\x03Pad\x12\x18\n" +
 	"\apadding\x18\x01 \x03(\rR\apadding\x12\x12\n" +
@@ -7137,7 +7253,21 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\n" +
 	"side_range\x18\x02 \x01(\v2\x10.stoker.v1.RangeR\tsideRange\x12\x11\n" +
 	"\x01p\x18\x03 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\"q\n" +
+	"\x02_p\"\xc8\x02\n" +
+	"\rRandomIoUCrop\x12 \n" +
+	"\tmin_scale\x18\x01 \x01(\x01H\x00R\bminScale\x88\x01\x01\x12 \n" +
+	"\tmax_scale\x18\x02 \x01(\x01H\x01R\bmaxScale\x88\x01\x01\x12-\n" +
+	"\x10min_aspect_ratio\x18\x03 \x01(\x01H\x02R\x0eminAspectRatio\x88\x01\x01\x12-\n" +
+	"\x10max_aspect_ratio\x18\x04 \x01(\x01H\x03R\x0emaxAspectRatio\x88\x01\x01\x12'\n" +
+	"\x0fsampler_options\x18\x05 \x03(\x01R\x0esamplerOptions\x12\x1b\n" +
+	"\x06trials\x18\x06 \x01(\rH\x04R\x06trials\x88\x01\x01B\f\n" +
+	"\n" +
+	"_min_scaleB\f\n" +
+	"\n" +
+	"_max_scaleB\x13\n" +
+	"\x11_min_aspect_ratioB\x13\n" +
+	"\x11_max_aspect_ratioB\t\n" +
+	"\a_trials\"q\n" +
 	"\x15SanitizeBoundingBoxes\x12\x1e\n" +
 	"\bmin_size\x18\x01 \x01(\x01H\x00R\aminSize\x88\x01\x01\x12\x1e\n" +
 	"\bmin_area\x18\x02 \x01(\x01H\x01R\aminArea\x88\x01\x01B\v\n" +
@@ -7566,7 +7696,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Decode)(0),                   // 0: stoker.v1.Decode
 	(ShuffleMode)(0),              // 1: stoker.v1.ShuffleMode
@@ -7589,73 +7719,74 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*Op)(nil),                    // 18: stoker.v1.Op
 	(*Pad)(nil),                   // 19: stoker.v1.Pad
 	(*RandomZoomOut)(nil),         // 20: stoker.v1.RandomZoomOut
-	(*SanitizeBoundingBoxes)(nil), // 21: stoker.v1.SanitizeBoundingBoxes
-	(*RandomCrop)(nil),            // 22: stoker.v1.RandomCrop
-	(*Range)(nil),                 // 23: stoker.v1.Range
-	(*RandomResizedCrop)(nil),     // 24: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),                // 25: stoker.v1.Resize
-	(*CenterCrop)(nil),            // 26: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil),  // 27: stoker.v1.RandomHorizontalFlip
-	(*RandomVerticalFlip)(nil),    // 28: stoker.v1.RandomVerticalFlip
-	(*ColorJitter)(nil),           // 29: stoker.v1.ColorJitter
-	(*Normalize)(nil),             // 30: stoker.v1.Normalize
-	(*Grayscale)(nil),             // 31: stoker.v1.Grayscale
-	(*RandomGrayscale)(nil),       // 32: stoker.v1.RandomGrayscale
-	(*GaussianBlur)(nil),          // 33: stoker.v1.GaussianBlur
-	(*RandomSolarize)(nil),        // 34: stoker.v1.RandomSolarize
-	(*RandomPosterize)(nil),       // 35: stoker.v1.RandomPosterize
-	(*RandomInvert)(nil),          // 36: stoker.v1.RandomInvert
-	(*RandomEqualize)(nil),        // 37: stoker.v1.RandomEqualize
-	(*RandomAutocontrast)(nil),    // 38: stoker.v1.RandomAutocontrast
-	(*RandomAdjustSharpness)(nil), // 39: stoker.v1.RandomAdjustSharpness
-	(*RandomRotation)(nil),        // 40: stoker.v1.RandomRotation
-	(*RandomAffine)(nil),          // 41: stoker.v1.RandomAffine
-	(*RandomErasing)(nil),         // 42: stoker.v1.RandomErasing
-	(*RandomApply)(nil),           // 43: stoker.v1.RandomApply
-	(*RandomChoice)(nil),          // 44: stoker.v1.RandomChoice
-	(*RandomOrder)(nil),           // 45: stoker.v1.RandomOrder
-	(*TrivialAugmentWide)(nil),    // 46: stoker.v1.TrivialAugmentWide
-	(*RandAugment)(nil),           // 47: stoker.v1.RandAugment
-	(*AutoAugment)(nil),           // 48: stoker.v1.AutoAugment
-	(*AugMix)(nil),                // 49: stoker.v1.AugMix
-	(*TimmRandAugment)(nil),       // 50: stoker.v1.TimmRandAugment
-	(*TimmAutoAugment)(nil),       // 51: stoker.v1.TimmAutoAugment
-	(*TimmAugMix)(nil),            // 52: stoker.v1.TimmAugMix
-	(*Credit)(nil),                // 53: stoker.v1.Credit
-	(*FeedResponse)(nil),          // 54: stoker.v1.FeedResponse
-	(*JobInfo)(nil),               // 55: stoker.v1.JobInfo
-	(*ViewInfo)(nil),              // 56: stoker.v1.ViewInfo
-	(*BatchHeader)(nil),           // 57: stoker.v1.BatchHeader
-	(*Shape)(nil),                 // 58: stoker.v1.Shape
-	(*FieldValues)(nil),           // 59: stoker.v1.FieldValues
-	(*SampleError)(nil),           // 60: stoker.v1.SampleError
-	(*Chunk)(nil),                 // 61: stoker.v1.Chunk
-	(*EpochEnd)(nil),              // 62: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),   // 63: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),  // 64: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),           // 65: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),           // 66: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                // 67: stoker.v1.JobEnd
-	(*WorkPing)(nil),              // 68: stoker.v1.WorkPing
-	(*WorkJob)(nil),               // 69: stoker.v1.WorkJob
-	(*Lease)(nil),                 // 70: stoker.v1.Lease
-	(*CancelLease)(nil),           // 71: stoker.v1.CancelLease
-	(*WorkResponse)(nil),          // 72: stoker.v1.WorkResponse
-	(*LeaseProgress)(nil),         // 73: stoker.v1.LeaseProgress
-	(*WorkerInfo)(nil),            // 74: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),       // 75: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),             // 76: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),             // 77: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),           // 78: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),         // 79: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),        // 80: stoker.v1.StatusResponse
-	(*JobStatus)(nil),             // 81: stoker.v1.JobStatus
-	(*MakingShares)(nil),          // 82: stoker.v1.MakingShares
-	(*MakerStatus)(nil),           // 83: stoker.v1.MakerStatus
+	(*RandomIoUCrop)(nil),         // 21: stoker.v1.RandomIoUCrop
+	(*SanitizeBoundingBoxes)(nil), // 22: stoker.v1.SanitizeBoundingBoxes
+	(*RandomCrop)(nil),            // 23: stoker.v1.RandomCrop
+	(*Range)(nil),                 // 24: stoker.v1.Range
+	(*RandomResizedCrop)(nil),     // 25: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),                // 26: stoker.v1.Resize
+	(*CenterCrop)(nil),            // 27: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil),  // 28: stoker.v1.RandomHorizontalFlip
+	(*RandomVerticalFlip)(nil),    // 29: stoker.v1.RandomVerticalFlip
+	(*ColorJitter)(nil),           // 30: stoker.v1.ColorJitter
+	(*Normalize)(nil),             // 31: stoker.v1.Normalize
+	(*Grayscale)(nil),             // 32: stoker.v1.Grayscale
+	(*RandomGrayscale)(nil),       // 33: stoker.v1.RandomGrayscale
+	(*GaussianBlur)(nil),          // 34: stoker.v1.GaussianBlur
+	(*RandomSolarize)(nil),        // 35: stoker.v1.RandomSolarize
+	(*RandomPosterize)(nil),       // 36: stoker.v1.RandomPosterize
+	(*RandomInvert)(nil),          // 37: stoker.v1.RandomInvert
+	(*RandomEqualize)(nil),        // 38: stoker.v1.RandomEqualize
+	(*RandomAutocontrast)(nil),    // 39: stoker.v1.RandomAutocontrast
+	(*RandomAdjustSharpness)(nil), // 40: stoker.v1.RandomAdjustSharpness
+	(*RandomRotation)(nil),        // 41: stoker.v1.RandomRotation
+	(*RandomAffine)(nil),          // 42: stoker.v1.RandomAffine
+	(*RandomErasing)(nil),         // 43: stoker.v1.RandomErasing
+	(*RandomApply)(nil),           // 44: stoker.v1.RandomApply
+	(*RandomChoice)(nil),          // 45: stoker.v1.RandomChoice
+	(*RandomOrder)(nil),           // 46: stoker.v1.RandomOrder
+	(*TrivialAugmentWide)(nil),    // 47: stoker.v1.TrivialAugmentWide
+	(*RandAugment)(nil),           // 48: stoker.v1.RandAugment
+	(*AutoAugment)(nil),           // 49: stoker.v1.AutoAugment
+	(*AugMix)(nil),                // 50: stoker.v1.AugMix
+	(*TimmRandAugment)(nil),       // 51: stoker.v1.TimmRandAugment
+	(*TimmAutoAugment)(nil),       // 52: stoker.v1.TimmAutoAugment
+	(*TimmAugMix)(nil),            // 53: stoker.v1.TimmAugMix
+	(*Credit)(nil),                // 54: stoker.v1.Credit
+	(*FeedResponse)(nil),          // 55: stoker.v1.FeedResponse
+	(*JobInfo)(nil),               // 56: stoker.v1.JobInfo
+	(*ViewInfo)(nil),              // 57: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),           // 58: stoker.v1.BatchHeader
+	(*Shape)(nil),                 // 59: stoker.v1.Shape
+	(*FieldValues)(nil),           // 60: stoker.v1.FieldValues
+	(*SampleError)(nil),           // 61: stoker.v1.SampleError
+	(*Chunk)(nil),                 // 62: stoker.v1.Chunk
+	(*EpochEnd)(nil),              // 63: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),   // 64: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),  // 65: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),           // 66: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),           // 67: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                // 68: stoker.v1.JobEnd
+	(*WorkPing)(nil),              // 69: stoker.v1.WorkPing
+	(*WorkJob)(nil),               // 70: stoker.v1.WorkJob
+	(*Lease)(nil),                 // 71: stoker.v1.Lease
+	(*CancelLease)(nil),           // 72: stoker.v1.CancelLease
+	(*WorkResponse)(nil),          // 73: stoker.v1.WorkResponse
+	(*LeaseProgress)(nil),         // 74: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),            // 75: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),       // 76: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),             // 77: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),             // 78: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),           // 79: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),         // 80: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),        // 81: stoker.v1.StatusResponse
+	(*JobStatus)(nil),             // 82: stoker.v1.JobStatus
+	(*MakingShares)(nil),          // 83: stoker.v1.MakingShares
+	(*MakerStatus)(nil),           // 84: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	53,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	54,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
 	13,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
 	16,  // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
 	2,   // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
@@ -7667,113 +7798,114 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	7,   // 10: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
 	11,  // 11: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
 	7,   // 12: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	55,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	56,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
 	18,  // 14: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
 	17,  // 15: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
 	16,  // 16: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
-	24,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	25,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	26,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	27,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	29,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	30,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	28,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
-	31,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
-	32,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
-	33,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
-	34,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
-	35,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
-	36,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
-	37,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
-	38,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
-	39,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
-	40,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
-	41,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
-	42,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
-	43,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
-	44,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
-	45,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
-	46,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
-	47,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
-	48,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
-	49,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
-	50,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
-	22,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
+	25,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	26,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	27,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	28,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	30,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	31,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	29,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
+	32,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
+	33,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
+	34,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
+	35,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
+	36,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
+	37,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
+	38,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
+	39,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
+	40,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
+	41,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
+	42,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
+	43,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
+	44,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
+	45,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
+	46,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
+	47,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
+	48,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
+	49,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
+	50,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
+	51,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
+	23,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
 	19,  // 45: stoker.v1.Op.pad:type_name -> stoker.v1.Pad
-	51,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
-	52,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
-	21,  // 48: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
+	52,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
+	53,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
+	22,  // 48: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
 	20,  // 49: stoker.v1.Op.random_zoom_out:type_name -> stoker.v1.RandomZoomOut
-	23,  // 50: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
-	4,   // 51: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 52: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	23,  // 53: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	23,  // 54: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	23,  // 55: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	23,  // 56: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	23,  // 57: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	4,   // 58: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	23,  // 59: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	23,  // 60: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	4,   // 61: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	23,  // 62: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	23,  // 63: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	18,  // 64: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	18,  // 65: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	18,  // 66: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	4,   // 67: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 68: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 69: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 70: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 71: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 72: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 73: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
-	55,  // 74: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	57,  // 75: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	61,  // 76: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	62,  // 77: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	12,  // 78: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	5,   // 79: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	56,  // 80: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
-	0,   // 81: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
-	5,   // 82: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	60,  // 83: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	0,   // 84: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
-	58,  // 85: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	59,  // 86: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	65,  // 87: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	69,  // 88: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	70,  // 89: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	71,  // 90: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	67,  // 91: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	68,  // 92: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 93: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	74,  // 94: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	76,  // 95: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	61,  // 96: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	78,  // 97: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	73,  // 98: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	75,  // 99: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	57,  // 100: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	77,  // 101: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	81,  // 102: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	83,  // 103: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	82,  // 104: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 105: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	63,  // 106: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 107: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	79,  // 108: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	66,  // 109: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	54,  // 110: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	64,  // 111: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 112: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	80,  // 113: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	72,  // 114: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	110, // [110:115] is the sub-list for method output_type
-	105, // [105:110] is the sub-list for method input_type
-	105, // [105:105] is the sub-list for extension type_name
-	105, // [105:105] is the sub-list for extension extendee
-	0,   // [0:105] is the sub-list for field type_name
+	21,  // 50: stoker.v1.Op.random_iou_crop:type_name -> stoker.v1.RandomIoUCrop
+	24,  // 51: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
+	4,   // 52: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 53: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	24,  // 54: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	24,  // 55: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	24,  // 56: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	24,  // 57: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	24,  // 58: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	4,   // 59: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	24,  // 60: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	24,  // 61: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	4,   // 62: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	24,  // 63: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	24,  // 64: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	18,  // 65: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	18,  // 66: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	18,  // 67: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	4,   // 68: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 69: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 70: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 71: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 72: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 73: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 74: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
+	56,  // 75: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	58,  // 76: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	62,  // 77: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	63,  // 78: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	12,  // 79: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	5,   // 80: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	57,  // 81: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	0,   // 82: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
+	5,   // 83: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	61,  // 84: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	0,   // 85: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
+	59,  // 86: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	60,  // 87: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	66,  // 88: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	70,  // 89: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	71,  // 90: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	72,  // 91: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	68,  // 92: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	69,  // 93: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 94: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	75,  // 95: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	77,  // 96: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	62,  // 97: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	79,  // 98: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	74,  // 99: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	76,  // 100: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	58,  // 101: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	78,  // 102: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	82,  // 103: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	84,  // 104: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	83,  // 105: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 106: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	64,  // 107: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 108: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	80,  // 109: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	67,  // 110: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	55,  // 111: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	65,  // 112: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 113: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	81,  // 114: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	73,  // 115: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	111, // [111:116] is the sub-list for method output_type
+	106, // [106:111] is the sub-list for method input_type
+	106, // [106:106] is the sub-list for extension type_name
+	106, // [106:106] is the sub-list for extension extendee
+	0,   // [0:106] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -7820,40 +7952,42 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_TimmAugMix)(nil),
 		(*Op_SanitizeBoundingBoxes)(nil),
 		(*Op_RandomZoomOut)(nil),
+		(*Op_RandomIouCrop)(nil),
 	}
 	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[15].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[18].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[16].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[19].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[21].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[20].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[22].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[28].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[23].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[27].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[29].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[30].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[31].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[32].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[33].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[36].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[34].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[37].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[41].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[43].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[48].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[38].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[42].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[44].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[49].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[51].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[60].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[52].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[61].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[66].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[67].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -7866,7 +8000,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   78,
+			NumMessages:   79,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -1,0 +1,150 @@
+"""The detection recipes' geometry against torchvision: RandomZoomOut,
+RandomIoUCrop, the flip between it and its Resize, on mkdata --coco's photos
+with their boxes. Each sample's pixels are, byte for byte, torchvision's
+functional ops of its trace (pad, crop, horizontal_flip, resize) on
+decode_jpeg's pixels (test_targets.py checks its boxes the same way); a job
+without targets refuses RandomIoUCrop; its crops are drawn as torchvision's
+make_params draws them on the same boxes (``stoker ops draw --boxes``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import pytest
+import torch
+from google.protobuf import json_format
+from torchvision import tv_tensors
+from torchvision.io import ImageReadMode, decode_jpeg, read_file
+from torchvision.transforms import v2 as tv2
+from torchvision.transforms.v2 import InterpolationMode
+from torchvision.transforms.v2 import functional as F
+
+import stoker
+from stats import Checks, chi2_homogeneity, compare_values, in_band
+from stoker import transforms as T
+from stoker._errors import StokerError
+from stoker.v1 import stoker_pb2 as pb
+from test_targets import N, det, server  # noqa: F401 (the fixtures)
+
+TRANSFORMS = {
+    "zoom-iou": [T.RandomZoomOut(fill=(10, 200, 30), p=0.7), T.RandomIoUCrop(), T.Resize((120, 100))],
+    "iou-flip-bicubic": [T.RandomIoUCrop(), T.SanitizeBoundingBoxes(), T.RandomHorizontalFlip(),
+                         T.Resize((90, 120), interpolation="bicubic")],
+    "detr": [T.RandomZoomOut(p=0.6), T.RandomIoUCrop(), T.SanitizeBoundingBoxes(min_size=1), T.RandomHorizontalFlip(),
+             T.Resize((160, 160)), T.SanitizeBoundingBoxes()],
+}
+
+
+def replay_pixels(img: torch.Tensor, trace: List[Any]) -> torch.Tensor:
+    for name, a in trace:
+        kw: Dict[str, Any] = dict(a)
+        if name == "sanitize_bounding_boxes":
+            continue  # the boxes' alone
+        if name == "iou_crop":  # RandomIoUCrop.transform: F.crop of the image
+            name = "crop"
+        if "interpolation" in kw:
+            kw["interpolation"] = InterpolationMode(kw["interpolation"])
+        img = getattr(F, name)(img, **kw)
+    return img
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMS))
+def test_pixels_are_torchvisions(server: str, det: Path, name: str) -> None:  # noqa: F811
+    images_dir = det / "images" / "train"
+    n, ops = 0, set()
+    for seed in (1, 2):
+        with stoker.Loader(server, "coco", batch_size=6, transform=T.Compose(TRANSFORMS[name]), targets=True,
+                           trace=True, fields=("path",), pin_memory=False, timeout=60, seed=seed) as ld:
+            for b in ld:
+                images = b[0]
+                for i, path in enumerate(b.fields["path"]):
+                    src = decode_jpeg(read_file(str(images_dir / path.decode())), mode=ImageReadMode.RGB)
+                    want = replay_pixels(src, b.trace[i])
+                    assert torch.equal(images[i], want), f"{name} seed {seed} {path}: not torchvision's {b.trace[i]}"
+                    ops.update(op for op, _ in b.trace[i])
+                    n += 1
+            assert not list(ld.sample_errors)
+    assert n == 2 * N
+    assert {"iou_crop", "resize"} <= ops, ops
+    if name != "iou-flip-bicubic":
+        assert "pad" in ops, ops
+    else:
+        assert "horizontal_flip" in ops, ops
+
+
+def test_iou_crop_needs_targets(server: str) -> None:  # noqa: F811
+    with stoker.Loader(server, "coco", batch_size=4, transform=T.Compose([T.RandomIoUCrop(), T.Resize((32, 32))]),
+                       pin_memory=False, timeout=60) as ld:
+        with pytest.raises(StokerError) as e:
+            next(iter(ld))
+    assert e.value.code == "INVALID_ARGUMENT" and "RandomIoUCrop (op 0) acts on targets" in str(e.value), e.value
+
+
+@pytest.mark.parametrize("ops,want", [
+    ([T.RandomIoUCrop()], "RandomIoUCrop needs Resize((h, w)) after it"),
+    ([T.RandomIoUCrop(), T.Resize(32)], "RandomIoUCrop needs Resize((h, w)) after it"),
+    ([T.RandomIoUCrop(), T.RandomVerticalFlip(), T.Resize((32, 32))], "RandomIoUCrop needs Resize((h, w)) after it"),
+    ([T.Resize((32, 32)), T.RandomIoUCrop()], "a geometry op after other ops"),
+])
+def test_iou_crop_places(ops: List[Any], want: str) -> None:
+    """from_torchvision's check of the geometry refuses a RandomIoUCrop
+    without its Resize((h, w)) or after other ops (the server does too)."""
+    from torchvision.transforms import v2
+
+    conv = {T.RandomIoUCrop: lambda o: v2.RandomIoUCrop(), T.Resize: lambda o: v2.Resize(o.size),
+            T.RandomVerticalFlip: lambda o: v2.RandomVerticalFlip()}
+    with pytest.raises(ValueError, match=want.replace("(", r"\(").replace(")", r"\)")):
+        T.from_torchvision(v2.Compose([conv[type(o)](o) for o in ops]))
+
+
+# The boxes of one 500x375 photo (XYXY): a large one, a small one near a
+# corner, two overlapping.
+BOXES = [[40.0, 30.0, 420.0, 330.0], [450.5, 10.25, 490.0, 60.0], [100.0, 100.0, 220.0, 180.0],
+         [150.0, 120.0, 260.0, 250.0]]
+DRAWS = 6000
+
+
+def stoker_iou_draws(stoker_bin: Path, spec: pb.Op, seed: int) -> List[Tuple[int, ...]]:
+    js = json_format.MessageToJson(pb.TransformSpec(ops=[spec, pb.Op(resize=pb.Resize(height=32, width=32))]),
+                                   indent=None)
+    r = subprocess.run([str(stoker_bin), "ops", "draw", "--spec", js, "--n", str(DRAWS), "--seed", str(seed),
+                        "--source", "500x375", "--boxes", json.dumps(BOXES)], capture_output=True, text=True,
+                       timeout=600, stdin=subprocess.DEVNULL, check=True)
+    out = []
+    for line in r.stdout.splitlines():
+        crop = [a for s, a in json.loads(line) if s == "iou_crop"]
+        out.append(tuple(crop[0][k] for k in ("top", "left", "height", "width")) if crop else ())
+    assert len(out) == DRAWS
+    return out
+
+
+@pytest.mark.parametrize("kw", [{}, {"sampler_options": [0.5, 0.7], "trials": 5, "min_aspect_ratio": 0.8}])
+def test_iou_crop_draws_are_torchvisions(stoker_bin: Path, kw: Dict[str, Any]) -> None:
+    """Whether a crop is drawn, and its top, left, height and width, against
+    RandomIoUCrop.make_params on the same image size and boxes."""
+    ours = T.RandomIoUCrop(**kw)
+    spec = ours.to_proto()
+    t = tv2.RandomIoUCrop(**kw)
+    img = torch.zeros(3, 375, 500, dtype=torch.uint8)
+    boxes = tv_tensors.BoundingBoxes(torch.tensor(BOXES), format="XYXY", canvas_size=(375, 500))
+
+    def run(k: int) -> Checks:
+        mine = stoker_iou_draws(stoker_bin, spec, seed=k)
+        torch.manual_seed(100 + k)
+        theirs = []
+        for _ in range(DRAWS):
+            p = t.make_params([img, boxes])
+            theirs.append(tuple(p[x] for x in ("top", "left", "height", "width")) if p else ())
+        c = Checks()
+        drawn, t_drawn = [bool(m) for m in mine], [bool(x) for x in theirs]
+        if not all(drawn) or not all(t_drawn):  # no option >= 1: always drawn
+            stat, pv, df = chi2_homogeneity(drawn, t_drawn)
+            c.p("iou_crop: drawn or not", pv, f"(chi2 {stat:.1f}, df {df})")
+        for j, key in enumerate(("top", "left", "height", "width")):
+            compare_values(c, f"iou_crop: {key}", [m[j] for m in mine if m], [x[j] for x in theirs if x])
+        return c
+
+    in_band(run)
