@@ -35,6 +35,7 @@ var fnNs = [numFns]float64{
 	FnAdjustContrast:   0.40,
 	FnAdjustSaturation: 1.04,
 	FnAdjustHue:        0.87,
+	FnPermuteChannels:  0.062,
 	FnAdjustSharpness:  2.71,
 	FnRGBToGrayscale:   0.28,
 	FnGaussianBlur:     0.061, // a pixel of one tap of one pass: (kx+ky) taps a pixel
@@ -161,6 +162,16 @@ func (t *Transform) Cost() Cost {
 			if x > domNs {
 				dominant, domNs = where+fmt.Sprintf("op 0 (RandomZoomOut): its canvas, up to %gx%g the image, resized", hi, hi), x
 			}
+		}
+		if len(v.pre) > 0 {
+			// Ops before the geometry, on the image, and its canvas resized.
+			side := int(math.Sqrt(srcPx))
+			x := float64(zoomCanvasNs * srcPx)
+			for i := range v.pre {
+				x += v.pre[i].maxNs(side, side)
+			}
+			mean += x
+			worst += x
 		} else if v.iou != nil && v.preFlip > 0 {
 			// A flip before the resize: the image's canvas, resized.
 			x := float64(zoomCanvasNs * srcPx)
@@ -251,6 +262,12 @@ func (n *node) maxNs(w, h int) float64 {
 			if on {
 				s += stepNs(Step{Fn: fns[i]}, w, h)
 			}
+		}
+		return s
+	case OpRandomPhotometricDistort: // contrast once, before or after
+		var s float64
+		for _, f := range []Fn{FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustHue, FnPermuteChannels} {
+			s += stepNs(Step{Fn: f}, w, h)
 		}
 		return s
 	case OpGaussianBlur:

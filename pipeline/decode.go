@@ -97,6 +97,16 @@ type Decoder struct {
 	boxRoom [][4]float32
 }
 
+// viewDraw is what one view of the last sample drew: its geometry's plan
+// and its ops' steps; pre the steps of the ops before the geometry
+// (Transform.pre), run on the image at its own size before a canvas plan's
+// geometry.
+type viewDraw struct {
+	plan  samplePlan
+	steps []Step
+	pre   []Step
+}
+
 // NewDecoder returns a Decoder with the given options.
 func NewDecoder(opts ...Option) *Decoder {
 	d := &Decoder{opts: options{pixelBudget: 64 << 20, maxScans: 100}}
@@ -200,6 +210,11 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 		for v := range d.plans {
 			if p := &d.plans[v]; p.canvas {
 				vp := &d.dplans[v]
+				if pre := d.vd[v].pre; len(pre) > 0 {
+					if err := d.applyGuarded(pre, planes{pix: dst[d.voffs[v]:][:3*vp.outW*vp.outH], w: vp.outW, h: vp.outH}); err != nil {
+						return err
+					}
+				}
 				d.resizeCanvas(dst[d.soffs[v]:][:3*p.outW*p.outH], p, dst[d.voffs[v]:][:3*vp.outW*vp.outH], decLayout)
 			} else if p.padded {
 				vp := &d.dplans[v]
@@ -277,6 +292,15 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 				vd.steps = make([]Step, 0, vt.maxSteps)
 			}
 			vd.steps = vt.drawSteps(kv, vd.steps)
+		}
+		vd.pre = vd.pre[:0]
+		if len(vt.pre) > 0 {
+			if cap(vd.pre) < vt.maxPre {
+				vd.pre = make([]Step, 0, vt.maxPre)
+			}
+			if vd.pre = vt.drawPre(kv, vd.pre); len(vd.pre) > 0 {
+				direct, decLayout = false, CHW // the steps run on planes
+			}
 		}
 		if vt.norm != nil {
 			direct = false

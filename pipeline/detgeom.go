@@ -10,17 +10,62 @@ import (
 	"image"
 )
 
+// maxPre bounds the ops before the geometry.
+const maxPre = 4
+
+// streamPre is the RNG stream of op i before the geometry: stream + i,
+// children of the geometry's stream, as streamZoom.
+const streamPre = streamCrop*64 + 3
+
+// leadingPre counts the RandomPhotometricDistorts that ops start with.
+func leadingPre(ops []Op) int {
+	n := 0
+	for n < len(ops) && ops[n].Kind == OpRandomPhotometricDistort {
+		n++
+	}
+	return n
+}
+
+// compilePre compiles t's first pre ops (RandomPhotometricDistort: ops on
+// pixels alone, whose draws do not depend on the image's size), which run
+// on the image decoded at its own size before the geometry: every sample
+// then takes the canvas path, which needs a geometry that ends in
+// Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any).
+func (t *Transform) compilePre(pre int) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: transform: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+	}
+	if pre > maxPre {
+		return bad("%d ops before the geometry: the limit is %d", pre, maxPre)
+	}
+	if t.resize == nil || t.resize.Size[1] == 0 || t.center != nil || t.rrc != nil || t.rcrop != nil || t.pad != nil || t.padAfter != nil {
+		return bad("op 0 (RandomPhotometricDistort) before the geometry needs a geometry that ends in Resize((h, w)) (after a RandomZoomOut or a RandomIoUCrop, if any); move it after the geometry")
+	}
+	c := compiler{w: t.outW, h: t.outH}
+	for i := range pre {
+		nd, err := c.compile(&t.ops[i], i, streamPre+uint64(i), 0)
+		if err != nil {
+			return err
+		}
+		t.pre = append(t.pre, nd)
+		t.maxPre += nd.maxSteps
+	}
+	return nil
+}
+
+// drawPre appends the steps of t's ops before the geometry for key k.
+func (t *Transform) drawPre(k Key, buf []Step) []Step {
+	d := drawer{k: k, steps: buf}
+	for i := range t.pre {
+		t.pre[i].draw(&d)
+	}
+	return d.steps
+}
+
 // SetBoxSource tells d that the next samples it decodes are ds's sample i
 // (until the next call; nil: none), whose boxes a RandomIoUCrop draws
 // against.
 func (d *Decoder) SetBoxSource(ds Targeted, i int) { d.boxSrc, d.boxIdx = ds, i }
-
-// viewDraw is what one view of the last sample drew: its geometry's plan
-// and its ops' steps.
-type viewDraw struct {
-	plan  samplePlan
-	steps []Step
-}
 
 // streamZoom is RandomZoomOut's RNG stream: a child of the geometry's
 // stream as a container's children are (stream*64 + 1 + i), which no op
@@ -102,7 +147,7 @@ func (t *Transform) iouPlan(p *samplePlan, k Key, src *Targets, scratch *[][4]fl
 	}
 	p.zoomW, p.zoomH = W, H
 	p.kx, p.ky, p.kw, p.kh = p.cx, p.cy, p.cw, p.ch
-	p.canvas = p.zoomed || p.preFlip
+	p.canvas = p.zoomed || p.preFlip || len(t.pre) > 0
 	return nil
 }
 

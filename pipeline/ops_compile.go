@@ -130,6 +130,17 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 			return node{}, err
 		}
 		n.maxSteps = 4
+	case OpRandomPhotometricDistort:
+		if err := prob(); err != nil {
+			return node{}, err
+		}
+		if !op.JitterRanges {
+			return bad("RandomPhotometricDistort takes (min, max) ranges (JitterRanges)")
+		}
+		if err := c.jitter(&n, where); err != nil {
+			return node{}, err
+		}
+		n.maxSteps = 5
 	case OpGaussianBlur:
 		for _, k := range op.KernelSize {
 			if k <= 0 || k%2 == 0 || k > maxKernel {

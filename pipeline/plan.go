@@ -164,8 +164,10 @@ func (t *Transform) planBoxes(srcW, srcH int, k Key, src *Targets, scratch *[][4
 		p.cw, p.ch = p.rw, p.rh
 		if p.zoomed { // RandomZoomOut then Resize(h, w): the canvas resized
 			p.canvas, p.rcFill = true, t.zoom.Fill
-			p.kw, p.kh = p.zoomW, p.zoomH
+		} else if len(t.pre) > 0 { // ops before: the image's own canvas
+			p.canvas, p.zoomW, p.zoomH = true, srcW, srcH
 		}
+		p.kw, p.kh = p.zoomW, p.zoomH
 		if t.center != nil {
 			p.cw, p.ch = t.center.Size[1], t.center.Size[0]
 			p.cx, p.cy = centerOffset(p.rw, p.cw), centerOffset(p.rh, p.ch)

@@ -380,7 +380,7 @@ func checkTargetOps(ops []Op, at string) error {
 		case OpSanitizeBoundingBoxes:
 			// Drops boxes: Targets.Move.
 		case OpRandomGrayscale, OpRandomSolarize, OpRandomPosterize, OpRandomInvert, OpRandomEqualize, OpRandomAutocontrast,
-			OpRandomAdjustSharpness, OpRandomErasing, OpColorJitter, OpGrayscale, OpGaussianBlur, OpNormalize:
+			OpRandomAdjustSharpness, OpRandomErasing, OpColorJitter, OpGrayscale, OpGaussianBlur, OpNormalize, OpRandomPhotometricDistort:
 			// Pixels alone: the boxes stay.
 		default:
 			return fmt.Errorf("%w: transform: %s: targets do not support it yet (boxes move only through RandomResizedCrop, Resize, CenterCrop, RandomCrop, Pad and the flips)", ErrUnsupported, where)

@@ -380,6 +380,10 @@ func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
 		}
 		n++
 	}
+	for _, st := range vd.pre {
+		sep()
+		b = st.appendJSON(b)
+	}
 	for _, st := range t.geometrySteps(&vd.plan, geo[:0]) {
 		sep()
 		b = st.appendJSON(b)

@@ -59,6 +59,11 @@ const (
 	// (a job with targets only); a geometry op, first or after a
 	// RandomZoomOut, then Resize(h, w).
 	OpRandomIoUCrop OpKind = "RandomIoUCrop"
+	// OpRandomPhotometricDistort is SSD's photometric distortion (the
+	// adjust ops of its Jitter ranges, each at P, and a channel
+	// permutation at P); after the geometry, or before a geometry that
+	// resizes (Resize(h, w), after a RandomZoomOut or RandomIoUCrop).
+	OpRandomPhotometricDistort OpKind = "RandomPhotometricDistort"
 )
 
 // Op is one step of a transform, with torchvision's arguments. Each kind
@@ -221,6 +226,10 @@ type Transform struct {
 	iou     *Op
 	iouMid  []Step
 	preFlip float64
+	// pre are the RandomPhotometricDistorts before the geometry, compiled:
+	// run on the decoded image, before a canvas plan's geometry.
+	pre    []node
+	maxPre int
 	// padAfter is a Pad right after a RandomCrop or a CenterCrop (not
 	// resized), if any: the crop padded into a larger output.
 	padAfter *Op
@@ -276,6 +285,10 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	bad := func(format string, a ...any) (*Transform, error) {
 		return nil, fmt.Errorf("%w: transform: %s", ErrUnsupported, fmt.Sprintf(format, a...))
 	}
+	// RandomPhotometricDistort before the geometry (compilePre): the
+	// geometry is parsed from the op after them.
+	all, pre := t.ops, leadingPre(t.ops)
+	t.ops = t.ops[pre:]
 	n := 0 // ops of the geometry
 	for n < len(t.ops) && geometryKind(t.ops[n].Kind) {
 		op := &t.ops[n]
@@ -416,12 +429,17 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		if t.hasFlip {
 			j++
 		}
-		nd, err := c.compile(&rest[i], first-1+i, uint64(1+j), 0)
+		nd, err := c.compile(&rest[i], pre+first-1+i, uint64(1+j), 0)
 		if err != nil {
 			return nil, err
 		}
 		t.post[i] = nd
 		t.maxSteps += nd.maxSteps
+	}
+	if t.ops = all; pre > 0 {
+		if err := t.compilePre(pre); err != nil {
+			return nil, err
+		}
 	}
 	t.setLayout()
 	return t, nil

@@ -70,6 +70,11 @@ func validOpLists() [][]*pb.Op {
 			{Op: &pb.Op_RandomZoomOut{RandomZoomOut: &pb.RandomZoomOut{Fill: []float64{1, 2, 3}, SideRange: &pb.Range{Min: 1, Max: 2}, P: proto.Float64(0.5)}}},
 			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}},
 		},
+		{
+			{Op: &pb.Op_RandomPhotometricDistort{RandomPhotometricDistort: &pb.RandomPhotometricDistort{Brightness: &pb.Range{Min: 0.9, Max: 1.1},
+				Contrast: &pb.Range{Min: 0.5, Max: 1.5}, Saturation: &pb.Range{Min: 0.5, Max: 1.5}, Hue: &pb.Range{Min: -0.1, Max: 0.1}, P: proto.Float64(0.5)}}},
+			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}},
+		},
 		{ // a job with targets (describe's "det")
 			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32}}},
 			{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{MinSize: proto.Float64(2), MinArea: proto.Float64(3)}}},

@@ -221,6 +221,15 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 		if c.Trials != nil {
 			op.Trials = int(min(c.GetTrials(), 1<<20))
 		}
+	case *stokerv1.Op_RandomPhotometricDistort:
+		d := x.RandomPhotometricDistort
+		op = pipeline.Op{Kind: pipeline.OpRandomPhotometricDistort, P: p(d.P, 0.5), JitterRanges: true,
+			Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}
+		for i, r := range []*stokerv1.Range{d.Brightness, d.Contrast, d.Saturation, d.Hue} {
+			if r != nil {
+				op.Jitter[i] = rng(r)
+			}
+		}
 	case *stokerv1.Op_SanitizeBoundingBoxes:
 		s := x.SanitizeBoundingBoxes
 		op = pipeline.Op{Kind: pipeline.OpSanitizeBoundingBoxes, MinSize: p(s.MinSize, 1), MinArea: p(s.MinArea, 1)}

@@ -260,6 +260,25 @@ class _Converter:
         """The first op is the geometry (one RandomResizedCrop, or Resize
         and/or CenterCrop, or RandomCrop, a Pad before or after a RandomCrop
         or CenterCrop), fused into the decode; no geometry op later."""
+        pre = 0  # RandomPhotometricDistort before the geometry: on the image, before a Resize((h, w))
+        while pre < len(self.ops) and self.ops[pre][1] == "RandomPhotometricDistort":
+            pre += 1
+        if pre and pre < len(self.ops):
+            ops, geo = self.ops, [name for _, name, _ in self.ops[pre:pre + 2]]
+            resize = next((op for _, name, op in self.ops[pre:] if name == "Resize"), None)
+            if geo[0] not in ("RandomZoomOut", "RandomIoUCrop", "Resize") or resize is None or \
+                    isinstance(resize.size, int) or (geo[0] == "RandomZoomOut" and geo[1:] == ["RandomCrop"]) or \
+                    (geo[0] == "RandomZoomOut" and geo[1:] == ["CenterCrop"]) or \
+                    (geo[0] == "Resize" and geo[1:] == ["CenterCrop"]):
+                raise ValueError(f"{self.ops[0][0]}: RandomPhotometricDistort before the geometry needs a geometry "
+                                 f"that ends in Resize((h, w)) (after a RandomZoomOut or RandomIoUCrop, if any); move "
+                                 f"it after the geometry")
+            self.ops = ops[pre:]
+            try:
+                self.check_geometry()
+            finally:
+                self.ops = ops
+            return
         if not self.ops:
             raise ValueError("no op stoker runs: a batch needs a fixed size; start the pipeline with "
                              "RandomResizedCrop, Resize((h, w)), or Resize then CenterCrop")
@@ -610,6 +629,8 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     # v1 and v2 keep Pad's padding as given (torchvision's pad forms)
     "Pad": lambda cv, t, where: O.Pad(t.padding, t.fill, t.padding_mode),
     "RandomZoomOut": lambda cv, t, where: _zoom_out(cv, t),
+    "RandomPhotometricDistort": lambda cv, t, where: O.RandomPhotometricDistort(t.brightness, t.contrast, t.saturation,
+                                                                                t.hue, t.p),
     "RandomIoUCrop": lambda cv, t, where: O.RandomIoUCrop(t.min_scale, t.max_scale, t.min_aspect_ratio,
                                                           t.max_aspect_ratio, t.options, t.trials),
     "RandomHorizontalFlip": _p(O.RandomHorizontalFlip),

@@ -347,6 +347,32 @@ class ColorJitter(Transform):
         return pb.Op(color_jitter=m)
 
 
+class RandomPhotometricDistort(Transform):
+    """torchvision.transforms.v2's RandomPhotometricDistort (SSD's): each of
+    ``brightness``, ``contrast``, ``saturation`` and ``hue`` (a (min, max)
+    range each) applied with probability ``p`` at a factor uniform in its
+    range, contrast before or after saturation and hue at even odds, and
+    the channels permuted at random with probability ``p``; boxes stay.
+    After the geometry, or first, before a geometry that ends in
+    ``Resize((h, w))`` (after a ``RandomZoomOut`` or ``RandomIoUCrop``, if
+    any): then on the image at its own size, as the DETR recipes have it."""
+
+    def __init__(self, brightness: Tuple[float, float] = (0.875, 1.125), contrast: Tuple[float, float] = (0.5, 1.5),
+                 saturation: Tuple[float, float] = (0.5, 1.5), hue: Tuple[float, float] = (-0.05, 0.05),
+                 p: float = 0.5) -> None:
+        cls = "RandomPhotometricDistort"
+        self.brightness = min_max(cls, "brightness", brightness, 0.0, 100.0)
+        self.contrast = min_max(cls, "contrast", contrast, 0.0, 100.0)
+        self.saturation = min_max(cls, "saturation", saturation, 0.0, 100.0)
+        self.hue = min_max(cls, "hue", hue, -0.5, 0.5)
+        self.p = prob(cls, p)
+
+    def to_proto(self) -> pb.Op:
+        r = {k: pb.Range(min=v[0], max=v[1]) for k, v in (("brightness", self.brightness), ("contrast", self.contrast),
+                                                          ("saturation", self.saturation), ("hue", self.hue))}
+        return pb.Op(random_photometric_distort=pb.RandomPhotometricDistort(p=self.p, **r))
+
+
 class Normalize(Transform):
     """``(pixel / 255 - mean) / std`` per channel; the output becomes
     float32. It must be the last op.

@@ -1,10 +1,15 @@
-"""The detection recipes' geometry against torchvision: RandomZoomOut,
-RandomIoUCrop, the flip between it and its Resize, on mkdata --coco's photos
-with their boxes. Each sample's pixels are, byte for byte, torchvision's
-functional ops of its trace (pad, crop, horizontal_flip, resize) on
-decode_jpeg's pixels (test_targets.py checks its boxes the same way); a job
-without targets refuses RandomIoUCrop; its crops are drawn as torchvision's
-make_params draws them on the same boxes (``stoker ops draw --boxes``)."""
+"""The detection recipes' ops against torchvision: RandomZoomOut,
+RandomIoUCrop, the flip between it and its Resize, RandomPhotometricDistort
+before them, on mkdata --coco's photos with their boxes. Each sample's pixels
+are, byte for byte, torchvision's functional ops of its trace (pad, crop,
+horizontal_flip, resize) on decode_jpeg's pixels, after the photometric
+steps at its head run by stoker's kernels (``stoker ops apply``: the adjust
+kernels' own parity with torchvision is test_parity_replay's, within 1 or 2
+levels; permute_channels is checked exact here); test_targets.py checks the
+boxes the same way. A job without targets refuses RandomIoUCrop; its crops
+are drawn as torchvision's make_params draws them on the same boxes
+(``stoker ops draw --boxes``), and RandomPhotometricDistort's steps as its
+make_params and transform make them."""
 
 from __future__ import annotations
 
@@ -22,7 +27,10 @@ from torchvision.transforms import v2 as tv2
 from torchvision.transforms.v2 import InterpolationMode
 from torchvision.transforms.v2 import functional as F
 
+import numpy as np
+
 import stoker
+from opsapply import ops_apply
 from stats import Checks, chi2_homogeneity, compare_values, in_band
 from stoker import transforms as T
 from stoker._errors import StokerError
@@ -33,9 +41,15 @@ TRANSFORMS = {
     "zoom-iou": [T.RandomZoomOut(fill=(10, 200, 30), p=0.7), T.RandomIoUCrop(), T.Resize((120, 100))],
     "iou-flip-bicubic": [T.RandomIoUCrop(), T.SanitizeBoundingBoxes(), T.RandomHorizontalFlip(),
                          T.Resize((90, 120), interpolation="bicubic")],
-    "detr": [T.RandomZoomOut(p=0.6), T.RandomIoUCrop(), T.SanitizeBoundingBoxes(min_size=1), T.RandomHorizontalFlip(),
-             T.Resize((160, 160)), T.SanitizeBoundingBoxes()],
+    "detr": [T.RandomPhotometricDistort(p=0.5), T.RandomZoomOut(p=0.6), T.RandomIoUCrop(),
+             T.SanitizeBoundingBoxes(min_size=1), T.RandomHorizontalFlip(), T.Resize((160, 160)),
+             T.SanitizeBoundingBoxes()],
+    "photometric-resize": [T.RandomPhotometricDistort(p=0.7), T.Resize((100, 90), interpolation="bicubic"),
+                           T.RandomPhotometricDistort(p=0.5)],
 }
+
+#: The photometric steps (RandomPhotometricDistort's), run by stoker's kernels.
+PHOTOMETRIC = {"adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "permute_channels"}
 
 
 def replay_pixels(img: torch.Tensor, trace: List[Any]) -> torch.Tensor:
@@ -51,8 +65,20 @@ def replay_pixels(img: torch.Tensor, trace: List[Any]) -> torch.Tensor:
     return img
 
 
+def split(trace: List[Any]) -> Tuple[List[Any], List[Any], List[Any]]:
+    """A trace's photometric steps before the geometry, the geometry's, and
+    the photometric steps after it."""
+    i = 0
+    while i < len(trace) and trace[i][0] in PHOTOMETRIC:
+        i += 1
+    j = i
+    while j < len(trace) and trace[j][0] not in PHOTOMETRIC:
+        j += 1
+    return trace[:i], trace[i:j], trace[j:]
+
+
 @pytest.mark.parametrize("name", sorted(TRANSFORMS))
-def test_pixels_are_torchvisions(server: str, det: Path, name: str) -> None:  # noqa: F811
+def test_pixels_are_torchvisions(server: str, det: Path, stoker_bin: Path, name: str) -> None:  # noqa: F811
     images_dir = det / "images" / "train"
     n, ops = 0, set()
     for seed in (1, 2):
@@ -62,17 +88,89 @@ def test_pixels_are_torchvisions(server: str, det: Path, name: str) -> None:  # 
                 images = b[0]
                 for i, path in enumerate(b.fields["path"]):
                     src = decode_jpeg(read_file(str(images_dir / path.decode())), mode=ImageReadMode.RGB)
-                    want = replay_pixels(src, b.trace[i])
+                    pre, geo, post = split(b.trace[i])
+                    if pre:  # on the image at its own size, before the geometry
+                        src = torch.from_numpy(ops_apply(stoker_bin, [(src.numpy(), pre)])[0])
+                    want = replay_pixels(src, geo)
+                    if post:
+                        want = torch.from_numpy(ops_apply(stoker_bin, [(want.numpy(), post)])[0])
                     assert torch.equal(images[i], want), f"{name} seed {seed} {path}: not torchvision's {b.trace[i]}"
                     ops.update(op for op, _ in b.trace[i])
                     n += 1
             assert not list(ld.sample_errors)
     assert n == 2 * N
+    if name.startswith("photometric"):
+        assert PHOTOMETRIC <= ops, ops
+        return
     assert {"iou_crop", "resize"} <= ops, ops
     if name != "iou-flip-bicubic":
         assert "pad" in ops, ops
     else:
         assert "horizontal_flip" in ops, ops
+    if name == "detr":
+        assert PHOTOMETRIC <= ops, ops
+
+
+def test_permute_channels_is_torchvisions(stoker_bin: Path) -> None:
+    """stoker's permute_channels kernel is torchvision's, byte for byte,
+    for every permutation."""
+    img = torch.randint(0, 256, (3, 7, 5), dtype=torch.uint8, generator=torch.Generator().manual_seed(3))
+    perms = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]]
+    got = ops_apply(stoker_bin, [(img.numpy(), [("permute_channels", {"permutation": p})]) for p in perms])
+    for p, g in zip(perms, got):
+        assert np.array_equal(g, F.permute_channels(img, p).numpy()), p
+
+
+def photometric_sequence(steps: List[Any]) -> Tuple[str, ...]:
+    return tuple(s for s, _ in steps)
+
+
+def test_photometric_draws_are_torchvisions(stoker_bin: Path) -> None:
+    """RandomPhotometricDistort's steps (which are drawn, in which order,
+    the permutation) and factors, against its make_params and transform's
+    order on the same draws."""
+    kw = dict(brightness=(0.8, 1.2), contrast=(0.6, 1.4), saturation=(0.5, 1.5), hue=(-0.1, 0.1), p=0.6)
+    t = tv2.RandomPhotometricDistort(**kw)
+    spec = [pb.Op(resize=pb.Resize(height=8, width=8)), T.RandomPhotometricDistort(**kw).to_proto()]
+    img = torch.zeros(3, 8, 8, dtype=torch.uint8)
+    draws = 20000
+    keys = ("brightness_factor", "contrast_factor", "saturation_factor", "hue_factor")
+    names = ("adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue")
+
+    def theirs_steps(p: Dict[str, Any]) -> List[Tuple[str, Any]]:
+        out: List[Tuple[str, Any]] = []
+        f = {n: p[k] for n, k in zip(names, keys)}
+        order = ["adjust_brightness"] + (["adjust_contrast"] if p["contrast_before"] else []) + \
+            ["adjust_saturation", "adjust_hue"] + ([] if p["contrast_before"] else ["adjust_contrast"])
+        out = [(n, f[n]) for n in order if f[n] is not None]
+        if p["channel_permutation"] is not None:
+            out.append(("permute_channels", tuple(p["channel_permutation"].tolist())))
+        return out
+
+    def run(k: int) -> Checks:
+        js = json_format.MessageToJson(pb.TransformSpec(ops=spec), indent=None)
+        r = subprocess.run([str(stoker_bin), "ops", "draw", "--spec", js, "--n", str(draws), "--seed", str(k),
+                            "--source", "64x48"], capture_output=True, text=True, timeout=600,
+                           stdin=subprocess.DEVNULL, check=True)
+        mine = []
+        for line in r.stdout.splitlines():
+            steps = [(s, a) for s, a in json.loads(line) if s in PHOTOMETRIC]
+            mine.append([(s, tuple(a["permutation"]) if s == "permute_channels" else next(iter(a.values())))
+                         for s, a in steps])
+        torch.manual_seed(200 + k)
+        theirs = [theirs_steps(t.make_params([img])) for _ in range(draws)]
+        c = Checks()
+        seq = lambda xs: [" ".join(s for s, _ in x if s != "permute_channels") for x in xs]  # noqa: E731
+        stat, pv, df = chi2_homogeneity(seq(mine), seq(theirs))
+        c.p("the steps drawn, in order", pv, f"(chi2 {stat:.1f}, df {df})")
+        perm = lambda xs: [str(next((a for s, a in x if s == "permute_channels"), None)) for x in xs]  # noqa: E731
+        stat, pv, df = chi2_homogeneity(perm(mine), perm(theirs))
+        c.p("the permutation", pv, f"(chi2 {stat:.1f}, df {df})")
+        for n in names:
+            compare_values(c, n, [a for x in mine for s, a in x if s == n], [a for x in theirs for s, a in x if s == n])
+        return c
+
+    in_band(run)
 
 
 def test_iou_crop_needs_targets(server: str) -> None:  # noqa: F811

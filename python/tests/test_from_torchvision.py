@@ -196,14 +196,22 @@ def test_random_iou_crop() -> None:
     default list) first or after RandomZoomOut, then Resize((h, w)) after
     SanitizeBoundingBoxes and one RandomHorizontalFlip: the DETR recipes'
     geometry."""
-    got = T.from_torchvision(tv2.Compose([tv2.RandomZoomOut(fill=0), tv2.RandomIoUCrop(),
-                                          tv2.SanitizeBoundingBoxes(min_size=1), tv2.RandomHorizontalFlip(),
-                                          tv2.Resize((640, 640)), tv2.SanitizeBoundingBoxes()]))
-    assert got.transforms == [T.RandomZoomOut(0), T.RandomIoUCrop(), T.SanitizeBoundingBoxes(min_size=1),
+    got = T.from_torchvision(tv2.Compose([tv2.RandomPhotometricDistort(p=0.5), tv2.RandomZoomOut(fill=0),
+                                          tv2.RandomIoUCrop(), tv2.SanitizeBoundingBoxes(min_size=1),
+                                          tv2.RandomHorizontalFlip(), tv2.Resize((640, 640)),
+                                          tv2.SanitizeBoundingBoxes()]))
+    assert got.transforms == [T.RandomPhotometricDistort(p=0.5), T.RandomZoomOut(0), T.RandomIoUCrop(), T.SanitizeBoundingBoxes(min_size=1),
                    T.RandomHorizontalFlip(), T.Resize((640, 640)), T.SanitizeBoundingBoxes()]
     got = T.from_torchvision(tv2.Compose([tv2.RandomIoUCrop(0.5, 0.9, 0.75, 1.5, [0.3, 1], 7), tv2.Resize((64, 48))]))
     assert got.transforms == [T.RandomIoUCrop(0.5, 0.9, 0.75, 1.5, [0.3, 1], 7), T.Resize((64, 48))]
     assert list(got.transforms[0].to_proto().random_iou_crop.sampler_options) == [0.3, 1]
+    got = T.from_torchvision(tv2.Compose([tv2.Resize((64, 64)), tv2.RandomPhotometricDistort((0.9, 1.1), p=1)]))
+    assert got.transforms == [T.Resize((64, 64)), T.RandomPhotometricDistort((0.9, 1.1), p=1)]
+    for bad in ([tv2.RandomPhotometricDistort(), tv2.RandomResizedCrop(64)],
+                [tv2.RandomPhotometricDistort(), tv2.Resize(64), tv2.CenterCrop(64)],
+                [tv2.RandomPhotometricDistort(), tv2.RandomZoomOut(), tv2.RandomCrop(64)]):
+        with pytest.raises(ValueError, match="RandomPhotometricDistort before the geometry needs"):
+            T.from_torchvision(tv2.Compose(bad))
 
 
 def test_dinov2_blur_subclass() -> None:

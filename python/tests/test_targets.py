@@ -39,7 +39,7 @@ GEOMETRY = {"resized_crop", "resize", "center_crop", "pad", "crop", "horizontal_
             "sanitize_bounding_boxes", "iou_crop"}
 PIXELS = {"adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "rgb_to_grayscale",
           "gaussian_blur", "solarize", "posterize", "invert", "equalize", "autocontrast", "adjust_sharpness",
-          "erase", "normalize"}
+          "erase", "normalize", "permute_channels"}
 
 # Transforms through every geometry the targets support: a crop inside the
 # image, one past it (CenterCrop larger than the image pads; RandomCrop with
@@ -73,7 +73,7 @@ TRANSFORMS = {
     "iou-resize": [T.RandomIoUCrop(), T.Resize((96, 80))],
     "iou-flip": [T.RandomIoUCrop(sampler_options=[0.1, 0.3, 0.5], trials=10), T.RandomHorizontalFlip(),
                  T.Resize((64, 64))],
-    "detr": [T.RandomZoomOut(p=0.6), T.RandomIoUCrop(), T.SanitizeBoundingBoxes(min_size=1), T.RandomHorizontalFlip(),
+    "detr": [T.RandomPhotometricDistort(), T.RandomZoomOut(p=0.6), T.RandomIoUCrop(), T.SanitizeBoundingBoxes(min_size=1), T.RandomHorizontalFlip(),
              T.Resize((80, 80)), T.SanitizeBoundingBoxes()],
 }
 
@@ -92,7 +92,7 @@ GEOMETRY_OF = {
     "zoom-randomcrop": {"pad", "crop", "sanitize_bounding_boxes"},
     "iou-resize": {"iou_crop", "resize"},
     "iou-flip": {"iou_crop", "horizontal_flip", "resize"},
-    "detr": {"pad", "iou_crop", "sanitize_bounding_boxes", "horizontal_flip", "resize"},
+    "detr": {"permute_channels", "pad", "iou_crop", "sanitize_bounding_boxes", "horizontal_flip", "resize"},
 }
 
 

@@ -184,6 +184,13 @@ SPECS = [
         trials=40))),
     (lambda: T.RandomIoUCrop(0.5, 0.9, 0.75, 1.5, [0.3, 1], trials=7), pb.Op(random_iou_crop=pb.RandomIoUCrop(
         min_scale=0.5, max_scale=0.9, min_aspect_ratio=0.75, max_aspect_ratio=1.5, sampler_options=[0.3, 1], trials=7))),
+    (lambda: T.RandomPhotometricDistort(), pb.Op(random_photometric_distort=pb.RandomPhotometricDistort(
+        brightness=pb.Range(min=0.875, max=1.125), contrast=pb.Range(min=0.5, max=1.5),
+        saturation=pb.Range(min=0.5, max=1.5), hue=pb.Range(min=-0.05, max=0.05), p=0.5))),
+    (lambda: T.RandomPhotometricDistort((0.9, 1.1), hue=[-0.1, 0.2], p=1), pb.Op(
+        random_photometric_distort=pb.RandomPhotometricDistort(
+            brightness=pb.Range(min=0.9, max=1.1), contrast=pb.Range(min=0.5, max=1.5),
+            saturation=pb.Range(min=0.5, max=1.5), hue=pb.Range(min=-0.1, max=0.2), p=1))),
     (lambda: T.SanitizeBoundingBoxes(), pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=1, min_area=1))),
     (lambda: T.SanitizeBoundingBoxes(2, min_area=3.5),
      pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=2, min_area=3.5))),
@@ -324,7 +331,7 @@ def test_signatures_are_torchvisions() -> None:
             want = own.get((name, arg), norm(p.default))
             assert norm(ours[arg].default) == want, (name, arg)
         checked += 1
-    assert checked == 32
+    assert checked == 33
 
 
 def _tv(version: str):

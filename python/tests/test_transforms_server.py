@@ -50,7 +50,9 @@ def test_every_op_is_accepted(server: str) -> None:
                      [T.Pad(4, fill=(1, 2, 3)), T.RandomCrop(SIZE, pad_if_needed=True, fill=(1, 2, 3))],
                      [T.Pad((2, 3)), T.CenterCrop(SIZE)], [T.CenterCrop(SIZE - 4), T.Pad(2)],
                      [T.RandomZoomOut(fill=(1, 2, 3)), T.Resize((SIZE, 20))], [T.RandomZoomOut(), T.CenterCrop(SIZE)],
-                     [T.RandomZoomOut(side_range=(1, 2), p=1), T.RandomCrop(SIZE)]):
+                     [T.RandomZoomOut(side_range=(1, 2), p=1), T.RandomCrop(SIZE)],
+                     [T.RandomPhotometricDistort(), T.Resize((SIZE, 20))],
+                     [T.RandomPhotometricDistort(p=1), T.RandomZoomOut(), T.Resize((SIZE, 20))]):
         assert len(loader(server, transform=geometry, batch_size=8)) == 6, geometry
 
 
