@@ -104,6 +104,13 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 		if err := checkSanitize(op); err != nil {
 			return bad("%v", err)
 		}
+	case OpConvertBoundingBoxFormat:
+		if depth > 0 {
+			return bad("ConvertBoundingBoxFormat inside a container is not supported: it comes last, after every op that moves boxes")
+		}
+		if op.BoxFormat > BoxCXCYWH {
+			return bad("format %d: want XYXY, XYWH or CXCYWH", op.BoxFormat)
+		}
 	case OpRandomSolarize:
 		if err := prob(); err != nil {
 			return node{}, err
@@ -228,6 +235,8 @@ func fixedStep(op *Op) Step {
 		return Step{Fn: FnAdjustSharpness, F: [6]float64{op.Factor}}
 	case OpSanitizeBoundingBoxes:
 		return Step{Fn: FnSanitizeBoxes, F: [6]float64{op.MinSize, op.MinArea}}
+	case OpConvertBoundingBoxFormat:
+		return Step{Fn: FnConvertBoxFormat, I: [6]int{int(op.BoxFormat)}}
 	}
 	return Step{}
 }

@@ -41,7 +41,7 @@ func (n *node) draw(d *drawer) {
 		if r.Float64() < op.P {
 			d.emit(n.step)
 		}
-	case OpGrayscale, OpSanitizeBoundingBoxes:
+	case OpGrayscale, OpSanitizeBoundingBoxes, OpConvertBoundingBoxFormat:
 		d.emit(n.step)
 	case OpColorJitter:
 		n.drawJitter(&r, d)

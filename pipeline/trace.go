@@ -56,6 +56,8 @@ func (st *Step) appendJSON(b []byte) []byte {
 			b = strconv.AppendQuote(b, st.Interp.String())
 		case argAntialias:
 			b = strconv.AppendBool(b, st.Antialias)
+		case argBoxFormat:
+			b = strconv.AppendQuote(b, BoxFormat(st.I[a.at]).String())
 		case argFalse:
 			b = append(b, "false"...)
 		case argFill:
@@ -227,6 +229,16 @@ func (st *Step) setArg(a arg, raw json.RawMessage) error {
 		st.Interp = in
 	case argAntialias:
 		return json.Unmarshal(raw, &st.Antialias)
+	case argBoxFormat:
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return err
+		}
+		f, err := ParseBoxFormat(s)
+		if err != nil {
+			return err
+		}
+		st.I[a.at] = int(f)
 	case argFalse:
 		var v bool
 		if err := json.Unmarshal(raw, &v); err != nil || v {

@@ -64,6 +64,9 @@ const (
 	// permutation at P); after the geometry, or before a geometry that
 	// resizes (Resize(h, w), after a RandomZoomOut or RandomIoUCrop).
 	OpRandomPhotometricDistort OpKind = "RandomPhotometricDistort"
+	// OpConvertBoundingBoxFormat delivers a job's target boxes in
+	// BoxFormat (targets.go), after every op that moves or drops them.
+	OpConvertBoundingBoxFormat OpKind = "ConvertBoundingBoxFormat"
 )
 
 // Op is one step of a transform, with torchvision's arguments. Each kind
@@ -143,6 +146,8 @@ type Op struct {
 	// (the minimal IoUs; one >= 1 leaves the image), Trials its trials.
 	Options []float64
 	Trials  int
+	// BoxFormat: ConvertBoundingBoxFormat's format.
+	BoxFormat BoxFormat
 	// Value: RandomErasing's fill, per channel in pixel units (0..255);
 	// RandomValue is value="random", RandomColor with it one random colour
 	// per box (timm's mode "rand"). MinCount and MaxCount: timm's count of
@@ -421,6 +426,9 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	}
 	if len(rest) > maxOps {
 		return bad("%d ops after the geometry: the limit is %d", len(rest), maxOps)
+	}
+	if err := checkConvertLast(rest, pre+first-1); err != nil {
+		return nil, err
 	}
 	c := compiler{w: t.outW, h: t.outH}
 	t.post = make([]node, len(rest))

@@ -75,6 +75,9 @@ func opsString(ops []Op) string {
 		case OpSanitizeBoundingBoxes:
 			fmt.Fprintf(&b, "(min_size=%g, min_area=%g)", op.MinSize, op.MinArea)
 			continue
+		case OpConvertBoundingBoxFormat:
+			fmt.Fprintf(&b, "(%s)", op.BoxFormat)
+			continue
 		case OpRandomPhotometricDistort:
 			fmt.Fprintf(&b, "(%v, p=%g)", op.Jitter, op.P)
 			continue

@@ -230,6 +230,12 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 				op.Jitter[i] = rng(r)
 			}
 		}
+	case *stokerv1.Op_ConvertBoundingBoxFormat:
+		op = pipeline.Op{Kind: pipeline.OpConvertBoundingBoxFormat}
+		op.BoxFormat, err = pipeline.ParseBoxFormat(x.ConvertBoundingBoxFormat.GetFormat())
+		if err != nil {
+			err = fmt.Errorf("transform: %s: %w", where, err)
+		}
 	case *stokerv1.Op_SanitizeBoundingBoxes:
 		s := x.SanitizeBoundingBoxes
 		op = pipeline.Op{Kind: pipeline.OpSanitizeBoundingBoxes, MinSize: p(s.MinSize, 1), MinArea: p(s.MinArea, 1)}

@@ -629,6 +629,7 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     # v1 and v2 keep Pad's padding as given (torchvision's pad forms)
     "Pad": lambda cv, t, where: O.Pad(t.padding, t.fill, t.padding_mode),
     "RandomZoomOut": lambda cv, t, where: _zoom_out(cv, t),
+    "ConvertBoundingBoxFormat": lambda cv, t, where: O.ConvertBoundingBoxFormat(t.format),
     "RandomPhotometricDistort": lambda cv, t, where: O.RandomPhotometricDistort(t.brightness, t.contrast, t.saturation,
                                                                                 t.hue, t.p),
     "RandomIoUCrop": lambda cv, t, where: O.RandomIoUCrop(t.min_scale, t.max_scale, t.min_aspect_ratio,

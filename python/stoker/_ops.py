@@ -254,6 +254,24 @@ class RandomIoUCrop(Transform):
             max_aspect_ratio=self.max_aspect_ratio, sampler_options=list(self.sampler_options), trials=self.trials))
 
 
+class ConvertBoundingBoxFormat(Transform):
+    """torchvision.transforms.v2's ConvertBoundingBoxFormat, on a job's
+    targets (``Loader(targets=True)``; refused without): the boxes come in
+    ``format`` ("XYXY", "XYWH", "CXCYWH", or a
+    ``tv_tensors.BoundingBoxFormat``), their ``BoundingBoxes`` carrying it.
+    It comes after every op that moves or drops boxes."""
+
+    def __init__(self, format: Any) -> None:
+        name = getattr(format, "name", format)
+        if not isinstance(name, str) or name.upper() not in ("XYXY", "XYWH", "CXCYWH"):
+            raise ValueError(f"ConvertBoundingBoxFormat: format {format!r}: stoker's boxes are XYXY, XYWH or CXCYWH "
+                             f"(the rotated formats are not supported)")
+        self.format = name.upper()
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(convert_bounding_box_format=pb.ConvertBoundingBoxFormat(format=self.format))
+
+
 class RandomHorizontalFlip(Transform):
     """Flip left-right with probability ``p``."""
 

@@ -173,12 +173,23 @@ def test_photometric_draws_are_torchvisions(stoker_bin: Path) -> None:
     in_band(run)
 
 
-def test_iou_crop_needs_targets(server: str) -> None:  # noqa: F811
-    with stoker.Loader(server, "coco", batch_size=4, transform=T.Compose([T.RandomIoUCrop(), T.Resize((32, 32))]),
-                       pin_memory=False, timeout=60) as ld:
+@pytest.mark.parametrize("ops,what", [([T.RandomIoUCrop(), T.Resize((32, 32))], "RandomIoUCrop (op 0)"),
+                                      ([T.Resize((32, 32)), T.ConvertBoundingBoxFormat("CXCYWH")],
+                                       "ConvertBoundingBoxFormat (op 1)")])
+def test_needs_targets(server: str, ops: List[Any], what: str) -> None:  # noqa: F811
+    with stoker.Loader(server, "coco", batch_size=4, transform=T.Compose(ops), pin_memory=False, timeout=60) as ld:
         with pytest.raises(StokerError) as e:
             next(iter(ld))
-    assert e.value.code == "INVALID_ARGUMENT" and "RandomIoUCrop (op 0) acts on targets" in str(e.value), e.value
+    assert e.value.code == "INVALID_ARGUMENT" and f"{what} acts on targets" in str(e.value), e.value
+
+
+def test_convert_after_a_flip_is_refused(server: str) -> None:  # noqa: F811
+    with stoker.Loader(server, "coco", batch_size=4, targets=True, pin_memory=False, timeout=60,
+                       transform=T.Compose([T.Resize((32, 32)), T.ConvertBoundingBoxFormat("XYWH"),
+                                            T.RandomVerticalFlip()])) as ld:
+        with pytest.raises(StokerError) as e:
+            next(iter(ld))
+    assert e.value.code == "INVALID_ARGUMENT" and "after ConvertBoundingBoxFormat (op 1)" in str(e.value), e.value
 
 
 @pytest.mark.parametrize("ops,want", [

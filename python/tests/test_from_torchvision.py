@@ -199,12 +199,16 @@ def test_random_iou_crop() -> None:
     got = T.from_torchvision(tv2.Compose([tv2.RandomPhotometricDistort(p=0.5), tv2.RandomZoomOut(fill=0),
                                           tv2.RandomIoUCrop(), tv2.SanitizeBoundingBoxes(min_size=1),
                                           tv2.RandomHorizontalFlip(), tv2.Resize((640, 640)),
-                                          tv2.SanitizeBoundingBoxes()]))
-    assert got.transforms == [T.RandomPhotometricDistort(p=0.5), T.RandomZoomOut(0), T.RandomIoUCrop(), T.SanitizeBoundingBoxes(min_size=1),
+                                          tv2.SanitizeBoundingBoxes(), tv2.ConvertBoundingBoxFormat("CXCYWH")]))
+    assert got.transforms[-1] == T.ConvertBoundingBoxFormat("CXCYWH")
+    assert got.transforms[:-1] == [T.RandomPhotometricDistort(p=0.5), T.RandomZoomOut(0), T.RandomIoUCrop(), T.SanitizeBoundingBoxes(min_size=1),
                    T.RandomHorizontalFlip(), T.Resize((640, 640)), T.SanitizeBoundingBoxes()]
     got = T.from_torchvision(tv2.Compose([tv2.RandomIoUCrop(0.5, 0.9, 0.75, 1.5, [0.3, 1], 7), tv2.Resize((64, 48))]))
     assert got.transforms == [T.RandomIoUCrop(0.5, 0.9, 0.75, 1.5, [0.3, 1], 7), T.Resize((64, 48))]
     assert list(got.transforms[0].to_proto().random_iou_crop.sampler_options) == [0.3, 1]
+    got = T.from_torchvision(tv2.Compose([tv2.Resize((64, 64)),
+                                          tv2.ConvertBoundingBoxFormat(tv_tensors.BoundingBoxFormat.XYWH)]))
+    assert got.transforms[1].to_proto().convert_bounding_box_format.format == "XYWH"
     got = T.from_torchvision(tv2.Compose([tv2.Resize((64, 64)), tv2.RandomPhotometricDistort((0.9, 1.1), p=1)]))
     assert got.transforms == [T.Resize((64, 64)), T.RandomPhotometricDistort((0.9, 1.1), p=1)]
     for bad in ([tv2.RandomPhotometricDistort(), tv2.RandomResizedCrop(64)],

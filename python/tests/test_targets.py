@@ -36,7 +36,7 @@ N = 24
 # The trace's ops that move boxes, and those that leave them (torchvision
 # passes a BoundingBoxes through them).
 GEOMETRY = {"resized_crop", "resize", "center_crop", "pad", "crop", "horizontal_flip", "vertical_flip",
-            "sanitize_bounding_boxes", "iou_crop"}
+            "sanitize_bounding_boxes", "iou_crop", "convert_bounding_box_format"}
 PIXELS = {"adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "rgb_to_grayscale",
           "gaussian_blur", "solarize", "posterize", "invert", "equalize", "autocontrast", "adjust_sharpness",
           "erase", "normalize", "permute_channels"}
@@ -73,8 +73,11 @@ TRANSFORMS = {
     "iou-resize": [T.RandomIoUCrop(), T.Resize((96, 80))],
     "iou-flip": [T.RandomIoUCrop(sampler_options=[0.1, 0.3, 0.5], trials=10), T.RandomHorizontalFlip(),
                  T.Resize((64, 64))],
-    "detr": [T.RandomPhotometricDistort(), T.RandomZoomOut(p=0.6), T.RandomIoUCrop(), T.SanitizeBoundingBoxes(min_size=1), T.RandomHorizontalFlip(),
-             T.Resize((80, 80)), T.SanitizeBoundingBoxes()],
+    "detr": [T.RandomPhotometricDistort(), T.RandomZoomOut(p=0.6), T.RandomIoUCrop(), T.SanitizeBoundingBoxes(min_size=1),
+             T.RandomHorizontalFlip(), T.Resize((80, 80)), T.SanitizeBoundingBoxes(), T.ConvertBoundingBoxFormat("CXCYWH")],
+    # ConvertBoundingBoxFormat last: the boxes come in its format (only ops
+    # on pixels after it).
+    "resize-xywh": [T.Resize((72, 64)), T.RandomHorizontalFlip(), T.ConvertBoundingBoxFormat("XYWH"), T.ColorJitter(0.2)],
 }
 
 # The ops each transform's traces show (each flip drawn on some sample).
@@ -92,7 +95,9 @@ GEOMETRY_OF = {
     "zoom-randomcrop": {"pad", "crop", "sanitize_bounding_boxes"},
     "iou-resize": {"iou_crop", "resize"},
     "iou-flip": {"iou_crop", "horizontal_flip", "resize"},
-    "detr": {"permute_channels", "pad", "iou_crop", "sanitize_bounding_boxes", "horizontal_flip", "resize"},
+    "detr": {"permute_channels", "pad", "iou_crop", "sanitize_bounding_boxes", "horizontal_flip", "resize",
+             "convert_bounding_box_format"},
+    "resize-xywh": {"resize", "horizontal_flip", "convert_bounding_box_format", "adjust_brightness"},
 }
 
 
@@ -130,6 +135,9 @@ def replay(boxes: tv_tensors.BoundingBoxes, trace: List[Any]) -> Tuple[tv_tensor
             boxes, valid = F.sanitize_bounding_boxes(boxes, **kw)
             left = keep.nonzero().flatten()
             keep[left[~valid]] = False
+            continue
+        if name == "convert_bounding_box_format":
+            boxes = F.convert_bounding_box_format(boxes, new_format=kw["new_format"])
             continue
         if name == "iou_crop":  # RandomIoUCrop.transform, its make_params' is_within_crop_area
             boxes = tv2.RandomIoUCrop().transform(boxes, dict(kw, is_within_crop_area=iou_within(boxes, **kw)))
@@ -176,7 +184,7 @@ def check(got: Dict[str, Any], want: Dict[str, Any], trace: List[Any], image: to
     coordinates lie on the canvas' edge (clamped, or there already)."""
     moved, keep = replay(want["boxes"], trace)
     assert isinstance(got["boxes"], tv_tensors.BoundingBoxes), where
-    assert got["boxes"].format == tv_tensors.BoundingBoxFormat.XYXY, where
+    assert got["boxes"].format == moved.format, where
     assert tuple(got["boxes"].canvas_size) == tuple(moved.canvas_size) == tuple(image.shape[-2:]), where
     g, m = got["boxes"].as_subclass(torch.Tensor), moved.as_subclass(torch.Tensor)
     assert g.dtype == m.dtype == torch.float32, where
@@ -219,7 +227,7 @@ def test_coco_targets_are_torchvisions(server: str, det: Path, name: str) -> Non
         assert 0 < instances < sum(len(want[i]["labels"]) for i in want) * 2, instances
     # Some boxes were clamped to the canvas' edge (a resize alone clamps
     # none; a Pad last moves the edge's boxes off it).
-    assert edges > 0 or name in ("resize-hw", "centercrop-past", "resize-sanitize", "zoom-resize")
+    assert edges > 0 or name in ("resize-hw", "centercrop-past", "resize-sanitize", "zoom-resize", "resize-xywh", "detr")
     # RandomIoUCrop left some boxes out, which no SanitizeBoundingBoxes
     # dropped.
     assert marked > 0 or not name.startswith("iou-"), marked

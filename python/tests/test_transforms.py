@@ -191,6 +191,8 @@ SPECS = [
         random_photometric_distort=pb.RandomPhotometricDistort(
             brightness=pb.Range(min=0.9, max=1.1), contrast=pb.Range(min=0.5, max=1.5),
             saturation=pb.Range(min=0.5, max=1.5), hue=pb.Range(min=-0.1, max=0.2), p=1))),
+    (lambda: T.ConvertBoundingBoxFormat("cxcywh"),
+     pb.Op(convert_bounding_box_format=pb.ConvertBoundingBoxFormat(format="CXCYWH"))),
     (lambda: T.SanitizeBoundingBoxes(), pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=1, min_area=1))),
     (lambda: T.SanitizeBoundingBoxes(2, min_area=3.5),
      pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=2, min_area=3.5))),
@@ -331,7 +333,7 @@ def test_signatures_are_torchvisions() -> None:
             want = own.get((name, arg), norm(p.default))
             assert norm(ours[arg].default) == want, (name, arg)
         checked += 1
-    assert checked == 33
+    assert checked == 34
 
 
 def _tv(version: str):
