@@ -197,3 +197,24 @@ func TestZoomOutCost(t *testing.T) {
 		t.Errorf("a canvas of up to 16x16 photos predicted at %v at worst", large.Max)
 	}
 }
+
+// BenchmarkDetrPreset: the preset "detr" on a 640x480 picture with three
+// boxes, per sample (the canvas path for every sample: the photometric
+// distortion on the image, the zoom's canvas, the IoU crop, the resize to
+// 640x640 in Go).
+func BenchmarkDetrPreset(b *testing.B) {
+	tr, err := ParseTransform("detr", CHW)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := encodeJPEG(testPicture(640, 480), 90)
+	d := NewDecoder()
+	defer d.Close()
+	d.SetBoxSource(fixedBoxes{{64, 96, 96, 432}, {192, 120, 512, 336}, {448, 360, 640, 480}}, 0)
+	out := make([]byte, tr.SampleBytes())
+	for i := 0; b.Loop(); i++ {
+		if err := d.Decode(data, tr, Key{Seed: 1, Index: uint64(i)}, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

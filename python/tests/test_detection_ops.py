@@ -111,6 +111,32 @@ def test_pixels_are_torchvisions(server: str, det: Path, stoker_bin: Path, name:
         assert PHOTOMETRIC <= ops, ops
 
 
+def test_detr_preset_is_the_recipe(server: str, det: Path) -> None:  # noqa: F811
+    """transform="detr" is issue 46's recipe converted from torchvision's
+    v2 classes: the same traces, pixels and targets, seed for seed; its
+    boxes are torchvision's replay of the traces (test_targets.check)."""
+    from test_targets import check, coco_sources
+
+    recipe = T.from_torchvision(tv2.Compose([
+        tv2.RandomPhotometricDistort(p=0.5), tv2.RandomZoomOut(fill=0), tv2.RandomIoUCrop(),
+        tv2.SanitizeBoundingBoxes(min_size=1), tv2.RandomHorizontalFlip(), tv2.Resize((640, 640)),
+        tv2.SanitizeBoundingBoxes()]))
+    want = coco_sources(det)
+    kw = dict(batch_size=4, seed=11, targets=True, trace=True, return_indices=True, pin_memory=False, timeout=120,
+              shuffle=False)
+    seen = 0
+    with stoker.Loader(server, "coco", transform="detr", **kw) as a, \
+            stoker.Loader(server, "coco", transform=recipe, **kw) as b:
+        for x, y in zip(a, b):
+            assert x.trace == y.trace
+            assert torch.equal(x[0], y[0]) and x[0].shape[1:] == (3, 640, 640)
+            for i, (t, u, idx) in enumerate(zip(x[1], y[1], x[2].tolist())):
+                assert torch.equal(t["boxes"], u["boxes"]) and torch.equal(t["labels"], u["labels"])
+                check(t, want[idx], x.trace[i], x[0][i], f"detr sample {idx}")
+                seen += 1
+    assert seen == N
+
+
 def test_permute_channels_is_torchvisions(stoker_bin: Path) -> None:
     """stoker's permute_channels kernel is torchvision's, byte for byte,
     for every permutation."""

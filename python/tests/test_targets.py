@@ -339,15 +339,17 @@ def test_targets_not_a_field() -> None:
         stoker.Loader("127.0.0.1:1", "coco", fields=("targets",), targets=True)
 
 
-def test_detection_example(server: str) -> None:
+@pytest.mark.parametrize("args,steps", [([], 3), (["--transform", "detr"], 1)])
+def test_detection_example(server: str, args: List[str], steps: int) -> None:
     """examples/detection_train.py, as a user runs it: torchvision's Faster
-    R-CNN trained 3 steps on the targets (CPU), every loss finite."""
+    R-CNN trained 3 steps on the targets (CPU), every loss finite; with
+    the detr preset (640x640), 1 step."""
     repo = Path(__file__).resolve().parents[2]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([str(repo / "python"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     r = subprocess.run([sys.executable, str(repo / "examples" / "detection_train.py"), "--target", server, "--dataset",
-                        "coco", "--steps", "3"], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                       timeout=600)
+                        "coco", "--steps", str(steps), *args], env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "trained 3 steps" in r.stdout, r.stdout
-    assert r.stdout.count(" boxes in 2 images)") == 3, r.stdout
+    assert f"trained {steps} steps" in r.stdout, r.stdout
+    assert r.stdout.count(" boxes in 2 images)") == steps, r.stdout
