@@ -75,8 +75,9 @@ const (
 	nominalSourcePx = 160_000
 	// zoomCanvasNs is one canvas pixel of a RandomZoomOut before a
 	// Resize: the canvas filled and resized in Go (resizeCanvas;
-	// BenchmarkZoomOutResize: 15 ms more for a canvas of ~0.6 MP).
-	zoomCanvasNs = 25
+	// BenchmarkZoomOutResize: about 6 ms more for a canvas of ~0.6 MP, a
+	// fill row's pass made once).
+	zoomCanvasNs = 12
 	// sampleNs is each sample's fixed cost: its read from a local file,
 	// the header, the plan, the draws.
 	sampleNs = 10_000

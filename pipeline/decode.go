@@ -87,8 +87,9 @@ type Decoder struct {
 	admitNow bool
 	// targets is appendTargets' scratch.
 	targets Targets
-	// canvas is a RandomZoomOut canvas' RGBA scratch (resizeCanvas).
-	canvas []byte
+	// canvas is a RandomZoomOut canvas' RGBA scratch (resizeCanvas), mid
+	// its horizontal pass' rows (resampleRGBA).
+	canvas, mid []byte
 	// boxSrc and boxIdx: where the sample's source boxes are, for a
 	// RandomIoUCrop's draw (SetBoxSource); boxes and boxRoom its scratch.
 	boxSrc  Targeted

@@ -7,7 +7,6 @@ package pipeline
 
 import (
 	"fmt"
-	"image"
 )
 
 // maxPre bounds the ops before the geometry.
@@ -256,6 +255,77 @@ func (d *Decoder) resizeCanvas(dst []byte, p *samplePlan, src []byte, layout Lay
 	}
 	cp := *p
 	cp.geom, cp.srcW, cp.srcH, cp.cx, cp.cy, cp.cw, cp.ch = cropResize, cw, ch, p.kx, p.ky, p.kw, p.kh
-	img := &image.NRGBA{Pix: c, Stride: 4 * cw, Rect: image.Rect(0, 0, cw, ch)}
-	resampleTorch(img.SubImage(image.Rect(p.kx, p.ky, p.kx+p.kw, p.ky+p.kh)).(*image.NRGBA), &cp, layout, dst)
+	// The image's rows, from the crop's top: the others are the fill's.
+	top := p.zoomPad[1] - p.ky
+	d.resampleRGBA(c[4*(p.ky*cw+p.kx):], 4*cw, &cp, layout, dst, top, top+h)
 }
+
+// resampleRGBA is resampleTorch (torch's uint8 kernels, the horizontal
+// pass first, rounded and clamped, then the vertical; the same sums, so
+// the same bytes) on RGBA rows of stride bytes from src, the crop's
+// top-left pixel, without its per-tap calls: the canvas path's resize.
+// The rows outside [img0, img1) are all one colour: their horizontal pass
+// is made once and copied.
+func (d *Decoder) resampleRGBA(src []byte, stride int, p *samplePlan, layout Layout, out []byte, img0, img1 int) {
+	sx, sy := p.spans()
+	ax, ay := newTorchAxis(sx, p.interp, p.antialias), newTorchAxis(sy, p.interp, p.antialias)
+	w, h := p.outW, p.outH
+	y0, y1 := 1<<62, 0
+	for i, s := range ay.start {
+		y0, y1 = min(y0, s), max(y1, s+len(ay.k[i]))
+	}
+	n := (y1 - y0) * w * 3
+	if cap(d.mid) < n {
+		d.mid = make([]byte, n)
+	}
+	mid := d.mid[:n]
+	hr, vr := int32(1)<<(ax.prec-1), int32(1)<<(ay.prec-1)
+	fillRow := -1 // a fill row's pass, once made
+	for y := y0; y < y1; y++ {
+		row, m := src[y*stride:], mid[(y-y0)*w*3:]
+		if fill := y < img0 || y >= img1; fill && fillRow >= 0 {
+			copy(m[:3*w], mid[(fillRow-y0)*w*3:][:3*w])
+			continue
+		} else if fill {
+			fillRow = y
+		}
+		for x := range w {
+			r, g, b := hr, hr, hr
+			px := row[4*ax.start[x]:]
+			for j, k := range ax.k[x] {
+				k32 := int32(k)
+				r += int32(px[4*j]) * k32
+				g += int32(px[4*j+1]) * k32
+				b += int32(px[4*j+2]) * k32
+			}
+			m[3*x], m[3*x+1], m[3*x+2] = clamp8(r>>ax.prec), clamp8(g>>ax.prec), clamp8(b>>ax.prec)
+		}
+	}
+	plane := w * h
+	for y := range h {
+		taps, base := ay.k[y], (ay.start[y]-y0)*w*3
+		for x := range w {
+			r, g, b := vr, vr, vr
+			for j, k := range taps {
+				k32, o := int32(k), base+(j*w+x)*3
+				r += int32(mid[o]) * k32
+				g += int32(mid[o+1]) * k32
+				b += int32(mid[o+2]) * k32
+			}
+			ox := x
+			if p.flip {
+				ox = w - 1 - x
+			}
+			if layout == HWC {
+				o := 3 * (y*w + ox)
+				out[o], out[o+1], out[o+2] = clamp8(r>>ay.prec), clamp8(g>>ay.prec), clamp8(b>>ay.prec)
+			} else {
+				o := y*w + ox
+				out[o], out[plane+o], out[2*plane+o] = clamp8(r>>ay.prec), clamp8(g>>ay.prec), clamp8(b>>ay.prec)
+			}
+		}
+	}
+}
+
+// clamp8 is a sum shifted back, clamped to 0..255 (torchAxis.sum's end).
+func clamp8(v int32) byte { return byte(min(max(v, 0), 255)) }

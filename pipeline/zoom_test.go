@@ -198,19 +198,22 @@ func TestZoomOutCost(t *testing.T) {
 	}
 }
 
-// BenchmarkDetrPreset: the preset "detr" on a 640x480 picture with three
-// boxes, per sample (the canvas path for every sample: the photometric
-// distortion on the image, the zoom's canvas, the IoU crop, the resize to
-// 640x640 in Go).
+// BenchmarkDetrPreset: the preset "detr" on a photo (459x425,
+// testdata/photos/shell/000015.jpg) with three boxes, per sample (the
+// canvas path for every sample: the photometric distortion on the image,
+// the zoom's canvas, the IoU crop, the resize to 640x640 in Go).
 func BenchmarkDetrPreset(b *testing.B) {
 	tr, err := ParseTransform("detr", CHW)
 	if err != nil {
 		b.Fatal(err)
 	}
-	data := encodeJPEG(testPicture(640, 480), 90)
+	data, err := os.ReadFile("../testdata/photos/shell/000015.jpg")
+	if err != nil {
+		b.Fatal(err)
+	}
 	d := NewDecoder()
 	defer d.Close()
-	d.SetBoxSource(fixedBoxes{{64, 96, 96, 432}, {192, 120, 512, 336}, {448, 360, 640, 480}}, 0)
+	d.SetBoxSource(fixedBoxes{{46, 85, 69, 383}, {138, 106, 367, 298}, {321, 319, 459, 425}}, 0)
 	out := make([]byte, tr.SampleBytes())
 	for i := 0; b.Loop(); i++ {
 		if err := d.Decode(data, tr, Key{Seed: 1, Index: uint64(i)}, out); err != nil {
