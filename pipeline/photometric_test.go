@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"bytes"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -121,5 +123,37 @@ func TestPhotometricPlaces(t *testing.T) {
 		if err == nil || !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error saying %q", opsString(tc.ops), err, tc.want)
 		}
+	}
+}
+
+// TestPhotometricBeforeLayouts: ops before the geometry give the same
+// sample in HWC as in CHW (the steps run on planes either way), and change
+// it (p = 1 draws every step).
+func TestPhotometricBeforeLayouts(t *testing.T) {
+	data, err := os.ReadFile("../testdata/photos/autumn/000000.jpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := photometricOp()
+	all.P = 1
+	resize := Op{Kind: OpResize, Size: [2]int{40, 50}}
+	decode := func(layout Layout, ops ...Op) []byte {
+		tr := mustTransform(t, layout, ops...)
+		d := NewDecoder()
+		defer d.Close()
+		out := make([]byte, tr.SampleBytes())
+		if err := d.Decode(data, tr, Key{Seed: 2, Index: 5}, out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	chw, hwc, plain := decode(CHW, all, resize), decode(HWC, all, resize), decode(CHW, resize)
+	packed := make([]byte, len(chw))
+	chwToHWC(chw, packed)
+	if !bytes.Equal(packed, hwc) {
+		t.Error("HWC differs from CHW packed")
+	}
+	if bytes.Equal(chw, plain) {
+		t.Error("the distortion changed nothing")
 	}
 }
