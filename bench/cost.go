@@ -188,6 +188,9 @@ func runCost(args []string) error {
 		if err != nil {
 			return err
 		}
+		if pipeline.NeedsTargets(t) != "" {
+			continue // detr: its samples need their boxes, which these photos have not
+		}
 		ts = append(ts, named{p, t})
 	}
 	for _, p := range costPolicies() {

@@ -7,13 +7,18 @@ pixels (Loader(targets=True)).
     bin/stoker serve --listen 127.0.0.1:7070 --dataset det=/tmp/det/images/train \\
         --annotations det=/tmp/det/annotations/instances.json &
     python examples/detection_train.py --target 127.0.0.1:7070 --dataset det
+    python examples/detection_train.py --transform detr   # the DETR recipes', 640x640
 
 Each batch is (images, targets): uint8 images of one size, and per sample a
 dict of "boxes" (tv_tensors.BoundingBoxes, XYXY, in the output's pixels),
-"labels", "iscrowd" and "image_id". Boxes a crop left empty come as
-zero-width or zero-height boxes on the edge (stoker has no
-SanitizeBoundingBoxes yet): drop them, and the crowds, as torchvision's
-detection references do, before the model sees them.
+"labels", "iscrowd" and "image_id". --transform rrc (the default) is a
+RandomResizedCrop of --size, a flip and a ColorJitter: boxes a crop left
+empty come as zero-width or zero-height boxes on the edge, which the loop
+drops, with the crowds, as torchvision's detection references do, before
+the model sees them. --transform detr is the preset "detr"
+(RandomPhotometricDistort, RandomZoomOut, RandomIoUCrop,
+SanitizeBoundingBoxes, RandomHorizontalFlip, Resize((640, 640)),
+SanitizeBoundingBoxes), which drops them itself.
 """
 from __future__ import annotations
 
@@ -32,13 +37,17 @@ def main() -> None:
     ap.add_argument("--target", default="127.0.0.1:7070")
     ap.add_argument("--dataset", default="det")
     ap.add_argument("--batch-size", type=int, default=2)
-    ap.add_argument("--size", type=int, default=256)
+    ap.add_argument("--transform", choices=("rrc", "detr"), default="rrc")
+    ap.add_argument("--size", type=int, default=256, help="the rrc transform's output side (detr: 640)")
     ap.add_argument("--steps", type=int, default=3)
     a = ap.parse_args()
 
     classes = next(d for d in stoker.list_datasets(a.target) if d.name == a.dataset).classes
-    tf = T.Compose([T.RandomResizedCrop(a.size, scale=(0.3, 1.0)), T.RandomHorizontalFlip(),
-                    T.ColorJitter(0.2, 0.2, 0.2)])
+    if a.transform == "detr":
+        tf, a.size = "detr", 640
+    else:
+        tf = T.Compose([T.RandomResizedCrop(a.size, scale=(0.3, 1.0)), T.RandomHorizontalFlip(),
+                        T.ColorJitter(0.2, 0.2, 0.2)])
     loader = stoker.Loader(a.target, a.dataset, transform=tf, batch_size=a.batch_size, targets=True)
     # Label 0 is the background for torchvision's detectors: the dataset's
     # contiguous labels go up by one.

@@ -35,6 +35,7 @@ var fnNs = [numFns]float64{
 	FnAdjustContrast:   0.40,
 	FnAdjustSaturation: 1.04,
 	FnAdjustHue:        0.87,
+	FnPermuteChannels:  0.062,
 	FnAdjustSharpness:  2.71,
 	FnRGBToGrayscale:   0.28,
 	FnGaussianBlur:     0.061, // a pixel of one tap of one pass: (kx+ky) taps a pixel
@@ -72,6 +73,11 @@ const (
 	// ImageNet photo (the datasets' photos average 0.13 MP), or the
 	// output's size if larger (an upsampled source is the exception).
 	nominalSourcePx = 160_000
+	// zoomCanvasNs is one canvas pixel of a RandomZoomOut before a
+	// Resize: the canvas filled and resized in Go (resizeCanvas;
+	// BenchmarkZoomOutResize: about 6 ms more for a canvas of ~0.6 MP, a
+	// fill row's pass made once).
+	zoomCanvasNs = 12
 	// sampleNs is each sample's fixed cost: its read from a local file,
 	// the header, the plan, the draws.
 	sampleNs = 10_000
@@ -146,6 +152,32 @@ func (t *Transform) Cost() Cost {
 		worst += geo
 		if geo > domNs {
 			dominant, domNs = where+fmt.Sprintf("op 0 (%s): the resampling to %dx%d", v.ops[0].Kind, w, h), geo
+		}
+		if z := v.zoom; z != nil && v.resize != nil {
+			// The canvas, r*r times the source, r uniform in side_range.
+			lo, hi := z.SideRange[0], z.SideRange[1]
+			canvas := float64(zoomCanvasNs * srcPx)
+			mean += float64(z.P*canvas) * float64(float64(lo*lo)+float64(lo*hi)+float64(hi*hi)) / 3
+			x := float64(canvas * float64(hi*hi))
+			worst += x
+			if x > domNs {
+				dominant, domNs = where+fmt.Sprintf("op 0 (RandomZoomOut): its canvas, up to %gx%g the image, resized", hi, hi), x
+			}
+		}
+		if len(v.pre) > 0 {
+			// Ops before the geometry, on the image, and its canvas resized.
+			side := int(math.Sqrt(srcPx))
+			x := float64(zoomCanvasNs * srcPx)
+			for i := range v.pre {
+				x += v.pre[i].maxNs(side, side)
+			}
+			mean += x
+			worst += x
+		} else if v.iou != nil && v.preFlip > 0 {
+			// A flip before the resize: the image's canvas, resized.
+			x := float64(zoomCanvasNs * srcPx)
+			mean += float64(v.preFlip * x)
+			worst += x
 		}
 		// The mean: the steps of costDraws samples, as drawn.
 		var sum float64
@@ -231,6 +263,12 @@ func (n *node) maxNs(w, h int) float64 {
 			if on {
 				s += stepNs(Step{Fn: fns[i]}, w, h)
 			}
+		}
+		return s
+	case OpRandomPhotometricDistort: // contrast once, before or after
+		var s float64
+		for _, f := range []Fn{FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustHue, FnPermuteChannels} {
+			s += stepNs(Step{Fn: f}, w, h)
 		}
 		return s
 	case OpGaussianBlur:

@@ -87,13 +87,25 @@ type Decoder struct {
 	admitNow bool
 	// targets is appendTargets' scratch.
 	targets Targets
+	// canvas is a RandomZoomOut canvas' RGBA scratch (resizeCanvas), mid
+	// its horizontal pass' rows (resampleRGBA).
+	canvas, mid []byte
+	// boxSrc and boxIdx: where the sample's source boxes are, for a
+	// RandomIoUCrop's draw (SetBoxSource); boxes and boxRoom its scratch.
+	boxSrc  Targeted
+	boxIdx  int
+	boxes   Targets
+	boxRoom [][4]float32
 }
 
 // viewDraw is what one view of the last sample drew: its geometry's plan
-// and its ops' steps.
+// and its ops' steps; pre the steps of the ops before the geometry
+// (Transform.pre), run on the image at its own size before a canvas plan's
+// geometry.
 type viewDraw struct {
 	plan  samplePlan
 	steps []Step
+	pre   []Step
 }
 
 // NewDecoder returns a Decoder with the given options.
@@ -145,9 +157,16 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 	// A CenterCrop larger than the image decodes its visible part into
 	// room after the views', then is padded into its place: never
 	// straight into out.
+	// So does a RandomZoomOut's canvas before a Resize: the image is
+	// decoded at its own size, padded onto the canvas and resized.
 	padded := false
 	for i := range d.plans {
-		padded = padded || d.plans[i].padded
+		p := &d.plans[i]
+		padded = padded || p.padded || p.canvas
+		if px := int64(p.zoomW) * int64(p.zoomH); p.canvas && px > d.opts.pixelBudget {
+			return fmt.Errorf("%w: RandomZoomOut's canvas of the %dx%d image is %dx%d, %d pixels, over the budget of %d",
+				ErrTooLarge, p.srcW, p.srcH, p.zoomW, p.zoomH, px, d.opts.pixelBudget)
+		}
 	}
 	direct = direct && !padded
 	// Where the decode writes: straight into out, or the views back to
@@ -164,7 +183,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 		if padded {
 			d.dplans = append(d.dplans[:0], d.plans...)
 			for v := range d.dplans {
-				if p := &d.plans[v]; p.padded {
+				if p := &d.plans[v]; p.padded || p.canvas {
 					d.dplans[v] = p.visible()
 					d.voffs = append(d.voffs, n)
 					n += 3 * d.dplans[v].outW * d.dplans[v].outH
@@ -190,7 +209,15 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 	}
 	if padded {
 		for v := range d.plans {
-			if p := &d.plans[v]; p.padded {
+			if p := &d.plans[v]; p.canvas {
+				vp := &d.dplans[v]
+				if pre := d.vd[v].pre; len(pre) > 0 {
+					if err := d.applyGuarded(pre, planes{pix: dst[d.voffs[v]:][:3*vp.outW*vp.outH], w: vp.outW, h: vp.outH}); err != nil {
+						return err
+					}
+				}
+				d.resizeCanvas(dst[d.soffs[v]:][:3*p.outW*p.outH], p, dst[d.voffs[v]:][:3*vp.outW*vp.outH], decLayout)
+			} else if p.padded {
 				vp := &d.dplans[v]
 				x, y := p.padAt()
 				vw, vh := vp.outW, vp.outH
@@ -235,7 +262,15 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 	for v := range nv {
 		vt, kv := t.View(v), k
 		kv.View += uint64(v)
-		p, err := vt.plan(hd.w, hd.h, kv)
+		var src *Targets
+		if vt.iou != nil && d.boxSrc != nil {
+			src = &d.boxes
+			src.reset()
+			if err := d.boxSrc.SourceTargets(d.boxIdx, hd.w, hd.h, src); err != nil {
+				return false, 0, fmt.Errorf("targets: %w", err)
+			}
+		}
+		p, err := vt.planBoxes(hd.w, hd.h, kv, src, &d.boxRoom)
 		// RandomResizedCrop's fallback (torchvision's formula) rounds a
 		// side to zero on images much thinner than its ratio range: (3,
 		// 4) on a 1x10 image, say. Neither path can resample an empty
@@ -258,6 +293,15 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 				vd.steps = make([]Step, 0, vt.maxSteps)
 			}
 			vd.steps = vt.drawSteps(kv, vd.steps)
+		}
+		vd.pre = vd.pre[:0]
+		if len(vt.pre) > 0 {
+			if cap(vd.pre) < vt.maxPre {
+				vd.pre = make([]Step, 0, vt.maxPre)
+			}
+			if vd.pre = vt.drawPre(kv, vd.pre); len(vd.pre) > 0 {
+				direct, decLayout = false, CHW // the steps run on planes
+			}
 		}
 		if vt.norm != nil {
 			direct = false

@@ -22,8 +22,10 @@ import (
 // them from goldenPresetsFast's wherever a crop had been DCT-scaled, and
 // OutputVersion 5 those of the presets with a bilinear geometry
 // (imagenet-*, simclr*, tv-resnet50-v2), whose filter became torch's.
+// detr's cover its targets too (made from boxedDataset's boxes).
 var goldenPresets = map[string][2]string{
 	"clip":           {"fe4b1beab4dcd14c057f348e325f49b02b8143e8a0ce5da979418adf81f119db", "ed96c86c3e7dac049be9c473b8b5cc728dba8450ae96020239048f4a559be3b2"},
+	"detr":           {"cdab82c14300f5ef357b68f8fea9e350579e1f00437476c3bdcde792fe072b56", "b575d027cc62aedaac9720e8d5c6c47b9dd0b8c4738803274e5f8dafa47506c8"},
 	"deit":           {"37e9c876215412d6901b6530e470f1d18c13f81ee36038c094368cba43fc2a2b", "2210e0a70523dd3d8f522313c75dcf62321760aa26678682eecd94a1428831db"},
 	"dino":           {"3c50df635bcee51a4cf66b3914e89e98cdaa601977a27fa261c40b9d6526448d", "524211245d11565672e735f328567e55b55534696fe904b1f0e9f8039179b199"},
 	"dino-global":    {"bf48f6640e43f7e27da0215fe8de354b1f499fbcd43c649f2298178ac43e4401", "65813f1d58c52c6318826f7fab347fbcb693c06244fc5e4644b7d051df772594"},
@@ -44,6 +46,7 @@ var goldenPresets = map[string][2]string{
 // large enough to scale.
 var goldenPresetsFast = map[string][2]string{
 	"clip":           {"127ef4487ae3e941e2d45cf76490e39253a474b4a8478e42655012fad1b785e3", "e666dd6c24d1e99d0fdc309aa87b599f9d07b15ab60de07a272c602f568c83fa"},
+	"detr":           {"cdab82c14300f5ef357b68f8fea9e350579e1f00437476c3bdcde792fe072b56", "b575d027cc62aedaac9720e8d5c6c47b9dd0b8c4738803274e5f8dafa47506c8"},
 	"deit":           {"0a527fbd7c42f59aecce5acdad3033e703022e33bba64d4e42796875daed77c7", "c21ae7aba028c86a44be2c1af0a0bd15f93cb34253d9477d5597ee6c6d6d86f2"},
 	"dino":           {"deb8d29e35e06140a86903e859eefd827fe73d95a59e947851ee7fd2d69daa6e", "3442d5c041304a7e597ce1f898ba332bbafe6cf98286393ee0ed58db35af2fef"},
 	"dino-global":    {"4d6c08aaa546d18cc6ba6f33e861bf8b9c4e45f085574fb90b41a31e7dcc7bdb", "1a7ec67b4b77ee1dcdf156f4c7f674d851034e60288efca1c88bc90d1ba554ad"},
@@ -77,19 +80,38 @@ func testGoldenPresets(t *testing.T, mode DecodeMode, golden map[string][2]strin
 			t.Fatal(err)
 		}
 		tr = tr.WithDecode(mode)
+		// A preset that needs targets (detr) makes them, from boxes on
+		// the images (boxedDataset), and its hash covers them too.
+		var ds Dataset = files
+		var fs *FieldSet
+		if NeedsTargets(tr) != "" {
+			ds = boxedDataset{files}
+			if fs, err = NewFieldSet(ds, []string{FieldTargets}, 1<<20, "golden"); err != nil {
+				t.Fatal(err)
+			}
+		}
 		var got [2]string
 		for i, seed := range []uint64{7, 8} {
 			e := NewExecutor(2)
 			var b Batch
-			if err := e.Fill(context.Background(), files, tr, seed, 3, goldenIndices, PadFromBatch, &b); err != nil {
+			if fs != nil {
+				b.FieldSet = fs
+			}
+			if err := e.Fill(context.Background(), ds, tr, seed, 3, goldenIndices, PadFromBatch, &b); err != nil {
 				t.Fatal(err)
 			}
 			e.Close()
 			if len(b.Errors) > 0 || b.N != len(goldenIndices) {
 				t.Fatalf("%s: batch of %d samples, errors %v", name, b.N, b.Errors)
 			}
-			sum := sha256.Sum256(b.Data)
-			got[i] = hex.EncodeToString(sum[:])
+			h := sha256.New()
+			h.Write(b.Data)
+			for _, f := range b.Fields {
+				h.Write(f.Data)
+			}
+			got[i] = hex.EncodeToString(h.Sum(nil))
+			h.Reset()
+			h.Write(b.Data) // the pixels alone, for the comparison below
 			// Sample by sample, every SIMD off: the same bytes.
 			d := NewDecoder()
 			knobsOf(d).simdMax = -1
@@ -99,20 +121,37 @@ func testGoldenPresets(t *testing.T, mode DecodeMode, golden map[string][2]strin
 			batch := make([]byte, n*tr.SampleBytes())
 			out := make([]byte, tr.SampleBytes())
 			for i, idx := range goldenIndices {
+				if fs != nil {
+					d.SetBoxSource(ds.(Targeted), int(idx))
+				}
 				if err := d.Decode(files.files[idx], tr, Key{Seed: seed, Epoch: 3, Index: uint64(idx)}, out); err != nil {
 					t.Fatal(err)
 				}
 				l.CopySample(batch, n, i, out, 1, 0)
 			}
 			d.Close()
-			if scalar := hex.EncodeToString(sha256Of(batch)); scalar != got[i] {
-				t.Errorf("%s seed %d: without SIMD the batch is %s, with it %s", name, seed, scalar, got[i])
+			if scalar, simd := hex.EncodeToString(sha256Of(batch)), hex.EncodeToString(h.Sum(nil)); scalar != simd {
+				t.Errorf("%s seed %d: without SIMD the batch is %s, with it %s", name, seed, scalar, simd)
 			}
 		}
 		if want, ok := golden[name]; !ok || got != want {
 			t.Errorf("%s (decode %s): SHA-256s %q, want %q (paste them into goldenPresets or goldenPresetsFast if the change is meant, and raise OutputVersion)", name, mode, got, want)
 		}
 	}
+}
+
+// boxedDataset is memDataset's images with boxes: three per image, at
+// fixed fractions of its size (one thin, one across the middle, one in a
+// corner), labels 0 to 2, the last a crowd.
+type boxedDataset struct{ memDataset }
+
+func (d boxedDataset) SourceTargets(i, w, h int, t *Targets) error {
+	fw, fh := float32(w), float32(h)
+	t.ImageID = int64(i)
+	t.add([4]float32{fw * 0.1, fh * 0.2, fw * 0.15, fh * 0.9}, 0, false)
+	t.add([4]float32{fw * 0.3, fh * 0.25, fw * 0.8, fh * 0.7}, 1, false)
+	t.add([4]float32{fw * 0.7, fh * 0.75, fw, fh}, 2, true)
+	return nil
 }
 
 func sha256Of(b []byte) []byte {

@@ -79,9 +79,15 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 	}
 	n.step = fixedStep(op)
 	switch op.Kind {
-	case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad:
+	case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomZoomOut, OpRandomIoUCrop:
 		if depth > 0 {
 			return bad("a geometry op inside a container: the geometry is the transform's first op, fused into the decode")
+		}
+		if op.Kind == OpRandomZoomOut {
+			return bad("RandomZoomOut after other ops is not supported: it is the first op (then Resize(h, w), RandomCrop or CenterCrop), fused into the decode")
+		}
+		if op.Kind == OpRandomIoUCrop {
+			return bad("RandomIoUCrop after other ops is not supported: it is the first op, or right after a RandomZoomOut (then Resize(h, w)), fused into the decode")
 		}
 		if op.Kind == OpPad {
 			return bad("Pad after other ops is not supported: Pad comes right before or right after a RandomCrop or CenterCrop (or give RandomCrop its padding)")
@@ -95,8 +101,15 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 		}
 	case OpGrayscale:
 	case OpSanitizeBoundingBoxes:
-		if !(op.MinSize >= 1 && op.MinSize <= 1e9) || !(op.MinArea >= 1 && op.MinArea <= 1e9) {
-			return bad("min_size %v, min_area %v: each must be at least 1 (torchvision's bound) and at most 1e9", op.MinSize, op.MinArea)
+		if err := checkSanitize(op); err != nil {
+			return bad("%v", err)
+		}
+	case OpConvertBoundingBoxFormat:
+		if depth > 0 {
+			return bad("ConvertBoundingBoxFormat inside a container is not supported: it comes last, after every op that moves boxes")
+		}
+		if op.BoxFormat > BoxCXCYWH {
+			return bad("format %d: want XYXY, XYWH or CXCYWH", op.BoxFormat)
 		}
 	case OpRandomSolarize:
 		if err := prob(); err != nil {
@@ -124,6 +137,17 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 			return node{}, err
 		}
 		n.maxSteps = 4
+	case OpRandomPhotometricDistort:
+		if err := prob(); err != nil {
+			return node{}, err
+		}
+		if !op.JitterRanges {
+			return bad("RandomPhotometricDistort takes (min, max) ranges (JitterRanges)")
+		}
+		if err := c.jitter(&n, where); err != nil {
+			return node{}, err
+		}
+		n.maxSteps = 5
 	case OpGaussianBlur:
 		for _, k := range op.KernelSize {
 			if k <= 0 || k%2 == 0 || k > maxKernel {
@@ -211,6 +235,8 @@ func fixedStep(op *Op) Step {
 		return Step{Fn: FnAdjustSharpness, F: [6]float64{op.Factor}}
 	case OpSanitizeBoundingBoxes:
 		return Step{Fn: FnSanitizeBoxes, F: [6]float64{op.MinSize, op.MinArea}}
+	case OpConvertBoundingBoxFormat:
+		return Step{Fn: FnConvertBoxFormat, I: [6]int{int(op.BoxFormat)}}
 	}
 	return Step{}
 }

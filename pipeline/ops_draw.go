@@ -41,10 +41,12 @@ func (n *node) draw(d *drawer) {
 		if r.Float64() < op.P {
 			d.emit(n.step)
 		}
-	case OpGrayscale, OpSanitizeBoundingBoxes:
+	case OpGrayscale, OpSanitizeBoundingBoxes, OpConvertBoundingBoxFormat:
 		d.emit(n.step)
 	case OpColorJitter:
 		n.drawJitter(&r, d)
+	case OpRandomPhotometricDistort:
+		n.drawPhotometric(&r, d)
 	case OpGaussianBlur:
 		s := r.Uniform(op.Sigma[0], op.Sigma[1])
 		d.emit(Step{Fn: FnGaussianBlur, I: [6]int{op.KernelSize[0], op.KernelSize[1]}, F: [6]float64{s, s}})
@@ -98,6 +100,44 @@ func (n *node) drawJitter(r *RNG, d *drawer) {
 		if n.jitOn[i] {
 			d.emit(Step{Fn: fns[i], F: [6]float64{f[i]}})
 		}
+	}
+}
+
+// drawPhotometric is RandomPhotometricDistort's make_params and transform:
+// each factor drawn at p in its range (brightness, contrast, saturation,
+// hue, in that order), contrast before or after the middle two at even
+// odds, a channel permutation at p; applied brightness, contrast if
+// before, saturation, hue, contrast if after, the permutation.
+func (n *node) drawPhotometric(r *RNG, d *drawer) {
+	var f [4]float64
+	var on [4]bool
+	for i := range 4 {
+		if r.Float64() < n.op.P {
+			on[i], f[i] = true, r.Uniform(n.jit[i][0], n.jit[i][1])
+		}
+	}
+	before := r.Float64() < 0.5
+	var perm [3]int
+	permute := r.Float64() < n.op.P
+	if permute {
+		r.Perm(perm[:])
+	}
+	emit := func(i int, fn Fn) {
+		if on[i] {
+			d.emit(Step{Fn: fn, F: [6]float64{f[i]}})
+		}
+	}
+	emit(0, FnAdjustBrightness)
+	if before {
+		emit(1, FnAdjustContrast)
+	}
+	emit(2, FnAdjustSaturation)
+	emit(3, FnAdjustHue)
+	if !before {
+		emit(1, FnAdjustContrast)
+	}
+	if permute {
+		d.emit(Step{Fn: FnPermuteChannels, I: [6]int{perm[0], perm[1], perm[2]}})
 	}
 }
 

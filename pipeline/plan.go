@@ -55,12 +55,34 @@ type samplePlan struct {
 	rcTop, rcLeft  int
 	vis            bool
 	vx, vy, vw, vh int
+	// RandomZoomOut: zoomed when it was drawn (its p), zoomPad its padding
+	// (left, top, right, bottom), the image on a canvas of zoomW x zoomH.
+	// Before a RandomCrop or CenterCrop it is their padding (padCrop);
+	// before a Resize, canvas: the canvas is resized (rw, rh the output),
+	// which the decode makes from the image decoded at its own size
+	// (visible) padded with rcFill into it (resizeCanvas).
+	zoomed       bool
+	zoomPad      [4]int
+	zoomW, zoomH int
+	canvas       bool
+	// kx, ky, kw, kh: the part of the canvas (zoomW x zoomH; the image
+	// when not zoomed) a canvas plan resizes: all of it, or the IoU crop.
+	kx, ky, kw, kh int
+	// RandomIoUCrop: iou when it cropped (cx, cy, cw, ch: its crop of the
+	// canvas), preFlip when the RandomHorizontalFlip before the Resize
+	// was drawn; either with a zoom, or preFlip, makes a canvas plan.
+	iou, preFlip bool
 }
 
 // visible is the plan of what a padded plan decodes: the crop clipped to
 // the image, output at its own size (a CenterCrop does not resample).
 func (p *samplePlan) visible() samplePlan {
 	v := *p
+	if p.canvas { // the whole image, at its own size, unflipped
+		v.geom, v.cx, v.cy, v.cw, v.ch, v.outW, v.outH = cropResize, 0, 0, p.srcW, p.srcH, p.srcW, p.srcH
+		v.padded, v.vis, v.canvas, v.flip = false, false, false, false
+		return v
+	}
 	if p.vis {
 		v.cx, v.cy, v.cw, v.ch, v.outW, v.outH = p.vx, p.vy, p.vw, p.vh, p.vw, p.vh
 		if p.vw < 1 || p.vh < 1 { // all padding: decode one pixel, shown nowhere
@@ -106,9 +128,22 @@ type region struct {
 // plan computes a sample's plan. A CenterCrop larger than the image is
 // padded with zeros, as torchvision pads it (samplePlan.padded).
 func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
+	return t.planBoxes(srcW, srcH, k, nil, nil)
+}
+
+// planBoxes is plan for a sample whose boxes are src (nil: none known;
+// RandomIoUCrop draws against them), scratch the room it may use.
+func (t *Transform) planBoxes(srcW, srcH int, k Key, src *Targets, scratch *[][4]float32) (samplePlan, error) {
 	p := samplePlan{geom: t.geom, srcW: srcW, srcH: srcH, outW: t.outW, outH: t.outH}
 	bicubic := false
+	if t.zoom != nil {
+		t.zoomOut(&p, k)
+	}
 	switch {
+	case t.iou != nil:
+		if err := t.iouPlan(&p, k, src, scratch); err != nil {
+			return p, err
+		}
 	case t.rcrop != nil:
 		if err := t.randomCrop(&p, k); err != nil {
 			return p, err
@@ -120,13 +155,19 @@ func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 			// timm's random.choice((BILINEAR, BICUBIC)), after the crop.
 			bicubic = r.Float64() >= 0.5
 		}
-	case t.pad != nil: // Pad then CenterCrop
+	case t.pad != nil || (t.zoom != nil && t.resize == nil): // Pad or RandomZoomOut, then CenterCrop
 		if err := t.padCenterCrop(&p); err != nil {
 			return p, err
 		}
 	case t.resize != nil:
 		p.rw, p.rh = resizedSize(srcW, srcH, t.resize.Size)
 		p.cw, p.ch = p.rw, p.rh
+		if p.zoomed { // RandomZoomOut then Resize(h, w): the canvas resized
+			p.canvas, p.rcFill = true, t.zoom.Fill
+		} else if len(t.pre) > 0 { // ops before: the image's own canvas
+			p.canvas, p.zoomW, p.zoomH = true, srcW, srcH
+		}
+		p.kw, p.kh = p.zoomW, p.zoomH
 		if t.center != nil {
 			p.cw, p.ch = t.center.Size[1], t.center.Size[0]
 			p.cx, p.cy = centerOffset(p.rw, p.cw), centerOffset(p.rh, p.ch)
@@ -145,7 +186,7 @@ func (t *Transform) plan(srcW, srcH int, k Key) (samplePlan, error) {
 	if p.geom == resizeCrop {
 		w, h = p.rw, p.rh
 	}
-	if !p.vis && (p.cx < 0 || p.cy < 0 || p.cx+p.cw > w || p.cy+p.ch > h) {
+	if !p.vis && !p.canvas && (p.cx < 0 || p.cy < 0 || p.cx+p.cw > w || p.cy+p.ch > h) {
 		// Only a CenterCrop can pass the image (RandomResizedCrop's box is
 		// inside it): torchvision pads it with zeros.
 		if t.rrc != nil || t.center == nil {
@@ -251,10 +292,7 @@ func (p *samplePlan) region() region {
 func (t *Transform) randomCrop(p *samplePlan, k Key) error {
 	op := t.rcrop
 	ch, cw := op.Size[0], op.Size[1]
-	var pre [4]int // the Pad's
-	if t.pad != nil {
-		pre = t.pad.Padding
-	}
+	pre, _ := t.prePad(p) // the Pad's or the RandomZoomOut's
 	l, tp, r, b := op.Padding[0], op.Padding[1], op.Padding[2], op.Padding[3]
 	ph, pw := p.srcH+pre[1]+pre[3]+tp+b, p.srcW+pre[0]+pre[2]+l+r
 	if op.PadIfNeeded {
@@ -280,8 +318,8 @@ func (t *Transform) randomCrop(p *samplePlan, k Key) error {
 		left = rng.Intn(pw - cw + 1)
 	}
 	p.rcPad, p.rcFill, p.rcCrop, p.rcTop, p.rcLeft = [4]int{l, tp, r, b}, op.Fill, ph > ch || pw > cw, top, left
-	if t.pad != nil && p.rcPad == [4]int{} {
-		p.rcFill = t.pad.Fill // only the Pad pads (NewTransform: else the fills are equal)
+	if _, fill := t.prePad(p); (t.pad != nil || p.zoomed) && p.rcPad == [4]int{} {
+		p.rcFill = fill // only the Pad or zoom pads (NewTransform: else the fills are equal)
 	}
 	p.padCrop(pre[0]+l, pre[1]+tp, cw, ch, top, left)
 	return nil
@@ -339,12 +377,17 @@ func (t *Transform) padCropped(p *samplePlan) error {
 // round((size - crop) / 2). One fill per sample: a crop larger than the
 // padded image after a Pad of a fill other than 0 is refused.
 func (t *Transform) padCenterCrop(p *samplePlan) error {
-	pad, ch, cw := t.pad.Padding, t.center.Size[0], t.center.Size[1]
+	pad, fill := t.prePad(p)
+	ch, cw := t.center.Size[0], t.center.Size[1]
 	ph, pw := p.srcH+pad[1]+pad[3], p.srcW+pad[0]+pad[2]
-	if (ch > ph || cw > pw) && t.pad.Fill != [3]float64{} {
-		return fmt.Errorf("%w: image %dx%d, padded by Pad to %dx%d, is smaller than the %dx%d CenterCrop, which pads it with zeros: "+
-			"Pad's fill %v and CenterCrop's zeros in one sample are not supported (Pad with fill 0, or pad more)",
-			ErrUnsupported, p.srcW, p.srcH, pw, ph, cw, ch, t.pad.Fill)
+	if (ch > ph || cw > pw) && fill != [3]float64{} {
+		name := "Pad"
+		if t.zoom != nil {
+			name = "RandomZoomOut"
+		}
+		return fmt.Errorf("%w: image %dx%d, padded by %s to %dx%d, is smaller than the %dx%d CenterCrop, which pads it with zeros: "+
+			"%s's fill %v and CenterCrop's zeros in one sample are not supported (%s with fill 0, or pad more)",
+			ErrUnsupported, p.srcW, p.srcH, name, pw, ph, cw, ch, name, fill, name)
 	}
 	anchor := func(size, crop int) int {
 		if crop > size {
@@ -352,7 +395,7 @@ func (t *Transform) padCenterCrop(p *samplePlan) error {
 		}
 		return centerOffset(size, crop)
 	}
-	p.rcFill = t.pad.Fill
+	p.rcFill = fill
 	p.padCrop(pad[0], pad[1], cw, ch, anchor(ph, ch), anchor(pw, cw))
 	return nil
 }

@@ -67,6 +67,19 @@ var presets = map[string][]Op{
 	"clip": {
 		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Scale: [2]float64{0.9, 1}, Interp: InterpBicubic},
 	},
+	// The DETR family's (RT-DETR v2, D-FINE, DEIM) before its stop_epoch,
+	// as issue 46 writes it with torchvision.transforms.v2's defaults: a
+	// job with targets only (RandomIoUCrop draws against the boxes).
+	"detr": {
+		{Kind: OpRandomPhotometricDistort, P: 0.5, JitterRanges: true,
+			Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}},
+		{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 4}},
+		{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40},
+		{Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+		{Kind: OpRandomHorizontalFlip, P: 0.5},
+		{Kind: OpResize, Size: [2]int{640, 640}},
+		{Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+	},
 }
 
 // meanColour is ImageNet's mean as uint8 pixels: what torchvision's
@@ -105,6 +118,7 @@ func cloneOps(ops []Op) []Op {
 	for i := range out {
 		out[i].Ops = cloneOps(out[i].Ops)
 		out[i].Probs = append([]float64(nil), out[i].Probs...)
+		out[i].Options = append([]float64(nil), out[i].Options...)
 	}
 	return out
 }

@@ -310,6 +310,12 @@ func (e *Executor) run(d *Decoder, w int) {
 				k.Copy = uint64(r.copies[i])
 			}
 			d.admitNow = r.copies != nil
+			d.SetBoxSource(nil, 0)
+			if r.fset != nil && r.fset.targets >= 0 { // a RandomIoUCrop draws against the boxes
+				if tg, ok := r.ds.(Targeted); ok {
+					d.SetBoxSource(tg, int(idx))
+				}
+			}
 			err = d.decodeAt(data, r.t, k, r.data, d.offs)
 			if err == nil && r.fset != nil {
 				n := r.fset.Len()

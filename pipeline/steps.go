@@ -60,6 +60,17 @@ const (
 	// FnSanitizeBoxes is SanitizeBoundingBoxes': a job's targets lose
 	// their degenerate boxes (MoveBoxes); no kernel.
 	FnSanitizeBoxes
+	// FnIoUCrop is RandomIoUCrop's crop: torchvision's crop, then the
+	// boxes whose centre was outside it set to 0 (RandomIoUCrop.transform);
+	// fused into the decode as the other geometry.
+	FnIoUCrop
+	// FnPermuteChannels is torchvision's permute_channels: output channel
+	// c is input channel I[c] (RandomPhotometricDistort's).
+	FnPermuteChannels
+	// FnConvertBoxFormat is ConvertBoundingBoxFormat's: a job's target
+	// boxes, XYXY until then, delivered in the format I[0] (a BoxFormat);
+	// no kernel.
+	FnConvertBoxFormat
 	numFns
 )
 
@@ -115,6 +126,7 @@ const (
 	argCenter
 	argEraseValue
 	argFalse // a constant False (rotate's expand)
+	argBoxFormat
 )
 
 // fnSpec is one Fn's name and arguments, in torchvision's words and order.
@@ -146,17 +158,20 @@ var fnSpecs = [numFns]fnSpec{
 		{"center", argCenter, 0, 1}, {"fill", argFill, 0, 1}}},
 	FnAffine: {"affine", []arg{{"angle", argFloat, 0, 1}, {"translate", argFloat, 1, 2}, {"scale", argFloat, 3, 1}, {"shear", argFloat, 4, 2},
 		{"interpolation", argInterp, 0, 1}, {"fill", argFill, 0, 1}, {"center", argCenter, 0, 1}}},
-	FnErase:         {"erase", []arg{{"i", argInt, 0, 1}, {"j", argInt, 1, 1}, {"h", argInt, 2, 1}, {"w", argInt, 3, 1}, {"v", argEraseValue, 0, 1}}},
-	FnNormalize:     {"normalize", []arg{{"mean", argFloat, 0, 3}, {"std", argFloat, 3, 3}}},
-	FnSolarizeAdd:   {"solarize_add", []arg{{"addition", argInt, 0, 1}, {"threshold", argFloat, 0, 1}}},
-	FnMixBegin:      {"augmix_begin", []arg{{"weight", argFloat, 0, 1}}},
-	FnMixChain:      {"augmix_chain", []arg{{"weight", argFloat, 0, 1}}},
-	FnMixEnd:        {"augmix_end", nil},
-	FnMixBlend:      {"augmix_blend", []arg{{"weight", argFloat, 0, 1}}},
-	FnMixFold:       {"augmix_fold", []arg{{"weight", argFloat, 0, 1}}},
-	FnPad:           {"pad", []arg{{"padding", argInt, 0, 4}, {"fill", argFill, 0, 1}}},
-	FnCrop:          {"crop", []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}}},
-	FnSanitizeBoxes: {"sanitize_bounding_boxes", []arg{{"min_size", argFloat, 0, 1}, {"min_area", argFloat, 1, 1}}},
+	FnErase:            {"erase", []arg{{"i", argInt, 0, 1}, {"j", argInt, 1, 1}, {"h", argInt, 2, 1}, {"w", argInt, 3, 1}, {"v", argEraseValue, 0, 1}}},
+	FnNormalize:        {"normalize", []arg{{"mean", argFloat, 0, 3}, {"std", argFloat, 3, 3}}},
+	FnSolarizeAdd:      {"solarize_add", []arg{{"addition", argInt, 0, 1}, {"threshold", argFloat, 0, 1}}},
+	FnMixBegin:         {"augmix_begin", []arg{{"weight", argFloat, 0, 1}}},
+	FnMixChain:         {"augmix_chain", []arg{{"weight", argFloat, 0, 1}}},
+	FnMixEnd:           {"augmix_end", nil},
+	FnMixBlend:         {"augmix_blend", []arg{{"weight", argFloat, 0, 1}}},
+	FnMixFold:          {"augmix_fold", []arg{{"weight", argFloat, 0, 1}}},
+	FnPad:              {"pad", []arg{{"padding", argInt, 0, 4}, {"fill", argFill, 0, 1}}},
+	FnCrop:             {"crop", []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}}},
+	FnSanitizeBoxes:    {"sanitize_bounding_boxes", []arg{{"min_size", argFloat, 0, 1}, {"min_area", argFloat, 1, 1}}},
+	FnConvertBoxFormat: {"convert_bounding_box_format", []arg{{"new_format", argBoxFormat, 0, 1}}},
+	FnPermuteChannels:  {"permute_channels", []arg{{"permutation", argInt, 0, 3}}},
+	FnIoUCrop:          {"iou_crop", []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}}},
 }
 
 // String is the Fn's torchvision name.
@@ -178,5 +193,5 @@ var fnByName = func() map[string]Fn {
 
 // geometry reports whether f is fused into the decode.
 func (f Fn) geometry() bool {
-	return f == FnResizedCrop || f == FnResize || f == FnCenterCrop || f == FnPad || f == FnCrop
+	return f == FnResizedCrop || f == FnResize || f == FnCenterCrop || f == FnPad || f == FnCrop || f == FnIoUCrop
 }

@@ -59,6 +59,24 @@ func applyStep(p planes, st *Step, s *opScratch) {
 		s.mix.blend(p, st.F[0])
 	case FnMixFold:
 		s.mix.fold(p, st.F[0])
+	case FnPermuteChannels:
+		permuteChannels(p, [3]int(st.I[:3]))
+	}
+}
+
+// permuteChannels is permute_channels(img, perm) (image[:, perm]): plane
+// c becomes plane perm[c], by swaps of whole planes.
+func permuteChannels(p planes, perm [3]int) {
+	cur := [3]int{0, 1, 2} // which input channel each plane holds
+	for c := range 3 {
+		j := c
+		for cur[j] != perm[c] {
+			j++
+		}
+		if j != c {
+			swapBytesGo(p.plane(c), p.plane(j))
+			cur[c], cur[j] = cur[j], cur[c]
+		}
 	}
 }
 
@@ -90,6 +108,11 @@ func checkStep(st *Step, w, h int) error {
 		if !(st.F[0] >= 0 && st.F[0] <= 2) {
 			return bad("weight %v: want 0..2 (PIL's blend, a little past 1 where timm's float32 weights round up)", st.F[0])
 		}
+	case FnPermuteChannels:
+		if pm := st.I; pm[0]+pm[1]+pm[2] != 3 || pm[0]*pm[1]*pm[2] != 0 || min(pm[0], pm[1], pm[2]) < 0 || max(pm[0], pm[1], pm[2]) > 2 ||
+			pm[0] == pm[1] || pm[1] == pm[2] || pm[0] == pm[2] {
+			return bad("permutation %v: want a permutation of 0, 1, 2", st.I[:3])
+		}
 	case FnAdjustHue:
 		if !(st.F[0] >= -0.5 && st.F[0] <= 0.5) {
 			return bad("hue_factor %v: want -0.5..0.5", st.F[0])
@@ -111,7 +134,7 @@ func checkStep(st *Step, w, h int) error {
 		if i < 0 || j < 0 || eh < 0 || ew < 0 || i+eh > h || j+ew > w {
 			return bad("box (i=%d, j=%d, h=%d, w=%d) is outside the %dx%d image", i, j, eh, ew, w, h)
 		}
-	case FnResizedCrop, FnResize, FnCenterCrop, FnPad, FnCrop, FnNormalize:
+	case FnResizedCrop, FnResize, FnCenterCrop, FnPad, FnCrop, FnIoUCrop, FnNormalize:
 		return bad("a geometry op or Normalize is no kernel after the decode")
 	}
 	if err := checkGeom(st); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Targets are a detection sample's boxes and labels moved through the
@@ -39,9 +40,61 @@ type Targets struct {
 	Boxes   [][4]float32
 	Labels  []int64
 	Crowd   []uint8
+	// Format is the boxes' format: XYXY but after a
+	// ConvertBoundingBoxFormat (Move).
+	Format BoxFormat
+}
+
+// BoxFormat is a box format of torchvision's tv_tensors.BoundingBoxFormat:
+// its value is the targets' header field (AppendTargets).
+type BoxFormat uint8
+
+// The formats: corners; corner and size; centre and size.
+const (
+	BoxXYXY BoxFormat = iota
+	BoxXYWH
+	BoxCXCYWH
+)
+
+var boxFormatNames = [...]string{BoxXYXY: "XYXY", BoxXYWH: "XYWH", BoxCXCYWH: "CXCYWH"}
+
+// String is the format's torchvision name.
+func (f BoxFormat) String() string {
+	if int(f) < len(boxFormatNames) {
+		return boxFormatNames[f]
+	}
+	return fmt.Sprintf("BoxFormat(%d)", uint8(f))
+}
+
+// ParseBoxFormat parses "XYXY", "XYWH" or "CXCYWH" (any case, as
+// torchvision's BoundingBoxFormat[name.upper()]).
+func ParseBoxFormat(s string) (BoxFormat, error) {
+	for i, n := range boxFormatNames {
+		if strings.EqualFold(s, n) {
+			return BoxFormat(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: box format %q: want XYXY, XYWH or CXCYWH (the rotated formats are not supported)", ErrUnsupported, truncateString(s, 32))
+}
+
+// convertBoxes is torchvision's convert_bounding_box_format from XYXY to
+// f, in float32: XYWH (x1, y1, x2 - x1, y2 - y1); CXCYWH (w = x2 - x1,
+// then cx = (x1 * 2 + w) / 2), as _xyxy_to_cxcywh computes it in place.
+func convertBoxes(boxes [][4]float32, f BoxFormat) {
+	for k := range boxes {
+		b := &boxes[k]
+		w, h := b[2]-b[0], b[3]-b[1]
+		switch f {
+		case BoxXYWH:
+			b[2], b[3] = w, h
+		case BoxCXCYWH:
+			b[0], b[1], b[2], b[3] = (float32(b[0]*2)+w)/2, (float32(b[1]*2)+h)/2, w, h
+		}
+	}
 }
 
 func (t *Targets) reset() {
+	t.Format = BoxXYXY
 	t.ImageID, t.W, t.H = 0, 0, 0
 	t.Boxes, t.Labels, t.Crowd = t.Boxes[:0], t.Labels[:0], t.Crowd[:0]
 }
@@ -120,8 +173,10 @@ func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 			}
 		case FnRotate, FnAffine, FnMixBegin, FnMixChain, FnMixEnd, FnMixBlend, FnMixFold:
 			return w, h, fmt.Errorf("%w: targets do not support %s yet", ErrUnsupported, fnSpecs[st.Fn].name)
-		case FnSanitizeBoxes:
-			return w, h, fmt.Errorf("%w: %s drops boxes with their labels: Targets.Move, not MoveBoxes", ErrUnsupported, fnSpecs[st.Fn].name)
+		case FnIoUCrop:
+			w, h = iouCropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
+		case FnSanitizeBoxes, FnConvertBoxFormat:
+			return w, h, fmt.Errorf("%w: %s drops boxes with their labels or changes their format: Targets.Move, not MoveBoxes", ErrUnsupported, fnSpecs[st.Fn].name)
 		}
 		// Every other op (color, blur, erase, normalize) leaves the boxes:
 		// torchvision passes a BoundingBoxes through it (erase warns).
@@ -135,17 +190,64 @@ func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 func (t *Targets) Move(w, h int, steps []Step) (int, int, error) {
 	from := 0
 	for i := range steps {
-		if steps[i].Fn != FnSanitizeBoxes {
+		if steps[i].Fn != FnSanitizeBoxes && steps[i].Fn != FnConvertBoxFormat {
 			continue
 		}
 		var err error
-		if w, h, err = MoveBoxes(t.Boxes, w, h, steps[from:i]); err != nil {
+		if w, h, err = t.moveXYXY(w, h, steps[from:i]); err != nil {
 			return w, h, err
 		}
-		t.sanitize(w, h, steps[i].F[0], steps[i].F[1])
+		if st := &steps[i]; st.Fn == FnSanitizeBoxes {
+			t.sanitize(w, h, st.F[0], st.F[1])
+		} else {
+			convertBoxes(t.Boxes, BoxFormat(st.I[0]))
+			t.Format = BoxFormat(st.I[0])
+		}
 		from = i + 1
 	}
-	return MoveBoxes(t.Boxes, w, h, steps[from:])
+	return t.moveXYXY(w, h, steps[from:])
+}
+
+// moveXYXY is MoveBoxes of t's boxes, which must be XYXY still where a
+// step moves them (NewTransform puts ConvertBoundingBoxFormat after every
+// such op).
+func (t *Targets) moveXYXY(w, h int, steps []Step) (int, int, error) {
+	if t.Format != BoxXYXY {
+		for i := range steps {
+			if movesBoxes(steps[i].Fn) {
+				return w, h, fmt.Errorf("%w: %s after ConvertBoundingBoxFormat(%s): convert last", ErrUnsupported, steps[i].Fn, t.Format)
+			}
+		}
+	}
+	return MoveBoxes(t.Boxes, w, h, steps)
+}
+
+// checkConvertLast refuses a ConvertBoundingBoxFormat (ops after the
+// geometry) followed by an op that moves or drops boxes, or a second one:
+// torchvision's would act on the converted boxes, which stoker's targets
+// do not (convert last, as the DETR recipes do).
+func checkConvertLast(ops []Op, first int) error {
+	conv := -1
+	for i := range ops {
+		switch k := ops[i].Kind; {
+		case conv < 0 && k == OpConvertBoundingBoxFormat:
+			conv = i
+		case conv < 0:
+		case k == OpRandomGrayscale || k == OpRandomSolarize || k == OpRandomPosterize || k == OpRandomInvert || k == OpRandomEqualize ||
+			k == OpRandomAutocontrast || k == OpRandomAdjustSharpness || k == OpRandomErasing || k == OpColorJitter || k == OpGrayscale ||
+			k == OpGaussianBlur || k == OpRandomPhotometricDistort:
+		default:
+			return fmt.Errorf("%w: transform: op %d (%s) after ConvertBoundingBoxFormat (op %d): it must come after every op that moves or drops boxes (convert last)",
+				ErrUnsupported, first+i, k, first+conv)
+		}
+	}
+	return nil
+}
+
+// movesBoxes reports whether a step moves or drops boxes.
+func movesBoxes(f Fn) bool {
+	return f.geometry() || f == FnHorizontalFlip || f == FnVerticalFlip || f == FnSanitizeBoxes || f == FnConvertBoxFormat ||
+		f == FnRotate || f == FnAffine
 }
 
 // sanitize keeps the instances torchvision's SanitizeBoundingBoxes keeps
@@ -180,6 +282,29 @@ func cropBoxes(boxes [][4]float32, top, left, height, width int) (int, int) {
 		clampBox(bx, width, height)
 	}
 	return width, height
+}
+
+// iouCropBoxes is RandomIoUCrop.transform on boxes: torchvision's crop
+// (cropBoxes), then every box whose centre, before the crop, was not
+// strictly inside it set to (0, 0, 0, 0), which a SanitizeBoundingBoxes
+// after it drops (make_params' is_within_crop_area, in float32).
+func iouCropBoxes(boxes [][4]float32, top, left, height, width int) (int, int) {
+	for k := range boxes {
+		bx := &boxes[k]
+		in := boxWithin(bx, top, left, height, width)
+		cropBoxes(boxes[k:k+1], top, left, height, width)
+		if !in {
+			*bx = [4]float32{}
+		}
+	}
+	return width, height
+}
+
+// boxWithin is make_params' is_within_crop_area for one XYXY box:
+// its centre 0.5 * (x1 + x2), 0.5 * (y1 + y2) strictly inside the crop.
+func boxWithin(bx *[4]float32, top, left, height, width int) bool {
+	cx, cy := float32(0.5)*float32(bx[0]+bx[2]), float32(0.5)*float32(bx[1]+bx[3])
+	return float32(left) < cx && cx < float32(left+width) && float32(top) < cy && cy < float32(top+height)
 }
 
 // resizeBoxes is torchvision's resize_bounding_boxes from w x h to nw x
@@ -226,7 +351,7 @@ func AppendTargets(b []byte, t *Targets) []byte {
 	b = le.AppendUint32(b, uint32(t.W))
 	b = le.AppendUint64(b, uint64(t.ImageID))
 	b = le.AppendUint32(b, uint32(k))
-	b = le.AppendUint32(b, 0)
+	b = le.AppendUint32(b, uint32(t.Format))
 	for _, bx := range t.Boxes {
 		for _, v := range bx {
 			b = le.AppendUint32(b, math.Float32bits(v))
@@ -312,8 +437,9 @@ func CheckTargets(t *Transform) error {
 }
 
 // NeedsTargets names the first op of t that acts on targets alone
-// (SanitizeBoundingBoxes), "" if none: a job without targets refuses it,
-// as torchvision's fails when it is given no boxes.
+// (SanitizeBoundingBoxes) or draws against them (RandomIoUCrop), "" if
+// none: a job without targets refuses it, as torchvision's fails when it
+// is given no boxes.
 func NeedsTargets(t *Transform) string {
 	if t.views != nil {
 		for _, v := range t.views {
@@ -330,7 +456,7 @@ func needsTargets(ops []Op, at string) string {
 	for i := range ops {
 		op := &ops[i]
 		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
-		if op.Kind == OpSanitizeBoundingBoxes {
+		if op.Kind == OpSanitizeBoundingBoxes || op.Kind == OpRandomIoUCrop || op.Kind == OpConvertBoundingBoxFormat {
 			return where
 		}
 		if s := needsTargets(op.Ops, where+": "); s != "" {
@@ -349,12 +475,12 @@ func checkTargetOps(ops []Op, at string) error {
 			if err := checkTargetOps(op.Ops, where+": "); err != nil {
 				return err
 			}
-		case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomHorizontalFlip, OpRandomVerticalFlip:
+		case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomZoomOut, OpRandomIoUCrop, OpRandomHorizontalFlip, OpRandomVerticalFlip:
 			// Moves the boxes: MoveBoxes.
-		case OpSanitizeBoundingBoxes:
-			// Drops boxes: Targets.Move.
+		case OpSanitizeBoundingBoxes, OpConvertBoundingBoxFormat:
+			// Drops boxes, or changes their format: Targets.Move.
 		case OpRandomGrayscale, OpRandomSolarize, OpRandomPosterize, OpRandomInvert, OpRandomEqualize, OpRandomAutocontrast,
-			OpRandomAdjustSharpness, OpRandomErasing, OpColorJitter, OpGrayscale, OpGaussianBlur, OpNormalize:
+			OpRandomAdjustSharpness, OpRandomErasing, OpColorJitter, OpGrayscale, OpGaussianBlur, OpNormalize, OpRandomPhotometricDistort:
 			// Pixels alone: the boxes stay.
 		default:
 			return fmt.Errorf("%w: transform: %s: targets do not support it yet (boxes move only through RandomResizedCrop, Resize, CenterCrop, RandomCrop, Pad and the flips)", ErrUnsupported, where)

@@ -56,6 +56,8 @@ func (st *Step) appendJSON(b []byte) []byte {
 			b = strconv.AppendQuote(b, st.Interp.String())
 		case argAntialias:
 			b = strconv.AppendBool(b, st.Antialias)
+		case argBoxFormat:
+			b = strconv.AppendQuote(b, BoxFormat(st.I[a.at]).String())
 		case argFalse:
 			b = append(b, "false"...)
 		case argFill:
@@ -227,6 +229,16 @@ func (st *Step) setArg(a arg, raw json.RawMessage) error {
 		st.Interp = in
 	case argAntialias:
 		return json.Unmarshal(raw, &st.Antialias)
+	case argBoxFormat:
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return err
+		}
+		f, err := ParseBoxFormat(s)
+		if err != nil {
+			return err
+		}
+		st.I[a.at] = int(f)
 	case argFalse:
 		var v bool
 		if err := json.Unmarshal(raw, &v); err != nil || v {
@@ -281,7 +293,23 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 	aa := func(op *Op) Step {
 		return Step{Interp: op.Interp, Antialias: !op.NoAntialias && op.Interp != InterpNearest}
 	}
+	if p.zoomed { // RandomZoomOut: torchvision's pad of its drawn padding
+		zp := p.zoomPad
+		buf = append(buf, Step{Fn: FnPad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}, Fill: t.zoom.Fill})
+	}
 	switch {
+	case t.iou != nil:
+		if p.iou {
+			buf = append(buf, Step{Fn: FnIoUCrop, I: [6]int{p.cy, p.cx, p.ch, p.cw}})
+		}
+		for _, st := range t.iouMid {
+			if st.Fn != FnHorizontalFlip || p.preFlip {
+				buf = append(buf, st)
+			}
+		}
+		st := aa(t.resize)
+		st.Fn, st.I = FnResize, [6]int{4: p.outH, 5: p.outW}
+		buf = append(buf, st)
 	case t.rcrop != nil:
 		if t.pad != nil {
 			buf = append(buf, padStep(t.pad))
@@ -325,6 +353,16 @@ func padStep(op *Op) Step {
 	return Step{Fn: FnPad, I: [6]int{pd[0], pd[1], pd[2], pd[3]}, Fill: op.Fill}
 }
 
+// fixedBoxes is a Targeted of one sample's boxes, label 0 each.
+type fixedBoxes [][4]float32
+
+func (b fixedBoxes) SourceTargets(i, w, h int, t *Targets) error {
+	for _, bx := range b {
+		t.add(bx, 0, false)
+	}
+	return nil
+}
+
 // AppendTrace appends the trace of the last sample d decoded with t (a
 // JSON list of [op, {arguments}] pairs: see AppendTrace) to b; of a
 // transform of several views, a JSON list of each view's, in order. It is
@@ -345,7 +383,7 @@ func (d *Decoder) AppendTrace(b []byte, t *Transform) []byte {
 
 // appendTrace appends one view's trace, as drawn for t, to b.
 func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
-	var geo [4]Step
+	var geo [6]Step
 	b = append(b, '[')
 	n := 0
 	sep := func() {
@@ -353,6 +391,10 @@ func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
 			b = append(b, ',')
 		}
 		n++
+	}
+	for _, st := range vd.pre {
+		sep()
+		b = st.appendJSON(b)
 	}
 	for _, st := range t.geometrySteps(&vd.plan, geo[:0]) {
 		sep()
@@ -395,7 +437,17 @@ func (t *Transform) MaxTraceBytes() int {
 // sampling tests count): the plan's geometry, the steps, normalize (of
 // several views, each view's).
 func (t *Transform) Trace(srcW, srcH int, k Key) ([]byte, error) {
+	return t.TraceBoxes(srcW, srcH, k, nil)
+}
+
+// TraceBoxes is Trace for a source whose boxes (XYXY, in its pixels) are
+// boxes: what a RandomIoUCrop draws against (nil: none, and a transform
+// with one fails).
+func (t *Transform) TraceBoxes(srcW, srcH int, k Key, boxes [][4]float32) ([]byte, error) {
 	var d Decoder
+	if boxes != nil {
+		d.SetBoxSource(fixedBoxes(boxes), 0)
+	}
 	if _, _, err := d.draw(t, &header{w: srcW, h: srcH}, k); err != nil {
 		return nil, err
 	}

@@ -51,6 +51,22 @@ const (
 	// OpSanitizeBoundingBoxes drops a job's degenerate target boxes
 	// (targets.go); the pixels are untouched.
 	OpSanitizeBoundingBoxes OpKind = "SanitizeBoundingBoxes"
+	// OpRandomZoomOut pads the image onto a random larger canvas (SSD's
+	// zoom out); a geometry op, first, before Resize(h, w), RandomCrop or
+	// CenterCrop.
+	OpRandomZoomOut OpKind = "RandomZoomOut"
+	// OpRandomIoUCrop is SSD's IoU crop, drawn against the sample's boxes
+	// (a job with targets only); a geometry op, first or after a
+	// RandomZoomOut, then Resize(h, w).
+	OpRandomIoUCrop OpKind = "RandomIoUCrop"
+	// OpRandomPhotometricDistort is SSD's photometric distortion (the
+	// adjust ops of its Jitter ranges, each at P, and a channel
+	// permutation at P); after the geometry, or before a geometry that
+	// resizes (Resize(h, w), after a RandomZoomOut or RandomIoUCrop).
+	OpRandomPhotometricDistort OpKind = "RandomPhotometricDistort"
+	// OpConvertBoundingBoxFormat delivers a job's target boxes in
+	// BoxFormat (targets.go), after every op that moves or drops them.
+	OpConvertBoundingBoxFormat OpKind = "ConvertBoundingBoxFormat"
 )
 
 // Op is one step of a transform, with torchvision's arguments. Each kind
@@ -123,6 +139,15 @@ type Op struct {
 	Factor    float64
 	// MinSize and MinArea: SanitizeBoundingBoxes' bounds (each >= 1).
 	MinSize, MinArea float64
+	// SideRange: RandomZoomOut's side_range (min, max), its fill Fill.
+	SideRange [2]float64
+	// RandomIoUCrop: Scale (min_scale, max_scale), Ratio
+	// (min_aspect_ratio, max_aspect_ratio), Options its sampler_options
+	// (the minimal IoUs; one >= 1 leaves the image), Trials its trials.
+	Options []float64
+	Trials  int
+	// BoxFormat: ConvertBoundingBoxFormat's format.
+	BoxFormat BoxFormat
 	// Value: RandomErasing's fill, per channel in pixel units (0..255);
 	// RandomValue is value="random", RandomColor with it one random colour
 	// per box (timm's mode "rand"). MinCount and MaxCount: timm's count of
@@ -196,6 +221,20 @@ type Transform struct {
 	rrc   *Op // RandomResizedCrop, if any
 	rcrop *Op // RandomCrop, if any
 	pad   *Op // Pad, if any: first, before a RandomCrop or CenterCrop
+	// zoom is a RandomZoomOut, if any: first, before a Resize(h, w), a
+	// RandomCrop or a CenterCrop; its padding is drawn per sample.
+	zoom *Op
+	// iou is a RandomIoUCrop, if any: first or after a RandomZoomOut,
+	// then Resize(h, w); iouMid the SanitizeBoundingBoxes steps and at
+	// most one RandomHorizontalFlip (FnHorizontalFlip, drawn at preFlip)
+	// between them, in order.
+	iou     *Op
+	iouMid  []Step
+	preFlip float64
+	// pre are the RandomPhotometricDistorts before the geometry, compiled:
+	// run on the decoded image, before a canvas plan's geometry.
+	pre    []node
+	maxPre int
 	// padAfter is a Pad right after a RandomCrop or a CenterCrop (not
 	// resized), if any: the crop padded into a larger output.
 	padAfter *Op
@@ -224,56 +263,6 @@ type Transform struct {
 	decode DecodeMode
 }
 
-// DecodeMode says whether a JPEG may be decoded at a DCT scale before the
-// geometry resamples it. The zero value is DecodeExact.
-type DecodeMode uint8
-
-const (
-	// DecodeExact decodes every JPEG at full scale and resamples it as
-	// torchvision's decode_jpeg and resized_crop (or resize and
-	// center_crop) do: torchvision's pixels. The default.
-	DecodeExact DecodeMode = iota
-	// DecodeFast lets the libjpeg-turbo path decode at 1/2, 1/4 or 1/8
-	// scale (the Decoder's WithDCTScaling) when the crop is at least 2, 4
-	// or 8 times the output on both sides and an antialiased filter
-	// follows: a scaled IDCT averages pixels, close to what the widened
-	// filter would have done, but not the same bytes (docs/transforms.md
-	// gives the measured bound). The reference path and PNG and WebP
-	// files always decode at full scale.
-	DecodeFast
-)
-
-var decodeNames = [...]string{DecodeExact: "exact", DecodeFast: "fast"}
-
-// String is the mode's name: "exact" or "fast".
-func (m DecodeMode) String() string {
-	if int(m) < len(decodeNames) {
-		return decodeNames[m]
-	}
-	return fmt.Sprintf("DecodeMode(%d)", uint8(m))
-}
-
-// ParseDecodeMode parses "exact" or "fast".
-func ParseDecodeMode(s string) (DecodeMode, error) {
-	for i, n := range decodeNames {
-		if s == n {
-			return DecodeMode(i), nil
-		}
-	}
-	return 0, fmt.Errorf("%w: decode %q: want exact or fast", ErrUnsupported, s)
-}
-
-// WithDecode returns t decoding its JPEGs in mode m (the same ops, the same
-// draws; only the decode's scale may differ). t itself is unchanged.
-func (t *Transform) WithDecode(m DecodeMode) *Transform {
-	c := *t
-	c.decode = m
-	return &c
-}
-
-// DecodeMode is how t decodes its JPEGs (WithDecode).
-func (t *Transform) DecodeMode() DecodeMode { return t.decode }
-
 // RNG streams: the geometry draws from stream 1 and the op at position j
 // after it (a fused flip is position 1) from stream 1+j, so that ops never
 // shift each other's numbers (crop, flip and a ColorJitter after the flip
@@ -287,7 +276,8 @@ const (
 // NewTransform validates ops and compiles them. The geometry comes first
 // (one RandomResizedCrop, or Resize and/or CenterCrop, in that order, or
 // a RandomCrop; a Pad may come right before a RandomCrop or a CenterCrop,
-// or right after one that is not resized) and
+// or right after one that is not resized; a RandomZoomOut right before a
+// Resize(h, w), a RandomCrop or a CenterCrop) and
 // is fused into the decode; every other op follows it, in the order given,
 // on the output-sized crop (a RandomHorizontalFlip right after the
 // geometry is fused too); Normalize, if any, comes last. The output size
@@ -300,10 +290,26 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	bad := func(format string, a ...any) (*Transform, error) {
 		return nil, fmt.Errorf("%w: transform: %s", ErrUnsupported, fmt.Sprintf(format, a...))
 	}
+	// RandomPhotometricDistort before the geometry (compilePre): the
+	// geometry is parsed from the op after them.
+	all, pre := t.ops, leadingPre(t.ops)
+	t.ops = t.ops[pre:]
 	n := 0 // ops of the geometry
 	for n < len(t.ops) && geometryKind(t.ops[n].Kind) {
 		op := &t.ops[n]
+		if err := t.checkZoomOut(op, n); err != nil {
+			return nil, err
+		}
 		switch op.Kind {
+		case OpRandomZoomOut:
+			t.zoom = op
+		case OpRandomIoUCrop:
+			k, err := t.iouCrop(op, n)
+			if err != nil {
+				return nil, err
+			}
+			n = k // the Resize after it is next
+			continue
 		case OpPad:
 			if n > 0 && (t.padAfter != nil || t.rrc != nil || t.resize != nil || (t.rcrop == nil && t.center == nil)) {
 				return bad("Pad after a resampling geometry (RandomResizedCrop, Resize) or twice after the crop is not supported: Pad comes first, or right after a RandomCrop or CenterCrop")
@@ -317,8 +323,8 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 				t.padAfter = op
 			}
 		case OpRandomCrop:
-			if n > 0 && (n > 1 || t.pad == nil || t.padAfter != nil) {
-				return bad("RandomCrop must be the only geometry op (after a Pad, if any) and come first")
+			if n > 0 && (n > 1 || (t.pad == nil && t.zoom == nil) || t.padAfter != nil) {
+				return bad("RandomCrop must be the only geometry op (after a Pad or a RandomZoomOut, if any) and come first")
 			}
 			if err := checkSize(op, false); err != nil {
 				return nil, err
@@ -345,8 +351,8 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			if t.pad != nil {
 				return bad("Pad before Resize is not supported: Pad may come before a RandomCrop or CenterCrop only")
 			}
-			if n > 0 {
-				return bad("Resize must come first, before CenterCrop")
+			if n > 0 && !(t.zoom != nil && n == 1) && t.iou == nil {
+				return bad("Resize must come first (after a RandomZoomOut, if any), before CenterCrop")
 			}
 			if err := checkSize(op, true); err != nil {
 				return nil, err
@@ -365,6 +371,9 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			return nil, err
 		}
 		n++
+	}
+	if t.zoom != nil && t.rcrop == nil && t.center == nil && t.resize == nil {
+		return bad("RandomZoomOut alone gives a size that varies per image: follow it with Resize(h, w), RandomCrop or CenterCrop, which fix the batch's size")
 	}
 	if t.pad != nil && t.rcrop == nil && t.center == nil {
 		return bad("Pad alone gives a size that varies per image: follow it with a RandomCrop or CenterCrop, which fix the batch's size")
@@ -418,6 +427,9 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	if len(rest) > maxOps {
 		return bad("%d ops after the geometry: the limit is %d", len(rest), maxOps)
 	}
+	if err := checkConvertLast(rest, pre+first-1); err != nil {
+		return nil, err
+	}
 	c := compiler{w: t.outW, h: t.outH}
 	t.post = make([]node, len(rest))
 	for i := range rest {
@@ -425,12 +437,17 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		if t.hasFlip {
 			j++
 		}
-		nd, err := c.compile(&rest[i], first-1+i, uint64(1+j), 0)
+		nd, err := c.compile(&rest[i], pre+first-1+i, uint64(1+j), 0)
 		if err != nil {
 			return nil, err
 		}
 		t.post[i] = nd
 		t.maxSteps += nd.maxSteps
+	}
+	if t.ops = all; pre > 0 {
+		if err := t.compilePre(pre); err != nil {
+			return nil, err
+		}
 	}
 	t.setLayout()
 	return t, nil

@@ -10,7 +10,118 @@ import (
 
 // geometryKind reports whether k is a geometry op.
 func geometryKind(k OpKind) bool {
-	return k == OpRandomResizedCrop || k == OpResize || k == OpCenterCrop || k == OpRandomCrop || k == OpPad
+	return k == OpRandomResizedCrop || k == OpResize || k == OpCenterCrop || k == OpRandomCrop || k == OpPad || k == OpRandomZoomOut || k == OpRandomIoUCrop
+}
+
+// maxZoom bounds RandomZoomOut's side_range: a canvas at most 16 times the
+// image a side (torchvision's default is 4).
+const maxZoom = 16
+
+// checkZoomOut checks op, the geometry's op n, against a RandomZoomOut:
+// its own arguments (first, p, side_range, fill), and, after it, one
+// Resize(h, w), RandomCrop (its padding of the same fill) or CenterCrop.
+func (t *Transform) checkZoomOut(op *Op, n int) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: transform: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case op.Kind == OpRandomZoomOut && n > 0:
+		return bad("RandomZoomOut must be the first op (then Resize(h, w), RandomCrop or CenterCrop)")
+	case op.Kind == OpRandomZoomOut:
+	case t.zoom == nil:
+		return nil
+	case op.Kind == OpPad || op.Kind == OpRandomResizedCrop:
+		return bad("%s after RandomZoomOut is not supported: follow RandomZoomOut with Resize(h, w), RandomCrop or CenterCrop", op.Kind)
+	case op.Kind == OpResize && op.Size[1] == 0:
+		return bad("Resize(%d) of the shorter side after RandomZoomOut is not supported: give Resize both sides, (h, w)", op.Size[0])
+	case op.Kind == OpCenterCrop && t.resize != nil:
+		return bad("RandomZoomOut, Resize then CenterCrop is not supported: after RandomZoomOut, Resize(h, w), RandomCrop or CenterCrop alone")
+	case op.Kind == OpRandomCrop && (op.Padding != [4]int{} || op.PadIfNeeded) && op.Fill != t.zoom.Fill:
+		return bad("RandomZoomOut fill %v then RandomCrop padding with fill %v: padding of two fills in one crop is not supported (give both the same fill)", t.zoom.Fill, op.Fill)
+	default:
+		return nil
+	}
+	if !(op.P >= 0 && op.P <= 1) {
+		return fmt.Errorf("%w: transform: RandomZoomOut p=%v: want 0 <= p <= 1", ErrUnsupported, op.P)
+	}
+	if sr := op.SideRange; !(sr[0] >= 1 && sr[0] <= sr[1] && sr[1] <= maxZoom) {
+		return fmt.Errorf("%w: transform: RandomZoomOut side_range %v: want 1 <= min <= max <= %d (torchvision's: min >= 1, min <= max)", ErrUnsupported, sr, maxZoom)
+	}
+	return checkPadding(op)
+}
+
+// maxIoUTrials and maxIoUOptions bound RandomIoUCrop's trials and
+// sampler_options; maxIoURounds its rounds of an option and its trials,
+// which torchvision repeats until one finds a crop (forever, on a sample
+// whose boxes no crop can meet and no option >= 1): stoker fails such a
+// sample.
+const (
+	maxIoUTrials  = 1000
+	maxIoUOptions = 64
+	maxIoURounds  = 1000
+)
+
+// iouCrop checks a RandomIoUCrop, the geometry's op n, and the ops after
+// it up to the Resize(h, w) it needs: SanitizeBoundingBoxes and at most
+// one RandomHorizontalFlip (t.iouMid, t.preFlip). It returns the Resize's
+// index.
+func (t *Transform) iouCrop(op *Op, n int) (int, error) {
+	bad := func(format string, a ...any) (int, error) {
+		return 0, fmt.Errorf("%w: transform: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+	}
+	if n > 0 && !(n == 1 && t.zoom != nil) {
+		return bad("RandomIoUCrop must be the first op, or come right after a RandomZoomOut")
+	}
+	if s := op.Scale; !(s[0] > 0 && s[0] <= s[1] && s[1] <= 1) {
+		return bad("RandomIoUCrop min_scale %v, max_scale %v: want 0 < min_scale <= max_scale <= 1", s[0], s[1])
+	}
+	if r := op.Ratio; !(r[0] > 0 && r[0] <= r[1] && r[1] <= 1e9) {
+		return bad("RandomIoUCrop min_aspect_ratio %v, max_aspect_ratio %v: want 0 < min <= max", r[0], r[1])
+	}
+	if len(op.Options) < 1 || len(op.Options) > maxIoUOptions {
+		return bad("RandomIoUCrop sampler_options of %d values: want 1 to %d", len(op.Options), maxIoUOptions)
+	}
+	for _, v := range op.Options {
+		if !(v >= 0 && v <= 1e9) {
+			return bad("RandomIoUCrop sampler_options %v: want minimal IoUs >= 0 (one >= 1 leaves the image)", op.Options)
+		}
+	}
+	if op.Trials < 1 || op.Trials > maxIoUTrials {
+		return bad("RandomIoUCrop trials=%d: want 1 to %d", op.Trials, maxIoUTrials)
+	}
+	j, flip := n+1, false
+	for ; j < len(t.ops); j++ {
+		o := &t.ops[j]
+		switch {
+		case o.Kind == OpSanitizeBoundingBoxes:
+			if err := checkSanitize(o); err != nil {
+				return bad("op %d (%s): %v", j, o.Kind, err)
+			}
+			t.iouMid = append(t.iouMid, fixedStep(o))
+			continue
+		case o.Kind == OpRandomHorizontalFlip && !flip:
+			if !(o.P >= 0 && o.P <= 1) {
+				return bad("op %d (%s): p=%v: want 0 <= p <= 1", j, o.Kind, o.P)
+			}
+			t.preFlip, flip = o.P, true
+			t.iouMid = append(t.iouMid, Step{Fn: FnHorizontalFlip})
+			continue
+		}
+		break
+	}
+	if j == len(t.ops) || t.ops[j].Kind != OpResize || t.ops[j].Size[1] == 0 {
+		return bad("RandomIoUCrop needs Resize((h, w)) after it (after SanitizeBoundingBoxes and one RandomHorizontalFlip, if any): its crop's size varies per sample")
+	}
+	t.iou = op
+	return j, nil
+}
+
+// checkSanitize checks SanitizeBoundingBoxes' bounds.
+func checkSanitize(op *Op) error {
+	if !(op.MinSize >= 1 && op.MinSize <= 1e9) || !(op.MinArea >= 1 && op.MinArea <= 1e9) {
+		return fmt.Errorf("min_size %v, min_area %v: each must be at least 1 (torchvision's bound) and at most 1e9", op.MinSize, op.MinArea)
+	}
+	return nil
 }
 
 // checkPadding checks a RandomCrop's or Pad's padding and constant fill.

@@ -63,11 +63,23 @@ func opsString(ops []Op) string {
 		case OpPad:
 			fmt.Fprintf(&b, "(padding=%v, fill=%v)", op.Padding, op.Fill)
 			continue
+		case OpRandomIoUCrop:
+			fmt.Fprintf(&b, "(scale=%v, aspect_ratio=%v, sampler_options=%v, trials=%d)", op.Scale, op.Ratio, op.Options, op.Trials)
+			continue
+		case OpRandomZoomOut:
+			fmt.Fprintf(&b, "(fill=%v, side_range=%v, p=%g)", op.Fill, op.SideRange, op.P)
+			continue
 		case OpAutoAugment, OpTimmRandAugment, OpTimmAutoAugment, OpTimmAugMix:
 			fmt.Fprintf(&b, "(%s)", op.Policy)
 			continue
 		case OpSanitizeBoundingBoxes:
 			fmt.Fprintf(&b, "(min_size=%g, min_area=%g)", op.MinSize, op.MinArea)
+			continue
+		case OpConvertBoundingBoxFormat:
+			fmt.Fprintf(&b, "(%s)", op.BoxFormat)
+			continue
+		case OpRandomPhotometricDistort:
+			fmt.Fprintf(&b, "(%v, p=%g)", op.Jitter, op.P)
 			continue
 		case OpNormalize, OpColorJitter, OpGrayscale, OpGaussianBlur, OpRandomRotation, OpRandomAffine,
 			OpTrivialAugmentWide, OpAugMix:

@@ -66,18 +66,33 @@ func validOpLists() [][]*pb.Op {
 			{Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}, Fill: []float64{1, 2, 3}}}},
 			{Op: &pb.Op_RandomCrop{RandomCrop: &pb.RandomCrop{Height: 32, Padding: []uint32{2}, PadIfNeeded: true, Fill: []float64{1, 2, 3}}}},
 		},
+		{
+			{Op: &pb.Op_RandomZoomOut{RandomZoomOut: &pb.RandomZoomOut{Fill: []float64{1, 2, 3}, SideRange: &pb.Range{Min: 1, Max: 2}, P: proto.Float64(0.5)}}},
+			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}},
+		},
+		{
+			{Op: &pb.Op_RandomPhotometricDistort{RandomPhotometricDistort: &pb.RandomPhotometricDistort{Brightness: &pb.Range{Min: 0.9, Max: 1.1},
+				Contrast: &pb.Range{Min: 0.5, Max: 1.5}, Saturation: &pb.Range{Min: 0.5, Max: 1.5}, Hue: &pb.Range{Min: -0.1, Max: 0.1}, P: proto.Float64(0.5)}}},
+			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}},
+		},
 		{ // a job with targets (describe's "det")
 			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32}}},
 			{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{MinSize: proto.Float64(2), MinArea: proto.Float64(3)}}},
 		},
+		{ // the DETR recipes' geometry (targets)
+			{Op: &pb.Op_RandomIouCrop{RandomIouCrop: &pb.RandomIoUCrop{MinScale: proto.Float64(0.3), MaxScale: proto.Float64(1),
+				MinAspectRatio: proto.Float64(0.5), MaxAspectRatio: proto.Float64(2), SamplerOptions: []float64{0, 0.5, 1}}}},
+			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}},
+		},
 	}
 }
 
-// targetsOnly says whether ops act on targets (SanitizeBoundingBoxes): a
+// targetsOnly says whether ops act on targets (SanitizeBoundingBoxes,
+// RandomIoUCrop): a
 // job of them needs an annotated dataset and JobSpec.targets.
 func targetsOnly(ops []*pb.Op) bool {
 	for _, op := range ops {
-		if op.GetSanitizeBoundingBoxes() != nil {
+		if op.GetSanitizeBoundingBoxes() != nil || op.GetRandomIouCrop() != nil {
 			return true
 		}
 	}

@@ -195,3 +195,70 @@ func TestTargetsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestDetrTargetsAnyTopology: the DETR recipes' ops (RandomIoUCrop drawing
+// against each sample's boxes, which a peer reads as the server does) make
+// the same pixels and targets on a lone server and over 3 peers, every
+// slot verified, none quarantined.
+func TestDetrTargetsAnyTopology(t *testing.T) {
+	ann, counts := photosCOCO(t)
+	cfg := func() Config {
+		return Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1}
+	}
+	sanitize := &pb.Op{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{}}}
+	job := smallJob("det", 8)
+	job.Job.Targets = true
+	job.Job.Transform.Ops = []*pb.Op{
+		{Op: &pb.Op_RandomPhotometricDistort{RandomPhotometricDistort: &pb.RandomPhotometricDistort{}}},
+		{Op: &pb.Op_RandomZoomOut{RandomZoomOut: &pb.RandomZoomOut{}}},
+		{Op: &pb.Op_RandomIouCrop{RandomIouCrop: &pb.RandomIoUCrop{}}},
+		sanitize, flipOp(nil),
+		{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}},
+		sanitize,
+		{Op: &pb.Op_ConvertBoundingBoxFormat{ConvertBoundingBoxFormat: &pb.ConvertBoundingBoxFormat{Format: "CXCYWH"}}},
+	}
+	var alone epoch
+	for _, n := range []int{0, 3} {
+		var e *testEnv
+		if n == 0 {
+			e = startServer(t, cfg())
+		} else {
+			var addrs []string
+			for range n {
+				addrs = append(addrs, startServer(t, cfg()).addr)
+			}
+			c := cfg()
+			c.Peers, c.VerifyFraction, c.Workers = strings.Join(addrs, ","), 1, 0
+			e = startServer(t, c)
+			waitPeers(t, e, n)
+		}
+		ep := e.collect(t, job)
+		seen := 0
+		for _, b := range ep.batches {
+			for _, v := range b.hdr.GetFields()[0].GetValues() {
+				if le := binary.LittleEndian; le.Uint32(v) != 32 || le.Uint32(v[20:]) != 2 { // CXCYWH
+					t.Errorf("%d peers: header % x", n, v[:24])
+				}
+				seen++
+			}
+		}
+		if seen != len(counts) {
+			t.Errorf("%d peers: %d samples, want %d", n, seen, len(counts))
+		}
+		if n == 0 {
+			alone = ep
+			continue
+		}
+		if len(ep.batches) != len(alone.batches) {
+			t.Fatalf("%d peers: %d batches, want %d", n, len(ep.batches), len(alone.batches))
+		}
+		for i, b := range ep.batches {
+			if !sameFields(b.hdr, alone.batches[i].hdr) || !bytes.Equal(b.data, alone.batches[i].data) {
+				t.Errorf("%d peers: batch %d differs from the lone server's", n, i)
+			}
+		}
+		if q := testQuarantined(e); q != 0 {
+			t.Errorf("%d peers: %d quarantined with every slot verified", n, q)
+		}
+	}
+}

@@ -22,7 +22,7 @@ func runOps(args []string) error {
 	fs := flag.NewFlagSet("ops", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: stoker ops apply < cases.jsonl > results.jsonl
-       stoker ops draw --spec JSON [--source WxH] [--n N] [--seed S] [--epoch E]
+       stoker ops draw --spec JSON [--source WxH] [--boxes JSON] [--n N] [--seed S] [--epoch E]
 
 apply runs the functional ops of a trace (torchvision.transforms.v2.functional's
 names and arguments, as stoker.Loader(trace=True) reports them) on images
@@ -34,7 +34,8 @@ and each output line {"pix": "<base64>"} or {"error": "..."}, in order.
 draw prints the traces a transform draws for samples 0..N-1 of an epoch
 (one JSON list a line), without decoding anything: what the sampling tests
 count. --spec is a TransformSpec in protobuf's JSON ({"preset": "deit"} or
-{"ops": [...]}); every sample is a --source image.
+{"ops": [...]}); every sample is a --source image, with the --boxes given
+(a RandomIoUCrop draws against them).
 
 Flags of draw:
 `)
@@ -42,6 +43,7 @@ Flags of draw:
 	}
 	spec := fs.String("spec", "", "the transform: a TransformSpec as JSON")
 	source := fs.String("source", "500x375", "the source image's size, WxH")
+	boxes := fs.String("boxes", "", "the source's boxes, XYXY in its pixels: a JSON list of [x1, y1, x2, y2]")
 	n := fs.Int("n", 1000, "samples to draw, 1..10000000")
 	seed := fs.Uint64("seed", 0, "the job's seed")
 	epoch := fs.Uint64("epoch", 0, "the epoch")
@@ -59,7 +61,7 @@ Flags of draw:
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
-		return opsDraw(*spec, *source, *n, *seed, *epoch, os.Stdout)
+		return opsDraw(*spec, *source, *boxes, *n, *seed, *epoch, os.Stdout)
 	case "-h", "-help", "--help":
 		fs.Usage()
 		return flag.ErrHelp
@@ -69,7 +71,7 @@ Flags of draw:
 }
 
 // opsDraw prints n samples' traces of the transform spec (protojson).
-func opsDraw(spec, source string, n int, seed, epoch uint64, out io.Writer) error {
+func opsDraw(spec, source, boxes string, n int, seed, epoch uint64, out io.Writer) error {
 	var ts stokerv1.TransformSpec
 	if err := protojson.Unmarshal([]byte(spec), &ts); err != nil {
 		return usageError{fmt.Errorf("ops draw --spec: %v", err)}
@@ -85,9 +87,15 @@ func opsDraw(spec, source string, n int, seed, epoch uint64, out io.Writer) erro
 	if n < 1 || n > 10_000_000 {
 		return usageError{fmt.Errorf("ops draw --n %d: want 1..10000000", n)}
 	}
+	var bx [][4]float32
+	if boxes != "" {
+		if err := json.Unmarshal([]byte(boxes), &bx); err != nil || bx == nil || len(bx) > 10000 {
+			return usageError{fmt.Errorf("ops draw --boxes: want a JSON list of at most 10000 [x1, y1, x2, y2] (%v)", err)}
+		}
+	}
 	bw := bufio.NewWriter(out)
 	for i := range n {
-		js, err := t.Trace(w, h, pipeline.Key{Seed: seed, Epoch: epoch, Index: uint64(i)})
+		js, err := t.TraceBoxes(w, h, pipeline.Key{Seed: seed, Epoch: epoch, Index: uint64(i)}, bx)
 		if err != nil {
 			return err
 		}

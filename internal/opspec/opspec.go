@@ -203,6 +203,39 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 		op, err = randomCrop(x.RandomCrop, where)
 	case *stokerv1.Op_Pad:
 		op, err = padOp(x.Pad, where)
+	case *stokerv1.Op_RandomZoomOut:
+		z := x.RandomZoomOut
+		op = pipeline.Op{Kind: pipeline.OpRandomZoomOut, P: p(z.P, 0.5), SideRange: [2]float64{1, 4}}
+		if z.SideRange != nil {
+			op.SideRange = rng(z.SideRange)
+		}
+		op.Fill, err = fill(z.GetFill(), [3]float64{}, where, "fill")
+	case *stokerv1.Op_RandomIouCrop:
+		c := x.RandomIouCrop
+		op = pipeline.Op{Kind: pipeline.OpRandomIoUCrop, Scale: [2]float64{p(c.MinScale, 0.3), p(c.MaxScale, 1)},
+			Ratio: [2]float64{p(c.MinAspectRatio, 0.5), p(c.MaxAspectRatio, 2)}, Trials: 40,
+			Options: append([]float64(nil), c.GetSamplerOptions()...)}
+		if len(op.Options) == 0 {
+			op.Options = []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}
+		}
+		if c.Trials != nil {
+			op.Trials = int(min(c.GetTrials(), 1<<20))
+		}
+	case *stokerv1.Op_RandomPhotometricDistort:
+		d := x.RandomPhotometricDistort
+		op = pipeline.Op{Kind: pipeline.OpRandomPhotometricDistort, P: p(d.P, 0.5), JitterRanges: true,
+			Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}
+		for i, r := range []*stokerv1.Range{d.Brightness, d.Contrast, d.Saturation, d.Hue} {
+			if r != nil {
+				op.Jitter[i] = rng(r)
+			}
+		}
+	case *stokerv1.Op_ConvertBoundingBoxFormat:
+		op = pipeline.Op{Kind: pipeline.OpConvertBoundingBoxFormat}
+		op.BoxFormat, err = pipeline.ParseBoxFormat(x.ConvertBoundingBoxFormat.GetFormat())
+		if err != nil {
+			err = fmt.Errorf("transform: %s: %w", where, err)
+		}
 	case *stokerv1.Op_SanitizeBoundingBoxes:
 		s := x.SanitizeBoundingBoxes
 		op = pipeline.Op{Kind: pipeline.OpSanitizeBoundingBoxes, MinSize: p(s.MinSize, 1), MinArea: p(s.MinArea, 1)}

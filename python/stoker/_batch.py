@@ -85,7 +85,8 @@ class Batch(tuple):
     - ``targets``: with ``Loader(targets=True)``, per sample, its boxes
       and labels moved through its geometry as torchvision.transforms.v2
       moves them: a dict of ``"boxes"`` (``tv_tensors.BoundingBoxes``
-      ``[K, 4]``, XYXY, ``canvas_size`` the output's ``(H, W)``),
+      ``[K, 4]``, XYXY or a last ``ConvertBoundingBoxFormat``'s format,
+      ``canvas_size`` the output's ``(H, W)``),
       ``"labels"`` (int64 ``[K]``), ``"iscrowd"`` (int64 ``[K]``) and
       ``"image_id"``; the batch then unpacks as ``(images, targets[,
       indices])`` (``labels`` is still the dataset's labels); ``None``

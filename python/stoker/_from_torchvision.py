@@ -35,7 +35,8 @@ from stoker._ops_base import Transform
 
 _BEHAVIOUR = ("forward", "__call__", "transform", "_transform", "make_params", "_get_params", "get_params",
               "_apply_image_or_video_transform")
-_GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "Pad", "timm.RandomResizedCropAndInterpolation")
+_GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "Pad", "RandomZoomOut", "RandomIoUCrop",
+             "timm.RandomResizedCropAndInterpolation")
 #: Conversions the Loader already does (decode to RGB uint8): dropped.
 _DROPPED = ("ToTensor", "PILToTensor", "ToImage", "ToDtype", "ConvertImageDtype", "ToPureTensor", "ToPILImage",
             "RGB", "Identity", "timm.ToTensor", "open_clip.MaybeConvertMode")
@@ -259,6 +260,25 @@ class _Converter:
         """The first op is the geometry (one RandomResizedCrop, or Resize
         and/or CenterCrop, or RandomCrop, a Pad before or after a RandomCrop
         or CenterCrop), fused into the decode; no geometry op later."""
+        pre = 0  # RandomPhotometricDistort before the geometry: on the image, before a Resize((h, w))
+        while pre < len(self.ops) and self.ops[pre][1] == "RandomPhotometricDistort":
+            pre += 1
+        if pre and pre < len(self.ops):
+            ops, geo = self.ops, [name for _, name, _ in self.ops[pre:pre + 2]]
+            resize = next((op for _, name, op in self.ops[pre:] if name == "Resize"), None)
+            if geo[0] not in ("RandomZoomOut", "RandomIoUCrop", "Resize") or resize is None or \
+                    isinstance(resize.size, int) or (geo[0] == "RandomZoomOut" and geo[1:] == ["RandomCrop"]) or \
+                    (geo[0] == "RandomZoomOut" and geo[1:] == ["CenterCrop"]) or \
+                    (geo[0] == "Resize" and geo[1:] == ["CenterCrop"]):
+                raise ValueError(f"{self.ops[0][0]}: RandomPhotometricDistort before the geometry needs a geometry "
+                                 f"that ends in Resize((h, w)) (after a RandomZoomOut or RandomIoUCrop, if any); move "
+                                 f"it after the geometry")
+            self.ops = ops[pre:]
+            try:
+                self.check_geometry()
+            finally:
+                self.ops = ops
+            return
         if not self.ops:
             raise ValueError("no op stoker runs: a batch needs a fixed size; start the pipeline with "
                              "RandomResizedCrop, Resize((h, w)), or Resize then CenterCrop")
@@ -274,17 +294,44 @@ class _Converter:
                 raise ValueError(f"{where}: Pad needs a RandomCrop or CenterCrop right after it (stoker's Pad is part "
                                  f"of the geometry; alone its size would vary per image)")
             n = 2
+        elif name == "RandomZoomOut" and len(self.ops) > 1 and self.ops[1][1] == "RandomIoUCrop":
+            n = self._iou_crop(1)
+        elif name == "RandomIoUCrop":
+            n = self._iou_crop(0)
+        elif name == "RandomZoomOut":
+            nxt = self.ops[1] if len(self.ops) > 1 else None
+            if nxt is None or nxt[1] not in ("Resize", "RandomCrop", "CenterCrop") or \
+                    (nxt[1] == "Resize" and isinstance(nxt[2].size, int)):
+                raise ValueError(f"{where}: RandomZoomOut needs Resize((h, w)), a RandomCrop, a CenterCrop or a "
+                                 f"RandomIoUCrop right after it (stoker's RandomZoomOut is part of the geometry; alone "
+                                 f"its size would vary per image)")
+            n = 2
         elif name == "Resize" and isinstance(op.size, int):
             raise ValueError(f"{where}: Resize({op.size}) of the shorter side gives a size that varies per image: "
                              f"add CenterCrop right after it, or give Resize both sides")
         # A Pad right after an unresized RandomCrop or CenterCrop pads the crop.
-        if self.ops[n - 1][1] in ("RandomCrop", "CenterCrop") and (n == 1 or self.ops[0][1] == "Pad") \
+        if self.ops[n - 1][1] in ("RandomCrop", "CenterCrop") and (n == 1 or self.ops[0][1] in ("Pad", "RandomZoomOut")) \
                 and len(self.ops) > n and self.ops[n][1] == "Pad":
             n += 1
         for where, name, _ in self.ops[n:]:
             if name in _GEOMETRY:
                 raise ValueError(f"{where}: a geometry op after other ops: stoker's geometry is the first op (one "
                                  f"RandomResizedCrop, or Resize then CenterCrop), fused into the decode")
+
+    def _iou_crop(self, i: int) -> int:
+        """The geometry's ops from the RandomIoUCrop at i to the Resize((h,
+        w)) it needs (SanitizeBoundingBoxes and one RandomHorizontalFlip
+        between them); returns how many ops the geometry has."""
+        j, flip = i + 1, False
+        while j < len(self.ops) and (self.ops[j][1] == "SanitizeBoundingBoxes" or
+                                     (self.ops[j][1] == "RandomHorizontalFlip" and not flip)):
+            flip = flip or self.ops[j][1] == "RandomHorizontalFlip"
+            j += 1
+        if j == len(self.ops) or self.ops[j][1] != "Resize" or isinstance(self.ops[j][2].size, int):
+            raise ValueError(f"{self.ops[i][0]}: RandomIoUCrop needs Resize((h, w)) after it (after "
+                             f"SanitizeBoundingBoxes and one RandomHorizontalFlip, if any): its crop's size varies "
+                             f"per sample")
+        return j + 1
 
     def result(self) -> C.Compose:
         self.check_geometry()
@@ -557,6 +604,13 @@ def _p(cls: Callable[..., Transform]) -> Callable[[_Converter, Any, str], Transf
     return lambda cv, t, where: cls(t.p)
 
 
+def _zoom_out(cv: _Converter, t: Any) -> Transform:
+    """v2.RandomZoomOut: its fill (of a fill per type, the Image's or
+    "others"; none is 0, as F.pad's), side_range and p."""
+    fill = cv.pixels(_fill_of(t))
+    return O.RandomZoomOut(0 if fill is None else fill, tuple(t.side_range), t.p)
+
+
 def _sanitize(t: Any, where: str) -> Transform:
     """v2.SanitizeBoundingBoxes: its bounds; the labels are always the
     targets' own (labels_getter "default"), dropped with their boxes."""
@@ -574,6 +628,12 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "RandomCrop": lambda cv, t, where: _random_crop(t),
     # v1 and v2 keep Pad's padding as given (torchvision's pad forms)
     "Pad": lambda cv, t, where: O.Pad(t.padding, t.fill, t.padding_mode),
+    "RandomZoomOut": lambda cv, t, where: _zoom_out(cv, t),
+    "ConvertBoundingBoxFormat": lambda cv, t, where: O.ConvertBoundingBoxFormat(t.format),
+    "RandomPhotometricDistort": lambda cv, t, where: O.RandomPhotometricDistort(t.brightness, t.contrast, t.saturation,
+                                                                                t.hue, t.p),
+    "RandomIoUCrop": lambda cv, t, where: O.RandomIoUCrop(t.min_scale, t.max_scale, t.min_aspect_ratio,
+                                                          t.max_aspect_ratio, t.options, t.trials),
     "RandomHorizontalFlip": _p(O.RandomHorizontalFlip),
     "RandomVerticalFlip": _p(O.RandomVerticalFlip),
     "SanitizeBoundingBoxes": lambda cv, t, where: _sanitize(t, where),

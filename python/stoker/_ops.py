@@ -188,6 +188,90 @@ class Pad(Transform):
         return pb.Op(pad=pb.Pad(padding=list(self.padding), fill=fill_list(self.fill)))
 
 
+class RandomZoomOut(Transform):
+    """torchvision.transforms.v2's RandomZoomOut (SSD's zoom out): with
+    probability ``p``, the image padded with a constant ``fill`` onto a
+    canvas ``r`` times its size (``r`` uniform in ``side_range``), at a
+    uniform position; a job's target boxes move with it. Part of the
+    geometry, fused into the decode: first, then ``Resize((h, w))`` (the
+    canvas resized), a ``RandomCrop`` or a ``CenterCrop``, which fix the
+    batch's size."""
+
+    def __init__(self, fill: Any = 0, side_range: Sequence[float] = (1.0, 4.0), p: float = 0.5) -> None:
+        cls = "RandomZoomOut"
+        self.fill = _constant_fill(cls, fill, "constant")
+        lo, hi = seq(cls, "side_range", side_range, (2,))
+        if lo < 1.0 or lo > hi:
+            raise ValueError(f"Invalid side range provided {tuple(side_range)}.")
+        if hi > 16:
+            raise ValueError(f"{cls}: side_range {tuple(side_range)}: stoker's canvas is at most 16 times the image "
+                             f"a side")
+        self.side_range = (lo, hi)
+        self.p = prob(cls, p)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(random_zoom_out=pb.RandomZoomOut(fill=fill_list(self.fill), p=self.p,
+                                                      side_range=pb.Range(min=self.side_range[0],
+                                                                          max=self.side_range[1])))
+
+
+class RandomIoUCrop(Transform):
+    """torchvision.transforms.v2's RandomIoUCrop (SSD's IoU crop), on a job
+    with targets (``Loader(targets=True)``): its crop is drawn against the
+    sample's boxes (an option of ``sampler_options`` as the minimal IoU,
+    one >= 1 leaving the image; ``trials`` crops of each side times a scale
+    in [``min_scale``, ``max_scale``] with an aspect in
+    [``min_aspect_ratio``, ``max_aspect_ratio``]), and the boxes whose
+    centre falls outside it become (0, 0, 0, 0), which a
+    ``SanitizeBoundingBoxes`` after it drops. Part of the geometry, fused
+    into the decode: first, or right after a ``RandomZoomOut``, then
+    ``Resize((h, w))`` (after ``SanitizeBoundingBoxes`` and one
+    ``RandomHorizontalFlip``, if any). A job without targets is refused."""
+
+    def __init__(self, min_scale: float = 0.3, max_scale: float = 1.0, min_aspect_ratio: float = 0.5,
+                 max_aspect_ratio: float = 2.0, sampler_options: Optional[Sequence[float]] = None,
+                 trials: int = 40) -> None:
+        cls = "RandomIoUCrop"
+        self.min_scale = real(cls, "min_scale", min_scale)
+        self.max_scale = real(cls, "max_scale", max_scale)
+        if not 0 < self.min_scale <= self.max_scale <= 1:
+            raise ValueError(f"{cls}: min_scale {min_scale}, max_scale {max_scale}: want 0 < min_scale <= max_scale <= 1")
+        self.min_aspect_ratio = real(cls, "min_aspect_ratio", min_aspect_ratio)
+        self.max_aspect_ratio = real(cls, "max_aspect_ratio", max_aspect_ratio)
+        if not 0 < self.min_aspect_ratio <= self.max_aspect_ratio:
+            raise ValueError(f"{cls}: min_aspect_ratio {min_aspect_ratio}, max_aspect_ratio {max_aspect_ratio}: want "
+                             f"0 < min <= max")
+        opts = [0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0] if sampler_options is None else \
+            [real(cls, "sampler_options", v) for v in sampler_options]
+        if not 1 <= len(opts) <= 64 or any(v < 0 for v in opts):
+            raise ValueError(f"{cls}: sampler_options {sampler_options!r}: want 1 to 64 minimal IoUs >= 0")
+        self.sampler_options = tuple(opts)
+        self.trials = integer(cls, "trials", trials, 1, 1000)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(random_iou_crop=pb.RandomIoUCrop(
+            min_scale=self.min_scale, max_scale=self.max_scale, min_aspect_ratio=self.min_aspect_ratio,
+            max_aspect_ratio=self.max_aspect_ratio, sampler_options=list(self.sampler_options), trials=self.trials))
+
+
+class ConvertBoundingBoxFormat(Transform):
+    """torchvision.transforms.v2's ConvertBoundingBoxFormat, on a job's
+    targets (``Loader(targets=True)``; refused without): the boxes come in
+    ``format`` ("XYXY", "XYWH", "CXCYWH", or a
+    ``tv_tensors.BoundingBoxFormat``), their ``BoundingBoxes`` carrying it.
+    It comes after every op that moves or drops boxes."""
+
+    def __init__(self, format: Any) -> None:
+        name = getattr(format, "name", format)
+        if not isinstance(name, str) or name.upper() not in ("XYXY", "XYWH", "CXCYWH"):
+            raise ValueError(f"ConvertBoundingBoxFormat: format {format!r}: stoker's boxes are XYXY, XYWH or CXCYWH "
+                             f"(the rotated formats are not supported)")
+        self.format = name.upper()
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(convert_bounding_box_format=pb.ConvertBoundingBoxFormat(format=self.format))
+
+
 class RandomHorizontalFlip(Transform):
     """Flip left-right with probability ``p``."""
 
@@ -279,6 +363,32 @@ class ColorJitter(Transform):
             else:
                 setattr(m, name, v)
         return pb.Op(color_jitter=m)
+
+
+class RandomPhotometricDistort(Transform):
+    """torchvision.transforms.v2's RandomPhotometricDistort (SSD's): each of
+    ``brightness``, ``contrast``, ``saturation`` and ``hue`` (a (min, max)
+    range each) applied with probability ``p`` at a factor uniform in its
+    range, contrast before or after saturation and hue at even odds, and
+    the channels permuted at random with probability ``p``; boxes stay.
+    After the geometry, or first, before a geometry that ends in
+    ``Resize((h, w))`` (after a ``RandomZoomOut`` or ``RandomIoUCrop``, if
+    any): then on the image at its own size, as the DETR recipes have it."""
+
+    def __init__(self, brightness: Tuple[float, float] = (0.875, 1.125), contrast: Tuple[float, float] = (0.5, 1.5),
+                 saturation: Tuple[float, float] = (0.5, 1.5), hue: Tuple[float, float] = (-0.05, 0.05),
+                 p: float = 0.5) -> None:
+        cls = "RandomPhotometricDistort"
+        self.brightness = min_max(cls, "brightness", brightness, 0.0, 100.0)
+        self.contrast = min_max(cls, "contrast", contrast, 0.0, 100.0)
+        self.saturation = min_max(cls, "saturation", saturation, 0.0, 100.0)
+        self.hue = min_max(cls, "hue", hue, -0.5, 0.5)
+        self.p = prob(cls, p)
+
+    def to_proto(self) -> pb.Op:
+        r = {k: pb.Range(min=v[0], max=v[1]) for k, v in (("brightness", self.brightness), ("contrast", self.contrast),
+                                                          ("saturation", self.saturation), ("hue", self.hue))}
+        return pb.Op(random_photometric_distort=pb.RandomPhotometricDistort(p=self.p, **r))
 
 
 class Normalize(Transform):

@@ -286,7 +286,8 @@ class Loader:
         targets: with a dataset served with ``--annotations`` (COCO or
             YOLO), yield ``(images, targets[, indices])``: ``targets`` a
             list of one dict per sample, ``"boxes"`` a
-            ``tv_tensors.BoundingBoxes`` ``[K, 4]`` XYXY with
+            ``tv_tensors.BoundingBoxes`` ``[K, 4]`` XYXY (or the format of a
+            last ``ConvertBoundingBoxFormat``) with
             ``canvas_size=(H, W)``, ``"labels"`` int64 ``[K]`` (the
             contiguous labels), ``"iscrowd"``, ``"image_id"``; the boxes
             moved through the sample's geometry (RandomResizedCrop, Resize,

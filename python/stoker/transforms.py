@@ -51,6 +51,10 @@ from stoker._ops import (
     RandomRotation,
     RandomSolarize,
     RandomVerticalFlip,
+    ConvertBoundingBoxFormat,
+    RandomIoUCrop,
+    RandomPhotometricDistort,
+    RandomZoomOut,
     SanitizeBoundingBoxes,
     Resize,
 )
@@ -86,6 +90,10 @@ __all__ = [
     "Pad",
     "RandomHorizontalFlip",
     "RandomVerticalFlip",
+    "RandomZoomOut",
+    "RandomIoUCrop",
+    "ConvertBoundingBoxFormat",
+    "RandomPhotometricDistort",
     "SanitizeBoundingBoxes",
     "ColorJitter",
     "Grayscale",
@@ -129,9 +137,9 @@ __all__ = [
 
 #: Preset names the server knows, each a recipe documented op by op in
 #: docs/transforms.md: one-view presets, then :data:`VIEW_PRESETS`, whose
-#: batches carry a list of views.
+#: batches carry a list of views. "detr" needs ``Loader(targets=True)``.
 PRESETS = ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global", "dino-local",
-           "clip") + VIEW_PRESETS
+           "clip", "detr") + VIEW_PRESETS
 
 TransformLike = Union[str, Compose, Transform, Sequence[Transform], MultiView, pb.TransformSpec]
 

@@ -168,6 +168,56 @@ def test_pad(version) -> None:
     assert got.transforms == [T.Pad(1), T.CenterCrop(30), T.Pad((1, 2))]
 
 
+def test_random_zoom_out() -> None:
+    """v2.RandomZoomOut (fill, side_range, p; of a fill per type, the
+    Image's) before Resize((h, w)), RandomCrop or CenterCrop; alone, before
+    another geometry or after other ops it is refused, saying why."""
+    got = T.from_torchvision(tv2.Compose([tv2.RandomZoomOut(), tv2.Resize((640, 640)), tv2.RandomHorizontalFlip()]))
+    assert got.transforms == [T.RandomZoomOut(0, (1.0, 4.0), 0.5), T.Resize((640, 640)), T.RandomHorizontalFlip()]
+    got = T.from_torchvision(tv2.Compose([tv2.RandomZoomOut(fill={tv_tensors.Image: (1, 2, 3), tv_tensors.Mask: 0},
+                                                            side_range=(1.5, 2), p=1), tv2.RandomCrop(300)]))
+    assert got.transforms == [T.RandomZoomOut((1, 2, 3), (1.5, 2), 1), T.RandomCrop(300)]
+    assert got.transforms[0].to_proto().random_zoom_out.side_range.max == 2
+    got = T.from_torchvision(tv2.Compose([tv2.RandomZoomOut(fill=7), tv2.CenterCrop(64)]))
+    assert got.transforms == [T.RandomZoomOut(7), T.CenterCrop(64)]
+    for bad, want in [([tv2.RandomZoomOut()], "RandomZoomOut needs Resize"),
+                      ([tv2.RandomZoomOut(), tv2.Resize(640)], "RandomZoomOut needs Resize"),
+                      ([tv2.RandomZoomOut(), tv2.RandomResizedCrop(64)], "RandomZoomOut needs Resize"),
+                      ([tv2.RandomResizedCrop(64), tv2.RandomZoomOut()], "a geometry op after other ops"),
+]:
+        with pytest.raises(ValueError, match=want):
+            T.from_torchvision(tv2.Compose(bad))
+    with pytest.raises(ValueError, match="Invalid side range"):
+        T.RandomZoomOut(side_range=(0.5, 2))
+
+
+def test_random_iou_crop() -> None:
+    """v2.RandomIoUCrop (its arguments; sampler_options None is its
+    default list) first or after RandomZoomOut, then Resize((h, w)) after
+    SanitizeBoundingBoxes and one RandomHorizontalFlip: the DETR recipes'
+    geometry."""
+    got = T.from_torchvision(tv2.Compose([tv2.RandomPhotometricDistort(p=0.5), tv2.RandomZoomOut(fill=0),
+                                          tv2.RandomIoUCrop(), tv2.SanitizeBoundingBoxes(min_size=1),
+                                          tv2.RandomHorizontalFlip(), tv2.Resize((640, 640)),
+                                          tv2.SanitizeBoundingBoxes(), tv2.ConvertBoundingBoxFormat("CXCYWH")]))
+    assert got.transforms[-1] == T.ConvertBoundingBoxFormat("CXCYWH")
+    assert got.transforms[:-1] == [T.RandomPhotometricDistort(p=0.5), T.RandomZoomOut(0), T.RandomIoUCrop(), T.SanitizeBoundingBoxes(min_size=1),
+                   T.RandomHorizontalFlip(), T.Resize((640, 640)), T.SanitizeBoundingBoxes()]
+    got = T.from_torchvision(tv2.Compose([tv2.RandomIoUCrop(0.5, 0.9, 0.75, 1.5, [0.3, 1], 7), tv2.Resize((64, 48))]))
+    assert got.transforms == [T.RandomIoUCrop(0.5, 0.9, 0.75, 1.5, [0.3, 1], 7), T.Resize((64, 48))]
+    assert list(got.transforms[0].to_proto().random_iou_crop.sampler_options) == [0.3, 1]
+    got = T.from_torchvision(tv2.Compose([tv2.Resize((64, 64)),
+                                          tv2.ConvertBoundingBoxFormat(tv_tensors.BoundingBoxFormat.XYWH)]))
+    assert got.transforms[1].to_proto().convert_bounding_box_format.format == "XYWH"
+    got = T.from_torchvision(tv2.Compose([tv2.Resize((64, 64)), tv2.RandomPhotometricDistort((0.9, 1.1), p=1)]))
+    assert got.transforms == [T.Resize((64, 64)), T.RandomPhotometricDistort((0.9, 1.1), p=1)]
+    for bad in ([tv2.RandomPhotometricDistort(), tv2.RandomResizedCrop(64)],
+                [tv2.RandomPhotometricDistort(), tv2.Resize(64), tv2.CenterCrop(64)],
+                [tv2.RandomPhotometricDistort(), tv2.RandomZoomOut(), tv2.RandomCrop(64)]):
+        with pytest.raises(ValueError, match="RandomPhotometricDistort before the geometry needs"):
+            T.from_torchvision(tv2.Compose(bad))
+
+
 def test_dinov2_blur_subclass() -> None:
     """A subclass that only sets other defaults is its torchvision base
     (dinov2/data/transforms.py's GaussianBlur)."""

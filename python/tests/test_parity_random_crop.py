@@ -58,6 +58,21 @@ CASES: Dict[str, List[pb.Op]] = {
                                   pb.Op(center_crop=pb.CenterCrop(height=230))],
     "resize-center-crop-larger-bilinear": [pb.Op(resize=pb.Resize(height=200)),
                                            pb.Op(center_crop=pb.CenterCrop(height=230))],
+    # RandomZoomOut: the canvas resized (a fill per channel; antialiased
+    # bilinear down, bicubic, nearest), flipped after; the canvas cropped
+    # (RandomCrop, CenterCrop: its padding before theirs)
+    "zoom-out-resize": [pb.Op(random_zoom_out=pb.RandomZoomOut(fill=[10, 200, 30], p=0.8)),
+                        pb.Op(resize=pb.Resize(height=160, width=200)),
+                        pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip())],
+    "zoom-out-resize-bicubic": [pb.Op(random_zoom_out=pb.RandomZoomOut(side_range=pb.Range(min=1.2, max=2), p=1)),
+                                pb.Op(resize=pb.Resize(height=600, width=640, interpolation=pb.INTERPOLATION_BICUBIC))],
+    "zoom-out-resize-nearest": [pb.Op(random_zoom_out=pb.RandomZoomOut(fill=[5], p=0.7)),
+                                pb.Op(resize=pb.Resize(height=300, width=300, interpolation=pb.INTERPOLATION_NEAREST))],
+    "zoom-out-random-crop": [pb.Op(random_zoom_out=pb.RandomZoomOut(fill=[10, 200, 30], side_range=pb.Range(min=1, max=2))),
+                             pb.Op(random_crop=pb.RandomCrop(height=400, width=450, pad_if_needed=True,
+                                                             fill=[10, 200, 30]))],
+    "zoom-out-center-crop": [pb.Op(random_zoom_out=pb.RandomZoomOut(side_range=pb.Range(min=1.5, max=3), p=0.9)),
+                             pb.Op(center_crop=pb.CenterCrop(height=520, width=500))],
 }
 
 

@@ -269,12 +269,13 @@ def test_color_jitter(stoker_bin: Path) -> None:
 
 def continuous_case(stoker_bin: Path, spec: pb.Op, step: str, args: Callable[[Dict[str, Any]], Dict[str, float]],
                     tv_params: Callable[[], Dict[str, float]], seed: int, source: Tuple[int, int] = (SIDE, SIDE),
-                    geometry: bool = False) -> None:
+                    geometry: bool = False, rest: Sequence[pb.Op] = ()) -> None:
     """Compares each argument of a step with torchvision's make_params (KS,
     or chi-square for integers: compare_values) on a source of (w, h);
     stoker's samples without the step count as the fallback (None) outcome,
-    compared by chi-square."""
-    ops = [spec] if geometry else [center(source[1], source[0]), spec]
+    compared by chi-square. A geometry op that does not fix the size alone
+    (RandomZoomOut) is followed by rest."""
+    ops = [spec, *rest] if geometry else [center(source[1], source[0]), spec]
 
     def run(k: int) -> Checks:
         traces = stoker_traces(stoker_bin, ops, N_CONT, source=source, skip_geometry=not geometry, seed=k)
@@ -318,6 +319,24 @@ def test_random_resized_crop(stoker_bin: Path, scale: Tuple[float, float]) -> No
                     lambda a: {k: a[k] for k in ("top", "left", "height", "width")},
                     lambda: {k: float(v) for k, v in t.make_params([img]).items() if k in ("top", "left", "height", "width")},
                     seed=11, source=(500, 375), geometry=True)
+
+
+@pytest.mark.parametrize("side_range,p", [((1.0, 4.0), 0.5), ((1.0, 1.5), 0.9)])
+def test_random_zoom_out(stoker_bin: Path, side_range: Tuple[float, float], p: float) -> None:
+    """RandomZoomOut's padding (the canvas' size and the image's place on
+    it) and whether it is drawn, against its make_params behind its p."""
+    t = T.RandomZoomOut(side_range=side_range, p=p)
+    img = image(375, 500)
+
+    def theirs() -> Dict[str, float]:
+        if torch.rand(1) >= t.p:
+            return {}
+        return dict(zip(("left", "top", "right", "bottom"), map(float, t.make_params([img])["padding"])))
+
+    spec = pb.RandomZoomOut(side_range=pb.Range(min=side_range[0], max=side_range[1]), p=p)
+    continuous_case(stoker_bin, op(random_zoom_out=spec), "pad",
+                    lambda a: dict(zip(("left", "top", "right", "bottom"), map(float, a["padding"]))),
+                    theirs, seed=13, source=(500, 375), geometry=True, rest=[op(resize=pb.Resize(height=64, width=64))])
 
 
 def test_gaussian_blur_sigma(stoker_bin: Path) -> None:

@@ -22,6 +22,7 @@ import torch
 from PIL import Image
 from torchvision import tv_tensors
 from torchvision.datasets import CocoDetection, wrap_dataset_for_transforms_v2
+from torchvision.transforms import v2 as tv2
 from torchvision.transforms.v2 import InterpolationMode
 from torchvision.transforms.v2 import functional as F
 
@@ -35,10 +36,10 @@ N = 24
 # The trace's ops that move boxes, and those that leave them (torchvision
 # passes a BoundingBoxes through them).
 GEOMETRY = {"resized_crop", "resize", "center_crop", "pad", "crop", "horizontal_flip", "vertical_flip",
-            "sanitize_bounding_boxes"}
+            "sanitize_bounding_boxes", "iou_crop", "convert_bounding_box_format"}
 PIXELS = {"adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "rgb_to_grayscale",
           "gaussian_blur", "solarize", "posterize", "invert", "equalize", "autocontrast", "adjust_sharpness",
-          "erase", "normalize"}
+          "erase", "normalize", "permute_channels"}
 
 # Transforms through every geometry the targets support: a crop inside the
 # image, one past it (CenterCrop larger than the image pads; RandomCrop with
@@ -60,6 +61,23 @@ TRANSFORMS = {
     "rrc-sanitize": [T.RandomResizedCrop(48, scale=(0.02, 0.2)), T.SanitizeBoundingBoxes(min_size=2, min_area=6),
                      T.RandomHorizontalFlip(), T.SanitizeBoundingBoxes()],
     "resize-sanitize": [T.Resize((40, 40)), T.SanitizeBoundingBoxes(min_size=3.5, min_area=20)],
+    # RandomZoomOut: the boxes padded with the image, then the canvas
+    # resized (flipped after), or cropped and sanitized.
+    "zoom-resize": [T.RandomZoomOut(fill=(10, 20, 30), side_range=(1, 3), p=0.7), T.Resize((64, 80)),
+                    T.RandomHorizontalFlip()],
+    "zoom-randomcrop": [T.RandomZoomOut(side_range=(1.5, 2.5), p=0.8), T.RandomCrop((300, 300)),
+                        T.SanitizeBoundingBoxes()],
+    # RandomIoUCrop: the boxes whose centre it leaves out come as (0, 0, 0,
+    # 0), moved by the ops after it (the flip makes them (W, 0, W, 0)) until
+    # a SanitizeBoundingBoxes drops them; the DETR recipes' geometry.
+    "iou-resize": [T.RandomIoUCrop(), T.Resize((96, 80))],
+    "iou-flip": [T.RandomIoUCrop(sampler_options=[0.1, 0.3, 0.5], trials=10), T.RandomHorizontalFlip(),
+                 T.Resize((64, 64))],
+    "detr": [T.RandomPhotometricDistort(), T.RandomZoomOut(p=0.6), T.RandomIoUCrop(), T.SanitizeBoundingBoxes(min_size=1),
+             T.RandomHorizontalFlip(), T.Resize((80, 80)), T.SanitizeBoundingBoxes(), T.ConvertBoundingBoxFormat("CXCYWH")],
+    # ConvertBoundingBoxFormat last: the boxes come in its format (only ops
+    # on pixels after it).
+    "resize-xywh": [T.Resize((72, 64)), T.RandomHorizontalFlip(), T.ConvertBoundingBoxFormat("XYWH"), T.ColorJitter(0.2)],
 }
 
 # The ops each transform's traces show (each flip drawn on some sample).
@@ -73,6 +91,13 @@ GEOMETRY_OF = {
     "center-pad-crop": {"pad", "center_crop"},
     "rrc-sanitize": {"resized_crop", "sanitize_bounding_boxes", "horizontal_flip"},
     "resize-sanitize": {"resize", "sanitize_bounding_boxes"},
+    "zoom-resize": {"pad", "resize", "horizontal_flip"},
+    "zoom-randomcrop": {"pad", "crop", "sanitize_bounding_boxes"},
+    "iou-resize": {"iou_crop", "resize"},
+    "iou-flip": {"iou_crop", "horizontal_flip", "resize"},
+    "detr": {"permute_channels", "pad", "iou_crop", "sanitize_bounding_boxes", "horizontal_flip", "resize",
+             "convert_bounding_box_format"},
+    "resize-xywh": {"resize", "horizontal_flip", "convert_bounding_box_format", "adjust_brightness"},
 }
 
 
@@ -111,11 +136,25 @@ def replay(boxes: tv_tensors.BoundingBoxes, trace: List[Any]) -> Tuple[tv_tensor
             left = keep.nonzero().flatten()
             keep[left[~valid]] = False
             continue
+        if name == "convert_bounding_box_format":
+            boxes = F.convert_bounding_box_format(boxes, new_format=kw["new_format"])
+            continue
+        if name == "iou_crop":  # RandomIoUCrop.transform, its make_params' is_within_crop_area
+            boxes = tv2.RandomIoUCrop().transform(boxes, dict(kw, is_within_crop_area=iou_within(boxes, **kw)))
+            continue
         if "interpolation" in kw:
             kw["interpolation"] = InterpolationMode(kw["interpolation"])
         kw.pop("fill", None)  # the pixels' fill: boxes have none
         boxes = getattr(F, name)(boxes, **kw)
     return boxes, keep
+
+
+def iou_within(boxes: tv_tensors.BoundingBoxes, top: int, left: int, height: int, width: int) -> torch.Tensor:
+    """RandomIoUCrop.make_params' is_within_crop_area for its crop: the
+    boxes whose centre is strictly inside it."""
+    xyxy = F.convert_bounding_box_format(boxes.as_subclass(torch.Tensor), boxes.format, tv_tensors.BoundingBoxFormat.XYXY)
+    cx, cy = 0.5 * (xyxy[..., 0] + xyxy[..., 2]), 0.5 * (xyxy[..., 1] + xyxy[..., 3])
+    return (left < cx) & (cx < left + width) & (top < cy) & (cy < top + height)
 
 
 def coco_sources(det: Path) -> Dict[int, Dict[str, Any]]:
@@ -145,7 +184,7 @@ def check(got: Dict[str, Any], want: Dict[str, Any], trace: List[Any], image: to
     coordinates lie on the canvas' edge (clamped, or there already)."""
     moved, keep = replay(want["boxes"], trace)
     assert isinstance(got["boxes"], tv_tensors.BoundingBoxes), where
-    assert got["boxes"].format == tv_tensors.BoundingBoxFormat.XYXY, where
+    assert got["boxes"].format == moved.format, where
     assert tuple(got["boxes"].canvas_size) == tuple(moved.canvas_size) == tuple(image.shape[-2:]), where
     g, m = got["boxes"].as_subclass(torch.Tensor), moved.as_subclass(torch.Tensor)
     assert g.dtype == m.dtype == torch.float32, where
@@ -160,13 +199,13 @@ def check(got: Dict[str, Any], want: Dict[str, Any], trace: List[Any], image: to
 
 
 #: The transforms with a SanitizeBoundingBoxes.
-SANITIZED = {"rrc-sanitize", "resize-sanitize"}
+SANITIZED = {"rrc-sanitize", "resize-sanitize", "zoom-randomcrop", "detr"}
 
 
 @pytest.mark.parametrize("name", sorted(TRANSFORMS))
 def test_coco_targets_are_torchvisions(server: str, det: Path, name: str) -> None:
     want = coco_sources(det)
-    seen, instances, crowds, edges, ops = 0, 0, 0, 0, set()
+    seen, instances, crowds, edges, ops, marked = 0, 0, 0, 0, set(), 0
     for seed in (1, 2):
         with stoker.Loader(server, "coco", batch_size=5, transform=T.Compose(TRANSFORMS[name]), targets=True,
                            trace=True, return_indices=True, pin_memory=False, timeout=60, seed=seed) as ld:
@@ -180,13 +219,18 @@ def test_coco_targets_are_torchvisions(server: str, det: Path, name: str) -> Non
                     seen += 1
                     instances += len(t["labels"])
                     crowds += int(t["iscrowd"].sum())
+                    b4 = t["boxes"]  # a box RandomIoUCrop left out: (0, 0, 0, 0), flipped (W, 0, W, 0)
+                    marked += int(((b4[:, 0] == b4[:, 2]) & (b4[:, 1] == 0) & (b4[:, 3] == 0)).sum())
             assert not list(ld.sample_errors)
     assert seen == 2 * N and instances > 2 * N * (name not in SANITIZED) and crowds > 0
     if name in SANITIZED:  # some instances were dropped, and some kept
         assert 0 < instances < sum(len(want[i]["labels"]) for i in want) * 2, instances
     # Some boxes were clamped to the canvas' edge (a resize alone clamps
     # none; a Pad last moves the edge's boxes off it).
-    assert edges > 0 or name in ("resize-hw", "centercrop-past", "resize-sanitize")
+    assert edges > 0 or name in ("resize-hw", "centercrop-past", "resize-sanitize", "zoom-resize", "resize-xywh", "detr")
+    # RandomIoUCrop left some boxes out, which no SanitizeBoundingBoxes
+    # dropped.
+    assert marked > 0 or not name.startswith("iou-"), marked
     # Every op of the transform was drawn on some sample (the flips too).
     assert GEOMETRY_OF[name] <= ops, ops
 
@@ -295,15 +339,17 @@ def test_targets_not_a_field() -> None:
         stoker.Loader("127.0.0.1:1", "coco", fields=("targets",), targets=True)
 
 
-def test_detection_example(server: str) -> None:
+@pytest.mark.parametrize("args,steps", [([], 3), (["--transform", "detr"], 1)])
+def test_detection_example(server: str, args: List[str], steps: int) -> None:
     """examples/detection_train.py, as a user runs it: torchvision's Faster
-    R-CNN trained 3 steps on the targets (CPU), every loss finite."""
+    R-CNN trained 3 steps on the targets (CPU), every loss finite; with
+    the detr preset (640x640), 1 step."""
     repo = Path(__file__).resolve().parents[2]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([str(repo / "python"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     r = subprocess.run([sys.executable, str(repo / "examples" / "detection_train.py"), "--target", server, "--dataset",
-                        "coco", "--steps", "3"], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                       timeout=600)
+                        "coco", "--steps", str(steps), *args], env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "trained 3 steps" in r.stdout, r.stdout
-    assert r.stdout.count(" boxes in 2 images)") == 3, r.stdout
+    assert f"trained {steps} steps" in r.stdout, r.stdout
+    assert r.stdout.count(" boxes in 2 images)") == steps, r.stdout

@@ -176,6 +176,23 @@ SPECS = [
     (lambda: T.RandomHorizontalFlip(), pb.Op(random_horizontal_flip=pb.RandomHorizontalFlip(p=0.5))),
     (lambda: T.RandomVerticalFlip(), pb.Op(random_vertical_flip=pb.RandomVerticalFlip(p=0.5))),
     (lambda: T.RandomVerticalFlip(0.0), pb.Op(random_vertical_flip=pb.RandomVerticalFlip(p=0.0))),
+    (lambda: T.RandomZoomOut(), pb.Op(random_zoom_out=pb.RandomZoomOut(fill=[0], p=0.5, side_range=pb.Range(min=1, max=4)))),
+    (lambda: T.RandomZoomOut((1, 2, 3), side_range=[1.5, 2], p=1),
+     pb.Op(random_zoom_out=pb.RandomZoomOut(fill=[1, 2, 3], p=1, side_range=pb.Range(min=1.5, max=2)))),
+    (lambda: T.RandomIoUCrop(), pb.Op(random_iou_crop=pb.RandomIoUCrop(
+        min_scale=0.3, max_scale=1, min_aspect_ratio=0.5, max_aspect_ratio=2, sampler_options=[0, 0.1, 0.3, 0.5, 0.7, 0.9, 1],
+        trials=40))),
+    (lambda: T.RandomIoUCrop(0.5, 0.9, 0.75, 1.5, [0.3, 1], trials=7), pb.Op(random_iou_crop=pb.RandomIoUCrop(
+        min_scale=0.5, max_scale=0.9, min_aspect_ratio=0.75, max_aspect_ratio=1.5, sampler_options=[0.3, 1], trials=7))),
+    (lambda: T.RandomPhotometricDistort(), pb.Op(random_photometric_distort=pb.RandomPhotometricDistort(
+        brightness=pb.Range(min=0.875, max=1.125), contrast=pb.Range(min=0.5, max=1.5),
+        saturation=pb.Range(min=0.5, max=1.5), hue=pb.Range(min=-0.05, max=0.05), p=0.5))),
+    (lambda: T.RandomPhotometricDistort((0.9, 1.1), hue=[-0.1, 0.2], p=1), pb.Op(
+        random_photometric_distort=pb.RandomPhotometricDistort(
+            brightness=pb.Range(min=0.9, max=1.1), contrast=pb.Range(min=0.5, max=1.5),
+            saturation=pb.Range(min=0.5, max=1.5), hue=pb.Range(min=-0.1, max=0.2), p=1))),
+    (lambda: T.ConvertBoundingBoxFormat("cxcywh"),
+     pb.Op(convert_bounding_box_format=pb.ConvertBoundingBoxFormat(format="CXCYWH"))),
     (lambda: T.SanitizeBoundingBoxes(), pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=1, min_area=1))),
     (lambda: T.SanitizeBoundingBoxes(2, min_area=3.5),
      pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=2, min_area=3.5))),
@@ -316,7 +333,7 @@ def test_signatures_are_torchvisions() -> None:
             want = own.get((name, arg), norm(p.default))
             assert norm(ours[arg].default) == want, (name, arg)
         checked += 1
-    assert checked == 30
+    assert checked == 34
 
 
 def _tv(version: str):
@@ -455,7 +472,7 @@ def test_bad_arguments_are_refused_as_torchvision_would(make, exc, fragment) -> 
 
 def test_to_spec_takes_presets_lists_composes_and_specs() -> None:
     assert T.PRESETS == ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global",
-                         "dino-local", "clip", "simclr", "dino", "dinov2")
+                         "dino-local", "clip", "detr", "simclr", "dino", "dinov2")
     ops = [T.RandomResizedCrop(8), T.RandomApply([T.Grayscale()])]
     want = pb.TransformSpec(ops=[op.to_proto() for op in ops])
     assert T.to_spec(ops) == want and T.to_spec(tuple(ops)) == want

@@ -21,12 +21,13 @@ from stoker.v1 import stoker_pb2 as pb
 pytestmark = pytest.mark.filterwarnings(r"ignore:The transform `ToTensor\(\)` is deprecated:UserWarning")
 
 SIZE = 16
-GEOMETRY = ("random_resized_crop", "resize", "center_crop", "random_crop", "pad", "normalize")
+GEOMETRY = ("random_resized_crop", "resize", "center_crop", "random_crop", "pad", "random_zoom_out", "random_iou_crop",
+            "normalize")
 
 
 #: Ops that act on a job's targets alone: refused in these jobs, which
 #: have none (test_targets.py runs them, and checks that refusal).
-TARGETS_ONLY = {"sanitize_bounding_boxes"}
+TARGETS_ONLY = {"sanitize_bounding_boxes", "random_iou_crop", "convert_bounding_box_format"}
 
 
 def _after_geometry():
@@ -47,7 +48,11 @@ def test_every_op_is_accepted(server: str) -> None:
                      [T.CenterCrop(SIZE), T.Normalize([0.5], [0.2])],
                      [T.RandomCrop(SIZE, padding=4, pad_if_needed=True, fill=(1, 2, 3))],
                      [T.Pad(4, fill=(1, 2, 3)), T.RandomCrop(SIZE, pad_if_needed=True, fill=(1, 2, 3))],
-                     [T.Pad((2, 3)), T.CenterCrop(SIZE)], [T.CenterCrop(SIZE - 4), T.Pad(2)]):
+                     [T.Pad((2, 3)), T.CenterCrop(SIZE)], [T.CenterCrop(SIZE - 4), T.Pad(2)],
+                     [T.RandomZoomOut(fill=(1, 2, 3)), T.Resize((SIZE, 20))], [T.RandomZoomOut(), T.CenterCrop(SIZE)],
+                     [T.RandomZoomOut(side_range=(1, 2), p=1), T.RandomCrop(SIZE)],
+                     [T.RandomPhotometricDistort(), T.Resize((SIZE, 20))],
+                     [T.RandomPhotometricDistort(p=1), T.RandomZoomOut(), T.Resize((SIZE, 20))]):
         assert len(loader(server, transform=geometry, batch_size=8)) == 6, geometry
 
 
@@ -63,6 +68,8 @@ def test_every_op_runs(server: str) -> None:
 
 def test_presets_are_accepted(server: str) -> None:
     for name in T.PRESETS:
+        if name == "detr":  # a job with targets only: test_detection_ops.py
+            continue
         assert len(loader(server, transform=name, batch_size=8)) == 6, name
 
 

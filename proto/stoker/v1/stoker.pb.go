@@ -1465,6 +1465,10 @@ type Op struct {
 	//	*Op_TimmAutoAugment
 	//	*Op_TimmAugMix
 	//	*Op_SanitizeBoundingBoxes
+	//	*Op_RandomZoomOut
+	//	*Op_RandomIouCrop
+	//	*Op_RandomPhotometricDistort
+	//	*Op_ConvertBoundingBoxFormat
 	Op            isOp_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1795,6 +1799,42 @@ func (x *Op) GetSanitizeBoundingBoxes() *SanitizeBoundingBoxes {
 	return nil
 }
 
+func (x *Op) GetRandomZoomOut() *RandomZoomOut {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomZoomOut); ok {
+			return x.RandomZoomOut
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetRandomIouCrop() *RandomIoUCrop {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomIouCrop); ok {
+			return x.RandomIouCrop
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetRandomPhotometricDistort() *RandomPhotometricDistort {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomPhotometricDistort); ok {
+			return x.RandomPhotometricDistort
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetConvertBoundingBoxFormat() *ConvertBoundingBoxFormat {
+	if x != nil {
+		if x, ok := x.Op.(*Op_ConvertBoundingBoxFormat); ok {
+			return x.ConvertBoundingBoxFormat
+		}
+	}
+	return nil
+}
+
 type isOp_Op interface {
 	isOp_Op()
 }
@@ -1927,6 +1967,22 @@ type Op_SanitizeBoundingBoxes struct {
 	SanitizeBoundingBoxes *SanitizeBoundingBoxes `protobuf:"bytes,160,opt,name=sanitize_bounding_boxes,json=sanitizeBoundingBoxes,proto3,oneof"`
 }
 
+type Op_RandomZoomOut struct {
+	RandomZoomOut *RandomZoomOut `protobuf:"bytes,161,opt,name=random_zoom_out,json=randomZoomOut,proto3,oneof"`
+}
+
+type Op_RandomIouCrop struct {
+	RandomIouCrop *RandomIoUCrop `protobuf:"bytes,162,opt,name=random_iou_crop,json=randomIouCrop,proto3,oneof"`
+}
+
+type Op_RandomPhotometricDistort struct {
+	RandomPhotometricDistort *RandomPhotometricDistort `protobuf:"bytes,163,opt,name=random_photometric_distort,json=randomPhotometricDistort,proto3,oneof"`
+}
+
+type Op_ConvertBoundingBoxFormat struct {
+	ConvertBoundingBoxFormat *ConvertBoundingBoxFormat `protobuf:"bytes,164,opt,name=convert_bounding_box_format,json=convertBoundingBoxFormat,proto3,oneof"`
+}
+
 func (*Op_RandomResizedCrop) isOp_Op() {}
 
 func (*Op_Resize) isOp_Op() {}
@@ -1990,6 +2046,14 @@ func (*Op_TimmAutoAugment) isOp_Op() {}
 func (*Op_TimmAugMix) isOp_Op() {}
 
 func (*Op_SanitizeBoundingBoxes) isOp_Op() {}
+
+func (*Op_RandomZoomOut) isOp_Op() {}
+
+func (*Op_RandomIouCrop) isOp_Op() {}
+
+func (*Op_RandomPhotometricDistort) isOp_Op() {}
+
+func (*Op_ConvertBoundingBoxFormat) isOp_Op() {}
 
 // Pad is torchvision's Pad with padding_mode "constant": the image padded
 // by padding with a constant fill. A geometry op: right before a
@@ -2061,6 +2125,313 @@ func (x *Pad) GetPaddingMode() string {
 	return ""
 }
 
+// RandomZoomOut is torchvision.transforms.v2's RandomZoomOut (SSD's zoom
+// out): with probability p, the image is padded with fill onto a canvas r
+// times its size (r uniform in side_range, each side truncated), at a
+// uniform position; a job's target boxes move with it. A geometry op,
+// first: followed by Resize(h, w) (the canvas resized), a RandomCrop or a
+// CenterCrop, which fix the batch's size.
+type RandomZoomOut struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The constant fill: 1 value or 3 (per channel), integers 0..255;
+	// empty: 0.
+	Fill []float64 `protobuf:"fixed64,1,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	// (min, max), 1 <= min <= max <= 16; unset: (1, 4).
+	SideRange *Range `protobuf:"bytes,2,opt,name=side_range,json=sideRange,proto3" json:"side_range,omitempty"`
+	// Unset: 0.5.
+	P             *float64 `protobuf:"fixed64,3,opt,name=p,proto3,oneof" json:"p,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomZoomOut) Reset() {
+	*x = RandomZoomOut{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomZoomOut) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomZoomOut) ProtoMessage() {}
+
+func (x *RandomZoomOut) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomZoomOut.ProtoReflect.Descriptor instead.
+func (*RandomZoomOut) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RandomZoomOut) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
+}
+
+func (x *RandomZoomOut) GetSideRange() *Range {
+	if x != nil {
+		return x.SideRange
+	}
+	return nil
+}
+
+func (x *RandomZoomOut) GetP() float64 {
+	if x != nil && x.P != nil {
+		return *x.P
+	}
+	return 0
+}
+
+// RandomIoUCrop is torchvision.transforms.v2's RandomIoUCrop (SSD's IoU
+// crop): rounds of a uniform option of sampler_options (a minimal IoU; one
+// >= 1 leaves the image) and trials of a crop (each side times a scale in
+// [min_scale, max_scale], its aspect within [min_aspect_ratio,
+// max_aspect_ratio]) until a crop holds a box's centre and overlaps one
+// such box by at least the option; the boxes whose centre is outside it
+// are set to 0, which a SanitizeBoundingBoxes after it drops. A job with
+// targets only (its draw needs the boxes). A geometry op: first or right
+// after a RandomZoomOut, then Resize(h, w) (after SanitizeBoundingBoxes
+// and one RandomHorizontalFlip, if any). A sample no crop can serve within
+// 1000 rounds fails (torchvision's loops on).
+type RandomIoUCrop struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 0 < min_scale <= max_scale <= 1; unset: 0.3 and 1.
+	MinScale *float64 `protobuf:"fixed64,1,opt,name=min_scale,json=minScale,proto3,oneof" json:"min_scale,omitempty"`
+	MaxScale *float64 `protobuf:"fixed64,2,opt,name=max_scale,json=maxScale,proto3,oneof" json:"max_scale,omitempty"`
+	// 0 < min <= max; unset: 0.5 and 2.
+	MinAspectRatio *float64 `protobuf:"fixed64,3,opt,name=min_aspect_ratio,json=minAspectRatio,proto3,oneof" json:"min_aspect_ratio,omitempty"`
+	MaxAspectRatio *float64 `protobuf:"fixed64,4,opt,name=max_aspect_ratio,json=maxAspectRatio,proto3,oneof" json:"max_aspect_ratio,omitempty"`
+	// 1 to 64 values >= 0; empty: [0, 0.1, 0.3, 0.5, 0.7, 0.9, 1].
+	SamplerOptions []float64 `protobuf:"fixed64,5,rep,packed,name=sampler_options,json=samplerOptions,proto3" json:"sampler_options,omitempty"`
+	// 1 to 1000; unset: 40.
+	Trials        *uint32 `protobuf:"varint,6,opt,name=trials,proto3,oneof" json:"trials,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomIoUCrop) Reset() {
+	*x = RandomIoUCrop{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomIoUCrop) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomIoUCrop) ProtoMessage() {}
+
+func (x *RandomIoUCrop) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomIoUCrop.ProtoReflect.Descriptor instead.
+func (*RandomIoUCrop) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RandomIoUCrop) GetMinScale() float64 {
+	if x != nil && x.MinScale != nil {
+		return *x.MinScale
+	}
+	return 0
+}
+
+func (x *RandomIoUCrop) GetMaxScale() float64 {
+	if x != nil && x.MaxScale != nil {
+		return *x.MaxScale
+	}
+	return 0
+}
+
+func (x *RandomIoUCrop) GetMinAspectRatio() float64 {
+	if x != nil && x.MinAspectRatio != nil {
+		return *x.MinAspectRatio
+	}
+	return 0
+}
+
+func (x *RandomIoUCrop) GetMaxAspectRatio() float64 {
+	if x != nil && x.MaxAspectRatio != nil {
+		return *x.MaxAspectRatio
+	}
+	return 0
+}
+
+func (x *RandomIoUCrop) GetSamplerOptions() []float64 {
+	if x != nil {
+		return x.SamplerOptions
+	}
+	return nil
+}
+
+func (x *RandomIoUCrop) GetTrials() uint32 {
+	if x != nil && x.Trials != nil {
+		return *x.Trials
+	}
+	return 0
+}
+
+// RandomPhotometricDistort is torchvision.transforms.v2's (SSD's
+// photometric distortion): each of brightness, contrast, saturation and
+// hue drawn with probability p, uniform in its range; contrast before or
+// after saturation and hue at even odds; the channels permuted at random
+// with probability p. Target boxes stay. After the geometry, or before a
+// geometry that ends in Resize(h, w) (after a RandomZoomOut or
+// RandomIoUCrop, if any), on the image at its own size (the DETR
+// recipes').
+type RandomPhotometricDistort struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// (min, max): 0 <= min <= max <= 100; unset: (0.875, 1.125).
+	Brightness *Range `protobuf:"bytes,1,opt,name=brightness,proto3" json:"brightness,omitempty"`
+	// Unset: (0.5, 1.5).
+	Contrast *Range `protobuf:"bytes,2,opt,name=contrast,proto3" json:"contrast,omitempty"`
+	// Unset: (0.5, 1.5).
+	Saturation *Range `protobuf:"bytes,3,opt,name=saturation,proto3" json:"saturation,omitempty"`
+	// -0.5 <= min <= max <= 0.5; unset: (-0.05, 0.05).
+	Hue *Range `protobuf:"bytes,4,opt,name=hue,proto3" json:"hue,omitempty"`
+	// Unset: 0.5.
+	P             *float64 `protobuf:"fixed64,5,opt,name=p,proto3,oneof" json:"p,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomPhotometricDistort) Reset() {
+	*x = RandomPhotometricDistort{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomPhotometricDistort) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomPhotometricDistort) ProtoMessage() {}
+
+func (x *RandomPhotometricDistort) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomPhotometricDistort.ProtoReflect.Descriptor instead.
+func (*RandomPhotometricDistort) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RandomPhotometricDistort) GetBrightness() *Range {
+	if x != nil {
+		return x.Brightness
+	}
+	return nil
+}
+
+func (x *RandomPhotometricDistort) GetContrast() *Range {
+	if x != nil {
+		return x.Contrast
+	}
+	return nil
+}
+
+func (x *RandomPhotometricDistort) GetSaturation() *Range {
+	if x != nil {
+		return x.Saturation
+	}
+	return nil
+}
+
+func (x *RandomPhotometricDistort) GetHue() *Range {
+	if x != nil {
+		return x.Hue
+	}
+	return nil
+}
+
+func (x *RandomPhotometricDistort) GetP() float64 {
+	if x != nil && x.P != nil {
+		return *x.P
+	}
+	return 0
+}
+
+// ConvertBoundingBoxFormat is torchvision.transforms.v2's: a job's target
+// boxes (JobSpec.targets; refused without) delivered in format, which
+// their header carries. After every op that moves or drops boxes (only
+// ops on pixels may follow it).
+type ConvertBoundingBoxFormat struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "XYXY", "XYWH" or "CXCYWH" (any case).
+	Format        string `protobuf:"bytes,1,opt,name=format,proto3" json:"format,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConvertBoundingBoxFormat) Reset() {
+	*x = ConvertBoundingBoxFormat{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConvertBoundingBoxFormat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConvertBoundingBoxFormat) ProtoMessage() {}
+
+func (x *ConvertBoundingBoxFormat) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConvertBoundingBoxFormat.ProtoReflect.Descriptor instead.
+func (*ConvertBoundingBoxFormat) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ConvertBoundingBoxFormat) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
 // SanitizeBoundingBoxes is torchvision.transforms.v2's: a job's targets
 // (JobSpec.targets) lose the boxes narrower or lower than min_size, smaller
 // in area than min_area, or outside the canvas, with their labels, at its
@@ -2078,7 +2449,7 @@ type SanitizeBoundingBoxes struct {
 
 func (x *SanitizeBoundingBoxes) Reset() {
 	*x = SanitizeBoundingBoxes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2090,7 +2461,7 @@ func (x *SanitizeBoundingBoxes) String() string {
 func (*SanitizeBoundingBoxes) ProtoMessage() {}
 
 func (x *SanitizeBoundingBoxes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2103,7 +2474,7 @@ func (x *SanitizeBoundingBoxes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SanitizeBoundingBoxes.ProtoReflect.Descriptor instead.
 func (*SanitizeBoundingBoxes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SanitizeBoundingBoxes) GetMinSize() float64 {
@@ -2145,7 +2516,7 @@ type RandomCrop struct {
 
 func (x *RandomCrop) Reset() {
 	*x = RandomCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2157,7 +2528,7 @@ func (x *RandomCrop) String() string {
 func (*RandomCrop) ProtoMessage() {}
 
 func (x *RandomCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2170,7 +2541,7 @@ func (x *RandomCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomCrop.ProtoReflect.Descriptor instead.
 func (*RandomCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RandomCrop) GetHeight() uint32 {
@@ -2226,7 +2597,7 @@ type Range struct {
 
 func (x *Range) Reset() {
 	*x = Range{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2238,7 +2609,7 @@ func (x *Range) String() string {
 func (*Range) ProtoMessage() {}
 
 func (x *Range) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2251,7 +2622,7 @@ func (x *Range) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Range.ProtoReflect.Descriptor instead.
 func (*Range) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Range) GetMin() float64 {
@@ -2291,7 +2662,7 @@ type RandomResizedCrop struct {
 
 func (x *RandomResizedCrop) Reset() {
 	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2303,7 +2674,7 @@ func (x *RandomResizedCrop) String() string {
 func (*RandomResizedCrop) ProtoMessage() {}
 
 func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2316,7 +2687,7 @@ func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
 func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RandomResizedCrop) GetHeight() uint32 {
@@ -2396,7 +2767,7 @@ type Resize struct {
 
 func (x *Resize) Reset() {
 	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2408,7 +2779,7 @@ func (x *Resize) String() string {
 func (*Resize) ProtoMessage() {}
 
 func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2421,7 +2792,7 @@ func (x *Resize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resize.ProtoReflect.Descriptor instead.
 func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Resize) GetHeight() uint32 {
@@ -2463,7 +2834,7 @@ type CenterCrop struct {
 
 func (x *CenterCrop) Reset() {
 	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2475,7 +2846,7 @@ func (x *CenterCrop) String() string {
 func (*CenterCrop) ProtoMessage() {}
 
 func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2488,7 +2859,7 @@ func (x *CenterCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
 func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CenterCrop) GetHeight() uint32 {
@@ -2515,7 +2886,7 @@ type RandomHorizontalFlip struct {
 
 func (x *RandomHorizontalFlip) Reset() {
 	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2527,7 +2898,7 @@ func (x *RandomHorizontalFlip) String() string {
 func (*RandomHorizontalFlip) ProtoMessage() {}
 
 func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2540,7 +2911,7 @@ func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
 func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RandomHorizontalFlip) GetP() float64 {
@@ -2560,7 +2931,7 @@ type RandomVerticalFlip struct {
 
 func (x *RandomVerticalFlip) Reset() {
 	*x = RandomVerticalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2572,7 +2943,7 @@ func (x *RandomVerticalFlip) String() string {
 func (*RandomVerticalFlip) ProtoMessage() {}
 
 func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2585,7 +2956,7 @@ func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomVerticalFlip.ProtoReflect.Descriptor instead.
 func (*RandomVerticalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RandomVerticalFlip) GetP() float64 {
@@ -2615,7 +2986,7 @@ type ColorJitter struct {
 
 func (x *ColorJitter) Reset() {
 	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2627,7 +2998,7 @@ func (x *ColorJitter) String() string {
 func (*ColorJitter) ProtoMessage() {}
 
 func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2640,7 +3011,7 @@ func (x *ColorJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
 func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ColorJitter) GetBrightness() float64 {
@@ -2711,7 +3082,7 @@ type Normalize struct {
 
 func (x *Normalize) Reset() {
 	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2723,7 +3094,7 @@ func (x *Normalize) String() string {
 func (*Normalize) ProtoMessage() {}
 
 func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2736,7 +3107,7 @@ func (x *Normalize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
 func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Normalize) GetMean() []float64 {
@@ -2763,7 +3134,7 @@ type Grayscale struct {
 
 func (x *Grayscale) Reset() {
 	*x = Grayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2775,7 +3146,7 @@ func (x *Grayscale) String() string {
 func (*Grayscale) ProtoMessage() {}
 
 func (x *Grayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2788,7 +3159,7 @@ func (x *Grayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grayscale.ProtoReflect.Descriptor instead.
 func (*Grayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Grayscale) GetNumOutputChannels() uint32 {
@@ -2808,7 +3179,7 @@ type RandomGrayscale struct {
 
 func (x *RandomGrayscale) Reset() {
 	*x = RandomGrayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2820,7 +3191,7 @@ func (x *RandomGrayscale) String() string {
 func (*RandomGrayscale) ProtoMessage() {}
 
 func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2833,7 +3204,7 @@ func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomGrayscale.ProtoReflect.Descriptor instead.
 func (*RandomGrayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RandomGrayscale) GetP() float64 {
@@ -2857,7 +3228,7 @@ type GaussianBlur struct {
 
 func (x *GaussianBlur) Reset() {
 	*x = GaussianBlur{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2869,7 +3240,7 @@ func (x *GaussianBlur) String() string {
 func (*GaussianBlur) ProtoMessage() {}
 
 func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2882,7 +3253,7 @@ func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GaussianBlur.ProtoReflect.Descriptor instead.
 func (*GaussianBlur) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GaussianBlur) GetKernelX() uint32 {
@@ -2924,7 +3295,7 @@ type RandomSolarize struct {
 
 func (x *RandomSolarize) Reset() {
 	*x = RandomSolarize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2936,7 +3307,7 @@ func (x *RandomSolarize) String() string {
 func (*RandomSolarize) ProtoMessage() {}
 
 func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2949,7 +3320,7 @@ func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomSolarize.ProtoReflect.Descriptor instead.
 func (*RandomSolarize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RandomSolarize) GetThreshold() float64 {
@@ -2977,7 +3348,7 @@ type RandomPosterize struct {
 
 func (x *RandomPosterize) Reset() {
 	*x = RandomPosterize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2989,7 +3360,7 @@ func (x *RandomPosterize) String() string {
 func (*RandomPosterize) ProtoMessage() {}
 
 func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3002,7 +3373,7 @@ func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPosterize.ProtoReflect.Descriptor instead.
 func (*RandomPosterize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RandomPosterize) GetBits() uint32 {
@@ -3029,7 +3400,7 @@ type RandomInvert struct {
 
 func (x *RandomInvert) Reset() {
 	*x = RandomInvert{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3041,7 +3412,7 @@ func (x *RandomInvert) String() string {
 func (*RandomInvert) ProtoMessage() {}
 
 func (x *RandomInvert) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3054,7 +3425,7 @@ func (x *RandomInvert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomInvert.ProtoReflect.Descriptor instead.
 func (*RandomInvert) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RandomInvert) GetP() float64 {
@@ -3074,7 +3445,7 @@ type RandomEqualize struct {
 
 func (x *RandomEqualize) Reset() {
 	*x = RandomEqualize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3086,7 +3457,7 @@ func (x *RandomEqualize) String() string {
 func (*RandomEqualize) ProtoMessage() {}
 
 func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3099,7 +3470,7 @@ func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomEqualize.ProtoReflect.Descriptor instead.
 func (*RandomEqualize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RandomEqualize) GetP() float64 {
@@ -3119,7 +3490,7 @@ type RandomAutocontrast struct {
 
 func (x *RandomAutocontrast) Reset() {
 	*x = RandomAutocontrast{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3131,7 +3502,7 @@ func (x *RandomAutocontrast) String() string {
 func (*RandomAutocontrast) ProtoMessage() {}
 
 func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3144,7 +3515,7 @@ func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAutocontrast.ProtoReflect.Descriptor instead.
 func (*RandomAutocontrast) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RandomAutocontrast) GetP() float64 {
@@ -3165,7 +3536,7 @@ type RandomAdjustSharpness struct {
 
 func (x *RandomAdjustSharpness) Reset() {
 	*x = RandomAdjustSharpness{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3177,7 +3548,7 @@ func (x *RandomAdjustSharpness) String() string {
 func (*RandomAdjustSharpness) ProtoMessage() {}
 
 func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3190,7 +3561,7 @@ func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAdjustSharpness.ProtoReflect.Descriptor instead.
 func (*RandomAdjustSharpness) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RandomAdjustSharpness) GetSharpnessFactor() float64 {
@@ -3225,7 +3596,7 @@ type RandomRotation struct {
 
 func (x *RandomRotation) Reset() {
 	*x = RandomRotation{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3237,7 +3608,7 @@ func (x *RandomRotation) String() string {
 func (*RandomRotation) ProtoMessage() {}
 
 func (x *RandomRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3250,7 +3621,7 @@ func (x *RandomRotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomRotation.ProtoReflect.Descriptor instead.
 func (*RandomRotation) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RandomRotation) GetDegrees() *Range {
@@ -3308,7 +3679,7 @@ type RandomAffine struct {
 
 func (x *RandomAffine) Reset() {
 	*x = RandomAffine{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3320,7 +3691,7 @@ func (x *RandomAffine) String() string {
 func (*RandomAffine) ProtoMessage() {}
 
 func (x *RandomAffine) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3333,7 +3704,7 @@ func (x *RandomAffine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAffine.ProtoReflect.Descriptor instead.
 func (*RandomAffine) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RandomAffine) GetDegrees() *Range {
@@ -3421,7 +3792,7 @@ type RandomErasing struct {
 
 func (x *RandomErasing) Reset() {
 	*x = RandomErasing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3433,7 +3804,7 @@ func (x *RandomErasing) String() string {
 func (*RandomErasing) ProtoMessage() {}
 
 func (x *RandomErasing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3446,7 +3817,7 @@ func (x *RandomErasing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomErasing.ProtoReflect.Descriptor instead.
 func (*RandomErasing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RandomErasing) GetP() float64 {
@@ -3530,7 +3901,7 @@ type RandomApply struct {
 
 func (x *RandomApply) Reset() {
 	*x = RandomApply{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3542,7 +3913,7 @@ func (x *RandomApply) String() string {
 func (*RandomApply) ProtoMessage() {}
 
 func (x *RandomApply) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3555,7 +3926,7 @@ func (x *RandomApply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomApply.ProtoReflect.Descriptor instead.
 func (*RandomApply) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RandomApply) GetOps() []*Op {
@@ -3583,7 +3954,7 @@ type RandomChoice struct {
 
 func (x *RandomChoice) Reset() {
 	*x = RandomChoice{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3595,7 +3966,7 @@ func (x *RandomChoice) String() string {
 func (*RandomChoice) ProtoMessage() {}
 
 func (x *RandomChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3608,7 +3979,7 @@ func (x *RandomChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomChoice.ProtoReflect.Descriptor instead.
 func (*RandomChoice) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RandomChoice) GetOps() []*Op {
@@ -3635,7 +4006,7 @@ type RandomOrder struct {
 
 func (x *RandomOrder) Reset() {
 	*x = RandomOrder{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3647,7 +4018,7 @@ func (x *RandomOrder) String() string {
 func (*RandomOrder) ProtoMessage() {}
 
 func (x *RandomOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3660,7 +4031,7 @@ func (x *RandomOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomOrder.ProtoReflect.Descriptor instead.
 func (*RandomOrder) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RandomOrder) GetOps() []*Op {
@@ -3684,7 +4055,7 @@ type TrivialAugmentWide struct {
 
 func (x *TrivialAugmentWide) Reset() {
 	*x = TrivialAugmentWide{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3696,7 +4067,7 @@ func (x *TrivialAugmentWide) String() string {
 func (*TrivialAugmentWide) ProtoMessage() {}
 
 func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3709,7 +4080,7 @@ func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrivialAugmentWide.ProtoReflect.Descriptor instead.
 func (*TrivialAugmentWide) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *TrivialAugmentWide) GetNumMagnitudeBins() uint32 {
@@ -3748,7 +4119,7 @@ type RandAugment struct {
 
 func (x *RandAugment) Reset() {
 	*x = RandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3760,7 +4131,7 @@ func (x *RandAugment) String() string {
 func (*RandAugment) ProtoMessage() {}
 
 func (x *RandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3773,7 +4144,7 @@ func (x *RandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandAugment.ProtoReflect.Descriptor instead.
 func (*RandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RandAugment) GetNumOps() uint32 {
@@ -3824,7 +4195,7 @@ type AutoAugment struct {
 
 func (x *AutoAugment) Reset() {
 	*x = AutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3836,7 +4207,7 @@ func (x *AutoAugment) String() string {
 func (*AutoAugment) ProtoMessage() {}
 
 func (x *AutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3849,7 +4220,7 @@ func (x *AutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoAugment.ProtoReflect.Descriptor instead.
 func (*AutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *AutoAugment) GetPolicy() string {
@@ -3890,7 +4261,7 @@ type AugMix struct {
 
 func (x *AugMix) Reset() {
 	*x = AugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3902,7 +4273,7 @@ func (x *AugMix) String() string {
 func (*AugMix) ProtoMessage() {}
 
 func (x *AugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3915,7 +4286,7 @@ func (x *AugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AugMix.ProtoReflect.Descriptor instead.
 func (*AugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AugMix) GetSeverity() uint32 {
@@ -3984,7 +4355,7 @@ type TimmRandAugment struct {
 
 func (x *TimmRandAugment) Reset() {
 	*x = TimmRandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3996,7 +4367,7 @@ func (x *TimmRandAugment) String() string {
 func (*TimmRandAugment) ProtoMessage() {}
 
 func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4009,7 +4380,7 @@ func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmRandAugment.ProtoReflect.Descriptor instead.
 func (*TimmRandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *TimmRandAugment) GetConfig() string {
@@ -4050,7 +4421,7 @@ type TimmAutoAugment struct {
 
 func (x *TimmAutoAugment) Reset() {
 	*x = TimmAutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4062,7 +4433,7 @@ func (x *TimmAutoAugment) String() string {
 func (*TimmAutoAugment) ProtoMessage() {}
 
 func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4075,7 +4446,7 @@ func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAutoAugment.ProtoReflect.Descriptor instead.
 func (*TimmAutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *TimmAutoAugment) GetConfig() string {
@@ -4119,7 +4490,7 @@ type TimmAugMix struct {
 
 func (x *TimmAugMix) Reset() {
 	*x = TimmAugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4131,7 +4502,7 @@ func (x *TimmAugMix) String() string {
 func (*TimmAugMix) ProtoMessage() {}
 
 func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4144,7 +4515,7 @@ func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAugMix.ProtoReflect.Descriptor instead.
 func (*TimmAugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *TimmAugMix) GetConfig() string {
@@ -4189,7 +4560,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4201,7 +4572,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4214,7 +4585,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -4269,7 +4640,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4281,7 +4652,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4294,7 +4665,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -4416,7 +4787,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4428,7 +4799,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4441,7 +4812,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -4534,7 +4905,7 @@ type ViewInfo struct {
 
 func (x *ViewInfo) Reset() {
 	*x = ViewInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4546,7 +4917,7 @@ func (x *ViewInfo) String() string {
 func (*ViewInfo) ProtoMessage() {}
 
 func (x *ViewInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4559,7 +4930,7 @@ func (x *ViewInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewInfo.ProtoReflect.Descriptor instead.
 func (*ViewInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ViewInfo) GetName() string {
@@ -4616,7 +4987,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4628,7 +4999,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4641,7 +5012,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -4745,7 +5116,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4757,7 +5128,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4770,7 +5141,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -4795,7 +5166,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4807,7 +5178,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4820,7 +5191,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *FieldValues) GetName() string {
@@ -4857,7 +5228,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4869,7 +5240,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4882,7 +5253,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -4920,7 +5291,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4932,7 +5303,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4945,7 +5316,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -4982,7 +5353,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4994,7 +5365,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5007,7 +5378,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -5047,7 +5418,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5059,7 +5430,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5072,7 +5443,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -5085,7 +5456,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5097,7 +5468,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5110,7 +5481,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -5138,7 +5509,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5150,7 +5521,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5163,7 +5534,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -5225,7 +5596,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5237,7 +5608,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5250,7 +5621,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -5356,7 +5727,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5368,7 +5739,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5381,7 +5752,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -5400,7 +5771,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5412,7 +5783,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5425,7 +5796,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -5445,7 +5816,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5457,7 +5828,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5470,7 +5841,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -5519,7 +5890,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5531,7 +5902,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5544,7 +5915,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -5620,7 +5991,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5632,7 +6003,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5645,7 +6016,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -5672,7 +6043,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5684,7 +6055,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5697,7 +6068,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -5801,7 +6172,7 @@ type LeaseProgress struct {
 
 func (x *LeaseProgress) Reset() {
 	*x = LeaseProgress{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5813,7 +6184,7 @@ func (x *LeaseProgress) String() string {
 func (*LeaseProgress) ProtoMessage() {}
 
 func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5826,7 +6197,7 @@ func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
 func (*LeaseProgress) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *LeaseProgress) GetLease() uint64 {
@@ -5856,7 +6227,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5868,7 +6239,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5881,7 +6252,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -5953,7 +6324,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5965,7 +6336,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5978,7 +6349,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -6052,7 +6423,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6064,7 +6435,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6077,7 +6448,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -6123,7 +6494,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6135,7 +6506,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6148,7 +6519,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -6201,7 +6572,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6213,7 +6584,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6226,7 +6597,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -6259,7 +6630,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6271,7 +6642,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6284,7 +6655,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -6303,7 +6674,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6315,7 +6686,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6328,7 +6699,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -6435,7 +6806,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6447,7 +6818,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6460,7 +6831,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *JobStatus) GetId() string {
@@ -6689,7 +7060,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6701,7 +7072,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6714,7 +7085,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -6812,7 +7183,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6824,7 +7195,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6837,7 +7208,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -7002,7 +7373,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\tViewGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
-	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xec\x10\n" +
+	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xc3\x13\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +
@@ -7039,12 +7410,49 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x11timm_auto_augment\x18\x85\x01 \x01(\v2\x1a.stoker.v1.TimmAutoAugmentH\x00R\x0ftimmAutoAugment\x12:\n" +
 	"\ftimm_aug_mix\x18\x86\x01 \x01(\v2\x15.stoker.v1.TimmAugMixH\x00R\n" +
 	"timmAugMix\x12[\n" +
-	"\x17sanitize_bounding_boxes\x18\xa0\x01 \x01(\v2 .stoker.v1.SanitizeBoundingBoxesH\x00R\x15sanitizeBoundingBoxesB\x04\n" +
+	"\x17sanitize_bounding_boxes\x18\xa0\x01 \x01(\v2 .stoker.v1.SanitizeBoundingBoxesH\x00R\x15sanitizeBoundingBoxes\x12C\n" +
+	"\x0frandom_zoom_out\x18\xa1\x01 \x01(\v2\x18.stoker.v1.RandomZoomOutH\x00R\rrandomZoomOut\x12C\n" +
+	"\x0frandom_iou_crop\x18\xa2\x01 \x01(\v2\x18.stoker.v1.RandomIoUCropH\x00R\rrandomIouCrop\x12d\n" +
+	"\x1arandom_photometric_distort\x18\xa3\x01 \x01(\v2#.stoker.v1.RandomPhotometricDistortH\x00R\x18randomPhotometricDistort\x12e\n" +
+	"\x1bconvert_bounding_box_format\x18\xa4\x01 \x01(\v2#.stoker.v1.ConvertBoundingBoxFormatH\x00R\x18convertBoundingBoxFormatB\x04\n" +
 	"\x02op\"V\n" +
 	"\x03Pad\x12\x18\n" +
 	"\apadding\x18\x01 \x03(\rR\apadding\x12\x12\n" +
 	"\x04fill\x18\x02 \x03(\x01R\x04fill\x12!\n" +
-	"\fpadding_mode\x18\x03 \x01(\tR\vpaddingMode\"q\n" +
+	"\fpadding_mode\x18\x03 \x01(\tR\vpaddingMode\"m\n" +
+	"\rRandomZoomOut\x12\x12\n" +
+	"\x04fill\x18\x01 \x03(\x01R\x04fill\x12/\n" +
+	"\n" +
+	"side_range\x18\x02 \x01(\v2\x10.stoker.v1.RangeR\tsideRange\x12\x11\n" +
+	"\x01p\x18\x03 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
+	"\x02_p\"\xc8\x02\n" +
+	"\rRandomIoUCrop\x12 \n" +
+	"\tmin_scale\x18\x01 \x01(\x01H\x00R\bminScale\x88\x01\x01\x12 \n" +
+	"\tmax_scale\x18\x02 \x01(\x01H\x01R\bmaxScale\x88\x01\x01\x12-\n" +
+	"\x10min_aspect_ratio\x18\x03 \x01(\x01H\x02R\x0eminAspectRatio\x88\x01\x01\x12-\n" +
+	"\x10max_aspect_ratio\x18\x04 \x01(\x01H\x03R\x0emaxAspectRatio\x88\x01\x01\x12'\n" +
+	"\x0fsampler_options\x18\x05 \x03(\x01R\x0esamplerOptions\x12\x1b\n" +
+	"\x06trials\x18\x06 \x01(\rH\x04R\x06trials\x88\x01\x01B\f\n" +
+	"\n" +
+	"_min_scaleB\f\n" +
+	"\n" +
+	"_max_scaleB\x13\n" +
+	"\x11_min_aspect_ratioB\x13\n" +
+	"\x11_max_aspect_ratioB\t\n" +
+	"\a_trials\"\xe9\x01\n" +
+	"\x18RandomPhotometricDistort\x120\n" +
+	"\n" +
+	"brightness\x18\x01 \x01(\v2\x10.stoker.v1.RangeR\n" +
+	"brightness\x12,\n" +
+	"\bcontrast\x18\x02 \x01(\v2\x10.stoker.v1.RangeR\bcontrast\x120\n" +
+	"\n" +
+	"saturation\x18\x03 \x01(\v2\x10.stoker.v1.RangeR\n" +
+	"saturation\x12\"\n" +
+	"\x03hue\x18\x04 \x01(\v2\x10.stoker.v1.RangeR\x03hue\x12\x11\n" +
+	"\x01p\x18\x05 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
+	"\x02_p\"2\n" +
+	"\x18ConvertBoundingBoxFormat\x12\x16\n" +
+	"\x06format\x18\x01 \x01(\tR\x06format\"q\n" +
 	"\x15SanitizeBoundingBoxes\x12\x1e\n" +
 	"\bmin_size\x18\x01 \x01(\x01H\x00R\aminSize\x88\x01\x01\x12\x1e\n" +
 	"\bmin_area\x18\x02 \x01(\x01H\x01R\aminArea\x88\x01\x01B\v\n" +
@@ -7473,95 +7881,99 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
 var file_stoker_v1_stoker_proto_goTypes = []any{
-	(Decode)(0),                   // 0: stoker.v1.Decode
-	(ShuffleMode)(0),              // 1: stoker.v1.ShuffleMode
-	(Layout)(0),                   // 2: stoker.v1.Layout
-	(FailPolicy)(0),               // 3: stoker.v1.FailPolicy
-	(Interpolation)(0),            // 4: stoker.v1.Interpolation
-	(Dtype)(0),                    // 5: stoker.v1.Dtype
-	(*FeedRequest)(nil),           // 6: stoker.v1.FeedRequest
-	(*JobSpec)(nil),               // 7: stoker.v1.JobSpec
-	(*MixPart)(nil),               // 8: stoker.v1.MixPart
-	(*SampleErrorLimit)(nil),      // 9: stoker.v1.SampleErrorLimit
-	(*OpenJob)(nil),               // 10: stoker.v1.OpenJob
-	(*ShmRequest)(nil),            // 11: stoker.v1.ShmRequest
-	(*ShmOffer)(nil),              // 12: stoker.v1.ShmOffer
-	(*ShmAccept)(nil),             // 13: stoker.v1.ShmAccept
-	(*DescribeJobRequest)(nil),    // 14: stoker.v1.DescribeJobRequest
-	(*DescribeJobResponse)(nil),   // 15: stoker.v1.DescribeJobResponse
-	(*TransformSpec)(nil),         // 16: stoker.v1.TransformSpec
-	(*ViewGroup)(nil),             // 17: stoker.v1.ViewGroup
-	(*Op)(nil),                    // 18: stoker.v1.Op
-	(*Pad)(nil),                   // 19: stoker.v1.Pad
-	(*SanitizeBoundingBoxes)(nil), // 20: stoker.v1.SanitizeBoundingBoxes
-	(*RandomCrop)(nil),            // 21: stoker.v1.RandomCrop
-	(*Range)(nil),                 // 22: stoker.v1.Range
-	(*RandomResizedCrop)(nil),     // 23: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),                // 24: stoker.v1.Resize
-	(*CenterCrop)(nil),            // 25: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil),  // 26: stoker.v1.RandomHorizontalFlip
-	(*RandomVerticalFlip)(nil),    // 27: stoker.v1.RandomVerticalFlip
-	(*ColorJitter)(nil),           // 28: stoker.v1.ColorJitter
-	(*Normalize)(nil),             // 29: stoker.v1.Normalize
-	(*Grayscale)(nil),             // 30: stoker.v1.Grayscale
-	(*RandomGrayscale)(nil),       // 31: stoker.v1.RandomGrayscale
-	(*GaussianBlur)(nil),          // 32: stoker.v1.GaussianBlur
-	(*RandomSolarize)(nil),        // 33: stoker.v1.RandomSolarize
-	(*RandomPosterize)(nil),       // 34: stoker.v1.RandomPosterize
-	(*RandomInvert)(nil),          // 35: stoker.v1.RandomInvert
-	(*RandomEqualize)(nil),        // 36: stoker.v1.RandomEqualize
-	(*RandomAutocontrast)(nil),    // 37: stoker.v1.RandomAutocontrast
-	(*RandomAdjustSharpness)(nil), // 38: stoker.v1.RandomAdjustSharpness
-	(*RandomRotation)(nil),        // 39: stoker.v1.RandomRotation
-	(*RandomAffine)(nil),          // 40: stoker.v1.RandomAffine
-	(*RandomErasing)(nil),         // 41: stoker.v1.RandomErasing
-	(*RandomApply)(nil),           // 42: stoker.v1.RandomApply
-	(*RandomChoice)(nil),          // 43: stoker.v1.RandomChoice
-	(*RandomOrder)(nil),           // 44: stoker.v1.RandomOrder
-	(*TrivialAugmentWide)(nil),    // 45: stoker.v1.TrivialAugmentWide
-	(*RandAugment)(nil),           // 46: stoker.v1.RandAugment
-	(*AutoAugment)(nil),           // 47: stoker.v1.AutoAugment
-	(*AugMix)(nil),                // 48: stoker.v1.AugMix
-	(*TimmRandAugment)(nil),       // 49: stoker.v1.TimmRandAugment
-	(*TimmAutoAugment)(nil),       // 50: stoker.v1.TimmAutoAugment
-	(*TimmAugMix)(nil),            // 51: stoker.v1.TimmAugMix
-	(*Credit)(nil),                // 52: stoker.v1.Credit
-	(*FeedResponse)(nil),          // 53: stoker.v1.FeedResponse
-	(*JobInfo)(nil),               // 54: stoker.v1.JobInfo
-	(*ViewInfo)(nil),              // 55: stoker.v1.ViewInfo
-	(*BatchHeader)(nil),           // 56: stoker.v1.BatchHeader
-	(*Shape)(nil),                 // 57: stoker.v1.Shape
-	(*FieldValues)(nil),           // 58: stoker.v1.FieldValues
-	(*SampleError)(nil),           // 59: stoker.v1.SampleError
-	(*Chunk)(nil),                 // 60: stoker.v1.Chunk
-	(*EpochEnd)(nil),              // 61: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),   // 62: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),  // 63: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),           // 64: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),           // 65: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                // 66: stoker.v1.JobEnd
-	(*WorkPing)(nil),              // 67: stoker.v1.WorkPing
-	(*WorkJob)(nil),               // 68: stoker.v1.WorkJob
-	(*Lease)(nil),                 // 69: stoker.v1.Lease
-	(*CancelLease)(nil),           // 70: stoker.v1.CancelLease
-	(*WorkResponse)(nil),          // 71: stoker.v1.WorkResponse
-	(*LeaseProgress)(nil),         // 72: stoker.v1.LeaseProgress
-	(*WorkerInfo)(nil),            // 73: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),       // 74: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),             // 75: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),             // 76: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),           // 77: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),         // 78: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),        // 79: stoker.v1.StatusResponse
-	(*JobStatus)(nil),             // 80: stoker.v1.JobStatus
-	(*MakingShares)(nil),          // 81: stoker.v1.MakingShares
-	(*MakerStatus)(nil),           // 82: stoker.v1.MakerStatus
+	(Decode)(0),                      // 0: stoker.v1.Decode
+	(ShuffleMode)(0),                 // 1: stoker.v1.ShuffleMode
+	(Layout)(0),                      // 2: stoker.v1.Layout
+	(FailPolicy)(0),                  // 3: stoker.v1.FailPolicy
+	(Interpolation)(0),               // 4: stoker.v1.Interpolation
+	(Dtype)(0),                       // 5: stoker.v1.Dtype
+	(*FeedRequest)(nil),              // 6: stoker.v1.FeedRequest
+	(*JobSpec)(nil),                  // 7: stoker.v1.JobSpec
+	(*MixPart)(nil),                  // 8: stoker.v1.MixPart
+	(*SampleErrorLimit)(nil),         // 9: stoker.v1.SampleErrorLimit
+	(*OpenJob)(nil),                  // 10: stoker.v1.OpenJob
+	(*ShmRequest)(nil),               // 11: stoker.v1.ShmRequest
+	(*ShmOffer)(nil),                 // 12: stoker.v1.ShmOffer
+	(*ShmAccept)(nil),                // 13: stoker.v1.ShmAccept
+	(*DescribeJobRequest)(nil),       // 14: stoker.v1.DescribeJobRequest
+	(*DescribeJobResponse)(nil),      // 15: stoker.v1.DescribeJobResponse
+	(*TransformSpec)(nil),            // 16: stoker.v1.TransformSpec
+	(*ViewGroup)(nil),                // 17: stoker.v1.ViewGroup
+	(*Op)(nil),                       // 18: stoker.v1.Op
+	(*Pad)(nil),                      // 19: stoker.v1.Pad
+	(*RandomZoomOut)(nil),            // 20: stoker.v1.RandomZoomOut
+	(*RandomIoUCrop)(nil),            // 21: stoker.v1.RandomIoUCrop
+	(*RandomPhotometricDistort)(nil), // 22: stoker.v1.RandomPhotometricDistort
+	(*ConvertBoundingBoxFormat)(nil), // 23: stoker.v1.ConvertBoundingBoxFormat
+	(*SanitizeBoundingBoxes)(nil),    // 24: stoker.v1.SanitizeBoundingBoxes
+	(*RandomCrop)(nil),               // 25: stoker.v1.RandomCrop
+	(*Range)(nil),                    // 26: stoker.v1.Range
+	(*RandomResizedCrop)(nil),        // 27: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),                   // 28: stoker.v1.Resize
+	(*CenterCrop)(nil),               // 29: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil),     // 30: stoker.v1.RandomHorizontalFlip
+	(*RandomVerticalFlip)(nil),       // 31: stoker.v1.RandomVerticalFlip
+	(*ColorJitter)(nil),              // 32: stoker.v1.ColorJitter
+	(*Normalize)(nil),                // 33: stoker.v1.Normalize
+	(*Grayscale)(nil),                // 34: stoker.v1.Grayscale
+	(*RandomGrayscale)(nil),          // 35: stoker.v1.RandomGrayscale
+	(*GaussianBlur)(nil),             // 36: stoker.v1.GaussianBlur
+	(*RandomSolarize)(nil),           // 37: stoker.v1.RandomSolarize
+	(*RandomPosterize)(nil),          // 38: stoker.v1.RandomPosterize
+	(*RandomInvert)(nil),             // 39: stoker.v1.RandomInvert
+	(*RandomEqualize)(nil),           // 40: stoker.v1.RandomEqualize
+	(*RandomAutocontrast)(nil),       // 41: stoker.v1.RandomAutocontrast
+	(*RandomAdjustSharpness)(nil),    // 42: stoker.v1.RandomAdjustSharpness
+	(*RandomRotation)(nil),           // 43: stoker.v1.RandomRotation
+	(*RandomAffine)(nil),             // 44: stoker.v1.RandomAffine
+	(*RandomErasing)(nil),            // 45: stoker.v1.RandomErasing
+	(*RandomApply)(nil),              // 46: stoker.v1.RandomApply
+	(*RandomChoice)(nil),             // 47: stoker.v1.RandomChoice
+	(*RandomOrder)(nil),              // 48: stoker.v1.RandomOrder
+	(*TrivialAugmentWide)(nil),       // 49: stoker.v1.TrivialAugmentWide
+	(*RandAugment)(nil),              // 50: stoker.v1.RandAugment
+	(*AutoAugment)(nil),              // 51: stoker.v1.AutoAugment
+	(*AugMix)(nil),                   // 52: stoker.v1.AugMix
+	(*TimmRandAugment)(nil),          // 53: stoker.v1.TimmRandAugment
+	(*TimmAutoAugment)(nil),          // 54: stoker.v1.TimmAutoAugment
+	(*TimmAugMix)(nil),               // 55: stoker.v1.TimmAugMix
+	(*Credit)(nil),                   // 56: stoker.v1.Credit
+	(*FeedResponse)(nil),             // 57: stoker.v1.FeedResponse
+	(*JobInfo)(nil),                  // 58: stoker.v1.JobInfo
+	(*ViewInfo)(nil),                 // 59: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),              // 60: stoker.v1.BatchHeader
+	(*Shape)(nil),                    // 61: stoker.v1.Shape
+	(*FieldValues)(nil),              // 62: stoker.v1.FieldValues
+	(*SampleError)(nil),              // 63: stoker.v1.SampleError
+	(*Chunk)(nil),                    // 64: stoker.v1.Chunk
+	(*EpochEnd)(nil),                 // 65: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),      // 66: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),     // 67: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),              // 68: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),              // 69: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                   // 70: stoker.v1.JobEnd
+	(*WorkPing)(nil),                 // 71: stoker.v1.WorkPing
+	(*WorkJob)(nil),                  // 72: stoker.v1.WorkJob
+	(*Lease)(nil),                    // 73: stoker.v1.Lease
+	(*CancelLease)(nil),              // 74: stoker.v1.CancelLease
+	(*WorkResponse)(nil),             // 75: stoker.v1.WorkResponse
+	(*LeaseProgress)(nil),            // 76: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),               // 77: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),          // 78: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),                // 79: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),                // 80: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),              // 81: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),            // 82: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),           // 83: stoker.v1.StatusResponse
+	(*JobStatus)(nil),                // 84: stoker.v1.JobStatus
+	(*MakingShares)(nil),             // 85: stoker.v1.MakingShares
+	(*MakerStatus)(nil),              // 86: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	52,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	56,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
 	13,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
 	16,  // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
 	2,   // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
@@ -7573,111 +7985,120 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	7,   // 10: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
 	11,  // 11: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
 	7,   // 12: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	54,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	58,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
 	18,  // 14: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
 	17,  // 15: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
 	16,  // 16: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
-	23,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	24,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	25,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	26,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	28,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	29,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	27,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
-	30,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
-	31,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
-	32,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
-	33,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
-	34,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
-	35,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
-	36,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
-	37,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
-	38,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
-	39,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
-	40,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
-	41,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
-	42,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
-	43,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
-	44,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
-	45,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
-	46,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
-	47,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
-	48,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
-	49,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
-	21,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
+	27,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	28,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	29,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	30,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	32,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	33,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	31,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
+	34,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
+	35,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
+	36,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
+	37,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
+	38,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
+	39,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
+	40,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
+	41,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
+	42,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
+	43,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
+	44,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
+	45,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
+	46,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
+	47,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
+	48,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
+	49,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
+	50,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
+	51,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
+	52,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
+	53,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
+	25,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
 	19,  // 45: stoker.v1.Op.pad:type_name -> stoker.v1.Pad
-	50,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
-	51,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
-	20,  // 48: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
-	4,   // 49: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 50: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	22,  // 51: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	22,  // 52: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	22,  // 53: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	22,  // 54: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	22,  // 55: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	4,   // 56: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	22,  // 57: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	22,  // 58: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	4,   // 59: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	22,  // 60: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	22,  // 61: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	18,  // 62: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	18,  // 63: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	18,  // 64: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	4,   // 65: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 66: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 67: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 68: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 69: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 70: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 71: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
-	54,  // 72: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	56,  // 73: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	60,  // 74: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	61,  // 75: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	12,  // 76: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	5,   // 77: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	55,  // 78: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
-	0,   // 79: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
-	5,   // 80: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	59,  // 81: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	0,   // 82: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
-	57,  // 83: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	58,  // 84: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	64,  // 85: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	68,  // 86: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	69,  // 87: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	70,  // 88: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	66,  // 89: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	67,  // 90: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 91: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	73,  // 92: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	75,  // 93: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	60,  // 94: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	77,  // 95: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	72,  // 96: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	74,  // 97: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	56,  // 98: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	76,  // 99: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	80,  // 100: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	82,  // 101: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	81,  // 102: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 103: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	62,  // 104: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 105: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	78,  // 106: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	65,  // 107: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	53,  // 108: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	63,  // 109: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 110: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	79,  // 111: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	71,  // 112: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	108, // [108:113] is the sub-list for method output_type
-	103, // [103:108] is the sub-list for method input_type
-	103, // [103:103] is the sub-list for extension type_name
-	103, // [103:103] is the sub-list for extension extendee
-	0,   // [0:103] is the sub-list for field type_name
+	54,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
+	55,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
+	24,  // 48: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
+	20,  // 49: stoker.v1.Op.random_zoom_out:type_name -> stoker.v1.RandomZoomOut
+	21,  // 50: stoker.v1.Op.random_iou_crop:type_name -> stoker.v1.RandomIoUCrop
+	22,  // 51: stoker.v1.Op.random_photometric_distort:type_name -> stoker.v1.RandomPhotometricDistort
+	23,  // 52: stoker.v1.Op.convert_bounding_box_format:type_name -> stoker.v1.ConvertBoundingBoxFormat
+	26,  // 53: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
+	26,  // 54: stoker.v1.RandomPhotometricDistort.brightness:type_name -> stoker.v1.Range
+	26,  // 55: stoker.v1.RandomPhotometricDistort.contrast:type_name -> stoker.v1.Range
+	26,  // 56: stoker.v1.RandomPhotometricDistort.saturation:type_name -> stoker.v1.Range
+	26,  // 57: stoker.v1.RandomPhotometricDistort.hue:type_name -> stoker.v1.Range
+	4,   // 58: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 59: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	26,  // 60: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	26,  // 61: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	26,  // 62: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	26,  // 63: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	26,  // 64: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	4,   // 65: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	26,  // 66: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	26,  // 67: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	4,   // 68: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	26,  // 69: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	26,  // 70: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	18,  // 71: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	18,  // 72: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	18,  // 73: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	4,   // 74: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 75: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 76: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 77: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 78: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 79: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 80: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
+	58,  // 81: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	60,  // 82: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	64,  // 83: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	65,  // 84: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	12,  // 85: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	5,   // 86: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	59,  // 87: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	0,   // 88: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
+	5,   // 89: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	63,  // 90: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	0,   // 91: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
+	61,  // 92: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	62,  // 93: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	68,  // 94: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	72,  // 95: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	73,  // 96: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	74,  // 97: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	70,  // 98: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	71,  // 99: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 100: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	77,  // 101: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	79,  // 102: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	64,  // 103: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	81,  // 104: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	76,  // 105: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	78,  // 106: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	60,  // 107: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	80,  // 108: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	84,  // 109: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	86,  // 110: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	85,  // 111: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 112: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	66,  // 113: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 114: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	82,  // 115: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	69,  // 116: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	57,  // 117: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	67,  // 118: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 119: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	83,  // 120: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	75,  // 121: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	117, // [117:122] is the sub-list for method output_type
+	112, // [112:117] is the sub-list for method input_type
+	112, // [112:112] is the sub-list for extension type_name
+	112, // [112:112] is the sub-list for extension extendee
+	0,   // [0:112] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -7723,39 +8144,46 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_TimmAutoAugment)(nil),
 		(*Op_TimmAugMix)(nil),
 		(*Op_SanitizeBoundingBoxes)(nil),
+		(*Op_RandomZoomOut)(nil),
+		(*Op_RandomIouCrop)(nil),
+		(*Op_RandomPhotometricDistort)(nil),
+		(*Op_ConvertBoundingBoxFormat)(nil),
 	}
 	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[17].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[15].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[16].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[18].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[20].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[21].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[22].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[24].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[25].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[27].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[28].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[29].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[30].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[31].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[32].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[33].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[34].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[35].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[36].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[39].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[40].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[42].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[47].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[44].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[46].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[51].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[50].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[59].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[54].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[63].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[65].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[69].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -7768,7 +8196,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   77,
+			NumMessages:   81,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -228,7 +228,7 @@ class ViewGroup(_message.Message):
     def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ...) -> None: ...
 
 class Op(_message.Message):
-    __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize", "random_vertical_flip", "grayscale", "random_grayscale", "gaussian_blur", "random_solarize", "random_posterize", "random_invert", "random_equalize", "random_autocontrast", "random_adjust_sharpness", "random_rotation", "random_affine", "random_erasing", "random_apply", "random_choice", "random_order", "trivial_augment_wide", "rand_augment", "auto_augment", "aug_mix", "timm_rand_augment", "random_crop", "pad", "timm_auto_augment", "timm_aug_mix", "sanitize_bounding_boxes")
+    __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize", "random_vertical_flip", "grayscale", "random_grayscale", "gaussian_blur", "random_solarize", "random_posterize", "random_invert", "random_equalize", "random_autocontrast", "random_adjust_sharpness", "random_rotation", "random_affine", "random_erasing", "random_apply", "random_choice", "random_order", "trivial_augment_wide", "rand_augment", "auto_augment", "aug_mix", "timm_rand_augment", "random_crop", "pad", "timm_auto_augment", "timm_aug_mix", "sanitize_bounding_boxes", "random_zoom_out", "random_iou_crop", "random_photometric_distort", "convert_bounding_box_format")
     RANDOM_RESIZED_CROP_FIELD_NUMBER: _ClassVar[int]
     RESIZE_FIELD_NUMBER: _ClassVar[int]
     CENTER_CROP_FIELD_NUMBER: _ClassVar[int]
@@ -261,6 +261,10 @@ class Op(_message.Message):
     TIMM_AUTO_AUGMENT_FIELD_NUMBER: _ClassVar[int]
     TIMM_AUG_MIX_FIELD_NUMBER: _ClassVar[int]
     SANITIZE_BOUNDING_BOXES_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_ZOOM_OUT_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_IOU_CROP_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_PHOTOMETRIC_DISTORT_FIELD_NUMBER: _ClassVar[int]
+    CONVERT_BOUNDING_BOX_FORMAT_FIELD_NUMBER: _ClassVar[int]
     random_resized_crop: RandomResizedCrop
     resize: Resize
     center_crop: CenterCrop
@@ -293,7 +297,11 @@ class Op(_message.Message):
     timm_auto_augment: TimmAutoAugment
     timm_aug_mix: TimmAugMix
     sanitize_bounding_boxes: SanitizeBoundingBoxes
-    def __init__(self, random_resized_crop: _Optional[_Union[RandomResizedCrop, _Mapping]] = ..., resize: _Optional[_Union[Resize, _Mapping]] = ..., center_crop: _Optional[_Union[CenterCrop, _Mapping]] = ..., random_horizontal_flip: _Optional[_Union[RandomHorizontalFlip, _Mapping]] = ..., color_jitter: _Optional[_Union[ColorJitter, _Mapping]] = ..., normalize: _Optional[_Union[Normalize, _Mapping]] = ..., random_vertical_flip: _Optional[_Union[RandomVerticalFlip, _Mapping]] = ..., grayscale: _Optional[_Union[Grayscale, _Mapping]] = ..., random_grayscale: _Optional[_Union[RandomGrayscale, _Mapping]] = ..., gaussian_blur: _Optional[_Union[GaussianBlur, _Mapping]] = ..., random_solarize: _Optional[_Union[RandomSolarize, _Mapping]] = ..., random_posterize: _Optional[_Union[RandomPosterize, _Mapping]] = ..., random_invert: _Optional[_Union[RandomInvert, _Mapping]] = ..., random_equalize: _Optional[_Union[RandomEqualize, _Mapping]] = ..., random_autocontrast: _Optional[_Union[RandomAutocontrast, _Mapping]] = ..., random_adjust_sharpness: _Optional[_Union[RandomAdjustSharpness, _Mapping]] = ..., random_rotation: _Optional[_Union[RandomRotation, _Mapping]] = ..., random_affine: _Optional[_Union[RandomAffine, _Mapping]] = ..., random_erasing: _Optional[_Union[RandomErasing, _Mapping]] = ..., random_apply: _Optional[_Union[RandomApply, _Mapping]] = ..., random_choice: _Optional[_Union[RandomChoice, _Mapping]] = ..., random_order: _Optional[_Union[RandomOrder, _Mapping]] = ..., trivial_augment_wide: _Optional[_Union[TrivialAugmentWide, _Mapping]] = ..., rand_augment: _Optional[_Union[RandAugment, _Mapping]] = ..., auto_augment: _Optional[_Union[AutoAugment, _Mapping]] = ..., aug_mix: _Optional[_Union[AugMix, _Mapping]] = ..., timm_rand_augment: _Optional[_Union[TimmRandAugment, _Mapping]] = ..., random_crop: _Optional[_Union[RandomCrop, _Mapping]] = ..., pad: _Optional[_Union[Pad, _Mapping]] = ..., timm_auto_augment: _Optional[_Union[TimmAutoAugment, _Mapping]] = ..., timm_aug_mix: _Optional[_Union[TimmAugMix, _Mapping]] = ..., sanitize_bounding_boxes: _Optional[_Union[SanitizeBoundingBoxes, _Mapping]] = ...) -> None: ...
+    random_zoom_out: RandomZoomOut
+    random_iou_crop: RandomIoUCrop
+    random_photometric_distort: RandomPhotometricDistort
+    convert_bounding_box_format: ConvertBoundingBoxFormat
+    def __init__(self, random_resized_crop: _Optional[_Union[RandomResizedCrop, _Mapping]] = ..., resize: _Optional[_Union[Resize, _Mapping]] = ..., center_crop: _Optional[_Union[CenterCrop, _Mapping]] = ..., random_horizontal_flip: _Optional[_Union[RandomHorizontalFlip, _Mapping]] = ..., color_jitter: _Optional[_Union[ColorJitter, _Mapping]] = ..., normalize: _Optional[_Union[Normalize, _Mapping]] = ..., random_vertical_flip: _Optional[_Union[RandomVerticalFlip, _Mapping]] = ..., grayscale: _Optional[_Union[Grayscale, _Mapping]] = ..., random_grayscale: _Optional[_Union[RandomGrayscale, _Mapping]] = ..., gaussian_blur: _Optional[_Union[GaussianBlur, _Mapping]] = ..., random_solarize: _Optional[_Union[RandomSolarize, _Mapping]] = ..., random_posterize: _Optional[_Union[RandomPosterize, _Mapping]] = ..., random_invert: _Optional[_Union[RandomInvert, _Mapping]] = ..., random_equalize: _Optional[_Union[RandomEqualize, _Mapping]] = ..., random_autocontrast: _Optional[_Union[RandomAutocontrast, _Mapping]] = ..., random_adjust_sharpness: _Optional[_Union[RandomAdjustSharpness, _Mapping]] = ..., random_rotation: _Optional[_Union[RandomRotation, _Mapping]] = ..., random_affine: _Optional[_Union[RandomAffine, _Mapping]] = ..., random_erasing: _Optional[_Union[RandomErasing, _Mapping]] = ..., random_apply: _Optional[_Union[RandomApply, _Mapping]] = ..., random_choice: _Optional[_Union[RandomChoice, _Mapping]] = ..., random_order: _Optional[_Union[RandomOrder, _Mapping]] = ..., trivial_augment_wide: _Optional[_Union[TrivialAugmentWide, _Mapping]] = ..., rand_augment: _Optional[_Union[RandAugment, _Mapping]] = ..., auto_augment: _Optional[_Union[AutoAugment, _Mapping]] = ..., aug_mix: _Optional[_Union[AugMix, _Mapping]] = ..., timm_rand_augment: _Optional[_Union[TimmRandAugment, _Mapping]] = ..., random_crop: _Optional[_Union[RandomCrop, _Mapping]] = ..., pad: _Optional[_Union[Pad, _Mapping]] = ..., timm_auto_augment: _Optional[_Union[TimmAutoAugment, _Mapping]] = ..., timm_aug_mix: _Optional[_Union[TimmAugMix, _Mapping]] = ..., sanitize_bounding_boxes: _Optional[_Union[SanitizeBoundingBoxes, _Mapping]] = ..., random_zoom_out: _Optional[_Union[RandomZoomOut, _Mapping]] = ..., random_iou_crop: _Optional[_Union[RandomIoUCrop, _Mapping]] = ..., random_photometric_distort: _Optional[_Union[RandomPhotometricDistort, _Mapping]] = ..., convert_bounding_box_format: _Optional[_Union[ConvertBoundingBoxFormat, _Mapping]] = ...) -> None: ...
 
 class Pad(_message.Message):
     __slots__ = ("padding", "fill", "padding_mode")
@@ -304,6 +312,52 @@ class Pad(_message.Message):
     fill: _containers.RepeatedScalarFieldContainer[float]
     padding_mode: str
     def __init__(self, padding: _Optional[_Iterable[int]] = ..., fill: _Optional[_Iterable[float]] = ..., padding_mode: _Optional[str] = ...) -> None: ...
+
+class RandomZoomOut(_message.Message):
+    __slots__ = ("fill", "side_range", "p")
+    FILL_FIELD_NUMBER: _ClassVar[int]
+    SIDE_RANGE_FIELD_NUMBER: _ClassVar[int]
+    P_FIELD_NUMBER: _ClassVar[int]
+    fill: _containers.RepeatedScalarFieldContainer[float]
+    side_range: Range
+    p: float
+    def __init__(self, fill: _Optional[_Iterable[float]] = ..., side_range: _Optional[_Union[Range, _Mapping]] = ..., p: _Optional[float] = ...) -> None: ...
+
+class RandomIoUCrop(_message.Message):
+    __slots__ = ("min_scale", "max_scale", "min_aspect_ratio", "max_aspect_ratio", "sampler_options", "trials")
+    MIN_SCALE_FIELD_NUMBER: _ClassVar[int]
+    MAX_SCALE_FIELD_NUMBER: _ClassVar[int]
+    MIN_ASPECT_RATIO_FIELD_NUMBER: _ClassVar[int]
+    MAX_ASPECT_RATIO_FIELD_NUMBER: _ClassVar[int]
+    SAMPLER_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    TRIALS_FIELD_NUMBER: _ClassVar[int]
+    min_scale: float
+    max_scale: float
+    min_aspect_ratio: float
+    max_aspect_ratio: float
+    sampler_options: _containers.RepeatedScalarFieldContainer[float]
+    trials: int
+    def __init__(self, min_scale: _Optional[float] = ..., max_scale: _Optional[float] = ..., min_aspect_ratio: _Optional[float] = ..., max_aspect_ratio: _Optional[float] = ..., sampler_options: _Optional[_Iterable[float]] = ..., trials: _Optional[int] = ...) -> None: ...
+
+class RandomPhotometricDistort(_message.Message):
+    __slots__ = ("brightness", "contrast", "saturation", "hue", "p")
+    BRIGHTNESS_FIELD_NUMBER: _ClassVar[int]
+    CONTRAST_FIELD_NUMBER: _ClassVar[int]
+    SATURATION_FIELD_NUMBER: _ClassVar[int]
+    HUE_FIELD_NUMBER: _ClassVar[int]
+    P_FIELD_NUMBER: _ClassVar[int]
+    brightness: Range
+    contrast: Range
+    saturation: Range
+    hue: Range
+    p: float
+    def __init__(self, brightness: _Optional[_Union[Range, _Mapping]] = ..., contrast: _Optional[_Union[Range, _Mapping]] = ..., saturation: _Optional[_Union[Range, _Mapping]] = ..., hue: _Optional[_Union[Range, _Mapping]] = ..., p: _Optional[float] = ...) -> None: ...
+
+class ConvertBoundingBoxFormat(_message.Message):
+    __slots__ = ("format",)
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    format: str
+    def __init__(self, format: _Optional[str] = ...) -> None: ...
 
 class SanitizeBoundingBoxes(_message.Message):
     __slots__ = ("min_size", "min_area")
