@@ -57,6 +57,12 @@ type Peer struct {
 	// released is poked (size 1) each time a lease ends: Retire waits on
 	// it for the last one.
 	released chan struct{}
+	// retired is set by Retire: Make turns new leases away (draining)
+	// from then on. A Make that counted its lease in flight before Retire
+	// read the count is waited for; one that counted it after sees
+	// retired and takes it back (both sides touch the two atomics in
+	// opposite orders, so one of them sees the other).
+	retired atomic.Bool
 	// watch is what the transport saw of the last connection, for
 	// describe.
 	watch *connWatch
@@ -233,6 +239,7 @@ func (p *Peer) InFlight() int64 { return p.inflight.Load() }
 // The caller sends it no new lease. It returns how many leases were still
 // in flight when it closed the peer (they fail).
 func (p *Peer) Retire(wait time.Duration, abort <-chan struct{}) (unfinished int64) {
+	p.retired.Store(true)
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	defer p.Close()
@@ -405,6 +412,9 @@ func (p *Peer) Make(ctx context.Context, j *Job, l *lease.Lease, b *pipeline.Bat
 	if err := ctx.Err(); err != nil {
 		return lease.Made{}, fmt.Errorf("peer %s: lease of batch %d: %w", p.addr, l.Number, err)
 	}
+	if p.retired.Load() {
+		return lease.Made{}, fmt.Errorf("%w: peer %s left the peer set", lease.ErrDraining, p.addr)
+	}
 	p.mu.Lock()
 	st := p.st
 	p.mu.Unlock()
@@ -419,6 +429,12 @@ func (p *Peer) Make(ctx context.Context, j *Job, l *lease.Lease, b *pipeline.Bat
 		return lease.Made{}, lease.ErrBusy
 	}
 	defer p.releasedLease()
+	if p.retired.Load() {
+		// Retire began between the check above and the count: turned
+		// away before it is sent, so Retire does not close the stream
+		// under it.
+		return lease.Made{}, fmt.Errorf("%w: peer %s left the peer set", lease.ErrDraining, p.addr)
+	}
 	pl := &pendingLease{j: j, l: l, b: b, want: -1, done: make(chan error, 1), progress: batch.ProgressOf(ctx)}
 	var progressMs uint32
 	if pl.progress != nil {

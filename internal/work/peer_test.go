@@ -481,3 +481,32 @@ func TestChunksLandAtPlaces(t *testing.T) {
 		t.Error("a place past the buffer: no error")
 	}
 }
+
+// TestRetiredTurnsLeasesAway: once Retire has begun, a Make (as one the
+// coordinator started just before it removed the peer) is turned away as
+// draining, before anything is sent, and Retire does not wait for it: the
+// lease is made elsewhere and none fails on a stream Retire closes.
+func TestRetiredTurnsLeasesAway(t *testing.T) {
+	w := &scriptedWorker{}
+	p := dialReady(t, startWorker(t, w))
+	j := job(&stokerv1.JobSpec{Dataset: "d"})
+	var b pipeline.Batch
+	if _, err := p.Make(context.Background(), j, leaseK(0), &b); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.Retire(time.Minute, nil); n != 0 {
+		t.Fatalf("Retire with no lease in flight: %d unfinished", n)
+	}
+	_, err := p.Make(context.Background(), j, leaseK(1), &b)
+	if !errors.Is(err, lease.ErrDraining) {
+		t.Fatalf("Make on a retired peer: %v, want lease.ErrDraining", err)
+	}
+	if n := p.InFlight(); n != 0 {
+		t.Errorf("%d leases in flight after a turned-away Make", n)
+	}
+	for _, r := range w.waitFor(t, "the first lease", func(r []*stokerv1.WorkRequest) bool { return len(r) >= 3 }) {
+		if l := r.GetLease(); l != nil && l.GetNumber() == 1 {
+			t.Errorf("the turned-away lease was sent: %v", l)
+		}
+	}
+}
