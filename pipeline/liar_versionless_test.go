@@ -108,7 +108,7 @@ func flipped(b []byte, i int) []byte {
 // the store: bytes served from memory again are the ones that matched, even
 // after the object is replaced by others of its size. Bytes that do not
 // match are refused as without the cache and never cached: once the object
-// is put back, the sample reads.
+// is put back, its range is read from the store again.
 func TestVersionlessStoreCached(t *testing.T) {
 	s := storetest.StartLyingS3(t, "bkt")
 	s.PutTree(t, "if/", photosDir)
@@ -156,9 +156,14 @@ func TestVersionlessStoreCached(t *testing.T) {
 	if _, err := cached.Read(5, nil); !errors.Is(err, ErrCorrupt) || !errors.Is(err, source.ErrChanged) {
 		t.Fatalf("sample 5 replaced before its first read: %v, want ErrCorrupt and source.ErrChanged", err)
 	}
+	// Its refused bytes were not cached: once the object is put back, the
+	// fetcher reads the range from the store again. (Through the dataset
+	// the sample may now be refused by its modification time instead,
+	// which the put back moves past the listing's second on a slow
+	// machine: the fetcher alone says what the cache holds.)
 	s.Put(key(5), orig5)
-	if got, err := cached.Read(5, nil); err != nil || !bytes.Equal(got, orig5) {
-		t.Errorf("sample 5 put back: %v (its refused bytes must not have been cached)", err)
+	if got, err := f.Read(t.Context(), storeDatasetOf(cached).rangeOf(5), nil); err != nil || !bytes.Equal(got, orig5) {
+		t.Errorf("sample 5 put back: %v, its bytes read again: %v (its refused bytes must not have been cached)", err, bytes.Equal(got, orig5))
 	}
 
 	// A WebDataset's member is checked without its tar header, which is
