@@ -139,7 +139,7 @@ func loudWorkStream(ctx context.Context, conn *grpc.ClientConn, inflight, size i
 func TestTrainerBesideWorkStreams(t *testing.T) {
 	const photos = 160
 	e := startServer(t, Config{Workers: 2, Datasets: map[string]string{"photos": makePhotos(t, photos)}})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // the whole run, not one wait: under -race beside a CPU hog it took past 2 minutes
 	defer cancel()
 	wctx, stopWork := context.WithCancel(ctx)
 	var wg sync.WaitGroup
