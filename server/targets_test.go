@@ -81,6 +81,24 @@ func btoi(b bool) int {
 	return 0
 }
 
+// topology is a server of cfg alone (n 0) or a coordinator of n peers of
+// cfg with no workers of its own, verifying every batch.
+func topology(t *testing.T, cfg func() Config, n int) *testEnv {
+	t.Helper()
+	if n == 0 {
+		return startServer(t, cfg())
+	}
+	var addrs []string
+	for range n {
+		addrs = append(addrs, startServer(t, cfg()).addr)
+	}
+	c := cfg()
+	c.Peers, c.VerifyFraction, c.Workers = strings.Join(addrs, ","), 1, 0
+	e := startServer(t, c)
+	waitPeers(t, e, n)
+	return e
+}
+
 // TestTargetsAnyTopology: a job with targets gets each sample's boxes and
 // labels as the field "targets" (its layout: docs/detection.md), the
 // canvas the output's, the boxes within it, as many as the image has;
@@ -95,19 +113,7 @@ func TestTargetsAnyTopology(t *testing.T) {
 	job.Job.Targets = true
 	var alone epoch
 	for _, n := range []int{0, 3} {
-		var e *testEnv
-		if n == 0 {
-			e = startServer(t, cfg())
-		} else {
-			var addrs []string
-			for range n {
-				addrs = append(addrs, startServer(t, cfg()).addr)
-			}
-			c := cfg()
-			c.Peers, c.VerifyFraction, c.Workers = strings.Join(addrs, ","), 1, 0
-			e = startServer(t, c)
-			waitPeers(t, e, n)
-		}
+		e := topology(t, cfg, n)
 		ep := e.collect(t, job)
 		seen, boxes := 0, 0
 		for _, b := range ep.batches {
@@ -219,19 +225,7 @@ func TestDetrTargetsAnyTopology(t *testing.T) {
 	}
 	var alone epoch
 	for _, n := range []int{0, 3} {
-		var e *testEnv
-		if n == 0 {
-			e = startServer(t, cfg())
-		} else {
-			var addrs []string
-			for range n {
-				addrs = append(addrs, startServer(t, cfg()).addr)
-			}
-			c := cfg()
-			c.Peers, c.VerifyFraction, c.Workers = strings.Join(addrs, ","), 1, 0
-			e = startServer(t, c)
-			waitPeers(t, e, n)
-		}
+		e := topology(t, cfg, n)
 		ep := e.collect(t, job)
 		seen := 0
 		for _, b := range ep.batches {

@@ -278,9 +278,10 @@ func TestLateLeaseCancelsItself(t *testing.T) {
 	}
 }
 
-// TestForgetEndsJob: Forget sends JobEnd for the job's id after its
-// requests; the job's next lease registers it again under a new, larger id.
-func TestForgetEndsJob(t *testing.T) {
+// oneLeaseMade is a scripted worker, a peer dialed to it, and a job whose
+// first lease (leaseK(0)) the peer has made.
+func oneLeaseMade(t *testing.T) (*scriptedWorker, *Peer, *Job) {
+	t.Helper()
 	w := &scriptedWorker{}
 	p := dialReady(t, startWorker(t, w))
 	j := job(&stokerv1.JobSpec{Dataset: "d"})
@@ -288,6 +289,14 @@ func TestForgetEndsJob(t *testing.T) {
 	if _, err := p.Make(context.Background(), j, leaseK(0), &b); err != nil {
 		t.Fatal(err)
 	}
+	return w, p, j
+}
+
+// TestForgetEndsJob: Forget sends JobEnd for the job's id after its
+// requests; the job's next lease registers it again under a new, larger id.
+func TestForgetEndsJob(t *testing.T) {
+	w, p, j := oneLeaseMade(t)
+	var b pipeline.Batch
 	p.Forget(j)
 	p.Forget(j) // once is enough: nothing more is sent
 	if _, err := p.Make(context.Background(), j, leaseK(1), &b); err != nil {
@@ -487,13 +496,8 @@ func TestChunksLandAtPlaces(t *testing.T) {
 // draining, before anything is sent, and Retire does not wait for it: the
 // lease is made elsewhere and none fails on a stream Retire closes.
 func TestRetiredTurnsLeasesAway(t *testing.T) {
-	w := &scriptedWorker{}
-	p := dialReady(t, startWorker(t, w))
-	j := job(&stokerv1.JobSpec{Dataset: "d"})
+	w, p, j := oneLeaseMade(t)
 	var b pipeline.Batch
-	if _, err := p.Make(context.Background(), j, leaseK(0), &b); err != nil {
-		t.Fatal(err)
-	}
 	if n := p.Retire(time.Minute, nil); n != 0 {
 		t.Fatalf("Retire with no lease in flight: %d unfinished", n)
 	}
