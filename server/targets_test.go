@@ -99,6 +99,24 @@ func topology(t *testing.T, cfg func() Config, n int) *testEnv {
 	return e
 }
 
+// sameAsAlone: epoch ep of n verified peers (on e) is the lone server's
+// alone, batch for batch (pixels, targets and every field), and no peer
+// was quarantined: none gave other bytes than another.
+func sameAsAlone(t *testing.T, e *testEnv, n int, ep, alone epoch) {
+	t.Helper()
+	if len(ep.batches) != len(alone.batches) {
+		t.Fatalf("%d peers: %d batches, want %d", n, len(ep.batches), len(alone.batches))
+	}
+	for i, b := range ep.batches {
+		if !sameFields(b.hdr, alone.batches[i].hdr) || !bytes.Equal(b.data, alone.batches[i].data) {
+			t.Errorf("%d peers: batch %d differs from the lone server's", n, i)
+		}
+	}
+	if q := testQuarantined(e); q != 0 {
+		t.Errorf("%d peers: %d quarantined with every slot verified: a peer's targets differed from another's", n, q)
+	}
+}
+
 // TestTargetsAnyTopology: a job with targets gets each sample's boxes and
 // labels as the field "targets" (its layout: docs/detection.md), the
 // canvas the output's, the boxes within it, as many as the image has;
@@ -151,17 +169,7 @@ func TestTargetsAnyTopology(t *testing.T) {
 			alone = ep
 			continue
 		}
-		if len(ep.batches) != len(alone.batches) {
-			t.Fatalf("%d peers: %d batches, want %d", n, len(ep.batches), len(alone.batches))
-		}
-		for i, b := range ep.batches {
-			if !sameFields(b.hdr, alone.batches[i].hdr) || !bytes.Equal(b.data, alone.batches[i].data) {
-				t.Errorf("%d peers: batch %d differs from the lone server's", n, i)
-			}
-		}
-		if q := testQuarantined(e); q != 0 {
-			t.Errorf("%d peers: %d quarantined with every slot verified: a peer's targets differed from another's", n, q)
-		}
+		sameAsAlone(t, e, n, ep, alone)
 	}
 }
 
@@ -243,16 +251,6 @@ func TestDetrTargetsAnyTopology(t *testing.T) {
 			alone = ep
 			continue
 		}
-		if len(ep.batches) != len(alone.batches) {
-			t.Fatalf("%d peers: %d batches, want %d", n, len(ep.batches), len(alone.batches))
-		}
-		for i, b := range ep.batches {
-			if !sameFields(b.hdr, alone.batches[i].hdr) || !bytes.Equal(b.data, alone.batches[i].data) {
-				t.Errorf("%d peers: batch %d differs from the lone server's", n, i)
-			}
-		}
-		if q := testQuarantined(e); q != 0 {
-			t.Errorf("%d peers: %d quarantined with every slot verified", n, q)
-		}
+		sameAsAlone(t, e, n, ep, alone)
 	}
 }
