@@ -131,9 +131,10 @@ func yoloToXYXY(b [4]float32, w, h int) [4]float32 {
 // center_crop, resized_crop's first half) subtracts the offset and clamps
 // to the new canvas; pad adds the left and top padding and clamps; resize
 // scales by float32(new/old) without clamping (and leaves boxes alone when
-// the size does not change); the flips mirror. Ops on pixels alone leave
-// the boxes. An op that moves pixels by another geometry (rotate, affine,
-// AugMix's chains) is an error: targets do not support it.
+// the size does not change); the flips mirror; rotate and affine move
+// each box's corners and take their extent, clamped (affineBoxes). Ops on
+// pixels alone leave the boxes. AugMix's chains are an error: targets do
+// not support them.
 func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 	for i := range steps {
 		st := &steps[i]
@@ -171,7 +172,9 @@ func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 				bx := &boxes[k]
 				bx[1], bx[3] = -(bx[3] - fh), -(bx[1] - fh)
 			}
-		case FnRotate, FnAffine, FnMixBegin, FnMixChain, FnMixEnd, FnMixBlend, FnMixFold:
+		case FnRotate, FnAffine:
+			affineStepBoxes(boxes, w, h, st) // targets_affine.go
+		case FnMixBegin, FnMixChain, FnMixEnd, FnMixBlend, FnMixFold:
 			return w, h, fmt.Errorf("%w: targets do not support %s yet", ErrUnsupported, fnSpecs[st.Fn].name)
 		case FnIoUCrop:
 			w, h = iouCropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
@@ -425,8 +428,9 @@ func (d *YOLODataset) SourceTargets(i, w, h int, t *Targets) error {
 
 // CheckTargets refuses a transform whose ops targets do not support yet:
 // one that moves pixels other than by the decode's geometry (RandomResizedCrop,
-// Resize, CenterCrop, RandomCrop, Pad) and the flips, naming the op. Ops
-// on pixels alone are fine. Several views are refused, and the policies
+// Resize, CenterCrop, RandomCrop, Pad, RandomZoomOut, RandomIoUCrop), the
+// flips, RandomRotation and RandomAffine, naming the op. Ops on pixels
+// alone are fine. Several views are refused, and the policies
 // (AutoAugment, RandAugment, TrivialAugmentWide, AugMix, timm's
 // RandAugment): torchvision's refuse a BoundingBoxes.
 func CheckTargets(t *Transform) error {
@@ -475,7 +479,8 @@ func checkTargetOps(ops []Op, at string) error {
 			if err := checkTargetOps(op.Ops, where+": "); err != nil {
 				return err
 			}
-		case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomZoomOut, OpRandomIoUCrop, OpRandomHorizontalFlip, OpRandomVerticalFlip:
+		case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomZoomOut, OpRandomIoUCrop, OpRandomHorizontalFlip, OpRandomVerticalFlip,
+			OpRandomRotation, OpRandomAffine:
 			// Moves the boxes: MoveBoxes.
 		case OpSanitizeBoundingBoxes, OpConvertBoundingBoxFormat:
 			// Drops boxes, or changes their format: Targets.Move.
@@ -483,7 +488,7 @@ func checkTargetOps(ops []Op, at string) error {
 			OpRandomAdjustSharpness, OpRandomErasing, OpColorJitter, OpGrayscale, OpGaussianBlur, OpNormalize, OpRandomPhotometricDistort:
 			// Pixels alone: the boxes stay.
 		default:
-			return fmt.Errorf("%w: transform: %s: targets do not support it yet (boxes move only through RandomResizedCrop, Resize, CenterCrop, RandomCrop, Pad and the flips)", ErrUnsupported, where)
+			return fmt.Errorf("%w: transform: %s: targets do not support it yet (boxes move only through RandomResizedCrop, Resize, CenterCrop, RandomCrop, Pad, RandomZoomOut, RandomIoUCrop, the flips, RandomRotation and RandomAffine)", ErrUnsupported, where)
 		}
 	}
 	return nil

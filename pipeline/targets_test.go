@@ -72,7 +72,7 @@ func TestMoveBoxes(t *testing.T) {
 	if _, _, err := MoveBoxes(boxes, 200, 100, []Step{{Fn: FnHorizontalFlip}, {Fn: FnVerticalFlip}, {Fn: FnHorizontalFlip}, {Fn: FnVerticalFlip}}); err != nil || boxes[0] != src[0] {
 		t.Errorf("four flips: %v %v", boxes, err)
 	}
-	for _, fn := range []Fn{FnRotate, FnAffine, FnMixBegin} {
+	for _, fn := range []Fn{FnMixBegin, FnMixChain} {
 		_, _, err := MoveBoxes(boxes, 200, 100, []Step{{Fn: fn}})
 		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), fnSpecs[fn].name) {
 			t.Errorf("%s: %v, want it refused by name", fnSpecs[fn].name, err)
@@ -129,7 +129,9 @@ func TestAppendTargets(t *testing.T) {
 func TestCheckTargets(t *testing.T) {
 	rrc := Op{Kind: OpRandomResizedCrop, Size: [2]int{32, 32}, Scale: [2]float64{0.08, 1}, Ratio: [2]float64{3.0 / 4, 4.0 / 3}}
 	ok, err := NewTransform(CHW, rrc, Op{Kind: OpRandomHorizontalFlip, P: 0.5}, Op{Kind: OpRandomVerticalFlip, P: 0.5},
-		Op{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.4, 0.4, 0.4, 0.1)}}, Op{Kind: OpRandomGrayscale, P: 0.2})
+		Op{Kind: OpRandomApply, P: 0.8, Ops: []Op{ColorJitterOp(0.4, 0.4, 0.4, 0.1)}}, Op{Kind: OpRandomGrayscale, P: 0.2},
+		Op{Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}},
+		Op{Kind: OpRandomApply, P: 0.5, Ops: []Op{{Kind: OpRandomAffine, Degrees: [2]float64{-10, 10}, Scale: [2]float64{0.5, 2}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +142,8 @@ func TestCheckTargets(t *testing.T) {
 		op   Op
 		name string
 	}{
-		{Op{Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}}, "RandomRotation"},
-		{Op{Kind: OpRandomApply, P: 0.5, Ops: []Op{{Kind: OpRandomAffine, Degrees: [2]float64{-10, 10}}}}, "RandomApply (op 1): RandomAffine"},
+		{Op{Kind: OpRandomApply, P: 0.5, Ops: []Op{{Kind: OpRandomRotation, Degrees: [2]float64{-10, 10}}, {Kind: OpTrivialAugmentWide, Bins: 31}}},
+			"RandomApply (op 1): TrivialAugmentWide (op 1)"},
 		{Op{Kind: OpTrivialAugmentWide, Bins: 31}, "TrivialAugmentWide"},
 	} {
 		tr, err := NewTransform(CHW, rrc, tc.op)

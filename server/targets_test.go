@@ -119,9 +119,10 @@ func sameAsAlone(t *testing.T, e *testEnv, n int, ep, alone epoch) {
 
 // TestTargetsAnyTopology: a job with targets gets each sample's boxes and
 // labels as the field "targets" (its layout: docs/detection.md), the
-// canvas the output's, the boxes within it, as many as the image has;
-// the same bytes whether the server makes the batches alone or, making
-// none itself, leases them to 3 peers with every slot verified.
+// canvas the output's, the boxes within it (rotated and sheared too), as
+// many as the image has; the same bytes whether the server makes the
+// batches alone or, making none itself, leases them to 3 peers with every
+// slot verified.
 func TestTargetsAnyTopology(t *testing.T) {
 	ann, counts := photosCOCO(t)
 	cfg := func() Config {
@@ -129,6 +130,10 @@ func TestTargetsAnyTopology(t *testing.T) {
 	}
 	job := smallJob("det", 8)
 	job.Job.Targets = true
+	job.Job.Transform.Ops = append(job.Job.Transform.Ops,
+		&pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -30, Max: 30}}}},
+		&pb.Op{Op: &pb.Op_RandomAffine{RandomAffine: &pb.RandomAffine{Degrees: &pb.Range{Min: -10, Max: 10}, Translate: []float64{0.1, 0.1},
+			Scale: &pb.Range{Min: 0.8, Max: 1.2}, Shear: []float64{-5, 5}}}})
 	var alone epoch
 	for _, n := range []int{0, 3} {
 		e := topology(t, cfg, n)
@@ -181,6 +186,7 @@ func TestTargetsRefused(t *testing.T) {
 	e := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos", "tiny": "../testdata/photos"},
 		Annotations: map[string]string{"det": ann}, Workers: 1})
 	rot := &pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -10, Max: 10}}}}
+	policy := &pb.Op{Op: &pb.Op_TrivialAugmentWide{TrivialAugmentWide: &pb.TrivialAugmentWide{}}}
 	sanitize := &pb.Op{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{}}}
 	for _, c := range []struct {
 		name    string
@@ -190,7 +196,7 @@ func TestTargetsRefused(t *testing.T) {
 		want    string
 	}{
 		{"no annotations", "tiny", nil, nil, `dataset "tiny" has no annotations`},
-		{"rotation", "det", []*pb.Op{rrcOp(32), rot}, nil, "RandomRotation (op 1): targets do not support it yet"},
+		{"a policy", "det", []*pb.Op{rrcOp(32), rot, policy}, nil, "TrivialAugmentWide (op 2): targets do not support it yet"},
 		{"as a field", "det", nil, []string{"targets"}, "targets=true"},
 		{"sanitize without targets", "tiny", []*pb.Op{rrcOp(32), sanitize}, nil,
 			"SanitizeBoundingBoxes (op 1) acts on targets, and the job asks for none"},

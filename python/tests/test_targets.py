@@ -36,7 +36,7 @@ N = 24
 # The trace's ops that move boxes, and those that leave them (torchvision
 # passes a BoundingBoxes through them).
 GEOMETRY = {"resized_crop", "resize", "center_crop", "pad", "crop", "horizontal_flip", "vertical_flip",
-            "sanitize_bounding_boxes", "iou_crop", "convert_bounding_box_format"}
+            "sanitize_bounding_boxes", "iou_crop", "convert_bounding_box_format", "rotate", "affine"}
 PIXELS = {"adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "rgb_to_grayscale",
           "gaussian_blur", "solarize", "posterize", "invert", "equalize", "autocontrast", "adjust_sharpness",
           "erase", "normalize", "permute_channels"}
@@ -285,10 +285,10 @@ def test_without_targets_nothing_changes(server: str) -> None:
 
 
 @pytest.mark.parametrize("ops,dataset,what", [
-    ([T.Resize((32, 32)), T.RandomRotation(10)], "coco", "RandomRotation"),
-    ([T.RandomResizedCrop(32), T.RandomAffine(0, translate=(0.1, 0.1))], "coco", "RandomAffine"),
+    ([T.Resize((32, 32)), T.RandAugment()], "coco", "RandAugment"),
+    ([T.RandomResizedCrop(32), T.RandomRotation(10), T.AutoAugment()], "coco", "AutoAugment"),
     ([T.Resize((32, 32)), T.TrivialAugmentWide()], "yolo", "TrivialAugmentWide"),
-    ([T.Resize((32, 32)), T.RandomApply([T.RandomRotation(5)], p=0.5)], "coco", "RandomRotation"),
+    ([T.Resize((32, 32)), T.RandomApply([T.RandomAffine(5), T.AugMix()], p=0.5)], "coco", "AugMix"),
     ([T.Resize((32, 32))], "plain", "no annotations"),
 ])
 def test_refused(server: str, ops: List[Any], dataset: str, what: str) -> None:

@@ -548,10 +548,11 @@ type JobSpec struct {
 	// Each sample's boxes and labels (a dataset served with --annotations),
 	// moved through the sample's geometry as torchvision.transforms.v2 moves
 	// a tv_tensors.BoundingBoxes with the image, as the per-sample field
-	// "targets" (its binary layout: docs/detection.md). A transform with an
-	// op targets do not support yet (rotation, affine, the policies, views),
-	// a dataset without annotations, a mix, or "targets" among fields is
-	// refused (INVALID_ARGUMENT).
+	// "targets" (its binary layout: docs/detection.md): through the crops,
+	// resizes, pads, flips, RandomZoomOut, RandomIoUCrop, RandomRotation and
+	// RandomAffine. A transform with an op targets do not support yet (the
+	// policies, views), a dataset without annotations, a mix, or "targets"
+	// among fields is refused (INVALID_ARGUMENT).
 	Targets       bool `protobuf:"varint,150,opt,name=targets,proto3" json:"targets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

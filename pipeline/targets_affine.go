@@ -1,0 +1,113 @@
+package pipeline
+
+// Boxes through rotate and affine, as torchvision.transforms.v2's
+// _affine_bounding_boxes_with_expand moves a BoundingBoxes (expand=False:
+// the canvas stays; stoker's rotate never expands). Floating point as in
+// ops_draw.go: every product that is added is rounded first, or fused
+// explicitly (boxFMA32), so the boxes are the same bits on every machine.
+
+import (
+	"math"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+)
+
+// affineStepBoxes moves boxes on a w x h canvas through a rotate or affine
+// step, with the parameters the pixel kernels take from it (the angle,
+// translate, scale, shear and center the sample drew): torchvision's
+// rotate_bounding_boxes is its affine with the angle negated, no
+// translation, scale 1 and no shear.
+func affineStepBoxes(boxes [][4]float32, w, h int, st *Step) {
+	if st.Fn == FnRotate {
+		affineBoxes(boxes, w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
+		return
+	}
+	affineBoxes(boxes, w, h, st.F[0], [2]float64{st.F[1], st.F[2]}, st.F[3], [2]float64{st.F[4], st.F[5]}, st.Center, st.HasCenter)
+}
+
+// affineBoxes is torchvision's affine_bounding_boxes for XYXY float32
+// boxes on a w x h canvas: the forward matrix (forwardAffine) rounded to
+// float32, each box's four corners (x1, y1), (x2, y1), (x2, y2), (x1, y2)
+// through it (affinePoint), the box their extent (aminmax), clamped to the
+// canvas (clamping_mode "soft", the same as "hard" for these boxes).
+func affineBoxes(boxes [][4]float32, w, h int, angle float64, translate [2]float64, scale float64, shear [2]float64, center [2]float64, hasCenter bool) {
+	if !hasCenter { // the canvas' center, in pixels from the top left
+		center = [2]float64{float64(float64(w) * 0.5), float64(float64(h) * 0.5)}
+	}
+	m64 := forwardAffine(center, angle, translate, scale, shear)
+	var m [6]float32
+	for i, v := range m64 {
+		m[i] = float32(v)
+	}
+	// torch.matmul of the N*4 points by the matrix sums each coordinate in
+	// an order of its own: fewer than 16 points (4 boxes) in torch's own
+	// gemm, more in MKL's sgemm (x86-64 builds); affinePoint follows both.
+	small := len(boxes) < 4
+	for k := range boxes {
+		b := &boxes[k]
+		xs := [4]float32{b[0], b[2], b[2], b[0]}
+		ys := [4]float32{b[1], b[1], b[3], b[3]}
+		var ox, oy [4]float32
+		for i := range 4 {
+			ox[i] = affinePoint(xs[i], ys[i], m[0], m[1], m[2], small)
+			oy[i] = affinePoint(xs[i], ys[i], m[3], m[4], m[5], small)
+		}
+		// torch.aminmax: a NaN wins, as it does for Go's min and max.
+		*b = [4]float32{min(ox[0], ox[1], ox[2], ox[3]), min(oy[0], oy[1], oy[2], oy[3]),
+			max(ox[0], ox[1], ox[2], ox[3]), max(oy[0], oy[1], oy[2], oy[3])}
+		clampBox(b, w, h)
+	}
+}
+
+// affinePoint is one output coordinate of torch.matmul([x, y, 1], [a, b,
+// c]) in float32, as torch 2.15's CPU matmul orders the sum: with small
+// (fewer than 16 points) x*a + c, then + y*b, each rounded; otherwise x*a
+// rounded, then y*b added to it in one rounding (MKL's fused multiply-add),
+// then c.
+func affinePoint(x, y, a, b, c float32, small bool) float32 {
+	if small {
+		return float32(float32(x*a)+c) + float32(y*b)
+	}
+	return boxFMA32(y, b, float32(x*a)) + c
+}
+
+// boxFMA32 is a*b + c in float32 with one rounding, as a float32 FMA
+// instruction computes it: the product is exact in float64, the sum
+// rounded to odd in float64 (which then rounds to float32 as the exact sum
+// would: 53 bits are more than 24 + 2), with the sum's error from TwoSum.
+// (The pixel kernels have their own, kernels_affine.go's fma32.)
+func boxFMA32(a, b, c float32) float32 {
+	p := float64(float64(a) * float64(b))
+	s := p + float64(c)
+	if math.IsInf(s, 0) || math.IsNaN(s) {
+		return float32(s)
+	}
+	bb := s - p
+	e := (p - (s - bb)) + (float64(c) - bb)
+	if e != 0 && math.Float64bits(s)&1 == 0 {
+		// Inexact and even: the odd neighbour towards the exact sum.
+		s = math.Nextafter(s, math.Copysign(math.Inf(1), e))
+	}
+	return float32(s)
+}
+
+// forwardAffine is torchvision's _get_inverse_affine_matrix(center, angle,
+// translate, scale, shear, inverted=False): the matrix taking a point of
+// the image (pixels from its top left) to where the affine puts it, in
+// float64 as it computes it (inverseAffine's rotation, scale and shear;
+// every product rounded; det's sin, cos and tan).
+func forwardAffine(center [2]float64, angle float64, translate [2]float64, scale float64, shear [2]float64) [6]float64 {
+	rot, sx, sy := radians(angle), radians(shear[0]), radians(shear[1])
+	cx, cy := center[0], center[1]
+	cosSy, tanSx := det.Cos(sy), det.Tan(sx)
+	rotMinusSy := rot - sy
+	cxt, cyt := cx+translate[0], cy+translate[1]
+	a := det.Cos(rotMinusSy) / cosSy
+	b := -(float64(a*tanSx) + det.Sin(rot))
+	c := det.Sin(rotMinusSy) / cosSy
+	d := det.Cos(rot) - float64(c*tanSx)
+	m := [6]float64{float64(a * scale), float64(b * scale), 0, float64(c * scale), float64(d * scale), 0}
+	m[2] += (cxt - float64(m[0]*cx)) - float64(m[1]*cy)
+	m[5] += (cyt - float64(m[3]*cx)) - float64(m[4]*cy)
+	return m
+}

@@ -1,0 +1,94 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"os"
+	"testing"
+)
+
+// TestAffineBoxesGolden holds rotate's and affine's box maths to the float32
+// bits torchvision computes (torchvision.transforms.v2.functional's rotate
+// and affine on XYXY float32 BoundingBoxes, clamping_mode "soft"), over
+// python/tests/test_targets_affine.py's grid: every angle, translation,
+// scale, shear and center given to the Step as the ops draw them, 1 to 9
+// boxes (torch.matmul's two summation orders), boxes past the canvas and
+// degenerate ones. The Python test checks that the file is what
+// torchvision computes.
+func TestAffineBoxesGolden(t *testing.T) {
+	raw, err := os.ReadFile("testdata/targets_affine.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Torchvision string
+		Cases       []struct {
+			Fn   string
+			W, H int
+			Args struct {
+				Angle     float64
+				Translate [2]float64
+				Scale     float64
+				Shear     [2]float64
+				Center    *[2]float64
+			}
+			Boxes, Want [][4]float32
+		}
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Cases) < 50 {
+		t.Fatalf("%d cases", len(doc.Cases))
+	}
+	bad := 0
+	for i, c := range doc.Cases {
+		a := c.Args
+		st := Step{Fn: FnRotate, F: [6]float64{a.Angle}}
+		if c.Fn == "affine" {
+			st = Step{Fn: FnAffine, F: [6]float64{a.Angle, a.Translate[0], a.Translate[1], a.Scale, a.Shear[0], a.Shear[1]}}
+		}
+		if a.Center != nil {
+			st.Center, st.HasCenter = *a.Center, true
+		}
+		boxes := append([][4]float32(nil), c.Boxes...)
+		w, h, err := MoveBoxes(boxes, c.W, c.H, []Step{st})
+		if err != nil || w != c.W || h != c.H {
+			t.Fatalf("case %d: %dx%d %v", i, w, h, err)
+		}
+		for k := range boxes {
+			if boxes[k] != c.Want[k] {
+				bad++
+				t.Errorf("case %d (%s %+v on %dx%d, %d boxes): box %v became %v, torchvision %s's %v", i, c.Fn, a, c.W, c.H,
+					len(boxes), c.Boxes[k], boxes[k], doc.Torchvision, c.Want[k])
+			}
+		}
+	}
+	if bad > 0 {
+		t.Logf("%d boxes differ", bad)
+	}
+}
+
+// TestBoxFMA32 checks boxFMA32 against the exact a*b + c rounded once to
+// float32 (big.Float), on random and near-tie operands.
+func TestBoxFMA32(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	f := func() float32 {
+		return float32(math.Ldexp(r.Float64()*2-1, r.IntN(40)-20))
+	}
+	for i := range 200000 {
+		a, b, c := f(), f(), f()
+		if i%3 == 0 { // c near -a*b: cancellation
+			c = -float32(a*b) * (1 + float32(r.IntN(5)-2)*0x1p-23)
+		}
+		x := new(big.Float).SetPrec(200).SetFloat64(float64(a))
+		x.Mul(x, new(big.Float).SetFloat64(float64(b)))
+		x.Add(x, new(big.Float).SetFloat64(float64(c)))
+		want, _ := x.Float32()
+		if got := boxFMA32(a, b, c); got != want {
+			t.Fatalf("boxFMA32(%g, %g, %g) = %g, want %g", a, b, c, got, want)
+		}
+	}
+}
