@@ -181,3 +181,19 @@ func applyLUT(pix []byte, lut *[256]byte) {
 		pix[i] = lut[v]
 	}
 }
+
+// permuteChannels is permute_channels(img, perm) (image[:, perm]): plane
+// c becomes plane perm[c], by swaps of whole planes.
+func permuteChannels(p planes, perm [3]int) {
+	cur := [3]int{0, 1, 2} // which input channel each plane holds
+	for c := range 3 {
+		j := c
+		for cur[j] != perm[c] {
+			j++
+		}
+		if j != c {
+			swapBytesGo(p.plane(c), p.plane(j))
+			cur[c], cur[j] = cur[j], cur[c]
+		}
+	}
+}

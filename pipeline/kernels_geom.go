@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 	"math/bits"
 
@@ -113,14 +112,12 @@ func erase(p planes, i, j, h, w int, v [3]float64) {
 // RandomErasing writes after Normalize, but for the clamp and the
 // rounding. The pixel is drawn directly from that distribution: 16 bits of
 // the seed's counter-based stream index a table of its quantiles (the
-// same bytes everywhere), four pixels to a draw.
+// same bytes everywhere), four pixels to a draw. std's values are
+// positive.
 func eraseRandom(p planes, i, j, h, w int, seed uint64, mean, std [3]float64, s *opScratch) {
 	i0, i1, j0, j1 := eraseBox(p, i, j, h, w)
 	if i0 >= i1 || j0 >= j1 {
 		return
-	}
-	if !(std[0] > 0 && std[1] > 0 && std[2] > 0) { // a parsed trace's: no Normalize given
-		mean, std = imagenetMean, imagenetStd
 	}
 	luts := s.noise.tables(mean, std)
 	rng := det.Seeded(seed)
@@ -208,13 +205,9 @@ func affine(p planes, a *affineParams, s *opScratch) {
 	resampleAffine(p, &m, a.interp, a.fill, a.noFill, s)
 }
 
-// rotate is rotate(img, angle, interpolation, expand=False, center, fill).
-func rotate(p planes, angle float64, interp Interpolation, center [2]float64, hasCenter bool, fill [3]float64, s *opScratch) {
-	rotateFill(p, angle, interp, center, hasCenter, fill, false, s)
-}
-
-// rotateFill is rotate with fill=None when noFill.
-func rotateFill(p planes, angle float64, interp Interpolation, center [2]float64, hasCenter bool, fill [3]float64, noFill bool, s *opScratch) {
+// rotate is rotate(img, angle, interpolation, expand=False, center, fill),
+// with fill=None when noFill.
+func rotate(p planes, angle float64, interp Interpolation, center [2]float64, hasCenter bool, fill [3]float64, noFill bool, s *opScratch) {
 	angle = pyMod(angle, 360)
 	if !hasCenter { // torchvision's fast paths: exact, with no resampling
 		switch {
@@ -307,37 +300,4 @@ func radians(deg float64) float64 {
 		deg = math.Mod(deg, 360)
 	}
 	return float64(deg * degToRad)
-}
-
-// checkGeom checks a geometric step's arguments as torchvision's kernels
-// would (a scale that is not positive) and refuses fills outside 0..255,
-// which torch would wrap around on uint8. Bicubic rotate and affine, which
-// torchvision refuses for tensors, are kernels_bicubic.go's.
-func checkGeom(st *Step) error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrUnsupported, st.Fn, fmt.Sprintf(format, a...))
-	}
-	switch st.Fn {
-	case FnRotate, FnAffine:
-		if st.Fn == FnAffine && !(st.F[3] > 0) {
-			return bad("scale %v: want positive", st.F[3])
-		}
-		for _, c := range st.Center {
-			if !(math.Abs(c) <= 1e9) {
-				return bad("center %v out of range", st.Center)
-			}
-		}
-	case FnErase:
-		if st.Random {
-			return nil
-		}
-	default:
-		return nil
-	}
-	for _, v := range st.Fill {
-		if !(v >= 0 && v <= 255) {
-			return bad("fill %v: want values in 0..255 on uint8 images", st.Fill)
-		}
-	}
-	return nil
 }

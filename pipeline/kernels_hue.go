@@ -14,7 +14,7 @@ import "math"
 // The result is the exact value torchvision's float32 steps approximate:
 // the two differ by 1 where those steps round across an integer.
 // f outside [-0.5, 0.5] (which torchvision refuses) wraps around.
-func adjustHue(p planes, f float64, s *opScratch) {
+func adjustHue(p planes, f float64) {
 	if shift := hueShiftOf(f); shift != 0 {
 		hueRotate(p.plane(0), p.plane(1), p.plane(2), shift)
 	}

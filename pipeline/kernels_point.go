@@ -101,7 +101,7 @@ func xorBytesGo(pix []byte, m byte) {
 // lut[0] = 0 and lut[k] = min(255, (cum[k-1] + step/2) / step); a plane
 // whose step is 0 (at most 255 pixels differ from its largest value, a
 // constant plane among them) is left as it is.
-func equalize(p planes, s *opScratch) {
+func equalize(p planes) {
 	for c := range 3 {
 		pl := p.plane(c)
 		var hist [256]int

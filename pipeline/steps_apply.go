@@ -1,6 +1,9 @@
 package pipeline
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // applyStep runs one step's kernel on p. Geometry steps are the decode's,
 // and Normalize the packing's: both are no-ops here.
@@ -17,7 +20,7 @@ func applyStep(p planes, st *Step, s *opScratch) {
 	case FnAdjustSaturation:
 		adjustSaturation(p, st.F[0])
 	case FnAdjustHue:
-		adjustHue(p, st.F[0], s)
+		adjustHue(p, st.F[0])
 	case FnAdjustSharpness:
 		adjustSharpness(p, st.F[0], s)
 	case FnRGBToGrayscale:
@@ -33,19 +36,22 @@ func applyStep(p planes, st *Step, s *opScratch) {
 	case FnInvert:
 		invert(p)
 	case FnEqualize:
-		equalize(p, s)
+		equalize(p)
 	case FnAutocontrast:
 		autocontrast(p)
 	case FnRotate:
-		rotateFill(p, st.F[0], st.Interp, st.Center, st.HasCenter, st.Fill, st.FillNone, s)
+		rotate(p, st.F[0], st.Interp, st.Center, st.HasCenter, st.Fill, st.FillNone, s)
 	case FnAffine:
 		a := affineParams{angle: st.F[0], tx: st.F[1], ty: st.F[2], scale: st.F[3], shearX: st.F[4], shearY: st.F[5],
 			interp: st.Interp, fill: st.Fill, center: st.Center, hasCenter: st.HasCenter, noFill: st.FillNone}
 		affine(p, &a, s)
 	case FnErase:
 		if st.Random {
-			eraseRandom(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Seed,
-				[3]float64{st.F[0], st.F[1], st.F[2]}, [3]float64{st.F[3], st.F[4], st.F[5]}, s)
+			mean, std := [3]float64{st.F[0], st.F[1], st.F[2]}, [3]float64{st.F[3], st.F[4], st.F[5]}
+			if !(std[0] > 0 && std[1] > 0 && std[2] > 0) { // a parsed trace's: no Normalize given
+				mean, std = imagenetMean, imagenetStd
+			}
+			eraseRandom(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Seed, mean, std, s)
 		} else {
 			erase(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Fill)
 		}
@@ -61,22 +67,6 @@ func applyStep(p planes, st *Step, s *opScratch) {
 		s.mix.fold(p, st.F[0])
 	case FnPermuteChannels:
 		permuteChannels(p, [3]int(st.I[:3]))
-	}
-}
-
-// permuteChannels is permute_channels(img, perm) (image[:, perm]): plane
-// c becomes plane perm[c], by swaps of whole planes.
-func permuteChannels(p planes, perm [3]int) {
-	cur := [3]int{0, 1, 2} // which input channel each plane holds
-	for c := range 3 {
-		j := c
-		for cur[j] != perm[c] {
-			j++
-		}
-		if j != c {
-			swapBytesGo(p.plane(c), p.plane(j))
-			cur[c], cur[j] = cur[j], cur[c]
-		}
 	}
 }
 
@@ -166,6 +156,39 @@ func ApplyTrace(pix []byte, w, h int, steps []Step) error {
 	p := planes{pix: pix, w: w, h: h}
 	for i := range steps {
 		applyStep(p, &steps[i], &s)
+	}
+	return nil
+}
+
+// checkGeom checks a geometric step's arguments as torchvision's kernels
+// would (a scale that is not positive) and refuses fills outside 0..255,
+// which torch would wrap around on uint8. Bicubic rotate and affine, which
+// torchvision refuses for tensors, are kernels_bicubic.go's.
+func checkGeom(st *Step) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrUnsupported, st.Fn, fmt.Sprintf(format, a...))
+	}
+	switch st.Fn {
+	case FnRotate, FnAffine:
+		if st.Fn == FnAffine && !(st.F[3] > 0) {
+			return bad("scale %v: want positive", st.F[3])
+		}
+		for _, c := range st.Center {
+			if !(math.Abs(c) <= 1e9) {
+				return bad("center %v out of range", st.Center)
+			}
+		}
+	case FnErase:
+		if st.Random {
+			return nil
+		}
+	default:
+		return nil
+	}
+	for _, v := range st.Fill {
+		if !(v >= 0 && v <= 255) {
+			return bad("fill %v: want values in 0..255 on uint8 images", st.Fill)
+		}
 	}
 	return nil
 }
