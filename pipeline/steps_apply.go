@@ -1,72 +1,94 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"math"
+
+	"github.com/stoker-dev/stoker/pipeline/batch"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
-// applyStep runs one step's kernel on p. Geometry steps are the decode's,
-// and Normalize the packing's: both are no-ops here.
-func applyStep(p planes, st *Step, s *opScratch) {
+// opScratch is a Decoder's reusable memory for the ops after the
+// geometry: the kernels' Scratch, whose Stop is the sample's abandoned
+// flag (nil: none), set by an Executor when no one wants the sample any
+// more (its Fill's ctx ended, its queue closed): the C kernels poll it
+// once a row, the steps' loop between steps, and a sample whose flag is
+// set ends with errAbandoned.
+type opScratch struct {
+	kernels.Scratch
+	// progress is told of each step made (nil: no one asks).
+	progress *batch.Progress
+}
+
+// errAbandoned is the error of a sample whose work was abandoned (its
+// flag, opScratch.Stop, was set): its batch's Fill returns the reason
+// instead, so it never reaches a batch as a sample's error.
+var errAbandoned = errors.New("pipeline: the sample's work was abandoned")
+
+// applyStep runs one step's kernel on p: the step's arguments unpacked
+// into the kernel's. Geometry steps are the decode's, and Normalize the
+// packing's: both are no-ops here.
+func applyStep(p kernels.Planes, st *Step, ks *kernels.Scratch) {
 	switch st.Fn {
 	case FnHorizontalFlip:
-		horizontalFlip(p)
+		kernels.HorizontalFlip(p)
 	case FnVerticalFlip:
-		verticalFlip(p)
+		kernels.VerticalFlip(p)
 	case FnAdjustBrightness:
-		adjustBrightness(p, st.F[0])
+		kernels.AdjustBrightness(p, st.F[0])
 	case FnAdjustContrast:
-		adjustContrast(p, st.F[0])
+		kernels.AdjustContrast(p, st.F[0])
 	case FnAdjustSaturation:
-		adjustSaturation(p, st.F[0])
+		kernels.AdjustSaturation(p, st.F[0])
 	case FnAdjustHue:
-		adjustHue(p, st.F[0])
+		kernels.AdjustHue(p, st.F[0])
 	case FnAdjustSharpness:
-		adjustSharpness(p, st.F[0], s)
+		kernels.AdjustSharpness(p, st.F[0], ks)
 	case FnRGBToGrayscale:
-		rgbToGrayscale(p)
+		kernels.RGBToGrayscale(p)
 	case FnGaussianBlur:
-		gaussianBlur(p, st.I[0], st.I[1], st.F[0], st.F[1], s)
+		kernels.GaussianBlur(p, st.I[0], st.I[1], st.F[0], st.F[1], ks)
 	case FnSolarize:
-		solarize(p, st.F[0])
+		kernels.Solarize(p, st.F[0])
 	case FnSolarizeAdd:
-		solarizeAdd(p, st.I[0], st.F[0])
+		kernels.SolarizeAdd(p, st.I[0], st.F[0])
 	case FnPosterize:
-		posterize(p, st.I[0])
+		kernels.Posterize(p, st.I[0])
 	case FnInvert:
-		invert(p)
+		kernels.Invert(p)
 	case FnEqualize:
-		equalize(p)
+		kernels.Equalize(p)
 	case FnAutocontrast:
-		autocontrast(p)
+		kernels.Autocontrast(p)
 	case FnRotate:
-		rotate(p, st.F[0], st.Interp, st.Center, st.HasCenter, st.Fill, st.FillNone, s)
+		kernels.Rotate(p, st.F[0], st.Interp, st.Center, st.HasCenter, st.Fill, st.FillNone, ks)
 	case FnAffine:
-		a := affineParams{angle: st.F[0], tx: st.F[1], ty: st.F[2], scale: st.F[3], shearX: st.F[4], shearY: st.F[5],
-			interp: st.Interp, fill: st.Fill, center: st.Center, hasCenter: st.HasCenter, noFill: st.FillNone}
-		affine(p, &a, s)
+		a := kernels.AffineParams{Angle: st.F[0], TX: st.F[1], TY: st.F[2], Scale: st.F[3], ShearX: st.F[4], ShearY: st.F[5],
+			Interp: st.Interp, Fill: st.Fill, Center: st.Center, HasCenter: st.HasCenter, NoFill: st.FillNone}
+		kernels.Affine(p, &a, ks)
 	case FnErase:
 		if st.Random {
 			mean, std := [3]float64{st.F[0], st.F[1], st.F[2]}, [3]float64{st.F[3], st.F[4], st.F[5]}
 			if !(std[0] > 0 && std[1] > 0 && std[2] > 0) { // a parsed trace's: no Normalize given
 				mean, std = imagenetMean, imagenetStd
 			}
-			eraseRandom(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Seed, mean, std, s)
+			kernels.EraseRandom(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Seed, mean, std, ks)
 		} else {
-			erase(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Fill)
+			kernels.Erase(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Fill)
 		}
 	case FnMixBegin:
-		s.mix.begin(p, st.F[0])
+		ks.Mix.Begin(p, st.F[0])
 	case FnMixChain:
-		s.mix.chain(p, st.F[0])
+		ks.Mix.Chain(p, st.F[0])
 	case FnMixEnd:
-		s.mix.end(p)
+		ks.Mix.End(p)
 	case FnMixBlend:
-		s.mix.blend(p, st.F[0])
+		ks.Mix.Blend(p, st.F[0])
 	case FnMixFold:
-		s.mix.fold(p, st.F[0])
+		ks.Mix.Fold(p, st.F[0])
 	case FnPermuteChannels:
-		permuteChannels(p, [3]int(st.I[:3]))
+		kernels.PermuteChannels(p, [3]int(st.I[:3]))
 	}
 }
 
@@ -152,8 +174,8 @@ func ApplyTrace(pix []byte, w, h int, steps []Step) error {
 			return fmt.Errorf("step %d: %w", i, err)
 		}
 	}
-	var s opScratch
-	p := planes{pix: pix, w: w, h: h}
+	var s kernels.Scratch
+	p := kernels.Planes{Pix: pix, W: w, H: h}
 	for i := range steps {
 		applyStep(p, &steps[i], &s)
 	}
@@ -163,7 +185,7 @@ func ApplyTrace(pix []byte, w, h int, steps []Step) error {
 // checkGeom checks a geometric step's arguments as torchvision's kernels
 // would (a scale that is not positive) and refuses fills outside 0..255,
 // which torch would wrap around on uint8. Bicubic rotate and affine, which
-// torchvision refuses for tensors, are kernels_bicubic.go's.
+// torchvision refuses for tensors, are kernels/bicubic.go's.
 func checkGeom(st *Step) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrUnsupported, st.Fn, fmt.Sprintf(format, a...))
