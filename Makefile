@@ -197,11 +197,12 @@ GO_TEST_TIMEOUT ?= 30m
 # The pipeline's exactness tests: arithmetic on one goroutine (a fast path
 # against its reference, bytes against bytes, huge-file checksums), where
 # the race detector has nothing to find and costs 10 to 100 times the time.
-# Each calls exactTest(t) first (pipeline/helpers_test.go), which skips it
-# under -race; test-go runs them once more, without -race: every test runs
-# once.
+# Each calls exactTest(t) first (pipeline/helpers_test.go,
+# pipeline/kernels/kernels_test.go), which skips it under -race; test-go
+# runs them once more, without -race: every test runs once.
 EXACT_AWK := /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /^\texactTest[(]t[)]/ { print n }
 EXACT_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/*_test.go | paste -sd'|')
+EXACT_KERNEL_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/kernels/*_test.go | paste -sd'|')
 # The server's CPU share measurements (shareTest: the race detector slows
 # the Go between a trainer's batches, not the attacks' C) run once, without
 # -race.
@@ -209,12 +210,13 @@ SHARE_AWK := /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /^\tshareTest[(]t[)]/
 SHARE_TESTS = $(shell awk '$(SHARE_AWK)' server/*_test.go | paste -sd'|')
 
 # The pipeline's pure-Go build (CGO_ENABLED=0: the _nocgo.go files, Go's
-# decoders and kernels in place of the C) runs the pipeline package's tests
-# that compile without cgo, less those whose code and checks are the same
-# without cgo, which the -race run has run: the tests of the files named in
-# NOCGO_SAME (the executor's scheduling, datasets, manifests, index files,
-# fields: no decoded pixel checked). Its subpackages (source, annot,
-# batch, internal/det) have no cgo code: not run again.
+# decoders and kernels in place of the C) runs the tests of the pipeline
+# package and of pipeline/kernels that compile without cgo, less those
+# whose code and checks are the same without cgo, which the -race run has
+# run: the tests of the files named in NOCGO_SAME (the executor's
+# scheduling, datasets, manifests, index files, fields: no decoded pixel
+# checked). Its other subpackages (source, annot, batch, internal/det)
+# have no cgo code: not run again.
 NOCGO_SAME := queue queue_class stages progress shares manifest manifest_file manifest_lie \
 	manifest_s3 dataset dataset_unix webdataset opensource liar_versionless cocodataset \
 	yolodataset compressed shipping fields header index_file_huge
@@ -227,8 +229,9 @@ test-go: stores ## Go tests (-race) of the module and of deploy/, the pipeline's
 	go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
 	cd deploy && go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_TESTS))$$' ./pipeline/ </dev/null
+	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_KERNEL_TESTS))$$' ./pipeline/kernels/ </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(SHARE_TESTS))$$' ./server/ </dev/null
-	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '^($(NOCGO_SKIP))$$' ./pipeline/ </dev/null
+	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '^($(NOCGO_SKIP))$$' ./pipeline/ ./pipeline/kernels/ </dev/null
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build ./...
 
 # The arm64 build with cgo: the pipeline's C cross-compiled with
@@ -247,16 +250,17 @@ cross-arm64: apt-arm64 ## the arm64 build with cgo (the C cross-compiled, arm64 
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestARM64CgoGoldenUnderQemu$$' -v ./internal/fmacheck/ </dev/null
 
 # The pipeline's C (turbo.c, passes.c, huff.c, coefs.c, hindex.c, pngrows.c,
-# formats.c, the kernels) under AddressSanitizer (go test -asan: Go's
-# allocations too) and UndefinedBehaviorSanitizer (CGO_CFLAGS), in its
-# tests, the fuzz targets' seeds among them: any report ends the test
-# binary with an error (UBSan: -fno-sanitize-recover). The system's
-# libjpeg-turbo, libpng, libwebp and zlib are not instrumented. Slow: not
-# part of make test.
+# formats.c, and pipeline/kernels' kernels.c, kernels_color.c, geom.c)
+# under AddressSanitizer (go test -asan: Go's allocations too) and
+# UndefinedBehaviorSanitizer (CGO_CFLAGS), in the two packages' tests,
+# the fuzz targets' seeds among them: any report ends the test binary with
+# an error (UBSan: -fno-sanitize-recover). The system's libjpeg-turbo,
+# libpng, libwebp and zlib are not instrumented. Slow: not part of make
+# test.
 ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=undefined -fno-sanitize-recover=undefined
 test-asan: stores ## the pipeline's tests with its C under AddressSanitizer and UndefinedBehaviorSanitizer (go test -asan)
 	CGO_ENABLED=1 CGO_CFLAGS='$(ASAN_CFLAGS)' CGO_LDFLAGS='-fsanitize=undefined' ASAN_OPTIONS=halt_on_error=1 \
-		go test -asan -count=1 -timeout $(GO_TEST_TIMEOUT) ./pipeline/ </dev/null
+		go test -asan -count=1 -timeout $(GO_TEST_TIMEOUT) ./pipeline/ ./pipeline/kernels/ </dev/null
 
 test-python: venv build ## the Python client's tests and examples/, against bin/stoker
 	STOKER_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q python/tests </dev/null

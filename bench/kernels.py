@@ -3,7 +3,7 @@
 torchvision's (photometric and geometric; rotate and affine with fill 0, as
 RandomRotation's default; the -go rows are stoker's Go resampling).
 
-Each round runs pipeline's BenchmarkKernels (Go, one goroutine) and then the
+Each round runs pipeline/kernels' BenchmarkKernels (Go, one goroutine) and then the
 same ops in torchvision.transforms.v2.functional on a uint8 [3, 224, 224]
 tensor of the same crop with torch.set_num_threads(1), so that the machine's
 noise lands on both alike. Prints each op's median time per call over the
@@ -35,7 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 PHOTO = os.path.join(REPO, "testdata", "photos", "autumn", "000000.jpg")
 
-# BenchmarkKernels' ops (pipeline/kernels_bench_test.go) with the same
+# BenchmarkKernels' ops (pipeline/kernels/bench_test.go) with the same
 # arguments, as torchvision calls.
 OPS = {
     "adjust_brightness": lambda F, x: F.adjust_brightness(x, 1.3),
@@ -95,7 +95,7 @@ def bicubic_rotate(img, angle: float):
 
 def build_go(cgo: str, out: str) -> None:
     env = dict(os.environ, CGO_ENABLED=cgo)
-    subprocess.run(["go", "test", "-c", "-o", out, "./pipeline"], cwd=REPO, env=env, check=True)
+    subprocess.run(["go", "test", "-c", "-o", out, "./pipeline/kernels"], cwd=REPO, env=env, check=True)
 
 
 def run_go(binary: str, benchtime: str, cpu: bool) -> dict:
@@ -103,7 +103,7 @@ def run_go(binary: str, benchtime: str, cpu: bool) -> dict:
     run_torchvision takes the fastest of three repeats); CPU time if cpu,
     else wall time."""
     r = subprocess.run([binary, "-test.run", "XXX", "-test.bench", "BenchmarkKernels/", "-test.benchtime",
-                        benchtime, "-test.count", "3"], cwd=os.path.join(REPO, "pipeline"), capture_output=True,
+                        benchtime, "-test.count", "3"], cwd=os.path.join(REPO, "pipeline", "kernels"), capture_output=True,
                        text=True, check=True)
     out: dict = {}
     for line in r.stdout.splitlines():

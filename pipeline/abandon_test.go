@@ -134,35 +134,10 @@ func TestDecodeStopped(t *testing.T) {
 			}
 			var stop int32
 			atomic.StoreInt32(&stop, 1)
-			d.ops.stop = &stop
+			d.ops.Stop = &stop
 			if err := d.Decode(tc.data, tc.tr, Key{}, out); !errors.Is(err, errAbandoned) {
 				t.Fatalf("abandoned: %v, want errAbandoned", err)
 			}
 		})
-	}
-}
-
-// TestBlurStops: the blur polls the flag inside its passes, not only
-// between steps: with the flag set, both versions return before writing
-// a pixel.
-func TestBlurStops(t *testing.T) {
-	const w, h = 256, 192
-	pix := make([]byte, 3*w*h)
-	for i := range pix {
-		pix[i] = byte(i * 31)
-	}
-	var bx blurTaps
-	blurWeights(make([]int32, 1023/2+1), 1000, &bx)
-	var stop int32 = 1
-	for name, blur := range map[string]func(planes, *blurTaps, *blurTaps, *opScratch){
-		"c":  blurPlanes,
-		"go": blurPlanesGo,
-	} {
-		got := bytes.Clone(pix)
-		s := opScratch{stop: &stop}
-		blur(planes{pix: got, w: w, h: h}, &bx, &bx, &s)
-		if !bytes.Equal(got, pix) {
-			t.Errorf("%s: the blur wrote pixels with its flag set", name)
-		}
 	}
 }

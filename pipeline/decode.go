@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"time"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
 // DCTScaling says which libjpeg DCT scales the fast path may decode at.
@@ -204,7 +206,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 	if err := d.decodeGuarded(data, &hd, plans, decLayout, dst, doffs); err != nil {
 		return err
 	}
-	if d.ops.stopped() {
+	if d.ops.Stopped() {
 		return errAbandoned // the resampler stopped with the rows half made
 	}
 	if padded {
@@ -212,7 +214,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 			if p := &d.plans[v]; p.canvas {
 				vp := &d.dplans[v]
 				if pre := d.vd[v].pre; len(pre) > 0 {
-					if err := d.applyGuarded(pre, planes{pix: dst[d.voffs[v]:][:3*vp.outW*vp.outH], w: vp.outW, h: vp.outH}); err != nil {
+					if err := d.applyGuarded(pre, kernels.Planes{Pix: dst[d.voffs[v]:][:3*vp.outW*vp.outH], W: vp.outW, H: vp.outH}); err != nil {
 						return err
 					}
 				}
@@ -329,7 +331,7 @@ func (d *Decoder) noSteps() bool {
 // direct, else pix packed to the transform's layout, normalized or copied.
 func (d *Decoder) finishView(t *Transform, vd *viewDraw, pix []byte, decLayout Layout, direct bool, out []byte) error {
 	if len(vd.steps) > 0 {
-		if err := d.applyGuarded(vd.steps, planes{pix: pix, w: t.outW, h: t.outH}); err != nil {
+		if err := d.applyGuarded(vd.steps, kernels.Planes{Pix: pix, W: t.outW, H: t.outH}); err != nil {
 			return err
 		}
 	}
@@ -357,7 +359,7 @@ func (d *Decoder) finishView(t *Transform, vd *viewDraw, pix []byte, decLayout L
 
 // applyGuarded runs a view's steps under recover, as decodeGuarded runs
 // the decode: a kernel's bug is one sample's error, never a dead server.
-func (d *Decoder) applyGuarded(steps []Step, p planes) (err error) {
+func (d *Decoder) applyGuarded(steps []Step, p kernels.Planes) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			slog.Error("pipeline: an op panicked", "panic", r, "stack", string(debug.Stack()))
@@ -365,15 +367,15 @@ func (d *Decoder) applyGuarded(steps []Step, p planes) (err error) {
 		}
 	}()
 	for i := range steps {
-		if d.ops.stopped() {
+		if d.ops.Stopped() {
 			return errAbandoned
 		}
-		applyStep(p, &steps[i], &d.ops)
+		applyStep(p, &steps[i], &d.ops.Scratch)
 		if d.ops.progress != nil {
 			d.ops.progress.Add()
 		}
 	}
-	if d.ops.stopped() {
+	if d.ops.Stopped() {
 		return errAbandoned // the last step may have stopped half made
 	}
 	return nil

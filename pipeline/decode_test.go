@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/disintegration/imaging"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
 // photoGlob is the repository's set of real photos, relative to this
@@ -206,9 +208,9 @@ func TestStepsWiring(t *testing.T) {
 		}
 		steps := withOps.drawSteps(k, nil)
 		drew += len(steps)
-		var s opScratch
+		var s kernels.Scratch
 		for j := range steps {
-			applyStep(planes{pix: want, w: 16, h: 16}, &steps[j], &s)
+			applyStep(kernels.Planes{Pix: want, W: 16, H: 16}, &steps[j], &s)
 		}
 		got := make([]byte, withOps.SampleBytes())
 		if err := d.Decode(data, withOps, k, got); err != nil {

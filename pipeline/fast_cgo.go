@@ -27,7 +27,7 @@ type fastState struct {
 	t       *C.stoker_turbo
 	job     *C.stoker_job // inside t: Go writes the job there, not in Go memory
 	cleanup runtime.Cleanup
-	// stop is the Decoder's sample's abandoned flag (opScratch.stop),
+	// stop is the Decoder's sample's abandoned flag (opScratch.Stop),
 	// handed to each decode call.
 	stop *int32
 	// tag is CoefCache.id's scratch.
@@ -126,7 +126,7 @@ func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layo
 		}
 	}
 	k := d.knobs()
-	f.stop = d.ops.stop
+	f.stop = d.ops.Stop
 	sdata, shd, tc := d.sequential(data, hd, k)
 	err := d.decodeFastJob(sdata, shd, ps, offs, layout, out, k, tc.on, &tc.keys)
 	if err != nil && tc.on && err != errAbandoned {
@@ -157,7 +157,7 @@ func (d *Decoder) decodeFastJob(data []byte, hd *header, ps []samplePlan, offs [
 	if ix.on {
 		rc = d.indexFinish(rc, data, out, ix)
 	}
-	if rc != C.STOKER_OK && d.ops.stopped() {
+	if rc != C.STOKER_OK && d.ops.Stopped() {
 		return errAbandoned
 	}
 	return f.err(rc)

@@ -36,12 +36,12 @@ func (d *Decoder) decodeFormatViews(data []byte, hd *header, ps []samplePlan, la
 	src, dst := (*C.uchar)(unsafe.Pointer(&data[0])), (*C.uchar)(unsafe.Pointer(&out[0]))
 	var rc C.int
 	if hd.format == formatPNG {
-		rc = C.stoker_decode_png(f.t, src, C.size_t(len(data)), dst, (*C.int)(unsafe.Pointer(d.ops.stop)))
+		rc = C.stoker_decode_png(f.t, src, C.size_t(len(data)), dst, (*C.int)(unsafe.Pointer(d.ops.Stop)))
 	} else {
-		rc = C.stoker_decode_webp(f.t, src, C.size_t(len(data)), dst, (*C.int)(unsafe.Pointer(d.ops.stop)))
+		rc = C.stoker_decode_webp(f.t, src, C.size_t(len(data)), dst, (*C.int)(unsafe.Pointer(d.ops.Stop)))
 	}
 	runtime.KeepAlive(f) // the Decoder's cleanup must not free f.t during the call
-	if d.ops.stopped() {
+	if d.ops.Stopped() {
 		// Rows put after the flag was set were skipped: whatever rc
 		// says, the output is not the sample.
 		return errAbandoned

@@ -4,59 +4,37 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
 // Interpolation is the resampling filter of the geometry op (RandomResizedCrop,
-// Resize), with torchvision.transforms.v2's semantics on uint8 tensors
-// (torchvision 0.29.2, torch 2.15.0: torch's uint8 kernels, which torchvision
-// uses on CPUs with AVX2):
-//
-//   - InterpBilinear: the triangle filter, its support widened by the
-//     downscale factor when antialiased (PIL's and torch's antialias). The
-//     default.
-//   - InterpNearest: torch's "nearest": output pixel i reads source pixel
-//     floor(i * in/out), computed in single precision as torch does; never
-//     antialiased.
-//   - InterpBicubic: Keys' cubic with a = -0.5 (as PIL and torch's
-//     antialiased kernel), its support of 2 widened by the downscale factor
-//     when antialiased; without antialias, torch's a = -0.75 cubic on four
-//     taps, edge pixels repeated. Results are clamped to 0..255.
-//
-// Antialias (on unless Op.NoAntialias) applies to bilinear and bicubic.
-type Interpolation uint8
+// Resize) and of rotate and affine: kernels.Interpolation, whose doc says
+// each one's semantics.
+type Interpolation = kernels.Interpolation
 
 // The interpolations. The zero value is bilinear, torchvision's default.
 const (
-	InterpBilinear Interpolation = iota
-	InterpNearest
-	InterpBicubic
+	InterpBilinear = kernels.Bilinear
+	InterpNearest  = kernels.Nearest
+	InterpBicubic  = kernels.Bicubic
 )
-
-var interpNames = [...]string{InterpBilinear: "bilinear", InterpNearest: "nearest", InterpBicubic: "bicubic"}
-
-// String is torchvision's lowercase name of the interpolation
-// (InterpolationMode.value).
-func (i Interpolation) String() string {
-	if int(i) < len(interpNames) {
-		return interpNames[i]
-	}
-	return fmt.Sprintf("Interpolation(%d)", uint8(i))
-}
 
 // ParseInterpolation parses torchvision's name of an interpolation
 // ("nearest", "bilinear", "bicubic"; case-insensitive, as InterpolationMode
 // names are upper case).
 func ParseInterpolation(s string) (Interpolation, error) {
-	for i, n := range interpNames {
-		if strings.EqualFold(s, n) {
-			return Interpolation(i), nil
+	for i := Interpolation(0); i.Valid(); i++ {
+		if strings.EqualFold(s, i.String()) {
+			return i, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: interpolation %q: want one of %s", ErrUnsupported, s, strings.Join(interpNames[:], ", "))
+	var names []string
+	for i := Interpolation(0); i.Valid(); i++ {
+		names = append(names, i.String())
+	}
+	return 0, fmt.Errorf("%w: interpolation %q: want one of %s", ErrUnsupported, s, strings.Join(names, ", "))
 }
-
-// valid reports whether i is one of the interpolations.
-func (i Interpolation) valid() bool { return int(i) < len(interpNames) }
 
 // geomInterp sets the plan's filter from its geometry op: RandomResizedCrop,
 // else Resize (which a CenterCrop after it follows), else CenterCrop, which
@@ -71,7 +49,7 @@ func (t *Transform) geomInterp(p *samplePlan) error {
 	case t.resize != nil:
 		op = t.resize
 	}
-	if !op.Interp.valid() {
+	if !op.Interp.Valid() {
 		return fmt.Errorf("%w: transform: %s interpolation %d: want bilinear, nearest or bicubic", ErrUnsupported, op.Kind, op.Interp)
 	}
 	p.interp = op.Interp

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
 // The photometric kernels' parity with torchvision is
@@ -50,40 +52,11 @@ func noiseImage(w, h int, seed uint64) []byte {
 	return pix
 }
 
-func applyOne(pix []byte, w, h int, st Step, s *opScratch) {
+func applyOne(pix []byte, w, h int, st Step, s *kernels.Scratch) {
 	if err := checkStep(&st, w, h); err != nil {
 		panic(err)
 	}
-	applyStep(planes{pix: pix, w: w, h: h}, &st, s)
-}
-
-// TestGrayAllColours checks gray's integer sum against torchvision's
-// float32 steps (grayFloat) on every 24-bit colour: the two differ for 3
-// colours, which gray hands to grayFloat.
-func TestGrayAllColours(t *testing.T) {
-	bad := 0
-	for c := range 1 << 24 {
-		r, g, b := byte(c>>16), byte(c>>8), byte(c)
-		if gray(r, g, b) != grayFloat(r, g, b) {
-			if bad++; bad < 10 {
-				t.Errorf("gray(%d, %d, %d) = %d, torchvision's steps give %d", r, g, b, gray(r, g, b), grayFloat(r, g, b))
-			}
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%d colours differ", bad)
-	}
-}
-
-// TestHueRecip checks the sextant's division by reciprocal.
-func TestHueRecip(t *testing.T) {
-	for d := int64(1); d < 256; d++ {
-		for n := int64(0); n < 6*256; n++ {
-			if got := n * hueRecip[d] >> recipFrac; got != n/d {
-				t.Fatalf("%d / %d: %d, want %d", n, d, got, n/d)
-			}
-		}
-	}
+	applyStep(kernels.Planes{Pix: pix, W: w, H: h}, &st, s)
 }
 
 // TestKernelsDeterministic runs each kernel twice, on fresh and on used
@@ -95,10 +68,10 @@ func TestKernelsDeterministic(t *testing.T) {
 	if len(kernelGoldens) != len(kernelCases) {
 		t.Fatalf("%d goldens for %d cases", len(kernelGoldens), len(kernelCases))
 	}
-	var used opScratch
+	var used kernels.Scratch
 	for i, st := range kernelCases {
 		a := bytes.Clone(src)
-		var fresh opScratch
+		var fresh kernels.Scratch
 		applyOne(a, w, h, st, &fresh)
 		b := bytes.Clone(src)
 		applyOne(b, w, h, st, &used)
@@ -132,12 +105,12 @@ func TestKernelsNoAlloc(t *testing.T) {
 	const w, h = 224, 224
 	src := noiseImage(w, h, 2)
 	pix := bytes.Clone(src)
-	var s opScratch
+	var s kernels.Scratch
 	for _, st := range kernelCases {
 		applyOne(pix, w, h, st, &s)
 		allocs := testing.AllocsPerRun(5, func() {
 			copy(pix, src)
-			applyStep(planes{pix: pix, w: w, h: h}, &st, &s)
+			applyStep(kernels.Planes{Pix: pix, W: w, H: h}, &st, &s)
 		})
 		if allocs != 0 {
 			t.Errorf("%v: %v allocations per run", st.Fn, allocs)
@@ -155,7 +128,7 @@ func TestKernelsOddSizes(t *testing.T) {
 		for _, st := range kernelCases {
 			src := noiseImage(w, h, uint64(w*100+h))
 			buf := append(bytes.Clone(src), 7, 7, 7, 7)
-			var s opScratch
+			var s kernels.Scratch
 			applyOne(buf[:len(src)], w, h, st, &s)
 			if !bytes.Equal(buf[len(src):], []byte{7, 7, 7, 7}) {
 				t.Errorf("%dx%d %v: wrote past the image", w, h, st.Fn)
@@ -167,55 +140,11 @@ func TestKernelsOddSizes(t *testing.T) {
 		// A constant image stays constant under the blur and sharpness.
 		for _, st := range []Step{kernelCases[7], kernelCases[16], kernelCases[17]} {
 			pix := bytes.Repeat([]byte{77}, 3*w*h)
-			var s opScratch
+			var s kernels.Scratch
 			applyOne(pix, w, h, st, &s)
 			if !bytes.Equal(pix, bytes.Repeat([]byte{77}, 3*w*h)) {
 				t.Errorf("%dx%d %v of a constant image: %v", w, h, st.Fn, pix)
 			}
-		}
-	}
-}
-
-// TestBlurWeights checks the Q14 weights: they sum to 1 << 14 over all the
-// taps, fall away from the centre, and stay so for kernels far wider than
-// the precision (where the centre takes the rounding down of all others).
-func TestBlurWeights(t *testing.T) {
-	for _, c := range []struct {
-		k     int
-		sigma float64
-	}{{1, 1}, {3, 0.1}, {3, 5}, {9, 1}, {23, 1.5}, {23, 5}, {23, 1e6}, {513, 1e6}, {16383, 1e6}, {16383, 2}} {
-		w := make([]int32, c.k/2+1)
-		var bt blurTaps
-		blurWeights(w, c.sigma, &bt)
-		sum := w[0]
-		for k := 1; k < len(w); k++ {
-			sum += 2 * w[k]
-			if w[k] > w[k-1] || w[k] < 0 {
-				t.Errorf("k=%d sigma=%v: w[%d]=%d after w[%d]=%d", c.k, c.sigma, k, w[k], k-1, w[k-1])
-			}
-			if k > bt.r && w[k] != 0 {
-				t.Errorf("k=%d sigma=%v: tap %d weighs %d past the radius %d", c.k, c.sigma, k, w[k], bt.r)
-			}
-		}
-		if sum != 1<<blurPrec {
-			t.Errorf("k=%d sigma=%v: weights sum to %d", c.k, c.sigma, sum)
-		}
-	}
-}
-
-// TestReflect checks reflect against torch's reflect padding (within one
-// side's length) and its mirroring again beyond.
-func TestReflect(t *testing.T) {
-	// numpy.pad([0, 1, 2], 7, mode="reflect"), as indices.
-	want := []int{1, 2, 1, 0, 1, 2, 1, 0, 1, 2, 1, 0, 1, 2, 1, 0, 1}
-	for i, wnt := range want {
-		if got := reflectIndex(i-7, 3); got != wnt {
-			t.Errorf("reflectIndex(%d, 3) = %d, want %d", i-7, got, wnt)
-		}
-	}
-	for i := -5; i < 6; i++ {
-		if got := reflectIndex(i, 1); got != 0 {
-			t.Errorf("reflectIndex(%d, 1) = %d", i, got)
 		}
 	}
 }
@@ -240,9 +169,9 @@ func TestKernelsOutOfRangeArguments(t *testing.T) {
 		{Fn: FnGaussianBlur, I: [6]int{16383, 1}, F: [6]float64{1e6, 1e-9}},
 	} {
 		pix := noiseImage(w, h, 3)
-		var s opScratch
+		var s kernels.Scratch
 		// Past checkStep, which refuses these: the kernels alone must
 		// still give a defined result, never a crash.
-		applyStep(planes{pix: pix, w: w, h: h}, &st, &s)
+		applyStep(kernels.Planes{Pix: pix, W: w, H: h}, &st, &s)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
 func photometricOp() Op {
@@ -75,15 +77,15 @@ func TestPhotometricDraws(t *testing.T) {
 // (torchvision's image[:, perm]), for every permutation.
 func TestPermuteChannels(t *testing.T) {
 	for _, pm := range [][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
-		p := planes{pix: make([]byte, 3*6), w: 3, h: 2}
-		for i := range p.pix {
-			p.pix[i] = byte(i)
+		p := kernels.Planes{Pix: make([]byte, 3*6), W: 3, H: 2}
+		for i := range p.Pix {
+			p.Pix[i] = byte(i)
 		}
-		orig := append([]byte(nil), p.pix...)
+		orig := append([]byte(nil), p.Pix...)
 		applyStep(p, &Step{Fn: FnPermuteChannels, I: [6]int{pm[0], pm[1], pm[2]}}, nil)
 		for c := range 3 {
-			if string(p.plane(c)) != string(orig[6*pm[c]:6*pm[c]+6]) {
-				t.Errorf("%v: plane %d is %v", pm, c, p.plane(c))
+			if string(p.Plane(c)) != string(orig[6*pm[c]:6*pm[c]+6]) {
+				t.Errorf("%v: plane %d is %v", pm, c, p.Plane(c))
 			}
 		}
 		if err := checkStep(&Step{Fn: FnPermuteChannels, I: [6]int{pm[0], pm[1], pm[2]}}, 3, 2); err != nil {

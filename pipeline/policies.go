@@ -174,9 +174,9 @@ func newPolicy(op *Op, w, h int) (*policy, error) {
 	// torchvision's policies take nearest, bilinear and bicubic on PIL
 	// images (ClassificationPresetTrain's --interpolation bicubic); its
 	// tensor kernels refuse bicubic. A bicubic rotate or shear here is the
-	// warp kernel timm's RandAugment uses (kernels_bicubic.go: torch's
+	// warp kernel timm's RandAugment uses (kernels/bicubic.go: torch's
 	// grid_sample cubic), not PIL's fixed-point bicubic (docs/transforms.md).
-	if !op.Interp.valid() {
+	if !op.Interp.Valid() {
 		return nil, fmt.Errorf("interpolation %s: want nearest, bilinear or bicubic", op.Interp)
 	}
 	switch op.Kind {

@@ -42,7 +42,7 @@ type fillReq struct {
 	times       StageTimes // its samples' stage times, summed (under e.mu)
 
 	// stop is set (atomically) when the samples running are abandoned:
-	// the kernels they run poll it (opScratch.stop) and return.
+	// the kernels they run poll it (opScratch.Stop) and return.
 	stop *int32
 	// progress is told of its work (batch.ProgressOf the Fill's ctx;
 	// nil: no one asks).

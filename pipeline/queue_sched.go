@@ -262,7 +262,7 @@ func (e *Executor) run(d *Decoder, w int) {
 		}
 		r, i, ch := e.take(q)
 		e.cur[w] = r
-		d.ops.stop, d.ops.progress = r.stop, r.progress
+		d.ops.Stop, d.ops.progress = r.stop, r.progress
 		e.mu.Unlock()
 		if r.progress != nil {
 			r.progress.Start()
@@ -342,7 +342,7 @@ func (e *Executor) run(d *Decoder, w int) {
 			e.returned.Add(1) // an abandoned sample's worker is back
 		}
 		e.cur[w] = nil
-		d.ops.stop, d.ops.progress = nil, nil
+		d.ops.Stop, d.ops.progress = nil, nil
 		if r.progress != nil {
 			r.progress.Add()
 		}

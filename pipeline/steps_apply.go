@@ -1,82 +1,94 @@
 package pipeline
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"math"
 
-// applyStep runs one step's kernel on p. Geometry steps are the decode's,
-// and Normalize the packing's: both are no-ops here.
-func applyStep(p planes, st *Step, s *opScratch) {
-	switch st.Fn {
-	case FnHorizontalFlip:
-		horizontalFlip(p)
-	case FnVerticalFlip:
-		verticalFlip(p)
-	case FnAdjustBrightness:
-		adjustBrightness(p, st.F[0])
-	case FnAdjustContrast:
-		adjustContrast(p, st.F[0])
-	case FnAdjustSaturation:
-		adjustSaturation(p, st.F[0])
-	case FnAdjustHue:
-		adjustHue(p, st.F[0], s)
-	case FnAdjustSharpness:
-		adjustSharpness(p, st.F[0], s)
-	case FnRGBToGrayscale:
-		rgbToGrayscale(p)
-	case FnGaussianBlur:
-		gaussianBlur(p, st.I[0], st.I[1], st.F[0], st.F[1], s)
-	case FnSolarize:
-		solarize(p, st.F[0])
-	case FnSolarizeAdd:
-		solarizeAdd(p, st.I[0], st.F[0])
-	case FnPosterize:
-		posterize(p, st.I[0])
-	case FnInvert:
-		invert(p)
-	case FnEqualize:
-		equalize(p, s)
-	case FnAutocontrast:
-		autocontrast(p)
-	case FnRotate:
-		rotateFill(p, st.F[0], st.Interp, st.Center, st.HasCenter, st.Fill, st.FillNone, s)
-	case FnAffine:
-		a := affineParams{angle: st.F[0], tx: st.F[1], ty: st.F[2], scale: st.F[3], shearX: st.F[4], shearY: st.F[5],
-			interp: st.Interp, fill: st.Fill, center: st.Center, hasCenter: st.HasCenter, noFill: st.FillNone}
-		affine(p, &a, s)
-	case FnErase:
-		if st.Random {
-			eraseRandom(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Seed,
-				[3]float64{st.F[0], st.F[1], st.F[2]}, [3]float64{st.F[3], st.F[4], st.F[5]}, s)
-		} else {
-			erase(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Fill)
-		}
-	case FnMixBegin:
-		s.mix.begin(p, st.F[0])
-	case FnMixChain:
-		s.mix.chain(p, st.F[0])
-	case FnMixEnd:
-		s.mix.end(p)
-	case FnMixBlend:
-		s.mix.blend(p, st.F[0])
-	case FnMixFold:
-		s.mix.fold(p, st.F[0])
-	case FnPermuteChannels:
-		permuteChannels(p, [3]int(st.I[:3]))
-	}
+	"github.com/stoker-dev/stoker/pipeline/batch"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+)
+
+// opScratch is a Decoder's reusable memory for the ops after the
+// geometry: the kernels' Scratch, whose Stop is the sample's abandoned
+// flag (nil: none), set by an Executor when no one wants the sample any
+// more (its Fill's ctx ended, its queue closed): the C kernels poll it
+// once a row, the steps' loop between steps, and a sample whose flag is
+// set ends with errAbandoned.
+type opScratch struct {
+	kernels.Scratch
+	// progress is told of each step made (nil: no one asks).
+	progress *batch.Progress
 }
 
-// permuteChannels is permute_channels(img, perm) (image[:, perm]): plane
-// c becomes plane perm[c], by swaps of whole planes.
-func permuteChannels(p planes, perm [3]int) {
-	cur := [3]int{0, 1, 2} // which input channel each plane holds
-	for c := range 3 {
-		j := c
-		for cur[j] != perm[c] {
-			j++
+// errAbandoned is the error of a sample whose work was abandoned (its
+// flag, opScratch.Stop, was set): its batch's Fill returns the reason
+// instead, so it never reaches a batch as a sample's error.
+var errAbandoned = errors.New("pipeline: the sample's work was abandoned")
+
+// applyStep runs one step's kernel on p: the step's arguments unpacked
+// into the kernel's. Geometry steps are the decode's, and Normalize the
+// packing's: both are no-ops here.
+func applyStep(p kernels.Planes, st *Step, ks *kernels.Scratch) {
+	switch st.Fn {
+	case FnHorizontalFlip:
+		kernels.HorizontalFlip(p)
+	case FnVerticalFlip:
+		kernels.VerticalFlip(p)
+	case FnAdjustBrightness:
+		kernels.AdjustBrightness(p, st.F[0])
+	case FnAdjustContrast:
+		kernels.AdjustContrast(p, st.F[0])
+	case FnAdjustSaturation:
+		kernels.AdjustSaturation(p, st.F[0])
+	case FnAdjustHue:
+		kernels.AdjustHue(p, st.F[0])
+	case FnAdjustSharpness:
+		kernels.AdjustSharpness(p, st.F[0], ks)
+	case FnRGBToGrayscale:
+		kernels.RGBToGrayscale(p)
+	case FnGaussianBlur:
+		kernels.GaussianBlur(p, st.I[0], st.I[1], st.F[0], st.F[1], ks)
+	case FnSolarize:
+		kernels.Solarize(p, st.F[0])
+	case FnSolarizeAdd:
+		kernels.SolarizeAdd(p, st.I[0], st.F[0])
+	case FnPosterize:
+		kernels.Posterize(p, st.I[0])
+	case FnInvert:
+		kernels.Invert(p)
+	case FnEqualize:
+		kernels.Equalize(p)
+	case FnAutocontrast:
+		kernels.Autocontrast(p)
+	case FnRotate:
+		kernels.Rotate(p, st.F[0], st.Interp, st.Center, st.HasCenter, st.Fill, st.FillNone, ks)
+	case FnAffine:
+		a := kernels.AffineParams{Angle: st.F[0], TX: st.F[1], TY: st.F[2], Scale: st.F[3], ShearX: st.F[4], ShearY: st.F[5],
+			Interp: st.Interp, Fill: st.Fill, Center: st.Center, HasCenter: st.HasCenter, NoFill: st.FillNone}
+		kernels.Affine(p, &a, ks)
+	case FnErase:
+		if st.Random {
+			mean, std := [3]float64{st.F[0], st.F[1], st.F[2]}, [3]float64{st.F[3], st.F[4], st.F[5]}
+			if !(std[0] > 0 && std[1] > 0 && std[2] > 0) { // a parsed trace's: no Normalize given
+				mean, std = imagenetMean, imagenetStd
+			}
+			kernels.EraseRandom(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Seed, mean, std, ks)
+		} else {
+			kernels.Erase(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Fill)
 		}
-		if j != c {
-			swapBytesGo(p.plane(c), p.plane(j))
-			cur[c], cur[j] = cur[j], cur[c]
-		}
+	case FnMixBegin:
+		ks.Mix.Begin(p, st.F[0])
+	case FnMixChain:
+		ks.Mix.Chain(p, st.F[0])
+	case FnMixEnd:
+		ks.Mix.End(p)
+	case FnMixBlend:
+		ks.Mix.Blend(p, st.F[0])
+	case FnMixFold:
+		ks.Mix.Fold(p, st.F[0])
+	case FnPermuteChannels:
+		kernels.PermuteChannels(p, [3]int(st.I[:3]))
 	}
 }
 
@@ -162,10 +174,43 @@ func ApplyTrace(pix []byte, w, h int, steps []Step) error {
 			return fmt.Errorf("step %d: %w", i, err)
 		}
 	}
-	var s opScratch
-	p := planes{pix: pix, w: w, h: h}
+	var s kernels.Scratch
+	p := kernels.Planes{Pix: pix, W: w, H: h}
 	for i := range steps {
 		applyStep(p, &steps[i], &s)
+	}
+	return nil
+}
+
+// checkGeom checks a geometric step's arguments as torchvision's kernels
+// would (a scale that is not positive) and refuses fills outside 0..255,
+// which torch would wrap around on uint8. Bicubic rotate and affine, which
+// torchvision refuses for tensors, are kernels/bicubic.go's.
+func checkGeom(st *Step) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrUnsupported, st.Fn, fmt.Sprintf(format, a...))
+	}
+	switch st.Fn {
+	case FnRotate, FnAffine:
+		if st.Fn == FnAffine && !(st.F[3] > 0) {
+			return bad("scale %v: want positive", st.F[3])
+		}
+		for _, c := range st.Center {
+			if !(math.Abs(c) <= 1e9) {
+				return bad("center %v out of range", st.Center)
+			}
+		}
+	case FnErase:
+		if st.Random {
+			return nil
+		}
+	default:
+		return nil
+	}
+	for _, v := range st.Fill {
+		if !(v >= 0 && v <= 255) {
+			return bad("fill %v: want values in 0..255 on uint8 images", st.Fill)
+		}
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ func (d *Decoder) transcode(cc *CoefCache, key coefKey, check uint64, data []byt
 	var msg [128]C.char
 	rc := C.stoker_transcode((*C.uchar)(unsafe.Pointer(&data[0])), C.size_t(len(data)),
 		C.int(min(max(o.maxScans, 0), 1<<30)), C.longlong(min(max(o.pixelBudget, 0), 1<<36)*6+64<<20),
-		C.size_t(bound), (*C.int)(unsafe.Pointer(d.ops.stop)), &out, &n, &msg[0], C.size_t(len(msg)))
+		C.size_t(bound), (*C.int)(unsafe.Pointer(d.ops.Stop)), &out, &n, &msg[0], C.size_t(len(msg)))
 	switch {
 	case rc == C.STOKER_TC_STOPPED:
 		return nil, fileKeys{}

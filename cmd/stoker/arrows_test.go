@@ -47,6 +47,14 @@ func TestArrows(t *testing.T) {
 			t.Errorf("%s is to be a leaf (the standard library only), but links %v", leaf, notStd)
 		}
 	}
+	// The kernels are functions on planes with plain arguments: of the
+	// module they link pipeline/internal/det's maths and RNG alone, never
+	// the ops, the codec, the datasets or the executor.
+	for _, d := range nonStandardDeps(t, "./pipeline/kernels") {
+		if d != module+"/pipeline/internal/det" {
+			t.Errorf("pipeline/kernels links %s: it may link the standard library and pipeline/internal/det only", d)
+		}
+	}
 	for _, line := range goList(t, "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./pipeline/...") {
 		pkg, imports, _ := strings.Cut(line, " ")
 		for _, imp := range strings.Fields(imports) {
@@ -144,6 +152,15 @@ func TestLayout(t *testing.T) {
 	}
 }
 
+// Bounds of pipeline's packages: each room below the root holds at most
+// maxRoomFiles non-test .go and .c files, of every build; the root at most
+// maxPipelineRootFiles, a bound lowered as rooms are carved out of it
+// (kernels: 93 to 77), on its way to maxRoomFiles.
+const (
+	maxRoomFiles         = 20
+	maxPipelineRootFiles = 77
+)
+
 // Bounds of pipeline/'s files: a Go file of at most pipelineGoLines
 // lines, a C file of at most pipelineCLines. pipelineOversize lists the
 // files still over them, each at most the lines it has now: they are to be
@@ -162,7 +179,7 @@ var pipelineOversize = map[string]int{
 
 // TestPipelineRooms: no package under pipeline/ imports pipeline itself
 // (the rooms are below the executor, never above it), and pipeline/'s
-// files keep to their bounds.
+// files and packages keep to their bounds.
 func TestPipelineRooms(t *testing.T) {
 	for _, line := range goList(t, "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./pipeline/...") {
 		pkg, imports, _ := strings.Cut(line, " ")
@@ -172,6 +189,7 @@ func TestPipelineRooms(t *testing.T) {
 			}
 		}
 	}
+	files := map[string]int{} // non-test .go and .c files, by directory
 	seen := map[string]bool{}
 	err := filepath.WalkDir("../../pipeline", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -192,6 +210,7 @@ func TestPipelineRooms(t *testing.T) {
 		if limit == 0 {
 			return nil
 		}
+		files[filepath.Dir(name)]++
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return err
@@ -216,5 +235,16 @@ func TestPipelineRooms(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("pipelineOversize lists %s, which is gone: drop its entry", name)
 		}
+	}
+	for dir, n := range files {
+		switch {
+		case dir == "pipeline" && n > maxPipelineRootFiles:
+			t.Errorf("pipeline/ has %d non-test .go and .c files at its top level, over %d: carve a room out of it instead", n, maxPipelineRootFiles)
+		case dir != "pipeline" && n > maxRoomFiles:
+			t.Errorf("%s has %d non-test .go and .c files, over %d: split the room", dir, n, maxRoomFiles)
+		}
+	}
+	if files["pipeline/kernels"] == 0 {
+		t.Error("no non-test files seen in pipeline/kernels: the walk is not read right")
 	}
 }

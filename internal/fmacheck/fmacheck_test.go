@@ -370,9 +370,10 @@ func TestARM64GoldenUnderQemu(t *testing.T) {
 	}
 }
 
-// TestCNoContraction: the pipeline's C files give the same object with
-// -mfma (x86-64 with FMA instructions, which GCC contracts a*b + c into
-// by default in GNU C mode, as it does on arm64) as with -ffp-contract=off:
+// TestCNoContraction: the pipeline's C files (pipeline/ and
+// pipeline/kernels/) give the same object with -mfma (x86-64 with FMA
+// instructions, which GCC contracts a*b + c into by default in GNU C
+// mode, as it does on arm64) as with -ffp-contract=off:
 // their pragmas turn contraction off, so the only fused operations are
 // the intrinsics the source names. cgo refuses -ffp-contract in #cgo
 // CFLAGS, hence pragmas.
@@ -410,9 +411,13 @@ func TestCNoContraction(t *testing.T) {
 	if bytes.Equal(compile(probeC), compile(probeC, "-ffp-contract=off")) {
 		t.Skipf("%s does not contract a*b + c with -mfma: this check could not see a contraction", cc[0])
 	}
-	srcs, err := filepath.Glob(filepath.Join(root(t), "pipeline", "*.c"))
-	if err != nil || len(srcs) == 0 {
-		t.Fatalf("no C files in pipeline/: %v", err)
+	var srcs []string
+	for _, dir := range []string{"pipeline", filepath.Join("pipeline", "kernels")} {
+		got, err := filepath.Glob(filepath.Join(root(t), dir, "*.c"))
+		if err != nil || len(got) == 0 {
+			t.Fatalf("no C files in %s/: %v", dir, err)
+		}
+		srcs = append(srcs, got...)
 	}
 	for _, src := range srcs {
 		if !bytes.Equal(compile(src), compile(src, "-ffp-contract=off")) {

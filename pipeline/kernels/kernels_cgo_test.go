@@ -1,6 +1,6 @@
 //go:build cgo
 
-package pipeline
+package kernels
 
 import (
 	"bytes"
@@ -33,19 +33,18 @@ func TestBlurCgoSameBytes(t *testing.T) {
 		for _, k := range kernels {
 			for _, sg := range sigmas {
 				n++
-				st := Step{Fn: FnGaussianBlur, I: [6]int{k[0], k[1]}, F: [6]float64{sg[0], sg[1]}}
-				var s opScratch
+				var s Scratch
 				var bx, by blurTaps
 				wts := make([]int32, k[0]/2+1+k[1]/2+1)
 				blurWeights(wts[:k[0]/2+1], sg[0], &bx)
 				blurWeights(wts[k[0]/2+1:], sg[1], &by)
 				want := bytes.Clone(src)
-				blurPlanesGo(planes{pix: want, w: w, h: h}, &bx, &by, &s)
+				blurPlanesGo(Planes{Pix: want, W: w, H: h}, &bx, &by, &s)
 				for simd := 0; simd <= kernelsSIMD; simd++ {
 					got := bytes.Clone(src)
-					blurPlanesC(planes{pix: got, w: w, h: h}, &bx, &by, &s, simd)
+					blurPlanesC(Planes{Pix: got, W: w, H: h}, &bx, &by, &s, simd)
 					if i := firstDiff(got, want); i >= 0 {
-						t.Errorf("%dx%d %v %v, SIMD level %d: byte %d is %d, Go's is %d", w, h, st.I[:2], st.F[:2],
+						t.Errorf("%dx%d %v %v, SIMD level %d: byte %d is %d, Go's is %d", w, h, k, sg,
 							simd, i, got[i], want[i])
 					}
 				}
@@ -76,7 +75,7 @@ func TestColourKernelsCgoSameBytes(t *testing.T) {
 	if kernelsSIMD < 2 {
 		t.Skip("this CPU has no AVX2: the colour kernels run in Go here, and there is no C version to compare")
 	}
-	// cmp runs c and g on copies of src (three planes) and compares.
+	// cmp runs c and g on copies of src (three Planes) and compares.
 	cmp := func(what string, src []byte, c, g func(r, g, b []byte)) {
 		t.Helper()
 		n := len(src) / 3
@@ -223,7 +222,7 @@ func firstDiff(a, b []byte) int {
 func BenchmarkBlurLevels(b *testing.B) {
 	src := benchCrop(b, 224, 224)
 	pix := make([]byte, len(src))
-	p := planes{pix: pix, w: 224, h: 224}
+	p := Planes{Pix: pix, W: 224, H: 224}
 	for _, k := range []struct {
 		name  string
 		k     int
@@ -233,7 +232,7 @@ func BenchmarkBlurLevels(b *testing.B) {
 		wts := make([]int32, 2*(k.k/2+1))
 		blurWeights(wts[:k.k/2+1], k.sigma, &bx)
 		blurWeights(wts[k.k/2+1:], k.sigma, &by)
-		var s opScratch
+		var s Scratch
 		run := func(name string, blur func()) {
 			b.Run(k.name+"/"+name, func(b *testing.B) {
 				blur()

@@ -13,7 +13,7 @@ int stoker_affine_ok(void);
 enum { STOKER_BILINEAR = 0, STOKER_NEAREST = 1, STOKER_BICUBIC = 2 };
 
 /* stoker_affine resamples pix, three w x h planes, in place: prm holds the
- * grid (r0x, r1x, r2x, r0y, r1y, r2y: kernels_affine.go's affineGrid) and
+ * grid (r0x, r1x, r2x, r0y, r1y, r2y: affine.go's affineGrid) and
  * the fill (three values, 0..255); rgbx is scratch of w*h words. stop
  * (NULL: none) is polled once a row: set, the call returns with pix half
  * made (the sample's work was abandoned). */

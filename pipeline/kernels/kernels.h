@@ -1,6 +1,6 @@
 /* The photometric kernels' C versions (kernels.c): integer math, the same
- * bytes as their Go twins (kernels_*.go), with SIMD where the CPU has it.
- * See kernels_cgo.go for the Go side. */
+ * bytes as their Go twins (blur.go, color.go, hue.go, point.go), with SIMD
+ * where the CPU has it. See kernels_cgo.go for the Go side. */
 #ifndef STOKER_KERNELS_H
 #define STOKER_KERNELS_H
 

@@ -1,6 +1,7 @@
-/* The photometric kernels' C versions, twins of kernels_*.go: integer
- * math only, so each gives its Go twin's bytes (TestKernelsCgoSameBytes),
- * with SSE2 (every x86-64), AVX2 or AVX-512 where the CPU has it. */
+/* The photometric kernels' C versions, twins of blur.go, color.go, hue.go
+ * and point.go: integer math only, so each gives its Go twin's bytes
+ * (TestBlurCgoSameBytes, TestColourKernelsCgoSameBytes), with SSE2 (every
+ * x86-64), AVX2 or AVX-512 where the CPU has it. */
 #include "kernels.h"
 
 #include <stdlib.h>
@@ -10,14 +11,14 @@
 #define STOKER_X86 1
 #endif
 
-/* The blur's fixed point (kernels_blur.go): Q14 weights, a Q7 pass
+/* The blur's fixed point (blur.go): Q14 weights, a Q7 pass
  * between the directions, rounding half up. */
 #define BLUR_PREC 14
 #define BLUR_MID 7
 #define BLUR_HSHIFT (BLUR_PREC - BLUR_MID)
 #define BLUR_VSHIFT (BLUR_PREC + BLUR_MID)
 
-/* reflect is kernels_blur.go's reflect: torch's reflect padding, mirrored
+/* reflect is blur.go's reflect: torch's reflect padding, mirrored
  * again beyond, a one-pixel side its own padding. */
 static inline int reflect(int i, int n) {
   int period;

@@ -1,4 +1,4 @@
-package pipeline
+package kernels
 
 // Bicubic resampling for rotate and affine. torchvision refuses bicubic for
 // tensors (its PIL path has it), but timm's RandAugment, which DeiT trains
@@ -35,8 +35,8 @@ func cubicCoeffs(t float32) [4]float32 {
 
 // bicubicAffine is grid_sample's bicubic mode, then the fill blended
 // through the mask (unless noFill).
-func bicubicAffine(p planes, src []byte, g *affineGrid, f [3]float32, fb [3]uint8, noFill bool) {
-	w, h, n := p.w, p.h, p.w*p.h
+func bicubicAffine(p Planes, src []byte, g *affineGrid, f [3]float32, fb [3]uint8, noFill bool) {
+	w, h, n := p.W, p.H, p.W*p.H
 	fw, fh := float32(w)+1, float32(h)+1
 	for y := 0; y < h; y++ {
 		rx, ry := g.row(y)
@@ -44,7 +44,7 @@ func bicubicAffine(p planes, src []byte, g *affineGrid, f [3]float32, fb [3]uint
 			o := y*w + x
 			ix, iy := g.at(x, rx, ry)
 			if !(ix >= -2 && ix < fw && iy >= -2 && iy < fh) { // no tap inside (or NaN)
-				p.pix[o], p.pix[n+o], p.pix[2*n+o] = fb[0], fb[1], fb[2]
+				p.Pix[o], p.Pix[n+o], p.Pix[2*n+o] = fb[0], fb[1], fb[2]
 				continue
 			}
 			xi, yi := int(ix), int(iy)
@@ -64,10 +64,10 @@ func bicubicAffine(p planes, src []byte, g *affineGrid, f [3]float32, fb [3]uint
 					v1 = float32(float32(float32(v1-f[1])*mask) + f[1])
 					v2 = float32(float32(float32(v2-f[2])*mask) + f[2])
 				}
-				p.pix[o], p.pix[n+o], p.pix[2*n+o] = clampRound(v0), clampRound(v1), clampRound(v2)
+				p.Pix[o], p.Pix[n+o], p.Pix[2*n+o] = clampRound(v0), clampRound(v1), clampRound(v2)
 				continue
 			}
-			cubicEdge(p.pix, src, o, xi, yi, w, h, &cx, &cy, f, noFill)
+			cubicEdge(p.Pix, src, o, xi, yi, w, h, &cx, &cy, f, noFill)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package pipeline
+package kernels
 
 import "encoding/binary"
 
@@ -6,16 +6,16 @@ import "encoding/binary"
 // equalize and autocontrast, of its plane's histogram or range), exactly
 // torchvision's uint8 results.
 
-// solarize is solarize(img, threshold): bytes >= threshold inverted. The
+// Solarize is solarize(img, threshold): bytes >= threshold inverted. The
 // comparison is torch's, in float32 (the threshold rounded to float32);
 // a threshold above 255 (which torchvision refuses) inverts nothing.
-func solarize(p planes, threshold float64) {
+func Solarize(p Planes, threshold float64) {
 	t := float32(threshold)
 	k := 0 // the first byte inverted; 256: none
 	for k < 256 && !(float32(k) >= t) {
 		k++
 	}
-	solarizeBytes(p.pix, k)
+	solarizeBytes(p.Pix, k)
 }
 
 // solarizeBytesGo inverts the bytes from k up.
@@ -30,15 +30,15 @@ func solarizeBytesGo(pix []byte, k int) {
 	applyLUT(pix, &lut)
 }
 
-// solarizeAdd is timm's solarize_add(img, addition, threshold) (PIL's
+// SolarizeAdd is timm's solarize_add(img, addition, threshold) (PIL's
 // Image.point with timm's table): bytes below the threshold get
 // min(255, v + addition), clipped at 0 as PIL clips a table's values.
-func solarizeAdd(p planes, addition int, threshold float64) {
+func SolarizeAdd(p Planes, addition int, threshold float64) {
 	k := 0 // the bytes below k change
 	for k < 256 && float64(k) < threshold {
 		k++
 	}
-	addBelow(p.pix, k, min(max(addition, -255), 255))
+	addBelow(p.Pix, k, min(max(addition, -255), 255))
 }
 
 // addBelowGo adds a (-255..255, saturating) to the bytes below k.
@@ -53,9 +53,9 @@ func addBelowGo(pix []byte, k, a int) {
 	applyLUT(pix, &lut)
 }
 
-// posterize is posterize(img, bits): the top bits kept (bits >= 8: all;
+// Posterize is posterize(img, bits): the top bits kept (bits >= 8: all;
 // 0: none).
-func posterize(p planes, bits int) {
+func Posterize(p Planes, bits int) {
 	if bits >= 8 {
 		return
 	}
@@ -63,12 +63,12 @@ func posterize(p planes, bits int) {
 	if bits > 0 {
 		mask = byte(0xff << (8 - bits))
 	}
-	andBytes(p.pix, mask)
+	andBytes(p.Pix, mask)
 }
 
-// invert is invert(img): 255 - v.
-func invert(p planes) {
-	xorBytes(p.pix, 0xff)
+// Invert is invert(img): 255 - v.
+func Invert(p Planes) {
+	xorBytes(p.Pix, 0xff)
 }
 
 // andBytesGo sets every byte of pix to itself AND m, eight at a time.
@@ -95,15 +95,15 @@ func xorBytesGo(pix []byte, m byte) {
 	}
 }
 
-// equalize is equalize(img), plane by plane, with torchvision's table (a
+// Equalize is equalize(img), plane by plane, with torchvision's table (a
 // variant of PIL's): with hist the plane's histogram, cum its running sum
 // and step = (pixels not of the plane's largest value) / 255 (floor),
 // lut[0] = 0 and lut[k] = min(255, (cum[k-1] + step/2) / step); a plane
 // whose step is 0 (at most 255 pixels differ from its largest value, a
 // constant plane among them) is left as it is.
-func equalize(p planes, s *opScratch) {
+func Equalize(p Planes) {
 	for c := range 3 {
-		pl := p.plane(c)
+		pl := p.Plane(c)
 		var hist [256]int
 		histogram(pl, &hist)
 		last := 255 // the largest value present: cum's first maximum
@@ -143,12 +143,12 @@ func histogram(pl []byte, hist *[256]int) {
 	}
 }
 
-// autocontrast is autocontrast(img), plane by plane: (v - min) / ((max -
+// Autocontrast is autocontrast(img), plane by plane: (v - min) / ((max -
 // min) / 255) in float32, clamped, truncated; a constant plane is left as
 // it is.
-func autocontrast(p planes) {
+func Autocontrast(p Planes) {
 	for c := range 3 {
-		pl := p.plane(c)
+		pl := p.Plane(c)
 		lo, hi := minMax(pl)
 		if lo >= hi {
 			continue

@@ -1,8 +1,7 @@
-package pipeline
+package kernels
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 	"math/bits"
 
@@ -12,28 +11,28 @@ import (
 // The geometric kernels after the fused crop: torchvision.transforms.v2's
 // functional ops on uint8 images (torchvision 0.29.2), in place on planes;
 // the output keeps the input's size (expand=False). Flips and erase are
-// exact; rotate and affine resample once (kernels_affine.go).
+// exact; rotate and affine resample once (affine.go).
 
-// affineParams are affine()'s arguments (rotate is affine with the angle
+// AffineParams are affine()'s arguments (rotate is affine with the angle
 // negated, as torchvision's rotate computes its matrix).
-type affineParams struct {
-	angle          float64 // degrees
-	tx, ty         float64 // translate, pixels
-	scale          float64
-	shearX, shearY float64 // degrees
-	interp         Interpolation
-	fill           [3]float64
-	center         [2]float64 // pixels from the top left, when hasCenter
-	hasCenter      bool
-	// noFill is fill=None: bilinear sampling then leaves the pixels that
+type AffineParams struct {
+	Angle          float64 // degrees
+	TX, TY         float64 // translate, pixels
+	Scale          float64
+	ShearX, ShearY float64 // degrees
+	Interp         Interpolation
+	Fill           [3]float64
+	Center         [2]float64 // pixels from the top left, when HasCenter
+	HasCenter      bool
+	// NoFill is fill=None: bilinear sampling then leaves the pixels that
 	// are partly outside the image as torch's grid_sample gives them (the
 	// outside taps count as 0), where a fill blends them with the fill
 	// through the weight of the inside taps.
-	noFill bool
+	NoFill bool
 }
 
-// horizontalFlip is horizontal_flip(img).
-func horizontalFlip(p planes) { reverseRows(p.pix, p.w, 3*p.h) }
+// HorizontalFlip is horizontal_flip(img).
+func HorizontalFlip(p Planes) { reverseRows(p.Pix, p.W, 3*p.H) }
 
 // reverseRowsGo reverses each of rows rows of w bytes in b (reverseRows
 // in Go).
@@ -58,8 +57,8 @@ func reverseBytes(b []byte) {
 	}
 }
 
-// verticalFlip is vertical_flip(img).
-func verticalFlip(p planes) { flipRows(p.pix, p.w, p.h) }
+// VerticalFlip is vertical_flip(img).
+func VerticalFlip(p Planes) { flipRows(p.Pix, p.W, p.H) }
 
 // flipRowsGo puts the h rows of w bytes of each of pix's three planes in
 // the opposite order (flipRows in Go).
@@ -84,52 +83,50 @@ func swapBytesGo(a, b []byte) {
 	}
 }
 
-// erase is erase(img, i, j, h, w, v) with v one value per channel. Each v
+// Erase is erase(img, i, j, h, w, v) with v one value per channel. Each v
 // becomes a byte as torch assigns a float32 tensor to a uint8 one
 // (truncated toward zero, through int64: castU8). The box is clipped to the
 // image, as Python's slicing does.
-func erase(p planes, i, j, h, w int, v [3]float64) {
+func Erase(p Planes, i, j, h, w int, v [3]float64) {
 	i0, i1, j0, j1 := eraseBox(p, i, j, h, w)
 	if i0 >= i1 || j0 >= j1 {
 		return
 	}
 	for c := range 3 {
 		b := castU8(float32(v[c]))
-		pl := p.plane(c)
-		first := pl[i0*p.w+j0 : i0*p.w+j1]
+		pl := p.Plane(c)
+		first := pl[i0*p.W+j0 : i0*p.W+j1]
 		for k := range first {
 			first[k] = b
 		}
 		for r := i0 + 1; r < i1; r++ {
-			copy(pl[r*p.w+j0:r*p.w+j1], first)
+			copy(pl[r*p.W+j0:r*p.W+j1], first)
 		}
 	}
 }
 
-// eraseRandom is erase with value="random", on uint8 pixels: each pixel of
+// EraseRandom is erase with value="random", on uint8 pixels: each pixel of
 // the box becomes the pixel that a Normalize of mean and std (per channel,
 // in [0, 1] units) turns into a standard normal value z,
 // round(255 * (mean + std * z)) clamped to 0..255: the noise torchvision's
 // RandomErasing writes after Normalize, but for the clamp and the
 // rounding. The pixel is drawn directly from that distribution: 16 bits of
 // the seed's counter-based stream index a table of its quantiles (the
-// same bytes everywhere), four pixels to a draw.
-func eraseRandom(p planes, i, j, h, w int, seed uint64, mean, std [3]float64, s *opScratch) {
+// same bytes everywhere), four pixels to a draw. std's values are
+// positive.
+func EraseRandom(p Planes, i, j, h, w int, seed uint64, mean, std [3]float64, s *Scratch) {
 	i0, i1, j0, j1 := eraseBox(p, i, j, h, w)
 	if i0 >= i1 || j0 >= j1 {
 		return
-	}
-	if !(std[0] > 0 && std[1] > 0 && std[2] > 0) { // a parsed trace's: no Normalize given
-		mean, std = imagenetMean, imagenetStd
 	}
 	luts := s.noise.tables(mean, std)
 	rng := det.Seeded(seed)
 	var word uint64
 	left := 0
 	for c := range 3 {
-		pl, lut := p.plane(c), &luts[c]
+		pl, lut := p.Plane(c), &luts[c]
 		for r := i0; r < i1; r++ {
-			row := pl[r*p.w+j0 : r*p.w+j1]
+			row := pl[r*p.W+j0 : r*p.W+j1]
 			for x := range row {
 				if left == 0 {
 					word, left = rng.Uint64(), 4
@@ -180,9 +177,9 @@ func (n *noiseLUTs) tables(mean, std [3]float64) *[3][1 << 16]byte {
 func normalCDF(x float64) float64 { return 0.5 * det.Erfc(-x/math.Sqrt2) }
 
 // eraseBox clips erase's box to the image.
-func eraseBox(p planes, i, j, h, w int) (i0, i1, j0, j1 int) {
+func eraseBox(p Planes, i, j, h, w int) (i0, i1, j0, j1 int) {
 	i0, j0 = max(i, 0), max(j, 0)
-	i1, j1 = min(i+max(h, 0), p.h), min(j+max(w, 0), p.w)
+	i1, j1 = min(i+max(h, 0), p.H), min(j+max(w, 0), p.W)
 	return i0, i1, j0, j1
 }
 
@@ -201,20 +198,16 @@ func castU8(f float32) uint8 {
 	return uint8(int64(f))
 }
 
-// affine is affine(img, angle, translate, scale, shear, interpolation,
+// Affine is affine(img, angle, translate, scale, shear, interpolation,
 // fill, center).
-func affine(p planes, a *affineParams, s *opScratch) {
-	m := inverseAffine(p.w, p.h, a.center, a.hasCenter, a.angle, [2]float64{a.tx, a.ty}, a.scale, [2]float64{a.shearX, a.shearY})
-	resampleAffine(p, &m, a.interp, a.fill, a.noFill, s)
+func Affine(p Planes, a *AffineParams, s *Scratch) {
+	m := inverseAffine(p.W, p.H, a.Center, a.HasCenter, a.Angle, [2]float64{a.TX, a.TY}, a.Scale, [2]float64{a.ShearX, a.ShearY})
+	resampleAffine(p, &m, a.Interp, a.Fill, a.NoFill, s)
 }
 
-// rotate is rotate(img, angle, interpolation, expand=False, center, fill).
-func rotate(p planes, angle float64, interp Interpolation, center [2]float64, hasCenter bool, fill [3]float64, s *opScratch) {
-	rotateFill(p, angle, interp, center, hasCenter, fill, false, s)
-}
-
-// rotateFill is rotate with fill=None when noFill.
-func rotateFill(p planes, angle float64, interp Interpolation, center [2]float64, hasCenter bool, fill [3]float64, noFill bool, s *opScratch) {
+// Rotate is rotate(img, angle, interpolation, expand=False, center, fill),
+// with fill=None when noFill.
+func Rotate(p Planes, angle float64, interp Interpolation, center [2]float64, hasCenter bool, fill [3]float64, noFill bool, s *Scratch) {
 	angle = pyMod(angle, 360)
 	if !hasCenter { // torchvision's fast paths: exact, with no resampling
 		switch {
@@ -222,16 +215,16 @@ func rotateFill(p planes, angle float64, interp Interpolation, center [2]float64
 			return
 		case angle == 180:
 			for c := range 3 { // each plane backwards: rows and columns reversed
-				reverseRows(p.plane(c), p.w*p.h, 1)
+				reverseRows(p.Plane(c), p.W*p.H, 1)
 			}
 			return
-		case (angle == 90 || angle == 270) && p.w == p.h:
+		case (angle == 90 || angle == 270) && p.W == p.H:
 			rot90(p, angle == 90, s)
 			return
 		}
 	}
 	// torchvision's rotate turns the other way from its affine.
-	m := inverseAffine(p.w, p.h, center, hasCenter, -angle, [2]float64{}, 1, [2]float64{})
+	m := inverseAffine(p.W, p.H, center, hasCenter, -angle, [2]float64{}, 1, [2]float64{})
 	resampleAffine(p, &m, interp, fill, noFill, s)
 }
 
@@ -249,11 +242,11 @@ func pyMod(a, b float64) float64 {
 
 // rot90 is torch.rot90 of a square image, k=1 (counterclockwise) when ccw,
 // else k=3: rotate's exact path for 90 and 270 degrees.
-func rot90(p planes, ccw bool, s *opScratch) {
-	n := p.w
+func rot90(p Planes, ccw bool, s *Scratch) {
+	n := p.W
 	src := s.bytes(0, n*n)
 	for c := range 3 {
-		pl := p.plane(c)
+		pl := p.Plane(c)
 		copy(src, pl)
 		for i := 0; i < n; i++ {
 			out := pl[i*n : (i+1)*n]
@@ -278,8 +271,8 @@ const degToRad float64 = math.Pi / 180
 // of w x h: the matrix taking an output pixel (from the image's center) to
 // the point it samples, as its float64 arithmetic computes it (the same
 // operations in the same order, every product rounded, sin, cos and tan
-// from pipeline/internal/det). center is the pivot from the top left, or the image's
-// center unless hasCenter.
+// from pipeline/internal/det). center is the pivot from the top left, or
+// the image's center unless hasCenter.
 func inverseAffine(w, h int, center [2]float64, hasCenter bool, angle float64, translate [2]float64, scale float64, shear [2]float64) [6]float64 {
 	var cx, cy float64
 	if hasCenter {
@@ -301,43 +294,10 @@ func inverseAffine(w, h int, center [2]float64, hasCenter bool, angle float64, t
 
 // radians is math.radians, with an angle beyond what det.Sin takes reduced
 // modulo 360 degrees first (exactly; torchvision never sees such angles:
-// checkStep refuses them).
+// the pipeline's checkStep refuses them).
 func radians(deg float64) float64 {
 	if math.Abs(deg) > 1e9 {
 		deg = math.Mod(deg, 360)
 	}
 	return float64(deg * degToRad)
-}
-
-// checkGeom checks a geometric step's arguments as torchvision's kernels
-// would (a scale that is not positive) and refuses fills outside 0..255,
-// which torch would wrap around on uint8. Bicubic rotate and affine, which
-// torchvision refuses for tensors, are kernels_bicubic.go's.
-func checkGeom(st *Step) error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrUnsupported, st.Fn, fmt.Sprintf(format, a...))
-	}
-	switch st.Fn {
-	case FnRotate, FnAffine:
-		if st.Fn == FnAffine && !(st.F[3] > 0) {
-			return bad("scale %v: want positive", st.F[3])
-		}
-		for _, c := range st.Center {
-			if !(math.Abs(c) <= 1e9) {
-				return bad("center %v out of range", st.Center)
-			}
-		}
-	case FnErase:
-		if st.Random {
-			return nil
-		}
-	default:
-		return nil
-	}
-	for _, v := range st.Fill {
-		if !(v >= 0 && v <= 255) {
-			return bad("fill %v: want values in 0..255 on uint8 images", st.Fill)
-		}
-	}
-	return nil
 }

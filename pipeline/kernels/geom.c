@@ -1,15 +1,15 @@
 /* geom.c: geometric kernels in C, each with a Go twin that gives the same
- * bytes (kernels_geom.go, kernels_affine.go; geom_cgo_test.go compares):
+ * bytes (geom.go, affine.go; geom_cgo_test.go compares):
  *
  * - rows swapped (vertical_flip), with SSE2 where the compiler targets it;
  * - rows reversed (horizontal_flip, rotate by 180), with SSSE3 where the
  *   CPU has it;
  * - rotate's and affine's resampling, with AVX2 and FMA where the CPU has
  *   them, eight output pixels at a time, with the arithmetic of
- *   torchvision's tensor path (kernels_affine.go says which: its float32
+ *   torchvision's tensor path (affine.go says which: its float32
  *   grid, grid_sample's fused unnormalization and tap sums, the fill
  *   blended through the mask, rounding half to even), so that its bytes
- *   are torch's; bicubic as kernels_bicubic.go computes it, every
+ *   are torch's; bicubic as bicubic.go computes it, every
  *   operation rounded. The image is first interleaved into one word per
  *   pixel (R, G, B, 0) so that one gather fetches a tap's three channels. */
 /* No fused multiply-adds but the explicit ones (see turbo.c). */
@@ -225,7 +225,7 @@ __attribute__((target("avx2,fma"))) static inline void bilinear8(const grid *g, 
   }
 }
 
-/* cubic_coeffs is kernels_bicubic.go's cubicCoeffs: grid_sample's cubic
+/* cubic_coeffs is bicubic.go's cubicCoeffs: grid_sample's cubic
  * weights at fraction t, every operation rounded (no fusing). */
 __attribute__((target("avx2"))) static inline void cubic_coeffs(__m256 t, __m256 c[4]) {
   const __m256 a = _mm256_set1_ps(-0.75f), one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
@@ -239,7 +239,7 @@ __attribute__((target("avx2"))) static inline void cubic_coeffs(__m256 t, __m256
     c[k] = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(a2, x[k]), a3), x[k]), x[k]), one);
 }
 
-/* cubic_sum is kernels_bicubic.go's cubicSum. */
+/* cubic_sum is bicubic.go's cubicSum. */
 __attribute__((target("avx2"))) static inline __m256 cubic_sum(const __m256 c[4], __m256 v0, __m256 v1, __m256 v2,
                                                                __m256 v3) {
   return _mm256_add_ps(

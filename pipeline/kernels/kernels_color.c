@@ -1,8 +1,8 @@
-/* The colour kernels in C with AVX2, twins of kernels_color.go,
- * kernels_hue.go, kernels_point.go and adjust_sharpness: each computes
+/* The colour kernels in C with AVX2, twins of color.go,
+ * hue.go, point.go and adjust_sharpness: each computes
  * what its Go twin computes, with the same roundings (IEEE float32 and
  * float64 operations whose products are exact, and integer math), so the
- * bytes are the same (TestKernelsCgoSameBytes compares them, on every
+ * bytes are the same (TestColourKernelsCgoSameBytes compares them, on every
  * colour where a kernel reads one pixel). Without AVX2 the Go twins run.
  *
  * Each loop does 8 or 16 pixels at a time; the last few go through the
@@ -66,7 +66,7 @@ AVX2 static inline __m256i gray8(__m256i r, __m256i g, __m256i b) {
   return _mm256_cvttps_epi32(s);
 }
 
-/* gray's exact integer sum (kernels_color.go) on 16 pixels, its weights
+/* gray's exact integer sum (color.go) on 16 pixels, its weights
  * (float32 times 2**30) split at 15 bits, W = hi << 15 | lo, for pmaddwd:
  * the sum is hi_sum << 15 + lo_sum, and its floor over 2**30 is
  * (hi_sum + lo_sum >> 15) >> 15. */

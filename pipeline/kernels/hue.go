@@ -1,8 +1,8 @@
-package pipeline
+package kernels
 
 import "math"
 
-// adjustHue is adjust_hue(img, f), with no HSV round trip: torchvision's
+// AdjustHue is adjust_hue(img, f), with no HSV round trip: torchvision's
 // float32 RGB -> HSV -> RGB keeps each pixel's largest and smallest
 // channels (exactly, after its conversion back to uint8) and moves the
 // middle one along the edge of the colour hexagon, so only that channel
@@ -14,9 +14,9 @@ import "math"
 // The result is the exact value torchvision's float32 steps approximate:
 // the two differ by 1 where those steps round across an integer.
 // f outside [-0.5, 0.5] (which torchvision refuses) wraps around.
-func adjustHue(p planes, f float64, s *opScratch) {
+func AdjustHue(p Planes, f float64) {
 	if shift := hueShiftOf(f); shift != 0 {
-		hueRotate(p.plane(0), p.plane(1), p.plane(2), shift)
+		hueRotate(p.Plane(0), p.Plane(1), p.Plane(2), shift)
 	}
 }
 

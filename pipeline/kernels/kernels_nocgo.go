@@ -1,12 +1,12 @@
 //go:build !cgo
 
-package pipeline
+package kernels
 
 // Without cgo the kernels' inner loops are their Go versions.
 
-func blurPlanes(p planes, bx, by *blurTaps, s *opScratch) { blurPlanesGo(p, bx, by, s) }
-func blendConst(pix []byte, ratio float32, c float64)     { blendConstGo(pix, ratio, c) }
-func lookup(pix []byte, lut *[256]byte)                   { applyLUT(pix, lut) }
+func blurPlanes(p Planes, bx, by *blurTaps, s *Scratch) { blurPlanesGo(p, bx, by, s) }
+func blendConst(pix []byte, ratio float32, c float64)   { blendConstGo(pix, ratio, c) }
+func lookup(pix []byte, lut *[256]byte)                 { applyLUT(pix, lut) }
 func saturate(r, g, b []byte, ratio float32, alpha float64) {
 	saturateGo(r, g, b, ratio, alpha)
 }

@@ -1,4 +1,4 @@
-package pipeline
+package kernels
 
 import "math"
 
@@ -91,12 +91,12 @@ func roundCast(f float32) uint8 {
 }
 
 // resampleAffine applies m to p: each output pixel takes the value at the
-// point m sends it to, or the fill (clamped to 0..255; checkStep refuses
-// others) where that point is outside. The C version (geom.c) runs where
-// the CPU has AVX2 and FMA; the Go version below (and kernels_bicubic.go)
+// point m sends it to, or the fill (clamped to 0..255; the pipeline's
+// checkStep refuses others) where that point is outside. The C version (geom.c) runs where
+// the CPU has AVX2 and FMA; the Go version below (and bicubic.go)
 // gives the same bytes everywhere else (TestAffineCMatchesGo).
-func resampleAffine(p planes, m *[6]float64, interp Interpolation, fill [3]float64, noFill bool, s *opScratch) {
-	g := newAffineGrid(m, p.w, p.h)
+func resampleAffine(p Planes, m *[6]float64, interp Interpolation, fill [3]float64, noFill bool, s *Scratch) {
+	g := newAffineGrid(m, p.W, p.H)
 	var f [3]float32
 	if !noFill {
 		for c := range 3 {
@@ -110,17 +110,17 @@ func resampleAffine(p planes, m *[6]float64, interp Interpolation, fill [3]float
 }
 
 // resampleAffineGo is resampleAffine in Go.
-func resampleAffineGo(p planes, g *affineGrid, interp Interpolation, f [3]float32, noFill bool, s *opScratch) {
-	src := s.bytes(0, len(p.pix))
-	copy(src, p.pix)
+func resampleAffineGo(p Planes, g *affineGrid, interp Interpolation, f [3]float32, noFill bool, s *Scratch) {
+	src := s.bytes(0, len(p.Pix))
+	copy(src, p.Pix)
 	var fb [3]uint8 // a pixel with no tap inside gets the fill (0 if none)
 	for c := range 3 {
 		fb[c] = roundCast(f[c])
 	}
 	switch interp {
-	case InterpNearest:
+	case Nearest:
 		nearestAffine(p, src, g, fb)
-	case InterpBicubic:
+	case Bicubic:
 		bicubicAffine(p, src, g, f, fb, noFill)
 	default:
 		bilinearAffine(p, src, g, f, fb, noFill)
@@ -129,10 +129,10 @@ func resampleAffineGo(p planes, g *affineGrid, interp Interpolation, f [3]float3
 
 // nearestAffine is grid_sample's nearest mode: the source pixel at the
 // point rounded half to even, or the fill when that is outside.
-func nearestAffine(p planes, src []byte, g *affineGrid, fb [3]uint8) {
-	w, h, n := p.w, p.h, p.w*p.h
+func nearestAffine(p Planes, src []byte, g *affineGrid, fb [3]uint8) {
+	w, h, n := p.W, p.H, p.W*p.H
 	fw, fh := float32(w)-0.5, float32(h)-0.5
-	o0, o1, o2 := p.pix[:n:n], p.pix[n:2*n:2*n], p.pix[2*n:3*n:3*n]
+	o0, o1, o2 := p.Pix[:n:n], p.Pix[n:2*n:2*n], p.Pix[2*n:3*n:3*n]
 	s0, s1, s2 := src[:n:n], src[n:2*n:2*n], src[2*n:3*n:3*n]
 	for y := 0; y < h; y++ {
 		rx, ry := g.row(y)
@@ -158,11 +158,11 @@ func nearestAffine(p planes, src []byte, g *affineGrid, fb [3]uint8) {
 // torch's result after the blend; only when that lies within 2^-10 of a
 // half-integer, where the two might round apart, is the pixel computed
 // as torch does (bilinearExact), as is every point near the border.
-func bilinearAffine(p planes, src []byte, g *affineGrid, f [3]float32, fb [3]uint8, noFill bool) {
-	w, h, n := p.w, p.h, p.w*p.h
+func bilinearAffine(p Planes, src []byte, g *affineGrid, f [3]float32, fb [3]uint8, noFill bool) {
+	w, h, n := p.W, p.H, p.W*p.H
 	fw, fh := float32(w), float32(h)
 	s0, s1, s2 := src[:n:n], src[n:2*n:2*n], src[2*n:3*n:3*n]
-	o0, o1, o2 := p.pix[:n:n], p.pix[n:2*n:2*n], p.pix[2*n:3*n:3*n]
+	o0, o1, o2 := p.Pix[:n:n], p.Pix[n:2*n:2*n], p.Pix[2*n:3*n:3*n]
 	for y := 0; y < h; y++ {
 		rx, ry := g.row(y)
 		for x := 0; x < w; x++ {
@@ -183,7 +183,7 @@ func bilinearAffine(p planes, src []byte, g *affineGrid, f [3]float32, fb [3]uin
 			ea, so := 1-we, 1-no
 			wts := [4]float32{float32(so * ea), float32(so * we), float32(no * ea), float32(no * we)} // nw, ne, sw, se
 			if xi < 0 || xi+1 >= w || yi < 0 || yi+1 >= h {
-				bilinearExact(p.pix, src, o, xi, yi, w, h, &wts, f, noFill)
+				bilinearExact(p.Pix, src, o, xi, yi, w, h, &wts, f, noFill)
 				continue
 			}
 			k := yi*w + xi
@@ -192,7 +192,7 @@ func bilinearAffine(p planes, src []byte, g *affineGrid, f [3]float32, fb [3]uin
 			v2 := approxTaps(s2[k], s2[k+1], s2[k+w], s2[k+w+1], &wts)
 			r0, r1, r2 := roundEven32(v0), roundEven32(v1), roundEven32(v2)
 			if nearTie(v0-r0) || nearTie(v1-r1) || nearTie(v2-r2) {
-				bilinearExact(p.pix, src, o, xi, yi, w, h, &wts, f, noFill)
+				bilinearExact(p.Pix, src, o, xi, yi, w, h, &wts, f, noFill)
 				continue
 			}
 			o0[o], o1[o], o2[o] = uint8(int32(r0)), uint8(int32(r1)), uint8(int32(r2))

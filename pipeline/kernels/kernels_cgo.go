@@ -1,6 +1,6 @@
 //go:build cgo
 
-package pipeline
+package kernels
 
 /*
 #cgo CFLAGS: -O3
@@ -20,22 +20,22 @@ var kernelsSIMD = int(C.stoker_kernels_simd())
 // The kernels' inner loops, in C where it pays: the same bytes as their Go
 // versions (the ...Go functions).
 
-func blurPlanes(p planes, bx, by *blurTaps, s *opScratch) { blurPlanesC(p, bx, by, s, kernelsSIMD) }
+func blurPlanes(p Planes, bx, by *blurTaps, s *Scratch) { blurPlanesC(p, bx, by, s, kernelsSIMD) }
 
 // blurPlanesC is stoker_blur at a given SIMD level.
-func blurPlanesC(p planes, bx, by *blurTaps, s *opScratch, simd int) {
-	w, h := p.w, p.h
+func blurPlanesC(p Planes, bx, by *blurTaps, s *Scratch, simd int) {
+	w, h := p.W, p.H
 	mid := s.bytes(1, 2*w*h)
 	pad := s.bytes(2, 2*int(C.stoker_blur_pad(C.int(w), C.int(bx.r))))
 	ints := s.int32s(1, int(C.stoker_blur_ints(C.int(bx.r), C.int(by.r))))
-	C.stoker_blur(u8(p.pix), C.int(w), C.int(h),
+	C.stoker_blur(u8(p.Pix), C.int(w), C.int(h),
 		(*C.int32_t)(&bx.w[0]), C.int(bx.r), (*C.int32_t)(&by.w[0]), C.int(by.r),
 		(*C.int16_t)(unsafe.Pointer(&mid[0])), (*C.int16_t)(unsafe.Pointer(&pad[0])),
 		(*C.int32_t)(&ints[0]), C.int(simd), s.cstop())
 }
 
-// cstop is the sample's abandoned flag for C (NULL: none).
-func (s *opScratch) cstop() *C.int { return (*C.int)(unsafe.Pointer(s.stop)) }
+// cstop is the image's abandoned flag, Stop, for C (NULL: none).
+func (s *Scratch) cstop() *C.int { return (*C.int)(unsafe.Pointer(s.Stop)) }
 
 // u8 is b's first byte for C; b is not empty.
 func u8(b []byte) *C.uint8_t { return (*C.uint8_t)(&b[0]) }

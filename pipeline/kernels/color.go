@@ -1,4 +1,4 @@
-package pipeline
+package kernels
 
 // The photometric kernels: torchvision.transforms.v2.functional's ops on
 // uint8 images (torchvision 0.29.2), in place on planes. torchvision does
@@ -8,31 +8,31 @@ package pipeline
 // float32 added fit in float64's 53 bits), then rounded to float32 once:
 // which is what torchvision's vectorized multiply-add (one rounding) gives.
 // Products that are added are wrapped in float64(...) so the compiler
-// cannot fuse them (see pipeline/internal/det); everything here is the same bytes on
-// every machine. Per-pixel work is a table lookup wherever the output
-// depends on one input byte.
+// cannot fuse them (see pipeline/internal/det); everything here is the
+// same bytes on every machine. Per-pixel work is a table lookup wherever
+// the output depends on one input byte.
 
 import "math"
 
-// adjustBrightness is adjust_brightness(img, f): v*f, clamped, truncated.
-func adjustBrightness(p planes, f float64) {
+// AdjustBrightness is adjust_brightness(img, f): v*f, clamped, truncated.
+func AdjustBrightness(p Planes, f float64) {
 	if f != 1 {
-		blendConst(p.pix, float32(f), 0)
+		blendConst(p.Pix, float32(f), 0)
 	}
 }
 
-// adjustContrast is adjust_contrast(img, f): a blend with the mean of the
+// AdjustContrast is adjust_contrast(img, f): a blend with the mean of the
 // grayscale image (floored per pixel, as torchvision does for uint8).
-func adjustContrast(p planes, f float64) {
+func AdjustContrast(p Planes, f float64) {
 	if f == 1 {
 		return
 	}
-	sum := graySum(p.plane(0), p.plane(1), p.plane(2))
+	sum := graySum(p.Plane(0), p.Plane(1), p.Plane(2))
 	// torch.mean in float32: a float32 sum (exact while it stays below
 	// 2**24, as it does up to 256x256) divided by the count.
-	mean := float32(sum) / float32(p.w*p.h)
+	mean := float32(sum) / float32(p.W*p.H)
 	alpha := float64(float32(1 - f))
-	blendConst(p.pix, float32(f), float64(float64(mean)*alpha)) // exact: float32 times float32
+	blendConst(p.Pix, float32(f), float64(float64(mean)*alpha)) // exact: float32 times float32
 }
 
 // blendConstGo sets every v of pix to torchvision's _blend of it with a
@@ -75,11 +75,11 @@ func blendConst32(lut *[256]byte, ratio float32, c float64) (float32, bool) {
 	return 0, false
 }
 
-// adjustSaturation is adjust_saturation(img, f): each pixel blended with
+// AdjustSaturation is adjust_saturation(img, f): each pixel blended with
 // its own gray (floored).
-func adjustSaturation(p planes, f float64) {
+func AdjustSaturation(p Planes, f float64) {
 	if f != 1 {
-		saturate(p.plane(0), p.plane(1), p.plane(2), float32(f), float64(float32(1-f)))
+		saturate(p.Plane(0), p.Plane(1), p.Plane(2), float32(f), float64(float32(1-f)))
 	}
 }
 
@@ -103,10 +103,10 @@ func saturateGo(r, g, b []byte, ratio float32, alpha float64) {
 	}
 }
 
-// rgbToGrayscale is rgb_to_grayscale(img, num_output_channels=3): the gray
+// RGBToGrayscale is rgb_to_grayscale(img, num_output_channels=3): the gray
 // written to all three planes.
-func rgbToGrayscale(p planes) {
-	grayPlanes(p.plane(0), p.plane(1), p.plane(2))
+func RGBToGrayscale(p Planes) {
+	grayPlanes(p.Plane(0), p.Plane(1), p.Plane(2))
 }
 
 // grayPlanesGo writes each pixel's gray to its three planes.
@@ -179,5 +179,21 @@ func clampTrunc(x float32) byte {
 func applyLUT(pix []byte, lut *[256]byte) {
 	for i, v := range pix {
 		pix[i] = lut[v]
+	}
+}
+
+// PermuteChannels is permute_channels(img, perm) (image[:, perm]): plane
+// c becomes plane perm[c], by swaps of whole planes.
+func PermuteChannels(p Planes, perm [3]int) {
+	cur := [3]int{0, 1, 2} // which input channel each plane holds
+	for c := range 3 {
+		j := c
+		for cur[j] != perm[c] {
+			j++
+		}
+		if j != c {
+			swapBytesGo(p.Plane(c), p.Plane(j))
+			cur[c], cur[j] = cur[j], cur[c]
+		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package pipeline
+package kernels
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ func TestAffineCMatchesGo(t *testing.T) {
 	}
 	r := det.Seeded(15)
 	sizes := append(append([][2]int(nil), geomSizes...), [2]int{224, 224}, [2]int{100, 1}, [2]int{1, 100})
-	var sc, sg opScratch
+	var sc, sg Scratch
 	cases := 0
 	for _, sz := range sizes {
 		w, h := sz[0], sz[1]
@@ -31,34 +31,34 @@ func TestAffineCMatchesGo(t *testing.T) {
 			iters = 10
 		}
 		for k := range iters {
-			a := affineParams{
-				angle: r.Uniform(-180, 180), tx: r.Uniform(-5, 5), ty: r.Uniform(-5, 5),
-				scale: r.Uniform(0.5, 1.5), shearX: r.Uniform(-40, 40), shearY: r.Uniform(-40, 40),
-				fill: [3]float64{float64(r.Intn(256)), r.Uniform(0, 255), 128.5}, noFill: k%3 == 0,
+			a := AffineParams{
+				Angle: r.Uniform(-180, 180), TX: r.Uniform(-5, 5), TY: r.Uniform(-5, 5),
+				Scale: r.Uniform(0.5, 1.5), ShearX: r.Uniform(-40, 40), ShearY: r.Uniform(-40, 40),
+				Fill: [3]float64{float64(r.Intn(256)), r.Uniform(0, 255), 128.5}, NoFill: k%3 == 0,
 			}
 			switch k % 5 {
 			case 1: // points halfway between pixels, sums on half-integers
-				a.angle, a.shearX, a.shearY, a.scale = 0, 0, 0, []float64{0.5, 2, 1}[r.Intn(3)]
-				a.tx, a.ty = float64(r.Intn(9)-4)/2, float64(r.Intn(9)-4)/2
+				a.Angle, a.ShearX, a.ShearY, a.Scale = 0, 0, 0, []float64{0.5, 2, 1}[r.Intn(3)]
+				a.TX, a.TY = float64(r.Intn(9)-4)/2, float64(r.Intn(9)-4)/2
 			case 2: // right angles
-				a.angle, a.shearX, a.shearY, a.scale = float64(90*r.Intn(4)), 0, 0, 1
+				a.Angle, a.ShearX, a.ShearY, a.Scale = float64(90*r.Intn(4)), 0, 0, 1
 			case 3:
-				a.hasCenter, a.center = true, [2]float64{r.Uniform(-3, float64(w)+3), r.Uniform(-3, float64(h)+3)}
+				a.HasCenter, a.Center = true, [2]float64{r.Uniform(-3, float64(w)+3), r.Uniform(-3, float64(h)+3)}
 			}
-			for _, interp := range []Interpolation{InterpNearest, InterpBilinear, InterpBicubic} {
-				a.interp = interp
-				m := inverseAffine(w, h, a.center, a.hasCenter, a.angle, [2]float64{a.tx, a.ty}, a.scale, [2]float64{a.shearX, a.shearY})
+			for _, interp := range []Interpolation{Nearest, Bilinear, Bicubic} {
+				a.Interp = interp
+				m := inverseAffine(w, h, a.Center, a.HasCenter, a.Angle, [2]float64{a.TX, a.TY}, a.Scale, [2]float64{a.ShearX, a.ShearY})
 				g := newAffineGrid(&m, w, h)
 				var f [3]float32
-				if !a.noFill {
-					f = [3]float32{float32(a.fill[0]), float32(a.fill[1]), float32(a.fill[2])}
+				if !a.NoFill {
+					f = [3]float32{float32(a.Fill[0]), float32(a.Fill[1]), float32(a.Fill[2])}
 				}
 				for _, img := range imgs {
 					pc, pg := append([]byte(nil), img...), append([]byte(nil), img...)
-					if !affineC(planes{pix: pc, w: w, h: h}, &g, interp, f, a.noFill, &sc) {
+					if !affineC(Planes{Pix: pc, W: w, H: h}, &g, interp, f, a.NoFill, &sc) {
 						t.Fatal("affineC did nothing where the CPU has AVX2 and FMA")
 					}
-					resampleAffineGo(planes{pix: pg, w: w, h: h}, &g, interp, f, a.noFill, &sg)
+					resampleAffineGo(Planes{Pix: pg, W: w, H: h}, &g, interp, f, a.NoFill, &sg)
 					if !bytes.Equal(pc, pg) {
 						i := 0
 						for pc[i] == pg[i] {

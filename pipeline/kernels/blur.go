@@ -1,4 +1,4 @@
-package pipeline
+package kernels
 
 import (
 	"math"
@@ -21,14 +21,14 @@ const (
 	blurVShift = blurPrec + blurMid
 )
 
-// gaussianBlur is gaussian_blur(img, kernel_size=[kx, ky], sigma=[sx, sy]):
+// GaussianBlur is gaussian_blur(img, kernel_size=[kx, ky], sigma=[sx, sy]):
 // separable, kx and sx along rows, with torchvision's reflect padding
 // (index -1 is 1, n is n-2), mirrored again where the kernel is wider than
 // the image (torchvision refuses that), a one-pixel side being its own
 // padding. The weights are exp(-t*t/(2 sigma**2)), normalized (torchvision's
 // softmax), in Q14; taps whose weight rounds to zero are skipped, so the
 // cost follows sigma as well as the kernel size.
-func gaussianBlur(p planes, kx, ky int, sx, sy float64, s *opScratch) {
+func GaussianBlur(p Planes, kx, ky int, sx, sy float64, s *Scratch) {
 	var bx, by blurTaps
 	w := s.int32s(0, kx/2+1+ky/2+1)
 	blurWeights(w[:kx/2+1], sx, &bx)
@@ -102,21 +102,21 @@ func reflectIndex(i, n int) int {
 // blurPlanesGo is the blur in Go: each plane through the horizontal filter
 // into mid (Q7), then the vertical one back into the plane. blurPlanes
 // (kernels_cgo.go) is the same in C, with SIMD.
-func blurPlanesGo(p planes, bx, by *blurTaps, s *opScratch) {
-	w, h := p.w, p.h
+func blurPlanesGo(p Planes, bx, by *blurTaps, s *Scratch) {
+	w, h := p.W, p.H
 	buf := s.int32s(1, w*h+w)
 	mid, acc := buf[:w*h], buf[w*h:]
 	pad := s.bytes(0, w+2*bx.r)
 	for c := range 3 {
-		pl := p.plane(c)
+		pl := p.Plane(c)
 		for y := range h {
-			if s.stopped() {
+			if s.Stopped() {
 				return // abandoned, as stoker_blur polls once a row
 			}
 			blurRowGo(pl[y*w:(y+1)*w], pad, mid[y*w:(y+1)*w], bx)
 		}
 		for y := range h {
-			if s.stopped() {
+			if s.Stopped() {
 				return
 			}
 			blurColumnsGo(mid, acc, pl[y*w:(y+1)*w], y, h, by)
@@ -166,14 +166,14 @@ func blurColumnsGo(mid, acc []int32, out []byte, y, h int, by *blurTaps) {
 	}
 }
 
-// adjustSharpness is adjust_sharpness(img, f): torchvision blends each
+// AdjustSharpness is adjust_sharpness(img, f): torchvision blends each
 // interior pixel with its 3x3 blur (weights 1/13 around and 5/13 at the
 // centre, rounded to an integer) and leaves the border rows and columns
 // (and images 2 pixels or fewer across) as they are. The blur's sum is an
 // integer over 13, never at a half, so it is computed exactly; the blend
 // c + (1-f)*(blur-c) takes torchvision's float32 steps.
-func adjustSharpness(p planes, f float64, s *opScratch) {
-	w, h := p.w, p.h
+func AdjustSharpness(p Planes, f float64, s *Scratch) {
+	w, h := p.W, p.H
 	if f == 1 || w <= 2 || h <= 2 {
 		return
 	}
@@ -186,7 +186,7 @@ func adjustSharpness(p planes, f float64, s *opScratch) {
 	}
 	prev, cur := s.bytes(0, w), s.bytes(1, w) // rows y-1 and y as they were
 	for c := range 3 {
-		sharpenPlane(p.plane(c), w, h, alpha, prev, cur, &dl)
+		sharpenPlane(p.Plane(c), w, h, alpha, prev, cur, &dl)
 	}
 }
 

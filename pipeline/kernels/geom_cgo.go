@@ -1,6 +1,6 @@
 //go:build cgo
 
-package pipeline
+package kernels
 
 /*
 #cgo CFLAGS: -O3
@@ -12,23 +12,23 @@ import "unsafe"
 
 // affineC is resampleAffine in C (geom.c), where the CPU has AVX2 and
 // FMA; it reports false, having done nothing, elsewhere.
-func affineC(p planes, g *affineGrid, interp Interpolation, f [3]float32, noFill bool, s *opScratch) bool {
+func affineC(p Planes, g *affineGrid, interp Interpolation, f [3]float32, noFill bool, s *Scratch) bool {
 	if C.stoker_affine_ok() == 0 {
 		return false
 	}
 	mode := C.STOKER_BILINEAR
 	switch interp {
-	case InterpNearest:
+	case Nearest:
 		mode = C.STOKER_NEAREST
-	case InterpBicubic:
+	case Bicubic:
 		mode = C.STOKER_BICUBIC
 	}
-	n := p.w * p.h
+	n := p.W * p.H
 	rgbx := s.int32s(0, n)
 	prm := s.float32s(0, 9) // in scratch, not on the stack: cgo would move it to the heap
 	copy(prm, []float32{g.r0x, g.r1x, g.r2x, g.r0y, g.r1y, g.r2y, f[0], f[1], f[2]})
-	C.stoker_affine((*C.uint32_t)(unsafe.Pointer(&rgbx[0])), (*C.uint8_t)(unsafe.Pointer(&p.pix[0])), C.int(p.w), C.int(p.h),
-		(*C.float)(unsafe.Pointer(&prm[0])), cbool(noFill), C.int(mode), (*C.int)(unsafe.Pointer(s.stop)))
+	C.stoker_affine((*C.uint32_t)(unsafe.Pointer(&rgbx[0])), (*C.uint8_t)(unsafe.Pointer(&p.Pix[0])), C.int(p.W), C.int(p.H),
+		(*C.float)(unsafe.Pointer(&prm[0])), cbool(noFill), C.int(mode), (*C.int)(unsafe.Pointer(s.Stop)))
 	return true
 }
 
@@ -49,4 +49,12 @@ func reverseRows(b []byte, w, rows int) {
 // opposite order, in C.
 func flipRows(pix []byte, w, h int) {
 	C.stoker_flip_rows((*C.uint8_t)(unsafe.Pointer(&pix[0])), C.int(w), C.int(h), 3)
+}
+
+// cbool is b for C: 1 or 0.
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
 }

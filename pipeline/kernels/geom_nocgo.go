@@ -1,10 +1,10 @@
 //go:build !cgo
 
-package pipeline
+package kernels
 
 // affineC is geom.c's resampling; without cgo there is none, and
 // resampleAffine takes the Go version.
-func affineC(planes, *affineGrid, Interpolation, [3]float32, bool, *opScratch) bool { return false }
+func affineC(Planes, *affineGrid, Interpolation, [3]float32, bool, *Scratch) bool { return false }
 
 // affineCAvailable reports whether affineC runs on this CPU: never
 // without cgo.
