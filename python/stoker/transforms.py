@@ -57,6 +57,8 @@ from stoker._ops import (
     RandomZoomOut,
     SanitizeBoundingBoxes,
     Resize,
+    ScaleJitter,
+    FixedSizeCrop,
 )
 from stoker._ops_base import Transform, mean_std
 from stoker._ops_containers import Compose, RandomApply, RandomChoice, RandomOrder, flatten
@@ -92,6 +94,8 @@ __all__ = [
     "RandomVerticalFlip",
     "RandomZoomOut",
     "RandomIoUCrop",
+    "ScaleJitter",
+    "FixedSizeCrop",
     "ConvertBoundingBoxFormat",
     "RandomPhotometricDistort",
     "SanitizeBoundingBoxes",

@@ -1469,6 +1469,8 @@ type Op struct {
 	//	*Op_RandomIouCrop
 	//	*Op_RandomPhotometricDistort
 	//	*Op_ConvertBoundingBoxFormat
+	//	*Op_ScaleJitter
+	//	*Op_FixedSizeCrop
 	Op            isOp_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1835,6 +1837,24 @@ func (x *Op) GetConvertBoundingBoxFormat() *ConvertBoundingBoxFormat {
 	return nil
 }
 
+func (x *Op) GetScaleJitter() *ScaleJitter {
+	if x != nil {
+		if x, ok := x.Op.(*Op_ScaleJitter); ok {
+			return x.ScaleJitter
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetFixedSizeCrop() *FixedSizeCrop {
+	if x != nil {
+		if x, ok := x.Op.(*Op_FixedSizeCrop); ok {
+			return x.FixedSizeCrop
+		}
+	}
+	return nil
+}
+
 type isOp_Op interface {
 	isOp_Op()
 }
@@ -1983,6 +2003,14 @@ type Op_ConvertBoundingBoxFormat struct {
 	ConvertBoundingBoxFormat *ConvertBoundingBoxFormat `protobuf:"bytes,164,opt,name=convert_bounding_box_format,json=convertBoundingBoxFormat,proto3,oneof"`
 }
 
+type Op_ScaleJitter struct {
+	ScaleJitter *ScaleJitter `protobuf:"bytes,165,opt,name=scale_jitter,json=scaleJitter,proto3,oneof"`
+}
+
+type Op_FixedSizeCrop struct {
+	FixedSizeCrop *FixedSizeCrop `protobuf:"bytes,166,opt,name=fixed_size_crop,json=fixedSizeCrop,proto3,oneof"`
+}
+
 func (*Op_RandomResizedCrop) isOp_Op() {}
 
 func (*Op_Resize) isOp_Op() {}
@@ -2054,6 +2082,10 @@ func (*Op_RandomIouCrop) isOp_Op() {}
 func (*Op_RandomPhotometricDistort) isOp_Op() {}
 
 func (*Op_ConvertBoundingBoxFormat) isOp_Op() {}
+
+func (*Op_ScaleJitter) isOp_Op() {}
+
+func (*Op_FixedSizeCrop) isOp_Op() {}
 
 // Pad is torchvision's Pad with padding_mode "constant": the image padded
 // by padding with a constant fill. A geometry op: right before a
@@ -2195,6 +2227,171 @@ func (x *RandomZoomOut) GetP() float64 {
 	return 0
 }
 
+// ScaleJitter is torchvision.transforms.v2's ScaleJitter (large-scale
+// jitter): the image resized by r = min(target_height / height,
+// target_width / width) times a scale uniform in scale_range, each side
+// int(side * r); a job's target boxes move with it. A geometry op, first,
+// then FixedSizeCrop (which fixes the batch's size).
+type ScaleJitter struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The target size; width 0 means square.
+	TargetHeight uint32 `protobuf:"varint,1,opt,name=target_height,json=targetHeight,proto3" json:"target_height,omitempty"`
+	TargetWidth  uint32 `protobuf:"varint,2,opt,name=target_width,json=targetWidth,proto3" json:"target_width,omitempty"`
+	// (min, max), 0 < min <= max <= 16; unset: (0.1, 2).
+	ScaleRange *Range `protobuf:"bytes,3,opt,name=scale_range,json=scaleRange,proto3" json:"scale_range,omitempty"`
+	// Bilinear unless set (nearest, bilinear or bicubic).
+	Interpolation Interpolation `protobuf:"varint,4,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
+	// Unset: true.
+	Antialias     *bool `protobuf:"varint,5,opt,name=antialias,proto3,oneof" json:"antialias,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScaleJitter) Reset() {
+	*x = ScaleJitter{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScaleJitter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScaleJitter) ProtoMessage() {}
+
+func (x *ScaleJitter) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScaleJitter.ProtoReflect.Descriptor instead.
+func (*ScaleJitter) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ScaleJitter) GetTargetHeight() uint32 {
+	if x != nil {
+		return x.TargetHeight
+	}
+	return 0
+}
+
+func (x *ScaleJitter) GetTargetWidth() uint32 {
+	if x != nil {
+		return x.TargetWidth
+	}
+	return 0
+}
+
+func (x *ScaleJitter) GetScaleRange() *Range {
+	if x != nil {
+		return x.ScaleRange
+	}
+	return nil
+}
+
+func (x *ScaleJitter) GetInterpolation() Interpolation {
+	if x != nil {
+		return x.Interpolation
+	}
+	return Interpolation_INTERPOLATION_UNSPECIFIED
+}
+
+func (x *ScaleJitter) GetAntialias() bool {
+	if x != nil && x.Antialias != nil {
+		return *x.Antialias
+	}
+	return false
+}
+
+// FixedSizeCrop is torchvision's FixedSizeCrop (its detection references'
+// and prototype transforms', of the large-scale-jitter recipe): the image
+// cropped to at most height x width at a random place (one uniform r: top
+// int((H - height) * r), left int((W - width) * r), where the image is
+// larger), then padded on the right and bottom with fill to height x
+// width. A job's target boxes are cropped and clamped, and those left
+// empty dropped with their labels. A geometry op: first, or right after a
+// ScaleJitter.
+type FixedSizeCrop struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Height uint32                 `protobuf:"varint,1,opt,name=height,proto3" json:"height,omitempty"`
+	// 0 means square.
+	Width uint32 `protobuf:"varint,2,opt,name=width,proto3" json:"width,omitempty"`
+	// The constant fill: 1 value or 3 (per channel), integers 0..255;
+	// empty: 0.
+	Fill []float64 `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	// "" or "constant" (the only mode torchvision's pads a tensor with).
+	PaddingMode   string `protobuf:"bytes,4,opt,name=padding_mode,json=paddingMode,proto3" json:"padding_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FixedSizeCrop) Reset() {
+	*x = FixedSizeCrop{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FixedSizeCrop) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FixedSizeCrop) ProtoMessage() {}
+
+func (x *FixedSizeCrop) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FixedSizeCrop.ProtoReflect.Descriptor instead.
+func (*FixedSizeCrop) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *FixedSizeCrop) GetHeight() uint32 {
+	if x != nil {
+		return x.Height
+	}
+	return 0
+}
+
+func (x *FixedSizeCrop) GetWidth() uint32 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+func (x *FixedSizeCrop) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
+}
+
+func (x *FixedSizeCrop) GetPaddingMode() string {
+	if x != nil {
+		return x.PaddingMode
+	}
+	return ""
+}
+
 // RandomIoUCrop is torchvision.transforms.v2's RandomIoUCrop (SSD's IoU
 // crop): rounds of a uniform option of sampler_options (a minimal IoU; one
 // >= 1 leaves the image) and trials of a crop (each side times a scale in
@@ -2224,7 +2421,7 @@ type RandomIoUCrop struct {
 
 func (x *RandomIoUCrop) Reset() {
 	*x = RandomIoUCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2236,7 +2433,7 @@ func (x *RandomIoUCrop) String() string {
 func (*RandomIoUCrop) ProtoMessage() {}
 
 func (x *RandomIoUCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2249,7 +2446,7 @@ func (x *RandomIoUCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomIoUCrop.ProtoReflect.Descriptor instead.
 func (*RandomIoUCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RandomIoUCrop) GetMinScale() float64 {
@@ -2320,7 +2517,7 @@ type RandomPhotometricDistort struct {
 
 func (x *RandomPhotometricDistort) Reset() {
 	*x = RandomPhotometricDistort{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2332,7 +2529,7 @@ func (x *RandomPhotometricDistort) String() string {
 func (*RandomPhotometricDistort) ProtoMessage() {}
 
 func (x *RandomPhotometricDistort) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2345,7 +2542,7 @@ func (x *RandomPhotometricDistort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPhotometricDistort.ProtoReflect.Descriptor instead.
 func (*RandomPhotometricDistort) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RandomPhotometricDistort) GetBrightness() *Range {
@@ -2397,7 +2594,7 @@ type ConvertBoundingBoxFormat struct {
 
 func (x *ConvertBoundingBoxFormat) Reset() {
 	*x = ConvertBoundingBoxFormat{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2409,7 +2606,7 @@ func (x *ConvertBoundingBoxFormat) String() string {
 func (*ConvertBoundingBoxFormat) ProtoMessage() {}
 
 func (x *ConvertBoundingBoxFormat) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2422,7 +2619,7 @@ func (x *ConvertBoundingBoxFormat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConvertBoundingBoxFormat.ProtoReflect.Descriptor instead.
 func (*ConvertBoundingBoxFormat) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ConvertBoundingBoxFormat) GetFormat() string {
@@ -2449,7 +2646,7 @@ type SanitizeBoundingBoxes struct {
 
 func (x *SanitizeBoundingBoxes) Reset() {
 	*x = SanitizeBoundingBoxes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2461,7 +2658,7 @@ func (x *SanitizeBoundingBoxes) String() string {
 func (*SanitizeBoundingBoxes) ProtoMessage() {}
 
 func (x *SanitizeBoundingBoxes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2474,7 +2671,7 @@ func (x *SanitizeBoundingBoxes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SanitizeBoundingBoxes.ProtoReflect.Descriptor instead.
 func (*SanitizeBoundingBoxes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SanitizeBoundingBoxes) GetMinSize() float64 {
@@ -2516,7 +2713,7 @@ type RandomCrop struct {
 
 func (x *RandomCrop) Reset() {
 	*x = RandomCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2528,7 +2725,7 @@ func (x *RandomCrop) String() string {
 func (*RandomCrop) ProtoMessage() {}
 
 func (x *RandomCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2541,7 +2738,7 @@ func (x *RandomCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomCrop.ProtoReflect.Descriptor instead.
 func (*RandomCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RandomCrop) GetHeight() uint32 {
@@ -2597,7 +2794,7 @@ type Range struct {
 
 func (x *Range) Reset() {
 	*x = Range{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2609,7 +2806,7 @@ func (x *Range) String() string {
 func (*Range) ProtoMessage() {}
 
 func (x *Range) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2622,7 +2819,7 @@ func (x *Range) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Range.ProtoReflect.Descriptor instead.
 func (*Range) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Range) GetMin() float64 {
@@ -2662,7 +2859,7 @@ type RandomResizedCrop struct {
 
 func (x *RandomResizedCrop) Reset() {
 	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2674,7 +2871,7 @@ func (x *RandomResizedCrop) String() string {
 func (*RandomResizedCrop) ProtoMessage() {}
 
 func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2687,7 +2884,7 @@ func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
 func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RandomResizedCrop) GetHeight() uint32 {
@@ -2767,7 +2964,7 @@ type Resize struct {
 
 func (x *Resize) Reset() {
 	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2779,7 +2976,7 @@ func (x *Resize) String() string {
 func (*Resize) ProtoMessage() {}
 
 func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2792,7 +2989,7 @@ func (x *Resize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resize.ProtoReflect.Descriptor instead.
 func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Resize) GetHeight() uint32 {
@@ -2834,7 +3031,7 @@ type CenterCrop struct {
 
 func (x *CenterCrop) Reset() {
 	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2846,7 +3043,7 @@ func (x *CenterCrop) String() string {
 func (*CenterCrop) ProtoMessage() {}
 
 func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2859,7 +3056,7 @@ func (x *CenterCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
 func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CenterCrop) GetHeight() uint32 {
@@ -2886,7 +3083,7 @@ type RandomHorizontalFlip struct {
 
 func (x *RandomHorizontalFlip) Reset() {
 	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2898,7 +3095,7 @@ func (x *RandomHorizontalFlip) String() string {
 func (*RandomHorizontalFlip) ProtoMessage() {}
 
 func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2911,7 +3108,7 @@ func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
 func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RandomHorizontalFlip) GetP() float64 {
@@ -2931,7 +3128,7 @@ type RandomVerticalFlip struct {
 
 func (x *RandomVerticalFlip) Reset() {
 	*x = RandomVerticalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2943,7 +3140,7 @@ func (x *RandomVerticalFlip) String() string {
 func (*RandomVerticalFlip) ProtoMessage() {}
 
 func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2956,7 +3153,7 @@ func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomVerticalFlip.ProtoReflect.Descriptor instead.
 func (*RandomVerticalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RandomVerticalFlip) GetP() float64 {
@@ -2986,7 +3183,7 @@ type ColorJitter struct {
 
 func (x *ColorJitter) Reset() {
 	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2998,7 +3195,7 @@ func (x *ColorJitter) String() string {
 func (*ColorJitter) ProtoMessage() {}
 
 func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3011,7 +3208,7 @@ func (x *ColorJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
 func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ColorJitter) GetBrightness() float64 {
@@ -3082,7 +3279,7 @@ type Normalize struct {
 
 func (x *Normalize) Reset() {
 	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3094,7 +3291,7 @@ func (x *Normalize) String() string {
 func (*Normalize) ProtoMessage() {}
 
 func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3107,7 +3304,7 @@ func (x *Normalize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
 func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Normalize) GetMean() []float64 {
@@ -3134,7 +3331,7 @@ type Grayscale struct {
 
 func (x *Grayscale) Reset() {
 	*x = Grayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3146,7 +3343,7 @@ func (x *Grayscale) String() string {
 func (*Grayscale) ProtoMessage() {}
 
 func (x *Grayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3159,7 +3356,7 @@ func (x *Grayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grayscale.ProtoReflect.Descriptor instead.
 func (*Grayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Grayscale) GetNumOutputChannels() uint32 {
@@ -3179,7 +3376,7 @@ type RandomGrayscale struct {
 
 func (x *RandomGrayscale) Reset() {
 	*x = RandomGrayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3191,7 +3388,7 @@ func (x *RandomGrayscale) String() string {
 func (*RandomGrayscale) ProtoMessage() {}
 
 func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3204,7 +3401,7 @@ func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomGrayscale.ProtoReflect.Descriptor instead.
 func (*RandomGrayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RandomGrayscale) GetP() float64 {
@@ -3228,7 +3425,7 @@ type GaussianBlur struct {
 
 func (x *GaussianBlur) Reset() {
 	*x = GaussianBlur{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3240,7 +3437,7 @@ func (x *GaussianBlur) String() string {
 func (*GaussianBlur) ProtoMessage() {}
 
 func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3253,7 +3450,7 @@ func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GaussianBlur.ProtoReflect.Descriptor instead.
 func (*GaussianBlur) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GaussianBlur) GetKernelX() uint32 {
@@ -3295,7 +3492,7 @@ type RandomSolarize struct {
 
 func (x *RandomSolarize) Reset() {
 	*x = RandomSolarize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3307,7 +3504,7 @@ func (x *RandomSolarize) String() string {
 func (*RandomSolarize) ProtoMessage() {}
 
 func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3320,7 +3517,7 @@ func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomSolarize.ProtoReflect.Descriptor instead.
 func (*RandomSolarize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RandomSolarize) GetThreshold() float64 {
@@ -3348,7 +3545,7 @@ type RandomPosterize struct {
 
 func (x *RandomPosterize) Reset() {
 	*x = RandomPosterize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3360,7 +3557,7 @@ func (x *RandomPosterize) String() string {
 func (*RandomPosterize) ProtoMessage() {}
 
 func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3373,7 +3570,7 @@ func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPosterize.ProtoReflect.Descriptor instead.
 func (*RandomPosterize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RandomPosterize) GetBits() uint32 {
@@ -3400,7 +3597,7 @@ type RandomInvert struct {
 
 func (x *RandomInvert) Reset() {
 	*x = RandomInvert{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3412,7 +3609,7 @@ func (x *RandomInvert) String() string {
 func (*RandomInvert) ProtoMessage() {}
 
 func (x *RandomInvert) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3425,7 +3622,7 @@ func (x *RandomInvert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomInvert.ProtoReflect.Descriptor instead.
 func (*RandomInvert) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RandomInvert) GetP() float64 {
@@ -3445,7 +3642,7 @@ type RandomEqualize struct {
 
 func (x *RandomEqualize) Reset() {
 	*x = RandomEqualize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3457,7 +3654,7 @@ func (x *RandomEqualize) String() string {
 func (*RandomEqualize) ProtoMessage() {}
 
 func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3470,7 +3667,7 @@ func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomEqualize.ProtoReflect.Descriptor instead.
 func (*RandomEqualize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RandomEqualize) GetP() float64 {
@@ -3490,7 +3687,7 @@ type RandomAutocontrast struct {
 
 func (x *RandomAutocontrast) Reset() {
 	*x = RandomAutocontrast{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3502,7 +3699,7 @@ func (x *RandomAutocontrast) String() string {
 func (*RandomAutocontrast) ProtoMessage() {}
 
 func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3515,7 +3712,7 @@ func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAutocontrast.ProtoReflect.Descriptor instead.
 func (*RandomAutocontrast) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RandomAutocontrast) GetP() float64 {
@@ -3536,7 +3733,7 @@ type RandomAdjustSharpness struct {
 
 func (x *RandomAdjustSharpness) Reset() {
 	*x = RandomAdjustSharpness{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3548,7 +3745,7 @@ func (x *RandomAdjustSharpness) String() string {
 func (*RandomAdjustSharpness) ProtoMessage() {}
 
 func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3561,7 +3758,7 @@ func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAdjustSharpness.ProtoReflect.Descriptor instead.
 func (*RandomAdjustSharpness) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RandomAdjustSharpness) GetSharpnessFactor() float64 {
@@ -3596,7 +3793,7 @@ type RandomRotation struct {
 
 func (x *RandomRotation) Reset() {
 	*x = RandomRotation{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3608,7 +3805,7 @@ func (x *RandomRotation) String() string {
 func (*RandomRotation) ProtoMessage() {}
 
 func (x *RandomRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3621,7 +3818,7 @@ func (x *RandomRotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomRotation.ProtoReflect.Descriptor instead.
 func (*RandomRotation) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RandomRotation) GetDegrees() *Range {
@@ -3679,7 +3876,7 @@ type RandomAffine struct {
 
 func (x *RandomAffine) Reset() {
 	*x = RandomAffine{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3691,7 +3888,7 @@ func (x *RandomAffine) String() string {
 func (*RandomAffine) ProtoMessage() {}
 
 func (x *RandomAffine) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3704,7 +3901,7 @@ func (x *RandomAffine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAffine.ProtoReflect.Descriptor instead.
 func (*RandomAffine) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RandomAffine) GetDegrees() *Range {
@@ -3792,7 +3989,7 @@ type RandomErasing struct {
 
 func (x *RandomErasing) Reset() {
 	*x = RandomErasing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3804,7 +4001,7 @@ func (x *RandomErasing) String() string {
 func (*RandomErasing) ProtoMessage() {}
 
 func (x *RandomErasing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3817,7 +4014,7 @@ func (x *RandomErasing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomErasing.ProtoReflect.Descriptor instead.
 func (*RandomErasing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RandomErasing) GetP() float64 {
@@ -3901,7 +4098,7 @@ type RandomApply struct {
 
 func (x *RandomApply) Reset() {
 	*x = RandomApply{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3913,7 +4110,7 @@ func (x *RandomApply) String() string {
 func (*RandomApply) ProtoMessage() {}
 
 func (x *RandomApply) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3926,7 +4123,7 @@ func (x *RandomApply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomApply.ProtoReflect.Descriptor instead.
 func (*RandomApply) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RandomApply) GetOps() []*Op {
@@ -3954,7 +4151,7 @@ type RandomChoice struct {
 
 func (x *RandomChoice) Reset() {
 	*x = RandomChoice{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3966,7 +4163,7 @@ func (x *RandomChoice) String() string {
 func (*RandomChoice) ProtoMessage() {}
 
 func (x *RandomChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3979,7 +4176,7 @@ func (x *RandomChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomChoice.ProtoReflect.Descriptor instead.
 func (*RandomChoice) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RandomChoice) GetOps() []*Op {
@@ -4006,7 +4203,7 @@ type RandomOrder struct {
 
 func (x *RandomOrder) Reset() {
 	*x = RandomOrder{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4018,7 +4215,7 @@ func (x *RandomOrder) String() string {
 func (*RandomOrder) ProtoMessage() {}
 
 func (x *RandomOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4031,7 +4228,7 @@ func (x *RandomOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomOrder.ProtoReflect.Descriptor instead.
 func (*RandomOrder) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RandomOrder) GetOps() []*Op {
@@ -4055,7 +4252,7 @@ type TrivialAugmentWide struct {
 
 func (x *TrivialAugmentWide) Reset() {
 	*x = TrivialAugmentWide{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4067,7 +4264,7 @@ func (x *TrivialAugmentWide) String() string {
 func (*TrivialAugmentWide) ProtoMessage() {}
 
 func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4080,7 +4277,7 @@ func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrivialAugmentWide.ProtoReflect.Descriptor instead.
 func (*TrivialAugmentWide) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TrivialAugmentWide) GetNumMagnitudeBins() uint32 {
@@ -4119,7 +4316,7 @@ type RandAugment struct {
 
 func (x *RandAugment) Reset() {
 	*x = RandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4131,7 +4328,7 @@ func (x *RandAugment) String() string {
 func (*RandAugment) ProtoMessage() {}
 
 func (x *RandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4144,7 +4341,7 @@ func (x *RandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandAugment.ProtoReflect.Descriptor instead.
 func (*RandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RandAugment) GetNumOps() uint32 {
@@ -4195,7 +4392,7 @@ type AutoAugment struct {
 
 func (x *AutoAugment) Reset() {
 	*x = AutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4207,7 +4404,7 @@ func (x *AutoAugment) String() string {
 func (*AutoAugment) ProtoMessage() {}
 
 func (x *AutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4220,7 +4417,7 @@ func (x *AutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoAugment.ProtoReflect.Descriptor instead.
 func (*AutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AutoAugment) GetPolicy() string {
@@ -4261,7 +4458,7 @@ type AugMix struct {
 
 func (x *AugMix) Reset() {
 	*x = AugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4273,7 +4470,7 @@ func (x *AugMix) String() string {
 func (*AugMix) ProtoMessage() {}
 
 func (x *AugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4286,7 +4483,7 @@ func (x *AugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AugMix.ProtoReflect.Descriptor instead.
 func (*AugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *AugMix) GetSeverity() uint32 {
@@ -4355,7 +4552,7 @@ type TimmRandAugment struct {
 
 func (x *TimmRandAugment) Reset() {
 	*x = TimmRandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4367,7 +4564,7 @@ func (x *TimmRandAugment) String() string {
 func (*TimmRandAugment) ProtoMessage() {}
 
 func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4380,7 +4577,7 @@ func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmRandAugment.ProtoReflect.Descriptor instead.
 func (*TimmRandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *TimmRandAugment) GetConfig() string {
@@ -4421,7 +4618,7 @@ type TimmAutoAugment struct {
 
 func (x *TimmAutoAugment) Reset() {
 	*x = TimmAutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4433,7 +4630,7 @@ func (x *TimmAutoAugment) String() string {
 func (*TimmAutoAugment) ProtoMessage() {}
 
 func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4446,7 +4643,7 @@ func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAutoAugment.ProtoReflect.Descriptor instead.
 func (*TimmAutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *TimmAutoAugment) GetConfig() string {
@@ -4490,7 +4687,7 @@ type TimmAugMix struct {
 
 func (x *TimmAugMix) Reset() {
 	*x = TimmAugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4502,7 +4699,7 @@ func (x *TimmAugMix) String() string {
 func (*TimmAugMix) ProtoMessage() {}
 
 func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4515,7 +4712,7 @@ func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAugMix.ProtoReflect.Descriptor instead.
 func (*TimmAugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *TimmAugMix) GetConfig() string {
@@ -4560,7 +4757,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4572,7 +4769,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4585,7 +4782,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -4640,7 +4837,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4652,7 +4849,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4665,7 +4862,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -4787,7 +4984,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4799,7 +4996,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4812,7 +5009,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -4905,7 +5102,7 @@ type ViewInfo struct {
 
 func (x *ViewInfo) Reset() {
 	*x = ViewInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4917,7 +5114,7 @@ func (x *ViewInfo) String() string {
 func (*ViewInfo) ProtoMessage() {}
 
 func (x *ViewInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4930,7 +5127,7 @@ func (x *ViewInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewInfo.ProtoReflect.Descriptor instead.
 func (*ViewInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ViewInfo) GetName() string {
@@ -4987,7 +5184,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4999,7 +5196,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5012,7 +5209,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -5116,7 +5313,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5128,7 +5325,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5141,7 +5338,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -5166,7 +5363,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5178,7 +5375,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5191,7 +5388,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *FieldValues) GetName() string {
@@ -5228,7 +5425,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5240,7 +5437,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5253,7 +5450,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -5291,7 +5488,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5303,7 +5500,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5316,7 +5513,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -5353,7 +5550,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5365,7 +5562,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5378,7 +5575,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -5418,7 +5615,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5430,7 +5627,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5443,7 +5640,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -5456,7 +5653,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5468,7 +5665,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5481,7 +5678,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -5509,7 +5706,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5521,7 +5718,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5534,7 +5731,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -5596,7 +5793,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5608,7 +5805,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5621,7 +5818,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -5727,7 +5924,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5739,7 +5936,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5752,7 +5949,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -5771,7 +5968,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5783,7 +5980,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5796,7 +5993,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -5816,7 +6013,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5828,7 +6025,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5841,7 +6038,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -5890,7 +6087,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5902,7 +6099,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5915,7 +6112,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -5991,7 +6188,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6003,7 +6200,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6016,7 +6213,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -6043,7 +6240,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6055,7 +6252,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6068,7 +6265,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -6172,7 +6369,7 @@ type LeaseProgress struct {
 
 func (x *LeaseProgress) Reset() {
 	*x = LeaseProgress{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6184,7 +6381,7 @@ func (x *LeaseProgress) String() string {
 func (*LeaseProgress) ProtoMessage() {}
 
 func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6197,7 +6394,7 @@ func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
 func (*LeaseProgress) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *LeaseProgress) GetLease() uint64 {
@@ -6227,7 +6424,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6239,7 +6436,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6252,7 +6449,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -6324,7 +6521,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6336,7 +6533,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6349,7 +6546,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -6423,7 +6620,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6435,7 +6632,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6448,7 +6645,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -6494,7 +6691,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6506,7 +6703,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6519,7 +6716,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -6572,7 +6769,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6584,7 +6781,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6597,7 +6794,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -6630,7 +6827,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6642,7 +6839,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6655,7 +6852,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -6674,7 +6871,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6686,7 +6883,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6699,7 +6896,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -6806,7 +7003,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6818,7 +7015,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6831,7 +7028,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *JobStatus) GetId() string {
@@ -7060,7 +7257,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7072,7 +7269,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7085,7 +7282,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -7183,7 +7380,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7195,7 +7392,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7208,7 +7405,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -7373,7 +7570,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\tViewGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
-	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xc3\x13\n" +
+	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xc6\x14\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +
@@ -7414,7 +7611,9 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x0frandom_zoom_out\x18\xa1\x01 \x01(\v2\x18.stoker.v1.RandomZoomOutH\x00R\rrandomZoomOut\x12C\n" +
 	"\x0frandom_iou_crop\x18\xa2\x01 \x01(\v2\x18.stoker.v1.RandomIoUCropH\x00R\rrandomIouCrop\x12d\n" +
 	"\x1arandom_photometric_distort\x18\xa3\x01 \x01(\v2#.stoker.v1.RandomPhotometricDistortH\x00R\x18randomPhotometricDistort\x12e\n" +
-	"\x1bconvert_bounding_box_format\x18\xa4\x01 \x01(\v2#.stoker.v1.ConvertBoundingBoxFormatH\x00R\x18convertBoundingBoxFormatB\x04\n" +
+	"\x1bconvert_bounding_box_format\x18\xa4\x01 \x01(\v2#.stoker.v1.ConvertBoundingBoxFormatH\x00R\x18convertBoundingBoxFormat\x12<\n" +
+	"\fscale_jitter\x18\xa5\x01 \x01(\v2\x16.stoker.v1.ScaleJitterH\x00R\vscaleJitter\x12C\n" +
+	"\x0ffixed_size_crop\x18\xa6\x01 \x01(\v2\x18.stoker.v1.FixedSizeCropH\x00R\rfixedSizeCropB\x04\n" +
 	"\x02op\"V\n" +
 	"\x03Pad\x12\x18\n" +
 	"\apadding\x18\x01 \x03(\rR\apadding\x12\x12\n" +
@@ -7425,7 +7624,21 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\n" +
 	"side_range\x18\x02 \x01(\v2\x10.stoker.v1.RangeR\tsideRange\x12\x11\n" +
 	"\x01p\x18\x03 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\"\xc8\x02\n" +
+	"\x02_p\"\xf9\x01\n" +
+	"\vScaleJitter\x12#\n" +
+	"\rtarget_height\x18\x01 \x01(\rR\ftargetHeight\x12!\n" +
+	"\ftarget_width\x18\x02 \x01(\rR\vtargetWidth\x121\n" +
+	"\vscale_range\x18\x03 \x01(\v2\x10.stoker.v1.RangeR\n" +
+	"scaleRange\x12>\n" +
+	"\rinterpolation\x18\x04 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12!\n" +
+	"\tantialias\x18\x05 \x01(\bH\x00R\tantialias\x88\x01\x01B\f\n" +
+	"\n" +
+	"_antialias\"t\n" +
+	"\rFixedSizeCrop\x12\x16\n" +
+	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
+	"\x05width\x18\x02 \x01(\rR\x05width\x12\x12\n" +
+	"\x04fill\x18\x03 \x03(\x01R\x04fill\x12!\n" +
+	"\fpadding_mode\x18\x04 \x01(\tR\vpaddingMode\"\xc8\x02\n" +
 	"\rRandomIoUCrop\x12 \n" +
 	"\tmin_scale\x18\x01 \x01(\x01H\x00R\bminScale\x88\x01\x01\x12 \n" +
 	"\tmax_scale\x18\x02 \x01(\x01H\x01R\bmaxScale\x88\x01\x01\x12-\n" +
@@ -7881,7 +8094,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 83)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Decode)(0),                      // 0: stoker.v1.Decode
 	(ShuffleMode)(0),                 // 1: stoker.v1.ShuffleMode
@@ -7904,76 +8117,78 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*Op)(nil),                       // 18: stoker.v1.Op
 	(*Pad)(nil),                      // 19: stoker.v1.Pad
 	(*RandomZoomOut)(nil),            // 20: stoker.v1.RandomZoomOut
-	(*RandomIoUCrop)(nil),            // 21: stoker.v1.RandomIoUCrop
-	(*RandomPhotometricDistort)(nil), // 22: stoker.v1.RandomPhotometricDistort
-	(*ConvertBoundingBoxFormat)(nil), // 23: stoker.v1.ConvertBoundingBoxFormat
-	(*SanitizeBoundingBoxes)(nil),    // 24: stoker.v1.SanitizeBoundingBoxes
-	(*RandomCrop)(nil),               // 25: stoker.v1.RandomCrop
-	(*Range)(nil),                    // 26: stoker.v1.Range
-	(*RandomResizedCrop)(nil),        // 27: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),                   // 28: stoker.v1.Resize
-	(*CenterCrop)(nil),               // 29: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil),     // 30: stoker.v1.RandomHorizontalFlip
-	(*RandomVerticalFlip)(nil),       // 31: stoker.v1.RandomVerticalFlip
-	(*ColorJitter)(nil),              // 32: stoker.v1.ColorJitter
-	(*Normalize)(nil),                // 33: stoker.v1.Normalize
-	(*Grayscale)(nil),                // 34: stoker.v1.Grayscale
-	(*RandomGrayscale)(nil),          // 35: stoker.v1.RandomGrayscale
-	(*GaussianBlur)(nil),             // 36: stoker.v1.GaussianBlur
-	(*RandomSolarize)(nil),           // 37: stoker.v1.RandomSolarize
-	(*RandomPosterize)(nil),          // 38: stoker.v1.RandomPosterize
-	(*RandomInvert)(nil),             // 39: stoker.v1.RandomInvert
-	(*RandomEqualize)(nil),           // 40: stoker.v1.RandomEqualize
-	(*RandomAutocontrast)(nil),       // 41: stoker.v1.RandomAutocontrast
-	(*RandomAdjustSharpness)(nil),    // 42: stoker.v1.RandomAdjustSharpness
-	(*RandomRotation)(nil),           // 43: stoker.v1.RandomRotation
-	(*RandomAffine)(nil),             // 44: stoker.v1.RandomAffine
-	(*RandomErasing)(nil),            // 45: stoker.v1.RandomErasing
-	(*RandomApply)(nil),              // 46: stoker.v1.RandomApply
-	(*RandomChoice)(nil),             // 47: stoker.v1.RandomChoice
-	(*RandomOrder)(nil),              // 48: stoker.v1.RandomOrder
-	(*TrivialAugmentWide)(nil),       // 49: stoker.v1.TrivialAugmentWide
-	(*RandAugment)(nil),              // 50: stoker.v1.RandAugment
-	(*AutoAugment)(nil),              // 51: stoker.v1.AutoAugment
-	(*AugMix)(nil),                   // 52: stoker.v1.AugMix
-	(*TimmRandAugment)(nil),          // 53: stoker.v1.TimmRandAugment
-	(*TimmAutoAugment)(nil),          // 54: stoker.v1.TimmAutoAugment
-	(*TimmAugMix)(nil),               // 55: stoker.v1.TimmAugMix
-	(*Credit)(nil),                   // 56: stoker.v1.Credit
-	(*FeedResponse)(nil),             // 57: stoker.v1.FeedResponse
-	(*JobInfo)(nil),                  // 58: stoker.v1.JobInfo
-	(*ViewInfo)(nil),                 // 59: stoker.v1.ViewInfo
-	(*BatchHeader)(nil),              // 60: stoker.v1.BatchHeader
-	(*Shape)(nil),                    // 61: stoker.v1.Shape
-	(*FieldValues)(nil),              // 62: stoker.v1.FieldValues
-	(*SampleError)(nil),              // 63: stoker.v1.SampleError
-	(*Chunk)(nil),                    // 64: stoker.v1.Chunk
-	(*EpochEnd)(nil),                 // 65: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),      // 66: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),     // 67: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),              // 68: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),              // 69: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                   // 70: stoker.v1.JobEnd
-	(*WorkPing)(nil),                 // 71: stoker.v1.WorkPing
-	(*WorkJob)(nil),                  // 72: stoker.v1.WorkJob
-	(*Lease)(nil),                    // 73: stoker.v1.Lease
-	(*CancelLease)(nil),              // 74: stoker.v1.CancelLease
-	(*WorkResponse)(nil),             // 75: stoker.v1.WorkResponse
-	(*LeaseProgress)(nil),            // 76: stoker.v1.LeaseProgress
-	(*WorkerInfo)(nil),               // 77: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),          // 78: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),                // 79: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),                // 80: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),              // 81: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),            // 82: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),           // 83: stoker.v1.StatusResponse
-	(*JobStatus)(nil),                // 84: stoker.v1.JobStatus
-	(*MakingShares)(nil),             // 85: stoker.v1.MakingShares
-	(*MakerStatus)(nil),              // 86: stoker.v1.MakerStatus
+	(*ScaleJitter)(nil),              // 21: stoker.v1.ScaleJitter
+	(*FixedSizeCrop)(nil),            // 22: stoker.v1.FixedSizeCrop
+	(*RandomIoUCrop)(nil),            // 23: stoker.v1.RandomIoUCrop
+	(*RandomPhotometricDistort)(nil), // 24: stoker.v1.RandomPhotometricDistort
+	(*ConvertBoundingBoxFormat)(nil), // 25: stoker.v1.ConvertBoundingBoxFormat
+	(*SanitizeBoundingBoxes)(nil),    // 26: stoker.v1.SanitizeBoundingBoxes
+	(*RandomCrop)(nil),               // 27: stoker.v1.RandomCrop
+	(*Range)(nil),                    // 28: stoker.v1.Range
+	(*RandomResizedCrop)(nil),        // 29: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),                   // 30: stoker.v1.Resize
+	(*CenterCrop)(nil),               // 31: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil),     // 32: stoker.v1.RandomHorizontalFlip
+	(*RandomVerticalFlip)(nil),       // 33: stoker.v1.RandomVerticalFlip
+	(*ColorJitter)(nil),              // 34: stoker.v1.ColorJitter
+	(*Normalize)(nil),                // 35: stoker.v1.Normalize
+	(*Grayscale)(nil),                // 36: stoker.v1.Grayscale
+	(*RandomGrayscale)(nil),          // 37: stoker.v1.RandomGrayscale
+	(*GaussianBlur)(nil),             // 38: stoker.v1.GaussianBlur
+	(*RandomSolarize)(nil),           // 39: stoker.v1.RandomSolarize
+	(*RandomPosterize)(nil),          // 40: stoker.v1.RandomPosterize
+	(*RandomInvert)(nil),             // 41: stoker.v1.RandomInvert
+	(*RandomEqualize)(nil),           // 42: stoker.v1.RandomEqualize
+	(*RandomAutocontrast)(nil),       // 43: stoker.v1.RandomAutocontrast
+	(*RandomAdjustSharpness)(nil),    // 44: stoker.v1.RandomAdjustSharpness
+	(*RandomRotation)(nil),           // 45: stoker.v1.RandomRotation
+	(*RandomAffine)(nil),             // 46: stoker.v1.RandomAffine
+	(*RandomErasing)(nil),            // 47: stoker.v1.RandomErasing
+	(*RandomApply)(nil),              // 48: stoker.v1.RandomApply
+	(*RandomChoice)(nil),             // 49: stoker.v1.RandomChoice
+	(*RandomOrder)(nil),              // 50: stoker.v1.RandomOrder
+	(*TrivialAugmentWide)(nil),       // 51: stoker.v1.TrivialAugmentWide
+	(*RandAugment)(nil),              // 52: stoker.v1.RandAugment
+	(*AutoAugment)(nil),              // 53: stoker.v1.AutoAugment
+	(*AugMix)(nil),                   // 54: stoker.v1.AugMix
+	(*TimmRandAugment)(nil),          // 55: stoker.v1.TimmRandAugment
+	(*TimmAutoAugment)(nil),          // 56: stoker.v1.TimmAutoAugment
+	(*TimmAugMix)(nil),               // 57: stoker.v1.TimmAugMix
+	(*Credit)(nil),                   // 58: stoker.v1.Credit
+	(*FeedResponse)(nil),             // 59: stoker.v1.FeedResponse
+	(*JobInfo)(nil),                  // 60: stoker.v1.JobInfo
+	(*ViewInfo)(nil),                 // 61: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),              // 62: stoker.v1.BatchHeader
+	(*Shape)(nil),                    // 63: stoker.v1.Shape
+	(*FieldValues)(nil),              // 64: stoker.v1.FieldValues
+	(*SampleError)(nil),              // 65: stoker.v1.SampleError
+	(*Chunk)(nil),                    // 66: stoker.v1.Chunk
+	(*EpochEnd)(nil),                 // 67: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),      // 68: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),     // 69: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),              // 70: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),              // 71: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                   // 72: stoker.v1.JobEnd
+	(*WorkPing)(nil),                 // 73: stoker.v1.WorkPing
+	(*WorkJob)(nil),                  // 74: stoker.v1.WorkJob
+	(*Lease)(nil),                    // 75: stoker.v1.Lease
+	(*CancelLease)(nil),              // 76: stoker.v1.CancelLease
+	(*WorkResponse)(nil),             // 77: stoker.v1.WorkResponse
+	(*LeaseProgress)(nil),            // 78: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),               // 79: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),          // 80: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),                // 81: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),                // 82: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),              // 83: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),            // 84: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),           // 85: stoker.v1.StatusResponse
+	(*JobStatus)(nil),                // 86: stoker.v1.JobStatus
+	(*MakingShares)(nil),             // 87: stoker.v1.MakingShares
+	(*MakerStatus)(nil),              // 88: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	56,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	58,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
 	13,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
 	16,  // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
 	2,   // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
@@ -7985,120 +8200,124 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	7,   // 10: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
 	11,  // 11: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
 	7,   // 12: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	58,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	60,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
 	18,  // 14: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
 	17,  // 15: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
 	16,  // 16: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
-	27,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	28,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	29,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	30,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	32,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	33,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	31,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
-	34,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
-	35,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
-	36,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
-	37,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
-	38,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
-	39,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
-	40,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
-	41,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
-	42,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
-	43,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
-	44,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
-	45,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
-	46,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
-	47,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
-	48,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
-	49,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
-	50,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
-	51,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
-	52,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
-	53,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
-	25,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
+	29,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	30,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	31,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	32,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	34,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	35,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	33,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
+	36,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
+	37,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
+	38,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
+	39,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
+	40,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
+	41,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
+	42,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
+	43,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
+	44,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
+	45,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
+	46,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
+	47,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
+	48,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
+	49,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
+	50,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
+	51,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
+	52,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
+	53,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
+	54,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
+	55,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
+	27,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
 	19,  // 45: stoker.v1.Op.pad:type_name -> stoker.v1.Pad
-	54,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
-	55,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
-	24,  // 48: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
+	56,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
+	57,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
+	26,  // 48: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
 	20,  // 49: stoker.v1.Op.random_zoom_out:type_name -> stoker.v1.RandomZoomOut
-	21,  // 50: stoker.v1.Op.random_iou_crop:type_name -> stoker.v1.RandomIoUCrop
-	22,  // 51: stoker.v1.Op.random_photometric_distort:type_name -> stoker.v1.RandomPhotometricDistort
-	23,  // 52: stoker.v1.Op.convert_bounding_box_format:type_name -> stoker.v1.ConvertBoundingBoxFormat
-	26,  // 53: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
-	26,  // 54: stoker.v1.RandomPhotometricDistort.brightness:type_name -> stoker.v1.Range
-	26,  // 55: stoker.v1.RandomPhotometricDistort.contrast:type_name -> stoker.v1.Range
-	26,  // 56: stoker.v1.RandomPhotometricDistort.saturation:type_name -> stoker.v1.Range
-	26,  // 57: stoker.v1.RandomPhotometricDistort.hue:type_name -> stoker.v1.Range
-	4,   // 58: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 59: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	26,  // 60: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	26,  // 61: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	26,  // 62: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	26,  // 63: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	26,  // 64: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	4,   // 65: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	26,  // 66: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	26,  // 67: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	4,   // 68: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	26,  // 69: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	26,  // 70: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	18,  // 71: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	18,  // 72: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	18,  // 73: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	4,   // 74: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 75: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 76: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 77: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 78: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 79: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 80: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
-	58,  // 81: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	60,  // 82: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	64,  // 83: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	65,  // 84: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	12,  // 85: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	5,   // 86: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	59,  // 87: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
-	0,   // 88: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
-	5,   // 89: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	63,  // 90: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	0,   // 91: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
-	61,  // 92: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	62,  // 93: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	68,  // 94: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	72,  // 95: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	73,  // 96: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	74,  // 97: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	70,  // 98: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	71,  // 99: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 100: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	77,  // 101: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	79,  // 102: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	64,  // 103: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	81,  // 104: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	76,  // 105: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	78,  // 106: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	60,  // 107: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	80,  // 108: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	84,  // 109: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	86,  // 110: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	85,  // 111: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 112: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	66,  // 113: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 114: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	82,  // 115: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	69,  // 116: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	57,  // 117: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	67,  // 118: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 119: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	83,  // 120: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	75,  // 121: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	117, // [117:122] is the sub-list for method output_type
-	112, // [112:117] is the sub-list for method input_type
-	112, // [112:112] is the sub-list for extension type_name
-	112, // [112:112] is the sub-list for extension extendee
-	0,   // [0:112] is the sub-list for field type_name
+	23,  // 50: stoker.v1.Op.random_iou_crop:type_name -> stoker.v1.RandomIoUCrop
+	24,  // 51: stoker.v1.Op.random_photometric_distort:type_name -> stoker.v1.RandomPhotometricDistort
+	25,  // 52: stoker.v1.Op.convert_bounding_box_format:type_name -> stoker.v1.ConvertBoundingBoxFormat
+	21,  // 53: stoker.v1.Op.scale_jitter:type_name -> stoker.v1.ScaleJitter
+	22,  // 54: stoker.v1.Op.fixed_size_crop:type_name -> stoker.v1.FixedSizeCrop
+	28,  // 55: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
+	28,  // 56: stoker.v1.ScaleJitter.scale_range:type_name -> stoker.v1.Range
+	4,   // 57: stoker.v1.ScaleJitter.interpolation:type_name -> stoker.v1.Interpolation
+	28,  // 58: stoker.v1.RandomPhotometricDistort.brightness:type_name -> stoker.v1.Range
+	28,  // 59: stoker.v1.RandomPhotometricDistort.contrast:type_name -> stoker.v1.Range
+	28,  // 60: stoker.v1.RandomPhotometricDistort.saturation:type_name -> stoker.v1.Range
+	28,  // 61: stoker.v1.RandomPhotometricDistort.hue:type_name -> stoker.v1.Range
+	4,   // 62: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 63: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	28,  // 64: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	28,  // 65: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	28,  // 66: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	28,  // 67: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	28,  // 68: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	4,   // 69: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	28,  // 70: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	28,  // 71: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	4,   // 72: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	28,  // 73: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	28,  // 74: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	18,  // 75: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	18,  // 76: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	18,  // 77: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	4,   // 78: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 79: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 80: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 81: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 82: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 83: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 84: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
+	60,  // 85: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	62,  // 86: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	66,  // 87: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	67,  // 88: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	12,  // 89: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	5,   // 90: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	61,  // 91: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	0,   // 92: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
+	5,   // 93: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	65,  // 94: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	0,   // 95: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
+	63,  // 96: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	64,  // 97: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	70,  // 98: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	74,  // 99: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	75,  // 100: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	76,  // 101: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	72,  // 102: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	73,  // 103: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 104: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	79,  // 105: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	81,  // 106: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	66,  // 107: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	83,  // 108: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	78,  // 109: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	80,  // 110: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	62,  // 111: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	82,  // 112: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	86,  // 113: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	88,  // 114: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	87,  // 115: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 116: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	68,  // 117: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 118: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	84,  // 119: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	71,  // 120: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	59,  // 121: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	69,  // 122: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 123: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	85,  // 124: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	77,  // 125: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	121, // [121:126] is the sub-list for method output_type
+	116, // [116:121] is the sub-list for method input_type
+	116, // [116:116] is the sub-list for extension type_name
+	116, // [116:116] is the sub-list for extension extendee
+	0,   // [0:116] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -8148,42 +8367,45 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_RandomIouCrop)(nil),
 		(*Op_RandomPhotometricDistort)(nil),
 		(*Op_ConvertBoundingBoxFormat)(nil),
+		(*Op_ScaleJitter)(nil),
+		(*Op_FixedSizeCrop)(nil),
 	}
 	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[15].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[16].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[17].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[18].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[21].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[22].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[20].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[23].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[24].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[25].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[29].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[27].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[31].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[32].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[33].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[34].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[35].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[36].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[39].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[40].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[44].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[37].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[38].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[41].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[42].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[46].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[51].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[48].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[53].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[54].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[63].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[56].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[65].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[69].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[71].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -8196,7 +8418,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   81,
+			NumMessages:   83,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
