@@ -215,3 +215,51 @@ def test_fixed_size_crop_alone_draws(stoker_bin: Path) -> None:
         return c
 
     in_band(run)
+
+
+class FixedSizeCrop(torch.nn.Module):
+    """The detection references' FixedSizeCrop as from_torchvision sees it
+    (its module is theirs, ``transforms``; its attributes theirs): the
+    recipe's crop, run here by fixed_size_crop."""
+
+    def __init__(self, size: Tuple[int, int], fill: Any = 0, padding_mode: str = "constant") -> None:
+        super().__init__()
+        self.crop_height, self.crop_width = size
+        self.fill, self.padding_mode = fill, padding_mode
+
+
+FixedSizeCrop.__module__ = "transforms"
+
+
+def test_lsj_preset_is_the_recipe(server: str, det: Path) -> None:  # noqa: F811
+    """transform="lsj" is torchvision's detection references' recipe
+    (ScaleJitter((1024, 1024), antialias=True), FixedSizeCrop((1024, 1024),
+    fill=mean (123, 117, 104)), RandomHorizontalFlip(0.5), then v2's
+    SanitizeBoundingBoxes) converted by from_torchvision: the same traces,
+    pixels and targets, seed for seed; on a few samples, 1024x1024 uint8,
+    the pixels and boxes are torchvision's replay of the trace."""
+    recipe = T.from_torchvision(tv2.Compose([
+        tv2.ScaleJitter(target_size=(1024, 1024), antialias=True),
+        FixedSizeCrop(size=(1024, 1024), fill=(123.0, 117.0, 104.0)),
+        tv2.RandomHorizontalFlip(p=0.5), tv2.SanitizeBoundingBoxes()]))
+    assert recipe.transforms == [T.ScaleJitter((1024, 1024)), T.FixedSizeCrop(1024, fill=MEAN),
+                                 T.RandomHorizontalFlip(0.5), T.SanitizeBoundingBoxes()]
+    images_dir = det / "images" / "train"
+    sources = coco_sources(det)
+    kw = dict(batch_size=4, seed=5, targets=True, trace=True, return_indices=True, pin_memory=False, timeout=120,
+              shuffle=False, fields=("path",))
+    seen, kinds = 0, set()
+    with stoker.Loader(server, "coco", transform="lsj", **kw) as a, \
+            stoker.Loader(server, "coco", transform=recipe, **kw) as b:
+        for x, y in zip(a, b):
+            assert x.trace == y.trace
+            assert x[0].dtype == torch.uint8 and x[0].shape[1:] == (3, 1024, 1024) and torch.equal(x[0], y[0])
+            for i, (t, u, idx) in enumerate(zip(x[1], y[1], x[2].tolist())):
+                assert torch.equal(t["boxes"], u["boxes"]) and torch.equal(t["labels"], u["labels"])
+                steps = dict((s, a) for s, a in x.trace[i])
+                kinds.add("cropped" if max(steps["resize"]["size"]) > 1024 else "padded")
+                if seen < 6:
+                    src = decode_jpeg(read_file(str(images_dir / x.fields["path"][i].decode())), mode=ImageReadMode.RGB)
+                    check_sample(x[0][i], t, src, sources[idx], x.trace[i], f"lsj sample {idx}")
+                seen += 1
+    assert seen == N and kinds == {"cropped", "padded"}, kinds
