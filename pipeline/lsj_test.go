@@ -222,6 +222,58 @@ func TestLSJRefused(t *testing.T) {
 	}
 }
 
+// TestLSJEdges: ScaleJitter and FixedSizeCrop at the edges of their
+// arguments, on images of a pixel, a line, a column: NewTransform refuses
+// or accepts, a plan is made or fails with ErrUnsupported (a side resized
+// to 0), never a panic; a made plan's trace parses back, moves boxes to
+// the output's canvas, and small ones decode to their size.
+func TestLSJEdges(t *testing.T) {
+	sizes := [][2]int{{1, 1}, {1, 3000}, {3000, 1}, {3, 2}, {40, 30}}
+	decoded := 0
+	for _, target := range []int{1, 2, maxSide} {
+		for _, sr := range [][2]float64{{1e-9, 1e-9}, {0.1, 2}, {maxJitter, maxJitter}} {
+			for _, crop := range []int{1, 17, maxSide} {
+				tr, err := NewTransform(CHW, Op{Kind: OpScaleJitter, Size: [2]int{target, target}, Scale: sr},
+					Op{Kind: OpFixedSizeCrop, Size: [2]int{crop, crop}, Fill: [3]float64{255, 0, 7}}, Op{Kind: OpRandomHorizontalFlip, P: 0.5})
+				if err != nil {
+					t.Fatalf("target %d, scale_range %v, crop %d: %v", target, sr, crop, err)
+				}
+				for _, wh := range sizes {
+					for k := range uint64(4) {
+						p, err := tr.plan(wh[0], wh[1], Key{Seed: 9, Index: k})
+						if err != nil {
+							if !errors.Is(err, ErrUnsupported) {
+								t.Fatalf("%dx%d: %v", wh[0], wh[1], err)
+							}
+							continue
+						}
+						steps := tr.geometrySteps(&p, nil)
+						if back, err := ParseTrace(AppendTrace(nil, steps)); err != nil || !slices.Equal(back, steps) {
+							t.Fatalf("%dx%d: trace %v parsed back as %v (%v)", wh[0], wh[1], steps, back, err)
+						}
+						tg := &Targets{Boxes: [][4]float32{{0, 0, float32(wh[0]), float32(wh[1])}}, Labels: []int64{1}, Crowd: []uint8{0}}
+						if w, h, err := tg.Move(wh[0], wh[1], steps); err != nil || w != crop || h != crop {
+							t.Fatalf("%dx%d: boxes moved to a %dx%d canvas (%v), want %d", wh[0], wh[1], w, h, err, crop)
+						}
+						if crop <= 17 && wh[0] <= 40 && wh[1] <= 40 && k == 0 {
+							out := make([]byte, tr.SampleBytes())
+							d := NewDecoder()
+							if err := d.Decode(encodePNG(testPicture(wh[0], wh[1])), tr, Key{Seed: 9}, out); err != nil {
+								t.Fatalf("%dx%d, target %d, scale_range %v, crop %d: %v", wh[0], wh[1], target, sr, crop, err)
+							}
+							d.Close()
+							decoded++
+						}
+					}
+				}
+			}
+		}
+	}
+	if decoded == 0 {
+		t.Error("no sample decoded")
+	}
+}
+
 // BenchmarkLSJPreset: the preset "lsj" on a photo (459x425,
 // testdata/photos/shell/000015.jpg) with three boxes, per sample: the
 // resize's window of up to 1024x1024 resampled, the padding, the flip.
