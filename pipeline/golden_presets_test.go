@@ -22,7 +22,8 @@ import (
 // them from goldenPresetsFast's wherever a crop had been DCT-scaled, and
 // OutputVersion 5 those of the presets with a bilinear geometry
 // (imagenet-*, simclr*, tv-resnet50-v2), whose filter became torch's.
-// detr's cover its targets too (made from boxedDataset's boxes).
+// detr's and lsj's cover their targets too (made from boxedDataset's
+// boxes).
 var goldenPresets = map[string][2]string{
 	"clip":           {"fe4b1beab4dcd14c057f348e325f49b02b8143e8a0ce5da979418adf81f119db", "ed96c86c3e7dac049be9c473b8b5cc728dba8450ae96020239048f4a559be3b2"},
 	"detr":           {"cdab82c14300f5ef357b68f8fea9e350579e1f00437476c3bdcde792fe072b56", "b575d027cc62aedaac9720e8d5c6c47b9dd0b8c4738803274e5f8dafa47506c8"},
@@ -33,6 +34,7 @@ var goldenPresets = map[string][2]string{
 	"dinov2":         {"d157b044407058332fef65eb90b15759775eeb4fdaa63094869408de01e5efca", "83d11eb4f9c3c4f484aec5639dd939dda99bedf1cbd782ca6efc426ea4d6cbca"},
 	"imagenet-eval":  {"db219745dedc9beaf600ce7665331c995ffc7427a4b3541cac7919cfea1e2bae", "db219745dedc9beaf600ce7665331c995ffc7427a4b3541cac7919cfea1e2bae"},
 	"imagenet-train": {"baa70f7c79b8fdd9171f2052b5b242e410aa47a147d672463862943a48b71d55", "ff8b47e0f576dd3438ed06f5827fde35dd26c73f6b2ed4a8f9c126cbf5f77379"},
+	"lsj":            {"b9ad9a9cb9db3fbf4301bd29ee3810fe598ee9e87bc198051e51db03b40fa144", "4c98133f30128aaf478639a9a1398be6f3fd310458f0b7b11c575ce091940dd1"},
 	"simclr":         {"bc9b6fdd591500eec00681e0a781bacfdacc913b7c719848f166dfccddbf05e5", "6b0c075314f164928e2d859aac5ae61b39d7fdd565f4e69d79b4e17c1af3c283"},
 	"simclr-view":    {"70cce4b1741c0f59df5a2b68e40bb121f206704a37c079255b2b67a1a89fe7f2", "fe5de1dc02a6834b2ad8f651021dbf53447445cea824d429b662a8a850b328f3"},
 	"tv-resnet50-v2": {"9078ffc17fcb2c200d11f7ed42bf45a1d852556d8c0efc5a3f7a1a960d293c25", "3eab75ac59d6259ac81a85e2256174251512d8b999ac2583f338654bb6ad5baf"},
@@ -54,6 +56,7 @@ var goldenPresetsFast = map[string][2]string{
 	"dinov2":         {"df84b1834c4189393d1a7db0c7d052e41f5647497481bdecf878f06942f20950", "04ea14024940c289429a8309989df59b518111303a3cef1d0c6c48f58314eea3"},
 	"imagenet-eval":  {"2b67e2d594a4679c45cadee4dfd5bdb76bd9ddb0401ec2009961beb930787f92", "2b67e2d594a4679c45cadee4dfd5bdb76bd9ddb0401ec2009961beb930787f92"},
 	"imagenet-train": {"bf1c283ea96f3b2573c547e6cfb8a55fa8a95f89053fcd8d67dbe0b463759fab", "66e6c08a16dc2d0568d7705b86b7f5452ec65ab4bc42dd7fe92b543b24536dde"},
+	"lsj":            {"b9ad9a9cb9db3fbf4301bd29ee3810fe598ee9e87bc198051e51db03b40fa144", "4e7e4981b5ca5e923e6e244d32b8a692074f1efc501773d17ca54d91e36bcf4b"},
 	"simclr":         {"bc9b6fdd591500eec00681e0a781bacfdacc913b7c719848f166dfccddbf05e5", "c970510d961f16884aa691ed8a9c1c451fb17e624def34c9b8cb75e44c63e3ee"},
 	"simclr-view":    {"ed384ad7639e6017c5891fea4e9c4c39aa0f426043ce1f7009e4d2ccf02bc5b8", "5c5a3189cd87c719b3b783efefb22bd28b867fb2149d22c7007440cae4942e6e"},
 	"tv-resnet50-v2": {"0313ce0e95d26b5f11c329ff908ae9d14a064e6c18a4fe98b321ff5fcf6c1894", "e2d7c8bcecc87cad51eca82b00df6691819573d02b7c264221c40cbc23fa0499"},

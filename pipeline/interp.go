@@ -48,6 +48,11 @@ func (t *Transform) geomInterp(p *samplePlan) error {
 		op = t.rrc
 	case t.resize != nil:
 		op = t.resize
+	case t.fixed != nil:
+		op = t.fixed // its crop copies pixels
+		if t.jitter != nil {
+			op = t.jitter
+		}
 	}
 	if !op.Interp.Valid() {
 		return fmt.Errorf("%w: transform: %s interpolation %d: want bilinear, nearest or bicubic", ErrUnsupported, op.Kind, op.Interp)

@@ -140,6 +140,10 @@ func (t *Transform) planBoxes(srcW, srcH int, k Key, src *Targets, scratch *[][4
 		t.zoomOut(&p, k)
 	}
 	switch {
+	case t.fixed != nil:
+		if err := t.lsjPlan(&p, k); err != nil {
+			return p, err
+		}
 	case t.iou != nil:
 		if err := t.iouPlan(&p, k, src, scratch); err != nil {
 			return p, err

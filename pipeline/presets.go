@@ -80,6 +80,18 @@ var presets = map[string][]Op{
 		{Kind: OpResize, Size: [2]int{640, 640}},
 		{Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
 	},
+	// Large-scale jitter (the Copy-Paste paper's; torchvision's detection
+	// references' "lsj", for Mask R-CNN): ScaleJitter to 1024x1024 at
+	// scale_range (0.1, 2), antialiased, FixedSizeCrop(1024) padded with
+	// their fill, the mean (123, 117, 104), the flip, and the
+	// SanitizeBoundingBoxes() their v2 pipeline ends with: a job with
+	// targets only.
+	"lsj": {
+		{Kind: OpScaleJitter, Size: [2]int{1024, 1024}, Scale: [2]float64{0.1, 2}},
+		{Kind: OpFixedSizeCrop, Size: [2]int{1024, 1024}, Fill: [3]float64{123, 117, 104}},
+		{Kind: OpRandomHorizontalFlip, P: 0.5},
+		{Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+	},
 }
 
 // meanColour is ImageNet's mean as uint8 pixels: what torchvision's

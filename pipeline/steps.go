@@ -71,6 +71,12 @@ const (
 	// boxes, XYXY until then, delivered in the format I[0] (a BoxFormat);
 	// no kernel.
 	FnConvertBoxFormat
+	// FnFixedSizeCrop is FixedSizeCrop's: torchvision's crop of
+	// (top, left, height, width) (I[0:4]) when that is not the whole
+	// image, the boxes it leaves empty dropped with their labels
+	// (Targets.Move), then pad on the right and bottom with Fill to size
+	// (I[4:6]); fused into the decode as the other geometry.
+	FnFixedSizeCrop
 	numFns
 )
 
@@ -172,6 +178,8 @@ var fnSpecs = [numFns]fnSpec{
 	FnConvertBoxFormat: {"convert_bounding_box_format", []arg{{"new_format", argBoxFormat, 0, 1}}},
 	FnPermuteChannels:  {"permute_channels", []arg{{"permutation", argInt, 0, 3}}},
 	FnIoUCrop:          {"iou_crop", []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}}},
+	FnFixedSizeCrop: {"fixed_size_crop", []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1},
+		{"size", argInt, 4, 2}, {"fill", argFill, 0, 1}}},
 }
 
 // String is the Fn's torchvision name.
@@ -193,5 +201,5 @@ var fnByName = func() map[string]Fn {
 
 // geometry reports whether f is fused into the decode.
 func (f Fn) geometry() bool {
-	return f == FnResizedCrop || f == FnResize || f == FnCenterCrop || f == FnPad || f == FnCrop || f == FnIoUCrop
+	return f == FnResizedCrop || f == FnResize || f == FnCenterCrop || f == FnPad || f == FnCrop || f == FnIoUCrop || f == FnFixedSizeCrop
 }

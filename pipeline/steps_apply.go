@@ -146,7 +146,7 @@ func checkStep(st *Step, w, h int) error {
 		if i < 0 || j < 0 || eh < 0 || ew < 0 || i+eh > h || j+ew > w {
 			return bad("box (i=%d, j=%d, h=%d, w=%d) is outside the %dx%d image", i, j, eh, ew, w, h)
 		}
-	case FnResizedCrop, FnResize, FnCenterCrop, FnPad, FnCrop, FnIoUCrop, FnNormalize:
+	case FnResizedCrop, FnResize, FnCenterCrop, FnPad, FnCrop, FnIoUCrop, FnFixedSizeCrop, FnNormalize:
 		return bad("a geometry op or Normalize is no kernel after the decode")
 	}
 	if err := checkGeom(st); err != nil {

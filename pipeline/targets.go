@@ -178,7 +178,7 @@ func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 			return w, h, fmt.Errorf("%w: targets do not support %s yet", ErrUnsupported, fnSpecs[st.Fn].name)
 		case FnIoUCrop:
 			w, h = iouCropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
-		case FnSanitizeBoxes, FnConvertBoxFormat:
+		case FnSanitizeBoxes, FnConvertBoxFormat, FnFixedSizeCrop:
 			return w, h, fmt.Errorf("%w: %s drops boxes with their labels or changes their format: Targets.Move, not MoveBoxes", ErrUnsupported, fnSpecs[st.Fn].name)
 		}
 		// Every other op (color, blur, erase, normalize) leaves the boxes:
@@ -193,7 +193,7 @@ func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 func (t *Targets) Move(w, h int, steps []Step) (int, int, error) {
 	from := 0
 	for i := range steps {
-		if steps[i].Fn != FnSanitizeBoxes && steps[i].Fn != FnConvertBoxFormat {
+		if steps[i].Fn != FnSanitizeBoxes && steps[i].Fn != FnConvertBoxFormat && steps[i].Fn != FnFixedSizeCrop {
 			continue
 		}
 		var err error
@@ -202,6 +202,8 @@ func (t *Targets) Move(w, h int, steps []Step) (int, int, error) {
 		}
 		if st := &steps[i]; st.Fn == FnSanitizeBoxes {
 			t.sanitize(w, h, st.F[0], st.F[1])
+		} else if st.Fn == FnFixedSizeCrop {
+			w, h = t.fixedSizeCrop(w, h, st)
 		} else {
 			convertBoxes(t.Boxes, BoxFormat(st.I[0]))
 			t.Format = BoxFormat(st.I[0])
@@ -480,7 +482,7 @@ func checkTargetOps(ops []Op, at string) error {
 				return err
 			}
 		case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomZoomOut, OpRandomIoUCrop, OpRandomHorizontalFlip, OpRandomVerticalFlip,
-			OpRandomRotation, OpRandomAffine:
+			OpRandomRotation, OpRandomAffine, OpScaleJitter, OpFixedSizeCrop:
 			// Moves the boxes: MoveBoxes.
 		case OpSanitizeBoundingBoxes, OpConvertBoundingBoxFormat:
 			// Drops boxes, or changes their format: Targets.Move.

@@ -10,6 +10,7 @@ import (
 	"math"
 
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
 // affineStepBoxes moves boxes on a w x h canvas through a rotate or affine
@@ -97,7 +98,7 @@ func boxFMA32(a, b, c float32) float32 {
 // float64 as it computes it (inverseAffine's rotation, scale and shear;
 // every product rounded; det's sin, cos and tan).
 func forwardAffine(center [2]float64, angle float64, translate [2]float64, scale float64, shear [2]float64) [6]float64 {
-	rot, sx, sy := radians(angle), radians(shear[0]), radians(shear[1])
+	rot, sx, sy := kernels.Radians(angle), kernels.Radians(shear[0]), kernels.Radians(shear[1])
 	cx, cy := center[0], center[1]
 	cosSy, tanSx := det.Cos(sy), det.Tan(sx)
 	rotMinusSy := rot - sy

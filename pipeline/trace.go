@@ -298,6 +298,8 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 		buf = append(buf, Step{Fn: FnPad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}, Fill: t.zoom.Fill})
 	}
 	switch {
+	case t.fixed != nil:
+		buf = t.lsjSteps(p, buf)
 	case t.iou != nil:
 		if p.iou {
 			buf = append(buf, Step{Fn: FnIoUCrop, I: [6]int{p.cy, p.cx, p.ch, p.cw}})

@@ -240,6 +240,8 @@ type Transform struct {
 	padAfter *Op
 	resize   *Op // Resize, if any
 	center   *Op // CenterCrop, if any
+	// jitter and fixed: a ScaleJitter and FixedSizeCrop (lsj.go).
+	jitter, fixed *Op
 	// flip is the p of a RandomHorizontalFlip right after the geometry:
 	// fused into the decode (the resampler's coefficients run backwards).
 	flip    float64
@@ -294,7 +296,10 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	// geometry is parsed from the op after them.
 	all, pre := t.ops, leadingPre(t.ops)
 	t.ops = t.ops[pre:]
-	n := 0 // ops of the geometry
+	n, err := t.lsjGeometry() // ops of the geometry: a ScaleJitter and FixedSizeCrop's (lsj.go)
+	if err != nil {
+		return nil, err
+	}
 	for n < len(t.ops) && geometryKind(t.ops[n].Kind) {
 		op := &t.ops[n]
 		if err := t.checkZoomOut(op, n); err != nil {
@@ -379,6 +384,7 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		return bad("Pad alone gives a size that varies per image: follow it with a RandomCrop or CenterCrop, which fix the batch's size")
 	}
 	switch {
+	case t.fixed != nil: // lsjGeometry set the size
 	case t.rcrop != nil:
 		t.geom, t.outH, t.outW = cropResize, t.rcrop.Size[0], t.rcrop.Size[1]
 	case t.rrc != nil:

@@ -66,6 +66,11 @@ func opsString(ops []Op) string {
 		case OpRandomIoUCrop:
 			fmt.Fprintf(&b, "(scale=%v, aspect_ratio=%v, sampler_options=%v, trials=%d)", op.Scale, op.Ratio, op.Options, op.Trials)
 			continue
+		case OpScaleJitter:
+			fmt.Fprintf(&b, "(%dx%d, scale_range=%v", op.Size[0], op.Size[1], op.Scale)
+		case OpFixedSizeCrop:
+			fmt.Fprintf(&b, "(%dx%d, fill=%v)", op.Size[0], op.Size[1], op.Fill)
+			continue
 		case OpRandomZoomOut:
 			fmt.Fprintf(&b, "(fill=%v, side_range=%v, p=%g)", op.Fill, op.SideRange, op.P)
 			continue

@@ -14,7 +14,7 @@ func TestPresets(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			side := map[string]int{"tv-resnet50-v2": 176, "dino-local": 96, "detr": 640}[name]
+			side := map[string]int{"tv-resnet50-v2": 176, "dino-local": 96, "detr": 640, "lsj": 1024}[name]
 			if side == 0 {
 				side = 224
 			}

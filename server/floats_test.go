@@ -75,6 +75,10 @@ func validOpLists() [][]*pb.Op {
 				Contrast: &pb.Range{Min: 0.5, Max: 1.5}, Saturation: &pb.Range{Min: 0.5, Max: 1.5}, Hue: &pb.Range{Min: -0.1, Max: 0.1}, P: proto.Float64(0.5)}}},
 			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}},
 		},
+		{ // large-scale jitter
+			{Op: &pb.Op_ScaleJitter{ScaleJitter: &pb.ScaleJitter{TargetHeight: 64, TargetWidth: 48, ScaleRange: &pb.Range{Min: 0.5, Max: 1.5}}}},
+			{Op: &pb.Op_FixedSizeCrop{FixedSizeCrop: &pb.FixedSizeCrop{Height: 32, Fill: []float64{1, 2, 3}}}},
+		},
 		{ // a job with targets (describe's "det")
 			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32}}},
 			{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{MinSize: proto.Float64(2), MinArea: proto.Float64(3)}}},

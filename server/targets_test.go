@@ -217,7 +217,8 @@ func TestTargetsRefused(t *testing.T) {
 }
 
 // TestDetrTargetsAnyTopology: the DETR recipes' ops (RandomIoUCrop drawing
-// against each sample's boxes, which a peer reads as the server does) make
+// against each sample's boxes, which a peer reads as the server does), and
+// large-scale jitter's (FixedSizeCrop dropping the boxes it empties), make
 // the same pixels and targets on a lone server and over 3 peers, every
 // slot verified, none quarantined.
 func TestDetrTargetsAnyTopology(t *testing.T) {
@@ -226,37 +227,46 @@ func TestDetrTargetsAnyTopology(t *testing.T) {
 		return Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1}
 	}
 	sanitize := &pb.Op{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{}}}
-	job := smallJob("det", 8)
-	job.Job.Targets = true
-	job.Job.Transform.Ops = []*pb.Op{
-		{Op: &pb.Op_RandomPhotometricDistort{RandomPhotometricDistort: &pb.RandomPhotometricDistort{}}},
-		{Op: &pb.Op_RandomZoomOut{RandomZoomOut: &pb.RandomZoomOut{}}},
-		{Op: &pb.Op_RandomIouCrop{RandomIouCrop: &pb.RandomIoUCrop{}}},
-		sanitize, flipOp(nil),
-		{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}},
-		sanitize,
-		{Op: &pb.Op_ConvertBoundingBoxFormat{ConvertBoundingBoxFormat: &pb.ConvertBoundingBoxFormat{Format: "CXCYWH"}}},
-	}
-	var alone epoch
-	for _, n := range []int{0, 3} {
-		e := topology(t, cfg, n)
-		ep := e.collect(t, job)
-		seen := 0
-		for _, b := range ep.batches {
-			for _, v := range b.hdr.GetFields()[0].GetValues() {
-				if le := binary.LittleEndian; le.Uint32(v) != 32 || le.Uint32(v[20:]) != 2 { // CXCYWH
-					t.Errorf("%d peers: header % x", n, v[:24])
+	cxcywh := &pb.Op{Op: &pb.Op_ConvertBoundingBoxFormat{ConvertBoundingBoxFormat: &pb.ConvertBoundingBoxFormat{Format: "CXCYWH"}}}
+	for name, ops := range map[string][]*pb.Op{
+		"detr": {
+			{Op: &pb.Op_RandomPhotometricDistort{RandomPhotometricDistort: &pb.RandomPhotometricDistort{}}},
+			{Op: &pb.Op_RandomZoomOut{RandomZoomOut: &pb.RandomZoomOut{}}},
+			{Op: &pb.Op_RandomIouCrop{RandomIouCrop: &pb.RandomIoUCrop{}}},
+			sanitize, flipOp(nil),
+			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}},
+			sanitize, cxcywh,
+		},
+		"lsj": {
+			{Op: &pb.Op_ScaleJitter{ScaleJitter: &pb.ScaleJitter{TargetHeight: 40, TargetWidth: 40}}},
+			{Op: &pb.Op_FixedSizeCrop{FixedSizeCrop: &pb.FixedSizeCrop{Height: 32, Fill: []float64{123, 117, 104}}}},
+			flipOp(nil), sanitize, cxcywh,
+		},
+	} {
+		job := smallJob("det", 8)
+		job.Job.Targets = true
+		job.Job.Transform.Ops = ops
+		var alone epoch
+		for _, n := range []int{0, 3} {
+			e := topology(t, cfg, n)
+			ep := e.collect(t, job)
+			seen := 0
+			for _, b := range ep.batches {
+				for _, v := range b.hdr.GetFields()[0].GetValues() {
+					if le := binary.LittleEndian; le.Uint32(v) != 32 || le.Uint32(v[20:]) != 2 { // CXCYWH
+						t.Errorf("%s, %d peers: header % x", name, n, v[:24])
+					}
+					seen++
 				}
-				seen++
 			}
+			if seen != len(counts) {
+				t.Errorf("%s, %d peers: %d samples, want %d", name, n, seen, len(counts))
+			}
+			if n == 0 {
+				alone = ep
+				continue
+			}
+			sameAsAlone(t, e, n, ep, alone)
 		}
-		if seen != len(counts) {
-			t.Errorf("%d peers: %d samples, want %d", n, seen, len(counts))
-		}
-		if n == 0 {
-			alone = ep
-			continue
-		}
-		sameAsAlone(t, e, n, ep, alone)
 	}
 }

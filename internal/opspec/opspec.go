@@ -210,6 +210,18 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 			op.SideRange = rng(z.SideRange)
 		}
 		op.Fill, err = fill(z.GetFill(), [3]float64{}, where, "fill")
+	case *stokerv1.Op_ScaleJitter:
+		j := x.ScaleJitter
+		op = pipeline.Op{Kind: pipeline.OpScaleJitter, Size: [2]int{int(j.GetTargetHeight()), int(j.GetTargetWidth())},
+			Scale: [2]float64{0.1, 2}, NoAntialias: j.Antialias != nil && !j.GetAntialias()}
+		if j.ScaleRange != nil {
+			op.Scale = rng(j.ScaleRange)
+		}
+		op.Interp, err = interp(j.GetInterpolation(), pipeline.InterpBilinear, where)
+	case *stokerv1.Op_FixedSizeCrop:
+		c := x.FixedSizeCrop
+		op = pipeline.Op{Kind: pipeline.OpFixedSizeCrop, Size: [2]int{int(c.GetHeight()), int(c.GetWidth())}}
+		err = padding(&op, nil, c.GetFill(), c.GetPaddingMode(), where)
 	case *stokerv1.Op_RandomIouCrop:
 		c := x.RandomIouCrop
 		op = pipeline.Op{Kind: pipeline.OpRandomIoUCrop, Scale: [2]float64{p(c.MinScale, 0.3), p(c.MaxScale, 1)},

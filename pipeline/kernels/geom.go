@@ -278,7 +278,7 @@ func inverseAffine(w, h int, center [2]float64, hasCenter bool, angle float64, t
 	if hasCenter {
 		cx, cy = center[0]-float64(float64(w)*0.5), center[1]-float64(float64(h)*0.5)
 	}
-	rot, sx, sy := radians(angle), radians(shear[0]), radians(shear[1])
+	rot, sx, sy := Radians(angle), Radians(shear[0]), Radians(shear[1])
 	cosSy, tanSx := det.Cos(sy), det.Tan(sx)
 	rotMinusSy := rot - sy
 	cxt, cyt := cx+translate[0], cy+translate[1]
@@ -292,10 +292,10 @@ func inverseAffine(w, h int, center [2]float64, hasCenter bool, angle float64, t
 	return m
 }
 
-// radians is math.radians, with an angle beyond what det.Sin takes reduced
+// Radians is math.radians (the kernels' and the box maths'), with an angle beyond what det.Sin takes reduced
 // modulo 360 degrees first (exactly; torchvision never sees such angles:
 // the pipeline's checkStep refuses them).
-func radians(deg float64) float64 {
+func Radians(deg float64) float64 {
 	if math.Abs(deg) > 1e9 {
 		deg = math.Mod(deg, 360)
 	}

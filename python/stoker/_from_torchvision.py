@@ -36,7 +36,7 @@ from stoker._ops_base import Transform
 _BEHAVIOUR = ("forward", "__call__", "transform", "_transform", "make_params", "_get_params", "get_params",
               "_apply_image_or_video_transform")
 _GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "Pad", "RandomZoomOut", "RandomIoUCrop",
-             "timm.RandomResizedCropAndInterpolation")
+             "ScaleJitter", "FixedSizeCrop", "timm.RandomResizedCropAndInterpolation")
 #: Conversions the Loader already does (decode to RGB uint8): dropped.
 _DROPPED = ("ToTensor", "PILToTensor", "ToImage", "ToDtype", "ConvertImageDtype", "ToPureTensor", "ToPILImage",
             "RGB", "Identity", "timm.ToTensor", "open_clip.MaybeConvertMode")
@@ -61,6 +61,11 @@ _FOREIGN = {
     ("open_clip.transform", "color_jitter"): "open_clip.color_jitter",
     ("open_clip.transform", "gray_scale"): "open_clip.gray_scale",
     ("dinov2.data.transforms", "MaybeToTensor"): "ToTensor",
+    # FixedSizeCrop is not in torchvision.transforms.v2: the detection
+    # references' (references/detection/transforms.py, imported there as
+    # transforms) and the prototype transforms' have the same draw.
+    ("transforms", "FixedSizeCrop"): "FixedSizeCrop",
+    ("torchvision.prototype.transforms._geometry", "FixedSizeCrop"): "FixedSizeCrop",
 }
 
 
@@ -298,6 +303,11 @@ class _Converter:
             n = self._iou_crop(1)
         elif name == "RandomIoUCrop":
             n = self._iou_crop(0)
+        elif name == "ScaleJitter":
+            if len(self.ops) < 2 or self.ops[1][1] != "FixedSizeCrop":
+                raise ValueError(f"{where}: ScaleJitter needs FixedSizeCrop right after it (stoker's ScaleJitter is part "
+                                 f"of the geometry; alone its size would vary per image)")
+            n = 2
         elif name == "RandomZoomOut":
             nxt = self.ops[1] if len(self.ops) > 1 else None
             if nxt is None or nxt[1] not in ("Resize", "RandomCrop", "CenterCrop") or \
@@ -611,6 +621,15 @@ def _zoom_out(cv: _Converter, t: Any) -> Transform:
     return O.RandomZoomOut(0 if fill is None else fill, tuple(t.side_range), t.p)
 
 
+def _fixed_size_crop(cv: _Converter, t: Any) -> Transform:
+    """FixedSizeCrop (the detection references' or the prototype's): its
+    size, fill (of a fill per type, the Image's or "others"; none is 0)
+    and padding mode."""
+    fill = cv.pixels(_fill_of(t))
+    return O.FixedSizeCrop((t.crop_height, t.crop_width), 0 if fill is None else fill,
+                           getattr(t, "padding_mode", "constant"))
+
+
 def _sanitize(t: Any, where: str) -> Transform:
     """v2.SanitizeBoundingBoxes: its bounds; the labels are always the
     targets' own (labels_getter "default"), dropped with their boxes."""
@@ -632,6 +651,8 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "ConvertBoundingBoxFormat": lambda cv, t, where: O.ConvertBoundingBoxFormat(t.format),
     "RandomPhotometricDistort": lambda cv, t, where: O.RandomPhotometricDistort(t.brightness, t.contrast, t.saturation,
                                                                                 t.hue, t.p),
+    "ScaleJitter": lambda cv, t, where: O.ScaleJitter(t.target_size, t.scale_range, t.interpolation, _resize_aa(cv, t)),
+    "FixedSizeCrop": lambda cv, t, where: _fixed_size_crop(cv, t),
     "RandomIoUCrop": lambda cv, t, where: O.RandomIoUCrop(t.min_scale, t.max_scale, t.min_aspect_ratio,
                                                           t.max_aspect_ratio, t.options, t.trials),
     "RandomHorizontalFlip": _p(O.RandomHorizontalFlip),

@@ -254,6 +254,56 @@ class RandomIoUCrop(Transform):
             max_aspect_ratio=self.max_aspect_ratio, sampler_options=list(self.sampler_options), trials=self.trials))
 
 
+class ScaleJitter(Transform):
+    """torchvision.transforms.v2's ScaleJitter (large-scale jitter): the
+    image resized by ``r = min(target_size[1] / height, target_size[0] /
+    width)`` times a scale uniform in ``scale_range``, each side
+    ``int(side * r)`` (torchvision's make_params, whose ``target_size``
+    pairs its second value with the height); a job's target boxes move
+    with it. Part of the geometry, fused into the decode: first, then
+    ``FixedSizeCrop``, which fixes the batch's size."""
+
+    def __init__(self, target_size: Sequence[int], scale_range: Sequence[float] = (0.1, 2.0),
+                 interpolation: Any = "bilinear", antialias: Optional[bool] = True) -> None:
+        cls = "ScaleJitter"
+        if not hasattr(target_size, "__len__") or len(target_size) != 2:
+            raise TypeError(f"{cls}: target_size should be a (w, h) pair, as torchvision indexes it, got {target_size!r}")
+        self.target_size = (integer(cls, "target_size", target_size[0], 1, 4096),
+                            integer(cls, "target_size", target_size[1], 1, 4096))
+        lo, hi = seq(cls, "scale_range", scale_range, (2,))
+        if not 0 < lo <= hi <= 16:
+            raise ValueError(f"{cls}: scale_range {tuple(scale_range)}: want 0 < min <= max <= 16")
+        self.scale_range = (lo, hi)
+        self.interpolation = interp_name(cls, interpolation, _RESAMPLE)
+        self.antialias = _antialias(cls, antialias)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(scale_jitter=pb.ScaleJitter(
+            target_height=self.target_size[1], target_width=self.target_size[0],
+            scale_range=pb.Range(min=self.scale_range[0], max=self.scale_range[1]),
+            interpolation=interp_pb(self.interpolation, "bilinear"), antialias=None if self.antialias else False))
+
+
+class FixedSizeCrop(Transform):
+    """torchvision's FixedSizeCrop (its detection references' and
+    prototype transforms', of the large-scale-jitter recipe): a crop of at
+    most ``size`` (h, w; an int is square) at one uniform ``r`` (top
+    ``int((height - h) * r)``, left ``int((width - w) * r)`` where the
+    image is larger), padded on the right and bottom with ``fill`` to
+    ``size``; a job's target boxes are cropped, and those left empty
+    dropped with their labels. Part of the geometry, fused into the
+    decode: first, or right after a ``ScaleJitter``."""
+
+    def __init__(self, size: Size, fill: Any = 0, padding_mode: str = "constant") -> None:
+        cls = "FixedSizeCrop"
+        self.size = hw(cls, size)
+        self.fill = _constant_fill(cls, fill, padding_mode)
+
+    def to_proto(self) -> pb.Op:
+        h, w = self.size
+        return pb.Op(fixed_size_crop=pb.FixedSizeCrop(height=h, width=w, fill=fill_list(self.fill)))
+
+
 class ConvertBoundingBoxFormat(Transform):
     """torchvision.transforms.v2's ConvertBoundingBoxFormat, on a job's
     targets (``Loader(targets=True)``; refused without): the boxes come in

@@ -57,6 +57,8 @@ from stoker._ops import (
     RandomZoomOut,
     SanitizeBoundingBoxes,
     Resize,
+    ScaleJitter,
+    FixedSizeCrop,
 )
 from stoker._ops_base import Transform, mean_std
 from stoker._ops_containers import Compose, RandomApply, RandomChoice, RandomOrder, flatten
@@ -92,6 +94,8 @@ __all__ = [
     "RandomVerticalFlip",
     "RandomZoomOut",
     "RandomIoUCrop",
+    "ScaleJitter",
+    "FixedSizeCrop",
     "ConvertBoundingBoxFormat",
     "RandomPhotometricDistort",
     "SanitizeBoundingBoxes",
@@ -137,9 +141,9 @@ __all__ = [
 
 #: Preset names the server knows, each a recipe documented op by op in
 #: docs/transforms.md: one-view presets, then :data:`VIEW_PRESETS`, whose
-#: batches carry a list of views. "detr" needs ``Loader(targets=True)``.
+#: batches carry a list of views. "detr" and "lsj" need ``Loader(targets=True)``.
 PRESETS = ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global", "dino-local",
-           "clip", "detr") + VIEW_PRESETS
+           "clip", "detr", "lsj") + VIEW_PRESETS
 
 TransformLike = Union[str, Compose, Transform, Sequence[Transform], MultiView, pb.TransformSpec]
 

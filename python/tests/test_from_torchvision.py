@@ -5,6 +5,8 @@ server's word on the results is in test_transforms_server.py."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 import torchvision.transforms as tv1
@@ -215,6 +217,43 @@ def test_random_iou_crop() -> None:
                 [tv2.RandomPhotometricDistort(), tv2.Resize(64), tv2.CenterCrop(64)],
                 [tv2.RandomPhotometricDistort(), tv2.RandomZoomOut(), tv2.RandomCrop(64)]):
         with pytest.raises(ValueError, match="RandomPhotometricDistort before the geometry needs"):
+            T.from_torchvision(tv2.Compose(bad))
+
+
+def test_scale_jitter_fixed_size_crop() -> None:
+    """v2.ScaleJitter (its target_size as torchvision indexes it,
+    scale_range, interpolation, antialias) then FixedSizeCrop: the detection
+    references' (module ``transforms``, as their presets import it) or the
+    prototype's (size, fill of a fill per type, padding_mode); FixedSizeCrop
+    alone; ScaleJitter needs FixedSizeCrop after it."""
+
+    def fixed(module: str, size: Any, fill: Any, mode: str = "constant") -> Any:
+        cls = type("FixedSizeCrop", (torch.nn.Module,), {"__module__": module})
+        t = cls()
+        t.crop_height, t.crop_width, t.fill, t.padding_mode = size[0], size[1], fill, mode
+        return t
+
+    got = T.from_torchvision(tv2.Compose([tv2.ScaleJitter((1024, 1024), antialias=True),
+                                          fixed("transforms", (1024, 1024), (123.0, 117.0, 104.0)),
+                                          tv2.RandomHorizontalFlip(0.5), tv2.SanitizeBoundingBoxes()]))
+    assert got.transforms == [T.ScaleJitter((1024, 1024)), T.FixedSizeCrop(1024, fill=(123, 117, 104)),
+                              T.RandomHorizontalFlip(0.5), T.SanitizeBoundingBoxes()]
+    got = T.from_torchvision(tv2.Compose([
+        tv2.ToImage(), tv2.ScaleJitter((640, 480), (0.5, 1.5), interpolation=tv2.InterpolationMode.BICUBIC,
+                                       antialias=False),
+        fixed("torchvision.prototype.transforms._geometry", (300, 200), {tv_tensors.Image: 7, tv_tensors.Mask: 0})]))
+    assert got.transforms == [T.ScaleJitter((640, 480), (0.5, 1.5), "bicubic", antialias=False),
+                              T.FixedSizeCrop((300, 200), fill=7)]
+    p = got.transforms[0].to_proto().scale_jitter
+    assert (p.target_height, p.target_width) == (480, 640)  # make_params: target_size[1] / height
+    assert T.from_torchvision(tv2.Compose([fixed("transforms", (64, 48), 0)])).transforms == [T.FixedSizeCrop((64, 48))]
+    for bad, want in (([tv2.ScaleJitter((64, 64))], "ScaleJitter needs FixedSizeCrop right after it"),
+                      ([tv2.ScaleJitter((64, 64)), tv2.RandomHorizontalFlip(), fixed("transforms", (64, 64), 0)],
+                       "ScaleJitter needs FixedSizeCrop right after it"),
+                      ([tv2.Resize((64, 64)), tv2.ScaleJitter((64, 64)), fixed("transforms", (64, 64), 0)],
+                       "a geometry op after other ops"),
+                      ([fixed("transforms", (64, 64), 0, "edge")], "padding_mode='edge' is not supported")):
+        with pytest.raises(ValueError, match=want):
             T.from_torchvision(tv2.Compose(bad))
 
 

@@ -191,6 +191,14 @@ SPECS = [
         random_photometric_distort=pb.RandomPhotometricDistort(
             brightness=pb.Range(min=0.9, max=1.1), contrast=pb.Range(min=0.5, max=1.5),
             saturation=pb.Range(min=0.5, max=1.5), hue=pb.Range(min=-0.1, max=0.2), p=1))),
+    (lambda: T.ScaleJitter((1024, 1024)), pb.Op(scale_jitter=pb.ScaleJitter(
+        target_height=1024, target_width=1024, scale_range=pb.Range(min=0.1, max=2)))),
+    (lambda: T.ScaleJitter([640, 480], scale_range=(0.5, 1.5), interpolation="bicubic", antialias=False),
+     pb.Op(scale_jitter=pb.ScaleJitter(target_height=480, target_width=640, scale_range=pb.Range(min=0.5, max=1.5),
+                                       interpolation=BICUBIC, antialias=False))),
+    (lambda: T.FixedSizeCrop(1024), pb.Op(fixed_size_crop=pb.FixedSizeCrop(height=1024, width=1024, fill=[0]))),
+    (lambda: T.FixedSizeCrop((64, 48), fill=(123, 117, 104)),
+     pb.Op(fixed_size_crop=pb.FixedSizeCrop(height=64, width=48, fill=[123, 117, 104]))),
     (lambda: T.ConvertBoundingBoxFormat("cxcywh"),
      pb.Op(convert_bounding_box_format=pb.ConvertBoundingBoxFormat(format="CXCYWH"))),
     (lambda: T.SanitizeBoundingBoxes(), pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=1, min_area=1))),
@@ -333,7 +341,7 @@ def test_signatures_are_torchvisions() -> None:
             want = own.get((name, arg), norm(p.default))
             assert norm(ours[arg].default) == want, (name, arg)
         checked += 1
-    assert checked == 34
+    assert checked == 35  # ScaleJitter among them (FixedSizeCrop is not in v2)
 
 
 def _tv(version: str):
@@ -472,7 +480,7 @@ def test_bad_arguments_are_refused_as_torchvision_would(make, exc, fragment) -> 
 
 def test_to_spec_takes_presets_lists_composes_and_specs() -> None:
     assert T.PRESETS == ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global",
-                         "dino-local", "clip", "detr", "simclr", "dino", "dinov2")
+                         "dino-local", "clip", "detr", "lsj", "simclr", "dino", "dinov2")
     ops = [T.RandomResizedCrop(8), T.RandomApply([T.Grayscale()])]
     want = pb.TransformSpec(ops=[op.to_proto() for op in ops])
     assert T.to_spec(ops) == want and T.to_spec(tuple(ops)) == want

@@ -1470,6 +1470,8 @@ type Op struct {
 	//	*Op_RandomIouCrop
 	//	*Op_RandomPhotometricDistort
 	//	*Op_ConvertBoundingBoxFormat
+	//	*Op_ScaleJitter
+	//	*Op_FixedSizeCrop
 	Op            isOp_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1836,6 +1838,24 @@ func (x *Op) GetConvertBoundingBoxFormat() *ConvertBoundingBoxFormat {
 	return nil
 }
 
+func (x *Op) GetScaleJitter() *ScaleJitter {
+	if x != nil {
+		if x, ok := x.Op.(*Op_ScaleJitter); ok {
+			return x.ScaleJitter
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetFixedSizeCrop() *FixedSizeCrop {
+	if x != nil {
+		if x, ok := x.Op.(*Op_FixedSizeCrop); ok {
+			return x.FixedSizeCrop
+		}
+	}
+	return nil
+}
+
 type isOp_Op interface {
 	isOp_Op()
 }
@@ -1984,6 +2004,14 @@ type Op_ConvertBoundingBoxFormat struct {
 	ConvertBoundingBoxFormat *ConvertBoundingBoxFormat `protobuf:"bytes,164,opt,name=convert_bounding_box_format,json=convertBoundingBoxFormat,proto3,oneof"`
 }
 
+type Op_ScaleJitter struct {
+	ScaleJitter *ScaleJitter `protobuf:"bytes,165,opt,name=scale_jitter,json=scaleJitter,proto3,oneof"`
+}
+
+type Op_FixedSizeCrop struct {
+	FixedSizeCrop *FixedSizeCrop `protobuf:"bytes,166,opt,name=fixed_size_crop,json=fixedSizeCrop,proto3,oneof"`
+}
+
 func (*Op_RandomResizedCrop) isOp_Op() {}
 
 func (*Op_Resize) isOp_Op() {}
@@ -2055,6 +2083,10 @@ func (*Op_RandomIouCrop) isOp_Op() {}
 func (*Op_RandomPhotometricDistort) isOp_Op() {}
 
 func (*Op_ConvertBoundingBoxFormat) isOp_Op() {}
+
+func (*Op_ScaleJitter) isOp_Op() {}
+
+func (*Op_FixedSizeCrop) isOp_Op() {}
 
 // Pad is torchvision's Pad with padding_mode "constant": the image padded
 // by padding with a constant fill. A geometry op: right before a
@@ -2196,6 +2228,171 @@ func (x *RandomZoomOut) GetP() float64 {
 	return 0
 }
 
+// ScaleJitter is torchvision.transforms.v2's ScaleJitter (large-scale
+// jitter): the image resized by r = min(target_height / height,
+// target_width / width) times a scale uniform in scale_range, each side
+// int(side * r); a job's target boxes move with it. A geometry op, first,
+// then FixedSizeCrop (which fixes the batch's size).
+type ScaleJitter struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The target size; width 0 means square.
+	TargetHeight uint32 `protobuf:"varint,1,opt,name=target_height,json=targetHeight,proto3" json:"target_height,omitempty"`
+	TargetWidth  uint32 `protobuf:"varint,2,opt,name=target_width,json=targetWidth,proto3" json:"target_width,omitempty"`
+	// (min, max), 0 < min <= max <= 16; unset: (0.1, 2).
+	ScaleRange *Range `protobuf:"bytes,3,opt,name=scale_range,json=scaleRange,proto3" json:"scale_range,omitempty"`
+	// Bilinear unless set (nearest, bilinear or bicubic).
+	Interpolation Interpolation `protobuf:"varint,4,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
+	// Unset: true.
+	Antialias     *bool `protobuf:"varint,5,opt,name=antialias,proto3,oneof" json:"antialias,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScaleJitter) Reset() {
+	*x = ScaleJitter{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScaleJitter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScaleJitter) ProtoMessage() {}
+
+func (x *ScaleJitter) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScaleJitter.ProtoReflect.Descriptor instead.
+func (*ScaleJitter) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ScaleJitter) GetTargetHeight() uint32 {
+	if x != nil {
+		return x.TargetHeight
+	}
+	return 0
+}
+
+func (x *ScaleJitter) GetTargetWidth() uint32 {
+	if x != nil {
+		return x.TargetWidth
+	}
+	return 0
+}
+
+func (x *ScaleJitter) GetScaleRange() *Range {
+	if x != nil {
+		return x.ScaleRange
+	}
+	return nil
+}
+
+func (x *ScaleJitter) GetInterpolation() Interpolation {
+	if x != nil {
+		return x.Interpolation
+	}
+	return Interpolation_INTERPOLATION_UNSPECIFIED
+}
+
+func (x *ScaleJitter) GetAntialias() bool {
+	if x != nil && x.Antialias != nil {
+		return *x.Antialias
+	}
+	return false
+}
+
+// FixedSizeCrop is torchvision's FixedSizeCrop (its detection references'
+// and prototype transforms', of the large-scale-jitter recipe): the image
+// cropped to at most height x width at a random place (one uniform r: top
+// int((H - height) * r), left int((W - width) * r), where the image is
+// larger), then padded on the right and bottom with fill to height x
+// width. A job's target boxes are cropped and clamped, and those left
+// empty dropped with their labels. A geometry op: first, or right after a
+// ScaleJitter.
+type FixedSizeCrop struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Height uint32                 `protobuf:"varint,1,opt,name=height,proto3" json:"height,omitempty"`
+	// 0 means square.
+	Width uint32 `protobuf:"varint,2,opt,name=width,proto3" json:"width,omitempty"`
+	// The constant fill: 1 value or 3 (per channel), integers 0..255;
+	// empty: 0.
+	Fill []float64 `protobuf:"fixed64,3,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	// "" or "constant" (the only mode torchvision's pads a tensor with).
+	PaddingMode   string `protobuf:"bytes,4,opt,name=padding_mode,json=paddingMode,proto3" json:"padding_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FixedSizeCrop) Reset() {
+	*x = FixedSizeCrop{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FixedSizeCrop) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FixedSizeCrop) ProtoMessage() {}
+
+func (x *FixedSizeCrop) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FixedSizeCrop.ProtoReflect.Descriptor instead.
+func (*FixedSizeCrop) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *FixedSizeCrop) GetHeight() uint32 {
+	if x != nil {
+		return x.Height
+	}
+	return 0
+}
+
+func (x *FixedSizeCrop) GetWidth() uint32 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+func (x *FixedSizeCrop) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
+}
+
+func (x *FixedSizeCrop) GetPaddingMode() string {
+	if x != nil {
+		return x.PaddingMode
+	}
+	return ""
+}
+
 // RandomIoUCrop is torchvision.transforms.v2's RandomIoUCrop (SSD's IoU
 // crop): rounds of a uniform option of sampler_options (a minimal IoU; one
 // >= 1 leaves the image) and trials of a crop (each side times a scale in
@@ -2225,7 +2422,7 @@ type RandomIoUCrop struct {
 
 func (x *RandomIoUCrop) Reset() {
 	*x = RandomIoUCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2237,7 +2434,7 @@ func (x *RandomIoUCrop) String() string {
 func (*RandomIoUCrop) ProtoMessage() {}
 
 func (x *RandomIoUCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2250,7 +2447,7 @@ func (x *RandomIoUCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomIoUCrop.ProtoReflect.Descriptor instead.
 func (*RandomIoUCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RandomIoUCrop) GetMinScale() float64 {
@@ -2321,7 +2518,7 @@ type RandomPhotometricDistort struct {
 
 func (x *RandomPhotometricDistort) Reset() {
 	*x = RandomPhotometricDistort{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2333,7 +2530,7 @@ func (x *RandomPhotometricDistort) String() string {
 func (*RandomPhotometricDistort) ProtoMessage() {}
 
 func (x *RandomPhotometricDistort) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2346,7 +2543,7 @@ func (x *RandomPhotometricDistort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPhotometricDistort.ProtoReflect.Descriptor instead.
 func (*RandomPhotometricDistort) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RandomPhotometricDistort) GetBrightness() *Range {
@@ -2398,7 +2595,7 @@ type ConvertBoundingBoxFormat struct {
 
 func (x *ConvertBoundingBoxFormat) Reset() {
 	*x = ConvertBoundingBoxFormat{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2410,7 +2607,7 @@ func (x *ConvertBoundingBoxFormat) String() string {
 func (*ConvertBoundingBoxFormat) ProtoMessage() {}
 
 func (x *ConvertBoundingBoxFormat) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2423,7 +2620,7 @@ func (x *ConvertBoundingBoxFormat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConvertBoundingBoxFormat.ProtoReflect.Descriptor instead.
 func (*ConvertBoundingBoxFormat) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ConvertBoundingBoxFormat) GetFormat() string {
@@ -2450,7 +2647,7 @@ type SanitizeBoundingBoxes struct {
 
 func (x *SanitizeBoundingBoxes) Reset() {
 	*x = SanitizeBoundingBoxes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2462,7 +2659,7 @@ func (x *SanitizeBoundingBoxes) String() string {
 func (*SanitizeBoundingBoxes) ProtoMessage() {}
 
 func (x *SanitizeBoundingBoxes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2475,7 +2672,7 @@ func (x *SanitizeBoundingBoxes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SanitizeBoundingBoxes.ProtoReflect.Descriptor instead.
 func (*SanitizeBoundingBoxes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SanitizeBoundingBoxes) GetMinSize() float64 {
@@ -2517,7 +2714,7 @@ type RandomCrop struct {
 
 func (x *RandomCrop) Reset() {
 	*x = RandomCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2529,7 +2726,7 @@ func (x *RandomCrop) String() string {
 func (*RandomCrop) ProtoMessage() {}
 
 func (x *RandomCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2542,7 +2739,7 @@ func (x *RandomCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomCrop.ProtoReflect.Descriptor instead.
 func (*RandomCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RandomCrop) GetHeight() uint32 {
@@ -2598,7 +2795,7 @@ type Range struct {
 
 func (x *Range) Reset() {
 	*x = Range{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2610,7 +2807,7 @@ func (x *Range) String() string {
 func (*Range) ProtoMessage() {}
 
 func (x *Range) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2623,7 +2820,7 @@ func (x *Range) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Range.ProtoReflect.Descriptor instead.
 func (*Range) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Range) GetMin() float64 {
@@ -2663,7 +2860,7 @@ type RandomResizedCrop struct {
 
 func (x *RandomResizedCrop) Reset() {
 	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2675,7 +2872,7 @@ func (x *RandomResizedCrop) String() string {
 func (*RandomResizedCrop) ProtoMessage() {}
 
 func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2688,7 +2885,7 @@ func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
 func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RandomResizedCrop) GetHeight() uint32 {
@@ -2768,7 +2965,7 @@ type Resize struct {
 
 func (x *Resize) Reset() {
 	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2780,7 +2977,7 @@ func (x *Resize) String() string {
 func (*Resize) ProtoMessage() {}
 
 func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2793,7 +2990,7 @@ func (x *Resize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resize.ProtoReflect.Descriptor instead.
 func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Resize) GetHeight() uint32 {
@@ -2835,7 +3032,7 @@ type CenterCrop struct {
 
 func (x *CenterCrop) Reset() {
 	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2847,7 +3044,7 @@ func (x *CenterCrop) String() string {
 func (*CenterCrop) ProtoMessage() {}
 
 func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2860,7 +3057,7 @@ func (x *CenterCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
 func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CenterCrop) GetHeight() uint32 {
@@ -2887,7 +3084,7 @@ type RandomHorizontalFlip struct {
 
 func (x *RandomHorizontalFlip) Reset() {
 	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2899,7 +3096,7 @@ func (x *RandomHorizontalFlip) String() string {
 func (*RandomHorizontalFlip) ProtoMessage() {}
 
 func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2912,7 +3109,7 @@ func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
 func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RandomHorizontalFlip) GetP() float64 {
@@ -2932,7 +3129,7 @@ type RandomVerticalFlip struct {
 
 func (x *RandomVerticalFlip) Reset() {
 	*x = RandomVerticalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2944,7 +3141,7 @@ func (x *RandomVerticalFlip) String() string {
 func (*RandomVerticalFlip) ProtoMessage() {}
 
 func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2957,7 +3154,7 @@ func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomVerticalFlip.ProtoReflect.Descriptor instead.
 func (*RandomVerticalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RandomVerticalFlip) GetP() float64 {
@@ -2987,7 +3184,7 @@ type ColorJitter struct {
 
 func (x *ColorJitter) Reset() {
 	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2999,7 +3196,7 @@ func (x *ColorJitter) String() string {
 func (*ColorJitter) ProtoMessage() {}
 
 func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3012,7 +3209,7 @@ func (x *ColorJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
 func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ColorJitter) GetBrightness() float64 {
@@ -3083,7 +3280,7 @@ type Normalize struct {
 
 func (x *Normalize) Reset() {
 	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3095,7 +3292,7 @@ func (x *Normalize) String() string {
 func (*Normalize) ProtoMessage() {}
 
 func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3108,7 +3305,7 @@ func (x *Normalize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
 func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Normalize) GetMean() []float64 {
@@ -3135,7 +3332,7 @@ type Grayscale struct {
 
 func (x *Grayscale) Reset() {
 	*x = Grayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3147,7 +3344,7 @@ func (x *Grayscale) String() string {
 func (*Grayscale) ProtoMessage() {}
 
 func (x *Grayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3160,7 +3357,7 @@ func (x *Grayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grayscale.ProtoReflect.Descriptor instead.
 func (*Grayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Grayscale) GetNumOutputChannels() uint32 {
@@ -3180,7 +3377,7 @@ type RandomGrayscale struct {
 
 func (x *RandomGrayscale) Reset() {
 	*x = RandomGrayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3192,7 +3389,7 @@ func (x *RandomGrayscale) String() string {
 func (*RandomGrayscale) ProtoMessage() {}
 
 func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3205,7 +3402,7 @@ func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomGrayscale.ProtoReflect.Descriptor instead.
 func (*RandomGrayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RandomGrayscale) GetP() float64 {
@@ -3229,7 +3426,7 @@ type GaussianBlur struct {
 
 func (x *GaussianBlur) Reset() {
 	*x = GaussianBlur{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3241,7 +3438,7 @@ func (x *GaussianBlur) String() string {
 func (*GaussianBlur) ProtoMessage() {}
 
 func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3254,7 +3451,7 @@ func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GaussianBlur.ProtoReflect.Descriptor instead.
 func (*GaussianBlur) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GaussianBlur) GetKernelX() uint32 {
@@ -3296,7 +3493,7 @@ type RandomSolarize struct {
 
 func (x *RandomSolarize) Reset() {
 	*x = RandomSolarize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3308,7 +3505,7 @@ func (x *RandomSolarize) String() string {
 func (*RandomSolarize) ProtoMessage() {}
 
 func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3321,7 +3518,7 @@ func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomSolarize.ProtoReflect.Descriptor instead.
 func (*RandomSolarize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RandomSolarize) GetThreshold() float64 {
@@ -3349,7 +3546,7 @@ type RandomPosterize struct {
 
 func (x *RandomPosterize) Reset() {
 	*x = RandomPosterize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3361,7 +3558,7 @@ func (x *RandomPosterize) String() string {
 func (*RandomPosterize) ProtoMessage() {}
 
 func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3374,7 +3571,7 @@ func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPosterize.ProtoReflect.Descriptor instead.
 func (*RandomPosterize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RandomPosterize) GetBits() uint32 {
@@ -3401,7 +3598,7 @@ type RandomInvert struct {
 
 func (x *RandomInvert) Reset() {
 	*x = RandomInvert{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3413,7 +3610,7 @@ func (x *RandomInvert) String() string {
 func (*RandomInvert) ProtoMessage() {}
 
 func (x *RandomInvert) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3426,7 +3623,7 @@ func (x *RandomInvert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomInvert.ProtoReflect.Descriptor instead.
 func (*RandomInvert) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RandomInvert) GetP() float64 {
@@ -3446,7 +3643,7 @@ type RandomEqualize struct {
 
 func (x *RandomEqualize) Reset() {
 	*x = RandomEqualize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3458,7 +3655,7 @@ func (x *RandomEqualize) String() string {
 func (*RandomEqualize) ProtoMessage() {}
 
 func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3471,7 +3668,7 @@ func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomEqualize.ProtoReflect.Descriptor instead.
 func (*RandomEqualize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RandomEqualize) GetP() float64 {
@@ -3491,7 +3688,7 @@ type RandomAutocontrast struct {
 
 func (x *RandomAutocontrast) Reset() {
 	*x = RandomAutocontrast{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3503,7 +3700,7 @@ func (x *RandomAutocontrast) String() string {
 func (*RandomAutocontrast) ProtoMessage() {}
 
 func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3516,7 +3713,7 @@ func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAutocontrast.ProtoReflect.Descriptor instead.
 func (*RandomAutocontrast) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RandomAutocontrast) GetP() float64 {
@@ -3537,7 +3734,7 @@ type RandomAdjustSharpness struct {
 
 func (x *RandomAdjustSharpness) Reset() {
 	*x = RandomAdjustSharpness{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3549,7 +3746,7 @@ func (x *RandomAdjustSharpness) String() string {
 func (*RandomAdjustSharpness) ProtoMessage() {}
 
 func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3562,7 +3759,7 @@ func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAdjustSharpness.ProtoReflect.Descriptor instead.
 func (*RandomAdjustSharpness) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RandomAdjustSharpness) GetSharpnessFactor() float64 {
@@ -3597,7 +3794,7 @@ type RandomRotation struct {
 
 func (x *RandomRotation) Reset() {
 	*x = RandomRotation{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3609,7 +3806,7 @@ func (x *RandomRotation) String() string {
 func (*RandomRotation) ProtoMessage() {}
 
 func (x *RandomRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3622,7 +3819,7 @@ func (x *RandomRotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomRotation.ProtoReflect.Descriptor instead.
 func (*RandomRotation) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RandomRotation) GetDegrees() *Range {
@@ -3680,7 +3877,7 @@ type RandomAffine struct {
 
 func (x *RandomAffine) Reset() {
 	*x = RandomAffine{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3692,7 +3889,7 @@ func (x *RandomAffine) String() string {
 func (*RandomAffine) ProtoMessage() {}
 
 func (x *RandomAffine) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3705,7 +3902,7 @@ func (x *RandomAffine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAffine.ProtoReflect.Descriptor instead.
 func (*RandomAffine) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RandomAffine) GetDegrees() *Range {
@@ -3793,7 +3990,7 @@ type RandomErasing struct {
 
 func (x *RandomErasing) Reset() {
 	*x = RandomErasing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3805,7 +4002,7 @@ func (x *RandomErasing) String() string {
 func (*RandomErasing) ProtoMessage() {}
 
 func (x *RandomErasing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3818,7 +4015,7 @@ func (x *RandomErasing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomErasing.ProtoReflect.Descriptor instead.
 func (*RandomErasing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RandomErasing) GetP() float64 {
@@ -3902,7 +4099,7 @@ type RandomApply struct {
 
 func (x *RandomApply) Reset() {
 	*x = RandomApply{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3914,7 +4111,7 @@ func (x *RandomApply) String() string {
 func (*RandomApply) ProtoMessage() {}
 
 func (x *RandomApply) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3927,7 +4124,7 @@ func (x *RandomApply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomApply.ProtoReflect.Descriptor instead.
 func (*RandomApply) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RandomApply) GetOps() []*Op {
@@ -3955,7 +4152,7 @@ type RandomChoice struct {
 
 func (x *RandomChoice) Reset() {
 	*x = RandomChoice{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3967,7 +4164,7 @@ func (x *RandomChoice) String() string {
 func (*RandomChoice) ProtoMessage() {}
 
 func (x *RandomChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3980,7 +4177,7 @@ func (x *RandomChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomChoice.ProtoReflect.Descriptor instead.
 func (*RandomChoice) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RandomChoice) GetOps() []*Op {
@@ -4007,7 +4204,7 @@ type RandomOrder struct {
 
 func (x *RandomOrder) Reset() {
 	*x = RandomOrder{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4019,7 +4216,7 @@ func (x *RandomOrder) String() string {
 func (*RandomOrder) ProtoMessage() {}
 
 func (x *RandomOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4032,7 +4229,7 @@ func (x *RandomOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomOrder.ProtoReflect.Descriptor instead.
 func (*RandomOrder) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RandomOrder) GetOps() []*Op {
@@ -4056,7 +4253,7 @@ type TrivialAugmentWide struct {
 
 func (x *TrivialAugmentWide) Reset() {
 	*x = TrivialAugmentWide{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4068,7 +4265,7 @@ func (x *TrivialAugmentWide) String() string {
 func (*TrivialAugmentWide) ProtoMessage() {}
 
 func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4081,7 +4278,7 @@ func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrivialAugmentWide.ProtoReflect.Descriptor instead.
 func (*TrivialAugmentWide) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TrivialAugmentWide) GetNumMagnitudeBins() uint32 {
@@ -4120,7 +4317,7 @@ type RandAugment struct {
 
 func (x *RandAugment) Reset() {
 	*x = RandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4132,7 +4329,7 @@ func (x *RandAugment) String() string {
 func (*RandAugment) ProtoMessage() {}
 
 func (x *RandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4145,7 +4342,7 @@ func (x *RandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandAugment.ProtoReflect.Descriptor instead.
 func (*RandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RandAugment) GetNumOps() uint32 {
@@ -4196,7 +4393,7 @@ type AutoAugment struct {
 
 func (x *AutoAugment) Reset() {
 	*x = AutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4208,7 +4405,7 @@ func (x *AutoAugment) String() string {
 func (*AutoAugment) ProtoMessage() {}
 
 func (x *AutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4221,7 +4418,7 @@ func (x *AutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoAugment.ProtoReflect.Descriptor instead.
 func (*AutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AutoAugment) GetPolicy() string {
@@ -4262,7 +4459,7 @@ type AugMix struct {
 
 func (x *AugMix) Reset() {
 	*x = AugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4274,7 +4471,7 @@ func (x *AugMix) String() string {
 func (*AugMix) ProtoMessage() {}
 
 func (x *AugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4287,7 +4484,7 @@ func (x *AugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AugMix.ProtoReflect.Descriptor instead.
 func (*AugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *AugMix) GetSeverity() uint32 {
@@ -4356,7 +4553,7 @@ type TimmRandAugment struct {
 
 func (x *TimmRandAugment) Reset() {
 	*x = TimmRandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4368,7 +4565,7 @@ func (x *TimmRandAugment) String() string {
 func (*TimmRandAugment) ProtoMessage() {}
 
 func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4381,7 +4578,7 @@ func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmRandAugment.ProtoReflect.Descriptor instead.
 func (*TimmRandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *TimmRandAugment) GetConfig() string {
@@ -4422,7 +4619,7 @@ type TimmAutoAugment struct {
 
 func (x *TimmAutoAugment) Reset() {
 	*x = TimmAutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4434,7 +4631,7 @@ func (x *TimmAutoAugment) String() string {
 func (*TimmAutoAugment) ProtoMessage() {}
 
 func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4447,7 +4644,7 @@ func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAutoAugment.ProtoReflect.Descriptor instead.
 func (*TimmAutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *TimmAutoAugment) GetConfig() string {
@@ -4491,7 +4688,7 @@ type TimmAugMix struct {
 
 func (x *TimmAugMix) Reset() {
 	*x = TimmAugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4503,7 +4700,7 @@ func (x *TimmAugMix) String() string {
 func (*TimmAugMix) ProtoMessage() {}
 
 func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4516,7 +4713,7 @@ func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAugMix.ProtoReflect.Descriptor instead.
 func (*TimmAugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *TimmAugMix) GetConfig() string {
@@ -4561,7 +4758,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4573,7 +4770,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4586,7 +4783,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -4641,7 +4838,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4653,7 +4850,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4666,7 +4863,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -4788,7 +4985,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4800,7 +4997,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4813,7 +5010,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -4906,7 +5103,7 @@ type ViewInfo struct {
 
 func (x *ViewInfo) Reset() {
 	*x = ViewInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4918,7 +5115,7 @@ func (x *ViewInfo) String() string {
 func (*ViewInfo) ProtoMessage() {}
 
 func (x *ViewInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4931,7 +5128,7 @@ func (x *ViewInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewInfo.ProtoReflect.Descriptor instead.
 func (*ViewInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ViewInfo) GetName() string {
@@ -4988,7 +5185,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5000,7 +5197,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5013,7 +5210,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -5117,7 +5314,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5129,7 +5326,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5142,7 +5339,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -5167,7 +5364,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5179,7 +5376,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5192,7 +5389,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *FieldValues) GetName() string {
@@ -5229,7 +5426,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5241,7 +5438,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5254,7 +5451,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -5292,7 +5489,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5304,7 +5501,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5317,7 +5514,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -5354,7 +5551,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5366,7 +5563,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5379,7 +5576,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -5419,7 +5616,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5431,7 +5628,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5444,7 +5641,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -5457,7 +5654,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5469,7 +5666,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5482,7 +5679,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -5510,7 +5707,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5522,7 +5719,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5535,7 +5732,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -5597,7 +5794,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5609,7 +5806,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5622,7 +5819,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -5728,7 +5925,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5740,7 +5937,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5753,7 +5950,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -5772,7 +5969,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5784,7 +5981,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5797,7 +5994,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -5817,7 +6014,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5829,7 +6026,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5842,7 +6039,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -5891,7 +6088,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5903,7 +6100,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5916,7 +6113,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -5992,7 +6189,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6004,7 +6201,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6017,7 +6214,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -6044,7 +6241,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6056,7 +6253,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6069,7 +6266,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -6173,7 +6370,7 @@ type LeaseProgress struct {
 
 func (x *LeaseProgress) Reset() {
 	*x = LeaseProgress{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6185,7 +6382,7 @@ func (x *LeaseProgress) String() string {
 func (*LeaseProgress) ProtoMessage() {}
 
 func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6198,7 +6395,7 @@ func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
 func (*LeaseProgress) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *LeaseProgress) GetLease() uint64 {
@@ -6228,7 +6425,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6240,7 +6437,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6253,7 +6450,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -6325,7 +6522,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6337,7 +6534,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6350,7 +6547,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -6424,7 +6621,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6436,7 +6633,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6449,7 +6646,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -6495,7 +6692,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6507,7 +6704,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6520,7 +6717,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -6573,7 +6770,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6585,7 +6782,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6598,7 +6795,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -6631,7 +6828,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6643,7 +6840,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6656,7 +6853,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -6675,7 +6872,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6687,7 +6884,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6700,7 +6897,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -6807,7 +7004,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6819,7 +7016,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6832,7 +7029,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *JobStatus) GetId() string {
@@ -7061,7 +7258,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7073,7 +7270,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7086,7 +7283,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -7184,7 +7381,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7196,7 +7393,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7209,7 +7406,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -7374,7 +7571,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\tViewGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
-	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xc3\x13\n" +
+	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xc6\x14\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +
@@ -7415,7 +7612,9 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x0frandom_zoom_out\x18\xa1\x01 \x01(\v2\x18.stoker.v1.RandomZoomOutH\x00R\rrandomZoomOut\x12C\n" +
 	"\x0frandom_iou_crop\x18\xa2\x01 \x01(\v2\x18.stoker.v1.RandomIoUCropH\x00R\rrandomIouCrop\x12d\n" +
 	"\x1arandom_photometric_distort\x18\xa3\x01 \x01(\v2#.stoker.v1.RandomPhotometricDistortH\x00R\x18randomPhotometricDistort\x12e\n" +
-	"\x1bconvert_bounding_box_format\x18\xa4\x01 \x01(\v2#.stoker.v1.ConvertBoundingBoxFormatH\x00R\x18convertBoundingBoxFormatB\x04\n" +
+	"\x1bconvert_bounding_box_format\x18\xa4\x01 \x01(\v2#.stoker.v1.ConvertBoundingBoxFormatH\x00R\x18convertBoundingBoxFormat\x12<\n" +
+	"\fscale_jitter\x18\xa5\x01 \x01(\v2\x16.stoker.v1.ScaleJitterH\x00R\vscaleJitter\x12C\n" +
+	"\x0ffixed_size_crop\x18\xa6\x01 \x01(\v2\x18.stoker.v1.FixedSizeCropH\x00R\rfixedSizeCropB\x04\n" +
 	"\x02op\"V\n" +
 	"\x03Pad\x12\x18\n" +
 	"\apadding\x18\x01 \x03(\rR\apadding\x12\x12\n" +
@@ -7426,7 +7625,21 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\n" +
 	"side_range\x18\x02 \x01(\v2\x10.stoker.v1.RangeR\tsideRange\x12\x11\n" +
 	"\x01p\x18\x03 \x01(\x01H\x00R\x01p\x88\x01\x01B\x04\n" +
-	"\x02_p\"\xc8\x02\n" +
+	"\x02_p\"\xf9\x01\n" +
+	"\vScaleJitter\x12#\n" +
+	"\rtarget_height\x18\x01 \x01(\rR\ftargetHeight\x12!\n" +
+	"\ftarget_width\x18\x02 \x01(\rR\vtargetWidth\x121\n" +
+	"\vscale_range\x18\x03 \x01(\v2\x10.stoker.v1.RangeR\n" +
+	"scaleRange\x12>\n" +
+	"\rinterpolation\x18\x04 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12!\n" +
+	"\tantialias\x18\x05 \x01(\bH\x00R\tantialias\x88\x01\x01B\f\n" +
+	"\n" +
+	"_antialias\"t\n" +
+	"\rFixedSizeCrop\x12\x16\n" +
+	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
+	"\x05width\x18\x02 \x01(\rR\x05width\x12\x12\n" +
+	"\x04fill\x18\x03 \x03(\x01R\x04fill\x12!\n" +
+	"\fpadding_mode\x18\x04 \x01(\tR\vpaddingMode\"\xc8\x02\n" +
 	"\rRandomIoUCrop\x12 \n" +
 	"\tmin_scale\x18\x01 \x01(\x01H\x00R\bminScale\x88\x01\x01\x12 \n" +
 	"\tmax_scale\x18\x02 \x01(\x01H\x01R\bmaxScale\x88\x01\x01\x12-\n" +
@@ -7882,7 +8095,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 83)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Decode)(0),                      // 0: stoker.v1.Decode
 	(ShuffleMode)(0),                 // 1: stoker.v1.ShuffleMode
@@ -7905,76 +8118,78 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*Op)(nil),                       // 18: stoker.v1.Op
 	(*Pad)(nil),                      // 19: stoker.v1.Pad
 	(*RandomZoomOut)(nil),            // 20: stoker.v1.RandomZoomOut
-	(*RandomIoUCrop)(nil),            // 21: stoker.v1.RandomIoUCrop
-	(*RandomPhotometricDistort)(nil), // 22: stoker.v1.RandomPhotometricDistort
-	(*ConvertBoundingBoxFormat)(nil), // 23: stoker.v1.ConvertBoundingBoxFormat
-	(*SanitizeBoundingBoxes)(nil),    // 24: stoker.v1.SanitizeBoundingBoxes
-	(*RandomCrop)(nil),               // 25: stoker.v1.RandomCrop
-	(*Range)(nil),                    // 26: stoker.v1.Range
-	(*RandomResizedCrop)(nil),        // 27: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),                   // 28: stoker.v1.Resize
-	(*CenterCrop)(nil),               // 29: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil),     // 30: stoker.v1.RandomHorizontalFlip
-	(*RandomVerticalFlip)(nil),       // 31: stoker.v1.RandomVerticalFlip
-	(*ColorJitter)(nil),              // 32: stoker.v1.ColorJitter
-	(*Normalize)(nil),                // 33: stoker.v1.Normalize
-	(*Grayscale)(nil),                // 34: stoker.v1.Grayscale
-	(*RandomGrayscale)(nil),          // 35: stoker.v1.RandomGrayscale
-	(*GaussianBlur)(nil),             // 36: stoker.v1.GaussianBlur
-	(*RandomSolarize)(nil),           // 37: stoker.v1.RandomSolarize
-	(*RandomPosterize)(nil),          // 38: stoker.v1.RandomPosterize
-	(*RandomInvert)(nil),             // 39: stoker.v1.RandomInvert
-	(*RandomEqualize)(nil),           // 40: stoker.v1.RandomEqualize
-	(*RandomAutocontrast)(nil),       // 41: stoker.v1.RandomAutocontrast
-	(*RandomAdjustSharpness)(nil),    // 42: stoker.v1.RandomAdjustSharpness
-	(*RandomRotation)(nil),           // 43: stoker.v1.RandomRotation
-	(*RandomAffine)(nil),             // 44: stoker.v1.RandomAffine
-	(*RandomErasing)(nil),            // 45: stoker.v1.RandomErasing
-	(*RandomApply)(nil),              // 46: stoker.v1.RandomApply
-	(*RandomChoice)(nil),             // 47: stoker.v1.RandomChoice
-	(*RandomOrder)(nil),              // 48: stoker.v1.RandomOrder
-	(*TrivialAugmentWide)(nil),       // 49: stoker.v1.TrivialAugmentWide
-	(*RandAugment)(nil),              // 50: stoker.v1.RandAugment
-	(*AutoAugment)(nil),              // 51: stoker.v1.AutoAugment
-	(*AugMix)(nil),                   // 52: stoker.v1.AugMix
-	(*TimmRandAugment)(nil),          // 53: stoker.v1.TimmRandAugment
-	(*TimmAutoAugment)(nil),          // 54: stoker.v1.TimmAutoAugment
-	(*TimmAugMix)(nil),               // 55: stoker.v1.TimmAugMix
-	(*Credit)(nil),                   // 56: stoker.v1.Credit
-	(*FeedResponse)(nil),             // 57: stoker.v1.FeedResponse
-	(*JobInfo)(nil),                  // 58: stoker.v1.JobInfo
-	(*ViewInfo)(nil),                 // 59: stoker.v1.ViewInfo
-	(*BatchHeader)(nil),              // 60: stoker.v1.BatchHeader
-	(*Shape)(nil),                    // 61: stoker.v1.Shape
-	(*FieldValues)(nil),              // 62: stoker.v1.FieldValues
-	(*SampleError)(nil),              // 63: stoker.v1.SampleError
-	(*Chunk)(nil),                    // 64: stoker.v1.Chunk
-	(*EpochEnd)(nil),                 // 65: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),      // 66: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),     // 67: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),              // 68: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),              // 69: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                   // 70: stoker.v1.JobEnd
-	(*WorkPing)(nil),                 // 71: stoker.v1.WorkPing
-	(*WorkJob)(nil),                  // 72: stoker.v1.WorkJob
-	(*Lease)(nil),                    // 73: stoker.v1.Lease
-	(*CancelLease)(nil),              // 74: stoker.v1.CancelLease
-	(*WorkResponse)(nil),             // 75: stoker.v1.WorkResponse
-	(*LeaseProgress)(nil),            // 76: stoker.v1.LeaseProgress
-	(*WorkerInfo)(nil),               // 77: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),          // 78: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),                // 79: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),                // 80: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),              // 81: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),            // 82: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),           // 83: stoker.v1.StatusResponse
-	(*JobStatus)(nil),                // 84: stoker.v1.JobStatus
-	(*MakingShares)(nil),             // 85: stoker.v1.MakingShares
-	(*MakerStatus)(nil),              // 86: stoker.v1.MakerStatus
+	(*ScaleJitter)(nil),              // 21: stoker.v1.ScaleJitter
+	(*FixedSizeCrop)(nil),            // 22: stoker.v1.FixedSizeCrop
+	(*RandomIoUCrop)(nil),            // 23: stoker.v1.RandomIoUCrop
+	(*RandomPhotometricDistort)(nil), // 24: stoker.v1.RandomPhotometricDistort
+	(*ConvertBoundingBoxFormat)(nil), // 25: stoker.v1.ConvertBoundingBoxFormat
+	(*SanitizeBoundingBoxes)(nil),    // 26: stoker.v1.SanitizeBoundingBoxes
+	(*RandomCrop)(nil),               // 27: stoker.v1.RandomCrop
+	(*Range)(nil),                    // 28: stoker.v1.Range
+	(*RandomResizedCrop)(nil),        // 29: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),                   // 30: stoker.v1.Resize
+	(*CenterCrop)(nil),               // 31: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil),     // 32: stoker.v1.RandomHorizontalFlip
+	(*RandomVerticalFlip)(nil),       // 33: stoker.v1.RandomVerticalFlip
+	(*ColorJitter)(nil),              // 34: stoker.v1.ColorJitter
+	(*Normalize)(nil),                // 35: stoker.v1.Normalize
+	(*Grayscale)(nil),                // 36: stoker.v1.Grayscale
+	(*RandomGrayscale)(nil),          // 37: stoker.v1.RandomGrayscale
+	(*GaussianBlur)(nil),             // 38: stoker.v1.GaussianBlur
+	(*RandomSolarize)(nil),           // 39: stoker.v1.RandomSolarize
+	(*RandomPosterize)(nil),          // 40: stoker.v1.RandomPosterize
+	(*RandomInvert)(nil),             // 41: stoker.v1.RandomInvert
+	(*RandomEqualize)(nil),           // 42: stoker.v1.RandomEqualize
+	(*RandomAutocontrast)(nil),       // 43: stoker.v1.RandomAutocontrast
+	(*RandomAdjustSharpness)(nil),    // 44: stoker.v1.RandomAdjustSharpness
+	(*RandomRotation)(nil),           // 45: stoker.v1.RandomRotation
+	(*RandomAffine)(nil),             // 46: stoker.v1.RandomAffine
+	(*RandomErasing)(nil),            // 47: stoker.v1.RandomErasing
+	(*RandomApply)(nil),              // 48: stoker.v1.RandomApply
+	(*RandomChoice)(nil),             // 49: stoker.v1.RandomChoice
+	(*RandomOrder)(nil),              // 50: stoker.v1.RandomOrder
+	(*TrivialAugmentWide)(nil),       // 51: stoker.v1.TrivialAugmentWide
+	(*RandAugment)(nil),              // 52: stoker.v1.RandAugment
+	(*AutoAugment)(nil),              // 53: stoker.v1.AutoAugment
+	(*AugMix)(nil),                   // 54: stoker.v1.AugMix
+	(*TimmRandAugment)(nil),          // 55: stoker.v1.TimmRandAugment
+	(*TimmAutoAugment)(nil),          // 56: stoker.v1.TimmAutoAugment
+	(*TimmAugMix)(nil),               // 57: stoker.v1.TimmAugMix
+	(*Credit)(nil),                   // 58: stoker.v1.Credit
+	(*FeedResponse)(nil),             // 59: stoker.v1.FeedResponse
+	(*JobInfo)(nil),                  // 60: stoker.v1.JobInfo
+	(*ViewInfo)(nil),                 // 61: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),              // 62: stoker.v1.BatchHeader
+	(*Shape)(nil),                    // 63: stoker.v1.Shape
+	(*FieldValues)(nil),              // 64: stoker.v1.FieldValues
+	(*SampleError)(nil),              // 65: stoker.v1.SampleError
+	(*Chunk)(nil),                    // 66: stoker.v1.Chunk
+	(*EpochEnd)(nil),                 // 67: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),      // 68: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),     // 69: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),              // 70: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),              // 71: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                   // 72: stoker.v1.JobEnd
+	(*WorkPing)(nil),                 // 73: stoker.v1.WorkPing
+	(*WorkJob)(nil),                  // 74: stoker.v1.WorkJob
+	(*Lease)(nil),                    // 75: stoker.v1.Lease
+	(*CancelLease)(nil),              // 76: stoker.v1.CancelLease
+	(*WorkResponse)(nil),             // 77: stoker.v1.WorkResponse
+	(*LeaseProgress)(nil),            // 78: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),               // 79: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),          // 80: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),                // 81: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),                // 82: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),              // 83: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),            // 84: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),           // 85: stoker.v1.StatusResponse
+	(*JobStatus)(nil),                // 86: stoker.v1.JobStatus
+	(*MakingShares)(nil),             // 87: stoker.v1.MakingShares
+	(*MakerStatus)(nil),              // 88: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	56,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	58,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
 	13,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
 	16,  // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
 	2,   // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
@@ -7986,120 +8201,124 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	7,   // 10: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
 	11,  // 11: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
 	7,   // 12: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	58,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	60,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
 	18,  // 14: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
 	17,  // 15: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
 	16,  // 16: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
-	27,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	28,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	29,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	30,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	32,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	33,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	31,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
-	34,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
-	35,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
-	36,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
-	37,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
-	38,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
-	39,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
-	40,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
-	41,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
-	42,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
-	43,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
-	44,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
-	45,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
-	46,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
-	47,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
-	48,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
-	49,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
-	50,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
-	51,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
-	52,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
-	53,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
-	25,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
+	29,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	30,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	31,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	32,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	34,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	35,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	33,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
+	36,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
+	37,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
+	38,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
+	39,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
+	40,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
+	41,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
+	42,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
+	43,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
+	44,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
+	45,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
+	46,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
+	47,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
+	48,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
+	49,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
+	50,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
+	51,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
+	52,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
+	53,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
+	54,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
+	55,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
+	27,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
 	19,  // 45: stoker.v1.Op.pad:type_name -> stoker.v1.Pad
-	54,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
-	55,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
-	24,  // 48: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
+	56,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
+	57,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
+	26,  // 48: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
 	20,  // 49: stoker.v1.Op.random_zoom_out:type_name -> stoker.v1.RandomZoomOut
-	21,  // 50: stoker.v1.Op.random_iou_crop:type_name -> stoker.v1.RandomIoUCrop
-	22,  // 51: stoker.v1.Op.random_photometric_distort:type_name -> stoker.v1.RandomPhotometricDistort
-	23,  // 52: stoker.v1.Op.convert_bounding_box_format:type_name -> stoker.v1.ConvertBoundingBoxFormat
-	26,  // 53: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
-	26,  // 54: stoker.v1.RandomPhotometricDistort.brightness:type_name -> stoker.v1.Range
-	26,  // 55: stoker.v1.RandomPhotometricDistort.contrast:type_name -> stoker.v1.Range
-	26,  // 56: stoker.v1.RandomPhotometricDistort.saturation:type_name -> stoker.v1.Range
-	26,  // 57: stoker.v1.RandomPhotometricDistort.hue:type_name -> stoker.v1.Range
-	4,   // 58: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 59: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	26,  // 60: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	26,  // 61: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	26,  // 62: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	26,  // 63: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	26,  // 64: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	4,   // 65: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	26,  // 66: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	26,  // 67: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	4,   // 68: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	26,  // 69: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	26,  // 70: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	18,  // 71: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	18,  // 72: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	18,  // 73: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	4,   // 74: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 75: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 76: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 77: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 78: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 79: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 80: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
-	58,  // 81: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	60,  // 82: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	64,  // 83: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	65,  // 84: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	12,  // 85: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	5,   // 86: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	59,  // 87: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
-	0,   // 88: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
-	5,   // 89: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	63,  // 90: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	0,   // 91: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
-	61,  // 92: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	62,  // 93: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	68,  // 94: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	72,  // 95: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	73,  // 96: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	74,  // 97: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	70,  // 98: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	71,  // 99: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 100: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	77,  // 101: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	79,  // 102: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	64,  // 103: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	81,  // 104: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	76,  // 105: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	78,  // 106: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	60,  // 107: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	80,  // 108: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	84,  // 109: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	86,  // 110: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	85,  // 111: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 112: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	66,  // 113: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 114: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	82,  // 115: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	69,  // 116: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	57,  // 117: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	67,  // 118: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 119: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	83,  // 120: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	75,  // 121: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	117, // [117:122] is the sub-list for method output_type
-	112, // [112:117] is the sub-list for method input_type
-	112, // [112:112] is the sub-list for extension type_name
-	112, // [112:112] is the sub-list for extension extendee
-	0,   // [0:112] is the sub-list for field type_name
+	23,  // 50: stoker.v1.Op.random_iou_crop:type_name -> stoker.v1.RandomIoUCrop
+	24,  // 51: stoker.v1.Op.random_photometric_distort:type_name -> stoker.v1.RandomPhotometricDistort
+	25,  // 52: stoker.v1.Op.convert_bounding_box_format:type_name -> stoker.v1.ConvertBoundingBoxFormat
+	21,  // 53: stoker.v1.Op.scale_jitter:type_name -> stoker.v1.ScaleJitter
+	22,  // 54: stoker.v1.Op.fixed_size_crop:type_name -> stoker.v1.FixedSizeCrop
+	28,  // 55: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
+	28,  // 56: stoker.v1.ScaleJitter.scale_range:type_name -> stoker.v1.Range
+	4,   // 57: stoker.v1.ScaleJitter.interpolation:type_name -> stoker.v1.Interpolation
+	28,  // 58: stoker.v1.RandomPhotometricDistort.brightness:type_name -> stoker.v1.Range
+	28,  // 59: stoker.v1.RandomPhotometricDistort.contrast:type_name -> stoker.v1.Range
+	28,  // 60: stoker.v1.RandomPhotometricDistort.saturation:type_name -> stoker.v1.Range
+	28,  // 61: stoker.v1.RandomPhotometricDistort.hue:type_name -> stoker.v1.Range
+	4,   // 62: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 63: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	28,  // 64: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	28,  // 65: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	28,  // 66: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	28,  // 67: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	28,  // 68: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	4,   // 69: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	28,  // 70: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	28,  // 71: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	4,   // 72: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	28,  // 73: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	28,  // 74: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	18,  // 75: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	18,  // 76: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	18,  // 77: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	4,   // 78: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 79: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 80: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 81: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 82: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 83: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 84: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
+	60,  // 85: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	62,  // 86: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	66,  // 87: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	67,  // 88: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	12,  // 89: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	5,   // 90: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	61,  // 91: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	0,   // 92: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
+	5,   // 93: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	65,  // 94: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	0,   // 95: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
+	63,  // 96: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	64,  // 97: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	70,  // 98: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	74,  // 99: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	75,  // 100: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	76,  // 101: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	72,  // 102: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	73,  // 103: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 104: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	79,  // 105: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	81,  // 106: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	66,  // 107: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	83,  // 108: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	78,  // 109: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	80,  // 110: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	62,  // 111: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	82,  // 112: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	86,  // 113: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	88,  // 114: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	87,  // 115: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 116: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	68,  // 117: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 118: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	84,  // 119: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	71,  // 120: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	59,  // 121: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	69,  // 122: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 123: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	85,  // 124: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	77,  // 125: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	121, // [121:126] is the sub-list for method output_type
+	116, // [116:121] is the sub-list for method input_type
+	116, // [116:116] is the sub-list for extension type_name
+	116, // [116:116] is the sub-list for extension extendee
+	0,   // [0:116] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -8149,42 +8368,45 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_RandomIouCrop)(nil),
 		(*Op_RandomPhotometricDistort)(nil),
 		(*Op_ConvertBoundingBoxFormat)(nil),
+		(*Op_ScaleJitter)(nil),
+		(*Op_FixedSizeCrop)(nil),
 	}
 	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[15].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[16].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[17].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[18].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[21].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[22].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[20].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[23].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[24].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[25].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[29].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[27].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[31].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[32].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[33].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[34].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[35].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[36].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[39].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[40].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[44].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[37].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[38].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[41].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[42].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[46].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[51].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[48].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[53].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[54].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[63].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[56].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[65].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[69].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[71].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -8197,7 +8419,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   81,
+			NumMessages:   83,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -228,7 +228,7 @@ class ViewGroup(_message.Message):
     def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ...) -> None: ...
 
 class Op(_message.Message):
-    __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize", "random_vertical_flip", "grayscale", "random_grayscale", "gaussian_blur", "random_solarize", "random_posterize", "random_invert", "random_equalize", "random_autocontrast", "random_adjust_sharpness", "random_rotation", "random_affine", "random_erasing", "random_apply", "random_choice", "random_order", "trivial_augment_wide", "rand_augment", "auto_augment", "aug_mix", "timm_rand_augment", "random_crop", "pad", "timm_auto_augment", "timm_aug_mix", "sanitize_bounding_boxes", "random_zoom_out", "random_iou_crop", "random_photometric_distort", "convert_bounding_box_format")
+    __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize", "random_vertical_flip", "grayscale", "random_grayscale", "gaussian_blur", "random_solarize", "random_posterize", "random_invert", "random_equalize", "random_autocontrast", "random_adjust_sharpness", "random_rotation", "random_affine", "random_erasing", "random_apply", "random_choice", "random_order", "trivial_augment_wide", "rand_augment", "auto_augment", "aug_mix", "timm_rand_augment", "random_crop", "pad", "timm_auto_augment", "timm_aug_mix", "sanitize_bounding_boxes", "random_zoom_out", "random_iou_crop", "random_photometric_distort", "convert_bounding_box_format", "scale_jitter", "fixed_size_crop")
     RANDOM_RESIZED_CROP_FIELD_NUMBER: _ClassVar[int]
     RESIZE_FIELD_NUMBER: _ClassVar[int]
     CENTER_CROP_FIELD_NUMBER: _ClassVar[int]
@@ -265,6 +265,8 @@ class Op(_message.Message):
     RANDOM_IOU_CROP_FIELD_NUMBER: _ClassVar[int]
     RANDOM_PHOTOMETRIC_DISTORT_FIELD_NUMBER: _ClassVar[int]
     CONVERT_BOUNDING_BOX_FORMAT_FIELD_NUMBER: _ClassVar[int]
+    SCALE_JITTER_FIELD_NUMBER: _ClassVar[int]
+    FIXED_SIZE_CROP_FIELD_NUMBER: _ClassVar[int]
     random_resized_crop: RandomResizedCrop
     resize: Resize
     center_crop: CenterCrop
@@ -301,7 +303,9 @@ class Op(_message.Message):
     random_iou_crop: RandomIoUCrop
     random_photometric_distort: RandomPhotometricDistort
     convert_bounding_box_format: ConvertBoundingBoxFormat
-    def __init__(self, random_resized_crop: _Optional[_Union[RandomResizedCrop, _Mapping]] = ..., resize: _Optional[_Union[Resize, _Mapping]] = ..., center_crop: _Optional[_Union[CenterCrop, _Mapping]] = ..., random_horizontal_flip: _Optional[_Union[RandomHorizontalFlip, _Mapping]] = ..., color_jitter: _Optional[_Union[ColorJitter, _Mapping]] = ..., normalize: _Optional[_Union[Normalize, _Mapping]] = ..., random_vertical_flip: _Optional[_Union[RandomVerticalFlip, _Mapping]] = ..., grayscale: _Optional[_Union[Grayscale, _Mapping]] = ..., random_grayscale: _Optional[_Union[RandomGrayscale, _Mapping]] = ..., gaussian_blur: _Optional[_Union[GaussianBlur, _Mapping]] = ..., random_solarize: _Optional[_Union[RandomSolarize, _Mapping]] = ..., random_posterize: _Optional[_Union[RandomPosterize, _Mapping]] = ..., random_invert: _Optional[_Union[RandomInvert, _Mapping]] = ..., random_equalize: _Optional[_Union[RandomEqualize, _Mapping]] = ..., random_autocontrast: _Optional[_Union[RandomAutocontrast, _Mapping]] = ..., random_adjust_sharpness: _Optional[_Union[RandomAdjustSharpness, _Mapping]] = ..., random_rotation: _Optional[_Union[RandomRotation, _Mapping]] = ..., random_affine: _Optional[_Union[RandomAffine, _Mapping]] = ..., random_erasing: _Optional[_Union[RandomErasing, _Mapping]] = ..., random_apply: _Optional[_Union[RandomApply, _Mapping]] = ..., random_choice: _Optional[_Union[RandomChoice, _Mapping]] = ..., random_order: _Optional[_Union[RandomOrder, _Mapping]] = ..., trivial_augment_wide: _Optional[_Union[TrivialAugmentWide, _Mapping]] = ..., rand_augment: _Optional[_Union[RandAugment, _Mapping]] = ..., auto_augment: _Optional[_Union[AutoAugment, _Mapping]] = ..., aug_mix: _Optional[_Union[AugMix, _Mapping]] = ..., timm_rand_augment: _Optional[_Union[TimmRandAugment, _Mapping]] = ..., random_crop: _Optional[_Union[RandomCrop, _Mapping]] = ..., pad: _Optional[_Union[Pad, _Mapping]] = ..., timm_auto_augment: _Optional[_Union[TimmAutoAugment, _Mapping]] = ..., timm_aug_mix: _Optional[_Union[TimmAugMix, _Mapping]] = ..., sanitize_bounding_boxes: _Optional[_Union[SanitizeBoundingBoxes, _Mapping]] = ..., random_zoom_out: _Optional[_Union[RandomZoomOut, _Mapping]] = ..., random_iou_crop: _Optional[_Union[RandomIoUCrop, _Mapping]] = ..., random_photometric_distort: _Optional[_Union[RandomPhotometricDistort, _Mapping]] = ..., convert_bounding_box_format: _Optional[_Union[ConvertBoundingBoxFormat, _Mapping]] = ...) -> None: ...
+    scale_jitter: ScaleJitter
+    fixed_size_crop: FixedSizeCrop
+    def __init__(self, random_resized_crop: _Optional[_Union[RandomResizedCrop, _Mapping]] = ..., resize: _Optional[_Union[Resize, _Mapping]] = ..., center_crop: _Optional[_Union[CenterCrop, _Mapping]] = ..., random_horizontal_flip: _Optional[_Union[RandomHorizontalFlip, _Mapping]] = ..., color_jitter: _Optional[_Union[ColorJitter, _Mapping]] = ..., normalize: _Optional[_Union[Normalize, _Mapping]] = ..., random_vertical_flip: _Optional[_Union[RandomVerticalFlip, _Mapping]] = ..., grayscale: _Optional[_Union[Grayscale, _Mapping]] = ..., random_grayscale: _Optional[_Union[RandomGrayscale, _Mapping]] = ..., gaussian_blur: _Optional[_Union[GaussianBlur, _Mapping]] = ..., random_solarize: _Optional[_Union[RandomSolarize, _Mapping]] = ..., random_posterize: _Optional[_Union[RandomPosterize, _Mapping]] = ..., random_invert: _Optional[_Union[RandomInvert, _Mapping]] = ..., random_equalize: _Optional[_Union[RandomEqualize, _Mapping]] = ..., random_autocontrast: _Optional[_Union[RandomAutocontrast, _Mapping]] = ..., random_adjust_sharpness: _Optional[_Union[RandomAdjustSharpness, _Mapping]] = ..., random_rotation: _Optional[_Union[RandomRotation, _Mapping]] = ..., random_affine: _Optional[_Union[RandomAffine, _Mapping]] = ..., random_erasing: _Optional[_Union[RandomErasing, _Mapping]] = ..., random_apply: _Optional[_Union[RandomApply, _Mapping]] = ..., random_choice: _Optional[_Union[RandomChoice, _Mapping]] = ..., random_order: _Optional[_Union[RandomOrder, _Mapping]] = ..., trivial_augment_wide: _Optional[_Union[TrivialAugmentWide, _Mapping]] = ..., rand_augment: _Optional[_Union[RandAugment, _Mapping]] = ..., auto_augment: _Optional[_Union[AutoAugment, _Mapping]] = ..., aug_mix: _Optional[_Union[AugMix, _Mapping]] = ..., timm_rand_augment: _Optional[_Union[TimmRandAugment, _Mapping]] = ..., random_crop: _Optional[_Union[RandomCrop, _Mapping]] = ..., pad: _Optional[_Union[Pad, _Mapping]] = ..., timm_auto_augment: _Optional[_Union[TimmAutoAugment, _Mapping]] = ..., timm_aug_mix: _Optional[_Union[TimmAugMix, _Mapping]] = ..., sanitize_bounding_boxes: _Optional[_Union[SanitizeBoundingBoxes, _Mapping]] = ..., random_zoom_out: _Optional[_Union[RandomZoomOut, _Mapping]] = ..., random_iou_crop: _Optional[_Union[RandomIoUCrop, _Mapping]] = ..., random_photometric_distort: _Optional[_Union[RandomPhotometricDistort, _Mapping]] = ..., convert_bounding_box_format: _Optional[_Union[ConvertBoundingBoxFormat, _Mapping]] = ..., scale_jitter: _Optional[_Union[ScaleJitter, _Mapping]] = ..., fixed_size_crop: _Optional[_Union[FixedSizeCrop, _Mapping]] = ...) -> None: ...
 
 class Pad(_message.Message):
     __slots__ = ("padding", "fill", "padding_mode")
@@ -322,6 +326,32 @@ class RandomZoomOut(_message.Message):
     side_range: Range
     p: float
     def __init__(self, fill: _Optional[_Iterable[float]] = ..., side_range: _Optional[_Union[Range, _Mapping]] = ..., p: _Optional[float] = ...) -> None: ...
+
+class ScaleJitter(_message.Message):
+    __slots__ = ("target_height", "target_width", "scale_range", "interpolation", "antialias")
+    TARGET_HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    TARGET_WIDTH_FIELD_NUMBER: _ClassVar[int]
+    SCALE_RANGE_FIELD_NUMBER: _ClassVar[int]
+    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
+    ANTIALIAS_FIELD_NUMBER: _ClassVar[int]
+    target_height: int
+    target_width: int
+    scale_range: Range
+    interpolation: Interpolation
+    antialias: bool
+    def __init__(self, target_height: _Optional[int] = ..., target_width: _Optional[int] = ..., scale_range: _Optional[_Union[Range, _Mapping]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., antialias: _Optional[bool] = ...) -> None: ...
+
+class FixedSizeCrop(_message.Message):
+    __slots__ = ("height", "width", "fill", "padding_mode")
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    FILL_FIELD_NUMBER: _ClassVar[int]
+    PADDING_MODE_FIELD_NUMBER: _ClassVar[int]
+    height: int
+    width: int
+    fill: _containers.RepeatedScalarFieldContainer[float]
+    padding_mode: str
+    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ..., fill: _Optional[_Iterable[float]] = ..., padding_mode: _Optional[str] = ...) -> None: ...
 
 class RandomIoUCrop(_message.Message):
     __slots__ = ("min_scale", "max_scale", "min_aspect_ratio", "max_aspect_ratio", "sampler_options", "trials")

@@ -1,0 +1,28 @@
+package pipeline
+
+// FixedSizeCrop's boxes (large-scale jitter, lsj.go), as torchvision's
+// FixedSizeCrop moves a tv_tensors.BoundingBoxes, in float32.
+
+// fixedSizeCrop is FixedSizeCrop on t's instances on a w x h canvas, with
+// st's crop (top, left, height, width) and size: when the crop is not the
+// whole canvas (its needs_crop), torchvision's crop_bounding_boxes (the
+// offset subtracted, clamped to the crop), then the instances whose
+// width or height (XYWH's, x2 - x1 and y2 - y1 in float32) is not above 0
+// dropped with their labels and crowd flags (its is_valid); then pad on
+// the right and bottom, which moves no box. It returns the canvas, the
+// size.
+func (t *Targets) fixedSizeCrop(w, h int, st *Step) (int, int) {
+	top, left, ch, cw := st.I[0], st.I[1], st.I[2], st.I[3]
+	if ch != h || cw != w {
+		cropBoxes(t.Boxes, top, left, ch, cw)
+		n := 0
+		for k, b := range t.Boxes {
+			if b[2]-b[0] > 0 && b[3]-b[1] > 0 {
+				t.Boxes[n], t.Labels[n], t.Crowd[n] = b, t.Labels[k], t.Crowd[k]
+				n++
+			}
+		}
+		t.Boxes, t.Labels, t.Crowd = t.Boxes[:n], t.Labels[:n], t.Crowd[:n]
+	}
+	return st.I[5], st.I[4]
+}
