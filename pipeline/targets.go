@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// Targets are a detection sample's boxes and labels moved through the
-// sample's geometry, as torchvision.transforms.v2 moves a
-// tv_tensors.BoundingBoxes (XYXY, float32, clamping_mode "soft") with the
-// image: the same functional ops (the sample's trace) applied to the boxes
+// Targets are a detection sample's boxes and labels (and keypoints:
+// targets_kpts.go) moved through the sample's geometry, as
+// torchvision.transforms.v2 moves a tv_tensors.BoundingBoxes (XYXY,
+// float32, clamping_mode "soft") with the image: the same functional ops (the sample's trace) applied to the boxes
 // by torchvision's box kernels, in float32 as they compute. A job asks for
 // them with JobSpec.targets; they travel as the per-sample field
 // FieldTargets (AppendTargets gives the layout).
@@ -25,7 +25,8 @@ const targetsHeader = 24
 // Targeted is a Dataset whose samples have boxes and labels (COCO, YOLO).
 type Targeted interface {
 	// SourceTargets sets t to sample i's instances, reusing its slices:
-	// boxes XYXY in the pixels of the source image, which is w x h; an
+	// boxes XYXY in the pixels of the source image, which is w x h, and
+	// when the dataset has keypoints t.P points an instance (kpts); an
 	// error when the sample's annotations are malformed.
 	SourceTargets(i, w, h int, t *Targets) error
 }

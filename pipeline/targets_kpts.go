@@ -146,7 +146,7 @@ func MoveKeypoints(pts [][2]float32, w, h int, steps []Step) (int, int, error) {
 			affinePoints(pts, w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
 		case FnAffine:
 			affinePoints(pts, w, h, st.F[0], [2]float64{st.F[1], st.F[2]}, st.F[3], [2]float64{st.F[4], st.F[5]}, st.Center, st.HasCenter)
-		case FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustHue, FnAdjustSharpness, FnRGBToGrayscale,
+		case FnNone, FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustHue, FnAdjustSharpness, FnRGBToGrayscale,
 			FnGaussianBlur, FnSolarize, FnPosterize, FnInvert, FnEqualize, FnAutocontrast, FnErase, FnNormalize,
 			FnSolarizeAdd, FnPermuteChannels:
 			// Pixels alone: torchvision passes a KeyPoints through (erase warns).
