@@ -9,10 +9,11 @@ import (
 // Targets are a detection sample's boxes and labels (and keypoints:
 // targets_kpts.go) moved through the sample's geometry, as
 // torchvision.transforms.v2 moves a tv_tensors.BoundingBoxes (XYXY,
-// float32, clamping_mode "soft") with the image: the same functional ops (the sample's trace) applied to the boxes
-// by torchvision's box kernels, in float32 as they compute. A job asks for
-// them with JobSpec.targets; they travel as the per-sample field
-// FieldTargets (AppendTargets gives the layout).
+// float32, clamping_mode "soft") with the image: the same functional ops
+// (the sample's trace) applied to the boxes by torchvision's box kernels,
+// in float32 as they compute. A job asks for them with JobSpec.targets;
+// they travel as the per-sample field FieldTargets (AppendTargets gives
+// the layout).
 const FieldTargets = "targets"
 
 // fieldIDTargets is FieldTargets' id: made by the worker after the image

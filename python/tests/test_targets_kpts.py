@@ -348,14 +348,17 @@ def pose_sources(addr: str, out: Path) -> Dict[int, Dict[str, Any]]:
     return res
 
 
-@pytest.mark.parametrize("name", ["rrc-flips", "resize-rotate-affine", "detr"])
-def test_yolo_pose_keypoints_are_torchvisions(pose: Any, torch_is_stokers: bool, name: str) -> None:
+@pytest.mark.parametrize("name,transport", [("rrc-flips", "grpc"), ("rrc-flips", "shm"), ("resize-rotate-affine", "auto"),
+                                            ("detr", "auto")])
+def test_yolo_pose_keypoints_are_torchvisions(pose: Any, torch_is_stokers: bool, name: str, transport: str) -> None:
+    """Through both transports: the targets are a field of the batch's
+    header, in gRPC chunks or beside a shared-memory slot."""
     addr, out = pose
     want = pose_sources(addr, out)
     assert len(want) == N
     seen, vis_seen = 0, set()
     with stoker.Loader(addr, "pose", batch_size=6, transform=T.Compose(TRANSFORMS[name]), targets=True, trace=True,
-                       return_indices=True, pin_memory=False, timeout=60, seed=3) as ld:
+                       return_indices=True, pin_memory=False, timeout=60, seed=3, transport=transport) as ld:
         for b in ld:
             images, targets, indices = b
             for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
