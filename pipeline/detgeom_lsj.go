@@ -9,20 +9,25 @@ package pipeline
 // offset subtracted, clamped to the crop), then the instances whose
 // width or height (XYWH's, x2 - x1 and y2 - y1 in float32) is not above 0
 // dropped with their labels and crowd flags (its is_valid); then pad on
-// the right and bottom, which moves no box. It returns the canvas, the
-// size.
+// the right and bottom, which moves no box. Keypoints are cropped as
+// crop_keypoints does (the offset subtracted, not clamped) and dropped
+// with their instance, as SanitizeBoundingBoxes drops them. It returns the
+// canvas, the size.
 func (t *Targets) fixedSizeCrop(w, h int, st *Step) (int, int) {
 	top, left, ch, cw := st.I[0], st.I[1], st.I[2], st.I[3]
 	if ch != h || cw != w {
 		cropBoxes(t.Boxes, top, left, ch, cw)
+		shiftPoints(t.Points, -left, -top)
 		n := 0
 		for k, b := range t.Boxes {
 			if b[2]-b[0] > 0 && b[3]-b[1] > 0 {
 				t.Boxes[n], t.Labels[n], t.Crowd[n] = b, t.Labels[k], t.Crowd[k]
+				t.keepPoints(n, k)
 				n++
 			}
 		}
 		t.Boxes, t.Labels, t.Crowd = t.Boxes[:n], t.Labels[:n], t.Crowd[:n]
+		t.cutPoints(n)
 	}
 	return st.I[5], st.I[4]
 }

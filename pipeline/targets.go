@@ -1,19 +1,19 @@
 package pipeline
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"strings"
 )
 
-// Targets are a detection sample's boxes and labels moved through the
-// sample's geometry, as torchvision.transforms.v2 moves a
-// tv_tensors.BoundingBoxes (XYXY, float32, clamping_mode "soft") with the
-// image: the same functional ops (the sample's trace) applied to the boxes
-// by torchvision's box kernels, in float32 as they compute. A job asks for
-// them with JobSpec.targets; they travel as the per-sample field
-// FieldTargets (AppendTargets gives the layout).
+// Targets are a detection sample's boxes and labels (and keypoints:
+// targets_kpts.go) moved through the sample's geometry, as
+// torchvision.transforms.v2 moves a tv_tensors.BoundingBoxes (XYXY,
+// float32, clamping_mode "soft") with the image: the same functional ops
+// (the sample's trace) applied to the boxes by torchvision's box kernels,
+// in float32 as they compute. A job asks for them with JobSpec.targets;
+// they travel as the per-sample field FieldTargets (AppendTargets gives
+// the layout).
 const FieldTargets = "targets"
 
 // fieldIDTargets is FieldTargets' id: made by the worker after the image
@@ -26,20 +26,23 @@ const targetsHeader = 24
 // Targeted is a Dataset whose samples have boxes and labels (COCO, YOLO).
 type Targeted interface {
 	// SourceTargets sets t to sample i's instances, reusing its slices:
-	// boxes XYXY in the pixels of the source image, which is w x h; an
+	// boxes XYXY in the pixels of the source image, which is w x h, and
+	// when the dataset has keypoints t.P points an instance (kpts); an
 	// error when the sample's annotations are malformed.
 	SourceTargets(i, w, h int, t *Targets) error
 }
 
 // Targets are one sample's instances: Boxes XYXY in pixels of a canvas of
 // W x H, Labels the contiguous labels, Crowd 1 for a COCO crowd
-// annotation (kept, as torchvision's CocoDetection wrapper keeps it).
+// annotation (kept, as torchvision's CocoDetection wrapper keeps it),
+// and the instances' keypoints when the dataset has them (kpts).
 type Targets struct {
 	ImageID int64
 	W, H    int
 	Boxes   [][4]float32
 	Labels  []int64
 	Crowd   []uint8
+	kpts    // targets_kpts.go
 	// Format is the boxes' format: XYXY but after a
 	// ConvertBoundingBoxFormat (Move).
 	Format BoxFormat
@@ -97,6 +100,7 @@ func (t *Targets) reset() {
 	t.Format = BoxXYXY
 	t.ImageID, t.W, t.H = 0, 0, 0
 	t.Boxes, t.Labels, t.Crowd = t.Boxes[:0], t.Labels[:0], t.Crowd[:0]
+	t.resetPoints()
 }
 
 // add appends an instance.
@@ -224,7 +228,7 @@ func (t *Targets) moveXYXY(w, h int, steps []Step) (int, int, error) {
 			}
 		}
 	}
-	return MoveBoxes(t.Boxes, w, h, steps)
+	return t.moveAll(w, h, steps) // the boxes, and the keypoints
 }
 
 // checkConvertLast refuses a ConvertBoundingBoxFormat (ops after the
@@ -271,10 +275,12 @@ func (t *Targets) sanitize(w, h int, minSize, minArea float64) {
 			b[0] <= fw && b[2] <= fw && b[1] <= fh && b[3] <= fh
 		if ok {
 			t.Boxes[n], t.Labels[n], t.Crowd[n] = b, t.Labels[k], t.Crowd[k]
+			t.keepPoints(n, k)
 			n++
 		}
 	}
 	t.Boxes, t.Labels, t.Crowd = t.Boxes[:n], t.Labels[:n], t.Crowd[:n]
+	t.cutPoints(n)
 }
 
 // cropBoxes is torchvision's crop_bounding_boxes: the boxes less (left,
@@ -345,32 +351,6 @@ func clampBox(bx *[4]float32, w, h int) {
 	}
 }
 
-// AppendTargets appends t's encoding, little-endian: u32 H, u32 W (the
-// canvas), i64 image id, u32 K, u32 0, then K x 4 float32 boxes (x1, y1,
-// x2, y2), K int64 labels, K uint8 crowd flags. The header is 24 bytes,
-// so the boxes and labels are 8-byte aligned within it.
-func AppendTargets(b []byte, t *Targets) []byte {
-	le := binary.LittleEndian
-	k := len(t.Boxes)
-	b = le.AppendUint32(b, uint32(t.H))
-	b = le.AppendUint32(b, uint32(t.W))
-	b = le.AppendUint64(b, uint64(t.ImageID))
-	b = le.AppendUint32(b, uint32(k))
-	b = le.AppendUint32(b, uint32(t.Format))
-	for _, bx := range t.Boxes {
-		for _, v := range bx {
-			b = le.AppendUint32(b, math.Float32bits(v))
-		}
-	}
-	for _, l := range t.Labels {
-		b = le.AppendUint64(b, uint64(l))
-	}
-	return append(b, t.Crowd...)
-}
-
-// TargetsSize is the bytes AppendTargets writes for k instances.
-func TargetsSize(k int) int64 { return targetsHeader + int64(k)*(16+8+1) }
-
 // appendTargets appends sample i's targets (of ds), moved through the
 // geometry and steps d drew for its last sample with t, to b.
 func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int) ([]byte, error) {
@@ -395,37 +375,6 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int) ([]b
 	}
 	tg.W, tg.H = w, h
 	return AppendTargets(b, tg), nil
-}
-
-// SourceTargets implements Targeted: the image's annotations, bbox XYWH
-// to XYXY as torchvision's CocoDetection wrapper converts it (float32),
-// crowds kept; the image id is COCO's.
-func (d *COCODataset) SourceTargets(i, w, h int, t *Targets) error {
-	s, err := d.ann.Sample(i)
-	if err != nil {
-		return &annotationError{err}
-	}
-	t.ImageID = s.Image.ID
-	for k := range s.Instances {
-		in := &s.Instances[k]
-		t.add(xywhToXYXY(in.BBox), int64(in.Label), in.IsCrowd)
-	}
-	return nil
-}
-
-// SourceTargets implements Targeted: each label's box (normalized cx, cy,
-// w, h) in pixels of the w x h image (yoloToXYXY), its class the label;
-// the image id is the sample's index. YOLO has no crowds.
-func (d *YOLODataset) SourceTargets(i, w, h int, t *Targets) error {
-	ls, err := d.Labels(i)
-	if err != nil {
-		return err // an annotationError already
-	}
-	t.ImageID = int64(i)
-	for k := range ls {
-		t.add(yoloToXYXY(ls[k].Box, w, h), int64(ls[k].Class), false)
-	}
-	return nil
 }
 
 // CheckTargets refuses a transform whose ops targets do not support yet:

@@ -103,7 +103,7 @@ func TestAppendTargets(t *testing.T) {
 	tg.add([4]float32{float32(math.Inf(1)), -0.5, 6, 7}, 1<<40, true)
 	b := AppendTargets(nil, &tg)
 	le := binary.LittleEndian
-	if int64(len(b)) != TargetsSize(2) || len(b) != 24+2*25 {
+	if int64(len(b)) != TargetsSize(2, 0) || len(b) != 24+2*25 {
 		t.Fatalf("%d bytes", len(b))
 	}
 	if le.Uint32(b) != 480 || le.Uint32(b[4:]) != 640 || int64(le.Uint64(b[8:])) != -7 || le.Uint32(b[16:]) != 2 || le.Uint32(b[20:]) != 0 {

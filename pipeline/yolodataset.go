@@ -31,6 +31,7 @@ const fieldIDYOLO = 0
 type YOLODataset struct {
 	*ImageFolder // the images, read as an ImageFolder's (one class "")
 	cfg          *annot.YOLOConfig
+	dir          string // the images' directory, for the label files' names
 	labels       [][]annot.YOLOInstance
 	errs         []error
 	bytes        int64
@@ -89,7 +90,7 @@ func OpenYOLO(dir, yaml string) (*YOLODataset, error) {
 	}
 	d := &YOLODataset{
 		ImageFolder: &ImageFolder{root: root, maxSize: DefaultMaxFileSize, classes: cfg.Names, files: sf, labels: make([]int32, len(sf)), sizes: ss},
-		cfg:         cfg, labels: make([][]annot.YOLOInstance, len(sf)), errs: make([]error, len(sf)),
+		cfg:         cfg, dir: dir, labels: make([][]annot.YOLOInstance, len(sf)), errs: make([]error, len(sf)),
 	}
 	h := newIndexHash("yolo", cfg.Names)
 	yh := sha256.Sum256(raw)

@@ -32,6 +32,12 @@ import (
 // LVIS about 700): an image with more is a per-sample error.
 const MaxInstances = 4096
 
+// MaxKeypoints bounds the keypoints of a category or an annotation
+// (COCO's person has 17, COCO-WholeBody's 133; ultralytics' kpt_shape
+// is bounded the same): a category with more refuses the file, an
+// annotation with more fails its sample.
+const MaxKeypoints = 1024
+
 // MaxAnnotationsFile bounds an annotations file's size (COCO's
 // instances_train2017.json is 448 MB).
 const MaxAnnotationsFile = 4 << 30
@@ -96,6 +102,7 @@ type COCO struct {
 	errs       []error // per image: the first malformed annotation
 	bytes      int64
 	annots     int
+	keypoints  int // the most keypoints of a category or an annotation
 }
 
 // SampleError is a malformed annotation: the error of one sample, naming
@@ -200,6 +207,10 @@ func ReadCOCO(name string, r io.Reader) (*COCO, error) {
 					if _, dup := c.catByID[ct.ID]; dup {
 						return nil, fmt.Errorf("%s: categories[%d]: duplicate category id %d", name, n, ct.ID)
 					}
+					if len(ct.Keypoints) > MaxKeypoints {
+						return nil, fmt.Errorf("%s: categories[%d] (id %d): %d keypoints, more than the %d allowed", name, n, ct.ID, len(ct.Keypoints), MaxKeypoints)
+					}
+					c.keypoints = max(c.keypoints, len(ct.Keypoints))
 					c.catByID[ct.ID] = len(c.categories)
 					c.categories = append(c.categories, ct)
 				case "annotations":
@@ -298,6 +309,7 @@ func ReadCOCO(name string, r io.Reader) (*COCO, error) {
 			continue
 		}
 		c.insts[i] = append(c.insts[i], inst)
+		c.keypoints = max(c.keypoints, len(inst.Keypoints)/3)
 	}
 	c.bytes = int64(len(c.images))*64 + int64(len(c.categories))*96
 	for i, im := range c.images {
@@ -364,6 +376,9 @@ func (c *COCO) instance(id int64, im Image, catID json.Number, bbox, area, crowd
 			return in, bad("keypoints", "%s: want a list of finite numbers", short(kps))
 		}
 		want := len(c.categories[ci].Keypoints)
+		if len(k) > 3*MaxKeypoints {
+			return in, bad("keypoints", "%d numbers: more than the %d keypoints allowed", len(k), MaxKeypoints)
+		}
 		if len(k)%3 != 0 || (want > 0 && len(k) != 3*want) {
 			if want > 0 {
 				return in, bad("keypoints", "%d numbers: category %d has %d keypoints, want %d (x, y, v for each)", len(k), cat, want, 3*want)
@@ -507,6 +522,11 @@ func (c *COCO) Len() int { return len(c.images) }
 // Annotations is the number of annotations the file holds.
 func (c *COCO) Annotations() int { return c.annots }
 
+// Keypoints is the most keypoints of a category (its named keypoints) or
+// of a well-formed annotation: the points each instance of the dataset's
+// targets carries (P); 0 for a file without keypoints.
+func (c *COCO) Keypoints() int { return c.keypoints }
+
 // Categories are the categories sorted by id; Categories()[l] has label l.
 func (c *COCO) Categories() []Category { return c.categories }
 
@@ -640,83 +660,4 @@ func short(b []byte) string {
 		return string(b[:77]) + "..."
 	}
 	return string(b)
-}
-
-// nanReader passes JSON through, turning the bare words NaN, Infinity and
-// -Infinity (which Python's json writes, and JSON has not) into 1e999,
-// -1e999: numbers that no float64 holds, so that a box of NaNs is the
-// error of its annotation, not of the whole file.
-type nanReader struct {
-	r        io.Reader
-	inString bool
-	escape   bool
-	pending  []byte
-	buf      [32 << 10]byte
-	carry    []byte // an incomplete word at the end of the last read
-	eof      bool
-}
-
-func (n *nanReader) Read(p []byte) (int, error) {
-	for len(n.pending) == 0 {
-		if n.eof {
-			if len(n.carry) > 0 {
-				n.pending, n.carry = n.carry, nil
-				break
-			}
-			return 0, io.EOF
-		}
-		k, err := n.r.Read(n.buf[:])
-		chunk := append(n.carry, n.buf[:k]...)
-		n.carry = nil
-		if err == io.EOF {
-			n.eof = true
-		} else if err != nil {
-			return 0, err
-		}
-		n.pending = n.rewrite(chunk)
-	}
-	k := copy(p, n.pending)
-	n.pending = n.pending[k:]
-	return k, nil
-}
-
-// rewrite turns the words in chunk, keeping back a possible incomplete
-// word at its end in n.carry (unless at EOF).
-func (n *nanReader) rewrite(chunk []byte) []byte {
-	out := make([]byte, 0, len(chunk)+16)
-	for i := 0; i < len(chunk); i++ {
-		ch := chunk[i]
-		if n.inString {
-			out = append(out, ch)
-			switch {
-			case n.escape:
-				n.escape = false
-			case ch == '\\':
-				n.escape = true
-			case ch == '"':
-				n.inString = false
-			}
-			continue
-		}
-		switch ch {
-		case '"':
-			n.inString = true
-		case 'N', 'I', '-':
-			for _, w := range [...]struct{ word, with string }{{"NaN", "1e999"}, {"Infinity", "1e999"}, {"-Infinity", "-1e999"}} {
-				rest := chunk[i:]
-				if bytes.HasPrefix(rest, []byte(w.word)) {
-					out = append(out, w.with...)
-					i += len(w.word) - 1
-					goto next
-				}
-				if !n.eof && len(rest) < len(w.word) && bytes.HasPrefix([]byte(w.word), rest) {
-					n.carry = append([]byte(nil), rest...)
-					return out
-				}
-			}
-		}
-		out = append(out, ch)
-	next:
-	}
-	return out
 }

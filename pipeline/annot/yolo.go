@@ -260,7 +260,7 @@ func ParseYOLOConfig(name string, data []byte) (*YOLOConfig, error) {
 			}
 			k, err1 := strconv.Atoi(items[0])
 			d, err2 := strconv.Atoi(items[1])
-			if err1 != nil || err2 != nil || k < 1 || k > 1024 || (d != 2 && d != 3) {
+			if err1 != nil || err2 != nil || k < 1 || k > MaxKeypoints || (d != 2 && d != 3) {
 				return nil, fmt.Errorf("%s: kpt_shape: %q: want [keypoints, 2 or 3]", name, val)
 			}
 			cfg.KptShape = [2]int{k, d}

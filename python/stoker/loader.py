@@ -289,14 +289,20 @@ class Loader:
             ``tv_tensors.BoundingBoxes`` ``[K, 4]`` XYXY (or the format of a
             last ``ConvertBoundingBoxFormat``) with
             ``canvas_size=(H, W)``, ``"labels"`` int64 ``[K]`` (the
-            contiguous labels), ``"iscrowd"``, ``"image_id"``; the boxes
-            moved through the sample's geometry (RandomResizedCrop, Resize,
-            CenterCrop, RandomCrop, Pad, the flips) exactly as
-            torchvision.transforms.v2 moves them. A transform with another
-            geometric op (rotation, affine, a policy, views), a mix or a
-            dataset without annotations is refused
+            contiguous labels), ``"iscrowd"``, ``"image_id"``, and when the
+            dataset has keypoints (P an instance: COCO's ``keypoints``, a
+            YOLO ``kpt_shape``) ``"keypoints"`` a ``tv_tensors.KeyPoints``
+            ``[K, P, 2]`` with ``canvas_size=(H, W)`` and
+            ``"keypoints_visibility"`` uint8 ``[K, P]`` (COCO's v); the boxes
+            and keypoints moved through the sample's geometry
+            (RandomResizedCrop, Resize, CenterCrop, RandomCrop, Pad, the
+            flips, RandomZoomOut, RandomIoUCrop, RandomRotation,
+            RandomAffine) exactly as torchvision.transforms.v2 moves them. A
+            transform with another geometric op (a policy, views), a mix or
+            a dataset without annotations is refused
             (StokerError("INVALID_ARGUMENT")). They travel as a field,
-            bounded by ``max_field_bytes`` (25 bytes an instance and 24).
+            bounded by ``max_field_bytes`` (25 bytes an instance and 24,
+            and 9 a keypoint).
         cpu_weight: the job's weight in the server's share of its cores,
             which is by CPU time: a job of weight 2 gets twice the CPU of
             one of weight 1 while both wait for samples. The server clamps

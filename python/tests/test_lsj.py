@@ -38,6 +38,7 @@ from stats import Checks, compare_values, in_band
 from stoker import transforms as T
 from stoker.v1 import stoker_pb2 as pb
 from test_targets import N, coco_sources, det, replay, server  # noqa: F401 (the fixtures)
+from test_targets_kpts import coco_points
 
 MEAN = (123, 117, 104)  # the references' fill, their mean as pixels
 
@@ -73,6 +74,28 @@ def fixed_size_crop(img: Any, top: int, left: int, height: int, width: int, size
     return img, keep
 
 
+def replay_points(points: tv_tensors.KeyPoints, boxes: tv_tensors.BoundingBoxes,
+                  trace: List[Any]) -> tv_tensors.KeyPoints:
+    """The trace on keypoints: resize and the flips as torchvision's
+    keypoint kernels; FixedSizeCrop's crop (crop_keypoints) and pad, and
+    the instances whose boxes it or a SanitizeBoundingBoxes drops (the
+    boxes' replay, step by step) dropped with them."""
+    for step in trace:
+        name, kw = step[0], dict(step[1])
+        boxes, k = (fixed_size_crop(boxes, **kw) if name == "fixed_size_crop" else replay(boxes, [step]))
+        if name == "fixed_size_crop":
+            h, w = F.get_size(points)
+            if (kw["height"], kw["width"]) != (h, w):
+                points = F.crop(points, top=kw["top"], left=kw["left"], height=kw["height"], width=kw["width"])
+            points = F.pad(points, [0, 0, kw["size"][1] - kw["width"], kw["size"][0] - kw["height"]])
+        elif name in ("resize", "horizontal_flip", "vertical_flip"):
+            kw.pop("interpolation", None)
+            kw.pop("antialias", None)
+            points = getattr(F, name)(points, **kw)
+        points = tv_tensors.wrap(points[k], like=points)
+    return points
+
+
 def replay_pixels(img: torch.Tensor, trace: List[Any]) -> torch.Tensor:
     for name, a in trace:
         kw: Dict[str, Any] = dict(a)
@@ -102,7 +125,7 @@ def replay_boxes(boxes: tv_tensors.BoundingBoxes, trace: List[Any]) -> Tuple[tv_
 
 
 def check_sample(image: torch.Tensor, got: Dict[str, Any], src: torch.Tensor, want: Dict[str, Any], trace: List[Any],
-                 where: str) -> None:
+                 where: str, points: Any = None) -> None:
     pixels = replay_pixels(src, trace)
     assert torch.equal(image, pixels), f"{where}: not torchvision's {trace}"
     moved, keep = replay_boxes(want["boxes"], trace)
@@ -111,6 +134,13 @@ def check_sample(image: torch.Tensor, got: Dict[str, Any], src: torch.Tensor, wa
     assert g.dtype == m.dtype == torch.float32 and torch.equal(g, m), f"{where}: {trace}\n{g}\n{m}"
     assert torch.equal(got["labels"], want["labels"][keep]), where
     assert torch.equal(got["iscrowd"], want["iscrowd"][keep]), where
+    if points is not None:  # mkdata --coco's stars' tips: the same float32 bits, the instances kept
+        kp, vis = points
+        mp = replay_points(kp, want["boxes"], trace)
+        gp = got["keypoints"]
+        assert tuple(gp.canvas_size) == tuple(mp.canvas_size) == tuple(image.shape[-2:]), where
+        assert torch.equal(gp.as_subclass(torch.Tensor), mp.as_subclass(torch.Tensor)), f"{where}: {trace}"
+        assert torch.equal(got["keypoints_visibility"], vis[keep]), where
 
 
 @pytest.mark.parametrize("name", sorted(TRANSFORMS))
@@ -118,6 +148,7 @@ def test_lsj_is_torchvisions(server: str, det: Path, name: str) -> None:  # noqa
     """Pixels (atol 0) and boxes (float32 bits) of every sample, two seeds."""
     images_dir = det / "images" / "train"
     sources = coco_sources(det)
+    points = coco_points(det)
     n, cropped, padded, dropped = 0, 0, 0, 0
     for seed in (1, 2):
         with stoker.Loader(server, "coco", batch_size=6, transform=T.Compose(TRANSFORMS[name]), targets=True,
@@ -127,7 +158,8 @@ def test_lsj_is_torchvisions(server: str, det: Path, name: str) -> None:  # noqa
                 images, targets, indices = b
                 for i, (path, idx) in enumerate(zip(b.fields["path"], indices.tolist())):
                     src = decode_jpeg(read_file(str(images_dir / path.decode())), mode=ImageReadMode.RGB)
-                    check_sample(images[i], targets[i], src, sources[idx], b.trace[i], f"{name} seed {seed} {path}")
+                    check_sample(images[i], targets[i], src, sources[idx], b.trace[i], f"{name} seed {seed} {path}",
+                                 points[idx])
                     steps = dict((s, a) for s, a in b.trace[i])
                     h, w = steps["resize"]["size"] if "resize" in steps else src.shape[-2:]
                     size = steps["fixed_size_crop"]["size"]

@@ -1,0 +1,215 @@
+package pipeline
+
+// Keypoints through the geometry, as torchvision.transforms.v2 moves a
+// tv_tensors.KeyPoints (float32, [K, P, 2]) with the image: its
+// *_keypoints kernels, in float32 as they compute, to the bit. Unlike
+// boxes, keypoints are never clamped (torchvision clamps them only in
+// ClampKeyPoints) and a flip mirrors about the last pixel (W - 1 - x).
+// Floating point as in ops_draw.go: every product that is added is
+// rounded first, or fused explicitly (boxFMA32).
+
+import (
+	"fmt"
+	"math"
+)
+
+// kpts are the keypoints of a Targets' instances: P points an instance,
+// instance by instance (Points[k*P+j] is instance k's point j).
+type kpts struct {
+	// P is the points of every instance: the dataset's (a COCO file's most
+	// keypoints of a category, a YOLO dataset's kpt_shape[0]); 0: none.
+	P int
+	// Points are (x, y) in pixels of the canvas, K*P of them.
+	Points [][2]float32
+	// Vis are their visibilities, as COCO's v: 0 not labelled (the point
+	// is (0, 0)), 1 labelled but not visible, 2 visible. The geometry
+	// leaves them, as torchvision's kernels have none.
+	Vis []uint8
+}
+
+func (p *kpts) resetPoints() {
+	p.P, p.Points, p.Vis = 0, p.Points[:0], p.Vis[:0]
+}
+
+// addCOCOPoints appends one instance's P points from COCO's (x, y, v)
+// triplets, each coordinate made float32 as torch.as_tensor(keypoints,
+// dtype=torch.float32) makes it; an instance with fewer (its category has
+// fewer, or none) gets (0, 0) with visibility 0 for the rest, as COCO
+// writes an unlabelled point. The triplets were checked when the file was
+// read (annot: v is 0, 1 or 2).
+func (p *kpts) addCOCOPoints(kp []float64) {
+	for j := range p.P {
+		if 3*j+2 < len(kp) {
+			p.Points = append(p.Points, [2]float32{float32(kp[3*j]), float32(kp[3*j+1])})
+			p.Vis = append(p.Vis, uint8(kp[3*j+2]))
+			continue
+		}
+		p.Points, p.Vis = append(p.Points, [2]float32{}), append(p.Vis, 0)
+	}
+}
+
+// addYOLOPoints appends one instance's P points from a YOLO pose line's
+// normalized (x, y, v) triplets, in pixels of a w x h image as
+// ultralytics' denormalize scales them (x * w, y * h in float32); an error
+// (its message, without the file) for a visibility other than 0, 1 or 2.
+func (p *kpts) addYOLOPoints(kp []float32, w, h int) error {
+	fw, fh := float32(w), float32(h)
+	for j := range p.P {
+		x, y, v := kp[3*j], kp[3*j+1], kp[3*j+2]
+		if v != 0 && v != 1 && v != 2 {
+			return fmt.Errorf("keypoint %d has visibility %v: targets carry 0, 1 or 2 (COCO's)", j, v)
+		}
+		p.Points = append(p.Points, [2]float32{float32(x * fw), float32(y * fh)})
+		p.Vis = append(p.Vis, uint8(v))
+	}
+	return nil
+}
+
+// keepPoints moves instance k's points to instance n's place (n <= k), for
+// a sanitize that keeps instance k as the n-th.
+func (p *kpts) keepPoints(n, k int) {
+	if p.P > 0 && n != k {
+		copy(p.Points[n*p.P:(n+1)*p.P], p.Points[k*p.P:(k+1)*p.P])
+		copy(p.Vis[n*p.P:(n+1)*p.P], p.Vis[k*p.P:(k+1)*p.P])
+	}
+}
+
+// cutPoints keeps the first n instances' points.
+func (p *kpts) cutPoints(n int) {
+	p.Points, p.Vis = p.Points[:n*p.P], p.Vis[:n*p.P]
+}
+
+// moveAll is MoveBoxes of t's boxes and MoveKeypoints of its keypoints
+// through the same steps (the canvas the same after them).
+func (t *Targets) moveAll(w, h int, steps []Step) (int, int, error) {
+	bw, bh, err := MoveBoxes(t.Boxes, w, h, steps)
+	if err != nil || t.P == 0 {
+		return bw, bh, err
+	}
+	if len(t.Points) != len(t.Boxes)*t.P || len(t.Vis) != len(t.Points) {
+		return bw, bh, fmt.Errorf("targets: %d boxes with %d keypoints and %d visibilities: want %d points an instance", len(t.Boxes), len(t.Points), len(t.Vis), t.P)
+	}
+	kw, kh, err := MoveKeypoints(t.Points, w, h, steps)
+	if err != nil {
+		return kw, kh, err
+	}
+	if kw != bw || kh != bh {
+		return bw, bh, fmt.Errorf("targets: the boxes' canvas %dx%d and the keypoints' %dx%d differ after %d steps", bw, bh, kw, kh, len(steps))
+	}
+	return bw, bh, nil
+}
+
+// MoveKeypoints applies steps to points on a canvas of w x h, as
+// torchvision's keypoint kernels do, and returns the canvas after them:
+// crop (and center_crop, resized_crop's first half, RandomIoUCrop's crop)
+// subtracts the offset, in float32, without clamping; pad adds the left
+// and top padding; resize multiplies by the float32 ratio of the sizes
+// (and leaves the points when the size does not change); the flips mirror
+// about the last pixel (x' = -(x - (W - 1))); rotate and affine take each
+// point through the float32 forward matrix (affinePoints). Ops on pixels
+// alone leave the points. Any other step is an error: the keypoints do not
+// support it (a geometric op added for boxes alone fails here rather than
+// leave the points behind).
+func MoveKeypoints(pts [][2]float32, w, h int, steps []Step) (int, int, error) {
+	for i := range steps {
+		st := &steps[i]
+		switch st.Fn {
+		case FnResizedCrop:
+			shiftPoints(pts, -st.I[1], -st.I[0])
+			w, h = resizePoints(pts, st.I[3], st.I[2], st.I[5], st.I[4])
+		case FnResize:
+			w, h = resizePoints(pts, w, h, st.I[5], st.I[4])
+		case FnCenterCrop:
+			ch, cw := st.I[4], st.I[5]
+			top := int(math.RoundToEven(float64(h-ch) / 2))
+			left := int(math.RoundToEven(float64(w-cw) / 2))
+			shiftPoints(pts, -left, -top)
+			w, h = cw, ch
+		case FnCrop, FnIoUCrop:
+			// RandomIoUCrop marks boxes only: its KeyPoints are cropped.
+			shiftPoints(pts, -st.I[1], -st.I[0])
+			w, h = st.I[3], st.I[2]
+		case FnPad:
+			shiftPoints(pts, st.I[0], st.I[1])
+			w, h = w+st.I[0]+st.I[2], h+st.I[1]+st.I[3]
+		case FnHorizontalFlip:
+			fw := float32(w - 1)
+			for k := range pts {
+				pts[k][0] = -(pts[k][0] - fw)
+			}
+		case FnVerticalFlip:
+			fh := float32(h - 1)
+			for k := range pts {
+				pts[k][1] = -(pts[k][1] - fh)
+			}
+		case FnRotate:
+			affinePoints(pts, w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
+		case FnAffine:
+			affinePoints(pts, w, h, st.F[0], [2]float64{st.F[1], st.F[2]}, st.F[3], [2]float64{st.F[4], st.F[5]}, st.Center, st.HasCenter)
+		case FnNone, FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustHue, FnAdjustSharpness, FnRGBToGrayscale,
+			FnGaussianBlur, FnSolarize, FnPosterize, FnInvert, FnEqualize, FnAutocontrast, FnErase, FnNormalize,
+			FnSolarizeAdd, FnPermuteChannels:
+			// Pixels alone: torchvision passes a KeyPoints through (erase warns).
+		default:
+			return w, h, fmt.Errorf("%w: targets' keypoints do not support %s yet", ErrUnsupported, st.Fn)
+		}
+	}
+	return w, h, nil
+}
+
+// shiftPoints adds (dx, dy) to every point, in float32: crop_keypoints'
+// keypoints - tensor([left, top]) and pad_keypoints' keypoints +
+// tensor([left, top]) (float32 tensors of the ints; x - l is x + (-l)
+// in IEEE arithmetic, and float32(-l) is -float32(l)).
+func shiftPoints(pts [][2]float32, dx, dy int) {
+	fx, fy := float32(dx), float32(dy)
+	for k := range pts {
+		pts[k][0], pts[k][1] = pts[k][0]+fx, pts[k][1]+fy
+	}
+}
+
+// resizePoints is resize_keypoints from w x h to nw x nh: unchanged when
+// the size is, else each coordinate times the ratio rounded to float32
+// (torch.tensor of the Python floats new/old), not clamped.
+func resizePoints(pts [][2]float32, w, h, nw, nh int) (int, int) {
+	if nw == w && nh == h {
+		return w, h
+	}
+	rx, ry := float32(float64(nw)/float64(w)), float32(float64(nh)/float64(h))
+	for k := range pts {
+		pts[k][0], pts[k][1] = float32(pts[k][0]*rx), float32(pts[k][1]*ry)
+	}
+	return nw, nh
+}
+
+// affinePoints is torchvision's _affine_keypoints_with_expand (expand
+// False: the canvas stays) for float32 points on a w x h canvas: the
+// forward matrix of _get_inverse_affine_matrix(..., inverted=False)
+// (forwardAffine, the canvas' centre unless a center is given) rounded to
+// float32, and each point through it with torch.matmul of the N x 3 points
+// ([x, y, 1]) by its transpose, whose float32 sums torch orders by N (on
+// x86-64): one point x*a + (y*b + c); fewer than 16 as affinePoint's small
+// path; more as MKL's (affinePoint). Not clamped.
+func affinePoints(pts [][2]float32, w, h int, angle float64, translate [2]float64, scale float64, shear [2]float64, center [2]float64, hasCenter bool) {
+	if len(pts) == 0 {
+		return // torchvision returns an empty KeyPoints as it is
+	}
+	if !hasCenter {
+		center = [2]float64{float64(float64(w) * 0.5), float64(float64(h) * 0.5)}
+	}
+	m64 := forwardAffine(center, angle, translate, scale, shear)
+	var m [6]float32
+	for i, v := range m64 {
+		m[i] = float32(v)
+	}
+	if len(pts) == 1 {
+		x, y := pts[0][0], pts[0][1]
+		pts[0] = [2]float32{float32(x*m[0]) + float32(float32(y*m[1])+m[2]), float32(x*m[3]) + float32(float32(y*m[4])+m[5])}
+		return
+	}
+	small := len(pts) < 16
+	for k := range pts {
+		x, y := pts[k][0], pts[k][1]
+		pts[k] = [2]float32{affinePoint(x, y, m[0], m[1], m[2], small), affinePoint(x, y, m[3], m[4], m[5], small)}
+	}
+}

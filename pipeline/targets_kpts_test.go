@@ -1,0 +1,259 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestKeypointsGolden holds the keypoint maths to the float32 bits
+// torchvision computes (torchvision.transforms.v2.functional's flips,
+// crop, center_crop, pad, resize, resized_crop, rotate and affine on
+// float32 KeyPoints), over python/tests/test_targets_kpts.py's grid: each
+// case one op as a trace step, 1 to 34 points (torch.matmul's three
+// summation orders), points past the canvas. The Python test checks that
+// the file is what torchvision computes.
+func TestKeypointsGolden(t *testing.T) {
+	raw, err := os.ReadFile("testdata/targets_kpts.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Torchvision string
+		Cases       []struct {
+			W, H         int
+			Step         [2]json.RawMessage
+			Points, Want [][2]float32
+			Canvas       [2]int
+		}
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Cases) < 50 {
+		t.Fatalf("%d cases", len(doc.Cases))
+	}
+	fns := map[Fn]bool{}
+	for i, c := range doc.Cases {
+		st, err := parseStep(c.Step)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		fns[st.Fn] = true
+		pts := append([][2]float32(nil), c.Points...)
+		w, h, err := MoveKeypoints(pts, c.W, c.H, []Step{st})
+		if err != nil || h != c.Canvas[0] || w != c.Canvas[1] {
+			t.Fatalf("case %d (%s): %dx%d %v, want %dx%d", i, st.Fn, w, h, err, c.Canvas[1], c.Canvas[0])
+		}
+		for k := range pts {
+			if pts[k] != c.Want[k] {
+				t.Errorf("case %d (%s on %dx%d, %d points): point %v became %v, torchvision %s's %v", i, c.Step[1], c.W, c.H,
+					len(pts), c.Points[k], pts[k], doc.Torchvision, c.Want[k])
+			}
+		}
+	}
+	if len(fns) != 9 {
+		t.Errorf("the grid has %d ops, want 9: %v", len(fns), fns)
+	}
+}
+
+// TestMoveKeypoints: what each op does to a point, by hand; a flip twice
+// and a pad then a crop of the same offsets give the points back; ops on
+// pixels leave them; other steps are refused, not skipped.
+func TestMoveKeypoints(t *testing.T) {
+	src := [][2]float32{{0, 0}, {10.5, 20.25}, {199, 99}, {-3, 250}}
+	for _, tc := range []struct {
+		name  string
+		steps []Step
+		w, h  int
+		want  [][2]float32
+	}{
+		{"hflip", []Step{{Fn: FnHorizontalFlip}}, 200, 100, [][2]float32{{199, 0}, {188.5, 20.25}, {0, 99}, {202, 250}}},
+		{"vflip", []Step{{Fn: FnVerticalFlip}}, 200, 100, [][2]float32{{0, 99}, {10.5, 78.75}, {199, 0}, {-3, -151}}},
+		{"crop", []Step{{Fn: FnCrop, I: [6]int{5, 10, 50, 60}}}, 60, 50, [][2]float32{{-10, -5}, {0.5, 15.25}, {189, 94}, {-13, 245}}},
+		{"iou_crop", []Step{{Fn: FnIoUCrop, I: [6]int{5, 10, 50, 60}}}, 60, 50, [][2]float32{{-10, -5}, {0.5, 15.25}, {189, 94}, {-13, 245}}},
+		{"pad", []Step{{Fn: FnPad, I: [6]int{1, 2, 3, 4}}}, 204, 106, [][2]float32{{1, 2}, {11.5, 22.25}, {200, 101}, {-2, 252}}},
+		{"resize", []Step{{Fn: FnResize, I: [6]int{4: 50, 5: 400}}}, 400, 50, [][2]float32{{0, 0}, {21, 10.125}, {398, 49.5}, {-6, 125}}},
+		{"resize same", []Step{{Fn: FnResize, I: [6]int{4: 100, 5: 200}}}, 200, 100, src},
+		// center_crop's anchor: round((100 - 51) / 2) = 24 (half to even), round((200 - 61) / 2) = 70.
+		{"center_crop", []Step{{Fn: FnCenterCrop, I: [6]int{4: 51, 5: 61}}}, 61, 51, [][2]float32{{-70, -24}, {-59.5, -3.75}, {129, 75}, {-73, 226}}},
+		{"resized_crop", []Step{{Fn: FnResizedCrop, I: [6]int{10, 20, 50, 100, 25, 50}}}, 50, 25, [][2]float32{{-10, -5}, {-4.75, 5.125}, {89.5, 44.5}, {-11.5, 120}}},
+		{"pixels", []Step{{Fn: FnAdjustBrightness, F: [6]float64{1.5}}, {Fn: FnErase, I: [6]int{1, 1, 5, 5}}, {Fn: FnNormalize}}, 200, 100, src},
+		{"flip twice", []Step{{Fn: FnHorizontalFlip}, {Fn: FnVerticalFlip}, {Fn: FnHorizontalFlip}, {Fn: FnVerticalFlip}}, 200, 100, src},
+		{"pad crop", []Step{{Fn: FnPad, I: [6]int{7, 9, 1, 1}}, {Fn: FnCrop, I: [6]int{9, 7, 100, 200}}}, 200, 100, src},
+		{"rotate 0", []Step{{Fn: FnRotate}}, 200, 100, src},
+	} {
+		pts := append([][2]float32(nil), src...)
+		w, h, err := MoveKeypoints(pts, 200, 100, tc.steps)
+		if err != nil || w != tc.w || h != tc.h {
+			t.Errorf("%s: %dx%d %v, want %dx%d", tc.name, w, h, err, tc.w, tc.h)
+			continue
+		}
+		for k := range pts {
+			if pts[k] != tc.want[k] {
+				t.Errorf("%s: point %d %v became %v, want %v", tc.name, k, src[k], pts[k], tc.want[k])
+			}
+		}
+	}
+	for _, fn := range []Fn{FnMixBegin, FnMixChain, FnSanitizeBoxes, FnConvertBoxFormat, numFns} {
+		pts := append([][2]float32(nil), src...)
+		if _, _, err := MoveKeypoints(pts, 200, 100, []Step{{Fn: fn}}); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%s: %v, want ErrUnsupported", fn, err)
+		}
+	}
+	// A point turned about a given center by 90 degrees (torchvision's
+	// rotate is counter-clockwise on the image: (x, y) about (cx, cy) goes
+	// to (cx + (y - cy), cy - (x - cx))).
+	pts := [][2]float32{{30, 10}}
+	if _, _, err := MoveKeypoints(pts, 200, 100, []Step{{Fn: FnRotate, F: [6]float64{90}, Center: [2]float64{20, 20}, HasCenter: true}}); err != nil ||
+		math.Abs(float64(pts[0][0]-10)) > 1e-5 || math.Abs(float64(pts[0][1]-10)) > 1e-5 {
+		t.Errorf("rotate 90 about (20, 20): %v %v, want about (10, 10)", pts, err)
+	}
+}
+
+// TestTargetsKeypoints: Move moves the keypoints with the boxes, and a
+// sanitize drops the instances' points with their boxes.
+func TestTargetsKeypoints(t *testing.T) {
+	var tg Targets
+	tg.P = 2
+	tg.add([4]float32{10, 10, 20, 20}, 1, false) // kept
+	tg.addCOCOPoints([]float64{12, 13, 2, 0, 0, 0})
+	tg.add([4]float32{0, 0, 0.5, 30}, 2, false) // too thin: dropped
+	tg.addCOCOPoints(nil)
+	tg.add([4]float32{30, 40, 90, 80}, 3, true) // kept
+	tg.addCOCOPoints([]float64{31.5, 41, 1, 89, 79, 2})
+	w, h, err := tg.Move(200, 100, []Step{{Fn: FnHorizontalFlip}, {Fn: FnSanitizeBoxes, F: [6]float64{1, 1}}, {Fn: FnPad, I: [6]int{1, 2, 0, 0}}})
+	if err != nil || w != 201 || h != 102 {
+		t.Fatalf("%dx%d %v", w, h, err)
+	}
+	wantPts := [][2]float32{{188, 15}, {200, 2}, {168.5, 43}, {111, 81}}
+	if len(tg.Labels) != 2 || tg.Labels[0] != 1 || tg.Labels[1] != 3 || len(tg.Points) != 4 {
+		t.Fatalf("labels %v points %v", tg.Labels, tg.Points)
+	}
+	for k := range wantPts {
+		if tg.Points[k] != wantPts[k] {
+			t.Errorf("point %d: %v, want %v", k, tg.Points[k], wantPts[k])
+		}
+	}
+	if string(tg.Vis) != "\x02\x00\x01\x02" {
+		t.Errorf("visibilities %v", tg.Vis)
+	}
+	// A step the keypoints do not support is an error of the whole move.
+	if _, _, err := tg.Move(200, 100, []Step{{Fn: FnMixBegin}}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("%v", err)
+	}
+}
+
+// TestAppendTargetsKeypoints checks the wire layout with keypoints
+// (docs/detection.md) and that TargetsSize is exact; without keypoints
+// the bytes are those of before them (TestAppendTargets).
+func TestAppendTargetsKeypoints(t *testing.T) {
+	tg := Targets{ImageID: 9, W: 64, H: 48}
+	tg.P = 3
+	tg.add([4]float32{1, 2, 3, 4}, 5, true)
+	tg.addCOCOPoints([]float64{1.5, 2.5, 2, 0, 0, 0, -7, 1e9, 1})
+	tg.add([4]float32{5, 6, 7, 8}, 6, false)
+	tg.addCOCOPoints([]float64{9, 10, 1, 11, 12, 2, 13, 14, 2})
+	tg.Format = BoxCXCYWH
+	b := AppendTargets(nil, &tg)
+	le := binary.LittleEndian
+	k, p := 2, 3
+	if int64(len(b)) != TargetsSize(k, p) || len(b) != 24+25*k+9*k*p {
+		t.Fatalf("%d bytes, TargetsSize %d", len(b), TargetsSize(k, p))
+	}
+	if le.Uint32(b[16:]) != 2 || le.Uint32(b[20:]) != uint32(BoxCXCYWH)|3<<8 {
+		t.Errorf("header % x", b[:24])
+	}
+	for j, pt := range tg.Points {
+		at := 24 + 24*k + 8*j
+		if x, y := math.Float32frombits(le.Uint32(b[at:])), math.Float32frombits(le.Uint32(b[at+4:])); x != pt[0] || y != pt[1] {
+			t.Errorf("point %d: (%v, %v), want %v", j, x, y, pt)
+		}
+	}
+	crowd := 24 + 24*k + 8*k*p
+	if b[crowd] != 1 || b[crowd+1] != 0 || string(b[crowd+k:]) != "\x02\x00\x01\x01\x02\x02" {
+		t.Errorf("crowd and visibility % x", b[crowd:])
+	}
+	if l := int64(le.Uint64(b[24+16*k+8:])); l != 6 {
+		t.Errorf("label 1: %d", l)
+	}
+	// Without keypoints: 24 + 25K, the format word the format alone.
+	var plain Targets
+	plain.add([4]float32{1, 2, 3, 4}, 5, true)
+	if b := AppendTargets(nil, &plain); len(b) != 24+25 || le.Uint32(b[20:]) != 0 || int64(len(b)) != TargetsSize(1, 0) {
+		t.Errorf("without keypoints: %d bytes, % x", len(b), b[:24])
+	}
+}
+
+// TestSourceKeypoints: a COCO file's instances get its most keypoints of
+// a category, zeros with visibility 0 where an instance has none; a YOLO
+// pose dataset's points are in pixels, and a visibility other than 0, 1
+// or 2 fails the sample naming the label file and the field.
+func TestSourceKeypoints(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "images", "train")
+	if err := os.MkdirAll(img, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a.jpg", "b.jpg"} {
+		if err := os.WriteFile(filepath.Join(img, n), []byte("not decoded"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ann := filepath.Join(dir, "person_keypoints.json")
+	doc := `{"images": [{"id": 3, "file_name": "a.jpg", "width": 40, "height": 20}, {"id": 4, "file_name": "b.jpg", "width": 40, "height": 20}],
+	 "categories": [{"id": 1, "name": "person", "keypoints": ["nose", "eye"]}, {"id": 2, "name": "ball"}],
+	 "annotations": [{"id": 10, "image_id": 3, "category_id": 1, "bbox": [1, 2, 10, 10], "keypoints": [3.25, 4, 2, 0, 0, 0], "num_keypoints": 1},
+	                 {"id": 11, "image_id": 3, "category_id": 2, "bbox": [20, 2, 5, 5]},
+	                 {"id": 12, "image_id": 4, "category_id": 1, "bbox": [1, 2, 10, 10], "keypoints": [1, 2, 2], "num_keypoints": 1}]}`
+	if err := os.WriteFile(ann, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cd, err := OpenCOCO(img, ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cd.Close()
+	var tg Targets
+	if err := cd.SourceTargets(0, 40, 20, &tg); err != nil {
+		t.Fatal(err)
+	}
+	if tg.P != 2 || len(tg.Points) != 4 || tg.Points[0] != [2]float32{3.25, 4} || tg.Points[2] != [2]float32{} || string(tg.Vis) != "\x02\x00\x00\x00" {
+		t.Errorf("coco: P %d points %v vis %v", tg.P, tg.Points, tg.Vis)
+	}
+	tg.reset()
+	if err := cd.SourceTargets(1, 40, 20, &tg); err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "field keypoints") {
+		t.Errorf("coco, wrong length: %v", err)
+	}
+
+	lab := filepath.Join(dir, "labels", "train")
+	if err := os.MkdirAll(lab, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(lab, "a.txt"), []byte("0 0.5 0.5 0.2 0.2 0.25 0.5 2 0.1 0.2 0\n"), 0o644)
+	os.WriteFile(filepath.Join(lab, "b.txt"), []byte("0 0.5 0.5 0.2 0.2 0.25 0.5 0.5 0.1 0.2 0\n"), 0o644)
+	yaml := filepath.Join(dir, "data.yaml")
+	os.WriteFile(yaml, []byte("kpt_shape: [2, 3]\nnames: [person]\n"), 0o644)
+	yd, err := OpenYOLO(img, yaml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer yd.Close()
+	tg.reset()
+	if err := yd.SourceTargets(0, 40, 20, &tg); err != nil {
+		t.Fatal(err)
+	}
+	if tg.P != 2 || tg.Points[0] != [2]float32{10, 10} || tg.Points[1] != [2]float32{float32(float32(0.1) * 40), float32(float32(0.2) * 20)} || string(tg.Vis) != "\x02\x00" {
+		t.Errorf("yolo: P %d points %v vis %v", tg.P, tg.Points, tg.Vis)
+	}
+	tg.reset()
+	err = yd.SourceTargets(1, 40, 20, &tg)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "labels/train/b.txt: instance 0: field keypoints: keypoint 0 has visibility 0.5") {
+		t.Errorf("yolo, visibility 0.5: %v", err)
+	}
+}
