@@ -222,3 +222,26 @@ type annotationError struct{ err error }
 func (e *annotationError) Error() string        { return e.err.Error() }
 func (e *annotationError) Unwrap() error        { return e.err }
 func (e *annotationError) Is(target error) bool { return target == ErrCorrupt }
+
+// SourceTargets implements Targeted: the image's annotations, bbox XYWH
+// to XYXY as torchvision's CocoDetection wrapper converts it (float32),
+// crowds kept; the image id is COCO's.
+func (d *COCODataset) SourceTargets(i, w, h int, t *Instances) error {
+	s, err := d.ann.Sample(i)
+	if err != nil {
+		return &annotationError{err}
+	}
+	t.ImageID = s.Image.ID
+	for k := range s.Instances {
+		in := &s.Instances[k]
+		t.Add(xywhToXYXY(in.BBox), int64(in.Label), in.IsCrowd)
+	}
+	return nil
+}
+
+// xywhToXYXY is torchvision's XYWH to XYXY of a box made from Python
+// floats (torch.tensor: float32): x2 = x1 + w in float32.
+func xywhToXYXY(b [4]float64) [4]float32 {
+	x, y := float32(b[0]), float32(b[1])
+	return [4]float32{x, y, x + float32(b[2]), y + float32(b[3])}
+}

@@ -42,13 +42,13 @@ func TestCOCODataset(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := make([]Field, 2)
-	if err := fs.read(d, 0, f); err != nil || !strings.Contains(string(f[0].Data), `"label":0`) || string(f[1].Data) != "a.jpg" {
+	if err := fs.Read(d, 0, f); err != nil || !strings.Contains(string(f[0].Data), `"label":0`) || string(f[1].Data) != "a.jpg" {
 		t.Fatalf("fields of sample 0: %q %q %v", f[0].Data, f[1].Data, err)
 	}
 	if int64(len(f[0].Data)) != d.FieldSize(0, fieldIDCOCO) {
 		t.Fatalf("coco field is %d bytes, FieldSize says %d", len(f[0].Data), d.FieldSize(0, fieldIDCOCO))
 	}
-	err = fs.read(d, 1, f)
+	err = fs.Read(d, 1, f)
 	var se *annot.SampleError
 	if !errors.Is(err, ErrCorrupt) || !errors.As(err, &se) || se.Field != "bbox" || !strings.Contains(err.Error(), "instances.json: annotation 2") {
 		t.Fatalf("sample 1's malformed box: %v, want ErrCorrupt naming instances.json, annotation 2, field bbox", err)

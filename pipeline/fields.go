@@ -45,6 +45,10 @@ const (
 	fieldIDKey    = -1
 	fieldIDPath   = -2
 	fieldIDSource = -3
+	// fieldIDTargets is FieldTargets' id: made by the worker after the
+	// image (it needs the sample's drawn geometry), never read from the
+	// dataset.
+	fieldIDTargets = -4
 )
 
 // Fielded is a Dataset whose samples have fields. FieldID resolves a name
@@ -78,7 +82,7 @@ type FieldSet struct {
 	max    int64
 	source string
 	// targets is the index of FieldTargets among the names, -1 without:
-	// made by the worker after the image (Decoder.appendTargets).
+	// made by the worker after the image (TargetsInto).
 	targets int
 }
 
@@ -189,9 +193,9 @@ func (s *FieldSet) MaxBytes() int64 {
 	return s.max
 }
 
-// check fails sample i of ds when a field of it is over the bound: before
+// Check fails sample i of ds when a field of it is over the bound: before
 // anything of it is read.
-func (s *FieldSet) check(ds Dataset, i int) error {
+func (s *FieldSet) Check(ds Dataset, i int) error {
 	fd, _ := ds.(Fielded)
 	for k, id := range s.ids {
 		if id < 0 || fd == nil {
@@ -216,9 +220,9 @@ type fieldError struct{ msg string }
 func (e *fieldError) Error() string        { return e.msg }
 func (e *fieldError) Is(target error) bool { return target == ErrTooLarge }
 
-// read reads sample i's fields into dst, one per field, reusing their
-// buffers.
-func (s *FieldSet) read(ds Dataset, i int, dst []Field) error {
+// Read reads sample i's fields into dst, one per field, reusing their
+// buffers; FieldTargets is left to TargetsInto.
+func (s *FieldSet) Read(ds Dataset, i int, dst []Field) error {
 	fd, _ := ds.(Fielded)
 	for k, id := range s.ids {
 		f := &dst[k]
@@ -232,7 +236,7 @@ func (s *FieldSet) read(ds Dataset, i int, dst []Field) error {
 			f.Data = append(f.Data, src...)
 			continue
 		case id == fieldIDTargets:
-			continue // made after the image: targetsInto
+			continue // made after the image: TargetsInto
 		case fd.FieldSize(i, id) < 0:
 			f.Has = false
 			continue
@@ -249,15 +253,20 @@ func (s *FieldSet) read(ds Dataset, i int, dst []Field) error {
 	return nil
 }
 
-// targetsInto makes sample i's FieldTargets in dst (the sample's fields,
-// one per field), from the geometry and steps d drew for it with t; a
-// set without it does nothing. Bounded as any field.
-func (s *FieldSet) targetsInto(d *Decoder, t *Transform, ds Dataset, i int, dst []Field) error {
+// HasTargets says whether the set asks for FieldTargets (false for a nil
+// set): a RandomIoUCrop draws against the sample's boxes then.
+func (s *FieldSet) HasTargets() bool { return s != nil && s.targets >= 0 }
+
+// TargetsInto makes a sample's FieldTargets in dst (the sample's fields,
+// one per field) with appendTargets, which appends the encoded targets to
+// its argument (the field's buffer, emptied); a set without it does
+// nothing. Bounded as any field.
+func (s *FieldSet) TargetsInto(dst []Field, appendTargets func([]byte) ([]byte, error)) error {
 	if s == nil || s.targets < 0 {
 		return nil
 	}
 	f := &dst[s.targets]
-	data, err := d.appendTargets(f.Data[:0], t, ds.(Targeted), i)
+	data, err := appendTargets(f.Data[:0])
 	if err != nil {
 		return fmt.Errorf("field %q: %w", FieldTargets, err)
 	}

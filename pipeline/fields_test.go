@@ -80,13 +80,13 @@ func TestWebDatasetFields(t *testing.T) {
 					t.Errorf("sample %d: label %d, want -1", i, ds.Label(i))
 				}
 				got := make([]Field, fs.Len())
-				if err := fs.check(ds, i); err != nil {
+				if err := fs.Check(ds, i); err != nil {
 					if i != 3 || !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), `field "json" is 5000 bytes, over the job's bound of 4096 bytes a field (max_field_bytes)`) {
 						t.Errorf("sample %d: %v", i, err)
 					}
 					continue
 				}
-				if err := fs.read(ds, i, got); err != nil {
+				if err := fs.Read(ds, i, got); err != nil {
 					t.Fatalf("sample %d: %v", i, err)
 				}
 				key := string(got[1].Data)
@@ -177,7 +177,7 @@ func TestImageFolderFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make([]Field, 2)
-	if err := fs.read(ds, 1, got); err != nil || string(got[0].Data) != "a/1.jpg" || string(got[1].Data) != "a/1" {
+	if err := fs.Read(ds, 1, got); err != nil || string(got[0].Data) != "a/1.jpg" || string(got[1].Data) != "a/1" {
 		t.Errorf("sample 1: %v, path %q key %q", err, got[0].Data, got[1].Data)
 	}
 	if _, err := NewFieldSet(ds, []string{"txt"}, 100, "folder"); err == nil || !strings.Contains(err.Error(), "path, __key__") {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
@@ -329,10 +330,10 @@ func (m *Manifest) checkFolders() error {
 	for i, c := range m.Classes {
 		switch {
 		case c == "" || strings.ContainsRune(c, '/') || strings.HasPrefix(c, "."):
-			return fmt.Errorf("%w: class %d, %q, is not a folder name", ErrManifest, i, clipName(c, 64))
+			return fmt.Errorf("%w: class %d, %q, is not a folder name", ErrManifest, i, errs.Clip(c, 64))
 		case i > 0 && m.Classes[i-1] >= c:
 			return fmt.Errorf("%w: classes %q and %q out of order: an ImageFolder's classes are its folders, sorted", ErrManifest,
-				clipName(m.Classes[i-1], 64), clipName(c, 64))
+				errs.Clip(m.Classes[i-1], 64), errs.Clip(c, 64))
 		}
 	}
 	seen := make([]bool, len(m.Classes))
@@ -342,13 +343,13 @@ func (m *Manifest) checkFolders() error {
 		folder, _, ok := strings.Cut(key, "/")
 		if !ok || folder != m.Classes[label] {
 			return fmt.Errorf("%w: sample %d, %s, has label %d (class %q), not its folder's class: an ImageFolder's label is the class folder its image is in",
-				ErrManifest, i, clipName(key, 256), label, clipName(m.Classes[label], 64))
+				ErrManifest, i, errs.Clip(key, 256), label, errs.Clip(m.Classes[label], 64))
 		}
 		seen[label] = true
 	}
 	for i, ok := range seen {
 		if !ok {
-			return fmt.Errorf("%w: class %q has no image: an ImageFolder's classes are the folders its images are in", ErrManifest, clipName(m.Classes[i], 64))
+			return fmt.Errorf("%w: class %q has no image: an ImageFolder's classes are the folders its images are in", ErrManifest, errs.Clip(m.Classes[i], 64))
 		}
 	}
 	return nil

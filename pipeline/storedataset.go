@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
@@ -108,7 +109,7 @@ func checkVersions(st source.Store, m *Manifest) error {
 	if n > 0 {
 		return fmt.Errorf("%w: %d samples of %s, the first %s, are of objects without a version (ETag or generation) and have no content hash: "+
 			"nothing would tell other bytes from theirs (run `stoker index %s` again: it hashes what the store gives no version for)",
-			ErrManifest, n, st, clipName(m.name(first), 256), st)
+			ErrManifest, n, st, errs.Clip(m.name(first), 256), st)
 	}
 	return nil
 }

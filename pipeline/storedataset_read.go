@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
@@ -107,22 +108,22 @@ func (d *StoreDataset) checkLabel(i int, image string) error {
 		return err
 	}
 	if int64(len(data)) != r.Len || r.Len != tarBlock+size {
-		return fmt.Errorf("%w: %w: %s: its .cls at bytes [%d, +%d) of the shard, where no member's data can be", ErrCorrupt, ErrManifest, clipName(d.Name(i), 1024), off, size)
+		return fmt.Errorf("%w: %w: %s: its .cls at bytes [%d, +%d) of the shard, where no member's data can be", ErrCorrupt, ErrManifest, errs.Clip(d.Name(i), 1024), off, size)
 	}
 	if n := tarName(data[:tarBlock]); strings.EqualFold(n, cls) {
 		cls = n // .CLS is a label too, as the scan takes it
 	}
 	if err := checkTarHeader(data[:tarBlock], cls, size); err != nil {
 		return fmt.Errorf("%w: %w: %s: the manifest gives its label bytes [%d, +%d) of the shard, but %v: %s",
-			ErrCorrupt, ErrManifest, clipName(d.Name(i), 1024), off, size, err, d.stale)
+			ErrCorrupt, ErrManifest, errs.Clip(d.Name(i), 1024), off, size, err, d.stale)
 	}
 	got, err := parseCls(data[tarBlock:])
 	if err != nil {
-		return fmt.Errorf("%w: %s: %s: %v", ErrUnsupported, clipName(d.Name(i), 1024), clipName(cls, 1024), err)
+		return fmt.Errorf("%w: %s: %s: %v", ErrUnsupported, errs.Clip(d.Name(i), 1024), errs.Clip(cls, 1024), err)
 	}
 	if want := d.Label(i); got != want {
 		return fmt.Errorf("%w: %w: %s: the manifest labels it %d, but its shard's %s says %d: the manifest was not made from these shards (stale, or made up): %s",
-			ErrCorrupt, ErrManifest, clipName(d.Name(i), 1024), want, clipName(cls, 1024), got, d.stale)
+			ErrCorrupt, ErrManifest, errs.Clip(d.Name(i), 1024), want, errs.Clip(cls, 1024), got, d.stale)
 	}
 	return nil
 }
@@ -161,11 +162,11 @@ func (d *StoreDataset) readMemberWith(read func(context.Context, source.Range, [
 		return data, nil
 	}
 	if r.Len == size {
-		return nil, fmt.Errorf("%w: %w: %s starts at byte %d of its shard, where no member's data can", ErrCorrupt, ErrManifest, clipName(member, 1024), r.Off)
+		return nil, fmt.Errorf("%w: %w: %s starts at byte %d of its shard, where no member's data can", ErrCorrupt, ErrManifest, errs.Clip(member, 1024), r.Off)
 	}
 	if err := checkTarHeader(data[:tarBlock], member, size); err != nil {
 		return nil, fmt.Errorf("%w: %w: %s: the manifest gives it bytes [%d, +%d) of the shard, but %v: %s",
-			ErrCorrupt, ErrManifest, clipName(d.m.key(int(d.m.samples.obj[i]))+"/"+member, 1024), r.Off+tarBlock, size, err, d.stale)
+			ErrCorrupt, ErrManifest, errs.Clip(d.m.key(int(d.m.samples.obj[i]))+"/"+member, 1024), r.Off+tarBlock, size, err, d.stale)
 	}
 	// The member's bytes where its caller wants them: at the buffer's
 	// start (a copy of the sample, under a decode's cost).
@@ -190,5 +191,5 @@ func (d *StoreDataset) checkHash(i int, data []byte) error {
 // manifest's.
 func (d *StoreDataset) notIndexed(i int) error {
 	return fmt.Errorf("%w: %w: %s: its bytes are not those indexed (their SHA-256 differs; the store gives it no version to ask for): %s",
-		ErrCorrupt, source.ErrChanged, clipName(d.Name(i), 1024), d.stale)
+		ErrCorrupt, source.ErrChanged, errs.Clip(d.Name(i), 1024), d.stale)
 }

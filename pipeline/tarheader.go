@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 )
 
 // tarBlock is a tar header's size: a shard member's own header is the
@@ -32,10 +34,10 @@ func checkTarHeader(h []byte, member string, size int64) error {
 	got, ok := tarNumber(h[124:136])
 	name := tarName(h)
 	if !ok || got != size {
-		return fmt.Errorf("the header before the member's data is of %q, %d bytes, not %d", clipName(name, 128), got, size)
+		return fmt.Errorf("the header before the member's data is of %q, %d bytes, not %d", errs.Clip(name, 128), got, size)
 	}
 	if !sameMember(name, member) {
-		return fmt.Errorf("the header before the member's data names %q (%d bytes)", clipName(name, 128), got)
+		return fmt.Errorf("the header before the member's data names %q (%d bytes)", errs.Clip(name, 128), got)
 	}
 	return nil
 }

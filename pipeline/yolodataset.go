@@ -230,3 +230,29 @@ func labelName(dir, lp string) string {
 	}
 	return filepath.ToSlash(rel)
 }
+
+// SourceTargets implements Targeted: each label's box (normalized cx, cy,
+// w, h) in pixels of the w x h image (yoloToXYXY), its class the label;
+// the image id is the sample's index. YOLO has no crowds.
+func (d *YOLODataset) SourceTargets(i, w, h int, t *Instances) error {
+	ls, err := d.Labels(i)
+	if err != nil {
+		return err // an annotationError already
+	}
+	t.ImageID = int64(i)
+	for k := range ls {
+		t.Add(yoloToXYXY(ls[k].Box, w, h), int64(ls[k].Class), false)
+	}
+	return nil
+}
+
+// yoloToXYXY is a YOLO box (normalized cx, cy, w, h, float32) in pixels of
+// a w x h image: each scaled in float32 (cx*W, cy*H, w*W, h*H), then
+// torchvision's CXCYWH to XYXY (x1 = cx - w/2, x2 = x1 + w, in float32).
+func yoloToXYXY(b [4]float32, w, h int) [4]float32 {
+	fw, fh := float32(w), float32(h)
+	// Each product converted: no multiply-add fused across them.
+	cx, cy, bw, bh := float32(b[0]*fw), float32(b[1]*fh), float32(b[2]*fw), float32(b[3]*fh)
+	x1, y1 := cx-float32(bw/2), cy-float32(bh/2) // bw/2 is bw*0.5: rounded, not fused
+	return [4]float32{x1, y1, x1 + bw, y1 + bh}
+}
