@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // clipShards is an unlabelled WebDataset of image-text pairs, CLIP's
@@ -186,4 +188,13 @@ func TestImageFolderFields(t *testing.T) {
 	if _, err := NewFieldSet(ds, []string{"path", "path"}, 100, "folder"); err == nil {
 		t.Errorf("a field twice: no error")
 	}
+}
+
+func openDirStore(t *testing.T, dir string) source.Store {
+	t.Helper()
+	st, err := source.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
