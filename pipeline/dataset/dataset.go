@@ -56,9 +56,9 @@ type Sharded interface {
 
 // Prefetcher is a Dataset whose reads are slow to start (object storage):
 // told which samples will be read soon, it may start fetching their bytes
-// in the background, within its own bounds. The pipeline's Executor tells it, when a
-// Fill is queued, the batch's indices in the order they will be read; the
-// Dataset keeps no reference to the slice.
+// in the background, within its own bounds. The pipeline's Executor tells
+// it, when a Fill is queued, the batch's indices in the order they will be
+// read; the Dataset keeps no reference to the slice.
 type Prefetcher interface {
 	Prefetch(indices []int64)
 }
@@ -72,8 +72,8 @@ type ShardPrefetcher interface {
 }
 
 // FieldPrefetcher is a Prefetcher that reads samples' fields ahead with
-// their images: the pipeline's Executor filling a Batch with a FieldSet calls it
-// instead of Prefetch.
+// their images: the pipeline's Executor filling a Batch with a FieldSet
+// calls it instead of Prefetch.
 type FieldPrefetcher interface {
 	PrefetchFields(indices []int64, fs *FieldSet)
 }

@@ -21,16 +21,17 @@
 // A dataset directory is outside input too. Open decides once what is a
 // sample (listed), what is not (skipped) and what makes the whole dataset
 // unusable (refused: Open fails). A listed sample that cannot be made is a
-// per-sample error (Dataset.Read, the pipeline's Decoder.Decode;
-// its Executor.Fill puts it in Batch.Errors): a bad file wraps a sentinel, an I/O error wraps the os
-// error (fs.ErrNotExist, fs.ErrPermission: the pipeline's IsBadInput is
-// false, it is the machine's problem). Per-sample messages, which travel to
-// clients, name files relative to the dataset root, never by absolute
-// path. Nothing here blocks: FIFOs are opened non-blocking and every read
-// is of a known length. The tests are TestWebDatasetRejects and
-// TestWebDatasetSparse here, and the pipeline's TestImageFolderBadFiles,
-// TestWebDatasetBadShards, TestFillEpochBadFiles and TestBadInput (its
-// testdata/bad), which hold its errors to its IsBadInput.
+// per-sample error (Dataset.Read, the pipeline's Decoder.Decode; its
+// Executor.Fill puts it in Batch.Errors): a bad file wraps a sentinel, an
+// I/O error wraps the os error (fs.ErrNotExist, fs.ErrPermission: the
+// pipeline's IsBadInput is false, it is the machine's problem).
+// Per-sample messages, which travel to clients, name files relative to the
+// dataset root, never by absolute path. Nothing here blocks: FIFOs are
+// opened non-blocking and every read is of a known length. The tests are
+// TestWebDatasetRejects and TestWebDatasetSparse here, and the pipeline's
+// TestImageFolderBadFiles, TestWebDatasetBadShards, TestFillEpochBadFiles
+// and TestBadInput (its testdata/bad), which hold its errors to its
+// IsBadInput.
 //
 //	ImageFolder (root/<class>/...)        Open     Read / Decode
 //	image bytes that are bad              listed   ErrCorrupt, ErrTooLarge or ErrUnsupported (testdata/bad)
