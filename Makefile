@@ -214,12 +214,10 @@ SHARE_TESTS = $(shell awk '$(SHARE_AWK)' server/*_test.go | paste -sd'|')
 # package and of pipeline/kernels that compile without cgo, less those
 # whose code and checks are the same without cgo, which the -race run has
 # run: the tests of the files named in NOCGO_SAME (the executor's
-# scheduling, datasets, manifests, index files, fields: no decoded pixel
-# checked). Its other subpackages (source, annot, batch, internal/det)
-# have no cgo code: not run again.
-NOCGO_SAME := queue queue_class stages progress shares manifest manifest_file manifest_lie \
-	manifest_s3 dataset dataset_unix webdataset opensource liar_versionless cocodataset \
-	yolodataset compressed shipping fields header index_file_huge
+# scheduling, index files, fields: no decoded pixel
+# checked). Its other subpackages (dataset, source, annot, batch,
+# internal/det) have no cgo code: not run again.
+NOCGO_SAME := queue queue_class stages shares shipping fields header index_file_huge
 TEST_NAMES_AWK := /^func Test/ { n = $$2; sub(/[(].*/, "", n); print n }
 NOCGO_SKIP = $(shell awk '$(TEST_NAMES_AWK)' $(NOCGO_SAME:%=pipeline/%_test.go) | paste -sd'|')
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/batch"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
@@ -240,8 +241,8 @@ func finishBatch(r *fillReq, policy FailPolicy, b *Batch) error {
 			good = append(good, i)
 			continue
 		}
-		b.Errors = append(b.Errors, SampleError{Index: indices[i], Name: clipName(ds.Name(int(indices[i])), MaxSampleErrorText),
-			Reason: clipName(err.Error(), MaxSampleErrorText), Err: err})
+		b.Errors = append(b.Errors, SampleError{Index: indices[i], Name: errs.Clip(ds.Name(int(indices[i])), MaxSampleErrorText),
+			Reason: errs.Clip(err.Error(), MaxSampleErrorText), Err: err})
 	}
 	r.good = good
 	placed := r.place != nil

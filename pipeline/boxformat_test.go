@@ -21,7 +21,7 @@ func TestConvertBoxFormat(t *testing.T) {
 		// w = 9.25, cx = (3 + 9.25) / 2; h = 4.75, cy = (4.5 + 4.75) / 2
 		{BoxCXCYWH, [4]float32{6.125, 4.625, 9.25, 4.75}},
 	} {
-		tg := Targets{Boxes: [][4]float32{{1.5, 2.25, 10.75, 7}}, Labels: []int64{3}, Crowd: []uint8{0}}
+		tg := Targets{Instances: Instances{Boxes: [][4]float32{{1.5, 2.25, 10.75, 7}}, Labels: []int64{3}, Crowd: []uint8{0}}}
 		w, h, err := tg.Move(20, 10, []Step{{Fn: FnConvertBoxFormat, I: [6]int{int(tc.f)}}, {Fn: FnAdjustBrightness, F: [6]float64{1.2}}})
 		if err != nil || w != 20 || h != 10 || tg.Format != tc.f || tg.Boxes[0] != tc.want {
 			t.Errorf("%s: %v %v (%dx%d, %v), want %v", tc.f, tg.Boxes, tg.Format, w, h, err, tc.want)

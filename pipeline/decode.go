@@ -268,7 +268,7 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 		if vt.iou != nil && d.boxSrc != nil {
 			src = &d.boxes
 			src.reset()
-			if err := d.boxSrc.SourceTargets(d.boxIdx, hd.w, hd.h, src); err != nil {
+			if err := d.boxSrc.SourceTargets(d.boxIdx, hd.w, hd.h, &src.Instances); err != nil {
 				return false, 0, fmt.Errorf("targets: %w", err)
 			}
 		}

@@ -22,12 +22,12 @@ func (t *Targets) fixedSizeCrop(w, h int, st *Step) (int, int) {
 		for k, b := range t.Boxes {
 			if b[2]-b[0] > 0 && b[3]-b[1] > 0 {
 				t.Boxes[n], t.Labels[n], t.Crowd[n] = b, t.Labels[k], t.Crowd[k]
-				t.keepPoints(n, k)
+				t.KeepPoints(n, k)
 				n++
 			}
 		}
 		t.Boxes, t.Labels, t.Crowd = t.Boxes[:n], t.Labels[:n], t.Crowd[:n]
-		t.cutPoints(n)
+		t.CutPoints(n)
 	}
 	return st.I[5], st.I[4]
 }

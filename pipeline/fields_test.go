@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/source"
 )
 
 // clipShards is an unlabelled WebDataset of image-text pairs, CLIP's
@@ -80,13 +82,13 @@ func TestWebDatasetFields(t *testing.T) {
 					t.Errorf("sample %d: label %d, want -1", i, ds.Label(i))
 				}
 				got := make([]Field, fs.Len())
-				if err := fs.check(ds, i); err != nil {
+				if err := fs.Check(ds, i); err != nil {
 					if i != 3 || !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), `field "json" is 5000 bytes, over the job's bound of 4096 bytes a field (max_field_bytes)`) {
 						t.Errorf("sample %d: %v", i, err)
 					}
 					continue
 				}
-				if err := fs.read(ds, i, got); err != nil {
+				if err := fs.Read(ds, i, got); err != nil {
 					t.Fatalf("sample %d: %v", i, err)
 				}
 				key := string(got[1].Data)
@@ -177,7 +179,7 @@ func TestImageFolderFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make([]Field, 2)
-	if err := fs.read(ds, 1, got); err != nil || string(got[0].Data) != "a/1.jpg" || string(got[1].Data) != "a/1" {
+	if err := fs.Read(ds, 1, got); err != nil || string(got[0].Data) != "a/1.jpg" || string(got[1].Data) != "a/1" {
 		t.Errorf("sample 1: %v, path %q key %q", err, got[0].Data, got[1].Data)
 	}
 	if _, err := NewFieldSet(ds, []string{"txt"}, 100, "folder"); err == nil || !strings.Contains(err.Error(), "path, __key__") {
@@ -186,4 +188,13 @@ func TestImageFolderFields(t *testing.T) {
 	if _, err := NewFieldSet(ds, []string{"path", "path"}, 100, "folder"); err == nil {
 		t.Errorf("a field twice: no error")
 	}
+}
+
+func openDirStore(t *testing.T, dir string) source.Store {
+	t.Helper()
+	st, err := source.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

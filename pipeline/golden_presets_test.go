@@ -148,12 +148,12 @@ func testGoldenPresets(t *testing.T, mode DecodeMode, golden map[string][2]strin
 // corner), labels 0 to 2, the last a crowd.
 type boxedDataset struct{ memDataset }
 
-func (d boxedDataset) SourceTargets(i, w, h int, t *Targets) error {
+func (d boxedDataset) SourceTargets(i, w, h int, t *Instances) error {
 	fw, fh := float32(w), float32(h)
 	t.ImageID = int64(i)
-	t.add([4]float32{fw * 0.1, fh * 0.2, fw * 0.15, fh * 0.9}, 0, false)
-	t.add([4]float32{fw * 0.3, fh * 0.25, fw * 0.8, fh * 0.7}, 1, false)
-	t.add([4]float32{fw * 0.7, fh * 0.75, fw, fh}, 2, true)
+	t.Add([4]float32{fw * 0.1, fh * 0.2, fw * 0.15, fh * 0.9}, 0, false)
+	t.Add([4]float32{fw * 0.3, fh * 0.25, fw * 0.8, fh * 0.7}, 1, false)
+	t.Add([4]float32{fw * 0.7, fh * 0.75, fw, fh}, 2, true)
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"archive/tar"
+	"bytes"
 	"image"
 	"image/color"
 	"os"
@@ -108,5 +110,40 @@ func allocTest(t *testing.T) {
 	t.Helper()
 	if racebuild.ASan {
 		t.Skip("counts allocations: under -asan they are the instrumentation's")
+	}
+}
+
+// tarMember and writeShard write WebDataset shards (pipeline/dataset's
+// tests have their own copies).
+type tarMember struct {
+	name string
+	data []byte
+}
+
+// writeShard writes a tar shard; a member with nil data is a directory.
+func writeShard(t testing.TB, path string, members []tarMember, format ...tar.Format) {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, m := range members {
+		hd := &tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.data)), Typeflag: tar.TypeReg}
+		if len(format) > 0 {
+			hd.Format = format[0]
+		}
+		if m.data == nil {
+			hd.Typeflag, hd.Mode, hd.Name = tar.TypeDir, 0o755, m.name+"/"
+		}
+		if err := tw.WriteHeader(hd); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(m.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -19,7 +19,7 @@ func iouOp() Op {
 // all with the option 1 alone, and without boxes a job's error.
 func TestIoUCropDraws(t *testing.T) {
 	const W, H = 500, 375
-	boxes := Targets{Boxes: [][4]float32{{40, 30, 420, 330}, {450.5, 10.25, 490, 60}, {100, 100, 220, 180}}}
+	boxes := Targets{Instances: Instances{Boxes: [][4]float32{{40, 30, 420, 330}, {450.5, 10.25, 490, 60}, {100, 100, 220, 180}}}}
 	resize := Op{Kind: OpResize, Size: [2]int{32, 32}}
 	half := iouOp()
 	half.Options = []float64{0.5}

@@ -93,8 +93,8 @@ func TestScaleJitterDraws(t *testing.T) {
 // padding moves none and the canvas is the size.
 func TestFixedSizeCropBoxes(t *testing.T) {
 	boxes := func() *Targets {
-		return &Targets{Boxes: [][4]float32{{10, 10, 50, 50}, {0, 0, 5, 90}, {60, 20, 60, 40}, {35, 70, 99, 99.5}},
-			Labels: []int64{1, 2, 3, 4}, Crowd: []uint8{0, 1, 0, 1}}
+		return &Targets{Instances: Instances{Boxes: [][4]float32{{10, 10, 50, 50}, {0, 0, 5, 90}, {60, 20, 60, 40}, {35, 70, 99, 99.5}},
+			Labels: []int64{1, 2, 3, 4}, Crowd: []uint8{0, 1, 0, 1}}}
 	}
 	tg := boxes()
 	w, h, err := tg.Move(100, 100, []Step{{Fn: FnFixedSizeCrop, I: [6]int{20, 8, 60, 40, 60, 64}}})
@@ -251,7 +251,7 @@ func TestLSJEdges(t *testing.T) {
 						if back, err := ParseTrace(AppendTrace(nil, steps)); err != nil || !slices.Equal(back, steps) {
 							t.Fatalf("%dx%d: trace %v parsed back as %v (%v)", wh[0], wh[1], steps, back, err)
 						}
-						tg := &Targets{Boxes: [][4]float32{{0, 0, float32(wh[0]), float32(wh[1])}}, Labels: []int64{1}, Crowd: []uint8{0}}
+						tg := &Targets{Instances: Instances{Boxes: [][4]float32{{0, 0, float32(wh[0]), float32(wh[1])}}, Labels: []int64{1}, Crowd: []uint8{0}}}
 						if w, h, err := tg.Move(wh[0], wh[1], steps); err != nil || w != crop || h != crop {
 							t.Fatalf("%dx%d: boxes moved to a %dx%d canvas (%v), want %d", wh[0], wh[1], w, h, err, crop)
 						}

@@ -283,14 +283,14 @@ func (e *Executor) run(d *Decoder, w int) {
 		if r.fset != nil {
 			// A field over its bound fails the sample before anything
 			// of it is read (a 100 MB .json is never read).
-			err = r.fset.check(r.ds, int(idx))
+			err = r.fset.Check(r.ds, int(idx))
 		}
 		if err == nil {
 			data, err = r.ds.Read(int(idx), buf)
 		}
 		if err == nil && r.fset != nil {
 			n := r.fset.Len()
-			err = r.fset.read(r.ds, int(idx), r.fields[i*n:(i+1)*n])
+			err = r.fset.Read(r.ds, int(idx), r.fields[i*n:(i+1)*n])
 		}
 		if e.stages != nil {
 			t1 = time.Now()
@@ -311,15 +311,17 @@ func (e *Executor) run(d *Decoder, w int) {
 			}
 			d.admitNow = r.copies != nil
 			d.SetBoxSource(nil, 0)
-			if r.fset != nil && r.fset.targets >= 0 { // a RandomIoUCrop draws against the boxes
+			if r.fset.HasTargets() { // a RandomIoUCrop draws against the boxes
 				if tg, ok := r.ds.(Targeted); ok {
 					d.SetBoxSource(tg, int(idx))
 				}
 			}
 			err = d.decodeAt(data, r.t, k, r.data, d.offs)
-			if err == nil && r.fset != nil {
+			if err == nil && r.fset.HasTargets() {
 				n := r.fset.Len()
-				err = r.fset.targetsInto(d, r.t, r.ds, int(idx), r.fields[i*n:(i+1)*n])
+				err = r.fset.TargetsInto(r.fields[i*n:(i+1)*n], func(b []byte) ([]byte, error) {
+					return d.appendTargets(b, r.t, r.ds.(Targeted), int(idx))
+				})
 			}
 		}
 		if e.stages != nil {

@@ -4,45 +4,37 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/dataset"
 )
 
-// Targets are a detection sample's boxes and labels (and keypoints:
-// targets_kpts.go) moved through the sample's geometry, as
-// torchvision.transforms.v2 moves a tv_tensors.BoundingBoxes (XYXY,
-// float32, clamping_mode "soft") with the image: the same functional ops
-// (the sample's trace) applied to the boxes by torchvision's box kernels,
-// in float32 as they compute. A job asks for them with JobSpec.targets;
-// they travel as the per-sample field FieldTargets (AppendTargets gives
-// the layout).
-const FieldTargets = "targets"
-
-// fieldIDTargets is FieldTargets' id: made by the worker after the image
-// (it needs the sample's drawn geometry), never read from the dataset.
-const fieldIDTargets = -4
+// Targets are a detection sample's boxes and labels moved through the
+// sample's geometry, as torchvision.transforms.v2 moves a
+// tv_tensors.BoundingBoxes (XYXY, float32, clamping_mode "soft") with the
+// image: the same functional ops (the sample's trace) applied to the boxes
+// by torchvision's box kernels, in float32 as they compute. A job asks for
+// them with JobSpec.targets; they travel as the per-sample field
+// FieldTargets (AppendTargets gives the layout): pipeline/dataset's.
+const FieldTargets = dataset.FieldTargets
 
 // targetsHeader is the bytes of an encoded Targets before its boxes.
-const targetsHeader = 24
+const targetsHeader = dataset.TargetsHeader
 
-// Targeted is a Dataset whose samples have boxes and labels (COCO, YOLO).
-type Targeted interface {
-	// SourceTargets sets t to sample i's instances, reusing its slices:
-	// boxes XYXY in the pixels of the source image, which is w x h, and
-	// when the dataset has keypoints t.P points an instance (kpts); an
-	// error when the sample's annotations are malformed.
-	SourceTargets(i, w, h int, t *Targets) error
-}
+// Targeted is a Dataset whose samples have boxes and labels (COCO, YOLO):
+// pipeline/dataset's, whose SourceTargets sets a sample's Instances.
+type Targeted = dataset.Targeted
+
+// Instances are a sample's boxes, labels and crowd flags as its dataset
+// has them (pipeline/dataset's).
+type Instances = dataset.Instances
 
 // Targets are one sample's instances: Boxes XYXY in pixels of a canvas of
 // W x H, Labels the contiguous labels, Crowd 1 for a COCO crowd
 // annotation (kept, as torchvision's CocoDetection wrapper keeps it),
-// and the instances' keypoints when the dataset has them (kpts).
+// and the instances' keypoints when the dataset has them (P, Points, Vis).
 type Targets struct {
-	ImageID int64
-	W, H    int
-	Boxes   [][4]float32
-	Labels  []int64
-	Crowd   []uint8
-	kpts    // targets_kpts.go
+	Instances
+	W, H int
 	// Format is the boxes' format: XYXY but after a
 	// ConvertBoundingBoxFormat (Move).
 	Format BoxFormat
@@ -98,36 +90,8 @@ func convertBoxes(boxes [][4]float32, f BoxFormat) {
 
 func (t *Targets) reset() {
 	t.Format = BoxXYXY
-	t.ImageID, t.W, t.H = 0, 0, 0
-	t.Boxes, t.Labels, t.Crowd = t.Boxes[:0], t.Labels[:0], t.Crowd[:0]
-	t.resetPoints()
-}
-
-// add appends an instance.
-func (t *Targets) add(box [4]float32, label int64, crowd bool) {
-	c := uint8(0)
-	if crowd {
-		c = 1
-	}
-	t.Boxes, t.Labels, t.Crowd = append(t.Boxes, box), append(t.Labels, label), append(t.Crowd, c)
-}
-
-// xywhToXYXY is torchvision's XYWH to XYXY of a box made from Python
-// floats (torch.tensor: float32): x2 = x1 + w in float32.
-func xywhToXYXY(b [4]float64) [4]float32 {
-	x, y := float32(b[0]), float32(b[1])
-	return [4]float32{x, y, x + float32(b[2]), y + float32(b[3])}
-}
-
-// yoloToXYXY is a YOLO box (normalized cx, cy, w, h, float32) in pixels of
-// a w x h image: each scaled in float32 (cx*W, cy*H, w*W, h*H), then
-// torchvision's CXCYWH to XYXY (x1 = cx - w/2, x2 = x1 + w, in float32).
-func yoloToXYXY(b [4]float32, w, h int) [4]float32 {
-	fw, fh := float32(w), float32(h)
-	// Each product converted: no multiply-add fused across them.
-	cx, cy, bw, bh := float32(b[0]*fw), float32(b[1]*fh), float32(b[2]*fw), float32(b[3]*fh)
-	x1, y1 := cx-float32(bw/2), cy-float32(bh/2) // bw/2 is bw*0.5: rounded, not fused
-	return [4]float32{x1, y1, x1 + bw, y1 + bh}
+	t.W, t.H = 0, 0
+	t.Instances.Reset()
 }
 
 // MoveBoxes applies steps to boxes on a canvas of w x h, as torchvision's
@@ -275,12 +239,12 @@ func (t *Targets) sanitize(w, h int, minSize, minArea float64) {
 			b[0] <= fw && b[2] <= fw && b[1] <= fh && b[3] <= fh
 		if ok {
 			t.Boxes[n], t.Labels[n], t.Crowd[n] = b, t.Labels[k], t.Crowd[k]
-			t.keepPoints(n, k)
+			t.KeepPoints(n, k)
 			n++
 		}
 	}
 	t.Boxes, t.Labels, t.Crowd = t.Boxes[:n], t.Labels[:n], t.Crowd[:n]
-	t.cutPoints(n)
+	t.CutPoints(n)
 }
 
 // cropBoxes is torchvision's crop_bounding_boxes: the boxes less (left,
@@ -360,7 +324,7 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int) ([]b
 	vd := &d.vd[0]
 	tg := &d.targets
 	tg.reset()
-	if err := ds.SourceTargets(i, vd.plan.srcW, vd.plan.srcH, tg); err != nil {
+	if err := ds.SourceTargets(i, vd.plan.srcW, vd.plan.srcH, &tg.Instances); err != nil {
 		return b, err
 	}
 	// The geometry's steps, then the ops' (the trace's order), in two

@@ -80,27 +80,11 @@ func TestMoveBoxes(t *testing.T) {
 	}
 }
 
-// TestSourceBoxes checks the conversions of the files' boxes to XYXY
-// pixels: COCO's XYWH as float32 then x + w; YOLO's normalized CXCYWH
-// scaled, then cx - w/2 and x1 + w.
-func TestSourceBoxes(t *testing.T) {
-	got := xywhToXYXY([4]float64{0.1, 0.2, 0.3, 1e8 + 1})
-	x, y := float32(0.1), float32(0.2)
-	if want := [4]float32{x, y, x + float32(0.3), y + float32(1e8+1)}; got != want {
-		t.Errorf("xywh: %v, want %v", got, want)
-	}
-	yb := yoloToXYXY([4]float32{0.5, 0.25, 0.1, 0.3}, 333, 250)
-	cx, cy, w, h := float32(0.5)*333, float32(0.25)*250, float32(0.1)*333, float32(0.3)*250
-	if want := [4]float32{cx - w/2, cy - h/2, cx - w/2 + w, cy - h/2 + h}; yb != want {
-		t.Errorf("yolo: %v, want %v", yb, want)
-	}
-}
-
 // TestAppendTargets checks the wire layout docs/detection.md gives.
 func TestAppendTargets(t *testing.T) {
-	tg := Targets{ImageID: -7, W: 640, H: 480}
-	tg.add([4]float32{1, 2, 3, 4}, 5, false)
-	tg.add([4]float32{float32(math.Inf(1)), -0.5, 6, 7}, 1<<40, true)
+	tg := Targets{Instances: Instances{ImageID: -7}, W: 640, H: 480}
+	tg.Add([4]float32{1, 2, 3, 4}, 5, false)
+	tg.Add([4]float32{float32(math.Inf(1)), -0.5, 6, 7}, 1<<40, true)
 	b := AppendTargets(nil, &tg)
 	le := binary.LittleEndian
 	if int64(len(b)) != TargetsSize(2, 0) || len(b) != 24+2*25 {
@@ -166,7 +150,7 @@ func BenchmarkTargets(b *testing.B) {
 		src[k] = [4]float32{f * 10, f * 5, f*10 + 40, f*5 + 30}
 	}
 	steps := []Step{{Fn: FnResizedCrop, I: [6]int{10, 20, 300, 280, 224, 224}}, {Fn: FnHorizontalFlip}, {Fn: FnAdjustBrightness}}
-	tg := Targets{Boxes: make([][4]float32, 20), Labels: make([]int64, 20), Crowd: make([]uint8, 20)}
+	tg := Targets{Instances: Instances{Boxes: make([][4]float32, 20), Labels: make([]int64, 20), Crowd: make([]uint8, 20)}}
 	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {
@@ -184,7 +168,7 @@ func BenchmarkTargets(b *testing.B) {
 // after the steps that follow it.
 func TestSanitize(t *testing.T) {
 	nan := float32(math.NaN())
-	tg := Targets{
+	tg := Targets{Instances: Instances{
 		Boxes: [][4]float32{
 			{10, 10, 20, 20},      // kept
 			{10, 10, 10.5, 30},    // 0.5 wide: dropped
@@ -197,7 +181,7 @@ func TestSanitize(t *testing.T) {
 		},
 		Labels: []int64{0, 1, 2, 3, 4, 5, 6, 7},
 		Crowd:  []uint8{1, 0, 0, 1, 0, 0, 0, 1},
-	}
+	}}
 	w, h, err := tg.Move(200, 100, []Step{{Fn: FnSanitizeBoxes, F: [6]float64{1, 1}}})
 	if err != nil || w != 200 || h != 100 {
 		t.Fatalf("Move: %dx%d, %v", w, h, err)
@@ -209,7 +193,7 @@ func TestSanitize(t *testing.T) {
 	// min_area 2 drops the 1x1 box and the 1.875 one; then a resize by
 	// 1/4 after the sanitize leaves the survivor's box at 2.5 wide, which a
 	// sanitize there would have dropped at min_size 3.
-	tg2 := Targets{Boxes: [][4]float32{{0, 0, 1, 1}, {30, 40, 31.25, 41.5}, {0, 0, 10, 40}}, Labels: []int64{1, 2, 3}, Crowd: []uint8{0, 0, 0}}
+	tg2 := Targets{Instances: Instances{Boxes: [][4]float32{{0, 0, 1, 1}, {30, 40, 31.25, 41.5}, {0, 0, 10, 40}}, Labels: []int64{1, 2, 3}, Crowd: []uint8{0, 0, 0}}}
 	w, h, err = tg2.Move(200, 100, []Step{{Fn: FnSanitizeBoxes, F: [6]float64{1, 2}}, {Fn: FnResize, I: [6]int{4: 25, 5: 50}}})
 	if err != nil || w != 50 || h != 25 || !slices.Equal(tg2.Labels, []int64{3}) || tg2.Boxes[0] != [4]float32{0, 0, 2.5, 10} {
 		t.Errorf("sanitize then resize: %dx%d %v labels %v boxes %v", w, h, err, tg2.Labels, tg2.Boxes)

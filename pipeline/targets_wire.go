@@ -1,15 +1,12 @@
 package pipeline
 
-// The targets' sources (COCO's annotations, YOLO's label files) and their
-// encoding on the wire (docs/detection.md gives the layout).
+// The targets' encoding on the wire (docs/detection.md gives the layout);
+// their sources are pipeline/dataset's (COCO's annotations, YOLO's label
+// files: Instances).
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
-	"path/filepath"
-
-	"github.com/stoker-dev/stoker/pipeline/annot"
 )
 
 // AppendTargets appends t's encoding, little-endian: u32 H, u32 W (the
@@ -52,50 +49,4 @@ func AppendTargets(b []byte, t *Targets) []byte {
 // keypoints each.
 func TargetsSize(k, p int) int64 {
 	return targetsHeader + int64(k)*(16+8+1) + int64(k)*int64(p)*(8+1)
-}
-
-// SourceTargets implements Targeted: the image's annotations, bbox XYWH
-// to XYXY as torchvision's CocoDetection wrapper converts it (float32),
-// crowds kept; the image id is COCO's. A file with keypoints gives every
-// instance the file's most keypoints of a category (annot.COCO.Keypoints),
-// each (x, y) made float32 (addCOCOPoints).
-func (d *COCODataset) SourceTargets(i, w, h int, t *Targets) error {
-	s, err := d.ann.Sample(i)
-	if err != nil {
-		return &annotationError{err}
-	}
-	t.ImageID = s.Image.ID
-	t.P = d.ann.Keypoints()
-	for k := range s.Instances {
-		in := &s.Instances[k]
-		t.add(xywhToXYXY(in.BBox), int64(in.Label), in.IsCrowd)
-		t.addCOCOPoints(in.Keypoints)
-	}
-	return nil
-}
-
-// SourceTargets implements Targeted: each label's box (normalized cx, cy,
-// w, h) in pixels of the w x h image (yoloToXYXY), its class the label;
-// the image id is the sample's index. YOLO has no crowds. A pose dataset
-// (kpt_shape) gives each instance its points in pixels (addYOLOPoints);
-// a visibility other than 0, 1 or 2 is the sample's error, naming the
-// label file.
-func (d *YOLODataset) SourceTargets(i, w, h int, t *Targets) error {
-	ls, err := d.Labels(i)
-	if err != nil {
-		return err // an annotationError already
-	}
-	t.ImageID = int64(i)
-	t.P = d.cfg.KptShape[0]
-	for k := range ls {
-		t.add(yoloToXYXY(ls[k].Box, w, h), int64(ls[k].Class), false)
-		if t.P == 0 {
-			continue
-		}
-		if err := t.addYOLOPoints(ls[k].Keypoints, w, h); err != nil {
-			lp := annot.LabelPath(filepath.Join(d.dir, filepath.FromSlash(d.Name(i))))
-			return &annotationError{&annot.SampleError{File: labelName(d.dir, lp), Annotation: fmt.Sprintf("instance %d", k), Field: "keypoints", Err: err}}
-		}
-	}
-	return nil
 }

@@ -358,9 +358,9 @@ func padStep(op *Op) Step {
 // fixedBoxes is a Targeted of one sample's boxes, label 0 each.
 type fixedBoxes [][4]float32
 
-func (b fixedBoxes) SourceTargets(i, w, h int, t *Targets) error {
+func (b fixedBoxes) SourceTargets(i, w, h int, t *Instances) error {
 	for _, bx := range b {
-		t.add(bx, 0, false)
+		t.Add(bx, 0, false)
 	}
 	return nil
 }

@@ -1,0 +1,249 @@
+package dataset
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/stoker-dev/stoker/pipeline/annot"
+)
+
+// FieldCOCO is a COCO dataset's sample's annotations, as JSON: {"image":
+// {...}, "annotations": [...]} (annot.COCO.JSON), each annotation as the
+// file gives it with "label", its category's contiguous label.
+const FieldCOCO = "coco"
+
+const fieldIDCOCO = 0
+
+// COCODataset is a directory of images with a COCO annotations file
+// (`stoker serve --dataset NAME=DIR --annotations NAME=FILE`): its samples
+// are the file's images, sorted by id (torchvision's CocoDetection order),
+// each read from DIR/file_name; each sample's annotations are its field
+// "coco". Labels are -1 (the targets are the annotations); Classes are the
+// categories' names by contiguous label. The fingerprint covers the
+// annotations file's bytes and every image's name and size.
+type COCODataset struct {
+	root    *os.Root
+	ann     *annot.COCO
+	sizes   []int64
+	maxSize int64
+	fp      string
+	classes []string
+}
+
+var (
+	_ Dataset = (*COCODataset)(nil)
+	_ Fielded = (*COCODataset)(nil)
+)
+
+// OpenCOCO opens the images under dir named by the COCO annotations file
+// at annotations. A file that is not COCO is refused (annot.ErrNotCOCO,
+// saying what was expected), as is an image the file names that is not
+// under dir (the first few named): a file for another directory is a
+// mistake to say at start, not sample by sample.
+func OpenCOCO(dir, annotations string) (*COCODataset, error) {
+	f, err := os.Open(annotations)
+	if err != nil {
+		return nil, fmt.Errorf("annotations: %w", err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: annotations %s is not a regular file", ErrUnsupported, annotations)
+	} else if st.Size() > annot.MaxAnnotationsFile {
+		return nil, fmt.Errorf("%w: annotations %s is %d bytes, over the %d allowed", ErrTooLarge, annotations, st.Size(), int64(annot.MaxAnnotationsFile))
+	}
+	h := sha256.New()
+	c, err := annot.ReadCOCO(filepath.Base(annotations), io.TeeReader(bufio.NewReaderSize(f, 1<<20), h))
+	if err != nil {
+		// annot.ErrNotCOCO, or a file that breaks COCO's structure.
+		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	if _, err := io.Copy(h, f); err != nil { // what the parser did not need to read
+		return nil, err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	d := &COCODataset{root: root, ann: c, sizes: make([]int64, c.Len()), maxSize: DefaultMaxFileSize}
+	for _, ct := range c.Categories() {
+		d.classes = append(d.classes, ct.Name)
+	}
+	ix := newIndexHash("coco", d.classes)
+	ix.str(sum)
+	var missing []string
+	nMissing := 0
+	for i := range c.Len() {
+		name := c.Image(i).FileName
+		st, err := root.Stat(name)
+		if err != nil || !st.Mode().IsRegular() {
+			if nMissing < 3 {
+				missing = append(missing, name)
+			}
+			nMissing++
+			continue
+		}
+		d.sizes[i] = st.Size()
+		ix.add(name, st.Size(), -1)
+	}
+	if nMissing > 0 {
+		root.Close()
+		return nil, fmt.Errorf("%w: %d of the %d images that %s names are not files under %s (%s%s): is it the annotations of another directory?",
+			ErrUnsupported, nMissing, c.Len(), filepath.Base(annotations), dir, strings.Join(missing, ", "), map[bool]string{true: ", ...", false: ""}[nMissing > len(missing)])
+	}
+	d.fp = ix.sum()
+	return d, nil
+}
+
+// Annotations is the parsed annotations file.
+func (d *COCODataset) Annotations() *annot.COCO { return d.ann }
+
+// AnnotationBytes is about what the parsed annotations hold in memory,
+// for the memory budget.
+func (d *COCODataset) AnnotationBytes() int64 { return d.ann.Bytes() }
+
+// Layout implements the format name servers report.
+func (d *COCODataset) Layout() string { return "coco" }
+
+// SetMaxFileSize caps the image files Read reads.
+func (d *COCODataset) SetMaxFileSize(n int64) { d.maxSize = n }
+
+// Len implements Dataset.
+func (d *COCODataset) Len() int { return d.ann.Len() }
+
+// Label implements Dataset: -1, the targets are the annotations.
+func (d *COCODataset) Label(i int) int64 { return -1 }
+
+// Classes implements Dataset: the categories' names by contiguous label.
+func (d *COCODataset) Classes() []string { return d.classes }
+
+// Name implements Dataset.
+func (d *COCODataset) Name(i int) string { return d.ann.Image(i).FileName }
+
+// Fingerprint implements Dataset.
+func (d *COCODataset) Fingerprint() string { return d.fp }
+
+// Close implements Dataset.
+func (d *COCODataset) Close() error { return d.root.Close() }
+
+// Read implements Dataset: the image's bytes, as an ImageFolder reads
+// them.
+func (d *COCODataset) Read(i int, buf []byte) ([]byte, error) {
+	if i < 0 || i >= d.Len() {
+		return nil, fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, i, d.Len())
+	}
+	name := d.Name(i)
+	f, err := d.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, openError(d.root, name, "dataset root", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, stripPath(err))
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrUnsupported, name)
+	}
+	if st.Size() != d.sizes[i] {
+		return nil, fmt.Errorf("%w: %s changed since the dataset was indexed: %d bytes, indexed at %d (reopen the dataset to take the change)", ErrCorrupt, name, st.Size(), d.sizes[i])
+	}
+	return readCapped(f, st.Size(), d.maxSize, name, buf)
+}
+
+// FieldID implements Fielded: "coco", "path" (the file_name) and
+// "__key__" (it without its extension).
+func (d *COCODataset) FieldID(name string) (int, bool) {
+	switch name {
+	case FieldCOCO:
+		return fieldIDCOCO, true
+	case FieldPath:
+		return fieldIDPath, true
+	case FieldKey:
+		return fieldIDKey, true
+	}
+	return 0, false
+}
+
+// FieldNames implements Fielded.
+func (d *COCODataset) FieldNames() []string {
+	return []string{FieldCOCO, FieldPath, FieldKey, FieldSource}
+}
+
+// FieldSize implements Fielded. A sample whose annotations are malformed
+// has a "coco" of size 0, and reading it is the sample's error.
+func (d *COCODataset) FieldSize(i, id int) int64 {
+	switch id {
+	case fieldIDCOCO:
+		b, err := d.ann.JSON(i)
+		if err != nil {
+			return 0
+		}
+		return int64(len(b))
+	case fieldIDPath:
+		return int64(len(d.Name(i)))
+	case fieldIDKey:
+		return int64(len(keyOfPath(d.Name(i))))
+	}
+	return -1
+}
+
+// ReadField implements Fielded. A malformed annotation of the sample is
+// its error (ErrCorrupt, naming the file, the annotation and the field).
+func (d *COCODataset) ReadField(i, id int, buf []byte) ([]byte, error) {
+	switch id {
+	case fieldIDCOCO:
+		b, err := d.ann.JSON(i)
+		if err != nil {
+			return nil, &annotationError{err}
+		}
+		return append(buf[:0], b...), nil
+	case fieldIDPath:
+		return append(buf[:0], d.Name(i)...), nil
+	case fieldIDKey:
+		return append(buf[:0], keyOfPath(d.Name(i))...), nil
+	}
+	return nil, fmt.Errorf("%w: sample %s has no such field", ErrUnsupported, d.Name(i))
+}
+
+// annotationError is a sample's malformed annotation: bad input of that
+// sample (ErrCorrupt), in the words of annot.SampleError.
+type annotationError struct{ err error }
+
+func (e *annotationError) Error() string        { return e.err.Error() }
+func (e *annotationError) Unwrap() error        { return e.err }
+func (e *annotationError) Is(target error) bool { return target == ErrCorrupt }
+
+// SourceTargets implements Targeted: the image's annotations, bbox XYWH
+// to XYXY as torchvision's CocoDetection wrapper converts it (float32),
+// crowds kept; the image id is COCO's.
+func (d *COCODataset) SourceTargets(i, w, h int, t *Instances) error {
+	s, err := d.ann.Sample(i)
+	if err != nil {
+		return &annotationError{err}
+	}
+	t.ImageID = s.Image.ID
+	t.P = d.ann.Keypoints()
+	for k := range s.Instances {
+		in := &s.Instances[k]
+		t.Add(xywhToXYXY(in.BBox), int64(in.Label), in.IsCrowd)
+		t.addCOCOPoints(in.Keypoints)
+	}
+	return nil
+}
+
+// xywhToXYXY is torchvision's XYWH to XYXY of a box made from Python
+// floats (torch.tensor: float32): x2 = x1 + w in float32.
+func xywhToXYXY(b [4]float64) [4]float32 {
+	x, y := float32(b[0]), float32(b[1])
+	return [4]float32{x, y, x + float32(b[2]), y + float32(b[3])}
+}

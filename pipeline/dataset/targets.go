@@ -1,0 +1,109 @@
+package dataset
+
+import "fmt"
+
+// FieldTargets is the per-sample field a job's detection targets travel
+// as: a sample's instances (Targeted) moved through the geometry the
+// pipeline drew for it, made by the executor's worker after the image
+// (pipeline.AppendTargets gives the layout), never read from a dataset.
+const FieldTargets = "targets"
+
+// TargetsHeader is the bytes of an encoded FieldTargets before its boxes
+// (pipeline.AppendTargets): the least a sample's targets field holds.
+const TargetsHeader = 24
+
+// Targeted is a Dataset whose samples have boxes and labels (COCO, YOLO).
+type Targeted interface {
+	// SourceTargets sets t to sample i's instances, reusing its slices:
+	// boxes XYXY in the pixels of the source image, which is w x h; an
+	// error when the sample's annotations are malformed. A dataset with
+	// keypoints sets t.P and P points an instance.
+	SourceTargets(i, w, h int, t *Instances) error
+}
+
+// Instances are one sample's annotated instances as its dataset has them:
+// Boxes XYXY in pixels of the source image, Labels the contiguous labels,
+// Crowd 1 for a COCO crowd annotation (kept, as torchvision's
+// CocoDetection wrapper keeps it). The pipeline's Targets are Instances
+// moved through a sample's geometry.
+type Instances struct {
+	ImageID int64
+	Boxes   [][4]float32
+	Labels  []int64
+	Crowd   []uint8
+	// P is the keypoints of every instance: the dataset's (a COCO file's
+	// most keypoints of a category, a YOLO dataset's kpt_shape[0]); 0:
+	// none.
+	P int
+	// Points are (x, y) in pixels, P an instance, instance by instance
+	// (Points[k*P+j] is instance k's point j).
+	Points [][2]float32
+	// Vis are their visibilities, as COCO's v: 0 not labelled (the point
+	// is (0, 0)), 1 labelled but not visible, 2 visible. The geometry
+	// leaves them, as torchvision's kernels have none.
+	Vis []uint8
+}
+
+// Reset empties t, keeping its slices' room.
+func (t *Instances) Reset() {
+	t.ImageID, t.P = 0, 0
+	t.Boxes, t.Labels, t.Crowd = t.Boxes[:0], t.Labels[:0], t.Crowd[:0]
+	t.Points, t.Vis = t.Points[:0], t.Vis[:0]
+}
+
+// KeepPoints moves instance k's points to instance n's place (n <= k),
+// for a filter that keeps instance k as the n-th.
+func (t *Instances) KeepPoints(n, k int) {
+	if t.P > 0 && n != k {
+		copy(t.Points[n*t.P:(n+1)*t.P], t.Points[k*t.P:(k+1)*t.P])
+		copy(t.Vis[n*t.P:(n+1)*t.P], t.Vis[k*t.P:(k+1)*t.P])
+	}
+}
+
+// CutPoints keeps the first n instances' points.
+func (t *Instances) CutPoints(n int) {
+	t.Points, t.Vis = t.Points[:n*t.P], t.Vis[:n*t.P]
+}
+
+// addCOCOPoints appends one instance's P points from COCO's (x, y, v)
+// triplets, each coordinate made float32 as torch.as_tensor(keypoints,
+// dtype=torch.float32) makes it; an instance with fewer (its category has
+// fewer, or none) gets (0, 0) with visibility 0 for the rest, as COCO
+// writes an unlabelled point. The triplets were checked when the file was
+// read (annot: v is 0, 1 or 2).
+func (t *Instances) addCOCOPoints(kp []float64) {
+	for j := range t.P {
+		if 3*j+2 < len(kp) {
+			t.Points = append(t.Points, [2]float32{float32(kp[3*j]), float32(kp[3*j+1])})
+			t.Vis = append(t.Vis, uint8(kp[3*j+2]))
+			continue
+		}
+		t.Points, t.Vis = append(t.Points, [2]float32{}), append(t.Vis, 0)
+	}
+}
+
+// addYOLOPoints appends one instance's P points from a YOLO pose line's
+// normalized (x, y, v) triplets, in pixels of a w x h image as
+// ultralytics' denormalize scales them (x * w, y * h in float32); an error
+// (its message, without the file) for a visibility other than 0, 1 or 2.
+func (t *Instances) addYOLOPoints(kp []float32, w, h int) error {
+	fw, fh := float32(w), float32(h)
+	for j := range t.P {
+		x, y, v := kp[3*j], kp[3*j+1], kp[3*j+2]
+		if v != 0 && v != 1 && v != 2 {
+			return fmt.Errorf("keypoint %d has visibility %v: targets carry 0, 1 or 2 (COCO's)", j, v)
+		}
+		t.Points = append(t.Points, [2]float32{float32(x * fw), float32(y * fh)})
+		t.Vis = append(t.Vis, uint8(v))
+	}
+	return nil
+}
+
+// Add appends an instance.
+func (t *Instances) Add(box [4]float32, label int64, crowd bool) {
+	c := uint8(0)
+	if crowd {
+		c = 1
+	}
+	t.Boxes, t.Labels, t.Crowd = append(t.Boxes, box), append(t.Labels, label), append(t.Crowd, c)
+}

@@ -1,0 +1,267 @@
+package dataset
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/annot"
+)
+
+// FieldYOLO is a YOLO dataset's sample's labels, as JSON: {"file_name":
+// ..., "labels": [{"class": C, "box": [cx, cy, w, h], "polygon": [...],
+// "keypoints": [...]}, ...]}, normalized as the label file gives them.
+const FieldYOLO = "yolo"
+
+const fieldIDYOLO = 0
+
+// YOLODataset is a directory of images in the YOLO layout, as ultralytics
+// reads it (`--dataset NAME=DIR/images/train --annotations NAME=data.yaml`):
+// the images under DIR, sorted by path; each image's labels in its label
+// file (annot.LabelPath: the last "images" component of the path becomes
+// "labels", the extension .txt; none: no instances), its field "yolo";
+// class names from the YAML. Every label file is read and checked at
+// start (as ultralytics caches them); a bad one is its image's error. The
+// fingerprint covers the YAML and every label file's bytes.
+type YOLODataset struct {
+	*ImageFolder // the images, read as an ImageFolder's (one class "")
+	cfg          *annot.YOLOConfig
+	dir          string // the images' directory, for the label files' names
+	labels       [][]annot.YOLOInstance
+	errs         []error
+	bytes        int64
+	fp           string
+}
+
+var _ Fielded = (*YOLODataset)(nil)
+
+// OpenYOLO opens the images under dir with the labels beside them, class
+// names from the dataset YAML at yaml.
+func OpenYOLO(dir, yaml string) (*YOLODataset, error) {
+	raw, err := os.ReadFile(yaml)
+	if err != nil {
+		return nil, fmt.Errorf("annotations: %w", err)
+	}
+	cfg, err := annot.ParseYOLOConfig(filepath.Base(yaml), raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	var sizes []int64
+	err = fs.WalkDir(root.FS(), ".", func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.Type().IsRegular() && isImage(p) {
+			info, err := e.Info()
+			if err != nil {
+				return err
+			}
+			files = append(files, p)
+			sizes = append(sizes, info.Size())
+		}
+		return nil
+	})
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	if len(files) == 0 {
+		root.Close()
+		return nil, fmt.Errorf("%w: no images under %s", ErrUnsupported, dir)
+	}
+	idx := make([]int, len(files))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return files[idx[a]] < files[idx[b]] })
+	sf, ss := make([]string, len(files)), make([]int64, len(files))
+	for i, j := range idx {
+		sf[i], ss[i] = files[j], sizes[j]
+	}
+	d := &YOLODataset{
+		ImageFolder: &ImageFolder{root: root, maxSize: DefaultMaxFileSize, classes: cfg.Names, files: sf, labels: make([]int32, len(sf)), sizes: ss},
+		cfg:         cfg, dir: dir, labels: make([][]annot.YOLOInstance, len(sf)), errs: make([]error, len(sf)),
+	}
+	h := newIndexHash("yolo", cfg.Names)
+	yh := sha256.Sum256(raw)
+	h.str(string(yh[:]))
+	for i, f := range sf {
+		lp := annot.LabelPath(filepath.Join(dir, filepath.FromSlash(f)))
+		data, err := os.ReadFile(lp)
+		switch {
+		case os.IsNotExist(err):
+			h.add(f, ss[i], -1)
+			continue
+		case err != nil:
+			root.Close()
+			return nil, fmt.Errorf("labels of %s: %w", f, err)
+		}
+		sum := sha256.Sum256(data)
+		h.add(f+"\x00"+string(sum[:]), ss[i], int64(len(data)))
+		ins, err := annot.ParseYOLOLabels(labelName(dir, lp), data, cfg)
+		if err != nil {
+			d.errs[i] = &annotationError{err}
+			continue
+		}
+		d.labels[i] = ins
+		for _, in := range ins {
+			d.bytes += 48 + 4*int64(len(in.Polygon)+len(in.Keypoints))
+		}
+	}
+	d.fp = h.sum()
+	for i := range d.ImageFolder.labels {
+		d.ImageFolder.labels[i] = -1
+	}
+	return d, nil
+}
+
+// Layout implements the format name servers report.
+func (d *YOLODataset) Layout() string { return "yolo" }
+
+// Label implements Dataset: -1, the targets are the labels.
+func (d *YOLODataset) Label(i int) int64 { return -1 }
+
+// Fingerprint implements Dataset.
+func (d *YOLODataset) Fingerprint() string { return d.fp }
+
+// AnnotationBytes is about what the parsed labels hold in memory.
+func (d *YOLODataset) AnnotationBytes() int64 { return d.bytes + int64(len(d.labels))*32 }
+
+// Config is what the dataset YAML says.
+func (d *YOLODataset) Config() *annot.YOLOConfig { return d.cfg }
+
+// Labels are sample i's instances, or its label file's error.
+func (d *YOLODataset) Labels(i int) ([]annot.YOLOInstance, error) { return d.labels[i], d.errs[i] }
+
+func (d *YOLODataset) json(i int) ([]byte, error) {
+	if d.errs[i] != nil {
+		return nil, d.errs[i]
+	}
+	type lab struct {
+		Class     int        `json:"class"`
+		Box       [4]float32 `json:"box"`
+		Polygon   []float32  `json:"polygon,omitempty"`
+		Keypoints []float32  `json:"keypoints,omitempty"`
+	}
+	out := struct {
+		FileName string `json:"file_name"`
+		Labels   []lab  `json:"labels"`
+	}{FileName: d.files[i], Labels: make([]lab, len(d.labels[i]))}
+	for j, in := range d.labels[i] {
+		out.Labels[j] = lab{in.Class, in.Box, in.Polygon, in.Keypoints}
+	}
+	return json.Marshal(out)
+}
+
+// FieldID implements Fielded: "yolo", and the ImageFolder's.
+func (d *YOLODataset) FieldID(name string) (int, bool) {
+	if name == FieldYOLO {
+		return fieldIDYOLO, true
+	}
+	return d.ImageFolder.FieldID(name)
+}
+
+// FieldNames implements Fielded.
+func (d *YOLODataset) FieldNames() []string {
+	return append([]string{FieldYOLO}, d.ImageFolder.FieldNames()...)
+}
+
+// FieldSize implements Fielded (0 for a sample whose labels are bad:
+// reading them is its error).
+func (d *YOLODataset) FieldSize(i, id int) int64 {
+	if id == fieldIDYOLO {
+		b, err := d.json(i)
+		if err != nil {
+			return 0
+		}
+		return int64(len(b))
+	}
+	return d.ImageFolder.FieldSize(i, id)
+}
+
+// ReadField implements Fielded: a bad label file is the sample's error
+// (ErrCorrupt, naming the file, the line and the field).
+func (d *YOLODataset) ReadField(i, id int, buf []byte) ([]byte, error) {
+	if id == fieldIDYOLO {
+		b, err := d.json(i)
+		if err != nil {
+			return nil, err
+		}
+		return append(buf[:0], b...), nil
+	}
+	return d.ImageFolder.ReadField(i, id, buf)
+}
+
+// isYOLOConfig says whether an --annotations file is a YOLO dataset YAML.
+func isYOLOConfig(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	return ext == ".yaml" || ext == ".yml"
+}
+
+// OpenAnnotated opens the images under dir with the annotations at
+// path: a YOLO dataset YAML (.yaml, .yml) or a COCO annotations file.
+func OpenAnnotated(dir, path string) (Dataset, error) {
+	if isYOLOConfig(path) {
+		return OpenYOLO(dir, path)
+	}
+	return OpenCOCO(dir, path)
+}
+
+// labelName names a label file in messages without the server's paths:
+// from its last "labels" component on (labels/train/x.txt), else
+// relative to dir.
+func labelName(dir, lp string) string {
+	lp = filepath.ToSlash(lp)
+	if i := strings.LastIndex(lp, "/labels/"); i >= 0 {
+		return lp[i+1:]
+	}
+	rel, err := filepath.Rel(dir, filepath.FromSlash(lp))
+	if err != nil {
+		return filepath.Base(lp)
+	}
+	return filepath.ToSlash(rel)
+}
+
+// SourceTargets implements Targeted: each label's box (normalized cx, cy,
+// w, h) in pixels of the w x h image (yoloToXYXY), its class the label;
+// the image id is the sample's index. YOLO has no crowds.
+func (d *YOLODataset) SourceTargets(i, w, h int, t *Instances) error {
+	ls, err := d.Labels(i)
+	if err != nil {
+		return err // an annotationError already
+	}
+	t.ImageID = int64(i)
+	t.P = d.cfg.KptShape[0]
+	for k := range ls {
+		t.Add(yoloToXYXY(ls[k].Box, w, h), int64(ls[k].Class), false)
+		if t.P == 0 {
+			continue
+		}
+		if err := t.addYOLOPoints(ls[k].Keypoints, w, h); err != nil {
+			lp := annot.LabelPath(filepath.Join(d.dir, filepath.FromSlash(d.Name(i))))
+			return &annotationError{&annot.SampleError{File: labelName(d.dir, lp), Annotation: fmt.Sprintf("instance %d", k), Field: "keypoints", Err: err}}
+		}
+	}
+	return nil
+}
+
+// yoloToXYXY is a YOLO box (normalized cx, cy, w, h, float32) in pixels of
+// a w x h image: each scaled in float32 (cx*W, cy*H, w*W, h*H), then
+// torchvision's CXCYWH to XYXY (x1 = cx - w/2, x2 = x1 + w, in float32).
+func yoloToXYXY(b [4]float32, w, h int) [4]float32 {
+	fw, fh := float32(w), float32(h)
+	// Each product converted: no multiply-add fused across them.
+	cx, cy, bw, bh := float32(b[0]*fw), float32(b[1]*fh), float32(b[2]*fw), float32(b[3]*fh)
+	x1, y1 := cx-float32(bw/2), cy-float32(bh/2) // bw/2 is bw*0.5: rounded, not fused
+	return [4]float32{x1, y1, x1 + bw, y1 + bh}
+}
