@@ -248,6 +248,70 @@ func TestStopEpochKeepsStreams(t *testing.T) {
 	}
 }
 
+// TestStopEpochGeometryStreams: RandomIoUCrop stopped alone leaves the
+// detr recipe's other draws as they were (the photometric steps, the
+// zoom's padding, the flip, at the same key): after the stop a trace is
+// the recipe's without its iou_crop step. RandomZoomOut stopped alone
+// leaves the photometric steps and the flip, and the IoU crop draws on
+// the image it gets (no canvas: its numbers the same, its crop on
+// another size, as torchvision's would be).
+func TestStopEpochGeometryStreams(t *testing.T) {
+	full, err := ParseTransform("detr", CHW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iou, err := full.WithStopEpoch(1, []OpKind{OpRandomIoUCrop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zoom, err := full.WithStopEpoch(1, []OpKind{OpRandomZoomOut})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boxes := [][4]float32{{40, 60, 200, 300}, {300, 100, 620, 460}}
+	crops, pads := 0, 0
+	for i := range uint64(48) {
+		k := Key{Seed: 2, Epoch: 1, Index: i}
+		b, err := full.TraceBoxes(640, 480, k, boxes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, theirs := traceNames(t, b)
+		var want, wantZoom []string
+		for j, n := range names {
+			if n != "iou_crop" {
+				want = append(want, theirs[j])
+			} else {
+				crops++
+			}
+			if n != "pad" && n != "iou_crop" {
+				wantZoom = append(wantZoom, theirs[j])
+			} else if n == "pad" {
+				pads++
+			}
+		}
+		a, err := iou.TraceBoxes(640, 480, k, boxes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, got := traceNames(t, a); !slices.Equal(got, want) {
+			t.Fatalf("RandomIoUCrop stopped, sample %d: %s, want the recipe's %s without its iou_crop", i, a, b)
+		}
+		a, err = zoom.TraceBoxes(640, 480, k, boxes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, got := traceNames(t, a)
+		got = slices.DeleteFunc(got, func(s string) bool { return strings.HasPrefix(s, `["iou_crop"`) })
+		if !slices.Equal(got, wantZoom) {
+			t.Fatalf("RandomZoomOut stopped, sample %d: %s, want the recipe's %s without its pad (and its crop drawn anew)", i, a, b)
+		}
+	}
+	if crops == 0 || pads == 0 {
+		t.Errorf("%d crops, %d pads in 48 samples", crops, pads)
+	}
+}
+
 func mustTrace(t *testing.T, tr *Transform, k Key) []byte {
 	t.Helper()
 	b, err := tr.Trace(500, 375, k)
