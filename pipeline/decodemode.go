@@ -125,7 +125,7 @@ func (t *Transform) WithStopEpoch(epoch uint64, kinds []OpKind) (*Transform, err
 		}
 		switch {
 		case !found && named:
-			return bad("%q is not an op of the transform (%s): name the kinds of its ops, as D-FINE's policy names their classes", truncKind(k), t)
+			return bad("%q is not an op of the transform at its top level (%s): name the kinds of its ops, as D-FINE's policy names their classes (an op in a container goes with its container, named)", truncKind(k), t)
 		case found && !stoppable(k):
 			return bad("%s cannot be switched off: it fixes the batch's size or dtype (switchable: the ops on pixels, the flips, RandomZoomOut, RandomIoUCrop, SanitizeBoundingBoxes and the like)", k)
 		}

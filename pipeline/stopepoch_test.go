@@ -336,6 +336,10 @@ func TestStopEpochRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	view, err := ParseTransform("simclr-view", CHW)
+	if err != nil {
+		t.Fatal(err)
+	}
 	norm := mustTransform(t, CHW, Op{Kind: OpResize, Size: [2]int{8, 8}}, Op{Kind: OpNormalize, Mean: imagenetMean, Std: imagenetStd})
 	for _, tc := range []struct {
 		tr    *Transform
@@ -348,6 +352,7 @@ func TestStopEpochRefused(t *testing.T) {
 		{train, nil, "has none of the DETR family's"},
 		{train, []OpKind{OpRandomResizedCrop}, "RandomResizedCrop cannot be switched off"},
 		{norm, []OpKind{OpNormalize}, "Normalize cannot be switched off"},
+		{view, []OpKind{OpColorJitter}, `"ColorJitter" is not an op of the transform at its top level`}, // inside a RandomApply
 		{simclr, []OpKind{OpRandomGrayscale}, "several views"},
 	} {
 		_, err := tc.tr.WithStopEpoch(3, tc.kinds)
