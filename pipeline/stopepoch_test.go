@@ -368,3 +368,57 @@ func TestStopEpochRefused(t *testing.T) {
 		t.Error("a second stop_epoch was taken")
 	}
 }
+
+// TestStopEpochZoomGeometries: RandomZoomOut stopped before a RandomCrop, a
+// CenterCrop or a Resize(h, w): from the stop on each sample is, pixels
+// and trace, the same op list without the zoom at the same key (the crop
+// draws from the geometry's stream either way), on every decode path;
+// before it, the zoom's canvas.
+func TestStopEpochZoomGeometries(t *testing.T) {
+	data, err := os.ReadFile("../testdata/photos/autumn/000000.jpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zoom := Op{Kind: OpRandomZoomOut, P: 1, SideRange: [2]float64{1.5, 3}, Fill: [3]float64{10, 200, 30}}
+	for _, geo := range [][]Op{
+		{{Kind: OpRandomCrop, Size: [2]int{96, 128}, PadIfNeeded: true, Fill: [3]float64{10, 200, 30}}},
+		{{Kind: OpCenterCrop, Size: [2]int{96, 128}}},
+		{{Kind: OpResize, Size: [2]int{96, 128}}, {Kind: OpRandomHorizontalFlip, P: 0.5}},
+	} {
+		full := mustTransform(t, CHW, append([]Op{zoom}, geo...)...)
+		plain := mustTransform(t, CHW, geo...)
+		stop, err := full.WithStopEpoch(1, []OpKind{OpRandomZoomOut})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range decoderKinds {
+			d := NewDecoder(c.opts...)
+			for i := range uint64(4) {
+				for _, ep := range []uint64{0, 1} {
+					k := Key{Seed: 9, Epoch: ep, Index: i}
+					ref := plain
+					if ep == 0 {
+						ref = full
+					}
+					want := make([]byte, ref.SampleBytes())
+					if err := d.Decode(data, ref, k, want); err != nil {
+						t.Fatal(err)
+					}
+					wantTrace := string(d.AppendTrace(nil, ref))
+					got := make([]byte, stop.SampleBytes())
+					if err := d.Decode(data, stop, k, got); err != nil {
+						t.Fatal(err)
+					}
+					trace := string(d.AppendTrace(nil, stop))
+					if !bytes.Equal(got, want) || trace != wantTrace {
+						t.Errorf("%s, %s, epoch %d, sample %d: trace %s, want %s (bytes equal: %v)", geo[0].Kind, c.name, ep, i, trace, wantTrace, bytes.Equal(got, want))
+					}
+					if zoomed := strings.Contains(trace, `["pad"`); zoomed != (ep == 0) {
+						t.Errorf("%s, epoch %d, sample %d: trace %s", geo[0].Kind, ep, i, trace)
+					}
+				}
+			}
+			d.Close()
+		}
+	}
+}
