@@ -98,6 +98,9 @@ type Decoder struct {
 	boxIdx  int
 	boxes   Targets
 	boxRoom [][4]float32
+	// epoch is the last sample's Key.Epoch: its trace and targets are
+	// those of the transform at that epoch (AtEpoch).
+	epoch uint64
 }
 
 // viewDraw is what one view of the last sample drew: its geometry's plan
@@ -255,6 +258,8 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 // ops need) and the layout it decodes to: planes for ops, which an HWC
 // output gets packed after them.
 func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout Layout, err error) {
+	t = t.AtEpoch(k.Epoch) // without the ops a stop_epoch switched off
+	d.epoch = k.Epoch
 	nv := t.Views()
 	if cap(d.vd) < nv {
 		d.vd = append(d.vd[:cap(d.vd)], make([]viewDraw, nv-cap(d.vd))...)
@@ -265,7 +270,7 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 		vt, kv := t.View(v), k
 		kv.View += uint64(v)
 		var src *Targets
-		if vt.iou != nil && d.boxSrc != nil {
+		if vt.iou != nil && vt.iouOn() && d.boxSrc != nil {
 			src = &d.boxes
 			src.reset()
 			if err := d.boxSrc.SourceTargets(d.boxIdx, hd.w, hd.h, &src.Instances); err != nil {

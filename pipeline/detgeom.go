@@ -113,14 +113,17 @@ const streamPreFlip = streamCrop*64 + 2
 // if the flip between them is drawn. Without a zoom or that flip it is a
 // crop and resize of the source (cropResize); else a canvas plan.
 func (t *Transform) iouPlan(p *samplePlan, k Key, src *Targets, scratch *[][4]float32) error {
-	if src == nil {
+	if src == nil && t.iouOn() {
 		return fmt.Errorf("%w: RandomIoUCrop draws its crop against the sample's boxes: a job with targets only (JobSpec.targets)", ErrUnsupported)
 	}
 	var room [][4]float32
 	if scratch != nil {
 		room = *scratch
 	}
-	boxes := append(room[:0], src.Boxes...)
+	boxes := room[:0]
+	if src != nil {
+		boxes = append(boxes, src.Boxes...)
+	}
 	if scratch != nil {
 		*scratch = boxes
 	}
@@ -130,10 +133,14 @@ func (t *Transform) iouPlan(p *samplePlan, k Key, src *Targets, scratch *[][4]fl
 		W, H, _ = MoveBoxes(boxes, W, H, []Step{{Fn: FnPad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}}})
 		p.rcFill = t.zoom.Fill
 	}
-	r := k.Stream(streamCrop)
-	top, left, h, w, ok, err := iouParams(&r, W, H, boxes, t.iou)
-	if err != nil {
-		return err
+	var top, left, h, w int
+	var ok bool
+	if t.iouOn() { // else switched off by a stop_epoch: the whole canvas
+		r := k.Stream(streamCrop)
+		var err error
+		if top, left, h, w, ok, err = iouParams(&r, W, H, boxes, t.iou); err != nil {
+			return err
+		}
 	}
 	p.geom, p.iou = cropResize, ok
 	p.cx, p.cy, p.cw, p.ch = 0, 0, W, H

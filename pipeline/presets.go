@@ -68,8 +68,11 @@ var presets = map[string][]Op{
 		{Kind: OpRandomResizedCrop, Size: [2]int{224, 224}, Scale: [2]float64{0.9, 1}, Interp: InterpBicubic},
 	},
 	// The DETR family's (RT-DETR v2, D-FINE, DEIM) before its stop_epoch,
-	// as issue 46 writes it with torchvision.transforms.v2's defaults: a
-	// job with targets only (RandomIoUCrop draws against the boxes).
+	// with torchvision.transforms.v2's defaults: a job with targets only
+	// (RandomIoUCrop draws against the boxes). Its stop_epoch is the
+	// job's (JobSpec.stop_epoch: WithStopEpoch, D-FINE's three ops off
+	// from it on; D-FINE's configs stop at 72, its S and M at 120): the
+	// preset alone never stops.
 	"detr": {
 		{Kind: OpRandomPhotometricDistort, P: 0.5, JitterRanges: true,
 			Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}},

@@ -321,7 +321,7 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int) ([]b
 	if t.views != nil {
 		return b, fmt.Errorf("%w: targets do not support views yet", ErrUnsupported)
 	}
-	vd := &d.vd[0]
+	vd, t := &d.vd[0], t.AtEpoch(d.epoch)
 	tg := &d.targets
 	tg.reset()
 	if err := ds.SourceTargets(i, vd.plan.srcW, vd.plan.srcH, &tg.Instances); err != nil {

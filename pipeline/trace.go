@@ -370,7 +370,7 @@ func (b fixedBoxes) SourceTargets(i, w, h int, t *Instances) error {
 // transform of several views, a JSON list of each view's, in order. It is
 // only meaningful after a Decode that succeeded.
 func (d *Decoder) AppendTrace(b []byte, t *Transform) []byte {
-	if t.views == nil {
+	if t = t.AtEpoch(d.epoch); t.views == nil {
 		return d.vd[0].appendTrace(b, t)
 	}
 	b = append(b, '[')

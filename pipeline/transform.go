@@ -263,6 +263,7 @@ type Transform struct {
 	// decode is how the fast path decodes a JPEG before the geometry
 	// (WithDecode): DecodeExact, the zero value, or DecodeFast.
 	decode DecodeMode
+	stop   *stopEpoch // a stop_epoch (decodemode.go), if any
 }
 
 // RNG streams: the geometry draws from stream 1 and the op at position j

@@ -9,7 +9,7 @@ import (
 // several views, each group's count and op list.
 func (t *Transform) String() string {
 	if t.views == nil {
-		return opsString(t.ops)
+		return opsString(t.ops) + t.stopString()
 	}
 	var b strings.Builder
 	b.WriteString("views[")

@@ -135,6 +135,28 @@ def optional_path(name: str, value: Any) -> Optional[str]:
     return p
 
 
+def stop_ops(value: Any) -> "tuple[str, ...]":
+    """``stop_ops``: the kinds of the ops a stop_epoch switches off, as a
+    tuple of names: each a class name (``"RandomZoomOut"``) or a class
+    (stoker's or torchvision's ``RandomZoomOut``: its ``__name__``), at
+    most 32 of them."""
+    if isinstance(value, (str, type)):
+        value = (value,)
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise TypeError(f"stop_ops must be a sequence of op names (e.g. ('RandomZoomOut', 'RandomIoUCrop')), got {_what(value)}") from None
+    if not 1 <= len(items) <= 32:
+        raise ValueError(f"stop_ops: {len(items)} ops: name 1 to 32 (None: the DETR family's)")
+    names = []
+    for v in items:
+        n = v.__name__ if isinstance(v, type) else v
+        if not isinstance(n, str) or not n or len(n) > 64:
+            raise TypeError(f"stop_ops: each must be an op's class or its name (at most 64 bytes), got {_what(v)}")
+        names.append(n)
+    return tuple(names)
+
+
 def fields(value: Any) -> "tuple[str, ...]":
     """``fields``: names of the fields to send with each sample, as a
     tuple (a str names one field): each non-empty, at most 64 bytes,

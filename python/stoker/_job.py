@@ -63,6 +63,10 @@ class Job:
     # Each sample's boxes and labels moved with its pixels (the server's
     # field "targets", after the fields above).
     targets: bool = False
+    # The DETR family's stop_epoch: from this epoch on (0: none) the ops of
+    # the kinds stop_ops names are off (empty: D-FINE's three).
+    stop_epoch: int = 0
+    stop_ops: Tuple[str, ...] = ()
 
     def spec(self) -> pb.JobSpec:
         """The JobSpec of OpenJob and DescribeJob."""
@@ -89,6 +93,8 @@ class Job:
             cpu_weight=self.cpu_weight if self.cpu_weight != 1 else 0,
             decode=DECODES[self.decode],
             targets=self.targets,
+            stop_epoch=self.stop_epoch,
+            stop_ops=self.stop_ops,
         )
 
     def _error_limit(self) -> Optional[pb.SampleErrorLimit]:
@@ -134,4 +140,6 @@ class Job:
             "drop_last": self.drop_last,
             "layout": self.layout,
             "repeats": self.repeats,
+            "stop_epoch": self.stop_epoch,
+            "stop_ops": list(self.stop_ops),
         }

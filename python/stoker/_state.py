@@ -23,7 +23,7 @@ __all__ = ["MATCHED_PARAMS", "Progress", "Resume", "elastic_consumed", "make_sta
 #: Job parameters a state_dict must share with the Loader that loads it
 #: (``rank`` and ``world_size`` may differ).
 MATCHED_PARAMS = ("dataset", "transform", "batch_size", "seed", "shuffle", "shuffle_window", "drop_last", "layout",
-                  "repeats")
+                  "repeats", "stop_epoch", "stop_ops")
 
 
 class Progress:

@@ -303,6 +303,25 @@ class Loader:
             (StokerError("INVALID_ARGUMENT")). They travel as a field,
             bounded by ``max_field_bytes`` (25 bytes an instance and 24,
             and 9 a keypoint).
+        stop_epoch: the DETR family's ``stop_epoch`` (RT-DETR v2, D-FINE,
+            DEIM): from this epoch on (epochs counted from 0, as
+            :attr:`epoch` and D-FINE count them: ``epoch >= stop_epoch``),
+            the transform's top-level ops of the kinds ``stop_ops`` names
+            are not run, and the trace shows only the ops that ran; the
+            other ops draw exactly what they would have drawn with them on.
+            D-FINE's configs stop at 72 (``include/dataloader.yml``; its S
+            and M models at 120). None (the default): no stop; 0 is
+            refused (leave the ops out instead). ultralytics'
+            ``close_mosaic=N`` of an ``E``-epoch run is ``stop_epoch=E-N``.
+            The server refuses (StokerError("INVALID_ARGUMENT")) a kind the
+            transform lacks, or one that fixes the batch's size or dtype
+            (Resize, RandomResizedCrop, CenterCrop, RandomCrop, Pad,
+            ScaleJitter, FixedSizeCrop, Normalize).
+        stop_ops: the ops ``stop_epoch`` switches off, by class name
+            (D-FINE's policy's ``ops``) or class (stoker's or
+            torchvision's). None: :data:`stoker.transforms.DETR_STOP_OPS`,
+            D-FINE's ``RandomPhotometricDistort``, ``RandomZoomOut``,
+            ``RandomIoUCrop`` (those the transform has).
         cpu_weight: the job's weight in the server's share of its cores,
             which is by CPU time: a job of weight 2 gets twice the CPU of
             one of weight 1 while both wait for samples. The server clamps
@@ -364,6 +383,8 @@ class Loader:
         cpu_weight: float = 1.0,
         decode: Optional[str] = None,
         targets: bool = False,
+        stop_epoch: Optional[int] = None,
+        stop_ops: Optional[Sequence[Union[str, type]]] = None,
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
@@ -419,6 +440,10 @@ class Loader:
         self.targets = _args.boolean("targets", targets)
         if "targets" in self.fields:
             raise ValueError("fields: 'targets' is asked for with targets=True, not as a field")
+        self.stop_epoch = 0 if stop_epoch is None else _args.integer("stop_epoch", stop_epoch, 1, (1 << 64) - 1)
+        if stop_ops is not None and stop_epoch is None:
+            raise ValueError("stop_ops needs stop_epoch: the epoch (counted from 0) from which they are off")
+        self.stop_ops = () if stop_ops is None else _args.stop_ops(stop_ops)
         self.cpu_weight = _args.weight("cpu_weight", cpu_weight)
         self.max_field_bytes = None if max_field_bytes is None else _args.integer("max_field_bytes", max_field_bytes, 1, (1 << 32) - 1)
         if self.max_field_bytes is not None and not self.fields and not self.targets:
@@ -574,7 +599,7 @@ class Loader:
                    self.drop_last, self.layout, self.fail_policy, self.shuffle_window, trace=self.trace,
                    max_sample_errors=self.max_sample_errors, repeats=self.repeats, fields=self.fields,
                    max_field_bytes=self.max_field_bytes, mix=mix, cpu_weight=self.cpu_weight, decode=self.decode,
-                   targets=self.targets)
+                   targets=self.targets, stop_epoch=self.stop_epoch, stop_ops=self.stop_ops)
 
     def state_dict(self) -> Dict[str, Any]:
         """The position to resume from, as plain Python values (fit for

@@ -82,7 +82,12 @@ from stoker.v1 import stoker_pb2 as pb
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
+#: The ops the DETR family's configs (D-FINE's ``include/dataloader.yml``)
+#: switch off at their stop_epoch: ``Loader(stop_ops=None)``'s default.
+DETR_STOP_OPS = ("RandomPhotometricDistort", "RandomZoomOut", "RandomIoUCrop")
+
 __all__ = [
+    "DETR_STOP_OPS",
     "Transform",
     "Compose",
     "RandomResizedCrop",

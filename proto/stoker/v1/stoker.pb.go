@@ -553,7 +553,22 @@ type JobSpec struct {
 	// RandomAffine. A transform with an op targets do not support yet (the
 	// policies, views), a dataset without annotations, a mix, or "targets"
 	// among fields is refused (INVALID_ARGUMENT).
-	Targets       bool `protobuf:"varint,150,opt,name=targets,proto3" json:"targets,omitempty"`
+	Targets bool `protobuf:"varint,150,opt,name=targets,proto3" json:"targets,omitempty"`
+	// The DETR family's stop_epoch (RT-DETR v2, D-FINE, DEIM: a Compose's
+	// policy {name: stop_epoch, epoch: E, ops: [...]}): from epoch
+	// stop_epoch on (epochs counted from 0, as OpenJob.epoch counts them:
+	// D-FINE's `epoch >= stop_epoch`), the transform's top-level ops of the
+	// kinds stop_ops names are not run; every other op draws what it would
+	// have drawn with them on. stop_ops empty: D-FINE's
+	// RandomPhotometricDistort, RandomZoomOut and RandomIoUCrop (those the
+	// transform has; at least one). 0: no stop. An op named that the
+	// transform lacks, one that fixes the batch's size or dtype (Resize,
+	// RandomResizedCrop, CenterCrop, RandomCrop, Pad, ScaleJitter,
+	// FixedSizeCrop, Normalize), several views, or stop_ops without
+	// stop_epoch is refused (INVALID_ARGUMENT). ultralytics' close_mosaic=N
+	// of a run of E epochs is stop_epoch E-N.
+	StopEpoch     uint64   `protobuf:"varint,151,opt,name=stop_epoch,json=stopEpoch,proto3" json:"stop_epoch,omitempty"`
+	StopOps       []string `protobuf:"bytes,152,rep,name=stop_ops,json=stopOps,proto3" json:"stop_ops,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -747,6 +762,20 @@ func (x *JobSpec) GetTargets() bool {
 		return x.Targets
 	}
 	return false
+}
+
+func (x *JobSpec) GetStopEpoch() uint64 {
+	if x != nil {
+		return x.StopEpoch
+	}
+	return 0
+}
+
+func (x *JobSpec) GetStopOps() []string {
+	if x != nil {
+		return x.StopOps
+	}
+	return nil
 }
 
 // MixPart is one dataset of a mix and its weight.
@@ -7495,7 +7524,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\xc4\x06\n" +
+	"\x03msg\"\x80\a\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -7525,7 +7554,10 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\n" +
 	"cpu_weight\x182 \x01(\x01R\tcpuWeight\x12)\n" +
 	"\x06decode\x18Z \x01(\x0e2\x11.stoker.v1.DecodeR\x06decode\x12\x19\n" +
-	"\atargets\x18\x96\x01 \x01(\bR\atargets\";\n" +
+	"\atargets\x18\x96\x01 \x01(\bR\atargets\x12\x1e\n" +
+	"\n" +
+	"stop_epoch\x18\x97\x01 \x01(\x04R\tstopEpoch\x12\x1a\n" +
+	"\bstop_ops\x18\x98\x01 \x03(\tR\astopOps\";\n" +
 	"\aMixPart\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12\x16\n" +
 	"\x06weight\x18\x02 \x01(\x01R\x06weight\"D\n" +

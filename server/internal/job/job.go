@@ -200,6 +200,9 @@ func New(spec *stokerv1.JobSpec, env Env, o Origin) (*Job, error) {
 	if j.t, err = NewTransform(spec.GetTransform(), spec.GetLayout()); err != nil {
 		return nil, err
 	}
+	if j.t, err = stopEpochOf(spec, j.t); err != nil {
+		return nil, err
+	}
 	if err := decodeOf(spec, env.Decode); err != nil {
 		return nil, err
 	}
