@@ -9,7 +9,6 @@ package pipeline
 import (
 	"math"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
@@ -95,18 +94,12 @@ func boxFMA32(a, b, c float32) float32 {
 // forwardAffine is torchvision's _get_inverse_affine_matrix(center, angle,
 // translate, scale, shear, inverted=False): the matrix taking a point of
 // the image (pixels from its top left) to where the affine puts it, in
-// float64 as it computes it (inverseAffine's rotation, scale and shear;
-// every product rounded; det's sin, cos and tan).
+// float64 as it computes it (the kernels' RotationShear, then the scale
+// and the centre; every product rounded).
 func forwardAffine(center [2]float64, angle float64, translate [2]float64, scale float64, shear [2]float64) [6]float64 {
-	rot, sx, sy := kernels.Radians(angle), kernels.Radians(shear[0]), kernels.Radians(shear[1])
+	a, b, c, d := kernels.RotationShear(angle, shear)
 	cx, cy := center[0], center[1]
-	cosSy, tanSx := det.Cos(sy), det.Tan(sx)
-	rotMinusSy := rot - sy
 	cxt, cyt := cx+translate[0], cy+translate[1]
-	a := det.Cos(rotMinusSy) / cosSy
-	b := -(float64(a*tanSx) + det.Sin(rot))
-	c := det.Sin(rotMinusSy) / cosSy
-	d := det.Cos(rot) - float64(c*tanSx)
 	m := [6]float64{float64(a * scale), float64(b * scale), 0, float64(c * scale), float64(d * scale), 0}
 	m[2] += (cxt - float64(m[0]*cx)) - float64(m[1]*cy)
 	m[5] += (cyt - float64(m[3]*cx)) - float64(m[4]*cy)

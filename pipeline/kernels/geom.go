@@ -278,24 +278,34 @@ func inverseAffine(w, h int, center [2]float64, hasCenter bool, angle float64, t
 	if hasCenter {
 		cx, cy = center[0]-float64(float64(w)*0.5), center[1]-float64(float64(h)*0.5)
 	}
-	rot, sx, sy := Radians(angle), Radians(shear[0]), Radians(shear[1])
-	cosSy, tanSx := det.Cos(sy), det.Tan(sx)
-	rotMinusSy := rot - sy
+	a, b, c, d := RotationShear(angle, shear)
 	cxt, cyt := cx+translate[0], cy+translate[1]
-	a := det.Cos(rotMinusSy) / cosSy
-	b := -(float64(a*tanSx) + det.Sin(rot))
-	c := det.Sin(rotMinusSy) / cosSy
-	d := det.Cos(rot) - float64(c*tanSx)
 	m := [6]float64{d / scale, -b / scale, 0, -c / scale, a / scale, 0}
 	m[2] += (cx - float64(m[0]*cxt)) - float64(m[1]*cyt)
 	m[5] += (cy - float64(m[3]*cxt)) - float64(m[4]*cyt)
 	return m
 }
 
-// Radians is math.radians (the kernels' and the box maths'), with an angle beyond what det.Sin takes reduced
+// RotationShear is the rotation and shear part [a b; c d] of
+// torchvision's _get_inverse_affine_matrix (before the scale), in its
+// float64 arithmetic: the same for the inverse matrix the kernels sample
+// through (inverseAffine) and the forward one that moves boxes and
+// keypoints (the pipeline's targets).
+func RotationShear(angle float64, shear [2]float64) (a, b, c, d float64) {
+	rot, sx, sy := radians(angle), radians(shear[0]), radians(shear[1])
+	cosSy, tanSx := det.Cos(sy), det.Tan(sx)
+	rotMinusSy := rot - sy
+	a = det.Cos(rotMinusSy) / cosSy
+	b = -(float64(a*tanSx) + det.Sin(rot))
+	c = det.Sin(rotMinusSy) / cosSy
+	d = det.Cos(rot) - float64(c*tanSx)
+	return a, b, c, d
+}
+
+// radians is math.radians, with an angle beyond what det.Sin takes reduced
 // modulo 360 degrees first (exactly; torchvision never sees such angles:
 // the pipeline's checkStep refuses them).
-func Radians(deg float64) float64 {
+func radians(deg float64) float64 {
 	if math.Abs(deg) > 1e9 {
 		deg = math.Mod(deg, 360)
 	}
