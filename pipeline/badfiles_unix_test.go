@@ -263,7 +263,7 @@ func TestWebDatasetBadShards(t *testing.T) {
 		t.Helper()
 		var ms []tarMember
 		for i, k := range keys {
-			ms = append(ms, tarMember{k + ".jpg", jpg[:len(jpg)-i]}, tarMember{k + ".cls", []byte("1")})
+			ms = append(ms, tarMember{Name: k + ".jpg", Data: jpg[:len(jpg)-i]}, tarMember{Name: k + ".cls", Data: []byte("1")})
 		}
 		writeShard(t, path, ms)
 	}

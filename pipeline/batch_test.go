@@ -280,7 +280,7 @@ func TestFillDeterminism(t *testing.T) {
 	for i := range folder.Len() { // the same files, in the folder's order
 		data, _ := folder.Read(i, nil)
 		key := fmt.Sprintf("s%02d", i)
-		members = append(members, tarMember{key + filepath.Ext(folder.Name(i)), data}, tarMember{key + ".cls", fmt.Appendf(nil, "%d", folder.Label(i))})
+		members = append(members, tarMember{Name: key + filepath.Ext(folder.Name(i)), Data: data}, tarMember{Name: key + ".cls", Data: fmt.Appendf(nil, "%d", folder.Label(i))})
 	}
 	shardDir := t.TempDir()
 	writeShard(t, filepath.Join(shardDir, "s.tar"), members)

@@ -8,8 +8,6 @@ import (
 	"image"
 	"image/color"
 	"image/gif"
-	"image/jpeg"
-	"image/png"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,39 +41,6 @@ type corpusFile struct {
 	maxDiff, meanDiff float64
 }
 
-// testPicture is a smooth synthetic RGB picture (gradients and a disc):
-// every pixel differs from its neighbours, so crops, flips and resizes show,
-// and JPEG codes it with small error.
-func testPicture(w, h int) *image.NRGBA {
-	img := image.NewNRGBA(image.Rect(0, 0, w, h))
-	for y := range h {
-		for x := range w {
-			dx, dy := x-w/2, y-h/2
-			disc := byte(0)
-			if dx*dx+dy*dy < w*h/8 {
-				disc = 60
-			}
-			img.SetNRGBA(x, y, color.NRGBA{
-				R: byte(20 + 200*x/max(w-1, 1)),
-				G: byte(20 + 160*y/max(h-1, 1) + int(disc)/2),
-				B: byte(200 - 150*x/max(w-1, 1) + int(disc)/3),
-				A: 255,
-			})
-		}
-	}
-	return img
-}
-
-func testGray(w, h int) *image.Gray {
-	img := image.NewGray(image.Rect(0, 0, w, h))
-	for y := range h {
-		for x := range w {
-			img.SetGray(x, y, color.Gray{Y: byte(16 + 3*x + 2*y)})
-		}
-	}
-	return img
-}
-
 // testRGB16 has different low bytes per pixel, so a decoder that mixes them
 // into the 8-bit result shows; its 8-bit counterpart is the high bytes.
 func testRGB16(w, h int) (*image.RGBA64, *image.NRGBA) {
@@ -89,20 +54,6 @@ func testRGB16(w, h int) (*image.RGBA64, *image.NRGBA) {
 		}
 	}
 	return img, hi
-}
-
-func testPaletted(w, h int) *image.Paletted {
-	pal := color.Palette{}
-	for i := range 16 {
-		pal = append(pal, color.NRGBA{R: byte(i * 16), G: byte(255 - i*15), B: byte(i * i), A: 255})
-	}
-	img := image.NewPaletted(image.Rect(0, 0, w, h), pal)
-	for y := range h {
-		for x := range w {
-			img.SetColorIndex(x, y, uint8((x/4+y/4)%16))
-		}
-	}
-	return img
 }
 
 // testAlpha varies alpha across the image, down to fully transparent, with
@@ -158,22 +109,6 @@ func progressiveJPEG(scans int) (flatJPEG, *image.NRGBA) {
 		}
 	}
 	return spec, want
-}
-
-func encodeJPEG(img image.Image, quality int) []byte {
-	var b bytes.Buffer
-	if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: quality}); err != nil {
-		panic(err)
-	}
-	return b.Bytes()
-}
-
-func encodePNG(img image.Image) []byte {
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		panic(err)
-	}
-	return b.Bytes()
 }
 
 // jpegMarker returns the offset of the first marker m (its 0xFF) in a JPEG

@@ -30,16 +30,16 @@ func clipShards(t testing.TB) (dir string, captions map[string][]byte) {
 			cap = []byte{'c', 0xff, 0xfe, 'x'} // not UTF-8: passed through as is
 		}
 		captions[key] = cap
-		members = append(members, tarMember{key + ".jpg", jpg}, tarMember{key + ".txt", cap})
+		members = append(members, tarMember{Name: key + ".jpg", Data: jpg}, tarMember{Name: key + ".txt", Data: cap})
 		switch i {
 		case 3:
-			members = append(members, tarMember{key + ".json", bytes.Repeat([]byte("x"), 5000)})
+			members = append(members, tarMember{Name: key + ".json", Data: bytes.Repeat([]byte("x"), 5000)})
 		case 5:
 		default:
-			members = append(members, tarMember{key + ".json", []byte(fmt.Sprintf(`{"i": %d}`, i))})
+			members = append(members, tarMember{Name: key + ".json", Data: []byte(fmt.Sprintf(`{"i": %d}`, i))})
 		}
 	}
-	members = append(members, tarMember{"s/999.txt", []byte("a caption without its image")})
+	members = append(members, tarMember{Name: "s/999.txt", Data: []byte("a caption without its image")})
 	captions["s/999"] = []byte("a caption without its image")
 	writeShard(t, filepath.Join(dir, "clip-000.tar"), members)
 	return dir, captions

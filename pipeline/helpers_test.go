@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"archive/tar"
-	"bytes"
 	"image"
 	"image/color"
 	"os"
@@ -10,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stoker-dev/stoker/internal/racebuild"
+	"github.com/stoker-dev/stoker/pipeline/internal/testfiles"
 )
 
 // decoderKinds are the two ways a Decoder can be made: the default (the
@@ -75,20 +74,6 @@ func readCorpus(t testing.TB, path string) []byte {
 	return data
 }
 
-// writeTree writes files (slash-separated paths relative to root) under root.
-func writeTree(t testing.TB, root string, files map[string][]byte) {
-	t.Helper()
-	for name, data := range files {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // exactTest marks t as an exactness or bounds test: arithmetic on one
 // goroutine (a fast path against its reference, bytes against bytes over
 // many decodes, huge-file checksums), where the race detector has nothing
@@ -113,37 +98,17 @@ func allocTest(t *testing.T) {
 	}
 }
 
-// tarMember and writeShard write WebDataset shards (pipeline/dataset's
-// tests have their own copies).
-type tarMember struct {
-	name string
-	data []byte
-}
+// The files the tests write, pipeline/internal/testfiles' (pipeline/
+// dataset's tests write the same).
+var (
+	writeTree    = testfiles.WriteTree
+	writeShard   = testfiles.WriteShard
+	testPicture  = testfiles.Picture
+	testGray     = testfiles.Gray
+	testPaletted = testfiles.Paletted
+	encodeJPEG   = testfiles.JPEG
+	encodePNG    = testfiles.PNG
+)
 
-// writeShard writes a tar shard; a member with nil data is a directory.
-func writeShard(t testing.TB, path string, members []tarMember, format ...tar.Format) {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, m := range members {
-		hd := &tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.data)), Typeflag: tar.TypeReg}
-		if len(format) > 0 {
-			hd.Format = format[0]
-		}
-		if m.data == nil {
-			hd.Typeflag, hd.Mode, hd.Name = tar.TypeDir, 0o755, m.name+"/"
-		}
-		if err := tw.WriteHeader(hd); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(m.data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+// tarMember is a shard's member (writeShard).
+type tarMember = testfiles.Member

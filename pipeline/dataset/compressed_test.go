@@ -37,12 +37,12 @@ func gzipFile(t *testing.T, src, dst string) {
 // of such a directory found), and never part of the data served.
 func TestCompressedShards(t *testing.T) {
 	plain := filepath.Join(t.TempDir(), "plain.tar")
-	writeShard(t, plain, []tarMember{{"a.jpg", encodeJPEG(testPicture(16, 16), 90)}, {"a.cls", []byte("0")}})
+	writeShard(t, plain, []tarMember{{Name: "a.jpg", Data: encodeJPEG(testPicture(16, 16), 90)}, {Name: "a.cls", Data: []byte("0")}})
 	gzDir := t.TempDir()
 	gzipFile(t, plain, filepath.Join(gzDir, "shard-000.tar.gz"))
 	gzipFile(t, plain, filepath.Join(gzDir, "shard-001.tar.gz"))
 	mixed := t.TempDir()
-	writeShard(t, filepath.Join(mixed, "shard-000.tar"), []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("0")}})
+	writeShard(t, filepath.Join(mixed, "shard-000.tar"), []tarMember{{Name: "a.jpg", Data: []byte("x")}, {Name: "a.cls", Data: []byte("0")}})
 	gzipFile(t, plain, filepath.Join(mixed, "shard-001.tgz"))
 	zst := t.TempDir()
 	os.WriteFile(filepath.Join(zst, "s.tar.zst"), []byte("(\xb5/\xfd not really"), 0o644)
@@ -115,7 +115,7 @@ func TestCompressedShards(t *testing.T) {
 func TestWebDatasetMissingLabel(t *testing.T) {
 	dir := t.TempDir()
 	writeShard(t, filepath.Join(dir, "shard-000.tar"), []tarMember{
-		{"000001.jpg", []byte("x")}, {"000001.cls", []byte("3")}, {"000002.jpg", []byte("y")},
+		{Name: "000001.jpg", Data: []byte("x")}, {Name: "000001.cls", Data: []byte("3")}, {Name: "000002.jpg", Data: []byte("y")},
 	})
 	want := "shard shard-000.tar: sample 000002 has an image (000002.jpg) but no label: a WebDataset sample's " +
 		"label is a member 000002.cls beside it in the same shard, holding its class index as decimal text (e.g. 7)"

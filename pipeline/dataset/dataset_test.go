@@ -318,7 +318,7 @@ func TestOpenPicksFormat(t *testing.T) {
 	folder := t.TempDir()
 	writeTree(t, folder, map[string][]byte{"a/1.jpg": []byte("x")})
 	shards := t.TempDir()
-	writeShard(t, filepath.Join(shards, "s-0.tar"), []tarMember{{"k.jpg", []byte("x")}, {"k.cls", []byte("0")}})
+	writeShard(t, filepath.Join(shards, "s-0.tar"), []tarMember{{Name: "k.jpg", Data: []byte("x")}, {Name: "k.cls", Data: []byte("0")}})
 	for _, tc := range []struct {
 		name, path string
 		want       string

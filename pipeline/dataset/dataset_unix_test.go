@@ -91,7 +91,7 @@ func TestImageFolderNonRegular(t *testing.T) {
 // blocking the open.
 func TestWebDatasetFIFOShard(t *testing.T) {
 	dir := t.TempDir()
-	writeShard(t, filepath.Join(dir, "a.tar"), []tarMember{{"k.jpg", []byte("x")}, {"k.cls", []byte("1")}})
+	writeShard(t, filepath.Join(dir, "a.tar"), []tarMember{{Name: "k.jpg", Data: []byte("x")}, {Name: "k.cls", Data: []byte("1")}})
 	if err := syscall.Mkfifo(filepath.Join(dir, "b.tar"), 0o644); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}

@@ -45,13 +45,13 @@ func FuzzWebDataset(f *testing.F) {
 		return data
 	}
 	long := strings.Repeat("d/", 60) + "k"
-	f.Add(tarOf([]tarMember{{"a.jpg", jpg}, {"a.cls", []byte("3")}, {"b.png", encodePNG(testPaletted(5, 3))}, {"b.cls", []byte(" 0\n")}}))
-	f.Add(tarOf([]tarMember{{"dir", nil}, {"dir/x.y.jpeg", jpg[:50]}, {"dir/x.cls", []byte("1")}, {long + ".jpg", jpg}, {long + ".cls", []byte("2")}}, tar.FormatGNU))
-	f.Add(tarOf([]tarMember{{long + ".jpg", jpg}, {long + ".cls", []byte("0")}, {"c.json", []byte("{}")}}, tar.FormatPAX))
-	f.Add(tarOf([]tarMember{{"a.jpg", jpg}})) // no label: unlabelled
-	f.Add(tarOf([]tarMember{{"a.jpg", jpg}, {"a.txt", []byte("a cat")}, {"a.json", []byte("{}")}, {"b.txt", []byte("no image")}}))
-	f.Add(tarOf([]tarMember{{"a.jpg", jpg}, {"a.cls", []byte("cat")}}))     // label not a number
-	f.Add(tarOf([]tarMember{{"a.jpg", jpg}, {"a.cls", []byte("1")}})[:700]) // truncated
+	f.Add(tarOf([]tarMember{{Name: "a.jpg", Data: jpg}, {Name: "a.cls", Data: []byte("3")}, {Name: "b.png", Data: encodePNG(testPaletted(5, 3))}, {Name: "b.cls", Data: []byte(" 0\n")}}))
+	f.Add(tarOf([]tarMember{{Name: "dir", Data: nil}, {Name: "dir/x.y.jpeg", Data: jpg[:50]}, {Name: "dir/x.cls", Data: []byte("1")}, {Name: long + ".jpg", Data: jpg}, {Name: long + ".cls", Data: []byte("2")}}, tar.FormatGNU))
+	f.Add(tarOf([]tarMember{{Name: long + ".jpg", Data: jpg}, {Name: long + ".cls", Data: []byte("0")}, {Name: "c.json", Data: []byte("{}")}}, tar.FormatPAX))
+	f.Add(tarOf([]tarMember{{Name: "a.jpg", Data: jpg}})) // no label: unlabelled
+	f.Add(tarOf([]tarMember{{Name: "a.jpg", Data: jpg}, {Name: "a.txt", Data: []byte("a cat")}, {Name: "a.json", Data: []byte("{}")}, {Name: "b.txt", Data: []byte("no image")}}))
+	f.Add(tarOf([]tarMember{{Name: "a.jpg", Data: jpg}, {Name: "a.cls", Data: []byte("cat")}}))     // label not a number
+	f.Add(tarOf([]tarMember{{Name: "a.jpg", Data: jpg}, {Name: "a.cls", Data: []byte("1")}})[:700]) // truncated
 	// One file, rewritten by each exec (a worker runs them one at a time):
 	// a new directory per exec would cost more than the exec.
 	path := filepath.Join(f.TempDir(), "s.tar")

@@ -90,11 +90,11 @@ func TestManifestTarHeaders(t *testing.T) {
 	var members []tarMember
 	for i := range 8 {
 		members = append(members,
-			tarMember{fmt.Sprintf("s%02d.jpg", i), bytes.Repeat([]byte{byte('a' + i)}, 600)},
-			tarMember{fmt.Sprintf("s%02d.cls", i), []byte("0")})
+			tarMember{Name: fmt.Sprintf("s%02d.jpg", i), Data: bytes.Repeat([]byte{byte('a' + i)}, 600)},
+			tarMember{Name: fmt.Sprintf("s%02d.cls", i), Data: []byte("0")})
 	}
 	long := strings.Repeat("a-long-directory/", 8) + "x"
-	members = append(members, tarMember{long + ".jpg", bytes.Repeat([]byte("L"), 600)}, tarMember{long + ".cls", []byte("1")})
+	members = append(members, tarMember{Name: long + ".jpg", Data: bytes.Repeat([]byte("L"), 600)}, tarMember{Name: long + ".cls", Data: []byte("1")})
 	writeShard(t, filepath.Join(dir, "a.tar"), members, tar.FormatPAX)
 	writeShard(t, filepath.Join(dir, "b.tar"), members[:4], tar.FormatGNU)
 	m, err := IndexDir(t.Context(), dir, IndexOptions{})
@@ -153,8 +153,8 @@ func TestManifestWebDatasetLabels(t *testing.T) {
 	const n = 50
 	for i := range n {
 		members = append(members,
-			tarMember{fmt.Sprintf("s%02d.cls", i), []byte(fmt.Sprint(i % 5))},
-			tarMember{fmt.Sprintf("s%02d.jpg", i), bytes.Repeat([]byte{byte('a' + i%26)}, 600)})
+			tarMember{Name: fmt.Sprintf("s%02d.cls", i), Data: []byte(fmt.Sprint(i % 5))},
+			tarMember{Name: fmt.Sprintf("s%02d.jpg", i), Data: bytes.Repeat([]byte{byte('a' + i%26)}, 600)})
 	}
 	writeShard(t, filepath.Join(dir, "a.tar"), members, tar.FormatPAX)
 	m, err := IndexDir(t.Context(), dir, IndexOptions{})

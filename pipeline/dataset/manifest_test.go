@@ -21,22 +21,22 @@ func wdsDir(t *testing.T) string {
 	long := strings.Repeat("deep/", 30) + "k"
 	dir := t.TempDir()
 	writeShard(t, filepath.Join(dir, "shard-b.tar"), []tarMember{
-		{"x/100.jpeg", jpg[:len(jpg)-1]},
-		{"x/100.cls", []byte("2")},
-		{long + ".png", encodePNG(testPicture(16, 24))},
-		{long + ".cls", []byte("1")},
+		{Name: "x/100.jpeg", Data: jpg[:len(jpg)-1]},
+		{Name: "x/100.cls", Data: []byte("2")},
+		{Name: long + ".png", Data: encodePNG(testPicture(16, 24))},
+		{Name: long + ".cls", Data: []byte("1")},
 	}, tar.FormatGNU)
 	writeShard(t, filepath.Join(dir, "shard-a.tar"), []tarMember{
-		{"000.jpg", jpg},
-		{"000.cls", []byte("3")},
-		{"001.cls", []byte(" 1\n")},
-		{"001.png", encodePNG(testPicture(16, 24))},
-		{"dir", nil},
-		{"dir/sub.v2/002.jpg", jpg[:100]},
-		{"dir/sub.v2/002.cls", []byte("0")},
-		{"003.json", []byte("{}")},
+		{Name: "000.jpg", Data: jpg},
+		{Name: "000.cls", Data: []byte("3")},
+		{Name: "001.cls", Data: []byte(" 1\n")},
+		{Name: "001.png", Data: encodePNG(testPicture(16, 24))},
+		{Name: "dir", Data: nil},
+		{Name: "dir/sub.v2/002.jpg", Data: jpg[:100]},
+		{Name: "dir/sub.v2/002.cls", Data: []byte("0")},
+		{Name: "003.json", Data: []byte("{}")},
 	})
-	writeShard(t, filepath.Join(dir, "shard-c.tar"), []tarMember{{"only.json", []byte("{}")}}) // no samples
+	writeShard(t, filepath.Join(dir, "shard-c.tar"), []tarMember{{Name: "only.json", Data: []byte("{}")}}) // no samples
 	writeTree(t, dir, map[string][]byte{"README.txt": []byte("not a shard")})
 	return dir
 }

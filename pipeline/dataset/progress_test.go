@@ -20,7 +20,7 @@ func TestOpenSourceProgress(t *testing.T) {
 	writeTree(t, folder, files)
 	shards := t.TempDir()
 	for i := range 3 {
-		writeShard(t, filepath.Join(shards, fmt.Sprintf("s%d.tar", i)), []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("0")}})
+		writeShard(t, filepath.Join(shards, fmt.Sprintf("s%d.tar", i)), []tarMember{{Name: "a.jpg", Data: []byte("x")}, {Name: "a.cls", Data: []byte("0")}})
 	}
 	for _, c := range []struct {
 		dir  string

@@ -12,39 +12,6 @@ import (
 	"testing"
 )
 
-type tarMember struct {
-	name string
-	data []byte
-}
-
-// writeShard writes a tar shard; a member with nil data is a directory.
-func writeShard(t testing.TB, path string, members []tarMember, format ...tar.Format) {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, m := range members {
-		hd := &tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.data)), Typeflag: tar.TypeReg}
-		if len(format) > 0 {
-			hd.Format = format[0]
-		}
-		if m.data == nil {
-			hd.Typeflag, hd.Mode, hd.Name = tar.TypeDir, 0o755, m.name+"/"
-		}
-		if err := tw.WriteHeader(hd); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(m.data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestWebDataset(t *testing.T) {
 	jpg := encodeJPEG(testPicture(24, 16), 90)
 	pngData := encodePNG(testPicture(16, 24))
@@ -52,24 +19,24 @@ func TestWebDataset(t *testing.T) {
 	dir := t.TempDir()
 	// Written b first: shards are taken in name order, not creation order.
 	writeShard(t, filepath.Join(dir, "shard-b.tar"), []tarMember{
-		{"x/100.jpeg", append([]byte{}, jpg[:len(jpg)-1]...)},
-		{"x/100.cls", []byte("2")},
-		{long + ".png", pngData},
-		{long + ".cls", []byte("1")},
+		{Name: "x/100.jpeg", Data: append([]byte{}, jpg[:len(jpg)-1]...)},
+		{Name: "x/100.cls", Data: []byte("2")},
+		{Name: long + ".png", Data: pngData},
+		{Name: long + ".cls", Data: []byte("1")},
 	}, tar.FormatGNU) // GNU long-name headers
 	writeShard(t, filepath.Join(dir, "shard-a.tar"), []tarMember{
-		{"000.jpg", jpg},
-		{"000.cls", []byte("3")},
-		{"001.cls", []byte(" 1\n")}, // label first, whitespace around it
-		{"001.png", pngData},
-		{"dir", nil},
-		{"dir/sub.v2/002.jpg", jpg[:100]},
-		{"dir/sub.v2/002.cls", []byte("0")},
-		{"003.json", []byte("{}")}, // no image: not a sample
-		{"004.seg.png", pngData},   // key "004", extension "seg.png": not an image
-		{"004.cls", []byte("0")},
-		{long + ".jpg", jpg}, // PAX long name
-		{long + ".cls", []byte("0")},
+		{Name: "000.jpg", Data: jpg},
+		{Name: "000.cls", Data: []byte("3")},
+		{Name: "001.cls", Data: []byte(" 1\n")}, // label first, whitespace around it
+		{Name: "001.png", Data: pngData},
+		{Name: "dir", Data: nil},
+		{Name: "dir/sub.v2/002.jpg", Data: jpg[:100]},
+		{Name: "dir/sub.v2/002.cls", Data: []byte("0")},
+		{Name: "003.json", Data: []byte("{}")}, // no image: not a sample
+		{Name: "004.seg.png", Data: pngData},   // key "004", extension "seg.png": not an image
+		{Name: "004.cls", Data: []byte("0")},
+		{Name: long + ".jpg", Data: jpg}, // PAX long name
+		{Name: long + ".cls", Data: []byte("0")},
 	})
 	writeTree(t, dir, map[string][]byte{"README.txt": []byte("not a shard")})
 	d, err := OpenWebDataset(dir)
@@ -131,16 +98,16 @@ func TestWebDatasetFingerprint(t *testing.T) {
 		defer d.Close()
 		return d.Fingerprint()
 	}
-	base := []tarMember{{"a.jpg", []byte("abc")}, {"a.cls", []byte("1")}}
+	base := []tarMember{{Name: "a.jpg", Data: []byte("abc")}, {Name: "a.cls", Data: []byte("1")}}
 	fp0 := fp(base)
 	if again := fp(base); again != fp0 {
 		t.Errorf("same shard, different fingerprints %s %s", fp0, again)
 	}
 	for name, m := range map[string][]tarMember{
-		"label":  {{"a.jpg", []byte("abc")}, {"a.cls", []byte("2")}},
-		"size":   {{"a.jpg", []byte("abcd")}, {"a.cls", []byte("1")}},
-		"name":   {{"b.jpg", []byte("abc")}, {"b.cls", []byte("1")}},
-		"sample": {{"a.jpg", []byte("abc")}, {"a.cls", []byte("1")}, {"b.jpg", []byte("abc")}, {"b.cls", []byte("1")}},
+		"label":  {{Name: "a.jpg", Data: []byte("abc")}, {Name: "a.cls", Data: []byte("2")}},
+		"size":   {{Name: "a.jpg", Data: []byte("abcd")}, {Name: "a.cls", Data: []byte("1")}},
+		"name":   {{Name: "b.jpg", Data: []byte("abc")}, {Name: "b.cls", Data: []byte("1")}},
+		"sample": {{Name: "a.jpg", Data: []byte("abc")}, {Name: "a.cls", Data: []byte("1")}, {Name: "b.jpg", Data: []byte("abc")}, {Name: "b.cls", Data: []byte("1")}},
 	} {
 		if got := fp(m); got == fp0 {
 			t.Errorf("fingerprint unchanged after the %s changed", name)
@@ -149,7 +116,7 @@ func TestWebDatasetFingerprint(t *testing.T) {
 }
 
 func TestWebDatasetRejects(t *testing.T) {
-	good := []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("0")}}
+	good := []tarMember{{Name: "a.jpg", Data: []byte("x")}, {Name: "a.cls", Data: []byte("0")}}
 	var truncated bytes.Buffer
 	{
 		tw := tar.NewWriter(&truncated)
@@ -164,15 +131,15 @@ func TestWebDatasetRejects(t *testing.T) {
 		want    error
 		msg     string
 	}{
-		{"no cls", []tarMember{{"a.jpg", []byte("x")}, {"b.jpg", []byte("y")}, {"b.cls", []byte("0")}}, nil, ErrUnsupported,
+		{"no cls", []tarMember{{Name: "a.jpg", Data: []byte("x")}, {Name: "b.jpg", Data: []byte("y")}, {Name: "b.cls", Data: []byte("0")}}, nil, ErrUnsupported,
 			"shard s.tar: sample a has an image (a.jpg) but no label: a WebDataset sample's label is a member a.cls beside it"},
-		{"cls not a number", append(good, tarMember{"b.png", []byte("y")}, tarMember{"b.cls", []byte("dog")}), nil, ErrUnsupported,
+		{"cls not a number", append(good, tarMember{Name: "b.png", Data: []byte("y")}, tarMember{Name: "b.cls", Data: []byte("dog")}), nil, ErrUnsupported,
 			`b.cls: label "dog" is not a non-negative integer (a .cls member holds its sample's class index as decimal text`},
-		{"cls negative", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("-1")}}, nil, ErrUnsupported, "a.cls"},
-		{"cls float", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("1.0")}}, nil, ErrUnsupported, "a.cls"},
-		{"cls over the class limit", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", []byte("99999999999")}}, nil, ErrUnsupported, "over the limit of 1048576 classes"},
-		{"cls too long", []tarMember{{"a.jpg", []byte("x")}, {"a.cls", bytes.Repeat([]byte("1"), 33)}}, nil, ErrUnsupported, "not a label"},
-		{"no samples", []tarMember{{"a.txt", []byte("x")}}, nil, ErrUnsupported, "no samples"},
+		{"cls negative", []tarMember{{Name: "a.jpg", Data: []byte("x")}, {Name: "a.cls", Data: []byte("-1")}}, nil, ErrUnsupported, "a.cls"},
+		{"cls float", []tarMember{{Name: "a.jpg", Data: []byte("x")}, {Name: "a.cls", Data: []byte("1.0")}}, nil, ErrUnsupported, "a.cls"},
+		{"cls over the class limit", []tarMember{{Name: "a.jpg", Data: []byte("x")}, {Name: "a.cls", Data: []byte("99999999999")}}, nil, ErrUnsupported, "over the limit of 1048576 classes"},
+		{"cls too long", []tarMember{{Name: "a.jpg", Data: []byte("x")}, {Name: "a.cls", Data: bytes.Repeat([]byte("1"), 33)}}, nil, ErrUnsupported, "not a label"},
+		{"no samples", []tarMember{{Name: "a.txt", Data: []byte("x")}}, nil, ErrUnsupported, "no samples"},
 		{"truncated", nil, truncated.Bytes()[:700], ErrCorrupt, "s.tar"},
 		{"not a tar", nil, bytes.Repeat([]byte("not a tar file "), 100), ErrCorrupt, "s.tar"},
 	} {
@@ -236,9 +203,9 @@ func TestWebDatasetSparse(t *testing.T) {
 		sparseMap = append(sparseMap, make([]byte, 512-len(sparseMap))...)
 		var buf bytes.Buffer
 		tw := tar.NewWriter(&buf)
-		for _, m := range []tarMember{{"PaxHeaders/a.jpg", recs}, {"GNUSparseFile.0/a.jpg", append(sparseMap, jpg...)}, {"a.cls", []byte("0")}} {
-			tw.WriteHeader(&tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.data)), Typeflag: tar.TypeReg, Format: tar.FormatUSTAR})
-			tw.Write(m.data)
+		for _, m := range []tarMember{{Name: "PaxHeaders/a.jpg", Data: recs}, {Name: "GNUSparseFile.0/a.jpg", Data: append(sparseMap, jpg...)}, {Name: "a.cls", Data: []byte("0")}} {
+			tw.WriteHeader(&tar.Header{Name: m.Name, Mode: 0o644, Size: int64(len(m.Data)), Typeflag: tar.TypeReg, Format: tar.FormatUSTAR})
+			tw.Write(m.Data)
 		}
 		tw.Close()
 		b := buf.Bytes()
@@ -248,9 +215,9 @@ func TestWebDatasetSparse(t *testing.T) {
 	gnu := func() []byte {
 		var buf bytes.Buffer
 		tw := tar.NewWriter(&buf)
-		for _, m := range []tarMember{{"a.jpg", jpg}, {"a.cls", []byte("0")}} {
-			tw.WriteHeader(&tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.data)), Typeflag: tar.TypeReg, Format: tar.FormatGNU})
-			tw.Write(m.data)
+		for _, m := range []tarMember{{Name: "a.jpg", Data: jpg}, {Name: "a.cls", Data: []byte("0")}} {
+			tw.WriteHeader(&tar.Header{Name: m.Name, Mode: 0o644, Size: int64(len(m.Data)), Typeflag: tar.TypeReg, Format: tar.FormatGNU})
+			tw.Write(m.Data)
 		}
 		tw.Close()
 		b := buf.Bytes()
@@ -288,10 +255,10 @@ func TestWebDatasetShardStarts(t *testing.T) {
 	jpg := encodeJPEG(testPicture(8, 8), 90)
 	dir := t.TempDir()
 	sample := func(key, cls string) []tarMember {
-		return []tarMember{{key + ".jpg", jpg}, {key + ".cls", []byte(cls)}}
+		return []tarMember{{Name: key + ".jpg", Data: jpg}, {Name: key + ".cls", Data: []byte(cls)}}
 	}
 	writeShard(t, filepath.Join(dir, "a.tar"), slices.Concat(sample("0", "0"), sample("1", "1")))
-	writeShard(t, filepath.Join(dir, "b.tar"), []tarMember{{"notes.txt", []byte("no samples")}})
+	writeShard(t, filepath.Join(dir, "b.tar"), []tarMember{{Name: "notes.txt", Data: []byte("no samples")}})
 	writeShard(t, filepath.Join(dir, "c.tar"), slices.Concat(sample("2", "0"), sample("3", "1"), sample("4", "0")))
 	d, err := OpenWebDataset(dir)
 	if err != nil {
