@@ -8,24 +8,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/testfiles"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
-// geomNoise is a w x h image (three planes) of pseudo-random bytes from
-// seed: the same on every machine.
-func geomNoise(w, h int, seed uint64) []byte {
-	r := det.Seeded(seed)
-	pix := make([]byte, 3*w*h)
-	for i := range pix {
-		pix[i] = byte(r.Uint64() >> 56)
-	}
-	return pix
-}
-
-// geomSizes are image sizes for the kernels' tests: single rows and
-// columns, odd sizes, widths around the C version's groups of eight.
-var geomSizes = [][2]int{{1, 1}, {1, 7}, {7, 1}, {2, 2}, {3, 5}, {8, 3}, {9, 4}, {17, 16}, {31, 33}, {97, 131}}
+// geomNoise and geomSizes are the geometric kernels' test images and
+// sizes (pipeline/internal/testfiles').
+var (
+	geomNoise = testfiles.Noise
+	geomSizes = testfiles.GeomSizes
+)
 
 // at is pixel (x, y) of channel c of a w x h image.
 func at(pix []byte, w, h, c, x, y int) byte { return pix[c*w*h+y*w+x] }

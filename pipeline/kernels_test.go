@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"math/rand/v2"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline/internal/testfiles"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
@@ -36,21 +36,9 @@ var kernelCases = []Step{
 	{Fn: FnGaussianBlur, I: [6]int{23, 5}, F: [6]float64{3, 0.7}},
 }
 
-// noiseImage is w x h smooth-ish noise, CHW: a gradient plus noise, so
-// that every op changes something.
-func noiseImage(w, h int, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, 35))
-	pix := make([]byte, 3*w*h)
-	for c := range 3 {
-		for y := range h {
-			for x := range w {
-				v := 40 + 50*c + (x*97+y*61)%120 + r.IntN(40)
-				pix[(c*h+y)*w+x] = byte(v)
-			}
-		}
-	}
-	return pix
-}
+// noiseImage is the photometric kernels' test image
+// (pipeline/internal/testfiles').
+var noiseImage = testfiles.SmoothNoise
 
 func applyOne(pix []byte, w, h int, st Step, s *kernels.Scratch) {
 	if err := checkStep(&st, w, h); err != nil {

@@ -166,7 +166,22 @@ func (e *testEnv) collect(t testing.TB, open *pb.OpenJob) epoch {
 	return ep
 }
 
+// readEpoch reads a stream of one epoch: readStreamEpoch, then the
+// stream's end.
 func readEpoch(stream pb.FeedService_FeedClient) (epoch, error) {
+	ep, err := readStreamEpoch(stream)
+	if err != nil {
+		return ep, err
+	}
+	if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
+		return ep, fmt.Errorf("after EpochEnd: %v, want EOF", err)
+	}
+	return ep, nil
+}
+
+// readStreamEpoch reads one epoch of a stream of one or several: its
+// JobInfo, its batches, its EpochEnd.
+func readStreamEpoch(stream pb.FeedService_FeedClient) (epoch, error) {
 	var ep epoch
 	first, err := stream.Recv()
 	if err != nil {
@@ -182,14 +197,10 @@ func readEpoch(stream pb.FeedService_FeedClient) (epoch, error) {
 		}
 		if end != nil {
 			ep.end = end
-			break
+			return ep, nil
 		}
 		ep.batches = append(ep.batches, b)
 	}
-	if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
-		return ep, fmt.Errorf("after EpochEnd: %v, want EOF", err)
-	}
-	return ep, nil
 }
 
 // readBatch reads one header and its chunks, or an EpochEnd.

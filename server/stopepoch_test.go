@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -94,30 +93,6 @@ func TestStopEpochTwoEpochs(t *testing.T) {
 			}
 		}
 		cancel()
-	}
-}
-
-// readStreamEpoch reads one epoch of a stream of several: its JobInfo,
-// its batches, its EpochEnd.
-func readStreamEpoch(stream pb.FeedService_FeedClient) (epoch, error) {
-	var ep epoch
-	first, err := stream.Recv()
-	if err != nil {
-		return ep, err
-	}
-	if ep.info = first.GetJob(); ep.info == nil {
-		return ep, fmt.Errorf("first message is %T, want JobInfo", first.GetMsg())
-	}
-	for {
-		b, end, err := readBatch(stream, ep.info.GetMaxChunkBytes())
-		if err != nil {
-			return ep, err
-		}
-		if end != nil {
-			ep.end = end
-			return ep, nil
-		}
-		ep.batches = append(ep.batches, b)
 	}
 }
 

@@ -2,10 +2,10 @@ package kernels
 
 import (
 	"bytes"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/stoker-dev/stoker/internal/racebuild"
+	"github.com/stoker-dev/stoker/pipeline/internal/testfiles"
 )
 
 // exactTest marks t as an exactness test: arithmetic on one goroutine (a
@@ -20,21 +20,9 @@ func exactTest(t *testing.T) {
 	}
 }
 
-// noiseImage is w x h smooth-ish noise, CHW: a gradient plus noise, so
-// that every op changes something.
-func noiseImage(w, h int, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, 35))
-	pix := make([]byte, 3*w*h)
-	for c := range 3 {
-		for y := range h {
-			for x := range w {
-				v := 40 + 50*c + (x*97+y*61)%120 + r.IntN(40)
-				pix[(c*h+y)*w+x] = byte(v)
-			}
-		}
-	}
-	return pix
-}
+// noiseImage is the photometric kernels' test image
+// (pipeline/internal/testfiles').
+var noiseImage = testfiles.SmoothNoise
 
 // TestGrayAllColours checks gray's integer sum against torchvision's
 // float32 steps (grayFloat) on every 24-bit colour: the two differ for 3

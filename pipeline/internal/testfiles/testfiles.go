@@ -11,9 +11,12 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
 )
 
 // Member is a tar shard's member: a file, or a directory when Data is nil.
@@ -129,3 +132,34 @@ func PNG(img image.Image) []byte {
 	}
 	return b.Bytes()
 }
+
+// Noise is a w x h image (three planes, CHW) of pseudo-random bytes from
+// seed (pipeline/internal/det's generator): the same on every machine.
+func Noise(w, h int, seed uint64) []byte {
+	r := det.Seeded(seed)
+	pix := make([]byte, 3*w*h)
+	for i := range pix {
+		pix[i] = byte(r.Uint64() >> 56)
+	}
+	return pix
+}
+
+// SmoothNoise is w x h smooth-ish noise, CHW: a gradient plus noise, so
+// that every photometric op changes something.
+func SmoothNoise(w, h int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 35))
+	pix := make([]byte, 3*w*h)
+	for c := range 3 {
+		for y := range h {
+			for x := range w {
+				v := 40 + 50*c + (x*97+y*61)%120 + r.IntN(40)
+				pix[(c*h+y)*w+x] = byte(v)
+			}
+		}
+	}
+	return pix
+}
+
+// GeomSizes are image sizes for the geometric kernels' tests: single rows
+// and columns, odd sizes, widths around the C version's groups of eight.
+var GeomSizes = [][2]int{{1, 1}, {1, 7}, {7, 1}, {2, 2}, {3, 5}, {8, 3}, {9, 4}, {17, 16}, {31, 33}, {97, 131}}
