@@ -277,21 +277,4 @@ func TestLSJEdges(t *testing.T) {
 // BenchmarkLSJPreset: the preset "lsj" on a photo (459x425,
 // testdata/photos/shell/000015.jpg) with three boxes, per sample: the
 // resize's window of up to 1024x1024 resampled, the padding, the flip.
-func BenchmarkLSJPreset(b *testing.B) {
-	tr, err := ParseTransform("lsj", CHW)
-	if err != nil {
-		b.Fatal(err)
-	}
-	data, err := os.ReadFile("../testdata/photos/shell/000015.jpg")
-	if err != nil {
-		b.Fatal(err)
-	}
-	d := NewDecoder()
-	defer d.Close()
-	out := make([]byte, tr.SampleBytes())
-	for i := 0; b.Loop(); i++ {
-		if err := d.Decode(data, tr, Key{Seed: 1, Index: uint64(i)}, out); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkLSJPreset(b *testing.B) { benchPreset(b, "lsj") }

@@ -202,8 +202,12 @@ func TestZoomOutCost(t *testing.T) {
 // testdata/photos/shell/000015.jpg) with three boxes, per sample (the
 // canvas path for every sample: the photometric distortion on the image,
 // the zoom's canvas, the IoU crop, the resize to 640x640 in Go).
-func BenchmarkDetrPreset(b *testing.B) {
-	tr, err := ParseTransform("detr", CHW)
+func BenchmarkDetrPreset(b *testing.B) { benchPreset(b, "detr") }
+
+// benchPreset decodes the photo of the detection presets' benchmarks with
+// its three boxes through preset name, a sample a loop.
+func benchPreset(b *testing.B, name string) {
+	tr, err := ParseTransform(name, CHW)
 	if err != nil {
 		b.Fatal(err)
 	}

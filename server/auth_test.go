@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"math/big"
 	"net"
@@ -29,6 +30,8 @@ import (
 	"github.com/stoker-dev/stoker/server/internal/plan"
 )
 
+// writeFile writes data as name in a new temporary directory and returns
+// its path.
 func writeFile(t *testing.T, name, data string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
@@ -36,6 +39,16 @@ func writeFile(t *testing.T, name, data string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// writeJSON writes doc's JSON as name (writeFile).
+func writeJSON(t *testing.T, name string, doc any) string {
+	t.Helper()
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, name, string(b))
 }
 
 // dial connects to addr with opts (plaintext when none).

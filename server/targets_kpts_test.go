@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math"
 	"os"
-	"path/filepath"
 	"testing"
 
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
@@ -37,14 +36,7 @@ func photosKeypoints(t *testing.T) (string, []int) {
 		a["keypoints"] = []float64{x + w/3, y + h/4, 2, x + w/2, y + h/2, 1, 0, 0, 0}
 		a["num_keypoints"] = 2
 	}
-	out, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kp := filepath.Join(t.TempDir(), "person_keypoints.json")
-	if err := os.WriteFile(kp, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	kp := writeJSON(t, "person_keypoints.json", doc)
 	return kp, counts
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"image"
 	_ "image/jpeg"
 	"math"
@@ -63,14 +62,7 @@ func photosCOCO(t *testing.T) (string, []int) {
 	}
 	doc := map[string]any{"images": images, "annotations": anns,
 		"categories": []map[string]any{{"id": 1, "name": "a"}, {"id": 3, "name": "b"}}}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "instances.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeJSON(t, "instances.json", doc)
 	return path, counts
 }
 
