@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 import torch
@@ -235,25 +235,33 @@ def test_coco_targets_are_torchvisions(server: str, det: Path, name: str) -> Non
     assert GEOMETRY_OF[name] <= ops, ops
 
 
-def yolo_sources(det: Path, server: str) -> Dict[int, Dict[str, Any]]:
-    """Per sample index, the label file's boxes (the field "yolo", as the
-    file gives them: normalized cx, cy, w, h) in pixels as torchvision
-    converts them: BoundingBoxes CXCYWH of the float32 boxes times (W, H),
-    to XYXY."""
-    out = {}
-    with stoker.Loader(server, "yolo", batch_size=8, transform=T.Compose([T.Resize((8, 8))]), fields=("yolo", "path"),
+def yolo_labels(addr: str, dataset: str, images: Path) -> Iterator[Tuple[int, List[Dict[str, Any]], int, int, Any]]:
+    """Each sample of a YOLO dataset: its index, its label file's labels
+    (the field "yolo", as the file gives them), the image's width and
+    height, and its boxes (normalized cx, cy, w, h) in pixels as
+    torchvision converts them: BoundingBoxes CXCYWH of the float32 boxes
+    times (W, H), to XYXY."""
+    with stoker.Loader(addr, dataset, batch_size=8, transform=T.Compose([T.Resize((8, 8))]), fields=("yolo", "path"),
                        shuffle=False, return_indices=True, pin_memory=False, timeout=60) as ld:
         for b in ld:
             for raw, path, idx in zip(b.fields["yolo"], b.fields["path"], b.indices.tolist()):
                 labels = json.loads(raw)["labels"]
-                with Image.open(det / "images" / "train" / path.decode()) as im:
+                with Image.open(images / path.decode()) as im:
                     w, h = im.size
                 box = torch.tensor([lb["box"] for lb in labels], dtype=torch.float32).reshape(-1, 4)
                 box = box * torch.tensor([w, h, w, h], dtype=torch.float32)
                 cxcywh = tv_tensors.BoundingBoxes(box, format="CXCYWH", canvas_size=(h, w))
-                out[idx] = {"boxes": F.convert_bounding_box_format(cxcywh, new_format="XYXY"),
-                            "labels": torch.tensor([lb["class"] for lb in labels], dtype=torch.int64).reshape(-1),
-                            "iscrowd": torch.zeros(len(labels), dtype=torch.int64), "image_id": idx}
+                yield idx, labels, w, h, F.convert_bounding_box_format(cxcywh, new_format="XYXY")
+
+
+def yolo_sources(det: Path, server: str) -> Dict[int, Dict[str, Any]]:
+    """Per sample index, the label file's boxes in pixels (yolo_labels),
+    labels and crowd flags (none)."""
+    out = {}
+    for idx, labels, _, _, boxes in yolo_labels(server, "yolo", det / "images" / "train"):
+        out[idx] = {"boxes": boxes,
+                    "labels": torch.tensor([lb["class"] for lb in labels], dtype=torch.int64).reshape(-1),
+                    "iscrowd": torch.zeros(len(labels), dtype=torch.int64), "image_id": idx}
     return out
 
 

@@ -42,7 +42,7 @@ from torchvision.transforms.v2 import functional as F
 import stoker
 from stoker import transforms as T
 from stoker._local import LocalServer
-from test_targets import GEOMETRY, N, PIXELS, coco_sources, det, replay, server  # noqa: F401 (the fixtures)
+from test_targets import GEOMETRY, N, PIXELS, coco_sources, det, replay, server, yolo_labels  # noqa: F401 (the fixtures)
 
 GOLDEN = Path(__file__).resolve().parents[2] / "pipeline" / "testdata" / "targets_kpts.json"
 P = 5  # mkdata's stars: five tips
@@ -330,21 +330,11 @@ def pose_sources(addr: str, out: Path) -> Dict[int, Dict[str, Any]]:
     "yolo", as the file gives them) in pixels as ultralytics' denormalize
     and torchvision make them: float32 times (W, H)."""
     res = {}
-    with stoker.Loader(addr, "pose", batch_size=8, transform=T.Compose([T.Resize((8, 8))]), fields=("yolo", "path"),
-                       shuffle=False, return_indices=True, pin_memory=False, timeout=60) as ld:
-        for b in ld:
-            for raw, path, idx in zip(b.fields["yolo"], b.fields["path"], b.indices.tolist()):
-                labels = json.loads(raw)["labels"]
-                with Image.open(out / "images" / "train" / path.decode()) as im:
-                    w, h = im.size
-                box = torch.tensor([lb["box"] for lb in labels], dtype=torch.float32).reshape(-1, 4)
-                box = box * torch.tensor([w, h, w, h], dtype=torch.float32)
-                cxcywh = tv_tensors.BoundingBoxes(box, format="CXCYWH", canvas_size=(h, w))
-                kp = torch.tensor([lb["keypoints"] for lb in labels], dtype=torch.float32).reshape(-1, P, 3)
-                xy = kp[..., :2] * torch.tensor([w, h], dtype=torch.float32)
-                res[idx] = {"boxes": F.convert_bounding_box_format(cxcywh, new_format="XYXY"),
-                            "points": tv_tensors.KeyPoints(xy, canvas_size=(h, w)), "vis": kp[..., 2].to(torch.uint8),
-                            "labels": torch.tensor([lb["class"] for lb in labels], dtype=torch.int64).reshape(-1)}
+    for idx, labels, w, h, boxes in yolo_labels(addr, "pose", out / "images" / "train"):
+        kp = torch.tensor([lb["keypoints"] for lb in labels], dtype=torch.float32).reshape(-1, P, 3)
+        xy = kp[..., :2] * torch.tensor([w, h], dtype=torch.float32)
+        res[idx] = {"boxes": boxes, "points": tv_tensors.KeyPoints(xy, canvas_size=(h, w)), "vis": kp[..., 2].to(torch.uint8),
+                    "labels": torch.tensor([lb["class"] for lb in labels], dtype=torch.int64).reshape(-1)}
     return res
 
 
