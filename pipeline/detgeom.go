@@ -79,7 +79,7 @@ const streamZoom = streamCrop*64 + 1
 // float32s and multiplies a Python number with them in float32.
 func (t *Transform) zoomOut(p *samplePlan, k Key) {
 	r := k.Stream(streamZoom)
-	u := func() float32 { return float32(r.Uint64()>>40) / (1 << 24) }
+	u := r.Float32
 	if float64(u()) >= t.zoom.P {
 		return
 	}
@@ -167,7 +167,7 @@ func (t *Transform) iouPlan(p *samplePlan, k Key, src *Targets, scratch *[][4]fl
 // 0 (torchvision divides by it) fails its trial; maxIoURounds rounds
 // without a crop fail the sample (torchvision's loops on).
 func iouParams(r *RNG, W, H int, boxes [][4]float32, op *Op) (top, left, h, w int, ok bool, err error) {
-	u := func() float32 { return float32(r.Uint64()>>40) / (1 << 24) }
+	u := r.Float32
 	lo, d := float32(op.Scale[0]), float32(op.Scale[1]-op.Scale[0])
 	for range maxIoURounds {
 		least := op.Options[r.Intn(len(op.Options))]

@@ -79,7 +79,7 @@ func (t *Transform) lsjGeometry() (int, error) {
 // tensor), r = float32(min(tH / h, tW / w)) * scale, each side
 // int(side * r) in float32.
 func jitterSize(r *RNG, op *Op, w, h int) (nw, nh int) {
-	u := float32(r.Uint64()>>40) / (1 << 24)
+	u := r.Float32()
 	lo, hi := op.Scale[0], op.Scale[1]
 	scale := float32(lo) + float32(u*float32(hi-lo))
 	base := min(float64(op.Size[0])/float64(h), float64(op.Size[1])/float64(w))
@@ -91,7 +91,7 @@ func jitterSize(r *RNG, op *Op, w, h int) (nw, nh int) {
 // top int((h - height) * r) and left int((w - width) * r) in float32
 // where the image is larger (0 where it is not).
 func fixedOffset(r *RNG, op *Op, w, h int) (top, left int) {
-	u := float32(r.Uint64()>>40) / (1 << 24)
+	u := r.Float32()
 	return int(float32(float32(max(h-op.Size[0], 0)) * u)), int(float32(float32(max(w-op.Size[1], 0)) * u))
 }
 

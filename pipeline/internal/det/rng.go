@@ -73,6 +73,12 @@ func (r *RNG) Float64() float64 {
 	return float64(float64(r.Uint64()>>11) / (1 << 53))
 }
 
+// Float32 returns a uniform float32 in [0, 1) on torch.rand's grid: a
+// 24-bit integer over 2^24.
+func (r *RNG) Float32() float32 {
+	return float32(r.Uint64()>>40) / (1 << 24)
+}
+
 // Uniform returns a uniform value in [lo, hi).
 func (r *RNG) Uniform(lo, hi float64) float64 {
 	return lo + float64((hi-lo)*r.Float64())
