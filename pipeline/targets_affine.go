@@ -31,14 +31,7 @@ func affineStepBoxes(boxes [][4]float32, w, h int, st *Step) {
 // through it (affinePoint), the box their extent (aminmax), clamped to the
 // canvas (clamping_mode "soft", the same as "hard" for these boxes).
 func affineBoxes(boxes [][4]float32, w, h int, angle float64, translate [2]float64, scale float64, shear [2]float64, center [2]float64, hasCenter bool) {
-	if !hasCenter { // the canvas' center, in pixels from the top left
-		center = [2]float64{float64(float64(w) * 0.5), float64(float64(h) * 0.5)}
-	}
-	m64 := forwardAffine(center, angle, translate, scale, shear)
-	var m [6]float32
-	for i, v := range m64 {
-		m[i] = float32(v)
-	}
+	m := forwardAffine32(w, h, angle, translate, scale, shear, center, hasCenter)
 	// torch.matmul of the N*4 points by the matrix sums each coordinate in
 	// an order of its own: fewer than 16 points (4 boxes) in torch's own
 	// gemm, more in MKL's sgemm (x86-64 builds); affinePoint follows both.
@@ -89,6 +82,20 @@ func boxFMA32(a, b, c float32) float32 {
 		s = math.Nextafter(s, math.Copysign(math.Inf(1), e))
 	}
 	return float32(s)
+}
+
+// forwardAffine32 is forwardAffine about center (the w x h canvas'
+// center unless hasCenter, in pixels from the top left), rounded to
+// float32 as torchvision's box and keypoint kernels use it.
+func forwardAffine32(w, h int, angle float64, translate [2]float64, scale float64, shear [2]float64, center [2]float64, hasCenter bool) [6]float32 {
+	if !hasCenter {
+		center = [2]float64{float64(float64(w) * 0.5), float64(float64(h) * 0.5)}
+	}
+	var m [6]float32
+	for i, v := range forwardAffine(center, angle, translate, scale, shear) {
+		m[i] = float32(v)
+	}
+	return m
 }
 
 // forwardAffine is torchvision's _get_inverse_affine_matrix(center, angle,

@@ -128,14 +128,7 @@ func affinePoints(pts [][2]float32, w, h int, angle float64, translate [2]float6
 	if len(pts) == 0 {
 		return // torchvision returns an empty KeyPoints as it is
 	}
-	if !hasCenter {
-		center = [2]float64{float64(float64(w) * 0.5), float64(float64(h) * 0.5)}
-	}
-	m64 := forwardAffine(center, angle, translate, scale, shear)
-	var m [6]float32
-	for i, v := range m64 {
-		m[i] = float32(v)
-	}
+	m := forwardAffine32(w, h, angle, translate, scale, shear, center, hasCenter)
 	if len(pts) == 1 {
 		x, y := pts[0][0], pts[0][1]
 		pts[0] = [2]float32{float32(x*m[0]) + float32(float32(y*m[1])+m[2]), float32(x*m[3]) + float32(float32(y*m[4])+m[5])}
