@@ -55,6 +55,10 @@ const (
 // ErrManifest: a manifest that is not valid (dataset.ErrManifest).
 var ErrManifest = dataset.ErrManifest
 
+// OpenAnnotatedSource is OpenAnnotated with the images or the annotations
+// in object storage too (dataset.OpenAnnotatedSource).
+var OpenAnnotatedSource = dataset.OpenAnnotatedSource
+
 // Opening, indexing and mixing datasets.
 var (
 	Open             = dataset.Open

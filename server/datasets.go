@@ -42,7 +42,7 @@ func openDataset(ctx context.Context, cfg Config, name string, m *source.Metrics
 				cfg.MemoryBudget, cfg.Datasets[name], name)}),
 	}
 	if ann := cfg.Annotations[name]; ann != "" {
-		ds, err := pipeline.OpenAnnotated(cfg.Datasets[name], ann)
+		ds, err := pipeline.OpenAnnotatedSource(ctx, cfg.Datasets[name], ann, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +70,7 @@ func (c Config) storePolicy() source.Policy {
 }
 
 // annotationErrors is what is wrong with Config.Annotations: each names a
-// local dataset of the same name, without a manifest.
+// dataset of the same name, without a manifest.
 func (c Config) annotationErrors() []error {
 	var errs []error
 	for name, loc := range c.Annotations {
@@ -80,8 +80,8 @@ func (c Config) annotationErrors() []error {
 			errs = append(errs, fmt.Errorf("annotations for %q: no such dataset (give --dataset %s=DIR too, the directory of its images)", name, name))
 		case loc == "":
 			errs = append(errs, fmt.Errorf("annotations for %q: empty path", name))
-		case strings.Contains(path, "://") || strings.Contains(loc, "://"):
-			errs = append(errs, fmt.Errorf("annotations for %q: a dataset with annotations is a local directory and a local file for now, not a URL", name))
+		case (strings.Contains(path, "://") && !source.IsRemote(path)) || (strings.Contains(loc, "://") && !source.IsRemote(loc)):
+			errs = append(errs, fmt.Errorf("annotations for %q: unsupported URL scheme (want s3://, gs://, azblob:// or a local path)", name))
 		case c.Manifests[name] != "":
 			errs = append(errs, fmt.Errorf("dataset %q: --manifest and --annotations: a COCO dataset is indexed from its annotations file, give only that", name))
 		}

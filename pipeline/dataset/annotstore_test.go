@@ -1,0 +1,213 @@
+package dataset
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stoker-dev/stoker/internal/storetest"
+	"github.com/stoker-dev/stoker/pipeline/annot"
+	"github.com/stoker-dev/stoker/pipeline/source"
+)
+
+// annotTree writes a small COCO and YOLO dataset under a new directory:
+// images/train/{a.jpg, b.jpg, sub/c.png}, annotations/instances.json
+// (COCO: image b's box malformed), labels/train/{a.txt, b.txt} (b's class
+// out of range; sub/c.png has none) and data.yaml.
+func annotTree(t *testing.T) string {
+	root := t.TempDir()
+	files := map[string]string{
+		"images/train/a.jpg":     "aaaa",
+		"images/train/b.jpg":     "bbbbbb",
+		"images/train/sub/c.png": "cc",
+		"labels/train/a.txt":     "1 0.5 0.5 0.2 0.4\n0 0.25 0.5 0.5 0.5\n",
+		"labels/train/b.txt":     "7 0.5 0.5 0.2 0.2\n",
+		"data.yaml":              "names: [x, y]\n",
+		"annotations/instances.json": `{"images": [{"id": 2, "file_name": "b.jpg", "width": 4, "height": 3},
+ {"id": 1, "file_name": "a.jpg", "width": 4, "height": 3}, {"id": 3, "file_name": "sub/c.png", "width": 4, "height": 3}],
+ "categories": [{"id": 5, "name": "x"}, {"id": 9, "name": "y"}],
+ "annotations": [{"id": 1, "image_id": 1, "category_id": 9, "bbox": [0.5, 0, 1.25, 2]},
+                 {"id": 2, "image_id": 2, "category_id": 5, "bbox": [0, 0, -1, 1]},
+                 {"id": 3, "image_id": 3, "category_id": 5, "bbox": [1, 1, 2, 1], "iscrowd": 1}]}`,
+	}
+	for name, data := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// sameAnnotated checks that got has want's samples, fingerprint, fields
+// (their bytes, or the same error) and targets.
+func sameAnnotated(t *testing.T, got, want Dataset) {
+	t.Helper()
+	sameDataset(t, got, want)
+	gf, wf := got.(Fielded), want.(Fielded)
+	if !reflect.DeepEqual(gf.FieldNames(), wf.FieldNames()) {
+		t.Fatalf("fields %v, want %v", gf.FieldNames(), wf.FieldNames())
+	}
+	for _, name := range wf.FieldNames() {
+		id, ok := wf.FieldID(name)
+		if !ok || name == FieldSource {
+			continue
+		}
+		for i := range want.Len() {
+			a, errA := gf.ReadField(i, id, nil)
+			b, errB := wf.ReadField(i, id, nil)
+			if !bytes.Equal(a, b) || (errA == nil) != (errB == nil) || (errA != nil && errA.Error() != errB.Error()) {
+				t.Errorf("sample %d field %s: %q (%v), want %q (%v)", i, name, a, errA, b, errB)
+			}
+		}
+	}
+	for i := range want.Len() {
+		var a, b Instances
+		errA := got.(Targeted).SourceTargets(i, 4, 3, &a)
+		errB := want.(Targeted).SourceTargets(i, 4, 3, &b)
+		if !reflect.DeepEqual(a, b) || (errA == nil) != (errB == nil) || (errA != nil && !errors.Is(errA, ErrCorrupt)) {
+			t.Errorf("sample %d targets: %+v (%v), want %+v (%v)", i, a, errA, b, errB)
+		}
+	}
+}
+
+// annotatedInStore: the COCO and YOLO datasets of annotTree put into a
+// store under ds/ open from their URLs (images and annotations in the
+// bucket, or the annotations local) with the samples, fields, targets
+// and fingerprint of the same files opened from the disk; a sample whose
+// image is replaced after the open is its error, never the new bytes; an
+// annotations file naming an image the prefix lacks is refused, naming
+// it.
+func annotatedInStore(t *testing.T, putTree func(prefix, dir string), put func(key string, data []byte), url func(prefix string) string) {
+	root := annotTree(t)
+	putTree("ds/", root)
+	ctx := t.Context()
+	local := filepath.Join(root, "images", "train")
+	wantCOCO, err := OpenCOCO(local, filepath.Join(root, "annotations", "instances.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wantCOCO.Close()
+	wantYOLO, err := OpenYOLO(local, filepath.Join(root, "data.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wantYOLO.Close()
+	for _, c := range []struct {
+		name      string
+		dir, ann  string
+		want      Dataset
+		wantError string // of sample 1 (b.jpg)'s annotations field
+	}{
+		{"coco", url("ds/images/train"), url("ds/annotations/instances.json"), wantCOCO, "instances.json: annotation 2"},
+		{"coco-local-annotations", url("ds/images/train"), filepath.Join(root, "annotations", "instances.json"), wantCOCO, "instances.json: annotation 2"},
+		{"coco-local-images", local, url("ds/annotations/instances.json"), wantCOCO, "instances.json: annotation 2"},
+		{"yolo", url("ds/images/train"), url("ds/data.yaml"), wantYOLO, "labels/train/b.txt: line 1: field class"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := OpenAnnotatedSource(ctx, c.dir, c.ann)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer got.Close()
+			sameAnnotated(t, got, c.want)
+			f := got.(Fielded)
+			id, _ := f.FieldID(map[bool]string{true: FieldYOLO, false: FieldCOCO}[strings.HasPrefix(c.name, "yolo")])
+			_, err = f.ReadField(1, id, nil)
+			var se *annot.SampleError
+			if !errors.Is(err, ErrCorrupt) || !errors.As(err, &se) || !strings.Contains(err.Error(), c.wantError) {
+				t.Errorf("b.jpg's malformed annotation: %v, want ErrCorrupt naming %s", err, c.wantError)
+			}
+		})
+	}
+
+	// An image replaced after the open: its sample fails, the others read.
+	d, err := OpenAnnotatedSource(ctx, url("ds/images/train"), url("ds/data.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	put("ds/images/train/a.jpg", []byte("AAAA"))
+	if b, err := d.Read(0, nil); !errors.Is(err, ErrCorrupt) || !errors.Is(err, source.ErrChanged) {
+		t.Errorf("a.jpg replaced after the open: %q, %v; want ErrCorrupt and source.ErrChanged", b, err)
+	}
+	if b, err := d.Read(1, nil); err != nil || string(b) != "bbbbbb" {
+		t.Errorf("b.jpg: %q, %v", b, err)
+	}
+
+	// A changed label file: another fingerprint.
+	put("ds/labels/train/a.txt", []byte("0 0.5 0.5 0.2 0.4\n"))
+	d2, err := OpenAnnotatedSource(ctx, url("ds/images/train"), url("ds/data.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2.Close()
+	if d2.Fingerprint() == d.Fingerprint() {
+		t.Error("the fingerprint does not cover the label files in the store")
+	}
+
+	// Annotations naming an image the prefix has not.
+	doc, _ := os.ReadFile(filepath.Join(root, "annotations", "instances.json"))
+	put("ds/annotations/other.json", bytes.Replace(doc, []byte("sub/c.png"), []byte("sub/z.png"), 1))
+	if _, err := OpenAnnotatedSource(ctx, url("ds/images/train"), url("ds/annotations/other.json")); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "sub/z.png") {
+		t.Errorf("annotations naming a missing image: %v", err)
+	}
+	if _, err := OpenAnnotatedSource(ctx, url("ds/images/train"), url("ds/annotations/gone.json")); !errors.Is(err, source.ErrNotExist) || !strings.Contains(err.Error(), "gone.json") {
+		t.Errorf("annotations that are not there: %v", err)
+	}
+}
+
+// TestAnnotatedS3 is annotatedInStore on S3 (versitygw).
+func TestAnnotatedS3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an S3 server (versitygw)")
+	}
+	s := storetest.StartS3(t, t.TempDir())
+	s.CreateBucket(t, "bkt")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	annotatedInStore(t, func(prefix, dir string) { s.PutTree(t, "bkt", prefix, dir) },
+		func(key string, data []byte) { s.Put(t, "bkt", key, data) },
+		func(prefix string) string { return s.URL("bkt", prefix) })
+}
+
+// TestAnnotatedGCS is annotatedInStore on GCS (fake-gcs-server).
+func TestAnnotatedGCS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a GCS emulator (fake-gcs-server)")
+	}
+	g := storetest.StartGCS(t, t.TempDir())
+	g.CreateBucket(t, "bkt")
+	for _, kv := range g.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	annotatedInStore(t, func(prefix, dir string) { g.PutTree(t, "bkt", prefix, dir) },
+		func(key string, data []byte) { g.Put(t, "bkt", key, data) },
+		func(prefix string) string { return g.URL("bkt", prefix) })
+}
+
+// TestAnnotatedAzure is annotatedInStore on Azure (Azurite).
+func TestAnnotatedAzure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an Azure emulator (Azurite)")
+	}
+	a := storetest.StartAzure(t, t.TempDir())
+	a.CreateContainer(t, "ctr")
+	for _, kv := range a.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	annotatedInStore(t, func(prefix, dir string) { a.PutTree(t, "ctr", prefix, dir) },
+		func(key string, data []byte) { a.Put(t, "ctr", key, data) },
+		func(prefix string) string { return a.URL("ctr", prefix) })
+}
