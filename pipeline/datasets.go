@@ -59,6 +59,12 @@ var ErrManifest = dataset.ErrManifest
 // in object storage too (dataset.OpenAnnotatedSource).
 var OpenAnnotatedSource = dataset.OpenAnnotatedSource
 
+// Annotations in a member of each WebDataset sample (--annotations NAME=.json).
+var (
+	MemberAnnotations = dataset.MemberAnnotations
+	WithMemberTargets = dataset.WithMemberTargets
+)
+
 // Opening, indexing and mixing datasets.
 var (
 	Open             = dataset.Open

@@ -41,6 +41,21 @@ func openDataset(ctx context.Context, cfg Config, name string, m *source.Metrics
 				"(or `--out FILE` for a read-only bucket, then serve with --manifest %s=FILE): a server that opens a dataset from its manifest does not list it",
 				cfg.MemoryBudget, cfg.Datasets[name], name)}),
 	}
+	if loc := cfg.Manifests[name]; loc != "" {
+		opts = append(opts, pipeline.WithManifest(loc))
+	}
+	if ext, ok := pipeline.MemberAnnotations(cfg.Annotations[name]); ok {
+		ds, err := pipeline.OpenSource(ctx, cfg.Datasets[name], opts...)
+		if err != nil {
+			return nil, err
+		}
+		tds, err := pipeline.WithMemberTargets(ds, ext)
+		if err != nil {
+			ds.Close()
+			return nil, err
+		}
+		return tds, nil
+	}
 	if ann := cfg.Annotations[name]; ann != "" {
 		ds, err := pipeline.OpenAnnotatedSource(ctx, cfg.Datasets[name], ann, opts...)
 		if err != nil {
@@ -49,9 +64,6 @@ func openDataset(ctx context.Context, cfg Config, name string, m *source.Metrics
 		log.Info("annotations read", "file", ann, "images", ds.Len(), "classes", len(ds.Classes()),
 			"bytes", ds.(interface{ AnnotationBytes() int64 }).AnnotationBytes())
 		return ds, nil
-	}
-	if loc := cfg.Manifests[name]; loc != "" {
-		opts = append(opts, pipeline.WithManifest(loc))
 	}
 	return pipeline.OpenSource(ctx, cfg.Datasets[name], opts...)
 }
@@ -75,6 +87,7 @@ func (c Config) annotationErrors() []error {
 	var errs []error
 	for name, loc := range c.Annotations {
 		path, ok := c.Datasets[name]
+		_, member := pipeline.MemberAnnotations(loc)
 		switch {
 		case !ok:
 			errs = append(errs, fmt.Errorf("annotations for %q: no such dataset (give --dataset %s=DIR too, the directory of its images)", name, name))
@@ -82,7 +95,7 @@ func (c Config) annotationErrors() []error {
 			errs = append(errs, fmt.Errorf("annotations for %q: empty path", name))
 		case (strings.Contains(path, "://") && !source.IsRemote(path)) || (strings.Contains(loc, "://") && !source.IsRemote(loc)):
 			errs = append(errs, fmt.Errorf("annotations for %q: unsupported URL scheme (want s3://, gs://, azblob:// or a local path)", name))
-		case c.Manifests[name] != "":
+		case c.Manifests[name] != "" && !member:
 			errs = append(errs, fmt.Errorf("dataset %q: --manifest and --annotations: a COCO dataset is indexed from its annotations file, give only that", name))
 		}
 	}

@@ -211,3 +211,35 @@ func TestAnnotatedAzure(t *testing.T) {
 		func(key string, data []byte) { a.Put(t, "ctr", key, data) },
 		func(prefix string) string { return a.URL("ctr", prefix) })
 }
+
+// TestMemberTargetsRefused: --annotations NAME=.EXT names a member of
+// WebDataset samples; a dataset of another layout, or shards whose
+// samples have no such member, are refused saying so.
+func TestMemberTargetsRefused(t *testing.T) {
+	for ann, want := range map[string]bool{".json": true, ".seg.json": true, ".": false, "x.json": false, "./x.json": false, ".a/b": false} {
+		if _, ok := MemberAnnotations(ann); ok != want {
+			t.Errorf("MemberAnnotations(%q): %v", ann, ok)
+		}
+	}
+	folder, err := Open(photosDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer folder.Close()
+	if _, err := WithMemberTargets(folder, "json"); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "not one") {
+		t.Errorf("an ImageFolder: %v", err)
+	}
+	shards := t.TempDir()
+	storetest.WriteShards(t, photosDir, shards, 7)
+	wds, err := Open(shards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wds.Close()
+	if _, err := WithMemberTargets(wds, "json"); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "no sample has one") {
+		t.Errorf("shards without key.json: %v", err)
+	}
+	if d, err := WithMemberTargets(wds, "jpg"); err != nil || d.Fingerprint() == wds.Fingerprint() {
+		t.Errorf("shards with the member: %v", err)
+	}
+}

@@ -1,0 +1,71 @@
+package annot
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestReadSampleJSON: a WebDataset sample's COCO-style member gives its
+// instances as a COCO file's annotations would (bbox, category id as
+// given, crowd, keypoints, segmentation checked); everything malformed is
+// a SampleError naming the member, the annotation and the field.
+func TestReadSampleJSON(t *testing.T) {
+	const name = "shard-000000.tar/000007.json"
+	good := `{"image_id": 42, "width": 8, "height": 6, "caption": "ignored", "annotations": [
+	  {"bbox": [1.5, 2, 3.25, 1], "category_id": 17, "keypoints": [1, 2, 2, 0, 0, 0]},
+	  {"bbox": [0, 0, 8, 6], "category_id": 3, "iscrowd": 1, "segmentation": {"size": [6, 8], "counts": [0, 48]}, "id": 99},
+	  {"bbox": [4, 4, 1, 1], "category_id": 17, "segmentation": [[4, 4, 5, 4, 5, 5]]}]}`
+	s, err := ReadSampleJSON(name, []byte(good), 8, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.HasID || s.ImageID != 42 || len(s.Instances) != 3 {
+		t.Fatalf("%+v", s)
+	}
+	in := s.Instances
+	if in[0].BBox != [4]float64{1.5, 2, 3.25, 1} || in[0].CategoryID != 17 || in[0].IsCrowd || len(in[0].Keypoints) != 6 ||
+		in[1].CategoryID != 3 || !in[1].IsCrowd || in[1].ID != 99 || in[2].Segmentation == nil {
+		t.Fatalf("instances %+v", in)
+	}
+	if s, err := ReadSampleJSON(name, []byte(`{"annotations": []}`), 8, 6); err != nil || s.HasID || len(s.Instances) != 0 {
+		t.Fatalf("no instances: %+v %v", s, err)
+	}
+	ann := func(a string) string { return `{"annotations": [{"bbox": [0, 0, 1, 1], "category_id": 1}, ` + a + `]}` }
+	many := `{"annotations": [` + strings.Repeat(`{"bbox": [0, 0, 1, 1], "category_id": 1}, `, MaxInstances) + `{"bbox": [0, 0, 1, 1], "category_id": 1}]}`
+	for _, c := range []struct{ doc, annotation, field string }{
+		{`[1, 2]`, "file", "json"},
+		{`{"annotations": [1, 2}`, "file", "json"},
+		{`{"boxes": [[0, 0, 1, 1]]}`, "file", "annotations"},
+		{`{"annotations": {"bbox": [0, 0, 1, 1]}}`, "file", "annotations"},
+		{`{"annotations": []} {}`, "file", "json"},
+		{`{"image_id": "x", "annotations": []}`, "file", "image_id"},
+		{`{"width": 9, "annotations": []}`, "file", "width"},
+		{`{"height": 5, "annotations": []}`, "file", "height"},
+		{many, "file", "annotations"},
+		{ann(`7`), "annotation 1", "json"},
+		{ann(`{"bbox": [0, 0, 1, 1]}`), "annotation 1", "category_id"},
+		{ann(`{"bbox": [0, 0, 1, 1], "category_id": 1.5}`), "annotation 1", "category_id"},
+		{ann(`{"category_id": 1}`), "annotation 1", "bbox"},
+		{ann(`{"bbox": [NaN, 0, 1, 1], "category_id": 1}`), "annotation 1", "bbox"},
+		{ann(`{"bbox": [0, 0, -1, 1], "category_id": 1}`), "annotation 1", "bbox"},
+		{ann(`{"bbox": [0, 0, 1], "category_id": 1}`), "annotation 1", "bbox"},
+		{ann(`{"bbox": [0, 0, 1, 1], "category_id": 1, "iscrowd": 2}`), "annotation 1", "iscrowd"},
+		{ann(`{"bbox": [0, 0, 1, 1], "category_id": 1, "keypoints": [1, 2]}`), "annotation 1", "keypoints"},
+		{ann(`{"bbox": [0, 0, 1, 1], "category_id": 1, "keypoints": [1, 2, 3]}`), "annotation 1", "keypoints"},
+		{ann(`{"bbox": [0, 0, 1, 1], "category_id": 1, "segmentation": [[0, 0, 1, 1]]}`), "annotation 1", "segmentation"},
+		{ann(`{"bbox": [0, 0, 1, 1], "category_id": 1, "segmentation": {"size": [5, 8], "counts": [0, 40]}}`), "annotation 1", "segmentation"},
+		{ann(`{"bbox": [0, 0, 1, 1], "category_id": 1, "area": -1}`), "annotation 1", "area"},
+	} {
+		_, err := ReadSampleJSON(name, []byte(c.doc), 8, 6)
+		var se *SampleError
+		if !errors.As(err, &se) || se.File != name || se.Annotation != c.annotation || se.Field != c.field {
+			t.Errorf("%.80s: %v; want a SampleError of %s, %s, field %s", c.doc, err, name, c.annotation, c.field)
+		}
+	}
+	big := fmt.Sprintf(`{"annotations": [], "pad": "%s"}`, strings.Repeat("x", MaxSampleJSON))
+	if _, err := ReadSampleJSON(name, []byte(big), 8, 6); err == nil || !strings.Contains(err.Error(), "field size") {
+		t.Errorf("a member over %d bytes: %v", MaxSampleJSON, err)
+	}
+}
