@@ -59,6 +59,9 @@ var ErrManifest = dataset.ErrManifest
 // in object storage too (dataset.OpenAnnotatedSource).
 var OpenAnnotatedSource = dataset.OpenAnnotatedSource
 
+// IndexAnnotated makes a COCO dataset's manifest (dataset.IndexAnnotated).
+var IndexAnnotated = dataset.IndexAnnotated
+
 // Annotations in a member of each WebDataset sample (--annotations NAME=.json).
 var (
 	MemberAnnotations = dataset.MemberAnnotations

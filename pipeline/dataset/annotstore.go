@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,13 +34,30 @@ import (
 // Each image is read at the version listed at start (an object replaced
 // since is its sample's error, never other bytes), through the Ranges of
 // WithRanges. Both local: OpenAnnotated.
+//
+// A COCO dataset may have a manifest (IndexAnnotated, `stoker index DIR
+// --annotations FILE`): named by WithManifest, or beside the images
+// (DIR/.stoker/manifest); the images are then not listed or looked up at
+// start. A named manifest made with other annotations (another SHA-256)
+// is refused; one beside the images is then passed over (COCO's
+// instances and person_keypoints files name the same images). A YOLO dataset has none: its label files are read at every
+// start (they are its annotations), which no manifest could spare.
 func OpenAnnotatedSource(ctx context.Context, dir, ann string, opts ...SourceOption) (Dataset, error) {
-	if !source.IsRemote(dir) && !source.IsRemote(ann) {
+	o := newSourceOptions(opts)
+	yolo := isYOLOConfig(ann)
+	if yolo && o.manifest != "" {
+		return nil, fmt.Errorf("%w: manifest %s: a YOLO dataset is not opened from a manifest: its label files are read at every start (they are its annotations), so a manifest would spare nothing but a listing; serve it without one", ErrUnsupported, o.manifest)
+	}
+	beside := false
+	if !yolo && o.manifest == "" && !source.IsRemote(dir) {
+		_, err := os.Stat(filepath.Join(dir, filepath.FromSlash(ManifestName)))
+		beside = err == nil
+	}
+	if !source.IsRemote(dir) && !source.IsRemote(ann) && o.manifest == "" && !beside {
 		return OpenAnnotated(dir, ann)
 	}
-	o := newSourceOptions(opts)
 	name := path.Base(ann)
-	if isYOLOConfig(ann) {
+	if yolo {
 		rc, err := openAnnotationsFile(ctx, ann, o, annot.MaxLabelFile)
 		if err != nil {
 			return nil, err
@@ -63,10 +81,131 @@ func OpenAnnotatedSource(ctx context.Context, dir, ann string, opts ...SourceOpt
 	if err != nil {
 		return nil, err
 	}
+	if o.manifest != "" || beside || source.IsRemote(dir) {
+		d, ok, err := openCOCOManifest(ctx, dir, c, sum, o)
+		if ok || err != nil {
+			return d, err
+		}
+	}
 	if !source.IsRemote(dir) {
 		return cocoInDir(dir, name, c, sum)
 	}
 	return openCOCOStore(ctx, dir, name, c, sum, o)
+}
+
+// openCOCOManifest opens the COCO dataset of c (its file's SHA-256 sum)
+// from the manifest o names or the one beside the images at dir; ok is
+// false, without an error, when none is named and none is beside them.
+func openCOCOManifest(ctx context.Context, dir string, c *annot.COCO, sum string, o sourceOptions) (_ *COCODataset, ok bool, err error) {
+	st, err := source.Open(context.WithoutCancel(ctx), dir, o.store...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() {
+		if !ok || err != nil {
+			st.Close()
+		}
+	}()
+	m, where, err := loadManifest(ctx, st, o)
+	if err != nil || m == nil {
+		return nil, false, err
+	}
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s: %s (run `stoker index %s --annotations FILE` again)", ErrManifest, where, fmt.Sprintf(format, a...), dir)
+	}
+	if o.manifest == "" && (m.Layout != LayoutCOCO || m.AnnotationsSHA256 != sum) {
+		// Beside the images, of other annotations (COCO's instances and
+		// person_keypoints files name the same images): not this one's.
+		o.log.Info("the manifest beside the images is of other annotations: listing them", "manifest", where)
+		return nil, false, nil
+	}
+	switch {
+	case m.Layout != LayoutCOCO:
+		return nil, false, bad("a manifest of a %s dataset, not of a COCO dataset's images", m.Layout)
+	case m.AnnotationsSHA256 != sum:
+		return nil, false, bad("made with other annotations (SHA-256 %s; the file's is %s)", m.AnnotationsSHA256, sum)
+	case m.Len() != c.Len():
+		return nil, false, bad("%d images, the annotations name %d", m.Len(), c.Len())
+	}
+	if err := checkOwner(m, st, dir, o.manifest != ""); err != nil {
+		return nil, false, fmt.Errorf("%w: %s: %v", ErrManifest, where, err)
+	}
+	for i := range c.Len() {
+		if m.key(i) != c.Image(i).FileName {
+			return nil, false, bad("image %d is %s, the annotations' %s", i, m.key(i), c.Image(i).FileName)
+		}
+	}
+	if err := checkFresh(ctx, st, m, where, o.log); err != nil {
+		return nil, false, err
+	}
+	d, _ := newCOCODataset(c, sum)
+	objs := make([]source.Object, m.Len())
+	for i := range objs {
+		objs[i] = m.Object(i)
+		d.sizes[i] = objs[i].Size
+	}
+	d.fp = m.Fingerprint()
+	if source.IsRemote(dir) {
+		if d.imgs, err = newStoreImages(st, o.ranges(st), objs); err != nil {
+			return nil, false, err
+		}
+		d.imgs.stale = "the manifest " + where + " is stale: run `stoker index " + dir + " --annotations FILE` again"
+	} else {
+		st.Close()
+		if d.root, err = os.OpenRoot(dir); err != nil {
+			return nil, false, err
+		}
+	}
+	o.log.Info("COCO images opened from their manifest", "source", dir, "manifest", where, "images", m.Len())
+	return d, true, nil
+}
+
+// IndexAnnotated indexes the COCO dataset of the images at dir (a local
+// directory or a store's URL) with the annotations at ann, as
+// OpenAnnotatedSource opens it: a manifest of layout coco listing each
+// image's object in sample order, with the annotations file's SHA-256, so
+// that its fingerprint is the dataset's and a changed annotations file
+// refuses it. A YOLO dataset or a member's annotations are refused,
+// saying why.
+func IndexAnnotated(ctx context.Context, dir, ann string, opts ...SourceOption) (*Manifest, error) {
+	if _, ok := MemberAnnotations(ann); ok {
+		return nil, fmt.Errorf("%w: annotations %s are in the shards: index them without --annotations (the shards' manifest covers their members)", ErrUnsupported, ann)
+	}
+	if isYOLOConfig(ann) {
+		return nil, fmt.Errorf("%w: %s: a YOLO dataset is not indexed: its label files are read at every start (they are its annotations), so a manifest would spare nothing but a listing", ErrUnsupported, ann)
+	}
+	ds, err := OpenAnnotatedSource(ctx, dir, ann, append(opts, func(o *sourceOptions) { o.manifest = "" })...)
+	if err != nil {
+		return nil, err
+	}
+	defer ds.Close()
+	d := ds.(*COCODataset)
+	m := &Manifest{Layout: LayoutCOCO, Classes: d.classes, AnnotationsSHA256: d.annSum}
+	if d.imgs != nil {
+		m.Root = d.imgs.st.String()
+		for _, obj := range d.imgs.objs {
+			m.AddSample(ManifestSample{Object: m.AddObject(obj), Size: obj.Size, Label: -1})
+		}
+	} else {
+		if m.Root, err = filepath.Abs(dir); err != nil {
+			return nil, err
+		}
+		for i := range d.Len() {
+			fi, err := d.root.Stat(d.Name(i))
+			if err != nil {
+				return nil, err
+			}
+			obj := source.Object{Key: d.Name(i), Size: fi.Size(), ModTime: fi.ModTime()}
+			m.AddSample(ManifestSample{Object: m.AddObject(obj), Size: obj.Size, Label: -1})
+		}
+	}
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	if m.Fingerprint() != d.Fingerprint() {
+		return nil, fmt.Errorf("index %s: the manifest's fingerprint is not the dataset's", dir)
+	}
+	return m, nil
 }
 
 // openAnnotationsFile opens the annotations at loc, a local file or an
@@ -325,89 +464,4 @@ func (d *YOLODataset) readStoreLabels(ctx context.Context, h *indexHash, o sourc
 		}
 	}
 	return nil
-}
-
-// storeImages are a COCO or YOLO dataset's images in a store, an object
-// each, read at their listed versions.
-type storeImages struct {
-	st    source.Store
-	rd    source.Ranges
-	objs  []source.Object
-	stale string
-	// ctx ends the reads in flight when the dataset closes.
-	ctx    context.Context
-	cancel context.CancelFunc
-}
-
-// newStoreImages reads objs from st through rd. An object without a
-// version is refused: nothing would tell its bytes from another's.
-func newStoreImages(st source.Store, rd source.Ranges, objs []source.Object) (*storeImages, error) {
-	for _, o := range objs {
-		if o.Version == "" {
-			return nil, fmt.Errorf("%w: %s gives the image %s no version (ETag or generation): nothing would tell other bytes from its", ErrUnsupported, st, o.Key)
-		}
-	}
-	s := &storeImages{st: st, rd: rd, objs: objs,
-		stale: "the dataset changed since it was listed; restart to list it again"}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	return s, nil
-}
-
-// read reads image i (named name), refused over max bytes.
-func (s *storeImages) read(i int, name string, max int64, buf []byte) ([]byte, error) {
-	o := s.objs[i]
-	if o.Size > max {
-		return nil, fmt.Errorf("%w: %s is %d bytes, over the %d-byte file cap", ErrTooLarge, name, o.Size, max)
-	}
-	data, err := s.rd.Read(s.ctx, source.Range{Obj: o, Len: o.Size}, buf)
-	switch {
-	case errors.Is(err, source.ErrChanged):
-		return nil, fmt.Errorf("%w: %w: %s", ErrCorrupt, err, s.stale)
-	case err != nil:
-		return nil, err
-	case int64(len(data)) != o.Size:
-		return nil, fmt.Errorf("%w: %s: read %d bytes of %d", ErrCorrupt, name, len(data), o.Size)
-	}
-	return data, nil
-}
-
-// prefetch hints the images at indices (within max bytes) to the Ranges.
-func (s *storeImages) prefetch(indices []int64, max int64) {
-	if _, direct := s.rd.(source.Direct); direct {
-		return
-	}
-	rs := make([]source.Range, 0, len(indices))
-	for _, i := range indices {
-		if i >= 0 && i < int64(len(s.objs)) && s.objs[i].Size <= max {
-			rs = append(rs, source.Range{Obj: s.objs[i], Len: s.objs[i].Size})
-		}
-	}
-	if len(rs) > 0 {
-		s.rd.Prefetch(rs)
-	}
-}
-
-func (s *storeImages) close() error {
-	s.cancel()
-	return s.st.Close()
-}
-
-var (
-	_ Prefetcher = (*COCODataset)(nil)
-	_ Prefetcher = (*YOLODataset)(nil)
-)
-
-// Prefetch implements Prefetcher: images in a store are hinted to its
-// read-ahead; a directory's are not.
-func (d *COCODataset) Prefetch(indices []int64) {
-	if d.imgs != nil {
-		d.imgs.prefetch(indices, d.maxSize)
-	}
-}
-
-// Prefetch implements Prefetcher, as COCODataset's.
-func (d *YOLODataset) Prefetch(indices []int64) {
-	if d.imgs != nil {
-		d.imgs.prefetch(indices, d.maxSize)
-	}
 }

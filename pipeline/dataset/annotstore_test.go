@@ -3,6 +3,7 @@ package dataset
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -126,6 +127,83 @@ func annotatedInStore(t *testing.T, putTree func(prefix, dir string), put func(k
 				t.Errorf("b.jpg's malformed annotation: %v, want ErrCorrupt naming %s", err, c.wantError)
 			}
 		})
+	}
+
+	// Indexed (stoker index --annotations): the manifest's fingerprint is
+	// the dataset's; opened from it, named or beside the images, the
+	// dataset is the same, not listed; with other annotations it is
+	// refused.
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	for _, c := range []struct{ name, dir, ann string }{
+		{"store", url("ds/images/train"), url("ds/annotations/instances.json")},
+		{"disk", local, filepath.Join(root, "annotations", "instances.json")},
+	} {
+		t.Run("manifest-"+c.name, func(t *testing.T) {
+			m, err := IndexAnnotated(ctx, c.dir, c.ann)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Layout != LayoutCOCO || m.Fingerprint() != wantCOCO.Fingerprint() || m.Len() != 3 {
+				t.Fatalf("manifest %s of %d samples, fingerprint %s; want the dataset's %s", m.Layout, m.Len(), m.Fingerprint(), wantCOCO.Fingerprint())
+			}
+			var buf bytes.Buffer
+			if err := m.Encode(&buf); err != nil {
+				t.Fatal(err)
+			}
+			if back, err := DecodeManifest(bytes.NewReader(buf.Bytes()), 0); err != nil || back.AnnotationsSHA256 != m.AnnotationsSHA256 || back.Fingerprint() != m.Fingerprint() {
+				t.Fatalf("decoded again: %v", err)
+			}
+			named := filepath.Join(t.TempDir(), "manifest")
+			os.WriteFile(named, buf.Bytes(), 0o644)
+			logs.Reset()
+			got, err := OpenAnnotatedSource(ctx, c.dir, c.ann, WithManifest(named), WithLog(log))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer got.Close()
+			sameAnnotated(t, got, wantCOCO)
+			if !strings.Contains(logs.String(), "from their manifest") {
+				t.Errorf("the named manifest was not used:\n%s", logs.String())
+			}
+			// Beside the images.
+			if c.name == "store" {
+				put("ds/images/train/"+ManifestName, buf.Bytes())
+			} else {
+				os.MkdirAll(filepath.Join(local, ".stoker"), 0o755)
+				os.WriteFile(filepath.Join(local, filepath.FromSlash(ManifestName)), buf.Bytes(), 0o644)
+				defer os.RemoveAll(filepath.Join(local, ".stoker"))
+			}
+			logs.Reset()
+			beside, err := OpenAnnotatedSource(ctx, c.dir, c.ann, WithLog(log))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer beside.Close()
+			sameAnnotated(t, beside, wantCOCO)
+			if !strings.Contains(logs.String(), "from their manifest") {
+				t.Errorf("the manifest beside the images was not used:\n%s", logs.String())
+			}
+			// Other annotations: one byte more.
+			doc, _ := os.ReadFile(filepath.Join(root, "annotations", "instances.json"))
+			other := filepath.Join(t.TempDir(), "instances.json")
+			os.WriteFile(other, append(doc, ' '), 0o644)
+			if _, err := OpenAnnotatedSource(ctx, c.dir, other, WithManifest(named)); !errors.Is(err, ErrManifest) || !strings.Contains(err.Error(), "made with other annotations") {
+				t.Errorf("a manifest of other annotations: %v", err)
+			}
+			logs.Reset()
+			if d, err := OpenAnnotatedSource(ctx, c.dir, other, WithLog(log)); err != nil || d.Fingerprint() == wantCOCO.Fingerprint() || !strings.Contains(logs.String(), "other annotations") {
+				t.Errorf("other annotations, the manifest beside the images of these: %v (it is passed over, and the images listed)\n%s", err, logs.String())
+			} else {
+				d.Close()
+			}
+		})
+	}
+	if _, err := IndexAnnotated(ctx, url("ds/images/train"), url("ds/data.yaml")); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "YOLO") {
+		t.Errorf("a YOLO dataset indexed: %v", err)
+	}
+	if _, err := OpenAnnotatedSource(ctx, url("ds/images/train"), url("ds/data.yaml"), WithManifest("/m")); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "YOLO") {
+		t.Errorf("a YOLO dataset with a manifest: %v", err)
 	}
 
 	// An image replaced after the open: its sample fails, the others read.

@@ -37,6 +37,8 @@ type COCODataset struct {
 	classes []string
 	// imgs reads the images from object storage (nil: from root).
 	imgs *storeImages
+	// annSum is the annotations file's hex SHA-256.
+	annSum string
 }
 
 var (
@@ -88,7 +90,7 @@ func parseCOCO(name string, r io.Reader) (*annot.COCO, string, error) {
 // its images are found: the hash its fingerprint is made of, to which
 // each image's name and size is added, in the file's order.
 func newCOCODataset(c *annot.COCO, sum string) (*COCODataset, indexHash) {
-	d := &COCODataset{ann: c, sizes: make([]int64, c.Len()), maxSize: DefaultMaxFileSize}
+	d := &COCODataset{ann: c, sizes: make([]int64, c.Len()), maxSize: DefaultMaxFileSize, annSum: sum}
 	for _, ct := range c.Categories() {
 		d.classes = append(d.classes, ct.Name)
 	}
