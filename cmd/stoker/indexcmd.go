@@ -19,7 +19,7 @@ import (
 	"github.com/stoker-dev/stoker/server"
 )
 
-const indexUsage = "usage: stoker index URL|DIR [--annotations FILE|URL] [--out PATH|URL] [--concurrency N] [--memory-budget BYTES]"
+const indexUsage = "usage: stoker index URL|DIR [--annotations FILE] [--out PATH|URL] [flags]"
 
 // runIndex is `stoker index`: it lists a dataset (reading each WebDataset
 // shard once, as a stream) and writes its manifest beside the data
