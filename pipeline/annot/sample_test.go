@@ -69,3 +69,33 @@ func TestReadSampleJSON(t *testing.T) {
 		t.Errorf("a member over %d bytes: %v", MaxSampleJSON, err)
 	}
 }
+
+// FuzzReadSampleJSON: any bytes are a sample's instances, each with a
+// finite box of size at least 0 and its keypoints in triplets, or a
+// SampleError naming the member; never a panic.
+func FuzzReadSampleJSON(f *testing.F) {
+	f.Add([]byte(`{"annotations": [{"bbox": [1, 2, 3, 4], "category_id": 1, "keypoints": [1, 2, 2], "segmentation": [[0, 0, 4, 0, 4, 4]]}]}`))
+	f.Add([]byte(`{"image_id": 3, "width": 8, "annotations": [{"bbox": [NaN, 0, 1, 1], "category_id": 1, "segmentation": {"size": [6, 8], "counts": "12"}}]}`))
+	f.Add([]byte(`{"annotations": []}`))
+	f.Add([]byte(`[1, 2]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ReadSampleJSON("s.tar/k.json", data, 8, 6)
+		if err != nil {
+			var se *SampleError
+			if !errors.As(err, &se) || se.File != "s.tar/k.json" || se.Field == "" {
+				t.Fatalf("not a SampleError naming the member and a field: %v", err)
+			}
+			return
+		}
+		for _, in := range s.Instances {
+			for _, v := range in.BBox {
+				if v != v || v > 1e308 || v < -1e308 {
+					t.Fatalf("box %v", in.BBox)
+				}
+			}
+			if in.BBox[2] < 0 || in.BBox[3] < 0 || len(in.Keypoints)%3 != 0 {
+				t.Fatalf("instance %+v", in)
+			}
+		}
+	})
+}
