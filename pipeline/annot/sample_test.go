@@ -99,3 +99,26 @@ func FuzzReadSampleJSON(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkReadSampleJSON: a COCO-like sample's member (7 instances with
+// polygons of 20 vertices, one crowd RLE) read and checked, as each
+// sample's targets are made.
+func BenchmarkReadSampleJSON(b *testing.B) {
+	var anns []string
+	for k := range 7 {
+		var poly []string
+		for j := range 20 {
+			poly = append(poly, fmt.Sprintf("%d.5, %d.25", 100+k*30+j%5*4, 80+j*3))
+		}
+		anns = append(anns, fmt.Sprintf(`{"bbox": [%d.5, 80.25, 20, 57], "category_id": %d, "iscrowd": 0, "area": 812.5, "segmentation": [[%s]]}`,
+			100+k*30, k%3+1, strings.Join(poly, ", ")))
+	}
+	anns = append(anns, `{"bbox": [0, 0, 640, 480], "category_id": 1, "iscrowd": 1, "segmentation": {"size": [480, 640], "counts": [1000, 5000, 301200]}}`)
+	doc := []byte(`{"image_id": 9, "width": 640, "height": 480, "annotations": [` + strings.Join(anns, ", ") + `]}`)
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		if _, err := ReadSampleJSON("s.tar/k.json", doc, 640, 480); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
