@@ -321,3 +321,70 @@ func TestMemberTargetsRefused(t *testing.T) {
 		t.Errorf("shards with the member: %v", err)
 	}
 }
+
+// hintRanges records the ranges hinted to it, and reads directly.
+type hintRanges struct {
+	source.Direct
+	hinted *[]source.Range
+}
+
+func (h hintRanges) Prefetch(rs []source.Range) { *h.hinted = append(*h.hinted, rs...) }
+
+// TestMemberTargetsHinted: shards in a bucket with a key.json member
+// each: a job with targets has each sample's member hinted to the
+// read-ahead with its image (a job without them, the image alone), and
+// reads its instances from it.
+func TestMemberTargetsHinted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an S3 server (versitygw)")
+	}
+	s := storetest.StartS3(t, t.TempDir())
+	s.CreateBucket(t, "bkt")
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	dir := t.TempDir()
+	js := `{"annotations": [{"bbox": [1, 2, 3, 4], "category_id": 7}]}`
+	writeShard(t, filepath.Join(dir, "s-0.tar"), []tarMember{{Name: "a.jpg", Data: []byte("jpeg")}, {Name: "a.json", Data: []byte(js)},
+		{Name: "b.jpg", Data: []byte("jpeg2")}, {Name: "b.json", Data: []byte(`{"annotations": []}`)}})
+	s.PutTree(t, "bkt", "wds/", dir)
+	var hinted []source.Range
+	ds, err := OpenSource(t.Context(), s.URL("bkt", "wds/"), WithRanges(func(st source.Store) source.Ranges {
+		return hintRanges{Direct: source.Direct{Store: st}, hinted: &hinted}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	d, err := WithMemberTargets(ds, "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err := NewFieldSet(d, []string{FieldKey, FieldTargets}, 1<<10, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := NewFieldSet(d, []string{FieldKey}, 1<<10, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.(FieldPrefetcher).PrefetchFields([]int64{0}, without)
+	if len(hinted) != 1 {
+		t.Errorf("a job without targets hinted %d ranges, want the image's alone", len(hinted))
+	}
+	hinted = nil
+	d.(FieldPrefetcher).PrefetchFields([]int64{0}, with)
+	if len(hinted) != 2 || hinted[1].Len != int64(len(js))+tarBlock {
+		t.Errorf("a job with targets hinted %v, want the image's and its member's (with its tar header)", hinted)
+	}
+	hinted = nil
+	d.(ShardFieldPrefetcher).PrefetchShardFields([]int64{0}, with)
+	if len(hinted) != 4 {
+		t.Errorf("a shard hinted whole with targets: %d ranges, want 2 images and their members", len(hinted))
+	}
+	var in Instances
+	if err := d.(Targeted).SourceTargets(0, 8, 6, &in); err != nil || len(in.Boxes) != 1 || in.Boxes[0] != [4]float32{1, 2, 4, 6} || in.Labels[0] != 7 || in.ImageID != 0 {
+		t.Errorf("sample 0's instances %+v, %v", in, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/annot"
@@ -178,6 +179,31 @@ var (
 	_ Targeted = (*StoreWebDatasetTargets)(nil)
 	_ Sharded  = (*StoreWebDatasetTargets)(nil)
 )
+
+var _ ShardFieldPrefetcher = (*StoreWebDatasetTargets)(nil)
+
+// PrefetchFields implements FieldPrefetcher: a job with targets reads each
+// sample's member too, hinted with its image (one request for both).
+func (d *StoreWebDatasetTargets) PrefetchFields(indices []int64, fs *FieldSet) {
+	d.ShardedStoreDataset.PrefetchFields(indices, d.hint(fs))
+}
+
+// PrefetchShardFields implements ShardFieldPrefetcher, as PrefetchFields.
+func (d *StoreWebDatasetTargets) PrefetchShardFields(indices []int64, fs *FieldSet) {
+	d.ShardedStoreDataset.PrefetchShardFields(indices, d.hint(fs))
+}
+
+// hint is fs with the annotations' member when fs has the targets.
+func (m *memberTargets) hint(fs *FieldSet) *FieldSet {
+	if !fs.HasTargets() || slices.Contains(fs.ids, m.id) {
+		return fs
+	}
+	h := *fs
+	h.names = append(slices.Clip(fs.names), "\x00member ."+m.ext) // its own key for the rehint
+	h.ids = append(slices.Clip(fs.ids), m.id)
+	h.max = max(fs.max, annot.MaxSampleJSON)
+	return &h
+}
 
 // memberTargets reads a sample's instances from its member key.ext,
 // field id of its dataset.
