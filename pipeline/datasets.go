@@ -55,6 +55,19 @@ const (
 // ErrManifest: a manifest that is not valid (dataset.ErrManifest).
 var ErrManifest = dataset.ErrManifest
 
+// OpenAnnotatedSource is OpenAnnotated with the images or the annotations
+// in object storage too (dataset.OpenAnnotatedSource).
+var OpenAnnotatedSource = dataset.OpenAnnotatedSource
+
+// IndexAnnotated makes a COCO dataset's manifest (dataset.IndexAnnotated).
+var IndexAnnotated = dataset.IndexAnnotated
+
+// Annotations in a member of each WebDataset sample (--annotations NAME=.json).
+var (
+	MemberAnnotations = dataset.MemberAnnotations
+	WithMemberTargets = dataset.WithMemberTargets
+)
+
 // Opening, indexing and mixing datasets.
 var (
 	Open             = dataset.Open

@@ -6,22 +6,29 @@ import (
 )
 
 // TestAnnotationsConfig: --annotations goes with a --dataset of the same
-// name, local, and without a --manifest.
+// name (local or in object storage); a YOLO dataset's without a
+// --manifest.
 func TestAnnotationsConfig(t *testing.T) {
 	for _, c := range []struct {
 		cfg  Config
 		want string
 	}{
 		{Config{Datasets: map[string]string{"a": "/d"}, Annotations: map[string]string{"b": "/x.json"}}, "no such dataset"},
-		{Config{Datasets: map[string]string{"a": "s3://b/p"}, Annotations: map[string]string{"a": "/x.json"}}, "not a URL"},
-		{Config{Datasets: map[string]string{"a": "/d"}, Annotations: map[string]string{"a": "/x.json"}, Manifests: map[string]string{"a": "/m"}}, "--manifest and --annotations"},
+		{Config{Datasets: map[string]string{"a": "ftp://b/p"}, Annotations: map[string]string{"a": "/x.json"}}, "unsupported URL scheme"},
+		{Config{Datasets: map[string]string{"a": "/d"}, Annotations: map[string]string{"a": "http://h/x.json"}}, "unsupported URL scheme"},
+		{Config{Datasets: map[string]string{"a": "/d"}, Annotations: map[string]string{"a": "/data.yaml"}, Manifests: map[string]string{"a": "/m"}}, "--manifest and a YOLO dataset's"},
 	} {
 		if err := c.cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error saying %q", c.cfg.Annotations, err, c.want)
 		}
 	}
-	ok := Config{Datasets: map[string]string{"a": "/d"}, Annotations: map[string]string{"a": "/x.json"}, Workers: 1}
-	if err := ok.Validate(); err != nil {
-		t.Errorf("a local dataset with its annotations: %v", err)
+	for _, c := range [][2]string{{"/d", "/x.json"}, {"s3://b/images/train", "s3://b/instances.json"}, {"gs://b/p", "/x.json"}, {"/d", "azblob://c/data.yaml"}} {
+		ok := Config{Datasets: map[string]string{"a": c[0]}, Annotations: map[string]string{"a": c[1]}, Workers: 1}
+		if !strings.HasSuffix(c[1], ".yaml") {
+			ok.Manifests = map[string]string{"a": "/m"}
+		}
+		if err := ok.Validate(); err != nil {
+			t.Errorf("dataset %s with its annotations %s: %v", c[0], c[1], err)
+		}
 	}
 }

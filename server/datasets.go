@@ -41,17 +41,29 @@ func openDataset(ctx context.Context, cfg Config, name string, m *source.Metrics
 				"(or `--out FILE` for a read-only bucket, then serve with --manifest %s=FILE): a server that opens a dataset from its manifest does not list it",
 				cfg.MemoryBudget, cfg.Datasets[name], name)}),
 	}
+	if loc := cfg.Manifests[name]; loc != "" {
+		opts = append(opts, pipeline.WithManifest(loc))
+	}
+	if ext, ok := pipeline.MemberAnnotations(cfg.Annotations[name]); ok {
+		ds, err := pipeline.OpenSource(ctx, cfg.Datasets[name], opts...)
+		if err != nil {
+			return nil, err
+		}
+		tds, err := pipeline.WithMemberTargets(ds, ext)
+		if err != nil {
+			ds.Close()
+			return nil, err
+		}
+		return tds, nil
+	}
 	if ann := cfg.Annotations[name]; ann != "" {
-		ds, err := pipeline.OpenAnnotated(cfg.Datasets[name], ann)
+		ds, err := pipeline.OpenAnnotatedSource(ctx, cfg.Datasets[name], ann, opts...)
 		if err != nil {
 			return nil, err
 		}
 		log.Info("annotations read", "file", ann, "images", ds.Len(), "classes", len(ds.Classes()),
 			"bytes", ds.(interface{ AnnotationBytes() int64 }).AnnotationBytes())
 		return ds, nil
-	}
-	if loc := cfg.Manifests[name]; loc != "" {
-		opts = append(opts, pipeline.WithManifest(loc))
 	}
 	return pipeline.OpenSource(ctx, cfg.Datasets[name], opts...)
 }
@@ -70,20 +82,21 @@ func (c Config) storePolicy() source.Policy {
 }
 
 // annotationErrors is what is wrong with Config.Annotations: each names a
-// local dataset of the same name, without a manifest.
+// dataset of the same name; a YOLO dataset's, without a manifest.
 func (c Config) annotationErrors() []error {
 	var errs []error
 	for name, loc := range c.Annotations {
 		path, ok := c.Datasets[name]
+		_, member := pipeline.MemberAnnotations(loc)
 		switch {
 		case !ok:
 			errs = append(errs, fmt.Errorf("annotations for %q: no such dataset (give --dataset %s=DIR too, the directory of its images)", name, name))
 		case loc == "":
 			errs = append(errs, fmt.Errorf("annotations for %q: empty path", name))
-		case strings.Contains(path, "://") || strings.Contains(loc, "://"):
-			errs = append(errs, fmt.Errorf("annotations for %q: a dataset with annotations is a local directory and a local file for now, not a URL", name))
-		case c.Manifests[name] != "":
-			errs = append(errs, fmt.Errorf("dataset %q: --manifest and --annotations: a COCO dataset is indexed from its annotations file, give only that", name))
+		case (strings.Contains(path, "://") && !source.IsRemote(path)) || (strings.Contains(loc, "://") && !source.IsRemote(loc)):
+			errs = append(errs, fmt.Errorf("annotations for %q: unsupported URL scheme (want s3://, gs://, azblob:// or a local path)", name))
+		case c.Manifests[name] != "" && !member && (strings.HasSuffix(strings.ToLower(loc), ".yaml") || strings.HasSuffix(strings.ToLower(loc), ".yml")):
+			errs = append(errs, fmt.Errorf("dataset %q: --manifest and a YOLO dataset's --annotations: its label files are read at every start (they are its annotations), so it has no manifest; give only --annotations", name))
 		}
 	}
 	return errs

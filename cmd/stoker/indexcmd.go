@@ -19,7 +19,7 @@ import (
 	"github.com/stoker-dev/stoker/server"
 )
 
-const indexUsage = "usage: stoker index URL|DIR [--out PATH|URL] [--concurrency N] [--memory-budget BYTES]"
+const indexUsage = "usage: stoker index URL|DIR [--annotations FILE] [--out PATH|URL] [flags]"
 
 // runIndex is `stoker index`: it lists a dataset (reading each WebDataset
 // shard once, as a stream) and writes its manifest beside the data
@@ -30,6 +30,7 @@ func runIndex(args []string) error {
 	fs := flag.NewFlagSet("index", flag.ExitOnError)
 	out := fs.String("out", "", "write the manifest to this path or s3://, gs://, azblob:// URL (for a read-only bucket; serve then takes --manifest NAME=it); default ROOT/.stoker/manifest, beside the data")
 	conc := fs.Int("concurrency", 8, "WebDataset shards read at once")
+	ann := fs.String("annotations", "", "the COCO annotations file (a path or URL) of the images at URL|DIR: the manifest lists the images it names, with its SHA-256 (its fingerprint is the COCO dataset's; serve refuses it with other annotations); serve takes it with --annotations NAME=FILE and --manifest NAME=it, or beside the images. A YOLO dataset has no manifest (its label files are read at every start)")
 	budget := fs.Int64("memory-budget", 0, "memory the listing and the index built from it may hold, counted as they grow (half of it: the manifest is encoded from the other half); past it the index fails saying so; 0: half of the machine's (or cgroup's) memory")
 	fs.Usage = helptext.Usage(fs, indexUsage)
 	// Flags may come before or after the dataset.
@@ -49,13 +50,13 @@ func runIndex(args []string) error {
 	if *budget == 0 {
 		*budget = server.DefaultMemoryBudget()
 	}
-	return index(ctx, src, *out, *conc, *budget, os.Stderr, os.Stdout)
+	return index(ctx, src, *ann, *out, *conc, *budget, os.Stderr, os.Stdout)
 }
 
 // index indexes src and writes its manifest, reporting progress on
 // progressOut (rewriting one line when it is a terminal) and what it wrote
 // on result.
-func index(ctx context.Context, src, out string, conc int, budget int64, progressOut, result io.Writer) error {
+func index(ctx context.Context, src, ann, out string, conc int, budget int64, progressOut, result io.Writer) error {
 	start := time.Now()
 	pr := progress.New(progressOut, "stoker index")
 	opts := pipeline.IndexOptions{Concurrency: conc, Progress: func(p pipeline.IndexProgress) { pr.Report(p.Update()) },
@@ -71,8 +72,13 @@ func index(ctx context.Context, src, out string, conc int, budget int64, progres
 			return err
 		}
 		defer st.Close()
+	}
+	switch {
+	case ann != "":
+		m, err = pipeline.IndexAnnotated(ctx, src, ann, pipeline.WithIndexOptions(opts))
+	case st != nil:
 		m, err = pipeline.IndexStore(ctx, st, opts)
-	} else {
+	default:
 		m, err = pipeline.IndexDir(ctx, src, opts)
 	}
 	pr.Done()

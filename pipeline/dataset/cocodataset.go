@@ -35,6 +35,10 @@ type COCODataset struct {
 	maxSize int64
 	fp      string
 	classes []string
+	// imgs reads the images from object storage (nil: from root).
+	imgs *storeImages
+	// annSum is the annotations file's hex SHA-256.
+	annSum string
 }
 
 var (
@@ -60,48 +64,78 @@ func OpenCOCO(dir, annotations string) (*COCODataset, error) {
 	} else if st.Size() > annot.MaxAnnotationsFile {
 		return nil, fmt.Errorf("%w: annotations %s is %d bytes, over the %d allowed", ErrTooLarge, annotations, st.Size(), int64(annot.MaxAnnotationsFile))
 	}
+	c, sum, err := parseCOCO(filepath.Base(annotations), f)
+	if err != nil {
+		return nil, err
+	}
+	return cocoInDir(dir, filepath.Base(annotations), c, sum)
+}
+
+// parseCOCO reads a COCO annotations file from r, and the SHA-256 of all
+// its bytes.
+func parseCOCO(name string, r io.Reader) (*annot.COCO, string, error) {
 	h := sha256.New()
-	c, err := annot.ReadCOCO(filepath.Base(annotations), io.TeeReader(bufio.NewReaderSize(f, 1<<20), h))
+	c, err := annot.ReadCOCO(name, io.TeeReader(bufio.NewReaderSize(r, 1<<20), h))
 	if err != nil {
 		// annot.ErrNotCOCO, or a file that breaks COCO's structure.
-		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+		return nil, "", fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
-	if _, err := io.Copy(h, f); err != nil { // what the parser did not need to read
-		return nil, err
+	if _, err := io.Copy(h, r); err != nil { // what the parser did not need to read
+		return nil, "", err
 	}
-	sum := hex.EncodeToString(h.Sum(nil))
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	d := &COCODataset{root: root, ann: c, sizes: make([]int64, c.Len()), maxSize: DefaultMaxFileSize}
+	return c, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// newCOCODataset is the dataset of c, whose file's SHA-256 is sum, before
+// its images are found: the hash its fingerprint is made of, to which
+// each image's name and size is added, in the file's order.
+func newCOCODataset(c *annot.COCO, sum string) (*COCODataset, indexHash) {
+	d := &COCODataset{ann: c, sizes: make([]int64, c.Len()), maxSize: DefaultMaxFileSize, annSum: sum}
 	for _, ct := range c.Categories() {
 		d.classes = append(d.classes, ct.Name)
 	}
 	ix := newIndexHash("coco", d.classes)
 	ix.str(sum)
+	return d, ix
+}
+
+// cocoInDir is the dataset of c with its images under the local directory
+// dir.
+func cocoInDir(dir, annName string, c *annot.COCO, sum string) (*COCODataset, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	d, ix := newCOCODataset(c, sum)
+	d.root = root
 	var missing []string
-	nMissing := 0
 	for i := range c.Len() {
 		name := c.Image(i).FileName
 		st, err := root.Stat(name)
 		if err != nil || !st.Mode().IsRegular() {
-			if nMissing < 3 {
-				missing = append(missing, name)
-			}
-			nMissing++
+			missing = append(missing, name)
 			continue
 		}
 		d.sizes[i] = st.Size()
 		ix.add(name, st.Size(), -1)
 	}
-	if nMissing > 0 {
+	if len(missing) > 0 {
 		root.Close()
-		return nil, fmt.Errorf("%w: %d of the %d images that %s names are not files under %s (%s%s): is it the annotations of another directory?",
-			ErrUnsupported, nMissing, c.Len(), filepath.Base(annotations), dir, strings.Join(missing, ", "), map[bool]string{true: ", ...", false: ""}[nMissing > len(missing)])
+		return nil, errMissingImages(missing, c.Len(), annName, dir)
 	}
 	d.fp = ix.sum()
 	return d, nil
+}
+
+// errMissingImages refuses an annotations file that names images that are
+// not under dir, the first few named.
+func errMissingImages(missing []string, n int, annName, dir string) error {
+	nMissing, more := len(missing), ""
+	if nMissing > 3 {
+		missing, more = missing[:3], ", ..."
+	}
+	return fmt.Errorf("%w: %d of the %d images that %s names are not files under %s (%s%s): is it the annotations of another directory?",
+		ErrUnsupported, nMissing, n, annName, dir, strings.Join(missing, ", "), more)
 }
 
 // Annotations is the parsed annotations file.
@@ -133,7 +167,12 @@ func (d *COCODataset) Name(i int) string { return d.ann.Image(i).FileName }
 func (d *COCODataset) Fingerprint() string { return d.fp }
 
 // Close implements Dataset.
-func (d *COCODataset) Close() error { return d.root.Close() }
+func (d *COCODataset) Close() error {
+	if d.imgs != nil {
+		return d.imgs.close()
+	}
+	return d.root.Close()
+}
 
 // Read implements Dataset: the image's bytes, as an ImageFolder reads
 // them.
@@ -142,6 +181,9 @@ func (d *COCODataset) Read(i int, buf []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, i, d.Len())
 	}
 	name := d.Name(i)
+	if d.imgs != nil {
+		return d.imgs.read(i, name, d.maxSize, buf)
+	}
 	f, err := d.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, openError(d.root, name, "dataset root", err)

@@ -2,8 +2,11 @@
 // portable type over its drivers: a Dataset is a numbered list of samples
 // (an image's bytes, a label, fields) read the same way whatever holds them.
 // ImageFolder (root/<class>/...) and WebDataset (tar shards) on a local
-// disk (Open); COCO and YOLO detection datasets (OpenAnnotated), whose
-// samples have boxes (Targeted); any of the two layouts in object storage
+// disk (Open); COCO and YOLO detection datasets (OpenAnnotated; with
+// images or annotations in a store, OpenAnnotatedSource; a COCO one's
+// manifest, IndexAnnotated) and WebDataset shards with a COCO-style
+// member per sample (WithMemberTargets), whose samples have boxes
+// (Targeted); any of the two layouts in object storage
 // as a StoreDataset over pipeline/source, described by a Manifest that
 // stoker index writes (IndexStore, IndexDir) and OpenSource reads; and
 // Mixed, several datasets served as one. A sample's fields (FieldSet) are

@@ -17,6 +17,9 @@ import (
 const (
 	LayoutImageFolder = "imagefolder"
 	LayoutWebDataset  = "webdataset"
+	// LayoutCOCO: the images a COCO annotations file names, an object
+	// each, in the file's sample order (IndexAnnotated).
+	LayoutCOCO = "coco"
 )
 
 // ManifestName is where a dataset's manifest is kept beside its data,
@@ -38,7 +41,12 @@ type Manifest struct {
 	Layout string
 	// Classes name the labels of an ImageFolder; a WebDataset's classes
 	// are "0".."max label", as OpenWebDataset has them, and are not kept.
+	// A COCO manifest's are its categories' names by contiguous label.
 	Classes []string
+	// AnnotationsSHA256 is the hex SHA-256 of the annotations file a COCO
+	// manifest was made with: in its fingerprint, and a file that is not
+	// that one is refused with the manifest.
+	AnnotationsSHA256 string
 
 	objs    objectTable
 	samples sampleTable
@@ -223,8 +231,7 @@ func (m *Manifest) check() error {
 		return fmt.Errorf("%w: %d bytes of hashes for %d samples", ErrManifest, len(s.hashes), len(s.obj))
 	}
 	switch m.Layout {
-	case LayoutImageFolder:
-	case LayoutWebDataset:
+	case LayoutImageFolder, LayoutWebDataset, LayoutCOCO:
 	default:
 		return fmt.Errorf("%w: layout %q (want %s or %s)", ErrManifest, m.Layout, LayoutImageFolder, LayoutWebDataset)
 	}
@@ -251,6 +258,9 @@ func (m *Manifest) check() error {
 	}
 	if m.Layout == LayoutWebDataset {
 		return m.checkWebDataset()
+	}
+	if m.Layout == LayoutCOCO {
+		return m.checkCOCO()
 	}
 	if s.unlabelled > 0 || len(s.noImage) > 0 || m.fields.end != nil {
 		return fmt.Errorf("%w: an ImageFolder's samples are labelled images with no other members", ErrManifest)
@@ -317,6 +327,24 @@ func (m *Manifest) checkWebDataset() error {
 	m.Classes = make([]string, 0, s.maxLabel+1)
 	for i := int64(0); i <= s.maxLabel; i++ {
 		m.Classes = append(m.Classes, strconv.FormatInt(i, 10))
+	}
+	return nil
+}
+
+// checkCOCO checks a COCO manifest: an image a whole object each, in
+// object order, unlabelled, with its annotations file's SHA-256.
+func (m *Manifest) checkCOCO() error {
+	s := &m.samples
+	if len(m.AnnotationsSHA256) != 2*sha256.Size || strings.Trim(m.AnnotationsSHA256, "0123456789abcdef") != "" {
+		return fmt.Errorf("%w: a COCO manifest's annotations SHA-256 is %q", ErrManifest, errs.Clip(m.AnnotationsSHA256, 80))
+	}
+	if s.unlabelled != len(s.obj) || len(s.noImage) > 0 || m.fields.end != nil || s.hashes != nil || s.clsSize != nil {
+		return fmt.Errorf("%w: a COCO manifest's samples are unlabelled images with no other members", ErrManifest)
+	}
+	for i := range s.obj {
+		if int(s.obj[i]) != i || s.off[i] != 0 || s.size[i] != m.objs.sizes[i] {
+			return fmt.Errorf("%w: sample %d of a COCO manifest is not object %d whole", ErrManifest, i, i)
+		}
 	}
 	return nil
 }
@@ -413,9 +441,13 @@ func cut(b *strings.Builder, ends []uint32, i int) string {
 // agree. Versions are not in it: they are checked on every read.
 func (m *Manifest) Fingerprint() string {
 	var h indexHash
-	if m.Layout == LayoutImageFolder {
+	switch m.Layout {
+	case LayoutImageFolder:
 		h = newIndexHash(LayoutImageFolder, m.Classes)
-	} else {
+	case LayoutCOCO: // COCODataset's: the annotations' hash, then each image
+		h = newIndexHash(LayoutCOCO, m.Classes)
+		h.str(m.AnnotationsSHA256)
+	default:
 		h = newIndexHash(LayoutWebDataset, nil)
 	}
 	// What indexHash.add hashes, sample by sample ("key" or "key/member",

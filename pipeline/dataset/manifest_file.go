@@ -37,6 +37,8 @@ import (
 //	        (zigzag, from the sample's), size
 //	cls (version 4): count (0, or the samples'), then each sample's .cls
 //	        member: offset (zigzag, from the sample's), size (0: none)
+//	annotations (version 5, a COCO manifest's alone): the hex SHA-256 of
+//	        its annotations file
 //
 // In version 3 a label is written plus one (0: none, an unlabelled
 // WebDataset's). A manifest of an earlier version records no fields: a
@@ -51,7 +53,11 @@ import (
 const (
 	manifestMagic   = "STOKERMF"
 	manifestVersion = 4
-	manifestHeader  = 8 + 4 + 8 + 8 + sha256.Size
+	// manifestVersionCOCO is a COCO manifest's version (its annotations'
+	// hash after the rest); the others are written as version 4, byte for
+	// byte as before.
+	manifestVersionCOCO = 5
+	manifestHeader      = 8 + 4 + 8 + 8 + sha256.Size
 	// DefaultMaxManifestSize bounds a manifest file read (1 GiB: tens of
 	// millions of samples).
 	DefaultMaxManifestSize = 1 << 30
@@ -110,12 +116,17 @@ func (m *Manifest) Encode(w io.Writer) error {
 		e.uint(zigzag(s.clsOff[i] - s.off[i]))
 		e.uint(uint64(s.clsSize[i]))
 	}
+	version := uint32(manifestVersion)
+	if m.Layout == LayoutCOCO {
+		version = manifestVersionCOCO
+		e.str(m.AnnotationsSHA256)
+	}
 	if err := errors.Join(bw.Flush(), zw.Close()); err != nil {
 		return err
 	}
 	var hdr [manifestHeader]byte
 	copy(hdr[:], manifestMagic)
-	binary.LittleEndian.PutUint32(hdr[8:], manifestVersion)
+	binary.LittleEndian.PutUint32(hdr[8:], version)
 	binary.LittleEndian.PutUint64(hdr[12:], uint64(body.Len()))
 	binary.LittleEndian.PutUint64(hdr[20:], uint64(cw.n))
 	sum := sha256.Sum256(body.Bytes())
@@ -168,8 +179,8 @@ func DecodeManifest(r io.Reader, maxSize int64) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: not a stoker manifest (magic %q)", ErrManifest, hdr[:8])
 	}
 	version := binary.LittleEndian.Uint32(hdr[8:])
-	if version < 1 || version > manifestVersion {
-		return nil, fmt.Errorf("%w: format version %d, this stoker reads 1 to %d (run stoker index again)", ErrManifest, version, manifestVersion)
+	if version < 1 || version > manifestVersionCOCO {
+		return nil, fmt.Errorf("%w: format version %d, this stoker reads 1 to %d (run stoker index again)", ErrManifest, version, manifestVersionCOCO)
 	}
 	clen, ulen := binary.LittleEndian.Uint64(hdr[12:]), binary.LittleEndian.Uint64(hdr[20:])
 	if clen > uint64(maxSize-manifestHeader) {
@@ -362,6 +373,9 @@ func (d *decoder) manifest() (*Manifest, error) {
 	}
 	if d.version >= 4 {
 		d.cls(s, ns)
+	}
+	if d.version >= 5 {
+		m.AnnotationsSHA256 = d.string()
 	}
 	if d.err != nil {
 		return nil, d.err

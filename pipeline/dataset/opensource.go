@@ -69,11 +69,7 @@ func WithIndexOptions(io IndexOptions) SourceOption { return func(o *sourceOptio
 // corrupt, of another source, or mostly stale is an error naming it (run
 // `stoker index` to rebuild it: a server never rewrites one itself).
 func OpenSource(ctx context.Context, src string, opts ...SourceOption) (Dataset, error) {
-	o := sourceOptions{maxManifest: DefaultMaxManifestSize, log: slog.New(slog.DiscardHandler),
-		ranges: func(st source.Store) source.Ranges { return source.Direct{Store: st} }}
-	for _, f := range opts {
-		f(&o)
-	}
+	o := newSourceOptions(opts)
 	remote := source.IsRemote(src)
 	if !remote && !strings.Contains(src, "://") {
 		st, err := os.Stat(src)
@@ -105,6 +101,15 @@ func OpenSource(ctx context.Context, src string, opts ...SourceOption) (Dataset,
 		return nil, err
 	}
 	return ds, nil
+}
+
+func newSourceOptions(opts []SourceOption) sourceOptions {
+	o := sourceOptions{maxManifest: DefaultMaxManifestSize, log: slog.New(slog.DiscardHandler),
+		ranges: func(st source.Store) source.Ranges { return source.Direct{Store: st} }}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
 }
 
 // openScanned opens a local dataset without a manifest, as Open does, and

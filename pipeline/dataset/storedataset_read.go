@@ -1,7 +1,8 @@
 package dataset
 
 // A StoreDataset's reads: a sample's bytes checked against its manifest
-// (size, SHA-256, version), its label against the shard's own.
+// (size, SHA-256, version), its label against the shard's own; and a COCO
+// or YOLO dataset's images in a store, at their listed versions.
 
 import (
 	"bytes"
@@ -192,4 +193,89 @@ func (d *StoreDataset) checkHash(i int, data []byte) error {
 func (d *StoreDataset) notIndexed(i int) error {
 	return fmt.Errorf("%w: %w: %s: its bytes are not those indexed (their SHA-256 differs; the store gives it no version to ask for): %s",
 		ErrCorrupt, source.ErrChanged, errs.Clip(d.Name(i), 1024), d.stale)
+}
+
+// storeImages are a COCO or YOLO dataset's images in a store, an object
+// each, read at their listed versions.
+type storeImages struct {
+	st    source.Store
+	rd    source.Ranges
+	objs  []source.Object
+	stale string
+	// ctx ends the reads in flight when the dataset closes.
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// newStoreImages reads objs from st through rd. An object without a
+// version is refused: nothing would tell its bytes from another's.
+func newStoreImages(st source.Store, rd source.Ranges, objs []source.Object) (*storeImages, error) {
+	for _, o := range objs {
+		if o.Version == "" {
+			return nil, fmt.Errorf("%w: %s gives the image %s no version (ETag or generation): nothing would tell other bytes from its", ErrUnsupported, st, o.Key)
+		}
+	}
+	s := &storeImages{st: st, rd: rd, objs: objs,
+		stale: "the dataset changed since it was listed; restart to list it again"}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// read reads image i (named name), refused over max bytes.
+func (s *storeImages) read(i int, name string, max int64, buf []byte) ([]byte, error) {
+	o := s.objs[i]
+	if o.Size > max {
+		return nil, fmt.Errorf("%w: %s is %d bytes, over the %d-byte file cap", ErrTooLarge, name, o.Size, max)
+	}
+	data, err := s.rd.Read(s.ctx, source.Range{Obj: o, Len: o.Size}, buf)
+	switch {
+	case errors.Is(err, source.ErrChanged):
+		return nil, fmt.Errorf("%w: %w: %s", ErrCorrupt, err, s.stale)
+	case err != nil:
+		return nil, err
+	case int64(len(data)) != o.Size:
+		return nil, fmt.Errorf("%w: %s: read %d bytes of %d", ErrCorrupt, name, len(data), o.Size)
+	}
+	return data, nil
+}
+
+// prefetch hints the images at indices (within max bytes) to the Ranges.
+func (s *storeImages) prefetch(indices []int64, max int64) {
+	if _, direct := s.rd.(source.Direct); direct {
+		return
+	}
+	rs := make([]source.Range, 0, len(indices))
+	for _, i := range indices {
+		if i >= 0 && i < int64(len(s.objs)) && s.objs[i].Size <= max {
+			rs = append(rs, source.Range{Obj: s.objs[i], Len: s.objs[i].Size})
+		}
+	}
+	if len(rs) > 0 {
+		s.rd.Prefetch(rs)
+	}
+}
+
+func (s *storeImages) close() error {
+	s.cancel()
+	return s.st.Close()
+}
+
+var (
+	_ Prefetcher = (*COCODataset)(nil)
+	_ Prefetcher = (*YOLODataset)(nil)
+)
+
+// Prefetch implements Prefetcher: images in a store are hinted to its
+// read-ahead; a directory's are not.
+func (d *COCODataset) Prefetch(indices []int64) {
+	if d.imgs != nil {
+		d.imgs.prefetch(indices, d.maxSize)
+	}
+}
+
+// Prefetch implements Prefetcher, as COCODataset's.
+func (d *YOLODataset) Prefetch(indices []int64) {
+	if d.imgs != nil {
+		d.imgs.prefetch(indices, d.maxSize)
+	}
 }

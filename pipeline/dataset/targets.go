@@ -1,6 +1,15 @@
 package dataset
 
-import "fmt"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/annot"
+)
 
 // FieldTargets is the per-sample field a job's detection targets travel
 // as: a sample's instances (Targeted) moved through the geometry the
@@ -106,4 +115,159 @@ func (t *Instances) Add(box [4]float32, label int64, crowd bool) {
 		c = 1
 	}
 	t.Boxes, t.Labels, t.Crowd = append(t.Boxes, box), append(t.Labels, label), append(t.Crowd, c)
+}
+
+// MemberAnnotations says whether an --annotations value names a member of
+// each WebDataset sample rather than a file: ".EXT" (".json"), the
+// member key.EXT; ext is EXT.
+func MemberAnnotations(ann string) (ext string, ok bool) {
+	ext, ok = strings.CutPrefix(ann, ".")
+	return ext, ok && ext != "" && !strings.ContainsAny(ext, "/\\")
+}
+
+// WithMemberTargets makes ds, WebDataset shards on a disk or in a store,
+// Targeted: each sample's instances are its member key.EXT, COCO-style
+// JSON (annot.ReadSampleJSON: boxes [x, y, w, h] in pixels, category_id,
+// iscrowd, segmentation, keypoints), checked sample by sample as it is
+// read. The labels are the category ids as given (no file lists the
+// categories); the image id the member's "image_id", else the sample's
+// index. A dataset of another layout, or no sample with the member, is
+// refused.
+func WithMemberTargets(ds Dataset, ext string) (Dataset, error) {
+	f, ok := ds.(Fielded)
+	var id int
+	if ok {
+		id, ok = f.FieldID(ext)
+	}
+	if !ok || id == fieldIDKey || id == fieldIDCls {
+		why := "no sample has one"
+		if n, ok := ds.(interface{ FieldsNotIndexed() string }); ok && n.FieldsNotIndexed() != "" {
+			why = n.FieldsNotIndexed()
+		}
+		if _, wds := ds.(Sharded); !wds {
+			why = "the annotations of a member are a WebDataset's (shards of key.jpg with key." + ext + "), and this dataset is not one"
+		}
+		return nil, fmt.Errorf("%w: annotations .%s: each sample's member key.%s: %s", ErrUnsupported, ext, ext, why)
+	}
+	m := memberTargets{ext: ext, id: id}
+	h := sha256.Sum256([]byte(ds.Fingerprint() + "\x00annotations ." + ext))
+	m.mfp = hex.EncodeToString(h[:])
+	switch d := ds.(type) {
+	case *WebDataset:
+		return &WebDatasetTargets{WebDataset: d, memberTargets: m}, nil
+	case *ShardedStoreDataset:
+		return &StoreWebDatasetTargets{ShardedStoreDataset: d, memberTargets: m}, nil
+	}
+	return nil, fmt.Errorf("%w: annotations .%s: the annotations of a member are a WebDataset's, and this dataset is not one", ErrUnsupported, ext)
+}
+
+// WebDatasetTargets is a WebDataset on a disk whose samples' annotations
+// are a member of each (WithMemberTargets).
+type WebDatasetTargets struct {
+	*WebDataset
+	memberTargets
+}
+
+// StoreWebDatasetTargets is WebDatasetTargets of shards in a store.
+type StoreWebDatasetTargets struct {
+	*ShardedStoreDataset
+	memberTargets
+}
+
+var (
+	_ Targeted = (*WebDatasetTargets)(nil)
+	_ Targeted = (*StoreWebDatasetTargets)(nil)
+	_ Sharded  = (*StoreWebDatasetTargets)(nil)
+)
+
+var _ ShardFieldPrefetcher = (*StoreWebDatasetTargets)(nil)
+
+// PrefetchFields implements FieldPrefetcher: a job with targets reads each
+// sample's member too, hinted with its image (one request for both).
+func (d *StoreWebDatasetTargets) PrefetchFields(indices []int64, fs *FieldSet) {
+	d.ShardedStoreDataset.PrefetchFields(indices, d.hint(fs))
+}
+
+// PrefetchShardFields implements ShardFieldPrefetcher, as PrefetchFields.
+func (d *StoreWebDatasetTargets) PrefetchShardFields(indices []int64, fs *FieldSet) {
+	d.ShardedStoreDataset.PrefetchShardFields(indices, d.hint(fs))
+}
+
+// hint is fs with the annotations' member when fs has the targets.
+func (m *memberTargets) hint(fs *FieldSet) *FieldSet {
+	if !fs.HasTargets() || slices.Contains(fs.ids, m.id) {
+		return fs
+	}
+	h := *fs
+	h.names = append(slices.Clip(fs.names), "\x00member ."+m.ext) // its own key for the rehint
+	h.ids = append(slices.Clip(fs.ids), m.id)
+	h.max = max(fs.max, annot.MaxSampleJSON)
+	return &h
+}
+
+// memberTargets reads a sample's instances from its member key.ext,
+// field id of its dataset.
+type memberTargets struct {
+	ext string
+	id  int
+	mfp string
+}
+
+// SourceTargets implements Targeted.
+func (d *WebDatasetTargets) SourceTargets(i, w, h int, t *Instances) error {
+	return d.read(d.WebDataset, i, w, h, t)
+}
+
+// SourceTargets implements Targeted.
+func (d *StoreWebDatasetTargets) SourceTargets(i, w, h int, t *Instances) error {
+	return d.read(d.ShardedStoreDataset, i, w, h, t)
+}
+
+// Fingerprint implements Dataset: the shards', and which member holds the
+// annotations (the shards' objects and sizes cover the members' bytes).
+func (d *WebDatasetTargets) Fingerprint() string { return d.mfp }
+
+// Fingerprint implements Dataset, as WebDatasetTargets'.
+func (d *StoreWebDatasetTargets) Fingerprint() string { return d.mfp }
+
+// Layout implements the format name servers report.
+func (d *WebDatasetTargets) Layout() string { return LayoutWebDataset }
+
+// AnnotationsMember is the member the annotations are read from, "json".
+func (m *memberTargets) AnnotationsMember() string { return m.ext }
+
+func (m *memberTargets) read(ds interface {
+	Fielded
+	Name(int) string
+}, i, w, h int, t *Instances) error {
+	dir, base := path.Split(ds.Name(i))
+	key, _, _ := strings.Cut(base, ".")
+	name := dir + key + "." + m.ext
+	switch size := ds.FieldSize(i, m.id); {
+	case size < 0:
+		return &annotationError{&annot.SampleError{File: name, Annotation: "file", Field: m.ext, Err: fmt.Errorf("the sample has no member key.%s: its annotations", m.ext)}}
+	case size > annot.MaxSampleJSON:
+		return &annotationError{&annot.SampleError{File: name, Annotation: "file", Field: "size", Err: fmt.Errorf("%d bytes, more than the %d allowed", size, annot.MaxSampleJSON)}}
+	}
+	b, err := ds.ReadField(i, m.id, nil)
+	if err != nil {
+		return err
+	}
+	s, err := annot.ReadSampleJSON(name, b, w, h)
+	if err != nil {
+		return &annotationError{err}
+	}
+	t.ImageID = int64(i)
+	if s.HasID {
+		t.ImageID = s.ImageID
+	}
+	for k := range s.Instances {
+		t.P = max(t.P, len(s.Instances[k].Keypoints)/3)
+	}
+	for k := range s.Instances {
+		in := &s.Instances[k]
+		t.Add(xywhToXYXY(in.BBox), in.CategoryID, in.IsCrowd)
+		t.addCOCOPoints(in.Keypoints)
+	}
+	return nil
 }

@@ -36,6 +36,10 @@ type YOLODataset struct {
 	errs         []error
 	bytes        int64
 	fp           string
+	// imgs reads the images from object storage (nil: the ImageFolder's
+	// root); lnames are then the label files' names in messages.
+	imgs   *storeImages
+	lnames []string
 }
 
 var _ Fielded = (*YOLODataset)(nil)
@@ -47,7 +51,13 @@ func OpenYOLO(dir, yaml string) (*YOLODataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("annotations: %w", err)
 	}
-	cfg, err := annot.ParseYOLOConfig(filepath.Base(yaml), raw)
+	return yoloInDir(dir, filepath.Base(yaml), raw)
+}
+
+// yoloInDir is the YOLO dataset of the images under the local directory
+// dir, with the dataset YAML raw (named yamlName).
+func yoloInDir(dir, yamlName string, raw []byte) (*YOLODataset, error) {
+	cfg, err := annot.ParseYOLOConfig(yamlName, raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
@@ -79,6 +89,29 @@ func OpenYOLO(dir, yaml string) (*YOLODataset, error) {
 		root.Close()
 		return nil, fmt.Errorf("%w: no images under %s", ErrUnsupported, dir)
 	}
+	d, h := newYOLODataset(cfg, raw, files, sizes)
+	d.root, d.dir = root, dir
+	for i, f := range d.files {
+		lp := annot.LabelPath(filepath.Join(dir, filepath.FromSlash(f)))
+		data, err := os.ReadFile(lp)
+		switch {
+		case os.IsNotExist(err):
+			d.setLabels(&h, i, "", nil, false)
+			continue
+		case err != nil:
+			root.Close()
+			return nil, fmt.Errorf("labels of %s: %w", f, err)
+		}
+		d.setLabels(&h, i, labelName(dir, lp), data, true)
+	}
+	d.fp = h.sum()
+	return d, nil
+}
+
+// newYOLODataset is the dataset of the images files (of sizes), sorted
+// by path, before their labels are read, with the hash its fingerprint is
+// made of (setLabels adds each image's to it).
+func newYOLODataset(cfg *annot.YOLOConfig, raw []byte, files []string, sizes []int64) (*YOLODataset, indexHash) {
 	idx := make([]int, len(files))
 	for i := range idx {
 		idx[i] = i
@@ -89,40 +122,45 @@ func OpenYOLO(dir, yaml string) (*YOLODataset, error) {
 		sf[i], ss[i] = files[j], sizes[j]
 	}
 	d := &YOLODataset{
-		ImageFolder: &ImageFolder{root: root, maxSize: DefaultMaxFileSize, classes: cfg.Names, files: sf, labels: make([]int32, len(sf)), sizes: ss},
-		cfg:         cfg, dir: dir, labels: make([][]annot.YOLOInstance, len(sf)), errs: make([]error, len(sf)),
+		ImageFolder: &ImageFolder{maxSize: DefaultMaxFileSize, classes: cfg.Names, files: sf, labels: make([]int32, len(sf)), sizes: ss},
+		cfg:         cfg, labels: make([][]annot.YOLOInstance, len(sf)), errs: make([]error, len(sf)),
+	}
+	for i := range d.ImageFolder.labels {
+		d.ImageFolder.labels[i] = -1
 	}
 	h := newIndexHash("yolo", cfg.Names)
 	yh := sha256.Sum256(raw)
 	h.str(string(yh[:]))
-	for i, f := range sf {
-		lp := annot.LabelPath(filepath.Join(dir, filepath.FromSlash(f)))
-		data, err := os.ReadFile(lp)
-		switch {
-		case os.IsNotExist(err):
-			h.add(f, ss[i], -1)
-			continue
-		case err != nil:
-			root.Close()
-			return nil, fmt.Errorf("labels of %s: %w", f, err)
-		}
-		sum := sha256.Sum256(data)
-		h.add(f+"\x00"+string(sum[:]), ss[i], int64(len(data)))
-		ins, err := annot.ParseYOLOLabels(labelName(dir, lp), data, cfg)
-		if err != nil {
-			d.errs[i] = &annotationError{err}
-			continue
-		}
-		d.labels[i] = ins
-		for _, in := range ins {
-			d.bytes += 48 + 4*int64(len(in.Polygon)+len(in.Keypoints))
-		}
+	return d, h
+}
+
+// setLabels sets image i's labels from its label file's bytes, data
+// (named name in messages; ok false: it has none), and adds the image and
+// its labels to the fingerprint's hash.
+func (d *YOLODataset) setLabels(h *indexHash, i int, name string, data []byte, ok bool) {
+	f := d.files[i]
+	if !ok {
+		h.add(f, d.sizes[i], -1)
+		return
 	}
-	d.fp = h.sum()
-	for i := range d.ImageFolder.labels {
-		d.ImageFolder.labels[i] = -1
+	sum := sha256.Sum256(data)
+	h.add(f+"\x00"+string(sum[:]), d.sizes[i], int64(len(data)))
+	d.bytes += d.parseLabels(i, name, data)
+}
+
+// parseLabels sets image i's labels, or their error, from its label
+// file's bytes, and says about how many bytes they hold.
+func (d *YOLODataset) parseLabels(i int, name string, data []byte) (n int64) {
+	ins, err := annot.ParseYOLOLabels(name, data, d.cfg)
+	if err != nil {
+		d.errs[i] = &annotationError{err}
+		return 0
 	}
-	return d, nil
+	d.labels[i] = ins
+	for _, in := range ins {
+		n += 48 + 4*int64(len(in.Polygon)+len(in.Keypoints))
+	}
+	return n
 }
 
 // Layout implements the format name servers report.
@@ -248,11 +286,38 @@ func (d *YOLODataset) SourceTargets(i, w, h int, t *Instances) error {
 			continue
 		}
 		if err := t.addYOLOPoints(ls[k].Keypoints, w, h); err != nil {
-			lp := annot.LabelPath(filepath.Join(d.dir, filepath.FromSlash(d.Name(i))))
-			return &annotationError{&annot.SampleError{File: labelName(d.dir, lp), Annotation: fmt.Sprintf("instance %d", k), Field: "keypoints", Err: err}}
+			return &annotationError{&annot.SampleError{File: d.labelFile(i), Annotation: fmt.Sprintf("instance %d", k), Field: "keypoints", Err: err}}
 		}
 	}
 	return nil
+}
+
+// labelFile names image i's label file in messages.
+func (d *YOLODataset) labelFile(i int) string {
+	if d.lnames != nil {
+		return d.lnames[i]
+	}
+	return labelName(d.dir, annot.LabelPath(filepath.Join(d.dir, filepath.FromSlash(d.Name(i)))))
+}
+
+// Read implements Dataset: the image's bytes, from the directory or the
+// store.
+func (d *YOLODataset) Read(i int, buf []byte) ([]byte, error) {
+	if d.imgs == nil {
+		return d.ImageFolder.Read(i, buf)
+	}
+	if i < 0 || i >= d.Len() {
+		return nil, fmt.Errorf("%w: sample index %d out of range [0, %d)", ErrUnsupported, i, d.Len())
+	}
+	return d.imgs.read(i, d.Name(i), d.maxSize, buf)
+}
+
+// Close implements Dataset.
+func (d *YOLODataset) Close() error {
+	if d.imgs != nil {
+		return d.imgs.close()
+	}
+	return d.ImageFolder.Close()
 }
 
 // yoloToXYXY is a YOLO box (normalized cx, cy, w, h, float32) in pixels of

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestIndexAnnotatedAndServe: `stoker mkdata --coco`'s set put in a real
+// S3 server (versitygw); `stoker index URL --annotations URL` writes a
+// COCO manifest beside the images, and a server of the bucket (images and
+// annotations) opens from it, without listing, the very batches (pixels,
+// labels, indices, targets) and fingerprint of a server of the same files
+// on a disk; a server given the manifest with another annotations file
+// refuses to start, saying so; a YOLO dataset is not indexed, saying why.
+func TestIndexAnnotatedAndServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs stoker serve and versitygw processes")
+	}
+	ctx := processTest(t, 4*time.Minute)
+	dir := t.TempDir()
+	if out, errOut, err := runStoker(ctx, nil, "mkdata", "--coco", "--yolo", "--out", dir, "--n", "12"); err != nil {
+		t.Fatalf("mkdata: %v\n%s%s", err, out, errOut)
+	}
+	s := s3Env(t)
+	s.PutTree(t, "bkt", "det/", dir)
+	images, ann := filepath.Join(dir, "images", "train"), filepath.Join(dir, "annotations", "instances.json")
+	imagesURL, annURL := s.URL("bkt", "det/images/train"), s.URL("bkt", "det/annotations/instances.json")
+	out := runIndexCmd(t, ctx, nil, imagesURL, "--annotations", annURL)
+	if !strings.HasPrefix(out, "wrote s3://bkt/det/images/train/.stoker/manifest: coco, 12 samples in 12 objects, 5 classes") {
+		t.Fatalf("stoker index --annotations said %q", out)
+	}
+	local := launchServe(t, serveConfig{name: "local", dataset: images, workers: 1, args: []string{"--annotations", "ds=" + ann}})
+	bucket := launchServe(t, serveConfig{name: "bucket", dataset: imagesURL, workers: 1, args: []string{"--annotations", "ds=" + annURL}})
+	local.waitReady(t, ctx)
+	bucket.waitReady(t, ctx)
+	if len(bucket.findLogs("COCO images opened from their manifest", nil)) != 1 {
+		t.Errorf("the bucket's server did not open from the manifest beside the images")
+	}
+	spec := testJob(4, 3)
+	spec.Targets = true
+	want := consumeEpoch(t, ctx, local.addr, spec, consumeOpts{})
+	got := consumeEpoch(t, ctx, bucket.addr, spec, consumeOpts{})
+	if got.info.GetFingerprint() != want.info.GetFingerprint() || len(got.batches) != len(want.batches) || len(want.batches) != 3 {
+		t.Fatalf("fingerprint %s, %d batches; the disk's %s, %d", got.info.GetFingerprint(), len(got.batches), want.info.GetFingerprint(), len(want.batches))
+	}
+	for k, b := range got.batches {
+		w := want.batches[k]
+		gf, wf := b.hdr.GetFields(), w.hdr.GetFields()
+		if b.sum() != w.sum() || len(gf) != 1 || len(wf) != 1 || len(gf[0].GetValues()) != 4 || len(b.hdr.GetErrors()) != 0 {
+			t.Fatalf("batch %d differs from the disk's (fields %d, errors %v)", k, len(gf), b.hdr.GetErrors())
+		}
+		for i, v := range gf[0].GetValues() {
+			if !bytes.Equal(v, wf[0].GetValues()[i]) {
+				t.Errorf("batch %d sample %d: targets differ from the disk's", k, i)
+			}
+		}
+	}
+
+	// The manifest named, with other annotations: refused at start.
+	doc, err := os.ReadFile(ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Put(t, "bkt", "det/annotations/other.json", append(doc, ' '))
+	_, errOut, err := runStoker(ctx, nil, "serve", "--listen", "127.0.0.1:0", "--dataset", "ds="+imagesURL,
+		"--annotations", "ds="+s.URL("bkt", "det/annotations/other.json"), "--manifest", "ds="+imagesURL+"/.stoker/manifest")
+	if err == nil || !strings.Contains(errOut, "made with other annotations") {
+		t.Errorf("serve with a manifest of other annotations: %v\n%s", err, errOut)
+	}
+	_, errOut, err = runStoker(ctx, nil, "index", images, "--annotations", filepath.Join(dir, "data.yaml"), "--out", filepath.Join(t.TempDir(), "m"))
+	if err == nil || !strings.Contains(errOut, "a YOLO dataset is not indexed") {
+		t.Errorf("index of a YOLO dataset: %v\n%s", err, errOut)
+	}
+}
