@@ -62,7 +62,7 @@ APT_TEST ?=
 APT_ARM64_PKGS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross libjpeg62-turbo-dev:arm64 libpng-dev:arm64 \
 	libwebp-dev:arm64 zlib1g-dev:arm64 qemu-user
 
-.PHONY: help setup apt apt-test apt-arm64 cross-arm64 venv venv-run tools stores build static gpuhost test test-go test-asan test-python lint check-generate generate bench bench-peers peers-venv demo clean
+.PHONY: help setup apt apt-test apt-arm64 cross-arm64 venv venv-run tools stores build static gpuhost test test-go test-asan test-python lint check-generate generate bench bench-detection bench-peers peers-venv demo clean
 
 # Every target has a `## what it does` comment on its line: make help lists
 # them all (python/tests/test_repo.py checks it against .PHONY).
@@ -272,6 +272,21 @@ bench: setup build ## stoker's pipeline vs torchvision (PIL, v2) on THREADS core
 		rm -rf $(BENCH_DATA).tmp && $(BIN) mkdata --out $(BENCH_DATA).tmp --n 1200 --classes 10 && mv $(BENCH_DATA).tmp $(BENCH_DATA); \
 	fi
 	$(PY) bench/compare.py --stoker $(BIN) --data $(or $(PHOTOS),$(BENCH_DATA)) --threads $(THREADS) --rounds $(ROUNDS) --seconds $(SECONDS) --coef-budget $(COEF_BUDGET) --transform $(TRANSFORM) --format $(FORMAT)
+
+# make bench-detection: stoker's detection presets (DET_TRANSFORMS) against
+# torchvision.transforms.v2 running the same pipeline on the same boxes, one
+# core each, interleaved rounds (bench/detcompare.py), on a detection set at
+# COCO's sizes and density made once by `stoker mkdata --coco` (DET_N
+# images, the longer side 640, 7 instances an image on average, backgrounds
+# from testdata/photos).
+DET_N ?= 400
+DET_DATA := out/bench-coco-640-$(DET_N)
+DET_TRANSFORMS ?= detr lsj
+$(DET_DATA):
+	rm -rf $@.tmp && $(BIN) mkdata --coco --out $@.tmp --n $(DET_N) --max-side 640 --instances 7 --backgrounds testdata/photos && mv $@.tmp $@
+
+bench-detection: venv-run build $(DET_DATA) ## stoker's detr and lsj vs torchvision.transforms.v2 on boxes, per core, interleaved rounds (COCO-sized set made once)
+	for t in $(DET_TRANSFORMS); do $(PY) bench/detcompare.py --stoker $(BIN) --data $(DET_DATA) --transform $$t --rounds $(ROUNDS) --seconds $(SECONDS) || exit 1; done
 
 # make bench-peers: stoker against the pipelines a user would pick instead
 # (bench/peers.py): torchvision v2 and Pillow from .venv; pillow-simd, NVIDIA

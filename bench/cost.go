@@ -11,6 +11,7 @@ import (
 	_ "image/png"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"runtime"
 	"text/tabwriter"
 	"time"
@@ -36,18 +37,30 @@ func runCost(args []string) error {
 	data := fs.String("data", "", "ImageFolder or WebDataset directory of photos (required)")
 	samples := fs.Int("samples", 300, "photos each transform makes (the first ones of the dataset), after one warm-up pass")
 	reps := fs.Int("reps", 200, "kernel runs per family, on a 224x224 image")
+	annotations := fs.String("annotations", "", "a COCO annotations file for --data's images (stoker mkdata --coco's): the presets that need targets (detr, lsj) are measured too, each sample's boxes given to the decoder, and the detection ops apart")
+	match := fs.String("match", "", "measure only the transforms whose names match this regular expression (the kernels and the fit are measured always)")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
 	fs.Parse(args)
+	only, err := regexp.Compile(*match)
+	if err != nil {
+		return fmt.Errorf("bench cost: --match: %w", err)
+	}
 	if *data == "" {
 		return errors.New("bench cost: --data is required")
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	ds, err := pipeline.Open(*data)
+	var ds pipeline.Dataset
+	if *annotations != "" {
+		ds, err = pipeline.OpenAnnotated(*data, *annotations)
+	} else {
+		ds, err = pipeline.Open(*data)
+	}
 	if err != nil {
 		return err
 	}
 	defer ds.Close()
+	boxes, _ := ds.(pipeline.Targeted) // nil without annotations
 	n := min(*samples, ds.Len())
 	if n == 0 {
 		return fmt.Errorf("bench cost: %s has no samples", *data)
@@ -149,8 +162,12 @@ func runCost(args []string) error {
 		d := pipeline.NewDecoder()
 		defer d.Close()
 		out := make([]byte, t.SampleBytes())
+		targets := boxes != nil && pipeline.NeedsTargets(t) != ""
 		pass := func(epoch uint64) {
 			for i, p := range photos {
+				if targets {
+					d.SetBoxSource(boxes, i)
+				}
 				if err := d.Decode(p, t, pipeline.Key{Seed: 1, Epoch: epoch, Index: uint64(i)}, out); err != nil {
 					panic(fmt.Sprintf("sample %d: %v", i, err))
 				}
@@ -188,8 +205,8 @@ func runCost(args []string) error {
 		if err != nil {
 			return err
 		}
-		if pipeline.NeedsTargets(t) != "" {
-			continue // detr: its samples need their boxes, which these photos have not
+		if pipeline.NeedsTargets(t) != "" && boxes == nil {
+			continue // detr, lsj: their samples need their boxes (--annotations)
 		}
 		ts = append(ts, named{p, t})
 	}
@@ -200,6 +217,35 @@ func runCost(args []string) error {
 			return err
 		}
 		ts = append(ts, named{p.name, t})
+	}
+	if boxes != nil {
+		// The detection ops apart: RandomIoUCrop and its Resize alone, after
+		// a RandomZoomOut that always applies, after a flip, and the
+		// photometric distortion (always applied) before them.
+		resize := pipeline.Op{Kind: pipeline.OpResize, Size: [2]int{640, 640}}
+		iou := pipeline.Op{Kind: pipeline.OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40}
+		zoom := pipeline.Op{Kind: pipeline.OpRandomZoomOut, P: 1, SideRange: [2]float64{1, 4}}
+		flip := pipeline.Op{Kind: pipeline.OpRandomHorizontalFlip, P: 1}
+		pd := pipeline.Op{Kind: pipeline.OpRandomPhotometricDistort, P: 1, JitterRanges: true,
+			Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}}
+		for _, x := range []struct {
+			name string
+			ops  []pipeline.Op
+		}{
+			{"IoUCrop + Resize(640)", []pipeline.Op{iou, resize}},
+			{"ZoomOut(p=1) + IoUCrop + Resize(640)", []pipeline.Op{zoom, iou, resize}},
+			{"IoUCrop + flip(p=1) + Resize(640)", []pipeline.Op{iou, flip, resize}},
+			{"PhotometricDistort(p=1) + IoUCrop + Resize(640)", []pipeline.Op{pd, iou, resize}},
+			{"ScaleJitter(640) + FixedSizeCrop(640)", []pipeline.Op{
+				{Kind: pipeline.OpScaleJitter, Size: [2]int{640, 640}, Scale: [2]float64{0.1, 2}},
+				{Kind: pipeline.OpFixedSizeCrop, Size: [2]int{640, 640}, Fill: [3]float64{123, 117, 104}}}},
+		} {
+			t, err := pipeline.NewTransform(pipeline.CHW, x.ops...)
+			if err != nil {
+				return fmt.Errorf("bench cost: %s: %w", x.name, err)
+			}
+			ts = append(ts, named{x.name, t})
+		}
 	}
 	// Larger outputs and kernels than any preset's, to check the model's
 	// extrapolation (the blur's taps, the resampling's pixels).
@@ -220,6 +266,9 @@ func runCost(args []string) error {
 		ts = append(ts, named{x.name, t})
 	}
 	for _, nt := range ts {
+		if !only.MatchString(nt.name) {
+			continue
+		}
 		c := nt.t.Cost()
 		got := measure(nt.t)
 		res.Transforms = append(res.Transforms, costRow{nt.name, float64(c.Mean) / 1e6, float64(c.Max) / 1e6, got / 1e6, float64(c.Mean) / got})

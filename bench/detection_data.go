@@ -66,6 +66,33 @@ type DetectionSet struct {
 // as segment lines). Backgrounds are generated, or crops of the JPEGs
 // found under backgrounds (a directory; "" for none).
 func WriteDetectionSet(ctx context.Context, dir string, n int, seed uint64, yolo bool, backgrounds string) (*DetectionSet, error) {
+	return WriteDetectionSetSized(ctx, dir, n, seed, yolo, backgrounds, DetectionSize{})
+}
+
+// DetectionSize is the images' size and instance density of a detection
+// set; the zero value is mkdata --coco's default (320 to 480 a side, 1 to 6
+// shapes an image, 3.5 on average).
+type DetectionSize struct {
+	// MaxSide is each image's longer side (0: the default sizes); the
+	// shorter is 0.6 to 0.9 of it, a quarter of the images portrait, as
+	// COCO's (640 a side: 640x480 and 640x427 the most common).
+	MaxSide int
+	// Instances is the mean number of shapes an image (0: the default),
+	// drawn uniformly from 1 to 2*Instances-1 (as many as fit without
+	// overlapping), their radii log-uniform from 8 px to half the
+	// shorter side, so that most are small, as COCO's (7.3 an image, 41%
+	// under 32x32 px and 24% over 96x96; these: about 46% and 15%).
+	Instances int
+}
+
+// WriteDetectionSetSized is WriteDetectionSet at size sz.
+func WriteDetectionSetSized(ctx context.Context, dir string, n int, seed uint64, yolo bool, backgrounds string, sz DetectionSize) (*DetectionSet, error) {
+	if sz.MaxSide < 0 || sz.MaxSide > 8192 || sz.Instances < 0 || sz.Instances > 100 {
+		return nil, fmt.Errorf("detection set: max side %d (want 0..8192), instances %d (want 0..100)", sz.MaxSide, sz.Instances)
+	}
+	if sz.MaxSide > 0 && sz.MaxSide < 64 {
+		return nil, fmt.Errorf("detection set: max side %d: want at least 64", sz.MaxSide)
+	}
 	var bgs []image.Image
 	if backgrounds != "" {
 		err := filepath.WalkDir(backgrounds, func(p string, d os.DirEntry, err error) error {
@@ -112,7 +139,7 @@ func WriteDetectionSet(ctx context.Context, dir string, n int, seed uint64, yolo
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				im, a, err := writeDetectionImage(set, i, seed, bgs, yolo)
+				im, a, err := writeDetectionImage(set, i, seed, bgs, yolo, sz)
 				if err != nil {
 					failed.CompareAndSwap(nil, &err)
 					continue
@@ -204,11 +231,21 @@ func shapePolygon(id int64, cx, cy, r, rot float64) (poly, tips []float64) {
 	return poly, tips
 }
 
-func writeDetectionImage(set *DetectionSet, i int, seed uint64, bgs []image.Image, yolo bool) (annot.Image, []detAnn, error) {
+func writeDetectionImage(set *DetectionSet, i int, seed uint64, bgs []image.Image, yolo bool, sz DetectionSize) (annot.Image, []detAnn, error) {
 	r := rand.New(rand.NewPCG(seed, uint64(i)))
-	w, h := 320+r.IntN(161), 320+r.IntN(161)
+	var w, h int
+	if sz.MaxSide > 0 {
+		w, h = sz.MaxSide, int(float64(sz.MaxSide)*(0.6+0.3*r.Float64()))
+		if r.IntN(4) == 0 {
+			w, h = h, w
+		}
+	} else {
+		w, h = 320+r.IntN(161), 320+r.IntN(161)
+	}
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	if len(bgs) > 0 {
+	if len(bgs) > 0 && sz.MaxSide > 0 {
+		scaledBackground(img, bgs[r.IntN(len(bgs))], r)
+	} else if len(bgs) > 0 {
 		bg := bgs[r.IntN(len(bgs))]
 		b := bg.Bounds()
 		ox, oy := 0, 0
@@ -256,6 +293,9 @@ func writeDetectionImage(set *DetectionSet, i int, seed uint64, bgs []image.Imag
 		return true
 	}
 	objects := 1 + r.IntN(6)
+	if sz.Instances > 0 {
+		objects = 1 + r.IntN(2*sz.Instances-1)
+	}
 	for range objects * 4 { // tries
 		if len(anns) >= objects {
 			break
@@ -263,6 +303,9 @@ func writeDetectionImage(set *DetectionSet, i int, seed uint64, bgs []image.Imag
 		ci := r.IntN(len(detCategories))
 		cat := detCategories[ci]
 		rad := 12 + r.Float64()*float64(min(w, h))/5
+		if sz.Instances > 0 {
+			rad = 8 * math.Pow(float64(min(w, h))/16, r.Float64())
+		}
 		cx := rad + 1 + r.Float64()*(float64(w)-2*rad-2)
 		cy := rad + 1 + r.Float64()*(float64(h)-2*rad-2)
 		poly, tips := shapePolygon(cat.ID, cx, cy, rad, r.Float64()*2*math.Pi)
@@ -351,4 +394,37 @@ func writeDetectionImage(set *DetectionSet, i int, seed uint64, bgs []image.Imag
 		}
 	}
 	return im, anns, nil
+}
+
+// scaledBackground fills img with a crop of bg, scaled up (bilinear) where
+// bg is smaller than img, at a random place, with sensor-like noise, so
+// that the bytes per pixel are a photo's and no seam shows.
+func scaledBackground(img *image.RGBA, bg image.Image, r *rand.Rand) {
+	w, h := img.Rect.Dx(), img.Rect.Dy()
+	b := bg.Bounds()
+	s := max(1, float64(w)/float64(b.Dx()), float64(h)/float64(b.Dy()))
+	sw, sh := float64(b.Dx())*s, float64(b.Dy())*s
+	ox, oy := r.Float64()*(sw-float64(w)), r.Float64()*(sh-float64(h))
+	at := func(x, y int) color.RGBA {
+		return color.RGBAModel.Convert(bg.At(b.Min.X+min(max(x, 0), b.Dx()-1), b.Min.Y+min(max(y, 0), b.Dy()-1))).(color.RGBA)
+	}
+	for y := range h {
+		fy := (oy+float64(y)+0.5)/s - 0.5
+		y0 := int(math.Floor(fy))
+		ty := fy - float64(y0)
+		for x := range w {
+			fx := (ox+float64(x)+0.5)/s - 0.5
+			x0 := int(math.Floor(fx))
+			tx := fx - float64(x0)
+			c00, c10, c01, c11 := at(x0, y0), at(x0+1, y0), at(x0, y0+1), at(x0+1, y0+1)
+			mix := func(a, b, c, d uint8) float64 {
+				top := float64(a) + tx*(float64(b)-float64(a))
+				bot := float64(c) + tx*(float64(d)-float64(c))
+				return top + ty*(bot-top)
+			}
+			noise := float64(int(r.Uint64()%13) - 6)
+			img.SetRGBA(x, y, color.RGBA{clamp8(mix(c00.R, c10.R, c01.R, c11.R) + noise), clamp8(mix(c00.G, c10.G, c01.G, c11.G) + noise),
+				clamp8(mix(c00.B, c10.B, c01.B, c11.B) + noise), 255})
+		}
+	}
 }

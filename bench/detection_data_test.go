@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/annot"
 )
 
@@ -79,5 +80,65 @@ func TestWriteDetectionSet(t *testing.T) {
 	}
 	if crowds == 0 || stars == 0 {
 		t.Fatalf("%d crowds and %d stars: want some of each", crowds, stars)
+	}
+}
+
+// TestDetectionSetSized: mkdata --coco --max-side 640 --instances 7 writes
+// COCO's sizes (the longer side 640, the shorter 0.6 to 0.9 of it) and
+// about its density; and `stoker bench pipeline --annotations` counts the
+// targets of its batches as the wire encodes them: 24 bytes a sample and,
+// the stars carrying 5 keypoints, 25 + 5 x 9 an instance (AppendTargets).
+func TestDetectionSetSized(t *testing.T) {
+	dir := t.TempDir()
+	const n = 16
+	set, err := WriteDetectionSetSized(context.Background(), dir, n, 1, false, "", DetectionSize{MaxSide: 640, Instances: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := annot.OpenCOCO(set.Annotations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.Len() {
+		s, err := c.Sample(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		long, short := max(s.Image.Width, s.Image.Height), min(s.Image.Width, s.Image.Height)
+		if long != 640 || short < 384 || short > 576 {
+			t.Fatalf("%s: %dx%d, want 640 by 384 to 576", s.Image.FileName, s.Image.Width, s.Image.Height)
+		}
+	}
+	if per := float64(set.NumAnns) / n; per < 4 || per > 10 {
+		t.Fatalf("%.1f annotations an image, want about 7", per)
+	}
+	ds, err := pipeline.OpenAnnotated(set.Images, set.Annotations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	fs, err := pipeline.NewFieldSet(ds, []string{pipeline.FieldTargets}, 1<<20, "bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := pipeline.ParseTransform("detr", pipeline.CHW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := pipeline.NewExecutor(1)
+	defer ex.Close()
+	r := benchPipeline(ex, nil, nil, ds, fs, tr, 8, 2, 0)
+	if r.Epoch1.Errors+r.Later.Errors != 0 || r.Targets == nil {
+		t.Fatalf("errors %d and %d, targets %v", r.Epoch1.Errors, r.Later.Errors, r.Targets)
+	}
+	tg := r.Targets
+	if tg.Samples != 2*n || tg.InstancesPerSample <= 0 || tg.ImageBytesPerSample != 3*640*640 {
+		t.Fatalf("targets %+v: want %d samples with instances, %d bytes of pixels each", tg, 2*n, 3*640*640)
+	}
+	if want := 24 + 70*tg.InstancesPerSample; math.Abs(tg.BytesPerSample-want) > 1e-9 {
+		t.Fatalf("%.3f bytes a sample of targets for %.3f instances: want 24 + 70 an instance, %.3f", tg.BytesPerSample, tg.InstancesPerSample, want)
+	}
+	if want := tg.BytesPerSample / (tg.BytesPerSample + tg.ImageBytesPerSample); math.Abs(tg.Share-want) > 1e-12 {
+		t.Fatalf("share %g, want %g", tg.Share, want)
 	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -22,7 +23,7 @@ import (
 
 func runBench(args []string) error {
 	if len(args) == 0 || args[0] != "pipeline" {
-		return errors.New("usage: stoker bench pipeline --data DIR [--threads N] [--transform NAME] [--epochs N] [--seconds S] [--decode exact|fast] [--index-budget BYTES] [--coef-budget BYTES] [--json]")
+		return errors.New("usage: stoker bench pipeline --data DIR [--threads N] [--transform NAME] [--epochs N] [--seconds S] [--decode exact|fast] [--index-budget BYTES] [--coef-budget BYTES] [--annotations FILE] [--json]")
 	}
 	fs := flag.NewFlagSet("bench pipeline", flag.ExitOnError)
 	fs.Usage = helptext.Usage(fs, "")
@@ -37,6 +38,7 @@ func runBench(args []string) error {
 	scaling := fs.String("dct-scaling", "pow2", "with --decode fast, the DCT scales the fast path may use: pow2, any or off")
 	indexBudget := fs.Int64("index-budget", 1<<30, "memory for the decoder index (as stoker serve's --index-budget); -1: no index")
 	coefBudget := fs.Int64("coef-budget", 0, "memory for the coefficient cache (as stoker serve's --coef-budget); 0: serve's default here, a quarter of its default --memory-budget; -1: none")
+	annotations := fs.String("annotations", "", "a COCO annotations file for --data's images (as stoker serve's --annotations): every batch asks for its targets (boxes and labels moved with the pixels), as a job with targets does; needed by the detection presets (detr, lsj)")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
 	fs.Parse(args[1:])
 	if *data == "" {
@@ -52,11 +54,22 @@ func runBench(args []string) error {
 	}
 	runtime.GOMAXPROCS(max(*threads, 1))
 	cpu.SpareP(*threads)
-	ds, err := pipeline.Open(*data)
+	var ds pipeline.Dataset
+	if *annotations != "" {
+		ds, err = pipeline.OpenAnnotated(*data, *annotations)
+	} else {
+		ds, err = pipeline.Open(*data)
+	}
 	if err != nil {
 		return err
 	}
 	defer ds.Close()
+	var fset *pipeline.FieldSet
+	if *annotations != "" {
+		if fset, err = pipeline.NewFieldSet(ds, []string{pipeline.FieldTargets}, 1<<20, "bench"); err != nil {
+			return err
+		}
+	}
 	t, err := pipeline.ParseTransform(*transform, pipeline.CHW)
 	if err != nil {
 		return err
@@ -80,7 +93,7 @@ func runBench(args []string) error {
 	ex := pipeline.NewExecutor(*threads, opts...)
 	defer ex.Close()
 
-	r := benchPipeline(ex, ix, cc, ds, t, *batch, *epochs, time.Duration(*seconds*float64(time.Second)))
+	r := benchPipeline(ex, ix, cc, ds, fset, t, *batch, *epochs, time.Duration(*seconds*float64(time.Second)))
 	r.Threads, r.Transform, r.Fast, r.Decode = *threads, *transform, pipeline.Fast() && !*reference, mode.String()
 	r.Dataset = *data
 
@@ -106,6 +119,10 @@ func runBench(args []string) error {
 	}
 	fmt.Fprintf(tw, "\nepoch 1\t%.1f images/s, %.1f per CPU-second (%d sample errors)\n", r.Epoch1.ImagesPerSec, r.Epoch1.ImagesPerCPUSec, r.Epoch1.Errors)
 	fmt.Fprintf(tw, "epochs >= 2\t%.1f images/s, %.1f per CPU-second (%d sample errors)\n", r.Later.ImagesPerSec, r.Later.ImagesPerCPUSec, r.Later.Errors)
+	if tg := r.Targets; tg != nil {
+		fmt.Fprintf(tw, "targets\t%.1f instances and %.0f bytes a sample, %.0f bytes of pixels: %.4f%% of a batch's bytes\n",
+			tg.InstancesPerSample, tg.BytesPerSample, tg.ImageBytesPerSample, 100*tg.Share)
+	}
 	tw.Flush()
 	if *asJSON {
 		return json.NewEncoder(os.Stdout).Encode(r)
@@ -138,6 +155,20 @@ type benchResult struct {
 	// Transcodes is the coefficient cache's progressive files held as
 	// their sequential transcode, and those decoded as progressive.
 	Transcodes benchTranscodes `json:"transcodes"`
+	// Targets is the batches' targets, with --annotations (else absent).
+	Targets *benchTargets `json:"targets,omitempty"`
+}
+
+// benchTargets is what the targets of all the batches measured took: their
+// bytes (pipeline.AppendTargets' encoding, as the wire carries it) and the
+// pixels' a sample, and the targets' share of a batch's bytes (targets
+// over targets and pixels).
+type benchTargets struct {
+	Samples             int64   `json:"samples"`
+	InstancesPerSample  float64 `json:"instances_per_sample"`
+	BytesPerSample      float64 `json:"bytes_per_sample"`
+	ImageBytesPerSample float64 `json:"image_bytes_per_sample"`
+	Share               float64 `json:"share_of_batch_bytes"`
 }
 
 // benchPart sums some epochs.
@@ -196,7 +227,7 @@ func (p *benchPart) add(q benchPart) {
 // The files are read once before the first epoch, so that it does not pay
 // for the page cache, and one batch is made and thrown away (with another
 // seed); the decoder index (ix, nil for none) then starts empty.
-func benchPipeline(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefCache, ds pipeline.Dataset, t *pipeline.Transform, batch, epochs int, d time.Duration) benchResult {
+func benchPipeline(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefCache, ds pipeline.Dataset, fset *pipeline.FieldSet, t *pipeline.Transform, batch, epochs int, d time.Duration) benchResult {
 	n := ds.Len()
 	var buf []byte
 	for i := range n {
@@ -209,6 +240,9 @@ func benchPipeline(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefC
 		warm[i] = int64(i)
 	}
 	var wb pipeline.Batch
+	if fset != nil {
+		wb.FieldSet = fset
+	}
 	ex.Fill(context.Background(), ds, t, 1, 0, warm, pipeline.PadFromBatch, &wb)
 	if ix != nil {
 		ix.Clear()
@@ -218,8 +252,9 @@ func benchPipeline(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefC
 	}
 	var r benchResult
 	r.Impl = "stoker"
+	var tc targetCount
 	for e := 1; epochs == 0 && (e <= 2 || r.Later.Seconds < d.Seconds()) || e <= epochs; e++ {
-		ep := benchOneEpoch(ex, ix, cc, ds, t, batch, e)
+		ep := benchOneEpoch(ex, ix, cc, ds, fset, &tc, t, batch, e)
 		r.Epochs = append(r.Epochs, ep)
 		if e == 1 {
 			r.Epoch1.add(ep.benchPart)
@@ -233,6 +268,11 @@ func benchPipeline(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefC
 	}
 	r.Images, r.Errors, r.Seconds, r.CPUSeconds = all.Images, all.Errors, all.Seconds, all.CPUSeconds
 	r.ImagesPerSec, r.ImagesPerCPUSec = all.ImagesPerSec, all.ImagesPerCPUSec
+	if fset != nil && tc.samples > 0 {
+		n := float64(tc.samples)
+		r.Targets = &benchTargets{Samples: tc.samples, InstancesPerSample: float64(tc.instances) / n, BytesPerSample: float64(tc.bytes) / n,
+			ImageBytesPerSample: float64(tc.pixels) / n, Share: float64(tc.bytes) / float64(tc.bytes+tc.pixels)}
+	}
 	if ix != nil {
 		s := ix.Stats()
 		r.Index = benchIndex{Files: s.Entries, Bytes: s.Bytes, Evicted: s.Evicted}
@@ -252,7 +292,7 @@ func benchPipeline(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefC
 }
 
 // benchOneEpoch runs epoch e (1-based) of benchPipeline.
-func benchOneEpoch(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefCache, ds pipeline.Dataset, t *pipeline.Transform, batch, e int) benchEpoch {
+func benchOneEpoch(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefCache, ds pipeline.Dataset, fset *pipeline.FieldSet, tc *targetCount, t *pipeline.Transform, batch, e int) benchEpoch {
 	n := ds.Len()
 	order := rand.New(rand.NewPCG(uint64(e), 0x5eed)).Perm(n)
 	nb := (n + batch - 1) / batch
@@ -273,6 +313,9 @@ func benchOneEpoch(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefC
 		go func() {
 			defer wg.Done()
 			var b pipeline.Batch
+			if fset != nil {
+				b.FieldSet = fset
+			}
 			for {
 				k := int(next.Add(1) - 1)
 				if k >= nb {
@@ -285,6 +328,9 @@ func benchOneEpoch(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefC
 				ex.Fill(context.Background(), ds, t, 0, uint64(e-1), idx, pipeline.PadFromBatch, &b)
 				images.Add(int64(len(b.Indices)))
 				errs.Add(int64(len(b.Errors)))
+				if fset != nil {
+					tc.add(&b)
+				}
 			}
 		}()
 	}
@@ -307,4 +353,30 @@ func benchOneEpoch(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefC
 		}
 	}
 	return ep
+}
+
+// targetCount sums the targets of the batches measured (benchTargets).
+type targetCount struct {
+	mu                                sync.Mutex
+	samples, instances, bytes, pixels int64
+}
+
+// add counts b's samples that have their targets: the targets' bytes and
+// instances (the encoding's K, at byte 16) and the pixels' bytes.
+func (c *targetCount) add(b *pipeline.Batch) {
+	var samples, instances, bytes int64
+	for _, f := range b.Fields {
+		if !f.Has || len(f.Data) < 24 {
+			continue
+		}
+		samples++
+		bytes += int64(len(f.Data))
+		instances += int64(binary.LittleEndian.Uint32(f.Data[16:]))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.samples += samples
+	c.instances += instances
+	c.bytes += bytes
+	c.pixels += samples * int64(len(b.Data)/max(len(b.Indices), 1))
 }

@@ -78,7 +78,7 @@ func runViews(args []string) error {
 		}
 		ex := pipeline.NewExecutor(*threads, opts...)
 		defer ex.Close()
-		r := benchPipeline(ex, nil, cc, ds, tr, *batch, *epochs, 0)
+		r := benchPipeline(ex, nil, cc, ds, nil, tr, *batch, *epochs, 0)
 		return r.Later.CPUSeconds / float64(r.Later.Images) // CPU seconds per sample
 	}
 	var res viewsResult

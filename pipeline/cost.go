@@ -71,13 +71,34 @@ const (
 	resampleNs = 0.543
 	// nominalSourcePx is the source a decode is predicted for: about an
 	// ImageNet photo (the datasets' photos average 0.13 MP), or the
-	// output's size if larger (an upsampled source is the exception).
+	// output's size if larger (an upsampled source is the exception),
+	// but for a detection geometry (RandomZoomOut, RandomIoUCrop,
+	// ScaleJitter, FixedSizeCrop), which resizes the whole photo or a crop
+	// of it drawn against its boxes, often up (COCO's 640 px photos to
+	// 640x640 or 1024x1024): the nominal source then.
 	nominalSourcePx = 160_000
-	// zoomCanvasNs is one canvas pixel of a RandomZoomOut before a
-	// Resize: the canvas filled and resized in Go (resizeCanvas;
-	// BenchmarkZoomOutResize: about 6 ms more for a canvas of ~0.6 MP, a
-	// fill row's pass made once).
-	zoomCanvasNs = 12
+	// The canvas path (resizeCanvas: a RandomZoomOut's canvas, or the
+	// image's own before a RandomIoUCrop's flip or after the ops before
+	// the geometry, resized in Go by resampleRGBA): an output pixel costs
+	// canvasOutNs plus canvasTapNs for each time the canvas' side is the
+	// output's (the antialiased taps of a downscale), a canvas pixel
+	// canvasNs (filled, the image copied in, a fill row's pass made once).
+	// Fitted on one thread from a 334x285 photo zoomed out r = 1 to 16
+	// times and resized to 64, 320 and 640 px a side (1.7 ns a canvas
+	// pixel at r = 4 to 16; an output pixel 8.8 ns at r = 1, 30 ns at r =
+	// 16), and bench cost's detection rows (--annotations) on mkdata
+	// --coco's photos (0.16 MP): IoUCrop + flip(p=1) + Resize(640) 4.7 to
+	// 5.1 ms over IoUCrop + Resize(640), ZoomOut(p=1) + IoUCrop +
+	// Resize(640) 7.4 to 7.6 ms over it.
+	canvasOutNs = 8.1
+	canvasTapNs = 3.2
+	canvasNs    = 1.7
+	// jitterOutNs is one output pixel of a ScaleJitter and its
+	// FixedSizeCrop (the resize to the jittered size, the crop of it, the
+	// fill of the rest): 1.2 ns from bench cost's lsj and ScaleJitter(640)
+	// rows, over twice resampleNs (the jittered size is mostly an upsample,
+	// of a 4:3 photo into a square).
+	jitterOutNs = 1.2
 	// sampleNs is each sample's fixed cost: its read from a local file,
 	// the header, the plan, the draws.
 	sampleNs = 10_000
@@ -131,7 +152,9 @@ func (t *Transform) Cost() Cost {
 	var mean, worst float64
 	srcPx := float64(nominalSourcePx)
 	for _, v := range views {
-		srcPx = max(srcPx, float64(v.outW*v.outH))
+		if !v.detGeometry() {
+			srcPx = max(srcPx, float64(v.outW*v.outH))
+		}
 	}
 	mean = sampleNs + float64(decodeNs*srcPx)
 	worst = mean
@@ -144,7 +167,11 @@ func (t *Transform) Cost() Cost {
 		}
 		w, h := v.outW, v.outH
 		px := float64(w * h)
-		geo := float64(resampleNs * px * v.geomInterpNs())
+		perPx := float64(resampleNs)
+		if v.jitter != nil || v.fixed != nil {
+			perPx = jitterOutNs
+		}
+		geo := float64(perPx * px * v.geomInterpNs())
 		if v.norm != nil {
 			geo += float64(fnNs[FnNormalize] * px)
 		}
@@ -153,31 +180,12 @@ func (t *Transform) Cost() Cost {
 		if geo > domNs {
 			dominant, domNs = where+fmt.Sprintf("op 0 (%s): the resampling to %dx%d", v.ops[0].Kind, w, h), geo
 		}
-		if z := v.zoom; z != nil && v.resize != nil {
-			// The canvas, r*r times the source, r uniform in side_range.
-			lo, hi := z.SideRange[0], z.SideRange[1]
-			canvas := float64(zoomCanvasNs * srcPx)
-			mean += float64(z.P*canvas) * float64(float64(lo*lo)+float64(lo*hi)+float64(hi*hi)) / 3
-			x := float64(canvas * float64(hi*hi))
+		if m, x := v.canvasNs(srcPx, px, &buf); x > 0 {
+			mean += m
 			worst += x
 			if x > domNs {
-				dominant, domNs = where+fmt.Sprintf("op 0 (RandomZoomOut): its canvas, up to %gx%g the image, resized", hi, hi), x
+				dominant, domNs = where+"op 0: the canvas resized in Go (RandomZoomOut's, or the image's before the geometry)", x
 			}
-		}
-		if len(v.pre) > 0 {
-			// Ops before the geometry, on the image, and its canvas resized.
-			side := int(math.Sqrt(srcPx))
-			x := float64(zoomCanvasNs * srcPx)
-			for i := range v.pre {
-				x += v.pre[i].maxNs(side, side)
-			}
-			mean += x
-			worst += x
-		} else if v.iou != nil && v.preFlip > 0 {
-			// A flip before the resize: the image's canvas, resized.
-			x := float64(zoomCanvasNs * srcPx)
-			mean += float64(v.preFlip * x)
-			worst += x
 		}
 		// The mean: the steps of costDraws samples, as drawn.
 		var sum float64
@@ -206,6 +214,68 @@ func (t *Transform) Cost() Cost {
 	return c
 }
 
+// detGeometry says whether t's geometry is a detection recipe's
+// (RandomZoomOut, RandomIoUCrop, ScaleJitter, FixedSizeCrop): its decode is
+// priced at the nominal source whatever the output's size.
+func (t *Transform) detGeometry() bool {
+	return t.zoom != nil || t.iou != nil || t.jitter != nil || t.fixed != nil
+}
+
+// canvasNs is the canvas path's cost (resizeCanvas), mean and worst, for
+// a source of srcPx pixels resized to px: taken by every sample with ops
+// before the geometry, else by those whose RandomZoomOut or whose flip
+// between a RandomIoUCrop and its Resize is drawn; the canvas r*r times
+// the source when zoomed (r uniform in side_range), else the source. The
+// ops before the geometry run on the source: their drawn steps' mean over
+// costDraws samples, all of them at worst. 0, 0 without a canvas path.
+func (t *Transform) canvasNs(srcPx, px float64, buf *[]Step) (mean, worst float64) {
+	flip := 0.0
+	if t.iou != nil {
+		flip = t.preFlip
+	}
+	if t.resize == nil || (t.zoom == nil && len(t.pre) == 0 && flip == 0) {
+		return 0, 0
+	}
+	// A canvas r times the source a side, as an output pixel and a canvas
+	// pixel cost it.
+	side := math.Sqrt(srcPx / px) // the source's side over the output's
+	at := func(r float64) float64 {
+		down := max(1, float64(r*side))
+		return float64(px*float64(canvasOutNs+float64(canvasTapNs*down))) + float64(canvasNs*float64(srcPx*float64(r*r)))
+	}
+	pz, zoomed, hi := 0.0, at(1), 1.0
+	if z := t.zoom; z != nil { // r uniform in side_range: the mean over a grid
+		lo := z.SideRange[0]
+		pz, hi, zoomed = z.P, z.SideRange[1], 0
+		const grid = 64
+		for i := range grid {
+			zoomed += at(lo + float64((hi-lo)*(float64(i)+0.5)/grid))
+		}
+		zoomed /= grid
+	}
+	pc := 1.0 // the chance of the canvas path
+	if len(t.pre) == 0 {
+		pc = 1 - float64((1-pz)*(1-flip))
+	}
+	mean = float64(pz*zoomed) + float64((pc-pz)*at(1))
+	worst = max(at(hi), at(1))
+	if len(t.pre) > 0 {
+		s := int(math.Sqrt(srcPx))
+		var sum float64
+		for i := range costDraws {
+			*buf = t.drawPre(Key{Seed: 0x5eed, Index: uint64(i)}, (*buf)[:0])
+			for _, st := range *buf {
+				sum += stepNs(st, s, s)
+			}
+		}
+		mean += float64(sum / costDraws)
+		for i := range t.pre {
+			worst += t.pre[i].maxNs(s, s)
+		}
+	}
+	return mean, worst
+}
+
 // nsDuration is x ns as a Duration, saturated.
 func nsDuration(x float64) time.Duration {
 	if !(x < math.MaxInt64) {
@@ -216,7 +286,7 @@ func nsDuration(x float64) time.Duration {
 
 // geomInterpNs is the geometry's interpolation factor.
 func (t *Transform) geomInterpNs() float64 {
-	for _, op := range []*Op{t.rrc, t.resize, t.center} {
+	for _, op := range []*Op{t.rrc, t.resize, t.center, t.jitter} {
 		if op != nil && op.Kind != OpCenterCrop {
 			return interpCost(op.Interp)
 		}

@@ -24,6 +24,8 @@ func runMkdata(args []string) error {
 	coco := fs.Bool("coco", false, "write a detection set instead: shapes pasted on backgrounds, with exact polygons, boxes and keypoints (stars' tips) and a crowd every fifth image, as DIR/images/train/*.jpg and a COCO instances file DIR/annotations/instances.json")
 	yolo := fs.Bool("yolo", false, "with --coco: the YOLO layout too (DIR/labels/train/*.txt, a polygon a line, and DIR/data.yaml)")
 	backgrounds := fs.String("backgrounds", "", "with --coco: crop backgrounds from the JPEGs under this directory (testdata/photos, say); default: generated ones")
+	maxSide := fs.Int("max-side", 0, "with --coco: each image's longer side in pixels, the shorter 0.6-0.9 of it, a quarter of the images portrait (640: COCO's sizes; backgrounds scaled up to cover); 0: 320-480 a side")
+	instances := fs.Int("instances", 0, "with --coco: the mean number of shapes an image, 1 to 2N-1 (7: COCO's density), most of them small (radii log-uniform from 8 px to half the shorter side); 0: 1 to 6 of 12 px and more")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -34,9 +36,9 @@ func runMkdata(args []string) error {
 			*n = 200 // a detection image costs more to make: seconds, not minutes
 		}
 		if *out == "" || *n <= 0 || fs.NArg() > 0 {
-			return usageError{errors.New("usage: stoker mkdata --coco --out DIR [--n 2000] [--yolo] [--backgrounds DIR]")}
+			return usageError{errors.New("usage: stoker mkdata --coco --out DIR [--n 2000] [--yolo] [--backgrounds DIR] [--max-side 640] [--instances 7]")}
 		}
-		set, err := bench.WriteDetectionSet(cmdContext(), *out, *n, *seed, *yolo, *backgrounds)
+		set, err := bench.WriteDetectionSetSized(cmdContext(), *out, *n, *seed, *yolo, *backgrounds, bench.DetectionSize{MaxSide: *maxSide, Instances: *instances})
 		if err != nil {
 			return err
 		}
@@ -44,8 +46,8 @@ func runMkdata(args []string) error {
 			count(set.NumAnns, "annotation"), *out, set.Images, set.Annotations)
 		return nil
 	}
-	if *yolo || *backgrounds != "" {
-		return usageError{errors.New("--yolo and --backgrounds go with --coco")}
+	if *yolo || *backgrounds != "" || *maxSide != 0 || *instances != 0 {
+		return usageError{errors.New("--yolo, --backgrounds, --max-side and --instances go with --coco")}
 	}
 	if *out == "" || *n <= 0 || *classes <= 0 || fs.NArg() > 0 {
 		return usageError{errors.New("usage: stoker mkdata --out DIR [--n 2000] [--classes 10]")}
