@@ -59,6 +59,8 @@ from stoker._ops import (
     Resize,
     ScaleJitter,
     FixedSizeCrop,
+    RandomShortestSize,
+    RandomResize,
 )
 from stoker._ops_base import Transform, mean_std
 from stoker._ops_containers import Compose, RandomApply, RandomChoice, RandomOrder, flatten
@@ -101,6 +103,8 @@ __all__ = [
     "RandomIoUCrop",
     "ScaleJitter",
     "FixedSizeCrop",
+    "RandomShortestSize",
+    "RandomResize",
     "ConvertBoundingBoxFormat",
     "RandomPhotometricDistort",
     "SanitizeBoundingBoxes",
