@@ -243,11 +243,14 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 		vt := t.View(v)
 		w, h := vt.sampleSize(&d.plans[v])
 		pix, o := dst[doffs[v]:][:3*w*h], out[offs[v]:][:vt.viewBytes()]
+		if vt.vary {
+			o = o[:len(o)-sizeTrailer]
+		}
 		if err := d.finishView(vt, &d.vd[v], pix, decLayout, direct, o[:len(o)/(vt.outW*vt.outH)*w*h], w, h); err != nil {
 			return err
 		}
 		if vt.vary {
-			padCorner(o, w, h, vt.outW, vt.outH, len(o)/(3*vt.outW*vt.outH), vt.layout)
+			vt.padSample(out[offs[v]:][:vt.viewBytes()], w, h)
 		}
 	}
 	if timed {

@@ -6,6 +6,7 @@ package pipeline
 // numbers are: every product rounded to float32 before it is used.
 
 import (
+	"encoding/binary"
 	"fmt"
 )
 
@@ -157,9 +158,24 @@ func (t *Transform) lsjSteps(p *samplePlan, buf []Step) []Step {
 // Per-sample sizes: a transform whose geometry is a RandomShortestSize
 // with a max_size and no CenterCrop after it (t.vary). Each sample is
 // made at its own size, then padded with zeros on the right and bottom
-// to the bound, outH x outW (padCorner): the slot every buffer, budget
-// and ring counts. A batch is sent padded to its largest sample instead
-// (PackSizes), as DETR's nested_tensor_from_tensor_list pads it.
+// to the bound, outH x outW (padCorner), its size after it (sizeTrailer):
+// the slot every buffer, budget and ring counts, which every maker (a
+// peer too) sends and a verified peer's is compared by. A batch is sent
+// padded to its largest sample instead (PackSizes), as DETR's
+// nested_tensor_from_tensor_list pads it, the sizes beside it.
+
+// sizeTrailer is the bytes after a sample of per-sample size: its height
+// and width, u32 little-endian each.
+const sizeTrailer = 8
+
+// padSample spreads a w x h sample made compact at the start of out (its
+// slot: viewBytes) to the bound and writes its size after it.
+func (t *Transform) padSample(out []byte, w, h int) {
+	px := out[:len(out)-sizeTrailer]
+	padCorner(px, w, h, t.outW, t.outH, len(px)/(3*t.outW*t.outH), t.layout)
+	binary.LittleEndian.PutUint32(out[len(px):], uint32(h))
+	binary.LittleEndian.PutUint32(out[len(px)+4:], uint32(w))
+}
 
 // checkResize checks a Resize, RandomShortestSize or RandomResize, the
 // geometry's op n.
@@ -272,15 +288,22 @@ func padCorner(out []byte, w, h, bw, bh, elem int, layout Layout) {
 }
 
 // PackSizes packs n samples of a transform of per-sample sizes, each in
-// its slot of SampleBytes (padded to the bound), into n samples padded
-// to the largest height and width among sizes ((h, w) each), in place:
-// data[:n * SampleBytes'] of the returned (bh, bw). Each sample's rows
-// move towards the start, so none is overwritten before it has moved.
-func (t *Transform) PackSizes(data []byte, n int, sizes [][2]int) (bh, bw int, packed []byte) {
-	for _, s := range sizes[:n] {
-		bh, bw = max(bh, s[0]), max(bw, s[1])
+// its slot of SampleBytes (padded to the bound, its size after it), into
+// n samples padded to the largest height and width among them, in place:
+// it returns that size (bh, bw), each sample's (h, w) and the packed
+// data[:n*3*bh*bw] (times 4 of float32). Each sample's rows move towards
+// the start, so none is overwritten before it has moved. A size past the
+// bound (a peer's lie: the server checks what a verified peer sends, not
+// every peer's) is taken as the bound.
+func (t *Transform) PackSizes(data []byte, n int) (bh, bw int, sizes [][2]int, packed []byte) {
+	slot := t.SampleBytes()
+	sizes = make([][2]int, n)
+	for i := range n {
+		tr := data[(i+1)*slot-sizeTrailer:]
+		h, w := int(binary.LittleEndian.Uint32(tr)), int(binary.LittleEndian.Uint32(tr[4:]))
+		sizes[i] = [2]int{min(h, t.outH), min(w, t.outW)}
+		bh, bw = max(bh, sizes[i][0]), max(bw, sizes[i][1])
 	}
-	bh, bw = min(bh, t.outH), min(bw, t.outW) // a size past the bound is not a sample's
 	elem := 1
 	if t.norm != nil {
 		elem = 4
@@ -289,7 +312,7 @@ func (t *Transform) PackSizes(data []byte, n int, sizes [][2]int) (bh, bw int, p
 	if t.layout == HWC {
 		planes, rw, brw = 1, 3*t.outW*elem, 3*bw*elem
 	}
-	slot, bslot := planes*rows*rw, planes*brows*brw
+	bslot := planes * brows * brw
 	for i := range n {
 		for c := range planes {
 			for y := range brows {
@@ -298,7 +321,7 @@ func (t *Transform) PackSizes(data []byte, n int, sizes [][2]int) (bh, bw int, p
 			}
 		}
 	}
-	return bh, bw, data[:n*bslot]
+	return bh, bw, sizes, data[:n*bslot]
 }
 
 // sampleSize is the size of p's sample: its own of a transform of

@@ -3,7 +3,9 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,8 +14,8 @@ import (
 // flip and ColorJitter, CHW and HWC: each sample in its slot is the same
 // bytes as the sample made alone by Resize to its drawn size with the same
 // ops after it (the fixed-size path), spread to the bound's top left with
-// zeros around it; PackSizes then gives each sample's window of the
-// largest size, the rest zeros.
+// zeros around it, its size after it; PackSizes then gives each sample's
+// window of the largest size, the rest zeros.
 func TestPerSampleSizes(t *testing.T) {
 	files := memDataset{goldenJPEGs()}
 	post := []Op{{Kind: OpRandomHorizontalFlip, P: 0.5}, ColorJitterOp(0.4, 0.4, 0.4, 0.1)}
@@ -60,13 +62,19 @@ func TestPerSampleSizes(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := b.Data[i*slot : (i+1)*slot]
-			checkCorner(t, got, want, w, h, 200, 200, layout, idx)
+			if slot != 3*200*200+8 || binary.LittleEndian.Uint32(got[slot-8:]) != uint32(h) || binary.LittleEndian.Uint32(got[slot-4:]) != uint32(w) {
+				t.Fatalf("sample %d: slot of %d bytes ending in %v: want 3x200x200 bytes then its size %dx%d", idx, slot, got[slot-8:], h, w)
+			}
+			checkCorner(t, got[:slot-8], want, w, h, 200, 200, layout, idx)
 		}
 		d.Close()
 		if len(seen) < 3 {
 			t.Fatalf("sizes %v: want several sizes among 9 images", sizes)
 		}
-		bh, bw, packed := tr.PackSizes(b.Data, b.N, sizes)
+		bh, bw, got, packed := tr.PackSizes(b.Data, b.N)
+		if !slices.Equal(got, sizes) {
+			t.Fatalf("PackSizes read sizes %v, want %v", got, sizes)
+		}
 		for _, s := range sizes {
 			if s[0] > bh || s[1] > bw {
 				t.Fatalf("packed to %dx%d, smaller than a sample's %v", bh, bw, s)

@@ -135,6 +135,9 @@ func (t *Transform) viewBytes() int {
 	if t.norm != nil {
 		n *= 4
 	}
+	if t.vary {
+		n += sizeTrailer // the sample's own size (lsj.go)
+	}
 	return n
 }
 

@@ -313,7 +313,7 @@ class RandomShortestSize(Transform):
     first. A ``CenterCrop`` after it fixes the batch's size; without one
     each sample has its own size, at most ``max_size`` a side (required
     then), and a batch comes padded to its largest sample with each
-    sample's size (a job with targets: ``Loader(targets=True)``)."""
+    sample's size (``Batch.sizes``, ``Batch.mask``)."""
 
     def __init__(self, min_size: Union[int, Sequence[int]], max_size: Optional[int] = None,
                  interpolation: Any = "bilinear", antialias: Optional[bool] = True) -> None:

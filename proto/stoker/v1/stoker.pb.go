@@ -2378,8 +2378,8 @@ func (x *ScaleJitter) GetAntialias() bool {
 // the shorter side resized to one of min_size (drawn uniformly), the
 // longer at most max_size, each side truncated. A geometry op, first: a
 // CenterCrop after it fixes the batch's size; without one each sample
-// has its own size, at most max_size a side (JobInfo.sizes_vary; a job
-// with targets, max_size required).
+// has its own size, at most max_size a side (JobInfo.sizes_vary;
+// max_size required then).
 type RandomShortestSize struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	MinSize []uint32               `protobuf:"varint,1,rep,packed,name=min_size,json=minSize,proto3" json:"min_size,omitempty"`

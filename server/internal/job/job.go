@@ -1,10 +1,8 @@
 package job
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -480,30 +478,21 @@ func (j *Job) Header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHead
 }
 
 // packSizes packs a batch of per-sample sizes (each sample in its slot,
-// padded to the transform's bound) to its largest sample, in place, and
-// says so in h: its shape, data_bytes and sample_sizes. Each sample's
-// size is its targets' canvas (their first 8 bytes: u32 H, u32 W), which
-// every maker sends with the sample; a job of per-sample sizes has
-// targets (targetsOf). Packed once: a batch already packed is not a
-// multiple of the bound's samples.
+// padded to the transform's bound, its size after it) to its largest
+// sample, in place, and says so in h: its shape, data_bytes and
+// sample_sizes. Packed once: a batch already packed is not a multiple of
+// the slot.
 func packSizes(t *pipeline.Transform, b *pipeline.Batch, h *stokerv1.BatchHeader) {
-	f := slices.Index(b.FieldSet.Names(), pipeline.FieldTargets)
-	sizes := make([][2]int, b.N)
-	h.SampleSizes = make([]uint32, 0, 2*b.N)
-	for i := range b.N {
-		if f >= 0 {
-			if v := b.SampleFields(i)[f].Data; len(v) >= 8 {
-				sizes[i] = [2]int{int(binary.LittleEndian.Uint32(v)), int(binary.LittleEndian.Uint32(v[4:]))}
-			}
-		}
-		h.SampleSizes = append(h.SampleSizes, uint32(sizes[i][0]), uint32(sizes[i][1]))
-	}
 	if len(b.Data) != b.N*t.SampleBytes() {
 		return
 	}
-	bh, bw, data := t.PackSizes(b.Data, b.N, sizes)
+	bh, bw, sizes, data := t.PackSizes(b.Data, b.N)
 	b.Data = data
 	h.DataBytes = uint64(len(data))
+	h.SampleSizes = make([]uint32, 0, 2*b.N)
+	for _, s := range sizes {
+		h.SampleSizes = append(h.SampleSizes, uint32(s[0]), uint32(s[1]))
+	}
 	if t.Layout() == pipeline.CHW {
 		h.Shape[2], h.Shape[3] = uint32(bh), uint32(bw)
 	} else {
@@ -575,9 +564,6 @@ func repeatsOf(spec *stokerv1.JobSpec, size, world int, sh shuffleChoice) (int, 
 // targets do not support yet (named).
 func targetsOf(spec *stokerv1.JobSpec, j *Job) error {
 	if !spec.GetTargets() {
-		if j.t.Varies() {
-			return status.Error(codes.InvalidArgument, "transform: RandomShortestSize without a crop after it gives each sample its own size, which travels with the sample's targets: ask for targets (JobSpec.targets; Loader(targets=True)), or add a CenterCrop")
-		}
 		if where := pipeline.NeedsTargets(j.t); where != "" {
 			return status.Errorf(codes.InvalidArgument, "transform: %s acts on targets, and the job asks for none (JobSpec.targets; Loader(targets=True))", where)
 		}
