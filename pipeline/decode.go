@@ -242,11 +242,8 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 	for v := range t.Views() {
 		vt := t.View(v)
 		w, h := vt.sampleSize(&d.plans[v])
-		pix, o := dst[doffs[v]:][:3*w*h], out[offs[v]:][:vt.viewBytes()]
-		if vt.vary {
-			o = o[:len(o)-sizeTrailer]
-		}
-		if err := d.finishView(vt, &d.vd[v], pix, decLayout, direct, o[:len(o)/(vt.outW*vt.outH)*w*h], w, h); err != nil {
+		pix := dst[doffs[v]:][:3*w*h]
+		if err := d.finishView(vt, &d.vd[v], pix, decLayout, direct, vt.compactOut(out[offs[v]:], w, h), w, h); err != nil {
 			return err
 		}
 		if vt.vary {

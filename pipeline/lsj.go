@@ -168,6 +168,16 @@ func (t *Transform) lsjSteps(p *samplePlan, buf []Step) []Step {
 // and width, u32 little-endian each.
 const sizeTrailer = 8
 
+// compactOut is where a w x h sample is made in its slot (which starts
+// slot): all of it, or of per-sample sizes its start, compact.
+func (t *Transform) compactOut(slot []byte, w, h int) []byte {
+	px := slot[:t.viewBytes()]
+	if t.vary {
+		px = px[:len(px)-sizeTrailer]
+	}
+	return px[:len(px)/(t.outW*t.outH)*w*h]
+}
+
 // padSample spreads a w x h sample made compact at the start of out (its
 // slot: viewBytes) to the bound and writes its size after it.
 func (t *Transform) padSample(out []byte, w, h int) {
