@@ -471,10 +471,17 @@ func (j *Job) Header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHead
 		h.Decode = j.spec.GetDecode()
 	}
 	h.Fields = fieldValues(b)
+	return h
+}
+
+// PackSizes packs b, whose header is h, to its largest sample when the
+// job's samples have their own sizes (packSizes): what a trainer's Feed
+// stream sends, not a peer's batch (whose slots the coordinator checks
+// and places).
+func (j *Job) PackSizes(b *pipeline.Batch, h *stokerv1.BatchHeader) {
 	if j.t.Varies() {
 		packSizes(j.t, b, h)
 	}
-	return h
 }
 
 // packSizes packs a batch of per-sample sizes (each sample in its slot,
