@@ -152,10 +152,14 @@ def test_random_resize_center_crop(server: str, det: Path) -> None:  # noqa: F81
                 check_sample(images[i], targets[i], src, sources[idx], b.trace[i], f"{path}")
 
 
-def test_frcnn_preset_is_the_references_recipe(server: str) -> None:  # noqa: F811
+def test_frcnn_preset_is_the_references_recipe(server: str, det: Path) -> None:  # noqa: F811
     """transform="frcnn" is the detection references' multiscale recipe
     (RandomShortestSize of 480..800 at most 1333, the flip, the final
-    SanitizeBoundingBoxes) converted: the same traces and bytes."""
+    SanitizeBoundingBoxes) converted: the same traces and bytes; and each
+    of its samples is torchvision's replay of its trace (pixels and
+    boxes)."""
+    images_dir = det / "images" / "train"
+    sources, points = coco_sources(det), coco_points(det)
     recipe = tv2.Compose([
         tv2.RandomShortestSize(min_size=(480, 512, 544, 576, 608, 640, 672, 704, 736, 768, 800), max_size=1333),
         tv2.RandomHorizontalFlip(p=0.5), tv2.ToDtype(torch.float, scale=True),
@@ -166,10 +170,17 @@ def test_frcnn_preset_is_the_references_recipe(server: str) -> None:  # noqa: F8
     for tf in ("frcnn", converted):
         out = []
         with stoker.Loader(server, "coco", batch_size=4, transform=tf, targets=True, trace=True, pin_memory=False,
-                           timeout=60, seed=5) as ld:
+                           timeout=60, seed=5, return_indices=True, fields=("path",)) as ld:
             for b in ld:
                 out.append((b.trace, b.images.clone(), b.sizes.clone(),
                             [t["boxes"].as_subclass(torch.Tensor).clone() for t in b.targets]))
+                if tf != "frcnn":
+                    continue
+                for i, (path, idx) in enumerate(zip(b.fields["path"], b.indices.tolist())):
+                    h, w = b.sizes[i].tolist()
+                    src = decode_jpeg(read_file(str(images_dir / path.decode())), mode=ImageReadMode.RGB)
+                    check_sample(b.images[i, :, :h, :w], b.targets[i], src, sources[idx], b.trace[i], f"frcnn {path}",
+                                 points[idx])
         got.append(out)
     assert len(got[0]) == len(got[1]) > 0
     for a, c in zip(*got):
