@@ -185,3 +185,31 @@ func TestPerSampleSizesRefused(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPackSizes packs a batch of 8 frcnn samples (slots of the
+// 1333x1333 bound) of COCO-like sizes to its largest, 800x1333 here: the
+// copy the Feed stream makes before it sends a batch.
+func BenchmarkPackSizes(b *testing.B) {
+	tr, err := Preset("frcnn")
+	if err != nil {
+		b.Fatal(err)
+	}
+	t, err := NewTransform(CHW, tr...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sizes := [][2]int{{800, 1066}, {800, 1201}, {1333, 800}, {800, 1333}, {640, 1066}, {800, 800}, {576, 1024}, {800, 1199}}
+	slot := t.SampleBytes()
+	data := make([]byte, len(sizes)*slot)
+	fill := func() {
+		for i, s := range sizes {
+			binary.LittleEndian.PutUint32(data[(i+1)*slot-8:], uint32(s[0]))
+			binary.LittleEndian.PutUint32(data[(i+1)*slot-4:], uint32(s[1]))
+		}
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		fill()
+		t.PackSizes(data, len(sizes))
+	}
+}
