@@ -11,16 +11,20 @@ import (
 )
 
 // TestPerSampleSizes makes a batch of RandomShortestSize(max_size) with a
-// flip and ColorJitter, CHW and HWC: each sample in its slot is the same
+// flip and ColorJitter, CHW and HWC, uint8 and normalized to float32: each sample in its slot is the same
 // bytes as the sample made alone by Resize to its drawn size with the same
 // ops after it (the fixed-size path), spread to the bound's top left with
 // zeros around it, its size after it; PackSizes then gives each sample's
 // window of the largest size, the rest zeros.
 func TestPerSampleSizes(t *testing.T) {
 	files := memDataset{goldenJPEGs()}
-	post := []Op{{Kind: OpRandomHorizontalFlip, P: 0.5}, ColorJitterOp(0.4, 0.4, 0.4, 0.1)}
 	shortest := Op{Kind: OpRandomShortestSize, Sizes: []int{96, 128, 160}, MaxSize: 200}
-	for _, layout := range []Layout{CHW, HWC} {
+	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}
+	for c, layout := range []Layout{CHW, HWC, CHW, HWC} {
+		post, elem := []Op{{Kind: OpRandomHorizontalFlip, P: 0.5}, ColorJitterOp(0.4, 0.4, 0.4, 0.1)}, 1
+		if c >= 2 { // float32 samples
+			post, elem = append(post, norm), 4
+		}
 		tr, err := NewTransform(layout, append([]Op{shortest}, post...)...)
 		if err != nil {
 			t.Fatal(err)
@@ -62,10 +66,10 @@ func TestPerSampleSizes(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := b.Data[i*slot : (i+1)*slot]
-			if slot != 3*200*200+8 || binary.LittleEndian.Uint32(got[slot-8:]) != uint32(h) || binary.LittleEndian.Uint32(got[slot-4:]) != uint32(w) {
+			if slot != 3*200*200*elem+8 || binary.LittleEndian.Uint32(got[slot-8:]) != uint32(h) || binary.LittleEndian.Uint32(got[slot-4:]) != uint32(w) {
 				t.Fatalf("sample %d: slot of %d bytes ending in %v: want 3x200x200 bytes then its size %dx%d", idx, slot, got[slot-8:], h, w)
 			}
-			checkCorner(t, got[:slot-8], want, w, h, 200, 200, layout, idx)
+			checkCorner(t, got[:slot-8], want, w, h, 200, 200, layout, idx, elem)
 		}
 		d.Close()
 		if len(seen) < 3 {
@@ -80,8 +84,8 @@ func TestPerSampleSizes(t *testing.T) {
 				t.Fatalf("packed to %dx%d, smaller than a sample's %v", bh, bw, s)
 			}
 		}
-		if len(packed) != b.N*3*bh*bw {
-			t.Fatalf("packed %d bytes, want %d", len(packed), b.N*3*bh*bw)
+		if len(packed) != b.N*3*bh*bw*elem {
+			t.Fatalf("packed %d bytes, want %d", len(packed), b.N*3*bh*bw*elem)
 		}
 		// Sample by sample again, now against the packed batch.
 		d = NewDecoder()
@@ -92,33 +96,37 @@ func TestPerSampleSizes(t *testing.T) {
 			if err := d.Decode(files.files[idx], fixed, Key{Seed: 5, Epoch: 1, Index: uint64(idx)}, want); err != nil {
 				t.Fatal(err)
 			}
-			checkCorner(t, packed[i*3*bh*bw:(i+1)*3*bh*bw], want, w, h, bw, bh, layout, idx)
+			n := 3 * bh * bw * elem
+			checkCorner(t, packed[i*n:(i+1)*n], want, w, h, bw, bh, layout, idx, elem)
 		}
 		d.Close()
 	}
 }
 
-// checkCorner checks that got, a bw x bh sample in layout, is want (w x
-// h) at its top left and zeros elsewhere.
-func checkCorner(t *testing.T, got, want []byte, w, h, bw, bh int, layout Layout, idx int64) {
+// checkCorner checks that got, a bw x bh sample in layout of elem-byte
+// values, is want (w x h) at its top left and zeros elsewhere.
+func checkCorner(t *testing.T, got, want []byte, w, h, bw, bh int, layout Layout, idx int64, elem int) {
 	t.Helper()
 	for y := range bh {
 		for x := range bw {
 			for c := range 3 {
-				var g, v byte
+				var g, v []byte
 				if layout == CHW {
-					g = got[(c*bh+y)*bw+x]
+					g = got[((c*bh+y)*bw+x)*elem:][:elem]
 					if x < w && y < h {
-						v = want[(c*h+y)*w+x]
+						v = want[((c*h+y)*w+x)*elem:][:elem]
 					}
 				} else {
-					g = got[(y*bw+x)*3+c]
+					g = got[((y*bw+x)*3+c)*elem:][:elem]
 					if x < w && y < h {
-						v = want[(y*w+x)*3+c]
+						v = want[((y*w+x)*3+c)*elem:][:elem]
 					}
 				}
-				if g != v {
-					t.Fatalf("%s sample %d (%dx%d in %dx%d): pixel (%d, %d) channel %d is %d, want %d", layout, idx, w, h, bw, bh, x, y, c, g, v)
+				if v == nil {
+					v = make([]byte, elem)
+				}
+				if !bytes.Equal(g, v) {
+					t.Fatalf("%s sample %d (%dx%d in %dx%d): pixel (%d, %d) channel %d is %v, want %v", layout, idx, w, h, bw, bh, x, y, c, g, v)
 				}
 			}
 		}
