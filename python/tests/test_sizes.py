@@ -248,3 +248,21 @@ def test_random_resize_draws_are_torchvisions(stoker_bin: Path) -> None:
         return c
 
     in_band(run)
+
+
+def test_sizes_normalized(server: str) -> None:  # noqa: F811
+    """Normalize after the resize: float32 samples, padded with 0.0 (as
+    DETR pads its normalized tensors), each window the uint8 job's
+    normalized."""
+    ops = [T.RandomShortestSize((96, 128, 160), max_size=200), T.RandomHorizontalFlip()]
+    mean, std = (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)
+    got = []
+    for tf in (T.Compose(ops), T.Compose([*ops, T.Normalize(mean, std)])):
+        with stoker.Loader(server, "plain", batch_size=5, transform=tf, pin_memory=False, timeout=60, seed=8) as ld:
+            got.append([(b.images.clone(), b.sizes.clone()) for b in ld])
+    for (u8, s8), (f32, s32) in zip(*got):
+        assert torch.equal(s8, s32) and f32.dtype == torch.float32 and f32.shape == u8.shape
+        for i, (h, w) in enumerate(s8.tolist()):
+            want = tv2.functional.normalize(u8[i, :, :h, :w].float() / 255, mean, std)
+            torch.testing.assert_close(f32[i, :, :h, :w], want)
+            assert not f32[i, :, h:, :].any() and not f32[i, :, :, w:].any()
