@@ -20,12 +20,13 @@ func TestPerSampleSizes(t *testing.T) {
 	files := memDataset{goldenJPEGs()}
 	shortest := Op{Kind: OpRandomShortestSize, Sizes: []int{96, 128, 160}, MaxSize: 200}
 	norm := Op{Kind: OpNormalize, Mean: [3]float64{0.5, 0.4, 0.3}, Std: [3]float64{0.2, 0.25, 0.3}}
+	var pre []Op // (RandomPhotometricDistort before is refused: TestPerSampleSizesRefused)
 	for c, layout := range []Layout{CHW, HWC, CHW, HWC} {
 		post, elem := []Op{{Kind: OpRandomHorizontalFlip, P: 0.5}, ColorJitterOp(0.4, 0.4, 0.4, 0.1)}, 1
 		if c >= 2 { // float32 samples
 			post, elem = append(post, norm), 4
 		}
-		tr, err := NewTransform(layout, append([]Op{shortest}, post...)...)
+		tr, err := NewTransform(layout, slices.Concat(pre, []Op{shortest}, post)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +58,7 @@ func TestPerSampleSizes(t *testing.T) {
 			}
 			sizes[i] = [2]int{h, w}
 			seen[sizes[i]] = true
-			fixed, err := NewTransform(layout, append([]Op{{Kind: OpResize, Size: [2]int{h, w}}}, post...)...)
+			fixed, err := NewTransform(layout, slices.Concat(pre, []Op{{Kind: OpResize, Size: [2]int{h, w}}}, post)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +92,7 @@ func TestPerSampleSizes(t *testing.T) {
 		d = NewDecoder()
 		for i, idx := range goldenIndices {
 			h, w := sizes[i][0], sizes[i][1]
-			fixed, _ := NewTransform(layout, append([]Op{{Kind: OpResize, Size: [2]int{h, w}}}, post...)...)
+			fixed, _ := NewTransform(layout, slices.Concat(pre, []Op{{Kind: OpResize, Size: [2]int{h, w}}}, post)...)
 			want := make([]byte, fixed.SampleBytes())
 			if err := d.Decode(files.files[idx], fixed, Key{Seed: 5, Epoch: 1, Index: uint64(idx)}, want); err != nil {
 				t.Fatal(err)
@@ -175,6 +176,8 @@ func TestPerSampleSizesRefused(t *testing.T) {
 		{[]Op{{Kind: OpRandomResize, Sizes: []int{800, 480}}, {Kind: OpCenterCrop, Size: [2]int{224, 224}}}, "min_size < max_size"},
 		{[]Op{{Kind: OpRandomZoomOut, P: 0.5, SideRange: [2]float64{1, 4}}, {Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}}, "must come first"},
 		{[]Op{{Kind: OpRandomHorizontalFlip, P: 0.5}, {Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}}, "the first op must be the geometry"},
+		{[]Op{{Kind: OpRandomPhotometricDistort, P: 0.5, JitterRanges: true, Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}},
+			{Kind: OpRandomShortestSize, Sizes: []int{480}, MaxSize: 600}}, "needs a geometry that ends in Resize((h, w))"},
 	} {
 		_, err := NewTransform(CHW, c.ops...)
 		if err == nil || !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.want) {

@@ -245,7 +245,7 @@ type Transform struct {
 	resize   *Op // Resize, if any
 	center   *Op // CenterCrop, if any
 	// jitter and fixed: a ScaleJitter and FixedSizeCrop (lsj.go); vary:
-	// each sample's size is its own, outH x outW its bound (sizes.go).
+	// each sample's size is its own, outH x outW its bound (lsj.go).
 	jitter, fixed *Op
 	vary          bool
 	// flip is the p of a RandomHorizontalFlip right after the geometry:
