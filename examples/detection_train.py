@@ -8,6 +8,7 @@ pixels (Loader(targets=True)).
         --annotations det=/tmp/det/annotations/instances.json &
     python examples/detection_train.py --target 127.0.0.1:7070 --dataset det
     python examples/detection_train.py --transform detr   # the DETR recipes', 640x640
+    python examples/detection_train.py --transform frcnn  # multi-scale: each image its own size
 
 Each batch is (images, targets): uint8 images of one size, and per sample a
 dict of "boxes" (tv_tensors.BoundingBoxes, XYXY, in the output's pixels),
@@ -18,7 +19,12 @@ drops, with the crowds, as torchvision's detection references do, before
 the model sees them. --transform detr is the preset "detr"
 (RandomPhotometricDistort, RandomZoomOut, RandomIoUCrop,
 SanitizeBoundingBoxes, RandomHorizontalFlip, Resize((640, 640)),
-SanitizeBoundingBoxes), which drops them itself.
+SanitizeBoundingBoxes), which drops them itself. --transform frcnn is
+the preset "frcnn" (the detection references' multi-scale recipe:
+RandomShortestSize(480..800, max_size=1333), the flip,
+SanitizeBoundingBoxes): each image its own size, which
+Loader(image_list=True) gives as a list of each image's view of the
+padded batch, as the model takes them.
 """
 from __future__ import annotations
 
@@ -37,7 +43,7 @@ def main() -> None:
     ap.add_argument("--target", default="127.0.0.1:7070")
     ap.add_argument("--dataset", default="det")
     ap.add_argument("--batch-size", type=int, default=2)
-    ap.add_argument("--transform", choices=("rrc", "detr"), default="rrc")
+    ap.add_argument("--transform", choices=("rrc", "detr", "frcnn"), default="rrc")
     ap.add_argument("--size", type=int, default=256, help="the rrc transform's output side (detr: 640)")
     ap.add_argument("--steps", type=int, default=3)
     a = ap.parse_args()
@@ -45,14 +51,17 @@ def main() -> None:
     classes = next(d for d in stoker.list_datasets(a.target) if d.name == a.dataset).classes
     if a.transform == "detr":
         tf, a.size = "detr", 640
+    elif a.transform == "frcnn":
+        tf, a.size = "frcnn", 800
     else:
         tf = T.Compose([T.RandomResizedCrop(a.size, scale=(0.3, 1.0)), T.RandomHorizontalFlip(),
                         T.ColorJitter(0.2, 0.2, 0.2)])
-    loader = stoker.Loader(a.target, a.dataset, transform=tf, batch_size=a.batch_size, targets=True)
+    loader = stoker.Loader(a.target, a.dataset, transform=tf, batch_size=a.batch_size, targets=True,
+                           image_list=a.transform == "frcnn")
     # Label 0 is the background for torchvision's detectors: the dataset's
     # contiguous labels go up by one.
     model = fasterrcnn_mobilenet_v3_large_fpn(weights=None, weights_backbone=None, num_classes=len(classes) + 1,
-                                              min_size=a.size, max_size=a.size)
+                                              min_size=a.size, max_size=1333 if a.transform == "frcnn" else a.size)
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.005, momentum=0.9)
     steps = 0

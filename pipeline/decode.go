@@ -173,7 +173,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 				ErrTooLarge, p.srcW, p.srcH, p.zoomW, p.zoomH, px, d.opts.pixelBudget)
 		}
 	}
-	direct = direct && !padded
+	direct = direct && !padded && !t.vary // per-sample sizes: made compact, then padCorner
 	// Where the decode writes: straight into out, or the views back to
 	// back in d.pix when they are not yet the output's bytes.
 	dst, doffs, plans := out, offs, d.plans
@@ -241,9 +241,13 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 	}
 	for v := range t.Views() {
 		vt := t.View(v)
-		pix := dst[doffs[v]:][:vt.pixelBytes()]
-		if err := d.finishView(vt, &d.vd[v], pix, decLayout, direct, out[offs[v]:][:vt.viewBytes()]); err != nil {
+		w, h := vt.sampleSize(&d.plans[v])
+		pix := dst[doffs[v]:][:3*w*h]
+		if err := d.finishView(vt, &d.vd[v], pix, decLayout, direct, vt.compactOut(out[offs[v]:], w, h), w, h); err != nil {
 			return err
+		}
+		if vt.vary {
+			vt.padSample(out[offs[v]:][:vt.viewBytes()], w, h)
 		}
 	}
 	if timed {
@@ -299,7 +303,8 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 			if cap(vd.steps) < vt.maxSteps {
 				vd.steps = make([]Step, 0, vt.maxSteps)
 			}
-			vd.steps = vt.drawSteps(kv, vd.steps)
+			w, h := vt.sampleSize(&p)
+			vd.steps = vt.drawStepsAt(kv, w, h, vd.steps)
 		}
 		vd.pre = vd.pre[:0]
 		if len(vt.pre) > 0 {
@@ -334,9 +339,9 @@ func (d *Decoder) noSteps() bool {
 // finishView runs one view's steps on its decoded pixels pix (in
 // decLayout) and makes its output out: pix itself when the decode was
 // direct, else pix packed to the transform's layout, normalized or copied.
-func (d *Decoder) finishView(t *Transform, vd *viewDraw, pix []byte, decLayout Layout, direct bool, out []byte) error {
+func (d *Decoder) finishView(t *Transform, vd *viewDraw, pix []byte, decLayout Layout, direct bool, out []byte, w, h int) error {
 	if len(vd.steps) > 0 {
-		if err := d.applyGuarded(vd.steps, kernels.Planes{Pix: pix, W: t.outW, H: t.outH}); err != nil {
+		if err := d.applyGuarded(vd.steps, kernels.Planes{Pix: pix, W: w, H: h}); err != nil {
 			return err
 		}
 	}

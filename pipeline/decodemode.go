@@ -155,7 +155,7 @@ func truncKind(k OpKind) string {
 // stoppable reports whether ops of kind k may be switched off.
 func stoppable(k OpKind) bool {
 	switch k {
-	case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpScaleJitter, OpFixedSizeCrop, OpNormalize:
+	case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpScaleJitter, OpFixedSizeCrop, OpRandomShortestSize, OpRandomResize, OpNormalize:
 		return false
 	}
 	return true

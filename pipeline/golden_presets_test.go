@@ -22,8 +22,9 @@ import (
 // them from goldenPresetsFast's wherever a crop had been DCT-scaled, and
 // OutputVersion 5 those of the presets with a bilinear geometry
 // (imagenet-*, simclr*, tv-resnet50-v2), whose filter became torch's.
-// detr's and lsj's cover their targets too (made from boxedDataset's
-// boxes).
+// detr's, lsj's and frcnn's cover their targets too (made from
+// boxedDataset's boxes); frcnn's samples are each its own size, in slots
+// padded to its bound (1333x1333), its size after it.
 var goldenPresets = map[string][2]string{
 	"clip":           {"fe4b1beab4dcd14c057f348e325f49b02b8143e8a0ce5da979418adf81f119db", "ed96c86c3e7dac049be9c473b8b5cc728dba8450ae96020239048f4a559be3b2"},
 	"detr":           {"cdab82c14300f5ef357b68f8fea9e350579e1f00437476c3bdcde792fe072b56", "b575d027cc62aedaac9720e8d5c6c47b9dd0b8c4738803274e5f8dafa47506c8"},
@@ -32,6 +33,7 @@ var goldenPresets = map[string][2]string{
 	"dino-global":    {"bf48f6640e43f7e27da0215fe8de354b1f499fbcd43c649f2298178ac43e4401", "65813f1d58c52c6318826f7fab347fbcb693c06244fc5e4644b7d051df772594"},
 	"dino-local":     {"ca5f119003a105d1f3998ed2bb681d3b873b1d3521e6f08f4504274e69cdfc6b", "ab802f72d810a7c83f67ae563538d738507be9d2b1af56ad49430e81b039efd7"},
 	"dinov2":         {"d157b044407058332fef65eb90b15759775eeb4fdaa63094869408de01e5efca", "83d11eb4f9c3c4f484aec5639dd939dda99bedf1cbd782ca6efc426ea4d6cbca"},
+	"frcnn":          {"5a6a96e786e100adce28fee9162cd8742032fe2fb2717951d3b95ba63d60d14e", "bf631f728d8b801217439a3153407017d9efa74fc42393d4f87c17f05e451dcc"},
 	"imagenet-eval":  {"db219745dedc9beaf600ce7665331c995ffc7427a4b3541cac7919cfea1e2bae", "db219745dedc9beaf600ce7665331c995ffc7427a4b3541cac7919cfea1e2bae"},
 	"imagenet-train": {"baa70f7c79b8fdd9171f2052b5b242e410aa47a147d672463862943a48b71d55", "ff8b47e0f576dd3438ed06f5827fde35dd26c73f6b2ed4a8f9c126cbf5f77379"},
 	"lsj":            {"b9ad9a9cb9db3fbf4301bd29ee3810fe598ee9e87bc198051e51db03b40fa144", "4c98133f30128aaf478639a9a1398be6f3fd310458f0b7b11c575ce091940dd1"},
@@ -54,6 +56,7 @@ var goldenPresetsFast = map[string][2]string{
 	"dino-global":    {"4d6c08aaa546d18cc6ba6f33e861bf8b9c4e45f085574fb90b41a31e7dcc7bdb", "1a7ec67b4b77ee1dcdf156f4c7f674d851034e60288efca1c88bc90d1ba554ad"},
 	"dino-local":     {"a0fca7faa7123249ffcecaae7c183244957ff383bf17ff84096db7c378453564", "1d658b660a40a38e5d06e568ff157713d8567dfbd016ee2791db4f5ad2e80dca"},
 	"dinov2":         {"df84b1834c4189393d1a7db0c7d052e41f5647497481bdecf878f06942f20950", "04ea14024940c289429a8309989df59b518111303a3cef1d0c6c48f58314eea3"},
+	"frcnn":          {"5a6a96e786e100adce28fee9162cd8742032fe2fb2717951d3b95ba63d60d14e", "af5871af1d7800489168303130dae88d4008ec6a5bf9f377cd7bf334a9abc09b"},
 	"imagenet-eval":  {"2b67e2d594a4679c45cadee4dfd5bdb76bd9ddb0401ec2009961beb930787f92", "2b67e2d594a4679c45cadee4dfd5bdb76bd9ddb0401ec2009961beb930787f92"},
 	"imagenet-train": {"bf1c283ea96f3b2573c547e6cfb8a55fa8a95f89053fcd8d67dbe0b463759fab", "66e6c08a16dc2d0568d7705b86b7f5452ec65ab4bc42dd7fe92b543b24536dde"},
 	"lsj":            {"b9ad9a9cb9db3fbf4301bd29ee3810fe598ee9e87bc198051e51db03b40fa144", "4e7e4981b5ca5e923e6e244d32b8a692074f1efc501773d17ca54d91e36bcf4b"},

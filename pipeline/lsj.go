@@ -6,6 +6,7 @@ package pipeline
 // numbers are: every product rounded to float32 before it is used.
 
 import (
+	"encoding/binary"
 	"fmt"
 )
 
@@ -24,6 +25,19 @@ const (
 	// dropped with their labels. A geometry op: first, or after a
 	// ScaleJitter.
 	OpFixedSizeCrop OpKind = "FixedSizeCrop"
+	// OpRandomShortestSize is torchvision.transforms.v2's
+	// RandomShortestSize: the shorter side resized to one of Sizes
+	// (min_size), drawn uniformly, the longer at most MaxSize (max_size;
+	// 0: None), each side truncated; Interp and NoAntialias its
+	// resampling. A geometry op, first; without a CenterCrop after it each
+	// sample has its own size (sizes.go), MaxSize its bound.
+	OpRandomShortestSize OpKind = "RandomShortestSize"
+	// OpRandomResize is torchvision.transforms.v2's RandomResize: the
+	// shorter side resized to a size uniform in [Sizes[0], Sizes[1])
+	// (min_size, max_size), the longer scaled and truncated (Resize(int)).
+	// A geometry op, first, then a CenterCrop: the longer side has no
+	// bound of its own.
+	OpRandomResize OpKind = "RandomResize"
 )
 
 // maxJitter bounds ScaleJitter's scale_range: at most 16 times the target
@@ -139,4 +153,192 @@ func (t *Transform) lsjSteps(p *samplePlan, buf []Step) []Step {
 	}
 	ch, cw := t.fixed.Size[0], t.fixed.Size[1]
 	return append(buf, Step{Fn: FnFixedSizeCrop, I: [6]int{p.cy, p.cx, min(h, ch), min(w, cw), ch, cw}, Fill: t.fixed.Fill})
+}
+
+// Per-sample sizes: a transform whose geometry is a RandomShortestSize
+// with a max_size and no CenterCrop after it (t.vary). Each sample is
+// made at its own size, then padded with zeros on the right and bottom
+// to the bound, outH x outW (padCorner), its size after it (sizeTrailer):
+// the slot every buffer, budget and ring counts, which every maker (a
+// peer too) sends and a verified peer's is compared by. A batch is sent
+// padded to its largest sample instead (PackSizes), as DETR's
+// nested_tensor_from_tensor_list pads it, the sizes beside it.
+
+// sizeTrailer is the bytes after a sample of per-sample size: its height
+// and width, u32 little-endian each.
+const sizeTrailer = 8
+
+// compactOut is where a w x h sample is made in its slot (which starts
+// slot): all of it, or of per-sample sizes its start, compact.
+func (t *Transform) compactOut(slot []byte, w, h int) []byte {
+	px := slot[:t.viewBytes()]
+	if t.vary {
+		px = px[:len(px)-sizeTrailer]
+	}
+	return px[:len(px)/(t.outW*t.outH)*w*h]
+}
+
+// padSample spreads a w x h sample made compact at the start of out (its
+// slot: viewBytes) to the bound and writes its size after it.
+func (t *Transform) padSample(out []byte, w, h int) {
+	px := out[:len(out)-sizeTrailer]
+	padCorner(px, w, h, t.outW, t.outH, len(px)/(3*t.outW*t.outH), t.layout)
+	binary.LittleEndian.PutUint32(out[len(px):], uint32(h))
+	binary.LittleEndian.PutUint32(out[len(px)+4:], uint32(w))
+}
+
+// checkResize checks a Resize, RandomShortestSize or RandomResize, the
+// geometry's op n.
+func (t *Transform) checkResize(op *Op, n int) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: transform: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+	}
+	switch op.Kind {
+	case OpResize:
+		return checkSize(op, true)
+	case OpRandomShortestSize:
+		if len(op.Sizes) == 0 || len(op.Sizes) > 256 {
+			return bad("RandomShortestSize min_size of %d sizes: want 1 to 256", len(op.Sizes))
+		}
+		for _, s := range op.Sizes {
+			if s < 1 || s > maxSide {
+				return bad("RandomShortestSize min_size %v: sides must be in 1..%d", op.Sizes, maxSide)
+			}
+		}
+		if op.MaxSize < 0 || op.MaxSize > maxSide {
+			return bad("RandomShortestSize max_size %d: want 1..%d (0: None)", op.MaxSize, maxSide)
+		}
+	case OpRandomResize:
+		if len(op.Sizes) != 2 || op.Sizes[0] < 1 || op.Sizes[0] >= op.Sizes[1] || op.Sizes[1] > maxSide+1 {
+			return bad("RandomResize min_size, max_size %v: want 1 <= min_size < max_size <= %d", op.Sizes, maxSide+1)
+		}
+	}
+	if n > 0 {
+		return bad("%s must come first (before a CenterCrop, if any): its size is drawn on the image", op.Kind)
+	}
+	return nil
+}
+
+// varySize sets the output of a geometry that resizes without a crop
+// after it: RandomShortestSize with a max_size makes each sample its own
+// size, at most max_size a side. The others are refused: their size has
+// no bound a batch's memory could be counted by.
+func (t *Transform) varySize() error {
+	op := t.resize
+	switch {
+	case op.Kind == OpRandomShortestSize && op.MaxSize > 0:
+		t.geom, t.vary, t.outH, t.outW = resizeCrop, true, op.MaxSize, op.MaxSize
+		return nil
+	case op.Kind == OpRandomShortestSize:
+		return fmt.Errorf("%w: transform: RandomShortestSize without max_size gives sizes without a bound (the batch's memory is counted at the largest): give max_size, or a CenterCrop after it", ErrUnsupported)
+	case op.Kind == OpRandomResize:
+		return fmt.Errorf("%w: transform: RandomResize gives sizes without a bound (its longer side follows the image's aspect): follow it with a CenterCrop, or use RandomShortestSize with a max_size", ErrUnsupported)
+	}
+	return fmt.Errorf("%w: transform: Resize(%d) of the shorter side gives a size that varies per image without a bound; add CenterCrop, give Resize both sides, or use RandomShortestSize with a max_size", ErrUnsupported, op.Size[0])
+}
+
+// checkVaryOps refuses, after a geometry of per-sample sizes, the ops
+// compiled for one size (the policies, GaussianBlur), inside containers
+// too, and several views.
+func (t *Transform) checkVaryOps(ops []Op) error {
+	if !t.vary {
+		return nil
+	}
+	for i := range ops {
+		switch k := ops[i].Kind; k {
+		case OpTrivialAugmentWide, OpRandAugment, OpAutoAugment, OpAugMix, OpTimmRandAugment, OpTimmAutoAugment, OpTimmAugMix, OpGaussianBlur:
+			return fmt.Errorf("%w: transform: %s after a geometry of per-sample sizes (RandomShortestSize) is not supported: it is compiled for one size", ErrUnsupported, k)
+		}
+		if err := t.checkVaryOps(ops[i].Ops); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Varies reports whether each sample has its own size (at most Size()).
+func (t *Transform) Varies() bool { return t.vary }
+
+// resizeSize is the plan's drawn size for a RandomShortestSize or
+// RandomResize (its stream: the geometry's), torchvision's make_params:
+// RandomShortestSize's r = min(min_size / shorter, max_size / longer) in
+// float64 as Python's, each side int(side * r); RandomResize's shorter
+// side a uniform integer in [min_size, max_size), as Resize(int).
+func resizeSize(op *Op, k Key, w, h int) (rw, rh int) {
+	r := k.Stream(streamCrop)
+	if op.Kind == OpRandomResize {
+		s := op.Sizes[0] + r.Intn(op.Sizes[1]-op.Sizes[0])
+		return resizedSize(w, h, [2]int{s, 0})
+	}
+	s := op.Sizes[r.Intn(len(op.Sizes))]
+	f := float64(s) / float64(min(w, h))
+	if op.MaxSize > 0 {
+		f = min(f, float64(op.MaxSize)/float64(max(w, h)))
+	}
+	return int(float64(w) * f), int(float64(h) * f)
+}
+
+// padCorner spreads a w x h sample made compact at the start of out (3
+// channels of elem bytes, in layout) to its place in a bw x bh one, the
+// rest zeros. It works from the last row back, so no row is overwritten
+// before it has moved.
+func padCorner(out []byte, w, h, bw, bh, elem int, layout Layout) {
+	planes, rw, brw := 3, w*elem, bw*elem
+	if layout == HWC {
+		planes, rw, brw = 1, 3*w*elem, 3*bw*elem
+	}
+	for c := planes - 1; c >= 0; c-- {
+		for y := h - 1; y >= 0; y-- {
+			src, dst := (c*h+y)*rw, (c*bh+y)*brw
+			copy(out[dst:dst+rw], out[src:src+rw])
+			clear(out[dst+rw : dst+brw])
+		}
+		clear(out[(c*bh+h)*brw : (c+1)*bh*brw])
+	}
+}
+
+// PackSizes packs n samples of a transform of per-sample sizes, each in
+// its slot of SampleBytes (padded to the bound, its size after it), into
+// n samples padded to the largest height and width among them, in place:
+// it returns that size (bh, bw), each sample's (h, w) and the packed
+// data[:n*3*bh*bw] (times 4 of float32). Each sample's rows move towards
+// the start, so none is overwritten before it has moved. A size past the
+// bound (a peer's lie: the server checks what a verified peer sends, not
+// every peer's) is taken as the bound.
+func (t *Transform) PackSizes(data []byte, n int) (bh, bw int, sizes [][2]int, packed []byte) {
+	slot := t.SampleBytes()
+	sizes = make([][2]int, n)
+	for i := range n {
+		tr := data[(i+1)*slot-sizeTrailer:]
+		h, w := int(binary.LittleEndian.Uint32(tr)), int(binary.LittleEndian.Uint32(tr[4:]))
+		sizes[i] = [2]int{min(h, t.outH), min(w, t.outW)}
+		bh, bw = max(bh, sizes[i][0]), max(bw, sizes[i][1])
+	}
+	elem := 1
+	if t.norm != nil {
+		elem = 4
+	}
+	planes, rw, brw, rows, brows := 3, t.outW*elem, bw*elem, t.outH, bh
+	if t.layout == HWC {
+		planes, rw, brw = 1, 3*t.outW*elem, 3*bw*elem
+	}
+	bslot := planes * brows * brw
+	for i := range n {
+		for c := range planes {
+			for y := range brows {
+				src, dst := i*slot+(c*rows+y)*rw, i*bslot+(c*brows+y)*brw
+				copy(data[dst:dst+brw], data[src:src+brw])
+			}
+		}
+	}
+	return bh, bw, sizes, data[:n*bslot]
+}
+
+// sampleSize is the size of p's sample: its own of a transform of
+// per-sample sizes, else the transform's.
+func (t *Transform) sampleSize(p *samplePlan) (w, h int) {
+	if t.vary {
+		return p.outW, p.outH
+	}
+	return t.outW, t.outH
 }

@@ -79,12 +79,12 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 	}
 	n.step = fixedStep(op)
 	switch op.Kind {
-	case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomZoomOut, OpRandomIoUCrop, OpScaleJitter, OpFixedSizeCrop:
+	case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomZoomOut, OpRandomIoUCrop, OpScaleJitter, OpFixedSizeCrop, OpRandomShortestSize, OpRandomResize:
 		if depth > 0 {
 			return bad("a geometry op inside a container: the geometry is the transform's first op, fused into the decode")
 		}
-		if op.Kind == OpScaleJitter || op.Kind == OpFixedSizeCrop {
-			return bad("%s after other ops is not supported: the geometry is ScaleJitter (if any) then FixedSizeCrop, first, fused into the decode", op.Kind)
+		if op.Kind == OpScaleJitter || op.Kind == OpFixedSizeCrop || op.Kind == OpRandomShortestSize || op.Kind == OpRandomResize {
+			return bad("%s after other ops is not supported: it is the geometry, first, fused into the decode", op.Kind)
 		}
 		if op.Kind == OpRandomZoomOut {
 			return bad("RandomZoomOut after other ops is not supported: it is the first op (then Resize(h, w), RandomCrop or CenterCrop), fused into the decode")

@@ -22,7 +22,13 @@ func (d *drawer) emit(st Step) { d.steps = append(d.steps, st) }
 // drawSteps appends to buf the steps t's ops after the geometry draw for
 // key k, in the order they run, and returns it.
 func (t *Transform) drawSteps(k Key, buf []Step) []Step {
-	d := drawer{k: k, w: t.outW, h: t.outH, steps: buf}
+	return t.drawStepsAt(k, t.outW, t.outH, buf)
+}
+
+// drawStepsAt is drawSteps for a sample of w x h (its own size, of a
+// transform of per-sample sizes).
+func (t *Transform) drawStepsAt(k Key, w, h int, buf []Step) []Step {
+	d := drawer{k: k, w: w, h: h, steps: buf}
 	for i := range t.post {
 		t.post[i].draw(&d)
 	}

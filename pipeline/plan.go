@@ -165,6 +165,12 @@ func (t *Transform) planBoxes(srcW, srcH int, k Key, src *Targets, scratch *[][4
 		}
 	case t.resize != nil:
 		p.rw, p.rh = resizedSize(srcW, srcH, t.resize.Size)
+		if t.resize.Kind != OpResize { // RandomShortestSize, RandomResize: drawn
+			p.rw, p.rh = resizeSize(t.resize, k, srcW, srcH)
+		}
+		if t.vary { // the sample's own size (lsj.go)
+			p.outW, p.outH = p.rw, p.rh
+		}
 		p.cw, p.ch = p.rw, p.rh
 		if p.zoomed { // RandomZoomOut then Resize(h, w): the canvas resized
 			p.canvas, p.rcFill = true, t.zoom.Fill

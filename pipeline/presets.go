@@ -95,6 +95,17 @@ var presets = map[string][]Op{
 		{Kind: OpRandomHorizontalFlip, P: 0.5},
 		{Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
 	},
+	// torchvision's detection references' "multiscale" recipe (Faster
+	// R-CNN's and the other R-CNNs' multi-scale training):
+	// RandomShortestSize(min_size=(480, 512, ..., 800), max_size=1333),
+	// the flip, and the SanitizeBoundingBoxes() their v2 pipeline ends
+	// with: per-sample sizes (each batch padded to its largest sample), a
+	// job with targets only.
+	"frcnn": {
+		{Kind: OpRandomShortestSize, Sizes: []int{480, 512, 544, 576, 608, 640, 672, 704, 736, 768, 800}, MaxSize: 1333},
+		{Kind: OpRandomHorizontalFlip, P: 0.5},
+		{Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+	},
 }
 
 // meanColour is ImageNet's mean as uint8 pixels: what torchvision's
@@ -134,6 +145,7 @@ func cloneOps(ops []Op) []Op {
 		out[i].Ops = cloneOps(out[i].Ops)
 		out[i].Probs = append([]float64(nil), out[i].Probs...)
 		out[i].Options = append([]float64(nil), out[i].Options...)
+		out[i].Sizes = append([]int(nil), out[i].Sizes...)
 	}
 	return out
 }

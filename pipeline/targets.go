@@ -395,7 +395,7 @@ func checkTargetOps(ops []Op, at string) error {
 				return err
 			}
 		case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomZoomOut, OpRandomIoUCrop, OpRandomHorizontalFlip, OpRandomVerticalFlip,
-			OpRandomRotation, OpRandomAffine, OpScaleJitter, OpFixedSizeCrop:
+			OpRandomRotation, OpRandomAffine, OpScaleJitter, OpFixedSizeCrop, OpRandomShortestSize, OpRandomResize:
 			// Moves the boxes: MoveBoxes.
 		case OpSanitizeBoundingBoxes, OpConvertBoundingBoxFormat:
 			// Drops boxes, or changes their format: Targets.Move.

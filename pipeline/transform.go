@@ -139,6 +139,10 @@ type Op struct {
 	Factor    float64
 	// MinSize and MinArea: SanitizeBoundingBoxes' bounds (each >= 1).
 	MinSize, MinArea float64
+	// Sizes, MaxSize: RandomShortestSize's min_size and max_size (0:
+	// None); RandomResize's min_size and max_size as Sizes[0], Sizes[1].
+	Sizes   []int
+	MaxSize int
 	// SideRange: RandomZoomOut's side_range (min, max), its fill Fill.
 	SideRange [2]float64
 	// RandomIoUCrop: Scale (min_scale, max_scale), Ratio
@@ -240,8 +244,10 @@ type Transform struct {
 	padAfter *Op
 	resize   *Op // Resize, if any
 	center   *Op // CenterCrop, if any
-	// jitter and fixed: a ScaleJitter and FixedSizeCrop (lsj.go).
+	// jitter and fixed: a ScaleJitter and FixedSizeCrop (lsj.go); vary:
+	// each sample's size is its own, outH x outW its bound (lsj.go).
 	jitter, fixed *Op
+	vary          bool
 	// flip is the p of a RandomHorizontalFlip right after the geometry:
 	// fused into the decode (the resampler's coefficients run backwards).
 	flip    float64
@@ -353,14 +359,14 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 				return nil, err
 			}
 			t.rrc = op
-		case OpResize:
+		case OpResize, OpRandomShortestSize, OpRandomResize:
 			if t.pad != nil {
 				return bad("Pad before Resize is not supported: Pad may come before a RandomCrop or CenterCrop only")
 			}
 			if n > 0 && !(t.zoom != nil && n == 1) && t.iou == nil {
 				return bad("Resize must come first (after a RandomZoomOut, if any), before CenterCrop")
 			}
-			if err := checkSize(op, true); err != nil {
+			if err := t.checkResize(op, n); err != nil {
 				return nil, err
 			}
 			t.resize = op
@@ -378,11 +384,8 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		}
 		n++
 	}
-	if t.zoom != nil && t.rcrop == nil && t.center == nil && t.resize == nil {
-		return bad("RandomZoomOut alone gives a size that varies per image: follow it with Resize(h, w), RandomCrop or CenterCrop, which fix the batch's size")
-	}
-	if t.pad != nil && t.rcrop == nil && t.center == nil {
-		return bad("Pad alone gives a size that varies per image: follow it with a RandomCrop or CenterCrop, which fix the batch's size")
+	if err := t.checkAlone(); err != nil {
+		return nil, err
 	}
 	switch {
 	case t.fixed != nil: // lsjGeometry set the size
@@ -398,20 +401,16 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	case t.resize != nil && t.resize.Size[1] > 0:
 		t.geom, t.outH, t.outW = resizeCrop, t.resize.Size[0], t.resize.Size[1]
 	case t.resize != nil:
-		return bad("Resize(%d) of the shorter side gives a size that varies per image; add CenterCrop or give Resize both sides", t.resize.Size[0])
+		if err := t.varySize(); err != nil {
+			return nil, err
+		}
 	case len(t.ops) > 0:
 		return bad("op 0 is %s: the first op must be the geometry (RandomResizedCrop, Resize(h, w) or Resize then CenterCrop, or CenterCrop), which fixes the batch's size", t.ops[0].Kind)
 	default:
 		return bad("no geometry op: a batch needs a fixed size (RandomResizedCrop, Resize(h, w) or CenterCrop)")
 	}
-	if t.padAfter != nil {
-		pd := t.padAfter.Padding
-		if t.outW += pd[0] + pd[2]; t.outW > maxSide {
-			return bad("Pad after the crop: width %d is more than %d", t.outW, maxSide)
-		}
-		if t.outH += pd[1] + pd[3]; t.outH > maxSide {
-			return bad("Pad after the crop: height %d is more than %d", t.outH, maxSide)
-		}
+	if err := t.growPadAfter(); err != nil {
+		return nil, err
 	}
 	rest := t.ops[n:]
 	if k := len(rest) - 1; k >= 0 && rest[k].Kind == OpNormalize {
@@ -435,6 +434,9 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		return bad("%d ops after the geometry: the limit is %d", len(rest), maxOps)
 	}
 	if err := checkConvertLast(rest, pre+first-1); err != nil {
+		return nil, err
+	}
+	if err := t.checkVaryOps(rest); err != nil {
 		return nil, err
 	}
 	c := compiler{w: t.outW, h: t.outH}

@@ -10,7 +10,7 @@ import (
 
 // geometryKind reports whether k is a geometry op.
 func geometryKind(k OpKind) bool {
-	return k == OpRandomResizedCrop || k == OpResize || k == OpCenterCrop || k == OpRandomCrop || k == OpPad || k == OpRandomZoomOut || k == OpRandomIoUCrop
+	return k == OpRandomResizedCrop || k == OpResize || k == OpRandomShortestSize || k == OpRandomResize || k == OpCenterCrop || k == OpRandomCrop || k == OpPad || k == OpRandomZoomOut || k == OpRandomIoUCrop
 }
 
 // maxZoom bounds RandomZoomOut's side_range: a canvas at most 16 times the
@@ -220,6 +220,33 @@ func checkSize(op *Op, shorterOK bool) error {
 	}
 	if h <= 0 || h > maxSide || w < 0 || w > maxSide {
 		return fmt.Errorf("%w: transform: %s size %v: sides must be in 1..%d", ErrUnsupported, op.Kind, op.Size, maxSide)
+	}
+	return nil
+}
+
+// checkAlone refuses a RandomZoomOut or a Pad that no op after it brings
+// to a size.
+func (t *Transform) checkAlone() error {
+	if t.zoom != nil && t.rcrop == nil && t.center == nil && t.resize == nil {
+		return fmt.Errorf("%w: transform: RandomZoomOut alone gives a size that varies per image: follow it with Resize(h, w), RandomCrop or CenterCrop, which fix the batch's size", ErrUnsupported)
+	}
+	if t.pad != nil && t.rcrop == nil && t.center == nil {
+		return fmt.Errorf("%w: transform: Pad alone gives a size that varies per image: follow it with a RandomCrop or CenterCrop, which fix the batch's size", ErrUnsupported)
+	}
+	return nil
+}
+
+// growPadAfter adds a Pad after the crop (t.padAfter) to the output size.
+func (t *Transform) growPadAfter() error {
+	if t.padAfter == nil {
+		return nil
+	}
+	pd := t.padAfter.Padding
+	if t.outW += pd[0] + pd[2]; t.outW > maxSide {
+		return fmt.Errorf("%w: transform: Pad after the crop: width %d is more than %d", ErrUnsupported, t.outW, maxSide)
+	}
+	if t.outH += pd[1] + pd[3]; t.outH > maxSide {
+		return fmt.Errorf("%w: transform: Pad after the crop: height %d is more than %d", ErrUnsupported, t.outH, maxSide)
 	}
 	return nil
 }

@@ -68,6 +68,10 @@ func opsString(ops []Op) string {
 			continue
 		case OpScaleJitter:
 			fmt.Fprintf(&b, "(%dx%d, scale_range=%v", op.Size[0], op.Size[1], op.Scale)
+		case OpRandomShortestSize:
+			fmt.Fprintf(&b, "(min_size=%v, max_size=%d", op.Sizes, op.MaxSize)
+		case OpRandomResize:
+			fmt.Fprintf(&b, "(min_size=%d, max_size=%d", op.Sizes[0], op.Sizes[1])
 		case OpFixedSizeCrop:
 			fmt.Fprintf(&b, "(%dx%d, fill=%v)", op.Size[0], op.Size[1], op.Fill)
 			continue

@@ -14,14 +14,17 @@ func TestPresets(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			side := map[string]int{"tv-resnet50-v2": 176, "dino-local": 96, "detr": 640, "lsj": 1024}[name]
+			side := map[string]int{"tv-resnet50-v2": 176, "dino-local": 96, "detr": 640, "lsj": 1024, "frcnn": 1333}[name]
 			if side == 0 {
 				side = 224
 			}
-			if h, w := tr.Size(); h != side || w != side {
-				t.Errorf("%s: size %dx%d, want %dx%d", name, h, w, side, side)
+			if h, w := tr.Size(); h != side || w != side || tr.Varies() != (name == "frcnn") {
+				t.Errorf("%s: size %dx%d, varies %v; want %dx%d", name, h, w, tr.Varies(), side, side)
 			}
 			bytes := 3 * side * side
+			if tr.Varies() {
+				bytes += 8 // each sample's size after its pixels
+			}
 			if _, views := ViewPreset(name); views {
 				bytes = 0 // TestViewPresets checks their views
 				for v := range tr.Views() {

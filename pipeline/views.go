@@ -67,6 +67,9 @@ func NewViews(layout Layout, groups ...ViewGroup) (*Transform, error) {
 		if err != nil {
 			return nil, viewError(g, vg.Name, err)
 		}
+		if vt.vary {
+			return bad("view group %d: a transform of per-sample sizes (RandomShortestSize) in several views is not supported", g)
+		}
 		if len(t.views) > 0 && vt.Float() != t.views[0].Float() {
 			return bad("view group %d%s ends in Normalize and view group 0 does not, or the other way round: a batch's views are all float32 or all uint8", g, groupName(vg.Name))
 		}
@@ -131,6 +134,9 @@ func (t *Transform) viewBytes() int {
 	n := 3 * t.outH * t.outW
 	if t.norm != nil {
 		n *= 4
+	}
+	if t.vary {
+		n += sizeTrailer // the sample's own size (lsj.go)
 	}
 	return n
 }

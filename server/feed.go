@@ -357,6 +357,7 @@ func (f *feed) batch(o coord.Output) error {
 		return err
 	}
 	h := j.Header(epoch, k, b)
+	j.PackSizes(b, h) // per-sample sizes: padded to the batch's largest
 	if f.shm {
 		via := "chunks"
 		if i, copied, ok := f.c.Place(o); ok {

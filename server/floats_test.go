@@ -79,6 +79,14 @@ func validOpLists() [][]*pb.Op {
 			{Op: &pb.Op_ScaleJitter{ScaleJitter: &pb.ScaleJitter{TargetHeight: 64, TargetWidth: 48, ScaleRange: &pb.Range{Min: 0.5, Max: 1.5}}}},
 			{Op: &pb.Op_FixedSizeCrop{FixedSizeCrop: &pb.FixedSizeCrop{Height: 32, Fill: []float64{1, 2, 3}}}},
 		},
+		{ // per-sample sizes (targets)
+			{Op: &pb.Op_RandomShortestSize{RandomShortestSize: &pb.RandomShortestSize{MinSize: []uint32{24, 32}, MaxSize: proto.Uint32(48)}}},
+			{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{MinSize: proto.Float64(1), MinArea: proto.Float64(1)}}},
+		},
+		{
+			{Op: &pb.Op_RandomResize{RandomResize: &pb.RandomResize{MinSize: 40, MaxSize: 48}}},
+			{Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 32}}},
+		},
 		{ // a job with targets (describe's "det")
 			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32}}},
 			{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{MinSize: proto.Float64(2), MinArea: proto.Float64(3)}}},

@@ -218,6 +218,18 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 			op.Scale = rng(j.ScaleRange)
 		}
 		op.Interp, err = interp(j.GetInterpolation(), pipeline.InterpBilinear, where)
+	case *stokerv1.Op_RandomShortestSize:
+		r := x.RandomShortestSize
+		op = pipeline.Op{Kind: pipeline.OpRandomShortestSize, MaxSize: int(min(r.GetMaxSize(), 1<<20)), NoAntialias: r.Antialias != nil && !r.GetAntialias()}
+		for _, m := range r.GetMinSize() {
+			op.Sizes = append(op.Sizes, int(min(m, 1<<20)))
+		}
+		op.Interp, err = interp(r.GetInterpolation(), pipeline.InterpBilinear, where)
+	case *stokerv1.Op_RandomResize:
+		r := x.RandomResize
+		op = pipeline.Op{Kind: pipeline.OpRandomResize, Sizes: []int{int(min(r.GetMinSize(), 1<<20)), int(min(r.GetMaxSize(), 1<<20))},
+			NoAntialias: r.Antialias != nil && !r.GetAntialias()}
+		op.Interp, err = interp(r.GetInterpolation(), pipeline.InterpBilinear, where)
 	case *stokerv1.Op_FixedSizeCrop:
 		c := x.FixedSizeCrop
 		op = pipeline.Op{Kind: pipeline.OpFixedSizeCrop, Size: [2]int{int(c.GetHeight()), int(c.GetWidth())}}

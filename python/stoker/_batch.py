@@ -91,6 +91,17 @@ class Batch(tuple):
       ``"image_id"``; the batch then unpacks as ``(images, targets[,
       indices])`` (``labels`` is still the dataset's labels); ``None``
       without;
+    - ``sizes``: of a job whose samples have their own sizes (a
+      ``RandomShortestSize`` with a ``max_size`` and no crop after it), int64
+      ``[B, 2]``, each sample's ``(height, width)``: ``images`` is then
+      padded to the batch's largest height and width, each sample at the
+      top left and zeros on its right and bottom (DETR's
+      ``nested_tensor_from_tensor_list``), or, with
+      ``Loader(image_list=True)``, a list of each sample's window of it
+      (``images[i, :, :h, :w]``, a view); ``None`` otherwise;
+    - ``mask``: with ``sizes``, bool ``[B, H, W]``, True on the padding
+      (DETR's ``NestedTensor`` mask), made when first read; ``None``
+      otherwise;
     - ``epoch`` and ``number``: which batch of which epoch it is.
 
     Built from a plain sequence (as some frameworks rebuild a batch after
@@ -122,7 +133,24 @@ class Batch(tuple):
         self.epoch, self.number = epoch, number
         self.decode = decode
         self.targets: Optional[List[Dict[str, Any]]] = None
+        self.sizes: Any = None
+        self._padded: Any = None
+        self._layout = "NCHW"
+        self._mask: Any = None
         return self
+
+    @property
+    def mask(self) -> Any:
+        """With per-sample sizes, bool ``[B, H, W]``: True on each sample's
+        padding (DETR's NestedTensor mask); ``None`` without."""
+        if self._mask is None and self.sizes is not None and self._padded is not None:
+            import torch
+
+            hw = self._padded.shape[2:4] if self._layout == "NCHW" else self._padded.shape[1:3]
+            ys = torch.arange(int(hw[0]))[None, :, None]
+            xs = torch.arange(int(hw[1]))[None, None, :]
+            self._mask = (ys >= self.sizes[:, 0, None, None]) | (xs >= self.sizes[:, 1, None, None])
+        return self._mask
 
     @property
     def trace(self) -> Optional[List[SampleTrace]]:

@@ -120,13 +120,16 @@ class _Batch:
 
 
 def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[str] = (), fields: Sequence[str] = (),
-                  targets: bool = False) -> Batch:
+                  targets: bool = False, image_list: bool = False) -> Batch:
     """The tensors of a whole batch as a stoker.Batch: (images, labels[,
     indices]), with its indices, traces, fields (those named in ``fields``)
     and numbers. The images are a view of the batch's buffer, in its shape
     and dtype; of a job of several views (the header lists them, ``names``
     their groups' names from JobInfo), a list of each view's, in order: the
-    buffer holds them back to back."""
+    buffer holds them back to back. A batch of per-sample sizes (the header's
+    ``sample_sizes``) is padded to its largest sample: ``Batch.sizes`` says
+    each sample's, and with ``image_list`` the images are a list of each
+    sample's window of it (views, no copy)."""
     h = b.header
     elem = 4 if h.dtype == pb.DTYPE_FLOAT32 else 1
 
@@ -152,6 +155,11 @@ def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[s
                 views.setdefault(name, []).append(im)
     else:
         images = view(b.buf, h.shape)
+    sizes = sample_sizes(h, images, torch) if len(h.sample_sizes) else None
+    if sizes is not None and image_list:
+        nchw = _chw(h)
+        images = [images[i, :, :hh, :ww] if nchw else images[i, :hh, :ww, :]
+                  for i, (hh, ww) in enumerate(sizes.tolist())]
     labels = torch.from_numpy(np.array(h.labels, dtype=np.int64))
     indices = torch.from_numpy(np.array(h.indices, dtype=np.int64))
     got = fields_of(h, tuple(fields) + ("targets",) if targets else fields)
@@ -164,4 +172,32 @@ def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[s
                 decode=DECODE_NAMES.get(h.decode) if len(h.traces) else None)
     if targets:
         out.labels, out.targets = labels, second
+    if sizes is not None:
+        out.sizes, out._layout = sizes, "NCHW" if _chw(h) else "NHWC"
+        out._padded = view(b.buf, h.shape)
     return out
+
+
+def _chw(h: Any) -> bool:
+    # A batch of per-sample sizes is uint8 or float32 [N, 3, H, W] or
+    # [N, H, W, 3]: its layout is in its shape, whose H and W are its
+    # largest sample's (a bound of at least 3 could read either way: the
+    # sizes settle it).
+    sizes = list(h.sample_sizes)
+    bh = max(sizes[0::2], default=0)
+    return int(h.shape[1]) == 3 and (int(h.shape[2]), int(h.shape[3])) == (bh, max(sizes[1::2], default=0))
+
+
+def sample_sizes(h: Any, images: Any, torch: Any) -> Any:
+    """A header's per-sample sizes as int64 ``[N, 2]`` (height, width),
+    checked against its shape: each at least 1 and at most the batch's."""
+    n = int(h.shape[0])
+    if len(h.sample_sizes) != 2 * n:
+        raise StokerError("INTERNAL", f"batch {h.number}: {len(h.sample_sizes)} sample sizes for {n} samples")
+    sizes = torch.from_numpy(np.array(h.sample_sizes, dtype=np.int64).reshape(n, 2))
+    chw = _chw(h)
+    bh, bw = (int(h.shape[2]), int(h.shape[3])) if chw else (int(h.shape[1]), int(h.shape[2]))
+    if n and (int(sizes.min()) < 1 or int(sizes[:, 0].max()) != bh or int(sizes[:, 1].max()) != bw):
+        raise StokerError("INTERNAL", f"batch {h.number}: sample sizes {sizes.tolist()[:4]}... do not pad to its "
+                          f"{bh}x{bw}")
+    return sizes

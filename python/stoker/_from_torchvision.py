@@ -36,7 +36,8 @@ from stoker._ops_base import Transform
 _BEHAVIOUR = ("forward", "__call__", "transform", "_transform", "make_params", "_get_params", "get_params",
               "_apply_image_or_video_transform")
 _GEOMETRY = ("RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "Pad", "RandomZoomOut", "RandomIoUCrop",
-             "ScaleJitter", "FixedSizeCrop", "timm.RandomResizedCropAndInterpolation")
+             "ScaleJitter", "FixedSizeCrop", "RandomShortestSize", "RandomResize",
+             "timm.RandomResizedCropAndInterpolation")
 #: Conversions the Loader already does (decode to RGB uint8): dropped.
 _DROPPED = ("ToTensor", "PILToTensor", "ToImage", "ToDtype", "ConvertImageDtype", "ToPureTensor", "ToPILImage",
             "RGB", "Identity", "timm.ToTensor", "open_clip.MaybeConvertMode")
@@ -292,7 +293,8 @@ class _Converter:
             raise ValueError(f"{where} comes before the geometry: stoker's first op is RandomResizedCrop, Resize "
                              f"or CenterCrop (fused into the decode); move it after")
         n = 1
-        if name == "Resize" and len(self.ops) > 1 and self.ops[1][1] == "CenterCrop":
+        if name in ("Resize", "RandomShortestSize", "RandomResize") and len(self.ops) > 1 and \
+                self.ops[1][1] == "CenterCrop":
             n = 2
         elif name == "Pad":
             if len(self.ops) < 2 or self.ops[1][1] not in ("RandomCrop", "CenterCrop"):
@@ -653,6 +655,9 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
                                                                                 t.hue, t.p),
     "ScaleJitter": lambda cv, t, where: O.ScaleJitter(t.target_size, t.scale_range, t.interpolation, _resize_aa(cv, t)),
     "FixedSizeCrop": lambda cv, t, where: _fixed_size_crop(cv, t),
+    "RandomShortestSize": lambda cv, t, where: O.RandomShortestSize(t.min_size, t.max_size, t.interpolation,
+                                                                    _resize_aa(cv, t)),
+    "RandomResize": lambda cv, t, where: O.RandomResize(t.min_size, t.max_size, t.interpolation, _resize_aa(cv, t)),
     "RandomIoUCrop": lambda cv, t, where: O.RandomIoUCrop(t.min_scale, t.max_scale, t.min_aspect_ratio,
                                                           t.max_aspect_ratio, t.options, t.trials),
     "RandomHorizontalFlip": _p(O.RandomHorizontalFlip),

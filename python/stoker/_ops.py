@@ -304,6 +304,58 @@ class FixedSizeCrop(Transform):
         return pb.Op(fixed_size_crop=pb.FixedSizeCrop(height=h, width=w, fill=fill_list(self.fill)))
 
 
+class RandomShortestSize(Transform):
+    """torchvision.transforms.v2's RandomShortestSize: the shorter side
+    resized to one of ``min_size`` (drawn uniformly), the longer at most
+    ``max_size``: ``r = min(min_size / shorter, max_size / longer)``, each
+    side ``int(side * r)`` (torchvision's make_params); a job's target
+    boxes move with it. Part of the geometry, fused into the decode:
+    first. A ``CenterCrop`` after it fixes the batch's size; without one
+    each sample has its own size, at most ``max_size`` a side (required
+    then), and a batch comes padded to its largest sample with each
+    sample's size (``Batch.sizes``, ``Batch.mask``)."""
+
+    def __init__(self, min_size: Union[int, Sequence[int]], max_size: Optional[int] = None,
+                 interpolation: Any = "bilinear", antialias: Optional[bool] = True) -> None:
+        cls = "RandomShortestSize"
+        sizes = [min_size] if isinstance(min_size, int) else list(min_size)
+        if not 1 <= len(sizes) <= 256:
+            raise ValueError(f"{cls}: min_size of {len(sizes)} sizes: want 1 to 256")
+        self.min_size = tuple(integer(cls, "min_size", v, 1, 4096) for v in sizes)
+        self.max_size = None if max_size is None else integer(cls, "max_size", max_size, 1, 4096)
+        self.interpolation = interp_name(cls, interpolation, _RESAMPLE)
+        self.antialias = _antialias(cls, antialias)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(random_shortest_size=pb.RandomShortestSize(
+            min_size=list(self.min_size), max_size=self.max_size,
+            interpolation=interp_pb(self.interpolation, "bilinear"), antialias=None if self.antialias else False))
+
+
+class RandomResize(Transform):
+    """torchvision.transforms.v2's RandomResize: the shorter side resized
+    to a size uniform in ``[min_size, max_size)``, the longer scaled and
+    truncated (``Resize(size)``); a job's target boxes move with it. Part
+    of the geometry, fused into the decode: first, then a ``CenterCrop``
+    (its longer side has no bound of its own: for per-sample sizes use
+    ``RandomShortestSize`` with a ``max_size``)."""
+
+    def __init__(self, min_size: int, max_size: int, interpolation: Any = "bilinear",
+                 antialias: Optional[bool] = True) -> None:
+        cls = "RandomResize"
+        self.min_size = integer(cls, "min_size", min_size, 1, 4096)
+        self.max_size = integer(cls, "max_size", max_size, 2, 4097)
+        if self.min_size >= self.max_size:
+            raise ValueError(f"{cls}: min_size {min_size} >= max_size {max_size}: torch.randint draws in [min, max)")
+        self.interpolation = interp_name(cls, interpolation, _RESAMPLE)
+        self.antialias = _antialias(cls, antialias)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(random_resize=pb.RandomResize(
+            min_size=self.min_size, max_size=self.max_size,
+            interpolation=interp_pb(self.interpolation, "bilinear"), antialias=None if self.antialias else False))
+
+
 class ConvertBoundingBoxFormat(Transform):
     """torchvision.transforms.v2's ConvertBoundingBoxFormat, on a job's
     targets (``Loader(targets=True)``; refused without): the boxes come in

@@ -322,6 +322,13 @@ class Loader:
             torchvision's). None: :data:`stoker.transforms.DETR_STOP_OPS`,
             D-FINE's ``RandomPhotometricDistort``, ``RandomZoomOut``,
             ``RandomIoUCrop`` (those the transform has).
+        image_list: of a transform whose samples have their own sizes (a
+            ``RandomShortestSize`` with a ``max_size`` and no crop after
+            it; ``transform="frcnn"``), yield the images as a list of each
+            sample's ``[3, h, w]`` view of the padded batch (no copy), as
+            torchvision's detection models take them. Without it they are
+            the padded batch, ``Batch.sizes`` and ``Batch.mask`` saying
+            each sample's size (DETR's NestedTensor).
         cpu_weight: the job's weight in the server's share of its cores,
             which is by CPU time: a job of weight 2 gets twice the CPU of
             one of weight 1 while both wait for samples. The server clamps
@@ -385,6 +392,7 @@ class Loader:
         targets: bool = False,
         stop_epoch: Optional[int] = None,
         stop_ops: Optional[Sequence[Union[str, type]]] = None,
+        image_list: bool = False,
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
@@ -438,6 +446,7 @@ class Loader:
         self.decode: Optional[str] = decode
         self.fields = _args.fields(fields)
         self.targets = _args.boolean("targets", targets)
+        self.image_list = _args.boolean("image_list", image_list)
         if "targets" in self.fields:
             raise ValueError("fields: 'targets' is asked for with targets=True, not as a field")
         self.stop_epoch = 0 if stop_epoch is None else _args.integer("stop_epoch", stop_epoch, 1, (1 << 64) - 1)
@@ -811,7 +820,8 @@ class Loader:
                     self.stats.wait_seconds += waited
                     if v.header.epoch != epoch:
                         raise StokerError("INTERNAL", f"batch of epoch {v.header.epoch} in epoch {epoch}")
-                    out = batch_tensors(v, self.return_indices, torch, view_names, self.fields, self.targets)
+                    out = batch_tensors(v, self.return_indices, torch, view_names, self.fields, self.targets,
+                                        self.image_list)
                     self._tally.batch(v.header)
                     number = int(v.header.number)
                     v = None  # only the yielded tensors hold the buffer now

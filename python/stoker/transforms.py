@@ -59,6 +59,8 @@ from stoker._ops import (
     Resize,
     ScaleJitter,
     FixedSizeCrop,
+    RandomShortestSize,
+    RandomResize,
 )
 from stoker._ops_base import Transform, mean_std
 from stoker._ops_containers import Compose, RandomApply, RandomChoice, RandomOrder, flatten
@@ -101,6 +103,8 @@ __all__ = [
     "RandomIoUCrop",
     "ScaleJitter",
     "FixedSizeCrop",
+    "RandomShortestSize",
+    "RandomResize",
     "ConvertBoundingBoxFormat",
     "RandomPhotometricDistort",
     "SanitizeBoundingBoxes",
@@ -146,9 +150,9 @@ __all__ = [
 
 #: Preset names the server knows, each a recipe documented op by op in
 #: docs/transforms.md: one-view presets, then :data:`VIEW_PRESETS`, whose
-#: batches carry a list of views. "detr" and "lsj" need ``Loader(targets=True)``.
+#: batches carry a list of views. "detr", "lsj" and "frcnn" need ``Loader(targets=True)``.
 PRESETS = ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global", "dino-local",
-           "clip", "detr", "lsj") + VIEW_PRESETS
+           "clip", "detr", "lsj", "frcnn") + VIEW_PRESETS
 
 TransformLike = Union[str, Compose, Transform, Sequence[Transform], MultiView, pb.TransformSpec]
 

@@ -347,11 +347,12 @@ def test_targets_not_a_field() -> None:
         stoker.Loader("127.0.0.1:1", "coco", fields=("targets",), targets=True)
 
 
-@pytest.mark.parametrize("args,steps", [([], 3), (["--transform", "detr"], 1)])
+@pytest.mark.parametrize("args,steps", [([], 3), (["--transform", "detr"], 1), (["--transform", "frcnn"], 1)])
 def test_detection_example(server: str, args: List[str], steps: int) -> None:
     """examples/detection_train.py, as a user runs it: torchvision's Faster
     R-CNN trained 3 steps on the targets (CPU), every loss finite; with
-    the detr preset (640x640), 1 step."""
+    the detr preset (640x640), 1 step; with the frcnn preset (each image
+    its own size, as a list of views), 1 step."""
     repo = Path(__file__).resolve().parents[2]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([str(repo / "python"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)

@@ -199,6 +199,13 @@ SPECS = [
     (lambda: T.FixedSizeCrop(1024), pb.Op(fixed_size_crop=pb.FixedSizeCrop(height=1024, width=1024, fill=[0]))),
     (lambda: T.FixedSizeCrop((64, 48), fill=(123, 117, 104)),
      pb.Op(fixed_size_crop=pb.FixedSizeCrop(height=64, width=48, fill=[123, 117, 104]))),
+    (lambda: T.RandomShortestSize((480, 800), 1333), pb.Op(random_shortest_size=pb.RandomShortestSize(
+        min_size=[480, 800], max_size=1333))),
+    (lambda: T.RandomShortestSize(512, interpolation="nearest", antialias=False),
+     pb.Op(random_shortest_size=pb.RandomShortestSize(min_size=[512], interpolation=NEAREST, antialias=False))),
+    (lambda: T.RandomResize(256, 320), pb.Op(random_resize=pb.RandomResize(min_size=256, max_size=320))),
+    (lambda: T.RandomResize(100, 140, "bicubic", antialias=False),
+     pb.Op(random_resize=pb.RandomResize(min_size=100, max_size=140, interpolation=BICUBIC, antialias=False))),
     (lambda: T.ConvertBoundingBoxFormat("cxcywh"),
      pb.Op(convert_bounding_box_format=pb.ConvertBoundingBoxFormat(format="CXCYWH"))),
     (lambda: T.SanitizeBoundingBoxes(), pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=1, min_area=1))),
@@ -341,7 +348,7 @@ def test_signatures_are_torchvisions() -> None:
             want = own.get((name, arg), norm(p.default))
             assert norm(ours[arg].default) == want, (name, arg)
         checked += 1
-    assert checked == 35  # ScaleJitter among them (FixedSizeCrop is not in v2)
+    assert checked == 37  # ScaleJitter, RandomShortestSize, RandomResize among them (FixedSizeCrop is not in v2)
 
 
 def _tv(version: str):
@@ -480,7 +487,7 @@ def test_bad_arguments_are_refused_as_torchvision_would(make, exc, fragment) -> 
 
 def test_to_spec_takes_presets_lists_composes_and_specs() -> None:
     assert T.PRESETS == ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global",
-                         "dino-local", "clip", "detr", "lsj", "simclr", "dino", "dinov2")
+                         "dino-local", "clip", "detr", "lsj", "frcnn", "simclr", "dino", "dinov2")
     ops = [T.RandomResizedCrop(8), T.RandomApply([T.Grayscale()])]
     want = pb.TransformSpec(ops=[op.to_proto() for op in ops])
     assert T.to_spec(ops) == want and T.to_spec(tuple(ops)) == want

@@ -232,7 +232,7 @@ class ViewGroup(_message.Message):
     def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ...) -> None: ...
 
 class Op(_message.Message):
-    __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize", "random_vertical_flip", "grayscale", "random_grayscale", "gaussian_blur", "random_solarize", "random_posterize", "random_invert", "random_equalize", "random_autocontrast", "random_adjust_sharpness", "random_rotation", "random_affine", "random_erasing", "random_apply", "random_choice", "random_order", "trivial_augment_wide", "rand_augment", "auto_augment", "aug_mix", "timm_rand_augment", "random_crop", "pad", "timm_auto_augment", "timm_aug_mix", "sanitize_bounding_boxes", "random_zoom_out", "random_iou_crop", "random_photometric_distort", "convert_bounding_box_format", "scale_jitter", "fixed_size_crop")
+    __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize", "random_vertical_flip", "grayscale", "random_grayscale", "gaussian_blur", "random_solarize", "random_posterize", "random_invert", "random_equalize", "random_autocontrast", "random_adjust_sharpness", "random_rotation", "random_affine", "random_erasing", "random_apply", "random_choice", "random_order", "trivial_augment_wide", "rand_augment", "auto_augment", "aug_mix", "timm_rand_augment", "random_crop", "pad", "timm_auto_augment", "timm_aug_mix", "sanitize_bounding_boxes", "random_zoom_out", "random_iou_crop", "random_photometric_distort", "convert_bounding_box_format", "scale_jitter", "fixed_size_crop", "random_shortest_size", "random_resize")
     RANDOM_RESIZED_CROP_FIELD_NUMBER: _ClassVar[int]
     RESIZE_FIELD_NUMBER: _ClassVar[int]
     CENTER_CROP_FIELD_NUMBER: _ClassVar[int]
@@ -271,6 +271,8 @@ class Op(_message.Message):
     CONVERT_BOUNDING_BOX_FORMAT_FIELD_NUMBER: _ClassVar[int]
     SCALE_JITTER_FIELD_NUMBER: _ClassVar[int]
     FIXED_SIZE_CROP_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_SHORTEST_SIZE_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_RESIZE_FIELD_NUMBER: _ClassVar[int]
     random_resized_crop: RandomResizedCrop
     resize: Resize
     center_crop: CenterCrop
@@ -309,7 +311,9 @@ class Op(_message.Message):
     convert_bounding_box_format: ConvertBoundingBoxFormat
     scale_jitter: ScaleJitter
     fixed_size_crop: FixedSizeCrop
-    def __init__(self, random_resized_crop: _Optional[_Union[RandomResizedCrop, _Mapping]] = ..., resize: _Optional[_Union[Resize, _Mapping]] = ..., center_crop: _Optional[_Union[CenterCrop, _Mapping]] = ..., random_horizontal_flip: _Optional[_Union[RandomHorizontalFlip, _Mapping]] = ..., color_jitter: _Optional[_Union[ColorJitter, _Mapping]] = ..., normalize: _Optional[_Union[Normalize, _Mapping]] = ..., random_vertical_flip: _Optional[_Union[RandomVerticalFlip, _Mapping]] = ..., grayscale: _Optional[_Union[Grayscale, _Mapping]] = ..., random_grayscale: _Optional[_Union[RandomGrayscale, _Mapping]] = ..., gaussian_blur: _Optional[_Union[GaussianBlur, _Mapping]] = ..., random_solarize: _Optional[_Union[RandomSolarize, _Mapping]] = ..., random_posterize: _Optional[_Union[RandomPosterize, _Mapping]] = ..., random_invert: _Optional[_Union[RandomInvert, _Mapping]] = ..., random_equalize: _Optional[_Union[RandomEqualize, _Mapping]] = ..., random_autocontrast: _Optional[_Union[RandomAutocontrast, _Mapping]] = ..., random_adjust_sharpness: _Optional[_Union[RandomAdjustSharpness, _Mapping]] = ..., random_rotation: _Optional[_Union[RandomRotation, _Mapping]] = ..., random_affine: _Optional[_Union[RandomAffine, _Mapping]] = ..., random_erasing: _Optional[_Union[RandomErasing, _Mapping]] = ..., random_apply: _Optional[_Union[RandomApply, _Mapping]] = ..., random_choice: _Optional[_Union[RandomChoice, _Mapping]] = ..., random_order: _Optional[_Union[RandomOrder, _Mapping]] = ..., trivial_augment_wide: _Optional[_Union[TrivialAugmentWide, _Mapping]] = ..., rand_augment: _Optional[_Union[RandAugment, _Mapping]] = ..., auto_augment: _Optional[_Union[AutoAugment, _Mapping]] = ..., aug_mix: _Optional[_Union[AugMix, _Mapping]] = ..., timm_rand_augment: _Optional[_Union[TimmRandAugment, _Mapping]] = ..., random_crop: _Optional[_Union[RandomCrop, _Mapping]] = ..., pad: _Optional[_Union[Pad, _Mapping]] = ..., timm_auto_augment: _Optional[_Union[TimmAutoAugment, _Mapping]] = ..., timm_aug_mix: _Optional[_Union[TimmAugMix, _Mapping]] = ..., sanitize_bounding_boxes: _Optional[_Union[SanitizeBoundingBoxes, _Mapping]] = ..., random_zoom_out: _Optional[_Union[RandomZoomOut, _Mapping]] = ..., random_iou_crop: _Optional[_Union[RandomIoUCrop, _Mapping]] = ..., random_photometric_distort: _Optional[_Union[RandomPhotometricDistort, _Mapping]] = ..., convert_bounding_box_format: _Optional[_Union[ConvertBoundingBoxFormat, _Mapping]] = ..., scale_jitter: _Optional[_Union[ScaleJitter, _Mapping]] = ..., fixed_size_crop: _Optional[_Union[FixedSizeCrop, _Mapping]] = ...) -> None: ...
+    random_shortest_size: RandomShortestSize
+    random_resize: RandomResize
+    def __init__(self, random_resized_crop: _Optional[_Union[RandomResizedCrop, _Mapping]] = ..., resize: _Optional[_Union[Resize, _Mapping]] = ..., center_crop: _Optional[_Union[CenterCrop, _Mapping]] = ..., random_horizontal_flip: _Optional[_Union[RandomHorizontalFlip, _Mapping]] = ..., color_jitter: _Optional[_Union[ColorJitter, _Mapping]] = ..., normalize: _Optional[_Union[Normalize, _Mapping]] = ..., random_vertical_flip: _Optional[_Union[RandomVerticalFlip, _Mapping]] = ..., grayscale: _Optional[_Union[Grayscale, _Mapping]] = ..., random_grayscale: _Optional[_Union[RandomGrayscale, _Mapping]] = ..., gaussian_blur: _Optional[_Union[GaussianBlur, _Mapping]] = ..., random_solarize: _Optional[_Union[RandomSolarize, _Mapping]] = ..., random_posterize: _Optional[_Union[RandomPosterize, _Mapping]] = ..., random_invert: _Optional[_Union[RandomInvert, _Mapping]] = ..., random_equalize: _Optional[_Union[RandomEqualize, _Mapping]] = ..., random_autocontrast: _Optional[_Union[RandomAutocontrast, _Mapping]] = ..., random_adjust_sharpness: _Optional[_Union[RandomAdjustSharpness, _Mapping]] = ..., random_rotation: _Optional[_Union[RandomRotation, _Mapping]] = ..., random_affine: _Optional[_Union[RandomAffine, _Mapping]] = ..., random_erasing: _Optional[_Union[RandomErasing, _Mapping]] = ..., random_apply: _Optional[_Union[RandomApply, _Mapping]] = ..., random_choice: _Optional[_Union[RandomChoice, _Mapping]] = ..., random_order: _Optional[_Union[RandomOrder, _Mapping]] = ..., trivial_augment_wide: _Optional[_Union[TrivialAugmentWide, _Mapping]] = ..., rand_augment: _Optional[_Union[RandAugment, _Mapping]] = ..., auto_augment: _Optional[_Union[AutoAugment, _Mapping]] = ..., aug_mix: _Optional[_Union[AugMix, _Mapping]] = ..., timm_rand_augment: _Optional[_Union[TimmRandAugment, _Mapping]] = ..., random_crop: _Optional[_Union[RandomCrop, _Mapping]] = ..., pad: _Optional[_Union[Pad, _Mapping]] = ..., timm_auto_augment: _Optional[_Union[TimmAutoAugment, _Mapping]] = ..., timm_aug_mix: _Optional[_Union[TimmAugMix, _Mapping]] = ..., sanitize_bounding_boxes: _Optional[_Union[SanitizeBoundingBoxes, _Mapping]] = ..., random_zoom_out: _Optional[_Union[RandomZoomOut, _Mapping]] = ..., random_iou_crop: _Optional[_Union[RandomIoUCrop, _Mapping]] = ..., random_photometric_distort: _Optional[_Union[RandomPhotometricDistort, _Mapping]] = ..., convert_bounding_box_format: _Optional[_Union[ConvertBoundingBoxFormat, _Mapping]] = ..., scale_jitter: _Optional[_Union[ScaleJitter, _Mapping]] = ..., fixed_size_crop: _Optional[_Union[FixedSizeCrop, _Mapping]] = ..., random_shortest_size: _Optional[_Union[RandomShortestSize, _Mapping]] = ..., random_resize: _Optional[_Union[RandomResize, _Mapping]] = ...) -> None: ...
 
 class Pad(_message.Message):
     __slots__ = ("padding", "fill", "padding_mode")
@@ -344,6 +348,30 @@ class ScaleJitter(_message.Message):
     interpolation: Interpolation
     antialias: bool
     def __init__(self, target_height: _Optional[int] = ..., target_width: _Optional[int] = ..., scale_range: _Optional[_Union[Range, _Mapping]] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., antialias: _Optional[bool] = ...) -> None: ...
+
+class RandomShortestSize(_message.Message):
+    __slots__ = ("min_size", "max_size", "interpolation", "antialias")
+    MIN_SIZE_FIELD_NUMBER: _ClassVar[int]
+    MAX_SIZE_FIELD_NUMBER: _ClassVar[int]
+    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
+    ANTIALIAS_FIELD_NUMBER: _ClassVar[int]
+    min_size: _containers.RepeatedScalarFieldContainer[int]
+    max_size: int
+    interpolation: Interpolation
+    antialias: bool
+    def __init__(self, min_size: _Optional[_Iterable[int]] = ..., max_size: _Optional[int] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., antialias: _Optional[bool] = ...) -> None: ...
+
+class RandomResize(_message.Message):
+    __slots__ = ("min_size", "max_size", "interpolation", "antialias")
+    MIN_SIZE_FIELD_NUMBER: _ClassVar[int]
+    MAX_SIZE_FIELD_NUMBER: _ClassVar[int]
+    INTERPOLATION_FIELD_NUMBER: _ClassVar[int]
+    ANTIALIAS_FIELD_NUMBER: _ClassVar[int]
+    min_size: int
+    max_size: int
+    interpolation: Interpolation
+    antialias: bool
+    def __init__(self, min_size: _Optional[int] = ..., max_size: _Optional[int] = ..., interpolation: _Optional[_Union[Interpolation, str]] = ..., antialias: _Optional[bool] = ...) -> None: ...
 
 class FixedSizeCrop(_message.Message):
     __slots__ = ("height", "width", "fill", "padding_mode")
@@ -764,7 +792,7 @@ class FeedResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[JobInfo, _Mapping]] = ..., batch: _Optional[_Union[BatchHeader, _Mapping]] = ..., chunk: _Optional[_Union[Chunk, _Mapping]] = ..., end: _Optional[_Union[EpochEnd, _Mapping]] = ..., shm: _Optional[_Union[ShmOffer, _Mapping]] = ...) -> None: ...
 
 class JobInfo(_message.Message):
-    __slots__ = ("epoch", "batches", "samples", "dataset_size", "fingerprint", "classes", "sample_shape", "dtype", "max_chunk_bytes", "views", "decode")
+    __slots__ = ("epoch", "batches", "samples", "dataset_size", "fingerprint", "classes", "sample_shape", "dtype", "max_chunk_bytes", "views", "decode", "sizes_vary")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     BATCHES_FIELD_NUMBER: _ClassVar[int]
     SAMPLES_FIELD_NUMBER: _ClassVar[int]
@@ -776,6 +804,7 @@ class JobInfo(_message.Message):
     MAX_CHUNK_BYTES_FIELD_NUMBER: _ClassVar[int]
     VIEWS_FIELD_NUMBER: _ClassVar[int]
     DECODE_FIELD_NUMBER: _ClassVar[int]
+    SIZES_VARY_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     batches: int
     samples: int
@@ -787,7 +816,8 @@ class JobInfo(_message.Message):
     max_chunk_bytes: int
     views: _containers.RepeatedCompositeFieldContainer[ViewInfo]
     decode: Decode
-    def __init__(self, epoch: _Optional[int] = ..., batches: _Optional[int] = ..., samples: _Optional[int] = ..., dataset_size: _Optional[int] = ..., fingerprint: _Optional[str] = ..., classes: _Optional[_Iterable[str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., max_chunk_bytes: _Optional[int] = ..., views: _Optional[_Iterable[_Union[ViewInfo, _Mapping]]] = ..., decode: _Optional[_Union[Decode, str]] = ...) -> None: ...
+    sizes_vary: bool
+    def __init__(self, epoch: _Optional[int] = ..., batches: _Optional[int] = ..., samples: _Optional[int] = ..., dataset_size: _Optional[int] = ..., fingerprint: _Optional[str] = ..., classes: _Optional[_Iterable[str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., max_chunk_bytes: _Optional[int] = ..., views: _Optional[_Iterable[_Union[ViewInfo, _Mapping]]] = ..., decode: _Optional[_Union[Decode, str]] = ..., sizes_vary: _Optional[bool] = ...) -> None: ...
 
 class ViewInfo(_message.Message):
     __slots__ = ("name", "sample_shape")
@@ -798,7 +828,7 @@ class ViewInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., sample_shape: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class BatchHeader(_message.Message):
-    __slots__ = ("epoch", "number", "shape", "dtype", "labels", "indices", "errors", "data_bytes", "slot", "traces", "decode", "views", "fields")
+    __slots__ = ("epoch", "number", "shape", "dtype", "labels", "indices", "errors", "data_bytes", "slot", "traces", "decode", "views", "fields", "sample_sizes")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     NUMBER_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
@@ -812,6 +842,7 @@ class BatchHeader(_message.Message):
     DECODE_FIELD_NUMBER: _ClassVar[int]
     VIEWS_FIELD_NUMBER: _ClassVar[int]
     FIELDS_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_SIZES_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     number: int
     shape: _containers.RepeatedScalarFieldContainer[int]
@@ -825,7 +856,8 @@ class BatchHeader(_message.Message):
     decode: Decode
     views: _containers.RepeatedCompositeFieldContainer[Shape]
     fields: _containers.RepeatedCompositeFieldContainer[FieldValues]
-    def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ..., slot: _Optional[int] = ..., traces: _Optional[_Iterable[str]] = ..., decode: _Optional[_Union[Decode, str]] = ..., views: _Optional[_Iterable[_Union[Shape, _Mapping]]] = ..., fields: _Optional[_Iterable[_Union[FieldValues, _Mapping]]] = ...) -> None: ...
+    sample_sizes: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ..., slot: _Optional[int] = ..., traces: _Optional[_Iterable[str]] = ..., decode: _Optional[_Union[Decode, str]] = ..., views: _Optional[_Iterable[_Union[Shape, _Mapping]]] = ..., fields: _Optional[_Iterable[_Union[FieldValues, _Mapping]]] = ..., sample_sizes: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Shape(_message.Message):
     __slots__ = ("dims",)

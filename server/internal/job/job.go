@@ -440,6 +440,7 @@ func (j *Job) Info(epoch uint64, p coord.Plan) *stokerv1.JobInfo {
 		Dtype:         j.dtype,
 		MaxChunkBytes: MaxChunkBytes,
 		Decode:        j.spec.GetDecode(),
+		SizesVary:     j.t.Varies(),
 	}
 }
 
@@ -471,6 +472,39 @@ func (j *Job) Header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHead
 	}
 	h.Fields = fieldValues(b)
 	return h
+}
+
+// PackSizes packs b, whose header is h, to its largest sample when the
+// job's samples have their own sizes (packSizes): what a trainer's Feed
+// stream sends, not a peer's batch (whose slots the coordinator checks
+// and places).
+func (j *Job) PackSizes(b *pipeline.Batch, h *stokerv1.BatchHeader) {
+	if j.t.Varies() {
+		packSizes(j.t, b, h)
+	}
+}
+
+// packSizes packs a batch of per-sample sizes (each sample in its slot,
+// padded to the transform's bound, its size after it) to its largest
+// sample, in place, and says so in h: its shape, data_bytes and
+// sample_sizes. Packed once: a batch already packed is not a multiple of
+// the slot.
+func packSizes(t *pipeline.Transform, b *pipeline.Batch, h *stokerv1.BatchHeader) {
+	if len(b.Data) != b.N*t.SampleBytes() {
+		return
+	}
+	bh, bw, sizes, data := t.PackSizes(b.Data, b.N)
+	b.Data = data
+	h.DataBytes = uint64(len(data))
+	h.SampleSizes = make([]uint32, 0, 2*b.N)
+	for _, s := range sizes {
+		h.SampleSizes = append(h.SampleSizes, uint32(s[0]), uint32(s[1]))
+	}
+	if t.Layout() == pipeline.CHW {
+		h.Shape[2], h.Shape[3] = uint32(bh), uint32(bw)
+	} else {
+		h.Shape[1], h.Shape[2] = uint32(bh), uint32(bw)
+	}
 }
 
 // MaxHeaderErrorText bounds the names and reasons of one batch header's

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// TestSizesAnyTopology: a job of per-sample sizes (RandomShortestSize with
+// a max_size, a flip) says so in JobInfo, its bound the sample_shape; each
+// batch comes padded to its largest sample, its shape, data_bytes and
+// sample_sizes saying so, each sample's padding zeros and, with targets,
+// its targets' canvas its size; the same bytes made alone or leased to 3
+// verified peers (the sizes travel in the samples' slots), with targets and
+// without.
+func TestSizesAnyTopology(t *testing.T) {
+	ann, counts := photosCOCO(t)
+	cfg := func() Config {
+		return Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1}
+	}
+	shortest := &pb.Op{Op: &pb.Op_RandomShortestSize{RandomShortestSize: &pb.RandomShortestSize{MinSize: []uint32{20, 28, 36}, MaxSize: proto.Uint32(40)}}}
+	for _, targets := range []bool{true, false} {
+		job := smallJob("det", 5)
+		job.Job.Targets = targets
+		job.Job.Transform.Ops = []*pb.Op{shortest, flipOp(nil)}
+		var alone epoch
+		for _, n := range []int{0, 3} {
+			e := topology(t, cfg, n)
+			ep := e.collect(t, job)
+			if !ep.info.GetSizesVary() || !slicesEqual(ep.info.GetSampleShape(), []uint32{3, 40, 40}) {
+				t.Fatalf("targets %v, %d peers: JobInfo sizes_vary %v, sample_shape %v; want true, the bound [3 40 40]",
+					targets, n, ep.info.GetSizesVary(), ep.info.GetSampleShape())
+			}
+			seen, shapes := 0, map[[2]uint32]bool{}
+			for _, b := range ep.batches {
+				h := b.hdr
+				sz, nb := h.GetSampleSizes(), int(h.GetShape()[0])
+				if len(sz) != 2*nb {
+					t.Fatalf("targets %v, %d peers: batch %d: %d sizes for %d samples", targets, n, h.GetNumber(), len(sz), nb)
+				}
+				var bh, bw uint32
+				for i := range nb {
+					bh, bw = max(bh, sz[2*i]), max(bw, sz[2*i+1])
+					// The shorter side a min_size (or one less: int() of
+					// side * (min_size / side) in float64, as torchvision's),
+					// or the longer max_size (or one less).
+					if s, m := sz[2*i:2*i+2], min(sz[2*i], sz[2*i+1]); s[0] < 1 || s[1] < 1 || max(s[0], s[1]) > 40 ||
+						(m != 20 && m != 19 && m != 28 && m != 27 && m != 36 && m != 35 && max(s[0], s[1]) < 39) {
+						t.Errorf("targets %v, %d peers: batch %d sample %d: size %v", targets, n, h.GetNumber(), i, s)
+					}
+				}
+				shapes[[2]uint32{bh, bw}] = true
+				if !slicesEqual(h.GetShape(), []uint32{uint32(nb), 3, bh, bw}) || len(b.data) != nb*3*int(bh*bw) {
+					t.Fatalf("targets %v, %d peers: batch %d: shape %v, %d bytes; want padded to %dx%d", targets, n, h.GetNumber(), h.GetShape(), len(b.data), bh, bw)
+				}
+				for i := range nb {
+					sh, sw := int(sz[2*i]), int(sz[2*i+1])
+					for c := range 3 {
+						for y := range int(bh) {
+							for x := range int(bw) {
+								if v := b.data[((i*3+c)*int(bh)+y)*int(bw)+x]; (y >= sh || x >= sw) && v != 0 {
+									t.Fatalf("targets %v, %d peers: batch %d sample %d (%dx%d): padding (%d, %d) is %d", targets, n, h.GetNumber(), i, sw, sh, x, y, v)
+								}
+							}
+						}
+					}
+					if targets {
+						v := h.GetFields()[0].GetValues()[i]
+						if le := binary.LittleEndian; le.Uint32(v) != uint32(sh) || le.Uint32(v[4:]) != uint32(sw) {
+							t.Errorf("%d peers: batch %d sample %d: targets' canvas %dx%d, size %dx%d", n, h.GetNumber(), i, le.Uint32(v[4:]), le.Uint32(v), sw, sh)
+						}
+					}
+					seen++
+				}
+			}
+			if seen != len(counts) || len(shapes) < 2 {
+				t.Errorf("targets %v, %d peers: %d samples in batches of %d sizes; want %d samples, several sizes", targets, n, seen, len(shapes), len(counts))
+			}
+			if n == 0 {
+				alone = ep
+				continue
+			}
+			sameAsAlone(t, e, n, ep, alone)
+			for i, b := range ep.batches {
+				if !slicesEqual(b.hdr.GetSampleSizes(), alone.batches[i].hdr.GetSampleSizes()) {
+					t.Errorf("targets %v, %d peers: batch %d: sizes %v, the lone server's %v", targets, n, i, b.hdr.GetSampleSizes(), alone.batches[i].hdr.GetSampleSizes())
+				}
+			}
+		}
+	}
+}
+
+func slicesEqual(a, b []uint32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
