@@ -233,10 +233,21 @@ func (d *COCODataset) SourceTargets(i, w, h int, t *Instances) error {
 	}
 	t.ImageID = s.Image.ID
 	t.P = d.ann.Keypoints()
+	if t.WantMasks && (s.Image.Width != w || s.Image.Height != h) {
+		return &annotationError{&annot.SampleError{File: d.ann.Name(), Annotation: fmt.Sprintf("image %d %q", s.Image.ID, s.Image.FileName), Field: "segmentation",
+			Err: fmt.Errorf("the file says %dx%d and the image is %dx%d: its masks would be of another size", s.Image.Width, s.Image.Height, w, h)}}
+	}
 	for k := range s.Instances {
 		in := &s.Instances[k]
 		t.Add(xywhToXYXY(in.BBox), int64(in.Label), in.IsCrowd)
 		t.addCOCOPoints(in.Keypoints)
+		if t.WantMasks {
+			r, ok, err := d.ann.Mask(&s, in)
+			if err != nil {
+				return &annotationError{err}
+			}
+			t.addMask(r, ok, h, w)
+		}
 	}
 	return nil
 }

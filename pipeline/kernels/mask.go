@@ -1,0 +1,113 @@
+package kernels
+
+// Instance masks through the separable geometry, as
+// torchvision.transforms.v2 moves a tv_tensors.Mask: crops (out of the
+// image: zeros, as crop_mask pads), pads (fill 0), flips and nearest
+// resizes each take an output row (column) from one input row (column) or
+// from none. So a chain of them is one map an axis, from the output's
+// rows (columns) to the source mask's (-1: none, the fill 0), and the
+// output mask is the source sampled through the two maps (MaskRuns).
+
+import "math"
+
+// AxisIdentity is the map of an axis of n pixels before any op: dst[i] =
+// i. It reuses dst's room.
+func AxisIdentity(dst []int32, n int) []int32 {
+	dst = dst[:0]
+	for i := range n {
+		dst = append(dst, int32(i))
+	}
+	return dst
+}
+
+// AxisCrop is crop_mask along an axis of len(m) pixels: the n pixels from
+// start on (start may be negative, and start+n past the end: those
+// pixels are the fill, -1, as torchvision's crop pads a Mask with zeros).
+// A pad of before and after pixels is AxisCrop(m, -before,
+// len(m)+before+after). It reuses dst's room (dst must not share m's).
+func AxisCrop(dst, m []int32, start, n int) []int32 {
+	dst = dst[:0]
+	for i := range n {
+		j := start + i
+		v := int32(-1)
+		if j >= 0 && j < len(m) {
+			v = m[j]
+		}
+		dst = append(dst, v)
+	}
+	return dst
+}
+
+// AxisFlip is horizontal_flip_mask (vertical_flip_mask) along an axis, in
+// place: pixel i becomes pixel len(m)-1-i.
+func AxisFlip(m []int32) {
+	for i, j := 0, len(m)-1; i < j; i, j = i+1, j-1 {
+		m[i], m[j] = m[j], m[i]
+	}
+}
+
+// NearestIndex is the input pixel torch's "nearest" interpolation (the
+// one resize_mask uses: InterpolationMode.NEAREST) takes output pixel i
+// from, resizing an axis of in pixels to out: with scale the float32
+// in/out, min(floor(float32(i) * scale), in-1) (ATen's nearest_idx, whose
+// special cases out == in and out == 2*in give the same).
+func NearestIndex(i, in, out int) int {
+	scale := float32(in) / float32(out)
+	return min(int(math.Floor(float64(float32(float32(i)*scale)))), in-1)
+}
+
+// AxisResize is resize_mask (nearest) along an axis of len(m) pixels to
+// n. It reuses dst's room (dst must not share m's).
+func AxisResize(dst, m []int32, n int) []int32 {
+	dst = dst[:0]
+	if len(m) == n {
+		return append(dst, m...) // torchvision returns the mask as it is
+	}
+	for i := range n {
+		dst = append(dst, m[NearestIndex(i, len(m), n)])
+	}
+	return dst
+}
+
+// MaskRuns samples the source mask src (srcH rows, column-major as COCO's
+// run-length masks decode: src[x*srcH+y], nonzero set) through the maps
+// ys (the output's rows) and xs (its columns), and appends the output's
+// run lengths to dst: row-major over the len(ys) x len(xs) output,
+// alternating runs of 0 and 1 from a run of 0 (of length 0 when the first
+// pixel is set), the last run the one that ends the mask. It returns dst.
+func MaskRuns(dst []uint32, src []byte, srcH int, ys, xs []int32) []uint32 {
+	var cur byte
+	var run uint32
+	for _, y := range ys {
+		for _, x := range xs {
+			v := byte(0)
+			if y >= 0 && x >= 0 && src[int(x)*srcH+int(y)] != 0 {
+				v = 1
+			}
+			if v != cur {
+				dst = append(dst, run)
+				cur, run = v, 0
+			}
+			run++
+		}
+	}
+	return append(dst, run)
+}
+
+// MaskFromRuns decodes MaskRuns' runs into a row-major mask of n pixels
+// (0 or 1 each), appended to dst; ok is false when the runs do not cover
+// exactly n pixels.
+func MaskFromRuns(dst []byte, runs []uint32, n int) ([]byte, bool) {
+	var v byte
+	at := len(dst)
+	for _, r := range runs {
+		if len(dst)-at+int(r) > n {
+			return dst, false
+		}
+		for range r {
+			dst = append(dst, v)
+		}
+		v ^= 1
+	}
+	return dst, len(dst)-at == n
+}
