@@ -154,8 +154,8 @@ func (t *Targets) moveMasks(steps []Step) error {
 // targets' other bytes padded with zeros to a multiple of 4 (base is
 // where the targets start in b): K u32 run counts, then every instance's
 // runs (u32), row-major over the canvas from a run of 0. limit bounds the
-// targets' bytes: past it the sample fails (ErrTooLarge), naming the
-// instance, before more is made.
+// targets' bytes: past it the sample fails (dataset.TargetsTooLarge, which
+// the field set words as its field over the bound) before more is made.
 func (t *Targets) appendMasks(b []byte, base int, limit int64) ([]byte, error) {
 	m := &t.mm
 	if len(m.ys) != t.H || len(m.xs) != t.W || len(t.Masks) != len(t.Boxes) {
@@ -176,8 +176,7 @@ func (t *Targets) appendMasks(b []byte, base int, limit int64) ([]byte, error) {
 		m.runs = kernels.MaskRuns(m.runs, m.src, r.H, m.ys, m.xs)
 		m.lens = append(m.lens, uint32(len(m.runs)-n))
 		if size += 4 * int64(len(m.runs)-n); size > limit {
-			return b, fmt.Errorf("%w: the masks of instances 0..%d of %d take %d bytes, over the job's bound of %d bytes for a sample's targets (max_targets_bytes)",
-				ErrTooLarge, k, len(t.Masks), size, limit)
+			return b, &dataset.TargetsTooLarge{At: size}
 		}
 	}
 	le := binary.LittleEndian

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -246,10 +247,19 @@ func (s *FieldSet) Check(ds Dataset, i int) error {
 	return nil
 }
 
+// TargetsTooLarge is what a FieldTargets' maker returns when the targets
+// pass the bound it was given (TargetsMax) before it made them all: they
+// take at least At bytes.
+type TargetsTooLarge struct{ At int64 }
+
+func (e *TargetsTooLarge) Error() string {
+	return fmt.Sprintf("targets of at least %d bytes, over their bound", e.At)
+}
+
 // errTooLarge fails a sample whose field k is n bytes, over the bound.
 func (s *FieldSet) errTooLarge(k int, n int64) error {
 	if k == s.targets && s.Masks() {
-		return &fieldError{fmt.Sprintf("field %q is %d bytes with its masks, over the job's bound of %d bytes (max_targets_bytes)", s.names[k], n, s.tmax)}
+		return &fieldError{fmt.Sprintf("field %q takes at least %d bytes with its masks, over the job's bound of %d bytes (max_targets_bytes)", s.names[k], n, s.tmax)}
 	}
 	return &fieldError{fmt.Sprintf("field %q is %d bytes, over the job's bound of %d bytes a field (max_field_bytes)", s.names[k], n, s.max)}
 }
@@ -308,6 +318,9 @@ func (s *FieldSet) TargetsInto(dst []Field, appendTargets func([]byte) ([]byte, 
 	}
 	f := &dst[s.targets]
 	data, err := appendTargets(f.Data[:0])
+	if tl := (*TargetsTooLarge)(nil); errors.As(err, &tl) {
+		return s.errTooLarge(s.targets, tl.At)
+	}
 	if err != nil {
 		return fmt.Errorf("field %q: %w", FieldTargets, err)
 	}

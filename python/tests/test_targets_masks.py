@@ -25,7 +25,7 @@ import stoker
 from stoker import transforms as T
 from stoker._errors import StokerError
 from test_lsj import replay_boxes
-from test_targets import GEOMETRY, N, PIXELS, coco_sources, det, replay, server, yolo_labels  # noqa: F401 (the fixtures)
+from test_targets import GEOMETRY, N, PIXELS, coco_sources, det, server, yolo_labels  # noqa: F401 (the fixtures)
 
 # Every geometry masks follow: crops inside and past the image, pads (fill
 # 0), both flips, nearest resizes down and up (2x and not), RandomResizedCrop,
@@ -146,3 +146,110 @@ def test_coco_masks_are_torchvisions(server: str, det: Path, name: str) -> None:
     assert seen == 2 * N and instances > 0 and set_px > 0
     assert OPS_OF[name] <= ops, ops
 
+
+
+def yolo_masks(server: str, det: Path) -> Dict[int, Dict[str, Any]]:
+    """Per sample index of the YOLO layout: its boxes and labels (as
+    test_targets' yolo_sources) and its masks: each segment line's
+    normalized polygon times the image's width and height in float32 (as
+    ultralytics scales a segment), rasterized by pycocotools."""
+    from pycocotools import mask as cocomask
+
+    out = {}
+    for idx, labels, w, h, boxes in yolo_labels(server, "yolo", det / "images" / "train"):
+        ms = []
+        for lb in labels:
+            xy = np.asarray(lb["polygon"], dtype=np.float32).reshape(-1, 2) * np.asarray([w, h], dtype=np.float32)
+            rle = cocomask.merge(cocomask.frPyObjects([xy.reshape(-1).astype(np.float64).tolist()], h, w))
+            ms.append(torch.from_numpy(cocomask.decode(rle)))
+        out[idx] = {"boxes": boxes, "labels": torch.tensor([lb["class"] for lb in labels], dtype=torch.int64).reshape(-1),
+                    "masks": torch.stack(ms) if ms else torch.zeros(0, h, w, dtype=torch.uint8)}
+    return out
+
+
+@pytest.mark.parametrize("name,transport", [("rrc-flips-jitter", "grpc"), ("detr", "shm"), ("centercrop-past", "auto")])
+def test_yolo_masks_are_torchvisions(server: str, det: Path, name: str, transport: str) -> None:
+    """A YOLO segment dataset's masks, through both transports."""
+    want = yolo_masks(server, det)
+    assert len(want) == N
+    seen, set_px = 0, 0
+    with stoker.Loader(server, "yolo", batch_size=6, transform=T.Compose(TRANSFORMS[name]), targets=("masks", "labels"),
+                       trace=True, return_indices=True, pin_memory=False, timeout=60, seed=3, transport=transport) as ld:
+        for b in ld:
+            images, targets, indices = b
+            for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
+                trace, where = b.trace[i], f"yolo {name} sample {idx}"
+                assert list(t) == ["masks", "labels"], where
+                keep = fixed_keep(want[idx]["boxes"], trace)
+                moved = replay_masks(want[idx]["masks"], want[idx]["boxes"], trace)[keep]
+                assert torch.equal(t["masks"].as_subclass(torch.Tensor), moved.as_subclass(torch.Tensor)), where
+                assert torch.equal(t["labels"], want[idx]["labels"][keep]), where
+                seen += 1
+                set_px += int(t["masks"].sum())
+        assert not list(ld.sample_errors)
+    assert seen == N and set_px > 0
+
+
+def test_targets_true_has_no_masks(server: str) -> None:
+    """targets=True is every key but "masks" (torchvision's
+    wrap_dataset_for_transforms_v2 default); a tuple gives exactly its
+    keys, in its order."""
+    tf = T.Compose([T.Resize((16, 16))])
+    with stoker.Loader(server, "coco", batch_size=6, transform=tf, targets=True, pin_memory=False, timeout=60) as ld:
+        _, targets = next(iter(ld))
+    assert all(set(t) == {"boxes", "labels", "iscrowd", "image_id", "keypoints", "keypoints_visibility"} for t in targets)
+    with stoker.Loader(server, "coco", batch_size=6, transform=tf, targets=("image_id", "masks", "iscrowd"),
+                       pin_memory=False, timeout=60) as ld:
+        _, targets = next(iter(ld))
+    assert all(list(t) == ["image_id", "masks", "iscrowd"] and t["masks"].shape[1:] == (16, 16) for t in targets)
+
+
+def wire_size(t: Dict[str, Any], p: int) -> int:
+    """The bytes of a sample's targets with masks (docs/detection.md): the
+    targets' 24 + 25K + 9KP, to a multiple of 4, K run counts, the runs
+    (a mask's changes of value, plus one, plus one more when its first
+    pixel is set: the runs start with 0s)."""
+    m = t["masks"].as_subclass(torch.Tensor).reshape(t["masks"].shape[0], -1).to(torch.int16)
+    k = m.shape[0]
+    runs = int((m[:, 1:] != m[:, :-1]).sum()) + k + int(m[:, 0].sum())
+    return (24 + 25 * k + 9 * k * p + 3) // 4 * 4 + 4 * k + 4 * runs
+
+
+def test_masks_over_the_bound_fail_alone(server: str) -> None:
+    """A sample whose targets with masks pass max_targets_bytes fails by
+    itself, naming the field and the bound; exactly those over it fail, and
+    the others come whole."""
+    tf = T.Compose([T.Resize((64, 64))])
+    with stoker.Loader(server, "coco", batch_size=1, transform=tf, targets=("keypoints", "masks"),
+                       pin_memory=False, timeout=60, return_indices=True, shuffle=False) as ld:
+        sizes = {int(i): wire_size(t[0], t[0]["keypoints"].shape[1]) for _, t, i in ld}
+    bound = sorted(sizes.values())[N // 2]
+    with stoker.Loader(server, "coco", batch_size=N, transform=tf, targets=("boxes", "masks"), max_targets_bytes=bound,
+                       fail_policy="drop", max_sample_errors=N, pin_memory=False, timeout=60, return_indices=True,
+                       drop_last=False) as ld:
+        got = sorted(int(i) for b in ld for i in b.indices)
+        errors = list(ld.sample_errors)
+    assert got == sorted(i for i, n in sizes.items() if n <= bound) and len(got) >= N // 2
+    assert len(errors) == N - len(got) > 0
+    assert all('field "targets" takes at least' in e.reason and f"bound of {bound} bytes (max_targets_bytes)" in e.reason
+               for e in errors), errors[0].reason
+
+
+@pytest.mark.parametrize("ops,targets,what", [
+    ([T.Resize((32, 32)), T.RandomRotation(10)], ("boxes", "masks"), "RandomRotation (op 1): masks do not support it yet"),
+    ([T.Pad(4, fill=7), T.CenterCrop(64)], ("masks",), "Pad (op 0): fill [7 7 7] with masks"),
+    ([T.RandomZoomOut(fill=(1, 2, 3)), T.Resize((32, 32))], ("masks",), "RandomZoomOut (op 0): fill [1 2 3] with masks"),
+])
+def test_masks_refused(server: str, ops: List[Any], targets: Any, what: str) -> None:
+    with pytest.raises(StokerError) as e:
+        with stoker.Loader(server, "coco", batch_size=4, transform=T.Compose(ops), targets=targets, pin_memory=False,
+                           timeout=60) as ld:
+            next(iter(ld))
+    assert e.value.code == "INVALID_ARGUMENT" and what in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("targets,error", [(("boxes", "area"), ValueError), ((), ValueError), (("masks", "masks"), ValueError),
+                                           ("masks", TypeError)])
+def test_target_names_checked(server: str, targets: Any, error: type) -> None:
+    with pytest.raises(error):
+        stoker.Loader(server, "coco", batch_size=4, targets=targets)
