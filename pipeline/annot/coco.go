@@ -516,9 +516,6 @@ func (c *COCO) Mask(s *Sample, in *Instance) (RLE, bool, error) {
 	return rs[0], true, nil
 }
 
-// Name is the file's base name, as its SampleErrors give it.
-func (c *COCO) Name() string { return c.name }
-
 // Len is the number of images (samples).
 func (c *COCO) Len() int { return len(c.images) }
 

@@ -35,6 +35,8 @@ type COCODataset struct {
 	maxSize int64
 	fp      string
 	classes []string
+	// annName is the annotations file's base name, for messages.
+	annName string
 }
 
 var (
@@ -74,7 +76,7 @@ func OpenCOCO(dir, annotations string) (*COCODataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &COCODataset{root: root, ann: c, sizes: make([]int64, c.Len()), maxSize: DefaultMaxFileSize}
+	d := &COCODataset{root: root, ann: c, sizes: make([]int64, c.Len()), maxSize: DefaultMaxFileSize, annName: filepath.Base(annotations)}
 	for _, ct := range c.Categories() {
 		d.classes = append(d.classes, ct.Name)
 	}
@@ -234,7 +236,7 @@ func (d *COCODataset) SourceTargets(i, w, h int, t *Instances) error {
 	t.ImageID = s.Image.ID
 	t.P = d.ann.Keypoints()
 	if t.WantMasks && (s.Image.Width != w || s.Image.Height != h) {
-		return &annotationError{&annot.SampleError{File: d.ann.Name(), Annotation: fmt.Sprintf("image %d %q", s.Image.ID, s.Image.FileName), Field: "segmentation",
+		return &annotationError{&annot.SampleError{File: d.annName, Annotation: fmt.Sprintf("image %d %q", s.Image.ID, s.Image.FileName), Field: "segmentation",
 			Err: fmt.Errorf("the file says %dx%d and the image is %dx%d: its masks would be of another size", s.Image.Width, s.Image.Height, w, h)}}
 	}
 	for k := range s.Instances {
