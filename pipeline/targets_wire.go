@@ -63,6 +63,12 @@ func AppendTargets(b []byte, t *Targets) []byte {
 // such a map an axis, so any chain of them is one (kernels.AxisCrop).
 type maskMaps struct {
 	ys, xs, tmp []int32
+	// base, after a rotate or an affine (not separable), is the canvas it
+	// left (bw columns), an index a pixel into the source
+	// (kernels.CanvasIndex): ys and xs then map into base. srcH is the
+	// source's height.
+	base, spare []int32
+	bw, srcH    int
 	src         []byte   // an instance's source mask, column-major
 	runs        []uint32 // an instance's runs on the canvas
 	lens        []uint32 // the runs of each instance
@@ -70,7 +76,27 @@ type maskMaps struct {
 
 // startMasks sets t's maps to the w x h source image's.
 func (t *Targets) startMasks(w, h int) {
-	t.mm.ys, t.mm.xs = kernels.AxisIdentity(t.mm.ys, h), kernels.AxisIdentity(t.mm.xs, w)
+	m := &t.mm
+	m.ys, m.xs = kernels.AxisIdentity(m.ys, h), kernels.AxisIdentity(m.xs, w)
+	m.base, m.bw, m.srcH = m.base[:0], 0, h // empty: no base
+}
+
+// turnMasks moves the masks through a rotate or affine step (nearest,
+// fill 0, as rotate_mask and affine_mask): the maps so far made into a
+// canvas index, moved by the step as a plane, the base of identity maps.
+func (t *Targets) turnMasks(st *Step) {
+	m := &t.mm
+	w, h := len(m.xs), len(m.ys)
+	idx := kernels.CanvasIndex(m.spare, m.base, m.bw, m.srcH, m.ys, m.xs)
+	if st.Fn == FnRotate {
+		idx, m.tmp = kernels.RotateIndex(idx, w, h, st.F[0], st.Center, st.HasCenter, m.tmp)
+	} else {
+		a := kernels.AffineParams{Angle: st.F[0], TX: st.F[1], TY: st.F[2], Scale: st.F[3], ShearX: st.F[4], ShearY: st.F[5],
+			Center: st.Center, HasCenter: st.HasCenter}
+		idx, m.tmp = kernels.AffineIndex(idx, w, h, &a, m.tmp)
+	}
+	m.spare, m.base, m.bw = m.base, idx, w
+	m.ys, m.xs = kernels.AxisIdentity(m.ys, h), kernels.AxisIdentity(m.xs, w)
 }
 
 // cropMasks crops the maps to the height x width canvas from (top,
@@ -108,8 +134,8 @@ func centerCropStart(n, c int) int {
 // kernels move a tv_tensors.Mask: resized_crop (crop, then resize_mask's
 // nearest), resize, center_crop, crop (RandomCrop's, RandomIoUCrop's),
 // pad (fill 0: a pad of another fill is refused for masks, CheckMasks),
-// the flips. Ops on pixels alone leave them; rotate and affine are not
-// done for masks (an error, as any other step).
+// the flips, rotate and affine (nearest, fill 0: turnMasks). Ops on
+// pixels alone leave them; any other step is an error.
 func (t *Targets) moveMasks(steps []Step) error {
 	if !t.WantMasks {
 		return nil
@@ -126,6 +152,11 @@ func (t *Targets) moveMasks(steps []Step) error {
 			t.cropMasks(centerCropStart(len(t.mm.ys), st.I[4]), centerCropStart(len(t.mm.xs), st.I[5]), st.I[4], st.I[5])
 		case FnCrop, FnIoUCrop:
 			t.cropMasks(st.I[0], st.I[1], st.I[2], st.I[3])
+		case FnRotate, FnAffine:
+			if st.Fill != [3]float64{} && !st.FillNone {
+				return fmt.Errorf("%w: targets' masks: %s with fill %v (torchvision fills a Mask with the op's fill): masks are filled with 0 only", ErrUnsupported, st.Fn, st.Fill)
+			}
+			t.turnMasks(st)
 		case FnPad:
 			if st.Fill != [3]float64{} {
 				return fmt.Errorf("%w: targets' masks: a pad of fill %v (torchvision fills a Mask with the op's fill): masks are padded with 0 only", ErrUnsupported, st.Fill)
@@ -173,7 +204,10 @@ func (t *Targets) appendMasks(b []byte, base int, limit int64) ([]byte, error) {
 			return b, fmt.Errorf("targets: instance %d's mask: %v", k, err)
 		}
 		n := len(m.runs)
-		m.runs = kernels.MaskRuns(m.runs, m.src, r.H, m.ys, m.xs)
+		if r.H != m.srcH {
+			return b, fmt.Errorf("targets: instance %d's mask has %d rows, the source %d", k, r.H, m.srcH)
+		}
+		m.runs = kernels.MaskRuns(m.runs, m.src, r.H, m.base, m.bw, m.ys, m.xs)
 		m.lens = append(m.lens, uint32(len(m.runs)-n))
 		if size += 4 * int64(len(m.runs)-n); size > limit {
 			return b, &dataset.TargetsTooLarge{At: size}
@@ -201,11 +235,11 @@ func TargetKeypoints(ds Dataset) int {
 	return 0
 }
 
-// CheckMasks refuses a transform whose geometry masks do not follow yet:
-// RandomRotation and RandomAffine (anywhere), and a Pad, RandomCrop or
-// RandomZoomOut whose fill is not 0 (torchvision fills a Mask with a
-// plain fill too, and stoker's ops keep one fill, the image's). A
-// FixedSizeCrop pads masks with 0, as the detection references' does.
+// CheckMasks refuses a transform whose geometry masks do not follow: a
+// Pad, RandomCrop, RandomZoomOut, RandomRotation or RandomAffine whose
+// fill is not 0 (torchvision fills a Mask with a plain fill too, and
+// stoker's ops keep one fill, the image's). A FixedSizeCrop pads masks
+// with 0, as the detection references' does.
 func CheckMasks(t *Transform) error {
 	return checkMaskOps(t.ops, "")
 }
@@ -219,11 +253,9 @@ func checkMaskOps(ops []Op, at string) error {
 			if err := checkMaskOps(op.Ops, where+": "); err != nil {
 				return err
 			}
-		case OpRandomRotation, OpRandomAffine:
-			return fmt.Errorf("%w: transform: %s: masks do not support it yet (boxes and keypoints do: ask for targets without \"masks\")", ErrUnsupported, where)
-		case OpPad, OpRandomCrop, OpRandomZoomOut:
-			if op.Fill != [3]float64{} {
-				return fmt.Errorf("%w: transform: %s: fill %v with masks: torchvision pads a Mask with the op's fill too (a dict fill {Image: v, Mask: 0} keeps it 0, which stoker cannot tell): masks are padded with 0 only; use fill=0",
+		case OpPad, OpRandomCrop, OpRandomZoomOut, OpRandomRotation, OpRandomAffine:
+			if op.Fill != [3]float64{} && !(op.FillNone && (op.Kind == OpRandomRotation || op.Kind == OpRandomAffine)) {
+				return fmt.Errorf("%w: transform: %s: fill %v with masks: torchvision fills a Mask with the op's fill too (a dict fill {Image: v, Mask: 0} keeps it 0, which stoker cannot tell): masks are filled with 0 only; use fill=0",
 					ErrUnsupported, where, op.Fill)
 			}
 		}

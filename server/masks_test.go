@@ -37,7 +37,8 @@ func photosMasks(t *testing.T) (string, []int) {
 	return writeJSON(t, "instances-masks.json", doc), counts
 }
 
-// TestMasksAnyTopology: a job asking for masks (target_fields) gets each
+// TestMasksAnyTopology: a job asking for masks (target_fields), rotated
+// too, gets each
 // sample's targets with the masks bit set and K run-length masks after
 // them, each covering the 32x32 canvas, some pixels set; the same bytes on
 // a lone server and over 3 verified peers, none quarantined.
@@ -49,6 +50,8 @@ func TestMasksAnyTopology(t *testing.T) {
 	job := smallJob("det", 8)
 	job.Job.Targets = true
 	job.Job.TargetFields = []string{"boxes", "labels", "masks"}
+	job.Job.Transform.Ops = append(job.Job.Transform.Ops,
+		&pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -30, Max: 30}}}})
 	var alone epoch
 	for _, n := range []int{0, 3} {
 		e := topology(t, cfg, n)
@@ -108,7 +111,7 @@ func TestMasksAnyTopology(t *testing.T) {
 func TestMasksRefused(t *testing.T) {
 	ann, _ := photosMasks(t)
 	e := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1})
-	rot := &pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -10, Max: 10}}}}
+	rot := &pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -10, Max: 10}, Fill: []float64{3}}}}
 	pad := &pb.Op{Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}, Fill: []float64{5}}}}
 	center := &pb.Op{Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 32, Width: 32}}}
 	masks := []string{"boxes", "masks"}
@@ -126,7 +129,7 @@ func TestMasksRefused(t *testing.T) {
 		{"without targets", false, masks, 0, nil, "target_fields without targets"},
 		{"bound without masks", true, []string{"boxes"}, 4096, nil, "max_targets_bytes 4096 without masks"},
 		{"bound too large", true, masks, 8 << 20, nil, "max_targets_bytes 8388608: a batch of 8 samples"},
-		{"rotation", true, masks, 0, []*pb.Op{rrcOp(32), rot}, "RandomRotation (op 1): masks do not support it yet"},
+		{"rotation fill", true, masks, 0, []*pb.Op{rrcOp(32), rot}, "RandomRotation (op 1): fill [3 3 3] with masks"},
 		{"pad fill", true, masks, 0, []*pb.Op{pad, center}, "Pad (op 0): fill [5 5 5] with masks"},
 	} {
 		job := smallJob("det", 8)

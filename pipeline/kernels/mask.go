@@ -74,14 +74,24 @@ func AxisResize(dst, m []int32, n int) []int32 {
 // ys (the output's rows) and xs (its columns), and appends the output's
 // run lengths to dst: row-major over the len(ys) x len(xs) output,
 // alternating runs of 0 and 1 from a run of 0 (of length 0 when the first
-// pixel is set), the last run the one that ends the mask. It returns dst.
-func MaskRuns(dst []uint32, src []byte, srcH int, ys, xs []int32) []uint32 {
+// pixel is set), the last run the one that ends the mask. With a base
+// (CanvasIndex's, bw columns; empty: none), the maps index base, whose entries index
+// src. It returns dst.
+func MaskRuns(dst []uint32, src []byte, srcH int, base []int32, bw int, ys, xs []int32) []uint32 {
 	var cur byte
 	var run uint32
 	for _, y := range ys {
 		for _, x := range xs {
+			i := int32(-1)
+			switch {
+			case y < 0 || x < 0:
+			case len(base) > 0:
+				i = base[int(y)*bw+int(x)]
+			default:
+				i = x*int32(srcH) + y
+			}
 			v := byte(0)
-			if y >= 0 && x >= 0 && src[int(x)*srcH+int(y)] != 0 {
+			if i >= 0 && src[i] != 0 {
 				v = 1
 			}
 			if v != cur {
@@ -110,4 +120,94 @@ func MaskFromRuns(dst []byte, runs []uint32, n int) ([]byte, bool) {
 		v ^= 1
 	}
 	return dst, len(dst)-at == n
+}
+
+// CanvasIndex materializes the maps ys and xs into one index a canvas
+// pixel, row-major over len(ys) x len(xs), appended to dst[:0]: the source
+// pixel each comes from (as MaskRuns indexes src, through base when
+// there is one), -1 for the fill. A rotation or an affine map is not
+// separable: it moves this index (AffineIndex), which then is the base of
+// identity maps.
+func CanvasIndex(dst, base []int32, bw, srcH int, ys, xs []int32) []int32 {
+	dst = dst[:0]
+	for _, y := range ys {
+		for _, x := range xs {
+			i := int32(-1)
+			switch {
+			case y < 0 || x < 0:
+			case len(base) > 0:
+				i = base[int(y)*bw+int(x)]
+			default:
+				i = x*int32(srcH) + y
+			}
+			dst = append(dst, i)
+		}
+	}
+	return dst
+}
+
+// RotateIndex is rotate_mask (expand=False, fill 0) of a w x h canvas of
+// indices (CanvasIndex's), as Rotate moves a plane with NEAREST: the
+// fast paths of 0, 180, and 90 or 270 degrees of a square canvas about
+// its centre, else grid_sample's nearest through the inverse matrix. tmp
+// is scratch (its room reused); the result is idx's (or tmp's) room.
+func RotateIndex(idx []int32, w, h int, angle float64, center [2]float64, hasCenter bool, tmp []int32) ([]int32, []int32) {
+	angle = pyMod(angle, 360)
+	if !hasCenter {
+		switch {
+		case angle == 0:
+			return idx, tmp
+		case angle == 180:
+			for i, j := 0, len(idx)-1; i < j; i, j = i+1, j-1 {
+				idx[i], idx[j] = idx[j], idx[i]
+			}
+			return idx, tmp
+		case (angle == 90 || angle == 270) && w == h:
+			tmp = append(tmp[:0], idx...)
+			n := w
+			for i := range n {
+				for j := range n {
+					if angle == 90 { // rot90's ccw: out[i][j] = in[j][n-1-i]
+						idx[i*n+j] = tmp[j*n+n-1-i]
+					} else { // out[i][j] = in[n-1-j][i]
+						idx[i*n+j] = tmp[(n-1-j)*n+i]
+					}
+				}
+			}
+			return idx, tmp
+		}
+	}
+	m := inverseAffine(w, h, center, hasCenter, -angle, [2]float64{}, 1, [2]float64{})
+	return affineIndex(idx, w, h, &m, tmp)
+}
+
+// AffineIndex is affine_mask (NEAREST, fill 0) of a w x h canvas of
+// indices, as Affine moves a plane; a's Interp and Fill are not read.
+func AffineIndex(idx []int32, w, h int, a *AffineParams, tmp []int32) ([]int32, []int32) {
+	m := inverseAffine(w, h, a.Center, a.HasCenter, a.Angle, [2]float64{a.TX, a.TY}, a.Scale, [2]float64{a.ShearX, a.ShearY})
+	return affineIndex(idx, w, h, &m, tmp)
+}
+
+// affineIndex is nearestAffine on indices: each output pixel takes the
+// index at the point m sends it to, rounded half to even, or -1 (the fill
+// 0) where that is outside. It returns the moved index (tmp's room) and
+// idx's room for the next scratch.
+func affineIndex(idx []int32, w, h int, m *[6]float64, tmp []int32) ([]int32, []int32) {
+	g := newAffineGrid(m, w, h)
+	fw, fh := float32(w)-0.5, float32(h)-0.5
+	tmp = tmp[:0]
+	for y := 0; y < h; y++ {
+		rx, ry := g.row(y)
+		for x := 0; x < w; x++ {
+			ix, iy := g.at(x, rx, ry)
+			v := int32(-1)
+			if ix >= -0.5 && ix <= fw && iy >= -0.5 && iy <= fh { // NaN is outside
+				if xi, yi := int(roundEven32(ix)), int(roundEven32(iy)); xi < w && yi < h {
+					v = idx[yi*w+xi]
+				}
+			}
+			tmp = append(tmp, v)
+		}
+	}
+	return tmp, idx
 }

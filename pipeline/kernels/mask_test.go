@@ -109,7 +109,7 @@ func TestMaskMapsMatchOpByOp(t *testing.T) {
 		if len(ys) != ref.h || len(xs) != ref.w {
 			t.Fatalf("trial %d: maps of %dx%d, the mask is %dx%d", trial, len(xs), len(ys), ref.w, ref.h)
 		}
-		runs := MaskRuns(nil, col, h, ys, xs)
+		runs := MaskRuns(nil, col, h, nil, 0, ys, xs)
 		got, ok := MaskFromRuns(nil, runs, ref.h*ref.w)
 		if !ok || !bytes.Equal(got, ref.px) {
 			t.Fatalf("trial %d: the maps' mask differs from the op-by-op one (runs %v)", trial, runs)
@@ -156,5 +156,55 @@ func TestMaskFromRunsRefusesBadRuns(t *testing.T) {
 	}
 	if _, ok := MaskFromRuns(nil, []uint32{1, 1}, 4); ok {
 		t.Fatal("runs of 2 pixels decoded into 4")
+	}
+}
+
+// TestTurnIndexIsNearestTurn: RotateIndex and AffineIndex move a canvas
+// of indices as Rotate and Affine with NEAREST and fill 0 move the
+// pixels (fast paths included): each output pixel is the input pixel its
+// index names, or 0 where it is -1.
+func TestTurnIndexIsNearestTurn(t *testing.T) {
+	r := rand.New(rand.NewPCG(46, 7))
+	var s Scratch
+	for trial := range 120 {
+		w, h := 1+r.IntN(30), 1+r.IntN(30)
+		if trial%4 == 0 {
+			h = w // square: the 90 and 270 degree fast paths
+		}
+		p := Planes{Pix: make([]byte, 3*w*h), W: w, H: h}
+		for i := range p.Pix {
+			p.Pix[i] = byte(1 + r.IntN(255)) // no 0: the fill stands out
+		}
+		in := Planes{Pix: append([]byte(nil), p.Pix...), W: w, H: h}
+		idx := make([]int32, w*h)
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		center, hasCenter := [2]float64{r.Float64() * float64(w), r.Float64() * float64(h)}, trial%3 == 0
+		if trial%2 == 0 {
+			angle := []float64{0, 90, 180, 270, -90, 33.3, -147}[r.IntN(7)]
+			Rotate(p, angle, Nearest, center, hasCenter, [3]float64{}, false, &s)
+			idx, _ = RotateIndex(idx, w, h, angle, center, hasCenter, nil)
+		} else {
+			a := AffineParams{Angle: r.Float64()*60 - 30, TX: r.Float64()*6 - 3, TY: r.Float64()*6 - 3, Scale: 0.7 + r.Float64()*0.6,
+				ShearX: r.Float64()*20 - 10, ShearY: r.Float64()*10 - 5, Interp: Nearest, Center: center, HasCenter: hasCenter}
+			Affine(p, &a, &s)
+			idx, _ = AffineIndex(idx, w, h, &a, nil)
+		}
+		if len(idx) != w*h {
+			t.Fatalf("trial %d: %d indices for %dx%d", trial, len(idx), w, h)
+		}
+		for c := range 3 {
+			got, src := p.Plane(c), in.Plane(c)
+			for o, i := range idx {
+				want := byte(0)
+				if i >= 0 {
+					want = src[i]
+				}
+				if got[o] != want {
+					t.Fatalf("trial %d (%dx%d): plane %d pixel %d is %d, the index says %d (%d)", trial, w, h, c, o, got[o], i, want)
+				}
+			}
+		}
 	}
 }

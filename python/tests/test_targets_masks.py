@@ -30,7 +30,8 @@ from test_targets import GEOMETRY, N, PIXELS, coco_sources, det, server, yolo_la
 # Every geometry masks follow: crops inside and past the image, pads (fill
 # 0), both flips, nearest resizes down and up (2x and not), RandomResizedCrop,
 # RandomZoomOut, RandomIoUCrop with SanitizeBoundingBoxes, ScaleJitter and
-# FixedSizeCrop; ops on pixels alone between them. mkdata's images are 320
+# FixedSizeCrop, RandomRotation and RandomAffine; ops on pixels alone
+# between them. mkdata's images are 320
 # to 480 pixels a side.
 TRANSFORMS = {
     "rrc-flips-jitter": [T.RandomResizedCrop(64, scale=(0.2, 1.0)), T.RandomHorizontalFlip(),
@@ -46,6 +47,15 @@ TRANSFORMS = {
              T.RandomHorizontalFlip(), T.Resize((80, 80)), T.SanitizeBoundingBoxes(), T.ConvertBoundingBoxFormat("CXCYWH")],
     "lsj": [T.ScaleJitter((200, 200)), T.FixedSizeCrop(160, fill=(123, 117, 104)), T.RandomHorizontalFlip(),
             T.SanitizeBoundingBoxes()],
+    # Rotations and affines (nearest, fill 0) between separable ops: about
+    # the centre and a given point, torchvision's fast paths of 90 and 180
+    # degrees on a square canvas, every RandomAffine parameter.
+    "rotate": [T.Resize((96, 128)), T.CenterCrop((80, 100)), T.RandomRotation(30), T.RandomHorizontalFlip()],
+    "rotate-center-90": [T.Resize((64, 64)), T.RandomChoice([T.RandomRotation((90, 90)), T.RandomRotation((180, 180)),
+                                                            T.RandomRotation(20, center=(10, 50))])],
+    "affine-sanitize": [T.RandomResizedCrop(80, scale=(0.3, 1.0)),
+                        T.RandomAffine(15, translate=(0.1, 0.1), scale=(0.8, 1.2), shear=(-5, 5, -3, 3)),
+                        T.SanitizeBoundingBoxes(min_size=2), T.RandomVerticalFlip()],
 }
 
 # The ops each transform's traces show (each drawn on some sample).
@@ -58,6 +68,9 @@ OPS_OF = {
     "rrc-sanitize": {"resized_crop", "sanitize_bounding_boxes", "horizontal_flip"},
     "detr": {"pad", "iou_crop", "sanitize_bounding_boxes", "horizontal_flip", "resize"},
     "lsj": {"resize", "fixed_size_crop", "horizontal_flip", "sanitize_bounding_boxes"},
+    "rotate": {"resize", "rotate", "horizontal_flip", "center_crop"},
+    "rotate-center-90": {"resize", "rotate"},
+    "affine-sanitize": {"resized_crop", "affine", "sanitize_bounding_boxes", "vertical_flip"},
 }
 
 
@@ -101,9 +114,9 @@ def replay_masks(masks: torch.Tensor, boxes: tv_tensors.BoundingBoxes, trace: Li
         if name == "iou_crop":  # RandomIoUCrop crops a Mask (it marks boxes only)
             m = F.crop(m, **kw)
             continue
-        if name == "pad":
+        if name in ("pad", "rotate", "affine") and kw.get("fill") is not None:
             assert all(v == 0 for v in kw["fill"]), kw  # masks: fill 0 only (else refused)
-            kw["fill"] = 0  # pad_mask takes a number
+            kw["fill"] = 0  # the Mask kernels take a number
         kw.pop("interpolation", None)  # resize_mask: NEAREST
         kw.pop("antialias", None)
         m = getattr(F, name)(m, **kw)
@@ -236,7 +249,7 @@ def test_masks_over_the_bound_fail_alone(server: str) -> None:
 
 
 @pytest.mark.parametrize("ops,targets,what", [
-    ([T.Resize((32, 32)), T.RandomRotation(10)], ("boxes", "masks"), "RandomRotation (op 1): masks do not support it yet"),
+    ([T.Resize((32, 32)), T.RandomRotation(10, fill=3)], ("boxes", "masks"), "RandomRotation (op 1): fill [3 3 3] with masks"),
     ([T.Pad(4, fill=7), T.CenterCrop(64)], ("masks",), "Pad (op 0): fill [7 7 7] with masks"),
     ([T.RandomZoomOut(fill=(1, 2, 3)), T.Resize((32, 32))], ("masks",), "RandomZoomOut (op 0): fill [1 2 3] with masks"),
 ])
