@@ -65,11 +65,13 @@ type maskMaps struct {
 	ys, xs, tmp []int32
 	// base, after a rotate or an affine (not separable), is the canvas it
 	// left (bw columns), an index a pixel into the source
-	// (kernels.CanvasIndex): ys and xs then map into base. srcH is the
-	// source's height.
+	// (kernels.CanvasIndex): ys and xs then map into base. srcW and srcH
+	// are the source's size.
 	base, spare []int32
-	bw, srcH    int
-	src         []byte   // an instance's source mask, column-major
+	bw          int
+	srcW, srcH  int
+	src         []byte   // an instance's source mask, row-major
+	rows        []bool   // which of its rows have a pixel set
 	runs        []uint32 // an instance's runs on the canvas
 	lens        []uint32 // the runs of each instance
 }
@@ -78,7 +80,7 @@ type maskMaps struct {
 func (t *Targets) startMasks(w, h int) {
 	m := &t.mm
 	m.ys, m.xs = kernels.AxisIdentity(m.ys, h), kernels.AxisIdentity(m.xs, w)
-	m.base, m.bw, m.srcH = m.base[:0], 0, h // empty: no base
+	m.base, m.bw, m.srcW, m.srcH = m.base[:0], 0, w, h // empty: no base
 }
 
 // turnMasks moves the masks through a rotate or affine step (nearest,
@@ -87,7 +89,7 @@ func (t *Targets) startMasks(w, h int) {
 func (t *Targets) turnMasks(st *Step) {
 	m := &t.mm
 	w, h := len(m.xs), len(m.ys)
-	idx := kernels.CanvasIndex(m.spare, m.base, m.bw, m.srcH, m.ys, m.xs)
+	idx := kernels.CanvasIndex(m.spare, m.base, m.bw, m.srcW, m.ys, m.xs)
 	if st.Fn == FnRotate {
 		idx, m.tmp = kernels.RotateIndex(idx, w, h, st.F[0], st.Center, st.HasCenter, m.tmp)
 	} else {
@@ -199,15 +201,15 @@ func (t *Targets) appendMasks(b []byte, base int, limit int64) ([]byte, error) {
 	m.runs, m.lens = m.runs[:0], m.lens[:0]
 	for k := range t.Masks {
 		r := &t.Masks[k]
-		var err error
-		if m.src, err = r.ColumnMajor(m.src[:0]); err != nil {
-			return b, fmt.Errorf("targets: instance %d's mask: %v", k, err)
+		if r.H != m.srcH || r.W != m.srcW {
+			return b, fmt.Errorf("targets: instance %d's mask is %dx%d, the source %dx%d", k, r.W, r.H, m.srcW, m.srcH)
+		}
+		var ok bool
+		if m.src, m.rows, ok = kernels.RowMajor(m.src, m.rows, r.Counts, r.H, r.W); !ok {
+			return b, fmt.Errorf("targets: instance %d's mask: runs that do not cover %dx%d", k, r.W, r.H)
 		}
 		n := len(m.runs)
-		if r.H != m.srcH {
-			return b, fmt.Errorf("targets: instance %d's mask has %d rows, the source %d", k, r.H, m.srcH)
-		}
-		m.runs = kernels.MaskRuns(m.runs, m.src, r.H, m.base, m.bw, m.ys, m.xs)
+		m.runs = kernels.MaskRuns(m.runs, m.src, r.W, m.rows, m.base, m.bw, m.ys, m.xs)
 		m.lens = append(m.lens, uint32(len(m.runs)-n))
 		if size += 4 * int64(len(m.runs)-n); size > limit {
 			return b, &dataset.TargetsTooLarge{At: size}

@@ -286,18 +286,6 @@ func (r *RLE) decodeColumnMajor(m []byte) error {
 	return nil
 }
 
-// ColumnMajor appends r's H*W pixels to m, column-major (down each
-// column, the order of its runs), 0 or 1 each; runs that do not cover
-// H*W pixels exactly are an error.
-func (r *RLE) ColumnMajor(m []byte) ([]byte, error) {
-	if err := r.check(); err != nil {
-		return m, err
-	}
-	at := len(m)
-	m = slices.Grow(m, r.H*r.W)[:at+r.H*r.W]
-	return m, r.decodeColumnMajor(m[at:])
-}
-
 // Mask decodes r into an H x W mask in row-major order (m[y*W+x]), the
 // layout of pycocotools' annToMask and of torchvision's Mask: 1 where
 // set, 0 elsewhere. A mask whose runs do not cover H*W pixels exactly is

@@ -69,39 +69,99 @@ func AxisResize(dst, m []int32, n int) []int32 {
 	return dst
 }
 
-// MaskRuns samples the source mask src (srcH rows, column-major as COCO's
-// run-length masks decode: src[x*srcH+y], nonzero set) through the maps
-// ys (the output's rows) and xs (its columns), and appends the output's
-// run lengths to dst: row-major over the len(ys) x len(xs) output,
-// alternating runs of 0 and 1 from a run of 0 (of length 0 when the first
-// pixel is set), the last run the one that ends the mask. With a base
-// (CanvasIndex's, bw columns; empty: none), the maps index base, whose entries index
-// src. It returns dst.
-func MaskRuns(dst []uint32, src []byte, srcH int, base []int32, bw int, ys, xs []int32) []uint32 {
+// MaskRuns samples the source mask src (row-major, srcW columns, nonzero
+// set; rows[y] false when its row y has no pixel set, or rows nil)
+// through the maps ys (the output's rows) and xs (its columns), and
+// appends the output's run lengths to dst: row-major over the len(ys) x
+// len(xs) output, alternating runs of 0 and 1 from a run of 0 (of length
+// 0 when the first pixel is set), the last run the one that ends the
+// mask. With a base (CanvasIndex's, bw columns; empty: none), the maps
+// index base, whose entries index src. It returns dst.
+func MaskRuns(dst []uint32, src []byte, srcW int, rows []bool, base []int32, bw int, ys, xs []int32) []uint32 {
 	var cur byte
 	var run uint32
+	// push appends n pixels of v to the runs.
+	push := func(v byte, n uint32) {
+		if v != cur {
+			dst = append(dst, run)
+			cur, run = v, 0
+		}
+		run += n
+	}
+	// A row's runs (its pixels' values, alternating from its first), kept:
+	// the next row, when it comes from the same source row (a resize up),
+	// is the same (not so through a base, which is not separable).
+	if len(xs) == 0 {
+		return append(dst, 0)
+	}
+	var row []uint32
+	var first byte
+	prev := int32(-2)
 	for _, y := range ys {
-		for _, x := range xs {
-			i := int32(-1)
-			switch {
-			case y < 0 || x < 0:
-			case len(base) > 0:
-				i = base[int(y)*bw+int(x)]
-			default:
-				i = x*int32(srcH) + y
+		if len(base) == 0 && (y < 0 || (rows != nil && !rows[y])) { // a row of zeros
+			push(0, uint32(len(xs)))
+			continue
+		}
+		if len(base) > 0 || y != prev {
+			row, first = row[:0], 2
+			var v byte
+			var n uint32
+			for _, x := range xs {
+				i := int32(-1)
+				switch {
+				case y < 0 || x < 0:
+				case len(base) > 0:
+					i = base[int(y)*bw+int(x)]
+				default:
+					i = y*int32(srcW) + x
+				}
+				p := byte(0)
+				if i >= 0 && src[i] != 0 {
+					p = 1
+				}
+				switch {
+				case first == 2:
+					first, v, n = p, p, 1
+				case p == v:
+					n++
+				default:
+					row, v, n = append(row, n), p, 1
+				}
 			}
-			v := byte(0)
-			if i >= 0 && src[i] != 0 {
-				v = 1
-			}
-			if v != cur {
-				dst = append(dst, run)
-				cur, run = v, 0
-			}
-			run++
+			row, prev = append(row, n), y
+		}
+		v := first
+		for _, n := range row {
+			push(v, n)
+			v ^= 1
 		}
 	}
 	return append(dst, run)
+}
+
+// RowMajor decodes a COCO run-length mask (counts: column-major runs of
+// 0 and 1 from a run of 0, over h x w) into a row-major mask appended to
+// dst[:0] (0 or 1 a pixel) and which of its rows have a pixel set
+// (rows[:0]); ok is false when the runs do not cover h*w pixels exactly.
+func RowMajor(dst []byte, rows []bool, counts []uint32, h, w int) ([]byte, []bool, bool) {
+	n := h * w
+	dst = append(dst[:0], make([]byte, n)...)
+	rows = append(rows[:0], make([]bool, h)...)
+	p, set := 0, false
+	for _, c := range counts {
+		if int(c) > n-p {
+			return dst, rows, false
+		}
+		if set {
+			for q := p; q < p+int(c); q++ {
+				x, y := q/h, q%h
+				dst[y*w+x], rows[y] = 1, true
+			}
+		}
+		p += int(c)
+		set = !set
+	}
+	return dst, rows, p == n
 }
 
 // MaskFromRuns decodes MaskRuns' runs into a row-major mask of n pixels
@@ -124,11 +184,11 @@ func MaskFromRuns(dst []byte, runs []uint32, n int) ([]byte, bool) {
 
 // CanvasIndex materializes the maps ys and xs into one index a canvas
 // pixel, row-major over len(ys) x len(xs), appended to dst[:0]: the source
-// pixel each comes from (as MaskRuns indexes src, through base when
-// there is one), -1 for the fill. A rotation or an affine map is not
+// pixel each comes from (as MaskRuns indexes src, srcW columns, through
+// base when there is one), -1 for the fill. A rotation or an affine map is not
 // separable: it moves this index (AffineIndex), which then is the base of
 // identity maps.
-func CanvasIndex(dst, base []int32, bw, srcH int, ys, xs []int32) []int32 {
+func CanvasIndex(dst, base []int32, bw, srcW int, ys, xs []int32) []int32 {
 	dst = dst[:0]
 	for _, y := range ys {
 		for _, x := range xs {
@@ -138,7 +198,7 @@ func CanvasIndex(dst, base []int32, bw, srcH int, ys, xs []int32) []int32 {
 			case len(base) > 0:
 				i = base[int(y)*bw+int(x)]
 			default:
-				i = x*int32(srcH) + y
+				i = y*int32(srcW) + x
 			}
 			dst = append(dst, i)
 		}

@@ -68,10 +68,26 @@ func TestMaskMapsMatchOpByOp(t *testing.T) {
 				src.px[i] = 1
 			}
 		}
-		col := make([]byte, h*w) // column-major, as COCO's runs decode
+		// COCO's runs of it (column-major), decoded back by RowMajor.
+		var counts []uint32
+		var cur byte
+		var run uint32
+		for x := range w {
+			for y := range h {
+				if v := src.px[y*w+x]; v != cur {
+					counts, cur, run = append(counts, run), v, 0
+				}
+				run++
+			}
+		}
+		counts = append(counts, run)
+		rm, rows, ok := RowMajor(nil, nil, counts, h, w)
+		if !ok || !bytes.Equal(rm, src.px) {
+			t.Fatalf("trial %d: RowMajor of %v is not the mask", trial, counts)
+		}
 		for y := range h {
-			for x := range w {
-				col[x*h+y] = src.px[y*w+x]
+			if set := bytes.IndexByte(src.px[y*w:(y+1)*w], 1) >= 0; rows[y] != set {
+				t.Fatalf("trial %d: row %d has a pixel set: %v, RowMajor says %v", trial, y, set, rows[y])
 			}
 		}
 		ref := src
@@ -109,7 +125,7 @@ func TestMaskMapsMatchOpByOp(t *testing.T) {
 		if len(ys) != ref.h || len(xs) != ref.w {
 			t.Fatalf("trial %d: maps of %dx%d, the mask is %dx%d", trial, len(xs), len(ys), ref.w, ref.h)
 		}
-		runs := MaskRuns(nil, col, h, nil, 0, ys, xs)
+		runs := MaskRuns(nil, rm, w, rows, nil, 0, ys, xs)
 		got, ok := MaskFromRuns(nil, runs, ref.h*ref.w)
 		if !ok || !bytes.Equal(got, ref.px) {
 			t.Fatalf("trial %d: the maps' mask differs from the op-by-op one (runs %v)", trial, runs)
@@ -156,6 +172,12 @@ func TestMaskFromRunsRefusesBadRuns(t *testing.T) {
 	}
 	if _, ok := MaskFromRuns(nil, []uint32{1, 1}, 4); ok {
 		t.Fatal("runs of 2 pixels decoded into 4")
+	}
+	if _, _, ok := RowMajor(nil, nil, []uint32{3, 2}, 2, 2); ok {
+		t.Fatal("runs of 5 pixels decoded into 2x2")
+	}
+	if _, _, ok := RowMajor(nil, nil, []uint32{1, 2}, 2, 2); ok {
+		t.Fatal("runs of 3 pixels decoded into 2x2")
 	}
 }
 
@@ -206,5 +228,27 @@ func TestTurnIndexIsNearestTurn(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkMaskRuns: one instance's mask (a disc on a 640x480 source)
+// resized to 1024x1024 and flipped (LSJ's canvas), sampled into runs.
+func BenchmarkMaskRuns(b *testing.B) {
+	const w, h, out = 640, 480, 1024
+	src, rows := make([]byte, w*h), make([]bool, h)
+	for x := range w {
+		for y := range h {
+			if dx, dy := x-300, y-200; dx*dx+dy*dy < 150*150 {
+				src[y*w+x], rows[y] = 1, true
+			}
+		}
+	}
+	ys := AxisResize(nil, AxisIdentity(nil, h), out)
+	xs := AxisResize(nil, AxisIdentity(nil, w), out)
+	AxisFlip(xs)
+	var runs []uint32
+	b.SetBytes(out * out)
+	for b.Loop() {
+		runs = MaskRuns(runs[:0], src, w, rows, nil, 0, ys, xs)
 	}
 }
