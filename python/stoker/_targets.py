@@ -32,8 +32,8 @@ def target_names(value: Union[bool, Sequence[str]]) -> Tuple[bool, Tuple[str, ..
     """Loader(targets=...): True (every key the dataset has but "masks", as
     torchvision's wrap_dataset_for_transforms_v2 by default) or False, or the
     keys asked for, exactly (a tuple of NAMES)."""
-    if isinstance(value, bool):
-        return value, ()
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value), ()
     if isinstance(value, str) or not isinstance(value, (tuple, list)):
         raise TypeError(f"targets must be a bool or a tuple of names among {', '.join(NAMES)}, got {value!r}")
     names = tuple(value)
