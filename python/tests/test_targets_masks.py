@@ -56,6 +56,9 @@ TRANSFORMS = {
     "affine-sanitize": [T.RandomResizedCrop(80, scale=(0.3, 1.0)),
                         T.RandomAffine(15, translate=(0.1, 0.1), scale=(0.8, 1.2), shear=(-5, 5, -3, 3)),
                         T.SanitizeBoundingBoxes(min_size=2), T.RandomVerticalFlip()],
+    # A rotation, then an affine of its result, then a flip.
+    "rotate-affine": [T.Resize((72, 90)), T.RandomRotation(25), T.RandomAffine(10, translate=(0.05, 0.1), scale=(0.9, 1.1)),
+                      T.RandomHorizontalFlip()],
 }
 
 # The ops each transform's traces show (each drawn on some sample).
@@ -71,6 +74,7 @@ OPS_OF = {
     "rotate": {"resize", "rotate", "horizontal_flip", "center_crop"},
     "rotate-center-90": {"resize", "rotate"},
     "affine-sanitize": {"resized_crop", "affine", "sanitize_bounding_boxes", "vertical_flip"},
+    "rotate-affine": {"resize", "rotate", "affine", "horizontal_flip"},
 }
 
 
