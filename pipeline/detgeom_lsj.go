@@ -11,11 +11,16 @@ package pipeline
 // dropped with their labels and crowd flags (its is_valid); then pad on
 // the right and bottom, which moves no box. Keypoints are cropped as
 // crop_keypoints does (the offset subtracted, not clamped) and dropped
-// with their instance, as SanitizeBoundingBoxes drops them. It returns the
-// canvas, the size.
+// with their instance, as SanitizeBoundingBoxes drops them; masks are
+// cropped and dropped so, and padded with 0 (the detection references'
+// FixedSizeCrop pads target["masks"] with 0 whatever its fill). It
+// returns the canvas, the size.
 func (t *Targets) fixedSizeCrop(w, h int, st *Step) (int, int) {
 	top, left, ch, cw := st.I[0], st.I[1], st.I[2], st.I[3]
 	if ch != h || cw != w {
+		if t.WantMasks {
+			t.cropMasks(top, left, ch, cw)
+		}
 		cropBoxes(t.Boxes, top, left, ch, cw)
 		shiftPoints(t.Points, -left, -top)
 		n := 0
@@ -28,6 +33,9 @@ func (t *Targets) fixedSizeCrop(w, h int, st *Step) (int, int) {
 		}
 		t.Boxes, t.Labels, t.Crowd = t.Boxes[:n], t.Labels[:n], t.Crowd[:n]
 		t.CutPoints(n)
+	}
+	if t.WantMasks { // the references' pad of the masks: 0, right and bottom
+		t.cropMasks(0, 0, st.I[4], st.I[5])
 	}
 	return st.I[5], st.I[4]
 }

@@ -320,7 +320,7 @@ func (e *Executor) run(d *Decoder, w int) {
 			if err == nil && r.fset.HasTargets() {
 				n := r.fset.Len()
 				err = r.fset.TargetsInto(r.fields[i*n:(i+1)*n], func(b []byte) ([]byte, error) {
-					return d.appendTargets(b, r.t, r.ds.(Targeted), int(idx))
+					return d.appendTargets(b, r.t, r.ds.(Targeted), int(idx), r.fset)
 				})
 			}
 		}

@@ -152,7 +152,7 @@ func TestStopEpochPixels(t *testing.T) {
 			if err := d.Decode(data, resize, Key{}, want); err != nil {
 				t.Fatal(err)
 			}
-			wantTg, err := d.appendTargets(nil, resize, ds, 0)
+			wantTg, err := d.appendTargets(nil, resize, ds, 0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +176,7 @@ func TestStopEpochPixels(t *testing.T) {
 					mx, mean := diffStats(got, want)
 					t.Errorf("%s %s sample %d: not the photo resized to 640x640 (max %v, mean %v); trace %s", mode, c.name, i, mx, mean, trace)
 				}
-				tg, err := d.appendTargets(nil, stop, ds, 0)
+				tg, err := d.appendTargets(nil, stop, ds, 0, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

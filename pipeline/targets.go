@@ -38,6 +38,8 @@ type Targets struct {
 	// Format is the boxes' format: XYXY but after a
 	// ConvertBoundingBoxFormat (Move).
 	Format BoxFormat
+	// mm are the masks' maps, with WantMasks (targets_wire.go).
+	mm maskMaps
 }
 
 // BoxFormat is a box format of torchvision's tv_tensors.BoundingBoxFormat:
@@ -317,15 +319,19 @@ func clampBox(bx *[4]float32, w, h int) {
 
 // appendTargets appends sample i's targets (of ds), moved through the
 // geometry and steps d drew for its last sample with t, to b.
-func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int) ([]byte, error) {
+func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *FieldSet) ([]byte, error) {
 	if t.views != nil {
 		return b, fmt.Errorf("%w: targets do not support views yet", ErrUnsupported)
 	}
 	vd, t := &d.vd[0], t.AtEpoch(d.epoch)
 	tg := &d.targets
 	tg.reset()
+	tg.WantMasks = fs.Masks()
 	if err := ds.SourceTargets(i, vd.plan.srcW, vd.plan.srcH, &tg.Instances); err != nil {
 		return b, err
+	}
+	if tg.WantMasks {
+		tg.startMasks(vd.plan.srcW, vd.plan.srcH)
 	}
 	// The geometry's steps, then the ops' (the trace's order), in two
 	// calls: no list of both is made.
@@ -338,7 +344,11 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int) ([]b
 		return b, err
 	}
 	tg.W, tg.H = w, h
-	return AppendTargets(b, tg), nil
+	base := len(b)
+	if b = AppendTargets(b, tg); tg.WantMasks {
+		return tg.appendMasks(b, base, fs.TargetsMax())
+	}
+	return b, nil
 }
 
 // CheckTargets refuses a transform whose ops targets do not support yet:

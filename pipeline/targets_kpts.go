@@ -17,6 +17,9 @@ import (
 // through the same steps (the canvas the same after them).
 func (t *Targets) moveAll(w, h int, steps []Step) (int, int, error) {
 	bw, bh, err := MoveBoxes(t.Boxes, w, h, steps)
+	if err == nil {
+		err = t.moveMasks(steps) // with WantMasks (targets_wire.go)
+	}
 	if err != nil || t.P == 0 {
 		return bw, bh, err
 	}

@@ -6,8 +6,16 @@ package pipeline
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
+
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
+
+// targetsMasks is the bit of the targets' header word (its format and P)
+// that says the masks follow: set only for a job that asks for them.
+const targetsMasks = 1 << 31
 
 // AppendTargets appends t's encoding, little-endian: u32 H, u32 W (the
 // canvas), i64 image id, u32 K, u32 the boxes' format (its low byte) and
@@ -23,7 +31,11 @@ func AppendTargets(b []byte, t *Targets) []byte {
 	b = le.AppendUint32(b, uint32(t.W))
 	b = le.AppendUint64(b, uint64(t.ImageID))
 	b = le.AppendUint32(b, uint32(k))
-	b = le.AppendUint32(b, uint32(t.Format)|uint32(t.P)<<8)
+	word := uint32(t.Format) | uint32(t.P)<<8
+	if t.WantMasks {
+		word |= targetsMasks
+	}
+	b = le.AppendUint32(b, word)
 	for _, bx := range t.Boxes {
 		for _, v := range bx {
 			b = le.AppendUint32(b, math.Float32bits(v))
@@ -43,6 +55,214 @@ func AppendTargets(b []byte, t *Targets) []byte {
 		b = append(b, t.Vis...)
 	}
 	return b
+}
+
+// maskMaps are a sample's masks' geometry so far: the canvas' rows (ys)
+// and columns (xs) each as the source image's row (column) it comes from,
+// -1 for the fill (0). Crops, pads, flips and nearest resizes are each
+// such a map an axis, so any chain of them is one (kernels.AxisCrop).
+type maskMaps struct {
+	ys, xs, tmp []int32
+	// base, after a rotate or an affine (not separable), is the canvas it
+	// left (bw columns), an index a pixel into the source
+	// (kernels.CanvasIndex): ys and xs then map into base. srcW and srcH
+	// are the source's size.
+	base, spare []int32
+	bw          int
+	srcW, srcH  int
+	src         []byte   // an instance's source mask, row-major
+	rows        []bool   // which of its rows have a pixel set
+	runs        []uint32 // an instance's runs on the canvas
+	lens        []uint32 // the runs of each instance
+}
+
+// startMasks sets t's maps to the w x h source image's.
+func (t *Targets) startMasks(w, h int) {
+	m := &t.mm
+	m.ys, m.xs = kernels.AxisIdentity(m.ys, h), kernels.AxisIdentity(m.xs, w)
+	m.base, m.bw, m.srcW, m.srcH = m.base[:0], 0, w, h // empty: no base
+}
+
+// turnMasks moves the masks through a rotate or affine step (nearest,
+// fill 0, as rotate_mask and affine_mask): the maps so far made into a
+// canvas index, moved by the step as a plane, the base of identity maps.
+func (t *Targets) turnMasks(st *Step) {
+	m := &t.mm
+	w, h := len(m.xs), len(m.ys)
+	idx := kernels.CanvasIndex(m.spare, m.base, m.bw, m.srcW, m.ys, m.xs)
+	if st.Fn == FnRotate {
+		idx, m.tmp = kernels.RotateIndex(idx, w, h, st.F[0], st.Center, st.HasCenter, m.tmp)
+	} else {
+		a := kernels.AffineParams{Angle: st.F[0], TX: st.F[1], TY: st.F[2], Scale: st.F[3], ShearX: st.F[4], ShearY: st.F[5],
+			Center: st.Center, HasCenter: st.HasCenter}
+		idx, m.tmp = kernels.AffineIndex(idx, w, h, &a, m.tmp)
+	}
+	m.spare, m.base, m.bw = m.base, idx, w
+	m.ys, m.xs = kernels.AxisIdentity(m.ys, h), kernels.AxisIdentity(m.xs, w)
+}
+
+// cropMasks crops the maps to the height x width canvas from (top,
+// left), either of which may be negative (a pad's): what falls outside
+// the canvas before is the fill, as torchvision's crop_mask and pad_mask
+// (fill 0) make it.
+func (t *Targets) cropMasks(top, left, height, width int) {
+	m := &t.mm
+	m.tmp = kernels.AxisCrop(m.tmp, m.ys, top, height)
+	m.ys, m.tmp = m.tmp, m.ys
+	m.tmp = kernels.AxisCrop(m.tmp, m.xs, left, width)
+	m.xs, m.tmp = m.tmp, m.xs
+}
+
+// resizeMasks is resize_mask (InterpolationMode.NEAREST) to height x width.
+func (t *Targets) resizeMasks(height, width int) {
+	m := &t.mm
+	m.tmp = kernels.AxisResize(m.tmp, m.ys, height)
+	m.ys, m.tmp = m.tmp, m.ys
+	m.tmp = kernels.AxisResize(m.tmp, m.xs, width)
+	m.xs, m.tmp = m.tmp, m.xs
+}
+
+// centerCropStart is where center_crop_mask's crop of c pixels starts on
+// an axis of n (as center_crop_image, which pads first when c > n: the
+// pad's (c - n) // 2 before; else its anchor round((n - c) / 2)).
+func centerCropStart(n, c int) int {
+	if c > n {
+		return -((c - n) / 2)
+	}
+	return int(math.RoundToEven(float64(n-c) / 2))
+}
+
+// moveMasks moves t's mask maps through steps, as torchvision's Mask
+// kernels move a tv_tensors.Mask: resized_crop (crop, then resize_mask's
+// nearest), resize, center_crop, crop (RandomCrop's, RandomIoUCrop's),
+// pad (fill 0: a pad of another fill is refused for masks, CheckMasks),
+// the flips, rotate and affine (nearest, fill 0: turnMasks). Ops on
+// pixels alone leave them; any other step is an error.
+func (t *Targets) moveMasks(steps []Step) error {
+	if !t.WantMasks {
+		return nil
+	}
+	for i := range steps {
+		st := &steps[i]
+		switch st.Fn {
+		case FnResizedCrop:
+			t.cropMasks(st.I[0], st.I[1], st.I[2], st.I[3])
+			t.resizeMasks(st.I[4], st.I[5])
+		case FnResize:
+			t.resizeMasks(st.I[4], st.I[5])
+		case FnCenterCrop:
+			t.cropMasks(centerCropStart(len(t.mm.ys), st.I[4]), centerCropStart(len(t.mm.xs), st.I[5]), st.I[4], st.I[5])
+		case FnCrop, FnIoUCrop:
+			t.cropMasks(st.I[0], st.I[1], st.I[2], st.I[3])
+		case FnRotate, FnAffine:
+			if st.Fill != [3]float64{} && !st.FillNone {
+				return fmt.Errorf("%w: targets' masks: %s with fill %v (torchvision fills a Mask with the op's fill): masks are filled with 0 only", ErrUnsupported, st.Fn, st.Fill)
+			}
+			t.turnMasks(st)
+		case FnPad:
+			if st.Fill != [3]float64{} {
+				return fmt.Errorf("%w: targets' masks: a pad of fill %v (torchvision fills a Mask with the op's fill): masks are padded with 0 only", ErrUnsupported, st.Fill)
+			}
+			l, tp := st.I[0], st.I[1]
+			t.cropMasks(-tp, -l, len(t.mm.ys)+tp+st.I[3], len(t.mm.xs)+l+st.I[2])
+		case FnHorizontalFlip:
+			kernels.AxisFlip(t.mm.xs)
+		case FnVerticalFlip:
+			kernels.AxisFlip(t.mm.ys)
+		case FnNone, FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustHue, FnAdjustSharpness, FnRGBToGrayscale,
+			FnGaussianBlur, FnSolarize, FnPosterize, FnInvert, FnEqualize, FnAutocontrast, FnErase, FnNormalize,
+			FnSolarizeAdd, FnPermuteChannels, FnSanitizeBoxes, FnConvertBoxFormat:
+			// Pixels alone (torchvision passes a Mask through; erase
+			// warns), or boxes alone (Targets.Move drops the masks of
+			// the instances it drops).
+		default:
+			return fmt.Errorf("%w: targets' masks do not support %s yet", ErrUnsupported, st.Fn)
+		}
+	}
+	return nil
+}
+
+// appendMasks appends t's masks on its W x H canvas: each instance's
+// source mask sampled through the maps (kernels.MaskRuns), after the
+// targets' other bytes padded with zeros to a multiple of 4 (base is
+// where the targets start in b): K u32 run counts, then every instance's
+// runs (u32), row-major over the canvas from a run of 0. limit bounds the
+// targets' bytes: past it the sample fails (dataset.TargetsTooLarge, which
+// the field set words as its field over the bound) before more is made.
+func (t *Targets) appendMasks(b []byte, base int, limit int64) ([]byte, error) {
+	m := &t.mm
+	if len(m.ys) != t.H || len(m.xs) != t.W || len(t.Masks) != len(t.Boxes) {
+		return b, fmt.Errorf("targets: %d masks on a %dx%d canvas for %d boxes on %dx%d", len(t.Masks), len(m.xs), len(m.ys), len(t.Boxes), t.W, t.H)
+	}
+	for (len(b)-base)%4 != 0 {
+		b = append(b, 0)
+	}
+	size := int64(len(b)-base) + 4*int64(len(t.Masks))
+	m.runs, m.lens = m.runs[:0], m.lens[:0]
+	for k := range t.Masks {
+		r := &t.Masks[k]
+		if r.H != m.srcH || r.W != m.srcW {
+			return b, fmt.Errorf("targets: instance %d's mask is %dx%d, the source %dx%d", k, r.W, r.H, m.srcW, m.srcH)
+		}
+		var ok bool
+		if m.src, m.rows, ok = kernels.RowMajor(m.src, m.rows, r.Counts, r.H, r.W); !ok {
+			return b, fmt.Errorf("targets: instance %d's mask: runs that do not cover %dx%d", k, r.W, r.H)
+		}
+		n := len(m.runs)
+		m.runs = kernels.MaskRuns(m.runs, m.src, r.W, m.rows, m.base, m.bw, m.ys, m.xs)
+		m.lens = append(m.lens, uint32(len(m.runs)-n))
+		if size += 4 * int64(len(m.runs)-n); size > limit {
+			return b, &dataset.TargetsTooLarge{At: size}
+		}
+	}
+	le := binary.LittleEndian
+	for _, n := range m.lens {
+		b = le.AppendUint32(b, n)
+	}
+	for _, r := range m.runs {
+		b = le.AppendUint32(b, r)
+	}
+	return b, nil
+}
+
+// TargetKeypoints is the keypoints an instance of ds's targets carries
+// (P): 0 for a dataset without them.
+func TargetKeypoints(ds Dataset) int {
+	switch d := ds.(type) {
+	case *dataset.COCODataset:
+		return d.Annotations().Keypoints()
+	case *dataset.YOLODataset:
+		return d.Config().KptShape[0]
+	}
+	return 0
+}
+
+// CheckMasks refuses a transform whose geometry masks do not follow: a
+// Pad, RandomCrop, RandomZoomOut, RandomRotation or RandomAffine whose
+// fill is not 0 (torchvision fills a Mask with a plain fill too, and
+// stoker's ops keep one fill, the image's). A FixedSizeCrop pads masks
+// with 0, as the detection references' does.
+func CheckMasks(t *Transform) error {
+	return checkMaskOps(t.ops, "")
+}
+
+func checkMaskOps(ops []Op, at string) error {
+	for i := range ops {
+		op := &ops[i]
+		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
+		switch op.Kind {
+		case OpRandomApply, OpRandomChoice, OpRandomOrder:
+			if err := checkMaskOps(op.Ops, where+": "); err != nil {
+				return err
+			}
+		case OpPad, OpRandomCrop, OpRandomZoomOut, OpRandomRotation, OpRandomAffine:
+			if op.Fill != [3]float64{} && !(op.FillNone && (op.Kind == OpRandomRotation || op.Kind == OpRandomAffine)) {
+				return fmt.Errorf("%w: transform: %s: fill %v with masks: torchvision fills a Mask with the op's fill too (a dict fill {Image: v, Mask: 0} keeps it 0, which stoker cannot tell): masks are filled with 0 only; use fill=0",
+					ErrUnsupported, where, op.Fill)
+			}
+		}
+	}
+	return nil
 }
 
 // TargetsSize is the bytes AppendTargets writes for k instances of p

@@ -113,6 +113,7 @@ func causes(m map[string]*cause) string {
 var sampleCauses = []struct{ says, cause string }{
 	{"changed since", "changed since indexed"},
 	{"bytes a field (max_field_bytes)", "a field over max_field_bytes"},
+	{"bytes (max_targets_bytes)", "targets with masks over max_targets_bytes"},
 	{"has no image", "no image (only other members)"},
 	{pipeline.ErrTooLarge.Error(), "too large"},
 	{pipeline.ErrCorrupt.Error(), "not decodable (corrupt)"},

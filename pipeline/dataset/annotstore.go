@@ -82,7 +82,7 @@ func OpenAnnotatedSource(ctx context.Context, dir, ann string, opts ...SourceOpt
 		return nil, err
 	}
 	if o.manifest != "" || beside || source.IsRemote(dir) {
-		d, ok, err := openCOCOManifest(ctx, dir, c, sum, o)
+		d, ok, err := openCOCOManifest(ctx, dir, name, c, sum, o)
 		if ok || err != nil {
 			return d, err
 		}
@@ -96,7 +96,7 @@ func OpenAnnotatedSource(ctx context.Context, dir, ann string, opts ...SourceOpt
 // openCOCOManifest opens the COCO dataset of c (its file's SHA-256 sum)
 // from the manifest o names or the one beside the images at dir; ok is
 // false, without an error, when none is named and none is beside them.
-func openCOCOManifest(ctx context.Context, dir string, c *annot.COCO, sum string, o sourceOptions) (_ *COCODataset, ok bool, err error) {
+func openCOCOManifest(ctx context.Context, dir, annName string, c *annot.COCO, sum string, o sourceOptions) (_ *COCODataset, ok bool, err error) {
 	st, err := source.Open(context.WithoutCancel(ctx), dir, o.store...)
 	if err != nil {
 		return nil, false, err
@@ -138,7 +138,7 @@ func openCOCOManifest(ctx context.Context, dir string, c *annot.COCO, sum string
 	if err := checkFresh(ctx, st, m, where, o.log); err != nil {
 		return nil, false, err
 	}
-	d, _ := newCOCODataset(c, sum)
+	d, _ := newCOCODataset(c, annName, sum)
 	objs := make([]source.Object, m.Len())
 	for i := range objs {
 		objs[i] = m.Object(i)
@@ -305,7 +305,7 @@ func openCOCOStore(ctx context.Context, dirURL, annName string, c *annot.COCO, s
 		st.Close()
 		return nil, errMissingImages(missing, c.Len(), annName, st.String())
 	}
-	d, ix := newCOCODataset(c, sum)
+	d, ix := newCOCODataset(c, annName, sum)
 	for i := range objs {
 		d.sizes[i] = objs[i].Size
 		ix.add(objs[i].Key, objs[i].Size, -1)

@@ -39,6 +39,8 @@ type COCODataset struct {
 	imgs *storeImages
 	// annSum is the annotations file's hex SHA-256.
 	annSum string
+	// annName is the annotations file's base name, for messages.
+	annName string
 }
 
 var (
@@ -86,11 +88,11 @@ func parseCOCO(name string, r io.Reader) (*annot.COCO, string, error) {
 	return c, hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// newCOCODataset is the dataset of c, whose file's SHA-256 is sum, before
+// newCOCODataset is the dataset of c, whose file annName's SHA-256 is sum, before
 // its images are found: the hash its fingerprint is made of, to which
 // each image's name and size is added, in the file's order.
-func newCOCODataset(c *annot.COCO, sum string) (*COCODataset, indexHash) {
-	d := &COCODataset{ann: c, sizes: make([]int64, c.Len()), maxSize: DefaultMaxFileSize, annSum: sum}
+func newCOCODataset(c *annot.COCO, annName, sum string) (*COCODataset, indexHash) {
+	d := &COCODataset{ann: c, sizes: make([]int64, c.Len()), maxSize: DefaultMaxFileSize, annSum: sum, annName: annName}
 	for _, ct := range c.Categories() {
 		d.classes = append(d.classes, ct.Name)
 	}
@@ -106,7 +108,7 @@ func cocoInDir(dir, annName string, c *annot.COCO, sum string) (*COCODataset, er
 	if err != nil {
 		return nil, err
 	}
-	d, ix := newCOCODataset(c, sum)
+	d, ix := newCOCODataset(c, annName, sum)
 	d.root = root
 	var missing []string
 	for i := range c.Len() {
@@ -275,10 +277,21 @@ func (d *COCODataset) SourceTargets(i, w, h int, t *Instances) error {
 	}
 	t.ImageID = s.Image.ID
 	t.P = d.ann.Keypoints()
+	if t.WantMasks && (s.Image.Width != w || s.Image.Height != h) {
+		return &annotationError{&annot.SampleError{File: d.annName, Annotation: fmt.Sprintf("image %d %q", s.Image.ID, s.Image.FileName), Field: "segmentation",
+			Err: fmt.Errorf("the file says %dx%d and the image is %dx%d: its masks would be of another size", s.Image.Width, s.Image.Height, w, h)}}
+	}
 	for k := range s.Instances {
 		in := &s.Instances[k]
 		t.Add(xywhToXYXY(in.BBox), int64(in.Label), in.IsCrowd)
 		t.addCOCOPoints(in.Keypoints)
+		if t.WantMasks {
+			r, ok, err := d.ann.Mask(&s, in)
+			if err != nil {
+				return &annotationError{err}
+			}
+			t.addMask(r, ok, h, w)
+		}
 	}
 	return nil
 }

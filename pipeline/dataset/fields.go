@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -84,6 +85,44 @@ type FieldSet struct {
 	// targets is the index of FieldTargets among the names, -1 without:
 	// made by the worker after the image (TargetsInto).
 	targets int
+	// masks: FieldTargets carries the instances' masks (SetMasks), and
+	// is bounded by tmax rather than max.
+	masks bool
+	tmax  int64
+}
+
+// SetMasks has FieldTargets carry the instances' masks, the field then
+// bounded by maxBytes (> 0) rather than the others' bound.
+func (s *FieldSet) SetMasks(maxBytes int64) {
+	s.masks, s.tmax = true, maxBytes
+}
+
+// Masks says whether FieldTargets carries masks (false for a nil set).
+func (s *FieldSet) Masks() bool { return s != nil && s.masks }
+
+// TargetsMax is FieldTargets' bound: SetMasks', or the fields' one.
+func (s *FieldSet) TargetsMax() int64 {
+	if s.Masks() {
+		return s.tmax
+	}
+	return s.MaxBytes()
+}
+
+// SampleMax bounds what a sample's fields hold in all: each at its bound.
+func (s *FieldSet) SampleMax() int64 {
+	n := int64(s.Len()) * s.MaxBytes()
+	if s.Masks() && s.targets >= 0 {
+		n += s.tmax - s.max
+	}
+	return n
+}
+
+// maxOf is field k's bound.
+func (s *FieldSet) maxOf(k int) int64 {
+	if k == s.targets {
+		return s.TargetsMax()
+	}
+	return s.max
 }
 
 // NewFieldSet resolves names against ds, each field of a sample at most
@@ -208,8 +247,20 @@ func (s *FieldSet) Check(ds Dataset, i int) error {
 	return nil
 }
 
+// TargetsTooLarge is what a FieldTargets' maker returns when the targets
+// pass the bound it was given (TargetsMax) before it made them all: they
+// take at least At bytes.
+type TargetsTooLarge struct{ At int64 }
+
+func (e *TargetsTooLarge) Error() string {
+	return fmt.Sprintf("targets of at least %d bytes, over their bound", e.At)
+}
+
 // errTooLarge fails a sample whose field k is n bytes, over the bound.
 func (s *FieldSet) errTooLarge(k int, n int64) error {
+	if k == s.targets && s.Masks() {
+		return &fieldError{fmt.Sprintf("field %q takes at least %d bytes with its masks, over the job's bound of %d bytes (max_targets_bytes)", s.names[k], n, s.tmax)}
+	}
 	return &fieldError{fmt.Sprintf("field %q is %d bytes, over the job's bound of %d bytes a field (max_field_bytes)", s.names[k], n, s.max)}
 }
 
@@ -267,10 +318,13 @@ func (s *FieldSet) TargetsInto(dst []Field, appendTargets func([]byte) ([]byte, 
 	}
 	f := &dst[s.targets]
 	data, err := appendTargets(f.Data[:0])
+	if tl := (*TargetsTooLarge)(nil); errors.As(err, &tl) {
+		return s.errTooLarge(s.targets, tl.At)
+	}
 	if err != nil {
 		return fmt.Errorf("field %q: %w", FieldTargets, err)
 	}
-	if int64(len(data)) > s.max {
+	if int64(len(data)) > s.maxOf(s.targets) {
 		return s.errTooLarge(s.targets, int64(len(data)))
 	}
 	f.Data, f.Has = data, true

@@ -51,6 +51,12 @@ type Instances struct {
 	// is (0, 0)), 1 labelled but not visible, 2 visible. The geometry
 	// leaves them, as torchvision's kernels have none.
 	Vis []uint8
+	// WantMasks asks SourceTargets for Masks (a job's, kept by Reset).
+	WantMasks bool
+	// Masks are the instances' masks at the source image's size, one an
+	// instance, as pycocotools' annToRLE gives them (column-major runs):
+	// with WantMasks only.
+	Masks []annot.RLE
 }
 
 // Reset empties t, keeping its slices' room.
@@ -58,11 +64,15 @@ func (t *Instances) Reset() {
 	t.ImageID, t.P = 0, 0
 	t.Boxes, t.Labels, t.Crowd = t.Boxes[:0], t.Labels[:0], t.Crowd[:0]
 	t.Points, t.Vis = t.Points[:0], t.Vis[:0]
+	t.Masks = t.Masks[:0]
 }
 
 // KeepPoints moves instance k's points to instance n's place (n <= k),
 // for a filter that keeps instance k as the n-th.
 func (t *Instances) KeepPoints(n, k int) {
+	if len(t.Masks) > k {
+		t.Masks[n] = t.Masks[k]
+	}
 	if t.P > 0 && n != k {
 		copy(t.Points[n*t.P:(n+1)*t.P], t.Points[k*t.P:(k+1)*t.P])
 		copy(t.Vis[n*t.P:(n+1)*t.P], t.Vis[k*t.P:(k+1)*t.P])
@@ -72,6 +82,19 @@ func (t *Instances) KeepPoints(n, k int) {
 // CutPoints keeps the first n instances' points.
 func (t *Instances) CutPoints(n int) {
 	t.Points, t.Vis = t.Points[:n*t.P], t.Vis[:n*t.P]
+	if len(t.Masks) > n {
+		t.Masks = t.Masks[:n]
+	}
+}
+
+// addMask appends an instance's mask (its polygons' union or its
+// run-length mask: annot's, pycocotools' bytes); none (no segmentation)
+// is a mask of zeros of h x w.
+func (t *Instances) addMask(r annot.RLE, ok bool, h, w int) {
+	if !ok || len(r.Counts) == 0 {
+		r = annot.RLE{H: h, W: w, Counts: []uint32{uint32(h * w)}}
+	}
+	t.Masks = append(t.Masks, r)
 }
 
 // addCOCOPoints appends one instance's P points from COCO's (x, y, v)

@@ -282,6 +282,12 @@ func (d *YOLODataset) SourceTargets(i, w, h int, t *Instances) error {
 	t.P = d.cfg.KptShape[0]
 	for k := range ls {
 		t.Add(yoloToXYXY(ls[k].Box, w, h), int64(ls[k].Class), false)
+		if t.WantMasks {
+			if err := t.addYOLOMask(ls[k].Polygon, w, h); err != nil {
+				lp := annot.LabelPath(filepath.Join(d.dir, filepath.FromSlash(d.Name(i))))
+				return &annotationError{&annot.SampleError{File: labelName(d.dir, lp), Annotation: fmt.Sprintf("instance %d", k), Field: "polygon", Err: err}}
+			}
+		}
 		if t.P == 0 {
 			continue
 		}
@@ -318,6 +324,32 @@ func (d *YOLODataset) Close() error {
 		return d.imgs.close()
 	}
 	return d.ImageFolder.Close()
+}
+
+// addYOLOMask appends a segment line's mask: its normalized polygon in
+// pixels of the w x h image (x*W, y*H in float32, as ultralytics scales a
+// segment), rasterized by pycocotools' polygon rasterizer (annot's, as
+// for a COCO polygon; not ultralytics' cv2.fillPoly). A box line has no
+// polygon: an error, masks need segments.
+func (t *Instances) addYOLOMask(poly []float32, w, h int) error {
+	if poly == nil {
+		return fmt.Errorf("a box line has no mask: masks need a segment dataset (class x1 y1 x2 y2 ... a line)")
+	}
+	fw, fh := float32(w), float32(h)
+	xy := make([]float64, len(poly))
+	for j, v := range poly {
+		f := fw
+		if j%2 == 1 {
+			f = fh
+		}
+		xy[j] = float64(float32(v * f))
+	}
+	r, err := annot.FromPolygon(xy, h, w)
+	if err != nil {
+		return err
+	}
+	t.addMask(r, true, h, w)
+	return nil
 }
 
 // yoloToXYXY is a YOLO box (normalized cx, cy, w, h, float32) in pixels of

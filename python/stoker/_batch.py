@@ -88,7 +88,10 @@ class Batch(tuple):
       ``[K, 4]``, XYXY or a last ``ConvertBoundingBoxFormat``'s format,
       ``canvas_size`` the output's ``(H, W)``),
       ``"labels"`` (int64 ``[K]``), ``"iscrowd"`` (int64 ``[K]``) and
-      ``"image_id"``; the batch then unpacks as ``(images, targets[,
+      ``"image_id"`` (and the keypoints where the dataset has them); with
+      ``Loader(targets=(names...))`` exactly those keys, ``"masks"``
+      (``tv_tensors.Mask`` ``[K, H, W]`` uint8) among them when asked;
+      the batch then unpacks as ``(images, targets[,
       indices])`` (``labels`` is still the dataset's labels); ``None``
       without;
     - ``sizes``: of a job whose samples have their own sizes (a

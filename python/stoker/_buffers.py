@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -120,7 +120,7 @@ class _Batch:
 
 
 def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[str] = (), fields: Sequence[str] = (),
-                  targets: bool = False, image_list: bool = False) -> Batch:
+                  targets: Union[bool, Sequence[str]] = False, image_list: bool = False) -> Batch:
     """The tensors of a whole batch as a stoker.Batch: (images, labels[,
     indices]), with its indices, traces, fields (those named in ``fields``)
     and numbers. The images are a view of the batch's buffer, in its shape
@@ -165,7 +165,7 @@ def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[s
     got = fields_of(h, tuple(fields) + ("targets",) if targets else fields)
     second: Any = labels
     if targets:  # (images, targets[, indices]): the server's field "targets", last
-        second = targets_of(got.pop("targets"), torch)
+        second = targets_of(got.pop("targets"), torch, () if targets is True else tuple(targets))
     items = (images, second, indices) if return_indices else (images, second)
     out = Batch(items, indices=indices, traces=list(h.traces) if len(h.traces) else None,
                 fields=got, epoch=int(h.epoch), number=int(h.number), views=views,

@@ -67,6 +67,10 @@ class Job:
     # the kinds stop_ops names are off (empty: D-FINE's three).
     stop_epoch: int = 0
     stop_ops: Tuple[str, ...] = ()
+    # The targets' keys asked for (empty: every one but "masks"), and the
+    # bound of a sample's targets with masks (None: the server's).
+    target_fields: Tuple[str, ...] = ()
+    max_targets_bytes: Optional[int] = None
 
     def spec(self) -> pb.JobSpec:
         """The JobSpec of OpenJob and DescribeJob."""
@@ -95,6 +99,8 @@ class Job:
             targets=self.targets,
             stop_epoch=self.stop_epoch,
             stop_ops=self.stop_ops,
+            target_fields=self.target_fields,
+            max_targets_bytes=self.max_targets_bytes or 0,
         )
 
     def _error_limit(self) -> Optional[pb.SampleErrorLimit]:

@@ -39,6 +39,7 @@ from stoker._shm import TRANSPORTS, shm_request
 from stoker._state import Progress, Resume, make_state, resume_from
 from stoker._stats import LoaderStats, Tally
 from stoker._stream import _FeedStream, _Session
+from stoker._targets import target_names
 from stoker.v1 import stoker_pb2 as pb
 
 # The other names this module had before it was split, for code that
@@ -302,7 +303,17 @@ class Loader:
             a dataset without annotations is refused
             (StokerError("INVALID_ARGUMENT")). They travel as a field,
             bounded by ``max_field_bytes`` (25 bytes an instance and 24,
-            and 9 a keypoint).
+            and 9 a keypoint). ``targets=True`` gives every key the
+            dataset has but ``"masks"`` (as torchvision's
+            ``wrap_dataset_for_transforms_v2`` by default); a tuple of
+            names (``("boxes", "labels", "masks")``) gives exactly those:
+            ``"masks"`` a ``tv_tensors.Mask`` ``[K, H, W]`` uint8, each
+            instance's mask moved as torchvision moves a Mask (nearest),
+            bounded by ``max_targets_bytes`` (docs/detection.md).
+        max_targets_bytes: with ``"masks"`` among ``targets``, the bound
+            of a sample's targets with their masks, in bytes (a sample
+            over it fails by itself). None: 1 MiB, or what a batch's
+            32 MiB of fields leaves a sample.
         stop_epoch: the DETR family's ``stop_epoch`` (RT-DETR v2, D-FINE,
             DEIM): from this epoch on (epochs counted from 0, as
             :attr:`epoch` and D-FINE count them: ``epoch >= stop_epoch``),
@@ -389,10 +400,11 @@ class Loader:
         max_field_bytes: Optional[int] = None,
         cpu_weight: float = 1.0,
         decode: Optional[str] = None,
-        targets: bool = False,
+        targets: Union[bool, Sequence[str]] = False,
         stop_epoch: Optional[int] = None,
         stop_ops: Optional[Sequence[Union[str, type]]] = None,
         image_list: bool = False,
+        max_targets_bytes: Optional[int] = None,
     ) -> None:
         # Every argument is checked here, so that a mistake fails at once
         # rather than at the first batch, or silently (batch_size=8.5).
@@ -445,7 +457,10 @@ class Loader:
                              f"the crop is at least twice the output), or None for the server's default; got {decode!r}")
         self.decode: Optional[str] = decode
         self.fields = _args.fields(fields)
-        self.targets = _args.boolean("targets", targets)
+        self.targets, self.target_fields = target_names(targets)
+        self.max_targets_bytes = None if max_targets_bytes is None else _args.integer("max_targets_bytes", max_targets_bytes, 1, (1 << 64) - 1)
+        if self.max_targets_bytes is not None and "masks" not in self.target_fields:
+            raise ValueError("max_targets_bytes bounds the targets with their masks: it needs targets=(..., 'masks')")
         self.image_list = _args.boolean("image_list", image_list)
         if "targets" in self.fields:
             raise ValueError("fields: 'targets' is asked for with targets=True, not as a field")
@@ -608,7 +623,8 @@ class Loader:
                    self.drop_last, self.layout, self.fail_policy, self.shuffle_window, trace=self.trace,
                    max_sample_errors=self.max_sample_errors, repeats=self.repeats, fields=self.fields,
                    max_field_bytes=self.max_field_bytes, mix=mix, cpu_weight=self.cpu_weight, decode=self.decode,
-                   targets=self.targets, stop_epoch=self.stop_epoch, stop_ops=self.stop_ops)
+                   targets=self.targets, stop_epoch=self.stop_epoch, stop_ops=self.stop_ops,
+                   target_fields=self.target_fields, max_targets_bytes=self.max_targets_bytes)
 
     def state_dict(self) -> Dict[str, Any]:
         """The position to resume from, as plain Python values (fit for
@@ -820,8 +836,8 @@ class Loader:
                     self.stats.wait_seconds += waited
                     if v.header.epoch != epoch:
                         raise StokerError("INTERNAL", f"batch of epoch {v.header.epoch} in epoch {epoch}")
-                    out = batch_tensors(v, self.return_indices, torch, view_names, self.fields, self.targets,
-                                        self.image_list)
+                    out = batch_tensors(v, self.return_indices, torch, view_names, self.fields, self.target_fields or self.targets)
+        self.image_list = _args.boolean("image_list", image_list)
                     self._tally.batch(v.header)
                     number = int(v.header.number)
                     v = None  # only the yielded tensors hold the buffer now

@@ -567,10 +567,25 @@ type JobSpec struct {
 	// FixedSizeCrop, Normalize), several views, or stop_ops without
 	// stop_epoch is refused (INVALID_ARGUMENT). ultralytics' close_mosaic=N
 	// of a run of E epochs is stop_epoch E-N.
-	StopEpoch     uint64   `protobuf:"varint,151,opt,name=stop_epoch,json=stopEpoch,proto3" json:"stop_epoch,omitempty"`
-	StopOps       []string `protobuf:"bytes,152,rep,name=stop_ops,json=stopOps,proto3" json:"stop_ops,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	StopEpoch uint64   `protobuf:"varint,151,opt,name=stop_epoch,json=stopEpoch,proto3" json:"stop_epoch,omitempty"`
+	StopOps   []string `protobuf:"bytes,152,rep,name=stop_ops,json=stopOps,proto3" json:"stop_ops,omitempty"`
+	// The targets asked for, by torchvision's names: "boxes", "labels",
+	// "iscrowd", "image_id", "keypoints" (with "keypoints_visibility"),
+	// "masks" (each instance's mask moved with the pixels, as
+	// torchvision.transforms.v2 moves a tv_tensors.Mask). Empty with targets:
+	// every field the dataset has but "masks" (torchvision's
+	// wrap_dataset_for_transforms_v2 default). Needs targets; an unknown
+	// name, one asked twice, or "keypoints" of a dataset without them is
+	// refused (INVALID_ARGUMENT). The field "targets" carries the masks only
+	// when "masks" is asked (docs/detection.md gives the layout).
+	TargetFields []string `protobuf:"bytes,153,rep,name=target_fields,json=targetFields,proto3" json:"target_fields,omitempty"`
+	// The bound of a sample's field "targets" when it carries masks, in
+	// bytes (a sample over it fails alone, naming the field). 0: 1 MiB, or
+	// what a batch's 32 MiB of fields leaves a sample if less. Without
+	// masks the targets are bounded as any field (max_field_bytes).
+	MaxTargetsBytes uint64 `protobuf:"varint,154,opt,name=max_targets_bytes,json=maxTargetsBytes,proto3" json:"max_targets_bytes,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -776,6 +791,20 @@ func (x *JobSpec) GetStopOps() []string {
 		return x.StopOps
 	}
 	return nil
+}
+
+func (x *JobSpec) GetTargetFields() []string {
+	if x != nil {
+		return x.TargetFields
+	}
+	return nil
+}
+
+func (x *JobSpec) GetMaxTargetsBytes() uint64 {
+	if x != nil {
+		return x.MaxTargetsBytes
+	}
+	return 0
 }
 
 // MixPart is one dataset of a mix and its weight.
@@ -7731,7 +7760,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x12.stoker.v1.OpenJobH\x00R\x04open\x12+\n" +
 	"\x06credit\x18\x02 \x01(\v2\x11.stoker.v1.CreditH\x00R\x06credit\x12(\n" +
 	"\x03shm\x18\x03 \x01(\v2\x14.stoker.v1.ShmAcceptH\x00R\x03shmB\x05\n" +
-	"\x03msg\"\x80\a\n" +
+	"\x03msg\"\xd3\a\n" +
 	"\aJobSpec\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12 \n" +
 	"\vfingerprint\x18\x02 \x01(\tR\vfingerprint\x126\n" +
@@ -7764,7 +7793,9 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\atargets\x18\x96\x01 \x01(\bR\atargets\x12\x1e\n" +
 	"\n" +
 	"stop_epoch\x18\x97\x01 \x01(\x04R\tstopEpoch\x12\x1a\n" +
-	"\bstop_ops\x18\x98\x01 \x03(\tR\astopOps\";\n" +
+	"\bstop_ops\x18\x98\x01 \x03(\tR\astopOps\x12$\n" +
+	"\rtarget_fields\x18\x99\x01 \x03(\tR\ftargetFields\x12+\n" +
+	"\x11max_targets_bytes\x18\x9a\x01 \x01(\x04R\x0fmaxTargetsBytes\";\n" +
 	"\aMixPart\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12\x16\n" +
 	"\x06weight\x18\x02 \x01(\x01R\x06weight\"D\n" +

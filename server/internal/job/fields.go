@@ -36,8 +36,13 @@ func fieldsOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset, bs int) 
 	if slices.Contains(names, pipeline.FieldTargets) {
 		return nil, status.Errorf(codes.InvalidArgument, "field %q: ask for targets with targets=true (JobSpec.targets), which checks the transform", pipeline.FieldTargets)
 	}
+	masks, err := targetFieldsOf(spec, ds)
+	if err != nil {
+		return nil, err
+	}
 	if spec.GetTargets() {
-		// The targets travel as a field, last, bounded as the others.
+		// The targets travel as a field, last, bounded as the others
+		// (with masks, by a bound of their own: SetMasks).
 		names = append(slices.Clip(names), pipeline.FieldTargets)
 	}
 	if len(names) == 0 {
@@ -67,13 +72,64 @@ func fieldsOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset, bs int) 
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "dataset %q: %s", Truncate(name, 64), strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
 	}
+	if masks {
+		// The targets with masks have a bound of their own, within what
+		// the batch's bound leaves after the other fields.
+		left := int64(maxBatchFieldBytes)/int64(bs) - int64(len(names)-1)*per
+		tb := int64(spec.GetMaxTargetsBytes())
+		switch {
+		case tb == 0:
+			tb = min(defaultMaxTargetsBytes, left)
+		case tb > left:
+			return nil, status.Errorf(codes.InvalidArgument, "max_targets_bytes %d: a batch of %d samples may take %d bytes of fields in all, which leaves at most %d a sample's targets",
+				tb, bs, maxBatchFieldBytes, left)
+		}
+		if tb < int64(pipeline.TargetsSize(0, 0)) {
+			return nil, status.Errorf(codes.InvalidArgument, "targets with masks with batch_size %d: the batch's %d bytes of fields leave a sample's targets %d bytes", bs, maxBatchFieldBytes, tb)
+		}
+		fs.SetMasks(tb)
+	}
 	return fs, nil
+}
+
+// targetFieldNames are the names JobSpec.target_fields may give:
+// torchvision's keys of a detection sample's target.
+var targetFieldNames = []string{"boxes", "labels", "iscrowd", "image_id", "keypoints", "keypoints_visibility", "masks"}
+
+// defaultMaxTargetsBytes bounds a sample's targets with masks when the
+// job sets no max_targets_bytes: about 250 000 runs, the masks of a few
+// hundred instances of a 1024x1024 canvas.
+const defaultMaxTargetsBytes = 1 << 20
+
+// targetFieldsOf checks spec's target_fields against ds and says whether
+// they ask for masks.
+func targetFieldsOf(spec *stokerv1.JobSpec, ds pipeline.Dataset) (bool, error) {
+	tf := spec.GetTargetFields()
+	if len(tf) > 0 && !spec.GetTargets() {
+		return false, status.Error(codes.InvalidArgument, "target_fields without targets: they name the fields of the targets a job asks for (targets=true)")
+	}
+	seen := map[string]bool{}
+	for _, n := range tf {
+		switch {
+		case !slices.Contains(targetFieldNames, n):
+			return false, status.Errorf(codes.InvalidArgument, "target_fields: %q: want some of %s", Truncate(n, 64), strings.Join(targetFieldNames, ", "))
+		case seen[n]:
+			return false, status.Errorf(codes.InvalidArgument, "target_fields: %q asked for twice", n)
+		case strings.HasPrefix(n, "keypoints") && pipeline.TargetKeypoints(ds) == 0:
+			return false, status.Errorf(codes.InvalidArgument, "target_fields: %q: the dataset has no keypoints", n)
+		}
+		seen[n] = true
+	}
+	if !seen["masks"] && spec.GetMaxTargetsBytes() != 0 {
+		return false, status.Errorf(codes.InvalidArgument, "max_targets_bytes %d without masks: it bounds the targets that carry masks (target_fields \"masks\"); the others are bounded by max_field_bytes", spec.GetMaxTargetsBytes())
+	}
+	return seen["masks"], nil
 }
 
 // fieldBytes bounds what one batch's fields hold.
 func (j *Job) fieldBytes() int64 {
 	fs := j.fields
-	return int64(j.spec.GetBatchSize()) * int64(fs.Len()) * fs.MaxBytes()
+	return int64(j.spec.GetBatchSize()) * fs.SampleMax()
 }
 
 // fieldValues is b's fields for its header, field by field: each value

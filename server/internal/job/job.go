@@ -3,6 +3,7 @@ package job
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -584,6 +585,11 @@ func targetsOf(spec *stokerv1.JobSpec, j *Job) error {
 	}
 	if err := pipeline.CheckTargets(j.t); err != nil {
 		return status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
+	}
+	if slices.Contains(spec.GetTargetFields(), "masks") {
+		if err := pipeline.CheckMasks(j.t); err != nil {
+			return status.Error(codes.InvalidArgument, strings.TrimPrefix(err.Error(), pipeline.ErrUnsupported.Error()+": "))
+		}
 	}
 	return nil
 }

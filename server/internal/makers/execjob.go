@@ -149,7 +149,7 @@ func (e *ExecJob) BatchSize() int { return int(e.j.Spec().GetBatchSize()) }
 // SampleBytes is what one sample of a lease may hold: its pixels, and
 // its fields at their bound.
 func (e *ExecJob) SampleBytes() int {
-	return e.j.Transform().SampleBytes() + e.j.Fields().Len()*int(e.j.Fields().MaxBytes())
+	return e.j.Transform().SampleBytes() + int(e.j.Fields().SampleMax())
 }
 
 // StateBytes is what the job holds while it lives: its spec as kept (its

@@ -1,0 +1,273 @@
+package kernels
+
+// Instance masks through the separable geometry, as
+// torchvision.transforms.v2 moves a tv_tensors.Mask: crops (out of the
+// image: zeros, as crop_mask pads), pads (fill 0), flips and nearest
+// resizes each take an output row (column) from one input row (column) or
+// from none. So a chain of them is one map an axis, from the output's
+// rows (columns) to the source mask's (-1: none, the fill 0), and the
+// output mask is the source sampled through the two maps (MaskRuns).
+
+import "math"
+
+// AxisIdentity is the map of an axis of n pixels before any op: dst[i] =
+// i. It reuses dst's room.
+func AxisIdentity(dst []int32, n int) []int32 {
+	dst = dst[:0]
+	for i := range n {
+		dst = append(dst, int32(i))
+	}
+	return dst
+}
+
+// AxisCrop is crop_mask along an axis of len(m) pixels: the n pixels from
+// start on (start may be negative, and start+n past the end: those
+// pixels are the fill, -1, as torchvision's crop pads a Mask with zeros).
+// A pad of before and after pixels is AxisCrop(m, -before,
+// len(m)+before+after). It reuses dst's room (dst must not share m's).
+func AxisCrop(dst, m []int32, start, n int) []int32 {
+	dst = dst[:0]
+	for i := range n {
+		j := start + i
+		v := int32(-1)
+		if j >= 0 && j < len(m) {
+			v = m[j]
+		}
+		dst = append(dst, v)
+	}
+	return dst
+}
+
+// AxisFlip is horizontal_flip_mask (vertical_flip_mask) along an axis, in
+// place: pixel i becomes pixel len(m)-1-i.
+func AxisFlip(m []int32) {
+	for i, j := 0, len(m)-1; i < j; i, j = i+1, j-1 {
+		m[i], m[j] = m[j], m[i]
+	}
+}
+
+// NearestIndex is the input pixel torch's "nearest" interpolation (the
+// one resize_mask uses: InterpolationMode.NEAREST) takes output pixel i
+// from, resizing an axis of in pixels to out: with scale the float32
+// in/out, min(floor(float32(i) * scale), in-1) (ATen's nearest_idx, whose
+// special cases out == in and out == 2*in give the same).
+func NearestIndex(i, in, out int) int {
+	scale := float32(in) / float32(out)
+	return min(int(math.Floor(float64(float32(float32(i)*scale)))), in-1)
+}
+
+// AxisResize is resize_mask (nearest) along an axis of len(m) pixels to
+// n. It reuses dst's room (dst must not share m's).
+func AxisResize(dst, m []int32, n int) []int32 {
+	dst = dst[:0]
+	if len(m) == n {
+		return append(dst, m...) // torchvision returns the mask as it is
+	}
+	for i := range n {
+		dst = append(dst, m[NearestIndex(i, len(m), n)])
+	}
+	return dst
+}
+
+// MaskRuns samples the source mask src (row-major, srcW columns, nonzero
+// set; rows[y] false when its row y has no pixel set, or rows nil)
+// through the maps ys (the output's rows) and xs (its columns), and
+// appends the output's run lengths to dst: row-major over the len(ys) x
+// len(xs) output, alternating runs of 0 and 1 from a run of 0 (of length
+// 0 when the first pixel is set), the last run the one that ends the
+// mask. With a base (CanvasIndex's, bw columns; empty: none), the maps
+// index base, whose entries index src. It returns dst.
+func MaskRuns(dst []uint32, src []byte, srcW int, rows []bool, base []int32, bw int, ys, xs []int32) []uint32 {
+	var cur byte
+	var run uint32
+	// push appends n pixels of v to the runs.
+	push := func(v byte, n uint32) {
+		if v != cur {
+			dst = append(dst, run)
+			cur, run = v, 0
+		}
+		run += n
+	}
+	// A row's runs (its pixels' values, alternating from its first), kept:
+	// the next row, when it comes from the same source row (a resize up),
+	// is the same (not so through a base, which is not separable).
+	if len(xs) == 0 {
+		return append(dst, 0)
+	}
+	var row []uint32
+	var first byte
+	prev := int32(-2)
+	for _, y := range ys {
+		if len(base) == 0 && (y < 0 || (rows != nil && !rows[y])) { // a row of zeros
+			push(0, uint32(len(xs)))
+			continue
+		}
+		if len(base) > 0 || y != prev {
+			row, first = row[:0], 2
+			var v byte
+			var n uint32
+			for _, x := range xs {
+				i := int32(-1)
+				switch {
+				case y < 0 || x < 0:
+				case len(base) > 0:
+					i = base[int(y)*bw+int(x)]
+				default:
+					i = y*int32(srcW) + x
+				}
+				p := byte(0)
+				if i >= 0 && src[i] != 0 {
+					p = 1
+				}
+				switch {
+				case first == 2:
+					first, v, n = p, p, 1
+				case p == v:
+					n++
+				default:
+					row, v, n = append(row, n), p, 1
+				}
+			}
+			row, prev = append(row, n), y
+		}
+		v := first
+		for _, n := range row {
+			push(v, n)
+			v ^= 1
+		}
+	}
+	return append(dst, run)
+}
+
+// RowMajor decodes a COCO run-length mask (counts: column-major runs of
+// 0 and 1 from a run of 0, over h x w) into a row-major mask appended to
+// dst[:0] (0 or 1 a pixel) and which of its rows have a pixel set
+// (rows[:0]); ok is false when the runs do not cover h*w pixels exactly.
+func RowMajor(dst []byte, rows []bool, counts []uint32, h, w int) ([]byte, []bool, bool) {
+	n := h * w
+	dst = append(dst[:0], make([]byte, n)...)
+	rows = append(rows[:0], make([]bool, h)...)
+	p, set := 0, false
+	for _, c := range counts {
+		if int(c) > n-p {
+			return dst, rows, false
+		}
+		if set {
+			for q := p; q < p+int(c); q++ {
+				x, y := q/h, q%h
+				dst[y*w+x], rows[y] = 1, true
+			}
+		}
+		p += int(c)
+		set = !set
+	}
+	return dst, rows, p == n
+}
+
+// MaskFromRuns decodes MaskRuns' runs into a row-major mask of n pixels
+// (0 or 1 each), appended to dst; ok is false when the runs do not cover
+// exactly n pixels.
+func MaskFromRuns(dst []byte, runs []uint32, n int) ([]byte, bool) {
+	var v byte
+	at := len(dst)
+	for _, r := range runs {
+		if len(dst)-at+int(r) > n {
+			return dst, false
+		}
+		for range r {
+			dst = append(dst, v)
+		}
+		v ^= 1
+	}
+	return dst, len(dst)-at == n
+}
+
+// CanvasIndex materializes the maps ys and xs into one index a canvas
+// pixel, row-major over len(ys) x len(xs), appended to dst[:0]: the source
+// pixel each comes from (as MaskRuns indexes src, srcW columns, through
+// base when there is one), -1 for the fill. A rotation or an affine map is not
+// separable: it moves this index (AffineIndex), which then is the base of
+// identity maps.
+func CanvasIndex(dst, base []int32, bw, srcW int, ys, xs []int32) []int32 {
+	dst = dst[:0]
+	for _, y := range ys {
+		for _, x := range xs {
+			i := int32(-1)
+			switch {
+			case y < 0 || x < 0:
+			case len(base) > 0:
+				i = base[int(y)*bw+int(x)]
+			default:
+				i = y*int32(srcW) + x
+			}
+			dst = append(dst, i)
+		}
+	}
+	return dst
+}
+
+// RotateIndex is rotate_mask (expand=False, fill 0) of a w x h canvas of
+// indices (CanvasIndex's), as Rotate moves a plane with NEAREST: the
+// fast paths of 0, 180, and 90 or 270 degrees of a square canvas about
+// its centre, else grid_sample's nearest through the inverse matrix. tmp
+// is scratch (its room reused); the result is idx's (or tmp's) room.
+func RotateIndex(idx []int32, w, h int, angle float64, center [2]float64, hasCenter bool, tmp []int32) ([]int32, []int32) {
+	angle = pyMod(angle, 360)
+	if !hasCenter {
+		switch {
+		case angle == 0:
+			return idx, tmp
+		case angle == 180:
+			for i, j := 0, len(idx)-1; i < j; i, j = i+1, j-1 {
+				idx[i], idx[j] = idx[j], idx[i]
+			}
+			return idx, tmp
+		case (angle == 90 || angle == 270) && w == h:
+			tmp = append(tmp[:0], idx...)
+			n := w
+			for i := range n {
+				for j := range n {
+					if angle == 90 { // rot90's ccw: out[i][j] = in[j][n-1-i]
+						idx[i*n+j] = tmp[j*n+n-1-i]
+					} else { // out[i][j] = in[n-1-j][i]
+						idx[i*n+j] = tmp[(n-1-j)*n+i]
+					}
+				}
+			}
+			return idx, tmp
+		}
+	}
+	m := inverseAffine(w, h, center, hasCenter, -angle, [2]float64{}, 1, [2]float64{})
+	return affineIndex(idx, w, h, &m, tmp)
+}
+
+// AffineIndex is affine_mask (NEAREST, fill 0) of a w x h canvas of
+// indices, as Affine moves a plane; a's Interp and Fill are not read.
+func AffineIndex(idx []int32, w, h int, a *AffineParams, tmp []int32) ([]int32, []int32) {
+	m := inverseAffine(w, h, a.Center, a.HasCenter, a.Angle, [2]float64{a.TX, a.TY}, a.Scale, [2]float64{a.ShearX, a.ShearY})
+	return affineIndex(idx, w, h, &m, tmp)
+}
+
+// affineIndex is nearestAffine on indices: each output pixel takes the
+// index at the point m sends it to, rounded half to even, or -1 (the fill
+// 0) where that is outside. It returns the moved index (tmp's room) and
+// idx's room for the next scratch.
+func affineIndex(idx []int32, w, h int, m *[6]float64, tmp []int32) ([]int32, []int32) {
+	g := newAffineGrid(m, w, h)
+	fw, fh := float32(w)-0.5, float32(h)-0.5
+	tmp = tmp[:0]
+	for y := 0; y < h; y++ {
+		rx, ry := g.row(y)
+		for x := 0; x < w; x++ {
+			ix, iy := g.at(x, rx, ry)
+			v := int32(-1)
+			if ix >= -0.5 && ix <= fw && iy >= -0.5 && iy <= fh { // NaN is outside
+				if xi, yi := int(roundEven32(ix)), int(roundEven32(iy)); xi < w && yi < h {
+					v = idx[yi*w+xi]
+				}
+			}
+			tmp = append(tmp, v)
+		}
+	}
+	return tmp, idx
+}

@@ -1,0 +1,254 @@
+package kernels
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+// plane is a row-major mask, materialized: the reference the axis maps
+// are checked against, an op at a time as torchvision applies them.
+type plane struct {
+	h, w int
+	px   []byte
+}
+
+func (p plane) at(y, x int) byte {
+	if y < 0 || x < 0 || y >= p.h || x >= p.w {
+		return 0 // crop_mask past the mask, pad_mask: zeros
+	}
+	return p.px[y*p.w+x]
+}
+
+func (p plane) crop(top, left, h, w int) plane {
+	out := plane{h, w, make([]byte, h*w)}
+	for y := range h {
+		for x := range w {
+			out.px[y*w+x] = p.at(y+top, x+left)
+		}
+	}
+	return out
+}
+
+func (p plane) flip(horizontal bool) plane {
+	out := plane{p.h, p.w, make([]byte, len(p.px))}
+	for y := range p.h {
+		for x := range p.w {
+			if horizontal {
+				out.px[y*p.w+x] = p.at(y, p.w-1-x)
+			} else {
+				out.px[y*p.w+x] = p.at(p.h-1-y, x)
+			}
+		}
+	}
+	return out
+}
+
+func (p plane) resize(h, w int) plane {
+	out := plane{h, w, make([]byte, h*w)}
+	for y := range h {
+		for x := range w {
+			out.px[y*w+x] = p.at(NearestIndex(y, p.h, h), NearestIndex(x, p.w, w))
+		}
+	}
+	return out
+}
+
+// TestMaskMapsMatchOpByOp moves random masks through random chains of
+// crops (inside and past the mask), pads, flips and nearest resizes, once
+// an op at a time on the pixels and once as two axis maps sampled by
+// MaskRuns: the same bytes, and the runs decode back to them.
+func TestMaskMapsMatchOpByOp(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 46))
+	for trial := range 300 {
+		h, w := 1+r.IntN(40), 1+r.IntN(40)
+		src := plane{h, w, make([]byte, h*w)}
+		for i := range src.px {
+			if r.IntN(3) == 0 {
+				src.px[i] = 1
+			}
+		}
+		// COCO's runs of it (column-major), decoded back by RowMajor.
+		var counts []uint32
+		var cur byte
+		var run uint32
+		for x := range w {
+			for y := range h {
+				if v := src.px[y*w+x]; v != cur {
+					counts, cur, run = append(counts, run), v, 0
+				}
+				run++
+			}
+		}
+		counts = append(counts, run)
+		rm, rows, ok := RowMajor(nil, nil, counts, h, w)
+		if !ok || !bytes.Equal(rm, src.px) {
+			t.Fatalf("trial %d: RowMajor of %v is not the mask", trial, counts)
+		}
+		for y := range h {
+			if set := bytes.IndexByte(src.px[y*w:(y+1)*w], 1) >= 0; rows[y] != set {
+				t.Fatalf("trial %d: row %d has a pixel set: %v, RowMajor says %v", trial, y, set, rows[y])
+			}
+		}
+		ref := src
+		ys, xs := AxisIdentity(nil, h), AxisIdentity(nil, w)
+		var tmp []int32
+		for range 1 + r.IntN(5) {
+			switch op := r.IntN(5); op {
+			case 0, 1: // a crop, or a pad (a crop from a negative offset)
+				top, left := r.IntN(ref.h+10)-5, r.IntN(ref.w+10)-5
+				ch, cw := 1+r.IntN(ref.h+8), 1+r.IntN(ref.w+8)
+				if op == 1 {
+					l, tp, rt, b := r.IntN(6), r.IntN(6), r.IntN(6), r.IntN(6)
+					top, left, ch, cw = -tp, -l, ref.h+tp+b, ref.w+l+rt
+				}
+				ref = ref.crop(top, left, ch, cw)
+				tmp = AxisCrop(tmp, ys, top, ch)
+				ys, tmp = tmp, ys
+				tmp = AxisCrop(tmp, xs, left, cw)
+				xs, tmp = tmp, xs
+			case 2:
+				ref = ref.flip(true)
+				AxisFlip(xs)
+			case 3:
+				ref = ref.flip(false)
+				AxisFlip(ys)
+			case 4:
+				nh, nw := 1+r.IntN(60), 1+r.IntN(60)
+				ref = ref.resize(nh, nw)
+				tmp = AxisResize(tmp, ys, nh)
+				ys, tmp = tmp, ys
+				tmp = AxisResize(tmp, xs, nw)
+				xs, tmp = tmp, xs
+			}
+		}
+		if len(ys) != ref.h || len(xs) != ref.w {
+			t.Fatalf("trial %d: maps of %dx%d, the mask is %dx%d", trial, len(xs), len(ys), ref.w, ref.h)
+		}
+		runs := MaskRuns(nil, rm, w, rows, nil, 0, ys, xs)
+		got, ok := MaskFromRuns(nil, runs, ref.h*ref.w)
+		if !ok || !bytes.Equal(got, ref.px) {
+			t.Fatalf("trial %d: the maps' mask differs from the op-by-op one (runs %v)", trial, runs)
+		}
+		var sum uint32
+		for _, n := range runs {
+			sum += n
+		}
+		if int(sum) != ref.h*ref.w {
+			t.Fatalf("trial %d: runs cover %d pixels of %d", trial, sum, ref.h*ref.w)
+		}
+	}
+}
+
+// TestNearestIndexSpecialCases: ATen's nearest_idx copies when the size
+// is the same and halves the index when it doubles; the float32 formula
+// gives the same, and never passes the last pixel.
+func TestNearestIndexSpecialCases(t *testing.T) {
+	for in := 1; in < 300; in++ {
+		for i := range in {
+			if got := NearestIndex(i, in, in); got != i {
+				t.Fatalf("same size %d: index %d -> %d", in, i, got)
+			}
+		}
+		for i := range 2 * in {
+			if got := NearestIndex(i, in, 2*in); got != i>>1 {
+				t.Fatalf("%d to %d: index %d -> %d, want %d", in, 2*in, i, got, i>>1)
+			}
+		}
+		for _, out := range []int{1, 3, 7, in + 1, 3*in + 1} {
+			for i := range out {
+				if got := NearestIndex(i, in, out); got < 0 || got >= in {
+					t.Fatalf("%d to %d: index %d -> %d, outside the input", in, out, i, got)
+				}
+			}
+		}
+	}
+}
+
+// TestMaskFromRunsRefusesBadRuns: runs that do not cover the mask.
+func TestMaskFromRunsRefusesBadRuns(t *testing.T) {
+	if _, ok := MaskFromRuns(nil, []uint32{2, 3}, 4); ok {
+		t.Fatal("runs of 5 pixels decoded into 4")
+	}
+	if _, ok := MaskFromRuns(nil, []uint32{1, 1}, 4); ok {
+		t.Fatal("runs of 2 pixels decoded into 4")
+	}
+	if _, _, ok := RowMajor(nil, nil, []uint32{3, 2}, 2, 2); ok {
+		t.Fatal("runs of 5 pixels decoded into 2x2")
+	}
+	if _, _, ok := RowMajor(nil, nil, []uint32{1, 2}, 2, 2); ok {
+		t.Fatal("runs of 3 pixels decoded into 2x2")
+	}
+}
+
+// TestTurnIndexIsNearestTurn: RotateIndex and AffineIndex move a canvas
+// of indices as Rotate and Affine with NEAREST and fill 0 move the
+// pixels (fast paths included): each output pixel is the input pixel its
+// index names, or 0 where it is -1.
+func TestTurnIndexIsNearestTurn(t *testing.T) {
+	r := rand.New(rand.NewPCG(46, 7))
+	var s Scratch
+	for trial := range 120 {
+		w, h := 1+r.IntN(30), 1+r.IntN(30)
+		if trial%4 == 0 {
+			h = w // square: the 90 and 270 degree fast paths
+		}
+		p := Planes{Pix: make([]byte, 3*w*h), W: w, H: h}
+		for i := range p.Pix {
+			p.Pix[i] = byte(1 + r.IntN(255)) // no 0: the fill stands out
+		}
+		in := Planes{Pix: append([]byte(nil), p.Pix...), W: w, H: h}
+		idx := make([]int32, w*h)
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		center, hasCenter := [2]float64{r.Float64() * float64(w), r.Float64() * float64(h)}, trial%3 == 0
+		if trial%2 == 0 {
+			angle := []float64{0, 90, 180, 270, -90, 33.3, -147}[r.IntN(7)]
+			Rotate(p, angle, Nearest, center, hasCenter, [3]float64{}, false, &s)
+			idx, _ = RotateIndex(idx, w, h, angle, center, hasCenter, nil)
+		} else {
+			a := AffineParams{Angle: r.Float64()*60 - 30, TX: r.Float64()*6 - 3, TY: r.Float64()*6 - 3, Scale: 0.7 + r.Float64()*0.6,
+				ShearX: r.Float64()*20 - 10, ShearY: r.Float64()*10 - 5, Interp: Nearest, Center: center, HasCenter: hasCenter}
+			Affine(p, &a, &s)
+			idx, _ = AffineIndex(idx, w, h, &a, nil)
+		}
+		if len(idx) != w*h {
+			t.Fatalf("trial %d: %d indices for %dx%d", trial, len(idx), w, h)
+		}
+		for c := range 3 {
+			got, src := p.Plane(c), in.Plane(c)
+			for o, i := range idx {
+				want := byte(0)
+				if i >= 0 {
+					want = src[i]
+				}
+				if got[o] != want {
+					t.Fatalf("trial %d (%dx%d): plane %d pixel %d is %d, the index says %d (%d)", trial, w, h, c, o, got[o], i, want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkMaskRuns: one instance's mask (a disc on a 640x480 source)
+// resized to 1024x1024 and flipped (LSJ's canvas), sampled into runs.
+func BenchmarkMaskRuns(b *testing.B) {
+	const w, h, out = 640, 480, 1024
+	src, rows := make([]byte, w*h), make([]bool, h)
+	for x := range w {
+		for y := range h {
+			if dx, dy := x-300, y-200; dx*dx+dy*dy < 150*150 {
+				src[y*w+x], rows[y] = 1, true
+			}
+		}
+	}
+	ys := AxisResize(nil, AxisIdentity(nil, h), out)
+	xs := AxisResize(nil, AxisIdentity(nil, w), out)
+	AxisFlip(xs)
+	var runs []uint32
+	b.SetBytes(out * out)
+	for b.Loop() {
+		runs = MaskRuns(runs[:0], src, w, rows, nil, 0, ys, xs)
+	}
+}

@@ -1,0 +1,147 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// photosMasks is photosCOCO's file with a polygon an annotation: a
+// triangle within its box.
+func photosMasks(t *testing.T) (string, []int) {
+	t.Helper()
+	path, counts := photosCOCO(t)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range doc["annotations"].([]any) {
+		ann := a.(map[string]any)
+		bb := ann["bbox"].([]any)
+		x, y, w, h := bb[0].(float64), bb[1].(float64), bb[2].(float64), bb[3].(float64)
+		ann["segmentation"] = [][]float64{{x, y, x + w, y + h*0.5, x + w*0.3, y + h}}
+	}
+	return writeJSON(t, "instances-masks.json", doc), counts
+}
+
+// TestMasksAnyTopology: a job asking for masks (target_fields), rotated
+// too, gets each
+// sample's targets with the masks bit set and K run-length masks after
+// them, each covering the 32x32 canvas, some pixels set; the same bytes on
+// a lone server and over 3 verified peers, none quarantined.
+func TestMasksAnyTopology(t *testing.T) {
+	ann, counts := photosMasks(t)
+	cfg := func() Config {
+		return Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1}
+	}
+	job := smallJob("det", 8)
+	job.Job.Targets = true
+	job.Job.TargetFields = []string{"boxes", "labels", "masks"}
+	job.Job.Transform.Ops = append(job.Job.Transform.Ops,
+		&pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -30, Max: 30}}}})
+	var alone epoch
+	for _, n := range []int{0, 3} {
+		e := topology(t, cfg, n)
+		ep := e.collect(t, job)
+		seen, set := 0, 0
+		for _, b := range ep.batches {
+			h := b.hdr
+			fs := h.GetFields()
+			if len(fs) != 1 || fs[0].GetName() != "targets" || len(fs[0].GetMissing()) != 0 {
+				t.Fatalf("%d peers: batch %d: fields %v", n, h.GetNumber(), fs)
+			}
+			for i, v := range fs[0].GetValues() {
+				le := binary.LittleEndian
+				idx := h.GetIndices()[i]
+				k, word := int(le.Uint32(v[16:])), le.Uint32(v[20:])
+				at := (24 + 25*k + 3) / 4 * 4
+				if k != counts[idx] || word != 1<<31 || len(v) < at+4*k {
+					t.Fatalf("%d peers: sample %d: %d instances, word %#x, %d bytes; want %d instances and the masks bit", n, idx, k, word, len(v), counts[idx])
+				}
+				runs := v[at+4*k:]
+				for m := range k {
+					c := int(le.Uint32(v[at+4*m:]))
+					r := make([]uint32, c)
+					for j := range c {
+						r[j] = le.Uint32(runs[4*j:])
+					}
+					runs = runs[4*c:]
+					px, ok := kernels.MaskFromRuns(nil, r, 32*32)
+					if !ok {
+						t.Fatalf("%d peers: sample %d: mask %d's runs %v do not cover 32x32", n, idx, m, r)
+					}
+					for _, p := range px {
+						set += int(p)
+					}
+				}
+				if len(runs) != 0 {
+					t.Errorf("%d peers: sample %d: %d bytes after the masks", n, idx, len(runs))
+				}
+				seen++
+			}
+		}
+		if seen != len(counts) || set == 0 {
+			t.Errorf("%d peers: %d samples, %d mask pixels set; want %d samples, some set", n, seen, set, len(counts))
+		}
+		if n == 0 {
+			alone = ep
+			continue
+		}
+		sameAsAlone(t, e, n, ep, alone)
+	}
+}
+
+// TestMasksRefused: target_fields with an unknown name, a name twice,
+// keypoints the dataset lacks, without targets; max_targets_bytes without
+// masks or past a batch's bound; masks with a rotation or a pad of
+// another fill than 0: refused at open, saying which.
+func TestMasksRefused(t *testing.T) {
+	ann, _ := photosMasks(t)
+	e := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1})
+	rot := &pb.Op{Op: &pb.Op_RandomRotation{RandomRotation: &pb.RandomRotation{Degrees: &pb.Range{Min: -10, Max: 10}, Fill: []float64{3}}}}
+	pad := &pb.Op{Op: &pb.Op_Pad{Pad: &pb.Pad{Padding: []uint32{4}, Fill: []float64{5}}}}
+	center := &pb.Op{Op: &pb.Op_CenterCrop{CenterCrop: &pb.CenterCrop{Height: 32, Width: 32}}}
+	masks := []string{"boxes", "masks"}
+	for _, c := range []struct {
+		name    string
+		targets bool
+		fields  []string
+		max     uint64
+		ops     []*pb.Op
+		want    string
+	}{
+		{"unknown", true, []string{"boxes", "area"}, 0, nil, `target_fields: "area": want some of boxes, labels`},
+		{"twice", true, []string{"masks", "masks"}, 0, nil, `"masks" asked for twice`},
+		{"no keypoints", true, []string{"keypoints"}, 0, nil, `"keypoints": the dataset has no keypoints`},
+		{"without targets", false, masks, 0, nil, "target_fields without targets"},
+		{"bound without masks", true, []string{"boxes"}, 4096, nil, "max_targets_bytes 4096 without masks"},
+		{"bound too large", true, masks, 8 << 20, nil, "max_targets_bytes 8388608: a batch of 8 samples"},
+		{"rotation fill", true, masks, 0, []*pb.Op{rrcOp(32), rot}, "RandomRotation (op 1): fill [3 3 3] with masks"},
+		{"pad fill", true, masks, 0, []*pb.Op{pad, center}, "Pad (op 0): fill [5 5 5] with masks"},
+	} {
+		job := smallJob("det", 8)
+		job.Job.Targets, job.Job.TargetFields, job.Job.MaxTargetsBytes = c.targets, c.fields, c.max
+		if c.ops != nil {
+			job.Job.Transform.Ops = c.ops
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+		_, err := readEpoch(e.feedStream(t, ctx, job))
+		cancel()
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want INVALID_ARGUMENT saying %q", c.name, err, c.want)
+		}
+	}
+}
