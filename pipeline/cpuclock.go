@@ -35,8 +35,14 @@ const cpuUnit = time.Millisecond
 // lockThread pins the calling worker to its OS thread when the Executor
 // reads a per-thread clock: otherwise the goroutine could move between
 // threads within a sample and the clock would read another thread's time.
-func (e *Executor) lockThread() {
-	if e.cpu != nil {
-		runtime.LockOSThread()
+// The worker unpins with the func returned as it exits: a goroutine that
+// exits pinned takes its thread down with it, and with the thread any
+// child process started from it with a parent-death signal (the tests'
+// object stores were killed that way when a server closed).
+func (e *Executor) lockThread() (unlock func()) {
+	if e.cpu == nil {
+		return func() {}
 	}
+	runtime.LockOSThread()
+	return runtime.UnlockOSThread
 }

@@ -245,7 +245,7 @@ func (e *Executor) finished(r *fillReq, st *StageTimes, ch charge, cost float64)
 func (e *Executor) run(d *Decoder, w int) {
 	defer e.wg.Done()
 	defer d.Close()
-	e.lockThread()
+	defer e.lockThread()()
 	var buf []byte
 	e.mu.Lock()
 	for {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -120,10 +121,23 @@ func startProc(name, exe string, args, env []string, ready func(context.Context)
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	p.cmd.SysProcAttr = dieWithParent()
-	if err := p.cmd.Start(); err != nil {
+	started := make(chan error, 1)
+	go func() {
+		// The parent-death signal is the starting thread's: this goroutine
+		// keeps that thread, pinned, for as long as the store runs, so that
+		// no other goroutine exiting pinned to it takes the store down too.
+		runtime.LockOSThread()
+		if err := p.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.waitErr = p.cmd.Wait()
+		close(p.exited)
+	}()
+	if err := <-started; err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	go func() { p.waitErr = p.cmd.Wait(); close(p.exited) }()
 
 	deadline := time.NewTimer(startTimeout)
 	defer deadline.Stop()
