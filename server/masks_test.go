@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -142,6 +144,31 @@ func TestMasksRefused(t *testing.T) {
 		cancel()
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want INVALID_ARGUMENT saying %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestMasksFromShards: WebDataset shards with a COCO-style key.json per
+// sample give the masks (and boxes) the COCO dataset of the same photos
+// and annotations gives, byte for byte.
+func TestMasksFromShards(t *testing.T) {
+	ann, _ := photosMasks(t)
+	shards := cocoShard(t, ann, -1)
+	job := smallJob("det", 8)
+	job.Job.Targets = true
+	job.Job.TargetFields = []string{"boxes", "masks"}
+	want := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 2}).collect(t, job)
+	got := startServer(t, Config{Datasets: map[string]string{"det": shards}, Annotations: map[string]string{"det": ".json"}, Workers: 2}).collect(t, job)
+	if len(got.batches) != len(want.batches) || len(got.batches) == 0 {
+		t.Fatalf("%d batches from the shards, %d from the COCO dataset", len(got.batches), len(want.batches))
+	}
+	for k, b := range got.batches {
+		w := want.batches[k]
+		if len(b.hdr.GetErrors()) != 0 || len(w.hdr.GetErrors()) != 0 {
+			t.Fatalf("batch %d: errors %v, %v", k, b.hdr.GetErrors(), w.hdr.GetErrors())
+		}
+		if !slices.Equal(b.hdr.GetIndices(), w.hdr.GetIndices()) || !bytes.Equal(b.data, w.data) || !sameFields(b.hdr, w.hdr) {
+			t.Fatalf("batch %d: the shards' targets with masks differ from the COCO dataset's", k)
 		}
 	}
 }

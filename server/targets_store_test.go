@@ -111,6 +111,9 @@ func cocoShard(t *testing.T, ann string, bad int) string {
 		for _, a := range doc.Annotations {
 			if int64(a["image_id"].(float64)) == im.ID {
 				b := map[string]any{"bbox": a["bbox"], "category_id": map[float64]int{1: 0, 3: 1}[a["category_id"].(float64)], "iscrowd": a["iscrowd"]}
+				if seg, ok := a["segmentation"]; ok {
+					b["segmentation"] = seg
+				}
 				if i == bad {
 					b["bbox"] = []float64{0, 0, -1, 1}
 				}

@@ -482,38 +482,11 @@ func parseSegmentation(segm json.RawMessage, h, w int) ([]RLE, error) {
 // mask (from a counts list or string). ok is false when it has no
 // segmentation.
 func (c *COCO) Mask(s *Sample, in *Instance) (RLE, bool, error) {
-	if len(in.Segmentation) == 0 {
-		return RLE{}, false, nil
-	}
-	h, w := s.Image.Height, s.Image.Width
-	seg := bytes.TrimSpace(in.Segmentation)
-	bad := func(err error) error {
-		return &SampleError{File: c.name, Annotation: fmt.Sprintf("annotation %d (image %d %q)", in.ID, s.Image.ID, s.Image.FileName), Field: "segmentation", Err: err}
-	}
-	if seg[0] == '[' {
-		var polys [][]float64
-		if err := decodeNumbers(seg, &polys); err != nil {
-			return RLE{}, false, bad(err)
-		}
-		rs := make([]RLE, len(polys))
-		for i, p := range polys {
-			r, err := FromPolygon(p, h, w)
-			if err != nil {
-				return RLE{}, false, bad(fmt.Errorf("polygon %d: %v", i, err))
-			}
-			rs[i] = r
-		}
-		r, err := Merge(rs, false)
-		if err != nil {
-			return RLE{}, false, bad(err)
-		}
-		return r, true, nil
-	}
-	rs, err := parseSegmentation(seg, h, w)
+	r, ok, err := SegmentationMask(in.Segmentation, s.Image.Height, s.Image.Width)
 	if err != nil {
-		return RLE{}, false, bad(err)
+		return RLE{}, false, &SampleError{File: c.name, Annotation: fmt.Sprintf("annotation %d (image %d %q)", in.ID, s.Image.ID, s.Image.FileName), Field: "segmentation", Err: err}
 	}
-	return rs[0], true, nil
+	return r, ok, nil
 }
 
 // Len is the number of images (samples).

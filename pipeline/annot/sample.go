@@ -136,3 +136,38 @@ func intField(raw json.RawMessage) (v int64, ok bool, err error) {
 	v, err = json.Number(s).Int64()
 	return v, err == nil, err
 }
+
+// SegmentationMask is a segmentation (an Instance's, as the file gives
+// it) as one run-length mask of an h x w image, as pycocotools'
+// annToRLE: the union of its polygons, or its run-length mask (from a
+// counts list or string). ok is false when there is none.
+func SegmentationMask(seg json.RawMessage, h, w int) (RLE, bool, error) {
+	seg = bytes.TrimSpace(seg)
+	if len(seg) == 0 {
+		return RLE{}, false, nil
+	}
+	if seg[0] != '[' {
+		rs, err := parseSegmentation(seg, h, w)
+		if err != nil {
+			return RLE{}, false, err
+		}
+		return rs[0], true, nil
+	}
+	var polys [][]float64
+	if err := decodeNumbers(seg, &polys); err != nil {
+		return RLE{}, false, err
+	}
+	rs := make([]RLE, len(polys))
+	for i, p := range polys {
+		r, err := FromPolygon(p, h, w)
+		if err != nil {
+			return RLE{}, false, fmt.Errorf("polygon %d: %v", i, err)
+		}
+		rs[i] = r
+	}
+	r, err := Merge(rs, false)
+	if err != nil {
+		return RLE{}, false, err
+	}
+	return r, true, nil
+}

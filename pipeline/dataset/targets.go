@@ -291,6 +291,13 @@ func (m *memberTargets) read(ds interface {
 		in := &s.Instances[k]
 		t.Add(xywhToXYXY(in.BBox), in.CategoryID, in.IsCrowd)
 		t.addCOCOPoints(in.Keypoints)
+		if t.WantMasks {
+			r, ok, err := annot.SegmentationMask(in.Segmentation, h, w)
+			if err != nil {
+				return &annotationError{&annot.SampleError{File: name, Annotation: fmt.Sprintf("annotation %d", k), Field: "segmentation", Err: err}}
+			}
+			t.addMask(r, ok, h, w)
+		}
 	}
 	return nil
 }
