@@ -107,6 +107,8 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 		if err := checkSanitize(op); err != nil {
 			return bad("%v", err)
 		}
+	case OpClampBoundingBoxes, OpClampKeyPoints, OpSanitizeKeyPoints:
+		// No argument to check: targets_clamp.go.
 	case OpConvertBoundingBoxFormat:
 		if depth > 0 {
 			return bad("ConvertBoundingBoxFormat inside a container is not supported: it comes last, after every op that moves boxes")
@@ -240,6 +242,12 @@ func fixedStep(op *Op) Step {
 		return Step{Fn: FnSanitizeBoxes, F: [6]float64{op.MinSize, op.MinArea}}
 	case OpConvertBoundingBoxFormat:
 		return Step{Fn: FnConvertBoxFormat, I: [6]int{int(op.BoxFormat)}}
+	case OpClampBoundingBoxes:
+		return Step{Fn: FnClampBoxes}
+	case OpClampKeyPoints:
+		return Step{Fn: FnClampKeypoints}
+	case OpSanitizeKeyPoints:
+		return Step{Fn: FnSanitizeKeypoints}
 	}
 	return Step{}
 }

@@ -41,8 +41,12 @@ func (n *node) draw(d *drawer) {
 		if r.Float64() < op.P {
 			d.emit(n.step)
 		}
-	case OpGrayscale, OpSanitizeBoundingBoxes, OpConvertBoundingBoxFormat:
+	case OpGrayscale, OpSanitizeBoundingBoxes, OpConvertBoundingBoxFormat, OpClampKeyPoints, OpSanitizeKeyPoints:
 		d.emit(n.step)
+	case OpClampBoundingBoxes:
+		if !op.ClampNone { // None: torchvision's returns the boxes as they are
+			d.emit(n.step)
+		}
 	case OpColorJitter:
 		n.drawJitter(&r, d)
 	case OpRandomPhotometricDistort:

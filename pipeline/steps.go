@@ -77,6 +77,13 @@ const (
 	// (Targets.Move), then pad on the right and bottom with Fill to size
 	// (I[4:6]); fused into the decode as the other geometry.
 	FnFixedSizeCrop
+	// FnClampBoxes, FnClampKeypoints and FnSanitizeKeypoints are
+	// ClampBoundingBoxes', ClampKeyPoints' and SanitizeKeyPoints': a job's
+	// targets clamped, or their instances with a keypoint off the canvas
+	// dropped (Targets.Move); no kernel.
+	FnClampBoxes
+	FnClampKeypoints
+	FnSanitizeKeypoints
 	numFns
 )
 
@@ -180,6 +187,9 @@ var fnSpecs = [numFns]fnSpec{
 	FnIoUCrop:          {"iou_crop", []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}}},
 	FnFixedSizeCrop: {"fixed_size_crop", []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1},
 		{"size", argInt, 4, 2}, {"fill", argFill, 0, 1}}},
+	// The targets' clamps and keypoint sanitize: no arguments.
+	FnClampBoxes: {"clamp_bounding_boxes", nil}, FnClampKeypoints: {"clamp_keypoints", nil},
+	FnSanitizeKeypoints: {"sanitize_keypoints", nil},
 }
 
 // String is the Fn's torchvision name.

@@ -148,6 +148,7 @@ type Op struct {
 	Trials  int
 	// BoxFormat: ConvertBoundingBoxFormat's format.
 	BoxFormat BoxFormat
+	ClampNone bool // ClampBoundingBoxes' clamping_mode None: the boxes left
 	// Value: RandomErasing's fill, per channel in pixel units (0..255);
 	// RandomValue is value="random", RandomColor with it one random colour
 	// per box (timm's mode "rand"). MinCount and MaxCount: timm's count of

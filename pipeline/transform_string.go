@@ -83,6 +83,13 @@ func opsString(ops []Op) string {
 		case OpConvertBoundingBoxFormat:
 			fmt.Fprintf(&b, "(%s)", op.BoxFormat)
 			continue
+		case OpClampBoundingBoxes:
+			if op.ClampNone {
+				b.WriteString("(None)")
+			}
+			continue
+		case OpClampKeyPoints, OpSanitizeKeyPoints:
+			continue
 		case OpRandomPhotometricDistort:
 			fmt.Fprintf(&b, "(%v, p=%g)", op.Jitter, op.P)
 			continue

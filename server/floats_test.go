@@ -82,6 +82,9 @@ func validOpLists() [][]*pb.Op {
 		{ // a job with targets (describe's "det")
 			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32}}},
 			{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{MinSize: proto.Float64(2), MinArea: proto.Float64(3)}}},
+			{Op: &pb.Op_ClampKeyPoints{ClampKeyPoints: &pb.ClampKeyPoints{}}},
+			{Op: &pb.Op_SanitizeKeyPoints{SanitizeKeyPoints: &pb.SanitizeKeyPoints{}}},
+			{Op: &pb.Op_ClampBoundingBoxes{ClampBoundingBoxes: &pb.ClampBoundingBoxes{ClampingMode: proto.String("hard")}}},
 		},
 		{ // the DETR recipes' geometry (targets)
 			{Op: &pb.Op_RandomIouCrop{RandomIouCrop: &pb.RandomIoUCrop{MinScale: proto.Float64(0.3), MaxScale: proto.Float64(1),
@@ -96,7 +99,7 @@ func validOpLists() [][]*pb.Op {
 // job of them needs an annotated dataset and JobSpec.targets.
 func targetsOnly(ops []*pb.Op) bool {
 	for _, op := range ops {
-		if op.GetSanitizeBoundingBoxes() != nil || op.GetRandomIouCrop() != nil {
+		if op.GetSanitizeBoundingBoxes() != nil || op.GetRandomIouCrop() != nil || op.GetClampBoundingBoxes() != nil {
 			return true
 		}
 	}

@@ -201,6 +201,10 @@ SPECS = [
      pb.Op(fixed_size_crop=pb.FixedSizeCrop(height=64, width=48, fill=[123, 117, 104]))),
     (lambda: T.ConvertBoundingBoxFormat("cxcywh"),
      pb.Op(convert_bounding_box_format=pb.ConvertBoundingBoxFormat(format="CXCYWH"))),
+    (lambda: T.ClampBoundingBoxes(), pb.Op(clamp_bounding_boxes=pb.ClampBoundingBoxes(clamping_mode="auto"))),
+    (lambda: T.ClampBoundingBoxes(None), pb.Op(clamp_bounding_boxes=pb.ClampBoundingBoxes(clamping_mode="none"))),
+    (lambda: T.ClampKeyPoints(), pb.Op(clamp_key_points=pb.ClampKeyPoints())),
+    (lambda: T.SanitizeKeyPoints(), pb.Op(sanitize_key_points=pb.SanitizeKeyPoints())),
     (lambda: T.SanitizeBoundingBoxes(), pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=1, min_area=1))),
     (lambda: T.SanitizeBoundingBoxes(2, min_area=3.5),
      pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=2, min_area=3.5))),
@@ -341,7 +345,7 @@ def test_signatures_are_torchvisions() -> None:
             want = own.get((name, arg), norm(p.default))
             assert norm(ours[arg].default) == want, (name, arg)
         checked += 1
-    assert checked == 35  # ScaleJitter among them (FixedSizeCrop is not in v2)
+    assert checked == 38  # ScaleJitter among them (FixedSizeCrop is not in v2)
 
 
 def _tv(version: str):

@@ -1501,6 +1501,9 @@ type Op struct {
 	//	*Op_ConvertBoundingBoxFormat
 	//	*Op_ScaleJitter
 	//	*Op_FixedSizeCrop
+	//	*Op_ClampBoundingBoxes
+	//	*Op_ClampKeyPoints
+	//	*Op_SanitizeKeyPoints
 	Op            isOp_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1885,6 +1888,33 @@ func (x *Op) GetFixedSizeCrop() *FixedSizeCrop {
 	return nil
 }
 
+func (x *Op) GetClampBoundingBoxes() *ClampBoundingBoxes {
+	if x != nil {
+		if x, ok := x.Op.(*Op_ClampBoundingBoxes); ok {
+			return x.ClampBoundingBoxes
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetClampKeyPoints() *ClampKeyPoints {
+	if x != nil {
+		if x, ok := x.Op.(*Op_ClampKeyPoints); ok {
+			return x.ClampKeyPoints
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetSanitizeKeyPoints() *SanitizeKeyPoints {
+	if x != nil {
+		if x, ok := x.Op.(*Op_SanitizeKeyPoints); ok {
+			return x.SanitizeKeyPoints
+		}
+	}
+	return nil
+}
+
 type isOp_Op interface {
 	isOp_Op()
 }
@@ -2041,6 +2071,18 @@ type Op_FixedSizeCrop struct {
 	FixedSizeCrop *FixedSizeCrop `protobuf:"bytes,166,opt,name=fixed_size_crop,json=fixedSizeCrop,proto3,oneof"`
 }
 
+type Op_ClampBoundingBoxes struct {
+	ClampBoundingBoxes *ClampBoundingBoxes `protobuf:"bytes,170,opt,name=clamp_bounding_boxes,json=clampBoundingBoxes,proto3,oneof"`
+}
+
+type Op_ClampKeyPoints struct {
+	ClampKeyPoints *ClampKeyPoints `protobuf:"bytes,171,opt,name=clamp_key_points,json=clampKeyPoints,proto3,oneof"`
+}
+
+type Op_SanitizeKeyPoints struct {
+	SanitizeKeyPoints *SanitizeKeyPoints `protobuf:"bytes,172,opt,name=sanitize_key_points,json=sanitizeKeyPoints,proto3,oneof"`
+}
+
 func (*Op_RandomResizedCrop) isOp_Op() {}
 
 func (*Op_Resize) isOp_Op() {}
@@ -2116,6 +2158,12 @@ func (*Op_ConvertBoundingBoxFormat) isOp_Op() {}
 func (*Op_ScaleJitter) isOp_Op() {}
 
 func (*Op_FixedSizeCrop) isOp_Op() {}
+
+func (*Op_ClampBoundingBoxes) isOp_Op() {}
+
+func (*Op_ClampKeyPoints) isOp_Op() {}
+
+func (*Op_SanitizeKeyPoints) isOp_Op() {}
 
 // Pad is torchvision's Pad with padding_mode "constant": the image padded
 // by padding with a constant fill. A geometry op: right before a
@@ -2718,6 +2766,138 @@ func (x *SanitizeBoundingBoxes) GetMinArea() float64 {
 	return 0
 }
 
+// ClampBoundingBoxes is torchvision.transforms.v2's: a job's target boxes
+// (JobSpec.targets; refused without) clamped to the canvas where it stands,
+// in their format (converted to XYXY, clamped, converted back, in float32
+// as torchvision computes). The pixels are untouched.
+type ClampBoundingBoxes struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "auto" (the boxes' own, stoker's "soft"), "soft" or "hard" (the same
+	// for these boxes) or "none" (Python's None: the boxes are left as they
+	// are); unset: "auto".
+	ClampingMode  *string `protobuf:"bytes,1,opt,name=clamping_mode,json=clampingMode,proto3,oneof" json:"clamping_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClampBoundingBoxes) Reset() {
+	*x = ClampBoundingBoxes{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClampBoundingBoxes) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClampBoundingBoxes) ProtoMessage() {}
+
+func (x *ClampBoundingBoxes) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClampBoundingBoxes.ProtoReflect.Descriptor instead.
+func (*ClampBoundingBoxes) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ClampBoundingBoxes) GetClampingMode() string {
+	if x != nil && x.ClampingMode != nil {
+		return *x.ClampingMode
+	}
+	return ""
+}
+
+// ClampKeyPoints is torchvision.transforms.v2's: a job's target keypoints
+// (JobSpec.targets; refused without) clamped to the canvas, x to
+// [0, W - 1] and y to [0, H - 1], where it stands.
+type ClampKeyPoints struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClampKeyPoints) Reset() {
+	*x = ClampKeyPoints{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClampKeyPoints) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClampKeyPoints) ProtoMessage() {}
+
+func (x *ClampKeyPoints) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClampKeyPoints.ProtoReflect.Descriptor instead.
+func (*ClampKeyPoints) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
+}
+
+// SanitizeKeyPoints is torchvision.transforms.v2's: a job's targets (JobSpec.targets;
+// refused without) lose every instance with a keypoint outside the canvas
+// (x < 0 or x >= W, y < 0 or y >= H, or NaN), where it stands: its
+// keypoints, visibilities, box, label and crowd flag together (as
+// torchvision's with a labels_getter that returns every per-instance
+// field). The pixels are untouched.
+type SanitizeKeyPoints struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SanitizeKeyPoints) Reset() {
+	*x = SanitizeKeyPoints{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SanitizeKeyPoints) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SanitizeKeyPoints) ProtoMessage() {}
+
+func (x *SanitizeKeyPoints) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SanitizeKeyPoints.ProtoReflect.Descriptor instead.
+func (*SanitizeKeyPoints) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+}
+
 // RandomCrop is torchvision's RandomCrop: the image padded (padding, then
 // with pad_if_needed each side still short of the crop by its difference
 // on both ends), then a crop of height x width at a uniform position. A
@@ -2743,7 +2923,7 @@ type RandomCrop struct {
 
 func (x *RandomCrop) Reset() {
 	*x = RandomCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2755,7 +2935,7 @@ func (x *RandomCrop) String() string {
 func (*RandomCrop) ProtoMessage() {}
 
 func (x *RandomCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2768,7 +2948,7 @@ func (x *RandomCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomCrop.ProtoReflect.Descriptor instead.
 func (*RandomCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RandomCrop) GetHeight() uint32 {
@@ -2824,7 +3004,7 @@ type Range struct {
 
 func (x *Range) Reset() {
 	*x = Range{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2836,7 +3016,7 @@ func (x *Range) String() string {
 func (*Range) ProtoMessage() {}
 
 func (x *Range) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2849,7 +3029,7 @@ func (x *Range) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Range.ProtoReflect.Descriptor instead.
 func (*Range) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Range) GetMin() float64 {
@@ -2889,7 +3069,7 @@ type RandomResizedCrop struct {
 
 func (x *RandomResizedCrop) Reset() {
 	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2901,7 +3081,7 @@ func (x *RandomResizedCrop) String() string {
 func (*RandomResizedCrop) ProtoMessage() {}
 
 func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2914,7 +3094,7 @@ func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
 func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RandomResizedCrop) GetHeight() uint32 {
@@ -2994,7 +3174,7 @@ type Resize struct {
 
 func (x *Resize) Reset() {
 	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3006,7 +3186,7 @@ func (x *Resize) String() string {
 func (*Resize) ProtoMessage() {}
 
 func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3019,7 +3199,7 @@ func (x *Resize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resize.ProtoReflect.Descriptor instead.
 func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Resize) GetHeight() uint32 {
@@ -3061,7 +3241,7 @@ type CenterCrop struct {
 
 func (x *CenterCrop) Reset() {
 	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3073,7 +3253,7 @@ func (x *CenterCrop) String() string {
 func (*CenterCrop) ProtoMessage() {}
 
 func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3086,7 +3266,7 @@ func (x *CenterCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
 func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CenterCrop) GetHeight() uint32 {
@@ -3113,7 +3293,7 @@ type RandomHorizontalFlip struct {
 
 func (x *RandomHorizontalFlip) Reset() {
 	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3125,7 +3305,7 @@ func (x *RandomHorizontalFlip) String() string {
 func (*RandomHorizontalFlip) ProtoMessage() {}
 
 func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3138,7 +3318,7 @@ func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
 func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RandomHorizontalFlip) GetP() float64 {
@@ -3158,7 +3338,7 @@ type RandomVerticalFlip struct {
 
 func (x *RandomVerticalFlip) Reset() {
 	*x = RandomVerticalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3170,7 +3350,7 @@ func (x *RandomVerticalFlip) String() string {
 func (*RandomVerticalFlip) ProtoMessage() {}
 
 func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3183,7 +3363,7 @@ func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomVerticalFlip.ProtoReflect.Descriptor instead.
 func (*RandomVerticalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RandomVerticalFlip) GetP() float64 {
@@ -3213,7 +3393,7 @@ type ColorJitter struct {
 
 func (x *ColorJitter) Reset() {
 	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3225,7 +3405,7 @@ func (x *ColorJitter) String() string {
 func (*ColorJitter) ProtoMessage() {}
 
 func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3238,7 +3418,7 @@ func (x *ColorJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
 func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ColorJitter) GetBrightness() float64 {
@@ -3309,7 +3489,7 @@ type Normalize struct {
 
 func (x *Normalize) Reset() {
 	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3321,7 +3501,7 @@ func (x *Normalize) String() string {
 func (*Normalize) ProtoMessage() {}
 
 func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3334,7 +3514,7 @@ func (x *Normalize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
 func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Normalize) GetMean() []float64 {
@@ -3361,7 +3541,7 @@ type Grayscale struct {
 
 func (x *Grayscale) Reset() {
 	*x = Grayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3373,7 +3553,7 @@ func (x *Grayscale) String() string {
 func (*Grayscale) ProtoMessage() {}
 
 func (x *Grayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3386,7 +3566,7 @@ func (x *Grayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grayscale.ProtoReflect.Descriptor instead.
 func (*Grayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Grayscale) GetNumOutputChannels() uint32 {
@@ -3406,7 +3586,7 @@ type RandomGrayscale struct {
 
 func (x *RandomGrayscale) Reset() {
 	*x = RandomGrayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3418,7 +3598,7 @@ func (x *RandomGrayscale) String() string {
 func (*RandomGrayscale) ProtoMessage() {}
 
 func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3431,7 +3611,7 @@ func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomGrayscale.ProtoReflect.Descriptor instead.
 func (*RandomGrayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RandomGrayscale) GetP() float64 {
@@ -3455,7 +3635,7 @@ type GaussianBlur struct {
 
 func (x *GaussianBlur) Reset() {
 	*x = GaussianBlur{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3467,7 +3647,7 @@ func (x *GaussianBlur) String() string {
 func (*GaussianBlur) ProtoMessage() {}
 
 func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3480,7 +3660,7 @@ func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GaussianBlur.ProtoReflect.Descriptor instead.
 func (*GaussianBlur) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GaussianBlur) GetKernelX() uint32 {
@@ -3522,7 +3702,7 @@ type RandomSolarize struct {
 
 func (x *RandomSolarize) Reset() {
 	*x = RandomSolarize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3534,7 +3714,7 @@ func (x *RandomSolarize) String() string {
 func (*RandomSolarize) ProtoMessage() {}
 
 func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3547,7 +3727,7 @@ func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomSolarize.ProtoReflect.Descriptor instead.
 func (*RandomSolarize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RandomSolarize) GetThreshold() float64 {
@@ -3575,7 +3755,7 @@ type RandomPosterize struct {
 
 func (x *RandomPosterize) Reset() {
 	*x = RandomPosterize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3587,7 +3767,7 @@ func (x *RandomPosterize) String() string {
 func (*RandomPosterize) ProtoMessage() {}
 
 func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3600,7 +3780,7 @@ func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPosterize.ProtoReflect.Descriptor instead.
 func (*RandomPosterize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RandomPosterize) GetBits() uint32 {
@@ -3627,7 +3807,7 @@ type RandomInvert struct {
 
 func (x *RandomInvert) Reset() {
 	*x = RandomInvert{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3639,7 +3819,7 @@ func (x *RandomInvert) String() string {
 func (*RandomInvert) ProtoMessage() {}
 
 func (x *RandomInvert) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3652,7 +3832,7 @@ func (x *RandomInvert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomInvert.ProtoReflect.Descriptor instead.
 func (*RandomInvert) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RandomInvert) GetP() float64 {
@@ -3672,7 +3852,7 @@ type RandomEqualize struct {
 
 func (x *RandomEqualize) Reset() {
 	*x = RandomEqualize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3684,7 +3864,7 @@ func (x *RandomEqualize) String() string {
 func (*RandomEqualize) ProtoMessage() {}
 
 func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3697,7 +3877,7 @@ func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomEqualize.ProtoReflect.Descriptor instead.
 func (*RandomEqualize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RandomEqualize) GetP() float64 {
@@ -3717,7 +3897,7 @@ type RandomAutocontrast struct {
 
 func (x *RandomAutocontrast) Reset() {
 	*x = RandomAutocontrast{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3729,7 +3909,7 @@ func (x *RandomAutocontrast) String() string {
 func (*RandomAutocontrast) ProtoMessage() {}
 
 func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3742,7 +3922,7 @@ func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAutocontrast.ProtoReflect.Descriptor instead.
 func (*RandomAutocontrast) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RandomAutocontrast) GetP() float64 {
@@ -3763,7 +3943,7 @@ type RandomAdjustSharpness struct {
 
 func (x *RandomAdjustSharpness) Reset() {
 	*x = RandomAdjustSharpness{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3775,7 +3955,7 @@ func (x *RandomAdjustSharpness) String() string {
 func (*RandomAdjustSharpness) ProtoMessage() {}
 
 func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3788,7 +3968,7 @@ func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAdjustSharpness.ProtoReflect.Descriptor instead.
 func (*RandomAdjustSharpness) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RandomAdjustSharpness) GetSharpnessFactor() float64 {
@@ -3823,7 +4003,7 @@ type RandomRotation struct {
 
 func (x *RandomRotation) Reset() {
 	*x = RandomRotation{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3835,7 +4015,7 @@ func (x *RandomRotation) String() string {
 func (*RandomRotation) ProtoMessage() {}
 
 func (x *RandomRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3848,7 +4028,7 @@ func (x *RandomRotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomRotation.ProtoReflect.Descriptor instead.
 func (*RandomRotation) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RandomRotation) GetDegrees() *Range {
@@ -3906,7 +4086,7 @@ type RandomAffine struct {
 
 func (x *RandomAffine) Reset() {
 	*x = RandomAffine{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3918,7 +4098,7 @@ func (x *RandomAffine) String() string {
 func (*RandomAffine) ProtoMessage() {}
 
 func (x *RandomAffine) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3931,7 +4111,7 @@ func (x *RandomAffine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAffine.ProtoReflect.Descriptor instead.
 func (*RandomAffine) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RandomAffine) GetDegrees() *Range {
@@ -4019,7 +4199,7 @@ type RandomErasing struct {
 
 func (x *RandomErasing) Reset() {
 	*x = RandomErasing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4031,7 +4211,7 @@ func (x *RandomErasing) String() string {
 func (*RandomErasing) ProtoMessage() {}
 
 func (x *RandomErasing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4044,7 +4224,7 @@ func (x *RandomErasing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomErasing.ProtoReflect.Descriptor instead.
 func (*RandomErasing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RandomErasing) GetP() float64 {
@@ -4128,7 +4308,7 @@ type RandomApply struct {
 
 func (x *RandomApply) Reset() {
 	*x = RandomApply{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4140,7 +4320,7 @@ func (x *RandomApply) String() string {
 func (*RandomApply) ProtoMessage() {}
 
 func (x *RandomApply) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4153,7 +4333,7 @@ func (x *RandomApply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomApply.ProtoReflect.Descriptor instead.
 func (*RandomApply) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RandomApply) GetOps() []*Op {
@@ -4181,7 +4361,7 @@ type RandomChoice struct {
 
 func (x *RandomChoice) Reset() {
 	*x = RandomChoice{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4193,7 +4373,7 @@ func (x *RandomChoice) String() string {
 func (*RandomChoice) ProtoMessage() {}
 
 func (x *RandomChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4206,7 +4386,7 @@ func (x *RandomChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomChoice.ProtoReflect.Descriptor instead.
 func (*RandomChoice) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RandomChoice) GetOps() []*Op {
@@ -4233,7 +4413,7 @@ type RandomOrder struct {
 
 func (x *RandomOrder) Reset() {
 	*x = RandomOrder{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4245,7 +4425,7 @@ func (x *RandomOrder) String() string {
 func (*RandomOrder) ProtoMessage() {}
 
 func (x *RandomOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4258,7 +4438,7 @@ func (x *RandomOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomOrder.ProtoReflect.Descriptor instead.
 func (*RandomOrder) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RandomOrder) GetOps() []*Op {
@@ -4282,7 +4462,7 @@ type TrivialAugmentWide struct {
 
 func (x *TrivialAugmentWide) Reset() {
 	*x = TrivialAugmentWide{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4294,7 +4474,7 @@ func (x *TrivialAugmentWide) String() string {
 func (*TrivialAugmentWide) ProtoMessage() {}
 
 func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4307,7 +4487,7 @@ func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrivialAugmentWide.ProtoReflect.Descriptor instead.
 func (*TrivialAugmentWide) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *TrivialAugmentWide) GetNumMagnitudeBins() uint32 {
@@ -4346,7 +4526,7 @@ type RandAugment struct {
 
 func (x *RandAugment) Reset() {
 	*x = RandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4358,7 +4538,7 @@ func (x *RandAugment) String() string {
 func (*RandAugment) ProtoMessage() {}
 
 func (x *RandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4371,7 +4551,7 @@ func (x *RandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandAugment.ProtoReflect.Descriptor instead.
 func (*RandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RandAugment) GetNumOps() uint32 {
@@ -4422,7 +4602,7 @@ type AutoAugment struct {
 
 func (x *AutoAugment) Reset() {
 	*x = AutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4434,7 +4614,7 @@ func (x *AutoAugment) String() string {
 func (*AutoAugment) ProtoMessage() {}
 
 func (x *AutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4447,7 +4627,7 @@ func (x *AutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoAugment.ProtoReflect.Descriptor instead.
 func (*AutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *AutoAugment) GetPolicy() string {
@@ -4488,7 +4668,7 @@ type AugMix struct {
 
 func (x *AugMix) Reset() {
 	*x = AugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4500,7 +4680,7 @@ func (x *AugMix) String() string {
 func (*AugMix) ProtoMessage() {}
 
 func (x *AugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4513,7 +4693,7 @@ func (x *AugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AugMix.ProtoReflect.Descriptor instead.
 func (*AugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *AugMix) GetSeverity() uint32 {
@@ -4582,7 +4762,7 @@ type TimmRandAugment struct {
 
 func (x *TimmRandAugment) Reset() {
 	*x = TimmRandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4594,7 +4774,7 @@ func (x *TimmRandAugment) String() string {
 func (*TimmRandAugment) ProtoMessage() {}
 
 func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4607,7 +4787,7 @@ func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmRandAugment.ProtoReflect.Descriptor instead.
 func (*TimmRandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *TimmRandAugment) GetConfig() string {
@@ -4648,7 +4828,7 @@ type TimmAutoAugment struct {
 
 func (x *TimmAutoAugment) Reset() {
 	*x = TimmAutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4660,7 +4840,7 @@ func (x *TimmAutoAugment) String() string {
 func (*TimmAutoAugment) ProtoMessage() {}
 
 func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4673,7 +4853,7 @@ func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAutoAugment.ProtoReflect.Descriptor instead.
 func (*TimmAutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *TimmAutoAugment) GetConfig() string {
@@ -4717,7 +4897,7 @@ type TimmAugMix struct {
 
 func (x *TimmAugMix) Reset() {
 	*x = TimmAugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4729,7 +4909,7 @@ func (x *TimmAugMix) String() string {
 func (*TimmAugMix) ProtoMessage() {}
 
 func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4742,7 +4922,7 @@ func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAugMix.ProtoReflect.Descriptor instead.
 func (*TimmAugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *TimmAugMix) GetConfig() string {
@@ -4787,7 +4967,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4799,7 +4979,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4812,7 +4992,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -4867,7 +5047,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4879,7 +5059,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4892,7 +5072,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -5014,7 +5194,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5026,7 +5206,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5039,7 +5219,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -5132,7 +5312,7 @@ type ViewInfo struct {
 
 func (x *ViewInfo) Reset() {
 	*x = ViewInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5144,7 +5324,7 @@ func (x *ViewInfo) String() string {
 func (*ViewInfo) ProtoMessage() {}
 
 func (x *ViewInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5157,7 +5337,7 @@ func (x *ViewInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewInfo.ProtoReflect.Descriptor instead.
 func (*ViewInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ViewInfo) GetName() string {
@@ -5214,7 +5394,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5226,7 +5406,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5239,7 +5419,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -5343,7 +5523,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5355,7 +5535,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5368,7 +5548,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -5393,7 +5573,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5405,7 +5585,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5418,7 +5598,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *FieldValues) GetName() string {
@@ -5455,7 +5635,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5467,7 +5647,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5480,7 +5660,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -5518,7 +5698,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5530,7 +5710,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5543,7 +5723,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -5580,7 +5760,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5592,7 +5772,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5605,7 +5785,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -5645,7 +5825,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5657,7 +5837,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5670,7 +5850,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -5683,7 +5863,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5695,7 +5875,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5708,7 +5888,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -5736,7 +5916,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5748,7 +5928,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5761,7 +5941,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -5823,7 +6003,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5835,7 +6015,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5848,7 +6028,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -5954,7 +6134,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5966,7 +6146,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5979,7 +6159,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -5998,7 +6178,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6010,7 +6190,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6023,7 +6203,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -6043,7 +6223,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6055,7 +6235,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6068,7 +6248,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -6117,7 +6297,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6129,7 +6309,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6142,7 +6322,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -6218,7 +6398,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6230,7 +6410,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6243,7 +6423,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -6270,7 +6450,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6282,7 +6462,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6295,7 +6475,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -6399,7 +6579,7 @@ type LeaseProgress struct {
 
 func (x *LeaseProgress) Reset() {
 	*x = LeaseProgress{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6411,7 +6591,7 @@ func (x *LeaseProgress) String() string {
 func (*LeaseProgress) ProtoMessage() {}
 
 func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6424,7 +6604,7 @@ func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
 func (*LeaseProgress) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *LeaseProgress) GetLease() uint64 {
@@ -6454,7 +6634,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6466,7 +6646,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6479,7 +6659,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -6551,7 +6731,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6563,7 +6743,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6576,7 +6756,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -6650,7 +6830,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6662,7 +6842,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6675,7 +6855,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -6721,7 +6901,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6733,7 +6913,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6746,7 +6926,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -6799,7 +6979,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6811,7 +6991,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6824,7 +7004,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -6857,7 +7037,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6869,7 +7049,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6882,7 +7062,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{81}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -6901,7 +7081,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6913,7 +7093,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6926,7 +7106,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -7033,7 +7213,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7045,7 +7225,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7058,7 +7238,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *JobStatus) GetId() string {
@@ -7287,7 +7467,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7299,7 +7479,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7312,7 +7492,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{81}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -7410,7 +7590,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7422,7 +7602,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7435,7 +7615,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{82}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -7603,7 +7783,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\tViewGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
-	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xc6\x14\n" +
+	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xb3\x16\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +
@@ -7646,7 +7826,10 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x1arandom_photometric_distort\x18\xa3\x01 \x01(\v2#.stoker.v1.RandomPhotometricDistortH\x00R\x18randomPhotometricDistort\x12e\n" +
 	"\x1bconvert_bounding_box_format\x18\xa4\x01 \x01(\v2#.stoker.v1.ConvertBoundingBoxFormatH\x00R\x18convertBoundingBoxFormat\x12<\n" +
 	"\fscale_jitter\x18\xa5\x01 \x01(\v2\x16.stoker.v1.ScaleJitterH\x00R\vscaleJitter\x12C\n" +
-	"\x0ffixed_size_crop\x18\xa6\x01 \x01(\v2\x18.stoker.v1.FixedSizeCropH\x00R\rfixedSizeCropB\x04\n" +
+	"\x0ffixed_size_crop\x18\xa6\x01 \x01(\v2\x18.stoker.v1.FixedSizeCropH\x00R\rfixedSizeCrop\x12R\n" +
+	"\x14clamp_bounding_boxes\x18\xaa\x01 \x01(\v2\x1d.stoker.v1.ClampBoundingBoxesH\x00R\x12clampBoundingBoxes\x12F\n" +
+	"\x10clamp_key_points\x18\xab\x01 \x01(\v2\x19.stoker.v1.ClampKeyPointsH\x00R\x0eclampKeyPoints\x12O\n" +
+	"\x13sanitize_key_points\x18\xac\x01 \x01(\v2\x1c.stoker.v1.SanitizeKeyPointsH\x00R\x11sanitizeKeyPointsB\x04\n" +
 	"\x02op\"V\n" +
 	"\x03Pad\x12\x18\n" +
 	"\apadding\x18\x01 \x03(\rR\apadding\x12\x12\n" +
@@ -7703,7 +7886,12 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\bmin_size\x18\x01 \x01(\x01H\x00R\aminSize\x88\x01\x01\x12\x1e\n" +
 	"\bmin_area\x18\x02 \x01(\x01H\x01R\aminArea\x88\x01\x01B\v\n" +
 	"\t_min_sizeB\v\n" +
-	"\t_min_area\"\xaf\x01\n" +
+	"\t_min_area\"P\n" +
+	"\x12ClampBoundingBoxes\x12(\n" +
+	"\rclamping_mode\x18\x01 \x01(\tH\x00R\fclampingMode\x88\x01\x01B\x10\n" +
+	"\x0e_clamping_mode\"\x10\n" +
+	"\x0eClampKeyPoints\"\x13\n" +
+	"\x11SanitizeKeyPoints\"\xaf\x01\n" +
 	"\n" +
 	"RandomCrop\x12\x16\n" +
 	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
@@ -8127,7 +8315,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 83)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 86)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Decode)(0),                      // 0: stoker.v1.Decode
 	(ShuffleMode)(0),                 // 1: stoker.v1.ShuffleMode
@@ -8156,72 +8344,75 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*RandomPhotometricDistort)(nil), // 24: stoker.v1.RandomPhotometricDistort
 	(*ConvertBoundingBoxFormat)(nil), // 25: stoker.v1.ConvertBoundingBoxFormat
 	(*SanitizeBoundingBoxes)(nil),    // 26: stoker.v1.SanitizeBoundingBoxes
-	(*RandomCrop)(nil),               // 27: stoker.v1.RandomCrop
-	(*Range)(nil),                    // 28: stoker.v1.Range
-	(*RandomResizedCrop)(nil),        // 29: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),                   // 30: stoker.v1.Resize
-	(*CenterCrop)(nil),               // 31: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil),     // 32: stoker.v1.RandomHorizontalFlip
-	(*RandomVerticalFlip)(nil),       // 33: stoker.v1.RandomVerticalFlip
-	(*ColorJitter)(nil),              // 34: stoker.v1.ColorJitter
-	(*Normalize)(nil),                // 35: stoker.v1.Normalize
-	(*Grayscale)(nil),                // 36: stoker.v1.Grayscale
-	(*RandomGrayscale)(nil),          // 37: stoker.v1.RandomGrayscale
-	(*GaussianBlur)(nil),             // 38: stoker.v1.GaussianBlur
-	(*RandomSolarize)(nil),           // 39: stoker.v1.RandomSolarize
-	(*RandomPosterize)(nil),          // 40: stoker.v1.RandomPosterize
-	(*RandomInvert)(nil),             // 41: stoker.v1.RandomInvert
-	(*RandomEqualize)(nil),           // 42: stoker.v1.RandomEqualize
-	(*RandomAutocontrast)(nil),       // 43: stoker.v1.RandomAutocontrast
-	(*RandomAdjustSharpness)(nil),    // 44: stoker.v1.RandomAdjustSharpness
-	(*RandomRotation)(nil),           // 45: stoker.v1.RandomRotation
-	(*RandomAffine)(nil),             // 46: stoker.v1.RandomAffine
-	(*RandomErasing)(nil),            // 47: stoker.v1.RandomErasing
-	(*RandomApply)(nil),              // 48: stoker.v1.RandomApply
-	(*RandomChoice)(nil),             // 49: stoker.v1.RandomChoice
-	(*RandomOrder)(nil),              // 50: stoker.v1.RandomOrder
-	(*TrivialAugmentWide)(nil),       // 51: stoker.v1.TrivialAugmentWide
-	(*RandAugment)(nil),              // 52: stoker.v1.RandAugment
-	(*AutoAugment)(nil),              // 53: stoker.v1.AutoAugment
-	(*AugMix)(nil),                   // 54: stoker.v1.AugMix
-	(*TimmRandAugment)(nil),          // 55: stoker.v1.TimmRandAugment
-	(*TimmAutoAugment)(nil),          // 56: stoker.v1.TimmAutoAugment
-	(*TimmAugMix)(nil),               // 57: stoker.v1.TimmAugMix
-	(*Credit)(nil),                   // 58: stoker.v1.Credit
-	(*FeedResponse)(nil),             // 59: stoker.v1.FeedResponse
-	(*JobInfo)(nil),                  // 60: stoker.v1.JobInfo
-	(*ViewInfo)(nil),                 // 61: stoker.v1.ViewInfo
-	(*BatchHeader)(nil),              // 62: stoker.v1.BatchHeader
-	(*Shape)(nil),                    // 63: stoker.v1.Shape
-	(*FieldValues)(nil),              // 64: stoker.v1.FieldValues
-	(*SampleError)(nil),              // 65: stoker.v1.SampleError
-	(*Chunk)(nil),                    // 66: stoker.v1.Chunk
-	(*EpochEnd)(nil),                 // 67: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),      // 68: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),     // 69: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),              // 70: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),              // 71: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                   // 72: stoker.v1.JobEnd
-	(*WorkPing)(nil),                 // 73: stoker.v1.WorkPing
-	(*WorkJob)(nil),                  // 74: stoker.v1.WorkJob
-	(*Lease)(nil),                    // 75: stoker.v1.Lease
-	(*CancelLease)(nil),              // 76: stoker.v1.CancelLease
-	(*WorkResponse)(nil),             // 77: stoker.v1.WorkResponse
-	(*LeaseProgress)(nil),            // 78: stoker.v1.LeaseProgress
-	(*WorkerInfo)(nil),               // 79: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),          // 80: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),                // 81: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),                // 82: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),              // 83: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),            // 84: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),           // 85: stoker.v1.StatusResponse
-	(*JobStatus)(nil),                // 86: stoker.v1.JobStatus
-	(*MakingShares)(nil),             // 87: stoker.v1.MakingShares
-	(*MakerStatus)(nil),              // 88: stoker.v1.MakerStatus
+	(*ClampBoundingBoxes)(nil),       // 27: stoker.v1.ClampBoundingBoxes
+	(*ClampKeyPoints)(nil),           // 28: stoker.v1.ClampKeyPoints
+	(*SanitizeKeyPoints)(nil),        // 29: stoker.v1.SanitizeKeyPoints
+	(*RandomCrop)(nil),               // 30: stoker.v1.RandomCrop
+	(*Range)(nil),                    // 31: stoker.v1.Range
+	(*RandomResizedCrop)(nil),        // 32: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),                   // 33: stoker.v1.Resize
+	(*CenterCrop)(nil),               // 34: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil),     // 35: stoker.v1.RandomHorizontalFlip
+	(*RandomVerticalFlip)(nil),       // 36: stoker.v1.RandomVerticalFlip
+	(*ColorJitter)(nil),              // 37: stoker.v1.ColorJitter
+	(*Normalize)(nil),                // 38: stoker.v1.Normalize
+	(*Grayscale)(nil),                // 39: stoker.v1.Grayscale
+	(*RandomGrayscale)(nil),          // 40: stoker.v1.RandomGrayscale
+	(*GaussianBlur)(nil),             // 41: stoker.v1.GaussianBlur
+	(*RandomSolarize)(nil),           // 42: stoker.v1.RandomSolarize
+	(*RandomPosterize)(nil),          // 43: stoker.v1.RandomPosterize
+	(*RandomInvert)(nil),             // 44: stoker.v1.RandomInvert
+	(*RandomEqualize)(nil),           // 45: stoker.v1.RandomEqualize
+	(*RandomAutocontrast)(nil),       // 46: stoker.v1.RandomAutocontrast
+	(*RandomAdjustSharpness)(nil),    // 47: stoker.v1.RandomAdjustSharpness
+	(*RandomRotation)(nil),           // 48: stoker.v1.RandomRotation
+	(*RandomAffine)(nil),             // 49: stoker.v1.RandomAffine
+	(*RandomErasing)(nil),            // 50: stoker.v1.RandomErasing
+	(*RandomApply)(nil),              // 51: stoker.v1.RandomApply
+	(*RandomChoice)(nil),             // 52: stoker.v1.RandomChoice
+	(*RandomOrder)(nil),              // 53: stoker.v1.RandomOrder
+	(*TrivialAugmentWide)(nil),       // 54: stoker.v1.TrivialAugmentWide
+	(*RandAugment)(nil),              // 55: stoker.v1.RandAugment
+	(*AutoAugment)(nil),              // 56: stoker.v1.AutoAugment
+	(*AugMix)(nil),                   // 57: stoker.v1.AugMix
+	(*TimmRandAugment)(nil),          // 58: stoker.v1.TimmRandAugment
+	(*TimmAutoAugment)(nil),          // 59: stoker.v1.TimmAutoAugment
+	(*TimmAugMix)(nil),               // 60: stoker.v1.TimmAugMix
+	(*Credit)(nil),                   // 61: stoker.v1.Credit
+	(*FeedResponse)(nil),             // 62: stoker.v1.FeedResponse
+	(*JobInfo)(nil),                  // 63: stoker.v1.JobInfo
+	(*ViewInfo)(nil),                 // 64: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),              // 65: stoker.v1.BatchHeader
+	(*Shape)(nil),                    // 66: stoker.v1.Shape
+	(*FieldValues)(nil),              // 67: stoker.v1.FieldValues
+	(*SampleError)(nil),              // 68: stoker.v1.SampleError
+	(*Chunk)(nil),                    // 69: stoker.v1.Chunk
+	(*EpochEnd)(nil),                 // 70: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),      // 71: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),     // 72: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),              // 73: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),              // 74: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                   // 75: stoker.v1.JobEnd
+	(*WorkPing)(nil),                 // 76: stoker.v1.WorkPing
+	(*WorkJob)(nil),                  // 77: stoker.v1.WorkJob
+	(*Lease)(nil),                    // 78: stoker.v1.Lease
+	(*CancelLease)(nil),              // 79: stoker.v1.CancelLease
+	(*WorkResponse)(nil),             // 80: stoker.v1.WorkResponse
+	(*LeaseProgress)(nil),            // 81: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),               // 82: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),          // 83: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),                // 84: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),                // 85: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),              // 86: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),            // 87: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),           // 88: stoker.v1.StatusResponse
+	(*JobStatus)(nil),                // 89: stoker.v1.JobStatus
+	(*MakingShares)(nil),             // 90: stoker.v1.MakingShares
+	(*MakerStatus)(nil),              // 91: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	58,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	61,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
 	13,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
 	16,  // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
 	2,   // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
@@ -8233,41 +8424,41 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	7,   // 10: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
 	11,  // 11: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
 	7,   // 12: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	60,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	63,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
 	18,  // 14: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
 	17,  // 15: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
 	16,  // 16: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
-	29,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	30,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	31,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	32,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	34,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	35,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	33,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
-	36,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
-	37,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
-	38,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
-	39,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
-	40,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
-	41,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
-	42,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
-	43,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
-	44,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
-	45,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
-	46,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
-	47,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
-	48,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
-	49,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
-	50,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
-	51,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
-	52,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
-	53,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
-	54,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
-	55,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
-	27,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
+	32,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	33,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	34,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	35,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	37,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	38,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	36,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
+	39,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
+	40,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
+	41,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
+	42,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
+	43,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
+	44,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
+	45,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
+	46,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
+	47,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
+	48,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
+	49,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
+	50,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
+	51,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
+	52,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
+	53,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
+	54,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
+	55,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
+	56,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
+	57,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
+	58,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
+	30,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
 	19,  // 45: stoker.v1.Op.pad:type_name -> stoker.v1.Pad
-	56,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
-	57,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
+	59,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
+	60,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
 	26,  // 48: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
 	20,  // 49: stoker.v1.Op.random_zoom_out:type_name -> stoker.v1.RandomZoomOut
 	23,  // 50: stoker.v1.Op.random_iou_crop:type_name -> stoker.v1.RandomIoUCrop
@@ -8275,82 +8466,85 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	25,  // 52: stoker.v1.Op.convert_bounding_box_format:type_name -> stoker.v1.ConvertBoundingBoxFormat
 	21,  // 53: stoker.v1.Op.scale_jitter:type_name -> stoker.v1.ScaleJitter
 	22,  // 54: stoker.v1.Op.fixed_size_crop:type_name -> stoker.v1.FixedSizeCrop
-	28,  // 55: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
-	28,  // 56: stoker.v1.ScaleJitter.scale_range:type_name -> stoker.v1.Range
-	4,   // 57: stoker.v1.ScaleJitter.interpolation:type_name -> stoker.v1.Interpolation
-	28,  // 58: stoker.v1.RandomPhotometricDistort.brightness:type_name -> stoker.v1.Range
-	28,  // 59: stoker.v1.RandomPhotometricDistort.contrast:type_name -> stoker.v1.Range
-	28,  // 60: stoker.v1.RandomPhotometricDistort.saturation:type_name -> stoker.v1.Range
-	28,  // 61: stoker.v1.RandomPhotometricDistort.hue:type_name -> stoker.v1.Range
-	4,   // 62: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 63: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	28,  // 64: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	28,  // 65: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	28,  // 66: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	28,  // 67: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	28,  // 68: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	4,   // 69: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	28,  // 70: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	28,  // 71: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	4,   // 72: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	28,  // 73: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	28,  // 74: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	18,  // 75: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	18,  // 76: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	18,  // 77: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	4,   // 78: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 79: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 80: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 81: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 82: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 83: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 84: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
-	60,  // 85: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	62,  // 86: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	66,  // 87: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	67,  // 88: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	12,  // 89: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	5,   // 90: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	61,  // 91: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
-	0,   // 92: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
-	5,   // 93: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	65,  // 94: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	0,   // 95: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
-	63,  // 96: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	64,  // 97: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	70,  // 98: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	74,  // 99: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	75,  // 100: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	76,  // 101: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	72,  // 102: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	73,  // 103: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 104: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	79,  // 105: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	81,  // 106: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	66,  // 107: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	83,  // 108: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	78,  // 109: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	80,  // 110: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	62,  // 111: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	82,  // 112: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	86,  // 113: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	88,  // 114: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	87,  // 115: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 116: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	68,  // 117: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 118: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	84,  // 119: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	71,  // 120: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	59,  // 121: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	69,  // 122: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 123: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	85,  // 124: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	77,  // 125: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	121, // [121:126] is the sub-list for method output_type
-	116, // [116:121] is the sub-list for method input_type
-	116, // [116:116] is the sub-list for extension type_name
-	116, // [116:116] is the sub-list for extension extendee
-	0,   // [0:116] is the sub-list for field type_name
+	27,  // 55: stoker.v1.Op.clamp_bounding_boxes:type_name -> stoker.v1.ClampBoundingBoxes
+	28,  // 56: stoker.v1.Op.clamp_key_points:type_name -> stoker.v1.ClampKeyPoints
+	29,  // 57: stoker.v1.Op.sanitize_key_points:type_name -> stoker.v1.SanitizeKeyPoints
+	31,  // 58: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
+	31,  // 59: stoker.v1.ScaleJitter.scale_range:type_name -> stoker.v1.Range
+	4,   // 60: stoker.v1.ScaleJitter.interpolation:type_name -> stoker.v1.Interpolation
+	31,  // 61: stoker.v1.RandomPhotometricDistort.brightness:type_name -> stoker.v1.Range
+	31,  // 62: stoker.v1.RandomPhotometricDistort.contrast:type_name -> stoker.v1.Range
+	31,  // 63: stoker.v1.RandomPhotometricDistort.saturation:type_name -> stoker.v1.Range
+	31,  // 64: stoker.v1.RandomPhotometricDistort.hue:type_name -> stoker.v1.Range
+	4,   // 65: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 66: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	31,  // 67: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	31,  // 68: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	31,  // 69: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	31,  // 70: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	31,  // 71: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	4,   // 72: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	31,  // 73: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	31,  // 74: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	4,   // 75: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	31,  // 76: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	31,  // 77: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	18,  // 78: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	18,  // 79: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	18,  // 80: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	4,   // 81: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 82: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 83: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 84: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 85: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 86: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 87: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
+	63,  // 88: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	65,  // 89: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	69,  // 90: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	70,  // 91: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	12,  // 92: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	5,   // 93: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	64,  // 94: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	0,   // 95: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
+	5,   // 96: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	68,  // 97: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	0,   // 98: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
+	66,  // 99: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	67,  // 100: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	73,  // 101: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	77,  // 102: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	78,  // 103: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	79,  // 104: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	75,  // 105: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	76,  // 106: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 107: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	82,  // 108: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	84,  // 109: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	69,  // 110: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	86,  // 111: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	81,  // 112: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	83,  // 113: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	65,  // 114: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	85,  // 115: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	89,  // 116: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	91,  // 117: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	90,  // 118: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 119: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	71,  // 120: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 121: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	87,  // 122: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	74,  // 123: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	62,  // 124: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	72,  // 125: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 126: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	88,  // 127: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	80,  // 128: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	124, // [124:129] is the sub-list for method output_type
+	119, // [119:124] is the sub-list for method input_type
+	119, // [119:119] is the sub-list for extension type_name
+	119, // [119:119] is the sub-list for extension extendee
+	0,   // [0:119] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -8402,43 +8596,47 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_ConvertBoundingBoxFormat)(nil),
 		(*Op_ScaleJitter)(nil),
 		(*Op_FixedSizeCrop)(nil),
+		(*Op_ClampBoundingBoxes)(nil),
+		(*Op_ClampKeyPoints)(nil),
+		(*Op_SanitizeKeyPoints)(nil),
 	}
 	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[15].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[17].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[18].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[20].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[23].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[24].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[21].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[27].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[31].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[33].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[29].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[30].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[34].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[35].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[36].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[37].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[38].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[39].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[40].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[41].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[42].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[46].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[48].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[53].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[44].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[45].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[49].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[51].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[56].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[56].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[65].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[59].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[68].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[71].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[74].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -8451,7 +8649,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   83,
+			NumMessages:   86,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
