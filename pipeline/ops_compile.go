@@ -169,6 +169,19 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 		if err := c.affine(op, where); err != nil {
 			return node{}, err
 		}
+	case OpRandomPerspective:
+		if err := prob(); err != nil {
+			return node{}, err
+		}
+		if !(op.Distortion >= 0 && op.Distortion <= 1) {
+			return bad("distortion_scale %v: want 0..1", op.Distortion)
+		}
+		if err := checkFill(op.Fill, where); err != nil {
+			return node{}, err
+		}
+		if op.Interp != InterpNearest && op.Interp != InterpBilinear {
+			return bad("interpolation %s: torchvision's perspective of a tensor is nearest or bilinear", op.Interp)
+		}
 	case OpRandomErasing:
 		if err := prob(); err != nil {
 			return node{}, err

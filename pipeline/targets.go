@@ -142,6 +142,10 @@ func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 			}
 		case FnRotate, FnAffine:
 			affineStepBoxes(boxes, w, h, st) // targets_affine.go
+		case FnPerspective:
+			if err := perspectiveBoxes(boxes, w, h, st); err != nil { // targets_affine.go
+				return w, h, err
+			}
 		case FnMixBegin, FnMixChain, FnMixEnd, FnMixBlend, FnMixFold:
 			return w, h, fmt.Errorf("%w: targets do not support %s yet", ErrUnsupported, fnSpecs[st.Fn].name)
 		case FnIoUCrop:
@@ -225,7 +229,7 @@ func checkConvertLast(ops []Op, first int) error {
 // movesBoxes reports whether a step moves or drops boxes.
 func movesBoxes(f Fn) bool {
 	return f.geometry() || f == FnHorizontalFlip || f == FnVerticalFlip || f == FnSanitizeBoxes || f == FnConvertBoxFormat ||
-		f == FnRotate || f == FnAffine
+		f == FnRotate || f == FnAffine || f == FnPerspective
 }
 
 // sanitize keeps the instances torchvision's SanitizeBoundingBoxes keeps
@@ -401,7 +405,7 @@ func checkTargetOps(ops []Op, at string) error {
 				return err
 			}
 		case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomZoomOut, OpRandomIoUCrop, OpRandomHorizontalFlip, OpRandomVerticalFlip,
-			OpRandomRotation, OpRandomAffine, OpScaleJitter, OpFixedSizeCrop:
+			OpRandomRotation, OpRandomAffine, OpRandomPerspective, OpScaleJitter, OpFixedSizeCrop:
 			// Moves the boxes: MoveBoxes.
 		case OpSanitizeBoundingBoxes, OpConvertBoundingBoxFormat, OpClampBoundingBoxes, OpClampKeyPoints, OpSanitizeKeyPoints:
 			// Drops or clamps boxes, or changes their format: Targets.Move.
@@ -409,7 +413,7 @@ func checkTargetOps(ops []Op, at string) error {
 			OpRandomAdjustSharpness, OpRandomErasing, OpColorJitter, OpGrayscale, OpGaussianBlur, OpNormalize, OpRandomPhotometricDistort:
 			// Pixels alone: the boxes stay.
 		default:
-			return fmt.Errorf("%w: transform: %s: targets do not support it yet (boxes move only through RandomResizedCrop, Resize, CenterCrop, RandomCrop, Pad, RandomZoomOut, RandomIoUCrop, the flips, RandomRotation and RandomAffine)", ErrUnsupported, where)
+			return fmt.Errorf("%w: transform: %s: targets do not support it yet (boxes move only through RandomResizedCrop, Resize, CenterCrop, RandomCrop, Pad, RandomZoomOut, RandomIoUCrop, the flips, RandomRotation, RandomAffine and RandomPerspective)", ErrUnsupported, where)
 		}
 	}
 	return nil

@@ -92,6 +92,10 @@ func MoveKeypoints(pts [][2]float32, w, h int, steps []Step) (int, int, error) {
 			}
 		case FnRotate:
 			affinePoints(pts, w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
+		case FnPerspective:
+			if err := perspectivePoints(pts, st); err != nil { // targets_affine.go
+				return w, h, err
+			}
 		case FnAffine:
 			affinePoints(pts, w, h, st.F[0], [2]float64{st.F[1], st.F[2]}, st.F[3], [2]float64{st.F[4], st.F[5]}, st.Center, st.HasCenter)
 		case FnNone, FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustHue, FnAdjustSharpness, FnRGBToGrayscale,

@@ -39,6 +39,7 @@ func recipeOps() []Op {
 		{Kind: OpRandomPosterize, P: 0.5, Bits: 3},
 		{Kind: OpRandomEqualize, P: 0.5}, {Kind: OpRandomAutocontrast, P: 0.5},
 		{Kind: OpRandomAdjustSharpness, P: 0.5, Factor: 2},
+		{Kind: OpRandomPerspective, P: 0.5, Distortion: 0.5, Interp: InterpBilinear, Fill: [3]float64{1, 2, 3}},
 		{Kind: OpSanitizeBoundingBoxes, MinSize: 1.5, MinArea: 2},
 		{Kind: OpConvertBoundingBoxFormat, BoxFormat: BoxCXCYWH},
 		{Kind: OpClampBoundingBoxes}, {Kind: OpClampKeyPoints}, {Kind: OpSanitizeKeyPoints},

@@ -90,6 +90,8 @@ func opsString(ops []Op) string {
 			continue
 		case OpClampKeyPoints, OpSanitizeKeyPoints:
 			continue
+		case OpRandomPerspective:
+			fmt.Fprintf(&b, "(distortion_scale=%g, p=%g, fill=%v", op.Distortion, op.P, op.Fill)
 		case OpRandomPhotometricDistort:
 			fmt.Fprintf(&b, "(%v, p=%g)", op.Jitter, op.P)
 			continue

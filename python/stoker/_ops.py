@@ -677,6 +677,29 @@ def interpolation_warp(cls: str, v: Any) -> str:
     return interp_name(cls, v, _WARP)
 
 
+class RandomPerspective(Transform):
+    """torchvision.transforms.v2's RandomPerspective: with probability
+    ``p``, the image's corners each moved inward by up to
+    ``distortion_scale`` of half its side (drawn as its ``make_params``),
+    the image resampled through the perspective that takes them there with
+    "bilinear" (the default) or "nearest", ``fill`` (uint8 units; None: no
+    fill blended) where nothing maps: torch's pixels to the byte. After the
+    geometry; a job's target boxes and keypoints move with it."""
+
+    def __init__(self, distortion_scale: float = 0.5, p: float = 0.5, interpolation: Any = "bilinear",
+                 fill: Fill = 0) -> None:
+        cls = "RandomPerspective"
+        self.distortion_scale = prob(cls, distortion_scale, "distortion_scale")
+        self.p = prob(cls, p)
+        self.interpolation = interpolation_warp(cls, interpolation)
+        self.fill = fill_values(cls, fill)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(random_perspective=pb.RandomPerspective(
+            distortion_scale=self.distortion_scale, p=self.p, interpolation=interp_pb(self.interpolation, "bilinear"),
+            fill=fill_list(self.fill), fill_none=self.fill is None))
+
+
 class RandomAffine(Transform):
     """A random affine map keeping the center: a rotation from ``degrees``,
     a translation up to ``translate`` (max_dx, max_dy) fractions of the

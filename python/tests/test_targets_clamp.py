@@ -44,7 +44,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 #: The trace's geometric steps this file replays (functional ops on boxes
 #: and keypoints alike), and the three ops on the targets alone.
-MOVES = {"resized_crop", "resize", "center_crop", "pad", "crop", "horizontal_flip", "vertical_flip", "rotate", "affine"}
+MOVES = {"resized_crop", "resize", "center_crop", "pad", "crop", "horizontal_flip", "vertical_flip", "rotate", "affine",
+         "perspective"}
 OWN = {"clamp_bounding_boxes", "clamp_keypoints", "sanitize_keypoints", "sanitize_bounding_boxes",
        "convert_bounding_box_format"}
 

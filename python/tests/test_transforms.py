@@ -201,6 +201,9 @@ SPECS = [
      pb.Op(fixed_size_crop=pb.FixedSizeCrop(height=64, width=48, fill=[123, 117, 104]))),
     (lambda: T.ConvertBoundingBoxFormat("cxcywh"),
      pb.Op(convert_bounding_box_format=pb.ConvertBoundingBoxFormat(format="CXCYWH"))),
+    (lambda: T.RandomPerspective(), pb.Op(random_perspective=pb.RandomPerspective(distortion_scale=0.5, p=0.5, fill=[0]))),
+    (lambda: T.RandomPerspective(0.3, 1, "nearest", None),
+     pb.Op(random_perspective=pb.RandomPerspective(distortion_scale=0.3, p=1, interpolation=NEAREST, fill_none=True))),
     (lambda: T.ClampBoundingBoxes(), pb.Op(clamp_bounding_boxes=pb.ClampBoundingBoxes(clamping_mode="auto"))),
     (lambda: T.ClampBoundingBoxes(None), pb.Op(clamp_bounding_boxes=pb.ClampBoundingBoxes(clamping_mode="none"))),
     (lambda: T.ClampKeyPoints(), pb.Op(clamp_key_points=pb.ClampKeyPoints())),
@@ -345,7 +348,7 @@ def test_signatures_are_torchvisions() -> None:
             want = own.get((name, arg), norm(p.default))
             assert norm(ours[arg].default) == want, (name, arg)
         checked += 1
-    assert checked == 38  # ScaleJitter among them (FixedSizeCrop is not in v2)
+    assert checked == 39  # ScaleJitter among them (FixedSizeCrop is not in v2)
 
 
 def _tv(version: str):

@@ -1504,6 +1504,7 @@ type Op struct {
 	//	*Op_ClampBoundingBoxes
 	//	*Op_ClampKeyPoints
 	//	*Op_SanitizeKeyPoints
+	//	*Op_RandomPerspective
 	Op            isOp_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1915,6 +1916,15 @@ func (x *Op) GetSanitizeKeyPoints() *SanitizeKeyPoints {
 	return nil
 }
 
+func (x *Op) GetRandomPerspective() *RandomPerspective {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomPerspective); ok {
+			return x.RandomPerspective
+		}
+	}
+	return nil
+}
+
 type isOp_Op interface {
 	isOp_Op()
 }
@@ -2083,6 +2093,10 @@ type Op_SanitizeKeyPoints struct {
 	SanitizeKeyPoints *SanitizeKeyPoints `protobuf:"bytes,172,opt,name=sanitize_key_points,json=sanitizeKeyPoints,proto3,oneof"`
 }
 
+type Op_RandomPerspective struct {
+	RandomPerspective *RandomPerspective `protobuf:"bytes,173,opt,name=random_perspective,json=randomPerspective,proto3,oneof"`
+}
+
 func (*Op_RandomResizedCrop) isOp_Op() {}
 
 func (*Op_Resize) isOp_Op() {}
@@ -2164,6 +2178,8 @@ func (*Op_ClampBoundingBoxes) isOp_Op() {}
 func (*Op_ClampKeyPoints) isOp_Op() {}
 
 func (*Op_SanitizeKeyPoints) isOp_Op() {}
+
+func (*Op_RandomPerspective) isOp_Op() {}
 
 // Pad is torchvision's Pad with padding_mode "constant": the image padded
 // by padding with a constant fill. A geometry op: right before a
@@ -2898,6 +2914,93 @@ func (*SanitizeKeyPoints) Descriptor() ([]byte, []int) {
 	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
 }
 
+// RandomPerspective is torchvision.transforms.v2's: with probability p,
+// the image's corners each moved inward by up to distortion_scale of half
+// its side (make_params' draws), the image resampled through the
+// perspective that takes them there (torch's grid, nearest or bilinear),
+// fill where nothing maps; a job's target boxes and keypoints move with
+// it. After the geometry.
+type RandomPerspective struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 0..1; unset: 0.5.
+	DistortionScale *float64 `protobuf:"fixed64,1,opt,name=distortion_scale,json=distortionScale,proto3,oneof" json:"distortion_scale,omitempty"`
+	// unset: 0.5.
+	P *float64 `protobuf:"fixed64,2,opt,name=p,proto3,oneof" json:"p,omitempty"`
+	// NEAREST or BILINEAR (unset: BILINEAR).
+	Interpolation Interpolation `protobuf:"varint,3,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
+	// One value, or one per channel, in 0..255; unset: 0.
+	Fill []float64 `protobuf:"fixed64,4,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	// fill=None (torchvision's functional default): no fill is blended in.
+	FillNone      bool `protobuf:"varint,5,opt,name=fill_none,json=fillNone,proto3" json:"fill_none,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomPerspective) Reset() {
+	*x = RandomPerspective{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomPerspective) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomPerspective) ProtoMessage() {}
+
+func (x *RandomPerspective) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomPerspective.ProtoReflect.Descriptor instead.
+func (*RandomPerspective) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *RandomPerspective) GetDistortionScale() float64 {
+	if x != nil && x.DistortionScale != nil {
+		return *x.DistortionScale
+	}
+	return 0
+}
+
+func (x *RandomPerspective) GetP() float64 {
+	if x != nil && x.P != nil {
+		return *x.P
+	}
+	return 0
+}
+
+func (x *RandomPerspective) GetInterpolation() Interpolation {
+	if x != nil {
+		return x.Interpolation
+	}
+	return Interpolation_INTERPOLATION_UNSPECIFIED
+}
+
+func (x *RandomPerspective) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
+}
+
+func (x *RandomPerspective) GetFillNone() bool {
+	if x != nil {
+		return x.FillNone
+	}
+	return false
+}
+
 // RandomCrop is torchvision's RandomCrop: the image padded (padding, then
 // with pad_if_needed each side still short of the crop by its difference
 // on both ends), then a crop of height x width at a uniform position. A
@@ -2923,7 +3026,7 @@ type RandomCrop struct {
 
 func (x *RandomCrop) Reset() {
 	*x = RandomCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2935,7 +3038,7 @@ func (x *RandomCrop) String() string {
 func (*RandomCrop) ProtoMessage() {}
 
 func (x *RandomCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2948,7 +3051,7 @@ func (x *RandomCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomCrop.ProtoReflect.Descriptor instead.
 func (*RandomCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RandomCrop) GetHeight() uint32 {
@@ -3004,7 +3107,7 @@ type Range struct {
 
 func (x *Range) Reset() {
 	*x = Range{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3016,7 +3119,7 @@ func (x *Range) String() string {
 func (*Range) ProtoMessage() {}
 
 func (x *Range) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3029,7 +3132,7 @@ func (x *Range) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Range.ProtoReflect.Descriptor instead.
 func (*Range) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Range) GetMin() float64 {
@@ -3069,7 +3172,7 @@ type RandomResizedCrop struct {
 
 func (x *RandomResizedCrop) Reset() {
 	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3081,7 +3184,7 @@ func (x *RandomResizedCrop) String() string {
 func (*RandomResizedCrop) ProtoMessage() {}
 
 func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3094,7 +3197,7 @@ func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
 func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RandomResizedCrop) GetHeight() uint32 {
@@ -3174,7 +3277,7 @@ type Resize struct {
 
 func (x *Resize) Reset() {
 	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3186,7 +3289,7 @@ func (x *Resize) String() string {
 func (*Resize) ProtoMessage() {}
 
 func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3199,7 +3302,7 @@ func (x *Resize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resize.ProtoReflect.Descriptor instead.
 func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Resize) GetHeight() uint32 {
@@ -3241,7 +3344,7 @@ type CenterCrop struct {
 
 func (x *CenterCrop) Reset() {
 	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3253,7 +3356,7 @@ func (x *CenterCrop) String() string {
 func (*CenterCrop) ProtoMessage() {}
 
 func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3266,7 +3369,7 @@ func (x *CenterCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
 func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CenterCrop) GetHeight() uint32 {
@@ -3293,7 +3396,7 @@ type RandomHorizontalFlip struct {
 
 func (x *RandomHorizontalFlip) Reset() {
 	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3305,7 +3408,7 @@ func (x *RandomHorizontalFlip) String() string {
 func (*RandomHorizontalFlip) ProtoMessage() {}
 
 func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3318,7 +3421,7 @@ func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
 func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RandomHorizontalFlip) GetP() float64 {
@@ -3338,7 +3441,7 @@ type RandomVerticalFlip struct {
 
 func (x *RandomVerticalFlip) Reset() {
 	*x = RandomVerticalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3350,7 +3453,7 @@ func (x *RandomVerticalFlip) String() string {
 func (*RandomVerticalFlip) ProtoMessage() {}
 
 func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3363,7 +3466,7 @@ func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomVerticalFlip.ProtoReflect.Descriptor instead.
 func (*RandomVerticalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RandomVerticalFlip) GetP() float64 {
@@ -3393,7 +3496,7 @@ type ColorJitter struct {
 
 func (x *ColorJitter) Reset() {
 	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3405,7 +3508,7 @@ func (x *ColorJitter) String() string {
 func (*ColorJitter) ProtoMessage() {}
 
 func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3418,7 +3521,7 @@ func (x *ColorJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
 func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ColorJitter) GetBrightness() float64 {
@@ -3489,7 +3592,7 @@ type Normalize struct {
 
 func (x *Normalize) Reset() {
 	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3501,7 +3604,7 @@ func (x *Normalize) String() string {
 func (*Normalize) ProtoMessage() {}
 
 func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3514,7 +3617,7 @@ func (x *Normalize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
 func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Normalize) GetMean() []float64 {
@@ -3541,7 +3644,7 @@ type Grayscale struct {
 
 func (x *Grayscale) Reset() {
 	*x = Grayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3553,7 +3656,7 @@ func (x *Grayscale) String() string {
 func (*Grayscale) ProtoMessage() {}
 
 func (x *Grayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3566,7 +3669,7 @@ func (x *Grayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grayscale.ProtoReflect.Descriptor instead.
 func (*Grayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Grayscale) GetNumOutputChannels() uint32 {
@@ -3586,7 +3689,7 @@ type RandomGrayscale struct {
 
 func (x *RandomGrayscale) Reset() {
 	*x = RandomGrayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3598,7 +3701,7 @@ func (x *RandomGrayscale) String() string {
 func (*RandomGrayscale) ProtoMessage() {}
 
 func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3611,7 +3714,7 @@ func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomGrayscale.ProtoReflect.Descriptor instead.
 func (*RandomGrayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RandomGrayscale) GetP() float64 {
@@ -3635,7 +3738,7 @@ type GaussianBlur struct {
 
 func (x *GaussianBlur) Reset() {
 	*x = GaussianBlur{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3647,7 +3750,7 @@ func (x *GaussianBlur) String() string {
 func (*GaussianBlur) ProtoMessage() {}
 
 func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3660,7 +3763,7 @@ func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GaussianBlur.ProtoReflect.Descriptor instead.
 func (*GaussianBlur) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GaussianBlur) GetKernelX() uint32 {
@@ -3702,7 +3805,7 @@ type RandomSolarize struct {
 
 func (x *RandomSolarize) Reset() {
 	*x = RandomSolarize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3714,7 +3817,7 @@ func (x *RandomSolarize) String() string {
 func (*RandomSolarize) ProtoMessage() {}
 
 func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3727,7 +3830,7 @@ func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomSolarize.ProtoReflect.Descriptor instead.
 func (*RandomSolarize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RandomSolarize) GetThreshold() float64 {
@@ -3755,7 +3858,7 @@ type RandomPosterize struct {
 
 func (x *RandomPosterize) Reset() {
 	*x = RandomPosterize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3767,7 +3870,7 @@ func (x *RandomPosterize) String() string {
 func (*RandomPosterize) ProtoMessage() {}
 
 func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3780,7 +3883,7 @@ func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPosterize.ProtoReflect.Descriptor instead.
 func (*RandomPosterize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RandomPosterize) GetBits() uint32 {
@@ -3807,7 +3910,7 @@ type RandomInvert struct {
 
 func (x *RandomInvert) Reset() {
 	*x = RandomInvert{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3819,7 +3922,7 @@ func (x *RandomInvert) String() string {
 func (*RandomInvert) ProtoMessage() {}
 
 func (x *RandomInvert) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3832,7 +3935,7 @@ func (x *RandomInvert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomInvert.ProtoReflect.Descriptor instead.
 func (*RandomInvert) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RandomInvert) GetP() float64 {
@@ -3852,7 +3955,7 @@ type RandomEqualize struct {
 
 func (x *RandomEqualize) Reset() {
 	*x = RandomEqualize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3864,7 +3967,7 @@ func (x *RandomEqualize) String() string {
 func (*RandomEqualize) ProtoMessage() {}
 
 func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3877,7 +3980,7 @@ func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomEqualize.ProtoReflect.Descriptor instead.
 func (*RandomEqualize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RandomEqualize) GetP() float64 {
@@ -3897,7 +4000,7 @@ type RandomAutocontrast struct {
 
 func (x *RandomAutocontrast) Reset() {
 	*x = RandomAutocontrast{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3909,7 +4012,7 @@ func (x *RandomAutocontrast) String() string {
 func (*RandomAutocontrast) ProtoMessage() {}
 
 func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3922,7 +4025,7 @@ func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAutocontrast.ProtoReflect.Descriptor instead.
 func (*RandomAutocontrast) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RandomAutocontrast) GetP() float64 {
@@ -3943,7 +4046,7 @@ type RandomAdjustSharpness struct {
 
 func (x *RandomAdjustSharpness) Reset() {
 	*x = RandomAdjustSharpness{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3955,7 +4058,7 @@ func (x *RandomAdjustSharpness) String() string {
 func (*RandomAdjustSharpness) ProtoMessage() {}
 
 func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3968,7 +4071,7 @@ func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAdjustSharpness.ProtoReflect.Descriptor instead.
 func (*RandomAdjustSharpness) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RandomAdjustSharpness) GetSharpnessFactor() float64 {
@@ -4003,7 +4106,7 @@ type RandomRotation struct {
 
 func (x *RandomRotation) Reset() {
 	*x = RandomRotation{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4015,7 +4118,7 @@ func (x *RandomRotation) String() string {
 func (*RandomRotation) ProtoMessage() {}
 
 func (x *RandomRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4028,7 +4131,7 @@ func (x *RandomRotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomRotation.ProtoReflect.Descriptor instead.
 func (*RandomRotation) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RandomRotation) GetDegrees() *Range {
@@ -4086,7 +4189,7 @@ type RandomAffine struct {
 
 func (x *RandomAffine) Reset() {
 	*x = RandomAffine{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4098,7 +4201,7 @@ func (x *RandomAffine) String() string {
 func (*RandomAffine) ProtoMessage() {}
 
 func (x *RandomAffine) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4111,7 +4214,7 @@ func (x *RandomAffine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAffine.ProtoReflect.Descriptor instead.
 func (*RandomAffine) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RandomAffine) GetDegrees() *Range {
@@ -4199,7 +4302,7 @@ type RandomErasing struct {
 
 func (x *RandomErasing) Reset() {
 	*x = RandomErasing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4211,7 +4314,7 @@ func (x *RandomErasing) String() string {
 func (*RandomErasing) ProtoMessage() {}
 
 func (x *RandomErasing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4224,7 +4327,7 @@ func (x *RandomErasing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomErasing.ProtoReflect.Descriptor instead.
 func (*RandomErasing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RandomErasing) GetP() float64 {
@@ -4308,7 +4411,7 @@ type RandomApply struct {
 
 func (x *RandomApply) Reset() {
 	*x = RandomApply{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4320,7 +4423,7 @@ func (x *RandomApply) String() string {
 func (*RandomApply) ProtoMessage() {}
 
 func (x *RandomApply) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4333,7 +4436,7 @@ func (x *RandomApply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomApply.ProtoReflect.Descriptor instead.
 func (*RandomApply) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RandomApply) GetOps() []*Op {
@@ -4361,7 +4464,7 @@ type RandomChoice struct {
 
 func (x *RandomChoice) Reset() {
 	*x = RandomChoice{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4373,7 +4476,7 @@ func (x *RandomChoice) String() string {
 func (*RandomChoice) ProtoMessage() {}
 
 func (x *RandomChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4386,7 +4489,7 @@ func (x *RandomChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomChoice.ProtoReflect.Descriptor instead.
 func (*RandomChoice) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RandomChoice) GetOps() []*Op {
@@ -4413,7 +4516,7 @@ type RandomOrder struct {
 
 func (x *RandomOrder) Reset() {
 	*x = RandomOrder{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4425,7 +4528,7 @@ func (x *RandomOrder) String() string {
 func (*RandomOrder) ProtoMessage() {}
 
 func (x *RandomOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4438,7 +4541,7 @@ func (x *RandomOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomOrder.ProtoReflect.Descriptor instead.
 func (*RandomOrder) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RandomOrder) GetOps() []*Op {
@@ -4462,7 +4565,7 @@ type TrivialAugmentWide struct {
 
 func (x *TrivialAugmentWide) Reset() {
 	*x = TrivialAugmentWide{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4474,7 +4577,7 @@ func (x *TrivialAugmentWide) String() string {
 func (*TrivialAugmentWide) ProtoMessage() {}
 
 func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4487,7 +4590,7 @@ func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrivialAugmentWide.ProtoReflect.Descriptor instead.
 func (*TrivialAugmentWide) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *TrivialAugmentWide) GetNumMagnitudeBins() uint32 {
@@ -4526,7 +4629,7 @@ type RandAugment struct {
 
 func (x *RandAugment) Reset() {
 	*x = RandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4538,7 +4641,7 @@ func (x *RandAugment) String() string {
 func (*RandAugment) ProtoMessage() {}
 
 func (x *RandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4551,7 +4654,7 @@ func (x *RandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandAugment.ProtoReflect.Descriptor instead.
 func (*RandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RandAugment) GetNumOps() uint32 {
@@ -4602,7 +4705,7 @@ type AutoAugment struct {
 
 func (x *AutoAugment) Reset() {
 	*x = AutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4614,7 +4717,7 @@ func (x *AutoAugment) String() string {
 func (*AutoAugment) ProtoMessage() {}
 
 func (x *AutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4627,7 +4730,7 @@ func (x *AutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoAugment.ProtoReflect.Descriptor instead.
 func (*AutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *AutoAugment) GetPolicy() string {
@@ -4668,7 +4771,7 @@ type AugMix struct {
 
 func (x *AugMix) Reset() {
 	*x = AugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4680,7 +4783,7 @@ func (x *AugMix) String() string {
 func (*AugMix) ProtoMessage() {}
 
 func (x *AugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4693,7 +4796,7 @@ func (x *AugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AugMix.ProtoReflect.Descriptor instead.
 func (*AugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *AugMix) GetSeverity() uint32 {
@@ -4762,7 +4865,7 @@ type TimmRandAugment struct {
 
 func (x *TimmRandAugment) Reset() {
 	*x = TimmRandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4774,7 +4877,7 @@ func (x *TimmRandAugment) String() string {
 func (*TimmRandAugment) ProtoMessage() {}
 
 func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4787,7 +4890,7 @@ func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmRandAugment.ProtoReflect.Descriptor instead.
 func (*TimmRandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *TimmRandAugment) GetConfig() string {
@@ -4828,7 +4931,7 @@ type TimmAutoAugment struct {
 
 func (x *TimmAutoAugment) Reset() {
 	*x = TimmAutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4840,7 +4943,7 @@ func (x *TimmAutoAugment) String() string {
 func (*TimmAutoAugment) ProtoMessage() {}
 
 func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4853,7 +4956,7 @@ func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAutoAugment.ProtoReflect.Descriptor instead.
 func (*TimmAutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *TimmAutoAugment) GetConfig() string {
@@ -4897,7 +5000,7 @@ type TimmAugMix struct {
 
 func (x *TimmAugMix) Reset() {
 	*x = TimmAugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4909,7 +5012,7 @@ func (x *TimmAugMix) String() string {
 func (*TimmAugMix) ProtoMessage() {}
 
 func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4922,7 +5025,7 @@ func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAugMix.ProtoReflect.Descriptor instead.
 func (*TimmAugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *TimmAugMix) GetConfig() string {
@@ -4967,7 +5070,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4979,7 +5082,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4992,7 +5095,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -5047,7 +5150,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5059,7 +5162,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5072,7 +5175,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -5194,7 +5297,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5206,7 +5309,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5219,7 +5322,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -5312,7 +5415,7 @@ type ViewInfo struct {
 
 func (x *ViewInfo) Reset() {
 	*x = ViewInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5324,7 +5427,7 @@ func (x *ViewInfo) String() string {
 func (*ViewInfo) ProtoMessage() {}
 
 func (x *ViewInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5337,7 +5440,7 @@ func (x *ViewInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewInfo.ProtoReflect.Descriptor instead.
 func (*ViewInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ViewInfo) GetName() string {
@@ -5394,7 +5497,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5406,7 +5509,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5419,7 +5522,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -5523,7 +5626,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5535,7 +5638,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5548,7 +5651,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -5573,7 +5676,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5585,7 +5688,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5598,7 +5701,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *FieldValues) GetName() string {
@@ -5635,7 +5738,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5647,7 +5750,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5660,7 +5763,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -5698,7 +5801,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5710,7 +5813,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5723,7 +5826,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -5760,7 +5863,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5772,7 +5875,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5785,7 +5888,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -5825,7 +5928,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5837,7 +5940,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5850,7 +5953,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -5863,7 +5966,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5875,7 +5978,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5888,7 +5991,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -5916,7 +6019,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5928,7 +6031,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5941,7 +6044,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -6003,7 +6106,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6015,7 +6118,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6028,7 +6131,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -6134,7 +6237,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6146,7 +6249,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6159,7 +6262,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -6178,7 +6281,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6190,7 +6293,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6203,7 +6306,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -6223,7 +6326,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6235,7 +6338,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6248,7 +6351,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -6297,7 +6400,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6309,7 +6412,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6322,7 +6425,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -6398,7 +6501,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6410,7 +6513,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6423,7 +6526,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -6450,7 +6553,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6462,7 +6565,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6475,7 +6578,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -6579,7 +6682,7 @@ type LeaseProgress struct {
 
 func (x *LeaseProgress) Reset() {
 	*x = LeaseProgress{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6591,7 +6694,7 @@ func (x *LeaseProgress) String() string {
 func (*LeaseProgress) ProtoMessage() {}
 
 func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6604,7 +6707,7 @@ func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
 func (*LeaseProgress) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *LeaseProgress) GetLease() uint64 {
@@ -6634,7 +6737,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6646,7 +6749,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6659,7 +6762,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -6731,7 +6834,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6743,7 +6846,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6756,7 +6859,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -6830,7 +6933,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6842,7 +6945,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6855,7 +6958,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -6901,7 +7004,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6913,7 +7016,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6926,7 +7029,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -6979,7 +7082,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6991,7 +7094,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7004,7 +7107,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -7037,7 +7140,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7049,7 +7152,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7062,7 +7165,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{81}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{82}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -7081,7 +7184,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7093,7 +7196,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7106,7 +7209,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{82}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -7213,7 +7316,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7225,7 +7328,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7238,7 +7341,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{83}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *JobStatus) GetId() string {
@@ -7467,7 +7570,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7479,7 +7582,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7492,7 +7595,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{84}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -7590,7 +7693,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7602,7 +7705,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7615,7 +7718,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{85}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -7783,7 +7886,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\tViewGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
-	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xb3\x16\n" +
+	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\x83\x17\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +
@@ -7829,7 +7932,8 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x0ffixed_size_crop\x18\xa6\x01 \x01(\v2\x18.stoker.v1.FixedSizeCropH\x00R\rfixedSizeCrop\x12R\n" +
 	"\x14clamp_bounding_boxes\x18\xaa\x01 \x01(\v2\x1d.stoker.v1.ClampBoundingBoxesH\x00R\x12clampBoundingBoxes\x12F\n" +
 	"\x10clamp_key_points\x18\xab\x01 \x01(\v2\x19.stoker.v1.ClampKeyPointsH\x00R\x0eclampKeyPoints\x12O\n" +
-	"\x13sanitize_key_points\x18\xac\x01 \x01(\v2\x1c.stoker.v1.SanitizeKeyPointsH\x00R\x11sanitizeKeyPointsB\x04\n" +
+	"\x13sanitize_key_points\x18\xac\x01 \x01(\v2\x1c.stoker.v1.SanitizeKeyPointsH\x00R\x11sanitizeKeyPoints\x12N\n" +
+	"\x12random_perspective\x18\xad\x01 \x01(\v2\x1c.stoker.v1.RandomPerspectiveH\x00R\x11randomPerspectiveB\x04\n" +
 	"\x02op\"V\n" +
 	"\x03Pad\x12\x18\n" +
 	"\apadding\x18\x01 \x03(\rR\apadding\x12\x12\n" +
@@ -7891,7 +7995,15 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\rclamping_mode\x18\x01 \x01(\tH\x00R\fclampingMode\x88\x01\x01B\x10\n" +
 	"\x0e_clamping_mode\"\x10\n" +
 	"\x0eClampKeyPoints\"\x13\n" +
-	"\x11SanitizeKeyPoints\"\xaf\x01\n" +
+	"\x11SanitizeKeyPoints\"\xe2\x01\n" +
+	"\x11RandomPerspective\x12.\n" +
+	"\x10distortion_scale\x18\x01 \x01(\x01H\x00R\x0fdistortionScale\x88\x01\x01\x12\x11\n" +
+	"\x01p\x18\x02 \x01(\x01H\x01R\x01p\x88\x01\x01\x12>\n" +
+	"\rinterpolation\x18\x03 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
+	"\x04fill\x18\x04 \x03(\x01R\x04fill\x12\x1b\n" +
+	"\tfill_none\x18\x05 \x01(\bR\bfillNoneB\x13\n" +
+	"\x11_distortion_scaleB\x04\n" +
+	"\x02_p\"\xaf\x01\n" +
 	"\n" +
 	"RandomCrop\x12\x16\n" +
 	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
@@ -8315,7 +8427,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 86)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 87)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Decode)(0),                      // 0: stoker.v1.Decode
 	(ShuffleMode)(0),                 // 1: stoker.v1.ShuffleMode
@@ -8347,72 +8459,73 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*ClampBoundingBoxes)(nil),       // 27: stoker.v1.ClampBoundingBoxes
 	(*ClampKeyPoints)(nil),           // 28: stoker.v1.ClampKeyPoints
 	(*SanitizeKeyPoints)(nil),        // 29: stoker.v1.SanitizeKeyPoints
-	(*RandomCrop)(nil),               // 30: stoker.v1.RandomCrop
-	(*Range)(nil),                    // 31: stoker.v1.Range
-	(*RandomResizedCrop)(nil),        // 32: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),                   // 33: stoker.v1.Resize
-	(*CenterCrop)(nil),               // 34: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil),     // 35: stoker.v1.RandomHorizontalFlip
-	(*RandomVerticalFlip)(nil),       // 36: stoker.v1.RandomVerticalFlip
-	(*ColorJitter)(nil),              // 37: stoker.v1.ColorJitter
-	(*Normalize)(nil),                // 38: stoker.v1.Normalize
-	(*Grayscale)(nil),                // 39: stoker.v1.Grayscale
-	(*RandomGrayscale)(nil),          // 40: stoker.v1.RandomGrayscale
-	(*GaussianBlur)(nil),             // 41: stoker.v1.GaussianBlur
-	(*RandomSolarize)(nil),           // 42: stoker.v1.RandomSolarize
-	(*RandomPosterize)(nil),          // 43: stoker.v1.RandomPosterize
-	(*RandomInvert)(nil),             // 44: stoker.v1.RandomInvert
-	(*RandomEqualize)(nil),           // 45: stoker.v1.RandomEqualize
-	(*RandomAutocontrast)(nil),       // 46: stoker.v1.RandomAutocontrast
-	(*RandomAdjustSharpness)(nil),    // 47: stoker.v1.RandomAdjustSharpness
-	(*RandomRotation)(nil),           // 48: stoker.v1.RandomRotation
-	(*RandomAffine)(nil),             // 49: stoker.v1.RandomAffine
-	(*RandomErasing)(nil),            // 50: stoker.v1.RandomErasing
-	(*RandomApply)(nil),              // 51: stoker.v1.RandomApply
-	(*RandomChoice)(nil),             // 52: stoker.v1.RandomChoice
-	(*RandomOrder)(nil),              // 53: stoker.v1.RandomOrder
-	(*TrivialAugmentWide)(nil),       // 54: stoker.v1.TrivialAugmentWide
-	(*RandAugment)(nil),              // 55: stoker.v1.RandAugment
-	(*AutoAugment)(nil),              // 56: stoker.v1.AutoAugment
-	(*AugMix)(nil),                   // 57: stoker.v1.AugMix
-	(*TimmRandAugment)(nil),          // 58: stoker.v1.TimmRandAugment
-	(*TimmAutoAugment)(nil),          // 59: stoker.v1.TimmAutoAugment
-	(*TimmAugMix)(nil),               // 60: stoker.v1.TimmAugMix
-	(*Credit)(nil),                   // 61: stoker.v1.Credit
-	(*FeedResponse)(nil),             // 62: stoker.v1.FeedResponse
-	(*JobInfo)(nil),                  // 63: stoker.v1.JobInfo
-	(*ViewInfo)(nil),                 // 64: stoker.v1.ViewInfo
-	(*BatchHeader)(nil),              // 65: stoker.v1.BatchHeader
-	(*Shape)(nil),                    // 66: stoker.v1.Shape
-	(*FieldValues)(nil),              // 67: stoker.v1.FieldValues
-	(*SampleError)(nil),              // 68: stoker.v1.SampleError
-	(*Chunk)(nil),                    // 69: stoker.v1.Chunk
-	(*EpochEnd)(nil),                 // 70: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),      // 71: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),     // 72: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),              // 73: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),              // 74: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                   // 75: stoker.v1.JobEnd
-	(*WorkPing)(nil),                 // 76: stoker.v1.WorkPing
-	(*WorkJob)(nil),                  // 77: stoker.v1.WorkJob
-	(*Lease)(nil),                    // 78: stoker.v1.Lease
-	(*CancelLease)(nil),              // 79: stoker.v1.CancelLease
-	(*WorkResponse)(nil),             // 80: stoker.v1.WorkResponse
-	(*LeaseProgress)(nil),            // 81: stoker.v1.LeaseProgress
-	(*WorkerInfo)(nil),               // 82: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),          // 83: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),                // 84: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),                // 85: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),              // 86: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),            // 87: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),           // 88: stoker.v1.StatusResponse
-	(*JobStatus)(nil),                // 89: stoker.v1.JobStatus
-	(*MakingShares)(nil),             // 90: stoker.v1.MakingShares
-	(*MakerStatus)(nil),              // 91: stoker.v1.MakerStatus
+	(*RandomPerspective)(nil),        // 30: stoker.v1.RandomPerspective
+	(*RandomCrop)(nil),               // 31: stoker.v1.RandomCrop
+	(*Range)(nil),                    // 32: stoker.v1.Range
+	(*RandomResizedCrop)(nil),        // 33: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),                   // 34: stoker.v1.Resize
+	(*CenterCrop)(nil),               // 35: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil),     // 36: stoker.v1.RandomHorizontalFlip
+	(*RandomVerticalFlip)(nil),       // 37: stoker.v1.RandomVerticalFlip
+	(*ColorJitter)(nil),              // 38: stoker.v1.ColorJitter
+	(*Normalize)(nil),                // 39: stoker.v1.Normalize
+	(*Grayscale)(nil),                // 40: stoker.v1.Grayscale
+	(*RandomGrayscale)(nil),          // 41: stoker.v1.RandomGrayscale
+	(*GaussianBlur)(nil),             // 42: stoker.v1.GaussianBlur
+	(*RandomSolarize)(nil),           // 43: stoker.v1.RandomSolarize
+	(*RandomPosterize)(nil),          // 44: stoker.v1.RandomPosterize
+	(*RandomInvert)(nil),             // 45: stoker.v1.RandomInvert
+	(*RandomEqualize)(nil),           // 46: stoker.v1.RandomEqualize
+	(*RandomAutocontrast)(nil),       // 47: stoker.v1.RandomAutocontrast
+	(*RandomAdjustSharpness)(nil),    // 48: stoker.v1.RandomAdjustSharpness
+	(*RandomRotation)(nil),           // 49: stoker.v1.RandomRotation
+	(*RandomAffine)(nil),             // 50: stoker.v1.RandomAffine
+	(*RandomErasing)(nil),            // 51: stoker.v1.RandomErasing
+	(*RandomApply)(nil),              // 52: stoker.v1.RandomApply
+	(*RandomChoice)(nil),             // 53: stoker.v1.RandomChoice
+	(*RandomOrder)(nil),              // 54: stoker.v1.RandomOrder
+	(*TrivialAugmentWide)(nil),       // 55: stoker.v1.TrivialAugmentWide
+	(*RandAugment)(nil),              // 56: stoker.v1.RandAugment
+	(*AutoAugment)(nil),              // 57: stoker.v1.AutoAugment
+	(*AugMix)(nil),                   // 58: stoker.v1.AugMix
+	(*TimmRandAugment)(nil),          // 59: stoker.v1.TimmRandAugment
+	(*TimmAutoAugment)(nil),          // 60: stoker.v1.TimmAutoAugment
+	(*TimmAugMix)(nil),               // 61: stoker.v1.TimmAugMix
+	(*Credit)(nil),                   // 62: stoker.v1.Credit
+	(*FeedResponse)(nil),             // 63: stoker.v1.FeedResponse
+	(*JobInfo)(nil),                  // 64: stoker.v1.JobInfo
+	(*ViewInfo)(nil),                 // 65: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),              // 66: stoker.v1.BatchHeader
+	(*Shape)(nil),                    // 67: stoker.v1.Shape
+	(*FieldValues)(nil),              // 68: stoker.v1.FieldValues
+	(*SampleError)(nil),              // 69: stoker.v1.SampleError
+	(*Chunk)(nil),                    // 70: stoker.v1.Chunk
+	(*EpochEnd)(nil),                 // 71: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),      // 72: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),     // 73: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),              // 74: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),              // 75: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                   // 76: stoker.v1.JobEnd
+	(*WorkPing)(nil),                 // 77: stoker.v1.WorkPing
+	(*WorkJob)(nil),                  // 78: stoker.v1.WorkJob
+	(*Lease)(nil),                    // 79: stoker.v1.Lease
+	(*CancelLease)(nil),              // 80: stoker.v1.CancelLease
+	(*WorkResponse)(nil),             // 81: stoker.v1.WorkResponse
+	(*LeaseProgress)(nil),            // 82: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),               // 83: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),          // 84: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),                // 85: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),                // 86: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),              // 87: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),            // 88: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),           // 89: stoker.v1.StatusResponse
+	(*JobStatus)(nil),                // 90: stoker.v1.JobStatus
+	(*MakingShares)(nil),             // 91: stoker.v1.MakingShares
+	(*MakerStatus)(nil),              // 92: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	61,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	62,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
 	13,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
 	16,  // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
 	2,   // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
@@ -8424,41 +8537,41 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	7,   // 10: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
 	11,  // 11: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
 	7,   // 12: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	63,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	64,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
 	18,  // 14: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
 	17,  // 15: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
 	16,  // 16: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
-	32,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	33,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	34,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	35,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	37,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	38,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	36,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
-	39,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
-	40,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
-	41,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
-	42,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
-	43,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
-	44,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
-	45,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
-	46,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
-	47,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
-	48,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
-	49,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
-	50,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
-	51,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
-	52,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
-	53,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
-	54,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
-	55,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
-	56,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
-	57,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
-	58,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
-	30,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
+	33,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	34,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	35,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	36,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	38,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	39,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	37,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
+	40,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
+	41,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
+	42,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
+	43,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
+	44,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
+	45,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
+	46,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
+	47,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
+	48,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
+	49,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
+	50,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
+	51,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
+	52,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
+	53,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
+	54,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
+	55,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
+	56,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
+	57,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
+	58,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
+	59,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
+	31,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
 	19,  // 45: stoker.v1.Op.pad:type_name -> stoker.v1.Pad
-	59,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
-	60,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
+	60,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
+	61,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
 	26,  // 48: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
 	20,  // 49: stoker.v1.Op.random_zoom_out:type_name -> stoker.v1.RandomZoomOut
 	23,  // 50: stoker.v1.Op.random_iou_crop:type_name -> stoker.v1.RandomIoUCrop
@@ -8469,82 +8582,84 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	27,  // 55: stoker.v1.Op.clamp_bounding_boxes:type_name -> stoker.v1.ClampBoundingBoxes
 	28,  // 56: stoker.v1.Op.clamp_key_points:type_name -> stoker.v1.ClampKeyPoints
 	29,  // 57: stoker.v1.Op.sanitize_key_points:type_name -> stoker.v1.SanitizeKeyPoints
-	31,  // 58: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
-	31,  // 59: stoker.v1.ScaleJitter.scale_range:type_name -> stoker.v1.Range
-	4,   // 60: stoker.v1.ScaleJitter.interpolation:type_name -> stoker.v1.Interpolation
-	31,  // 61: stoker.v1.RandomPhotometricDistort.brightness:type_name -> stoker.v1.Range
-	31,  // 62: stoker.v1.RandomPhotometricDistort.contrast:type_name -> stoker.v1.Range
-	31,  // 63: stoker.v1.RandomPhotometricDistort.saturation:type_name -> stoker.v1.Range
-	31,  // 64: stoker.v1.RandomPhotometricDistort.hue:type_name -> stoker.v1.Range
-	4,   // 65: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 66: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	31,  // 67: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	31,  // 68: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	31,  // 69: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	31,  // 70: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	31,  // 71: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	4,   // 72: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	31,  // 73: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	31,  // 74: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	4,   // 75: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	31,  // 76: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	31,  // 77: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	18,  // 78: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	18,  // 79: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	18,  // 80: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	4,   // 81: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 82: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 83: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 84: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 85: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 86: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 87: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
-	63,  // 88: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	65,  // 89: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	69,  // 90: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	70,  // 91: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	12,  // 92: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	5,   // 93: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	64,  // 94: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
-	0,   // 95: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
-	5,   // 96: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	68,  // 97: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	0,   // 98: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
-	66,  // 99: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	67,  // 100: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	73,  // 101: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	77,  // 102: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	78,  // 103: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	79,  // 104: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	75,  // 105: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	76,  // 106: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 107: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	82,  // 108: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	84,  // 109: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	69,  // 110: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	86,  // 111: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	81,  // 112: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	83,  // 113: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	65,  // 114: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	85,  // 115: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	89,  // 116: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	91,  // 117: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	90,  // 118: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 119: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	71,  // 120: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 121: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	87,  // 122: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	74,  // 123: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	62,  // 124: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	72,  // 125: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 126: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	88,  // 127: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	80,  // 128: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	124, // [124:129] is the sub-list for method output_type
-	119, // [119:124] is the sub-list for method input_type
-	119, // [119:119] is the sub-list for extension type_name
-	119, // [119:119] is the sub-list for extension extendee
-	0,   // [0:119] is the sub-list for field type_name
+	30,  // 58: stoker.v1.Op.random_perspective:type_name -> stoker.v1.RandomPerspective
+	32,  // 59: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
+	32,  // 60: stoker.v1.ScaleJitter.scale_range:type_name -> stoker.v1.Range
+	4,   // 61: stoker.v1.ScaleJitter.interpolation:type_name -> stoker.v1.Interpolation
+	32,  // 62: stoker.v1.RandomPhotometricDistort.brightness:type_name -> stoker.v1.Range
+	32,  // 63: stoker.v1.RandomPhotometricDistort.contrast:type_name -> stoker.v1.Range
+	32,  // 64: stoker.v1.RandomPhotometricDistort.saturation:type_name -> stoker.v1.Range
+	32,  // 65: stoker.v1.RandomPhotometricDistort.hue:type_name -> stoker.v1.Range
+	4,   // 66: stoker.v1.RandomPerspective.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 67: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 68: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	32,  // 69: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	32,  // 70: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	32,  // 71: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	32,  // 72: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	32,  // 73: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	4,   // 74: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	32,  // 75: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	32,  // 76: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	4,   // 77: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	32,  // 78: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	32,  // 79: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	18,  // 80: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	18,  // 81: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	18,  // 82: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	4,   // 83: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 84: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 85: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 86: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 87: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 88: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 89: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
+	64,  // 90: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	66,  // 91: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	70,  // 92: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	71,  // 93: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	12,  // 94: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	5,   // 95: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	65,  // 96: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	0,   // 97: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
+	5,   // 98: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	69,  // 99: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	0,   // 100: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
+	67,  // 101: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	68,  // 102: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	74,  // 103: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	78,  // 104: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	79,  // 105: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	80,  // 106: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	76,  // 107: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	77,  // 108: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 109: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	83,  // 110: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	85,  // 111: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	70,  // 112: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	87,  // 113: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	82,  // 114: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	84,  // 115: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	66,  // 116: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	86,  // 117: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	90,  // 118: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	92,  // 119: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	91,  // 120: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 121: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	72,  // 122: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 123: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	88,  // 124: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	75,  // 125: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	63,  // 126: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	73,  // 127: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 128: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	89,  // 129: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	81,  // 130: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	126, // [126:131] is the sub-list for method output_type
+	121, // [121:126] is the sub-list for method input_type
+	121, // [121:121] is the sub-list for extension type_name
+	121, // [121:121] is the sub-list for extension extendee
+	0,   // [0:121] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -8599,6 +8714,7 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_ClampBoundingBoxes)(nil),
 		(*Op_ClampKeyPoints)(nil),
 		(*Op_SanitizeKeyPoints)(nil),
+		(*Op_RandomPerspective)(nil),
 	}
 	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[15].OneofWrappers = []any{}
@@ -8606,37 +8722,38 @@ func file_stoker_v1_stoker_proto_init() {
 	file_stoker_v1_stoker_proto_msgTypes[18].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[20].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[21].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[24].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[27].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[29].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[28].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[30].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[34].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[36].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[31].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[35].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[37].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[38].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[39].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[40].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[41].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[44].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[42].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[45].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[49].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[51].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[56].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[46].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[50].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[52].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[57].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[59].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[68].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[60].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[69].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[74].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[75].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -8649,7 +8766,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   86,
+			NumMessages:   87,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
