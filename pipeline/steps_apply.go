@@ -231,9 +231,9 @@ func checkGeom(st *Step) error {
 
 // perspectiveError is a perspective step's error when its corners give no
 // perspective (a singular system: three corners in a line), nil for any
-// other step. A drawn one (on a canvas of a few pixels, or with endpoints
-// that land in a line) fails its sample, where torch's least squares
-// would give it some coefficients.
+// other step. A drawn one (endpoints that land in a line, which the
+// overlapping bands of a distortion_scale near 1 allow) fails its sample,
+// as torchvision's raises (its least squares finds no full rank).
 func perspectiveError(st *Step) error {
 	if st.Fn != FnPerspective {
 		return nil

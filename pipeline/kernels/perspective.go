@@ -110,7 +110,8 @@ func (g *perspGrid) at(X, Y float32) (ix, iy float32) {
 }
 
 // ErrSingular is PerspectiveCoeffs' error for corners that give no
-// perspective (three in a line, two the same).
+// perspective (three in a line, two the same): torch's least squares
+// raises for them too (the matrix does not have full rank).
 var ErrSingular = errors.New("the corners give a singular system: no perspective maps them")
 
 // PerspectiveCoeffs is torchvision's _get_perspective_coeffs: the eight
@@ -121,6 +122,9 @@ var ErrSingular = errors.New("the corners give a singular system: no perspective
 // here by Gaussian elimination with partial pivoting: the same float64 to
 // within a few ulps) and rounded to float32 as torchvision rounds them.
 func PerspectiveCoeffs(start, end *[4][2]int) ([8]float32, error) {
+	if inLine(start) || inLine(end) {
+		return [8]float32{}, ErrSingular
+	}
 	var a [8][9]float64
 	for i := range 4 {
 		x, y := float64(end[i][0]), float64(end[i][1])
@@ -162,4 +166,23 @@ func PerspectiveCoeffs(start, end *[4][2]int) ([8]float32, error) {
 		out[i] = float32(v)
 	}
 	return out, nil
+}
+
+// inLine reports whether three of the four corners lie in a line (two the
+// same among them), exactly: the integer cross products.
+func inLine(c *[4][2]int) bool {
+	for skip := range 4 {
+		var p [3][2]int64
+		n := 0
+		for i := range 4 {
+			if i != skip {
+				p[n] = [2]int64{int64(c[i][0]), int64(c[i][1])}
+				n++
+			}
+		}
+		if (p[1][0]-p[0][0])*(p[2][1]-p[0][1])-(p[1][1]-p[0][1])*(p[2][0]-p[0][0]) == 0 {
+			return true
+		}
+	}
+	return false
 }

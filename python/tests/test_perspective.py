@@ -185,3 +185,17 @@ def test_from_torchvision() -> None:
     assert got.transforms[1].to_proto().random_perspective.fill == [5]
     with pytest.raises(ValueError, match="distortion_scale"):
         T.RandomPerspective(1.5)
+
+
+@pytest.mark.filterwarnings("ignore:stoker.*could not be made:RuntimeWarning")
+def test_singular_draws_fail_their_sample(server: str) -> None:  # noqa: F811
+    """On a 3x3 output, distortion_scale 1 draws corners three of which
+    often land in a line: those samples fail, saying so (torchvision's
+    least squares raises on them), the others come."""
+    tf = T.Compose([T.Resize((3, 3)), T.RandomPerspective(1.0, p=1)])
+    with stoker.Loader(server, "coco", batch_size=4, transform=tf, pin_memory=False, timeout=60, fail_policy="drop",
+                       max_sample_errors=1.0, seed=3) as ld:
+        got = sum(images.shape[0] for images, _ in ld)
+        errors = list(ld.sample_errors)
+    assert errors and got == N - len(errors) and got > 0, (got, len(errors))
+    assert all("perspective" in e.reason and "singular" in e.reason for e in errors), errors[0].reason
