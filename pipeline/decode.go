@@ -380,6 +380,9 @@ func (d *Decoder) applyGuarded(steps []Step, p kernels.Planes) (err error) {
 		if d.ops.Stopped() {
 			return errAbandoned
 		}
+		if err := perspectiveError(&steps[i]); err != nil {
+			return err
+		}
 		applyStep(p, &steps[i], &d.ops.Scratch)
 		if d.ops.progress != nil {
 			d.ops.progress.Add()

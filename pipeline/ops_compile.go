@@ -107,6 +107,8 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 		if err := checkSanitize(op); err != nil {
 			return bad("%v", err)
 		}
+	case OpClampBoundingBoxes, OpClampKeyPoints, OpSanitizeKeyPoints:
+		// No argument to check: targets_clamp.go.
 	case OpConvertBoundingBoxFormat:
 		if depth > 0 {
 			return bad("ConvertBoundingBoxFormat inside a container is not supported: it comes last, after every op that moves boxes")
@@ -166,6 +168,19 @@ func (c *compiler) compile(op *Op, pos int, stream uint64, depth int, path ...st
 	case OpRandomRotation, OpRandomAffine:
 		if err := c.affine(op, where); err != nil {
 			return node{}, err
+		}
+	case OpRandomPerspective:
+		if err := prob(); err != nil {
+			return node{}, err
+		}
+		if !(op.Distortion >= 0 && op.Distortion <= 1) {
+			return bad("distortion_scale %v: want 0..1", op.Distortion)
+		}
+		if err := checkFill(op.Fill, where); err != nil {
+			return node{}, err
+		}
+		if op.Interp != InterpNearest && op.Interp != InterpBilinear {
+			return bad("interpolation %s: torchvision's perspective of a tensor is nearest or bilinear", op.Interp)
 		}
 	case OpRandomErasing:
 		if err := prob(); err != nil {
@@ -240,6 +255,12 @@ func fixedStep(op *Op) Step {
 		return Step{Fn: FnSanitizeBoxes, F: [6]float64{op.MinSize, op.MinArea}}
 	case OpConvertBoundingBoxFormat:
 		return Step{Fn: FnConvertBoxFormat, I: [6]int{int(op.BoxFormat)}}
+	case OpClampBoundingBoxes:
+		return Step{Fn: FnClampBoxes}
+	case OpClampKeyPoints:
+		return Step{Fn: FnClampKeypoints}
+	case OpSanitizeKeyPoints:
+		return Step{Fn: FnSanitizeKeypoints}
 	}
 	return Step{}
 }

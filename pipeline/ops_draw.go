@@ -47,8 +47,12 @@ func (n *node) draw(d *drawer) {
 		if r.Float64() < op.P {
 			d.emit(n.step)
 		}
-	case OpGrayscale, OpSanitizeBoundingBoxes, OpConvertBoundingBoxFormat:
+	case OpGrayscale, OpSanitizeBoundingBoxes, OpConvertBoundingBoxFormat, OpClampKeyPoints, OpSanitizeKeyPoints:
 		d.emit(n.step)
+	case OpClampBoundingBoxes:
+		if !op.ClampNone { // None: torchvision's returns the boxes as they are
+			d.emit(n.step)
+		}
 	case OpColorJitter:
 		n.drawJitter(&r, d)
 	case OpRandomPhotometricDistort:
@@ -61,6 +65,10 @@ func (n *node) draw(d *drawer) {
 			Fill: op.Fill, FillNone: op.FillNone, Center: op.Center, HasCenter: op.HasCenter})
 	case OpRandomAffine:
 		n.drawAffine(&r, d)
+	case OpRandomPerspective:
+		if r.Float64() < op.P { // _RandomApplyTransform's torch.rand(1) >= p skips
+			d.emit(drawPerspective(&r, d.w, d.h, op))
+		}
 	case OpRandomErasing:
 		n.drawErasing(&r, d)
 	case OpRandomApply:
@@ -230,4 +238,27 @@ func (n *node) eraseBox(r *RNG, d *drawer, area float64, count int) {
 func normalPixel(z, mean, std float64) float64 {
 	v := math.Floor(float64(255*float64(mean+float64(std*z))) + 0.5)
 	return math.Max(0, math.Min(255, v))
+}
+
+// OpRandomPerspective is torchvision's RandomPerspective: with
+// probability P, the image's corners moved each within Distortion of half
+// its side inward (drawPerspective), the image resampled so (Interp,
+// Fill); the targets move with it.
+const OpRandomPerspective OpKind = "RandomPerspective"
+
+// drawPerspective is RandomPerspective.make_params on a w x h image: each
+// corner's x and y drawn as torch.randint over its band, bound =
+// int(distortion_scale * (side // 2)) + 1 pixels from its edge, in its
+// order (top left, top right, bottom right, bottom left; x then y).
+func drawPerspective(r *RNG, w, h int, op *Op) Step {
+	bw := int(float64(op.Distortion*float64(w/2))) + 1
+	bh := int(float64(op.Distortion*float64(h/2))) + 1
+	randint := func(lo, hi int) int { return lo + r.Intn(hi-lo) }
+	st := Step{Fn: FnPerspective, Interp: op.Interp, Fill: op.Fill, FillNone: op.FillNone}
+	st.I[0] = packPoint(randint(0, bw), randint(0, bh))
+	st.I[1] = packPoint(randint(w-bw, w), randint(0, bh))
+	st.I[2] = packPoint(randint(w-bw, w), randint(h-bh, h))
+	st.I[3] = packPoint(randint(0, bw), randint(h-bh, h))
+	st.I[4], st.I[5] = w-1, h-1
+	return st
 }

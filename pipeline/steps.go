@@ -77,6 +77,17 @@ const (
 	// (Targets.Move), then pad on the right and bottom with Fill to size
 	// (I[4:6]); fused into the decode as the other geometry.
 	FnFixedSizeCrop
+	// FnClampBoxes, FnClampKeypoints and FnSanitizeKeypoints are
+	// ClampBoundingBoxes', ClampKeyPoints' and SanitizeKeyPoints': a job's
+	// targets clamped, or their instances with a keypoint off the canvas
+	// dropped (Targets.Move); no kernel.
+	FnClampBoxes
+	FnClampKeypoints
+	FnSanitizeKeypoints
+	// FnPerspective is torchvision's perspective (RandomPerspective's):
+	// startpoints the canvas' corners ((0, 0) to (I[4], I[5])), endpoints
+	// I[0:4] (one corner each, packed: packPoint), Interp, Fill.
+	FnPerspective
 	numFns
 )
 
@@ -133,6 +144,8 @@ const (
 	argEraseValue
 	argFalse // a constant False (rotate's expand)
 	argBoxFormat
+	argCorners      // four packed (x, y) at I[at:at+4] (perspective's endpoints)
+	argStartCorners // the corners of a canvas of I[at] + 1 x I[at+1] + 1
 )
 
 // fnSpec is one Fn's name and arguments, in torchvision's words and order.
@@ -180,6 +193,11 @@ var fnSpecs = [numFns]fnSpec{
 	FnIoUCrop:          {"iou_crop", []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}}},
 	FnFixedSizeCrop: {"fixed_size_crop", []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1},
 		{"size", argInt, 4, 2}, {"fill", argFill, 0, 1}}},
+	// The targets' clamps and keypoint sanitize: no arguments.
+	FnClampBoxes: {"clamp_bounding_boxes", nil}, FnClampKeypoints: {"clamp_keypoints", nil},
+	FnSanitizeKeypoints: {"sanitize_keypoints", nil},
+	FnPerspective: {"perspective", []arg{{"startpoints", argStartCorners, 4, 1}, {"endpoints", argCorners, 0, 1},
+		{"interpolation", argInterp, 0, 1}, {"fill", argFill, 0, 1}}},
 }
 
 // String is the Fn's torchvision name.
@@ -202,4 +220,20 @@ var fnByName = func() map[string]Fn {
 // geometry reports whether f is fused into the decode.
 func (f Fn) geometry() bool {
 	return f == FnResizedCrop || f == FnResize || f == FnCenterCrop || f == FnPad || f == FnCrop || f == FnIoUCrop || f == FnFixedSizeCrop
+}
+
+// packPoint packs a corner (x, y), each within +-2^30, into one int
+// (perspective's endpoints); unpackPoint undoes it.
+func packPoint(x, y int) int { return int(int64(x)<<32 | int64(uint32(int32(y)))) }
+
+func unpackPoint(v int) (x, y int) { return int(int64(v) >> 32), int(int32(uint32(v))) }
+
+// corners are a perspective step's startpoints and endpoints.
+func (st *Step) corners() (start, end [4][2]int) {
+	w1, h1 := st.I[4], st.I[5]
+	start = [4][2]int{{0, 0}, {w1, 0}, {w1, h1}, {0, h1}}
+	for i := range 4 {
+		end[i][0], end[i][1] = unpackPoint(st.I[i])
+	}
+	return start, end
 }

@@ -63,6 +63,10 @@ func applyStep(p kernels.Planes, st *Step, ks *kernels.Scratch) {
 		kernels.Autocontrast(p)
 	case FnRotate:
 		kernels.Rotate(p, st.F[0], st.Interp, st.Center, st.HasCenter, st.Fill, st.FillNone, ks)
+	case FnPerspective:
+		start, end := st.corners()
+		c, _ := kernels.PerspectiveCoeffs(&start, &end) // drawn or checked (checkStep): not singular
+		kernels.Perspective(p, &c, st.Interp, st.Fill, st.FillNone, ks)
 	case FnAffine:
 		a := kernels.AffineParams{Angle: st.F[0], TX: st.F[1], TY: st.F[2], Scale: st.F[3], ShearX: st.F[4], ShearY: st.F[5],
 			Interp: st.Interp, Fill: st.Fill, Center: st.Center, HasCenter: st.HasCenter, NoFill: st.FillNone}
@@ -141,6 +145,16 @@ func checkStep(st *Step, w, h int) error {
 		if st.I[0] != 3 && st.I[0] != 0 {
 			return bad("num_output_channels %d: stoker's samples have 3 channels", st.I[0])
 		}
+	case FnPerspective:
+		if st.I[4] != w-1 || st.I[5] != h-1 {
+			return bad("startpoints with the corner (%d, %d) on a %dx%d image: want its corners", st.I[4], st.I[5], w, h)
+		}
+		if st.Interp != InterpNearest && st.Interp != InterpBilinear {
+			return bad("interpolation %s: torchvision's perspective of a tensor is nearest or bilinear", st.Interp)
+		}
+		if err := perspectiveError(st); err != nil {
+			return err
+		}
 	case FnErase:
 		i, j, eh, ew := st.I[0], st.I[1], st.I[2], st.I[3]
 		if i < 0 || j < 0 || eh < 0 || ew < 0 || i+eh > h || j+ew > w {
@@ -191,7 +205,7 @@ func checkGeom(st *Step) error {
 		return fmt.Errorf("%w: %s: %s", ErrUnsupported, st.Fn, fmt.Sprintf(format, a...))
 	}
 	switch st.Fn {
-	case FnRotate, FnAffine:
+	case FnRotate, FnAffine, FnPerspective:
 		if st.Fn == FnAffine && !(st.F[3] > 0) {
 			return bad("scale %v: want positive", st.F[3])
 		}
@@ -211,6 +225,22 @@ func checkGeom(st *Step) error {
 		if !(v >= 0 && v <= 255) {
 			return bad("fill %v: want values in 0..255 on uint8 images", st.Fill)
 		}
+	}
+	return nil
+}
+
+// perspectiveError is a perspective step's error when its corners give no
+// perspective (a singular system: three corners in a line), nil for any
+// other step. A drawn one (endpoints that land in a line, which the
+// overlapping bands of a distortion_scale near 1 allow) fails its sample,
+// as torchvision's raises (its least squares finds no full rank).
+func perspectiveError(st *Step) error {
+	if st.Fn != FnPerspective {
+		return nil
+	}
+	start, end := st.corners()
+	if _, err := kernels.PerspectiveCoeffs(&start, &end); err != nil {
+		return fmt.Errorf("%w: perspective: endpoints %v: %v", ErrUnsupported, end, err)
 	}
 	return nil
 }

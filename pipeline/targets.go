@@ -144,11 +144,15 @@ func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 			}
 		case FnRotate, FnAffine:
 			affineStepBoxes(boxes, w, h, st) // targets_affine.go
+		case FnPerspective:
+			if err := perspectiveBoxes(boxes, w, h, st); err != nil { // targets_affine.go
+				return w, h, err
+			}
 		case FnMixBegin, FnMixChain, FnMixEnd, FnMixBlend, FnMixFold:
 			return w, h, fmt.Errorf("%w: targets do not support %s yet", ErrUnsupported, fnSpecs[st.Fn].name)
 		case FnIoUCrop:
 			w, h = iouCropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
-		case FnSanitizeBoxes, FnConvertBoxFormat, FnFixedSizeCrop:
+		case FnSanitizeBoxes, FnConvertBoxFormat, FnFixedSizeCrop, FnClampBoxes, FnClampKeypoints, FnSanitizeKeypoints:
 			return w, h, fmt.Errorf("%w: %s drops boxes with their labels or changes their format: Targets.Move, not MoveBoxes", ErrUnsupported, fnSpecs[st.Fn].name)
 		}
 		// Every other op (color, blur, erase, normalize) leaves the boxes:
@@ -159,11 +163,13 @@ func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 
 // Move applies steps to t's instances on a canvas of w x h, as MoveBoxes
 // does, and at each sanitize_bounding_boxes step drops the instances
-// SanitizeBoundingBoxes would (sanitize); it returns the canvas after them.
+// SanitizeBoundingBoxes would (sanitize), at the clamps and
+// sanitize_keypoints clamps or drops (clampOrSanitize); it returns the
+// canvas after them.
 func (t *Targets) Move(w, h int, steps []Step) (int, int, error) {
 	from := 0
 	for i := range steps {
-		if steps[i].Fn != FnSanitizeBoxes && steps[i].Fn != FnConvertBoxFormat && steps[i].Fn != FnFixedSizeCrop {
+		if !instanceStep(steps[i].Fn) {
 			continue
 		}
 		var err error
@@ -174,9 +180,11 @@ func (t *Targets) Move(w, h int, steps []Step) (int, int, error) {
 			t.sanitize(w, h, st.F[0], st.F[1])
 		} else if st.Fn == FnFixedSizeCrop {
 			w, h = t.fixedSizeCrop(w, h, st)
-		} else {
+		} else if st.Fn == FnConvertBoxFormat {
 			convertBoxes(t.Boxes, BoxFormat(st.I[0]))
 			t.Format = BoxFormat(st.I[0])
+		} else if err := t.clampOrSanitize(w, h, st.Fn); err != nil { // targets_kpts.go
+			return w, h, err
 		}
 		from = i + 1
 	}
@@ -210,7 +218,8 @@ func checkConvertLast(ops []Op, first int) error {
 		case conv < 0:
 		case k == OpRandomGrayscale || k == OpRandomSolarize || k == OpRandomPosterize || k == OpRandomInvert || k == OpRandomEqualize ||
 			k == OpRandomAutocontrast || k == OpRandomAdjustSharpness || k == OpRandomErasing || k == OpColorJitter || k == OpGrayscale ||
-			k == OpGaussianBlur || k == OpRandomPhotometricDistort:
+			k == OpGaussianBlur || k == OpRandomPhotometricDistort || k == OpClampBoundingBoxes || k == OpClampKeyPoints || k == OpSanitizeKeyPoints:
+			// Pixels alone, or the targets' clamps and SanitizeKeyPoints (in any format).
 		default:
 			return fmt.Errorf("%w: transform: op %d (%s) after ConvertBoundingBoxFormat (op %d): it must come after every op that moves or drops boxes (convert last)",
 				ErrUnsupported, first+i, k, first+conv)
@@ -222,7 +231,7 @@ func checkConvertLast(ops []Op, first int) error {
 // movesBoxes reports whether a step moves or drops boxes.
 func movesBoxes(f Fn) bool {
 	return f.geometry() || f == FnHorizontalFlip || f == FnVerticalFlip || f == FnSanitizeBoxes || f == FnConvertBoxFormat ||
-		f == FnRotate || f == FnAffine
+		f == FnRotate || f == FnAffine || f == FnPerspective
 }
 
 // sanitize keeps the instances torchvision's SanitizeBoundingBoxes keeps
@@ -366,7 +375,7 @@ func CheckTargets(t *Transform) error {
 }
 
 // NeedsTargets names the first op of t that acts on targets alone
-// (SanitizeBoundingBoxes) or draws against them (RandomIoUCrop), "" if
+// (SanitizeBoundingBoxes, the clamps, …) or draws against them (RandomIoUCrop), "" if
 // none: a job without targets refuses it, as torchvision's fails when it
 // is given no boxes.
 func NeedsTargets(t *Transform) string {
@@ -385,7 +394,8 @@ func needsTargets(ops []Op, at string) string {
 	for i := range ops {
 		op := &ops[i]
 		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
-		if op.Kind == OpSanitizeBoundingBoxes || op.Kind == OpRandomIoUCrop || op.Kind == OpConvertBoundingBoxFormat {
+		if op.Kind == OpSanitizeBoundingBoxes || op.Kind == OpRandomIoUCrop || op.Kind == OpConvertBoundingBoxFormat ||
+			op.Kind == OpClampBoundingBoxes || op.Kind == OpClampKeyPoints || op.Kind == OpSanitizeKeyPoints {
 			return where
 		}
 		if s := needsTargets(op.Ops, where+": "); s != "" {
@@ -405,15 +415,15 @@ func checkTargetOps(ops []Op, at string) error {
 				return err
 			}
 		case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomZoomOut, OpRandomIoUCrop, OpRandomHorizontalFlip, OpRandomVerticalFlip,
-			OpRandomRotation, OpRandomAffine, OpScaleJitter, OpFixedSizeCrop, OpRandomShortestSize, OpRandomResize:
+			OpRandomRotation, OpRandomAffine, OpRandomPerspective, OpScaleJitter, OpFixedSizeCrop, OpRandomShortestSize, OpRandomResize:
 			// Moves the boxes: MoveBoxes.
-		case OpSanitizeBoundingBoxes, OpConvertBoundingBoxFormat:
-			// Drops boxes, or changes their format: Targets.Move.
+		case OpSanitizeBoundingBoxes, OpConvertBoundingBoxFormat, OpClampBoundingBoxes, OpClampKeyPoints, OpSanitizeKeyPoints:
+			// Drops or clamps boxes, or changes their format: Targets.Move.
 		case OpRandomGrayscale, OpRandomSolarize, OpRandomPosterize, OpRandomInvert, OpRandomEqualize, OpRandomAutocontrast,
 			OpRandomAdjustSharpness, OpRandomErasing, OpColorJitter, OpGrayscale, OpGaussianBlur, OpNormalize, OpRandomPhotometricDistort:
 			// Pixels alone: the boxes stay.
 		default:
-			return fmt.Errorf("%w: transform: %s: targets do not support it yet (boxes move only through RandomResizedCrop, Resize, CenterCrop, RandomCrop, Pad, RandomZoomOut, RandomIoUCrop, the flips, RandomRotation and RandomAffine)", ErrUnsupported, where)
+			return fmt.Errorf("%w: transform: %s: targets do not support it yet (boxes move only through RandomResizedCrop, Resize, CenterCrop, RandomCrop, Pad, RandomZoomOut, RandomIoUCrop, the flips, RandomRotation, RandomAffine and RandomPerspective)", ErrUnsupported, where)
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ package pipeline
 // explicitly (boxFMA32), so the boxes are the same bits on every machine.
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/stoker-dev/stoker/pipeline/kernels"
@@ -111,4 +112,103 @@ func forwardAffine(center [2]float64, angle float64, translate [2]float64, scale
 	m[2] += (cxt - float64(m[0]*cx)) - float64(m[1]*cy)
 	m[5] += (cyt - float64(m[3]*cx)) - float64(m[4]*cy)
 	return m
+}
+
+// perspectiveThetas is torchvision's _compute_perspective_thetas for a
+// perspective step: its coefficients (kernels.PerspectiveCoeffs, float32)
+// inverted in float64 as Python computes them (every product rounded),
+// rounded to float32: the rows (a, b, c), (d, e, f) of the numerator and
+// (g, h, 1) of the denominator taking a point of the image to where the
+// perspective puts it. An error where torchvision raises (a zero
+// denominator) or the corners are singular.
+func perspectiveThetas(st *Step) ([9]float32, error) {
+	start, end := st.corners()
+	k, err := kernels.PerspectiveCoeffs(&start, &end)
+	if err != nil {
+		return [9]float32{}, fmt.Errorf("%w: perspective: endpoints %v: %v", ErrUnsupported, end, err)
+	}
+	var c [8]float64
+	for i, v := range k {
+		c[i] = float64(v)
+	}
+	den := float64(c[0]*c[4]) - float64(c[1]*c[3])
+	if den == 0 {
+		return [9]float32{}, fmt.Errorf("%w: perspective: coefficients %v cannot be inverted to move boxes or keypoints (torchvision raises too)", ErrUnsupported, k)
+	}
+	inv := [8]float64{
+		(c[4] - float64(c[5]*c[7])) / den,
+		(-c[1] + float64(c[2]*c[7])) / den,
+		(float64(c[1]*c[5]) - float64(c[2]*c[4])) / den,
+		(-c[3] + float64(c[5]*c[6])) / den,
+		(c[0] - float64(c[2]*c[6])) / den,
+		(float64(-c[0]*c[5]) + float64(c[2]*c[3])) / den,
+		(float64(-c[4]*c[6]) + float64(c[3]*c[7])) / den,
+		(float64(-c[0]*c[7]) + float64(c[1]*c[6])) / den,
+	}
+	var t [9]float32
+	for i, v := range inv {
+		t[i] = float32(v)
+	}
+	t[8] = 1
+	return t, nil
+}
+
+// perspectivePoint is one point through the thetas, as torchvision's
+// perspective_bounding_boxes and perspective_keypoints compute it: the
+// numerator's and the denominator's torch.matmul (affinePoint's orders;
+// one, a lone point's), then their float32 quotient.
+func perspectivePoint(x, y float32, t *[9]float32, small, one bool) (float32, float32) {
+	if one {
+		nx := float32(x*t[0]) + float32(float32(y*t[1])+t[2])
+		ny := float32(x*t[3]) + float32(float32(y*t[4])+t[5])
+		d := float32(x*t[6]) + float32(float32(y*t[7])+t[8])
+		return nx / d, ny / d
+	}
+	d := affinePoint(x, y, t[6], t[7], t[8], small)
+	return affinePoint(x, y, t[0], t[1], t[2], small) / d, affinePoint(x, y, t[3], t[4], t[5], small) / d
+}
+
+// perspectiveBoxes is torchvision's perspective_bounding_boxes for XYXY
+// float32 boxes on a w x h canvas: each box's four corners through the
+// perspective (perspectivePoint; torch.matmul of the 4N points, so fewer
+// than 4 boxes sum in torch's own order), the box their extent, clamped.
+func perspectiveBoxes(boxes [][4]float32, w, h int, st *Step) error {
+	if len(boxes) == 0 {
+		return nil
+	}
+	t, err := perspectiveThetas(st)
+	if err != nil {
+		return err
+	}
+	small := len(boxes) < 4
+	for k := range boxes {
+		b := &boxes[k]
+		xs := [4]float32{b[0], b[2], b[2], b[0]}
+		ys := [4]float32{b[1], b[1], b[3], b[3]}
+		var ox, oy [4]float32
+		for i := range 4 {
+			ox[i], oy[i] = perspectivePoint(xs[i], ys[i], &t, small, false)
+		}
+		*b = [4]float32{min(ox[0], ox[1], ox[2], ox[3]), min(oy[0], oy[1], oy[2], oy[3]),
+			max(ox[0], ox[1], ox[2], ox[3]), max(oy[0], oy[1], oy[2], oy[3])}
+		clampBox(b, w, h)
+	}
+	return nil
+}
+
+// perspectivePoints is torchvision's perspective_keypoints: every point
+// through the perspective (perspectivePoint), not clamped.
+func perspectivePoints(pts [][2]float32, st *Step) error {
+	if len(pts) == 0 {
+		return nil // torchvision returns an empty KeyPoints as it is
+	}
+	t, err := perspectiveThetas(st)
+	if err != nil {
+		return err
+	}
+	small, one := len(pts) < 16, len(pts) == 1
+	for k := range pts {
+		pts[k][0], pts[k][1] = perspectivePoint(pts[k][0], pts[k][1], &t, small, one)
+	}
+	return nil
 }

@@ -13,6 +13,20 @@ import (
 	"math"
 )
 
+// The ops on a job's targets alone, torchvision.transforms.v2's (their
+// steps: clampOrSanitize). Each is refused in a job without targets, and
+// may follow a ConvertBoundingBoxFormat.
+const (
+	// OpClampBoundingBoxes clamps the boxes to the canvas, in their
+	// format; Op.ClampNone (clamping_mode None) leaves them.
+	OpClampBoundingBoxes OpKind = "ClampBoundingBoxes"
+	// OpClampKeyPoints clamps the keypoints to the canvas.
+	OpClampKeyPoints OpKind = "ClampKeyPoints"
+	// OpSanitizeKeyPoints drops the instances with a keypoint off the
+	// canvas.
+	OpSanitizeKeyPoints OpKind = "SanitizeKeyPoints"
+)
+
 // moveAll is MoveBoxes of t's boxes and MoveKeypoints of its keypoints
 // through the same steps (the canvas the same after them).
 func (t *Targets) moveAll(w, h int, steps []Step) (int, int, error) {
@@ -81,6 +95,10 @@ func MoveKeypoints(pts [][2]float32, w, h int, steps []Step) (int, int, error) {
 			}
 		case FnRotate:
 			affinePoints(pts, w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
+		case FnPerspective:
+			if err := perspectivePoints(pts, st); err != nil { // targets_affine.go
+				return w, h, err
+			}
 		case FnAffine:
 			affinePoints(pts, w, h, st.F[0], [2]float64{st.F[1], st.F[2]}, st.F[3], [2]float64{st.F[4], st.F[5]}, st.Center, st.HasCenter)
 		case FnNone, FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustHue, FnAdjustSharpness, FnRGBToGrayscale,
@@ -142,4 +160,98 @@ func affinePoints(pts [][2]float32, w, h int, angle float64, translate [2]float6
 		x, y := pts[k][0], pts[k][1]
 		pts[k] = [2]float32{affinePoint(x, y, m[0], m[1], m[2], small), affinePoint(x, y, m[3], m[4], m[5], small)}
 	}
+}
+
+// instanceStep reports whether Targets.Move does a step itself, between
+// the runs of steps that move the boxes and keypoints (moveXYXY): the
+// steps that drop instances, clamp them or change the boxes' format.
+func instanceStep(f Fn) bool {
+	switch f {
+	case FnSanitizeBoxes, FnConvertBoxFormat, FnFixedSizeCrop, FnClampBoxes, FnClampKeypoints, FnSanitizeKeypoints:
+		return true
+	}
+	return false
+}
+
+// clampOrSanitize does ClampBoundingBoxes' (clampBoxesAs, in the boxes'
+// format), ClampKeyPoints' (clampPoints) or SanitizeKeyPoints' step on t
+// on a canvas of w x h. SanitizeKeyPoints drops every instance with a
+// point off the canvas (keptByPoints) whole: its keypoints, box, label,
+// crowd flag and visibilities, as torchvision's with a labels_getter that
+// returns every per-instance field. A dataset without keypoints fails
+// it, as torchvision's fails on a sample without a KeyPoints; the clamp
+// of its keypoints leaves it, as torchvision's passes it through.
+func (t *Targets) clampOrSanitize(w, h int, f Fn) error {
+	switch f {
+	case FnClampBoxes:
+		clampBoxesAs(t.Boxes, t.Format, w, h)
+	case FnClampKeypoints:
+		clampPoints(t.Points, w, h)
+	case FnSanitizeKeypoints:
+		if t.P == 0 {
+			return fmt.Errorf("%w: SanitizeKeyPoints: the dataset's instances have no keypoints", ErrUnsupported)
+		}
+		if len(t.Points) != len(t.Boxes)*t.P || len(t.Vis) != len(t.Points) {
+			return fmt.Errorf("targets: %d boxes with %d keypoints and %d visibilities: want %d points an instance", len(t.Boxes), len(t.Points), len(t.Vis), t.P)
+		}
+		n := 0
+		for k := range t.Boxes {
+			if keptByPoints(t.Points[k*t.P:(k+1)*t.P], w, h) {
+				t.Boxes[n], t.Labels[n], t.Crowd[n] = t.Boxes[k], t.Labels[k], t.Crowd[k]
+				t.KeepPoints(n, k)
+				n++
+			}
+		}
+		t.Boxes, t.Labels, t.Crowd = t.Boxes[:n], t.Labels[:n], t.Crowd[:n]
+		t.CutPoints(n)
+	}
+	return nil
+}
+
+// keptByPoints is torchvision's _get_sanitize_keypoints_mask for one
+// instance's points on a w x h canvas: every x in [0, w) and y in [0, h)
+// (float32 comparisons; a NaN fails them).
+func keptByPoints(pts [][2]float32, w, h int) bool {
+	fw, fh := float32(w), float32(h)
+	for _, p := range pts {
+		if !(p[0] >= 0 && p[0] < fw && p[1] >= 0 && p[1] < fh) {
+			return false
+		}
+	}
+	return true
+}
+
+// clampPoints is torchvision's _clamp_keypoints on a w x h canvas: x
+// clamped to [0, w - 1], y to [0, h - 1] (torch's clamp_: a NaN stays).
+func clampPoints(pts [][2]float32, w, h int) {
+	mx := [2]float32{float32(w - 1), float32(h - 1)}
+	for k := range pts {
+		for i, v := range pts[k] {
+			if v < 0 {
+				pts[k][i] = 0
+			} else if v > mx[i] {
+				pts[k][i] = mx[i]
+			}
+		}
+	}
+}
+
+// clampBoxesAs is torchvision's _clamp_bounding_boxes (clamping_mode
+// "soft" or "hard": the same for these boxes) for boxes in format f on a
+// w x h canvas, in float32 as it computes in place: converted to XYXY
+// (XYWH: x2 = w + x1; CXCYWH: x1 = cx - w / 2, then x2 = w + x1),
+// clamped (clampBox), converted back (convertBoxes).
+func clampBoxesAs(boxes [][4]float32, f BoxFormat, w, h int) {
+	for k := range boxes {
+		b := &boxes[k]
+		switch f {
+		case BoxXYWH:
+			b[2], b[3] = b[2]+b[0], b[3]+b[1]
+		case BoxCXCYWH:
+			b[0], b[1] = b[0]-float32(b[2]/2), b[1]-float32(b[3]/2) // rounded: not fused
+			b[2], b[3] = b[2]+b[0], b[3]+b[1]
+		}
+		clampBox(b, w, h)
+	}
+	convertBoxes(boxes, f)
 }

@@ -60,6 +60,15 @@ func (st *Step) appendJSON(b []byte) []byte {
 			b = strconv.AppendQuote(b, BoxFormat(st.I[a.at]).String())
 		case argFalse:
 			b = append(b, "false"...)
+		case argCorners, argStartCorners:
+			start, end := st.corners()
+			pts := &end
+			if a.kind == argStartCorners {
+				pts = &start
+			}
+			b = appendList(b, 4, func(b []byte, k int) []byte {
+				return appendList(b, 2, func(b []byte, j int) []byte { return strconv.AppendInt(b, int64(pts[k][j]), 10) })
+			})
 		case argFill:
 			if st.FillNone {
 				b = append(b, "null"...)
@@ -239,6 +248,26 @@ func (st *Step) setArg(a arg, raw json.RawMessage) error {
 			return err
 		}
 		st.I[a.at] = int(f)
+	case argCorners, argStartCorners:
+		var v [][]int
+		if err := json.Unmarshal(raw, &v); err != nil || len(v) != 4 {
+			return fmt.Errorf("want four [x, y] corners of integers")
+		}
+		for i, p := range v {
+			if len(p) != 2 || p[0] < -1<<30 || p[0] > 1<<30 || p[1] < -1<<30 || p[1] > 1<<30 {
+				return fmt.Errorf("corner %d: want [x, y], integers within 2^30", i)
+			}
+			if a.kind == argCorners {
+				st.I[a.at+i] = packPoint(p[0], p[1])
+			}
+		}
+		if a.kind == argStartCorners {
+			w1, h1 := v[2][0], v[2][1]
+			if v[0][0] != 0 || v[0][1] != 0 || v[1][0] != w1 || v[1][1] != 0 || v[3][0] != 0 || v[3][1] != h1 {
+				return fmt.Errorf("%v: only the image's corners [[0, 0], [W-1, 0], [W-1, H-1], [0, H-1]] are supported (RandomPerspective's)", v)
+			}
+			st.I[a.at], st.I[a.at+1] = w1, h1
+		}
 	case argFalse:
 		var v bool
 		if err := json.Unmarshal(raw, &v); err != nil || v {

@@ -39,8 +39,10 @@ func recipeOps() []Op {
 		{Kind: OpRandomPosterize, P: 0.5, Bits: 3},
 		{Kind: OpRandomEqualize, P: 0.5}, {Kind: OpRandomAutocontrast, P: 0.5},
 		{Kind: OpRandomAdjustSharpness, P: 0.5, Factor: 2},
+		{Kind: OpRandomPerspective, P: 0.5, Distortion: 0.5, Interp: InterpBilinear, Fill: [3]float64{1, 2, 3}},
 		{Kind: OpSanitizeBoundingBoxes, MinSize: 1.5, MinArea: 2},
 		{Kind: OpConvertBoundingBoxFormat, BoxFormat: BoxCXCYWH},
+		{Kind: OpClampBoundingBoxes}, {Kind: OpClampKeyPoints}, {Kind: OpSanitizeKeyPoints},
 		{Kind: OpRandomPhotometricDistort, P: 0.5, JitterRanges: true, Jitter: [4][2]float64{{0.875, 1.125}, {0.5, 1.5}, {0.5, 1.5}, {-0.05, 0.05}}},
 		{Kind: OpNormalize, Mean: imagenetMean, Std: imagenetStd},
 	}

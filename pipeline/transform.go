@@ -151,7 +151,9 @@ type Op struct {
 	Options []float64
 	Trials  int
 	// BoxFormat: ConvertBoundingBoxFormat's format.
-	BoxFormat BoxFormat
+	BoxFormat  BoxFormat
+	ClampNone  bool    // ClampBoundingBoxes' clamping_mode None: the boxes left
+	Distortion float64 // RandomPerspective's distortion_scale (0..1)
 	// Value: RandomErasing's fill, per channel in pixel units (0..255);
 	// RandomValue is value="random", RandomColor with it one random colour
 	// per box (timm's mode "rand"). MinCount and MaxCount: timm's count of

@@ -87,6 +87,15 @@ func opsString(ops []Op) string {
 		case OpConvertBoundingBoxFormat:
 			fmt.Fprintf(&b, "(%s)", op.BoxFormat)
 			continue
+		case OpClampBoundingBoxes:
+			if op.ClampNone {
+				b.WriteString("(None)")
+			}
+			continue
+		case OpClampKeyPoints, OpSanitizeKeyPoints:
+			continue
+		case OpRandomPerspective:
+			fmt.Fprintf(&b, "(distortion_scale=%g, p=%g, fill=%v", op.Distortion, op.P, op.Fill)
 		case OpRandomPhotometricDistort:
 			fmt.Fprintf(&b, "(%v, p=%g)", op.Jitter, op.P)
 			continue

@@ -46,6 +46,7 @@ func validOpLists() [][]*pb.Op {
 			{Op: &pb.Op_RandomErasing{RandomErasing: &pb.RandomErasing{P: proto.Float64(0.2), Scale: &pb.Range{Min: 0.02, Max: 0.3},
 				Ratio: &pb.Range{Min: 0.3, Max: 3.3}, Value: []float64{1, 2, 3}, NoiseMean: []float64{0.5, 0.5, 0.5}, NoiseStd: []float64{0.2, 0.2, 0.2}}}},
 			{Op: &pb.Op_RandomErasing{RandomErasing: &pb.RandomErasing{RandomValue: true}}},
+			{Op: &pb.Op_RandomPerspective{RandomPerspective: &pb.RandomPerspective{DistortionScale: proto.Float64(0.4), P: proto.Float64(0.5), Fill: []float64{1, 2, 3}}}},
 			{Op: &pb.Op_RandomApply{RandomApply: &pb.RandomApply{P: proto.Float64(0.8), Ops: []*pb.Op{
 				{Op: &pb.Op_ColorJitter{ColorJitter: &pb.ColorJitter{BrightnessRange: &pb.Range{Min: 0.5, Max: 1.5}, Hue: 0.1,
 					ContrastRange: &pb.Range{Min: 0.5, Max: 1.5}, SaturationRange: &pb.Range{Min: 0.5, Max: 1.5}, HueRange: &pb.Range{Min: -0.1, Max: 0.1}}}},
@@ -90,6 +91,9 @@ func validOpLists() [][]*pb.Op {
 		{ // a job with targets (describe's "det")
 			{Op: &pb.Op_RandomResizedCrop{RandomResizedCrop: &pb.RandomResizedCrop{Height: 32}}},
 			{Op: &pb.Op_SanitizeBoundingBoxes{SanitizeBoundingBoxes: &pb.SanitizeBoundingBoxes{MinSize: proto.Float64(2), MinArea: proto.Float64(3)}}},
+			{Op: &pb.Op_ClampKeyPoints{ClampKeyPoints: &pb.ClampKeyPoints{}}},
+			{Op: &pb.Op_SanitizeKeyPoints{SanitizeKeyPoints: &pb.SanitizeKeyPoints{}}},
+			{Op: &pb.Op_ClampBoundingBoxes{ClampBoundingBoxes: &pb.ClampBoundingBoxes{ClampingMode: proto.String("hard")}}},
 		},
 		{ // the DETR recipes' geometry (targets)
 			{Op: &pb.Op_RandomIouCrop{RandomIouCrop: &pb.RandomIoUCrop{MinScale: proto.Float64(0.3), MaxScale: proto.Float64(1),
@@ -104,7 +108,7 @@ func validOpLists() [][]*pb.Op {
 // job of them needs an annotated dataset and JobSpec.targets.
 func targetsOnly(ops []*pb.Op) bool {
 	for _, op := range ops {
-		if op.GetSanitizeBoundingBoxes() != nil || op.GetRandomIouCrop() != nil {
+		if op.GetSanitizeBoundingBoxes() != nil || op.GetRandomIouCrop() != nil || op.GetClampBoundingBoxes() != nil {
 			return true
 		}
 	}

@@ -260,6 +260,31 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 		if err != nil {
 			err = fmt.Errorf("transform: %s: %w", where, err)
 		}
+	case *stokerv1.Op_ClampBoundingBoxes:
+		op = pipeline.Op{Kind: pipeline.OpClampBoundingBoxes}
+		switch m := x.ClampBoundingBoxes.GetClampingMode(); m {
+		case "", "auto", "soft", "hard": // the same for unrotated boxes
+		case "none":
+			op.ClampNone = true
+		default:
+			return bad("ClampBoundingBoxes clamping_mode %q: want auto, soft, hard or none", truncate(m, 32))
+		}
+	case *stokerv1.Op_RandomPerspective:
+		r := x.RandomPerspective
+		op = pipeline.Op{Kind: pipeline.OpRandomPerspective, Distortion: p(r.DistortionScale, 0.5), P: p(r.P, 0.5), FillNone: r.GetFillNone()}
+		if op.Interp, err = interp(r.GetInterpolation(), pipeline.InterpBilinear, where); err != nil {
+			return op, err
+		}
+		if op.Fill, err = fill(r.GetFill(), [3]float64{}, where, "fill"); err != nil {
+			return op, err
+		}
+		if op.FillNone && len(r.GetFill()) > 0 {
+			return bad("set fill or fill_none, not both")
+		}
+	case *stokerv1.Op_ClampKeyPoints:
+		op = pipeline.Op{Kind: pipeline.OpClampKeyPoints}
+	case *stokerv1.Op_SanitizeKeyPoints:
+		op = pipeline.Op{Kind: pipeline.OpSanitizeKeyPoints}
 	case *stokerv1.Op_SanitizeBoundingBoxes:
 		s := x.SanitizeBoundingBoxes
 		op = pipeline.Op{Kind: pipeline.OpSanitizeBoundingBoxes, MinSize: p(s.MinSize, 1), MinArea: p(s.MinArea, 1)}

@@ -642,6 +642,17 @@ def _sanitize(t: Any, where: str) -> Transform:
     return O.SanitizeBoundingBoxes(t.min_size, t.min_area)
 
 
+def _sanitize_points(t: Any, where: str) -> Transform:
+    """v2.SanitizeKeyPoints: an instance with a keypoint off the canvas
+    goes whole (stoker's SanitizeKeyPoints); labels_getter None or
+    "default", a callable refused."""
+    lg = getattr(t, "labels_getter", None)
+    if not (lg is None or (isinstance(lg, str) and lg == "default")):
+        raise ValueError(f"{where}: labels_getter={lg!r}: stoker's targets drop an instance whole (keypoints, box, "
+                         f"label, crowd flag, visibilities); give None or 'default'")
+    return O.SanitizeKeyPoints(lg)
+
+
 _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "RandomResizedCrop": _rrc,
     "Resize": _resize,
@@ -663,6 +674,9 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "RandomHorizontalFlip": _p(O.RandomHorizontalFlip),
     "RandomVerticalFlip": _p(O.RandomVerticalFlip),
     "SanitizeBoundingBoxes": lambda cv, t, where: _sanitize(t, where),
+    "ClampBoundingBoxes": lambda cv, t, where: O.ClampBoundingBoxes(t.clamping_mode),
+    "ClampKeyPoints": lambda cv, t, where: O.ClampKeyPoints(),
+    "SanitizeKeyPoints": lambda cv, t, where: _sanitize_points(t, where),
     "ColorJitter": lambda cv, t, where: O.ColorJitter(t.brightness, t.contrast, t.saturation, t.hue),
     "Grayscale": lambda cv, t, where: O.Grayscale(t.num_output_channels),
     "RandomGrayscale": _p(O.RandomGrayscale),
@@ -677,6 +691,8 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
                                                             cv.pixels(_fill_of(t))),
     "RandomAffine": lambda cv, t, where: O.RandomAffine(t.degrees, t.translate, t.scale, t.shear, t.interpolation,
                                                         cv.pixels(_fill_of(t)), t.center),
+    "RandomPerspective": lambda cv, t, where: O.RandomPerspective(t.distortion_scale, t.p, t.interpolation,
+                                                                  cv.pixels(_fill_of(t))),
     "RandomErasing": _erasing,
     "timm.RandomResizedCropAndInterpolation": _timm_rrc,
     "timm.RandAugment": _timm_rand_augment,

@@ -418,6 +418,58 @@ class SanitizeBoundingBoxes(Transform):
         return pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=self.min_size, min_area=self.min_area))
 
 
+class ClampBoundingBoxes(Transform):
+    """torchvision.transforms.v2's ClampBoundingBoxes, on a job's targets
+    (``Loader(targets=True)``; refused without): the boxes clamped to the
+    canvas where it stands, in their format (after a
+    ``ConvertBoundingBoxFormat`` too), in float32 as torchvision computes.
+    ``clamping_mode`` "auto" (the boxes' own: stoker's are "soft"), "soft"
+    and "hard" are the same for these boxes; ``None`` leaves them. The
+    pixels are untouched."""
+
+    def __init__(self, clamping_mode: Any = "auto") -> None:
+        if clamping_mode is not None and clamping_mode not in ("soft", "hard", "auto"):
+            raise ValueError(f"ClampBoundingBoxes: clamping_mode must be soft, hard, auto or None, got {clamping_mode!r}")
+        self.clamping_mode = clamping_mode
+
+    def to_proto(self) -> pb.Op:
+        mode = "none" if self.clamping_mode is None else self.clamping_mode
+        return pb.Op(clamp_bounding_boxes=pb.ClampBoundingBoxes(clamping_mode=mode))
+
+
+class ClampKeyPoints(Transform):
+    """torchvision.transforms.v2's ClampKeyPoints, on a job's targets
+    (refused without): the keypoints clamped to the canvas, x to
+    ``[0, W - 1]``, y to ``[0, H - 1]``, where it stands (a dataset
+    without keypoints: nothing to clamp)."""
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(clamp_key_points=pb.ClampKeyPoints())
+
+
+class SanitizeKeyPoints(Transform):
+    """torchvision.transforms.v2's SanitizeKeyPoints, on a job's targets
+    (refused without; a sample of a dataset without keypoints fails, as
+    torchvision's does): every instance with a keypoint outside the canvas
+    (``x < 0`` or ``x >= W``, ``y < 0`` or ``y >= H``) is dropped where it
+    stands, whole: its keypoints and their visibilities, its box, label and
+    crowd flag. That is torchvision's with a ``labels_getter`` returning
+    every per-instance field; its default (``None``) drops the keypoints
+    alone, leaving the boxes and labels with rows no keypoints match any
+    more, which stoker's per-instance targets cannot carry. ``labels_getter``
+    ``None`` or ``"default"`` is taken (each means stoker's whole
+    instance); a callable is refused."""
+
+    def __init__(self, labels_getter: Any = None) -> None:
+        if not (labels_getter is None or (isinstance(labels_getter, str) and labels_getter == "default")):
+            raise ValueError(f"SanitizeKeyPoints: labels_getter={labels_getter!r}: stoker's targets drop an instance "
+                             f"whole (keypoints, box, label, crowd flag, visibilities); give None or 'default'")
+        self.labels_getter = labels_getter
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(sanitize_key_points=pb.SanitizeKeyPoints())
+
+
 def _jitter(name: str, v: Any, center: float, bound: Tuple[float, float], clip: bool) -> Tuple[Any, Any]:
     """torchvision's ColorJitter._check_input: returns (the range, or None
     for no change; the wire's form: a number or a pair)."""
@@ -675,6 +727,29 @@ def interpolation_warp(cls: str, v: Any) -> str:
     """A rotation's or shear's interpolation: nearest or bilinear, what
     torchvision's tensor kernels take."""
     return interp_name(cls, v, _WARP)
+
+
+class RandomPerspective(Transform):
+    """torchvision.transforms.v2's RandomPerspective: with probability
+    ``p``, the image's corners each moved inward by up to
+    ``distortion_scale`` of half its side (drawn as its ``make_params``),
+    the image resampled through the perspective that takes them there with
+    "bilinear" (the default) or "nearest", ``fill`` (uint8 units; None: no
+    fill blended) where nothing maps: torch's pixels to the byte. After the
+    geometry; a job's target boxes and keypoints move with it."""
+
+    def __init__(self, distortion_scale: float = 0.5, p: float = 0.5, interpolation: Any = "bilinear",
+                 fill: Fill = 0) -> None:
+        cls = "RandomPerspective"
+        self.distortion_scale = prob(cls, distortion_scale, "distortion_scale")
+        self.p = prob(cls, p)
+        self.interpolation = interpolation_warp(cls, interpolation)
+        self.fill = fill_values(cls, fill)
+
+    def to_proto(self) -> pb.Op:
+        return pb.Op(random_perspective=pb.RandomPerspective(
+            distortion_scale=self.distortion_scale, p=self.p, interpolation=interp_pb(self.interpolation, "bilinear"),
+            fill=fill_list(self.fill), fill_none=self.fill is None))
 
 
 class RandomAffine(Transform):

@@ -208,6 +208,13 @@ SPECS = [
      pb.Op(random_resize=pb.RandomResize(min_size=100, max_size=140, interpolation=BICUBIC, antialias=False))),
     (lambda: T.ConvertBoundingBoxFormat("cxcywh"),
      pb.Op(convert_bounding_box_format=pb.ConvertBoundingBoxFormat(format="CXCYWH"))),
+    (lambda: T.RandomPerspective(), pb.Op(random_perspective=pb.RandomPerspective(distortion_scale=0.5, p=0.5, fill=[0]))),
+    (lambda: T.RandomPerspective(0.3, 1, "nearest", None),
+     pb.Op(random_perspective=pb.RandomPerspective(distortion_scale=0.3, p=1, interpolation=NEAREST, fill_none=True))),
+    (lambda: T.ClampBoundingBoxes(), pb.Op(clamp_bounding_boxes=pb.ClampBoundingBoxes(clamping_mode="auto"))),
+    (lambda: T.ClampBoundingBoxes(None), pb.Op(clamp_bounding_boxes=pb.ClampBoundingBoxes(clamping_mode="none"))),
+    (lambda: T.ClampKeyPoints(), pb.Op(clamp_key_points=pb.ClampKeyPoints())),
+    (lambda: T.SanitizeKeyPoints(), pb.Op(sanitize_key_points=pb.SanitizeKeyPoints())),
     (lambda: T.SanitizeBoundingBoxes(), pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=1, min_area=1))),
     (lambda: T.SanitizeBoundingBoxes(2, min_area=3.5),
      pb.Op(sanitize_bounding_boxes=pb.SanitizeBoundingBoxes(min_size=2, min_area=3.5))),
@@ -348,7 +355,7 @@ def test_signatures_are_torchvisions() -> None:
             want = own.get((name, arg), norm(p.default))
             assert norm(ours[arg].default) == want, (name, arg)
         checked += 1
-    assert checked == 37  # ScaleJitter, RandomShortestSize, RandomResize among them (FixedSizeCrop is not in v2)
+    assert checked == 41  # ScaleJitter, RandomShortestSize, RandomResize among them (FixedSizeCrop is not in v2)
 
 
 def _tv(version: str):

@@ -27,7 +27,8 @@ GEOMETRY = ("random_resized_crop", "resize", "center_crop", "random_crop", "pad"
 
 #: Ops that act on a job's targets alone: refused in these jobs, which
 #: have none (test_targets.py runs them, and checks that refusal).
-TARGETS_ONLY = {"sanitize_bounding_boxes", "random_iou_crop", "convert_bounding_box_format"}
+TARGETS_ONLY = {"sanitize_bounding_boxes", "random_iou_crop", "convert_bounding_box_format", "clamp_bounding_boxes",
+                "clamp_key_points", "sanitize_key_points"}
 
 
 def _after_geometry():

@@ -1532,6 +1532,10 @@ type Op struct {
 	//	*Op_FixedSizeCrop
 	//	*Op_RandomShortestSize
 	//	*Op_RandomResize
+	//	*Op_ClampBoundingBoxes
+	//	*Op_ClampKeyPoints
+	//	*Op_SanitizeKeyPoints
+	//	*Op_RandomPerspective
 	Op            isOp_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1934,6 +1938,42 @@ func (x *Op) GetRandomResize() *RandomResize {
 	return nil
 }
 
+func (x *Op) GetClampBoundingBoxes() *ClampBoundingBoxes {
+	if x != nil {
+		if x, ok := x.Op.(*Op_ClampBoundingBoxes); ok {
+			return x.ClampBoundingBoxes
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetClampKeyPoints() *ClampKeyPoints {
+	if x != nil {
+		if x, ok := x.Op.(*Op_ClampKeyPoints); ok {
+			return x.ClampKeyPoints
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetSanitizeKeyPoints() *SanitizeKeyPoints {
+	if x != nil {
+		if x, ok := x.Op.(*Op_SanitizeKeyPoints); ok {
+			return x.SanitizeKeyPoints
+		}
+	}
+	return nil
+}
+
+func (x *Op) GetRandomPerspective() *RandomPerspective {
+	if x != nil {
+		if x, ok := x.Op.(*Op_RandomPerspective); ok {
+			return x.RandomPerspective
+		}
+	}
+	return nil
+}
+
 type isOp_Op interface {
 	isOp_Op()
 }
@@ -2098,6 +2138,22 @@ type Op_RandomResize struct {
 	RandomResize *RandomResize `protobuf:"bytes,168,opt,name=random_resize,json=randomResize,proto3,oneof"`
 }
 
+type Op_ClampBoundingBoxes struct {
+	ClampBoundingBoxes *ClampBoundingBoxes `protobuf:"bytes,170,opt,name=clamp_bounding_boxes,json=clampBoundingBoxes,proto3,oneof"`
+}
+
+type Op_ClampKeyPoints struct {
+	ClampKeyPoints *ClampKeyPoints `protobuf:"bytes,171,opt,name=clamp_key_points,json=clampKeyPoints,proto3,oneof"`
+}
+
+type Op_SanitizeKeyPoints struct {
+	SanitizeKeyPoints *SanitizeKeyPoints `protobuf:"bytes,172,opt,name=sanitize_key_points,json=sanitizeKeyPoints,proto3,oneof"`
+}
+
+type Op_RandomPerspective struct {
+	RandomPerspective *RandomPerspective `protobuf:"bytes,173,opt,name=random_perspective,json=randomPerspective,proto3,oneof"`
+}
+
 func (*Op_RandomResizedCrop) isOp_Op() {}
 
 func (*Op_Resize) isOp_Op() {}
@@ -2177,6 +2233,14 @@ func (*Op_FixedSizeCrop) isOp_Op() {}
 func (*Op_RandomShortestSize) isOp_Op() {}
 
 func (*Op_RandomResize) isOp_Op() {}
+
+func (*Op_ClampBoundingBoxes) isOp_Op() {}
+
+func (*Op_ClampKeyPoints) isOp_Op() {}
+
+func (*Op_SanitizeKeyPoints) isOp_Op() {}
+
+func (*Op_RandomPerspective) isOp_Op() {}
 
 // Pad is torchvision's Pad with padding_mode "constant": the image padded
 // by padding with a constant fill. A geometry op: right before a
@@ -2930,6 +2994,225 @@ func (x *SanitizeBoundingBoxes) GetMinArea() float64 {
 	return 0
 }
 
+// ClampBoundingBoxes is torchvision.transforms.v2's: a job's target boxes
+// (JobSpec.targets; refused without) clamped to the canvas where it stands,
+// in their format (converted to XYXY, clamped, converted back, in float32
+// as torchvision computes). The pixels are untouched.
+type ClampBoundingBoxes struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "auto" (the boxes' own, stoker's "soft"), "soft" or "hard" (the same
+	// for these boxes) or "none" (Python's None: the boxes are left as they
+	// are); unset: "auto".
+	ClampingMode  *string `protobuf:"bytes,1,opt,name=clamping_mode,json=clampingMode,proto3,oneof" json:"clamping_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClampBoundingBoxes) Reset() {
+	*x = ClampBoundingBoxes{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClampBoundingBoxes) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClampBoundingBoxes) ProtoMessage() {}
+
+func (x *ClampBoundingBoxes) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClampBoundingBoxes.ProtoReflect.Descriptor instead.
+func (*ClampBoundingBoxes) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ClampBoundingBoxes) GetClampingMode() string {
+	if x != nil && x.ClampingMode != nil {
+		return *x.ClampingMode
+	}
+	return ""
+}
+
+// ClampKeyPoints is torchvision.transforms.v2's: a job's target keypoints
+// (JobSpec.targets; refused without) clamped to the canvas, x to
+// [0, W - 1] and y to [0, H - 1], where it stands.
+type ClampKeyPoints struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClampKeyPoints) Reset() {
+	*x = ClampKeyPoints{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClampKeyPoints) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClampKeyPoints) ProtoMessage() {}
+
+func (x *ClampKeyPoints) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClampKeyPoints.ProtoReflect.Descriptor instead.
+func (*ClampKeyPoints) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+}
+
+// SanitizeKeyPoints is torchvision.transforms.v2's: a job's targets (JobSpec.targets;
+// refused without) lose every instance with a keypoint outside the canvas
+// (x < 0 or x >= W, y < 0 or y >= H, or NaN), where it stands: its
+// keypoints, visibilities, box, label and crowd flag together (as
+// torchvision's with a labels_getter that returns every per-instance
+// field). The pixels are untouched.
+type SanitizeKeyPoints struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SanitizeKeyPoints) Reset() {
+	*x = SanitizeKeyPoints{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SanitizeKeyPoints) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SanitizeKeyPoints) ProtoMessage() {}
+
+func (x *SanitizeKeyPoints) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SanitizeKeyPoints.ProtoReflect.Descriptor instead.
+func (*SanitizeKeyPoints) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+}
+
+// RandomPerspective is torchvision.transforms.v2's: with probability p,
+// the image's corners each moved inward by up to distortion_scale of half
+// its side (make_params' draws), the image resampled through the
+// perspective that takes them there (torch's grid, nearest or bilinear),
+// fill where nothing maps; a job's target boxes and keypoints move with
+// it. After the geometry.
+type RandomPerspective struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 0..1; unset: 0.5.
+	DistortionScale *float64 `protobuf:"fixed64,1,opt,name=distortion_scale,json=distortionScale,proto3,oneof" json:"distortion_scale,omitempty"`
+	// unset: 0.5.
+	P *float64 `protobuf:"fixed64,2,opt,name=p,proto3,oneof" json:"p,omitempty"`
+	// NEAREST or BILINEAR (unset: BILINEAR).
+	Interpolation Interpolation `protobuf:"varint,3,opt,name=interpolation,proto3,enum=stoker.v1.Interpolation" json:"interpolation,omitempty"`
+	// One value, or one per channel, in 0..255; unset: 0.
+	Fill []float64 `protobuf:"fixed64,4,rep,packed,name=fill,proto3" json:"fill,omitempty"`
+	// fill=None (torchvision's functional default): no fill is blended in.
+	FillNone      bool `protobuf:"varint,5,opt,name=fill_none,json=fillNone,proto3" json:"fill_none,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RandomPerspective) Reset() {
+	*x = RandomPerspective{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RandomPerspective) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RandomPerspective) ProtoMessage() {}
+
+func (x *RandomPerspective) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RandomPerspective.ProtoReflect.Descriptor instead.
+func (*RandomPerspective) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *RandomPerspective) GetDistortionScale() float64 {
+	if x != nil && x.DistortionScale != nil {
+		return *x.DistortionScale
+	}
+	return 0
+}
+
+func (x *RandomPerspective) GetP() float64 {
+	if x != nil && x.P != nil {
+		return *x.P
+	}
+	return 0
+}
+
+func (x *RandomPerspective) GetInterpolation() Interpolation {
+	if x != nil {
+		return x.Interpolation
+	}
+	return Interpolation_INTERPOLATION_UNSPECIFIED
+}
+
+func (x *RandomPerspective) GetFill() []float64 {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
+}
+
+func (x *RandomPerspective) GetFillNone() bool {
+	if x != nil {
+		return x.FillNone
+	}
+	return false
+}
+
 // RandomCrop is torchvision's RandomCrop: the image padded (padding, then
 // with pad_if_needed each side still short of the crop by its difference
 // on both ends), then a crop of height x width at a uniform position. A
@@ -2955,7 +3238,7 @@ type RandomCrop struct {
 
 func (x *RandomCrop) Reset() {
 	*x = RandomCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2967,7 +3250,7 @@ func (x *RandomCrop) String() string {
 func (*RandomCrop) ProtoMessage() {}
 
 func (x *RandomCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2980,7 +3263,7 @@ func (x *RandomCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomCrop.ProtoReflect.Descriptor instead.
 func (*RandomCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RandomCrop) GetHeight() uint32 {
@@ -3036,7 +3319,7 @@ type Range struct {
 
 func (x *Range) Reset() {
 	*x = Range{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3048,7 +3331,7 @@ func (x *Range) String() string {
 func (*Range) ProtoMessage() {}
 
 func (x *Range) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3061,7 +3344,7 @@ func (x *Range) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Range.ProtoReflect.Descriptor instead.
 func (*Range) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Range) GetMin() float64 {
@@ -3101,7 +3384,7 @@ type RandomResizedCrop struct {
 
 func (x *RandomResizedCrop) Reset() {
 	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3113,7 +3396,7 @@ func (x *RandomResizedCrop) String() string {
 func (*RandomResizedCrop) ProtoMessage() {}
 
 func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3126,7 +3409,7 @@ func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
 func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RandomResizedCrop) GetHeight() uint32 {
@@ -3206,7 +3489,7 @@ type Resize struct {
 
 func (x *Resize) Reset() {
 	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3218,7 +3501,7 @@ func (x *Resize) String() string {
 func (*Resize) ProtoMessage() {}
 
 func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3231,7 +3514,7 @@ func (x *Resize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resize.ProtoReflect.Descriptor instead.
 func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Resize) GetHeight() uint32 {
@@ -3273,7 +3556,7 @@ type CenterCrop struct {
 
 func (x *CenterCrop) Reset() {
 	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3285,7 +3568,7 @@ func (x *CenterCrop) String() string {
 func (*CenterCrop) ProtoMessage() {}
 
 func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3298,7 +3581,7 @@ func (x *CenterCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
 func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CenterCrop) GetHeight() uint32 {
@@ -3325,7 +3608,7 @@ type RandomHorizontalFlip struct {
 
 func (x *RandomHorizontalFlip) Reset() {
 	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3337,7 +3620,7 @@ func (x *RandomHorizontalFlip) String() string {
 func (*RandomHorizontalFlip) ProtoMessage() {}
 
 func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3350,7 +3633,7 @@ func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
 func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RandomHorizontalFlip) GetP() float64 {
@@ -3370,7 +3653,7 @@ type RandomVerticalFlip struct {
 
 func (x *RandomVerticalFlip) Reset() {
 	*x = RandomVerticalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3382,7 +3665,7 @@ func (x *RandomVerticalFlip) String() string {
 func (*RandomVerticalFlip) ProtoMessage() {}
 
 func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3395,7 +3678,7 @@ func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomVerticalFlip.ProtoReflect.Descriptor instead.
 func (*RandomVerticalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RandomVerticalFlip) GetP() float64 {
@@ -3425,7 +3708,7 @@ type ColorJitter struct {
 
 func (x *ColorJitter) Reset() {
 	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3437,7 +3720,7 @@ func (x *ColorJitter) String() string {
 func (*ColorJitter) ProtoMessage() {}
 
 func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3450,7 +3733,7 @@ func (x *ColorJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
 func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ColorJitter) GetBrightness() float64 {
@@ -3521,7 +3804,7 @@ type Normalize struct {
 
 func (x *Normalize) Reset() {
 	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3533,7 +3816,7 @@ func (x *Normalize) String() string {
 func (*Normalize) ProtoMessage() {}
 
 func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3546,7 +3829,7 @@ func (x *Normalize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
 func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Normalize) GetMean() []float64 {
@@ -3573,7 +3856,7 @@ type Grayscale struct {
 
 func (x *Grayscale) Reset() {
 	*x = Grayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3585,7 +3868,7 @@ func (x *Grayscale) String() string {
 func (*Grayscale) ProtoMessage() {}
 
 func (x *Grayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3598,7 +3881,7 @@ func (x *Grayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grayscale.ProtoReflect.Descriptor instead.
 func (*Grayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Grayscale) GetNumOutputChannels() uint32 {
@@ -3618,7 +3901,7 @@ type RandomGrayscale struct {
 
 func (x *RandomGrayscale) Reset() {
 	*x = RandomGrayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3630,7 +3913,7 @@ func (x *RandomGrayscale) String() string {
 func (*RandomGrayscale) ProtoMessage() {}
 
 func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3643,7 +3926,7 @@ func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomGrayscale.ProtoReflect.Descriptor instead.
 func (*RandomGrayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RandomGrayscale) GetP() float64 {
@@ -3667,7 +3950,7 @@ type GaussianBlur struct {
 
 func (x *GaussianBlur) Reset() {
 	*x = GaussianBlur{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3679,7 +3962,7 @@ func (x *GaussianBlur) String() string {
 func (*GaussianBlur) ProtoMessage() {}
 
 func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3692,7 +3975,7 @@ func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GaussianBlur.ProtoReflect.Descriptor instead.
 func (*GaussianBlur) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GaussianBlur) GetKernelX() uint32 {
@@ -3734,7 +4017,7 @@ type RandomSolarize struct {
 
 func (x *RandomSolarize) Reset() {
 	*x = RandomSolarize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3746,7 +4029,7 @@ func (x *RandomSolarize) String() string {
 func (*RandomSolarize) ProtoMessage() {}
 
 func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3759,7 +4042,7 @@ func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomSolarize.ProtoReflect.Descriptor instead.
 func (*RandomSolarize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RandomSolarize) GetThreshold() float64 {
@@ -3787,7 +4070,7 @@ type RandomPosterize struct {
 
 func (x *RandomPosterize) Reset() {
 	*x = RandomPosterize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3799,7 +4082,7 @@ func (x *RandomPosterize) String() string {
 func (*RandomPosterize) ProtoMessage() {}
 
 func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3812,7 +4095,7 @@ func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPosterize.ProtoReflect.Descriptor instead.
 func (*RandomPosterize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RandomPosterize) GetBits() uint32 {
@@ -3839,7 +4122,7 @@ type RandomInvert struct {
 
 func (x *RandomInvert) Reset() {
 	*x = RandomInvert{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3851,7 +4134,7 @@ func (x *RandomInvert) String() string {
 func (*RandomInvert) ProtoMessage() {}
 
 func (x *RandomInvert) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3864,7 +4147,7 @@ func (x *RandomInvert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomInvert.ProtoReflect.Descriptor instead.
 func (*RandomInvert) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RandomInvert) GetP() float64 {
@@ -3884,7 +4167,7 @@ type RandomEqualize struct {
 
 func (x *RandomEqualize) Reset() {
 	*x = RandomEqualize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3896,7 +4179,7 @@ func (x *RandomEqualize) String() string {
 func (*RandomEqualize) ProtoMessage() {}
 
 func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3909,7 +4192,7 @@ func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomEqualize.ProtoReflect.Descriptor instead.
 func (*RandomEqualize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RandomEqualize) GetP() float64 {
@@ -3929,7 +4212,7 @@ type RandomAutocontrast struct {
 
 func (x *RandomAutocontrast) Reset() {
 	*x = RandomAutocontrast{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3941,7 +4224,7 @@ func (x *RandomAutocontrast) String() string {
 func (*RandomAutocontrast) ProtoMessage() {}
 
 func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3954,7 +4237,7 @@ func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAutocontrast.ProtoReflect.Descriptor instead.
 func (*RandomAutocontrast) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RandomAutocontrast) GetP() float64 {
@@ -3975,7 +4258,7 @@ type RandomAdjustSharpness struct {
 
 func (x *RandomAdjustSharpness) Reset() {
 	*x = RandomAdjustSharpness{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3987,7 +4270,7 @@ func (x *RandomAdjustSharpness) String() string {
 func (*RandomAdjustSharpness) ProtoMessage() {}
 
 func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4000,7 +4283,7 @@ func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAdjustSharpness.ProtoReflect.Descriptor instead.
 func (*RandomAdjustSharpness) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RandomAdjustSharpness) GetSharpnessFactor() float64 {
@@ -4035,7 +4318,7 @@ type RandomRotation struct {
 
 func (x *RandomRotation) Reset() {
 	*x = RandomRotation{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4047,7 +4330,7 @@ func (x *RandomRotation) String() string {
 func (*RandomRotation) ProtoMessage() {}
 
 func (x *RandomRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4060,7 +4343,7 @@ func (x *RandomRotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomRotation.ProtoReflect.Descriptor instead.
 func (*RandomRotation) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RandomRotation) GetDegrees() *Range {
@@ -4118,7 +4401,7 @@ type RandomAffine struct {
 
 func (x *RandomAffine) Reset() {
 	*x = RandomAffine{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4130,7 +4413,7 @@ func (x *RandomAffine) String() string {
 func (*RandomAffine) ProtoMessage() {}
 
 func (x *RandomAffine) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4143,7 +4426,7 @@ func (x *RandomAffine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAffine.ProtoReflect.Descriptor instead.
 func (*RandomAffine) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RandomAffine) GetDegrees() *Range {
@@ -4231,7 +4514,7 @@ type RandomErasing struct {
 
 func (x *RandomErasing) Reset() {
 	*x = RandomErasing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4243,7 +4526,7 @@ func (x *RandomErasing) String() string {
 func (*RandomErasing) ProtoMessage() {}
 
 func (x *RandomErasing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4256,7 +4539,7 @@ func (x *RandomErasing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomErasing.ProtoReflect.Descriptor instead.
 func (*RandomErasing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RandomErasing) GetP() float64 {
@@ -4340,7 +4623,7 @@ type RandomApply struct {
 
 func (x *RandomApply) Reset() {
 	*x = RandomApply{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4352,7 +4635,7 @@ func (x *RandomApply) String() string {
 func (*RandomApply) ProtoMessage() {}
 
 func (x *RandomApply) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4365,7 +4648,7 @@ func (x *RandomApply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomApply.ProtoReflect.Descriptor instead.
 func (*RandomApply) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RandomApply) GetOps() []*Op {
@@ -4393,7 +4676,7 @@ type RandomChoice struct {
 
 func (x *RandomChoice) Reset() {
 	*x = RandomChoice{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4405,7 +4688,7 @@ func (x *RandomChoice) String() string {
 func (*RandomChoice) ProtoMessage() {}
 
 func (x *RandomChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4418,7 +4701,7 @@ func (x *RandomChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomChoice.ProtoReflect.Descriptor instead.
 func (*RandomChoice) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RandomChoice) GetOps() []*Op {
@@ -4445,7 +4728,7 @@ type RandomOrder struct {
 
 func (x *RandomOrder) Reset() {
 	*x = RandomOrder{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4457,7 +4740,7 @@ func (x *RandomOrder) String() string {
 func (*RandomOrder) ProtoMessage() {}
 
 func (x *RandomOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4470,7 +4753,7 @@ func (x *RandomOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomOrder.ProtoReflect.Descriptor instead.
 func (*RandomOrder) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RandomOrder) GetOps() []*Op {
@@ -4494,7 +4777,7 @@ type TrivialAugmentWide struct {
 
 func (x *TrivialAugmentWide) Reset() {
 	*x = TrivialAugmentWide{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4506,7 +4789,7 @@ func (x *TrivialAugmentWide) String() string {
 func (*TrivialAugmentWide) ProtoMessage() {}
 
 func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4519,7 +4802,7 @@ func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrivialAugmentWide.ProtoReflect.Descriptor instead.
 func (*TrivialAugmentWide) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *TrivialAugmentWide) GetNumMagnitudeBins() uint32 {
@@ -4558,7 +4841,7 @@ type RandAugment struct {
 
 func (x *RandAugment) Reset() {
 	*x = RandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4570,7 +4853,7 @@ func (x *RandAugment) String() string {
 func (*RandAugment) ProtoMessage() {}
 
 func (x *RandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4583,7 +4866,7 @@ func (x *RandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandAugment.ProtoReflect.Descriptor instead.
 func (*RandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RandAugment) GetNumOps() uint32 {
@@ -4634,7 +4917,7 @@ type AutoAugment struct {
 
 func (x *AutoAugment) Reset() {
 	*x = AutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4646,7 +4929,7 @@ func (x *AutoAugment) String() string {
 func (*AutoAugment) ProtoMessage() {}
 
 func (x *AutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4659,7 +4942,7 @@ func (x *AutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoAugment.ProtoReflect.Descriptor instead.
 func (*AutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *AutoAugment) GetPolicy() string {
@@ -4700,7 +4983,7 @@ type AugMix struct {
 
 func (x *AugMix) Reset() {
 	*x = AugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4712,7 +4995,7 @@ func (x *AugMix) String() string {
 func (*AugMix) ProtoMessage() {}
 
 func (x *AugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4725,7 +5008,7 @@ func (x *AugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AugMix.ProtoReflect.Descriptor instead.
 func (*AugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *AugMix) GetSeverity() uint32 {
@@ -4794,7 +5077,7 @@ type TimmRandAugment struct {
 
 func (x *TimmRandAugment) Reset() {
 	*x = TimmRandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4806,7 +5089,7 @@ func (x *TimmRandAugment) String() string {
 func (*TimmRandAugment) ProtoMessage() {}
 
 func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4819,7 +5102,7 @@ func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmRandAugment.ProtoReflect.Descriptor instead.
 func (*TimmRandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *TimmRandAugment) GetConfig() string {
@@ -4860,7 +5143,7 @@ type TimmAutoAugment struct {
 
 func (x *TimmAutoAugment) Reset() {
 	*x = TimmAutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4872,7 +5155,7 @@ func (x *TimmAutoAugment) String() string {
 func (*TimmAutoAugment) ProtoMessage() {}
 
 func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4885,7 +5168,7 @@ func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAutoAugment.ProtoReflect.Descriptor instead.
 func (*TimmAutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *TimmAutoAugment) GetConfig() string {
@@ -4929,7 +5212,7 @@ type TimmAugMix struct {
 
 func (x *TimmAugMix) Reset() {
 	*x = TimmAugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4941,7 +5224,7 @@ func (x *TimmAugMix) String() string {
 func (*TimmAugMix) ProtoMessage() {}
 
 func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4954,7 +5237,7 @@ func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAugMix.ProtoReflect.Descriptor instead.
 func (*TimmAugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *TimmAugMix) GetConfig() string {
@@ -4999,7 +5282,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5011,7 +5294,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5024,7 +5307,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -5079,7 +5362,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5091,7 +5374,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5104,7 +5387,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -5231,7 +5514,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5243,7 +5526,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5256,7 +5539,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -5356,7 +5639,7 @@ type ViewInfo struct {
 
 func (x *ViewInfo) Reset() {
 	*x = ViewInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5368,7 +5651,7 @@ func (x *ViewInfo) String() string {
 func (*ViewInfo) ProtoMessage() {}
 
 func (x *ViewInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5381,7 +5664,7 @@ func (x *ViewInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewInfo.ProtoReflect.Descriptor instead.
 func (*ViewInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ViewInfo) GetName() string {
@@ -5443,7 +5726,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5455,7 +5738,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5468,7 +5751,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -5579,7 +5862,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5591,7 +5874,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5604,7 +5887,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -5629,7 +5912,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5641,7 +5924,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5654,7 +5937,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *FieldValues) GetName() string {
@@ -5691,7 +5974,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5703,7 +5986,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5716,7 +5999,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -5754,7 +6037,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5766,7 +6049,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5779,7 +6062,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -5816,7 +6099,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5828,7 +6111,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5841,7 +6124,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -5881,7 +6164,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5893,7 +6176,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5906,7 +6189,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -5919,7 +6202,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5931,7 +6214,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5944,7 +6227,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -5972,7 +6255,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5984,7 +6267,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5997,7 +6280,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -6059,7 +6342,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6071,7 +6354,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6084,7 +6367,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -6190,7 +6473,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6202,7 +6485,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6215,7 +6498,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -6234,7 +6517,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6246,7 +6529,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6259,7 +6542,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -6279,7 +6562,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6291,7 +6574,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6304,7 +6587,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -6353,7 +6636,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6365,7 +6648,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6378,7 +6661,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -6454,7 +6737,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6466,7 +6749,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6479,7 +6762,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -6506,7 +6789,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6518,7 +6801,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6531,7 +6814,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -6635,7 +6918,7 @@ type LeaseProgress struct {
 
 func (x *LeaseProgress) Reset() {
 	*x = LeaseProgress{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6647,7 +6930,7 @@ func (x *LeaseProgress) String() string {
 func (*LeaseProgress) ProtoMessage() {}
 
 func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6660,7 +6943,7 @@ func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
 func (*LeaseProgress) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *LeaseProgress) GetLease() uint64 {
@@ -6690,7 +6973,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6702,7 +6985,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6715,7 +6998,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -6787,7 +7070,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6799,7 +7082,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6812,7 +7095,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -6886,7 +7169,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6898,7 +7181,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6911,7 +7194,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -6957,7 +7240,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6969,7 +7252,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6982,7 +7265,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -7035,7 +7318,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7047,7 +7330,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7060,7 +7343,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -7093,7 +7376,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7105,7 +7388,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7118,7 +7401,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{84}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -7137,7 +7420,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7149,7 +7432,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7162,7 +7445,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{81}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -7269,7 +7552,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7281,7 +7564,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7294,7 +7577,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{82}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *JobStatus) GetId() string {
@@ -7523,7 +7806,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7535,7 +7818,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7548,7 +7831,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{83}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -7646,7 +7929,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7658,7 +7941,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7671,7 +7954,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{84}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -7841,7 +8124,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\tViewGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
-	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xdb\x15\n" +
+	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\x98\x18\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +
@@ -7886,7 +8169,11 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\fscale_jitter\x18\xa5\x01 \x01(\v2\x16.stoker.v1.ScaleJitterH\x00R\vscaleJitter\x12C\n" +
 	"\x0ffixed_size_crop\x18\xa6\x01 \x01(\v2\x18.stoker.v1.FixedSizeCropH\x00R\rfixedSizeCrop\x12R\n" +
 	"\x14random_shortest_size\x18\xa7\x01 \x01(\v2\x1d.stoker.v1.RandomShortestSizeH\x00R\x12randomShortestSize\x12?\n" +
-	"\rrandom_resize\x18\xa8\x01 \x01(\v2\x17.stoker.v1.RandomResizeH\x00R\frandomResizeB\x04\n" +
+	"\rrandom_resize\x18\xa8\x01 \x01(\v2\x17.stoker.v1.RandomResizeH\x00R\frandomResize\x12R\n" +
+	"\x14clamp_bounding_boxes\x18\xaa\x01 \x01(\v2\x1d.stoker.v1.ClampBoundingBoxesH\x00R\x12clampBoundingBoxes\x12F\n" +
+	"\x10clamp_key_points\x18\xab\x01 \x01(\v2\x19.stoker.v1.ClampKeyPointsH\x00R\x0eclampKeyPoints\x12O\n" +
+	"\x13sanitize_key_points\x18\xac\x01 \x01(\v2\x1c.stoker.v1.SanitizeKeyPointsH\x00R\x11sanitizeKeyPoints\x12N\n" +
+	"\x12random_perspective\x18\xad\x01 \x01(\v2\x1c.stoker.v1.RandomPerspectiveH\x00R\x11randomPerspectiveB\x04\n" +
 	"\x02op\"V\n" +
 	"\x03Pad\x12\x18\n" +
 	"\apadding\x18\x01 \x03(\rR\apadding\x12\x12\n" +
@@ -7958,7 +8245,20 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\bmin_size\x18\x01 \x01(\x01H\x00R\aminSize\x88\x01\x01\x12\x1e\n" +
 	"\bmin_area\x18\x02 \x01(\x01H\x01R\aminArea\x88\x01\x01B\v\n" +
 	"\t_min_sizeB\v\n" +
-	"\t_min_area\"\xaf\x01\n" +
+	"\t_min_area\"P\n" +
+	"\x12ClampBoundingBoxes\x12(\n" +
+	"\rclamping_mode\x18\x01 \x01(\tH\x00R\fclampingMode\x88\x01\x01B\x10\n" +
+	"\x0e_clamping_mode\"\x10\n" +
+	"\x0eClampKeyPoints\"\x13\n" +
+	"\x11SanitizeKeyPoints\"\xe2\x01\n" +
+	"\x11RandomPerspective\x12.\n" +
+	"\x10distortion_scale\x18\x01 \x01(\x01H\x00R\x0fdistortionScale\x88\x01\x01\x12\x11\n" +
+	"\x01p\x18\x02 \x01(\x01H\x01R\x01p\x88\x01\x01\x12>\n" +
+	"\rinterpolation\x18\x03 \x01(\x0e2\x18.stoker.v1.InterpolationR\rinterpolation\x12\x12\n" +
+	"\x04fill\x18\x04 \x03(\x01R\x04fill\x12\x1b\n" +
+	"\tfill_none\x18\x05 \x01(\bR\bfillNoneB\x13\n" +
+	"\x11_distortion_scaleB\x04\n" +
+	"\x02_p\"\xaf\x01\n" +
 	"\n" +
 	"RandomCrop\x12\x16\n" +
 	"\x06height\x18\x01 \x01(\rR\x06height\x12\x14\n" +
@@ -8385,7 +8685,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 89)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Decode)(0),                      // 0: stoker.v1.Decode
 	(ShuffleMode)(0),                 // 1: stoker.v1.ShuffleMode
@@ -8416,72 +8716,76 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*RandomPhotometricDistort)(nil), // 26: stoker.v1.RandomPhotometricDistort
 	(*ConvertBoundingBoxFormat)(nil), // 27: stoker.v1.ConvertBoundingBoxFormat
 	(*SanitizeBoundingBoxes)(nil),    // 28: stoker.v1.SanitizeBoundingBoxes
-	(*RandomCrop)(nil),               // 29: stoker.v1.RandomCrop
-	(*Range)(nil),                    // 30: stoker.v1.Range
-	(*RandomResizedCrop)(nil),        // 31: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),                   // 32: stoker.v1.Resize
-	(*CenterCrop)(nil),               // 33: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil),     // 34: stoker.v1.RandomHorizontalFlip
-	(*RandomVerticalFlip)(nil),       // 35: stoker.v1.RandomVerticalFlip
-	(*ColorJitter)(nil),              // 36: stoker.v1.ColorJitter
-	(*Normalize)(nil),                // 37: stoker.v1.Normalize
-	(*Grayscale)(nil),                // 38: stoker.v1.Grayscale
-	(*RandomGrayscale)(nil),          // 39: stoker.v1.RandomGrayscale
-	(*GaussianBlur)(nil),             // 40: stoker.v1.GaussianBlur
-	(*RandomSolarize)(nil),           // 41: stoker.v1.RandomSolarize
-	(*RandomPosterize)(nil),          // 42: stoker.v1.RandomPosterize
-	(*RandomInvert)(nil),             // 43: stoker.v1.RandomInvert
-	(*RandomEqualize)(nil),           // 44: stoker.v1.RandomEqualize
-	(*RandomAutocontrast)(nil),       // 45: stoker.v1.RandomAutocontrast
-	(*RandomAdjustSharpness)(nil),    // 46: stoker.v1.RandomAdjustSharpness
-	(*RandomRotation)(nil),           // 47: stoker.v1.RandomRotation
-	(*RandomAffine)(nil),             // 48: stoker.v1.RandomAffine
-	(*RandomErasing)(nil),            // 49: stoker.v1.RandomErasing
-	(*RandomApply)(nil),              // 50: stoker.v1.RandomApply
-	(*RandomChoice)(nil),             // 51: stoker.v1.RandomChoice
-	(*RandomOrder)(nil),              // 52: stoker.v1.RandomOrder
-	(*TrivialAugmentWide)(nil),       // 53: stoker.v1.TrivialAugmentWide
-	(*RandAugment)(nil),              // 54: stoker.v1.RandAugment
-	(*AutoAugment)(nil),              // 55: stoker.v1.AutoAugment
-	(*AugMix)(nil),                   // 56: stoker.v1.AugMix
-	(*TimmRandAugment)(nil),          // 57: stoker.v1.TimmRandAugment
-	(*TimmAutoAugment)(nil),          // 58: stoker.v1.TimmAutoAugment
-	(*TimmAugMix)(nil),               // 59: stoker.v1.TimmAugMix
-	(*Credit)(nil),                   // 60: stoker.v1.Credit
-	(*FeedResponse)(nil),             // 61: stoker.v1.FeedResponse
-	(*JobInfo)(nil),                  // 62: stoker.v1.JobInfo
-	(*ViewInfo)(nil),                 // 63: stoker.v1.ViewInfo
-	(*BatchHeader)(nil),              // 64: stoker.v1.BatchHeader
-	(*Shape)(nil),                    // 65: stoker.v1.Shape
-	(*FieldValues)(nil),              // 66: stoker.v1.FieldValues
-	(*SampleError)(nil),              // 67: stoker.v1.SampleError
-	(*Chunk)(nil),                    // 68: stoker.v1.Chunk
-	(*EpochEnd)(nil),                 // 69: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),      // 70: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),     // 71: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),              // 72: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),              // 73: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                   // 74: stoker.v1.JobEnd
-	(*WorkPing)(nil),                 // 75: stoker.v1.WorkPing
-	(*WorkJob)(nil),                  // 76: stoker.v1.WorkJob
-	(*Lease)(nil),                    // 77: stoker.v1.Lease
-	(*CancelLease)(nil),              // 78: stoker.v1.CancelLease
-	(*WorkResponse)(nil),             // 79: stoker.v1.WorkResponse
-	(*LeaseProgress)(nil),            // 80: stoker.v1.LeaseProgress
-	(*WorkerInfo)(nil),               // 81: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),          // 82: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),                // 83: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),                // 84: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),              // 85: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),            // 86: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),           // 87: stoker.v1.StatusResponse
-	(*JobStatus)(nil),                // 88: stoker.v1.JobStatus
-	(*MakingShares)(nil),             // 89: stoker.v1.MakingShares
-	(*MakerStatus)(nil),              // 90: stoker.v1.MakerStatus
+	(*ClampBoundingBoxes)(nil),       // 29: stoker.v1.ClampBoundingBoxes
+	(*ClampKeyPoints)(nil),           // 30: stoker.v1.ClampKeyPoints
+	(*SanitizeKeyPoints)(nil),        // 31: stoker.v1.SanitizeKeyPoints
+	(*RandomPerspective)(nil),        // 32: stoker.v1.RandomPerspective
+	(*RandomCrop)(nil),               // 33: stoker.v1.RandomCrop
+	(*Range)(nil),                    // 34: stoker.v1.Range
+	(*RandomResizedCrop)(nil),        // 35: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),                   // 36: stoker.v1.Resize
+	(*CenterCrop)(nil),               // 37: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil),     // 38: stoker.v1.RandomHorizontalFlip
+	(*RandomVerticalFlip)(nil),       // 39: stoker.v1.RandomVerticalFlip
+	(*ColorJitter)(nil),              // 40: stoker.v1.ColorJitter
+	(*Normalize)(nil),                // 41: stoker.v1.Normalize
+	(*Grayscale)(nil),                // 42: stoker.v1.Grayscale
+	(*RandomGrayscale)(nil),          // 43: stoker.v1.RandomGrayscale
+	(*GaussianBlur)(nil),             // 44: stoker.v1.GaussianBlur
+	(*RandomSolarize)(nil),           // 45: stoker.v1.RandomSolarize
+	(*RandomPosterize)(nil),          // 46: stoker.v1.RandomPosterize
+	(*RandomInvert)(nil),             // 47: stoker.v1.RandomInvert
+	(*RandomEqualize)(nil),           // 48: stoker.v1.RandomEqualize
+	(*RandomAutocontrast)(nil),       // 49: stoker.v1.RandomAutocontrast
+	(*RandomAdjustSharpness)(nil),    // 50: stoker.v1.RandomAdjustSharpness
+	(*RandomRotation)(nil),           // 51: stoker.v1.RandomRotation
+	(*RandomAffine)(nil),             // 52: stoker.v1.RandomAffine
+	(*RandomErasing)(nil),            // 53: stoker.v1.RandomErasing
+	(*RandomApply)(nil),              // 54: stoker.v1.RandomApply
+	(*RandomChoice)(nil),             // 55: stoker.v1.RandomChoice
+	(*RandomOrder)(nil),              // 56: stoker.v1.RandomOrder
+	(*TrivialAugmentWide)(nil),       // 57: stoker.v1.TrivialAugmentWide
+	(*RandAugment)(nil),              // 58: stoker.v1.RandAugment
+	(*AutoAugment)(nil),              // 59: stoker.v1.AutoAugment
+	(*AugMix)(nil),                   // 60: stoker.v1.AugMix
+	(*TimmRandAugment)(nil),          // 61: stoker.v1.TimmRandAugment
+	(*TimmAutoAugment)(nil),          // 62: stoker.v1.TimmAutoAugment
+	(*TimmAugMix)(nil),               // 63: stoker.v1.TimmAugMix
+	(*Credit)(nil),                   // 64: stoker.v1.Credit
+	(*FeedResponse)(nil),             // 65: stoker.v1.FeedResponse
+	(*JobInfo)(nil),                  // 66: stoker.v1.JobInfo
+	(*ViewInfo)(nil),                 // 67: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),              // 68: stoker.v1.BatchHeader
+	(*Shape)(nil),                    // 69: stoker.v1.Shape
+	(*FieldValues)(nil),              // 70: stoker.v1.FieldValues
+	(*SampleError)(nil),              // 71: stoker.v1.SampleError
+	(*Chunk)(nil),                    // 72: stoker.v1.Chunk
+	(*EpochEnd)(nil),                 // 73: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),      // 74: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),     // 75: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),              // 76: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),              // 77: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                   // 78: stoker.v1.JobEnd
+	(*WorkPing)(nil),                 // 79: stoker.v1.WorkPing
+	(*WorkJob)(nil),                  // 80: stoker.v1.WorkJob
+	(*Lease)(nil),                    // 81: stoker.v1.Lease
+	(*CancelLease)(nil),              // 82: stoker.v1.CancelLease
+	(*WorkResponse)(nil),             // 83: stoker.v1.WorkResponse
+	(*LeaseProgress)(nil),            // 84: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),               // 85: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),          // 86: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),                // 87: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),                // 88: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),              // 89: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),            // 90: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),           // 91: stoker.v1.StatusResponse
+	(*JobStatus)(nil),                // 92: stoker.v1.JobStatus
+	(*MakingShares)(nil),             // 93: stoker.v1.MakingShares
+	(*MakerStatus)(nil),              // 94: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	60,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	64,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
 	13,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
 	16,  // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
 	2,   // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
@@ -8493,41 +8797,41 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	7,   // 10: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
 	11,  // 11: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
 	7,   // 12: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	62,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	66,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
 	18,  // 14: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
 	17,  // 15: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
 	16,  // 16: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
-	31,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	32,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	33,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	34,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	36,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	37,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	35,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
-	38,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
-	39,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
-	40,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
-	41,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
-	42,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
-	43,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
-	44,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
-	45,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
-	46,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
-	47,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
-	48,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
-	49,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
-	50,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
-	51,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
-	52,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
-	53,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
-	54,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
-	55,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
-	56,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
-	57,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
-	29,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
+	35,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	36,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	37,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	38,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	40,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	41,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	39,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
+	42,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
+	43,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
+	44,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
+	45,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
+	46,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
+	47,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
+	48,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
+	49,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
+	50,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
+	51,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
+	52,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
+	53,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
+	54,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
+	55,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
+	56,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
+	57,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
+	58,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
+	59,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
+	60,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
+	61,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
+	33,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
 	19,  // 45: stoker.v1.Op.pad:type_name -> stoker.v1.Pad
-	58,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
-	59,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
+	62,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
+	63,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
 	28,  // 48: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
 	20,  // 49: stoker.v1.Op.random_zoom_out:type_name -> stoker.v1.RandomZoomOut
 	25,  // 50: stoker.v1.Op.random_iou_crop:type_name -> stoker.v1.RandomIoUCrop
@@ -8537,84 +8841,89 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	24,  // 54: stoker.v1.Op.fixed_size_crop:type_name -> stoker.v1.FixedSizeCrop
 	22,  // 55: stoker.v1.Op.random_shortest_size:type_name -> stoker.v1.RandomShortestSize
 	23,  // 56: stoker.v1.Op.random_resize:type_name -> stoker.v1.RandomResize
-	30,  // 57: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
-	30,  // 58: stoker.v1.ScaleJitter.scale_range:type_name -> stoker.v1.Range
-	4,   // 59: stoker.v1.ScaleJitter.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 60: stoker.v1.RandomShortestSize.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 61: stoker.v1.RandomResize.interpolation:type_name -> stoker.v1.Interpolation
-	30,  // 62: stoker.v1.RandomPhotometricDistort.brightness:type_name -> stoker.v1.Range
-	30,  // 63: stoker.v1.RandomPhotometricDistort.contrast:type_name -> stoker.v1.Range
-	30,  // 64: stoker.v1.RandomPhotometricDistort.saturation:type_name -> stoker.v1.Range
-	30,  // 65: stoker.v1.RandomPhotometricDistort.hue:type_name -> stoker.v1.Range
-	4,   // 66: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 67: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	30,  // 68: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	30,  // 69: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	30,  // 70: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	30,  // 71: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	30,  // 72: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	4,   // 73: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	30,  // 74: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	30,  // 75: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	4,   // 76: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	30,  // 77: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	30,  // 78: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	18,  // 79: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	18,  // 80: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	18,  // 81: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	4,   // 82: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 83: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 84: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 85: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 86: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 87: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 88: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
-	62,  // 89: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	64,  // 90: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	68,  // 91: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	69,  // 92: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	12,  // 93: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	5,   // 94: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	63,  // 95: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
-	0,   // 96: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
-	5,   // 97: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	67,  // 98: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	0,   // 99: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
-	65,  // 100: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	66,  // 101: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	72,  // 102: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	76,  // 103: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	77,  // 104: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	78,  // 105: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	74,  // 106: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	75,  // 107: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 108: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	81,  // 109: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	83,  // 110: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	68,  // 111: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	85,  // 112: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	80,  // 113: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	82,  // 114: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	64,  // 115: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	84,  // 116: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	88,  // 117: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	90,  // 118: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	89,  // 119: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 120: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	70,  // 121: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 122: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	86,  // 123: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	73,  // 124: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	61,  // 125: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	71,  // 126: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 127: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	87,  // 128: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	79,  // 129: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	125, // [125:130] is the sub-list for method output_type
-	120, // [120:125] is the sub-list for method input_type
-	120, // [120:120] is the sub-list for extension type_name
-	120, // [120:120] is the sub-list for extension extendee
-	0,   // [0:120] is the sub-list for field type_name
+	29,  // 57: stoker.v1.Op.clamp_bounding_boxes:type_name -> stoker.v1.ClampBoundingBoxes
+	30,  // 58: stoker.v1.Op.clamp_key_points:type_name -> stoker.v1.ClampKeyPoints
+	31,  // 59: stoker.v1.Op.sanitize_key_points:type_name -> stoker.v1.SanitizeKeyPoints
+	32,  // 60: stoker.v1.Op.random_perspective:type_name -> stoker.v1.RandomPerspective
+	34,  // 61: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
+	34,  // 62: stoker.v1.ScaleJitter.scale_range:type_name -> stoker.v1.Range
+	4,   // 63: stoker.v1.ScaleJitter.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 64: stoker.v1.RandomShortestSize.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 65: stoker.v1.RandomResize.interpolation:type_name -> stoker.v1.Interpolation
+	34,  // 66: stoker.v1.RandomPhotometricDistort.brightness:type_name -> stoker.v1.Range
+	34,  // 67: stoker.v1.RandomPhotometricDistort.contrast:type_name -> stoker.v1.Range
+	34,  // 68: stoker.v1.RandomPhotometricDistort.saturation:type_name -> stoker.v1.Range
+	34,  // 69: stoker.v1.RandomPhotometricDistort.hue:type_name -> stoker.v1.Range
+	4,   // 70: stoker.v1.RandomPerspective.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 71: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 72: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	34,  // 73: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	34,  // 74: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	34,  // 75: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	34,  // 76: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	34,  // 77: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	4,   // 78: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	34,  // 79: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	34,  // 80: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	4,   // 81: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	34,  // 82: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	34,  // 83: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	18,  // 84: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	18,  // 85: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	18,  // 86: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	4,   // 87: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 88: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 89: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 90: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 91: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 92: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 93: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
+	66,  // 94: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	68,  // 95: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	72,  // 96: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	73,  // 97: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	12,  // 98: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	5,   // 99: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	67,  // 100: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	0,   // 101: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
+	5,   // 102: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	71,  // 103: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	0,   // 104: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
+	69,  // 105: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	70,  // 106: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	76,  // 107: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	80,  // 108: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	81,  // 109: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	82,  // 110: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	78,  // 111: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	79,  // 112: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 113: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	85,  // 114: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	87,  // 115: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	72,  // 116: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	89,  // 117: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	84,  // 118: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	86,  // 119: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	68,  // 120: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	88,  // 121: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	92,  // 122: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	94,  // 123: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	93,  // 124: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 125: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	74,  // 126: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 127: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	90,  // 128: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	77,  // 129: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	65,  // 130: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	75,  // 131: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 132: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	91,  // 133: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	83,  // 134: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	130, // [130:135] is the sub-list for method output_type
+	125, // [125:130] is the sub-list for method input_type
+	125, // [125:125] is the sub-list for extension type_name
+	125, // [125:125] is the sub-list for extension extendee
+	0,   // [0:125] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -8668,6 +8977,10 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_FixedSizeCrop)(nil),
 		(*Op_RandomShortestSize)(nil),
 		(*Op_RandomResize)(nil),
+		(*Op_ClampBoundingBoxes)(nil),
+		(*Op_ClampKeyPoints)(nil),
+		(*Op_SanitizeKeyPoints)(nil),
+		(*Op_RandomPerspective)(nil),
 	}
 	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[15].OneofWrappers = []any{}
@@ -8676,37 +8989,39 @@ func file_stoker_v1_stoker_proto_init() {
 	file_stoker_v1_stoker_proto_msgTypes[19].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[20].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[22].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[25].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[23].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[28].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[29].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[30].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[32].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[33].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[35].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[36].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[37].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[38].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[39].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[40].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[41].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[42].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[43].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[44].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[47].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[48].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[50].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[55].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[52].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[54].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[59].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[58].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[67].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[62].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[71].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[73].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[77].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -8719,7 +9034,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   85,
+			NumMessages:   89,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
