@@ -109,7 +109,8 @@ func TestMasksAnyTopology(t *testing.T) {
 // TestMasksRefused: target_fields with an unknown name, a name twice,
 // keypoints the dataset lacks, without targets; max_targets_bytes without
 // masks or past a batch's bound; masks with a rotation or a pad of
-// another fill than 0: refused at open, saying which.
+// another fill than 0, or with a RandomPerspective: refused at open,
+// saying which.
 func TestMasksRefused(t *testing.T) {
 	ann, _ := photosMasks(t)
 	e := startServer(t, Config{Datasets: map[string]string{"det": "../testdata/photos"}, Annotations: map[string]string{"det": ann}, Workers: 1})
@@ -133,6 +134,8 @@ func TestMasksRefused(t *testing.T) {
 		{"bound too large", true, masks, 8 << 20, nil, "max_targets_bytes 8388608: a batch of 8 samples"},
 		{"rotation fill", true, masks, 0, []*pb.Op{rrcOp(32), rot}, "RandomRotation (op 1): fill [3 3 3] with masks"},
 		{"pad fill", true, masks, 0, []*pb.Op{pad, center}, "Pad (op 0): fill [5 5 5] with masks"},
+		{"perspective", true, masks, 0, []*pb.Op{rrcOp(32), {Op: &pb.Op_RandomPerspective{RandomPerspective: &pb.RandomPerspective{}}}},
+			"RandomPerspective (op 1): masks through RandomPerspective are not written yet"},
 	} {
 		job := smallJob("det", 8)
 		job.Job.Targets, job.Job.TargetFields, job.Job.MaxTargetsBytes = c.targets, c.fields, c.max
