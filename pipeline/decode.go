@@ -87,8 +87,7 @@ type Decoder struct {
 	// its file is admitted to the coefficient cache on this decode rather
 	// than its second. Set by the Executor per sample.
 	admitNow bool
-	// targets is appendTargets' scratch.
-	targets Targets
+	targets  Targets // appendTargets' scratch
 	// canvas is a RandomZoomOut canvas' RGBA scratch (resizeCanvas), mid
 	// its horizontal pass' rows (resampleRGBA).
 	canvas, mid []byte

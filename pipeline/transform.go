@@ -139,10 +139,8 @@ type Op struct {
 	Factor    float64
 	// MinSize and MinArea: SanitizeBoundingBoxes' bounds (each >= 1).
 	MinSize, MinArea float64
-	// Sizes, MaxSize: RandomShortestSize's min_size and max_size (0:
-	// None); RandomResize's min_size and max_size as Sizes[0], Sizes[1].
-	Sizes   []int
-	MaxSize int
+	Sizes            []int // RandomShortestSize's min_size; RandomResize's min_size, max_size
+	MaxSize          int   // RandomShortestSize's max_size (0: None)
 	// SideRange: RandomZoomOut's side_range (min, max), its fill Fill.
 	SideRange [2]float64
 	// RandomIoUCrop: Scale (min_scale, max_scale), Ratio
