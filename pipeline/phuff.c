@@ -75,6 +75,20 @@ static void skip_rest(stoker_phuff *p, j_decompress_ptr ci) {
   p->skipped = 1;
 }
 
+/* scan_end is where the scan's data ends after its last MCU: past the
+ * byte of the last bit read, the whole bytes the reader holds unread given
+ * back (a stuffed 0xFF 0x00 is one data byte, and 0xFF is followed by
+ * 0x00 nowhere else in entropy-coded data), so that libjpeg's marker
+ * reader finds any bytes between the data and the next marker and reports
+ * them, as corrupt data. */
+static const uint8_t *scan_end(const stoker_bits *b) {
+  const uint8_t *q = b->p;
+  int k, real = b->n - b->fake;
+  for (k = real > 0 ? real >> 3 : 0; k > 0; k--)
+    q -= (q[-1] == 0x00 && q[-2] == 0xFF) ? 2 : 1;
+  return q;
+}
+
 /* restart reads the expected RSTn marker (only the last byte's padding
  * may be left unread before it) and resets the predictors and the EOB
  * run; 0 when it is not there. */
@@ -331,9 +345,14 @@ static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *data) {
     return TRUE;
   if (ci->restart_interval) {
     if (p->restarts_to_go == 0 && !restart(p, ci)) {
-      int found = p->b.end - p->b.p >= 2 ? p->b.p[1] : 0;
+      /* Whole bytes unread before the marker (libjpeg's decoder drops
+       * those it read ahead, and reports the rest), or another marker. */
+      int unread = (p->b.n - p->b.fake) >> 3, found = p->b.end - p->b.p >= 2 ? p->b.p[1] : 0;
       p->pub.insufficient_data = TRUE;
-      warn(ci, JWRN_MUST_RESYNC, found, p->next_rst);
+      if (unread > 0)
+        warn(ci, JWRN_EXTRANEOUS_DATA, unread, found);
+      else
+        warn(ci, JWRN_MUST_RESYNC, found, p->next_rst);
       return TRUE;
     }
     p->restarts_to_go--;
@@ -354,6 +373,8 @@ static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *data) {
   }
   p->b = b;
   p->jb->prog_decoded++;
+  if (p->call == p->total)
+    b.p = scan_end(&b);
   ci->src->next_input_byte = b.p;
   ci->src->bytes_in_buffer = (size_t)(b.end - b.p);
   if (bad == 2)
@@ -398,7 +419,7 @@ static void setup(stoker_phuff *p, j_decompress_ptr ci) {
    * them an iMCU row; an interleaved scan one MCU row an iMCU row. */
   if (ci->comps_in_scan == 1)
     per = ci->cur_comp_info[0]->v_samp_factor;
-  p->stop_at = (long)ci->MCUs_per_row * rows;
+  p->total = p->stop_at = (long)ci->MCUs_per_row * rows;
   if (p->lim < rows / per + 1)
     p->stop_at = (long)ci->MCUs_per_row * ((p->lim + 1) * per < rows ? (p->lim + 1) * per : rows);
   p->jb->prog_total += (long)ci->MCUs_per_row * rows;

@@ -31,6 +31,7 @@ typedef struct {
   unsigned eobrun;
   int restarts_to_go, next_rst;
   long call, stop_at; /* the next call's MCU; the first one not decoded */
+  long total;         /* the scan's MCUs */
   int skipped;        /* the reader was moved to the scan's end */
   const stoker_htab *dc[D_MAX_BLOCKS_IN_MCU], *ac;
   stoker_htab tabs[2][NUM_HUFF_TBLS];

@@ -4,6 +4,8 @@ package pipeline
 
 import (
 	"bytes"
+	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -88,4 +90,63 @@ func TestProgressiveDecoderExact(t *testing.T) {
 		t.Fatalf("%d decodes stopped early, %d failed: want some of each", stopped, libFailed)
 	}
 	t.Logf("%d decodes identical to libjpeg's, %d of them stopped early; %d failed as libjpeg's did", checked, stopped, libFailed)
+}
+
+// TestProgressiveDecoderMutated decodes progressive files with bytes of
+// their scan data changed (random positions and values, a fixed seed)
+// through phuff.c and through libjpeg's decoder, whole rows from the top:
+// both fail (a bad-input error) or both make the same bytes. One
+// difference is by design: bytes left between a scan's last MCU and the
+// next marker fail phuff.c's decode (libjpeg's marker reader reports them),
+// where libjpeg's decoder may have read up to 7 of them ahead into its bit
+// buffer and says nothing.
+func TestProgressiveDecoderMutated(t *testing.T) {
+	exactTest(t)
+	files, _ := progressiveJPEGs(t)
+	ours, lib := NewDecoder(), NewDecoder()
+	defer ours.Close()
+	defer lib.Close()
+	knobsOf(ours).noRegion = true
+	knobsOf(lib).noRegion, knobsOf(lib).libHuff = true, true
+	rng := rand.New(rand.NewPCG(7, 7))
+	failed, same, stricter := 0, 0, 0
+	for n := 0; n < 4000; n++ {
+		f := files[rng.IntN(len(files))]
+		sos := scanStarts(f.data)
+		if len(sos) == 0 || len(f.data) < sos[0]+16 {
+			continue
+		}
+		data := bytes.Clone(f.data)
+		for range 1 + rng.IntN(3) {
+			at := sos[0] + 12 + rng.IntN(len(data)-sos[0]-14)
+			data[at] = byte(rng.IntN(256))
+		}
+		hd, err := parseHeader(data)
+		if err != nil {
+			continue
+		}
+		p := fastEdgePlans(hd.w, hd.h)[0]
+		got, want := make([]byte, 3*p.outW*p.outH), make([]byte, 3*p.outW*p.outH)
+		errOurs := ours.decodeFast(data, &hd, &p, CHW, got)
+		errLib := lib.decodeFast(data, &hd, &p, CHW, want)
+		switch {
+		case errOurs != nil && errLib == nil && strings.Contains(errOurs.Error(), "extraneous bytes before marker"):
+			stricter++
+		case (errOurs == nil) != (errLib == nil):
+			t.Fatalf("%s mutated (try %d): phuff.c says %v, libjpeg's %v", f.name, n, errOurs, errLib)
+		case errOurs != nil:
+			if !IsBadInput(errOurs) {
+				t.Fatalf("%s mutated: not a bad-input error: %v", f.name, errOurs)
+			}
+			failed++
+		case !bytes.Equal(got, want):
+			t.Fatalf("%s mutated (try %d): the bytes differ from libjpeg's (MAD %.3f)", f.name, n, fastMAD(got, want))
+		default:
+			same++
+		}
+	}
+	if failed == 0 || same == 0 {
+		t.Fatalf("%d failed, %d decoded: want some of each", failed, same)
+	}
+	t.Logf("%d mutated files failed as libjpeg's decode of them did, %d decoded to libjpeg's bytes; %d with bytes after a scan's data failed where libjpeg's decoder read them ahead", failed, same, stricter)
 }
