@@ -319,8 +319,8 @@ __attribute__((always_inline)) static inline int ac_refine(stoker_phuff *p, stok
 }
 
 /* ac_refine's two builds: with BMI2 and POPCNT where the CPU has them
- * (measured a third faster on the refinement scans, BENCHMARKS.md), and
- * without. */
+ * (pdep in place of the loop: the refinement scans in three quarters of
+ * the time, BENCHMARKS.md), and without. */
 static int ac_refine_any(stoker_phuff *p, stoker_bits *b, JBLOCKROW *data) {
   return ac_refine(p, b, data, 0);
 }
