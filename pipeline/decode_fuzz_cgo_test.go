@@ -104,7 +104,7 @@ func fuzzKeys(key uint64) []Key {
 }
 
 // FuzzDecodeIndex decodes arbitrary bytes through a decoder index
-// (hindex.c, huff.c's checkpoints): a crop decoded once (making the
+// (huff.c's checkpoints): a crop decoded once (making the
 // file's index), the same crop again (started at the index's checkpoints)
 // and another crop (the index grown by the first), each against the plain
 // decode of the same crop: the same bytes or the same class of error; the

@@ -383,6 +383,10 @@ type fastStats struct {
 	ixBytes            int
 	mcus, decoded      int // MCUs in the scan, entropy-decoded
 	ckSeeks, rstSeeks  int // jumps to a checkpoint, to a restart marker
+	// A progressive file: phuff.c decoded its scans; their MCUs, and
+	// those entropy-decoded.
+	prog                  bool
+	progMCUs, progDecoded int
 }
 
 func (f *fastState) stats() fastStats {
@@ -392,5 +396,6 @@ func (f *fastState) stats() fastStats {
 	j := f.job
 	return fastStats{scaleM: int(j.scale_m), rows: int(j.rows_decoded), cols: int(j.cols_decoded), simd: int(j.simd_used), rowSkew: int(j.row_skew), huff: j.huff_used != 0,
 		ixState: int(j.ix_state), ixChanged: j.ix_changed != 0, ixBytes: int(j.ix_bytes),
-		mcus: int(j.mcus_total), decoded: int(j.mcus_decoded), ckSeeks: int(j.ck_seeks), rstSeeks: int(j.rst_seeks)}
+		mcus: int(j.mcus_total), decoded: int(j.mcus_decoded), ckSeeks: int(j.ck_seeks), rstSeeks: int(j.rst_seeks),
+		prog: j.prog_used != 0, progMCUs: int(j.prog_total), progDecoded: int(j.prog_decoded)}
 }

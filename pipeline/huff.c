@@ -30,12 +30,14 @@
 #endif
 
 #include "huff.h"
+#include "bits.h"
 
+#include <limits.h>
 #include <string.h>
 
 /* Zigzag to natural order, padded so that corrupt runs past 63 stay inside
  * the block (as libjpeg's jpeg_natural_order is). */
-static const int natural[64 + 32] = {
+const int stoker_natural[64 + 32] = {
     0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5,
     12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6, 7, 14, 21, 28,
     35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
@@ -43,64 +45,6 @@ static const int natural[64 + 32] = {
     63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
     63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
 };
-
-/* ---- Bit reader ---- */
-
-static void refill_slow(stoker_bits *b) {
-  while (b->n <= 56) {
-    unsigned c = 0;
-    if (!b->marker && b->p < b->end) {
-      c = *b->p;
-      if (c != 0xFF) {
-        b->p++;
-      } else if (b->p + 1 < b->end && b->p[1] == 0x00) {
-        b->p += 2; /* stuffed 0xFF */
-      } else {
-        b->marker = 1; /* a marker: stop before it */
-        c = 0;
-        b->fake += 8;
-      }
-    } else {
-      b->marker = 1;
-      b->fake += 8;
-    }
-    b->buf |= (uint64_t)c << (56 - b->n);
-    b->n += 8;
-  }
-}
-
-/* refill makes n >= 56. The fast path loads eight bytes and, when none is
- * 0xFF, takes as many whole bytes as fit; the bits it loads past those are
- * the stream's own next bits, so loading them again later changes nothing
- * (F. Giesen, "Reading bits in far too many ways", variant 4). */
-static inline void refill(stoker_bits *b) {
-  if (!b->marker && b->end - b->p >= 8) {
-    uint64_t x, v;
-    memcpy(&x, b->p, 8);
-    x = __builtin_bswap64(x);
-    v = ~x;
-    if (!((v - 0x0101010101010101ULL) & ~v & 0x8080808080808080ULL)) {
-      b->buf |= x >> b->n;
-      b->p += (63 - b->n) >> 3;
-      b->n |= 56;
-      return;
-    }
-  }
-  refill_slow(b);
-}
-
-static inline unsigned peek(const stoker_bits *b, int n) {
-  return (unsigned)(b->buf >> (64 - n));
-}
-
-static inline void consume(stoker_bits *b, int n) {
-  b->buf <<= n;
-  b->n -= n;
-}
-
-static inline int extend(unsigned v, int s) {
-  return v < (1u << (s - 1)) ? (int)v - (1 << s) + 1 : (int)v;
-}
 
 /* ---- Tables ---- */
 
@@ -172,7 +116,7 @@ static uint64_t fast_ac(const stoker_htab *t, unsigned i) {
   return entry(used, used, rs1 >> 4, 0, 0, 0, v1, 0);
 }
 
-static void build(stoker_htab *t, const JHUFF_TBL *src, int ac) {
+void stoker_htab_build(stoker_htab *t, const JHUFF_TBL *src, int ac) {
   unsigned code = 0;
   int k = 0, l, i;
   memset(t, 0, sizeof *t);
@@ -207,7 +151,7 @@ static const stoker_htab *table(stoker_huff *h, int ac, int no,
    * the definition does. */
   if (!h->built[ac][no] || memcmp(h->def[ac][no].bits, src->bits, sizeof src->bits) ||
       memcmp(h->def[ac][no].huffval, src->huffval, sizeof src->huffval)) {
-    build(t, src, ac);
+    stoker_htab_build(t, src, ac);
     memcpy(h->def[ac][no].bits, src->bits, sizeof src->bits);
     memcpy(h->def[ac][no].huffval, src->huffval, sizeof src->huffval);
     h->built[ac][no] = 1;
@@ -216,24 +160,6 @@ static const stoker_htab *table(stoker_huff *h, int ac, int no,
 }
 
 /* ---- Decoding ---- */
-
-static inline int decode_sym(stoker_bits *b, const stoker_htab *t, int *bad) {
-  unsigned e = t->lut[peek(b, STOKER_LB)];
-  int l;
-  if (e >> 8) {
-    consume(b, (int)(e >> 8));
-    return (int)(e & 0xFF);
-  }
-  for (l = STOKER_LB + 1; l <= 16; l++) {
-    int32_t code = (int32_t)peek(b, l);
-    if (code <= t->maxcode[l]) {
-      consume(b, l);
-      return t->huffval[(code + t->valoff[l]) & 0xFF];
-    }
-  }
-  *bad = 1;
-  return 0;
-}
 
 /* restart reads an expected RSTn marker and resets the predictors. */
 static int restart(stoker_huff *h, j_decompress_ptr ci) {
@@ -292,7 +218,7 @@ static inline void decode_blocks(stoker_huff *h, j_decompress_ptr ci,
       if (e) {
         k += (int)(e >> 8) & 15;
         if (block)
-          block[natural[k]] = (JCOEF)(int16_t)(e >> 32);
+          block[stoker_natural[k]] = (JCOEF)(int16_t)(e >> 32);
         if (++k >= 64) { /* the block ended: what follows is not ours */
           consume(&b, (int)(e >> 4) & 15);
           break;
@@ -300,7 +226,7 @@ static inline void decode_blocks(stoker_huff *h, j_decompress_ptr ci,
         consume(&b, (int)(e & 15));
         k += (int)(e >> 12) & 15;
         if (block)
-          block[natural[k]] = (JCOEF)(int16_t)(e >> 48);
+          block[stoker_natural[k]] = (JCOEF)(int16_t)(e >> 48);
         k += (int)(e >> 16) & 1;
         if (e & F_EOB)
           break;
@@ -315,7 +241,7 @@ static inline void decode_blocks(stoker_huff *h, j_decompress_ptr ci,
         v = peek(&b, s);
         consume(&b, s);
         if (block)
-          block[natural[k]] = (JCOEF)extend(v, s);
+          block[stoker_natural[k]] = (JCOEF)extend(v, s);
         k++;
       } else {
         if (r != 15)
@@ -438,7 +364,7 @@ static void checkpoint(stoker_huff *h) {
   }
   for (c = 0; c < nc; c++)
     if (h->pred[c] < -ix->dcmax[c] || h->pred[c] > ix->dcmax[c])
-      return; /* a predictor no checkpoint may have (hindex.c): leave it */
+      return; /* a predictor no checkpoint may have (the index's layout, below): leave it */
   ix->pos[k] = ((uint32_t)at + 1) | HIX_SURE;
   for (c = 0; c < nc; c++)
     ix->dc[(size_t)k * nc + c] = (int16_t)h->pred[c];
@@ -661,4 +587,179 @@ void stoker_huff_lazy(stoker_huff *h, int fc, int lc) {
   h->lazy = 1;
   h->fc = fc;
   h->lc = lc;
+}
+
+/* ---- The decoder index as bytes ----
+ *
+ * The decoder index of one JPEG as bytes: what the Go side keeps in its
+ * cache and writes to disk, and what stoker_decode reads and extends. See
+ * huff.h (stoker_hix) for what a checkpoint is and the code above for how
+ * they are made and used.
+ *
+ * Layout, in the machine's byte order (little-endian on every platform
+ * stoker builds for; a big-endian machine would read a foreign magic and
+ * start cold):
+ *
+ *   0  u32 magic "SIX1"
+ *   4  u16 MCUs per row         6  u16 MCU rows
+ *   8  u8  components in scan   9  u8  stride (MCUs between checkpoints)
+ *   10 u16 restart interval
+ *   12 u32 offset of the scan's data in the file
+ *   16 u32 bytes from there to the end of the file
+ *   20 u32 checkpoints known    24 8 bytes zero
+ *   32 u32 pos[n]               (bit position in the scan + 1; 0 unknown;
+ *                                the top bit, HIX_SURE, only in memory)
+ *      i16 dc[n * components]
+ *
+ * with n = rows * ceil(MCUs per row / stride), checkpoint k at MCU row
+ * k / cpr, column (k % cpr) * stride. Everything but the checkpoints is
+ * what the file's headers say: a blob whose header disagrees with the
+ * file's is not used (stale). Its checkpoints are checked too, as far as
+ * the file's bytes allow without decoding (bad if one fails):
+ *
+ *   - positions inside the scan and increasing, by at least 2 bits per
+ *     block of the MCUs between two (a DC code and an end of block);
+ *   - and, for those not sure (a checkpoint a decode here recorded or
+ *     confirmed is sure; one read from a file is not): DC predictors an 8-bit scan with the file's quantization can
+ *     have (|dc| <= 1024 / q + 1, q the component's DC quantizer); the
+ *     checkpoint at MCU 0 at bit 0 with zero predictors; one at the start
+ *     of a restart interval byte-aligned just after the marker of that
+ *     number, with zero predictors.
+ *
+ * What bytes cannot show (a predictor off by a little, a position from
+ * another file that happens to fit) the decoder finds when it passes the
+ * checkpoint, decoding from a sure state; it never starts at one not sure
+ * (huff.h, stoker_hix). */
+#define HIX_MAGIC 0x31584953u /* "SIX1" */
+#define HIX_HEADER 32
+
+size_t hix_geometry(stoker_hix *ix, j_decompress_ptr ci, int stride) {
+  long mpr = (long)ci->MCUs_per_row, rows = (long)ci->MCU_rows_in_scan;
+  if (mpr < 1 || rows < 1 || mpr > 65535 || rows > 65535 ||
+      ci->restart_interval > 65535 || ci->comps_in_scan < 1 ||
+      ci->comps_in_scan > MAX_COMPS_IN_SCAN)
+    return 0;
+  if (stride < 1)
+    stride = 1;
+  if (stride > mpr)
+    stride = (int)mpr;
+  if (stride > 255)
+    stride = 255;
+  ix->mpr = (int)mpr;
+  ix->rows = (int)rows;
+  ix->ncomp = ci->comps_in_scan;
+  ix->stride = stride;
+  ix->cpr = (int)((mpr + stride - 1) / stride);
+  /* rows x cpr is up to 65535 x 65535: more than an int holds */
+  if ((long long)ix->rows * ix->cpr > INT_MAX)
+    return 0;
+  ix->n = ix->rows * ix->cpr;
+  return HIX_HEADER + (size_t)ix->n * (4 + 2 * (size_t)ix->ncomp);
+}
+
+static uint32_t rd32(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+static uint16_t rd16(const uint8_t *p) {
+  uint16_t v;
+  memcpy(&v, p, 2);
+  return v;
+}
+
+static void wr32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+
+static void wr16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+
+/* hix_header writes buf's header for ix and the scan at scan_off, scan_len. */
+void hix_header(uint8_t *buf, const stoker_hix *ix, int restart,
+                uint32_t scan_off, uint32_t scan_len, uint32_t known) {
+  memset(buf, 0, HIX_HEADER);
+  wr32(buf, HIX_MAGIC);
+  wr16(buf + 4, (uint16_t)ix->mpr);
+  wr16(buf + 6, (uint16_t)ix->rows);
+  buf[8] = (uint8_t)ix->ncomp;
+  buf[9] = (uint8_t)ix->stride;
+  wr16(buf + 10, (uint16_t)restart);
+  wr32(buf + 12, scan_off);
+  wr32(buf + 16, scan_len);
+  wr32(buf + 20, known);
+}
+
+/* hix_attach points ix's arrays into buf (laid out as above). */
+void hix_attach(stoker_hix *ix, uint8_t *buf) {
+  ix->pos = (uint32_t *)(void *)(buf + HIX_HEADER);
+  ix->dc = (int16_t *)(void *)(buf + HIX_HEADER + (size_t)ix->n * 4);
+  ix->changed = ix->bad = ix->lied = 0;
+}
+
+/* hix_valid checks blob (len bytes) against a scan with ix's geometry
+ * (hix_geometry) and dcmax, restart interval restart, blocks per MCU
+ * blocks, and data at scan_off, scan_len (scan: its first byte), as the
+ * layout's comment says: 1 usable, 0 another scan's header, -1 a
+ * checkpoint that cannot be right. */
+int hix_valid(const uint8_t *blob, size_t len, const stoker_hix *ix,
+              int restart, uint32_t scan_off, uint32_t scan_len,
+              const uint8_t *scan, int blocks) {
+  size_t size = HIX_HEADER + (size_t)ix->n * (4 + 2 * (size_t)ix->ncomp);
+  uint64_t limit = (uint64_t)scan_len * 8 + 1, prev = 0;
+  const uint8_t *dc = blob + HIX_HEADER + (size_t)ix->n * 4;
+  long prev_m = -1, row_m = -(long)ix->mpr, m;
+  int k, c, col = ix->cpr - 1;
+  if (!blob || len != size || rd32(blob) != HIX_MAGIC ||
+      rd16(blob + 4) != ix->mpr || rd16(blob + 6) != ix->rows ||
+      blob[8] != ix->ncomp || blob[9] != ix->stride ||
+      rd16(blob + 10) != restart || rd32(blob + 12) != scan_off ||
+      rd32(blob + 16) != scan_len)
+    return 0;
+  for (k = 0; k < ix->n; k++) {
+    uint32_t v = rd32(blob + HIX_HEADER + (size_t)k * 4), p = v & HIX_POS;
+    int zero = 1;
+    if (++col == ix->cpr) { /* (k's MCU, without a division per k) */
+      col = 0;
+      row_m += ix->mpr;
+    }
+    m = row_m + (long)col * ix->stride;
+    if (!p) {
+      if (v)
+        return -1;
+      continue;
+    }
+    if (p > limit || p <= prev ||
+        (prev_m >= 0 && p - prev < (uint64_t)(m - prev_m) * 2 * (uint64_t)blocks))
+      return -1;
+    prev = p;
+    prev_m = m;
+    if (v & HIX_SURE)
+      continue;
+    for (c = 0; c < ix->ncomp; c++) {
+      int d = (int16_t)rd16(dc + ((size_t)k * ix->ncomp + c) * 2);
+      if (d > ix->dcmax[c] || d < -ix->dcmax[c])
+        return -1;
+      zero &= d == 0;
+    }
+    if (m == 0 && (p != 1 || !zero))
+      return -1;
+    if (m > 0 && restart && m % restart == 0) {
+      uint32_t at = (p - 1) >> 3;
+      if ((p - 1) & 7 || !zero || at < 2 || scan[at - 2] != 0xFF ||
+          scan[at - 1] != 0xD0 + ((m / restart - 1) & 7))
+        return -1;
+    }
+  }
+  return 1;
+}
+
+/* hix_known counts ix's known checkpoints, and in *unsure those not sure. */
+uint32_t hix_known(const stoker_hix *ix, uint32_t *unsure) {
+  uint32_t n = 0, u = 0;
+  int k;
+  for (k = 0; k < ix->n; k++) {
+    n += ix->pos[k] != 0;
+    u += ix->pos[k] != 0 && !(ix->pos[k] & HIX_SURE);
+  }
+  *unsure = u;
+  return n;
 }

@@ -47,7 +47,7 @@ typedef struct {
  * all shifted by one amount past some checkpoint agrees with itself
  * everywhere else). A decode that passes it compares it: agreement makes
  * it sure, disagreement is noted (lied) and the decoder's own state
- * recorded instead. See hindex.c for its layout as bytes and the checks a
+ * recorded instead. See huff.c for its layout as bytes and the checks a
  * blob passes before it is used. */
 #define HIX_SURE 0x80000000u /* in pos: recorded or confirmed here */
 #define HIX_POS 0x7FFFFFFFu  /* in pos: the bit position + 1 */
@@ -162,6 +162,10 @@ typedef struct {
   int rst_seeks;  /* jumps to a restart marker */
 } stoker_huff;
 
+/* stoker_htab_build fills t from libjpeg's validated table src: the
+ * lookups, and fast entries for a DC (ac 0) or baseline AC (ac 1) table. */
+void stoker_htab_build(stoker_htab *t, const JHUFF_TBL *src, int ac);
+
 /* stoker_huff_install replaces cinfo's entropy decoder with h's, after
  * jpeg_start_decompress and before any scanline is read. It returns 0 (and
  * changes nothing) for files it does not handle: progressive, arithmetic,
@@ -175,14 +179,14 @@ int stoker_huff_install(stoker_huff *h, j_decompress_ptr cinfo);
 void stoker_huff_lazy(stoker_huff *h, int fc, int lc);
 
 /* hix_geometry fills ix's geometry for cinfo's scan (checkpoints every
- * stride MCUs of a row) and reports its size in bytes as hindex.c lays it
+ * stride MCUs of a row) and reports its size in bytes as huff.c lays it
  * out; 0 when the scan cannot be indexed. */
 size_t hix_geometry(stoker_hix *ix, j_decompress_ptr cinfo, int stride);
-/* The rest of hindex.c: a blob's header, arrays, validity, known count. */
+/* The rest of the index as bytes (huff.c): a blob's header, arrays, validity, known count. */
 void hix_header(uint8_t *buf, const stoker_hix *ix, int restart,
                 uint32_t scan_off, uint32_t scan_len, uint32_t known);
 void hix_attach(stoker_hix *ix, uint8_t *buf);
-/* hix_valid checks blob against the scan (see hindex.c): 1 usable, 0 its
+/* hix_valid checks blob against the scan (see huff.c): 1 usable, 0 its
  * header is another scan's, -1 a checkpoint in it cannot be right. */
 int hix_valid(const uint8_t *blob, size_t len, const stoker_hix *ix,
               int restart, uint32_t scan_off, uint32_t scan_len,

@@ -71,7 +71,7 @@ func keyOf(data []byte) indexKey {
 
 type indexEntry struct {
 	key        indexKey
-	blob       []byte // hindex.c's layout; never changed once stored
+	blob       []byte // huff.c's layout; never changed once stored
 	origin     uint32 // the index file it came from (Index.files), 0: none
 	prev, next *indexEntry
 }
@@ -304,7 +304,7 @@ func (ix *Index) snapshot() []indexEntry {
 	return out
 }
 
-// The blob layout (hindex.c), for checking blobs read from disk and for
+// The blob layout (huff.c), for checking blobs read from disk and for
 // writing them.
 const (
 	blobMagic  = 0x31584953 // "SIX1", little-endian
@@ -312,7 +312,7 @@ const (
 	blobSure   = 0x80000000 // in a position: confirmed by a decode here
 )
 
-// blobCheckpoints returns, for a blob laid out as hindex.c writes an
+// blobCheckpoints returns, for a blob laid out as huff.c writes an
 // index (the magic, and a size that agrees with the geometry in its
 // header), its checkpoints and components per checkpoint; n < 0 if it is
 // not one. Its header alone (blobHeader bytes) is enough for n.
@@ -328,7 +328,7 @@ func blobCheckpoints(b []byte) (n, ncomp int) {
 	return rows * ((mpr + stride - 1) / stride), ncomp
 }
 
-// blobValid reports whether b is laid out as hindex.c writes an index to
+// blobValid reports whether b is laid out as huff.c writes an index to
 // disk: the magic, a size that agrees with the geometry in its header, no
 // position marked sure. (The C side checks the geometry and checkpoints
 // against the file before using one.)

@@ -34,7 +34,7 @@ import (
 // entry in memory, whatever the file's size. A file holds only
 // checkpoints a decode confirmed (Save), and a loaded checkpoint is not
 // believed until a decode here confirms it: an entry is checked against
-// its JPEG's bytes before use (hindex.c: positions inside the scan and
+// its JPEG's bytes before use (huff.c: positions inside the scan and
 // increasing, DC predictors the file's quantization allows, the scan's
 // first checkpoint and those at restart markers where they must be), and
 // decoding never starts at a loaded checkpoint, only compares it as it

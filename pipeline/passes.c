@@ -4,6 +4,7 @@
  * so the bytes never depend on the CPU (TestFastSIMDSame). No floating
  * point here: nothing for a fused multiply-add to change. */
 #include "passes.h"
+#include "turbo.h"
 
 #include <string.h>
 
@@ -584,3 +585,36 @@ void vrow(const uint8_t *const *taps, size_t off, const int16_t *k,
     dst[x] = clip8(v, prec);
   }
 }
+
+/* cpu_ssse3, cpu_avx2 and cpu_avx512 are whether the CPU has SSSE3, AVX2
+ * and AVX-512 F and BW (0 off x86): the horizontal pass and the
+ * coefficient cache's packing use SSSE3, the horizontal and vertical
+ * passes AVX2 and AVX-512, at the decode's SIMD level. */
+static int cpu_ssse3, cpu_avx2, cpu_avx512, cpu_vbmi;
+
+__attribute__((constructor)) static void cpu_init(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  cpu_ssse3 = __builtin_cpu_supports("ssse3");
+  cpu_avx2 = __builtin_cpu_supports("avx2");
+  cpu_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  cpu_vbmi = cpu_avx512 && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vnni");
+#endif
+}
+
+int stoker_simd_best(void) {
+  int simd = 0;
+#if defined(__SSE2__)
+  simd = 1;
+#endif
+  if (simd && cpu_ssse3)
+    simd = 2;
+  if (simd == 2 && cpu_avx2)
+    simd = 3;
+  if (simd == 3 && cpu_avx512)
+    simd = 4;
+  if (simd == 4 && cpu_vbmi)
+    simd = 5;
+  return simd;
+}
+

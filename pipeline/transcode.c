@@ -13,6 +13,7 @@
  * max_out, and the work by the scan cap. libjpeg errors and corrupt-data
  * warnings longjmp back here, never across Go frames. */
 #include "transcode.h"
+#include "phuff.h"
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -30,6 +31,8 @@ typedef struct {
   const int *stop;
   char *msg;
   size_t msg_len;
+  stoker_phuff *ph; /* the progressive decoder (phuff.c) reading the scans */
+  stoker_job job;   /* its settings (every MCU) and counters */
 } tc_err;
 
 /* The output: a malloc'd buffer grown by doubling, never past max. */
@@ -71,6 +74,8 @@ static void tc_progress(j_common_ptr c) {
   j_decompress_ptr d = (j_decompress_ptr)c;
   if (d->input_scan_number > e->max_scans)
     tc_fail(e, STOKER_TC_FAILED, "more scans than the cap");
+  if (e->ph)
+    stoker_phuff_hook(e->ph, d);
 }
 
 static void dest_init(j_compress_ptr c) {
@@ -146,6 +151,7 @@ int stoker_transcode(const unsigned char *data, size_t len, int max_scans,
     if (have_s)
       jpeg_destroy_decompress(&s);
     free(d.buf);
+    free(e.ph);
     return e.code;
   }
   s.err = jpeg_std_error(&e.pub);
@@ -160,6 +166,12 @@ int stoker_transcode(const unsigned char *data, size_t len, int max_scans,
   jpeg_read_header(&s, TRUE);
   if (!s.progressive_mode)
     tc_fail(&e, STOKER_TC_NOT_PROGRESSIVE, "not a progressive jpeg");
+  /* Every MCU of every scan: the whole image is written. Without memory
+   * for it, libjpeg's decoder reads the scans. */
+  e.ph = calloc(1, sizeof *e.ph);
+  e.job.no_region = 1;
+  if (e.ph)
+    stoker_phuff_arm(e.ph, &s, &e.job);
   coefs = jpeg_read_coefficients(&s);
   if (!complete(&s))
     tc_fail(&e, STOKER_TC_INCOMPLETE,
@@ -195,6 +207,7 @@ int stoker_transcode(const unsigned char *data, size_t len, int max_scans,
   have_c = 0;
   jpeg_destroy_decompress(&s);
   have_s = 0;
+  free(e.ph);
   *out = d.buf;
   *out_len = d.len;
   return STOKER_TC_OK;

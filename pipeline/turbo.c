@@ -45,6 +45,7 @@
 #include "turbo.h"
 #include "huff.h"
 #include "passes.h"
+#include "phuff.h"
 
 #include <limits.h>
 #include <math.h>
@@ -105,11 +106,12 @@ struct stoker_turbo {
   size_t row_cap;
   int simd; /* this decode's SIMD level: 0 none, 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512, 5 AVX-512 VBMI and VNNI */
   stoker_huff huff; /* the faster baseline Huffman decoder (huff.c) */
+  stoker_phuff ph;  /* and the progressive one (phuff.c) */
   const uint8_t **taps; /* vertical pass: row pointers of one output row */
   size_t taps_cap;
   uint8_t *line; /* vertical pass: one gray output row */
   size_t line_cap;
-  /* The decoder index being used and extended (hindex.c's layout): a
+  /* The decoder index being used and extended (huff.c's layout): a
    * copy of the one given, or a fresh one. */
   uint8_t *ixbuf;
   size_t ix_cap, ix_len;
@@ -184,6 +186,7 @@ static void on_progress(j_common_ptr c) {
              t->max_scans);
     longjmp(t->jb, 1);
   }
+  stoker_phuff_hook(&t->ph, d);
 }
 
 stoker_turbo *stoker_new(void) {
@@ -639,7 +642,7 @@ static void ix_open(stoker_turbo *t, const uint8_t *data, size_t len,
   if (!size)
     return;
   /* The DC predictors an 8-bit scan can have: a DC coefficient is at most
-   * 1024 in magnitude before quantization (hindex.c). */
+   * 1024 in magnitude before quantization (huff.c). */
   for (c = 0; c < h->ncomp; c++) {
     JQUANT_TBL *q = ci->cur_comp_info[c]->quant_table;
     int qv = q ? q->quantval[0] : 0;
@@ -661,38 +664,6 @@ static void ix_open(stoker_turbo *t, const uint8_t *data, size_t len,
   }
   hix_attach(h, t->ixbuf);
   t->huff.ix = h;
-}
-
-/* cpu_ssse3, cpu_avx2 and cpu_avx512 are whether the CPU has SSSE3, AVX2
- * and AVX-512 F and BW (0 off x86): the horizontal pass and the
- * coefficient cache's packing use SSSE3, the horizontal and vertical
- * passes AVX2 and AVX-512, at the decode's SIMD level. */
-static int cpu_ssse3, cpu_avx2, cpu_avx512, cpu_vbmi;
-
-__attribute__((constructor)) static void cpu_init(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  cpu_ssse3 = __builtin_cpu_supports("ssse3");
-  cpu_avx2 = __builtin_cpu_supports("avx2");
-  cpu_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  cpu_vbmi = cpu_avx512 && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vnni");
-#endif
-}
-
-int stoker_simd_best(void) {
-  int simd = 0;
-#if defined(__SSE2__)
-  simd = 1;
-#endif
-  if (simd && cpu_ssse3)
-    simd = 2;
-  if (simd == 2 && cpu_avx2)
-    simd = 3;
-  if (simd == 3 && cpu_avx512)
-    simd = 4;
-  if (simd == 4 && cpu_vbmi)
-    simd = 5;
-  return simd;
 }
 
 unsigned stoker_index_copy(stoker_turbo *t, unsigned char *dst) {
@@ -801,6 +772,7 @@ static void open_image(stoker_turbo *t, const unsigned char *data, size_t len,
   ci->scale_denom = 8;
   ci->dct_method = jb->ifast ? JDCT_IFAST : JDCT_ISLOW;
   ci->do_fancy_upsampling = jb->fancy ? TRUE : FALSE;
+  stoker_phuff_arm(&t->ph, ci, jb);
   jpeg_start_decompress(ci);
 }
 

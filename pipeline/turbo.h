@@ -24,7 +24,7 @@ enum {
   STOKER_IX_USED = 2,  /* the one given, extended as decoded */
   STOKER_IX_STALE = 3, /* the one given does not fit the file: a fresh one */
   STOKER_IX_BAD = 4    /* the one given has a checkpoint that cannot be
-                          right (hindex.c): a fresh one */
+                          right (huff.c): a fresh one */
 };
 
 /* DCT scaling modes (the Go side maps DCTScaling onto these). */
@@ -106,6 +106,11 @@ typedef struct {
   long long mcus_wanted;    /* MCUs libjpeg inverse-transformed */
   long long coefs_hits;     /* of those, copied from the coefficient cache */
   long long coefs_stored;   /* MCUs stored in the coefficient cache */
+  /* A progressive file (phuff.c): its scans decoded by phuff.c (else
+   * libjpeg's decoder), their MCUs in all and those entropy-decoded (the
+   * rest lie below the views' last rows). */
+  int prog_used;
+  long long prog_total, prog_decoded;
 } stoker_job;
 
 typedef struct stoker_turbo stoker_turbo;
@@ -119,7 +124,7 @@ stoker_job *stoker_job_of(stoker_turbo *t);
 const char *stoker_msg(stoker_turbo *t);
 /* stoker_decode decodes data per the job into out: each view's
  * 3*out_w*out_h bytes at its out_off.
- * With job.index, ix (ix_len bytes, hindex.c's layout; NULL for none) is
+ * With job.index, ix (ix_len bytes, huff.c's layout; NULL for none) is
  * the file's decoder index from an earlier decode: decoding starts at its
  * checkpoints, and adds the ones it passes to a copy, which
  * stoker_index_copy returns when job.ix_changed. */

@@ -144,7 +144,7 @@ func TestServeIndexDir(t *testing.T) {
 // --index-dir could: every DC predictor of every checkpoint but each
 // photo's first shifted by 3 (so that every checkpoint agrees with the
 // next), the checksum recomputed (layouts: pipeline/index_file.go and
-// hindex.c).
+// huff.c).
 func lieIndexFile(t *testing.T, path string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
