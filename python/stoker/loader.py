@@ -836,8 +836,8 @@ class Loader:
                     self.stats.wait_seconds += waited
                     if v.header.epoch != epoch:
                         raise StokerError("INTERNAL", f"batch of epoch {v.header.epoch} in epoch {epoch}")
-                    out = batch_tensors(v, self.return_indices, torch, view_names, self.fields, self.target_fields or self.targets)
-        self.image_list = _args.boolean("image_list", image_list)
+                    out = batch_tensors(v, self.return_indices, torch, view_names, self.fields,
+                                        self.target_fields or self.targets, self.image_list)
                     self._tally.batch(v.header)
                     number = int(v.header.number)
                     v = None  # only the yielded tensors hold the buffer now
