@@ -229,7 +229,19 @@ func maxIoU(boxes [][4]float32, top, left, h, w int) (float32, bool) {
 // (zoomPad[0], zoomPad[1]) on a zoomW x zoomH canvas of p.rcFill, whose
 // part kx, ky, kw, kh torch's kernels (resampleTorch) resize, and flip if
 // p says so, into dst.
+// With cgo the resampler does it (resizeCanvasFast), making only the
+// crop's rows and columns its taps read; resizeCanvasGo is the same bytes
+// in Go, the whole canvas made.
 func (d *Decoder) resizeCanvas(dst []byte, p *samplePlan, src []byte, layout Layout) {
+	if d.resizeCanvasFast(dst, p, src, layout) {
+		return
+	}
+	d.resizeCanvasGo(dst, p, src, layout)
+}
+
+// resizeCanvasGo is resizeCanvas in Go: the canvas made whole, then its
+// crop resized (resampleRGBA).
+func (d *Decoder) resizeCanvasGo(dst []byte, p *samplePlan, src []byte, layout Layout) {
 	cw, ch, w, h := p.zoomW, p.zoomH, p.srcW, p.srcH
 	n := 4 * cw * ch
 	if cap(d.canvas) < n {
