@@ -337,8 +337,9 @@ int stoker_decode_webp(stoker_turbo *t, const unsigned char *data, size_t len, u
  * on which the w x h image src (3 bytes a pixel: interleaved when src_hwc,
  * else three planes) lies at (left, top) of the crop, the crop's columns
  * reversed first when mirror (a flip before the resize). Only the rows and
- * columns the view's taps read are made, one row at a time; the rows of
- * fill alone once. */
+ * columns the view's taps read are made, one row at a time; a row of
+ * fill alone once (its horizontal pass for each row: skipping those
+ * measured within the noise). */
 int stoker_canvas(stoker_turbo *t, const unsigned char *src, int w, int h, int src_hwc, int left,
                   int top, int mirror, const unsigned char *fill, unsigned char *out) {
   stoker_job *jb = stoker_job_of(t);
