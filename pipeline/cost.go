@@ -80,20 +80,20 @@ const (
 	nominalSourcePx = 160_000
 	// The canvas path (resizeCanvas: a RandomZoomOut's canvas, or the
 	// image's own before a RandomIoUCrop's flip or after the ops before
-	// the geometry, resized in Go by resampleRGBA): an output pixel costs
-	// canvasOutNs plus canvasTapNs for each time the canvas' side is the
-	// output's (the antialiased taps of a downscale), a canvas pixel
-	// canvasNs (filled, the image copied in, a fill row's pass made once).
-	// Fitted on one thread from a 334x285 photo zoomed out r = 1 to 16
-	// times and resized to 64, 320 and 640 px a side (1.7 ns a canvas
-	// pixel at r = 4 to 16; an output pixel 8.8 ns at r = 1, 30 ns at r =
-	// 16), and bench cost's detection rows (--annotations) on mkdata
-	// --coco's photos (0.16 MP): IoUCrop + flip(p=1) + Resize(640) 4.7 to
-	// 5.1 ms over IoUCrop + Resize(640), ZoomOut(p=1) + IoUCrop +
-	// Resize(640) 7.4 to 7.6 ms over it.
-	canvasOutNs = 8.1
-	canvasTapNs = 3.2
-	canvasNs    = 1.7
+	// the geometry, resized by the SIMD resampler from the rows of the
+	// crop its taps read): an output pixel costs canvasOutNs plus
+	// canvasTapNs for each time the canvas' side is the output's (the
+	// antialiased taps of a downscale), a canvas pixel canvasNs (its rows
+	// made and passed horizontally where the crop reads them). Fitted on
+	// one thread from bench cost's detection rows (--annotations) on
+	// mkdata --coco's photos (0.16 MP), canvasTapNs kept at the 0.4 of
+	// canvasOutNs that a zoom sweep gave the Go resize before: IoUCrop +
+	// flip(p=1) + Resize(640) 0.34 to 0.42 ms over IoUCrop + Resize(640),
+	// ZoomOut(p=1) + IoUCrop + Resize(640) 0.75 to 0.80 ms over it (in Go,
+	// with the whole canvas filled: 5.5 and 8.3 ms).
+	canvasOutNs = 0.57
+	canvasTapNs = 0.22
+	canvasNs    = 0.35
 	// jitterOutNs is one output pixel of a ScaleJitter and its
 	// FixedSizeCrop (the resize to the jittered size, the crop of it, the
 	// fill of the rest): 1.2 ns from bench cost's lsj and ScaleJitter(640)
@@ -185,7 +185,7 @@ func (t *Transform) Cost() Cost {
 			mean += m
 			worst += x
 			if x > domNs {
-				dominant, domNs = where+"op 0: the canvas resized in Go (RandomZoomOut's, or the image's before the geometry)", x
+				dominant, domNs = where+"op 0: the canvas resized (RandomZoomOut's, or the image's before the geometry)", x
 			}
 		}
 		// The mean: the steps of costDraws samples, as drawn.

@@ -229,9 +229,22 @@ func maxIoU(boxes [][4]float32, top, left, h, w int) (float32, bool) {
 // (zoomPad[0], zoomPad[1]) on a zoomW x zoomH canvas of p.rcFill, whose
 // part kx, ky, kw, kh torch's kernels (resampleTorch) resize, and flip if
 // p says so, into dst.
+// With cgo the resampler does it (resizeCanvasFast), making only the
+// crop's rows and columns its taps read; resizeCanvasGo is the same bytes
+// in Go (without cgo, and on the reference path: WithReference).
 func (d *Decoder) resizeCanvas(dst []byte, p *samplePlan, src []byte, layout Layout) {
-	cw, ch, w, h := p.zoomW, p.zoomH, p.srcW, p.srcH
-	n := 4 * cw * ch
+	if !d.opts.reference && d.resizeCanvasFast(dst, p, src, layout) {
+		return
+	}
+	d.resizeCanvasGo(dst, p, src, layout)
+}
+
+// resizeCanvasGo is resizeCanvas in Go: the crop of the canvas made
+// whole in the Decoder's scratch (the fill, the image's part of it, its
+// columns reversed if p.preFlip), then resized (resampleRGBA).
+func (d *Decoder) resizeCanvasGo(dst []byte, p *samplePlan, src []byte, layout Layout) {
+	kw, kh, w, h := p.kw, p.kh, p.srcW, p.srcH
+	n := 4 * kw * kh
 	if cap(d.canvas) < n {
 		d.canvas = make([]byte, n)
 	}
@@ -239,32 +252,31 @@ func (d *Decoder) resizeCanvas(dst []byte, p *samplePlan, src []byte, layout Lay
 	for i := 0; i < n; i += 4 {
 		c[i], c[i+1], c[i+2], c[i+3] = byte(f[0]), byte(f[1]), byte(f[2]), 255
 	}
+	// The image's top-left corner, from the crop's, and its part of the crop.
+	left, top := p.zoomPad[0]-p.kx, p.zoomPad[1]-p.ky
+	x0, x1, y0, y1 := max(left, 0), min(left+w, kw), max(top, 0), min(top+h, kh)
 	plane := w * h
-	for y := range h {
-		row := c[4*((p.zoomPad[1]+y)*cw+p.zoomPad[0]):][:4*w]
-		for x := range w {
-			o := y*w + x
+	for y := y0; y < y1; y++ {
+		row := c[4*y*kw:][:4*kw]
+		for x := x0; x < x1; x++ {
+			o := (y-top)*w + x - left
 			if layout == HWC {
 				row[4*x], row[4*x+1], row[4*x+2] = src[3*o], src[3*o+1], src[3*o+2]
 			} else {
 				row[4*x], row[4*x+1], row[4*x+2] = src[o], src[plane+o], src[2*plane+o]
 			}
 		}
-	}
-	if p.preFlip { // the crop's columns reversed, row by row
-		for y := p.ky; y < p.ky+p.kh; y++ {
-			row := c[4*(y*cw+p.kx):][:4*p.kw]
-			for i, j := 0, p.kw-1; i < j; i, j = i+1, j-1 {
+		if p.preFlip { // the crop's columns reversed (the fill's rows are the same)
+			for i, j := 0, kw-1; i < j; i, j = i+1, j-1 {
 				a, b := row[4*i:4*i+4], row[4*j:4*j+4]
 				a[0], a[1], a[2], b[0], b[1], b[2] = b[0], b[1], b[2], a[0], a[1], a[2]
 			}
 		}
 	}
 	cp := *p
-	cp.geom, cp.srcW, cp.srcH, cp.cx, cp.cy, cp.cw, cp.ch = cropResize, cw, ch, p.kx, p.ky, p.kw, p.kh
+	cp.geom, cp.srcW, cp.srcH, cp.cx, cp.cy, cp.cw, cp.ch = cropResize, kw, kh, 0, 0, kw, kh
 	// The image's rows, from the crop's top: the others are the fill's.
-	top := p.zoomPad[1] - p.ky
-	d.resampleRGBA(c[4*(p.ky*cw+p.kx):], 4*cw, &cp, layout, dst, top, top+h)
+	d.resampleRGBA(c, 4*kw, &cp, layout, dst, top, top+h)
 }
 
 // resampleRGBA is resampleTorch (torch's uint8 kernels, the horizontal

@@ -27,3 +27,8 @@ func coefsBytes(unsafe.Pointer) int64 { return 0 }
 func (d *Decoder) decodeFormatViews(data []byte, hd *header, ps []samplePlan, layout Layout, out []byte, offs []int) error {
 	panic("unreachable: decodeFormatViews without cgo")
 }
+
+// Without cgo the canvas path is resized in Go (resizeCanvasGo).
+func (d *Decoder) resizeCanvasFast(dst []byte, p *samplePlan, src []byte, layout Layout) bool {
+	return false
+}

@@ -329,3 +329,72 @@ int stoker_decode_webp(stoker_turbo *t, const unsigned char *data, size_t len, u
   stoker_set_stop(t, NULL);
   return rc;
 }
+
+/* ---- A RandomZoomOut's canvas ---- */
+
+/* stoker_canvas is detgeom.go's resizeCanvas through the resampler: the
+ * job's one view resizes a src_w x src_h crop of a canvas of fill (RGB),
+ * on which the w x h image src (3 bytes a pixel: interleaved when src_hwc,
+ * else three planes) lies at (left, top) of the crop, the crop's columns
+ * reversed first when mirror (a flip before the resize). Only the rows and
+ * columns the view's taps read are made, one row at a time; a row of
+ * fill alone once (its horizontal pass for each row: skipping those
+ * measured within the noise). */
+int stoker_canvas(stoker_turbo *t, const unsigned char *src, int w, int h, int src_hwc, int left,
+                  int top, int mirror, const unsigned char *fill, unsigned char *out) {
+  stoker_job *jb = stoker_job_of(t);
+  stoker_need nd;
+  size_t plane = (size_t)w * h, rl;
+  int kw = jb->src_w, y, x, a, b, n, rc;
+  unsigned char *row, *frow;
+  stoker_set_stop(t, NULL);
+  rc = stoker_rows_begin(t, 0, &nd);
+  if (rc != STOKER_OK)
+    return rc;
+  n = nd.x1 - nd.x0;
+  rl = (size_t)n * 4 + (size_t)nd.slack;
+  row = malloc(2 * rl);
+  if (!row) {
+    stoker_fail_msg(t, STOKER_TOO_LARGE, "canvas: out of memory for a row");
+    return STOKER_TOO_LARGE;
+  }
+  frow = row + rl;
+  memset(frow, 0, rl);
+  for (x = 0; x < n; x++) {
+    frow[4 * x] = fill[0];
+    frow[4 * x + 1] = fill[1];
+    frow[4 * x + 2] = fill[2];
+    frow[4 * x + 3] = 255;
+  }
+  memcpy(row, frow, rl);
+  /* the crop's columns [a, b) are the image's, the others the fill's */
+  a = mirror ? kw - left - w : left;
+  b = a + w;
+  a = a > nd.x0 ? a : nd.x0;
+  b = b < nd.x1 ? b : nd.x1;
+  for (y = nd.y0; y < nd.y1; y++) {
+    int iy = y - top;
+    unsigned char *p = row + 4 * (size_t)(a - nd.x0);
+    if (iy < 0 || iy >= h || a >= b) {
+      stoker_rows_put(t, y, frow);
+      continue;
+    }
+    if (src_hwc && !mirror) {
+      const unsigned char *s = src + 3 * ((size_t)iy * w + (size_t)(a - left));
+      for (x = a; x < b; x++, p += 4, s += 3)
+        p[0] = s[0], p[1] = s[1], p[2] = s[2];
+    } else {
+      for (x = a; x < b; x++, p += 4) {
+        size_t o = (size_t)iy * w + (size_t)(mirror ? kw - 1 - left - x : x - left);
+        if (src_hwc)
+          p[0] = src[3 * o], p[1] = src[3 * o + 1], p[2] = src[3 * o + 2];
+        else
+          p[0] = src[o], p[1] = src[plane + o], p[2] = src[2 * plane + o];
+      }
+    }
+    stoker_rows_put(t, y, row);
+  }
+  free(row);
+  stoker_rows_end(t, out);
+  return STOKER_OK;
+}

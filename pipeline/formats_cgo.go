@@ -48,3 +48,28 @@ func (d *Decoder) decodeFormatViews(data []byte, hd *header, ps []samplePlan, la
 	}
 	return f.err(rc)
 }
+
+// resizeCanvasFast is resizeCanvas through the resampler (formats.c's
+// stoker_canvas, torch's kernels as resizeCanvasGo's): the crop kx, ky,
+// kw, kh of the canvas is the view's source, made a row at a time where
+// the taps read it. False, having written nothing, when C cannot (its
+// scratch out of memory): resizeCanvasGo then.
+func (d *Decoder) resizeCanvasFast(dst []byte, p *samplePlan, src []byte, layout Layout) bool {
+	f := &d.fast
+	if f.open(d) != nil || len(dst) == 0 || len(src) < 3*p.srcW*p.srcH {
+		return false
+	}
+	cp := *p
+	cp.geom, cp.srcW, cp.srcH, cp.cx, cp.cy, cp.cw, cp.ch = cropResize, p.kw, p.kh, 0, 0, p.kw, p.kh
+	ps := [1]samplePlan{cp}
+	f.setJob(&d.opts, &header{w: p.kw, h: p.kh, comps: 3}, ps[:], canvasOff[:], len(dst), layout, d.knobs())
+	f.job.index, f.job.coefs = 0, nil
+	fill := [3]C.uchar{C.uchar(p.rcFill[0]), C.uchar(p.rcFill[1]), C.uchar(p.rcFill[2])}
+	rc := C.stoker_canvas(f.t, (*C.uchar)(unsafe.Pointer(&src[0])), C.int(p.srcW), C.int(p.srcH), cbool(layout == HWC),
+		C.int(p.zoomPad[0]-p.kx), C.int(p.zoomPad[1]-p.ky), cbool(p.preFlip), &fill[0], (*C.uchar)(unsafe.Pointer(&dst[0])))
+	runtime.KeepAlive(f) // the Decoder's cleanup must not free f.t during the call
+	return rc == C.STOKER_OK
+}
+
+// canvasOff is resizeCanvasFast's one view's offset.
+var canvasOff = [1]int{0}

@@ -182,5 +182,13 @@ void stoker_set_stop(stoker_turbo *t, const volatile int *stop);
  * gray+alpha, RGB and RGBA without libpng (pngrows.c); it returns -1,
  * having done nothing, for the files libpng is to decode. */
 int stoker_png_rows(stoker_turbo *t, const unsigned char *data, size_t len, unsigned char *out);
+/* stoker_canvas resizes a RandomZoomOut's canvas per the job's one view
+ * (formats.c; detgeom.go's resizeCanvas): the view's source, src_w x
+ * src_h, is a crop of a canvas of fill (3 bytes) on which the w x h image
+ * src (3 bytes a pixel, interleaved when src_hwc, else three planes) lies
+ * at (left, top) of the crop, the crop's columns reversed first when
+ * mirror. Only the rows and columns the view reads are made. */
+int stoker_canvas(stoker_turbo *t, const unsigned char *src, int w, int h, int src_hwc, int left,
+                  int top, int mirror, const unsigned char *fill, unsigned char *out);
 
 #endif
