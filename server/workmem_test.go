@@ -155,11 +155,11 @@ func TestWorkMemoryBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	spec := padded(smallJob("tiny", 4).GetJob(), 1000)
-	// Host 1 keeps 400 jobs of about 4.4 KB: 1.8 of the batch budget's 3
+	// Host 1 keeps 300 jobs of about 5.4 KB: 1.6 of the batch budget's 3
 	// MiB; host 2 is refused when the budget is spent, before its share.
 	a, _ := workFrom(t, ctx, e, "127.0.0.1")
-	register(a, 1, 400, spec)
-	waitUntil(t, "host 1's jobs registered", func() bool { return e.workJobs() == 400 })
+	register(a, 1, 300, spec)
+	waitUntil(t, "host 1's jobs registered", func() bool { return e.workJobs() == 300 })
 	b, _ := workFrom(t, ctx, e, "127.0.0.2")
 	register(b, 1, 10000, spec)
 	err := recvUntilErr(b)
