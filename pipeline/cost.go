@@ -16,48 +16,20 @@ import (
 // a step's cost is its Fn's calibrated nanoseconds per pixel times the
 // pixels it touches (times the taps, for a blur), so an op's cost is the
 // cost of the steps it may draw, and a new op costs what its steps cost
-// with no entry of its own (one place per kernel family: fnNs). The
+// with no entry of its own (one place per functional op: its fnDef.ns). The
 // geometry is the decode of the source (at a nominal size: the source's is
 // not known at open) and the resampling to each view's output.
 
 // Calibration: nanoseconds of one core, measured by `stoker bench cost`
 // (bench/cost.go) on the 2-core build machine (an Intel Xeon at 2.6 GHz
-// with AVX-512, libjpeg-turbo; 2026-11-24, load ~10), which prints this
-// table (BENCHMARKS.md, "The cost model"). A pixel is one RGB pixel of
-// the step's image.
+// with AVX-512, libjpeg-turbo; 2026-11-24, load ~10), which prints the
+// table of each functional op's fnDef.ns (BENCHMARKS.md, "The cost
+// model"). A pixel is one RGB pixel of the step's image.
 //
 //	go build -o bin/stoker ./cmd/stoker
 //	bin/stoker bench cost --data /work/shared/data/photos --samples 300 --reps 200
-var fnNs = [numFns]float64{
-	FnHorizontalFlip:   0.062,
-	FnVerticalFlip:     0.069,
-	FnAdjustBrightness: 0.099,
-	FnAdjustContrast:   0.40,
-	FnAdjustSaturation: 1.04,
-	FnAdjustHue:        0.87,
-	FnPermuteChannels:  0.062,
-	FnAdjustSharpness:  2.71,
-	FnRGBToGrayscale:   0.28,
-	FnGaussianBlur:     0.061, // a pixel of one tap of one pass: (kx+ky) taps a pixel
-	FnSolarize:         0.057,
-	FnPosterize:        0.055,
-	FnInvert:           0.054,
-	FnEqualize:         1.07,
-	FnAutocontrast:     0.15,
-	FnRotate:           4.09, // bilinear; nearest and bicubic scale by interpNs
-	FnAffine:           3.78,
-	FnErase:            0.067, // a pixel of the erased box
-	FnNormalize:        7.4,   // an output pixel as float32 (a decode with it over one without)
-	FnSolarizeAdd:      0.070,
-	FnMixBegin:         2.73,
-	FnMixChain:         2.78,
-	FnMixEnd:           2.73,
-	FnMixBlend:         2.73,
-	FnMixFold:          2.73,
-	FnPerspective:      30, // bilinear, Go only (no C kernel): about 8x FnAffine (C), timed against it on 224 px
-}
 
-// interpNs scales a resampling step's fnNs by its interpolation (bench
+// interpNs scales a resampling step's ns by its interpolation (bench
 // cost's "FnRotate nearest" and "FnAffine bicubic" over the bilinear
 // ones).
 var interpNs = [...]float64{InterpBilinear: 1, InterpNearest: 0.41, InterpBicubic: 2.0}
@@ -174,7 +146,7 @@ func (t *Transform) Cost() Cost {
 		}
 		geo := float64(perPx * px * v.geomInterpNs())
 		if v.norm != nil {
-			geo += float64(fnNs[FnNormalize] * px)
+			geo += float64(FnNormalize.def().ns * px)
 		}
 		mean += geo
 		worst += geo
@@ -303,69 +275,24 @@ func interpCost(i Interpolation) float64 {
 	return 1
 }
 
-// stepNs is what st costs on a w x h image.
+// stepNs is what st costs on a w x h image: its definition's ns a pixel,
+// or its cost.
 func stepNs(st Step, w, h int) float64 {
-	if st.Fn >= numFns {
-		return 0
-	}
+	d := st.Fn.def()
 	px := float64(w) * float64(h)
-	ns := fnNs[st.Fn]
-	switch st.Fn {
-	case FnGaussianBlur:
-		return ns * px * float64(st.I[0]+st.I[1])
-	case FnRotate, FnAffine, FnPerspective:
-		return ns * px * interpCost(st.Interp)
-	case FnErase:
-		return ns * float64(st.I[2]) * float64(st.I[3])
+	if d.cost != nil {
+		return d.cost(&st, d.ns, px)
 	}
-	return ns * px
+	return d.ns * px
 }
 
 // maxNs is the most the node's steps may cost on a w x h image: every op
 // that may apply applied, the most expensive choice of a RandomChoice,
-// a policy's longest draw of its most expensive op.
+// a policy's longest draw of its most expensive op: its definition's
+// maxNs, else its one step's cost.
 func (n *node) maxNs(w, h int) float64 {
-	op := n.op
-	switch op.Kind {
-	case OpColorJitter:
-		fns := [4]Fn{FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustHue}
-		var s float64
-		for i, on := range n.jitOn {
-			if on {
-				s += stepNs(Step{Fn: fns[i]}, w, h)
-			}
-		}
-		return s
-	case OpRandomPhotometricDistort: // contrast once, before or after
-		var s float64
-		for _, f := range []Fn{FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustHue, FnPermuteChannels} {
-			s += stepNs(Step{Fn: f}, w, h)
-		}
-		return s
-	case OpGaussianBlur:
-		return stepNs(Step{Fn: FnGaussianBlur, I: [6]int{op.KernelSize[0], op.KernelSize[1]}}, w, h)
-	case OpRandomRotation:
-		return stepNs(Step{Fn: FnRotate, Interp: op.Interp}, w, h)
-	case OpRandomAffine:
-		return stepNs(Step{Fn: FnAffine, Interp: op.Interp}, w, h)
-	case OpRandomPerspective:
-		return stepNs(Step{Fn: FnPerspective, Interp: op.Interp}, w, h)
-	case OpRandomErasing:
-		return stepNs(Step{Fn: FnErase, I: [6]int{0, 0, h, w}}, w, h)
-	case OpRandomApply, OpRandomOrder, OpRandomChoice:
-		var s float64
-		for i := range n.kids {
-			x := n.kids[i].maxNs(w, h)
-			if op.Kind == OpRandomChoice {
-				s = max(s, x)
-			} else {
-				s += x
-			}
-		}
-		return s
-	}
-	if n.pol != nil {
-		return n.pol.maxNs(w, h)
+	if n.def.maxNs != nil {
+		return n.def.maxNs(n, w, h)
 	}
 	return stepNs(n.step, w, h)
 }

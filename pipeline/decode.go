@@ -83,6 +83,7 @@ type Decoder struct {
 	dplans []samplePlan
 	voffs  []int
 	ops    opScratch
+	drawer drawer // the ops' draws' (drawInto)
 	// admitNow: the sample has copies to come (repeated augmentation), so
 	// its file is admitted to the coefficient cache on this decode rather
 	// than its second. Set by the Executor per sample.
@@ -303,14 +304,14 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 				vd.steps = make([]Step, 0, vt.maxSteps)
 			}
 			w, h := vt.sampleSize(&p)
-			vd.steps = vt.drawStepsAt(kv, w, h, vd.steps)
+			vd.steps = vt.drawInto(&d.drawer, kv, w, h, vd.steps)
 		}
 		vd.pre = vd.pre[:0]
 		if len(vt.pre) > 0 {
 			if cap(vd.pre) < vt.maxPre {
 				vd.pre = make([]Step, 0, vt.maxPre)
 			}
-			if vd.pre = vt.drawPre(kv, vd.pre); len(vd.pre) > 0 {
+			if vd.pre = vt.drawPreInto(&d.drawer, kv, vd.pre); len(vd.pre) > 0 {
 				direct, decLayout = false, CHW // the steps run on planes
 			}
 		}
@@ -379,8 +380,10 @@ func (d *Decoder) applyGuarded(steps []Step, p kernels.Planes) (err error) {
 		if d.ops.Stopped() {
 			return errAbandoned
 		}
-		if err := perspectiveError(&steps[i]); err != nil {
-			return err
+		if fails := steps[i].Fn.def().fails; fails != nil {
+			if err := fails(&steps[i]); err != nil {
+				return err
+			}
 		}
 		applyStep(p, &steps[i], &d.ops.Scratch)
 		if d.ops.progress != nil {

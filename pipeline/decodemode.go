@@ -154,11 +154,8 @@ func truncKind(k OpKind) string {
 
 // stoppable reports whether ops of kind k may be switched off.
 func stoppable(k OpKind) bool {
-	switch k {
-	case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpScaleJitter, OpFixedSizeCrop, OpRandomShortestSize, OpRandomResize, OpNormalize:
-		return false
-	}
-	return true
+	d := lookupOp(k)
+	return d == nil || !d.stays
 }
 
 // cut is t without its ops i where off[i]: the compiled nodes of the

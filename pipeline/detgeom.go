@@ -54,11 +54,18 @@ func (t *Transform) compilePre(pre int) error {
 
 // drawPre appends the steps of t's ops before the geometry for key k.
 func (t *Transform) drawPre(k Key, buf []Step) []Step {
-	d := drawer{k: k, steps: buf}
+	return t.drawPreInto(new(drawer), k, buf)
+}
+
+// drawPreInto is drawPre with the caller's drawer d, reused.
+func (t *Transform) drawPreInto(d *drawer, k Key, buf []Step) []Step {
+	*d = drawer{k: k, steps: buf}
 	for i := range t.pre {
-		t.pre[i].draw(&d)
+		t.pre[i].draw(d)
 	}
-	return d.steps
+	steps := d.steps
+	d.steps = nil
+	return steps
 }
 
 // SetBoxSource tells d that the next samples it decodes are ds's sample i

@@ -10,36 +10,6 @@ import (
 	"fmt"
 )
 
-const (
-	// OpScaleJitter is torchvision.transforms.v2's ScaleJitter: the image
-	// resized by min(Size[0]/h, Size[1]/w) (Size the target_size as
-	// (height, width)) times a scale uniform in Scale (scale_range), each
-	// side truncated; Interp and NoAntialias its resampling. A geometry
-	// op, first, then FixedSizeCrop.
-	OpScaleJitter OpKind = "ScaleJitter"
-	// OpFixedSizeCrop is torchvision's FixedSizeCrop (its detection
-	// references' and prototype transforms'): a crop of at most Size
-	// (height, width) at one uniform r (top int((h - height) * r), left
-	// int((w - width) * r) where the image is larger), padded on the right
-	// and bottom with Fill to Size; the target boxes it leaves empty are
-	// dropped with their labels. A geometry op: first, or after a
-	// ScaleJitter.
-	OpFixedSizeCrop OpKind = "FixedSizeCrop"
-	// OpRandomShortestSize is torchvision.transforms.v2's
-	// RandomShortestSize: the shorter side resized to one of Sizes
-	// (min_size), drawn uniformly, the longer at most MaxSize (max_size;
-	// 0: None), each side truncated; Interp and NoAntialias its
-	// resampling. A geometry op, first; without a CenterCrop after it each
-	// sample has its own size (sizes.go), MaxSize its bound.
-	OpRandomShortestSize OpKind = "RandomShortestSize"
-	// OpRandomResize is torchvision.transforms.v2's RandomResize: the
-	// shorter side resized to a size uniform in [Sizes[0], Sizes[1])
-	// (min_size, max_size), the longer scaled and truncated (Resize(int)).
-	// A geometry op, first, then a CenterCrop: the longer side has no
-	// bound of its own.
-	OpRandomResize OpKind = "RandomResize"
-)
-
 // maxJitter bounds ScaleJitter's scale_range: at most 16 times the target
 // size (torchvision's default is (0.1, 2)).
 const maxJitter = 16

@@ -99,7 +99,7 @@ func TestTimmMagnitudeClamps(t *testing.T) {
 			// Posterize at m30 keeps int(3 * 4) >= 8 bits: timm returns the
 			// image as it is, and no step is drawn.
 			if !seen[fn] && !(fn == FnPosterize && cfg == "rand-m30-mmax30") {
-				t.Errorf("%s: no %s drawn in 4000 samples", cfg, fnSpecs[fn].name)
+				t.Errorf("%s: no %s drawn in 4000 samples", cfg, fn.String())
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/stoker-dev/stoker/pipeline/dataset"
@@ -108,55 +107,21 @@ func (t *Targets) reset() {
 func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 	for i := range steps {
 		st := &steps[i]
-		switch st.Fn {
-		case FnResizedCrop:
-			cropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
-			w, h = resizeBoxes(boxes, st.I[3], st.I[2], st.I[5], st.I[4])
-		case FnResize:
-			w, h = resizeBoxes(boxes, w, h, st.I[5], st.I[4])
-		case FnCenterCrop:
-			ch, cw := st.I[4], st.I[5]
-			top := int(math.RoundToEven(float64(h-ch) / 2))
-			left := int(math.RoundToEven(float64(w-cw) / 2))
-			w, h = cropBoxes(boxes, top, left, ch, cw)
-		case FnCrop:
-			w, h = cropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
-		case FnPad:
-			l, t, r, b := st.I[0], st.I[1], st.I[2], st.I[3]
-			w, h = w+l+r, h+t+b
-			fl, ft := float32(l), float32(t)
-			for k := range boxes {
-				bx := &boxes[k]
-				bx[0], bx[1], bx[2], bx[3] = bx[0]+fl, bx[1]+ft, bx[2]+fl, bx[3]+ft
-				clampBox(bx, w, h)
-			}
-		case FnHorizontalFlip:
-			fw := float32(w)
-			for k := range boxes {
-				bx := &boxes[k]
-				bx[0], bx[2] = -(bx[2] - fw), -(bx[0] - fw)
-			}
-		case FnVerticalFlip:
-			fh := float32(h)
-			for k := range boxes {
-				bx := &boxes[k]
-				bx[1], bx[3] = -(bx[3] - fh), -(bx[1] - fh)
-			}
-		case FnRotate, FnAffine:
-			affineStepBoxes(boxes, w, h, st) // targets_affine.go
-		case FnPerspective:
-			if err := perspectiveBoxes(boxes, w, h, st); err != nil { // targets_affine.go
+		d := st.Fn.def()
+		switch {
+		case d.targets == targetsPixels:
+			// color, blur, erase, normalize: torchvision passes a
+			// BoundingBoxes through it (erase warns).
+		case d.targets == targetsInstances:
+			return w, h, fmt.Errorf("%w: %s drops boxes with their labels or changes their format: Targets.Move, not MoveBoxes", ErrUnsupported, st.Fn)
+		case d.targets != targetsMove || d.boxes == nil:
+			return w, h, fmt.Errorf("%w: targets do not support %s yet", ErrUnsupported, st.Fn)
+		default:
+			var err error
+			if w, h, err = d.boxes(boxes, w, h, st); err != nil {
 				return w, h, err
 			}
-		case FnMixBegin, FnMixChain, FnMixEnd, FnMixBlend, FnMixFold:
-			return w, h, fmt.Errorf("%w: targets do not support %s yet", ErrUnsupported, fnSpecs[st.Fn].name)
-		case FnIoUCrop:
-			w, h = iouCropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
-		case FnSanitizeBoxes, FnConvertBoxFormat, FnFixedSizeCrop, FnClampBoxes, FnClampKeypoints, FnSanitizeKeypoints:
-			return w, h, fmt.Errorf("%w: %s drops boxes with their labels or changes their format: Targets.Move, not MoveBoxes", ErrUnsupported, fnSpecs[st.Fn].name)
 		}
-		// Every other op (color, blur, erase, normalize) leaves the boxes:
-		// torchvision passes a BoundingBoxes through it (erase warns).
 	}
 	return w, h, nil
 }
@@ -169,21 +134,15 @@ func MoveBoxes(boxes [][4]float32, w, h int, steps []Step) (int, int, error) {
 func (t *Targets) Move(w, h int, steps []Step) (int, int, error) {
 	from := 0
 	for i := range steps {
-		if !instanceStep(steps[i].Fn) {
+		d := steps[i].Fn.def()
+		if d.targets != targetsInstances {
 			continue
 		}
 		var err error
 		if w, h, err = t.moveXYXY(w, h, steps[from:i]); err != nil {
 			return w, h, err
 		}
-		if st := &steps[i]; st.Fn == FnSanitizeBoxes {
-			t.sanitize(w, h, st.F[0], st.F[1])
-		} else if st.Fn == FnFixedSizeCrop {
-			w, h = t.fixedSizeCrop(w, h, st)
-		} else if st.Fn == FnConvertBoxFormat {
-			convertBoxes(t.Boxes, BoxFormat(st.I[0]))
-			t.Format = BoxFormat(st.I[0])
-		} else if err := t.clampOrSanitize(w, h, st.Fn); err != nil { // targets_kpts.go
+		if w, h, err = d.instances(t, w, h, &steps[i]); err != nil {
 			return w, h, err
 		}
 		from = i + 1
@@ -212,13 +171,12 @@ func (t *Targets) moveXYXY(w, h int, steps []Step) (int, int, error) {
 func checkConvertLast(ops []Op, first int) error {
 	conv := -1
 	for i := range ops {
-		switch k := ops[i].Kind; {
+		k := ops[i].Kind
+		switch d := lookupOp(k); {
 		case conv < 0 && k == OpConvertBoundingBoxFormat:
 			conv = i
 		case conv < 0:
-		case k == OpRandomGrayscale || k == OpRandomSolarize || k == OpRandomPosterize || k == OpRandomInvert || k == OpRandomEqualize ||
-			k == OpRandomAutocontrast || k == OpRandomAdjustSharpness || k == OpRandomErasing || k == OpColorJitter || k == OpGrayscale ||
-			k == OpGaussianBlur || k == OpRandomPhotometricDistort || k == OpClampBoundingBoxes || k == OpClampKeyPoints || k == OpSanitizeKeyPoints:
+		case d != nil && (d.targets == targetsPixels || d.anyFormat):
 			// Pixels alone, or the targets' clamps and SanitizeKeyPoints (in any format).
 		default:
 			return fmt.Errorf("%w: transform: op %d (%s) after ConvertBoundingBoxFormat (op %d): it must come after every op that moves or drops boxes (convert last)",
@@ -230,8 +188,8 @@ func checkConvertLast(ops []Op, first int) error {
 
 // movesBoxes reports whether a step moves or drops boxes.
 func movesBoxes(f Fn) bool {
-	return f.geometry() || f == FnHorizontalFlip || f == FnVerticalFlip || f == FnSanitizeBoxes || f == FnConvertBoxFormat ||
-		f == FnRotate || f == FnAffine || f == FnPerspective
+	d := f.def()
+	return d.geometry || d.targets == targetsMove || f == FnSanitizeBoxes || f == FnConvertBoxFormat
 }
 
 // sanitize keeps the instances torchvision's SanitizeBoundingBoxes keeps
@@ -394,8 +352,7 @@ func needsTargets(ops []Op, at string) string {
 	for i := range ops {
 		op := &ops[i]
 		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
-		if op.Kind == OpSanitizeBoundingBoxes || op.Kind == OpRandomIoUCrop || op.Kind == OpConvertBoundingBoxFormat ||
-			op.Kind == OpClampBoundingBoxes || op.Kind == OpClampKeyPoints || op.Kind == OpSanitizeKeyPoints {
+		if d := lookupOp(op.Kind); d != nil && d.needsTargets {
 			return where
 		}
 		if s := needsTargets(op.Ops, where+": "); s != "" {
@@ -409,22 +366,28 @@ func checkTargetOps(ops []Op, at string) error {
 	for i := range ops {
 		op := &ops[i]
 		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
-		switch op.Kind {
-		case OpRandomApply, OpRandomChoice, OpRandomOrder:
+		switch roleOf(op.Kind) {
+		case targetsContainer:
 			if err := checkTargetOps(op.Ops, where+": "); err != nil {
 				return err
 			}
-		case OpRandomResizedCrop, OpResize, OpCenterCrop, OpRandomCrop, OpPad, OpRandomZoomOut, OpRandomIoUCrop, OpRandomHorizontalFlip, OpRandomVerticalFlip,
-			OpRandomRotation, OpRandomAffine, OpRandomPerspective, OpScaleJitter, OpFixedSizeCrop, OpRandomShortestSize, OpRandomResize:
-			// Moves the boxes: MoveBoxes.
-		case OpSanitizeBoundingBoxes, OpConvertBoundingBoxFormat, OpClampBoundingBoxes, OpClampKeyPoints, OpSanitizeKeyPoints:
-			// Drops or clamps boxes, or changes their format: Targets.Move.
-		case OpRandomGrayscale, OpRandomSolarize, OpRandomPosterize, OpRandomInvert, OpRandomEqualize, OpRandomAutocontrast,
-			OpRandomAdjustSharpness, OpRandomErasing, OpColorJitter, OpGrayscale, OpGaussianBlur, OpNormalize, OpRandomPhotometricDistort:
-			// Pixels alone: the boxes stay.
+		case targetsMove, targetsInstances, targetsPixels:
+			// Moves the boxes (MoveBoxes), drops, clamps or reformats them
+			// (Targets.Move), or pixels alone: the boxes stay.
 		default:
-			return fmt.Errorf("%w: transform: %s: targets do not support it yet (boxes move only through RandomResizedCrop, Resize, CenterCrop, RandomCrop, Pad, RandomZoomOut, RandomIoUCrop, the flips, RandomRotation, RandomAffine and RandomPerspective)", ErrUnsupported, where)
+			return fmt.Errorf("%w: transform: %s: targets do not support it yet (boxes move only through %s)", ErrUnsupported, where, strings.Join(kindsMoving(), ", "))
 		}
 	}
 	return nil
+}
+
+// kindsMoving are the ops that move targets.
+func kindsMoving() []string {
+	var ks []string
+	for _, k := range opKinds() {
+		if opDefs[k].targets == targetsMove {
+			ks = append(ks, string(k))
+		}
+	}
+	return ks
 }

@@ -10,21 +10,6 @@ package pipeline
 
 import (
 	"fmt"
-	"math"
-)
-
-// The ops on a job's targets alone, torchvision.transforms.v2's (their
-// steps: clampOrSanitize). Each is refused in a job without targets, and
-// may follow a ConvertBoundingBoxFormat.
-const (
-	// OpClampBoundingBoxes clamps the boxes to the canvas, in their
-	// format; Op.ClampNone (clamping_mode None) leaves them.
-	OpClampBoundingBoxes OpKind = "ClampBoundingBoxes"
-	// OpClampKeyPoints clamps the keypoints to the canvas.
-	OpClampKeyPoints OpKind = "ClampKeyPoints"
-	// OpSanitizeKeyPoints drops the instances with a keypoint off the
-	// canvas.
-	OpSanitizeKeyPoints OpKind = "SanitizeKeyPoints"
 )
 
 // moveAll is MoveBoxes of t's boxes and MoveKeypoints of its keypoints
@@ -64,49 +49,17 @@ func (t *Targets) moveAll(w, h int, steps []Step) (int, int, error) {
 func MoveKeypoints(pts [][2]float32, w, h int, steps []Step) (int, int, error) {
 	for i := range steps {
 		st := &steps[i]
-		switch st.Fn {
-		case FnResizedCrop:
-			shiftPoints(pts, -st.I[1], -st.I[0])
-			w, h = resizePoints(pts, st.I[3], st.I[2], st.I[5], st.I[4])
-		case FnResize:
-			w, h = resizePoints(pts, w, h, st.I[5], st.I[4])
-		case FnCenterCrop:
-			ch, cw := st.I[4], st.I[5]
-			top := int(math.RoundToEven(float64(h-ch) / 2))
-			left := int(math.RoundToEven(float64(w-cw) / 2))
-			shiftPoints(pts, -left, -top)
-			w, h = cw, ch
-		case FnCrop, FnIoUCrop:
-			// RandomIoUCrop marks boxes only: its KeyPoints are cropped.
-			shiftPoints(pts, -st.I[1], -st.I[0])
-			w, h = st.I[3], st.I[2]
-		case FnPad:
-			shiftPoints(pts, st.I[0], st.I[1])
-			w, h = w+st.I[0]+st.I[2], h+st.I[1]+st.I[3]
-		case FnHorizontalFlip:
-			fw := float32(w - 1)
-			for k := range pts {
-				pts[k][0] = -(pts[k][0] - fw)
-			}
-		case FnVerticalFlip:
-			fh := float32(h - 1)
-			for k := range pts {
-				pts[k][1] = -(pts[k][1] - fh)
-			}
-		case FnRotate:
-			affinePoints(pts, w, h, -st.F[0], [2]float64{}, 1, [2]float64{}, st.Center, st.HasCenter)
-		case FnPerspective:
-			if err := perspectivePoints(pts, st); err != nil { // targets_affine.go
+		d := st.Fn.def()
+		switch {
+		case d.targets == targetsPixels:
+			// Pixels alone: torchvision passes a KeyPoints through (erase warns).
+		case d.targets != targetsMove || d.points == nil:
+			return w, h, fmt.Errorf("%w: targets' keypoints do not support %s yet", ErrUnsupported, st.Fn)
+		default:
+			var err error
+			if w, h, err = d.points(pts, w, h, st); err != nil {
 				return w, h, err
 			}
-		case FnAffine:
-			affinePoints(pts, w, h, st.F[0], [2]float64{st.F[1], st.F[2]}, st.F[3], [2]float64{st.F[4], st.F[5]}, st.Center, st.HasCenter)
-		case FnNone, FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustHue, FnAdjustSharpness, FnRGBToGrayscale,
-			FnGaussianBlur, FnSolarize, FnPosterize, FnInvert, FnEqualize, FnAutocontrast, FnErase, FnNormalize,
-			FnSolarizeAdd, FnPermuteChannels:
-			// Pixels alone: torchvision passes a KeyPoints through (erase warns).
-		default:
-			return w, h, fmt.Errorf("%w: targets' keypoints do not support %s yet", ErrUnsupported, st.Fn)
 		}
 	}
 	return w, h, nil
@@ -162,50 +115,43 @@ func affinePoints(pts [][2]float32, w, h int, angle float64, translate [2]float6
 	}
 }
 
-// instanceStep reports whether Targets.Move does a step itself, between
-// the runs of steps that move the boxes and keypoints (moveXYXY): the
-// steps that drop instances, clamp them or change the boxes' format.
-func instanceStep(f Fn) bool {
-	switch f {
-	case FnSanitizeBoxes, FnConvertBoxFormat, FnFixedSizeCrop, FnClampBoxes, FnClampKeypoints, FnSanitizeKeypoints:
-		return true
-	}
-	return false
+// clampBoxesStep is ClampBoundingBoxes' step on t on a canvas of w x h:
+// the boxes clamped in their format (clampBoxesAs).
+func clampBoxesStep(t *Targets, w, h int, _ *Step) (int, int, error) {
+	clampBoxesAs(t.Boxes, t.Format, w, h)
+	return w, h, nil
 }
 
-// clampOrSanitize does ClampBoundingBoxes' (clampBoxesAs, in the boxes'
-// format), ClampKeyPoints' (clampPoints) or SanitizeKeyPoints' step on t
-// on a canvas of w x h. SanitizeKeyPoints drops every instance with a
-// point off the canvas (keptByPoints) whole: its keypoints, box, label,
+// clampPointsStep is ClampKeyPoints': the keypoints clamped (clampPoints);
+// a dataset without keypoints is left, as torchvision passes it through.
+func clampPointsStep(t *Targets, w, h int, _ *Step) (int, int, error) {
+	clampPoints(t.Points, w, h)
+	return w, h, nil
+}
+
+// sanitizePointsStep is SanitizeKeyPoints': every instance with a point
+// off the canvas (keptByPoints) dropped whole: its keypoints, box, label,
 // crowd flag and visibilities, as torchvision's with a labels_getter that
-// returns every per-instance field. A dataset without keypoints fails
-// it, as torchvision's fails on a sample without a KeyPoints; the clamp
-// of its keypoints leaves it, as torchvision's passes it through.
-func (t *Targets) clampOrSanitize(w, h int, f Fn) error {
-	switch f {
-	case FnClampBoxes:
-		clampBoxesAs(t.Boxes, t.Format, w, h)
-	case FnClampKeypoints:
-		clampPoints(t.Points, w, h)
-	case FnSanitizeKeypoints:
-		if t.P == 0 {
-			return fmt.Errorf("%w: SanitizeKeyPoints: the dataset's instances have no keypoints", ErrUnsupported)
-		}
-		if len(t.Points) != len(t.Boxes)*t.P || len(t.Vis) != len(t.Points) {
-			return fmt.Errorf("targets: %d boxes with %d keypoints and %d visibilities: want %d points an instance", len(t.Boxes), len(t.Points), len(t.Vis), t.P)
-		}
-		n := 0
-		for k := range t.Boxes {
-			if keptByPoints(t.Points[k*t.P:(k+1)*t.P], w, h) {
-				t.Boxes[n], t.Labels[n], t.Crowd[n] = t.Boxes[k], t.Labels[k], t.Crowd[k]
-				t.KeepPoints(n, k)
-				n++
-			}
-		}
-		t.Boxes, t.Labels, t.Crowd = t.Boxes[:n], t.Labels[:n], t.Crowd[:n]
-		t.CutPoints(n)
+// returns every per-instance field. A dataset without keypoints fails it,
+// as torchvision's fails on a sample without a KeyPoints.
+func sanitizePointsStep(t *Targets, w, h int, _ *Step) (int, int, error) {
+	if t.P == 0 {
+		return w, h, fmt.Errorf("%w: SanitizeKeyPoints: the dataset's instances have no keypoints", ErrUnsupported)
 	}
-	return nil
+	if len(t.Points) != len(t.Boxes)*t.P || len(t.Vis) != len(t.Points) {
+		return w, h, fmt.Errorf("targets: %d boxes with %d keypoints and %d visibilities: want %d points an instance", len(t.Boxes), len(t.Points), len(t.Vis), t.P)
+	}
+	n := 0
+	for k := range t.Boxes {
+		if keptByPoints(t.Points[k*t.P:(k+1)*t.P], w, h) {
+			t.Boxes[n], t.Labels[n], t.Crowd[n] = t.Boxes[k], t.Labels[k], t.Crowd[k]
+			t.KeepPoints(n, k)
+			n++
+		}
+	}
+	t.Boxes, t.Labels, t.Crowd = t.Boxes[:n], t.Labels[:n], t.Crowd[:n]
+	t.CutPoints(n)
+	return w, h, nil
 }
 
 // keptByPoints is torchvision's _get_sanitize_keypoints_mask for one

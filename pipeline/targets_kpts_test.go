@@ -98,7 +98,7 @@ func TestMoveKeypoints(t *testing.T) {
 			}
 		}
 	}
-	for _, fn := range []Fn{FnMixBegin, FnMixChain, FnSanitizeBoxes, FnConvertBoxFormat, numFns} {
+	for _, fn := range []Fn{FnMixBegin, FnMixChain, FnSanitizeBoxes, FnConvertBoxFormat, Fn(len(fnDefs))} {
 		pts := append([][2]float32(nil), src...)
 		if _, _, err := MoveKeypoints(pts, 200, 100, []Step{{Fn: fn}}); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%s: %v, want ErrUnsupported", fn, err)

@@ -74,8 +74,8 @@ func TestMoveBoxes(t *testing.T) {
 	}
 	for _, fn := range []Fn{FnMixBegin, FnMixChain} {
 		_, _, err := MoveBoxes(boxes, 200, 100, []Step{{Fn: fn}})
-		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), fnSpecs[fn].name) {
-			t.Errorf("%s: %v, want it refused by name", fnSpecs[fn].name, err)
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), fn.String()) {
+			t.Errorf("%s: %v, want it refused by name", fn.String(), err)
 		}
 	}
 }

@@ -83,14 +83,24 @@ func (t *Targets) startMasks(w, h int) {
 	m.base, m.bw, m.srcW, m.srcH = m.base[:0], 0, w, h // empty: no base
 }
 
-// turnMasks moves the masks through a rotate or affine step (nearest,
-// fill 0, as rotate_mask and affine_mask): the maps so far made into a
-// canvas index, moved by the step as a plane, the base of identity maps.
-func (t *Targets) turnMasks(st *Step) {
+// turnMasks moves t's masks through a rotate or affine step (nearest,
+// fill 0, as rotate_mask and affine_mask); a fill other than 0 is refused.
+func turnMasks(t *Targets, st *Step, rotate bool) error {
+	if st.Fill != [3]float64{} && !st.FillNone {
+		return fmt.Errorf("%w: targets' masks: %s with fill %v (torchvision fills a Mask with the op's fill): masks are filled with 0 only", ErrUnsupported, st.Fn, st.Fill)
+	}
+	t.turn(st, rotate)
+	return nil
+}
+
+// turn moves the masks through a rotate or affine step: the maps so far
+// made into a canvas index, moved by the step as a plane, the base of
+// identity maps.
+func (t *Targets) turn(st *Step, rotate bool) {
 	m := &t.mm
 	w, h := len(m.xs), len(m.ys)
 	idx := kernels.CanvasIndex(m.spare, m.base, m.bw, m.srcW, m.ys, m.xs)
-	if st.Fn == FnRotate {
+	if rotate {
 		idx, m.tmp = kernels.RotateIndex(idx, w, h, st.F[0], st.Center, st.HasCenter, m.tmp)
 	} else {
 		a := kernels.AffineParams{Angle: st.F[0], TX: st.F[1], TY: st.F[2], Scale: st.F[3], ShearX: st.F[4], ShearY: st.F[5],
@@ -144,39 +154,18 @@ func (t *Targets) moveMasks(steps []Step) error {
 	}
 	for i := range steps {
 		st := &steps[i]
-		switch st.Fn {
-		case FnResizedCrop:
-			t.cropMasks(st.I[0], st.I[1], st.I[2], st.I[3])
-			t.resizeMasks(st.I[4], st.I[5])
-		case FnResize:
-			t.resizeMasks(st.I[4], st.I[5])
-		case FnCenterCrop:
-			t.cropMasks(centerCropStart(len(t.mm.ys), st.I[4]), centerCropStart(len(t.mm.xs), st.I[5]), st.I[4], st.I[5])
-		case FnCrop, FnIoUCrop:
-			t.cropMasks(st.I[0], st.I[1], st.I[2], st.I[3])
-		case FnRotate, FnAffine:
-			if st.Fill != [3]float64{} && !st.FillNone {
-				return fmt.Errorf("%w: targets' masks: %s with fill %v (torchvision fills a Mask with the op's fill): masks are filled with 0 only", ErrUnsupported, st.Fn, st.Fill)
-			}
-			t.turnMasks(st)
-		case FnPad:
-			if st.Fill != [3]float64{} {
-				return fmt.Errorf("%w: targets' masks: a pad of fill %v (torchvision fills a Mask with the op's fill): masks are padded with 0 only", ErrUnsupported, st.Fill)
-			}
-			l, tp := st.I[0], st.I[1]
-			t.cropMasks(-tp, -l, len(t.mm.ys)+tp+st.I[3], len(t.mm.xs)+l+st.I[2])
-		case FnHorizontalFlip:
-			kernels.AxisFlip(t.mm.xs)
-		case FnVerticalFlip:
-			kernels.AxisFlip(t.mm.ys)
-		case FnNone, FnAdjustBrightness, FnAdjustContrast, FnAdjustSaturation, FnAdjustHue, FnAdjustSharpness, FnRGBToGrayscale,
-			FnGaussianBlur, FnSolarize, FnPosterize, FnInvert, FnEqualize, FnAutocontrast, FnErase, FnNormalize,
-			FnSolarizeAdd, FnPermuteChannels, FnSanitizeBoxes, FnConvertBoxFormat, FnClampBoxes, FnClampKeypoints, FnSanitizeKeypoints:
+		d := st.Fn.def()
+		switch {
+		case d.targets == targetsPixels || d.targets == targetsInstances:
 			// Pixels alone (torchvision passes a Mask through; erase
 			// warns), or boxes alone (Targets.Move drops the masks of
 			// the instances it drops).
-		default:
+		case d.targets != targetsMove || d.masks == nil:
 			return fmt.Errorf("%w: targets' masks do not support %s yet", ErrUnsupported, st.Fn)
+		default:
+			if err := d.masks(t, st); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -250,17 +239,16 @@ func checkMaskOps(ops []Op, at string) error {
 	for i := range ops {
 		op := &ops[i]
 		where := fmt.Sprintf("%s%s (op %d)", at, op.Kind, i)
-		switch op.Kind {
-		case OpRandomApply, OpRandomChoice, OpRandomOrder:
+		d := lookupOp(op.Kind)
+		switch {
+		case d == nil:
+		case d.targets == targetsContainer:
 			if err := checkMaskOps(op.Ops, where+": "); err != nil {
 				return err
 			}
-		case OpRandomPerspective:
-			return fmt.Errorf("%w: transform: %s: masks through RandomPerspective are not written yet (boxes and keypoints are): ask for targets without \"masks\"", ErrUnsupported, where)
-		case OpPad, OpRandomCrop, OpRandomZoomOut, OpRandomRotation, OpRandomAffine:
-			if op.Fill != [3]float64{} && !(op.FillNone && (op.Kind == OpRandomRotation || op.Kind == OpRandomAffine)) {
-				return fmt.Errorf("%w: transform: %s: fill %v with masks: torchvision fills a Mask with the op's fill too (a dict fill {Image: v, Mask: 0} keeps it 0, which stoker cannot tell): masks are filled with 0 only; use fill=0",
-					ErrUnsupported, where, op.Fill)
+		case d.masks != nil:
+			if err := d.masks(op); err != nil {
+				return fmt.Errorf("%w: transform: %s: %v", ErrUnsupported, where, err)
 			}
 		}
 	}

@@ -37,7 +37,7 @@ func AppendTrace(b []byte, steps []Step) []byte {
 
 // appendJSON appends the step as a [name, {args}] pair.
 func (st *Step) appendJSON(b []byte) []byte {
-	spec := &fnSpecs[st.Fn]
+	spec := st.Fn.def()
 	b = append(b, `["`...)
 	b = append(b, spec.name...)
 	b = append(b, `",{`...)
@@ -159,7 +159,7 @@ func parseStep(p [2]json.RawMessage) (Step, error) {
 		}
 	}
 	known := 0
-	for _, a := range fnSpecs[f].args {
+	for _, a := range fnDefs[f].args {
 		raw, ok := args[a.name]
 		if !ok {
 			continue
@@ -171,7 +171,7 @@ func parseStep(p [2]json.RawMessage) (Step, error) {
 	}
 	if known != len(args) {
 		for k := range args {
-			if !fnSpecs[f].has(k) {
+			if !fnDefs[f].has(k) {
 				return Step{}, fmt.Errorf("%s: unknown argument %q", name, k)
 			}
 		}
@@ -179,7 +179,7 @@ func parseStep(p [2]json.RawMessage) (Step, error) {
 	return st, nil
 }
 
-func (s *fnSpec) has(name string) bool {
+func (s *fnDef) has(name string) bool {
 	for _, a := range s.args {
 		if a.name == name {
 			return true

@@ -75,7 +75,7 @@ func TestTraceRoundTrip(t *testing.T) {
 			t.Fatalf("key %d: parsed %+v\nwant %+v\nfrom %s", i, back, steps, js)
 		}
 	}
-	for f := FnHorizontalFlip; f < numFns; f++ {
+	for f := Fn(1); int(f) < len(fnDefs); f++ {
 		// RandomCrop's pad and crop are geometry, traced from the plan
 		// (TestRandomCrop parses and replays them).
 		if f == FnNormalize || f == FnHorizontalFlip || f.geometry() {
@@ -106,14 +106,16 @@ func TestParseTraceRefuses(t *testing.T) {
 }
 
 // TestDrawNoAlloc: drawing a sample's steps allocates nothing once the
-// buffer is big enough (the executor's hot path).
+// buffer is big enough, with a reused drawer (the executor's hot path:
+// a Decoder's).
 func TestDrawNoAlloc(t *testing.T) {
 	allocTest(t)
 	tr := mustTransform(t, CHW, recipeOps()...)
 	buf := make([]Step, 0, tr.maxSteps)
 	i := uint64(0)
+	var d drawer // a Decoder's, reused
 	allocs := testing.AllocsPerRun(200, func() {
-		buf = tr.drawSteps(Key{Seed: 3, Index: i}, buf[:0])
+		buf = tr.drawInto(&d, Key{Seed: 3, Index: i}, tr.outW, tr.outH, buf[:0])
 		i++
 	})
 	if allocs != 0 {
@@ -174,7 +176,7 @@ func TestFillTraces(t *testing.T) {
 // its numbers, so MaxTraceBytes bounds a trace.
 func TestStepJSONBound(t *testing.T) {
 	long := -1.2345678901234567e-300
-	for f := Fn(1); f < numFns; f++ {
+	for f := Fn(1); int(f) < len(fnDefs); f++ {
 		st := Step{Fn: f, Interp: InterpBilinear, HasCenter: true}
 		for i := range st.I {
 			st.I[i] = -1 << 30

@@ -7,67 +7,11 @@ import (
 // OpKind names an op, with torchvision.transforms.v2's name and semantics.
 type OpKind string
 
-// The ops a Transform is built from. The first op (or Resize then
-// CenterCrop) is the geometry, fused into the decode; every other op runs
-// on the output-sized crop, in the order given.
-const (
-	// Geometry.
-	OpRandomResizedCrop OpKind = "RandomResizedCrop"
-	OpResize            OpKind = "Resize"
-	OpCenterCrop        OpKind = "CenterCrop"
-	// Flips and the ops with a probability p of their own.
-	OpRandomHorizontalFlip  OpKind = "RandomHorizontalFlip"
-	OpRandomVerticalFlip    OpKind = "RandomVerticalFlip"
-	OpRandomGrayscale       OpKind = "RandomGrayscale"
-	OpRandomSolarize        OpKind = "RandomSolarize"
-	OpRandomPosterize       OpKind = "RandomPosterize"
-	OpRandomInvert          OpKind = "RandomInvert"
-	OpRandomEqualize        OpKind = "RandomEqualize"
-	OpRandomAutocontrast    OpKind = "RandomAutocontrast"
-	OpRandomAdjustSharpness OpKind = "RandomAdjustSharpness"
-	OpRandomErasing         OpKind = "RandomErasing"
-	// Photometric and geometric ops with drawn parameters.
-	OpColorJitter    OpKind = "ColorJitter"
-	OpGrayscale      OpKind = "Grayscale"
-	OpGaussianBlur   OpKind = "GaussianBlur"
-	OpRandomRotation OpKind = "RandomRotation"
-	OpRandomAffine   OpKind = "RandomAffine"
-	// Containers of ops.
-	OpRandomApply  OpKind = "RandomApply"
-	OpRandomChoice OpKind = "RandomChoice"
-	OpRandomOrder  OpKind = "RandomOrder"
-	// Policies: torchvision's, and timm's RandAugment under its own name.
-	OpTrivialAugmentWide OpKind = "TrivialAugmentWide"
-	OpRandAugment        OpKind = "RandAugment"
-	OpAutoAugment        OpKind = "AutoAugment"
-	OpAugMix             OpKind = "AugMix"
-	OpTimmRandAugment    OpKind = "TimmRandAugment"
-	OpTimmAutoAugment    OpKind = "TimmAutoAugment"
-	OpTimmAugMix         OpKind = "TimmAugMix"
-	OpRandomCrop         OpKind = "RandomCrop"
-	OpPad                OpKind = "Pad"
-	// Last, if at all: the output becomes float32.
-	OpNormalize OpKind = "Normalize"
-	// OpSanitizeBoundingBoxes drops a job's degenerate target boxes
-	// (targets.go); the pixels are untouched.
-	OpSanitizeBoundingBoxes OpKind = "SanitizeBoundingBoxes"
-	// OpRandomZoomOut pads the image onto a random larger canvas (SSD's
-	// zoom out); a geometry op, first, before Resize(h, w), RandomCrop or
-	// CenterCrop.
-	OpRandomZoomOut OpKind = "RandomZoomOut"
-	// OpRandomIoUCrop is SSD's IoU crop, drawn against the sample's boxes
-	// (a job with targets only); a geometry op, first or after a
-	// RandomZoomOut, then Resize(h, w).
-	OpRandomIoUCrop OpKind = "RandomIoUCrop"
-	// OpRandomPhotometricDistort is SSD's photometric distortion (the
-	// adjust ops of its Jitter ranges, each at P, and a channel
-	// permutation at P); after the geometry, or before a geometry that
-	// resizes (Resize(h, w), after a RandomZoomOut or RandomIoUCrop).
-	OpRandomPhotometricDistort OpKind = "RandomPhotometricDistort"
-	// OpConvertBoundingBoxFormat delivers a job's target boxes in
-	// BoxFormat (targets.go), after every op that moves or drops them.
-	OpConvertBoundingBoxFormat OpKind = "ConvertBoundingBoxFormat"
-)
+// The ops a Transform is built from are defined by their families' files
+// (op_*.go), each registered with its schema (registry.go). The geometry
+// (the first op, or Resize then CenterCrop, and detection's) is fused into
+// the decode; every other op runs on the output-sized crop, in the order
+// given.
 
 // Op is one step of a transform, with torchvision's arguments. Each kind
 // reads the fields its doc names; zero fields take torchvision's defaults

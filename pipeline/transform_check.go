@@ -10,7 +10,8 @@ import (
 
 // geometryKind reports whether k is a geometry op.
 func geometryKind(k OpKind) bool {
-	return k == OpRandomResizedCrop || k == OpResize || k == OpRandomShortestSize || k == OpRandomResize || k == OpCenterCrop || k == OpRandomCrop || k == OpPad || k == OpRandomZoomOut || k == OpRandomIoUCrop
+	d := lookupOp(k)
+	return d != nil && d.geometry && k != OpScaleJitter && k != OpFixedSizeCrop // lsjGeometry parses those
 }
 
 // maxZoom bounds RandomZoomOut's side_range: a canvas at most 16 times the
@@ -97,7 +98,7 @@ func (t *Transform) iouCrop(op *Op, n int) (int, error) {
 			if err := checkSanitize(o); err != nil {
 				return bad("op %d (%s): %v", j, o.Kind, err)
 			}
-			t.iouMid = append(t.iouMid, fixedStep(o))
+			t.iouMid = append(t.iouMid, lookupOp(o.Kind).step(o))
 			continue
 		case o.Kind == OpRandomHorizontalFlip && !flip:
 			if !(o.P >= 0 && o.P <= 1) {
@@ -189,25 +190,6 @@ func checkInterp(op *Op, geometry bool) error {
 	}
 	return fmt.Errorf("%w: transform: %s: interpolation %s: want nearest, bilinear or bicubic", ErrUnsupported, op.Kind, op.Interp)
 }
-
-// checkNormalize refuses a std whose outputs are not all finite float32s:
-// 0, NaN, infinite, or so small (1e-300) that (1 + |mean|) / std, the
-// largest output's size, is over maxNormalized. stoker.normalize and
-// stoker.transforms.Normalize refuse the same.
-func checkNormalize(op *Op) error {
-	for c := 0; c < 3; c++ {
-		if !(op.Std[c] > 0) || math.IsInf(op.Std[c], 0) || math.IsNaN(op.Mean[c]) || math.IsInf(op.Mean[c], 0) ||
-			!((1+math.Abs(op.Mean[c]))/op.Std[c] <= maxNormalized) {
-			return fmt.Errorf("%w: transform: Normalize mean %v std %v: want finite mean and finite std > 0, with (1 + |mean|) / std at most %g (float32 outputs that stay finite)",
-				ErrUnsupported, op.Mean, op.Std, maxNormalized)
-		}
-	}
-	return nil
-}
-
-// maxNormalized bounds a normalized value's size: float32's largest
-// finite value less room for the rounding of scale and bias.
-const maxNormalized = 1e38
 
 // maxSide bounds output sides so a request cannot ask for absurd buffers.
 const maxSide = 4096

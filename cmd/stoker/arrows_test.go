@@ -167,10 +167,11 @@ func TestLayout(t *testing.T) {
 // maxRoomFiles non-test .go and .c files, of every build; the root at most
 // maxPipelineRootFiles, a bound lowered as rooms are carved out of it
 // (kernels: 93 to 77; then 82 with five detection files, until the ops
-// room takes them; dataset: 82 to 66), on its way to maxRoomFiles.
+// room takes them; dataset: 82 to 66; the op registry's family files,
+// 66 to 80, until the ops room takes them), on its way to maxRoomFiles.
 const (
 	maxRoomFiles         = 20
-	maxPipelineRootFiles = 66
+	maxPipelineRootFiles = 80
 )
 
 // Bounds of pipeline/'s files: a Go file of at most pipelineGoLines

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -23,6 +24,7 @@ func runOps(args []string) error {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: stoker ops apply < cases.jsonl > results.jsonl
        stoker ops draw --spec JSON [--source WxH] [--boxes JSON] [--n N] [--seed S] [--epoch E]
+       stoker ops list [--json]
 
 apply runs the functional ops of a trace (torchvision.transforms.v2.functional's
 names and arguments, as stoker.Loader(trace=True) reports them) on images
@@ -30,6 +32,11 @@ given on stdin, with no decode and no randomness. Each input line is
   {"w": W, "h": H, "pix": "<base64 of 3*H*W uint8, CHW>",
    "trace": [["adjust_hue", {"hue_factor": 0.1}], ...]}
 and each output line {"pix": "<base64>"} or {"error": "..."}, in order.
+
+list prints the ops this server knows, from its op registry: each op's
+place (geometry, after, container), what it does to a job's targets, and
+its arguments with their defaults (--json: the schemas the Python client's
+classes are generated from and checked against).
 
 draw prints the traces a transform draws for samples 0..N-1 of an epoch
 (one JSON list a line), without decoding anything: what the sampling tests
@@ -49,7 +56,7 @@ Flags of draw:
 	epoch := fs.Uint64("epoch", 0, "the epoch")
 	if len(args) == 0 {
 		fs.Usage()
-		return usageError{fmt.Errorf("ops: want the subcommand apply or draw")}
+		return usageError{fmt.Errorf("ops: want the subcommand apply, draw or list")}
 	}
 	switch args[0] {
 	case "apply":
@@ -57,6 +64,16 @@ Flags of draw:
 			return usageError{fmt.Errorf("ops apply takes no arguments; it reads stdin")}
 		}
 		return opsApply(os.Stdin, os.Stdout)
+	case "list":
+		lf := flag.NewFlagSet("ops list", flag.ContinueOnError)
+		asJSON := lf.Bool("json", false, "print the schemas as JSON")
+		if err := lf.Parse(args[1:]); err != nil {
+			return usageError{err}
+		}
+		if lf.NArg() > 0 {
+			return usageError{fmt.Errorf("ops list takes no arguments, got %q", lf.Args())}
+		}
+		return opsList(*asJSON, os.Stdout)
 	case "draw":
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
@@ -67,7 +84,7 @@ Flags of draw:
 		return flag.ErrHelp
 	}
 	fs.Usage()
-	return usageError{fmt.Errorf("ops: unknown subcommand %q: want apply or draw", args[0])}
+	return usageError{fmt.Errorf("ops: unknown subcommand %q: want apply, draw or list", args[0])}
 }
 
 // opsDraw prints n samples' traces of the transform spec (protojson).
@@ -141,6 +158,40 @@ func opsApply(in io.Reader, out io.Writer) error {
 		if err := enc.Encode(&r); err != nil {
 			return err
 		}
+	}
+	return w.Flush()
+}
+
+// opsList prints the op registry's schemas: a line an op (its name, place,
+// targets and arguments with their defaults) and its doc, or JSON.
+func opsList(asJSON bool, out io.Writer) error {
+	ops := pipeline.OpSchemas()
+	if asJSON {
+		b, err := json.MarshalIndent(ops, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return err
+	}
+	w := bufio.NewWriter(out)
+	for _, op := range ops {
+		var args []string
+		for _, p := range op.Params {
+			a := p.Name
+			if p.KeywordOnly {
+				a = "*" + a
+			}
+			if !p.Required {
+				a += "=" + p.Default
+			}
+			args = append(args, a)
+		}
+		named := ""
+		if op.Named {
+			named = ", named"
+		}
+		fmt.Fprintf(w, "%s(%s)\n    %s; targets: %s%s. %s\n", op.Name, strings.Join(args, ", "), op.Place, op.Targets, named, op.Doc)
 	}
 	return w.Flush()
 }

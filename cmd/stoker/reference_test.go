@@ -9,6 +9,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"testing"
 
 	"github.com/stoker-dev/stoker/internal/helptext"
+	"github.com/stoker-dev/stoker/pipeline"
 )
 
 var updateReference = flag.Bool("update", false, "rewrite docs/reference.md from the binary (TestReference)")
@@ -100,7 +102,7 @@ func renderReference(t *testing.T) string {
 	for _, c := range referenceCommands {
 		fmt.Fprintf(&b, "- [%s](#%s)\n", c.heading, anchor(c.heading))
 	}
-	b.WriteString("- [Metrics](#metrics)\n\n## Commands\n\n```text\n")
+	b.WriteString("- [Ops](#ops)\n- [Metrics](#metrics)\n\n## Commands\n\n```text\n")
 	code, usage := runHelp(t, bin, "--help")
 	if code != 0 {
 		t.Errorf("stoker --help exited %d, want 0", code)
@@ -120,6 +122,36 @@ func renderReference(t *testing.T) string {
 			t.Errorf("stoker %s exited %d:\n%s", strings.Join(c.args, " "), code, out)
 		}
 		b.WriteString("```text\n" + out + "```\n")
+	}
+	b.WriteString("\n## Ops\n\n" +
+		"The ops a transform is made of, as `stoker ops list --json` prints them from the server's op registry\n" +
+		"(`pipeline/op_*.go`): where each stands (the geometry, fused into the decode, first; the ops after it, in\n" +
+		"order; the containers), what it does to a job's targets, and its arguments with torchvision's\n" +
+		"defaults. `stoker.transforms` has a class of each name taking the same arguments (a test holds them\n" +
+		"to this table); a *named* op travels as a `NamedOp`. What they do, with examples:\n" +
+		"[transforms.md](transforms.md), [detection.md](detection.md).\n\n" +
+		"| op | place | targets | arguments | what it does |\n|---|---|---|---|---|\n")
+	for _, op := range referenceOps(t, bin) {
+		var args []string
+		for _, p := range op.Params {
+			a := p.Name
+			if p.KeywordOnly {
+				a = "*" + a
+			}
+			if !p.Required {
+				a += "=" + p.Default
+			}
+			args = append(args, "`"+a+"`")
+		}
+		place := op.Place
+		if op.Named {
+			place += " (named)"
+		}
+		targets := op.Targets
+		if op.NeedsTargets {
+			targets += " (needs them)"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", op.Name, place, targets, strings.Join(args, ", "), strings.ReplaceAll(op.Doc, "|", `\|`))
 	}
 	b.WriteString("\n## Metrics\n\n" +
 		"`stoker serve --metrics ADDR` serves them at `/metrics`, beside the Go runtime's (`go_*`) and the\n" +
@@ -246,4 +278,22 @@ func referenceMetrics(t *testing.T) []metricDoc {
 		t.Fatalf("found %d metrics", len(out))
 	}
 	return out
+}
+
+// referenceOps are the binary's ops, as `stoker ops list --json` prints
+// them.
+func referenceOps(t *testing.T, bin string) []pipeline.OpSchema {
+	t.Helper()
+	out, err := exec.Command(bin, "ops", "list", "--json").Output()
+	if err != nil {
+		t.Fatalf("stoker ops list --json: %v", err)
+	}
+	var ops []pipeline.OpSchema
+	if err := json.Unmarshal(out, &ops); err != nil {
+		t.Fatalf("stoker ops list --json: %v\n%s", err, out)
+	}
+	if len(ops) == 0 {
+		t.Fatal("stoker ops list --json lists no ops")
+	}
+	return ops
 }

@@ -348,10 +348,67 @@ func convert(o *stokerv1.Op, where string, depth int) (pipeline.Op, error) {
 	case *stokerv1.Op_TrivialAugmentWide, *stokerv1.Op_RandAugment, *stokerv1.Op_AutoAugment, *stokerv1.Op_AugMix, *stokerv1.Op_TimmRandAugment,
 		*stokerv1.Op_TimmAutoAugment, *stokerv1.Op_TimmAugMix:
 		op, err = policy(o, where)
+	case *stokerv1.Op_Named:
+		op, err = named(x.Named, where)
 	default:
 		return bad("the op is empty (a newer client's op this server does not know?)")
 	}
 	return op, err
+}
+
+// Bounds of a NamedOp (proto/stoker/v1/stoker.proto).
+const (
+	maxNamedName    = 64
+	maxNamedArgs    = 32
+	maxNamedNumbers = 64
+	maxNamedText    = 256
+)
+
+// named reads a NamedOp through the op's schema (pipeline.NamedOp), its
+// sizes bounded first.
+func named(n *stokerv1.NamedOp, where string) (pipeline.Op, error) {
+	bad := func(format string, a ...any) (pipeline.Op, error) {
+		return pipeline.Op{}, fmt.Errorf("%w: transform: %s: %s", pipeline.ErrUnsupported, where, fmt.Sprintf(format, a...))
+	}
+	if len(n.GetName()) > maxNamedName {
+		return bad("a NamedOp's name of %d bytes: the limit is %d", len(n.GetName()), maxNamedName)
+	}
+	if len(n.GetArgs()) > maxNamedArgs {
+		return bad("%s with %d arguments: the limit is %d", n.GetName(), len(n.GetArgs()), maxNamedArgs)
+	}
+	args := make(map[string]any, len(n.GetArgs()))
+	for _, a := range n.GetArgs() {
+		name := a.GetName()
+		if len(name) > maxNamedName {
+			return bad("%s: an argument's name of %d bytes: the limit is %d", n.GetName(), len(name), maxNamedName)
+		}
+		if _, dup := args[name]; dup {
+			return bad("%s: argument %q given twice", n.GetName(), name)
+		}
+		switch v := a.GetValue().(type) {
+		case *stokerv1.NamedArg_Number:
+			args[name] = v.Number
+		case *stokerv1.NamedArg_Numbers:
+			if len(v.Numbers.GetValues()) > maxNamedNumbers {
+				return bad("%s: %s has %d values: the limit is %d", n.GetName(), name, len(v.Numbers.GetValues()), maxNamedNumbers)
+			}
+			args[name] = append([]float64(nil), v.Numbers.GetValues()...)
+		case *stokerv1.NamedArg_Text:
+			if len(v.Text) > maxNamedText {
+				return bad("%s: %s is a string of %d bytes: the limit is %d", n.GetName(), name, len(v.Text), maxNamedText)
+			}
+			args[name] = v.Text
+		case *stokerv1.NamedArg_Flag:
+			args[name] = v.Flag
+		default:
+			return bad("%s: %s has no value", n.GetName(), name)
+		}
+	}
+	op, err := pipeline.NamedOp(n.GetName(), args)
+	if err != nil {
+		return op, fmt.Errorf("transform: %s: %w", where, err)
+	}
+	return op, nil
 }
 
 func colorJitter(c *stokerv1.ColorJitter, where string) (pipeline.Op, error) {

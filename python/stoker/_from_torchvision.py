@@ -32,6 +32,7 @@ from stoker import _ops as O
 from stoker import _ops_containers as C
 from stoker import _ops_policies as P
 from stoker._ops_base import Transform
+from stoker._ops_generated import NAMED
 
 _BEHAVIOUR = ("forward", "__call__", "transform", "_transform", "make_params", "_get_params", "get_params",
               "_apply_image_or_video_transform")
@@ -712,6 +713,19 @@ _CONVERT: Dict[str, Callable[[_Converter, Any, str], Transform]] = {
     "AugMix": lambda cv, t, where: P.AugMix(t.severity, t.mixture_width, t.chain_depth, t.alpha, t.all_ops,
                                             t.interpolation, cv.pixels(_fill_of(t))),
 }
+
+
+
+def _named(cls: Any) -> Callable[[_Converter, Any, str], Transform]:
+    """A named op's converter: torchvision's object's attributes of the
+    op's argument names, as its class keeps them."""
+    return lambda cv, t, where: cls(**{p.name: getattr(t, p.name) for p in cls._params if hasattr(t, p.name)})
+
+
+# The named ops (generated from the server's op registry) convert by their
+# schema's argument names.
+for _name, _cls in NAMED.items():
+    _CONVERT.setdefault(_name, _named(_cls))
 
 #: torchvision's classes from_torchvision converts (Normalize is kept on
 #: the result, for stoker.normalize).

@@ -67,6 +67,9 @@ from stoker._ops import (
     RandomResize,
 )
 from stoker._ops_base import Transform, mean_std
+from stoker._ops_generated import *  # noqa: F401,F403  the named ops (RandomChannelPermutation, ...)
+from stoker._ops_generated import NAMED as _NAMED
+from stoker._ops_generated import SCHEMA as OP_SCHEMA
 from stoker._ops_containers import Compose, RandomApply, RandomChoice, RandomOrder, flatten
 from stoker._spec import one_view_spec
 from stoker._ops_policies import (
@@ -154,6 +157,8 @@ __all__ = [
     "IMAGENET_MEAN",
     "IMAGENET_STD",
     "IMAGENET_MEAN_PIXELS",
+    "OP_SCHEMA",
+    *sorted(_NAMED),
 ]
 
 #: Preset names the server knows, each a recipe documented op by op in

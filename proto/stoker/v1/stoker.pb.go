@@ -1536,6 +1536,7 @@ type Op struct {
 	//	*Op_ClampKeyPoints
 	//	*Op_SanitizeKeyPoints
 	//	*Op_RandomPerspective
+	//	*Op_Named
 	Op            isOp_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1974,6 +1975,15 @@ func (x *Op) GetRandomPerspective() *RandomPerspective {
 	return nil
 }
 
+func (x *Op) GetNamed() *NamedOp {
+	if x != nil {
+		if x, ok := x.Op.(*Op_Named); ok {
+			return x.Named
+		}
+	}
+	return nil
+}
+
 type isOp_Op interface {
 	isOp_Op()
 }
@@ -2154,6 +2164,12 @@ type Op_RandomPerspective struct {
 	RandomPerspective *RandomPerspective `protobuf:"bytes,173,opt,name=random_perspective,json=randomPerspective,proto3,oneof"`
 }
 
+type Op_Named struct {
+	// An op of the server's registry that has no message of its own, by
+	// name (`stoker ops list` lists them; stoker.transforms sends them so).
+	Named *NamedOp `protobuf:"bytes,200,opt,name=named,proto3,oneof"`
+}
+
 func (*Op_RandomResizedCrop) isOp_Op() {}
 
 func (*Op_Resize) isOp_Op() {}
@@ -2242,6 +2258,240 @@ func (*Op_SanitizeKeyPoints) isOp_Op() {}
 
 func (*Op_RandomPerspective) isOp_Op() {}
 
+func (*Op_Named) isOp_Op() {}
+
+// NamedOp is an op of the server's registry by its torchvision name (say
+// "RandomChannelPermutation") with its arguments by torchvision's names;
+// the arguments not given take their defaults. An op with a message of its
+// own is sent as that message. The server checks the name, each
+// argument's name, type and bounds against the op's schema, and refuses
+// what does not fit, naming it.
+type NamedOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 64 bytes.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// At most 32, each name at most once.
+	Args          []*NamedArg `protobuf:"bytes,2,rep,name=args,proto3" json:"args,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NamedOp) Reset() {
+	*x = NamedOp{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NamedOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NamedOp) ProtoMessage() {}
+
+func (x *NamedOp) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NamedOp.ProtoReflect.Descriptor instead.
+func (*NamedOp) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *NamedOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *NamedOp) GetArgs() []*NamedArg {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+// NamedArg is one argument of a NamedOp: a number, a tuple of numbers, a
+// string or a bool.
+type NamedArg struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 64 bytes.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Types that are valid to be assigned to Value:
+	//
+	//	*NamedArg_Number
+	//	*NamedArg_Numbers
+	//	*NamedArg_Text
+	//	*NamedArg_Flag
+	Value         isNamedArg_Value `protobuf_oneof:"value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NamedArg) Reset() {
+	*x = NamedArg{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NamedArg) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NamedArg) ProtoMessage() {}
+
+func (x *NamedArg) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NamedArg.ProtoReflect.Descriptor instead.
+func (*NamedArg) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *NamedArg) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *NamedArg) GetValue() isNamedArg_Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *NamedArg) GetNumber() float64 {
+	if x != nil {
+		if x, ok := x.Value.(*NamedArg_Number); ok {
+			return x.Number
+		}
+	}
+	return 0
+}
+
+func (x *NamedArg) GetNumbers() *Numbers {
+	if x != nil {
+		if x, ok := x.Value.(*NamedArg_Numbers); ok {
+			return x.Numbers
+		}
+	}
+	return nil
+}
+
+func (x *NamedArg) GetText() string {
+	if x != nil {
+		if x, ok := x.Value.(*NamedArg_Text); ok {
+			return x.Text
+		}
+	}
+	return ""
+}
+
+func (x *NamedArg) GetFlag() bool {
+	if x != nil {
+		if x, ok := x.Value.(*NamedArg_Flag); ok {
+			return x.Flag
+		}
+	}
+	return false
+}
+
+type isNamedArg_Value interface {
+	isNamedArg_Value()
+}
+
+type NamedArg_Number struct {
+	Number float64 `protobuf:"fixed64,2,opt,name=number,proto3,oneof"`
+}
+
+type NamedArg_Numbers struct {
+	// At most 64 values.
+	Numbers *Numbers `protobuf:"bytes,3,opt,name=numbers,proto3,oneof"`
+}
+
+type NamedArg_Text struct {
+	// At most 256 bytes.
+	Text string `protobuf:"bytes,4,opt,name=text,proto3,oneof"`
+}
+
+type NamedArg_Flag struct {
+	Flag bool `protobuf:"varint,5,opt,name=flag,proto3,oneof"`
+}
+
+func (*NamedArg_Number) isNamedArg_Value() {}
+
+func (*NamedArg_Numbers) isNamedArg_Value() {}
+
+func (*NamedArg_Text) isNamedArg_Value() {}
+
+func (*NamedArg_Flag) isNamedArg_Value() {}
+
+// Numbers is a tuple of numbers.
+type Numbers struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        []float64              `protobuf:"fixed64,1,rep,packed,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Numbers) Reset() {
+	*x = Numbers{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Numbers) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Numbers) ProtoMessage() {}
+
+func (x *Numbers) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Numbers.ProtoReflect.Descriptor instead.
+func (*Numbers) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Numbers) GetValues() []float64 {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 // Pad is torchvision's Pad with padding_mode "constant": the image padded
 // by padding with a constant fill. A geometry op: right before a
 // RandomCrop or a CenterCrop (which fix the batch's size), or right after
@@ -2263,7 +2513,7 @@ type Pad struct {
 
 func (x *Pad) Reset() {
 	*x = Pad{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2275,7 +2525,7 @@ func (x *Pad) String() string {
 func (*Pad) ProtoMessage() {}
 
 func (x *Pad) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[13]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2288,7 +2538,7 @@ func (x *Pad) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pad.ProtoReflect.Descriptor instead.
 func (*Pad) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{13}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Pad) GetPadding() []uint32 {
@@ -2333,7 +2583,7 @@ type RandomZoomOut struct {
 
 func (x *RandomZoomOut) Reset() {
 	*x = RandomZoomOut{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2345,7 +2595,7 @@ func (x *RandomZoomOut) String() string {
 func (*RandomZoomOut) ProtoMessage() {}
 
 func (x *RandomZoomOut) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[14]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2358,7 +2608,7 @@ func (x *RandomZoomOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomZoomOut.ProtoReflect.Descriptor instead.
 func (*RandomZoomOut) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{14}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RandomZoomOut) GetFill() []float64 {
@@ -2404,7 +2654,7 @@ type ScaleJitter struct {
 
 func (x *ScaleJitter) Reset() {
 	*x = ScaleJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2416,7 +2666,7 @@ func (x *ScaleJitter) String() string {
 func (*ScaleJitter) ProtoMessage() {}
 
 func (x *ScaleJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[15]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2429,7 +2679,7 @@ func (x *ScaleJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScaleJitter.ProtoReflect.Descriptor instead.
 func (*ScaleJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{15}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ScaleJitter) GetTargetHeight() uint32 {
@@ -2488,7 +2738,7 @@ type RandomShortestSize struct {
 
 func (x *RandomShortestSize) Reset() {
 	*x = RandomShortestSize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2500,7 +2750,7 @@ func (x *RandomShortestSize) String() string {
 func (*RandomShortestSize) ProtoMessage() {}
 
 func (x *RandomShortestSize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[16]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2513,7 +2763,7 @@ func (x *RandomShortestSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomShortestSize.ProtoReflect.Descriptor instead.
 func (*RandomShortestSize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{16}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RandomShortestSize) GetMinSize() []uint32 {
@@ -2562,7 +2812,7 @@ type RandomResize struct {
 
 func (x *RandomResize) Reset() {
 	*x = RandomResize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2574,7 +2824,7 @@ func (x *RandomResize) String() string {
 func (*RandomResize) ProtoMessage() {}
 
 func (x *RandomResize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[17]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2587,7 +2837,7 @@ func (x *RandomResize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResize.ProtoReflect.Descriptor instead.
 func (*RandomResize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{17}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RandomResize) GetMinSize() uint32 {
@@ -2642,7 +2892,7 @@ type FixedSizeCrop struct {
 
 func (x *FixedSizeCrop) Reset() {
 	*x = FixedSizeCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2654,7 +2904,7 @@ func (x *FixedSizeCrop) String() string {
 func (*FixedSizeCrop) ProtoMessage() {}
 
 func (x *FixedSizeCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[18]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2667,7 +2917,7 @@ func (x *FixedSizeCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FixedSizeCrop.ProtoReflect.Descriptor instead.
 func (*FixedSizeCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{18}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FixedSizeCrop) GetHeight() uint32 {
@@ -2727,7 +2977,7 @@ type RandomIoUCrop struct {
 
 func (x *RandomIoUCrop) Reset() {
 	*x = RandomIoUCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2739,7 +2989,7 @@ func (x *RandomIoUCrop) String() string {
 func (*RandomIoUCrop) ProtoMessage() {}
 
 func (x *RandomIoUCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[19]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2752,7 +3002,7 @@ func (x *RandomIoUCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomIoUCrop.ProtoReflect.Descriptor instead.
 func (*RandomIoUCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{19}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RandomIoUCrop) GetMinScale() float64 {
@@ -2823,7 +3073,7 @@ type RandomPhotometricDistort struct {
 
 func (x *RandomPhotometricDistort) Reset() {
 	*x = RandomPhotometricDistort{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2835,7 +3085,7 @@ func (x *RandomPhotometricDistort) String() string {
 func (*RandomPhotometricDistort) ProtoMessage() {}
 
 func (x *RandomPhotometricDistort) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[20]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2848,7 +3098,7 @@ func (x *RandomPhotometricDistort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPhotometricDistort.ProtoReflect.Descriptor instead.
 func (*RandomPhotometricDistort) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{20}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RandomPhotometricDistort) GetBrightness() *Range {
@@ -2900,7 +3150,7 @@ type ConvertBoundingBoxFormat struct {
 
 func (x *ConvertBoundingBoxFormat) Reset() {
 	*x = ConvertBoundingBoxFormat{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2912,7 +3162,7 @@ func (x *ConvertBoundingBoxFormat) String() string {
 func (*ConvertBoundingBoxFormat) ProtoMessage() {}
 
 func (x *ConvertBoundingBoxFormat) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[21]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2925,7 +3175,7 @@ func (x *ConvertBoundingBoxFormat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConvertBoundingBoxFormat.ProtoReflect.Descriptor instead.
 func (*ConvertBoundingBoxFormat) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{21}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ConvertBoundingBoxFormat) GetFormat() string {
@@ -2952,7 +3202,7 @@ type SanitizeBoundingBoxes struct {
 
 func (x *SanitizeBoundingBoxes) Reset() {
 	*x = SanitizeBoundingBoxes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2964,7 +3214,7 @@ func (x *SanitizeBoundingBoxes) String() string {
 func (*SanitizeBoundingBoxes) ProtoMessage() {}
 
 func (x *SanitizeBoundingBoxes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[22]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2977,7 +3227,7 @@ func (x *SanitizeBoundingBoxes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SanitizeBoundingBoxes.ProtoReflect.Descriptor instead.
 func (*SanitizeBoundingBoxes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{22}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SanitizeBoundingBoxes) GetMinSize() float64 {
@@ -3010,7 +3260,7 @@ type ClampBoundingBoxes struct {
 
 func (x *ClampBoundingBoxes) Reset() {
 	*x = ClampBoundingBoxes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3022,7 +3272,7 @@ func (x *ClampBoundingBoxes) String() string {
 func (*ClampBoundingBoxes) ProtoMessage() {}
 
 func (x *ClampBoundingBoxes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[23]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3035,7 +3285,7 @@ func (x *ClampBoundingBoxes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClampBoundingBoxes.ProtoReflect.Descriptor instead.
 func (*ClampBoundingBoxes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{23}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ClampBoundingBoxes) GetClampingMode() string {
@@ -3056,7 +3306,7 @@ type ClampKeyPoints struct {
 
 func (x *ClampKeyPoints) Reset() {
 	*x = ClampKeyPoints{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3068,7 +3318,7 @@ func (x *ClampKeyPoints) String() string {
 func (*ClampKeyPoints) ProtoMessage() {}
 
 func (x *ClampKeyPoints) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[24]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3081,7 +3331,7 @@ func (x *ClampKeyPoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClampKeyPoints.ProtoReflect.Descriptor instead.
 func (*ClampKeyPoints) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{24}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
 }
 
 // SanitizeKeyPoints is torchvision.transforms.v2's: a job's targets (JobSpec.targets;
@@ -3098,7 +3348,7 @@ type SanitizeKeyPoints struct {
 
 func (x *SanitizeKeyPoints) Reset() {
 	*x = SanitizeKeyPoints{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3110,7 +3360,7 @@ func (x *SanitizeKeyPoints) String() string {
 func (*SanitizeKeyPoints) ProtoMessage() {}
 
 func (x *SanitizeKeyPoints) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[25]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3123,7 +3373,7 @@ func (x *SanitizeKeyPoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SanitizeKeyPoints.ProtoReflect.Descriptor instead.
 func (*SanitizeKeyPoints) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{25}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
 }
 
 // RandomPerspective is torchvision.transforms.v2's: with probability p,
@@ -3150,7 +3400,7 @@ type RandomPerspective struct {
 
 func (x *RandomPerspective) Reset() {
 	*x = RandomPerspective{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3162,7 +3412,7 @@ func (x *RandomPerspective) String() string {
 func (*RandomPerspective) ProtoMessage() {}
 
 func (x *RandomPerspective) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[26]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3175,7 +3425,7 @@ func (x *RandomPerspective) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPerspective.ProtoReflect.Descriptor instead.
 func (*RandomPerspective) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{26}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RandomPerspective) GetDistortionScale() float64 {
@@ -3238,7 +3488,7 @@ type RandomCrop struct {
 
 func (x *RandomCrop) Reset() {
 	*x = RandomCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3250,7 +3500,7 @@ func (x *RandomCrop) String() string {
 func (*RandomCrop) ProtoMessage() {}
 
 func (x *RandomCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[27]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3263,7 +3513,7 @@ func (x *RandomCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomCrop.ProtoReflect.Descriptor instead.
 func (*RandomCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{27}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RandomCrop) GetHeight() uint32 {
@@ -3319,7 +3569,7 @@ type Range struct {
 
 func (x *Range) Reset() {
 	*x = Range{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3331,7 +3581,7 @@ func (x *Range) String() string {
 func (*Range) ProtoMessage() {}
 
 func (x *Range) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[28]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3344,7 +3594,7 @@ func (x *Range) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Range.ProtoReflect.Descriptor instead.
 func (*Range) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{28}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Range) GetMin() float64 {
@@ -3384,7 +3634,7 @@ type RandomResizedCrop struct {
 
 func (x *RandomResizedCrop) Reset() {
 	*x = RandomResizedCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3396,7 +3646,7 @@ func (x *RandomResizedCrop) String() string {
 func (*RandomResizedCrop) ProtoMessage() {}
 
 func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[29]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3409,7 +3659,7 @@ func (x *RandomResizedCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomResizedCrop.ProtoReflect.Descriptor instead.
 func (*RandomResizedCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{29}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RandomResizedCrop) GetHeight() uint32 {
@@ -3489,7 +3739,7 @@ type Resize struct {
 
 func (x *Resize) Reset() {
 	*x = Resize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3501,7 +3751,7 @@ func (x *Resize) String() string {
 func (*Resize) ProtoMessage() {}
 
 func (x *Resize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[30]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3514,7 +3764,7 @@ func (x *Resize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resize.ProtoReflect.Descriptor instead.
 func (*Resize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{30}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Resize) GetHeight() uint32 {
@@ -3556,7 +3806,7 @@ type CenterCrop struct {
 
 func (x *CenterCrop) Reset() {
 	*x = CenterCrop{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3568,7 +3818,7 @@ func (x *CenterCrop) String() string {
 func (*CenterCrop) ProtoMessage() {}
 
 func (x *CenterCrop) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[31]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3581,7 +3831,7 @@ func (x *CenterCrop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CenterCrop.ProtoReflect.Descriptor instead.
 func (*CenterCrop) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{31}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CenterCrop) GetHeight() uint32 {
@@ -3608,7 +3858,7 @@ type RandomHorizontalFlip struct {
 
 func (x *RandomHorizontalFlip) Reset() {
 	*x = RandomHorizontalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3620,7 +3870,7 @@ func (x *RandomHorizontalFlip) String() string {
 func (*RandomHorizontalFlip) ProtoMessage() {}
 
 func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[32]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3633,7 +3883,7 @@ func (x *RandomHorizontalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomHorizontalFlip.ProtoReflect.Descriptor instead.
 func (*RandomHorizontalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{32}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RandomHorizontalFlip) GetP() float64 {
@@ -3653,7 +3903,7 @@ type RandomVerticalFlip struct {
 
 func (x *RandomVerticalFlip) Reset() {
 	*x = RandomVerticalFlip{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3665,7 +3915,7 @@ func (x *RandomVerticalFlip) String() string {
 func (*RandomVerticalFlip) ProtoMessage() {}
 
 func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[33]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3678,7 +3928,7 @@ func (x *RandomVerticalFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomVerticalFlip.ProtoReflect.Descriptor instead.
 func (*RandomVerticalFlip) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{33}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RandomVerticalFlip) GetP() float64 {
@@ -3708,7 +3958,7 @@ type ColorJitter struct {
 
 func (x *ColorJitter) Reset() {
 	*x = ColorJitter{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3720,7 +3970,7 @@ func (x *ColorJitter) String() string {
 func (*ColorJitter) ProtoMessage() {}
 
 func (x *ColorJitter) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[34]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3733,7 +3983,7 @@ func (x *ColorJitter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColorJitter.ProtoReflect.Descriptor instead.
 func (*ColorJitter) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{34}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ColorJitter) GetBrightness() float64 {
@@ -3804,7 +4054,7 @@ type Normalize struct {
 
 func (x *Normalize) Reset() {
 	*x = Normalize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3816,7 +4066,7 @@ func (x *Normalize) String() string {
 func (*Normalize) ProtoMessage() {}
 
 func (x *Normalize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[35]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3829,7 +4079,7 @@ func (x *Normalize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Normalize.ProtoReflect.Descriptor instead.
 func (*Normalize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{35}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Normalize) GetMean() []float64 {
@@ -3856,7 +4106,7 @@ type Grayscale struct {
 
 func (x *Grayscale) Reset() {
 	*x = Grayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3868,7 +4118,7 @@ func (x *Grayscale) String() string {
 func (*Grayscale) ProtoMessage() {}
 
 func (x *Grayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[36]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3881,7 +4131,7 @@ func (x *Grayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grayscale.ProtoReflect.Descriptor instead.
 func (*Grayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{36}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Grayscale) GetNumOutputChannels() uint32 {
@@ -3901,7 +4151,7 @@ type RandomGrayscale struct {
 
 func (x *RandomGrayscale) Reset() {
 	*x = RandomGrayscale{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3913,7 +4163,7 @@ func (x *RandomGrayscale) String() string {
 func (*RandomGrayscale) ProtoMessage() {}
 
 func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[37]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3926,7 +4176,7 @@ func (x *RandomGrayscale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomGrayscale.ProtoReflect.Descriptor instead.
 func (*RandomGrayscale) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{37}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RandomGrayscale) GetP() float64 {
@@ -3950,7 +4200,7 @@ type GaussianBlur struct {
 
 func (x *GaussianBlur) Reset() {
 	*x = GaussianBlur{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3962,7 +4212,7 @@ func (x *GaussianBlur) String() string {
 func (*GaussianBlur) ProtoMessage() {}
 
 func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[38]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3975,7 +4225,7 @@ func (x *GaussianBlur) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GaussianBlur.ProtoReflect.Descriptor instead.
 func (*GaussianBlur) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{38}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GaussianBlur) GetKernelX() uint32 {
@@ -4017,7 +4267,7 @@ type RandomSolarize struct {
 
 func (x *RandomSolarize) Reset() {
 	*x = RandomSolarize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4029,7 +4279,7 @@ func (x *RandomSolarize) String() string {
 func (*RandomSolarize) ProtoMessage() {}
 
 func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[39]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4042,7 +4292,7 @@ func (x *RandomSolarize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomSolarize.ProtoReflect.Descriptor instead.
 func (*RandomSolarize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{39}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RandomSolarize) GetThreshold() float64 {
@@ -4070,7 +4320,7 @@ type RandomPosterize struct {
 
 func (x *RandomPosterize) Reset() {
 	*x = RandomPosterize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4082,7 +4332,7 @@ func (x *RandomPosterize) String() string {
 func (*RandomPosterize) ProtoMessage() {}
 
 func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[40]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4095,7 +4345,7 @@ func (x *RandomPosterize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomPosterize.ProtoReflect.Descriptor instead.
 func (*RandomPosterize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{40}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RandomPosterize) GetBits() uint32 {
@@ -4122,7 +4372,7 @@ type RandomInvert struct {
 
 func (x *RandomInvert) Reset() {
 	*x = RandomInvert{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4134,7 +4384,7 @@ func (x *RandomInvert) String() string {
 func (*RandomInvert) ProtoMessage() {}
 
 func (x *RandomInvert) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[41]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4147,7 +4397,7 @@ func (x *RandomInvert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomInvert.ProtoReflect.Descriptor instead.
 func (*RandomInvert) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{41}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RandomInvert) GetP() float64 {
@@ -4167,7 +4417,7 @@ type RandomEqualize struct {
 
 func (x *RandomEqualize) Reset() {
 	*x = RandomEqualize{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4179,7 +4429,7 @@ func (x *RandomEqualize) String() string {
 func (*RandomEqualize) ProtoMessage() {}
 
 func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[42]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4192,7 +4442,7 @@ func (x *RandomEqualize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomEqualize.ProtoReflect.Descriptor instead.
 func (*RandomEqualize) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{42}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RandomEqualize) GetP() float64 {
@@ -4212,7 +4462,7 @@ type RandomAutocontrast struct {
 
 func (x *RandomAutocontrast) Reset() {
 	*x = RandomAutocontrast{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4224,7 +4474,7 @@ func (x *RandomAutocontrast) String() string {
 func (*RandomAutocontrast) ProtoMessage() {}
 
 func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[43]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4237,7 +4487,7 @@ func (x *RandomAutocontrast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAutocontrast.ProtoReflect.Descriptor instead.
 func (*RandomAutocontrast) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{43}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RandomAutocontrast) GetP() float64 {
@@ -4258,7 +4508,7 @@ type RandomAdjustSharpness struct {
 
 func (x *RandomAdjustSharpness) Reset() {
 	*x = RandomAdjustSharpness{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4270,7 +4520,7 @@ func (x *RandomAdjustSharpness) String() string {
 func (*RandomAdjustSharpness) ProtoMessage() {}
 
 func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[44]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4283,7 +4533,7 @@ func (x *RandomAdjustSharpness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAdjustSharpness.ProtoReflect.Descriptor instead.
 func (*RandomAdjustSharpness) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{44}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RandomAdjustSharpness) GetSharpnessFactor() float64 {
@@ -4318,7 +4568,7 @@ type RandomRotation struct {
 
 func (x *RandomRotation) Reset() {
 	*x = RandomRotation{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4330,7 +4580,7 @@ func (x *RandomRotation) String() string {
 func (*RandomRotation) ProtoMessage() {}
 
 func (x *RandomRotation) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[45]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4343,7 +4593,7 @@ func (x *RandomRotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomRotation.ProtoReflect.Descriptor instead.
 func (*RandomRotation) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{45}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RandomRotation) GetDegrees() *Range {
@@ -4401,7 +4651,7 @@ type RandomAffine struct {
 
 func (x *RandomAffine) Reset() {
 	*x = RandomAffine{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4413,7 +4663,7 @@ func (x *RandomAffine) String() string {
 func (*RandomAffine) ProtoMessage() {}
 
 func (x *RandomAffine) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[46]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4426,7 +4676,7 @@ func (x *RandomAffine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomAffine.ProtoReflect.Descriptor instead.
 func (*RandomAffine) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{46}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RandomAffine) GetDegrees() *Range {
@@ -4514,7 +4764,7 @@ type RandomErasing struct {
 
 func (x *RandomErasing) Reset() {
 	*x = RandomErasing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4526,7 +4776,7 @@ func (x *RandomErasing) String() string {
 func (*RandomErasing) ProtoMessage() {}
 
 func (x *RandomErasing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[47]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4539,7 +4789,7 @@ func (x *RandomErasing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomErasing.ProtoReflect.Descriptor instead.
 func (*RandomErasing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{47}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RandomErasing) GetP() float64 {
@@ -4623,7 +4873,7 @@ type RandomApply struct {
 
 func (x *RandomApply) Reset() {
 	*x = RandomApply{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4635,7 +4885,7 @@ func (x *RandomApply) String() string {
 func (*RandomApply) ProtoMessage() {}
 
 func (x *RandomApply) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[48]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4648,7 +4898,7 @@ func (x *RandomApply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomApply.ProtoReflect.Descriptor instead.
 func (*RandomApply) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{48}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RandomApply) GetOps() []*Op {
@@ -4676,7 +4926,7 @@ type RandomChoice struct {
 
 func (x *RandomChoice) Reset() {
 	*x = RandomChoice{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4688,7 +4938,7 @@ func (x *RandomChoice) String() string {
 func (*RandomChoice) ProtoMessage() {}
 
 func (x *RandomChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[49]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4701,7 +4951,7 @@ func (x *RandomChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomChoice.ProtoReflect.Descriptor instead.
 func (*RandomChoice) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{49}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RandomChoice) GetOps() []*Op {
@@ -4728,7 +4978,7 @@ type RandomOrder struct {
 
 func (x *RandomOrder) Reset() {
 	*x = RandomOrder{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4740,7 +4990,7 @@ func (x *RandomOrder) String() string {
 func (*RandomOrder) ProtoMessage() {}
 
 func (x *RandomOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[50]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4753,7 +5003,7 @@ func (x *RandomOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandomOrder.ProtoReflect.Descriptor instead.
 func (*RandomOrder) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{50}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RandomOrder) GetOps() []*Op {
@@ -4777,7 +5027,7 @@ type TrivialAugmentWide struct {
 
 func (x *TrivialAugmentWide) Reset() {
 	*x = TrivialAugmentWide{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4789,7 +5039,7 @@ func (x *TrivialAugmentWide) String() string {
 func (*TrivialAugmentWide) ProtoMessage() {}
 
 func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[51]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4802,7 +5052,7 @@ func (x *TrivialAugmentWide) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrivialAugmentWide.ProtoReflect.Descriptor instead.
 func (*TrivialAugmentWide) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{51}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *TrivialAugmentWide) GetNumMagnitudeBins() uint32 {
@@ -4841,7 +5091,7 @@ type RandAugment struct {
 
 func (x *RandAugment) Reset() {
 	*x = RandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4853,7 +5103,7 @@ func (x *RandAugment) String() string {
 func (*RandAugment) ProtoMessage() {}
 
 func (x *RandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[52]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4866,7 +5116,7 @@ func (x *RandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RandAugment.ProtoReflect.Descriptor instead.
 func (*RandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{52}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RandAugment) GetNumOps() uint32 {
@@ -4917,7 +5167,7 @@ type AutoAugment struct {
 
 func (x *AutoAugment) Reset() {
 	*x = AutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4929,7 +5179,7 @@ func (x *AutoAugment) String() string {
 func (*AutoAugment) ProtoMessage() {}
 
 func (x *AutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[53]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4942,7 +5192,7 @@ func (x *AutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoAugment.ProtoReflect.Descriptor instead.
 func (*AutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{53}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *AutoAugment) GetPolicy() string {
@@ -4983,7 +5233,7 @@ type AugMix struct {
 
 func (x *AugMix) Reset() {
 	*x = AugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4995,7 +5245,7 @@ func (x *AugMix) String() string {
 func (*AugMix) ProtoMessage() {}
 
 func (x *AugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[54]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5008,7 +5258,7 @@ func (x *AugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AugMix.ProtoReflect.Descriptor instead.
 func (*AugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{54}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *AugMix) GetSeverity() uint32 {
@@ -5077,7 +5327,7 @@ type TimmRandAugment struct {
 
 func (x *TimmRandAugment) Reset() {
 	*x = TimmRandAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5089,7 +5339,7 @@ func (x *TimmRandAugment) String() string {
 func (*TimmRandAugment) ProtoMessage() {}
 
 func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[55]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5102,7 +5352,7 @@ func (x *TimmRandAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmRandAugment.ProtoReflect.Descriptor instead.
 func (*TimmRandAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{55}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *TimmRandAugment) GetConfig() string {
@@ -5143,7 +5393,7 @@ type TimmAutoAugment struct {
 
 func (x *TimmAutoAugment) Reset() {
 	*x = TimmAutoAugment{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5155,7 +5405,7 @@ func (x *TimmAutoAugment) String() string {
 func (*TimmAutoAugment) ProtoMessage() {}
 
 func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[56]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5168,7 +5418,7 @@ func (x *TimmAutoAugment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAutoAugment.ProtoReflect.Descriptor instead.
 func (*TimmAutoAugment) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{56}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *TimmAutoAugment) GetConfig() string {
@@ -5212,7 +5462,7 @@ type TimmAugMix struct {
 
 func (x *TimmAugMix) Reset() {
 	*x = TimmAugMix{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5224,7 +5474,7 @@ func (x *TimmAugMix) String() string {
 func (*TimmAugMix) ProtoMessage() {}
 
 func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[57]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5237,7 +5487,7 @@ func (x *TimmAugMix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimmAugMix.ProtoReflect.Descriptor instead.
 func (*TimmAugMix) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{57}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *TimmAugMix) GetConfig() string {
@@ -5282,7 +5532,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5294,7 +5544,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[58]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5307,7 +5557,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{58}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *Credit) GetCredits() uint32 {
@@ -5362,7 +5612,7 @@ type FeedResponse struct {
 
 func (x *FeedResponse) Reset() {
 	*x = FeedResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5374,7 +5624,7 @@ func (x *FeedResponse) String() string {
 func (*FeedResponse) ProtoMessage() {}
 
 func (x *FeedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[59]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5387,7 +5637,7 @@ func (x *FeedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeedResponse.ProtoReflect.Descriptor instead.
 func (*FeedResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{59}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *FeedResponse) GetMsg() isFeedResponse_Msg {
@@ -5514,7 +5764,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5526,7 +5776,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[60]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5539,7 +5789,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{60}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *JobInfo) GetEpoch() uint64 {
@@ -5639,7 +5889,7 @@ type ViewInfo struct {
 
 func (x *ViewInfo) Reset() {
 	*x = ViewInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5651,7 +5901,7 @@ func (x *ViewInfo) String() string {
 func (*ViewInfo) ProtoMessage() {}
 
 func (x *ViewInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[61]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5664,7 +5914,7 @@ func (x *ViewInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewInfo.ProtoReflect.Descriptor instead.
 func (*ViewInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{61}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ViewInfo) GetName() string {
@@ -5726,7 +5976,7 @@ type BatchHeader struct {
 
 func (x *BatchHeader) Reset() {
 	*x = BatchHeader{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5738,7 +5988,7 @@ func (x *BatchHeader) String() string {
 func (*BatchHeader) ProtoMessage() {}
 
 func (x *BatchHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[62]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5751,7 +6001,7 @@ func (x *BatchHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchHeader.ProtoReflect.Descriptor instead.
 func (*BatchHeader) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{62}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *BatchHeader) GetEpoch() uint64 {
@@ -5862,7 +6112,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5874,7 +6124,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[63]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5887,7 +6137,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{63}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -5912,7 +6162,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5924,7 +6174,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[64]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5937,7 +6187,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{64}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *FieldValues) GetName() string {
@@ -5974,7 +6224,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5986,7 +6236,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[65]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5999,7 +6249,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{65}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -6037,7 +6287,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6049,7 +6299,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6062,7 +6312,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -6099,7 +6349,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6111,7 +6361,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6124,7 +6374,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -6164,7 +6414,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6176,7 +6426,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6189,7 +6439,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -6202,7 +6452,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6214,7 +6464,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6227,7 +6477,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -6255,7 +6505,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6267,7 +6517,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6280,7 +6530,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -6342,7 +6592,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6354,7 +6604,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6367,7 +6617,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -6473,7 +6723,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6485,7 +6735,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6498,7 +6748,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -6517,7 +6767,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6529,7 +6779,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6542,7 +6792,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -6562,7 +6812,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6574,7 +6824,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6587,7 +6837,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -6636,7 +6886,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6648,7 +6898,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6661,7 +6911,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -6737,7 +6987,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6749,7 +6999,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6762,7 +7012,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -6789,7 +7039,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6801,7 +7051,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6814,7 +7064,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -6918,7 +7168,7 @@ type LeaseProgress struct {
 
 func (x *LeaseProgress) Reset() {
 	*x = LeaseProgress{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6930,7 +7180,7 @@ func (x *LeaseProgress) String() string {
 func (*LeaseProgress) ProtoMessage() {}
 
 func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6943,7 +7193,7 @@ func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
 func (*LeaseProgress) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *LeaseProgress) GetLease() uint64 {
@@ -6973,7 +7223,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6985,7 +7235,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6998,7 +7248,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -7070,7 +7320,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7082,7 +7332,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7095,7 +7345,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -7169,7 +7419,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7181,7 +7431,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7194,7 +7444,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{81}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -7240,7 +7490,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7252,7 +7502,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7265,7 +7515,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{82}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -7318,7 +7568,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7330,7 +7580,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7343,7 +7593,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{83}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -7376,7 +7626,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7388,7 +7638,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7401,7 +7651,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{84}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{87}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -7420,7 +7670,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7432,7 +7682,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7445,7 +7695,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{85}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -7552,7 +7802,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7564,7 +7814,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7577,7 +7827,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{86}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *JobStatus) GetId() string {
@@ -7806,7 +8056,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7818,7 +8068,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7831,7 +8081,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{87}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -7929,7 +8179,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7941,7 +8191,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7954,7 +8204,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{88}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -8124,7 +8374,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\tViewGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x126\n" +
-	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\x98\x18\n" +
+	"\ttransform\x18\x03 \x01(\v2\x18.stoker.v1.TransformSpecR\ttransform\"\xc5\x18\n" +
 	"\x02Op\x12N\n" +
 	"\x13random_resized_crop\x18\x01 \x01(\v2\x1c.stoker.v1.RandomResizedCropH\x00R\x11randomResizedCrop\x12+\n" +
 	"\x06resize\x18\x02 \x01(\v2\x11.stoker.v1.ResizeH\x00R\x06resize\x128\n" +
@@ -8173,8 +8423,21 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x14clamp_bounding_boxes\x18\xaa\x01 \x01(\v2\x1d.stoker.v1.ClampBoundingBoxesH\x00R\x12clampBoundingBoxes\x12F\n" +
 	"\x10clamp_key_points\x18\xab\x01 \x01(\v2\x19.stoker.v1.ClampKeyPointsH\x00R\x0eclampKeyPoints\x12O\n" +
 	"\x13sanitize_key_points\x18\xac\x01 \x01(\v2\x1c.stoker.v1.SanitizeKeyPointsH\x00R\x11sanitizeKeyPoints\x12N\n" +
-	"\x12random_perspective\x18\xad\x01 \x01(\v2\x1c.stoker.v1.RandomPerspectiveH\x00R\x11randomPerspectiveB\x04\n" +
-	"\x02op\"V\n" +
+	"\x12random_perspective\x18\xad\x01 \x01(\v2\x1c.stoker.v1.RandomPerspectiveH\x00R\x11randomPerspective\x12+\n" +
+	"\x05named\x18\xc8\x01 \x01(\v2\x12.stoker.v1.NamedOpH\x00R\x05namedB\x04\n" +
+	"\x02op\"F\n" +
+	"\aNamedOp\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
+	"\x04args\x18\x02 \x03(\v2\x13.stoker.v1.NamedArgR\x04args\"\x9d\x01\n" +
+	"\bNamedArg\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\x06number\x18\x02 \x01(\x01H\x00R\x06number\x12.\n" +
+	"\anumbers\x18\x03 \x01(\v2\x12.stoker.v1.NumbersH\x00R\anumbers\x12\x14\n" +
+	"\x04text\x18\x04 \x01(\tH\x00R\x04text\x12\x14\n" +
+	"\x04flag\x18\x05 \x01(\bH\x00R\x04flagB\a\n" +
+	"\x05value\"!\n" +
+	"\aNumbers\x12\x16\n" +
+	"\x06values\x18\x01 \x03(\x01R\x06values\"V\n" +
 	"\x03Pad\x12\x18\n" +
 	"\apadding\x18\x01 \x03(\rR\apadding\x12\x12\n" +
 	"\x04fill\x18\x02 \x03(\x01R\x04fill\x12!\n" +
@@ -8685,7 +8948,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 89)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 92)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Decode)(0),                      // 0: stoker.v1.Decode
 	(ShuffleMode)(0),                 // 1: stoker.v1.ShuffleMode
@@ -8706,86 +8969,89 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*TransformSpec)(nil),            // 16: stoker.v1.TransformSpec
 	(*ViewGroup)(nil),                // 17: stoker.v1.ViewGroup
 	(*Op)(nil),                       // 18: stoker.v1.Op
-	(*Pad)(nil),                      // 19: stoker.v1.Pad
-	(*RandomZoomOut)(nil),            // 20: stoker.v1.RandomZoomOut
-	(*ScaleJitter)(nil),              // 21: stoker.v1.ScaleJitter
-	(*RandomShortestSize)(nil),       // 22: stoker.v1.RandomShortestSize
-	(*RandomResize)(nil),             // 23: stoker.v1.RandomResize
-	(*FixedSizeCrop)(nil),            // 24: stoker.v1.FixedSizeCrop
-	(*RandomIoUCrop)(nil),            // 25: stoker.v1.RandomIoUCrop
-	(*RandomPhotometricDistort)(nil), // 26: stoker.v1.RandomPhotometricDistort
-	(*ConvertBoundingBoxFormat)(nil), // 27: stoker.v1.ConvertBoundingBoxFormat
-	(*SanitizeBoundingBoxes)(nil),    // 28: stoker.v1.SanitizeBoundingBoxes
-	(*ClampBoundingBoxes)(nil),       // 29: stoker.v1.ClampBoundingBoxes
-	(*ClampKeyPoints)(nil),           // 30: stoker.v1.ClampKeyPoints
-	(*SanitizeKeyPoints)(nil),        // 31: stoker.v1.SanitizeKeyPoints
-	(*RandomPerspective)(nil),        // 32: stoker.v1.RandomPerspective
-	(*RandomCrop)(nil),               // 33: stoker.v1.RandomCrop
-	(*Range)(nil),                    // 34: stoker.v1.Range
-	(*RandomResizedCrop)(nil),        // 35: stoker.v1.RandomResizedCrop
-	(*Resize)(nil),                   // 36: stoker.v1.Resize
-	(*CenterCrop)(nil),               // 37: stoker.v1.CenterCrop
-	(*RandomHorizontalFlip)(nil),     // 38: stoker.v1.RandomHorizontalFlip
-	(*RandomVerticalFlip)(nil),       // 39: stoker.v1.RandomVerticalFlip
-	(*ColorJitter)(nil),              // 40: stoker.v1.ColorJitter
-	(*Normalize)(nil),                // 41: stoker.v1.Normalize
-	(*Grayscale)(nil),                // 42: stoker.v1.Grayscale
-	(*RandomGrayscale)(nil),          // 43: stoker.v1.RandomGrayscale
-	(*GaussianBlur)(nil),             // 44: stoker.v1.GaussianBlur
-	(*RandomSolarize)(nil),           // 45: stoker.v1.RandomSolarize
-	(*RandomPosterize)(nil),          // 46: stoker.v1.RandomPosterize
-	(*RandomInvert)(nil),             // 47: stoker.v1.RandomInvert
-	(*RandomEqualize)(nil),           // 48: stoker.v1.RandomEqualize
-	(*RandomAutocontrast)(nil),       // 49: stoker.v1.RandomAutocontrast
-	(*RandomAdjustSharpness)(nil),    // 50: stoker.v1.RandomAdjustSharpness
-	(*RandomRotation)(nil),           // 51: stoker.v1.RandomRotation
-	(*RandomAffine)(nil),             // 52: stoker.v1.RandomAffine
-	(*RandomErasing)(nil),            // 53: stoker.v1.RandomErasing
-	(*RandomApply)(nil),              // 54: stoker.v1.RandomApply
-	(*RandomChoice)(nil),             // 55: stoker.v1.RandomChoice
-	(*RandomOrder)(nil),              // 56: stoker.v1.RandomOrder
-	(*TrivialAugmentWide)(nil),       // 57: stoker.v1.TrivialAugmentWide
-	(*RandAugment)(nil),              // 58: stoker.v1.RandAugment
-	(*AutoAugment)(nil),              // 59: stoker.v1.AutoAugment
-	(*AugMix)(nil),                   // 60: stoker.v1.AugMix
-	(*TimmRandAugment)(nil),          // 61: stoker.v1.TimmRandAugment
-	(*TimmAutoAugment)(nil),          // 62: stoker.v1.TimmAutoAugment
-	(*TimmAugMix)(nil),               // 63: stoker.v1.TimmAugMix
-	(*Credit)(nil),                   // 64: stoker.v1.Credit
-	(*FeedResponse)(nil),             // 65: stoker.v1.FeedResponse
-	(*JobInfo)(nil),                  // 66: stoker.v1.JobInfo
-	(*ViewInfo)(nil),                 // 67: stoker.v1.ViewInfo
-	(*BatchHeader)(nil),              // 68: stoker.v1.BatchHeader
-	(*Shape)(nil),                    // 69: stoker.v1.Shape
-	(*FieldValues)(nil),              // 70: stoker.v1.FieldValues
-	(*SampleError)(nil),              // 71: stoker.v1.SampleError
-	(*Chunk)(nil),                    // 72: stoker.v1.Chunk
-	(*EpochEnd)(nil),                 // 73: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),      // 74: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),     // 75: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),              // 76: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),              // 77: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                   // 78: stoker.v1.JobEnd
-	(*WorkPing)(nil),                 // 79: stoker.v1.WorkPing
-	(*WorkJob)(nil),                  // 80: stoker.v1.WorkJob
-	(*Lease)(nil),                    // 81: stoker.v1.Lease
-	(*CancelLease)(nil),              // 82: stoker.v1.CancelLease
-	(*WorkResponse)(nil),             // 83: stoker.v1.WorkResponse
-	(*LeaseProgress)(nil),            // 84: stoker.v1.LeaseProgress
-	(*WorkerInfo)(nil),               // 85: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),          // 86: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),                // 87: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),                // 88: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),              // 89: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),            // 90: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),           // 91: stoker.v1.StatusResponse
-	(*JobStatus)(nil),                // 92: stoker.v1.JobStatus
-	(*MakingShares)(nil),             // 93: stoker.v1.MakingShares
-	(*MakerStatus)(nil),              // 94: stoker.v1.MakerStatus
+	(*NamedOp)(nil),                  // 19: stoker.v1.NamedOp
+	(*NamedArg)(nil),                 // 20: stoker.v1.NamedArg
+	(*Numbers)(nil),                  // 21: stoker.v1.Numbers
+	(*Pad)(nil),                      // 22: stoker.v1.Pad
+	(*RandomZoomOut)(nil),            // 23: stoker.v1.RandomZoomOut
+	(*ScaleJitter)(nil),              // 24: stoker.v1.ScaleJitter
+	(*RandomShortestSize)(nil),       // 25: stoker.v1.RandomShortestSize
+	(*RandomResize)(nil),             // 26: stoker.v1.RandomResize
+	(*FixedSizeCrop)(nil),            // 27: stoker.v1.FixedSizeCrop
+	(*RandomIoUCrop)(nil),            // 28: stoker.v1.RandomIoUCrop
+	(*RandomPhotometricDistort)(nil), // 29: stoker.v1.RandomPhotometricDistort
+	(*ConvertBoundingBoxFormat)(nil), // 30: stoker.v1.ConvertBoundingBoxFormat
+	(*SanitizeBoundingBoxes)(nil),    // 31: stoker.v1.SanitizeBoundingBoxes
+	(*ClampBoundingBoxes)(nil),       // 32: stoker.v1.ClampBoundingBoxes
+	(*ClampKeyPoints)(nil),           // 33: stoker.v1.ClampKeyPoints
+	(*SanitizeKeyPoints)(nil),        // 34: stoker.v1.SanitizeKeyPoints
+	(*RandomPerspective)(nil),        // 35: stoker.v1.RandomPerspective
+	(*RandomCrop)(nil),               // 36: stoker.v1.RandomCrop
+	(*Range)(nil),                    // 37: stoker.v1.Range
+	(*RandomResizedCrop)(nil),        // 38: stoker.v1.RandomResizedCrop
+	(*Resize)(nil),                   // 39: stoker.v1.Resize
+	(*CenterCrop)(nil),               // 40: stoker.v1.CenterCrop
+	(*RandomHorizontalFlip)(nil),     // 41: stoker.v1.RandomHorizontalFlip
+	(*RandomVerticalFlip)(nil),       // 42: stoker.v1.RandomVerticalFlip
+	(*ColorJitter)(nil),              // 43: stoker.v1.ColorJitter
+	(*Normalize)(nil),                // 44: stoker.v1.Normalize
+	(*Grayscale)(nil),                // 45: stoker.v1.Grayscale
+	(*RandomGrayscale)(nil),          // 46: stoker.v1.RandomGrayscale
+	(*GaussianBlur)(nil),             // 47: stoker.v1.GaussianBlur
+	(*RandomSolarize)(nil),           // 48: stoker.v1.RandomSolarize
+	(*RandomPosterize)(nil),          // 49: stoker.v1.RandomPosterize
+	(*RandomInvert)(nil),             // 50: stoker.v1.RandomInvert
+	(*RandomEqualize)(nil),           // 51: stoker.v1.RandomEqualize
+	(*RandomAutocontrast)(nil),       // 52: stoker.v1.RandomAutocontrast
+	(*RandomAdjustSharpness)(nil),    // 53: stoker.v1.RandomAdjustSharpness
+	(*RandomRotation)(nil),           // 54: stoker.v1.RandomRotation
+	(*RandomAffine)(nil),             // 55: stoker.v1.RandomAffine
+	(*RandomErasing)(nil),            // 56: stoker.v1.RandomErasing
+	(*RandomApply)(nil),              // 57: stoker.v1.RandomApply
+	(*RandomChoice)(nil),             // 58: stoker.v1.RandomChoice
+	(*RandomOrder)(nil),              // 59: stoker.v1.RandomOrder
+	(*TrivialAugmentWide)(nil),       // 60: stoker.v1.TrivialAugmentWide
+	(*RandAugment)(nil),              // 61: stoker.v1.RandAugment
+	(*AutoAugment)(nil),              // 62: stoker.v1.AutoAugment
+	(*AugMix)(nil),                   // 63: stoker.v1.AugMix
+	(*TimmRandAugment)(nil),          // 64: stoker.v1.TimmRandAugment
+	(*TimmAutoAugment)(nil),          // 65: stoker.v1.TimmAutoAugment
+	(*TimmAugMix)(nil),               // 66: stoker.v1.TimmAugMix
+	(*Credit)(nil),                   // 67: stoker.v1.Credit
+	(*FeedResponse)(nil),             // 68: stoker.v1.FeedResponse
+	(*JobInfo)(nil),                  // 69: stoker.v1.JobInfo
+	(*ViewInfo)(nil),                 // 70: stoker.v1.ViewInfo
+	(*BatchHeader)(nil),              // 71: stoker.v1.BatchHeader
+	(*Shape)(nil),                    // 72: stoker.v1.Shape
+	(*FieldValues)(nil),              // 73: stoker.v1.FieldValues
+	(*SampleError)(nil),              // 74: stoker.v1.SampleError
+	(*Chunk)(nil),                    // 75: stoker.v1.Chunk
+	(*EpochEnd)(nil),                 // 76: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),      // 77: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),     // 78: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),              // 79: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),              // 80: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                   // 81: stoker.v1.JobEnd
+	(*WorkPing)(nil),                 // 82: stoker.v1.WorkPing
+	(*WorkJob)(nil),                  // 83: stoker.v1.WorkJob
+	(*Lease)(nil),                    // 84: stoker.v1.Lease
+	(*CancelLease)(nil),              // 85: stoker.v1.CancelLease
+	(*WorkResponse)(nil),             // 86: stoker.v1.WorkResponse
+	(*LeaseProgress)(nil),            // 87: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),               // 88: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),          // 89: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),                // 90: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),                // 91: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),              // 92: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),            // 93: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),           // 94: stoker.v1.StatusResponse
+	(*JobStatus)(nil),                // 95: stoker.v1.JobStatus
+	(*MakingShares)(nil),             // 96: stoker.v1.MakingShares
+	(*MakerStatus)(nil),              // 97: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
-	64,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
+	67,  // 1: stoker.v1.FeedRequest.credit:type_name -> stoker.v1.Credit
 	13,  // 2: stoker.v1.FeedRequest.shm:type_name -> stoker.v1.ShmAccept
 	16,  // 3: stoker.v1.JobSpec.transform:type_name -> stoker.v1.TransformSpec
 	2,   // 4: stoker.v1.JobSpec.layout:type_name -> stoker.v1.Layout
@@ -8797,133 +9063,136 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	7,   // 10: stoker.v1.OpenJob.job:type_name -> stoker.v1.JobSpec
 	11,  // 11: stoker.v1.OpenJob.shm:type_name -> stoker.v1.ShmRequest
 	7,   // 12: stoker.v1.DescribeJobRequest.job:type_name -> stoker.v1.JobSpec
-	66,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
+	69,  // 13: stoker.v1.DescribeJobResponse.info:type_name -> stoker.v1.JobInfo
 	18,  // 14: stoker.v1.TransformSpec.ops:type_name -> stoker.v1.Op
 	17,  // 15: stoker.v1.TransformSpec.views:type_name -> stoker.v1.ViewGroup
 	16,  // 16: stoker.v1.ViewGroup.transform:type_name -> stoker.v1.TransformSpec
-	35,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
-	36,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
-	37,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
-	38,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
-	40,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
-	41,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
-	39,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
-	42,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
-	43,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
-	44,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
-	45,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
-	46,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
-	47,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
-	48,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
-	49,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
-	50,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
-	51,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
-	52,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
-	53,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
-	54,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
-	55,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
-	56,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
-	57,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
-	58,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
-	59,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
-	60,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
-	61,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
-	33,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
-	19,  // 45: stoker.v1.Op.pad:type_name -> stoker.v1.Pad
-	62,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
-	63,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
-	28,  // 48: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
-	20,  // 49: stoker.v1.Op.random_zoom_out:type_name -> stoker.v1.RandomZoomOut
-	25,  // 50: stoker.v1.Op.random_iou_crop:type_name -> stoker.v1.RandomIoUCrop
-	26,  // 51: stoker.v1.Op.random_photometric_distort:type_name -> stoker.v1.RandomPhotometricDistort
-	27,  // 52: stoker.v1.Op.convert_bounding_box_format:type_name -> stoker.v1.ConvertBoundingBoxFormat
-	21,  // 53: stoker.v1.Op.scale_jitter:type_name -> stoker.v1.ScaleJitter
-	24,  // 54: stoker.v1.Op.fixed_size_crop:type_name -> stoker.v1.FixedSizeCrop
-	22,  // 55: stoker.v1.Op.random_shortest_size:type_name -> stoker.v1.RandomShortestSize
-	23,  // 56: stoker.v1.Op.random_resize:type_name -> stoker.v1.RandomResize
-	29,  // 57: stoker.v1.Op.clamp_bounding_boxes:type_name -> stoker.v1.ClampBoundingBoxes
-	30,  // 58: stoker.v1.Op.clamp_key_points:type_name -> stoker.v1.ClampKeyPoints
-	31,  // 59: stoker.v1.Op.sanitize_key_points:type_name -> stoker.v1.SanitizeKeyPoints
-	32,  // 60: stoker.v1.Op.random_perspective:type_name -> stoker.v1.RandomPerspective
-	34,  // 61: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
-	34,  // 62: stoker.v1.ScaleJitter.scale_range:type_name -> stoker.v1.Range
-	4,   // 63: stoker.v1.ScaleJitter.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 64: stoker.v1.RandomShortestSize.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 65: stoker.v1.RandomResize.interpolation:type_name -> stoker.v1.Interpolation
-	34,  // 66: stoker.v1.RandomPhotometricDistort.brightness:type_name -> stoker.v1.Range
-	34,  // 67: stoker.v1.RandomPhotometricDistort.contrast:type_name -> stoker.v1.Range
-	34,  // 68: stoker.v1.RandomPhotometricDistort.saturation:type_name -> stoker.v1.Range
-	34,  // 69: stoker.v1.RandomPhotometricDistort.hue:type_name -> stoker.v1.Range
-	4,   // 70: stoker.v1.RandomPerspective.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 71: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 72: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
-	34,  // 73: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
-	34,  // 74: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
-	34,  // 75: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
-	34,  // 76: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
-	34,  // 77: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
-	4,   // 78: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
-	34,  // 79: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
-	34,  // 80: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
-	4,   // 81: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
-	34,  // 82: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
-	34,  // 83: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
-	18,  // 84: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
-	18,  // 85: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
-	18,  // 86: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
-	4,   // 87: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 88: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 89: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 90: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 91: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 92: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
-	4,   // 93: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
-	66,  // 94: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
-	68,  // 95: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	72,  // 96: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	73,  // 97: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
-	12,  // 98: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
-	5,   // 99: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
-	67,  // 100: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
-	0,   // 101: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
-	5,   // 102: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	71,  // 103: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
-	0,   // 104: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
-	69,  // 105: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	70,  // 106: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	76,  // 107: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	80,  // 108: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	81,  // 109: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	82,  // 110: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	78,  // 111: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	79,  // 112: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 113: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	85,  // 114: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	87,  // 115: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	72,  // 116: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	89,  // 117: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	84,  // 118: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	86,  // 119: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	68,  // 120: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	88,  // 121: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	92,  // 122: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	94,  // 123: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	93,  // 124: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 125: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	74,  // 126: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 127: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	90,  // 128: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	77,  // 129: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	65,  // 130: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	75,  // 131: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 132: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	91,  // 133: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	83,  // 134: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	130, // [130:135] is the sub-list for method output_type
-	125, // [125:130] is the sub-list for method input_type
-	125, // [125:125] is the sub-list for extension type_name
-	125, // [125:125] is the sub-list for extension extendee
-	0,   // [0:125] is the sub-list for field type_name
+	38,  // 17: stoker.v1.Op.random_resized_crop:type_name -> stoker.v1.RandomResizedCrop
+	39,  // 18: stoker.v1.Op.resize:type_name -> stoker.v1.Resize
+	40,  // 19: stoker.v1.Op.center_crop:type_name -> stoker.v1.CenterCrop
+	41,  // 20: stoker.v1.Op.random_horizontal_flip:type_name -> stoker.v1.RandomHorizontalFlip
+	43,  // 21: stoker.v1.Op.color_jitter:type_name -> stoker.v1.ColorJitter
+	44,  // 22: stoker.v1.Op.normalize:type_name -> stoker.v1.Normalize
+	42,  // 23: stoker.v1.Op.random_vertical_flip:type_name -> stoker.v1.RandomVerticalFlip
+	45,  // 24: stoker.v1.Op.grayscale:type_name -> stoker.v1.Grayscale
+	46,  // 25: stoker.v1.Op.random_grayscale:type_name -> stoker.v1.RandomGrayscale
+	47,  // 26: stoker.v1.Op.gaussian_blur:type_name -> stoker.v1.GaussianBlur
+	48,  // 27: stoker.v1.Op.random_solarize:type_name -> stoker.v1.RandomSolarize
+	49,  // 28: stoker.v1.Op.random_posterize:type_name -> stoker.v1.RandomPosterize
+	50,  // 29: stoker.v1.Op.random_invert:type_name -> stoker.v1.RandomInvert
+	51,  // 30: stoker.v1.Op.random_equalize:type_name -> stoker.v1.RandomEqualize
+	52,  // 31: stoker.v1.Op.random_autocontrast:type_name -> stoker.v1.RandomAutocontrast
+	53,  // 32: stoker.v1.Op.random_adjust_sharpness:type_name -> stoker.v1.RandomAdjustSharpness
+	54,  // 33: stoker.v1.Op.random_rotation:type_name -> stoker.v1.RandomRotation
+	55,  // 34: stoker.v1.Op.random_affine:type_name -> stoker.v1.RandomAffine
+	56,  // 35: stoker.v1.Op.random_erasing:type_name -> stoker.v1.RandomErasing
+	57,  // 36: stoker.v1.Op.random_apply:type_name -> stoker.v1.RandomApply
+	58,  // 37: stoker.v1.Op.random_choice:type_name -> stoker.v1.RandomChoice
+	59,  // 38: stoker.v1.Op.random_order:type_name -> stoker.v1.RandomOrder
+	60,  // 39: stoker.v1.Op.trivial_augment_wide:type_name -> stoker.v1.TrivialAugmentWide
+	61,  // 40: stoker.v1.Op.rand_augment:type_name -> stoker.v1.RandAugment
+	62,  // 41: stoker.v1.Op.auto_augment:type_name -> stoker.v1.AutoAugment
+	63,  // 42: stoker.v1.Op.aug_mix:type_name -> stoker.v1.AugMix
+	64,  // 43: stoker.v1.Op.timm_rand_augment:type_name -> stoker.v1.TimmRandAugment
+	36,  // 44: stoker.v1.Op.random_crop:type_name -> stoker.v1.RandomCrop
+	22,  // 45: stoker.v1.Op.pad:type_name -> stoker.v1.Pad
+	65,  // 46: stoker.v1.Op.timm_auto_augment:type_name -> stoker.v1.TimmAutoAugment
+	66,  // 47: stoker.v1.Op.timm_aug_mix:type_name -> stoker.v1.TimmAugMix
+	31,  // 48: stoker.v1.Op.sanitize_bounding_boxes:type_name -> stoker.v1.SanitizeBoundingBoxes
+	23,  // 49: stoker.v1.Op.random_zoom_out:type_name -> stoker.v1.RandomZoomOut
+	28,  // 50: stoker.v1.Op.random_iou_crop:type_name -> stoker.v1.RandomIoUCrop
+	29,  // 51: stoker.v1.Op.random_photometric_distort:type_name -> stoker.v1.RandomPhotometricDistort
+	30,  // 52: stoker.v1.Op.convert_bounding_box_format:type_name -> stoker.v1.ConvertBoundingBoxFormat
+	24,  // 53: stoker.v1.Op.scale_jitter:type_name -> stoker.v1.ScaleJitter
+	27,  // 54: stoker.v1.Op.fixed_size_crop:type_name -> stoker.v1.FixedSizeCrop
+	25,  // 55: stoker.v1.Op.random_shortest_size:type_name -> stoker.v1.RandomShortestSize
+	26,  // 56: stoker.v1.Op.random_resize:type_name -> stoker.v1.RandomResize
+	32,  // 57: stoker.v1.Op.clamp_bounding_boxes:type_name -> stoker.v1.ClampBoundingBoxes
+	33,  // 58: stoker.v1.Op.clamp_key_points:type_name -> stoker.v1.ClampKeyPoints
+	34,  // 59: stoker.v1.Op.sanitize_key_points:type_name -> stoker.v1.SanitizeKeyPoints
+	35,  // 60: stoker.v1.Op.random_perspective:type_name -> stoker.v1.RandomPerspective
+	19,  // 61: stoker.v1.Op.named:type_name -> stoker.v1.NamedOp
+	20,  // 62: stoker.v1.NamedOp.args:type_name -> stoker.v1.NamedArg
+	21,  // 63: stoker.v1.NamedArg.numbers:type_name -> stoker.v1.Numbers
+	37,  // 64: stoker.v1.RandomZoomOut.side_range:type_name -> stoker.v1.Range
+	37,  // 65: stoker.v1.ScaleJitter.scale_range:type_name -> stoker.v1.Range
+	4,   // 66: stoker.v1.ScaleJitter.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 67: stoker.v1.RandomShortestSize.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 68: stoker.v1.RandomResize.interpolation:type_name -> stoker.v1.Interpolation
+	37,  // 69: stoker.v1.RandomPhotometricDistort.brightness:type_name -> stoker.v1.Range
+	37,  // 70: stoker.v1.RandomPhotometricDistort.contrast:type_name -> stoker.v1.Range
+	37,  // 71: stoker.v1.RandomPhotometricDistort.saturation:type_name -> stoker.v1.Range
+	37,  // 72: stoker.v1.RandomPhotometricDistort.hue:type_name -> stoker.v1.Range
+	4,   // 73: stoker.v1.RandomPerspective.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 74: stoker.v1.RandomResizedCrop.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 75: stoker.v1.Resize.interpolation:type_name -> stoker.v1.Interpolation
+	37,  // 76: stoker.v1.ColorJitter.brightness_range:type_name -> stoker.v1.Range
+	37,  // 77: stoker.v1.ColorJitter.contrast_range:type_name -> stoker.v1.Range
+	37,  // 78: stoker.v1.ColorJitter.saturation_range:type_name -> stoker.v1.Range
+	37,  // 79: stoker.v1.ColorJitter.hue_range:type_name -> stoker.v1.Range
+	37,  // 80: stoker.v1.RandomRotation.degrees:type_name -> stoker.v1.Range
+	4,   // 81: stoker.v1.RandomRotation.interpolation:type_name -> stoker.v1.Interpolation
+	37,  // 82: stoker.v1.RandomAffine.degrees:type_name -> stoker.v1.Range
+	37,  // 83: stoker.v1.RandomAffine.scale:type_name -> stoker.v1.Range
+	4,   // 84: stoker.v1.RandomAffine.interpolation:type_name -> stoker.v1.Interpolation
+	37,  // 85: stoker.v1.RandomErasing.scale:type_name -> stoker.v1.Range
+	37,  // 86: stoker.v1.RandomErasing.ratio:type_name -> stoker.v1.Range
+	18,  // 87: stoker.v1.RandomApply.ops:type_name -> stoker.v1.Op
+	18,  // 88: stoker.v1.RandomChoice.ops:type_name -> stoker.v1.Op
+	18,  // 89: stoker.v1.RandomOrder.ops:type_name -> stoker.v1.Op
+	4,   // 90: stoker.v1.TrivialAugmentWide.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 91: stoker.v1.RandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 92: stoker.v1.AutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 93: stoker.v1.AugMix.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 94: stoker.v1.TimmRandAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 95: stoker.v1.TimmAutoAugment.interpolation:type_name -> stoker.v1.Interpolation
+	4,   // 96: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
+	69,  // 97: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
+	71,  // 98: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
+	75,  // 99: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	76,  // 100: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	12,  // 101: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
+	5,   // 102: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
+	70,  // 103: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
+	0,   // 104: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
+	5,   // 105: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
+	74,  // 106: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	0,   // 107: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
+	72,  // 108: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	73,  // 109: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	79,  // 110: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	83,  // 111: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	84,  // 112: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	85,  // 113: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	81,  // 114: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	82,  // 115: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 116: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	88,  // 117: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	90,  // 118: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	75,  // 119: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	92,  // 120: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	87,  // 121: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	89,  // 122: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	71,  // 123: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	91,  // 124: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	95,  // 125: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	97,  // 126: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	96,  // 127: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 128: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	77,  // 129: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 130: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	93,  // 131: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	80,  // 132: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	68,  // 133: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	78,  // 134: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 135: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	94,  // 136: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	86,  // 137: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	133, // [133:138] is the sub-list for method output_type
+	128, // [128:133] is the sub-list for method input_type
+	128, // [128:128] is the sub-list for extension type_name
+	128, // [128:128] is the sub-list for extension extendee
+	0,   // [0:128] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -8981,47 +9250,54 @@ func file_stoker_v1_stoker_proto_init() {
 		(*Op_ClampKeyPoints)(nil),
 		(*Op_SanitizeKeyPoints)(nil),
 		(*Op_RandomPerspective)(nil),
+		(*Op_Named)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[15].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[16].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[14].OneofWrappers = []any{
+		(*NamedArg_Number)(nil),
+		(*NamedArg_Numbers)(nil),
+		(*NamedArg_Text)(nil),
+		(*NamedArg_Flag)(nil),
+	}
 	file_stoker_v1_stoker_proto_msgTypes[17].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[18].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[19].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[20].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[22].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[23].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[25].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[26].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[29].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[30].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[32].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[33].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[37].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[39].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[35].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[36].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[40].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[41].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[42].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[43].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[44].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[45].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[46].OneofWrappers = []any{}
 	file_stoker_v1_stoker_proto_msgTypes[47].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[48].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[52].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[54].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[59].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[50].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[51].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[55].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[57].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[62].OneofWrappers = []any{
 		(*FeedResponse_Job)(nil),
 		(*FeedResponse_Batch)(nil),
 		(*FeedResponse_Chunk)(nil),
 		(*FeedResponse_End)(nil),
 		(*FeedResponse_Shm)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[62].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[71].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[65].OneofWrappers = []any{}
+	file_stoker_v1_stoker_proto_msgTypes[74].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[77].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[80].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -9034,7 +9310,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   89,
+			NumMessages:   92,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -236,7 +236,7 @@ class ViewGroup(_message.Message):
     def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., transform: _Optional[_Union[TransformSpec, _Mapping]] = ...) -> None: ...
 
 class Op(_message.Message):
-    __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize", "random_vertical_flip", "grayscale", "random_grayscale", "gaussian_blur", "random_solarize", "random_posterize", "random_invert", "random_equalize", "random_autocontrast", "random_adjust_sharpness", "random_rotation", "random_affine", "random_erasing", "random_apply", "random_choice", "random_order", "trivial_augment_wide", "rand_augment", "auto_augment", "aug_mix", "timm_rand_augment", "random_crop", "pad", "timm_auto_augment", "timm_aug_mix", "sanitize_bounding_boxes", "random_zoom_out", "random_iou_crop", "random_photometric_distort", "convert_bounding_box_format", "scale_jitter", "fixed_size_crop", "random_shortest_size", "random_resize", "clamp_bounding_boxes", "clamp_key_points", "sanitize_key_points", "random_perspective")
+    __slots__ = ("random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter", "normalize", "random_vertical_flip", "grayscale", "random_grayscale", "gaussian_blur", "random_solarize", "random_posterize", "random_invert", "random_equalize", "random_autocontrast", "random_adjust_sharpness", "random_rotation", "random_affine", "random_erasing", "random_apply", "random_choice", "random_order", "trivial_augment_wide", "rand_augment", "auto_augment", "aug_mix", "timm_rand_augment", "random_crop", "pad", "timm_auto_augment", "timm_aug_mix", "sanitize_bounding_boxes", "random_zoom_out", "random_iou_crop", "random_photometric_distort", "convert_bounding_box_format", "scale_jitter", "fixed_size_crop", "random_shortest_size", "random_resize", "clamp_bounding_boxes", "clamp_key_points", "sanitize_key_points", "random_perspective", "named")
     RANDOM_RESIZED_CROP_FIELD_NUMBER: _ClassVar[int]
     RESIZE_FIELD_NUMBER: _ClassVar[int]
     CENTER_CROP_FIELD_NUMBER: _ClassVar[int]
@@ -281,6 +281,7 @@ class Op(_message.Message):
     CLAMP_KEY_POINTS_FIELD_NUMBER: _ClassVar[int]
     SANITIZE_KEY_POINTS_FIELD_NUMBER: _ClassVar[int]
     RANDOM_PERSPECTIVE_FIELD_NUMBER: _ClassVar[int]
+    NAMED_FIELD_NUMBER: _ClassVar[int]
     random_resized_crop: RandomResizedCrop
     resize: Resize
     center_crop: CenterCrop
@@ -325,7 +326,36 @@ class Op(_message.Message):
     clamp_key_points: ClampKeyPoints
     sanitize_key_points: SanitizeKeyPoints
     random_perspective: RandomPerspective
-    def __init__(self, random_resized_crop: _Optional[_Union[RandomResizedCrop, _Mapping]] = ..., resize: _Optional[_Union[Resize, _Mapping]] = ..., center_crop: _Optional[_Union[CenterCrop, _Mapping]] = ..., random_horizontal_flip: _Optional[_Union[RandomHorizontalFlip, _Mapping]] = ..., color_jitter: _Optional[_Union[ColorJitter, _Mapping]] = ..., normalize: _Optional[_Union[Normalize, _Mapping]] = ..., random_vertical_flip: _Optional[_Union[RandomVerticalFlip, _Mapping]] = ..., grayscale: _Optional[_Union[Grayscale, _Mapping]] = ..., random_grayscale: _Optional[_Union[RandomGrayscale, _Mapping]] = ..., gaussian_blur: _Optional[_Union[GaussianBlur, _Mapping]] = ..., random_solarize: _Optional[_Union[RandomSolarize, _Mapping]] = ..., random_posterize: _Optional[_Union[RandomPosterize, _Mapping]] = ..., random_invert: _Optional[_Union[RandomInvert, _Mapping]] = ..., random_equalize: _Optional[_Union[RandomEqualize, _Mapping]] = ..., random_autocontrast: _Optional[_Union[RandomAutocontrast, _Mapping]] = ..., random_adjust_sharpness: _Optional[_Union[RandomAdjustSharpness, _Mapping]] = ..., random_rotation: _Optional[_Union[RandomRotation, _Mapping]] = ..., random_affine: _Optional[_Union[RandomAffine, _Mapping]] = ..., random_erasing: _Optional[_Union[RandomErasing, _Mapping]] = ..., random_apply: _Optional[_Union[RandomApply, _Mapping]] = ..., random_choice: _Optional[_Union[RandomChoice, _Mapping]] = ..., random_order: _Optional[_Union[RandomOrder, _Mapping]] = ..., trivial_augment_wide: _Optional[_Union[TrivialAugmentWide, _Mapping]] = ..., rand_augment: _Optional[_Union[RandAugment, _Mapping]] = ..., auto_augment: _Optional[_Union[AutoAugment, _Mapping]] = ..., aug_mix: _Optional[_Union[AugMix, _Mapping]] = ..., timm_rand_augment: _Optional[_Union[TimmRandAugment, _Mapping]] = ..., random_crop: _Optional[_Union[RandomCrop, _Mapping]] = ..., pad: _Optional[_Union[Pad, _Mapping]] = ..., timm_auto_augment: _Optional[_Union[TimmAutoAugment, _Mapping]] = ..., timm_aug_mix: _Optional[_Union[TimmAugMix, _Mapping]] = ..., sanitize_bounding_boxes: _Optional[_Union[SanitizeBoundingBoxes, _Mapping]] = ..., random_zoom_out: _Optional[_Union[RandomZoomOut, _Mapping]] = ..., random_iou_crop: _Optional[_Union[RandomIoUCrop, _Mapping]] = ..., random_photometric_distort: _Optional[_Union[RandomPhotometricDistort, _Mapping]] = ..., convert_bounding_box_format: _Optional[_Union[ConvertBoundingBoxFormat, _Mapping]] = ..., scale_jitter: _Optional[_Union[ScaleJitter, _Mapping]] = ..., fixed_size_crop: _Optional[_Union[FixedSizeCrop, _Mapping]] = ..., random_shortest_size: _Optional[_Union[RandomShortestSize, _Mapping]] = ..., random_resize: _Optional[_Union[RandomResize, _Mapping]] = ..., clamp_bounding_boxes: _Optional[_Union[ClampBoundingBoxes, _Mapping]] = ..., clamp_key_points: _Optional[_Union[ClampKeyPoints, _Mapping]] = ..., sanitize_key_points: _Optional[_Union[SanitizeKeyPoints, _Mapping]] = ..., random_perspective: _Optional[_Union[RandomPerspective, _Mapping]] = ...) -> None: ...
+    named: NamedOp
+    def __init__(self, random_resized_crop: _Optional[_Union[RandomResizedCrop, _Mapping]] = ..., resize: _Optional[_Union[Resize, _Mapping]] = ..., center_crop: _Optional[_Union[CenterCrop, _Mapping]] = ..., random_horizontal_flip: _Optional[_Union[RandomHorizontalFlip, _Mapping]] = ..., color_jitter: _Optional[_Union[ColorJitter, _Mapping]] = ..., normalize: _Optional[_Union[Normalize, _Mapping]] = ..., random_vertical_flip: _Optional[_Union[RandomVerticalFlip, _Mapping]] = ..., grayscale: _Optional[_Union[Grayscale, _Mapping]] = ..., random_grayscale: _Optional[_Union[RandomGrayscale, _Mapping]] = ..., gaussian_blur: _Optional[_Union[GaussianBlur, _Mapping]] = ..., random_solarize: _Optional[_Union[RandomSolarize, _Mapping]] = ..., random_posterize: _Optional[_Union[RandomPosterize, _Mapping]] = ..., random_invert: _Optional[_Union[RandomInvert, _Mapping]] = ..., random_equalize: _Optional[_Union[RandomEqualize, _Mapping]] = ..., random_autocontrast: _Optional[_Union[RandomAutocontrast, _Mapping]] = ..., random_adjust_sharpness: _Optional[_Union[RandomAdjustSharpness, _Mapping]] = ..., random_rotation: _Optional[_Union[RandomRotation, _Mapping]] = ..., random_affine: _Optional[_Union[RandomAffine, _Mapping]] = ..., random_erasing: _Optional[_Union[RandomErasing, _Mapping]] = ..., random_apply: _Optional[_Union[RandomApply, _Mapping]] = ..., random_choice: _Optional[_Union[RandomChoice, _Mapping]] = ..., random_order: _Optional[_Union[RandomOrder, _Mapping]] = ..., trivial_augment_wide: _Optional[_Union[TrivialAugmentWide, _Mapping]] = ..., rand_augment: _Optional[_Union[RandAugment, _Mapping]] = ..., auto_augment: _Optional[_Union[AutoAugment, _Mapping]] = ..., aug_mix: _Optional[_Union[AugMix, _Mapping]] = ..., timm_rand_augment: _Optional[_Union[TimmRandAugment, _Mapping]] = ..., random_crop: _Optional[_Union[RandomCrop, _Mapping]] = ..., pad: _Optional[_Union[Pad, _Mapping]] = ..., timm_auto_augment: _Optional[_Union[TimmAutoAugment, _Mapping]] = ..., timm_aug_mix: _Optional[_Union[TimmAugMix, _Mapping]] = ..., sanitize_bounding_boxes: _Optional[_Union[SanitizeBoundingBoxes, _Mapping]] = ..., random_zoom_out: _Optional[_Union[RandomZoomOut, _Mapping]] = ..., random_iou_crop: _Optional[_Union[RandomIoUCrop, _Mapping]] = ..., random_photometric_distort: _Optional[_Union[RandomPhotometricDistort, _Mapping]] = ..., convert_bounding_box_format: _Optional[_Union[ConvertBoundingBoxFormat, _Mapping]] = ..., scale_jitter: _Optional[_Union[ScaleJitter, _Mapping]] = ..., fixed_size_crop: _Optional[_Union[FixedSizeCrop, _Mapping]] = ..., random_shortest_size: _Optional[_Union[RandomShortestSize, _Mapping]] = ..., random_resize: _Optional[_Union[RandomResize, _Mapping]] = ..., clamp_bounding_boxes: _Optional[_Union[ClampBoundingBoxes, _Mapping]] = ..., clamp_key_points: _Optional[_Union[ClampKeyPoints, _Mapping]] = ..., sanitize_key_points: _Optional[_Union[SanitizeKeyPoints, _Mapping]] = ..., random_perspective: _Optional[_Union[RandomPerspective, _Mapping]] = ..., named: _Optional[_Union[NamedOp, _Mapping]] = ...) -> None: ...
+
+class NamedOp(_message.Message):
+    __slots__ = ("name", "args")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    args: _containers.RepeatedCompositeFieldContainer[NamedArg]
+    def __init__(self, name: _Optional[str] = ..., args: _Optional[_Iterable[_Union[NamedArg, _Mapping]]] = ...) -> None: ...
+
+class NamedArg(_message.Message):
+    __slots__ = ("name", "number", "numbers", "text", "flag")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    NUMBERS_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    FLAG_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    number: float
+    numbers: Numbers
+    text: str
+    flag: bool
+    def __init__(self, name: _Optional[str] = ..., number: _Optional[float] = ..., numbers: _Optional[_Union[Numbers, _Mapping]] = ..., text: _Optional[str] = ..., flag: _Optional[bool] = ...) -> None: ...
+
+class Numbers(_message.Message):
+    __slots__ = ("values",)
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    values: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, values: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class Pad(_message.Message):
     __slots__ = ("padding", "fill", "padding_mode")

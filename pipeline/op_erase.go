@@ -1,0 +1,167 @@
+package pipeline
+
+// RandomErasing: torchvision.transforms.v2's (and timm's, with a count of
+// boxes and per-box colours), and erase.
+
+import (
+	"math"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+)
+
+const OpRandomErasing OpKind = "RandomErasing"
+
+// MaxEraseCount bounds RandomErasing's boxes per sample (timm's
+// max_count).
+const MaxEraseCount = 16
+
+// FnErase costs a pixel of the erased box.
+var FnErase = defineFn(fnDef{name: "erase", args: []arg{{"i", argInt, 0, 1}, {"j", argInt, 1, 1}, {"h", argInt, 2, 1}, {"w", argInt, 3, 1}, {"v", argEraseValue, 0, 1}},
+	ns: 0.067, cost: func(st *Step, ns, _ float64) float64 { return ns * float64(st.I[2]) * float64(st.I[3]) },
+	kernel: func(p kernels.Planes, st *Step, ks *kernels.Scratch) {
+		if st.Random {
+			mean, std := [3]float64{st.F[0], st.F[1], st.F[2]}, [3]float64{st.F[3], st.F[4], st.F[5]}
+			if !(std[0] > 0 && std[1] > 0 && std[2] > 0) { // a parsed trace's: no Normalize given
+				mean, std = imagenetMean, imagenetStd
+			}
+			kernels.EraseRandom(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Seed, mean, std, ks)
+		} else {
+			kernels.Erase(p, st.I[0], st.I[1], st.I[2], st.I[3], st.Fill)
+		}
+	},
+	check: func(st *Step, w, h int) error {
+		i, j, eh, ew := st.I[0], st.I[1], st.I[2], st.I[3]
+		if i < 0 || j < 0 || eh < 0 || ew < 0 || i+eh > h || j+ew > w {
+			return stepError(st, "box (i=%d, j=%d, h=%d, w=%d) is outside the %dx%d image", i, j, eh, ew, w, h)
+		}
+		if st.Random {
+			return nil
+		}
+		return checkStepFill(st)
+	},
+	targets: targetsPixels})
+
+func init() {
+	defineOp(opDef{kind: OpRandomErasing, doc: "with probability p, erases a box (or count boxes) of area in scale and aspect in ratio with value",
+		params: []param{pParam(0.5), {name: "scale", typ: pRange, def: "(0.02, 0.33)"}, {name: "ratio", typ: pRange, def: "(0.3, 3.3)"},
+			{name: "value", typ: pAny, def: "0"}, {name: "inplace", typ: pBool, def: "False"},
+			{name: "noise_mean", typ: pFloats, def: "None", kwOnly: true}, {name: "noise_std", typ: pFloats, def: "None", kwOnly: true},
+			{name: "per_box", typ: pBool, def: "False", kwOnly: true}, {name: "count", typ: pAny, def: "1", kwOnly: true}},
+		targets: targetsPixels, anyFormat: true, compile: compileErasing,
+		draw:  func(n *node, r *RNG, d *drawer) { n.drawErasing(r, d) },
+		maxNs: func(_ *node, w, h int) float64 { return stepNs(Step{Fn: FnErase, I: [6]int{0, 0, h, w}}, w, h) }})
+}
+
+func compileErasing(_ *compiler, n *node, at compileAt) error {
+	op, where := n.op, at.where
+	if err := checkProb(op, at); err != nil {
+		return err
+	}
+	if !(op.Scale[0] >= 0 && op.Scale[0] <= op.Scale[1] && op.Scale[1] <= 1) {
+		return opError(where, "scale %v: want 0 <= min <= max <= 1", op.Scale)
+	}
+	if !(op.Ratio[0] > 0 && op.Ratio[0] <= op.Ratio[1]) || math.IsInf(op.Ratio[1], 0) {
+		return opError(where, "ratio %v: want 0 < min <= max, finite", op.Ratio)
+	}
+	for _, v := range op.Value {
+		if !(v >= 0 && v <= 255) {
+			return opError(where, "value %v: want pixel values in 0..255 (stoker erases uint8 pixels: a value v after Normalize is 255*(mean + std*v))", op.Value)
+		}
+	}
+	if op.RandomValue {
+		if err := checkNoiseNormalize(op, where); err != nil {
+			return err
+		}
+	} else if op.RandomColor {
+		return opError(where, "RandomColor (one random colour per box) needs RandomValue")
+	}
+	lo, hi := max(op.MinCount, 1), max(op.MaxCount, op.MinCount, 1)
+	if lo > hi || hi > MaxEraseCount {
+		return opError(where, "count %d..%d: want 1 <= min <= max <= %d", op.MinCount, op.MaxCount, MaxEraseCount)
+	}
+	n.maxSteps = hi
+	n.logRatio = [2]float64{det.Log(op.Ratio[0]), det.Log(op.Ratio[1])}
+	return nil
+}
+
+// checkNoiseNormalize fills in and checks the Normalize RandomErasing's
+// noise is drawn for.
+func checkNoiseNormalize(op *Op, where string) error {
+	if op.Std == [3]float64{} && op.Mean == [3]float64{} {
+		op.Mean, op.Std = imagenetMean, imagenetStd
+	}
+	for c := range 3 {
+		if !(op.Std[c] > 0 && op.Std[c] < 1e3 && math.Abs(op.Mean[c]) < 1e3) {
+			return opError(where, "the noise's mean %v and std %v: want finite, std > 0", op.Mean, op.Std)
+		}
+	}
+	return nil
+}
+
+// ImageNet's per-channel mean and std, in [0, 1] units.
+var (
+	imagenetMean = [3]float64{0.485, 0.456, 0.406}
+	imagenetStd  = [3]float64{0.229, 0.224, 0.225}
+)
+
+// drawErasing is RandomErasing's forward and make_params: with
+// probability p, ten tries at a box of random area and log-uniform aspect
+// that fits; none fitting erases nothing, as torchvision's fallback (v
+// None) does. With a count (timm's RandomErasing), that many boxes (or a
+// uniform number of MinCount..MaxCount), each its own ten tries at an area
+// divided by the count; with RandomColor each box one colour, drawn as
+// the pixel a standard normal value per channel is after the Normalize.
+func (n *node) drawErasing(r *RNG, d *drawer) {
+	op := n.op
+	if !(r.Float64() < op.P) {
+		return
+	}
+	count := max(op.MinCount, 1)
+	if op.MaxCount > count {
+		count += r.Intn(op.MaxCount - count + 1)
+	}
+	area := float64(d.w * d.h)
+	for range count {
+		n.eraseBox(r, d, area, count)
+	}
+}
+
+// eraseBox is one box of drawErasing: ten tries at one that fits.
+func (n *node) eraseBox(r *RNG, d *drawer, area float64, count int) {
+	op := n.op
+	for range 10 {
+		ea := float64(area * r.Uniform(op.Scale[0], op.Scale[1]))
+		if count > 1 {
+			ea /= float64(count) // timm's uniform(min_area, max_area) * area / count
+		}
+		aspect := det.Exp(r.Uniform(n.logRatio[0], n.logRatio[1]))
+		h := int(math.RoundToEven(math.Sqrt(float64(ea * aspect))))
+		w := int(math.RoundToEven(math.Sqrt(ea / aspect)))
+		if !(h < d.h && w < d.w) {
+			continue
+		}
+		st := Step{Fn: FnErase, I: [6]int{0, 0, h, w}, Fill: op.Value}
+		if op.RandomValue && !op.RandomColor {
+			st.Random, st.Seed = true, r.Uint64()
+			st.F = [6]float64{op.Mean[0], op.Mean[1], op.Mean[2], op.Std[0], op.Std[1], op.Std[2]}
+		}
+		st.I[0] = r.Intn(d.h - h + 1)
+		st.I[1] = r.Intn(d.w - w + 1)
+		if op.RandomColor {
+			for c := range 3 {
+				st.Fill[c] = normalPixel(r.Normal(), op.Mean[c], op.Std[c])
+			}
+		}
+		d.emit(st)
+		return
+	}
+}
+
+// normalPixel is the uint8 pixel a Normalize of mean and std (in [0, 1]
+// units) turns into about z: round(255 * (mean + std * z)), clamped to
+// 0..255, as eraseRandom's tables draw it.
+func normalPixel(z, mean, std float64) float64 {
+	v := math.Floor(float64(255*float64(mean+float64(std*z))) + 0.5)
+	return math.Max(0, math.Min(255, v))
+}

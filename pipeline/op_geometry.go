@@ -1,0 +1,301 @@
+package pipeline
+
+// The geometry: the ops fused into the decode (torchvision.transforms.v2's
+// RandomResizedCrop, Resize, CenterCrop, RandomCrop, Pad, and detection's
+// RandomZoomOut, RandomIoUCrop, ScaleJitter, FixedSizeCrop,
+// RandomShortestSize, RandomResize), and their functional ops with how they
+// move a job's targets (the box, keypoint and mask kernels of crop, resize,
+// center_crop, pad). NewTransform parses where they stand (transform.go,
+// lsj.go, detgeom.go: the geometry's grammar); the sample's plan draws them
+// (plan.go).
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+const (
+	OpRandomResizedCrop OpKind = "RandomResizedCrop"
+	OpResize            OpKind = "Resize"
+	OpCenterCrop        OpKind = "CenterCrop"
+	OpRandomCrop        OpKind = "RandomCrop"
+	OpPad               OpKind = "Pad"
+	// OpRandomZoomOut pads the image onto a random larger canvas (SSD's
+	// zoom out); first, before Resize(h, w), RandomCrop or CenterCrop.
+	OpRandomZoomOut OpKind = "RandomZoomOut"
+	// OpRandomIoUCrop is SSD's IoU crop, drawn against the sample's boxes
+	// (a job with targets only); first or after a RandomZoomOut, then
+	// Resize(h, w).
+	OpRandomIoUCrop OpKind = "RandomIoUCrop"
+)
+
+const (
+	// OpScaleJitter is torchvision.transforms.v2's ScaleJitter: the image
+	// resized by min(Size[0]/h, Size[1]/w) (Size the target_size as
+	// (height, width)) times a scale uniform in Scale (scale_range), each
+	// side truncated; Interp and NoAntialias its resampling. A geometry
+	// op, first, then FixedSizeCrop.
+	OpScaleJitter OpKind = "ScaleJitter"
+	// OpFixedSizeCrop is torchvision's FixedSizeCrop (its detection
+	// references' and prototype transforms'): a crop of at most Size
+	// (height, width) at one uniform r (top int((h - height) * r), left
+	// int((w - width) * r) where the image is larger), padded on the right
+	// and bottom with Fill to Size; the target boxes it leaves empty are
+	// dropped with their labels. A geometry op: first, or after a
+	// ScaleJitter.
+	OpFixedSizeCrop OpKind = "FixedSizeCrop"
+	// OpRandomShortestSize is torchvision.transforms.v2's
+	// RandomShortestSize: the shorter side resized to one of Sizes
+	// (min_size), drawn uniformly, the longer at most MaxSize (max_size;
+	// 0: None), each side truncated; Interp and NoAntialias its
+	// resampling. A geometry op, first; without a CenterCrop after it each
+	// sample has its own size (sizes.go), MaxSize its bound.
+	OpRandomShortestSize OpKind = "RandomShortestSize"
+	// OpRandomResize is torchvision.transforms.v2's RandomResize: the
+	// shorter side resized to a size uniform in [Sizes[0], Sizes[1])
+	// (min_size, max_size), the longer scaled and truncated (Resize(int)).
+	// A geometry op, first, then a CenterCrop: the longer side has no
+	// bound of its own.
+	OpRandomResize OpKind = "RandomResize"
+)
+
+// The geometry's functional ops: a trace's, never a step run after the
+// decode (checkStep refuses them there).
+var (
+	FnResizedCrop = defineFn(fnDef{name: "resized_crop", args: []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1},
+		{"size", argInt, 4, 2}, {"interpolation", argInterp, 0, 1}, {"antialias", argAntialias, 0, 1}},
+		geometry: true, check: noKernel, targets: targetsMove,
+		boxes: func(boxes [][4]float32, _, _ int, st *Step) (int, int, error) {
+			cropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
+			w, h := resizeBoxes(boxes, st.I[3], st.I[2], st.I[5], st.I[4])
+			return w, h, nil
+		},
+		points: func(pts [][2]float32, _, _ int, st *Step) (int, int, error) {
+			shiftPoints(pts, -st.I[1], -st.I[0])
+			w, h := resizePoints(pts, st.I[3], st.I[2], st.I[5], st.I[4])
+			return w, h, nil
+		},
+		masks: func(t *Targets, st *Step) error {
+			t.cropMasks(st.I[0], st.I[1], st.I[2], st.I[3])
+			t.resizeMasks(st.I[4], st.I[5])
+			return nil
+		}})
+	FnResize = defineFn(fnDef{name: "resize", args: []arg{{"size", argInt, 4, 2}, {"interpolation", argInterp, 0, 1}, {"antialias", argAntialias, 0, 1}},
+		geometry: true, check: noKernel, targets: targetsMove,
+		boxes: func(boxes [][4]float32, w, h int, st *Step) (int, int, error) {
+			w, h = resizeBoxes(boxes, w, h, st.I[5], st.I[4])
+			return w, h, nil
+		},
+		points: func(pts [][2]float32, w, h int, st *Step) (int, int, error) {
+			w, h = resizePoints(pts, w, h, st.I[5], st.I[4])
+			return w, h, nil
+		},
+		masks: func(t *Targets, st *Step) error { t.resizeMasks(st.I[4], st.I[5]); return nil }})
+	FnCenterCrop = defineFn(fnDef{name: "center_crop", args: []arg{{"output_size", argInt, 4, 2}},
+		geometry: true, check: noKernel, targets: targetsMove,
+		boxes: func(boxes [][4]float32, w, h int, st *Step) (int, int, error) {
+			top, left := centerCropAnchor(w, h, st)
+			w, h = cropBoxes(boxes, top, left, st.I[4], st.I[5])
+			return w, h, nil
+		},
+		points: func(pts [][2]float32, w, h int, st *Step) (int, int, error) {
+			top, left := centerCropAnchor(w, h, st)
+			shiftPoints(pts, -left, -top)
+			return st.I[5], st.I[4], nil
+		},
+		masks: func(t *Targets, st *Step) error {
+			t.cropMasks(centerCropStart(len(t.mm.ys), st.I[4]), centerCropStart(len(t.mm.xs), st.I[5]), st.I[4], st.I[5])
+			return nil
+		}})
+	// FnPad and FnCrop are RandomCrop's and Pad's geometry (torchvision's
+	// pad, with a constant fill, then crop).
+	FnPad = defineFn(fnDef{name: "pad", args: []arg{{"padding", argInt, 0, 4}, {"fill", argFill, 0, 1}},
+		geometry: true, check: noKernel, targets: targetsMove,
+		boxes: func(boxes [][4]float32, w, h int, st *Step) (int, int, error) {
+			l, t, r, b := st.I[0], st.I[1], st.I[2], st.I[3]
+			w, h = w+l+r, h+t+b
+			fl, ft := float32(l), float32(t)
+			for k := range boxes {
+				bx := &boxes[k]
+				bx[0], bx[1], bx[2], bx[3] = bx[0]+fl, bx[1]+ft, bx[2]+fl, bx[3]+ft
+				clampBox(bx, w, h)
+			}
+			return w, h, nil
+		},
+		points: func(pts [][2]float32, w, h int, st *Step) (int, int, error) {
+			shiftPoints(pts, st.I[0], st.I[1])
+			return w + st.I[0] + st.I[2], h + st.I[1] + st.I[3], nil
+		},
+		masks: func(t *Targets, st *Step) error {
+			if st.Fill != [3]float64{} {
+				return fmt.Errorf("%w: targets' masks: a pad of fill %v (torchvision fills a Mask with the op's fill): masks are padded with 0 only", ErrUnsupported, st.Fill)
+			}
+			l, tp := st.I[0], st.I[1]
+			t.cropMasks(-tp, -l, len(t.mm.ys)+tp+st.I[3], len(t.mm.xs)+l+st.I[2])
+			return nil
+		}})
+	FnCrop = defineFn(fnDef{name: "crop", args: []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}},
+		geometry: true, check: noKernel, targets: targetsMove,
+		boxes: func(boxes [][4]float32, _, _ int, st *Step) (int, int, error) {
+			w, h := cropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
+			return w, h, nil
+		},
+		points: cropPoints, masks: cropStepMasks})
+	// FnIoUCrop is RandomIoUCrop's crop: torchvision's crop, then the
+	// boxes whose centre was outside it set to 0 (RandomIoUCrop.transform);
+	// its keypoints and masks are cropped.
+	FnIoUCrop = defineFn(fnDef{name: "iou_crop", args: []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1}},
+		geometry: true, check: noKernel, targets: targetsMove,
+		boxes: func(boxes [][4]float32, _, _ int, st *Step) (int, int, error) {
+			w, h := iouCropBoxes(boxes, st.I[0], st.I[1], st.I[2], st.I[3])
+			return w, h, nil
+		},
+		points: cropPoints, masks: cropStepMasks})
+	// FnFixedSizeCrop is FixedSizeCrop's: torchvision's crop of (top,
+	// left, height, width) (I[0:4]) when that is not the whole image, the
+	// instances it leaves empty dropped (Targets.fixedSizeCrop), then pad
+	// on the right and bottom with Fill to size (I[4:6]).
+	FnFixedSizeCrop = defineFn(fnDef{name: "fixed_size_crop", args: []arg{{"top", argInt, 0, 1}, {"left", argInt, 1, 1}, {"height", argInt, 2, 1}, {"width", argInt, 3, 1},
+		{"size", argInt, 4, 2}, {"fill", argFill, 0, 1}},
+		geometry: true, check: noKernel, targets: targetsInstances,
+		instances: func(t *Targets, w, h int, st *Step) (int, int, error) {
+			w, h = t.fixedSizeCrop(w, h, st)
+			return w, h, nil
+		}})
+)
+
+// centerCropAnchor is center_crop's (top, left) on a w x h canvas.
+func centerCropAnchor(w, h int, st *Step) (top, left int) {
+	top = int(math.RoundToEven(float64(h-st.I[4]) / 2))
+	left = int(math.RoundToEven(float64(w-st.I[5]) / 2))
+	return top, left
+}
+
+// cropPoints is crop_keypoints: the offset subtracted, in float32, not
+// clamped.
+func cropPoints(pts [][2]float32, _, _ int, st *Step) (int, int, error) {
+	shiftPoints(pts, -st.I[1], -st.I[0])
+	return st.I[3], st.I[2], nil
+}
+
+func cropStepMasks(t *Targets, st *Step) error {
+	t.cropMasks(st.I[0], st.I[1], st.I[2], st.I[3])
+	return nil
+}
+
+// noKernel refuses a geometry step (or Normalize) among the steps run
+// after the decode.
+func noKernel(st *Step, _, _ int) error {
+	return stepError(st, "a geometry op or Normalize is no kernel after the decode")
+}
+
+func init() {
+	size := param{name: "size", typ: pSize}
+	interp := param{name: "interpolation", typ: pInterp, def: "'bilinear'"}
+	antialias := param{name: "antialias", typ: pBool, def: "True"}
+	fill := param{name: "fill", typ: pFill, def: "0"}
+	mode := param{name: "padding_mode", typ: pString, def: "'constant'"}
+	geometry := func(d opDef) {
+		d.geometry, d.targets = true, targetsMove
+		if d.misplaced == "" {
+			d.misplaced = "a geometry op after other ops: the geometry must be the first op (one RandomResizedCrop, RandomCrop, or Resize then CenterCrop), fused into the decode"
+		}
+		defineOp(d)
+	}
+	lsj := func(d opDef) {
+		d.misplaced, d.stays = fmt.Sprintf("%s after other ops is not supported: it is the geometry, first, fused into the decode", d.kind), true
+		geometry(d)
+	}
+	geometry(opDef{kind: OpRandomResizedCrop, doc: "a random crop of area scale and aspect ratio, resized to size",
+		params: []param{size, {name: "scale", typ: pRange, def: "(0.08, 1.0)"}, {name: "ratio", typ: pRange, def: "(0.75, 1.3333333333333333)"},
+			interp, antialias},
+		stays: true, format: formatSize})
+	geometry(opDef{kind: OpResize, doc: "resized to (h, w), or its shorter side to size (then a CenterCrop)",
+		params: []param{size, interp, {name: "max_size", typ: pInt, def: "None"}, antialias},
+		stays:  true, format: func(b *strings.Builder, op *Op) {
+			if op.Size[1] == 0 {
+				fmt.Fprintf(b, "(%d", op.Size[0])
+			} else {
+				fmt.Fprintf(b, "(%dx%d", op.Size[0], op.Size[1])
+			}
+			formatInterp(b, op)
+		}})
+	geometry(opDef{kind: OpCenterCrop, doc: "the central crop of size (padded where the image is smaller)",
+		params: []param{size}, stays: true, format: formatSize})
+	geometry(opDef{kind: OpRandomCrop, doc: "a crop of size at a random place, after padding (constant fill)",
+		params: []param{size, {name: "padding", typ: pInts, def: "None"}, {name: "pad_if_needed", typ: pBool, def: "False"}, fill, mode},
+		stays:  true, masks: fillMasks,
+		format: func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(%dx%d, padding=%v, pad_if_needed=%v, fill=%v)", op.Size[0], op.Size[1], op.Padding, op.PadIfNeeded, op.Fill)
+		}})
+	geometry(opDef{kind: OpPad, doc: "padding with a constant fill, right before or after a RandomCrop or CenterCrop",
+		params: []param{{name: "padding", typ: pInts}, fill, mode},
+		stays:  true, masks: fillMasks,
+		misplaced: "Pad after other ops is not supported: Pad comes right before or right after a RandomCrop or CenterCrop (or give RandomCrop its padding)",
+		format:    func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(padding=%v, fill=%v)", op.Padding, op.Fill) }})
+	geometry(opDef{kind: OpRandomZoomOut, doc: "with probability p, the image padded with fill onto a canvas side_range times its size",
+		params: []param{fill, {name: "side_range", typ: pRange, def: "(1.0, 4.0)"}, pParam(0.5)}, masks: fillMasks,
+		misplaced: "RandomZoomOut after other ops is not supported: it is the first op (then Resize(h, w), RandomCrop or CenterCrop), fused into the decode",
+		format: func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(fill=%v, side_range=%v, p=%g)", op.Fill, op.SideRange, op.P)
+		}})
+	geometry(opDef{kind: OpRandomIoUCrop, doc: "SSD's crop of a minimal IoU with the sample's boxes (then Resize(h, w))",
+		params: []param{{name: "min_scale", typ: pFloat, def: "0.3"}, {name: "max_scale", typ: pFloat, def: "1.0"},
+			{name: "min_aspect_ratio", typ: pFloat, def: "0.5"}, {name: "max_aspect_ratio", typ: pFloat, def: "2.0"},
+			{name: "sampler_options", typ: pFloats, def: "None"}, {name: "trials", typ: pInt, def: "40"}},
+		needsTargets: true,
+		misplaced:    "RandomIoUCrop after other ops is not supported: it is the first op, or right after a RandomZoomOut (then Resize(h, w)), fused into the decode",
+		format: func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(scale=%v, aspect_ratio=%v, sampler_options=%v, trials=%d)", op.Scale, op.Ratio, op.Options, op.Trials)
+		}})
+	lsj(opDef{kind: OpScaleJitter, doc: "resized by target_size times a scale drawn in scale_range (large-scale jitter)",
+		params: []param{{name: "target_size", typ: pSize}, {name: "scale_range", typ: pRange, def: "(0.1, 2.0)"}, interp, antialias},
+		format: func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(%dx%d, scale_range=%v", op.Size[0], op.Size[1], op.Scale)
+			formatInterp(b, op)
+		}})
+	lsj(opDef{kind: OpFixedSizeCrop, doc: "a random crop of at most size, padded on the right and bottom with fill to size",
+		params: []param{size, {name: "fill", typ: pFill, def: "0"}, mode},
+		format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%dx%d, fill=%v)", op.Size[0], op.Size[1], op.Fill) }})
+	lsj(opDef{kind: OpRandomShortestSize, doc: "the shorter side resized to one of min_size, the longer at most max_size",
+		params: []param{{name: "min_size", typ: pInts}, {name: "max_size", typ: pInt, def: "None"}, interp, antialias},
+		format: func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(min_size=%v, max_size=%d", op.Sizes, op.MaxSize)
+			formatInterp(b, op)
+		}})
+	lsj(opDef{kind: OpRandomResize, doc: "the shorter side resized to a size drawn in [min_size, max_size)",
+		params: []param{{name: "min_size", typ: pInt}, {name: "max_size", typ: pInt}, interp, antialias},
+		format: func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(min_size=%d, max_size=%d", op.Sizes[0], op.Sizes[1])
+			formatInterp(b, op)
+		}})
+}
+
+// formatSize writes "(HxW" and the interpolation.
+func formatSize(b *strings.Builder, op *Op) {
+	fmt.Fprintf(b, "(%dx%d", op.Size[0], op.Size[1])
+	formatInterp(b, op)
+}
+
+// formatInterp ends String's arguments: the interpolation unless
+// bilinear, then ")".
+func formatInterp(b *strings.Builder, op *Op) {
+	if op.Interp != InterpBilinear {
+		fmt.Fprintf(b, ", %s", op.Interp)
+	}
+	b.WriteString(")")
+}
+
+// fillMasks refuses a padding op's fill other than 0 with masks.
+func fillMasks(op *Op) error {
+	if op.Fill != [3]float64{} {
+		return errMaskFill(op)
+	}
+	return nil
+}
+
+// errMaskFill is the error of an op whose fill a job's masks cannot take.
+func errMaskFill(op *Op) error {
+	return fmt.Errorf("fill %v with masks: torchvision fills a Mask with the op's fill too (a dict fill {Image: v, Mask: 0} keeps it 0, which stoker cannot tell): masks are filled with 0 only; use fill=0", op.Fill)
+}

@@ -1,0 +1,44 @@
+package pipeline
+
+// Normalize: torchvision.transforms.v2's, last: the output becomes
+// float32, (pixel/255 - mean) / std, as the samples are packed.
+
+import (
+	"fmt"
+	"math"
+)
+
+const OpNormalize OpKind = "Normalize"
+
+// FnNormalize is the packing's, no kernel after the decode; it costs an
+// output pixel as float32 (a decode with it over one without).
+var FnNormalize = defineFn(fnDef{name: "normalize", args: []arg{{"mean", argFloat, 0, 3}, {"std", argFloat, 3, 3}},
+	ns: 7.4, check: noKernel, targets: targetsPixels})
+
+func init() {
+	defineOp(opDef{kind: OpNormalize, doc: "(pixel/255 - mean) / std as float32, last",
+		params:  []param{{name: "mean", typ: pFloats}, {name: "std", typ: pFloats}, {name: "inplace", typ: pBool, def: "False"}},
+		targets: targetsPixels, stays: true, format: formatNone,
+		compile: func(_ *compiler, _ *node, at compileAt) error {
+			return opError(at.where, "Normalize must come once, last (and not inside a container)")
+		}})
+}
+
+// checkNormalize refuses a std whose outputs are not all finite float32s:
+// 0, NaN, infinite, or so small (1e-300) that (1 + |mean|) / std, the
+// largest output's size, is over maxNormalized. stoker.normalize and
+// stoker.transforms.Normalize refuse the same.
+func checkNormalize(op *Op) error {
+	for c := 0; c < 3; c++ {
+		if !(op.Std[c] > 0) || math.IsInf(op.Std[c], 0) || math.IsNaN(op.Mean[c]) || math.IsInf(op.Mean[c], 0) ||
+			!((1+math.Abs(op.Mean[c]))/op.Std[c] <= maxNormalized) {
+			return fmt.Errorf("%w: transform: Normalize mean %v std %v: want finite mean and finite std > 0, with (1 + |mean|) / std at most %g (float32 outputs that stay finite)",
+				ErrUnsupported, op.Mean, op.Std, maxNormalized)
+		}
+	}
+	return nil
+}
+
+// maxNormalized bounds a normalized value's size: float32's largest
+// finite value less room for the rounding of scale and bias.
+const maxNormalized = 1e38

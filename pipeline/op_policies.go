@@ -1,0 +1,101 @@
+package pipeline
+
+// The policies as ops: torchvision.transforms.v2's TrivialAugmentWide,
+// RandAugment, AutoAugment and AugMix, and timm's RandAugment, AutoAugment
+// and AugMix (policies*.go hold their spaces and draws), with AugMix's
+// blending steps. Targets do not follow them: torchvision's own refuse a
+// BoundingBoxes.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+)
+
+// Policies: torchvision's, and timm's under their own names.
+const (
+	OpTrivialAugmentWide OpKind = "TrivialAugmentWide"
+	OpRandAugment        OpKind = "RandAugment"
+	OpAutoAugment        OpKind = "AutoAugment"
+	OpAugMix             OpKind = "AugMix"
+	OpTimmRandAugment    OpKind = "TimmRandAugment"
+	OpTimmAutoAugment    OpKind = "TimmAutoAugment"
+	OpTimmAugMix         OpKind = "TimmAugMix"
+)
+
+// AugMix's blending: the steps between a FnMixChain and the next
+// FnMixChain or FnMixEnd are one chain applied to the image as FnMixBegin
+// found it. FnMixBlend is timm's AugMix's last step (PIL's Image.blend of
+// the image FnMixBegin found with the mix, by its weight); FnMixFold is
+// timm's blended AugMix's step after each chain (the image so far blended
+// with the chain's result, by its weight). Each costs about a pixel's
+// blend.
+var (
+	FnMixBegin = defineFn(fnDef{name: "augmix_begin", args: []arg{{"weight", argFloat, 0, 1}}, ns: 2.73,
+		kernel: func(p kernels.Planes, st *Step, ks *kernels.Scratch) { ks.Mix.Begin(p, st.F[0]) }})
+	FnMixChain = defineFn(fnDef{name: "augmix_chain", args: []arg{{"weight", argFloat, 0, 1}}, ns: 2.78,
+		kernel: func(p kernels.Planes, st *Step, ks *kernels.Scratch) { ks.Mix.Chain(p, st.F[0]) }})
+	FnMixEnd = defineFn(fnDef{name: "augmix_end", ns: 2.73,
+		kernel: func(p kernels.Planes, _ *Step, ks *kernels.Scratch) { ks.Mix.End(p) }})
+	FnMixBlend = defineFn(fnDef{name: "augmix_blend", args: []arg{{"weight", argFloat, 0, 1}}, ns: 2.73,
+		kernel: func(p kernels.Planes, st *Step, ks *kernels.Scratch) { ks.Mix.Blend(p, st.F[0]) },
+		check: func(st *Step, _, _ int) error {
+			if !(st.F[0] >= 0 && st.F[0] <= 1) {
+				return stepError(st, "weight %v: want 0..1 (PIL's blend between the two images)", st.F[0])
+			}
+			return nil
+		}})
+	FnMixFold = defineFn(fnDef{name: "augmix_fold", args: []arg{{"weight", argFloat, 0, 1}}, ns: 2.73,
+		kernel: func(p kernels.Planes, st *Step, ks *kernels.Scratch) { ks.Mix.Fold(p, st.F[0]) },
+		check: func(st *Step, _, _ int) error {
+			if !(st.F[0] >= 0 && st.F[0] <= 2) {
+				return stepError(st, "weight %v: want 0..2 (PIL's blend, a little past 1 where timm's float32 weights round up)", st.F[0])
+			}
+			return nil
+		}})
+)
+
+// maxPolicyOp bounds RandAugment's num_ops and AugMix's mixture_width.
+const maxPolicyOp = 16
+
+func init() {
+	interp := func(def string) param { return param{name: "interpolation", typ: pInterp, def: def} }
+	fill := func(def string) param { return param{name: "fill", typ: pFill, def: def} }
+	timm := func(kind OpKind, doc, config string) {
+		definePolicy(kind, doc, []param{{name: "config", typ: pString, def: config}, interp("None"), fill("(124, 116, 104)")}, formatPolicy)
+	}
+	definePolicy(OpTrivialAugmentWide, "one op of its space at a random magnitude bin, per image",
+		[]param{{name: "num_magnitude_bins", typ: pInt, def: "31"}, interp("'nearest'"), fill("None")}, formatNone)
+	definePolicy(OpRandAugment, "num_ops ops of its space at one magnitude, per image",
+		[]param{{name: "num_ops", typ: pInt, def: "2"}, {name: "magnitude", typ: pInt, def: "9"},
+			{name: "num_magnitude_bins", typ: pInt, def: "31"}, interp("'nearest'"), fill("None")},
+		func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(num_ops=%d, magnitude=%d)", op.NumOps, op.Magnitude)
+		})
+	definePolicy(OpAutoAugment, "one sub-policy of the named policy (imagenet, cifar10, svhn), per image",
+		[]param{{name: "policy", typ: pString, def: "'imagenet'"}, interp("'nearest'"), fill("None")}, formatPolicy)
+	definePolicy(OpAugMix, "a Dirichlet-weighted mix of mixture_width chains of random ops, blended with the image",
+		[]param{{name: "severity", typ: pInt, def: "3"}, {name: "mixture_width", typ: pInt, def: "3"},
+			{name: "chain_depth", typ: pInt, def: "-1"}, {name: "alpha", typ: pFloat, def: "1.0"},
+			{name: "all_ops", typ: pBool, def: "True"}, interp("'bilinear'"), fill("None")}, formatNone)
+	timm(OpTimmRandAugment, "timm's RandAugment of a config string (rand-m9-mstd0.5-inc1)", "'rand-m9-mstd0.5-inc1'")
+	timm(OpTimmAutoAugment, "timm's AutoAugment of a config string (original, v0, 3a, ...)", "'original'")
+	timm(OpTimmAugMix, "timm's AugMix of a config string (augmix-m3-w3)", "'augmix-m3-w3'")
+}
+
+func definePolicy(kind OpKind, doc string, params []param, format func(*strings.Builder, *Op)) {
+	defineOp(opDef{kind: kind, doc: doc, params: params, format: format,
+		compile: func(c *compiler, n *node, at compileAt) error {
+			pol, err := newPolicy(n.op, c.w, c.h)
+			if err != nil {
+				return opError(at.where, "%v", err)
+			}
+			n.pol, n.maxSteps = pol, pol.maxSteps
+			return nil
+		},
+		draw:  func(n *node, r *RNG, d *drawer) { n.pol.draw(r, d) },
+		maxNs: func(n *node, w, h int) float64 { return n.pol.maxNs(w, h) }})
+}
+
+func formatPolicy(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(%s)", op.Policy) }
