@@ -50,22 +50,22 @@ var hsvSector = [6][3]int{{1, 3, 0}, {1, 0, 2}, {3, 0, 1}, {0, 2, 1}, {0, 1, 3},
 // range 180): in float, s and v over 255, the hue times 6/180 split into
 // its sector and fraction, each channel times 255 rounded to nearest even.
 func rgbFromHSV(h, s, v uint8) (r, g, b uint8) {
-	fs, fv := float32(s)*(1.0/255), float32(v)*(1.0/255)
+	fs, fv := float32(float32(s)*(1.0/255)), float32(float32(v)*(1.0/255))
 	var fb, fg, fr float32
 	if fs == 0 {
 		fb, fg, fr = fv, fv, fv
 	} else {
-		fh := float32(h) * (6.0 / 180)
+		fh := float32(float32(h) * (6.0 / 180))
 		fh = float32(math.Mod(float64(fh), 6))
 		sector := int(math.Floor(float64(fh)))
 		fh -= float32(sector)
 		if uint(sector) >= 6 {
 			sector, fh = 0, 0
 		}
-		tab := [4]float32{fv, fv * (1 - fs), fv * (1 - float32(fs*fh)), fv * (1 - float32(fs*(1-fh)))}
+		tab := [4]float32{fv, float32(fv * (1 - fs)), float32(fv * (1 - float32(fs*fh))), float32(fv * (1 - float32(fs*(1-fh))))}
 		fb, fg, fr = tab[hsvSector[sector][0]], tab[hsvSector[sector][1]], tab[hsvSector[sector][2]]
 	}
-	return roundSat(fr * 255), roundSat(fg * 255), roundSat(fb * 255)
+	return roundSat(float32(fr * 255)), roundSat(float32(fg * 255)), roundSat(float32(fb * 255))
 }
 
 // HSVLUTs are RandomHSV's three tables for the drawn gains r (ultralytics'

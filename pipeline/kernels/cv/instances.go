@@ -196,7 +196,7 @@ func FromYOLO(xywh [][4]float32, w, h int) [][4]float32 {
 	out := make([][4]float32, len(xywh))
 	fw, fh := float32(w), float32(h)
 	for i, b := range xywh {
-		hw, hh := b[2]/2, b[3]/2
+		hw, hh := float32(b[2]/2), float32(b[3]/2)
 		out[i] = [4]float32{(b[0] - hw) * fw, (b[1] - hh) * fh, (b[0] + hw) * fw, (b[1] + hh) * fh}
 	}
 	return out

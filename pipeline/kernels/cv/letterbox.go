@@ -54,8 +54,7 @@ func LetterBoxParams(a LetterBoxArgs, w, h int) LetterBoxGeom {
 		g.RatioW, g.RatioH = float64(a.W)/float64(w), float64(a.H)/float64(h)
 	}
 	if a.Center {
-		dw /= 2
-		dh /= 2
+		dw, dh = float64(dw/2), float64(dh/2)
 		g.Top, g.Left = int(math.RoundToEven(dh-0.1)), int(math.RoundToEven(dw-0.1))
 	}
 	g.Bottom, g.Right = int(math.RoundToEven(dh+0.1)), int(math.RoundToEven(dw+0.1))
