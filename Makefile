@@ -52,9 +52,11 @@ AZURITE_VERSION         := 3.35.0
 
 # Debian packages the build and the demo need; the tests add strace,
 # qemu-user (internal/fmacheck runs arm64 test binaries with qemu-aarch64),
+# libgl1 and libglib2.0-0 (opencv-python, which ultralytics, the YOLO
+# kernels' reference, imports: its wheel links them)
 # and node and npm for Azurite (APT_TEST=1: make setup sets it).
 APT_PKGS := gcc libc6-dev make pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev python3 python3-venv python3-dev git ca-certificates
-APT_TEST_PKGS := strace qemu-user
+APT_TEST_PKGS := strace qemu-user libgl1 libglib2.0-0
 APT_TEST ?=
 # make cross-arm64's: the aarch64 cross compiler and the arm64 builds of the
 # libraries the pipeline's C links (Debian multiarch: make apt-arm64 adds

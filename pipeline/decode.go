@@ -73,17 +73,16 @@ type Decoder struct {
 	// Executor's, with a StageObserver); 0 otherwise.
 	post time.Duration
 	// The last Decode's views, each one's plan and steps (its trace); the
-	// plans and offsets handed to the decode; and the ops' scratch.
+	// plans and offsets handed to the decode; the ops' scratch and drawer.
 	vd    []viewDraw
 	plans []samplePlan
 	offs  []int
 	soffs []int
-	// A padded CenterCrop's decode: each view's plan as decoded (its
-	// visible part) and where it is decoded to in d.pix.
+	// A padded CenterCrop's decode: each view's plan as decoded (its visible part), where it goes in d.pix.
 	dplans []samplePlan
 	voffs  []int
 	ops    opScratch
-	drawer drawer // the ops' draws' (drawInto)
+	drawer drawer
 	// admitNow: the sample has copies to come (repeated augmentation), so
 	// its file is admitted to the coefficient cache on this decode rather
 	// than its second. Set by the Executor per sample.
@@ -380,10 +379,8 @@ func (d *Decoder) applyGuarded(steps []Step, p kernels.Planes) (err error) {
 		if d.ops.Stopped() {
 			return errAbandoned
 		}
-		if fails := steps[i].Fn.def().fails; fails != nil {
-			if err := fails(&steps[i]); err != nil {
-				return err
-			}
+		if err := steps[i].drawnError(); err != nil {
+			return err
 		}
 		applyStep(p, &steps[i], &d.ops.Scratch)
 		if d.ops.progress != nil {

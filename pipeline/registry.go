@@ -105,6 +105,15 @@ func (f Fn) def() *fnDef {
 	return &unknownFn
 }
 
+// drawnError is a drawn step's error before its kernel runs (its
+// fnDef.fails), nil for most.
+func (st *Step) drawnError() error {
+	if f := st.Fn.def().fails; f != nil {
+		return f(st)
+	}
+	return nil
+}
+
 // opDef is one op: torchvision.transforms.v2's class, its schema and
 // every part of stoker that knows it.
 type opDef struct {

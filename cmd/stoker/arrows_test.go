@@ -57,6 +57,15 @@ func TestArrows(t *testing.T) {
 			t.Errorf("pipeline/kernels links %s: it may link the standard library and pipeline/internal/det only", d)
 		}
 	}
+	// The YOLO family's kernels (OpenCV's semantics as ultralytics calls
+	// them) are a room beside the kernels: of the module they link
+	// pipeline/internal/det and pipeline/kernels (its Planes) only, never
+	// the ops, the codec or the pipeline's root.
+	for _, d := range nonStandardDeps(t, "./pipeline/kernels/cv") {
+		if d != module+"/pipeline/internal/det" && d != module+"/pipeline/kernels" {
+			t.Errorf("pipeline/kernels/cv links %s: it may link the standard library, pipeline/internal/det and pipeline/kernels only", d)
+		}
+	}
 	// The datasets are a portable type over pipeline/source: of the
 	// pipeline they link its leaves (batch's Field, internal/errs'
 	// sentinels), the store drivers and the annotations' parsers, never

@@ -25,6 +25,7 @@ func runOps(args []string) error {
 		fmt.Fprint(fs.Output(), `usage: stoker ops apply < cases.jsonl > results.jsonl
        stoker ops draw --spec JSON [--source WxH] [--boxes JSON] [--n N] [--seed S] [--epoch E]
        stoker ops list [--json]
+       stoker ops cv < cases.jsonl > results.jsonl
 
 apply runs the functional ops of a trace (torchvision.transforms.v2.functional's
 names and arguments, as stoker.Loader(trace=True) reports them) on images
@@ -44,6 +45,11 @@ count. --spec is a TransformSpec in protobuf's JSON ({"preset": "deit"} or
 {"ops": [...]}); every sample is a --source image, with the --boxes given
 (a RandomIoUCrop draws against them).
 
+cv runs the YOLO family's kernels (ultralytics' resize, warps, HSV,
+LetterBox, Mosaic, RandomPerspective, MixUp, CopyPaste, with the parameters
+given) on the cases on stdin, a JSON object a line (see
+pipeline/kernels/cv/cvcase), for the parity tests against ultralytics.
+
 Flags of draw:
 `)
 		fs.PrintDefaults()
@@ -56,7 +62,7 @@ Flags of draw:
 	epoch := fs.Uint64("epoch", 0, "the epoch")
 	if len(args) == 0 {
 		fs.Usage()
-		return usageError{fmt.Errorf("ops: want the subcommand apply, draw or list")}
+		return usageError{fmt.Errorf("ops: want the subcommand apply, draw, list or cv")}
 	}
 	switch args[0] {
 	case "apply":
@@ -74,6 +80,11 @@ Flags of draw:
 			return usageError{fmt.Errorf("ops list takes no arguments, got %q", lf.Args())}
 		}
 		return opsList(*asJSON, os.Stdout)
+	case "cv":
+		if len(args) > 1 {
+			return usageError{fmt.Errorf("ops cv takes no arguments; it reads stdin")}
+		}
+		return opsCV(os.Stdin, os.Stdout)
 	case "draw":
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
@@ -84,7 +95,7 @@ Flags of draw:
 		return flag.ErrHelp
 	}
 	fs.Usage()
-	return usageError{fmt.Errorf("ops: unknown subcommand %q: want apply, draw or list", args[0])}
+	return usageError{fmt.Errorf("ops: unknown subcommand %q: want apply, draw, list or cv", args[0])}
 }
 
 // opsDraw prints n samples' traces of the transform spec (protojson).

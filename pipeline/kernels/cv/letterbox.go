@@ -1,0 +1,131 @@
+package cv
+
+import (
+	"math"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+)
+
+// LetterBoxArgs are ultralytics' LetterBox's: the target (height, width),
+// auto (pad to a multiple of Stride only), scale_fill (stretch, no
+// padding), scaleup (allow r > 1), center (pad both sides, else right and
+// bottom only). Padding is 114 and the resize INTER_LINEAR (its defaults).
+type LetterBoxArgs struct {
+	H         int  `json:"h"`
+	W         int  `json:"w"`
+	Auto      bool `json:"auto"`
+	ScaleFill bool `json:"scale_fill"`
+	ScaleUp   bool `json:"scaleup"`
+	Center    bool `json:"center"`
+	Stride    int  `json:"stride"`
+}
+
+// LetterBoxGeom is what LetterBox.get_params computes: the ratios (w, h),
+// the unpadded size, and the padding on each side.
+type LetterBoxGeom struct {
+	RatioW, RatioH           float64
+	UnpadW, UnpadH           int
+	Top, Bottom, Left, Right int
+}
+
+// Size is the letterboxed image's size.
+func (g LetterBoxGeom) Size() (int, int) {
+	return g.UnpadW + g.Left + g.Right, g.UnpadH + g.Top + g.Bottom
+}
+
+// LetterBoxParams is LetterBox.get_params for a w x h image, with Python's
+// rounding (half to even) of the unpadded size and of the padding split
+// (round(d - 0.1), round(d + 0.1)).
+func LetterBoxParams(a LetterBoxArgs, w, h int) LetterBoxGeom {
+	r := min(float64(a.H)/float64(h), float64(a.W)/float64(w))
+	if !a.ScaleUp {
+		r = min(r, 1)
+	}
+	g := LetterBoxGeom{RatioW: r, RatioH: r}
+	g.UnpadW = max(int(math.RoundToEven(float64(w)*r)), 1)
+	g.UnpadH = max(int(math.RoundToEven(float64(h)*r)), 1)
+	dw, dh := float64(a.W-g.UnpadW), float64(a.H-g.UnpadH)
+	switch {
+	case a.Auto:
+		dw, dh = float64(pyMod(a.W-g.UnpadW, a.Stride)), float64(pyMod(a.H-g.UnpadH, a.Stride))
+	case a.ScaleFill:
+		dw, dh = 0, 0
+		g.UnpadW, g.UnpadH = a.W, a.H
+		g.RatioW, g.RatioH = float64(a.W)/float64(w), float64(a.H)/float64(h)
+	}
+	if a.Center {
+		dw, dh = float64(dw/2), float64(dh/2)
+		g.Top, g.Left = int(math.RoundToEven(dh-0.1)), int(math.RoundToEven(dw-0.1))
+	}
+	g.Bottom, g.Right = int(math.RoundToEven(dh+0.1)), int(math.RoundToEven(dw+0.1))
+	return g
+}
+
+// pyMod is Python's (and np.mod's) integer modulo: the sign of the divisor.
+func pyMod(a, b int) int {
+	m := a % b
+	if m != 0 && (m < 0) != (b < 0) {
+		m += b
+	}
+	return m
+}
+
+// LetterBoxImage is LetterBox.apply_image: src resized to the unpadded size
+// (ResizeLinear, unless it is that size) and padded with 114
+// (cv2.copyMakeBorder) into dst, which must be g.Size(). scratch holds the
+// resized image (3*UnpadW*UnpadH bytes; nil allocates).
+func LetterBoxImage(dst, src kernels.Planes, g LetterBoxGeom, scratch []byte) {
+	rs := src
+	if src.W != g.UnpadW || src.H != g.UnpadH {
+		if cap(scratch) < 3*g.UnpadW*g.UnpadH {
+			scratch = make([]byte, 3*g.UnpadW*g.UnpadH)
+		}
+		rs = kernels.Planes{Pix: scratch[:3*g.UnpadW*g.UnpadH], W: g.UnpadW, H: g.UnpadH}
+		ResizeLinear(rs, src)
+	}
+	Paste(dst, rs, g.Left, g.Top, true)
+}
+
+// Paste writes src into dst at (x, y), the part of it that falls inside;
+// with fill, every other pixel of dst is 114.
+func Paste(dst, src kernels.Planes, x, y int, fill bool) {
+	n, dn := src.W*src.H, dst.W*dst.H
+	for c := 0; c < 3; c++ {
+		dp, sp := dst.Pix[c*dn:(c+1)*dn], src.Pix[c*n:(c+1)*n]
+		for dy := 0; dy < dst.H; dy++ {
+			row := dp[dy*dst.W : (dy+1)*dst.W]
+			sy := dy - y
+			if sy < 0 || sy >= src.H {
+				if fill {
+					fill114(row)
+				}
+				continue
+			}
+			x0, x1 := max(x, 0), min(x+src.W, dst.W)
+			if x1 <= x0 {
+				if fill {
+					fill114(row)
+				}
+				continue
+			}
+			if fill {
+				fill114(row[:x0])
+				fill114(row[x1:])
+			}
+			copy(row[x0:x1], sp[sy*src.W+x0-x:sy*src.W+x1-x])
+		}
+	}
+}
+
+func fill114(b []byte) {
+	for i := range b {
+		b[i] = 114
+	}
+}
+
+// LetterBoxInstances is LetterBox._update_labels: coordinates times the
+// ratios, plus the left and top padding, in float32.
+func LetterBoxInstances(in *Instances, g LetterBoxGeom) {
+	in.Scale(float32(g.RatioW), float32(g.RatioH), false)
+	in.AddPadding(float32(g.Left), float32(g.Top))
+}

@@ -1,0 +1,137 @@
+package cv
+
+import (
+	"math"
+	"sort"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+)
+
+// MixUp is MixUp.apply_image and apply_instances: a*r + b*(1-r) in float64
+// per byte, truncated to uint8 as numpy's astype does, into a (a and b of
+// one size); b's instances after a's. r is the drawn Beta(32, 32) ratio.
+func MixUp(a, b kernels.Planes, r float64, ia, ib Instances) Instances {
+	s := 1 - r
+	for i, v := range a.Pix[:3*a.W*a.H] {
+		a.Pix[i] = uint8(float64(float64(v)*r) + float64(float64(b.Pix[i])*s))
+	}
+	return Concat(ia, ib)
+}
+
+// FlipInstances is Instances.fliplr(w) in float32: x becomes w - x (boxes'
+// ends swapped).
+func FlipInstances(in *Instances, w int) {
+	fw := float32(w)
+	for i := range in.Boxes {
+		b := &in.Boxes[i]
+		b[0], b[2] = fw-b[2], fw-b[0]
+	}
+	for _, s := range in.Segments {
+		for j := range s {
+			s[j][0] = fw - s[j][0]
+		}
+	}
+	for _, k := range in.Keypoints {
+		for j := range k {
+			k[j][0] = fw - k[j][0]
+		}
+	}
+}
+
+// ioa is utils.metrics.bbox_ioa(b1, b2) for one pair in float32: their
+// intersection over b2's area (+1e-7).
+func ioa(b1, b2 [4]float32) float32 {
+	iw := max(min(b1[2], b2[2])-max(b1[0], b2[0]), 0)
+	ih := max(min(b1[3], b2[3])-max(b1[1], b2[1]), 0)
+	return float32(iw*ih) / (float32((b2[2]-b2[0])*(b2[3]-b2[1])) + 1e-7)
+}
+
+// CopyPasteSelect is CopyPaste.get_params in flip mode for instances in
+// (with segments) of a w-wide image: their mirrored copies, and the
+// indices of the copies to paste: those whose IoA with every instance is
+// below 0.30, by their largest IoA ascending (ties in index order: numpy's
+// argsort keeps that order for fewer than 17 candidates; its unstable
+// sort may order ties otherwise above), the first round(p * count)
+// (Python's rounding, half to even).
+func CopyPasteSelect(in Instances, w int, p float64) (Instances, []int) {
+	flipped := in.Clone()
+	FlipInstances(&flipped, w)
+	type cand struct {
+		i   int
+		max float32
+	}
+	var cands []cand
+	for i, b2 := range flipped.Boxes {
+		ok, m := true, float32(0)
+		for j, b1 := range in.Boxes {
+			v := ioa(b2, b1)
+			ok = ok && v < 0.30
+			if j == 0 || v > m || v != v {
+				m = v
+			}
+		}
+		if ok {
+			cands = append(cands, cand{i, m})
+		}
+	}
+	sort.SliceStable(cands, func(a, b int) bool { return cands[a].max < cands[b].max })
+	k := int(math.RoundToEven(p * float64(len(cands))))
+	sel := make([]int, 0, k)
+	for _, c := range cands[:k] {
+		sel = append(sel, c.i)
+	}
+	return flipped, sel
+}
+
+// CopyPasteInstances is CopyPaste.apply_instances: in, then the selected
+// mirrored copies.
+func CopyPasteInstances(in, flipped Instances, sel []int) Instances {
+	if len(sel) == 0 {
+		return in
+	}
+	// In sel's order, as instances2[selected] takes them.
+	picked := Instances{Boxes: make([][4]float32, len(sel)), Cls: make([]int64, len(sel))}
+	if len(flipped.Segments) > 0 {
+		picked.Segments = make([][][2]float32, len(sel))
+	}
+	if flipped.Keypoints != nil {
+		picked.Keypoints = make([][][3]float32, len(sel))
+	}
+	for j, i := range sel {
+		picked.Boxes[j], picked.Cls[j] = flipped.Boxes[i], flipped.Cls[i]
+		if picked.Segments != nil {
+			picked.Segments[j] = flipped.Segments[i]
+		}
+		if picked.Keypoints != nil {
+			picked.Keypoints[j] = flipped.Keypoints[i]
+		}
+	}
+	return Concat(in, picked)
+}
+
+// CopyPasteImage is CopyPaste.apply_image given its mask (one byte a pixel,
+// non-zero where a selected mirrored segment was drawn): those pixels take
+// the mirrored image's (cv2.flip(im, 1), cv2.copyTo), in place.
+func CopyPasteImage(p kernels.Planes, mask []byte) {
+	n := p.W * p.H
+	for c := 0; c < 3; c++ {
+		pl := p.Pix[c*n : (c+1)*n]
+		for y := 0; y < p.H; y++ {
+			row, m := pl[y*p.W:(y+1)*p.W], mask[y*p.W:(y+1)*p.W]
+			// The mirrored pixel of x is row[W-1-x], and a pixel and its
+			// mirror may both be pasted: read from a copy of the row.
+			var buf [4096]byte
+			src := buf[:0]
+			if p.W <= len(buf) {
+				src = append(src, row...)
+			} else {
+				src = append([]byte{}, row...)
+			}
+			for x := range row {
+				if m[x] != 0 {
+					row[x] = src[p.W-1-x]
+				}
+			}
+		}
+	}
+}
