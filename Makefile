@@ -283,11 +283,11 @@ bench: setup build ## stoker's pipeline vs torchvision (PIL, v2) on THREADS core
 # from testdata/photos).
 DET_N ?= 400
 DET_DATA := out/bench-coco-640-$(DET_N)
-DET_TRANSFORMS ?= detr lsj
+DET_TRANSFORMS ?= detr ssdlite lsj
 $(DET_DATA):
 	rm -rf $@.tmp && $(BIN) mkdata --coco --out $@.tmp --n $(DET_N) --max-side 640 --instances 7 --backgrounds testdata/photos && mv $@.tmp $@
 
-bench-detection: venv-run build $(DET_DATA) ## stoker's detr and lsj vs torchvision.transforms.v2 on boxes, per core, interleaved rounds (COCO-sized set made once)
+bench-detection: venv-run build $(DET_DATA) ## stoker's detr, ssdlite and lsj vs torchvision.transforms.v2 on boxes, per core, interleaved rounds (COCO-sized set made once)
 	for t in $(DET_TRANSFORMS); do $(PY) bench/detcompare.py --stoker $(BIN) --data $(DET_DATA) --transform $$t --rounds $(ROUNDS) --seconds $(SECONDS) || exit 1; done
 
 # make bench-peers: stoker against the pipelines a user would pick instead

@@ -19,6 +19,9 @@ tensor, and the recipe's v2 Compose on (image, {"boxes", "labels"}):
   detr: RandomPhotometricDistort(p=0.5), RandomZoomOut(fill=0),
         RandomIoUCrop(), SanitizeBoundingBoxes(min_size=1),
         RandomHorizontalFlip(), Resize((640, 640)), SanitizeBoundingBoxes()
+  ssdlite: RandomIoUCrop(), RandomHorizontalFlip(), SanitizeBoundingBoxes(),
+        Resize((320, 320), antialias=False) (the detection references'
+        ssdlite recipe, then its model's own resize, of a tensor)
   lsj:  ScaleJitter((1024, 1024), antialias=True), FixedSizeCrop(1024,
         fill=(123, 117, 104)) (the detection references', below: v2 has
         none), RandomHorizontalFlip(), SanitizeBoundingBoxes()
@@ -52,7 +55,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET = {"detr": 3.0, "ssdlite": 3.0}
 #: The targets' share of a batch's bytes at COCO's density, at most.
 TARGET_BYTES_SHARE = 0.02
-TRANSFORMS = ("detr", "lsj")
+TRANSFORMS = ("detr", "ssdlite", "lsj")
 
 
 def fixed_size_crop_class():
@@ -99,6 +102,9 @@ def recipe(name: str):
         return T.Compose([T.RandomPhotometricDistort(p=0.5), T.RandomZoomOut(fill=0), T.RandomIoUCrop(),
                           T.SanitizeBoundingBoxes(min_size=1), T.RandomHorizontalFlip(), T.Resize((640, 640)),
                           T.SanitizeBoundingBoxes()])
+    if name == "ssdlite":
+        return T.Compose([T.RandomIoUCrop(), T.RandomHorizontalFlip(), T.SanitizeBoundingBoxes(),
+                          T.Resize((320, 320), antialias=False)])
     if name == "lsj":
         return T.Compose([T.ScaleJitter((1024, 1024), antialias=True),
                           fixed_size_crop_class()(1024, fill=(123, 117, 104)), T.RandomHorizontalFlip(),

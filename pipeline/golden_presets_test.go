@@ -22,7 +22,7 @@ import (
 // them from goldenPresetsFast's wherever a crop had been DCT-scaled, and
 // OutputVersion 5 those of the presets with a bilinear geometry
 // (imagenet-*, simclr*, tv-resnet50-v2), whose filter became torch's.
-// detr's, lsj's and frcnn's cover their targets too (made from
+// detr's, ssdlite's, lsj's and frcnn's cover their targets too (made from
 // boxedDataset's boxes); frcnn's samples are each its own size, in slots
 // padded to its bound (1333x1333), its size after it.
 var goldenPresets = map[string][2]string{
@@ -39,6 +39,7 @@ var goldenPresets = map[string][2]string{
 	"lsj":            {"b9ad9a9cb9db3fbf4301bd29ee3810fe598ee9e87bc198051e51db03b40fa144", "4c98133f30128aaf478639a9a1398be6f3fd310458f0b7b11c575ce091940dd1"},
 	"simclr":         {"bc9b6fdd591500eec00681e0a781bacfdacc913b7c719848f166dfccddbf05e5", "6b0c075314f164928e2d859aac5ae61b39d7fdd565f4e69d79b4e17c1af3c283"},
 	"simclr-view":    {"70cce4b1741c0f59df5a2b68e40bb121f206704a37c079255b2b67a1a89fe7f2", "fe5de1dc02a6834b2ad8f651021dbf53447445cea824d429b662a8a850b328f3"},
+	"ssdlite":        {"f1ca29f6513809c989a0140164cf96042da549536bbcb25f3457ead5ccc6819f", "8d18ccfd1c69967d173582503df48505da7701538c94ec7d8b38eececa3cfe82"},
 	"tv-resnet50-v2": {"9078ffc17fcb2c200d11f7ed42bf45a1d852556d8c0efc5a3f7a1a960d293c25", "3eab75ac59d6259ac81a85e2256174251512d8b999ac2583f338654bb6ad5baf"},
 }
 
@@ -62,6 +63,7 @@ var goldenPresetsFast = map[string][2]string{
 	"lsj":            {"b9ad9a9cb9db3fbf4301bd29ee3810fe598ee9e87bc198051e51db03b40fa144", "4e7e4981b5ca5e923e6e244d32b8a692074f1efc501773d17ca54d91e36bcf4b"},
 	"simclr":         {"bc9b6fdd591500eec00681e0a781bacfdacc913b7c719848f166dfccddbf05e5", "c970510d961f16884aa691ed8a9c1c451fb17e624def34c9b8cb75e44c63e3ee"},
 	"simclr-view":    {"ed384ad7639e6017c5891fea4e9c4c39aa0f426043ce1f7009e4d2ccf02bc5b8", "5c5a3189cd87c719b3b783efefb22bd28b867fb2149d22c7007440cae4942e6e"},
+	"ssdlite":        {"f1ca29f6513809c989a0140164cf96042da549536bbcb25f3457ead5ccc6819f", "8d18ccfd1c69967d173582503df48505da7701538c94ec7d8b38eececa3cfe82"},
 	"tv-resnet50-v2": {"0313ce0e95d26b5f11c329ff908ae9d14a064e6c18a4fe98b321ff5fcf6c1894", "e2d7c8bcecc87cad51eca82b00df6691819573d02b7c264221c40cbc23fa0499"},
 }
 

@@ -83,6 +83,19 @@ var presets = map[string][]Op{
 		{Kind: OpResize, Size: [2]int{640, 640}},
 		{Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
 	},
+	// torchvision's detection references' "ssdlite" recipe (SSDlite320's
+	// DetectionPresetTrain: RandomIoUCrop, the flip, and the
+	// SanitizeBoundingBoxes() their v2 pipeline ends with), then the
+	// model's own resize to 320x320 (its GeneralizedRCNNTransform's
+	// fixed_size: bilinear, no antialias), made here so that a batch has
+	// one size (the model's resize is then of an image of its size already,
+	// which leaves it): a job with targets only.
+	"ssdlite": {
+		{Kind: OpRandomIoUCrop, Scale: [2]float64{0.3, 1}, Ratio: [2]float64{0.5, 2}, Options: []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 1}, Trials: 40},
+		{Kind: OpRandomHorizontalFlip, P: 0.5},
+		{Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
+		{Kind: OpResize, Size: [2]int{320, 320}, NoAntialias: true},
+	},
 	// Large-scale jitter (the Copy-Paste paper's; torchvision's detection
 	// references' "lsj", for Mask R-CNN): ScaleJitter to 1024x1024 at
 	// scale_range (0.1, 2), antialiased, FixedSizeCrop(1024) padded with

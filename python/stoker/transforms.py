@@ -163,9 +163,9 @@ __all__ = [
 
 #: Preset names the server knows, each a recipe documented op by op in
 #: docs/transforms.md: one-view presets, then :data:`VIEW_PRESETS`, whose
-#: batches carry a list of views. "detr", "lsj" and "frcnn" need ``Loader(targets=True)``.
+#: batches carry a list of views. "detr", "ssdlite", "lsj" and "frcnn" need ``Loader(targets=True)``.
 PRESETS = ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global", "dino-local",
-           "clip", "detr", "lsj", "frcnn") + VIEW_PRESETS
+           "clip", "detr", "ssdlite", "lsj", "frcnn") + VIEW_PRESETS
 
 TransformLike = Union[str, Compose, Transform, Sequence[Transform], MultiView, pb.TransformSpec]
 

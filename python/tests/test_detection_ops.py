@@ -46,6 +46,8 @@ TRANSFORMS = {
              T.SanitizeBoundingBoxes()],
     "photometric-resize": [T.RandomPhotometricDistort(p=0.7), T.Resize((100, 90), interpolation="bicubic"),
                            T.RandomPhotometricDistort(p=0.5)],
+    "ssdlite": [T.RandomIoUCrop(), T.RandomHorizontalFlip(), T.SanitizeBoundingBoxes(),
+                T.Resize((80, 80), antialias=False)],
 }
 
 #: The photometric steps (RandomPhotometricDistort's), run by stoker's kernels.
@@ -103,7 +105,7 @@ def test_pixels_are_torchvisions(server: str, det: Path, stoker_bin: Path, name:
         assert PHOTOMETRIC <= ops, ops
         return
     assert {"iou_crop", "resize"} <= ops, ops
-    if name != "iou-flip-bicubic":
+    if name not in ("iou-flip-bicubic", "ssdlite"):  # no RandomZoomOut
         assert "pad" in ops, ops
     else:
         assert "horizontal_flip" in ops, ops
@@ -111,28 +113,43 @@ def test_pixels_are_torchvisions(server: str, det: Path, stoker_bin: Path, name:
         assert PHOTOMETRIC <= ops, ops
 
 
-def test_detr_preset_is_the_recipe(server: str, det: Path) -> None:  # noqa: F811
-    """transform="detr" is issue 46's recipe converted from torchvision's
-    v2 classes: the same traces, pixels and targets, seed for seed; its
-    boxes are torchvision's replay of the traces (test_targets.check)."""
-    from test_targets import check, coco_sources
-
-    recipe = T.from_torchvision(tv2.Compose([
+#: The detection presets' recipes, as their sources write them with
+#: torchvision's v2 classes: the DETR family's (issue 46), and the
+#: detection references' ssdlite (their tv_tensor backend: ToImage first)
+#: with its model's resize to 320x320 (of a tensor, not antialiased).
+PRESET_RECIPES = {
+    "detr": lambda: tv2.Compose([
         tv2.RandomPhotometricDistort(p=0.5), tv2.RandomZoomOut(fill=0), tv2.RandomIoUCrop(),
         tv2.SanitizeBoundingBoxes(min_size=1), tv2.RandomHorizontalFlip(), tv2.Resize((640, 640)),
-        tv2.SanitizeBoundingBoxes()]))
+        tv2.SanitizeBoundingBoxes()]),
+    "ssdlite": lambda: tv2.Compose([
+        tv2.ToImage(), tv2.RandomIoUCrop(), tv2.RandomHorizontalFlip(p=0.5), tv2.SanitizeBoundingBoxes(),
+        tv2.Resize((320, 320), antialias=False)]),
+}
+
+
+@pytest.mark.parametrize("preset", sorted(PRESET_RECIPES))
+def test_preset_is_the_recipe(server: str, det: Path, preset: str) -> None:  # noqa: F811
+    """transform="detr" (and "ssdlite") is its recipe converted from
+    torchvision's v2 classes: the same traces, pixels and targets, seed for
+    seed; its boxes are torchvision's replay of the traces
+    (test_targets.check)."""
+    from test_targets import check, coco_sources
+
+    recipe = T.from_torchvision(PRESET_RECIPES[preset]())
+    side = {"detr": 640, "ssdlite": 320}[preset]
     want = coco_sources(det)
     kw = dict(batch_size=4, seed=11, targets=True, trace=True, return_indices=True, pin_memory=False, timeout=120,
               shuffle=False)
     seen = 0
-    with stoker.Loader(server, "coco", transform="detr", **kw) as a, \
+    with stoker.Loader(server, "coco", transform=preset, **kw) as a, \
             stoker.Loader(server, "coco", transform=recipe, **kw) as b:
         for x, y in zip(a, b):
             assert x.trace == y.trace
-            assert torch.equal(x[0], y[0]) and x[0].shape[1:] == (3, 640, 640)
+            assert torch.equal(x[0], y[0]) and x[0].shape[1:] == (3, side, side)
             for i, (t, u, idx) in enumerate(zip(x[1], y[1], x[2].tolist())):
                 assert torch.equal(t["boxes"], u["boxes"]) and torch.equal(t["labels"], u["labels"])
-                check(t, want[idx], x.trace[i], x[0][i], f"detr sample {idx}")
+                check(t, want[idx], x.trace[i], x[0][i], f"{preset} sample {idx}")
                 seen += 1
     assert seen == N
 
