@@ -159,45 +159,74 @@ func nearestAffine(p Planes, src []byte, g *affineGrid, fb [3]uint8) {
 // half-integer, where the two might round apart, is the pixel computed
 // as torch does (bilinearExact), as is every point near the border.
 func bilinearAffine(p Planes, src []byte, g *affineGrid, f [3]float32, fb [3]uint8, noFill bool) {
-	w, h, n := p.W, p.H, p.W*p.H
-	fw, fh := float32(w), float32(h)
-	s0, s1, s2 := src[:n:n], src[n:2*n:2*n], src[2*n:3*n:3*n]
-	o0, o1, o2 := p.Pix[:n:n], p.Pix[n:2*n:2*n], p.Pix[2*n:3*n:3*n]
+	w, h := p.W, p.H
+	b := newBilinearTaps(p, src, f, fb, noFill)
 	for y := 0; y < h; y++ {
 		rx, ry := g.row(y)
 		for x := 0; x < w; x++ {
 			o := y*w + x
 			ix, iy := g.at(x, rx, ry)
-			if !(ix > -1 && ix < fw && iy > -1 && iy < fh) { // no tap inside (or NaN)
-				o0[o], o1[o], o2[o] = fb[0], fb[1], fb[2]
-				continue
-			}
-			xi, yi := int(ix), int(iy)
-			if float32(xi) > ix { // floor, for ix > -1
-				xi--
-			}
-			if float32(yi) > iy {
-				yi--
-			}
-			we, no := ix-float32(xi), iy-float32(yi)
-			ea, so := 1-we, 1-no
-			wts := [4]float32{float32(so * ea), float32(so * we), float32(no * ea), float32(no * we)} // nw, ne, sw, se
-			if xi < 0 || xi+1 >= w || yi < 0 || yi+1 >= h {
-				bilinearExact(p.Pix, src, o, xi, yi, w, h, &wts, f, noFill)
-				continue
-			}
-			k := yi*w + xi
-			v0 := approxTaps(s0[k], s0[k+1], s0[k+w], s0[k+w+1], &wts)
-			v1 := approxTaps(s1[k], s1[k+1], s1[k+w], s1[k+w+1], &wts)
-			v2 := approxTaps(s2[k], s2[k+1], s2[k+w], s2[k+w+1], &wts)
-			r0, r1, r2 := roundEven32(v0), roundEven32(v1), roundEven32(v2)
-			if nearTie(v0-r0) || nearTie(v1-r1) || nearTie(v2-r2) {
-				bilinearExact(p.Pix, src, o, xi, yi, w, h, &wts, f, noFill)
-				continue
-			}
-			o0[o], o1[o], o2[o] = uint8(int32(r0)), uint8(int32(r1)), uint8(int32(r2))
+			b.at(o, ix, iy)
 		}
 	}
+}
+
+// bilinearTaps samples src (planes of p's size) into p's pixels, one
+// output pixel a call, as bilinearAffine describes: the affine and
+// perspective kernels differ only in the grid that gives each pixel's
+// point.
+type bilinearTaps struct {
+	out, src               []byte
+	s0, s1, s2, o0, o1, o2 []byte
+	w, h                   int
+	fw, fh                 float32
+	f                      [3]float32
+	fb                     [3]uint8 // a pixel with no tap inside
+	noFill                 bool
+}
+
+func newBilinearTaps(p Planes, src []byte, f [3]float32, fb [3]uint8, noFill bool) bilinearTaps {
+	w, h, n := p.W, p.H, p.W*p.H
+	return bilinearTaps{
+		out: p.Pix, src: src,
+		s0: src[:n:n], s1: src[n : 2*n : 2*n], s2: src[2*n : 3*n : 3*n],
+		o0: p.Pix[:n:n], o1: p.Pix[n : 2*n : 2*n], o2: p.Pix[2*n : 3*n : 3*n],
+		w: w, h: h, fw: float32(w), fh: float32(h), f: f, fb: fb, noFill: noFill,
+	}
+}
+
+// at writes output pixel o from the point (ix, iy) of the source.
+func (b *bilinearTaps) at(o int, ix, iy float32) {
+	w, h, fw, fh, f, fb, noFill := b.w, b.h, b.fw, b.fh, b.f, b.fb, b.noFill
+	s0, s1, s2, o0, o1, o2 := b.s0, b.s1, b.s2, b.o0, b.o1, b.o2
+	if !(ix > -1 && ix < fw && iy > -1 && iy < fh) { // no tap inside (or NaN)
+		o0[o], o1[o], o2[o] = fb[0], fb[1], fb[2]
+		return
+	}
+	xi, yi := int(ix), int(iy)
+	if float32(xi) > ix { // floor, for ix > -1
+		xi--
+	}
+	if float32(yi) > iy {
+		yi--
+	}
+	we, no := ix-float32(xi), iy-float32(yi)
+	ea, so := 1-we, 1-no
+	wts := [4]float32{float32(so * ea), float32(so * we), float32(no * ea), float32(no * we)} // nw, ne, sw, se
+	if xi < 0 || xi+1 >= w || yi < 0 || yi+1 >= h {
+		bilinearExact(b.out, b.src, o, xi, yi, w, h, &wts, f, noFill)
+		return
+	}
+	k := yi*w + xi
+	v0 := approxTaps(s0[k], s0[k+1], s0[k+w], s0[k+w+1], &wts)
+	v1 := approxTaps(s1[k], s1[k+1], s1[k+w], s1[k+w+1], &wts)
+	v2 := approxTaps(s2[k], s2[k+1], s2[k+w], s2[k+w+1], &wts)
+	r0, r1, r2 := roundEven32(v0), roundEven32(v1), roundEven32(v2)
+	if nearTie(v0-r0) || nearTie(v1-r1) || nearTie(v2-r2) {
+		bilinearExact(b.out, b.src, o, xi, yi, w, h, &wts, f, noFill)
+		return
+	}
+	o0[o], o1[o], o2[o] = uint8(int32(r0)), uint8(int32(r1)), uint8(int32(r2))
 }
 
 // approxTaps is the weighted sum of four taps all inside, in plain

@@ -37,10 +37,9 @@ func Perspective(p Planes, coeffs *[8]float32, interp Interpolation, fill [3]flo
 	}
 	src := s.bytes(0, len(p.Pix))
 	copy(src, p.Pix)
-	n := w * h
-	fw, fh := float32(w), float32(h)
-	s0, s1, s2 := src[:n:n], src[n:2*n:2*n], src[2*n:3*n:3*n]
-	o0, o1, o2 := p.Pix[:n:n], p.Pix[n:2*n:2*n], p.Pix[2*n:3*n:3*n]
+	b := newBilinearTaps(p, src, f, fb, noFill)
+	fw, fh := b.fw, b.fh
+	s0, s1, s2, o0, o1, o2 := b.s0, b.s1, b.s2, b.o0, b.o1, b.o2
 	for y := 0; y < h; y++ {
 		Y := float32(y) + 0.5 // torch.linspace(0.5, h - 0.5, h): exact
 		for x := 0; x < w; x++ {
@@ -58,34 +57,7 @@ func Perspective(p Planes, coeffs *[8]float32, interp Interpolation, fill [3]flo
 				o0[o], o1[o], o2[o] = fb[0], fb[1], fb[2]
 				continue
 			}
-			if !(ix > -1 && ix < fw && iy > -1 && iy < fh) { // no tap inside (or NaN)
-				o0[o], o1[o], o2[o] = fb[0], fb[1], fb[2]
-				continue
-			}
-			xi, yi := int(ix), int(iy)
-			if float32(xi) > ix { // floor, for ix > -1
-				xi--
-			}
-			if float32(yi) > iy {
-				yi--
-			}
-			we, no := ix-float32(xi), iy-float32(yi)
-			ea, so := 1-we, 1-no
-			wts := [4]float32{float32(so * ea), float32(so * we), float32(no * ea), float32(no * we)} // nw, ne, sw, se
-			if xi < 0 || xi+1 >= w || yi < 0 || yi+1 >= h {
-				bilinearExact(p.Pix, src, o, xi, yi, w, h, &wts, f, noFill)
-				continue
-			}
-			k := yi*w + xi
-			v0 := approxTaps(s0[k], s0[k+1], s0[k+w], s0[k+w+1], &wts)
-			v1 := approxTaps(s1[k], s1[k+1], s1[k+w], s1[k+w+1], &wts)
-			v2 := approxTaps(s2[k], s2[k+1], s2[k+w], s2[k+w+1], &wts)
-			r0, r1, r2 := roundEven32(v0), roundEven32(v1), roundEven32(v2)
-			if nearTie(v0-r0) || nearTie(v1-r1) || nearTie(v2-r2) {
-				bilinearExact(p.Pix, src, o, xi, yi, w, h, &wts, f, noFill)
-				continue
-			}
-			o0[o], o1[o], o2[o] = uint8(int32(r0)), uint8(int32(r1)), uint8(int32(r2))
+			b.at(o, ix, iy)
 		}
 	}
 }
