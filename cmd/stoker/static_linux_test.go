@@ -45,7 +45,15 @@ func makeBinary(t *testing.T, target, binVar, dir string) string {
 		t.Fatalf("the image's build is `make %s`, and there is no make: %v", target, err)
 	}
 	bin := filepath.Join(dir, "stoker")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// A hang guard, not a time the build must keep: a first build of
+	// these tags compiles every package again (the cloud SDKs among
+	// them), over ten minutes on a loaded 2-core machine. It ends a
+	// minute before the test binary's own deadline would.
+	end := time.Now().Add(25 * time.Minute)
+	if d, ok := t.Deadline(); ok {
+		end = d.Add(-time.Minute)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), end)
 	defer cancel()
 	start := time.Now()
 	out, err := exec.CommandContext(ctx, "make", "-C", "../..", target, binVar+"="+bin).CombinedOutput()
