@@ -82,7 +82,7 @@ func (c Config) storePolicy() source.Policy {
 }
 
 // annotationErrors is what is wrong with Config.Annotations: each names a
-// dataset of the same name; a YOLO dataset's, without a manifest.
+// dataset of the same name; a YOLO dataset's on a disk, without a manifest.
 func (c Config) annotationErrors() []error {
 	var errs []error
 	for name, loc := range c.Annotations {
@@ -95,8 +95,8 @@ func (c Config) annotationErrors() []error {
 			errs = append(errs, fmt.Errorf("annotations for %q: empty path", name))
 		case (strings.Contains(path, "://") && !source.IsRemote(path)) || (strings.Contains(loc, "://") && !source.IsRemote(loc)):
 			errs = append(errs, fmt.Errorf("annotations for %q: unsupported URL scheme (want s3://, gs://, azblob:// or a local path)", name))
-		case c.Manifests[name] != "" && !member && (strings.HasSuffix(strings.ToLower(loc), ".yaml") || strings.HasSuffix(strings.ToLower(loc), ".yml")):
-			errs = append(errs, fmt.Errorf("dataset %q: --manifest and a YOLO dataset's --annotations: its label files are read at every start (they are its annotations), so it has no manifest; give only --annotations", name))
+		case c.Manifests[name] != "" && !member && !source.IsRemote(path) && (strings.HasSuffix(strings.ToLower(loc), ".yaml") || strings.HasSuffix(strings.ToLower(loc), ".yml")):
+			errs = append(errs, fmt.Errorf("dataset %q: --manifest and a YOLO dataset on a disk: its label files are read from the disk at start, so it has no manifest (one in a bucket has); give only --annotations", name))
 		}
 	}
 	return errs

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,9 @@ import (
 // annotations) opens from it, without listing, the very batches (pixels,
 // labels, indices, targets) and fingerprint of a server of the same files
 // on a disk; a server given the manifest with another annotations file
-// refuses to start, saying so; a YOLO dataset is not indexed, saying why.
+// refuses to start, saying so; a YOLO dataset on a disk is not indexed,
+// saying why, and one in the bucket is, its manifest holding its label
+// files, and served from it as from the disk.
 func TestIndexAnnotatedAndServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs stoker serve and versitygw processes")
@@ -40,26 +43,7 @@ func TestIndexAnnotatedAndServe(t *testing.T) {
 	if len(bucket.findLogs("COCO images opened from their manifest", nil)) != 1 {
 		t.Errorf("the bucket's server did not open from the manifest beside the images")
 	}
-	spec := testJob(4, 3)
-	spec.Targets = true
-	want := consumeEpoch(t, ctx, local.addr, spec, consumeOpts{})
-	got := consumeEpoch(t, ctx, bucket.addr, spec, consumeOpts{})
-	if got.info.GetFingerprint() != want.info.GetFingerprint() || len(got.batches) != len(want.batches) || len(want.batches) != 3 {
-		t.Fatalf("fingerprint %s, %d batches; the disk's %s, %d", got.info.GetFingerprint(), len(got.batches), want.info.GetFingerprint(), len(want.batches))
-	}
-	for k, b := range got.batches {
-		w := want.batches[k]
-		gf, wf := b.hdr.GetFields(), w.hdr.GetFields()
-		if b.sum() != w.sum() || len(gf) != 1 || len(wf) != 1 || len(gf[0].GetValues()) != 4 || len(b.hdr.GetErrors()) != 0 {
-			t.Fatalf("batch %d differs from the disk's (fields %d, errors %v)", k, len(gf), b.hdr.GetErrors())
-		}
-		for i, v := range gf[0].GetValues() {
-			if !bytes.Equal(v, wf[0].GetValues()[i]) {
-				t.Errorf("batch %d sample %d: targets differ from the disk's", k, i)
-			}
-		}
-	}
-
+	sameServed(t, ctx, bucket, local)
 	// The manifest named, with other annotations: refused at start.
 	doc, err := os.ReadFile(ann)
 	if err != nil {
@@ -72,7 +56,49 @@ func TestIndexAnnotatedAndServe(t *testing.T) {
 		t.Errorf("serve with a manifest of other annotations: %v\n%s", err, errOut)
 	}
 	_, errOut, err = runStoker(ctx, nil, "index", images, "--annotations", filepath.Join(dir, "data.yaml"), "--out", filepath.Join(t.TempDir(), "m"))
-	if err == nil || !strings.Contains(errOut, "a YOLO dataset is not indexed") {
-		t.Errorf("index of a YOLO dataset: %v\n%s", err, errOut)
+	if err == nil || !strings.Contains(errOut, "a YOLO dataset on a disk is not indexed") {
+		t.Errorf("index of a YOLO dataset on a disk: %v\n%s", err, errOut)
+	}
+
+	// The YOLO layout of the same set, indexed in its bucket: a server
+	// opens it from the manifest (no label file read) and serves what a
+	// server of the disk does.
+	yaml := s.URL("bkt", "det/data.yaml")
+	if out := runIndexCmd(t, ctx, nil, imagesURL, "--annotations", yaml); !strings.HasPrefix(out, "wrote s3://bkt/det/images/train/.stoker/manifest: yolo, 12 samples in 12 objects") {
+		t.Fatalf("stoker index --annotations data.yaml said %q", out)
+	}
+	localYOLO := launchServe(t, serveConfig{name: "local-yolo", dataset: images, workers: 1, args: []string{"--annotations", "ds=" + filepath.Join(dir, "data.yaml")}})
+	bucketYOLO := launchServe(t, serveConfig{name: "bucket-yolo", dataset: imagesURL, workers: 1, args: []string{"--annotations", "ds=" + yaml}})
+	localYOLO.waitReady(t, ctx)
+	bucketYOLO.waitReady(t, ctx)
+	if len(bucketYOLO.findLogs("YOLO images and labels opened from their manifest", nil)) != 1 {
+		t.Errorf("the YOLO bucket's server did not open from the manifest beside the images")
+	}
+	sameServed(t, ctx, bucketYOLO, localYOLO)
+}
+
+// sameServed checks that an epoch of a job with targets from got is the
+// one from want: fingerprint, batches (pixels, labels, indices) and each
+// sample's targets.
+func sameServed(t *testing.T, ctx context.Context, got, want *serveProc) {
+	t.Helper()
+	spec := testJob(4, 3)
+	spec.Targets = true
+	w := consumeEpoch(t, ctx, want.addr, spec, consumeOpts{})
+	g := consumeEpoch(t, ctx, got.addr, spec, consumeOpts{})
+	if g.info.GetFingerprint() != w.info.GetFingerprint() || len(g.batches) != len(w.batches) || len(w.batches) != 3 {
+		t.Fatalf("fingerprint %s, %d batches; the disk's %s, %d", g.info.GetFingerprint(), len(g.batches), w.info.GetFingerprint(), len(w.batches))
+	}
+	for k, b := range g.batches {
+		wb := w.batches[k]
+		gf, wf := b.hdr.GetFields(), wb.hdr.GetFields()
+		if b.sum() != wb.sum() || len(gf) != 1 || len(wf) != 1 || len(gf[0].GetValues()) != 4 || len(b.hdr.GetErrors()) != 0 {
+			t.Fatalf("batch %d differs from the disk's (fields %d, errors %v)", k, len(gf), b.hdr.GetErrors())
+		}
+		for i, v := range gf[0].GetValues() {
+			if !bytes.Equal(v, wf[0].GetValues()[i]) {
+				t.Errorf("batch %d sample %d: targets differ from the disk's", k, i)
+			}
+		}
 	}
 }

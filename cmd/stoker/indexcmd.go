@@ -30,7 +30,7 @@ func runIndex(args []string) error {
 	fs := flag.NewFlagSet("index", flag.ExitOnError)
 	out := fs.String("out", "", "write the manifest to this path or s3://, gs://, azblob:// URL (for a read-only bucket; serve then takes --manifest NAME=it); default ROOT/.stoker/manifest, beside the data")
 	conc := fs.Int("concurrency", 8, "WebDataset shards read at once")
-	ann := fs.String("annotations", "", "the COCO annotations file (a path or URL) of the images at URL|DIR: the manifest lists the images it names, with its SHA-256 (its fingerprint is the COCO dataset's; serve refuses it with other annotations); serve takes it with --annotations NAME=FILE and --manifest NAME=it, or beside the images. A YOLO dataset has no manifest (its label files are read at every start)")
+	ann := fs.String("annotations", "", "the COCO annotations file (a path or URL) of the images at URL|DIR: the manifest lists the images it names, with its SHA-256 (its fingerprint is the COCO dataset's; serve refuses it with other annotations); serve takes it with --annotations NAME=FILE and --manifest NAME=it, or beside the images. A YOLO dataset's YAML (data.yaml) indexes its images in a bucket with every label file's bytes, so serve reads no label file at start; a YOLO dataset on a disk has no manifest")
 	budget := fs.Int64("memory-budget", 0, "memory the listing and the index built from it may hold, counted as they grow (half of it: the manifest is encoded from the other half); past it the index fails saying so; 0: half of the machine's (or cgroup's) memory")
 	fs.Usage = helptext.Usage(fs, indexUsage)
 	// Flags may come before or after the dataset.

@@ -6,7 +6,6 @@ package dataset
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/stoker-dev/stoker/pipeline/annot"
@@ -35,18 +33,20 @@ import (
 // since is its sample's error, never other bytes), through the Ranges of
 // WithRanges. Both local: OpenAnnotated.
 //
-// A COCO dataset may have a manifest (IndexAnnotated, `stoker index DIR
-// --annotations FILE`): named by WithManifest, or beside the images
-// (DIR/.stoker/manifest); the images are then not listed or looked up at
-// start. A named manifest made with other annotations (another SHA-256)
-// is refused; one beside the images is then passed over (COCO's
-// instances and person_keypoints files name the same images). A YOLO dataset has none: its label files are read at every
-// start (they are its annotations), which no manifest could spare.
+// A COCO dataset, or a YOLO dataset in a bucket, may have a manifest
+// (IndexAnnotated, `stoker index DIR --annotations FILE`): named by
+// WithManifest, or beside the images (DIR/.stoker/manifest); the images
+// are then not listed or looked up at start, and a YOLO dataset's label
+// files not read (the manifest holds them: manifest_yolo.go). A named
+// manifest made with other annotations (another SHA-256) is refused; one
+// beside the images is then passed over (COCO's instances and
+// person_keypoints files name the same images). A YOLO dataset on a disk
+// has none: its label files are read from the disk at start.
 func OpenAnnotatedSource(ctx context.Context, dir, ann string, opts ...SourceOption) (Dataset, error) {
 	o := newSourceOptions(opts)
 	yolo := isYOLOConfig(ann)
-	if yolo && o.manifest != "" {
-		return nil, fmt.Errorf("%w: manifest %s: a YOLO dataset is not opened from a manifest: its label files are read at every start (they are its annotations), so a manifest would spare nothing but a listing; serve it without one", ErrUnsupported, o.manifest)
+	if yolo && o.manifest != "" && !source.IsRemote(dir) {
+		return nil, fmt.Errorf("%w: manifest %s: a YOLO dataset on a disk has no manifest: its label files are read from the disk at start; serve it without one", ErrUnsupported, o.manifest)
 	}
 	beside := false
 	if !yolo && o.manifest == "" && !source.IsRemote(dir) {
@@ -69,6 +69,15 @@ func OpenAnnotatedSource(ctx context.Context, dir, ann string, opts ...SourceOpt
 		}
 		if !source.IsRemote(dir) {
 			return yoloInDir(dir, name, raw)
+		}
+		if !o.keepLabels { // IndexAnnotated lists and reads them all
+			d, ok, err := openYOLOManifest(ctx, dir, name, raw, o)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				return d, nil
+			}
 		}
 		return openYOLOStore(ctx, dir, name, raw, o)
 	}
@@ -165,14 +174,16 @@ func openCOCOManifest(ctx context.Context, dir, annName string, c *annot.COCO, s
 // OpenAnnotatedSource opens it: a manifest of layout coco listing each
 // image's object in sample order, with the annotations file's SHA-256, so
 // that its fingerprint is the dataset's and a changed annotations file
-// refuses it. A YOLO dataset or a member's annotations are refused,
-// saying why.
+// refuses it. A YOLO dataset's (in a bucket) lists its images with their
+// label files' bytes and versions, and its YAML's SHA-256 (indexYOLO). A
+// YOLO dataset on a disk or a member's annotations are refused, saying
+// why.
 func IndexAnnotated(ctx context.Context, dir, ann string, opts ...SourceOption) (*Manifest, error) {
 	if _, ok := MemberAnnotations(ann); ok {
 		return nil, fmt.Errorf("%w: annotations %s are in the shards: index them without --annotations (the shards' manifest covers their members)", ErrUnsupported, ann)
 	}
 	if isYOLOConfig(ann) {
-		return nil, fmt.Errorf("%w: %s: a YOLO dataset is not indexed: its label files are read at every start (they are its annotations), so a manifest would spare nothing but a listing", ErrUnsupported, ann)
+		return indexYOLO(ctx, dir, ann, opts)
 	}
 	ds, err := OpenAnnotatedSource(ctx, dir, ann, append(opts, func(o *sourceOptions) { o.manifest = "" })...)
 	if err != nil {
@@ -355,11 +366,16 @@ func openYOLOStore(ctx context.Context, dirURL, yamlName string, raw []byte, o s
 	for i, f := range d.files {
 		objs[i] = byKey[f]
 	}
-	if err := d.readStoreLabels(ctx, &h, o); err != nil {
+	ls, err := d.readStoreLabels(ctx, o)
+	if err != nil {
 		st.Close()
 		return nil, err
 	}
+	d.setStoreLabels(&h, ls)
 	d.fp = h.sum()
+	if o.keepLabels {
+		d.read = ls
+	}
 	if d.imgs, err = newStoreImages(st, o.ranges(st), objs); err != nil {
 		st.Close()
 		return nil, err
@@ -381,65 +397,72 @@ func labelURL(dirURL, key string) string {
 	return scheme + "://" + bucket + annot.LabelPath(p)
 }
 
-// readStoreLabels reads every image's label file (labelURL) from the
-// bucket: the label files' common directory is listed once and each file
-// there read, o.index.Concurrency at once; an image without one has no
-// instances, as on a disk. A label file over annot.MaxLabelFile is its
-// image's error, unread. Each is hashed into h in the images' order.
-func (d *YOLODataset) readStoreLabels(ctx context.Context, h *indexHash, o sourceOptions) error {
-	n := len(d.files)
-	urls := make([]string, n)
+// yoloLabel is an image's label file as listed and read: its object in
+// the labels' store (none: the image has no instances) and its bytes (nil
+// when over annot.MaxLabelFile: its image's error, unread).
+type yoloLabel struct {
+	obj  source.Object
+	has  bool
+	data []byte
+}
+
+// labelURLs sets d.lnames and says the label files' URLs (labelURL) and
+// their common directory.
+func (d *YOLODataset) labelURLs() (urls []string, root string) {
+	urls = make([]string, len(d.files))
+	d.lnames = make([]string, len(d.files))
 	for i, f := range d.files {
 		urls[i] = labelURL(d.dir, f)
+		d.lnames[i] = labelName(d.dir, urls[i])
 	}
-	root := urls[0][:strings.LastIndexByte(urls[0], '/')]
+	root = urls[0][:strings.LastIndexByte(urls[0], '/')]
 	for _, u := range urls[1:] {
 		for !strings.HasPrefix(u, root+"/") {
 			root = root[:strings.LastIndexByte(root, '/')]
 		}
 	}
+	return urls, root
+}
+
+// readStoreLabels reads every image's label file (labelURL) from the
+// bucket: the label files' common directory is listed once and each file
+// there read, o.index.Concurrency at once; an image without one has no
+// instances, as on a disk. A label file over annot.MaxLabelFile is its
+// image's error, unread.
+func (d *YOLODataset) readStoreLabels(ctx context.Context, o sourceOptions) ([]yoloLabel, error) {
+	n := len(d.files)
+	urls, root := d.labelURLs()
 	lst, err := source.Open(ctx, root, o.store...)
 	if err != nil {
-		return fmt.Errorf("labels: %w", err)
+		return nil, fmt.Errorf("labels: %w", err)
 	}
 	defer lst.Close()
 	want := make(map[string]int, n)
 	for i, u := range urls {
 		want[u[len(root)+1:]] = i
 	}
-	objs := make([]source.Object, n)
-	has := make([]bool, n)
+	ls := make([]yoloLabel, n)
 	if err := lst.List(ctx, "", func(obj source.Object) error {
 		if i, ok := want[obj.Key]; ok {
-			objs[i], has[i] = obj, true
+			ls[i].obj, ls[i].has = obj, true
 		}
 		return nil
 	}); err != nil {
-		return fmt.Errorf("labels: %w", err)
+		return nil, fmt.Errorf("labels: %w", err)
 	}
-	d.lnames = make([]string, n)
-	sums := make([][sha256.Size]byte, n)
-	var bytes atomic.Int64
 	var wg sync.WaitGroup
 	var first error
 	var mu sync.Mutex
 	sem := make(chan struct{}, o.index.concurrency())
 	for i := range n {
-		d.lnames[i] = labelName(d.dir, urls[i])
-		if !has[i] {
-			continue
-		}
-		if objs[i].Size > annot.MaxLabelFile {
-			sums[i] = sha256.Sum256([]byte("version " + objs[i].Version))
-			d.errs[i] = &annotationError{&annot.SampleError{File: d.lnames[i], Annotation: "file", Field: "size",
-				Err: fmt.Errorf("%d bytes, more than the %d allowed", objs[i].Size, annot.MaxLabelFile)}}
+		if !ls[i].has || ls[i].obj.Size > annot.MaxLabelFile {
 			continue
 		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			data := make([]byte, objs[i].Size)
-			if err := lst.ReadRange(ctx, objs[i], 0, data); err != nil {
+			data := make([]byte, ls[i].obj.Size)
+			if err := lst.ReadRange(ctx, ls[i].obj, 0, data); err != nil {
 				mu.Lock()
 				if first == nil {
 					first = fmt.Errorf("labels of %s: %s: %w", d.files[i], d.lnames[i], err)
@@ -447,21 +470,27 @@ func (d *YOLODataset) readStoreLabels(ctx context.Context, h *indexHash, o sourc
 				mu.Unlock()
 				return
 			}
-			sums[i] = sha256.Sum256(data)
-			bytes.Add(d.parseLabels(i, d.lnames[i], data))
+			ls[i].data = data
 		})
 	}
 	wg.Wait()
-	if first != nil {
-		return first
-	}
-	d.bytes += bytes.Load()
-	for i := range n {
-		if !has[i] {
-			h.add(d.files[i], d.sizes[i], -1)
-		} else {
-			h.add(d.files[i]+"\x00"+string(sums[i][:]), d.sizes[i], objs[i].Size)
+	return ls, first
+}
+
+// setStoreLabels sets each image's labels from its label file as read
+// (readStoreLabels, or a manifest's), and adds each image with its label
+// file's SHA-256 to h in the images' order.
+func (d *YOLODataset) setStoreLabels(h *indexHash, ls []yoloLabel) {
+	for i := range ls {
+		l := &ls[i]
+		hashLabel(*h, d.files[i], d.sizes[i], l)
+		switch {
+		case !l.has:
+		case l.obj.Size > annot.MaxLabelFile:
+			d.errs[i] = &annotationError{&annot.SampleError{File: d.lnames[i], Annotation: "file", Field: "size",
+				Err: fmt.Errorf("%d bytes, more than the %d allowed", l.obj.Size, annot.MaxLabelFile)}}
+		default:
+			d.bytes += d.parseLabels(i, d.lnames[i], l.data)
 		}
 	}
-	return nil
 }

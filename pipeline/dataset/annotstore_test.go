@@ -3,10 +3,12 @@ package dataset
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -199,11 +201,11 @@ func annotatedInStore(t *testing.T, putTree func(prefix, dir string), put func(k
 			}
 		})
 	}
-	if _, err := IndexAnnotated(ctx, url("ds/images/train"), url("ds/data.yaml")); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "YOLO") {
-		t.Errorf("a YOLO dataset indexed: %v", err)
+	if _, err := IndexAnnotated(ctx, local, filepath.Join(root, "data.yaml")); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "YOLO dataset on a disk") {
+		t.Errorf("a YOLO dataset on a disk indexed: %v", err)
 	}
-	if _, err := OpenAnnotatedSource(ctx, url("ds/images/train"), url("ds/data.yaml"), WithManifest("/m")); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "YOLO") {
-		t.Errorf("a YOLO dataset with a manifest: %v", err)
+	if _, err := OpenAnnotatedSource(ctx, local, filepath.Join(root, "data.yaml"), WithManifest("/m")); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "YOLO dataset on a disk") {
+		t.Errorf("a YOLO dataset on a disk with a manifest: %v", err)
 	}
 
 	// An image replaced after the open: its sample fails, the others read.
@@ -239,6 +241,91 @@ func annotatedInStore(t *testing.T, putTree func(prefix, dir string), put func(k
 	}
 	if _, err := OpenAnnotatedSource(ctx, url("ds/images/train"), url("ds/annotations/gone.json")); !errors.Is(err, source.ErrNotExist) || !strings.Contains(err.Error(), "gone.json") {
 		t.Errorf("annotations that are not there: %v", err)
+	}
+	yoloManifest(t, put, url, root, log, &logs)
+}
+
+// yoloManifest: a YOLO dataset in the store at ds/ indexed: its manifest's
+// fingerprint is the dataset's; opened from it, named or beside the
+// images, the dataset is the one listed (samples, fields, targets, a
+// malformed label file's error), its label files not read; a manifest of
+// another YAML, or with a label file changed since, is refused.
+func yoloManifest(t *testing.T, put func(key string, data []byte), url func(prefix string) string, root string, log *slog.Logger, logs *bytes.Buffer) {
+	ctx := t.Context()
+	dir, yaml := url("ds/images/train"), url("ds/data.yaml")
+	listed, err := OpenAnnotatedSource(ctx, dir, yaml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listed.Close()
+	m, err := IndexAnnotated(ctx, dir, yaml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Layout != LayoutYOLO || m.Fingerprint() != listed.Fingerprint() || m.Len() != listed.Len() {
+		t.Fatalf("manifest %s of %d samples, fingerprint %s; want the dataset's %s of %d", m.Layout, m.Len(), m.Fingerprint(), listed.Fingerprint(), listed.Len())
+	}
+	var buf bytes.Buffer
+	if err := m.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeManifest(bytes.NewReader(buf.Bytes()), 0)
+	kept := func(ls []yoloLabel) (out []string) { // what a manifest keeps of them
+		for _, l := range ls {
+			out = append(out, fmt.Sprint(l.has, l.obj.Size, l.obj.Version, l.data))
+		}
+		return out
+	}
+	if err != nil || back.Fingerprint() != m.Fingerprint() || !slices.Equal(kept(back.labels), kept(m.labels)) || len(m.labels) != 3 {
+		t.Fatalf("decoded again: %v, labels %q, want %q", err, kept(back.labels), kept(m.labels))
+	}
+	// The label files' bytes are outside input too: cut one short.
+	bad := *back
+	bad.labels = slices.Clone(back.labels)
+	bad.labels[0].data = bad.labels[0].data[:1]
+	if err := bad.check(); !errors.Is(err, ErrManifest) || !strings.Contains(err.Error(), "label file of") {
+		t.Errorf("a label file shorter than its size: %v", err)
+	}
+	named := filepath.Join(t.TempDir(), "manifest")
+	os.WriteFile(named, buf.Bytes(), 0o644)
+	logs.Reset()
+	got, err := OpenAnnotatedSource(ctx, dir, yaml, WithManifest(named), WithLog(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Close()
+	sameAnnotated(t, got, listed)
+	if !strings.Contains(logs.String(), "opened from their manifest") {
+		t.Errorf("the named manifest was not used:\n%s", logs.String())
+	}
+	put("ds/images/train/"+ManifestName, buf.Bytes())
+	logs.Reset()
+	beside, err := OpenAnnotatedSource(ctx, dir, yaml, WithLog(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer beside.Close()
+	sameAnnotated(t, beside, listed)
+	if !strings.Contains(logs.String(), "opened from their manifest") {
+		t.Errorf("the manifest beside the images was not used:\n%s", logs.String())
+	}
+	// Another YAML (one byte more): named, refused; beside, passed over.
+	doc, _ := os.ReadFile(filepath.Join(root, "data.yaml"))
+	other := filepath.Join(t.TempDir(), "data.yaml")
+	os.WriteFile(other, append(doc, ' '), 0o644)
+	if _, err := OpenAnnotatedSource(ctx, dir, other, WithManifest(named)); !errors.Is(err, ErrManifest) || !strings.Contains(err.Error(), "another dataset YAML") {
+		t.Errorf("a manifest of another YAML: %v", err)
+	}
+	if d, err := OpenAnnotatedSource(ctx, dir, other); err != nil {
+		t.Errorf("another YAML, the manifest beside the images of this one: %v (it is passed over, and the images listed)", err)
+	} else {
+		d.Close()
+	}
+	// A label file changed since: its bytes in the manifest are not
+	// served.
+	put("ds/labels/train/a.txt", []byte("1 0.5 0.5 0.25 0.5\n"))
+	if _, err := OpenAnnotatedSource(ctx, dir, yaml); !errors.Is(err, ErrManifest) || !strings.Contains(err.Error(), "changed since it was indexed") {
+		t.Errorf("a label file changed since the index: %v", err)
 	}
 }
 

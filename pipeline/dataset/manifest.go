@@ -20,6 +20,9 @@ const (
 	// LayoutCOCO: the images a COCO annotations file names, an object
 	// each, in the file's sample order (IndexAnnotated).
 	LayoutCOCO = "coco"
+	// LayoutYOLO: the images of a YOLO dataset in object storage, an
+	// object each in path order, with their label files (manifest_yolo.go).
+	LayoutYOLO = "yolo"
 )
 
 // ManifestName is where a dataset's manifest is kept beside its data,
@@ -47,6 +50,9 @@ type Manifest struct {
 	// manifest was made with: in its fingerprint, and a file that is not
 	// that one is refused with the manifest.
 	AnnotationsSHA256 string
+	// labels are a YOLO manifest's label files, one an image
+	// (manifest_yolo.go).
+	labels []yoloLabel
 
 	objs    objectTable
 	samples sampleTable
@@ -231,7 +237,7 @@ func (m *Manifest) check() error {
 		return fmt.Errorf("%w: %d bytes of hashes for %d samples", ErrManifest, len(s.hashes), len(s.obj))
 	}
 	switch m.Layout {
-	case LayoutImageFolder, LayoutWebDataset, LayoutCOCO:
+	case LayoutImageFolder, LayoutWebDataset, LayoutCOCO, LayoutYOLO:
 	default:
 		return fmt.Errorf("%w: layout %q (want %s or %s)", ErrManifest, m.Layout, LayoutImageFolder, LayoutWebDataset)
 	}
@@ -259,7 +265,7 @@ func (m *Manifest) check() error {
 	if m.Layout == LayoutWebDataset {
 		return m.checkWebDataset()
 	}
-	if m.Layout == LayoutCOCO {
+	if m.Layout == LayoutCOCO || m.Layout == LayoutYOLO {
 		return m.checkCOCO()
 	}
 	if s.unlabelled > 0 || len(s.noImage) > 0 || m.fields.end != nil {
@@ -331,22 +337,24 @@ func (m *Manifest) checkWebDataset() error {
 	return nil
 }
 
-// checkCOCO checks a COCO manifest: an image a whole object each, in
-// object order, unlabelled, with its annotations file's SHA-256.
+// checkCOCO checks a COCO or YOLO manifest: an image a whole object
+// each, in object order, unlabelled, with its annotations file's SHA-256
+// (a YOLO manifest's: its dataset YAML's), and a YOLO manifest's label
+// files (checkLabels).
 func (m *Manifest) checkCOCO() error {
 	s := &m.samples
 	if len(m.AnnotationsSHA256) != 2*sha256.Size || strings.Trim(m.AnnotationsSHA256, "0123456789abcdef") != "" {
-		return fmt.Errorf("%w: a COCO manifest's annotations SHA-256 is %q", ErrManifest, errs.Clip(m.AnnotationsSHA256, 80))
+		return fmt.Errorf("%w: a %s manifest's annotations SHA-256 is %q", ErrManifest, m.Layout, errs.Clip(m.AnnotationsSHA256, 80))
 	}
 	if s.unlabelled != len(s.obj) || len(s.noImage) > 0 || m.fields.end != nil || s.hashes != nil || s.clsSize != nil {
-		return fmt.Errorf("%w: a COCO manifest's samples are unlabelled images with no other members", ErrManifest)
+		return fmt.Errorf("%w: a %s manifest's samples are unlabelled images with no other members", ErrManifest, m.Layout)
 	}
 	for i := range s.obj {
 		if int(s.obj[i]) != i || s.off[i] != 0 || s.size[i] != m.objs.sizes[i] {
-			return fmt.Errorf("%w: sample %d of a COCO manifest is not object %d whole", ErrManifest, i, i)
+			return fmt.Errorf("%w: sample %d of a %s manifest is not object %d whole", ErrManifest, i, m.Layout, i)
 		}
 	}
-	return nil
+	return m.checkLabels()
 }
 
 // checkFolders holds an ImageFolder's labels to its keys, as
@@ -444,6 +452,8 @@ func (m *Manifest) Fingerprint() string {
 	switch m.Layout {
 	case LayoutImageFolder:
 		h = newIndexHash(LayoutImageFolder, m.Classes)
+	case LayoutYOLO:
+		return m.yoloFingerprint()
 	case LayoutCOCO: // COCODataset's: the annotations' hash, then each image
 		h = newIndexHash(LayoutCOCO, m.Classes)
 		h.str(m.AnnotationsSHA256)

@@ -117,9 +117,13 @@ func (m *Manifest) Encode(w io.Writer) error {
 		e.uint(uint64(s.clsSize[i]))
 	}
 	version := uint32(manifestVersion)
-	if m.Layout == LayoutCOCO {
+	if m.Layout == LayoutCOCO || m.Layout == LayoutYOLO {
 		version = manifestVersionCOCO
 		e.str(m.AnnotationsSHA256)
+	}
+	if m.Layout == LayoutYOLO {
+		version = manifestVersionYOLO
+		m.encodeLabels(&e)
 	}
 	if err := errors.Join(bw.Flush(), zw.Close()); err != nil {
 		return err
@@ -179,8 +183,8 @@ func DecodeManifest(r io.Reader, maxSize int64) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: not a stoker manifest (magic %q)", ErrManifest, hdr[:8])
 	}
 	version := binary.LittleEndian.Uint32(hdr[8:])
-	if version < 1 || version > manifestVersionCOCO {
-		return nil, fmt.Errorf("%w: format version %d, this stoker reads 1 to %d (run stoker index again)", ErrManifest, version, manifestVersionCOCO)
+	if version < 1 || version > manifestVersionYOLO {
+		return nil, fmt.Errorf("%w: format version %d, this stoker reads 1 to %d (run stoker index again)", ErrManifest, version, manifestVersionYOLO)
 	}
 	clen, ulen := binary.LittleEndian.Uint64(hdr[12:]), binary.LittleEndian.Uint64(hdr[20:])
 	if clen > uint64(maxSize-manifestHeader) {
@@ -376,6 +380,9 @@ func (d *decoder) manifest() (*Manifest, error) {
 	}
 	if d.version >= 5 {
 		m.AnnotationsSHA256 = d.string()
+	}
+	if d.version >= 6 {
+		d.labels(m)
 	}
 	if d.err != nil {
 		return nil, d.err

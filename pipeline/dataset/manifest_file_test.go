@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/stoker-dev/stoker/pipeline/annot"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,19 @@ func smallManifest() *Manifest {
 	m.AddSample(ManifestSample{Object: a, Off: 512, Size: 100, Label: 1, Member: "x/1.jpg", ClsOff: 1024, ClsSize: 1})
 	m.AddSample(ManifestSample{Object: a, Off: 1536, Size: 100, Label: 0, Member: "x/2.jpg", ClsOff: 2560, ClsSize: 2})
 	m.AddSample(ManifestSample{Object: b, Off: 512, Size: 1024, Label: 3, Member: "3.png", Hash: bytes.Repeat([]byte{7}, 32), ClsOff: 2047, ClsSize: 1})
+	return m
+}
+
+// yoloManifestOf is a YOLO manifest of three images: one with a label
+// file, one without, one whose label file is over annot.MaxLabelFile.
+func yoloManifestOf() *Manifest {
+	m := &Manifest{Root: "s3://bucket/images/", Layout: LayoutYOLO, Classes: []string{"cat", "dog"}, AnnotationsSHA256: strings.Repeat("ab", 32)}
+	for i, k := range []string{"a.jpg", "b.jpg", "c.jpg"} {
+		m.AddSample(ManifestSample{Object: m.AddObject(source.Object{Key: k, Size: int64(10 + i), Version: `"e"`}), Size: int64(10 + i), Label: -1})
+	}
+	lab := []byte("0 0.5 0.5 0.2 0.4\n")
+	m.labels = []yoloLabel{{has: true, obj: source.Object{Size: int64(len(lab)), Version: `"l"`}, data: lab}, {},
+		{has: true, obj: source.Object{Size: annot.MaxLabelFile + 1, Version: `"big"`}}}
 	return m
 }
 
@@ -218,10 +232,12 @@ func FuzzManifest(f *testing.F) {
 	f.Add(reframe(uvarints("r", "imagefolder", 1, "c", 1, "c/a.jpg", 10, "", 0, 1, 0, 0, 10, 1, "", 0, 0, 0), 44))
 	f.Add(encodeManifest(f, fieldsManifest()))
 	f.Add([]byte(manifestMagic))
+	f.Add(encodeManifest(f, yoloManifestOf()))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// The checksum would turn away nearly every mutation: fuzz the
-		// body's parser too, reframed with a valid checksum.
-		for _, in := range [][]byte{b, reframe(b, uint64(len(b)))} {
+		// body's parser too, reframed with a valid checksum (and as a
+		// YOLO manifest's version, with its label files).
+		for _, in := range [][]byte{b, reframe(b, uint64(len(b))), reframeV(manifestVersionYOLO, b, uint64(len(b)))} {
 			m, err := DecodeManifest(bytes.NewReader(in), 1<<20)
 			if err != nil {
 				if !errors.Is(err, ErrManifest) {

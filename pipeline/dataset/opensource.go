@@ -27,6 +27,9 @@ type sourceOptions struct {
 	log         *slog.Logger
 	index       IndexOptions
 	maxManifest int64
+	// keepLabels keeps a YOLO dataset's label files as read
+	// (YOLODataset.read), for IndexAnnotated.
+	keepLabels bool
 }
 
 // WithManifest names the dataset's manifest: a local path or an s3://,

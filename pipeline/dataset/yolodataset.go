@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -40,6 +41,9 @@ type YOLODataset struct {
 	// root); lnames are then the label files' names in messages.
 	imgs   *storeImages
 	lnames []string
+	read   []yoloLabel // the label files as read, when kept (IndexAnnotated)
+	// yamlSum is the hex SHA-256 of the dataset YAML.
+	yamlSum string
 }
 
 var _ Fielded = (*YOLODataset)(nil)
@@ -131,6 +135,7 @@ func newYOLODataset(cfg *annot.YOLOConfig, raw []byte, files []string, sizes []i
 	h := newIndexHash("yolo", cfg.Names)
 	yh := sha256.Sum256(raw)
 	h.str(string(yh[:]))
+	d.yamlSum = hex.EncodeToString(yh[:])
 	return d, h
 }
 
