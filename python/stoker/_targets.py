@@ -99,34 +99,45 @@ def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: i
         # immutable): every sample's tensors are views into it.
         return torch.from_numpy(np.frombuffer(bytearray(raw[name][0]), dtype=dtype))
 
-    boxes = arr("boxes", "<f4").view(k, 4)
-    labels = arr("labels", "<i8")
-    crowd = torch.from_numpy(np.frombuffer(raw["iscrowd"][0], dtype=np.uint8).astype(np.int64))
-    if len(ps):
-        points, vis = arr("keypoints", "<f4"), arr("keypoints_visibility", "u1")
-        po = np.concatenate(([0], np.cumsum(pk)))
-    masks = _masks(bt, canvas, ks, k, bad, torch) if bt.masks else None
-    offs, hw, pl = off.tolist(), canvas.tolist(), ps.tolist()
+    # Each array split into its samples' views at once (torch.split: no
+    # copy), only the keys asked for made.
+    want = set(names) if names else set(NAMES)
+    kl = ks.tolist()
+    bx = arr("boxes", "<f4").view(k, 4).split(kl) if "boxes" in want else None
+    lb = arr("labels", "<i8").split(kl) if "labels" in want else None
+    cr = None
+    if "iscrowd" in want:
+        cr = torch.from_numpy(np.frombuffer(raw["iscrowd"][0], dtype=np.uint8).astype(np.int64)).split(kl)
+    pts = vs = None
+    if len(ps) and want & {"keypoints", "keypoints_visibility"}:
+        pts = arr("keypoints", "<f4").split((2 * pk).tolist())
+        vs = arr("keypoints_visibility", "u1").split(pk.tolist())
+    masks = _masks(bt, canvas, ks, k, bad, torch) if bt.masks and "masks" in want else None
+    box_format = tv_tensors.BoundingBoxFormat[FORMATS[fmt]]
+    hw, pl = canvas.tolist(), ps.tolist()
     out = []
     for i in range(n):
-        a, b = offs[i], offs[i + 1]
         size = (hw[2 * i], hw[2 * i + 1])
-        t = {
-            "boxes": tv_tensors.BoundingBoxes(boxes[a:b], format=FORMATS[fmt], canvas_size=size),
-            "labels": labels[a:b],
-            "iscrowd": crowd[a:b],
-            "image_id": int(ids[i]),
-        }
-        if len(ps) and pl[i]:
-            p, c, d = pl[i], int(po[i]), int(po[i + 1])
-            t["keypoints"] = tv_tensors.KeyPoints(points[2 * c:2 * d].view(b - a, p, 2), canvas_size=size)
-            t["keypoints_visibility"] = vis[c:d].view(b - a, p)
+        t: Dict[str, Any] = {}
+        if bx is not None:
+            t["boxes"] = tv_tensors.BoundingBoxes(bx[i], format=box_format, canvas_size=size)
+        if lb is not None:
+            t["labels"] = lb[i]
+        if cr is not None:
+            t["iscrowd"] = cr[i]
+        if "image_id" in want:
+            t["image_id"] = int(ids[i])
+        if pts is not None and pl[i]:
+            if "keypoints" in want:
+                t["keypoints"] = tv_tensors.KeyPoints(pts[i].view(kl[i], pl[i], 2), canvas_size=size)
+            if "keypoints_visibility" in want:
+                t["keypoints_visibility"] = vs[i].view(kl[i], pl[i])
         if masks is not None:
             t["masks"] = masks[i]
         if names:
-            missing = [m for m in names if m not in t]
-            if missing:
-                raise bad(f"sample {i}'s lack {missing}: the server sent {sorted(t)}")
+            if len(t) != len(names):
+                missing = [m for m in names if m not in t]
+                raise bad(f"sample {i}'s lack {missing}: the server sent keypoints {bool(pl and pl[i])}, masks {bool(bt.masks)}")
             t = {m: t[m] for m in names}
         out.append(t)
     return out
@@ -159,9 +170,7 @@ def _masks(bt: Any, canvas: Any, ks: Any, k: int, bad: Any, torch: Any) -> List[
     # A run's value is its place in its instance's runs, odd or even.
     parity = ((np.arange(len(runs)) - np.repeat(moff[:-1], counts)) & 1).astype(np.uint8)
     flat = torch.from_numpy(np.repeat(parity, runs))
-    out, at = [], 0
-    for i, kk in enumerate(ks.tolist()):
-        h, w = int(canvas[2 * i]), int(canvas[2 * i + 1])
-        out.append(tv_tensors.Mask(flat[at:at + kk * h * w].view(kk, h, w)))
-        at += kk * h * w
-    return out
+    hw = (canvas[0::2] * canvas[1::2]).tolist()
+    kl = ks.tolist()
+    parts = flat.split([kk * a for kk, a in zip(kl, hw)])
+    return [tv_tensors.Mask(parts[i].view(kl[i], int(canvas[2 * i]), int(canvas[2 * i + 1]))) for i in range(len(kl))]

@@ -142,6 +142,11 @@ def test_decodes_a_packed_batch() -> None:
     assert out[0]["masks"].tolist() == [[[0, 1, 1], [0, 0, 0]], [[0, 0, 0], [0, 0, 0]]]
     assert out[2]["masks"].tolist() == [[[1, 0], [0, 0]]] and out[1]["masks"].shape == (0, 1, 1)
     assert [t["image_id"] for t in out] == [7, 8, 9]
+    # A tuple of names: exactly those keys, in its order.
+    some = targets_of(batch_targets(), 3, torch, ("masks", "labels"))
+    assert [list(t) for t in some] == [["masks", "labels"]] * 3 and torch.equal(some[0]["masks"], out[0]["masks"])
+    with pytest.raises(StokerError, match=r"sample 0's lack \['keypoints'\]"):
+        targets_of(spoil(keypoints_per_instance=[], keypoints=b"", keypoints_visibility=b""), 3, torch, ("boxes", "keypoints"))
 
 
 def spoil(**changes: Any) -> pb.BatchTargets:
