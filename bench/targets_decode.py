@@ -140,8 +140,8 @@ def main() -> None:
         wall = statistics.median(x[0] for x in rs) * 1e6
         cpu = statistics.median(x[1] for x in rs) * 1e6
         print(f"{name:22s} {wall:8.1f} us a batch wall, {cpu:8.1f} us CPU ({wall / n:.2f} us a sample)")
-    before, now = (statistics.median(x[0] for x in res[k]) for k in res)
-    print(f"speedup: {before / now:.2f}x (wall medians of {a.rounds} rounds of {a.iters})")
+    (bw, bc), (nw, nc) = ((statistics.median(x[0] for x in res[k]), statistics.median(x[1] for x in res[k])) for k in res)
+    print(f"before / now: {bc / nc:.2f}x in CPU, {bw / nw:.2f}x in wall (medians of {a.rounds} rounds of {a.iters})")
 
 
 if __name__ == "__main__":
