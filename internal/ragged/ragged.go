@@ -86,9 +86,10 @@ func parse(v []byte) (sample, error) {
 // Pack packs a batch's targets, vals[i] sample i's encoding, into a
 // BatchTargets, its arrays slices of buf (grown as needed, returned for
 // reuse): what goes on the wire in place of the per-sample bytes. Every
-// sample has the same boxes' format and masks or none (a job's); else an
-// error, as for an encoding whose lengths do not add up.
-func Pack(vals [][]byte, buf []byte) (*stokerv1.BatchTargets, []byte, error) {
+// sample has the same boxes' format, and masks exactly when the job asks
+// for them (masks: a batch of no samples says so too); else an error, as
+// for an encoding whose lengths do not add up.
+func Pack(vals [][]byte, masks bool, buf []byte) (*stokerv1.BatchTargets, []byte, error) {
 	n := len(vals)
 	ss := make([]sample, n)
 	var k, kp, runs int
@@ -98,9 +99,11 @@ func Pack(vals [][]byte, buf []byte) (*stokerv1.BatchTargets, []byte, error) {
 		if err != nil {
 			return nil, buf, fmt.Errorf("sample %d's targets: %v", i, err)
 		}
-		if i > 0 && (s.format != ss[0].format || s.masks != ss[0].masks) {
-			return nil, buf, fmt.Errorf("sample %d's targets: boxes' format %d and masks %v, sample 0's %d and %v: a batch's are one",
-				i, s.format, s.masks, ss[0].format, ss[0].masks)
+		if s.masks != masks {
+			return nil, buf, fmt.Errorf("sample %d's targets: masks %v, the job asks for masks %v", i, s.masks, masks)
+		}
+		if i > 0 && s.format != ss[0].format {
+			return nil, buf, fmt.Errorf("sample %d's targets: boxes' format %d, sample 0's %d: a batch's is one", i, s.format, ss[0].format)
 		}
 		ss[i] = s
 		k += int(s.k)
@@ -116,9 +119,9 @@ func Pack(vals [][]byte, buf []byte) (*stokerv1.BatchTargets, []byte, error) {
 		Canvas:   make([]uint32, 2*n),
 		ImageIds: make([]int64, n),
 	}
-	masks := n > 0 && ss[0].masks
+	bt.Masks = masks
 	if n > 0 {
-		bt.BoxFormat, bt.Masks = ss[0].format, masks
+		bt.BoxFormat = ss[0].format
 	}
 	if hasP {
 		bt.KeypointsPerInstance = make([]uint32, n)

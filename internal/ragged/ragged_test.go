@@ -84,7 +84,7 @@ func TestPackUnpack(t *testing.T) {
 	}{{"boxes", 0, false, false}, {"keypoints", 17, false, false}, {"keypoints of their own", 4, true, false},
 		{"masks", 0, false, true}, {"keypoints and masks", 17, false, true}} {
 		vals := batchOf(r, ks, c.p, c.pVaries, c.masks)
-		bt, buf, err := Pack(vals, nil)
+		bt, buf, err := Pack(vals, c.masks, nil)
 		if err != nil {
 			t.Fatalf("%s: Pack: %v", c.name, err)
 		}
@@ -178,10 +178,10 @@ func TestPackRefuses(t *testing.T) {
 	}{
 		{"short", [][]byte{good[0], good[1][:20]}, "sample 1's targets: 20 bytes"},
 		{"a byte more", [][]byte{good[0], append(bytes.Clone(good[1]), 0)}, "sample 1's targets"},
-		{"formats", [][]byte{good[0], encode(r, 1, 2, 0, pipeline.BoxXYXY, false)}, "boxes' format"},
-		{"masks", [][]byte{good[0], encode(r, 1, 2, 0, pipeline.BoxCXCYWH, true)}, "masks"},
+		{"formats", [][]byte{good[0], encode(r, 1, 2, 0, pipeline.BoxXYXY, false)}, "boxes' format 0, sample 0's 2"},
+		{"masks", [][]byte{good[0], encode(r, 1, 2, 0, pipeline.BoxCXCYWH, true)}, "sample 1's targets: masks true, the job asks for masks false"},
 	} {
-		if _, _, err := Pack(c.vals, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, _, err := Pack(c.vals, false, nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Pack: %v, want an error with %q", c.name, err, c.want)
 		}
 	}
@@ -194,7 +194,7 @@ func TestPackRefuses(t *testing.T) {
 func TestUnpackHostile(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	vals := batchOf(r, []int{2, 3, 0, 4}, 5, false, true)
-	bt, _, err := Pack(vals, nil)
+	bt, _, err := Pack(vals, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,6 +239,20 @@ func TestUnpackHostile(t *testing.T) {
 	}
 }
 
+// TestPackNoSamples: a batch whose samples all failed (dropped) packs to
+// offsets [0] and empty arrays, masks as the job asks, and unpacks.
+func TestPackNoSamples(t *testing.T) {
+	for _, masks := range []bool{false, true} {
+		bt, _, err := Pack(nil, masks, nil)
+		if err != nil || len(bt.GetOffsets()) != 1 || bt.GetMasks() != masks {
+			t.Fatalf("masks %v: Pack: %v, %v", masks, bt, err)
+		}
+		if err := Unpack(bt, 0, masks, 100, nil, nil); err != nil {
+			t.Errorf("masks %v: Unpack: %v", masks, err)
+		}
+	}
+}
+
 // TestPackMatchesTargetsSize: a sample of k instances of p keypoints
 // without masks takes pipeline.TargetsSize bytes, its header gone.
 func TestPackMatchesTargetsSize(t *testing.T) {
@@ -247,7 +261,7 @@ func TestPackMatchesTargetsSize(t *testing.T) {
 	if int64(len(v)) != pipeline.TargetsSize(5, 3) {
 		t.Fatalf("%d bytes, TargetsSize %d: the layout differs from the pipeline's", len(v), pipeline.TargetsSize(5, 3))
 	}
-	_, buf, err := Pack([][]byte{v}, nil)
+	_, buf, err := Pack([][]byte{v}, false, nil)
 	if err != nil || int64(len(buf)) != pipeline.TargetsSize(5, 3)-header {
 		t.Fatalf("Pack: %d bytes, %v; want %d", len(buf), err, pipeline.TargetsSize(5, 3)-header)
 	}

@@ -197,7 +197,7 @@ func packTargets(fs *pipeline.FieldSet, b *pipeline.Batch) (*stokerv1.BatchTarge
 		}
 		vals[i] = f.Data
 	}
-	bt, buf, err := ragged.Pack(vals, b.Packed)
+	bt, buf, err := ragged.Pack(vals, fs.Masks(), b.Packed)
 	b.Packed = buf
 	return bt, err
 }
