@@ -356,7 +356,10 @@ func (f *feed) batch(o coord.Output) error {
 		f.s.badFiles.note(f.s.log, j.Dataset(), b.Errors)
 		return err
 	}
-	h := j.Header(epoch, k, b)
+	h, err := j.Header(epoch, k, b)
+	if err != nil {
+		return err
+	}
 	j.PackSizes(b, h) // per-sample sizes: padded to the batch's largest
 	if f.shm {
 		via := "chunks"

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/stoker-dev/stoker/internal/ragged"
 	pb "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
@@ -223,6 +224,9 @@ func readBatch(stream pb.FeedService_FeedClient, maxChunk uint32) (gotBatch, *pb
 // readChunks reads the chunks of the batch hdr heads, checking that they
 // come in order, numbered, and of at most maxChunk bytes.
 func readChunks(stream pb.FeedService_FeedClient, hdr *pb.BatchHeader, maxChunk uint32) (gotBatch, error) {
+	if err := targetsAsField(hdr); err != nil {
+		return gotBatch{hdr: hdr}, err
+	}
 	b := gotBatch{hdr: hdr, data: make([]byte, 0, hdr.GetDataBytes())}
 	for uint64(len(b.data)) < hdr.GetDataBytes() {
 		msg, err := stream.Recv()
@@ -260,4 +264,22 @@ func smallJob(dataset string, batchSize uint32) *pb.OpenJob {
 		Credits: 1000,
 		Epochs:  1,
 	}
+}
+
+// targetsAsField unpacks a header's targets (its ragged arrays) into the
+// field "targets", last, each sample's bytes as the pipeline encodes them
+// (pipeline.AppendTargets), what the tests read; the header's targets are
+// then nil.
+func targetsAsField(h *pb.BatchHeader) error {
+	bt := h.GetTargets()
+	if bt == nil {
+		return nil
+	}
+	n := len(h.GetIndices())
+	fv := &pb.FieldValues{Name: "targets", Values: make([][]byte, n)}
+	if err := ragged.Unpack(bt, n, bt.GetMasks(), 1<<30, func(int) []byte { return nil }, func(i int, v []byte) { fv.Values[i] = v }); err != nil {
+		return fmt.Errorf("batch %d: %v", h.GetNumber(), err)
+	}
+	h.Fields, h.Targets = append(h.Fields, fv), nil
+	return nil
 }

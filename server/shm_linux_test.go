@@ -151,6 +151,9 @@ func (st *shmTrainer) readEpoch(t testing.TB, hold bool) (epoch, int) {
 		data := bytes.Clone(st.mem[off : off+int(h.GetDataBytes())])
 		hdr := proto.Clone(h).(*pb.BatchHeader)
 		hdr.Slot = nil // compared with chunked batches
+		if err := targetsAsField(hdr); err != nil {
+			t.Fatal(err)
+		}
 		ep.batches = append(ep.batches, gotBatch{hdr: hdr, data: data})
 		if !hold {
 			cr := &pb.Credit{Credits: 1, ReleasedSlots: []uint32{h.GetSlot()}}

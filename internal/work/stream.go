@@ -204,7 +204,7 @@ func (st *peerStream) header(d *stokerv1.LeaseDone) error {
 	}
 	// The samples' fields, when the job asks for them: each value as
 	// protobuf parsed it, not copied again.
-	if err := takeFields(pl.j.Fields, h.GetFields(), n, b); err != nil {
+	if err := takeFields(pl.j.Fields, h, n, b); err != nil {
 		return fmt.Errorf("lease %d: %v", d.GetLease(), err)
 	}
 	size := int(h.GetDataBytes())

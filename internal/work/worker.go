@@ -60,8 +60,9 @@ type JobQueue interface {
 	// Fill makes lease l's batch into b, reusing b's buffers; the lease's
 	// demand weighs the queue from now on.
 	Fill(ctx context.Context, l *lease.Lease, b *pipeline.Batch) error
-	// Header is the BatchHeader of batch k of epoch, as made into b.
-	Header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHeader
+	// Header is the BatchHeader of batch k of epoch, as made into b (its
+	// targets packed into b.Packed).
+	Header(epoch uint64, k int, b *pipeline.Batch) (*stokerv1.BatchHeader, error)
 	// BatchSize is the job's batch size: a lease names at most that many
 	// samples.
 	BatchSize() int

@@ -253,12 +253,19 @@ func (w *workStream) send(o workOut) error {
 			Lease: o.lease, Code: uint32(st.Code()), Message: st.Message(),
 		}}})
 	}
-	m.WithLabelValues("done").Inc()
 	s := o.s
 	b := &s.b
 	pin := rpc.NewPin(func() { w.slots <- s }) // never blocks: the slots have room for every buffer
 	defer pin.Done()
-	h := o.q.Header(o.epoch, o.k, b)
+	h, err := o.q.Header(o.epoch, o.k, b)
+	if err != nil {
+		m.WithLabelValues("failed").Inc()
+		st := status.Convert(w.cfg.Host.Status(err))
+		return w.stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Failed{Failed: &stokerv1.LeaseFailed{
+			Lease: o.lease, Code: uint32(st.Code()), Message: st.Message(),
+		}}})
+	}
+	m.WithLabelValues("done").Inc()
 	done := &stokerv1.LeaseDone{Lease: o.lease, Batch: h, Times: makeTimes(b.Times)}
 	if err := w.stream.Send(&stokerv1.WorkResponse{Msg: &stokerv1.WorkResponse_Done{Done: done}}); err != nil {
 		return err

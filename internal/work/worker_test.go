@@ -71,8 +71,8 @@ func (q *fakeQueue) Fill(ctx context.Context, l *lease.Lease, b *pipeline.Batch)
 	return nil
 }
 
-func (q *fakeQueue) Header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHeader {
-	return &stokerv1.BatchHeader{Epoch: epoch, Number: uint64(k), Labels: b.Labels, Indices: b.Indices, DataBytes: uint64(len(b.Data))}
+func (q *fakeQueue) Header(epoch uint64, k int, b *pipeline.Batch) (*stokerv1.BatchHeader, error) {
+	return &stokerv1.BatchHeader{Epoch: epoch, Number: uint64(k), Labels: b.Labels, Indices: b.Indices, DataBytes: uint64(len(b.Data))}, nil
 }
 
 func (q *fakeQueue) BatchSize() int    { return 8 }

@@ -33,6 +33,10 @@ type Batch struct {
 	// sample it copies. Fields' buffers are reused.
 	FieldSet FieldSpec
 	Fields   []Field
+	// Packed holds the ragged arrays of the samples' targets (a field of
+	// Fields) as the header sent to a trainer or a coordinator carries
+	// them, made from Fields as the header is (its buffer reused).
+	Packed []byte
 }
 
 // SampleError reports a sample that could not be made. pipeline cuts

@@ -304,6 +304,15 @@ func (s *FieldSet) Read(ds Dataset, i int, dst []Field) error {
 	return nil
 }
 
+// TargetsAt is the index of FieldTargets among the set's names, -1
+// without it (or for a nil set).
+func (s *FieldSet) TargetsAt() int {
+	if s == nil {
+		return -1
+	}
+	return s.targets
+}
+
 // HasTargets says whether the set asks for FieldTargets (false for a nil
 // set): a RandomIoUCrop draws against the sample's boxes then.
 func (s *FieldSet) HasTargets() bool { return s != nil && s.targets >= 0 }

@@ -162,10 +162,11 @@ def batch_tensors(b: _Batch, return_indices: bool, torch: Any, names: Sequence[s
                   for i, (hh, ww) in enumerate(sizes.tolist())]
     labels = torch.from_numpy(np.array(h.labels, dtype=np.int64))
     indices = torch.from_numpy(np.array(h.indices, dtype=np.int64))
-    got = fields_of(h, tuple(fields) + ("targets",) if targets else fields)
+    got = fields_of(h, fields)
     second: Any = labels
-    if targets:  # (images, targets[, indices]): the server's field "targets", last
-        second = targets_of(got.pop("targets"), torch, () if targets is True else tuple(targets))
+    if targets:  # (images, targets[, indices]): the header's ragged arrays
+        bt = h.targets if h.HasField("targets") else None
+        second = targets_of(bt, int(h.shape[0]) if len(h.shape) else 0, torch, () if targets is True else tuple(targets), int(h.number))
     items = (images, second, indices) if return_indices else (images, second)
     out = Batch(items, indices=indices, traces=list(h.traces) if len(h.traces) else None,
                 fields=got, epoch=int(h.epoch), number=int(h.number), views=views,

@@ -1,29 +1,27 @@
-"""Loader(targets=True): each sample's field "targets" (its boxes, labels and
+"""Loader(targets=True): a batch's targets (each sample's boxes, labels and
 keypoints moved through its geometry by the server, as torchvision.transforms.v2
-moves a tv_tensors.BoundingBoxes and a tv_tensors.KeyPoints) as the dict
-torchvision's detection models take. The layout (docs/detection.md),
-little-endian: u32 H, u32 W (the canvas: the sample's output size), i64 image
-id, u32 K, u32 the boxes' format in its low byte (0 XYXY, 1 XYWH, 2 CXCYWH:
-XYXY but after a ConvertBoundingBoxFormat) and P, the keypoints an instance,
-above it (P << 8); then K x 4 float32 boxes, K int64 labels, K x P x 2 float32
-keypoints, K uint8 crowd flags, K x P uint8 visibilities. Without keypoints
-(P = 0) it is 24 + 25K bytes. With masks (asked for: the word's bit 31 set),
-zeros to a multiple of 4 bytes, K u32 run counts, then each instance's runs
-(u32): its mask on the H x W canvas, row-major, alternating runs of 0 and 1
-from a run of 0."""
+moves a tv_tensors.BoundingBoxes and a tv_tensors.KeyPoints) as the dicts
+torchvision's detection models take. They come as ragged arrays
+(BatchHeader.targets, docs/detection.md): per array, every sample's instances
+back to back in batch order, little-endian, and N + 1 offsets (sample i's
+instances are [offsets[i], offsets[i+1])): boxes [K, 4] float32 in the batch's
+format (0 XYXY, 1 XYWH, 2 CXCYWH: XYXY but after a ConvertBoundingBoxFormat),
+labels [K] int64, iscrowd [K] uint8; per sample its canvas (h, w), image id and
+P (keypoints an instance), the keypoints (x, y) float32 and their visibilities
+uint8 sample after sample; with masks, K + 1 run offsets and the runs (u32):
+each instance's mask on its sample's canvas, row-major, alternating runs of 0
+and 1 from a run of 0. Each sample's tensors are views into the batch's arrays
+(one copy of each array a batch, none a sample)."""
 
 from __future__ import annotations
 
-import struct
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Sequence, Tuple, Union
 
 import numpy as np
 
 from stoker._errors import StokerError
 
-HEADER = 24
 FORMATS = ("XYXY", "XYWH", "CXCYWH")
-MASKS = 1 << 31  # the header word's bit: the masks follow
 # The keys Loader(targets=(...)) may name: torchvision's.
 NAMES = ("boxes", "labels", "iscrowd", "image_id", "keypoints", "keypoints_visibility", "masks")
 
@@ -47,82 +45,137 @@ def target_names(value: Union[bool, Sequence[str]]) -> Tuple[bool, Tuple[str, ..
     return True, names
 
 
-def parse_targets(raw: Optional[bytes], torch: Any, names: Sequence[str] = ()) -> Dict[str, Any]:
-    """One sample's targets: "boxes" (tv_tensors.BoundingBoxes [K, 4], in
-    their format, canvas_size (H, W)), "labels" int64 [K], "iscrowd" int64
-    [K], "image_id" (an int); when the dataset has keypoints (P of them an
+def targets_of(bt: Any, n: int, torch: Any, names: Sequence[str] = (), number: int = 0) -> List[Dict[str, Any]]:
+    """A batch's targets (``bt``, a BatchTargets of ``n`` samples), per sample
+    in batch order: "boxes" (tv_tensors.BoundingBoxes [K, 4], in their
+    format, canvas_size (H, W)), "labels" int64 [K], "iscrowd" int64 [K],
+    "image_id" (an int); when the dataset has keypoints (P of them an
     instance), "keypoints" (tv_tensors.KeyPoints [K, P, 2] float32, x and y,
     canvas_size (H, W)) and "keypoints_visibility" (uint8 [K, P]: COCO's v,
     0 not labelled, 1 labelled but not visible, 2 visible; the KeyPoints
     class has no visibility, and the geometry does not change it); with
-    masks, "masks" (tv_tensors.Mask [K, H, W] uint8, 0 or 1). names: the
-    keys to keep (all but none)."""
+    masks, "masks" (tv_tensors.Mask [K, H, W] uint8, 0 or 1). names: the keys
+    to keep (all but none). Every tensor is a view into the batch's arrays.
+    Offsets out of range or going down, or arrays of other lengths than
+    they say, are the server's error (StokerError("INTERNAL")), never read."""
     from torchvision import tv_tensors
 
-    if raw is None or len(raw) < HEADER:
-        raise StokerError("INTERNAL", f"a sample's targets of {0 if raw is None else len(raw)} bytes: want at least {HEADER}")
-    h, w, image_id, k, word = struct.unpack_from("<IIqII", raw, 0)
-    has_masks = bool(word & MASKS)
-    fmt, p = word & 0xFF, (word & ~MASKS) >> 8
+    def bad(msg: str) -> StokerError:
+        return StokerError("INTERNAL", f"batch {number}: targets: {msg}")
+
+    if bt is None:
+        raise bad("the batch has none (BatchHeader.targets)")
+    off = np.array(bt.offsets, dtype=np.int64)
+    canvas = np.array(bt.canvas, dtype=np.int64)
+    ids = list(bt.image_ids)
+    ps = np.array(bt.keypoints_per_instance, dtype=np.int64)
+    if len(off) != n + 1 or len(canvas) != 2 * n or len(ids) != n:
+        raise bad(f"{len(off)} offsets, {len(canvas)} canvas sizes and {len(ids)} image ids for {n} samples: "
+                  f"want {n + 1}, {2 * n} and {n}")
+    if len(ps) not in (0, n):
+        raise bad(f"{len(ps)} keypoint counts for {n} samples")
+    if off[0] != 0:
+        raise bad(f"offsets start at {off[0]}, want 0")
+    ks = np.diff(off)
+    if n and ks.min() < 0:
+        i = int(np.argmax(ks < 0))
+        raise bad(f"offsets go down at sample {i} ({off[i]}, then {off[i + 1]})")
+    fmt = int(bt.box_format)
     if fmt >= len(FORMATS):
-        raise StokerError("INTERNAL", f"a sample's targets with box format {fmt}: want 0 (XYXY), 1 (XYWH) or 2 (CXCYWH)")
-    size = HEADER + 25 * k + 9 * k * p
-    masks = None
-    if has_masks:
-        masks = _masks(raw, (size + 3) // 4 * 4, k, h, w, torch)
-    elif len(raw) != size:
-        raise StokerError("INTERNAL", f"a sample's targets of {len(raw)} bytes for {k} instances of {p} keypoints: "
-                                      f"want {HEADER + 25 * k + 9 * k * p}")
-    boxes = np.frombuffer(raw, dtype="<f4", count=4 * k, offset=HEADER).reshape(k, 4).copy()
-    labels = np.frombuffer(raw, dtype="<i8", count=k, offset=HEADER + 16 * k).copy()
-    at = HEADER + 24 * k + 8 * k * p  # the crowd flags, after the keypoints
-    crowd = np.frombuffer(raw, dtype=np.uint8, count=k, offset=at).astype(np.int64)
-    out = {
-        "boxes": tv_tensors.BoundingBoxes(torch.from_numpy(boxes), format=FORMATS[fmt], canvas_size=(h, w)),
-        "labels": torch.from_numpy(labels),
-        "iscrowd": torch.from_numpy(crowd),
-        "image_id": int(image_id),
-    }
-    if p:
-        points = np.frombuffer(raw, dtype="<f4", count=2 * k * p, offset=HEADER + 24 * k).reshape(k, p, 2).copy()
-        vis = np.frombuffer(raw, dtype=np.uint8, count=k * p, offset=at + k).reshape(k, p).copy()
-        out["keypoints"] = tv_tensors.KeyPoints(torch.from_numpy(points), canvas_size=(h, w))
-        out["keypoints_visibility"] = torch.from_numpy(vis)
-    if masks is not None:
-        out["masks"] = masks
-    if names:
-        missing = [n for n in names if n not in out]
-        if missing:
-            raise StokerError("INTERNAL", f"a sample's targets lack {missing}: the server sent {sorted(out)}")
-        out = {n: out[n] for n in names}
+        raise bad(f"box format {fmt}: want 0 (XYXY), 1 (XYWH) or 2 (CXCYWH)")
+    k = int(off[-1])
+    pk = ks * ps if len(ps) else np.zeros(n, dtype=np.int64)
+    kp = int(pk.sum())
+    raw = {"boxes": (bt.boxes, 16 * k), "labels": (bt.labels, 8 * k), "iscrowd": (bt.iscrowd, k),
+           "keypoints": (bt.keypoints, 8 * kp), "keypoints_visibility": (bt.keypoints_visibility, kp),
+           "mask_offsets": (bt.mask_offsets, 4 * (k + 1) if bt.masks else 0),
+           "mask_runs": (bt.mask_runs, len(bt.mask_runs) // 4 * 4 if bt.masks else 0)}
+    for name, (b, size) in raw.items():
+        if len(b) != size:
+            raise bad(f"{name} of {len(b)} bytes, want {size} for {k} instances")
+
+    def arr(name: str, dtype: str) -> Any:
+        # One writable copy of the array a batch (protobuf's bytes are
+        # immutable): every sample's tensors are views into it.
+        return torch.from_numpy(np.frombuffer(bytearray(raw[name][0]), dtype=dtype))
+
+    # Each array split into its samples' views at once (torch.split: no
+    # copy), only the keys asked for made.
+    want = set(names) if names else set(NAMES)
+    kl = ks.tolist()
+    bx = arr("boxes", "<f4").view(k, 4).split(kl) if "boxes" in want else None
+    lb = arr("labels", "<i8").split(kl) if "labels" in want else None
+    cr = None
+    if "iscrowd" in want:
+        cr = torch.from_numpy(np.frombuffer(raw["iscrowd"][0], dtype=np.uint8).astype(np.int64)).split(kl)
+    pts = vs = None
+    if len(ps) and want & {"keypoints", "keypoints_visibility"}:
+        pts = arr("keypoints", "<f4").split((2 * pk).tolist())
+        vs = arr("keypoints_visibility", "u1").split(pk.tolist())
+    masks = _masks(bt, canvas, ks, k, bad, torch) if bt.masks and "masks" in want else None
+    box_format = tv_tensors.BoundingBoxFormat[FORMATS[fmt]]
+    hw, pl = canvas.tolist(), ps.tolist()
+    out = []
+    for i in range(n):
+        size = (hw[2 * i], hw[2 * i + 1])
+        t: Dict[str, Any] = {}
+        if bx is not None:
+            t["boxes"] = tv_tensors.BoundingBoxes(bx[i], format=box_format, canvas_size=size)
+        if lb is not None:
+            t["labels"] = lb[i]
+        if cr is not None:
+            t["iscrowd"] = cr[i]
+        if "image_id" in want:
+            t["image_id"] = int(ids[i])
+        if pts is not None and pl[i]:
+            if "keypoints" in want:
+                t["keypoints"] = tv_tensors.KeyPoints(pts[i].view(kl[i], pl[i], 2), canvas_size=size)
+            if "keypoints_visibility" in want:
+                t["keypoints_visibility"] = vs[i].view(kl[i], pl[i])
+        if masks is not None:
+            t["masks"] = masks[i]
+        if names:
+            if len(t) != len(names):
+                missing = [m for m in names if m not in t]
+                raise bad(f"sample {i}'s lack {missing}: the server sent keypoints {bool(pl and pl[i])}, masks {bool(bt.masks)}")
+            t = {m: t[m] for m in names}
+        out.append(t)
     return out
 
 
-def _masks(raw: bytes, at: int, k: int, h: int, w: int, torch: Any) -> Any:
-    """The K masks of a sample's targets from byte at: K u32 run counts,
-    then the runs, each mask's alternating 0 and 1 from a run of 0,
-    row-major over H x W; a tv_tensors.Mask [K, H, W] uint8."""
+def _masks(bt: Any, canvas: Any, ks: Any, k: int, bad: Any, torch: Any) -> List[Any]:
+    """A batch's masks: each sample's tv_tensors.Mask [K, H, W] uint8,
+    decoded from the runs (each instance's alternating 0 and 1 from a run of
+    0, row-major over its sample's H x W), every run checked first."""
     from torchvision import tv_tensors
 
-    if len(raw) < at + 4 * k:
-        raise StokerError("INTERNAL", f"a sample's targets of {len(raw)} bytes: its {k} masks' run counts need {at + 4 * k}")
-    counts = np.frombuffer(raw, dtype="<u4", count=k, offset=at).astype(np.int64)
-    total = int(counts.sum())
-    if len(raw) != at + 4 * k + 4 * total:
-        raise StokerError("INTERNAL", f"a sample's targets of {len(raw)} bytes for {k} masks of {total} runs: want {at + 4 * k + 4 * total}")
-    runs = np.frombuffer(raw, dtype="<u4", count=total, offset=at + 4 * k).astype(np.int64)
-    out = np.empty((k, h * w), dtype=np.uint8)
-    start = 0
-    for i, n in enumerate(counts.tolist()):
-        r = runs[start:start + n]
-        start += n
-        if int(r.sum()) != h * w:
-            raise StokerError("INTERNAL", f"a sample's mask {i}: runs of {int(r.sum())} pixels on a {h}x{w} canvas")
-        out[i] = np.repeat((np.arange(n) & 1).astype(np.uint8), r)
-    return tv_tensors.Mask(torch.from_numpy(out.reshape(k, h, w)))
-
-
-def targets_of(values: List[Optional[bytes]], torch: Any, names: Sequence[str] = ()) -> List[Dict[str, Any]]:
-    """A batch's targets, per sample in batch order (names: the keys asked
-    for; none: all)."""
-    return [parse_targets(v, torch, names) for v in values]
+    moff = np.frombuffer(bt.mask_offsets, dtype="<u4").astype(np.int64)
+    runs = np.frombuffer(bt.mask_runs, dtype="<u4").astype(np.int64)
+    counts = np.diff(moff)
+    if moff[0] != 0:
+        raise bad(f"mask offsets start at {moff[0]}, want 0")
+    if k and counts.min() < 0:
+        j = int(np.argmax(counts < 0))
+        raise bad(f"mask offsets go down at instance {j} ({moff[j]}, then {moff[j + 1]})")
+    if moff[-1] != len(runs):
+        raise bad(f"mask offsets end at {moff[-1]}, mask_runs holds {len(runs)} runs")
+    area = canvas[0::2] * canvas[1::2]
+    want = np.repeat(area, ks)  # each instance's canvas
+    cs = np.concatenate(([0], np.cumsum(runs)))
+    got = cs[moff[1:]] - cs[moff[:-1]]
+    if (got != want).any():
+        j = int(np.argmax(got != want))
+        raise bad(f"mask {j}: runs of {int(got[j])} pixels on a canvas of {int(want[j])}")
+    # A run's value is its place in its instance's runs, odd or even.
+    parity = ((np.arange(len(runs)) - np.repeat(moff[:-1], counts)) & 1).astype(np.uint8)
+    # Decoded sample by sample: arrays of a sample's size are the
+    # allocator's to reuse from batch to batch, where one of the batch's
+    # (64 samples' masks of 512 x 512: 120 MiB) is fresh pages every batch.
+    kl, hw = ks.tolist(), canvas.tolist()
+    at = np.concatenate(([0], np.cumsum(ks)))
+    out = []
+    for i, kk in enumerate(kl):
+        r0, r1 = int(moff[at[i]]), int(moff[at[i + 1]])
+        m = np.repeat(parity[r0:r1], runs[r0:r1]).reshape(kk, hw[2 * i], hw[2 * i + 1])
+        out.append(tv_tensors.Mask(torch.from_numpy(m)))
+    return out

@@ -301,9 +301,11 @@ class Loader:
             RandomAffine) exactly as torchvision.transforms.v2 moves them. A
             transform with another geometric op (a policy, views), a mix or
             a dataset without annotations is refused
-            (StokerError("INVALID_ARGUMENT")). They travel as a field,
+            (StokerError("INVALID_ARGUMENT")). Each sample's are
             bounded by ``max_field_bytes`` (25 bytes an instance and 24,
-            and 9 a keypoint). ``targets=True`` gives every key the
+            and 9 a keypoint); a batch's travel as ragged arrays, and
+            each sample's tensors are views into them (no copy a
+            sample). ``targets=True`` gives every key the
             dataset has but ``"masks"`` (as torchvision's
             ``wrap_dataset_for_transforms_v2`` by default); a tuple of
             names (``("boxes", "labels", "masks")``) gives exactly those:

@@ -268,8 +268,8 @@ def yolo_sources(det: Path, server: str) -> Dict[int, Dict[str, Any]]:
 @pytest.mark.parametrize("name,transport", [("rrc-hflip-jitter", "grpc"), ("rrc-hflip-jitter", "shm"),
                                             ("pad-randomcrop", "auto"), ("centercrop-past", "auto")])
 def test_yolo_targets_are_torchvisions(server: str, det: Path, name: str, transport: str) -> None:
-    """Through both transports: the targets are a field of the batch's
-    header, in gRPC chunks or beside a shared-memory slot."""
+    """Through both transports: the targets are the batch header's ragged
+    arrays, with gRPC chunks or beside a shared-memory slot."""
     want = yolo_sources(det, server)
     assert len(want) == N
     seen = 0

@@ -547,8 +547,8 @@ type JobSpec struct {
 	Decode Decode `protobuf:"varint,90,opt,name=decode,proto3,enum=stoker.v1.Decode" json:"decode,omitempty"`
 	// Each sample's boxes and labels (a dataset served with --annotations),
 	// moved through the sample's geometry as torchvision.transforms.v2 moves
-	// a tv_tensors.BoundingBoxes with the image, as the per-sample field
-	// "targets" (its binary layout: docs/detection.md): through the crops,
+	// a tv_tensors.BoundingBoxes with the image, in each batch's
+	// BatchHeader.targets (docs/detection.md): through the crops,
 	// resizes, pads, flips, RandomZoomOut, RandomIoUCrop, RandomRotation and
 	// RandomAffine. A transform with an op targets do not support yet (the
 	// policies, views), a dataset without annotations, a mix, or "targets"
@@ -576,10 +576,10 @@ type JobSpec struct {
 	// every field the dataset has but "masks" (torchvision's
 	// wrap_dataset_for_transforms_v2 default). Needs targets; an unknown
 	// name, one asked twice, or "keypoints" of a dataset without them is
-	// refused (INVALID_ARGUMENT). The field "targets" carries the masks only
-	// when "masks" is asked (docs/detection.md gives the layout).
+	// refused (INVALID_ARGUMENT). BatchTargets carries the masks only when
+	// "masks" is asked (docs/detection.md gives the layout).
 	TargetFields []string `protobuf:"bytes,153,rep,name=target_fields,json=targetFields,proto3" json:"target_fields,omitempty"`
-	// The bound of a sample's field "targets" when it carries masks, in
+	// The bound of a sample's targets when they carry masks, in
 	// bytes (a sample over it fails alone, naming the field). 0: 1 MiB, or
 	// what a batch's 32 MiB of fields leaves a sample if less. Without
 	// masks the targets are bounded as any field (max_field_bytes).
@@ -5969,7 +5969,10 @@ type BatchHeader struct {
 	// (h0, w0, h1, w1, ...). The batch (shape) is padded to the largest
 	// height and width among them, each sample at the top left, the rest
 	// zeros (DETR's nested_tensor_from_tensor_list).
-	SampleSizes   []uint32 `protobuf:"varint,60,rep,packed,name=sample_sizes,json=sampleSizes,proto3" json:"sample_sizes,omitempty"`
+	SampleSizes []uint32 `protobuf:"varint,60,rep,packed,name=sample_sizes,json=sampleSizes,proto3" json:"sample_sizes,omitempty"`
+	// JobSpec.targets: every sample's targets, as ragged arrays (they are
+	// not among fields).
+	Targets       *BatchTargets `protobuf:"bytes,70,opt,name=targets,proto3" json:"targets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6102,6 +6105,184 @@ func (x *BatchHeader) GetSampleSizes() []uint32 {
 	return nil
 }
 
+func (x *BatchHeader) GetTargets() *BatchTargets {
+	if x != nil {
+		return x.Targets
+	}
+	return nil
+}
+
+// BatchTargets is a batch's detection targets (JobSpec.targets), each
+// sample's boxes, labels and keypoints moved through its geometry, as
+// ragged arrays: per array, every sample's instances back to back in
+// batch order, little-endian, and offsets into them (docs/detection.md).
+// A batch of N samples with K_i instances of sample i (K = the sum) and
+// P_i keypoints an instance. An array or offset out of its bounds, or
+// offsets that go down, is refused by whoever reads it.
+type BatchTargets struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// N + 1 instance offsets: 0, then non-decreasing, the last K. Sample
+	// i's instances are [offsets[i], offsets[i+1]).
+	Offsets []uint32 `protobuf:"varint,1,rep,packed,name=offsets,proto3" json:"offsets,omitempty"`
+	// Per sample, its canvas (the sample's output size): h0, w0, h1, w1, ...
+	Canvas []uint32 `protobuf:"varint,2,rep,packed,name=canvas,proto3" json:"canvas,omitempty"`
+	// Per sample, its image id (COCO's; YOLO's: the sample's index).
+	ImageIds []int64 `protobuf:"varint,3,rep,packed,name=image_ids,json=imageIds,proto3" json:"image_ids,omitempty"`
+	// Per sample, P_i: the keypoints an instance (0: none). Empty when the
+	// dataset has none (every P_i is 0).
+	KeypointsPerInstance []uint32 `protobuf:"varint,4,rep,packed,name=keypoints_per_instance,json=keypointsPerInstance,proto3" json:"keypoints_per_instance,omitempty"`
+	// The boxes' format, the batch's: 0 XYXY, 1 XYWH, 2 CXCYWH (after a
+	// ConvertBoundingBoxFormat).
+	BoxFormat uint32 `protobuf:"varint,5,opt,name=box_format,json=boxFormat,proto3" json:"box_format,omitempty"`
+	// [K, 4] float32.
+	Boxes []byte `protobuf:"bytes,6,opt,name=boxes,proto3" json:"boxes,omitempty"`
+	// [K] int64: the contiguous labels.
+	Labels []byte `protobuf:"bytes,7,opt,name=labels,proto3" json:"labels,omitempty"`
+	// [K] uint8: 1 for a crowd annotation.
+	Iscrowd []byte `protobuf:"bytes,8,opt,name=iscrowd,proto3" json:"iscrowd,omitempty"`
+	// Sum of K_i x P_i x 2 float32 (x, y), sample after sample: sample i's
+	// [K_i, P_i, 2] start after the samples before it.
+	Keypoints []byte `protobuf:"bytes,9,opt,name=keypoints,proto3" json:"keypoints,omitempty"`
+	// Sum of K_i x P_i uint8: COCO's v (0 not labelled, 1 not visible, 2
+	// visible), as keypoints.
+	KeypointsVisibility []byte `protobuf:"bytes,10,opt,name=keypoints_visibility,json=keypointsVisibility,proto3" json:"keypoints_visibility,omitempty"`
+	// The job asked for masks (JobSpec.target_fields "masks"): each
+	// instance's mask on its sample's canvas as runs (mask_offsets,
+	// mask_runs).
+	Masks bool `protobuf:"varint,11,opt,name=masks,proto3" json:"masks,omitempty"`
+	// With masks: K + 1 uint32 run offsets, 0, non-decreasing, the last
+	// the runs' count: instance j's runs are [mask_offsets[j],
+	// mask_offsets[j+1]) of mask_runs.
+	MaskOffsets []byte `protobuf:"bytes,12,opt,name=mask_offsets,json=maskOffsets,proto3" json:"mask_offsets,omitempty"`
+	// With masks: uint32 runs, each instance's over its sample's h x w
+	// canvas, row-major, alternating runs of 0 and 1 from a run of 0
+	// (summing to h x w).
+	MaskRuns      []byte `protobuf:"bytes,13,opt,name=mask_runs,json=maskRuns,proto3" json:"mask_runs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchTargets) Reset() {
+	*x = BatchTargets{}
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchTargets) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchTargets) ProtoMessage() {}
+
+func (x *BatchTargets) ProtoReflect() protoreflect.Message {
+	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchTargets.ProtoReflect.Descriptor instead.
+func (*BatchTargets) Descriptor() ([]byte, []int) {
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *BatchTargets) GetOffsets() []uint32 {
+	if x != nil {
+		return x.Offsets
+	}
+	return nil
+}
+
+func (x *BatchTargets) GetCanvas() []uint32 {
+	if x != nil {
+		return x.Canvas
+	}
+	return nil
+}
+
+func (x *BatchTargets) GetImageIds() []int64 {
+	if x != nil {
+		return x.ImageIds
+	}
+	return nil
+}
+
+func (x *BatchTargets) GetKeypointsPerInstance() []uint32 {
+	if x != nil {
+		return x.KeypointsPerInstance
+	}
+	return nil
+}
+
+func (x *BatchTargets) GetBoxFormat() uint32 {
+	if x != nil {
+		return x.BoxFormat
+	}
+	return 0
+}
+
+func (x *BatchTargets) GetBoxes() []byte {
+	if x != nil {
+		return x.Boxes
+	}
+	return nil
+}
+
+func (x *BatchTargets) GetLabels() []byte {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *BatchTargets) GetIscrowd() []byte {
+	if x != nil {
+		return x.Iscrowd
+	}
+	return nil
+}
+
+func (x *BatchTargets) GetKeypoints() []byte {
+	if x != nil {
+		return x.Keypoints
+	}
+	return nil
+}
+
+func (x *BatchTargets) GetKeypointsVisibility() []byte {
+	if x != nil {
+		return x.KeypointsVisibility
+	}
+	return nil
+}
+
+func (x *BatchTargets) GetMasks() bool {
+	if x != nil {
+		return x.Masks
+	}
+	return false
+}
+
+func (x *BatchTargets) GetMaskOffsets() []byte {
+	if x != nil {
+		return x.MaskOffsets
+	}
+	return nil
+}
+
+func (x *BatchTargets) GetMaskRuns() []byte {
+	if x != nil {
+		return x.MaskRuns
+	}
+	return nil
+}
+
 // Shape is an array's shape.
 type Shape struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -6112,7 +6293,7 @@ type Shape struct {
 
 func (x *Shape) Reset() {
 	*x = Shape{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6124,7 +6305,7 @@ func (x *Shape) String() string {
 func (*Shape) ProtoMessage() {}
 
 func (x *Shape) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[66]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6137,7 +6318,7 @@ func (x *Shape) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shape.ProtoReflect.Descriptor instead.
 func (*Shape) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{66}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Shape) GetDims() []uint32 {
@@ -6162,7 +6343,7 @@ type FieldValues struct {
 
 func (x *FieldValues) Reset() {
 	*x = FieldValues{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6174,7 +6355,7 @@ func (x *FieldValues) String() string {
 func (*FieldValues) ProtoMessage() {}
 
 func (x *FieldValues) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[67]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6187,7 +6368,7 @@ func (x *FieldValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldValues.ProtoReflect.Descriptor instead.
 func (*FieldValues) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{67}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *FieldValues) GetName() string {
@@ -6224,7 +6405,7 @@ type SampleError struct {
 
 func (x *SampleError) Reset() {
 	*x = SampleError{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6236,7 +6417,7 @@ func (x *SampleError) String() string {
 func (*SampleError) ProtoMessage() {}
 
 func (x *SampleError) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[68]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6249,7 +6430,7 @@ func (x *SampleError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleError.ProtoReflect.Descriptor instead.
 func (*SampleError) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{68}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SampleError) GetIndex() int64 {
@@ -6287,7 +6468,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6299,7 +6480,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[69]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6312,7 +6493,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{69}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *Chunk) GetNumber() uint64 {
@@ -6349,7 +6530,7 @@ type EpochEnd struct {
 
 func (x *EpochEnd) Reset() {
 	*x = EpochEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6361,7 +6542,7 @@ func (x *EpochEnd) String() string {
 func (*EpochEnd) ProtoMessage() {}
 
 func (x *EpochEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[70]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6374,7 +6555,7 @@ func (x *EpochEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochEnd.ProtoReflect.Descriptor instead.
 func (*EpochEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{70}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *EpochEnd) GetEpoch() uint64 {
@@ -6414,7 +6595,7 @@ type ListDatasetsRequest struct {
 
 func (x *ListDatasetsRequest) Reset() {
 	*x = ListDatasetsRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6426,7 +6607,7 @@ func (x *ListDatasetsRequest) String() string {
 func (*ListDatasetsRequest) ProtoMessage() {}
 
 func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[71]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6439,7 +6620,7 @@ func (x *ListDatasetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDatasetsRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{71}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
 }
 
 // ListDatasetsResponse lists the served datasets.
@@ -6452,7 +6633,7 @@ type ListDatasetsResponse struct {
 
 func (x *ListDatasetsResponse) Reset() {
 	*x = ListDatasetsResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6464,7 +6645,7 @@ func (x *ListDatasetsResponse) String() string {
 func (*ListDatasetsResponse) ProtoMessage() {}
 
 func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[72]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6477,7 +6658,7 @@ func (x *ListDatasetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatasetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDatasetsResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{72}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ListDatasetsResponse) GetDatasets() []*DatasetInfo {
@@ -6505,7 +6686,7 @@ type DatasetInfo struct {
 
 func (x *DatasetInfo) Reset() {
 	*x = DatasetInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6517,7 +6698,7 @@ func (x *DatasetInfo) String() string {
 func (*DatasetInfo) ProtoMessage() {}
 
 func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[73]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6530,7 +6711,7 @@ func (x *DatasetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetInfo.ProtoReflect.Descriptor instead.
 func (*DatasetInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{73}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *DatasetInfo) GetName() string {
@@ -6592,7 +6773,7 @@ type WorkRequest struct {
 
 func (x *WorkRequest) Reset() {
 	*x = WorkRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6604,7 +6785,7 @@ func (x *WorkRequest) String() string {
 func (*WorkRequest) ProtoMessage() {}
 
 func (x *WorkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[74]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6617,7 +6798,7 @@ func (x *WorkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRequest.ProtoReflect.Descriptor instead.
 func (*WorkRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{74}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *WorkRequest) GetMsg() isWorkRequest_Msg {
@@ -6723,7 +6904,7 @@ type JobEnd struct {
 
 func (x *JobEnd) Reset() {
 	*x = JobEnd{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6735,7 +6916,7 @@ func (x *JobEnd) String() string {
 func (*JobEnd) ProtoMessage() {}
 
 func (x *JobEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[75]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6748,7 +6929,7 @@ func (x *JobEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnd.ProtoReflect.Descriptor instead.
 func (*JobEnd) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{75}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *JobEnd) GetId() uint64 {
@@ -6767,7 +6948,7 @@ type WorkPing struct {
 
 func (x *WorkPing) Reset() {
 	*x = WorkPing{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6779,7 +6960,7 @@ func (x *WorkPing) String() string {
 func (*WorkPing) ProtoMessage() {}
 
 func (x *WorkPing) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[76]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6792,7 +6973,7 @@ func (x *WorkPing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPing.ProtoReflect.Descriptor instead.
 func (*WorkPing) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{76}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
 }
 
 // WorkJob is a job a coordinator will lease batches of.
@@ -6812,7 +6993,7 @@ type WorkJob struct {
 
 func (x *WorkJob) Reset() {
 	*x = WorkJob{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6824,7 +7005,7 @@ func (x *WorkJob) String() string {
 func (*WorkJob) ProtoMessage() {}
 
 func (x *WorkJob) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[77]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6837,7 +7018,7 @@ func (x *WorkJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkJob.ProtoReflect.Descriptor instead.
 func (*WorkJob) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{77}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *WorkJob) GetId() uint64 {
@@ -6886,7 +7067,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6898,7 +7079,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[78]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6911,7 +7092,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{78}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *Lease) GetId() uint64 {
@@ -6987,7 +7168,7 @@ type CancelLease struct {
 
 func (x *CancelLease) Reset() {
 	*x = CancelLease{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6999,7 +7180,7 @@ func (x *CancelLease) String() string {
 func (*CancelLease) ProtoMessage() {}
 
 func (x *CancelLease) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[79]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7012,7 +7193,7 @@ func (x *CancelLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelLease.ProtoReflect.Descriptor instead.
 func (*CancelLease) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{79}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *CancelLease) GetId() uint64 {
@@ -7039,7 +7220,7 @@ type WorkResponse struct {
 
 func (x *WorkResponse) Reset() {
 	*x = WorkResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7051,7 +7232,7 @@ func (x *WorkResponse) String() string {
 func (*WorkResponse) ProtoMessage() {}
 
 func (x *WorkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[80]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7064,7 +7245,7 @@ func (x *WorkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkResponse.ProtoReflect.Descriptor instead.
 func (*WorkResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{80}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *WorkResponse) GetMsg() isWorkResponse_Msg {
@@ -7168,7 +7349,7 @@ type LeaseProgress struct {
 
 func (x *LeaseProgress) Reset() {
 	*x = LeaseProgress{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7180,7 +7361,7 @@ func (x *LeaseProgress) String() string {
 func (*LeaseProgress) ProtoMessage() {}
 
 func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[81]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7193,7 +7374,7 @@ func (x *LeaseProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseProgress.ProtoReflect.Descriptor instead.
 func (*LeaseProgress) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{81}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *LeaseProgress) GetLease() uint64 {
@@ -7223,7 +7404,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7235,7 +7416,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[82]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7248,7 +7429,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{82}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *WorkerInfo) GetWorkers() uint32 {
@@ -7320,7 +7501,7 @@ type DecoderIdentity struct {
 
 func (x *DecoderIdentity) Reset() {
 	*x = DecoderIdentity{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7332,7 +7513,7 @@ func (x *DecoderIdentity) String() string {
 func (*DecoderIdentity) ProtoMessage() {}
 
 func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[83]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7345,7 +7526,7 @@ func (x *DecoderIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecoderIdentity.ProtoReflect.Descriptor instead.
 func (*DecoderIdentity) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{83}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *DecoderIdentity) GetStokerVersion() string {
@@ -7419,7 +7600,7 @@ type LeaseDone struct {
 
 func (x *LeaseDone) Reset() {
 	*x = LeaseDone{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7431,7 +7612,7 @@ func (x *LeaseDone) String() string {
 func (*LeaseDone) ProtoMessage() {}
 
 func (x *LeaseDone) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[84]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7444,7 +7625,7 @@ func (x *LeaseDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseDone.ProtoReflect.Descriptor instead.
 func (*LeaseDone) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{84}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *LeaseDone) GetLease() uint64 {
@@ -7490,7 +7671,7 @@ type MakeTimes struct {
 
 func (x *MakeTimes) Reset() {
 	*x = MakeTimes{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7502,7 +7683,7 @@ func (x *MakeTimes) String() string {
 func (*MakeTimes) ProtoMessage() {}
 
 func (x *MakeTimes) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[85]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7515,7 +7696,7 @@ func (x *MakeTimes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeTimes.ProtoReflect.Descriptor instead.
 func (*MakeTimes) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{85}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *MakeTimes) GetQueueSeconds() float64 {
@@ -7568,7 +7749,7 @@ type LeaseFailed struct {
 
 func (x *LeaseFailed) Reset() {
 	*x = LeaseFailed{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7580,7 +7761,7 @@ func (x *LeaseFailed) String() string {
 func (*LeaseFailed) ProtoMessage() {}
 
 func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[86]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7593,7 +7774,7 @@ func (x *LeaseFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseFailed.ProtoReflect.Descriptor instead.
 func (*LeaseFailed) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{86}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *LeaseFailed) GetLease() uint64 {
@@ -7626,7 +7807,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7638,7 +7819,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[87]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7651,7 +7832,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{87}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{88}
 }
 
 // StatusResponse is the server's state: its jobs and its makers.
@@ -7670,7 +7851,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7682,7 +7863,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[88]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7695,7 +7876,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{88}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *StatusResponse) GetJobs() []*JobStatus {
@@ -7802,7 +7983,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[89]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7814,7 +7995,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[89]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7827,7 +8008,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{89}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *JobStatus) GetId() string {
@@ -8056,7 +8237,7 @@ type MakingShares struct {
 
 func (x *MakingShares) Reset() {
 	*x = MakingShares{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[90]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8068,7 +8249,7 @@ func (x *MakingShares) String() string {
 func (*MakingShares) ProtoMessage() {}
 
 func (x *MakingShares) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[90]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8081,7 +8262,7 @@ func (x *MakingShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakingShares.ProtoReflect.Descriptor instead.
 func (*MakingShares) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{90}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *MakingShares) GetQueue() float64 {
@@ -8179,7 +8360,7 @@ type MakerStatus struct {
 
 func (x *MakerStatus) Reset() {
 	*x = MakerStatus{}
-	mi := &file_stoker_v1_stoker_proto_msgTypes[91]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8191,7 +8372,7 @@ func (x *MakerStatus) String() string {
 func (*MakerStatus) ProtoMessage() {}
 
 func (x *MakerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_stoker_v1_stoker_proto_msgTypes[91]
+	mi := &file_stoker_v1_stoker_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8204,7 +8385,7 @@ func (x *MakerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakerStatus.ProtoReflect.Descriptor instead.
 func (*MakerStatus) Descriptor() ([]byte, []int) {
-	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{91}
+	return file_stoker_v1_stoker_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *MakerStatus) GetName() string {
@@ -8718,7 +8899,7 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"sizes_vary\x18< \x01(\bR\tsizesVary\"A\n" +
 	"\bViewInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
-	"\fsample_shape\x18\x02 \x03(\rR\vsampleShape\"\xda\x03\n" +
+	"\fsample_shape\x18\x02 \x03(\rR\vsampleShape\"\x8d\x04\n" +
 	"\vBatchHeader\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x04R\x06number\x12\x14\n" +
@@ -8734,8 +8915,25 @@ const file_stoker_v1_stoker_proto_rawDesc = "" +
 	"\x06decode\x18Z \x01(\x0e2\x11.stoker.v1.DecodeR\x06decode\x12&\n" +
 	"\x05views\x18( \x03(\v2\x10.stoker.v1.ShapeR\x05views\x12.\n" +
 	"\x06fields\x18\x1e \x03(\v2\x16.stoker.v1.FieldValuesR\x06fields\x12!\n" +
-	"\fsample_sizes\x18< \x03(\rR\vsampleSizesB\a\n" +
-	"\x05_slot\"\x1b\n" +
+	"\fsample_sizes\x18< \x03(\rR\vsampleSizes\x121\n" +
+	"\atargets\x18F \x01(\v2\x17.stoker.v1.BatchTargetsR\atargetsB\a\n" +
+	"\x05_slot\"\xa1\x03\n" +
+	"\fBatchTargets\x12\x18\n" +
+	"\aoffsets\x18\x01 \x03(\rR\aoffsets\x12\x16\n" +
+	"\x06canvas\x18\x02 \x03(\rR\x06canvas\x12\x1b\n" +
+	"\timage_ids\x18\x03 \x03(\x03R\bimageIds\x124\n" +
+	"\x16keypoints_per_instance\x18\x04 \x03(\rR\x14keypointsPerInstance\x12\x1d\n" +
+	"\n" +
+	"box_format\x18\x05 \x01(\rR\tboxFormat\x12\x14\n" +
+	"\x05boxes\x18\x06 \x01(\fR\x05boxes\x12\x16\n" +
+	"\x06labels\x18\a \x01(\fR\x06labels\x12\x18\n" +
+	"\aiscrowd\x18\b \x01(\fR\aiscrowd\x12\x1c\n" +
+	"\tkeypoints\x18\t \x01(\fR\tkeypoints\x121\n" +
+	"\x14keypoints_visibility\x18\n" +
+	" \x01(\fR\x13keypointsVisibility\x12\x14\n" +
+	"\x05masks\x18\v \x01(\bR\x05masks\x12!\n" +
+	"\fmask_offsets\x18\f \x01(\fR\vmaskOffsets\x12\x1b\n" +
+	"\tmask_runs\x18\r \x01(\fR\bmaskRuns\"\x1b\n" +
 	"\x05Shape\x12\x12\n" +
 	"\x04dims\x18\x01 \x03(\rR\x04dims\"S\n" +
 	"\vFieldValues\x12\x12\n" +
@@ -8948,7 +9146,7 @@ func file_stoker_v1_stoker_proto_rawDescGZIP() []byte {
 }
 
 var file_stoker_v1_stoker_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 92)
+var file_stoker_v1_stoker_proto_msgTypes = make([]protoimpl.MessageInfo, 93)
 var file_stoker_v1_stoker_proto_goTypes = []any{
 	(Decode)(0),                      // 0: stoker.v1.Decode
 	(ShuffleMode)(0),                 // 1: stoker.v1.ShuffleMode
@@ -9022,32 +9220,33 @@ var file_stoker_v1_stoker_proto_goTypes = []any{
 	(*JobInfo)(nil),                  // 69: stoker.v1.JobInfo
 	(*ViewInfo)(nil),                 // 70: stoker.v1.ViewInfo
 	(*BatchHeader)(nil),              // 71: stoker.v1.BatchHeader
-	(*Shape)(nil),                    // 72: stoker.v1.Shape
-	(*FieldValues)(nil),              // 73: stoker.v1.FieldValues
-	(*SampleError)(nil),              // 74: stoker.v1.SampleError
-	(*Chunk)(nil),                    // 75: stoker.v1.Chunk
-	(*EpochEnd)(nil),                 // 76: stoker.v1.EpochEnd
-	(*ListDatasetsRequest)(nil),      // 77: stoker.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil),     // 78: stoker.v1.ListDatasetsResponse
-	(*DatasetInfo)(nil),              // 79: stoker.v1.DatasetInfo
-	(*WorkRequest)(nil),              // 80: stoker.v1.WorkRequest
-	(*JobEnd)(nil),                   // 81: stoker.v1.JobEnd
-	(*WorkPing)(nil),                 // 82: stoker.v1.WorkPing
-	(*WorkJob)(nil),                  // 83: stoker.v1.WorkJob
-	(*Lease)(nil),                    // 84: stoker.v1.Lease
-	(*CancelLease)(nil),              // 85: stoker.v1.CancelLease
-	(*WorkResponse)(nil),             // 86: stoker.v1.WorkResponse
-	(*LeaseProgress)(nil),            // 87: stoker.v1.LeaseProgress
-	(*WorkerInfo)(nil),               // 88: stoker.v1.WorkerInfo
-	(*DecoderIdentity)(nil),          // 89: stoker.v1.DecoderIdentity
-	(*LeaseDone)(nil),                // 90: stoker.v1.LeaseDone
-	(*MakeTimes)(nil),                // 91: stoker.v1.MakeTimes
-	(*LeaseFailed)(nil),              // 92: stoker.v1.LeaseFailed
-	(*StatusRequest)(nil),            // 93: stoker.v1.StatusRequest
-	(*StatusResponse)(nil),           // 94: stoker.v1.StatusResponse
-	(*JobStatus)(nil),                // 95: stoker.v1.JobStatus
-	(*MakingShares)(nil),             // 96: stoker.v1.MakingShares
-	(*MakerStatus)(nil),              // 97: stoker.v1.MakerStatus
+	(*BatchTargets)(nil),             // 72: stoker.v1.BatchTargets
+	(*Shape)(nil),                    // 73: stoker.v1.Shape
+	(*FieldValues)(nil),              // 74: stoker.v1.FieldValues
+	(*SampleError)(nil),              // 75: stoker.v1.SampleError
+	(*Chunk)(nil),                    // 76: stoker.v1.Chunk
+	(*EpochEnd)(nil),                 // 77: stoker.v1.EpochEnd
+	(*ListDatasetsRequest)(nil),      // 78: stoker.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil),     // 79: stoker.v1.ListDatasetsResponse
+	(*DatasetInfo)(nil),              // 80: stoker.v1.DatasetInfo
+	(*WorkRequest)(nil),              // 81: stoker.v1.WorkRequest
+	(*JobEnd)(nil),                   // 82: stoker.v1.JobEnd
+	(*WorkPing)(nil),                 // 83: stoker.v1.WorkPing
+	(*WorkJob)(nil),                  // 84: stoker.v1.WorkJob
+	(*Lease)(nil),                    // 85: stoker.v1.Lease
+	(*CancelLease)(nil),              // 86: stoker.v1.CancelLease
+	(*WorkResponse)(nil),             // 87: stoker.v1.WorkResponse
+	(*LeaseProgress)(nil),            // 88: stoker.v1.LeaseProgress
+	(*WorkerInfo)(nil),               // 89: stoker.v1.WorkerInfo
+	(*DecoderIdentity)(nil),          // 90: stoker.v1.DecoderIdentity
+	(*LeaseDone)(nil),                // 91: stoker.v1.LeaseDone
+	(*MakeTimes)(nil),                // 92: stoker.v1.MakeTimes
+	(*LeaseFailed)(nil),              // 93: stoker.v1.LeaseFailed
+	(*StatusRequest)(nil),            // 94: stoker.v1.StatusRequest
+	(*StatusResponse)(nil),           // 95: stoker.v1.StatusResponse
+	(*JobStatus)(nil),                // 96: stoker.v1.JobStatus
+	(*MakingShares)(nil),             // 97: stoker.v1.MakingShares
+	(*MakerStatus)(nil),              // 98: stoker.v1.MakerStatus
 }
 var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	10,  // 0: stoker.v1.FeedRequest.open:type_name -> stoker.v1.OpenJob
@@ -9149,50 +9348,51 @@ var file_stoker_v1_stoker_proto_depIdxs = []int32{
 	4,   // 96: stoker.v1.TimmAugMix.interpolation:type_name -> stoker.v1.Interpolation
 	69,  // 97: stoker.v1.FeedResponse.job:type_name -> stoker.v1.JobInfo
 	71,  // 98: stoker.v1.FeedResponse.batch:type_name -> stoker.v1.BatchHeader
-	75,  // 99: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
-	76,  // 100: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
+	76,  // 99: stoker.v1.FeedResponse.chunk:type_name -> stoker.v1.Chunk
+	77,  // 100: stoker.v1.FeedResponse.end:type_name -> stoker.v1.EpochEnd
 	12,  // 101: stoker.v1.FeedResponse.shm:type_name -> stoker.v1.ShmOffer
 	5,   // 102: stoker.v1.JobInfo.dtype:type_name -> stoker.v1.Dtype
 	70,  // 103: stoker.v1.JobInfo.views:type_name -> stoker.v1.ViewInfo
 	0,   // 104: stoker.v1.JobInfo.decode:type_name -> stoker.v1.Decode
 	5,   // 105: stoker.v1.BatchHeader.dtype:type_name -> stoker.v1.Dtype
-	74,  // 106: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
+	75,  // 106: stoker.v1.BatchHeader.errors:type_name -> stoker.v1.SampleError
 	0,   // 107: stoker.v1.BatchHeader.decode:type_name -> stoker.v1.Decode
-	72,  // 108: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
-	73,  // 109: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
-	79,  // 110: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
-	83,  // 111: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
-	84,  // 112: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
-	85,  // 113: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
-	81,  // 114: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
-	82,  // 115: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
-	7,   // 116: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
-	88,  // 117: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
-	90,  // 118: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
-	75,  // 119: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
-	92,  // 120: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
-	87,  // 121: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
-	89,  // 122: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
-	71,  // 123: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
-	91,  // 124: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
-	95,  // 125: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
-	97,  // 126: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
-	96,  // 127: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
-	6,   // 128: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
-	77,  // 129: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
-	14,  // 130: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
-	93,  // 131: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
-	80,  // 132: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
-	68,  // 133: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
-	78,  // 134: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
-	15,  // 135: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
-	94,  // 136: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
-	86,  // 137: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
-	133, // [133:138] is the sub-list for method output_type
-	128, // [128:133] is the sub-list for method input_type
-	128, // [128:128] is the sub-list for extension type_name
-	128, // [128:128] is the sub-list for extension extendee
-	0,   // [0:128] is the sub-list for field type_name
+	73,  // 108: stoker.v1.BatchHeader.views:type_name -> stoker.v1.Shape
+	74,  // 109: stoker.v1.BatchHeader.fields:type_name -> stoker.v1.FieldValues
+	72,  // 110: stoker.v1.BatchHeader.targets:type_name -> stoker.v1.BatchTargets
+	80,  // 111: stoker.v1.ListDatasetsResponse.datasets:type_name -> stoker.v1.DatasetInfo
+	84,  // 112: stoker.v1.WorkRequest.job:type_name -> stoker.v1.WorkJob
+	85,  // 113: stoker.v1.WorkRequest.lease:type_name -> stoker.v1.Lease
+	86,  // 114: stoker.v1.WorkRequest.cancel:type_name -> stoker.v1.CancelLease
+	82,  // 115: stoker.v1.WorkRequest.end:type_name -> stoker.v1.JobEnd
+	83,  // 116: stoker.v1.WorkRequest.ping:type_name -> stoker.v1.WorkPing
+	7,   // 117: stoker.v1.WorkJob.spec:type_name -> stoker.v1.JobSpec
+	89,  // 118: stoker.v1.WorkResponse.worker:type_name -> stoker.v1.WorkerInfo
+	91,  // 119: stoker.v1.WorkResponse.done:type_name -> stoker.v1.LeaseDone
+	76,  // 120: stoker.v1.WorkResponse.chunk:type_name -> stoker.v1.Chunk
+	93,  // 121: stoker.v1.WorkResponse.failed:type_name -> stoker.v1.LeaseFailed
+	88,  // 122: stoker.v1.WorkResponse.progress:type_name -> stoker.v1.LeaseProgress
+	90,  // 123: stoker.v1.WorkerInfo.decoder:type_name -> stoker.v1.DecoderIdentity
+	71,  // 124: stoker.v1.LeaseDone.batch:type_name -> stoker.v1.BatchHeader
+	92,  // 125: stoker.v1.LeaseDone.times:type_name -> stoker.v1.MakeTimes
+	96,  // 126: stoker.v1.StatusResponse.jobs:type_name -> stoker.v1.JobStatus
+	98,  // 127: stoker.v1.JobStatus.makers:type_name -> stoker.v1.MakerStatus
+	97,  // 128: stoker.v1.JobStatus.making:type_name -> stoker.v1.MakingShares
+	6,   // 129: stoker.v1.FeedService.Feed:input_type -> stoker.v1.FeedRequest
+	78,  // 130: stoker.v1.FeedService.ListDatasets:input_type -> stoker.v1.ListDatasetsRequest
+	14,  // 131: stoker.v1.FeedService.DescribeJob:input_type -> stoker.v1.DescribeJobRequest
+	94,  // 132: stoker.v1.FeedService.Status:input_type -> stoker.v1.StatusRequest
+	81,  // 133: stoker.v1.WorkService.Work:input_type -> stoker.v1.WorkRequest
+	68,  // 134: stoker.v1.FeedService.Feed:output_type -> stoker.v1.FeedResponse
+	79,  // 135: stoker.v1.FeedService.ListDatasets:output_type -> stoker.v1.ListDatasetsResponse
+	15,  // 136: stoker.v1.FeedService.DescribeJob:output_type -> stoker.v1.DescribeJobResponse
+	95,  // 137: stoker.v1.FeedService.Status:output_type -> stoker.v1.StatusResponse
+	87,  // 138: stoker.v1.WorkService.Work:output_type -> stoker.v1.WorkResponse
+	134, // [134:139] is the sub-list for method output_type
+	129, // [129:134] is the sub-list for method input_type
+	129, // [129:129] is the sub-list for extension type_name
+	129, // [129:129] is the sub-list for extension extendee
+	0,   // [0:129] is the sub-list for field type_name
 }
 
 func init() { file_stoker_v1_stoker_proto_init() }
@@ -9290,14 +9490,14 @@ func file_stoker_v1_stoker_proto_init() {
 		(*FeedResponse_Shm)(nil),
 	}
 	file_stoker_v1_stoker_proto_msgTypes[65].OneofWrappers = []any{}
-	file_stoker_v1_stoker_proto_msgTypes[74].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[75].OneofWrappers = []any{
 		(*WorkRequest_Job)(nil),
 		(*WorkRequest_Lease)(nil),
 		(*WorkRequest_Cancel)(nil),
 		(*WorkRequest_End)(nil),
 		(*WorkRequest_Ping)(nil),
 	}
-	file_stoker_v1_stoker_proto_msgTypes[80].OneofWrappers = []any{
+	file_stoker_v1_stoker_proto_msgTypes[81].OneofWrappers = []any{
 		(*WorkResponse_Worker)(nil),
 		(*WorkResponse_Done)(nil),
 		(*WorkResponse_Chunk)(nil),
@@ -9310,7 +9510,7 @@ func file_stoker_v1_stoker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_stoker_v1_stoker_proto_rawDesc), len(file_stoker_v1_stoker_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   92,
+			NumMessages:   93,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

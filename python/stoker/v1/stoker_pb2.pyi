@@ -898,7 +898,7 @@ class ViewInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., sample_shape: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class BatchHeader(_message.Message):
-    __slots__ = ("epoch", "number", "shape", "dtype", "labels", "indices", "errors", "data_bytes", "slot", "traces", "decode", "views", "fields", "sample_sizes")
+    __slots__ = ("epoch", "number", "shape", "dtype", "labels", "indices", "errors", "data_bytes", "slot", "traces", "decode", "views", "fields", "sample_sizes", "targets")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     NUMBER_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
@@ -913,6 +913,7 @@ class BatchHeader(_message.Message):
     VIEWS_FIELD_NUMBER: _ClassVar[int]
     FIELDS_FIELD_NUMBER: _ClassVar[int]
     SAMPLE_SIZES_FIELD_NUMBER: _ClassVar[int]
+    TARGETS_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     number: int
     shape: _containers.RepeatedScalarFieldContainer[int]
@@ -927,7 +928,38 @@ class BatchHeader(_message.Message):
     views: _containers.RepeatedCompositeFieldContainer[Shape]
     fields: _containers.RepeatedCompositeFieldContainer[FieldValues]
     sample_sizes: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ..., slot: _Optional[int] = ..., traces: _Optional[_Iterable[str]] = ..., decode: _Optional[_Union[Decode, str]] = ..., views: _Optional[_Iterable[_Union[Shape, _Mapping]]] = ..., fields: _Optional[_Iterable[_Union[FieldValues, _Mapping]]] = ..., sample_sizes: _Optional[_Iterable[int]] = ...) -> None: ...
+    targets: BatchTargets
+    def __init__(self, epoch: _Optional[int] = ..., number: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., labels: _Optional[_Iterable[int]] = ..., indices: _Optional[_Iterable[int]] = ..., errors: _Optional[_Iterable[_Union[SampleError, _Mapping]]] = ..., data_bytes: _Optional[int] = ..., slot: _Optional[int] = ..., traces: _Optional[_Iterable[str]] = ..., decode: _Optional[_Union[Decode, str]] = ..., views: _Optional[_Iterable[_Union[Shape, _Mapping]]] = ..., fields: _Optional[_Iterable[_Union[FieldValues, _Mapping]]] = ..., sample_sizes: _Optional[_Iterable[int]] = ..., targets: _Optional[_Union[BatchTargets, _Mapping]] = ...) -> None: ...
+
+class BatchTargets(_message.Message):
+    __slots__ = ("offsets", "canvas", "image_ids", "keypoints_per_instance", "box_format", "boxes", "labels", "iscrowd", "keypoints", "keypoints_visibility", "masks", "mask_offsets", "mask_runs")
+    OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    CANVAS_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_IDS_FIELD_NUMBER: _ClassVar[int]
+    KEYPOINTS_PER_INSTANCE_FIELD_NUMBER: _ClassVar[int]
+    BOX_FORMAT_FIELD_NUMBER: _ClassVar[int]
+    BOXES_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    ISCROWD_FIELD_NUMBER: _ClassVar[int]
+    KEYPOINTS_FIELD_NUMBER: _ClassVar[int]
+    KEYPOINTS_VISIBILITY_FIELD_NUMBER: _ClassVar[int]
+    MASKS_FIELD_NUMBER: _ClassVar[int]
+    MASK_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    MASK_RUNS_FIELD_NUMBER: _ClassVar[int]
+    offsets: _containers.RepeatedScalarFieldContainer[int]
+    canvas: _containers.RepeatedScalarFieldContainer[int]
+    image_ids: _containers.RepeatedScalarFieldContainer[int]
+    keypoints_per_instance: _containers.RepeatedScalarFieldContainer[int]
+    box_format: int
+    boxes: bytes
+    labels: bytes
+    iscrowd: bytes
+    keypoints: bytes
+    keypoints_visibility: bytes
+    masks: bool
+    mask_offsets: bytes
+    mask_runs: bytes
+    def __init__(self, offsets: _Optional[_Iterable[int]] = ..., canvas: _Optional[_Iterable[int]] = ..., image_ids: _Optional[_Iterable[int]] = ..., keypoints_per_instance: _Optional[_Iterable[int]] = ..., box_format: _Optional[int] = ..., boxes: _Optional[bytes] = ..., labels: _Optional[bytes] = ..., iscrowd: _Optional[bytes] = ..., keypoints: _Optional[bytes] = ..., keypoints_visibility: _Optional[bytes] = ..., masks: _Optional[bool] = ..., mask_offsets: _Optional[bytes] = ..., mask_runs: _Optional[bytes] = ...) -> None: ...
 
 class Shape(_message.Message):
     __slots__ = ("dims",)

@@ -1,19 +1,23 @@
 package job
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stoker-dev/stoker/internal/ragged"
 	"github.com/stoker-dev/stoker/pipeline"
 	"github.com/stoker-dev/stoker/pipeline/batch"
 	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
 )
 
 // A job's fields (JobSpec.fields) travel in each batch's header, beside
-// its pixels, one FieldValues a field. What a batch's fields may take is
+// its pixels, one FieldValues a field; its targets (JobSpec.targets), a
+// field of the batch (FieldTargets) while it is made, as the header's
+// ragged arrays (BatchTargets). What a batch's fields may take is
 // bounded before the job starts: batch_size x fields x max_field_bytes
 // is at most maxBatchFieldBytes, and a sample with a larger field fails
 // by itself, named, before the field is read. So a header stays within
@@ -41,8 +45,9 @@ func fieldsOf(spec *stokerv1.JobSpec, name string, ds pipeline.Dataset, bs int) 
 		return nil, err
 	}
 	if spec.GetTargets() {
-		// The targets travel as a field, last, bounded as the others
-		// (with masks, by a bound of their own: SetMasks).
+		// The targets are made as a field, last, bounded as the others
+		// (with masks, by a bound of their own: SetMasks); they travel
+		// packed (packTargets).
 		names = append(slices.Clip(names), pipeline.FieldTargets)
 	}
 	if len(names) == 0 {
@@ -126,22 +131,36 @@ func targetFieldsOf(spec *stokerv1.JobSpec, ds pipeline.Dataset) (bool, error) {
 	return seen["masks"], nil
 }
 
-// fieldBytes bounds what one batch's fields hold.
+// fieldBytes bounds what one batch's fields hold, and its targets'
+// ragged arrays beside them (b.Packed: at most the samples' targets, each
+// at its bound, and a run offset).
 func (j *Job) fieldBytes() int64 {
 	fs := j.fields
-	return int64(j.spec.GetBatchSize()) * fs.SampleMax()
+	n := int64(j.spec.GetBatchSize()) * fs.SampleMax()
+	if fs.HasTargets() {
+		n += ragged.Size(int64(j.spec.GetBatchSize()) * fs.TargetsMax())
+	}
+	return n
 }
 
 // fieldValues is b's fields for its header, field by field: each value
-// b's own bytes, not copied.
+// b's own bytes, not copied. The targets are not among them: they travel
+// as ragged arrays (packTargets).
 func fieldValues(b *pipeline.Batch) []*stokerv1.FieldValues {
 	fs := b.FieldSet
 	nf := batch.FieldCount(fs)
 	if nf == 0 || len(b.Fields) != b.N*nf {
 		return nil
 	}
-	out := make([]*stokerv1.FieldValues, nf)
+	t := -1
+	if s, ok := fs.(*pipeline.FieldSet); ok {
+		t = s.TargetsAt()
+	}
+	out := make([]*stokerv1.FieldValues, 0, nf)
 	for f, name := range fs.Names() {
+		if f == t {
+			continue
+		}
 		v := &stokerv1.FieldValues{Name: name, Values: make([][]byte, b.N)}
 		for i := range b.N {
 			fv := &b.Fields[i*nf+f]
@@ -150,9 +169,37 @@ func fieldValues(b *pipeline.Batch) []*stokerv1.FieldValues {
 				v.Missing = append(v.Missing, uint32(i))
 			}
 		}
-		out[f] = v
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
+}
+
+// packTargets packs b's samples' targets (its field FieldTargets, each
+// sample's as the pipeline encoded it) into the ragged arrays of its
+// header, in b.Packed; nil when the job asks for none.
+func packTargets(fs *pipeline.FieldSet, b *pipeline.Batch) (*stokerv1.BatchTargets, error) {
+	t := fs.TargetsAt()
+	if t < 0 {
+		return nil, nil
+	}
+	nf := fs.Len()
+	if len(b.Fields) != b.N*nf {
+		return nil, fmt.Errorf("batch of %d samples with %d fields, want %d a sample", b.N, len(b.Fields), nf)
+	}
+	vals := make([][]byte, b.N)
+	for i := range b.N {
+		f := &b.Fields[i*nf+t]
+		if !f.Has {
+			return nil, fmt.Errorf("sample %d (index %d) without its targets", i, b.Indices[i])
+		}
+		vals[i] = f.Data
+	}
+	bt, buf, err := ragged.Pack(vals, fs.Masks(), b.Packed)
+	b.Packed = buf
+	return bt, err
 }
 
 // FieldNames is the fields ds's samples may have.

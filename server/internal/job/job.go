@@ -445,8 +445,10 @@ func (j *Job) Info(epoch uint64, p coord.Plan) *stokerv1.JobInfo {
 	}
 }
 
-// Header is the BatchHeader of batch k of epoch, as made into b.
-func (j *Job) Header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHeader {
+// Header is the BatchHeader of batch k of epoch, as made into b, its
+// targets packed into b.Packed (an error: samples' targets that do not
+// pack, which the makers never make).
+func (j *Job) Header(epoch uint64, k int, b *pipeline.Batch) (*stokerv1.BatchHeader, error) {
 	shape := j.t.Shape()
 	h := &stokerv1.BatchHeader{
 		Epoch:     epoch,
@@ -472,7 +474,12 @@ func (j *Job) Header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHead
 		h.Decode = j.spec.GetDecode()
 	}
 	h.Fields = fieldValues(b)
-	return h
+	t, err := packTargets(j.fields, b)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "batch %d of epoch %d: targets: %v", k, epoch, err)
+	}
+	h.Targets = t
+	return h, nil
 }
 
 // PackSizes packs b, whose header is h, to its largest sample when the

@@ -140,7 +140,7 @@ func (e *ExecJob) fill(ctx context.Context, epoch uint64, indices []int64, place
 }
 
 // Header is the BatchHeader of batch k of epoch, as made into b.
-func (e *ExecJob) Header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.BatchHeader {
+func (e *ExecJob) Header(epoch uint64, k int, b *pipeline.Batch) (*stokerv1.BatchHeader, error) {
 	return e.j.Header(epoch, k, b)
 }
 
@@ -148,9 +148,14 @@ func (e *ExecJob) Header(epoch uint64, k int, b *pipeline.Batch) *stokerv1.Batch
 func (e *ExecJob) BatchSize() int { return int(e.j.Spec().GetBatchSize()) }
 
 // SampleBytes is what one sample of a lease may hold: its pixels, and
-// its fields at their bound.
+// its fields at their bound (its targets twice: as made, and packed for
+// the header).
 func (e *ExecJob) SampleBytes() int {
-	return e.j.Transform().SampleBytes() + int(e.j.Fields().SampleMax())
+	n := e.j.Transform().SampleBytes() + int(e.j.Fields().SampleMax())
+	if fs := e.j.Fields(); fs.HasTargets() {
+		n += int(fs.TargetsMax())
+	}
+	return n
 }
 
 // StateBytes is what the job holds while it lives: its spec as kept (its

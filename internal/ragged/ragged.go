@@ -1,0 +1,186 @@
+// Package ragged is a batch's detection targets on the wire: the samples'
+// targets, each made as pipeline.AppendTargets encodes one sample (the
+// maker's and the verifier's unit, compared byte for byte), packed into a
+// BatchTargets of ragged arrays (per array, every sample's instances back
+// to back, and offsets into them) as a batch's header is made, and
+// unpacked from a peer's header into the same per-sample bytes, every
+// offset and length checked first.
+package ragged
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// The per-sample encoding (pipeline.AppendTargets): a 24-byte header (u32
+// H, u32 W, i64 image id, u32 K, u32 word: the boxes' format in its low
+// byte, P above it, wordMasks when masks follow), K x 16 bytes of boxes, K
+// x 8 of labels, K x P x 8 of keypoints, K crowd flags, K x P
+// visibilities; with masks, zeros to a multiple of 4, K u32 run counts and
+// the runs (u32).
+const (
+	header    = 24
+	wordMasks = 1 << 31
+	// maxP bounds P (the word's bits 8 to 30).
+	maxP = 1<<23 - 1
+	// formats is the boxes' formats (XYXY, XYWH, CXCYWH).
+	formats = 3
+)
+
+var le = binary.LittleEndian
+
+// sample is one sample's encoding, parsed.
+type sample struct {
+	h, w, k, p uint32
+	id         int64
+	format     uint32
+	masks      bool
+	// The byte offsets of its arrays in the encoding.
+	labels, points, crowd, vis, counts, runs int
+	nruns                                    int
+}
+
+// parse parses one sample's encoding, checking that its lengths add up.
+func parse(v []byte) (sample, error) {
+	var s sample
+	if len(v) < header {
+		return s, fmt.Errorf("%d bytes, want at least %d", len(v), header)
+	}
+	s.h, s.w, s.id, s.k = le.Uint32(v), le.Uint32(v[4:]), int64(le.Uint64(v[8:])), le.Uint32(v[16:])
+	word := le.Uint32(v[20:])
+	s.format, s.p, s.masks = word&0xFF, (word&^wordMasks)>>8, word&wordMasks != 0
+	k, p := int64(s.k), int64(s.p)
+	size := header + 25*k + 9*k*p
+	if size > int64(len(v)) {
+		return s, fmt.Errorf("%d bytes for %d instances of %d keypoints, want %d", len(v), k, p, size)
+	}
+	s.labels = header + 16*int(k)
+	s.points = s.labels + 8*int(k)
+	s.crowd = s.points + 8*int(k*p)
+	s.vis = s.crowd + int(k)
+	if !s.masks {
+		if size != int64(len(v)) {
+			return s, fmt.Errorf("%d bytes for %d instances of %d keypoints, want %d", len(v), k, p, size)
+		}
+		return s, nil
+	}
+	s.counts = int(size+3) / 4 * 4
+	if int64(s.counts)+4*k > int64(len(v)) {
+		return s, fmt.Errorf("%d bytes: %d masks' run counts need %d", len(v), k, int64(s.counts)+4*k)
+	}
+	s.runs = s.counts + 4*int(k)
+	var total int64
+	for j := range int(k) {
+		total += int64(le.Uint32(v[s.counts+4*j:]))
+	}
+	if int64(s.runs)+4*total != int64(len(v)) {
+		return s, fmt.Errorf("%d bytes for %d masks of %d runs, want %d", len(v), k, total, int64(s.runs)+4*total)
+	}
+	s.nruns = int(total)
+	return s, nil
+}
+
+// Pack packs a batch's targets, vals[i] sample i's encoding, into a
+// BatchTargets, its arrays slices of buf (grown as needed, returned for
+// reuse): what goes on the wire in place of the per-sample bytes. Every
+// sample has the same boxes' format, and masks exactly when the job asks
+// for them (masks: a batch of no samples says so too); else an error, as
+// for an encoding whose lengths do not add up.
+func Pack(vals [][]byte, masks bool, buf []byte) (*stokerv1.BatchTargets, []byte, error) {
+	n := len(vals)
+	ss := make([]sample, n)
+	var k, kp, runs int
+	hasP := false
+	for i, v := range vals {
+		s, err := parse(v)
+		if err != nil {
+			return nil, buf, fmt.Errorf("sample %d's targets: %v", i, err)
+		}
+		if s.masks != masks {
+			return nil, buf, fmt.Errorf("sample %d's targets: masks %v, the job asks for masks %v", i, s.masks, masks)
+		}
+		if i > 0 && s.format != ss[0].format {
+			return nil, buf, fmt.Errorf("sample %d's targets: boxes' format %d, sample 0's %d: a batch's is one", i, s.format, ss[0].format)
+		}
+		ss[i] = s
+		k += int(s.k)
+		kp += int(s.k) * int(s.p)
+		runs += s.nruns
+		hasP = hasP || s.p != 0
+	}
+	if k > math.MaxUint32 || runs > math.MaxUint32 {
+		return nil, buf, fmt.Errorf("%d instances and %d runs: over the wire's uint32 offsets", k, runs)
+	}
+	bt := &stokerv1.BatchTargets{
+		Offsets:  make([]uint32, n+1),
+		Canvas:   make([]uint32, 2*n),
+		ImageIds: make([]int64, n),
+	}
+	bt.Masks = masks
+	if n > 0 {
+		bt.BoxFormat = ss[0].format
+	}
+	if hasP {
+		bt.KeypointsPerInstance = make([]uint32, n)
+	}
+	size := 25*k + 9*kp
+	if masks {
+		size += 4*(k+1) + 4*runs
+	}
+	if cap(buf) < size {
+		buf = make([]byte, size)
+	}
+	buf = buf[:size]
+	at := 0
+	take := func(m int) []byte {
+		b := buf[at : at+m : at+m]
+		at += m
+		return b
+	}
+	boxes, labels, crowd := take(16*k), take(8*k), take(k)
+	points, vis := take(8*kp), take(kp)
+	var moff, mruns []byte
+	if masks {
+		moff, mruns = take(4*(k+1)), take(4*runs)
+	}
+	var o, op, or int
+	for i, s := range ss {
+		v, sk, skp := vals[i], int(s.k), int(s.k)*int(s.p)
+		bt.Offsets[i] = uint32(o)
+		bt.Canvas[2*i], bt.Canvas[2*i+1], bt.ImageIds[i] = s.h, s.w, s.id
+		if hasP {
+			bt.KeypointsPerInstance[i] = s.p
+		}
+		copy(boxes[16*o:], v[header:s.labels])
+		copy(labels[8*o:], v[s.labels:s.points])
+		copy(crowd[o:], v[s.crowd:s.vis])
+		copy(points[8*op:], v[s.points:s.crowd])
+		copy(vis[op:], v[s.vis:s.vis+skp])
+		if masks {
+			for j := range sk {
+				le.PutUint32(moff[4*(o+j):], uint32(or))
+				or += int(le.Uint32(v[s.counts+4*j:]))
+			}
+			copy(mruns[4*(or-s.nruns):], v[s.runs:])
+		}
+		o, op = o+sk, op+skp
+	}
+	bt.Offsets[n] = uint32(o)
+	if masks {
+		le.PutUint32(moff[4*k:], uint32(or))
+		bt.MaskOffsets, bt.MaskRuns = moff, mruns
+	}
+	bt.Boxes, bt.Labels, bt.Iscrowd = boxes, labels, crowd
+	if hasP {
+		bt.Keypoints, bt.KeypointsVisibility = points, vis
+	}
+	return bt, buf, nil
+}
+
+// Size is the bytes the arrays of Pack's BatchTargets for a batch whose
+// samples' encodings take total bytes hold at most: each sample's header
+// (24 bytes) and masks' padding go, one run offset comes.
+func Size(total int64) int64 { return total + 4 }

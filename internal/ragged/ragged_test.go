@@ -1,0 +1,268 @@
+package ragged
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stoker-dev/stoker/pipeline"
+	stokerv1 "github.com/stoker-dev/stoker/proto/stoker/v1"
+)
+
+// encode is sample i's targets as the pipeline encodes them
+// (pipeline.AppendTargets), with masks of random runs after them when
+// masks (appendMasks' layout: zeros to a multiple of 4, K run counts, the
+// runs).
+func encode(r *rand.Rand, i, k, p int, format pipeline.BoxFormat, masks bool) []byte {
+	t := &pipeline.Targets{W: 40 + i, H: 30 + 2*i, Format: format}
+	t.ImageID, t.P, t.WantMasks = int64(1000+i), p, masks
+	for range k {
+		t.Boxes = append(t.Boxes, [4]float32{r.Float32() * 40, r.Float32() * 30, r.Float32() * 40, r.Float32() * 30})
+		t.Labels = append(t.Labels, r.Int64N(80)-1)
+		t.Crowd = append(t.Crowd, uint8(r.IntN(2)))
+		for range p {
+			t.Points = append(t.Points, [2]float32{r.Float32() * 40, r.Float32() * 30})
+			t.Vis = append(t.Vis, uint8(r.IntN(3)))
+		}
+	}
+	b := pipeline.AppendTargets(nil, t)
+	if !masks {
+		return b
+	}
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	runs := make([][]uint32, k)
+	for j := range runs {
+		left := uint32(t.W * t.H)
+		for left > 0 {
+			n := min(left, uint32(r.IntN(300)))
+			runs[j] = append(runs[j], n)
+			left -= n
+		}
+	}
+	for _, rs := range runs {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(rs)))
+	}
+	for _, rs := range runs {
+		for _, n := range rs {
+			b = binary.LittleEndian.AppendUint32(b, n)
+		}
+	}
+	return b
+}
+
+// batchOf is a batch of n samples' encodings, sample i with ks[i]
+// instances (P keypoints each when p, sample 3's P other where pVaries).
+func batchOf(r *rand.Rand, ks []int, p int, pVaries, masks bool) [][]byte {
+	vals := make([][]byte, len(ks))
+	for i, k := range ks {
+		pi := p
+		if pVaries && i == 3 {
+			pi = p + 2
+		}
+		vals[i] = encode(r, i, k, pi, pipeline.BoxCXCYWH, masks)
+	}
+	return vals
+}
+
+// TestPackUnpack: the flat arrays are the samples' arrays back to back in
+// batch order, the offsets their instances' starts, and unpacking gives
+// back every sample's bytes, with and without keypoints (P of the batch,
+// or P of its own) and masks, empty samples among them.
+func TestPackUnpack(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	ks := []int{7, 0, 3, 7, 1, 0, 12, 7}
+	for _, c := range []struct {
+		name           string
+		p              int
+		pVaries, masks bool
+	}{{"boxes", 0, false, false}, {"keypoints", 17, false, false}, {"keypoints of their own", 4, true, false},
+		{"masks", 0, false, true}, {"keypoints and masks", 17, false, true}} {
+		vals := batchOf(r, ks, c.p, c.pVaries, c.masks)
+		bt, buf, err := Pack(vals, c.masks, nil)
+		if err != nil {
+			t.Fatalf("%s: Pack: %v", c.name, err)
+		}
+		var boxes, labels, crowd, points, vis []byte
+		var moff []uint32
+		var runs []byte
+		total := uint32(0)
+		var size int64
+		for i, v := range vals {
+			s, err := parse(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			size += int64(len(v))
+			kp := int(s.k * s.p)
+			if bt.GetOffsets()[i] != uint32(len(labels)/8) || bt.GetCanvas()[2*i] != s.h || bt.GetCanvas()[2*i+1] != s.w || bt.GetImageIds()[i] != s.id {
+				t.Errorf("%s: sample %d: offset %d, canvas %v, id %d; want %d, %dx%d, %d", c.name, i, bt.GetOffsets()[i], bt.GetCanvas()[2*i:2*i+2], bt.GetImageIds()[i], len(labels)/8, s.h, s.w, s.id)
+			}
+			if c.p > 0 && bt.GetKeypointsPerInstance()[i] != s.p {
+				t.Errorf("%s: sample %d: P %d, want %d", c.name, i, bt.GetKeypointsPerInstance()[i], s.p)
+			}
+			boxes = append(boxes, v[header:s.labels]...)
+			labels = append(labels, v[s.labels:s.points]...)
+			points = append(points, v[s.points:s.crowd]...)
+			crowd = append(crowd, v[s.crowd:s.vis]...)
+			vis = append(vis, v[s.vis:s.vis+kp]...)
+			for j := range int(s.k) {
+				moff = append(moff, total)
+				total += le.Uint32(v[s.counts+4*j:])
+			}
+			if c.masks {
+				runs = append(runs, v[s.runs:]...)
+			}
+		}
+		if n := len(ks); bt.GetOffsets()[n] != uint32(len(labels)/8) || len(bt.GetOffsets()) != n+1 {
+			t.Errorf("%s: offsets %v, want %d ending at %d", c.name, bt.GetOffsets(), n+1, len(labels)/8)
+		}
+		for _, a := range []struct {
+			name      string
+			got, want []byte
+		}{{"boxes", bt.GetBoxes(), boxes}, {"labels", bt.GetLabels(), labels}, {"iscrowd", bt.GetIscrowd(), crowd},
+			{"keypoints", bt.GetKeypoints(), points}, {"keypoints_visibility", bt.GetKeypointsVisibility(), vis}, {"mask_runs", bt.GetMaskRuns(), runs}} {
+			if !bytes.Equal(a.got, a.want) {
+				t.Errorf("%s: %s: %d bytes, not the samples' %d back to back", c.name, a.name, len(a.got), len(a.want))
+			}
+		}
+		if c.masks {
+			moff = append(moff, total)
+			for j, o := range moff {
+				if got := le.Uint32(bt.GetMaskOffsets()[4*j:]); got != o {
+					t.Errorf("%s: mask offset %d is %d, want %d", c.name, j, got, o)
+				}
+			}
+		}
+		if bt.GetBoxFormat() != uint32(pipeline.BoxCXCYWH) || bt.GetMasks() != c.masks {
+			t.Errorf("%s: format %d, masks %v", c.name, bt.GetBoxFormat(), bt.GetMasks())
+		}
+		if int64(len(buf)) > Size(size) {
+			t.Errorf("%s: %d bytes of arrays for %d bytes of samples, over Size's %d", c.name, len(buf), size, Size(size))
+		}
+		// Through the wire and back: each sample's bytes again.
+		wire, err := proto.Marshal(bt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got stokerv1.BatchTargets
+		if err := proto.Unmarshal(wire, &got); err != nil {
+			t.Fatal(err)
+		}
+		out := make([][]byte, len(vals))
+		if err := Unpack(&got, len(vals), c.masks, 1<<20, func(i int) []byte { return out[i][:0] }, func(i int, v []byte) { out[i] = v }); err != nil {
+			t.Fatalf("%s: Unpack: %v", c.name, err)
+		}
+		for i := range vals {
+			if !bytes.Equal(out[i], vals[i]) {
+				t.Errorf("%s: sample %d unpacked: %d bytes, not its %d", c.name, i, len(out[i]), len(vals[i]))
+			}
+		}
+	}
+}
+
+// TestPackRefuses: samples whose lengths do not add up, or whose formats
+// or masks differ within a batch, are not packed.
+func TestPackRefuses(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	good := batchOf(r, []int{2, 3}, 0, false, false)
+	for _, c := range []struct {
+		name string
+		vals [][]byte
+		want string
+	}{
+		{"short", [][]byte{good[0], good[1][:20]}, "sample 1's targets: 20 bytes"},
+		{"a byte more", [][]byte{good[0], append(bytes.Clone(good[1]), 0)}, "sample 1's targets"},
+		{"formats", [][]byte{good[0], encode(r, 1, 2, 0, pipeline.BoxXYXY, false)}, "boxes' format 0, sample 0's 2"},
+		{"masks", [][]byte{good[0], encode(r, 1, 2, 0, pipeline.BoxCXCYWH, true)}, "sample 1's targets: masks true, the job asks for masks false"},
+	} {
+		if _, _, err := Pack(c.vals, false, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Pack: %v, want an error with %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestUnpackHostile: a peer's targets whose offsets are out of range or go
+// down, whose arrays are longer or shorter than the offsets say, or whose
+// samples pass the job's bound are refused, saying what is wrong, before
+// anything is put.
+func TestUnpackHostile(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	vals := batchOf(r, []int{2, 3, 0, 4}, 5, false, true)
+	bt, _, err := Pack(vals, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		spoil func(b *stokerv1.BatchTargets)
+		masks bool
+		max   int64
+		want  string
+	}{
+		{"offsets go down", func(b *stokerv1.BatchTargets) { b.Offsets[2] = 1 }, true, 1 << 20, "offsets go down at sample 1"},
+		{"offsets past the arrays", func(b *stokerv1.BatchTargets) { b.Offsets[4] = 1 << 30 }, true, 1 << 20, "boxes of 144 bytes, want 17179869184"},
+		{"offsets from 1", func(b *stokerv1.BatchTargets) { b.Offsets[0] = 1 }, true, 1 << 20, "offsets start at 1"},
+		{"an offset short", func(b *stokerv1.BatchTargets) { b.Offsets = b.Offsets[:4] }, true, 1 << 20, "4 offsets"},
+		{"labels short", func(b *stokerv1.BatchTargets) { b.Labels = b.Labels[:8] }, true, 1 << 20, "labels of 8 bytes, want 72"},
+		{"keypoints long", func(b *stokerv1.BatchTargets) { b.Keypoints = append(b.Keypoints, 0) }, true, 1 << 20, "keypoints of 361 bytes"},
+		{"P of a sample missing", func(b *stokerv1.BatchTargets) { b.KeypointsPerInstance = b.KeypointsPerInstance[:3] }, true, 1 << 20, "3 keypoint counts"},
+		{"P huge", func(b *stokerv1.BatchTargets) { b.KeypointsPerInstance[1] = 1 << 30 }, true, 1 << 20, "keypoints an instance"},
+		{"mask offsets go down", func(b *stokerv1.BatchTargets) { le.PutUint32(b.MaskOffsets[8:], 0) }, true, 1 << 20, "mask offsets go down"},
+		{"mask offsets past the runs", func(b *stokerv1.BatchTargets) {
+			b.MaskOffsets = bytes.Clone(b.MaskOffsets)
+			le.PutUint32(b.MaskOffsets[len(b.MaskOffsets)-4:], 1<<31)
+		}, true, 1 << 20, "mask offsets end at 2147483648"},
+		{"masks not asked", func(*stokerv1.BatchTargets) {}, false, 1 << 20, "masks true, the job asks for masks false"},
+		{"format", func(b *stokerv1.BatchTargets) { b.BoxFormat = 7 }, true, 1 << 20, "box format 7"},
+		{"over the bound", func(*stokerv1.BatchTargets) {}, true, 100, "over the job's bound of 100"},
+		{"none", nil, true, 1 << 20, "without its targets"},
+	} {
+		var b *stokerv1.BatchTargets
+		if c.spoil != nil {
+			b = proto.CloneOf(bt)
+			c.spoil(b)
+		}
+		put := 0
+		err := Unpack(b, len(vals), c.masks, c.max, func(int) []byte { return nil }, func(int, []byte) { put++ })
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Unpack: %v, want an error with %q", c.name, err, c.want)
+		}
+		if put != 0 && !strings.Contains(c.want, "bound") {
+			t.Errorf("%s: %d samples put before the error", c.name, put)
+		}
+	}
+}
+
+// TestPackNoSamples: a batch whose samples all failed (dropped) packs to
+// offsets [0] and empty arrays, masks as the job asks, and unpacks.
+func TestPackNoSamples(t *testing.T) {
+	for _, masks := range []bool{false, true} {
+		bt, _, err := Pack(nil, masks, nil)
+		if err != nil || len(bt.GetOffsets()) != 1 || bt.GetMasks() != masks {
+			t.Fatalf("masks %v: Pack: %v, %v", masks, bt, err)
+		}
+		if err := Unpack(bt, 0, masks, 100, nil, nil); err != nil {
+			t.Errorf("masks %v: Unpack: %v", masks, err)
+		}
+	}
+}
+
+// TestPackMatchesTargetsSize: a sample of k instances of p keypoints
+// without masks takes pipeline.TargetsSize bytes, its header gone.
+func TestPackMatchesTargetsSize(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	v := encode(r, 0, 5, 3, pipeline.BoxXYXY, false)
+	if int64(len(v)) != pipeline.TargetsSize(5, 3) {
+		t.Fatalf("%d bytes, TargetsSize %d: the layout differs from the pipeline's", len(v), pipeline.TargetsSize(5, 3))
+	}
+	_, buf, err := Pack([][]byte{v}, false, nil)
+	if err != nil || int64(len(buf)) != pipeline.TargetsSize(5, 3)-header {
+		t.Fatalf("Pack: %d bytes, %v; want %d", len(buf), err, pipeline.TargetsSize(5, 3)-header)
+	}
+}
