@@ -11,6 +11,8 @@ package pipeline
 import (
 	"fmt"
 
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 )
@@ -138,6 +140,17 @@ func (t *Transform) yoloSteps(p *samplePlan, buf []Step) []Step {
 		buf = append(buf, st)
 	}
 	return buf
+}
+
+// sourceTargets sets t to ds's sample i as the plan p starts from, and
+// returns the canvas they are on: the source image's, but for a YOLO
+// geometry on a dataset of ultralytics' labels, the loaded image's, with
+// its arithmetic (the load's step then leaves them, a ratio of 1).
+func sourceTargets(ds Targeted, i int, p *samplePlan, t *Instances) (int, int, error) {
+	if u, ok := ds.(dataset.UltralyticsTargeted); ok && p.yolo && !t.WantMasks {
+		return p.ylw, p.ylh, u.UltralyticsTargets(i, p.ylw, p.ylh, t)
+	}
+	return p.srcW, p.srcH, ds.SourceTargets(i, p.srcW, p.srcH, t)
 }
 
 // yoloScratch is a Decoder's room for the YOLO geometry's images.
