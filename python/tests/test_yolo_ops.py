@@ -276,3 +276,22 @@ def test_decode_is_cv2_imread(stoker_bin: Path, tmp_path: Path) -> None:
                     assert d.max() == 0, f"{path.decode()}: {int((d > 0).sum())} bytes differ, by {int(d.max())}"
                     seen += 1
     assert seen == len(list(photos.glob("*/*.jpg")))
+
+
+def test_preset_is_its_ops(pose: Any) -> None:
+    """The preset "yolo-letterbox" is its ops sent as stoker's classes: the
+    same traces, pixels and targets for the same seed."""
+    addr, _ = pose
+    ops = [T.YOLOLoadImage(640), T.YOLOLetterBox(640, scaleup=False), T.YOLORandomPerspective(translate=0.1, scale=0.5),
+           T.YOLORandomHSV(0.015, 0.7, 0.4), T.YOLORandomFlip(p=0.5, direction="horizontal")]
+    got = []
+    for tf in ("yolo-letterbox", T.Compose(ops)):
+        with stoker.Loader(addr, "pose", batch_size=8, transform=tf, targets=True, trace=True, shuffle=False,
+                           pin_memory=False, timeout=120, seed=9) as ld:
+            got.append([(b[0].clone(), [t["boxes"].clone() for t in b[1]], list(b.trace)) for b in ld])
+    assert len(got[0]) == len(got[1]) == N // 8
+    for (ia, ba, ta), (ib, bb, tb) in zip(*got):
+        assert ta == tb
+        assert (ia == ib).all()
+        assert all((x == y).all() for x, y in zip(ba, bb))
+    assert any(s[0] == "yolo_fliplr" for _, _, tr in got[0] for t in tr for s in t)
