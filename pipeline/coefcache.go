@@ -302,6 +302,25 @@ func (c *CoefCache) checkout(fk *fileKeys, most int64, admit bool) (*coefEntry, 
 	return e, room
 }
 
+// adopt makes p, filled with mcus MCUs by a transcode (transcode_cgo.go),
+// the entry of the file fk names (the transcode), if it has none and the
+// budget has room; otherwise it frees p.
+func (c *CoefCache) adopt(fk *fileKeys, p unsafe.Pointer, mcus int64) {
+	t := c.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := coefOverhead + coefsBytes(p)
+	if t.entries[fk.cid] != nil || t.budget-t.used < b {
+		coefsFree(p)
+		return
+	}
+	e := &coefEntry{p: p, check: fk.check, hint: fk.hint, xx: fk.xx, xxOK: fk.xxOK, bytes: b}
+	t.entries[fk.cid] = e
+	t.hints[e.hint]++
+	t.used += b
+	c.mcusStored.Add(mcus)
+}
+
 // checkin ends a decode's use of e (checked out with room): ok says the
 // decode succeeded; otherwise what it stored is not trusted and the entry
 // is dropped.

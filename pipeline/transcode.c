@@ -33,6 +33,7 @@ typedef struct {
   size_t msg_len;
   stoker_phuff *ph; /* the progressive decoder (phuff.c) reading the scans */
   stoker_job job;   /* its settings (every MCU) and counters */
+  stoker_coefbuf cb; /* fill_coefs's MCUs, until committed */
 } tc_err;
 
 /* The output: a malloc'd buffer grown by doubling, never past max. */
@@ -119,9 +120,81 @@ static int complete(j_decompress_ptr s) {
   return 1;
 }
 
+/* fill_coefs stores in cc, within room bytes, the MCUs of the sequential
+ * scan jpeg_write_coefficients wrote from coefs: one interleaved scan of
+ * every component (or one component's blocks, each its own MCU), each MCU's
+ * blocks in scan order, and the dummy blocks past the right and bottom
+ * edges as the encoder made them (jctrans.c's compress_output: no AC, the
+ * DC of the block before), so that each MCU is what huff.c would decode
+ * from the scan. Returns the MCUs stored (0 when out of memory; cc may then
+ * hold some of them, as it may after a decode that failed: see turbo.c). */
+static long fill_coefs(j_decompress_ptr s, jvirt_barray_ptr *coefs, stoker_coefs *cc,
+                       stoker_coefbuf *b, size_t room) {
+  JBLOCK dummy[D_MAX_BLOCKS_IN_MCU];
+  JBLOCKROW data[D_MAX_BLOCKS_IN_MCU];
+  JBLOCKARRAY rows[MAX_COMPS_IN_SCAN];
+  int nc = s->num_components, single = nc == 1, blocks = 0, ci;
+  long mpr, mrows, mr, mc, n = 0;
+  if (nc < 1 || nc > MAX_COMPS_IN_SCAN)
+    return 0;
+  if (single) {
+    mpr = (long)s->comp_info[0].width_in_blocks;
+    mrows = (long)s->comp_info[0].height_in_blocks;
+    blocks = 1;
+  } else {
+    long mw = 8L * s->max_h_samp_factor, mh = 8L * s->max_v_samp_factor;
+    mpr = ((long)s->image_width + mw - 1) / mw;
+    mrows = ((long)s->image_height + mh - 1) / mh;
+    for (ci = 0; ci < nc; ci++)
+      blocks += s->comp_info[ci].h_samp_factor * s->comp_info[ci].v_samp_factor;
+  }
+  if (blocks > D_MAX_BLOCKS_IN_MCU)
+    return 0;
+  memset(dummy, 0, sizeof dummy);
+  if (!coefs_attach(cc, b, mpr * mrows, blocks, stoker_simd_best(), &room))
+    return 0;
+  for (mr = 0; mr < mrows && room; mr++) {
+    for (ci = 0; ci < nc; ci++) {
+      int v = single ? 1 : s->comp_info[ci].v_samp_factor;
+      rows[ci] = (*s->mem->access_virt_barray)((j_common_ptr)s, coefs[ci],
+                                               (JDIMENSION)(mr * v), (JDIMENSION)v, FALSE);
+    }
+    for (mc = 0; mc < mpr; mc++) {
+      int blkn = 0;
+      if (single)
+        data[blkn++] = rows[0][0] + mc;
+      for (ci = 0; ci < nc && !single; ci++) {
+        const jpeg_component_info *cp = &s->comp_info[ci];
+        int h = cp->h_samp_factor, v = cp->v_samp_factor, x, y;
+        int lastc = (int)(cp->width_in_blocks % (JDIMENSION)h), lastr =
+            (int)(cp->height_in_blocks % (JDIMENSION)v);
+        int cnt = mc < mpr - 1 ? h : lastc ? lastc : h;
+        for (y = 0; y < v; y++) {
+          x = 0;
+          if (mr < mrows - 1 || y < (lastr ? lastr : v))
+            for (; x < cnt; x++)
+              data[blkn++] = rows[ci][y] + mc * h + x;
+          for (; x < h; x++, blkn++) {
+            dummy[blkn][0] = data[blkn - 1][0][0];
+            data[blkn] = &dummy[blkn];
+          }
+        }
+      }
+      if (!coefs_put(b, mr * mpr + mc, blocks, data, &room))
+        break;
+      n++;
+    }
+    /* Committed a megabyte at a time: the buffer stays small and in cache,
+     * where one block of the whole file would be grown and copied. */
+    if (b->len >= (1u << 20) && !coefs_commit(cc, b))
+      return 0;
+  }
+  return coefs_commit(cc, b) ? n : 0;
+}
+
 int stoker_transcode(const unsigned char *data, size_t len, int max_scans,
                      long long max_memory, size_t max_out, const int *stop,
-                     unsigned char **out, size_t *out_len, char *msg,
+                     void *cc, long long cc_room, long *cc_mcus, unsigned char **out, size_t *out_len, char *msg,
                      size_t msg_len) {
   struct jpeg_decompress_struct s;
   struct jpeg_compress_struct c;
@@ -133,6 +206,7 @@ int stoker_transcode(const unsigned char *data, size_t len, int max_scans,
 
   *out = NULL;
   *out_len = 0;
+  *cc_mcus = 0;
   if (msg_len)
     msg[0] = 0;
   memset(&e, 0, sizeof e);
@@ -152,6 +226,7 @@ int stoker_transcode(const unsigned char *data, size_t len, int max_scans,
       jpeg_destroy_decompress(&s);
     free(d.buf);
     free(e.ph);
+    stoker_coefbuf_free(&e.cb);
     return e.code;
   }
   s.err = jpeg_std_error(&e.pub);
@@ -205,6 +280,9 @@ int stoker_transcode(const unsigned char *data, size_t len, int max_scans,
   jpeg_finish_compress(&c);
   jpeg_destroy_compress(&c);
   have_c = 0;
+  if (cc && cc_room > 0)
+    *cc_mcus = fill_coefs(&s, coefs, (stoker_coefs *)cc, &e.cb, (size_t)cc_room);
+  stoker_coefbuf_free(&e.cb);
   jpeg_destroy_decompress(&s);
   have_s = 0;
   free(e.ph);

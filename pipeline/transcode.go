@@ -37,8 +37,8 @@ package pipeline
 // content like the coefficients', and a hit is checked against the file's
 // second hash: a colliding file decodes as itself.
 
-// tcEntry is a progressive file's state in the transcode table: seen once
-// (nothing else), refused, or transcoded (seq).
+// tcEntry is a progressive file's state in the transcode table: refused,
+// or transcoded (seq).
 type tcEntry struct {
 	check   uint64   // the second half of the file's MAC, for a transcoded one
 	seq     []byte   // the sequential file; never changed once stored
@@ -52,21 +52,13 @@ type tcEntry struct {
 const tcOverhead = 144
 
 // tcLookup returns the transcode of the file of key k and check (nil:
-// none), with its identities, and whether to transcode the file now: it is
-// not refused and admit says so or it was seen before. A file neither is
-// marked seen, if the budget has room.
-func (c *CoefCache) tcLookup(k coefKey, check uint64, admit bool) (seq []byte, keys fileKeys, try bool) {
+// none), with its identities, and whether to transcode the file now: it
+// has none and is not refused.
+func (c *CoefCache) tcLookup(k coefKey, check uint64) (seq []byte, keys fileKeys, try bool) {
 	t := c.t
 	t.mu.Lock()
 	e := t.tc[k]
 	switch {
-	case e == nil && !admit:
-		if t.budget-t.used >= tcOverhead {
-			t.tc[k] = &tcEntry{}
-			t.used += tcOverhead
-		}
-		t.mu.Unlock()
-		return nil, fileKeys{}, false
 	case e == nil:
 		t.mu.Unlock()
 		return nil, fileKeys{}, true
