@@ -520,6 +520,11 @@ static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *MCU_data) {
     h->cc_hits++;
     return TRUE;
   }
+  if (h->coefs_only) {
+    if (MCU_data)
+      h->corrupt = 1;
+    return TRUE;
+  }
   if (h->pos != m)
     catch_up(h, ci, m, col);
   if (!h->corrupt)
@@ -562,6 +567,7 @@ int stoker_huff_install(stoker_huff *h, j_decompress_ptr ci) {
   h->cc = NULL;
   h->cb = NULL;
   h->cc_room = 0;
+  h->coefs_only = 0;
   h->cc_hits = h->cc_stored = h->wanted = 0;
   for (i = 0; i < D_MAX_BLOCKS_IN_MCU; i++)
     h->scratch_rows[i] = &h->scratch[i];

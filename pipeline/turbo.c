@@ -796,6 +796,8 @@ static void attach_huff(stoker_turbo *t, const unsigned char *data, size_t len,
       t->huff.cc_room = room;
     }
   }
+  if (jb->huff_used)
+    t->huff.coefs_only = jb->coefs_only;
 }
 
 /* crop_columns works out the job in scaled pixels, the resampling taps,
