@@ -167,7 +167,9 @@ func (d *Decoder) decodeFastJob(data []byte, hd *header, ps []samplePlan, offs [
 		cc = d.coefsFor(data, hd, &ix, k, fk)
 	}
 	rc := f.decode(data, out, ix.blob)
-	cc.checkin(f, rc == C.STOKER_OK)
+	// A transcode's decode stores nothing: its entry stays whatever the
+	// decode did (a transcode that decodes wrong is dropped by the caller).
+	cc.checkin(f, rc == C.STOKER_OK || tc)
 	if ix.on {
 		rc = d.indexFinish(rc, data, out, ix)
 	}

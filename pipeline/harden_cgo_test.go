@@ -151,9 +151,10 @@ func TestTranscodeCollision(t *testing.T) {
 
 // TestTranscodeEntryGone: a transcode's coefficient entry in use by
 // another Decoder (marked busy by hand) leaves the decode to the
-// progressive file itself; one gone (dropped with a decode that failed)
-// makes the transcode forgotten and made again on the next decode. The
-// same bytes every time, and neither is a fallback.
+// progressive file itself; one gone (dropped by hand here; in use, not
+// yet stored by the Decoder making it) makes the transcode forgotten and
+// made again on the next decode. The same bytes every time, and neither
+// is a fallback.
 func TestTranscodeEntryGone(t *testing.T) {
 	files, _ := progressiveJPEGs(t)
 	data := files[0].data

@@ -44,8 +44,9 @@ import (
 // sample is decoded again from the file, never failed for its
 // transcode). A decode that finds the transcode's entry in use by another
 // Decoder decodes the file as progressive meanwhile; one that finds it
-// gone (dropped with a decode of it that failed, or abandoned) forgets
-// the transcode, to be made again. Entries are keyed by the file's
+// gone (not yet stored by the Decoder making it, or dropped) forgets the
+// transcode, to be made again. A decode of a transcode stores nothing and
+// leaves its entry as it was, failed or abandoned. Entries are keyed by the file's
 // content like the coefficients' (the transcode's entry under the file's
 // own key: two files with the same headers share no entry), and a hit is
 // checked against the file's second hash: a colliding file decodes as
@@ -169,8 +170,9 @@ func (c *CoefCache) tcDrop(k coefKey) {
 	c.tcFallbacks.Add(1)
 }
 
-// tcForget forgets k's transcode, whose coefficient entry is gone (dropped
-// with a decode of it that failed): the next decode transcodes it again.
+// tcForget forgets k's transcode, whose coefficient entry is gone (not yet
+// stored by the Decoder making it, or dropped): the next decode
+// transcodes it again.
 func (c *CoefCache) tcForget(k coefKey) {
 	t := c.t
 	t.mu.Lock()
