@@ -576,7 +576,6 @@ int stoker_huff_install(stoker_huff *h, j_decompress_ptr ci) {
   h->cc = NULL;
   h->cb = NULL;
   h->cc_room = 0;
-  h->coefs_only = 0;
   h->cc_hits = h->cc_stored = h->wanted = 0;
   for (i = 0; i < D_MAX_BLOCKS_IN_MCU; i++)
     h->scratch_rows[i] = &h->scratch[i];
