@@ -33,8 +33,8 @@ import (
 // otherwise: with an index, the first epoch stores nothing and runs as
 // fast as without the cache; the second pays for storing what it decodes.
 // A progressive file's sequential transcode, which the cache also holds
-// (transcode.go), is admitted on its own first decode, the file's second
-// or later.
+// (transcode.go), is made on the file's first decode, its every MCU
+// stored at once.
 //
 // Entries are keyed by content: the file's size and a 128-bit MAC of its
 // bytes under a key drawn per cache (AES-GCM's GMAC: GHASH, a polynomial
@@ -101,8 +101,8 @@ type coefTable struct {
 	// here has no entry, and its decode need not compute its MAC.
 	hints map[uint64]int32
 	// tc holds progressive files' sequential transcodes (transcode.go),
-	// and the files seen once or not transcoded; tcBytes their memory,
-	// which used counts too.
+	// and the files not transcoded; tcBytes their memory (their headers
+	// and their coefficient entries), which used counts too.
 	tc      map[coefKey]*tcEntry
 	tcBytes int64
 	tcFiles int // entries of tc that hold a transcode
@@ -116,6 +116,7 @@ type coefEntry struct {
 	xxOK  bool
 	bytes int64 // its memory at the last check-in, overhead included
 	busy  bool
+	tc    bool // a progressive file's transcode (transcode.go): counted in tcBytes
 }
 
 // coefOverhead is what an entry costs beside its C memory: the entry (64
@@ -302,6 +303,53 @@ func (c *CoefCache) checkout(fk *fileKeys, most int64, admit bool) (*coefEntry, 
 	return e, room
 }
 
+// adopt makes p, filled with every MCU of the transcode of the file fk
+// names (mcus of them), that file's entry, if it has none and the budget
+// has room (0: keep none); it reports whether it did. Otherwise it frees p.
+func (c *CoefCache) adopt(fk *fileKeys, p unsafe.Pointer, mcus, room int64) bool {
+	t := c.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := coefOverhead + coefsBytes(p)
+	if t.entries[fk.cid] != nil || min(t.budget-t.used, room) < b {
+		coefsFree(p)
+		return false
+	}
+	e := &coefEntry{p: p, check: fk.check, hint: fk.hint, bytes: b, tc: true}
+	t.entries[fk.cid] = e
+	t.hints[e.hint]++
+	t.used += b
+	t.tcBytes += b
+	c.mcusStored.Add(mcus)
+	return true
+}
+
+// present says whether the file fk names has an entry (in use or not).
+func (c *CoefCache) present(fk *fileKeys) bool {
+	c.t.mu.Lock()
+	defer c.t.mu.Unlock()
+	e := c.t.entries[fk.cid]
+	return e != nil && e.check == fk.check
+}
+
+// drop deletes k's entry and frees it, unless a decode has it (then it
+// stays); t.mu held.
+func (t *coefTable) drop(k coefKey) {
+	e := t.entries[k]
+	if e == nil || e.busy {
+		return
+	}
+	delete(t.entries, k)
+	if t.hints[e.hint]--; t.hints[e.hint] <= 0 {
+		delete(t.hints, e.hint)
+	}
+	t.used -= e.bytes
+	if e.tc {
+		t.tcBytes -= e.bytes
+	}
+	coefsFree(e.p)
+}
+
 // checkin ends a decode's use of e (checked out with room): ok says the
 // decode succeeded; otherwise what it stored is not trusted and the entry
 // is dropped.
@@ -317,15 +365,13 @@ func (c *CoefCache) checkin(k coefKey, e *coefEntry, room int64, ok bool) {
 	t.used -= room
 	t.reserved -= room
 	if !ok {
-		delete(t.entries, k)
-		if t.hints[e.hint]--; t.hints[e.hint] <= 0 {
-			delete(t.hints, e.hint)
-		}
-		t.used -= e.bytes
-		coefsFree(e.p)
+		t.drop(k)
 		return
 	}
 	b := coefOverhead + coefsBytes(e.p)
 	t.used += b - e.bytes
+	if e.tc {
+		t.tcBytes += b - e.bytes
+	}
 	e.bytes = b
 }

@@ -129,7 +129,10 @@ func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layo
 	f.stop = d.ops.Stop
 	sdata, shd, tc := d.sequential(data, hd, k)
 	err := d.decodeFastJob(sdata, shd, ps, offs, layout, out, k, tc.on, &tc.keys)
-	if err != nil && tc.on && err != errAbandoned {
+	switch {
+	case err == errTranscodeBusy:
+		err = d.decodeFastJob(data, hd, ps, offs, layout, out, k, false, &fileKeys{})
+	case err != nil && tc.on && err != errAbandoned:
 		// The file is decoded again as it is: a good sample is never
 		// failed for its transcode. If that succeeds, the transcode was
 		// wrong (a bug): dropped, the file decoded as it is from now on.
@@ -140,20 +143,33 @@ func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layo
 	return err
 }
 
-// decodeFastJob is decodeFastViews's decode of data (hd), checked; seen
-// says the file was decoded before (a progressive file's transcode), fk
-// what is known of its identities (a transcode's, from its entry). The
-// file is hashed at most once for the coefficient cache and once for the
-// decoder index, and on a cache hit only once: coefProbe, then the index
-// key from the entry.
-func (d *Decoder) decodeFastJob(data []byte, hd *header, ps []samplePlan, offs []int, layout Layout, out []byte, k *fastKnobs, seen bool, fk *fileKeys) error {
+// decodeFastJob is decodeFastViews's decode of data (hd), checked; tc says
+// data is a progressive file's transcode (its headers: every MCU comes
+// from its coefficient entry, under fk), fk what is known of its
+// identities. The file is hashed at most once for the coefficient cache
+// and once for the decoder index, and on a cache hit only once: coefProbe,
+// then the index key from the entry.
+func (d *Decoder) decodeFastJob(data []byte, hd *header, ps []samplePlan, offs []int, layout Layout, out []byte, k *fastKnobs, tc bool, fk *fileKeys) error {
 	f := &d.fast
 	f.setJob(&d.opts, hd, ps, offs, len(out), layout, k)
-	d.coefProbe(data, hd, k, fk)
-	ix := d.indexFor(data, hd, k, fk)
-	cc := d.coefsFor(data, hd, &ix, k, seen, fk)
+	f.job.coefs_only = cbool(tc)
+	var ix ixUse
+	var cc coefUse
+	if tc {
+		// No index: nothing is entropy-decoded.
+		f.job.index = 0
+		if cc = d.transcodeCoefs(fk); cc.ce == nil {
+			return errTranscodeBusy
+		}
+	} else {
+		d.coefProbe(data, hd, k, fk)
+		ix = d.indexFor(data, hd, k, fk)
+		cc = d.coefsFor(data, hd, &ix, k, fk)
+	}
 	rc := f.decode(data, out, ix.blob)
-	cc.checkin(f, rc == C.STOKER_OK)
+	// A transcode's decode stores nothing: its entry stays whatever the
+	// decode did (a transcode that decodes wrong is dropped by the caller).
+	cc.checkin(f, rc == C.STOKER_OK || tc)
 	if ix.on {
 		rc = d.indexFinish(rc, data, out, ix)
 	}
@@ -293,7 +309,7 @@ func (d *Decoder) coefProbe(data []byte, hd *header, k *fastKnobs, fk *fileKeys)
 // for baseline JPEGs decoded by huff.c, when the Decoder has a cache. A
 // decode that fails leaves nothing in it (the entry is dropped), and the
 // retry without the index goes without it.
-func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs, seen bool, fk *fileKeys) coefUse {
+func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs, fk *fileKeys) coefUse {
 	f := &d.fast
 	j := f.job
 	j.coefs, j.coefs_room = nil, 0
@@ -310,9 +326,7 @@ func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs, seen
 	// fast as without the cache. A sample with copies to come (repeated
 	// augmentation) is admitted on its first: the copies are its next
 	// decodes, within the epoch.
-	// A progressive file's transcode (seen) is decoded first on the
-	// file's second decode or later: admitted too.
-	admit := u.ix == nil || u.blob != nil || d.admitNow || seen
+	admit := u.ix == nil || u.blob != nil || d.admitNow
 	// The MAC is paid only by a decode that may use an entry: one
 	// admitted, or one of a file the cache may hold (coefProbe computed
 	// it then).
@@ -329,6 +343,26 @@ func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs, seen
 	}
 	j.coefs, j.coefs_room = ce.p, C.longlong(room)
 	return coefUse{cc: cc, ce: ce, key: fk.cid, room: room}
+}
+
+// transcodeCoefs checks the coefficient entry of a progressive file's
+// transcode out (fk: the file's identities), which holds every MCU; none
+// when another Decoder has it, or it is gone (the transcode is then
+// forgotten, to be made again).
+func (d *Decoder) transcodeCoefs(fk *fileKeys) coefUse {
+	f := &d.fast
+	j := f.job
+	j.coefs, j.coefs_room = nil, 0
+	cc := d.opts.coefs
+	ce, _ := cc.checkout(fk, 0, false)
+	if ce == nil {
+		if !cc.present(fk) {
+			cc.tcForget(fk.cid)
+		}
+		return coefUse{}
+	}
+	j.coefs = ce.p
+	return coefUse{cc: cc, ce: ce, key: fk.cid}
 }
 
 // checkin gives the entry back, with what the decode stored when it

@@ -119,7 +119,7 @@ func TestTranscodeCollision(t *testing.T) {
 	a, b := files[0].data, files[1].data
 	tr, plain, d, cc := transcodeRig(t)
 	out := make([]byte, tr.SampleBytes())
-	for range 2 { // the second decode transcodes
+	for range 2 { // transcoded on the first, decoded from it on the second
 		if err := d.Decode(a, tr, Key{}, out); err != nil {
 			t.Fatal(err)
 		}
@@ -146,6 +146,59 @@ func TestTranscodeCollision(t *testing.T) {
 	if s := cc.Stats(); s.Collisions != 1 || s.TranscodeHits != hits || !bytes.Equal(got, want) {
 		t.Errorf("b under a's transcode entry: %d collisions, %d transcode hits (was %d), same bytes as without the cache: %v",
 			s.Collisions, s.TranscodeHits, hits, bytes.Equal(got, want))
+	}
+}
+
+// TestTranscodeEntryGone: a transcode's coefficient entry in use by
+// another Decoder (marked busy by hand) leaves the decode to the
+// progressive file itself; one gone (dropped by hand here; in use, not
+// yet stored by the Decoder making it) makes the transcode forgotten and
+// made again on the next decode. The same bytes every time, and neither
+// is a fallback.
+func TestTranscodeEntryGone(t *testing.T) {
+	files, _ := progressiveJPEGs(t)
+	data := files[0].data
+	tr, plain, d, cc := transcodeRig(t)
+	want, got := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
+	key, _ := cc.id(data, new([16]byte))
+	for step, what := range []string{"transcode", "busy", "decode", "gone", "again", "decode"} {
+		k := Key{Epoch: uint64(step)}
+		cc.t.mu.Lock()
+		switch e := cc.t.entries[key]; {
+		case (what == "busy" || what == "gone") && e == nil:
+			cc.t.mu.Unlock()
+			t.Fatalf("step %d (%s): no entry: %+v", step, what, cc.Stats())
+		case what == "busy":
+			e.busy = true
+		case what == "gone":
+			cc.t.drop(key)
+		}
+		cc.t.mu.Unlock()
+		if err := plain.Decode(data, tr, k, want); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Decode(data, tr, k, got); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("step %d (%s): %v, or the bytes differ", step, what, err)
+		}
+		cc.t.mu.Lock()
+		if e := cc.t.entries[key]; what == "busy" && e != nil {
+			e.busy = false
+		}
+		cc.t.mu.Unlock()
+		s := cc.Stats()
+		wantFiles := 1
+		if what == "gone" {
+			wantFiles = 0 // forgotten, made again next time
+		}
+		if s.TranscodedFiles != wantFiles || s.TranscodeFallbacks != 0 {
+			t.Fatalf("step %d (%s): %+v", step, what, s)
+		}
+	}
+	// Hits: every decode but the two that transcoded.
+	// The transcode's memory: its headers and its entry, the cache's all
+	// but the table entry's overhead.
+	if s := cc.Stats(); s.TranscodeHits != 4 || s.Entries != 1 || s.TranscodedBytes+tcOverhead != s.Bytes {
+		t.Fatalf("after the steps: %+v", s)
 	}
 }
 

@@ -182,10 +182,12 @@ static int restart(stoker_huff *h, j_decompress_ptr ci) {
   return 1;
 }
 
-/* decode_blocks decodes the MCU at the reader into MCU_data (NULL: only
- * reads past it). */
-static inline void decode_blocks(stoker_huff *h, j_decompress_ptr ci,
-                                 JBLOCKROW *MCU_data) {
+/* decode_blocks_ decodes the MCU at the reader into MCU_data (NULL: only
+ * reads past it); inlined with MCU_data NULL or not by decode_blocks, so
+ * that reading past an MCU (most of a first decode's, on small photos)
+ * tests for its blocks nowhere. */
+static inline __attribute__((always_inline)) void
+decode_blocks_(stoker_huff *h, j_decompress_ptr ci, JBLOCKROW *MCU_data) {
   stoker_bits b;
   int blkn, bad = 0;
   b = h->b; /* a local copy keeps the reader in registers */
@@ -262,6 +264,13 @@ static inline void decode_blocks(stoker_huff *h, j_decompress_ptr ci,
   }
   ci->src->next_input_byte = b.p;
   ci->src->bytes_in_buffer = (size_t)(b.end - b.p);
+}
+
+static void decode_blocks(stoker_huff *h, j_decompress_ptr ci, JBLOCKROW *MCU_data) {
+  if (MCU_data)
+    decode_blocks_(h, ci, MCU_data);
+  else
+    decode_blocks_(h, ci, NULL);
 }
 
 /* ---- Positions, checkpoints and seeks ----
@@ -518,6 +527,11 @@ static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *MCU_data) {
   if (h->cc && MCU_data && h->cc->at[m]) {
     coefs_get(h->cc, h->cb, m, MCU_data);
     h->cc_hits++;
+    return TRUE;
+  }
+  if (h->coefs_only) {
+    if (MCU_data)
+      h->corrupt = 1;
     return TRUE;
   }
   if (h->pos != m)

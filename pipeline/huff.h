@@ -151,6 +151,11 @@ typedef struct {
   stoker_coefs *cc;
   stoker_coefbuf *cb;
   size_t cc_room;
+  /* coefs_only: the scan has no entropy-coded data (a progressive file's
+   * transcode, transcode.go): every MCU libjpeg uses must come from cc;
+   * one that does not makes the decode corrupt. Set by the caller before
+   * stoker_huff_install, which keeps it. */
+  int coefs_only;
   JBLOCK scratch[D_MAX_BLOCKS_IN_MCU];
   JBLOCKROW scratch_rows[D_MAX_BLOCKS_IN_MCU];
   long cc_hits;   /* MCUs copied from the cache */

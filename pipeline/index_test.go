@@ -426,7 +426,7 @@ func TestCoefCacheExact(t *testing.T) {
 				}
 				last = s
 			}
-			if last.Entries != len(files)-1 { // all but the progressive file
+			if last.Entries != len(files) { // the progressive file's: its transcode's
 				t.Fatalf("%d entries for %d files (one progressive)", last.Entries, len(files))
 			}
 		})

@@ -1,16 +1,20 @@
-/* Lossless transcoding of progressive JPEGs to sequential ones: the
- * quantized DCT coefficients are read whole (jpeg_read_coefficients) and
- * written again as one interleaved Huffman-coded scan
- * (jpeg_copy_critical_parameters + jpeg_write_coefficients), as jpegtran
- * does. The decoder then sees the same coefficients, quantization tables,
- * sampling factors and color space, so it makes the same pixels, with one
- * exception refused here: libjpeg smooths the blocks of a progressive file
- * whose coefficients were not all coded to full precision (block
- * smoothing, jdcoefct.c), and would not smooth them in a sequential one.
+/* Lossless transcoding of progressive JPEGs to sequential ones, at the
+ * coefficient level: the quantized DCT coefficients are read whole
+ * (jpeg_read_coefficients, its scans through phuff.c) and stored in a
+ * coefficient-cache entry (coefs.c) as the MCUs of one interleaved
+ * Huffman-coded scan of the same coefficients, quantization tables,
+ * sampling factors and color space: what jpegtran would write, as huff.c
+ * would decode it. The scan itself is not written (transcode.go makes its
+ * headers; every MCU comes from the entry), so no Huffman encoding and
+ * decoding again. The decoder then sees the same coefficients, so it makes
+ * the same pixels, with one exception refused here: libjpeg smooths the
+ * blocks of a progressive file whose coefficients were not all coded to
+ * full precision (block smoothing, jdcoefct.c), and would not smooth them
+ * in a sequential one.
  *
  * Memory is bounded three ways: libjpeg's own allocations (the whole
- * image's coefficients, 128 bytes per block) by max_memory, the output by
- * max_out, and the work by the scan cap. libjpeg errors and corrupt-data
+ * image's coefficients, 128 bytes per block) by max_memory, the entry by
+ * its room, and the work by the scan cap. libjpeg errors and corrupt-data
  * warnings longjmp back here, never across Go frames. */
 #include "transcode.h"
 #include "phuff.h"
@@ -33,15 +37,8 @@ typedef struct {
   size_t msg_len;
   stoker_phuff *ph; /* the progressive decoder (phuff.c) reading the scans */
   stoker_job job;   /* its settings (every MCU) and counters */
+  stoker_coefbuf cb; /* fill_coefs's MCUs, until committed */
 } tc_err;
-
-/* The output: a malloc'd buffer grown by doubling, never past max. */
-typedef struct {
-  struct jpeg_destination_mgr pub;
-  unsigned char *buf;
-  size_t cap, max, len;
-  tc_err *err;
-} tc_dest;
 
 static void tc_fail(tc_err *e, int code, const char *msg) {
   e->code = code;
@@ -78,34 +75,6 @@ static void tc_progress(j_common_ptr c) {
     stoker_phuff_hook(e->ph, d);
 }
 
-static void dest_init(j_compress_ptr c) {
-  tc_dest *d = (tc_dest *)c->dest;
-  d->pub.next_output_byte = d->buf;
-  d->pub.free_in_buffer = d->cap;
-}
-
-static boolean dest_grow(j_compress_ptr c) {
-  tc_dest *d = (tc_dest *)c->dest;
-  size_t ncap;
-  unsigned char *nb;
-  if (d->cap >= d->max)
-    tc_fail(d->err, STOKER_TC_TOO_BIG, "the sequential file would pass its bound");
-  ncap = d->cap * 2 < d->max ? d->cap * 2 : d->max;
-  nb = realloc(d->buf, ncap);
-  if (!nb)
-    tc_fail(d->err, STOKER_TC_FAILED, "out of memory");
-  d->buf = nb;
-  d->pub.next_output_byte = nb + d->cap;
-  d->pub.free_in_buffer = ncap - d->cap;
-  d->cap = ncap;
-  return TRUE;
-}
-
-static void dest_term(j_compress_ptr c) {
-  tc_dest *d = (tc_dest *)c->dest;
-  d->len = d->cap - d->pub.free_in_buffer;
-}
-
 /* complete reports whether every coefficient of every component was coded
  * to full precision (coef_bits all 0): then libjpeg does not smooth. */
 static int complete(j_decompress_ptr s) {
@@ -119,39 +88,103 @@ static int complete(j_decompress_ptr s) {
   return 1;
 }
 
-int stoker_transcode(const unsigned char *data, size_t len, int max_scans,
-                     long long max_memory, size_t max_out, const int *stop,
-                     unsigned char **out, size_t *out_len, char *msg,
-                     size_t msg_len) {
-  struct jpeg_decompress_struct s;
-  struct jpeg_compress_struct c;
-  /* volatile: read after a longjmp */
-  volatile int have_s = 0, have_c = 0;
-  tc_err e;
-  tc_dest d;
-  jvirt_barray_ptr *coefs;
+/* fill_coefs stores in cc, within room bytes, the MCUs of the sequential
+ * scan jpegtran would write from coefs: one interleaved scan of
+ * every component (or one component's blocks, each its own MCU), each MCU's
+ * blocks in scan order, and the dummy blocks past the right and bottom
+ * edges as the encoder made them (jctrans.c's compress_output: no AC, the
+ * DC of the block before), so that each MCU is what huff.c would decode
+ * from the scan. Returns the MCUs stored, all of the scan's, or 0 when they
+ * did not all fit in room or memory (cc then holds some of them: the
+ * caller frees it). */
+static long fill_coefs(j_decompress_ptr s, jvirt_barray_ptr *coefs, stoker_coefs *cc,
+                       stoker_coefbuf *b, size_t room) {
+  JBLOCK dummy[D_MAX_BLOCKS_IN_MCU];
+  JBLOCKROW data[D_MAX_BLOCKS_IN_MCU];
+  JBLOCKARRAY rows[MAX_COMPS_IN_SCAN];
+  int nc = s->num_components, single = nc == 1, blocks = 0, ci;
+  long mpr, mrows, mr, mc, n = 0;
+  if (!cc || nc < 1 || nc > MAX_COMPS_IN_SCAN)
+    return 0;
+  if (single) {
+    mpr = (long)s->comp_info[0].width_in_blocks;
+    mrows = (long)s->comp_info[0].height_in_blocks;
+    blocks = 1;
+  } else {
+    long mw = 8L * s->max_h_samp_factor, mh = 8L * s->max_v_samp_factor;
+    mpr = ((long)s->image_width + mw - 1) / mw;
+    mrows = ((long)s->image_height + mh - 1) / mh;
+    for (ci = 0; ci < nc; ci++)
+      blocks += s->comp_info[ci].h_samp_factor * s->comp_info[ci].v_samp_factor;
+  }
+  if (blocks > D_MAX_BLOCKS_IN_MCU)
+    return 0;
+  memset(dummy, 0, sizeof dummy);
+  if (!coefs_attach(cc, b, mpr * mrows, blocks, stoker_simd_best(), &room))
+    return 0;
+  for (mr = 0; mr < mrows && room; mr++) {
+    for (ci = 0; ci < nc; ci++) {
+      int v = single ? 1 : s->comp_info[ci].v_samp_factor;
+      rows[ci] = (*s->mem->access_virt_barray)((j_common_ptr)s, coefs[ci],
+                                               (JDIMENSION)(mr * v), (JDIMENSION)v, FALSE);
+    }
+    for (mc = 0; mc < mpr; mc++) {
+      int blkn = 0;
+      if (single)
+        data[blkn++] = rows[0][0] + mc;
+      for (ci = 0; ci < nc && !single; ci++) {
+        const jpeg_component_info *cp = &s->comp_info[ci];
+        int h = cp->h_samp_factor, v = cp->v_samp_factor, x, y;
+        int lastc = (int)(cp->width_in_blocks % (JDIMENSION)h), lastr =
+            (int)(cp->height_in_blocks % (JDIMENSION)v);
+        int cnt = mc < mpr - 1 ? h : lastc ? lastc : h;
+        for (y = 0; y < v; y++) {
+          x = 0;
+          if (mr < mrows - 1 || y < (lastr ? lastr : v))
+            for (; x < cnt; x++)
+              data[blkn++] = rows[ci][y] + mc * h + x;
+          for (; x < h; x++, blkn++) {
+            dummy[blkn][0] = data[blkn - 1][0][0];
+            data[blkn] = &dummy[blkn];
+          }
+        }
+      }
+      if (!coefs_put(b, mr * mpr + mc, blocks, data, &room))
+        break;
+      n++;
+    }
+    /* Committed a megabyte at a time: the buffer stays small and in cache,
+     * where one block of the whole file would be grown and copied. */
+    if (b->len >= (1u << 20) && !coefs_commit(cc, b))
+      return 0;
+  }
+  return coefs_commit(cc, b) && n == mpr * mrows ? n : 0;
+}
 
-  *out = NULL;
-  *out_len = 0;
+int stoker_transcode(const unsigned char *data, size_t len, int max_scans,
+                     long long max_memory, const int *stop, void *cc,
+                     long long cc_room, char *msg, size_t msg_len) {
+  struct jpeg_decompress_struct s;
+  /* volatile: read after a longjmp */
+  volatile int have_s = 0;
+  tc_err e;
+  jvirt_barray_ptr *coefs;
+  long want;
+
   if (msg_len)
     msg[0] = 0;
   memset(&e, 0, sizeof e);
-  memset(&d, 0, sizeof d);
   e.code = STOKER_TC_FAILED;
   e.max_scans = max_scans;
   e.stop = stop;
   e.msg = msg;
   e.msg_len = msg_len;
   e.prog.progress_monitor = tc_progress;
-  d.err = &e;
-  d.max = max_out;
   if (setjmp(e.jb)) {
-    if (have_c)
-      jpeg_destroy_compress(&c);
     if (have_s)
       jpeg_destroy_decompress(&s);
-    free(d.buf);
     free(e.ph);
+    stoker_coefbuf_free(&e.cb);
     return e.code;
   }
   s.err = jpeg_std_error(&e.pub);
@@ -166,7 +199,9 @@ int stoker_transcode(const unsigned char *data, size_t len, int max_scans,
   jpeg_read_header(&s, TRUE);
   if (!s.progressive_mode)
     tc_fail(&e, STOKER_TC_NOT_PROGRESSIVE, "not a progressive jpeg");
-  /* Every MCU of every scan: the whole image is written. Without memory
+  if (s.arith_code || s.data_precision != 8 || s.num_components > MAX_COMPS_IN_SCAN)
+    tc_fail(&e, STOKER_TC_FAILED, "not an 8-bit Huffman-coded jpeg of at most 4 components");
+  /* Every MCU of every scan: the whole image is stored. Without memory
    * for it, libjpeg's decoder reads the scans. */
   e.ph = calloc(1, sizeof *e.ph);
   e.job.no_region = 1;
@@ -176,41 +211,11 @@ int stoker_transcode(const unsigned char *data, size_t len, int max_scans,
   if (!complete(&s))
     tc_fail(&e, STOKER_TC_INCOMPLETE,
             "some coefficients not coded to full precision (block smoothing)");
-
-  c.err = &e.pub;
-  jpeg_create_compress(&c);
-  have_c = 1;
-  c.progress = &e.prog;
-  c.mem->max_memory_to_use = (long)max_memory;
-  d.cap = len + 4096 < max_out ? len + 4096 : max_out;
-  if (d.cap < 1024) {
-    d.cap = 1024;
-    if (d.cap > max_out)
-      tc_fail(&e, STOKER_TC_TOO_BIG, "the sequential file would pass its bound");
-  }
-  d.buf = malloc(d.cap);
-  if (!d.buf)
-    tc_fail(&e, STOKER_TC_FAILED, "out of memory");
-  d.pub.init_destination = dest_init;
-  d.pub.empty_output_buffer = dest_grow;
-  d.pub.term_destination = dest_term;
-  c.dest = &d.pub;
-  jpeg_copy_critical_parameters(&s, &c);
-  /* The standard Huffman tables, not optimal ones: on photos (PIL's
-   * progressive files of 8 to 18 MP) the transcode is 0.4% larger with
-   * them, and the optimizing pass over the coefficients made the epoch
-   * that transcodes 30% dearer (BENCHMARKS.md). */
-  c.optimize_coding = FALSE;
-  jpeg_write_coefficients(&c, coefs);
-  jpeg_finish_compress(&c);
-  jpeg_destroy_compress(&c);
-  have_c = 0;
+  want = fill_coefs(&s, coefs, (stoker_coefs *)cc, &e.cb, cc_room > 0 ? (size_t)cc_room : 0);
+  if (want <= 0)
+    tc_fail(&e, STOKER_TC_TOO_BIG, "the coefficients would pass their bound");
   jpeg_destroy_decompress(&s);
-  have_s = 0;
+  stoker_coefbuf_free(&e.cb);
   free(e.ph);
-  *out = d.buf;
-  *out_len = d.len;
   return STOKER_TC_OK;
 }
-
-void stoker_transcode_free(unsigned char *p) { free(p); }

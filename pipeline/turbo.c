@@ -777,12 +777,12 @@ static void open_image(stoker_turbo *t, const unsigned char *data, size_t len,
 }
 
 /* attach_huff puts huff.c's entropy decoder in libjpeg's place (unless the
- * job asks for libjpeg's), with the file's decoder index and coefficient
- * cache when the job has them. */
+ * job asks for libjpeg's), with the job's decoder index, cache, coefs_only. */
 static void attach_huff(stoker_turbo *t, const unsigned char *data, size_t len,
                         const unsigned char *ix, size_t ix_len) {
   j_decompress_ptr ci = &t->cinfo;
   stoker_job *jb = &t->job;
+  t->huff.coefs_only = jb->coefs_only; /* kept by stoker_huff_install */
   jb->huff_used = !jb->libjpeg_huff && stoker_huff_install(&t->huff, ci);
   if (jb->huff_used && jb->index)
     ix_open(t, data, len, ix, ix_len);

@@ -88,6 +88,9 @@ typedef struct {
    * the bytes this decode may add to it. */
   void *coefs;
   long long coefs_room;
+  /* 1: the scan has no entropy-coded data; every MCU used must come from
+   * coefs (a progressive file's transcode: transcode.go). */
+  int coefs_only;
   /* Written back by stoker_decode, for tests and benchmarks. */
   int scale_m;      /* the DCT scale used, in eighths */
   int rows_decoded; /* scanlines read (not skipped) */

@@ -77,7 +77,7 @@ func TestServeCoefBudget(t *testing.T) {
 // TestServeTranscodes runs a real server over progressive JPEGs (the
 // photo set's progressive photo, each copy told apart by a comment
 // segment, so each is a file of its own) beside baseline ones: the
-// coefficient cache transcodes each progressive file by its second epoch
+// coefficient cache transcodes each progressive file in its first epoch
 // (stoker_coef_cache_transcoded_files, _bytes), the third decodes them from
 // the transcodes (stoker_coef_cache_transcode_hits_total), and its batches
 // are the very batches of a server without a cache (--coef-budget -1).
