@@ -106,8 +106,8 @@ func OpenAnnotatedSource(ctx context.Context, dir, ann string, opts ...SourceOpt
 // from the manifest o names or the one beside the images at dir; ok is
 // false, without an error, when none is named and none is beside them.
 func openCOCOManifest(ctx context.Context, dir, annName string, c *annot.COCO, sum string, o sourceOptions) (_ *COCODataset, ok bool, err error) {
-	st, err := source.Open(context.WithoutCancel(ctx), dir, o.store...)
-	if err != nil {
+	st, m, where, err := loadAnnotatedManifest(ctx, dir, o)
+	if err != nil || m == nil {
 		return nil, false, err
 	}
 	defer func() {
@@ -115,10 +115,6 @@ func openCOCOManifest(ctx context.Context, dir, annName string, c *annot.COCO, s
 			st.Close()
 		}
 	}()
-	m, where, err := loadManifest(ctx, st, o)
-	if err != nil || m == nil {
-		return nil, false, err
-	}
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s: %s (run `stoker index %s --annotations FILE` again)", ErrManifest, where, fmt.Sprintf(format, a...), dir)
 	}

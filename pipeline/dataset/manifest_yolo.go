@@ -139,8 +139,8 @@ func hashLabel(h indexHash, key string, size int64, l *yoloLabel) {
 // few label files, spread over them, by their versions: one changed or
 // gone refuses the manifest (its labels would be served as indexed).
 func openYOLOManifest(ctx context.Context, dir, yamlName string, raw []byte, o sourceOptions) (_ *YOLODataset, ok bool, err error) {
-	st, err := source.Open(context.WithoutCancel(ctx), dir, o.store...)
-	if err != nil {
+	st, m, where, err := loadAnnotatedManifest(ctx, dir, o)
+	if err != nil || m == nil {
 		return nil, false, err
 	}
 	defer func() {
@@ -148,10 +148,6 @@ func openYOLOManifest(ctx context.Context, dir, yamlName string, raw []byte, o s
 			st.Close()
 		}
 	}()
-	m, where, err := loadManifest(ctx, st, o)
-	if err != nil || m == nil {
-		return nil, false, err
-	}
 	ysum := sha256.Sum256(raw)
 	sum := hex.EncodeToString(ysum[:])
 	bad := func(format string, a ...any) error {

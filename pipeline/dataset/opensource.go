@@ -173,6 +173,20 @@ func storeDatasetOf(ds Dataset) *StoreDataset {
 	return nil
 }
 
+// loadAnnotatedManifest opens the store at dir and reads the manifest o
+// names or the one beside the images (m nil, and st closed, when there is
+// none).
+func loadAnnotatedManifest(ctx context.Context, dir string, o sourceOptions) (st source.Store, m *Manifest, where string, err error) {
+	if st, err = source.Open(context.WithoutCancel(ctx), dir, o.store...); err != nil {
+		return nil, nil, "", err
+	}
+	if m, where, err = loadManifest(ctx, st, o); err != nil || m == nil {
+		st.Close()
+		return nil, nil, where, err
+	}
+	return st, m, where, nil
+}
+
 // loadManifest reads the manifest o names, or the one beside the data in
 // st; nil, without an error, when none is named and none is beside it.
 // where names the file in messages.
