@@ -294,7 +294,7 @@ func (d *YOLODataset) UltralyticsTargets(i, w, h int, t *Instances) error {
 // XYXY in pixels of a w x h image.
 func ultralyticsXYXY(b [4]float32, w, h int) [4]float32 {
 	fw, fh := float32(w), float32(h)
-	hw, hh := b[2]/2, b[3]/2
+	hw, hh := float32(b[2]/2), float32(b[3]/2) // the halves rounded: never fused into the sums
 	return [4]float32{(b[0] - hw) * fw, (b[1] - hh) * fh, (b[0] + hw) * fw, (b[1] + hh) * fh}
 }
 
