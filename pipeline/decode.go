@@ -100,6 +100,9 @@ type Decoder struct {
 	// epoch is the last sample's Key.Epoch: its trace and targets are
 	// those of the transform at that epoch (AtEpoch).
 	epoch uint64
+	// multi: the multi-image geometry's partners and scratch
+	// (decode_multi.go).
+	multi multiState
 }
 
 // viewDraw is what one view of the last sample drew: its geometry's plan
@@ -110,6 +113,7 @@ type viewDraw struct {
 	plan  samplePlan
 	steps []Step
 	pre   []Step
+	multi *mosaicDraw // a Mosaic's draw (decode_multi.go), nil for none
 }
 
 // NewDecoder returns a Decoder with the given options.
@@ -147,6 +151,10 @@ func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
 // decodeAt is Decode with view v going to out[offs[v]:], View(v)'s
 // sample size long: a sample's place in a batch buffer (ViewLayout).
 func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []int) error {
+	if t.AtEpoch(k.Epoch).mosaic != nil {
+		return d.decodeMosaic(data, t, k, out, offs)
+	}
+	d.multi.draw, d.multi.partners, d.multi.pdata = nil, nil, nil
 	hd, err := parseHeader(data)
 	if err != nil {
 		return err
@@ -297,7 +305,7 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 		}
 		p.exact = t.decode == DecodeExact
 		vd := &d.vd[v]
-		vd.plan, vd.steps = p, vd.steps[:0]
+		vd.plan, vd.steps, vd.multi = p, vd.steps[:0], nil
 		if len(vt.post) > 0 {
 			if cap(vd.steps) < vt.maxSteps {
 				vd.steps = make([]Step, 0, vt.maxSteps)

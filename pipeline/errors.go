@@ -1,6 +1,14 @@
 package pipeline
 
-import "github.com/stoker-dev/stoker/pipeline/internal/errs"
+// The root's sentinel errors and the names it takes from its rooms: the
+// sample's key and generator (pipeline/internal/det), its stage times
+// (pipeline/batch).
+
+import (
+	"github.com/stoker-dev/stoker/pipeline/batch"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+)
 
 // Sentinel errors. Every error this package returns for bad input wraps one
 // of them (test with errors.Is); the server maps them to status codes.
@@ -17,3 +25,18 @@ var (
 	// (an unknown format, an op in an order it cannot fuse, a bad parameter).
 	ErrUnsupported = errs.Unsupported
 )
+
+// Key names one sample of one epoch of one job. Everything random about the
+// sample is a pure function of its Key (det.Key: the keyed generator lives
+// with the rest of the deterministic maths, in pipeline/internal/det).
+type Key = det.Key
+
+// RNG is a counter-based generator: value n of stream s is a hash of (key,
+// s, n), the same on any machine and in any order of evaluation (det.RNG).
+type RNG = det.RNG
+
+// StageTimes is where the time of making one batch went (batch.StageTimes):
+// each stage's time summed over the batch's samples, and the batch's own
+// wall time. An Executor that times its stages (WithStageObserver) fills a
+// Batch's Times; a batch made without timing has zero Times.
+type StageTimes = batch.StageTimes

@@ -427,6 +427,10 @@ func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
 		sep()
 		b = st.appendJSON(b)
 	}
+	if vd.multi != nil {
+		sep()
+		b = vd.multi.appendJSON(b)
+	}
 	for _, st := range t.geometrySteps(&vd.plan, geo[:0]) {
 		sep()
 		b = st.appendJSON(b)

@@ -125,6 +125,8 @@ type Op struct {
 	// (timm's RandomResizedCropAndInterpolation(interpolation="random")),
 	// Interp then bilinear.
 	RandomInterp bool
+	// Imgsz and Tiles: ultralytics' Mosaic's imgsz and n (op_mosaic.go).
+	Imgsz, Tiles int
 }
 
 // ColorJitterOp is ColorJitter(brightness, contrast, saturation, hue) in
@@ -214,6 +216,9 @@ type Transform struct {
 	// (WithDecode): DecodeExact, the zero value, or DecodeFast.
 	decode DecodeMode
 	stop   *stopEpoch // a stop_epoch (decodemode.go), if any
+	// mosaic is ultralytics' Mosaic, if any: the geometry, its partners
+	// read with the sample (op_mosaic.go, decode_multi.go).
+	mosaic *Op
 }
 
 // RNG streams: the geometry draws from stream 1 and the op at position j
@@ -257,6 +262,11 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			return nil, err
 		}
 		switch op.Kind {
+		case OpMosaic:
+			if err := checkMosaic(op, n); err != nil {
+				return nil, err
+			}
+			t.mosaic = op
 		case OpRandomZoomOut:
 			t.zoom = op
 		case OpRandomIoUCrop:
@@ -333,6 +343,8 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	}
 	switch {
 	case t.fixed != nil: // lsjGeometry set the size
+	case t.mosaic != nil:
+		t.geom, t.outH, t.outW = cropResize, 2*t.mosaic.Imgsz, 2*t.mosaic.Imgsz
 	case t.rcrop != nil:
 		t.geom, t.outH, t.outW = cropResize, t.rcrop.Size[0], t.rcrop.Size[1]
 	case t.rrc != nil:
@@ -363,7 +375,7 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		}
 		t.norm, rest = &rest[k], rest[:k]
 	}
-	if len(rest) > 0 && rest[0].Kind == OpRandomHorizontalFlip {
+	if len(rest) > 0 && rest[0].Kind == OpRandomHorizontalFlip && t.mosaic == nil { // a mosaic's flip is a step
 		if err := checkP(&rest[0], n); err != nil {
 			return nil, err
 		}
