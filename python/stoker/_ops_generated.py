@@ -13,7 +13,7 @@ from typing import Any, Dict, Tuple
 
 from stoker._ops_named import NamedOp, Param
 
-__all__ = ["RandomChannelPermutation"]
+__all__ = ["Mosaic", "RandomChannelPermutation"]
 
 SCHEMA: Dict[str, Tuple[Param, ...]] = {
     "AugMix": (
@@ -57,6 +57,11 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
     ),
     "Grayscale": (
         Param("num_output_channels", "int", "3"),
+    ),
+    "Mosaic": (
+        Param("imgsz", "int", "640", False, 32, 2048),
+        Param("p", "float", "1.0", False, 0, 1),
+        Param("n", "int", "4", False, 4, 9),
     ),
     "Normalize": (
         Param("mean", "floats", None),
@@ -239,6 +244,16 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
 }
 
 
+class Mosaic(NamedOp):
+    """Ultralytics' Mosaic: the image and n-1 partners drawn from the dataset, each resized to imgsz on its long side, tiled around a random centre on a 2*imgsz canvas of 114."""
+
+    _name = "Mosaic"
+    _params = SCHEMA["Mosaic"]
+
+    def __init__(self, imgsz: Any = 640, p: Any = 1.0, n: Any = 4) -> None:
+        super().__init__(imgsz=imgsz, p=p, n=n)
+
+
 class RandomChannelPermutation(NamedOp):
     """The image's channels in an order drawn uniformly per image."""
 
@@ -250,4 +265,4 @@ class RandomChannelPermutation(NamedOp):
 
 
 #: The named ops' classes, by name.
-NAMED: Dict[str, Any] = {"RandomChannelPermutation": RandomChannelPermutation}
+NAMED: Dict[str, Any] = {"Mosaic": Mosaic, "RandomChannelPermutation": RandomChannelPermutation}

@@ -211,6 +211,9 @@ SPECS = [
     (lambda: T.RandomPerspective(), pb.Op(random_perspective=pb.RandomPerspective(distortion_scale=0.5, p=0.5, fill=[0]))),
     # An op with no message of its own: its generated class sends a NamedOp.
     (lambda: T.RandomChannelPermutation(), pb.Op(named=pb.NamedOp(name="RandomChannelPermutation"))),
+    (lambda: T.Mosaic(), pb.Op(named=pb.NamedOp(name="Mosaic"))),
+    (lambda: T.Mosaic(320, n=9), pb.Op(named=pb.NamedOp(name="Mosaic", args=[
+        pb.NamedArg(name="imgsz", number=320), pb.NamedArg(name="n", number=9)]))),
     (lambda: T.RandomPerspective(0.3, 1, "nearest", None),
      pb.Op(random_perspective=pb.RandomPerspective(distortion_scale=0.3, p=1, interpolation=NEAREST, fill_none=True))),
     (lambda: T.ClampBoundingBoxes(), pb.Op(clamp_bounding_boxes=pb.ClampBoundingBoxes(clamping_mode="auto"))),
