@@ -113,7 +113,7 @@ type viewDraw struct {
 	plan  samplePlan
 	steps []Step
 	pre   []Step
-	multi *mosaicDraw // a Mosaic's draw (decode_multi.go), nil for none
+	multi *multiDraw // a Mosaic's draw (decode_multi.go), nil for none
 }
 
 // NewDecoder returns a Decoder with the given options.
@@ -154,7 +154,7 @@ func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []
 	if t.AtEpoch(k.Epoch).mosaic != nil {
 		return d.decodeMosaic(data, t, k, out, offs)
 	}
-	d.multi.draw, d.multi.partners, d.multi.pdata = nil, nil, nil
+	d.multi.partners, d.multi.pdata = nil, nil
 	hd, err := parseHeader(data)
 	if err != nil {
 		return err

@@ -34,9 +34,10 @@ type multiState struct {
 	pl   []kernels.Planes
 	plan [1]samplePlan
 	off  [1]int
-	// draw is the last sample's mosaic (nil: the last sample had none).
-	draw  *mosaicDraw
-	drawn mosaicDraw
+	// mix is a MixUp partner's canvas; drawn what the last sample drew
+	// (its trace and targets read it through viewDraw.multi).
+	mix   []byte
+	drawn multiDraw
 	ins   []cv.Instances
 }
 
@@ -50,10 +51,11 @@ func (d *Decoder) SetPartners(idx []int, data [][]byte) {
 }
 
 // PartnersOf is the partner indices of the sample of key k in a dataset
-// of size samples for t (nil when t has no multi-image op at k's epoch):
-// what a caller of Decode reads and hands to SetPartners.
+// of size samples for t (nil when t has no multi-image op at k's epoch),
+// in the order its decode takes them (multiPartners): what a caller of
+// Decode reads and hands to SetPartners.
 func (t *Transform) PartnersOf(k Key, size int) []int {
-	return t.mosaicPartners(k, size, nil)
+	return t.multiPartners(k, size, nil)
 }
 
 // readPartners reads the partners of sample idx (key k) of ds for t into
@@ -62,7 +64,7 @@ func (t *Transform) PartnersOf(k Key, size int) []int {
 // naming the partner (its store's fault stays the store's: the error
 // wraps it).
 func readPartners(ds Dataset, t *Transform, k Key, idx []int, bufs *[][]byte) ([]int, [][]byte, error) {
-	idx = t.mosaicPartners(k, ds.Len(), idx)
+	idx = t.multiPartners(k, ds.Len(), idx)
 	if idx == nil {
 		return nil, nil, nil
 	}
@@ -135,59 +137,65 @@ func (d *Decoder) loadImage(data []byte, j, imgsz int) (kernels.Planes, error) {
 
 // decodeMosaic is decodeAt for a transform whose geometry at k's epoch is
 // a Mosaic: data is the sample's file, the partners' are the Decoder's
-// (SetPartners).
+// (SetPartners), in multiPartners' order.
 func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, offs []int) error {
 	m := &d.multi
 	idx, pdata := m.partners, m.pdata
-	m.partners, m.pdata, m.draw = nil, nil, nil
+	m.partners, m.pdata = nil, nil
 	at := t.AtEpoch(k.Epoch)
 	d.epoch = k.Epoch
 	if t.Views() != 1 {
 		return fmt.Errorf("%w: Mosaic in a transform of several views is not supported", ErrUnsupported)
 	}
-	mo := at.mosaic
-	n, s := mo.Tiles, mo.Imgsz
-	if len(idx) != n-1 || len(pdata) != n-1 {
-		return fmt.Errorf("%w: Mosaic of %d images was handed %d partners (SetPartners before Decode)", ErrUnsupported, n, len(pdata))
+	if len(idx) != len(pdata) {
+		return fmt.Errorf("%w: %d partners and %d files (SetPartners before Decode)", ErrUnsupported, len(idx), len(pdata))
 	}
-	for len(m.imgs) < n {
-		m.imgs = append(m.imgs, nil)
-	}
-	m.pl = m.pl[:0]
+	n := at.mosaic.Tiles
 	dr := &m.drawn
-	dr.n, dr.imgsz = n, s
-	dr.idx = append(append(dr.idx[:0], int(k.Index)), idx...)
-	dr.sizes = dr.sizes[:0]
-	for j := range n {
-		src := data
-		if j > 0 {
-			src = pdata[j-1]
-		}
-		p, err := d.loadImage(src, j, s)
-		if err != nil {
-			if j > 0 {
-				return fmt.Errorf("mosaic partner %d of %d (sample %d): %w", j, n-1, idx[j-1], err)
-			}
-			return err
-		}
-		m.pl = append(m.pl, p)
-		dr.sizes = append(dr.sizes, [2]int{p.W, p.H})
-	}
-	dr.xc, dr.yc = at.mosaicCentre(k)
-	tiles, err := cv.MosaicLayout(n, s, dr.xc, dr.yc, dr.sizes)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnsupported, err)
-	}
-	dr.tiles = tiles
-	m.draw = dr
-	// The canvas in d.pix, its steps on it, then the output made from it.
+	dr.mix = false
 	w, h := at.outW, at.outH
 	np := 3 * w * h
 	if cap(d.pix) < np {
 		d.pix = make([]byte, np)
 	}
 	canvas := kernels.Planes{Pix: d.pix[:np], W: w, H: h}
-	cv.MosaicImage(canvas, m.pl, tiles)
+	take := func(c int) ([]int, [][]byte, error) {
+		if len(idx) < c {
+			return nil, nil, fmt.Errorf("%w: the Mosaic wants more partners than the %d handed (SetPartners before Decode)", ErrUnsupported, len(pdata))
+		}
+		i, p := idx[:c], pdata[:c]
+		idx, pdata = idx[c:], pdata[c:]
+		return i, p, nil
+	}
+	pi, pd, err := take(n - 1)
+	if err != nil {
+		return err
+	}
+	if err := d.mosaicInto(canvas, data, int(k.Index), pi, pd, at, k, &dr.mo); err != nil {
+		return err
+	}
+	if on, r := at.mixupDraw(k); on { // its partner is the one handed (multiPartners drew it)
+		mi, md, err := take(1)
+		if err != nil {
+			return err
+		}
+		if cap(m.mix) < np {
+			m.mix = make([]byte, np)
+		}
+		mc := kernels.Planes{Pix: m.mix[:np], W: w, H: h}
+		pi, pd, err := take(n - 1)
+		if err != nil {
+			return err
+		}
+		if err := d.mosaicInto(mc, md[0], mi[0], pi, pd, at, mixKey(k, mi[0]), &dr.mixM); err != nil {
+			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
+		}
+		dr.mix, dr.mixR = true, r
+		cv.MixUp(canvas, mc, r, cv.Instances{}, cv.Instances{})
+	}
+	if len(idx) != 0 {
+		return fmt.Errorf("%w: %d partners handed beyond what the sample drew (SetPartners before Decode)", ErrUnsupported, len(idx))
+	}
 	if cap(d.vd) < 1 {
 		d.vd = make([]viewDraw, 1)
 	}
@@ -205,15 +213,82 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 	return d.finishView(at, vd, canvas.Pix, CHW, false, out[offs[0]:][:at.viewBytes()], w, h)
 }
 
+// mosaicInto makes the Mosaic of sample self (its file data) and its
+// partners (pidx, pdata) for key k into canvas, recording its draw in dr.
+func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, dr *mosaicDraw) error {
+	m := &d.multi
+	n, s := t.mosaic.Tiles, t.mosaic.Imgsz
+	for len(m.imgs) < n {
+		m.imgs = append(m.imgs, nil)
+	}
+	m.pl = m.pl[:0]
+	dr.n, dr.imgsz = n, s
+	dr.idx = append(append(dr.idx[:0], self), pidx...)
+	dr.sizes = dr.sizes[:0]
+	for j := range n {
+		src := data
+		if j > 0 {
+			src = pdata[j-1]
+		}
+		p, err := d.loadImage(src, j, s)
+		if err != nil {
+			if j > 0 {
+				return fmt.Errorf("mosaic partner %d of %d (sample %d): %w", j, n-1, pidx[j-1], err)
+			}
+			return err
+		}
+		m.pl = append(m.pl, p)
+		dr.sizes = append(dr.sizes, [2]int{p.W, p.H})
+	}
+	dr.xc, dr.yc = t.mosaicCentre(k)
+	tiles, err := cv.MosaicLayout(n, s, dr.xc, dr.yc, dr.sizes)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
+	dr.tiles = tiles
+	cv.MosaicImage(canvas, m.pl, tiles)
+	return nil
+}
+
 // appendMosaicTargets is appendTargets for a sample the last decode made
-// as a mosaic (m): each image's instances in pixels of its load_image
-// size (a YOLO dataset's from its normalized labels as ultralytics
-// denormalizes them), moved by its tile, concatenated, clipped and the
-// empty dropped (cv.MosaicInstances), then moved by the steps after it.
-func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *FieldSet, m *mosaicDraw) ([]byte, error) {
+// as a mosaic (md): its mosaic's instances (mosaicInstances), then its
+// MixUp partner's after them (MixUp.apply_instances), then moved by the
+// steps after the geometry.
+func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *FieldSet, md *multiDraw) ([]byte, error) {
 	if fs.Masks() {
 		return b, fmt.Errorf("%w: masks do not follow Mosaic yet", ErrUnsupported)
 	}
+	all, err := d.mosaicInstances(ds, &md.mo)
+	if err != nil {
+		return b, err
+	}
+	if md.mix {
+		two, err := d.mosaicInstances(ds, &md.mixM)
+		if err != nil {
+			return b, fmt.Errorf("mixup partner (sample %d): %w", md.mixM.idx[0], err)
+		}
+		all = cv.Concat(all, two)
+	}
+	tg := &d.targets
+	tg.reset()
+	tg.ImageID = int64(md.mo.idx[0])
+	for q := range all.Boxes {
+		tg.Add(all.Boxes[q], all.Cls[q], false)
+	}
+	w, h, err := tg.Move(t.outW, t.outH, d.vd[0].steps)
+	if err != nil {
+		return b, err
+	}
+	tg.W, tg.H = w, h
+	return AppendTargets(b, tg), nil
+}
+
+// mosaicInstances is one mosaic's instances: each image's in pixels of
+// its load_image size (a YOLO dataset's from its normalized labels as
+// ultralytics denormalizes them, another's its SourceTargets at that
+// size), moved by its tile, concatenated, clipped and the empty dropped
+// (cv.MosaicInstances).
+func (d *Decoder) mosaicInstances(ds Targeted, m *mosaicDraw) (cv.Instances, error) {
 	ms := &d.multi
 	ms.ins = ms.ins[:0]
 	tg := &d.targets
@@ -225,13 +300,13 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 		}); ok {
 			ls, err := yl.Labels(i)
 			if err != nil {
-				return b, partnerErr(j, m, err)
+				return in, partnerErr(j, m, err)
 			}
 			xywh := make([][4]float32, len(ls))
 			in.Cls = make([]int64, len(ls))
 			for q := range ls {
 				if ls[q].Keypoints != nil {
-					return b, fmt.Errorf("%w: keypoints do not follow Mosaic yet", ErrUnsupported)
+					return in, fmt.Errorf("%w: keypoints do not follow Mosaic yet", ErrUnsupported)
 				}
 				xywh[q], in.Cls[q] = ls[q].Box, int64(ls[q].Class)
 			}
@@ -239,28 +314,16 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 		} else {
 			tg.reset()
 			if err := ds.SourceTargets(i, w, h, &tg.Instances); err != nil {
-				return b, partnerErr(j, m, err)
+				return in, partnerErr(j, m, err)
 			}
 			if tg.P > 0 {
-				return b, fmt.Errorf("%w: keypoints do not follow Mosaic yet", ErrUnsupported)
+				return in, fmt.Errorf("%w: keypoints do not follow Mosaic yet", ErrUnsupported)
 			}
 			in.Boxes, in.Cls = append([][4]float32{}, tg.Boxes...), append([]int64{}, tg.Labels...)
 		}
 		ms.ins = append(ms.ins, in)
 	}
-	all := cv.MosaicInstances(ms.ins, m.tiles, m.imgsz)
-	tg.reset()
-	tg.ImageID = int64(m.idx[0])
-	for q := range all.Boxes {
-		tg.Add(all.Boxes[q], all.Cls[q], false)
-	}
-	s := 2 * m.imgsz
-	w, h, err := tg.Move(s, s, d.vd[0].steps)
-	if err != nil {
-		return b, err
-	}
-	tg.W, tg.H = w, h
-	return AppendTargets(b, tg), nil
+	return cv.MosaicInstances(ms.ins, m.tiles, m.imgsz), nil
 }
 
 // partnerErr names the mosaic's image j in err (0: the sample's own).

@@ -198,6 +198,12 @@ func (t *Transform) cut(off []bool) (*Transform, error) {
 			a.zoom = nil
 		}
 	}
+	if i := index(t.mixup); i >= 0 { // ultralytics' close_mosaic closes MixUp
+		used[i] = true
+		if off[i] {
+			a.mixup = nil
+		}
+	}
 	if i := index(t.iou); i >= 0 {
 		used[i] = true
 		if off[i] {

@@ -180,10 +180,9 @@ func TestMosaicPartners(t *testing.T) {
 	}
 }
 
-// checkMosaicSample holds one sample to the cv kernels run on the files
-// decoded by Go's image/png: its pixels to MosaicImage's, its targets to
-// MosaicInstances' (boxes within 1e-3 px).
-func checkMosaicSample(t *testing.T, files [][]byte, ds yoloMem, m mosaicTrace, got, targets []byte) {
+// kernelMosaic is the cv kernels' mosaic of m's images, decoded by Go's
+// image/png, and its instances.
+func kernelMosaic(t *testing.T, files [][]byte, ds yoloMem, m mosaicTrace) (kernels.Planes, cv.Instances) {
 	t.Helper()
 	var imgs []kernels.Planes
 	var ins []cv.Instances
@@ -221,21 +220,36 @@ func checkMosaicSample(t *testing.T, files [][]byte, ds yoloMem, m mosaicTrace, 
 		t.Fatal(err)
 	}
 	s := 2 * m.Imgsz
-	want := kernels.Planes{Pix: make([]byte, 3*s*s), W: s, H: s}
-	cv.MosaicImage(want, imgs, tiles)
+	out := kernels.Planes{Pix: make([]byte, 3*s*s), W: s, H: s}
+	cv.MosaicImage(out, imgs, tiles)
+	return out, cv.MosaicInstances(ins, tiles, m.Imgsz)
+}
+
+// checkMosaicSample holds one sample to the cv kernels run on the files
+// decoded by Go's image/png: its pixels to MosaicImage's, its targets to
+// MosaicInstances' (boxes within 1e-3 px).
+func checkMosaicSample(t *testing.T, files [][]byte, ds yoloMem, m mosaicTrace, got, targets []byte) {
+	t.Helper()
+	want, wi := kernelMosaic(t, files, ds, m)
 	if !bytes.Equal(want.Pix, got) {
 		t.Fatalf("mosaic %v: pixels differ from the kernels'", m.Indexes)
 	}
-	wi := cv.MosaicInstances(ins, tiles, m.Imgsz)
+	checkTargets(t, targets, wi, 2*m.Imgsz)
+}
+
+// checkTargets holds a sample's targets (canvas s x s) to wi: the same
+// labels, boxes within 1e-3 px.
+func checkTargets(t *testing.T, targets []byte, wi cv.Instances, s int) {
+	t.Helper()
 	le := binary.LittleEndian
 	if k := int(le.Uint32(targets[16:])); k != len(wi.Boxes) || le.Uint32(targets) != uint32(s) {
-		t.Fatalf("mosaic %v: %d boxes, want %d", m.Indexes, k, len(wi.Boxes))
+		t.Fatalf("%d boxes on %d, want %d on %d", k, le.Uint32(targets), len(wi.Boxes), s)
 	}
 	for q, b := range wi.Boxes {
 		for c := range 4 {
 			v := math.Float32frombits(le.Uint32(targets[24+16*q+4*c:]))
 			if math.Abs(float64(v-b[c])) > 1e-3 {
-				t.Fatalf("mosaic %v box %d: %v, want %v", m.Indexes, q, v, b)
+				t.Fatalf("box %d: %v, want %v", q, v, b)
 			}
 		}
 		if l := int64(le.Uint64(targets[24+16*len(wi.Boxes)+8*q:])); l != wi.Cls[q] {
@@ -299,5 +313,75 @@ func TestMosaicRefused(t *testing.T) {
 	op, err := NamedOp("Mosaic", map[string]any{"imgsz": 320.0})
 	if err != nil || op.Imgsz != 320 || op.Tiles != 4 || op.P != 1 {
 		t.Fatalf("NamedOp: %+v, %v", op, err)
+	}
+}
+
+// TestMixUpPartners: with MixUp after the Mosaic, a sample's partners
+// are its mosaic's, then its MixUp partner and that one's mosaic's, the
+// same bytes whatever the batch split; its pixels are the cv kernels'
+// blend of the two mosaics (each rebuilt from its trace) and its boxes
+// the two mosaics' concatenated. A stop_epoch switches MixUp off.
+func TestMixUpPartners(t *testing.T) {
+	files := mosaicPNGs(t, 10)
+	ds := yoloMem{memDataset{files}, -1}
+	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, Imgsz: 40, Tiles: 4, P: 1}, Op{Kind: OpMixUp, P: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := []int64{4, 9, 0, 7, 1, 5, 2, 8, 6, 3}
+	d1, tr1, tg1, e1 := fillMosaic(t, ds, tr, 1, plan, len(plan), 1)
+	d2, tr2, tg2, _ := fillMosaic(t, ds, tr, 1, plan, 3, 2)
+	mixed := 0
+	for i, idx := range plan {
+		if e1[i] != "" {
+			t.Fatalf("sample %d: %s", idx, e1[i])
+		}
+		if !bytes.Equal(d1[i], d2[i]) || !bytes.Equal(tr1[i], tr2[i]) || !bytes.Equal(tg1[i], tg2[i]) {
+			t.Fatalf("sample %d: another batch split made other bytes", idx)
+		}
+		var steps [][2]json.RawMessage
+		if err := json.Unmarshal(tr1[i], &steps); err != nil {
+			t.Fatal(err)
+		}
+		var m mosaicTrace
+		json.Unmarshal(steps[0][1], &m)
+		p := tr.PartnersOf(Key{Seed: 5, Epoch: 1, Index: uint64(idx)}, len(files))
+		if len(steps) == 1 {
+			if fmt.Sprint(p) != fmt.Sprint(m.Indexes[1:]) {
+				t.Fatalf("sample %d: partners %v, traced %v", idx, p, m.Indexes)
+			}
+			continue
+		}
+		mixed++
+		var mx struct {
+			R      float64     `json:"r"`
+			Mosaic mosaicTrace `json:"mosaic"`
+		}
+		if string(steps[1][0]) != `"mixup"` || json.Unmarshal(steps[1][1], &mx) != nil || !(mx.R > 0.2 && mx.R < 0.8) {
+			t.Fatalf("sample %d: trace %s", idx, tr1[i])
+		}
+		if want := append(append([]int{}, m.Indexes[1:]...), mx.Mosaic.Indexes...); fmt.Sprint(p) != fmt.Sprint(want) {
+			t.Fatalf("sample %d: partners %v, traced %v", idx, p, want)
+		}
+		a, ia := kernelMosaic(t, files, ds, m)
+		b, ib := kernelMosaic(t, files, ds, mx.Mosaic)
+		wi := cv.MixUp(a, b, mx.R, ia, ib)
+		if !bytes.Equal(a.Pix, d1[i]) {
+			t.Fatalf("sample %d: the blend differs from the kernels'", idx)
+		}
+		checkTargets(t, tg1[i], wi, 80)
+	}
+	if mixed == 0 || mixed == len(plan) {
+		t.Errorf("MixUp(p=0.5) mixed %d of %d", mixed, len(plan))
+	}
+	stop, err := tr.WithStopEpoch(3, []OpKind{OpMixUp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tr3, _, _ := fillMosaic(t, ds, stop, 3, plan, 5, 2)
+	for i := range plan {
+		if bytes.Contains(tr3[i], []byte("mixup")) {
+			t.Fatalf("after the stop_epoch: %s", tr3[i])
+		}
 	}
 }

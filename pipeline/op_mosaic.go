@@ -25,8 +25,13 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 )
 
-// OpMosaic is ultralytics' Mosaic (imgsz, n, p).
-const OpMosaic OpKind = "Mosaic"
+// OpMosaic is ultralytics' Mosaic (imgsz, n, p); OpMixUp its MixUp (p),
+// right after the Mosaic: the sample blended with another sample made by
+// the same geometry (its own Mosaic, its own partners).
+const (
+	OpMosaic OpKind = "Mosaic"
+	OpMixUp  OpKind = "MixUp"
+)
 
 func init() {
 	defineOp(opDef{kind: OpMosaic, doc: "ultralytics' Mosaic: the image and n-1 partners drawn from the dataset, each resized to imgsz on its long side, tiled around a random centre on a 2*imgsz canvas of 114",
@@ -41,6 +46,23 @@ func init() {
 		format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(imgsz=%d, p=%g, n=%d)", op.Imgsz, op.P, op.Tiles)
 		}})
+	defineOp(opDef{kind: OpMixUp, doc: "ultralytics' MixUp, right after a Mosaic: with probability p, blended (ratio drawn from Beta(32, 32)) with another sample drawn from the dataset through the same Mosaic, their labels concatenated",
+		named: true, geometry: true, targets: targetsMove,
+		params:    []param{pParam(0)},
+		misplaced: "MixUp is supported right after a Mosaic only (ultralytics' pre_transform makes its partner)",
+		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow MixUp yet", ErrUnsupported) },
+		format:    formatP})
+}
+
+// checkMixUp checks a MixUp where it stands: right after the Mosaic.
+func (t *Transform) checkMixUp(op *Op, n int) error {
+	if t.mosaic == nil || n != 1 {
+		return fmt.Errorf("%w: transform: MixUp is supported right after a Mosaic only (its partner is made by the same Mosaic, as ultralytics' pre_transform makes it)", ErrUnsupported)
+	}
+	if !(op.P >= 0 && op.P <= 1) {
+		return fmt.Errorf("%w: transform: MixUp p=%v: want 0..1", ErrUnsupported, op.P)
+	}
+	return nil
 }
 
 // checkMosaic checks a Mosaic's arguments beyond the schema: n is 4 or 9,
@@ -64,9 +86,10 @@ func checkMosaic(op *Op, n int) error {
 	return nil
 }
 
-// mosaicDraw is what one sample's Mosaic drew: its partners (the sample
-// itself first), each image's load_image size (w, h), the centre and the
-// tiles.
+
+// mosaicDraw is what one Mosaic drew: its images (the sample itself
+// first, then its partners), each one's load_image size (w, h), the
+// centre and the tiles.
 type mosaicDraw struct {
 	n, imgsz int
 	idx      []int
@@ -75,18 +98,79 @@ type mosaicDraw struct {
 	tiles    []cv.Tile
 }
 
-// mosaicPartners appends to buf the partner indices (n-1 of them) of the
-// sample of key k in a dataset of size len, for t's Mosaic at k's epoch;
-// nil when t has none then. The sample's view and copy are in k: each
-// view and each repeated copy has its own partners.
-func (t *Transform) mosaicPartners(k Key, size int, buf []int) []int {
+// multiDraw is what a sample's multi-image geometry drew: its mosaic,
+// and, when its MixUp was drawn, the ratio and the partner's mosaic (mix.idx[0]
+// the partner).
+type multiDraw struct {
+	mo   mosaicDraw
+	mix  bool
+	mixR float64
+	mixM mosaicDraw
+}
+
+// mixView keys a MixUp partner's draws: the partner's index with the
+// sample's view plus mixView, a view no transform has, so the partner
+// is made with draws of its own (ultralytics' pre_transform draws anew).
+const mixView = 1 << 40
+
+// mixKey is the key a MixUp partner j of the sample of key k is made with.
+func mixKey(k Key, j int) Key {
+	k.Index, k.View = uint64(j), k.View+mixView
+	return k
+}
+
+// multiPartners appends to buf[:0] the partners the sample of key k reads
+// in a dataset of size samples, for t at k's epoch, in the order its
+// decode takes them: its Mosaic's n-1, then, when its MixUp is drawn, the
+// MixUp's partner and that one's Mosaic's n-1. Nil when t has no Mosaic
+// then. They are read, not consumed: pure functions of the key (the
+// seed, epoch, index, view and copy), drawn from streams of their own,
+// so the epoch's plan is untouched (every index is still the primary
+// sample exactly once an epoch) and a sample's mosaic is the same on any
+// topology and across a resume.
+func (t *Transform) multiPartners(k Key, size int, buf []int) []int {
 	t = t.AtEpoch(k.Epoch)
 	if t.mosaic == nil || size < 1 {
 		return nil
 	}
-	buf = append(buf[:0], make([]int, t.mosaic.Tiles-1)...)
-	cv.Partners(k, cv.MosaicStream, size, buf)
+	buf = t.mosaicPartners(k, size, buf[:0])
+	if on, _ := t.mixupDraw(k); on {
+		j := mixupPartner(k, size)
+		buf = append(buf, j)
+		buf = t.mosaicPartners(mixKey(k, j), size, buf)
+	}
 	return buf
+}
+
+// mosaicPartners appends the n-1 partners of k's Mosaic to buf.
+func (t *Transform) mosaicPartners(k Key, size int, buf []int) []int {
+	at := len(buf)
+	buf = append(buf, make([]int, t.mosaic.Tiles-1)...)
+	cv.Partners(k, cv.MosaicStream, size, buf[at:])
+	return buf
+}
+
+// mixupDraw is MixUp's draw for key k: whether it applies (ultralytics'
+// random.uniform(0, 1) > p skips it) and its ratio (np.random.beta(32,
+// 32): X/(X+Y) of two Gamma(32) draws).
+func (t *Transform) mixupDraw(k Key) (on bool, r float64) {
+	if t.mixup == nil {
+		return false, 0
+	}
+	rs := k.Stream(cv.MixUpStream + 1)
+	if rs.Float64() > t.mixup.P {
+		return false, 0
+	}
+	x, y := rs.Gamma(32), rs.Gamma(32)
+	return true, x / (x + y)
+}
+
+// mixupPartner is the MixUp partner of the sample of key k in a dataset
+// of size samples (cv.Partners on the MixUp stream).
+func mixupPartner(k Key, size int) int {
+	var one [1]int
+	cv.Partners(k, cv.MixUpStream, size, one[:])
+	return one[0]
 }
 
 // mosaicCentre is Mosaic.get_params' draw for n = 4: yc, then xc, each
@@ -105,23 +189,53 @@ func (t *Transform) mosaicCentre(k Key) (xc, yc int) {
 	return xc, yc
 }
 
-// appendJSON appends the mosaic's trace entry: ["mosaic", {n, imgsz,
-// indexes (the sample's first, then its partners), sizes ((w, h) each, as
-// load_image resized it), xc, yc}].
+// appendJSON appends the mosaic's arguments: {n, imgsz, indexes (the
+// sample's first, then its partners), sizes ((w, h) each, as load_image
+// resized it), xc, yc}.
 func (m *mosaicDraw) appendJSON(b []byte) []byte {
-	b = append(b, `["mosaic",{"n":`...)
+	ints := func(b []byte, v []int) []byte {
+		b = append(b, '[')
+		for i, x := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(x), 10)
+		}
+		return append(b, ']')
+	}
+	b = append(b, `{"n":`...)
 	b = strconv.AppendInt(b, int64(m.n), 10)
 	b = append(b, `,"imgsz":`...)
 	b = strconv.AppendInt(b, int64(m.imgsz), 10)
 	b = append(b, `,"indexes":`...)
-	b = appendList(b, len(m.idx), func(b []byte, i int) []byte { return strconv.AppendInt(b, int64(m.idx[i]), 10) })
-	b = append(b, `,"sizes":`...)
-	b = appendList(b, len(m.sizes), func(b []byte, i int) []byte {
-		return appendList(b, 2, func(b []byte, j int) []byte { return strconv.AppendInt(b, int64(m.sizes[i][j]), 10) })
-	})
-	b = append(b, `,"xc":`...)
+	b = ints(b, m.idx)
+	b = append(b, `,"sizes":[`...)
+	for i, s := range m.sizes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = ints(b, s[:])
+	}
+	b = append(b, `],"xc":`...)
 	b = strconv.AppendInt(b, int64(m.xc), 10)
 	b = append(b, `,"yc":`...)
 	b = strconv.AppendInt(b, int64(m.yc), 10)
-	return append(b, "}]"...)
+	return append(b, '}')
+}
+
+// appendJSON appends the sample's multi-image entries to its trace:
+// ["mosaic", {its arguments}], then, when its MixUp applied, ["mixup",
+// {"r": the ratio, "mosaic": the partner's mosaic}].
+func (m *multiDraw) appendJSON(b []byte) []byte {
+	b = append(b, `["mosaic",`...)
+	b = m.mo.appendJSON(b)
+	b = append(b, ']')
+	if m.mix {
+		b = append(b, `,["mixup",{"r":`...)
+		b = appendFloat(b, m.mixR)
+		b = append(b, `,"mosaic":`...)
+		b = m.mixM.appendJSON(b)
+		b = append(b, "}]"...)
+	}
+	return b
 }

@@ -219,6 +219,7 @@ type Transform struct {
 	// mosaic is ultralytics' Mosaic, if any: the geometry, its partners
 	// read with the sample (op_mosaic.go, decode_multi.go).
 	mosaic *Op
+	mixup  *Op // ultralytics' MixUp, right after the Mosaic
 }
 
 // RNG streams: the geometry draws from stream 1 and the op at position j
@@ -267,6 +268,11 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 				return nil, err
 			}
 			t.mosaic = op
+		case OpMixUp:
+			if err := t.checkMixUp(op, n); err != nil {
+				return nil, err
+			}
+			t.mixup = op
 		case OpRandomZoomOut:
 			t.zoom = op
 		case OpRandomIoUCrop:

@@ -13,7 +13,7 @@ from typing import Any, Dict, Tuple
 
 from stoker._ops_named import NamedOp, Param
 
-__all__ = ["Mosaic", "RandomChannelPermutation"]
+__all__ = ["MixUp", "Mosaic", "RandomChannelPermutation"]
 
 SCHEMA: Dict[str, Tuple[Param, ...]] = {
     "AugMix": (
@@ -57,6 +57,9 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
     ),
     "Grayscale": (
         Param("num_output_channels", "int", "3"),
+    ),
+    "MixUp": (
+        Param("p", "float", "0", False, 0, 1),
     ),
     "Mosaic": (
         Param("imgsz", "int", "640", False, 32, 2048),
@@ -244,6 +247,16 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
 }
 
 
+class MixUp(NamedOp):
+    """Ultralytics' MixUp, right after a Mosaic: with probability p, blended (ratio drawn from Beta(32, 32)) with another sample drawn from the dataset through the same Mosaic, their labels concatenated."""
+
+    _name = "MixUp"
+    _params = SCHEMA["MixUp"]
+
+    def __init__(self, p: Any = 0) -> None:
+        super().__init__(p=p)
+
+
 class Mosaic(NamedOp):
     """Ultralytics' Mosaic: the image and n-1 partners drawn from the dataset, each resized to imgsz on its long side, tiled around a random centre on a 2*imgsz canvas of 114."""
 
@@ -265,4 +278,4 @@ class RandomChannelPermutation(NamedOp):
 
 
 #: The named ops' classes, by name.
-NAMED: Dict[str, Any] = {"Mosaic": Mosaic, "RandomChannelPermutation": RandomChannelPermutation}
+NAMED: Dict[str, Any] = {"MixUp": MixUp, "Mosaic": Mosaic, "RandomChannelPermutation": RandomChannelPermutation}

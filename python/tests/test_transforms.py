@@ -214,6 +214,8 @@ SPECS = [
     (lambda: T.Mosaic(), pb.Op(named=pb.NamedOp(name="Mosaic"))),
     (lambda: T.Mosaic(320, n=9), pb.Op(named=pb.NamedOp(name="Mosaic", args=[
         pb.NamedArg(name="imgsz", number=320), pb.NamedArg(name="n", number=9)]))),
+    (lambda: T.MixUp(), pb.Op(named=pb.NamedOp(name="MixUp"))),
+    (lambda: T.MixUp(0.2), pb.Op(named=pb.NamedOp(name="MixUp", args=[pb.NamedArg(name="p", number=0.2)]))),
     (lambda: T.RandomPerspective(0.3, 1, "nearest", None),
      pb.Op(random_perspective=pb.RandomPerspective(distortion_scale=0.3, p=1, interpolation=NEAREST, fill_none=True))),
     (lambda: T.ClampBoundingBoxes(), pb.Op(clamp_bounding_boxes=pb.ClampBoundingBoxes(clamping_mode="auto"))),

@@ -121,3 +121,43 @@ def test_mosaic_is_ultralytics(yolo_png, n: int) -> None:
     # Every index a primary exactly once an epoch: partners not consumed.
     assert sorted(primaries) == sorted(list(range(N)) * 2)
     assert len(partners) > N // 2 and boxes > 2 * N
+
+
+def test_mixup_is_ultralytics(yolo_png) -> None:
+    """MixUp(p=0.5) after the Mosaic: a mixed sample's trace names its
+    partner's mosaic and the ratio; ultralytics' MixUp with the Mosaic as
+    its pre_transform, those forced, gives the same pixels and boxes."""
+    addr, ds = yolo_png
+    mixed = 0
+    with stoker.Loader(addr, "y", batch_size=5, transform=T.Compose([T.Mosaic(IMGSZ), T.MixUp(0.5)]), targets=True,
+                       trace=True, return_indices=True, pin_memory=False, timeout=120, seed=4) as ld:
+        for b in ld:
+            images, targets, indices = b
+            for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
+                op, m = b.trace[i][0]
+                want = ultralytics_mosaic(ds, 4, idx, m)
+                if len(b.trace[i]) > 1:
+                    op2, mx = b.trace[i][1]
+                    assert op2 == "mixup" and 0 < mx["r"] < 1, b.trace[i]
+                    m2 = mx["mosaic"]
+                    pre = augment.Mosaic(ds, imgsz=IMGSZ, p=1.0, n=4)
+                    pre.get_indexes = lambda m2=m2: list(m2["indexes"][1:])
+                    mix = augment.MixUp(ds, pre_transform=pre, p=1.0)
+                    mix.get_indexes = lambda m2=m2: m2["indexes"][0]
+                    draws = iter([0.0, 0.0, float(m2["yc"]), float(m2["xc"])])  # MixUp's p, then the partner's mosaic
+                    real, real_beta = random.uniform, np.random.beta
+                    random.uniform = lambda a, b_: next(draws)
+                    np.random.beta = lambda a, b_: mx["r"]
+                    try:
+                        want = mix(want)
+                    finally:
+                        random.uniform, np.random.beta = real, real_beta
+                    assert next(draws, None) is None
+                    mixed += 1
+                got = images[i].numpy().transpose(1, 2, 0)[..., ::-1]
+                diff = np.abs(want["img"].astype(int) - got.astype(int))
+                assert diff.max() == 0, f"sample {idx} ({b.trace[i]}): {int((diff > 0).sum())} bytes differ"
+                np.testing.assert_allclose(t["boxes"].numpy(), want["instances"].bboxes.astype(np.float32), atol=1e-3, rtol=0)
+                assert t["labels"].tolist() == want["cls"].reshape(-1).astype(int).tolist()
+        assert not list(ld.sample_errors)
+    assert 0 < mixed < N
