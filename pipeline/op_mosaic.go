@@ -86,7 +86,6 @@ func checkMosaic(op *Op, n int) error {
 	return nil
 }
 
-
 // mosaicDraw is what one Mosaic drew: its images (the sample itself
 // first, then its partners), each one's load_image size (w, h), the
 // centre and the tiles.
