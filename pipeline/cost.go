@@ -191,7 +191,7 @@ func (t *Transform) Cost() Cost {
 // (RandomZoomOut, RandomIoUCrop, ScaleJitter, FixedSizeCrop): its decode is
 // priced at the nominal source whatever the output's size.
 func (t *Transform) detGeometry() bool {
-	return t.zoom != nil || t.iou != nil || t.jitter != nil || t.fixed != nil
+	return t.zoom != nil || t.iou != nil || t.jitter != nil || t.fixed != nil || t.yolo != nil
 }
 
 // canvasNs is the canvas path's cost (resizeCanvas), mean and worst, for
@@ -202,6 +202,10 @@ func (t *Transform) detGeometry() bool {
 // ops before the geometry run on the source: their drawn steps' mean over
 // costDraws samples, all of them at worst. 0, 0 without a canvas path.
 func (t *Transform) canvasNs(srcPx, px float64, buf *[]Step) (mean, worst float64) {
+	if t.yolo != nil {
+		x := t.yolo.ns(srcPx, px)
+		return x, x
+	}
 	flip := 0.0
 	if t.iou != nil {
 		flip = t.preFlip

@@ -89,16 +89,16 @@ type Decoder struct {
 	admitNow bool
 	targets  Targets // appendTargets' scratch
 	// canvas is a RandomZoomOut canvas' RGBA scratch (resizeCanvas), mid
-	// its horizontal pass' rows (resampleRGBA).
+	// its horizontal pass' rows (resampleRGBA); yoloRoom the YOLO geometry's.
 	canvas, mid []byte
+	yoloRoom    yoloScratch
 	// boxSrc and boxIdx: where the sample's source boxes are, for a
 	// RandomIoUCrop's draw (SetBoxSource); boxes and boxRoom its scratch.
 	boxSrc  Targeted
 	boxIdx  int
 	boxes   Targets
 	boxRoom [][4]float32
-	// epoch is the last sample's Key.Epoch: its trace and targets are
-	// those of the transform at that epoch (AtEpoch).
+	// epoch is the last sample's Key.Epoch: its trace and targets (AtEpoch).
 	epoch uint64
 	// multi: the multi-image geometry's partners and scratch
 	// (decode_multi.go).

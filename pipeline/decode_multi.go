@@ -217,7 +217,7 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 // partners (pidx, pdata) for key k into canvas, recording its draw in dr.
 func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, dr *mosaicDraw) error {
 	m := &d.multi
-	n, s := t.mosaic.Tiles, t.mosaic.Imgsz
+	n, s := t.mosaic.Tiles, t.mosaic.ImgSz
 	for len(m.imgs) < n {
 		m.imgs = append(m.imgs, nil)
 	}

@@ -74,7 +74,7 @@ func (d yoloMem) SourceTargets(i, w, h int, t *Instances) error {
 
 type mosaicTrace struct {
 	N       int      `json:"n"`
-	Imgsz   int      `json:"imgsz"`
+	ImgSz   int      `json:"imgsz"`
 	Indexes []int    `json:"indexes"`
 	Sizes   [][2]int `json:"sizes"`
 	XC      int      `json:"xc"`
@@ -140,7 +140,7 @@ func TestMosaicPartners(t *testing.T) {
 	files := mosaicPNGs(t, 11)
 	ds := yoloMem{memDataset{files}, -1}
 	for _, n := range []int{4, 9} {
-		tr, err := NewTransform(CHW, Op{Kind: OpMosaic, Imgsz: 48, Tiles: n, P: 1})
+		tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 48, Tiles: n, P: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,7 +160,7 @@ func TestMosaicPartners(t *testing.T) {
 				t.Fatalf("n=%d sample %d: another batch split or worker count made other bytes", n, idx)
 			}
 			m := mosaicOf(t, tr1[i])
-			if len(m.Indexes) != n || m.Indexes[0] != int(idx) || m.N != n || m.Imgsz != 48 {
+			if len(m.Indexes) != n || m.Indexes[0] != int(idx) || m.N != n || m.ImgSz != 48 {
 				t.Fatalf("n=%d sample %d: trace %s", n, idx, tr1[i])
 			}
 			for _, p := range m.Indexes[1:] {
@@ -200,7 +200,7 @@ func kernelMosaic(t *testing.T, files [][]byte, ds yoloMem, m mosaicTrace) (kern
 				src.Pix[y*src.W+x], src.Pix[n+y*src.W+x], src.Pix[2*n+y*src.W+x] = c.R, c.G, c.B
 			}
 		}
-		w, h := cv.LoadSize(src.W, src.H, m.Imgsz)
+		w, h := cv.LoadSize(src.W, src.H, m.ImgSz)
 		if [2]int{w, h} != m.Sizes[j] {
 			t.Fatalf("image %d: load_image size %dx%d, traced %v", i, w, h, m.Sizes[j])
 		}
@@ -215,14 +215,14 @@ func kernelMosaic(t *testing.T, files [][]byte, ds yoloMem, m mosaicTrace) (kern
 		}
 		ins = append(ins, cv.Instances{Boxes: cv.FromYOLO(xywh, w, h), Cls: cls})
 	}
-	tiles, err := cv.MosaicLayout(m.N, m.Imgsz, m.XC, m.YC, m.Sizes)
+	tiles, err := cv.MosaicLayout(m.N, m.ImgSz, m.XC, m.YC, m.Sizes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := 2 * m.Imgsz
+	s := 2 * m.ImgSz
 	out := kernels.Planes{Pix: make([]byte, 3*s*s), W: s, H: s}
 	cv.MosaicImage(out, imgs, tiles)
-	return out, cv.MosaicInstances(ins, tiles, m.Imgsz)
+	return out, cv.MosaicInstances(ins, tiles, m.ImgSz)
 }
 
 // checkMosaicSample holds one sample to the cv kernels run on the files
@@ -234,7 +234,7 @@ func checkMosaicSample(t *testing.T, files [][]byte, ds yoloMem, m mosaicTrace, 
 	if !bytes.Equal(want.Pix, got) {
 		t.Fatalf("mosaic %v: pixels differ from the kernels'", m.Indexes)
 	}
-	checkTargets(t, targets, wi, 2*m.Imgsz)
+	checkTargets(t, targets, wi, 2*m.ImgSz)
 }
 
 // checkTargets holds a sample's targets (canvas s x s) to wi: the same
@@ -263,7 +263,7 @@ func checkTargets(t *testing.T, targets []byte, wi cv.Instances, s int) {
 // others are made.
 func TestMosaicBadPartner(t *testing.T) {
 	files := mosaicPNGs(t, 9)
-	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, Imgsz: 32, Tiles: 4, P: 1})
+	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 32, Tiles: 4, P: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,16 +302,16 @@ func TestMosaicBadPartner(t *testing.T) {
 // TestMosaicRefused: Mosaic's arguments and place are checked.
 func TestMosaicRefused(t *testing.T) {
 	for _, ops := range [][]Op{
-		{{Kind: OpMosaic, Imgsz: 64, Tiles: 5, P: 1}},
-		{{Kind: OpMosaic, Imgsz: 64, Tiles: 4, P: 0.5}},
-		{{Kind: OpResize, Size: [2]int{64, 64}}, {Kind: OpMosaic, Imgsz: 64, Tiles: 4, P: 1}},
+		{{Kind: OpMosaic, ImgSz: 64, Tiles: 5, P: 1}},
+		{{Kind: OpMosaic, ImgSz: 64, Tiles: 4, P: 0.5}},
+		{{Kind: OpResize, Size: [2]int{64, 64}}, {Kind: OpMosaic, ImgSz: 64, Tiles: 4, P: 1}},
 	} {
 		if _, err := NewTransform(CHW, ops...); err == nil || !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%v: %v", ops, err)
 		}
 	}
 	op, err := NamedOp("Mosaic", map[string]any{"imgsz": 320.0})
-	if err != nil || op.Imgsz != 320 || op.Tiles != 4 || op.P != 1 {
+	if err != nil || op.ImgSz != 320 || op.Tiles != 4 || op.P != 1 {
 		t.Fatalf("NamedOp: %+v, %v", op, err)
 	}
 }
@@ -324,7 +324,7 @@ func TestMosaicRefused(t *testing.T) {
 func TestMixUpPartners(t *testing.T) {
 	files := mosaicPNGs(t, 10)
 	ds := yoloMem{memDataset{files}, -1}
-	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, Imgsz: 40, Tiles: 4, P: 1}, Op{Kind: OpMixUp, P: 0.5})
+	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 40, Tiles: 4, P: 1}, Op{Kind: OpMixUp, P: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}

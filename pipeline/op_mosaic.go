@@ -37,14 +37,14 @@ func init() {
 	defineOp(opDef{kind: OpMosaic, doc: "ultralytics' Mosaic: the image and n-1 partners drawn from the dataset, each resized to imgsz on its long side, tiled around a random centre on a 2*imgsz canvas of 114",
 		named: true, geometry: true, targets: targetsMove, stays: true,
 		params: []param{
-			{name: "imgsz", typ: pInt, def: "640", field: "Imgsz", lo: 32, hi: maxSide / 2},
+			{name: "imgsz", typ: pInt, def: "640", field: "ImgSz", lo: 32, hi: maxSide / 2},
 			{name: "p", typ: pFloat, def: "1.0", field: "P", lo: 0, hi: 1},
 			{name: "n", typ: pInt, def: "4", field: "Tiles", lo: 4, hi: 9},
 		},
 		misplaced: "Mosaic after other ops is not supported: it is the geometry, first, fused into the decode",
 		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow Mosaic yet", ErrUnsupported) },
 		format: func(b *strings.Builder, op *Op) {
-			fmt.Fprintf(b, "(imgsz=%d, p=%g, n=%d)", op.Imgsz, op.P, op.Tiles)
+			fmt.Fprintf(b, "(imgsz=%d, p=%g, n=%d)", op.ImgSz, op.P, op.Tiles)
 		}})
 	defineOp(opDef{kind: OpMixUp, doc: "ultralytics' MixUp, right after a Mosaic: with probability p, blended (ratio drawn from Beta(32, 32)) with another sample drawn from the dataset through the same Mosaic, their labels concatenated",
 		named: true, geometry: true, targets: targetsMove,
@@ -78,8 +78,8 @@ func checkMosaic(op *Op, n int) error {
 		return bad("it must be the first op (the geometry)")
 	case op.Tiles != 4 && op.Tiles != 9:
 		return bad("n=%d: want 4 or 9", op.Tiles)
-	case op.Imgsz < 32 || 2*op.Imgsz > maxSide:
-		return bad("imgsz=%d: want 32..%d", op.Imgsz, maxSide/2)
+	case op.ImgSz < 32 || 2*op.ImgSz > maxSide:
+		return bad("imgsz=%d: want 32..%d", op.ImgSz, maxSide/2)
 	case op.P != 1:
 		return bad("p=%g: only p=1 is supported (a sample left unmosaicked keeps its load_image size, which the batch cannot take)", op.P)
 	}
@@ -179,7 +179,7 @@ func (t *Transform) mosaicCentre(k Key) (xc, yc int) {
 	if t.mosaic.Tiles != 4 {
 		return 0, 0
 	}
-	s := t.mosaic.Imgsz
+	s := t.mosaic.ImgSz
 	border := -((s + 1) / 2) // -s // 2
 	r := k.Stream(streamCrop)
 	lo, hi := float64(-border), float64(2*s+border)

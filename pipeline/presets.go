@@ -159,6 +159,7 @@ func cloneOps(ops []Op) []Op {
 		out[i].Probs = append([]float64(nil), out[i].Probs...)
 		out[i].Options = append([]float64(nil), out[i].Options...)
 		out[i].Sizes = append([]int(nil), out[i].Sizes...)
+		out[i].FlipIdx = append([]int(nil), out[i].FlipIdx...)
 	}
 	return out
 }

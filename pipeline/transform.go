@@ -125,8 +125,22 @@ type Op struct {
 	// (timm's RandomResizedCropAndInterpolation(interpolation="random")),
 	// Interp then bilinear.
 	RandomInterp bool
-	// Imgsz and Tiles: ultralytics' Mosaic's imgsz and n (op_mosaic.go).
-	Imgsz, Tiles int
+	// The YOLO family's (op_yolo.go), with ultralytics' names: ImgSz,
+	// YOLOLoadImage's imgsz; YOLOLetterBox's new_shape is Size (h, w),
+	// with auto, scale_fill, scaleup, center and stride; YOLORandomPerspective's
+	// degrees, translate, scale, shear, perspective and size (w, h; 0:
+	// None); YOLORandomHSV's gains; YOLORandomFlip's p (P), direction and
+	// flip_idx.
+	ImgSz                                        int
+	Auto, ScaleFill, ScaleUp, LetterCenter       bool
+	Stride                                       int
+	YDegrees, YTranslate, YScale, YShear, YPersp float64
+	YSize                                        [2]int
+	HGain, SGain, VGain                          float64
+	Direction                                    string
+	FlipIdx                                      []int
+	// Tiles: ultralytics' Mosaic's n (its imgsz is ImgSz; op_mosaic.go).
+	Tiles int
 }
 
 // ColorJitterOp is ColorJitter(brightness, contrast, saturation, hue) in
@@ -194,6 +208,9 @@ type Transform struct {
 	// each sample's size is its own, outH x outW its bound (lsj.go).
 	jitter, fixed *Op
 	vary          bool
+	// yolo is a YOLO geometry (yolo.go): YOLOLoadImage, then a
+	// YOLOLetterBox and/or a YOLORandomPerspective.
+	yolo *yoloGeom
 	// flip is the p of a RandomHorizontalFlip right after the geometry:
 	// fused into the decode (the resampler's coefficients run backwards).
 	flip    float64
@@ -254,6 +271,9 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	all, pre := t.ops, leadingPre(t.ops)
 	t.ops = t.ops[pre:]
 	n, err := t.lsjGeometry() // ops of the geometry: a ScaleJitter and FixedSizeCrop's (lsj.go)
+	if err == nil && n == 0 {
+		n, err = t.yoloGeometry() // or the YOLO family's (yolo.go)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -348,9 +368,9 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		return nil, err
 	}
 	switch {
-	case t.fixed != nil: // lsjGeometry set the size
+	case t.fixed != nil, t.yolo != nil: // lsjGeometry or yoloGeometry set the size
 	case t.mosaic != nil:
-		t.geom, t.outH, t.outW = cropResize, 2*t.mosaic.Imgsz, 2*t.mosaic.Imgsz
+		t.geom, t.outH, t.outW = cropResize, 2*t.mosaic.ImgSz, 2*t.mosaic.ImgSz
 	case t.rcrop != nil:
 		t.geom, t.outH, t.outW = cropResize, t.rcrop.Size[0], t.rcrop.Size[1]
 	case t.rrc != nil:

@@ -1,8 +1,8 @@
 package pipeline
 
-// The root's sentinel errors and the names it takes from its rooms: the
-// sample's key and generator (pipeline/internal/det), its stage times
-// (pipeline/batch).
+// The pipeline's names for its rooms' types: the sentinel errors
+// (pipeline/internal/errs), the sample's key and generator
+// (pipeline/internal/det) and a batch's stage times (pipeline/batch).
 
 import (
 	"github.com/stoker-dev/stoker/pipeline/batch"
