@@ -160,6 +160,13 @@ func (t *Transform) Cost() Cost {
 				dominant, domNs = where+"op 0: the canvas resized (RandomZoomOut's, or the image's before the geometry)", x
 			}
 		}
+		if m, x := v.multiNs(srcPx, px); x > 0 {
+			mean += m
+			worst += x
+			if x > domNs {
+				dominant, domNs = where+"op 0 (Mosaic): its partners' decodes and its canvas", x
+			}
+		}
 		// The mean: the steps of costDraws samples, as drawn.
 		var sum float64
 		for i := range costDraws {
@@ -191,7 +198,7 @@ func (t *Transform) Cost() Cost {
 // (RandomZoomOut, RandomIoUCrop, ScaleJitter, FixedSizeCrop): its decode is
 // priced at the nominal source whatever the output's size.
 func (t *Transform) detGeometry() bool {
-	return t.zoom != nil || t.iou != nil || t.jitter != nil || t.fixed != nil || t.yolo != nil
+	return t.zoom != nil || t.iou != nil || t.jitter != nil || t.fixed != nil || t.yolo != nil || t.mosaic != nil
 }
 
 // canvasNs is the canvas path's cost (resizeCanvas), mean and worst, for

@@ -151,7 +151,7 @@ func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
 // decodeAt is Decode with view v going to out[offs[v]:], View(v)'s
 // sample size long: a sample's place in a batch buffer (ViewLayout).
 func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []int) error {
-	if t.AtEpoch(k.Epoch).mosaic != nil {
+	if at := t.AtEpoch(k.Epoch); at.mosaic != nil && at.mosaicOn(k) {
 		return d.decodeMosaic(data, t, k, out, offs)
 	}
 	d.multi.partners, d.multi.pdata = nil, nil

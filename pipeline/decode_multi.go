@@ -34,11 +34,12 @@ type multiState struct {
 	pl   []kernels.Planes
 	plan [1]samplePlan
 	off  [1]int
-	// mix is a MixUp partner's canvas; drawn what the last sample drew
+	// canvas is a mosaic's before the YOLORandomPerspective after it, mix
+	// a MixUp partner's image; drawn what the last sample drew
 	// (its trace and targets read it through viewDraw.multi).
-	mix   []byte
-	drawn multiDraw
-	ins   []cv.Instances
+	canvas, mix []byte
+	drawn       multiDraw
+	ins         []cv.Instances
 }
 
 // SetPartners hands the Decoder the partners of the next sample it
@@ -135,8 +136,8 @@ func (d *Decoder) loadImage(data []byte, j, imgsz int) (kernels.Planes, error) {
 	return dst, nil
 }
 
-// decodeMosaic is decodeAt for a transform whose geometry at k's epoch is
-// a Mosaic: data is the sample's file, the partners' are the Decoder's
+// decodeMosaic is decodeAt for a sample whose Mosaic applies at k's
+// epoch: data is the sample's file, the partners' are the Decoder's
 // (SetPartners), in multiPartners' order.
 func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, offs []int) error {
 	m := &d.multi
@@ -152,13 +153,16 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 	}
 	n := at.mosaic.Tiles
 	dr := &m.drawn
-	dr.mix = false
+	dr.mix, dr.persp = false, at.yolo != nil
+	if dr.persp {
+		dr.warp, dr.w, dr.h = at.yolo.persp.YPersp != 0, at.outW, at.outH
+	}
 	w, h := at.outW, at.outH
 	np := 3 * w * h
 	if cap(d.pix) < np {
 		d.pix = make([]byte, np)
 	}
-	canvas := kernels.Planes{Pix: d.pix[:np], W: w, H: h}
+	img := kernels.Planes{Pix: d.pix[:np], W: w, H: h}
 	take := func(c int) ([]int, [][]byte, error) {
 		if len(idx) < c {
 			return nil, nil, fmt.Errorf("%w: the Mosaic wants more partners than the %d handed (SetPartners before Decode)", ErrUnsupported, len(pdata))
@@ -171,7 +175,7 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 	if err != nil {
 		return err
 	}
-	if err := d.mosaicInto(canvas, data, int(k.Index), pi, pd, at, k, &dr.mo); err != nil {
+	if err := d.preInto(img, data, int(k.Index), pi, pd, at, k, &dr.mo, &dr.pp); err != nil {
 		return err
 	}
 	if on, r := at.mixupDraw(k); on { // its partner is the one handed (multiPartners drew it)
@@ -187,11 +191,11 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 		if err != nil {
 			return err
 		}
-		if err := d.mosaicInto(mc, md[0], mi[0], pi, pd, at, mixKey(k, mi[0]), &dr.mixM); err != nil {
+		if err := d.preInto(mc, md[0], mi[0], pi, pd, at, mixKey(k, mi[0]), &dr.mixM, &dr.mixPP); err != nil {
 			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
 		}
 		dr.mix, dr.mixR = true, r
-		cv.MixUp(canvas, mc, r, cv.Instances{}, cv.Instances{})
+		cv.MixUp(img, mc, r, cv.Instances{}, cv.Instances{})
 	}
 	if len(idx) != 0 {
 		return fmt.Errorf("%w: %d partners handed beyond what the sample drew (SetPartners before Decode)", ErrUnsupported, len(idx))
@@ -210,7 +214,32 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 		vd.steps = at.drawInto(&d.drawer, k, w, h, vd.steps)
 	}
 	d.plans = append(d.plans[:0], vd.plan)
-	return d.finishView(at, vd, canvas.Pix, CHW, false, out[offs[0]:][:at.viewBytes()], w, h)
+	return d.finishView(at, vd, img.Pix, CHW, false, out[offs[0]:][:at.viewBytes()], w, h)
+}
+
+// preInto is ultralytics' pre_transform of one sample (key k) into dst:
+// its Mosaic with its partners, then the YOLORandomPerspective after it,
+// if any (its draw into pp), from the mosaic's canvas to dst's size.
+func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, mo *mosaicDraw, pp *cv.PerspectiveParams) error {
+	if t.yolo == nil {
+		return d.mosaicInto(dst, data, self, pidx, pdata, t, k, mo)
+	}
+	m := &d.multi
+	s := cv.MosaicSize(t.mosaic.ImgSz)
+	if cap(m.canvas) < 3*s*s {
+		m.canvas = make([]byte, 3*s*s)
+	}
+	canvas := kernels.Planes{Pix: m.canvas[:3*s*s], W: s, H: s}
+	if err := d.mosaicInto(canvas, data, self, pidx, pdata, t, k, mo); err != nil {
+		return err
+	}
+	if d.ops.Stopped() {
+		return errAbandoned
+	}
+	op := t.yolo.persp
+	*pp = drawYOLOPersp(op, k)
+	cv.PerspectiveImage(dst, canvas, cv.PerspectiveMatrix(*pp, s, s, dst.W, dst.H), op.YPersp != 0)
+	return nil
 }
 
 // mosaicInto makes the Mosaic of sample self (its file data) and its
@@ -262,12 +291,13 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 	if err != nil {
 		return b, err
 	}
+	all = md.perspInstances(all, &md.pp)
 	if md.mix {
 		two, err := d.mosaicInstances(ds, &md.mixM)
 		if err != nil {
 			return b, fmt.Errorf("mixup partner (sample %d): %w", md.mixM.idx[0], err)
 		}
-		all = cv.Concat(all, two)
+		all = cv.Concat(all, md.perspInstances(two, &md.mixPP))
 	}
 	tg := &d.targets
 	tg.reset()
@@ -281,6 +311,17 @@ func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *F
 	}
 	tg.W, tg.H = w, h
 	return AppendTargets(b, tg), nil
+}
+
+// perspInstances is a mosaic's instances through the
+// YOLORandomPerspective after it, if any (its draw pp):
+// RandomPerspective.apply_instances.
+func (md *multiDraw) perspInstances(in cv.Instances, pp *cv.PerspectiveParams) cv.Instances {
+	if !md.persp {
+		return in
+	}
+	s := cv.MosaicSize(md.mo.imgsz)
+	return cv.PerspectiveInstances(in, cv.PerspectiveMatrix(*pp, s, s, md.w, md.h), pp.Scale, md.warp, md.w, md.h)
 }
 
 // mosaicInstances is one mosaic's instances: each image's in pixels of

@@ -35,7 +35,7 @@ const (
 
 func init() {
 	defineOp(opDef{kind: OpMosaic, doc: "ultralytics' Mosaic: the image and n-1 partners drawn from the dataset, each resized to imgsz on its long side, tiled around a random centre on a 2*imgsz canvas of 114",
-		named: true, geometry: true, targets: targetsMove, stays: true,
+		named: true, geometry: true, targets: targetsMove,
 		params: []param{
 			{name: "imgsz", typ: pInt, def: "640", field: "ImgSz", lo: 32, hi: maxSide / 2},
 			{name: "p", typ: pFloat, def: "1.0", field: "P", lo: 0, hi: 1},
@@ -54,9 +54,10 @@ func init() {
 		format:    formatP})
 }
 
-// checkMixUp checks a MixUp where it stands: right after the Mosaic.
+// checkMixUp checks a MixUp where it stands: right after the Mosaic, or
+// after its YOLORandomPerspective (ultralytics' pre_transform).
 func (t *Transform) checkMixUp(op *Op, n int) error {
-	if t.mosaic == nil || n != 1 {
+	if t.mosaic == nil || !(n == 1 || n == 2 && t.yolo != nil) {
 		return fmt.Errorf("%w: transform: MixUp is supported right after a Mosaic only (its partner is made by the same Mosaic, as ultralytics' pre_transform makes it)", ErrUnsupported)
 	}
 	if !(op.P >= 0 && op.P <= 1) {
@@ -80,10 +81,54 @@ func checkMosaic(op *Op, n int) error {
 		return bad("n=%d: want 4 or 9", op.Tiles)
 	case op.ImgSz < 32 || 2*op.ImgSz > maxSide:
 		return bad("imgsz=%d: want 32..%d", op.ImgSz, maxSide/2)
-	case op.P != 1:
-		return bad("p=%g: only p=1 is supported (a sample left unmosaicked keeps its load_image size, which the batch cannot take)", op.P)
 	}
 	return nil
+}
+
+// mosaicPersp takes a YOLORandomPerspective right after a Mosaic (op n):
+// ultralytics' v8_transforms' affine, which crops the mosaic to its size;
+// a sample the Mosaic leaves (its p) is load_image'd and warped to the
+// same size (the YOLO geometry of YOLOLoadImage(imgsz) then this op), as
+// ultralytics does, and so is every sample once a stop_epoch switches the
+// Mosaic off (close_mosaic).
+func (t *Transform) mosaicPersp(op *Op, n int) error {
+	if t.mosaic == nil || n != 1 {
+		return fmt.Errorf("%w: transform: YOLORandomPerspective is the YOLO geometry's: after YOLOLoadImage (and YOLOLetterBox), or right after a Mosaic", ErrUnsupported)
+	}
+	if err := checkYOLOPersp(op); err != nil {
+		return err
+	}
+	if op.YSize == [2]int{} {
+		return fmt.Errorf("%w: transform: YOLORandomPerspective after a Mosaic needs its size (w, h): ultralytics' v8_transforms gives (imgsz, imgsz)", ErrUnsupported)
+	}
+	t.yolo = &yoloGeom{load: &Op{Kind: OpYOLOLoadImage, ImgSz: t.mosaic.ImgSz}, persp: op}
+	t.geom, t.outW, t.outH = cropResize, op.YSize[0], op.YSize[1]
+	return nil
+}
+
+// checkMulti checks a Mosaic's geometry as a whole: a p below 1 leaves
+// samples at their load_image size, which only a YOLORandomPerspective
+// after it brings to the batch's size; MixUp makes its partner through
+// the Mosaic, so wants every sample mosaicked.
+func (t *Transform) checkMulti() error {
+	if t.mosaic == nil {
+		return nil
+	}
+	if t.mosaic.P != 1 && t.yolo == nil {
+		return fmt.Errorf("%w: transform: Mosaic p=%g: a sample it leaves keeps its load_image size; follow it with YOLORandomPerspective(size=...), which fixes the batch's size, or give p=1", ErrUnsupported, t.mosaic.P)
+	}
+	if t.mixup != nil && t.mosaic.P != 1 {
+		return fmt.Errorf("%w: transform: MixUp after a Mosaic of p=%g is not supported: give the Mosaic p=1 (ultralytics' default)", ErrUnsupported, t.mosaic.P)
+	}
+	return nil
+}
+
+// mosaicOn is the Mosaic's draw of whether it applies to the sample of
+// key k (ultralytics' random.uniform(0, 1) > p leaves it): the first
+// number of the geometry's stream.
+func (t *Transform) mosaicOn(k Key) bool {
+	r := k.Stream(streamCrop)
+	return !(r.Float64() > t.mosaic.P)
 }
 
 // mosaicDraw is what one Mosaic drew: its images (the sample itself
@@ -105,6 +150,13 @@ type multiDraw struct {
 	mix  bool
 	mixR float64
 	mixM mosaicDraw
+	// persp: the YOLORandomPerspective after the Mosaic, if any (pp and
+	// mixPP its draws for the sample and the MixUp partner), warp its
+	// cv2.warpPerspective (perspective not 0), w and h its size.
+	persp     bool
+	warp      bool
+	w, h      int
+	pp, mixPP cv.PerspectiveParams
 }
 
 // mixView keys a MixUp partner's draws: the partner's index with the
@@ -129,7 +181,7 @@ func mixKey(k Key, j int) Key {
 // topology and across a resume.
 func (t *Transform) multiPartners(k Key, size int, buf []int) []int {
 	t = t.AtEpoch(k.Epoch)
-	if t.mosaic == nil || size < 1 {
+	if t.mosaic == nil || size < 1 || !t.mosaicOn(k) {
 		return nil
 	}
 	buf = t.mosaicPartners(k, size, buf[:0])
@@ -174,7 +226,8 @@ func mixupPartner(k Key, size int) int {
 
 // mosaicCentre is Mosaic.get_params' draw for n = 4: yc, then xc, each
 // int(random.uniform(-border, 2*imgsz + border)) with border -imgsz//2
-// (Python's floor division), from the geometry's stream. 9 draws nothing.
+// (Python's floor division), from the geometry's stream after mosaicOn's.
+// 9 draws nothing.
 func (t *Transform) mosaicCentre(k Key) (xc, yc int) {
 	if t.mosaic.Tiles != 4 {
 		return 0, 0
@@ -182,6 +235,7 @@ func (t *Transform) mosaicCentre(k Key) (xc, yc int) {
 	s := t.mosaic.ImgSz
 	border := -((s + 1) / 2) // -s // 2
 	r := k.Stream(streamCrop)
+	r.Float64() // mosaicOn's
 	lo, hi := float64(-border), float64(2*s+border)
 	yc = int(r.Uniform(lo, hi))
 	xc = int(r.Uniform(lo, hi))
@@ -229,12 +283,60 @@ func (m *multiDraw) appendJSON(b []byte) []byte {
 	b = append(b, `["mosaic",`...)
 	b = m.mo.appendJSON(b)
 	b = append(b, ']')
+	if m.persp {
+		b = append(b, ',')
+		st := m.perspStep(&m.pp)
+		b = st.appendJSON(b)
+	}
 	if m.mix {
 		b = append(b, `,["mixup",{"r":`...)
 		b = appendFloat(b, m.mixR)
 		b = append(b, `,"mosaic":`...)
 		b = m.mixM.appendJSON(b)
+		if m.persp {
+			b = append(b, `,"perspective":`...)
+			st := m.perspStep(&m.mixPP)
+			b = st.appendJSON(b)
+		}
 		b = append(b, "}]"...)
 	}
 	return b
+}
+
+// perspStep is the YOLORandomPerspective's step of draw pp, as yoloSteps
+// writes it.
+func (m *multiDraw) perspStep(pp *cv.PerspectiveParams) Step {
+	st := Step{Fn: FnYOLOPerspective, I: [6]int{4: m.h, 5: m.w}, F: [6]float64{pp.Angle, pp.Scale, pp.ShearX, pp.ShearY, pp.TX, pp.TY},
+		Center: [2]float64{pp.PX, pp.PY}}
+	if m.warp {
+		st.I[0] = 1
+	}
+	return st
+}
+
+// multiNs is what a Mosaic (and a MixUp after it) adds to a sample's
+// cost beyond the sample's own decode and YOLO geometry (canvasNs), mean
+// and worst: its n-1 partners' reads and decodes at the source size,
+// every image's load_image resize (an output pixel each, at most imgsz a
+// side), the canvas of 114 (2*imgsz a side); a MixUp's partner is one
+// more such sample, its decode and warp, and the blend. 0, 0 without a
+// Mosaic.
+func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
+	if t.mosaic == nil {
+		return 0, 0
+	}
+	s := float64(t.mosaic.ImgSz)
+	n := float64(t.mosaic.Tiles)
+	side := float64(s * s)
+	one := float64((n-1)*float64(sampleNs+float64(decodeNs*srcPx))) + float64(n*float64(canvasOutNs*side)) + float64(canvasNs*float64(4*side))
+	mean, worst = float64(t.mosaic.P*one), one
+	if t.mixup != nil {
+		mix := float64(one+float64(sampleNs+float64(decodeNs*srcPx))) + float64(canvasOutNs*px)
+		if t.yolo != nil {
+			mix += t.yolo.ns(srcPx, px)
+		}
+		mean += float64(t.mixup.P * mix)
+		worst += mix
+	}
+	return mean, worst
 }

@@ -277,7 +277,7 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	if err != nil {
 		return nil, err
 	}
-	for n < len(t.ops) && geometryKind(t.ops[n].Kind) {
+	for n < len(t.ops) && (geometryKind(t.ops[n].Kind) || t.mosaic != nil && t.ops[n].Kind == OpYOLORandomPerspective) {
 		op := &t.ops[n]
 		if err := t.checkZoomOut(op, n); err != nil {
 			return nil, err
@@ -288,6 +288,10 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 				return nil, err
 			}
 			t.mosaic = op
+		case OpYOLORandomPerspective: // after a Mosaic (yoloGeometry parses it after a YOLOLoadImage)
+			if err := t.mosaicPersp(op, n); err != nil {
+				return nil, err
+			}
 		case OpMixUp:
 			if err := t.checkMixUp(op, n); err != nil {
 				return nil, err
@@ -363,6 +367,9 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 			return nil, err
 		}
 		n++
+	}
+	if err := t.checkMulti(); err != nil {
+		return nil, err
 	}
 	if err := t.checkAlone(); err != nil {
 		return nil, err

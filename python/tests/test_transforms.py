@@ -504,7 +504,7 @@ def test_bad_arguments_are_refused_as_torchvision_would(make, exc, fragment) -> 
 
 def test_to_spec_takes_presets_lists_composes_and_specs() -> None:
     assert T.PRESETS == ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global",
-                         "dino-local", "clip", "detr", "ssdlite", "lsj", "frcnn", "simclr", "dino", "dinov2")
+                         "dino-local", "clip", "detr", "ssdlite", "lsj", "frcnn", "yolo", "simclr", "dino", "dinov2")
     ops = [T.RandomResizedCrop(8), T.RandomApply([T.Grayscale()])]
     want = pb.TransformSpec(ops=[op.to_proto() for op in ops])
     assert T.to_spec(ops) == want and T.to_spec(tuple(ops)) == want
