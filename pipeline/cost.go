@@ -158,6 +158,9 @@ func (t *Transform) Cost() Cost {
 			worst += x
 			if x > domNs {
 				dominant, domNs = where+"op 0: the canvas resized (RandomZoomOut's, or the image's before the geometry)", x
+				if v.yolo != nil {
+					dominant = where + "op 0: the YOLO geometry (load_image's resize, LetterBox, RandomPerspective's warp)"
+				}
 			}
 		}
 		if m, x := v.multiNs(srcPx, px); x > 0 {
