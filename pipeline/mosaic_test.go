@@ -89,7 +89,7 @@ func mosaicOf(t *testing.T, trace []byte) mosaicTrace {
 		t.Fatalf("trace %s: %v", trace, err)
 	}
 	var pair []json.RawMessage
-	if err := json.Unmarshal(steps[0], &pair); err != nil || string(pair[0]) != `"mosaic"` {
+	if err := json.Unmarshal(steps[0], &pair); err != nil || string(pair[0]) != `"yolo_mosaic"` {
 		t.Fatalf("trace %s: its first entry is not the mosaic", trace)
 	}
 	var m mosaicTrace
@@ -310,7 +310,7 @@ func TestMosaicRefused(t *testing.T) {
 			t.Errorf("%v: %v", ops, err)
 		}
 	}
-	op, err := NamedOp("Mosaic", map[string]any{"imgsz": 320.0})
+	op, err := NamedOp("YOLOMosaic", map[string]any{"imgsz": 320.0})
 	if err != nil || op.ImgSz != 320 || op.Tiles != 4 || op.P != 1 {
 		t.Fatalf("NamedOp: %+v, %v", op, err)
 	}
@@ -357,7 +357,7 @@ func TestMixUpPartners(t *testing.T) {
 			R      float64     `json:"r"`
 			Mosaic mosaicTrace `json:"mosaic"`
 		}
-		if string(steps[1][0]) != `"mixup"` || json.Unmarshal(steps[1][1], &mx) != nil || !(mx.R > 0.2 && mx.R < 0.8) {
+		if string(steps[1][0]) != `"yolo_mixup"` || json.Unmarshal(steps[1][1], &mx) != nil || !(mx.R > 0.2 && mx.R < 0.8) {
 			t.Fatalf("sample %d: trace %s", idx, tr1[i])
 		}
 		if want := append(append([]int{}, m.Indexes[1:]...), mx.Mosaic.Indexes...); fmt.Sprint(p) != fmt.Sprint(want) {

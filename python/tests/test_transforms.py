@@ -211,11 +211,11 @@ SPECS = [
     (lambda: T.RandomPerspective(), pb.Op(random_perspective=pb.RandomPerspective(distortion_scale=0.5, p=0.5, fill=[0]))),
     # An op with no message of its own: its generated class sends a NamedOp.
     (lambda: T.RandomChannelPermutation(), pb.Op(named=pb.NamedOp(name="RandomChannelPermutation"))),
-    (lambda: T.Mosaic(), pb.Op(named=pb.NamedOp(name="Mosaic"))),
-    (lambda: T.Mosaic(320, n=9), pb.Op(named=pb.NamedOp(name="Mosaic", args=[
+    (lambda: T.YOLOMosaic(), pb.Op(named=pb.NamedOp(name="YOLOMosaic"))),
+    (lambda: T.YOLOMosaic(320, n=9), pb.Op(named=pb.NamedOp(name="YOLOMosaic", args=[
         pb.NamedArg(name="imgsz", number=320), pb.NamedArg(name="n", number=9)]))),
-    (lambda: T.MixUp(), pb.Op(named=pb.NamedOp(name="MixUp"))),
-    (lambda: T.MixUp(0.2), pb.Op(named=pb.NamedOp(name="MixUp", args=[pb.NamedArg(name="p", number=0.2)]))),
+    (lambda: T.YOLOMixUp(), pb.Op(named=pb.NamedOp(name="YOLOMixUp"))),
+    (lambda: T.YOLOMixUp(0.2), pb.Op(named=pb.NamedOp(name="YOLOMixUp", args=[pb.NamedArg(name="p", number=0.2)]))),
     # The YOLO family (ultralytics' ops), named ops too: a default is not sent.
     (lambda: T.YOLOLoadImage(), pb.Op(named=pb.NamedOp(name="YOLOLoadImage"))),
     (lambda: T.YOLOLetterBox(640, scaleup=False), pb.Op(named=pb.NamedOp(name="YOLOLetterBox", args=[

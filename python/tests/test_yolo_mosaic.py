@@ -93,14 +93,14 @@ def test_mosaic_is_ultralytics(yolo_png, n: int) -> None:
     partners = set()
     boxes = 0
     for epoch_seed in (1, 2):
-        with stoker.Loader(addr, "y", batch_size=4, transform=T.Compose([T.Mosaic(IMGSZ, n=n)]), targets=True,
+        with stoker.Loader(addr, "y", batch_size=4, transform=T.Compose([T.YOLOMosaic(IMGSZ, n=n)]), targets=True,
                            trace=True, return_indices=True, pin_memory=False, timeout=120, seed=epoch_seed) as ld:
             for b in ld:
                 images, targets, indices = b
                 assert images.shape[1:] == (3, 2 * IMGSZ, 2 * IMGSZ)
                 for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
                     op, m = b.trace[i][0]
-                    assert op == "mosaic" and m["n"] == n and m["imgsz"] == IMGSZ, b.trace[i]
+                    assert op == "yolo_mosaic" and m["n"] == n and m["imgsz"] == IMGSZ, b.trace[i]
                     assert m["indexes"][0] == idx and len(m["indexes"]) == n
                     partners.update(m["indexes"][1:])
                     primaries.append(idx)
@@ -129,7 +129,7 @@ def test_mixup_is_ultralytics(yolo_png) -> None:
     its pre_transform, those forced, gives the same pixels and boxes."""
     addr, ds = yolo_png
     mixed = 0
-    with stoker.Loader(addr, "y", batch_size=5, transform=T.Compose([T.Mosaic(IMGSZ), T.MixUp(0.5)]), targets=True,
+    with stoker.Loader(addr, "y", batch_size=5, transform=T.Compose([T.YOLOMosaic(IMGSZ), T.YOLOMixUp(0.5)]), targets=True,
                        trace=True, return_indices=True, pin_memory=False, timeout=120, seed=4) as ld:
         for b in ld:
             images, targets, indices = b
@@ -138,7 +138,7 @@ def test_mixup_is_ultralytics(yolo_png) -> None:
                 want = ultralytics_mosaic(ds, 4, idx, m)
                 if len(b.trace[i]) > 1:
                     op2, mx = b.trace[i][1]
-                    assert op2 == "mixup" and 0 < mx["r"] < 1, b.trace[i]
+                    assert op2 == "yolo_mixup" and 0 < mx["r"] < 1, b.trace[i]
                     m2 = mx["mosaic"]
                     pre = augment.Mosaic(ds, imgsz=IMGSZ, p=1.0, n=4)
                     pre.get_indexes = lambda m2=m2: list(m2["indexes"][1:])
