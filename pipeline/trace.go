@@ -433,11 +433,12 @@ func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
 		sep()
 		b = st.appendJSON(b)
 	}
-	if vd.multi != nil {
+	geom := t.geometrySteps(&vd.plan, geo[:0])
+	if vd.multi != nil { // a Mosaic's sample: its entries are its geometry
 		sep()
-		b = vd.multi.appendJSON(b)
+		b, geom = vd.multi.appendJSON(b), nil
 	}
-	for _, st := range t.geometrySteps(&vd.plan, geo[:0]) {
+	for _, st := range geom {
 		sep()
 		b = st.appendJSON(b)
 	}

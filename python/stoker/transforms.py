@@ -94,9 +94,13 @@ if TYPE_CHECKING:  # pragma: no cover
 #: The ops the DETR family's configs (D-FINE's ``include/dataloader.yml``)
 #: switch off at their stop_epoch: ``Loader(stop_ops=None)``'s default.
 DETR_STOP_OPS = ("RandomPhotometricDistort", "RandomZoomOut", "RandomIoUCrop")
+#: The ops ultralytics' ``close_mosaic`` switches off (those stoker has):
+#: ``stop_ops``' default for a transform with a ``YOLOMosaic``.
+YOLO_STOP_OPS = ("YOLOMosaic", "YOLOMixUp")
 
 __all__ = [
     "DETR_STOP_OPS",
+    "YOLO_STOP_OPS",
     "Transform",
     "Compose",
     "RandomResizedCrop",
