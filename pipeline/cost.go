@@ -167,7 +167,7 @@ func (t *Transform) Cost() Cost {
 			mean += m
 			worst += x
 			if x > domNs {
-				dominant, domNs = where+"op 0 (Mosaic): its partners' decodes and its canvas", x
+				dominant, domNs = where+"op 0 (YOLOMosaic): its partners' decodes and its canvas", x
 			}
 		}
 		// The mean: the steps of costDraws samples, as drawn.

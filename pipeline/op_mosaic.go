@@ -317,8 +317,8 @@ func (m *multiDraw) perspStep(pp *cv.PerspectiveParams) Step {
 // multiNs is what a Mosaic (and a MixUp after it) adds to a sample's
 // cost beyond the sample's own decode and YOLO geometry (canvasNs), mean
 // and worst: its n-1 partners' reads and decodes at the source size,
-// every image's load_image resize (an output pixel each, at most imgsz a
-// side), the canvas of 114 (2*imgsz a side); a MixUp's partner is one
+// every image's load_image resize (yoloResizeNs an output pixel, at most
+// imgsz a side), the canvas of 114 (2*imgsz a side); a MixUp's partner is one
 // more such sample, its decode and warp, and the blend. 0, 0 without a
 // Mosaic.
 func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
@@ -328,7 +328,7 @@ func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
 	s := float64(t.mosaic.ImgSz)
 	n := float64(t.mosaic.Tiles)
 	side := float64(s * s)
-	one := float64((n-1)*float64(sampleNs+float64(decodeNs*srcPx))) + float64(n*float64(canvasOutNs*side)) + float64(canvasNs*float64(4*side))
+	one := float64((n-1)*float64(sampleNs+float64(decodeNs*srcPx))) + float64(n*float64(yoloResizeNs*side)) + float64(canvasNs*float64(4*side))
 	mean, worst = float64(t.mosaic.P*one), one
 	if t.mixup != nil {
 		mix := float64(one+float64(sampleNs+float64(decodeNs*srcPx))) + float64(canvasOutNs*px)
