@@ -83,6 +83,28 @@ func readPartners(ds Dataset, t *Transform, k Key, idx []int, bufs *[][]byte) ([
 	return idx, out, nil
 }
 
+// partnerHints are the partners the samples indices (of copies, nil:
+// none) of epoch will read, in the order they will be read, for a
+// Prefetcher: nil when t has no Mosaic then.
+func (t *Transform) partnerHints(seed, epoch uint64, indices []int64, copies []uint32, size int) []int64 {
+	if t.AtEpoch(epoch).mosaic == nil {
+		return nil
+	}
+	var out []int64
+	var buf []int
+	for i, idx := range indices {
+		k := Key{Seed: seed, Epoch: epoch, Index: uint64(idx)}
+		if copies != nil {
+			k.Copy = uint64(copies[i])
+		}
+		buf = t.multiPartners(k, size, buf)
+		for _, p := range buf {
+			out = append(out, int64(p))
+		}
+	}
+	return out
+}
+
 // partnerName is sample i's name in ds, for a partner's error.
 func partnerName(ds Dataset, i int) string {
 	if n, ok := ds.(interface{ Name(int) string }); ok {

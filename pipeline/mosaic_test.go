@@ -385,3 +385,33 @@ func TestMixUpPartners(t *testing.T) {
 		}
 	}
 }
+
+// hinted is yoloMem recording what it is told to prefetch.
+type hinted struct {
+	yoloMem
+	calls *[][]int64
+}
+
+func (d hinted) Prefetch(indices []int64) { *d.calls = append(*d.calls, append([]int64{}, indices...)) }
+
+// TestMosaicPartnersPrefetched: a Prefetcher is told a batch's samples,
+// then their partners in the order the workers read them.
+func TestMosaicPartnersPrefetched(t *testing.T) {
+	var calls [][]int64
+	ds := hinted{yoloMem{memDataset{mosaicPNGs(t, 8)}, -1}, &calls}
+	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 32, Tiles: 4, P: 1}, Op{Kind: OpMixUp, P: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := []int64{5, 1, 7, 0}
+	fillMosaic(t, ds, tr, 2, plan, 4, 1)
+	var want []int64
+	for _, idx := range plan {
+		for _, p := range tr.PartnersOf(Key{Seed: 5, Epoch: 2, Index: uint64(idx)}, 8) {
+			want = append(want, int64(p))
+		}
+	}
+	if len(calls) != 2 || fmt.Sprint(calls[0]) != fmt.Sprint(plan) || fmt.Sprint(calls[1]) != fmt.Sprint(want) || len(want) < 3*len(plan) {
+		t.Fatalf("prefetched %v, want %v then %v", calls, plan, want)
+	}
+}
