@@ -11,6 +11,8 @@ import (
 	"image/color"
 	"image/png"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -413,5 +415,60 @@ func TestMosaicPartnersPrefetched(t *testing.T) {
 	}
 	if len(calls) != 2 || fmt.Sprint(calls[0]) != fmt.Sprint(plan) || fmt.Sprint(calls[1]) != fmt.Sprint(want) || len(want) < 3*len(plan) {
 		t.Fatalf("prefetched %v, want %v then %v", calls, plan, want)
+	}
+}
+
+// TestMosaicStoreDataset: a Mosaic over a directory read as a local
+// ImageFolder and as a StoreDataset (its manifest, its byte cache and
+// read-ahead, which is told the partners) makes the same bytes and
+// traces.
+func TestMosaicStoreDataset(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range mosaicPNGs(t, 9) {
+		if err := os.WriteFile(filepath.Join(dir, "a", fmt.Sprintf("%02d.png", i)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	local, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	m, err := IndexStore(context.Background(), openDirStore(t, dir), IndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, err := NewStoreDataset(openDirStore(t, dir), m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remote.Close()
+	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 40, Tiles: 9, P: 1}, Op{Kind: OpMixUp, P: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := []int64{8, 3, 0, 5, 1, 7, 2, 6, 4}
+	var got [2]Batch
+	for i, ds := range []Dataset{local, remote} {
+		e := NewExecutor(2)
+		got[i].Trace = true
+		if err := e.Fill(context.Background(), ds, tr, 9, 0, plan, PadFromBatch, &got[i]); err != nil {
+			t.Fatal(err)
+		}
+		e.Close()
+		if len(got[i].Errors) > 0 {
+			t.Fatalf("dataset %d: %v", i, got[i].Errors)
+		}
+	}
+	if !bytes.Equal(got[0].Data, got[1].Data) || fmt.Sprint(got[0].Traces) != fmt.Sprint(got[1].Traces) {
+		t.Fatal("the store's mosaics differ from the directory's")
+	}
+	for i := range plan {
+		if !bytes.Contains(got[1].Traces[i], []byte(`"yolo_mixup"`)) {
+			t.Fatalf("sample %d: %s", plan[i], got[1].Traces[i])
+		}
 	}
 }
