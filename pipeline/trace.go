@@ -486,6 +486,9 @@ func (t *Transform) Trace(srcW, srcH int, k Key) ([]byte, error) {
 // boxes: what a RandomIoUCrop draws against (nil: none, and a transform
 // with one fails).
 func (t *Transform) TraceBoxes(srcW, srcH int, k Key, boxes [][4]float32) ([]byte, error) {
+	if at := t.AtEpoch(k.Epoch); at.mosaic != nil && at.mosaicOn(k) {
+		return nil, fmt.Errorf("%w: a YOLOMosaic's draw needs its partners' images (their sizes): only a decode traces it", ErrUnsupported)
+	}
 	var d Decoder
 	if boxes != nil {
 		d.SetBoxSource(fixedBoxes(boxes), 0)
