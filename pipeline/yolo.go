@@ -188,6 +188,9 @@ func (d *Decoder) yoloCanvas(dst []byte, p *samplePlan, src []byte, layout Layou
 		cv.ResizeLinear(c, cur)
 		cur = c
 	}
+	if d.ops.Stopped() {
+		return // abandoned: the steps' loop ends the sample
+	}
 	if p.ylbOn {
 		gw, gh := p.ylb.Size()
 		c := s.planes(2, gw, gh)
@@ -195,7 +198,7 @@ func (d *Decoder) yoloCanvas(dst []byte, p *samplePlan, src []byte, layout Layou
 		cv.LetterBoxImage(c, cur, p.ylb, room.Pix)
 		cur = c
 	}
-	if p.ypOn {
+	if p.ypOn && !d.ops.Stopped() {
 		c := s.planes(3, p.outW, p.outH)
 		m := cv.PerspectiveMatrix(p.yp, cur.W, cur.H, p.outW, p.outH)
 		cv.PerspectiveImage(c, cur, m, p.ypWarp)
