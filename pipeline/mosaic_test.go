@@ -317,6 +317,10 @@ func TestMosaicRefused(t *testing.T) {
 	if _, err := tr.Trace(100, 80, Key{}); err == nil || !strings.Contains(err.Error(), "partners") {
 		t.Errorf("a Mosaic traced without its partners: %v", err)
 	}
+	mo := []Op{{Kind: OpMosaic, ImgSz: 64, Tiles: 4, P: 1}}
+	if _, err := NewViews(CHW, []ViewGroup{{Count: 2, Ops: mo}, {Count: 1, Ops: mo}}); err == nil || !strings.Contains(err.Error(), "several views") {
+		t.Errorf("a Mosaic in views: %v", err)
+	}
 	op, err := NamedOp("YOLOMosaic", map[string]any{"imgsz": 320.0})
 	if err != nil || op.ImgSz != 320 || op.Tiles != 4 || op.P != 1 {
 		t.Fatalf("NamedOp: %+v, %v", op, err)
