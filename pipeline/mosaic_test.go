@@ -318,7 +318,7 @@ func TestMosaicRefused(t *testing.T) {
 		t.Errorf("a Mosaic traced without its partners: %v", err)
 	}
 	mo := []Op{{Kind: OpMosaic, ImgSz: 64, Tiles: 4, P: 1}}
-	if _, err := NewViews(CHW, []ViewGroup{{Count: 2, Ops: mo}, {Count: 1, Ops: mo}}); err == nil || !strings.Contains(err.Error(), "several views") {
+	if _, err := NewViews(CHW, ViewGroup{Count: 2, Ops: mo}, ViewGroup{Count: 1, Ops: mo}); err == nil || !strings.Contains(err.Error(), "several views") {
 		t.Errorf("a Mosaic in views: %v", err)
 	}
 	op, err := NamedOp("YOLOMosaic", map[string]any{"imgsz": 320.0})
