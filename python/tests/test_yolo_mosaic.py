@@ -271,3 +271,54 @@ def ultralytics_mosaic640(ds: YOLODataset, idx: int, m: Dict[str, Any]) -> Dict[
         return mo(ds.get_image_and_label(idx))
     finally:
         random.uniform = real
+
+
+def persp_draws(args: Dict[str, Any]) -> List[float]:
+    """A yolo_random_perspective step's draws in RandomPerspective's order."""
+    return [*args["perspective"], args["angle"], args["scale"], *args["shear"], *args["translate"]]
+
+
+def test_mixup_after_perspective_is_ultralytics(yolo_png, monkeypatch: pytest.MonkeyPatch) -> None:
+    """v8_transforms' order with mixup on: Mosaic, RandomPerspective, then
+    MixUp, whose partner goes through that pre_transform (its own mosaic
+    and warp): the same pixels and boxes as ultralytics' with the draws
+    forced."""
+    addr, ds = yolo_png
+    hyp = dict(degrees=0.0, translate=0.1, scale=0.5, shear=0.0, perspective=0.0, size=(IMGSZ, IMGSZ))
+    tf = T.Compose([T.YOLOMosaic(IMGSZ), T.YOLORandomPerspective(translate=0.1, scale=0.5, size=IMGSZ), T.YOLOMixUp(0.5)])
+    mixed = 0
+    with stoker.Loader(addr, "y", batch_size=5, transform=tf, targets=True, trace=True, return_indices=True,
+                       pin_memory=False, timeout=120, seed=8) as ld:
+        for b in ld:
+            images, targets, indices = b
+            for i, (t, idx) in enumerate(zip(targets, indices.tolist())):
+                trace = b.trace[i]
+                (op, m), (op1, pa) = trace[0], trace[1]
+                assert op == "yolo_mosaic" and op1 == "yolo_random_perspective", trace
+                want = ultralytics_mosaic(ds, 4, idx, m)
+                with monkeypatch.context() as mp:
+                    mp.setattr(augment, "random", Forced(persp_draws(pa), []))
+                    want = augment.RandomPerspective(**hyp)(want)
+                if len(trace) > 2:
+                    op2, mx = trace[2]
+                    assert op2 == "yolo_mixup", trace
+                    m2, pa2 = mx["mosaic"], mx["perspective"][1]
+                    mo = augment.Mosaic(ds, imgsz=IMGSZ, p=1.0, n=4)
+                    mo.get_indexes = lambda m2=m2: list(m2["indexes"][1:])
+                    mix = augment.MixUp(ds, pre_transform=augment.Compose([mo, augment.RandomPerspective(**hyp)]), p=1.0)
+                    mix.get_indexes = lambda m2=m2: m2["indexes"][0]
+                    with monkeypatch.context() as mp:
+                        # MixUp's p, the partner's Mosaic's p, yc, xc, then its warp's
+                        mp.setattr(augment, "random", Forced([0.0, 0.0, float(m2["yc"]), float(m2["xc"]), *persp_draws(pa2)], []))
+                        mp.setattr(augment.np.random, "beta", lambda a, b_: mx["r"])
+                        want = mix(want)
+                    mixed += 1
+                got = images[i].numpy().transpose(1, 2, 0)[..., ::-1]
+                d = np.abs(want["img"].astype(int) - got.astype(int))
+                assert d.max() == 0, f"sample {idx} ({trace}): {int((d > 0).sum())} bytes differ"
+                inst = want["instances"]
+                inst.convert_bbox("xyxy")
+                np.testing.assert_allclose(t["boxes"].numpy(), inst.bboxes.astype(np.float32), atol=1e-3, rtol=0)
+                assert t["labels"].tolist() == want["cls"].reshape(-1).astype(int).tolist()
+        assert not list(ld.sample_errors)
+    assert 0 < mixed < N
