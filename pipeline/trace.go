@@ -465,7 +465,11 @@ const maxStepJSON = 400
 // every view's and the list around them.
 func (t *Transform) MaxTraceBytes() int {
 	if t.views == nil {
-		return (t.maxSteps+4)*maxStepJSON + 2
+		n := (t.maxSteps+4)*maxStepJSON + 2
+		if t.mosaic != nil { // its entry, and a MixUp's (the partner's mosaic and warp)
+			n += 3 * maxStepJSON
+		}
+		return n
 	}
 	n := 2
 	for _, v := range t.views {
