@@ -163,6 +163,13 @@ func (t *Transform) Cost() Cost {
 				}
 			}
 		}
+		if m, x := v.multiNs(srcPx, px); x > 0 {
+			mean += m
+			worst += x
+			if x > domNs {
+				dominant, domNs = where+"op 0 (YOLOMosaic): its partners' decodes and its canvas", x
+			}
+		}
 		// The mean: the steps of costDraws samples, as drawn.
 		var sum float64
 		for i := range costDraws {
@@ -194,7 +201,7 @@ func (t *Transform) Cost() Cost {
 // (RandomZoomOut, RandomIoUCrop, ScaleJitter, FixedSizeCrop): its decode is
 // priced at the nominal source whatever the output's size.
 func (t *Transform) detGeometry() bool {
-	return t.zoom != nil || t.iou != nil || t.jitter != nil || t.fixed != nil || t.yolo != nil
+	return t.zoom != nil || t.iou != nil || t.jitter != nil || t.fixed != nil || t.yolo != nil || t.mosaic != nil
 }
 
 // canvasNs is the canvas path's cost (resizeCanvas), mean and worst, for

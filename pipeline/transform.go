@@ -139,6 +139,8 @@ type Op struct {
 	HGain, SGain, VGain                          float64
 	Direction                                    string
 	FlipIdx                                      []int
+	// Tiles: ultralytics' Mosaic's n (its imgsz is ImgSz; op_mosaic.go).
+	Tiles int
 }
 
 // ColorJitterOp is ColorJitter(brightness, contrast, saturation, hue) in
@@ -231,6 +233,10 @@ type Transform struct {
 	// (WithDecode): DecodeExact, the zero value, or DecodeFast.
 	decode DecodeMode
 	stop   *stopEpoch // a stop_epoch (decodemode.go), if any
+	// mosaic is ultralytics' Mosaic, if any: the geometry, its partners
+	// read with the sample (op_mosaic.go, decode_multi.go).
+	mosaic *Op
+	mixup  *Op // ultralytics' MixUp, right after the Mosaic
 }
 
 // RNG streams: the geometry draws from stream 1 and the op at position j
@@ -271,12 +277,26 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	if err != nil {
 		return nil, err
 	}
-	for n < len(t.ops) && geometryKind(t.ops[n].Kind) {
+	for n < len(t.ops) && (geometryKind(t.ops[n].Kind) || t.mosaic != nil && t.ops[n].Kind == OpYOLORandomPerspective) {
 		op := &t.ops[n]
 		if err := t.checkZoomOut(op, n); err != nil {
 			return nil, err
 		}
 		switch op.Kind {
+		case OpMosaic:
+			if err := checkMosaic(op, n); err != nil {
+				return nil, err
+			}
+			t.mosaic = op
+		case OpYOLORandomPerspective: // after a Mosaic (yoloGeometry parses it after a YOLOLoadImage)
+			if err := t.mosaicPersp(op, n); err != nil {
+				return nil, err
+			}
+		case OpMixUp:
+			if err := t.checkMixUp(op, n); err != nil {
+				return nil, err
+			}
+			t.mixup = op
 		case OpRandomZoomOut:
 			t.zoom = op
 		case OpRandomIoUCrop:
@@ -348,11 +368,16 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		}
 		n++
 	}
+	if err := t.checkMulti(); err != nil {
+		return nil, err
+	}
 	if err := t.checkAlone(); err != nil {
 		return nil, err
 	}
 	switch {
 	case t.fixed != nil, t.yolo != nil: // lsjGeometry or yoloGeometry set the size
+	case t.mosaic != nil:
+		t.geom, t.outH, t.outW = cropResize, 2*t.mosaic.ImgSz, 2*t.mosaic.ImgSz
 	case t.rcrop != nil:
 		t.geom, t.outH, t.outW = cropResize, t.rcrop.Size[0], t.rcrop.Size[1]
 	case t.rrc != nil:
@@ -383,7 +408,7 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		}
 		t.norm, rest = &rest[k], rest[:k]
 	}
-	if len(rest) > 0 && rest[0].Kind == OpRandomHorizontalFlip {
+	if len(rest) > 0 && rest[0].Kind == OpRandomHorizontalFlip && t.mosaic == nil { // a mosaic's flip is a step
 		if err := checkP(&rest[0], n); err != nil {
 			return nil, err
 		}

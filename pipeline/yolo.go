@@ -109,16 +109,22 @@ func (t *Transform) yoloPlan(p *samplePlan, k Key) {
 			ScaleUp: lb.ScaleUp, Center: lb.LetterCenter, Stride: lb.Stride}, p.ylw, p.ylh)
 	}
 	if op := g.persp; op != nil {
-		r := k.Stream(streamYOLOPersp)
-		u := r.Uniform
-		pp := &p.yp
-		pp.PX, pp.PY = u(-op.YPersp, op.YPersp), u(-op.YPersp, op.YPersp)
-		pp.Angle = u(-op.YDegrees, op.YDegrees)
-		pp.Scale = u(1-op.YScale, 1+op.YScale)
-		pp.ShearX, pp.ShearY = u(-op.YShear, op.YShear), u(-op.YShear, op.YShear)
-		pp.TX, pp.TY = u(0.5-op.YTranslate, 0.5+op.YTranslate), u(0.5-op.YTranslate, 0.5+op.YTranslate)
+		p.yp = drawYOLOPersp(op, k)
 		p.ypOn, p.ypWarp = true, op.YPersp != 0 // ultralytics warps in perspective when its perspective is not 0
 	}
+}
+
+// drawYOLOPersp is a YOLORandomPerspective's draw for key k (a Mosaic's
+// sample draws it too: decode_multi.go).
+func drawYOLOPersp(op *Op, k Key) (pp cv.PerspectiveParams) {
+	r := k.Stream(streamYOLOPersp)
+	u := r.Uniform
+	pp.PX, pp.PY = u(-op.YPersp, op.YPersp), u(-op.YPersp, op.YPersp)
+	pp.Angle = u(-op.YDegrees, op.YDegrees)
+	pp.Scale = u(1-op.YScale, 1+op.YScale)
+	pp.ShearX, pp.ShearY = u(-op.YShear, op.YShear), u(-op.YShear, op.YShear)
+	pp.TX, pp.TY = u(0.5-op.YTranslate, 0.5+op.YTranslate), u(0.5-op.YTranslate, 0.5+op.YTranslate)
+	return pp
 }
 
 // yoloSteps are the plan's YOLO geometry as functional ops (the trace's,

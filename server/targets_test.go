@@ -241,6 +241,10 @@ func TestDetrTargetsAnyTopology(t *testing.T) {
 			namedOp("YOLORandomHSV", numArg("hgain", 0.015), numArg("sgain", 0.7), numArg("vgain", 0.4)),
 			namedOp("YOLORandomFlip"), cxcywh,
 		},
+		"mosaic": { // ultralytics' Mosaic and MixUp: partners drawn from each sample's key, read by whichever maker makes it
+			namedOp("YOLOMosaic", numArg("imgsz", 32)), namedOp("YOLORandomPerspective", numArg("size", 32)),
+			namedOp("YOLOMixUp", numArg("p", 0.5)), namedOp("YOLORandomFlip"), cxcywh,
+		},
 	} {
 		job := smallJob("det", 8)
 		job.Job.Targets = true

@@ -32,7 +32,7 @@ TARGETS_ONLY = {"sanitize_bounding_boxes", "random_iou_crop", "convert_bounding_
 
 
 #: The YOLO family's geometry, named ops (test_yolo_ops.py runs them).
-YOLO_GEOMETRY = {"YOLOLoadImage", "YOLOLetterBox", "YOLORandomPerspective"}
+YOLO_GEOMETRY = {"YOLOLoadImage", "YOLOLetterBox", "YOLORandomPerspective", "YOLOMosaic", "YOLOMixUp"}
 
 
 def _after_geometry():
@@ -63,7 +63,10 @@ def test_every_op_is_accepted(server: str) -> None:
                      [T.RandomShortestSize((20, 30)), T.CenterCrop(SIZE)], [T.RandomResize(20, 30), T.CenterCrop(SIZE)],
                      [T.YOLOLoadImage(40), T.YOLOLetterBox(SIZE)],
                      [T.YOLOLoadImage(40), T.YOLOLetterBox((SIZE, 20)), T.YOLORandomPerspective(degrees=5.0)],
-                     [T.YOLOLoadImage(40), T.YOLORandomPerspective(perspective=0.001, size=SIZE)]):
+                     [T.YOLOLoadImage(40), T.YOLORandomPerspective(perspective=0.001, size=SIZE)],
+                     [T.YOLOMosaic(32)], [T.YOLOMosaic(32, n=9), T.YOLOMixUp(0.5)],
+                     [T.YOLOMosaic(40, p=0.5), T.YOLORandomPerspective(size=SIZE)],
+                     [T.YOLOMosaic(40), T.YOLORandomPerspective(size=SIZE), T.YOLOMixUp(0.5)]):
         assert len(loader(server, transform=geometry, batch_size=8)) == 6, geometry
 
 
