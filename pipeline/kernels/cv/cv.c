@@ -1,0 +1,261 @@
+/* cv.c: the YOLO kernels' inner loops in C, each the same bytes as its Go
+ * twin (the ...Go functions of warp.go and hsv.go; c_test.go compares):
+ *
+ * - warp: warp.go's resampling (OpenCV 5's float warps), eight output
+ *   pixels at a time with AVX2 and FMA where the CPU has them, one at a
+ *   time otherwise. Its fused multiply-adds are warp.go's fma32, float
+ *   operands fused in double and the sum rounded to float, through fma()
+ *   (an instruction with FMA, libm's exact fma elsewhere); nothing else
+ *   fuses (the pragmas below).
+ * - hsv: hsv.go's BGR to HSV, the three tables, HSV to BGR, one pixel at a
+ *   time, every float operation hsv.go's. */
+/* No fused multiply-adds but the explicit ones (see turbo.c). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include "cv.h"
+
+#include <math.h>
+#include <stdint.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+/* round_sat is warp.go's roundSat: nearest, ties to even, saturated to
+ * 0..255; NaN and values from 2^31 up give 0. Between 0.5 and 254.5 the
+ * float sum with 1.5*2^23 rounds to an integer in the default rounding
+ * mode (nearest even), the mode Go runs C in. */
+static inline uint8_t round_sat(float v) {
+  if (!(v > 0.5f) || v >= 2147483648.0f)
+    return 0;
+  if (v > 254.5f)
+    return 255;
+  return (uint8_t)(int)((v + 12582912.0f) - 12582912.0f); /* 1.5 * 2^23 */
+}
+
+/* floor_int is warp.go's floorInt: the floor as an int32, INT32_MIN for
+ * NaN, infinities and values past int32. */
+static inline int32_t floor_int(float v) {
+  float f = floorf(v);
+  if (!(f >= -2147483648.0f && f < 2147483648.0f))
+    return INT32_MIN;
+  return (int32_t)f;
+}
+
+/* pixel_or is the pixel at (x, y) of the w x h plane p, or bv outside. */
+static inline float pixel_or(const uint8_t *p, int w, int h, int64_t x, int64_t y, float bv) {
+  if ((uint64_t)x < (uint64_t)w && (uint64_t)y < (uint64_t)h)
+    return (float)p[y * w + x];
+  return bv;
+}
+
+/* FMA32 is warp.go's fma32. */
+#define FMA32(a, b, c) ((float)fma((double)(a), (double)(b), (double)(c)))
+
+/* WARP_PIXEL blends output pixel (x, y) from source coordinates (sx, sy),
+ * as warp.go's loop body does. */
+#define WARP_PIXEL(x, sx, sy)                                                                          \
+  do {                                                                                                 \
+    int64_t ix = floor_int(sx), iy = floor_int(sy);                                                    \
+    float ax = (sx) - (float)ix, ay = (sy) - (float)iy;                                                \
+    int inside = (uint32_t)ix < (uint32_t)(sw - 1) && (uint32_t)iy < (uint32_t)(sh - 1);               \
+    int outside = (uint64_t)(ix + 1) >= (uint64_t)(sw + 1) || (uint64_t)(iy + 1) >= (uint64_t)(sh + 1); \
+    for (int c = 0; c < 3; c++) {                                                                      \
+      const uint8_t *sp = src + (size_t)c * n;                                                         \
+      float p00, p01, p10, p11;                                                                        \
+      if (inside) {                                                                                    \
+        const uint8_t *o = sp + iy * sw + ix;                                                          \
+        p00 = o[0], p01 = o[1], p10 = o[sw], p11 = o[sw + 1];                                          \
+      } else if (outside) {                                                                            \
+        p00 = p01 = p10 = p11 = bv;                                                                    \
+      } else {                                                                                         \
+        p00 = pixel_or(sp, sw, sh, ix, iy, bv), p01 = pixel_or(sp, sw, sh, ix + 1, iy, bv);            \
+        p10 = pixel_or(sp, sw, sh, ix, iy + 1, bv), p11 = pixel_or(sp, sw, sh, ix + 1, iy + 1, bv);    \
+      }                                                                                                \
+      float v0 = FMA32(ax, p01 - p00, p00), v1 = FMA32(ax, p11 - p10, p10);                            \
+      dst[(size_t)c * dn + (size_t)y * dw + (x)] = round_sat(FMA32(ay, v1 - v0, v0));                  \
+    }                                                                                                  \
+  } while (0)
+
+/* WARP_TAIL is warp.go's coordinates for the last dw%16 pixels of a row
+ * (OpenCV's scalar loop) and the blend of pixel x. */
+#define WARP_TAIL(x)                                                       \
+  do {                                                                     \
+    float fx = (float)(x);                                                 \
+    float sx = FMA32(fx, m[0], (float)(fy * m[1])) + m[2];                 \
+    float sy = FMA32(fx, m[3], (float)(fy * m[4])) + m[5];                 \
+    if (persp) {                                                           \
+      float w = FMA32(fx, m[6], (float)(fy * m[7])) + m[8];                \
+      sx = sx / w, sy = sy / w;                                            \
+    }                                                                      \
+    WARP_PIXEL(x, sx, sy);                                                 \
+  } while (0)
+
+/* warp_scalar is warp.go's warp, one pixel at a time. */
+static void warp_scalar(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh, const float *m, int persp,
+                        int border) {
+  size_t n = (size_t)sw * sh, dn = (size_t)dw * dh;
+  float bv = (float)border;
+  int tail = dw - dw % 16;
+  for (int y = 0; y < dh; y++) {
+    float fy = (float)y;
+    float mx = (float)(fy * m[1]) + m[2], my = (float)(fy * m[4]) + m[5], mw = (float)(fy * m[7]) + m[8];
+    int x = 0;
+    for (; x < tail; x++) {
+      float fx = (float)x;
+      float sx = FMA32(m[0], fx, mx), sy = FMA32(m[3], fx, my);
+      if (persp) {
+        float w = FMA32(m[6], fx, mw);
+        sx = sx / w, sy = sy / w;
+      }
+      WARP_PIXEL(x, sx, sy);
+    }
+    for (; x < dw; x++)
+      WARP_TAIL(x);
+  }
+}
+
+#if defined(__x86_64__)
+
+static int cpu_avx2_fma;
+
+__attribute__((constructor)) static void cv_cpu_init(void) {
+  __builtin_cpu_init();
+  cpu_avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+/* fma8 is FMA32 on eight lanes: each fused in double, rounded to float. */
+__attribute__((target("avx2,fma"))) static inline __m256 fma8(__m256 a, __m256 b, __m256 c) {
+  __m256d lo = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)), _mm256_cvtps_pd(_mm256_castps256_ps128(b)),
+                               _mm256_cvtps_pd(_mm256_castps256_ps128(c)));
+  __m256d hi = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)), _mm256_cvtps_pd(_mm256_extractf128_ps(b, 1)),
+                               _mm256_cvtps_pd(_mm256_extractf128_ps(c, 1)));
+  return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
+}
+
+/* blend8 is the blend of eight pixels whose four taps are p00..p11, rounded
+ * and saturated, stored as eight bytes at d. */
+__attribute__((target("avx2,fma"))) static inline void blend8(uint8_t *d, __m256 ax, __m256 ay, __m256 p00, __m256 p01,
+                                                             __m256 p10, __m256 p11) {
+  __m256 v0 = fma8(ax, _mm256_sub_ps(p01, p00), p00), v1 = fma8(ax, _mm256_sub_ps(p11, p10), p10);
+  __m256i r = _mm256_cvtps_epi32(fma8(ay, _mm256_sub_ps(v1, v0), v0));
+  __m128i p = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  _mm_storel_epi64((__m128i *)d, _mm_packus_epi16(p, p));
+}
+
+/* tap8 is the byte at base + o >> sh8 (0 or 24) of each lane as float
+ * where mask is set, bv where not (not read). */
+__attribute__((target("avx2,fma"))) static inline __m256 tap8(const uint8_t *base, __m256i o, __m256i mask, int sh8,
+                                                             __m256 bv) {
+  __m256i g = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)base, o, mask, 1);
+  __m256 p = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(g, sh8), _mm256_set1_epi32(0xff)));
+  return _mm256_blendv_ps(bv, p, _mm256_castsi256_ps(mask));
+}
+
+/* warp_avx2 is warp_scalar with the first dw - dw%16 pixels of each row
+ * eight at a time: the coordinates always, the taps and blend where all
+ * eight are inside the image (one at a time otherwise). The taps come
+ * from 32-bit gathers, two bytes of each used: at the tap for the first
+ * two planes (the bytes after it are the plane's or the next plane's), two
+ * bytes before it for the last (so nothing past the image is read). */
+__attribute__((target("avx2,fma"))) static void warp_avx2(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw,
+                                                         int sh, const float *m, int persp, int border) {
+  size_t n = (size_t)sw * sh, dn = (size_t)dw * dh;
+  float bv = (float)border;
+  int tail = dw - dw % 16;
+  const __m256 m0 = _mm256_set1_ps(m[0]), m3 = _mm256_set1_ps(m[3]), m6 = _mm256_set1_ps(m[6]);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), vw = _mm256_set1_epi32(sw);
+  const __m256i vh = _mm256_set1_epi32(sh), neg = _mm256_set1_epi32(-1), one = _mm256_set1_epi32(1);
+  const __m256i ff = _mm256_set1_epi32(0xff);
+  const __m256 vbv = _mm256_set1_ps(bv);
+  for (int y = 0; y < dh; y++) {
+    float fy = (float)y;
+    float mxs = (float)(fy * m[1]) + m[2], mys = (float)(fy * m[4]) + m[5], mws = (float)(fy * m[7]) + m[8];
+    const __m256 mx = _mm256_set1_ps(mxs), my = _mm256_set1_ps(mys), mw = _mm256_set1_ps(mws);
+    int x = 0;
+    for (; x < tail; x += 8) {
+      __m256 fx = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(x), lane));
+      __m256 sx = fma8(m0, fx, mx), sy = fma8(m3, fx, my);
+      if (persp) {
+        __m256 w = fma8(m6, fx, mw);
+        sx = _mm256_div_ps(sx, w), sy = _mm256_div_ps(sy, w);
+      }
+      /* cvttps of the floor: the floor, or INT32_MIN as floor_int. */
+      __m256i ix = _mm256_cvttps_epi32(_mm256_floor_ps(sx)), iy = _mm256_cvttps_epi32(_mm256_floor_ps(sy));
+      __m256 ax = _mm256_sub_ps(sx, _mm256_cvtepi32_ps(ix)), ay = _mm256_sub_ps(sy, _mm256_cvtepi32_ps(iy));
+      /* Which taps are in the image: x, x+1 by y, y+1. */
+      __m256i ix1 = _mm256_add_epi32(ix, one), iy1 = _mm256_add_epi32(iy, one);
+      __m256i vx0 = _mm256_and_si256(_mm256_cmpgt_epi32(ix, neg), _mm256_cmpgt_epi32(vw, ix));
+      __m256i vx1 = _mm256_and_si256(_mm256_cmpgt_epi32(ix1, neg), _mm256_cmpgt_epi32(vw, ix1));
+      __m256i vy0 = _mm256_and_si256(_mm256_cmpgt_epi32(iy, neg), _mm256_cmpgt_epi32(vh, iy));
+      __m256i vy1 = _mm256_and_si256(_mm256_cmpgt_epi32(iy1, neg), _mm256_cmpgt_epi32(vh, iy1));
+      __m256i o = _mm256_add_epi32(_mm256_mullo_epi32(iy, vw), ix), o1 = _mm256_add_epi32(o, vw);
+      if (_mm256_movemask_epi8(_mm256_and_si256(_mm256_and_si256(vx0, vx1), _mm256_and_si256(vy0, vy1))) != -1) {
+        if (n < 4) { /* too small for the gathers' spare bytes */
+          float sxs[8], sys[8];
+          _mm256_storeu_ps(sxs, sx);
+          _mm256_storeu_ps(sys, sy);
+          for (int k = 0; k < 8; k++)
+            WARP_PIXEL(x + k, sxs[k], sys[k]);
+          continue;
+        }
+        /* Some taps outside: each tap gathered alone where it is in the
+         * image, the border where not (warp.go's three cases are all
+         * this). A 32-bit gather's spare bytes are after the tap for the
+         * first two planes, before it for the last. */
+        __m256i m00 = _mm256_and_si256(vx0, vy0), m01 = _mm256_and_si256(vx1, vy0);
+        __m256i m10 = _mm256_and_si256(vx0, vy1), m11 = _mm256_and_si256(vx1, vy1);
+        __m256i o01 = _mm256_add_epi32(o, one), o11 = _mm256_add_epi32(o1, one);
+        for (int c = 0; c < 3; c++) {
+          const uint8_t *base = src + (size_t)c * n;
+          int sh8 = 0;
+          if (c == 2)
+            base -= 3, sh8 = 24;
+          __m256 p00 = tap8(base, o, m00, sh8, vbv), p01 = tap8(base, o01, m01, sh8, vbv);
+          __m256 p10 = tap8(base, o1, m10, sh8, vbv), p11 = tap8(base, o11, m11, sh8, vbv);
+          blend8(dst + (size_t)c * dn + (size_t)y * dw + x, ax, ay, p00, p01, p10, p11);
+        }
+        continue;
+      }
+      for (int c = 0; c < 3; c++) {
+        const uint8_t *base = src + (size_t)c * n;
+        int sh8 = 0;
+        if (c == 2)
+          base -= 2, sh8 = 16;
+        __m256i g0 = _mm256_srli_epi32(_mm256_i32gather_epi32((const int *)base, o, 1), sh8);
+        __m256i g1 = _mm256_srli_epi32(_mm256_i32gather_epi32((const int *)base, o1, 1), sh8);
+        __m256 p00 = _mm256_cvtepi32_ps(_mm256_and_si256(g0, ff));
+        __m256 p01 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(g0, 8), ff));
+        __m256 p10 = _mm256_cvtepi32_ps(_mm256_and_si256(g1, ff));
+        __m256 p11 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(g1, 8), ff));
+        blend8(dst + (size_t)c * dn + (size_t)y * dw + x, ax, ay, p00, p01, p10, p11);
+      }
+    }
+    for (; x < dw; x++)
+      WARP_TAIL(x);
+  }
+}
+
+int stoker_cv_simd(void) { return cpu_avx2_fma; }
+
+#else
+
+int stoker_cv_simd(void) { return 0; }
+
+#endif
+
+void stoker_cv_warp(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh, const float *m, int persp,
+                    int border, int simd) {
+#if defined(__x86_64__)
+  if (simd && cpu_avx2_fma) {
+    warp_avx2(dst, dw, dh, src, sw, sh, m, persp, border);
+    return;
+  }
+#endif
+  (void)simd;
+  warp_scalar(dst, dw, dh, src, sw, sh, m, persp, border);
+}

@@ -1,0 +1,18 @@
+/* cv.h: the YOLO kernels' inner loops in C (cv.c). */
+#ifndef STOKER_CV_H
+#define STOKER_CV_H
+
+#include <stdint.h>
+
+/* stoker_cv_simd reports whether stoker_cv_warp has its AVX2 and FMA path
+ * here (x86-64 with both). */
+int stoker_cv_simd(void);
+
+/* stoker_cv_warp is warp.go's warp: dst, three dw x dh planes, resampled
+ * from src, three sw x sh planes, by the inverse matrix m (nine floats,
+ * row-major; the last row read only when persp), border outside. simd 0
+ * takes the scalar path even where the CPU has AVX2 and FMA. */
+void stoker_cv_warp(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh, const float *m, int persp,
+                    int border, int simd);
+
+#endif

@@ -1,0 +1,46 @@
+//go:build cgo
+
+package cv
+
+/*
+#cgo CFLAGS: -O3
+#cgo LDFLAGS: -lm
+#include "cv.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+)
+
+// cSIMD reports whether cv.c runs its AVX2 and FMA paths on this CPU.
+var cSIMD = C.stoker_cv_simd() != 0
+
+// warp is warpGo in C (cv.c): the same bytes, with AVX2 and FMA where the
+// CPU has them.
+func warp(dst, src kernels.Planes, m [9]float32, persp bool, border uint8) {
+	warpC(dst, src, m, persp, border, true)
+}
+
+// warpC is stoker_cv_warp; simd false takes its scalar path.
+func warpC(dst, src kernels.Planes, m [9]float32, persp bool, border uint8, simd bool) {
+	if dst.W*dst.H == 0 || src.W*src.H == 0 {
+		warpGo(dst, src, m, persp, border)
+		return
+	}
+	_ = dst.Pix[3*dst.W*dst.H-1]
+	_ = src.Pix[3*src.W*src.H-1]
+	C.stoker_cv_warp((*C.uint8_t)(unsafe.Pointer(&dst.Pix[0])), C.int(dst.W), C.int(dst.H),
+		(*C.uint8_t)(unsafe.Pointer(&src.Pix[0])), C.int(src.W), C.int(src.H),
+		(*C.float)(unsafe.Pointer(&m[0])), cbool(persp), C.int(border), cbool(simd))
+}
+
+// cbool is b for C: 1 or 0.
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,10 @@
+//go:build !cgo
+
+package cv
+
+import "github.com/stoker-dev/stoker/pipeline/kernels"
+
+// warp is warpGo: without cgo there is no C (cv.c).
+func warp(dst, src kernels.Planes, m [9]float32, persp bool, border uint8) {
+	warpGo(dst, src, m, persp, border)
+}
