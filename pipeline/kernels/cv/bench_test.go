@@ -60,6 +60,12 @@ func BenchmarkKernels(b *testing.B) {
 			RandomHSV(src, [3]float64{0.01, 0.3, -0.2})
 		}
 	})
+	b.Run("hsv/640/go", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			hue, sat, val := HSVLUTs([3]float64{0.01, 0.3, -0.2})
+			hsvPixelsGo(src, &hue, &sat, &val)
+		}
+	})
 }
 
 // warpMatrix is an inverse matrix as the warps round it, to float; an

@@ -142,3 +142,32 @@ func firstDiff(a, b []byte) int {
 	}
 	return -1
 }
+
+// TestHSVCMatchesGo: cv.c's HSV loop gives hsvPixelsGo's bytes on every
+// 24-bit colour, for gains of each sign, none, and ones that saturate and
+// wrap the hue; and on photos.
+func TestHSVCMatchesGo(t *testing.T) {
+	all := kernels.Planes{Pix: make([]byte, 3<<24), W: 4096, H: 4096}
+	n := 1 << 24
+	for i := 0; i < n; i++ {
+		all.Pix[i], all.Pix[n+i], all.Pix[2*n+i] = byte(i>>16), byte(i>>8), byte(i)
+	}
+	ims := []kernels.Planes{all}
+	for _, p := range cTestImages(t)[10:] {
+		ims = append(ims, p)
+	}
+	for _, r := range [][3]float64{{0, 0, 0}, {0.015, 0.7, 0.4}, {-0.015, -0.7, -0.4}, {0.5, 1, -1}, {-0.99, 3, 2}, {0.3, -1, 0.01}} {
+		for i, src := range ims {
+			hue, sat, val := HSVLUTs(r)
+			want := kernels.Planes{Pix: append([]byte(nil), src.Pix...), W: src.W, H: src.H}
+			got := kernels.Planes{Pix: append([]byte(nil), src.Pix...), W: src.W, H: src.H}
+			hsvPixelsGo(want, &hue, &sat, &val)
+			hsvPixels(got, &hue, &sat, &val)
+			if j := firstDiff(got.Pix, want.Pix); j >= 0 {
+				k := j % (src.W * src.H)
+				t.Fatalf("gains %v, image %d: byte %d (plane %d) is %d, Go's %d; the pixel was %d,%d,%d",
+					r, i, j, j/(src.W*src.H), got.Pix[j], want.Pix[j], src.Pix[k], src.Pix[src.W*src.H+k], src.Pix[2*src.W*src.H+k])
+			}
+		}
+	}
+}

@@ -19,6 +19,7 @@
 #include "cv.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #if defined(__x86_64__)
@@ -258,4 +259,43 @@ void stoker_cv_warp(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, in
 #endif
   (void)simd;
   warp_scalar(dst, dw, dh, src, sw, sh, m, persp, border);
+}
+
+/* hsv_sector is hsv.go's hsvSector: for each sector, which of (v, v(1-s),
+ * v(1-sh), v(1-s(1-h))) is b, g and r. */
+static const uint8_t hsv_sector[6][3] = {{1, 3, 0}, {1, 0, 2}, {3, 0, 1}, {0, 2, 1}, {0, 1, 3}, {2, 1, 0}};
+
+void stoker_cv_hsv(uint8_t *pix, size_t n, const uint8_t *luts, const int32_t *sdiv, const int32_t *hdiv,
+                   const float *frac, const uint8_t *sector, const float *over) {
+  uint8_t *rp = pix, *gp = pix + n, *bp = pix + 2 * n;
+  const uint8_t *hue = luts, *sat = luts + 256, *val = luts + 512;
+  for (size_t i = 0; i < n; i++) {
+    /* hsvFromRGB */
+    int32_t r = rp[i], g = gp[i], b = bp[i];
+    int32_t v = r > g ? r : g, vmin = r < g ? r : g;
+    v = v > b ? v : b, vmin = vmin < b ? vmin : b;
+    int32_t diff = v - vmin, h;
+    int32_t s = (diff * sdiv[v] + (1 << 11)) >> 12;
+    if (v == r)
+      h = g - b;
+    else if (v == g)
+      h = b - r + 2 * diff;
+    else
+      h = r - g + 4 * diff;
+    h = (h * hdiv[diff] + (1 << 11)) >> 12; /* arithmetic shift, as Go's */
+    if (h < 0)
+      h += 180;
+    /* the tables, then rgbFromHSV */
+    uint8_t hh = hue[h], ss = sat[s], vv = val[v];
+    float fs = over[ss], fv = over[vv], fr, fg, fb;
+    if (fs == 0) {
+      fb = fg = fr = fv;
+    } else {
+      float fh = frac[hh];
+      float tab[4] = {fv, fv * (1 - fs), fv * (1 - fs * fh), fv * (1 - fs * (1 - fh))};
+      const uint8_t *sec = hsv_sector[sector[hh]];
+      fb = tab[sec[0]], fg = tab[sec[1]], fr = tab[sec[2]];
+    }
+    rp[i] = round_sat(fr * 255), gp[i] = round_sat(fg * 255), bp[i] = round_sat(fb * 255);
+  }
 }

@@ -2,6 +2,7 @@
 #ifndef STOKER_CV_H
 #define STOKER_CV_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* stoker_cv_simd reports whether stoker_cv_warp has its AVX2 and FMA path
@@ -14,5 +15,12 @@ int stoker_cv_simd(void);
  * takes the scalar path even where the CPU has AVX2 and FMA. */
 void stoker_cv_warp(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh, const float *m, int persp,
                     int border, int simd);
+
+/* stoker_cv_hsv is hsv.go's hsvPixelsGo on pix, three planes (R, G, B)
+ * of n bytes, in place: luts the hue, saturation and value tables (256
+ * each), sdiv and hdiv hsv.go's division tables, frac, sector and over its
+ * hsvBack. */
+void stoker_cv_hsv(uint8_t *pix, size_t n, const uint8_t *luts, const int32_t *sdiv, const int32_t *hdiv,
+                   const float *frac, const uint8_t *sector, const float *over);
 
 #endif

@@ -8,3 +8,6 @@ import "github.com/stoker-dev/stoker/pipeline/kernels"
 func warp(dst, src kernels.Planes, m [9]float32, persp bool, border uint8) {
 	warpGo(dst, src, m, persp, border)
 }
+
+// hsvPixels is hsvPixelsGo: without cgo there is no C (cv.c).
+func hsvPixels(p kernels.Planes, hue, sat, val *[256]uint8) { hsvPixelsGo(p, hue, sat, val) }

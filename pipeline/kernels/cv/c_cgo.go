@@ -44,3 +44,20 @@ func cbool(b bool) C.int {
 	}
 	return 0
 }
+
+// hsvPixels is hsvPixelsGo in C (cv.c): the same bytes.
+func hsvPixels(p kernels.Planes, hue, sat, val *[256]uint8) {
+	n := p.W * p.H
+	if n == 0 {
+		return
+	}
+	_ = p.Pix[3*n-1]
+	var luts [3 * 256]uint8
+	copy(luts[:256], hue[:])
+	copy(luts[256:512], sat[:])
+	copy(luts[512:], val[:])
+	t := &hsvBackTables
+	C.stoker_cv_hsv((*C.uint8_t)(unsafe.Pointer(&p.Pix[0])), C.size_t(n), (*C.uint8_t)(unsafe.Pointer(&luts[0])),
+		(*C.int32_t)(unsafe.Pointer(&sdivTable[0])), (*C.int32_t)(unsafe.Pointer(&hdivTable[0])),
+		(*C.float)(unsafe.Pointer(&t.frac[0])), (*C.uint8_t)(unsafe.Pointer(&t.sector[0])), (*C.float)(unsafe.Pointer(&t.over[0])))
+}
