@@ -27,6 +27,12 @@ func BenchmarkKernels(b *testing.B) {
 			ResizeLinear(dst, src)
 		}
 	})
+	b.Run("resize/640x640-427x640/go", func(b *testing.B) {
+		dst := benchPlanes(427, 640)
+		for i := 0; i < b.N; i++ {
+			resizeLinearGo(dst, src, resizeTaps(dst.W, src.W, true), resizeTaps(dst.H, src.H, false))
+		}
+	})
 	affine := [6]float64{0.9, 0.1, 20, -0.1, 0.95, 10}
 	persp := [9]float64{0.9, 0.1, 20, -0.1, 0.95, 10, 0.0002, -0.0001, 1}
 	b.Run("warpaffine/640", func(b *testing.B) {

@@ -11,3 +11,6 @@ func warp(dst, src kernels.Planes, m [9]float32, persp bool, border uint8) {
 
 // hsvPixels is hsvPixelsGo: without cgo there is no C (cv.c).
 func hsvPixels(p kernels.Planes, hue, sat, val *[256]uint8) { hsvPixelsGo(p, hue, sat, val) }
+
+// resizeLinear is resizeLinearGo: without cgo there is no C (cv.c).
+func resizeLinear(dst, src kernels.Planes, tx, ty linearTaps) { resizeLinearGo(dst, src, tx, ty) }

@@ -171,3 +171,34 @@ func TestHSVCMatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// TestResizeCMatchesGo: cv.c's resize gives resizeLinearGo's bytes,
+// shrinking and growing each side by odd factors, to and from one pixel,
+// on noise and photos.
+func TestResizeCMatchesGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i, src := range cTestImages(t) {
+		for k := 0; k < 16; k++ {
+			dw, dh := 1+r.IntN(2*src.W+7), 1+r.IntN(2*src.H+7)
+			switch k {
+			case 0:
+				dw, dh = 1, 1
+			case 1:
+				dw, dh = src.W+1, max(src.H-1, 1)
+			case 2:
+				dw, dh = (src.W*2+2)/3, (src.H*2+2)/3
+			}
+			if dw == src.W && dh == src.H || dw*2 == src.W && dh*2 == src.H {
+				continue // ResizeLinear's copy and halving, in Go in every build
+			}
+			tx, ty := resizeTaps(dw, src.W, true), resizeTaps(dh, src.H, false)
+			want := kernels.Planes{Pix: make([]byte, 3*dw*dh), W: dw, H: dh}
+			got := kernels.Planes{Pix: make([]byte, 3*dw*dh), W: dw, H: dh}
+			resizeLinearGo(want, src, tx, ty)
+			resizeLinear(got, src, tx, ty)
+			if j := firstDiff(got.Pix, want.Pix); j >= 0 {
+				t.Fatalf("image %d (%dx%d) to %dx%d: byte %d is %d, Go's %d", i, src.W, src.H, dw, dh, j, got.Pix[j], want.Pix[j])
+			}
+		}
+	}
+}

@@ -299,3 +299,51 @@ void stoker_cv_hsv(uint8_t *pix, size_t n, const uint8_t *luts, const int32_t *s
     rp[i] = round_sat(fr * 255), gp[i] = round_sat(fg * 255), bp[i] = round_sat(fb * 255);
   }
 }
+
+/* resize_hrow is resize.go's hrow: the horizontal pass of source row src
+ * (sw bytes) into row, dw sums. */
+static void resize_hrow(int32_t *row, const uint8_t *src, int dw, const int32_t *xofs, const int16_t *xw0,
+                        const int16_t *xw1, int edge) {
+  int x = 0;
+  for (; x < edge; x++) {
+    int32_t s = xofs[x];
+    row[x] = (int32_t)src[s] * xw0[x] + (int32_t)src[s + 1] * xw1[x];
+  }
+  for (; x < dw; x++)
+    row[x] = (int32_t)src[xofs[x]] * 2048;
+}
+
+void stoker_cv_resize(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh, const int32_t *xofs,
+                      const int16_t *xw0, const int16_t *xw1, int edge, const int32_t *yofs, const int16_t *yw0,
+                      const int16_t *yw1, int32_t *rows) {
+  size_t n = (size_t)sw * sh, dn = (size_t)dw * dh;
+  for (int c = 0; c < 3; c++) {
+    const uint8_t *sp = src + (size_t)c * n;
+    uint8_t *dp = dst + (size_t)c * dn;
+    int have[2] = {-1, -1};
+    for (int dy = 0; dy < dh; dy++) {
+      int sy = yofs[dy], sy1 = yofs[dy] + 1;
+      sy = sy < 0 ? 0 : sy > sh - 1 ? sh - 1 : sy;
+      sy1 = sy1 < 0 ? 0 : sy1 > sh - 1 ? sh - 1 : sy1;
+      int32_t *r[2];
+      int want[2] = {sy, sy1};
+      for (int k = 0; k < 2; k++) {
+        int i = have[0] == want[k] ? 0 : have[1] == want[k] ? 1 : -1;
+        if (i < 0) {
+          /* replace the row not wanted now (resize.go's hrow: the lower) */
+          i = have[1] < have[0] ? 1 : 0;
+          if (k == 1 && have[i] == want[0])
+            i = 1 - i;
+          have[i] = want[k];
+          resize_hrow(rows + (size_t)i * dw, sp + (size_t)want[k] * sw, dw, xofs, xw0, xw1, edge);
+        }
+        r[k] = rows + (size_t)i * dw;
+      }
+      const int32_t *r0 = r[0], *r1 = r[1];
+      int32_t b0 = yw0[dy], b1 = yw1[dy];
+      uint8_t *out = dp + (size_t)dy * dw;
+      for (int x = 0; x < dw; x++)
+        out[x] = (uint8_t)((((b0 * (r0[x] >> 4)) >> 16) + ((b1 * (r1[x] >> 4)) >> 16) + 2) >> 2);
+    }
+  }
+}

@@ -23,4 +23,12 @@ void stoker_cv_warp(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, in
 void stoker_cv_hsv(uint8_t *pix, size_t n, const uint8_t *luts, const int32_t *sdiv, const int32_t *hdiv,
                    const float *frac, const uint8_t *sector, const float *over);
 
+/* stoker_cv_resize is resize.go's ResizeLinear past its copy and halving:
+ * dst, three dw x dh planes, from src, three sw x sh planes, by the taps
+ * (resize.go's linearTaps: the columns' with their edge, the rows'); rows
+ * is scratch of 2*dw words. */
+void stoker_cv_resize(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh, const int32_t *xofs,
+                      const int16_t *xw0, const int16_t *xw1, int edge, const int32_t *yofs, const int16_t *yw0,
+                      const int16_t *yw1, int32_t *rows);
+
 #endif
