@@ -16,7 +16,7 @@ func benchPlanes(w, h int) kernels.Planes {
 
 // BenchmarkKernels: each kernel on a 640x640 image (python/tests/
 // test_yolo_kernels.py's cases, at YOLO's size); compare with cv2 on one
-// core (taskset -c 0, cv2.setNumThreads(1)). The .../go cases are the Go
+// core (taskset -c 0, cv2.setNumThreads(1)). The go/... cases are the Go
 // versions (the pure-Go build's) of the kernels with a C path in cgo
 // builds, side by side.
 func BenchmarkKernels(b *testing.B) {
@@ -27,7 +27,7 @@ func BenchmarkKernels(b *testing.B) {
 			ResizeLinear(dst, src)
 		}
 	})
-	b.Run("resize/640x640-427x640/go", func(b *testing.B) {
+	b.Run("go/resize/640x640-427x640", func(b *testing.B) {
 		dst := benchPlanes(427, 640)
 		for i := 0; i < b.N; i++ {
 			resizeLinearGo(dst, src, resizeTaps(dst.W, src.W, true), resizeTaps(dst.H, src.H, false))
@@ -41,7 +41,7 @@ func BenchmarkKernels(b *testing.B) {
 			WarpAffine(dst, src, affine, 114)
 		}
 	})
-	b.Run("warpaffine/640/go", func(b *testing.B) {
+	b.Run("go/warpaffine/640", func(b *testing.B) {
 		dst := benchPlanes(640, 640)
 		f := warpMatrix(func(m [6]float64) []float64 { return m[:] }(InvertAffine(affine)))
 		for i := 0; i < b.N; i++ {
@@ -54,7 +54,7 @@ func BenchmarkKernels(b *testing.B) {
 			WarpPerspective(dst, src, persp, 114)
 		}
 	})
-	b.Run("warpperspective/640/go", func(b *testing.B) {
+	b.Run("go/warpperspective/640", func(b *testing.B) {
 		dst := benchPlanes(640, 640)
 		f := warpMatrix(func(m [9]float64) []float64 { return m[:] }(InvertPerspective(persp)))
 		for i := 0; i < b.N; i++ {
@@ -66,7 +66,7 @@ func BenchmarkKernels(b *testing.B) {
 			RandomHSV(src, [3]float64{0.01, 0.3, -0.2})
 		}
 	})
-	b.Run("hsv/640/go", func(b *testing.B) {
+	b.Run("go/hsv/640", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			hue, sat, val := HSVLUTs([3]float64{0.01, 0.3, -0.2})
 			hsvPixelsGo(src, &hue, &sat, &val)

@@ -15,17 +15,18 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 )
 
-// cSIMD reports whether cv.c runs its AVX2 and FMA paths on this CPU.
-var cSIMD = C.stoker_cv_simd() != 0
+// cSIMD is the best vector path of cv.c's warp on this CPU: 0 none, 1
+// AVX2 and FMA, 2 those and AVX-512F.
+var cSIMD = int(C.stoker_cv_simd())
 
-// warp is warpGo in C (cv.c): the same bytes, with AVX2 and FMA where the
-// CPU has them.
+// warp is warpGo in C (cv.c): the same bytes, with AVX2 and FMA (and
+// AVX-512F) where the CPU has them.
 func warp(dst, src kernels.Planes, m [9]float32, persp bool, border uint8) {
-	warpC(dst, src, m, persp, border, true)
+	warpC(dst, src, m, persp, border, cSIMD)
 }
 
-// warpC is stoker_cv_warp; simd false takes its scalar path.
-func warpC(dst, src kernels.Planes, m [9]float32, persp bool, border uint8, simd bool) {
+// warpC is stoker_cv_warp at vector path simd (0 its scalar path).
+func warpC(dst, src kernels.Planes, m [9]float32, persp bool, border uint8, simd int) {
 	if dst.W*dst.H == 0 || src.W*src.H == 0 {
 		warpGo(dst, src, m, persp, border)
 		return
@@ -34,7 +35,7 @@ func warpC(dst, src kernels.Planes, m [9]float32, persp bool, border uint8, simd
 	_ = src.Pix[3*src.W*src.H-1]
 	C.stoker_cv_warp((*C.uint8_t)(unsafe.Pointer(&dst.Pix[0])), C.int(dst.W), C.int(dst.H),
 		(*C.uint8_t)(unsafe.Pointer(&src.Pix[0])), C.int(src.W), C.int(src.H),
-		(*C.float)(unsafe.Pointer(&m[0])), cbool(persp), C.int(border), cbool(simd))
+		(*C.float)(unsafe.Pointer(&m[0])), cbool(persp), C.int(border), C.int(simd))
 }
 
 // cbool is b for C: 1 or 0.

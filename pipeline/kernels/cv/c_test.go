@@ -89,13 +89,13 @@ func randomWarp(r *rand.Rand, w, h int) (m [9]float64, persp bool) {
 	return m, persp
 }
 
-// TestWarpCMatchesGo: cv.c's warp, its AVX2 path (where the CPU has it)
-// and its scalar path, gives warpGo's bytes for random matrices, affine and
+// TestWarpCMatchesGo: cv.c's warp, each of its paths the CPU has (scalar,
+// AVX2, AVX-512), gives warpGo's bytes for random matrices, affine and
 // perspective, odd output sizes (tails of every length), borders, on noise
 // and photos.
 func TestWarpCMatchesGo(t *testing.T) {
-	if !cSIMD {
-		t.Log("no AVX2 and FMA here: only the scalar C path is compared")
+	if cSIMD < 2 {
+		t.Logf("vector paths up to %d here (2: AVX-512F): the others are not compared", cSIMD)
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for i, src := range cTestImages(t) {
@@ -121,11 +121,11 @@ func TestWarpCMatchesGo(t *testing.T) {
 			}
 			want := kernels.Planes{Pix: make([]byte, 3*dw*dh), W: dw, H: dh}
 			warpGo(want, src, f, persp, border)
-			for _, simd := range []bool{false, true} {
+			for simd := 0; simd <= cSIMD; simd++ {
 				got := kernels.Planes{Pix: make([]byte, 3*dw*dh), W: dw, H: dh}
 				warpC(got, src, f, persp, border, simd)
 				if j := firstDiff(got.Pix, want.Pix); j >= 0 {
-					t.Fatalf("image %d (%dx%d), case %d, %dx%d, persp %v, simd %v, m %v: byte %d (plane %d, x %d, y %d) is %d, Go's %d",
+					t.Fatalf("image %d (%dx%d), case %d, %dx%d, persp %v, simd %d, m %v: byte %d (plane %d, x %d, y %d) is %d, Go's %d",
 						i, src.W, src.H, k, dw, dh, persp, simd, f, j, j/(dw*dh), j%(dw*dh)%dw, j%(dw*dh)/dw, got.Pix[j], want.Pix[j])
 				}
 			}

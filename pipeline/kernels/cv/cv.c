@@ -21,6 +21,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -122,126 +123,68 @@ static void warp_scalar(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw
 
 #if defined(__x86_64__)
 
-static int cpu_avx2_fma;
+static int cpu_simd; /* 0 none, 1 AVX2 and FMA, 2 those and AVX-512F */
 
 __attribute__((constructor)) static void cv_cpu_init(void) {
   __builtin_cpu_init();
-  cpu_avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    cpu_simd = __builtin_cpu_supports("avx512f") ? 2 : 1;
 }
+
+/* The AVX2 path's double arithmetic: eight lanes as two halves. */
+typedef struct {
+  __m256d lo, hi;
+} wd_avx2;
+
+/* of is eight floats as double, ofi eight int32s, fmad a*b + c fused,
+ * tof back to float (rounded). */
+__attribute__((target("avx2,fma"))) static inline wd_avx2 of_avx2(__m256 v) {
+  return (wd_avx2){_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))};
+}
+__attribute__((target("avx2,fma"))) static inline wd_avx2 ofi_avx2(__m256i v) {
+  return (wd_avx2){_mm256_cvtepi32_pd(_mm256_castsi256_si128(v)), _mm256_cvtepi32_pd(_mm256_extracti128_si256(v, 1))};
+}
+__attribute__((target("avx2,fma"))) static inline wd_avx2 fmad_avx2(wd_avx2 a, wd_avx2 b, wd_avx2 c) {
+  return (wd_avx2){_mm256_fmadd_pd(a.lo, b.lo, c.lo), _mm256_fmadd_pd(a.hi, b.hi, c.hi)};
+}
+__attribute__((target("avx2,fma"))) static inline __m256 tof_avx2(wd_avx2 v) {
+  return _mm256_set_m128(_mm256_cvtpd_ps(v.hi), _mm256_cvtpd_ps(v.lo));
+}
+
+/* The AVX-512 path's: eight lanes of double in one register. */
+__attribute__((target("avx512f,avx2,fma"))) static inline __m512d of_avx512(__m256 v) { return _mm512_cvtps_pd(v); }
+__attribute__((target("avx512f,avx2,fma"))) static inline __m512d ofi_avx512(__m256i v) { return _mm512_cvtepi32_pd(v); }
+__attribute__((target("avx512f,avx2,fma"))) static inline __m512d fmad_avx512(__m512d a, __m512d b, __m512d c) {
+  return _mm512_fmadd_pd(a, b, c);
+}
+__attribute__((target("avx512f,avx2,fma"))) static inline __m256 tof_avx512(__m512d v) { return _mm512_cvtpd_ps(v); }
 
 /* fma8 is FMA32 on eight lanes: each fused in double, rounded to float. */
-__attribute__((target("avx2,fma"))) static inline __m256 fma8(__m256 a, __m256 b, __m256 c) {
-  __m256d lo = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)), _mm256_cvtps_pd(_mm256_castps256_ps128(b)),
-                               _mm256_cvtps_pd(_mm256_castps256_ps128(c)));
-  __m256d hi = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)), _mm256_cvtps_pd(_mm256_extractf128_ps(b, 1)),
-                               _mm256_cvtps_pd(_mm256_extractf128_ps(c, 1)));
-  return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
-}
-
-/* blend8 is the blend of eight pixels whose four taps are p00..p11, rounded
- * and saturated, stored as eight bytes at d. */
-__attribute__((target("avx2,fma"))) static inline void blend8(uint8_t *d, __m256 ax, __m256 ay, __m256 p00, __m256 p01,
-                                                             __m256 p10, __m256 p11) {
-  __m256 v0 = fma8(ax, _mm256_sub_ps(p01, p00), p00), v1 = fma8(ax, _mm256_sub_ps(p11, p10), p10);
-  __m256i r = _mm256_cvtps_epi32(fma8(ay, _mm256_sub_ps(v1, v0), v0));
-  __m128i p = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
-  _mm_storel_epi64((__m128i *)d, _mm_packus_epi16(p, p));
-}
-
-/* tap8 is the byte at base + o >> sh8 (0 or 24) of each lane as float
- * where mask is set, bv where not (not read). */
-__attribute__((target("avx2,fma"))) static inline __m256 tap8(const uint8_t *base, __m256i o, __m256i mask, int sh8,
-                                                             __m256 bv) {
-  __m256i g = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)base, o, mask, 1);
-  __m256 p = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(g, sh8), _mm256_set1_epi32(0xff)));
-  return _mm256_blendv_ps(bv, p, _mm256_castsi256_ps(mask));
-}
-
-/* warp_avx2 is warp_scalar with the first dw - dw%16 pixels of each row
- * eight at a time: the coordinates always, the taps and blend where all
- * eight are inside the image (one at a time otherwise). The taps come
- * from 32-bit gathers, two bytes of each used: at the tap for the first
- * two planes (the bytes after it are the plane's or the next plane's), two
- * bytes before it for the last (so nothing past the image is read). */
-__attribute__((target("avx2,fma"))) static void warp_avx2(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw,
-                                                         int sh, const float *m, int persp, int border) {
-  size_t n = (size_t)sw * sh, dn = (size_t)dw * dh;
-  float bv = (float)border;
-  int tail = dw - dw % 16;
-  const __m256 m0 = _mm256_set1_ps(m[0]), m3 = _mm256_set1_ps(m[3]), m6 = _mm256_set1_ps(m[6]);
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), vw = _mm256_set1_epi32(sw);
-  const __m256i vh = _mm256_set1_epi32(sh), neg = _mm256_set1_epi32(-1), one = _mm256_set1_epi32(1);
-  const __m256i ff = _mm256_set1_epi32(0xff);
-  const __m256 vbv = _mm256_set1_ps(bv);
-  for (int y = 0; y < dh; y++) {
-    float fy = (float)y;
-    float mxs = (float)(fy * m[1]) + m[2], mys = (float)(fy * m[4]) + m[5], mws = (float)(fy * m[7]) + m[8];
-    const __m256 mx = _mm256_set1_ps(mxs), my = _mm256_set1_ps(mys), mw = _mm256_set1_ps(mws);
-    int x = 0;
-    for (; x < tail; x += 8) {
-      __m256 fx = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(x), lane));
-      __m256 sx = fma8(m0, fx, mx), sy = fma8(m3, fx, my);
-      if (persp) {
-        __m256 w = fma8(m6, fx, mw);
-        sx = _mm256_div_ps(sx, w), sy = _mm256_div_ps(sy, w);
-      }
-      /* cvttps of the floor: the floor, or INT32_MIN as floor_int. */
-      __m256i ix = _mm256_cvttps_epi32(_mm256_floor_ps(sx)), iy = _mm256_cvttps_epi32(_mm256_floor_ps(sy));
-      __m256 ax = _mm256_sub_ps(sx, _mm256_cvtepi32_ps(ix)), ay = _mm256_sub_ps(sy, _mm256_cvtepi32_ps(iy));
-      /* Which taps are in the image: x, x+1 by y, y+1. */
-      __m256i ix1 = _mm256_add_epi32(ix, one), iy1 = _mm256_add_epi32(iy, one);
-      __m256i vx0 = _mm256_and_si256(_mm256_cmpgt_epi32(ix, neg), _mm256_cmpgt_epi32(vw, ix));
-      __m256i vx1 = _mm256_and_si256(_mm256_cmpgt_epi32(ix1, neg), _mm256_cmpgt_epi32(vw, ix1));
-      __m256i vy0 = _mm256_and_si256(_mm256_cmpgt_epi32(iy, neg), _mm256_cmpgt_epi32(vh, iy));
-      __m256i vy1 = _mm256_and_si256(_mm256_cmpgt_epi32(iy1, neg), _mm256_cmpgt_epi32(vh, iy1));
-      __m256i o = _mm256_add_epi32(_mm256_mullo_epi32(iy, vw), ix), o1 = _mm256_add_epi32(o, vw);
-      if (_mm256_movemask_epi8(_mm256_and_si256(_mm256_and_si256(vx0, vx1), _mm256_and_si256(vy0, vy1))) != -1) {
-        if (n < 4) { /* too small for the gathers' spare bytes */
-          float sxs[8], sys[8];
-          _mm256_storeu_ps(sxs, sx);
-          _mm256_storeu_ps(sys, sy);
-          for (int k = 0; k < 8; k++)
-            WARP_PIXEL(x + k, sxs[k], sys[k]);
-          continue;
-        }
-        /* Some taps outside: each tap gathered alone where it is in the
-         * image, the border where not (warp.go's three cases are all
-         * this). A 32-bit gather's spare bytes are after the tap for the
-         * first two planes, before it for the last. */
-        __m256i m00 = _mm256_and_si256(vx0, vy0), m01 = _mm256_and_si256(vx1, vy0);
-        __m256i m10 = _mm256_and_si256(vx0, vy1), m11 = _mm256_and_si256(vx1, vy1);
-        __m256i o01 = _mm256_add_epi32(o, one), o11 = _mm256_add_epi32(o1, one);
-        for (int c = 0; c < 3; c++) {
-          const uint8_t *base = src + (size_t)c * n;
-          int sh8 = 0;
-          if (c == 2)
-            base -= 3, sh8 = 24;
-          __m256 p00 = tap8(base, o, m00, sh8, vbv), p01 = tap8(base, o01, m01, sh8, vbv);
-          __m256 p10 = tap8(base, o1, m10, sh8, vbv), p11 = tap8(base, o11, m11, sh8, vbv);
-          blend8(dst + (size_t)c * dn + (size_t)y * dw + x, ax, ay, p00, p01, p10, p11);
-        }
-        continue;
-      }
-      for (int c = 0; c < 3; c++) {
-        const uint8_t *base = src + (size_t)c * n;
-        int sh8 = 0;
-        if (c == 2)
-          base -= 2, sh8 = 16;
-        __m256i g0 = _mm256_srli_epi32(_mm256_i32gather_epi32((const int *)base, o, 1), sh8);
-        __m256i g1 = _mm256_srli_epi32(_mm256_i32gather_epi32((const int *)base, o1, 1), sh8);
-        __m256 p00 = _mm256_cvtepi32_ps(_mm256_and_si256(g0, ff));
-        __m256 p01 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(g0, 8), ff));
-        __m256 p10 = _mm256_cvtepi32_ps(_mm256_and_si256(g1, ff));
-        __m256 p11 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(g1, 8), ff));
-        blend8(dst + (size_t)c * dn + (size_t)y * dw + x, ax, ay, p00, p01, p10, p11);
-      }
-    }
-    for (; x < dw; x++)
-      WARP_TAIL(x);
+#define FMA8(sfx)                                                                                  \
+  static inline __m256 fma8_##sfx(__m256 a, __m256 b, __m256 c) {                                  \
+    return tof_##sfx(fmad_##sfx(of_##sfx(a), of_##sfx(b), of_##sfx(c)));                           \
   }
-}
+__attribute__((target("avx2,fma"))) FMA8(avx2)
+__attribute__((target("avx512f,avx2,fma"))) FMA8(avx512)
 
-int stoker_cv_simd(void) { return cpu_avx2_fma; }
+/* cv_warp.h is the vector warp, once for each (TGT the target, SFX the
+ * names' suffix, WD the double type). */
+#define TGT __attribute__((target("avx2,fma")))
+#define SFX(f) f##_avx2
+#define WD wd_avx2
+#include "cv_warp.h"
+#undef TGT
+#undef SFX
+#undef WD
+#define TGT __attribute__((target("avx512f,avx2,fma")))
+#define SFX(f) f##_avx512
+#define WD __m512d
+#include "cv_warp.h"
+#undef TGT
+#undef SFX
+#undef WD
+
+int stoker_cv_simd(void) { return cpu_simd; }
 
 #else
 
@@ -252,7 +195,11 @@ int stoker_cv_simd(void) { return 0; }
 void stoker_cv_warp(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh, const float *m, int persp,
                     int border, int simd) {
 #if defined(__x86_64__)
-  if (simd && cpu_avx2_fma) {
+  if (simd >= 2 && cpu_simd >= 2) {
+    warp_avx512(dst, dw, dh, src, sw, sh, m, persp, border);
+    return;
+  }
+  if (simd >= 1 && cpu_simd >= 1) {
     warp_avx2(dst, dw, dh, src, sw, sh, m, persp, border);
     return;
   }

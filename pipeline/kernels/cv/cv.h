@@ -5,14 +5,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* stoker_cv_simd reports whether stoker_cv_warp has its AVX2 and FMA path
- * here (x86-64 with both). */
+/* stoker_cv_simd is the best vector path stoker_cv_warp has here: 0 none,
+ * 1 AVX2 and FMA, 2 those and AVX-512F (x86-64 with them). */
 int stoker_cv_simd(void);
 
 /* stoker_cv_warp is warp.go's warp: dst, three dw x dh planes, resampled
  * from src, three sw x sh planes, by the inverse matrix m (nine floats,
- * row-major; the last row read only when persp), border outside. simd 0
- * takes the scalar path even where the CPU has AVX2 and FMA. */
+ * row-major; the last row read only when persp), border outside; simd the
+ * best vector path to take (0: scalar), at most what the CPU has. */
 void stoker_cv_warp(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh, const float *m, int persp,
                     int border, int simd);
 
