@@ -64,17 +64,20 @@ func hsvPixels(p kernels.Planes, hue, sat, val *[256]uint8) {
 }
 
 // resizeLinear is resizeLinearGo in C (cv.c): the same bytes.
-func resizeLinear(dst, src kernels.Planes, tx, ty linearTaps) {
+func resizeLinear(dst, src kernels.Planes, tx, ty linearTaps) { resizeC(dst, src, tx, ty, cSIMD) }
+
+// resizeC is stoker_cv_resize at vector path simd (0 its scalar path).
+func resizeC(dst, src kernels.Planes, tx, ty linearTaps, simd int) {
 	if dst.W*dst.H == 0 || src.W*src.H == 0 {
 		resizeLinearGo(dst, src, tx, ty)
 		return
 	}
 	_ = dst.Pix[3*dst.W*dst.H-1]
 	_ = src.Pix[3*src.W*src.H-1]
-	rows := make([]int32, 2*dst.W)
+	rows := make([]int32, 3*dst.W) // two rows' sums and the weights in pairs
 	C.stoker_cv_resize((*C.uint8_t)(unsafe.Pointer(&dst.Pix[0])), C.int(dst.W), C.int(dst.H),
 		(*C.uint8_t)(unsafe.Pointer(&src.Pix[0])), C.int(src.W), C.int(src.H),
 		(*C.int32_t)(unsafe.Pointer(&tx.ofs[0])), (*C.int16_t)(unsafe.Pointer(&tx.w0[0])), (*C.int16_t)(unsafe.Pointer(&tx.w1[0])), C.int(tx.edge),
 		(*C.int32_t)(unsafe.Pointer(&ty.ofs[0])), (*C.int16_t)(unsafe.Pointer(&ty.w0[0])), (*C.int16_t)(unsafe.Pointer(&ty.w1[0])),
-		(*C.int32_t)(unsafe.Pointer(&rows[0])))
+		(*C.int32_t)(unsafe.Pointer(&rows[0])), C.int(simd))
 }

@@ -195,9 +195,11 @@ func TestResizeCMatchesGo(t *testing.T) {
 			want := kernels.Planes{Pix: make([]byte, 3*dw*dh), W: dw, H: dh}
 			got := kernels.Planes{Pix: make([]byte, 3*dw*dh), W: dw, H: dh}
 			resizeLinearGo(want, src, tx, ty)
-			resizeLinear(got, src, tx, ty)
-			if j := firstDiff(got.Pix, want.Pix); j >= 0 {
-				t.Fatalf("image %d (%dx%d) to %dx%d: byte %d is %d, Go's %d", i, src.W, src.H, dw, dh, j, got.Pix[j], want.Pix[j])
+			for simd := 0; simd <= min(cSIMD, 1); simd++ {
+				resizeC(got, src, tx, ty, simd)
+				if j := firstDiff(got.Pix, want.Pix); j >= 0 {
+					t.Fatalf("image %d (%dx%d) to %dx%d, simd %d: byte %d is %d, Go's %d", i, src.W, src.H, dw, dh, simd, j, got.Pix[j], want.Pix[j])
+				}
 			}
 		}
 	}

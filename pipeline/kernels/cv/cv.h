@@ -26,9 +26,10 @@ void stoker_cv_hsv(uint8_t *pix, size_t n, const uint8_t *luts, const int32_t *s
 /* stoker_cv_resize is resize.go's ResizeLinear past its copy and halving:
  * dst, three dw x dh planes, from src, three sw x sh planes, by the taps
  * (resize.go's linearTaps: the columns' with their edge, the rows'); rows
- * is scratch of 2*dw words. */
+ * is scratch of 3*dw words. With AVX2 (simd >= 1 and the CPU's) the
+ * columns' pass is eight sums at a time (the same integers). */
 void stoker_cv_resize(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh, const int32_t *xofs,
                       const int16_t *xw0, const int16_t *xw1, int edge, const int32_t *yofs, const int16_t *yw0,
-                      const int16_t *yw1, int32_t *rows);
+                      const int16_t *yw1, int32_t *rows, int simd);
 
 #endif
