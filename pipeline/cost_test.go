@@ -31,7 +31,7 @@ func TestCostPresetsUnderLimit(t *testing.T) {
 		}
 		margin := time.Duration(20)
 		if strings.HasPrefix(name, "yolo") {
-			margin = 3 // the YOLO family's kernels are scalar Go (pipeline/kernels/cv): ~60 ms a 640x640 sample
+			margin = 3 // the cost model prices the YOLO kernels as their Go (pipeline/kernels/cv): ~60 ms a 640x640 sample
 		}
 		if name == "yolo" {
 			margin = 2 // and its Mosaic resizes four images onto a 1280x1280 canvas: ~85 ms

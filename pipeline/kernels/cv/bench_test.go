@@ -16,7 +16,9 @@ func benchPlanes(w, h int) kernels.Planes {
 
 // BenchmarkKernels: each kernel on a 640x640 image (python/tests/
 // test_yolo_kernels.py's cases, at YOLO's size); compare with cv2 on one
-// core (taskset -c 0, cv2.setNumThreads(1)).
+// core (taskset -c 0, cv2.setNumThreads(1)). The go/... cases are the Go
+// versions (the pure-Go build's) of the kernels with a C path in cgo
+// builds, side by side.
 func BenchmarkKernels(b *testing.B) {
 	src := benchPlanes(640, 640)
 	b.Run("resize/640x640-427x640", func(b *testing.B) {
@@ -25,10 +27,38 @@ func BenchmarkKernels(b *testing.B) {
 			ResizeLinear(dst, src)
 		}
 	})
+	b.Run("go/resize/640x640-427x640", func(b *testing.B) {
+		dst := benchPlanes(427, 640)
+		for i := 0; i < b.N; i++ {
+			resizeLinearGo(dst, src, resizeTaps(dst.W, src.W, true), resizeTaps(dst.H, src.H, false))
+		}
+	})
+	affine := [6]float64{0.9, 0.1, 20, -0.1, 0.95, 10}
+	persp := [9]float64{0.9, 0.1, 20, -0.1, 0.95, 10, 0.0002, -0.0001, 1}
 	b.Run("warpaffine/640", func(b *testing.B) {
 		dst := benchPlanes(640, 640)
 		for i := 0; i < b.N; i++ {
-			WarpAffine(dst, src, [6]float64{0.9, 0.1, 20, -0.1, 0.95, 10}, 114)
+			WarpAffine(dst, src, affine, 114)
+		}
+	})
+	b.Run("go/warpaffine/640", func(b *testing.B) {
+		dst := benchPlanes(640, 640)
+		f := warpMatrix(func(m [6]float64) []float64 { return m[:] }(InvertAffine(affine)))
+		for i := 0; i < b.N; i++ {
+			warpGo(dst, src, f, false, 114)
+		}
+	})
+	b.Run("warpperspective/640", func(b *testing.B) {
+		dst := benchPlanes(640, 640)
+		for i := 0; i < b.N; i++ {
+			WarpPerspective(dst, src, persp, 114)
+		}
+	})
+	b.Run("go/warpperspective/640", func(b *testing.B) {
+		dst := benchPlanes(640, 640)
+		f := warpMatrix(func(m [9]float64) []float64 { return m[:] }(InvertPerspective(persp)))
+		for i := 0; i < b.N; i++ {
+			warpGo(dst, src, f, true, 114)
 		}
 	})
 	b.Run("hsv/640", func(b *testing.B) {
@@ -36,4 +66,20 @@ func BenchmarkKernels(b *testing.B) {
 			RandomHSV(src, [3]float64{0.01, 0.3, -0.2})
 		}
 	})
+	b.Run("go/hsv/640", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			hue, sat, val := HSVLUTs([3]float64{0.01, 0.3, -0.2})
+			hsvPixelsGo(src, &hue, &sat, &val)
+		}
+	})
+}
+
+// warpMatrix is an inverse matrix as the warps round it, to float; an
+// affine one's last row 0, 0, 1.
+func warpMatrix(inv []float64) [9]float32 {
+	f := [9]float32{8: 1}
+	for i, v := range inv {
+		f[i] = float32(v)
+	}
+	return f
 }

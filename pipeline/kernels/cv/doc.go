@@ -23,4 +23,12 @@
 // (float64(x*y) + z, float32(x*y) + z) or is a fused multiply-add on
 // purpose (math.FMA), where OpenCV's SIMD code fuses it, so that no
 // compiler contraction changes a byte (internal/fmacheck).
+//
+// C: with cgo, the pixel loops of the warps, RandomHSV and ResizeLinear
+// run in C (cv.c, cv_warp.h; the warp and the resize's column pass with
+// AVX2, the warp's arithmetic in AVX-512 where the CPU has it), each the
+// same bytes as its Go twin (warpGo, hsvPixelsGo, resizeLinearGo), which
+// the CGO_ENABLED=0 build runs and c_test.go compares it with. The C
+// fuses only where the Go calls math.FMA (fma() on double operands, as
+// fma32 computes), its files built without contraction.
 package cv

@@ -92,6 +92,13 @@ func HSVLUTs(r [3]float64) (hue, sat, val [256]uint8) {
 // HSV2BGR), on the planes' R, G and B.
 func RandomHSV(p kernels.Planes, r [3]float64) {
 	hue, sat, val := HSVLUTs(r)
+	hsvPixels(p, &hue, &sat, &val)
+}
+
+// hsvPixelsGo is RandomHSV's loop with the tables made: hsvPixels' Go
+// version, the pure-Go build's and the reference of the C (cv.c) in the
+// tests.
+func hsvPixelsGo(p kernels.Planes, hue, sat, val *[256]uint8) {
 	n := p.W * p.H
 	rp, gp, bp := p.Pix[:n], p.Pix[n:2*n], p.Pix[2*n:3*n]
 	for i := 0; i < n; i++ {
@@ -99,3 +106,28 @@ func RandomHSV(p kernels.Planes, r [3]float64) {
 		rp[i], gp[i], bp[i] = rgbFromHSV(hue[h], sat[s], val[v])
 	}
 }
+
+// hsvBack is what rgbFromHSV computes from each value of a byte alone, for
+// the C: the hue's fraction and sector (0..5), and the byte over 255 (for
+// the saturation and the value), each as rgbFromHSV rounds it.
+type hsvBack struct {
+	frac   [256]float32
+	sector [256]uint8
+	over   [256]float32
+}
+
+// hsvBackTables are the hsvBack of every byte.
+var hsvBackTables = func() (t hsvBack) {
+	for i := 0; i < 256; i++ {
+		fh := float32(float32(uint8(i)) * (6.0 / 180))
+		fh = float32(math.Mod(float64(fh), 6))
+		sector := int(math.Floor(float64(fh)))
+		fh -= float32(sector)
+		if uint(sector) >= 6 {
+			sector, fh = 0, 0
+		}
+		t.frac[i], t.sector[i] = fh, uint8(sector)
+		t.over[i] = float32(float32(uint8(i)) * (1.0 / 255))
+	}
+	return
+}()

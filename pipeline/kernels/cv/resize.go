@@ -77,7 +77,14 @@ func ResizeLinear(dst, src kernels.Planes) {
 		}
 		return
 	}
-	tx, ty := resizeTaps(dst.W, src.W, true), resizeTaps(dst.H, src.H, false)
+	resizeLinear(dst, src, resizeTaps(dst.W, src.W, true), resizeTaps(dst.H, src.H, false))
+}
+
+// resizeLinearGo is ResizeLinear's two passes with the taps made:
+// resizeLinear's Go version, the pure-Go build's and the reference of the C
+// (cv.c) in the tests.
+func resizeLinearGo(dst, src kernels.Planes, tx, ty linearTaps) {
+	n, dn := src.W*src.H, dst.W*dst.H
 	rows := [2][]int32{make([]int32, dst.W), make([]int32, dst.W)}
 	for c := 0; c < 3; c++ {
 		sp, dp := src.Pix[c*n:(c+1)*n], dst.Pix[c*dn:(c+1)*dn]

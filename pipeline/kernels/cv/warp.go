@@ -100,9 +100,10 @@ func WarpPerspective(dst, src kernels.Planes, m [9]float64, border uint8) {
 	warp(dst, src, f, true, border)
 }
 
-// warp resamples with the inverse matrix m (float, row-major; its last row
-// used only for a perspective).
-func warp(dst, src kernels.Planes, m [9]float32, persp bool, border uint8) {
+// warpGo resamples with the inverse matrix m (float, row-major; its last
+// row used only for a perspective): warp's Go version, the pure-Go build's
+// and the reference of the C (cv.c) in the tests.
+func warpGo(dst, src kernels.Planes, m [9]float32, persp bool, border uint8) {
 	n, dn := src.W*src.H, dst.W*dst.H
 	bv := float32(border)
 	for y := 0; y < dst.H; y++ {

@@ -1,0 +1,206 @@
+//go:build cgo
+
+package cv
+
+import (
+	"bytes"
+	"image"
+	"image/jpeg"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/testfiles"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+)
+
+// cTestImages are the sources the C paths are compared on: noise at odd
+// and tiny sizes, smooth noise, and the repository's photos.
+func cTestImages(t *testing.T) []kernels.Planes {
+	t.Helper()
+	var ims []kernels.Planes
+	for i, wh := range [][2]int{{1, 1}, {2, 1}, {1, 3}, {2, 2}, {3, 5}, {17, 9}, {31, 33}, {64, 48}, {127, 129}, {333, 250}} {
+		ims = append(ims, kernels.Planes{Pix: testfiles.Noise(wh[0], wh[1], uint64(i)), W: wh[0], H: wh[1]})
+	}
+	ims = append(ims, kernels.Planes{Pix: testfiles.SmoothNoise(160, 120, 7), W: 160, H: 120})
+	paths, _ := filepath.Glob(filepath.Join("..", "..", "..", "testdata", "photos", "*", "*.jpg"))
+	if len(paths) == 0 {
+		t.Fatal("no photos in testdata/photos")
+	}
+	for _, p := range paths[:min(len(paths), 4)] {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := jpeg.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		ims = append(ims, planesOf(img))
+	}
+	return ims
+}
+
+// planesOf is img as three planes, R, G, B.
+func planesOf(img image.Image) kernels.Planes {
+	r := img.Bounds()
+	w, h := r.Dx(), r.Dy()
+	p := kernels.Planes{Pix: make([]byte, 3*w*h), W: w, H: h}
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			cr, cg, cb, _ := img.At(r.Min.X+x, r.Min.Y+y).RGBA()
+			i := y*w + x
+			p.Pix[i], p.Pix[w*h+i], p.Pix[2*w*h+i] = byte(cr>>8), byte(cg>>8), byte(cb>>8)
+		}
+	}
+	return p
+}
+
+// randomWarp is a matrix of the kinds the YOLO ops draw (rotation, scale,
+// shear, translation, perspective) and some they never draw (singular,
+// huge, mirrored), for a w x h source.
+func randomWarp(r *rand.Rand, w, h int) (m [9]float64, persp bool) {
+	a := (r.Float64()*2 - 1) * math.Pi
+	s := 0.25 + r.Float64()*2
+	if r.IntN(8) == 0 {
+		s = -s
+	}
+	sh := (r.Float64()*2 - 1) * 0.5
+	m = [9]float64{s * math.Cos(a), s*math.Sin(a) + sh, (r.Float64()*2 - 0.5) * float64(w),
+		-s * math.Sin(a), s * math.Cos(a), (r.Float64()*2 - 0.5) * float64(h), 0, 0, 1}
+	switch r.IntN(10) {
+	case 0:
+		m = [9]float64{1, 0, 0, 0, 1, 0, 0, 0, 1}
+	case 1:
+		m[0], m[1], m[3], m[4] = 0, 0, 0, 0 // singular
+	case 2:
+		m[0] *= 1e6
+		m[4] *= 1e-6
+	}
+	if r.IntN(2) == 0 {
+		persp = true
+		m[6], m[7] = (r.Float64()*2-1)*0.002, (r.Float64()*2-1)*0.002
+		if r.IntN(6) == 0 {
+			m[6], m[7] = (r.Float64()*2-1)*0.5, (r.Float64()*2-1)*0.5 // the horizon inside the image
+		}
+	}
+	return m, persp
+}
+
+// TestWarpCMatchesGo: cv.c's warp, each of its paths the CPU has (scalar,
+// AVX2, AVX-512), gives warpGo's bytes for random matrices, affine and
+// perspective, odd output sizes (tails of every length), borders, on noise
+// and photos.
+func TestWarpCMatchesGo(t *testing.T) {
+	if cSIMD < 2 {
+		t.Logf("vector paths up to %d here (2: AVX-512F): the others are not compared", cSIMD)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i, src := range cTestImages(t) {
+		for k := 0; k < 24; k++ {
+			m, persp := randomWarp(r, src.W, src.H)
+			dw, dh := 1+r.IntN(2*src.W+40), 1+r.IntN(2*src.H+10)
+			if k%4 == 0 {
+				dw, dh = src.W, src.H
+			}
+			border := uint8(r.IntN(256))
+			var f [9]float32
+			if persp {
+				inv := InvertPerspective(m)
+				for j := range inv {
+					f[j] = float32(inv[j])
+				}
+			} else {
+				inv := InvertAffine([6]float64(m[:6]))
+				for j := range inv {
+					f[j] = float32(inv[j])
+				}
+				f[8] = 1
+			}
+			want := kernels.Planes{Pix: make([]byte, 3*dw*dh), W: dw, H: dh}
+			warpGo(want, src, f, persp, border)
+			for simd := 0; simd <= cSIMD; simd++ {
+				got := kernels.Planes{Pix: make([]byte, 3*dw*dh), W: dw, H: dh}
+				warpC(got, src, f, persp, border, simd)
+				if j := firstDiff(got.Pix, want.Pix); j >= 0 {
+					t.Fatalf("image %d (%dx%d), case %d, %dx%d, persp %v, simd %d, m %v: byte %d (plane %d, x %d, y %d) is %d, Go's %d",
+						i, src.W, src.H, k, dw, dh, persp, simd, f, j, j/(dw*dh), j%(dw*dh)%dw, j%(dw*dh)/dw, got.Pix[j], want.Pix[j])
+				}
+			}
+		}
+	}
+}
+
+// firstDiff is the first index where a and b differ, -1 if none.
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestHSVCMatchesGo: cv.c's HSV loop gives hsvPixelsGo's bytes on every
+// 24-bit colour, for gains of each sign, none, and ones that saturate and
+// wrap the hue; and on photos.
+func TestHSVCMatchesGo(t *testing.T) {
+	all := kernels.Planes{Pix: make([]byte, 3<<24), W: 4096, H: 4096}
+	n := 1 << 24
+	for i := 0; i < n; i++ {
+		all.Pix[i], all.Pix[n+i], all.Pix[2*n+i] = byte(i>>16), byte(i>>8), byte(i)
+	}
+	ims := []kernels.Planes{all}
+	for _, p := range cTestImages(t)[10:] {
+		ims = append(ims, p)
+	}
+	for _, r := range [][3]float64{{0, 0, 0}, {0.015, 0.7, 0.4}, {-0.015, -0.7, -0.4}, {0.5, 1, -1}, {-0.99, 3, 2}, {0.3, -1, 0.01}} {
+		for i, src := range ims {
+			hue, sat, val := HSVLUTs(r)
+			want := kernels.Planes{Pix: append([]byte(nil), src.Pix...), W: src.W, H: src.H}
+			got := kernels.Planes{Pix: append([]byte(nil), src.Pix...), W: src.W, H: src.H}
+			hsvPixelsGo(want, &hue, &sat, &val)
+			hsvPixels(got, &hue, &sat, &val)
+			if j := firstDiff(got.Pix, want.Pix); j >= 0 {
+				k := j % (src.W * src.H)
+				t.Fatalf("gains %v, image %d: byte %d (plane %d) is %d, Go's %d; the pixel was %d,%d,%d",
+					r, i, j, j/(src.W*src.H), got.Pix[j], want.Pix[j], src.Pix[k], src.Pix[src.W*src.H+k], src.Pix[2*src.W*src.H+k])
+			}
+		}
+	}
+}
+
+// TestResizeCMatchesGo: cv.c's resize gives resizeLinearGo's bytes,
+// shrinking and growing each side by odd factors, to and from one pixel,
+// on noise and photos.
+func TestResizeCMatchesGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i, src := range cTestImages(t) {
+		for k := 0; k < 16; k++ {
+			dw, dh := 1+r.IntN(2*src.W+7), 1+r.IntN(2*src.H+7)
+			switch k {
+			case 0:
+				dw, dh = 1, 1
+			case 1:
+				dw, dh = src.W+1, max(src.H-1, 1)
+			case 2:
+				dw, dh = (src.W*2+2)/3, (src.H*2+2)/3
+			}
+			if dw == src.W && dh == src.H || dw*2 == src.W && dh*2 == src.H {
+				continue // ResizeLinear's copy and halving, in Go in every build
+			}
+			tx, ty := resizeTaps(dw, src.W, true), resizeTaps(dh, src.H, false)
+			want := kernels.Planes{Pix: make([]byte, 3*dw*dh), W: dw, H: dh}
+			got := kernels.Planes{Pix: make([]byte, 3*dw*dh), W: dw, H: dh}
+			resizeLinearGo(want, src, tx, ty)
+			for simd := 0; simd <= min(cSIMD, 1); simd++ {
+				resizeC(got, src, tx, ty, simd)
+				if j := firstDiff(got.Pix, want.Pix); j >= 0 {
+					t.Fatalf("image %d (%dx%d) to %dx%d, simd %d: byte %d is %d, Go's %d", i, src.W, src.H, dw, dh, simd, j, got.Pix[j], want.Pix[j])
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,327 @@
+/* cv.c: the YOLO kernels' inner loops in C, each the same bytes as its Go
+ * twin (the ...Go functions of warp.go and hsv.go; c_test.go compares):
+ *
+ * - warp: warp.go's resampling (OpenCV 5's float warps), eight output
+ *   pixels at a time with AVX2 and FMA where the CPU has them, one at a
+ *   time otherwise. Its fused multiply-adds are warp.go's fma32, float
+ *   operands fused in double and the sum rounded to float, through fma()
+ *   (an instruction with FMA, libm's exact fma elsewhere); nothing else
+ *   fuses (the pragmas below).
+ * - hsv: hsv.go's BGR to HSV, the three tables, HSV to BGR, one pixel at a
+ *   time, every float operation hsv.go's. */
+/* No fused multiply-adds but the explicit ones (see turbo.c). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include "cv.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+/* round_sat is warp.go's roundSat: nearest, ties to even, saturated to
+ * 0..255; NaN and values from 2^31 up give 0. Between 0.5 and 254.5 the
+ * float sum with 1.5*2^23 rounds to an integer in the default rounding
+ * mode (nearest even), the mode Go runs C in. */
+static inline uint8_t round_sat(float v) {
+  if (!(v > 0.5f) || v >= 2147483648.0f)
+    return 0;
+  if (v > 254.5f)
+    return 255;
+  return (uint8_t)(int)((v + 12582912.0f) - 12582912.0f); /* 1.5 * 2^23 */
+}
+
+/* floor_int is warp.go's floorInt: the floor as an int32, INT32_MIN for
+ * NaN, infinities and values past int32. */
+static inline int32_t floor_int(float v) {
+  float f = floorf(v);
+  if (!(f >= -2147483648.0f && f < 2147483648.0f))
+    return INT32_MIN;
+  return (int32_t)f;
+}
+
+/* pixel_or is the pixel at (x, y) of the w x h plane p, or bv outside. */
+static inline float pixel_or(const uint8_t *p, int w, int h, int64_t x, int64_t y, float bv) {
+  if ((uint64_t)x < (uint64_t)w && (uint64_t)y < (uint64_t)h)
+    return (float)p[y * w + x];
+  return bv;
+}
+
+/* FMA32 is warp.go's fma32. */
+#define FMA32(a, b, c) ((float)fma((double)(a), (double)(b), (double)(c)))
+
+/* WARP_PIXEL blends output pixel (x, y) from source coordinates (sx, sy),
+ * as warp.go's loop body does. */
+#define WARP_PIXEL(x, sx, sy)                                                                          \
+  do {                                                                                                 \
+    int64_t ix = floor_int(sx), iy = floor_int(sy);                                                    \
+    float ax = (sx) - (float)ix, ay = (sy) - (float)iy;                                                \
+    int inside = (uint32_t)ix < (uint32_t)(sw - 1) && (uint32_t)iy < (uint32_t)(sh - 1);               \
+    int outside = (uint64_t)(ix + 1) >= (uint64_t)(sw + 1) || (uint64_t)(iy + 1) >= (uint64_t)(sh + 1); \
+    for (int c = 0; c < 3; c++) {                                                                      \
+      const uint8_t *sp = src + (size_t)c * n;                                                         \
+      float p00, p01, p10, p11;                                                                        \
+      if (inside) {                                                                                    \
+        const uint8_t *o = sp + iy * sw + ix;                                                          \
+        p00 = o[0], p01 = o[1], p10 = o[sw], p11 = o[sw + 1];                                          \
+      } else if (outside) {                                                                            \
+        p00 = p01 = p10 = p11 = bv;                                                                    \
+      } else {                                                                                         \
+        p00 = pixel_or(sp, sw, sh, ix, iy, bv), p01 = pixel_or(sp, sw, sh, ix + 1, iy, bv);            \
+        p10 = pixel_or(sp, sw, sh, ix, iy + 1, bv), p11 = pixel_or(sp, sw, sh, ix + 1, iy + 1, bv);    \
+      }                                                                                                \
+      float v0 = FMA32(ax, p01 - p00, p00), v1 = FMA32(ax, p11 - p10, p10);                            \
+      dst[(size_t)c * dn + (size_t)y * dw + (x)] = round_sat(FMA32(ay, v1 - v0, v0));                  \
+    }                                                                                                  \
+  } while (0)
+
+/* WARP_TAIL is warp.go's coordinates for the last dw%16 pixels of a row
+ * (OpenCV's scalar loop) and the blend of pixel x. */
+#define WARP_TAIL(x)                                                       \
+  do {                                                                     \
+    float fx = (float)(x);                                                 \
+    float sx = FMA32(fx, m[0], (float)(fy * m[1])) + m[2];                 \
+    float sy = FMA32(fx, m[3], (float)(fy * m[4])) + m[5];                 \
+    if (persp) {                                                           \
+      float w = FMA32(fx, m[6], (float)(fy * m[7])) + m[8];                \
+      sx = sx / w, sy = sy / w;                                            \
+    }                                                                      \
+    WARP_PIXEL(x, sx, sy);                                                 \
+  } while (0)
+
+/* warp_scalar is warp.go's warp, one pixel at a time. */
+static void warp_scalar(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh, const float *m, int persp,
+                        int border) {
+  size_t n = (size_t)sw * sh, dn = (size_t)dw * dh;
+  float bv = (float)border;
+  int tail = dw - dw % 16;
+  for (int y = 0; y < dh; y++) {
+    float fy = (float)y;
+    float mx = (float)(fy * m[1]) + m[2], my = (float)(fy * m[4]) + m[5], mw = (float)(fy * m[7]) + m[8];
+    int x = 0;
+    for (; x < tail; x++) {
+      float fx = (float)x;
+      float sx = FMA32(m[0], fx, mx), sy = FMA32(m[3], fx, my);
+      if (persp) {
+        float w = FMA32(m[6], fx, mw);
+        sx = sx / w, sy = sy / w;
+      }
+      WARP_PIXEL(x, sx, sy);
+    }
+    for (; x < dw; x++)
+      WARP_TAIL(x);
+  }
+}
+
+#if defined(__x86_64__)
+
+static int cpu_simd; /* 0 none, 1 AVX2 and FMA, 2 those and AVX-512F */
+
+__attribute__((constructor)) static void cv_cpu_init(void) {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    cpu_simd = __builtin_cpu_supports("avx512f") ? 2 : 1;
+}
+
+/* The AVX2 path's double arithmetic: eight lanes as two halves. */
+typedef struct {
+  __m256d lo, hi;
+} wd_avx2;
+
+/* of is eight floats as double, ofi eight int32s, fmad a*b + c fused,
+ * tof back to float (rounded). */
+__attribute__((target("avx2,fma"))) static inline wd_avx2 of_avx2(__m256 v) {
+  return (wd_avx2){_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))};
+}
+__attribute__((target("avx2,fma"))) static inline wd_avx2 ofi_avx2(__m256i v) {
+  return (wd_avx2){_mm256_cvtepi32_pd(_mm256_castsi256_si128(v)), _mm256_cvtepi32_pd(_mm256_extracti128_si256(v, 1))};
+}
+__attribute__((target("avx2,fma"))) static inline wd_avx2 fmad_avx2(wd_avx2 a, wd_avx2 b, wd_avx2 c) {
+  return (wd_avx2){_mm256_fmadd_pd(a.lo, b.lo, c.lo), _mm256_fmadd_pd(a.hi, b.hi, c.hi)};
+}
+__attribute__((target("avx2,fma"))) static inline __m256 tof_avx2(wd_avx2 v) {
+  return _mm256_set_m128(_mm256_cvtpd_ps(v.hi), _mm256_cvtpd_ps(v.lo));
+}
+
+/* The AVX-512 path's: eight lanes of double in one register. */
+__attribute__((target("avx512f,avx2,fma"))) static inline __m512d of_avx512(__m256 v) { return _mm512_cvtps_pd(v); }
+__attribute__((target("avx512f,avx2,fma"))) static inline __m512d ofi_avx512(__m256i v) { return _mm512_cvtepi32_pd(v); }
+__attribute__((target("avx512f,avx2,fma"))) static inline __m512d fmad_avx512(__m512d a, __m512d b, __m512d c) {
+  return _mm512_fmadd_pd(a, b, c);
+}
+__attribute__((target("avx512f,avx2,fma"))) static inline __m256 tof_avx512(__m512d v) { return _mm512_cvtpd_ps(v); }
+
+/* fma8 is FMA32 on eight lanes: each fused in double, rounded to float. */
+#define FMA8(sfx)                                                                                  \
+  static inline __m256 fma8_##sfx(__m256 a, __m256 b, __m256 c) {                                  \
+    return tof_##sfx(fmad_##sfx(of_##sfx(a), of_##sfx(b), of_##sfx(c)));                           \
+  }
+__attribute__((target("avx2,fma"))) FMA8(avx2)
+__attribute__((target("avx512f,avx2,fma"))) FMA8(avx512)
+
+/* cv_warp.h is the vector warp, once for each (TGT the target, SFX the
+ * names' suffix, WD the double type). */
+#define TGT __attribute__((target("avx2,fma")))
+#define SFX(f) f##_avx2
+#define WD wd_avx2
+#include "cv_warp.h"
+#undef TGT
+#undef SFX
+#undef WD
+#define TGT __attribute__((target("avx512f,avx2,fma")))
+#define SFX(f) f##_avx512
+#define WD __m512d
+#include "cv_warp.h"
+#undef TGT
+#undef SFX
+#undef WD
+
+int stoker_cv_simd(void) { return cpu_simd; }
+
+#else
+
+int stoker_cv_simd(void) { return 0; }
+
+#endif
+
+void stoker_cv_warp(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh, const float *m, int persp,
+                    int border, int simd) {
+#if defined(__x86_64__)
+  if (simd >= 2 && cpu_simd >= 2) {
+    warp_avx512(dst, dw, dh, src, sw, sh, m, persp, border);
+    return;
+  }
+  if (simd >= 1 && cpu_simd >= 1) {
+    warp_avx2(dst, dw, dh, src, sw, sh, m, persp, border);
+    return;
+  }
+#endif
+  (void)simd;
+  warp_scalar(dst, dw, dh, src, sw, sh, m, persp, border);
+}
+
+/* hsv_sector is hsv.go's hsvSector: for each sector, which of (v, v(1-s),
+ * v(1-sh), v(1-s(1-h))) is b, g and r. */
+static const uint8_t hsv_sector[6][3] = {{1, 3, 0}, {1, 0, 2}, {3, 0, 1}, {0, 2, 1}, {0, 1, 3}, {2, 1, 0}};
+
+void stoker_cv_hsv(uint8_t *pix, size_t n, const uint8_t *luts, const int32_t *sdiv, const int32_t *hdiv,
+                   const float *frac, const uint8_t *sector, const float *over) {
+  uint8_t *rp = pix, *gp = pix + n, *bp = pix + 2 * n;
+  const uint8_t *hue = luts, *sat = luts + 256, *val = luts + 512;
+  for (size_t i = 0; i < n; i++) {
+    /* hsvFromRGB */
+    int32_t r = rp[i], g = gp[i], b = bp[i];
+    int32_t v = r > g ? r : g, vmin = r < g ? r : g;
+    v = v > b ? v : b, vmin = vmin < b ? vmin : b;
+    int32_t diff = v - vmin, h;
+    int32_t s = (diff * sdiv[v] + (1 << 11)) >> 12;
+    if (v == r)
+      h = g - b;
+    else if (v == g)
+      h = b - r + 2 * diff;
+    else
+      h = r - g + 4 * diff;
+    h = (h * hdiv[diff] + (1 << 11)) >> 12; /* arithmetic shift, as Go's */
+    if (h < 0)
+      h += 180;
+    /* the tables, then rgbFromHSV */
+    uint8_t hh = hue[h], ss = sat[s], vv = val[v];
+    float fs = over[ss], fv = over[vv], fr, fg, fb;
+    if (fs == 0) {
+      fb = fg = fr = fv;
+    } else {
+      float fh = frac[hh];
+      float tab[4] = {fv, fv * (1 - fs), fv * (1 - fs * fh), fv * (1 - fs * (1 - fh))};
+      const uint8_t *sec = hsv_sector[sector[hh]];
+      fb = tab[sec[0]], fg = tab[sec[1]], fr = tab[sec[2]];
+    }
+    rp[i] = round_sat(fr * 255), gp[i] = round_sat(fg * 255), bp[i] = round_sat(fb * 255);
+  }
+}
+
+/* resize_hrow is resize.go's hrow: the horizontal pass of source row src
+ * into row, dw sums; from x on (the vector pass did those before). */
+static inline void resize_hrow(int32_t *row, const uint8_t *src, int x, int dw, const int32_t *xofs,
+                               const int16_t *xw0, const int16_t *xw1, int edge) {
+  for (; x < edge; x++) {
+    int32_t s = xofs[x];
+    row[x] = (int32_t)src[s] * xw0[x] + (int32_t)src[s + 1] * xw1[x];
+  }
+  for (; x < dw; x++)
+    row[x] = (int32_t)src[xofs[x]] * 2048;
+}
+
+#if defined(__x86_64__)
+/* resize_hrow_avx2 is resize_hrow eight sums at a time up to the edge:
+ * each output's two source bytes read as one 16-bit word, widened, and
+ * multiplied and added with its weights (wp: w0 | w1 << 16) by pmaddwd,
+ * the same integer sums. */
+__attribute__((target("avx2"))) static void resize_hrow_avx2(int32_t *row, const uint8_t *src, int dw,
+                                                            const int32_t *xofs, const int16_t *xw0,
+                                                            const int16_t *xw1, int edge, const int32_t *wp) {
+  int x = 0;
+  for (; x + 8 <= edge; x += 8) {
+    uint16_t t[8];
+    for (int k = 0; k < 8; k++)
+      memcpy(&t[k], src + xofs[x + k], 2);
+    __m256i v = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)t));
+    __m256i w = _mm256_loadu_si256((const __m256i *)(wp + x));
+    _mm256_storeu_si256((__m256i *)(row + x), _mm256_madd_epi16(v, w));
+  }
+  resize_hrow(row, src, x, dw, xofs, xw0, xw1, edge);
+}
+#endif
+
+void stoker_cv_resize(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh, const int32_t *xofs,
+                      const int16_t *xw0, const int16_t *xw1, int edge, const int32_t *yofs, const int16_t *yw0,
+                      const int16_t *yw1, int32_t *rows, int simd) {
+  size_t n = (size_t)sw * sh, dn = (size_t)dw * dh;
+  int32_t *wp = rows + 2 * (size_t)dw;
+  for (int x = 0; x < dw; x++)
+    wp[x] = (int32_t)((uint32_t)(uint16_t)xw0[x] | (uint32_t)(uint16_t)xw1[x] << 16);
+  for (int c = 0; c < 3; c++) {
+    const uint8_t *sp = src + (size_t)c * n;
+    uint8_t *dp = dst + (size_t)c * dn;
+    int have[2] = {-1, -1};
+    for (int dy = 0; dy < dh; dy++) {
+      int sy = yofs[dy], sy1 = yofs[dy] + 1;
+      sy = sy < 0 ? 0 : sy > sh - 1 ? sh - 1 : sy;
+      sy1 = sy1 < 0 ? 0 : sy1 > sh - 1 ? sh - 1 : sy1;
+      int32_t *r[2];
+      int want[2] = {sy, sy1};
+      for (int k = 0; k < 2; k++) {
+        int i = have[0] == want[k] ? 0 : have[1] == want[k] ? 1 : -1;
+        if (i < 0) {
+          /* replace the row not wanted now (resize.go's hrow: the lower) */
+          i = have[1] < have[0] ? 1 : 0;
+          if (k == 1 && have[i] == want[0])
+            i = 1 - i;
+          have[i] = want[k];
+          int32_t *row = rows + (size_t)i * dw;
+          const uint8_t *srow = sp + (size_t)want[k] * sw;
+#if defined(__x86_64__)
+          if (simd >= 1 && cpu_simd >= 1)
+            resize_hrow_avx2(row, srow, dw, xofs, xw0, xw1, edge, wp);
+          else
+#endif
+            resize_hrow(row, srow, 0, dw, xofs, xw0, xw1, edge);
+          (void)simd;
+        }
+        r[k] = rows + (size_t)i * dw;
+      }
+      const int32_t *r0 = r[0], *r1 = r[1];
+      int32_t b0 = yw0[dy], b1 = yw1[dy];
+      uint8_t *out = dp + (size_t)dy * dw;
+      for (int x = 0; x < dw; x++)
+        out[x] = (uint8_t)((((b0 * (r0[x] >> 4)) >> 16) + ((b1 * (r1[x] >> 4)) >> 16) + 2) >> 2);
+    }
+  }
+}

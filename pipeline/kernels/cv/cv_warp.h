@@ -1,0 +1,123 @@
+/* cv_warp.h: cv.c's vector warp, included once for AVX2 and once for
+ * AVX-512 (cv.c defines TGT, SFX and WD and the helpers of, ofi, fmad,
+ * tof and fma8 for each); the same bytes from both, warp.go's. */
+/* No fused multiply-adds but the explicit ones (see turbo.c). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+/* lerp8 is FMA32(a, p1 - p0, p0) on eight lanes, a given as double
+ * (alo, ahi), the taps as integers (whose difference and they are exact in
+ * double). */
+TGT static inline __m256 SFX(lerp8)(WD a, __m256i p0, __m256i p1) {
+  return SFX(tof)(SFX(fmad)(a, SFX(ofi)(_mm256_sub_epi32(p1, p0)), SFX(ofi)(p0)));
+}
+
+/* blend8 is the blend of eight pixels whose four taps are p00..p11
+ * (integers), the weights given as double, rounded and saturated, stored
+ * as eight bytes at d. */
+TGT static inline void SFX(blend8)(uint8_t *d, WD ax, WD ay, __m256i p00, __m256i p01,
+                                   __m256i p10, __m256i p11) {
+  __m256 v0 = SFX(lerp8)(ax, p00, p01), v1 = SFX(lerp8)(ax, p10, p11);
+  __m256 dv = _mm256_sub_ps(v1, v0);
+  __m256i r = _mm256_cvtps_epi32(SFX(tof)(SFX(fmad)(ay, SFX(of)(dv), SFX(of)(v0))));
+  __m128i p = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  _mm_storel_epi64((__m128i *)d, _mm_packus_epi16(p, p));
+}
+
+/* tap8 is the byte at base + o >> sh8 (0 or 24) of each lane where mask
+ * is set, bv where not (not read). */
+TGT static inline __m256i SFX(tap8)(const uint8_t *base, __m256i o, __m256i mask, int sh8,
+                                                              __m256i bv) {
+  __m256i g = _mm256_mask_i32gather_epi32(bv, (const int *)base, o, mask, 1);
+  return _mm256_and_si256(_mm256_srli_epi32(g, sh8), _mm256_set1_epi32(0xff));
+}
+
+/* warp is warp_scalar with the first dw - dw%16 pixels of each row eight
+ * at a time: where all eight pixels' four taps are in the image, each
+ * row's two taps of a pixel read as one 16-bit word; where some are not,
+ * each tap gathered alone where it is and the border where not (on images
+ * under four pixels, one pixel at a time). */
+TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw,
+                                                         int sh, const float *m, int persp, int border) {
+  size_t n = (size_t)sw * sh, dn = (size_t)dw * dh;
+  float bv = (float)border;
+  int tail = dw - dw % 16;
+  const __m256 m0 = _mm256_set1_ps(m[0]), m3 = _mm256_set1_ps(m[3]), m6 = _mm256_set1_ps(m[6]);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), vw = _mm256_set1_epi32(sw);
+  const __m256i vh = _mm256_set1_epi32(sh), neg = _mm256_set1_epi32(-1), one = _mm256_set1_epi32(1);
+  const __m256i ff = _mm256_set1_epi32(0xff);
+  const __m256i vbv = _mm256_set1_epi32((int)((uint32_t)border << 24 | (uint32_t)border));
+  for (int y = 0; y < dh; y++) {
+    float fy = (float)y;
+    float mxs = (float)(fy * m[1]) + m[2], mys = (float)(fy * m[4]) + m[5], mws = (float)(fy * m[7]) + m[8];
+    const __m256 mx = _mm256_set1_ps(mxs), my = _mm256_set1_ps(mys), mw = _mm256_set1_ps(mws);
+    int x = 0;
+    for (; x < tail; x += 8) {
+      __m256 fx = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(x), lane));
+      __m256 sx = SFX(fma8)(m0, fx, mx), sy = SFX(fma8)(m3, fx, my);
+      if (persp) {
+        __m256 w = SFX(fma8)(m6, fx, mw);
+        sx = _mm256_div_ps(sx, w), sy = _mm256_div_ps(sy, w);
+      }
+      /* cvttps of the floor: the floor, or INT32_MIN as floor_int. */
+      __m256i ix = _mm256_cvttps_epi32(_mm256_floor_ps(sx)), iy = _mm256_cvttps_epi32(_mm256_floor_ps(sy));
+      __m256 ax = _mm256_sub_ps(sx, _mm256_cvtepi32_ps(ix)), ay = _mm256_sub_ps(sy, _mm256_cvtepi32_ps(iy));
+      WD axd = SFX(of)(ax), ayd = SFX(of)(ay);
+      /* Which taps are in the image: x, x+1 by y, y+1. */
+      __m256i ix1 = _mm256_add_epi32(ix, one), iy1 = _mm256_add_epi32(iy, one);
+      __m256i vx0 = _mm256_and_si256(_mm256_cmpgt_epi32(ix, neg), _mm256_cmpgt_epi32(vw, ix));
+      __m256i vx1 = _mm256_and_si256(_mm256_cmpgt_epi32(ix1, neg), _mm256_cmpgt_epi32(vw, ix1));
+      __m256i vy0 = _mm256_and_si256(_mm256_cmpgt_epi32(iy, neg), _mm256_cmpgt_epi32(vh, iy));
+      __m256i vy1 = _mm256_and_si256(_mm256_cmpgt_epi32(iy1, neg), _mm256_cmpgt_epi32(vh, iy1));
+      __m256i o = _mm256_add_epi32(_mm256_mullo_epi32(iy, vw), ix), o1 = _mm256_add_epi32(o, vw);
+      if (_mm256_movemask_epi8(_mm256_and_si256(_mm256_and_si256(vx0, vx1), _mm256_and_si256(vy0, vy1))) != -1) {
+        if (n < 4) { /* too small for the gathers' spare bytes */
+          float sxs[8], sys[8];
+          _mm256_storeu_ps(sxs, sx);
+          _mm256_storeu_ps(sys, sy);
+          for (int k = 0; k < 8; k++)
+            WARP_PIXEL(x + k, sxs[k], sys[k]);
+          continue;
+        }
+        /* Some taps outside: each tap gathered alone where it is in the
+         * image, the border where not (warp.go's three cases are all
+         * this). A 32-bit gather's spare bytes are after the tap for the
+         * first two planes, before it for the last. */
+        __m256i m00 = _mm256_and_si256(vx0, vy0), m01 = _mm256_and_si256(vx1, vy0);
+        __m256i m10 = _mm256_and_si256(vx0, vy1), m11 = _mm256_and_si256(vx1, vy1);
+        __m256i o01 = _mm256_add_epi32(o, one), o11 = _mm256_add_epi32(o1, one);
+        for (int c = 0; c < 3; c++) {
+          const uint8_t *base = src + (size_t)c * n;
+          int sh8 = 0;
+          if (c == 2)
+            base -= 3, sh8 = 24;
+          __m256i p00 = SFX(tap8)(base, o, m00, sh8, vbv), p01 = SFX(tap8)(base, o01, m01, sh8, vbv);
+          __m256i p10 = SFX(tap8)(base, o1, m10, sh8, vbv), p11 = SFX(tap8)(base, o11, m11, sh8, vbv);
+          SFX(blend8)(dst + (size_t)c * dn + (size_t)y * dw + x, axd, ayd, p00, p01, p10, p11);
+        }
+        continue;
+      }
+      int32_t os[8];
+      _mm256_storeu_si256((__m256i *)os, o);
+      for (int c = 0; c < 3; c++) {
+        const uint8_t *base = src + (size_t)c * n;
+        uint16_t t0[8], t1[8];
+        for (int k = 0; k < 8; k++) {
+          memcpy(&t0[k], base + os[k], 2);
+          memcpy(&t1[k], base + os[k] + sw, 2);
+        }
+        __m256i g0 = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)t0));
+        __m256i g1 = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)t1));
+        __m256i p00 = _mm256_and_si256(g0, ff), p01 = _mm256_srli_epi32(g0, 8);
+        __m256i p10 = _mm256_and_si256(g1, ff), p11 = _mm256_srli_epi32(g1, 8);
+        SFX(blend8)(dst + (size_t)c * dn + (size_t)y * dw + x, axd, ayd, p00, p01, p10, p11);
+      }
+    }
+    for (; x < dw; x++)
+      WARP_TAIL(x);
+  }
+}
+
