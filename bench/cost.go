@@ -163,12 +163,21 @@ func runCost(args []string) error {
 		defer d.Close()
 		out := make([]byte, t.SampleBytes())
 		targets := boxes != nil && pipeline.NeedsTargets(t) != ""
+		var partners [][]byte
 		pass := func(epoch uint64) {
 			for i, p := range photos {
 				if targets {
 					d.SetBoxSource(boxes, i)
 				}
-				if err := d.Decode(p, t, pipeline.Key{Seed: 1, Epoch: epoch, Index: uint64(i)}, out); err != nil {
+				k := pipeline.Key{Seed: 1, Epoch: epoch, Index: uint64(i)}
+				if idx := t.PartnersOf(k, len(photos)); idx != nil { // a Mosaic's (yolo): read, as the executor reads them
+					partners = partners[:0]
+					for _, j := range idx {
+						partners = append(partners, photos[j])
+					}
+					d.SetPartners(idx, partners)
+				}
+				if err := d.Decode(p, t, k, out); err != nil {
 					panic(fmt.Sprintf("sample %d: %v", i, err))
 				}
 			}

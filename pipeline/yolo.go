@@ -220,14 +220,19 @@ func hwcToCHW(hwc, chw []byte) {
 	}
 }
 
-// The YOLO geometry's kernels' cost (pipeline/kernels/cv's Go, scalar: no
-// SIMD twins yet), ns an output pixel, from its BenchmarkKernels on the
-// loaded 2-core build machine (2026-11-25, load ~13: 3-6 ms for a 640x427
-// resize, 35-48 ms for a 640x640 warp).
-const (
-	yoloResizeNs = 15
-	yoloWarpNs   = 100
-)
+// The YOLO geometry's kernels' cost, ns an output pixel: pipeline/kernels/cv's
+// C (cgo builds; bench/yolo_kernels.py on one core of the 2-core build
+// machine, 2026-11-25: 0.77 ms for a 640x427 resize, 2.7-2.9 ms for a
+// 640x640 warp), or its scalar Go (3-6 ms and 35-48 ms, loaded). Rounded
+// up: `stoker bench cost` measured yolo at 14.5 ms a sample and
+// yolo-letterbox at 8.1 ms with the C, predicted 1.6-1.9x that.
+var yoloResizeNs, yoloWarpNs float64 = 15, 100
+
+func init() {
+	if haveFast {
+		yoloResizeNs, yoloWarpNs = 3, 7
+	}
+}
 
 // ns is the YOLO geometry's cost on a source of srcPx pixels and an
 // output of px: the load's resize (of about the output's size), the
