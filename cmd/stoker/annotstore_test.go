@@ -1,13 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 )
 
 // TestIndexAnnotatedAndServe: `stoker mkdata --coco`'s set put in a real
@@ -91,14 +92,12 @@ func sameServed(t *testing.T, ctx context.Context, got, want *serveProc) {
 	}
 	for k, b := range g.batches {
 		wb := w.batches[k]
-		gf, wf := b.hdr.GetFields(), wb.hdr.GetFields()
-		if b.sum() != wb.sum() || len(gf) != 1 || len(wf) != 1 || len(gf[0].GetValues()) != 4 || len(b.hdr.GetErrors()) != 0 {
-			t.Fatalf("batch %d differs from the disk's (fields %d, errors %v)", k, len(gf), b.hdr.GetErrors())
+		gt, wt := b.hdr.GetTargets(), wb.hdr.GetTargets()
+		if b.sum() != wb.sum() || len(b.hdr.GetErrors()) != 0 || gt == nil || len(gt.GetOffsets()) != 5 {
+			t.Fatalf("batch %d differs from the disk's (targets %v, errors %v)", k, gt != nil, b.hdr.GetErrors())
 		}
-		for i, v := range gf[0].GetValues() {
-			if !bytes.Equal(v, wf[0].GetValues()[i]) {
-				t.Errorf("batch %d sample %d: targets differ from the disk's", k, i)
-			}
+		if !proto.Equal(gt, wt) {
+			t.Errorf("batch %d: targets differ from the disk's", k)
 		}
 	}
 }
