@@ -160,6 +160,13 @@ func (t *Transform) Cost() Cost {
 				dominant, domNs = where+"op 0: the canvas resized (RandomZoomOut's, or the image's before the geometry)", x
 			}
 		}
+		if m, x := v.multiNs(srcPx, px); x > 0 {
+			mean += m
+			worst += x
+			if x > domNs {
+				dominant, domNs = where+"op 0 (Mosaic): its partners' decodes and its canvas", x
+			}
+		}
 		// The mean: the steps of costDraws samples, as drawn.
 		var sum float64
 		for i := range costDraws {
@@ -191,7 +198,7 @@ func (t *Transform) Cost() Cost {
 // (RandomZoomOut, RandomIoUCrop, ScaleJitter, FixedSizeCrop): its decode is
 // priced at the nominal source whatever the output's size.
 func (t *Transform) detGeometry() bool {
-	return t.zoom != nil || t.iou != nil || t.jitter != nil || t.fixed != nil
+	return t.zoom != nil || t.iou != nil || t.jitter != nil || t.fixed != nil || t.yolo != nil || t.mosaic != nil
 }
 
 // canvasNs is the canvas path's cost (resizeCanvas), mean and worst, for
@@ -202,6 +209,10 @@ func (t *Transform) detGeometry() bool {
 // ops before the geometry run on the source: their drawn steps' mean over
 // costDraws samples, all of them at worst. 0, 0 without a canvas path.
 func (t *Transform) canvasNs(srcPx, px float64, buf *[]Step) (mean, worst float64) {
+	if t.yolo != nil {
+		x := t.yolo.ns(srcPx, px)
+		return x, x
+	}
 	flip := 0.0
 	if t.iou != nil {
 		flip = t.preFlip

@@ -89,17 +89,20 @@ type Decoder struct {
 	admitNow bool
 	targets  Targets // appendTargets' scratch
 	// canvas is a RandomZoomOut canvas' RGBA scratch (resizeCanvas), mid
-	// its horizontal pass' rows (resampleRGBA).
+	// its horizontal pass' rows (resampleRGBA); yoloRoom the YOLO geometry's.
 	canvas, mid []byte
+	yoloRoom    yoloScratch
 	// boxSrc and boxIdx: where the sample's source boxes are, for a
 	// RandomIoUCrop's draw (SetBoxSource); boxes and boxRoom its scratch.
 	boxSrc  Targeted
 	boxIdx  int
 	boxes   Targets
 	boxRoom [][4]float32
-	// epoch is the last sample's Key.Epoch: its trace and targets are
-	// those of the transform at that epoch (AtEpoch).
+	// epoch is the last sample's Key.Epoch: its trace and targets (AtEpoch).
 	epoch uint64
+	// multi: the multi-image geometry's partners and scratch
+	// (decode_multi.go).
+	multi multiState
 }
 
 // viewDraw is what one view of the last sample drew: its geometry's plan
@@ -110,6 +113,7 @@ type viewDraw struct {
 	plan  samplePlan
 	steps []Step
 	pre   []Step
+	multi *multiDraw // a Mosaic's draw (decode_multi.go), nil for none
 }
 
 // NewDecoder returns a Decoder with the given options.
@@ -147,6 +151,10 @@ func (d *Decoder) Decode(data []byte, t *Transform, k Key, out []byte) error {
 // decodeAt is Decode with view v going to out[offs[v]:], View(v)'s
 // sample size long: a sample's place in a batch buffer (ViewLayout).
 func (d *Decoder) decodeAt(data []byte, t *Transform, k Key, out []byte, offs []int) error {
+	if at := t.AtEpoch(k.Epoch); at.mosaic != nil && at.mosaicOn(k) {
+		return d.decodeMosaic(data, t, k, out, offs)
+	}
+	d.multi.partners, d.multi.pdata = nil, nil
 	hd, err := parseHeader(data)
 	if err != nil {
 		return err
@@ -297,7 +305,7 @@ func (d *Decoder) draw(t *Transform, hd *header, k Key) (direct bool, decLayout 
 		}
 		p.exact = t.decode == DecodeExact
 		vd := &d.vd[v]
-		vd.plan, vd.steps = p, vd.steps[:0]
+		vd.plan, vd.steps, vd.multi = p, vd.steps[:0], nil
 		if len(vt.post) > 0 {
 			if cap(vd.steps) < vt.maxSteps {
 				vd.steps = make([]Step, 0, vt.maxSteps)
@@ -391,47 +399,6 @@ func (d *Decoder) applyGuarded(steps []Step, p kernels.Planes) (err error) {
 		return errAbandoned // the last step may have stopped half made
 	}
 	return nil
-}
-
-// padInto writes the w x h image whose visible part, vw x vh in src, has
-// its top-left pixel at (x, y), into dst, fill elsewhere (torchvision's
-// padding: a CenterCrop larger than the image's zeros, RandomCrop's
-// constant fill), in layout.
-func padInto(dst []byte, w, h int, src []byte, vw, vh, x, y int, fill [3]float64, layout Layout) {
-	if fill == [3]float64{} {
-		clear(dst)
-	} else if layout == HWC {
-		for i := 0; i < len(dst); i += 3 {
-			dst[i], dst[i+1], dst[i+2] = byte(fill[0]), byte(fill[1]), byte(fill[2])
-		}
-	} else {
-		for c := range 3 {
-			pl := dst[c*w*h:][:w*h]
-			for i := range pl {
-				pl[i] = byte(fill[c])
-			}
-		}
-	}
-	if layout == HWC {
-		for r := range vh {
-			copy(dst[3*((y+r)*w+x):][:3*vw], src[3*r*vw:][:3*vw])
-		}
-		return
-	}
-	for c := range 3 {
-		for r := range vh {
-			copy(dst[c*w*h+(y+r)*w+x:][:vw], src[c*vw*vh+r*vw:][:vw])
-		}
-	}
-}
-
-// chwToHWC packs three planes into interleaved pixels.
-func chwToHWC(chw, hwc []byte) {
-	n := len(chw) / 3
-	r, g, b := chw[:n], chw[n:2*n], chw[2*n:]
-	for i := range n {
-		hwc[3*i], hwc[3*i+1], hwc[3*i+2] = r[i], g[i], b[i]
-	}
 }
 
 // decodeGuarded runs the decode of the plans' views into out at offs

@@ -78,6 +78,12 @@ func (t *Transform) DecodeMode() DecodeMode { return t.decode }
 // default when no op is named.
 var DETRStopOps = []OpKind{OpRandomPhotometricDistort, OpRandomZoomOut, OpRandomIoUCrop}
 
+// YOLOStopOps are the ops ultralytics' close_mosaic switches off
+// (YOLODataset.close_mosaic: mosaic, mixup, copy_paste and cutmix to 0;
+// stoker has the first two): the stop's default for a transform with a
+// Mosaic. close_mosaic=N of a run of E epochs is stop_epoch E-N.
+var YOLOStopOps = []OpKind{OpMosaic, OpMixUp}
+
 // stopEpoch is a transform's switch: from epoch on, after is the
 // transform its samples are made with. In after itself, off is set and
 // after nil; iouOff says its RandomIoUCrop is off (the crop is the whole
@@ -91,7 +97,7 @@ type stopEpoch struct {
 }
 
 // WithStopEpoch returns t whose top-level ops of the given kinds (nil:
-// DETRStopOps) are off from epoch on (D-FINE's `epoch >= stop_epoch`,
+// DETRStopOps, or YOLOStopOps for a transform with a Mosaic) are off from epoch on (D-FINE's `epoch >= stop_epoch`,
 // epochs counted from 0 as Key.Epoch counts them). Each kind named must
 // be among t's ops (the default's: at least one), and switchable: not an
 // op that fixes the batch's size or dtype (RandomResizedCrop, Resize,
@@ -110,6 +116,9 @@ func (t *Transform) WithStopEpoch(epoch uint64, kinds []OpKind) (*Transform, err
 	named := kinds != nil
 	if !named {
 		kinds = DETRStopOps
+		if t.mosaic != nil {
+			kinds = YOLOStopOps
+		}
 	}
 	if len(kinds) > maxOps {
 		return bad("%d ops named: the limit is %d", len(kinds), maxOps)
@@ -196,6 +205,21 @@ func (t *Transform) cut(off []bool) (*Transform, error) {
 		used[i] = true
 		if off[i] {
 			a.zoom = nil
+		}
+	}
+	if i := index(t.mixup); i >= 0 { // ultralytics' close_mosaic closes MixUp
+		used[i] = true
+		if off[i] {
+			a.mixup = nil
+		}
+	}
+	if i := index(t.mosaic); i >= 0 { // and the Mosaic: load_image then the warp
+		used[i] = true
+		if off[i] {
+			if t.yolo == nil || a.mixup != nil {
+				return nil, fmt.Errorf("%w: stop_epoch: the Mosaic can be switched off only with a YOLORandomPerspective(size=...) after it, which then takes the image at its load_image size (ultralytics' close_mosaic), and with the MixUp after it, if any", ErrUnsupported)
+			}
+			a.mosaic = nil
 		}
 	}
 	if i := index(t.iou); i >= 0 {

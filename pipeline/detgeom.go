@@ -240,6 +240,10 @@ func maxIoU(boxes [][4]float32, top, left, h, w int) (float32, bool) {
 // crop's rows and columns its taps read; resizeCanvasGo is the same bytes
 // in Go (without cgo, and on the reference path: WithReference).
 func (d *Decoder) resizeCanvas(dst []byte, p *samplePlan, src []byte, layout Layout) {
+	if p.yolo {
+		d.yoloCanvas(dst, p, src, layout)
+		return
+	}
 	if !d.opts.reference && d.resizeCanvasFast(dst, p, src, layout) {
 		return
 	}

@@ -41,6 +41,7 @@ var goldenPresets = map[string][2]string{
 	"simclr-view":    {"70cce4b1741c0f59df5a2b68e40bb121f206704a37c079255b2b67a1a89fe7f2", "fe5de1dc02a6834b2ad8f651021dbf53447445cea824d429b662a8a850b328f3"},
 	"ssdlite":        {"f1ca29f6513809c989a0140164cf96042da549536bbcb25f3457ead5ccc6819f", "8d18ccfd1c69967d173582503df48505da7701538c94ec7d8b38eececa3cfe82"},
 	"tv-resnet50-v2": {"9078ffc17fcb2c200d11f7ed42bf45a1d852556d8c0efc5a3f7a1a960d293c25", "3eab75ac59d6259ac81a85e2256174251512d8b999ac2583f338654bb6ad5baf"},
+	"yolo":           {"03c5a612766a6b16267c259a2d35835a01f9cc187975f504f64574257c3b7613", "0415a466464e34f8bd6832edc839a37cfc9f02c4fef5c5e98efac5fd04661f1d"},
 }
 
 // goldenPresetsFast are the same batches made with DecodeFast (a DCT scale
@@ -65,6 +66,7 @@ var goldenPresetsFast = map[string][2]string{
 	"simclr-view":    {"ed384ad7639e6017c5891fea4e9c4c39aa0f426043ce1f7009e4d2ccf02bc5b8", "5c5a3189cd87c719b3b783efefb22bd28b867fb2149d22c7007440cae4942e6e"},
 	"ssdlite":        {"f1ca29f6513809c989a0140164cf96042da549536bbcb25f3457ead5ccc6819f", "8d18ccfd1c69967d173582503df48505da7701538c94ec7d8b38eececa3cfe82"},
 	"tv-resnet50-v2": {"0313ce0e95d26b5f11c329ff908ae9d14a064e6c18a4fe98b321ff5fcf6c1894", "e2d7c8bcecc87cad51eca82b00df6691819573d02b7c264221c40cbc23fa0499"},
+	"yolo":           {"03c5a612766a6b16267c259a2d35835a01f9cc187975f504f64574257c3b7613", "0415a466464e34f8bd6832edc839a37cfc9f02c4fef5c5e98efac5fd04661f1d"},
 }
 
 // TestGoldenPresets checks every preset's batches against goldenPresets,
@@ -132,7 +134,15 @@ func testGoldenPresets(t *testing.T, mode DecodeMode, golden map[string][2]strin
 				if fs != nil {
 					d.SetBoxSource(ds.(Targeted), int(idx))
 				}
-				if err := d.Decode(files.files[idx], tr, Key{Seed: seed, Epoch: 3, Index: uint64(idx)}, out); err != nil {
+				k := Key{Seed: seed, Epoch: 3, Index: uint64(idx)}
+				if p := tr.PartnersOf(k, len(files.files)); p != nil { // a Mosaic's (yolo)
+					var pd [][]byte
+					for _, j := range p {
+						pd = append(pd, files.files[j])
+					}
+					d.SetPartners(p, pd)
+				}
+				if err := d.Decode(files.files[idx], tr, k, out); err != nil {
 					t.Fatal(err)
 				}
 				l.CopySample(batch, n, i, out, 1, 0)

@@ -42,6 +42,9 @@ func ParseInterpolation(s string) (Interpolation, error) {
 func (t *Transform) geomInterp(p *samplePlan) error {
 	op := t.center
 	switch {
+	case t.yolo != nil: // the image at its own size: no resampling
+		p.interp, p.antialias = InterpBilinear, true
+		return nil
 	case t.rcrop != nil:
 		op = t.rcrop
 	case t.rrc != nil:

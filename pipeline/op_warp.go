@@ -3,7 +3,7 @@ package pipeline
 // The warps: torchvision.transforms.v2's RandomRotation, RandomAffine and
 // RandomPerspective, and rotate, affine and perspective, with how they
 // move a job's boxes and keypoints (targets_affine.go) and masks.
-// Floating point as in ops_draw.go.
+// Floating point as in ops_compile.go.
 
 import (
 	"fmt"

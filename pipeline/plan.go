@@ -9,6 +9,8 @@ package pipeline
 import (
 	"fmt"
 	"math"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 )
 
 // samplePlan is everything size-dependent or random about one sample: where
@@ -72,6 +74,13 @@ type samplePlan struct {
 	// canvas), preFlip when the RandomHorizontalFlip before the Resize
 	// was drawn; either with a zoom, or preFlip, makes a canvas plan.
 	iou, preFlip bool
+	// yolo: a YOLO geometry's canvas plan (yolo.go): the image loaded at
+	// ylw x ylh, letterboxed by ylb (ylbOn), warped by yp (ypOn) into
+	// the output (cv2.warpPerspective with ypWarp, else cv2.warpAffine).
+	yolo, ylbOn, ypOn, ypWarp bool
+	ylw, ylh                  int
+	ylb                       cv.LetterBoxGeom
+	yp                        cv.PerspectiveParams
 }
 
 // visible is the plan of what a padded plan decodes: the crop clipped to
@@ -140,6 +149,8 @@ func (t *Transform) planBoxes(srcW, srcH int, k Key, src *Targets, scratch *[][4
 		t.zoomOut(&p, k)
 	}
 	switch {
+	case t.yolo != nil:
+		t.yoloPlan(&p, k)
 	case t.fixed != nil:
 		if err := t.lsjPlan(&p, k); err != nil {
 			return p, err

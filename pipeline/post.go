@@ -27,3 +27,44 @@ func normalize(pix, out []byte, layout Layout, op *Op) {
 		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(float32(v)*scale[c])+bias[c]))
 	}
 }
+
+// padInto writes the w x h image whose visible part, vw x vh in src, has
+// its top-left pixel at (x, y), into dst, fill elsewhere (torchvision's
+// padding: a CenterCrop larger than the image's zeros, RandomCrop's
+// constant fill), in layout.
+func padInto(dst []byte, w, h int, src []byte, vw, vh, x, y int, fill [3]float64, layout Layout) {
+	if fill == [3]float64{} {
+		clear(dst)
+	} else if layout == HWC {
+		for i := 0; i < len(dst); i += 3 {
+			dst[i], dst[i+1], dst[i+2] = byte(fill[0]), byte(fill[1]), byte(fill[2])
+		}
+	} else {
+		for c := range 3 {
+			pl := dst[c*w*h:][:w*h]
+			for i := range pl {
+				pl[i] = byte(fill[c])
+			}
+		}
+	}
+	if layout == HWC {
+		for r := range vh {
+			copy(dst[3*((y+r)*w+x):][:3*vw], src[3*r*vw:][:3*vw])
+		}
+		return
+	}
+	for c := range 3 {
+		for r := range vh {
+			copy(dst[c*w*h+(y+r)*w+x:][:vw], src[c*vw*vh+r*vw:][:vw])
+		}
+	}
+}
+
+// chwToHWC packs three planes into interleaved pixels.
+func chwToHWC(chw, hwc []byte) {
+	n := len(chw) / 3
+	r, g, b := chw[:n], chw[n:2*n], chw[2*n:]
+	for i := range n {
+		hwc[3*i], hwc[3*i+1], hwc[3*i+2] = r[i], g[i], b[i]
+	}
+}

@@ -83,6 +83,20 @@ var presets = map[string][]Op{
 		{Kind: OpResize, Size: [2]int{640, 640}},
 		{Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
 	},
+	// ultralytics' (8.4.190) v8_transforms with its default hyp: Mosaic
+	// (mosaic 1.0, imgsz 640), RandomPerspective (degrees 0, translate 0.1,
+	// scale 0.5, shear 0, perspective 0) into (640, 640), RandomHSV (0.015,
+	// 0.7, 0.4), RandomFlip horizontal 0.5; mixup, copy_paste and flipud
+	// are 0 there, so their ops, which would never apply, are left out.
+	// close_mosaic=10 of a run of E epochs is the job's stop_epoch E-10
+	// (its default stop_ops, YOLOStopOps, switch the Mosaic off: each
+	// image load_image'd, then warped to 640x640).
+	"yolo": {
+		{Kind: OpMosaic, ImgSz: 640, Tiles: 4, P: 1},
+		{Kind: OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5, YSize: [2]int{640, 640}},
+		{Kind: OpYOLORandomHSV, HGain: 0.015, SGain: 0.7, VGain: 0.4},
+		{Kind: OpYOLORandomFlip, P: 0.5, Direction: "horizontal"},
+	},
 	// torchvision's detection references' "ssdlite" recipe (SSDlite320's
 	// DetectionPresetTrain: RandomIoUCrop, the flip, and the
 	// SanitizeBoundingBoxes() their v2 pipeline ends with), then the
@@ -159,6 +173,7 @@ func cloneOps(ops []Op) []Op {
 		out[i].Probs = append([]float64(nil), out[i].Probs...)
 		out[i].Options = append([]float64(nil), out[i].Options...)
 		out[i].Sizes = append([]int(nil), out[i].Sizes...)
+		out[i].FlipIdx = append([]int(nil), out[i].FlipIdx...)
 	}
 	return out
 }

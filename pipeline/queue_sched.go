@@ -247,6 +247,8 @@ func (e *Executor) run(d *Decoder, w int) {
 	defer d.Close()
 	defer e.lockThread()()
 	var buf []byte
+	var pidx []int     // a sample's partners (readPartners)
+	var pbufs [][]byte // and their bytes' buffers, reused
 	e.mu.Lock()
 	for {
 		q := e.pick()
@@ -288,6 +290,17 @@ func (e *Executor) run(d *Decoder, w int) {
 		if err == nil {
 			data, err = r.ds.Read(int(idx), buf)
 		}
+		k := Key{Seed: r.seed, Epoch: r.epoch, Index: uint64(idx)}
+		if r.copies != nil {
+			k.Copy = uint64(r.copies[i])
+		}
+		if err == nil {
+			// A multi-image op's partners, read in the sample's lease
+			// (decode_multi.go): none for most transforms.
+			var pdata [][]byte
+			pidx, pdata, err = readPartners(r.ds, r.t, k, pidx, &pbufs)
+			d.SetPartners(pidx, pdata)
+		}
 		if err == nil && r.fset != nil {
 			n := r.fset.Len()
 			err = r.fset.Read(r.ds, int(idx), r.fields[i*n:(i+1)*n])
@@ -304,10 +317,6 @@ func (e *Executor) run(d *Decoder, w int) {
 			d.offs = d.offs[:0]
 			for v := range r.layout.Views() {
 				d.offs = append(d.offs, r.layout.Offset(slots, v, at))
-			}
-			k := Key{Seed: r.seed, Epoch: r.epoch, Index: uint64(idx)}
-			if r.copies != nil {
-				k.Copy = uint64(r.copies[i])
 			}
 			d.admitNow = r.copies != nil
 			d.SetBoxSource(nil, 0)

@@ -164,6 +164,9 @@ func (p *param) set(op *Op, v any) error {
 		return fmt.Errorf("not settable by name")
 	}
 	f := reflect.ValueOf(op).Elem().FieldByName(p.field)
+	if v == nil {
+		return nil // None: the field's zero (the op's doc says what it means)
+	}
 	num := func(x float64) error {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return fmt.Errorf("%v: want a finite number", x)
@@ -188,8 +191,25 @@ func (p *param) set(op *Op, v any) error {
 			}
 			f.SetInt(int64(x))
 			return nil
+		case reflect.Array: // a size: (x, x)
+			return p.set(op, []float64{x, x})
 		}
 	case []float64:
+		if fk := f.Kind(); (fk == reflect.Slice || (fk == reflect.Array && f.Len() == len(x))) && f.Type().Elem().Kind() == reflect.Int {
+			if f.Kind() == reflect.Slice {
+				f.Set(reflect.MakeSlice(f.Type(), len(x), len(x)))
+			}
+			for i, e := range x {
+				if err := num(e); err != nil {
+					return err
+				}
+				if e != math.Trunc(e) {
+					return fmt.Errorf("%v: want integers", x)
+				}
+				f.Index(i).SetInt(int64(e))
+			}
+			return nil
+		}
 		if f.Kind() == reflect.Array && f.Type().Elem().Kind() == reflect.Float64 && f.Len() == len(x) {
 			for i, e := range x {
 				if err := num(e); err != nil {

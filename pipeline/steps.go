@@ -69,6 +69,8 @@ const (
 	argBoxFormat
 	argCorners      // four packed (x, y) at I[at:at+4] (perspective's endpoints)
 	argStartCorners // the corners of a canvas of I[at] + 1 x I[at+1] + 1
+	argPair         // two floats in Center (YOLO's perspective terms)
+	argFlipIdx      // a flip_idx table's number at I[at] (0: None)
 )
 
 // String is the Fn's torchvision name.

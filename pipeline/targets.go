@@ -291,6 +291,9 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *
 		return b, fmt.Errorf("%w: targets do not support views yet", ErrUnsupported)
 	}
 	vd, t := &d.vd[0], t.AtEpoch(d.epoch)
+	if vd.multi != nil {
+		return d.appendMosaicTargets(b, t, ds, fs, vd.multi)
+	}
 	tg := &d.targets
 	tg.reset()
 	tg.WantMasks = fs.Masks()

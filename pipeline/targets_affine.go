@@ -3,7 +3,7 @@ package pipeline
 // Boxes through rotate and affine, as torchvision.transforms.v2's
 // _affine_bounding_boxes_with_expand moves a BoundingBoxes (expand=False:
 // the canvas stays; stoker's rotate never expands). Floating point as in
-// ops_draw.go: every product that is added is rounded first, or fused
+// ops_compile.go: every product that is added is rounded first, or fused
 // explicitly (boxFMA32), so the boxes are the same bits on every machine.
 
 import (

@@ -5,7 +5,7 @@ package pipeline
 // *_keypoints kernels, in float32 as they compute, to the bit. Unlike
 // boxes, keypoints are never clamped (torchvision clamps them only in
 // ClampKeyPoints) and a flip mirrors about the last pixel (W - 1 - x).
-// Floating point as in ops_draw.go: every product that is added is
+// Floating point as in ops_compile.go: every product that is added is
 // rounded first, or fused explicitly (boxFMA32).
 
 import (

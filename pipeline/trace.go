@@ -87,6 +87,8 @@ func (st *Step) appendJSON(b []byte) []byte {
 			} else {
 				b = appendList(b, 3, func(b []byte, k int) []byte { return appendFloat(b, st.Fill[k]) })
 			}
+		default: // the YOLO family's (op_yolo.go)
+			b = st.appendYOLOArg(b, a)
 		}
 	}
 	return append(b, "}]"...)
@@ -209,6 +211,8 @@ func (st *Step) setArg(a arg, raw json.RawMessage) error {
 		return v, nil
 	}
 	switch a.kind {
+	case argPair, argFlipIdx: // the YOLO family's (op_yolo.go)
+		return st.setYOLOArg(a, raw)
 	case argInt:
 		v, err := nums(a.n)
 		if err != nil {
@@ -327,6 +331,8 @@ func (t *Transform) geometrySteps(p *samplePlan, buf []Step) []Step {
 		buf = append(buf, Step{Fn: FnPad, I: [6]int{zp[0], zp[1], zp[2], zp[3]}, Fill: t.zoom.Fill})
 	}
 	switch {
+	case t.yolo != nil:
+		buf = t.yoloSteps(p, buf)
 	case t.fixed != nil:
 		buf = t.lsjSteps(p, buf)
 	case t.iou != nil:
@@ -426,6 +432,10 @@ func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
 	for _, st := range vd.pre {
 		sep()
 		b = st.appendJSON(b)
+	}
+	if vd.multi != nil {
+		sep()
+		b = vd.multi.appendJSON(b)
 	}
 	for _, st := range t.geometrySteps(&vd.plan, geo[:0]) {
 		sep()

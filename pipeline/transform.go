@@ -125,6 +125,22 @@ type Op struct {
 	// (timm's RandomResizedCropAndInterpolation(interpolation="random")),
 	// Interp then bilinear.
 	RandomInterp bool
+	// The YOLO family's (op_yolo.go), with ultralytics' names: ImgSz,
+	// YOLOLoadImage's imgsz; YOLOLetterBox's new_shape is Size (h, w),
+	// with auto, scale_fill, scaleup, center and stride; YOLORandomPerspective's
+	// degrees, translate, scale, shear, perspective and size (w, h; 0:
+	// None); YOLORandomHSV's gains; YOLORandomFlip's p (P), direction and
+	// flip_idx.
+	ImgSz                                        int
+	Auto, ScaleFill, ScaleUp, LetterCenter       bool
+	Stride                                       int
+	YDegrees, YTranslate, YScale, YShear, YPersp float64
+	YSize                                        [2]int
+	HGain, SGain, VGain                          float64
+	Direction                                    string
+	FlipIdx                                      []int
+	// Tiles: ultralytics' Mosaic's n (its imgsz is ImgSz; op_mosaic.go).
+	Tiles int
 }
 
 // ColorJitterOp is ColorJitter(brightness, contrast, saturation, hue) in
@@ -192,6 +208,9 @@ type Transform struct {
 	// each sample's size is its own, outH x outW its bound (lsj.go).
 	jitter, fixed *Op
 	vary          bool
+	// yolo is a YOLO geometry (yolo.go): YOLOLoadImage, then a
+	// YOLOLetterBox and/or a YOLORandomPerspective.
+	yolo *yoloGeom
 	// flip is the p of a RandomHorizontalFlip right after the geometry:
 	// fused into the decode (the resampler's coefficients run backwards).
 	flip    float64
@@ -214,6 +233,10 @@ type Transform struct {
 	// (WithDecode): DecodeExact, the zero value, or DecodeFast.
 	decode DecodeMode
 	stop   *stopEpoch // a stop_epoch (decodemode.go), if any
+	// mosaic is ultralytics' Mosaic, if any: the geometry, its partners
+	// read with the sample (op_mosaic.go, decode_multi.go).
+	mosaic *Op
+	mixup  *Op // ultralytics' MixUp, right after the Mosaic
 }
 
 // RNG streams: the geometry draws from stream 1 and the op at position j
@@ -248,15 +271,32 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 	all, pre := t.ops, leadingPre(t.ops)
 	t.ops = t.ops[pre:]
 	n, err := t.lsjGeometry() // ops of the geometry: a ScaleJitter and FixedSizeCrop's (lsj.go)
+	if err == nil && n == 0 {
+		n, err = t.yoloGeometry() // or the YOLO family's (yolo.go)
+	}
 	if err != nil {
 		return nil, err
 	}
-	for n < len(t.ops) && geometryKind(t.ops[n].Kind) {
+	for n < len(t.ops) && (geometryKind(t.ops[n].Kind) || t.mosaic != nil && t.ops[n].Kind == OpYOLORandomPerspective) {
 		op := &t.ops[n]
 		if err := t.checkZoomOut(op, n); err != nil {
 			return nil, err
 		}
 		switch op.Kind {
+		case OpMosaic:
+			if err := checkMosaic(op, n); err != nil {
+				return nil, err
+			}
+			t.mosaic = op
+		case OpYOLORandomPerspective: // after a Mosaic (yoloGeometry parses it after a YOLOLoadImage)
+			if err := t.mosaicPersp(op, n); err != nil {
+				return nil, err
+			}
+		case OpMixUp:
+			if err := t.checkMixUp(op, n); err != nil {
+				return nil, err
+			}
+			t.mixup = op
 		case OpRandomZoomOut:
 			t.zoom = op
 		case OpRandomIoUCrop:
@@ -328,11 +368,16 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		}
 		n++
 	}
+	if err := t.checkMulti(); err != nil {
+		return nil, err
+	}
 	if err := t.checkAlone(); err != nil {
 		return nil, err
 	}
 	switch {
-	case t.fixed != nil: // lsjGeometry set the size
+	case t.fixed != nil, t.yolo != nil: // lsjGeometry or yoloGeometry set the size
+	case t.mosaic != nil:
+		t.geom, t.outH, t.outW = cropResize, 2*t.mosaic.ImgSz, 2*t.mosaic.ImgSz
 	case t.rcrop != nil:
 		t.geom, t.outH, t.outW = cropResize, t.rcrop.Size[0], t.rcrop.Size[1]
 	case t.rrc != nil:
@@ -363,7 +408,7 @@ func NewTransform(layout Layout, ops ...Op) (*Transform, error) {
 		}
 		t.norm, rest = &rest[k], rest[:k]
 	}
-	if len(rest) > 0 && rest[0].Kind == OpRandomHorizontalFlip {
+	if len(rest) > 0 && rest[0].Kind == OpRandomHorizontalFlip && t.mosaic == nil { // a mosaic's flip is a step
 		if err := checkP(&rest[0], n); err != nil {
 			return nil, err
 		}

@@ -11,7 +11,7 @@ import (
 // geometryKind reports whether k is a geometry op.
 func geometryKind(k OpKind) bool {
 	d := lookupOp(k)
-	return d != nil && d.geometry && k != OpScaleJitter && k != OpFixedSizeCrop // lsjGeometry parses those
+	return d != nil && d.geometry && k != OpScaleJitter && k != OpFixedSizeCrop && !yoloKind(k) // lsjGeometry and yoloGeometry parse those
 }
 
 // maxZoom bounds RandomZoomOut's side_range: a canvas at most 16 times the

@@ -95,12 +95,34 @@ func validOpLists() [][]*pb.Op {
 			{Op: &pb.Op_SanitizeKeyPoints{SanitizeKeyPoints: &pb.SanitizeKeyPoints{}}},
 			{Op: &pb.Op_ClampBoundingBoxes{ClampBoundingBoxes: &pb.ClampBoundingBoxes{ClampingMode: proto.String("hard")}}},
 		},
+		{ // ultralytics' Mosaic, a named op (its partners read with each sample)
+			{Op: &pb.Op_Named{Named: &pb.NamedOp{Name: "Mosaic", Args: []*pb.NamedArg{
+				{Name: "imgsz", Value: &pb.NamedArg_Number{Number: 32}}, {Name: "p", Value: &pb.NamedArg_Number{Number: 1}}}}}},
+			{Op: &pb.Op_Named{Named: &pb.NamedOp{Name: "MixUp", Args: []*pb.NamedArg{{Name: "p", Value: &pb.NamedArg_Number{Number: 0.5}}}}}},
+		},
 		{ // the DETR recipes' geometry (targets)
 			{Op: &pb.Op_RandomIouCrop{RandomIouCrop: &pb.RandomIoUCrop{MinScale: proto.Float64(0.3), MaxScale: proto.Float64(1),
 				MinAspectRatio: proto.Float64(0.5), MaxAspectRatio: proto.Float64(2), SamplerOptions: []float64{0, 0.5, 1}}}},
 			{Op: &pb.Op_Resize{Resize: &pb.Resize{Height: 32, Width: 32}}},
 		},
+		{ // the YOLO family: NamedOps (op_yolo.go)
+			namedOp("YOLOLoadImage", numArg("imgsz", 48)),
+			namedOp("YOLOLetterBox", &pb.NamedArg{Name: "new_shape", Value: &pb.NamedArg_Numbers{Numbers: &pb.Numbers{Values: []float64{32, 40}}}},
+				&pb.NamedArg{Name: "scaleup", Value: &pb.NamedArg_Flag{Flag: false}}),
+			namedOp("YOLORandomPerspective", numArg("degrees", 5), numArg("translate", 0.1), numArg("scale", 0.5), numArg("shear", 2), numArg("perspective", 0.0005)),
+			namedOp("YOLORandomHSV", numArg("hgain", 0.015), numArg("sgain", 0.7), numArg("vgain", 0.4)),
+			namedOp("YOLORandomFlip", numArg("p", 0.5), &pb.NamedArg{Name: "direction", Value: &pb.NamedArg_Text{Text: "vertical"}}),
+		},
 	}
+}
+
+// namedOp is an op sent by name (a NamedOp), numArg one of its numbers.
+func namedOp(name string, args ...*pb.NamedArg) *pb.Op {
+	return &pb.Op{Op: &pb.Op_Named{Named: &pb.NamedOp{Name: name, Args: args}}}
+}
+
+func numArg(name string, v float64) *pb.NamedArg {
+	return &pb.NamedArg{Name: name, Value: &pb.NamedArg_Number{Number: v}}
 }
 
 // targetsOnly says whether ops act on targets (SanitizeBoundingBoxes,

@@ -13,7 +13,7 @@ from typing import Any, Dict, Tuple
 
 from stoker._ops_named import NamedOp, Param
 
-__all__ = ["RandomChannelPermutation"]
+__all__ = ["MixUp", "Mosaic", "RandomChannelPermutation", "YOLOLetterBox", "YOLOLoadImage", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
 
 SCHEMA: Dict[str, Tuple[Param, ...]] = {
     "AugMix": (
@@ -57,6 +57,14 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
     ),
     "Grayscale": (
         Param("num_output_channels", "int", "3"),
+    ),
+    "MixUp": (
+        Param("p", "float", "0", False, 0, 1),
+    ),
+    "Mosaic": (
+        Param("imgsz", "int", "640", False, 32, 2048),
+        Param("p", "float", "1.0", False, 0, 1),
+        Param("n", "int", "4", False, 4, 9),
     ),
     "Normalize": (
         Param("mean", "floats", None),
@@ -236,7 +244,56 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
         Param("interpolation", "interpolation", "'nearest'"),
         Param("fill", "fill", "None"),
     ),
+    "YOLOLetterBox": (
+        Param("new_shape", "size", "(640, 640)", False, 1, 4096),
+        Param("auto", "bool", "False"),
+        Param("scale_fill", "bool", "False"),
+        Param("scaleup", "bool", "True"),
+        Param("center", "bool", "True"),
+        Param("stride", "int", "32", False, 1, 4096),
+    ),
+    "YOLOLoadImage": (
+        Param("imgsz", "int", "640", False, 1, 4096),
+    ),
+    "YOLORandomFlip": (
+        Param("p", "float", "0.5", False, 0, 1),
+        Param("direction", "str", "'horizontal'"),
+        Param("flip_idx", "ints", "None", False, 0, 1023),
+    ),
+    "YOLORandomHSV": (
+        Param("hgain", "float", "0.5", False, 0, 1),
+        Param("sgain", "float", "0.5", False, 0, 1),
+        Param("vgain", "float", "0.5", False, 0, 1),
+    ),
+    "YOLORandomPerspective": (
+        Param("degrees", "float", "0.0", False, 0, 360),
+        Param("translate", "float", "0.1", False, 0, 1),
+        Param("scale", "float", "0.5", False, 0, 0.99),
+        Param("shear", "float", "0.0", False, 0, 80),
+        Param("perspective", "float", "0.0", False, 0, 0.01),
+        Param("size", "size", "None", False, 1, 4096),
+    ),
 }
+
+
+class MixUp(NamedOp):
+    """Ultralytics' MixUp, right after a Mosaic: with probability p, blended (ratio drawn from Beta(32, 32)) with another sample drawn from the dataset through the same Mosaic, their labels concatenated."""
+
+    _name = "MixUp"
+    _params = SCHEMA["MixUp"]
+
+    def __init__(self, p: Any = 0) -> None:
+        super().__init__(p=p)
+
+
+class Mosaic(NamedOp):
+    """Ultralytics' Mosaic: the image and n-1 partners drawn from the dataset, each resized to imgsz on its long side, tiled around a random centre on a 2*imgsz canvas of 114."""
+
+    _name = "Mosaic"
+    _params = SCHEMA["Mosaic"]
+
+    def __init__(self, imgsz: Any = 640, p: Any = 1.0, n: Any = 4) -> None:
+        super().__init__(imgsz=imgsz, p=p, n=n)
 
 
 class RandomChannelPermutation(NamedOp):
@@ -249,5 +306,55 @@ class RandomChannelPermutation(NamedOp):
         super().__init__()
 
 
+class YOLOLetterBox(NamedOp):
+    """Ultralytics' LetterBox: resized to fit new_shape (h, w), padded with 114."""
+
+    _name = "YOLOLetterBox"
+    _params = SCHEMA["YOLOLetterBox"]
+
+    def __init__(self, new_shape: Any = (640, 640), auto: Any = False, scale_fill: Any = False, scaleup: Any = True, center: Any = True, stride: Any = 32) -> None:
+        super().__init__(new_shape=new_shape, auto=auto, scale_fill=scale_fill, scaleup=scaleup, center=center, stride=stride)
+
+
+class YOLOLoadImage(NamedOp):
+    """Ultralytics' load_image: the whole image, its long side resized to imgsz (cv2.INTER_LINEAR)."""
+
+    _name = "YOLOLoadImage"
+    _params = SCHEMA["YOLOLoadImage"]
+
+    def __init__(self, imgsz: Any = 640) -> None:
+        super().__init__(imgsz=imgsz)
+
+
+class YOLORandomFlip(NamedOp):
+    """Ultralytics' RandomFlip: flipped with probability p in direction, keypoints reordered by flip_idx."""
+
+    _name = "YOLORandomFlip"
+    _params = SCHEMA["YOLORandomFlip"]
+
+    def __init__(self, p: Any = 0.5, direction: Any = 'horizontal', flip_idx: Any = None) -> None:
+        super().__init__(p=p, direction=direction, flip_idx=flip_idx)
+
+
+class YOLORandomHSV(NamedOp):
+    """Ultralytics' RandomHSV: hue, saturation and value by gains drawn in -+(hgain, sgain, vgain)."""
+
+    _name = "YOLORandomHSV"
+    _params = SCHEMA["YOLORandomHSV"]
+
+    def __init__(self, hgain: Any = 0.5, sgain: Any = 0.5, vgain: Any = 0.5) -> None:
+        super().__init__(hgain=hgain, sgain=sgain, vgain=vgain)
+
+
+class YOLORandomPerspective(NamedOp):
+    """Ultralytics' RandomPerspective: a random warp into size (w, h; None: the image's), boxes filtered."""
+
+    _name = "YOLORandomPerspective"
+    _params = SCHEMA["YOLORandomPerspective"]
+
+    def __init__(self, degrees: Any = 0.0, translate: Any = 0.1, scale: Any = 0.5, shear: Any = 0.0, perspective: Any = 0.0, size: Any = None) -> None:
+        super().__init__(degrees=degrees, translate=translate, scale=scale, shear=shear, perspective=perspective, size=size)
+
+
 #: The named ops' classes, by name.
-NAMED: Dict[str, Any] = {"RandomChannelPermutation": RandomChannelPermutation}
+NAMED: Dict[str, Any] = {"MixUp": MixUp, "Mosaic": Mosaic, "RandomChannelPermutation": RandomChannelPermutation, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}

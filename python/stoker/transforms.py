@@ -163,9 +163,10 @@ __all__ = [
 
 #: Preset names the server knows, each a recipe documented op by op in
 #: docs/transforms.md: one-view presets, then :data:`VIEW_PRESETS`, whose
-#: batches carry a list of views. "detr", "ssdlite", "lsj" and "frcnn" need ``Loader(targets=True)``.
+#: batches carry a list of views. "detr", "ssdlite", "lsj" and "frcnn" need ``Loader(targets=True)``; "yolo"
+#: (ultralytics' v8_transforms, its Mosaic reading partners from the dataset) is best with a YOLO dataset.
 PRESETS = ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global", "dino-local",
-           "clip", "detr", "ssdlite", "lsj", "frcnn") + VIEW_PRESETS
+           "clip", "detr", "ssdlite", "lsj", "frcnn", "yolo") + VIEW_PRESETS
 
 TransformLike = Union[str, Compose, Transform, Sequence[Transform], MultiView, pb.TransformSpec]
 

@@ -211,6 +211,11 @@ SPECS = [
     (lambda: T.RandomPerspective(), pb.Op(random_perspective=pb.RandomPerspective(distortion_scale=0.5, p=0.5, fill=[0]))),
     # An op with no message of its own: its generated class sends a NamedOp.
     (lambda: T.RandomChannelPermutation(), pb.Op(named=pb.NamedOp(name="RandomChannelPermutation"))),
+    (lambda: T.Mosaic(), pb.Op(named=pb.NamedOp(name="Mosaic"))),
+    (lambda: T.Mosaic(320, n=9), pb.Op(named=pb.NamedOp(name="Mosaic", args=[
+        pb.NamedArg(name="imgsz", number=320), pb.NamedArg(name="n", number=9)]))),
+    (lambda: T.MixUp(), pb.Op(named=pb.NamedOp(name="MixUp"))),
+    (lambda: T.MixUp(0.2), pb.Op(named=pb.NamedOp(name="MixUp", args=[pb.NamedArg(name="p", number=0.2)]))),
     (lambda: T.RandomPerspective(0.3, 1, "nearest", None),
      pb.Op(random_perspective=pb.RandomPerspective(distortion_scale=0.3, p=1, interpolation=NEAREST, fill_none=True))),
     (lambda: T.ClampBoundingBoxes(), pb.Op(clamp_bounding_boxes=pb.ClampBoundingBoxes(clamping_mode="auto"))),
@@ -499,7 +504,7 @@ def test_bad_arguments_are_refused_as_torchvision_would(make, exc, fragment) -> 
 
 def test_to_spec_takes_presets_lists_composes_and_specs() -> None:
     assert T.PRESETS == ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global",
-                         "dino-local", "clip", "detr", "ssdlite", "lsj", "frcnn", "simclr", "dino", "dinov2")
+                         "dino-local", "clip", "detr", "ssdlite", "lsj", "frcnn", "yolo", "simclr", "dino", "dinov2")
     ops = [T.RandomResizedCrop(8), T.RandomApply([T.Grayscale()])]
     want = pb.TransformSpec(ops=[op.to_proto() for op in ops])
     assert T.to_spec(ops) == want and T.to_spec(tuple(ops)) == want

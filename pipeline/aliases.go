@@ -1,0 +1,42 @@
+package pipeline
+
+// The pipeline's names for its rooms' types: the sentinel errors
+// (pipeline/internal/errs), the sample's key and generator
+// (pipeline/internal/det) and a batch's stage times (pipeline/batch).
+
+import (
+	"github.com/stoker-dev/stoker/pipeline/batch"
+	"github.com/stoker-dev/stoker/pipeline/internal/det"
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+)
+
+// Sentinel errors. Every error this package returns for bad input wraps one
+// of them (test with errors.Is); the server maps them to status codes.
+// They are pipeline/internal/errs' sentinels, which the pipeline's rooms
+// (pipeline/dataset among them) wrap too: the same values.
+var (
+	// ErrCorrupt: the file is not a decodable image (truncated, corrupt,
+	// zero bytes, not an image at all).
+	ErrCorrupt = errs.Corrupt
+	// ErrTooLarge: the file or the image it declares is over a limit (file
+	// size cap, pixel budget, progressive scan cap).
+	ErrTooLarge = errs.TooLarge
+	// ErrUnsupported: a valid file or request this package does not handle
+	// (an unknown format, an op in an order it cannot fuse, a bad parameter).
+	ErrUnsupported = errs.Unsupported
+)
+
+// Key names one sample of one epoch of one job. Everything random about the
+// sample is a pure function of its Key (det.Key: the keyed generator lives
+// with the rest of the deterministic maths, in pipeline/internal/det).
+type Key = det.Key
+
+// RNG is a counter-based generator: value n of stream s is a hash of (key,
+// s, n), the same on any machine and in any order of evaluation (det.RNG).
+type RNG = det.RNG
+
+// StageTimes is where the time of making one batch went (batch.StageTimes):
+// each stage's time summed over the batch's samples, and the batch's own
+// wall time. An Executor that times its stages (WithStageObserver) fills a
+// Batch's Times; a batch made without timing has zero Times.
+type StageTimes = batch.StageTimes

@@ -1,0 +1,376 @@
+package pipeline
+
+// The multi-image geometry: a sample made of its own image and partners
+// read from the dataset (a Mosaic, op_mosaic.go). The executor reads the
+// partners' bytes in the sample's lease (readPartners) and hands them to
+// its Decoder (SetPartners); the decode makes each image whole, at its
+// own size, resizes it as ultralytics' load_image does, and lays the
+// images out. What a worker holds for it is bounded: at most n-1 partner
+// files, each within the dataset's file size cap (as any sample's bytes),
+// one image decoded whole at a time within the pixel budget (as any
+// sample's decode), and the n resized images (each at most imgsz a side)
+// and the canvas (2*imgsz a side), all reused from sample to sample.
+
+import (
+	"fmt"
+
+	"github.com/stoker-dev/stoker/pipeline/annot"
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+)
+
+// multiState is a Decoder's for the multi-image geometry: the partners the
+// executor handed it for the next sample, its scratch and what the last
+// sample drew (its trace and targets read it).
+type multiState struct {
+	// partners and pdata: the next sample's partners' indices and bytes
+	// (SetPartners); taken by its decode.
+	partners []int
+	pdata    [][]byte
+	// full is one image decoded whole; imgs the images load_image-sized,
+	// the sample's own first; plan and off the whole decode's.
+	full []byte
+	imgs [][]byte
+	pl   []kernels.Planes
+	plan [1]samplePlan
+	off  [1]int
+	// canvas is a mosaic's before the YOLORandomPerspective after it, mix
+	// a MixUp partner's image; drawn what the last sample drew
+	// (its trace and targets read it through viewDraw.multi).
+	canvas, mix []byte
+	drawn       multiDraw
+	ins         []cv.Instances
+}
+
+// SetPartners hands the Decoder the partners of the next sample it
+// decodes: their indices and bytes (data[i] is partner idx[i]'s file),
+// as the transform's multi-image op drew them for the sample's key. The
+// Executor does this; a direct Decode of a Mosaic calls it first. The
+// slices are read during that decode only.
+func (d *Decoder) SetPartners(idx []int, data [][]byte) {
+	d.multi.partners, d.multi.pdata = idx, data
+}
+
+// PartnersOf is the partner indices of the sample of key k in a dataset
+// of size samples for t (nil when t has no multi-image op at k's epoch),
+// in the order its decode takes them (multiPartners): what a caller of
+// Decode reads and hands to SetPartners.
+func (t *Transform) PartnersOf(k Key, size int) []int {
+	return t.multiPartners(k, size, nil)
+}
+
+// readPartners reads the partners of sample idx (key k) of ds for t into
+// bufs (reused), as the executor does in the sample's lease: nil, nil
+// when t draws none. A partner that cannot be read fails the sample,
+// naming the partner (its store's fault stays the store's: the error
+// wraps it).
+func readPartners(ds Dataset, t *Transform, k Key, idx []int, bufs *[][]byte) ([]int, [][]byte, error) {
+	idx = t.multiPartners(k, ds.Len(), idx)
+	if idx == nil {
+		return nil, nil, nil
+	}
+	for len(*bufs) < len(idx) {
+		*bufs = append(*bufs, nil)
+	}
+	out := (*bufs)[:len(idx)]
+	for j, p := range idx {
+		b, err := ds.Read(p, out[j])
+		if err != nil {
+			return nil, nil, fmt.Errorf("mosaic partner %d of %d (sample %d, %s): %w", j+1, len(idx), p, partnerName(ds, p), err)
+		}
+		out[j] = b
+	}
+	return idx, out, nil
+}
+
+// partnerName is sample i's name in ds, for a partner's error.
+func partnerName(ds Dataset, i int) string {
+	if n, ok := ds.(interface{ Name(int) string }); ok {
+		return n.Name(i)
+	}
+	return fmt.Sprintf("index %d", i)
+}
+
+// decodeWhole decodes data whole, at its own size, into the planes of
+// *dst (grown as needed).
+func (d *Decoder) decodeWhole(data []byte, dst *[]byte) (kernels.Planes, error) {
+	hd, err := parseHeader(data)
+	if err != nil {
+		return kernels.Planes{}, err
+	}
+	if px := int64(hd.w) * int64(hd.h); px > d.opts.pixelBudget {
+		return kernels.Planes{}, fmt.Errorf("%w: %dx%d is %d pixels, over the budget of %d", ErrTooLarge, hd.w, hd.h, px, d.opts.pixelBudget)
+	}
+	n := 3 * hd.w * hd.h
+	if cap(*dst) < n {
+		*dst = make([]byte, n)
+	}
+	m := &d.multi
+	m.plan[0] = samplePlan{geom: cropResize, srcW: hd.w, srcH: hd.h, cw: hd.w, ch: hd.h, outW: hd.w, outH: hd.h,
+		interp: InterpBilinear, antialias: true, exact: true}
+	if err := d.decodeGuarded(data, &hd, m.plan[:], CHW, (*dst)[:n], m.off[:]); err != nil {
+		return kernels.Planes{}, err
+	}
+	if d.ops.Stopped() {
+		return kernels.Planes{}, errAbandoned
+	}
+	return kernels.Planes{Pix: (*dst)[:n], W: hd.w, H: hd.h}, nil
+}
+
+// loadImage is ultralytics' load_image of one image: decoded whole, then
+// resized (cv2.INTER_LINEAR) so that its long side is imgsz, into
+// image j of the scratch.
+func (d *Decoder) loadImage(data []byte, j, imgsz int) (kernels.Planes, error) {
+	m := &d.multi
+	src, err := d.decodeWhole(data, &m.full)
+	if err != nil {
+		return kernels.Planes{}, err
+	}
+	w, h := cv.LoadSize(src.W, src.H, imgsz)
+	n := 3 * w * h
+	if cap(m.imgs[j]) < n {
+		m.imgs[j] = make([]byte, n)
+	}
+	dst := kernels.Planes{Pix: m.imgs[j][:n], W: w, H: h}
+	cv.ResizeLinear(dst, src)
+	return dst, nil
+}
+
+// decodeMosaic is decodeAt for a sample whose Mosaic applies at k's
+// epoch: data is the sample's file, the partners' are the Decoder's
+// (SetPartners), in multiPartners' order.
+func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, offs []int) error {
+	m := &d.multi
+	idx, pdata := m.partners, m.pdata
+	m.partners, m.pdata = nil, nil
+	at := t.AtEpoch(k.Epoch)
+	d.epoch = k.Epoch
+	if t.Views() != 1 {
+		return fmt.Errorf("%w: Mosaic in a transform of several views is not supported", ErrUnsupported)
+	}
+	if len(idx) != len(pdata) {
+		return fmt.Errorf("%w: %d partners and %d files (SetPartners before Decode)", ErrUnsupported, len(idx), len(pdata))
+	}
+	n := at.mosaic.Tiles
+	dr := &m.drawn
+	dr.mix, dr.persp = false, at.yolo != nil
+	if dr.persp {
+		dr.warp, dr.w, dr.h = at.yolo.persp.YPersp != 0, at.outW, at.outH
+	}
+	w, h := at.outW, at.outH
+	np := 3 * w * h
+	if cap(d.pix) < np {
+		d.pix = make([]byte, np)
+	}
+	img := kernels.Planes{Pix: d.pix[:np], W: w, H: h}
+	take := func(c int) ([]int, [][]byte, error) {
+		if len(idx) < c {
+			return nil, nil, fmt.Errorf("%w: the Mosaic wants more partners than the %d handed (SetPartners before Decode)", ErrUnsupported, len(pdata))
+		}
+		i, p := idx[:c], pdata[:c]
+		idx, pdata = idx[c:], pdata[c:]
+		return i, p, nil
+	}
+	pi, pd, err := take(n - 1)
+	if err != nil {
+		return err
+	}
+	if err := d.preInto(img, data, int(k.Index), pi, pd, at, k, &dr.mo, &dr.pp); err != nil {
+		return err
+	}
+	if on, r := at.mixupDraw(k); on { // its partner is the one handed (multiPartners drew it)
+		mi, md, err := take(1)
+		if err != nil {
+			return err
+		}
+		if cap(m.mix) < np {
+			m.mix = make([]byte, np)
+		}
+		mc := kernels.Planes{Pix: m.mix[:np], W: w, H: h}
+		pi, pd, err := take(n - 1)
+		if err != nil {
+			return err
+		}
+		if err := d.preInto(mc, md[0], mi[0], pi, pd, at, mixKey(k, mi[0]), &dr.mixM, &dr.mixPP); err != nil {
+			return fmt.Errorf("mixup partner (sample %d): %w", mi[0], err)
+		}
+		dr.mix, dr.mixR = true, r
+		cv.MixUp(img, mc, r, cv.Instances{}, cv.Instances{})
+	}
+	if len(idx) != 0 {
+		return fmt.Errorf("%w: %d partners handed beyond what the sample drew (SetPartners before Decode)", ErrUnsupported, len(idx))
+	}
+	if cap(d.vd) < 1 {
+		d.vd = make([]viewDraw, 1)
+	}
+	d.vd = d.vd[:1]
+	vd := &d.vd[0]
+	vd.plan = samplePlan{geom: cropResize, srcW: w, srcH: h, cw: w, ch: h, outW: w, outH: h, exact: true}
+	vd.steps, vd.pre, vd.multi = vd.steps[:0], vd.pre[:0], dr
+	if len(at.post) > 0 {
+		if cap(vd.steps) < at.maxSteps {
+			vd.steps = make([]Step, 0, at.maxSteps)
+		}
+		vd.steps = at.drawInto(&d.drawer, k, w, h, vd.steps)
+	}
+	d.plans = append(d.plans[:0], vd.plan)
+	return d.finishView(at, vd, img.Pix, CHW, false, out[offs[0]:][:at.viewBytes()], w, h)
+}
+
+// preInto is ultralytics' pre_transform of one sample (key k) into dst:
+// its Mosaic with its partners, then the YOLORandomPerspective after it,
+// if any (its draw into pp), from the mosaic's canvas to dst's size.
+func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, mo *mosaicDraw, pp *cv.PerspectiveParams) error {
+	if t.yolo == nil {
+		return d.mosaicInto(dst, data, self, pidx, pdata, t, k, mo)
+	}
+	m := &d.multi
+	s := cv.MosaicSize(t.mosaic.ImgSz)
+	if cap(m.canvas) < 3*s*s {
+		m.canvas = make([]byte, 3*s*s)
+	}
+	canvas := kernels.Planes{Pix: m.canvas[:3*s*s], W: s, H: s}
+	if err := d.mosaicInto(canvas, data, self, pidx, pdata, t, k, mo); err != nil {
+		return err
+	}
+	if d.ops.Stopped() {
+		return errAbandoned
+	}
+	op := t.yolo.persp
+	*pp = drawYOLOPersp(op, k)
+	cv.PerspectiveImage(dst, canvas, cv.PerspectiveMatrix(*pp, s, s, dst.W, dst.H), op.YPersp != 0)
+	return nil
+}
+
+// mosaicInto makes the Mosaic of sample self (its file data) and its
+// partners (pidx, pdata) for key k into canvas, recording its draw in dr.
+func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, dr *mosaicDraw) error {
+	m := &d.multi
+	n, s := t.mosaic.Tiles, t.mosaic.ImgSz
+	for len(m.imgs) < n {
+		m.imgs = append(m.imgs, nil)
+	}
+	m.pl = m.pl[:0]
+	dr.n, dr.imgsz = n, s
+	dr.idx = append(append(dr.idx[:0], self), pidx...)
+	dr.sizes = dr.sizes[:0]
+	for j := range n {
+		src := data
+		if j > 0 {
+			src = pdata[j-1]
+		}
+		p, err := d.loadImage(src, j, s)
+		if err != nil {
+			if j > 0 {
+				return fmt.Errorf("mosaic partner %d of %d (sample %d): %w", j, n-1, pidx[j-1], err)
+			}
+			return err
+		}
+		m.pl = append(m.pl, p)
+		dr.sizes = append(dr.sizes, [2]int{p.W, p.H})
+	}
+	dr.xc, dr.yc = t.mosaicCentre(k)
+	tiles, err := cv.MosaicLayout(n, s, dr.xc, dr.yc, dr.sizes)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
+	dr.tiles = tiles
+	cv.MosaicImage(canvas, m.pl, tiles)
+	return nil
+}
+
+// appendMosaicTargets is appendTargets for a sample the last decode made
+// as a mosaic (md): its mosaic's instances (mosaicInstances), then its
+// MixUp partner's after them (MixUp.apply_instances), then moved by the
+// steps after the geometry.
+func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *FieldSet, md *multiDraw) ([]byte, error) {
+	if fs.Masks() {
+		return b, fmt.Errorf("%w: masks do not follow Mosaic yet", ErrUnsupported)
+	}
+	all, err := d.mosaicInstances(ds, &md.mo)
+	if err != nil {
+		return b, err
+	}
+	all = md.perspInstances(all, &md.pp)
+	if md.mix {
+		two, err := d.mosaicInstances(ds, &md.mixM)
+		if err != nil {
+			return b, fmt.Errorf("mixup partner (sample %d): %w", md.mixM.idx[0], err)
+		}
+		all = cv.Concat(all, md.perspInstances(two, &md.mixPP))
+	}
+	tg := &d.targets
+	tg.reset()
+	tg.ImageID = int64(md.mo.idx[0])
+	for q := range all.Boxes {
+		tg.Add(all.Boxes[q], all.Cls[q], false)
+	}
+	w, h, err := tg.Move(t.outW, t.outH, d.vd[0].steps)
+	if err != nil {
+		return b, err
+	}
+	tg.W, tg.H = w, h
+	return AppendTargets(b, tg), nil
+}
+
+// perspInstances is a mosaic's instances through the
+// YOLORandomPerspective after it, if any (its draw pp):
+// RandomPerspective.apply_instances.
+func (md *multiDraw) perspInstances(in cv.Instances, pp *cv.PerspectiveParams) cv.Instances {
+	if !md.persp {
+		return in
+	}
+	s := cv.MosaicSize(md.mo.imgsz)
+	return cv.PerspectiveInstances(in, cv.PerspectiveMatrix(*pp, s, s, md.w, md.h), pp.Scale, md.warp, md.w, md.h)
+}
+
+// mosaicInstances is one mosaic's instances: each image's in pixels of
+// its load_image size (a YOLO dataset's from its normalized labels as
+// ultralytics denormalizes them, another's its SourceTargets at that
+// size), moved by its tile, concatenated, clipped and the empty dropped
+// (cv.MosaicInstances).
+func (d *Decoder) mosaicInstances(ds Targeted, m *mosaicDraw) (cv.Instances, error) {
+	ms := &d.multi
+	ms.ins = ms.ins[:0]
+	tg := &d.targets
+	for j, i := range m.idx {
+		w, h := m.sizes[j][0], m.sizes[j][1]
+		var in cv.Instances
+		if yl, ok := ds.(interface {
+			Labels(int) ([]annot.YOLOInstance, error)
+		}); ok {
+			ls, err := yl.Labels(i)
+			if err != nil {
+				return in, partnerErr(j, m, err)
+			}
+			xywh := make([][4]float32, len(ls))
+			in.Cls = make([]int64, len(ls))
+			for q := range ls {
+				if ls[q].Keypoints != nil {
+					return in, fmt.Errorf("%w: keypoints do not follow Mosaic yet", ErrUnsupported)
+				}
+				xywh[q], in.Cls[q] = ls[q].Box, int64(ls[q].Class)
+			}
+			in.Boxes = cv.FromYOLO(xywh, w, h)
+		} else {
+			tg.reset()
+			if err := ds.SourceTargets(i, w, h, &tg.Instances); err != nil {
+				return in, partnerErr(j, m, err)
+			}
+			if tg.P > 0 {
+				return in, fmt.Errorf("%w: keypoints do not follow Mosaic yet", ErrUnsupported)
+			}
+			in.Boxes, in.Cls = append([][4]float32{}, tg.Boxes...), append([]int64{}, tg.Labels...)
+		}
+		ms.ins = append(ms.ins, in)
+	}
+	return cv.MosaicInstances(ms.ins, m.tiles, m.imgsz), nil
+}
+
+// partnerErr names the mosaic's image j in err (0: the sample's own).
+func partnerErr(j int, m *mosaicDraw, err error) error {
+	if j == 0 {
+		return err
+	}
+	return fmt.Errorf("mosaic partner %d of %d (sample %d): %w", j, m.n-1, m.idx[j], err)
+}

@@ -1,0 +1,342 @@
+package pipeline
+
+// Mosaic: ultralytics' (8.4.190) Mosaic of 4 or 9 images, the sample's
+// own and partners drawn from the dataset, as a geometry op: each image
+// resized as BaseDataset.load_image resizes it (its long side to imgsz,
+// cv2.INTER_LINEAR), laid out around a drawn centre on a canvas of 114,
+// its labels moved by its tile's padding, concatenated, clipped to the
+// canvas and the boxes of no area dropped (Mosaic._cat_labels). Its output
+// is ultralytics' mosaic: 2*imgsz a side. The kernels are
+// pipeline/kernels/cv's (MosaicLayout, MosaicImage, MosaicInstances); the
+// partners' bytes are read by the executor in the sample's lease
+// (decode_multi.go).
+//
+// Partners are read, not consumed: their indices are cv.Partners of the
+// sample's key (the seed, epoch, index, view and copy) on a stream of
+// their own, uniform over the dataset, so the epoch's plan is untouched
+// (every index is still the primary sample exactly once an epoch) and a
+// sample's mosaic is the same on any topology and across a resume.
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+)
+
+// OpMosaic is ultralytics' Mosaic (imgsz, n, p); OpMixUp its MixUp (p),
+// right after the Mosaic: the sample blended with another sample made by
+// the same geometry (its own Mosaic, its own partners).
+const (
+	OpMosaic OpKind = "Mosaic"
+	OpMixUp  OpKind = "MixUp"
+)
+
+func init() {
+	defineOp(opDef{kind: OpMosaic, doc: "ultralytics' Mosaic: the image and n-1 partners drawn from the dataset, each resized to imgsz on its long side, tiled around a random centre on a 2*imgsz canvas of 114",
+		named: true, geometry: true, targets: targetsMove,
+		params: []param{
+			{name: "imgsz", typ: pInt, def: "640", field: "ImgSz", lo: 32, hi: maxSide / 2},
+			{name: "p", typ: pFloat, def: "1.0", field: "P", lo: 0, hi: 1},
+			{name: "n", typ: pInt, def: "4", field: "Tiles", lo: 4, hi: 9},
+		},
+		misplaced: "Mosaic after other ops is not supported: it is the geometry, first, fused into the decode",
+		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow Mosaic yet", ErrUnsupported) },
+		format: func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(imgsz=%d, p=%g, n=%d)", op.ImgSz, op.P, op.Tiles)
+		}})
+	defineOp(opDef{kind: OpMixUp, doc: "ultralytics' MixUp, right after a Mosaic: with probability p, blended (ratio drawn from Beta(32, 32)) with another sample drawn from the dataset through the same Mosaic, their labels concatenated",
+		named: true, geometry: true, targets: targetsMove,
+		params:    []param{pParam(0)},
+		misplaced: "MixUp is supported right after a Mosaic only (ultralytics' pre_transform makes its partner)",
+		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow MixUp yet", ErrUnsupported) },
+		format:    formatP})
+}
+
+// checkMixUp checks a MixUp where it stands: right after the Mosaic, or
+// after its YOLORandomPerspective (ultralytics' pre_transform).
+func (t *Transform) checkMixUp(op *Op, n int) error {
+	if t.mosaic == nil || !(n == 1 || n == 2 && t.yolo != nil) {
+		return fmt.Errorf("%w: transform: MixUp is supported right after a Mosaic only (its partner is made by the same Mosaic, as ultralytics' pre_transform makes it)", ErrUnsupported)
+	}
+	if !(op.P >= 0 && op.P <= 1) {
+		return fmt.Errorf("%w: transform: MixUp p=%v: want 0..1", ErrUnsupported, op.P)
+	}
+	return nil
+}
+
+// checkMosaic checks a Mosaic's arguments beyond the schema: n is 4 or 9,
+// imgsz within the output bound, p 1 (a mosaic not drawn leaves the image
+// at its load_image size, which only a YOLO RandomPerspective after it
+// could take: not yet).
+func checkMosaic(op *Op, n int) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: transform: Mosaic: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case n > 0:
+		return bad("it must be the first op (the geometry)")
+	case op.Tiles != 4 && op.Tiles != 9:
+		return bad("n=%d: want 4 or 9", op.Tiles)
+	case op.ImgSz < 32 || 2*op.ImgSz > maxSide:
+		return bad("imgsz=%d: want 32..%d", op.ImgSz, maxSide/2)
+	}
+	return nil
+}
+
+// mosaicPersp takes a YOLORandomPerspective right after a Mosaic (op n):
+// ultralytics' v8_transforms' affine, which crops the mosaic to its size;
+// a sample the Mosaic leaves (its p) is load_image'd and warped to the
+// same size (the YOLO geometry of YOLOLoadImage(imgsz) then this op), as
+// ultralytics does, and so is every sample once a stop_epoch switches the
+// Mosaic off (close_mosaic).
+func (t *Transform) mosaicPersp(op *Op, n int) error {
+	if t.mosaic == nil || n != 1 {
+		return fmt.Errorf("%w: transform: YOLORandomPerspective is the YOLO geometry's: after YOLOLoadImage (and YOLOLetterBox), or right after a Mosaic", ErrUnsupported)
+	}
+	if err := checkYOLOPersp(op); err != nil {
+		return err
+	}
+	if op.YSize == [2]int{} {
+		return fmt.Errorf("%w: transform: YOLORandomPerspective after a Mosaic needs its size (w, h): ultralytics' v8_transforms gives (imgsz, imgsz)", ErrUnsupported)
+	}
+	t.yolo = &yoloGeom{load: &Op{Kind: OpYOLOLoadImage, ImgSz: t.mosaic.ImgSz}, persp: op}
+	t.geom, t.outW, t.outH = cropResize, op.YSize[0], op.YSize[1]
+	return nil
+}
+
+// checkMulti checks a Mosaic's geometry as a whole: a p below 1 leaves
+// samples at their load_image size, which only a YOLORandomPerspective
+// after it brings to the batch's size; MixUp makes its partner through
+// the Mosaic, so wants every sample mosaicked.
+func (t *Transform) checkMulti() error {
+	if t.mosaic == nil {
+		return nil
+	}
+	if t.mosaic.P != 1 && t.yolo == nil {
+		return fmt.Errorf("%w: transform: Mosaic p=%g: a sample it leaves keeps its load_image size; follow it with YOLORandomPerspective(size=...), which fixes the batch's size, or give p=1", ErrUnsupported, t.mosaic.P)
+	}
+	if t.mixup != nil && t.mosaic.P != 1 {
+		return fmt.Errorf("%w: transform: MixUp after a Mosaic of p=%g is not supported: give the Mosaic p=1 (ultralytics' default)", ErrUnsupported, t.mosaic.P)
+	}
+	return nil
+}
+
+// mosaicOn is the Mosaic's draw of whether it applies to the sample of
+// key k (ultralytics' random.uniform(0, 1) > p leaves it): the first
+// number of the geometry's stream.
+func (t *Transform) mosaicOn(k Key) bool {
+	r := k.Stream(streamCrop)
+	return !(r.Float64() > t.mosaic.P)
+}
+
+// mosaicDraw is what one Mosaic drew: its images (the sample itself
+// first, then its partners), each one's load_image size (w, h), the
+// centre and the tiles.
+type mosaicDraw struct {
+	n, imgsz int
+	idx      []int
+	sizes    [][2]int
+	xc, yc   int
+	tiles    []cv.Tile
+}
+
+// multiDraw is what a sample's multi-image geometry drew: its mosaic,
+// and, when its MixUp was drawn, the ratio and the partner's mosaic (mix.idx[0]
+// the partner).
+type multiDraw struct {
+	mo   mosaicDraw
+	mix  bool
+	mixR float64
+	mixM mosaicDraw
+	// persp: the YOLORandomPerspective after the Mosaic, if any (pp and
+	// mixPP its draws for the sample and the MixUp partner), warp its
+	// cv2.warpPerspective (perspective not 0), w and h its size.
+	persp     bool
+	warp      bool
+	w, h      int
+	pp, mixPP cv.PerspectiveParams
+}
+
+// mixView keys a MixUp partner's draws: the partner's index with the
+// sample's view plus mixView, a view no transform has, so the partner
+// is made with draws of its own (ultralytics' pre_transform draws anew).
+const mixView = 1 << 40
+
+// mixKey is the key a MixUp partner j of the sample of key k is made with.
+func mixKey(k Key, j int) Key {
+	k.Index, k.View = uint64(j), k.View+mixView
+	return k
+}
+
+// multiPartners appends to buf[:0] the partners the sample of key k reads
+// in a dataset of size samples, for t at k's epoch, in the order its
+// decode takes them: its Mosaic's n-1, then, when its MixUp is drawn, the
+// MixUp's partner and that one's Mosaic's n-1. Nil when t has no Mosaic
+// then. They are read, not consumed: pure functions of the key (the
+// seed, epoch, index, view and copy), drawn from streams of their own,
+// so the epoch's plan is untouched (every index is still the primary
+// sample exactly once an epoch) and a sample's mosaic is the same on any
+// topology and across a resume.
+func (t *Transform) multiPartners(k Key, size int, buf []int) []int {
+	t = t.AtEpoch(k.Epoch)
+	if t.mosaic == nil || size < 1 || !t.mosaicOn(k) {
+		return nil
+	}
+	buf = t.mosaicPartners(k, size, buf[:0])
+	if on, _ := t.mixupDraw(k); on {
+		j := mixupPartner(k, size)
+		buf = append(buf, j)
+		buf = t.mosaicPartners(mixKey(k, j), size, buf)
+	}
+	return buf
+}
+
+// mosaicPartners appends the n-1 partners of k's Mosaic to buf.
+func (t *Transform) mosaicPartners(k Key, size int, buf []int) []int {
+	at := len(buf)
+	buf = append(buf, make([]int, t.mosaic.Tiles-1)...)
+	cv.Partners(k, cv.MosaicStream, size, buf[at:])
+	return buf
+}
+
+// mixupDraw is MixUp's draw for key k: whether it applies (ultralytics'
+// random.uniform(0, 1) > p skips it) and its ratio (np.random.beta(32,
+// 32): X/(X+Y) of two Gamma(32) draws).
+func (t *Transform) mixupDraw(k Key) (on bool, r float64) {
+	if t.mixup == nil {
+		return false, 0
+	}
+	rs := k.Stream(cv.MixUpStream + 1)
+	if rs.Float64() > t.mixup.P {
+		return false, 0
+	}
+	x, y := rs.Gamma(32), rs.Gamma(32)
+	return true, x / (x + y)
+}
+
+// mixupPartner is the MixUp partner of the sample of key k in a dataset
+// of size samples (cv.Partners on the MixUp stream).
+func mixupPartner(k Key, size int) int {
+	var one [1]int
+	cv.Partners(k, cv.MixUpStream, size, one[:])
+	return one[0]
+}
+
+// mosaicCentre is Mosaic.get_params' draw for n = 4: yc, then xc, each
+// int(random.uniform(-border, 2*imgsz + border)) with border -imgsz//2
+// (Python's floor division), from the geometry's stream after mosaicOn's.
+// 9 draws nothing.
+func (t *Transform) mosaicCentre(k Key) (xc, yc int) {
+	if t.mosaic.Tiles != 4 {
+		return 0, 0
+	}
+	s := t.mosaic.ImgSz
+	border := -((s + 1) / 2) // -s // 2
+	r := k.Stream(streamCrop)
+	r.Float64() // mosaicOn's
+	lo, hi := float64(-border), float64(2*s+border)
+	yc = int(r.Uniform(lo, hi))
+	xc = int(r.Uniform(lo, hi))
+	return xc, yc
+}
+
+// appendJSON appends the mosaic's arguments: {n, imgsz, indexes (the
+// sample's first, then its partners), sizes ((w, h) each, as load_image
+// resized it), xc, yc}.
+func (m *mosaicDraw) appendJSON(b []byte) []byte {
+	ints := func(b []byte, v []int) []byte {
+		b = append(b, '[')
+		for i, x := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(x), 10)
+		}
+		return append(b, ']')
+	}
+	b = append(b, `{"n":`...)
+	b = strconv.AppendInt(b, int64(m.n), 10)
+	b = append(b, `,"imgsz":`...)
+	b = strconv.AppendInt(b, int64(m.imgsz), 10)
+	b = append(b, `,"indexes":`...)
+	b = ints(b, m.idx)
+	b = append(b, `,"sizes":[`...)
+	for i, s := range m.sizes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = ints(b, s[:])
+	}
+	b = append(b, `],"xc":`...)
+	b = strconv.AppendInt(b, int64(m.xc), 10)
+	b = append(b, `,"yc":`...)
+	b = strconv.AppendInt(b, int64(m.yc), 10)
+	return append(b, '}')
+}
+
+// appendJSON appends the sample's multi-image entries to its trace:
+// ["mosaic", {its arguments}], then, when its MixUp applied, ["mixup",
+// {"r": the ratio, "mosaic": the partner's mosaic}].
+func (m *multiDraw) appendJSON(b []byte) []byte {
+	b = append(b, `["mosaic",`...)
+	b = m.mo.appendJSON(b)
+	b = append(b, ']')
+	if m.persp {
+		b = append(b, ',')
+		st := m.perspStep(&m.pp)
+		b = st.appendJSON(b)
+	}
+	if m.mix {
+		b = append(b, `,["mixup",{"r":`...)
+		b = appendFloat(b, m.mixR)
+		b = append(b, `,"mosaic":`...)
+		b = m.mixM.appendJSON(b)
+		if m.persp {
+			b = append(b, `,"perspective":`...)
+			st := m.perspStep(&m.mixPP)
+			b = st.appendJSON(b)
+		}
+		b = append(b, "}]"...)
+	}
+	return b
+}
+
+// perspStep is the YOLORandomPerspective's step of draw pp, as yoloSteps
+// writes it.
+func (m *multiDraw) perspStep(pp *cv.PerspectiveParams) Step {
+	st := Step{Fn: FnYOLOPerspective, I: [6]int{4: m.h, 5: m.w}, F: [6]float64{pp.Angle, pp.Scale, pp.ShearX, pp.ShearY, pp.TX, pp.TY},
+		Center: [2]float64{pp.PX, pp.PY}}
+	if m.warp {
+		st.I[0] = 1
+	}
+	return st
+}
+
+// multiNs is what a Mosaic (and a MixUp after it) adds to a sample's
+// cost beyond the sample's own decode and YOLO geometry (canvasNs), mean
+// and worst: its n-1 partners' reads and decodes at the source size,
+// every image's load_image resize (an output pixel each, at most imgsz a
+// side), the canvas of 114 (2*imgsz a side); a MixUp's partner is one
+// more such sample, its decode and warp, and the blend. 0, 0 without a
+// Mosaic.
+func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
+	if t.mosaic == nil {
+		return 0, 0
+	}
+	s := float64(t.mosaic.ImgSz)
+	n := float64(t.mosaic.Tiles)
+	side := float64(s * s)
+	one := float64((n-1)*float64(sampleNs+float64(decodeNs*srcPx))) + float64(n*float64(canvasOutNs*side)) + float64(canvasNs*float64(4*side))
+	mean, worst = float64(t.mosaic.P*one), one
+	if t.mixup != nil {
+		mix := float64(one+float64(sampleNs+float64(decodeNs*srcPx))) + float64(canvasOutNs*px)
+		if t.yolo != nil {
+			mix += t.yolo.ns(srcPx, px)
+		}
+		mean += float64(t.mixup.P * mix)
+		worst += mix
+	}
+	return mean, worst
+}

@@ -1,0 +1,398 @@
+package pipeline
+
+// The YOLO family: ultralytics' (8.4.190) single-image training ops, with
+// its names prefixed by YOLO so that they never clash with
+// torchvision's of the same names (RandomPerspective, RandomFlip):
+// YOLOLoadImage (BaseDataset.load_image: the long side to imgsz,
+// cv2.INTER_LINEAR), YOLOLetterBox, YOLORandomPerspective, YOLORandomHSV
+// and YOLORandomFlip. Their kernels are pipeline/kernels/cv's, exact
+// against ultralytics and its OpenCV (RandomHSV within 1). The first
+// three are the geometry (yolo.go: run on the image at its own size, in
+// the decode's canvas path); the last two are steps on the output.
+// Labels move as ultralytics' Instances do, in float32 (boxes XYXY).
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+)
+
+const (
+	OpYOLOLoadImage         OpKind = "YOLOLoadImage"
+	OpYOLOLetterBox         OpKind = "YOLOLetterBox"
+	OpYOLORandomPerspective OpKind = "YOLORandomPerspective"
+	OpYOLORandomHSV         OpKind = "YOLORandomHSV"
+	OpYOLORandomFlip        OpKind = "YOLORandomFlip"
+)
+
+// yoloKind says whether k is one of the YOLO geometry's ops.
+func yoloKind(k OpKind) bool {
+	return k == OpYOLOLoadImage || k == OpYOLOLetterBox || k == OpYOLORandomPerspective
+}
+
+var (
+	// FnYOLOLoad is load_image's resize: to size (h, w), cv2.INTER_LINEAR;
+	// the labels times the ratio of the sizes, in float32.
+	FnYOLOLoad = defineFn(fnDef{name: "yolo_load_image", args: []arg{{"size", argInt, 4, 2}},
+		geometry: true, check: noKernel, targets: targetsInstances,
+		instances: func(t *Targets, w, h int, st *Step) (int, int, error) {
+			nw, nh := st.I[5], st.I[4]
+			scaleTargets(t, float32(float64(nw)/float64(w)), float32(float64(nh)/float64(h)), 0, 0)
+			return nw, nh, nil
+		}})
+	// FnYOLOLetterBox is LetterBox's: the image resized to new_unpad (h,
+	// w) and padded with 114 to size, its top-left at (left, top); the
+	// labels times ratio (w, h), plus (left, top), in float32
+	// (_update_labels).
+	FnYOLOLetterBox = defineFn(fnDef{name: "yolo_letterbox", args: []arg{{"new_unpad", argInt, 2, 2}, {"top", argInt, 0, 1}, {"left", argInt, 1, 1},
+		{"size", argInt, 4, 2}, {"ratio", argFloat, 0, 2}},
+		geometry: true, check: noKernel, targets: targetsInstances,
+		instances: func(t *Targets, _, _ int, st *Step) (int, int, error) {
+			scaleTargets(t, float32(st.F[0]), float32(st.F[1]), float32(st.I[1]), float32(st.I[0]))
+			return st.I[5], st.I[4], nil
+		}})
+	// FnYOLOPerspective is RandomPerspective's: M from the drawn terms
+	// (perspective [px, py], angle, scale, shear [x, y] in degrees,
+	// translate [x, y] as fractions of the output), the image warped
+	// into size (h, w) (cv2.warpPerspective with warp_perspective 1,
+	// else cv2.warpAffine; border 114), the labels through M, clipped,
+	// and those box_candidates drops dropped (apply_instances).
+	FnYOLOPerspective = defineFn(fnDef{name: "yolo_random_perspective", args: []arg{{"perspective", argPair, 0, 2}, {"angle", argFloat, 0, 1},
+		{"scale", argFloat, 1, 1}, {"shear", argFloat, 2, 2}, {"translate", argFloat, 4, 2}, {"size", argInt, 4, 2}, {"warp_perspective", argInt, 0, 1}},
+		geometry: true, check: noKernel, targets: targetsInstances,
+		instances: func(t *Targets, w, h int, st *Step) (int, int, error) {
+			ow, oh := st.I[5], st.I[4]
+			pp := perspectiveOf(st)
+			m := cv.PerspectiveMatrix(pp, w, h, ow, oh)
+			in := cvInstances(t)
+			setCVInstances(t, cv.PerspectiveInstances(in, m, pp.Scale, st.I[0] != 0, ow, oh))
+			return ow, oh, nil
+		}})
+	// FnYOLOHSV is RandomHSV's: the drawn gains r (uniform(-1, 1) times
+	// hgain, sgain, vgain), through OpenCV's BGR2HSV, the LUTs, HSV2BGR.
+	FnYOLOHSV = defineFn(fnDef{name: "yolo_random_hsv", args: []arg{{"r", argFloat, 0, 3}}, ns: 9,
+		kernel:  func(p kernels.Planes, st *Step, _ *kernels.Scratch) { cv.RandomHSV(p, [3]float64(st.F[:3])) },
+		targets: targetsPixels})
+	// FnYOLOFlipLR and FnYOLOFlipUD are RandomFlip's (np.fliplr,
+	// np.flipud): x becomes w - x (y: h - y) for boxes and keypoints, and
+	// the keypoints reordered by flip_idx where it is given.
+	FnYOLOFlipLR = defineFn(fnDef{name: "yolo_fliplr", args: []arg{{"flip_idx", argFlipIdx, 1, 1}}, ns: 0.062,
+		kernel:  func(p kernels.Planes, _ *Step, _ *kernels.Scratch) { kernels.HorizontalFlip(p) },
+		targets: targetsInstances, check: checkFlipIdx,
+		instances: func(t *Targets, w, h int, st *Step) (int, int, error) { return w, h, flipTargets(t, w, h, st, false) }})
+	FnYOLOFlipUD = defineFn(fnDef{name: "yolo_flipud", args: []arg{{"flip_idx", argFlipIdx, 1, 1}}, ns: 0.069,
+		kernel:  func(p kernels.Planes, _ *Step, _ *kernels.Scratch) { kernels.VerticalFlip(p) },
+		targets: targetsInstances, check: checkFlipIdx,
+		instances: func(t *Targets, w, h int, st *Step) (int, int, error) { return w, h, flipTargets(t, w, h, st, true) }})
+)
+
+func init() {
+	yolo := func(d opDef) {
+		if d.geometry {
+			d.stays = true
+			d.misplaced = fmt.Sprintf("%s after other ops: the YOLO geometry is YOLOLoadImage, then YOLOLetterBox and/or YOLORandomPerspective, first, fused into the decode", d.kind)
+		}
+		d.named = true
+		d.masks = func(*Op) error {
+			return fmt.Errorf("masks do not follow the YOLO family's ops yet")
+		}
+		defineOp(d)
+	}
+	yolo(opDef{kind: OpYOLOLoadImage, doc: "ultralytics' load_image: the whole image, its long side resized to imgsz (cv2.INTER_LINEAR)",
+		params:   []param{{name: "imgsz", typ: pInt, def: "640", field: "ImgSz", lo: 1, hi: maxSide}},
+		geometry: true, targets: targetsInstances,
+		format: func(b *strings.Builder, op *Op) { fmt.Fprintf(b, "(imgsz=%d)", op.ImgSz) }})
+	yolo(opDef{kind: OpYOLOLetterBox, doc: "ultralytics' LetterBox: resized to fit new_shape (h, w), padded with 114",
+		params: []param{{name: "new_shape", typ: pSize, def: "(640, 640)", field: "Size", lo: 1, hi: maxSide},
+			{name: "auto", typ: pBool, def: "False", field: "Auto"}, {name: "scale_fill", typ: pBool, def: "False", field: "ScaleFill"},
+			{name: "scaleup", typ: pBool, def: "True", field: "ScaleUp"}, {name: "center", typ: pBool, def: "True", field: "LetterCenter"},
+			{name: "stride", typ: pInt, def: "32", field: "Stride", lo: 1, hi: 4096}},
+		geometry: true, targets: targetsInstances,
+		format: func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(%dx%d, auto=%v, scale_fill=%v, scaleup=%v, center=%v, stride=%d)", op.Size[0], op.Size[1], op.Auto, op.ScaleFill, op.ScaleUp, op.LetterCenter, op.Stride)
+		}})
+	yolo(opDef{kind: OpYOLORandomPerspective, doc: "ultralytics' RandomPerspective: a random warp into size (w, h; None: the image's), boxes filtered",
+		params: []param{{name: "degrees", typ: pFloat, def: "0.0", field: "YDegrees", lo: 0, hi: 360},
+			{name: "translate", typ: pFloat, def: "0.1", field: "YTranslate", lo: 0, hi: 1},
+			{name: "scale", typ: pFloat, def: "0.5", field: "YScale", lo: 0, hi: 0.99},
+			{name: "shear", typ: pFloat, def: "0.0", field: "YShear", lo: 0, hi: 80},
+			{name: "perspective", typ: pFloat, def: "0.0", field: "YPersp", lo: 0, hi: 0.01},
+			{name: "size", typ: pSize, def: "None", field: "YSize", lo: 1, hi: maxSide}},
+		geometry: true, targets: targetsInstances,
+		format: func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(degrees=%g, translate=%g, scale=%g, shear=%g, perspective=%g, size=%v)", op.YDegrees, op.YTranslate, op.YScale, op.YShear, op.YPersp, op.YSize)
+		}})
+	yolo(opDef{kind: OpYOLORandomHSV, doc: "ultralytics' RandomHSV: hue, saturation and value by gains drawn in -+(hgain, sgain, vgain)",
+		params: []param{{name: "hgain", typ: pFloat, def: "0.5", field: "HGain", lo: 0, hi: 1},
+			{name: "sgain", typ: pFloat, def: "0.5", field: "SGain", lo: 0, hi: 1}, {name: "vgain", typ: pFloat, def: "0.5", field: "VGain", lo: 0, hi: 1}},
+		targets: targetsPixels, anyFormat: true,
+		compile: func(_ *compiler, n *node, at compileAt) error {
+			for _, g := range []float64{n.op.HGain, n.op.SGain, n.op.VGain} {
+				if !(g >= 0 && g <= 1) {
+					return opError(at.where, "gain %v: want 0..1", g)
+				}
+			}
+			return nil
+		},
+		draw: func(n *node, r *RNG, d *drawer) {
+			op := n.op
+			if op.HGain == 0 && op.SGain == 0 && op.VGain == 0 {
+				return // ultralytics draws nothing then
+			}
+			st := Step{Fn: FnYOLOHSV}
+			for i, g := range []float64{op.HGain, op.SGain, op.VGain} {
+				st.F[i] = float64(r.Uniform(-1, 1) * g) // np.random.uniform(-1, 1, 3) * gains
+			}
+			d.emit(st)
+		},
+		format: func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(hgain=%g, sgain=%g, vgain=%g)", op.HGain, op.SGain, op.VGain)
+		}})
+	yolo(opDef{kind: OpYOLORandomFlip, doc: "ultralytics' RandomFlip: flipped with probability p in direction, keypoints reordered by flip_idx",
+		params: []param{pParam(0.5), {name: "direction", typ: pString, def: "'horizontal'", field: "Direction"},
+			{name: "flip_idx", typ: pInts, def: "None", field: "FlipIdx", lo: 0, hi: 1023}},
+		targets: targetsInstances,
+		compile: func(_ *compiler, n *node, at compileAt) error {
+			if err := checkProb(n.op, at); err != nil {
+				return err
+			}
+			if d := n.op.Direction; d != "horizontal" && d != "vertical" {
+				return opError(at.where, "direction %q: want 'horizontal' or 'vertical'", truncateString(d, 32))
+			}
+			if len(n.op.FlipIdx) > 1024 {
+				return opError(at.where, "flip_idx of %d keypoints: the limit is 1024", len(n.op.FlipIdx))
+			}
+			for _, j := range n.op.FlipIdx {
+				if j < 0 || j >= len(n.op.FlipIdx) {
+					return opError(at.where, "flip_idx %v: want indices below its length", n.op.FlipIdx)
+				}
+			}
+			n.step = Step{Fn: FnYOLOFlipLR, I: [6]int{1: internFlipIdx(n.op.FlipIdx)}}
+			if n.op.Direction == "vertical" {
+				n.step.Fn = FnYOLOFlipUD
+			}
+			return nil
+		},
+		draw: drawApplied, // random.random() < p
+		format: func(b *strings.Builder, op *Op) {
+			fmt.Fprintf(b, "(p=%g, direction=%s, flip_idx=%v)", op.P, op.Direction, op.FlipIdx)
+		}})
+}
+
+// perspectiveOf is a yolo_random_perspective step's drawn terms.
+func perspectiveOf(st *Step) cv.PerspectiveParams {
+	return cv.PerspectiveParams{PX: st.Center[0], PY: st.Center[1], Angle: st.F[0], Scale: st.F[1],
+		ShearX: st.F[2], ShearY: st.F[3], TX: st.F[4], TY: st.F[5]}
+}
+
+// flip_idx tables: a step holds its table's number (from 1; 0 is None),
+// the same for the same table in every process, since the trace writes
+// the table itself, never its number.
+var flipIdx struct {
+	sync.Mutex
+	tables [][]int
+}
+
+// maxFlipTables bounds the tables a process keeps (each op's, each parsed
+// trace's different one).
+const maxFlipTables = 4096
+
+// internFlipIdx is idx's number (0 for an empty one).
+func internFlipIdx(idx []int) int {
+	if len(idx) == 0 {
+		return 0
+	}
+	flipIdx.Lock()
+	defer flipIdx.Unlock()
+	for i, t := range flipIdx.tables {
+		if slicesEqual(t, idx) {
+			return i + 1
+		}
+	}
+	if len(flipIdx.tables) >= maxFlipTables {
+		return -1
+	}
+	flipIdx.tables = append(flipIdx.tables, append([]int(nil), idx...))
+	return len(flipIdx.tables)
+}
+
+// flipTable is table n (nil for 0 or an unknown one).
+func flipTable(n int) []int {
+	flipIdx.Lock()
+	defer flipIdx.Unlock()
+	if n < 1 || n > len(flipIdx.tables) {
+		return nil
+	}
+	return flipIdx.tables[n-1]
+}
+
+func slicesEqual(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func checkFlipIdx(st *Step, _, _ int) error {
+	if st.I[1] < 0 {
+		return stepError(st, "more than %d flip_idx tables", maxFlipTables)
+	}
+	return nil
+}
+
+// appendYOLOArg appends the YOLO family's argument kinds: a pair of
+// floats in Center, a flip_idx table.
+func (st *Step) appendYOLOArg(b []byte, a arg) []byte {
+	switch a.kind {
+	case argPair:
+		return appendList(b, 2, func(b []byte, k int) []byte { return appendFloat(b, st.Center[k]) })
+	case argFlipIdx:
+		t := flipTable(st.I[a.at])
+		if t == nil {
+			return append(b, "null"...)
+		}
+		b = append(b, '[')
+		for i, j := range t {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(j), 10)
+		}
+		return append(b, ']')
+	}
+	return append(b, "null"...)
+}
+
+// setYOLOArg reads them back (ParseTrace).
+func (st *Step) setYOLOArg(a arg, raw json.RawMessage) error {
+	if a.kind == argPair {
+		var v [2]float64
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		st.Center = v
+		return nil
+	}
+	var v []int
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	if len(v) > 1024 {
+		return fmt.Errorf("flip_idx of %d keypoints: the limit is 1024", len(v))
+	}
+	for _, j := range v {
+		if j < 0 || j >= len(v) {
+			return fmt.Errorf("flip_idx %v: want indices below its length", v)
+		}
+	}
+	st.I[a.at] = internFlipIdx(v)
+	return nil
+}
+
+// scaleTargets is Instances.scale(sx, sy) then add_padding(px, py) on
+// t's boxes and keypoints, in float32 (each product rounded before the
+// sum).
+func scaleTargets(t *Targets, sx, sy, px, py float32) {
+	for k := range t.Boxes {
+		b := &t.Boxes[k]
+		b[0], b[1], b[2], b[3] = float32(b[0]*sx)+px, float32(b[1]*sy)+py, float32(b[2]*sx)+px, float32(b[3]*sy)+py
+	}
+	for k := range t.Points {
+		p := &t.Points[k]
+		p[0], p[1] = float32(p[0]*sx)+px, float32(p[1]*sy)+py
+	}
+}
+
+// flipTargets is RandomFlip.apply_instances on t, a w x h canvas: fliplr
+// (x: w - x, a box's ends swapped) or flipud, then the keypoints
+// reordered by the step's flip_idx.
+func flipTargets(t *Targets, w, h int, st *Step, ud bool) error {
+	fw, fh := float32(w), float32(h)
+	for k := range t.Boxes {
+		b := &t.Boxes[k]
+		if ud {
+			b[1], b[3] = fh-b[3], fh-b[1]
+		} else {
+			b[0], b[2] = fw-b[2], fw-b[0]
+		}
+	}
+	for k := range t.Points {
+		if ud {
+			t.Points[k][1] = fh - t.Points[k][1]
+		} else {
+			t.Points[k][0] = fw - t.Points[k][0]
+		}
+	}
+	idx := flipTable(st.I[1])
+	if idx == nil || t.P == 0 {
+		return nil
+	}
+	if len(idx) != t.P {
+		return fmt.Errorf("%w: %s: flip_idx of %d keypoints, the dataset's instances have %d", ErrUnsupported, st.Fn, len(idx), t.P)
+	}
+	var pts [][2]float32
+	var vis []uint8
+	for k := 0; k < len(t.Points)/t.P; k++ {
+		pts = append(pts[:0], t.Points[k*t.P:(k+1)*t.P]...)
+		vis = append(vis[:0], t.Vis[k*t.P:(k+1)*t.P]...)
+		for j, from := range idx {
+			t.Points[k*t.P+j], t.Vis[k*t.P+j] = pts[from], vis[from]
+		}
+	}
+	return nil
+}
+
+// cvInstances is t as ultralytics' Instances (cv.Instances): boxes XYXY,
+// keypoints (x, y, visibility), each class the instance's index in t (so
+// that setCVInstances knows which were kept).
+func cvInstances(t *Targets) cv.Instances {
+	in := cv.Instances{Boxes: append([][4]float32(nil), t.Boxes...), Cls: make([]int64, len(t.Boxes))}
+	for k := range in.Cls {
+		in.Cls[k] = int64(k)
+	}
+	if t.P > 0 {
+		in.Keypoints = make([][][3]float32, len(t.Boxes))
+		for k := range in.Keypoints {
+			kp := make([][3]float32, t.P)
+			for j := range kp {
+				p := t.Points[k*t.P+j]
+				kp[j] = [3]float32{p[0], p[1], float32(t.Vis[k*t.P+j])}
+			}
+			in.Keypoints[k] = kp
+		}
+	}
+	return in
+}
+
+// setCVInstances sets t to out, cvInstances' instances moved (their
+// classes the indices in t of those kept): the kept instances' labels,
+// crowd flags and masks with their new boxes and keypoints.
+func setCVInstances(t *Targets, out cv.Instances) {
+	for n, k := range out.Cls {
+		t.Boxes[n], t.Labels[n], t.Crowd[n] = out.Boxes[n], t.Labels[k], t.Crowd[k]
+		if len(t.Masks) > int(k) {
+			t.Masks[n] = t.Masks[k]
+		}
+		if t.P > 0 {
+			for j, p := range out.Keypoints[n] {
+				t.Points[n*t.P+j], t.Vis[n*t.P+j] = [2]float32{p[0], p[1]}, uint8(p[2])
+			}
+		}
+	}
+	n := len(out.Cls)
+	t.Boxes, t.Labels, t.Crowd = t.Boxes[:n], t.Labels[:n], t.Crowd[:n]
+	t.Points, t.Vis = t.Points[:n*t.P], t.Vis[:n*t.P]
+	if len(t.Masks) > n {
+		t.Masks = t.Masks[:n]
+	}
+}

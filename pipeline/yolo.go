@@ -1,0 +1,216 @@
+package pipeline
+
+// The YOLO geometry (op_yolo.go's ops): YOLOLoadImage, then a
+// YOLOLetterBox and/or a YOLORandomPerspective, run in the decode's canvas
+// path on the whole image decoded at full scale (as cv2.imread gives it):
+// load_image's resize (cv.LoadSize, cv.ResizeLinear), LetterBox
+// (cv.LetterBoxImage), RandomPerspective (cv.PerspectiveImage), each
+// OpenCV's bytes. Their draws come from the sample's key, a stream each,
+// so a sample is the same bytes on any topology.
+
+import (
+	"fmt"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+)
+
+// yoloGeom is a transform's YOLO geometry: its ops (lb and persp nil
+// when absent).
+type yoloGeom struct {
+	load, lb, persp *Op
+}
+
+// streamYOLOPersp is YOLORandomPerspective's RNG stream: a child of the
+// geometry's, as streamZoom, apart from the ops before the geometry's.
+const streamYOLOPersp = streamCrop*64 + 8
+
+// yoloGeometry parses t's geometry when it is the YOLO family's and
+// returns how many ops it has (0: another geometry). Its output size is
+// YOLORandomPerspective's size when given, else YOLOLetterBox's
+// new_shape (auto=False: a fixed size); YOLOLoadImage alone, or with
+// only a YOLORandomPerspective without a size, gives each image its own
+// size, which is refused.
+func (t *Transform) yoloGeometry() (int, error) {
+	bad := func(format string, a ...any) (int, error) {
+		return 0, fmt.Errorf("%w: transform: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+	}
+	if len(t.ops) == 0 || !yoloKind(t.ops[0].Kind) {
+		return 0, nil
+	}
+	if t.ops[0].Kind != OpYOLOLoadImage {
+		return bad("%s first: the YOLO geometry starts with YOLOLoadImage(imgsz) (ultralytics' load_image), then YOLOLetterBox and/or YOLORandomPerspective", t.ops[0].Kind)
+	}
+	g := &yoloGeom{load: &t.ops[0]}
+	if s := g.load.ImgSz; s < 1 || s > maxSide {
+		return bad("YOLOLoadImage imgsz %d: want 1..%d", s, maxSide)
+	}
+	n := 1
+	if n < len(t.ops) && t.ops[n].Kind == OpYOLOLetterBox {
+		op := &t.ops[n]
+		if op.Auto {
+			return bad("YOLOLetterBox auto=True pads to a multiple of stride only, a size of each image's own: use auto=False, which fixes the batch's size")
+		}
+		if op.Size[0] < 1 || op.Size[1] < 1 || op.Size[0] > maxSide || op.Size[1] > maxSide || op.Stride < 1 {
+			return bad("YOLOLetterBox new_shape %v, stride %d: want sides in 1..%d and a stride of at least 1", op.Size, op.Stride, maxSide)
+		}
+		g.lb, n = op, n+1
+		t.outH, t.outW = op.Size[0], op.Size[1]
+	}
+	if n < len(t.ops) && t.ops[n].Kind == OpYOLORandomPerspective {
+		op := &t.ops[n]
+		if err := checkYOLOPersp(op); err != nil {
+			return 0, err
+		}
+		g.persp, n = op, n+1
+		if op.YSize != [2]int{} {
+			t.outW, t.outH = op.YSize[0], op.YSize[1]
+		}
+	}
+	if n < len(t.ops) && yoloKind(t.ops[n].Kind) {
+		return bad("op %d (%s): the YOLO geometry is YOLOLoadImage, then YOLOLetterBox, then YOLORandomPerspective, each at most once, in that order", n, t.ops[n].Kind)
+	}
+	if g.lb == nil && (g.persp == nil || g.persp.YSize == [2]int{}) {
+		return bad("YOLOLoadImage gives each image a size of its own: follow it with YOLOLetterBox (auto=False) or YOLORandomPerspective(size=...), which fix the batch's size")
+	}
+	t.yolo, t.geom = g, cropResize
+	return n, nil
+}
+
+// checkYOLOPersp checks a YOLORandomPerspective's arguments.
+func checkYOLOPersp(op *Op) error {
+	in := func(v, lo, hi float64) bool { return v >= lo && v <= hi }
+	if !in(op.YDegrees, 0, 360) || !in(op.YTranslate, 0, 1) || !in(op.YScale, 0, 0.99) || !in(op.YShear, 0, 80) || !in(op.YPersp, 0, 0.01) {
+		return fmt.Errorf("%w: transform: YOLORandomPerspective degrees=%v translate=%v scale=%v shear=%v perspective=%v: want degrees 0..360, translate 0..1, scale 0..0.99, shear 0..80, perspective 0..0.01",
+			ErrUnsupported, op.YDegrees, op.YTranslate, op.YScale, op.YShear, op.YPersp)
+	}
+	if s := op.YSize; s != [2]int{} && (s[0] < 1 || s[1] < 1 || s[0] > maxSide || s[1] > maxSide) {
+		return fmt.Errorf("%w: transform: YOLORandomPerspective size %v: want sides in 1..%d", ErrUnsupported, s, maxSide)
+	}
+	return nil
+}
+
+// yoloPlan plans a YOLO geometry for p's image and key k: the loaded
+// size, the letterbox, RandomPerspective's draws in ultralytics' order
+// (the perspective terms, the angle, the scale, the two shears, the two
+// translations; Python's random.uniform, lo + (hi - lo) * u). A canvas
+// plan: the image decoded at its own size, then yoloCanvas.
+func (t *Transform) yoloPlan(p *samplePlan, k Key) {
+	g := t.yolo
+	p.yolo, p.canvas = true, true
+	p.zoomW, p.zoomH = p.srcW, p.srcH
+	p.cw, p.ch = p.srcW, p.srcH
+	p.ylw, p.ylh = cv.LoadSize(p.srcW, p.srcH, g.load.ImgSz)
+	if lb := g.lb; lb != nil {
+		p.ylbOn = true
+		p.ylb = cv.LetterBoxParams(cv.LetterBoxArgs{H: lb.Size[0], W: lb.Size[1], Auto: lb.Auto, ScaleFill: lb.ScaleFill,
+			ScaleUp: lb.ScaleUp, Center: lb.LetterCenter, Stride: lb.Stride}, p.ylw, p.ylh)
+	}
+	if op := g.persp; op != nil {
+		p.yp = drawYOLOPersp(op, k)
+		p.ypOn, p.ypWarp = true, op.YPersp != 0 // ultralytics warps in perspective when its perspective is not 0
+	}
+}
+
+// drawYOLOPersp is a YOLORandomPerspective's draw for key k (a Mosaic's
+// sample draws it too: decode_multi.go).
+func drawYOLOPersp(op *Op, k Key) (pp cv.PerspectiveParams) {
+	r := k.Stream(streamYOLOPersp)
+	u := r.Uniform
+	pp.PX, pp.PY = u(-op.YPersp, op.YPersp), u(-op.YPersp, op.YPersp)
+	pp.Angle = u(-op.YDegrees, op.YDegrees)
+	pp.Scale = u(1-op.YScale, 1+op.YScale)
+	pp.ShearX, pp.ShearY = u(-op.YShear, op.YShear), u(-op.YShear, op.YShear)
+	pp.TX, pp.TY = u(0.5-op.YTranslate, 0.5+op.YTranslate), u(0.5-op.YTranslate, 0.5+op.YTranslate)
+	return pp
+}
+
+// yoloSteps are the plan's YOLO geometry as functional ops (the trace's,
+// and the targets').
+func (t *Transform) yoloSteps(p *samplePlan, buf []Step) []Step {
+	buf = append(buf, Step{Fn: FnYOLOLoad, I: [6]int{4: p.ylh, 5: p.ylw}})
+	if p.ylbOn {
+		g := p.ylb
+		w, h := g.Size()
+		buf = append(buf, Step{Fn: FnYOLOLetterBox, I: [6]int{g.Top, g.Left, g.UnpadH, g.UnpadW, h, w}, F: [6]float64{g.RatioW, g.RatioH}})
+	}
+	if p.ypOn {
+		pp := p.yp
+		st := Step{Fn: FnYOLOPerspective, I: [6]int{4: p.outH, 5: p.outW}, F: [6]float64{pp.Angle, pp.Scale, pp.ShearX, pp.ShearY, pp.TX, pp.TY},
+			Center: [2]float64{pp.PX, pp.PY}}
+		if p.ypWarp {
+			st.I[0] = 1
+		}
+		buf = append(buf, st)
+	}
+	return buf
+}
+
+// yoloScratch is a Decoder's room for the YOLO geometry's images.
+type yoloScratch [4][]byte
+
+// planes is slot i as a w x h image.
+func (s *yoloScratch) planes(i, w, h int) kernels.Planes {
+	if cap(s[i]) < 3*w*h {
+		s[i] = make([]byte, 3*w*h)
+	}
+	return kernels.Planes{Pix: s[i][:3*w*h], W: w, H: h}
+}
+
+// yoloCanvas makes a YOLO plan's output into dst (p.outW x p.outH, in
+// layout) from src, the whole image at its own size in layout: loaded
+// (cv.ResizeLinear to the loaded size), letterboxed, warped, as the plan
+// says, on planes.
+func (d *Decoder) yoloCanvas(dst []byte, p *samplePlan, src []byte, layout Layout) {
+	s := &d.yoloRoom
+	w, h := p.srcW, p.srcH
+	cur := kernels.Planes{Pix: src[:3*w*h], W: w, H: h}
+	if layout == HWC {
+		c := s.planes(0, w, h)
+		hwcToCHW(cur.Pix, c.Pix)
+		cur = c
+	}
+	if p.ylw != w || p.ylh != h {
+		c := s.planes(1, p.ylw, p.ylh)
+		cv.ResizeLinear(c, cur)
+		cur = c
+	}
+	if p.ylbOn {
+		gw, gh := p.ylb.Size()
+		c := s.planes(2, gw, gh)
+		room := s.planes(3, p.ylb.UnpadW, p.ylb.UnpadH)
+		cv.LetterBoxImage(c, cur, p.ylb, room.Pix)
+		cur = c
+	}
+	if p.ypOn {
+		c := s.planes(3, p.outW, p.outH)
+		m := cv.PerspectiveMatrix(p.yp, cur.W, cur.H, p.outW, p.outH)
+		cv.PerspectiveImage(c, cur, m, p.ypWarp)
+		cur = c
+	}
+	out := dst[:3*p.outW*p.outH]
+	if layout == HWC {
+		chwToHWC(cur.Pix, out)
+		return
+	}
+	copy(out, cur.Pix)
+}
+
+// hwcToCHW unpacks interleaved pixels into three planes.
+func hwcToCHW(hwc, chw []byte) {
+	n := len(chw) / 3
+	for i := range n {
+		chw[i], chw[n+i], chw[2*n+i] = hwc[3*i], hwc[3*i+1], hwc[3*i+2]
+	}
+}
+
+// ns is the YOLO geometry's cost on a source of srcPx pixels and an
+// output of px: the load's resize and the letterbox's copy, as an output
+// pixel each, and the warp's.
+func (g *yoloGeom) ns(srcPx, px float64) float64 {
+	x := float64(canvasOutNs*px) + float64(canvasNs*srcPx)
+	if g.persp != nil {
+		x += float64(FnAffine.def().ns * px)
+	}
+	return x
+}
