@@ -158,13 +158,16 @@ func (t *Transform) Cost() Cost {
 			worst += x
 			if x > domNs {
 				dominant, domNs = where+"op 0: the canvas resized (RandomZoomOut's, or the image's before the geometry)", x
+				if v.yolo != nil {
+					dominant = where + "op 0: the YOLO geometry (load_image's resize, LetterBox, RandomPerspective's warp)"
+				}
 			}
 		}
 		if m, x := v.multiNs(srcPx, px); x > 0 {
 			mean += m
 			worst += x
 			if x > domNs {
-				dominant, domNs = where+"op 0 (Mosaic): its partners' decodes and its canvas", x
+				dominant, domNs = where+"op 0 (YOLOMosaic): its partners' decodes and its canvas", x
 			}
 		}
 		// The mean: the steps of costDraws samples, as drawn.

@@ -83,6 +83,28 @@ func readPartners(ds Dataset, t *Transform, k Key, idx []int, bufs *[][]byte) ([
 	return idx, out, nil
 }
 
+// partnerHints are the partners the samples indices (of copies, nil:
+// none) of epoch will read, in the order they will be read, for a
+// Prefetcher: nil when t has no Mosaic then.
+func (t *Transform) partnerHints(seed, epoch uint64, indices []int64, copies []uint32, size int) []int64 {
+	if t.AtEpoch(epoch).mosaic == nil {
+		return nil
+	}
+	var out []int64
+	var buf []int
+	for i, idx := range indices {
+		k := Key{Seed: seed, Epoch: epoch, Index: uint64(idx)}
+		if copies != nil {
+			k.Copy = uint64(copies[i])
+		}
+		buf = t.multiPartners(k, size, buf)
+		for _, p := range buf {
+			out = append(out, int64(p))
+		}
+	}
+	return out
+}
+
 // partnerName is sample i's name in ds, for a partner's error.
 func partnerName(ds Dataset, i int) string {
 	if n, ok := ds.(interface{ Name(int) string }); ok {
@@ -146,7 +168,7 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 	at := t.AtEpoch(k.Epoch)
 	d.epoch = k.Epoch
 	if t.Views() != 1 {
-		return fmt.Errorf("%w: Mosaic in a transform of several views is not supported", ErrUnsupported)
+		return fmt.Errorf("%w: YOLOMosaic in a transform of several views is not supported", ErrUnsupported)
 	}
 	if len(idx) != len(pdata) {
 		return fmt.Errorf("%w: %d partners and %d files (SetPartners before Decode)", ErrUnsupported, len(idx), len(pdata))
@@ -165,7 +187,7 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 	img := kernels.Planes{Pix: d.pix[:np], W: w, H: h}
 	take := func(c int) ([]int, [][]byte, error) {
 		if len(idx) < c {
-			return nil, nil, fmt.Errorf("%w: the Mosaic wants more partners than the %d handed (SetPartners before Decode)", ErrUnsupported, len(pdata))
+			return nil, nil, fmt.Errorf("%w: the YOLOMosaic wants more partners than the %d handed (SetPartners before Decode)", ErrUnsupported, len(pdata))
 		}
 		i, p := idx[:c], pdata[:c]
 		idx, pdata = idx[c:], pdata[c:]
@@ -285,7 +307,7 @@ func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx 
 // steps after the geometry.
 func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *FieldSet, md *multiDraw) ([]byte, error) {
 	if fs.Masks() {
-		return b, fmt.Errorf("%w: masks do not follow Mosaic yet", ErrUnsupported)
+		return b, fmt.Errorf("%w: masks do not follow YOLOMosaic yet", ErrUnsupported)
 	}
 	all, err := d.mosaicInstances(ds, &md.mo)
 	if err != nil {
@@ -347,7 +369,7 @@ func (d *Decoder) mosaicInstances(ds Targeted, m *mosaicDraw) (cv.Instances, err
 			in.Cls = make([]int64, len(ls))
 			for q := range ls {
 				if ls[q].Keypoints != nil {
-					return in, fmt.Errorf("%w: keypoints do not follow Mosaic yet", ErrUnsupported)
+					return in, fmt.Errorf("%w: keypoints do not follow YOLOMosaic yet", ErrUnsupported)
 				}
 				xywh[q], in.Cls[q] = ls[q].Box, int64(ls[q].Class)
 			}
@@ -358,7 +380,7 @@ func (d *Decoder) mosaicInstances(ds Targeted, m *mosaicDraw) (cv.Instances, err
 				return in, partnerErr(j, m, err)
 			}
 			if tg.P > 0 {
-				return in, fmt.Errorf("%w: keypoints do not follow Mosaic yet", ErrUnsupported)
+				return in, fmt.Errorf("%w: keypoints do not follow YOLOMosaic yet", ErrUnsupported)
 			}
 			in.Boxes, in.Cls = append([][4]float32{}, tg.Boxes...), append([]int64{}, tg.Labels...)
 		}

@@ -217,7 +217,7 @@ func (t *Transform) cut(off []bool) (*Transform, error) {
 		used[i] = true
 		if off[i] {
 			if t.yolo == nil || a.mixup != nil {
-				return nil, fmt.Errorf("%w: stop_epoch: the Mosaic can be switched off only with a YOLORandomPerspective(size=...) after it, which then takes the image at its load_image size (ultralytics' close_mosaic), and with the MixUp after it, if any", ErrUnsupported)
+				return nil, fmt.Errorf("%w: stop_epoch: the YOLOMosaic can be switched off only with a YOLORandomPerspective(size=...) after it, which then takes the image at its load_image size (ultralytics' close_mosaic), and with the YOLOMixUp after it, if any", ErrUnsupported)
 			}
 			a.mosaic = nil
 		}

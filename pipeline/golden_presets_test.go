@@ -42,6 +42,7 @@ var goldenPresets = map[string][2]string{
 	"ssdlite":        {"f1ca29f6513809c989a0140164cf96042da549536bbcb25f3457ead5ccc6819f", "8d18ccfd1c69967d173582503df48505da7701538c94ec7d8b38eececa3cfe82"},
 	"tv-resnet50-v2": {"9078ffc17fcb2c200d11f7ed42bf45a1d852556d8c0efc5a3f7a1a960d293c25", "3eab75ac59d6259ac81a85e2256174251512d8b999ac2583f338654bb6ad5baf"},
 	"yolo":           {"03c5a612766a6b16267c259a2d35835a01f9cc187975f504f64574257c3b7613", "0415a466464e34f8bd6832edc839a37cfc9f02c4fef5c5e98efac5fd04661f1d"},
+	"yolo-letterbox": {"79ff6cbd75f948438ee23d605e6583463b7483a555b9766a1c07c3cbb8fab880", "5a16f0dbe31b96e452bb756c435a85c8afeba7f09eaf6cfdb8b02f2f3a119684"},
 }
 
 // goldenPresetsFast are the same batches made with DecodeFast (a DCT scale
@@ -67,6 +68,7 @@ var goldenPresetsFast = map[string][2]string{
 	"ssdlite":        {"f1ca29f6513809c989a0140164cf96042da549536bbcb25f3457ead5ccc6819f", "8d18ccfd1c69967d173582503df48505da7701538c94ec7d8b38eececa3cfe82"},
 	"tv-resnet50-v2": {"0313ce0e95d26b5f11c329ff908ae9d14a064e6c18a4fe98b321ff5fcf6c1894", "e2d7c8bcecc87cad51eca82b00df6691819573d02b7c264221c40cbc23fa0499"},
 	"yolo":           {"03c5a612766a6b16267c259a2d35835a01f9cc187975f504f64574257c3b7613", "0415a466464e34f8bd6832edc839a37cfc9f02c4fef5c5e98efac5fd04661f1d"},
+	"yolo-letterbox": {"79ff6cbd75f948438ee23d605e6583463b7483a555b9766a1c07c3cbb8fab880", "5a16f0dbe31b96e452bb756c435a85c8afeba7f09eaf6cfdb8b02f2f3a119684"},
 }
 
 // TestGoldenPresets checks every preset's batches against goldenPresets,

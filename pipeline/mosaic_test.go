@@ -89,7 +89,7 @@ func mosaicOf(t *testing.T, trace []byte) mosaicTrace {
 		t.Fatalf("trace %s: %v", trace, err)
 	}
 	var pair []json.RawMessage
-	if err := json.Unmarshal(steps[0], &pair); err != nil || string(pair[0]) != `"mosaic"` {
+	if err := json.Unmarshal(steps[0], &pair); err != nil || string(pair[0]) != `"yolo_mosaic"` {
 		t.Fatalf("trace %s: its first entry is not the mosaic", trace)
 	}
 	var m mosaicTrace
@@ -310,78 +310,19 @@ func TestMosaicRefused(t *testing.T) {
 			t.Errorf("%v: %v", ops, err)
 		}
 	}
-	op, err := NamedOp("Mosaic", map[string]any{"imgsz": 320.0})
+	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 64, Tiles: 4, P: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Trace(100, 80, Key{}); err == nil || !strings.Contains(err.Error(), "partners") {
+		t.Errorf("a Mosaic traced without its partners: %v", err)
+	}
+	mo := []Op{{Kind: OpMosaic, ImgSz: 64, Tiles: 4, P: 1}}
+	if _, err := NewViews(CHW, ViewGroup{Count: 2, Ops: mo}, ViewGroup{Count: 1, Ops: mo}); err == nil || !strings.Contains(err.Error(), "several views") {
+		t.Errorf("a Mosaic in views: %v", err)
+	}
+	op, err := NamedOp("YOLOMosaic", map[string]any{"imgsz": 320.0})
 	if err != nil || op.ImgSz != 320 || op.Tiles != 4 || op.P != 1 {
 		t.Fatalf("NamedOp: %+v, %v", op, err)
-	}
-}
-
-// TestMixUpPartners: with MixUp after the Mosaic, a sample's partners
-// are its mosaic's, then its MixUp partner and that one's mosaic's, the
-// same bytes whatever the batch split; its pixels are the cv kernels'
-// blend of the two mosaics (each rebuilt from its trace) and its boxes
-// the two mosaics' concatenated. A stop_epoch switches MixUp off.
-func TestMixUpPartners(t *testing.T) {
-	files := mosaicPNGs(t, 10)
-	ds := yoloMem{memDataset{files}, -1}
-	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 40, Tiles: 4, P: 1}, Op{Kind: OpMixUp, P: 0.5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := []int64{4, 9, 0, 7, 1, 5, 2, 8, 6, 3}
-	d1, tr1, tg1, e1 := fillMosaic(t, ds, tr, 1, plan, len(plan), 1)
-	d2, tr2, tg2, _ := fillMosaic(t, ds, tr, 1, plan, 3, 2)
-	mixed := 0
-	for i, idx := range plan {
-		if e1[i] != "" {
-			t.Fatalf("sample %d: %s", idx, e1[i])
-		}
-		if !bytes.Equal(d1[i], d2[i]) || !bytes.Equal(tr1[i], tr2[i]) || !bytes.Equal(tg1[i], tg2[i]) {
-			t.Fatalf("sample %d: another batch split made other bytes", idx)
-		}
-		var steps [][2]json.RawMessage
-		if err := json.Unmarshal(tr1[i], &steps); err != nil {
-			t.Fatal(err)
-		}
-		var m mosaicTrace
-		json.Unmarshal(steps[0][1], &m)
-		p := tr.PartnersOf(Key{Seed: 5, Epoch: 1, Index: uint64(idx)}, len(files))
-		if len(steps) == 1 {
-			if fmt.Sprint(p) != fmt.Sprint(m.Indexes[1:]) {
-				t.Fatalf("sample %d: partners %v, traced %v", idx, p, m.Indexes)
-			}
-			continue
-		}
-		mixed++
-		var mx struct {
-			R      float64     `json:"r"`
-			Mosaic mosaicTrace `json:"mosaic"`
-		}
-		if string(steps[1][0]) != `"mixup"` || json.Unmarshal(steps[1][1], &mx) != nil || !(mx.R > 0.2 && mx.R < 0.8) {
-			t.Fatalf("sample %d: trace %s", idx, tr1[i])
-		}
-		if want := append(append([]int{}, m.Indexes[1:]...), mx.Mosaic.Indexes...); fmt.Sprint(p) != fmt.Sprint(want) {
-			t.Fatalf("sample %d: partners %v, traced %v", idx, p, want)
-		}
-		a, ia := kernelMosaic(t, files, ds, m)
-		b, ib := kernelMosaic(t, files, ds, mx.Mosaic)
-		wi := cv.MixUp(a, b, mx.R, ia, ib)
-		if !bytes.Equal(a.Pix, d1[i]) {
-			t.Fatalf("sample %d: the blend differs from the kernels'", idx)
-		}
-		checkTargets(t, tg1[i], wi, 80)
-	}
-	if mixed == 0 || mixed == len(plan) {
-		t.Errorf("MixUp(p=0.5) mixed %d of %d", mixed, len(plan))
-	}
-	stop, err := tr.WithStopEpoch(3, []OpKind{OpMixUp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, tr3, _, _ := fillMosaic(t, ds, stop, 3, plan, 5, 2)
-	for i := range plan {
-		if bytes.Contains(tr3[i], []byte("mixup")) {
-			t.Fatalf("after the stop_epoch: %s", tr3[i])
-		}
 	}
 }

@@ -29,8 +29,8 @@ import (
 // right after the Mosaic: the sample blended with another sample made by
 // the same geometry (its own Mosaic, its own partners).
 const (
-	OpMosaic OpKind = "Mosaic"
-	OpMixUp  OpKind = "MixUp"
+	OpMosaic OpKind = "YOLOMosaic"
+	OpMixUp  OpKind = "YOLOMixUp"
 )
 
 func init() {
@@ -41,16 +41,16 @@ func init() {
 			{name: "p", typ: pFloat, def: "1.0", field: "P", lo: 0, hi: 1},
 			{name: "n", typ: pInt, def: "4", field: "Tiles", lo: 4, hi: 9},
 		},
-		misplaced: "Mosaic after other ops is not supported: it is the geometry, first, fused into the decode",
-		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow Mosaic yet", ErrUnsupported) },
+		misplaced: "YOLOMosaic after other ops is not supported: it is the geometry, first, fused into the decode",
+		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOMosaic yet", ErrUnsupported) },
 		format: func(b *strings.Builder, op *Op) {
 			fmt.Fprintf(b, "(imgsz=%d, p=%g, n=%d)", op.ImgSz, op.P, op.Tiles)
 		}})
-	defineOp(opDef{kind: OpMixUp, doc: "ultralytics' MixUp, right after a Mosaic: with probability p, blended (ratio drawn from Beta(32, 32)) with another sample drawn from the dataset through the same Mosaic, their labels concatenated",
+	defineOp(opDef{kind: OpMixUp, doc: "ultralytics' MixUp, right after a YOLOMosaic: with probability p, blended (ratio drawn from Beta(32, 32)) with another sample drawn from the dataset through the same YOLOMosaic, their labels concatenated",
 		named: true, geometry: true, targets: targetsMove,
 		params:    []param{pParam(0)},
-		misplaced: "MixUp is supported right after a Mosaic only (ultralytics' pre_transform makes its partner)",
-		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow MixUp yet", ErrUnsupported) },
+		misplaced: "YOLOMixUp is supported right after a YOLOMosaic only (ultralytics' pre_transform makes its partner)",
+		masks:     func(*Op) error { return fmt.Errorf("%w: masks do not follow YOLOMixUp yet", ErrUnsupported) },
 		format:    formatP})
 }
 
@@ -58,10 +58,10 @@ func init() {
 // after its YOLORandomPerspective (ultralytics' pre_transform).
 func (t *Transform) checkMixUp(op *Op, n int) error {
 	if t.mosaic == nil || !(n == 1 || n == 2 && t.yolo != nil) {
-		return fmt.Errorf("%w: transform: MixUp is supported right after a Mosaic only (its partner is made by the same Mosaic, as ultralytics' pre_transform makes it)", ErrUnsupported)
+		return fmt.Errorf("%w: transform: YOLOMixUp is supported right after a YOLOMosaic only (its partner is made by the same YOLOMosaic, as ultralytics' pre_transform makes it)", ErrUnsupported)
 	}
 	if !(op.P >= 0 && op.P <= 1) {
-		return fmt.Errorf("%w: transform: MixUp p=%v: want 0..1", ErrUnsupported, op.P)
+		return fmt.Errorf("%w: transform: YOLOMixUp p=%v: want 0..1", ErrUnsupported, op.P)
 	}
 	return nil
 }
@@ -72,7 +72,7 @@ func (t *Transform) checkMixUp(op *Op, n int) error {
 // could take: not yet).
 func checkMosaic(op *Op, n int) error {
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: transform: Mosaic: %s", ErrUnsupported, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w: transform: YOLOMosaic: %s", ErrUnsupported, fmt.Sprintf(format, a...))
 	}
 	switch {
 	case n > 0:
@@ -93,13 +93,13 @@ func checkMosaic(op *Op, n int) error {
 // Mosaic off (close_mosaic).
 func (t *Transform) mosaicPersp(op *Op, n int) error {
 	if t.mosaic == nil || n != 1 {
-		return fmt.Errorf("%w: transform: YOLORandomPerspective is the YOLO geometry's: after YOLOLoadImage (and YOLOLetterBox), or right after a Mosaic", ErrUnsupported)
+		return fmt.Errorf("%w: transform: YOLORandomPerspective is the YOLO geometry's: after YOLOLoadImage (and YOLOLetterBox), or right after a YOLOMosaic", ErrUnsupported)
 	}
 	if err := checkYOLOPersp(op); err != nil {
 		return err
 	}
 	if op.YSize == [2]int{} {
-		return fmt.Errorf("%w: transform: YOLORandomPerspective after a Mosaic needs its size (w, h): ultralytics' v8_transforms gives (imgsz, imgsz)", ErrUnsupported)
+		return fmt.Errorf("%w: transform: YOLORandomPerspective after a YOLOMosaic needs its size (w, h): ultralytics' v8_transforms gives (imgsz, imgsz)", ErrUnsupported)
 	}
 	t.yolo = &yoloGeom{load: &Op{Kind: OpYOLOLoadImage, ImgSz: t.mosaic.ImgSz}, persp: op}
 	t.geom, t.outW, t.outH = cropResize, op.YSize[0], op.YSize[1]
@@ -115,10 +115,10 @@ func (t *Transform) checkMulti() error {
 		return nil
 	}
 	if t.mosaic.P != 1 && t.yolo == nil {
-		return fmt.Errorf("%w: transform: Mosaic p=%g: a sample it leaves keeps its load_image size; follow it with YOLORandomPerspective(size=...), which fixes the batch's size, or give p=1", ErrUnsupported, t.mosaic.P)
+		return fmt.Errorf("%w: transform: YOLOMosaic p=%g: a sample it leaves keeps its load_image size; follow it with YOLORandomPerspective(size=...), which fixes the batch's size, or give p=1", ErrUnsupported, t.mosaic.P)
 	}
 	if t.mixup != nil && t.mosaic.P != 1 {
-		return fmt.Errorf("%w: transform: MixUp after a Mosaic of p=%g is not supported: give the Mosaic p=1 (ultralytics' default)", ErrUnsupported, t.mosaic.P)
+		return fmt.Errorf("%w: transform: YOLOMixUp after a YOLOMosaic of p=%g is not supported: give the YOLOMosaic p=1 (ultralytics' default)", ErrUnsupported, t.mosaic.P)
 	}
 	return nil
 }
@@ -280,7 +280,7 @@ func (m *mosaicDraw) appendJSON(b []byte) []byte {
 // ["mosaic", {its arguments}], then, when its MixUp applied, ["mixup",
 // {"r": the ratio, "mosaic": the partner's mosaic}].
 func (m *multiDraw) appendJSON(b []byte) []byte {
-	b = append(b, `["mosaic",`...)
+	b = append(b, `["yolo_mosaic",`...)
 	b = m.mo.appendJSON(b)
 	b = append(b, ']')
 	if m.persp {
@@ -289,7 +289,7 @@ func (m *multiDraw) appendJSON(b []byte) []byte {
 		b = st.appendJSON(b)
 	}
 	if m.mix {
-		b = append(b, `,["mixup",{"r":`...)
+		b = append(b, `,["yolo_mixup",{"r":`...)
 		b = appendFloat(b, m.mixR)
 		b = append(b, `,"mosaic":`...)
 		b = m.mixM.appendJSON(b)
@@ -317,8 +317,8 @@ func (m *multiDraw) perspStep(pp *cv.PerspectiveParams) Step {
 // multiNs is what a Mosaic (and a MixUp after it) adds to a sample's
 // cost beyond the sample's own decode and YOLO geometry (canvasNs), mean
 // and worst: its n-1 partners' reads and decodes at the source size,
-// every image's load_image resize (an output pixel each, at most imgsz a
-// side), the canvas of 114 (2*imgsz a side); a MixUp's partner is one
+// every image's load_image resize (yoloResizeNs an output pixel, at most
+// imgsz a side), the canvas of 114 (2*imgsz a side); a MixUp's partner is one
 // more such sample, its decode and warp, and the blend. 0, 0 without a
 // Mosaic.
 func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
@@ -328,7 +328,7 @@ func (t *Transform) multiNs(srcPx, px float64) (mean, worst float64) {
 	s := float64(t.mosaic.ImgSz)
 	n := float64(t.mosaic.Tiles)
 	side := float64(s * s)
-	one := float64((n-1)*float64(sampleNs+float64(decodeNs*srcPx))) + float64(n*float64(canvasOutNs*side)) + float64(canvasNs*float64(4*side))
+	one := float64((n-1)*float64(sampleNs+float64(decodeNs*srcPx))) + float64(n*float64(yoloResizeNs*side)) + float64(canvasNs*float64(4*side))
 	mean, worst = float64(t.mosaic.P*one), one
 	if t.mixup != nil {
 		mix := float64(one+float64(sampleNs+float64(decodeNs*srcPx))) + float64(canvasOutNs*px)

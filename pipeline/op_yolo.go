@@ -75,7 +75,7 @@ var (
 		}})
 	// FnYOLOHSV is RandomHSV's: the drawn gains r (uniform(-1, 1) times
 	// hgain, sgain, vgain), through OpenCV's BGR2HSV, the LUTs, HSV2BGR.
-	FnYOLOHSV = defineFn(fnDef{name: "yolo_random_hsv", args: []arg{{"r", argFloat, 0, 3}}, ns: 9,
+	FnYOLOHSV = defineFn(fnDef{name: "yolo_random_hsv", args: []arg{{"r", argFloat, 0, 3}}, ns: 25, // BenchmarkKernels: 9-22 ms a 640x640
 		kernel:  func(p kernels.Planes, st *Step, _ *kernels.Scratch) { cv.RandomHSV(p, [3]float64(st.F[:3])) },
 		targets: targetsPixels})
 	// FnYOLOFlipLR and FnYOLOFlipUD are RandomFlip's (np.fliplr,
@@ -131,6 +131,7 @@ func init() {
 		params: []param{{name: "hgain", typ: pFloat, def: "0.5", field: "HGain", lo: 0, hi: 1},
 			{name: "sgain", typ: pFloat, def: "0.5", field: "SGain", lo: 0, hi: 1}, {name: "vgain", typ: pFloat, def: "0.5", field: "VGain", lo: 0, hi: 1}},
 		targets: targetsPixels, anyFormat: true,
+		step: func(*Op) Step { return Step{Fn: FnYOLOHSV} }, // its cost
 		compile: func(_ *compiler, n *node, at compileAt) error {
 			for _, g := range []float64{n.op.HGain, n.op.SGain, n.op.VGain} {
 				if !(g >= 0 && g <= 1) {

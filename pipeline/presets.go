@@ -133,6 +133,21 @@ var presets = map[string][]Op{
 		{Kind: OpRandomHorizontalFlip, P: 0.5},
 		{Kind: OpSanitizeBoundingBoxes, MinSize: 1, MinArea: 1},
 	},
+	// ultralytics' training transforms of its close_mosaic epochs (Mosaic,
+	// MixUp and CopyPaste off) as its releases before 8.1 made them, at its
+	// default hyperparameters: load_image to 640, LetterBox(640,
+	// scaleup=False) (RandomPerspective's pre_transform then), RandomPerspective
+	// (translate 0.1, scale 0.5), RandomHSV(0.015, 0.7, 0.4), RandomFlip
+	// horizontal 0.5 (op_yolo.go). 8.4.190's warps the loaded image to 640x640
+	// instead, without a LetterBox: YOLORandomPerspective(size=640) after
+	// YOLOLoadImage (docs/detection.md).
+	"yolo-letterbox": {
+		{Kind: OpYOLOLoadImage, ImgSz: 640},
+		{Kind: OpYOLOLetterBox, Size: [2]int{640, 640}, LetterCenter: true, Stride: 32},
+		{Kind: OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5},
+		{Kind: OpYOLORandomHSV, HGain: 0.015, SGain: 0.7, VGain: 0.4},
+		{Kind: OpYOLORandomFlip, P: 0.5, Direction: "horizontal"},
+	},
 }
 
 // meanColour is ImageNet's mean as uint8 pixels: what torchvision's

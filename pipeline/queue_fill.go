@@ -117,6 +117,11 @@ func (q *Queue) fill(ctx context.Context, ds Dataset, t *Transform, seed, epoch 
 	} else if p, ok := ds.(Prefetcher); ok {
 		p.Prefetch(indices)
 	}
+	if p, ok := ds.(Prefetcher); ok { // a Mosaic's partners, after the samples (decode_multi.go)
+		if hint := t.partnerHints(seed, epoch, indices, b.Copies, ds.Len()); len(hint) > 0 {
+			p.Prefetch(hint)
+		}
+	}
 	size := t.SampleBytes()
 	n := len(indices)
 	resetBatch(b, n, size, place != nil)

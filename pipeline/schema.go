@@ -195,6 +195,9 @@ func (p *param) set(op *Op, v any) error {
 			return p.set(op, []float64{x, x})
 		}
 	case []float64:
+		if f.Kind() == reflect.Array && f.Type().Elem().Kind() == reflect.Int && len(x) == 1 && f.Len() == 2 {
+			x = []float64{x[0], x[0]} // a size of one number: (x, x)
+		}
 		if fk := f.Kind(); (fk == reflect.Slice || (fk == reflect.Array && f.Len() == len(x))) && f.Type().Elem().Kind() == reflect.Int {
 			if f.Kind() == reflect.Slice {
 				f.Set(reflect.MakeSlice(f.Type(), len(x), len(x)))

@@ -297,7 +297,8 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *
 	tg := &d.targets
 	tg.reset()
 	tg.WantMasks = fs.Masks()
-	if err := ds.SourceTargets(i, vd.plan.srcW, vd.plan.srcH, &tg.Instances); err != nil {
+	w0, h0, err := sourceTargets(ds, i, &vd.plan, &tg.Instances)
+	if err != nil {
 		return b, err
 	}
 	if tg.WantMasks {
@@ -306,7 +307,7 @@ func (d *Decoder) appendTargets(b []byte, t *Transform, ds Targeted, i int, fs *
 	// The geometry's steps, then the ops' (the trace's order), in two
 	// calls: no list of both is made.
 	var geo [6]Step
-	w, h, err := tg.Move(vd.plan.srcW, vd.plan.srcH, t.geometrySteps(&vd.plan, geo[:0]))
+	w, h, err := tg.Move(w0, h0, t.geometrySteps(&vd.plan, geo[:0]))
 	if err == nil {
 		w, h, err = tg.Move(w, h, vd.steps)
 	}

@@ -433,11 +433,12 @@ func (vd *viewDraw) appendTrace(b []byte, t *Transform) []byte {
 		sep()
 		b = st.appendJSON(b)
 	}
-	if vd.multi != nil {
+	geom := t.geometrySteps(&vd.plan, geo[:0])
+	if vd.multi != nil { // a Mosaic's sample: its entries are its geometry
 		sep()
-		b = vd.multi.appendJSON(b)
+		b, geom = vd.multi.appendJSON(b), nil
 	}
-	for _, st := range t.geometrySteps(&vd.plan, geo[:0]) {
+	for _, st := range geom {
 		sep()
 		b = st.appendJSON(b)
 	}
@@ -464,7 +465,11 @@ const maxStepJSON = 400
 // every view's and the list around them.
 func (t *Transform) MaxTraceBytes() int {
 	if t.views == nil {
-		return (t.maxSteps+4)*maxStepJSON + 2
+		n := (t.maxSteps+4)*maxStepJSON + 2
+		if t.mosaic != nil { // its entry, and a MixUp's (the partner's mosaic and warp)
+			n += 3 * maxStepJSON
+		}
+		return n
 	}
 	n := 2
 	for _, v := range t.views {
@@ -485,6 +490,9 @@ func (t *Transform) Trace(srcW, srcH int, k Key) ([]byte, error) {
 // boxes: what a RandomIoUCrop draws against (nil: none, and a transform
 // with one fails).
 func (t *Transform) TraceBoxes(srcW, srcH int, k Key, boxes [][4]float32) ([]byte, error) {
+	if at := t.AtEpoch(k.Epoch); at.mosaic != nil && at.mosaicOn(k) {
+		return nil, fmt.Errorf("%w: a YOLOMosaic's draw needs its partners' images (their sizes): only a decode traces it", ErrUnsupported)
+	}
 	var d Decoder
 	if boxes != nil {
 		d.SetBoxSource(fixedBoxes(boxes), 0)

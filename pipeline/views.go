@@ -70,6 +70,9 @@ func NewViews(layout Layout, groups ...ViewGroup) (*Transform, error) {
 		if vt.vary {
 			return bad("view group %d: a transform of per-sample sizes (RandomShortestSize) in several views is not supported", g)
 		}
+		if vt.mosaic != nil {
+			return bad("view group %d: a YOLOMosaic in several views is not supported", g)
+		}
 		if len(t.views) > 0 && vt.Float() != t.views[0].Float() {
 			return bad("view group %d%s ends in Normalize and view group 0 does not, or the other way round: a batch's views are all float32 or all uint8", g, groupName(vg.Name))
 		}

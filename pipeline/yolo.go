@@ -11,6 +11,8 @@ package pipeline
 import (
 	"fmt"
 
+	"github.com/stoker-dev/stoker/pipeline/dataset"
+
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 )
@@ -146,6 +148,17 @@ func (t *Transform) yoloSteps(p *samplePlan, buf []Step) []Step {
 	return buf
 }
 
+// sourceTargets sets t to ds's sample i as the plan p starts from, and
+// returns the canvas they are on: the source image's, but for a YOLO
+// geometry on a dataset of ultralytics' labels, the loaded image's, with
+// its arithmetic (the load's step then leaves them, a ratio of 1).
+func sourceTargets(ds Targeted, i int, p *samplePlan, t *Instances) (int, int, error) {
+	if u, ok := ds.(dataset.UltralyticsTargeted); ok && p.yolo && !t.WantMasks {
+		return p.ylw, p.ylh, u.UltralyticsTargets(i, p.ylw, p.ylh, t)
+	}
+	return p.srcW, p.srcH, ds.SourceTargets(i, p.srcW, p.srcH, t)
+}
+
 // yoloScratch is a Decoder's room for the YOLO geometry's images.
 type yoloScratch [4][]byte
 
@@ -175,6 +188,9 @@ func (d *Decoder) yoloCanvas(dst []byte, p *samplePlan, src []byte, layout Layou
 		cv.ResizeLinear(c, cur)
 		cur = c
 	}
+	if d.ops.Stopped() {
+		return // abandoned: the steps' loop ends the sample
+	}
 	if p.ylbOn {
 		gw, gh := p.ylb.Size()
 		c := s.planes(2, gw, gh)
@@ -182,7 +198,7 @@ func (d *Decoder) yoloCanvas(dst []byte, p *samplePlan, src []byte, layout Layou
 		cv.LetterBoxImage(c, cur, p.ylb, room.Pix)
 		cur = c
 	}
-	if p.ypOn {
+	if p.ypOn && !d.ops.Stopped() {
 		c := s.planes(3, p.outW, p.outH)
 		m := cv.PerspectiveMatrix(p.yp, cur.W, cur.H, p.outW, p.outH)
 		cv.PerspectiveImage(c, cur, m, p.ypWarp)
@@ -204,13 +220,25 @@ func hwcToCHW(hwc, chw []byte) {
 	}
 }
 
+// The YOLO geometry's kernels' cost (pipeline/kernels/cv's Go, scalar: no
+// SIMD twins yet), ns an output pixel, from its BenchmarkKernels on the
+// loaded 2-core build machine (2026-11-25, load ~13: 3-6 ms for a 640x427
+// resize, 35-48 ms for a 640x640 warp).
+const (
+	yoloResizeNs = 15
+	yoloWarpNs   = 100
+)
+
 // ns is the YOLO geometry's cost on a source of srcPx pixels and an
-// output of px: the load's resize and the letterbox's copy, as an output
-// pixel each, and the warp's.
+// output of px: the load's resize (of about the output's size), the
+// letterbox's copy, the warp's.
 func (g *yoloGeom) ns(srcPx, px float64) float64 {
-	x := float64(canvasOutNs*px) + float64(canvasNs*srcPx)
+	x := float64(yoloResizeNs*px) + float64(canvasNs*srcPx)
+	if g.lb != nil {
+		x += float64(canvasNs * px)
+	}
 	if g.persp != nil {
-		x += float64(FnAffine.def().ns * px)
+		x += float64(yoloWarpNs * px)
 	}
 	return x
 }

@@ -252,3 +252,35 @@ func TestYOLOGeometryRefused(t *testing.T) {
 		t.Errorf("YOLORandomPerspective(size=(320, 256)) as the geometry: %v", err)
 	}
 }
+
+// TestYOLONamedArgs: the named ops' arguments as the wire gives them (a
+// size of one number or two, a flip_idx list, None), and masks refused.
+func TestYOLONamedArgs(t *testing.T) {
+	ops := yoloOps(t, "YOLOLoadImage", map[string]any{"imgsz": 320.0}, "YOLOLetterBox", map[string]any{"new_shape": []float64{256, 384}},
+		"YOLORandomPerspective", map[string]any{"size": []float64{300}, "perspective": 0.001},
+		"YOLORandomFlip", map[string]any{"flip_idx": []float64{1, 0, 2}, "direction": "vertical"})
+	if ops[0].ImgSz != 320 || ops[1].Size != [2]int{256, 384} || !ops[1].ScaleUp || !ops[1].LetterCenter || ops[1].Stride != 32 ||
+		ops[2].YSize != [2]int{300, 300} || ops[2].YScale != 0.5 || ops[3].P != 0.5 || !slicesEqual(ops[3].FlipIdx, []int{1, 0, 2}) {
+		t.Fatalf("%s", opsString(ops))
+	}
+	def := yoloOps(t, "YOLORandomPerspective", map[string]any{}, "YOLORandomFlip", map[string]any{})
+	if def[0].YSize != [2]int{} || def[1].FlipIdx != nil || def[1].Direction != "horizontal" {
+		t.Fatalf("defaults: %s", opsString(def))
+	}
+	if _, err := NamedOp("YOLORandomFlip", map[string]any{"flip_idx": []float64{0.5}}); err == nil {
+		t.Error("flip_idx [0.5] accepted")
+	}
+	tf, err := NewTransform(CHW, ops...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, w := tf.Size(); h != 300 || w != 300 {
+		t.Fatalf("size %dx%d, want the perspective's 300x300", w, h)
+	}
+	if err := CheckMasks(tf); err == nil || !strings.Contains(err.Error(), "masks do not follow") {
+		t.Errorf("masks with the YOLO ops: %v", err)
+	}
+	if err := CheckTargets(tf); err != nil {
+		t.Errorf("targets with the YOLO ops: %v", err)
+	}
+}

@@ -96,9 +96,9 @@ func validOpLists() [][]*pb.Op {
 			{Op: &pb.Op_ClampBoundingBoxes{ClampBoundingBoxes: &pb.ClampBoundingBoxes{ClampingMode: proto.String("hard")}}},
 		},
 		{ // ultralytics' Mosaic, a named op (its partners read with each sample)
-			{Op: &pb.Op_Named{Named: &pb.NamedOp{Name: "Mosaic", Args: []*pb.NamedArg{
+			{Op: &pb.Op_Named{Named: &pb.NamedOp{Name: "YOLOMosaic", Args: []*pb.NamedArg{
 				{Name: "imgsz", Value: &pb.NamedArg_Number{Number: 32}}, {Name: "p", Value: &pb.NamedArg_Number{Number: 1}}}}}},
-			{Op: &pb.Op_Named{Named: &pb.NamedOp{Name: "MixUp", Args: []*pb.NamedArg{{Name: "p", Value: &pb.NamedArg_Number{Number: 0.5}}}}}},
+			{Op: &pb.Op_Named{Named: &pb.NamedOp{Name: "YOLOMixUp", Args: []*pb.NamedArg{{Name: "p", Value: &pb.NamedArg_Number{Number: 0.5}}}}}},
 		},
 		{ // the DETR recipes' geometry (targets)
 			{Op: &pb.Op_RandomIouCrop{RandomIouCrop: &pb.RandomIoUCrop{MinScale: proto.Float64(0.3), MaxScale: proto.Float64(1),

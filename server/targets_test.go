@@ -209,8 +209,9 @@ func TestTargetsRefused(t *testing.T) {
 }
 
 // TestDetrTargetsAnyTopology: the DETR recipes' ops (RandomIoUCrop drawing
-// against each sample's boxes, which a peer reads as the server does), and
-// large-scale jitter's (FixedSizeCrop dropping the boxes it empties), make
+// against each sample's boxes, which a peer reads as the server does),
+// large-scale jitter's (FixedSizeCrop dropping the boxes it empties), and
+// ultralytics' (RandomPerspective dropping those box_candidates rejects), make
 // the same pixels and targets on a lone server and over 3 peers, every
 // slot verified, none quarantined.
 func TestDetrTargetsAnyTopology(t *testing.T) {
@@ -233,6 +234,16 @@ func TestDetrTargetsAnyTopology(t *testing.T) {
 			{Op: &pb.Op_ScaleJitter{ScaleJitter: &pb.ScaleJitter{TargetHeight: 40, TargetWidth: 40}}},
 			{Op: &pb.Op_FixedSizeCrop{FixedSizeCrop: &pb.FixedSizeCrop{Height: 32, Fill: []float64{123, 117, 104}}}},
 			flipOp(nil), sanitize, cxcywh,
+		},
+		"yolo": { // ultralytics' single-image ops (named: op_yolo.go), drawn from each sample's key
+			namedOp("YOLOLoadImage", numArg("imgsz", 48)), namedOp("YOLOLetterBox", numArg("new_shape", 32)),
+			namedOp("YOLORandomPerspective", numArg("degrees", 10), numArg("shear", 2), numArg("perspective", 0.0005)),
+			namedOp("YOLORandomHSV", numArg("hgain", 0.015), numArg("sgain", 0.7), numArg("vgain", 0.4)),
+			namedOp("YOLORandomFlip"), cxcywh,
+		},
+		"mosaic": { // ultralytics' Mosaic and MixUp: partners drawn from each sample's key, read by whichever maker makes it
+			namedOp("YOLOMosaic", numArg("imgsz", 32)), namedOp("YOLORandomPerspective", numArg("size", 32)),
+			namedOp("YOLOMixUp", numArg("p", 0.5)), namedOp("YOLORandomFlip"), cxcywh,
 		},
 	} {
 		job := smallJob("det", 8)

@@ -30,6 +30,14 @@ type Targeted interface {
 	SourceTargets(i, w, h int, t *Instances) error
 }
 
+// UltralyticsTargeted is a Targeted whose labels are ultralytics'
+// (YOLO's normalized ones): UltralyticsTargets sets t as SourceTargets
+// does, with ultralytics' arithmetic, for an image of w x h (the YOLO
+// family's loaded size).
+type UltralyticsTargeted interface {
+	UltralyticsTargets(i, w, h int, t *Instances) error
+}
+
 // Instances are one sample's annotated instances as its dataset has them:
 // Boxes XYXY in pixels of the source image, Labels the contiguous labels,
 // Crowd 1 for a COCO crowd annotation (kept, as torchvision's

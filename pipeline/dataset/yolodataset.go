@@ -274,6 +274,26 @@ func labelName(dir, lp string) string {
 // w, h) in pixels of the w x h image (yoloToXYXY), its class the label;
 // the image id is the sample's index. YOLO has no crowds.
 func (d *YOLODataset) SourceTargets(i, w, h int, t *Instances) error {
+	return d.sourceTargets(i, w, h, t, yoloToXYXY)
+}
+
+// UltralyticsTargets is SourceTargets with ultralytics' arithmetic for
+// the boxes (Instances' convert_bbox("xyxy") then denormalize: cx -+ w/2
+// in float32, then times the w x h image's sides), for the YOLO family's
+// ops, which hand it the loaded image's size: its labels' very bits.
+func (d *YOLODataset) UltralyticsTargets(i, w, h int, t *Instances) error {
+	return d.sourceTargets(i, w, h, t, ultralyticsXYXY)
+}
+
+// ultralyticsXYXY is a normalized cx, cy, w, h box as ultralytics makes it
+// XYXY in pixels of a w x h image.
+func ultralyticsXYXY(b [4]float32, w, h int) [4]float32 {
+	fw, fh := float32(w), float32(h)
+	hw, hh := b[2]/2, b[3]/2
+	return [4]float32{(b[0] - hw) * fw, (b[1] - hh) * fh, (b[0] + hw) * fw, (b[1] + hh) * fh}
+}
+
+func (d *YOLODataset) sourceTargets(i, w, h int, t *Instances, xyxy func([4]float32, int, int) [4]float32) error {
 	ls, err := d.Labels(i)
 	if err != nil {
 		return err // an annotationError already
@@ -281,7 +301,7 @@ func (d *YOLODataset) SourceTargets(i, w, h int, t *Instances) error {
 	t.ImageID = int64(i)
 	t.P = d.cfg.KptShape[0]
 	for k := range ls {
-		t.Add(yoloToXYXY(ls[k].Box, w, h), int64(ls[k].Class), false)
+		t.Add(xyxy(ls[k].Box, w, h), int64(ls[k].Class), false)
 		if t.WantMasks {
 			if err := t.addYOLOMask(ls[k].Polygon, w, h); err != nil {
 				lp := annot.LabelPath(filepath.Join(d.dir, filepath.FromSlash(d.Name(i))))

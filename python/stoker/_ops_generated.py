@@ -13,7 +13,7 @@ from typing import Any, Dict, Tuple
 
 from stoker._ops_named import NamedOp, Param
 
-__all__ = ["MixUp", "Mosaic", "RandomChannelPermutation", "YOLOLetterBox", "YOLOLoadImage", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
+__all__ = ["RandomChannelPermutation", "YOLOLetterBox", "YOLOLoadImage", "YOLOMixUp", "YOLOMosaic", "YOLORandomFlip", "YOLORandomHSV", "YOLORandomPerspective"]
 
 SCHEMA: Dict[str, Tuple[Param, ...]] = {
     "AugMix": (
@@ -57,14 +57,6 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
     ),
     "Grayscale": (
         Param("num_output_channels", "int", "3"),
-    ),
-    "MixUp": (
-        Param("p", "float", "0", False, 0, 1),
-    ),
-    "Mosaic": (
-        Param("imgsz", "int", "640", False, 32, 2048),
-        Param("p", "float", "1.0", False, 0, 1),
-        Param("n", "int", "4", False, 4, 9),
     ),
     "Normalize": (
         Param("mean", "floats", None),
@@ -255,6 +247,14 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
     "YOLOLoadImage": (
         Param("imgsz", "int", "640", False, 1, 4096),
     ),
+    "YOLOMixUp": (
+        Param("p", "float", "0", False, 0, 1),
+    ),
+    "YOLOMosaic": (
+        Param("imgsz", "int", "640", False, 32, 2048),
+        Param("p", "float", "1.0", False, 0, 1),
+        Param("n", "int", "4", False, 4, 9),
+    ),
     "YOLORandomFlip": (
         Param("p", "float", "0.5", False, 0, 1),
         Param("direction", "str", "'horizontal'"),
@@ -274,26 +274,6 @@ SCHEMA: Dict[str, Tuple[Param, ...]] = {
         Param("size", "size", "None", False, 1, 4096),
     ),
 }
-
-
-class MixUp(NamedOp):
-    """Ultralytics' MixUp, right after a Mosaic: with probability p, blended (ratio drawn from Beta(32, 32)) with another sample drawn from the dataset through the same Mosaic, their labels concatenated."""
-
-    _name = "MixUp"
-    _params = SCHEMA["MixUp"]
-
-    def __init__(self, p: Any = 0) -> None:
-        super().__init__(p=p)
-
-
-class Mosaic(NamedOp):
-    """Ultralytics' Mosaic: the image and n-1 partners drawn from the dataset, each resized to imgsz on its long side, tiled around a random centre on a 2*imgsz canvas of 114."""
-
-    _name = "Mosaic"
-    _params = SCHEMA["Mosaic"]
-
-    def __init__(self, imgsz: Any = 640, p: Any = 1.0, n: Any = 4) -> None:
-        super().__init__(imgsz=imgsz, p=p, n=n)
 
 
 class RandomChannelPermutation(NamedOp):
@@ -324,6 +304,26 @@ class YOLOLoadImage(NamedOp):
 
     def __init__(self, imgsz: Any = 640) -> None:
         super().__init__(imgsz=imgsz)
+
+
+class YOLOMixUp(NamedOp):
+    """Ultralytics' MixUp, right after a YOLOMosaic: with probability p, blended (ratio drawn from Beta(32, 32)) with another sample drawn from the dataset through the same YOLOMosaic, their labels concatenated."""
+
+    _name = "YOLOMixUp"
+    _params = SCHEMA["YOLOMixUp"]
+
+    def __init__(self, p: Any = 0) -> None:
+        super().__init__(p=p)
+
+
+class YOLOMosaic(NamedOp):
+    """Ultralytics' Mosaic: the image and n-1 partners drawn from the dataset, each resized to imgsz on its long side, tiled around a random centre on a 2*imgsz canvas of 114."""
+
+    _name = "YOLOMosaic"
+    _params = SCHEMA["YOLOMosaic"]
+
+    def __init__(self, imgsz: Any = 640, p: Any = 1.0, n: Any = 4) -> None:
+        super().__init__(imgsz=imgsz, p=p, n=n)
 
 
 class YOLORandomFlip(NamedOp):
@@ -357,4 +357,4 @@ class YOLORandomPerspective(NamedOp):
 
 
 #: The named ops' classes, by name.
-NAMED: Dict[str, Any] = {"MixUp": MixUp, "Mosaic": Mosaic, "RandomChannelPermutation": RandomChannelPermutation, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}
+NAMED: Dict[str, Any] = {"RandomChannelPermutation": RandomChannelPermutation, "YOLOLetterBox": YOLOLetterBox, "YOLOLoadImage": YOLOLoadImage, "YOLOMixUp": YOLOMixUp, "YOLOMosaic": YOLOMosaic, "YOLORandomFlip": YOLORandomFlip, "YOLORandomHSV": YOLORandomHSV, "YOLORandomPerspective": YOLORandomPerspective}

@@ -332,7 +332,10 @@ class Loader:
             (D-FINE's policy's ``ops``) or class (stoker's or
             torchvision's). None: :data:`stoker.transforms.DETR_STOP_OPS`,
             D-FINE's ``RandomPhotometricDistort``, ``RandomZoomOut``,
-            ``RandomIoUCrop`` (those the transform has).
+            ``RandomIoUCrop`` (those the transform has); for a transform
+            with a ``YOLOMosaic`` (``transform="yolo"``),
+            :data:`stoker.transforms.YOLO_STOP_OPS`, ultralytics'
+            ``close_mosaic``: ``YOLOMosaic`` and ``YOLOMixUp``.
         image_list: of a transform whose samples have their own sizes (a
             ``RandomShortestSize`` with a ``max_size`` and no crop after
             it; ``transform="frcnn"``), yield the images as a list of each

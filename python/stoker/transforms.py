@@ -94,9 +94,13 @@ if TYPE_CHECKING:  # pragma: no cover
 #: The ops the DETR family's configs (D-FINE's ``include/dataloader.yml``)
 #: switch off at their stop_epoch: ``Loader(stop_ops=None)``'s default.
 DETR_STOP_OPS = ("RandomPhotometricDistort", "RandomZoomOut", "RandomIoUCrop")
+#: The ops ultralytics' ``close_mosaic`` switches off (those stoker has):
+#: ``stop_ops``' default for a transform with a ``YOLOMosaic``.
+YOLO_STOP_OPS = ("YOLOMosaic", "YOLOMixUp")
 
 __all__ = [
     "DETR_STOP_OPS",
+    "YOLO_STOP_OPS",
     "Transform",
     "Compose",
     "RandomResizedCrop",
@@ -163,10 +167,11 @@ __all__ = [
 
 #: Preset names the server knows, each a recipe documented op by op in
 #: docs/transforms.md: one-view presets, then :data:`VIEW_PRESETS`, whose
-#: batches carry a list of views. "detr", "ssdlite", "lsj" and "frcnn" need ``Loader(targets=True)``; "yolo"
-#: (ultralytics' v8_transforms, its Mosaic reading partners from the dataset) is best with a YOLO dataset.
+#: batches carry a list of views. "detr", "ssdlite", "lsj" and "frcnn" need ``Loader(targets=True)``;
+#: "yolo" (ultralytics' v8_transforms, its Mosaic reading partners from the dataset) and "yolo-letterbox" are
+#: ultralytics' (docs/detection.md).
 PRESETS = ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global", "dino-local",
-           "clip", "detr", "ssdlite", "lsj", "frcnn", "yolo") + VIEW_PRESETS
+           "clip", "detr", "ssdlite", "lsj", "frcnn", "yolo", "yolo-letterbox") + VIEW_PRESETS
 
 TransformLike = Union[str, Compose, Transform, Sequence[Transform], MultiView, pb.TransformSpec]
 

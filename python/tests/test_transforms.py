@@ -211,11 +211,21 @@ SPECS = [
     (lambda: T.RandomPerspective(), pb.Op(random_perspective=pb.RandomPerspective(distortion_scale=0.5, p=0.5, fill=[0]))),
     # An op with no message of its own: its generated class sends a NamedOp.
     (lambda: T.RandomChannelPermutation(), pb.Op(named=pb.NamedOp(name="RandomChannelPermutation"))),
-    (lambda: T.Mosaic(), pb.Op(named=pb.NamedOp(name="Mosaic"))),
-    (lambda: T.Mosaic(320, n=9), pb.Op(named=pb.NamedOp(name="Mosaic", args=[
+    (lambda: T.YOLOMosaic(), pb.Op(named=pb.NamedOp(name="YOLOMosaic"))),
+    (lambda: T.YOLOMosaic(320, n=9), pb.Op(named=pb.NamedOp(name="YOLOMosaic", args=[
         pb.NamedArg(name="imgsz", number=320), pb.NamedArg(name="n", number=9)]))),
-    (lambda: T.MixUp(), pb.Op(named=pb.NamedOp(name="MixUp"))),
-    (lambda: T.MixUp(0.2), pb.Op(named=pb.NamedOp(name="MixUp", args=[pb.NamedArg(name="p", number=0.2)]))),
+    (lambda: T.YOLOMixUp(), pb.Op(named=pb.NamedOp(name="YOLOMixUp"))),
+    (lambda: T.YOLOMixUp(0.2), pb.Op(named=pb.NamedOp(name="YOLOMixUp", args=[pb.NamedArg(name="p", number=0.2)]))),
+    # The YOLO family (ultralytics' ops), named ops too: a default is not sent.
+    (lambda: T.YOLOLoadImage(), pb.Op(named=pb.NamedOp(name="YOLOLoadImage"))),
+    (lambda: T.YOLOLetterBox(640, scaleup=False), pb.Op(named=pb.NamedOp(name="YOLOLetterBox", args=[
+        pb.NamedArg(name="new_shape", numbers=pb.Numbers(values=[640])), pb.NamedArg(name="scaleup", flag=False)]))),
+    (lambda: T.YOLORandomPerspective(10.0, size=(640, 480)), pb.Op(named=pb.NamedOp(name="YOLORandomPerspective", args=[
+        pb.NamedArg(name="degrees", number=10), pb.NamedArg(name="size", numbers=pb.Numbers(values=[640, 480]))]))),
+    (lambda: T.YOLORandomHSV(0.015, 0.7, 0.4), pb.Op(named=pb.NamedOp(name="YOLORandomHSV", args=[
+        pb.NamedArg(name="hgain", number=0.015), pb.NamedArg(name="sgain", number=0.7), pb.NamedArg(name="vgain", number=0.4)]))),
+    (lambda: T.YOLORandomFlip(direction="vertical", flip_idx=[1, 0]), pb.Op(named=pb.NamedOp(name="YOLORandomFlip", args=[
+        pb.NamedArg(name="direction", text="vertical"), pb.NamedArg(name="flip_idx", numbers=pb.Numbers(values=[1, 0]))]))),
     (lambda: T.RandomPerspective(0.3, 1, "nearest", None),
      pb.Op(random_perspective=pb.RandomPerspective(distortion_scale=0.3, p=1, interpolation=NEAREST, fill_none=True))),
     (lambda: T.ClampBoundingBoxes(), pb.Op(clamp_bounding_boxes=pb.ClampBoundingBoxes(clamping_mode="auto"))),
@@ -504,7 +514,7 @@ def test_bad_arguments_are_refused_as_torchvision_would(make, exc, fragment) -> 
 
 def test_to_spec_takes_presets_lists_composes_and_specs() -> None:
     assert T.PRESETS == ("imagenet-train", "imagenet-eval", "tv-resnet50-v2", "deit", "simclr-view", "dino-global",
-                         "dino-local", "clip", "detr", "ssdlite", "lsj", "frcnn", "yolo", "simclr", "dino", "dinov2")
+                         "dino-local", "clip", "detr", "ssdlite", "lsj", "frcnn", "yolo", "yolo-letterbox", "simclr", "dino", "dinov2")
     ops = [T.RandomResizedCrop(8), T.RandomApply([T.Grayscale()])]
     want = pb.TransformSpec(ops=[op.to_proto() for op in ops])
     assert T.to_spec(ops) == want and T.to_spec(tuple(ops)) == want

@@ -31,10 +31,15 @@ TARGETS_ONLY = {"sanitize_bounding_boxes", "random_iou_crop", "convert_bounding_
                 "clamp_key_points", "sanitize_key_points"}
 
 
+#: The YOLO family's geometry, named ops (test_yolo_ops.py runs them).
+YOLO_GEOMETRY = {"YOLOLoadImage", "YOLOLetterBox", "YOLORandomPerspective", "YOLOMosaic", "YOLOMixUp"}
+
+
 def _after_geometry():
     """Each op of test_transforms.SPECS that runs after the geometry, on
     any dataset."""
-    return [make() for make, want in SPECS if want.WhichOneof("op") not in (*GEOMETRY, *TARGETS_ONLY)]
+    return [make() for make, want in SPECS if want.WhichOneof("op") not in (*GEOMETRY, *TARGETS_ONLY)
+            and not (want.WhichOneof("op") == "named" and want.named.name in YOLO_GEOMETRY)]
 
 
 def test_every_op_is_accepted(server: str) -> None:
@@ -55,7 +60,13 @@ def test_every_op_is_accepted(server: str) -> None:
                      [T.RandomPhotometricDistort(), T.Resize((SIZE, 20))],
                      [T.RandomPhotometricDistort(p=1), T.RandomZoomOut(), T.Resize((SIZE, 20))],
                      [T.ScaleJitter((SIZE, SIZE)), T.FixedSizeCrop(SIZE, fill=(1, 2, 3))], [T.FixedSizeCrop((SIZE, 20))],
-                     [T.RandomShortestSize((20, 30)), T.CenterCrop(SIZE)], [T.RandomResize(20, 30), T.CenterCrop(SIZE)]):
+                     [T.RandomShortestSize((20, 30)), T.CenterCrop(SIZE)], [T.RandomResize(20, 30), T.CenterCrop(SIZE)],
+                     [T.YOLOLoadImage(40), T.YOLOLetterBox(SIZE)],
+                     [T.YOLOLoadImage(40), T.YOLOLetterBox((SIZE, 20)), T.YOLORandomPerspective(degrees=5.0)],
+                     [T.YOLOLoadImage(40), T.YOLORandomPerspective(perspective=0.001, size=SIZE)],
+                     [T.YOLOMosaic(32)], [T.YOLOMosaic(32, n=9), T.YOLOMixUp(0.5)],
+                     [T.YOLOMosaic(40, p=0.5), T.YOLORandomPerspective(size=SIZE)],
+                     [T.YOLOMosaic(40), T.YOLORandomPerspective(size=SIZE), T.YOLOMixUp(0.5)]):
         assert len(loader(server, transform=geometry, batch_size=8)) == 6, geometry
 
 

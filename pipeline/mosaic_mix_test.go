@@ -1,0 +1,219 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
+)
+
+// TestMixUpPartners: with MixUp after the Mosaic, a sample's partners
+// are its mosaic's, then its MixUp partner and that one's mosaic's, the
+// same bytes whatever the batch split; its pixels are the cv kernels'
+// blend of the two mosaics (each rebuilt from its trace) and its boxes
+// the two mosaics' concatenated. A stop_epoch switches MixUp off.
+func TestMixUpPartners(t *testing.T) {
+	files := mosaicPNGs(t, 10)
+	ds := yoloMem{memDataset{files}, -1}
+	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 40, Tiles: 4, P: 1}, Op{Kind: OpMixUp, P: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := []int64{4, 9, 0, 7, 1, 5, 2, 8, 6, 3}
+	d1, tr1, tg1, e1 := fillMosaic(t, ds, tr, 1, plan, len(plan), 1)
+	d2, tr2, tg2, _ := fillMosaic(t, ds, tr, 1, plan, 3, 2)
+	mixed := 0
+	for i, idx := range plan {
+		if e1[i] != "" {
+			t.Fatalf("sample %d: %s", idx, e1[i])
+		}
+		if !bytes.Equal(d1[i], d2[i]) || !bytes.Equal(tr1[i], tr2[i]) || !bytes.Equal(tg1[i], tg2[i]) {
+			t.Fatalf("sample %d: another batch split made other bytes", idx)
+		}
+		var steps [][2]json.RawMessage
+		if err := json.Unmarshal(tr1[i], &steps); err != nil {
+			t.Fatal(err)
+		}
+		var m mosaicTrace
+		json.Unmarshal(steps[0][1], &m)
+		p := tr.PartnersOf(Key{Seed: 5, Epoch: 1, Index: uint64(idx)}, len(files))
+		if len(steps) == 1 {
+			if fmt.Sprint(p) != fmt.Sprint(m.Indexes[1:]) {
+				t.Fatalf("sample %d: partners %v, traced %v", idx, p, m.Indexes)
+			}
+			continue
+		}
+		mixed++
+		var mx struct {
+			R      float64     `json:"r"`
+			Mosaic mosaicTrace `json:"mosaic"`
+		}
+		if string(steps[1][0]) != `"yolo_mixup"` || json.Unmarshal(steps[1][1], &mx) != nil || !(mx.R > 0.2 && mx.R < 0.8) {
+			t.Fatalf("sample %d: trace %s", idx, tr1[i])
+		}
+		if want := append(append([]int{}, m.Indexes[1:]...), mx.Mosaic.Indexes...); fmt.Sprint(p) != fmt.Sprint(want) {
+			t.Fatalf("sample %d: partners %v, traced %v", idx, p, want)
+		}
+		a, ia := kernelMosaic(t, files, ds, m)
+		b, ib := kernelMosaic(t, files, ds, mx.Mosaic)
+		wi := cv.MixUp(a, b, mx.R, ia, ib)
+		if !bytes.Equal(a.Pix, d1[i]) {
+			t.Fatalf("sample %d: the blend differs from the kernels'", idx)
+		}
+		checkTargets(t, tg1[i], wi, 80)
+	}
+	if mixed == 0 || mixed == len(plan) {
+		t.Errorf("MixUp(p=0.5) mixed %d of %d", mixed, len(plan))
+	}
+	stop, err := tr.WithStopEpoch(3, []OpKind{OpMixUp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tr3, _, _ := fillMosaic(t, ds, stop, 3, plan, 5, 2)
+	for i := range plan {
+		if bytes.Contains(tr3[i], []byte("mixup")) {
+			t.Fatalf("after the stop_epoch: %s", tr3[i])
+		}
+	}
+}
+
+// hinted is yoloMem recording what it is told to prefetch.
+type hinted struct {
+	yoloMem
+	calls *[][]int64
+}
+
+func (d hinted) Prefetch(indices []int64) { *d.calls = append(*d.calls, append([]int64{}, indices...)) }
+
+// TestMosaicPartnersPrefetched: a Prefetcher is told a batch's samples,
+// then their partners in the order the workers read them.
+func TestMosaicPartnersPrefetched(t *testing.T) {
+	var calls [][]int64
+	ds := hinted{yoloMem{memDataset{mosaicPNGs(t, 8)}, -1}, &calls}
+	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 32, Tiles: 4, P: 1}, Op{Kind: OpMixUp, P: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := []int64{5, 1, 7, 0}
+	fillMosaic(t, ds, tr, 2, plan, 4, 1)
+	var want []int64
+	for _, idx := range plan {
+		for _, p := range tr.PartnersOf(Key{Seed: 5, Epoch: 2, Index: uint64(idx)}, 8) {
+			want = append(want, int64(p))
+		}
+	}
+	if len(calls) != 2 || fmt.Sprint(calls[0]) != fmt.Sprint(plan) || fmt.Sprint(calls[1]) != fmt.Sprint(want) || len(want) < 3*len(plan) {
+		t.Fatalf("prefetched %v, want %v then %v", calls, plan, want)
+	}
+}
+
+// TestMosaicStoreDataset: a Mosaic over a directory read as a local
+// ImageFolder and as a StoreDataset (its manifest, its byte cache and
+// read-ahead, which is told the partners) makes the same bytes and
+// traces.
+func TestMosaicStoreDataset(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range mosaicPNGs(t, 9) {
+		if err := os.WriteFile(filepath.Join(dir, "a", fmt.Sprintf("%02d.png", i)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	local, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	m, err := IndexStore(context.Background(), openDirStore(t, dir), IndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, err := NewStoreDataset(openDirStore(t, dir), m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remote.Close()
+	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 40, Tiles: 9, P: 1}, Op{Kind: OpMixUp, P: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := []int64{8, 3, 0, 5, 1, 7, 2, 6, 4}
+	var got [2]Batch
+	for i, ds := range []Dataset{local, remote} {
+		e := NewExecutor(2)
+		got[i].Trace = true
+		if err := e.Fill(context.Background(), ds, tr, 9, 0, plan, PadFromBatch, &got[i]); err != nil {
+			t.Fatal(err)
+		}
+		e.Close()
+		if len(got[i].Errors) > 0 {
+			t.Fatalf("dataset %d: %v", i, got[i].Errors)
+		}
+	}
+	if !bytes.Equal(got[0].Data, got[1].Data) || fmt.Sprint(got[0].Traces) != fmt.Sprint(got[1].Traces) {
+		t.Fatal("the store's mosaics differ from the directory's")
+	}
+	for i := range plan {
+		if !bytes.Contains(got[1].Traces[i], []byte(`"yolo_mixup"`)) {
+			t.Fatalf("sample %d: %s", plan[i], got[1].Traces[i])
+		}
+	}
+}
+
+// TestMosaicP: a Mosaic of p=0.5 before a YOLORandomPerspective mosaics
+// about half the samples; the others read no partners and are the YOLO
+// geometry's (YOLOLoadImage of its imgsz, the same warp): the same bytes
+// and trace as that transform's. A stop_epoch switches the Mosaic off:
+// every sample is then that geometry's.
+func TestMosaicP(t *testing.T) {
+	files := mosaicPNGs(t, 12)
+	ds := yoloMem{memDataset{files}, -1}
+	persp := Op{Kind: OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5, YSize: [2]int{40, 40}}
+	tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 40, Tiles: 4, P: 0.5}, persp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := NewTransform(CHW, Op{Kind: OpYOLOLoadImage, ImgSz: 40}, persp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, err := tr.WithStopEpoch(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2, 8, 6, 4, 11}
+	for _, c := range []struct {
+		tr    *Transform
+		epoch uint64
+	}{{tr, 0}, {stop, 1}} {
+		d, trc, tg, errs := fillMosaic(t, ds, c.tr, c.epoch, plan, 5, 2)
+		dp, trp, tgp, _ := fillMosaic(t, ds, plain, c.epoch, plan, 5, 2)
+		mosaics := 0
+		for i, idx := range plan {
+			if errs[i] != "" {
+				t.Fatalf("sample %d: %s", idx, errs[i])
+			}
+			p := c.tr.PartnersOf(Key{Seed: 5, Epoch: c.epoch, Index: uint64(idx)}, len(files))
+			if bytes.HasPrefix(trc[i], []byte(`[["yolo_mosaic"`)) {
+				mosaics++
+				if len(p) != 3 || c.epoch == 1 {
+					t.Fatalf("epoch %d sample %d: mosaicked, partners %v", c.epoch, idx, p)
+				}
+				continue
+			}
+			if p != nil || !bytes.Equal(d[i], dp[i]) || !bytes.Equal(trc[i], trp[i]) || !bytes.Equal(tg[i], tgp[i]) {
+				t.Fatalf("epoch %d sample %d (partners %v): %s, the YOLO geometry's %s", c.epoch, idx, p, trc[i], trp[i])
+			}
+		}
+		if c.epoch == 0 && (mosaics == 0 || mosaics == len(plan)) {
+			t.Errorf("p=0.5: %d of %d mosaicked", mosaics, len(plan))
+		}
+	}
+}
