@@ -277,17 +277,19 @@ bench: setup build ## stoker's pipeline vs torchvision (PIL, v2) on THREADS core
 
 # make bench-detection: stoker's detection presets (DET_TRANSFORMS) against
 # torchvision.transforms.v2 running the same pipeline on the same boxes, one
-# core each, interleaved rounds (bench/detcompare.py), on a detection set at
-# COCO's sizes and density made once by `stoker mkdata --coco` (DET_N
-# images, the longer side 640, 7 instances an image on average, backgrounds
-# from testdata/photos).
+# core each, interleaved rounds (bench/detcompare.py), and yolo against
+# ultralytics' own training dataloader (bench/yolocompare.py, which
+# detcompare.py runs for it), on a detection set at COCO's sizes and density
+# made once by `stoker mkdata --coco --yolo` (DET_N images, the longer side
+# 640, 7 instances an image on average, backgrounds from testdata/photos;
+# the COCO file and the YOLO layout of the same photos).
 DET_N ?= 400
-DET_DATA := out/bench-coco-640-$(DET_N)
-DET_TRANSFORMS ?= detr ssdlite lsj
+DET_DATA := out/bench-det-640-$(DET_N)
+DET_TRANSFORMS ?= detr ssdlite lsj yolo
 $(DET_DATA):
-	rm -rf $@.tmp && $(BIN) mkdata --coco --out $@.tmp --n $(DET_N) --max-side 640 --instances 7 --backgrounds testdata/photos && mv $@.tmp $@
+	rm -rf $@.tmp && $(BIN) mkdata --coco --yolo --out $@.tmp --n $(DET_N) --max-side 640 --instances 7 --backgrounds testdata/photos && mv $@.tmp $@
 
-bench-detection: venv-run build $(DET_DATA) ## stoker's detr, ssdlite and lsj vs torchvision.transforms.v2 on boxes, per core, interleaved rounds (COCO-sized set made once)
+bench-detection: venv build $(DET_DATA) ## stoker's detr, ssdlite and lsj vs torchvision.transforms.v2 on boxes, and yolo vs ultralytics' dataloader, per core, interleaved rounds (COCO-sized set made once)
 	for t in $(DET_TRANSFORMS); do $(PY) bench/detcompare.py --stoker $(BIN) --data $(DET_DATA) --transform $$t --rounds $(ROUNDS) --seconds $(SECONDS) || exit 1; done
 
 # make bench-peers: stoker against the pipelines a user would pick instead

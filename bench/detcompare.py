@@ -28,6 +28,9 @@ tensor, and the recipe's v2 Compose on (image, {"boxes", "labels"}):
 
 which is what stoker's presets of the same names run (python/tests/
 test_detection_ops.py and test_lsj.py check them sample for sample).
+`--transform yolo` runs bench/yolocompare.py instead (the baseline is
+ultralytics' own training dataloader, not torchvision; --data must then be
+made with mkdata --coco --yolo).
 stoker's first epoch (decoder index cold) and its later ones are reported
 apart; the baseline keeps nothing between epochs, so one run of --seconds
 serves both. Figures are medians over the rounds; the ratio that counts is
@@ -55,7 +58,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET = {"detr": 3.0, "ssdlite": 3.0}
 #: The targets' share of a batch's bytes at COCO's density, at most.
 TARGET_BYTES_SHARE = 0.02
-TRANSFORMS = ("detr", "ssdlite", "lsj")
+TRANSFORMS = ("detr", "ssdlite", "lsj", "yolo")
 
 
 def fixed_size_crop_class():
@@ -171,6 +174,12 @@ def main() -> None:
     ap.add_argument("--baseline", action="store_true", help="run the torchvision baseline alone (one JSON line)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    if a.transform == "yolo":  # its own baseline: ultralytics' dataloader (bench/yolocompare.py)
+        if a.baseline:
+            sys.exit("detcompare: yolo's baseline is bench/yolocompare.py --baseline polygons|boxes")
+        cmd = [sys.executable, os.path.join(HERE, "yolocompare.py"), "--stoker", a.stoker, "--data", a.data,
+               "--seconds", str(a.seconds), "--rounds", str(a.rounds)] + (["--json"] if a.json else [])
+        sys.exit(subprocess.run(cmd).returncode)
     if a.baseline:
         print(json.dumps(baseline(a.data, a.transform, a.seconds)))
         return
