@@ -59,7 +59,7 @@ func (d yoloMem) Labels(i int) ([]annot.YOLOInstance, error) {
 	f := float32(i%5) / 10
 	return []annot.YOLOInstance{
 		{Class: i % 3, Box: [4]float32{0.3 + f, 0.4, 0.2, 0.3}},
-		{Class: 7, Box: [4]float32{0.5, 0.5 + f/2, 0.9, 0.35}},
+		{Class: 7, Box: [4]float32{0.5, 0.5 + float32(f/2), 0.9, 0.35}}, // the half rounded: never fused
 	}, nil
 }
 
