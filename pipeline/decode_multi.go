@@ -14,7 +14,6 @@ package pipeline
 import (
 	"fmt"
 
-	"github.com/stoker-dev/stoker/pipeline/annot"
 	"github.com/stoker-dev/stoker/pipeline/kernels"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 )
@@ -299,100 +298,4 @@ func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx 
 	dr.tiles = tiles
 	cv.MosaicImage(canvas, m.pl, tiles)
 	return nil
-}
-
-// appendMosaicTargets is appendTargets for a sample the last decode made
-// as a mosaic (md): its mosaic's instances (mosaicInstances), then its
-// MixUp partner's after them (MixUp.apply_instances), then moved by the
-// steps after the geometry.
-func (d *Decoder) appendMosaicTargets(b []byte, t *Transform, ds Targeted, fs *FieldSet, md *multiDraw) ([]byte, error) {
-	if fs.Masks() {
-		return b, fmt.Errorf("%w: masks do not follow YOLOMosaic yet", ErrUnsupported)
-	}
-	all, err := d.mosaicInstances(ds, &md.mo)
-	if err != nil {
-		return b, err
-	}
-	all = md.perspInstances(all, &md.pp)
-	if md.mix {
-		two, err := d.mosaicInstances(ds, &md.mixM)
-		if err != nil {
-			return b, fmt.Errorf("mixup partner (sample %d): %w", md.mixM.idx[0], err)
-		}
-		all = cv.Concat(all, md.perspInstances(two, &md.mixPP))
-	}
-	tg := &d.targets
-	tg.reset()
-	tg.ImageID = int64(md.mo.idx[0])
-	for q := range all.Boxes {
-		tg.Add(all.Boxes[q], all.Cls[q], false)
-	}
-	w, h, err := tg.Move(t.outW, t.outH, d.vd[0].steps)
-	if err != nil {
-		return b, err
-	}
-	tg.W, tg.H = w, h
-	return AppendTargets(b, tg), nil
-}
-
-// perspInstances is a mosaic's instances through the
-// YOLORandomPerspective after it, if any (its draw pp):
-// RandomPerspective.apply_instances.
-func (md *multiDraw) perspInstances(in cv.Instances, pp *cv.PerspectiveParams) cv.Instances {
-	if !md.persp {
-		return in
-	}
-	s := cv.MosaicSize(md.mo.imgsz)
-	return cv.PerspectiveInstances(in, cv.PerspectiveMatrix(*pp, s, s, md.w, md.h), pp.Scale, md.warp, md.w, md.h)
-}
-
-// mosaicInstances is one mosaic's instances: each image's in pixels of
-// its load_image size (a YOLO dataset's from its normalized labels as
-// ultralytics denormalizes them, another's its SourceTargets at that
-// size), moved by its tile, concatenated, clipped and the empty dropped
-// (cv.MosaicInstances).
-func (d *Decoder) mosaicInstances(ds Targeted, m *mosaicDraw) (cv.Instances, error) {
-	ms := &d.multi
-	ms.ins = ms.ins[:0]
-	tg := &d.targets
-	for j, i := range m.idx {
-		w, h := m.sizes[j][0], m.sizes[j][1]
-		var in cv.Instances
-		if yl, ok := ds.(interface {
-			Labels(int) ([]annot.YOLOInstance, error)
-		}); ok {
-			ls, err := yl.Labels(i)
-			if err != nil {
-				return in, partnerErr(j, m, err)
-			}
-			xywh := make([][4]float32, len(ls))
-			in.Cls = make([]int64, len(ls))
-			for q := range ls {
-				if ls[q].Keypoints != nil {
-					return in, fmt.Errorf("%w: keypoints do not follow YOLOMosaic yet", ErrUnsupported)
-				}
-				xywh[q], in.Cls[q] = ls[q].Box, int64(ls[q].Class)
-			}
-			in.Boxes = cv.FromYOLO(xywh, w, h)
-		} else {
-			tg.reset()
-			if err := ds.SourceTargets(i, w, h, &tg.Instances); err != nil {
-				return in, partnerErr(j, m, err)
-			}
-			if tg.P > 0 {
-				return in, fmt.Errorf("%w: keypoints do not follow YOLOMosaic yet", ErrUnsupported)
-			}
-			in.Boxes, in.Cls = append([][4]float32{}, tg.Boxes...), append([]int64{}, tg.Labels...)
-		}
-		ms.ins = append(ms.ins, in)
-	}
-	return cv.MosaicInstances(ms.ins, m.tiles, m.imgsz), nil
-}
-
-// partnerErr names the mosaic's image j in err (0: the sample's own).
-func partnerErr(j int, m *mosaicDraw, err error) error {
-	if j == 0 {
-		return err
-	}
-	return fmt.Errorf("mosaic partner %d of %d (sample %d): %w", j, m.n-1, m.idx[j], err)
 }
