@@ -35,6 +35,19 @@ type Key = det.Key
 // s, n), the same on any machine and in any order of evaluation (det.RNG).
 type RNG = det.RNG
 
+// Permutation is a keyed pseudorandom bijection of [0, n) and its inverse
+// (det.Permutation): the global shuffle's epoch order is
+// EpochPermutation's, and a Mosaic draws its partners from a window of it.
+type Permutation = det.Permutation
+
+// NewPermutation is a permutation of [0, n), n > 0, keyed by r's next
+// values.
+func NewPermutation(n uint64, r RNG) Permutation { return det.NewPermutation(n, r) }
+
+// EpochPermutation is the global shuffle's order of epoch of a dataset of
+// n samples, keyed by (seed, epoch, n).
+func EpochPermutation(n, seed, epoch uint64) Permutation { return det.EpochPermutation(n, seed, epoch) }
+
 // StageTimes is where the time of making one batch went (batch.StageTimes):
 // each stage's time summed over the batch's samples, and the batch's own
 // wall time. An Executor that times its stages (WithStageObserver) fills a
