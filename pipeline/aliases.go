@@ -8,6 +8,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/batch"
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 )
 
 // Sentinel errors. Every error this package returns for bad input wraps one
@@ -43,6 +44,22 @@ type Permutation = det.Permutation
 // NewPermutation is a permutation of [0, n), n > 0, keyed by r's next
 // values.
 func NewPermutation(n uint64, r RNG) Permutation { return det.NewPermutation(n, r) }
+
+// PartnerCache holds a node's load_image'd images (a Mosaic's), shared by
+// its Executor's decoders, within a budget of bytes (cv.PartnerCache).
+type PartnerCache = cv.PartnerCache
+
+// PartnerStats is what a PartnerCache holds and has done.
+type PartnerStats = cv.PartnerStats
+
+// NewPartnerCache returns an empty PartnerCache that holds at most budget
+// bytes.
+func NewPartnerCache(budget int64) *PartnerCache { return cv.NewPartnerCache(budget) }
+
+// WithPartnerCache has a Decoder (an Executor's decoders) keep the
+// images a Mosaic load_image's in c and take them from it. Default: none
+// (every image of every mosaic decoded).
+func WithPartnerCache(c *PartnerCache) Option { return func(o *options) { o.partners = c } }
 
 // EpochPermutation is the global shuffle's order of epoch of a dataset of
 // n samples, keyed by (seed, epoch, n).

@@ -147,10 +147,14 @@ func (d *Decoder) decodeWhole(data []byte, dst *[]byte) (kernels.Planes, error) 
 func (d *Decoder) loadImage(data []byte, j, imgsz int) (kernels.Planes, error) {
 	m := &d.multi
 	pc := d.opts.partners
-	var key partnerKey
+	var key cv.PartnerKey
 	if pc != nil {
-		key = pc.key(data, imgsz, &d.opts)
-		if img, ok := pc.get(key); ok {
+		var ref uint64
+		if d.opts.reference {
+			ref = 1 << 63
+		}
+		key = pc.Key(data, imgsz, uint64(d.opts.pixelBudget)|ref)
+		if img, ok := pc.Get(key); ok {
 			return img, nil
 		}
 	}
@@ -172,7 +176,7 @@ func (d *Decoder) loadImage(data []byte, j, imgsz int) (kernels.Planes, error) {
 	dst := kernels.Planes{Pix: pix, W: w, H: h}
 	cv.ResizeLinear(dst, src)
 	if pc != nil {
-		pc.put(key, dst)
+		pc.Put(key, dst)
 	}
 	return dst, nil
 }

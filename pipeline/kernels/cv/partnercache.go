@@ -1,10 +1,10 @@
-package pipeline
+package cv
 
 // The partner cache: a node's load_image'd images (a Mosaic's, each
 // decoded whole and resized to imgsz on its long side), shared by its
 // Executor's decoders, so that a photo a window of the epoch's order
 // reads several times (once as a sample, about three times more as a
-// Mosaic's partner: cv.Partners draws them from its window) is decoded
+// Mosaic's partner: Partners draws them from its window) is decoded
 // about once, as ultralytics' buffer keeps its last images decoded.
 
 import (
@@ -33,22 +33,22 @@ type PartnerCache struct {
 	mu     sync.Mutex
 	budget int64
 	used   int64
-	m      map[partnerKey]*list.Element
+	m      map[PartnerKey]*list.Element
 	lru    list.List // of *partnerEntry, most recent first
 
 	hits, misses, stored, evicted atomic.Int64
 }
 
-type partnerKey struct {
-	h1, h2      uint64
-	n           int
-	imgsz       int
-	pixelBudget int64
-	reference   bool
+// PartnerKey is an entry's key (PartnerCache.Key).
+type PartnerKey struct {
+	h1, h2 uint64
+	n      int
+	imgsz  int
+	opts   uint64 // what else of the decoder's makes the image (pipeline's options)
 }
 
 type partnerEntry struct {
-	key partnerKey
+	key PartnerKey
 	img kernels.Planes
 }
 
@@ -59,13 +59,8 @@ const partnerOverhead = 256
 // NewPartnerCache returns an empty PartnerCache that holds at most budget
 // bytes (pixels and overhead).
 func NewPartnerCache(budget int64) *PartnerCache {
-	return &PartnerCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, budget: max(budget, 0), m: map[partnerKey]*list.Element{}}
+	return &PartnerCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, budget: max(budget, 0), m: map[PartnerKey]*list.Element{}}
 }
-
-// WithPartnerCache has a Decoder (an Executor's decoders) keep the
-// images a Mosaic load_image's in c and take them from it. Default: none
-// (every image of every mosaic decoded).
-func WithPartnerCache(c *PartnerCache) Option { return func(o *options) { o.partners = c } }
 
 // PartnerStats is what a PartnerCache holds and has done.
 type PartnerStats struct {
@@ -86,15 +81,15 @@ func (c *PartnerCache) Stats() PartnerStats {
 	return s
 }
 
-// key is the cache's key of file data resized to imgsz by a decoder of
-// options o.
-func (c *PartnerCache) key(data []byte, imgsz int, o *options) partnerKey {
-	return partnerKey{h1: maphash.Bytes(c.seeds[0], data), h2: maphash.Bytes(c.seeds[1], data), n: len(data), imgsz: imgsz,
-		pixelBudget: o.pixelBudget, reference: o.reference}
+// Key is the cache's key of file data resized to imgsz by a decoder whose
+// other settings that bear on the image (or on whether it decodes at all)
+// opts sums up.
+func (c *PartnerCache) Key(data []byte, imgsz int, opts uint64) PartnerKey {
+	return PartnerKey{h1: maphash.Bytes(c.seeds[0], data), h2: maphash.Bytes(c.seeds[1], data), n: len(data), imgsz: imgsz, opts: opts}
 }
 
-// get is k's image, most recently used now.
-func (c *PartnerCache) get(k partnerKey) (kernels.Planes, bool) {
+// Get is k's image, most recently used now.
+func (c *PartnerCache) Get(k PartnerKey) (kernels.Planes, bool) {
 	c.mu.Lock()
 	e, ok := c.m[k]
 	var img kernels.Planes
@@ -111,10 +106,10 @@ func (c *PartnerCache) get(k partnerKey) (kernels.Planes, bool) {
 	return img, ok
 }
 
-// put stores img (which the cache owns from now on: never written again)
+// Put stores img (which the cache owns from now on: never written again)
 // as k's, evicting the least recently used to make room; an image over
 // the whole budget is not stored.
-func (c *PartnerCache) put(k partnerKey, img kernels.Planes) {
+func (c *PartnerCache) Put(k PartnerKey, img kernels.Planes) {
 	size := int64(len(img.Pix)) + partnerOverhead
 	c.mu.Lock()
 	defer c.mu.Unlock()
