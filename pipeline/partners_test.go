@@ -3,6 +3,9 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"testing"
 
@@ -170,5 +173,24 @@ func TestPartnerCacheSameBytes(t *testing.T) {
 	}
 	if st := tiny.Stats(); st.Evicted == 0 || st.Bytes > st.Budget || st.Hits == 0 {
 		t.Errorf("tiny cache: %+v: want evictions within the budget", st)
+	}
+}
+
+// TestPartnersGolden pins the windowed draw (the yolo preset's goldens
+// are of a set of one window, drawn as before): the partners of every
+// sample of a set of 1000 (seven windows), epochs 0 and 5, a Mosaic of 4
+// with MixUp(0.5). A change means the mosaics trainers get changed.
+func TestPartnersGolden(t *testing.T) {
+	tr := mosaicMixUp(t, 32)
+	h := sha256.New()
+	for _, e := range []uint64{0, 5} {
+		for i := range 1000 {
+			for _, p := range tr.PartnersOf(Key{Seed: 3, Epoch: e, Index: uint64(i)}, 1000) {
+				binary.Write(h, binary.LittleEndian, uint32(p))
+			}
+		}
+	}
+	if got, want := hex.EncodeToString(h.Sum(nil)), "02a4526d28cd6ab2b662adeabfaf8d3df09bd44b1cfe819688183081ea75caa9"; got != want {
+		t.Errorf("partners' hash %s, want %s", got, want)
 	}
 }
