@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"runtime"
 	"sync"
@@ -23,7 +22,7 @@ import (
 
 func runBench(args []string) error {
 	if len(args) == 0 || args[0] != "pipeline" {
-		return errors.New("usage: stoker bench pipeline --data DIR [--threads N] [--transform NAME] [--epochs N] [--seconds S] [--decode exact|fast] [--index-budget BYTES] [--coef-budget BYTES] [--annotations FILE] [--json]")
+		return errors.New("usage: stoker bench pipeline --data DIR [--threads N] [--transform NAME] [--epochs N] [--seconds S] [--decode exact|fast] [--index-budget BYTES] [--coef-budget BYTES] [--partner-budget BYTES] [--annotations FILE] [--json]")
 	}
 	fs := flag.NewFlagSet("bench pipeline", flag.ExitOnError)
 	fs.Usage = helptext.Usage(fs, "")
@@ -38,6 +37,7 @@ func runBench(args []string) error {
 	scaling := fs.String("dct-scaling", "pow2", "with --decode fast, the DCT scales the fast path may use: pow2, any or off")
 	indexBudget := fs.Int64("index-budget", 1<<30, "memory for the decoder index (as stoker serve's --index-budget); -1: no index")
 	coefBudget := fs.Int64("coef-budget", 0, "memory for the coefficient cache (as stoker serve's --coef-budget); 0: serve's default here, a quarter of its default --memory-budget; -1: none")
+	partnerBudget := fs.Int64("partner-budget", 0, "memory for the partner cache (as stoker serve's --partner-budget: a YOLOMosaic's load_image'd images); 0: serve's default here, a sixteenth of its default --memory-budget; -1: none")
 	annotations := fs.String("annotations", "", "a COCO annotations file for --data's images (as stoker serve's --annotations): every batch asks for its targets (boxes and labels moved with the pixels), as a job with targets does; needed by the detection presets (detr, lsj)")
 	asJSON := fs.Bool("json", false, "end with one JSON line of the results")
 	fs.Parse(args[1:])
@@ -90,6 +90,14 @@ func runBench(args []string) error {
 		defer cc.Close()
 		opts = append(opts, pipeline.WithCoefCache(cc))
 	}
+	if *partnerBudget == 0 {
+		*partnerBudget = server.DefaultPartnerBudget(*threads)
+	}
+	var pc *pipeline.PartnerCache
+	if *partnerBudget > 0 {
+		pc = pipeline.NewPartnerCache(*partnerBudget)
+		opts = append(opts, pipeline.WithPartnerCache(pc))
+	}
 	ex := pipeline.NewExecutor(*threads, opts...)
 	defer ex.Close()
 
@@ -112,6 +120,13 @@ func runBench(args []string) error {
 	} else {
 		fmt.Fprintf(tw, "coefficient cache\t%d files, %.0f bytes per file (budget %d)\n", r.Coefs.Files, r.Coefs.BytesPerFile, *coefBudget)
 		fmt.Fprintf(tw, "progressive transcodes\t%d files, %d bytes, %d decodes from them, %d decoded as progressive\n", r.Transcodes.Files, r.Transcodes.Bytes, r.Transcodes.Hits, r.Transcodes.Fallbacks)
+	}
+	if pc == nil {
+		fmt.Fprintf(tw, "partner cache\toff\n")
+	} else {
+		st := pc.Stats()
+		r.Partners = &st
+		fmt.Fprintf(tw, "partner cache\t%d images, %d bytes (budget %d); %d hits, %d misses, %d evicted\n", st.Entries, st.Bytes, st.Budget, st.Hits, st.Misses, st.Evicted)
 	}
 	fmt.Fprintf(tw, "\nepoch\timages\tseconds\timages/s\tper CPU-s\tindex hits\tMCUs decoded\tMCUs from the coefficient cache\n")
 	for _, e := range r.Epochs {
@@ -157,6 +172,8 @@ type benchResult struct {
 	Transcodes benchTranscodes `json:"transcodes"`
 	// Targets is the batches' targets, with --annotations (else absent).
 	Targets *benchTargets `json:"targets,omitempty"`
+	// Partners is the partner cache's, when on (a YOLOMosaic's images).
+	Partners *pipeline.PartnerStats `json:"partners,omitempty"`
 }
 
 // benchTargets is what the targets of all the batches measured took: their
@@ -294,7 +311,13 @@ func benchPipeline(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefC
 // benchOneEpoch runs epoch e (1-based) of benchPipeline.
 func benchOneEpoch(ex *pipeline.Executor, ix *pipeline.Index, cc *pipeline.CoefCache, ds pipeline.Dataset, fset *pipeline.FieldSet, tc *targetCount, t *pipeline.Transform, batch, e int) benchEpoch {
 	n := ds.Len()
-	order := rand.New(rand.NewPCG(uint64(e), 0x5eed)).Perm(n)
+	// The server's order of the epoch (the global shuffle's, seed 0): a
+	// Mosaic's partners are drawn from windows of it.
+	perm := pipeline.EpochPermutation(uint64(n), 0, uint64(e-1))
+	order := make([]int, n)
+	for i := range order {
+		order[i] = int(perm.At(uint64(i)))
+	}
 	nb := (n + batch - 1) / batch
 	var s0 pipeline.IndexStats
 	if ix != nil {

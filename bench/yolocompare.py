@@ -171,11 +171,12 @@ def baseline(data: str, labels: str, seconds: float, batch: int = 16) -> dict:
             "torch": torch.__version__}
 
 
-def stoker_run(stoker: str, data: str, seconds: float) -> dict | None:
-    """One `stoker bench pipeline --transform yolo` run; None where stoker
-    has no yolo preset."""
+def stoker_run(stoker: str, data: str, seconds: float, extra: list[str] | None = None) -> dict | None:
+    """One `stoker bench pipeline --transform yolo` run (extra: more of its
+    flags); None where stoker has no yolo preset."""
     cmd = [stoker, "bench", "pipeline", "--data", os.path.join(data, "images", "train"), "--annotations",
-           os.path.join(data, "data.yaml"), "--threads", "1", "--transform", "yolo", "--seconds", str(seconds), "--json"]
+           os.path.join(data, "data.yaml"), "--threads", "1", "--transform", "yolo", "--seconds", str(seconds), "--json",
+           *(extra or [])]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         if 'unknown transform preset "yolo"' in r.stderr:
@@ -198,13 +199,24 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=16, help="the baseline's batch (ultralytics' default 16)")
     ap.add_argument("--baseline", choices=LABELS, help="run that ultralytics baseline alone (one JSON line)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--arm", action="append", default=[], metavar="LABEL=BINARY [FLAGS...]",
+                    help="another stoker measured in the same rounds, right after --stoker's (a baseline binary, or "
+                         "bench pipeline flags such as --partner-budget): its rows are LABEL's; repeatable")
     a = ap.parse_args()
+    arms = []
+    for spec in a.arm:
+        label, _, rest = spec.partition("=")
+        words = rest.split()
+        if not label or not words:
+            sys.exit(f"yolocompare: --arm {spec!r}: want LABEL=BINARY [FLAGS...]")
+        arms.append((label, words[0], words[1:]))
     if not os.path.exists(os.path.join(a.data, "data.yaml")):
         sys.exit(f"yolocompare: {a.data}/data.yaml missing: make the set with stoker mkdata --coco --yolo")
     if a.baseline:
         print(json.dumps(baseline(a.data, a.baseline, a.seconds, a.batch)))
         return
-    ips: dict = {"stoker epoch1": [], "stoker later": [], **{f"ultralytics {x}": [] for x in LABELS}}
+    ips: dict = {"stoker epoch1": [], "stoker later": [], **{f"{lb} {p}": [] for lb, _, _ in arms for p in ("epoch1", "later")},
+                 **{f"ultralytics {x}": [] for x in LABELS}}
     cpu: dict = {k: [] for k in ips}
     inst: dict = {x: [] for x in LABELS}
     available = True
@@ -222,6 +234,13 @@ def main() -> None:
                 errors = s["epoch1"]["errors"] + s["later"]["errors"]
                 if errors:
                     sys.exit(f"yolocompare: stoker had {errors} sample errors")
+                for lb, binary, flags in arms:
+                    s = stoker_run(binary, a.data, a.seconds, flags)
+                    if s is None or s["epoch1"]["errors"] + s["later"]["errors"]:
+                        sys.exit(f"yolocompare: arm {lb}: no yolo preset, or sample errors")
+                    for p in ("epoch1", "later"):
+                        ips[f"{lb} {p}"].append(s[p]["images_per_sec"])
+                        cpu[f"{lb} {p}"].append(s[p]["images_per_cpu_sec"])
         for x in LABELS:
             b = last_json([sys.executable, os.path.abspath(__file__), "--baseline", x, "--data", a.data,
                            "--seconds", str(a.seconds), "--batch", str(a.batch)])
@@ -257,6 +276,10 @@ def main() -> None:
             res[p] = q
             print(f"{label:12} stoker / ultralytics per CPU-second: " +
                   ", ".join(f"{q[x]['ratio_per_cpu_sec']:.2f}x ({x})" for x in LABELS))
+        for lb, _, _ in arms:
+            q = {x: mcpu[f"{lb} later"] / mcpu[f"ultralytics {x}"] for x in LABELS}
+            res[f"{lb} later"] = q
+            print(f"{lb + ', epochs >= 2':12} / ultralytics per CPU-second: " + ", ".join(f"{q[x]:.2f}x ({x})" for x in LABELS))
         ratio = res["later"][base]["ratio_per_cpu_sec"]
         word = "PASS" if ratio >= TARGET else "FAIL"
         res["target"], res["verdict"] = TARGET, word

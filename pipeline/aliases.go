@@ -8,6 +8,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/batch"
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
+	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
 )
 
 // Sentinel errors. Every error this package returns for bad input wraps one
@@ -34,6 +35,35 @@ type Key = det.Key
 // RNG is a counter-based generator: value n of stream s is a hash of (key,
 // s, n), the same on any machine and in any order of evaluation (det.RNG).
 type RNG = det.RNG
+
+// Permutation is a keyed pseudorandom bijection of [0, n) and its inverse
+// (det.Permutation): the global shuffle's epoch order is
+// EpochPermutation's, and a Mosaic draws its partners from a window of it.
+type Permutation = det.Permutation
+
+// NewPermutation is a permutation of [0, n), n > 0, keyed by r's next
+// values.
+func NewPermutation(n uint64, r RNG) Permutation { return det.NewPermutation(n, r) }
+
+// PartnerCache holds a node's load_image'd images (a Mosaic's), shared by
+// its Executor's decoders, within a budget of bytes (cv.PartnerCache).
+type PartnerCache = cv.PartnerCache
+
+// PartnerStats is what a PartnerCache holds and has done.
+type PartnerStats = cv.PartnerStats
+
+// NewPartnerCache returns an empty PartnerCache that holds at most budget
+// bytes.
+func NewPartnerCache(budget int64) *PartnerCache { return cv.NewPartnerCache(budget) }
+
+// WithPartnerCache has a Decoder (an Executor's decoders) keep the
+// images a Mosaic load_image's in c and take them from it. Default: none
+// (every image of every mosaic decoded).
+func WithPartnerCache(c *PartnerCache) Option { return func(o *options) { o.partners = c } }
+
+// EpochPermutation is the global shuffle's order of epoch of a dataset of
+// n samples, keyed by (seed, epoch, n).
+func EpochPermutation(n, seed, epoch uint64) Permutation { return det.EpochPermutation(n, seed, epoch) }
 
 // StageTimes is where the time of making one batch went (batch.StageTimes):
 // each stage's time summed over the batch's samples, and the batch's own

@@ -31,9 +31,10 @@ type options struct {
 	scaling     DCTScaling
 	schedule    Schedule // read by NewExecutor only (WithSchedule)
 	stages      StageObserver
-	cpu         CPUClock   // read by NewExecutor only (WithCPUClock)
-	index       *Index     // WithIndex
-	coefs       *CoefCache // WithCoefCache
+	cpu         CPUClock      // read by NewExecutor only (WithCPUClock)
+	index       *Index        // WithIndex
+	coefs       *CoefCache    // WithCoefCache
+	partners    *PartnerCache // WithPartnerCache
 }
 
 // Option configures a Decoder (and, through NewExecutor, an Executor's

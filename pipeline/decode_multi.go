@@ -140,20 +140,43 @@ func (d *Decoder) decodeWhole(data []byte, dst *[]byte) (kernels.Planes, error) 
 
 // loadImage is ultralytics' load_image of one image: decoded whole, then
 // resized (cv2.INTER_LINEAR) so that its long side is imgsz, into
-// image j of the scratch.
+// image j of the scratch; with a PartnerCache, taken from it when there
+// (the same bytes: it is keyed by the file's), else made in memory of its
+// own and stored there. The image is read only.
 func (d *Decoder) loadImage(data []byte, j, imgsz int) (kernels.Planes, error) {
 	m := &d.multi
+	pc := d.opts.partners
+	var key cv.PartnerKey
+	if pc != nil {
+		var ref uint64
+		if d.opts.reference {
+			ref = 1 << 63
+		}
+		key = pc.Key(data, imgsz, uint64(d.opts.pixelBudget)|ref)
+		if img, ok := pc.Get(key); ok {
+			return img, nil
+		}
+	}
 	src, err := d.decodeWhole(data, &m.full)
 	if err != nil {
 		return kernels.Planes{}, err
 	}
 	w, h := cv.LoadSize(src.W, src.H, imgsz)
 	n := 3 * w * h
-	if cap(m.imgs[j]) < n {
-		m.imgs[j] = make([]byte, n)
+	var pix []byte
+	if pc != nil {
+		pix = make([]byte, n) // the cache's from now on
+	} else {
+		if cap(m.imgs[j]) < n {
+			m.imgs[j] = make([]byte, n)
+		}
+		pix = m.imgs[j][:n]
 	}
-	dst := kernels.Planes{Pix: m.imgs[j][:n], W: w, H: h}
+	dst := kernels.Planes{Pix: pix, W: w, H: h}
 	cv.ResizeLinear(dst, src)
+	if pc != nil {
+		pc.Put(key, dst)
+	}
 	return dst, nil
 }
 

@@ -30,8 +30,12 @@ import (
 // antialiased bilinear is torch's uint8 kernel (its int16 weights and
 // precision), as every other filter was, where it was PIL's filter in Q14
 // (within one level of torch's): the bytes of every bilinear sample
-// changed, in both decode modes and on the Go path.
-const OutputVersion = 5
+// changed, in both decode modes and on the Go path. Version 6: a
+// YOLOMosaic's (and YOLOMixUp's) partners are drawn from the sample's
+// window of the epoch's global shuffle order (cv.PartnerWindow), not
+// from the whole dataset, in sets of 256 samples or more (smaller sets
+// draw as before: the golden presets are unchanged).
+const OutputVersion = 6
 
 // Decode paths, as Identity.Path names them.
 const (

@@ -13,7 +13,9 @@ package pipeline
 //
 // Partners are read, not consumed: their indices are cv.Partners of the
 // sample's key (the seed, epoch, index, view and copy) on a stream of
-// their own, uniform over the dataset, so the epoch's plan is untouched
+// their own, uniform over the sample's window of the epoch's global
+// shuffle order (cv.PartnerWindow, as ultralytics' buffer; a
+// PartnerCache keeps them decoded), so the epoch's plan is untouched
 // (every index is still the primary sample exactly once an epoch) and a
 // sample's mosaic is the same on any topology and across a resume.
 

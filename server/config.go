@@ -181,7 +181,7 @@ type Config struct {
 	WorkIdleTimeout time.Duration
 	// MemoryBudget is the memory the server may use. Batch buffers, which
 	// are nearly all of it (Feed jobs' reorder buffers and Work leases),
-	// come out of three quarters of what the coefficient cache (CoefBudget)
+	// come out of three quarters of what the coef and partner caches
 	// and, with a dataset in object storage, the byte cache (1/8) and the
 	// read-ahead (1/16) leave; stoker serve sets Go's soft memory limit to
 	// it, so that garbage does not take the process past it. Default half
@@ -246,6 +246,9 @@ type Config struct {
 	// coefCache is the coefficient cache's bytes CoefBudget comes to
 	// (withDefaults): 0 for none.
 	coefCache int64
+	// PartnerBudget is memory for the partner cache (pipeline.PartnerCache), out of
+	// MemoryBudget; 0: limits.PartnerCacheBytes' default (1/16); negative: none.
+	PartnerBudget, partnerCache int64 // partnerCache: what it comes to (withDefaults)
 	// CacheDir keeps the byte cache of datasets in object storage on disk
 	// too: each range read from a store is written once (atomically, with
 	// a MAC under CacheKeyFile's key proven at every read) and kept across
@@ -466,6 +469,7 @@ func (c Config) withDefaults() Config {
 		c.workJobIdle = work.DefaultJobIdle
 	}
 	c.coefCache = limits.CoefCacheBytes(c.CoefBudget, c.MemoryBudget, c.Workers)
+	c.partnerCache = limits.PartnerCacheBytes(c.PartnerBudget, c.MemoryBudget, c.Workers)
 	c.decode, _ = pipeline.ParseDecodeMode(c.Decode)
 	if c.Decode == "" {
 		c.decode = pipeline.DecodeExact

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stoker-dev/stoker/pipeline"
+	"github.com/stoker-dev/stoker/server/internal/limits"
 )
 
 // decoderIndex is the local executor's decoder index (pipeline.Index):
@@ -127,6 +128,24 @@ func registerCoefMetrics(reg prometheus.Registerer, c *pipeline.CoefCache) error
 			stat(func(s pipeline.CoefStats) float64 { return float64(s.TranscodeHits) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_coef_cache_transcode_fallbacks_total", Help: "Progressive JPEGs not transcoded (the transcode failed, or their coefficients are not all coded to full precision, or it was over its bound or the budget): decoded as progressive."},
 			stat(func(s pipeline.CoefStats) float64 { return float64(s.TranscodeFallbacks) })),
+	})
+}
+
+// DefaultPartnerBudget is the partner cache a server with workers decode
+// goroutines has on this machine by default (limits.DefaultPartnerBudget).
+func DefaultPartnerBudget(workers int) int64 { return limits.DefaultPartnerBudget(workers) }
+
+func registerPartnerMetrics(reg prometheus.Registerer, c *pipeline.PartnerCache) error {
+	stat := func(f func(pipeline.PartnerStats) float64) func() float64 {
+		return func() float64 { return f(c.Stats()) }
+	}
+	return registerAll(reg, []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stoker_partner_cache_bytes", Help: "Memory held by the partner cache (--partner-budget): a Mosaic's load_image'd images."},
+			stat(func(s pipeline.PartnerStats) float64 { return float64(s.Bytes) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_partner_cache_hits_total", Help: "Images a Mosaic took from the partner cache (not decoded)."},
+			stat(func(s pipeline.PartnerStats) float64 { return float64(s.Hits) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stoker_partner_cache_misses_total", Help: "Images a Mosaic decoded (not in the partner cache)."},
+			stat(func(s pipeline.PartnerStats) float64 { return float64(s.Misses) })),
 	})
 }
 

@@ -223,13 +223,14 @@ func (c *remoteCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.aheadDropped, fs.Failed, "failed")
 }
 
-// checkRemoteMemory refuses a configuration whose coefficient cache, byte
-// cache and read-ahead leave batches less than half of MemoryBudget.
+// checkRemoteMemory refuses a configuration whose coefficient cache,
+// partner cache, byte cache and read-ahead leave batches less than half of
+// MemoryBudget.
 func checkRemoteMemory(cfg Config) error {
 	cache, ahead := remoteMemory(cfg)
-	if taken := cfg.coefCache + cache + ahead; taken > cfg.MemoryBudget/2 {
-		return fmt.Errorf("coef budget %d and, for datasets in object storage, the byte cache (%d: 1/%d of --memory-budget) and read-ahead (%d: 1/%d) take %d bytes, more than half of the memory budget %d: batches need the rest (lower --coef-budget or raise --memory-budget)",
-			cfg.coefCache, cache, byteCacheShare, ahead, readAheadShare, taken, cfg.MemoryBudget)
+	if taken := cfg.coefCache + cfg.partnerCache + cache + ahead; taken > cfg.MemoryBudget/2 {
+		return fmt.Errorf("coef budget %d, partner budget %d and, for datasets in object storage, the byte cache (%d: 1/%d of --memory-budget) and read-ahead (%d: 1/%d) take %d bytes, more than half of the memory budget %d: batches need the rest (lower --coef-budget or --partner-budget, or raise --memory-budget)",
+			cfg.coefCache, cfg.partnerCache, cache, byteCacheShare, ahead, readAheadShare, taken, cfg.MemoryBudget)
 	}
 	return nil
 }

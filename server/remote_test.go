@@ -151,3 +151,31 @@ func TestCoefCacheDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestPartnerCacheDefault: the partner cache is on by default, a
+// sixteenth of the memory budget, on a server that decodes and whose
+// budget makes it worth having; a budget given is kept, a negative one is
+// none; it is taken out of the batches' budget.
+func TestPartnerCacheDefault(t *testing.T) {
+	for _, c := range []struct {
+		budget, memory int64
+		workers        int
+		want           int64
+	}{
+		{0, 8 << 30, 2, 512 << 20},
+		{0, 1 << 30, 2, 64 << 20},
+		{0, 1<<30 - 16, 2, 0}, // a sixteenth under MinDefaultPartnerBudget
+		{0, 8 << 30, 0, 0},    // a coordinator that does not decode
+		{-1, 8 << 30, 2, 0},   // none, asked for
+		{1000, 8 << 30, 2, 1000},
+	} {
+		cfg := Config{PartnerBudget: c.budget, MemoryBudget: c.memory, Workers: c.workers}.withDefaults()
+		if cfg.partnerCache != c.want {
+			t.Errorf("partner budget %d, memory budget %d, %d workers: a cache of %d bytes, want %d", c.budget, c.memory, c.workers, cfg.partnerCache, c.want)
+		}
+	}
+	cfg := Config{Datasets: map[string]string{"a": "/data/a"}, MemoryBudget: 1 << 30, CoefBudget: 1 << 28, PartnerBudget: 1<<28 + 1}.withDefaults()
+	if err := checkRemoteMemory(cfg); err == nil || !strings.Contains(err.Error(), "partner budget") {
+		t.Errorf("coef and partner caches over half of the memory budget: %v; want a refusal naming the partner budget", err)
+	}
+}

@@ -54,18 +54,19 @@ type Server struct {
 	// gpuIdle is the trainer's GPUs' idle share, and whether it is known
 	// (NVML); without a monitor, unknown.
 	gpuIdle  func() (float64, bool)
-	coord    *coord.Env          // what its coordinators share
-	verify   *makers.Verifier    // the coordinators' verifier of peers' batches
-	worker   *work.Worker        // serves Work streams; nil with no executor
-	active   sync.Map            // job name -> *coord.Coordinator, for Status
-	gpu      gpu.Monitor         // nil without --gpus
-	shm      *shm.Hub            // nil when shared memory is off
-	shmOff   string              // why it is off
-	shares   *makers.Shares      // nil with the fifo schedule or no executor
-	index    *decoderIndex       // nil with no executor or a negative IndexBudget
-	coefs    *pipeline.CoefCache // nil with no executor or no coefficient cache (CoefBudget)
-	remote   *remoteReads        // nil with no dataset in object storage
-	stop     chan struct{}       // closed by Close
+	coord    *coord.Env             // what its coordinators share
+	verify   *makers.Verifier       // the coordinators' verifier of peers' batches
+	worker   *work.Worker           // serves Work streams; nil with no executor
+	active   sync.Map               // job name -> *coord.Coordinator, for Status
+	gpu      gpu.Monitor            // nil without --gpus
+	shm      *shm.Hub               // nil when shared memory is off
+	shmOff   string                 // why it is off
+	shares   *makers.Shares         // nil with the fifo schedule or no executor
+	index    *decoderIndex          // nil with no executor or a negative IndexBudget
+	coefs    *pipeline.CoefCache    // nil with no executor or no coefficient cache (CoefBudget)
+	partners *pipeline.PartnerCache // nil with no executor or no partner cache (PartnerBudget)
+	remote   *remoteReads           // nil with no dataset in object storage
+	stop     chan struct{}          // closed by Close
 	refusals refusalLog
 	badFiles badFileLog // each file no sample could be made of, logged once
 
@@ -145,7 +146,7 @@ func NewContext(ctx context.Context, cfg Config, log *slog.Logger, reg prometheu
 
 // newServer is the Server of cfg (validated, its defaults filled in) with
 // its metrics registered on reg and its memory budget divided: what the
-// coefficient cache and the remote stores' byte cache and read-ahead take
+// coefficient and partner caches and the remote stores' byte cache and read-ahead take
 // is set apart, and batches have three quarters of the rest.
 func newServer(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
@@ -170,7 +171,7 @@ func newServer(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server
 		datasets: make(map[string]pipeline.Dataset, len(cfg.Datasets)),
 		names:    slices.Sorted(maps.Keys(cfg.Datasets)),
 		draining: make(chan struct{}),
-		budget:   limits.NewBudget((cfg.MemoryBudget - cfg.coefCache - byteCache - readAhead) / 4 * 3),
+		budget:   limits.NewBudget((cfg.MemoryBudget - cfg.coefCache - cfg.partnerCache - byteCache - readAhead) / 4 * 3),
 		gpuIdle:  func() (float64, bool) { return 0, false },
 	}
 	s.refusals.log, s.refusals.m = log, m.refusals
@@ -258,6 +259,13 @@ func (s *Server) startExecutor(reg prometheus.Registerer) error {
 			return fmt.Errorf("metrics: %w", err)
 		}
 		opts = append(opts, pipeline.WithCoefCache(s.coefs))
+	}
+	if cfg.partnerCache > 0 {
+		s.partners = pipeline.NewPartnerCache(cfg.partnerCache)
+		if err := registerPartnerMetrics(reg, s.partners); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		opts = append(opts, pipeline.WithPartnerCache(s.partners))
 	}
 	queued, read, decode := s.m.sampleStages.WithLabelValues("queue"), s.m.sampleStages.WithLabelValues("read"), s.m.sampleStages.WithLabelValues("decode")
 	// The weighted schedule shares the cores by the CPU each job's

@@ -32,7 +32,7 @@ var serveGroups = []struct {
 		"max-batch-bytes", "max-sample-cpu",
 		"first-message-timeout", "idle-timeout", "work-idle-timeout", "pixel-budget", "max-scans", "max-file-size"}},
 	{"Tuning", []string{"gpus", "stall-target", "schedule", "share-floor", "work-share", "max-cpu-weight", "advise-window",
-		"max-workers-recommended", "index-budget", "index-dir", "coef-budget", "decode"}},
+		"max-workers-recommended", "index-budget", "index-dir", "coef-budget", "partner-budget", "decode"}},
 }
 
 // benchGroup are the flags for benchmarks only, listed by --help-bench.
@@ -46,7 +46,7 @@ var argNames = map[string]string{
 	"tls-cert": "FILE", "tls-key": "FILE", "tls-client-ca": "FILE", "auth-tokens": "FILE", "peer-token-file": "FILE",
 	"peer-ca": "FILE", "peer-cert": "FILE", "peer-key": "FILE", "memory-budget": "BYTES", "max-batch-bytes": "BYTES",
 	"pixel-budget": "PIXELS", "max-file-size": "BYTES", "max-work-memory-per-client": "BYTES", "gpus": "all|none|0,1,...", "schedule": "stall|fifo", "decode": "exact|fast",
-	"index-budget": "BYTES", "index-dir": "DIR", "coef-budget": "BYTES", "bench-gpu-idle-file": "FILE",
+	"index-budget": "BYTES", "index-dir": "DIR", "coef-budget": "BYTES", "partner-budget": "BYTES", "bench-gpu-idle-file": "FILE",
 }
 
 // typeArgs name the other flags' arguments by their type.

@@ -117,9 +117,16 @@ func Paste(dst, src kernels.Planes, x, y int, fill bool) {
 	}
 }
 
+// fill114 sets every byte of b to 114: a short run by hand, then copies
+// of what is filled, doubling (memmove's speed: a 2s canvas a mosaic
+// took 1.2 ms a sample in the byte loop, which Go does not make a memset).
 func fill114(b []byte) {
-	for i := range b {
+	n := min(len(b), 64)
+	for i := range n {
 		b[i] = 114
+	}
+	for n < len(b) {
+		n += copy(b[n:], b[:n])
 	}
 }
 

@@ -60,3 +60,38 @@ func CoefCacheBytes(budget, memoryBudget int64, workers int) int64 {
 	}
 	return 0
 }
+
+// DefaultPartnerShare is the share of the memory budget the partner cache
+// (pipeline.PartnerCache: a Mosaic's load_image'd images) takes by
+// default: 1/DefaultPartnerShare.
+const DefaultPartnerShare = 16
+
+// MinDefaultPartnerBudget is the least partner cache the default gives:
+// under it (a memory budget under 1 GiB) there is none, as it would hold
+// less than a window of 640-pixel images (about 120 MB).
+const MinDefaultPartnerBudget = 64 << 20
+
+// PartnerCacheBytes is the partner cache a server with memoryBudget and
+// workers decode goroutines has for the configured budget: that budget
+// when positive, none when negative, and for 0 (the default) a sixteenth
+// of memoryBudget on a server that decodes, if that is at least
+// MinDefaultPartnerBudget.
+func PartnerCacheBytes(budget, memoryBudget int64, workers int) int64 {
+	switch {
+	case budget > 0:
+		return budget
+	case budget < 0 || workers <= 0:
+		return 0
+	}
+	if share := memoryBudget / DefaultPartnerShare; share >= MinDefaultPartnerBudget {
+		return share
+	}
+	return 0
+}
+
+// DefaultPartnerBudget is the partner cache a server with workers decode
+// goroutines has on this machine with the default --partner-budget and
+// --memory-budget.
+func DefaultPartnerBudget(workers int) int64 {
+	return PartnerCacheBytes(0, DefaultMemoryBudget(), workers)
+}

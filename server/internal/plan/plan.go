@@ -360,67 +360,22 @@ func (m *mixBlocks) global(x uint64) uint64 {
 // Positions is how many positions the epoch's order has.
 func (p Plan) Positions() uint64 { return p.n }
 
-// permutation is a keyed pseudorandom bijection of [0, n): a balanced
-// Feistel network of permRounds rounds on the smallest even number of bits
-// that covers n, with SplitMix64's finalizer keyed per round as the round
-// function, and cycle-walking (values past n are encrypted again until
-// they fall inside, which keeps it a bijection of [0, n)). The domain is
-// less than four times n, so a position takes fewer than four walks on
-// average. It is integer arithmetic only: the same on every machine.
-// (Grain's index_shuffle and format-preserving encryption use the same
-// construction.)
-type permutation struct {
-	n    uint64
-	half uint // bits in each half
-	mask uint64
-	keys [permRounds]uint64
-}
+// permutation is a keyed pseudorandom bijection of [0, n)
+// (pipeline.Permutation: a Feistel network with cycle-walking, integer
+// arithmetic only, the same on every machine). A Mosaic's partner draw
+// reads the same order (pipeline/partners.go), so it lives in pipeline.
+type permutation struct{ pipeline.Permutation }
 
-const permRounds = 6
-
+// newPermutation is the global shuffle's order of epoch of n samples.
 func newPermutation(n, seed, epoch uint64) permutation {
-	// Index MaxUint64 is no sample's index, so the permutation's keys never
-	// coincide with a sample's augmentation stream; n is keyed in so that
-	// datasets of other sizes get unrelated orders.
-	return newPermutationFrom(n, pipeline.Key{Seed: seed, Epoch: epoch, Index: math.MaxUint64}.Stream(n))
+	return permutation{pipeline.EpochPermutation(n, seed, epoch)}
 }
 
 // newPermutationFrom is a permutation of [0, n), n > 0, keyed by r's next
 // values.
 func newPermutationFrom(n uint64, r pipeline.RNG) permutation {
-	half := uint(1)
-	if b := uint(bits.Len64(n - 1)); b > 2 {
-		half = (b + 1) / 2
-	}
-	p := permutation{n: n, half: half, mask: 1<<half - 1}
-	for i := range p.keys {
-		p.keys[i] = r.Uint64()
-	}
-	return p
+	return permutation{pipeline.NewPermutation(n, r)}
 }
 
 // at is the position i's image, i < n.
-func (p permutation) at(i uint64) uint64 {
-	x := i
-	for {
-		x = p.encrypt(x)
-		if x < p.n {
-			return x
-		}
-	}
-}
-
-func (p permutation) encrypt(x uint64) uint64 {
-	l, r := x>>p.half, x&p.mask
-	for _, k := range p.keys {
-		l, r = r, l^(mix64(r^k)&p.mask)
-	}
-	return l<<p.half | r
-}
-
-// mix64 is SplitMix64's finalizer (pipeline's RNG uses the same).
-func mix64(z uint64) uint64 {
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
+func (p permutation) at(i uint64) uint64 { return p.At(i) }

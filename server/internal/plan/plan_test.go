@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"slices"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline"
 )
 
 func TestPlan(t *testing.T) {
@@ -217,4 +219,26 @@ func BenchmarkPlanBatch(b *testing.B) {
 		dst = p.AppendBatch(dst[:0], i%p.Batches())
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*256), "ns/sample")
+}
+
+// TestGlobalOrderIsEpochPermutation: the global shuffle's order is
+// pipeline.EpochPermutation's, which a Mosaic's partner draw reads
+// (its windows of that order), whatever the ranks split it into.
+func TestGlobalOrderIsEpochPermutation(t *testing.T) {
+	const n = 1000
+	perm := pipeline.EpochPermutation(n, 21, 6)
+	for _, world := range []int{1, 3} {
+		for rank := range world {
+			p := New(Spec{Size: n, Seed: 21, Epoch: 6, Shuffle: true, Rank: rank, World: world, BatchSize: 64})
+			j := 0
+			for k := range p.Batches() {
+				for _, idx := range p.Batch(k) {
+					if pos := uint64(rank + j*world); pos < n && uint64(idx) != perm.At(pos) {
+						t.Fatalf("world %d rank %d: position %d holds %d, EpochPermutation %d", world, rank, pos, idx, perm.At(pos))
+					}
+					j++
+				}
+			}
+		}
+	}
 }
