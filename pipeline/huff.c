@@ -64,10 +64,9 @@ const int stoker_natural[64 + 32] = {
  * photos). The entry has the code's length and the magnitude's bit count,
  * and the value is read from the bit buffer past the code, which holds
  * them (at least 32 bits are loaded, and a code and an AC magnitude take
- * at most 11 + 10, a DC one 11 + 11). It is laid out as a single
- * coefficient without its value, so that a decode that only reads past a
- * block takes it as any other (every entry not 0); one that stores takes
- * entries with F_OK, and raw ones on a path of their own.
+ * at most 11 + 10, a DC one 11 + 11). F_OK is clear in it: the decoder
+ * takes entries with F_OK in its hot loop and raw ones on a path of their
+ * own (a decode that reads past a block uses the skip entries, below).
  * DC: bits 0-4 total bits, bit 20 set, bits 32-47 the difference; or raw. */
 #define F_TWO (1ull << 18)
 #define F_EOB (1ull << 19)
@@ -257,8 +256,8 @@ static inline int raw_value(const stoker_bits *b, uint64_t e) {
 /* decode_blocks_ decodes the MCU at the reader into MCU_data (store 0:
  * only reads past it); inlined with store 0 and 1 by decode_blocks, so
  * that reading past an MCU (most of a first decode's, on small photos)
- * tests for its blocks nowhere and takes raw entries as any other (their
- * values unread). */
+ * tests for its blocks nowhere and reads past them with the skip
+ * entries. */
 static inline __attribute__((always_inline)) void
 decode_blocks_(stoker_huff *h, j_decompress_ptr ci, JBLOCKROW *MCU_data,
                const int store) {
