@@ -51,23 +51,40 @@ const int stoker_natural[64 + 32] = {
 /* Fast entries (uint64). AC: one table lookup decodes one coefficient, or
  * two, or one and the end of the block, in one format so that the hot loop
  * does not branch on which:
- *   bits 0-3 total bits, 4-7 bits of the first symbol alone, 8-11 run 1,
- *   12-15 run 2, bit 16 a second coefficient (k advances past it), bit 17
- *   the end of the block follows, bit 18 set in every entry,
- *   bits 32-47 value 1, 48-63 value 2 (0 without a second coefficient: it is
- *   stored at the next position, which is zero anyway).
+ *   bits 0-4 total bits, 5-9 bits of the first symbol alone, 10-13 run 1,
+ *   14-17 run 2, bit 18 a second coefficient (k advances past it), bit 19
+ *   the end of the block follows, bit 20 set in every entry but raw ones,
+ *   bit 21 raw (below), 22-25 the code's length, 26-29 the magnitude's
+ *   bits, 32-47 value 1, 48-63 value 2 (0 without a second coefficient: it
+ *   is stored at the next position, which is zero anyway).
  * The end of a block alone is a zero stored at the next position and the
  * end flag; ZRL is a zero after a run of 15.
- * DC: bits 0-3 total bits, bit 18 set, bits 32-47 the difference. */
-#define F_TWO (1ull << 16)
-#define F_EOB (1ull << 17)
-#define F_OK (1ull << 18)
+ * Raw: the code fits in LB bits but its magnitude bits do not (a large
+ * coefficient with a long code: most of what the LB-bit lookup misses on
+ * photos). The entry has the code's length and the magnitude's bit count,
+ * and the value is read from the bit buffer past the code, which holds
+ * them (at least 32 bits are loaded, and a code and an AC magnitude take
+ * at most 11 + 10, a DC one 11 + 11). F_OK is clear in it: the decoder
+ * takes entries with F_OK in its hot loop and raw ones on a path of their
+ * own (a decode that reads past a block uses the skip entries, below).
+ * DC: bits 0-4 total bits, bit 20 set, bits 32-47 the difference; or raw. */
+#define F_TWO (1ull << 18)
+#define F_EOB (1ull << 19)
+#define F_OK (1ull << 20)
+#define F_RAW (1ull << 21)
 
 static uint64_t entry(int total, int len1, int r1, int r2, int two, int eob,
                       int v1, int v2) {
-  return (uint64_t)total | (uint64_t)len1 << 4 | (uint64_t)r1 << 8 |
-         (uint64_t)r2 << 12 | (two ? F_TWO : 0) | (eob ? F_EOB : 0) | F_OK |
+  return (uint64_t)total | (uint64_t)len1 << 5 | (uint64_t)r1 << 10 |
+         (uint64_t)r2 << 14 | (two ? F_TWO : 0) | (eob ? F_EOB : 0) | F_OK |
          (uint64_t)(uint16_t)v1 << 32 | (uint64_t)(uint16_t)v2 << 48;
+}
+
+/* raw_entry: a symbol of code length l, run r and s magnitude bits whose
+ * magnitude lies past the LB-bit window. */
+static uint64_t raw_entry(int l, int r, int s) {
+  return (entry(l + s, l + s, r, 0, 0, 0, 0, 0) & ~F_OK) | F_RAW |
+         (uint64_t)l << 22 | (uint64_t)s << 26;
 }
 
 /* sym decodes the code at the top of the LB-bit window w of which avail
@@ -84,8 +101,10 @@ static int sym(const stoker_htab *t, unsigned w, int avail, int *len) {
 static uint64_t fast_dc(const stoker_htab *t, unsigned i) {
   int l, s = sym(t, i, STOKER_LB, &l);
   unsigned v;
-  if (s < 0 || l + s > STOKER_LB)
-    return 0;
+  if (s < 0 || s > 11)
+    return 0; /* a long code, or a size no 8-bit scan has: the general path */
+  if (l + s > STOKER_LB)
+    return raw_entry(l, 0, s);
   v = s ? (i >> (STOKER_LB - l - s)) & ((1u << s) - 1) : 0;
   return entry(l + s, l + s, 0, 0, 0, 0, s ? extend(v, s) : 0, 0);
 }
@@ -100,7 +119,7 @@ static uint64_t fast_ac(const stoker_htab *t, unsigned i) {
      * where a zero is, then the loop ends. */
     return entry(l1, l1, 0, 0, 0, 1, 0, 0);
   if (l1 + s1 > STOKER_LB)
-    return 0;
+    return s1 <= 10 ? raw_entry(l1, rs1 >> 4, s1) : 0;
   /* ZRL is a coefficient of value zero after a run of 15: sixteen zeros. */
   if (s1)
     v1 = extend((i >> (STOKER_LB - l1 - s1)) & ((1u << s1) - 1), s1);
@@ -114,6 +133,48 @@ static uint64_t fast_ac(const stoker_htab *t, unsigned i) {
     return entry(used + l2 + s2, used, rs1 >> 4, rs2 >> 4, 1, 0, v1, v2);
   }
   return entry(used, used, rs1 >> 4, 0, 0, 0, v1, 0);
+}
+
+/* Skip entries (uint16), AC only: the symbols at the start of an LB-bit
+ * window, as many as are whole in it (or one whose magnitude runs past
+ * it), up to and with the end of the block:
+ *   bits 0-4 their bits, 5-10 the last coefficient's offset from k (ZRL is
+ *   a coefficient of value zero after a run of 15), bit 11 the end of the
+ *   block follows it.
+ * k advances past the last coefficient. The decoder takes an entry only
+ * when that coefficient lands before 63 (one there ends the block, and
+ * what follows is the next block's). 0: none (a code longer than LB). */
+#define S_EOB (1u << 11)
+
+static uint16_t skip_ac(const stoker_htab *t, unsigned i) {
+  int used = 0, pos = 0, last = 0, n = 0, eob = 0, l, rs, r, s;
+  for (;;) {
+    rs = sym(t, i << used, STOKER_LB - used, &l);
+    if (rs < 0)
+      break;
+    r = rs >> 4;
+    s = rs & 15;
+    if (!s && rs != 0xF0) { /* the end of the block */
+      used += l;
+      eob = 1;
+      break;
+    }
+    if (used + l + s > STOKER_LB || pos + r > 61) {
+      if (!n && s <= 10) { /* alone, its magnitude past the window */
+        used = l + s;
+        last = r;
+        n = 1;
+      }
+      break;
+    }
+    used += l + s;
+    last = pos + r;
+    pos = last + 1;
+    n++;
+  }
+  if (!n && !eob)
+    return 0;
+  return (uint16_t)(used | last << 5 | (eob ? S_EOB : 0));
 }
 
 void stoker_htab_build(stoker_htab *t, const JHUFF_TBL *src, int ac) {
@@ -142,6 +203,9 @@ void stoker_htab_build(stoker_htab *t, const JHUFF_TBL *src, int ac) {
   t->maxcode[17] = 0x7FFFFFFF; /* no valid code is longer: stop the search */
   for (i = 0; i < (1 << STOKER_LB); i++)
     t->fast[i] = ac ? fast_ac(t, (unsigned)i) : fast_dc(t, (unsigned)i);
+  if (ac)
+    for (i = 0; i < (1 << STOKER_LB); i++)
+      t->skip[i] = skip_ac(t, (unsigned)i);
 }
 
 static const stoker_htab *table(stoker_huff *h, int ac, int no,
@@ -182,17 +246,26 @@ static int restart(stoker_huff *h, j_decompress_ptr ci) {
   return 1;
 }
 
-/* decode_blocks_ decodes the MCU at the reader into MCU_data (NULL: only
- * reads past it); inlined with MCU_data NULL or not by decode_blocks, so
+/* raw_value is a raw entry's value (see the fast entries): the magnitude
+ * bits after its code, at the top of the buffer. */
+static inline int raw_value(const stoker_bits *b, uint64_t e) {
+  int l = (int)(e >> 22) & 15, s = (int)(e >> 26) & 15;
+  return extend((unsigned)((b->buf << l) >> (64 - s)), s);
+}
+
+/* decode_blocks_ decodes the MCU at the reader into MCU_data (store 0:
+ * only reads past it); inlined with store 0 and 1 by decode_blocks, so
  * that reading past an MCU (most of a first decode's, on small photos)
- * tests for its blocks nowhere. */
+ * tests for its blocks nowhere and reads past them with the skip
+ * entries. */
 static inline __attribute__((always_inline)) void
-decode_blocks_(stoker_huff *h, j_decompress_ptr ci, JBLOCKROW *MCU_data) {
+decode_blocks_(stoker_huff *h, j_decompress_ptr ci, JBLOCKROW *MCU_data,
+               const int store) {
   stoker_bits b;
   int blkn, bad = 0;
   b = h->b; /* a local copy keeps the reader in registers */
   for (blkn = 0; blkn < ci->blocks_in_MCU; blkn++) {
-    JCOEF *block = MCU_data ? MCU_data[blkn][0] : NULL;
+    JCOEF *block = store ? MCU_data[blkn][0] : NULL;
     const stoker_htab *dc = h->dc[blkn], *ac = h->ac[blkn];
     int c = ci->MCU_membership[blkn], s, k;
     uint64_t e;
@@ -200,8 +273,11 @@ decode_blocks_(stoker_huff *h, j_decompress_ptr ci, JBLOCKROW *MCU_data) {
       refill(&b);
     e = dc->fast[peek(&b, STOKER_LB)];
     if (e) {
-      consume(&b, (int)(e & 15));
-      h->pred[c] += (int16_t)(e >> 32);
+      int d = (int16_t)(e >> 32);
+      if (e & F_RAW)
+        d = raw_value(&b, e);
+      consume(&b, (int)(e & 31));
+      h->pred[c] += d;
     } else {
       s = decode_sym(&b, dc, &bad);
       if (s) {
@@ -210,30 +286,49 @@ decode_blocks_(stoker_huff *h, j_decompress_ptr ci, JBLOCKROW *MCU_data) {
         h->pred[c] += extend(v, s);
       }
     }
-    if (block)
+    if (store)
       block[0] = (JCOEF)h->pred[c];
     for (k = 1; k < 64;) {
       int rs, r;
       if (b.n < 32)
         refill(&b);
+      if (!store) {
+        unsigned x = ac->skip[peek(&b, STOKER_LB)];
+        if (x && k + (int)((x >> 5) & 63) < 63) {
+          consume(&b, (int)(x & 31));
+          k += (int)((x >> 5) & 63) + 1;
+          if (x & S_EOB)
+            break;
+          continue;
+        }
+        goto general;
+      }
       e = ac->fast[peek(&b, STOKER_LB)];
-      if (e) {
-        k += (int)(e >> 8) & 15;
-        if (block)
+      if (__builtin_expect((e & F_OK) != 0, 1)) {
+        k += (int)(e >> 10) & 15;
+        if (store)
           block[stoker_natural[k]] = (JCOEF)(int16_t)(e >> 32);
         if (++k >= 64) { /* the block ended: what follows is not ours */
-          consume(&b, (int)(e >> 4) & 15);
+          consume(&b, (int)(e >> 5) & 31);
           break;
         }
-        consume(&b, (int)(e & 15));
-        k += (int)(e >> 12) & 15;
-        if (block)
+        consume(&b, (int)(e & 31));
+        k += (int)(e >> 14) & 15;
+        if (store)
           block[stoker_natural[k]] = (JCOEF)(int16_t)(e >> 48);
-        k += (int)(e >> 16) & 1;
+        k += (int)(e >> 18) & 1;
         if (e & F_EOB)
           break;
         continue;
       }
+      if (store && (e & F_RAW)) {
+        k += (int)(e >> 10) & 15;
+        block[stoker_natural[k]] = (JCOEF)raw_value(&b, e);
+        consume(&b, (int)(e & 31));
+        k++;
+        continue;
+      }
+    general:
       rs = decode_sym(&b, ac, &bad);
       r = rs >> 4;
       s = rs & 15;
@@ -242,7 +337,7 @@ decode_blocks_(stoker_huff *h, j_decompress_ptr ci, JBLOCKROW *MCU_data) {
         k += r;
         v = peek(&b, s);
         consume(&b, s);
-        if (block)
+        if (store)
           block[stoker_natural[k]] = (JCOEF)extend(v, s);
         k++;
       } else {
@@ -268,9 +363,9 @@ decode_blocks_(stoker_huff *h, j_decompress_ptr ci, JBLOCKROW *MCU_data) {
 
 static void decode_blocks(stoker_huff *h, j_decompress_ptr ci, JBLOCKROW *MCU_data) {
   if (MCU_data)
-    decode_blocks_(h, ci, MCU_data);
+    decode_blocks_(h, ci, MCU_data, 1);
   else
-    decode_blocks_(h, ci, NULL);
+    decode_blocks_(h, ci, NULL, 0);
 }
 
 /* ---- Positions, checkpoints and seeks ----

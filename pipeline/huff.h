@@ -17,6 +17,10 @@ typedef struct {
    * codes and magnitude bits fit in LB bits; DC: a difference. See huff.c
    * for the layout. 0: none. */
   uint64_t fast[1 << STOKER_LB];
+  /* AC, for reading past a block (its coefficients not kept): as many
+   * whole symbols as fit in LB bits, to the end of the block at most. See
+   * huff.c for the layout. 0: none. */
+  uint16_t skip[1 << STOKER_LB];
   int32_t maxcode[18];              /* largest code of each length, -1: none */
   int32_t valoff[17];               /* huffval index minus code, per length */
   uint8_t huffval[256];
