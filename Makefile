@@ -249,7 +249,7 @@ cross-arm64: apt-arm64 ## the arm64 build with cgo (the C cross-compiled, arm64 
 	CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=aarch64-linux-gnu-gcc go build -ldflags '$(VERSION_LDFLAG)' -o $(ARM64_BIN) ./cmd/stoker
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestARM64CgoGoldenUnderQemu$$' -v ./internal/fmacheck/ </dev/null
 
-# The pipeline's C (turbo.c, passes.c, huff.c, coefs.c, hindex.c, pngrows.c,
+# The pipeline's C (turbo.c, resize.c, passes.c, huff.c, coefs.c, hindex.c, pngrows.c,
 # formats.c, and pipeline/kernels' kernels.c, kernels_color.c, geom.c)
 # under AddressSanitizer (go test -asan: Go's allocations too) and
 # UndefinedBehaviorSanitizer (CGO_CFLAGS), in the two packages' tests,

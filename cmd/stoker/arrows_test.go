@@ -177,10 +177,11 @@ func TestLayout(t *testing.T) {
 // maxPipelineRootFiles, a bound lowered as rooms are carved out of it
 // (kernels: 93 to 77; then 82 with five detection files, until the ops
 // room takes them; dataset: 82 to 66; the op registry's family files,
-// 66 to 80, until the ops room takes them), on its way to maxRoomFiles.
+// 66 to 80, until the ops room takes them; turbo.c cut in two, 81), on
+// its way to maxRoomFiles.
 const (
 	maxRoomFiles         = 20
-	maxPipelineRootFiles = 80
+	maxPipelineRootFiles = 81
 )
 
 // Bounds of pipeline/'s files: a Go file of at most pipelineGoLines
@@ -195,7 +196,6 @@ const (
 )
 
 var pipelineOversize = map[string]int{
-	"pipeline/turbo.c":       1126,
 	"pipeline/annot/coco.go": 663,
 }
 
