@@ -1,4 +1,4 @@
-/* The libjpeg-turbo fast path of package pipeline.
+/* The libjpeg-turbo fast path of package pipeline/codec.
  *
  * stoker_decode does one image in one call: it reads the header, picks a DCT
  * scale, decodes only the columns and rows the resampling filter can touch
