@@ -12,8 +12,9 @@
 // Geometry (box, clip, spans, output size, interpolation, flip) into C
 // memory, with each view's place in the output buffer and that buffer's
 // length, which C checks again; Decode, DecodePNG and DecodeWebP run it.
-// The libraries' versions (TurboVersions, JPEGLinked) and the SIMD level
-// (SIMDBest) say what the bytes were made with.
+// ParseHeader reads a file's format, size and JPEG coding without
+// decoding a pixel. The libraries' versions (TurboVersions, JPEGLinked) and
+// the SIMD level (SIMDBest) say what the bytes were made with.
 //
 // The package imports no ops and not the pipeline's root: the root's
 // per-sample Decoder works out each view's Geometry from its transform and

@@ -5,26 +5,12 @@ package codec
 import (
 	"bytes"
 	"errors"
-	"image"
-	"image/color"
 	"image/jpeg"
 	"image/png"
 	"testing"
 
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 )
-
-// picture is a w x h RGB test image with edges and gradients in each
-// channel.
-func picture(w, h int) *image.RGBA {
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for y := 0; y < h; y++ {
-		for x := 0; x < w; x++ {
-			img.Set(x, y, color.RGBA{uint8(x * 255 / w), uint8(y * 255 / h), uint8((x ^ y) * 7), 255})
-		}
-	}
-	return img
-}
 
 // whole is the geometry of a view of the whole w x h source at outW x
 // outH pixels.
