@@ -249,10 +249,11 @@ cross-arm64: apt-arm64 ## the arm64 build with cgo (the C cross-compiled, arm64 
 	CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=aarch64-linux-gnu-gcc go build -ldflags '$(VERSION_LDFLAG)' -o $(ARM64_BIN) ./cmd/stoker
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^TestARM64CgoGoldenUnderQemu$$' -v ./internal/fmacheck/ </dev/null
 
-# The pipeline's C (turbo.c, passes.c, huff.c, coefs.c, hindex.c, pngrows.c,
-# formats.c, and pipeline/kernels' kernels.c, kernels_color.c, geom.c)
-# under AddressSanitizer (go test -asan: Go's allocations too) and
-# UndefinedBehaviorSanitizer (CGO_CFLAGS), in the two packages' tests,
+# The pipeline's C (pipeline/codec's turbo.c, resize.c, passes.c, huff.c,
+# phuff.c, coefs.c, transcode.c, pngrows.c, formats.c, which the pipeline
+# package's tests drive, and pipeline/kernels' kernels.c, kernels_color.c,
+# geom.c) under AddressSanitizer (go test -asan: Go's allocations too) and
+# UndefinedBehaviorSanitizer (CGO_CFLAGS), in the packages' tests,
 # the fuzz targets' seeds among them: any report ends the test binary with
 # an error (UBSan: -fno-sanitize-recover). The system's libjpeg-turbo,
 # libpng, libwebp and zlib are not instrumented. Slow: not part of make
@@ -260,7 +261,7 @@ cross-arm64: apt-arm64 ## the arm64 build with cgo (the C cross-compiled, arm64 
 ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=undefined -fno-sanitize-recover=undefined
 test-asan: stores ## the pipeline's tests with its C under AddressSanitizer and UndefinedBehaviorSanitizer (go test -asan)
 	CGO_ENABLED=1 CGO_CFLAGS='$(ASAN_CFLAGS)' CGO_LDFLAGS='-fsanitize=undefined' ASAN_OPTIONS=halt_on_error=1 \
-		go test -asan -count=1 -timeout $(GO_TEST_TIMEOUT) ./pipeline/ ./pipeline/kernels/ </dev/null
+		go test -asan -count=1 -timeout $(GO_TEST_TIMEOUT) ./pipeline/ ./pipeline/codec/ ./pipeline/kernels/ </dev/null
 
 test-python: venv build ## the Python client's tests and examples/, against bin/stoker
 	STOKER_BIN=$(CURDIR)/$(BIN) $(PY) -m pytest -q python/tests </dev/null

@@ -65,10 +65,10 @@ func BenchmarkDecode(b *testing.B) {
 			{"fast", nil, nil},
 			{"fast-any", []Option{WithDCTScaling(ScaleAny)}, nil},
 			{"fast-off", []Option{WithDCTScaling(ScaleOff)}, nil},
-			{"fast-merged", nil, func(k *fastKnobs) { k.merged = true }},
-			{"fast-ifast", nil, func(k *fastKnobs) { k.ifast = true }},
-			{"fast-libhuff", nil, func(k *fastKnobs) { k.libHuff = true }},
-			{"fast-scalar", nil, func(k *fastKnobs) { k.simdMax = -1 }},
+			{"fast-merged", nil, func(k *fastKnobs) { k.Merged = true }},
+			{"fast-ifast", nil, func(k *fastKnobs) { k.IFast = true }},
+			{"fast-libhuff", nil, func(k *fastKnobs) { k.LibHuff = true }},
+			{"fast-scalar", nil, func(k *fastKnobs) { k.SIMDMax = -1 }},
 			{"ref", []Option{WithReference(true)}, nil},
 		} {
 			b.Run("jpeg/"+tc.name+"/"+v.name, func(b *testing.B) {
@@ -257,7 +257,7 @@ func BenchmarkIndex(b *testing.B) {
 			ix := NewIndex(1 << 30)
 			d := NewDecoder(WithIndex(ix))
 			defer d.Close()
-			knobsOf(d).ixPx = v.px
+			knobsOf(d).IxPx = v.px
 			for i := range files {
 				decode(b, d, i)
 			}

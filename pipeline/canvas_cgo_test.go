@@ -61,7 +61,7 @@ func TestCanvasFastIsGo(t *testing.T) {
 			}
 			for _, simd := range levels {
 				d := NewDecoder()
-				knobsOf(d).simdMax = simd
+				knobsOf(d).SIMDMax = simd
 				got := make([]byte, len(want))
 				pf := p
 				if !d.resizeCanvasFast(got, &pf, src, layout) {

@@ -93,9 +93,8 @@ func fuzzPlain(t *testing.T, data []byte, tr *Transform, keys []Key) (outs [][]b
 // coefCounts is what d's last decode through C stored in and copied out of
 // the coefficient cache, in MCUs (none before C has decoded anything).
 func coefCounts(d *Decoder) (c struct{ stored, hits int64 }) {
-	if j := d.fast.job; j != nil {
-		c.stored, c.hits = int64(j.coefs_stored), int64(j.coefs_hits)
-	}
+	j := d.fast.s.Stats() // zero before C has decoded anything
+	c.stored, c.hits = j.CoefsStored, j.CoefsHits
 	return c
 }
 
@@ -125,7 +124,7 @@ func FuzzDecodeIndex(f *testing.F) {
 			ix := NewIndex(1 << 20)
 			d := NewDecoder(WithPixelBudget(4<<20), WithIndex(ix))
 			defer d.Close()
-			knobsOf(d).ixPx = 16
+			knobsOf(d).IxPx = 16
 			got := make([]byte, tr.SampleBytes())
 			err := d.Decode(data, tr, keys[0], got)
 			fuzzCompare(t, "making the index", got, want[0], err, errWant[0], false)
@@ -164,7 +163,7 @@ func FuzzDecodeCoefs(f *testing.F) {
 				}
 				d := NewDecoder(opts...)
 				defer d.Close()
-				knobsOf(d).ixPx = 16
+				knobsOf(d).IxPx = 16
 				got := make([]byte, tr.SampleBytes())
 				stored := int64(0)
 				for range 2 { // the second admits with an index
@@ -197,7 +196,7 @@ func TestDecodeFuzzSeedsServed(t *testing.T) {
 	for i, s := range seeds[:5] { // the intact baseline ones
 		ix, cc := NewIndex(1<<20), NewCoefCache(1<<24)
 		d := NewDecoder(WithIndex(ix))
-		knobsOf(d).ixPx = 16
+		knobsOf(d).IxPx = 16
 		c := NewDecoder(WithCoefCache(cc))
 		out := make([]byte, tr.SampleBytes())
 		for range 2 {
@@ -208,7 +207,7 @@ func TestDecodeFuzzSeedsServed(t *testing.T) {
 				t.Fatalf("seed %d: %v", i, err)
 			}
 		}
-		if seeks, hits := d.fast.stats().ckSeeks, c.fast.job.coefs_hits; seeks == 0 || hits == 0 {
+		if seeks, hits := d.fast.stats().ckSeeks, c.fast.s.Stats().CoefsHits; seeks == 0 || hits == 0 {
 			t.Errorf("seed %d: %d checkpoint seeks with the index, %d MCUs from the cache", i, seeks, hits)
 		}
 		d.Close()

@@ -2,31 +2,24 @@
 
 package pipeline
 
-/*
-#cgo CFLAGS: -O3
-#cgo LDFLAGS: -lm
-#include <stdlib.h>
-#include "turbo.h"
-#include "huff.h"
-*/
-import "C"
-
 import (
 	"fmt"
-	"runtime"
 	"unsafe"
+
+	"github.com/stoker-dev/stoker/pipeline/codec"
 )
 
-// The libjpeg-turbo path: turbo.c does the whole sample in one cgo call.
+// The libjpeg-turbo path: pipeline/codec does the whole sample in one cgo
+// call.
 const haveFast = true
 
-// fastState is a Decoder's C scratch: a reused libjpeg decompress object and
-// error manager, filter tables and row buffers, all malloc'd in C and grown
-// as needed, so that a decode allocates nothing in Go.
+// fastState is a Decoder's C scratch (codec.Scratch: a reused libjpeg
+// decompress object, filter tables and row buffers, all malloc'd in C and
+// grown as needed, so that a decode allocates nothing in Go) and the views'
+// geometry handed to it.
 type fastState struct {
-	t       *C.stoker_turbo
-	job     *C.stoker_job // inside t: Go writes the job there, not in Go memory
-	cleanup runtime.Cleanup
+	s     *codec.Scratch
+	geoms [codec.MaxViews]codec.Geometry
 	// stop is the Decoder's sample's abandoned flag (opScratch.Stop),
 	// handed to each decode call.
 	stop *int32
@@ -39,15 +32,11 @@ type fastState struct {
 // decodes have no others. A test gives a Decoder its own through
 // testKnobs (knobs_cgo_test.go): the Decoder holds none.
 type fastKnobs struct {
-	merged   bool // replicate chroma (libjpeg's merged upsampler), not fancy
-	ifast    bool // JDCT_IFAST
-	noRegion bool // decode whole rows from the top: no crop, no skip
-	libHuff  bool // libjpeg's own Huffman decoder instead of huff.c's
-	// simdMax bounds the SIMD level of the resampler and the coefficient
-	// cache's packing: 0 the best the CPU has; n > 0 at most n (1: SSE2,
-	// no SSSE3; 2: SSSE3, no AVX2; 3: AVX2, no AVX-512); -1 none.
-	simdMax int
-	ixPx    int // decoder index checkpoint spacing in pixels; 0: the default
+	// The C decode's own (codec.Knobs): merged chroma, JDCT_IFAST, whole
+	// rows, libjpeg's Huffman decoder, the SIMD level's bound (SIMDMax: 0
+	// the best the CPU has; n > 0 at most n (1: SSE2, no SSSE3; 2: SSSE3,
+	// no AVX2; 3: AVX2, no AVX-512); -1 none) and the index's spacing.
+	codec.Knobs
 	// forceIx, when set, is the decoder index every decode is given
 	// instead of the Index's (an index of other bytes), and nothing is
 	// learned from it.
@@ -71,30 +60,19 @@ func (d *Decoder) knobs() *fastKnobs {
 	return &defaults
 }
 
-// The coefficient cache's entries are C memory (coefs.c).
-func coefsNew() unsafe.Pointer          { return unsafe.Pointer(C.stoker_coefs_new()) }
-func coefsFree(p unsafe.Pointer)        { C.stoker_coefs_free((*C.stoker_coefs)(p)) }
-func coefsBytes(p unsafe.Pointer) int64 { return int64(C.stoker_coefs_bytes((*C.stoker_coefs)(p))) }
+// The coefficient cache's entries are C memory (pipeline/codec's coefs.c).
+func coefsNew() unsafe.Pointer          { return codec.CoefsNew() }
+func coefsFree(p unsafe.Pointer)        { codec.CoefsFree(p) }
+func coefsBytes(p unsafe.Pointer) int64 { return codec.CoefsBytes(p) }
 
 // simdBest is the best SIMD level the resampler uses on this CPU (0 none,
 // 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512).
-func simdBest() int { return int(C.stoker_simd_best()) }
+func simdBest() int { return codec.SIMDBest() }
 
 // free releases the scratch; it is idempotent.
 func (f *fastState) free() {
-	if f.t == nil {
-		return
-	}
-	f.cleanup.Stop()
-	C.stoker_free(f.t)
-	f.t, f.job = nil, nil
-}
-
-func cbool(b bool) C.int {
-	if b {
-		return 1
-	}
-	return 0
+	f.s.Free()
+	f.s = nil
 }
 
 // decodeFast decodes the plan's one view into out (3*outH*outW bytes):
@@ -114,11 +92,11 @@ func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layo
 // kept.
 func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layout Layout, out []byte, offs []int) error {
 	f := &d.fast
-	if err := f.open(d); err != nil {
+	if err := f.open(); err != nil {
 		return err
 	}
-	if len(ps) < 1 || len(ps) > C.STOKER_MAX_VIEWS || len(offs) != len(ps) {
-		return fmt.Errorf("%w: fast path: %d views at %d offsets: want 1..%d", ErrUnsupported, len(ps), len(offs), C.STOKER_MAX_VIEWS)
+	if len(ps) < 1 || len(ps) > codec.MaxViews || len(offs) != len(ps) {
+		return fmt.Errorf("%w: fast path: %d views at %d offsets: want 1..%d", ErrUnsupported, len(ps), len(offs), codec.MaxViews)
 	}
 	for v := range ps {
 		if n := 3 * ps[v].outW * ps[v].outH; len(data) == 0 || offs[v] < 0 || offs[v]+n > len(out) {
@@ -152,12 +130,10 @@ func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layo
 func (d *Decoder) decodeFastJob(data []byte, hd *header, ps []samplePlan, offs []int, layout Layout, out []byte, k *fastKnobs, tc bool, fk *fileKeys) error {
 	f := &d.fast
 	f.setJob(&d.opts, hd, ps, offs, len(out), layout, k)
-	f.job.coefs_only = cbool(tc)
 	var ix ixUse
 	var cc coefUse
 	if tc {
 		// No index: nothing is entropy-decoded.
-		f.job.index = 0
 		if cc = d.transcodeCoefs(fk); cc.ce == nil {
 			return errTranscodeBusy
 		}
@@ -169,28 +145,27 @@ func (d *Decoder) decodeFastJob(data []byte, hd *header, ps []samplePlan, offs [
 	rc := f.decode(data, out, ix.blob)
 	// A transcode's decode stores nothing: its entry stays whatever the
 	// decode did (a transcode that decodes wrong is dropped by the caller).
-	cc.checkin(f, rc == C.STOKER_OK || tc)
+	cc.checkin(f, rc == codec.OK || tc)
 	if ix.on {
 		rc = d.indexFinish(rc, data, out, ix)
 	}
-	if rc != C.STOKER_OK && d.ops.Stopped() {
+	if rc != codec.OK && d.ops.Stopped() {
 		return errAbandoned
 	}
-	return f.err(rc)
+	return f.s.Err(rc)
 }
 
-// open makes f's C scratch on first use.
-func (f *fastState) open(d *Decoder) error {
-	if f.t != nil {
+// open makes f's C scratch on first use (a Decoder dropped without Close
+// still frees its C memory: the Scratch's cleanup).
+func (f *fastState) open() error {
+	if f.s != nil {
 		return nil
 	}
-	t := C.stoker_new()
-	if t == nil {
-		return fmt.Errorf("%w: out of memory for jpeg decoder scratch", ErrTooLarge)
+	s, err := codec.NewScratch()
+	if err != nil {
+		return err
 	}
-	f.t, f.job = t, C.stoker_job_of(t)
-	// A Decoder dropped without Close still frees its C memory.
-	f.cleanup = runtime.AddCleanup(d, func(t *C.stoker_turbo) { C.stoker_free(t) }, t)
+	f.s = s
 	return nil
 }
 
@@ -198,43 +173,37 @@ func (f *fastState) open(d *Decoder) error {
 // its view goes (offs, in an output buffer of outLen bytes, which C checks
 // again), the layout, the Decoder's options and bounds, and the knobs k.
 func (f *fastState) setJob(o *options, hd *header, ps []samplePlan, offs []int, outLen int, layout Layout, k *fastKnobs) {
-	j := f.job
-	j.out_len = C.longlong(outLen)
-	j.nviews = C.int(len(ps))
-	for i := range ps {
-		p, v := &ps[i], &j.views[i]
-		r := p.region()
-		v.bx, v.by, v.bw, v.bh = C.double(r.bx), C.double(r.by), C.double(r.bw), C.double(r.bh)
-		v.x0, v.y0, v.x1, v.y1 = C.int(r.x0), C.int(r.y0), C.int(r.x1), C.int(r.y1)
-		v.out_w, v.out_h = C.int(p.outW), C.int(p.outH)
-		v.interp, v.antialias = C.int(p.interp), cbool(p.antialias)
-		sx, sy := p.spans()
-		v.sx = C.stoker_span{base: C.int(sx.base), in: C.int(sx.in), out: C.int(sx.out), off: C.int(sx.off)}
-		v.sy = C.stoker_span{base: C.int(sy.base), in: C.int(sy.in), out: C.int(sy.out), off: C.int(sy.off)}
-		v.flip = cbool(p.flip)
-		v.out_off = C.longlong(offs[i])
-	}
-	j.src_w, j.src_h, j.comps = C.int(hd.w), C.int(hd.h), C.int(hd.comps)
-	j.hwc = cbool(layout == HWC)
+	gs := f.geoms[:len(ps)]
 	scalable := false
 	for i := range ps {
-		scalable = scalable || ps[i].dctScalable()
+		p := &ps[i]
+		r := p.region()
+		sx, sy := p.spans()
+		gs[i] = codec.Geometry{
+			Box:  codec.Box{X: r.bx, Y: r.by, W: r.bw, H: r.bh},
+			Clip: codec.Clip{X0: r.x0, Y0: r.y0, X1: r.x1, Y1: r.y1},
+			SX:   codec.Span{Base: sx.base, In: sx.in, Out: sx.out, Off: sx.off},
+			SY:   codec.Span{Base: sy.base, In: sy.in, Out: sy.out, Off: sy.off},
+			OutW: p.outW, OutH: p.outH,
+			Interp: int(p.interp), Antialias: p.antialias, Flip: p.flip,
+		}
+		scalable = scalable || p.dctScalable()
 	}
+	j := codec.Job{SrcW: hd.w, SrcH: hd.h, Comps: hd.comps, HWC: layout == HWC,
+		// libjpeg's own allocations (progressive coefficient buffers
+		// chiefly: 2 bytes per pixel per component) are bounded by the
+		// pixel budget.
+		MaxScans: min(max(o.maxScans, 0), 1<<30), MaxMemory: min(max(o.pixelBudget, 0), 1<<36)*6 + 64<<20,
+		Knobs: k.Knobs}
 	switch {
 	case !scalable || o.scaling == ScaleOff:
-		j.scaling = C.STOKER_SCALE_OFF
+		j.Scaling = codec.ScaleOff
 	case o.scaling == ScaleAny:
-		j.scaling = C.STOKER_SCALE_ANY
+		j.Scaling = codec.ScaleAny
 	default:
-		j.scaling = C.STOKER_SCALE_POW2
+		j.Scaling = codec.ScalePow2
 	}
-	j.max_scans = C.int(min(max(o.maxScans, 0), 1<<30))
-	// libjpeg's own allocations (progressive coefficient buffers chiefly:
-	// 2 bytes per pixel per component) are bounded by the pixel budget.
-	j.max_memory = C.longlong(min(max(o.pixelBudget, 0), 1<<36)*6 + 64<<20)
-	j.fancy, j.ifast, j.no_region, j.simd_max = cbool(!k.merged), cbool(k.ifast), cbool(k.noRegion), C.int(k.simdMax)
-	j.libjpeg_huff = cbool(k.libHuff)
-	j.ix_px = C.int(k.ixPx)
+	f.s.Set(&j, gs, offs, outLen)
 }
 
 // ixUse is one decode's use of the decoder index: the file's key (keyed:
@@ -257,7 +226,7 @@ func (d *Decoder) indexFor(data []byte, hd *header, k *fastKnobs, fk *fileKeys) 
 	f := &d.fast
 	var u ixUse
 	switch {
-	case hd.progressive || k.libHuff:
+	case hd.progressive || k.LibHuff:
 	case k.forceIx != nil:
 		u.on, u.blob = true, k.forceIx
 	case d.opts.index != nil:
@@ -268,7 +237,7 @@ func (d *Decoder) indexFor(data []byte, hd *header, k *fastKnobs, fk *fileKeys) 
 		u.key, u.keyed = fk.xx, true
 		u.blob, u.origin = u.ix.lookup(u.key)
 	}
-	f.job.index = cbool(u.on)
+	f.s.SetIndex(u.on)
 	return u
 }
 
@@ -287,7 +256,7 @@ type coefUse struct {
 // key, which then need not be hashed.
 func (d *Decoder) coefProbe(data []byte, hd *header, k *fastKnobs, fk *fileKeys) {
 	cc := d.opts.coefs
-	if cc == nil || hd.progressive || k.libHuff {
+	if cc == nil || hd.progressive || k.LibHuff {
 		return
 	}
 	if !fk.hintOK {
@@ -311,10 +280,9 @@ func (d *Decoder) coefProbe(data []byte, hd *header, k *fastKnobs, fk *fileKeys)
 // retry without the index goes without it.
 func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs, fk *fileKeys) coefUse {
 	f := &d.fast
-	j := f.job
-	j.coefs, j.coefs_room = nil, 0
+	f.s.SetCoefs(nil, 0, false)
 	cc := d.opts.coefs
-	if cc == nil || hd.progressive || k.libHuff {
+	if cc == nil || hd.progressive || k.LibHuff {
 		return coefUse{}
 	}
 	// The most a decode can add: every block of the file (4:4:4 at the
@@ -341,7 +309,7 @@ func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs, fk *
 	if ce == nil {
 		return coefUse{}
 	}
-	j.coefs, j.coefs_room = ce.p, C.longlong(room)
+	f.s.SetCoefs(ce.p, room, false)
 	return coefUse{cc: cc, ce: ce, key: fk.cid, room: room}
 }
 
@@ -351,8 +319,7 @@ func (d *Decoder) coefsFor(data []byte, hd *header, u *ixUse, k *fastKnobs, fk *
 // forgotten, to be made again).
 func (d *Decoder) transcodeCoefs(fk *fileKeys) coefUse {
 	f := &d.fast
-	j := f.job
-	j.coefs, j.coefs_room = nil, 0
+	f.s.SetCoefs(nil, 0, true)
 	cc := d.opts.coefs
 	ce, _ := cc.checkout(fk, 0, false)
 	if ce == nil {
@@ -361,7 +328,7 @@ func (d *Decoder) transcodeCoefs(fk *fileKeys) coefUse {
 		}
 		return coefUse{}
 	}
-	j.coefs = ce.p
+	f.s.SetCoefs(ce.p, 0, true)
 	return coefUse{cc: cc, ce: ce, key: fk.cid}
 }
 
@@ -371,39 +338,18 @@ func (c coefUse) checkin(f *fastState, ok bool) {
 	if c.ce == nil {
 		return
 	}
-	j := f.job
 	c.cc.checkin(c.key, c.ce, c.room, ok)
-	j.coefs, j.coefs_room = nil, 0
-	c.cc.mcusWanted.Add(int64(j.mcus_wanted))
-	c.cc.mcusHit.Add(int64(j.coefs_hits))
-	c.cc.mcusStored.Add(int64(j.coefs_stored))
+	st := f.s.Stats()
+	f.s.SetCoefs(nil, 0, false)
+	c.cc.mcusWanted.Add(st.MCUsWanted)
+	c.cc.mcusHit.Add(st.CoefsHits)
+	c.cc.mcusStored.Add(st.CoefsStored)
 }
 
-// err is the error of stoker_decode's result rc, with its message.
-func (f *fastState) err(rc C.int) error {
-	switch rc {
-	case C.STOKER_OK:
-		return nil
-	case C.STOKER_TOO_LARGE:
-		return fmt.Errorf("%w: %s", ErrTooLarge, C.GoString(C.stoker_msg(f.t)))
-	case C.STOKER_UNSUPPORTED:
-		return fmt.Errorf("%w: %s", ErrUnsupported, C.GoString(C.stoker_msg(f.t)))
-	default:
-		return fmt.Errorf("%w: %s", ErrCorrupt, C.GoString(C.stoker_msg(f.t)))
-	}
-}
-
-// decode runs stoker_decode on the job set up in f.job, with the decoder
+// decode runs the JPEG decode on the job set up in f, with the decoder
 // index blob (nil: none).
-func (f *fastState) decode(data, out, blob []byte) C.int {
-	var ip *C.uchar
-	if len(blob) > 0 {
-		ip = (*C.uchar)(unsafe.Pointer(&blob[0]))
-	}
-	rc := C.stoker_decode(f.t, (*C.uchar)(unsafe.Pointer(&data[0])), C.size_t(len(data)), (*C.uchar)(unsafe.Pointer(&out[0])), ip, C.size_t(len(blob)),
-		(*C.int)(unsafe.Pointer(f.stop)))
-	runtime.KeepAlive(f) // the Decoder's cleanup must not free f.t during the call
-	return rc
+func (f *fastState) decode(data, out, blob []byte) codec.Code {
+	return f.s.Decode(data, out, blob, f.stop)
 }
 
 // fastStats is what the last fast decode did, for tests and benchmarks.
@@ -424,12 +370,12 @@ type fastStats struct {
 }
 
 func (f *fastState) stats() fastStats {
-	if f.job == nil {
+	if f.s == nil {
 		return fastStats{}
 	}
-	j := f.job
-	return fastStats{scaleM: int(j.scale_m), rows: int(j.rows_decoded), cols: int(j.cols_decoded), simd: int(j.simd_used), rowSkew: int(j.row_skew), huff: j.huff_used != 0,
-		ixState: int(j.ix_state), ixChanged: j.ix_changed != 0, ixBytes: int(j.ix_bytes),
-		mcus: int(j.mcus_total), decoded: int(j.mcus_decoded), ckSeeks: int(j.ck_seeks), rstSeeks: int(j.rst_seeks),
-		prog: j.prog_used != 0, progMCUs: int(j.prog_total), progDecoded: int(j.prog_decoded)}
+	j := f.s.Stats()
+	return fastStats{scaleM: j.ScaleM, rows: j.Rows, cols: j.Cols, simd: j.SIMD, rowSkew: j.RowSkew, huff: j.Huff,
+		ixState: j.IxState, ixChanged: j.IxChanged, ixBytes: j.IxBytes,
+		mcus: int(j.MCUs), decoded: int(j.Decoded), ckSeeks: j.CkSeeks, rstSeeks: j.RstSeeks,
+		prog: j.Prog, progMCUs: int(j.ProgMCUs), progDecoded: int(j.ProgDecoded)}
 }

@@ -264,7 +264,7 @@ func TestFastMatchesReference(t *testing.T) {
 			t.Run(tc.name+"/"+v.name, func(t *testing.T) {
 				d := NewDecoder(WithDCTScaling(v.s))
 				defer d.Close()
-				knobsOf(d).merged = v.merged
+				knobsOf(d).Merged = v.merged
 				// The DCT scalings apply to transforms that ask for them.
 				tr := tc.t.WithDecode(DecodeFast)
 				got := make([]byte, tc.t.SampleBytes())
@@ -329,9 +329,9 @@ func TestFastRegionExact(t *testing.T) {
 			defer region.Close()
 			defer whole.Close()
 			for _, d := range []*Decoder{region, whole} {
-				knobsOf(d).merged, knobsOf(d).ifast = knobs.merged, knobs.ifast
+				knobsOf(d).Merged, knobsOf(d).IFast = knobs.merged, knobs.ifast
 			}
-			knobsOf(whole).noRegion = true
+			knobsOf(whole).NoRegion = true
 			checked := 0
 			for _, img := range imgs {
 				hd, err := parseHeader(img.data)
@@ -381,7 +381,7 @@ func TestFastSIMDSame(t *testing.T) {
 	decs := make([]*Decoder, len(levels))
 	for i, l := range levels {
 		decs[i] = NewDecoder()
-		knobsOf(decs[i]).simdMax = l
+		knobsOf(decs[i]).SIMDMax = l
 		defer decs[i].Close()
 	}
 	n := 0
@@ -480,7 +480,7 @@ func TestFastSIMDSamePhotos(t *testing.T) {
 		scaling DCTScaling
 	}{{"pow2", ScalePow2}, {"any", ScaleAny}, {"off", ScaleOff}} {
 		simd, scalar := NewDecoder(WithDCTScaling(sc.scaling)), NewDecoder(WithDCTScaling(sc.scaling))
-		knobsOf(scalar).simdMax = -1
+		knobsOf(scalar).SIMDMax = -1
 		scales := map[int]bool{}
 		for i, data := range photos {
 			for j, tc := range trs {
@@ -641,7 +641,7 @@ func TestFastErrors(t *testing.T) {
 	// libjpeg's own Huffman decoder, for the garbage-scan cases.
 	lib := NewDecoder()
 	defer lib.Close()
-	knobsOf(lib).libHuff = true
+	knobsOf(lib).LibHuff = true
 	type errCase struct {
 		name string
 		data []byte

@@ -2,16 +2,10 @@
 
 package pipeline
 
-/*
-#include <stdlib.h>
-#include "turbo.h"
-*/
-import "C"
-
 import (
 	"fmt"
-	"runtime"
-	"unsafe"
+
+	"github.com/stoker-dev/stoker/pipeline/codec"
 )
 
 // decodeFormatViews decodes a PNG through libpng or a WebP through libwebp
@@ -20,11 +14,11 @@ import (
 // handed to it as they are decoded, at full scale.
 func (d *Decoder) decodeFormatViews(data []byte, hd *header, ps []samplePlan, layout Layout, out []byte, offs []int) error {
 	f := &d.fast
-	if err := f.open(d); err != nil {
+	if err := f.open(); err != nil {
 		return err
 	}
-	if len(ps) < 1 || len(ps) > C.STOKER_MAX_VIEWS || len(offs) != len(ps) {
-		return fmt.Errorf("%w: fast path: %d views at %d offsets: want 1..%d", ErrUnsupported, len(ps), len(offs), C.STOKER_MAX_VIEWS)
+	if len(ps) < 1 || len(ps) > codec.MaxViews || len(offs) != len(ps) {
+		return fmt.Errorf("%w: fast path: %d views at %d offsets: want 1..%d", ErrUnsupported, len(ps), len(offs), codec.MaxViews)
 	}
 	for v := range ps {
 		if n := 3 * ps[v].outW * ps[v].outH; len(data) == 0 || offs[v] < 0 || offs[v]+n > len(out) {
@@ -32,21 +26,18 @@ func (d *Decoder) decodeFormatViews(data []byte, hd *header, ps []samplePlan, la
 		}
 	}
 	f.setJob(&d.opts, hd, ps, offs, len(out), layout, d.knobs())
-	f.job.index, f.job.coefs = 0, nil
-	src, dst := (*C.uchar)(unsafe.Pointer(&data[0])), (*C.uchar)(unsafe.Pointer(&out[0]))
-	var rc C.int
+	var rc codec.Code
 	if hd.format == formatPNG {
-		rc = C.stoker_decode_png(f.t, src, C.size_t(len(data)), dst, (*C.int)(unsafe.Pointer(d.ops.Stop)))
+		rc = f.s.DecodePNG(data, out, d.ops.Stop)
 	} else {
-		rc = C.stoker_decode_webp(f.t, src, C.size_t(len(data)), dst, (*C.int)(unsafe.Pointer(d.ops.Stop)))
+		rc = f.s.DecodeWebP(data, out, d.ops.Stop)
 	}
-	runtime.KeepAlive(f) // the Decoder's cleanup must not free f.t during the call
 	if d.ops.Stopped() {
 		// Rows put after the flag was set were skipped: whatever rc
 		// says, the output is not the sample.
 		return errAbandoned
 	}
-	return f.err(rc)
+	return f.s.Err(rc)
 }
 
 // resizeCanvasFast is resizeCanvas through the resampler (formats.c's
@@ -56,19 +47,16 @@ func (d *Decoder) decodeFormatViews(data []byte, hd *header, ps []samplePlan, la
 // scratch out of memory): resizeCanvasGo then.
 func (d *Decoder) resizeCanvasFast(dst []byte, p *samplePlan, src []byte, layout Layout) bool {
 	f := &d.fast
-	if f.open(d) != nil || len(dst) == 0 || len(src) < 3*p.srcW*p.srcH {
+	if f.open() != nil || len(dst) == 0 || len(src) < 3*p.srcW*p.srcH {
 		return false
 	}
 	cp := *p
 	cp.geom, cp.srcW, cp.srcH, cp.cx, cp.cy, cp.cw, cp.ch = cropResize, p.kw, p.kh, 0, 0, p.kw, p.kh
 	ps := [1]samplePlan{cp}
 	f.setJob(&d.opts, &header{w: p.kw, h: p.kh, comps: 3}, ps[:], canvasOff[:], len(dst), layout, d.knobs())
-	f.job.index, f.job.coefs = 0, nil
-	fill := [3]C.uchar{C.uchar(p.rcFill[0]), C.uchar(p.rcFill[1]), C.uchar(p.rcFill[2])}
-	rc := C.stoker_canvas(f.t, (*C.uchar)(unsafe.Pointer(&src[0])), C.int(p.srcW), C.int(p.srcH), cbool(layout == HWC),
-		C.int(p.zoomPad[0]-p.kx), C.int(p.zoomPad[1]-p.ky), cbool(p.preFlip), &fill[0], (*C.uchar)(unsafe.Pointer(&dst[0])))
-	runtime.KeepAlive(f) // the Decoder's cleanup must not free f.t during the call
-	return rc == C.STOKER_OK
+	rc := f.s.Canvas(src, p.srcW, p.srcH, layout == HWC, p.zoomPad[0]-p.kx, p.zoomPad[1]-p.ky, p.preFlip,
+		[3]byte{byte(p.rcFill[0]), byte(p.rcFill[1]), byte(p.rcFill[2])}, dst)
+	return rc == codec.OK
 }
 
 // canvasOff is resizeCanvasFast's one view's offset.

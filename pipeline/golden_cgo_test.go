@@ -49,7 +49,7 @@ func TestGoldenBatchFast(t *testing.T) {
 		}
 		tr = tr.WithDecode(tc.mode)
 		d := NewDecoder()
-		knobsOf(d).simdMax = -1
+		knobsOf(d).SIMDMax = -1
 		h := sha256.New()
 		out := make([]byte, tr.SampleBytes())
 		for _, idx := range goldenIndices {

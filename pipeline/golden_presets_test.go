@@ -126,7 +126,7 @@ func testGoldenPresets(t *testing.T, mode DecodeMode, golden map[string][2]strin
 			h.Write(b.Data) // the pixels alone, for the comparison below
 			// Sample by sample, every SIMD off: the same bytes.
 			d := NewDecoder()
-			knobsOf(d).simdMax = -1
+			knobsOf(d).SIMDMax = -1
 			// A sample's views are back to back, a batch's view after
 			// view (ViewLayout).
 			l, n := tr.ViewLayout(), len(goldenIndices)

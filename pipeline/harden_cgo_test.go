@@ -70,9 +70,9 @@ func TestCoefCacheCollision(t *testing.T) {
 			ha, hb := coefHint(a), coefHint(b)
 			cc.t.mu.Lock()
 			e := cc.t.entries[ka]
-			if e == nil || d.fast.job.coefs_stored == 0 || withIndex && !e.xxOK {
+			if e == nil || d.fast.s.Stats().CoefsStored == 0 || withIndex && !e.xxOK {
 				cc.t.mu.Unlock()
-				t.Fatalf("index %v: a's decode stored nothing (%d MCUs), or no index key: %+v", withIndex, d.fast.job.coefs_stored, e)
+				t.Fatalf("index %v: a's decode stored nothing (%d MCUs), or no index key: %+v", withIndex, d.fast.s.Stats().CoefsStored, e)
 			}
 			delete(cc.t.entries, ka)
 			cc.t.entries[kb] = e
@@ -87,7 +87,7 @@ func TestCoefCacheCollision(t *testing.T) {
 			if err := d.Decode(b, tr, k, got); err != nil {
 				t.Fatal(err)
 			}
-			hits, coll := d.fast.job.coefs_hits, cc.Stats().Collisions
+			hits, coll := d.fast.s.Stats().CoefsHits, cc.Stats().Collisions
 			switch {
 			case !forge && (hits != 0 || coll != 1 || !bytes.Equal(got, want)):
 				t.Errorf("index %v, a collision: %d MCUs from the other file's entry, %d collisions counted, same bytes as without the cache: %v", withIndex, hits, coll, bytes.Equal(got, want))
@@ -202,7 +202,7 @@ func TestTranscodeEntryGone(t *testing.T) {
 	}
 }
 
-// TestFastOutputLength: turbo.c is told the output buffer's length and
+// TestFastOutputLength: pipeline/codec (turbo.c) is told the output buffer's length and
 // refuses a view that would write past it, whatever the Go side checked
 // before.
 func TestFastOutputLength(t *testing.T) {
@@ -225,12 +225,12 @@ func TestFastOutputLength(t *testing.T) {
 	f := &d.fast
 	for _, short := range []int{1, len(out)} {
 		f.setJob(&d.opts, &hd, []samplePlan{p}, []int{0}, len(out)-short, CHW, d.knobs())
-		if err := f.err(f.decode(data, out, nil)); !errors.Is(err, ErrUnsupported) {
+		if err := f.s.Err(f.decode(data, out, nil)); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("an output buffer %d bytes short: %v; want the job refused", short, err)
 		}
 	}
 	f.setJob(&d.opts, &hd, []samplePlan{p}, []int{0}, len(out), CHW, d.knobs())
-	if err := f.err(f.decode(data, out, nil)); err != nil {
+	if err := f.s.Err(f.decode(data, out, nil)); err != nil {
 		t.Errorf("the whole buffer: %v", err)
 	}
 }

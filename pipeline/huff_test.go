@@ -24,7 +24,7 @@ func TestHuffmanExact(t *testing.T) {
 	ours, theirs := NewDecoder(), NewDecoder()
 	defer ours.Close()
 	defer theirs.Close()
-	knobsOf(theirs).libHuff = true
+	knobsOf(theirs).LibHuff = true
 	tr, err := ParseTransform("imagenet-train", CHW)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/cpu"
 
 	"github.com/stoker-dev/stoker/internal/version"
+	"github.com/stoker-dev/stoker/pipeline/codec"
 )
 
 // OutputVersion is the version of what this package's decoders and ops
@@ -189,3 +190,7 @@ func turboSIMD() string {
 	}
 	return "none"
 }
+
+// JPEGLinked says how libjpeg-turbo is linked: "static", "shared", or ""
+// without cgo (codec.JPEGLinked).
+const JPEGLinked = codec.JPEGLinked

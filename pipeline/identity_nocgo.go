@@ -7,7 +7,3 @@ func turboVersions() (turbo, lib int) { return 0, 0 }
 
 // ResamplerSIMD: no C resampler without cgo.
 func ResamplerSIMD() string { return "none" }
-
-// JPEGLinked says how libjpeg-turbo is linked: "static", "shared", or ""
-// without cgo.
-const JPEGLinked = ""

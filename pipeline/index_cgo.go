@@ -2,12 +2,7 @@
 
 package pipeline
 
-/*
-#include "turbo.h"
-*/
-import "C"
-
-import "unsafe"
+import "github.com/stoker-dev/stoker/pipeline/codec"
 
 // indexFinish keeps what a decode made with a decoder index learnt (rc;
 // u.blob is the Index's entry for u.key, from index file u.origin, or a
@@ -23,44 +18,45 @@ import "unsafe"
 // was wrong): a good sample is never failed for its index. A successful
 // decode's index is stored if it changed, still tagged with its index file
 // while it holds checkpoints not confirmed.
-func (d *Decoder) indexFinish(rc C.int, data, out []byte, u ixUse) C.int {
+func (d *Decoder) indexFinish(rc codec.Code, data, out []byte, u ixUse) codec.Code {
 	f := &d.fast
-	j := f.job
+	j := f.s.Stats()
 	ix, key, origin := u.ix, u.key, u.origin
 	mine := ix != nil
 	why := ""
 	switch {
-	case j.ix_state == C.STOKER_IX_STALE:
+	case j.IxState == codec.IxStale:
 		why = rejectStale
-	case j.ix_state == C.STOKER_IX_BAD:
+	case j.IxState == codec.IxBad:
 		why = rejectChecks
-	case rc == C.STOKER_OK && j.ix_lied != 0:
+	case rc == codec.OK && j.IxLied:
 		why = rejectDecoder
-	case rc == C.STOKER_INDEX_BAD:
+	case rc == codec.IndexBad:
 		why = rejectDecoder
 		rc = f.decode(data, out, nil)
-	case rc == C.STOKER_CORRUPT && j.ck_seeks > 0:
-		if rc = f.decode(data, out, nil); rc == C.STOKER_OK {
+	case rc == codec.Corrupt && j.CkSeeks > 0:
+		if rc = f.decode(data, out, nil); rc == codec.OK {
 			why = rejectDecoder
 		}
 	}
 	if mine && why != "" {
 		ix.reject(key, origin, why)
 	}
-	if rc != C.STOKER_OK || !mine {
+	if rc != codec.OK || !mine {
 		return rc
 	}
+	j = f.s.Stats() // the last decode's: a retry's, if there was one
 	// (After a disagreement the index holds the file's other claims: not
 	// kept, the entry was dropped.)
-	if j.ix_changed != 0 && j.ix_lied == 0 {
-		nb := make([]byte, int(j.ix_bytes))
-		unsure := C.stoker_index_copy(f.t, (*C.uchar)(unsafe.Pointer(&nb[0])))
-		if unsure == 0 || j.ix_state != C.STOKER_IX_USED {
+	if j.IxChanged && !j.IxLied {
+		nb := make([]byte, j.IxBytes)
+		unsure := f.s.IndexCopy(nb)
+		if unsure == 0 || j.IxState != codec.IxUsed {
 			origin = 0
 		}
 		ix.putFrom(key, nb, origin)
 	}
-	ix.mcusTotal.Add(int64(j.mcus_total))
-	ix.mcusDecoded.Add(int64(j.mcus_decoded))
+	ix.mcusTotal.Add(j.MCUs)
+	ix.mcusDecoded.Add(j.Decoded)
 	return rc
 }

@@ -146,7 +146,7 @@ func checkStale(t *testing.T, tr *Transform, which int, edits []byte, cut int, k
 	for e := range 3 {
 		ke := Key{Seed: key, Epoch: uint64(e), Index: key >> 8}
 		errA := ccd.Decode(m, tr, ke, a)
-		hits, seeks := ccd.fast.job.coefs_hits, ccd.fast.stats().ckSeeks
+		hits, seeks := ccd.fast.s.Stats().CoefsHits, ccd.fast.stats().ckSeeks
 		errB := cold.Decode(m, tr, ke, b)
 		checkFuzzErr(t, "with a coefficient cache", errA)
 		switch {

@@ -71,7 +71,7 @@ func TestIndexExact(t *testing.T) {
 			cold := NewDecoder(WithDCTScaling(knobs.scaling))
 			defer warm.Close()
 			defer cold.Close()
-			knobsOf(warm).ixPx, knobsOf(warm).merged, knobsOf(cold).merged = knobs.px, knobs.merged, knobs.merged
+			knobsOf(warm).IxPx, knobsOf(warm).Merged, knobsOf(cold).Merged = knobs.px, knobs.merged, knobs.merged
 			r := rand.New(rand.NewPCG(1, uint64(knobs.px)))
 			var n, seeks, rst, indexed int
 			var decoded, total int64
@@ -149,7 +149,7 @@ func TestIndexRestartCold(t *testing.T) {
 	ours, theirs := NewDecoder(), NewDecoder()
 	defer ours.Close()
 	defer theirs.Close()
-	knobsOf(theirs).libHuff = true
+	knobsOf(theirs).LibHuff = true
 	a, b := make([]byte, 3*60*40), make([]byte, 3*60*40)
 	if err := ours.decodeFast(file, &hd, &p, CHW, a); err != nil {
 		t.Fatal(err)
@@ -402,7 +402,7 @@ func TestCoefCacheExact(t *testing.T) {
 				if !withIx {
 					levels = []int{0, 2, 1, 2}
 				}
-				knobsOf(d).simdMax = levels[e]
+				knobsOf(d).SIMDMax = levels[e]
 				for _, tc := range fastTransforms(t) {
 					for i, data := range files {
 						a, b := make([]byte, tc.t.SampleBytes()), make([]byte, tc.t.SampleBytes())

@@ -101,7 +101,7 @@ func TestFastSIMDSameFilters(t *testing.T) {
 		decs := make([]*Decoder, len(levels))
 		for i, l := range levels {
 			decs[i] = NewDecoder(WithDCTScaling(scaling))
-			knobsOf(decs[i]).simdMax = l
+			knobsOf(decs[i]).SIMDMax = l
 			defer decs[i].Close()
 		}
 		for _, img := range imgs {
@@ -149,7 +149,7 @@ func TestFastRegionExactFilters(t *testing.T) {
 	region, whole := NewDecoder(WithDCTScaling(ScaleAny)), NewDecoder(WithDCTScaling(ScaleAny))
 	defer region.Close()
 	defer whole.Close()
-	knobsOf(whole).noRegion = true
+	knobsOf(whole).NoRegion = true
 	n := 0
 	for _, img := range imgs {
 		hd, err := parseHeader(img.data)

@@ -26,9 +26,9 @@ func TestProgressiveDecoderExact(t *testing.T) {
 	for _, d := range []*Decoder{ours, plain, lib, whole, libWhole} {
 		defer d.Close()
 	}
-	knobsOf(plain).simdMax = -1 // phuff.c's refinement without BMI2 too
-	knobsOf(lib).libHuff, knobsOf(libWhole).libHuff = true, true
-	knobsOf(whole).noRegion, knobsOf(libWhole).noRegion = true, true
+	knobsOf(plain).SIMDMax = -1 // phuff.c's refinement without BMI2 too
+	knobsOf(lib).LibHuff, knobsOf(libWhole).LibHuff = true, true
+	knobsOf(whole).NoRegion, knobsOf(libWhole).NoRegion = true, true
 	checked, stopped, libFailed := 0, 0, 0
 	for _, f := range files {
 		hd, err := parseHeader(f.data)
@@ -106,8 +106,8 @@ func TestProgressiveDecoderMutated(t *testing.T) {
 	ours, lib := NewDecoder(), NewDecoder()
 	defer ours.Close()
 	defer lib.Close()
-	knobsOf(ours).noRegion = true
-	knobsOf(lib).noRegion, knobsOf(lib).libHuff = true, true
+	knobsOf(ours).NoRegion = true
+	knobsOf(lib).NoRegion, knobsOf(lib).LibHuff = true, true
 	rng := rand.New(rand.NewPCG(7, 7))
 	failed, same, stricter := 0, 0, 0
 	for n := 0; n < 4000; n++ {

@@ -14,7 +14,7 @@ import (
 // UpSampleKernel.cpp: HelperInterpLinear, HelperInterpCubic and
 // nearest_idx, with int16 weights): output i reads taps [start[i],
 // start[i]+len(k[i])) of the span's source pixels, weights in fixed point
-// with prec fractional bits. turbo.c's torch_coeffs computes the same.
+// with prec fractional bits. resize.c's stoker_torch_coeffs computes the same.
 type torchAxis struct {
 	start []int
 	k     [][]int16
@@ -30,7 +30,7 @@ type torchFilter struct {
 	maxTaps, in              int
 }
 
-// torchSpanMax is turbo.c's TORCH_SPAN_MAX: the longest span whose every
+// torchSpanMax is resize.c's TORCH_SPAN_MAX: the longest span whose every
 // output's weights set the precision (past it, only the kept outputs').
 const torchSpanMax = 65536
 
@@ -125,7 +125,7 @@ func torchPrecision(wmax float64) uint {
 
 // weights computes output i's weights into w for taps [x0, x0+n), returns
 // x0 and n, and raises *wmax to the largest weight as torch counts it (see
-// turbo.c's tweights).
+// resize.c's tweights).
 func (f *torchFilter) weights(i int, w []float64, wmax *float64) (x0, n int) {
 	if f.interp == InterpNearest {
 		x0 = int(math.Floor(float64(float32(i) * f.nscale)))

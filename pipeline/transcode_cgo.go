@@ -2,16 +2,10 @@
 
 package pipeline
 
-/*
-#include <stdlib.h>
-#include "huff.h"
-#include "transcode.h"
-*/
-import "C"
-
 import (
 	"errors"
-	"unsafe"
+
+	"github.com/stoker-dev/stoker/pipeline/codec"
 )
 
 // tcUse is one decode's use of a progressive file's transcode: the
@@ -33,7 +27,7 @@ var errTranscodeBusy = errors.New("the transcode's coefficients are in use or go
 // otherwise data and hd.
 func (d *Decoder) sequential(data []byte, hd *header, k *fastKnobs) ([]byte, *header, tcUse) {
 	cc := d.opts.coefs
-	if cc == nil || !hd.progressive || k.libHuff {
+	if cc == nil || !hd.progressive || k.LibHuff {
 		return data, hd, tcUse{}
 	}
 	key, check := cc.id(data, &d.fast.tag)
@@ -76,15 +70,13 @@ func (d *Decoder) transcode(cc *CoefCache, key coefKey, check uint64, data []byt
 	if p == nil {
 		return nil, fileKeys{}
 	}
-	var msg [128]C.char
-	rc := C.stoker_transcode((*C.uchar)(unsafe.Pointer(&data[0])), C.size_t(len(data)),
-		C.int(min(max(o.maxScans, 0), 1<<30)), C.longlong(min(max(o.pixelBudget, 0), 1<<36)*6+64<<20),
-		(*C.int)(unsafe.Pointer(d.ops.Stop)), p, C.longlong(bound-coefOverhead), &msg[0], C.size_t(len(msg)))
+	rc, _ := codec.Transcode(data, min(max(o.maxScans, 0), 1<<30), min(max(o.pixelBudget, 0), 1<<36)*6+64<<20,
+		d.ops.Stop, p, bound-coefOverhead)
 	switch {
-	case rc == C.STOKER_TC_STOPPED:
+	case rc == codec.TcStopped:
 		coefsFree(p)
 		return nil, fileKeys{}
-	case rc != C.STOKER_TC_OK:
+	case rc != codec.TcOK:
 		coefsFree(p)
 		cc.tcRefuse(key)
 		return nil, fileKeys{}
@@ -95,7 +87,7 @@ func (d *Decoder) transcode(cc *CoefCache, key coefKey, check uint64, data []byt
 		cc.tcRefuse(key)
 		return nil, fileKeys{}
 	}
-	if !cc.adopt(&keys, p, int64((*C.stoker_coefs)(p).nmcu), bound) && !cc.present(&keys) {
+	if !cc.adopt(&keys, p, codec.CoefsMCUs(p), bound) && !cc.present(&keys) {
 		// (Present: another Decoder transcoded the file meanwhile.)
 		cc.tcDrop(key)
 		return nil, fileKeys{}

@@ -370,7 +370,7 @@ func TestARM64GoldenUnderQemu(t *testing.T) {
 	}
 }
 
-// TestCNoContraction: the pipeline's C files (pipeline/,
+// TestCNoContraction: the pipeline's C files (pipeline/codec/,
 // pipeline/kernels/ and pipeline/kernels/cv/) give the same object with -mfma (x86-64 with FMA
 // instructions, which GCC contracts a*b + c into by default in GNU C
 // mode, as it does on arm64) as with -ffp-contract=off:
@@ -412,7 +412,7 @@ func TestCNoContraction(t *testing.T) {
 		t.Skipf("%s does not contract a*b + c with -mfma: this check could not see a contraction", cc[0])
 	}
 	var srcs []string
-	for _, dir := range []string{"pipeline", filepath.Join("pipeline", "kernels"), filepath.Join("pipeline", "kernels", "cv")} {
+	for _, dir := range []string{filepath.Join("pipeline", "codec"), filepath.Join("pipeline", "kernels"), filepath.Join("pipeline", "kernels", "cv")} {
 		got, err := filepath.Glob(filepath.Join(root(t), dir, "*.c"))
 		if err != nil || len(got) == 0 {
 			t.Fatalf("no C files in %s/: %v", dir, err)

@@ -1,6 +1,6 @@
 //go:build cgo && !jpegstatic
 
-package pipeline
+package codec
 
 // libjpeg-turbo, libpng and libwebp (formats.c) from the system's shared
 // libraries.

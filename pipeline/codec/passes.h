@@ -1,6 +1,6 @@
 /* The resampler's two passes over one axis' filter, torch's uint8
- * antialiasing kernels in fixed point (turbo.c works out the filters and
- * drives the passes; passes.c holds them, scalar, SSE2, SSSE3, AVX2,
+ * antialiasing kernels in fixed point (resize.c works out the filters, turbo.c
+ * and resize.c drive the passes; passes.c holds them, scalar, SSE2, SSSE3, AVX2,
  * AVX-512 and AVX-512 VBMI/VNNI, all with the same sums). */
 #ifndef STOKER_PASSES_H
 #define STOKER_PASSES_H
@@ -43,7 +43,7 @@ typedef struct {
 
 /* hpass_rgbx resamples one decoded RGBX row into dst: interleaved RGB
  * (with 4 bytes of slack after it) or, when planar, three planes of n
- * bytes, at SIMD level simd (turbo.c's begin_decode). */
+ * bytes, at SIMD level simd (turbo.c's stoker_begin_decode). */
 void hpass_rgbx(const axis *a, int n, const uint8_t *src, uint8_t *dst, int planar, int simd);
 /* hpass_rgbx2 is hpass_rgbx for two rows. */
 void hpass_rgbx2(const axis *a, int n, const uint8_t *src0, const uint8_t *src1, uint8_t *dst0,

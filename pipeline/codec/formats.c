@@ -1,7 +1,7 @@
 /* PNG (pngrows.c for the common kinds, libpng for the rest) and WebP
  * through libwebp, for package pipeline's fast path (formats_cgo.go): each
  * decodes only what the job's views read and
- * hands its rows to turbo.c's resampler (stoker_rows_*), so that the
+ * hands its rows to resize.c's resampler (stoker_rows_*), so that the
  * decoded image is never a whole copy in memory and the rows are resampled
  * while they are in cache.
  *

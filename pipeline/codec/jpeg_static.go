@@ -1,6 +1,6 @@
 //go:build cgo && jpegstatic
 
-package pipeline
+package codec
 
 // libjpeg-turbo linked in from its archive (libjpeg62-turbo-dev's
 // libjpeg.a), for a binary that needs no libjpeg where it runs while

@@ -1,6 +1,7 @@
 /* The libjpeg-turbo fast path: one call decodes a JPEG's needed region, at a
  * DCT scale when allowed, and resamples, flips and packs it into the caller's
- * buffer. See fast_cgo.go for the Go side and turbo.c for the details. */
+ * buffer. See fast_cgo.go for the Go side, turbo.c (the JPEG decode) and
+ * resize.c (the resampler and the row API) for the details. */
 #ifndef STOKER_TURBO_H
 #define STOKER_TURBO_H
 
