@@ -5,7 +5,7 @@
  * predictors and bit positions, so that two builds of huff.c can be shown
  * to decode the same. Build and run from the repository's root:
  *
- *   cc -O3 -Ipipeline -o /tmp/huffbench bench/huffbench/huffbench.c pipeline/coefs.c -ljpeg
+ *   cc -O3 -Ipipeline/codec -o /tmp/huffbench bench/huffbench/huffbench.c pipeline/codec/coefs.c -ljpeg
  *   /tmp/huffbench MODE REPS FILE...    # MODE 0 store, 1 read past, 2 half
  *
  * (-I the directory that holds huff.c, huff.h, bits.h and coefs.c). The
