@@ -226,9 +226,11 @@ func TestResizeCMatchesGo(t *testing.T) {
 func BenchmarkCScalar(b *testing.B) {
 	src := benchPlanes(640, 640)
 	b.Run("hsv/640", func(b *testing.B) {
-		hue, sat, val := HSVLUTs([3]float64{0.01, 0.3, -0.2})
+		im := benchPlanes(640, 640)
 		for i := 0; i < b.N; i++ {
-			hsvC(src, &hue, &sat, &val, 0)
+			copy(im.Pix, src.Pix)
+			hue, sat, val := HSVLUTs([3]float64{0.01, 0.3, -0.2})
+			hsvC(im, &hue, &sat, &val, 0)
 		}
 	})
 }

@@ -271,25 +271,30 @@ __attribute__((target("avx2"))) static inline void hsv_store_avx2(uint8_t *p, __
 }
 
 /* hsv_avx2 is hsv_scalar eight pixels at a time up to a multiple of 8,
- * with the tables of the call composed (fs, fv, the hue's fraction and
- * its sector's picks per input byte) and read by gathers. Its float
- * operations are hsv_scalar's, unfused (no FMA in its target); it takes
- * no branch for a saturation of 0: then v(1-s), v(1-sh) and v(1-s(1-h))
- * are v exactly. Returns where it stopped. */
+ * with the call's tables composed per input byte and read by four
+ * gathers: sdiv[v] | val[v] << 20 (sdiv is below 2^20), hdiv[diff],
+ * over[sat[s]] and hue[h]; the value over 255 and the hue's fraction and
+ * sector computed as hsvBack computes them (frac[1] is its 6/180 as a
+ * float; the mod 6 of a float below 12 is it less 6 from 6 on, exactly).
+ * Its float operations are hsv_scalar's, unfused (no FMA in its target);
+ * it takes no branch for a saturation of 0: then v(1-s), v(1-sh) and
+ * v(1-s(1-h)) are v exactly. Returns where it stopped. */
 __attribute__((target("avx2"))) static size_t hsv_avx2(uint8_t *rp, uint8_t *gp, uint8_t *bp, size_t n,
                                                         const uint8_t *luts, const int32_t *sdiv,
                                                         const int32_t *hdiv, const float *frac,
                                                         const uint8_t *sector, const float *over) {
-  float fsT[256], fvT[256], fhT[256];
-  int32_t idxT[256];
-  for (int i = 0; i < 256; i++) {
-    uint8_t hh = luts[i];
-    const uint8_t *sec = hsv_sector[sector[hh]];
-    fsT[i] = over[luts[256 + i]], fvT[i] = over[luts[512 + i]], fhT[i] = frac[hh];
-    idxT[i] = sec[0] | sec[1] << 2 | sec[2] << 4;
-  }
+  int32_t vT[256], hT[256];
+  float fsT[256];
+  for (int i = 0; i < 256; i++)
+    vT[i] = sdiv[i] | (int32_t)luts[512 + i] << 20, hT[i] = luts[i], fsT[i] = over[luts[256 + i]];
+  int32_t picks[8] = {0};
+  for (int k = 0; k < 6; k++)
+    picks[k] = hsv_sector[k][0] | hsv_sector[k][1] << 2 | hsv_sector[k][2] << 4;
+  (void)sector;
   const __m256i half = _mm256_set1_epi32(1 << 11), h180 = _mm256_set1_epi32(180), zero = _mm256_setzero_si256();
-  const __m256 one = _mm256_set1_ps(1);
+  const __m256i low20 = _mm256_set1_epi32((1 << 20) - 1), pickv = _mm256_loadu_si256((const __m256i *)picks);
+  const __m256 one = _mm256_set1_ps(1), six = _mm256_set1_ps(6), over1 = _mm256_set1_ps(over[1]);
+  const __m256 frac1 = _mm256_set1_ps(frac[1]);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256i r = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(rp + i)));
@@ -297,7 +302,8 @@ __attribute__((target("avx2"))) static size_t hsv_avx2(uint8_t *rp, uint8_t *gp,
     __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(bp + i)));
     __m256i v = _mm256_max_epi32(_mm256_max_epi32(r, g), b);
     __m256i diff = _mm256_sub_epi32(v, _mm256_min_epi32(_mm256_min_epi32(r, g), b));
-    __m256i s = _mm256_mullo_epi32(diff, _mm256_i32gather_epi32((const int *)sdiv, v, 4));
+    __m256i vt = _mm256_i32gather_epi32((const int *)vT, v, 4);
+    __m256i s = _mm256_mullo_epi32(diff, _mm256_and_si256(vt, low20));
     s = _mm256_srai_epi32(_mm256_add_epi32(s, half), 12);
     __m256i hr = _mm256_sub_epi32(g, b);
     __m256i hg = _mm256_add_epi32(_mm256_sub_epi32(b, r), _mm256_slli_epi32(diff, 1));
@@ -307,9 +313,13 @@ __attribute__((target("avx2"))) static size_t hsv_avx2(uint8_t *rp, uint8_t *gp,
     h = _mm256_mullo_epi32(h, _mm256_i32gather_epi32((const int *)hdiv, diff, 4));
     h = _mm256_srai_epi32(_mm256_add_epi32(h, half), 12);
     h = _mm256_add_epi32(h, _mm256_and_si256(_mm256_cmpgt_epi32(zero, h), h180));
-    __m256 fs = _mm256_i32gather_ps(fsT, s, 4), fv = _mm256_i32gather_ps(fvT, v, 4);
-    __m256 fh = _mm256_i32gather_ps(fhT, h, 4);
-    __m256i idx = _mm256_i32gather_epi32((const int *)idxT, h, 4);
+    __m256 fs = _mm256_i32gather_ps(fsT, s, 4);
+    __m256 fv = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(vt, 20)), over1);
+    __m256 fh = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_i32gather_epi32((const int *)hT, h, 4)), frac1);
+    fh = _mm256_sub_ps(fh, _mm256_and_ps(_mm256_cmp_ps(fh, six, _CMP_GE_OQ), six));
+    __m256 fl = _mm256_floor_ps(fh);
+    fh = _mm256_sub_ps(fh, fl);
+    __m256i idx = _mm256_permutevar8x32_epi32(pickv, _mm256_cvttps_epi32(fl));
     __m256 t1 = _mm256_mul_ps(fv, _mm256_sub_ps(one, fs));
     __m256 t2 = _mm256_mul_ps(fv, _mm256_sub_ps(one, _mm256_mul_ps(fs, fh)));
     __m256 t3 = _mm256_mul_ps(fv, _mm256_sub_ps(one, _mm256_mul_ps(fs, _mm256_sub_ps(one, fh))));
