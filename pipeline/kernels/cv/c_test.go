@@ -143,8 +143,8 @@ func firstDiff(a, b []byte) int {
 	return -1
 }
 
-// TestHSVCMatchesGo: cv.c's HSV loop, scalar and AVX2 (where the CPU has
-// it), gives hsvPixelsGo's bytes on every 24-bit colour, for gains of
+// TestHSVCMatchesGo: cv.c's HSV loop, scalar, AVX2 and AVX-512 VBMI (those
+// the CPU has), gives hsvPixelsGo's bytes on every 24-bit colour, for gains of
 // each sign, none, and ones that saturate and wrap the hue, and for tables
 // of random bytes (hues past 179 too); and on noise of odd and tiny sizes
 // (the vector loop's tail) and photos.
@@ -175,7 +175,7 @@ func TestHSVCMatchesGo(t *testing.T) {
 			want := kernels.Planes{Pix: append([]byte(nil), src.Pix...), W: src.W, H: src.H}
 			got := kernels.Planes{Pix: make([]byte, len(src.Pix)), W: src.W, H: src.H}
 			hsvPixelsGo(want, &l[0], &l[1], &l[2])
-			for simd := 0; simd <= min(cSIMD, 1); simd++ {
+			for simd := 0; simd <= cSIMD; simd++ {
 				copy(got.Pix, src.Pix)
 				hsvC(got, &l[0], &l[1], &l[2], simd)
 				if j := firstDiff(got.Pix, want.Pix); j >= 0 {
