@@ -221,16 +221,18 @@ func TestResizeCMatchesGo(t *testing.T) {
 	}
 }
 
-// BenchmarkCScalar: the C kernels' scalar paths (simd 0) on
+// BenchmarkCPaths: the C kernels' scalar path (simd 0) and AVX2's (1) on
 // BenchmarkKernels' image, beside its cases (the best path here).
-func BenchmarkCScalar(b *testing.B) {
+func BenchmarkCPaths(b *testing.B) {
 	src := benchPlanes(640, 640)
-	b.Run("hsv/640", func(b *testing.B) {
-		im := benchPlanes(640, 640)
-		for i := 0; i < b.N; i++ {
-			copy(im.Pix, src.Pix)
-			hue, sat, val := HSVLUTs([3]float64{0.01, 0.3, -0.2})
-			hsvC(im, &hue, &sat, &val, 0)
-		}
-	})
+	for simd, name := range []string{"scalar", "avx2"} {
+		b.Run(name+"/hsv/640", func(b *testing.B) {
+			im := benchPlanes(640, 640)
+			for i := 0; i < b.N; i++ {
+				copy(im.Pix, src.Pix)
+				hue, sat, val := HSVLUTs([3]float64{0.01, 0.3, -0.2})
+				hsvC(im, &hue, &sat, &val, simd)
+			}
+		})
+	}
 }
