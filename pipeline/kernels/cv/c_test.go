@@ -143,30 +143,46 @@ func firstDiff(a, b []byte) int {
 	return -1
 }
 
-// TestHSVCMatchesGo: cv.c's HSV loop gives hsvPixelsGo's bytes on every
-// 24-bit colour, for gains of each sign, none, and ones that saturate and
-// wrap the hue; and on photos.
+// TestHSVCMatchesGo: cv.c's HSV loop, scalar, AVX2 and AVX-512 VBMI (those
+// the CPU has), gives hsvPixelsGo's bytes on every 24-bit colour, for gains of
+// each sign, none, and ones that saturate and wrap the hue, and for tables
+// of random bytes (hues past 179 too); and on noise of odd and tiny sizes
+// (the vector loop's tail) and photos.
 func TestHSVCMatchesGo(t *testing.T) {
 	all := kernels.Planes{Pix: make([]byte, 3<<24), W: 4096, H: 4096}
 	n := 1 << 24
 	for i := 0; i < n; i++ {
 		all.Pix[i], all.Pix[n+i], all.Pix[2*n+i] = byte(i>>16), byte(i>>8), byte(i)
 	}
-	ims := []kernels.Planes{all}
-	for _, p := range cTestImages(t)[10:] {
-		ims = append(ims, p)
-	}
+	ims := append([]kernels.Planes{all}, cTestImages(t)...)
+	var luts [][3][256]uint8
 	for _, r := range [][3]float64{{0, 0, 0}, {0.015, 0.7, 0.4}, {-0.015, -0.7, -0.4}, {0.5, 1, -1}, {-0.99, 3, 2}, {0.3, -1, 0.01}} {
+		hue, sat, val := HSVLUTs(r)
+		luts = append(luts, [3][256]uint8{hue, sat, val})
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for k := 0; k < 2; k++ {
+		var l [3][256]uint8
+		for i := range l {
+			for j := range l[i] {
+				l[i][j] = uint8(rng.Uint32())
+			}
+		}
+		luts = append(luts, l)
+	}
+	for li, l := range luts {
 		for i, src := range ims {
-			hue, sat, val := HSVLUTs(r)
 			want := kernels.Planes{Pix: append([]byte(nil), src.Pix...), W: src.W, H: src.H}
-			got := kernels.Planes{Pix: append([]byte(nil), src.Pix...), W: src.W, H: src.H}
-			hsvPixelsGo(want, &hue, &sat, &val)
-			hsvPixels(got, &hue, &sat, &val)
-			if j := firstDiff(got.Pix, want.Pix); j >= 0 {
-				k := j % (src.W * src.H)
-				t.Fatalf("gains %v, image %d: byte %d (plane %d) is %d, Go's %d; the pixel was %d,%d,%d",
-					r, i, j, j/(src.W*src.H), got.Pix[j], want.Pix[j], src.Pix[k], src.Pix[src.W*src.H+k], src.Pix[2*src.W*src.H+k])
+			got := kernels.Planes{Pix: make([]byte, len(src.Pix)), W: src.W, H: src.H}
+			hsvPixelsGo(want, &l[0], &l[1], &l[2])
+			for simd := 0; simd <= cSIMD; simd++ {
+				copy(got.Pix, src.Pix)
+				hsvC(got, &l[0], &l[1], &l[2], simd)
+				if j := firstDiff(got.Pix, want.Pix); j >= 0 {
+					k := j % (src.W * src.H)
+					t.Fatalf("tables %d, image %d, simd %d: byte %d (plane %d) is %d, Go's %d; the pixel was %d,%d,%d",
+						li, i, simd, j, j/(src.W*src.H), got.Pix[j], want.Pix[j], src.Pix[k], src.Pix[src.W*src.H+k], src.Pix[2*src.W*src.H+k])
+				}
 			}
 		}
 	}
@@ -202,5 +218,21 @@ func TestResizeCMatchesGo(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkCPaths: the C kernels' scalar path (simd 0) and AVX2's (1) on
+// BenchmarkKernels' image, beside its cases (the best path here).
+func BenchmarkCPaths(b *testing.B) {
+	src := benchPlanes(640, 640)
+	for simd, name := range []string{"scalar", "avx2"} {
+		b.Run(name+"/hsv/640", func(b *testing.B) {
+			im := benchPlanes(640, 640)
+			for i := 0; i < b.N; i++ {
+				copy(im.Pix, src.Pix)
+				hue, sat, val := HSVLUTs([3]float64{0.01, 0.3, -0.2})
+				hsvC(im, &hue, &sat, &val, simd)
+			}
+		})
 	}
 }

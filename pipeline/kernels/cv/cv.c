@@ -7,8 +7,10 @@
  *   operands fused in double and the sum rounded to float, through fma()
  *   (an instruction with FMA, libm's exact fma elsewhere); nothing else
  *   fuses (the pragmas below).
- * - hsv: hsv.go's BGR to HSV, the three tables, HSV to BGR, one pixel at a
- *   time, every float operation hsv.go's. */
+ * - hsv: hsv.go's BGR to HSV, the three tables, HSV to BGR, every float
+ *   operation hsv.go's: sixteen pixels at a time with AVX-512 VBMI (the
+ *   tables read by byte permutes), eight with AVX2 (by gathers), one at a
+ *   time otherwise and for the tail. */
 /* No fused multiply-adds but the explicit ones (see turbo.c). */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -124,11 +126,13 @@ static void warp_scalar(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw
 #if defined(__x86_64__)
 
 static int cpu_simd; /* 0 none, 1 AVX2 and FMA, 2 those and AVX-512F */
+static int cpu_vbmi; /* AVX-512BW and VBMI (byte permutes): HSV's 512-bit path */
 
 __attribute__((constructor)) static void cv_cpu_init(void) {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     cpu_simd = __builtin_cpu_supports("avx512f") ? 2 : 1;
+  cpu_vbmi = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi");
 }
 
 /* The AVX2 path's double arithmetic: eight lanes as two halves. */
@@ -212,11 +216,12 @@ void stoker_cv_warp(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, in
  * v(1-sh), v(1-s(1-h))) is b, g and r. */
 static const uint8_t hsv_sector[6][3] = {{1, 3, 0}, {1, 0, 2}, {3, 0, 1}, {0, 2, 1}, {0, 1, 3}, {2, 1, 0}};
 
-void stoker_cv_hsv(uint8_t *pix, size_t n, const uint8_t *luts, const int32_t *sdiv, const int32_t *hdiv,
-                   const float *frac, const uint8_t *sector, const float *over) {
-  uint8_t *rp = pix, *gp = pix + n, *bp = pix + 2 * n;
+/* hsv_scalar is hsvPixelsGo on pixels i0..n-1. */
+static void hsv_scalar(uint8_t *rp, uint8_t *gp, uint8_t *bp, size_t i0, size_t n, const uint8_t *luts,
+                       const int32_t *sdiv, const int32_t *hdiv, const float *frac, const uint8_t *sector,
+                       const float *over) {
   const uint8_t *hue = luts, *sat = luts + 256, *val = luts + 512;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = i0; i < n; i++) {
     /* hsvFromRGB */
     int32_t r = rp[i], g = gp[i], b = bp[i];
     int32_t v = r > g ? r : g, vmin = r < g ? r : g;
@@ -245,6 +250,195 @@ void stoker_cv_hsv(uint8_t *pix, size_t n, const uint8_t *luts, const int32_t *s
     }
     rp[i] = round_sat(fr * 255), gp[i] = round_sat(fg * 255), bp[i] = round_sat(fb * 255);
   }
+}
+
+#if defined(__x86_64__)
+/* hsv_pick_avx2 is, in each lane, t[k] for the two bits k of idx at bit
+ * (the sign bits of idx shifted, as blendv reads them). */
+__attribute__((target("avx2"))) static inline __m256 hsv_pick_avx2(__m256i idx, int bit, __m256 t0, __m256 t1,
+                                                                   __m256 t2, __m256 t3) {
+  __m256 m0 = _mm256_castsi256_ps(_mm256_sllv_epi32(idx, _mm256_set1_epi32(31 - bit)));
+  __m256 m1 = _mm256_castsi256_ps(_mm256_sllv_epi32(idx, _mm256_set1_epi32(30 - bit)));
+  __m256 lo = _mm256_blendv_ps(t0, t1, m0), hi = _mm256_blendv_ps(t2, t3, m0);
+  return _mm256_blendv_ps(lo, hi, m1);
+}
+
+/* hsv_store_avx2 stores eight lanes of floats times 255, rounded to
+ * nearest even and saturated to 0..255 as round_sat (NaN gives 0 there
+ * too: cvtps gives INT32_MIN, packus 0), at p. */
+__attribute__((target("avx2"))) static inline void hsv_store_avx2(uint8_t *p, __m256 f) {
+  __m256i x = _mm256_cvtps_epi32(_mm256_mul_ps(f, _mm256_set1_ps(255)));
+  x = _mm256_permute4x64_epi64(_mm256_packus_epi32(x, x), 0x08);
+  __m128i y = _mm256_castsi256_si128(x);
+  _mm_storel_epi64((__m128i *)p, _mm_packus_epi16(y, y));
+}
+
+/* hsv_avx2 is hsv_scalar eight pixels at a time up to a multiple of 8,
+ * with the call's tables composed per input byte and read by four
+ * gathers: sdiv[v] | val[v] << 20 (sdiv is below 2^20), hdiv[diff],
+ * over[sat[s]] and hue[h]; the value over 255 and the hue's fraction and
+ * sector computed as hsvBack computes them (frac[1] is its 6/180 as a
+ * float; the mod 6 of a float below 12 is it less 6 from 6 on, exactly).
+ * Its float operations are hsv_scalar's, unfused (no FMA in its target);
+ * it takes no branch for a saturation of 0: then v(1-s), v(1-sh) and
+ * v(1-s(1-h)) are v exactly. Returns where it stopped. */
+__attribute__((target("avx2"))) static size_t hsv_avx2(uint8_t *rp, uint8_t *gp, uint8_t *bp, size_t n,
+                                                        const uint8_t *luts, const int32_t *sdiv,
+                                                        const int32_t *hdiv, const float *frac,
+                                                        const uint8_t *sector, const float *over) {
+  int32_t vT[256], hT[256];
+  float fsT[256];
+  for (int i = 0; i < 256; i++)
+    vT[i] = sdiv[i] | (int32_t)luts[512 + i] << 20, hT[i] = luts[i], fsT[i] = over[luts[256 + i]];
+  int32_t picks[8] = {0};
+  for (int k = 0; k < 6; k++)
+    picks[k] = hsv_sector[k][0] | hsv_sector[k][1] << 2 | hsv_sector[k][2] << 4;
+  (void)sector;
+  const __m256i half = _mm256_set1_epi32(1 << 11), h180 = _mm256_set1_epi32(180), zero = _mm256_setzero_si256();
+  const __m256i low20 = _mm256_set1_epi32((1 << 20) - 1), pickv = _mm256_loadu_si256((const __m256i *)picks);
+  const __m256 one = _mm256_set1_ps(1), six = _mm256_set1_ps(6), over1 = _mm256_set1_ps(over[1]);
+  const __m256 frac1 = _mm256_set1_ps(frac[1]);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256i r = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(rp + i)));
+    __m256i g = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(gp + i)));
+    __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(bp + i)));
+    __m256i v = _mm256_max_epi32(_mm256_max_epi32(r, g), b);
+    __m256i diff = _mm256_sub_epi32(v, _mm256_min_epi32(_mm256_min_epi32(r, g), b));
+    __m256i vt = _mm256_i32gather_epi32((const int *)vT, v, 4);
+    __m256i s = _mm256_mullo_epi32(diff, _mm256_and_si256(vt, low20));
+    s = _mm256_srai_epi32(_mm256_add_epi32(s, half), 12);
+    __m256i hr = _mm256_sub_epi32(g, b);
+    __m256i hg = _mm256_add_epi32(_mm256_sub_epi32(b, r), _mm256_slli_epi32(diff, 1));
+    __m256i hb = _mm256_add_epi32(_mm256_sub_epi32(r, g), _mm256_slli_epi32(diff, 2));
+    __m256i h = _mm256_blendv_epi8(hb, hg, _mm256_cmpeq_epi32(v, g));
+    h = _mm256_blendv_epi8(h, hr, _mm256_cmpeq_epi32(v, r));
+    h = _mm256_mullo_epi32(h, _mm256_i32gather_epi32((const int *)hdiv, diff, 4));
+    h = _mm256_srai_epi32(_mm256_add_epi32(h, half), 12);
+    h = _mm256_add_epi32(h, _mm256_and_si256(_mm256_cmpgt_epi32(zero, h), h180));
+    __m256 fs = _mm256_i32gather_ps(fsT, s, 4);
+    __m256 fv = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(vt, 20)), over1);
+    __m256 fh = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_i32gather_epi32((const int *)hT, h, 4)), frac1);
+    fh = _mm256_sub_ps(fh, _mm256_and_ps(_mm256_cmp_ps(fh, six, _CMP_GE_OQ), six));
+    __m256 fl = _mm256_floor_ps(fh);
+    fh = _mm256_sub_ps(fh, fl);
+    __m256i idx = _mm256_permutevar8x32_epi32(pickv, _mm256_cvttps_epi32(fl));
+    __m256 t1 = _mm256_mul_ps(fv, _mm256_sub_ps(one, fs));
+    __m256 t2 = _mm256_mul_ps(fv, _mm256_sub_ps(one, _mm256_mul_ps(fs, fh)));
+    __m256 t3 = _mm256_mul_ps(fv, _mm256_sub_ps(one, _mm256_mul_ps(fs, _mm256_sub_ps(one, fh))));
+    hsv_store_avx2(bp + i, hsv_pick_avx2(idx, 0, fv, t1, t2, t3));
+    hsv_store_avx2(gp + i, hsv_pick_avx2(idx, 2, fv, t1, t2, t3));
+    hsv_store_avx2(rp + i, hsv_pick_avx2(idx, 4, fv, t1, t2, t3));
+  }
+  return i;
+}
+#define HSV512 __attribute__((target("avx512f,avx512bw,avx512vbmi,avx2")))
+
+/* hsv_lut512 is, in every byte, t[x] for the byte x of idx: t 256 bytes in
+ * four vectors, two 128-byte lookups (vpermt2b) and bit 7 picking. */
+HSV512 static inline __m512i hsv_lut512(const __m512i *t, __m512i idx) {
+  __m512i lo = _mm512_permutex2var_epi8(t[0], idx, t[1]), hi = _mm512_permutex2var_epi8(t[2], idx, t[3]);
+  return _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi);
+}
+
+/* hsv_word512 is the word table whose bytes are t[0..k-1] (256 bytes
+ * each) at the index in each lane (0..255), the bytes past k 0. */
+HSV512 static inline __m512i hsv_word512(const __m512i (*t)[4], int k, __m512i idx) {
+  const __m512i bcast = _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0x00000000);
+  idx = _mm512_shuffle_epi8(idx, bcast);
+  __m512i w = _mm512_setzero_si512();
+  for (int j = 0; j < k; j++)
+    w = _mm512_mask_blend_epi8((__mmask64)(0x1111111111111111ULL << j), w, hsv_lut512(t[j], idx));
+  return w;
+}
+
+/* hsv_pick512 is hsv_pick_avx2 with AVX-512 masks. */
+HSV512 static inline __m512 hsv_pick512(__m512i idx, int bit, __m512 t0, __m512 t1, __m512 t2, __m512 t3) {
+  __mmask16 m0 = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(1 << bit));
+  __mmask16 m1 = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(2 << bit));
+  return _mm512_mask_blend_ps(m1, _mm512_mask_blend_ps(m0, t0, t1), _mm512_mask_blend_ps(m0, t2, t3));
+}
+
+/* hsv_store512 is hsv_store_avx2 on sixteen lanes (below 0 and NaN give
+ * 0, past 255 255, as round_sat). */
+HSV512 static inline void hsv_store512(uint8_t *p, __m512 f) {
+  __m512i x = _mm512_cvtps_epi32(_mm512_mul_ps(f, _mm512_set1_ps(255)));
+  _mm_storeu_si128((__m128i *)p, _mm512_cvtusepi32_epi8(_mm512_max_epi32(x, _mm512_setzero_si512())));
+}
+
+/* hsv_avx512 is hsv_avx2 sixteen pixels at a time with AVX-512 VBMI: its
+ * tables read by byte lookups in registers (vpermt2b), not gathers. */
+HSV512 static size_t hsv_avx512(uint8_t *rp, uint8_t *gp, uint8_t *bp, size_t n, const uint8_t *luts,
+                                 const int32_t *sdiv, const int32_t *hdiv, const float *frac, const float *over) {
+  uint8_t tb[9][256];
+  for (int i = 0; i < 256; i++) {
+    uint32_t vt = (uint32_t)sdiv[i] | (uint32_t)luts[512 + i] << 20;
+    for (int j = 0; j < 4; j++)
+      tb[j][i] = (uint8_t)(vt >> 8 * j);
+    for (int j = 0; j < 3; j++)
+      tb[4 + j][i] = (uint8_t)((uint32_t)hdiv[i] >> 8 * j);
+    tb[7][i] = luts[256 + i], tb[8][i] = luts[i];
+  }
+  __m512i t[9][4];
+  for (int j = 0; j < 9; j++)
+    for (int q = 0; q < 4; q++)
+      t[j][q] = _mm512_loadu_si512((const void *)(tb[j] + 64 * q));
+  int32_t picks[16] = {0};
+  for (int k = 0; k < 6; k++)
+    picks[k] = hsv_sector[k][0] | hsv_sector[k][1] << 2 | hsv_sector[k][2] << 4;
+  const __m512i half = _mm512_set1_epi32(1 << 11), h180 = _mm512_set1_epi32(180), zero = _mm512_setzero_si512();
+  const __m512i low20 = _mm512_set1_epi32((1 << 20) - 1), low8 = _mm512_set1_epi32(0xff);
+  const __m512i pickv = _mm512_loadu_si512((const void *)picks);
+  const __m512 one = _mm512_set1_ps(1), six = _mm512_set1_ps(6), over1 = _mm512_set1_ps(over[1]);
+  const __m512 frac1 = _mm512_set1_ps(frac[1]);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512i r = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(rp + i)));
+    __m512i g = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(gp + i)));
+    __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(bp + i)));
+    __m512i v = _mm512_max_epi32(_mm512_max_epi32(r, g), b);
+    __m512i diff = _mm512_sub_epi32(v, _mm512_min_epi32(_mm512_min_epi32(r, g), b));
+    __m512i vt = hsv_word512(t, 4, v);
+    __m512i s = _mm512_mullo_epi32(diff, _mm512_and_si512(vt, low20));
+    s = _mm512_srai_epi32(_mm512_add_epi32(s, half), 12);
+    __m512i hr = _mm512_sub_epi32(g, b);
+    __m512i hg = _mm512_add_epi32(_mm512_sub_epi32(b, r), _mm512_slli_epi32(diff, 1));
+    __m512i hb = _mm512_add_epi32(_mm512_sub_epi32(r, g), _mm512_slli_epi32(diff, 2));
+    __m512i h = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(v, g), hb, hg);
+    h = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(v, r), h, hr);
+    h = _mm512_mullo_epi32(h, hsv_word512(t + 4, 3, diff));
+    h = _mm512_srai_epi32(_mm512_add_epi32(h, half), 12);
+    h = _mm512_mask_add_epi32(h, _mm512_cmplt_epi32_mask(h, zero), h, h180);
+    __m512 fs = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(hsv_lut512(t[7], s), low8)), over1);
+    __m512 fv = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(vt, 20)), over1);
+    __m512 fh = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(hsv_lut512(t[8], h), low8)), frac1);
+    fh = _mm512_mask_sub_ps(fh, _mm512_cmp_ps_mask(fh, six, _CMP_GE_OQ), fh, six);
+    __m512 fl = _mm512_roundscale_ps(fh, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    fh = _mm512_sub_ps(fh, fl);
+    __m512i idx = _mm512_permutexvar_epi32(_mm512_cvttps_epi32(fl), pickv);
+    __m512 t1 = _mm512_mul_ps(fv, _mm512_sub_ps(one, fs));
+    __m512 t2 = _mm512_mul_ps(fv, _mm512_sub_ps(one, _mm512_mul_ps(fs, fh)));
+    __m512 t3 = _mm512_mul_ps(fv, _mm512_sub_ps(one, _mm512_mul_ps(fs, _mm512_sub_ps(one, fh))));
+    hsv_store512(bp + i, hsv_pick512(idx, 0, fv, t1, t2, t3));
+    hsv_store512(gp + i, hsv_pick512(idx, 2, fv, t1, t2, t3));
+    hsv_store512(rp + i, hsv_pick512(idx, 4, fv, t1, t2, t3));
+  }
+  return i;
+}
+#endif
+
+void stoker_cv_hsv(uint8_t *pix, size_t n, const uint8_t *luts, const int32_t *sdiv, const int32_t *hdiv,
+                   const float *frac, const uint8_t *sector, const float *over, int simd) {
+  uint8_t *rp = pix, *gp = pix + n, *bp = pix + 2 * n;
+  size_t i = 0;
+#if defined(__x86_64__)
+  if (simd >= 2 && cpu_simd >= 2 && cpu_vbmi)
+    i = hsv_avx512(rp, gp, bp, n, luts, sdiv, hdiv, frac, over);
+  else if (simd >= 1 && cpu_simd >= 1)
+    i = hsv_avx2(rp, gp, bp, n, luts, sdiv, hdiv, frac, sector, over);
+#endif
+  (void)simd;
+  hsv_scalar(rp, gp, bp, i, n, luts, sdiv, hdiv, frac, sector, over);
 }
 
 /* resize_hrow is resize.go's hrow: the horizontal pass of source row src

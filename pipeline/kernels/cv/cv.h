@@ -19,9 +19,11 @@ void stoker_cv_warp(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, in
 /* stoker_cv_hsv is hsv.go's hsvPixelsGo on pix, three planes (R, G, B)
  * of n bytes, in place: luts the hue, saturation and value tables (256
  * each), sdiv and hdiv hsv.go's division tables, frac, sector and over its
- * hsvBack. */
+ * hsvBack. With AVX2 (simd >= 1 and the CPU's) eight pixels at a time,
+ * with AVX-512BW and VBMI (simd >= 2 and the CPU's) sixteen (the same
+ * bytes). */
 void stoker_cv_hsv(uint8_t *pix, size_t n, const uint8_t *luts, const int32_t *sdiv, const int32_t *hdiv,
-                   const float *frac, const uint8_t *sector, const float *over);
+                   const float *frac, const uint8_t *sector, const float *over, int simd);
 
 /* stoker_cv_resize is resize.go's ResizeLinear past its copy and halving:
  * dst, three dw x dh planes, from src, three sw x sh planes, by the taps
