@@ -164,11 +164,7 @@ func TestTrainerBesideWorkStreams(t *testing.T) {
 	_, workContested0 := e.contestedByKind()
 
 	open := photoJob()
-	// 4 epochs: 40 batches, 640 samples, each a choice the executor must
-	// give the trainer, and 3 epoch ends (the job's queue goes and comes
-	// back). 12 epochs checked the same choices 3 times as often, at
-	// 134 s under -race.
-	open.Epochs = 4
+	open.Epochs = 12 // 120 batches, 1,920 samples
 	stream := e.feedStream(t, ctx, open)
 	var (
 		batches, epochs            int
@@ -201,8 +197,8 @@ func TestTrainerBesideWorkStreams(t *testing.T) {
 	feed, work := feed1-feed0, work1-work0
 	t.Logf("%d batches; from the first to the last, %d samples made for the trainer, %d for the Work streams (the trainer's share %.3f); contested: %d to the trainer, %d to the Work streams",
 		batches, feed, work, float64(feed)/float64(feed+work), feedContested, workContested-workContested0)
-	if epochs != 4 || batches != 40 {
-		t.Fatalf("%d epochs, %d batches; want 4 and 40", epochs, batches)
+	if epochs != 12 || batches != 120 {
+		t.Fatalf("%d epochs, %d batches; want 12 and 120", epochs, batches)
 	}
 	if workContested != workContested0 || feedContested == 0 {
 		t.Errorf("while both kinds had samples waiting, the trainer's job got %d, the Work jobs %d; want all to the trainer's, and some",
