@@ -364,11 +364,7 @@ func TestARM64GoldenUnderQemu(t *testing.T) {
 	if err != nil {
 		t.Skip("no qemu-aarch64 (Debian's qemu-user, which make apt-test installs): the arm64 golden tests did not run")
 	}
-	// The module's packages with -S, as TestARM64NoFusedMultiplyAdd
-	// (which runs first) compiled pipeline/... and internal/...: the same
-	// flags, so those compiles come from the build cache and only the test
-	// packages and the link are new. -S changes the listing, not the code.
-	bins, _ := buildGoldens(t, []string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0"}, "-gcflags="+module+"/...=-S")
+	bins, _ := buildGoldens(t, []string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0"})
 	if _, ran := runAllGoldens(t, "arm64 under qemu", []string{qemu}, bins); !ran {
 		t.Fatal("the arm64 test binary did not run under qemu")
 	}
