@@ -200,9 +200,12 @@ GO_TEST_TIMEOUT ?= 30m
 # against its reference, bytes against bytes, huge-file checksums), where
 # the race detector has nothing to find and costs 10 to 100 times the time.
 # Each calls exactTest(t) first (pipeline/helpers_test.go,
-# pipeline/kernels/kernels_test.go), which skips it under -race; test-go
-# runs them once more, without -race: every test runs once.
-EXACT_AWK := /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /^\texactTest[(]t[)]/ { print n }
+# pipeline/kernels/kernels_test.go), or the pipeline's exactSerialTest(t),
+# which skip it under -race; test-go runs them once more, without -race:
+# every test runs once. The pipeline's exactTest runs its test in parallel
+# with the others (they are CPU-bound and independent; this run has the
+# machine to itself).
+EXACT_AWK := /^func / { n = "" } /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /^\texact(Serial)?Test[(]t[)]/ && n != "" { print n }
 EXACT_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/*_test.go | paste -sd'|')
 EXACT_KERNEL_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/kernels/*_test.go | paste -sd'|')
 # The server's CPU share measurements (shareTest: the race detector slows

@@ -81,7 +81,23 @@ func readCorpus(t testing.TB, path string) []byte {
 // test-go runs it once without -race (the Makefile's EXACT_TESTS lists the
 // tests that call it, and nothing else must go between the test's opening
 // line and this call).
+//
+// It also runs t in parallel with the other exactness tests: each is
+// CPU-bound on its own decoders and state (no process-wide counter, no
+// environment), so the exact run, which make test-go runs on its own,
+// keeps every core busy instead of one. A test that reads process-wide
+// state (runtime.MemStats) calls exactSerialTest instead.
 func exactTest(t *testing.T) {
+	t.Helper()
+	exactSerialTest(t)
+	t.Parallel()
+}
+
+// exactSerialTest is exactTest for a test that must not overlap others: it
+// reads process-wide state (the heap's allocations). Sequential tests run
+// before any parallel one resumes, so none overlaps it. The Makefile's
+// EXACT_TESTS lists it too.
+func exactSerialTest(t *testing.T) {
 	t.Helper()
 	if racebuild.Enabled {
 		t.Skip("an exactness test: make test-go runs it without -race (EXACT_TESTS)")

@@ -81,7 +81,7 @@ func (f *synthIndexFile) Seek(off int64, whence int) (int64, error) {
 // until the checksum failed: 830 MiB for such a file), so nothing is left
 // to return. A file over 4x the budget is refused unread.
 func TestIndexFileHugeBadChecksum(t *testing.T) {
-	exactTest(t)
+	exactSerialTest(t) // reads runtime.MemStats: overlaps no other test
 	// A blob of a 64x2 MCU scan, checkpoints every 8 MCUs, none known:
 	// well-formed, and 1 KB or so, as a photo's.
 	blob := make([]byte, blobHeader+16*(4+2*3))

@@ -29,10 +29,7 @@ func TestServe(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "stoker")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := stokerBinary(t) // the one go build -o stoker . of this test binary's run
 	data := filepath.Join(dir, "data")
 	for _, class := range []string{"cat", "dog"} {
 		if err := os.MkdirAll(filepath.Join(data, class), 0o755); err != nil {
