@@ -284,3 +284,45 @@ func TestMosaicCanvasClipped(t *testing.T) {
 		t.Errorf("only %d draws clipped the canvas", clipped)
 	}
 }
+
+// BenchmarkYOLOPreset is the decode of a sample of the yolo preset (a
+// Mosaic of four photos at 640, its warp, HSV, flip), the load_image'd
+// photos from a PartnerCache as with --partner-budget: the canvas built
+// whole (full) and only where the warp reads it (clipped).
+func BenchmarkYOLOPreset(b *testing.B) {
+	tr, err := ParseTransform("yolo", CHW)
+	if err != nil {
+		b.Fatal(err)
+	}
+	paths, _ := filepath.Glob("../testdata/photos/*/*.jpg")
+	if len(paths) < 4 {
+		b.Fatal("fewer than 4 photos in testdata/photos")
+	}
+	var files [][]byte
+	for _, p := range paths[:4] {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		files = append(files, data)
+	}
+	for _, full := range []bool{true, false} {
+		name := "clipped"
+		if full {
+			name = "full"
+		}
+		b.Run(name, func(b *testing.B) {
+			fullCanvas = full
+			defer func() { fullCanvas = false }()
+			d := NewDecoder(WithPartnerCache(NewPartnerCache(1 << 30)))
+			defer d.Close()
+			out := make([]byte, tr.SampleBytes())
+			for i := 0; b.Loop(); i++ {
+				d.SetPartners([]int{1, 2, 3}, files[1:])
+				if err := d.Decode(files[0], tr, Key{Seed: 1, Index: uint64(i)}, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
