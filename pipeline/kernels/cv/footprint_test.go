@@ -86,7 +86,28 @@ func TestPerspectiveFootprint(t *testing.T) {
 	}
 }
 
-// TestMosaicImageIn: within its rectangle MosaicImageIn is MosaicImage
+// naiveMosaic is Mosaic.apply_image pixel by pixel: a cs x cs canvas of
+// 114, then each tile's pixels in order, those outside the canvas left out.
+func naiveMosaic(imgs []kernels.Planes, tiles []Tile, cs int) kernels.Planes {
+	dst := kernels.Planes{Pix: bytes.Repeat([]byte{114}, 3*cs*cs), W: cs, H: cs}
+	for i, t := range tiles {
+		src := imgs[i]
+		for c := range 3 {
+			for y := range t.H {
+				for x := range t.W {
+					dx, dy := t.X1a+x, t.Y1a+y
+					if dx >= 0 && dy >= 0 && dx < cs && dy < cs {
+						dst.Pix[(c*cs+dy)*cs+dx] = src.Pix[(c*src.H+t.Y1b+y)*src.W+t.X1b+x]
+					}
+				}
+			}
+		}
+	}
+	return dst
+}
+
+// TestMosaicImageIn: MosaicImage is the canvas of 114 with the tiles
+// copied in, in order; within its rectangle MosaicImageIn is that canvas
 // and outside it leaves the canvas as it was, for layouts of 4 and 9.
 func TestMosaicImageIn(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
@@ -116,8 +137,12 @@ func TestMosaicImageIn(t *testing.T) {
 			t.Fatal(err)
 		}
 		cs := MosaicSize(s)
-		full := kernels.Planes{Pix: make([]byte, 3*cs*cs), W: cs, H: cs}
-		MosaicImage(full, imgs, tiles)
+		full := naiveMosaic(imgs, tiles, cs)
+		whole := kernels.Planes{Pix: make([]byte, 3*cs*cs), W: cs, H: cs}
+		MosaicImage(whole, imgs, tiles)
+		if !bytes.Equal(whole.Pix, full.Pix) {
+			t.Fatalf("layout %d (n %d, s %d): MosaicImage differs from the canvas of 114 with the tiles copied in", i, n, s)
+		}
 		rc := Rect{r.IntN(cs+4) - 2, r.IntN(cs+4) - 2, r.IntN(cs+4) - 2, r.IntN(cs+4) - 2}
 		if i%10 == 0 {
 			rc = Rect{-5, -5, cs + 5, cs + 5}
