@@ -135,8 +135,8 @@ type Rect struct{ X0, Y0, X1, Y1 int }
 
 // MosaicImageIn is MosaicImage within r only (clamped to dst): the pixels
 // of dst in r are MosaicImage's, those outside are left as they were. It
-// goes row by row, the row's 114 where no tile is and then its tiles'
-// bytes, in order (a later one over an earlier).
+// goes row by row, each row's 114 and then its tiles' bytes while the row
+// is in the cache, the tiles in order (a later one over an earlier).
 func MosaicImageIn(dst kernels.Planes, imgs []kernels.Planes, tiles []Tile, r Rect) {
 	r.X0, r.Y0 = max(r.X0, 0), max(r.Y0, 0)
 	r.X1, r.Y1 = min(r.X1, dst.W), min(r.Y1, dst.H)
@@ -166,34 +166,11 @@ func MosaicImageIn(dst kernels.Planes, imgs []kernels.Planes, tiles []Tile, r Re
 		parts = append(parts, part{x0, y0, xb, yb, tw, th})
 	}
 	dn := dst.W * dst.H
-	var sbuf [9][2]int
 	for c := 0; c < 3; c++ {
 		dp := dst.Pix[c*dn : (c+1)*dn]
 		for y := r.Y0; y < r.Y1; y++ {
 			row := dp[y*dst.W : (y+1)*dst.W]
-			// 114 where no tile is, then the tiles: each byte written once
-			// where the tiles do not overlap.
-			spans := sbuf[:0]
-			for _, p := range parts {
-				if p.th <= 0 || y < p.y0 || y >= p.y0+p.th {
-					continue
-				}
-				j := len(spans)
-				spans = append(spans, [2]int{p.x0, p.x0 + p.tw})
-				for ; j > 0 && spans[j-1][0] > spans[j][0]; j-- {
-					spans[j-1], spans[j] = spans[j], spans[j-1]
-				}
-			}
-			x := r.X0
-			for _, sp := range spans {
-				if sp[0] > x {
-					fill114(row[x:sp[0]])
-				}
-				x = max(x, sp[1])
-			}
-			if x < r.X1 {
-				fill114(row[x:r.X1])
-			}
+			fill114(row[r.X0:r.X1])
 			for i, p := range parts {
 				if p.th <= 0 || y < p.y0 || y >= p.y0+p.th {
 					continue
