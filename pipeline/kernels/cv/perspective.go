@@ -209,7 +209,7 @@ func PerspectiveFootprint(m [9]float32, perspective bool, srcW, srcH, dstW, dstH
 	}
 	// The float32 coordinate: a few roundings of sums no larger than bx
 	// (by, bw), each within 2^-24 of it; 1e-6 of them bounds their sum.
-	ex, ey, ew := 1e-6*bx, 1e-6*by, 1e-6*bw
+	ex, ey, ew := float64(1e-6*bx), float64(1e-6*by), float64(1e-6*bw)
 	if perspective {
 		if !(wmin > 1e-3 && ew < wmin/2) {
 			return Rect{}, false
