@@ -266,7 +266,7 @@ func (d *Decoder) decodeMosaic(data []byte, t *Transform, k Key, out []byte, off
 // if any (its draw into pp), from the mosaic's canvas to dst's size.
 func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, mo *mosaicDraw, pp *cv.PerspectiveParams) error {
 	if t.yolo == nil {
-		return d.mosaicInto(dst, data, self, pidx, pdata, t, k, mo)
+		return d.mosaicInto(dst, data, self, pidx, pdata, t, k, mo, nil)
 	}
 	m := &d.multi
 	s := cv.MosaicSize(t.mosaic.ImgSz)
@@ -274,21 +274,34 @@ func (d *Decoder) preInto(dst kernels.Planes, data []byte, self int, pidx []int,
 		m.canvas = make([]byte, 3*s*s)
 	}
 	canvas := kernels.Planes{Pix: m.canvas[:3*s*s], W: s, H: s}
-	if err := d.mosaicInto(canvas, data, self, pidx, pdata, t, k, mo); err != nil {
+	op := t.yolo.persp
+	*pp = drawYOLOPersp(op, k)
+	persp := op.YPersp != 0
+	mat := cv.PerspectiveMatrix(*pp, s, s, dst.W, dst.H)
+	// The canvas is made only where the warp reads it (a scale of 1 reads
+	// a quarter of it): the rest keeps an earlier sample's bytes, unread.
+	var within *cv.Rect
+	if r, ok := cv.PerspectiveFootprint(mat, persp, s, s, dst.W, dst.H); ok && !fullCanvas {
+		within = &r
+	}
+	if err := d.mosaicInto(canvas, data, self, pidx, pdata, t, k, mo, within); err != nil {
 		return err
 	}
 	if d.ops.Stopped() {
 		return errAbandoned
 	}
-	op := t.yolo.persp
-	*pp = drawYOLOPersp(op, k)
-	cv.PerspectiveImage(dst, canvas, cv.PerspectiveMatrix(*pp, s, s, dst.W, dst.H), op.YPersp != 0)
+	cv.PerspectiveImage(dst, canvas, mat, persp)
 	return nil
 }
 
+// fullCanvas makes preInto build a mosaic's whole canvas, not only what its
+// warp reads: the tests' reference for the same bytes.
+var fullCanvas bool
+
 // mosaicInto makes the Mosaic of sample self (its file data) and its
-// partners (pidx, pdata) for key k into canvas, recording its draw in dr.
-func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, dr *mosaicDraw) error {
+// partners (pidx, pdata) for key k into canvas, recording its draw in dr:
+// within r only when r is not nil (the rest of canvas left as it was).
+func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx []int, pdata [][]byte, t *Transform, k Key, dr *mosaicDraw, r *cv.Rect) error {
 	m := &d.multi
 	n, s := t.mosaic.Tiles, t.mosaic.ImgSz
 	for len(m.imgs) < n {
@@ -319,6 +332,10 @@ func (d *Decoder) mosaicInto(canvas kernels.Planes, data []byte, self int, pidx 
 		return fmt.Errorf("%w: %v", ErrUnsupported, err)
 	}
 	dr.tiles = tiles
+	if r != nil {
+		cv.MosaicImageIn(canvas, m.pl, tiles, *r)
+		return nil
+	}
 	cv.MosaicImage(canvas, m.pl, tiles)
 	return nil
 }

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"os"
 	"path/filepath"
 	"testing"
@@ -215,5 +218,111 @@ func TestMosaicP(t *testing.T) {
 		if c.epoch == 0 && (mosaics == 0 || mosaics == len(plan)) {
 			t.Errorf("p=0.5: %d of %d mosaicked", mosaics, len(plan))
 		}
+	}
+}
+
+// TestMosaicCanvasClipped: a mosaic's canvas built only where its warp
+// reads it gives the bytes, traces and targets of the whole canvas, for
+// Mosaics of 4 and 9, with MixUp, rotations, shears, perspective and
+// translations that reach the 114 around the tiles, on images as small as
+// a few pixels a side (tiles that leave most of the canvas 114), over
+// epochs and decoders that reuse their canvas from sample to sample.
+func TestMosaicCanvasClipped(t *testing.T) {
+	files := mosaicPNGs(t, 8)
+	for i, wh := range [][2]int{{3, 2}, {40, 4}, {5, 37}, {1, 1}} {
+		im := image.NewNRGBA(image.Rect(0, 0, wh[0], wh[1]))
+		for y := range wh[1] {
+			for x := range wh[0] {
+				im.Set(x, y, color.NRGBA{uint8(200 - x*9 - i), uint8(30 + y*11), uint8(i * 60), 255})
+			}
+		}
+		var b bytes.Buffer
+		if err := png.Encode(&b, im); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, b.Bytes())
+	}
+	ds := yoloMem{memDataset{files}, -1}
+	plan := []int64{3, 9, 0, 7, 1, 10, 5, 2, 8, 6, 4, 11}
+	ps := []Op{
+		{Kind: OpYOLORandomPerspective, YTranslate: 0.1, YScale: 0.5, YSize: [2]int{40, 40}},
+		{Kind: OpYOLORandomPerspective, YDegrees: 30, YTranslate: 0.4, YScale: 0.9, YShear: 20, YPersp: 0.001, YSize: [2]int{40, 40}},
+		{Kind: OpYOLORandomPerspective, YDegrees: 180, YTranslate: 0.9, YScale: 0.3, YShear: 60, YPersp: 0.01, YSize: [2]int{36, 44}},
+	}
+	clipped := 0
+	for pi, persp := range ps {
+		for _, tiles := range []int{4, 9} {
+			tr, err := NewTransform(CHW, Op{Kind: OpMosaic, ImgSz: 40, Tiles: tiles, P: 1}, persp, Op{Kind: OpMixUp, P: 0.5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for e := range uint64(3) {
+				fullCanvas = true
+				dw, trw, tgw, errw := fillMosaic(t, ds, tr, e, plan, 5, 2)
+				fullCanvas = false
+				d, trc, tg, errs := fillMosaic(t, ds, tr, e, plan, 5, 2)
+				for i, idx := range plan {
+					if errs[i] != "" || errw[i] != "" {
+						t.Fatalf("sample %d: %s %s", idx, errs[i], errw[i])
+					}
+					if !bytes.Equal(d[i], dw[i]) || !bytes.Equal(trc[i], trw[i]) || !bytes.Equal(tg[i], tgw[i]) {
+						t.Fatalf("perspective %d, %d tiles, epoch %d, sample %d: the clipped canvas made other bytes (%s)", pi, tiles, e, idx, trc[i])
+					}
+				}
+				for _, idx := range plan {
+					k := Key{Seed: 5, Epoch: e, Index: uint64(idx)}
+					s := cv.MosaicSize(40)
+					m := cv.PerspectiveMatrix(drawYOLOPersp(&persp, k), s, s, persp.YSize[0], persp.YSize[1])
+					if r, ok := cv.PerspectiveFootprint(m, persp.YPersp != 0, s, s, persp.YSize[0], persp.YSize[1]); ok && (r.X1-r.X0)*(r.Y1-r.Y0) < s*s {
+						clipped++
+					}
+				}
+			}
+		}
+	}
+	if clipped < 50 {
+		t.Errorf("only %d draws clipped the canvas", clipped)
+	}
+}
+
+// BenchmarkYOLOPreset is the decode of a sample of the yolo preset (a
+// Mosaic of four photos at 640, its warp, HSV, flip), the load_image'd
+// photos from a PartnerCache as with --partner-budget: the canvas built
+// whole (full) and only where the warp reads it (clipped).
+func BenchmarkYOLOPreset(b *testing.B) {
+	tr, err := ParseTransform("yolo", CHW)
+	if err != nil {
+		b.Fatal(err)
+	}
+	paths, _ := filepath.Glob("../testdata/photos/*/*.jpg")
+	if len(paths) < 4 {
+		b.Fatal("fewer than 4 photos in testdata/photos")
+	}
+	var files [][]byte
+	for _, p := range paths[:4] {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		files = append(files, data)
+	}
+	for _, full := range []bool{true, false} {
+		name := "clipped"
+		if full {
+			name = "full"
+		}
+		b.Run(name, func(b *testing.B) {
+			fullCanvas = full
+			defer func() { fullCanvas = false }()
+			d := NewDecoder(WithPartnerCache(NewPartnerCache(1 << 30)))
+			defer d.Close()
+			out := make([]byte, tr.SampleBytes())
+			for i := 0; b.Loop(); i++ {
+				d.SetPartners([]int{1, 2, 3}, files[1:])
+				if err := d.Decode(files[0], tr, Key{Seed: 1, Index: uint64(i)}, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

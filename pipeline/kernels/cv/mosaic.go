@@ -127,28 +127,58 @@ func MosaicSize(s int) int { return 2 * s }
 // MosaicImage is Mosaic.apply_image: the 2s x 2s canvas (dst) of 114 with
 // each image's tile copied in, in order.
 func MosaicImage(dst kernels.Planes, imgs []kernels.Planes, tiles []Tile) {
-	fill114(dst.Pix[:3*dst.W*dst.H])
-	dn := dst.W * dst.H
-	for i, t := range tiles {
-		src := imgs[i]
-		n := src.W * src.H
+	MosaicImageIn(dst, imgs, tiles, Rect{0, 0, dst.W, dst.H})
+}
+
+// Rect is the pixels [X0, X1) x [Y0, Y1) of an image.
+type Rect struct{ X0, Y0, X1, Y1 int }
+
+// MosaicImageIn is MosaicImage within r only (clamped to dst): the pixels
+// of dst in r are MosaicImage's, those outside are left as they were. It
+// goes row by row, each row's 114 and then its tiles' bytes while the row
+// is in the cache, the tiles in order (a later one over an earlier).
+func MosaicImageIn(dst kernels.Planes, imgs []kernels.Planes, tiles []Tile, r Rect) {
+	r.X0, r.Y0 = max(r.X0, 0), max(r.Y0, 0)
+	r.X1, r.Y1 = min(r.X1, dst.W), min(r.Y1, dst.H)
+	if r.X0 >= r.X1 || r.Y0 >= r.Y1 {
+		return
+	}
+	// Each tile's part in r: its rows [y0, y0+th) and columns [x0, x0+tw)
+	// of dst, from (xb, yb) of its image.
+	type part struct{ x0, y0, xb, yb, tw, th int }
+	var buf [9]part
+	parts := buf[:0]
+	for _, t := range tiles {
 		x0, y0 := t.X1a, t.Y1a
 		// A tile of the 3s canvas may start left of or above the crop.
 		xb, yb, tw, th := t.X1b, t.Y1b, t.W, t.H
-		if x0 < 0 {
-			xb, tw, x0 = xb-x0, tw+x0, 0
+		if x0 < r.X0 {
+			xb, tw, x0 = xb+r.X0-x0, tw-(r.X0-x0), r.X0
 		}
-		if y0 < 0 {
-			yb, th, y0 = yb-y0, th+y0, 0
+		if y0 < r.Y0 {
+			yb, th, y0 = yb+r.Y0-y0, th-(r.Y0-y0), r.Y0
 		}
-		tw, th = min(tw, dst.W-x0), min(th, dst.H-y0)
+		tw, th = min(tw, r.X1-x0), min(th, r.Y1-y0)
 		if tw <= 0 || th <= 0 {
+			parts = append(parts, part{})
 			continue
 		}
-		for c := 0; c < 3; c++ {
-			dp, sp := dst.Pix[c*dn:(c+1)*dn], src.Pix[c*n:(c+1)*n]
-			for y := 0; y < th; y++ {
-				copy(dp[(y0+y)*dst.W+x0:(y0+y)*dst.W+x0+tw], sp[(yb+y)*src.W+xb:(yb+y)*src.W+xb+tw])
+		parts = append(parts, part{x0, y0, xb, yb, tw, th})
+	}
+	dn := dst.W * dst.H
+	for c := 0; c < 3; c++ {
+		dp := dst.Pix[c*dn : (c+1)*dn]
+		for y := r.Y0; y < r.Y1; y++ {
+			row := dp[y*dst.W : (y+1)*dst.W]
+			fill114(row[r.X0:r.X1])
+			for i, p := range parts {
+				if p.th <= 0 || y < p.y0 || y >= p.y0+p.th {
+					continue
+				}
+				src := imgs[i]
+				n := src.W * src.H
+				o := c*n + (p.yb+y-p.y0)*src.W + p.xb
+				copy(row[p.x0:p.x0+p.tw], src.Pix[o:o+p.tw])
 			}
 		}
 	}

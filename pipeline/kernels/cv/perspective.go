@@ -160,3 +160,72 @@ func BoxCandidate(b1, b2 [4]float32, areaThr float32) bool {
 	ar := max(w2/(h2+eps), h2/(w2+eps))
 	return w2 > 2 && h2 > 2 && float32(w2*h2)/(float32(w1*h1)+eps) > areaThr && ar < 100
 }
+
+// PerspectiveFootprint is the part of a srcW x srcH source that
+// PerspectiveImage with m into a dstW x dstH output can read: every source
+// pixel that a bilinear tap of an output pixel lands on, within the
+// source (those outside are the border value, not read), with a margin
+// for the float rounding of the warp's coordinates. The warp's inverse
+// matrix (the float one it computes) maps the output's pixel grid into
+// the image of the rectangle of its corners: a convex quadrilateral, for
+// a perspective too where its third coordinate is positive at the four
+// corners (it is affine in the output's coordinates). ok is false where
+// it cannot bound the taps so (that coordinate near zero or of another
+// sign, or coordinates so large that the float32 rounding nears the
+// margin): then the warp may read all of the source.
+func PerspectiveFootprint(m [9]float32, perspective bool, srcW, srcH, dstW, dstH int) (r Rect, ok bool) {
+	var md [9]float64
+	for i := range m {
+		md[i] = float64(m[i])
+	}
+	var f [9]float64 // the warp's inverse, its float32 values
+	if perspective {
+		inv := InvertPerspective(md)
+		for i := range inv {
+			f[i] = float64(float32(inv[i]))
+		}
+	} else {
+		inv := InvertAffine([6]float64(md[:6]))
+		for i := range inv {
+			f[i] = float64(float32(inv[i]))
+		}
+		f[8] = 1
+	}
+	xm, ym := float64(dstW-1), float64(dstH-1)
+	bound := func(a, b, c float64) float64 { return float64(math.Abs(a)*xm) + float64(math.Abs(b)*ym) + math.Abs(c) }
+	bx, by, bw := bound(f[0], f[1], f[2]), bound(f[3], f[4], f[5]), bound(f[6], f[7], f[8])
+	lox, loy, hix, hiy := math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)
+	wmin := math.Inf(1)
+	for _, c := range [4][2]float64{{0, 0}, {xm, 0}, {0, ym}, {xm, ym}} {
+		x, y := c[0], c[1]
+		sx, sy, w := float64(f[0]*x)+float64(f[1]*y)+f[2], float64(f[3]*x)+float64(f[4]*y)+f[5], 1.0
+		if perspective {
+			w = float64(f[6]*x) + float64(f[7]*y) + f[8]
+			sx, sy = sx/w, sy/w
+		}
+		wmin = min(wmin, w)
+		lox, hix = min(lox, sx), max(hix, sx)
+		loy, hiy = min(loy, sy), max(hiy, sy)
+	}
+	// The float32 coordinate: a few roundings of sums no larger than bx
+	// (by, bw), each within 2^-24 of it; 1e-6 of them bounds their sum.
+	ex, ey, ew := float64(1e-6*bx), float64(1e-6*by), float64(1e-6*bw)
+	if perspective {
+		if !(wmin > 1e-3 && ew < wmin/2) {
+			return Rect{}, false
+		}
+		sx, sy := max(math.Abs(lox), math.Abs(hix)), max(math.Abs(loy), math.Abs(hiy))
+		ex = (ex+float64(sx*ew))/(wmin-ew) + float64(1e-6*sx)
+		ey = (ey+float64(sy*ew))/(wmin-ew) + float64(1e-6*sy)
+	}
+	if !(ex < 0.25 && ey < 0.25) || math.IsNaN(lox+hix+loy+hiy) {
+		return Rect{}, false
+	}
+	// Taps at floor(s) and floor(s)+1; one pixel more each side for margin.
+	clampTo := func(v float64, n int) int { return int(min(max(v, -1), float64(n+1))) }
+	r = Rect{X0: clampTo(math.Floor(lox-ex)-1, srcW), Y0: clampTo(math.Floor(loy-ey)-1, srcH),
+		X1: clampTo(math.Floor(hix+ex)+3, srcW), Y1: clampTo(math.Floor(hiy+ey)+3, srcH)}
+	r.X0, r.Y0 = min(max(r.X0, 0), srcW), min(max(r.Y0, 0), srcH)
+	r.X1, r.Y1 = max(min(r.X1, srcW), r.X0), max(min(r.Y1, srcH), r.Y0)
+	return r, true
+}
