@@ -37,7 +37,7 @@ TGT static inline __m256i SFX(tap8)(const uint8_t *base, __m256i o, __m256i mask
 
 /* warp is warp_scalar with the first dw - dw%16 pixels of each row eight
  * at a time: where all eight pixels' four taps are in the image, each
- * row's two taps of a pixel read as one 16-bit word; where some are not,
+ * row's two taps of a pixel gathered as one 32-bit word; where some are not,
  * each tap gathered alone where it is and the border where not (on images
  * under four pixels, one pixel at a time). */
 TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw,
@@ -100,19 +100,19 @@ TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int 
         }
         continue;
       }
-      int32_t os[8];
-      _mm256_storeu_si256((__m256i *)os, o);
+      /* Each row's two taps of a pixel are adjacent bytes: one 32-bit
+       * gather a row gives both, its spare bytes after them for the
+       * first two planes (in the next plane at most), before them for
+       * the last (in the plane before it). */
       for (int c = 0; c < 3; c++) {
         const uint8_t *base = src + (size_t)c * n;
-        uint16_t t0[8], t1[8];
-        for (int k = 0; k < 8; k++) {
-          memcpy(&t0[k], base + os[k], 2);
-          memcpy(&t1[k], base + os[k] + sw, 2);
-        }
-        __m256i g0 = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)t0));
-        __m256i g1 = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)t1));
-        __m256i p00 = _mm256_and_si256(g0, ff), p01 = _mm256_srli_epi32(g0, 8);
-        __m256i p10 = _mm256_and_si256(g1, ff), p11 = _mm256_srli_epi32(g1, 8);
+        int sh8 = 0;
+        if (c == 2)
+          base -= 2, sh8 = 16;
+        __m256i g0 = _mm256_srli_epi32(_mm256_i32gather_epi32((const int *)base, o, 1), sh8);
+        __m256i g1 = _mm256_srli_epi32(_mm256_i32gather_epi32((const int *)base, o1, 1), sh8);
+        __m256i p00 = _mm256_and_si256(g0, ff), p01 = _mm256_and_si256(_mm256_srli_epi32(g0, 8), ff);
+        __m256i p10 = _mm256_and_si256(g1, ff), p11 = _mm256_and_si256(_mm256_srli_epi32(g1, 8), ff);
         SFX(blend8)(dst + (size_t)c * dn + (size_t)y * dw + x, axd, ayd, p00, p01, p10, p11);
       }
     }
