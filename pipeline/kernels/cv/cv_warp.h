@@ -27,6 +27,25 @@ TGT static inline void SFX(blend8)(uint8_t *d, WD ax, WD ay, __m256i p00, __m256
   _mm_storel_epi64((__m128i *)d, _mm_packus_epi16(p, p));
 }
 
+/* lerp8f is lerp8 for a whose lanes are all multiples of 2^-23 (the
+ * fraction of a coordinate >= 1, exact: a float's last bit there is
+ * 2^-23 or more): then a*(p1 - p0) + p0 is a multiple of 2^-23 under
+ * 2^9, exact in double, and FMA32 rounds it once, as the float fused
+ * multiply-add does: the same float, in half the operations. */
+TGT static inline __m256 SFX(lerp8f)(__m256 a, __m256i p0, __m256i p1) {
+  return _mm256_fmadd_ps(a, _mm256_cvtepi32_ps(_mm256_sub_epi32(p1, p0)), _mm256_cvtepi32_ps(p0));
+}
+
+/* blend8f is blend8 for ax as lerp8f needs it (ax, float, beside axd). */
+TGT static inline void SFX(blend8f)(uint8_t *d, __m256 ax, WD ay, __m256i p00, __m256i p01, __m256i p10,
+                                    __m256i p11) {
+  __m256 v0 = SFX(lerp8f)(ax, p00, p01), v1 = SFX(lerp8f)(ax, p10, p11);
+  __m256 dv = _mm256_sub_ps(v1, v0);
+  __m256i r = _mm256_cvtps_epi32(SFX(tof)(SFX(fmad)(ay, SFX(of)(dv), SFX(of)(v0))));
+  __m128i p = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  _mm_storel_epi64((__m128i *)d, _mm_packus_epi16(p, p));
+}
+
 /* tap8 is the byte at base + o >> sh8 (0 or 24) of each lane where mask
  * is set, bv where not (not read). */
 TGT static inline __m256i SFX(tap8)(const uint8_t *base, __m256i o, __m256i mask, int sh8,
@@ -104,6 +123,8 @@ TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int 
        * gather a row gives both, its spare bytes after them for the
        * first two planes (in the next plane at most), before them for
        * the last (in the plane before it). */
+      /* ix >= 1 in every lane: ax a multiple of 2^-23 (lerp8f). */
+      int fx1 = _mm256_movemask_epi8(_mm256_cmpgt_epi32(ix, _mm256_setzero_si256())) == -1;
       for (int c = 0; c < 3; c++) {
         const uint8_t *base = src + (size_t)c * n;
         int sh8 = 0;
@@ -113,7 +134,10 @@ TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int 
         __m256i g1 = _mm256_srli_epi32(_mm256_i32gather_epi32((const int *)base, o1, 1), sh8);
         __m256i p00 = _mm256_and_si256(g0, ff), p01 = _mm256_and_si256(_mm256_srli_epi32(g0, 8), ff);
         __m256i p10 = _mm256_and_si256(g1, ff), p11 = _mm256_and_si256(_mm256_srli_epi32(g1, 8), ff);
-        SFX(blend8)(dst + (size_t)c * dn + (size_t)y * dw + x, axd, ayd, p00, p01, p10, p11);
+        if (fx1)
+          SFX(blend8f)(dst + (size_t)c * dn + (size_t)y * dw + x, ax, ayd, p00, p01, p10, p11);
+        else
+          SFX(blend8)(dst + (size_t)c * dn + (size_t)y * dw + x, axd, ayd, p00, p01, p10, p11);
       }
     }
     for (; x < dw; x++)
