@@ -253,8 +253,9 @@ func TestWarpCSmallFractions(t *testing.T) {
 	}
 }
 
-// BenchmarkCPaths: the C kernels' scalar path (simd 0) and AVX2's (1) on
-// BenchmarkKernels' image, beside its cases (the best path here).
+// BenchmarkCPaths: the C kernels' scalar path (simd 0), AVX2's (1) and
+// AVX-512's (2, where the CPU has it) on BenchmarkKernels' image, beside
+// its cases (the best path here).
 func BenchmarkCPaths(b *testing.B) {
 	src := benchPlanes(640, 640)
 	for simd, name := range []string{"scalar", "avx2", "avx512"}[:cSIMD+1] {
