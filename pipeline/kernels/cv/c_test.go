@@ -221,11 +221,51 @@ func TestResizeCMatchesGo(t *testing.T) {
 	}
 }
 
-// BenchmarkCPaths: the C kernels' scalar path (simd 0) and AVX2's (1) on
-// BenchmarkKernels' image, beside its cases (the best path here).
+// TestWarpCSmallFractions: the warp where the fractions of the source
+// coordinates are tiny, near a half or near one (the vector paths blend
+// in float where the coordinates are >= 1, in double where not: both
+// must round as warpGo's fma32), on noise, every path the CPU has.
+func TestWarpCSmallFractions(t *testing.T) {
+	src := cTestImages(t)[8]
+	r := rand.New(rand.NewPCG(3, 4))
+	for k := 0; k < 64; k++ {
+		s := float32(1 + (r.Float64()-0.5)*1e-5)
+		f := [9]float32{s, float32((r.Float64() - 0.5) * 1e-6), float32(r.Float64()*2 - 0.5),
+			float32((r.Float64() - 0.5) * 1e-6), s, float32(r.Float64()*2 - 0.5), 0, 0, 1}
+		switch k % 4 {
+		case 1:
+			f[2], f[5] = float32(math.Ldexp(1, -10-r.IntN(40))), float32(math.Ldexp(1, -10-r.IntN(40)))
+		case 2:
+			f[2], f[5] = 0.5+float32(math.Ldexp(1, -10-r.IntN(14))), 0.5-float32(math.Ldexp(1, -10-r.IntN(14)))
+		case 3:
+			f[2], f[5] = 1-float32(math.Ldexp(1, -10-r.IntN(14))), float32(r.IntN(3))
+		}
+		dw, dh := src.W+r.IntN(9), src.H
+		want := kernels.Planes{Pix: make([]byte, 3*dw*dh), W: dw, H: dh}
+		warpGo(want, src, f, false, 114)
+		for simd := 0; simd <= cSIMD; simd++ {
+			got := kernels.Planes{Pix: make([]byte, 3*dw*dh), W: dw, H: dh}
+			warpC(got, src, f, false, 114, simd)
+			if j := firstDiff(got.Pix, want.Pix); j >= 0 {
+				t.Fatalf("case %d, simd %d, m %v: byte %d is %d, Go's %d", k, simd, f, j, got.Pix[j], want.Pix[j])
+			}
+		}
+	}
+}
+
+// BenchmarkCPaths: the C kernels' scalar path (simd 0), AVX2's (1) and
+// AVX-512's (2, where the CPU has it) on BenchmarkKernels' image, beside
+// its cases (the best path here).
 func BenchmarkCPaths(b *testing.B) {
 	src := benchPlanes(640, 640)
-	for simd, name := range []string{"scalar", "avx2"} {
+	for simd, name := range []string{"scalar", "avx2", "avx512"}[:cSIMD+1] {
+		b.Run(name+"/warpaffine/640", func(b *testing.B) {
+			dst := benchPlanes(640, 640)
+			f := warpMatrix(func(m [6]float64) []float64 { return m[:] }(InvertAffine([6]float64{0.9, 0.1, 20, -0.1, 0.95, 10})))
+			for i := 0; i < b.N; i++ {
+				warpC(dst, src, f, false, 114, simd)
+			}
+		})
 		b.Run(name+"/hsv/640", func(b *testing.B) {
 			im := benchPlanes(640, 640)
 			for i := 0; i < b.N; i++ {

@@ -27,6 +27,25 @@ TGT static inline void SFX(blend8)(uint8_t *d, WD ax, WD ay, __m256i p00, __m256
   _mm_storel_epi64((__m128i *)d, _mm_packus_epi16(p, p));
 }
 
+/* lerp8f is lerp8 for a whose lanes are all multiples of 2^-23 (the
+ * fraction of a coordinate >= 1, exact: a float's last bit there is
+ * 2^-23 or more): then a*(p1 - p0) + p0 is a multiple of 2^-23 under
+ * 2^9, exact in double, and FMA32 rounds it once, as the float fused
+ * multiply-add does: the same float, in half the operations. */
+TGT static inline __m256 SFX(lerp8f)(__m256 a, __m256i p0, __m256i p1) {
+  return _mm256_fmadd_ps(a, _mm256_cvtepi32_ps(_mm256_sub_epi32(p1, p0)), _mm256_cvtepi32_ps(p0));
+}
+
+/* blend8f is blend8 for ax as lerp8f needs it (ax, float, beside axd). */
+TGT static inline void SFX(blend8f)(uint8_t *d, __m256 ax, WD ay, __m256i p00, __m256i p01, __m256i p10,
+                                    __m256i p11) {
+  __m256 v0 = SFX(lerp8f)(ax, p00, p01), v1 = SFX(lerp8f)(ax, p10, p11);
+  __m256 dv = _mm256_sub_ps(v1, v0);
+  __m256i r = _mm256_cvtps_epi32(SFX(tof)(SFX(fmad)(ay, SFX(of)(dv), SFX(of)(v0))));
+  __m128i p = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  _mm_storel_epi64((__m128i *)d, _mm_packus_epi16(p, p));
+}
+
 /* tap8 is the byte at base + o >> sh8 (0 or 24) of each lane where mask
  * is set, bv where not (not read). */
 TGT static inline __m256i SFX(tap8)(const uint8_t *base, __m256i o, __m256i mask, int sh8,
@@ -37,7 +56,7 @@ TGT static inline __m256i SFX(tap8)(const uint8_t *base, __m256i o, __m256i mask
 
 /* warp is warp_scalar with the first dw - dw%16 pixels of each row eight
  * at a time: where all eight pixels' four taps are in the image, each
- * row's two taps of a pixel read as one 16-bit word; where some are not,
+ * row's two taps of a pixel gathered as one 32-bit word; where some are not,
  * each tap gathered alone where it is and the border where not (on images
  * under four pixels, one pixel at a time). */
 TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw,
@@ -100,20 +119,25 @@ TGT static void SFX(warp)(uint8_t *dst, int dw, int dh, const uint8_t *src, int 
         }
         continue;
       }
-      int32_t os[8];
-      _mm256_storeu_si256((__m256i *)os, o);
+      /* Each row's two taps of a pixel are adjacent bytes: one 32-bit
+       * gather a row gives both, its spare bytes after them for the
+       * first two planes (in the next plane at most), before them for
+       * the last (in the plane before it). */
+      /* ix >= 1 in every lane: ax a multiple of 2^-23 (lerp8f). */
+      int fx1 = _mm256_movemask_epi8(_mm256_cmpgt_epi32(ix, _mm256_setzero_si256())) == -1;
       for (int c = 0; c < 3; c++) {
         const uint8_t *base = src + (size_t)c * n;
-        uint16_t t0[8], t1[8];
-        for (int k = 0; k < 8; k++) {
-          memcpy(&t0[k], base + os[k], 2);
-          memcpy(&t1[k], base + os[k] + sw, 2);
-        }
-        __m256i g0 = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)t0));
-        __m256i g1 = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)t1));
-        __m256i p00 = _mm256_and_si256(g0, ff), p01 = _mm256_srli_epi32(g0, 8);
-        __m256i p10 = _mm256_and_si256(g1, ff), p11 = _mm256_srli_epi32(g1, 8);
-        SFX(blend8)(dst + (size_t)c * dn + (size_t)y * dw + x, axd, ayd, p00, p01, p10, p11);
+        int sh8 = 0;
+        if (c == 2)
+          base -= 2, sh8 = 16;
+        __m256i g0 = _mm256_srli_epi32(_mm256_i32gather_epi32((const int *)base, o, 1), sh8);
+        __m256i g1 = _mm256_srli_epi32(_mm256_i32gather_epi32((const int *)base, o1, 1), sh8);
+        __m256i p00 = _mm256_and_si256(g0, ff), p01 = _mm256_and_si256(_mm256_srli_epi32(g0, 8), ff);
+        __m256i p10 = _mm256_and_si256(g1, ff), p11 = _mm256_and_si256(_mm256_srli_epi32(g1, 8), ff);
+        if (fx1)
+          SFX(blend8f)(dst + (size_t)c * dn + (size_t)y * dw + x, ax, ayd, p00, p01, p10, p11);
+        else
+          SFX(blend8)(dst + (size_t)c * dn + (size_t)y * dw + x, axd, ayd, p00, p01, p10, p11);
       }
     }
     for (; x < dw; x++)
