@@ -77,8 +77,8 @@ const mib = 1 << 20
 // A job is charged a few KiB (its spec's known fields and its state), so
 // two streams (at most 4,096 jobs each, a protocol bound) cannot spend the
 // default per-client share of a 500 MB budget (a quarter of what it gives
-// batches); --max-work-memory-per-client 12000000 keeps the 2,000 jobs and
-// refuses the streams at about 2,200 (5.4 KB a job).
+// batches); --max-work-memory-per-client 14000000 keeps the 2,000 jobs and
+// refuses the streams at about 2,150 (6.4 KB a job).
 func TestServeWorkJobFloodRSS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a stoker serve process")
@@ -92,7 +92,7 @@ func TestServeWorkJobFloodRSS(t *testing.T) {
 		maxJobs = 3000 // per stream: a bound, never reached if refusals work
 	)
 	p := startServe(t, ctx, serveConfig{name: "worker", dataset: writeDataset(t, 8, 2, 0), workers: 1,
-		args: []string{"--memory-budget", strconv.Itoa(budget), "--max-work-memory-per-client", "12000000"}})
+		args: []string{"--memory-budget", strconv.Itoa(budget), "--max-work-memory-per-client", "14000000"}})
 	rss0, _ := p.procMem(t)
 
 	spec := testJob(8, 1)
