@@ -49,14 +49,22 @@ func CheckMemoryFloor(budget int64) error {
 // memoryBudget on a server that decodes, if that is at least
 // MinDefaultCoefBudget.
 func CoefCacheBytes(budget, memoryBudget int64, workers int) int64 {
+	return cacheBytes(budget, memoryBudget, workers, DefaultCoefShare, MinDefaultCoefBudget)
+}
+
+// cacheBytes is a decode cache's size for its configured budget: that
+// budget when positive, none when negative, and for 0 (the default)
+// memoryBudget/share on a server that decodes (workers > 0), if that is
+// at least least.
+func cacheBytes(budget, memoryBudget int64, workers int, share, least int64) int64 {
 	switch {
 	case budget > 0:
 		return budget
 	case budget < 0 || workers <= 0:
 		return 0
 	}
-	if share := memoryBudget / DefaultCoefShare; share >= MinDefaultCoefBudget {
-		return share
+	if s := memoryBudget / share; s >= least {
+		return s
 	}
 	return 0
 }
@@ -77,16 +85,7 @@ const MinDefaultPartnerBudget = 64 << 20
 // of memoryBudget on a server that decodes, if that is at least
 // MinDefaultPartnerBudget.
 func PartnerCacheBytes(budget, memoryBudget int64, workers int) int64 {
-	switch {
-	case budget > 0:
-		return budget
-	case budget < 0 || workers <= 0:
-		return 0
-	}
-	if share := memoryBudget / DefaultPartnerShare; share >= MinDefaultPartnerBudget {
-		return share
-	}
-	return 0
+	return cacheBytes(budget, memoryBudget, workers, DefaultPartnerShare, MinDefaultPartnerBudget)
 }
 
 // DefaultPartnerBudget is the partner cache a server with workers decode
