@@ -100,10 +100,11 @@ func mosaicOf(t *testing.T, trace []byte) mosaicTrace {
 }
 
 // fillMosaic makes the samples indices of ds with tr (seed 5, epoch e) in
-// batches of split on an executor of workers, with traces and targets.
-func fillMosaic(t *testing.T, ds Dataset, tr *Transform, e uint64, indices []int64, split, workers int) (data [][]byte, traces, targets [][]byte, errs []string) {
+// batches of split on an executor of workers with opts, with traces and
+// targets.
+func fillMosaic(t *testing.T, ds Dataset, tr *Transform, e uint64, indices []int64, split, workers int, opts ...Option) (data [][]byte, traces, targets [][]byte, errs []string) {
 	t.Helper()
-	ex := NewExecutor(workers)
+	ex := NewExecutor(workers, opts...)
 	defer ex.Close()
 	fs, err := NewFieldSet(ds, []string{FieldTargets}, 1<<20, "mosaic")
 	if err != nil {

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -97,31 +96,14 @@ func TestPartnersInWindow(t *testing.T) {
 	}
 }
 
-// fillPartners makes the samples indices of ds with tr (seed 5, epoch e)
-// in batches of split on an executor of workers with opts, with traces
-// and targets.
+// fillPartners is fillMosaic with opts, every sample made: a sample's
+// error fails the test.
 func fillPartners(t *testing.T, ds Dataset, tr *Transform, e uint64, indices []int64, split, workers int, opts ...Option) (data, traces, targets [][]byte) {
 	t.Helper()
-	ex := NewExecutor(workers, opts...)
-	defer ex.Close()
-	fs, err := NewFieldSet(ds, []string{FieldTargets}, 1<<20, "mosaic")
-	if err != nil {
-		t.Fatal(err)
-	}
-	size := tr.SampleBytes()
-	for at := 0; at < len(indices); at += split {
-		part := indices[at:min(at+split, len(indices))]
-		b := Batch{Trace: true, FieldSet: fs}
-		if err := ex.Fill(context.Background(), ds, tr, 5, e, part, PadFromBatch, &b); err != nil {
-			t.Fatal(err)
-		}
-		for _, se := range b.Errors {
-			t.Fatalf("sample %d: %s", se.Index, se.Reason)
-		}
-		for i := range part {
-			data = append(data, append([]byte{}, b.Data[i*size:(i+1)*size]...))
-			traces = append(traces, append([]byte{}, b.Traces[i]...))
-			targets = append(targets, append([]byte{}, b.Fields[i].Data...))
+	data, traces, targets, errs := fillMosaic(t, ds, tr, e, indices, split, workers, opts...)
+	for i, err := range errs {
+		if err != "" {
+			t.Fatalf("sample %d: %s", indices[i], err)
 		}
 	}
 	return data, traces, targets
