@@ -2,10 +2,17 @@ package pipeline
 
 // The pipeline's names for its rooms' types: the sentinel errors
 // (pipeline/internal/errs), the sample's key and generator
-// (pipeline/internal/det) and a batch's stage times (pipeline/batch).
+// (pipeline/internal/det), a batch's stage times (pipeline/batch), the
+// partner cache (pipeline/kernels/cv) and the decoder index
+// (pipeline/codec/index).
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+
 	"github.com/stoker-dev/stoker/pipeline/batch"
+	"github.com/stoker-dev/stoker/pipeline/codec/index"
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 	"github.com/stoker-dev/stoker/pipeline/kernels/cv"
@@ -70,3 +77,45 @@ func EpochPermutation(n, seed, epoch uint64) Permutation { return det.EpochPermu
 // wall time. An Executor that times its stages (WithStageObserver) fills a
 // Batch's Times; a batch made without timing has zero Times.
 type StageTimes = batch.StageTimes
+
+// Index is the decoder index of baseline JPEGs (index.Index, in
+// pipeline/codec/index): entropy-decoder checkpoints per file, within a
+// budget of bytes, saved to and loaded from index files.
+type Index = index.Index
+
+// IndexStats is what an Index holds and has done.
+type IndexStats = index.Stats
+
+// NewIndex returns an empty Index that holds at most budget bytes.
+func NewIndex(budget int64) *Index { return index.New(budget) }
+
+// ErrIndexFile is wrapped by the errors Index.Load returns for an index
+// file that is not used: corrupt, truncated, too large, of another version
+// or of other data.
+var ErrIndexFile = index.ErrFile
+
+// WithIndex has a Decoder (an Executor's decoders) use and extend ix.
+// Default: none (every decode is a first decode).
+func WithIndex(ix *Index) Option { return func(o *options) { o.index = ix } }
+
+// IndexFingerprint is what an index file of the given datasets is tagged
+// with (Save, Load) and named by (IndexPath): a hash of their fingerprints,
+// in any order. A server with the same data, under any names, finds the
+// same file.
+func IndexFingerprint(datasets ...Dataset) string {
+	fps := make([]string, len(datasets))
+	for i, ds := range datasets {
+		fps[i] = ds.Fingerprint()
+	}
+	slices.Sort(fps)
+	h := sha256.New()
+	for _, fp := range fps {
+		h.Write([]byte(fp))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// IndexPath is the index file of the data with fingerprint fp
+// (IndexFingerprint) in dir.
+func IndexPath(dir, fp string) string { return index.Path(dir, fp) }

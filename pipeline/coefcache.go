@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/stoker-dev/stoker/pipeline/codec/index"
 )
 
 // CoefCache keeps, for the baseline JPEGs a Decoder decodes, their
@@ -84,7 +85,7 @@ type fileKeys struct {
 	cid    coefKey
 	check  uint64
 	hint   uint64
-	xx     indexKey
+	xx     index.Key
 	cidOK  bool
 	hintOK bool
 	xxOK   bool
@@ -112,7 +113,7 @@ type coefEntry struct {
 	p     unsafe.Pointer // the C side's stoker_coefs
 	check uint64         // the second half of the file's MAC (CoefCache.id)
 	hint  uint64         // the file's coefHint
-	xx    indexKey       // the file's decoder-index key, where xxOK
+	xx    index.Key      // the file's decoder-index key, where xxOK
 	xxOK  bool
 	bytes int64 // its memory at the last check-in, overhead included
 	busy  bool
@@ -247,13 +248,13 @@ func (c *CoefCache) mayHold(h uint64) bool {
 
 // indexKeyOf returns the decoder-index key of the file the entry of k
 // holds, where the entry is there, its check is check and it knows it.
-func (c *CoefCache) indexKeyOf(k coefKey, check uint64) (indexKey, bool) {
+func (c *CoefCache) indexKeyOf(k coefKey, check uint64) (index.Key, bool) {
 	c.t.mu.Lock()
 	defer c.t.mu.Unlock()
 	if e := c.t.entries[k]; e != nil && e.check == check && e.xxOK {
 		return e.xx, true
 	}
-	return indexKey{}, false
+	return index.Key{}, false
 }
 
 // checkout returns the entry of the file fk names for one decode's

@@ -72,7 +72,7 @@ func BenchmarkCoefIdentity(b *testing.B) {
 	b.Run("xxhash64+maphash", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
-			sink += keyOf(data).sum ^ maphash.Bytes(seed, data)
+			sink += keyOf(data).Sum ^ maphash.Bytes(seed, data)
 		}
 	})
 	b.Run("mac", func(b *testing.B) {
@@ -85,7 +85,7 @@ func BenchmarkCoefIdentity(b *testing.B) {
 			}
 			k, check := cc.id(data, &tag)
 			xx, _ := cc.indexKeyOf(k, check)
-			sink += k.sum ^ check ^ xx.sum
+			sink += k.sum ^ check ^ xx.Sum
 		}
 	})
 	_ = sink

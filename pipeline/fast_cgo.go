@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/codec/index"
 )
 
 // The libjpeg-turbo path: pipeline/codec does the whole sample in one cgo
@@ -211,7 +212,7 @@ func (f *fastState) setJob(o *options, hd *header, ps []samplePlan, offs []int, 
 // came from, and the Index (nil: none, or a test's forced blob).
 type ixUse struct {
 	on     bool
-	key    indexKey
+	key    index.Key
 	keyed  bool
 	blob   []byte
 	origin uint32
@@ -232,10 +233,10 @@ func (d *Decoder) indexFor(data []byte, hd *header, k *fastKnobs, fk *fileKeys) 
 	case d.opts.index != nil:
 		u.on, u.ix = true, d.opts.index
 		if !fk.xxOK {
-			fk.xx, fk.xxOK = keyOf(data), true
+			fk.xx, fk.xxOK = index.KeyOf(data), true
 		}
 		u.key, u.keyed = fk.xx, true
-		u.blob, u.origin = u.ix.lookup(u.key)
+		u.blob, u.origin = u.ix.Lookup(u.key)
 	}
 	f.s.SetIndex(u.on)
 	return u

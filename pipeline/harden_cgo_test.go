@@ -97,7 +97,7 @@ func TestCoefCacheCollision(t *testing.T) {
 			if withIndex && !forge {
 				// b's index entry is b's own: its key was hashed, not
 				// taken from a's entry.
-				if blob, _ := ix.lookup(keyOf(b)); blob == nil {
+				if blob, _ := ix.Lookup(keyOf(b)); blob == nil {
 					t.Errorf("b has no index entry under its own key after its decode")
 				}
 			}

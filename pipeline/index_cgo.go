@@ -2,7 +2,10 @@
 
 package pipeline
 
-import "github.com/stoker-dev/stoker/pipeline/codec"
+import (
+	"github.com/stoker-dev/stoker/pipeline/codec"
+	"github.com/stoker-dev/stoker/pipeline/codec/index"
+)
 
 // indexFinish keeps what a decode made with a decoder index learnt (rc;
 // u.blob is the Index's entry for u.key, from index file u.origin, or a
@@ -26,21 +29,21 @@ func (d *Decoder) indexFinish(rc codec.Code, data, out []byte, u ixUse) codec.Co
 	why := ""
 	switch {
 	case j.IxState == codec.IxStale:
-		why = rejectStale
+		why = index.RejectStale
 	case j.IxState == codec.IxBad:
-		why = rejectChecks
+		why = index.RejectChecks
 	case rc == codec.OK && j.IxLied:
-		why = rejectDecoder
+		why = index.RejectDecoder
 	case rc == codec.IndexBad:
-		why = rejectDecoder
+		why = index.RejectDecoder
 		rc = f.decode(data, out, nil)
 	case rc == codec.Corrupt && j.CkSeeks > 0:
 		if rc = f.decode(data, out, nil); rc == codec.OK {
-			why = rejectDecoder
+			why = index.RejectDecoder
 		}
 	}
 	if mine && why != "" {
-		ix.reject(key, origin, why)
+		ix.Reject(key, origin, why)
 	}
 	if rc != codec.OK || !mine {
 		return rc
@@ -54,9 +57,8 @@ func (d *Decoder) indexFinish(rc codec.Code, data, out []byte, u ixUse) codec.Co
 		if unsure == 0 || j.IxState != codec.IxUsed {
 			origin = 0
 		}
-		ix.putFrom(key, nb, origin)
+		ix.Store(key, nb, origin)
 	}
-	ix.mcusTotal.Add(j.MCUs)
-	ix.mcusDecoded.Add(j.Decoded)
+	ix.CountMCUs(j.MCUs, j.Decoded)
 	return rc
 }

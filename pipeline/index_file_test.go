@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/codec/index"
 )
 
 // TestIndexFile: an index saved and loaded with the same fingerprint comes
@@ -36,7 +38,7 @@ func TestIndexFile(t *testing.T) {
 	// What comes back is what a decode here confirmed (all of it, for an
 	// index made here), no longer marked confirmed.
 	for _, data := range files {
-		a, b := ix.get(keyOf(data)), back.get(keyOf(data))
+		a, b := ixGet(ix, keyOf(data)), ixGet(back, keyOf(data))
 		if (a == nil) != (b == nil) {
 			t.Fatalf("an entry lost or gained through Save and Load")
 		}
@@ -44,7 +46,7 @@ func TestIndexFile(t *testing.T) {
 			continue
 		}
 		disk := make([]byte, len(a))
-		if blobSureOnly(disk, a) != blobSureCount(a) || blobSureCount(a) == 0 || !bytes.Equal(disk, b) || !blobValid(b) {
+		if index.BlobConfirmedOnly(disk, a) != index.BlobConfirmed(a) || index.BlobConfirmed(a) == 0 || !bytes.Equal(disk, b) || !index.BlobValid(b) {
 			t.Fatalf("an entry changed through Save and Load")
 		}
 	}
@@ -79,7 +81,7 @@ func TestIndexFile(t *testing.T) {
 	if n, err := small.Load(bytes.NewReader(saved), "fp-A"); err != nil || n < 3 || n > 5 {
 		t.Fatalf("Load into a 5-entry budget: %d, %v", n, err)
 	}
-	if small.get(keyOf(files[len(files)-1])) == nil {
+	if ixGet(small, keyOf(files[len(files)-1])) == nil {
 		t.Errorf("a smaller budget dropped the most recently used")
 	}
 

@@ -38,7 +38,7 @@ var indexFuzzFiles = sync.OnceValues(func() (files, blobs [][]byte) {
 			return nil, nil
 		}
 		files = append(files, data)
-		blobs = append(blobs, ix.get(keyOf(data)))
+		blobs = append(blobs, ixGet(ix, keyOf(data)))
 	}
 	return files, blobs
 })
@@ -109,7 +109,7 @@ func checkStale(t *testing.T, tr *Transform, which int, edits []byte, cut int, k
 	a, b := make([]byte, tr.SampleBytes()), make([]byte, tr.SampleBytes())
 
 	ix := NewIndex(1 << 20)
-	ix.put(keyOf(files[i]), blobs[i])
+	ix.Store(keyOf(files[i]), blobs[i], 0)
 	warm, cold := NewDecoder(WithIndex(ix)), NewDecoder()
 	defer warm.Close()
 	defer cold.Close()

@@ -10,6 +10,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/codec/index"
 )
 
 // craftedEntry is an entry of a crafted index file.
@@ -23,30 +25,30 @@ type craftedEntry struct {
 func craftIndexFile(fingerprint string, ents []craftedEntry) []byte {
 	var b bytes.Buffer
 	le := binary.LittleEndian
-	b.WriteString(indexFileMagic)
-	b.Write(le.AppendUint32(nil, indexFileVersion))
+	b.WriteString(index.FileMagic)
+	b.Write(le.AppendUint32(nil, index.FileVersion))
 	b.Write(le.AppendUint32(nil, uint32(len(fingerprint))))
 	b.WriteString(fingerprint)
 	b.Write(le.AppendUint64(nil, uint64(len(ents))))
 	for _, e := range ents {
-		b.Write(le.AppendUint64(nil, e.key.sum))
-		b.Write(le.AppendUint64(nil, uint64(e.key.size)))
+		b.Write(le.AppendUint64(nil, e.key.Sum))
+		b.Write(le.AppendUint64(nil, uint64(e.key.Size)))
 		b.Write(le.AppendUint32(nil, uint32(len(e.blob))))
 		b.Write(e.blob)
 	}
-	b.Write(le.AppendUint32(nil, crc32.Checksum(b.Bytes(), castagnoli)))
+	b.Write(le.AppendUint32(nil, crc32.Checksum(b.Bytes(), crc32.MakeTable(crc32.Castagnoli))))
 	return b.Bytes()
 }
 
 // diskBlob is k's entry in ix as Save writes it.
 func diskBlob(t testing.TB, ix *Index, k indexKey) []byte {
 	t.Helper()
-	b := ix.get(k)
+	b := ixGet(ix, k)
 	if b == nil {
 		t.Fatalf("no index entry")
 	}
 	d := make([]byte, len(b))
-	blobSureOnly(d, b)
+	index.BlobConfirmedOnly(d, b)
 	return d
 }
 
@@ -54,10 +56,10 @@ func diskBlob(t testing.TB, ix *Index, k indexKey) []byte {
 // known checkpoint k: its position and DC predictors, in place.
 func blobEdit(blob []byte, f func(k int, pos *uint32, dc []int16)) []byte {
 	b := bytes.Clone(blob)
-	n, nc := blobCheckpoints(b)
+	n, nc := index.BlobCheckpoints(b)
 	dc := make([]int16, nc)
 	for k := range n {
-		pa, da := blobHeader+4*k, blobHeader+4*n+2*nc*k
+		pa, da := index.BlobHeader+4*k, index.BlobHeader+4*n+2*nc*k
 		p := binary.LittleEndian.Uint32(b[pa:])
 		if p == 0 {
 			continue
@@ -97,7 +99,7 @@ var liePlans = []struct {
 		})
 	}, true, false},
 	{"dc-off-by-one-once", func(r *rand.Rand, own, _ []byte) []byte {
-		n, _ := blobCheckpoints(own)
+		n, _ := index.BlobCheckpoints(own)
 		at := 1 + r.IntN(max(n-1, 1))
 		return blobEdit(own, func(k int, _ *uint32, dc []int16) {
 			if k == at {
@@ -122,7 +124,7 @@ var liePlans = []struct {
 	{"positions-one-checkpoint-on", func(_ *rand.Rand, own, _ []byte) []byte {
 		// Each checkpoint claims the next one's position: increasing,
 		// inside the scan, the last one's copied twice.
-		n, _ := blobCheckpoints(own)
+		n, _ := index.BlobCheckpoints(own)
 		pos := make([]uint32, n)
 		blobEdit(own, func(k int, p *uint32, _ []int16) { pos[k] = *p })
 		return blobEdit(own, func(k int, p *uint32, _ []int16) {
@@ -133,8 +135,8 @@ var liePlans = []struct {
 	}, true, false},
 	{"positions-of-another-file", func(_ *rand.Rand, own, other []byte) []byte {
 		// Another photo's checkpoints, under this one's header.
-		n, nc := blobCheckpoints(own)
-		m, mc := blobCheckpoints(other)
+		n, nc := index.BlobCheckpoints(own)
+		m, mc := index.BlobCheckpoints(other)
 		if nc != mc {
 			return blobEdit(own, func(k int, p *uint32, _ []int16) {
 				if k > 0 {
@@ -143,10 +145,10 @@ var liePlans = []struct {
 			})
 		}
 		b := bytes.Clone(own)
-		clear(b[blobHeader:])
+		clear(b[index.BlobHeader:])
 		for k := range min(n, m) {
-			copy(b[blobHeader+4*k:][:4], other[blobHeader+4*k:])
-			copy(b[blobHeader+4*n+2*nc*k:][:2*nc], other[blobHeader+4*m+2*mc*k:])
+			copy(b[index.BlobHeader+4*k:][:4], other[index.BlobHeader+4*k:])
+			copy(b[index.BlobHeader+4*n+2*nc*k:][:2*nc], other[index.BlobHeader+4*m+2*mc*k:])
 		}
 		return b
 	}, true, false},
@@ -226,7 +228,7 @@ func TestIndexFileLies(t *testing.T) {
 				var keys []indexKey
 				for i, data := range files {
 					k := keyOf(data)
-					if honest.get(k) == nil {
+					if ixGet(honest, k) == nil {
 						continue // progressive: no index
 					}
 					keys = append(keys, k)
@@ -236,7 +238,7 @@ func TestIndexFileLies(t *testing.T) {
 						continue
 					}
 					j := (i + 3) % len(files)
-					for honest.get(keyOf(files[j])) == nil {
+					for ixGet(honest, keyOf(files[j])) == nil {
 						j = (j + 1) % len(files)
 					}
 					other := diskBlob(t, honest, keyOf(files[j]))
@@ -254,7 +256,7 @@ func TestIndexFileLies(t *testing.T) {
 				if plan.caught && (s.FilesDropped != 1 || s.Bad+s.Stale == 0) {
 					t.Errorf("a lie every decode passes went uncaught: %+v", s)
 				}
-				if plan.static && (len(drops) != 1 || !strings.HasSuffix(drops[0], rejectChecks)) {
+				if plan.static && (len(drops) != 1 || !strings.HasSuffix(drops[0], index.RejectChecks)) {
 					t.Errorf("a lie the JPEG's bytes show was not found by the checks: %v", drops)
 				}
 				// Saved now: only what decodes here confirmed; nothing of a
@@ -268,7 +270,7 @@ func TestIndexFileLies(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, k := range keys {
-					if b := back.get(k); b != nil {
+					if b := ixGet(back, k); b != nil {
 						got, want := checkpointsOf(b), checkpointsOf(diskBlob(t, honest, k))
 						for c, g := range got {
 							if w, ok := want[c]; ok && w != g {
@@ -278,11 +280,8 @@ func TestIndexFileLies(t *testing.T) {
 					}
 				}
 				if s.FilesDropped == 1 {
-					for _, e := range ix.snapshot() {
-						if e.origin != 0 {
-							t.Errorf("an entry of the dropped file is still held")
-							break
-						}
+					if ix.LoadedEntries() != 0 {
+						t.Errorf("an entry of the dropped file is still held")
 					}
 				}
 			})
@@ -347,7 +346,7 @@ func TestIndexFileNotConfirmedNotSaved(t *testing.T) {
 	kept := 0
 	for _, data := range files {
 		k := keyOf(data)
-		b := back.get(k)
+		b := ixGet(back, k)
 		switch {
 		case b != nil && !decoded[k]:
 			t.Errorf("saved a loaded entry no decode confirmed")
@@ -369,7 +368,7 @@ func TestIndexFileSureBitRefused(t *testing.T) {
 	_, files := fastPhotos(t, 4)
 	honest := warmIndex(t, files, 1<<30)
 	k := keyOf(files[0])
-	raw := craftIndexFile("fp", []craftedEntry{{k, honest.get(k)}}) // as held in memory
+	raw := craftIndexFile("fp", []craftedEntry{{k, ixGet(honest, k)}}) // as held in memory
 	ix := NewIndex(1 << 30)
 	if n, err := ix.Load(bytes.NewReader(raw), "fp"); !errors.Is(err, ErrIndexFile) || n != 0 || !strings.Contains(err.Error(), "not an index") {
 		t.Errorf("Load: %d, %v; want it refused", n, err)

@@ -8,7 +8,20 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"github.com/stoker-dev/stoker/pipeline/codec/index"
 )
+
+// The decoder index's names, as the tests here use them.
+type indexKey = index.Key
+
+func keyOf(data []byte) indexKey { return index.KeyOf(data) }
+
+// ixGet is k's entry in ix (nil: none), made the most recently used.
+func ixGet(ix *Index, k indexKey) []byte {
+	b, _ := ix.Lookup(k)
+	return b
+}
 
 // indexImages are the index tests' files: the repository's photos (4:2:0,
 // 4:4:4, 4:2:2, gray, progressive, restart markers per row and per 7
@@ -262,10 +275,10 @@ func TestIndexBudget(t *testing.T) {
 	}
 	// The most recently used are the ones kept: the last files decoded.
 	last := files[len(files)-1]
-	if ix.get(keyOf(last)) == nil {
+	if ixGet(ix, keyOf(last)) == nil {
 		t.Errorf("the last file decoded was evicted")
 	}
-	if ix.get(keyOf(files[0])) != nil {
+	if ixGet(ix, keyOf(files[0])) != nil {
 		t.Errorf("the first file decoded is still there")
 	}
 	// A budget below one entry keeps nothing, and decodes work.
@@ -351,7 +364,7 @@ func TestIndexForeign(t *testing.T) {
 	out := make([]byte, tr.SampleBytes())
 	states := map[int]int{}
 	for i, data := range files {
-		other := ix.get(keyOf(files[(i+1)%len(files)]))
+		other := ixGet(ix, keyOf(files[(i+1)%len(files)]))
 		if other == nil {
 			continue
 		}
@@ -439,7 +452,7 @@ func TestIndexClear(t *testing.T) {
 	_, files := fastPhotos(t, 4)
 	ix := warmIndex(t, files, 1<<30)
 	ix.Clear()
-	if s := ix.Stats(); s.Entries != 0 || s.Bytes != 0 || ix.get(keyOf(files[0])) != nil {
+	if s := ix.Stats(); s.Entries != 0 || s.Bytes != 0 || ixGet(ix, keyOf(files[0])) != nil {
 		t.Fatalf("after Clear: %+v", s)
 	}
 	d := NewDecoder(WithIndex(ix))

@@ -1,10 +1,8 @@
-package pipeline
+package index
 
 import (
 	"bufio"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -19,7 +17,7 @@ import (
 // An Index on disk (Index.Save, Index.Load):
 //
 //	"STOKERIX"           8 bytes
-//	version              u32 (indexFileVersion)
+//	version              u32 (FileVersion)
 //	fingerprint length   u32, then its bytes (what the writer was given:
 //	                     the datasets' fingerprints)
 //	entries              u64, then per entry, most recently used first:
@@ -47,9 +45,9 @@ import (
 // confirms what it passes); only a decode from the scan's start could
 // vouch for a checkpoint's predictors, and that is the cold decode.
 const (
-	indexFileVersion = 1
-	indexFileMagic   = "STOKERIX"
-	maxFingerprint   = 1 << 16
+	FileVersion    = 1          // the format's version, after the magic
+	FileMagic      = "STOKERIX" // an index file's first 8 bytes
+	maxFingerprint = 1 << 16
 	// An index file over maxIndexFileRatio times the budget (plus
 	// maxIndexFileSlack) is refused unread: Save writes at most a budget's
 	// worth, and this leaves room for a server whose budget was larger.
@@ -57,10 +55,10 @@ const (
 	maxIndexFileSlack = 1 << 20
 )
 
-// ErrIndexFile is wrapped by the errors Load returns for an index file that
+// ErrFile is wrapped by the errors Load returns for an index file that
 // is not used: corrupt, truncated, too large, of another version or of
 // other data.
-var ErrIndexFile = errors.New("pipeline: index file not used")
+var ErrFile = errors.New("pipeline: index file not used")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -71,7 +69,7 @@ func (ix *Index) Save(w io.Writer, fingerprint string) error {
 	ents := ix.snapshot()
 	n := 0
 	for i, e := range ents {
-		if blobSureCount(e.blob) == 0 {
+		if BlobConfirmed(e.blob) == 0 {
 			ents[i].blob = nil
 			continue
 		}
@@ -80,8 +78,8 @@ func (ix *Index) Save(w io.Writer, fingerprint string) error {
 	crc := crc32.New(castagnoli)
 	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<16)
 	var hdr [16]byte
-	bw.WriteString(indexFileMagic)
-	binary.LittleEndian.PutUint32(hdr[:], indexFileVersion)
+	bw.WriteString(FileMagic)
+	binary.LittleEndian.PutUint32(hdr[:], FileVersion)
 	binary.LittleEndian.PutUint32(hdr[4:], uint32(len(fingerprint)))
 	bw.Write(hdr[:8])
 	bw.WriteString(fingerprint)
@@ -94,9 +92,9 @@ func (ix *Index) Save(w io.Writer, fingerprint string) error {
 			continue
 		}
 		buf = slices.Grow(buf[:0], len(e.blob))[:len(e.blob)]
-		blobSureOnly(buf, e.blob)
-		binary.LittleEndian.PutUint64(eh[:], e.key.sum)
-		binary.LittleEndian.PutUint64(eh[8:], uint64(e.key.size))
+		BlobConfirmedOnly(buf, e.blob)
+		binary.LittleEndian.PutUint64(eh[:], e.key.Sum)
+		binary.LittleEndian.PutUint64(eh[8:], uint64(e.key.Size))
 		binary.LittleEndian.PutUint32(eh[16:], uint32(len(buf)))
 		bw.Write(eh[:])
 		bw.Write(buf)
@@ -121,7 +119,7 @@ func maxIndexFile(budget int64) int64 {
 // adds its entries, most recently used first, as far as the budget allows
 // (entries already present are kept), as not yet confirmed (see above).
 // It adds nothing unless the whole file checks; the error then wraps
-// ErrIndexFile (or is the reader's). r is read twice: first all of it, to
+// ErrFile (or is the reader's). r is read twice: first all of it, to
 // check it, in a fixed amount of memory; then again for the entries. It
 // returns how many entries it added.
 func (ix *Index) Load(r io.ReadSeeker, fingerprint string) (int, error) {
@@ -135,7 +133,7 @@ func (ix *Index) load(r io.ReadSeeker, fingerprint, name string) (int, error) {
 	}
 	if limit := maxIndexFile(ix.budget); size > limit {
 		ix.filesDropped.Add(1)
-		return 0, fmt.Errorf("%w: %d bytes, more than %dx the index's budget of %d bytes allows", ErrIndexFile, size, maxIndexFileRatio, ix.budget)
+		return 0, fmt.Errorf("%w: %d bytes, more than %dx the index's budget of %d bytes allows", ErrFile, size, maxIndexFileRatio, ix.budget)
 	}
 	// First pass: everything checked, nothing kept.
 	if _, err := r.Seek(0, io.SeekStart); err != nil {
@@ -151,12 +149,12 @@ func (ix *Index) load(r io.ReadSeeker, fingerprint, name string) (int, error) {
 		return 0, err
 	}
 	type loaded struct {
-		key  indexKey
+		key  Key
 		blob []byte
 	}
 	var keep []loaded
 	var used int64
-	err = readIndexFile(r, size, fingerprint, func(k indexKey, n int64) []byte {
+	err = readIndexFile(r, size, fingerprint, func(k Key, n int64) []byte {
 		if used+n+entryOverhead > ix.budget {
 			return nil
 		}
@@ -186,22 +184,22 @@ func (ix *Index) load(r io.ReadSeeker, fingerprint, name string) (int, error) {
 // of it. Each entry's blob is read into what take returns for it (nil, or
 // take nil: checked as it streams past, not kept). Memory is bounded
 // (two 64 KiB buffers) besides what take returns.
-func readIndexFile(r io.Reader, size int64, fingerprint string, take func(k indexKey, n int64) []byte) error {
+func readIndexFile(r io.Reader, size int64, fingerprint string, take func(k Key, n int64) []byte) error {
 	crc := crc32.New(castagnoli)
 	br := bufio.NewReaderSize(r, 1<<16)
 	tr := io.TeeReader(br, crc)
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", ErrIndexFile, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w: %s", ErrFile, fmt.Sprintf(format, a...))
 	}
 	var hdr [20]byte
 	if _, err := io.ReadFull(tr, hdr[:16]); err != nil {
 		return bad("truncated header: %v", err)
 	}
-	if string(hdr[:8]) != indexFileMagic {
+	if string(hdr[:8]) != FileMagic {
 		return bad("not a stoker index file")
 	}
-	if v := binary.LittleEndian.Uint32(hdr[8:]); v != indexFileVersion {
-		return bad("version %d, this stoker reads %d", v, indexFileVersion)
+	if v := binary.LittleEndian.Uint32(hdr[8:]); v != FileVersion {
+		return bad("version %d, this stoker reads %d", v, FileVersion)
 	}
 	n := binary.LittleEndian.Uint32(hdr[12:])
 	if n > maxFingerprint {
@@ -218,7 +216,7 @@ func readIndexFile(r io.Reader, size int64, fingerprint string, take func(k inde
 		return bad("truncated header: %v", err)
 	}
 	count := binary.LittleEndian.Uint64(hdr[:8])
-	if count > uint64(size)/(20+blobHeader) {
+	if count > uint64(size)/(20+BlobHeader) {
 		return bad("%d entries in a file of %d bytes", count, size)
 	}
 	scratch := make([]byte, 1<<16)
@@ -226,9 +224,9 @@ func readIndexFile(r io.Reader, size int64, fingerprint string, take func(k inde
 		if _, err := io.ReadFull(tr, hdr[:20]); err != nil {
 			return bad("truncated at entry %d of %d: %v", i, count, err)
 		}
-		k := indexKey{sum: binary.LittleEndian.Uint64(hdr[:]), size: int64(binary.LittleEndian.Uint64(hdr[8:]))}
+		k := Key{Sum: binary.LittleEndian.Uint64(hdr[:]), Size: int64(binary.LittleEndian.Uint64(hdr[8:]))}
 		bn := int64(binary.LittleEndian.Uint32(hdr[16:]))
-		if k.size < 0 || bn < blobHeader || bn > 64<<20 {
+		if k.Size < 0 || bn < BlobHeader || bn > 64<<20 {
 			return bad("entry %d: %d bytes", i, bn)
 		}
 		var blob []byte
@@ -239,7 +237,7 @@ func readIndexFile(r io.Reader, size int64, fingerprint string, take func(k inde
 		var err error
 		if blob != nil {
 			_, err = io.ReadFull(tr, blob)
-			ok = err == nil && blobValid(blob)
+			ok = err == nil && BlobValid(blob)
 		} else {
 			ok, err = streamBlobValid(tr, bn, scratch)
 		}
@@ -263,17 +261,17 @@ func readIndexFile(r io.Reader, size int64, fingerprint string, take func(k inde
 	return nil
 }
 
-// streamBlobValid is blobValid of the next size bytes of r, read through
-// scratch (a multiple of 4 bytes, at least blobHeader) without keeping
+// streamBlobValid is BlobValid of the next size bytes of r, read through
+// scratch (a multiple of 4 bytes, at least BlobHeader) without keeping
 // them.
 func streamBlobValid(r io.Reader, size int64, scratch []byte) (bool, error) {
-	hdr := scratch[:blobHeader]
+	hdr := scratch[:BlobHeader]
 	if _, err := io.ReadFull(r, hdr); err != nil {
 		return false, err
 	}
-	n, ncomp := blobCheckpoints(hdr)
-	ok := n >= 0 && size == int64(blobHeader+n*(4+2*ncomp))
-	left := size - blobHeader
+	n, ncomp := BlobCheckpoints(hdr)
+	ok := n >= 0 && size == int64(BlobHeader+n*(4+2*ncomp))
+	left := size - BlobHeader
 	for pos := int64(4 * max(n, 0)); left > 0; {
 		c := min(left, int64(len(scratch)))
 		if _, err := io.ReadFull(r, scratch[:c]); err != nil {
@@ -327,26 +325,8 @@ func (ix *Index) LoadFile(path, fingerprint string) (int, error) {
 	return ix.load(f, fingerprint, path)
 }
 
-// IndexFingerprint is what an index file of the given datasets is tagged
-// with (Save, Load) and named by (IndexPath): a hash of their fingerprints,
-// in any order. A server with the same data, under any names, finds the
-// same file.
-func IndexFingerprint(datasets ...Dataset) string {
-	fps := make([]string, len(datasets))
-	for i, ds := range datasets {
-		fps[i] = ds.Fingerprint()
-	}
-	slices.Sort(fps)
-	h := sha256.New()
-	for _, fp := range fps {
-		h.Write([]byte(fp))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// IndexPath is the index file of the data with fingerprint fp
-// (IndexFingerprint) in dir.
-func IndexPath(dir, fp string) string {
+// Path is the index file of the data with fingerprint fp
+// (the pipeline's IndexFingerprint) in dir.
+func Path(dir, fp string) string {
 	return filepath.Join(dir, "decoder-index-"+fp[:min(len(fp), 16)]+".bin")
 }

@@ -1,4 +1,10 @@
-package pipeline
+// Package index is the decoder index of pipeline/codec's baseline JPEG
+// decodes: per file, the entropy decoder's states at checkpoints of its
+// scan (huff.c's blob), kept in memory within a budget and saved to and
+// loaded from index files. It is plain Go (the C side reads and writes the
+// blobs); pipeline/codec's decodes use and extend an Index, and the
+// pipeline's root names it for its callers (pipeline.Index).
+package index
 
 import (
 	"encoding/binary"
@@ -31,16 +37,16 @@ import (
 // name or modification time says, never meets an index of its old bytes;
 // a WebDataset member is keyed like any file. Progressive JPEGs have
 // none, but for their sequential transcodes where a CoefCache holds them
-// (transcode.go); other formats have none and decode as without an Index.
+// (pipeline/codec's transcode.go); other formats have none and decode as without an Index.
 //
 // Memory is bounded: entries (about 1 to 2 KB for a 400x400 photo) are
 // dropped least recently used first to stay under the budget. An Index is
-// safe for concurrent use by many Decoders (WithIndex).
+// safe for concurrent use by many decoders (the pipeline's WithIndex).
 type Index struct {
 	mu      sync.Mutex
 	budget  int64
 	used    int64
-	entries map[indexKey]*indexEntry
+	entries map[Key]*indexEntry
 	lru     indexEntry // sentinel: lru.next is the most recently used
 
 	// files are the index files loaded (Load): an entry's origin is its
@@ -59,18 +65,19 @@ type loadedFile struct {
 	dropped bool
 }
 
-// indexKey is a file's identity by content.
-type indexKey struct {
-	sum  uint64 // xxhash64 of its bytes
-	size int64
+// Key is a file's identity by content: what its entry is found by.
+type Key struct {
+	Sum  uint64 // xxhash64 of its bytes
+	Size int64
 }
 
-func keyOf(data []byte) indexKey {
-	return indexKey{sum: xxhash.Sum64(data), size: int64(len(data))}
+// KeyOf is data's Key.
+func KeyOf(data []byte) Key {
+	return Key{Sum: xxhash.Sum64(data), Size: int64(len(data))}
 }
 
 type indexEntry struct {
-	key        indexKey
+	key        Key
 	blob       []byte // huff.c's layout; never changed once stored
 	origin     uint32 // the index file it came from (Index.files), 0: none
 	prev, next *indexEntry
@@ -80,19 +87,15 @@ type indexEntry struct {
 // slot, the key.
 const entryOverhead = 112
 
-// NewIndex returns an empty Index that holds at most budget bytes.
-func NewIndex(budget int64) *Index {
-	ix := &Index{budget: max(budget, 0), entries: map[indexKey]*indexEntry{}}
+// New returns an empty Index that holds at most budget bytes.
+func New(budget int64) *Index {
+	ix := &Index{budget: max(budget, 0), entries: map[Key]*indexEntry{}}
 	ix.lru.next, ix.lru.prev = &ix.lru, &ix.lru
 	return ix
 }
 
-// WithIndex has a Decoder (an Executor's decoders) use and extend ix.
-// Default: none (every decode is a first decode).
-func WithIndex(ix *Index) Option { return func(o *options) { o.index = ix } }
-
-// IndexStats is what an Index holds and has done.
-type IndexStats struct {
+// Stats is what an Index holds and has done.
+type Stats struct {
 	Entries int   // files with an index
 	Bytes   int64 // their memory, overhead included
 	Budget  int64
@@ -116,11 +119,11 @@ type IndexStats struct {
 }
 
 // Stats returns the Index's counters.
-func (ix *Index) Stats() IndexStats {
+func (ix *Index) Stats() Stats {
 	ix.mu.Lock()
 	n, used := len(ix.entries), ix.used
 	ix.mu.Unlock()
-	return IndexStats{
+	return Stats{
 		Entries: n, Bytes: used, Budget: ix.budget,
 		Hits: ix.hits.Load(), Misses: ix.misses.Load(), Stale: ix.stale.Load(), Bad: ix.bad.Load(),
 		Evicted: ix.evicted.Load(), MCUsTotal: ix.mcusTotal.Load(), MCUsDecoded: ix.mcusDecoded.Load(),
@@ -147,14 +150,9 @@ func (ix *Index) OnFileDropped(f func(name string, entries int, reason string)) 
 	ix.mu.Unlock()
 }
 
-// get returns k's blob (nil: none) and makes it the most recently used.
-func (ix *Index) get(k indexKey) []byte {
-	b, _ := ix.lookup(k)
-	return b
-}
-
-// lookup is get, with the index file the entry came from (0: none).
-func (ix *Index) lookup(k indexKey) ([]byte, uint32) {
+// Lookup returns k's blob (nil: none), made the most recently used, and
+// the index file it came from (0: none). It counts as a hit or a miss.
+func (ix *Index) Lookup(k Key) ([]byte, uint32) {
 	ix.mu.Lock()
 	e := ix.entries[k]
 	var blob []byte
@@ -173,15 +171,12 @@ func (ix *Index) lookup(k indexKey) ([]byte, uint32) {
 	return blob, origin
 }
 
-// put stores blob as k's index, the most recently used, dropping the least
-// recently used entries past the budget. A blob over the budget alone is
-// not kept.
-func (ix *Index) put(k indexKey, blob []byte) { ix.putFrom(k, blob, 0) }
-
-// putFrom is put for a blob that holds checkpoints of index file origin
-// not yet confirmed (0: none); nothing is stored if that file was dropped
-// meanwhile.
-func (ix *Index) putFrom(k indexKey, blob []byte, origin uint32) {
+// Store keeps blob as k's index, the most recently used, dropping the
+// least recently used entries past the budget (a blob over the budget
+// alone is not kept). origin is the index file whose checkpoints, not yet
+// confirmed, it holds (0: none); nothing is stored if that file was
+// dropped meanwhile.
+func (ix *Index) Store(k Key, blob []byte, origin uint32) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if origin != 0 && ix.files[origin-1].dropped {
@@ -206,7 +201,7 @@ func (ix *Index) putFrom(k indexKey, blob []byte, origin uint32) {
 // pushBack stores blob as k's index, the least recently used, if it fits
 // in what the budget has left (loading a saved index from file origin,
 // most recent first).
-func (ix *Index) pushBack(k indexKey, blob []byte, origin uint32) bool {
+func (ix *Index) pushBack(k Key, blob []byte, origin uint32) bool {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.entries[k] != nil || !ix.fits(blob) || ix.used+int64(len(blob))+entryOverhead > ix.budget {
@@ -223,20 +218,20 @@ func (ix *Index) pushBack(k indexKey, blob []byte, origin uint32) bool {
 
 func (ix *Index) fits(blob []byte) bool { return int64(len(blob))+entryOverhead <= ix.budget }
 
-// Why reject drops an entry.
+// Why Reject drops an entry.
 const (
-	rejectStale   = "an entry's header is another JPEG's"
-	rejectChecks  = "a checkpoint failed its checks against the JPEG's bytes"
-	rejectDecoder = "a checkpoint disagreed with the decoder"
+	RejectStale   = "an entry's header is another JPEG's"
+	RejectChecks  = "a checkpoint failed its checks against the JPEG's bytes"
+	RejectDecoder = "a checkpoint disagreed with the decoder"
 )
 
 // reject drops k's index, which did not fit its file (why: one of the
-// reject* reasons; rejectStale counts as stale, the others as bad), and,
+// reject* reasons; RejectStale counts as stale, the others as bad), and,
 // when it came from index file origin, every entry still holding that
 // file's checkpoints: a file that lied once is not believed about other
 // files.
-func (ix *Index) reject(k indexKey, origin uint32, why string) {
-	if why == rejectStale {
+func (ix *Index) Reject(k Key, origin uint32, why string) {
+	if why == RejectStale {
 		ix.stale.Add(1)
 	} else {
 		ix.bad.Add(1)
@@ -293,6 +288,27 @@ func (ix *Index) pushFront(e *indexEntry) {
 	ix.lru.next = e
 }
 
+// CountMCUs adds a decode's MCUs to the Stats: those in its scan and
+// those it entropy-decoded.
+func (ix *Index) CountMCUs(total, decoded int64) {
+	ix.mcusTotal.Add(total)
+	ix.mcusDecoded.Add(decoded)
+}
+
+// LoadedEntries counts the entries that hold checkpoints of an index file
+// (Load) not yet confirmed by a decode here.
+func (ix *Index) LoadedEntries() int {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	n := 0
+	for _, e := range ix.entries {
+		if e.origin != 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // snapshot returns the entries, most recently used first.
 func (ix *Index) snapshot() []indexEntry {
 	ix.mu.Lock()
@@ -308,16 +324,16 @@ func (ix *Index) snapshot() []indexEntry {
 // writing them.
 const (
 	blobMagic  = 0x31584953 // "SIX1", little-endian
-	blobHeader = 32
+	BlobHeader = 32
 	blobSure   = 0x80000000 // in a position: confirmed by a decode here
 )
 
-// blobCheckpoints returns, for a blob laid out as huff.c writes an
+// BlobCheckpoints returns, for a blob laid out as huff.c writes an
 // index (the magic, and a size that agrees with the geometry in its
 // header), its checkpoints and components per checkpoint; n < 0 if it is
-// not one. Its header alone (blobHeader bytes) is enough for n.
-func blobCheckpoints(b []byte) (n, ncomp int) {
-	if len(b) < blobHeader || binary.LittleEndian.Uint32(b) != blobMagic {
+// not one. Its header alone (BlobHeader bytes) is enough for n.
+func BlobCheckpoints(b []byte) (n, ncomp int) {
+	if len(b) < BlobHeader || binary.LittleEndian.Uint32(b) != blobMagic {
 		return -1, 0
 	}
 	mpr, rows := int(binary.LittleEndian.Uint16(b[4:])), int(binary.LittleEndian.Uint16(b[6:]))
@@ -328,32 +344,32 @@ func blobCheckpoints(b []byte) (n, ncomp int) {
 	return rows * ((mpr + stride - 1) / stride), ncomp
 }
 
-// blobValid reports whether b is laid out as huff.c writes an index to
+// BlobValid reports whether b is laid out as huff.c writes an index to
 // disk: the magic, a size that agrees with the geometry in its header, no
 // position marked sure. (The C side checks the geometry and checkpoints
 // against the file before using one.)
-func blobValid(b []byte) bool {
-	n, ncomp := blobCheckpoints(b)
-	if n < 0 || len(b) != blobHeader+n*(4+2*ncomp) {
+func BlobValid(b []byte) bool {
+	n, ncomp := BlobCheckpoints(b)
+	if n < 0 || len(b) != BlobHeader+n*(4+2*ncomp) {
 		return false
 	}
 	for k := range n {
-		if binary.LittleEndian.Uint32(b[blobHeader+4*k:])&blobSure != 0 {
+		if binary.LittleEndian.Uint32(b[BlobHeader+4*k:])&blobSure != 0 {
 			return false
 		}
 	}
 	return true
 }
 
-// blobSureOnly writes into dst (len(b) bytes) the part of b that a
+// BlobConfirmedOnly writes into dst (len(b) bytes) the part of b that a
 // decode here confirmed, as it goes to disk: the sure checkpoints, not
 // marked sure; the others unknown. It returns how many it kept.
-func blobSureOnly(dst, b []byte) int {
-	n, ncomp := blobCheckpoints(b)
+func BlobConfirmedOnly(dst, b []byte) int {
+	n, ncomp := BlobCheckpoints(b)
 	copy(dst, b)
 	known := 0
 	for k := range n {
-		at := blobHeader + 4*k
+		at := BlobHeader + 4*k
 		v := binary.LittleEndian.Uint32(b[at:])
 		if v&blobSure != 0 {
 			binary.LittleEndian.PutUint32(dst[at:], v&^blobSure)
@@ -361,19 +377,19 @@ func blobSureOnly(dst, b []byte) int {
 			continue
 		}
 		binary.LittleEndian.PutUint32(dst[at:], 0)
-		dc := blobHeader + 4*n + 2*ncomp*k
+		dc := BlobHeader + 4*n + 2*ncomp*k
 		clear(dst[dc : dc+2*ncomp])
 	}
 	binary.LittleEndian.PutUint32(dst[20:], uint32(known))
 	return known
 }
 
-// blobSureCount counts b's sure checkpoints.
-func blobSureCount(b []byte) int {
-	n, _ := blobCheckpoints(b)
+// BlobConfirmed counts b's sure checkpoints.
+func BlobConfirmed(b []byte) int {
+	n, _ := BlobCheckpoints(b)
 	c := 0
 	for k := range n {
-		if binary.LittleEndian.Uint32(b[blobHeader+4*k:])&blobSure != 0 {
+		if binary.LittleEndian.Uint32(b[BlobHeader+4*k:])&blobSure != 0 {
 			c++
 		}
 	}
