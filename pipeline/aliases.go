@@ -3,8 +3,8 @@ package pipeline
 // The pipeline's names for its rooms' types: the sentinel errors
 // (pipeline/internal/errs), the sample's key and generator
 // (pipeline/internal/det), a batch's stage times (pipeline/batch), the
-// partner cache (pipeline/kernels/cv) and the decoder index
-// (pipeline/codec/index).
+// partner cache (pipeline/kernels/cv), the decoder index
+// (pipeline/codec/index) and the coefficient cache (pipeline/codec).
 
 import (
 	"crypto/sha256"
@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	"github.com/stoker-dev/stoker/pipeline/batch"
+	"github.com/stoker-dev/stoker/pipeline/codec"
 	"github.com/stoker-dev/stoker/pipeline/codec/index"
 	"github.com/stoker-dev/stoker/pipeline/internal/det"
 	"github.com/stoker-dev/stoker/pipeline/internal/errs"
@@ -119,3 +120,18 @@ func IndexFingerprint(datasets ...Dataset) string {
 // IndexPath is the index file of the data with fingerprint fp
 // (IndexFingerprint) in dir.
 func IndexPath(dir, fp string) string { return index.Path(dir, fp) }
+
+// CoefCache keeps baseline JPEGs' quantized DCT coefficients, and
+// progressive JPEGs' sequential transcodes, for later crops of the same
+// files, within a budget of bytes (codec.CoefCache).
+type CoefCache = codec.CoefCache
+
+// CoefStats is what a CoefCache holds and has done.
+type CoefStats = codec.CoefStats
+
+// NewCoefCache returns an empty CoefCache that holds at most budget bytes.
+func NewCoefCache(budget int64) *CoefCache { return codec.NewCoefCache(budget) }
+
+// WithCoefCache has a Decoder (an Executor's decoders) use and fill c.
+// Default: none.
+func WithCoefCache(c *CoefCache) Option { return func(o *options) { o.coefs = c } }

@@ -3,7 +3,6 @@
 package pipeline
 
 import (
-	"hash/maphash"
 	"os"
 	"testing"
 )
@@ -51,42 +50,4 @@ func BenchmarkCoefCacheHit(b *testing.B) {
 	if s := cc.Stats(); s.MCUsHit == s0.MCUsHit || s.Collisions != 0 {
 		b.Fatalf("no MCU from the cache (%d hit) or %d collisions: not the cached path", s.MCUsHit-s0.MCUsHit, s.Collisions)
 	}
-}
-
-// BenchmarkCoefIdentity is what a cached sample's decode pays to know its
-// file (coefCacheHit's file), the decode itself left out:
-//
-//	xxhash64+maphash  the decoder-index key and the coefficient cache's
-//	                  check hash of the build before (two passes)
-//	mac               a hit now: coefHint, the MAC (CoefCache.id) and the
-//	                  entry's index key (one pass)
-func BenchmarkCoefIdentity(b *testing.B) {
-	data, err := os.ReadFile(coefBenchFile)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cc := NewCoefCache(1 << 20)
-	defer cc.Close()
-	seed := maphash.MakeSeed()
-	var sink uint64
-	b.Run("xxhash64+maphash", func(b *testing.B) {
-		b.SetBytes(int64(len(data)))
-		for b.Loop() {
-			sink += keyOf(data).Sum ^ maphash.Bytes(seed, data)
-		}
-	})
-	b.Run("mac", func(b *testing.B) {
-		var tag [16]byte
-		b.SetBytes(int64(len(data)))
-		b.ReportAllocs()
-		for b.Loop() {
-			if cc.mayHold(coefHint(data)) {
-				b.Fatal("an empty cache may hold the file")
-			}
-			k, check := cc.id(data, &tag)
-			xx, _ := cc.indexKeyOf(k, check)
-			sink += k.sum ^ check ^ xx.Sum
-		}
-	})
-	_ = sink
 }

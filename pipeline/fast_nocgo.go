@@ -2,8 +2,6 @@
 
 package pipeline
 
-import "unsafe"
-
 // Without cgo there is no libjpeg-turbo: every image takes the reference path.
 const haveFast = false
 
@@ -18,11 +16,6 @@ func (d *Decoder) decodeFast(data []byte, hd *header, p *samplePlan, layout Layo
 func (d *Decoder) decodeFastViews(data []byte, hd *header, ps []samplePlan, layout Layout, out []byte, offs []int) error {
 	panic("unreachable: decodeFastViews without cgo")
 }
-
-// Without cgo no decode stores coefficients: a CoefCache stays empty.
-func coefsNew() unsafe.Pointer        { return nil }
-func coefsFree(unsafe.Pointer)        {}
-func coefsBytes(unsafe.Pointer) int64 { return 0 }
 
 func (d *Decoder) decodeFormatViews(data []byte, hd *header, ps []samplePlan, layout Layout, out []byte, offs []int) error {
 	panic("unreachable: decodeFormatViews without cgo")

@@ -159,9 +159,9 @@ func checkStale(t *testing.T, tr *Transform, which int, edits []byte, cut int, k
 
 	stale := NewDecoder()
 	defer stale.Close()
-	knobsOf(stale).forceIx = blobs[i]
+	knobsOf(stale).ForceIndex = blobs[i]
 	checkFuzzErr(t, "old index forced", stale.Decode(m, tr, k, a))
-	knobsOf(stale).forceIx = nil
+	knobsOf(stale).ForceIndex = nil
 	if err := stale.Decode(files[i], tr, k, a); err != nil {
 		t.Fatalf("the decoder fails on the original after: %v", err)
 	}
@@ -216,7 +216,7 @@ func FuzzIndexBlob(f *testing.F) {
 		}
 		d := NewDecoder()
 		defer d.Close()
-		knobsOf(d).forceIx = blob
+		knobsOf(d).ForceIndex = blob
 		out := make([]byte, tr.SampleBytes())
 		checkFuzzErr(t, "garbage index", d.Decode(files[i], tr, Key{Seed: key}, out))
 	})

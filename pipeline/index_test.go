@@ -368,7 +368,7 @@ func TestIndexForeign(t *testing.T) {
 		if other == nil {
 			continue
 		}
-		knobsOf(d).forceIx = other
+		knobsOf(d).ForceIndex = other
 		if err := d.Decode(data, tr, Key{Index: uint64(i)}, out); err != nil {
 			t.Fatalf("%d: a good file failed for a foreign index: %v", i, err)
 		}
@@ -378,7 +378,7 @@ func TestIndexForeign(t *testing.T) {
 	if states[3] == 0 {
 		t.Errorf("no foreign index refused by its header")
 	}
-	knobsOf(d).forceIx = nil
+	knobsOf(d).ForceIndex = nil
 	if err := d.Decode(files[0], tr, Key{}, out); err != nil {
 		t.Fatalf("after foreign indexes: %v", err)
 	}

@@ -8,20 +8,30 @@
 // torch's uint8 resize kernels in fixed point, each view of a decode
 // resampled, flipped and packed into the caller's buffer.
 //
-// A decode is one cgo call on a Scratch: Set writes its Job and its views'
-// Geometry (box, clip, spans, output size, interpolation, flip) into C
-// memory, with each view's place in the output buffer and that buffer's
-// length, which C checks again; Decode, DecodePNG and DecodeWebP run it.
-// ParseHeader reads a file's format, size and JPEG coding without
-// decoding a pixel. The libraries' versions (TurboVersions, JPEGLinked) and
-// the SIMD level (SIMDBest) say what the bytes were made with.
+// A JPEG decode is DecodeViews on a Scratch: the file, its Header, the Job
+// and its views' Geometry (box, clip, spans, output size, interpolation,
+// flip), each view's place in the output buffer, and the Caches the decode
+// uses and extends: the decoder index (pipeline/codec/index, plain Go) and
+// the CoefCache, which also holds progressive files' sequential
+// transcodes (coefcache.go, transcode.go). Underneath, Set writes the job
+// into C memory, with the output buffer's length, which C checks again;
+// Decode, DecodePNG and DecodeWebP run it. ParseHeader reads a file's
+// format, size and JPEG coding without decoding a pixel. The libraries'
+// versions (TurboVersions, JPEGLinked) and the SIMD level (SIMDBest) say
+// what the bytes were made with.
 //
 // The package imports no ops and not the pipeline's root: the root's
 // per-sample Decoder works out each view's Geometry from its transform and
-// keeps the decoder index and the coefficient cache it hands the decodes.
-// Without cgo the package holds these names only (Available is false) and
-// the pipeline decodes in Go.
+// holds the caches it hands the decodes. Without cgo the package holds its
+// Go-side names only (Available is false: no Scratch, and a CoefCache
+// stays empty) and the pipeline decodes in Go.
 package codec
+
+import (
+	"errors"
+
+	"github.com/stoker-dev/stoker/pipeline/codec/index"
+)
 
 // MaxViews is the most views one decode makes (turbo.h's
 // STOKER_MAX_VIEWS).
@@ -93,7 +103,25 @@ type Knobs struct {
 	// most n; -1 none.
 	SIMDMax int
 	IxPx    int // decoder index checkpoint spacing in pixels; 0: the default
+	// ForceIndex, when set, is the decoder index every decode is given
+	// instead of the Index's (an index of other bytes), and nothing is
+	// learnt from it.
+	ForceIndex []byte
 }
+
+// Caches are what decodes keep of the files they decode for later decodes
+// of the same files (DecodeViews): each nil for none.
+type Caches struct {
+	Index *index.Index
+	Coefs *CoefCache
+	// AdmitNow admits the file to Coefs on this decode even where Index
+	// says it was not seen before (a sample with copies to come: repeated
+	// augmentation).
+	AdmitNow bool
+}
+
+// ErrStopped is what a decode returns when its stop flag turned it back.
+var ErrStopped = errors.New("codec: the decode was stopped")
 
 // Stats is what a decode did, for tests, benchmarks and the decoder
 // index's and coefficient cache's bookkeeping.

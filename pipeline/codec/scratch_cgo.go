@@ -66,6 +66,8 @@ type Scratch struct {
 	t       *C.stoker_turbo
 	job     *C.stoker_job
 	cleanup runtime.Cleanup
+	// tag is CoefCache.id's scratch.
+	tag [16]byte
 }
 
 // NewScratch makes a Scratch; dropped without Free, it still frees its C
@@ -140,7 +142,7 @@ func (s *Scratch) Set(j *Job, gs []Geometry, offs []int, outLen int) {
 // files through huff.c).
 func (s *Scratch) SetIndex(on bool) { s.job.index = cbool(on) }
 
-// SetCoefs gives the next decodes the coefficient-cache entry p (CoefsNew;
+// SetCoefs gives the next decodes the coefficient-cache entry p (coefsNew;
 // nil: none) and the bytes they may add to it; only says every MCU is to
 // come from it (a progressive file's transcode).
 func (s *Scratch) SetCoefs(p unsafe.Pointer, room int64, only bool) {
@@ -222,13 +224,13 @@ func (s *Scratch) Stats() Stats {
 		Prog: j.prog_used != 0, ProgMCUs: int64(j.prog_total), ProgDecoded: int64(j.prog_decoded)}
 }
 
-// The coefficient cache's entries are C memory (coefs.c): CoefsNew makes
-// an empty one (nil when out of memory), CoefsFree frees it, CoefsBytes is
-// the memory it holds and CoefsMCUs the MCUs stored in it.
-func CoefsNew() unsafe.Pointer          { return unsafe.Pointer(C.stoker_coefs_new()) }
-func CoefsFree(p unsafe.Pointer)        { C.stoker_coefs_free((*C.stoker_coefs)(p)) }
-func CoefsBytes(p unsafe.Pointer) int64 { return int64(C.stoker_coefs_bytes((*C.stoker_coefs)(p))) }
-func CoefsMCUs(p unsafe.Pointer) int64  { return int64((*C.stoker_coefs)(p).nmcu) }
+// The coefficient cache's entries are C memory (coefs.c): coefsNew makes
+// an empty one (nil when out of memory), coefsFree frees it, coefsBytes is
+// the memory it holds and coefsMCUs the MCUs stored in it.
+func coefsNew() unsafe.Pointer          { return unsafe.Pointer(C.stoker_coefs_new()) }
+func coefsFree(p unsafe.Pointer)        { C.stoker_coefs_free((*C.stoker_coefs)(p)) }
+func coefsBytes(p unsafe.Pointer) int64 { return int64(C.stoker_coefs_bytes((*C.stoker_coefs)(p))) }
+func coefsMCUs(p unsafe.Pointer) int64  { return int64((*C.stoker_coefs)(p).nmcu) }
 
 // SIMDBest is the best SIMD level the resampler uses on this CPU (0 none,
 // 1 SSE2, 2 SSSE3, 3 AVX2, 4 AVX-512, 5 AVX-512 VBMI and VNNI).
@@ -240,29 +242,29 @@ func TurboVersions() (turbo, lib int) {
 	return int(C.stoker_turbo_version()), int(C.stoker_jpeg_lib_version())
 }
 
-// TcCode is a transcode's result (transcode.h's STOKER_TC_*).
-type TcCode int
+// tcCode is a transcode's result (transcode.h's STOKER_TC_*).
+type tcCode int
 
-// The results of Transcode.
+// The results of transcodeToCoefs.
 const (
-	TcOK      TcCode = C.STOKER_TC_OK
-	TcStopped TcCode = C.STOKER_TC_STOPPED // the sample's work was abandoned
+	tcOK      tcCode = C.STOKER_TC_OK
+	tcStopped tcCode = C.STOKER_TC_STOPPED // the sample's work was abandoned
 )
 
-// Transcode reads the progressive JPEG data whole and stores in the empty
-// coefficient-cache entry p (CoefsNew) the MCUs of the sequential JPEG with
-// the same coefficients (transcode.c), within room bytes; libjpeg may
-// allocate at most maxMemory bytes and read maxScans scans, and stops when
-// *stop (nil: none) turns nonzero. On anything but TcOK p may hold some
-// MCUs (free it), and the string says why.
-func Transcode(data []byte, maxScans int, maxMemory int64, stop *int32, p unsafe.Pointer, room int64) (TcCode, string) {
+// transcodeToCoefs reads the progressive JPEG data whole and stores in the
+// empty coefficient-cache entry p (coefsNew) the MCUs of the sequential
+// JPEG with the same coefficients (transcode.c), within room bytes;
+// libjpeg may allocate at most maxMemory bytes and read maxScans scans,
+// and stops when *stop (nil: none) turns nonzero. On anything but tcOK p
+// may hold some MCUs (free it), and the string says why.
+func transcodeToCoefs(data []byte, maxScans int, maxMemory int64, stop *int32, p unsafe.Pointer, room int64) (tcCode, string) {
 	var msg [128]C.char
 	rc := C.stoker_transcode((*C.uchar)(unsafe.Pointer(&data[0])), C.size_t(len(data)),
 		C.int(maxScans), C.longlong(maxMemory), (*C.int)(unsafe.Pointer(stop)), p, C.longlong(room), &msg[0], C.size_t(len(msg)))
-	if TcCode(rc) == TcOK {
-		return TcOK, ""
+	if tcCode(rc) == tcOK {
+		return tcOK, ""
 	}
-	return TcCode(rc), C.GoString(&msg[0])
+	return tcCode(rc), C.GoString(&msg[0])
 }
 
 // MaxViews is turbo.h's STOKER_MAX_VIEWS: both checked here.

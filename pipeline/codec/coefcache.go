@@ -1,4 +1,4 @@
-package pipeline
+package codec
 
 import (
 	"crypto/aes"
@@ -15,7 +15,7 @@ import (
 	"github.com/stoker-dev/stoker/pipeline/codec/index"
 )
 
-// CoefCache keeps, for the baseline JPEGs a Decoder decodes, their
+// CoefCache keeps, for the baseline JPEGs a Scratch decodes (DecodeViews), their
 // quantized DCT coefficients: each MCU's, in a compact form, once it has
 // been entropy-decoded. A later crop of the same file copies the
 // coefficients it needs out of the cache instead of Huffman-decoding them,
@@ -23,13 +23,13 @@ import (
 // inverse transform and the resampling. Output is the same bytes with or
 // without it.
 //
-// It trades memory for speed where the decoder index (Index) trades
+// It trades memory for speed where the decoder index (index.Index) trades
 // almost none: about 2 to 3 times the JPEG's bytes per file once its MCUs
 // have all been seen (a file's entry fills over its first epochs, as crops
 // and the decoding in passing to reach them cover it), where the index
 // takes 3% of them. It is for datasets that fit.
 //
-// A file is admitted on its second decode when the Decoder has an Index
+// A file is admitted on its second decode when the decode has an Index
 // (the index having an entry for it says it was seen), on its first
 // otherwise: with an index, the first epoch stores nothing and runs as
 // fast as without the cache; the second pays for storing what it decodes.
@@ -55,8 +55,9 @@ import (
 // least-recently-used cache smaller than the dataset would drop each entry
 // before its next use (and pay for storing it every time): a fixed subset
 // serves budget/dataset of the decodes instead. A CoefCache is safe for
-// concurrent use by many Decoders (WithCoefCache); a file being decoded by
-// one is decoded by the others without the cache meanwhile.
+// concurrent use by many decoders (the pipeline's WithCoefCache); a file
+// being decoded by one is decoded by the others without the cache
+// meanwhile.
 type CoefCache struct {
 	t *coefTable
 	// hits etc. are counted outside the table's lock.
@@ -139,10 +140,6 @@ func NewCoefCache(budget int64) *CoefCache {
 	return c
 }
 
-// WithCoefCache has a Decoder (an Executor's decoders) use and fill c.
-// Default: none.
-func WithCoefCache(c *CoefCache) Option { return func(o *options) { o.coefs = c } }
-
 // CoefStats is what a CoefCache holds and has done.
 type CoefStats struct {
 	Entries int   // files with coefficients stored
@@ -185,7 +182,7 @@ func (c *CoefCache) Stats() CoefStats {
 // Clear drops every entry and frees its memory (the counters stay).
 func (c *CoefCache) Clear() { c.t.free() }
 
-// Close frees the cache's memory. Decoders must not use it after.
+// Close frees the cache's memory. Decodes must not use it after.
 func (c *CoefCache) Close() {
 	c.cleanup.Stop()
 	c.t.free()
@@ -211,7 +208,7 @@ func (t *coefTable) free() {
 // one size collide only where H is a root of the nonzero polynomial their
 // difference makes (degree n+1 for n blocks). Where GCM was refused, the
 // key is a seeded maphash and the check an xxhash64 (two passes).
-// The tag is made in scratch (the calling Decoder's: none allocated).
+// The tag is made in scratch (the calling Scratch's: none allocated).
 func (c *CoefCache) id(data []byte, scratch *[16]byte) (coefKey, uint64) {
 	if c.mac == nil {
 		return coefKey{sum: maphash.Bytes(c.seed, data), size: int64(len(data))}, xxhash.Sum64(data)

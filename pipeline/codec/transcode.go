@@ -1,15 +1,17 @@
-package pipeline
+package codec
 
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/stoker-dev/stoker/pipeline/internal/errs"
 )
 
 // Progressive JPEGs at baseline speed. A progressive file is
 // entropy-decoded whole by libjpeg on every decode: no decoder index, no
 // crop-only decoding, no coefficient cache (those are huff.c's, for
 // sequential files). So the CoefCache also keeps, for the progressive
-// files a Decoder decodes, the file transcoded losslessly to sequential:
+// files a Scratch decodes, the file transcoded losslessly to sequential:
 // the MCUs of one interleaved scan of the same quantized coefficients,
 // quantization tables, sampling and color space, as huff.c would decode
 // them, stored whole in a coefficient-cache entry (transcode.c, from the
@@ -37,14 +39,14 @@ import (
 // cache). A transcode is refused for a file whose entry would be over four
 // times its size plus 8 bytes a block plus 64 KiB, or over the budget's
 // room; libjpeg's memory is bounded as the decoder's is (by the pixel
-// budget) and its work by the scan cap (WithMaxScans). A file whose
+// budget) and its work by the scan cap (Job.MaxScans). A file whose
 // transcode fails or is refused is remembered and decoded as progressive
 // from then on (TranscodeFallbacks counts them), as is one whose
 // transcode failed to decode where the file itself did not (a bug: the
 // sample is decoded again from the file, never failed for its
 // transcode). A decode that finds the transcode's entry in use by another
-// Decoder decodes the file as progressive meanwhile; one that finds it
-// gone (not yet stored by the Decoder making it, or dropped) forgets the
+// Scratch decodes the file as progressive meanwhile; one that finds it
+// gone (not yet stored by the Scratch making it, or dropped) forgets the
 // transcode, to be made again. A decode of a transcode stores nothing and
 // leaves its entry as it was, failed or abandoned. Entries are keyed by the file's
 // content like the coefficients' (the transcode's entry under the file's
@@ -109,7 +111,7 @@ func (c *CoefCache) tcRoom(k coefKey) int64 {
 
 // tcStore keeps seq, whose identities are keys, as the transcode of the
 // file of key k and check, if the budget has room; it reports whether it
-// did. A file transcoded meanwhile by another Decoder keeps that
+// did. A file transcoded meanwhile by another Scratch keeps that
 // transcode.
 func (c *CoefCache) tcStore(k coefKey, check uint64, seq []byte, keys fileKeys) bool {
 	t := c.t
@@ -171,7 +173,7 @@ func (c *CoefCache) tcDrop(k coefKey) {
 }
 
 // tcForget forgets k's transcode, whose coefficient entry is gone (not yet
-// stored by the Decoder making it, or dropped): the next decode
+// stored by the Scratch making it, or dropped): the next decode
 // transcodes it again.
 func (c *CoefCache) tcForget(k coefKey) {
 	t := c.t
@@ -195,7 +197,7 @@ func (c *CoefCache) tcForget(k coefKey) {
 // intervals, other tables, markers and application segments are left out.
 func stubOf(data []byte) ([]byte, error) {
 	bad := func(why string) ([]byte, error) {
-		return nil, fmt.Errorf("%w: progressive transcode: %s", ErrCorrupt, why)
+		return nil, fmt.Errorf("%w: progressive transcode: %s", errs.Corrupt, why)
 	}
 	if len(data) < 4 || data[0] != 0xFF || data[1] != 0xD8 {
 		return bad("no start of image")
