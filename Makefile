@@ -208,6 +208,7 @@ GO_TEST_TIMEOUT ?= 30m
 EXACT_AWK := /^func / { n = "" } /^func Test/ { n = $$2; sub(/[(].*/, "", n) } /^\texact(Serial)?Test[(]t[)]/ && n != "" { print n }
 EXACT_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/*_test.go | paste -sd'|')
 EXACT_KERNEL_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/kernels/*_test.go | paste -sd'|')
+EXACT_CODEC_TESTS = $(shell awk '$(EXACT_AWK)' pipeline/codec/*_test.go pipeline/codec/index/*_test.go | paste -sd'|')
 # The server's CPU share measurements (shareTest: the race detector slows
 # the Go between a trainer's batches, not the attacks' C) run once, without
 # -race.
@@ -219,10 +220,10 @@ SHARE_TESTS = $(shell awk '$(SHARE_AWK)' server/*_test.go | paste -sd'|')
 # package and of pipeline/kernels that compile without cgo, less those
 # whose code and checks are the same without cgo, which the -race run has
 # run: the tests of the files named in NOCGO_SAME (the executor's
-# scheduling, index files, fields: no decoded pixel
+# scheduling, fields: no decoded pixel
 # checked). Its other subpackages (dataset, source, annot, batch,
-# internal/det) have no cgo code: not run again.
-NOCGO_SAME := queue queue_class stages shares shipping fields header index_file_huge
+# internal/det, codec/index) have no cgo code: not run again.
+NOCGO_SAME := queue queue_class stages shares shipping fields header
 TEST_NAMES_AWK := /^func Test/ { n = $$2; sub(/[(].*/, "", n); print n }
 NOCGO_SKIP = $(shell awk '$(TEST_NAMES_AWK)' $(NOCGO_SAME:%=pipeline/%_test.go) | paste -sd'|')
 
@@ -233,6 +234,7 @@ test-go: stores ## Go tests (-race) of the module and of deploy/, the pipeline's
 	cd deploy && go test -race -count=1 -timeout $(GO_TEST_TIMEOUT) ./... </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_TESTS))$$' ./pipeline/ </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_KERNEL_TESTS))$$' ./pipeline/kernels/ </dev/null
+	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(EXACT_CODEC_TESTS))$$' ./pipeline/codec/ ./pipeline/codec/index/ </dev/null
 	go test -count=1 -timeout $(GO_TEST_TIMEOUT) -run '^($(SHARE_TESTS))$$' ./server/ </dev/null
 	CGO_ENABLED=0 go test -count=1 -timeout $(GO_TEST_TIMEOUT) -skip '^($(NOCGO_SKIP))$$' ./pipeline/ ./pipeline/kernels/ </dev/null
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build ./...

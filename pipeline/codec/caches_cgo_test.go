@@ -72,6 +72,17 @@ func transcodeRig(t *testing.T) (plain, s *Scratch, cc *CoefCache) {
 	return newScratch(t), newScratch(t), cc
 }
 
+// exactTest marks t as an exactness test, which the race detector
+// skews: skipped under -race, make test-go runs it without
+// (EXACT_CODEC_TESTS). It runs in parallel.
+func exactTest(t *testing.T) {
+	t.Helper()
+	if racebuild.Enabled {
+		t.Skip("an exactness test: make test-go runs it without -race (EXACT_CODEC_TESTS)")
+	}
+	t.Parallel()
+}
+
 // TestCoefCacheCollision: a file whose key (its size and the first half
 // of its MAC) is a stored file's (a collision, made here by filing the
 // stored entry under the second file's key and hint) decodes as it does
@@ -229,10 +240,7 @@ func TestTranscodeEntryGone(t *testing.T) {
 // of block per block): its transcode stops at the bound, it decodes as
 // progressive (the same bytes), counted, and is not tried again.
 func TestTranscodeOutputBound(t *testing.T) {
-	if racebuild.Enabled {
-		t.Skip("an exactness test: make test-go runs it without -race (EXACT_TESTS)")
-	}
-	t.Parallel()
+	exactTest(t)
 	const w, h = 6144, 6144
 	pix := make([]byte, w*h)
 	for i := range pix {

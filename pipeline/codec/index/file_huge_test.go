@@ -12,6 +12,16 @@ import (
 	"github.com/stoker-dev/stoker/internal/racebuild"
 )
 
+// exactSerialTest marks t as an exactness test that must not overlap
+// others (it reads the heap's allocations): skipped under -race, which
+// skews them; make test-go runs it without (EXACT_CODEC_TESTS).
+func exactSerialTest(t *testing.T) {
+	t.Helper()
+	if racebuild.Enabled {
+		t.Skip("an exactness test: make test-go runs it without -race (EXACT_CODEC_TESTS)")
+	}
+}
+
 // synthIndexFile is an index file of size bytes made up as it is read
 // (nothing of it held): a header, copies of one entry, and a checksum that
 // is wrong, sum, unless sum is nil.
@@ -83,11 +93,7 @@ func (f *synthIndexFile) Seek(off int64, whence int) (int64, error) {
 // until the checksum failed: 830 MiB for such a file), so nothing is left
 // to return. A file over 4x the budget is refused unread.
 func TestIndexFileHugeBadChecksum(t *testing.T) {
-	// Reads runtime.MemStats: an exactness test, which the race build
-	// skews (make test-go runs it without -race).
-	if racebuild.Enabled {
-		t.Skip("an exactness test: make test-go runs it without -race (EXACT_TESTS)")
-	}
+	exactSerialTest(t) // reads runtime.MemStats: overlaps no other test
 	// A blob of a 64x2 MCU scan, checkpoints every 8 MCUs, none known:
 	// well-formed, and 1 KB or so, as a photo's.
 	blob := make([]byte, BlobHeader+16*(4+2*3))
